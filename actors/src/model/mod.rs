@@ -1,0 +1,48 @@
+//! The model boundary: one trait, two providers (OpenAI-compatible HTTP and
+//! the deterministic scripted model).
+//!
+//! A provider turns a [`ModelRequest`] into a [`ModelResponse`], streaming
+//! text deltas to a [`StreamSink`] as they arrive so the caller can watch the
+//! stream (loop detection) and abort it (interrupts).
+
+mod openai;
+mod scripted;
+mod types;
+
+pub use openai::OpenAiModel;
+pub use openai::OpenAiOptions;
+pub use scripted::Script;
+pub use scripted::ScriptError;
+pub use scripted::ScriptedModel;
+pub use types::ChatMessage;
+pub use types::FinishReason;
+pub use types::ModelError;
+pub use types::ModelRequest;
+pub use types::ModelResponse;
+pub use types::Purpose;
+pub use types::SinkControl;
+pub use types::StreamSink;
+pub use types::ToolCall;
+pub use types::ToolSpec;
+pub use types::Usage;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+/// A chat model with tool calls.
+#[async_trait]
+pub trait Model: Send + Sync + 'static {
+    /// Short description for logs and status (`openai:grok-4`, `scripted:echo.toml`).
+    fn describe(&self) -> String;
+
+    /// Runs one completion. Text deltas go to `sink` as they arrive; when
+    /// the sink answers [`SinkControl::Abort`] or `cancel` fires, the stream
+    /// is dropped and the call returns [`ModelError::Aborted`] or
+    /// [`ModelError::Cancelled`].
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError>;
+}

@@ -1,0 +1,222 @@
+//! Request and response types shared by every provider.
+
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a model call is for; scripted models and logs use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// A step of a bot's turn.
+    #[default]
+    Turn,
+    /// Extracting memory facts after a turn.
+    Extract,
+    /// Summarising old entries (compaction).
+    Compact,
+    /// Reviewing an action before it runs.
+    Review,
+}
+
+/// One message of the conversation sent to the model (OpenAI chat shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// Instructions.
+    System {
+        /// Text.
+        content: String,
+    },
+    /// Input from the user side (users, other bots as quoted data, events).
+    User {
+        /// Text.
+        content: String,
+    },
+    /// The model's own earlier output.
+    Assistant {
+        /// Text (may be empty).
+        content: String,
+        /// Tool calls it made.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool's answer to one call.
+    Tool {
+        /// The call answered.
+        tool_call_id: String,
+        /// Text.
+        content: String,
+    },
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name (`SendMessage`).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON schema of the arguments.
+    pub parameters: Value,
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The model's id for the call.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as raw JSON text.
+    pub arguments: String,
+}
+
+/// One request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ModelRequest {
+    /// What the call is for.
+    pub purpose: Purpose,
+    /// The bot making the call (for logs and scripted rules).
+    pub bot: String,
+    /// Conversation, system prompt first.
+    pub messages: Vec<ChatMessage>,
+    /// Tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Upper bound on generated tokens, if any.
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelRequest {
+    /// The newest user-side message text, if any.
+    pub fn last_user_text(&self) -> Option<&str> {
+        self.messages.iter().rev().find_map(|m| match m {
+            ChatMessage::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// Token usage as the provider reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Prompt tokens served from the provider's cache (when reported).
+    pub cached_prompt_tokens: u64,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// It finished.
+    #[default]
+    Stop,
+    /// It wants tool calls run.
+    ToolCalls,
+    /// It hit the token limit.
+    Length,
+    /// The provider filtered the output.
+    ContentFilter,
+    /// Something else the provider said.
+    Other,
+}
+
+/// A finished completion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ModelResponse {
+    /// Text produced.
+    pub text: String,
+    /// Tool calls, complete and in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// Usage, when the provider reported it.
+    pub usage: Option<Usage>,
+}
+
+/// What the stream watcher wants after a delta.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkControl {
+    /// Keep streaming.
+    Continue,
+    /// Stop the stream now (e.g. a loop was detected).
+    Abort {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Receives streamed text.
+pub trait StreamSink: Send {
+    /// Called with each text delta, in order.
+    fn on_text(&mut self, delta: &str) -> SinkControl;
+}
+
+/// A sink that accepts everything.
+impl StreamSink for () {
+    fn on_text(&mut self, _delta: &str) -> SinkControl {
+        SinkControl::Continue
+    }
+}
+
+/// Model failures.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The endpoint could not be reached (after retries).
+    #[error("model endpoint unreachable after {attempts} attempt(s): {detail}")]
+    Unreachable {
+        /// Attempts made.
+        attempts: u32,
+        /// Last error.
+        detail: String,
+    },
+    /// The endpoint answered with an HTTP error (after retries for 429/5xx).
+    #[error("model endpoint answered HTTP {status} after {attempts} attempt(s): {body}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+        /// Start of the response body.
+        body: String,
+    },
+    /// The response did not follow the protocol.
+    #[error("model response did not parse: {0}")]
+    Protocol(String),
+    /// The watcher aborted the stream.
+    #[error("stream aborted: {reason}")]
+    Aborted {
+        /// Why.
+        reason: String,
+        /// Text received before the abort.
+        partial: String,
+    },
+    /// The turn was cancelled.
+    #[error("model call cancelled")]
+    Cancelled,
+    /// The provider is misconfigured (missing key, bad URL, bad script).
+    #[error("model provider misconfigured: {0}")]
+    Config(String),
+    /// A scripted model was told to fail.
+    #[error("scripted failure: {0}")]
+    Scripted(String),
+}
+
+impl ModelError {
+    /// Whether the same request may succeed if tried again later.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Unreachable { .. } => true,
+            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
+            ModelError::Protocol(_) => false,
+            ModelError::Aborted { .. } => false,
+            ModelError::Cancelled => false,
+            ModelError::Config(_) => false,
+            ModelError::Scripted(_) => false,
+        }
+    }
+}

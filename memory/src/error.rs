@@ -1,0 +1,82 @@
+//! Errors of the memory crate.
+
+use crate::ids::IdError;
+
+/// Result alias of this crate.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A file of the store could not be read or written.
+    #[error("store i/o on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A stored JSON column did not parse (the database was changed by hand
+    /// or by an incompatible version).
+    #[error("corrupt record in {table}: {detail}")]
+    Corrupt {
+        /// Table of the record.
+        table: &'static str,
+        /// What failed to parse.
+        detail: String,
+    },
+    /// The writer thread is gone (it panicked or the store was closed).
+    #[error("the store writer has stopped; restart the host")]
+    WriterGone,
+    /// The database was written by a newer version of botfleet.
+    #[error(
+        "database schema version {found} is newer than this binary supports ({supported}); upgrade botfleet"
+    )]
+    SchemaTooNew {
+        /// Version found in the file.
+        found: i64,
+        /// Highest version this binary knows.
+        supported: i64,
+    },
+    /// A referenced record does not exist.
+    #[error("{what} not found: {id}")]
+    NotFound {
+        /// Kind of record.
+        what: &'static str,
+        /// Its id.
+        id: String,
+    },
+    /// A mutation broke an invariant of the data (a caller bug or a race
+    /// the caller must resolve).
+    #[error("rejected write: {0}")]
+    Rejected(String),
+    /// An id did not parse.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// A blocking read task panicked or was cancelled.
+    #[error("store reader task failed: {0}")]
+    Reader(String),
+}
+
+impl StoreError {
+    /// Whether retrying the same operation later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Sqlite(e) => matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
+            StoreError::Io { .. } => true,
+            StoreError::Reader(_) => true,
+            StoreError::Corrupt { .. }
+            | StoreError::WriterGone
+            | StoreError::SchemaTooNew { .. }
+            | StoreError::NotFound { .. }
+            | StoreError::Rejected(_)
+            | StoreError::Id(_) => false,
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Identifiers. Bot and user ids are names chosen by people (validated);
+//! sessions, turns and entries are UUIDs (v7 where time-ordered, v5 where
+//! derived, so that a retry computes the same id).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Deserialize;
+use serde::Serialize;
+use uuid::Uuid;
+
+/// An id that did not validate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} {value:?}: {why}")]
+pub struct IdError {
+    /// Kind of id.
+    pub what: &'static str,
+    /// The text given.
+    pub value: String,
+    /// What is expected.
+    pub why: &'static str,
+}
+
+const NAME_RULE: &str =
+    "use 1-64 characters: ASCII letters, digits, '-', '_' or '.', starting with a letter or digit";
+
+fn validate_name(what: &'static str, value: &str) -> Result<(), IdError> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && value.as_bytes()[0].is_ascii_alphanumeric();
+    if ok {
+        Ok(())
+    } else {
+        Err(IdError {
+            what,
+            value: value.to_owned(),
+            why: NAME_RULE,
+        })
+    }
+}
+
+macro_rules! name_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Validates and wraps a name.
+            pub fn new(value: impl Into<String>) -> Result<Self, IdError> {
+                let value = value.into();
+                validate_name($what, &value)?;
+                Ok(Self(value))
+            }
+
+            /// The name.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(value: String) -> Result<Self, IdError> {
+                Self::new(value)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::new(s)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+name_id!(
+    /// A bot's stable id (`researcher`).
+    BotId,
+    "bot id"
+);
+name_id!(
+    /// A user's id (`alice`).
+    UserId,
+    "user id"
+);
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            /// A new time-ordered (v7) id.
+            pub fn new_v7() -> Self {
+                Self(Uuid::now_v7())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Uuid::parse_str(s).map(Self).map_err(|_| IdError {
+                    what: $what,
+                    value: s.to_owned(),
+                    why: "expected a UUID such as 0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f",
+                })
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A session: one conversation of a bot with one peer.
+    SessionId,
+    "session id"
+);
+uuid_id!(
+    /// One turn of a bot.
+    TurnId,
+    "turn id"
+);
+uuid_id!(
+    /// One transcript entry; stable across restarts, so clients can drop
+    /// copies of an entry they already hold.
+    EntryId,
+    "entry id"
+);
+
+/// Namespace for derived (v5) ids.
+const NAMESPACE: Uuid = Uuid::from_u128(0x6b6f_7466_6c65_6574_8000_0000_0000_0001);
+
+impl SessionId {
+    /// The session of `bot` of the given kind with `peer`. Derived, so that
+    /// every component computes the same id without asking the store.
+    pub fn derive(bot: &BotId, kind: &str, peer: &str) -> Self {
+        let name = format!("session\u{0}{bot}\u{0}{kind}\u{0}{peer}");
+        Self(Uuid::new_v5(&NAMESPACE, name.as_bytes()))
+    }
+}
+
+impl EntryId {
+    /// The id of an entry produced by tool call `call_id` of `turn`
+    /// (`part` distinguishes several entries of one call). A restarted turn
+    /// derives the same id, so a delivery can never get a second identity.
+    pub fn derive(turn: TurnId, call_id: &str, part: &str) -> Self {
+        let name = format!("entry\u{0}{turn}\u{0}{call_id}\u{0}{part}");
+        Self(Uuid::new_v5(&NAMESPACE, name.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_validated() {
+        assert!(BotId::new("researcher").is_ok());
+        assert!(BotId::new("r2.d2_x-y").is_ok());
+        for bad in ["", "-x", "a b", "a/b", &"x".repeat(65), "ü"] {
+            let err = BotId::new(bad).err();
+            assert!(err.is_some(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn derived_ids_are_stable() {
+        let bot = BotId::new("r").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            SessionId::derive(&bot, "dm", "alice"),
+            SessionId::derive(&bot, "dm", "alice")
+        );
+        assert_ne!(
+            SessionId::derive(&bot, "dm", "alice"),
+            SessionId::derive(&bot, "dm", "bob")
+        );
+        let t = TurnId::new_v7();
+        assert_eq!(
+            EntryId::derive(t, "c1", "delivery"),
+            EntryId::derive(t, "c1", "delivery")
+        );
+    }
+}

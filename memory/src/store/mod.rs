@@ -1,0 +1,414 @@
+//! The store: one writer thread with group commit, a pool of readers.
+
+mod mutation;
+mod reader;
+mod schema;
+mod writer;
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+use serde::Deserialize;
+use serde::Serialize;
+use tokio::sync::broadcast;
+use tokio::sync::oneshot;
+
+pub use mutation::Mutation;
+pub use mutation::MutationResult;
+pub use writer::Callback;
+
+use self::reader::ReaderPool;
+use self::writer::Job;
+use self::writer::Reply;
+use self::writer::Writer;
+use crate::clock::Clock;
+use crate::clock::SystemClock;
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::BotId;
+use crate::ids::SessionId;
+use crate::ids::TurnId;
+use crate::ids::UserId;
+use crate::record::BotRecord;
+use crate::record::Change;
+use crate::record::Entry;
+use crate::record::InboxItem;
+use crate::record::SessionRecord;
+use crate::record::ToolCallRecord;
+use crate::record::TurnRecord;
+use crate::record::TurnStatus;
+
+/// SQLite's `synchronous` setting for the WAL. See docs/operations.md for
+/// what each survives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Synchronous {
+    /// fsync only at checkpoints: a committed transaction survives a process
+    /// crash; the last ones before a power loss may be rolled back.
+    #[default]
+    Normal,
+    /// fsync the WAL at every commit: survives power loss too. Group commit
+    /// shares one fsync among every batch of the group.
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// How to open a store.
+#[derive(Clone)]
+pub struct StoreOptions {
+    /// Database file.
+    pub path: PathBuf,
+    /// WAL durability.
+    pub synchronous: Synchronous,
+    /// Most batches folded into one transaction.
+    pub max_group: usize,
+    /// Idle read connections kept.
+    pub readers: usize,
+    /// Capacity of the change-signal channel.
+    pub change_capacity: usize,
+    /// Source of stored timestamps.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl StoreOptions {
+    /// Defaults for a database at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            synchronous: Synchronous::Normal,
+            max_group: 1024,
+            readers: 8,
+            change_capacity: 4096,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+struct Inner {
+    tx: mpsc::Sender<Job>,
+    readers: Arc<ReaderPool>,
+    changes: broadcast::Sender<Change>,
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+    restored: bool,
+}
+
+/// Handle to the store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database, applies migrations, checks
+    /// whether it was restored from an older snapshot, and starts the writer.
+    pub fn open(options: StoreOptions) -> Result<Self> {
+        let path = options.path.clone();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+        }
+        let mut conn = Connection::open(&path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "cache_size", -65536)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        schema::migrate(&mut conn)?;
+
+        let now = options.clock.now_ms();
+        let (horizon, restored) = check_generation(&conn, &path, now)?;
+
+        let (changes, _) = broadcast::channel(options.change_capacity.max(16));
+        let (tx, rx) = mpsc::channel::<Job>();
+        let writer = Writer::new(
+            conn,
+            options.clock.clone(),
+            changes.clone(),
+            options.max_group,
+            horizon,
+        );
+        std::thread::Builder::new()
+            .name("botfleet-store-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| io_err(&path, e))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                tx,
+                readers: Arc::new(ReaderPool::new(path.clone(), options.readers)),
+                changes,
+                clock: options.clock,
+                path,
+                restored,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Whether this open found the database restored from an older
+    /// snapshot than the last one this data directory ran.
+    pub fn was_restored(&self) -> bool {
+        self.inner.restored
+    }
+
+    /// The clock stored times come from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Commits `batch` atomically (in a group with whatever else is
+    /// waiting) and answers after the commit.
+    pub async fn write(&self, batch: Vec<Mutation>) -> Result<Vec<MutationResult>> {
+        let (tx, rx) = oneshot::channel();
+        self.inner
+            .tx
+            .send(Job::Batch {
+                batch,
+                reply: Reply::Oneshot(tx),
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        rx.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Like [`Store::write`], but calls `then` on the writer thread right
+    /// after the commit. Continuations run in submission order, which lets
+    /// a caller keep order without waiting.
+    pub fn write_then(&self, batch: Vec<Mutation>, then: Callback) -> Result<()> {
+        self.inner
+            .tx
+            .send(Job::Batch {
+                batch,
+                reply: Reply::Callback(then),
+            })
+            .map_err(|e| {
+                if let Job::Batch {
+                    reply: Reply::Callback(f),
+                    ..
+                } = e.0
+                {
+                    f(Err(StoreError::WriterGone));
+                }
+                StoreError::WriterGone
+            })
+    }
+
+    /// Commits what is queued, checkpoints the WAL into the database file
+    /// and stops the writer. Later writes fail with [`StoreError::WriterGone`].
+    pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.inner.tx.send(Job::Close(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Subscribes to change signals.
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.inner.changes.subscribe()
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let pool = self.inner.readers.clone();
+        tokio::task::spawn_blocking(move || pool.with(f))
+            .await
+            .map_err(|e| StoreError::Reader(e.to_string()))?
+    }
+
+    /// Runs a read on the calling thread (for benches and blocking callers).
+    pub fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.inner.readers.with(f)
+    }
+
+    /// A bot by id.
+    pub async fn get_bot(&self, id: &BotId) -> Result<Option<BotRecord>> {
+        let id = id.clone();
+        self.read(move |c| reader::get_bot(c, &id)).await
+    }
+
+    /// Bots, of one owner or all.
+    pub async fn list_bots(&self, owner: Option<&UserId>) -> Result<Vec<BotRecord>> {
+        let owner = owner.cloned();
+        self.read(move |c| reader::list_bots(c, owner.as_ref()))
+            .await
+    }
+
+    /// A session by id.
+    pub async fn get_session(&self, id: SessionId) -> Result<Option<SessionRecord>> {
+        self.read(move |c| reader::get_session(c, id)).await
+    }
+
+    /// Sessions of a bot.
+    pub async fn sessions_of_bot(&self, bot: &BotId) -> Result<Vec<SessionRecord>> {
+        let bot = bot.clone();
+        self.read(move |c| reader::sessions_of_bot(c, &bot)).await
+    }
+
+    /// Entries of a session with seq > `after`, oldest first, at most `limit`.
+    pub async fn entries_after(
+        &self,
+        session: SessionId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::entries_after(c, session, after, limit))
+            .await
+    }
+
+    /// Entries of a session with `from <= seq <= to`.
+    pub async fn entries_between(
+        &self,
+        session: SessionId,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::entries_between(c, session, from, to))
+            .await
+    }
+
+    /// Entries of every session in global order after `gid` (for indexers).
+    pub async fn entries_after_gid(&self, gid: i64, limit: i64) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::entries_after_gid(c, gid, limit))
+            .await
+    }
+
+    /// An entry by its id.
+    pub async fn entry_by_id(&self, id: crate::ids::EntryId) -> Result<Option<Entry>> {
+        self.read(move |c| reader::entry_by_id(c, &id.to_string()))
+            .await
+    }
+
+    /// The newest global entry order.
+    pub async fn max_gid(&self) -> Result<i64> {
+        self.read(reader::max_gid).await
+    }
+
+    /// A bot's admitted inputs that no turn has consumed, oldest first.
+    pub async fn pending_inbox(&self, bot: &BotId) -> Result<Vec<InboxItem>> {
+        let bot = bot.clone();
+        self.read(move |c| reader::pending_inbox(c, &bot)).await
+    }
+
+    /// Bots with pending inputs or unfinished turns.
+    pub async fn bots_with_work(&self) -> Result<Vec<BotId>> {
+        self.read(reader::bots_with_work).await
+    }
+
+    /// A bot's turns still marked running (after a crash).
+    pub async fn open_turns(&self, bot: &BotId) -> Result<Vec<TurnRecord>> {
+        let bot = bot.clone();
+        self.read(move |c| reader::open_turns(c, &bot)).await
+    }
+
+    /// A turn by id.
+    pub async fn get_turn(&self, id: TurnId) -> Result<Option<TurnRecord>> {
+        self.read(move |c| reader::get_turn(c, id)).await
+    }
+
+    /// A bot's newest turns.
+    pub async fn turns_of_bot(&self, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
+        let bot = bot.clone();
+        self.read(move |c| reader::turns_of_bot(c, &bot, limit))
+            .await
+    }
+
+    /// Turn counts per status for a bot.
+    pub async fn turn_status_counts(&self, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {
+        let bot = bot.clone();
+        self.read(move |c| reader::turn_status_counts(c, &bot))
+            .await
+    }
+
+    /// The tool calls of a turn, in order.
+    pub async fn tool_calls(&self, turn: TurnId) -> Result<Vec<ToolCallRecord>> {
+        self.read(move |c| reader::tool_calls(c, turn)).await
+    }
+
+    /// Row count of a table (`entries`, `turns`, `bots`, `ledger`).
+    pub async fn count(&self, table: &'static str) -> Result<i64> {
+        self.read(move |c| reader::count(c, table)).await
+    }
+
+    /// A value from the meta table.
+    pub async fn meta(&self, key: &'static str) -> Result<Option<String>> {
+        self.read(move |c| reader::optional_meta(c, key)).await
+    }
+}
+
+/// Compares the database's generation with the data directory's sidecar
+/// file. A database older than the sidecar was restored from a snapshot:
+/// the ledger cannot vouch for anything before now. Returns the ledger
+/// horizon and whether a restore was detected.
+fn check_generation(conn: &Connection, path: &Path, now: i64) -> Result<(i64, bool)> {
+    let sidecar = sidecar_path(path);
+    let db_gen: i64 = writer::get_meta(conn, "generation")?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let file_gen: i64 = match std::fs::read_to_string(&sidecar) {
+        Ok(s) => s.trim().parse().unwrap_or(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(io_err(&sidecar, e)),
+    };
+    let mut horizon: i64 = writer::get_meta(conn, "ledger_pruned_before_ms")?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let restored = db_gen < file_gen;
+    if restored {
+        tracing::warn!(
+            db_gen,
+            file_gen,
+            "database is older than this data directory: restored from a snapshot"
+        );
+        writer::set_meta(conn, "restored_at_ms", &now.to_string())?;
+    }
+    if let Some(r) = writer::get_meta(conn, "restored_at_ms")?.and_then(|v| v.parse::<i64>().ok()) {
+        horizon = horizon.max(r);
+    }
+    let next = db_gen.max(file_gen) + 1;
+    writer::set_meta(conn, "generation", &next.to_string())?;
+    let tmp = sidecar.with_extension("generation.tmp");
+    std::fs::write(&tmp, next.to_string()).map_err(|e| io_err(&tmp, e))?;
+    std::fs::rename(&tmp, &sidecar).map_err(|e| io_err(&sidecar, e))?;
+    Ok((horizon, restored))
+}
+
+fn sidecar_path(db: &Path) -> PathBuf {
+    let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".generation");
+    db.with_file_name(name)
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

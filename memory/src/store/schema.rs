@@ -1,0 +1,149 @@
+//! Versioned migrations. `PRAGMA user_version` holds the number of applied
+//! migrations; each migration runs once, in order, in its own transaction.
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::error::StoreError;
+
+/// Migrations in order. Never edit a released one: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the host (bots, sessions, transcript, ledger, inbox, turns, tool calls)
+    r#"
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE bots (
+        id         TEXT PRIMARY KEY,
+        name       TEXT NOT NULL,
+        owner      TEXT NOT NULL,
+        role       TEXT NOT NULL,
+        provider   TEXT NOT NULL,
+        tools      TEXT NOT NULL,
+        settings   TEXT NOT NULL,
+        origin     TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX bots_owner ON bots(owner);
+    CREATE TABLE sessions (
+        id         TEXT PRIMARY KEY,
+        bot_id     TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        peer       TEXT NOT NULL,
+        owner      TEXT NOT NULL,
+        epoch      INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        UNIQUE (bot_id, kind, peer)
+    );
+    CREATE TABLE entries (
+        gid        INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        id         TEXT NOT NULL UNIQUE,
+        kind       TEXT NOT NULL,
+        author     TEXT NOT NULL,
+        turn_id    TEXT,
+        body       TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+    CREATE TABLE ledger (
+        source     TEXT NOT NULL,
+        nonce      TEXT NOT NULL,
+        digest     TEXT NOT NULL,
+        bot_id     TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        gid        INTEGER NOT NULL,
+        entry_id   TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (source, nonce)
+    ) WITHOUT ROWID;
+    CREATE INDEX ledger_age ON ledger(created_at);
+    CREATE TABLE inbox (
+        bot_id     TEXT NOT NULL,
+        gid        INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        priority   INTEGER NOT NULL,
+        turn_id    TEXT,
+        PRIMARY KEY (bot_id, gid)
+    ) WITHOUT ROWID;
+    CREATE INDEX inbox_pending ON inbox(bot_id) WHERE turn_id IS NULL;
+    CREATE TABLE turns (
+        id         TEXT PRIMARY KEY,
+        bot_id     TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        inputs     TEXT NOT NULL,
+        checkpoint TEXT NOT NULL,
+        attempts   INTEGER NOT NULL,
+        error      TEXT,
+        started_at INTEGER NOT NULL,
+        ended_at   INTEGER
+    );
+    CREATE INDEX turns_open ON turns(bot_id) WHERE status = 'running';
+    CREATE INDEX turns_session ON turns(session_id);
+    CREATE TABLE tool_calls (
+        turn_id    TEXT NOT NULL,
+        call_id    TEXT NOT NULL,
+        ordinal    INTEGER NOT NULL,
+        name       TEXT NOT NULL,
+        arguments  TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        outcome    TEXT,
+        is_error   INTEGER NOT NULL DEFAULT 0,
+        started_at INTEGER,
+        ended_at   INTEGER,
+        PRIMARY KEY (turn_id, call_id)
+    ) WITHOUT ROWID;
+    "#,
+];
+
+/// Number of the newest migration this binary knows.
+pub(crate) fn latest_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Brings the database up to date.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let latest = latest_version();
+    if current > latest {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: latest,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = index as i64 + 1;
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+        tracing::info!(version, "applied store migration");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_once_and_refuses_newer() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        migrate(&mut conn)?;
+        migrate(&mut conn)?;
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        assert_eq!(v, latest_version());
+        conn.pragma_update(None, "user_version", latest_version() + 1)?;
+        assert!(matches!(
+            migrate(&mut conn),
+            Err(StoreError::SchemaTooNew { .. })
+        ));
+        Ok(())
+    }
+}

@@ -1,0 +1,229 @@
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::digest::InputDigest;
+use crate::ids::EntryId;
+use crate::record::AdmitOutcome;
+use crate::record::AdmitRequest;
+use crate::record::EntryKind;
+use crate::record::NewEntry;
+use crate::record::Priority;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+
+type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+fn open(dir: &tempfile::TempDir) -> Result<Store> {
+    Store::open(StoreOptions::new(dir.path().join("fleet.db")))
+}
+
+fn admit(nonce: &str, text: &str, nonce_time_ms: Option<i64>) -> Mutation {
+    let bot = BotId::new("r").unwrap_or_else(|e| panic!("{e}"));
+    let key = SessionKey {
+        bot,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    };
+    Mutation::Admit(Box::new(AdmitRequest {
+        source: "user:alice".into(),
+        nonce: nonce.into(),
+        nonce_time_ms,
+        digest: InputDigest::of_parts([text.as_bytes()]),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session: key.id(),
+            author: "alice".into(),
+            turn: None,
+            kind: EntryKind::UserMessage { text: text.into() },
+        },
+        session: key,
+        owner: UserId::new("alice").unwrap_or_else(|e| panic!("{e}")),
+        priority: Priority::UserDm,
+    }))
+}
+
+fn outcome(results: Vec<MutationResult>) -> AdmitOutcome {
+    match results.into_iter().next() {
+        Some(MutationResult::Admitted(o)) => o,
+        other => panic!("expected an admission, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn ledger_answers_accepted_duplicate_conflict() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let first = outcome(store.write(vec![admit("n1", "hello", None)]).await?);
+    let AdmitOutcome::Accepted(rec) = first.clone() else {
+        panic!("{first:?}")
+    };
+    assert_eq!(rec.seq, 1);
+    let again = outcome(store.write(vec![admit("n1", "hello", None)]).await?);
+    assert_eq!(again, AdmitOutcome::Duplicate(rec.clone()));
+    let other = outcome(store.write(vec![admit("n1", "bye", None)]).await?);
+    assert_eq!(other, AdmitOutcome::Conflict(rec.clone()));
+    // one entry, one pending inbox item
+    let entries = store.entries_after(rec.session, 0, 100).await?;
+    assert_eq!(entries.len(), 1);
+    let inbox = store.pending_inbox(&rec.bot).await?;
+    assert_eq!(inbox.len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn seqs_strictly_increase_under_concurrency() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let mut handles = Vec::new();
+    for i in 0..200 {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            store
+                .write(vec![admit(&format!("n{i}"), &format!("m{i}"), None)])
+                .await
+        }));
+    }
+    for h in handles {
+        h.await??;
+    }
+    let bot = BotId::new("r")?;
+    let session = SessionKey {
+        bot,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id();
+    let entries = store.entries_after(session, 0, 1000).await?;
+    let seqs: Vec<i64> = entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failing_batch_rolls_back_alone() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let good = store.clone();
+    let a = tokio::spawn(async move { good.write(vec![admit("a", "a", None)]).await });
+    // second mutation fails (turn does not exist): the admission in the same
+    // batch must be rolled back with it
+    let bad = store
+        .write(vec![
+            admit("b", "b", None),
+            Mutation::Checkpoint {
+                turn: TurnId::new_v7(),
+                checkpoint: serde_json::json!({}),
+            },
+        ])
+        .await;
+    assert!(matches!(bad, Err(StoreError::NotFound { .. })), "{bad:?}");
+    a.await??;
+    let c = outcome(store.write(vec![admit("c", "c", None)]).await?);
+    let AdmitOutcome::Accepted(rec) = c else {
+        panic!()
+    };
+    let texts: Vec<String> = store
+        .entries_after(rec.session, 0, 10)
+        .await?
+        .iter()
+        .map(|e| e.kind.text().to_owned())
+        .collect();
+    assert_eq!(texts, vec!["a".to_string(), "c".to_string()]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn restored_snapshot_makes_old_keys_unknown() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("fleet.db");
+    {
+        let store = open(&dir)?;
+        store.write(vec![admit("old", "x", Some(1_000))]).await?;
+        store.close().await;
+    }
+    // snapshot the database, run once more, then restore the snapshot
+    let snapshot = dir.path().join("snap.db");
+    std::fs::copy(&db, &snapshot)?;
+    {
+        let store = open(&dir)?;
+        store.write(vec![admit("later", "y", Some(2_000))]).await?;
+        store.close().await;
+    }
+    std::fs::copy(&snapshot, &db)?;
+    let _ = std::fs::remove_file(dir.path().join("fleet.db-wal"));
+    let _ = std::fs::remove_file(dir.path().join("fleet.db-shm"));
+    let store = open(&dir)?;
+    assert!(store.was_restored());
+    // the key admitted after the snapshot cannot be vouched for
+    let o = outcome(store.write(vec![admit("later", "y", Some(2_000))]).await?);
+    assert!(matches!(o, AdmitOutcome::Unknown { .. }), "{o:?}");
+    // the key the snapshot holds is still a duplicate
+    let o = outcome(store.write(vec![admit("old", "x", Some(1_000))]).await?);
+    assert!(matches!(o, AdmitOutcome::Duplicate(_)), "{o:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn pruned_ledger_answers_unknown_for_old_keys() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("k", "x", Some(10))]).await?;
+    let now = store.clock().now_ms();
+    store
+        .write(vec![Mutation::PruneLedger { before_ms: now + 1 }])
+        .await?;
+    let o = outcome(store.write(vec![admit("k", "x", Some(10))]).await?);
+    assert!(matches!(o, AdmitOutcome::Unknown { .. }), "{o:?}");
+    let o = outcome(store.write(vec![admit("new", "x", Some(now + 10))]).await?);
+    assert!(matches!(o, AdmitOutcome::Accepted(_)), "{o:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn appending_the_same_entry_id_twice_is_one_entry() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let AdmitOutcome::Accepted(rec) = outcome(store.write(vec![admit("a", "a", None)]).await?)
+    else {
+        panic!()
+    };
+    let id = EntryId::new_v7();
+    let entry = NewEntry {
+        id,
+        session: rec.session,
+        author: "r".into(),
+        turn: None,
+        kind: EntryKind::Reminder { text: "x".into() },
+    };
+    let r1 = store
+        .write(vec![Mutation::Append(Box::new(entry.clone()))])
+        .await?;
+    let r2 = store.write(vec![Mutation::Append(Box::new(entry))]).await?;
+    assert_eq!(r1, r2);
+    let next = store
+        .write(vec![Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session: rec.session,
+            author: "r".into(),
+            turn: None,
+            kind: EntryKind::Reminder { text: "y".into() },
+        }))])
+        .await?;
+    let Some(MutationResult::Appended { seq, .. }) = next.first() else {
+        panic!()
+    };
+    assert_eq!(*seq, 3);
+    Ok(())
+}
+
+#[tokio::test]
+async fn change_signals_follow_commits() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let mut rx = store.subscribe();
+    store.write(vec![admit("a", "a", None)]).await?;
+    let change = rx.recv().await?;
+    assert_eq!(change.seq, 1);
+    assert_eq!(change.owner.as_str(), "alice");
+    Ok(())
+}

@@ -1,0 +1,680 @@
+//! The single writer: one OS thread owns the read-write connection and
+//! commits every waiting batch in one transaction (group commit).
+//!
+//! Sequence for each wake-up:
+//! 1. block for one job, then drain up to `max_batch` more without waiting;
+//! 2. `BEGIN IMMEDIATE`; each job runs inside its own `SAVEPOINT`, so a job
+//!    that fails rolls back alone and the rest still commit;
+//! 3. `COMMIT` once; only now is any caller answered (a failed commit fails
+//!    every job of the group and clears the caches);
+//! 4. answer the jobs in submission order, then broadcast one payload-free
+//!    [`Change`] per touched session.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+
+use rusqlite::Connection;
+use rusqlite::OptionalExtension;
+use rusqlite::params;
+use tokio::sync::broadcast;
+use tokio::sync::oneshot;
+
+use super::mutation::Mutation;
+use super::mutation::MutationResult;
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::BotId;
+use crate::ids::EntryId;
+use crate::ids::SessionId;
+use crate::ids::TurnId;
+use crate::ids::UserId;
+use crate::record::AdmitOutcome;
+use crate::record::AdmitRequest;
+use crate::record::AdmittedRecord;
+use crate::record::BotRecord;
+use crate::record::Change;
+use crate::record::NewEntry;
+use crate::record::SessionRecord;
+use crate::record::TurnStatus;
+
+/// A post-commit continuation, called on the writer thread in submission
+/// order. It must be quick and must not block (send a message, no I/O).
+pub type Callback = Box<dyn FnOnce(Result<Vec<MutationResult>>) + Send>;
+
+/// How a job is answered.
+pub(crate) enum Reply {
+    Oneshot(oneshot::Sender<Result<Vec<MutationResult>>>),
+    Callback(Callback),
+}
+
+/// One atomic batch and its answer, or the order to stop.
+pub(crate) enum Job {
+    Batch {
+        batch: Vec<Mutation>,
+        reply: Reply,
+    },
+    /// Checkpoint the WAL, close the connection, answer, and exit.
+    Close(oneshot::Sender<()>),
+}
+
+pub(crate) struct Writer {
+    conn: Connection,
+    clock: Arc<dyn Clock>,
+    changes: broadcast::Sender<Change>,
+    max_batch: usize,
+    /// Last seq per session, valid for committed state plus the open
+    /// transaction's successful jobs.
+    seqs: HashMap<SessionId, i64>,
+    /// Bot and owner per session, for change signals.
+    sessions: HashMap<SessionId, (BotId, UserId)>,
+    /// Nonces made before this time and not in the ledger answer `unknown`.
+    horizon_ms: i64,
+}
+
+/// Sessions a job touched: session → newest seq.
+type Touched = HashMap<SessionId, i64>;
+
+impl Writer {
+    pub(crate) fn new(
+        conn: Connection,
+        clock: Arc<dyn Clock>,
+        changes: broadcast::Sender<Change>,
+        max_batch: usize,
+        horizon_ms: i64,
+    ) -> Self {
+        Self {
+            conn,
+            clock,
+            changes,
+            max_batch: max_batch.max(1),
+            seqs: HashMap::new(),
+            sessions: HashMap::new(),
+            horizon_ms,
+        }
+    }
+
+    /// Runs until every sender is dropped.
+    pub(crate) fn run(mut self, rx: Receiver<Job>) {
+        let mut jobs: Vec<(Vec<Mutation>, Reply)> = Vec::with_capacity(self.max_batch);
+        let mut close = None;
+        while let Ok(first) = rx.recv() {
+            let mut next = Some(first);
+            while let Some(job) = next.take() {
+                match job {
+                    Job::Batch { batch, reply } => jobs.push((batch, reply)),
+                    Job::Close(done) => {
+                        close = Some(done);
+                        break;
+                    }
+                }
+                if jobs.len() < self.max_batch {
+                    next = rx.try_recv().ok();
+                }
+            }
+            if !jobs.is_empty() {
+                self.commit_group(&mut jobs);
+            }
+            if close.is_some() {
+                break;
+            }
+        }
+        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+            tracing::warn!(error = %e, "checkpoint at close failed");
+        }
+        drop(self.conn);
+        if let Some(done) = close {
+            let _ = done.send(());
+        }
+        tracing::debug!("store writer stopped");
+    }
+
+    fn commit_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
+        let mut results: Vec<Result<Vec<MutationResult>>> = Vec::with_capacity(jobs.len());
+        let mut touched: Touched = HashMap::new();
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            let msg = e.to_string();
+            for (_, reply) in jobs.drain(..) {
+                answer(
+                    reply,
+                    Err(StoreError::Rejected(format!("begin failed: {msg}"))),
+                );
+            }
+            return;
+        }
+        for (batch, _) in jobs.iter_mut() {
+            let batch = std::mem::take(batch);
+            results.push(self.apply_job(batch, &mut touched));
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.seqs.clear();
+            self.sessions.clear();
+            let msg = e.to_string();
+            tracing::error!(error = %msg, "store commit failed");
+            for (_, reply) in jobs.drain(..) {
+                answer(
+                    reply,
+                    Err(StoreError::Rejected(format!("commit failed: {msg}"))),
+                );
+            }
+            return;
+        }
+        for ((_, reply), result) in jobs.drain(..).zip(results) {
+            answer(reply, result);
+        }
+        if self.changes.receiver_count() > 0 {
+            for (session, seq) in touched {
+                if let Some((bot, owner)) = self.sessions.get(&session) {
+                    let _ = self.changes.send(Change {
+                        session,
+                        seq,
+                        bot: bot.clone(),
+                        owner: owner.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn apply_job(
+        &mut self,
+        batch: Vec<Mutation>,
+        touched: &mut Touched,
+    ) -> Result<Vec<MutationResult>> {
+        self.conn.execute_batch("SAVEPOINT job")?;
+        let mut local: Touched = HashMap::new();
+        let mut out = Vec::with_capacity(batch.len());
+        let mut failure = None;
+        for mutation in batch {
+            match self.apply(mutation, &mut local) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        match failure {
+            None => {
+                self.conn.execute_batch("RELEASE job")?;
+                for (session, seq) in local {
+                    let slot = touched.entry(session).or_insert(seq);
+                    *slot = (*slot).max(seq);
+                }
+                Ok(out)
+            }
+            Some(e) => {
+                self.conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                for session in local.keys() {
+                    self.seqs.remove(session);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn apply(&mut self, mutation: Mutation, touched: &mut Touched) -> Result<MutationResult> {
+        let now = self.clock.now_ms();
+        match mutation {
+            Mutation::UpsertBot(bot) => {
+                self.upsert_bot(&bot, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::EnsureSession(session) => {
+                self.ensure_session(&session, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::Admit(req) => self.admit(*req, now, touched).map(MutationResult::Admitted),
+            Mutation::Append(entry) => {
+                let (id, seq, gid, created_at) = self.append(&entry, now, touched)?;
+                Ok(MutationResult::Appended {
+                    id,
+                    seq,
+                    gid,
+                    created_at,
+                })
+            }
+            Mutation::StartTurn {
+                turn,
+                bot,
+                session,
+                inputs,
+                checkpoint,
+            } => {
+                let inputs_json = serde_json::to_string(&inputs).unwrap_or_else(|_| "[]".into());
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO turns (id, bot_id, session_id, status, inputs, checkpoint, attempts, started_at)
+                         VALUES (?1, ?2, ?3, 'running', ?4, ?5, 1, ?6)",
+                    )?
+                    .execute(params![
+                        turn.to_string(),
+                        bot.as_str(),
+                        session.to_string(),
+                        inputs_json,
+                        checkpoint.to_string(),
+                        now
+                    ])?;
+                let mut consume = self.conn.prepare_cached(
+                    "UPDATE inbox SET turn_id = ?1 WHERE bot_id = ?2 AND gid = ?3 AND turn_id IS NULL",
+                )?;
+                for gid in inputs {
+                    consume.execute(params![turn.to_string(), bot.as_str(), gid])?;
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::Checkpoint { turn, checkpoint } => {
+                let n = self
+                    .conn
+                    .prepare_cached("UPDATE turns SET checkpoint = ?2 WHERE id = ?1")?
+                    .execute(params![turn.to_string(), checkpoint.to_string()])?;
+                expect_row(n, "turn", turn)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::BumpAttempts { turn } => {
+                let attempts: Option<i64> = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE turns SET attempts = attempts + 1 WHERE id = ?1 RETURNING attempts",
+                    )?
+                    .query_row(params![turn.to_string()], |r| r.get(0))
+                    .optional()?;
+                match attempts {
+                    Some(a) => Ok(MutationResult::Attempts(a)),
+                    None => Err(StoreError::NotFound {
+                        what: "turn",
+                        id: turn.to_string(),
+                    }),
+                }
+            }
+            Mutation::ToolPending {
+                turn,
+                call_id,
+                ordinal,
+                name,
+                arguments,
+            } => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO tool_calls (turn_id, call_id, ordinal, name, arguments, status)
+                         VALUES (?1, ?2, ?3, ?4, ?5, 'pending')
+                         ON CONFLICT (turn_id, call_id) DO NOTHING",
+                    )?
+                    .execute(params![turn.to_string(), call_id, ordinal, name, arguments])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::ToolStarted { turn, call_id } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE tool_calls SET status = 'started', started_at = ?3
+                         WHERE turn_id = ?1 AND call_id = ?2 AND status = 'pending'",
+                    )?
+                    .execute(params![turn.to_string(), call_id, now])?;
+                if n == 0 {
+                    return Err(StoreError::Rejected(format!(
+                        "tool call {call_id} of turn {turn} is not pending"
+                    )));
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::ToolFinished {
+                turn,
+                call_id,
+                outcome,
+                is_error,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE tool_calls SET status = 'done', outcome = ?3, is_error = ?4, ended_at = ?5
+                         WHERE turn_id = ?1 AND call_id = ?2 AND status != 'done'",
+                    )?
+                    .execute(params![turn.to_string(), call_id, outcome, is_error, now])?;
+                if n == 0 {
+                    return Err(StoreError::Rejected(format!(
+                        "tool call {call_id} of turn {turn} is unknown or already done"
+                    )));
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::EndTurn {
+                turn,
+                status,
+                error,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE turns SET status = ?2, error = ?3, ended_at = ?4 WHERE id = ?1",
+                    )?
+                    .execute(params![turn.to_string(), status.as_str(), error, now])?;
+                expect_row(n, "turn", turn)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::RequeueInputs { turn } => {
+                let row: Option<(String, String, String)> = self
+                    .conn
+                    .prepare_cached("SELECT bot_id, inputs, status FROM turns WHERE id = ?1")?
+                    .query_row(params![turn.to_string()], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
+                    .optional()?;
+                let Some((bot, inputs, status)) = row else {
+                    return Err(StoreError::NotFound {
+                        what: "turn",
+                        id: turn.to_string(),
+                    });
+                };
+                if status == TurnStatus::Running.as_str() {
+                    return Err(StoreError::Rejected(format!(
+                        "turn {turn} is still running; wait for it to end before retrying"
+                    )));
+                }
+                let gids: Vec<i64> =
+                    serde_json::from_str(&inputs).map_err(|e| StoreError::Corrupt {
+                        table: "turns",
+                        detail: e.to_string(),
+                    })?;
+                let mut requeue = self.conn.prepare_cached(
+                    "UPDATE inbox SET turn_id = NULL WHERE bot_id = ?1 AND gid = ?2",
+                )?;
+                let mut n = 0;
+                for gid in gids {
+                    n += requeue.execute(params![bot, gid])?;
+                }
+                Ok(MutationResult::Count(n))
+            }
+            Mutation::PruneLedger { before_ms } => {
+                let n = self
+                    .conn
+                    .prepare_cached("DELETE FROM ledger WHERE created_at < ?1")?
+                    .execute(params![before_ms])?;
+                if before_ms > self.horizon_ms {
+                    self.horizon_ms = before_ms;
+                    set_meta(
+                        &self.conn,
+                        "ledger_pruned_before_ms",
+                        &before_ms.to_string(),
+                    )?;
+                }
+                Ok(MutationResult::Count(n))
+            }
+        }
+    }
+
+    fn upsert_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
+        let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
+        self.conn
+            .prepare_cached(
+                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, owner = excluded.owner,
+                   role = excluded.role, provider = excluded.provider, tools = excluded.tools,
+                   settings = excluded.settings, origin = excluded.origin, updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                bot.id.as_str(),
+                bot.name,
+                bot.owner.as_str(),
+                bot.role,
+                bot.provider,
+                tools,
+                bot.settings.to_string(),
+                bot.origin,
+                now
+            ])?;
+        Ok(())
+    }
+
+    fn ensure_session(&mut self, session: &SessionRecord, now: i64) -> Result<()> {
+        if self.sessions.contains_key(&session.id) {
+            return Ok(());
+        }
+        if session.id != session.key.id() {
+            return Err(StoreError::Rejected(format!(
+                "session id {} does not match its key",
+                session.id
+            )));
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO sessions (id, bot_id, kind, peer, owner, epoch, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6) ON CONFLICT (id) DO NOTHING",
+            )?
+            .execute(params![
+                session.id.to_string(),
+                session.key.bot.as_str(),
+                session.key.kind.as_str(),
+                session.key.peer,
+                session.owner.as_str(),
+                now
+            ])?;
+        // The stored record wins if it existed with another owner.
+        self.session_meta(session.id)?;
+        Ok(())
+    }
+
+    fn session_meta(&mut self, session: SessionId) -> Result<(BotId, UserId)> {
+        if let Some(meta) = self.sessions.get(&session) {
+            return Ok(meta.clone());
+        }
+        let row: Option<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT bot_id, owner FROM sessions WHERE id = ?1")?
+            .query_row(params![session.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((bot, owner)) = row else {
+            return Err(StoreError::NotFound {
+                what: "session",
+                id: session.to_string(),
+            });
+        };
+        let meta = (BotId::new(bot)?, UserId::new(owner)?);
+        self.sessions.insert(session, meta.clone());
+        Ok(meta)
+    }
+
+    fn next_seq(&mut self, session: SessionId) -> Result<i64> {
+        let last = match self.seqs.get(&session) {
+            Some(seq) => *seq,
+            None => self
+                .conn
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM entries WHERE session_id = ?1")?
+                .query_row(params![session.to_string()], |r| r.get(0))?,
+        };
+        Ok(last + 1)
+    }
+
+    fn append(
+        &mut self,
+        entry: &NewEntry,
+        now: i64,
+        touched: &mut Touched,
+    ) -> Result<(EntryId, i64, i64, i64)> {
+        self.session_meta(entry.session)?;
+        let seq = self.next_seq(entry.session)?;
+        let body = serde_json::to_string(&entry.kind).map_err(|e| StoreError::Corrupt {
+            table: "entries",
+            detail: e.to_string(),
+        })?;
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO entries (session_id, seq, id, kind, author, turn_id, body, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING",
+            )?
+            .execute(params![
+                entry.session.to_string(),
+                seq,
+                entry.id.to_string(),
+                entry.kind.name(),
+                entry.author,
+                entry.turn.map(|t| t.to_string()),
+                body,
+                now
+            ])?;
+        if inserted == 0 {
+            // The same entry id was appended before (a retried write): answer
+            // with where it already is, and keep the seq unused.
+            let (seq, gid, created_at): (i64, i64, i64) = self
+                .conn
+                .prepare_cached("SELECT seq, gid, created_at FROM entries WHERE id = ?1")?
+                .query_row(params![entry.id.to_string()], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+            return Ok((entry.id, seq, gid, created_at));
+        }
+        let gid = self.conn.last_insert_rowid();
+        self.seqs.insert(entry.session, seq);
+        let slot = touched.entry(entry.session).or_insert(seq);
+        *slot = (*slot).max(seq);
+        Ok((entry.id, seq, gid, now))
+    }
+
+    fn admit(
+        &mut self,
+        req: AdmitRequest,
+        now: i64,
+        touched: &mut Touched,
+    ) -> Result<AdmitOutcome> {
+        let found: Option<(String, String, String, i64, i64, String, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT digest, bot_id, session_id, seq, gid, entry_id, created_at
+                 FROM ledger WHERE source = ?1 AND nonce = ?2",
+            )?
+            .query_row(params![req.source, req.nonce], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .optional()?;
+        if let Some((digest, bot, session, seq, gid, entry_id, created_at)) = found {
+            let record = AdmittedRecord {
+                bot: BotId::new(bot)?,
+                session: session.parse()?,
+                seq,
+                gid,
+                entry_id: entry_id.parse()?,
+                admitted_at: created_at,
+            };
+            return Ok(if digest == req.digest.to_hex() {
+                AdmitOutcome::Duplicate(record)
+            } else {
+                AdmitOutcome::Conflict(record)
+            });
+        }
+        if let Some(t) = req.nonce_time_ms {
+            if t < self.horizon_ms {
+                return Ok(AdmitOutcome::Unknown {
+                    reason: format!(
+                        "the key was made before {} and the ledger no longer holds records from then \
+                         (pruned past retention or restored from an older snapshot); check the \
+                         transcript, and send with a new key if the message is missing",
+                        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(self.horizon_ms)
+                            .map(|d| d.to_rfc3339())
+                            .unwrap_or_default()
+                    ),
+                });
+            }
+        }
+        let session_id = req.session.id();
+        if req.entry.session != session_id {
+            return Err(StoreError::Rejected(
+                "admitted entry must belong to the admitted session".into(),
+            ));
+        }
+        self.ensure_session(
+            &SessionRecord {
+                id: session_id,
+                key: req.session.clone(),
+                owner: req.owner.clone(),
+                epoch: 0,
+                last_seq: 0,
+                created_at: now,
+            },
+            now,
+        )?;
+        let (entry_id, seq, gid, _) = self.append(&req.entry, now, touched)?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO ledger (source, nonce, digest, bot_id, session_id, seq, gid, entry_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                req.source,
+                req.nonce,
+                req.digest.to_hex(),
+                req.session.bot.as_str(),
+                session_id.to_string(),
+                seq,
+                gid,
+                entry_id.to_string(),
+                now
+            ])?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO inbox (bot_id, gid, session_id, seq, priority, turn_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
+            )?
+            .execute(params![
+                req.session.bot.as_str(),
+                gid,
+                session_id.to_string(),
+                seq,
+                req.priority.as_i64()
+            ])?;
+        Ok(AdmitOutcome::Accepted(AdmittedRecord {
+            bot: req.session.bot,
+            session: session_id,
+            seq,
+            gid,
+            entry_id,
+            admitted_at: now,
+        }))
+    }
+}
+
+fn answer(reply: Reply, result: Result<Vec<MutationResult>>) {
+    match reply {
+        Reply::Oneshot(tx) => {
+            let _ = tx.send(result);
+        }
+        Reply::Callback(f) => f(result),
+    }
+}
+
+fn expect_row(n: usize, what: &'static str, id: TurnId) -> Result<()> {
+    if n == 0 {
+        Err(StoreError::NotFound {
+            what,
+            id: id.to_string(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+pub(crate) fn set_meta(conn: &Connection, key: &str, value: &str) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![key, value])?;
+    Ok(())
+}
+
+pub(crate) fn get_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row(params![key], |r| r.get(0))
+        .optional()?)
+}
