@@ -1,1 +1,44 @@
-pub fn x() {}
+//! botfleet-actors: the fleet's actors and the turn engine.
+//!
+//! ```text
+//! Fleet (root supervisor)
+//! └── Router            routes admitted inputs, activates and passivates bots
+//!     └── Bot(id) × N   queue, one turn at a time, interrupts, debounce
+//!         └── Turn      a supervised task running the engine for one turn
+//! ```
+//!
+//! This crate knows nothing of HTTP or the CLI; the host drives it through
+//! [`FleetHandle`].
+
+mod bot;
+mod bot_queue;
+mod engine;
+mod error;
+mod fleet;
+pub mod model;
+mod prompts;
+mod protocol;
+mod router;
+mod runtime;
+mod settings;
+pub mod tools;
+
+pub use bot::BotActor;
+pub use bot::BotMsg;
+pub use bot::BotStatus;
+pub use bot_queue::QueuedInput;
+pub use error::ActorError;
+pub use error::Result;
+pub use fleet::FleetActor;
+pub use fleet::FleetHandle;
+pub use fleet::FleetMsg;
+pub use prompts::PromptError;
+pub use prompts::Prompts;
+pub use prompts::Template;
+pub use prompts::prompts;
+pub use protocol::nonce_time_ms;
+pub use protocol::user_message;
+pub use router::RouterActor;
+pub use router::RouterMsg;
+pub use runtime::Runtime;
+pub use settings::FleetSettings;

@@ -297,6 +297,11 @@ impl Store {
             .await
     }
 
+    /// The newest `limit` entries of a session, oldest first.
+    pub async fn tail_entries(&self, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::tail_entries(c, session, limit)).await
+    }
+
     /// Entries of every session in global order after `gid` (for indexers).
     pub async fn entries_after_gid(&self, gid: i64, limit: i64) -> Result<Vec<Entry>> {
         self.read(move |c| reader::entries_after_gid(c, gid, limit))

@@ -173,6 +173,16 @@ pub(crate) fn entries_between(
     )
 }
 
+pub(crate) fn tail_entries(conn: &Connection, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
+    let mut out = collect_entries(
+        conn,
+        &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT ?2"),
+        params![session.to_string(), limit],
+    )?;
+    out.reverse();
+    Ok(out)
+}
+
 pub(crate) fn entries_after_gid(conn: &Connection, gid: i64, limit: i64) -> Result<Vec<Entry>> {
     collect_entries(
         conn,

@@ -1,0 +1,418 @@
+//! The Bot actor: one per *active* bot. It owns the bot's queue, runs one
+//! turn at a time as a supervised task, interrupts it for a user's direct
+//! message, batches rapid user messages (debounce), and asks the router to
+//! passivate it when idle. Everything it holds can be rebuilt from the store.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionId;
+use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
+use futures::FutureExt;
+use ractor::Actor;
+use ractor::ActorProcessingErr;
+use ractor::ActorRef;
+use ractor::RpcReplyPort;
+use serde::Serialize;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::bot_queue::BotQueue;
+use crate::bot_queue::QueuedInput;
+use crate::engine::PlanKind;
+use crate::engine::SessionTail;
+use crate::engine::TurnPlan;
+use crate::engine::TurnReport;
+use crate::engine::run_turn;
+use crate::router::RouterMsg;
+use crate::runtime::Runtime;
+
+/// The Bot actor (configuration only; state lives in [`BotState`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BotActor;
+
+/// Start arguments of a bot actor.
+pub struct BotArgs {
+    /// Which bot.
+    pub id: BotId,
+    /// Shared runtime.
+    pub rt: Arc<Runtime>,
+    /// The router, for passivation.
+    pub router: ActorRef<RouterMsg>,
+}
+
+/// How a turn task ended (opaque outside the crate).
+#[derive(Debug)]
+pub struct TurnEnd(TurnEndKind);
+
+#[derive(Debug)]
+enum TurnEndKind {
+    Ended(Box<TurnReport>),
+    Panicked { turn: TurnId, message: String },
+}
+
+/// What a bot is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BotStatus {
+    /// The bot.
+    pub id: BotId,
+    /// The running turn, if any.
+    pub running: Option<TurnId>,
+    /// Inputs waiting.
+    pub queued: usize,
+}
+
+/// Messages of a bot actor.
+pub enum BotMsg {
+    /// An admitted input, routed in commit order.
+    Input(QueuedInput),
+    /// Re-read pending inputs from the store (after a retry or a wake-up).
+    Refresh,
+    /// The debounce window `generation` may have closed.
+    DebounceDue {
+        /// Window generation; older ones are stale.
+        generation: u64,
+    },
+    /// A turn task ended.
+    TurnEnded(TurnEnd),
+    /// Check whether the bot has been idle long enough to passivate.
+    IdleCheck,
+    /// Cancel the running turn for good; answers whether one was running.
+    Cancel(RpcReplyPort<bool>),
+    /// Report what the bot is doing.
+    Status(RpcReplyPort<BotStatus>),
+    /// Re-read the bot's record (role, tools) from the store.
+    Reload,
+}
+
+struct Running {
+    turn: TurnId,
+    session: SessionId,
+    soft: CancellationToken,
+    hard: CancellationToken,
+    inputs: Vec<QueuedInput>,
+}
+
+enum Pending {
+    Resume { turn: TurnId, session: SessionId, inputs: Vec<QueuedInput> },
+    Fail { turn: TurnId, session: SessionId, inputs: Vec<QueuedInput>, error: String },
+}
+
+struct Window {
+    first: Instant,
+    generation: u64,
+}
+
+/// State of an active bot.
+pub struct BotState {
+    rt: Arc<Runtime>,
+    router: ActorRef<RouterMsg>,
+    record: Arc<BotRecord>,
+    queue: BotQueue,
+    running: Option<Running>,
+    pending: VecDeque<Pending>,
+    tails: HashMap<SessionId, SessionTail>,
+    crashes: HashMap<TurnId, i64>,
+    window: Option<Window>,
+    generation: u64,
+    inputs_seen: u64,
+    idle_since: Option<Instant>,
+    idle_armed: bool,
+}
+
+impl Actor for BotActor {
+    type Msg = BotMsg;
+    type State = BotState;
+    type Arguments = BotArgs;
+
+    async fn pre_start(&self, _myself: ActorRef<BotMsg>, args: BotArgs) -> Result<BotState, ActorProcessingErr> {
+        let record = args
+            .rt
+            .store
+            .get_bot(&args.id)
+            .await?
+            .ok_or_else(|| format!("bot {} is not registered", args.id))?;
+        Ok(BotState {
+            rt: args.rt,
+            router: args.router,
+            record: Arc::new(record),
+            queue: BotQueue::default(),
+            running: None,
+            pending: VecDeque::new(),
+            tails: HashMap::new(),
+            crashes: HashMap::new(),
+            window: None,
+            generation: 0,
+            inputs_seen: 0,
+            idle_since: None,
+            idle_armed: false,
+        })
+    }
+
+    async fn post_start(&self, myself: ActorRef<BotMsg>, state: &mut BotState) -> Result<(), ActorProcessingErr> {
+        let id = &state.record.id;
+        for turn in state.rt.store.open_turns(id).await? {
+            state.pending.push_back(Pending::Resume {
+                turn: turn.id,
+                session: turn.session,
+                inputs: Vec::new(),
+            });
+        }
+        for item in state.rt.store.pending_inbox(id).await? {
+            state.queue.push(QueuedInput { item, entry: None });
+        }
+        tracing::debug!(bot = %id, queued = state.queue.len(), resuming = state.pending.len(), "bot activated");
+        state.schedule(&myself);
+        Ok(())
+    }
+
+    async fn handle(&self, myself: ActorRef<BotMsg>, msg: BotMsg, state: &mut BotState) -> Result<(), ActorProcessingErr> {
+        match msg {
+            BotMsg::Input(input) => state.on_input(&myself, input),
+            BotMsg::Refresh => {
+                let pending = state.rt.store.pending_inbox(&state.record.id).await?;
+                let running: Vec<i64> = state
+                    .running
+                    .as_ref()
+                    .map(|r| r.inputs.iter().map(|i| i.item.gid).collect())
+                    .unwrap_or_default();
+                let found = pending.into_iter().map(|item| QueuedInput { item, entry: None }).collect();
+                if state.queue.refresh(found, &running) > 0 {
+                    state.idle_since = None;
+                    state.schedule(&myself);
+                }
+            }
+            BotMsg::DebounceDue { generation } => {
+                if state.window.as_ref().is_some_and(|w| w.generation == generation) {
+                    state.window = None;
+                    state.schedule(&myself);
+                }
+            }
+            BotMsg::TurnEnded(end) => state.on_turn_end(&myself, end),
+            BotMsg::IdleCheck => state.on_idle_check(&myself),
+            BotMsg::Cancel(reply) => {
+                let running = state.running.as_ref().map(|r| r.hard.cancel()).is_some();
+                let _ = reply.send(running);
+            }
+            BotMsg::Status(reply) => {
+                let _ = reply.send(BotStatus {
+                    id: state.record.id.clone(),
+                    running: state.running.as_ref().map(|r| r.turn),
+                    queued: state.queue.len(),
+                });
+            }
+            BotMsg::Reload => {
+                if let Some(record) = state.rt.store.get_bot(&state.record.id).await? {
+                    state.record = Arc::new(record);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(&self, _myself: ActorRef<BotMsg>, state: &mut BotState) -> Result<(), ActorProcessingErr> {
+        if let Some(r) = &state.running {
+            // the turn task holds no lock on the actor; cancel it so it ends
+            // (its state is in the store and resumes on the next activation)
+            r.hard.cancel();
+        }
+        Ok(())
+    }
+}
+
+impl BotState {
+    fn on_input(&mut self, myself: &ActorRef<BotMsg>, input: QueuedInput) {
+        self.inputs_seen += 1;
+        let priority = input.item.priority;
+        if !self.queue.push(input) {
+            return;
+        }
+        self.idle_since = None;
+        if priority == Priority::UserDm {
+            if let Some(run) = &self.running {
+                if !run.soft.is_cancelled() {
+                    tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
+                    run.soft.cancel();
+                }
+            }
+            let settings = &self.rt.settings;
+            if !settings.debounce.is_zero() {
+                let now = Instant::now();
+                self.generation += 1;
+                let generation = self.generation;
+                let window = self.window.get_or_insert(Window { first: now, generation });
+                window.generation = generation;
+                if now.duration_since(window.first) >= settings.debounce_max {
+                    self.window = None;
+                } else {
+                    let wait = settings
+                        .debounce
+                        .min(settings.debounce_max.saturating_sub(now.duration_since(window.first)));
+                    myself.send_after(wait, move || BotMsg::DebounceDue { generation });
+                    return;
+                }
+            }
+        }
+        self.schedule(myself);
+    }
+
+    /// Starts the next turn if none runs and nothing holds it back.
+    fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
+        if self.running.is_some() {
+            return;
+        }
+        if let Some(p) = self.pending.pop_front() {
+            let (turn, session, inputs, kind) = match p {
+                Pending::Resume { turn, session, inputs } => {
+                    let plan_inputs = inputs.iter().map(|q| (q.item.clone(), q.entry.clone())).collect();
+                    (turn, session, inputs, PlanKind::Resume { inputs: plan_inputs })
+                }
+                Pending::Fail { turn, session, inputs, error } => {
+                    let plan_inputs = inputs.iter().map(|q| (q.item.clone(), q.entry.clone())).collect();
+                    (turn, session, inputs, PlanKind::Fail { error, inputs: plan_inputs })
+                }
+            };
+            self.start(myself, turn, session, inputs, kind);
+            return;
+        }
+        if self.window.is_some() && self.queue.has_user_dm() {
+            return;
+        }
+        match self.queue.next_batch() {
+            Some((session, batch)) => {
+                let plan_inputs = batch.iter().map(|q| (q.item.clone(), q.entry.clone())).collect();
+                self.start(myself, TurnId::new_v7(), session, batch, PlanKind::New { inputs: plan_inputs });
+            }
+            None => self.become_idle(myself),
+        }
+    }
+
+    fn start(&mut self, myself: &ActorRef<BotMsg>, turn: TurnId, session: SessionId, inputs: Vec<QueuedInput>, kind: PlanKind) {
+        let hard = CancellationToken::new();
+        let soft = hard.child_token();
+        let tail = self.tails.remove(&session).unwrap_or_else(|| SessionTail::new(session));
+        let plan = TurnPlan {
+            turn,
+            session,
+            bot: self.record.clone(),
+            kind,
+            tail,
+            soft: soft.clone(),
+            hard: hard.clone(),
+        };
+        self.running = Some(Running {
+            turn,
+            session,
+            soft,
+            hard,
+            inputs,
+        });
+        let rt = self.rt.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let end = match AssertUnwindSafe(run_turn(rt, plan)).catch_unwind().await {
+                Ok(report) => TurnEndKind::Ended(Box::new(report)),
+                Err(panic) => TurnEndKind::Panicked {
+                    turn,
+                    message: panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_else(|| "panic".into()),
+                },
+            };
+            // the bot may be gone (passivated or stopped); its state is in the store
+            let _ = me.cast(BotMsg::TurnEnded(TurnEnd(end)));
+        });
+    }
+
+    fn on_turn_end(&mut self, myself: &ActorRef<BotMsg>, end: TurnEnd) {
+        let turn = match &end.0 {
+            TurnEndKind::Ended(r) => r.turn,
+            TurnEndKind::Panicked { turn, .. } => *turn,
+        };
+        let Some(run) = self.running.take_if(|r| r.turn == turn) else {
+            return;
+        };
+        let crash = match end.0 {
+            TurnEndKind::Ended(report) => {
+                let report = *report;
+                if let Some(tail) = report.tail {
+                    self.tails.insert(run.session, tail);
+                }
+                match report.status {
+                    Some(TurnStatus::Interrupted) => {
+                        let mut inputs = run.inputs;
+                        for item in report.requeue {
+                            if !inputs.iter().any(|q| q.item.gid == item.gid) {
+                                inputs.push(QueuedInput { item, entry: None });
+                            }
+                        }
+                        self.queue.requeue(inputs);
+                        self.crashes.remove(&turn);
+                        None
+                    }
+                    Some(_) => {
+                        self.crashes.remove(&turn);
+                        None
+                    }
+                    None => Some((run.inputs, report.error.unwrap_or_else(|| "the store refused the turn".into()))),
+                }
+            }
+            TurnEndKind::Panicked { message, .. } => {
+                tracing::error!(bot = %self.record.id, turn = %turn, %message, "turn task panicked");
+                self.tails.remove(&run.session);
+                Some((run.inputs, format!("the turn crashed: {message}")))
+            }
+        };
+        if let Some((inputs, error)) = crash {
+            let count = self.crashes.entry(turn).or_insert(0);
+            *count += 1;
+            let max = self.rt.settings.max_turn_attempts;
+            if *count < max {
+                self.pending.push_front(Pending::Resume { turn, session: run.session, inputs });
+            } else if *count == max {
+                self.pending.push_front(Pending::Fail { turn, session: run.session, inputs, error });
+            } else {
+                // even recording the failure failed: leave the turn to the next activation
+                tracing::error!(bot = %self.record.id, turn = %turn, %error, "giving up on turn until the bot restarts");
+            }
+        }
+        self.schedule(myself);
+    }
+
+    fn become_idle(&mut self, myself: &ActorRef<BotMsg>) {
+        if self.idle_since.is_none() {
+            self.idle_since = Some(Instant::now());
+        }
+        if !self.idle_armed {
+            self.idle_armed = true;
+            myself.send_after(self.rt.settings.idle_timeout, || BotMsg::IdleCheck);
+        }
+    }
+
+    fn on_idle_check(&mut self, myself: &ActorRef<BotMsg>) {
+        self.idle_armed = false;
+        let busy = self.running.is_some() || !self.queue.is_empty() || !self.pending.is_empty() || self.window.is_some();
+        let Some(since) = self.idle_since.filter(|_| !busy) else {
+            return;
+        };
+        let timeout = self.rt.settings.idle_timeout;
+        let idle_for = since.elapsed();
+        if idle_for >= timeout {
+            let _ = self.router.cast(RouterMsg::Idle {
+                bot: self.record.id.clone(),
+                seen: self.inputs_seen,
+            });
+        } else {
+            self.idle_armed = true;
+            myself.send_after(timeout - idle_for, || BotMsg::IdleCheck);
+        }
+    }
+}

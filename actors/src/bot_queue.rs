@@ -1,0 +1,182 @@
+//! A bot's queue of admitted inputs: three priority classes, FIFO inside a
+//! class, batched by session.
+
+use std::collections::VecDeque;
+
+use botfleet_memory::Entry;
+use botfleet_memory::InboxItem;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionId;
+
+/// An admitted input waiting for a turn.
+#[derive(Debug, Clone)]
+pub struct QueuedInput {
+    /// Where it is in the inbox.
+    pub item: InboxItem,
+    /// Its transcript entry, when the sender had it at hand.
+    pub entry: Option<Entry>,
+}
+
+/// The queue.
+#[derive(Debug, Default)]
+pub(crate) struct BotQueue {
+    classes: [VecDeque<QueuedInput>; 3],
+    /// Highest gid accepted from the router: inputs arrive in commit order,
+    /// so anything at or below it is a copy of something already held.
+    last_gid: i64,
+}
+
+fn class(p: Priority) -> usize {
+    match p {
+        Priority::UserDm => 0,
+        Priority::Bot => 1,
+        Priority::Background => 2,
+    }
+}
+
+impl BotQueue {
+    /// Adds an input from the router or the inbox; returns `false` for a copy.
+    pub(crate) fn push(&mut self, input: QueuedInput) -> bool {
+        if input.item.gid <= self.last_gid {
+            return false;
+        }
+        self.last_gid = input.item.gid;
+        self.classes[class(input.item.priority)].push_back(input);
+        true
+    }
+
+    /// Puts inputs of an interrupted turn back, ahead of their class
+    /// (skipping any already queued).
+    pub(crate) fn requeue(&mut self, inputs: Vec<QueuedInput>) {
+        for input in inputs.into_iter().rev() {
+            if self.contains(input.item.gid) {
+                continue;
+            }
+            self.classes[class(input.item.priority)].push_front(input);
+        }
+    }
+
+    /// Adds inputs found pending in the store that are neither queued nor
+    /// in `running` (gids of the running turn), in gid order.
+    pub(crate) fn refresh(&mut self, pending: Vec<QueuedInput>, running: &[i64]) -> usize {
+        let mut added = 0;
+        for input in pending {
+            let gid = input.item.gid;
+            if self.contains(gid) || running.contains(&gid) {
+                continue;
+            }
+            self.last_gid = self.last_gid.max(gid);
+            let c = &mut self.classes[class(input.item.priority)];
+            let at = c.iter().position(|q| q.item.gid > gid).unwrap_or(c.len());
+            c.insert(at, input);
+            added += 1;
+        }
+        added
+    }
+
+    fn contains(&self, gid: i64) -> bool {
+        self.classes.iter().any(|c| c.iter().any(|q| q.item.gid == gid))
+    }
+
+    /// Whether nothing waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.classes.iter().all(VecDeque::is_empty)
+    }
+
+    /// Inputs waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.classes.iter().map(VecDeque::len).sum()
+    }
+
+    /// Whether a user's direct message waits.
+    pub(crate) fn has_user_dm(&self) -> bool {
+        !self.classes[0].is_empty()
+    }
+
+    /// The next turn's inputs: the session at the head of the highest
+    /// non-empty class, and every queued input of that session (any class),
+    /// in gid order.
+    pub(crate) fn next_batch(&mut self) -> Option<(SessionId, Vec<QueuedInput>)> {
+        let session = self.classes.iter().find_map(|c| c.front())?.item.session;
+        let mut batch = Vec::new();
+        for c in &mut self.classes {
+            let mut keep = VecDeque::with_capacity(c.len());
+            for input in c.drain(..) {
+                if input.item.session == session {
+                    batch.push(input);
+                } else {
+                    keep.push_back(input);
+                }
+            }
+            *c = keep;
+        }
+        batch.sort_by_key(|i| i.item.gid);
+        Some((session, batch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use botfleet_memory::BotId;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn input(gid: i64, session: SessionId, priority: Priority) -> QueuedInput {
+        QueuedInput {
+            item: InboxItem {
+                bot: BotId::new("b").unwrap(),
+                gid,
+                session,
+                seq: gid,
+                priority,
+            },
+            entry: None,
+        }
+    }
+
+    #[test]
+    fn user_dms_first_then_bots_then_background() {
+        let (a, b, c) = (SessionId::new_v7(), SessionId::new_v7(), SessionId::new_v7());
+        let mut q = BotQueue::default();
+        q.push(input(1, c, Priority::Background));
+        q.push(input(2, b, Priority::Bot));
+        q.push(input(3, a, Priority::UserDm));
+        q.push(input(4, a, Priority::UserDm));
+        let order: Vec<(SessionId, Vec<i64>)> = std::iter::from_fn(|| q.next_batch())
+            .map(|(s, v)| (s, v.iter().map(|i| i.item.gid).collect()))
+            .collect();
+        assert_eq!(order, vec![(a, vec![3, 4]), (b, vec![2]), (c, vec![1])]);
+    }
+
+    #[test]
+    fn copies_are_dropped() {
+        let s = SessionId::new_v7();
+        let mut q = BotQueue::default();
+        assert!(q.push(input(5, s, Priority::UserDm)));
+        assert!(!q.push(input(5, s, Priority::UserDm)));
+        assert!(!q.push(input(4, s, Priority::UserDm)));
+        assert_eq!(q.len(), 1);
+    }
+
+    proptest! {
+        #[test]
+        fn every_input_comes_out_once(items in proptest::collection::vec((0u8..3, 0u8..3), 0..60)) {
+            let sessions = [SessionId::new_v7(), SessionId::new_v7(), SessionId::new_v7()];
+            let mut q = BotQueue::default();
+            for (i, (s, p)) in items.iter().enumerate() {
+                let p = Priority::from_i64(i64::from(*p)).unwrap();
+                q.push(input(i as i64 + 1, sessions[*s as usize], p));
+            }
+            let mut seen = Vec::new();
+            while let Some((s, batch)) = q.next_batch() {
+                prop_assert!(batch.iter().all(|i| i.item.session == s));
+                prop_assert!(batch.windows(2).all(|w| w[0].item.gid < w[1].item.gid));
+                seen.extend(batch.iter().map(|i| i.item.gid));
+            }
+            seen.sort_unstable();
+            prop_assert_eq!(seen, (1..=items.len() as i64).collect::<Vec<_>>());
+        }
+    }
+}

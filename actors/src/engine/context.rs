@@ -1,0 +1,160 @@
+//! Turns transcript entries into the messages a model sees.
+//!
+//! The builder is incremental: a bot keeps one per active session and
+//! appends each new entry, so the messages of a session only grow between
+//! rebuilds and the prefix sent to the model stays byte-identical from step
+//! to step and turn to turn (what provider prompt caches reuse).
+//!
+//! The chat protocol wants every tool call answered right after the
+//! assistant message that made it. Entries from people that land while
+//! calls are open (a message admitted mid-step) are held back and placed
+//! after the answers; a call that never got an answer (its turn died)
+//! gets a synthetic one, so a request is always well-formed.
+
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+
+use crate::model::ChatMessage;
+use crate::model::ToolCall;
+use crate::prompts::prompts;
+
+/// Incremental context of one session.
+#[derive(Debug, Clone)]
+pub(crate) struct ContextBuilder {
+    messages: Vec<ChatMessage>,
+    pending: Vec<String>,
+    deferred: Vec<ChatMessage>,
+}
+
+impl ContextBuilder {
+    /// A context with only the system prompt.
+    pub(crate) fn new(system: String) -> Self {
+        Self {
+            messages: vec![ChatMessage::System { content: system }],
+            pending: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    /// Replaces the system prompt (only when it really changed).
+    pub(crate) fn set_system(&mut self, system: &str) {
+        match self.messages.first_mut() {
+            Some(ChatMessage::System { content }) if content == system => {}
+            Some(ChatMessage::System { content }) => *content = system.to_owned(),
+            _ => self.messages.insert(
+                0,
+                ChatMessage::System {
+                    content: system.to_owned(),
+                },
+            ),
+        }
+    }
+
+    /// Appends one entry.
+    pub(crate) fn push(&mut self, entry: &Entry) {
+        match &entry.kind {
+            EntryKind::Assistant { text, tool_calls } => {
+                self.close_pending();
+                self.messages.push(ChatMessage::Assistant {
+                    content: text.clone(),
+                    tool_calls: tool_calls
+                        .iter()
+                        .map(|c| ToolCall {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect(),
+                });
+                self.pending = tool_calls.iter().map(|c| c.id.clone()).collect();
+            }
+            EntryKind::ToolResult {
+                call_id, content, ..
+            } => {
+                if let Some(pos) = self.pending.iter().position(|p| p == call_id) {
+                    self.pending.remove(pos);
+                    self.messages.push(ChatMessage::Tool {
+                        tool_call_id: call_id.clone(),
+                        content: content.clone(),
+                    });
+                    if self.pending.is_empty() {
+                        self.messages.append(&mut self.deferred);
+                    }
+                }
+            }
+            EntryKind::UserMessage { .. }
+            | EntryKind::AgentMessage { .. }
+            | EntryKind::Event { .. }
+            | EntryKind::Reminder { .. } => {
+                let msg = ChatMessage::User {
+                    content: render_input(entry),
+                };
+                if self.pending.is_empty() {
+                    self.messages.push(msg);
+                } else {
+                    self.deferred.push(msg);
+                }
+            }
+            EntryKind::Delivery { .. }
+            | EntryKind::Reaction { .. }
+            | EntryKind::Notice { .. }
+            | EntryKind::TurnEnd { .. } => {}
+        }
+    }
+
+    /// Answers open calls with a "no result recorded" note and releases
+    /// held-back messages, so the messages form a valid request.
+    pub(crate) fn close_pending(&mut self) {
+        for id in std::mem::take(&mut self.pending) {
+            self.messages.push(ChatMessage::Tool {
+                tool_call_id: id,
+                content: prompts().missing_result.render(&[]).unwrap_or_default(),
+            });
+        }
+        self.messages.append(&mut self.deferred);
+    }
+
+    /// The messages, for a request (call [`ContextBuilder::close_pending`] first).
+    pub(crate) fn take_messages(&mut self) -> Vec<ChatMessage> {
+        std::mem::take(&mut self.messages)
+    }
+
+    /// Gives the messages back after a request.
+    pub(crate) fn restore_messages(&mut self, messages: Vec<ChatMessage>) {
+        self.messages = messages;
+    }
+}
+
+/// How an input entry reads to the model. Anything not from the bot's own
+/// people is quoted data with its origin.
+pub(crate) fn render_input(entry: &Entry) -> String {
+    let p = prompts();
+    let rendered = match &entry.kind {
+        EntryKind::UserMessage { text } => return text.clone(),
+        EntryKind::Reminder { text } => return text.clone(),
+        EntryKind::AgentMessage { from, text, .. } => p
+            .agent_message
+            .render(&[("from", from.as_str()), ("text", text)]),
+        EntryKind::Event {
+            origin,
+            text,
+            trusted: true,
+        } => p.trusted_event.render(&[("origin", origin), ("text", text)]),
+        EntryKind::Event {
+            origin,
+            text,
+            trusted: false,
+        } => p.untrusted_event.render(&[("origin", origin), ("text", text)]),
+        EntryKind::Assistant { .. }
+        | EntryKind::ToolResult { .. }
+        | EntryKind::Delivery { .. }
+        | EntryKind::Reaction { .. }
+        | EntryKind::Notice { .. }
+        | EntryKind::TurnEnd { .. } => return entry.kind.text().to_owned(),
+    };
+    rendered.unwrap_or_else(|e| format!("[{e}] {}", entry.kind.text()))
+}
+
+#[cfg(test)]
+#[path = "context_tests.rs"]
+mod tests;

@@ -1,0 +1,25 @@
+//! The turn engine: one turn of one bot, step by step, every step
+//! persisted before the next starts.
+//!
+//! ```text
+//! load state → assemble context → call the model (streamed, cancellable)
+//!   → persist the step (assistant entry + pending tool calls + checkpoint)
+//!   → run each tool call through its effect rules → persist each outcome
+//!   → repeat until the model stops → delivery obligation → end the turn
+//! ```
+//!
+//! A resumed turn (after a crash) continues from its last checkpoint: calls
+//! recorded as done are never run again; a call that was started but has no
+//! outcome is reported to the model as "outcome unknown" unless the tool is
+//! idempotent.
+
+mod context;
+mod runner;
+mod state;
+mod tail;
+
+pub(crate) use runner::PlanKind;
+pub(crate) use runner::TurnPlan;
+pub(crate) use runner::TurnReport;
+pub(crate) use runner::run_turn;
+pub(crate) use tail::SessionTail;

@@ -1,0 +1,644 @@
+//! One turn, from plan to report.
+
+use std::sync::Arc;
+
+use botfleet_memory::BotRecord;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InboxItem;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionId;
+use botfleet_memory::StoreError;
+use botfleet_memory::ToolCallBody;
+use botfleet_memory::ToolCallStatus;
+use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::state::TurnState;
+use super::tail::SessionTail;
+use crate::model::Model;
+use crate::model::ModelError;
+use crate::model::ModelRequest;
+use crate::model::ModelResponse;
+use crate::model::Purpose;
+use crate::model::ToolCall;
+use crate::model::ToolSpec;
+use crate::prompts::prompts;
+use crate::runtime::Runtime;
+use crate::tools::Effect;
+use crate::tools::Tool;
+use crate::tools::ToolContext;
+use crate::tools::ToolError;
+
+/// What kind of turn to run.
+#[derive(Debug)]
+pub(crate) enum PlanKind {
+    /// A new turn over these inputs (all of one session, oldest first).
+    New {
+        /// The inputs, with their entries when the bot has them.
+        inputs: Vec<(InboxItem, Option<Entry>)>,
+    },
+    /// Continue a turn that was running when the host or the turn crashed.
+    /// `inputs` are the inputs the bot gave it, used if the turn never
+    /// reached the store (then it simply starts over).
+    Resume {
+        /// Inputs of the crashed run (empty after a host restart).
+        inputs: Vec<(InboxItem, Option<Entry>)>,
+    },
+    /// Record that the turn failed for good.
+    Fail {
+        /// Why.
+        error: String,
+        /// Inputs of the crashed run (as for `Resume`).
+        inputs: Vec<(InboxItem, Option<Entry>)>,
+    },
+}
+
+/// Everything a turn task needs.
+pub(crate) struct TurnPlan {
+    pub turn: TurnId,
+    pub session: SessionId,
+    pub bot: Arc<BotRecord>,
+    pub kind: PlanKind,
+    pub tail: SessionTail,
+    /// Interrupt: stop at the next safe point.
+    pub soft: CancellationToken,
+    /// Cancel: stop now, kill running tools.
+    pub hard: CancellationToken,
+}
+
+/// How a turn ended, for its bot.
+#[derive(Debug)]
+pub(crate) struct TurnReport {
+    pub turn: TurnId,
+    /// Final status, or `None` when the turn could not be persisted (it
+    /// stays `running` in the store and resumes later).
+    pub status: Option<TurnStatus>,
+    /// Inputs to queue again (an interrupted turn's).
+    pub requeue: Vec<InboxItem>,
+    /// The session tail, to keep for the next turn.
+    pub tail: Option<SessionTail>,
+    /// Error text, if any.
+    pub error: Option<String>,
+}
+
+/// Runs a turn to its end. Never panics on purpose; a panic is caught by
+/// the bot and treated as a crash of the turn.
+pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
+    let turn = plan.turn;
+    let mut runner = match Runner::new(rt, plan) {
+        Ok(r) => r,
+        Err((tail, error)) => {
+            return TurnReport {
+                turn,
+                status: None,
+                requeue: Vec::new(),
+                tail: Some(tail),
+                error: Some(error),
+            };
+        }
+    };
+    let result = runner.run().await;
+    let (status, error) = match result {
+        Ok(status) => (Some(status), runner.error.take()),
+        Err(e) => {
+            tracing::error!(bot = %runner.bot.id, turn = %turn, error = %e, "turn could not be persisted");
+            (None, Some(e.to_string()))
+        }
+    };
+    TurnReport {
+        turn,
+        status,
+        requeue: if status == Some(TurnStatus::Interrupted) {
+            std::mem::take(&mut runner.inputs)
+        } else {
+            Vec::new()
+        },
+        tail: if status.is_some() { Some(runner.tail) } else { None },
+        error,
+    }
+}
+
+struct Runner {
+    rt: Arc<Runtime>,
+    bot: Arc<BotRecord>,
+    model: Arc<dyn Model>,
+    tools: Vec<Arc<dyn Tool>>,
+    specs: Vec<ToolSpec>,
+    system: String,
+    turn: TurnId,
+    session: SessionId,
+    kind: Option<PlanKind>,
+    tail: SessionTail,
+    state: TurnState,
+    inputs: Vec<InboxItem>,
+    /// `StartTurn` not yet written (it goes with the first step).
+    start_pending: bool,
+    soft: CancellationToken,
+    hard: CancellationToken,
+    error: Option<String>,
+}
+
+/// Why a turn stops early.
+enum Stop {
+    Interrupted,
+    Cancelled,
+}
+
+impl Runner {
+    fn new(rt: Arc<Runtime>, plan: TurnPlan) -> Result<Self, (SessionTail, String)> {
+        let Some(model) = rt.models.get(&plan.bot.provider).cloned() else {
+            let error = format!(
+                "bot {} uses provider {:?}, which is not configured",
+                plan.bot.id, plan.bot.provider
+            );
+            return Err((plan.tail, error));
+        };
+        let tools: Vec<Arc<dyn Tool>> = plan
+            .bot
+            .tools
+            .iter()
+            .filter_map(|name| rt.tools.get(name).cloned())
+            .collect();
+        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+        let index = specs
+            .iter()
+            .map(|s| format!("- {}: {}", s.name, s.description))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let system = prompts()
+            .system
+            .render(&[
+                ("name", &plan.bot.name),
+                ("bot_id", plan.bot.id.as_str()),
+                ("owner", plan.bot.owner.as_str()),
+                ("role", &plan.bot.role),
+                ("tools", if index.is_empty() { "(none)" } else { &index }),
+            ])
+            .unwrap_or_default();
+        Ok(Self {
+            rt,
+            bot: plan.bot,
+            model,
+            tools,
+            specs,
+            system,
+            turn: plan.turn,
+            session: plan.session,
+            kind: Some(plan.kind),
+            tail: plan.tail,
+            state: TurnState::default(),
+            inputs: Vec::new(),
+            start_pending: false,
+            soft: plan.soft,
+            hard: plan.hard,
+            error: None,
+        })
+    }
+
+    async fn run(&mut self) -> Result<TurnStatus, StoreError> {
+        let window = self.rt.settings.context_entries;
+        if self.tail.needs_load(window) {
+            self.tail.load(&self.rt.store, &self.system, window).await?;
+        } else {
+            self.tail.context.set_system(&self.system);
+        }
+        match self.kind.take() {
+            Some(PlanKind::New { inputs }) => self.begin(inputs),
+            Some(PlanKind::Resume { inputs }) => {
+                if self.load_record().await? {
+                    if let Some(status) = self.resume().await? {
+                        return Ok(status);
+                    }
+                } else {
+                    self.begin(inputs);
+                }
+            }
+            Some(PlanKind::Fail { error, inputs }) => {
+                if !self.load_record().await? {
+                    self.begin(inputs);
+                }
+                return self.fail(error).await;
+            }
+            None => {}
+        }
+        self.step_loop().await
+    }
+
+    /// Sets up a new turn over `inputs`; its start is written with the first step.
+    fn begin(&mut self, inputs: Vec<(InboxItem, Option<Entry>)>) {
+        self.state.owes_delivery = inputs.iter().any(|(i, _)| i.priority == Priority::UserDm);
+        self.state.input_seqs = inputs.iter().map(|(i, _)| i.seq).collect();
+        for (item, entry) in inputs {
+            if let Some(e) = entry {
+                self.tail.push(&e);
+            }
+            self.inputs.push(item);
+        }
+        self.start_pending = true;
+    }
+
+    /// Loads the stored turn; `false` if it never reached the store.
+    async fn load_record(&mut self) -> Result<bool, StoreError> {
+        let Some(record) = self.rt.store.get_turn(self.turn).await? else {
+            return Ok(false);
+        };
+        self.state = TurnState::from_value(&record.checkpoint);
+        self.inputs = record
+            .inputs
+            .iter()
+            .zip(self.state.input_seqs.iter().chain(std::iter::repeat(&0)))
+            .map(|(gid, seq)| InboxItem {
+                bot: self.bot.id.clone(),
+                gid: *gid,
+                session: self.session,
+                seq: *seq,
+                priority: if self.state.owes_delivery { Priority::UserDm } else { Priority::Background },
+            })
+            .collect();
+        Ok(true)
+    }
+
+    /// Picks a crashed turn up again. Returns a final status if it must not
+    /// continue (too many attempts).
+    async fn resume(&mut self) -> Result<Option<TurnStatus>, StoreError> {
+        let attempts = match self.rt.store.write(vec![Mutation::BumpAttempts { turn: self.turn }]).await?.pop() {
+            Some(MutationResult::Attempts(a)) => a,
+            _ => 0,
+        };
+        tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, "resuming turn from its checkpoint");
+        if attempts > self.rt.settings.max_turn_attempts {
+            return self
+                .fail(format!("the turn crashed {} times in a row", attempts - 1))
+                .await
+                .map(Some);
+        }
+        let calls = self.rt.store.tool_calls(self.turn).await?;
+        for rec in calls.into_iter().filter(|c| c.status != ToolCallStatus::Done) {
+            let call = ToolCall {
+                id: rec.call_id.clone(),
+                name: rec.name.clone(),
+                arguments: rec.arguments.clone(),
+            };
+            if let Some(stop) = self.stop_reason() {
+                self.skip_call(&call, &stop).await?;
+                continue;
+            }
+            let tool = self.tool(&rec.name);
+            match (rec.status, tool) {
+                (ToolCallStatus::Started, Some(t)) if !t.idempotent() => {
+                    let text = prompts()
+                        .outcome_unknown
+                        .render(&[("tool", &rec.name)])
+                        .unwrap_or_default();
+                    self.record_outcome(&call, text, true, Vec::new(), false).await?;
+                }
+                (ToolCallStatus::Started, _) => self.execute(&call, true).await?,
+                (ToolCallStatus::Pending, _) => self.execute(&call, false).await?,
+                (ToolCallStatus::Done, _) => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn stop_reason(&self) -> Option<Stop> {
+        if self.hard.is_cancelled() {
+            Some(Stop::Cancelled)
+        } else if self.soft.is_cancelled() {
+            Some(Stop::Interrupted)
+        } else {
+            None
+        }
+    }
+
+    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.spec().name == name).cloned()
+    }
+
+    async fn step_loop(&mut self) -> Result<TurnStatus, StoreError> {
+        loop {
+            match self.stop_reason() {
+                Some(Stop::Cancelled) => return self.end(TurnStatus::Cancelled, None).await,
+                Some(Stop::Interrupted) => return self.end(TurnStatus::Interrupted, None).await,
+                None => {}
+            }
+            if self.state.step >= self.rt.settings.max_steps {
+                let error = format!(
+                    "the turn took more than {} model steps",
+                    self.rt.settings.max_steps
+                );
+                return self.fail(error).await;
+            }
+            let response = match self.call_model().await {
+                Ok(r) => r,
+                Err(ModelError::Cancelled) => continue,
+                Err(e) => return self.fail(e.to_string()).await,
+            };
+            self.persist_step(&response).await?;
+            if response.tool_calls.is_empty() {
+                if self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded {
+                    self.remind().await?;
+                    continue;
+                }
+                let status = if self.state.owes_delivery && self.state.delivered == 0 {
+                    TurnStatus::Undelivered
+                } else {
+                    TurnStatus::Completed
+                };
+                return self.end(status, None).await;
+            }
+            for call in &response.tool_calls {
+                match self.stop_reason() {
+                    Some(stop) => self.skip_call(call, &stop).await?,
+                    None => self.execute(call, false).await?,
+                }
+            }
+        }
+    }
+
+    async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
+        self.tail.context.close_pending();
+        let request = ModelRequest {
+            purpose: Purpose::Turn,
+            bot: self.bot.id.to_string(),
+            messages: self.tail.context.take_messages(),
+            tools: std::mem::take(&mut self.specs),
+            max_tokens: None,
+        };
+        let result = self.model.complete(&request, &mut (), &self.soft).await;
+        self.tail.context.restore_messages(request.messages);
+        self.specs = request.tools;
+        result
+    }
+
+    /// Commits a batch and feeds the entries it appended to the tail.
+    async fn commit(&mut self, mut batch: Vec<Mutation>) -> Result<Vec<MutationResult>, StoreError> {
+        if self.start_pending {
+            batch.insert(
+                0,
+                Mutation::StartTurn {
+                    turn: self.turn,
+                    bot: self.bot.id.clone(),
+                    session: self.session,
+                    inputs: self.inputs.iter().map(|i| i.gid).collect(),
+                    checkpoint: self.state.to_value(),
+                },
+            );
+        }
+        let appended: Vec<NewEntry> = batch
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::Append(e) => Some((**e).clone()),
+                _ => None,
+            })
+            .collect();
+        let results = self.rt.store.write(batch).await?;
+        self.start_pending = false;
+        let mut appended = appended.into_iter();
+        for r in &results {
+            if let MutationResult::Appended {
+                seq,
+                gid,
+                created_at,
+                ..
+            } = r
+            {
+                if let Some(ne) = appended.next() {
+                    self.tail.push(&Entry {
+                        id: ne.id,
+                        session: ne.session,
+                        seq: *seq,
+                        gid: *gid,
+                        author: ne.author,
+                        turn: ne.turn,
+                        created_at: *created_at,
+                        kind: ne.kind,
+                    });
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    fn entry(&self, id: EntryId, kind: EntryKind) -> Mutation {
+        Mutation::Append(Box::new(NewEntry {
+            id,
+            session: self.session,
+            author: self.bot.id.to_string(),
+            turn: Some(self.turn),
+            kind,
+        }))
+    }
+
+    async fn persist_step(&mut self, response: &ModelResponse) -> Result<(), StoreError> {
+        let step = self.state.step;
+        self.state.step += 1;
+        let mut batch = vec![self.entry(
+            EntryId::derive(self.turn, &format!("step-{step}"), "assistant"),
+            EntryKind::Assistant {
+                text: response.text.clone(),
+                tool_calls: response
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCallBody {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect(),
+            },
+        )];
+        for (i, c) in response.tool_calls.iter().enumerate() {
+            batch.push(Mutation::ToolPending {
+                turn: self.turn,
+                call_id: c.id.clone(),
+                ordinal: i64::from(step) * 1000 + i as i64,
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            });
+        }
+        batch.push(Mutation::Checkpoint {
+            turn: self.turn,
+            checkpoint: self.state.to_value(),
+        });
+        self.commit(batch).await.map(|_| ())
+    }
+
+    async fn remind(&mut self) -> Result<(), StoreError> {
+        self.state.reminded = true;
+        let text = prompts().delivery_reminder.render(&[]).unwrap_or_default();
+        let batch = vec![
+            self.entry(
+                EntryId::derive(self.turn, "reminder", "delivery"),
+                EntryKind::Reminder { text },
+            ),
+            Mutation::Checkpoint {
+                turn: self.turn,
+                checkpoint: self.state.to_value(),
+            },
+        ];
+        self.commit(batch).await.map(|_| ())
+    }
+
+    /// Runs one tool call and records its outcome. `already_started` is set
+    /// when re-running an idempotent call cut off by a crash.
+    async fn execute(&mut self, call: &ToolCall, already_started: bool) -> Result<(), StoreError> {
+        let Some(tool) = self.tool(&call.name) else {
+            let known: Vec<String> = self.specs.iter().map(|s| s.name.clone()).collect();
+            let err = ToolError::new(
+                format!("there is no tool {:?} for you", call.name),
+                format!("use one of: {}", known.join(", ")),
+            );
+            return self.record_outcome(call, err.to_string(), true, Vec::new(), false).await;
+        };
+        let args: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
+            Ok(v) => v,
+            Err(e) => {
+                let err = ToolError::bad_args(&call.name, format!("the arguments are not valid JSON ({e})"));
+                return self.record_outcome(call, err.to_string(), true, Vec::new(), false).await;
+            }
+        };
+        if tool.effect() == Effect::External && !already_started {
+            self.commit(vec![Mutation::ToolStarted {
+                turn: self.turn,
+                call_id: call.id.clone(),
+            }])
+            .await?;
+        }
+        let result = {
+            let ctx = ToolContext {
+                bot: &self.bot,
+                session: self.session,
+                turn: self.turn,
+                call_id: &call.id,
+                workspace: &self.rt.workspace,
+                cancel: &self.hard,
+                store: &self.rt.store,
+                limits: &self.rt.settings.tool_limits,
+            };
+            tool.call(&ctx, args).await
+        };
+        match result {
+            Ok(out) => {
+                let delivered = out.delivered;
+                self.record_outcome(call, out.content, false, out.effects, delivered).await
+            }
+            Err(e) => self.record_outcome(call, e.to_string(), true, Vec::new(), false).await,
+        }
+    }
+
+    async fn skip_call(&mut self, call: &ToolCall, stop: &Stop) -> Result<(), StoreError> {
+        let reason = match stop {
+            Stop::Interrupted => "a new message from the person interrupted the turn",
+            Stop::Cancelled => "the turn was cancelled",
+        };
+        let text = prompts().call_not_run.render(&[("reason", reason)]).unwrap_or_default();
+        self.record_outcome(call, text, true, Vec::new(), false).await
+    }
+
+    async fn record_outcome(
+        &mut self,
+        call: &ToolCall,
+        content: String,
+        is_error: bool,
+        effects: Vec<Mutation>,
+        delivered: bool,
+    ) -> Result<(), StoreError> {
+        if delivered {
+            self.state.delivered += 1;
+        }
+        let mut batch = vec![
+            Mutation::ToolFinished {
+                turn: self.turn,
+                call_id: call.id.clone(),
+                outcome: content.clone(),
+                is_error,
+            },
+            self.entry(
+                EntryId::derive(self.turn, &call.id, "result"),
+                EntryKind::ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content,
+                    is_error,
+                },
+            ),
+        ];
+        batch.extend(effects);
+        batch.push(Mutation::Checkpoint {
+            turn: self.turn,
+            checkpoint: self.state.to_value(),
+        });
+        self.commit(batch).await.map(|_| ())
+    }
+
+    async fn fail(&mut self, error: String) -> Result<TurnStatus, StoreError> {
+        tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "turn failed");
+        self.error = Some(error.clone());
+        let turn = self.turn.to_string();
+        let text = prompts()
+            .turn_failed
+            .render(&[("error", &error), ("turn", &turn)])
+            .unwrap_or_default();
+        let notice = self.entry(
+            EntryId::derive(self.turn, "end", "failure"),
+            EntryKind::Notice {
+                code: "turn_failed".into(),
+                text,
+                retry_turn: Some(self.turn),
+            },
+        );
+        self.end(TurnStatus::Failed, Some((error, notice))).await
+    }
+
+    async fn end(
+        &mut self,
+        status: TurnStatus,
+        failure: Option<(String, Mutation)>,
+    ) -> Result<TurnStatus, StoreError> {
+        if self.start_pending && status == TurnStatus::Interrupted {
+            // nothing was persisted: the inputs are still pending in the inbox
+            return Ok(status);
+        }
+        let (error, failure_notice) = match failure {
+            Some((e, n)) => (Some(e), Some(n)),
+            None => (None, None),
+        };
+        let mut batch = vec![Mutation::EndTurn {
+            turn: self.turn,
+            status,
+            error,
+        }];
+        batch.extend(failure_notice);
+        if status == TurnStatus::Undelivered {
+            let text = prompts().undelivered.render(&[]).unwrap_or_default();
+            batch.push(self.entry(
+                EntryId::derive(self.turn, "end", "undelivered"),
+                EntryKind::Notice {
+                    code: "undelivered".into(),
+                    text,
+                    retry_turn: Some(self.turn),
+                },
+            ));
+        }
+        batch.push(self.entry(
+            EntryId::derive(self.turn, "end", "turn_end"),
+            EntryKind::TurnEnd {
+                status,
+                inputs: self.state.input_seqs.clone(),
+                deliveries: self.state.delivered,
+            },
+        ));
+        if status == TurnStatus::Interrupted {
+            batch.push(Mutation::RequeueInputs { turn: self.turn });
+        }
+        self.commit(batch).await?;
+        Ok(status)
+    }
+}

@@ -1,0 +1,36 @@
+//! The engine's checkpoint: what a turn must remember to resume.
+
+use serde::Deserialize;
+use serde::Serialize;
+
+/// Turn state stored with every step (the `checkpoint` of the turn row).
+/// The conversation itself is in the transcript; this is only the
+/// bookkeeping the engine needs on top of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TurnState {
+    /// Model steps persisted so far.
+    pub step: u32,
+    /// Whether a person is owed a reply.
+    pub owes_delivery: bool,
+    /// Messages delivered by this turn.
+    pub delivered: u32,
+    /// Whether the delivery reminder was injected.
+    pub reminded: bool,
+    /// Seqs of the inputs the turn answers (in its session).
+    pub input_seqs: Vec<i64>,
+    /// Whether a loop in the model's output was already retried once.
+    #[serde(default)]
+    pub loop_retried: bool,
+}
+
+impl TurnState {
+    /// As stored.
+    pub(crate) fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// From the stored checkpoint (a damaged one restarts bookkeeping).
+    pub(crate) fn from_value(v: &serde_json::Value) -> Self {
+        serde_json::from_value(v.clone()).unwrap_or_default()
+    }
+}

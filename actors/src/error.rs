@@ -1,0 +1,61 @@
+//! Errors of the actors crate.
+
+use botfleet_memory::BotId;
+use botfleet_memory::StoreError;
+
+use crate::model::ModelError;
+
+/// Result alias of this crate.
+pub type Result<T, E = ActorError> = std::result::Result<T, E>;
+
+/// What can go wrong in the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum ActorError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A model call failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An actor stopped before it answered.
+    #[error("the {0} actor is gone; the host is shutting down or restarting it")]
+    ActorGone(&'static str),
+    /// An actor did not answer in time.
+    #[error("the {0} actor did not answer in time")]
+    Timeout(&'static str),
+    /// An actor could not be started.
+    #[error("could not start the {what} actor: {detail}")]
+    Spawn {
+        /// Which actor.
+        what: &'static str,
+        /// Why.
+        detail: String,
+    },
+    /// No such bot.
+    #[error("no bot {0:?}; list bots with `botfleet bots` or GET /v1/bots")]
+    UnknownBot(BotId),
+    /// A request was refused as invalid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ActorError {
+    /// Whether the same request may succeed if tried again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ActorError::Store(e) => e.is_retryable(),
+            ActorError::Model(e) => e.is_retryable(),
+            ActorError::ActorGone(_) => true,
+            ActorError::Timeout(_) => true,
+            ActorError::Spawn { .. } => true,
+            ActorError::UnknownBot(_) => false,
+            ActorError::Invalid(_) => false,
+        }
+    }
+}
+
+impl<T> From<ractor::MessagingErr<T>> for ActorError {
+    fn from(_: ractor::MessagingErr<T>) -> Self {
+        ActorError::ActorGone("target")
+    }
+}

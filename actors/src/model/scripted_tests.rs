@@ -1,0 +1,136 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+const ECHO: &str = r#"
+[[rule]]
+name = "hello"
+match = "(?i)^hello"
+steps = [
+  { tool = "SendMessage", args = { text = "Hi {{input}}!" } },
+]
+
+[[rule]]
+purpose = "compact"
+steps = [ { text = "summary" } ]
+
+[[rule]]
+name = "fallback"
+steps = [
+  { text = "thinking", calls = [ { tool = "Read", args = { path = "a.txt" } }, { tool = "Read", args = { path = "b.txt" } } ] },
+  { tool = "SendMessage", args = { text = "got {{tool_result}}" } },
+]
+"#;
+
+fn user(text: &str) -> ChatMessage {
+    ChatMessage::User {
+        content: text.into(),
+    }
+}
+
+async fn ask(model: &ScriptedModel, messages: Vec<ChatMessage>) -> ModelResponse {
+    let req = ModelRequest {
+        bot: "r".into(),
+        messages,
+        ..Default::default()
+    };
+    model
+        .complete(&req, &mut (), &CancellationToken::new())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn picks_rules_and_steps() {
+    let model = ScriptedModel::new(Script::parse(ECHO, "test").unwrap());
+    let r = ask(&model, vec![user("hello there")]).await;
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(r.tool_calls[0].name, "SendMessage");
+    assert_eq!(r.tool_calls[0].arguments, r#"{"text":"Hi hello there!"}"#);
+
+    let first = ask(&model, vec![user("what")]).await;
+    assert_eq!(first.text, "thinking");
+    assert_eq!(first.tool_calls.len(), 2);
+    let second = ask(
+        &model,
+        vec![
+            user("what"),
+            ChatMessage::Assistant {
+                content: first.text.clone(),
+                tool_calls: first.tool_calls.clone(),
+            },
+            ChatMessage::Tool {
+                tool_call_id: first.tool_calls[0].id.clone(),
+                content: "A".into(),
+            },
+            ChatMessage::Tool {
+                tool_call_id: first.tool_calls[1].id.clone(),
+                content: "B".into(),
+            },
+        ],
+    )
+    .await;
+    assert_eq!(second.tool_calls[0].arguments, r#"{"text":"got B"}"#);
+    let mut history = vec![
+        user("what"),
+        ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![],
+        },
+        ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![],
+        },
+    ];
+    let third = ask(&model, history.clone()).await;
+    assert_eq!(third, ModelResponse::default());
+    history.push(user("hello again"));
+    assert_eq!(ask(&model, history).await.tool_calls.len(), 1);
+}
+
+#[tokio::test]
+async fn repeat_streams_and_sink_can_abort() {
+    let script = Script::parse(
+        "[[rule]]\nsteps = [ { text = \"Same sentence. \", repeat = 500 } ]\n",
+        "t",
+    )
+    .unwrap();
+    let model = ScriptedModel::new(script);
+    struct StopAfter(usize);
+    impl StreamSink for StopAfter {
+        fn on_text(&mut self, _d: &str) -> SinkControl {
+            self.0 -= 1;
+            if self.0 == 0 {
+                SinkControl::Abort {
+                    reason: "loop".into(),
+                }
+            } else {
+                SinkControl::Continue
+            }
+        }
+    }
+    let req = ModelRequest {
+        messages: vec![user("x")],
+        ..Default::default()
+    };
+    let err = model
+        .complete(&req, &mut StopAfter(10), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    match err {
+        ModelError::Aborted { partial, .. } => assert_eq!(partial.len(), 150),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn bad_scripts_are_explained() {
+    let err = Script::parse("[[rule]]\nmatch = \"(\"\n", "s.toml").unwrap_err();
+    assert!(err.to_string().contains("not a valid regex"), "{err}");
+    let err = Script::parse("[[rule]]\nbogus = 1\n", "s.toml").unwrap_err();
+    assert!(err.to_string().contains("bogus"), "{err}");
+    let err = Script::parse("", "s.toml").unwrap_err();
+    assert!(err.to_string().contains("no [[rule]]"), "{err}");
+}

@@ -1,0 +1,176 @@
+//! Prompt templates from `prompts/*.md`, compiled in and parsed once.
+//!
+//! A template is literal text with `{{name}}` placeholders. Rendering takes
+//! named values and fails if a placeholder has none, so a prompt can never go
+//! out with a hole in it.
+
+use std::sync::LazyLock;
+
+/// A template that failed to render.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("prompt {template}: no value for placeholder {{{{{name}}}}}")]
+pub struct PromptError {
+    /// Template file.
+    pub template: &'static str,
+    /// Missing placeholder.
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Text(&'static str),
+    Var(&'static str),
+}
+
+/// A parsed template.
+#[derive(Debug, Clone)]
+pub struct Template {
+    name: &'static str,
+    segments: Vec<Segment>,
+}
+
+impl Template {
+    /// Parses `{{name}}` placeholders out of `text`.
+    pub fn parse(name: &'static str, text: &'static str) -> Self {
+        let mut segments = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("{{") {
+            match rest[start + 2..].find("}}") {
+                Some(len) => {
+                    if start > 0 {
+                        segments.push(Segment::Text(&rest[..start]));
+                    }
+                    segments.push(Segment::Var(rest[start + 2..start + 2 + len].trim()));
+                    rest = &rest[start + 2 + len + 2..];
+                }
+                None => break,
+            }
+        }
+        if !rest.is_empty() {
+            segments.push(Segment::Text(rest));
+        }
+        Self { name, segments }
+    }
+
+    /// Names of the placeholders, in order of first use.
+    pub fn placeholders(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for s in &self.segments {
+            if let Segment::Var(v) = s {
+                if !out.contains(v) {
+                    out.push(*v);
+                }
+            }
+        }
+        out
+    }
+
+    /// Renders with `(name, value)` pairs. The result has no trailing newline.
+    pub fn render(&self, vars: &[(&str, &str)]) -> Result<String, PromptError> {
+        let mut out = String::new();
+        for s in &self.segments {
+            match s {
+                Segment::Text(t) => out.push_str(t),
+                Segment::Var(name) => match vars.iter().find(|(k, _)| k == name) {
+                    Some((_, v)) => out.push_str(v),
+                    None => {
+                        return Err(PromptError {
+                            template: self.name,
+                            name: (*name).to_owned(),
+                        });
+                    }
+                },
+            }
+        }
+        let trimmed = out.trim_end_matches('\n').len();
+        out.truncate(trimmed);
+        Ok(out)
+    }
+}
+
+macro_rules! prompts {
+    ($($(#[$doc:meta])* $field:ident => $file:literal,)*) => {
+        /// Every prompt template.
+        #[derive(Debug)]
+        pub struct Prompts {
+            $($(#[$doc])* pub $field: Template,)*
+        }
+
+        impl Prompts {
+            fn load() -> Self {
+                Self {
+                    $($field: Template::parse($file, include_str!(concat!("../../prompts/", $file))),)*
+                }
+            }
+
+            /// Every template with its file name (for tests and docs).
+            pub fn all(&self) -> Vec<&Template> {
+                vec![$(&self.$field,)*]
+            }
+        }
+    };
+}
+
+prompts! {
+    /// The system prompt of a turn.
+    system => "system.md",
+    /// The reminder injected when a reply is owed.
+    delivery_reminder => "delivery_reminder.md",
+    /// Result of a call cut off by a crash.
+    outcome_unknown => "outcome_unknown.md",
+    /// Result of a call that was skipped.
+    call_not_run => "call_not_run.md",
+    /// Result shown for a call with no recorded result.
+    missing_result => "missing_result.md",
+    /// Notice of a failed turn.
+    turn_failed => "turn_failed.md",
+    /// Notice of an undelivered turn.
+    undelivered => "undelivered.md",
+    /// A message from another bot, as data.
+    agent_message => "agent_message.md",
+    /// Outside data (webhooks, reports), as data.
+    untrusted_event => "untrusted_event.md",
+    /// An event the owner configured.
+    trusted_event => "trusted_event.md",
+}
+
+static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);
+
+/// The compiled-in prompts.
+pub fn prompts() -> &'static Prompts {
+    &PROMPTS
+}
+
+impl Template {
+    /// The template's file name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_renders_with_its_placeholders() {
+        for t in prompts().all() {
+            let names = t.placeholders();
+            let vars: Vec<(&str, &str)> = names.iter().map(|n| (*n, "x")).collect();
+            let out = t.render(&vars);
+            assert!(out.is_ok(), "{}: {:?}", t.name(), out);
+            if let Some(first) = names.first() {
+                let partial: Vec<(&str, &str)> =
+                    vars.iter().filter(|(k, _)| k != first).cloned().collect();
+                assert!(t.render(&partial).is_err(), "{} should need {first}", t.name());
+            }
+        }
+    }
+
+    #[test]
+    fn parses_placeholders() {
+        let t = Template::parse("t", "a {{x}} b {{ y }}{{x}}\n");
+        assert_eq!(t.placeholders(), vec!["x", "y"]);
+        assert_eq!(t.render(&[("x", "1"), ("y", "2")]).ok(), Some("a 1 b 21".into()));
+    }
+}

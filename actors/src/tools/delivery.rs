@@ -1,0 +1,184 @@
+//! SendMessage and ReactToMessage: the only ways a bot reaches people.
+
+use async_trait::async_trait;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewEntry;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::Effect;
+use super::Tool;
+use super::ToolContext;
+use super::ToolError;
+use super::ToolOutput;
+use super::parse_args;
+use crate::model::ToolSpec;
+
+/// Delivers a message to the session's people.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SendMessage;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendArgs {
+    text: String,
+    #[serde(default)]
+    card: Option<Value>,
+}
+
+#[async_trait]
+impl Tool for SendMessage {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "SendMessage".into(),
+            description: "Send a message to the people of this conversation. This is the only way they see anything from you.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "The message, in Markdown."},
+                    "card": {"type": "object", "description": "Optional interactive card (title, fields, buttons) rendered by clients."}
+                },
+                "required": ["text"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        // internal: committed with the outcome, never re-run
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: SendArgs = parse_args("SendMessage", args)?;
+        let text = args.text.trim();
+        if text.is_empty() {
+            return Err(ToolError::new(
+                "the message text is empty",
+                "call SendMessage with the text you want the person to read",
+            ));
+        }
+        let chars = text.chars().count();
+        if chars > ctx.limits.max_message_chars {
+            return Err(ToolError::new(
+                format!(
+                    "the message has {chars} characters; the limit is {}",
+                    ctx.limits.max_message_chars
+                ),
+                "shorten it, or split it into several SendMessage calls",
+            ));
+        }
+        if let Some(card) = &args.card {
+            if !card.is_object() {
+                return Err(ToolError::bad_args("SendMessage", "`card` must be an object"));
+            }
+        }
+        let id = EntryId::derive(ctx.turn, ctx.call_id, "delivery");
+        Ok(ToolOutput {
+            content: format!("delivered (message id {id})"),
+            effects: vec![Mutation::Append(Box::new(NewEntry {
+                id,
+                session: ctx.session,
+                author: ctx.bot.id.to_string(),
+                turn: Some(ctx.turn),
+                kind: EntryKind::Delivery {
+                    text: text.to_owned(),
+                    card: args.card,
+                    call_id: ctx.call_id.to_owned(),
+                },
+            }))],
+            delivered: true,
+        })
+    }
+}
+
+/// Puts a reaction on an entry of the session.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReactToMessage;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReactArgs {
+    seq: i64,
+    emoji: String,
+}
+
+#[async_trait]
+impl Tool for ReactToMessage {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "ReactToMessage".into(),
+            description: "React to a message of this conversation with an emoji (e.g. to acknowledge it).".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "seq": {"type": "integer", "minimum": 1, "description": "Sequence number of the message."},
+                    "emoji": {"type": "string", "description": "One emoji."}
+                },
+                "required": ["seq", "emoji"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: ReactArgs = parse_args("ReactToMessage", args)?;
+        let emoji = args.emoji.trim();
+        if emoji.is_empty() || emoji.chars().count() > 8 {
+            return Err(ToolError::new(
+                "the emoji must be one emoji (1-8 characters)",
+                "call ReactToMessage again with a single emoji such as 👍",
+            ));
+        }
+        let found = ctx
+            .store
+            .entries_between(ctx.session, args.seq, args.seq)
+            .await
+            .map_err(|e| ToolError::new(format!("could not read the conversation: {e}"), "try again"))?;
+        if found.is_empty() {
+            return Err(ToolError::new(
+                format!("there is no message with seq {} in this conversation", args.seq),
+                "use the seq of an existing message",
+            ));
+        }
+        let id = EntryId::derive(ctx.turn, ctx.call_id, "reaction");
+        Ok(ToolOutput {
+            content: format!("reacted {emoji} to message {}", args.seq),
+            effects: vec![Mutation::Append(Box::new(NewEntry {
+                id,
+                session: ctx.session,
+                author: ctx.bot.id.to_string(),
+                turn: Some(ctx.turn),
+                kind: EntryKind::Reaction {
+                    target_seq: args.seq,
+                    emoji: emoji.to_owned(),
+                    call_id: ctx.call_id.to_owned(),
+                },
+            }))],
+            delivered: false,
+        })
+    }
+}

@@ -1,0 +1,234 @@
+//! Tools: the model's only hands.
+//!
+//! A tool is a trait object in a [`ToolRegistry`]: a name, a JSON schema,
+//! whether its effect is internal (a store write committed atomically with
+//! the call's outcome, so it happens exactly once) or external (a side
+//! effect outside the store, which is marked `started` before it runs so a
+//! crash leaves an honest "outcome unknown"), whether it is idempotent, and
+//! `call`. Errors are [`ToolError`]s that tell the model the next step.
+
+mod delivery;
+mod files;
+mod shell;
+mod workspace;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Mutation;
+use botfleet_memory::SessionId;
+use botfleet_memory::Store;
+use botfleet_memory::TurnId;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use delivery::ReactToMessage;
+pub use delivery::SendMessage;
+pub use files::Edit;
+pub use files::Read;
+pub use files::Write;
+pub use shell::Shell;
+pub use workspace::Workspace;
+pub use workspace::WorkspaceError;
+
+use crate::model::ToolSpec;
+
+/// Where a tool's effect lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Only store writes, returned in [`ToolOutput::effects`] and committed
+    /// with the outcome: exactly once, never "unknown".
+    Internal,
+    /// Outside the store (files, processes, the network).
+    External,
+}
+
+/// What a tool call may use.
+pub struct ToolContext<'a> {
+    /// The bot running the call.
+    pub bot: &'a BotRecord,
+    /// The session of the turn.
+    pub session: SessionId,
+    /// The turn.
+    pub turn: TurnId,
+    /// The model's id for this call.
+    pub call_id: &'a str,
+    /// The fleet workspace.
+    pub workspace: &'a Workspace,
+    /// Fires when the turn is cancelled for good: stop, kill what you run.
+    pub cancel: &'a CancellationToken,
+    /// The store (reads).
+    pub store: &'a Store,
+    /// Limits that apply to tools.
+    pub limits: &'a ToolLimits,
+}
+
+/// Limits for tools, from the fleet settings.
+#[derive(Debug, Clone)]
+pub struct ToolLimits {
+    /// Shell timeout when the model gives none.
+    pub shell_default_timeout: Duration,
+    /// Longest shell timeout the model may ask for.
+    pub shell_max_timeout: Duration,
+    /// Most bytes of a tool's text returned to the model.
+    pub max_output_bytes: usize,
+    /// Largest file Read returns in one call / Write accepts.
+    pub max_file_bytes: usize,
+    /// Longest SendMessage text.
+    pub max_message_chars: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            shell_default_timeout: Duration::from_secs(60),
+            shell_max_timeout: Duration::from_secs(600),
+            max_output_bytes: 32 * 1024,
+            max_file_bytes: 1024 * 1024,
+            max_message_chars: 16_000,
+        }
+    }
+}
+
+/// A successful call.
+#[derive(Debug, Default)]
+pub struct ToolOutput {
+    /// What the model is told.
+    pub content: String,
+    /// Store writes committed atomically with the outcome.
+    pub effects: Vec<Mutation>,
+    /// Whether the call delivered a message to people.
+    pub delivered: bool,
+}
+
+impl ToolOutput {
+    /// An output with text only.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A failed call: what went wrong and what the model should do next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("error: {message}. Next step: {hint}")]
+pub struct ToolError {
+    /// What went wrong.
+    pub message: String,
+    /// How to recover.
+    pub hint: String,
+}
+
+impl ToolError {
+    /// A new error.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    /// Arguments that did not match the schema.
+    pub fn bad_args(tool: &str, detail: impl std::fmt::Display) -> Self {
+        Self::new(
+            format!("invalid arguments for {tool}: {detail}"),
+            format!("call {tool} again with arguments that match its schema"),
+        )
+    }
+}
+
+/// A tool.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// Name, description and argument schema.
+    fn spec(&self) -> ToolSpec;
+    /// Where the effect lands.
+    fn effect(&self) -> Effect;
+    /// Whether running the same call twice has the same effect as once
+    /// (then a call cut off by a crash is simply run again).
+    fn idempotent(&self) -> bool;
+    /// Whether the call changes anything (say `true` when in doubt).
+    fn mutates(&self) -> bool;
+    /// Runs the call.
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>;
+}
+
+/// Tools by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// The built-in tools of the host.
+    pub fn builtin() -> Self {
+        let mut r = Self::default();
+        r.register(Arc::new(SendMessage));
+        r.register(Arc::new(ReactToMessage));
+        r.register(Arc::new(Read));
+        r.register(Arc::new(Write));
+        r.register(Arc::new(Edit));
+        r.register(Arc::new(Shell));
+        r
+    }
+
+    /// Adds or replaces a tool.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool name.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
+    /// Whether `name` is a known tool.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+}
+
+/// Parses arguments into a typed struct, with an error the model can act on.
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::bad_args(tool, e))
+}
+
+/// Cuts `text` to at most `max` bytes at a char boundary, saying so.
+pub(crate) fn truncate_output(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[... {} more bytes not shown]",
+        &text[..end],
+        text.len() - end
+    )
+}
+
+/// A path for messages: relative to the workspace when inside it.
+pub(crate) fn show_path(workspace: &Workspace, path: &Path) -> String {
+    path.strip_prefix(workspace.root())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}

@@ -1,0 +1,309 @@
+//! The running indexer: a ractor actor that owns the single writer.
+//!
+//! - On start it opens the writer, reads the commit marker and catches up
+//!   from the store (`entries_after_gid`) — this is also how a crash
+//!   between the SQLite commit and the index commit heals.
+//! - It subscribes to the store's change signals; each signal (coalesced)
+//!   becomes a [`IndexerMsg::CatchUp`], which reads one batch after the
+//!   cursor and schedules itself again while more remain, so a long
+//!   catch-up never blocks a [`IndexerMsg::Flush`] for more than one batch.
+//! - It commits [`IndexOptions::commit_interval`] after the first
+//!   uncommitted entry (a one-shot timer), or at once when
+//!   [`IndexOptions::commit_batch`] entries wait. Commits reload the shared
+//!   reader, so searches see new entries within about the interval.
+//! - Searches do not go through the actor: they use a clone of the
+//!   [`TranscriptIndex`].
+//!
+//! Exit policy: an error that leaves the writer in a known state (a failed
+//! store read, a failed commit) is logged and retried on the next signal or
+//! tick; a panic in a blocking index task loses the writer, so the actor
+//! stops with an error and its supervisor restarts it, which re-opens the
+//! index at its last commit.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ractor::Actor;
+use ractor::ActorProcessingErr;
+use ractor::ActorRef;
+use ractor::RpcReplyPort;
+use ractor::rpc::CallResult;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+use super::error::IndexError;
+use super::feed::Feed;
+use super::feed::Resolved;
+use super::feed::Sink;
+use super::feed::blocking;
+use super::jsonl_mirror::JsonlMirror;
+use super::search::TranscriptIndex;
+use super::writer::IndexOptions;
+use super::writer::IndexProgress;
+use super::writer::Indexer;
+use crate::record::Entry;
+use crate::store::Store;
+
+/// The indexer actor. Holds no state of its own; see the module docs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IndexerActor;
+
+/// What the indexer is started with. Clone it to restart the actor.
+#[derive(Debug, Clone)]
+pub struct IndexerArgs {
+    /// The opened index (its clones serve searches).
+    pub index: TranscriptIndex,
+    /// The store the transcript comes from.
+    pub store: Store,
+    /// Writer and commit settings.
+    pub options: IndexOptions,
+    /// Root of the JSONL mirror (`<data_dir>/transcripts`); `None` turns
+    /// the mirror off.
+    pub mirror_root: Option<PathBuf>,
+}
+
+/// Messages of [`IndexerActor`].
+#[derive(Debug)]
+pub enum IndexerMsg {
+    /// Entries the sender already holds, sent after their store commit
+    /// (saves a read). Entries the index already has are skipped; entries
+    /// that do not follow on the index's cursor without a gap make it read
+    /// from the store instead.
+    Index(Vec<Entry>),
+    /// The store may have new entries: read the next batch and index it.
+    CatchUp,
+    /// The commit timer fired: commit what waits.
+    Tick,
+    /// Catch up with the store completely, commit, and answer where the
+    /// index stands. Call it with a timeout ([`IndexerActor::flush`]).
+    Flush(RpcReplyPort<Result<IndexProgress, IndexError>>),
+}
+
+/// State of a running [`IndexerActor`].
+pub struct IndexerState {
+    /// The writer side; `None` only while a batch runs in the blocking pool
+    /// or after such a task panicked.
+    sink: Option<Sink>,
+    feed: Feed,
+    options: IndexOptions,
+    /// Forwards store change signals as `CatchUp`.
+    signals: JoinHandle<()>,
+    /// Whether a `CatchUp` from the signal forwarder is already queued.
+    catch_up_queued: Arc<AtomicBool>,
+    /// Whether a `Tick` is scheduled.
+    tick_armed: bool,
+}
+
+impl IndexerActor {
+    /// Asks the indexer to catch up with the store and commit, waiting at
+    /// most `timeout`. After it returns, searches see every entry the store
+    /// had committed when the call was made.
+    pub async fn flush(
+        actor: &ActorRef<IndexerMsg>,
+        timeout: Duration,
+    ) -> Result<IndexProgress, IndexError> {
+        match actor.call(IndexerMsg::Flush, Some(timeout)).await {
+            Ok(CallResult::Success(result)) => result,
+            Ok(CallResult::Timeout) => Err(IndexError::Timeout {
+                after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            }),
+            Ok(CallResult::SenderError) | Err(_) => Err(IndexError::IndexerGone),
+        }
+    }
+}
+
+impl Actor for IndexerActor {
+    type Msg = IndexerMsg;
+    type State = IndexerState;
+    type Arguments = IndexerArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<IndexerMsg>,
+        args: IndexerArgs,
+    ) -> Result<IndexerState, ActorProcessingErr> {
+        let indexer = Indexer::open(&args.index, args.options.clone())?;
+        let mirror = args.mirror_root.map(JsonlMirror::open).transpose()?;
+        let sink = Sink { indexer, mirror };
+        tracing::info!(
+            dir = %args.index.dir().display(),
+            from_gid = sink.cursor(),
+            "indexer started"
+        );
+        let catch_up_queued = Arc::new(AtomicBool::new(true));
+        let signals = forward_signals(&args.store, myself.clone(), catch_up_queued.clone());
+        myself.send_message(IndexerMsg::CatchUp)?;
+        Ok(IndexerState {
+            sink: Some(sink),
+            feed: Feed::new(args.store, args.options.catch_up_batch),
+            options: args.options,
+            signals,
+            catch_up_queued,
+            tick_armed: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<IndexerMsg>,
+        message: IndexerMsg,
+        state: &mut IndexerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            IndexerMsg::CatchUp => {
+                state.catch_up_queued.store(false, Ordering::SeqCst);
+                match state.catch_up_step().await {
+                    Ok(true) => myself.send_message(IndexerMsg::CatchUp)?,
+                    Ok(false) => {}
+                    Err(e) => state.survive(e, "catch-up")?,
+                }
+            }
+            IndexerMsg::Index(entries) => {
+                if let Err(e) = state.index_given(&myself, entries).await {
+                    state.survive(e, "indexing given entries")?;
+                }
+            }
+            IndexerMsg::Tick => {
+                state.tick_armed = false;
+                if let Err(e) = state.commit().await {
+                    state.survive(e, "commit")?;
+                }
+            }
+            IndexerMsg::Flush(reply) => {
+                let result = state.flush().await;
+                let lost = state.sink.is_none();
+                let _ = reply.send(result);
+                if lost {
+                    return Err(IndexError::Task("the index writer was lost".into()).into());
+                }
+            }
+        }
+        state.arm_tick(&myself);
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<IndexerMsg>,
+        state: &mut IndexerState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.signals.abort();
+        if let Err(e) = state.commit().await {
+            tracing::warn!(error = %e, "final index commit failed; the next start catches up");
+        }
+        Ok(())
+    }
+}
+
+/// Turns store change signals into (coalesced) `CatchUp` messages. A lagged
+/// receiver is harmless: the catch-up reads from the store anyway.
+fn forward_signals(
+    store: &Store,
+    actor: ActorRef<IndexerMsg>,
+    queued: Arc<AtomicBool>,
+) -> JoinHandle<()> {
+    let mut changes = store.subscribe();
+    tokio::spawn(async move {
+        // Ends when the store closes (`RecvError::Closed`) or the actor is gone.
+        while let Ok(_) | Err(RecvError::Lagged(_)) = changes.recv().await {
+            if !queued.swap(true, Ordering::SeqCst)
+                && actor.send_message(IndexerMsg::CatchUp).is_err()
+            {
+                break;
+            }
+        }
+    })
+}
+
+impl IndexerState {
+    fn sink(&mut self) -> Result<Sink, IndexError> {
+        self.sink
+            .take()
+            .ok_or_else(|| IndexError::Task("the index writer was lost".into()))
+    }
+
+    /// Applies a batch in the blocking pool.
+    async fn apply(&mut self, batch: Vec<Resolved>) -> Result<(), IndexError> {
+        let (sink, result) = blocking(self.sink()?, move |s| s.apply(&batch)).await?;
+        self.sink = Some(sink);
+        result
+    }
+
+    /// Reads and applies one batch; true if more may remain.
+    async fn catch_up_step(&mut self) -> Result<bool, IndexError> {
+        let cursor = self.sink.as_ref().map_or(0, Sink::cursor);
+        let batch = self.feed.next_batch(cursor).await?;
+        let full = batch.len() >= self.options.catch_up_batch;
+        if !batch.is_empty() {
+            self.apply(batch).await?;
+        }
+        Ok(full)
+    }
+
+    /// Indexes entries a sender gave, if they follow on the cursor.
+    async fn index_given(
+        &mut self,
+        myself: &ActorRef<IndexerMsg>,
+        mut entries: Vec<Entry>,
+    ) -> Result<(), IndexError> {
+        let cursor = self.sink.as_ref().map_or(0, Sink::cursor);
+        entries.retain(|e| e.gid > cursor);
+        let Some(first) = entries.first() else {
+            return Ok(());
+        };
+        let contiguous = first.gid == cursor + 1 && entries.windows(2).all(|w| w[1].gid == w[0].gid + 1);
+        if !contiguous {
+            if !self.catch_up_queued.swap(true, Ordering::SeqCst) {
+                myself
+                    .send_message(IndexerMsg::CatchUp)
+                    .map_err(|_| IndexError::IndexerGone)?;
+            }
+            return Ok(());
+        }
+        let batch = self.feed.resolve(entries).await?;
+        self.apply(batch).await
+    }
+
+    /// Commits what waits, in the blocking pool.
+    async fn commit(&mut self) -> Result<IndexProgress, IndexError> {
+        let (sink, result) = blocking(self.sink()?, Sink::commit).await?;
+        self.sink = Some(sink);
+        result
+    }
+
+    /// Catches up completely and commits.
+    async fn flush(&mut self) -> Result<IndexProgress, IndexError> {
+        while self.catch_up_step().await? {}
+        self.commit().await
+    }
+
+    /// Schedules a commit if entries wait and none is scheduled.
+    fn arm_tick(&mut self, myself: &ActorRef<IndexerMsg>) {
+        let pending = self
+            .sink
+            .as_ref()
+            .is_some_and(|s| s.indexer.progress().pending > 0);
+        if pending && !self.tick_armed {
+            myself.send_after(self.options.commit_interval, || IndexerMsg::Tick);
+            self.tick_armed = true;
+        }
+    }
+
+    /// Decides whether the actor survives an error: it does while it still
+    /// holds the writer (the next signal or tick retries).
+    fn survive(&self, error: IndexError, during: &str) -> Result<(), ActorProcessingErr> {
+        if self.sink.is_some() {
+            tracing::warn!(%error, during, "indexer error; retrying on the next signal");
+            Ok(())
+        } else {
+            Err(error.into())
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "actor_tests.rs"]
+mod tests;

@@ -1,0 +1,188 @@
+//! The indexer actor against a real store: following change signals,
+//! catching up after a crash, the mirror, and the offline rebuild.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::index::SearchQuery;
+use crate::index::feed::reindex;
+use crate::index::test_support::TestResult;
+use crate::index::test_support::bot;
+use crate::index::test_support::seed;
+use crate::store::StoreOptions;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Setup {
+    dir: tempfile::TempDir,
+    store: Store,
+    index: TranscriptIndex,
+}
+
+impl Setup {
+    fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
+        let index = TranscriptIndex::open(dir.path().join("index"))?;
+        Ok(Self { dir, store, index })
+    }
+
+    fn mirror_root(&self) -> PathBuf {
+        self.dir.path().join("transcripts")
+    }
+
+    async fn start(
+        &self,
+    ) -> Result<(ActorRef<IndexerMsg>, tokio::task::JoinHandle<()>), Box<dyn std::error::Error>>
+    {
+        let args = IndexerArgs {
+            index: self.index.clone(),
+            store: self.store.clone(),
+            options: IndexOptions {
+                catch_up_batch: 2,
+                ..IndexOptions::default()
+            },
+            mirror_root: Some(self.mirror_root()),
+        };
+        Ok(Actor::spawn(None, IndexerActor, args).await?)
+    }
+
+    fn total(&self, text: &str) -> Result<usize, IndexError> {
+        Ok(self
+            .index
+            .search_blocking(&SearchQuery::new(text))?
+            .total)
+    }
+}
+
+fn mirror_lines(root: &Path) -> usize {
+    let mut n = 0;
+    for bot_dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        if bot_dir.path().is_dir() {
+            for file in std::fs::read_dir(bot_dir.path()).into_iter().flatten().flatten() {
+                n += std::fs::read_to_string(file.path())
+                    .unwrap_or_default()
+                    .lines()
+                    .count();
+            }
+        }
+    }
+    n
+}
+
+async fn stop(actor: ActorRef<IndexerMsg>, handle: tokio::task::JoinHandle<()>) -> TestResult {
+    actor.stop(None);
+    handle.await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn follows_the_store_and_flush_makes_entries_searchable() -> TestResult {
+    let s = Setup::new()?;
+    let (actor, handle) = s.start().await?;
+    seed(&s.store, "r", "alice", &["第二家供应商被排除了", "the supplier list"]).await?;
+    let progress = IndexerActor::flush(&actor, WAIT).await?;
+    assert_eq!(progress.committed_gid, 2);
+    assert_eq!(s.total("供应商")?, 1);
+    assert_eq!(s.total("supplier")?, 1);
+    seed(&s.store, "r", "bob", &["东京的供应商"]).await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    assert_eq!(s.total("供应商")?, 2);
+    assert_eq!(mirror_lines(&s.mirror_root()), 3);
+    stop(actor, handle).await
+}
+
+#[tokio::test]
+async fn catches_up_after_a_crash_between_store_and_index_commits() -> TestResult {
+    let s = Setup::new()?;
+    seed(&s.store, "r", "alice", &["report one", "report two", "report three"]).await?;
+    {
+        // A previous run indexed and committed two entries, added the third
+        // without committing, then crashed.
+        let entries = s.store.entries_after_gid(0, 10).await?;
+        let mut indexer = Indexer::open(&s.index, IndexOptions::default())?;
+        indexer.add(&entries[0], &bot("r"))?;
+        indexer.add(&entries[1], &bot("r"))?;
+        indexer.commit()?;
+        indexer.add(&entries[2], &bot("r"))?;
+    }
+    // Meanwhile the store committed more.
+    seed(&s.store, "r", "bob", &["report four", "report five"]).await?;
+    assert_eq!(s.index.committed_gid()?, 2);
+    assert_eq!(s.total("report")?, 2);
+
+    let (actor, handle) = s.start().await?;
+    let progress = IndexerActor::flush(&actor, WAIT).await?;
+    assert_eq!(progress.committed_gid, s.store.max_gid().await?);
+    assert_eq!(s.total("report")?, 5, "every entry exactly once");
+    // The mirror started empty, so it was filled from the start.
+    assert_eq!(mirror_lines(&s.mirror_root()), 5);
+    stop(actor, handle).await?;
+
+    // A restart neither duplicates index documents nor mirror lines.
+    let (actor, handle) = s.start().await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    assert_eq!(s.total("report")?, 5);
+    assert_eq!(mirror_lines(&s.mirror_root()), 5);
+    stop(actor, handle).await
+}
+
+#[tokio::test]
+async fn given_entries_are_indexed_once_and_gaps_fall_back_to_the_store() -> TestResult {
+    let s = Setup::new()?;
+    let (actor, handle) = s.start().await?;
+    seed(&s.store, "r", "alice", &["alpha one", "alpha two", "alpha three"]).await?;
+    let entries = s.store.entries_after_gid(0, 10).await?;
+    // Out of order (a gap after the cursor) and duplicates.
+    actor.send_message(IndexerMsg::Index(entries[2..].to_vec()))?;
+    actor.send_message(IndexerMsg::Index(entries.clone()))?;
+    actor.send_message(IndexerMsg::Index(entries))?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    assert_eq!(s.total("alpha")?, 3);
+    stop(actor, handle).await
+}
+
+#[tokio::test]
+async fn a_stopped_indexer_is_reported_gone() -> TestResult {
+    let s = Setup::new()?;
+    let (actor, handle) = s.start().await?;
+    actor.stop(None);
+    handle.await?;
+    assert!(matches!(
+        IndexerActor::flush(&actor, WAIT).await,
+        Err(IndexError::IndexerGone)
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn reindex_rebuilds_from_the_store_and_reports_progress() -> TestResult {
+    let s = Setup::new()?;
+    let texts: Vec<String> = (0..2_500).map(|i| format!("entry {i} 第{i}个供应商")).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    seed(&s.store, "r", "alice", &refs).await?;
+    {
+        // A stale partial index: one entry, committed.
+        let entries = s.store.entries_after_gid(0, 1).await?;
+        let mut indexer = Indexer::open(&s.index, IndexOptions::default())?;
+        indexer.add(&entries[0], &bot("r"))?;
+        indexer.commit()?;
+    }
+    let mut calls = Vec::new();
+    let report = reindex(s.index.dir(), &s.store, IndexOptions::default(), |done, total| {
+        calls.push((done, total))
+    })
+    .await?;
+    assert_eq!((report.entries, report.documents, report.last_gid), (2_500, 2_500, 2_500));
+    assert_eq!(calls.first(), Some(&(0, 2_500)));
+    assert_eq!(calls.last(), Some(&(2_500, 2_500)));
+    assert!(calls.len() >= 3, "{calls:?}");
+    // The handle opened before sees the rebuilt index once it reloads.
+    s.index.reload()?;
+    assert_eq!(s.total("供应商")?, 2_500);
+    assert_eq!(s.total("\"entry 1234\"")?, 1);
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! Errors of the transcript index: bad queries ([`QueryError`], the caller
+//! can fix them) nested in [`IndexError`] (everything else).
+
+use std::path::PathBuf;
+
+use crate::error::StoreError;
+
+/// Longest query text accepted, in characters.
+pub const MAX_QUERY_CHARS: usize = 512;
+
+/// Most hits one search may return.
+pub const MAX_SEARCH_LIMIT: usize = 100;
+
+/// A query the index refuses. Every message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// The query text is empty or only spaces.
+    #[error("the search query is empty: give at least one word to search for")]
+    Empty,
+    /// The query has text, but no searchable word in it (punctuation alone).
+    #[error(
+        "the search query {query:?} has no searchable words (punctuation and symbols are ignored): give at least one word"
+    )]
+    NoWords {
+        /// The query as given.
+        query: String,
+    },
+    /// The query is longer than [`MAX_QUERY_CHARS`].
+    #[error(
+        "the search query is {chars} characters long; the limit is {max} (MAX_QUERY_CHARS): shorten it to its key words"
+    )]
+    TooLong {
+        /// Length of the query in characters.
+        chars: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A quote opens a phrase that never closes.
+    #[error(
+        "unbalanced quote: the {quote} at character {at} opens a phrase that is never closed; add a closing {close} or remove it"
+    )]
+    UnbalancedQuote {
+        /// The opening quote character.
+        quote: char,
+        /// The quote that would close it.
+        close: char,
+        /// Its position in the query, in characters from 0.
+        at: usize,
+    },
+    /// A quoted phrase has no searchable word inside.
+    #[error(
+        "the phrase starting at character {at} has no searchable words; put words between the quotes or remove them"
+    )]
+    EmptyPhrase {
+        /// Position of the opening quote, in characters from 0.
+        at: usize,
+    },
+    /// Every term of the query is excluded with `-`.
+    #[error(
+        "the query only excludes terms (with '-'); add at least one term to search for, e.g. `deploy -staging`"
+    )]
+    OnlyExclusions,
+    /// The limit is outside `1..=MAX_SEARCH_LIMIT`.
+    #[error("limit {limit} is out of range: ask for 1 to {max} hits (MAX_SEARCH_LIMIT)")]
+    LimitOutOfRange {
+        /// The limit given.
+        limit: usize,
+        /// The largest limit accepted.
+        max: usize,
+    },
+    /// A role filter names no known role.
+    #[error("unknown role {role:?} in the role filter; known roles: {known}")]
+    UnknownRole {
+        /// The role given.
+        role: String,
+        /// The known roles, comma separated.
+        known: &'static str,
+    },
+    /// A kind filter names no known entry kind.
+    #[error("unknown entry kind {kind:?} in the kind filter; known kinds: {known}")]
+    UnknownKind {
+        /// The kind given.
+        kind: String,
+        /// The known kinds, comma separated.
+        known: &'static str,
+    },
+}
+
+/// What can go wrong in the transcript index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The query was refused; the caller can fix it.
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// tantivy reported an error.
+    #[error("search index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// Another writer holds the index (another host process, or a
+    /// `botfleet reindex` running beside the host).
+    #[error(
+        "the search index at {dir} is in use by another writer; stop the other botfleet process (a running host or reindex) and retry"
+    )]
+    Locked {
+        /// Index directory.
+        dir: PathBuf,
+    },
+    /// The index's commit marker did not parse.
+    #[error("the search index at {dir} has an unreadable commit marker ({detail}); rebuild it with `botfleet reindex`")]
+    CorruptMarker {
+        /// Index directory.
+        dir: PathBuf,
+        /// What failed to parse.
+        detail: String,
+    },
+    /// Reading the transcript from the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A file of the index or of the JSONL mirror could not be read or written.
+    #[error("index i/o on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A blocking index task panicked or was cancelled.
+    #[error("index task failed: {0}")]
+    Task(String),
+    /// The indexer actor has stopped.
+    #[error("the indexer has stopped; restart the host")]
+    IndexerGone,
+    /// The indexer did not answer in time.
+    #[error("the indexer did not answer within {after_ms} ms; it may be rebuilding, retry later")]
+    Timeout {
+        /// How long the caller waited.
+        after_ms: u64,
+    },
+}
+
+impl IndexError {
+    /// Whether retrying the same operation later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            IndexError::Store(e) => e.is_retryable(),
+            IndexError::Io { .. }
+            | IndexError::Task(_)
+            | IndexError::Timeout { .. }
+            | IndexError::Locked { .. } => true,
+            IndexError::Tantivy(e) => matches!(
+                e,
+                tantivy::TantivyError::IoError(_) | tantivy::TantivyError::LockFailure(..)
+            ),
+            IndexError::Query(_)
+            | IndexError::CorruptMarker { .. }
+            | IndexError::IndexerGone => false,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        IndexError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

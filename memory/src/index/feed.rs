@@ -1,0 +1,220 @@
+//! From the store to the index and the mirror: reading entries in gid
+//! order, finding each entry's bot, and applying batches off the async
+//! threads. Shared by the [actor](super::IndexerActor) and [`reindex`].
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde::Serialize;
+
+use super::error::IndexError;
+use super::jsonl_mirror::JsonlMirror;
+use super::search::TranscriptIndex;
+use super::writer::IndexOptions;
+use super::writer::IndexProgress;
+use super::writer::Indexer;
+use crate::ids::BotId;
+use crate::ids::SessionId;
+use crate::record::Entry;
+use crate::store::Store;
+
+/// Sessions whose bot is remembered before the cache starts over.
+const BOT_CACHE: usize = 65_536;
+
+/// An entry with the bot of its session (`None` if the session is gone).
+pub(crate) type Resolved = (Entry, Option<BotId>);
+
+/// Reads entries after a gid and resolves their bots, caching session → bot.
+pub(crate) struct Feed {
+    store: Store,
+    batch: usize,
+    bots: HashMap<SessionId, Option<BotId>>,
+}
+
+impl Feed {
+    pub(crate) fn new(store: Store, batch: usize) -> Self {
+        Self {
+            store,
+            batch: batch.max(1),
+            bots: HashMap::new(),
+        }
+    }
+
+    /// The next entries after `after`, oldest first (empty when caught up).
+    pub(crate) async fn next_batch(&mut self, after: i64) -> Result<Vec<Resolved>, IndexError> {
+        let limit = i64::try_from(self.batch).unwrap_or(i64::MAX);
+        let entries = self.store.entries_after_gid(after, limit).await?;
+        self.resolve(entries).await
+    }
+
+    /// Pairs entries with their bots.
+    pub(crate) async fn resolve(&mut self, entries: Vec<Entry>) -> Result<Vec<Resolved>, IndexError> {
+        if self.bots.len() > BOT_CACHE {
+            self.bots.clear();
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let bot = match self.bots.get(&entry.session) {
+                Some(bot) => bot.clone(),
+                None => {
+                    let bot = self
+                        .store
+                        .get_session(entry.session)
+                        .await?
+                        .map(|s| s.key.bot);
+                    if bot.is_none() {
+                        tracing::warn!(session = %entry.session, gid = entry.gid, "entry of an unknown session: not indexed");
+                    }
+                    self.bots.insert(entry.session, bot.clone());
+                    bot
+                }
+            };
+            out.push((entry, bot));
+        }
+        Ok(out)
+    }
+}
+
+/// The writing side, moved into the blocking pool for each batch: the
+/// indexer and, if enabled, the JSONL mirror.
+pub(crate) struct Sink {
+    pub(crate) indexer: Indexer,
+    pub(crate) mirror: Option<JsonlMirror>,
+}
+
+impl Sink {
+    /// The gid after which the store must be read: the lower of what the
+    /// index and the mirror hold.
+    pub(crate) fn cursor(&self) -> i64 {
+        let indexed = self.indexer.progress().added_gid;
+        self.mirror
+            .as_ref()
+            .map_or(indexed, |m| indexed.min(m.written_gid()))
+    }
+
+    /// Adds a batch to the index and the mirror; commits if the batch
+    /// threshold is reached.
+    pub(crate) fn apply(&mut self, batch: &[Resolved]) -> Result<(), IndexError> {
+        for (entry, bot) in batch {
+            match bot {
+                Some(bot) => {
+                    self.indexer.add(entry, bot)?;
+                    if let Some(mirror) = &mut self.mirror {
+                        mirror.append(entry, bot)?;
+                    }
+                }
+                None => {
+                    self.indexer.pass(entry.gid);
+                    if let Some(mirror) = &mut self.mirror {
+                        mirror.pass(entry.gid);
+                    }
+                }
+            }
+        }
+        if self.indexer.batch_full() {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything durable: the mirror first, then the index commit,
+    /// so the index never claims more than the mirror holds.
+    pub(crate) fn commit(&mut self) -> Result<IndexProgress, IndexError> {
+        if let Some(mirror) = &mut self.mirror {
+            mirror.flush()?;
+        }
+        self.indexer.commit()
+    }
+}
+
+/// Runs `f` on the sink in the blocking pool and hands the sink back.
+pub(crate) async fn blocking<T: Send + 'static>(
+    mut sink: Sink,
+    f: impl FnOnce(&mut Sink) -> Result<T, IndexError> + Send + 'static,
+) -> Result<(Sink, Result<T, IndexError>), IndexError> {
+    tokio::task::spawn_blocking(move || {
+        let result = f(&mut sink);
+        (sink, result)
+    })
+    .await
+    .map_err(|e| IndexError::Task(e.to_string()))
+}
+
+/// What a rebuild did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReindexReport {
+    /// Entries read from the store.
+    pub entries: u64,
+    /// Documents in the rebuilt index (entries without text are skipped).
+    pub documents: u64,
+    /// The last gid indexed.
+    pub last_gid: i64,
+    /// Wall time of the rebuild.
+    #[serde(with = "millis")]
+    pub elapsed: Duration,
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+    use serde::Deserializer;
+    use serde::Serializer;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// Rebuilds the index in `dir` from the store: deletes every document,
+/// then indexes every entry in gid order, committing every
+/// `options.commit_batch` entries (an interrupted rebuild resumes as a
+/// catch-up when the indexer next starts). `progress(done, total)` is
+/// called after each batch; `total` is the store's entry count at the
+/// start. Needs the writer lock: run it while the host is stopped.
+pub async fn reindex(
+    dir: &Path,
+    store: &Store,
+    options: IndexOptions,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<ReindexReport, IndexError> {
+    let started = Instant::now();
+    let index = TranscriptIndex::open(dir)?;
+    let indexer = Indexer::open(&index, options.clone())?;
+    let sink = Sink {
+        indexer,
+        mirror: None,
+    };
+    let (mut sink, cleared) = blocking(sink, |s| s.indexer.clear()).await?;
+    cleared?;
+    let total = u64::try_from(store.count("entries").await?).unwrap_or(0);
+    progress(0, total);
+    let mut feed = Feed::new(store.clone(), options.catch_up_batch.max(1_000));
+    let mut done = 0u64;
+    loop {
+        let batch = feed.next_batch(sink.cursor()).await?;
+        if batch.is_empty() {
+            break;
+        }
+        done += batch.len() as u64;
+        let (back, applied) = blocking(sink, move |s| s.apply(&batch)).await?;
+        sink = back;
+        applied?;
+        progress(done, total.max(done));
+    }
+    let (sink, committed) = blocking(sink, Sink::commit).await?;
+    let committed = committed?;
+    Ok(ReindexReport {
+        entries: done,
+        documents: sink.indexer.index().num_entries(),
+        last_gid: committed.committed_gid,
+        elapsed: started.elapsed(),
+    })
+}

@@ -1,0 +1,338 @@
+//! Search behaviour end to end on a real (temp dir) index: languages,
+//! phrases, restrictions, hits and errors.
+
+use pretty_assertions::assert_eq;
+
+use super::test_support::Docs;
+use super::test_support::TestResult;
+use super::test_support::session;
+use super::test_support::user_text;
+use super::*;
+use crate::record::EntryKind;
+
+fn strings(v: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = v.iter().map(|s| (*s).to_owned()).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn english_is_found_case_and_inflection_insensitive() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("Suppliers were late again")?;
+    docs.add("The supplier list is final")?;
+    docs.add("Nothing to see here")?;
+    docs.commit()?;
+    assert_eq!(
+        docs.find_sorted("supplier")?,
+        strings(&["Suppliers were late again", "The supplier list is final"])
+    );
+    assert_eq!(docs.find_sorted("SUPPLIERS")?, docs.find_sorted("supplier")?);
+    assert_eq!(docs.find("see here")?, vec!["Nothing to see here"]);
+    Ok(())
+}
+
+#[test]
+fn chinese_words_are_found_inside_sentences() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("第二家供应商被排除了")?;
+    docs.add("我们和服务商开会")?;
+    docs.add("数据库迁移失败了")?;
+    docs.commit()?;
+    assert_eq!(docs.find("供应商")?, vec!["第二家供应商被排除了"]);
+    // Unquoted: each jieba word must occur, in any order.
+    assert_eq!(docs.find("排除供应商")?, vec!["第二家供应商被排除了"]);
+    assert_eq!(docs.find("迁移 失败")?, vec!["数据库迁移失败了"]);
+    // A single character is found anywhere.
+    assert_eq!(docs.find("库")?, vec!["数据库迁移失败了"]);
+    assert_eq!(docs.find("采购")?, Vec::<String>::new());
+    Ok(())
+}
+
+#[test]
+fn japanese_kanji_and_kana_are_found() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("東京の会議は明日です")?;
+    docs.add("ありがとうございます、助かりました")?;
+    docs.add("サーバーが落ちた")?;
+    docs.commit()?;
+    assert_eq!(docs.find("東京")?, vec!["東京の会議は明日です"]);
+    assert_eq!(docs.find("会議")?, vec!["東京の会議は明日です"]);
+    assert_eq!(docs.find("ありがとう")?, vec!["ありがとうございます、助かりました"]);
+    assert_eq!(docs.find("サーバー")?, vec!["サーバーが落ちた"]);
+    assert_eq!(docs.find("東京の会議")?, vec!["東京の会議は明日です"]);
+    Ok(())
+}
+
+#[test]
+fn korean_is_found() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("회의가 내일 있습니다")?;
+    docs.commit()?;
+    assert_eq!(docs.find("회의")?, vec!["회의가 내일 있습니다"]);
+    Ok(())
+}
+
+#[test]
+fn mixed_chinese_and_english_text_is_found_both_ways() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("API限流策略已上线, rollout done")?;
+    docs.add("Meeting with 供应商 about pricing")?;
+    docs.commit()?;
+    assert_eq!(docs.find("api 限流")?, vec!["API限流策略已上线, rollout done"]);
+    assert_eq!(docs.find("API限流")?, vec!["API限流策略已上线, rollout done"]);
+    assert_eq!(docs.find("rollout")?, vec!["API限流策略已上线, rollout done"]);
+    assert_eq!(docs.find("供应商 pricing")?, vec!["Meeting with 供应商 about pricing"]);
+    assert_eq!(
+        docs.find("\"with 供应商 about\"")?,
+        vec!["Meeting with 供应商 about pricing"]
+    );
+    Ok(())
+}
+
+#[test]
+fn phrases_need_order_and_adjacency() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("we shipped the release candidate today")?;
+    docs.add("the candidate for release was shipped")?;
+    docs.add("第二家供应商被排除了")?;
+    docs.commit()?;
+    assert_eq!(
+        docs.find("\"release candidate\"")?,
+        vec!["we shipped the release candidate today"]
+    );
+    assert_eq!(docs.find_sorted("release candidate")?.len(), 2);
+    assert_eq!(docs.find("\"供应商被排除\"")?, vec!["第二家供应商被排除了"]);
+    // Quoted CJK is an exact substring: the reordered phrase is not there.
+    assert_eq!(docs.find("\"排除供应商\"")?, Vec::<String>::new());
+    Ok(())
+}
+
+#[test]
+fn exclusion_and_or() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("deploy to staging")?;
+    docs.add("deploy to production")?;
+    docs.add("rollback production")?;
+    docs.commit()?;
+    assert_eq!(docs.find("deploy -staging")?, vec!["deploy to production"]);
+    assert_eq!(
+        docs.find_sorted("staging OR rollback")?,
+        strings(&["deploy to staging", "rollback production"])
+    );
+    Ok(())
+}
+
+#[test]
+fn session_restriction_never_leaks_other_sessions() -> TestResult {
+    let mut docs = Docs::new()?;
+    let mine = session("r", "alice");
+    let theirs = session("r", "bob");
+    let other_bot = session("q", "alice");
+    docs.add_kind("r", mine, "alice", user_text("the secret plan"))?;
+    docs.add_kind("r", theirs, "bob", user_text("the secret plan"))?;
+    docs.add_kind("q", other_bot, "alice", user_text("the secret plan"))?;
+    docs.commit()?;
+    let all = docs.search(SearchQuery::new("secret plan"))?;
+    assert_eq!(all.total, 3);
+    let only_mine = docs.search(SearchQuery::new("secret plan").in_sessions([mine]))?;
+    assert_eq!(
+        only_mine.hits.iter().map(|h| h.session).collect::<Vec<_>>(),
+        vec![mine]
+    );
+    let two = docs.search(SearchQuery::new("secret").in_sessions([mine, other_bot]))?;
+    assert_eq!(two.total, 2);
+    assert!(two.hits.iter().all(|h| h.session != theirs));
+    let none = docs.search(SearchQuery::new("secret").in_sessions([]))?;
+    assert_eq!(none.total, 0);
+    let by_bot = docs.search(SearchQuery::new("secret").of_bot(super::test_support::bot("q")))?;
+    assert_eq!(
+        by_bot.hits.iter().map(|h| h.session).collect::<Vec<_>>(),
+        vec![other_bot]
+    );
+    Ok(())
+}
+
+#[test]
+fn role_and_kind_filters() -> TestResult {
+    let mut docs = Docs::new()?;
+    let s = session("r", "alice");
+    docs.add_kind("r", s, "alice", user_text("budget question"))?;
+    docs.add_kind(
+        "r",
+        s,
+        "r",
+        EntryKind::Delivery {
+            text: "budget answer".into(),
+            card: None,
+            call_id: "c1".into(),
+        },
+    )?;
+    docs.commit()?;
+    let user = docs.search(SearchQuery::new("budget").with_roles(["user"]))?;
+    assert_eq!(user.hits.len(), 1);
+    assert_eq!(user.hits[0].role, "user");
+    let delivered = docs.search(SearchQuery::new("budget").with_kinds(["delivery"]))?;
+    assert_eq!(delivered.hits.len(), 1);
+    assert_eq!(delivered.hits[0].kind, "delivery");
+    Ok(())
+}
+
+#[test]
+fn hits_carry_the_entry_coordinates_and_a_marked_snippet() -> TestResult {
+    let mut docs = Docs::new()?;
+    let s = session("r", "alice");
+    docs.add("unrelated")?;
+    let gid = docs.add("第二家供应商被排除了，因为 suppliers were late")?;
+    docs.commit()?;
+    let results = docs.search(SearchQuery::new("供应商 supplier"))?;
+    assert_eq!(results.total, 1);
+    let hit = &results.hits[0];
+    assert_eq!(
+        (hit.session, hit.seq, hit.gid, hit.bot.as_str(), hit.author.as_str()),
+        (s, 2, gid, "r", "alice")
+    );
+    assert_eq!((hit.role.as_str(), hit.kind.as_str()), ("user", "user_message"));
+    assert_eq!(hit.time_ms, 1_700_000_000_000 + gid);
+    assert!(hit.score > 0.0);
+    assert_eq!(
+        hit.snippet,
+        "第二家«供应商»被排除了，因为 «suppliers» were late"
+    );
+    Ok(())
+}
+
+#[test]
+fn long_texts_get_a_cut_snippet_around_the_match() -> TestResult {
+    let mut docs = Docs::new()?;
+    let text = format!("{} needle {}", "filler ".repeat(100), "padding ".repeat(100));
+    docs.add(&text)?;
+    docs.commit()?;
+    let hit = &docs.search(SearchQuery::new("needle"))?.hits[0];
+    assert!(hit.snippet.starts_with('…'), "{}", hit.snippet);
+    assert!(hit.snippet.ends_with('…'), "{}", hit.snippet);
+    assert!(hit.snippet.contains("«needle»"), "{}", hit.snippet);
+    assert!(hit.snippet.len() < 300);
+    Ok(())
+}
+
+#[test]
+fn limit_and_total() -> TestResult {
+    let mut docs = Docs::new()?;
+    for i in 0..30 {
+        docs.add(&format!("report number {i}"))?;
+    }
+    docs.commit()?;
+    let results = docs.search(SearchQuery::new("report").with_limit(5))?;
+    assert_eq!((results.hits.len(), results.total), (5, 30));
+    Ok(())
+}
+
+#[test]
+fn entries_without_text_are_skipped_but_move_the_marker() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("hello")?;
+    let gid = docs.add_kind(
+        "r",
+        session("r", "alice"),
+        "r",
+        EntryKind::TurnEnd {
+            status: crate::record::TurnStatus::Completed,
+            inputs: vec![1],
+            deliveries: 0,
+        },
+    )?;
+    docs.commit()?;
+    assert_eq!(docs.index.num_entries(), 1);
+    assert_eq!(docs.index.committed_gid()?, gid);
+    Ok(())
+}
+
+#[test]
+fn uncommitted_entries_are_invisible_and_lost_on_rollback() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("first")?;
+    docs.commit()?;
+    docs.add("second")?;
+    assert_eq!(docs.find("second")?, Vec::<String>::new());
+    let progress = docs.indexer.rollback()?;
+    assert_eq!((progress.added_gid, progress.committed_gid), (1, 1));
+    Ok(())
+}
+
+#[test]
+fn the_marker_survives_reopening_and_duplicates_are_skipped() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("one")?;
+    docs.add("two")?;
+    docs.commit()?;
+    let dir = docs.index.dir().to_path_buf();
+    drop(docs.indexer);
+    drop(docs.index);
+    let index = TranscriptIndex::open(&dir)?;
+    assert_eq!(index.committed_gid()?, 2);
+    let mut indexer = Indexer::open(&index, IndexOptions::default())?;
+    assert_eq!(indexer.progress().added_gid, 2);
+    let again = crate::record::Entry {
+        id: crate::ids::EntryId::new_v7(),
+        session: session("r", "alice"),
+        seq: 2,
+        gid: 2,
+        author: "alice".into(),
+        turn: None,
+        created_at: 0,
+        kind: user_text("two"),
+    };
+    assert!(!indexer.add(&again, &super::test_support::bot("r"))?);
+    indexer.commit()?;
+    assert_eq!(index.num_entries(), 2);
+    Ok(())
+}
+
+#[test]
+fn an_index_of_another_format_is_recreated_empty() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("old")?;
+    docs.commit()?;
+    let dir = docs.index.dir().to_path_buf();
+    // Write a commit whose marker claims another format.
+    drop(docs.indexer);
+    let mut writer = docs
+        .index
+        .index()
+        .writer_with_num_threads::<tantivy::TantivyDocument>(1, 15_000_000)?;
+    let mut prepared = writer.prepare_commit()?;
+    prepared.set_payload(r#"{"format":999,"last_gid":1}"#);
+    prepared.commit()?;
+    drop(writer);
+    drop(docs.index);
+    let index = TranscriptIndex::open(&dir)?;
+    assert_eq!((index.num_entries(), index.committed_gid()?), (0, 0));
+    Ok(())
+}
+
+#[test]
+fn bad_queries_fail_with_clear_errors() -> TestResult {
+    let docs = Docs::new()?;
+    let err = |q: SearchQuery| docs.search(q).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err(SearchQuery::new("")).contains("empty"));
+    assert!(err(SearchQuery::new("x".repeat(513))).contains("MAX_QUERY_CHARS"));
+    assert!(err(SearchQuery::new("\"open")).contains("unbalanced quote"));
+    assert!(err(SearchQuery::new("ok").with_limit(0)).contains("1 to 100"));
+    assert!(matches!(
+        docs.search(SearchQuery::new("-only")),
+        Err(IndexError::Query(QueryError::OnlyExclusions))
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_search_trait_runs_off_the_async_threads() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("async search works")?;
+    docs.commit()?;
+    let engine: std::sync::Arc<dyn TranscriptSearch> = std::sync::Arc::new(docs.index.clone());
+    let results = engine.search(SearchQuery::new("works")).await?;
+    assert_eq!(results.total, 1);
+    Ok(())
+}

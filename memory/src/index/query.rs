@@ -1,0 +1,466 @@
+//! Search queries: the request a caller fills in, the small query language
+//! of its `text`, and its translation into a tantivy query.
+//!
+//! The language is deliberately small, so that ordinary text never fails:
+//!
+//! - words are all required: `deploy staging` finds entries with both;
+//! - `"exact phrase"` (or `“…”`) requires the words in that order, next to
+//!   each other; for CJK text a phrase is an exact substring;
+//! - `-word` or `-"a phrase"` excludes entries that contain it;
+//! - `a OR b` between two terms accepts either; `OR` anywhere else is the
+//!   word "or";
+//! - everything else (`:`, `(`, `*`, `+`, `?`, ...) is punctuation and only
+//!   separates words. `e-mail` and `foo.bar` are phrases of their parts.
+//!
+//! An unquoted run of Chinese characters is cut into words with jieba and
+//! each word must occur (as a substring), in any order: `供应商排除` finds
+//! `供应商被排除了`. Kana and hangul runs are kept whole. Quote the text to
+//! require it exactly.
+//!
+//! Errors are [`QueryError`]s that say what to change: an empty query, one
+//! over [`MAX_QUERY_CHARS`], an unclosed quote, an empty phrase, a query that
+//! only excludes, a limit outside `1..=MAX_SEARCH_LIMIT`, an unknown role or
+//! kind filter.
+
+use serde::Deserialize;
+use serde::Serialize;
+use tantivy::Term;
+use tantivy::query::BooleanQuery;
+use tantivy::query::ConstScoreQuery;
+use tantivy::query::Occur;
+use tantivy::query::PhraseQuery;
+use tantivy::query::Query;
+use tantivy::query::TermQuery;
+use tantivy::query::TermSetQuery;
+use tantivy::schema::IndexRecordOption;
+use tantivy::tokenizer::TextAnalyzer;
+
+use super::error::MAX_QUERY_CHARS;
+use super::error::MAX_SEARCH_LIMIT;
+use super::error::QueryError;
+use super::schema::Fields;
+use super::schema::KINDS;
+use super::schema::KINDS_LIST;
+use super::schema::ROLES;
+use super::schema::ROLES_LIST;
+use super::tokenizer::CharClass;
+use super::tokenizer::Script;
+use super::tokenizer::classify;
+use super::tokenizer::han_words;
+use super::tokenizer::query_analyzer;
+use crate::ids::BotId;
+use crate::ids::SessionId;
+
+/// Hits returned when a query does not say.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+
+fn default_limit() -> usize {
+    DEFAULT_SEARCH_LIMIT
+}
+
+/// A search over the transcript. Visibility is the caller's job: pass the
+/// sessions the asker may read in `sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchQuery {
+    /// The query text, in the language of the [module docs](self).
+    pub text: String,
+    /// Only entries of these sessions (`None`: every session; an empty list
+    /// finds nothing).
+    #[serde(default)]
+    pub sessions: Option<Vec<SessionId>>,
+    /// Only entries of this bot's sessions.
+    #[serde(default)]
+    pub bot: Option<BotId>,
+    /// Only entries whose author plays one of these roles (`user`, `agent`,
+    /// `event`, `assistant`, `tool`, `system`); empty means any.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Only entries of these kinds (`user_message`, `delivery`, ...); empty
+    /// means any.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Most hits to return, `1..=MAX_SEARCH_LIMIT`.
+    #[serde(default = "default_limit")]
+    pub limit: usize,
+}
+
+impl SearchQuery {
+    /// A query for `text` over every session, [`DEFAULT_SEARCH_LIMIT`] hits.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            sessions: None,
+            bot: None,
+            roles: Vec::new(),
+            kinds: Vec::new(),
+            limit: DEFAULT_SEARCH_LIMIT,
+        }
+    }
+
+    /// Restricts the search to these sessions.
+    pub fn in_sessions(mut self, sessions: impl IntoIterator<Item = SessionId>) -> Self {
+        self.sessions = Some(sessions.into_iter().collect());
+        self
+    }
+
+    /// Restricts the search to one bot's sessions.
+    pub fn of_bot(mut self, bot: BotId) -> Self {
+        self.bot = Some(bot);
+        self
+    }
+
+    /// Restricts the search to entries of these roles.
+    pub fn with_roles(mut self, roles: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.roles = roles.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Restricts the search to entries of these kinds.
+    pub fn with_kinds(mut self, kinds: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.kinds = kinds.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the most hits to return.
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+/// One required unit of a query: a single term or a phrase of terms with
+/// their relative positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// One indexed term.
+    Term(String),
+    /// Terms at relative positions (at least two).
+    Phrase(Vec<(usize, String)>),
+}
+
+/// Alternatives (`OR`), each a conjunction of parts.
+pub(crate) type Group = Vec<Vec<Part>>;
+
+/// The query text, parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ParsedText {
+    /// Every group must match.
+    pub(crate) must: Vec<Group>,
+    /// No group may match.
+    pub(crate) must_not: Vec<Group>,
+}
+
+impl ParsedText {
+    /// The terms that can match, for highlighting.
+    pub(crate) fn positive_terms(&self) -> impl Iterator<Item = &str> {
+        self.must
+            .iter()
+            .flatten()
+            .flatten()
+            .flat_map(|part| -> Vec<&str> {
+                match part {
+                    Part::Term(t) => vec![t.as_str()],
+                    Part::Phrase(terms) => terms.iter().map(|(_, t)| t.as_str()).collect(),
+                }
+            })
+    }
+}
+
+/// A lexical item of the query text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Item {
+    /// Unquoted text.
+    Bare { text: String, negated: bool },
+    /// Quoted text; `at` is the opening quote's char position.
+    Quoted {
+        text: String,
+        negated: bool,
+        at: usize,
+    },
+    /// The `OR` operator.
+    Or,
+}
+
+impl Item {
+    fn is_positive_text(&self) -> bool {
+        match self {
+            Item::Bare { negated, .. } | Item::Quoted { negated, .. } => !negated,
+            Item::Or => false,
+        }
+    }
+}
+
+fn closing_quote(c: char) -> Option<char> {
+    match c {
+        '"' => Some('"'),
+        '\u{201C}' => Some('\u{201D}'),
+        _ => None,
+    }
+}
+
+/// Splits the text into items; fails on an unclosed quote.
+fn lex(text: &str) -> Result<Vec<Item>, QueryError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut items = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let next = chars.get(i + 1).copied();
+        let negated = c == '-'
+            && next.is_some_and(|n| closing_quote(n).is_some() || classify(n) != CharClass::Other);
+        let start = if negated { i + 1 } else { i };
+        let first = chars[start];
+        if let Some(close) = closing_quote(first) {
+            let Some(len) = chars[start + 1..].iter().position(|&c| c == close) else {
+                return Err(QueryError::UnbalancedQuote {
+                    quote: first,
+                    close,
+                    at: start,
+                });
+            };
+            let end = start + 1 + len;
+            items.push(Item::Quoted {
+                text: chars[start + 1..end].iter().collect(),
+                negated,
+                at: start,
+            });
+            i = end + 1;
+            continue;
+        }
+        let len = chars[start..]
+            .iter()
+            .position(|&c| c.is_whitespace() || closing_quote(c).is_some())
+            .unwrap_or(chars.len() - start);
+        let word: String = chars[start..start + len].iter().collect();
+        i = start + len;
+        if word == "OR" && !negated {
+            items.push(Item::Or);
+        } else {
+            items.push(Item::Bare {
+                text: word,
+                negated,
+            });
+        }
+    }
+    // `OR` is an operator only between two positive terms.
+    for k in 0..items.len() {
+        if items[k] == Item::Or {
+            let between = k > 0
+                && items[k - 1].is_positive_text()
+                && items.get(k + 1).is_some_and(Item::is_positive_text);
+            if !between {
+                items[k] = Item::Bare {
+                    text: "OR".into(),
+                    negated: false,
+                };
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// Turns analyzed tokens into a part (`None` if there are none).
+fn part_of(analyzer: &mut TextAnalyzer, text: &str) -> Option<Part> {
+    let mut tokens: Vec<(usize, String)> = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while let Some(token) = stream.next() {
+        tokens.push((token.position, token.text.clone()));
+    }
+    let base = tokens.first()?.0;
+    if tokens.len() == 1 {
+        return tokens.pop().map(|(_, t)| Part::Term(t));
+    }
+    Some(Part::Phrase(
+        tokens.into_iter().map(|(p, t)| (p - base, t)).collect(),
+    ))
+}
+
+/// The parts of an unquoted word: non-CJK stretches are phrases of their
+/// words, Han runs are cut into words by jieba, kana and hangul runs stay
+/// whole.
+fn bare_parts(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let mut segment_start = 0;
+    let mut segment_script: Option<Script> = None;
+    let mut flush = |segment: &str, script: Option<Script>, parts: &mut Vec<Part>| match script {
+        Some(Script::Han) => {
+            parts.extend(han_words(segment).into_iter().filter_map(|w| part_of(analyzer, w)))
+        }
+        Some(Script::Kana | Script::Hangul) | None => parts.extend(part_of(analyzer, segment)),
+    };
+    for (i, c) in text.char_indices() {
+        let script = match classify(c) {
+            CharClass::Cjk(s) => Some(s),
+            CharClass::Word | CharClass::Other => None,
+        };
+        if script != segment_script && i > segment_start {
+            flush(&text[segment_start..i], segment_script, &mut parts);
+            segment_start = i;
+        }
+        segment_script = script;
+    }
+    flush(&text[segment_start..], segment_script, &mut parts);
+    parts
+}
+
+/// Parses and validates the query text.
+pub(crate) fn parse_text(text: &str) -> Result<ParsedText, QueryError> {
+    let chars = text.chars().count();
+    if chars > MAX_QUERY_CHARS {
+        return Err(QueryError::TooLong {
+            chars,
+            max: MAX_QUERY_CHARS,
+        });
+    }
+    if text.trim().is_empty() {
+        return Err(QueryError::Empty);
+    }
+    let mut analyzer = query_analyzer();
+    let mut parsed = ParsedText::default();
+    let mut after_or = false;
+    for item in lex(text)? {
+        let (parts, negated) = match item {
+            Item::Or => {
+                after_or = true;
+                continue;
+            }
+            Item::Bare { text, negated } => (bare_parts(&mut analyzer, &text), negated),
+            Item::Quoted { text, negated, at } => match part_of(&mut analyzer, &text) {
+                Some(part) => (vec![part], negated),
+                None => return Err(QueryError::EmptyPhrase { at }),
+            },
+        };
+        if parts.is_empty() {
+            // Punctuation alone: ignored.
+            continue;
+        }
+        let groups = if negated {
+            &mut parsed.must_not
+        } else {
+            &mut parsed.must
+        };
+        match groups.last_mut() {
+            Some(group) if after_or && !negated => group.push(parts),
+            _ => groups.push(vec![parts]),
+        }
+        after_or = false;
+    }
+    if parsed.must.is_empty() {
+        return Err(if parsed.must_not.is_empty() {
+            QueryError::NoWords {
+                query: text.to_owned(),
+            }
+        } else {
+            QueryError::OnlyExclusions
+        });
+    }
+    Ok(parsed)
+}
+
+/// Checks the limit and the filters of a query.
+pub(crate) fn validate(query: &SearchQuery) -> Result<(), QueryError> {
+    if query.limit == 0 || query.limit > MAX_SEARCH_LIMIT {
+        return Err(QueryError::LimitOutOfRange {
+            limit: query.limit,
+            max: MAX_SEARCH_LIMIT,
+        });
+    }
+    if let Some(role) = query.roles.iter().find(|r| !ROLES.contains(&r.as_str())) {
+        return Err(QueryError::UnknownRole {
+            role: role.clone(),
+            known: ROLES_LIST,
+        });
+    }
+    if let Some(kind) = query.kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {
+        return Err(QueryError::UnknownKind {
+            kind: kind.clone(),
+            known: KINDS_LIST,
+        });
+    }
+    Ok(())
+}
+
+fn part_query(fields: &Fields, part: &Part) -> Box<dyn Query> {
+    match part {
+        Part::Term(t) => Box::new(TermQuery::new(
+            Term::from_field_text(fields.text, t),
+            IndexRecordOption::WithFreqs,
+        )),
+        Part::Phrase(terms) => Box::new(PhraseQuery::new_with_offset(
+            terms
+                .iter()
+                .map(|(offset, t)| (*offset, Term::from_field_text(fields.text, t)))
+                .collect(),
+        )),
+    }
+}
+
+fn all_of(mut queries: Vec<Box<dyn Query>>) -> Box<dyn Query> {
+    if queries.len() == 1
+        && let Some(q) = queries.pop()
+    {
+        return q;
+    }
+    Box::new(BooleanQuery::intersection(queries))
+}
+
+fn group_query(fields: &Fields, group: &Group) -> Box<dyn Query> {
+    let mut alternatives: Vec<Box<dyn Query>> = group
+        .iter()
+        .map(|parts| all_of(parts.iter().map(|p| part_query(fields, p)).collect()))
+        .collect();
+    if alternatives.len() == 1
+        && let Some(q) = alternatives.pop()
+    {
+        return q;
+    }
+    Box::new(BooleanQuery::union(alternatives))
+}
+
+/// A filter clause that matches `values` of a raw field and adds no score.
+fn filter<'a>(field: tantivy::schema::Field, values: impl Iterator<Item = &'a str>) -> Box<dyn Query> {
+    let terms = values.map(|v| Term::from_field_text(field, v));
+    Box::new(ConstScoreQuery::new(Box::new(TermSetQuery::new(terms)), 0.0))
+}
+
+/// The tantivy query for a validated request.
+pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -> Box<dyn Query> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for group in &text.must {
+        clauses.push((Occur::Must, group_query(fields, group)));
+    }
+    for group in &text.must_not {
+        clauses.push((Occur::MustNot, group_query(fields, group)));
+    }
+    if let Some(sessions) = &query.sessions {
+        let ids: Vec<String> = sessions.iter().map(ToString::to_string).collect();
+        clauses.push((
+            Occur::Must,
+            filter(fields.session, ids.iter().map(String::as_str)),
+        ));
+    }
+    if let Some(bot) = &query.bot {
+        clauses.push((Occur::Must, filter(fields.bot, std::iter::once(bot.as_str()))));
+    }
+    if !query.roles.is_empty() {
+        clauses.push((Occur::Must, filter(fields.role, query.roles.iter().map(String::as_str))));
+    }
+    if !query.kinds.is_empty() {
+        clauses.push((Occur::Must, filter(fields.kind, query.kinds.iter().map(String::as_str))));
+    }
+    if clauses.len() == 1
+        && matches!(clauses[0].0, Occur::Must)
+        && let Some((_, q)) = clauses.pop()
+    {
+        return q;
+    }
+    Box::new(BooleanQuery::new(clauses))
+}
+
+#[cfg(test)]
+#[path = "query_tests.rs"]
+mod tests;

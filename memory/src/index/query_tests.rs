@@ -1,0 +1,209 @@
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn term(t: &str) -> Part {
+    Part::Term(t.into())
+}
+
+fn phrase(terms: &[(usize, &str)]) -> Part {
+    Part::Phrase(terms.iter().map(|(o, t)| (*o, (*t).to_owned())).collect())
+}
+
+/// Must groups of a query, each a single conjunction.
+fn musts(text: &str) -> Vec<Vec<Part>> {
+    let parsed = parse_text(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    parsed
+        .must
+        .into_iter()
+        .map(|mut g| {
+            assert_eq!(g.len(), 1, "{text:?} has an OR group");
+            g.remove(0)
+        })
+        .collect()
+}
+
+#[test]
+fn words_are_all_required() {
+    assert_eq!(
+        musts("deploy Staging"),
+        vec![vec![term("deploy")], vec![term("stage")]]
+    );
+}
+
+#[test]
+fn punctuation_is_not_syntax() {
+    // Colons, parens, stars, pluses and question marks are plain text.
+    assert_eq!(
+        musts("error: timeout (again)* C++ why?"),
+        vec![
+            vec![term("error")],
+            vec![term("timeout")],
+            vec![term("again")],
+            vec![term("c")],
+            vec![term("whi")],
+        ]
+    );
+    // Words joined by punctuation are a phrase of their parts.
+    assert_eq!(
+        musts("e-mail"),
+        vec![vec![phrase(&[(0, "e"), (1, "mail")])]]
+    );
+    // A lone dash or `--flag` is not an exclusion.
+    assert_eq!(musts("- --release"), vec![vec![term("releas")]]);
+}
+
+#[test]
+fn quotes_make_phrases_including_cjk() {
+    assert_eq!(
+        musts("\"exact phrase\""),
+        vec![vec![phrase(&[(0, "exact"), (1, "phrase")])]]
+    );
+    assert_eq!(
+        musts("“供应商被排除”"),
+        vec![vec![phrase(&[
+            (0, "供应"),
+            (1, "应商"),
+            (2, "商被"),
+            (3, "被排"),
+            (4, "排除")
+        ])]]
+    );
+}
+
+#[test]
+fn unquoted_han_runs_are_cut_into_words() {
+    assert_eq!(
+        musts("供应商排除"),
+        vec![vec![
+            phrase(&[(0, "供应"), (1, "应商")]),
+            term("排除"),
+        ]]
+    );
+    // Kana stays whole; Han around it is cut.
+    assert_eq!(
+        musts("東京の会議"),
+        vec![vec![term("東京"), term("の"), term("会議")]]
+    );
+    // Latin next to Han is its own part.
+    assert_eq!(
+        musts("API限流"),
+        vec![vec![term("api"), term("限流")]]
+    );
+}
+
+#[test]
+fn exclusions_and_or() {
+    let parsed = parse_text("deploy -staging -\"dry run\" prod OR production")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        parsed.must,
+        vec![
+            vec![vec![term("deploy")]],
+            vec![vec![term("prod")], vec![term("product")]],
+        ]
+    );
+    assert_eq!(
+        parsed.must_not,
+        vec![
+            vec![vec![term("stage")]],
+            vec![vec![phrase(&[(0, "dri"), (1, "run")])]],
+        ]
+    );
+    // OR at the edges, or next to an exclusion, is the word "or".
+    assert_eq!(
+        musts("OR this"),
+        vec![vec![term("or")], vec![term("this")]]
+    );
+    assert_eq!(musts("this OR"), vec![vec![term("this")], vec![term("or")]]);
+}
+
+#[test]
+fn bad_text_is_refused_with_a_reason() {
+    assert_eq!(parse_text(""), Err(QueryError::Empty));
+    assert_eq!(parse_text("   \t"), Err(QueryError::Empty));
+    assert_eq!(
+        parse_text("?!"),
+        Err(QueryError::NoWords { query: "?!".into() })
+    );
+    let long = "word ".repeat(103);
+    assert_eq!(
+        parse_text(&long),
+        Err(QueryError::TooLong {
+            chars: 515,
+            max: MAX_QUERY_CHARS
+        })
+    );
+    assert_eq!(
+        parse_text("find \"unclosed phrase"),
+        Err(QueryError::UnbalancedQuote {
+            quote: '"',
+            close: '"',
+            at: 5
+        })
+    );
+    assert_eq!(
+        parse_text("a “b"),
+        Err(QueryError::UnbalancedQuote {
+            quote: '“',
+            close: '”',
+            at: 2
+        })
+    );
+    assert_eq!(
+        parse_text("ok \"\""),
+        Err(QueryError::EmptyPhrase { at: 3 })
+    );
+    assert_eq!(parse_text("-staging"), Err(QueryError::OnlyExclusions));
+}
+
+#[test]
+fn error_messages_say_what_to_fix() {
+    let msg = parse_text("say \"hi").err().map(|e| e.to_string());
+    assert_eq!(
+        msg.as_deref(),
+        Some(
+            "unbalanced quote: the \" at character 4 opens a phrase that is never closed; add a closing \" or remove it"
+        )
+    );
+    let msg = parse_text(&"x".repeat(600)).err().map(|e| e.to_string());
+    assert!(
+        msg.as_deref().is_some_and(|m| m.contains("600") && m.contains("512")),
+        "{msg:?}"
+    );
+}
+
+#[test]
+fn limits_and_filters_are_checked() {
+    let q = SearchQuery::new("x");
+    assert_eq!(validate(&q), Ok(()));
+    assert_eq!(
+        validate(&q.clone().with_limit(0)),
+        Err(QueryError::LimitOutOfRange {
+            limit: 0,
+            max: MAX_SEARCH_LIMIT
+        })
+    );
+    assert_eq!(
+        validate(&q.clone().with_limit(MAX_SEARCH_LIMIT + 1)),
+        Err(QueryError::LimitOutOfRange {
+            limit: MAX_SEARCH_LIMIT + 1,
+            max: MAX_SEARCH_LIMIT
+        })
+    );
+    assert!(matches!(
+        validate(&q.clone().with_roles(["robot"])),
+        Err(QueryError::UnknownRole { .. })
+    ));
+    assert!(matches!(
+        validate(&q.with_kinds(["message"])),
+        Err(QueryError::UnknownKind { .. })
+    ));
+}
+
+#[test]
+fn search_query_deserializes_with_defaults() -> Result<(), serde_json::Error> {
+    let q: SearchQuery = serde_json::from_str(r#"{"text":"供应商"}"#)?;
+    assert_eq!(q, SearchQuery::new("供应商"));
+    Ok(())
+}

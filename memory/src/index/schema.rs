@@ -1,0 +1,221 @@
+//! The index schema, the document built from a transcript entry, and the
+//! commit marker that ties the index to the store.
+//!
+//! | field   | type | indexed as          | stored | fast |
+//! | ------- | ---- | ------------------- | ------ | ---- |
+//! | text    | text | CJK bigram + words, positions | yes | |
+//! | bot     | str  | raw                 | yes    |      |
+//! | session | str  | raw                 | yes    |      |
+//! | author  | str  | raw                 | yes    |      |
+//! | role    | str  | raw                 | yes    |      |
+//! | kind    | str  | raw                 | yes    |      |
+//! | time    | i64  | yes (ms since epoch) | yes   | yes  |
+//! | gid     | i64  | yes                 | yes    | yes  |
+//! | seq     | i64  | no                  | yes    | yes  |
+
+use serde::Deserialize;
+use serde::Serialize;
+use tantivy::TantivyDocument;
+use tantivy::schema::Field;
+use tantivy::schema::FAST;
+use tantivy::schema::INDEXED;
+use tantivy::schema::IndexRecordOption;
+use tantivy::schema::STORED;
+use tantivy::schema::STRING;
+use tantivy::schema::Schema;
+use tantivy::schema::TextFieldIndexing;
+use tantivy::schema::TextOptions;
+
+use super::tokenizer::TOKENIZER_NAME;
+use crate::ids::BotId;
+use crate::record::Entry;
+
+/// Version of what the index holds and how it is tokenized. Bump it when
+/// the schema, the tokenizer or the text taken from an entry changes: an
+/// index of another format is rebuilt from the store.
+pub(crate) const FORMAT: u32 = 1;
+
+/// Handles of the schema's fields.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fields {
+    pub(crate) text: Field,
+    pub(crate) bot: Field,
+    pub(crate) session: Field,
+    pub(crate) author: Field,
+    pub(crate) role: Field,
+    pub(crate) kind: Field,
+    pub(crate) time: Field,
+    pub(crate) gid: Field,
+    pub(crate) seq: Field,
+}
+
+/// Builds the schema.
+pub(crate) fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text_options = TextOptions::default()
+        .set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(TOKENIZER_NAME)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        )
+        .set_stored();
+    let fields = Fields {
+        text: b.add_text_field("text", text_options),
+        bot: b.add_text_field("bot", STRING | STORED),
+        session: b.add_text_field("session", STRING | STORED),
+        author: b.add_text_field("author", STRING | STORED),
+        role: b.add_text_field("role", STRING | STORED),
+        kind: b.add_text_field("kind", STRING | STORED),
+        time: b.add_i64_field("time", INDEXED | STORED | FAST),
+        gid: b.add_i64_field("gid", INDEXED | STORED | FAST),
+        seq: b.add_i64_field("seq", STORED | FAST),
+    };
+    (b.build(), fields)
+}
+
+impl Fields {
+    /// The document of an entry, or `None` for an entry without searchable
+    /// text (turn ends): it is skipped, only its gid moves the marker.
+    pub(crate) fn document(&self, entry: &Entry, bot: &BotId) -> Option<TantivyDocument> {
+        let text = entry.kind.text();
+        if text.trim().is_empty() {
+            return None;
+        }
+        let mut doc = TantivyDocument::default();
+        doc.add_text(self.text, text);
+        doc.add_text(self.bot, bot.as_str());
+        doc.add_text(self.session, entry.session.to_string());
+        doc.add_text(self.author, &entry.author);
+        doc.add_text(self.role, entry.kind.role());
+        doc.add_text(self.kind, entry.kind.name());
+        doc.add_i64(self.time, entry.created_at);
+        doc.add_i64(self.gid, entry.gid);
+        doc.add_i64(self.seq, entry.seq);
+        Some(doc)
+    }
+}
+
+/// The durable marker written with every commit (as the tantivy commit
+/// payload, so it is atomic with the documents it describes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Marker {
+    /// [`FORMAT`] of the index.
+    pub(crate) format: u32,
+    /// Every entry with a gid up to this one is in the index.
+    pub(crate) last_gid: i64,
+}
+
+impl Marker {
+    pub(crate) fn new(last_gid: i64) -> Self {
+        Self {
+            format: FORMAT,
+            last_gid,
+        }
+    }
+
+    pub(crate) fn to_payload(self) -> String {
+        format!(
+            "{{\"format\":{},\"last_gid\":{}}}",
+            self.format, self.last_gid
+        )
+    }
+
+    pub(crate) fn from_payload(payload: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(payload)
+    }
+}
+
+/// The known roles (as [`crate::EntryKind::role`] names them).
+pub(crate) const ROLES: &[&str] = &["user", "agent", "event", "assistant", "tool", "system"];
+
+/// The known entry kinds (as [`crate::EntryKind::name`] names them).
+pub(crate) const KINDS: &[&str] = &[
+    "user_message",
+    "agent_message",
+    "event",
+    "assistant",
+    "tool_result",
+    "delivery",
+    "reaction",
+    "reminder",
+    "notice",
+    "turn_end",
+];
+
+/// [`ROLES`] as one line for error messages.
+pub(crate) const ROLES_LIST: &str = "user, agent, event, assistant, tool, system";
+
+/// [`KINDS`] as one line for error messages.
+pub(crate) const KINDS_LIST: &str = "user_message, agent_message, event, assistant, tool_result, delivery, reaction, reminder, notice, turn_end";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::TurnId;
+    use crate::record::EntryKind;
+    use crate::record::TurnStatus;
+
+    /// Every kind and role an entry can have is known to the filters, so a
+    /// new `EntryKind` variant forces this list (and this test) to change.
+    #[test]
+    fn filter_vocabulary_covers_every_entry_kind() {
+        let kinds = [
+            EntryKind::UserMessage { text: "x".into() },
+            EntryKind::AgentMessage {
+                from: BotId::new("b").unwrap_or_else(|e| panic!("{e}")),
+                text: "x".into(),
+                hop: 0,
+            },
+            EntryKind::Event {
+                origin: "o".into(),
+                text: "x".into(),
+                trusted: false,
+            },
+            EntryKind::Assistant {
+                text: "x".into(),
+                tool_calls: vec![],
+            },
+            EntryKind::ToolResult {
+                call_id: "c".into(),
+                name: "n".into(),
+                content: "x".into(),
+                is_error: false,
+            },
+            EntryKind::Delivery {
+                text: "x".into(),
+                card: None,
+                call_id: "c".into(),
+            },
+            EntryKind::Reaction {
+                target_seq: 1,
+                emoji: "👍".into(),
+                call_id: "c".into(),
+            },
+            EntryKind::Reminder { text: "x".into() },
+            EntryKind::Notice {
+                code: "c".into(),
+                text: "x".into(),
+                retry_turn: Some(TurnId::new_v7()),
+            },
+            EntryKind::TurnEnd {
+                status: TurnStatus::Completed,
+                inputs: vec![],
+                deliveries: 0,
+            },
+        ];
+        let names: Vec<&str> = kinds.iter().map(EntryKind::name).collect();
+        assert_eq!(names, KINDS);
+        for kind in &kinds {
+            assert!(ROLES.contains(&kind.role()), "{}", kind.role());
+        }
+        assert_eq!(ROLES.join(", "), ROLES_LIST);
+        assert_eq!(KINDS.join(", "), KINDS_LIST);
+    }
+
+    #[test]
+    fn marker_round_trips() -> Result<(), serde_json::Error> {
+        let m = Marker::new(42);
+        assert_eq!(Marker::from_payload(&m.to_payload())?, m);
+        Ok(())
+    }
+}

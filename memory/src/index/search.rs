@@ -1,0 +1,322 @@
+//! The opened index and the read side: [`TranscriptIndex`] serves searches
+//! from a shared, manually reloaded reader, and implements
+//! [`TranscriptSearch`], the seam a shared search engine would fill later
+//! (DESIGN §10).
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde::Serialize;
+use tantivy::DocAddress;
+use tantivy::Index;
+use tantivy::IndexReader;
+use tantivy::ReloadPolicy;
+use tantivy::Searcher;
+use tantivy::TantivyDocument;
+use tantivy::TantivyError;
+use tantivy::collector::Count;
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::schema::Field;
+use tantivy::schema::Value;
+
+use super::error::IndexError;
+use super::query::SearchQuery;
+use super::query::compile;
+use super::query::parse_text;
+use super::query::validate;
+use super::schema::FORMAT;
+use super::schema::Fields;
+use super::schema::Marker;
+use super::schema::schema;
+use super::snippet::Snippets;
+use super::tokenizer::TOKENIZER_NAME;
+use super::tokenizer::index_analyzer;
+use super::tokenizer::warm_up;
+use crate::ids::BotId;
+use crate::ids::SessionId;
+
+/// One matching transcript entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// Session of the entry.
+    pub session: SessionId,
+    /// Its seq in the session (ReadTranscript reads around it).
+    pub seq: i64,
+    /// Its global order.
+    pub gid: i64,
+    /// Bot of the session.
+    pub bot: BotId,
+    /// Author of the entry.
+    pub author: String,
+    /// Role the author plays (`user`, `assistant`, ...).
+    pub role: String,
+    /// Entry kind (`user_message`, `delivery`, ...).
+    pub kind: String,
+    /// Time written (ms since epoch).
+    pub time_ms: i64,
+    /// Relevance (BM25; only comparable within one search).
+    pub score: f32,
+    /// The best fragment of the text, matches marked `«…»`.
+    pub snippet: String,
+}
+
+/// The answer to a search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    /// Best hits first, at most the query's limit.
+    pub hits: Vec<SearchHit>,
+    /// How many entries match in all.
+    pub total: usize,
+}
+
+impl SearchResults {
+    fn empty() -> Self {
+        Self {
+            hits: Vec::new(),
+            total: 0,
+        }
+    }
+}
+
+/// Full-text search over the transcript, whatever engine serves it.
+pub trait TranscriptSearch: Send + Sync {
+    /// Runs `query`.
+    fn search(&self, query: SearchQuery) -> BoxFuture<'static, Result<SearchResults, IndexError>>;
+}
+
+struct Inner {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    dir: PathBuf,
+}
+
+/// An opened transcript index. Cheap to clone; every clone shares one
+/// reader, which the [`Indexer`](super::Indexer) reloads after each commit.
+#[derive(Clone)]
+pub struct TranscriptIndex {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TranscriptIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TranscriptIndex")
+            .field("dir", &self.inner.dir)
+            .finish()
+    }
+}
+
+fn is_lock_busy(e: &TantivyError) -> bool {
+    matches!(e, TantivyError::LockFailure(..))
+}
+
+impl TranscriptIndex {
+    /// Opens the index in `dir`, creating it if needed. An index written by
+    /// another format (schema or tokenizer) is derived data: it is deleted
+    /// and recreated empty, and the indexer fills it again from the store.
+    /// Fails with [`IndexError::Locked`] if that needs a writer and another
+    /// process holds one.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, IndexError> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(|e| IndexError::io(&dir, e))?;
+        let (schema, fields) = schema();
+        let directory = MmapDirectory::open(&dir).map_err(TantivyError::from)?;
+        let index = if Index::exists(&directory).map_err(TantivyError::from)? {
+            let index = Index::open(directory)?;
+            match stale_reason(&index, &schema)? {
+                None => index,
+                Some(found) => {
+                    tracing::warn!(dir = %dir.display(), found, "search index is of another format; recreating it");
+                    recreate(&dir, index)?;
+                    let directory = MmapDirectory::open(&dir).map_err(TantivyError::from)?;
+                    Index::create(directory, schema, Default::default())?
+                }
+            }
+        } else {
+            Index::create(directory, schema, Default::default())?
+        };
+        index.tokenizers().register(TOKENIZER_NAME, index_analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                index,
+                reader,
+                fields,
+                dir,
+            }),
+        })
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Number of entries the reader currently sees.
+    pub fn num_entries(&self) -> u64 {
+        self.inner.reader.searcher().num_docs()
+    }
+
+    /// The last gid durably in the index (every entry up to it is indexed),
+    /// read from the last commit.
+    pub fn committed_gid(&self) -> Result<i64, IndexError> {
+        Ok(read_marker(&self.inner.index, &self.inner.dir)?.map_or(0, |m| m.last_gid))
+    }
+
+    /// Loads the jieba dictionary (~0.1 s) now instead of on the first
+    /// search with Chinese characters.
+    pub fn warm_up(&self) {
+        warm_up();
+    }
+
+    pub(crate) fn index(&self) -> &Index {
+        &self.inner.index
+    }
+
+    pub(crate) fn fields(&self) -> Fields {
+        self.inner.fields
+    }
+
+    /// Makes the last commit visible to every clone.
+    pub(crate) fn reload(&self) -> Result<(), IndexError> {
+        Ok(self.inner.reader.reload()?)
+    }
+
+    /// Runs a search on the calling thread. It is CPU work of a few
+    /// milliseconds; async callers use [`TranscriptSearch::search`], which
+    /// moves it to the blocking pool.
+    pub fn search_blocking(&self, query: &SearchQuery) -> Result<SearchResults, IndexError> {
+        validate(query)?;
+        let text = parse_text(&query.text)?;
+        if query.sessions.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(SearchResults::empty());
+        }
+        let fields = self.inner.fields;
+        let tantivy_query = compile(&fields, query, &text);
+        let searcher = self.inner.reader.searcher();
+        let (top, total) = searcher.search(
+            &tantivy_query,
+            &(TopDocs::with_limit(query.limit).order_by_score(), Count),
+        )?;
+        let snippets = Snippets::new(&searcher, fields.text, text.positive_terms())?;
+        let hits = top
+            .into_iter()
+            .map(|(score, address)| hit(&searcher, &fields, &snippets, score, address))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SearchResults { hits, total })
+    }
+}
+
+impl TranscriptSearch for TranscriptIndex {
+    fn search(&self, query: SearchQuery) -> BoxFuture<'static, Result<SearchResults, IndexError>> {
+        let index = self.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || index.search_blocking(&query))
+                .await
+                .map_err(|e| IndexError::Task(e.to_string()))?
+        })
+    }
+}
+
+fn text_of(doc: &TantivyDocument, field: Field) -> &str {
+    doc.get_first(field).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+fn int_of(doc: &TantivyDocument, field: Field) -> i64 {
+    doc.get_first(field).and_then(|v| v.as_i64()).unwrap_or(0)
+}
+
+fn corrupt(detail: String) -> IndexError {
+    IndexError::Tantivy(TantivyError::InternalError(detail))
+}
+
+fn hit(
+    searcher: &Searcher,
+    fields: &Fields,
+    snippets: &Snippets,
+    score: f32,
+    address: DocAddress,
+) -> Result<SearchHit, IndexError> {
+    let doc: TantivyDocument = searcher.doc(address)?;
+    let session = text_of(&doc, fields.session);
+    let bot = text_of(&doc, fields.bot);
+    Ok(SearchHit {
+        session: session
+            .parse()
+            .map_err(|e| corrupt(format!("stored session of a hit: {e}")))?,
+        seq: int_of(&doc, fields.seq),
+        gid: int_of(&doc, fields.gid),
+        bot: BotId::new(bot).map_err(|e| corrupt(format!("stored bot of a hit: {e}")))?,
+        author: text_of(&doc, fields.author).to_owned(),
+        role: text_of(&doc, fields.role).to_owned(),
+        kind: text_of(&doc, fields.kind).to_owned(),
+        time_ms: int_of(&doc, fields.time),
+        score,
+        snippet: snippets.render(text_of(&doc, fields.text)),
+    })
+}
+
+/// The commit marker of the index, if any commit carried one.
+pub(crate) fn read_marker(index: &Index, dir: &Path) -> Result<Option<Marker>, IndexError> {
+    let metas = index.load_metas()?;
+    metas
+        .payload
+        .as_deref()
+        .map(|p| {
+            Marker::from_payload(p).map_err(|e| IndexError::CorruptMarker {
+                dir: dir.to_path_buf(),
+                detail: e.to_string(),
+            })
+        })
+        .transpose()
+}
+
+/// Why an existing index cannot be used as it is, if it cannot.
+fn stale_reason(index: &Index, expected: &tantivy::schema::Schema) -> Result<Option<String>, IndexError> {
+    if index.schema() != *expected {
+        return Ok(Some("another schema".into()));
+    }
+    let payload = index.load_metas()?.payload;
+    let Some(payload) = payload else {
+        return Ok(None);
+    };
+    Ok(match Marker::from_payload(&payload) {
+        Ok(m) if m.format == FORMAT => None,
+        Ok(m) => Some(format!("format {}, expected {FORMAT}", m.format)),
+        Err(e) => Some(format!("unreadable marker: {e}")),
+    })
+}
+
+/// Deletes a stale index after making sure no other writer holds it.
+fn recreate(dir: &Path, index: Index) -> Result<(), IndexError> {
+    match index.writer_with_num_threads::<TantivyDocument>(1, 15_000_000) {
+        Ok(writer) => drop(writer),
+        Err(e) if is_lock_busy(&e) => {
+            return Err(IndexError::Locked {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    drop(index);
+    std::fs::remove_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+    Ok(())
+}
+
+pub(crate) fn lock_error(dir: &Path, e: TantivyError) -> IndexError {
+    if is_lock_busy(&e) {
+        IndexError::Locked {
+            dir: dir.to_path_buf(),
+        }
+    } else {
+        e.into()
+    }
+}

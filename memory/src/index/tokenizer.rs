@@ -1,0 +1,285 @@
+//! The transcript tokenizer: Latin words plus CJK bigrams.
+//!
+//! Text is cut into units of two kinds:
+//!
+//! - **words**: runs of letters and digits in any script without CJK
+//!   (Latin, Cyrillic, Greek, ...). Fullwidth ASCII is folded to ASCII,
+//!   everything is lowercased, and an English (Snowball) stemmer runs on top,
+//!   so `Suppliers` and `supplier` meet. Words longer than
+//!   [`MAX_WORD_BYTES`] (hashes, base64 blobs) are dropped.
+//! - **CJK runs**: maximal runs of Han, kana and hangul characters. In the
+//!   index a run of n characters gives every character (unigram) *and* every
+//!   pair of neighbours (bigram), the pair at the position of its first
+//!   character, so the run occupies n positions. A query gives bigrams only
+//!   (or the unigram of a one-character run) with the same positions, so a
+//!   query run becomes a phrase of bigrams that matches exactly where its
+//!   text occurs, and a one-character query finds the character anywhere.
+//!
+//! Everything else (spaces, punctuation, symbols, emoji) separates units.
+//! docs/search.md explains the choice against jieba word segmentation with
+//! measured recall; jieba is used on the query side only, see
+//! [`han_words`].
+
+use std::sync::LazyLock;
+
+use tantivy::tokenizer::Language;
+use tantivy::tokenizer::Stemmer;
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::tokenizer::Token;
+use tantivy::tokenizer::TokenStream;
+use tantivy::tokenizer::Tokenizer;
+
+/// Name under which the index analyzer is registered (stored in the schema).
+pub(crate) const TOKENIZER_NAME: &str = "botfleet_cjk_bigram";
+
+/// Longest word indexed, in bytes (after lowercasing).
+pub const MAX_WORD_BYTES: usize = 64;
+
+/// The script of a CJK character, as far as query segmentation cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Script {
+    /// Chinese characters (hanzi, kanji, hanja) and their marks (々, 〇).
+    Han,
+    /// Hiragana and katakana, full and half width.
+    Kana,
+    /// Korean hangul.
+    Hangul,
+}
+
+/// What the tokenizer makes of one character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CharClass {
+    /// Part of a CJK run.
+    Cjk(Script),
+    /// Part of a word.
+    Word,
+    /// A separator.
+    Other,
+}
+
+/// Classifies a character.
+pub(crate) fn classify(c: char) -> CharClass {
+    let cp = u32::from(c);
+    let script = match cp {
+        0x3005..=0x3007 | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => Some(Script::Han),
+        0x20000..=0x3134F => Some(Script::Han),
+        // 0x30FB is the katakana middle dot, a punctuation mark.
+        0x3041..=0x309F | 0x30A0..=0x30FA | 0x30FC..=0x30FF | 0x31F0..=0x31FF => {
+            Some(Script::Kana)
+        }
+        0xFF66..=0xFF9F => Some(Script::Kana),
+        0x1100..=0x11FF | 0x3131..=0x318E | 0xAC00..=0xD7A3 => Some(Script::Hangul),
+        _ => None,
+    };
+    match script {
+        Some(s) => CharClass::Cjk(s),
+        None if c.is_alphanumeric() => CharClass::Word,
+        None => CharClass::Other,
+    }
+}
+
+/// Folds fullwidth ASCII letters and digits (`Ｆ`, `２`) to ASCII.
+fn fold_width(c: char) -> char {
+    match u32::from(c) {
+        cp @ (0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A) => {
+            char::from_u32(cp - 0xFEE0).unwrap_or(c)
+        }
+        _ => c,
+    }
+}
+
+/// Which side of the index a token stream is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Documents: unigrams and bigrams of CJK runs.
+    Index,
+    /// Queries: bigrams of CJK runs (the unigram of a one-character run).
+    Query,
+}
+
+/// The tokenizer; see the module docs.
+#[derive(Debug, Clone)]
+pub(crate) struct TranscriptTokenizer {
+    mode: Mode,
+}
+
+impl TranscriptTokenizer {
+    pub(crate) fn new(mode: Mode) -> Self {
+        Self { mode }
+    }
+}
+
+/// The analyzer documents are indexed with (and snippets highlighted with).
+pub(crate) fn index_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(TranscriptTokenizer::new(Mode::Index))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// The analyzer query text is cut with.
+pub(crate) fn query_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(TranscriptTokenizer::new(Mode::Query))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+impl Tokenizer for TranscriptTokenizer {
+    type TokenStream<'a> = TranscriptTokenStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> TranscriptTokenStream<'a> {
+        TranscriptTokenStream {
+            text,
+            mode: self.mode,
+            cursor: 0,
+            next_position: 0,
+            run: Vec::new(),
+            run_base: 0,
+            step: 0,
+            steps: 0,
+            token: Token::default(),
+        }
+    }
+}
+
+/// Token stream of [`TranscriptTokenizer`].
+pub(crate) struct TranscriptTokenStream<'a> {
+    text: &'a str,
+    mode: Mode,
+    /// Next byte to scan.
+    cursor: usize,
+    /// Position of the next unit.
+    next_position: usize,
+    /// Byte ranges of the characters of the current CJK run.
+    run: Vec<(usize, usize)>,
+    /// Position of the run's first character.
+    run_base: usize,
+    /// Next token of the run to emit, and how many there are.
+    step: usize,
+    steps: usize,
+    token: Token,
+}
+
+impl TranscriptTokenStream<'_> {
+    /// Emits token `step` of the current run.
+    fn emit_run_token(&mut self, step: usize) {
+        let (first, bigram) = match (self.mode, self.run.len()) {
+            (Mode::Index, _) => (step / 2, step % 2 == 1),
+            (Mode::Query, 1) => (0, false),
+            (Mode::Query, _) => (step, true),
+        };
+        let (from, mut to) = self.run[first];
+        if bigram {
+            to = self.run[first + 1].1;
+        }
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = self.run_base + first;
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[from..to]);
+    }
+
+    /// Reads the CJK run starting at the cursor.
+    fn load_run(&mut self) {
+        self.run.clear();
+        for (i, c) in self.text[self.cursor..].char_indices() {
+            if !matches!(classify(c), CharClass::Cjk(_)) {
+                break;
+            }
+            let from = self.cursor + i;
+            self.run.push((from, from + c.len_utf8()));
+        }
+        self.cursor = self.run.last().map_or(self.cursor, |r| r.1);
+        self.run_base = self.next_position;
+        self.next_position += self.run.len();
+        self.step = 0;
+        self.steps = match (self.mode, self.run.len()) {
+            (_, 0) => 0,
+            (Mode::Index, n) => 2 * n - 1,
+            (Mode::Query, 1) => 1,
+            (Mode::Query, n) => n - 1,
+        };
+    }
+
+    /// Reads the word starting at the cursor into the token; false if it is
+    /// too long to index.
+    fn load_word(&mut self) -> bool {
+        let start = self.cursor;
+        self.token.text.clear();
+        for (i, c) in self.text[start..].char_indices() {
+            if classify(c) != CharClass::Word {
+                break;
+            }
+            self.cursor = start + i + c.len_utf8();
+            let c = fold_width(c);
+            if c.is_ascii() {
+                self.token.text.push(c.to_ascii_lowercase());
+            } else {
+                self.token.text.extend(c.to_lowercase());
+            }
+        }
+        self.token.offset_from = start;
+        self.token.offset_to = self.cursor;
+        self.token.position = self.next_position;
+        self.next_position += 1;
+        self.token.text.len() <= MAX_WORD_BYTES
+    }
+}
+
+impl TokenStream for TranscriptTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        loop {
+            if self.step < self.steps {
+                self.emit_run_token(self.step);
+                self.step += 1;
+                return true;
+            }
+            let rest = &self.text[self.cursor..];
+            let Some((skip, class)) = rest
+                .char_indices()
+                .map(|(i, c)| (i, classify(c)))
+                .find(|(_, class)| *class != CharClass::Other)
+            else {
+                self.cursor = self.text.len();
+                return false;
+            };
+            self.cursor += skip;
+            match class {
+                CharClass::Cjk(_) => self.load_run(),
+                CharClass::Word => {
+                    if self.load_word() {
+                        return true;
+                    }
+                }
+                CharClass::Other => {}
+            }
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
+/// The shared jieba segmenter (its dictionary takes ~0.1 s to load, once).
+static JIEBA: LazyLock<jieba_rs::Jieba> = LazyLock::new(jieba_rs::Jieba::new);
+
+/// Cuts a run of Han characters from a query into words with jieba
+/// (default mode, HMM on for unknown words). Each word is then searched as
+/// a phrase of bigrams, and the words need not be adjacent: `供应商排除`
+/// finds `供应商被排除了`.
+pub(crate) fn han_words(run: &str) -> Vec<&str> {
+    JIEBA.cut(run, true).into_iter().map(|t| t.word).collect()
+}
+
+/// Loads the jieba dictionary now rather than on the first Han query.
+pub(crate) fn warm_up() {
+    LazyLock::force(&JIEBA);
+}
+
+#[cfg(test)]
+#[path = "tokenizer_tests.rs"]
+mod tests;

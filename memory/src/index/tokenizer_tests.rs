@@ -1,0 +1,153 @@
+use pretty_assertions::assert_eq;
+use tantivy::tokenizer::TextAnalyzer;
+
+use super::*;
+
+/// (text, position) of every token.
+fn tokens(mut analyzer: TextAnalyzer, text: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while let Some(t) = stream.next() {
+        out.push((t.text.clone(), t.position));
+    }
+    out
+}
+
+fn owned(v: &[(&str, usize)]) -> Vec<(String, usize)> {
+    v.iter().map(|(t, p)| ((*t).to_owned(), *p)).collect()
+}
+
+#[test]
+fn latin_words_are_lowercased_split_and_stemmed() {
+    assert_eq!(
+        tokens(index_analyzer(), "Suppliers, e-mail: DEPLOYED v2.1!"),
+        owned(&[
+            ("supplier", 0),
+            ("e", 1),
+            ("mail", 2),
+            ("deploy", 3),
+            ("v2", 4),
+            ("1", 5)
+        ])
+    );
+    // Non-English Latin and other alphabets stay whole words.
+    assert_eq!(
+        tokens(index_analyzer(), "Größe Привет"),
+        owned(&[("größe", 0), ("привет", 1)])
+    );
+}
+
+#[test]
+fn fullwidth_ascii_is_folded() {
+    assert_eq!(
+        tokens(index_analyzer(), "ＡＰＩ２０２４"),
+        owned(&[("api2024", 0)])
+    );
+}
+
+#[test]
+fn overlong_words_are_dropped() {
+    let long = "a".repeat(MAX_WORD_BYTES + 1);
+    let text = format!("before {long} after");
+    assert_eq!(
+        tokens(index_analyzer(), &text),
+        owned(&[("befor", 0), ("after", 2)])
+    );
+}
+
+#[test]
+fn index_mode_gives_unigrams_and_bigrams_of_cjk_runs() {
+    assert_eq!(
+        tokens(index_analyzer(), "供应商被排除"),
+        owned(&[
+            ("供", 0),
+            ("供应", 0),
+            ("应", 1),
+            ("应商", 1),
+            ("商", 2),
+            ("商被", 2),
+            ("被", 3),
+            ("被排", 3),
+            ("排", 4),
+            ("排除", 4),
+            ("除", 5),
+        ])
+    );
+}
+
+#[test]
+fn query_mode_gives_bigrams_with_index_positions() {
+    assert_eq!(
+        tokens(query_analyzer(), "供应商 supplier"),
+        owned(&[("供应", 0), ("应商", 1), ("supplier", 3)])
+    );
+    assert_eq!(tokens(query_analyzer(), "猫"), owned(&[("猫", 0)]));
+    // The word after a run sits where the index puts it.
+    let indexed = tokens(index_analyzer(), "供应商 supplier");
+    assert_eq!(indexed.last(), Some(&("supplier".to_owned(), 3)));
+}
+
+#[test]
+fn mixed_scripts_split_at_script_changes_not_inside_cjk() {
+    assert_eq!(
+        tokens(query_analyzer(), "API限流策略"),
+        owned(&[("api", 0), ("限流", 1), ("流策", 2), ("策略", 3)])
+    );
+    // Kana and kanji form one run; punctuation ends it.
+    assert_eq!(
+        tokens(query_analyzer(), "東京の会議。ありがとう"),
+        owned(&[
+            ("東京", 0),
+            ("京の", 1),
+            ("の会", 2),
+            ("会議", 3),
+            ("あり", 5),
+            ("りが", 6),
+            ("がと", 7),
+            ("とう", 8),
+        ])
+    );
+    assert_eq!(
+        tokens(query_analyzer(), "회의가 내일"),
+        owned(&[("회의", 0), ("의가", 1), ("내일", 3)])
+    );
+}
+
+#[test]
+fn offsets_point_at_the_source_text() {
+    let text = "Hi 供应商!";
+    let mut analyzer = index_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut seen = Vec::new();
+    while let Some(t) = stream.next() {
+        seen.push(text[t.offset_from..t.offset_to].to_owned());
+    }
+    assert_eq!(seen, vec!["Hi", "供", "供应", "应", "应商", "商"]);
+}
+
+#[test]
+fn classify_knows_the_cjk_blocks() {
+    assert_eq!(classify('供'), CharClass::Cjk(Script::Han));
+    assert_eq!(classify('々'), CharClass::Cjk(Script::Han));
+    assert_eq!(classify('の'), CharClass::Cjk(Script::Kana));
+    assert_eq!(classify('ー'), CharClass::Cjk(Script::Kana));
+    assert_eq!(classify('ｶ'), CharClass::Cjk(Script::Kana));
+    assert_eq!(classify('한'), CharClass::Cjk(Script::Hangul));
+    assert_eq!(classify('・'), CharClass::Other);
+    assert_eq!(classify('。'), CharClass::Other);
+    assert_eq!(classify('é'), CharClass::Word);
+    assert_eq!(classify('7'), CharClass::Word);
+    assert_eq!(classify('-'), CharClass::Other);
+}
+
+#[test]
+fn jieba_cuts_han_query_runs_into_words() {
+    assert_eq!(han_words("供应商排除"), vec!["供应商", "排除"]);
+    assert_eq!(han_words("供应商"), vec!["供应商"]);
+}
+
+#[test]
+fn empty_and_symbol_only_text_gives_no_tokens() {
+    assert_eq!(tokens(index_analyzer(), ""), vec![]);
+    assert_eq!(tokens(index_analyzer(), " ?! … 👍 "), vec![]);
+}
