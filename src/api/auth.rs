@@ -1,0 +1,66 @@
+//! Bearer-token authentication: every `/v1` request names its user.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use botfleet_memory::UserId;
+use sha2::Digest;
+use sha2::Sha256;
+
+use super::ApiState;
+use super::error::ApiError;
+
+/// Tokens, stored as SHA-256 digests so that a lookup does not compare
+/// secrets byte by byte.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    by_digest: Arc<HashMap<[u8; 32], UserId>>,
+}
+
+impl Tokens {
+    /// From `(user, token)` pairs.
+    pub fn new(pairs: impl IntoIterator<Item = (UserId, String)>) -> Self {
+        Self {
+            by_digest: Arc::new(pairs.into_iter().map(|(u, t)| (digest(&t), u)).collect()),
+        }
+    }
+
+    /// The user a token belongs to.
+    pub fn user(&self, token: &str) -> Option<&UserId> {
+        self.by_digest.get(&digest(token))
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// The authenticated user of a request.
+#[derive(Debug, Clone)]
+pub struct AuthUser(pub UserId);
+
+impl FromRequestParts<ApiState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
+        let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
+            ApiError::Unauthorized("missing `Authorization: Bearer <token>` header".into())
+        })?;
+        let value = header
+            .to_str()
+            .map_err(|_| ApiError::Unauthorized("the Authorization header is not text".into()))?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .ok_or_else(|| ApiError::Unauthorized("the Authorization header must be `Bearer <token>`".into()))?;
+        state
+            .tokens
+            .user(token.trim())
+            .cloned()
+            .map(AuthUser)
+            .ok_or_else(|| ApiError::Unauthorized("unknown token; check --token / BOTFLEET_TOKEN".into()))
+    }
+}

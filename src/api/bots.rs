@@ -1,0 +1,184 @@
+//! `/v1/bots`: list bots, send a message, find the DM session, cancel.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use botfleet_memory::AdmitOutcome;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ApiState;
+use super::AuthUser;
+use super::error::ApiError;
+use super::owned_bot;
+
+/// Longest idempotency key accepted.
+const MAX_KEY_LEN: usize = 200;
+
+pub(crate) async fn list(State(state): State<ApiState>, user: AuthUser) -> Result<Json<Value>, ApiError> {
+    let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
+    let active: HashMap<_, _> = state
+        .fleet
+        .active()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| (s.id.clone(), s))
+        .collect();
+    let mut out = Vec::with_capacity(bots.len());
+    for b in bots {
+        let counts: serde_json::Map<String, Value> = state
+            .fleet
+            .store()
+            .turn_status_counts(&b.id)
+            .await?
+            .into_iter()
+            .map(|(s, n)| (s.as_str().to_owned(), json!(n)))
+            .collect();
+        let live = active.get(&b.id);
+        out.push(json!({
+            "id": b.id,
+            "name": b.name,
+            "role": b.role,
+            "owner": b.owner,
+            "provider": b.provider,
+            "tools": b.tools,
+            "origin": b.origin,
+            "active": live.is_some(),
+            "running_turn": live.and_then(|s| s.running),
+            "queued": live.map(|s| s.queued).unwrap_or(0),
+            "turns": counts,
+        }));
+    }
+    Ok(Json(json!({ "bots": out })))
+}
+
+pub(crate) async fn get_one(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    Ok(Json(json!(b)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    text: String,
+}
+
+pub(crate) async fn post_message(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge {
+                limit: state.limits.max_body_bytes,
+            }
+        } else {
+            ApiError::BadRequest(format!("could not read the body: {r}"))
+        }
+    })?;
+    let record = owned_bot(&state, &user, &bot).await?;
+    let parsed: MessageBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the body is not valid JSON for a message ({e}); send {{\"text\": \"...\"}}"
+        ))
+    })?;
+    let text = parsed.text.trim();
+    if text.is_empty() {
+        return Err(ApiError::BadRequest("`text` is empty; send the message text".into()));
+    }
+    let chars = text.chars().count();
+    if chars > state.limits.max_text_chars {
+        return Err(ApiError::BadRequest(format!(
+            "`text` has {chars} characters; the limit is {}. Split it into several messages",
+            state.limits.max_text_chars
+        )));
+    }
+    let key = match headers.get("idempotency-key") {
+        Some(v) => {
+            let k = v
+                .to_str()
+                .map_err(|_| ApiError::BadRequest("the Idempotency-Key header is not text".into()))?
+                .trim();
+            if k.is_empty() || k.len() > MAX_KEY_LEN {
+                return Err(ApiError::BadRequest(format!(
+                    "the Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
+                )));
+            }
+            Some(k.to_owned())
+        }
+        None => None,
+    };
+    let req = botfleet_actors::user_message(&user.0, &record, text, key.as_deref());
+    let outcome = state.fleet.admit(req).await?;
+    let (status, body) = match &outcome {
+        AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(outcome)),
+        AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(outcome)),
+        AdmitOutcome::Conflict(original) => (
+            StatusCode::CONFLICT,
+            json!({
+                "status": "conflict",
+                "error": {"code": "conflict", "message": "this Idempotency-Key was used with a different message; use a new key for a new message"},
+                "original": original,
+            }),
+        ),
+        AdmitOutcome::Unknown { reason } => (
+            StatusCode::CONFLICT,
+            json!({
+                "status": "unknown",
+                "error": {"code": "unknown", "message": reason},
+            }),
+        ),
+    };
+    Ok((status, Json(body)).into_response())
+}
+
+pub(crate) async fn dm_session(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    let id = SessionKey {
+        bot: b.id.clone(),
+        kind: SessionKind::Dm,
+        peer: user.0.to_string(),
+    }
+    .id();
+    let last_seq = state
+        .fleet
+        .store()
+        .get_session(id)
+        .await?
+        .map(|s| s.last_seq)
+        .unwrap_or(0);
+    Ok(Json(json!({"session": id, "bot": b.id, "kind": "dm", "last_seq": last_seq})))
+}
+
+pub(crate) async fn cancel(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    let cancelled = state.fleet.cancel(&b.id).await?;
+    Ok(Json(json!({ "cancelled": cancelled })))
+}

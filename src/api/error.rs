@@ -1,0 +1,86 @@
+//! The API's one error type and its JSON form:
+//! `{"error": {"code": "...", "message": "..."}}`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use botfleet_actors::ActorError;
+use botfleet_memory::StoreError;
+use serde_json::json;
+
+/// An error answered to an API client.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No or wrong bearer token.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The request is malformed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The body is too large.
+    #[error("the request body is larger than {limit} bytes; send less")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// No such thing (or not yours).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with the state (e.g. an idempotency key reused
+    /// with a different body).
+    #[error("{0}")]
+    Conflict(String),
+    /// The host cannot serve now; retry later.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug or a broken store.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "API error");
+        }
+        (status, Json(json!({"error": {"code": code, "message": self.to_string()}}))).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        if e.is_retryable() {
+            ApiError::Unavailable(format!("the store is busy ({e}); retry shortly"))
+        } else {
+            ApiError::Internal(format!("store error: {e}"))
+        }
+    }
+}
+
+impl From<ActorError> for ApiError {
+    fn from(e: ActorError) -> Self {
+        match e {
+            ActorError::UnknownBot(_) => ApiError::NotFound(e.to_string()),
+            ActorError::Invalid(m) => ApiError::BadRequest(m),
+            ActorError::Store(s) => s.into(),
+            other if other.is_retryable() => ApiError::Unavailable(format!("{other}; retry shortly")),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}

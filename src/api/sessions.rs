@@ -1,0 +1,107 @@
+//! Sessions and turns: entries after a seq, turn records, retries.
+
+use axum::Json;
+use axum::extract::Path;
+use axum::extract::Query;
+use axum::extract::State;
+use botfleet_memory::SessionId;
+use botfleet_memory::TurnId;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ApiState;
+use super::AuthUser;
+use super::error::ApiError;
+use super::owned_bot;
+
+/// Most entries one page returns.
+const MAX_PAGE: i64 = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EntriesQuery {
+    #[serde(default)]
+    after: Option<i64>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+pub(crate) async fn entries(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(session): Path<String>,
+    query: Result<Query<EntriesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
+    let id: SessionId = session
+        .parse()
+        .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::BadRequest("`after` must be 0 or more".into()));
+    }
+    let limit = q.limit.unwrap_or(200);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::BadRequest(format!("`limit` must be 1-{MAX_PAGE}")));
+    }
+    let store = state.fleet.store();
+    let record = match store.get_session(id).await? {
+        Some(s) if s.owner == user.0 => s,
+        _ => return Err(ApiError::NotFound(format!("no session {session} for you"))),
+    };
+    let entries = store.entries_after(id, after, limit).await?;
+    Ok(Json(json!({
+        "session": id,
+        "bot": record.key.bot,
+        "kind": record.key.kind,
+        "last_seq": record.last_seq,
+        "entries": entries,
+    })))
+}
+
+async fn owned_turn(state: &ApiState, user: &AuthUser, turn: &str) -> Result<botfleet_memory::TurnRecord, ApiError> {
+    let id: TurnId = turn
+        .parse()
+        .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
+    let record = state
+        .fleet
+        .store()
+        .get_turn(id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no turn {turn}")))?;
+    owned_bot(state, user, record.bot.as_str())
+        .await
+        .map_err(|_| ApiError::NotFound(format!("no turn {turn}")))?;
+    Ok(record)
+}
+
+pub(crate) async fn turn(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(turn): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = owned_turn(&state, &user, &turn).await?;
+    let calls = state.fleet.store().tool_calls(record.id).await?;
+    Ok(Json(json!({ "turn": record, "tool_calls": calls })))
+}
+
+pub(crate) async fn turns_of_bot(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    let turns = state.fleet.store().turns_of_bot(&b.id, 100).await?;
+    Ok(Json(json!({ "turns": turns })))
+}
+
+pub(crate) async fn retry(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(turn): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = owned_turn(&state, &user, &turn).await?;
+    let requeued = state.fleet.retry(record.id).await?;
+    Ok(Json(json!({ "turn": record.id, "requeued": requeued })))
+}

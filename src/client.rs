@@ -1,0 +1,191 @@
+//! A small client of the HTTP API, used by the CLI.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use anyhow::anyhow;
+use futures::Stream;
+use futures::StreamExt;
+use reqwest::StatusCode;
+use serde_json::Value;
+use serde_json::json;
+
+/// An API client bound to one host and token.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+/// A server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerEvent {
+    /// Event name (`ready`, `change`, `resync`).
+    pub event: String,
+    /// JSON data.
+    pub data: Value,
+}
+
+impl Client {
+    /// A client for `base` (e.g. `http://127.0.0.1:7878`).
+    pub fn new(base: &str, token: &str) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .context("cannot build the HTTP client")?;
+        Ok(Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn check(&self, resp: reqwest::Response) -> anyhow::Result<(StatusCode, Value)> {
+        let status = resp.status();
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    fn describe_error(status: StatusCode, body: &Value) -> anyhow::Error {
+        let message = body
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("no details");
+        anyhow!("the host answered {status}: {message}")
+    }
+
+    fn connect_error(&self, e: reqwest::Error) -> anyhow::Error {
+        anyhow!("cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)", self.base)
+    }
+
+    /// GET a JSON document; non-2xx answers are errors.
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        let (status, body) = self.check(resp).await?;
+        if !status.is_success() {
+            return Err(Self::describe_error(status, &body));
+        }
+        Ok(body)
+    }
+
+    /// POST JSON; returns the status and body whatever the status.
+    pub async fn post(&self, path: &str, body: &Value, idempotency_key: Option<&str>) -> anyhow::Result<(StatusCode, Value)> {
+        let mut req = self
+            .http
+            .post(self.url(path))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(30))
+            .json(body);
+        if let Some(k) = idempotency_key {
+            req = req.header("Idempotency-Key", k);
+        }
+        let resp = req.send().await.map_err(|e| self.connect_error(e))?;
+        self.check(resp).await
+    }
+
+    /// POST JSON; non-2xx answers are errors.
+    pub async fn post_ok(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let (status, body) = self.post(path, body, None).await?;
+        if !status.is_success() {
+            return Err(Self::describe_error(status, &body));
+        }
+        Ok(body)
+    }
+
+    /// Sends a user message; returns the status and the admission record.
+    pub async fn send_message(&self, bot: &str, text: &str, key: &str) -> anyhow::Result<(StatusCode, Value)> {
+        self.post(&format!("/v1/bots/{bot}/messages"), &json!({ "text": text }), Some(key))
+            .await
+    }
+
+    /// Entries of a session after `after`, all pages.
+    pub async fn entries_after(&self, session: &str, after: i64) -> anyhow::Result<Vec<Value>> {
+        let mut out = Vec::new();
+        let mut cursor = after;
+        loop {
+            let page = self
+                .get(&format!("/v1/sessions/{session}/entries?after={cursor}&limit=1000"))
+                .await?;
+            let entries = page["entries"].as_array().cloned().unwrap_or_default();
+            let n = entries.len();
+            if let Some(last) = entries.last().and_then(|e| e["seq"].as_i64()) {
+                cursor = last;
+            }
+            out.extend(entries);
+            if n < 1000 {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// The change signals of the user's sessions.
+    pub async fn events(&self) -> anyhow::Result<impl Stream<Item = ServerEvent> + Unpin + use<>> {
+        let resp = self
+            .http
+            .get(self.url("/v1/events"))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        if !resp.status().is_success() {
+            let (status, body) = self.check(resp).await?;
+            return Err(Self::describe_error(status, &body));
+        }
+        let bytes = resp.bytes_stream();
+        let stream = futures::stream::unfold((bytes, Vec::<u8>::new()), |(mut bytes, mut buf)| async move {
+            loop {
+                if let Some(pos) = find_blank_line(&buf) {
+                    let block: Vec<u8> = buf.drain(..pos).collect();
+                    let text = String::from_utf8_lossy(&block).into_owned();
+                    while buf.first().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                        buf.remove(0);
+                    }
+                    if let Some(ev) = parse_event(&text) {
+                        return Some((ev, (bytes, buf)));
+                    }
+                    continue;
+                }
+                match bytes.next().await {
+                    Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                    _ => return None,
+                }
+            }
+        });
+        Ok(Box::pin(stream))
+    }
+}
+
+fn find_blank_line(buf: &[u8]) -> Option<usize> {
+    buf.windows(2).position(|w| w == b"\n\n")
+}
+
+fn parse_event(block: &str) -> Option<ServerEvent> {
+    let mut event = String::from("message");
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            event = v.trim().to_owned();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data.push_str(v.trim());
+        }
+    }
+    if data.is_empty() {
+        return None;
+    }
+    Some(ServerEvent {
+        event,
+        data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
+    })
+}

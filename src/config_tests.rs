@@ -1,0 +1,70 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+
+const ISSUE_EXAMPLE: &str = r#"
+[host]
+data_dir = "./botfleet-data"
+listen = "127.0.0.1:7878"
+
+[[users]]
+id = "alice"
+token = "alice-secret"            # or token_env = "ALICE_TOKEN"
+
+[providers.main]
+kind = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+model = "grok-4"
+api_key_env = "XAI_API_KEY"
+
+[[bots]]
+id = "researcher"
+name = "Researcher"
+role = "Finds facts and writes short reports."
+owner = "alice"
+provider = "main"
+tools = ["SendMessage", "Read", "Write", "Shell"]
+"#;
+
+fn err(text: &str) -> String {
+    LoadedFleet::parse(text, "fleet.toml", None).unwrap_err().to_string()
+}
+
+#[test]
+fn the_documented_shape_works_as_written() {
+    let f = LoadedFleet::parse(ISSUE_EXAMPLE, "fleet.toml", None).unwrap();
+    assert_eq!(f.file.bots[0].tools.len(), 4);
+    assert_eq!(f.file.host.listen, "127.0.0.1:7878");
+}
+
+#[test]
+fn the_embedded_fleet_is_valid() {
+    LoadedFleet::embedded().unwrap();
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_the_key() {
+    let e = err(&ISSUE_EXAMPLE.replace("listen =", "lisen ="));
+    assert!(e.contains("fleet.toml") && e.contains("lisen"), "{e}");
+    let e = err(&format!("{ISSUE_EXAMPLE}\n[extra]\nx = 1\n"));
+    assert!(e.contains("extra"), "{e}");
+}
+
+#[test]
+fn bad_values_name_file_key_and_expectation() {
+    let cases = [
+        (ISSUE_EXAMPLE.replace("provider = \"main\"", "provider = \"mian\""), "bots[0].provider", "not defined"),
+        (ISSUE_EXAMPLE.replace("owner = \"alice\"", "owner = \"bob\""), "bots[0].owner", "not defined"),
+        (ISSUE_EXAMPLE.replace("\"Shell\"]", "\"Shel\"]"), "bots[0].tools[3]", "unknown tool"),
+        (ISSUE_EXAMPLE.replace("127.0.0.1:7878", "localhost"), "host.listen", "IP:PORT"),
+        (ISSUE_EXAMPLE.replace("http://127.0.0.1:8000/v1", "127.0.0.1:8000"), "providers.main.base_url", "http"),
+        (ISSUE_EXAMPLE.replace("token = \"alice-secret\"", "token = \"x\""), "users[0].token", "too short"),
+        (ISSUE_EXAMPLE.replace("id = \"researcher\"", "id = \"bad id\""), "bots[0].id", "invalid bot id"),
+    ];
+    for (text, key, what) in cases {
+        let e = err(&text);
+        assert!(e.contains("fleet.toml") && e.contains(key) && e.contains(what), "{key}: {e}");
+    }
+    let e = err(&ISSUE_EXAMPLE.replace("kind = \"openai\"", "kind = \"anthropic\""));
+    assert!(e.contains("anthropic") && e.contains("openai"), "{e}");
+}

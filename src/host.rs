@@ -1,0 +1,303 @@
+//! Wiring of a host: config → store → models → fleet → HTTP server.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use anyhow::bail;
+use botfleet_actors::FleetHandle;
+use botfleet_actors::FleetSettings;
+use botfleet_actors::Runtime;
+use botfleet_actors::model::Model;
+use botfleet_actors::model::OpenAiModel;
+use botfleet_actors::model::OpenAiOptions;
+use botfleet_actors::model::Script;
+use botfleet_actors::model::ScriptedModel;
+use botfleet_actors::tools::ToolLimits;
+use botfleet_actors::tools::ToolRegistry;
+use botfleet_actors::tools::Workspace;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Store;
+use botfleet_memory::StoreOptions;
+use botfleet_memory::UserId;
+use tokio_util::sync::CancellationToken;
+
+use crate::api;
+use crate::config::EMBEDDED_OFFLINE_PATH;
+use crate::config::EMBEDDED_OFFLINE_SCRIPT;
+use crate::config::LoadedFleet;
+use crate::config::ProviderConfig;
+
+/// How to start a host.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// Fleet file; `None` uses `./fleet.toml` if present, else the embedded example.
+    pub fleet: Option<PathBuf>,
+    /// Data directory, overriding the file's `host.data_dir`.
+    pub data_dir: Option<PathBuf>,
+    /// Listen address, overriding the file's `host.listen`.
+    pub listen: Option<String>,
+    /// Environment lookup (tests pass their own instead of mutating the
+    /// process environment).
+    pub env: Option<HashMap<String, String>>,
+}
+
+impl HostOptions {
+    fn env_var(&self, name: &str) -> Option<String> {
+        match &self.env {
+            Some(map) => map.get(name).cloned(),
+            None => std::env::var(name).ok(),
+        }
+        .filter(|v| !v.is_empty())
+    }
+}
+
+/// A running host.
+pub struct RunningHost {
+    /// The fleet.
+    pub fleet: FleetHandle,
+    /// The address the API listens on.
+    pub addr: SocketAddr,
+    /// Lines to tell the operator at start (what runs, offline fallbacks).
+    pub banner: Vec<String>,
+    stop: CancellationToken,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl RunningHost {
+    /// Stops the server and the fleet, and closes the store.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+        self.fleet.shutdown().await;
+    }
+
+    /// Base URL of the API.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Loads the fleet file the options point at.
+pub fn load_fleet(opts: &HostOptions) -> anyhow::Result<LoadedFleet> {
+    let fleet = match &opts.fleet {
+        Some(path) => LoadedFleet::from_path(path)?,
+        None if std::path::Path::new("fleet.toml").exists() => LoadedFleet::from_path(std::path::Path::new("fleet.toml"))?,
+        None => LoadedFleet::embedded()?,
+    };
+    Ok(fleet)
+}
+
+/// Starts a host: opens the store, builds the models, registers the bots,
+/// starts the fleet and serves the API.
+pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
+    let fleet_file = load_fleet(&opts)?;
+    let f = &fleet_file.file;
+    let mut banner = Vec::new();
+    let data_dir = opts.data_dir.clone().unwrap_or_else(|| f.host.data_dir.clone());
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    let listen: SocketAddr = opts
+        .listen
+        .as_deref()
+        .unwrap_or(&f.host.listen)
+        .parse()
+        .with_context(|| "the listen address must be IP:PORT, e.g. 127.0.0.1:7878")?;
+
+    // users
+    let mut users = Vec::new();
+    for u in &f.users {
+        let token = match (&u.token, &u.token_env) {
+            (Some(t), _) => t.clone(),
+            (None, Some(env)) => opts.env_var(env).with_context(|| {
+                format!("{}: user {:?}: environment variable {env} (token_env) is not set", fleet_file.source, u.id)
+            })?,
+            (None, None) => bail!("{}: user {:?} has no token", fleet_file.source, u.id),
+        };
+        users.push((UserId::new(u.id.clone())?, token));
+    }
+
+    // models
+    let mut models: HashMap<String, Arc<dyn Model>> = HashMap::new();
+    let mut scripted: HashMap<String, Arc<dyn Model>> = HashMap::new();
+    for (name, p) in &f.providers {
+        if let ProviderConfig::Scripted { script } = p {
+            let parsed = if fleet_file.base_dir.is_none() && script == std::path::Path::new(EMBEDDED_OFFLINE_PATH) {
+                Script::parse(EMBEDDED_OFFLINE_SCRIPT, EMBEDDED_OFFLINE_PATH)?
+            } else {
+                Script::from_file(&fleet_file.resolve(script))?
+            };
+            let model: Arc<dyn Model> = Arc::new(ScriptedModel::new(parsed));
+            scripted.insert(name.clone(), model.clone());
+            models.insert(name.clone(), model);
+        }
+    }
+    for (name, p) in &f.providers {
+        if let ProviderConfig::Openai {
+            base_url,
+            model,
+            api_key_env,
+            timeout_s,
+            stream,
+            max_retries,
+            fallback,
+        } = p
+        {
+            let key = api_key_env.as_deref().and_then(|env| opts.env_var(env));
+            if let (Some(env), None) = (api_key_env, &key) {
+                match fallback.as_ref().and_then(|fb| scripted.get(fb).map(|m| (fb, m))) {
+                    Some((fb, m)) => {
+                        banner.push(format!(
+                            "OFFLINE: provider {name:?} has no API key ({env} is not set); its bots use the scripted model {fb:?}"
+                        ));
+                        models.insert(name.clone(), m.clone());
+                        continue;
+                    }
+                    None => bail!(
+                        "{}: providers.{name}.api_key_env: environment variable {env} is not set; set it, or remove api_key_env for a server without keys",
+                        fleet_file.source
+                    ),
+                }
+            }
+            let mut o = OpenAiOptions::new(base_url.clone(), model.clone());
+            o.api_key = key;
+            if let Some(t) = timeout_s {
+                o.timeout = Duration::from_secs(*t);
+            }
+            if let Some(s) = stream {
+                o.stream = *s;
+            }
+            if let Some(r) = max_retries {
+                o.max_retries = *r;
+            }
+            let m = OpenAiModel::new(o).with_context(|| format!("provider {name:?}"))?;
+            banner.push(format!("provider {name:?}: {} at {base_url}", m.describe()));
+            models.insert(name.clone(), Arc::new(m));
+        }
+    }
+    for (name, m) in &scripted {
+        if f.bots.iter().any(|b| &b.provider == name) {
+            banner.push(format!("OFFLINE: provider {name:?} is the scripted model ({})", m.describe()));
+        }
+    }
+
+    // store, workspace, runtime
+    let store = Store::open(StoreOptions {
+        synchronous: f.host.synchronous,
+        ..StoreOptions::new(data_dir.join("fleet.db"))
+    })
+    .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
+    if store.was_restored() {
+        banner.push("WARNING: the database is older than this data directory (restored from a snapshot); idempotency keys from before now answer `unknown`".into());
+    }
+    let workspace_dir = f.host.workspace.clone().unwrap_or_else(|| data_dir.join("workspace"));
+    let workspace = Workspace::open(&workspace_dir)
+        .with_context(|| format!("cannot create the workspace {}", workspace_dir.display()))?;
+    let r = &f.runtime;
+    let mut settings = FleetSettings::new(workspace.root().to_path_buf());
+    settings.debounce = Duration::from_millis(r.debounce_ms);
+    settings.debounce_max = Duration::from_millis(r.debounce_max_ms);
+    settings.idle_timeout = Duration::from_secs(r.idle_timeout_s);
+    settings.max_steps = r.max_steps;
+    settings.max_turn_attempts = r.max_turn_attempts;
+    settings.context_entries = r.context_entries;
+    settings.tool_limits = ToolLimits {
+        shell_default_timeout: Duration::from_secs(r.shell_timeout_s),
+        shell_max_timeout: Duration::from_secs(r.shell_max_timeout_s),
+        ..ToolLimits::default()
+    };
+    let now = chrono::Utc::now().timestamp_millis();
+    let bots: Vec<BotRecord> = f
+        .bots
+        .iter()
+        .map(|b| {
+            Ok(BotRecord {
+                id: BotId::new(b.id.clone())?,
+                name: b.name.clone(),
+                owner: UserId::new(b.owner.clone())?,
+                role: b.role.clone(),
+                provider: b.provider.clone(),
+                tools: b.tools.clone(),
+                settings: serde_json::json!({}),
+                origin: "config".into(),
+                created_at: now,
+                updated_at: now,
+            })
+        })
+        .collect::<Result<_, botfleet_memory::IdError>>()?;
+    let bot_count = bots.len();
+    let rt = Runtime {
+        store,
+        models,
+        tools: ToolRegistry::builtin(),
+        settings,
+        workspace,
+    };
+    let fleet = FleetHandle::start(rt, bots).await?;
+    let retention = Duration::from_secs(r.ledger_retention_days * 86_400);
+    spawn_ledger_pruning(fleet.clone(), retention);
+
+    // API
+    let state = api::ApiState {
+        fleet: fleet.clone(),
+        tokens: api::Tokens::new(users),
+        limits: api::ApiLimits {
+            max_body_bytes: f.host.max_body_bytes,
+            max_text_chars: f.host.max_text_chars,
+        },
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (is another host running? pass --listen)"))?;
+    let addr = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let app = api::router(state);
+    let server = tokio::spawn(async move {
+        let result = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stopped.cancelled().await })
+            .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "HTTP server stopped");
+        }
+    });
+    banner.insert(
+        0,
+        format!(
+            "botfleet listening on http://{addr} — fleet {}, {bot_count} bot(s), data in {}",
+            fleet_file.source,
+            data_dir.display()
+        ),
+    );
+    Ok(RunningHost {
+        fleet,
+        addr,
+        banner,
+        stop,
+        server,
+    })
+}
+
+/// Prunes the idempotency ledger past its retention, hourly.
+fn spawn_ledger_pruning(fleet: FleetHandle, retention: Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            let before = chrono::Utc::now().timestamp_millis() - retention.as_millis() as i64;
+            let r = fleet
+                .store()
+                .write(vec![botfleet_memory::Mutation::PruneLedger { before_ms: before }])
+                .await;
+            if let Err(e) = r {
+                if matches!(e, botfleet_memory::StoreError::WriterGone) {
+                    return;
+                }
+                tracing::warn!(error = %e, "ledger pruning failed");
+            }
+        }
+    });
+}

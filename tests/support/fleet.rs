@@ -1,0 +1,227 @@
+//! A test fleet: writes a fleet.toml (and scripts) into a temp dir and
+//! starts a host in-process on a free loopback port.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use botfleet::host::HostOptions;
+use botfleet::host::RunningHost;
+use futures::StreamExt;
+use serde_json::Value;
+use serde_json::json;
+
+pub const TOKEN: &str = "alice-secret-token";
+pub const BOB_TOKEN: &str = "bob-secret-token";
+
+/// Builder of a fleet.toml for tests.
+pub struct TestFleet {
+    dir: tempfile::TempDir,
+    providers: Vec<String>,
+    bots: Vec<String>,
+    runtime: String,
+    host_extra: String,
+}
+
+impl TestFleet {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            providers: Vec::new(),
+            bots: Vec::new(),
+            runtime: "debounce_ms = 0\nidle_timeout_s = 300\n".into(),
+            host_extra: String::new(),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    /// A scripted provider named `name` with this script.
+    pub fn script(mut self, name: &str, script: &str) -> Self {
+        std::fs::create_dir_all(self.dir.path().join("scripts")).unwrap();
+        std::fs::write(self.dir.path().join(format!("scripts/{name}.toml")), script).unwrap();
+        self.providers.push(format!(
+            "[providers.{name}]\nkind = \"scripted\"\nscript = \"scripts/{name}.toml\"\n"
+        ));
+        self
+    }
+
+    /// An OpenAI-compatible provider.
+    pub fn openai(mut self, name: &str, base_url: &str, extra: &str) -> Self {
+        self.providers.push(format!(
+            "[providers.{name}]\nkind = \"openai\"\nbase_url = \"{base_url}\"\nmodel = \"test-model\"\n{extra}\n"
+        ));
+        self
+    }
+
+    pub fn bot(self, id: &str, provider: &str, tools: &[&str]) -> Self {
+        self.bot_of(id, provider, tools, "alice")
+    }
+
+    pub fn bot_of(mut self, id: &str, provider: &str, tools: &[&str], owner: &str) -> Self {
+        let tools: Vec<String> = tools.iter().map(|t| format!("\"{t}\"")).collect();
+        self.bots.push(format!(
+            "[[bots]]\nid = \"{id}\"\nname = \"{id}-name\"\nrole = \"Test bot {id}.\"\nowner = \"{owner}\"\nprovider = \"{provider}\"\ntools = [{}]\n",
+            tools.join(", ")
+        ));
+        self
+    }
+
+    /// Replaces the `[runtime]` body.
+    pub fn runtime(mut self, body: &str) -> Self {
+        self.runtime = body.into();
+        self
+    }
+
+    /// Extra lines under `[host]`.
+    pub fn host(mut self, lines: &str) -> Self {
+        self.host_extra = lines.into();
+        self
+    }
+
+    /// Writes fleet.toml and returns its path.
+    pub fn write(&self) -> PathBuf {
+        let data = self.dir.path().join("data");
+        let text = format!(
+            "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n{}\n[runtime]\n{}\n[[users]]\nid = \"alice\"\ntoken = \"{TOKEN}\"\n\n[[users]]\nid = \"bob\"\ntoken = \"{BOB_TOKEN}\"\n\n{}\n{}",
+            data.display(),
+            self.host_extra,
+            self.runtime,
+            self.providers.join("\n"),
+            self.bots.join("\n")
+        );
+        let path = self.dir.path().join("fleet.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    pub async fn start(self) -> TestHost {
+        let fleet = self.write();
+        let host = botfleet::host::start(HostOptions {
+            fleet: Some(fleet),
+            data_dir: None,
+            listen: None,
+            env: Some(HashMap::new()),
+        })
+        .await
+        .unwrap();
+        TestHost {
+            url: host.url(),
+            host: Some(host),
+            fleet: self,
+            http: reqwest::Client::new(),
+        }
+    }
+}
+
+/// A running in-process host.
+pub struct TestHost {
+    pub url: String,
+    pub host: Option<RunningHost>,
+    pub fleet: TestFleet,
+    pub http: reqwest::Client,
+}
+
+impl TestHost {
+    pub fn client(&self) -> botfleet::client::Client {
+        botfleet::client::Client::new(&self.url, TOKEN).unwrap()
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.fleet.path().join("data/workspace")
+    }
+
+    pub async fn post_raw(&self, path: &str, token: Option<&str>, key: Option<&str>, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(k) = key {
+            req = req.header("Idempotency-Key", k);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Sends a message; returns the HTTP status and the body.
+    pub async fn send(&self, bot: &str, text: &str, key: Option<&str>) -> (u16, Value) {
+        self.post_raw(
+            &format!("/v1/bots/{bot}/messages"),
+            Some(TOKEN),
+            key,
+            json!({ "text": text }).to_string(),
+        )
+        .await
+    }
+
+    /// All entries of a session.
+    pub async fn entries(&self, session: &str) -> Vec<Value> {
+        self.client().entries_after(session, 0).await.unwrap()
+    }
+
+    /// Waits (on change signals, with a deadline) until the turn answering
+    /// input `seq` of `session` ended (not interrupted); returns its
+    /// turn_end entry.
+    pub async fn wait_turn_end(&self, session: &str, seq: i64) -> Value {
+        self.wait_for(session, |entries| {
+            entries.iter().find(|e| {
+                e["kind"] == "turn_end"
+                    && e["status"] != "interrupted"
+                    && e["inputs"].as_array().is_some_and(|a| a.contains(&json!(seq)))
+            })
+            .cloned()
+        })
+        .await
+    }
+
+    /// Waits until `pick` finds something in the session's entries.
+    pub async fn wait_for(&self, session: &str, pick: impl Fn(&[Value]) -> Option<Value>) -> Value {
+        let client = self.client();
+        let mut events = client.events().await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let entries = client.entries_after(session, 0).await.unwrap();
+            if let Some(found) = pick(&entries) {
+                return found;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            assert!(!left.is_zero(), "timed out waiting; entries: {entries:#?}");
+            let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
+        }
+    }
+
+    pub async fn shutdown(mut self) -> TestFleet {
+        if let Some(h) = self.host.take() {
+            h.shutdown().await;
+        }
+        self.fleet
+    }
+}
+
+/// Texts of the deliveries in `entries`.
+pub fn deliveries(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "delivery")
+        .map(|e| e["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
