@@ -209,6 +209,23 @@ impl TestHost {
         }
     }
 
+    /// Waits until `bot` has a running turn.
+    pub async fn wait_running(&self, bot: &str) {
+        for _ in 0..1000 {
+            let (_, v) = self.get("/v1/bots", TOKEN).await;
+            let running = v["bots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|b| b["id"] == bot && b["running_turn"].is_string());
+            if running {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{bot} never started a turn");
+    }
+
     pub async fn shutdown(mut self) -> TestFleet {
         if let Some(h) = self.host.take() {
             h.shutdown().await;

@@ -1,0 +1,481 @@
+//! OpenAI-compatible chat completions over HTTP: OpenAI, xAI, Ollama, vLLM,
+//! llama.cpp server, OpenRouter.
+//!
+//! One call of [`Model::complete`] is one logical request, made in up to
+//! `1 + max_retries` HTTP attempts:
+//!
+//! 1. POST `{base_url}/chat/completions`. A connection error, no response
+//!    headers within `timeout`, HTTP 429 or 5xx is retried after a backoff
+//!    (exponential from `backoff_base`, equal jitter, capped at
+//!    `backoff_max`), or after the server's `Retry-After` / `retry-after-ms`
+//!    when it sends one. A server that asks for more than `backoff_max` is
+//!    not waited for: the call fails at once with the HTTP error, which is
+//!    retryable, so the caller can schedule it later. Other statuses fail at
+//!    once, with the start of the response body (the provider's message).
+//! 2. Read the body as SSE (`text/event-stream`) or as one JSON completion,
+//!    whichever the response's content type says, so a server that ignores
+//!    `stream` still works. Text deltas go to the [`StreamSink`] as they
+//!    arrive. While streaming, `timeout` bounds the silence between two
+//!    pieces of the body rather than the whole stream, so a long generation
+//!    is not cut off while it is still producing.
+//! 3. A body that breaks off (network error, idle timeout, an `error` event,
+//!    end of body) before the finish reason arrived is retried as a whole
+//!    request **only if no text has reached the sink yet**: deltas already
+//!    delivered cannot be taken back, so after one the call fails with
+//!    [`ModelError::Unreachable`] saying the stream was interrupted.
+//!    Tool-call deltas are never shown to the sink, so they do not prevent a
+//!    retry. A break after the finish reason only loses the usage chunk and
+//!    `[DONE]`; the response is returned (without usage).
+//!
+//! The cancellation token is watched while connecting, while reading and
+//! while waiting to retry. Neither the API key nor request bodies are
+//! logged; the key is marked sensitive in the header map and redacted from
+//! `Debug`.
+
+mod retry;
+mod sse;
+mod wire;
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use reqwest::Url;
+use reqwest::header::ACCEPT;
+use reqwest::header::AUTHORIZATION;
+use reqwest::header::CONTENT_TYPE;
+use reqwest::header::HeaderMap;
+use reqwest::header::HeaderName;
+use reqwest::header::HeaderValue;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+use tracing::warn;
+
+use super::Model;
+use super::ModelError;
+use super::ModelRequest;
+use super::ModelResponse;
+use super::SinkControl;
+use super::StreamSink;
+use retry::Failure;
+use retry::jitter;
+use retry::retry_after;
+use retry::retry_delay;
+use sse::SseDecoder;
+use wire::Assembler;
+use wire::Completion;
+use wire::StreamChunk;
+
+/// How much of an error response body is kept.
+const ERROR_BODY_LIMIT: usize = 4 * 1024;
+
+/// Settings of an [`OpenAiModel`]. Build with [`OpenAiOptions::new`] and
+/// override fields with struct update syntax.
+#[derive(Clone)]
+pub struct OpenAiOptions {
+    /// API root, e.g. `http://127.0.0.1:8000/v1` (a trailing `/` is fine).
+    pub base_url: String,
+    /// Model name sent with each request (`grok-4`, `gpt-4.1`, `qwen3:8b`).
+    pub model: String,
+    /// Bearer token, read from the environment by the caller. `None` or an
+    /// empty string sends no `Authorization` header (Ollama, llama.cpp).
+    pub api_key: Option<String>,
+    /// Time allowed for the response headers, then for each silence between
+    /// two pieces of a streamed body, or for a whole non-streamed body.
+    /// Default 120 s.
+    pub timeout: Duration,
+    /// Time allowed to open the TCP (and TLS) connection. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Attempts after the first one. Default 4.
+    pub max_retries: u32,
+    /// First backoff delay; it doubles per attempt. Default 500 ms.
+    pub backoff_base: Duration,
+    /// Longest backoff delay, and the longest `Retry-After` honoured.
+    /// Default 30 s.
+    pub backoff_max: Duration,
+    /// Ask for a streamed (SSE) response. Default `true`.
+    pub stream: bool,
+    /// Extra headers sent with every request (`OpenAI-Organization`,
+    /// `HTTP-Referer`); values are treated as secrets.
+    pub extra_headers: Vec<(String, String)>,
+    /// Sampling temperature; the server's default when `None`.
+    pub temperature: Option<f32>,
+}
+
+impl OpenAiOptions {
+    /// Options with the defaults above for `model` at `base_url`, no key.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiOptions {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+            max_retries: 4,
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(30),
+            stream: true,
+            extra_headers: Vec::new(),
+            temperature: None,
+        }
+    }
+}
+
+/// Redacts the key and header values.
+impl fmt::Debug for OpenAiOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("OpenAiOptions")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("backoff_base", &self.backoff_base)
+            .field("backoff_max", &self.backoff_max)
+            .field("stream", &self.stream)
+            .field("extra_headers", &header_names)
+            .field("temperature", &self.temperature)
+            .finish()
+    }
+}
+
+/// A [`Model`] served by an OpenAI-compatible `/chat/completions` endpoint.
+/// Cheap to share behind an `Arc`; connections are pooled.
+#[derive(Debug)]
+pub struct OpenAiModel {
+    options: OpenAiOptions,
+    url: Url,
+    headers: HeaderMap,
+    client: reqwest::Client,
+}
+
+impl OpenAiModel {
+    /// Checks the options and builds the HTTP client.
+    ///
+    /// Fails with [`ModelError::Config`] on a malformed URL or header.
+    pub fn new(options: OpenAiOptions) -> Result<Self, ModelError> {
+        let url = chat_completions_url(&options.base_url)?;
+        let headers = request_headers(&options)?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|e| ModelError::Config(format!("HTTP client: {}", error_chain(&e))))?;
+        Ok(OpenAiModel {
+            options,
+            url,
+            headers,
+            client,
+        })
+    }
+
+    /// One HTTP attempt.
+    async fn attempt(
+        &self,
+        body: Bytes,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, Failure> {
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(body)
+            .send();
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Failure::Final(ModelError::Cancelled)),
+            sent = tokio::time::timeout(self.options.timeout, send) => match sent {
+                Err(_elapsed) => {
+                    return Err(Failure::Unreachable(format!(
+                        "no response within {:?}",
+                        self.options.timeout
+                    )));
+                }
+                Ok(Err(e)) => return Err(Failure::Unreachable(error_chain(&e))),
+                Ok(Ok(response)) => response,
+            },
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let body = self.error_body(response, cancel).await?;
+            return Err(Failure::Status {
+                status,
+                body,
+                retry_after,
+            });
+        }
+        let is_sse = match response.headers().get(CONTENT_TYPE) {
+            Some(value) => value.as_bytes().starts_with(b"text/event-stream"),
+            None => self.options.stream,
+        };
+        if is_sse {
+            self.read_stream(response, sink, cancel).await
+        } else {
+            self.read_completion(response, sink, cancel).await
+        }
+    }
+
+    /// Reads an SSE body, forwarding text deltas to `sink`.
+    async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, Failure> {
+        let mut decoder = SseDecoder::default();
+        let mut assembler = Assembler::default();
+        loop {
+            let deadline = Instant::now() + self.options.timeout;
+            let streamed_text = !assembler.text().is_empty();
+            let bytes = match next_chunk(&mut response, cancel, deadline, streamed_text).await {
+                Ok(Some(bytes)) => bytes,
+                // The finish reason came; at most the usage chunk and
+                // `[DONE]` are missing.
+                Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
+                    return assembler.into_response().map_err(Failure::Final);
+                }
+                Ok(None) => {
+                    return Err(Failure::Broken {
+                        detail: "the stream ended before [DONE]".to_owned(),
+                        streamed_text,
+                    });
+                }
+                Err(failure) => return Err(failure),
+            };
+            decoder.push(&bytes);
+            while let Some(data) = decoder.next_event() {
+                if data.trim_ascii() == b"[DONE]" {
+                    return assembler.into_response().map_err(Failure::Final);
+                }
+                let chunk: StreamChunk = serde_json::from_slice(&data).map_err(|e| {
+                    Failure::Final(ModelError::Protocol(format!(
+                        "stream event is not a completion chunk ({e}): {}",
+                        String::from_utf8_lossy(&data[..data.len().min(200)])
+                    )))
+                })?;
+                match assembler.apply_chunk(chunk) {
+                    Ok(Some(delta)) => forward(sink, &delta, &assembler)?,
+                    Ok(None) => {}
+                    Err(message) => {
+                        return Err(Failure::Broken {
+                            detail: format!("the provider sent an error: {message}"),
+                            streamed_text: !assembler.text().is_empty(),
+                        });
+                    }
+                }
+                if cancel.is_cancelled() {
+                    return Err(Failure::Final(ModelError::Cancelled));
+                }
+            }
+        }
+    }
+
+    /// Reads a whole JSON completion; its text goes to `sink` as one delta.
+    async fn read_completion(
+        &self,
+        mut response: reqwest::Response,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, Failure> {
+        let deadline = Instant::now() + self.options.timeout;
+        let mut body = Vec::new();
+        while let Some(bytes) = next_chunk(&mut response, cancel, deadline, false).await? {
+            body.extend_from_slice(&bytes);
+        }
+        let completion: Completion = serde_json::from_slice(&body).map_err(|e| {
+            Failure::Final(ModelError::Protocol(format!(
+                "response is not a chat completion ({e}): {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            )))
+        })?;
+        let mut assembler = Assembler::default();
+        match assembler.apply_completion(completion) {
+            Ok(Some(text)) => forward(sink, &text, &assembler)?,
+            Ok(None) => {}
+            Err(message) => {
+                return Err(Failure::Broken {
+                    detail: format!("the provider sent an error: {message}"),
+                    streamed_text: false,
+                });
+            }
+        }
+        assembler.into_response().map_err(Failure::Final)
+    }
+
+    /// The start of an error response's body (the provider's message).
+    async fn error_body(
+        &self,
+        mut response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> Result<String, Failure> {
+        let deadline = Instant::now() + self.options.timeout;
+        let mut body = Vec::new();
+        while body.len() < ERROR_BODY_LIMIT {
+            match next_chunk(&mut response, cancel, deadline, false).await {
+                Ok(Some(bytes)) => body.extend_from_slice(&bytes),
+                Ok(None) | Err(Failure::Broken { .. }) => break,
+                Err(failure) => return Err(failure),
+            }
+        }
+        body.truncate(ERROR_BODY_LIMIT);
+        Ok(String::from_utf8_lossy(&body).trim().to_owned())
+    }
+}
+
+#[async_trait]
+impl Model for OpenAiModel {
+    fn describe(&self) -> String {
+        format!("openai:{}", self.options.model)
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = Bytes::from(wire::encode_request(
+            &self.options.model,
+            request,
+            self.options.stream,
+            self.options.temperature,
+        )?);
+        debug!(
+            model = %self.options.model,
+            bot = %request.bot,
+            purpose = ?request.purpose,
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+            "model request"
+        );
+        let mut attempts = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
+            }
+            attempts += 1;
+            let failure = match self.attempt(body.clone(), sink, cancel).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            let delay = match retry_delay(&failure, attempts, &self.options, jitter()) {
+                Some(delay) => delay,
+                None => return Err(failure.into_error(attempts)),
+            };
+            warn!(
+                model = %self.options.model,
+                attempt = attempts,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                failure = %failure,
+                "model call failed; retrying"
+            );
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+}
+
+/// Forwards a text delta; an abort from the sink ends the call.
+fn forward(sink: &mut dyn StreamSink, delta: &str, assembler: &Assembler) -> Result<(), Failure> {
+    match sink.on_text(delta) {
+        SinkControl::Continue => Ok(()),
+        SinkControl::Abort { reason } => {
+            debug!(%reason, "model stream aborted by the sink");
+            Err(Failure::Final(ModelError::Aborted {
+                reason,
+                partial: assembler.text().to_owned(),
+            }))
+        }
+    }
+}
+
+/// The next piece of the body, `None` at its end; watches `cancel` and
+/// gives up at `deadline`.
+async fn next_chunk(
+    response: &mut reqwest::Response,
+    cancel: &CancellationToken,
+    deadline: Instant,
+    streamed_text: bool,
+) -> Result<Option<Bytes>, Failure> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(Failure::Final(ModelError::Cancelled)),
+        read = tokio::time::timeout_at(deadline, response.chunk()) => match read {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) => Err(Failure::Broken { detail: error_chain(&e), streamed_text }),
+            Err(_elapsed) => Err(Failure::Broken {
+                detail: "the response body stalled".to_owned(),
+                streamed_text,
+            }),
+        },
+    }
+}
+
+fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
+    let joined = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let url = Url::parse(&joined)
+        .map_err(|e| ModelError::Config(format!("model base URL {base_url:?}: {e}")))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(ModelError::Config(format!(
+            "model base URL {base_url:?}: scheme {other:?} is not http or https"
+        ))),
+    }
+}
+
+fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static(if options.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        }),
+    );
+    if let Some(key) = options.api_key.as_deref().filter(|key| !key.is_empty()) {
+        let mut value = HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| {
+            ModelError::Config("the API key contains characters not allowed in a header".into())
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    for (name, value) in &options.extra_headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ModelError::Config(format!("invalid header name {name:?}")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| ModelError::Config(format!("invalid value for header {name:?}")))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    Ok(headers)
+}
+
+/// An error and its sources, `: `-separated (reqwest's own message alone
+/// rarely says what went wrong).
+fn error_chain(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

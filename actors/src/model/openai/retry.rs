@@ -1,0 +1,141 @@
+//! What went wrong with one attempt, and whether and when to try again.
+
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::BuildHasher;
+use std::hash::Hasher;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use reqwest::header::RETRY_AFTER;
+
+use super::super::ModelError;
+use super::OpenAiOptions;
+
+/// Why one attempt failed.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// No response: connection refused or reset, DNS, TLS, no headers in time.
+    Unreachable(String),
+    /// An HTTP error status.
+    Status {
+        /// The status.
+        status: StatusCode,
+        /// Start of the body.
+        body: String,
+        /// What the server asked us to wait, if it did.
+        retry_after: Option<Duration>,
+    },
+    /// A success response whose body broke off or carried an error.
+    Broken {
+        /// What happened.
+        detail: String,
+        /// Whether text had already gone to the sink (forbids a retry).
+        streamed_text: bool,
+    },
+    /// A failure no retry can fix: cancelled, aborted, malformed.
+    Final(ModelError),
+}
+
+impl Failure {
+    /// Whether another attempt may succeed and is allowed.
+    pub(super) fn is_transient(&self) -> bool {
+        match self {
+            Failure::Unreachable(_) => true,
+            Failure::Status { status, .. } => {
+                *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+            }
+            Failure::Broken { streamed_text, .. } => !streamed_text,
+            Failure::Final(_) => false,
+        }
+    }
+
+    pub(super) fn into_error(self, attempts: u32) -> ModelError {
+        match self {
+            Failure::Unreachable(detail) => ModelError::Unreachable { attempts, detail },
+            Failure::Status { status, body, .. } => ModelError::Http {
+                status: status.as_u16(),
+                attempts,
+                body,
+            },
+            Failure::Broken {
+                detail,
+                streamed_text: true,
+            } => ModelError::Unreachable {
+                attempts,
+                detail: format!("stream interrupted after text was delivered: {detail}"),
+            },
+            Failure::Broken {
+                detail,
+                streamed_text: false,
+            } => ModelError::Unreachable { attempts, detail },
+            Failure::Final(error) => error,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Unreachable(detail) => write!(f, "unreachable: {detail}"),
+            Failure::Status { status, body, .. } => write!(f, "HTTP {status}: {body}"),
+            Failure::Broken { detail, .. } => write!(f, "stream broken: {detail}"),
+            Failure::Final(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// The wait before the next attempt, or `None` to give up now.
+/// `jitter` is uniform in `[0, 1)`.
+pub(super) fn retry_delay(
+    failure: &Failure,
+    attempts: u32,
+    options: &OpenAiOptions,
+    jitter: f64,
+) -> Option<Duration> {
+    if !failure.is_transient() || attempts > options.max_retries {
+        return None;
+    }
+    let asked = match failure {
+        Failure::Status { retry_after, .. } => *retry_after,
+        Failure::Unreachable(_) | Failure::Broken { .. } | Failure::Final(_) => None,
+    };
+    match asked {
+        Some(wait) if wait > options.backoff_max => None,
+        Some(wait) => Some(wait),
+        None => Some(backoff(options, attempts, jitter)),
+    }
+}
+
+/// Equal-jitter exponential backoff: half of `base * 2^(attempt-1)`
+/// (capped) plus a random part of the other half.
+pub(super) fn backoff(options: &OpenAiOptions, attempt: u32, jitter: f64) -> Duration {
+    let doublings = attempt.saturating_sub(1).min(20);
+    let full = options
+        .backoff_base
+        .saturating_mul(1u32 << doublings)
+        .min(options.backoff_max);
+    full / 2 + (full / 2).mul_f64(jitter.clamp(0.0, 1.0))
+}
+
+/// A number in `[0, 1)`, different on each call; std's randomly keyed
+/// hasher is plenty for spreading retries.
+pub(super) fn jitter() -> f64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u8(0);
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// `retry-after-ms` (OpenAI) or `Retry-After` in seconds, possibly
+/// fractional. The HTTP-date form is ignored (plain backoff applies).
+pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &str| -> Option<f64> {
+        let value: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        (value.is_finite() && value >= 0.0).then_some(value)
+    };
+    if let Some(ms) = number("retry-after-ms") {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    }
+    Duration::try_from_secs_f64(number(RETRY_AFTER.as_str())?).ok()
+}

@@ -1,0 +1,174 @@
+//! An incremental decoder for `text/event-stream` bodies.
+//!
+//! Bytes go in as they come off the socket, in whatever pieces TCP and HTTP
+//! chunking produced; complete events come out. The decoder buffers bytes,
+//! never strings, so a piece that ends inside a multi-byte UTF-8 character,
+//! inside a `data:` prefix or between `\r` and `\n` is simply held until the
+//! rest arrives. Lines end with `\n`, `\r\n` or a lone `\r`; lines starting
+//! with `:` are comments; a blank line dispatches the event. Only the `data`
+//! field matters to chat completions, so `event`, `id` and `retry` are read
+//! and ignored. An event cut off by the end of the body is discarded, as the
+//! SSE specification says.
+
+/// Incremental SSE decoder; see the module docs.
+#[derive(Debug, Default)]
+pub(super) struct SseDecoder {
+    /// Received bytes not yet consumed as lines.
+    buf: Vec<u8>,
+    /// Offset of the first unconsumed byte in `buf`.
+    start: usize,
+    /// The `data` field of the event being read (lines joined with `\n`).
+    data: Vec<u8>,
+    /// Whether the event being read has a `data` field at all.
+    has_data: bool,
+}
+
+/// Past this many consumed bytes, `buf` is compacted.
+const COMPACT_AFTER: usize = 8 * 1024;
+
+impl SseDecoder {
+    /// Appends bytes received from the body.
+    pub(super) fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The `data` of the next complete event, if one is buffered.
+    pub(super) fn next_event(&mut self) -> Option<Vec<u8>> {
+        while let Some((line_start, line_end)) = self.take_line() {
+            if line_start == line_end {
+                if self.has_data {
+                    self.has_data = false;
+                    self.compact();
+                    return Some(std::mem::take(&mut self.data));
+                }
+                continue;
+            }
+            let line = &self.buf[line_start..line_end];
+            if line.first() == Some(&b':') {
+                continue;
+            }
+            let (field, value) = match line.iter().position(|b| *b == b':') {
+                Some(colon) => {
+                    let value = &line[colon + 1..];
+                    (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+                }
+                None => (line, &[][..]),
+            };
+            if field == b"data" {
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+        }
+        self.compact();
+        None
+    }
+
+    /// Consumes the next complete line, returning its bounds in `buf`
+    /// without the terminator.
+    fn take_line(&mut self) -> Option<(usize, usize)> {
+        let rest = &self.buf[self.start..];
+        let at = rest.iter().position(|b| *b == b'\n' || *b == b'\r')?;
+        let terminator = match (rest[at], rest.get(at + 1)) {
+            (b'\r', Some(b'\n')) => 2,
+            // A `\r` that ends the buffer may be the first half of `\r\n`:
+            // wait for the next byte.
+            (b'\r', None) => return None,
+            _ => 1,
+        };
+        let line = (self.start, self.start + at);
+        self.start += at + terminator;
+        Some(line)
+    }
+
+    /// Drops consumed bytes once enough of them have piled up.
+    fn compact(&mut self) {
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        } else if self.start > COMPACT_AFTER {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SseDecoder;
+    use pretty_assertions::assert_eq;
+
+    /// Feeds `input` in pieces of `piece` bytes and collects the events.
+    fn decode(input: &[u8], piece: usize) -> Vec<String> {
+        let mut decoder = SseDecoder::default();
+        let mut events = Vec::new();
+        for bytes in input.chunks(piece) {
+            decoder.push(bytes);
+            while let Some(data) = decoder.next_event() {
+                events.push(String::from_utf8(data).unwrap());
+            }
+        }
+        events
+    }
+
+    #[test]
+    fn every_split_of_the_input_yields_the_same_events() {
+        let input =
+            "data: {\"a\":\"h\u{e9}llo \u{1f600}\"}\r\n\r\n: keep-alive\n\ndata: [DONE]\n\n";
+        let expected = vec![
+            "{\"a\":\"h\u{e9}llo \u{1f600}\"}".to_owned(),
+            "[DONE]".to_owned(),
+        ];
+        for piece in 1..=input.len() {
+            assert_eq!(
+                decode(input.as_bytes(), piece),
+                expected,
+                "pieces of {piece} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn several_events_in_one_piece() {
+        let input = b"data: 1\n\ndata: 2\n\ndata: 3\n\n";
+        assert_eq!(decode(input, input.len()), vec!["1", "2", "3"]);
+    }
+
+    #[test]
+    fn multi_line_data_is_joined_with_newlines() {
+        assert_eq!(decode(b"data: a\ndata:b\n\n", 64), vec!["a\nb"]);
+    }
+
+    #[test]
+    fn comments_and_other_fields_are_ignored() {
+        let input = b": hello\nevent: message\nid: 7\nretry: 10\ndata: x\n\n";
+        assert_eq!(decode(input, 5), vec!["x"]);
+    }
+
+    #[test]
+    fn blank_lines_without_data_dispatch_nothing() {
+        assert_eq!(decode(b"\n\n: ping\n\n\ndata: y\n\n", 3), vec!["y"]);
+    }
+
+    #[test]
+    fn lone_carriage_returns_end_lines() {
+        assert_eq!(decode(b"data: a\r\rdata: b\r\n\r\n", 1), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn an_event_cut_off_by_the_end_of_the_body_is_discarded() {
+        assert_eq!(decode(b"data: 1\n\ndata: {\"half", 4), vec!["1"]);
+    }
+
+    #[test]
+    fn long_streams_stay_compact() {
+        let mut decoder = SseDecoder::default();
+        for i in 0..10_000 {
+            decoder.push(format!("data: {i}\n\n").as_bytes());
+            assert_eq!(decoder.next_event(), Some(i.to_string().into_bytes()));
+        }
+        assert!(decoder.buf.is_empty());
+    }
+}

@@ -1,0 +1,195 @@
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use reqwest::header::HeaderValue;
+
+use super::super::Model;
+use super::super::ModelError;
+use super::OpenAiModel;
+use super::OpenAiOptions;
+use super::chat_completions_url;
+use super::retry::Failure;
+use super::retry::backoff;
+use super::retry::retry_after;
+use super::retry::retry_delay;
+
+fn options() -> OpenAiOptions {
+    OpenAiOptions {
+        max_retries: 2,
+        backoff_base: Duration::from_millis(100),
+        backoff_max: Duration::from_secs(1),
+        ..OpenAiOptions::new("http://127.0.0.1:1/v1", "m")
+    }
+}
+
+fn status(code: u16, retry_after: Option<Duration>) -> Failure {
+    Failure::Status {
+        status: StatusCode::from_u16(code).unwrap(),
+        body: String::new(),
+        retry_after,
+    }
+}
+
+#[test]
+fn which_failures_are_retried() {
+    let ms = Duration::from_millis;
+    let cases: Vec<(&str, Failure, u32, Option<Duration>)> = vec![
+        (
+            "connect error",
+            Failure::Unreachable("refused".into()),
+            1,
+            Some(ms(50)),
+        ),
+        ("429", status(429, None), 1, Some(ms(50))),
+        ("500, second attempt", status(500, None), 2, Some(ms(100))),
+        ("503 after the last retry", status(503, None), 3, None),
+        ("400", status(400, None), 1, None),
+        ("401", status(401, None), 1, None),
+        ("404", status(404, None), 1, None),
+        (
+            "retry-after honoured",
+            status(429, Some(ms(700))),
+            1,
+            Some(ms(700)),
+        ),
+        (
+            "retry-after above the cap",
+            status(503, Some(ms(1001))),
+            1,
+            None,
+        ),
+        (
+            "broken before any text",
+            Failure::Broken {
+                detail: String::new(),
+                streamed_text: false,
+            },
+            1,
+            Some(ms(50)),
+        ),
+        (
+            "broken after text",
+            Failure::Broken {
+                detail: String::new(),
+                streamed_text: true,
+            },
+            1,
+            None,
+        ),
+        ("cancelled", Failure::Final(ModelError::Cancelled), 1, None),
+    ];
+    for (name, failure, attempts, expected) in cases {
+        assert_eq!(
+            retry_delay(&failure, attempts, &options(), 0.0),
+            expected,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn backoff_doubles_with_jitter_and_is_capped() {
+    let options = options();
+    let ms = Duration::from_millis;
+    assert_eq!(backoff(&options, 1, 0.0), ms(50));
+    assert_eq!(backoff(&options, 1, 0.5), ms(75));
+    assert_eq!(backoff(&options, 3, 0.0), ms(200));
+    assert_eq!(backoff(&options, 5, 0.0), ms(500));
+    assert_eq!(backoff(&options, 40, 0.5), ms(750));
+    for _ in 0..100 {
+        let jitter = super::retry::jitter();
+        assert!((0.0..1.0).contains(&jitter), "{jitter}");
+    }
+}
+
+#[test]
+fn reads_retry_after_headers() {
+    let headers = |pairs: &[(&'static str, &'static str)]| {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_static(value));
+        }
+        map
+    };
+    assert_eq!(
+        retry_after(&headers(&[("retry-after", "2")])),
+        Some(Duration::from_secs(2))
+    );
+    assert_eq!(
+        retry_after(&headers(&[("retry-after", "0.25")])),
+        Some(Duration::from_millis(250))
+    );
+    assert_eq!(
+        retry_after(&headers(&[("retry-after", "9"), ("retry-after-ms", "120")])),
+        Some(Duration::from_millis(120))
+    );
+    assert_eq!(
+        retry_after(&headers(&[(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT"
+        )])),
+        None
+    );
+    assert_eq!(retry_after(&headers(&[("retry-after", "-1")])), None);
+    assert_eq!(retry_after(&headers(&[("retry-after", "1e300")])), None);
+    assert_eq!(retry_after(&HeaderMap::new()), None);
+}
+
+#[test]
+fn joins_the_base_url() {
+    for base in [
+        "http://h:8000/v1",
+        "http://h:8000/v1/",
+        "http://h:8000/v1//",
+    ] {
+        assert_eq!(
+            chat_completions_url(base).unwrap().as_str(),
+            "http://h:8000/v1/chat/completions"
+        );
+    }
+    assert!(matches!(
+        chat_completions_url("localhost:8000"),
+        Err(ModelError::Config(_))
+    ));
+    assert!(matches!(
+        chat_completions_url("not a url"),
+        Err(ModelError::Config(_))
+    ));
+}
+
+#[test]
+fn the_key_never_shows_in_debug_output() {
+    let model = OpenAiModel::new(OpenAiOptions {
+        api_key: Some("sk-secret-123".into()),
+        extra_headers: vec![("x-extra".into(), "hidden-456".into())],
+        ..options()
+    })
+    .unwrap();
+    let debug = format!("{model:?}");
+    assert!(!debug.contains("sk-secret-123"), "{debug}");
+    assert!(!debug.contains("hidden-456"), "{debug}");
+    assert!(debug.contains("x-extra"), "{debug}");
+    assert_eq!(model.describe(), "openai:m");
+}
+
+#[test]
+fn malformed_headers_are_config_errors() {
+    let bad_key = OpenAiOptions {
+        api_key: Some("line\nbreak".into()),
+        ..options()
+    };
+    assert!(matches!(
+        OpenAiModel::new(bad_key),
+        Err(ModelError::Config(_))
+    ));
+    let bad_name = OpenAiOptions {
+        extra_headers: vec![("bad name".into(), "v".into())],
+        ..options()
+    };
+    assert!(matches!(
+        OpenAiModel::new(bad_name),
+        Err(ModelError::Config(_))
+    ));
+}

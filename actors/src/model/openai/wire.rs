@@ -1,0 +1,443 @@
+//! The chat-completions wire format: encoding a [`ModelRequest`], decoding
+//! streamed chunks and whole responses, and assembling either into one
+//! [`ModelResponse`].
+//!
+//! Decoding is lenient where providers differ and the meaning is clear:
+//! `usage` may be null or absent, cached prompt tokens arrive as
+//! `prompt_tokens_details.cached_tokens` (OpenAI, xAI, vLLM) or
+//! `prompt_cache_hit_tokens` (DeepSeek), a tool-call delta without `index`
+//! takes its position in the list, and tool-call arguments may be an object
+//! instead of a JSON string.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::super::ChatMessage;
+use super::super::FinishReason;
+use super::super::ModelError;
+use super::super::ModelRequest;
+use super::super::ModelResponse;
+use super::super::ToolCall;
+use super::super::Usage;
+
+/// Encodes the request body. Field order is fixed, so two requests whose
+/// conversations share a prefix share the bytes of that prefix.
+pub(super) fn encode_request(
+    model: &str,
+    request: &ModelRequest,
+    stream: bool,
+    temperature: Option<f32>,
+) -> Result<Vec<u8>, ModelError> {
+    let body = WireRequest {
+        model,
+        messages: request.messages.iter().map(WireMessage::from).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+        max_tokens: request.max_tokens,
+        temperature,
+    };
+    serde_json::to_vec(&body)
+        .map_err(|e| ModelError::Protocol(format!("request did not encode: {e}")))
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` when the message is only tool calls; some servers reject
+        /// an empty string there.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
+    fn from(message: &'a ChatMessage) -> Self {
+        match message {
+            ChatMessage::System { content } => WireMessage::System { content },
+            ChatMessage::User { content } => WireMessage::User { content },
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => WireMessage::Assistant {
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| WireToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: WireFunctionCall {
+                            name: &call.name,
+                            arguments: &call.arguments,
+                        },
+                    })
+                    .collect(),
+            },
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => WireMessage::Tool {
+                tool_call_id,
+                content,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// One streamed `chat.completion.chunk`.
+#[derive(Debug, Deserialize)]
+pub(super) struct StreamChunk {
+    #[serde(default)]
+    choices: Option<Vec<StreamChoice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamChoice {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallPart>>,
+}
+
+/// A tool call, or a streamed piece of one.
+#[derive(Debug, Deserialize)]
+struct ToolCallPart {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionPart>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionPart {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+/// A whole (non-streamed) `chat.completion`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Completion {
+    #[serde(default)]
+    choices: Option<Vec<CompletionChoice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionChoice {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    message: Option<CompletionMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallPart>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(usage: WireUsage) -> Self {
+        Usage {
+            prompt_tokens: usage.prompt_tokens.unwrap_or(0),
+            completion_tokens: usage.completion_tokens.unwrap_or(0),
+            cached_prompt_tokens: usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens)
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// Accumulates a response from chunks (or from one whole completion).
+#[derive(Debug, Default)]
+pub(super) struct Assembler {
+    text: String,
+    calls: BTreeMap<u32, PartialCall>,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl Assembler {
+    /// Text received so far.
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether a choice has said why it stopped (so a body that ends
+    /// without `[DONE]` is still complete).
+    pub(super) fn has_finished(&self) -> bool {
+        self.finish.is_some()
+    }
+
+    /// Applies one streamed chunk. Returns the new text to forward to the
+    /// sink (never empty), or the provider's message if the chunk is an
+    /// error.
+    pub(super) fn apply_chunk(&mut self, chunk: StreamChunk) -> Result<Option<String>, String> {
+        if let Some(error) = chunk.error {
+            return Err(error_message(&error));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.into());
+        }
+        let Some(choice) = first_choice(chunk.choices, |c| c.index) else {
+            return Ok(None);
+        };
+        if let Some(reason) = choice.finish_reason {
+            self.finish = Some(finish_reason(&reason));
+        }
+        let Some(delta) = choice.delta else {
+            return Ok(None);
+        };
+        self.apply_calls(delta.tool_calls.unwrap_or_default());
+        Ok(self.apply_text(delta.content))
+    }
+
+    /// Applies a whole completion; same contract as [`Self::apply_chunk`].
+    pub(super) fn apply_completion(
+        &mut self,
+        completion: Completion,
+    ) -> Result<Option<String>, String> {
+        if let Some(error) = completion.error {
+            return Err(error_message(&error));
+        }
+        self.usage = completion.usage.map(Usage::from);
+        let Some(choice) = first_choice(completion.choices, |c| c.index) else {
+            return Err("the response has no choices".to_owned());
+        };
+        self.finish = choice.finish_reason.as_deref().map(finish_reason);
+        let Some(message) = choice.message else {
+            return Ok(None);
+        };
+        self.apply_calls(message.tool_calls.unwrap_or_default());
+        Ok(self.apply_text(message.content))
+    }
+
+    fn apply_text(&mut self, content: Option<String>) -> Option<String> {
+        let delta = content.filter(|text| !text.is_empty())?;
+        self.text.push_str(&delta);
+        Some(delta)
+    }
+
+    fn apply_calls(&mut self, parts: Vec<ToolCallPart>) {
+        for (position, part) in (0u32..).zip(parts) {
+            let call = self
+                .calls
+                .entry(part.index.unwrap_or(position))
+                .or_default();
+            if let Some(id) = part.id.filter(|id| !id.is_empty()) {
+                call.id = id;
+            }
+            let Some(function) = part.function else {
+                continue;
+            };
+            // The name comes whole in the first delta; some servers repeat it.
+            if let Some(name) = function.name.filter(|name| !name.is_empty()) {
+                call.name = name;
+            }
+            match function.arguments {
+                Some(Value::String(fragment)) => call.arguments.push_str(&fragment),
+                Some(Value::Null) | None => {}
+                Some(object) => call.arguments.push_str(&object.to_string()),
+            }
+        }
+    }
+
+    /// The finished response. A call without an id gets `call_<index>`;
+    /// empty arguments become `{}`; a missing finish reason is inferred.
+    pub(super) fn into_response(self) -> Result<ModelResponse, ModelError> {
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (index, call) in self.calls {
+            if call.name.is_empty() {
+                return Err(ModelError::Protocol(format!(
+                    "tool call {index} has no function name"
+                )));
+            }
+            tool_calls.push(ToolCall {
+                id: if call.id.is_empty() {
+                    format!("call_{index}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: if call.arguments.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    call.arguments
+                },
+            });
+        }
+        let finish = self.finish.unwrap_or(if tool_calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
+        Ok(ModelResponse {
+            text: self.text,
+            tool_calls,
+            finish,
+            usage: self.usage,
+        })
+    }
+}
+
+/// The choice with index 0 (we never ask for more than one).
+fn first_choice<C>(choices: Option<Vec<C>>, index: impl Fn(&C) -> Option<u32>) -> Option<C> {
+    choices?
+        .into_iter()
+        .find(|choice| index(choice).unwrap_or(0) == 0)
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" | "end_turn" | "eos" => FinishReason::Stop,
+        "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+        "length" | "max_tokens" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}
+
+/// The human part of an OpenAI-style error value (`{"message": ..}` or a
+/// bare string), else the value as JSON.
+pub(super) fn error_message(error: &Value) -> String {
+    match error {
+        Value::String(message) => message.clone(),
+        Value::Object(fields) => match fields.get("message") {
+            Some(Value::String(message)) => message.clone(),
+            _ => error.to_string(),
+        },
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;

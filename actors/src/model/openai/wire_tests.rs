@@ -1,0 +1,261 @@
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use serde_json::json;
+
+use super::super::super::ChatMessage;
+use super::super::super::FinishReason;
+use super::super::super::ModelError;
+use super::super::super::ModelRequest;
+use super::super::super::ModelResponse;
+use super::super::super::Purpose;
+use super::super::super::ToolCall;
+use super::super::super::ToolSpec;
+use super::super::super::Usage;
+use super::Assembler;
+use super::Completion;
+use super::StreamChunk;
+use super::encode_request;
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        purpose: Purpose::Turn,
+        bot: "ada".to_owned(),
+        messages: vec![
+            ChatMessage::System {
+                content: "be brief".to_owned(),
+            },
+            ChatMessage::User {
+                content: "weather?".to_owned(),
+            },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1".to_owned(),
+                    name: "Weather".to_owned(),
+                    arguments: r#"{"city":"Oslo"}"#.to_owned(),
+                }],
+            },
+            ChatMessage::Tool {
+                tool_call_id: "call_1".to_owned(),
+                content: "rain".to_owned(),
+            },
+            ChatMessage::Assistant {
+                content: "It rains.".to_owned(),
+                tool_calls: Vec::new(),
+            },
+        ],
+        tools: vec![ToolSpec {
+            name: "Weather".to_owned(),
+            description: "Forecast".to_owned(),
+            parameters: json!({"type": "object"}),
+        }],
+        max_tokens: Some(100),
+    }
+}
+
+#[test]
+fn encodes_the_chat_completions_shape() {
+    let body: Value =
+        serde_json::from_slice(&encode_request("m", &request(), true, Some(0.5)).unwrap()).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "Weather", "arguments": "{\"city\":\"Oslo\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "rain"},
+                {"role": "assistant", "content": "It rains."}
+            ],
+            "tools": [{"type": "function", "function":
+                {"name": "Weather", "description": "Forecast", "parameters": {"type": "object"}}}],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": 100,
+            "temperature": 0.5
+        })
+    );
+}
+
+#[test]
+fn omits_empty_tools_and_unset_options() {
+    let request = ModelRequest {
+        messages: vec![ChatMessage::User {
+            content: "hi".to_owned(),
+        }],
+        ..ModelRequest::default()
+    };
+    let body = String::from_utf8(encode_request("m", &request, false, None).unwrap()).unwrap();
+    assert_eq!(
+        body,
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}"#
+    );
+}
+
+fn chunk(value: Value) -> StreamChunk {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn assembles_interleaved_tool_call_deltas() {
+    let mut assembler = Assembler::default();
+    let chunks = [
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "Let me check."}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 1, "id": "b", "type": "function",
+             "function": {"name": "Two", "arguments": ""}},
+            {"index": 0, "id": "a", "type": "function",
+             "function": {"name": "One", "arguments": "{\"x\""}}
+        ]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 1, "function": {"arguments": "{\"y\":"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": ":1}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 1, "function": {"arguments": "2}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+               "usage": null}),
+        json!({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4,
+            "prompt_tokens_details": {"cached_tokens": 8}}}),
+    ];
+    let mut deltas = Vec::new();
+    for value in chunks {
+        deltas.extend(assembler.apply_chunk(chunk(value)).unwrap());
+    }
+    assert_eq!(deltas, vec!["Let me check.".to_owned()]);
+    assert_eq!(
+        assembler.into_response().unwrap(),
+        ModelResponse {
+            text: "Let me check.".to_owned(),
+            tool_calls: vec![
+                ToolCall {
+                    id: "a".to_owned(),
+                    name: "One".to_owned(),
+                    arguments: r#"{"x":1}"#.to_owned(),
+                },
+                ToolCall {
+                    id: "b".to_owned(),
+                    name: "Two".to_owned(),
+                    arguments: r#"{"y":2}"#.to_owned(),
+                },
+            ],
+            finish: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                prompt_tokens: 9,
+                completion_tokens: 4,
+                cached_prompt_tokens: 8,
+            }),
+        }
+    );
+}
+
+#[test]
+fn accepts_deepseek_cache_hits() {
+    let mut assembler = Assembler::default();
+    assembler
+        .apply_chunk(chunk(
+            json!({"usage": {"prompt_tokens": 5, "completion_tokens": 1,
+            "prompt_cache_hit_tokens": 3, "prompt_cache_miss_tokens": 2}}),
+        ))
+        .unwrap();
+    assert_eq!(
+        assembler.into_response().unwrap().usage,
+        Some(Usage {
+            prompt_tokens: 5,
+            completion_tokens: 1,
+            cached_prompt_tokens: 3,
+        })
+    );
+}
+
+#[test]
+fn fills_missing_ids_arguments_and_finish() {
+    let mut assembler = Assembler::default();
+    assembler
+        .apply_chunk(chunk(json!({"choices": [{"delta": {"tool_calls": [
+            {"function": {"name": "Ping"}}]}}]})))
+        .unwrap();
+    let response = assembler.into_response().unwrap();
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall {
+            id: "call_0".to_owned(),
+            name: "Ping".to_owned(),
+            arguments: "{}".to_owned(),
+        }]
+    );
+    assert_eq!(response.finish, FinishReason::ToolCalls);
+}
+
+#[test]
+fn a_call_without_a_name_is_a_protocol_error() {
+    let mut assembler = Assembler::default();
+    assembler
+        .apply_chunk(chunk(json!({"choices": [{"delta": {"tool_calls": [
+            {"index": 0, "id": "x", "function": {"arguments": "{}"}}]}}]})))
+        .unwrap();
+    assert!(matches!(
+        assembler.into_response(),
+        Err(ModelError::Protocol(_))
+    ));
+}
+
+#[test]
+fn maps_finish_reasons() {
+    for (reason, expected) in [
+        ("stop", FinishReason::Stop),
+        ("tool_calls", FinishReason::ToolCalls),
+        ("function_call", FinishReason::ToolCalls),
+        ("length", FinishReason::Length),
+        ("content_filter", FinishReason::ContentFilter),
+        ("something_new", FinishReason::Other),
+    ] {
+        assert_eq!(super::finish_reason(reason), expected, "{reason}");
+    }
+}
+
+#[test]
+fn an_error_chunk_reports_the_provider_message() {
+    let mut assembler = Assembler::default();
+    let result = assembler.apply_chunk(chunk(
+        json!({"error": {"message": "upstream overloaded", "code": 502}}),
+    ));
+    assert_eq!(result, Err("upstream overloaded".to_owned()));
+}
+
+#[test]
+fn decodes_a_whole_completion() {
+    let completion: Completion = serde_json::from_value(json!({
+        "id": "x", "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": "Send", "arguments": {"text": "hi"}}}]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2}
+    }))
+    .unwrap();
+    let mut assembler = Assembler::default();
+    assert_eq!(assembler.apply_completion(completion), Ok(None));
+    assert_eq!(
+        assembler.into_response().unwrap(),
+        ModelResponse {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c".to_owned(),
+                name: "Send".to_owned(),
+                arguments: r#"{"text":"hi"}"#.to_owned(),
+            }],
+            finish: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                prompt_tokens: 3,
+                completion_tokens: 2,
+                cached_prompt_tokens: 0,
+            }),
+        }
+    );
+}

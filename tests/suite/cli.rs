@@ -1,0 +1,92 @@
+//! The CLI against a running host, and `botfleet run` refusing bad config.
+
+use serde_json::Value;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::BIN;
+use crate::support::process::cli;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
+"#;
+
+#[tokio::test]
+async fn send_transcript_and_bots() {
+    let host = TestFleet::new().script("s", ECHO).bot("r", "s", &["SendMessage"]).start().await;
+    let (code, out, err) = cli(&["send", "r", "hello there"], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "echo: hello there"), "{err}");
+
+    let (code, out, _) = cli(&["send", "r", "again", "--json", "--nonce", "n-1"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["deliveries"][0]["text"], "echo: again");
+    // the same nonce again: no new turn, the same reply
+    let (code, out2, _) = cli(&["send", "r", "again", "--json", "--nonce", "n-1"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    let v2: Value = serde_json::from_str(out2.trim()).unwrap();
+    assert_eq!(v2["deliveries"], v["deliveries"]);
+    // the same nonce with other text: refused
+    let (code, _, err) = cli(&["send", "r", "other", "--nonce", "n-1"], &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("conflict"), "{err}");
+
+    let (code, out, _) = cli(&["transcript", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("alice: hello there") && out.contains("▸ echo: hello there"), "{out}");
+    assert_eq!(out.matches("echo: again").count(), 1, "{out}");
+
+    let (code, out, _) = cli(&["bots"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("r-name"), "{out}");
+    let (code, out, _) = cli(&["bots", "--json"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["bots"][0]["turns"]["completed"], 2);
+
+    let (code, _, err) = cli(&["send", "nobody", "x"], &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no bot \"nobody\""), "{err}");
+    let (code, _, err) = cli(&["bots"], &host.url, "wrong-token").await;
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown token"), "{err}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn cli_without_a_host_or_token_says_what_to_do() {
+    let (code, _, err) = cli(&["bots"], "http://127.0.0.1:9", TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot reach the host"), "{err}");
+    let out = tokio::process::Command::new(BIN)
+        .args(["bots"])
+        .env_remove("BOTFLEET_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("BOTFLEET_TOKEN"));
+}
+
+#[tokio::test]
+async fn run_refuses_a_bad_config_naming_file_and_key() {
+    let fleet = TestFleet::new().script("s", ECHO).bot("r", "s", &["SendMessage", "Teleport"]);
+    let path = fleet.write();
+    let out = tokio::process::Command::new(BIN)
+        .args(["run", "--fleet"])
+        .arg(&path)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fleet.toml") && err.contains("bots[0].tools[1]") && err.contains("Teleport"), "{err}");
+
+    std::fs::write(&path, std::fs::read_to_string(&path).unwrap().replace("[runtime]", "[runtime]\nspeed = 3")).unwrap();
+    let out = tokio::process::Command::new(BIN).args(["check-config", "--fleet"]).arg(&path).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("speed"), "{err}");
+}

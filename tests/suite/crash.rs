@@ -1,0 +1,121 @@
+//! The host process killed with SIGKILL mid-turn, then restarted: the turn
+//! resumes from its checkpoint, side effects are not repeated, the reply is
+//! delivered exactly once.
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::deliveries;
+use crate::support::process::HostProcess;
+use crate::support::process::free_port;
+
+async fn entries(url: &str, session: &str) -> Vec<Value> {
+    botfleet::client::Client::new(url, TOKEN).unwrap().entries_after(session, 0).await.unwrap()
+}
+
+async fn wait_until(url: &str, session: &str, pick: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..600 {
+        let es = entries(url, session).await;
+        if pick(&es) {
+            return es;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("condition not reached; entries: {:#?}", entries(url, session).await);
+}
+
+async fn send(url: &str, bot: &str, text: &str) -> Value {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    let (status, body) = c.send_message(bot, text, "crash-key-1").await.unwrap();
+    assert_eq!(status.as_u16(), 202, "{body}");
+    body
+}
+
+fn turn_ended(seq: i64) -> impl Fn(&[Value]) -> bool {
+    move |es: &[Value]| {
+        es.iter().any(|e| e["kind"] == "turn_end" && e["status"] != "interrupted" && e["inputs"].as_array().is_some_and(|a| a.contains(&json!(seq))))
+    }
+}
+
+#[tokio::test]
+async fn sigkill_after_a_shell_step_resumes_without_repeating_it() {
+    let script = r#"
+[[rule]]
+steps = [
+  { tool = "Shell", args = { command = "echo ran >> side-effect.txt" } },
+  { delay_ms = 1500, tool = "SendMessage", args = { text = "done: {{tool_result}}" } },
+]
+"#;
+    let fleet = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage", "Shell"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "r", "do it").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    // the Shell step has completed and is recorded; the model is "thinking"
+    wait_until(&host.url, &session, |es| es.iter().any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")).await;
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&url, &session, turn_ended(seq)).await;
+    let side = std::fs::read_to_string(fleet.path().join("data/workspace/side-effect.txt")).unwrap();
+    assert_eq!(side, "ran\n", "the shell command ran exactly once");
+    let delivered = deliveries(&es);
+    assert_eq!(delivered.len(), 1, "delivered exactly once: {delivered:?}");
+    assert!(delivered[0].starts_with("done: exit code: 0"), "{delivered:?}");
+    let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
+    assert_eq!(end["status"], "completed");
+    let turn = end["turn"].as_str().unwrap();
+    let c = botfleet::client::Client::new(&url, TOKEN).unwrap();
+    let record = c.get(&format!("/v1/turns/{turn}")).await.unwrap();
+    assert_eq!(record["turn"]["attempts"], 2, "resumed once: {record}");
+
+    // a later restart does not deliver again
+    host.kill9().await;
+    let host = HostProcess::start(&path, port, &log).await;
+    let again = entries(&host.url, &session).await;
+    assert_eq!(deliveries(&again).len(), 1);
+    host.kill9().await;
+}
+
+#[tokio::test]
+async fn sigkill_during_a_shell_call_reports_outcome_unknown() {
+    let script = r#"
+[[rule]]
+steps = [
+  { tool = "Shell", args = { command = "echo started >> started.txt; sleep 1; echo finished >> finished.txt" } },
+  { tool = "SendMessage", args = { text = "result was: {{tool_result}}" } },
+]
+"#;
+    let fleet = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage", "Shell"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "r", "go").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    let started = fleet.path().join("data/workspace/started.txt");
+    for _ in 0..200 {
+        if started.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(started.exists(), "the shell command started");
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&url, &session, turn_ended(seq)).await;
+    let delivered = deliveries(&es);
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert!(delivered[0].contains("outcome unknown"), "{delivered:?}");
+    assert_eq!(std::fs::read_to_string(&started).unwrap(), "started\n", "not run again");
+    host.kill9().await;
+}

@@ -1,0 +1,319 @@
+//! Fault injection for the OpenAI-compatible provider: retries, HTTP errors,
+//! broken streams, aborts and cancellation, against the loopback server.
+// Test helpers outside `#[test]` functions are not covered by clippy.toml's
+// allow-*-in-tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+use std::time::Instant;
+
+use botfleet::model::FinishReason;
+use botfleet::model::Model;
+use botfleet::model::ModelError;
+use botfleet::model::OpenAiModel;
+use botfleet::model::OpenAiOptions;
+use pretty_assertions::assert_eq;
+use tokio_util::sync::CancellationToken;
+
+use super::openai_provider::Recorder;
+use super::openai_provider::call;
+use super::openai_provider::complete;
+use super::openai_provider::model;
+use super::openai_provider::options;
+use super::openai_provider::request;
+use super::openai_provider::serve;
+use super::openai_provider::within;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+
+#[tokio::test]
+async fn retries_429_then_succeeds() {
+    let (server, model) = serve(
+        OpenAiServer::builder()
+            .fail_next(2, Reply::error(429, "rate limited").retry_after("0"))
+            .reply(Reply::text("finally")),
+    )
+    .await;
+    let (result, _) = complete(&model, &request("x")).await;
+    assert_eq!(result.unwrap().text, "finally");
+    assert_eq!(server.request_count(), 3);
+    let bodies: Vec<_> = server.requests().into_iter().map(|r| r.body).collect();
+    assert!(
+        bodies.windows(2).all(|w| w[0] == w[1]),
+        "retries resend the same body"
+    );
+}
+
+#[tokio::test]
+async fn honours_retry_after() {
+    let server = OpenAiServer::builder()
+        .fail_next(1, Reply::error(503, "warming up").retry_after("0.15"))
+        .reply(Reply::text("up"))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        backoff_max: Duration::from_secs(1),
+        ..options(&server)
+    })
+    .unwrap();
+    let started = Instant::now();
+    let (result, _) = complete(&model, &request("x")).await;
+    assert_eq!(result.unwrap().text, "up");
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_cap_fails_at_once() {
+    let (server, model) = serve(
+        OpenAiServer::builder()
+            .fail_next(1, Reply::error(429, "quota exhausted").retry_after("3600")),
+    )
+    .await;
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let ModelError::Http {
+        status,
+        attempts,
+        body,
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!((*status, *attempts), (429, 1));
+    assert!(body.contains("quota exhausted"), "{body}");
+    assert!(error.is_retryable());
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn server_errors_exhaust_the_retries() {
+    let (server, model) =
+        serve(OpenAiServer::builder().fail_next(10, Reply::error(500, "boom inside"))).await;
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let ModelError::Http {
+        status,
+        attempts,
+        body,
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!((*status, *attempts), (500, 5));
+    assert!(body.contains("boom inside"), "{body}");
+    assert!(
+        error.to_string().contains("HTTP 500 after 5 attempt(s)"),
+        "{error}"
+    );
+    assert_eq!(server.request_count(), 5);
+}
+
+#[tokio::test]
+async fn a_bad_request_is_not_retried_and_carries_the_message() {
+    let (server, model) = serve(OpenAiServer::builder().reply(Reply::error(
+        400,
+        "This model's maximum context length is 8192 tokens",
+    )))
+    .await;
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let ModelError::Http {
+        status,
+        attempts,
+        body,
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!((*status, *attempts), (400, 1));
+    assert!(body.contains("maximum context length is 8192"), "{body}");
+    assert!(!error.is_retryable());
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_reported_after_the_retries() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 2,
+        backoff_base: Duration::from_millis(1),
+        ..OpenAiOptions::new(format!("http://127.0.0.1:{port}/v1/"), "m")
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Unreachable { attempts: 3, .. }),
+        "{error:?}"
+    );
+    assert!(error.is_retryable());
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_any_text_is_retried() {
+    let (server, model) = serve(
+        OpenAiServer::builder()
+            .reply(
+                Reply::tool_call("c", "SendMessage", r#"{"text":"long enough to split"}"#)
+                    .cut_after(3),
+            )
+            .reply(Reply::tool_call("c", "SendMessage", r#"{"text":"whole"}"#)),
+    )
+    .await;
+    let (result, _) = complete(&model, &request("x")).await;
+    assert_eq!(
+        result.unwrap().tool_calls,
+        vec![call("c", "SendMessage", r#"{"text":"whole"}"#)]
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_text_fails_without_retry() {
+    let (server, model) = serve(
+        OpenAiServer::builder()
+            .reply(Reply::text("abcdefghijkl").cut_after(3))
+            .reply(Reply::text("never")),
+    )
+    .await;
+    let (result, sink) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let ModelError::Unreachable { attempts, detail } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(*attempts, 1);
+    assert!(detail.contains("interrupted"), "{detail}");
+    assert_eq!(sink.text(), "abcdefgh");
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_the_finish_reason_is_complete() {
+    // role, "ok", finish: the connection drops before usage and [DONE].
+    let (server, model) =
+        serve(OpenAiServer::builder().reply(Reply::text("ok").usage(3, 1).cut_after(3))).await;
+    let (result, _) = complete(&model, &request("x")).await;
+    let response = result.unwrap();
+    assert_eq!(
+        (response.text.as_str(), response.finish, response.usage),
+        ("ok", FinishReason::Stop, None)
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn the_sink_can_abort_the_stream() {
+    let (server, model) = serve(
+        OpenAiServer::builder()
+            .text_chunk_chars(2)
+            .reply(Reply::text("again and again and again and again").usage(1, 1)),
+    )
+    .await;
+    let mut sink = Recorder {
+        abort_on: Some("and again"),
+        ..Recorder::default()
+    };
+    let result = within(model.complete(&request("x"), &mut sink, &CancellationToken::new())).await;
+    assert_eq!(
+        result,
+        Err(ModelError::Aborted {
+            reason: "saw \"and again\"".to_owned(),
+            partial: "again and again ".to_owned(),
+        })
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn cancellation_while_streaming() {
+    let (server, model) = serve(
+        OpenAiServer::builder()
+            .chunk_delay(Duration::from_millis(5))
+            .reply(Reply::text("a long answer that keeps going and going")),
+    )
+    .await;
+    let cancel = CancellationToken::new();
+    let mut sink = Recorder {
+        cancel_on_first: Some(cancel.clone()),
+        ..Recorder::default()
+    };
+    let result = within(model.complete(&request("x"), &mut sink, &cancel)).await;
+    assert_eq!(result, Err(ModelError::Cancelled));
+    assert_eq!(sink.deltas.len(), 1);
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn cancellation_while_waiting_for_the_response() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::text("too late").delay_headers(Duration::from_secs(60)))
+        .start()
+        .await;
+    let model = model(&server);
+    let cancel = CancellationToken::new();
+    let call = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { model.complete(&request("x"), &mut (), &cancel).await })
+    };
+    within(server.wait_for_requests(1)).await;
+    cancel.cancel();
+    assert_eq!(within(call).await.unwrap(), Err(ModelError::Cancelled));
+}
+
+#[tokio::test]
+async fn cancellation_during_backoff() {
+    let server = OpenAiServer::builder()
+        .fail_next(1, Reply::error(503, "later"))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        backoff_base: Duration::from_secs(60),
+        backoff_max: Duration::from_secs(120),
+        ..options(&server)
+    })
+    .unwrap();
+    let cancel = CancellationToken::new();
+    let call = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { model.complete(&request("x"), &mut (), &cancel).await })
+    };
+    within(server.wait_for_requests(1)).await;
+    cancel.cancel();
+    assert_eq!(within(call).await.unwrap(), Err(ModelError::Cancelled));
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_cancelled_token_sends_nothing() {
+    let (server, model) = serve(OpenAiServer::builder().reply(Reply::text("x"))).await;
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let result = within(model.complete(&request("x"), &mut (), &cancel)).await;
+    assert_eq!(result, Err(ModelError::Cancelled));
+    assert_eq!(server.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_cut_json_body_is_retried() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::text("partial").cut_after(20))
+        .reply(Reply::text("whole"))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        stream: false,
+        ..options(&server)
+    })
+    .unwrap();
+    let (result, sink) = complete(&model, &request("x")).await;
+    assert_eq!(result.unwrap().text, "whole");
+    assert_eq!(sink.deltas, vec!["whole"]);
+    assert_eq!(server.request_count(), 2);
+}

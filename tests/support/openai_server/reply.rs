@@ -1,0 +1,369 @@
+//! Scripted replies and how they are written on the wire: SSE chunks cut
+//! into small deltas, one JSON completion, or an HTTP error.
+
+use std::collections::VecDeque;
+use std::io;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use serde_json::Value;
+use serde_json::json;
+
+/// One scripted answer: a completion (text, tool calls, usage, finish
+/// reason) or an HTTP error, optionally cut off or delayed.
+#[derive(Clone, Debug, Default)]
+pub struct Reply {
+    text: String,
+    tool_calls: Vec<(String, String, String)>,
+    usage: Option<(u64, u64)>,
+    cached: Option<CachedTokens>,
+    finish: Option<String>,
+    error: Option<(u16, String)>,
+    retry_after: Option<String>,
+    cut_after: Option<usize>,
+    delay_headers: Duration,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum CachedTokens {
+    /// `usage.prompt_tokens_details.cached_tokens` (OpenAI, xAI, vLLM).
+    OpenAi(u64),
+    /// `usage.prompt_cache_hit_tokens` (DeepSeek).
+    DeepSeek(u64),
+}
+
+impl Reply {
+    /// A plain text answer (finish reason `stop`).
+    pub fn text(text: impl Into<String>) -> Self {
+        Reply {
+            text: text.into(),
+            ..Reply::default()
+        }
+    }
+
+    /// An answer with one tool call (finish reason `tool_calls`);
+    /// `arguments` is the raw JSON text.
+    pub fn tool_call(id: &str, name: &str, arguments: impl Into<String>) -> Self {
+        Reply::default().and_tool_call(id, name, arguments)
+    }
+
+    /// An HTTP error with an OpenAI-style `{"error": {"message": ..}}` body.
+    pub fn error(status: u16, message: impl Into<String>) -> Self {
+        Reply {
+            error: Some((status, message.into())),
+            ..Reply::default()
+        }
+    }
+
+    /// Adds text before the tool calls.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = text.into();
+        self
+    }
+
+    /// Adds another tool call.
+    pub fn and_tool_call(mut self, id: &str, name: &str, arguments: impl Into<String>) -> Self {
+        self.tool_calls
+            .push((id.to_owned(), name.to_owned(), arguments.into()));
+        self
+    }
+
+    /// Reports usage (sent in streams only when the request asked for it
+    /// with `stream_options.include_usage`, as OpenAI does).
+    pub fn usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
+        self.usage = Some((prompt_tokens, completion_tokens));
+        self
+    }
+
+    /// Reports cached prompt tokens the OpenAI way.
+    pub fn cached(mut self, tokens: u64) -> Self {
+        self.cached = Some(CachedTokens::OpenAi(tokens));
+        self
+    }
+
+    /// Reports cached prompt tokens the DeepSeek way.
+    pub fn cached_deepseek(mut self, tokens: u64) -> Self {
+        self.cached = Some(CachedTokens::DeepSeek(tokens));
+        self
+    }
+
+    /// Overrides the finish reason.
+    pub fn finish(mut self, reason: &str) -> Self {
+        self.finish = Some(reason.to_owned());
+        self
+    }
+
+    /// Sends a `Retry-After` header with an error (`"0"`, `"0.05"`, `"3600"`).
+    pub fn retry_after(mut self, value: &str) -> Self {
+        self.retry_after = Some(value.to_owned());
+        self
+    }
+
+    /// Drops the connection after `events` SSE events (or, for a JSON
+    /// reply, after that many bytes of the body).
+    pub fn cut_after(mut self, events: usize) -> Self {
+        self.cut_after = Some(events);
+        self
+    }
+
+    /// Waits this long before sending the response headers.
+    pub fn delay_headers(mut self, delay: Duration) -> Self {
+        self.delay_headers = delay;
+        self
+    }
+
+    fn finish_reason(&self) -> String {
+        match (&self.finish, self.tool_calls.is_empty()) {
+            (Some(reason), _) => reason.clone(),
+            (None, true) => "stop".to_owned(),
+            (None, false) => "tool_calls".to_owned(),
+        }
+    }
+
+    fn usage_json(&self) -> Option<Value> {
+        let (prompt, completion) = self.usage?;
+        let mut usage = json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        });
+        match self.cached {
+            Some(CachedTokens::OpenAi(n)) => {
+                usage["prompt_tokens_details"] = json!({ "cached_tokens": n });
+            }
+            Some(CachedTokens::DeepSeek(n)) => {
+                usage["prompt_cache_hit_tokens"] = json!(n);
+                usage["prompt_cache_miss_tokens"] = json!(prompt.saturating_sub(n));
+            }
+            None => {}
+        }
+        Some(usage)
+    }
+}
+
+/// How streamed replies are cut up on the wire.
+#[derive(Clone, Debug)]
+pub(super) struct WireShape {
+    pub(super) text_chunk_chars: usize,
+    pub(super) arg_chunk_bytes: usize,
+    pub(super) interleave_tool_calls: bool,
+    pub(super) tcp_split: Option<usize>,
+    pub(super) crlf: bool,
+    pub(super) comments: bool,
+    pub(super) chunk_delay: Duration,
+}
+
+/// Answers one request with `reply`, shaped by `shape`.
+pub(super) async fn respond(reply: Reply, request: &Value, shape: &WireShape) -> Response {
+    if !reply.delay_headers.is_zero() {
+        tokio::time::sleep(reply.delay_headers).await;
+    }
+    if let Some((status, message)) = &reply.error {
+        return error_response(*status, message, reply.retry_after.as_deref());
+    }
+    let model = request["model"].as_str().unwrap_or("test-model");
+    if request["stream"] == true {
+        let include_usage = request["stream_options"]["include_usage"] == true;
+        stream_response(&reply, model, include_usage, shape)
+    } else {
+        json_response(&reply, model)
+    }
+}
+
+fn error_response(status: u16, message: &str, retry_after: Option<&str>) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body =
+        json!({"error": {"message": message, "type": "test_error", "param": null, "code": null}});
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+fn json_response(reply: &Reply, model: &str) -> Response {
+    let mut message = json!({"role": "assistant", "content": null});
+    if !reply.text.is_empty() {
+        message["content"] = json!(reply.text);
+    }
+    if !reply.tool_calls.is_empty() {
+        message["tool_calls"] = reply
+            .tool_calls
+            .iter()
+            .map(|(id, name, arguments)| {
+                let function = json!({"name": name, "arguments": arguments});
+                json!({"id": id, "type": "function", "function": function})
+            })
+            .collect();
+    }
+    let mut body = json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason()}],
+    });
+    if let Some(usage) = reply.usage_json() {
+        body["usage"] = usage;
+    }
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    let pieces = match reply.cut_after {
+        Some(n) => vec![
+            Ok(Bytes::copy_from_slice(&bytes[..n.min(bytes.len())])),
+            Err(cut()),
+        ],
+        None => vec![Ok(Bytes::from(bytes))],
+    };
+    body_response("application/json", pieces, Duration::ZERO)
+}
+
+fn stream_response(reply: &Reply, model: &str, include_usage: bool, shape: &WireShape) -> Response {
+    let mut events = stream_events(reply, include_usage, shape);
+    for event in &mut events {
+        event["id"] = json!("chatcmpl-test");
+        event["object"] = json!("chat.completion.chunk");
+        event["created"] = json!(0);
+        event["model"] = json!(model);
+        if include_usage && event.get("usage").is_none() {
+            event["usage"] = Value::Null;
+        }
+    }
+    let cut_at = reply.cut_after.filter(|n| *n <= events.len());
+    let newline = if shape.crlf { "\r\n" } else { "\n" };
+    let mut frames: Vec<String> = events
+        .iter()
+        .map(|event| format!("data: {event}{newline}{newline}"))
+        .chain(std::iter::once(format!("data: [DONE]{newline}{newline}")))
+        .map(|frame| {
+            if shape.comments {
+                format!(": keep-alive{newline}{frame}")
+            } else {
+                frame
+            }
+        })
+        .collect();
+    if let Some(n) = cut_at {
+        frames.truncate(n);
+    }
+    let mut pieces: Vec<Result<Bytes, io::Error>> = match shape.tcp_split {
+        Some(size) => frames
+            .concat()
+            .into_bytes()
+            .chunks(size)
+            .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+            .collect(),
+        None => frames.into_iter().map(|f| Ok(Bytes::from(f))).collect(),
+    };
+    if cut_at.is_some() {
+        pieces.push(Err(cut()));
+    }
+    body_response("text/event-stream", pieces, shape.chunk_delay)
+}
+
+/// The chunk bodies (without id/model boilerplate) of a streamed reply.
+fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<Value> {
+    let delta =
+        |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    let mut events = vec![delta(json!({"role": "assistant", "content": ""}))];
+    let chars: Vec<char> = reply.text.chars().collect();
+    for piece in chars.chunks(shape.text_chunk_chars) {
+        events.push(delta(json!({"content": piece.iter().collect::<String>()})));
+    }
+    let first = |i: usize, (id, name, _): &(String, String, String)| {
+        let function = json!({"name": name, "arguments": ""});
+        json!({"index": i, "id": id, "type": "function", "function": function})
+    };
+    let fragment = |i: usize, piece: &str| json!({"index": i, "function": {"arguments": piece}});
+    let mut fragments: Vec<VecDeque<&str>> = reply
+        .tool_calls
+        .iter()
+        .map(|(_, _, arguments)| split_utf8(arguments, shape.arg_chunk_bytes).into())
+        .collect();
+    if shape.interleave_tool_calls {
+        let firsts: Vec<Value> = reply
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| first(i, c))
+            .collect();
+        if !firsts.is_empty() {
+            events.push(delta(json!({"tool_calls": firsts})));
+        }
+        while fragments.iter().any(|f| !f.is_empty()) {
+            for (i, queue) in fragments.iter_mut().enumerate() {
+                if let Some(piece) = queue.pop_front() {
+                    events.push(delta(json!({"tool_calls": [fragment(i, piece)]})));
+                }
+            }
+        }
+    } else {
+        for (i, (call, queue)) in reply.tool_calls.iter().zip(fragments).enumerate() {
+            events.push(delta(json!({"tool_calls": [first(i, call)]})));
+            for piece in queue {
+                events.push(delta(json!({"tool_calls": [fragment(i, piece)]})));
+            }
+        }
+    }
+    events.push(
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason()}]}),
+    );
+    if include_usage && let Some(usage) = reply.usage_json() {
+        events.push(json!({"choices": [], "usage": usage}));
+    }
+    events
+}
+
+/// Splits `text` into pieces of at least `size` bytes, on char boundaries.
+fn split_utf8(text: &str, size: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut end = size.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let (piece, tail) = rest.split_at(end);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+}
+
+fn cut() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "openai_server: cut mid-body",
+    )
+}
+
+/// A 200 response whose body is written piece by piece (an `Err` piece
+/// aborts the connection).
+fn body_response(
+    content_type: &str,
+    pieces: Vec<Result<Bytes, io::Error>>,
+    delay: Duration,
+) -> Response {
+    let stream = futures::stream::unfold(pieces.into_iter(), move |mut pieces| async move {
+        let piece = pieces.next()?;
+        if delay.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(delay).await;
+        }
+        Some((piece, pieces))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    if let Ok(value) = content_type.parse() {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}

@@ -1,0 +1,73 @@
+//! A host as a real child process (`botfleet run`), for crash tests and
+//! the CLI.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_botfleet");
+
+/// A free loopback port (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `botfleet run` child.
+pub struct HostProcess {
+    pub child: tokio::process::Child,
+    pub url: String,
+    pub log: PathBuf,
+}
+
+impl HostProcess {
+    /// Starts `botfleet run --fleet FLEET --listen 127.0.0.1:PORT` and waits
+    /// until it answers /healthz.
+    pub async fn start(fleet: &Path, port: u16, log: &Path) -> Self {
+        let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let child = tokio::process::Command::new(BIN)
+            .args(["run", "--fleet"])
+            .arg(fleet)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        for _ in 0..300 {
+            if let Ok(r) = http.get(format!("{url}/healthz")).send().await {
+                if r.status().is_success() {
+                    return Self { child, url, log: log.to_path_buf() };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("host did not start; log:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+    }
+
+    /// SIGKILL: no shutdown, no flush.
+    pub async fn kill9(mut self) {
+        self.child.start_kill().unwrap();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// Runs the CLI; returns (exit code, stdout, stderr).
+pub async fn cli(args: &[&str], host: &str, token: &str) -> (i32, String, String) {
+    let out = tokio::process::Command::new(BIN)
+        .args(args)
+        .env("BOTFLEET_HOST", host)
+        .env("BOTFLEET_TOKEN", token)
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
