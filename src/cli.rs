@@ -26,7 +26,12 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// The host's API address (commands other than `run`).
-    #[arg(long, global = true, env = "BOTFLEET_HOST", default_value = "http://127.0.0.1:7878")]
+    #[arg(
+        long,
+        global = true,
+        env = "BOTFLEET_HOST",
+        default_value = "http://127.0.0.1:7878"
+    )]
     pub host: String,
     /// Bearer token of your user (the example fleet's `alice` has `alice-secret`).
     #[arg(long, global = true, env = "BOTFLEET_TOKEN", hide_env_values = true)]
@@ -120,14 +125,20 @@ pub async fn main(cli: Cli) -> ExitCode {
 
 fn client(cli: &Cli) -> anyhow::Result<Client> {
     let Some(token) = cli.token.as_deref().filter(|t| !t.is_empty()) else {
-        bail!("no token: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice has token alice-secret)");
+        bail!(
+            "no token: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice has token alice-secret)"
+        );
     };
     Client::new(&cli.host, token)
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Run { fleet, data, listen } => {
+        Command::Run {
+            fleet,
+            data,
+            listen,
+        } => {
             run(host::HostOptions {
                 fleet: fleet.clone(),
                 data_dir: data.clone(),
@@ -156,16 +167,32 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             nonce,
             json,
             timeout,
-        } => send(&client(&cli)?, bot, text, nonce.as_deref(), *json, Duration::from_secs(*timeout)).await,
-        Command::Transcript { bot, all, json } => transcript(&client(&cli)?, bot, *all, *json).await,
+        } => {
+            send(
+                &client(&cli)?,
+                bot,
+                text,
+                nonce.as_deref(),
+                *json,
+                Duration::from_secs(*timeout),
+            )
+            .await
+        }
+        Command::Transcript { bot, all, json } => {
+            transcript(&client(&cli)?, bot, *all, *json).await
+        }
         Command::Bots { json } => bots(&client(&cli)?, *json).await,
         Command::Retry { turn } => {
-            let v = client(&cli)?.post_ok(&format!("/v1/turns/{turn}/retry"), &json!({})).await?;
+            let v = client(&cli)?
+                .post_ok(&format!("/v1/turns/{turn}/retry"), &json!({}))
+                .await?;
             println!("requeued {} input(s) of turn {turn}", v["requeued"]);
             Ok(ExitCode::SUCCESS)
         }
         Command::Cancel { bot } => {
-            let v = client(&cli)?.post_ok(&format!("/v1/bots/{bot}/cancel"), &json!({})).await?;
+            let v = client(&cli)?
+                .post_ok(&format!("/v1/bots/{bot}/cancel"), &json!({}))
+                .await?;
             if v["cancelled"] == json!(true) {
                 println!("cancelled the running turn of {bot}");
             } else {
@@ -181,7 +208,9 @@ async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     for line in &running.banner {
         println!("{line}");
     }
-    println!("send a message:  BOTFLEET_TOKEN=<token> botfleet send <bot> \"hello\"   (Ctrl-C stops)");
+    println!(
+        "send a message:  BOTFLEET_TOKEN=<token> botfleet send <bot> \"hello\"   (Ctrl-C stops)"
+    );
     shutdown_signal().await;
     println!("stopping…");
     running.shutdown().await;
@@ -211,8 +240,17 @@ async fn shutdown_signal() {
 }
 
 /// Sends and waits for the end of the turn that answers the message.
-async fn send(client: &Client, bot: &str, text: &str, nonce: Option<&str>, as_json: bool, timeout: Duration) -> anyhow::Result<ExitCode> {
-    let key = nonce.map(str::to_owned).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+async fn send(
+    client: &Client,
+    bot: &str,
+    text: &str,
+    nonce: Option<&str>,
+    as_json: bool,
+    timeout: Duration,
+) -> anyhow::Result<ExitCode> {
+    let key = nonce
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // subscribe before sending, so no change signal is missed
     let mut events = client.events().await?;
     let (status, body) = client.send_message(bot, text, &key).await?;
@@ -220,18 +258,27 @@ async fn send(client: &Client, bot: &str, text: &str, nonce: Option<&str>, as_js
     match outcome.as_str() {
         "accepted" | "duplicate" => {}
         "conflict" | "unknown" => {
-            let msg = body.pointer("/error/message").and_then(Value::as_str).unwrap_or("");
+            let msg = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if as_json {
                 println!("{body}");
             }
             bail!("message not sent ({outcome}): {msg}");
         }
         _ => {
-            let msg = body.pointer("/error/message").and_then(Value::as_str).unwrap_or("no details");
+            let msg = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("no details");
             bail!("the host answered {status}: {msg}");
         }
     }
-    let session = body["session"].as_str().context("the answer has no session")?.to_owned();
+    let session = body["session"]
+        .as_str()
+        .context("the answer has no session")?
+        .to_owned();
     let seq = body["seq"].as_i64().context("the answer has no seq")?;
     if outcome == "duplicate" && !as_json {
         eprintln!("(already sent with this key as message {seq}; waiting for its reply)");
@@ -266,9 +313,15 @@ async fn send(client: &Client, bot: &str, text: &str, nonce: Option<&str>, as_js
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() {
             if as_json {
-                println!("{}", json!({"status": "timeout", "session": session, "seq": seq}));
+                println!(
+                    "{}",
+                    json!({"status": "timeout", "session": session, "seq": seq})
+                );
             } else {
-                eprintln!("no reply within {} s; your message is saved (seq {seq}); see `botfleet transcript {bot}`", timeout.as_secs());
+                eprintln!(
+                    "no reply within {} s; your message is saved (seq {seq}); see `botfleet transcript {bot}`",
+                    timeout.as_secs()
+                );
             }
             return Ok(ExitCode::from(exit::TIMEOUT));
         }
@@ -287,7 +340,14 @@ async fn send(client: &Client, bot: &str, text: &str, nonce: Option<&str>, as_js
     }
 }
 
-fn report(turn: &str, status: &str, deliveries: &[Value], session: &str, seq: i64, as_json: bool) -> ExitCode {
+fn report(
+    turn: &str,
+    status: &str,
+    deliveries: &[Value],
+    session: &str,
+    seq: i64,
+    as_json: bool,
+) -> ExitCode {
     if as_json {
         let out = json!({
             "status": status,
@@ -298,7 +358,10 @@ fn report(turn: &str, status: &str, deliveries: &[Value], session: &str, seq: i6
         });
         println!("{out}");
     } else {
-        let texts: Vec<&str> = deliveries.iter().filter_map(|d| d["text"].as_str()).collect();
+        let texts: Vec<&str> = deliveries
+            .iter()
+            .filter_map(|d| d["text"].as_str())
+            .collect();
         if !texts.is_empty() {
             println!("{}", texts.join("\n\n"));
         }
@@ -307,22 +370,33 @@ fn report(turn: &str, status: &str, deliveries: &[Value], session: &str, seq: i6
         "completed" => ExitCode::SUCCESS,
         "undelivered" => {
             if !as_json {
-                eprintln!("the bot ended its turn without replying (turn {turn}); retry with `botfleet retry {turn}`");
+                eprintln!(
+                    "the bot ended its turn without replying (turn {turn}); retry with `botfleet retry {turn}`"
+                );
             }
             ExitCode::from(exit::UNDELIVERED)
         }
         _ => {
             if !as_json {
-                eprintln!("the turn ended {status} (turn {turn}); retry with `botfleet retry {turn}`");
+                eprintln!(
+                    "the turn ended {status} (turn {turn}); retry with `botfleet retry {turn}`"
+                );
             }
             ExitCode::from(exit::TURN_FAILED)
         }
     }
 }
 
-async fn transcript(client: &Client, bot: &str, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
+async fn transcript(
+    client: &Client,
+    bot: &str,
+    all: bool,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
     let session = client.get(&format!("/v1/bots/{bot}/session")).await?;
-    let id = session["session"].as_str().context("no session id in the answer")?;
+    let id = session["session"]
+        .as_str()
+        .context("no session id in the answer")?;
     for e in client.entries_after(id, 0).await? {
         if as_json {
             println!("{e}");
@@ -335,17 +409,33 @@ async fn transcript(client: &Client, bot: &str, all: bool, as_json: bool) -> any
             "user_message" => println!("#{seq} {who}: {text}"),
             "delivery" => println!("#{seq} {who} ▸ {text}"),
             "notice" => println!("#{seq} [{}] {text}", e["code"].as_str().unwrap_or("notice")),
-            "reaction" => println!("#{seq} {who} reacted {} to #{}", e["emoji"].as_str().unwrap_or(""), e["target_seq"]),
+            "reaction" => println!(
+                "#{seq} {who} reacted {} to #{}",
+                e["emoji"].as_str().unwrap_or(""),
+                e["target_seq"]
+            ),
             "assistant" if all => {
                 if !text.is_empty() {
                     println!("#{seq} ({who} thinks) {text}");
                 }
                 for c in e["tool_calls"].as_array().into_iter().flatten() {
-                    println!("#{seq} ({who} calls) {} {}", c["name"].as_str().unwrap_or(""), c["arguments"].as_str().unwrap_or(""));
+                    println!(
+                        "#{seq} ({who} calls) {} {}",
+                        c["name"].as_str().unwrap_or(""),
+                        c["arguments"].as_str().unwrap_or("")
+                    );
                 }
             }
-            "tool_result" if all => println!("#{seq} (result of {}) {}", e["name"].as_str().unwrap_or(""), e["content"].as_str().unwrap_or("")),
-            "turn_end" if all => println!("#{seq} (turn {} {})", e["turn"].as_str().unwrap_or(""), e["status"].as_str().unwrap_or("")),
+            "tool_result" if all => println!(
+                "#{seq} (result of {}) {}",
+                e["name"].as_str().unwrap_or(""),
+                e["content"].as_str().unwrap_or("")
+            ),
+            "turn_end" if all => println!(
+                "#{seq} (turn {} {})",
+                e["turn"].as_str().unwrap_or(""),
+                e["status"].as_str().unwrap_or("")
+            ),
             "reminder" if all => println!("#{seq} (reminder) {text}"),
             _ => {}
         }
@@ -359,7 +449,10 @@ async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<16} {:<20} {:<10} {:<8} {:>7} {:>10}", "ID", "NAME", "PROVIDER", "STATE", "QUEUED", "COMPLETED");
+    println!(
+        "{:<16} {:<20} {:<10} {:<8} {:>7} {:>10}",
+        "ID", "NAME", "PROVIDER", "STATE", "QUEUED", "COMPLETED"
+    );
     for b in v["bots"].as_array().into_iter().flatten() {
         let state = if b["running_turn"].is_string() {
             "working"

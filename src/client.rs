@@ -60,7 +60,10 @@ impl Client {
     }
 
     fn connect_error(&self, e: reqwest::Error) -> anyhow::Error {
-        anyhow!("cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)", self.base)
+        anyhow!(
+            "cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)",
+            self.base
+        )
     }
 
     /// GET a JSON document; non-2xx answers are errors.
@@ -81,7 +84,12 @@ impl Client {
     }
 
     /// POST JSON; returns the status and body whatever the status.
-    pub async fn post(&self, path: &str, body: &Value, idempotency_key: Option<&str>) -> anyhow::Result<(StatusCode, Value)> {
+    pub async fn post(
+        &self,
+        path: &str,
+        body: &Value,
+        idempotency_key: Option<&str>,
+    ) -> anyhow::Result<(StatusCode, Value)> {
         let mut req = self
             .http
             .post(self.url(path))
@@ -105,9 +113,18 @@ impl Client {
     }
 
     /// Sends a user message; returns the status and the admission record.
-    pub async fn send_message(&self, bot: &str, text: &str, key: &str) -> anyhow::Result<(StatusCode, Value)> {
-        self.post(&format!("/v1/bots/{bot}/messages"), &json!({ "text": text }), Some(key))
-            .await
+    pub async fn send_message(
+        &self,
+        bot: &str,
+        text: &str,
+        key: &str,
+    ) -> anyhow::Result<(StatusCode, Value)> {
+        self.post(
+            &format!("/v1/bots/{bot}/messages"),
+            &json!({ "text": text }),
+            Some(key),
+        )
+        .await
     }
 
     /// Entries of a session after `after`, all pages.
@@ -116,7 +133,9 @@ impl Client {
         let mut cursor = after;
         loop {
             let page = self
-                .get(&format!("/v1/sessions/{session}/entries?after={cursor}&limit=1000"))
+                .get(&format!(
+                    "/v1/sessions/{session}/entries?after={cursor}&limit=1000"
+                ))
                 .await?;
             let entries = page["entries"].as_array().cloned().unwrap_or_default();
             let n = entries.len();
@@ -144,25 +163,28 @@ impl Client {
             return Err(Self::describe_error(status, &body));
         }
         let bytes = resp.bytes_stream();
-        let stream = futures::stream::unfold((bytes, Vec::<u8>::new()), |(mut bytes, mut buf)| async move {
-            loop {
-                if let Some(pos) = find_blank_line(&buf) {
-                    let block: Vec<u8> = buf.drain(..pos).collect();
-                    let text = String::from_utf8_lossy(&block).into_owned();
-                    while buf.first().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-                        buf.remove(0);
+        let stream = futures::stream::unfold(
+            (bytes, Vec::<u8>::new()),
+            |(mut bytes, mut buf)| async move {
+                loop {
+                    if let Some(pos) = find_blank_line(&buf) {
+                        let block: Vec<u8> = buf.drain(..pos).collect();
+                        let text = String::from_utf8_lossy(&block).into_owned();
+                        while buf.first().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                            buf.remove(0);
+                        }
+                        if let Some(ev) = parse_event(&text) {
+                            return Some((ev, (bytes, buf)));
+                        }
+                        continue;
                     }
-                    if let Some(ev) = parse_event(&text) {
-                        return Some((ev, (bytes, buf)));
+                    match bytes.next().await {
+                        Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                        _ => return None,
                     }
-                    continue;
                 }
-                match bytes.next().await {
-                    Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
-                    _ => return None,
-                }
-            }
-        });
+            },
+        );
         Ok(Box::pin(stream))
     }
 }

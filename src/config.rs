@@ -320,7 +320,10 @@ impl LoadedFleet {
         if f.host.listen.parse::<SocketAddr>().is_err() {
             return Err(self.invalid(
                 "host.listen",
-                format!("{:?} is not an address; expected IP:PORT such as \"127.0.0.1:7878\"", f.host.listen),
+                format!(
+                    "{:?} is not an address; expected IP:PORT such as \"127.0.0.1:7878\"",
+                    f.host.listen
+                ),
             ));
         }
         if f.host.max_body_bytes < 1024 {
@@ -336,9 +339,14 @@ impl LoadedFleet {
             return Err(self.invalid("runtime.context_entries", "must be at least 4"));
         }
         if f.runtime.debounce_max_ms < f.runtime.debounce_ms {
-            return Err(self.invalid("runtime.debounce_max_ms", "must be at least runtime.debounce_ms"));
+            return Err(self.invalid(
+                "runtime.debounce_max_ms",
+                "must be at least runtime.debounce_ms",
+            ));
         }
-        if f.runtime.shell_max_timeout_s == 0 || f.runtime.shell_timeout_s > f.runtime.shell_max_timeout_s {
+        if f.runtime.shell_max_timeout_s == 0
+            || f.runtime.shell_timeout_s > f.runtime.shell_max_timeout_s
+        {
             return Err(self.invalid(
                 "runtime.shell_timeout_s",
                 "must be positive and at most runtime.shell_max_timeout_s",
@@ -351,12 +359,18 @@ impl LoadedFleet {
                 return Err(self.invalid(format!("{key}.id"), e.to_string()));
             }
             if seen_users.contains(&u.id) {
-                return Err(self.invalid(format!("{key}.id"), format!("user {:?} is defined twice", u.id)));
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!("user {:?} is defined twice", u.id),
+                ));
             }
             seen_users.push(u.id.clone());
             match (&u.token, &u.token_env) {
                 (Some(_), Some(_)) => {
-                    return Err(self.invalid(format!("{key}.token"), "give either `token` or `token_env`, not both"));
+                    return Err(self.invalid(
+                        format!("{key}.token"),
+                        "give either `token` or `token_env`, not both",
+                    ));
                 }
                 (None, None) => {
                     return Err(self.invalid(
@@ -365,7 +379,10 @@ impl LoadedFleet {
                     ));
                 }
                 (Some(t), None) if t.len() < 8 => {
-                    return Err(self.invalid(format!("{key}.token"), "is too short; use at least 8 characters"));
+                    return Err(self.invalid(
+                        format!("{key}.token"),
+                        "is too short; use at least 8 characters",
+                    ));
                 }
                 _ => {}
             }
@@ -404,7 +421,10 @@ impl LoadedFleet {
                             None => {
                                 return Err(self.invalid(
                                     format!("{key}.fallback"),
-                                    format!("provider {fb:?} is not defined; defined: {}", self.provider_names()),
+                                    format!(
+                                        "provider {fb:?} is not defined; defined: {}",
+                                        self.provider_names()
+                                    ),
                                 ));
                             }
                         }
@@ -412,7 +432,9 @@ impl LoadedFleet {
                 }
                 ProviderConfig::Scripted { script } => {
                     if script.as_os_str().is_empty() {
-                        return Err(self.invalid(format!("{key}.script"), "must name a script file"));
+                        return Err(
+                            self.invalid(format!("{key}.script"), "must name a script file")
+                        );
                     }
                 }
             }
@@ -424,7 +446,10 @@ impl LoadedFleet {
                 return Err(self.invalid(format!("{key}.id"), e.to_string()));
             }
             if seen_bots.contains(&b.id) {
-                return Err(self.invalid(format!("{key}.id"), format!("bot {:?} is defined twice", b.id)));
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!("bot {:?} is defined twice", b.id),
+                ));
             }
             seen_bots.push(b.id.clone());
             if b.name.trim().is_empty() {
@@ -433,7 +458,11 @@ impl LoadedFleet {
             if !f.providers.contains_key(&b.provider) {
                 return Err(self.invalid(
                     format!("{key}.provider"),
-                    format!("provider {:?} is not defined; defined: {}", b.provider, self.provider_names()),
+                    format!(
+                        "provider {:?} is not defined; defined: {}",
+                        b.provider,
+                        self.provider_names()
+                    ),
                 ));
             }
             if !f.users.iter().any(|u| u.id == b.owner) {
@@ -447,7 +476,10 @@ impl LoadedFleet {
                 if !known.contains(t) {
                     return Err(self.invalid(
                         format!("{key}.tools[{j}]"),
-                        format!("unknown tool {t:?}; available: {}", known.names().join(", ")),
+                        format!(
+                            "unknown tool {t:?}; available: {}",
+                            known.names().join(", ")
+                        ),
                     ));
                 }
             }
@@ -459,7 +491,12 @@ impl LoadedFleet {
         if self.file.providers.is_empty() {
             return "(none)".into();
         }
-        self.file.providers.keys().cloned().collect::<Vec<_>>().join(", ")
+        self.file
+            .providers
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Resolves a path from the file against its directory.

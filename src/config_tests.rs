@@ -27,7 +27,9 @@ tools = ["SendMessage", "Read", "Write", "Shell"]
 "#;
 
 fn err(text: &str) -> String {
-    LoadedFleet::parse(text, "fleet.toml", None).unwrap_err().to_string()
+    LoadedFleet::parse(text, "fleet.toml", None)
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
@@ -53,17 +55,48 @@ fn unknown_keys_are_errors_naming_the_key() {
 #[test]
 fn bad_values_name_file_key_and_expectation() {
     let cases = [
-        (ISSUE_EXAMPLE.replace("provider = \"main\"", "provider = \"mian\""), "bots[0].provider", "not defined"),
-        (ISSUE_EXAMPLE.replace("owner = \"alice\"", "owner = \"bob\""), "bots[0].owner", "not defined"),
-        (ISSUE_EXAMPLE.replace("\"Shell\"]", "\"Shel\"]"), "bots[0].tools[3]", "unknown tool"),
-        (ISSUE_EXAMPLE.replace("127.0.0.1:7878", "localhost"), "host.listen", "IP:PORT"),
-        (ISSUE_EXAMPLE.replace("http://127.0.0.1:8000/v1", "127.0.0.1:8000"), "providers.main.base_url", "http"),
-        (ISSUE_EXAMPLE.replace("token = \"alice-secret\"", "token = \"x\""), "users[0].token", "too short"),
-        (ISSUE_EXAMPLE.replace("id = \"researcher\"", "id = \"bad id\""), "bots[0].id", "invalid bot id"),
+        (
+            ISSUE_EXAMPLE.replace("provider = \"main\"", "provider = \"mian\""),
+            "bots[0].provider",
+            "not defined",
+        ),
+        (
+            ISSUE_EXAMPLE.replace("owner = \"alice\"", "owner = \"bob\""),
+            "bots[0].owner",
+            "not defined",
+        ),
+        (
+            ISSUE_EXAMPLE.replace("\"Shell\"]", "\"Shel\"]"),
+            "bots[0].tools[3]",
+            "unknown tool",
+        ),
+        (
+            ISSUE_EXAMPLE.replace("127.0.0.1:7878", "localhost"),
+            "host.listen",
+            "IP:PORT",
+        ),
+        (
+            ISSUE_EXAMPLE.replace("http://127.0.0.1:8000/v1", "127.0.0.1:8000"),
+            "providers.main.base_url",
+            "http",
+        ),
+        (
+            ISSUE_EXAMPLE.replace("token = \"alice-secret\"", "token = \"x\""),
+            "users[0].token",
+            "too short",
+        ),
+        (
+            ISSUE_EXAMPLE.replace("id = \"researcher\"", "id = \"bad id\""),
+            "bots[0].id",
+            "invalid bot id",
+        ),
     ];
     for (text, key, what) in cases {
         let e = err(&text);
-        assert!(e.contains("fleet.toml") && e.contains(key) && e.contains(what), "{key}: {e}");
+        assert!(
+            e.contains("fleet.toml") && e.contains(key) && e.contains(what),
+            "{key}: {e}"
+        );
     }
     let e = err(&ISSUE_EXAMPLE.replace("kind = \"openai\"", "kind = \"anthropic\""));
     assert!(e.contains("anthropic") && e.contains("openai"), "{e}");

@@ -86,7 +86,9 @@ impl RunningHost {
 pub fn load_fleet(opts: &HostOptions) -> anyhow::Result<LoadedFleet> {
     let fleet = match &opts.fleet {
         Some(path) => LoadedFleet::from_path(path)?,
-        None if std::path::Path::new("fleet.toml").exists() => LoadedFleet::from_path(std::path::Path::new("fleet.toml"))?,
+        None if std::path::Path::new("fleet.toml").exists() => {
+            LoadedFleet::from_path(std::path::Path::new("fleet.toml"))?
+        }
         None => LoadedFleet::embedded()?,
     };
     Ok(fleet)
@@ -98,8 +100,12 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let fleet_file = load_fleet(&opts)?;
     let f = &fleet_file.file;
     let mut banner = Vec::new();
-    let data_dir = opts.data_dir.clone().unwrap_or_else(|| f.host.data_dir.clone());
-    std::fs::create_dir_all(&data_dir).with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    let data_dir = opts
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| f.host.data_dir.clone());
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let listen: SocketAddr = opts
         .listen
         .as_deref()
@@ -113,7 +119,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         let token = match (&u.token, &u.token_env) {
             (Some(t), _) => t.clone(),
             (None, Some(env)) => opts.env_var(env).with_context(|| {
-                format!("{}: user {:?}: environment variable {env} (token_env) is not set", fleet_file.source, u.id)
+                format!(
+                    "{}: user {:?}: environment variable {env} (token_env) is not set",
+                    fleet_file.source, u.id
+                )
             })?,
             (None, None) => bail!("{}: user {:?} has no token", fleet_file.source, u.id),
         };
@@ -125,7 +134,9 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let mut scripted: HashMap<String, Arc<dyn Model>> = HashMap::new();
     for (name, p) in &f.providers {
         if let ProviderConfig::Scripted { script } = p {
-            let parsed = if fleet_file.base_dir.is_none() && script == std::path::Path::new(EMBEDDED_OFFLINE_PATH) {
+            let parsed = if fleet_file.base_dir.is_none()
+                && script == std::path::Path::new(EMBEDDED_OFFLINE_PATH)
+            {
                 Script::parse(EMBEDDED_OFFLINE_SCRIPT, EMBEDDED_OFFLINE_PATH)?
             } else {
                 Script::from_file(&fleet_file.resolve(script))?
@@ -148,7 +159,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         {
             let key = api_key_env.as_deref().and_then(|env| opts.env_var(env));
             if let (Some(env), None) = (api_key_env, &key) {
-                match fallback.as_ref().and_then(|fb| scripted.get(fb).map(|m| (fb, m))) {
+                match fallback
+                    .as_ref()
+                    .and_then(|fb| scripted.get(fb).map(|m| (fb, m)))
+                {
                     Some((fb, m)) => {
                         banner.push(format!(
                             "OFFLINE: provider {name:?} has no API key ({env} is not set); its bots use the scripted model {fb:?}"
@@ -180,7 +194,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     }
     for (name, m) in &scripted {
         if f.bots.iter().any(|b| &b.provider == name) {
-            banner.push(format!("OFFLINE: provider {name:?} is the scripted model ({})", m.describe()));
+            banner.push(format!(
+                "OFFLINE: provider {name:?} is the scripted model ({})",
+                m.describe()
+            ));
         }
     }
 
@@ -193,7 +210,11 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     if store.was_restored() {
         banner.push("WARNING: the database is older than this data directory (restored from a snapshot); idempotency keys from before now answer `unknown`".into());
     }
-    let workspace_dir = f.host.workspace.clone().unwrap_or_else(|| data_dir.join("workspace"));
+    let workspace_dir = f
+        .host
+        .workspace
+        .clone()
+        .unwrap_or_else(|| data_dir.join("workspace"));
     let workspace = Workspace::open(&workspace_dir)
         .with_context(|| format!("cannot create the workspace {}", workspace_dir.display()))?;
     let r = &f.runtime;
@@ -251,7 +272,9 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen} (is another host running? pass --listen)"))?;
+        .with_context(|| {
+            format!("cannot listen on {listen} (is another host running? pass --listen)")
+        })?;
     let addr = listener.local_addr()?;
     let stop = CancellationToken::new();
     let stopped = stop.clone();
@@ -290,7 +313,9 @@ fn spawn_ledger_pruning(fleet: FleetHandle, retention: Duration) {
             let before = chrono::Utc::now().timestamp_millis() - retention.as_millis() as i64;
             let r = fleet
                 .store()
-                .write(vec![botfleet_memory::Mutation::PruneLedger { before_ms: before }])
+                .write(vec![botfleet_memory::Mutation::PruneLedger {
+                    before_ms: before,
+                }])
                 .await;
             if let Err(e) = r {
                 if matches!(e, botfleet_memory::StoreError::WriterGone) {

@@ -8,10 +8,15 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     let cli = botfleet::cli::Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn,botfleet=info,botfleet_actors=info,botfleet_memory=info")))
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            EnvFilter::new("warn,botfleet=info,botfleet_actors=info,botfleet_memory=info")
+        }))
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "cannot start the async runtime");

@@ -71,7 +71,7 @@ pub struct BotStatus {
 /// Messages of a bot actor.
 pub enum BotMsg {
     /// An admitted input, routed in commit order.
-    Input(QueuedInput),
+    Input(Box<QueuedInput>),
     /// Re-read pending inputs from the store (after a retry or a wake-up).
     Refresh,
     /// The debounce window `generation` may have closed.
@@ -100,8 +100,17 @@ struct Running {
 }
 
 enum Pending {
-    Resume { turn: TurnId, session: SessionId, inputs: Vec<QueuedInput> },
-    Fail { turn: TurnId, session: SessionId, inputs: Vec<QueuedInput>, error: String },
+    Resume {
+        turn: TurnId,
+        session: SessionId,
+        inputs: Vec<QueuedInput>,
+    },
+    Fail {
+        turn: TurnId,
+        session: SessionId,
+        inputs: Vec<QueuedInput>,
+        error: String,
+    },
 }
 
 struct Window {
@@ -131,7 +140,11 @@ impl Actor for BotActor {
     type State = BotState;
     type Arguments = BotArgs;
 
-    async fn pre_start(&self, _myself: ActorRef<BotMsg>, args: BotArgs) -> Result<BotState, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<BotMsg>,
+        args: BotArgs,
+    ) -> Result<BotState, ActorProcessingErr> {
         let record = args
             .rt
             .store
@@ -155,7 +168,11 @@ impl Actor for BotActor {
         })
     }
 
-    async fn post_start(&self, myself: ActorRef<BotMsg>, state: &mut BotState) -> Result<(), ActorProcessingErr> {
+    async fn post_start(
+        &self,
+        myself: ActorRef<BotMsg>,
+        state: &mut BotState,
+    ) -> Result<(), ActorProcessingErr> {
         let id = &state.record.id;
         for turn in state.rt.store.open_turns(id).await? {
             state.pending.push_back(Pending::Resume {
@@ -172,9 +189,14 @@ impl Actor for BotActor {
         Ok(())
     }
 
-    async fn handle(&self, myself: ActorRef<BotMsg>, msg: BotMsg, state: &mut BotState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<BotMsg>,
+        msg: BotMsg,
+        state: &mut BotState,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
-            BotMsg::Input(input) => state.on_input(&myself, input),
+            BotMsg::Input(input) => state.on_input(&myself, *input),
             BotMsg::Refresh => {
                 let pending = state.rt.store.pending_inbox(&state.record.id).await?;
                 let running: Vec<i64> = state
@@ -182,14 +204,21 @@ impl Actor for BotActor {
                     .as_ref()
                     .map(|r| r.inputs.iter().map(|i| i.item.gid).collect())
                     .unwrap_or_default();
-                let found = pending.into_iter().map(|item| QueuedInput { item, entry: None }).collect();
+                let found = pending
+                    .into_iter()
+                    .map(|item| QueuedInput { item, entry: None })
+                    .collect();
                 if state.queue.refresh(found, &running) > 0 {
                     state.idle_since = None;
                     state.schedule(&myself);
                 }
             }
             BotMsg::DebounceDue { generation } => {
-                if state.window.as_ref().is_some_and(|w| w.generation == generation) {
+                if state
+                    .window
+                    .as_ref()
+                    .is_some_and(|w| w.generation == generation)
+                {
                     state.window = None;
                     state.schedule(&myself);
                 }
@@ -216,7 +245,11 @@ impl Actor for BotActor {
         Ok(())
     }
 
-    async fn post_stop(&self, _myself: ActorRef<BotMsg>, state: &mut BotState) -> Result<(), ActorProcessingErr> {
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<BotMsg>,
+        state: &mut BotState,
+    ) -> Result<(), ActorProcessingErr> {
         if let Some(r) = &state.running {
             // the turn task holds no lock on the actor; cancel it so it ends
             // (its state is in the store and resumes on the next activation)
@@ -235,25 +268,30 @@ impl BotState {
         }
         self.idle_since = None;
         if priority == Priority::UserDm {
-            if let Some(run) = &self.running {
-                if !run.soft.is_cancelled() {
-                    tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
-                    run.soft.cancel();
-                }
+            if let Some(run) = &self.running
+                && !run.soft.is_cancelled()
+            {
+                tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
+                run.soft.cancel();
             }
             let settings = &self.rt.settings;
             if !settings.debounce.is_zero() {
                 let now = Instant::now();
                 self.generation += 1;
                 let generation = self.generation;
-                let window = self.window.get_or_insert(Window { first: now, generation });
+                let window = self.window.get_or_insert(Window {
+                    first: now,
+                    generation,
+                });
                 window.generation = generation;
                 if now.duration_since(window.first) >= settings.debounce_max {
                     self.window = None;
                 } else {
-                    let wait = settings
-                        .debounce
-                        .min(settings.debounce_max.saturating_sub(now.duration_since(window.first)));
+                    let wait = settings.debounce.min(
+                        settings
+                            .debounce_max
+                            .saturating_sub(now.duration_since(window.first)),
+                    );
                     myself.send_after(wait, move || BotMsg::DebounceDue { generation });
                     return;
                 }
@@ -269,13 +307,43 @@ impl BotState {
         }
         if let Some(p) = self.pending.pop_front() {
             let (turn, session, inputs, kind) = match p {
-                Pending::Resume { turn, session, inputs } => {
-                    let plan_inputs = inputs.iter().map(|q| (q.item.clone(), q.entry.clone())).collect();
-                    (turn, session, inputs, PlanKind::Resume { inputs: plan_inputs })
+                Pending::Resume {
+                    turn,
+                    session,
+                    inputs,
+                } => {
+                    let plan_inputs = inputs
+                        .iter()
+                        .map(|q| (q.item.clone(), q.entry.clone()))
+                        .collect();
+                    (
+                        turn,
+                        session,
+                        inputs,
+                        PlanKind::Resume {
+                            inputs: plan_inputs,
+                        },
+                    )
                 }
-                Pending::Fail { turn, session, inputs, error } => {
-                    let plan_inputs = inputs.iter().map(|q| (q.item.clone(), q.entry.clone())).collect();
-                    (turn, session, inputs, PlanKind::Fail { error, inputs: plan_inputs })
+                Pending::Fail {
+                    turn,
+                    session,
+                    inputs,
+                    error,
+                } => {
+                    let plan_inputs = inputs
+                        .iter()
+                        .map(|q| (q.item.clone(), q.entry.clone()))
+                        .collect();
+                    (
+                        turn,
+                        session,
+                        inputs,
+                        PlanKind::Fail {
+                            error,
+                            inputs: plan_inputs,
+                        },
+                    )
                 }
             };
             self.start(myself, turn, session, inputs, kind);
@@ -286,17 +354,38 @@ impl BotState {
         }
         match self.queue.next_batch() {
             Some((session, batch)) => {
-                let plan_inputs = batch.iter().map(|q| (q.item.clone(), q.entry.clone())).collect();
-                self.start(myself, TurnId::new_v7(), session, batch, PlanKind::New { inputs: plan_inputs });
+                let plan_inputs = batch
+                    .iter()
+                    .map(|q| (q.item.clone(), q.entry.clone()))
+                    .collect();
+                self.start(
+                    myself,
+                    TurnId::new_v7(),
+                    session,
+                    batch,
+                    PlanKind::New {
+                        inputs: plan_inputs,
+                    },
+                );
             }
             None => self.become_idle(myself),
         }
     }
 
-    fn start(&mut self, myself: &ActorRef<BotMsg>, turn: TurnId, session: SessionId, inputs: Vec<QueuedInput>, kind: PlanKind) {
+    fn start(
+        &mut self,
+        myself: &ActorRef<BotMsg>,
+        turn: TurnId,
+        session: SessionId,
+        inputs: Vec<QueuedInput>,
+        kind: PlanKind,
+    ) {
         let hard = CancellationToken::new();
         let soft = hard.child_token();
-        let tail = self.tails.remove(&session).unwrap_or_else(|| SessionTail::new(session));
+        let tail = self
+            .tails
+            .remove(&session)
+            .unwrap_or_else(|| SessionTail::new(session));
         let plan = TurnPlan {
             turn,
             session,
@@ -362,7 +451,12 @@ impl BotState {
                         self.crashes.remove(&turn);
                         None
                     }
-                    None => Some((run.inputs, report.error.unwrap_or_else(|| "the store refused the turn".into()))),
+                    None => Some((
+                        run.inputs,
+                        report
+                            .error
+                            .unwrap_or_else(|| "the store refused the turn".into()),
+                    )),
                 }
             }
             TurnEndKind::Panicked { message, .. } => {
@@ -376,9 +470,18 @@ impl BotState {
             *count += 1;
             let max = self.rt.settings.max_turn_attempts;
             if *count < max {
-                self.pending.push_front(Pending::Resume { turn, session: run.session, inputs });
+                self.pending.push_front(Pending::Resume {
+                    turn,
+                    session: run.session,
+                    inputs,
+                });
             } else if *count == max {
-                self.pending.push_front(Pending::Fail { turn, session: run.session, inputs, error });
+                self.pending.push_front(Pending::Fail {
+                    turn,
+                    session: run.session,
+                    inputs,
+                    error,
+                });
             } else {
                 // even recording the failure failed: leave the turn to the next activation
                 tracing::error!(bot = %self.record.id, turn = %turn, %error, "giving up on turn until the bot restarts");
@@ -399,7 +502,10 @@ impl BotState {
 
     fn on_idle_check(&mut self, myself: &ActorRef<BotMsg>) {
         self.idle_armed = false;
-        let busy = self.running.is_some() || !self.queue.is_empty() || !self.pending.is_empty() || self.window.is_some();
+        let busy = self.running.is_some()
+            || !self.queue.is_empty()
+            || !self.pending.is_empty()
+            || self.window.is_some();
         let Some(since) = self.idle_since.filter(|_| !busy) else {
             return;
         };

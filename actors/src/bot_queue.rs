@@ -75,7 +75,9 @@ impl BotQueue {
     }
 
     fn contains(&self, gid: i64) -> bool {
-        self.classes.iter().any(|c| c.iter().any(|q| q.item.gid == gid))
+        self.classes
+            .iter()
+            .any(|c| c.iter().any(|q| q.item.gid == gid))
     }
 
     /// Whether nothing waits.
@@ -138,7 +140,11 @@ mod tests {
 
     #[test]
     fn user_dms_first_then_bots_then_background() {
-        let (a, b, c) = (SessionId::new_v7(), SessionId::new_v7(), SessionId::new_v7());
+        let (a, b, c) = (
+            SessionId::new_v7(),
+            SessionId::new_v7(),
+            SessionId::new_v7(),
+        );
         let mut q = BotQueue::default();
         q.push(input(1, c, Priority::Background));
         q.push(input(2, b, Priority::Bot));

@@ -59,8 +59,13 @@ impl Actor for FleetActor {
     type State = FleetState;
     type Arguments = FleetArgs;
 
-    async fn pre_start(&self, myself: ActorRef<FleetMsg>, args: FleetArgs) -> Result<FleetState, ActorProcessingErr> {
-        let (router, _) = Actor::spawn_linked(None, RouterActor, args.rt.clone(), myself.get_cell()).await?;
+    async fn pre_start(
+        &self,
+        myself: ActorRef<FleetMsg>,
+        args: FleetArgs,
+    ) -> Result<FleetState, ActorProcessingErr> {
+        let (router, _) =
+            Actor::spawn_linked(None, RouterActor, args.rt.clone(), myself.get_cell()).await?;
         *args.router.write() = Some(router.clone());
         Ok(FleetState {
             rt: args.rt,
@@ -68,7 +73,12 @@ impl Actor for FleetActor {
         })
     }
 
-    async fn handle(&self, _myself: ActorRef<FleetMsg>, msg: FleetMsg, state: &mut FleetState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        _myself: ActorRef<FleetMsg>,
+        msg: FleetMsg,
+        state: &mut FleetState,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             FleetMsg::Recover => {
                 let bots = state.rt.store.bots_with_work().await?;
@@ -93,7 +103,9 @@ impl Actor for FleetActor {
         match event {
             SupervisionEvent::ActorFailed(cell, error) => {
                 tracing::error!(actor = %cell.get_id(), %error, "router failed; restarting it");
-                let (router, _) = Actor::spawn_linked(None, RouterActor, state.rt.clone(), myself.get_cell()).await?;
+                let (router, _) =
+                    Actor::spawn_linked(None, RouterActor, state.rt.clone(), myself.get_cell())
+                        .await?;
                 *state.router.write() = router;
                 let _ = myself.cast(FleetMsg::Recover);
             }
@@ -126,17 +138,22 @@ impl FleetHandle {
     pub async fn start(rt: Runtime, bots: Vec<BotRecord>) -> Result<Self> {
         let rt = Arc::new(rt);
         if !bots.is_empty() {
-            rt.store.write(bots.into_iter().map(Mutation::UpsertBot).collect()).await?;
+            rt.store
+                .write(bots.into_iter().map(Mutation::UpsertBot).collect())
+                .await?;
         }
         let router = Arc::new(RwLock::new(None));
         let args = FleetArgs {
             rt: rt.clone(),
             router: router.clone(),
         };
-        let (fleet, _) = Actor::spawn(None, FleetActor, args).await.map_err(|e| ActorError::Spawn {
-            what: "fleet",
-            detail: e.to_string(),
-        })?;
+        let (fleet, _) =
+            Actor::spawn(None, FleetActor, args)
+                .await
+                .map_err(|e| ActorError::Spawn {
+                    what: "fleet",
+                    detail: e.to_string(),
+                })?;
         let _ = fleet.cast(FleetMsg::Recover);
         Ok(Self { rt, fleet, router })
     }
@@ -152,7 +169,10 @@ impl FleetHandle {
     }
 
     fn router(&self) -> Result<ActorRef<RouterMsg>> {
-        self.router.read().clone().ok_or(ActorError::ActorGone("router"))
+        self.router
+            .read()
+            .clone()
+            .ok_or(ActorError::ActorGone("router"))
     }
 
     /// Admits an input: the ledger decides, the entry and the inbox row are
@@ -168,7 +188,9 @@ impl FleetHandle {
             Box::new(move |result| {
                 let outcome = result.and_then(|mut v| match v.pop() {
                     Some(MutationResult::Admitted(o)) => Ok(o),
-                    other => Err(StoreError::Rejected(format!("unexpected admission result {other:?}"))),
+                    other => Err(StoreError::Rejected(format!(
+                        "unexpected admission result {other:?}"
+                    ))),
                 });
                 if let Ok(AdmitOutcome::Accepted(rec)) = &outcome {
                     let input = QueuedInput {
@@ -190,7 +212,7 @@ impl FleetHandle {
                             kind: entry.kind,
                         }),
                     };
-                    if router.cast(RouterMsg::Route(input)).is_err() {
+                    if router.cast(RouterMsg::Route(Box::new(input))).is_err() {
                         // the input is in the inbox; recovery will route it
                         tracing::warn!("router gone while routing an admitted input");
                     }
@@ -198,14 +220,23 @@ impl FleetHandle {
                 let _ = tx.send(outcome);
             }),
         )?;
-        Ok(rx.await.map_err(|_| ActorError::ActorGone("store writer"))??)
+        Ok(rx
+            .await
+            .map_err(|_| ActorError::ActorGone("store writer"))??)
     }
 
     /// Cancels a bot's running turn; `true` if one was running.
     pub async fn cancel(&self, bot: &BotId) -> Result<bool> {
         let router = self.router()?;
-        ractor::call_t!(router, |reply| RouterMsg::Cancel { bot: bot.clone(), reply }, 10_000)
-            .map_err(|_| ActorError::ActorGone("router"))
+        ractor::call_t!(
+            router,
+            |reply| RouterMsg::Cancel {
+                bot: bot.clone(),
+                reply
+            },
+            10_000
+        )
+        .map_err(|_| ActorError::ActorGone("router"))
     }
 
     /// Puts the inputs of an ended turn back in its bot's queue (a person's
@@ -222,7 +253,13 @@ impl FleetHandle {
                 "turn {turn} is still running; wait for it to end, or cancel it first"
             )));
         }
-        let n = match self.rt.store.write(vec![Mutation::RequeueInputs { turn }]).await?.pop() {
+        let n = match self
+            .rt
+            .store
+            .write(vec![Mutation::RequeueInputs { turn }])
+            .await?
+            .pop()
+        {
             Some(MutationResult::Count(n)) => n,
             _ => 0,
         };
@@ -243,13 +280,17 @@ impl FleetHandle {
     /// What every active bot is doing.
     pub async fn active(&self) -> Result<Vec<BotStatus>> {
         let router = self.router()?;
-        ractor::call_t!(router, RouterMsg::Active, 10_000).map_err(|_| ActorError::Timeout("router"))
+        ractor::call_t!(router, RouterMsg::Active, 10_000)
+            .map_err(|_| ActorError::Timeout("router"))
     }
 
     /// Stops every actor (running turns are cancelled and resume on the
     /// next start) and closes the store.
     pub async fn shutdown(&self) {
-        let _ = self.fleet.stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(10))).await;
+        let _ = self
+            .fleet
+            .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(10)))
+            .await;
         self.rt.store.close().await;
     }
 }

@@ -20,6 +20,7 @@ mod prompts;
 mod protocol;
 mod router;
 mod runtime;
+pub mod safety;
 mod settings;
 pub mod tools;
 

@@ -56,10 +56,10 @@ impl Template {
     pub fn placeholders(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for s in &self.segments {
-            if let Segment::Var(v) = s {
-                if !out.contains(v) {
-                    out.push(*v);
-                }
+            if let Segment::Var(v) = s
+                && !out.contains(v)
+            {
+                out.push(*v);
             }
         }
         out
@@ -162,7 +162,11 @@ mod tests {
             if let Some(first) = names.first() {
                 let partial: Vec<(&str, &str)> =
                     vars.iter().filter(|(k, _)| k != first).cloned().collect();
-                assert!(t.render(&partial).is_err(), "{} should need {first}", t.name());
+                assert!(
+                    t.render(&partial).is_err(),
+                    "{} should need {first}",
+                    t.name()
+                );
             }
         }
     }
@@ -171,6 +175,9 @@ mod tests {
     fn parses_placeholders() {
         let t = Template::parse("t", "a {{x}} b {{ y }}{{x}}\n");
         assert_eq!(t.placeholders(), vec!["x", "y"]);
-        assert_eq!(t.render(&[("x", "1"), ("y", "2")]).ok(), Some("a 1 b 21".into()));
+        assert_eq!(
+            t.render(&[("x", "1"), ("y", "2")]).ok(),
+            Some("a 1 b 21".into())
+        );
     }
 }

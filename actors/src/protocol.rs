@@ -21,13 +21,22 @@ pub fn nonce_time_ms(nonce: &str) -> Option<i64> {
         return None;
     }
     let (secs, nanos) = uuid.get_timestamp()?.to_unix();
-    i64::try_from(secs).ok().map(|s| s * 1000 + i64::from(nanos / 1_000_000))
+    i64::try_from(secs)
+        .ok()
+        .map(|s| s * 1000 + i64::from(nanos / 1_000_000))
 }
 
 /// The admission of a user's direct message to a bot. `nonce` is the
 /// client's idempotency key (a fresh one is made when absent).
-pub fn user_message(user: &UserId, bot: &BotRecord, text: &str, nonce: Option<&str>) -> AdmitRequest {
-    let nonce = nonce.map(str::to_owned).unwrap_or_else(|| Uuid::now_v7().to_string());
+pub fn user_message(
+    user: &UserId,
+    bot: &BotRecord,
+    text: &str,
+    nonce: Option<&str>,
+) -> AdmitRequest {
+    let nonce = nonce
+        .map(str::to_owned)
+        .unwrap_or_else(|| Uuid::now_v7().to_string());
     let key = SessionKey {
         bot: bot.id.clone(),
         kind: SessionKind::Dm,
@@ -36,14 +45,20 @@ pub fn user_message(user: &UserId, bot: &BotRecord, text: &str, nonce: Option<&s
     AdmitRequest {
         source: format!("user:{user}"),
         nonce_time_ms: nonce_time_ms(&nonce),
-        digest: InputDigest::of_parts([b"user_message".as_slice(), bot.id.as_str().as_bytes(), text.as_bytes()]),
+        digest: InputDigest::of_parts([
+            b"user_message".as_slice(),
+            bot.id.as_str().as_bytes(),
+            text.as_bytes(),
+        ]),
         nonce,
         entry: NewEntry {
             id: EntryId::new_v7(),
             session: key.id(),
             author: user.to_string(),
             turn: None,
-            kind: EntryKind::UserMessage { text: text.to_owned() },
+            kind: EntryKind::UserMessage {
+                text: text.to_owned(),
+            },
         },
         session: key,
         owner: bot.owner.clone(),

@@ -38,7 +38,7 @@ pub struct RouterActor;
 /// Messages of the router.
 pub enum RouterMsg {
     /// An input already persisted: deliver it to its bot.
-    Route(QueuedInput),
+    Route(Box<QueuedInput>),
     /// Make sure a bot with pending work is active and has read its inbox.
     Wake(BotId),
     /// A bot reports it has been idle since it saw `seen` inputs.
@@ -79,7 +79,11 @@ impl Actor for RouterActor {
     type State = RouterState;
     type Arguments = Arc<Runtime>;
 
-    async fn pre_start(&self, _myself: ActorRef<RouterMsg>, rt: Arc<Runtime>) -> Result<RouterState, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<RouterMsg>,
+        rt: Arc<Runtime>,
+    ) -> Result<RouterState, ActorProcessingErr> {
         Ok(RouterState {
             rt,
             bots: HashMap::new(),
@@ -88,7 +92,12 @@ impl Actor for RouterActor {
         })
     }
 
-    async fn handle(&self, myself: ActorRef<RouterMsg>, msg: RouterMsg, state: &mut RouterState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<RouterMsg>,
+        msg: RouterMsg,
+        state: &mut RouterState,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             RouterMsg::Route(input) => {
                 let bot = input.item.bot.clone();
@@ -119,12 +128,12 @@ impl Actor for RouterActor {
                 }
             }
             RouterMsg::Idle { bot, seen } => {
-                if state.bots.get(&bot).is_some_and(|s| s.routed == seen) {
-                    if let Some(slot) = state.bots.remove(&bot) {
-                        state.by_actor.remove(&slot.actor.get_id());
-                        tracing::debug!(%bot, "passivating idle bot");
-                        slot.actor.stop(Some("idle".into()));
-                    }
+                if state.bots.get(&bot).is_some_and(|s| s.routed == seen)
+                    && let Some(slot) = state.bots.remove(&bot)
+                {
+                    state.by_actor.remove(&slot.actor.get_id());
+                    tracing::debug!(%bot, "passivating idle bot");
+                    slot.actor.stop(Some("idle".into()));
                 }
             }
             RouterMsg::Cancel { bot, reply } => match state.bots.get(&bot) {
@@ -145,8 +154,10 @@ impl Actor for RouterActor {
             RouterMsg::Active(reply) => {
                 let mut out = Vec::with_capacity(state.bots.len());
                 for slot in state.bots.values() {
-                    if let Ok(ractor::rpc::CallResult::Success(s)) =
-                        slot.actor.call(BotMsg::Status, Some(Duration::from_secs(2))).await
+                    if let Ok(ractor::rpc::CallResult::Success(s)) = slot
+                        .actor
+                        .call(BotMsg::Status, Some(Duration::from_secs(2)))
+                        .await
                     {
                         out.push(s);
                     }
@@ -223,7 +234,11 @@ impl RouterState {
 
     fn forget_actor(&mut self, cell: &ActorCell) -> Option<BotId> {
         let bot = self.by_actor.remove(&cell.get_id())?;
-        if self.bots.get(&bot).is_some_and(|s| s.actor.get_id() == cell.get_id()) {
+        if self
+            .bots
+            .get(&bot)
+            .is_some_and(|s| s.actor.get_id() == cell.get_id())
+        {
             self.bots.remove(&bot);
         }
         Some(bot)

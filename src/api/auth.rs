@@ -55,12 +55,16 @@ impl FromRequestParts<ApiState> for AuthUser {
         let token = value
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))
-            .ok_or_else(|| ApiError::Unauthorized("the Authorization header must be `Bearer <token>`".into()))?;
+            .ok_or_else(|| {
+                ApiError::Unauthorized("the Authorization header must be `Bearer <token>`".into())
+            })?;
         state
             .tokens
             .user(token.trim())
             .cloned()
             .map(AuthUser)
-            .ok_or_else(|| ApiError::Unauthorized("unknown token; check --token / BOTFLEET_TOKEN".into()))
+            .ok_or_else(|| {
+                ApiError::Unauthorized("unknown token; check --token / BOTFLEET_TOKEN".into())
+            })
     }
 }

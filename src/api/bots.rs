@@ -26,7 +26,10 @@ use super::owned_bot;
 /// Longest idempotency key accepted.
 const MAX_KEY_LEN: usize = 200;
 
-pub(crate) async fn list(State(state): State<ApiState>, user: AuthUser) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    user: AuthUser,
+) -> Result<Json<Value>, ApiError> {
     let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
     let active: HashMap<_, _> = state
         .fleet
@@ -103,7 +106,9 @@ pub(crate) async fn post_message(
     })?;
     let text = parsed.text.trim();
     if text.is_empty() {
-        return Err(ApiError::BadRequest("`text` is empty; send the message text".into()));
+        return Err(ApiError::BadRequest(
+            "`text` is empty; send the message text".into(),
+        ));
     }
     let chars = text.chars().count();
     if chars > state.limits.max_text_chars {
@@ -170,7 +175,9 @@ pub(crate) async fn dm_session(
         .await?
         .map(|s| s.last_seq)
         .unwrap_or(0);
-    Ok(Json(json!({"session": id, "bot": b.id, "kind": "dm", "last_seq": last_seq})))
+    Ok(Json(
+        json!({"session": id, "bot": b.id, "kind": "dm", "last_seq": last_seq}),
+    ))
 }
 
 pub(crate) async fn cancel(

@@ -59,7 +59,11 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %self, "API error");
         }
-        (status, Json(json!({"error": {"code": code, "message": self.to_string()}}))).into_response()
+        (
+            status,
+            Json(json!({"error": {"code": code, "message": self.to_string()}})),
+        )
+            .into_response()
     }
 }
 
@@ -79,7 +83,9 @@ impl From<ActorError> for ApiError {
             ActorError::UnknownBot(_) => ApiError::NotFound(e.to_string()),
             ActorError::Invalid(m) => ApiError::BadRequest(m),
             ActorError::Store(s) => s.into(),
-            other if other.is_retryable() => ApiError::Unavailable(format!("{other}; retry shortly")),
+            other if other.is_retryable() => {
+                ApiError::Unavailable(format!("{other}; retry shortly"))
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -32,7 +32,8 @@ pub(crate) async fn stream(
         loop {
             match rx.recv().await {
                 Ok(change) if change.owner == user => {
-                    let data = json!({"session": change.session, "seq": change.seq, "bot": change.bot});
+                    let data =
+                        json!({"session": change.session, "seq": change.seq, "bot": change.bot});
                     let event = Event::default().event("change").data(data.to_string());
                     return Some((Ok(event), (rx, user, false)));
                 }

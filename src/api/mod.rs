@@ -63,7 +63,11 @@ pub fn router(state: ApiState) -> Router {
 
 /// A bot the user may use: it exists and the user owns it. Other users'
 /// bots are reported as missing, so ids do not leak across users.
-pub(crate) async fn owned_bot(state: &ApiState, user: &AuthUser, bot: &str) -> Result<BotRecord, ApiError> {
+pub(crate) async fn owned_bot(
+    state: &ApiState,
+    user: &AuthUser,
+    bot: &str,
+) -> Result<BotRecord, ApiError> {
     let id = BotId::new(bot).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     match state.fleet.store().get_bot(&id).await? {
         Some(b) if b.owner == user.0 => Ok(b),

@@ -33,7 +33,8 @@ pub(crate) async fn entries(
     Path(session): Path<String>,
     query: Result<Query<EntriesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
+    let Query(q) =
+        query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
     let id: SessionId = session
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
@@ -43,7 +44,9 @@ pub(crate) async fn entries(
     }
     let limit = q.limit.unwrap_or(200);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!("`limit` must be 1-{MAX_PAGE}")));
+        return Err(ApiError::BadRequest(format!(
+            "`limit` must be 1-{MAX_PAGE}"
+        )));
     }
     let store = state.fleet.store();
     let record = match store.get_session(id).await? {
@@ -60,7 +63,11 @@ pub(crate) async fn entries(
     })))
 }
 
-async fn owned_turn(state: &ApiState, user: &AuthUser, turn: &str) -> Result<botfleet_memory::TurnRecord, ApiError> {
+async fn owned_turn(
+    state: &ApiState,
+    user: &AuthUser,
+    turn: &str,
+) -> Result<botfleet_memory::TurnRecord, ApiError> {
     let id: TurnId = turn
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;

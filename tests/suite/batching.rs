@@ -20,7 +20,9 @@ steps = [ { tool = "SendMessage", args = { text = "got them" } } ]
         .await;
     let mut last = Value::Null;
     for i in 0..50 {
-        let (status, body) = host.send("r", &format!("message {i}"), Some(&format!("k{i}"))).await;
+        let (status, body) = host
+            .send("r", &format!("message {i}"), Some(&format!("k{i}")))
+            .await;
         assert_eq!(status, 202);
         last = body;
     }
@@ -33,17 +35,37 @@ steps = [ { tool = "SendMessage", args = { text = "got them" } } ]
         .filter(|e| e["kind"] == "user_message")
         .map(|e| e["text"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(users, (0..50).map(|i| format!("message {i}")).collect::<Vec<_>>());
+    assert_eq!(
+        users,
+        (0..50).map(|i| format!("message {i}")).collect::<Vec<_>>()
+    );
     let turns = entries.iter().filter(|e| e["kind"] == "turn_end").count();
-    assert!(turns <= 5, "50 messages in well under the window cap should fold into few turns, got {turns}");
+    assert!(
+        turns <= 5,
+        "50 messages in well under the window cap should fold into few turns, got {turns}"
+    );
     let answered: Vec<i64> = entries
         .iter()
         .filter(|e| e["kind"] == "turn_end" && e["status"] == "completed")
-        .flat_map(|e| e["inputs"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect::<Vec<_>>())
+        .flat_map(|e| {
+            e["inputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect::<Vec<_>>()
+        })
         .collect();
-    let mut want: Vec<i64> = entries.iter().filter(|e| e["kind"] == "user_message").map(|e| e["seq"].as_i64().unwrap()).collect();
+    let mut want: Vec<i64> = entries
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
     want.sort_unstable();
-    assert_eq!(answered, want, "every message answered by exactly one completed turn");
+    assert_eq!(
+        answered, want,
+        "every message answered by exactly one completed turn"
+    );
     host.shutdown().await;
 }
 
@@ -57,17 +79,33 @@ steps = [ { delay_ms = 20000, tool = "SendMessage", args = { text = "finally" } 
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "both: {{inputs}}" } } ]
 "#;
-    let host = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (_, first) = host.send("r", "long job", None).await;
     let session = first["session"].as_str().unwrap().to_owned();
     host.wait_running("r").await;
     let started = std::time::Instant::now();
     let (_, second) = host.send("r", "stop, do this instead", None).await;
-    let end = host.wait_turn_end(&session, second["seq"].as_i64().unwrap()).await;
-    assert!(started.elapsed().as_secs() < 10, "the long turn was cut short");
+    let end = host
+        .wait_turn_end(&session, second["seq"].as_i64().unwrap())
+        .await;
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "the long turn was cut short"
+    );
     assert_eq!(end["status"], "completed");
-    assert_eq!(end["inputs"], json!([first["seq"], second["seq"]]), "the next turn carries both messages");
+    assert_eq!(
+        end["inputs"],
+        json!([first["seq"], second["seq"]]),
+        "the next turn carries both messages"
+    );
     let entries = host.entries(&session).await;
-    assert_eq!(deliveries(&entries), vec!["both: long job\nstop, do this instead".to_string()]);
+    assert_eq!(
+        deliveries(&entries),
+        vec!["both: long job\nstop, do this instead".to_string()]
+    );
     host.shutdown().await;
 }

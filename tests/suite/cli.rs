@@ -14,17 +14,31 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
 
 #[tokio::test]
 async fn send_transcript_and_bots() {
-    let host = TestFleet::new().script("s", ECHO).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (code, out, err) = cli(&["send", "r", "hello there"], &host.url, TOKEN).await;
     assert_eq!((code, out.trim()), (0, "echo: hello there"), "{err}");
 
-    let (code, out, _) = cli(&["send", "r", "again", "--json", "--nonce", "n-1"], &host.url, TOKEN).await;
+    let (code, out, _) = cli(
+        &["send", "r", "again", "--json", "--nonce", "n-1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["status"], "completed");
     assert_eq!(v["deliveries"][0]["text"], "echo: again");
     // the same nonce again: no new turn, the same reply
-    let (code, out2, _) = cli(&["send", "r", "again", "--json", "--nonce", "n-1"], &host.url, TOKEN).await;
+    let (code, out2, _) = cli(
+        &["send", "r", "again", "--json", "--nonce", "n-1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
     assert_eq!(code, 0);
     let v2: Value = serde_json::from_str(out2.trim()).unwrap();
     assert_eq!(v2["deliveries"], v["deliveries"]);
@@ -35,7 +49,10 @@ async fn send_transcript_and_bots() {
 
     let (code, out, _) = cli(&["transcript", "r"], &host.url, TOKEN).await;
     assert_eq!(code, 0);
-    assert!(out.contains("alice: hello there") && out.contains("▸ echo: hello there"), "{out}");
+    assert!(
+        out.contains("alice: hello there") && out.contains("▸ echo: hello there"),
+        "{out}"
+    );
     assert_eq!(out.matches("echo: again").count(), 1, "{out}");
 
     let (code, out, _) = cli(&["bots"], &host.url, TOKEN).await;
@@ -72,7 +89,9 @@ async fn cli_without_a_host_or_token_says_what_to_do() {
 
 #[tokio::test]
 async fn run_refuses_a_bad_config_naming_file_and_key() {
-    let fleet = TestFleet::new().script("s", ECHO).bot("r", "s", &["SendMessage", "Teleport"]);
+    let fleet = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage", "Teleport"]);
     let path = fleet.write();
     let out = tokio::process::Command::new(BIN)
         .args(["run", "--fleet"])
@@ -82,10 +101,24 @@ async fn run_refuses_a_bad_config_naming_file_and_key() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("fleet.toml") && err.contains("bots[0].tools[1]") && err.contains("Teleport"), "{err}");
+    assert!(
+        err.contains("fleet.toml") && err.contains("bots[0].tools[1]") && err.contains("Teleport"),
+        "{err}"
+    );
 
-    std::fs::write(&path, std::fs::read_to_string(&path).unwrap().replace("[runtime]", "[runtime]\nspeed = 3")).unwrap();
-    let out = tokio::process::Command::new(BIN).args(["check-config", "--fleet"]).arg(&path).output().await.unwrap();
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("[runtime]", "[runtime]\nspeed = 3"),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .args(["check-config", "--fleet"])
+        .arg(&path)
+        .output()
+        .await
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("speed"), "{err}");

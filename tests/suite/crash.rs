@@ -12,7 +12,11 @@ use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
 async fn entries(url: &str, session: &str) -> Vec<Value> {
-    botfleet::client::Client::new(url, TOKEN).unwrap().entries_after(session, 0).await.unwrap()
+    botfleet::client::Client::new(url, TOKEN)
+        .unwrap()
+        .entries_after(session, 0)
+        .await
+        .unwrap()
 }
 
 async fn wait_until(url: &str, session: &str, pick: impl Fn(&[Value]) -> bool) -> Vec<Value> {
@@ -23,7 +27,10 @@ async fn wait_until(url: &str, session: &str, pick: impl Fn(&[Value]) -> bool) -
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    panic!("condition not reached; entries: {:#?}", entries(url, session).await);
+    panic!(
+        "condition not reached; entries: {:#?}",
+        entries(url, session).await
+    );
 }
 
 async fn send(url: &str, bot: &str, text: &str) -> Value {
@@ -35,7 +42,13 @@ async fn send(url: &str, bot: &str, text: &str) -> Value {
 
 fn turn_ended(seq: i64) -> impl Fn(&[Value]) -> bool {
     move |es: &[Value]| {
-        es.iter().any(|e| e["kind"] == "turn_end" && e["status"] != "interrupted" && e["inputs"].as_array().is_some_and(|a| a.contains(&json!(seq))))
+        es.iter().any(|e| {
+            e["kind"] == "turn_end"
+                && e["status"] != "interrupted"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!(seq)))
+        })
     }
 }
 
@@ -48,7 +61,9 @@ steps = [
   { delay_ms = 1500, tool = "SendMessage", args = { text = "done: {{tool_result}}" } },
 ]
 "#;
-    let fleet = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage", "Shell"]);
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Shell"]);
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
@@ -57,17 +72,25 @@ steps = [
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
     // the Shell step has completed and is recorded; the model is "thinking"
-    wait_until(&host.url, &session, |es| es.iter().any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")).await;
+    wait_until(&host.url, &session, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+    })
+    .await;
     let url = host.url.clone();
     host.kill9().await;
 
     let host = HostProcess::start(&path, port, &log).await;
     let es = wait_until(&url, &session, turn_ended(seq)).await;
-    let side = std::fs::read_to_string(fleet.path().join("data/workspace/side-effect.txt")).unwrap();
+    let side =
+        std::fs::read_to_string(fleet.path().join("data/workspace/side-effect.txt")).unwrap();
     assert_eq!(side, "ran\n", "the shell command ran exactly once");
     let delivered = deliveries(&es);
     assert_eq!(delivered.len(), 1, "delivered exactly once: {delivered:?}");
-    assert!(delivered[0].starts_with("done: exit code: 0"), "{delivered:?}");
+    assert!(
+        delivered[0].starts_with("done: exit code: 0"),
+        "{delivered:?}"
+    );
     let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
     assert_eq!(end["status"], "completed");
     let turn = end["turn"].as_str().unwrap();
@@ -92,7 +115,9 @@ steps = [
   { tool = "SendMessage", args = { text = "result was: {{tool_result}}" } },
 ]
 "#;
-    let fleet = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage", "Shell"]);
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Shell"]);
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
@@ -116,6 +141,10 @@ steps = [
     let delivered = deliveries(&es);
     assert_eq!(delivered.len(), 1, "{delivered:?}");
     assert!(delivered[0].contains("outcome unknown"), "{delivered:?}");
-    assert_eq!(std::fs::read_to_string(&started).unwrap(), "started\n", "not run again");
+    assert_eq!(
+        std::fs::read_to_string(&started).unwrap(),
+        "started\n",
+        "not run again"
+    );
     host.kill9().await;
 }

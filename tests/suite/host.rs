@@ -15,24 +15,53 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
 
 #[tokio::test]
 async fn a_message_is_answered_through_send_message() {
-    let host = TestFleet::new().script("s", ECHO).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (status, body) = host.send("r", "hello", Some("k1")).await;
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["status"], "accepted");
     let session = body["session"].as_str().unwrap().to_owned();
-    let end = host.wait_turn_end(&session, body["seq"].as_i64().unwrap()).await;
+    let end = host
+        .wait_turn_end(&session, body["seq"].as_i64().unwrap())
+        .await;
     assert_eq!(end["status"], "completed");
     assert_eq!(end["deliveries"], 1);
     let entries = host.entries(&session).await;
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "user_message",
+            "assistant",
+            "tool_result",
+            "delivery",
+            "assistant",
+            "turn_end"
+        ]
+    );
     assert_eq!(deliveries(&entries), vec!["echo: hello".to_string()]);
     let seqs: Vec<i64> = entries.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
-    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "seqs strictly increase from 1");
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i64).collect::<Vec<_>>(),
+        "seqs strictly increase from 1"
+    );
     host.shutdown().await;
 }
 
 #[tokio::test]
 async fn the_same_key_is_one_turn_and_another_body_is_a_conflict() {
-    let host = TestFleet::new().script("s", ECHO).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (s1, first) = host.send("r", "once", Some("same-key")).await;
     let (s2, second) = host.send("r", "once", Some("same-key")).await;
     assert_eq!((s1, s2), (202, 200));
@@ -44,9 +73,14 @@ async fn the_same_key_is_one_turn_and_another_body_is_a_conflict() {
     assert_eq!(third["status"], "conflict");
     assert_eq!(third["original"]["seq"], first["seq"]);
     let session = first["session"].as_str().unwrap();
-    host.wait_turn_end(session, first["seq"].as_i64().unwrap()).await;
+    host.wait_turn_end(session, first["seq"].as_i64().unwrap())
+        .await;
     let entries = host.entries(session).await;
-    let users: Vec<&str> = entries.iter().filter(|e| e["kind"] == "user_message").map(|e| e["text"].as_str().unwrap()).collect();
+    let users: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
     assert_eq!(users, vec!["once"], "nothing lost, nothing doubled");
     let turns = entries.iter().filter(|e| e["kind"] == "turn_end").count();
     assert_eq!(turns, 1);
@@ -59,14 +93,27 @@ async fn a_turn_that_does_not_deliver_is_reminded_once_then_undelivered() {
 [[rule]]
 steps = [ { text = "I will think quietly." } ]
 "#;
-    let host = TestFleet::new().script("s", silent).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", silent)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (_, body) = host.send("r", "hi", None).await;
     let session = body["session"].as_str().unwrap();
-    let end = host.wait_turn_end(session, body["seq"].as_i64().unwrap()).await;
+    let end = host
+        .wait_turn_end(session, body["seq"].as_i64().unwrap())
+        .await;
     assert_eq!(end["status"], "undelivered");
     let entries = host.entries(session).await;
-    assert_eq!(entries.iter().filter(|e| e["kind"] == "reminder").count(), 1);
-    assert!(entries.iter().any(|e| e["kind"] == "notice" && e["code"] == "undelivered"));
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "reminder").count(),
+        1
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "notice" && e["code"] == "undelivered")
+    );
     host.shutdown().await;
 }
 
@@ -80,12 +127,21 @@ steps = [ { tool = "SendMessage", args = { text = "sorry, here it is" } } ]
 [[rule]]
 steps = [ { text = "thinking only" } ]
 "#;
-    let host = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (_, body) = host.send("r", "question", None).await;
     let session = body["session"].as_str().unwrap();
-    let end = host.wait_turn_end(session, body["seq"].as_i64().unwrap()).await;
+    let end = host
+        .wait_turn_end(session, body["seq"].as_i64().unwrap())
+        .await;
     assert_eq!(end["status"], "completed");
-    assert_eq!(deliveries(&host.entries(session).await), vec!["sorry, here it is".to_string()]);
+    assert_eq!(
+        deliveries(&host.entries(session).await),
+        vec!["sorry, here it is".to_string()]
+    );
     host.shutdown().await;
 }
 
@@ -99,23 +155,39 @@ steps = [ { fail = "provider down" } ]
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "recovered: {{inputs}}" } } ]
 "#;
-    let host = TestFleet::new().script("s", script).bot("r", "s", &["SendMessage"]).start().await;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let (_, body) = host.send("r", "fail please", None).await;
     let session = body["session"].as_str().unwrap().to_owned();
     let seq = body["seq"].as_i64().unwrap();
     let end = host.wait_turn_end(&session, seq).await;
     assert_eq!(end["status"], "failed");
     let entries = host.entries(&session).await;
-    let notice = entries.iter().find(|e| e["kind"] == "notice" && e["code"] == "turn_failed").unwrap();
-    assert!(notice["text"].as_str().unwrap().contains("provider down"), "{notice}");
+    let notice = entries
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap();
+    assert!(
+        notice["text"].as_str().unwrap().contains("provider down"),
+        "{notice}"
+    );
     let turn = notice["retry_turn"].as_str().unwrap();
-    let (status, retry) = host.post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}").await;
+    let (status, retry) = host
+        .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+        .await;
     assert_eq!(status, 200, "{retry}");
     assert_eq!(retry["requeued"], 1);
     // the retried input still says "fail please": the failing rule matches again
     let second = host
         .wait_for(&session, |es| {
-            let ends: Vec<_> = es.iter().filter(|e| e["kind"] == "turn_end").cloned().collect();
+            let ends: Vec<_> = es
+                .iter()
+                .filter(|e| e["kind"] == "turn_end")
+                .cloned()
+                .collect();
             (ends.len() >= 2).then(|| ends[1].clone())
         })
         .await;
@@ -133,13 +205,27 @@ async fn users_see_only_their_own_bots() {
         .start()
         .await;
     let (_, alice) = host.get("/v1/bots", TOKEN).await;
-    let ids: Vec<&str> = alice["bots"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = alice["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec!["r"]);
-    let (status, _) = host.post_raw("/v1/bots/b2/messages", Some(TOKEN), None, r#"{"text":"hi"}"#).await;
+    let (status, _) = host
+        .post_raw(
+            "/v1/bots/b2/messages",
+            Some(TOKEN),
+            None,
+            r#"{"text":"hi"}"#,
+        )
+        .await;
     assert_eq!(status, 404, "alice cannot write to bob's bot");
     let (_, sent) = host.send("r", "private", None).await;
     let session = sent["session"].as_str().unwrap();
-    let (status, _) = host.get(&format!("/v1/sessions/{session}/entries"), BOB_TOKEN).await;
+    let (status, _) = host
+        .get(&format!("/v1/sessions/{session}/entries"), BOB_TOKEN)
+        .await;
     assert_eq!(status, 404, "bob cannot read alice's session");
     host.shutdown().await;
 }
@@ -153,15 +239,69 @@ async fn bad_input_gets_clear_errors_and_loses_nothing() {
         .start()
         .await;
     let cases: Vec<(&str, Option<&str>, String, u16, &str)> = vec![
-        ("/v1/bots/r/messages", Some(TOKEN), "{not json".into(), 400, "not valid JSON"),
-        ("/v1/bots/r/messages", Some(TOKEN), r#"{"txt":"x"}"#.into(), 400, "text"),
-        ("/v1/bots/r/messages", Some(TOKEN), r#"{"text":"   "}"#.into(), 400, "empty"),
-        ("/v1/bots/r/messages", Some(TOKEN), json!({"text": "x".repeat(101)}).to_string(), 400, "limit is 100"),
-        ("/v1/bots/r/messages", Some(TOKEN), json!({"text": "x".repeat(5000)}).to_string(), 413, "larger than 4096"),
-        ("/v1/bots/nobody/messages", Some(TOKEN), r#"{"text":"x"}"#.into(), 404, "no bot"),
-        ("/v1/bots/r/messages", Some("wrong-token"), r#"{"text":"x"}"#.into(), 401, "unknown token"),
-        ("/v1/bots/r/messages", None, r#"{"text":"x"}"#.into(), 401, "Authorization"),
-        ("/v1/bots/bad%20id/messages", Some(TOKEN), r#"{"text":"x"}"#.into(), 400, "invalid bot id"),
+        (
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            "{not json".into(),
+            400,
+            "not valid JSON",
+        ),
+        (
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            r#"{"txt":"x"}"#.into(),
+            400,
+            "text",
+        ),
+        (
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            r#"{"text":"   "}"#.into(),
+            400,
+            "empty",
+        ),
+        (
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            json!({"text": "x".repeat(101)}).to_string(),
+            400,
+            "limit is 100",
+        ),
+        (
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            json!({"text": "x".repeat(5000)}).to_string(),
+            413,
+            "larger than 4096",
+        ),
+        (
+            "/v1/bots/nobody/messages",
+            Some(TOKEN),
+            r#"{"text":"x"}"#.into(),
+            404,
+            "no bot",
+        ),
+        (
+            "/v1/bots/r/messages",
+            Some("wrong-token"),
+            r#"{"text":"x"}"#.into(),
+            401,
+            "unknown token",
+        ),
+        (
+            "/v1/bots/r/messages",
+            None,
+            r#"{"text":"x"}"#.into(),
+            401,
+            "Authorization",
+        ),
+        (
+            "/v1/bots/bad%20id/messages",
+            Some(TOKEN),
+            r#"{"text":"x"}"#.into(),
+            400,
+            "invalid bot id",
+        ),
     ];
     for (path, token, body, want, says) in cases {
         let (status, answer) = host.post_raw(path, token, None, body.clone()).await;

@@ -1,8 +1,5 @@
 //! Fault injection for the OpenAI-compatible provider: retries, HTTP errors,
 //! broken streams, aborts and cancellation, against the loopback server.
-// Test helpers outside `#[test]` functions are not covered by clippy.toml's
-// allow-*-in-tests.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 use std::time::Instant;

@@ -21,7 +21,9 @@ fn echo_model(request: &Value) -> Reply {
     }
     let text = last["content"].as_str().unwrap_or("").to_owned();
     let args = json!({ "text": format!("model says: {text}") }).to_string();
-    Reply::tool_call("call_1", "SendMessage", args).usage(120, 9).cached(64)
+    Reply::tool_call("call_1", "SendMessage", args)
+        .usage(120, 9)
+        .cached(64)
 }
 
 async fn roundtrip(stream: bool) {
@@ -40,19 +42,31 @@ async fn roundtrip(stream: bool) {
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
     assert_eq!(out.trim(), "model says: héllo wörld");
     let requests = server.requests();
-    assert_eq!(requests.len(), 2, "one step with the tool call, one after its result");
+    assert_eq!(
+        requests.len(),
+        2,
+        "one step with the tool call, one after its result"
+    );
     let first = &requests[0].body;
     assert_eq!(first["stream"], json!(stream));
     assert_eq!(first["model"], "test-model");
     assert_eq!(first["tools"][0]["function"]["name"], "SendMessage");
     assert_eq!(first["messages"][0]["role"], "system");
     let second = &requests[1].body;
-    let last = second["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["role"], "tool");
     assert_eq!(last["tool_call_id"], "call_1");
     // the prefix of the second request is the whole first request
     let n = first["messages"].as_array().unwrap().len();
-    assert_eq!(second["messages"].as_array().unwrap()[..n], first["messages"].as_array().unwrap()[..]);
+    assert_eq!(
+        second["messages"].as_array().unwrap()[..n],
+        first["messages"].as_array().unwrap()[..]
+    );
     host.shutdown().await;
     server.shutdown().await;
 }
@@ -83,7 +97,10 @@ async fn a_provider_down_past_its_retries_fails_the_turn_visibly() {
     assert!(err.contains("retry"), "{err}");
     let (_, transcript, _) = cli(&["transcript", "r"], &host.url, TOKEN).await;
     assert!(transcript.contains("anyone there?"), "{transcript}");
-    assert!(transcript.contains("[turn_failed]") && transcript.contains("503"), "{transcript}");
+    assert!(
+        transcript.contains("[turn_failed]") && transcript.contains("503"),
+        "{transcript}"
+    );
     host.shutdown().await;
     server.shutdown().await;
 }

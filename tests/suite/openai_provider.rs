@@ -1,9 +1,6 @@
 //! The OpenAI-compatible provider against the loopback OpenAI server: the
 //! wire format and streaming edge cases. Failures are in `openai_faults.rs`,
 //! which shares the helpers here.
-// Test helpers outside `#[test]` functions are not covered by clippy.toml's
-// allow-*-in-tests.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

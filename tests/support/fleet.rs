@@ -129,11 +129,13 @@ impl TestHost {
         botfleet::client::Client::new(&self.url, TOKEN).unwrap()
     }
 
-    pub fn workspace(&self) -> PathBuf {
-        self.fleet.path().join("data/workspace")
-    }
-
-    pub async fn post_raw(&self, path: &str, token: Option<&str>, key: Option<&str>, body: impl Into<reqwest::Body>) -> (u16, Value) {
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        key: Option<&str>,
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, Value) {
         let mut req = self
             .http
             .post(format!("{}{path}", self.url))
@@ -183,12 +185,16 @@ impl TestHost {
     /// turn_end entry.
     pub async fn wait_turn_end(&self, session: &str, seq: i64) -> Value {
         self.wait_for(session, |entries| {
-            entries.iter().find(|e| {
-                e["kind"] == "turn_end"
-                    && e["status"] != "interrupted"
-                    && e["inputs"].as_array().is_some_and(|a| a.contains(&json!(seq)))
-            })
-            .cloned()
+            entries
+                .iter()
+                .find(|e| {
+                    e["kind"] == "turn_end"
+                        && e["status"] != "interrupted"
+                        && e["inputs"]
+                            .as_array()
+                            .is_some_and(|a| a.contains(&json!(seq)))
+                })
+                .cloned()
         })
         .await
     }

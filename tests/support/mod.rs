@@ -1,5 +1,5 @@
 //! Test support shared by the integration suite (`tests/all.rs`).
 
-pub mod openai_server;
 pub mod fleet;
+pub mod openai_server;
 pub mod process;

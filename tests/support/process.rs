@@ -2,7 +2,6 @@
 //! the CLI.
 
 use std::path::Path;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,21 +9,28 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_botfleet");
 
 /// A free loopback port (bound and released; good enough for tests).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A `botfleet run` child.
 pub struct HostProcess {
     pub child: tokio::process::Child,
     pub url: String,
-    pub log: PathBuf,
 }
 
 impl HostProcess {
     /// Starts `botfleet run --fleet FLEET --listen 127.0.0.1:PORT` and waits
     /// until it answers /healthz.
     pub async fn start(fleet: &Path, port: u16, log: &Path) -> Self {
-        let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
         let child = tokio::process::Command::new(BIN)
             .args(["run", "--fleet"])
             .arg(fleet)
@@ -38,14 +44,17 @@ impl HostProcess {
         let url = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         for _ in 0..300 {
-            if let Ok(r) = http.get(format!("{url}/healthz")).send().await {
-                if r.status().is_success() {
-                    return Self { child, url, log: log.to_path_buf() };
-                }
+            if let Ok(r) = http.get(format!("{url}/healthz")).send().await
+                && r.status().is_success()
+            {
+                return Self { child, url };
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("host did not start; log:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+        panic!(
+            "host did not start; log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
     }
 
     /// SIGKILL: no shutdown, no flush.

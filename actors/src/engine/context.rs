@@ -139,12 +139,16 @@ pub(crate) fn render_input(entry: &Entry) -> String {
             origin,
             text,
             trusted: true,
-        } => p.trusted_event.render(&[("origin", origin), ("text", text)]),
+        } => p
+            .trusted_event
+            .render(&[("origin", origin), ("text", text)]),
         EntryKind::Event {
             origin,
             text,
             trusted: false,
-        } => p.untrusted_event.render(&[("origin", origin), ("text", text)]),
+        } => p
+            .untrusted_event
+            .render(&[("origin", origin), ("text", text)]),
         EntryKind::Assistant { .. }
         | EntryKind::ToolResult { .. }
         | EntryKind::Delivery { .. }

@@ -94,7 +94,8 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let turn = plan.turn;
     let mut runner = match Runner::new(rt, plan) {
         Ok(r) => r,
-        Err((tail, error)) => {
+        Err(failed) => {
+            let (tail, error) = *failed;
             return TurnReport {
                 turn,
                 status: None,
@@ -120,7 +121,11 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
         } else {
             Vec::new()
         },
-        tail: if status.is_some() { Some(runner.tail) } else { None },
+        tail: if status.is_some() {
+            Some(runner.tail)
+        } else {
+            None
+        },
         error,
     }
 }
@@ -152,13 +157,13 @@ enum Stop {
 }
 
 impl Runner {
-    fn new(rt: Arc<Runtime>, plan: TurnPlan) -> Result<Self, (SessionTail, String)> {
+    fn new(rt: Arc<Runtime>, plan: TurnPlan) -> Result<Self, Box<(SessionTail, String)>> {
         let Some(model) = rt.models.get(&plan.bot.provider).cloned() else {
             let error = format!(
                 "bot {} uses provider {:?}, which is not configured",
                 plan.bot.id, plan.bot.provider
             );
-            return Err((plan.tail, error));
+            return Err(Box::new((plan.tail, error)));
         };
         let tools: Vec<Arc<dyn Tool>> = plan
             .bot
@@ -259,7 +264,11 @@ impl Runner {
                 gid: *gid,
                 session: self.session,
                 seq: *seq,
-                priority: if self.state.owes_delivery { Priority::UserDm } else { Priority::Background },
+                priority: if self.state.owes_delivery {
+                    Priority::UserDm
+                } else {
+                    Priority::Background
+                },
             })
             .collect();
         Ok(true)
@@ -267,8 +276,21 @@ impl Runner {
 
     /// Picks a crashed turn up again. Returns a final status if it must not
     /// continue (too many attempts).
+    ///
+    /// The turn's progress is read back from the transcript: its steps are
+    /// its assistant entries, its deliveries and reminder are entries too.
+    /// Calls of its last step without a result entry are settled here: a
+    /// call recorded as started (external effect) either runs again
+    /// (idempotent tools) or is reported as "outcome unknown"; a call never
+    /// started simply runs.
     async fn resume(&mut self) -> Result<Option<TurnStatus>, StoreError> {
-        let attempts = match self.rt.store.write(vec![Mutation::BumpAttempts { turn: self.turn }]).await?.pop() {
+        let attempts = match self
+            .rt
+            .store
+            .write(vec![Mutation::BumpAttempts { turn: self.turn }])
+            .await?
+            .pop()
+        {
             Some(MutationResult::Attempts(a)) => a,
             _ => 0,
         };
@@ -279,29 +301,73 @@ impl Runner {
                 .await
                 .map(Some);
         }
-        let calls = self.rt.store.tool_calls(self.turn).await?;
-        for rec in calls.into_iter().filter(|c| c.status != ToolCallStatus::Done) {
+        let from = self
+            .state
+            .input_seqs
+            .iter()
+            .min()
+            .copied()
+            .unwrap_or(1)
+            .saturating_sub(1);
+        let entries = self
+            .rt
+            .store
+            .entries_after(self.session, from, i64::MAX)
+            .await?;
+        let mine: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| e.turn == Some(self.turn))
+            .collect();
+        let mut last_calls = Vec::new();
+        let mut answered = std::collections::HashSet::new();
+        self.state.step = 0;
+        self.state.delivered = 0;
+        for e in &mine {
+            match &e.kind {
+                EntryKind::Assistant { tool_calls, .. } => {
+                    self.state.step += 1;
+                    last_calls = tool_calls.clone();
+                }
+                EntryKind::ToolResult { call_id, .. } => {
+                    answered.insert(call_id.clone());
+                }
+                EntryKind::Delivery { .. } => self.state.delivered += 1,
+                EntryKind::Reminder { .. } => self.state.reminded = true,
+                _ => {}
+            }
+        }
+        let started: std::collections::HashMap<String, ToolCallStatus> = self
+            .rt
+            .store
+            .tool_calls(self.turn)
+            .await?
+            .into_iter()
+            .map(|c| (c.call_id, c.status))
+            .collect();
+        for (ordinal, body) in last_calls.iter().enumerate() {
+            if answered.contains(&body.id) {
+                continue;
+            }
             let call = ToolCall {
-                id: rec.call_id.clone(),
-                name: rec.name.clone(),
-                arguments: rec.arguments.clone(),
+                id: body.id.clone(),
+                name: body.name.clone(),
+                arguments: body.arguments.clone(),
             };
             if let Some(stop) = self.stop_reason() {
                 self.skip_call(&call, &stop).await?;
                 continue;
             }
-            let tool = self.tool(&rec.name);
-            match (rec.status, tool) {
-                (ToolCallStatus::Started, Some(t)) if !t.idempotent() => {
+            let was_started = matches!(started.get(&body.id), Some(ToolCallStatus::Started));
+            match self.tool(&body.name) {
+                Some(t) if was_started && !t.idempotent() => {
                     let text = prompts()
                         .outcome_unknown
-                        .render(&[("tool", &rec.name)])
+                        .render(&[("tool", &body.name)])
                         .unwrap_or_default();
-                    self.record_outcome(&call, text, true, Vec::new(), false).await?;
+                    self.record_outcome(&call, text, true, Vec::new(), false, true)
+                        .await?;
                 }
-                (ToolCallStatus::Started, _) => self.execute(&call, true).await?,
-                (ToolCallStatus::Pending, _) => self.execute(&call, false).await?,
-                (ToolCallStatus::Done, _) => {}
+                _ => self.execute(&call, ordinal, was_started).await?,
             }
         }
         Ok(None)
@@ -340,9 +406,10 @@ impl Runner {
                 Err(ModelError::Cancelled) => continue,
                 Err(e) => return self.fail(e.to_string()).await,
             };
-            self.persist_step(&response).await?;
+            let mut batch = self.step_batch(&response);
             if response.tool_calls.is_empty() {
                 if self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded {
+                    self.commit(batch).await?;
                     self.remind().await?;
                     continue;
                 }
@@ -351,12 +418,25 @@ impl Runner {
                 } else {
                     TurnStatus::Completed
                 };
-                return self.end(status, None).await;
+                // the last step and the end of the turn commit together
+                batch.extend(self.end_batch(status, None));
+                self.commit(batch).await?;
+                return Ok(status);
             }
-            for call in &response.tool_calls {
+            if self.stop_reason().is_none()
+                && let Some(outcomes) = self.run_internal_calls(&response.tool_calls).await
+            {
+                // every call only writes to the store: the step and its
+                // outcomes commit together, one commit instead of 1 + n
+                batch.extend(outcomes);
+                self.commit(batch).await?;
+                continue;
+            }
+            self.commit(batch).await?;
+            for (ordinal, call) in response.tool_calls.iter().enumerate() {
                 match self.stop_reason() {
                     Some(stop) => self.skip_call(call, &stop).await?,
-                    None => self.execute(call, false).await?,
+                    None => self.execute(call, ordinal, false).await?,
                 }
             }
         }
@@ -378,7 +458,10 @@ impl Runner {
     }
 
     /// Commits a batch and feeds the entries it appended to the tail.
-    async fn commit(&mut self, mut batch: Vec<Mutation>) -> Result<Vec<MutationResult>, StoreError> {
+    async fn commit(
+        &mut self,
+        mut batch: Vec<Mutation>,
+    ) -> Result<Vec<MutationResult>, StoreError> {
         if self.start_pending {
             batch.insert(
                 0,
@@ -408,19 +491,18 @@ impl Runner {
                 created_at,
                 ..
             } = r
+                && let Some(ne) = appended.next()
             {
-                if let Some(ne) = appended.next() {
-                    self.tail.push(&Entry {
-                        id: ne.id,
-                        session: ne.session,
-                        seq: *seq,
-                        gid: *gid,
-                        author: ne.author,
-                        turn: ne.turn,
-                        created_at: *created_at,
-                        kind: ne.kind,
-                    });
-                }
+                self.tail.push(&Entry {
+                    id: ne.id,
+                    session: ne.session,
+                    seq: *seq,
+                    gid: *gid,
+                    author: ne.author,
+                    turn: ne.turn,
+                    created_at: *created_at,
+                    kind: ne.kind,
+                });
             }
         }
         Ok(results)
@@ -436,78 +518,84 @@ impl Runner {
         }))
     }
 
-    async fn persist_step(&mut self, response: &ModelResponse) -> Result<(), StoreError> {
+    /// The writes of one model step: its assistant entry, its tool calls
+    /// as pending, the checkpoint.
+    fn step_batch(&mut self, response: &ModelResponse) -> Vec<Mutation> {
         let step = self.state.step;
         self.state.step += 1;
-        let mut batch = vec![self.entry(
-            EntryId::derive(self.turn, &format!("step-{step}"), "assistant"),
-            EntryKind::Assistant {
-                text: response.text.clone(),
-                tool_calls: response
-                    .tool_calls
-                    .iter()
-                    .map(|c| ToolCallBody {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                    })
-                    .collect(),
-            },
-        )];
-        for (i, c) in response.tool_calls.iter().enumerate() {
-            batch.push(Mutation::ToolPending {
-                turn: self.turn,
-                call_id: c.id.clone(),
-                ordinal: i64::from(step) * 1000 + i as i64,
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            });
-        }
-        batch.push(Mutation::Checkpoint {
-            turn: self.turn,
-            checkpoint: self.state.to_value(),
-        });
-        self.commit(batch).await.map(|_| ())
+        let batch = vec![
+            self.entry(
+                EntryId::derive(self.turn, &format!("step-{step}"), "assistant"),
+                EntryKind::Assistant {
+                    text: response.text.clone(),
+                    tool_calls: response
+                        .tool_calls
+                        .iter()
+                        .map(|c| ToolCallBody {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect(),
+                },
+            ),
+        ];
+        batch
     }
 
     async fn remind(&mut self) -> Result<(), StoreError> {
         self.state.reminded = true;
         let text = prompts().delivery_reminder.render(&[]).unwrap_or_default();
-        let batch = vec![
-            self.entry(
-                EntryId::derive(self.turn, "reminder", "delivery"),
-                EntryKind::Reminder { text },
-            ),
-            Mutation::Checkpoint {
-                turn: self.turn,
-                checkpoint: self.state.to_value(),
-            },
-        ];
+        let batch = vec![self.entry(
+            EntryId::derive(self.turn, "reminder", "delivery"),
+            EntryKind::Reminder { text },
+        )];
         self.commit(batch).await.map(|_| ())
     }
 
     /// Runs one tool call and records its outcome. `already_started` is set
     /// when re-running an idempotent call cut off by a crash.
-    async fn execute(&mut self, call: &ToolCall, already_started: bool) -> Result<(), StoreError> {
+    async fn execute(
+        &mut self,
+        call: &ToolCall,
+        ordinal: usize,
+        already_started: bool,
+    ) -> Result<(), StoreError> {
         let Some(tool) = self.tool(&call.name) else {
             let known: Vec<String> = self.specs.iter().map(|s| s.name.clone()).collect();
             let err = ToolError::new(
                 format!("there is no tool {:?} for you", call.name),
                 format!("use one of: {}", known.join(", ")),
             );
-            return self.record_outcome(call, err.to_string(), true, Vec::new(), false).await;
+            return self
+                .record_outcome(call, err.to_string(), true, Vec::new(), false, false)
+                .await;
         };
-        let args: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
+        let raw = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &call.arguments
+        };
+        let args: Value = match serde_json::from_str(raw) {
             Ok(v) => v,
             Err(e) => {
-                let err = ToolError::bad_args(&call.name, format!("the arguments are not valid JSON ({e})"));
-                return self.record_outcome(call, err.to_string(), true, Vec::new(), false).await;
+                let err = ToolError::bad_args(
+                    &call.name,
+                    format!("the arguments are not valid JSON ({e})"),
+                );
+                return self
+                    .record_outcome(call, err.to_string(), true, Vec::new(), false, false)
+                    .await;
             }
         };
-        if tool.effect() == Effect::External && !already_started {
+        let external = tool.effect() == Effect::External;
+        if external && !already_started {
             self.commit(vec![Mutation::ToolStarted {
                 turn: self.turn,
                 call_id: call.id.clone(),
+                ordinal: i64::from(self.state.step) * 1000 + ordinal as i64,
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
             }])
             .await?;
         }
@@ -527,9 +615,13 @@ impl Runner {
         match result {
             Ok(out) => {
                 let delivered = out.delivered;
-                self.record_outcome(call, out.content, false, out.effects, delivered).await
+                self.record_outcome(call, out.content, false, out.effects, delivered, external)
+                    .await
             }
-            Err(e) => self.record_outcome(call, e.to_string(), true, Vec::new(), false).await,
+            Err(e) => {
+                self.record_outcome(call, e.to_string(), true, Vec::new(), false, external)
+                    .await
+            }
         }
     }
 
@@ -538,10 +630,62 @@ impl Runner {
             Stop::Interrupted => "a new message from the person interrupted the turn",
             Stop::Cancelled => "the turn was cancelled",
         };
-        let text = prompts().call_not_run.render(&[("reason", reason)]).unwrap_or_default();
-        self.record_outcome(call, text, true, Vec::new(), false).await
+        let text = prompts()
+            .call_not_run
+            .render(&[("reason", reason)])
+            .unwrap_or_default();
+        self.record_outcome(call, text, true, Vec::new(), false, false)
+            .await
     }
 
+    /// Runs the calls of a step in memory when every one of them is a known
+    /// tool with only internal effects (its effect is store writes returned
+    /// with its outcome). Returns the outcome writes, or `None` when any
+    /// call needs the one-by-one path.
+    async fn run_internal_calls(&mut self, calls: &[ToolCall]) -> Option<Vec<Mutation>> {
+        let mut prepared = Vec::with_capacity(calls.len());
+        for call in calls {
+            let tool = self.tool(&call.name)?;
+            if tool.effect() != Effect::Internal {
+                return None;
+            }
+            let raw = if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            };
+            let args: Value = serde_json::from_str(raw).ok()?;
+            prepared.push((call, tool, args));
+        }
+        let mut out = Vec::new();
+        for (call, tool, args) in prepared {
+            let result = {
+                let ctx = ToolContext {
+                    bot: &self.bot,
+                    session: self.session,
+                    turn: self.turn,
+                    call_id: &call.id,
+                    workspace: &self.rt.workspace,
+                    cancel: &self.hard,
+                    store: &self.rt.store,
+                    limits: &self.rt.settings.tool_limits,
+                };
+                tool.call(&ctx, args).await
+            };
+            let batch = match result {
+                Ok(o) => {
+                    let delivered = o.delivered;
+                    self.outcome_batch(call, o.content, false, o.effects, delivered, false)
+                }
+                Err(e) => self.outcome_batch(call, e.to_string(), true, Vec::new(), false, false),
+            };
+            out.extend(batch);
+        }
+        Some(out)
+    }
+
+    /// Commits a call's result entry with its effects (and, for a call
+    /// recorded as started, its outcome in `tool_calls`).
     async fn record_outcome(
         &mut self,
         call: &ToolCall,
@@ -549,33 +693,44 @@ impl Runner {
         is_error: bool,
         effects: Vec<Mutation>,
         delivered: bool,
+        started: bool,
     ) -> Result<(), StoreError> {
+        let batch = self.outcome_batch(call, content, is_error, effects, delivered, started);
+        self.commit(batch).await.map(|_| ())
+    }
+
+    fn outcome_batch(
+        &mut self,
+        call: &ToolCall,
+        content: String,
+        is_error: bool,
+        effects: Vec<Mutation>,
+        delivered: bool,
+        started: bool,
+    ) -> Vec<Mutation> {
         if delivered {
             self.state.delivered += 1;
         }
-        let mut batch = vec![
-            Mutation::ToolFinished {
+        let mut batch = Vec::with_capacity(2 + effects.len());
+        if started {
+            batch.push(Mutation::ToolFinished {
                 turn: self.turn,
                 call_id: call.id.clone(),
                 outcome: content.clone(),
                 is_error,
+            });
+        }
+        batch.push(self.entry(
+            EntryId::derive(self.turn, &call.id, "result"),
+            EntryKind::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error,
             },
-            self.entry(
-                EntryId::derive(self.turn, &call.id, "result"),
-                EntryKind::ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content,
-                    is_error,
-                },
-            ),
-        ];
+        ));
         batch.extend(effects);
-        batch.push(Mutation::Checkpoint {
-            turn: self.turn,
-            checkpoint: self.state.to_value(),
-        });
-        self.commit(batch).await.map(|_| ())
+        batch
     }
 
     async fn fail(&mut self, error: String) -> Result<TurnStatus, StoreError> {
@@ -606,6 +761,18 @@ impl Runner {
             // nothing was persisted: the inputs are still pending in the inbox
             return Ok(status);
         }
+        let batch = self.end_batch(status, failure);
+        self.commit(batch).await?;
+        Ok(status)
+    }
+
+    /// The writes that end a turn: its status, notices, the turn_end entry
+    /// (and, for an interrupted turn, its inputs back in the inbox).
+    fn end_batch(
+        &mut self,
+        status: TurnStatus,
+        failure: Option<(String, Mutation)>,
+    ) -> Vec<Mutation> {
         let (error, failure_notice) = match failure {
             Some((e, n)) => (Some(e), Some(n)),
             None => (None, None),
@@ -638,7 +805,6 @@ impl Runner {
         if status == TurnStatus::Interrupted {
             batch.push(Mutation::RequeueInputs { turn: self.turn });
         }
-        self.commit(batch).await?;
-        Ok(status)
+        batch
     }
 }

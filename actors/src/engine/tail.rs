@@ -42,7 +42,12 @@ impl SessionTail {
     }
 
     /// Loads the newest `window` entries of the session.
-    pub(crate) async fn load(&mut self, store: &Store, system: &str, window: usize) -> Result<(), StoreError> {
+    pub(crate) async fn load(
+        &mut self,
+        store: &Store,
+        system: &str,
+        window: usize,
+    ) -> Result<(), StoreError> {
         let entries = store.tail_entries(self.session, window as i64).await?;
         let mut context = ContextBuilder::new(system.to_owned());
         for e in &entries {

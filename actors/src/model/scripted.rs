@@ -144,7 +144,8 @@ impl Script {
             let name = r.name.unwrap_or_else(|| format!("rule {}", i + 1));
             let compile = |re: Option<String>, key: &str| -> Result<Option<Regex>, ScriptError> {
                 re.map(|s| {
-                    Regex::new(&s).map_err(|e| invalid(format!("{name}: `{key}` is not a valid regex: {e}")))
+                    Regex::new(&s)
+                        .map_err(|e| invalid(format!("{name}: `{key}` is not a valid regex: {e}")))
                 })
                 .transpose()
             };
@@ -158,7 +159,10 @@ impl Script {
                     )));
                 }
                 if step.args.is_some() && step.tool.is_none() {
-                    return Err(invalid(format!("{name}, step {}: `args` needs `tool`", k + 1)));
+                    return Err(invalid(format!(
+                        "{name}, step {}: `args` needs `tool`",
+                        k + 1
+                    )));
                 }
             }
             rules.push(Rule {
@@ -285,7 +289,9 @@ impl Model for ScriptedModel {
             r.purpose == request.purpose
                 && r.bot.as_deref().is_none_or(|b| b == request.bot)
                 && r.match_input.as_ref().is_none_or(|re| re.is_match(input))
-                && r.match_tool.as_ref().is_none_or(|re| re.is_match(tool_result))
+                && r.match_tool
+                    .as_ref()
+                    .is_none_or(|re| re.is_match(tool_result))
         });
         let Some(rule) = rule else {
             return Ok(ModelResponse::default());
@@ -337,10 +343,19 @@ impl Model for ScriptedModel {
         let n = request.messages.len();
         let mut calls: Vec<(String, Value)> = Vec::new();
         if let Some(tool) = &step_def.tool {
-            calls.push((tool.clone(), step_def.args.clone().unwrap_or(Value::Object(Default::default()))));
+            calls.push((
+                tool.clone(),
+                step_def
+                    .args
+                    .clone()
+                    .unwrap_or(Value::Object(Default::default())),
+            ));
         }
         for c in &step_def.calls {
-            calls.push((c.tool.clone(), c.args.clone().unwrap_or(Value::Object(Default::default()))));
+            calls.push((
+                c.tool.clone(),
+                c.args.clone().unwrap_or(Value::Object(Default::default())),
+            ));
         }
         let tool_calls: Vec<ToolCall> = calls
             .into_iter()
@@ -372,9 +387,10 @@ impl Model for ScriptedModel {
 fn message_len(m: &ChatMessage) -> usize {
     match m {
         ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
-        ChatMessage::Assistant { content, tool_calls } => {
-            content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
-        }
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),
         ChatMessage::Tool { content, .. } => content.len(),
     }
 }

@@ -79,10 +79,13 @@ impl Tool for SendMessage {
                 "shorten it, or split it into several SendMessage calls",
             ));
         }
-        if let Some(card) = &args.card {
-            if !card.is_object() {
-                return Err(ToolError::bad_args("SendMessage", "`card` must be an object"));
-            }
+        if let Some(card) = &args.card
+            && !card.is_object()
+        {
+            return Err(ToolError::bad_args(
+                "SendMessage",
+                "`card` must be an object",
+            ));
         }
         let id = EntryId::derive(ctx.turn, ctx.call_id, "delivery");
         Ok(ToolOutput {
@@ -119,7 +122,9 @@ impl Tool for ReactToMessage {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "ReactToMessage".into(),
-            description: "React to a message of this conversation with an emoji (e.g. to acknowledge it).".into(),
+            description:
+                "React to a message of this conversation with an emoji (e.g. to acknowledge it)."
+                    .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -157,10 +162,15 @@ impl Tool for ReactToMessage {
             .store
             .entries_between(ctx.session, args.seq, args.seq)
             .await
-            .map_err(|e| ToolError::new(format!("could not read the conversation: {e}"), "try again"))?;
+            .map_err(|e| {
+                ToolError::new(format!("could not read the conversation: {e}"), "try again")
+            })?;
         if found.is_empty() {
             return Err(ToolError::new(
-                format!("there is no message with seq {} in this conversation", args.seq),
+                format!(
+                    "there is no message with seq {} in this conversation",
+                    args.seq
+                ),
                 "use the seq of an existing message",
             ));
         }

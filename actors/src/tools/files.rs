@@ -25,8 +25,12 @@ fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, Tool
 
 fn io_error(action: &str, shown: &str, e: &std::io::Error) -> ToolError {
     let hint = match e.kind() {
-        std::io::ErrorKind::NotFound => "check the path (list the directory with Shell `ls`), or Write the file first",
-        std::io::ErrorKind::PermissionDenied => "the host may not touch this file; choose another path",
+        std::io::ErrorKind::NotFound => {
+            "check the path (list the directory with Shell `ls`), or Write the file first"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "the host may not touch this file; choose another path"
+        }
         std::io::ErrorKind::IsADirectory => "this is a directory; give a file path",
         _ => "check the path and try again",
     };
@@ -82,14 +86,18 @@ impl Tool for Read {
         let args: ReadArgs = parse_args("Read", args)?;
         let path = resolve(ctx, &args.path)?;
         let shown = show_path(ctx.workspace, &path);
-        let meta = tokio::fs::metadata(&path).await.map_err(|e| io_error("read", &shown, &e))?;
+        let meta = tokio::fs::metadata(&path)
+            .await
+            .map_err(|e| io_error("read", &shown, &e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 format!("{shown} is a directory"),
                 "list it with Shell `ls`, then Read a file in it",
             ));
         }
-        let bytes = tokio::fs::read(&path).await.map_err(|e| io_error("read", &shown, &e))?;
+        let bytes = tokio::fs::read(&path)
+            .await
+            .map_err(|e| io_error("read", &shown, &e))?;
         let text = String::from_utf8(bytes).map_err(|_| {
             ToolError::new(
                 format!("{shown} is not UTF-8 text"),
@@ -139,7 +147,9 @@ impl Tool for Write {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "Write".into(),
-            description: "Create or overwrite a text file in the workspace (parent directories are created).".into(),
+            description:
+                "Create or overwrite a text file in the workspace (parent directories are created)."
+                    .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -187,7 +197,9 @@ impl Tool for Write {
         // write to a temporary file and rename, so a crash never leaves half a file
         let tmp = path.with_file_name(format!(
             ".{}.botfleet-tmp",
-            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            path.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
         ));
         tokio::fs::write(&tmp, args.content.as_bytes())
             .await
@@ -195,7 +207,10 @@ impl Tool for Write {
         tokio::fs::rename(&tmp, &path)
             .await
             .map_err(|e| io_error("write", &shown, &e))?;
-        Ok(ToolOutput::text(format!("wrote {} bytes to {shown}", args.content.len())))
+        Ok(ToolOutput::text(format!(
+            "wrote {} bytes to {shown}",
+            args.content.len()
+        )))
     }
 }
 
@@ -278,7 +293,9 @@ impl Tool for Edit {
         };
         let tmp = path.with_file_name(format!(
             ".{}.botfleet-tmp",
-            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            path.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
         ));
         tokio::fs::write(&tmp, new.as_bytes())
             .await
@@ -289,7 +306,11 @@ impl Tool for Edit {
         Ok(ToolOutput::text(format!(
             "replaced {} occurrence{} in {shown}",
             if args.replace_all { count } else { 1 },
-            if args.replace_all && count != 1 { "s" } else { "" }
+            if args.replace_all && count != 1 {
+                "s"
+            } else {
+                ""
+            }
         )))
     }
 }

@@ -206,7 +206,10 @@ impl ToolRegistry {
 }
 
 /// Parses arguments into a typed struct, with an error the model can act on.
-pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: Value,
+) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::bad_args(tool, e))
 }
 

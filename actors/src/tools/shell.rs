@@ -58,21 +58,28 @@ const ALLOWED_OUTSIDE: &[&str] = &[
 ];
 
 /// Refuses a command naming a path outside the workspace.
-pub(crate) fn check_paths(workspace: &Workspace, cwd: &std::path::Path, command: &str) -> Result<(), ToolError> {
+pub(crate) fn check_paths(
+    workspace: &Workspace,
+    cwd: &std::path::Path,
+    command: &str,
+) -> Result<(), ToolError> {
     let tokens = command.split(|c: char| c.is_whitespace() || ";|&<>()'\"=`$,".contains(c));
     for token in tokens.filter(|t| !t.is_empty()) {
         let outside = if token.starts_with('~') {
             true
         } else if token.starts_with('/') {
-            if ALLOWED_OUTSIDE
-                .iter()
-                .any(|a| token == a.trim_end_matches('/') || (a.ends_with('/') && token.starts_with(a)))
-            {
+            if ALLOWED_OUTSIDE.iter().any(|a| {
+                token == a.trim_end_matches('/') || (a.ends_with('/') && token.starts_with(a))
+            }) {
                 false
             } else {
                 workspace.resolve(token).is_err()
             }
-        } else if token == ".." || token.starts_with("../") || token.contains("/../") || token.ends_with("/..") {
+        } else if token == ".."
+            || token.starts_with("../")
+            || token.contains("/../")
+            || token.ends_with("/..")
+        {
             let joined = cwd.join(token);
             workspace.resolve(&joined.to_string_lossy()).is_err()
         } else {
@@ -156,7 +163,10 @@ impl Tool for Shell {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ShellArgs = parse_args("Shell", args)?;
         if args.command.trim().is_empty() {
-            return Err(ToolError::new("the command is empty", "give a command to run"));
+            return Err(ToolError::new(
+                "the command is empty",
+                "give a command to run",
+            ));
         }
         let limits = ctx.limits;
         let timeout = match args.timeout_s {
@@ -175,7 +185,10 @@ impl Tool for Shell {
                 asked
             }
             Some(s) => {
-                return Err(ToolError::bad_args("Shell", format!("timeout_s must be a positive number, got {s}")));
+                return Err(ToolError::bad_args(
+                    "Shell",
+                    format!("timeout_s must be a positive number, got {s}"),
+                ));
             }
         };
         let cwd = match &args.cwd {
@@ -206,7 +219,10 @@ impl Tool for Shell {
             .process_group(0)
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| {
-            ToolError::new(format!("could not start sh: {e}"), "the host cannot run commands right now; tell the user")
+            ToolError::new(
+                format!("could not start sh: {e}"),
+                "the host cannot run commands right now; tell the user",
+            )
         })?;
         let pid = child.id();
         let keep = limits.max_output_bytes;

@@ -76,7 +76,10 @@ fn alive(pid: i32) -> bool {
 #[tokio::test]
 async fn runs_in_the_workspace() {
     let f = fixture();
-    let out = f.run(json!({"command": "pwd; echo hi >&2; exit 3"})).await.unwrap();
+    let out = f
+        .run(json!({"command": "pwd; echo hi >&2; exit 3"}))
+        .await
+        .unwrap();
     assert!(out.content.starts_with("exit code: 3"), "{}", out.content);
     assert!(out.content.contains(&f.ws.root().display().to_string()));
     assert!(out.content.contains("hi"));
@@ -142,12 +145,26 @@ async fn cancel_kills_the_command() {
 #[tokio::test]
 async fn paths_outside_are_refused() {
     let f = fixture();
-    for cmd in ["cat /etc/passwd", "ls ..", "cat ~/.ssh/id_rsa", "cd ../.. && ls"] {
+    for cmd in [
+        "cat /etc/passwd",
+        "ls ..",
+        "cat ~/.ssh/id_rsa",
+        "cd ../.. && ls",
+    ] {
         let err = f.run(json!({ "command": cmd })).await.unwrap_err();
-        assert!(err.message.contains("outside the workspace"), "{cmd}: {err}");
+        assert!(
+            err.message.contains("outside the workspace"),
+            "{cmd}: {err}"
+        );
     }
-    let ok = f.run(json!({"command": "ls /usr/bin/env > /dev/null && echo ok"})).await.unwrap();
+    let ok = f
+        .run(json!({"command": "ls /usr/bin/env > /dev/null && echo ok"}))
+        .await
+        .unwrap();
     assert!(ok.content.contains("ok"));
-    let err = f.run(json!({"command": "true", "timeout_s": 100000})).await.unwrap_err();
+    let err = f
+        .run(json!({"command": "true", "timeout_s": 100000}))
+        .await
+        .unwrap_err();
     assert!(err.message.contains("above the limit"), "{err}");
 }

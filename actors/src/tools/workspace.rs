@@ -8,7 +8,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkspaceError {
     /// The path leaves the workspace.
-    #[error("path {path:?} is outside the workspace; use a path relative to the workspace root (e.g. `notes/todo.md`)")]
+    #[error(
+        "path {path:?} is outside the workspace; use a path relative to the workspace root (e.g. `notes/todo.md`)"
+    )]
     Outside {
         /// The path as given.
         path: String,
@@ -61,8 +63,13 @@ impl Workspace {
             });
         }
         let p = Path::new(given);
-        let joined = if p.is_absolute() { p.to_path_buf() } else { self.root.join(p) };
-        let normal = normalize(&joined).ok_or_else(|| WorkspaceError::Outside { path: given.into() })?;
+        let joined = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.root.join(p)
+        };
+        let normal =
+            normalize(&joined).ok_or_else(|| WorkspaceError::Outside { path: given.into() })?;
         if !normal.starts_with(&self.root) {
             return Err(WorkspaceError::Outside { path: given.into() });
         }

@@ -14,11 +14,12 @@
 //! - Searches do not go through the actor: they use a clone of the
 //!   [`TranscriptIndex`].
 //!
-//! Exit policy: an error that leaves the writer in a known state (a failed
-//! store read, a failed commit) is logged and retried on the next signal or
-//! tick; a panic in a blocking index task loses the writer, so the actor
-//! stops with an error and its supervisor restarts it, which re-opens the
-//! index at its last commit.
+//! Exit policy ([`OnError`]): an error that leaves the writer in a known
+//! state (a failed store read, a failed commit, a mirror file that cannot
+//! be written) is logged and retried on the next signal or tick; a panic in
+//! a blocking index task loses the writer, so the actor stops with an error
+//! and its supervisor restarts it, which re-opens the index at its last
+//! commit.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -156,7 +157,10 @@ impl Actor for IndexerActor {
             IndexerMsg::CatchUp => {
                 state.catch_up_queued.store(false, Ordering::SeqCst);
                 match state.catch_up_step().await {
-                    Ok(true) => myself.send_message(IndexerMsg::CatchUp)?,
+                    Ok(true) => {
+                        state.catch_up_queued.store(true, Ordering::SeqCst);
+                        myself.send_message(IndexerMsg::CatchUp)?;
+                    }
                     Ok(false) => {}
                     Err(e) => state.survive(e, "catch-up")?,
                 }
@@ -236,7 +240,7 @@ impl IndexerState {
     async fn catch_up_step(&mut self) -> Result<bool, IndexError> {
         let cursor = self.sink.as_ref().map_or(0, Sink::cursor);
         let batch = self.feed.next_batch(cursor).await?;
-        let full = batch.len() >= self.options.catch_up_batch;
+        let full = !batch.is_empty() && batch.len() >= self.options.catch_up_batch;
         if !batch.is_empty() {
             self.apply(batch).await?;
         }
@@ -254,7 +258,8 @@ impl IndexerState {
         let Some(first) = entries.first() else {
             return Ok(());
         };
-        let contiguous = first.gid == cursor + 1 && entries.windows(2).all(|w| w[1].gid == w[0].gid + 1);
+        let contiguous =
+            first.gid == cursor + 1 && entries.windows(2).all(|w| w[1].gid == w[0].gid + 1);
         if !contiguous {
             if !self.catch_up_queued.swap(true, Ordering::SeqCst) {
                 myself
@@ -292,14 +297,45 @@ impl IndexerState {
         }
     }
 
-    /// Decides whether the actor survives an error: it does while it still
-    /// holds the writer (the next signal or tick retries).
+    /// Applies the exit policy to an error: retry on the next signal or
+    /// tick, or stop so that the supervisor restarts the indexer.
     fn survive(&self, error: IndexError, during: &str) -> Result<(), ActorProcessingErr> {
-        if self.sink.is_some() {
-            tracing::warn!(%error, during, "indexer error; retrying on the next signal");
-            Ok(())
-        } else {
-            Err(error.into())
+        let policy = match self.sink {
+            None => OnError::Restart,
+            Some(_) => OnError::of(&error),
+        };
+        match policy {
+            OnError::Retry => {
+                tracing::warn!(%error, during, "indexer error; retrying on the next signal");
+                Ok(())
+            }
+            OnError::Restart => Err(error.into()),
+        }
+    }
+}
+
+/// What the actor does after a failed step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnError {
+    /// The writer is intact: log, and let the next signal or tick retry.
+    Retry,
+    /// The writer is lost or the actor cannot work: stop with the error so
+    /// the supervisor restarts it from the last commit.
+    Restart,
+}
+
+impl OnError {
+    fn of(error: &IndexError) -> Self {
+        match error {
+            IndexError::Store(_)
+            | IndexError::Io { .. }
+            | IndexError::Tantivy(_)
+            | IndexError::Timeout { .. }
+            | IndexError::Query(_)
+            | IndexError::CorruptMarker { .. } => OnError::Retry,
+            IndexError::Task(_) | IndexError::IndexerGone | IndexError::Locked { .. } => {
+                OnError::Restart
+            }
         }
     }
 }

@@ -105,7 +105,9 @@ pub enum IndexError {
         dir: PathBuf,
     },
     /// The index's commit marker did not parse.
-    #[error("the search index at {dir} has an unreadable commit marker ({detail}); rebuild it with `botfleet reindex`")]
+    #[error(
+        "the search index at {dir} has an unreadable commit marker ({detail}); rebuild it with `botfleet reindex`"
+    )]
     CorruptMarker {
         /// Index directory.
         dir: PathBuf,
@@ -150,9 +152,9 @@ impl IndexError {
                 e,
                 tantivy::TantivyError::IoError(_) | tantivy::TantivyError::LockFailure(..)
             ),
-            IndexError::Query(_)
-            | IndexError::CorruptMarker { .. }
-            | IndexError::IndexerGone => false,
+            IndexError::Query(_) | IndexError::CorruptMarker { .. } | IndexError::IndexerGone => {
+                false
+            }
         }
     }
 

@@ -3,7 +3,6 @@
 //! threads. Shared by the [actor](super::IndexerActor) and [`reindex`].
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -51,7 +50,10 @@ impl Feed {
     }
 
     /// Pairs entries with their bots.
-    pub(crate) async fn resolve(&mut self, entries: Vec<Entry>) -> Result<Vec<Resolved>, IndexError> {
+    pub(crate) async fn resolve(
+        &mut self,
+        entries: Vec<Entry>,
+    ) -> Result<Vec<Resolved>, IndexError> {
         if self.bots.len() > BOT_CACHE {
             self.bots.clear();
         }
@@ -173,21 +175,20 @@ mod millis {
     }
 }
 
-/// Rebuilds the index in `dir` from the store: deletes every document,
+/// Rebuilds `index` from the store: deletes every document,
 /// then indexes every entry in gid order, committing every
 /// `options.commit_batch` entries (an interrupted rebuild resumes as a
 /// catch-up when the indexer next starts). `progress(done, total)` is
 /// called after each batch; `total` is the store's entry count at the
 /// start. Needs the writer lock: run it while the host is stopped.
 pub async fn reindex(
-    dir: &Path,
+    index: &TranscriptIndex,
     store: &Store,
     options: IndexOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<ReindexReport, IndexError> {
     let started = Instant::now();
-    let index = TranscriptIndex::open(dir)?;
-    let indexer = Indexer::open(&index, options.clone())?;
+    let indexer = Indexer::open(index, options.clone())?;
     let sink = Sink {
         indexer,
         mirror: None,

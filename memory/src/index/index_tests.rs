@@ -27,7 +27,10 @@ fn english_is_found_case_and_inflection_insensitive() -> TestResult {
         docs.find_sorted("supplier")?,
         strings(&["Suppliers were late again", "The supplier list is final"])
     );
-    assert_eq!(docs.find_sorted("SUPPLIERS")?, docs.find_sorted("supplier")?);
+    assert_eq!(
+        docs.find_sorted("SUPPLIERS")?,
+        docs.find_sorted("supplier")?
+    );
     assert_eq!(docs.find("see here")?, vec!["Nothing to see here"]);
     Ok(())
 }
@@ -58,7 +61,10 @@ fn japanese_kanji_and_kana_are_found() -> TestResult {
     docs.commit()?;
     assert_eq!(docs.find("東京")?, vec!["東京の会議は明日です"]);
     assert_eq!(docs.find("会議")?, vec!["東京の会議は明日です"]);
-    assert_eq!(docs.find("ありがとう")?, vec!["ありがとうございます、助かりました"]);
+    assert_eq!(
+        docs.find("ありがとう")?,
+        vec!["ありがとうございます、助かりました"]
+    );
     assert_eq!(docs.find("サーバー")?, vec!["サーバーが落ちた"]);
     assert_eq!(docs.find("東京の会議")?, vec!["東京の会議は明日です"]);
     Ok(())
@@ -79,10 +85,22 @@ fn mixed_chinese_and_english_text_is_found_both_ways() -> TestResult {
     docs.add("API限流策略已上线, rollout done")?;
     docs.add("Meeting with 供应商 about pricing")?;
     docs.commit()?;
-    assert_eq!(docs.find("api 限流")?, vec!["API限流策略已上线, rollout done"]);
-    assert_eq!(docs.find("API限流")?, vec!["API限流策略已上线, rollout done"]);
-    assert_eq!(docs.find("rollout")?, vec!["API限流策略已上线, rollout done"]);
-    assert_eq!(docs.find("供应商 pricing")?, vec!["Meeting with 供应商 about pricing"]);
+    assert_eq!(
+        docs.find("api 限流")?,
+        vec!["API限流策略已上线, rollout done"]
+    );
+    assert_eq!(
+        docs.find("API限流")?,
+        vec!["API限流策略已上线, rollout done"]
+    );
+    assert_eq!(
+        docs.find("rollout")?,
+        vec!["API限流策略已上线, rollout done"]
+    );
+    assert_eq!(
+        docs.find("供应商 pricing")?,
+        vec!["Meeting with 供应商 about pricing"]
+    );
     assert_eq!(
         docs.find("\"with 供应商 about\"")?,
         vec!["Meeting with 供应商 about pricing"]
@@ -189,10 +207,19 @@ fn hits_carry_the_entry_coordinates_and_a_marked_snippet() -> TestResult {
     assert_eq!(results.total, 1);
     let hit = &results.hits[0];
     assert_eq!(
-        (hit.session, hit.seq, hit.gid, hit.bot.as_str(), hit.author.as_str()),
+        (
+            hit.session,
+            hit.seq,
+            hit.gid,
+            hit.bot.as_str(),
+            hit.author.as_str()
+        ),
         (s, 2, gid, "r", "alice")
     );
-    assert_eq!((hit.role.as_str(), hit.kind.as_str()), ("user", "user_message"));
+    assert_eq!(
+        (hit.role.as_str(), hit.kind.as_str()),
+        ("user", "user_message")
+    );
     assert_eq!(hit.time_ms, 1_700_000_000_000 + gid);
     assert!(hit.score > 0.0);
     assert_eq!(
@@ -205,7 +232,11 @@ fn hits_carry_the_entry_coordinates_and_a_marked_snippet() -> TestResult {
 #[test]
 fn long_texts_get_a_cut_snippet_around_the_match() -> TestResult {
     let mut docs = Docs::new()?;
-    let text = format!("{} needle {}", "filler ".repeat(100), "padding ".repeat(100));
+    let text = format!(
+        "{} needle {}",
+        "filler ".repeat(100),
+        "padding ".repeat(100)
+    );
     docs.add(&text)?;
     docs.commit()?;
     let hit = &docs.search(SearchQuery::new("needle"))?.hits[0];
@@ -314,7 +345,12 @@ fn an_index_of_another_format_is_recreated_empty() -> TestResult {
 #[test]
 fn bad_queries_fail_with_clear_errors() -> TestResult {
     let docs = Docs::new()?;
-    let err = |q: SearchQuery| docs.search(q).err().map(|e| e.to_string()).unwrap_or_default();
+    let err = |q: SearchQuery| {
+        docs.search(q)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
     assert!(err(SearchQuery::new("")).contains("empty"));
     assert!(err(SearchQuery::new("x".repeat(513))).contains("MAX_QUERY_CHARS"));
     assert!(err(SearchQuery::new("\"open")).contains("unbalanced quote"));

@@ -114,7 +114,6 @@ impl JsonlMirror {
     /// Returns whether a line was written. Entries of one session must come
     /// in gid order.
     pub fn append(&mut self, entry: &Entry, bot: &BotId) -> Result<bool, IndexError> {
-        self.written_gid = self.written_gid.max(entry.gid);
         if !self.files.contains_key(&entry.session) && self.files.len() >= MAX_OPEN_FILES {
             self.close_all()?;
         }
@@ -123,19 +122,24 @@ impl JsonlMirror {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => v.insert(open_file(&path)?),
         };
-        if entry.gid <= file.last_gid {
-            return Ok(false);
+        let written = entry.gid > file.last_gid;
+        if written {
+            let mut line = serde_json::to_vec(entry).map_err(|e| {
+                IndexError::io(
+                    &path,
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                )
+            })?;
+            line.push(b'\n');
+            file.out
+                .write_all(&line)
+                .map_err(|e| IndexError::io(&path, e))?;
+            file.last_gid = entry.gid;
+            file.dirty = true;
         }
-        let mut line = serde_json::to_vec(entry).map_err(|e| {
-            IndexError::io(&path, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-        })?;
-        line.push(b'\n');
-        file.out
-            .write_all(&line)
-            .map_err(|e| IndexError::io(&path, e))?;
-        file.last_gid = entry.gid;
-        file.dirty = true;
-        Ok(true)
+        // Only now: a failed write must be retried from this entry.
+        self.written_gid = self.written_gid.max(entry.gid);
+        Ok(written)
     }
 
     /// Notes that every entry up to `gid` was handed over (entries the
@@ -149,7 +153,9 @@ impl JsonlMirror {
     pub fn flush(&mut self) -> Result<(), IndexError> {
         for file in self.files.values_mut() {
             if file.dirty {
-                file.out.flush().map_err(|e| IndexError::io(&self.root, e))?;
+                file.out
+                    .flush()
+                    .map_err(|e| IndexError::io(&self.root, e))?;
                 file.out
                     .get_ref()
                     .sync_data()
@@ -190,7 +196,9 @@ fn open_file(path: &Path) -> Result<MirrorFile, IndexError> {
         .map_err(io)?;
     let mut len = file.metadata().map_err(io)?.len();
     if len > 0 && read_byte(&mut file, len - 1).map_err(io)? != b'\n' {
-        let keep = rfind_newline(&mut file, len).map_err(io)?.map_or(0, |p| p + 1);
+        let keep = rfind_newline(&mut file, len)
+            .map_err(io)?
+            .map_or(0, |p| p + 1);
         tracing::warn!(path = %path.display(), cut = len - keep, "truncating a partly written mirror line");
         file.set_len(keep).map_err(io)?;
         len = keep;
@@ -198,7 +206,9 @@ fn open_file(path: &Path) -> Result<MirrorFile, IndexError> {
     let last_gid = if len == 0 {
         0
     } else {
-        let start = rfind_newline(&mut file, len - 1).map_err(io)?.map_or(0, |p| p + 1);
+        let start = rfind_newline(&mut file, len - 1)
+            .map_err(io)?
+            .map_or(0, |p| p + 1);
         let mut line = vec![0; (len - 1 - start) as usize];
         file.seek(SeekFrom::Start(start)).map_err(io)?;
         file.read_exact(&mut line).map_err(io)?;

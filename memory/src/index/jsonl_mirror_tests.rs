@@ -66,7 +66,10 @@ fn is_idempotent_by_gid_across_restarts() -> TestResult {
         .collect::<Result<_, _>>()?;
     assert_eq!(written, vec![false, false, true]);
     mirror.flush()?;
-    assert_eq!(lines(&mirror.path_of(&bot("r"), session("r", "alice"))), entries);
+    assert_eq!(
+        lines(&mirror.path_of(&bot("r"), session("r", "alice"))),
+        entries
+    );
     Ok(())
 }
 

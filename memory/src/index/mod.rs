@@ -25,9 +25,8 @@
 //! # async fn demo(store: botfleet_memory::Store) -> Result<(), Box<dyn std::error::Error>> {
 //! use botfleet_memory::{IndexOptions, SearchQuery, TranscriptIndex, reindex};
 //! let index = TranscriptIndex::open("./botfleet-data/index")?;
-//! // Offline rebuild, with a progress callback for the CLI's bar.
-//! # drop(index.clone());
-//! let report = reindex(index.dir(), &store, IndexOptions::default(), |done, total| {
+//! // Offline rebuild (host stopped), with a progress callback for a bar.
+//! let report = reindex(&index, &store, IndexOptions::default(), |done, total| {
 //!     let _ = (done, total);
 //! })
 //! .await?;

@@ -287,9 +287,11 @@ fn bare_parts(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Part> {
     let mut segment_start = 0;
     let mut segment_script: Option<Script> = None;
     let mut flush = |segment: &str, script: Option<Script>, parts: &mut Vec<Part>| match script {
-        Some(Script::Han) => {
-            parts.extend(han_words(segment).into_iter().filter_map(|w| part_of(analyzer, w)))
-        }
+        Some(Script::Han) => parts.extend(
+            han_words(segment)
+                .into_iter()
+                .filter_map(|w| part_of(analyzer, w)),
+        ),
         Some(Script::Kana | Script::Hangul) | None => parts.extend(part_of(analyzer, segment)),
     };
     for (i, c) in text.char_indices() {
@@ -421,10 +423,27 @@ fn group_query(fields: &Fields, group: &Group) -> Box<dyn Query> {
     Box::new(BooleanQuery::union(alternatives))
 }
 
+/// Up to this many values, a filter is a union of term queries (each term
+/// looked up directly); above, one `TermSetQuery` (one pass over the term
+/// dictionary into a bitset), which wins for long lists.
+const DIRECT_TERMS_MAX: usize = 64;
+
 /// A filter clause that matches `values` of a raw field and adds no score.
-fn filter<'a>(field: tantivy::schema::Field, values: impl Iterator<Item = &'a str>) -> Box<dyn Query> {
+fn filter<'a>(
+    field: tantivy::schema::Field,
+    values: impl ExactSizeIterator<Item = &'a str>,
+) -> Box<dyn Query> {
     let terms = values.map(|v| Term::from_field_text(field, v));
-    Box::new(ConstScoreQuery::new(Box::new(TermSetQuery::new(terms)), 0.0))
+    let matcher: Box<dyn Query> = if terms.len() <= DIRECT_TERMS_MAX {
+        Box::new(BooleanQuery::union(
+            terms
+                .map(|t| Box::new(TermQuery::new(t, IndexRecordOption::Basic)) as Box<dyn Query>)
+                .collect(),
+        ))
+    } else {
+        Box::new(TermSetQuery::new(terms))
+    };
+    Box::new(ConstScoreQuery::new(matcher, 0.0))
 }
 
 /// The tantivy query for a validated request.
@@ -444,13 +463,22 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
         ));
     }
     if let Some(bot) = &query.bot {
-        clauses.push((Occur::Must, filter(fields.bot, std::iter::once(bot.as_str()))));
+        clauses.push((
+            Occur::Must,
+            filter(fields.bot, std::iter::once(bot.as_str())),
+        ));
     }
     if !query.roles.is_empty() {
-        clauses.push((Occur::Must, filter(fields.role, query.roles.iter().map(String::as_str))));
+        clauses.push((
+            Occur::Must,
+            filter(fields.role, query.roles.iter().map(String::as_str)),
+        ));
     }
     if !query.kinds.is_empty() {
-        clauses.push((Occur::Must, filter(fields.kind, query.kinds.iter().map(String::as_str))));
+        clauses.push((
+            Occur::Must,
+            filter(fields.kind, query.kinds.iter().map(String::as_str)),
+        ));
     }
     if clauses.len() == 1
         && matches!(clauses[0].0, Occur::Must)

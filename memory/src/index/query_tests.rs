@@ -75,10 +75,7 @@ fn quotes_make_phrases_including_cjk() {
 fn unquoted_han_runs_are_cut_into_words() {
     assert_eq!(
         musts("供应商排除"),
-        vec![vec![
-            phrase(&[(0, "供应"), (1, "应商")]),
-            term("排除"),
-        ]]
+        vec![vec![phrase(&[(0, "供应"), (1, "应商")]), term("排除"),]]
     );
     // Kana stays whole; Han around it is cut.
     assert_eq!(
@@ -86,10 +83,7 @@ fn unquoted_han_runs_are_cut_into_words() {
         vec![vec![term("東京"), term("の"), term("会議")]]
     );
     // Latin next to Han is its own part.
-    assert_eq!(
-        musts("API限流"),
-        vec![vec![term("api"), term("限流")]]
-    );
+    assert_eq!(musts("API限流"), vec![vec![term("api"), term("限流")]]);
 }
 
 #[test]
@@ -111,10 +105,7 @@ fn exclusions_and_or() {
         ]
     );
     // OR at the edges, or next to an exclusion, is the word "or".
-    assert_eq!(
-        musts("OR this"),
-        vec![vec![term("or")], vec![term("this")]]
-    );
+    assert_eq!(musts("OR this"), vec![vec![term("or")], vec![term("this")]]);
     assert_eq!(musts("this OR"), vec![vec![term("this")], vec![term("or")]]);
 }
 
@@ -168,7 +159,8 @@ fn error_messages_say_what_to_fix() {
     );
     let msg = parse_text(&"x".repeat(600)).err().map(|e| e.to_string());
     assert!(
-        msg.as_deref().is_some_and(|m| m.contains("600") && m.contains("512")),
+        msg.as_deref()
+            .is_some_and(|m| m.contains("600") && m.contains("512")),
         "{msg:?}"
     );
 }

@@ -39,6 +39,10 @@ const DOCS: &[&str] = &[
     "海上风很大",
     "他的供应商名单在共享盘里",
     "训练好的模型已经上传",
+    "我们用飞书开会",
+    "张伟明天来公司",
+    "小红书上的评论很多",
+    "新来的实习生叫王小明",
 ];
 
 /// (query, indexes of the relevant documents).
@@ -62,6 +66,10 @@ const QUERIES: &[(&str, &[usize])] = &[
     ("限流", &[17, 18]),
     ("회의", &[19]),
     ("上海", &[20]),
+    ("飞书", &[24]),
+    ("张伟", &[25]),
+    ("小红书", &[26]),
+    ("王小明", &[27]),
 ];
 
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -114,7 +122,11 @@ fn jieba_index(query: &str) -> BTreeSet<usize> {
         .collect()
 }
 
-fn engine(docs: &Docs, gids: &[i64], query: &str) -> Result<BTreeSet<usize>, Box<dyn std::error::Error>> {
+fn engine(
+    docs: &Docs,
+    gids: &[i64],
+    query: &str,
+) -> Result<BTreeSet<usize>, Box<dyn std::error::Error>> {
     let results = docs.search(super::SearchQuery::new(query).with_limit(100))?;
     Ok(results
         .hits
@@ -130,11 +142,15 @@ fn recall_of_cjk_strategies() -> TestResult {
     let gids: Vec<i64> = DOCS.iter().map(|d| docs.add(d)).collect::<Result<_, _>>()?;
     docs.commit()?;
 
-    let (mut jieba, mut exact, mut shipped) = (Score::default(), Score::default(), Score::default());
+    let (mut jieba, mut exact, mut shipped) =
+        (Score::default(), Score::default(), Score::default());
     println!("| query | relevant | jieba index | bigram exact | bigram + jieba query |");
     println!("| --- | --- | --- | --- | --- |");
     for (query, relevant) in QUERIES {
-        let quoted: Vec<String> = query.split_whitespace().map(|c| format!("\"{c}\"")).collect();
+        let quoted: Vec<String> = query
+            .split_whitespace()
+            .map(|c| format!("\"{c}\""))
+            .collect();
         let a = jieba_index(query);
         let b = engine(&docs, &gids, &quoted.join(" "))?;
         let c = engine(&docs, &gids, query)?;
@@ -143,7 +159,11 @@ fn recall_of_cjk_strategies() -> TestResult {
         shipped.add(&c, relevant);
         println!("| {query} | {relevant:?} | {a:?} | {b:?} | {c:?} |");
     }
-    for (name, s) in [("jieba index", jieba), ("bigram exact", exact), ("bigram + jieba query", shipped)] {
+    for (name, s) in [
+        ("jieba index", jieba),
+        ("bigram exact", exact),
+        ("bigram + jieba query", shipped),
+    ] {
         println!(
             "{name}: recall {}/{} = {:.2}, precision {}/{} = {:.2}",
             s.found_relevant,

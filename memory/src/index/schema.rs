@@ -16,8 +16,8 @@
 use serde::Deserialize;
 use serde::Serialize;
 use tantivy::TantivyDocument;
-use tantivy::schema::Field;
 use tantivy::schema::FAST;
+use tantivy::schema::Field;
 use tantivy::schema::INDEXED;
 use tantivy::schema::IndexRecordOption;
 use tantivy::schema::STORED;

@@ -139,7 +139,9 @@ impl TranscriptIndex {
         } else {
             Index::create(directory, schema, Default::default())?
         };
-        index.tokenizers().register(TOKENIZER_NAME, index_analyzer());
+        index
+            .tokenizers()
+            .register(TOKENIZER_NAME, index_analyzer());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -279,7 +281,10 @@ pub(crate) fn read_marker(index: &Index, dir: &Path) -> Result<Option<Marker>, I
 }
 
 /// Why an existing index cannot be used as it is, if it cannot.
-fn stale_reason(index: &Index, expected: &tantivy::schema::Schema) -> Result<Option<String>, IndexError> {
+fn stale_reason(
+    index: &Index,
+    expected: &tantivy::schema::Schema,
+) -> Result<Option<String>, IndexError> {
     if index.schema() != *expected {
         return Ok(Some("another schema".into()));
     }

@@ -38,7 +38,7 @@ pub(crate) fn user_text(text: &str) -> EntryKind {
 
 /// An index in a temp dir with its writer, fed entries by hand.
 pub(crate) struct Docs {
-    pub(crate) dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     pub(crate) index: TranscriptIndex,
     pub(crate) indexer: Indexer,
     next_gid: i64,
@@ -52,7 +52,7 @@ impl Docs {
         let index = TranscriptIndex::open(dir.path().join("index"))?;
         let indexer = Indexer::open(&index, IndexOptions::default())?;
         Ok(Self {
-            dir,
+            _dir: dir,
             index,
             indexer,
             next_gid: 1,

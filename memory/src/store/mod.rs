@@ -1,5 +1,6 @@
 //! The store: one writer thread with group commit, a pool of readers.
 
+mod checkpointer;
 mod mutation;
 mod reader;
 mod schema;
@@ -19,6 +20,7 @@ use tokio::sync::oneshot;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
 pub use writer::Callback;
+pub use writer::WriterStats;
 
 use self::reader::ReaderPool;
 use self::writer::Job;
@@ -102,6 +104,9 @@ struct Inner {
     clock: Arc<dyn Clock>,
     path: PathBuf,
     restored: bool,
+    stats: Arc<WriterStats>,
+    /// Dropping it stops the checkpoint thread.
+    stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
 }
 
 /// Handle to the store; cheap to clone.
@@ -138,6 +143,9 @@ impl Store {
         conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "cache_size", -65536)?;
+        // checkpoints run on their own thread (checkpointer.rs)
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn)?;
@@ -147,16 +155,24 @@ impl Store {
 
         let (changes, _) = broadcast::channel(options.change_capacity.max(16));
         let (tx, rx) = mpsc::channel::<Job>();
+        let stats = Arc::new(WriterStats::default());
         let writer = Writer::new(
             conn,
             options.clock.clone(),
             changes.clone(),
             options.max_group,
             horizon,
+            stats.clone(),
         );
         std::thread::Builder::new()
             .name("botfleet-store-writer".into())
             .spawn(move || writer.run(rx))
+            .map_err(|e| io_err(&path, e))?;
+        let (stop_checkpoints, stop_rx) = mpsc::channel();
+        let checkpoint_path = path.clone();
+        std::thread::Builder::new()
+            .name("botfleet-store-checkpoint".into())
+            .spawn(move || checkpointer::run(checkpoint_path, stop_rx))
             .map_err(|e| io_err(&path, e))?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -166,6 +182,8 @@ impl Store {
                 clock: options.clock,
                 path,
                 restored,
+                stats,
+                stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
             }),
         })
     }
@@ -225,10 +243,16 @@ impl Store {
     /// Commits what is queued, checkpoints the WAL into the database file
     /// and stops the writer. Later writes fail with [`StoreError::WriterGone`].
     pub async fn close(&self) {
+        self.inner.stop_checkpoints.lock().take();
         let (tx, rx) = oneshot::channel();
         if self.inner.tx.send(Job::Close(tx)).is_ok() {
             let _ = rx.await;
         }
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &WriterStats {
+        &self.inner.stats
     }
 
     /// Subscribes to change signals.
@@ -299,18 +323,13 @@ impl Store {
 
     /// The newest `limit` entries of a session, oldest first.
     pub async fn tail_entries(&self, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::tail_entries(c, session, limit)).await
+        self.read(move |c| reader::tail_entries(c, session, limit))
+            .await
     }
 
     /// Entries of every session in global order after `gid` (for indexers).
     pub async fn entries_after_gid(&self, gid: i64, limit: i64) -> Result<Vec<Entry>> {
         self.read(move |c| reader::entries_after_gid(c, gid, limit))
-            .await
-    }
-
-    /// An entry by its id.
-    pub async fn entry_by_id(&self, id: crate::ids::EntryId) -> Result<Option<Entry>> {
-        self.read(move |c| reader::entry_by_id(c, &id.to_string()))
             .await
     }
 

@@ -52,8 +52,10 @@ pub enum Mutation {
         /// Turn.
         turn: TurnId,
     },
-    /// Record a tool call the model asked for.
-    ToolPending {
+    /// Record that a tool call with an external effect is starting. Calls
+    /// with only internal effects are not recorded here: their outcome and
+    /// effects commit together, and the transcript says whether they ran.
+    ToolStarted {
         /// Turn.
         turn: TurnId,
         /// Call id.
@@ -65,14 +67,7 @@ pub enum Mutation {
         /// Raw JSON arguments.
         arguments: String,
     },
-    /// Mark a tool call as started (before an external side effect).
-    ToolStarted {
-        /// Turn.
-        turn: TurnId,
-        /// Call id.
-        call_id: String,
-    },
-    /// Record a tool call's outcome.
+    /// Record the outcome of a started tool call.
     ToolFinished {
         /// Turn.
         turn: TurnId,

@@ -79,18 +79,7 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
 
 const ENTRY_COLUMNS: &str = "gid, session_id, seq, id, author, turn_id, body, created_at";
 
-fn entry_from_row(
-    row: &Row<'_>,
-) -> rusqlite::Result<(
-    i64,
-    String,
-    i64,
-    String,
-    String,
-    Option<String>,
-    String,
-    i64,
-)> {
+fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<EntryRow> {
     Ok((
         row.get(0)?,
         row.get(1)?,
@@ -173,10 +162,16 @@ pub(crate) fn entries_between(
     )
 }
 
-pub(crate) fn tail_entries(conn: &Connection, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
+pub(crate) fn tail_entries(
+    conn: &Connection,
+    session: SessionId,
+    limit: i64,
+) -> Result<Vec<Entry>> {
     let mut out = collect_entries(
         conn,
-        &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT ?2"),
+        &format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT ?2"
+        ),
         params![session.to_string(), limit],
     )?;
     out.reverse();
@@ -189,15 +184,6 @@ pub(crate) fn entries_after_gid(conn: &Connection, gid: i64, limit: i64) -> Resu
         &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE gid > ?1 ORDER BY gid LIMIT ?2"),
         params![gid, limit],
     )
-}
-
-pub(crate) fn entry_by_id(conn: &Connection, id: &str) -> Result<Option<Entry>> {
-    Ok(collect_entries(
-        conn,
-        &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1"),
-        params![id],
-    )?
-    .pop())
 }
 
 pub(crate) fn max_gid(conn: &Connection) -> Result<i64> {
@@ -285,9 +271,10 @@ pub(crate) fn list_bots(conn: &Connection, owner: Option<&UserId>) -> Result<Vec
     }
 }
 
-fn session_from_row(
-    row: &Row<'_>,
-) -> rusqlite::Result<(String, String, String, String, String, i64, i64, i64)> {
+/// id, bot, kind, peer, owner, epoch, created_at, last_seq
+type SessionRow = (String, String, String, String, String, i64, i64, i64);
+
+fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok((
         row.get(0)?,
         row.get(1)?,
@@ -345,7 +332,7 @@ pub(crate) fn sessions_of_bot(conn: &Connection, bot: &BotId) -> Result<Vec<Sess
 
 pub(crate) fn pending_inbox(conn: &Connection, bot: &BotId) -> Result<Vec<InboxItem>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT gid, session_id, seq, priority FROM inbox WHERE bot_id = ?1 AND turn_id IS NULL ORDER BY gid",
+        "SELECT gid, session_id, seq, priority FROM inbox WHERE bot_id = ?1 AND turn_id IS NULL ORDER BY bot_id, gid",
     )?;
     let rows = stmt.query_map(params![bot.as_str()], |r| {
         Ok((
@@ -372,7 +359,7 @@ pub(crate) fn pending_inbox(conn: &Connection, bot: &BotId) -> Result<Vec<InboxI
 
 pub(crate) fn bots_with_work(conn: &Connection) -> Result<Vec<BotId>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT bot_id FROM inbox WHERE turn_id IS NULL
+        "SELECT DISTINCT bot_id FROM inbox WHERE turn_id IS NULL
          UNION SELECT bot_id FROM turns WHERE status = 'running'",
     )?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;

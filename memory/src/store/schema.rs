@@ -41,7 +41,7 @@ const MIGRATIONS: &[&str] = &[
         gid        INTEGER PRIMARY KEY,
         session_id TEXT NOT NULL,
         seq        INTEGER NOT NULL,
-        id         TEXT NOT NULL UNIQUE,
+        id         TEXT NOT NULL,
         kind       TEXT NOT NULL,
         author     TEXT NOT NULL,
         turn_id    TEXT,
@@ -49,6 +49,9 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         UNIQUE (session_id, seq)
     );
+    -- entry ids are not indexed: derived ids are random, and an index on
+    -- them costs a random page write per entry; look entries up by
+    -- (session, seq) instead
     CREATE TABLE ledger (
         source     TEXT NOT NULL,
         nonce      TEXT NOT NULL,
@@ -63,15 +66,15 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX ledger_age ON ledger(created_at);
     CREATE TABLE inbox (
+        gid        INTEGER PRIMARY KEY,
         bot_id     TEXT NOT NULL,
-        gid        INTEGER NOT NULL,
         session_id TEXT NOT NULL,
         seq        INTEGER NOT NULL,
         priority   INTEGER NOT NULL,
-        turn_id    TEXT,
-        PRIMARY KEY (bot_id, gid)
-    ) WITHOUT ROWID;
-    CREATE INDEX inbox_pending ON inbox(bot_id) WHERE turn_id IS NULL;
+        turn_id    TEXT
+    );
+    -- only pending rows are indexed, so the index stays a few pages
+    CREATE INDEX inbox_pending ON inbox(bot_id, gid) WHERE turn_id IS NULL;
     CREATE TABLE turns (
         id         TEXT PRIMARY KEY,
         bot_id     TEXT NOT NULL,
@@ -85,7 +88,6 @@ const MIGRATIONS: &[&str] = &[
         ended_at   INTEGER
     );
     CREATE INDEX turns_open ON turns(bot_id) WHERE status = 'running';
-    CREATE INDEX turns_session ON turns(session_id);
     CREATE TABLE tool_calls (
         turn_id    TEXT NOT NULL,
         call_id    TEXT NOT NULL,

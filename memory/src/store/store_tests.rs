@@ -180,43 +180,6 @@ async fn pruned_ledger_answers_unknown_for_old_keys() -> TestResult {
 }
 
 #[tokio::test]
-async fn appending_the_same_entry_id_twice_is_one_entry() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let store = open(&dir)?;
-    let AdmitOutcome::Accepted(rec) = outcome(store.write(vec![admit("a", "a", None)]).await?)
-    else {
-        panic!()
-    };
-    let id = EntryId::new_v7();
-    let entry = NewEntry {
-        id,
-        session: rec.session,
-        author: "r".into(),
-        turn: None,
-        kind: EntryKind::Reminder { text: "x".into() },
-    };
-    let r1 = store
-        .write(vec![Mutation::Append(Box::new(entry.clone()))])
-        .await?;
-    let r2 = store.write(vec![Mutation::Append(Box::new(entry))]).await?;
-    assert_eq!(r1, r2);
-    let next = store
-        .write(vec![Mutation::Append(Box::new(NewEntry {
-            id: EntryId::new_v7(),
-            session: rec.session,
-            author: "r".into(),
-            turn: None,
-            kind: EntryKind::Reminder { text: "y".into() },
-        }))])
-        .await?;
-    let Some(MutationResult::Appended { seq, .. }) = next.first() else {
-        panic!()
-    };
-    assert_eq!(*seq, 3);
-    Ok(())
-}
-
-#[tokio::test]
 async fn change_signals_follow_commits() -> TestResult {
     let dir = tempfile::tempdir()?;
     let store = open(&dir)?;

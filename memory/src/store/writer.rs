@@ -59,7 +59,21 @@ pub(crate) enum Job {
     Close(oneshot::Sender<()>),
 }
 
+/// Counters of the writer, readable while it runs.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    /// Transactions committed.
+    pub commits: std::sync::atomic::AtomicU64,
+    /// Batches committed.
+    pub batches: std::sync::atomic::AtomicU64,
+    /// Mutations applied.
+    pub mutations: std::sync::atomic::AtomicU64,
+    /// Microseconds spent applying and committing.
+    pub busy_us: std::sync::atomic::AtomicU64,
+}
+
 pub(crate) struct Writer {
+    stats: Arc<WriterStats>,
     conn: Connection,
     clock: Arc<dyn Clock>,
     changes: broadcast::Sender<Change>,
@@ -83,8 +97,10 @@ impl Writer {
         changes: broadcast::Sender<Change>,
         max_batch: usize,
         horizon_ms: i64,
+        stats: Arc<WriterStats>,
     ) -> Self {
         Self {
+            stats,
             conn,
             clock,
             changes,
@@ -114,7 +130,17 @@ impl Writer {
                 }
             }
             if !jobs.is_empty() {
+                let started = std::time::Instant::now();
+                let n = jobs.len() as u64;
+                let m: usize = jobs.iter().map(|(b, _)| b.len()).sum();
                 self.commit_group(&mut jobs);
+                use std::sync::atomic::Ordering::Relaxed;
+                self.stats.commits.fetch_add(1, Relaxed);
+                self.stats.batches.fetch_add(n, Relaxed);
+                self.stats.mutations.fetch_add(m as u64, Relaxed);
+                self.stats
+                    .busy_us
+                    .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
             }
             if close.is_some() {
                 break;
@@ -131,36 +157,64 @@ impl Writer {
     }
 
     fn commit_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
-        let mut results: Vec<Result<Vec<MutationResult>>> = Vec::with_capacity(jobs.len());
-        let mut touched: Touched = HashMap::new();
-        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
-            let msg = e.to_string();
-            for (_, reply) in jobs.drain(..) {
-                answer(
-                    reply,
-                    Err(StoreError::Rejected(format!("begin failed: {msg}"))),
-                );
-            }
-            return;
+        // Fast path: every batch in one transaction, no savepoints. A batch
+        // that fails is rare (a caller bug or a race it must resolve); then
+        // the whole group is rolled back and replayed with one savepoint per
+        // batch, so the failing one fails alone.
+        match self.try_group(jobs) {
+            Ok(Some((results, touched))) => self.finish_group(jobs, results, touched),
+            Ok(None) => self.commit_group_isolated(jobs),
+            Err(e) => self.fail_group(jobs, &format!("transaction failed: {e}")),
         }
-        for (batch, _) in jobs.iter_mut() {
-            let batch = std::mem::take(batch);
-            results.push(self.apply_job(batch, &mut touched));
+    }
+
+    /// Applies every batch in one transaction. `Ok(None)` when a batch
+    /// failed (the transaction is rolled back).
+    #[allow(clippy::type_complexity)]
+    fn try_group(
+        &mut self,
+        jobs: &[(Vec<Mutation>, Reply)],
+    ) -> Result<Option<(Vec<Result<Vec<MutationResult>>>, Touched)>> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let mut results = Vec::with_capacity(jobs.len());
+        let mut touched: Touched = HashMap::new();
+        for (batch, _) in jobs {
+            let mut out = Vec::with_capacity(batch.len());
+            for mutation in batch {
+                match self.apply(mutation, &mut touched) {
+                    Ok(r) => out.push(r),
+                    Err(_) => {
+                        self.conn.execute_batch("ROLLBACK")?;
+                        self.seqs.clear();
+                        self.sessions.clear();
+                        return Ok(None);
+                    }
+                }
+            }
+            results.push(Ok(out));
         }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
-            let msg = e.to_string();
-            tracing::error!(error = %msg, "store commit failed");
-            for (_, reply) in jobs.drain(..) {
-                answer(
-                    reply,
-                    Err(StoreError::Rejected(format!("commit failed: {msg}"))),
-                );
-            }
-            return;
+            return Err(e.into());
         }
+        Ok(Some((results, touched)))
+    }
+
+    fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, msg: &str) {
+        tracing::error!(error = %msg, "store group failed");
+        for (_, reply) in jobs.drain(..) {
+            answer(reply, Err(StoreError::Rejected(msg.to_owned())));
+        }
+    }
+
+    fn finish_group(
+        &mut self,
+        jobs: &mut Vec<(Vec<Mutation>, Reply)>,
+        results: Vec<Result<Vec<MutationResult>>>,
+        touched: Touched,
+    ) {
         for ((_, reply), result) in jobs.drain(..).zip(results) {
             answer(reply, result);
         }
@@ -178,9 +232,30 @@ impl Writer {
         }
     }
 
+    /// The slow path: one savepoint per batch.
+    fn commit_group_isolated(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
+        let mut results: Vec<Result<Vec<MutationResult>>> = Vec::with_capacity(jobs.len());
+        let mut touched: Touched = HashMap::new();
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            self.fail_group(jobs, &format!("begin failed: {e}"));
+            return;
+        }
+        for (batch, _) in jobs.iter() {
+            results.push(self.apply_job(batch, &mut touched));
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.seqs.clear();
+            self.sessions.clear();
+            self.fail_group(jobs, &format!("commit failed: {e}"));
+            return;
+        }
+        self.finish_group(jobs, results, touched);
+    }
+
     fn apply_job(
         &mut self,
-        batch: Vec<Mutation>,
+        batch: &[Mutation],
         touched: &mut Touched,
     ) -> Result<Vec<MutationResult>> {
         self.conn.execute_batch("SAVEPOINT job")?;
@@ -215,20 +290,20 @@ impl Writer {
         }
     }
 
-    fn apply(&mut self, mutation: Mutation, touched: &mut Touched) -> Result<MutationResult> {
+    fn apply(&mut self, mutation: &Mutation, touched: &mut Touched) -> Result<MutationResult> {
         let now = self.clock.now_ms();
         match mutation {
             Mutation::UpsertBot(bot) => {
-                self.upsert_bot(&bot, now)?;
+                self.upsert_bot(bot, now)?;
                 Ok(MutationResult::Done)
             }
             Mutation::EnsureSession(session) => {
-                self.ensure_session(&session, now)?;
+                self.ensure_session(session, now)?;
                 Ok(MutationResult::Done)
             }
-            Mutation::Admit(req) => self.admit(*req, now, touched).map(MutationResult::Admitted),
+            Mutation::Admit(req) => self.admit(req, now, touched).map(MutationResult::Admitted),
             Mutation::Append(entry) => {
-                let (id, seq, gid, created_at) = self.append(&entry, now, touched)?;
+                let (id, seq, gid, created_at) = self.append(entry, now, touched)?;
                 Ok(MutationResult::Appended {
                     id,
                     seq,
@@ -243,7 +318,7 @@ impl Writer {
                 inputs,
                 checkpoint,
             } => {
-                let inputs_json = serde_json::to_string(&inputs).unwrap_or_else(|_| "[]".into());
+                let inputs_json = serde_json::to_string(inputs).unwrap_or_else(|_| "[]".into());
                 self.conn
                     .prepare_cached(
                         "INSERT INTO turns (id, bot_id, session_id, status, inputs, checkpoint, attempts, started_at)
@@ -258,10 +333,10 @@ impl Writer {
                         now
                     ])?;
                 let mut consume = self.conn.prepare_cached(
-                    "UPDATE inbox SET turn_id = ?1 WHERE bot_id = ?2 AND gid = ?3 AND turn_id IS NULL",
+                    "UPDATE inbox SET turn_id = ?1 WHERE gid = ?2 AND bot_id = ?3 AND turn_id IS NULL",
                 )?;
                 for gid in inputs {
-                    consume.execute(params![turn.to_string(), bot.as_str(), gid])?;
+                    consume.execute(params![turn.to_string(), *gid, bot.as_str()])?;
                 }
                 Ok(MutationResult::Done)
             }
@@ -270,7 +345,7 @@ impl Writer {
                     .conn
                     .prepare_cached("UPDATE turns SET checkpoint = ?2 WHERE id = ?1")?
                     .execute(params![turn.to_string(), checkpoint.to_string()])?;
-                expect_row(n, "turn", turn)?;
+                expect_row(n, "turn", *turn)?;
                 Ok(MutationResult::Done)
             }
             Mutation::BumpAttempts { turn } => {
@@ -289,33 +364,24 @@ impl Writer {
                     }),
                 }
             }
-            Mutation::ToolPending {
+            Mutation::ToolStarted {
                 turn,
                 call_id,
                 ordinal,
                 name,
                 arguments,
             } => {
-                self.conn
-                    .prepare_cached(
-                        "INSERT INTO tool_calls (turn_id, call_id, ordinal, name, arguments, status)
-                         VALUES (?1, ?2, ?3, ?4, ?5, 'pending')
-                         ON CONFLICT (turn_id, call_id) DO NOTHING",
-                    )?
-                    .execute(params![turn.to_string(), call_id, ordinal, name, arguments])?;
-                Ok(MutationResult::Done)
-            }
-            Mutation::ToolStarted { turn, call_id } => {
                 let n = self
                     .conn
                     .prepare_cached(
-                        "UPDATE tool_calls SET status = 'started', started_at = ?3
-                         WHERE turn_id = ?1 AND call_id = ?2 AND status = 'pending'",
+                        "INSERT INTO tool_calls (turn_id, call_id, ordinal, name, arguments, status, started_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, 'started', ?6)
+                         ON CONFLICT (turn_id, call_id) DO NOTHING",
                     )?
-                    .execute(params![turn.to_string(), call_id, now])?;
+                    .execute(params![turn.to_string(), call_id, ordinal, name, arguments, now])?;
                 if n == 0 {
                     return Err(StoreError::Rejected(format!(
-                        "tool call {call_id} of turn {turn} is not pending"
+                        "tool call {call_id} of turn {turn} was already started"
                     )));
                 }
                 Ok(MutationResult::Done)
@@ -351,7 +417,7 @@ impl Writer {
                         "UPDATE turns SET status = ?2, error = ?3, ended_at = ?4 WHERE id = ?1",
                     )?
                     .execute(params![turn.to_string(), status.as_str(), error, now])?;
-                expect_row(n, "turn", turn)?;
+                expect_row(n, "turn", *turn)?;
                 Ok(MutationResult::Done)
             }
             Mutation::RequeueInputs { turn } => {
@@ -379,7 +445,7 @@ impl Writer {
                         detail: e.to_string(),
                     })?;
                 let mut requeue = self.conn.prepare_cached(
-                    "UPDATE inbox SET turn_id = NULL WHERE bot_id = ?1 AND gid = ?2",
+                    "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1",
                 )?;
                 let mut n = 0;
                 for gid in gids {
@@ -388,6 +454,7 @@ impl Writer {
                 Ok(MutationResult::Count(n))
             }
             Mutation::PruneLedger { before_ms } => {
+                let before_ms = *before_ms;
                 let n = self
                     .conn
                     .prepare_cached("DELETE FROM ledger WHERE created_at < ?1")?
@@ -500,11 +567,10 @@ impl Writer {
             table: "entries",
             detail: e.to_string(),
         })?;
-        let inserted = self
-            .conn
+        self.conn
             .prepare_cached(
                 "INSERT INTO entries (session_id, seq, id, kind, author, turn_id, body, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 entry.session.to_string(),
@@ -516,17 +582,6 @@ impl Writer {
                 body,
                 now
             ])?;
-        if inserted == 0 {
-            // The same entry id was appended before (a retried write): answer
-            // with where it already is, and keep the seq unused.
-            let (seq, gid, created_at): (i64, i64, i64) = self
-                .conn
-                .prepare_cached("SELECT seq, gid, created_at FROM entries WHERE id = ?1")?
-                .query_row(params![entry.id.to_string()], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
-            return Ok((entry.id, seq, gid, created_at));
-        }
         let gid = self.conn.last_insert_rowid();
         self.seqs.insert(entry.session, seq);
         let slot = touched.entry(entry.session).or_insert(seq);
@@ -536,7 +591,7 @@ impl Writer {
 
     fn admit(
         &mut self,
-        req: AdmitRequest,
+        req: &AdmitRequest,
         now: i64,
         touched: &mut Touched,
     ) -> Result<AdmitOutcome> {
@@ -573,8 +628,10 @@ impl Writer {
                 AdmitOutcome::Conflict(record)
             });
         }
-        if let Some(t) = req.nonce_time_ms {
-            if t < self.horizon_ms {
+        if let Some(t) = req.nonce_time_ms
+            && t < self.horizon_ms
+        {
+            {
                 return Ok(AdmitOutcome::Unknown {
                     reason: format!(
                         "the key was made before {} and the ledger no longer holds records from then \
@@ -634,7 +691,7 @@ impl Writer {
                 req.priority.as_i64()
             ])?;
         Ok(AdmitOutcome::Accepted(AdmittedRecord {
-            bot: req.session.bot,
+            bot: req.session.bot.clone(),
             session: session_id,
             seq,
             gid,

@@ -1,0 +1,50 @@
+//! The safety layer: loop detection, file locks, redaction and secrets
+//! (DESIGN.md §8, seed 002).
+//!
+//! Each primitive is self-contained and synchronous or runtime-agnostic, so
+//! the turn engine composes them rather than they it:
+//!
+//! - [`LoopDetector`] watches one streamed assistant message for repeated
+//!   characters or lines and fails open after its time budget;
+//!   [`ToolCallLoopGuard`] watches a turn's tool calls for the same calls
+//!   over and over.
+//! - [`LockManager`] hands out per-path read/write locks and a global
+//!   exclusive lock, FIFO fair, released on drop, withdrawn on cancellation.
+//! - [`decide`] is the decision matrix of classification × privacy mode ×
+//!   purpose; [`Classified`] carries a value with its classification.
+//! - [`Sensitive`] and [`Secret`] keep values out of logs and serialised
+//!   output; [`Redactor`] scrubs known secret values from text.
+
+mod file_locks;
+mod loop_detector;
+mod redaction;
+mod secrets;
+mod tool_loop;
+
+pub use file_locks::ExclusiveGuard;
+pub use file_locks::LockInfo;
+pub use file_locks::LockManager;
+pub use file_locks::LockMode;
+pub use file_locks::LockState;
+pub use file_locks::LockTarget;
+pub use file_locks::PathGuard;
+pub use loop_detector::LoopConfig;
+pub use loop_detector::LoopDetector;
+pub use loop_detector::LoopKind;
+pub use loop_detector::LoopVerdict;
+pub use loop_detector::RepeatThreshold;
+pub use redaction::Classification;
+pub use redaction::Classified;
+pub use redaction::Decision;
+pub use redaction::PrivacyMode;
+pub use redaction::Purpose;
+pub use redaction::RedactedForm;
+pub use redaction::decide;
+pub use secrets::REDACTED;
+pub use secrets::Redactor;
+pub use secrets::ScrubStream;
+pub use secrets::Secret;
+pub use secrets::Sensitive;
+pub use tool_loop::ToolCallLoopGuard;
+pub use tool_loop::ToolLoopConfig;
+pub use tool_loop::ToolLoopVerdict;

@@ -1,0 +1,323 @@
+//! Values that must not leak: wrappers that refuse to print, and a scrubber
+//! for text that may contain them.
+//!
+//! - [`Sensitive<T>`] wraps any sensitive value: `Debug` and `Display` print
+//!   `[redacted]`, there is no `Serialize` impl (so a struct holding one cannot
+//!   derive it by accident), and [`Sensitive::expose`] is the one way in.
+//! - [`Secret`] is a string credential: the same, plus a best-effort wipe of
+//!   its buffer on drop.
+//! - [`Redactor`] replaces every occurrence of known secret values in
+//!   arbitrary text (tool output, log lines) with `[redacted]`; its
+//!   [`ScrubStream`] does the same on streamed chunks, holding back just
+//!   enough text that a secret split across chunks is still caught. A secret
+//!   handed to a Shell command through its environment is scrubbed from the
+//!   command's output before the model or a log sees it.
+//!
+//! ```compile_fail
+//! // No `Serialize` impl: this does not compile.
+//! let token = botfleet_actors::safety::Sensitive::new("hunter2".to_owned());
+//! let _ = serde_json::to_string(&token);
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde::Deserializer;
+
+/// What the wrappers print and what [`Redactor`] writes instead of a secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// A sensitive value that does not print or serialise.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Sensitive<T>(T);
+
+impl<T> Sensitive<T> {
+    /// Wraps `value`.
+    pub const fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// The value. Every call site is a place where it may leak: keep them few.
+    pub const fn expose(&self) -> &T {
+        &self.0
+    }
+
+    /// Unwraps the value.
+    pub fn into_exposed(self) -> T {
+        self.0
+    }
+}
+
+impl<T> From<T> for Sensitive<T> {
+    fn from(value: T) -> Self {
+        Self(value)
+    }
+}
+
+impl<T> fmt::Debug for Sensitive<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl<T> fmt::Display for Sensitive<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sensitive<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Self)
+    }
+}
+
+/// A string credential: prints as `[redacted]`, does not serialise, and
+/// overwrites its buffer with zeros when dropped.
+///
+/// The wipe is best effort: copies made by the caller from
+/// [`expose`](Self::expose), or left behind by reallocations before the
+/// value was wrapped, are not reached.
+#[derive(Clone, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret text. Every call site is a place where it may leak.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// True for the empty secret.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        let mut bytes = std::mem::take(&mut self.0).into_bytes();
+        bytes.fill(0);
+        let capacity = bytes.capacity();
+        bytes.resize(capacity, 0);
+        // Keeps the zeroing stores from being optimised away as dead.
+        std::hint::black_box(&mut bytes);
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self)
+    }
+}
+
+/// Replaces known secret values in text with [`REDACTED`].
+///
+/// Each secret is searched for as is, JSON-escaped and percent-encoded (the
+/// forms it takes when a tool echoes it inside JSON or a URL). Occurrences
+/// may overlap; the union of all of them is replaced, so no fragment of a
+/// secret survives next to a redaction. Empty secrets are ignored; very short
+/// ones redact a lot of innocent text, which is the safe side to err on.
+/// Secrets transformed in other ways (base64, reversed) are not found.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    patterns: Vec<Secret>,
+    max_len: usize,
+}
+
+impl Redactor {
+    /// A redactor for `secrets`.
+    pub fn new<I, S>(secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut patterns: Vec<Secret> = Vec::new();
+        for secret in secrets {
+            let raw = secret.as_ref();
+            if raw.is_empty() {
+                continue;
+            }
+            for form in [
+                Some(raw.to_owned()),
+                json_escaped(raw),
+                percent_encoded(raw),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !patterns.iter().any(|p| p.expose() == form) {
+                    patterns.push(Secret::new(form));
+                }
+            }
+        }
+        let max_len = patterns.iter().map(|p| p.expose().len()).max().unwrap_or(0);
+        Self { patterns, max_len }
+    }
+
+    /// True when there is nothing to redact.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// `text` with every secret replaced; borrowed when nothing matched.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let ranges = self.find(text);
+        if ranges.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for range in ranges {
+            out.push_str(&text[at..range.start]);
+            out.push_str(REDACTED);
+            at = range.end;
+        }
+        out.push_str(&text[at..]);
+        Cow::Owned(out)
+    }
+
+    /// A scrubber for text that arrives in chunks.
+    pub fn stream(&self) -> ScrubStream<'_> {
+        ScrubStream {
+            redactor: self,
+            pending: String::new(),
+        }
+    }
+
+    /// Sorted, merged byte ranges of every (possibly overlapping) occurrence.
+    fn find(&self, text: &str) -> Vec<Range<usize>> {
+        let mut found: Vec<Range<usize>> = Vec::new();
+        for pattern in &self.patterns {
+            let pattern = pattern.expose();
+            let step = pattern.chars().next().map_or(1, char::len_utf8);
+            let mut from = 0;
+            while let Some(offset) = text.get(from..).and_then(|rest| rest.find(pattern)) {
+                let start = from + offset;
+                found.push(start..start + pattern.len());
+                from = start + step;
+            }
+        }
+        found.sort_unstable_by_key(|r| r.start);
+        let mut merged: Vec<Range<usize>> = Vec::with_capacity(found.len());
+        for range in found {
+            match merged.last_mut() {
+                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+                Some(_) | None => merged.push(range),
+            }
+        }
+        merged
+    }
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("patterns", &self.patterns.len())
+            .finish()
+    }
+}
+
+/// Scrubs a stream of chunks; see [`Redactor::stream`].
+///
+/// Output lags input by less than the longest secret: text that could still
+/// be the start of a secret is held until the next chunk or
+/// [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct ScrubStream<'r> {
+    redactor: &'r Redactor,
+    pending: String,
+}
+
+impl ScrubStream<'_> {
+    /// Takes the next chunk and returns the text that is now safe to pass on.
+    pub fn push(&mut self, chunk: &str) -> String {
+        self.pending.push_str(chunk);
+        let hold = self.redactor.max_len.saturating_sub(1);
+        let mut boundary = self.pending.len().saturating_sub(hold);
+        while !self.pending.is_char_boundary(boundary) {
+            boundary -= 1;
+        }
+        // Everything before `boundary` is final: an occurrence starting there
+        // ends inside `pending`. A redaction reaching it is held whole, since
+        // an overlapping or adjacent secret may still be arriving.
+        let mut out = String::with_capacity(boundary + REDACTED.len());
+        let mut at = 0;
+        let mut emit_to = boundary;
+        for range in self.redactor.find(&self.pending) {
+            if range.start >= boundary {
+                break;
+            }
+            if range.end >= boundary {
+                emit_to = range.start;
+                break;
+            }
+            out.push_str(&self.pending[at..range.start]);
+            out.push_str(REDACTED);
+            at = range.end;
+        }
+        out.push_str(&self.pending[at..emit_to]);
+        self.pending.drain(..emit_to);
+        out
+    }
+
+    /// Returns the rest of the text once the stream has ended.
+    pub fn finish(self) -> String {
+        self.redactor.scrub(&self.pending).into_owned()
+    }
+}
+
+/// `raw` as it appears inside a JSON string, when that differs from `raw`.
+fn json_escaped(raw: &str) -> Option<String> {
+    let quoted = serde_json::to_string(raw).ok()?;
+    let inner = quoted.get(1..quoted.len().saturating_sub(1))?;
+    (inner != raw).then(|| inner.to_owned())
+}
+
+/// `raw` percent-encoded (RFC 3986 unreserved characters kept), when that
+/// differs from `raw`.
+fn percent_encoded(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len() * 3);
+    for &b in raw.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    (out != raw).then_some(out)
+}
+
+#[cfg(test)]
+#[path = "secrets_tests.rs"]
+mod tests;

@@ -1,0 +1,162 @@
+#![allow(clippy::unwrap_used)]
+
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+use serde::Deserialize;
+
+use super::*;
+
+#[test]
+fn wrappers_print_redacted() {
+    let token = Sensitive::new("hunter2".to_owned());
+    let secret = Secret::new("sk-live-123");
+    assert_eq!(
+        format!("{token:?} {token} {secret:?} {secret}"),
+        "[redacted] [redacted] [redacted] [redacted]"
+    );
+    assert_eq!(format!("{:#?}", Some(&secret)), "Some(\n    [redacted],\n)");
+    assert_eq!(token.expose(), "hunter2");
+    assert_eq!(secret.expose(), "sk-live-123");
+    assert_eq!(token.into_exposed(), "hunter2");
+}
+
+#[test]
+fn wrapped_fields_stay_redacted_in_derived_debug() {
+    #[derive(Debug, Deserialize)]
+    struct Config {
+        user: String,
+        password: Secret,
+        pin: Sensitive<u32>,
+    }
+    let config: Config =
+        serde_json::from_str(r#"{"user": "ana", "password": "p4ss", "pin": 1234}"#).unwrap();
+    assert_eq!(
+        format!("{config:?}"),
+        r#"Config { user: "ana", password: [redacted], pin: [redacted] }"#
+    );
+    assert_eq!(config.user, "ana");
+    assert_eq!(config.password.expose(), "p4ss");
+    assert_eq!(*config.pin.expose(), 1234);
+}
+
+#[test]
+fn scrub_replaces_every_occurrence() {
+    let redactor = Redactor::new(["sk-live-123", "hunter2"]);
+    assert_eq!(
+        redactor.scrub("TOKEN=sk-live-123\npass hunter2, again sk-live-123."),
+        "TOKEN=[redacted]\npass [redacted], again [redacted]."
+    );
+    assert!(matches!(
+        redactor.scrub("nothing here"),
+        Cow::Borrowed("nothing here")
+    ));
+}
+
+#[test]
+fn scrub_finds_json_and_url_encodings() {
+    let redactor = Redactor::new([r#"p"a/ss w\rd"#]);
+    let json = serde_json::json!({"password": r#"p"a/ss w\rd"#}).to_string();
+    assert_eq!(redactor.scrub(&json), r#"{"password":"[redacted]"}"#);
+    assert_eq!(
+        redactor.scrub("https://h/login?pw=p%22a%2Fss%20w%5Crd&x=1"),
+        "https://h/login?pw=[redacted]&x=1"
+    );
+}
+
+#[test]
+fn overlapping_secrets_leave_no_fragment() {
+    let redactor = Redactor::new(["abcd", "cdef", "xyxy"]);
+    assert_eq!(redactor.scrub("0abcdef1"), "0[redacted]1");
+    assert_eq!(redactor.scrub("xyxyxy"), "[redacted]");
+}
+
+#[test]
+fn empty_secrets_are_ignored() {
+    let redactor = Redactor::new([""]);
+    assert!(redactor.is_empty());
+    assert_eq!(redactor.scrub("text"), "text");
+    let mut stream = redactor.stream();
+    assert_eq!(stream.push("text"), "text");
+    assert_eq!(stream.finish(), "");
+}
+
+#[test]
+fn stream_catches_a_secret_split_across_chunks() {
+    let redactor = Redactor::new(["sk-live-123"]);
+    let mut stream = redactor.stream();
+    let mut out = String::new();
+    for chunk in [
+        "export TOKEN=sk-",
+        "li",
+        "ve-1",
+        "23; echo done\n",
+        "sk-live-12",
+    ] {
+        out.push_str(&stream.push(chunk));
+    }
+    out.push_str(&stream.finish());
+    assert_eq!(out, "export TOKEN=[redacted]; echo done\nsk-live-12");
+}
+
+#[test]
+fn stream_holds_back_less_than_the_longest_secret() {
+    let redactor = Redactor::new(["0123456789"]);
+    let mut stream = redactor.stream();
+    // 25 bytes in, 9 (the longest secret less one) held back.
+    assert_eq!(stream.push("hello world, this is fine"), "hello world, thi");
+    assert_eq!(stream.finish(), "s is fine");
+}
+
+#[test]
+fn stream_does_not_leak_the_tail_of_an_overlapping_secret() {
+    let redactor = Redactor::new(["abcd", "cdefgh"]);
+    let mut stream = redactor.stream();
+    let mut out = stream.push("..abcde");
+    out.push_str(&stream.push("fgh.."));
+    out.push_str(&stream.finish());
+    assert_eq!(out, "..[redacted]..");
+}
+
+#[test]
+fn redactor_debug_does_not_show_secrets() {
+    let redactor = Redactor::new(["sk-live-123"]);
+    assert_eq!(format!("{redactor:?}"), "Redactor { patterns: 1 }");
+}
+
+proptest! {
+    #[test]
+    fn streamed_output_matches_whole_scrub(
+        secrets in prop::collection::vec("[ab€]{1,6}", 1..4),
+        text in "[abc€ ]{0,200}",
+        cuts in prop::collection::vec(0usize..200, 0..10),
+    ) {
+        let redactor = Redactor::new(&secrets);
+        let mut bounds: Vec<usize> = cuts
+            .into_iter()
+            .map(|c| c.min(text.len()))
+            .filter(|&c| text.is_char_boundary(c))
+            .collect();
+        bounds.push(0);
+        bounds.push(text.len());
+        bounds.sort_unstable();
+        let mut stream = redactor.stream();
+        let mut out = String::new();
+        for w in bounds.windows(2) {
+            out.push_str(&stream.push(&text[w[0]..w[1]]));
+        }
+        out.push_str(&stream.finish());
+        prop_assert_eq!(out, redactor.scrub(&text).into_owned());
+    }
+
+    #[test]
+    fn no_secret_survives_a_scrub(
+        // No letter of "[redacted]", which could spell a secret itself.
+        secret in "[0-9fghijklmnopqsuvwxyz]{4,12}",
+        parts in prop::collection::vec("[a-z0-9 ]{0,20}", 1..6),
+    ) {
+        let text = parts.join(&secret);
+        let redactor = Redactor::new([&secret]);
+        let scrubbed = redactor.scrub(&text);
+        prop_assert!(!scrubbed.contains(&secret));
+    }
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: checks the toolchain,
+# formatting and lints, then every test of the workspace (unit, property,
+# end-to-end through the API and CLI, crash/restart with a real host
+# process) and the benches in test mode (each bench once, small inputs).
+#
+#   ./scripts/test.sh            # everything
+#   ./scripts/test.sh --quick    # tests only (no fmt/clippy)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+jobs=${CARGO_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "missing $1: $2" >&2; exit 1; }; }
+need cargo "install Rust with rustup (https://rustup.rs)"
+need sh "the Shell tool and its tests run commands with sh"
+if [ "$quick" = 0 ]; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+
+export RUST_BACKTRACE=1
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+if [ "$quick" = 0 ]; then
+  echo "== cargo fmt --check"
+  cargo fmt --all -- --check
+  echo "== cargo clippy -D warnings"
+  cargo clippy -j "$jobs" --workspace --all-targets -- -D warnings
+fi
+echo "== cargo test (workspace, all targets)"
+cargo test -j "$jobs" --workspace --all-targets
+echo "== doc tests"
+cargo test -j "$jobs" --workspace --doc
+echo "all tests passed"
