@@ -159,13 +159,14 @@ async fn run(args: Args) {
             updated_at: 0,
         })
         .collect();
-    let runtime = Runtime {
-        store: store.clone(),
-        models: HashMap::from([("scripted".to_string(), model)]),
-        tools: ToolRegistry::builtin(),
-        workspace: Workspace::open(&settings.workspace).unwrap(),
+    let workspace = Workspace::open(&settings.workspace).unwrap();
+    let runtime = Runtime::new(
+        store.clone(),
+        HashMap::from([("scripted".to_string(), model)]),
+        ToolRegistry::builtin(),
         settings,
-    };
+        workspace,
+    );
     let rss_start = rss_bytes();
     let fleet = FleetHandle::start(runtime, bots.clone()).await.unwrap();
 

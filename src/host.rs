@@ -250,13 +250,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         })
         .collect::<Result<_, botfleet_memory::IdError>>()?;
     let bot_count = bots.len();
-    let rt = Runtime {
-        store,
-        models,
-        tools: ToolRegistry::builtin(),
-        settings,
-        workspace,
-    };
+    let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, workspace);
     let fleet = FleetHandle::start(rt, bots).await?;
     let retention = Duration::from_secs(r.ledger_retention_days * 86_400);
     spawn_ledger_pruning(fleet.clone(), retention);

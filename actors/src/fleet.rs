@@ -8,23 +8,17 @@ use botfleet_memory::AdmitOutcome;
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
-use botfleet_memory::Entry;
-use botfleet_memory::InboxItem;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::Store;
-use botfleet_memory::StoreError;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
-use parking_lot::RwLock;
 use ractor::Actor;
 use ractor::ActorProcessingErr;
 use ractor::ActorRef;
 use ractor::SupervisionEvent;
-use tokio::sync::oneshot;
 
 use crate::bot::BotStatus;
-use crate::bot_queue::QueuedInput;
 use crate::error::ActorError;
 use crate::error::Result;
 use crate::router::RouterActor;
@@ -45,32 +39,22 @@ pub enum FleetMsg {
 /// State of the fleet supervisor.
 pub struct FleetState {
     rt: Arc<Runtime>,
-    router: Arc<RwLock<ActorRef<RouterMsg>>>,
-}
-
-/// Start arguments of the fleet supervisor.
-pub struct FleetArgs {
-    rt: Arc<Runtime>,
-    router: Arc<RwLock<Option<ActorRef<RouterMsg>>>>,
 }
 
 impl Actor for FleetActor {
     type Msg = FleetMsg;
     type State = FleetState;
-    type Arguments = FleetArgs;
+    type Arguments = Arc<Runtime>;
 
     async fn pre_start(
         &self,
         myself: ActorRef<FleetMsg>,
-        args: FleetArgs,
+        rt: Arc<Runtime>,
     ) -> Result<FleetState, ActorProcessingErr> {
         let (router, _) =
-            Actor::spawn_linked(None, RouterActor, args.rt.clone(), myself.get_cell()).await?;
-        *args.router.write() = Some(router.clone());
-        Ok(FleetState {
-            rt: args.rt,
-            router: Arc::new(RwLock::new(router)),
-        })
+            Actor::spawn_linked(None, RouterActor, rt.clone(), myself.get_cell()).await?;
+        rt.set_router(router);
+        Ok(FleetState { rt })
     }
 
     async fn handle(
@@ -85,7 +69,7 @@ impl Actor for FleetActor {
                 if !bots.is_empty() {
                     tracing::info!(count = bots.len(), "waking bots with unfinished work");
                 }
-                let router = state.router.read().clone();
+                let router = state.rt.router()?;
                 for bot in bots {
                     let _ = router.cast(RouterMsg::Wake(bot));
                 }
@@ -106,7 +90,7 @@ impl Actor for FleetActor {
                 let (router, _) =
                     Actor::spawn_linked(None, RouterActor, state.rt.clone(), myself.get_cell())
                         .await?;
-                *state.router.write() = router;
+                state.rt.set_router(router);
                 let _ = myself.cast(FleetMsg::Recover);
             }
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
@@ -123,7 +107,6 @@ impl Actor for FleetActor {
 pub struct FleetHandle {
     rt: Arc<Runtime>,
     fleet: ActorRef<FleetMsg>,
-    router: Arc<RwLock<Option<ActorRef<RouterMsg>>>>,
 }
 
 impl std::fmt::Debug for FleetHandle {
@@ -142,20 +125,14 @@ impl FleetHandle {
                 .write(bots.into_iter().map(Mutation::UpsertBot).collect())
                 .await?;
         }
-        let router = Arc::new(RwLock::new(None));
-        let args = FleetArgs {
-            rt: rt.clone(),
-            router: router.clone(),
-        };
-        let (fleet, _) =
-            Actor::spawn(None, FleetActor, args)
-                .await
-                .map_err(|e| ActorError::Spawn {
-                    what: "fleet",
-                    detail: e.to_string(),
-                })?;
+        let (fleet, _) = Actor::spawn(None, FleetActor, rt.clone())
+            .await
+            .map_err(|e| ActorError::Spawn {
+                what: "fleet",
+                detail: e.to_string(),
+            })?;
         let _ = fleet.cast(FleetMsg::Recover);
-        Ok(Self { rt, fleet, router })
+        Ok(Self { rt, fleet })
     }
 
     /// The shared runtime.
@@ -169,60 +146,12 @@ impl FleetHandle {
     }
 
     fn router(&self) -> Result<ActorRef<RouterMsg>> {
-        self.router
-            .read()
-            .clone()
-            .ok_or(ActorError::ActorGone("router"))
+        self.rt.router()
     }
 
-    /// Admits an input: the ledger decides, the entry and the inbox row are
-    /// written in the same transaction, and an accepted input is routed to
-    /// its bot in commit order. Answers after the commit.
+    /// Admits an input (see [`Runtime::admit`]).
     pub async fn admit(&self, req: AdmitRequest) -> Result<AdmitOutcome> {
-        let router = self.router()?;
-        let priority = req.priority;
-        let entry = req.entry.clone();
-        let (tx, rx) = oneshot::channel();
-        self.rt.store.write_then(
-            vec![Mutation::Admit(Box::new(req))],
-            Box::new(move |result| {
-                let outcome = result.and_then(|mut v| match v.pop() {
-                    Some(MutationResult::Admitted(o)) => Ok(o),
-                    other => Err(StoreError::Rejected(format!(
-                        "unexpected admission result {other:?}"
-                    ))),
-                });
-                if let Ok(AdmitOutcome::Accepted(rec)) = &outcome {
-                    let input = QueuedInput {
-                        item: InboxItem {
-                            bot: rec.bot.clone(),
-                            gid: rec.gid,
-                            session: rec.session,
-                            seq: rec.seq,
-                            priority,
-                        },
-                        entry: Some(Entry {
-                            id: entry.id,
-                            session: entry.session,
-                            seq: rec.seq,
-                            gid: rec.gid,
-                            author: entry.author,
-                            turn: entry.turn,
-                            created_at: rec.admitted_at,
-                            kind: entry.kind,
-                        }),
-                    };
-                    if router.cast(RouterMsg::Route(Box::new(input))).is_err() {
-                        // the input is in the inbox; recovery will route it
-                        tracing::warn!("router gone while routing an admitted input");
-                    }
-                }
-                let _ = tx.send(outcome);
-            }),
-        )?;
-        Ok(rx
-            .await
-            .map_err(|_| ActorError::ActorGone("store writer"))??)
+        self.rt.admit(req).await
     }
 
     /// Cancels a bot's running turn; `true` if one was running.

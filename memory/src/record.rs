@@ -223,6 +223,10 @@ pub enum EntryKind {
         /// Hops since the originating user message.
         #[serde(default)]
         hop: u32,
+        /// The sender's session that replies go to (its conversation with
+        /// the person who started the exchange), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_session: Option<SessionId>,
     },
     /// A background event: routine, webhook, subagent report.
     Event {

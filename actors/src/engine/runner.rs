@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use botfleet_memory::AdmitOutcome;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryId;
@@ -12,6 +13,9 @@ use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::SessionRecord;
 use botfleet_memory::StoreError;
 use botfleet_memory::ToolCallBody;
 use botfleet_memory::ToolCallStatus;
@@ -32,9 +36,12 @@ use crate::model::ToolSpec;
 use crate::prompts::prompts;
 use crate::runtime::Runtime;
 use crate::tools::Effect;
+use crate::tools::ReplyTo;
+use crate::tools::Runner as RunnerKind;
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
+use crate::tools::TurnScope;
 
 /// What kind of turn to run.
 #[derive(Debug)]
@@ -143,11 +150,24 @@ struct Runner {
     tail: SessionTail,
     state: TurnState,
     inputs: Vec<InboxItem>,
+    /// Session, runner, hops and reply target of the turn.
+    scope: TurnScope,
     /// `StartTurn` not yet written (it goes with the first step).
     start_pending: bool,
     soft: CancellationToken,
     hard: CancellationToken,
     error: Option<String>,
+}
+
+/// The runner of a turn in a session of this kind.
+fn runner_of(kind: SessionKind) -> RunnerKind {
+    match kind {
+        SessionKind::Dm | SessionKind::Agent => RunnerKind::Main,
+        SessionKind::Subagent => RunnerKind::Subagent,
+        SessionKind::Group => RunnerKind::GroupMember { shared: false },
+        SessionKind::Routine => RunnerKind::Routine,
+        SessionKind::Hook => RunnerKind::Hook,
+    }
 }
 
 /// Why a turn stops early.
@@ -187,6 +207,8 @@ impl Runner {
                 ("tools", if index.is_empty() { "(none)" } else { &index }),
             ])
             .unwrap_or_default();
+        let bot_id = plan.bot.id.clone();
+        let owner = plan.bot.owner.clone();
         Ok(Self {
             rt,
             bot: plan.bot,
@@ -200,6 +222,23 @@ impl Runner {
             tail: plan.tail,
             state: TurnState::default(),
             inputs: Vec::new(),
+            scope: TurnScope {
+                session: SessionRecord {
+                    id: plan.session,
+                    key: SessionKey {
+                        bot: bot_id.clone(),
+                        kind: SessionKind::Dm,
+                        peer: String::new(),
+                    },
+                    owner: owner.clone(),
+                    epoch: 0,
+                    last_seq: 0,
+                    created_at: 0,
+                },
+                runner: RunnerKind::Main,
+                hop: 0,
+                reply_to: None,
+            },
             start_pending: false,
             soft: plan.soft,
             hard: plan.hard,
@@ -214,8 +253,20 @@ impl Runner {
         } else {
             self.tail.context.set_system(&self.system);
         }
+        let Some(record) = self.tail.record.clone() else {
+            return Err(StoreError::NotFound {
+                what: "session",
+                id: self.session.to_string(),
+            });
+        };
+        self.scope.runner = runner_of(record.key.kind);
+        self.scope.session = record;
         match self.kind.take() {
-            Some(PlanKind::New { inputs }) => self.begin(inputs),
+            Some(PlanKind::New { inputs }) => {
+                let entries = self.input_entries(&inputs).await?;
+                self.set_origin(&entries);
+                self.begin(inputs);
+            }
             Some(PlanKind::Resume { inputs }) => {
                 if self.load_record().await? {
                     if let Some(status) = self.resume().await? {
@@ -234,6 +285,54 @@ impl Runner {
             None => {}
         }
         self.step_loop().await
+    }
+
+    /// The entries of the inputs (read from the store when the bot did not
+    /// have them at hand).
+    async fn input_entries(
+        &self,
+        inputs: &[(InboxItem, Option<Entry>)],
+    ) -> Result<Vec<Entry>, StoreError> {
+        let mut out = Vec::with_capacity(inputs.len());
+        for (item, entry) in inputs {
+            match entry {
+                Some(e) => out.push(e.clone()),
+                None => out.extend(
+                    self.rt
+                        .store
+                        .entries_between(item.session, item.seq, item.seq)
+                        .await?,
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Hops and reply target from the turn's input entries.
+    fn set_origin(&mut self, inputs: &[Entry]) {
+        for e in inputs {
+            if let EntryKind::AgentMessage {
+                from,
+                hop,
+                reply_session,
+                ..
+            } = &e.kind
+            {
+                self.scope.hop = self.scope.hop.max(*hop);
+                let session = reply_session.unwrap_or_else(|| {
+                    SessionKey {
+                        bot: from.clone(),
+                        kind: SessionKind::Agent,
+                        peer: self.bot.id.to_string(),
+                    }
+                    .id()
+                });
+                self.scope.reply_to = Some(ReplyTo {
+                    bot: from.clone(),
+                    session,
+                });
+            }
+        }
     }
 
     /// Sets up a new turn over `inputs`; its start is written with the first step.
@@ -481,8 +580,31 @@ impl Runner {
                 _ => None,
             })
             .collect();
+        let admits: Vec<(Priority, NewEntry)> = batch
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::Admit(req) => Some((req.priority, req.entry.clone())),
+                _ => None,
+            })
+            .collect();
         let results = self.rt.store.write(batch).await?;
         self.start_pending = false;
+        if !admits.is_empty() {
+            // inputs this turn handed to other bots: route them now that
+            // they are committed (a crash before this leaves them in the
+            // inbox, where recovery finds them)
+            let mut admits = admits.into_iter();
+            let mut accepted = Vec::new();
+            for r in &results {
+                if let MutationResult::Admitted(outcome) = r
+                    && let Some((priority, entry)) = admits.next()
+                    && let AdmitOutcome::Accepted(rec) = outcome
+                {
+                    accepted.push((rec.clone(), priority, entry));
+                }
+            }
+            self.rt.route_committed(accepted);
+        }
         let mut appended = appended.into_iter();
         for r in &results {
             if let MutationResult::Appended {
@@ -601,14 +723,12 @@ impl Runner {
         }
         let result = {
             let ctx = ToolContext {
+                rt: &self.rt,
                 bot: &self.bot,
-                session: self.session,
+                scope: &self.scope,
                 turn: self.turn,
                 call_id: &call.id,
-                workspace: &self.rt.workspace,
                 cancel: &self.hard,
-                store: &self.rt.store,
-                limits: &self.rt.settings.tool_limits,
             };
             tool.call(&ctx, args).await
         };
@@ -661,14 +781,12 @@ impl Runner {
         for (call, tool, args) in prepared {
             let result = {
                 let ctx = ToolContext {
+                    rt: &self.rt,
                     bot: &self.bot,
-                    session: self.session,
+                    scope: &self.scope,
                     turn: self.turn,
                     call_id: &call.id,
-                    workspace: &self.rt.workspace,
                     cancel: &self.hard,
-                    store: &self.rt.store,
-                    limits: &self.rt.settings.tool_limits,
                 };
                 tool.call(&ctx, args).await
             };

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use botfleet_memory::Entry;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionRecord;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 
@@ -14,6 +15,8 @@ use super::context::ContextBuilder;
 pub(crate) struct SessionTail {
     pub(crate) session: SessionId,
     pub(crate) context: ContextBuilder,
+    /// The session's record (loaded with the tail).
+    pub(crate) record: Option<SessionRecord>,
     /// Highest seq read from the store by the last load.
     loaded_upto: Option<i64>,
     /// Seqs pushed after the load (inputs and the turns' own entries).
@@ -28,6 +31,7 @@ impl SessionTail {
         Self {
             session,
             context: ContextBuilder::new(String::new()),
+            record: None,
             loaded_upto: None,
             pushed: HashSet::new(),
             since_load: 0,
@@ -48,6 +52,9 @@ impl SessionTail {
         system: &str,
         window: usize,
     ) -> Result<(), StoreError> {
+        if self.record.is_none() {
+            self.record = store.get_session(self.session).await?;
+        }
         let entries = store.tail_entries(self.session, window as i64).await?;
         let mut context = ContextBuilder::new(system.to_owned());
         for e in &entries {

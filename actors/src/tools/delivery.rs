@@ -70,11 +70,11 @@ impl Tool for SendMessage {
             ));
         }
         let chars = text.chars().count();
-        if chars > ctx.limits.max_message_chars {
+        if chars > ctx.limits().max_message_chars {
             return Err(ToolError::new(
                 format!(
                     "the message has {chars} characters; the limit is {}",
-                    ctx.limits.max_message_chars
+                    ctx.limits().max_message_chars
                 ),
                 "shorten it, or split it into several SendMessage calls",
             ));
@@ -92,7 +92,7 @@ impl Tool for SendMessage {
             content: format!("delivered (message id {id})"),
             effects: vec![Mutation::Append(Box::new(NewEntry {
                 id,
-                session: ctx.session,
+                session: ctx.session(),
                 author: ctx.bot.id.to_string(),
                 turn: Some(ctx.turn),
                 kind: EntryKind::Delivery {
@@ -159,8 +159,8 @@ impl Tool for ReactToMessage {
             ));
         }
         let found = ctx
-            .store
-            .entries_between(ctx.session, args.seq, args.seq)
+            .store()
+            .entries_between(ctx.session(), args.seq, args.seq)
             .await
             .map_err(|e| {
                 ToolError::new(format!("could not read the conversation: {e}"), "try again")
@@ -179,7 +179,7 @@ impl Tool for ReactToMessage {
             content: format!("reacted {emoji} to message {}", args.seq),
             effects: vec![Mutation::Append(Box::new(NewEntry {
                 id,
-                session: ctx.session,
+                session: ctx.session(),
                 author: ctx.bot.id.to_string(),
                 turn: Some(ctx.turn),
                 kind: EntryKind::Reaction {

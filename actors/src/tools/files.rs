@@ -15,7 +15,7 @@ use super::show_path;
 use crate::model::ToolSpec;
 
 fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, ToolError> {
-    ctx.workspace.resolve(path).map_err(|e| {
+    ctx.workspace().resolve(path).map_err(|e| {
         ToolError::new(
             e.to_string(),
             "use a path relative to the workspace root; files outside it cannot be reached",
@@ -85,7 +85,7 @@ impl Tool for Read {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ReadArgs = parse_args("Read", args)?;
         let path = resolve(ctx, &args.path)?;
-        let shown = show_path(ctx.workspace, &path);
+        let shown = show_path(ctx.workspace(), &path);
         let meta = tokio::fs::metadata(&path)
             .await
             .map_err(|e| io_error("read", &shown, &e))?;
@@ -114,7 +114,7 @@ impl Tool for Read {
                 .collect::<Vec<_>>()
                 .join("\n"),
         };
-        let max = ctx.limits.max_output_bytes;
+        let max = ctx.limits().max_output_bytes;
         if selected.len() > max {
             let mut end = max;
             while !selected.is_char_boundary(end) {
@@ -177,18 +177,18 @@ impl Tool for Write {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: WriteArgs = parse_args("Write", args)?;
-        if args.content.len() > ctx.limits.max_file_bytes {
+        if args.content.len() > ctx.limits().max_file_bytes {
             return Err(ToolError::new(
                 format!(
                     "the content has {} bytes; the limit is {}",
                     args.content.len(),
-                    ctx.limits.max_file_bytes
+                    ctx.limits().max_file_bytes
                 ),
                 "write the file in parts with Edit, or generate it with Shell",
             ));
         }
         let path = resolve(ctx, &args.path)?;
-        let shown = show_path(ctx.workspace, &path);
+        let shown = show_path(ctx.workspace(), &path);
         if let Some(parent) = path.parent() {
             tokio::fs::create_dir_all(parent)
                 .await
@@ -269,7 +269,7 @@ impl Tool for Edit {
             ));
         }
         let path = resolve(ctx, &args.path)?;
-        let shown = show_path(ctx.workspace, &path);
+        let shown = show_path(ctx.workspace(), &path);
         let text = tokio::fs::read_to_string(&path)
             .await
             .map_err(|e| io_error("read", &shown, &e))?;

@@ -10,6 +10,8 @@
 mod delivery;
 mod files;
 mod shell;
+#[cfg(test)]
+pub(crate) mod test_support;
 mod workspace;
 
 use std::collections::BTreeMap;
@@ -18,9 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Mutation;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionRecord;
 use botfleet_memory::Store;
 use botfleet_memory::TurnId;
 use serde_json::Value;
@@ -36,6 +40,7 @@ pub use workspace::Workspace;
 pub use workspace::WorkspaceError;
 
 use crate::model::ToolSpec;
+use crate::runtime::Runtime;
 
 /// Where a tool's effect lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,24 +52,84 @@ pub enum Effect {
     External,
 }
 
+/// Who runs a turn; decides its tool surface (docs/security.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// A bot working for its people (DMs, messages from other bots).
+    Main,
+    /// A subagent working on a delegated task.
+    Subagent,
+    /// A member of a group room; `shared` when the room has members of
+    /// more than one user.
+    GroupMember {
+        /// Whether the room is shared with other users' bots.
+        shared: bool,
+    },
+    /// A routine firing on its schedule.
+    Routine,
+    /// A webhook delivery.
+    Hook,
+}
+
+/// Where a reply to another bot goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyTo {
+    /// The bot that wrote.
+    pub bot: BotId,
+    /// Its session that replies go to.
+    pub session: SessionId,
+}
+
+/// The turn a tool call belongs to.
+#[derive(Debug, Clone)]
+pub struct TurnScope {
+    /// The session the turn works in.
+    pub session: SessionRecord,
+    /// Who runs it.
+    pub runner: Runner,
+    /// Bot-to-bot hops since the originating user message.
+    pub hop: u32,
+    /// The newest bot that wrote in this turn's inputs, and where its
+    /// replies go.
+    pub reply_to: Option<ReplyTo>,
+}
+
 /// What a tool call may use.
 pub struct ToolContext<'a> {
+    /// The fleet's shared runtime (store, settings, workspace, admission).
+    pub rt: &'a Runtime,
     /// The bot running the call.
     pub bot: &'a BotRecord,
-    /// The session of the turn.
-    pub session: SessionId,
+    /// The turn's session and runner.
+    pub scope: &'a TurnScope,
     /// The turn.
     pub turn: TurnId,
     /// The model's id for this call.
     pub call_id: &'a str,
-    /// The fleet workspace.
-    pub workspace: &'a Workspace,
     /// Fires when the turn is cancelled for good: stop, kill what you run.
     pub cancel: &'a CancellationToken,
-    /// The store (reads).
-    pub store: &'a Store,
+}
+
+impl ToolContext<'_> {
+    /// The session of the turn.
+    pub fn session(&self) -> SessionId {
+        self.scope.session.id
+    }
+
+    /// The fleet workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.rt.workspace
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.rt.store
+    }
+
     /// Limits that apply to tools.
-    pub limits: &'a ToolLimits,
+    pub fn limits(&self) -> &ToolLimits {
+        &self.rt.settings.tool_limits
+    }
 }
 
 /// Limits for tools, from the fleet settings.

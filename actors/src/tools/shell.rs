@@ -168,7 +168,7 @@ impl Tool for Shell {
                 "give a command to run",
             ));
         }
-        let limits = ctx.limits;
+        let limits = ctx.limits();
         let timeout = match args.timeout_s {
             None => limits.shell_default_timeout,
             Some(s) if s.is_finite() && s > 0.0 => {
@@ -192,10 +192,10 @@ impl Tool for Shell {
             }
         };
         let cwd = match &args.cwd {
-            Some(c) => ctx.workspace.resolve(c).map_err(|e| {
+            Some(c) => ctx.workspace().resolve(c).map_err(|e| {
                 ToolError::new(e.to_string(), "give cwd relative to the workspace root")
             })?,
-            None => ctx.workspace.root().to_path_buf(),
+            None => ctx.workspace().root().to_path_buf(),
         };
         if !cwd.is_dir() {
             return Err(ToolError::new(
@@ -203,7 +203,7 @@ impl Tool for Shell {
                 "create it first (Shell `mkdir -p`), or leave cwd out",
             ));
         }
-        check_paths(ctx.workspace, &cwd, &args.command)?;
+        check_paths(ctx.workspace(), &cwd, &args.command)?;
 
         let mut cmd = tokio::process::Command::new("sh");
         cmd.arg("-c")
@@ -211,7 +211,7 @@ impl Tool for Shell {
             .current_dir(&cwd)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", ctx.workspace.root())
+            .env("HOME", ctx.workspace().root())
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

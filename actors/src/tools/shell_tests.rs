@@ -2,67 +2,24 @@
 
 use std::time::Duration;
 
-use botfleet_memory::BotId;
-use botfleet_memory::BotRecord;
-use botfleet_memory::SessionId;
-use botfleet_memory::Store;
-use botfleet_memory::StoreOptions;
-use botfleet_memory::TurnId;
-use botfleet_memory::UserId;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::tools::ToolLimits;
+use crate::tools::test_support::ToolFixture;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    ws: Workspace,
-    store: Store,
-    bot: BotRecord,
-    limits: ToolLimits,
-    cancel: CancellationToken,
-}
+struct Fixture(ToolFixture);
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("u").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec![],
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
-    Fixture {
-        _dir: dir,
-        ws,
-        store,
-        bot,
-        limits: ToolLimits::default(),
-        cancel: CancellationToken::new(),
-    }
+    Fixture(ToolFixture::new())
 }
 
 impl Fixture {
     async fn run(&self, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
-        let ctx = ToolContext {
-            bot: &self.bot,
-            session: SessionId::new_v7(),
-            turn: TurnId::new_v7(),
-            call_id: "c1",
-            workspace: &self.ws,
-            cancel: &self.cancel,
-            store: &self.store,
-            limits: &self.limits,
-        };
-        Shell.call(&ctx, args).await
+        Shell.call(&self.0.ctx("c1"), args).await
+    }
+
+    fn ws(&self) -> &Workspace {
+        self.0.ws()
     }
 }
 
@@ -81,7 +38,7 @@ async fn runs_in_the_workspace() {
         .await
         .unwrap();
     assert!(out.content.starts_with("exit code: 3"), "{}", out.content);
-    assert!(out.content.contains(&f.ws.root().display().to_string()));
+    assert!(out.content.contains(&f.ws().root().display().to_string()));
     assert!(out.content.contains("hi"));
 }
 
@@ -93,7 +50,7 @@ async fn timeout_kills_the_whole_group() {
         .await
         .unwrap_err();
     assert!(err.message.contains("timed out"), "{err}");
-    let pid: i32 = std::fs::read_to_string(f.ws.root().join("bg.pid"))
+    let pid: i32 = std::fs::read_to_string(f.ws().root().join("bg.pid"))
         .unwrap()
         .trim()
         .parse()
@@ -116,7 +73,7 @@ async fn background_leftovers_are_killed_after_exit() {
         .await
         .unwrap();
     assert!(out.content.starts_with("exit code: 0"), "{}", out.content);
-    let pid: i32 = std::fs::read_to_string(f.ws.root().join("bg.pid"))
+    let pid: i32 = std::fs::read_to_string(f.ws().root().join("bg.pid"))
         .unwrap()
         .trim()
         .parse()
@@ -133,7 +90,7 @@ async fn background_leftovers_are_killed_after_exit() {
 #[tokio::test]
 async fn cancel_kills_the_command() {
     let f = fixture();
-    let cancel = f.cancel.clone();
+    let cancel = f.0.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
         cancel.cancel();

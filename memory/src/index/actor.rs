@@ -14,7 +14,7 @@
 //! - Searches do not go through the actor: they use a clone of the
 //!   [`TranscriptIndex`].
 //!
-//! Exit policy ([`OnError`]): an error that leaves the writer in a known
+//! Exit policy (`OnError`): an error that leaves the writer in a known
 //! state (a failed store read, a failed commit, a mirror file that cannot
 //! be written) is logged and retried on the next signal or tick; a panic in
 //! a blocking index task loses the writer, so the actor stops with an error

@@ -1,21 +1,7 @@
 //! Search queries: the request a caller fills in, the small query language
 //! of its `text`, and its translation into a tantivy query.
 //!
-//! The language is deliberately small, so that ordinary text never fails:
-//!
-//! - words are all required: `deploy staging` finds entries with both;
-//! - `"exact phrase"` (or `“…”`) requires the words in that order, next to
-//!   each other; for CJK text a phrase is an exact substring;
-//! - `-word` or `-"a phrase"` excludes entries that contain it;
-//! - `a OR b` between two terms accepts either; `OR` anywhere else is the
-//!   word "or";
-//! - everything else (`:`, `(`, `*`, `+`, `?`, ...) is punctuation and only
-//!   separates words. `e-mail` and `foo.bar` are phrases of their parts.
-//!
-//! An unquoted run of Chinese characters is cut into words with jieba and
-//! each word must occur (as a substring), in any order: `供应商排除` finds
-//! `供应商被排除了`. Kana and hangul runs are kept whole. Quote the text to
-//! require it exactly.
+//! The language is described on [`SearchQuery`].
 //!
 //! Errors are [`QueryError`]s that say what to change: an empty query, one
 //! over [`MAX_QUERY_CHARS`], an unclosed quote, an empty phrase, a query that
@@ -60,9 +46,26 @@ fn default_limit() -> usize {
 
 /// A search over the transcript. Visibility is the caller's job: pass the
 /// sessions the asker may read in `sessions`.
+///
+/// The query language of `text` is deliberately small, so that ordinary
+/// text never fails:
+///
+/// - words are all required: `deploy staging` finds entries with both;
+/// - `"exact phrase"` (or `“…”`) requires the words in that order, next to
+///   each other; for CJK text a phrase is an exact substring;
+/// - `-word` or `-"a phrase"` excludes entries that contain it;
+/// - `a OR b` between two terms accepts either; `OR` anywhere else is the
+///   word "or";
+/// - everything else (`:`, `(`, `*`, `+`, `?`, ...) is punctuation and only
+///   separates words. `e-mail` and `foo.bar` are phrases of their parts.
+///
+/// An unquoted run of Chinese characters is cut into words with jieba and
+/// each word must occur (as a substring), in any order: `供应商排除` finds
+/// `供应商被排除了`. Kana and hangul runs are kept whole. Quote the text to
+/// require it exactly.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchQuery {
-    /// The query text, in the language of the [module docs](self).
+    /// The query text, in the language above.
     pub text: String,
     /// Only entries of these sessions (`None`: every session; an empty list
     /// finds nothing).
