@@ -165,6 +165,7 @@ mod tests {
                 from: BotId::new("b").unwrap_or_else(|e| panic!("{e}")),
                 text: "x".into(),
                 hop: 0,
+                reply_session: None,
             },
             EntryKind::Event {
                 origin: "o".into(),
