@@ -18,6 +18,16 @@ use serde_json::json;
 use crate::client::Client;
 use crate::host;
 
+#[path = "cli_approvals.rs"]
+mod approvals;
+#[path = "cli_group.rs"]
+mod group;
+#[path = "cli_memory.rs"]
+mod memory;
+#[path = "cli_search.rs"]
+mod search;
+pub use group::GroupCommand;
+
 /// botfleet: a host for a fleet of long-lived LLM bots.
 #[derive(Debug, Parser)]
 #[command(name = "botfleet", version, about, long_about = None)]
@@ -97,10 +107,81 @@ pub enum Command {
         /// Turn id (shown in the failure notice).
         turn: String,
     },
+    /// Show what a bot remembers (every scope it reaches), with ids.
+    Memory {
+        /// Bot id.
+        bot: String,
+        /// Also rank the log entries for this input, as the prompt would.
+        #[arg(long)]
+        input: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget one memory item for good (an id from `botfleet memory`).
+    Forget {
+        /// Memory item id (m-…).
+        id: String,
+    },
     /// Cancel a bot's running turn.
     Cancel {
         /// Bot id.
         bot: String,
+    },
+    /// List the actions your bots wait to have approved (pending ones).
+    Approvals {
+        /// Also decided and expired ones.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending action (an id from `botfleet approvals`); the bot
+    /// is told and may run it once.
+    Approve {
+        /// Approval id.
+        id: String,
+    },
+    /// Deny a pending action; the bot is told not to retry it.
+    Deny {
+        /// Approval id.
+        id: String,
+    },
+    /// Group rooms: create one, post to it and print the public replies.
+    Group {
+        /// What to do.
+        #[command(subcommand)]
+        action: GroupCommand,
+    },
+    /// Search the transcripts of your bots and rooms. Words are all
+    /// required; "exact phrase", -word (exclude) and a OR b work.
+    Search {
+        /// What to find.
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+        /// Only what this bot may see (its sessions and its rooms).
+        #[arg(long)]
+        bot: Option<String>,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Most hits (1-100, default 10).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild the transcript search index from the store, with a progress
+    /// bar. Offline: stop the host first.
+    Reindex {
+        /// Data directory (default: host.data_dir of the fleet file).
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Fleet file (default as for `run`).
+        #[arg(long)]
+        fleet: Option<PathBuf>,
     },
 }
 
@@ -189,6 +270,28 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("requeued {} input(s) of turn {turn}", v["requeued"]);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Group { action } => group::run(&client(&cli)?, action).await,
+        Command::Search {
+            query,
+            bot,
+            session,
+            limit,
+            json,
+        } => {
+            let args = search::SearchArgs {
+                query: query.clone(),
+                bot: bot.clone(),
+                session: session.clone(),
+                limit: *limit,
+                json: *json,
+            };
+            search::search(&client(&cli)?, &args).await
+        }
+        Command::Reindex { data, fleet } => search::reindex(fleet.clone(), data.clone()).await,
+        Command::Memory { bot, input, json } => {
+            memory::show(&client(&cli)?, bot, input.as_deref(), *json).await
+        }
+        Command::Forget { id } => memory::forget(&client(&cli)?, id).await,
         Command::Cancel { bot } => {
             let v = client(&cli)?
                 .post_ok(&format!("/v1/bots/{bot}/cancel"), &json!({}))
@@ -200,6 +303,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Approvals { all, json } => approvals::list(&client(&cli)?, *all, *json).await,
+        Command::Approve { id } => approvals::decide(&client(&cli)?, id, "approve").await,
+        Command::Deny { id } => approvals::decide(&client(&cli)?, id, "deny").await,
     }
 }
 
@@ -437,6 +543,12 @@ async fn transcript(
                 e["status"].as_str().unwrap_or("")
             ),
             "reminder" if all => println!("#{seq} (reminder) {text}"),
+            "approval" => println!(
+                "#{seq} [approval {} {}] {text} — {}",
+                e["status"].as_str().unwrap_or(""),
+                e["id"].as_str().unwrap_or(""),
+                e["reason"].as_str().unwrap_or("")
+            ),
             _ => {}
         }
     }

@@ -83,6 +83,44 @@ impl Client {
         Ok(body)
     }
 
+    /// DELETE; non-2xx answers are errors.
+    pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .delete(self.url(path))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        let (status, body) = self.check(resp).await?;
+        if !status.is_success() {
+            return Err(Self::describe_error(status, &body));
+        }
+        Ok(body)
+    }
+
+    /// GET a JSON document with query parameters (URL-encoded here);
+    /// non-2xx answers are errors.
+    pub async fn get_query(&self, path: &str, params: &[(&str, &str)]) -> anyhow::Result<Value> {
+        let mut url = reqwest::Url::parse(&self.url(path))
+            .with_context(|| format!("the host address {} is not a URL", self.base))?;
+        url.query_pairs_mut().extend_pairs(params);
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        let (status, body) = self.check(resp).await?;
+        if !status.is_success() {
+            return Err(Self::describe_error(status, &body));
+        }
+        Ok(body)
+    }
+
     /// POST JSON; returns the status and body whatever the status.
     pub async fn post(
         &self,

@@ -9,6 +9,11 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+#[path = "config_review.rs"]
+mod review;
+
+pub use review::ReviewFileConfig;
+
 /// The example fleet, used by `botfleet run` when no fleet file is given.
 pub const EMBEDDED_FLEET: &str = include_str!("../examples/fleet.toml");
 /// The offline script the example fleet points at.
@@ -66,6 +71,26 @@ pub struct FleetFile {
     /// `[[bots]]`.
     #[serde(default)]
     pub bots: Vec<BotConfig>,
+    /// `[review]`: auto-review of side effects.
+    #[serde(default)]
+    pub review: ReviewFileConfig,
+    /// `[[secrets]]`: values tools get by reference (never a model).
+    #[serde(default)]
+    pub secrets: Vec<SecretConfig>,
+}
+
+/// `[[secrets]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretConfig {
+    /// Name (an environment-variable name, e.g. `GITHUB_TOKEN`).
+    pub name: String,
+    /// The value, inline.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Or the environment variable holding it.
+    #[serde(default)]
+    pub value_env: Option<String>,
 }
 
 /// `[host]`.
@@ -136,6 +161,12 @@ pub struct RuntimeConfig {
     /// Most model steps per turn.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
+    /// Most bot-to-bot hops per originating user message.
+    #[serde(default = "default_max_hops")]
+    pub max_hops: u32,
+    /// Most running subagents per bot.
+    #[serde(default = "default_max_subagents")]
+    pub max_subagents: usize,
     /// Most starts of one turn before it fails for good.
     #[serde(default = "default_attempts")]
     pub max_turn_attempts: i64,
@@ -165,6 +196,12 @@ fn default_idle() -> u64 {
 fn default_max_steps() -> u32 {
     40
 }
+fn default_max_hops() -> u32 {
+    8
+}
+fn default_max_subagents() -> usize {
+    8
+}
 fn default_attempts() -> i64 {
     3
 }
@@ -188,6 +225,8 @@ impl Default for RuntimeConfig {
             debounce_max_ms: default_debounce_max(),
             idle_timeout_s: default_idle(),
             max_steps: default_max_steps(),
+            max_hops: default_max_hops(),
+            max_subagents: default_max_subagents(),
             max_turn_attempts: default_attempts(),
             context_entries: default_context_entries(),
             shell_timeout_s: default_shell_timeout(),
@@ -237,11 +276,29 @@ pub enum ProviderConfig {
         /// at start), e.g. the offline scripted model.
         #[serde(default)]
         fallback: Option<String>,
+        /// Tokenizer encoding (`o200k_base` default, or `cl100k_base`).
+        #[serde(default)]
+        encoding: Option<String>,
+        /// Compact a session's context above this many tokens (default 100000).
+        #[serde(default)]
+        compact_at_tokens: Option<u64>,
+        /// Compact in the background after a turn above this (default 80% of compact_at_tokens).
+        #[serde(default)]
+        background_compact_at_tokens: Option<u64>,
     },
     /// The deterministic scripted model.
     Scripted {
         /// Script file, relative to the fleet file.
         script: PathBuf,
+        /// Tokenizer encoding (`o200k_base` default, or `cl100k_base`).
+        #[serde(default)]
+        encoding: Option<String>,
+        /// Compact a session's context above this many tokens (default 100000).
+        #[serde(default)]
+        compact_at_tokens: Option<u64>,
+        /// Compact in the background after a turn above this (default 80% of compact_at_tokens).
+        #[serde(default)]
+        background_compact_at_tokens: Option<u64>,
     },
 }
 
@@ -263,6 +320,28 @@ pub struct BotConfig {
     /// Allowed tools.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Projects the bot joined: it reads and writes their shared memory
+    /// (`project:<name>` scopes). Names follow the id rules.
+    #[serde(default)]
+    pub projects: Vec<String>,
+    /// Whether other users may add this bot to their group rooms (which
+    /// makes those rooms shared). Default false: only the owner may.
+    #[serde(default)]
+    pub shareable: bool,
+    /// `[[bots.routines]]`: prompts run on a schedule.
+    #[serde(default)]
+    pub routines: Vec<RoutineConfig>,
+    /// `[[bots.hooks]]`: webhooks that wake the bot.
+    #[serde(default)]
+    pub hooks: Vec<HookConfig>,
+    /// Names of the secrets the bot's tools may use (`[[secrets]]` or
+    /// supplied by its person through the API).
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Tokens (prompt + completion) the bot may use per UTC day; when spent
+    /// the bot pauses with a visible notice until midnight UTC.
+    #[serde(default)]
+    pub daily_token_budget: Option<u64>,
 }
 
 /// A loaded fleet file and where it came from.
@@ -317,6 +396,9 @@ impl LoadedFleet {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let f = &self.file;
+        if let Err((key, message)) = f.review.validate(&f.providers) {
+            return Err(self.invalid(key, message));
+        }
         if f.host.listen.parse::<SocketAddr>().is_err() {
             return Err(self.invalid(
                 "host.listen",
@@ -430,13 +512,66 @@ impl LoadedFleet {
                         }
                     }
                 }
-                ProviderConfig::Scripted { script } => {
+                ProviderConfig::Scripted { script, .. } => {
                     if script.as_os_str().is_empty() {
                         return Err(
                             self.invalid(format!("{key}.script"), "must name a script file")
                         );
                     }
                 }
+            }
+        }
+        for (name, p) in &f.providers {
+            let (encoding, compact, background) = match p {
+                ProviderConfig::Openai {
+                    encoding,
+                    compact_at_tokens,
+                    background_compact_at_tokens,
+                    ..
+                }
+                | ProviderConfig::Scripted {
+                    encoding,
+                    compact_at_tokens,
+                    background_compact_at_tokens,
+                    ..
+                } => (encoding, compact_at_tokens, background_compact_at_tokens),
+            };
+            if let Some(e) = encoding
+                && botfleet_memory::Encoding::parse(e).is_none()
+            {
+                return Err(self.invalid(
+                    format!("providers.{name}.encoding"),
+                    format!("{e:?} is not an encoding; use \"o200k_base\" or \"cl100k_base\""),
+                ));
+            }
+            if compact.is_some_and(|n| n < 1000) {
+                return Err(self.invalid(
+                    format!("providers.{name}.compact_at_tokens"),
+                    "must be at least 1000",
+                ));
+            }
+            if let (Some(b), c) = (background, compact.unwrap_or(100_000))
+                && *b > c
+            {
+                return Err(self.invalid(
+                    format!("providers.{name}.background_compact_at_tokens"),
+                    "must not be above compact_at_tokens",
+                ));
+            }
+        }
+        for (i, sec) in f.secrets.iter().enumerate() {
+            let key = format!("secrets[{i}]");
+            if !botfleet_actors::valid_secret_name(&sec.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("{:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN", sec.name),
+                ));
+            }
+            if sec.value.is_some() == sec.value_env.is_some() {
+                return Err(self.invalid(
+                    format!("{key}.value"),
+                    "give exactly one of `value` or `value_env`",
+                ));
             }
         }
         let mut seen_bots = Vec::new();
@@ -455,6 +590,20 @@ impl LoadedFleet {
             if b.name.trim().is_empty() {
                 return Err(self.invalid(format!("{key}.name"), "must not be empty"));
             }
+            for (j, name) in b.secrets.iter().enumerate() {
+                if !botfleet_actors::valid_secret_name(name) {
+                    return Err(self.invalid(
+                        format!("{key}.secrets[{j}]"),
+                        format!("{name:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN"),
+                    ));
+                }
+            }
+            if b.daily_token_budget == Some(0) {
+                return Err(self.invalid(
+                    format!("{key}.daily_token_budget"),
+                    "must be at least 1 (leave it out for no budget)",
+                ));
+            }
             if !f.providers.contains_key(&b.provider) {
                 return Err(self.invalid(
                     format!("{key}.provider"),
@@ -471,6 +620,18 @@ impl LoadedFleet {
                     format!("user {:?} is not defined under [[users]]", b.owner),
                 ));
             }
+            self.validate_routines_and_hooks(&key, b)?;
+            for (j, p) in b.projects.iter().enumerate() {
+                if let Err(e) = botfleet_memory::ProjectId::new(p.as_str()) {
+                    return Err(self.invalid(format!("{key}.projects[{j}]"), e.to_string()));
+                }
+                if b.projects[..j].contains(p) {
+                    return Err(self.invalid(
+                        format!("{key}.projects[{j}]"),
+                        format!("project {p:?} is listed twice"),
+                    ));
+                }
+            }
             let known = botfleet_actors::tools::ToolRegistry::builtin();
             for (j, t) in b.tools.iter().enumerate() {
                 if !known.contains(t) {
@@ -485,6 +646,47 @@ impl LoadedFleet {
             }
         }
         Ok(())
+    }
+
+    /// The context settings of each provider.
+    pub fn context_settings(
+        &self,
+    ) -> std::collections::HashMap<String, botfleet_actors::ContextSettings> {
+        self.file
+            .providers
+            .iter()
+            .map(|(name, p)| {
+                let (encoding, compact, background) = match p {
+                    ProviderConfig::Openai {
+                        encoding,
+                        compact_at_tokens,
+                        background_compact_at_tokens,
+                        ..
+                    }
+                    | ProviderConfig::Scripted {
+                        encoding,
+                        compact_at_tokens,
+                        background_compact_at_tokens,
+                        ..
+                    } => (encoding, compact_at_tokens, background_compact_at_tokens),
+                };
+                let mut c = botfleet_actors::ContextSettings::default();
+                if let Some(e) = encoding
+                    .as_deref()
+                    .and_then(botfleet_memory::Encoding::parse)
+                {
+                    c.encoding = e;
+                }
+                if let Some(n) = compact {
+                    c.compact_at_tokens = *n;
+                    c.background_compact_at_tokens = n * 4 / 5;
+                }
+                if let Some(n) = background {
+                    c.background_compact_at_tokens = *n;
+                }
+                (name.clone(), c)
+            })
+            .collect()
     }
 
     fn provider_names(&self) -> String {
@@ -507,6 +709,12 @@ impl LoadedFleet {
         }
     }
 }
+
+#[path = "config_triggers.rs"]
+mod triggers;
+pub use triggers::HookConfig;
+pub use triggers::MIN_HOOK_SECRET;
+pub use triggers::RoutineConfig;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

@@ -101,3 +101,25 @@ fn bad_values_name_file_key_and_expectation() {
     let e = err(&ISSUE_EXAMPLE.replace("kind = \"openai\"", "kind = \"anthropic\""));
     assert!(e.contains("anthropic") && e.contains("openai"), "{e}");
 }
+
+#[test]
+fn bots_join_projects_by_valid_names() {
+    let with = |line: &str| ISSUE_EXAMPLE.replace("tools = [", &format!("{line}\ntools = ["));
+    let f = LoadedFleet::parse(
+        &with("projects = [\"apollo\", \"q3-launch\"]"),
+        "fleet.toml",
+        None,
+    )
+    .unwrap();
+    assert_eq!(f.file.bots[0].projects, vec!["apollo", "q3-launch"]);
+    let e = err(&with("projects = [\"apollo\", \"bad name\"]"));
+    assert!(
+        e.contains("bots[0].projects[1]") && e.contains("invalid project id"),
+        "{e}"
+    );
+    let e = err(&with("projects = [\"apollo\", \"apollo\"]"));
+    assert!(
+        e.contains("bots[0].projects[1]") && e.contains("listed twice"),
+        "{e}"
+    );
+}

@@ -64,6 +64,8 @@ pub struct RunningHost {
     pub addr: SocketAddr,
     /// Lines to tell the operator at start (what runs, offline fallbacks).
     pub banner: Vec<String>,
+    /// The routines scheduler.
+    pub scheduler: botfleet_actors::scheduler::SchedulerHandle,
     stop: CancellationToken,
     server: tokio::task::JoinHandle<()>,
 }
@@ -73,6 +75,7 @@ impl RunningHost {
     pub async fn shutdown(self) {
         self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+        self.scheduler.stop().await;
         self.fleet.shutdown().await;
     }
 
@@ -129,11 +132,38 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         users.push((UserId::new(u.id.clone())?, token));
     }
 
+    // webhooks
+    let mut hooks = Vec::new();
+    for b in &f.bots {
+        for h in &b.hooks {
+            let secret = match (&h.secret, &h.secret_env) {
+                (Some(s), _) => s.clone(),
+                (None, Some(env)) => opts.env_var(env).with_context(|| {
+                    format!(
+                        "{}: bot {:?} hook {:?}: environment variable {env} (secret_env) is not set",
+                        fleet_file.source, b.id, h.name
+                    )
+                })?,
+                (None, None) => bail!(
+                    "{}: bot {:?} hook {:?} has no secret",
+                    fleet_file.source,
+                    b.id,
+                    h.name
+                ),
+            };
+            hooks.push((
+                b.id.clone(),
+                h.name.clone(),
+                api::HookSecret::new(secret, h.max_payload_bytes),
+            ));
+        }
+    }
+
     // models
     let mut models: HashMap<String, Arc<dyn Model>> = HashMap::new();
     let mut scripted: HashMap<String, Arc<dyn Model>> = HashMap::new();
     for (name, p) in &f.providers {
-        if let ProviderConfig::Scripted { script } = p {
+        if let ProviderConfig::Scripted { script, .. } = p {
             let parsed = if fleet_file.base_dir.is_none()
                 && script == std::path::Path::new(EMBEDDED_OFFLINE_PATH)
             {
@@ -155,6 +185,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             stream,
             max_retries,
             fallback,
+            ..
         } = p
         {
             let key = api_key_env.as_deref().and_then(|env| opts.env_var(env));
@@ -223,6 +254,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.debounce_max = Duration::from_millis(r.debounce_max_ms);
     settings.idle_timeout = Duration::from_secs(r.idle_timeout_s);
     settings.max_steps = r.max_steps;
+    settings.review = f.review.to_config();
+    settings.max_hops = r.max_hops;
+    settings.context = fleet_file.context_settings();
+    settings.max_subagents = r.max_subagents;
     settings.max_turn_attempts = r.max_turn_attempts;
     settings.context_entries = r.context_entries;
     settings.tool_limits = ToolLimits {
@@ -242,7 +277,26 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
                 role: b.role.clone(),
                 provider: b.provider.clone(),
                 tools: b.tools.clone(),
-                settings: serde_json::json!({}),
+                // `shareable`: other users may add it to their rooms (actors/src/group/room.rs);
+                // `projects`: the project memory scopes it reaches (botfleet_memory::bot_scopes)
+                settings: {
+                    let mut s = serde_json::Map::new();
+                    if b.shareable {
+                        s.insert("shareable".into(), true.into());
+                    }
+                    if !b.projects.is_empty() {
+                        s.insert("projects".into(), serde_json::json!(b.projects));
+                    }
+                    // `secrets`: names its tools may use (actors/src/vault.rs)
+                    if !b.secrets.is_empty() {
+                        s.insert("secrets".into(), serde_json::json!(b.secrets));
+                    }
+                    // `daily_token_budget`: the engine pauses the bot when spent
+                    if let Some(n) = b.daily_token_budget {
+                        s.insert("daily_token_budget".into(), n.into());
+                    }
+                    serde_json::Value::Object(s)
+                },
                 origin: "config".into(),
                 created_at: now,
                 updated_at: now,
@@ -251,7 +305,46 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         .collect::<Result<_, botfleet_memory::IdError>>()?;
     let bot_count = bots.len();
     let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, workspace);
+    start_recall(&rt, &data_dir)?;
+    let mut vault = Vec::new();
+    for sec in &f.secrets {
+        let value = match (&sec.value, &sec.value_env) {
+            (Some(v), _) => v.clone(),
+            (None, Some(env)) => opts.env_var(env).with_context(|| {
+                format!(
+                    "{}: secret {}: environment variable {env} (value_env) is not set",
+                    fleet_file.source, sec.name
+                )
+            })?,
+            (None, None) => bail!("{}: secret {} has no value", fleet_file.source, sec.name),
+        };
+        vault.push((
+            sec.name.clone(),
+            botfleet_actors::safety::Secret::new(value),
+        ));
+    }
+    rt.set_vault(botfleet_actors::Vault::new(vault));
     let fleet = FleetHandle::start(rt, bots).await?;
+    let routines = f
+        .bots
+        .iter()
+        .flat_map(|b| b.routines.iter().map(move |r| (b, r)))
+        .map(|(b, r)| Ok((BotId::new(b.id.clone())?, r.spec())))
+        .collect::<Result<Vec<_>, botfleet_memory::IdError>>()?;
+    let routine_count = routines.len();
+    let scheduler = botfleet_actors::scheduler::SchedulerHandle::start(
+        fleet.runtime().clone(),
+        fleet.store().clock().clone(),
+        routines,
+    )
+    .await
+    .context("cannot start the routines scheduler")?;
+    if routine_count > 0 || !hooks.is_empty() {
+        banner.push(format!(
+            "{routine_count} routine(s) from the fleet file, {} webhook(s)",
+            hooks.len()
+        ));
+    }
     let retention = Duration::from_secs(r.ledger_retention_days * 86_400);
     spawn_ledger_pruning(fleet.clone(), retention);
 
@@ -263,6 +356,8 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             max_body_bytes: f.host.max_body_bytes,
             max_text_chars: f.host.max_text_chars,
         },
+        scheduler: scheduler.clone(),
+        hooks: api::Hooks::new(hooks),
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -293,9 +388,30 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         fleet,
         addr,
         banner,
+        scheduler,
         stop,
         server,
     })
+}
+
+/// Sets up transcript recall: the index at `<data_dir>/index` (searched by
+/// the recall tools and `GET /v1/search`) and the indexer the fleet
+/// supervisor runs over it, which also writes the JSONL mirror at
+/// `<data_dir>/transcripts` and catches up from the store on start.
+fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let dir = data_dir.join("index");
+    let index = botfleet_memory::TranscriptIndex::open(&dir)
+        .with_context(|| format!("cannot open the search index in {}", dir.display()))?;
+    let warm = index.clone();
+    // loads the jieba dictionary off the first Chinese search
+    tokio::task::spawn_blocking(move || warm.warm_up());
+    rt.set_indexer(botfleet_memory::IndexerArgs {
+        index,
+        store: rt.store.clone(),
+        options: botfleet_memory::IndexOptions::default(),
+        mirror_root: Some(data_dir.join("transcripts")),
+    });
+    Ok(())
 }
 
 /// Prunes the idempotency ledger past its retention, hourly.

@@ -89,6 +89,8 @@ pub enum BotMsg {
     Status(RpcReplyPort<BotStatus>),
     /// Re-read the bot's record (role, tools) from the store.
     Reload,
+    /// The token-budget pause may be over.
+    Unpause,
 }
 
 struct Running {
@@ -128,6 +130,10 @@ pub struct BotState {
     pending: VecDeque<Pending>,
     tails: HashMap<SessionId, SessionTail>,
     crashes: HashMap<TurnId, i64>,
+    /// Sessions whose context passed the background compaction mark.
+    compact_due: Vec<SessionId>,
+    /// Paused by the daily token budget until this time (ms since epoch).
+    paused_until: Option<i64>,
     window: Option<Window>,
     generation: u64,
     inputs_seen: u64,
@@ -160,6 +166,8 @@ impl Actor for BotActor {
             pending: VecDeque::new(),
             tails: HashMap::new(),
             crashes: HashMap::new(),
+            compact_due: Vec::new(),
+            paused_until: None,
             window: None,
             generation: 0,
             inputs_seen: 0,
@@ -235,6 +243,10 @@ impl Actor for BotActor {
                     running: state.running.as_ref().map(|r| r.turn),
                     queued: state.queue.len(),
                 });
+            }
+            BotMsg::Unpause => {
+                state.paused_until = None;
+                state.schedule(&myself);
             }
             BotMsg::Reload => {
                 if let Some(record) = state.rt.store.get_bot(&state.record.id).await? {
@@ -352,6 +364,9 @@ impl BotState {
         if self.window.is_some() && self.queue.has_user_dm() {
             return;
         }
+        if self.paused_until.is_some() {
+            return;
+        }
         match self.queue.next_batch() {
             Some((session, batch)) => {
                 let plan_inputs = batch
@@ -368,7 +383,19 @@ impl BotState {
                     },
                 );
             }
-            None => self.become_idle(myself),
+            None => match self.compact_due.pop() {
+                // idle: compact in the background while the provider cache is warm
+                Some(session) => {
+                    self.start(
+                        myself,
+                        TurnId::new_v7(),
+                        session,
+                        Vec::new(),
+                        PlanKind::Compact,
+                    );
+                }
+                None => self.become_idle(myself),
+            },
         }
     }
 
@@ -434,6 +461,19 @@ impl BotState {
                 let report = *report;
                 if let Some(tail) = report.tail {
                     self.tails.insert(run.session, tail);
+                }
+                if report.compaction_due && !self.compact_due.contains(&run.session) {
+                    self.compact_due.push(run.session);
+                }
+                if let Some(until) = report.paused_until
+                    && self.paused_until.is_none()
+                {
+                    self.paused_until = Some(until);
+                    let wait = until - self.rt.store.clock().now_ms();
+                    let wait =
+                        std::time::Duration::from_millis(u64::try_from(wait.max(0)).unwrap_or(0));
+                    tracing::info!(bot = %self.record.id, ?wait, "daily token budget spent; paused");
+                    myself.send_after(wait, || BotMsg::Unpause);
                 }
                 match report.status {
                     Some(TurnStatus::Interrupted) => {

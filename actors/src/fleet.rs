@@ -8,12 +8,14 @@ use botfleet_memory::AdmitOutcome;
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::IndexerActor;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::Store;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use ractor::Actor;
+use ractor::ActorCell;
 use ractor::ActorProcessingErr;
 use ractor::ActorRef;
 use ractor::SupervisionEvent;
@@ -34,11 +36,71 @@ pub struct FleetActor;
 pub enum FleetMsg {
     /// Wake every bot that has pending inputs or unfinished turns.
     Recover,
+    /// Start the transcript indexer again (after it failed, with backoff).
+    RestartIndexer,
 }
 
 /// State of the fleet supervisor.
 pub struct FleetState {
     rt: Arc<Runtime>,
+    /// Restarts of the indexer in a row (for its backoff).
+    indexer_failures: u32,
+    /// When the indexer last started.
+    indexer_started: Option<std::time::Instant>,
+}
+
+/// First wait before restarting a failed indexer; doubles per failure in a
+/// row, up to [`INDEXER_BACKOFF_MAX`].
+const INDEXER_BACKOFF: Duration = Duration::from_millis(200);
+/// Longest wait before restarting a failed indexer.
+const INDEXER_BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// An indexer that ran this long before failing starts the backoff over.
+const INDEXER_STABLE: Duration = Duration::from_secs(60);
+
+impl FleetState {
+    /// Starts the transcript indexer if the host set one up
+    /// ([`Runtime::set_indexer`]); on failure, schedules a retry. Searches
+    /// keep working on the last commit meanwhile, and the indexer catches
+    /// up from the store when it starts.
+    async fn start_indexer(&mut self, myself: &ActorRef<FleetMsg>) {
+        let Some(args) = self.rt.indexer_args() else {
+            return;
+        };
+        match Actor::spawn_linked(None, IndexerActor, args, myself.get_cell()).await {
+            Ok((indexer, _)) => {
+                self.rt.set_indexer_ref(Some(indexer));
+                self.indexer_started = Some(std::time::Instant::now());
+            }
+            Err(error) => {
+                tracing::error!(%error, "the transcript indexer did not start");
+                self.rt.set_indexer_ref(None);
+                self.schedule_indexer_restart(myself);
+            }
+        }
+    }
+
+    /// Restarts the indexer after a backoff that grows while it keeps
+    /// failing soon after starting.
+    fn schedule_indexer_restart(&mut self, myself: &ActorRef<FleetMsg>) {
+        if self
+            .indexer_started
+            .is_some_and(|t| t.elapsed() >= INDEXER_STABLE)
+        {
+            self.indexer_failures = 0;
+        }
+        let delay = INDEXER_BACKOFF
+            .saturating_mul(1 << self.indexer_failures.min(8))
+            .min(INDEXER_BACKOFF_MAX);
+        self.indexer_failures = self.indexer_failures.saturating_add(1);
+        self.indexer_started = None;
+        myself.send_after(delay, || FleetMsg::RestartIndexer);
+    }
+
+    fn is_indexer(&self, cell: &ActorCell) -> bool {
+        self.rt
+            .indexer()
+            .is_some_and(|i| i.get_id() == cell.get_id())
+    }
 }
 
 impl Actor for FleetActor {
@@ -54,12 +116,19 @@ impl Actor for FleetActor {
         let (router, _) =
             Actor::spawn_linked(None, RouterActor, rt.clone(), myself.get_cell()).await?;
         rt.set_router(router);
-        Ok(FleetState { rt })
+        crate::group::start_supervisor(&rt, myself.get_cell()).await?;
+        let mut state = FleetState {
+            rt,
+            indexer_failures: 0,
+            indexer_started: None,
+        };
+        state.start_indexer(&myself).await;
+        Ok(state)
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<FleetMsg>,
+        myself: ActorRef<FleetMsg>,
         msg: FleetMsg,
         state: &mut FleetState,
     ) -> Result<(), ActorProcessingErr> {
@@ -73,7 +142,11 @@ impl Actor for FleetActor {
                 for bot in bots {
                     let _ = router.cast(RouterMsg::Wake(bot));
                 }
+                // rooms with unfinished runs resume (their members' turns
+                // resume with their bots, woken above)
+                let _ = state.rt.groups.recover();
             }
+            FleetMsg::RestartIndexer => state.start_indexer(&myself).await,
         }
         Ok(())
     }
@@ -85,6 +158,16 @@ impl Actor for FleetActor {
         state: &mut FleetState,
     ) -> Result<(), ActorProcessingErr> {
         match event {
+            SupervisionEvent::ActorFailed(cell, error) if state.is_indexer(&cell) => {
+                tracing::error!(actor = %cell.get_id(), %error, "transcript indexer failed; restarting it");
+                state.rt.set_indexer_ref(None);
+                state.schedule_indexer_restart(&myself);
+            }
+            SupervisionEvent::ActorFailed(cell, error) if state.rt.groups.is_supervisor(&cell) => {
+                tracing::error!(actor = %cell.get_id(), %error, "rooms supervisor failed; restarting it");
+                crate::group::start_supervisor(&state.rt, myself.get_cell()).await?;
+                let _ = state.rt.groups.recover();
+            }
             SupervisionEvent::ActorFailed(cell, error) => {
                 tracing::error!(actor = %cell.get_id(), %error, "router failed; restarting it");
                 let (router, _) =
@@ -220,6 +303,7 @@ impl FleetHandle {
             .fleet
             .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(10)))
             .await;
+        self.rt.memory.shutdown().await;
         self.rt.store.close().await;
     }
 }

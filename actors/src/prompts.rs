@@ -132,6 +132,50 @@ prompts! {
     untrusted_event => "untrusted_event.md",
     /// An event the owner configured.
     trusted_event => "trusted_event.md",
+    /// The reviewer model's instructions (auto-review).
+    review => "review.md",
+    /// Result of a call that now waits for a person's approval.
+    approval_requested => "approval_requested.md",
+    /// The event telling a bot its action was approved.
+    approval_approved => "approval_approved.md",
+    /// The event telling a bot its action was denied.
+    approval_denied => "approval_denied.md",
+    /// Result of a call auto-review refused outright.
+    review_denied => "review_denied.md",
+    /// The memory block of the prompt (information, not instructions).
+    memory => "memory.md",
+    /// What changed in memory inside a compaction epoch.
+    memory_update => "memory_update.md",
+    /// The fact extractor's instructions (system message).
+    extract_facts => "extract_facts.md",
+    /// What the fact extractor reads (user message).
+    extract_input => "extract_input.md",
+    /// A member's turn in a group room: the new public messages.
+    group_turn => "group_turn.md",
+    /// Note to a room member that some of its messages were withheld.
+    group_withheld => "group_withheld.md",
+    /// A routine's run: its prompt, name, slot and reporting rule.
+    routine_run => "routine_run.md",
+    /// Added to a routine's run that fires late (missed while down).
+    routine_late => "routine_late.md",
+    /// The reporting rule of a routine that may stay silent.
+    routine_silent_ok => "routine_silent_ok.md",
+    /// The reporting rule of a routine that must report.
+    routine_must_report => "routine_must_report.md",
+    /// The role of a subagent.
+    subagent_role => "subagent_role.md",
+    /// The hop budget error.
+    hop_budget => "hop_budget.md",
+    /// A compaction summary, as the model sees it.
+    summary => "summary.md",
+    /// The compaction call's instructions.
+    compact => "compact.md",
+    /// The notice of a bot paused by its token budget.
+    budget_paused => "budget_paused.md",
+    /// The reminder after a looping output.
+    loop_reminder => "loop_reminder.md",
+    /// The result of a repeated identical tool call.
+    tool_loop => "tool_loop.md",
 }
 
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);

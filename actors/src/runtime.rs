@@ -10,12 +10,16 @@ use botfleet_memory::AdmitRequest;
 use botfleet_memory::AdmittedRecord;
 use botfleet_memory::Entry;
 use botfleet_memory::InboxItem;
+use botfleet_memory::IndexerArgs;
+use botfleet_memory::IndexerMsg;
+use botfleet_memory::MemoryHub;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
+use botfleet_memory::TranscriptIndex;
 use parking_lot::RwLock;
 use ractor::ActorRef;
 use tokio::sync::oneshot;
@@ -23,11 +27,32 @@ use tokio::sync::oneshot;
 use crate::bot_queue::QueuedInput;
 use crate::error::ActorError;
 use crate::error::Result;
+use crate::group::GroupRegistry;
 use crate::model::Model;
 use crate::router::RouterMsg;
 use crate::settings::FleetSettings;
 use crate::tools::ToolRegistry;
 use crate::tools::Workspace;
+
+/// The long-lived state block of a bot's prompt (its memory snapshot and
+/// the like), with a hash that says when it changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateBlock {
+    /// Rendered text (information, never instructions).
+    pub text: String,
+    /// Hash of the text.
+    pub hash: [u8; 32],
+    /// Ids of the facts shown (fact extraction may only remove those).
+    pub shown: Vec<String>,
+}
+
+/// Supplies the long-lived state block of a bot's prompt.
+#[async_trait::async_trait]
+pub trait StateProvider: Send + Sync + 'static {
+    /// The state block for `bot` answering `input` (empty when there is
+    /// nothing to show).
+    async fn state_block(&self, bot: &botfleet_memory::BotRecord, input: &str) -> StateBlock;
+}
 
 /// Shared context of a running fleet. Read-only after start, except the
 /// router handle, which the fleet supervisor replaces if the router restarts.
@@ -42,8 +67,32 @@ pub struct Runtime {
     pub settings: FleetSettings,
     /// The workspace of files and Shell.
     pub workspace: Workspace,
+    /// Memory writes (one actor per active scope instance).
+    pub memory: MemoryHub,
+    /// Group rooms: the rooms supervisor and its watch table.
+    pub groups: GroupRegistry,
+    /// What the tool gate shares across bots: file locks, surface policy.
+    pub safety: crate::tools::gate::Safety,
     /// The current router (set by the fleet supervisor).
     router: RwLock<Option<ActorRef<RouterMsg>>>,
+    /// Where the prompt's long-lived state block comes from (memory).
+    state: RwLock<Option<Arc<dyn StateProvider>>>,
+    /// Transcript recall: the index searches read and the indexer the
+    /// fleet supervisor runs over it.
+    recall: RwLock<Recall>,
+    /// Secrets declared in the fleet file.
+    vault: RwLock<Arc<crate::vault::Vault>>,
+}
+
+/// Transcript recall as the runtime holds it.
+#[derive(Default)]
+struct Recall {
+    /// The index searches read (SearchTranscript, the API).
+    index: Option<TranscriptIndex>,
+    /// How the fleet supervisor (re)starts the indexer; `None`: no indexer.
+    args: Option<IndexerArgs>,
+    /// The running indexer (set by the fleet supervisor).
+    indexer: Option<ActorRef<IndexerMsg>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -66,12 +115,82 @@ impl Runtime {
         workspace: Workspace,
     ) -> Self {
         Self {
+            memory: MemoryHub::new(store.clone()),
             store,
             models,
             tools,
             settings,
             workspace,
+            groups: GroupRegistry::default(),
+            safety: crate::tools::gate::Safety::default(),
             router: RwLock::new(None),
+            state: RwLock::new(None),
+            recall: RwLock::new(Recall::default()),
+            vault: RwLock::new(Arc::new(crate::vault::Vault::default())),
+        }
+    }
+
+    /// Sets the fleet file's secrets.
+    pub fn set_vault(&self, vault: crate::vault::Vault) {
+        *self.vault.write() = Arc::new(vault);
+    }
+
+    /// The secrets `bot` may use now.
+    pub async fn secrets_for(
+        &self,
+        bot: &botfleet_memory::BotRecord,
+    ) -> std::result::Result<crate::vault::BotSecrets, StoreError> {
+        let vault = self.vault.read().clone();
+        vault.for_bot(&self.store, bot).await
+    }
+
+    /// Makes `index` searchable by tools (SearchTranscript, ReadTranscript)
+    /// and the API, without running an indexer (tests, read-only hosts).
+    pub fn set_transcript_index(&self, index: TranscriptIndex) {
+        self.recall.write().index = Some(index);
+    }
+
+    /// Makes `args.index` searchable and has the fleet supervisor run an
+    /// [`IndexerActor`](botfleet_memory::IndexerActor) over it, restarted
+    /// if it fails. Call it before [`FleetHandle::start`](crate::FleetHandle::start).
+    pub fn set_indexer(&self, args: IndexerArgs) {
+        let mut recall = self.recall.write();
+        recall.index = Some(args.index.clone());
+        recall.args = Some(args);
+    }
+
+    /// The transcript index, if recall is set up.
+    pub fn transcript_index(&self) -> Option<TranscriptIndex> {
+        self.recall.read().index.clone()
+    }
+
+    /// The running indexer, if any (e.g. to
+    /// [`flush`](botfleet_memory::IndexerActor::flush) it).
+    pub fn indexer(&self) -> Option<ActorRef<IndexerMsg>> {
+        self.recall.read().indexer.clone()
+    }
+
+    /// What the fleet supervisor starts the indexer with.
+    pub(crate) fn indexer_args(&self) -> Option<IndexerArgs> {
+        self.recall.read().args.clone()
+    }
+
+    /// Records the running indexer (the fleet supervisor).
+    pub(crate) fn set_indexer_ref(&self, indexer: Option<ActorRef<IndexerMsg>>) {
+        self.recall.write().indexer = indexer;
+    }
+
+    /// Sets the source of the long-lived state block (memory).
+    pub fn set_state_provider(&self, provider: Arc<dyn StateProvider>) {
+        *self.state.write() = Some(provider);
+    }
+
+    /// The long-lived state block of `bot` for `input`.
+    pub async fn state_block(&self, bot: &botfleet_memory::BotRecord, input: &str) -> StateBlock {
+        let provider = self.state.read().clone();
+        match provider {
+            Some(p) => p.state_block(bot, input).await,
+            None => StateBlock::default(),
         }
     }
 
@@ -105,6 +224,40 @@ impl Runtime {
                     ))),
                 });
                 if let Ok(AdmitOutcome::Accepted(rec)) = &outcome {
+                    route(&router, rec, priority, entry);
+                }
+                let _ = tx.send(outcome);
+            }),
+        )?;
+        Ok(rx
+            .await
+            .map_err(|_| ActorError::ActorGone("store writer"))??)
+    }
+
+    /// Like [`Runtime::admit`], with other writes committed in the same
+    /// transaction before the admission: if any of them fails, nothing is
+    /// written and nothing is routed (e.g. an approval decision and the
+    /// event that tells the bot). Returns their results and the outcome.
+    pub async fn admit_after(
+        &self,
+        mut before: Vec<Mutation>,
+        req: AdmitRequest,
+    ) -> Result<(Vec<MutationResult>, AdmitOutcome)> {
+        let router = self.router()?;
+        let priority = req.priority;
+        let entry = req.entry.clone();
+        before.push(Mutation::Admit(Box::new(req)));
+        let (tx, rx) = oneshot::channel();
+        self.store.write_then(
+            before,
+            Box::new(move |result| {
+                let outcome = result.and_then(|mut v| match v.pop() {
+                    Some(MutationResult::Admitted(o)) => Ok((v, o)),
+                    other => Err(StoreError::Rejected(format!(
+                        "unexpected admission result {other:?}"
+                    ))),
+                });
+                if let Ok((_, AdmitOutcome::Accepted(rec))) = &outcome {
                     route(&router, rec, priority, entry);
                 }
                 let _ = tx.send(outcome);

@@ -1,6 +1,9 @@
 //! Runtime settings of a fleet (the `[runtime]` part of fleet.toml).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+
+use botfleet_memory::Encoding;
 use std::time::Duration;
 
 use crate::tools::ToolLimits;
@@ -18,6 +21,10 @@ pub struct FleetSettings {
     pub idle_timeout: Duration,
     /// Most model steps in one turn.
     pub max_steps: u32,
+    /// Most bot-to-bot hops per originating user message.
+    pub max_hops: u32,
+    /// Most subagents of one bot running at once.
+    pub max_subagents: usize,
     /// Most starts of one turn (first run plus restarts after crashes)
     /// before it fails for good.
     pub max_turn_attempts: i64,
@@ -27,6 +34,38 @@ pub struct FleetSettings {
     pub workspace: PathBuf,
     /// Limits of tools.
     pub tool_limits: ToolLimits,
+    /// Auto-review and approvals (`[review]`).
+    pub review: crate::safety::ReviewConfig,
+    /// Context economy per model provider (name → settings); providers not
+    /// listed use `default_context`.
+    pub context: HashMap<String, ContextSettings>,
+    /// Context economy of providers without their own settings.
+    pub default_context: ContextSettings,
+}
+
+/// Token accounting and compaction for one model provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextSettings {
+    /// Tokenizer encoding of the provider's models.
+    pub encoding: Encoding,
+    /// Compact a session before a model call once its context passes this.
+    pub compact_at_tokens: u64,
+    /// Compact in the background after a turn, while the session is idle,
+    /// once its context passes this (lower) mark.
+    pub background_compact_at_tokens: u64,
+    /// User-side messages kept verbatim after a compaction.
+    pub keep_recent_inputs: usize,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        Self {
+            encoding: Encoding::O200kBase,
+            compact_at_tokens: 100_000,
+            background_compact_at_tokens: 80_000,
+            keep_recent_inputs: 4,
+        }
+    }
 }
 
 impl FleetSettings {
@@ -37,10 +76,20 @@ impl FleetSettings {
             debounce_max: Duration::from_millis(2000),
             idle_timeout: Duration::from_secs(300),
             max_steps: 40,
+            max_hops: 8,
+            max_subagents: 8,
             max_turn_attempts: 3,
             context_entries: 200,
             workspace,
             tool_limits: ToolLimits::default(),
+            review: crate::safety::ReviewConfig::default(),
+            context: HashMap::new(),
+            default_context: ContextSettings::default(),
         }
+    }
+
+    /// The context settings of a provider.
+    pub fn context_for(&self, provider: &str) -> &ContextSettings {
+        self.context.get(provider).unwrap_or(&self.default_context)
     }
 }

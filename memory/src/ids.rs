@@ -101,6 +101,26 @@ name_id!(
     UserId,
     "user id"
 );
+name_id!(
+    /// A group room's id (`standup`); follows the bot id rules, because the
+    /// room's timeline session uses it in the key's bot field.
+    RoomId,
+    "room id"
+);
+
+impl RoomId {
+    /// The room id as the bot field of its timeline's session key (the
+    /// rules are the same, so no validation can fail).
+    pub fn as_bot(&self) -> BotId {
+        BotId(self.0.clone())
+    }
+}
+name_id!(
+    /// A project's name (`apollo`): bots that join a project share its
+    /// memory scope.
+    ProjectId,
+    "project id"
+);
 
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident, $what:literal) => {
@@ -150,6 +170,11 @@ uuid_id!(
     /// copies of an entry they already hold.
     EntryId,
     "entry id"
+);
+uuid_id!(
+    /// A request for a person's approval of one exact action.
+    ApprovalId,
+    "approval id"
 );
 
 /// Namespace for derived (v5) ids.

@@ -9,9 +9,20 @@ use serde_json::Value;
 use crate::digest::InputDigest;
 use crate::ids::BotId;
 use crate::ids::EntryId;
+use crate::ids::RoomId;
 use crate::ids::SessionId;
 use crate::ids::TurnId;
 use crate::ids::UserId;
+
+mod approval;
+
+pub use approval::ApprovalDecision;
+pub use approval::ApprovalRecord;
+pub use approval::ApprovalRequestOutcome;
+pub use approval::ApprovalStatus;
+pub use approval::ExpiryCause;
+pub use approval::NewApproval;
+pub use approval::ReviewRecord;
 
 /// A registered bot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +66,11 @@ pub enum SessionKind {
     Hook,
     /// A subagent's own session.
     Subagent,
+    /// The public timeline of a group room. Its key is `{bot: <room id>,
+    /// kind: Room, peer: "timeline"}`: the room id stands in the bot
+    /// field (room ids follow the bot id rules), and the kind keeps it
+    /// apart from any bot's own sessions.
+    Room,
 }
 
 impl SessionKind {
@@ -67,6 +83,7 @@ impl SessionKind {
             SessionKind::Routine => "routine",
             SessionKind::Hook => "hook",
             SessionKind::Subagent => "subagent",
+            SessionKind::Room => "room",
         }
     }
 
@@ -79,6 +96,7 @@ impl SessionKind {
             "routine" => SessionKind::Routine,
             "hook" => SessionKind::Hook,
             "subagent" => SessionKind::Subagent,
+            "room" => SessionKind::Room,
             _ => return None,
         })
     }
@@ -292,6 +310,27 @@ pub enum EntryKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_turn: Option<TurnId>,
     },
+    /// The card of an approval a bot asked for (appended at each status
+    /// change; clients render the newest state per `id`). People see it;
+    /// the model does not (it learns of the request from its tool result
+    /// and of the decision from an `approval` event).
+    Approval {
+        /// The approval (named so because the entry has its own `id`).
+        approval: crate::ids::ApprovalId,
+        /// Its status at this entry.
+        status: ApprovalStatus,
+        /// The tool that would run.
+        tool: String,
+        /// What would happen.
+        summary: String,
+        /// Why it needs a person's decision.
+        reason: String,
+        /// Until when it may be decided (pending) or used (approved), ms.
+        expires_at: i64,
+        /// Why it expired, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expired_by: Option<ExpiryCause>,
+    },
     /// The end of a turn and which inputs it answered.
     TurnEnd {
         /// Final status.
@@ -300,6 +339,19 @@ pub enum EntryKind {
         inputs: Vec<i64>,
         /// Number of deliveries the turn made.
         deliveries: u32,
+        /// Tokens the turn's model calls used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<TokenUsage>,
+    },
+    /// A summary of older entries (compaction): from here on the model sees
+    /// the summary instead of the entries up to `covers_to_seq`.
+    Summary {
+        /// The summary.
+        text: String,
+        /// Last seq it covers.
+        covers_to_seq: i64,
+        /// The compaction epoch it starts.
+        epoch: i64,
     },
 }
 
@@ -316,7 +368,9 @@ impl EntryKind {
             EntryKind::Reaction { .. } => "reaction",
             EntryKind::Reminder { .. } => "reminder",
             EntryKind::Notice { .. } => "notice",
+            EntryKind::Approval { .. } => "approval",
             EntryKind::TurnEnd { .. } => "turn_end",
+            EntryKind::Summary { .. } => "summary",
         }
     }
 
@@ -329,9 +383,11 @@ impl EntryKind {
             | EntryKind::Assistant { text, .. }
             | EntryKind::Delivery { text, .. }
             | EntryKind::Reminder { text }
-            | EntryKind::Notice { text, .. } => text,
+            | EntryKind::Notice { text, .. }
+            | EntryKind::Summary { text, .. } => text,
             EntryKind::ToolResult { content, .. } => content,
             EntryKind::Reaction { emoji, .. } => emoji,
+            EntryKind::Approval { summary, .. } => summary,
             EntryKind::TurnEnd { .. } => "",
         }
     }
@@ -346,9 +402,11 @@ impl EntryKind {
             | EntryKind::Delivery { .. }
             | EntryKind::Reaction { .. } => "assistant",
             EntryKind::ToolResult { .. } => "tool",
-            EntryKind::Reminder { .. } | EntryKind::Notice { .. } | EntryKind::TurnEnd { .. } => {
-                "system"
-            }
+            EntryKind::Reminder { .. }
+            | EntryKind::Notice { .. }
+            | EntryKind::Approval { .. }
+            | EntryKind::TurnEnd { .. }
+            | EntryKind::Summary { .. } => "system",
         }
     }
 }
@@ -540,6 +598,93 @@ pub struct ToolCallRecord {
     pub is_error: bool,
 }
 
+/// A group room: a public timeline shared by up to six member bots that a
+/// deterministic coordinator runs one at a time (actors/src/group).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoomRecord {
+    /// Stable id (bot id rules).
+    pub id: RoomId,
+    /// Display name.
+    pub name: String,
+    /// The user who created the room.
+    pub owner: UserId,
+    /// Members in the fixed order they speak in.
+    pub members: Vec<BotId>,
+    /// Whether the members belong to more than one user.
+    pub shared: bool,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+}
+
+/// Peer of every room timeline's session key.
+pub const ROOM_TIMELINE_PEER: &str = "timeline";
+
+impl RoomRecord {
+    /// The key of the room's public timeline session:
+    /// `{bot: <room id>, kind: Room, peer: "timeline"}`.
+    pub fn timeline(&self) -> SessionKey {
+        room_timeline(&self.id)
+    }
+}
+
+/// The key of a room's public timeline session.
+pub fn room_timeline(room: &RoomId) -> SessionKey {
+    SessionKey {
+        bot: room.as_bot(),
+        kind: SessionKind::Room,
+        peer: ROOM_TIMELINE_PEER.to_owned(),
+    }
+}
+
+/// Progress of one run of a room (the work one user message started).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoomRunStatus {
+    /// Not finished (or cut off by a crash: the coordinator resumes it).
+    Running,
+    /// Ended; its end is in the timeline.
+    Done,
+}
+
+impl RoomRunStatus {
+    /// Stable text form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoomRunStatus::Running => "running",
+            RoomRunStatus::Done => "done",
+        }
+    }
+
+    /// Parses the text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => RoomRunStatus::Running,
+            "done" => RoomRunStatus::Done,
+            _ => return None,
+        })
+    }
+}
+
+/// One run of a room as stored: which user message started it and the
+/// coordinator's checkpoint (owned by actors/src/group, like a turn's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoomRunRecord {
+    /// The room.
+    pub room: RoomId,
+    /// Seq of the user message in the room timeline that started the run.
+    pub trigger_seq: i64,
+    /// Progress.
+    pub status: RoomRunStatus,
+    /// The coordinator's state after its last step.
+    pub state: Value,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+}
+
 /// A payload-free change signal: `session` has entries up to `seq`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
@@ -551,4 +696,208 @@ pub struct Change {
     pub bot: BotId,
     /// The user who may read it.
     pub owner: UserId,
+}
+
+/// Status of a subagent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentStatus {
+    /// Working on its task (or waiting for input).
+    Running,
+    /// Reported its result.
+    Done,
+    /// Its turn failed for good.
+    Failed,
+    /// Stopped by its parent.
+    Stopped,
+}
+
+impl SubagentStatus {
+    /// Stable text form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentStatus::Running => "running",
+            SubagentStatus::Done => "done",
+            SubagentStatus::Failed => "failed",
+            SubagentStatus::Stopped => "stopped",
+        }
+    }
+
+    /// Parses the text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => SubagentStatus::Running,
+            "done" => SubagentStatus::Done,
+            "failed" => SubagentStatus::Failed,
+            "stopped" => SubagentStatus::Stopped,
+            _ => return None,
+        })
+    }
+}
+
+/// A subagent: a child bot with a delegated task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubagentRecord {
+    /// The child bot's id.
+    pub id: BotId,
+    /// The delegating bot.
+    pub parent: BotId,
+    /// The parent's session its reports go to.
+    pub parent_session: SessionId,
+    /// What it was asked to do.
+    pub description: String,
+    /// Where it is.
+    pub status: SubagentStatus,
+    /// Its last report or error.
+    pub result: Option<String>,
+    /// Created (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+}
+
+/// What a routine does about slots it missed while the host was down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// Run once, late, for all the slots missed together; then follow the
+    /// schedule again.
+    #[default]
+    Once,
+    /// Do not run for missed slots; wait for the next one.
+    Skip,
+}
+
+impl CatchUp {
+    /// Stable text form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatchUp::Once => "once",
+            CatchUp::Skip => "skip",
+        }
+    }
+
+    /// Parses the text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "once" => CatchUp::Once,
+            "skip" => CatchUp::Skip,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a routine was defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineOrigin {
+    /// fleet.toml: registered again at every start, changed only there.
+    Config,
+    /// The HTTP API: persists until deleted.
+    Api,
+}
+
+impl RoutineOrigin {
+    /// Stable text form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutineOrigin::Config => "config",
+            RoutineOrigin::Api => "api",
+        }
+    }
+
+    /// Parses the text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "config" => RoutineOrigin::Config,
+            "api" => RoutineOrigin::Api,
+            _ => return None,
+        })
+    }
+}
+
+/// A bot's routine as stored: a prompt bound to a cron schedule in a time
+/// zone, with the schedule's progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutineRecord {
+    /// The bot it wakes.
+    pub bot: BotId,
+    /// Name, unique per bot (also the peer of its session).
+    pub name: String,
+    /// Cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// IANA time zone the expression is read in.
+    pub timezone: String,
+    /// What the bot is asked to do.
+    pub prompt: String,
+    /// Whether a run may end without reporting (SendMessage).
+    pub silent_ok: bool,
+    /// What to do about slots missed while the host was down.
+    pub catch_up: CatchUp,
+    /// Where it was defined.
+    pub origin: RoutineOrigin,
+    /// The next slot to fire (ms since epoch, UTC); `None` when the
+    /// expression has no future slot.
+    pub next_fire_ms: Option<i64>,
+    /// The slot of the last fire (ms), if any.
+    pub last_fire_ms: Option<i64>,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+}
+
+/// Tokens used by model calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Model calls.
+    pub calls: u32,
+    /// Prompt tokens (as the provider reported, else counted).
+    pub prompt_tokens: u64,
+    /// Prompt tokens in the stable prefix (identity, memory snapshot and the
+    /// history before this turn), counted with tiktoken.
+    pub prefix_tokens: u64,
+    /// Prompt tokens the provider served from its cache.
+    pub cached_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Adds another usage to this one.
+    pub fn add(&mut self, other: &TokenUsage) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.prefix_tokens += other.prefix_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+
+    /// Every token counted (prompt + completion).
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// A secret value in a record: it never prints (Debug shows `[redacted]`)
+/// and is not serialized.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for the one place that must use it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
 }

@@ -49,6 +49,9 @@ pub(crate) async fn list(
             .into_iter()
             .map(|(s, n)| (s.as_str().to_owned(), json!(n)))
             .collect();
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        let (all, day, counted) = state.fleet.store().bot_usage(&b.id, &today).await?;
+        let budget = b.settings.get("daily_token_budget").and_then(Value::as_u64);
         let live = active.get(&b.id);
         out.push(json!({
             "id": b.id,
@@ -62,6 +65,12 @@ pub(crate) async fn list(
             "running_turn": live.and_then(|s| s.running),
             "queued": live.map(|s| s.queued).unwrap_or(0),
             "turns": counts,
+            "usage": {
+                "turns": counted,
+                "total": all,
+                "today": day,
+                "daily_token_budget": budget,
+            },
         }));
     }
     Ok(Json(json!({ "bots": out })))

@@ -1,15 +1,23 @@
 //! The HTTP API (`/v1`, JSON, bearer auth) and the web page.
 //! docs/api.md documents every route; docs/openapi.yaml is its schema.
 
+mod approvals;
 mod auth;
 mod bots;
 mod error;
 mod events;
+mod groups;
+mod hooks;
+mod memory;
+mod routines;
+mod search;
+mod secrets;
 mod sessions;
 mod ui;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::routing::delete;
 use axum::routing::get;
 use axum::routing::post;
 use botfleet_actors::FleetHandle;
@@ -19,6 +27,9 @@ use botfleet_memory::BotRecord;
 pub use auth::AuthUser;
 pub use auth::Tokens;
 pub use error::ApiError;
+pub use hooks::HookSecret;
+pub use hooks::Hooks;
+pub use hooks::sign as sign_hook;
 
 /// Limits the API enforces.
 #[derive(Debug, Clone)]
@@ -38,6 +49,10 @@ pub struct ApiState {
     pub tokens: Tokens,
     /// Limits.
     pub limits: ApiLimits,
+    /// The routines scheduler.
+    pub scheduler: botfleet_actors::scheduler::SchedulerHandle,
+    /// Webhooks and their secrets.
+    pub hooks: Hooks,
 }
 
 /// The whole HTTP surface.
@@ -52,10 +67,33 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/bots/{bot}/session", get(bots::dm_session))
         .route("/v1/bots/{bot}/cancel", post(bots::cancel))
         .route("/v1/bots/{bot}/turns", get(sessions::turns_of_bot))
+        .route("/v1/bots/{bot}/memory", get(memory::of_bot))
+        .route("/v1/memory/{id}", delete(memory::forget))
+        .route("/v1/bots/{bot}/routines", get(routines::list))
+        .route(
+            "/v1/bots/{bot}/routines/{name}",
+            axum::routing::put(routines::put).delete(routines::delete),
+        )
+        .route("/v1/hooks/{bot}/{hook}", post(hooks::deliver))
         .route("/v1/sessions/{session}/entries", get(sessions::entries))
         .route("/v1/turns/{turn}", get(sessions::turn))
         .route("/v1/turns/{turn}/retry", post(sessions::retry))
+        .route("/v1/approvals", get(approvals::list))
+        .route(
+            "/v1/approvals/{id}",
+            get(approvals::get_one).post(approvals::decide),
+        )
+        .route("/v1/groups", get(groups::list).post(groups::create))
+        .route("/v1/groups/{group}", get(groups::get_one))
+        .route("/v1/groups/{group}/messages", post(groups::post_message))
+        .route("/v1/groups/{group}/entries", get(groups::entries))
+        .route("/v1/search", get(search::search))
         .route("/v1/events", get(events::stream))
+        .route("/v1/secrets", get(secrets::list))
+        .route(
+            "/v1/secrets/{name}",
+            axum::routing::put(secrets::put).delete(secrets::delete),
+        )
         .fallback(|| async { ApiError::NotFound("no such route; see docs/api.md".into()) })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)

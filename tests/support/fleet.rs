@@ -69,6 +69,16 @@ impl TestFleet {
         self
     }
 
+    /// Extra lines at the end of the last bot's table, e.g. its
+    /// `[[bots.routines]]` or `[[bots.hooks]]`.
+    pub fn bot_lines(mut self, lines: &str) -> Self {
+        if let Some(last) = self.bots.last_mut() {
+            last.push_str(lines);
+            last.push('\n');
+        }
+        self
+    }
+
     /// Replaces the `[runtime]` body.
     pub fn runtime(mut self, body: &str) -> Self {
         self.runtime = body.into();
@@ -247,4 +257,24 @@ pub fn deliveries(entries: &[Value]) -> Vec<String> {
         .filter(|e| e["kind"] == "delivery")
         .map(|e| e["text"].as_str().unwrap_or("").to_owned())
         .collect()
+}
+
+/// Starts a host again on a fleet written before (its fleet.toml may have
+/// been edited), keeping its data directory.
+pub async fn restart(fleet: TestFleet) -> TestHost {
+    let path = fleet.path().join("fleet.toml");
+    let host = botfleet::host::start(HostOptions {
+        fleet: Some(path),
+        data_dir: None,
+        listen: None,
+        env: Some(HashMap::new()),
+    })
+    .await
+    .unwrap();
+    TestHost {
+        url: host.url(),
+        host: Some(host),
+        fleet,
+        http: reqwest::Client::new(),
+    }
 }

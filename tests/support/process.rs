@@ -26,6 +26,11 @@ impl HostProcess {
     /// Starts `botfleet run --fleet FLEET --listen 127.0.0.1:PORT` and waits
     /// until it answers /healthz.
     pub async fn start(fleet: &Path, port: u16, log: &Path) -> Self {
+        Self::start_with_log_level(fleet, port, log, "info").await
+    }
+
+    /// Like `start`, with `RUST_LOG` set to `level`.
+    pub async fn start_with_log_level(fleet: &Path, port: u16, log: &Path, level: &str) -> Self {
         let log_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -35,7 +40,7 @@ impl HostProcess {
             .args(["run", "--fleet"])
             .arg(fleet)
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", level)
             .stdout(Stdio::null())
             .stderr(log_file)
             .kill_on_drop(true)

@@ -95,11 +95,26 @@ impl ContextBuilder {
                     self.deferred.push(msg);
                 }
             }
+            // approval cards are for people: the model learns of the
+            // request from its tool result and of the decision from the
+            // `approval` event that wakes it, so a card would say it twice
             EntryKind::Delivery { .. }
             | EntryKind::Reaction { .. }
             | EntryKind::Notice { .. }
+            | EntryKind::Approval { .. }
             | EntryKind::TurnEnd { .. } => {}
+            // a summary is placed by the tail when it loads (it replaces the
+            // entries it covers); pushed incrementally it would come too late
+            EntryKind::Summary { .. } => {}
         }
+    }
+
+    /// Appends a compaction summary as the first message after the system
+    /// prompt (used when a tail loads from a summary).
+    pub(crate) fn push_summary(&mut self, entry: &Entry) {
+        self.messages.push(ChatMessage::User {
+            content: render_input(entry),
+        });
     }
 
     /// Answers open calls with a "no result recorded" note and releases
@@ -112,6 +127,11 @@ impl ContextBuilder {
             });
         }
         self.messages.append(&mut self.deferred);
+    }
+
+    /// The messages so far.
+    pub(crate) fn messages(&self) -> &[ChatMessage] {
+        &self.messages
     }
 
     /// The messages, for a request (call [`ContextBuilder::close_pending`] first).
@@ -149,11 +169,21 @@ pub(crate) fn render_input(entry: &Entry) -> String {
         } => p
             .untrusted_event
             .render(&[("origin", origin), ("text", text)]),
+        EntryKind::Summary {
+            text,
+            covers_to_seq,
+            epoch,
+        } => p.summary.render(&[
+            ("text", text),
+            ("covers_to_seq", &covers_to_seq.to_string()),
+            ("epoch", &epoch.to_string()),
+        ]),
         EntryKind::Assistant { .. }
         | EntryKind::ToolResult { .. }
         | EntryKind::Delivery { .. }
         | EntryKind::Reaction { .. }
         | EntryKind::Notice { .. }
+        | EntryKind::Approval { .. }
         | EntryKind::TurnEnd { .. } => return entry.kind.text().to_owned(),
     };
     rendered.unwrap_or_else(|e| format!("[{e}] {}", entry.kind.text()))
@@ -162,3 +192,25 @@ pub(crate) fn render_input(entry: &Entry) -> String {
 #[cfg(test)]
 #[path = "context_tests.rs"]
 mod tests;
+
+/// The text of a message that counts toward its tokens.
+pub(crate) fn message_text(m: &ChatMessage) -> String {
+    match m {
+        ChatMessage::System { content }
+        | ChatMessage::User { content }
+        | ChatMessage::Tool { content, .. } => content.clone(),
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut t = content.clone();
+            for c in tool_calls {
+                t.push(' ');
+                t.push_str(&c.name);
+                t.push(' ');
+                t.push_str(&c.arguments);
+            }
+            t
+        }
+    }
+}

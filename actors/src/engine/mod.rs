@@ -13,10 +13,12 @@
 //! outcome is reported to the model as "outcome unknown" unless the tool is
 //! idempotent.
 
+mod compaction;
 mod context;
 mod runner;
 mod state;
 mod tail;
+mod watch;
 
 pub(crate) use runner::PlanKind;
 pub(crate) use runner::TurnPlan;

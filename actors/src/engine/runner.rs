@@ -17,6 +17,8 @@ use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::StoreError;
+use botfleet_memory::SubagentStatus;
+use botfleet_memory::TokenUsage;
 use botfleet_memory::ToolCallBody;
 use botfleet_memory::ToolCallStatus;
 use botfleet_memory::TurnId;
@@ -24,8 +26,11 @@ use botfleet_memory::TurnStatus;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::compaction;
 use super::state::TurnState;
 use super::tail::SessionTail;
+use super::watch::LoopSink;
+use crate::model::ChatMessage;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
@@ -35,6 +40,10 @@ use crate::model::ToolCall;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
 use crate::runtime::Runtime;
+use crate::runtime::StateBlock;
+use crate::safety::ToolCallLoopGuard;
+use crate::safety::ToolLoopVerdict;
+use crate::settings::ContextSettings;
 use crate::tools::Effect;
 use crate::tools::ReplyTo;
 use crate::tools::Runner as RunnerKind;
@@ -42,6 +51,7 @@ use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
 use crate::tools::TurnScope;
+use crate::vault::BotSecrets;
 
 /// What kind of turn to run.
 #[derive(Debug)]
@@ -58,6 +68,8 @@ pub(crate) enum PlanKind {
         /// Inputs of the crashed run (empty after a host restart).
         inputs: Vec<(InboxItem, Option<Entry>)>,
     },
+    /// Compact the session in the background (no turn).
+    Compact,
     /// Record that the turn failed for good.
     Fail {
         /// Why.
@@ -93,12 +105,17 @@ pub(crate) struct TurnReport {
     pub tail: Option<SessionTail>,
     /// Error text, if any.
     pub error: Option<String>,
+    /// The session's context passed the background compaction mark.
+    pub compaction_due: bool,
+    /// The bot's daily token budget is spent: no turn until this time (ms).
+    pub paused_until: Option<i64>,
 }
 
 /// Runs a turn to its end. Never panics on purpose; a panic is caught by
 /// the bot and treated as a crash of the turn.
 pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let turn = plan.turn;
+    let was_compact = matches!(plan.kind, PlanKind::Compact);
     let mut runner = match Runner::new(rt, plan) {
         Ok(r) => r,
         Err(failed) => {
@@ -109,10 +126,15 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
                 requeue: Vec::new(),
                 tail: Some(tail),
                 error: Some(error),
+                compaction_due: false,
+                paused_until: None,
             };
         }
     };
     let result = runner.run().await;
+    let compaction_due = result.is_ok()
+        && !was_compact
+        && runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens;
     let (status, error) = match result {
         Ok(status) => (Some(status), runner.error.take()),
         Err(e) => {
@@ -134,6 +156,8 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
             None
         },
         error,
+        compaction_due,
+        paused_until: runner.paused_until,
     }
 }
 
@@ -143,7 +167,29 @@ struct Runner {
     model: Arc<dyn Model>,
     tools: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
-    system: String,
+    identity: String,
+    /// Token accounting and compaction settings of the bot's provider.
+    ctx_settings: ContextSettings,
+    /// Tokens this turn's model calls used.
+    usage: TokenUsage,
+    /// Messages of the context before this turn's new entries (the stable prefix).
+    prefix_len: usize,
+    /// A memory change inside the epoch, appended at the end of each request.
+    memory_update: Option<String>,
+    /// The long-lived state block of this turn (memory snapshot).
+    block: StateBlock,
+    /// Set when the last model call was cut off by the loop detector.
+    looped: bool,
+    /// Repeated identical tool calls in this turn.
+    tool_guard: ToolCallLoopGuard,
+    /// Whether the turn was already told to stop repeating a tool call.
+    tool_loop_warned: bool,
+    /// Set to end the turn as failed at the next step (a non-retryable loop).
+    abort: Option<String>,
+    /// The secrets the bot may use; every tool result is scrubbed of them.
+    secrets: BotSecrets,
+    /// Set when the bot's token budget is spent (the turn did not run).
+    paused_until: Option<i64>,
     turn: TurnId,
     session: SessionId,
     kind: Option<PlanKind>,
@@ -152,6 +198,8 @@ struct Runner {
     inputs: Vec<InboxItem>,
     /// Session, runner, hops and reply target of the turn.
     scope: TurnScope,
+    /// Text of the last message this turn delivered (a subagent's report).
+    last_delivery: Option<String>,
     /// `StartTurn` not yet written (it goes with the first step).
     start_pending: bool,
     soft: CancellationToken,
@@ -159,12 +207,18 @@ struct Runner {
     error: Option<String>,
 }
 
+/// Whether a paused bot should tell this session (only for inputs people
+/// wait on).
+fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool {
+    inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
+}
+
 /// The runner of a turn in a session of this kind.
 fn runner_of(kind: SessionKind) -> RunnerKind {
     match kind {
         SessionKind::Dm | SessionKind::Agent => RunnerKind::Main,
         SessionKind::Subagent => RunnerKind::Subagent,
-        SessionKind::Group => RunnerKind::GroupMember { shared: false },
+        SessionKind::Group | SessionKind::Room => RunnerKind::GroupMember { shared: false },
         SessionKind::Routine => RunnerKind::Routine,
         SessionKind::Hook => RunnerKind::Hook,
     }
@@ -197,7 +251,7 @@ impl Runner {
             .map(|s| format!("- {}: {}", s.name, s.description))
             .collect::<Vec<_>>()
             .join("\n");
-        let system = prompts()
+        let identity = prompts()
             .system
             .render(&[
                 ("name", &plan.bot.name),
@@ -209,19 +263,32 @@ impl Runner {
             .unwrap_or_default();
         let bot_id = plan.bot.id.clone();
         let owner = plan.bot.owner.clone();
+        let ctx_settings = rt.settings.context_for(&plan.bot.provider).clone();
         Ok(Self {
             rt,
             bot: plan.bot,
             model,
             tools,
             specs,
-            system,
+            identity,
+            ctx_settings,
+            usage: TokenUsage::default(),
+            prefix_len: 0,
+            memory_update: None,
+            block: StateBlock::default(),
+            paused_until: None,
+            looped: false,
+            tool_guard: ToolCallLoopGuard::default(),
+            tool_loop_warned: false,
+            abort: None,
+            secrets: BotSecrets::default(),
             turn: plan.turn,
             session: plan.session,
             kind: Some(plan.kind),
             tail: plan.tail,
             state: TurnState::default(),
             inputs: Vec::new(),
+            last_delivery: None,
             scope: TurnScope {
                 session: SessionRecord {
                     id: plan.session,
@@ -248,11 +315,35 @@ impl Runner {
 
     async fn run(&mut self) -> Result<TurnStatus, StoreError> {
         let window = self.rt.settings.context_entries;
+        // a new turn's inputs decide which memories are relevant
+        let new_inputs = match &self.kind {
+            Some(PlanKind::New { inputs }) => Some(self.input_entries(inputs).await?),
+            _ => None,
+        };
+        let input_text = new_inputs
+            .as_ref()
+            .map(|es| {
+                es.iter()
+                    .map(|e| e.kind.text())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        self.block = self.rt.state_block(&self.bot, &input_text).await;
+        self.secrets = self.rt.secrets_for(&self.bot).await?;
         if self.tail.needs_load(window) {
-            self.tail.load(&self.rt.store, &self.system, window).await?;
+            self.load_tail().await?;
         } else {
-            self.tail.context.set_system(&self.system);
+            self.tail.set_identity(&self.identity);
+            if self.tail.state_hash != self.block.hash {
+                // memory changed inside the epoch: say so at the end, keep the prefix
+                self.memory_update = prompts()
+                    .memory_update
+                    .render(&[("changes", &self.block.text)])
+                    .ok();
+            }
         }
+        self.prefix_len = self.tail.len();
         let Some(record) = self.tail.record.clone() else {
             return Err(StoreError::NotFound {
                 what: "session",
@@ -261,11 +352,26 @@ impl Runner {
         };
         self.scope.runner = runner_of(record.key.kind);
         self.scope.session = record;
+        if self.bot.origin.starts_with("subagent:")
+            && let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await?
+            && sub.status == SubagentStatus::Stopped
+        {
+            // a stopped subagent takes no more work: its inputs end unanswered
+            self.hard.cancel();
+        }
         match self.kind.take() {
             Some(PlanKind::New { inputs }) => {
-                let entries = self.input_entries(&inputs).await?;
+                if self.budget_spent(plan_notice_needed(&inputs)).await? {
+                    self.inputs = inputs.into_iter().map(|(i, _)| i).collect();
+                    return Ok(TurnStatus::Interrupted);
+                }
+                let entries = new_inputs.unwrap_or_default();
                 self.set_origin(&entries);
                 self.begin(inputs);
+            }
+            Some(PlanKind::Compact) => {
+                self.compact_now(None).await;
+                return Ok(TurnStatus::Completed);
             }
             Some(PlanKind::Resume { inputs }) => {
                 if self.load_record().await? {
@@ -285,6 +391,102 @@ impl Runner {
             None => {}
         }
         self.step_loop().await
+    }
+
+    /// Whether the bot's daily token budget is spent; if so, sets
+    /// `paused_until` (next UTC midnight) and, when `notice`, tells the
+    /// session's people.
+    async fn budget_spent(&mut self, notice: bool) -> Result<bool, StoreError> {
+        let Some(budget) = self
+            .bot
+            .settings
+            .get("daily_token_budget")
+            .and_then(|v| v.as_u64())
+        else {
+            return Ok(false);
+        };
+        let now = self.rt.store.clock().now();
+        let today = now.format("%Y-%m-%d").to_string();
+        let (_, used, _) = self.rt.store.bot_usage(&self.bot.id, &today).await?;
+        if used.total() < budget {
+            return Ok(false);
+        }
+        let midnight = (now.date_naive() + chrono::Days::new(1))
+            .and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc())
+            .unwrap_or(now);
+        self.paused_until = Some(midnight.timestamp_millis());
+        if notice {
+            let text = prompts()
+                .budget_paused
+                .render(&[
+                    ("bot", self.bot.id.as_str()),
+                    ("used", &used.total().to_string()),
+                    ("budget", &budget.to_string()),
+                    ("until", &midnight.format("%Y-%m-%d %H:%M").to_string()),
+                ])
+                .unwrap_or_default();
+            self.rt
+                .store
+                .write(vec![self.entry(
+                    EntryId::derive(self.turn, "budget", &today),
+                    EntryKind::Notice {
+                        code: "budget_exhausted".into(),
+                        text,
+                        retry_turn: None,
+                    },
+                )])
+                .await?;
+        }
+        Ok(true)
+    }
+
+    async fn load_tail(&mut self) -> Result<(), StoreError> {
+        let window = self.rt.settings.context_entries;
+        self.tail
+            .load(
+                &self.rt.store,
+                &self.identity,
+                (self.block.text.clone(), self.block.hash),
+                window,
+                self.ctx_settings.encoding,
+            )
+            .await
+    }
+
+    /// Compacts the session now (before a model call that would exceed the
+    /// threshold, or in the background). A failure only logs: the session
+    /// stays long and the turn goes on.
+    async fn compact_now(&mut self, keep_from: Option<i64>) {
+        let result = compaction::compact(
+            &self.rt,
+            &self.bot,
+            self.model.as_ref(),
+            &self.tail,
+            &self.ctx_settings,
+            keep_from,
+            if self.start_pending {
+                None
+            } else {
+                Some(self.turn)
+            },
+        )
+        .await;
+        match result {
+            Ok(Some(done)) => {
+                self.usage.add(&done.usage);
+                self.memory_update = None;
+                self.tail.invalidate();
+                if let Err(e) = self.load_tail().await {
+                    tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
+                }
+                self.prefix_len = self.tail.len().min(2);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed")
+            }
+        }
     }
 
     /// The entries of the inputs (read from the store when the bot did not
@@ -493,6 +695,9 @@ impl Runner {
                 Some(Stop::Interrupted) => return self.end(TurnStatus::Interrupted, None).await,
                 None => {}
             }
+            if let Some(reason) = self.abort.take() {
+                return self.fail(reason).await;
+            }
             if self.state.step >= self.rt.settings.max_steps {
                 let error = format!(
                     "the turn took more than {} model steps",
@@ -503,6 +708,17 @@ impl Runner {
             let response = match self.call_model().await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => continue,
+                Err(ModelError::Aborted { reason, .. }) if std::mem::take(&mut self.looped) => {
+                    if self.state.loop_retried {
+                        return self
+                            .fail(format!(
+                                "the model's output kept looping ({reason}); not retrying"
+                            ))
+                            .await;
+                    }
+                    self.loop_reminder(&reason).await?;
+                    continue;
+                }
                 Err(e) => return self.fail(e.to_string()).await,
             };
             let mut batch = self.step_batch(&response);
@@ -542,18 +758,66 @@ impl Runner {
     }
 
     async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
+        if self.tail.tokens() > self.ctx_settings.compact_at_tokens {
+            let keep_from = self.state.input_seqs.iter().min().copied();
+            self.compact_now(keep_from).await;
+        }
         self.tail.context.close_pending();
+        let mut messages = self.tail.context.take_messages();
+        if let Some(update) = &self.memory_update {
+            messages.push(ChatMessage::User {
+                content: update.clone(),
+            });
+        }
         let request = ModelRequest {
             purpose: Purpose::Turn,
             bot: self.bot.id.to_string(),
-            messages: self.tail.context.take_messages(),
+            messages,
             tools: std::mem::take(&mut self.specs),
             max_tokens: None,
         };
-        let result = self.model.complete(&request, &mut (), &self.soft).await;
-        self.tail.context.restore_messages(request.messages);
+        let mut sink = LoopSink::new();
+        let mut result = self.model.complete(&request, &mut sink, &self.soft).await;
+        if let (Err(ModelError::Aborted { .. }), Some(what)) = (&result, sink.tripped.take()) {
+            result = Err(ModelError::Aborted {
+                reason: what,
+                partial: String::new(),
+            });
+            self.looped = true;
+        }
+        let mut messages = request.messages;
+        if self.memory_update.is_some() {
+            messages.pop();
+        }
+        self.tail.context.restore_messages(messages);
         self.specs = request.tools;
+        if let Ok(response) = &result {
+            self.account(response);
+        }
         result
+    }
+
+    /// Adds a model call to the turn's usage.
+    fn account(&mut self, response: &ModelResponse) {
+        let prefix = self.tail.tokens_of_first(self.prefix_len);
+        self.usage.calls += 1;
+        self.usage.prefix_tokens += prefix;
+        match response.usage {
+            Some(u) => {
+                self.usage.prompt_tokens += u.prompt_tokens;
+                self.usage.cached_tokens += u.cached_prompt_tokens;
+                self.usage.completion_tokens += u.completion_tokens;
+            }
+            None => {
+                let encoding = self.tail.encoding();
+                self.usage.prompt_tokens += self.tail.tokens();
+                let mut out = response.text.clone();
+                for c in &response.tool_calls {
+                    out.push_str(&c.arguments);
+                }
+                self.usage.completion_tokens += u64::from(encoding.count(&out));
+            }
+        }
     }
 
     /// Commits a batch and feeds the entries it appended to the tail.
@@ -587,8 +851,21 @@ impl Runner {
                 _ => None,
             })
             .collect();
+        let upserted: Vec<botfleet_memory::BotId> = batch
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::UpsertBot(b) => Some(b.id.clone()),
+                _ => None,
+            })
+            .collect();
         let results = self.rt.store.write(batch).await?;
         self.start_pending = false;
+        if let Ok(router) = self.rt.router() {
+            for bot in upserted {
+                // an active bot re-reads its record; an inactive one reads it on activation
+                let _ = router.cast(crate::router::RouterMsg::Reload(bot));
+            }
+        }
         if !admits.is_empty() {
             // inputs this turn handed to other bots: route them now that
             // they are committed (a crash before this leaves them in the
@@ -665,6 +942,27 @@ impl Runner {
         batch
     }
 
+    /// One reminder after a looping output; the retry is marked in the
+    /// checkpoint so a second loop (even after a restart) ends the turn.
+    async fn loop_reminder(&mut self, what: &str) -> Result<(), StoreError> {
+        self.state.loop_retried = true;
+        let text = prompts()
+            .loop_reminder
+            .render(&[("what", what)])
+            .unwrap_or_default();
+        let mut batch = vec![self.entry(
+            EntryId::derive(self.turn, "loop", "reminder"),
+            EntryKind::Reminder { text },
+        )];
+        if !self.start_pending {
+            batch.push(Mutation::Checkpoint {
+                turn: self.turn,
+                checkpoint: self.state.to_value(),
+            });
+        }
+        self.commit(batch).await.map(|_| ())
+    }
+
     async fn remind(&mut self) -> Result<(), StoreError> {
         self.state.reminded = true;
         let text = prompts().delivery_reminder.render(&[]).unwrap_or_default();
@@ -710,6 +1008,23 @@ impl Runner {
                     .await;
             }
         };
+        if let ToolLoopVerdict::Loop { repeats, .. } = self.tool_guard.observe(&call.name, &args) {
+            // the same call again and again: refuse it; a second time ends the turn
+            let text = prompts()
+                .tool_loop
+                .render(&[("repeats", &repeats.to_string())])
+                .unwrap_or_default();
+            self.record_outcome(call, text, true, Vec::new(), false, false)
+                .await?;
+            if self.tool_loop_warned {
+                self.abort = Some(format!(
+                    "the model kept repeating the same {} call with the same arguments",
+                    call.name
+                ));
+            }
+            self.tool_loop_warned = true;
+            return Ok(());
+        }
         let external = tool.effect() == Effect::External;
         if external && !already_started {
             self.commit(vec![Mutation::ToolStarted {
@@ -729,6 +1044,7 @@ impl Runner {
                 turn: self.turn,
                 call_id: &call.id,
                 cancel: &self.hard,
+                secrets: &self.secrets,
             };
             tool.call(&ctx, args).await
         };
@@ -787,6 +1103,7 @@ impl Runner {
                     turn: self.turn,
                     call_id: &call.id,
                     cancel: &self.hard,
+                    secrets: &self.secrets,
                 };
                 tool.call(&ctx, args).await
             };
@@ -826,8 +1143,22 @@ impl Runner {
         delivered: bool,
         started: bool,
     ) -> Vec<Mutation> {
+        // a tool may have printed a secret (Shell, Read of a file): the model,
+        // the transcript and the logs only ever see it redacted
+        let content = if self.secrets.redactor.is_empty() {
+            content
+        } else {
+            self.secrets.redactor.scrub(&content).into_owned()
+        };
         if delivered {
             self.state.delivered += 1;
+            for m in &effects {
+                if let Mutation::Append(e) = m
+                    && let EntryKind::Delivery { text, .. } = &e.kind
+                {
+                    self.last_delivery = Some(text.clone());
+                }
+            }
         }
         let mut batch = Vec::with_capacity(2 + effects.len());
         if started {
@@ -918,10 +1249,34 @@ impl Runner {
                 status,
                 inputs: self.state.input_seqs.clone(),
                 deliveries: self.state.delivered,
+                usage: (self.usage.calls > 0).then_some(self.usage),
             },
         ));
         if status == TurnStatus::Interrupted {
             batch.push(Mutation::RequeueInputs { turn: self.turn });
+        }
+        if self.usage.calls > 0 {
+            let day = self.rt.store.clock().now().format("%Y-%m-%d").to_string();
+            batch.push(Mutation::AddUsage {
+                bot: self.bot.id.clone(),
+                day,
+                usage: self.usage,
+            });
+        }
+        if self.bot.origin.starts_with("subagent:") {
+            let sub_status = match status {
+                TurnStatus::Completed => Some(SubagentStatus::Done),
+                TurnStatus::Failed | TurnStatus::Undelivered => Some(SubagentStatus::Failed),
+                TurnStatus::Cancelled => Some(SubagentStatus::Stopped),
+                TurnStatus::Running | TurnStatus::Interrupted => None,
+            };
+            if let Some(sub_status) = sub_status {
+                batch.push(Mutation::SetSubagentStatus {
+                    id: self.bot.id.clone(),
+                    status: sub_status,
+                    result: self.last_delivery.clone().or_else(|| self.error.clone()),
+                });
+            }
         }
         batch
     }

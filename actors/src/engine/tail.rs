@@ -1,14 +1,24 @@
 //! A session's context kept in memory by its bot between turns.
+//!
+//! The context is `[system: identity + long-lived state] [summary?]
+//! [entries since the summary…]`. Within one compaction epoch it only
+//! grows, so what was sent to the model before is a byte-identical prefix of
+//! what is sent next. The state block (memory snapshot) is frozen when the
+//! tail loads and changes only at the next epoch. Token counts are cached
+//! per message: each message is counted once.
 
 use std::collections::HashSet;
 
+use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 
 use super::context::ContextBuilder;
+use super::context::message_text;
 
 /// The rendered context of one session and what it already holds.
 #[derive(Debug)]
@@ -17,6 +27,18 @@ pub(crate) struct SessionTail {
     pub(crate) context: ContextBuilder,
     /// The session's record (loaded with the tail).
     pub(crate) record: Option<SessionRecord>,
+    /// The identity part of the system message.
+    identity: String,
+    /// The long-lived state part, frozen for the epoch, and its hash.
+    pub(crate) state: String,
+    pub(crate) state_hash: [u8; 32],
+    /// The compaction epoch of the loaded context.
+    pub(crate) epoch: i64,
+    /// The last seq the current summary covers (0: none).
+    pub(crate) covers_to_seq: i64,
+    /// Tokens of each message counted so far, in order.
+    counted: Vec<u32>,
+    encoding: Encoding,
     /// Highest seq read from the store by the last load.
     loaded_upto: Option<i64>,
     /// Seqs pushed after the load (inputs and the turns' own entries).
@@ -32,39 +54,95 @@ impl SessionTail {
             session,
             context: ContextBuilder::new(String::new()),
             record: None,
+            identity: String::new(),
+            state: String::new(),
+            state_hash: [0; 32],
+            epoch: 0,
+            covers_to_seq: 0,
+            counted: Vec::new(),
+            encoding: Encoding::default(),
             loaded_upto: None,
             pushed: HashSet::new(),
             since_load: 0,
         }
     }
 
-    /// Whether the tail must (re)load before a turn: never loaded, or grown
-    /// past twice the window (then it is rebuilt from the newest `window`
-    /// entries).
+    /// Whether the tail must (re)load before a turn: never loaded, told to
+    /// (after a compaction), or grown past its window (then it is rebuilt
+    /// from the newest `window` entries after the summary).
     pub(crate) fn needs_load(&self, window: usize) -> bool {
         self.loaded_upto.is_none() || self.since_load > window.max(1)
     }
 
-    /// Loads the newest `window` entries of the session.
+    /// Forgets the loaded context: the next turn reloads it.
+    pub(crate) fn invalidate(&mut self) {
+        self.loaded_upto = None;
+    }
+
+    fn system(&self) -> String {
+        if self.state.is_empty() {
+            self.identity.clone()
+        } else {
+            format!("{}\n\n{}", self.identity, self.state)
+        }
+    }
+
+    /// Loads the session: its record, its latest summary and the newest
+    /// `window` entries after it. `state` is the long-lived state block for
+    /// the new epoch.
     pub(crate) async fn load(
         &mut self,
         store: &Store,
-        system: &str,
+        identity: &str,
+        state: (String, [u8; 32]),
         window: usize,
+        encoding: Encoding,
     ) -> Result<(), StoreError> {
-        if self.record.is_none() {
-            self.record = store.get_session(self.session).await?;
+        self.record = store.get_session(self.session).await?;
+        self.epoch = self.record.as_ref().map(|r| r.epoch).unwrap_or(0);
+        let last = self.record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+        let summary = store.latest_summary(self.session).await?;
+        self.covers_to_seq = match &summary {
+            Some(Entry {
+                kind: EntryKind::Summary { covers_to_seq, .. },
+                ..
+            }) => *covers_to_seq,
+            _ => 0,
+        };
+        let from = self.covers_to_seq.max(last - window as i64).max(0);
+        let entries = store
+            .entries_after(self.session, from, window as i64 * 2)
+            .await?;
+        self.identity = identity.to_owned();
+        self.state = state.0;
+        self.state_hash = state.1;
+        self.encoding = encoding;
+        let mut context = ContextBuilder::new(self.system());
+        if let Some(s) = &summary {
+            context.push_summary(s);
         }
-        let entries = store.tail_entries(self.session, window as i64).await?;
-        let mut context = ContextBuilder::new(system.to_owned());
         for e in &entries {
             context.push(e);
         }
         self.context = context;
-        self.loaded_upto = Some(entries.last().map(|e| e.seq).unwrap_or(0));
+        self.counted.clear();
+        self.loaded_upto = Some(entries.last().map(|e| e.seq).unwrap_or(last));
         self.pushed.clear();
         self.since_load = 0;
         Ok(())
+    }
+
+    /// Replaces the identity (the bot's role or tools changed); the frozen
+    /// state block stays.
+    pub(crate) fn set_identity(&mut self, identity: &str) {
+        if self.identity != identity {
+            self.identity = identity.to_owned();
+            let system = self.system();
+            self.context.set_system(&system);
+            if !self.counted.is_empty() {
+                self.counted[0] = self.encoding.count_message(&system);
+            }
+        }
     }
 
     /// Appends an entry unless the tail already holds it.
@@ -80,5 +158,32 @@ impl SessionTail {
         }
         self.context.push(entry);
         self.since_load += 1;
+    }
+
+    /// Tokens of the first `n` messages (all when `n` is larger), counting
+    /// only messages not counted before.
+    pub(crate) fn tokens_of_first(&mut self, n: usize) -> u64 {
+        let messages = self.context.messages();
+        while self.counted.len() < messages.len() {
+            let i = self.counted.len();
+            self.counted
+                .push(self.encoding.count_message(&message_text(&messages[i])));
+        }
+        self.counted.iter().take(n).map(|&t| u64::from(t)).sum()
+    }
+
+    /// Tokens of the whole context.
+    pub(crate) fn tokens(&mut self) -> u64 {
+        self.tokens_of_first(usize::MAX)
+    }
+
+    /// Number of messages.
+    pub(crate) fn len(&self) -> usize {
+        self.context.messages().len()
+    }
+
+    /// The encoding counts use.
+    pub(crate) fn encoding(&self) -> Encoding {
+        self.encoding
     }
 }

@@ -15,10 +15,16 @@
 //! - [`Sensitive`] and [`Secret`] keep values out of logs and serialised
 //!   output; [`Redactor`] scrubs known secret values from text.
 
+pub mod approvals;
 mod file_locks;
 mod loop_detector;
+mod patterns;
 mod redaction;
+mod review;
+mod scripts;
 mod secrets;
+mod shell_parse;
+mod shell_rules;
 mod tool_loop;
 
 pub use file_locks::ExclusiveGuard;
@@ -33,6 +39,8 @@ pub use loop_detector::LoopDetector;
 pub use loop_detector::LoopKind;
 pub use loop_detector::LoopVerdict;
 pub use loop_detector::RepeatThreshold;
+pub use patterns::HostAllowlist;
+pub use patterns::valid_host_pattern;
 pub use redaction::Classification;
 pub use redaction::Classified;
 pub use redaction::Decision;
@@ -40,6 +48,18 @@ pub use redaction::PrivacyMode;
 pub use redaction::Purpose;
 pub use redaction::RedactedForm;
 pub use redaction::decide;
+pub use review::Action;
+pub use review::ResolvedScript;
+pub use review::ReviewConfig;
+pub use review::ReviewDecision;
+pub use review::ReviewMode;
+pub use review::ReviewModes;
+pub use review::ReviewSurface;
+pub use review::ScriptKind;
+pub use review::canonical_json;
+pub use review::review_rules;
+pub use review::review_with_model;
+pub use scripts::resolve_scripts;
 pub use secrets::REDACTED;
 pub use secrets::Redactor;
 pub use secrets::ScrubStream;

@@ -1,10 +1,15 @@
 //! SendMessage and ReactToMessage: the only ways a bot reaches people.
 
 use async_trait::async_trait;
+use botfleet_memory::BotId;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::SessionRecord;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -14,6 +19,7 @@ use super::Tool;
 use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
+use super::agents::message_to_bot;
 use super::parse_args;
 use crate::model::ToolSpec;
 
@@ -88,22 +94,102 @@ impl Tool for SendMessage {
             ));
         }
         let id = EntryId::derive(ctx.turn, ctx.call_id, "delivery");
-        Ok(ToolOutput {
-            content: format!("delivered (message id {id})"),
-            effects: vec![Mutation::Append(Box::new(NewEntry {
+        let delivery = |session| {
+            Mutation::Append(Box::new(NewEntry {
                 id,
-                session: ctx.session(),
+                session,
                 author: ctx.bot.id.to_string(),
                 turn: Some(ctx.turn),
                 kind: EntryKind::Delivery {
                     text: text.to_owned(),
-                    card: args.card,
+                    card: args.card.clone(),
                     call_id: ctx.call_id.to_owned(),
                 },
-            }))],
+            }))
+        };
+        // who "the people" of the session are decides where the message goes
+        let key = &ctx.scope.session.key;
+        let (effects, content) = match key.kind {
+            SessionKind::Dm | SessionKind::Group | SessionKind::Room => (
+                vec![delivery(ctx.session())],
+                format!("delivered (message id {id})"),
+            ),
+            SessionKind::Agent => {
+                // the other bot of the conversation
+                let peer = peer_bot(ctx, &key.peer).await?;
+                let (admit, _) =
+                    message_to_bot(ctx, &peer, text, Priority::Bot, "forward", None).await?;
+                (
+                    vec![delivery(ctx.session()), admit],
+                    format!("delivered to {} (message id {id})", peer.id),
+                )
+            }
+            SessionKind::Subagent => {
+                // the parent that delegated the task, in the session it delegated from
+                let parent = peer_bot(ctx, &key.peer).await?;
+                let sub = ctx.store().get_subagent(&ctx.bot.id).await.map_err(|e| {
+                    ToolError::new(format!("cannot read the task record: {e}"), "try again")
+                })?;
+                let session = sub.map(|s| s.parent_session);
+                let (admit, _) =
+                    message_to_bot(ctx, &parent, text, Priority::Background, "report", session)
+                        .await?;
+                // the report is the subagent's result: it is done when it reports
+                let done = Mutation::SetSubagentStatus {
+                    id: ctx.bot.id.clone(),
+                    status: botfleet_memory::SubagentStatus::Done,
+                    result: Some(text.to_owned()),
+                };
+                (
+                    vec![delivery(ctx.session()), admit, done],
+                    format!("reported to {} (message id {id})", parent.id),
+                )
+            }
+            SessionKind::Routine | SessionKind::Hook => {
+                // nobody reads a routine's session: deliver to the owner's DM
+                let dm = SessionKey {
+                    bot: ctx.bot.id.clone(),
+                    kind: SessionKind::Dm,
+                    peer: ctx.bot.owner.to_string(),
+                };
+                let record = SessionRecord {
+                    id: dm.id(),
+                    key: dm.clone(),
+                    owner: ctx.bot.owner.clone(),
+                    epoch: 0,
+                    last_seq: 0,
+                    created_at: 0,
+                };
+                (
+                    vec![Mutation::EnsureSession(record), delivery(dm.id())],
+                    format!("delivered to {} (message id {id})", ctx.bot.owner),
+                )
+            }
+        };
+        Ok(ToolOutput {
+            content,
+            effects,
             delivered: true,
         })
     }
+}
+
+async fn peer_bot(
+    ctx: &ToolContext<'_>,
+    peer: &str,
+) -> Result<botfleet_memory::BotRecord, ToolError> {
+    let id = BotId::new(peer)
+        .map_err(|e| ToolError::new(e.to_string(), "this conversation has no bot to answer"))?;
+    ctx.store()
+        .get_bot(&id)
+        .await
+        .map_err(|e| ToolError::new(format!("cannot read the bot record: {e}"), "try again"))?
+        .ok_or_else(|| {
+            ToolError::new(
+                format!("the bot {peer} of this conversation no longer exists"),
+                "nobody can receive this message; tell your person instead",
+            )
+        })
 }
 
 /// Puts a reaction on an entry of the session.

@@ -7,11 +7,18 @@
 //! crash leaves an honest "outcome unknown"), whether it is idempotent, and
 //! `call`. Errors are [`ToolError`]s that tell the model the next step.
 
+mod agents;
 mod delivery;
 mod files;
+pub mod gate;
+mod memory_tools;
+mod recall;
 mod shell;
+mod subagents;
+pub mod surface;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod visible;
 mod workspace;
 
 use std::collections::BTreeMap;
@@ -30,12 +37,29 @@ use botfleet_memory::TurnId;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use agents::CreateAgent;
+pub use agents::SendToAgent;
+pub use agents::UpdateAgent;
 pub use delivery::ReactToMessage;
 pub use delivery::SendMessage;
 pub use files::Edit;
 pub use files::Read;
 pub use files::Write;
+pub use memory_tools::Forget;
+pub use memory_tools::Remember;
+pub use recall::READ_DEFAULT_AROUND;
+pub use recall::READ_MAX_AROUND;
+pub use recall::ReadTranscript;
+pub use recall::SEARCH_DEFAULT_LIMIT;
+pub use recall::SEARCH_MAX_LIMIT;
+pub use recall::SearchTranscript;
 pub use shell::Shell;
+pub use subagents::CheckSubagent;
+pub use subagents::MessageSubagent;
+pub use subagents::StopSubagent;
+pub use subagents::Task;
+pub use visible::VisibleSessions;
+pub use visible::describe_session;
 pub use workspace::Workspace;
 pub use workspace::WorkspaceError;
 
@@ -108,6 +132,8 @@ pub struct ToolContext<'a> {
     pub call_id: &'a str,
     /// Fires when the turn is cancelled for good: stop, kill what you run.
     pub cancel: &'a CancellationToken,
+    /// The secrets the bot may use (values by reference; never show them).
+    pub secrets: &'a crate::vault::BotSecrets,
 }
 
 impl ToolContext<'_> {
@@ -246,6 +272,17 @@ impl ToolRegistry {
         r.register(Arc::new(Write));
         r.register(Arc::new(Edit));
         r.register(Arc::new(Shell));
+        r.register(Arc::new(Remember));
+        r.register(Arc::new(Forget));
+        r.register(Arc::new(SendToAgent));
+        r.register(Arc::new(CreateAgent));
+        r.register(Arc::new(UpdateAgent));
+        r.register(Arc::new(Task));
+        r.register(Arc::new(CheckSubagent));
+        r.register(Arc::new(MessageSubagent));
+        r.register(Arc::new(StopSubagent));
+        r.register(Arc::new(SearchTranscript));
+        r.register(Arc::new(ReadTranscript));
         r
     }
 

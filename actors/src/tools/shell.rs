@@ -213,6 +213,12 @@ impl Tool for Shell {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", ctx.workspace().root())
             .env("LANG", "C.UTF-8")
+            .envs(
+                ctx.secrets
+                    .values
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.expose())),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -258,7 +264,11 @@ impl Tool for Shell {
         let (out, out_total) = out_task.await.unwrap_or_default();
         let (err, err_total) = err_task.await.unwrap_or_default();
         let render = |bytes: &[u8], total: usize| {
-            let text = String::from_utf8_lossy(bytes).into_owned();
+            let text = ctx
+                .secrets
+                .redactor
+                .scrub(&String::from_utf8_lossy(bytes))
+                .into_owned();
             if total > bytes.len() {
                 format!("{text}\n[... {} more bytes not shown]", total - bytes.len())
             } else {

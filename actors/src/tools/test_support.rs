@@ -32,6 +32,7 @@ pub(crate) struct ToolFixture {
     pub scope: TurnScope,
     pub turn: TurnId,
     pub cancel: CancellationToken,
+    pub secrets: crate::vault::BotSecrets,
 }
 
 impl ToolFixture {
@@ -78,6 +79,7 @@ impl ToolFixture {
             scope,
             turn: TurnId::new_v7(),
             cancel: CancellationToken::new(),
+            secrets: crate::vault::BotSecrets::default(),
         }
     }
 
@@ -90,6 +92,7 @@ impl ToolFixture {
             turn: self.turn,
             call_id,
             cancel: &self.cancel,
+            secrets: &self.secrets,
         }
     }
 

@@ -68,6 +68,9 @@ pub use search::TranscriptSearch;
 pub use snippet::HIGHLIGHT_CLOSE;
 pub use snippet::HIGHLIGHT_OPEN;
 pub use tokenizer::MAX_WORD_BYTES;
+/// Cuts text into the units queries use (stemmed words, CJK bigrams); the
+/// memory log ranks its entries with the same units.
+pub(crate) use tokenizer::query_analyzer;
 pub use writer::IndexOptions;
 pub use writer::IndexProgress;
 pub use writer::Indexer;

@@ -1,8 +1,11 @@
 //! The store: one writer thread with group commit, a pool of readers.
 
+mod approvals;
 mod checkpointer;
 mod mutation;
 mod reader;
+mod rooms;
+mod routines;
 mod schema;
 mod writer;
 
@@ -321,6 +324,11 @@ impl Store {
             .await
     }
 
+    /// The newest compaction summary of a session.
+    pub async fn latest_summary(&self, session: SessionId) -> Result<Option<Entry>> {
+        self.read(move |c| reader::latest_summary(c, session)).await
+    }
+
     /// The newest `limit` entries of a session, oldest first.
     pub async fn tail_entries(&self, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
         self.read(move |c| reader::tail_entries(c, session, limit))
@@ -379,9 +387,154 @@ impl Store {
         self.read(move |c| reader::tool_calls(c, turn)).await
     }
 
+    /// A bot's token usage: all days, `today` (UTC `YYYY-MM-DD`), and the
+    /// number of turns counted.
+    pub async fn bot_usage(
+        &self,
+        bot: &BotId,
+        today: &str,
+    ) -> Result<(crate::record::TokenUsage, crate::record::TokenUsage, i64)> {
+        let bot = bot.clone();
+        let today = today.to_owned();
+        self.read(move |c| reader::bot_usage(c, &bot, &today)).await
+    }
+
+    /// The secrets a person supplied: (name, value, updated_at).
+    pub async fn user_secrets(
+        &self,
+        owner: &UserId,
+    ) -> Result<Vec<(String, crate::record::SecretValue, i64)>> {
+        let owner = owner.clone();
+        self.read(move |c| reader::user_secrets(c, &owner)).await
+    }
+
+    /// The subagents a bot delegated to, oldest first.
+    pub async fn subagents_of(&self, parent: &BotId) -> Result<Vec<crate::record::SubagentRecord>> {
+        let parent = parent.clone();
+        self.read(move |c| reader::subagents_of(c, &parent)).await
+    }
+
+    /// A subagent by its bot id.
+    pub async fn get_subagent(&self, id: &BotId) -> Result<Option<crate::record::SubagentRecord>> {
+        let id = id.clone();
+        self.read(move |c| reader::get_subagent(c, &id)).await
+    }
+
+    /// Routines of one bot (by name), or of every bot (by bot, then name).
+    pub async fn routines(&self, bot: Option<&BotId>) -> Result<Vec<crate::record::RoutineRecord>> {
+        let bot = bot.cloned();
+        self.read(move |c| routines::list(c, bot.as_ref())).await
+    }
+
+    /// One routine of a bot.
+    pub async fn get_routine(
+        &self,
+        bot: &BotId,
+        name: &str,
+    ) -> Result<Option<crate::record::RoutineRecord>> {
+        let bot = bot.clone();
+        let name = name.to_owned();
+        self.read(move |c| routines::get(c, &bot, &name)).await
+    }
+
+    /// A group room by id.
+    pub async fn get_room(
+        &self,
+        id: &crate::ids::RoomId,
+    ) -> Result<Option<crate::record::RoomRecord>> {
+        let id = id.clone();
+        self.read(move |c| rooms::get_room(c, &id)).await
+    }
+
+    /// Rooms `user` owns, plus every shared room (the caller filters those
+    /// by membership).
+    pub async fn rooms_for(&self, user: &UserId) -> Result<Vec<crate::record::RoomRecord>> {
+        let user = user.clone();
+        self.read(move |c| rooms::rooms_for(c, &user)).await
+    }
+
+    /// A room's unfinished runs, oldest first.
+    pub async fn open_room_runs(
+        &self,
+        room: &crate::ids::RoomId,
+    ) -> Result<Vec<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::open_runs(c, &room)).await
+    }
+
+    /// A room's newest finished run.
+    pub async fn last_done_room_run(
+        &self,
+        room: &crate::ids::RoomId,
+    ) -> Result<Option<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::last_done_run(c, &room)).await
+    }
+
+    /// One run of a room, by the seq of the message that started it.
+    pub async fn get_room_run(
+        &self,
+        room: &crate::ids::RoomId,
+        trigger_seq: i64,
+    ) -> Result<Option<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::get_run(c, &room, trigger_seq))
+            .await
+    }
+
+    /// Rooms with unfinished runs (resumed after a restart).
+    pub async fn rooms_with_open_runs(&self) -> Result<Vec<crate::ids::RoomId>> {
+        self.read(rooms::rooms_with_open_runs).await
+    }
+
     /// Row count of a table (`entries`, `turns`, `bots`, `ledger`).
     pub async fn count(&self, table: &'static str) -> Result<i64> {
         self.read(move |c| reader::count(c, table)).await
+    }
+
+    /// An approval, with its status as of now (a stored `pending` past its
+    /// TTL or behind a newer user message reads `expired`).
+    pub async fn approval(
+        &self,
+        id: crate::ids::ApprovalId,
+    ) -> Result<Option<crate::record::ApprovalRecord>> {
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::get(c, id, now)).await
+    }
+
+    /// A user's approvals as of now: pending first (oldest first), then the
+    /// others newest first; at most `limit`.
+    pub async fn approvals_of_owner(
+        &self,
+        owner: &UserId,
+        limit: i64,
+    ) -> Result<Vec<crate::record::ApprovalRecord>> {
+        let owner = owner.clone();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::of_owner(c, &owner, now, limit))
+            .await
+    }
+
+    /// A bot's open approvals as of now (stored pending, or approved and
+    /// unused; each with its effective status, so some may read
+    /// `expired`), oldest first.
+    pub async fn open_approvals(&self, bot: &BotId) -> Result<Vec<crate::record::ApprovalRecord>> {
+        let bot = bot.clone();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::open_of_bot(c, &bot, now))
+            .await
+    }
+
+    /// A bot's newest review log rows (what auto-review asked about or
+    /// blocked), newest first.
+    pub async fn reviews_of_bot(
+        &self,
+        bot: &BotId,
+        limit: i64,
+    ) -> Result<Vec<crate::record::ReviewRecord>> {
+        let bot = bot.clone();
+        self.read(move |c| approvals::reviews_of_bot(c, &bot, limit))
+            .await
     }
 
     /// A value from the meta table.

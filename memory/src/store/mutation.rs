@@ -92,11 +92,142 @@ pub enum Mutation {
         /// The turn whose inputs are retried.
         turn: TurnId,
     },
+    /// Add a turn's token usage to its bot's daily totals.
+    AddUsage {
+        /// The bot.
+        bot: crate::ids::BotId,
+        /// UTC day, `YYYY-MM-DD`.
+        day: String,
+        /// The turn's usage.
+        usage: crate::record::TokenUsage,
+    },
+    /// Set a session's compaction epoch.
+    SetEpoch {
+        /// The session.
+        session: crate::ids::SessionId,
+        /// The new epoch.
+        epoch: i64,
+    },
+    /// Store (or replace) a secret a person supplied.
+    SetSecret {
+        /// The person.
+        owner: crate::ids::UserId,
+        /// Its name (an environment-variable name).
+        name: String,
+        /// The value.
+        value: crate::record::SecretValue,
+    },
+    /// Delete a person's secret.
+    DeleteSecret {
+        /// The person.
+        owner: crate::ids::UserId,
+        /// Its name.
+        name: String,
+    },
+    /// Create a subagent record (its bot is created with `UpsertBot`).
+    CreateSubagent(crate::record::SubagentRecord),
+    /// Change a subagent's status (and its last result).
+    SetSubagentStatus {
+        /// The subagent's bot id.
+        id: crate::ids::BotId,
+        /// New status.
+        status: crate::record::SubagentStatus,
+        /// Report or error, if any.
+        result: Option<String>,
+    },
+    /// Create a group room; refused if its id is taken.
+    CreateRoom(Box<crate::record::RoomRecord>),
+    /// Admit a user's message to a room's timeline through the idempotency
+    /// ledger. No inbox row is written (no bot runs a timeline; the room's
+    /// coordinator does). On `accepted` the ledger row, the entry, the run
+    /// it starts (with the coordinator's initial `state`) and `notices`
+    /// (appended right after it) are written together.
+    AdmitToRoom {
+        /// The admission (its session is the room's timeline).
+        request: Box<AdmitRequest>,
+        /// The room.
+        room: crate::ids::RoomId,
+        /// Initial coordinator state of the run.
+        state: Value,
+        /// Entries appended after the message when it is accepted (e.g.
+        /// the notice of unknown mentions).
+        notices: Vec<NewEntry>,
+    },
+    /// Replace a room run's status and coordinator state.
+    SaveRoomRun {
+        /// The room.
+        room: crate::ids::RoomId,
+        /// The run (seq of its user message in the timeline).
+        trigger_seq: i64,
+        /// New status.
+        status: crate::record::RoomRunStatus,
+        /// New coordinator state.
+        state: Value,
+    },
+    /// Ask a person to approve an action: expires the bot's stale
+    /// approvals, then creates a pending one with its card entry, unless the
+    /// same action is pending or the bot has too many pending (answers
+    /// [`MutationResult::ApprovalRequested`]; nothing fails).
+    RequestApproval(Box<crate::record::NewApproval>),
+    /// A person's decision on a pending approval (appends its card).
+    /// Fails unless the approval is pending (as of now) and `by` owns it.
+    DecideApproval {
+        /// The approval.
+        id: crate::ids::ApprovalId,
+        /// Approve or deny.
+        decision: crate::record::ApprovalDecision,
+        /// The deciding user (must be the approval's owner).
+        by: crate::ids::UserId,
+    },
+    /// Use an approved approval (once). Fails unless it is approved,
+    /// unused and within its use window.
+    ConsumeApproval {
+        /// The approval.
+        id: crate::ids::ApprovalId,
+    },
+    /// Persist the expiry of open approvals that are expired as of now
+    /// (TTL passed or a newer user message), with their cards; of one bot
+    /// or all. Answers `Count`.
+    ExpireApprovals {
+        /// The bot, or every bot.
+        bot: Option<BotId>,
+    },
+    /// Add a row to the review log.
+    RecordReview(Box<crate::record::ReviewRecord>),
+    /// A write to one memory scope instance (limits are checked in the
+    /// transaction; a refusal is a result, not an error).
+    Memory(Box<crate::layers::MemoryOp>),
     /// Drop ledger rows older than `before_ms`; later lookups of nonces
     /// from before that time answer `unknown`.
     PruneLedger {
         /// Cut-off time (ms).
         before_ms: i64,
+    },
+    /// Create or replace a routine: its definition and schedule state (the
+    /// creation time of an existing one is kept).
+    PutRoutine(Box<crate::record::RoutineRecord>),
+    /// Delete a routine (`Count` of rows removed: 0 or 1).
+    DeleteRoutine {
+        /// The bot.
+        bot: BotId,
+        /// The routine's name.
+        name: String,
+    },
+    /// Record that a routine's slot was handled (fired, or skipped as
+    /// missed) and move it to its next slot. Fails, rolling back its batch,
+    /// unless the routine is still waiting for exactly `slot_ms`: batched
+    /// with the fire's admission, a slot can never fire twice.
+    AdvanceRoutine {
+        /// The bot.
+        bot: BotId,
+        /// The routine's name.
+        name: String,
+        /// The slot handled (ms).
+        slot_ms: i64,
+        /// Whether it fired (`last_fire_ms` becomes `slot_ms`).
+        fired: bool,
+        /// The next slot, if the schedule has one.
+        next_fire_ms: Option<i64>,
     },
 }
 
@@ -122,4 +253,10 @@ pub enum MutationResult {
     Attempts(i64),
     /// How many rows a maintenance mutation touched.
     Count(usize),
+    /// What a memory write did.
+    Memory(Box<crate::layers::MemoryOpResult>),
+    /// The answer to an approval request.
+    ApprovalRequested(Box<crate::record::ApprovalRequestOutcome>),
+    /// An approval after a decision or its use.
+    ApprovalChanged(Box<crate::record::ApprovalRecord>),
 }

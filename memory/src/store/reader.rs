@@ -502,3 +502,132 @@ pub(crate) fn optional_meta(conn: &Connection, key: &str) -> Result<Option<Strin
         .query_row(params![key], |r| r.get(0))
         .optional()?)
 }
+
+fn query_subagents(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<crate::record::SubagentRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, parent, parent_session, description, status, result, created_at, updated_at FROM subagents {filter}"
+    ))?;
+    let rows = stmt.query_map(params, |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, Option<String>>(5)?,
+            r.get::<_, i64>(6)?,
+            r.get::<_, i64>(7)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, parent, parent_session, description, status, result, created_at, updated_at) =
+            row?;
+        out.push(crate::record::SubagentRecord {
+            id: BotId::new(id)?,
+            parent: BotId::new(parent)?,
+            parent_session: parent_session.parse()?,
+            description,
+            status: crate::record::SubagentStatus::parse(&status)
+                .ok_or_else(|| corrupt("subagents", format!("status {status}")))?,
+            result,
+            created_at,
+            updated_at,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn subagents_of(
+    conn: &Connection,
+    parent: &BotId,
+) -> Result<Vec<crate::record::SubagentRecord>> {
+    query_subagents(
+        conn,
+        "WHERE parent = ?1 ORDER BY created_at",
+        params![parent.as_str()],
+    )
+}
+
+pub(crate) fn get_subagent(
+    conn: &Connection,
+    id: &BotId,
+) -> Result<Option<crate::record::SubagentRecord>> {
+    Ok(query_subagents(conn, "WHERE id = ?1", params![id.as_str()])?.pop())
+}
+
+/// A bot's usage: (all days, today).
+pub(crate) fn bot_usage(
+    conn: &Connection,
+    bot: &BotId,
+    today: &str,
+) -> Result<(crate::record::TokenUsage, crate::record::TokenUsage, i64)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT day, turns, calls, prompt_tokens, prefix_tokens, cached_tokens, completion_tokens FROM bot_usage WHERE bot_id = ?1",
+    )?;
+    let rows = stmt.query_map(params![bot.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, i64>(4)?,
+            r.get::<_, i64>(5)?,
+            r.get::<_, i64>(6)?,
+        ))
+    })?;
+    let mut all = crate::record::TokenUsage::default();
+    let mut day = crate::record::TokenUsage::default();
+    let mut turns = 0;
+    for row in rows {
+        let (d, t, calls, prompt, prefix, cached, completion) = row?;
+        let u = crate::record::TokenUsage {
+            calls: u32::try_from(calls).unwrap_or(u32::MAX),
+            prompt_tokens: prompt.max(0) as u64,
+            prefix_tokens: prefix.max(0) as u64,
+            cached_tokens: cached.max(0) as u64,
+            completion_tokens: completion.max(0) as u64,
+        };
+        all.add(&u);
+        turns += t;
+        if d == today {
+            day.add(&u);
+        }
+    }
+    Ok((all, day, turns))
+}
+
+pub(crate) fn latest_summary(conn: &Connection, session: SessionId) -> Result<Option<Entry>> {
+    Ok(collect_entries(
+        conn,
+        &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?1 AND kind = 'summary' ORDER BY seq DESC LIMIT 1"),
+        params![session.to_string()],
+    )?
+    .pop())
+}
+
+pub(crate) fn user_secrets(
+    conn: &Connection,
+    owner: &UserId,
+) -> Result<Vec<(String, crate::record::SecretValue, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT name, value, updated_at FROM user_secrets WHERE owner = ?1 ORDER BY name",
+    )?;
+    let rows = stmt.query_map(params![owner.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (name, value, at) = row?;
+        out.push((name, crate::record::SecretValue::new(value), at));
+    }
+    Ok(out)
+}

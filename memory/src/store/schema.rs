@@ -16,6 +16,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_memory.sql"),
     include_str!("migrations/0004_safety.sql"),
     include_str!("migrations/0005_context.sql"),
+    include_str!("migrations/0006_subagents.sql"),
+    include_str!("migrations/0007_secrets.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

@@ -90,6 +90,9 @@ pub(crate) struct Writer {
 /// Sessions a job touched: session → newest seq.
 type Touched = HashMap<SessionId, i64>;
 
+#[path = "writer_approvals.rs"]
+mod approvals;
+
 impl Writer {
     pub(crate) fn new(
         conn: Connection,
@@ -301,7 +304,9 @@ impl Writer {
                 self.ensure_session(session, now)?;
                 Ok(MutationResult::Done)
             }
-            Mutation::Admit(req) => self.admit(req, now, touched).map(MutationResult::Admitted),
+            Mutation::Admit(req) => self
+                .admit(req, now, touched, true)
+                .map(MutationResult::Admitted),
             Mutation::Append(entry) => {
                 let (id, seq, gid, created_at) = self.append(entry, now, touched)?;
                 Ok(MutationResult::Appended {
@@ -453,6 +458,153 @@ impl Writer {
                 }
                 Ok(MutationResult::Count(n))
             }
+            Mutation::AddUsage { bot, day, usage } => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO bot_usage (bot_id, day, turns, calls, prompt_tokens, prefix_tokens, cached_tokens, completion_tokens)
+                         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7)
+                         ON CONFLICT (bot_id, day) DO UPDATE SET turns = turns + 1, calls = calls + excluded.calls,
+                           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+                           prefix_tokens = prefix_tokens + excluded.prefix_tokens,
+                           cached_tokens = cached_tokens + excluded.cached_tokens,
+                           completion_tokens = completion_tokens + excluded.completion_tokens",
+                    )?
+                    .execute(params![
+                        bot.as_str(),
+                        day,
+                        usage.calls,
+                        usage.prompt_tokens as i64,
+                        usage.prefix_tokens as i64,
+                        usage.cached_tokens as i64,
+                        usage.completion_tokens as i64
+                    ])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::SetEpoch { session, epoch } => {
+                self.conn
+                    .prepare_cached("UPDATE sessions SET epoch = ?2 WHERE id = ?1")?
+                    .execute(params![session.to_string(), epoch])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::SetSecret { owner, name, value } => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO user_secrets (owner, name, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                    )?
+                    .execute(params![owner.as_str(), name, value.expose(), now])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::DeleteSecret { owner, name } => {
+                let n = self
+                    .conn
+                    .prepare_cached("DELETE FROM user_secrets WHERE owner = ?1 AND name = ?2")?
+                    .execute(params![owner.as_str(), name])?;
+                Ok(MutationResult::Count(n))
+            }
+            Mutation::CreateSubagent(sub) => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO subagents (id, parent, parent_session, description, status, result, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                    )?
+                    .execute(params![
+                        sub.id.as_str(),
+                        sub.parent.as_str(),
+                        sub.parent_session.to_string(),
+                        sub.description,
+                        sub.status.as_str(),
+                        sub.result,
+                        now
+                    ])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::SetSubagentStatus { id, status, result } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE subagents SET status = ?2, result = COALESCE(?3, result), updated_at = ?4 WHERE id = ?1",
+                    )?
+                    .execute(params![id.as_str(), status.as_str(), result, now])?;
+                if n == 0 {
+                    return Err(StoreError::NotFound {
+                        what: "subagent",
+                        id: id.to_string(),
+                    });
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::PutRoutine(r) => {
+                super::routines::put(&self.conn, r, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::DeleteRoutine { bot, name } => {
+                super::routines::delete(&self.conn, bot, name).map(MutationResult::Count)
+            }
+            Mutation::AdvanceRoutine {
+                bot,
+                name,
+                slot_ms,
+                fired,
+                next_fire_ms,
+            } => {
+                super::routines::advance(
+                    &self.conn,
+                    bot,
+                    name,
+                    *slot_ms,
+                    *fired,
+                    *next_fire_ms,
+                    now,
+                )?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::CreateRoom(room) => {
+                super::rooms::create_room(&self.conn, room, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::AdmitToRoom {
+                request,
+                room,
+                state,
+                notices,
+            } => {
+                let outcome = self.admit(request, now, touched, false)?;
+                if let AdmitOutcome::Accepted(rec) = &outcome {
+                    super::rooms::insert_run(&self.conn, room, rec.seq, state, now)?;
+                    for notice in notices {
+                        self.append(notice, now, touched)?;
+                    }
+                }
+                Ok(MutationResult::Admitted(outcome))
+            }
+            Mutation::SaveRoomRun {
+                room,
+                trigger_seq,
+                status,
+                state,
+            } => {
+                super::rooms::save_run(&self.conn, room, *trigger_seq, *status, state, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::RequestApproval(new) => self
+                .request_approval(new, now, touched)
+                .map(|o| MutationResult::ApprovalRequested(Box::new(o))),
+            Mutation::DecideApproval { id, decision, by } => self
+                .decide_approval(*id, *decision, by, now, touched)
+                .map(|r| MutationResult::ApprovalChanged(Box::new(r))),
+            Mutation::ConsumeApproval { id } => self
+                .consume_approval(*id, now)
+                .map(|r| MutationResult::ApprovalChanged(Box::new(r))),
+            Mutation::ExpireApprovals { bot } => self
+                .expire_approvals(bot.as_ref(), now, touched)
+                .map(MutationResult::Count),
+            Mutation::RecordReview(review) => {
+                self.record_review(review, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::Memory(op) => crate::layers::apply(&self.conn, op, now)
+                .map(|r| MutationResult::Memory(Box::new(r))),
             Mutation::PruneLedger { before_ms } => {
                 let before_ms = *before_ms;
                 let n = self
@@ -589,11 +741,14 @@ impl Writer {
         Ok((entry.id, seq, gid, now))
     }
 
+    /// Admits through the ledger; `inbox` writes the inbox row that
+    /// routes the input to a bot (room timelines have none).
     fn admit(
         &mut self,
         req: &AdmitRequest,
         now: i64,
         touched: &mut Touched,
+        inbox: bool,
     ) -> Result<AdmitOutcome> {
         let found: Option<(String, String, String, i64, i64, String, i64)> = self
             .conn
@@ -678,18 +833,20 @@ impl Writer {
                 entry_id.to_string(),
                 now
             ])?;
-        self.conn
-            .prepare_cached(
-                "INSERT INTO inbox (bot_id, gid, session_id, seq, priority, turn_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
-            )?
-            .execute(params![
-                req.session.bot.as_str(),
-                gid,
-                session_id.to_string(),
-                seq,
-                req.priority.as_i64()
-            ])?;
+        if inbox {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO inbox (bot_id, gid, session_id, seq, priority, turn_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
+                )?
+                .execute(params![
+                    req.session.bot.as_str(),
+                    gid,
+                    session_id.to_string(),
+                    seq,
+                    req.priority.as_i64()
+                ])?;
+        }
         Ok(AdmitOutcome::Accepted(AdmittedRecord {
             bot: req.session.bot.clone(),
             session: session_id,

@@ -1,0 +1,50 @@
+//! Watching a turn for loops: the streamed text of each model call goes
+//! through the loop detector (a fresh one per call), and the turn's tool
+//! calls through the repeated-call guard.
+
+use crate::model::SinkControl;
+use crate::model::StreamSink;
+use crate::safety::LoopDetector;
+use crate::safety::LoopKind;
+use crate::safety::LoopVerdict;
+
+/// A stream sink that aborts the stream when the output loops.
+pub(crate) struct LoopSink {
+    detector: LoopDetector,
+    /// What looped, once it did.
+    pub(crate) tripped: Option<String>,
+}
+
+impl LoopSink {
+    pub(crate) fn new() -> Self {
+        Self {
+            detector: LoopDetector::default(),
+            tripped: None,
+        }
+    }
+}
+
+impl StreamSink for LoopSink {
+    fn on_text(&mut self, delta: &str) -> SinkControl {
+        match self.detector.push(delta) {
+            LoopVerdict::Continue => SinkControl::Continue,
+            LoopVerdict::Loop {
+                kind,
+                period,
+                repeats,
+                sample,
+            } => {
+                let what = match kind {
+                    LoopKind::Chars => format!("the same {period} characters {repeats} times"),
+                    LoopKind::Lines => format!("the same {period} line(s) {repeats} times"),
+                };
+                let sample: String = sample.chars().take(80).collect();
+                tracing::warn!(%what, %sample, "model output loops; stream aborted");
+                self.tripped = Some(what.clone());
+                SinkControl::Abort {
+                    reason: format!("loop: {what}"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,699 @@
+//! The coordinator of one room: drives the pure [`Run`] state machine with
+//! real member turns.
+//!
+//! A run is the work one user message started (a `room_runs` row written
+//! with the message). The actor takes a room's unfinished runs in order,
+//! one at a time, and for each:
+//!
+//! 1. asks [`Run::advance`] who speaks next (or whether the run is over);
+//! 2. admits that member's input — the new public messages — into the
+//!    member's own group session through [`Runtime::admit`], with a nonce
+//!    derived from (run, round, slot): after a restart the same admission
+//!    answers `duplicate` and the coordinator simply waits again;
+//! 3. watches the member's session (change signals through the rooms
+//!    dispatcher, plus a slow re-check) until the turn that consumed the
+//!    input ended, and reads its deliveries;
+//! 4. records the turn in the machine, and publishes the allowed
+//!    deliveries to the timeline **in the same transaction** as the run's
+//!    new checkpoint, so a reply is published exactly once;
+//! 5. at the end, appends a notice (why it stopped) and a `turn_end` entry
+//!    listing the user message, with the run marked done.
+//!
+//! After a host restart an unfinished run *resumes where it was*: the
+//! checkpoint holds the machine, and the member whose turn was under way is
+//! admitted again with the same nonce (a duplicate) and awaited.
+//!
+//! Waiting on a member's turn is the coordinator's own sequencing: the
+//! member bot runs its turn in its own actor like any background input, and
+//! knows nothing of the wait.
+
+use std::collections::BTreeMap;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use botfleet_memory::AdmitOutcome;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::RoomId;
+use botfleet_memory::RoomRecord;
+use botfleet_memory::RoomRunRecord;
+use botfleet_memory::RoomRunStatus;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::TurnStatus;
+use botfleet_memory::UserId;
+use ractor::Actor;
+use ractor::ActorProcessingErr;
+use ractor::ActorRef;
+use serde::Deserialize;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use super::error::GroupError;
+use super::member::Cursor;
+use super::member::InputView;
+use super::member::MemberDone;
+use super::member::MemberWait;
+use super::member::is_message;
+use super::member::render_input;
+use super::mentions::MemberName;
+use super::rooms::RoomsMsg;
+use super::run::End;
+use super::run::Limits;
+use super::run::Next;
+use super::run::Run;
+use super::run::Turn;
+use crate::runtime::Runtime;
+
+/// Public messages of the timeline kept in memory.
+const TAIL: usize = 200;
+/// How often a waiting coordinator re-reads the member's session even
+/// without a change signal (a safety net; signals do the work).
+const RECHECK: Duration = Duration::from_secs(2);
+/// Delay before retrying after a store or admission failure.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// A run's stored state. The API writes `selected` and `unknown` with the
+/// user message; the coordinator adds `progress` when it starts the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunState {
+    /// The addressed members, in room order.
+    pub selected: Vec<BotId>,
+    /// Mentions that matched nobody.
+    #[serde(default)]
+    pub unknown: Vec<String>,
+    /// Set once the coordinator started the run.
+    #[serde(default)]
+    pub progress: Option<Progress>,
+}
+
+/// The coordinator's checkpoint of a started run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Progress {
+    /// The machine.
+    pub run: Run,
+    /// Per member: what of the timeline it was shown.
+    pub cursors: BTreeMap<BotId, Cursor>,
+    /// Per member: messages of its last turn the limits kept back.
+    pub withheld: BTreeMap<BotId, u32>,
+}
+
+/// Start arguments of a room's coordinator.
+pub struct GroupArgs {
+    /// The room.
+    pub room: RoomId,
+    /// Shared runtime.
+    pub rt: Arc<Runtime>,
+    /// The rooms supervisor, for passivation.
+    pub rooms: ActorRef<RoomsMsg>,
+}
+
+/// The coordinator of one room (configuration only; see [`GroupState`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GroupActor;
+
+/// Messages of a room's coordinator.
+#[derive(Debug)]
+pub enum GroupMsg {
+    /// Look for work: a message was posted, or the host (re)started.
+    Wake,
+    /// A watched member session has entries up to `seq`.
+    Changed {
+        /// The session.
+        session: SessionId,
+        /// Its newest seq.
+        seq: i64,
+    },
+    /// Re-read the awaited member's session (a slow timer, in case a
+    /// change signal was missed).
+    Recheck,
+    /// Retry after a failure.
+    Retry,
+    /// Check whether the room has been idle long enough to passivate.
+    IdleCheck,
+}
+
+struct Current {
+    trigger_seq: i64,
+    state: RunState,
+    wait: Option<MemberWait>,
+}
+
+/// State of an active room.
+pub struct GroupState {
+    rt: Arc<Runtime>,
+    rooms: ActorRef<RoomsMsg>,
+    room: RoomRecord,
+    names: Vec<MemberName>,
+    owners: Vec<UserId>,
+    limits: Limits,
+    timeline: SessionId,
+    /// Public messages of the timeline, oldest first.
+    tail: VecDeque<Entry>,
+    /// Newest timeline seq read.
+    last_seq: i64,
+    /// Member cursors and withheld counts after the last finished run.
+    cursors: BTreeMap<BotId, Cursor>,
+    withheld: BTreeMap<BotId, u32>,
+    current: Option<Current>,
+    recheck_armed: bool,
+    retry_armed: bool,
+    wakes: u64,
+    idle_since: Option<Instant>,
+    idle_armed: bool,
+}
+
+impl Actor for GroupActor {
+    type Msg = GroupMsg;
+    type State = GroupState;
+    type Arguments = GroupArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<GroupMsg>,
+        args: GroupArgs,
+    ) -> Result<GroupState, ActorProcessingErr> {
+        let store = &args.rt.store;
+        let room = store
+            .get_room(&args.room)
+            .await?
+            .ok_or_else(|| format!("room {} is not registered", args.room))?;
+        let mut names = Vec::with_capacity(room.members.len());
+        let mut owners = Vec::with_capacity(room.members.len());
+        for id in &room.members {
+            let bot = store.get_bot(id).await?;
+            names.push(MemberName {
+                id: id.to_string(),
+                name: bot
+                    .as_ref()
+                    .map(|b| b.name.clone())
+                    .unwrap_or_else(|| id.to_string()),
+            });
+            owners.push(bot.map(|b| b.owner).unwrap_or_else(|| room.owner.clone()));
+        }
+        let timeline = room.timeline().id();
+        let entries = store.tail_entries(timeline, TAIL as i64 * 4).await?;
+        let last_seq = entries.last().map(|e| e.seq).unwrap_or(0);
+        let tail: VecDeque<Entry> = entries.into_iter().filter(is_message).collect();
+        let (cursors, withheld) = match store.last_done_room_run(&room.id).await? {
+            Some(run) => match serde_json::from_value::<RunState>(run.state) {
+                Ok(RunState {
+                    progress: Some(p), ..
+                }) => (p.cursors, p.withheld),
+                Ok(_) | Err(_) => (BTreeMap::new(), BTreeMap::new()),
+            },
+            None => (BTreeMap::new(), BTreeMap::new()),
+        };
+        Ok(GroupState {
+            rt: args.rt,
+            rooms: args.rooms,
+            room,
+            names,
+            owners,
+            limits: Limits::default(),
+            timeline,
+            tail,
+            last_seq,
+            cursors,
+            withheld,
+            current: None,
+            recheck_armed: false,
+            retry_armed: false,
+            wakes: 0,
+            idle_since: None,
+            idle_armed: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<GroupMsg>,
+        msg: GroupMsg,
+        state: &mut GroupState,
+    ) -> Result<(), ActorProcessingErr> {
+        let pump = match msg {
+            GroupMsg::Wake => {
+                state.wakes += 1;
+                true
+            }
+            GroupMsg::Changed { session, seq } => state
+                .current
+                .as_ref()
+                .and_then(|c| c.wait.as_ref())
+                .is_some_and(|w| w.session == session && seq > w.scanned),
+            GroupMsg::Recheck => {
+                state.recheck_armed = false;
+                state.current.as_ref().is_some_and(|c| c.wait.is_some())
+            }
+            GroupMsg::Retry => {
+                state.retry_armed = false;
+                true
+            }
+            GroupMsg::IdleCheck => {
+                state.on_idle_check(&myself);
+                false
+            }
+        };
+        if pump && let Err(e) = state.pump(&myself).await {
+            tracing::warn!(room = %state.room.id, error = %e, "room run step failed; retrying from the stored state");
+            state.reset();
+            if !state.retry_armed {
+                state.retry_armed = true;
+                myself.send_after(RETRY, || GroupMsg::Retry);
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<GroupMsg>,
+        state: &mut GroupState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.unwatch(&myself);
+        Ok(())
+    }
+}
+
+impl GroupState {
+    /// Does everything that can be done now: starts the next run, runs the
+    /// machine, reads the awaited member's session. Returns when it must
+    /// wait for a member's turn or has nothing left to do.
+    async fn pump(&mut self, myself: &ActorRef<GroupMsg>) -> Result<(), GroupError> {
+        self.idle_since = None;
+        loop {
+            let Some(cur) = self.current.as_mut() else {
+                match self
+                    .rt
+                    .store
+                    .open_room_runs(&self.room.id)
+                    .await?
+                    .into_iter()
+                    .next()
+                {
+                    Some(record) => {
+                        self.start(record).await?;
+                        continue;
+                    }
+                    None => {
+                        self.become_idle(myself);
+                        return Ok(());
+                    }
+                }
+            };
+            if let Some(wait) = cur.wait.as_mut() {
+                let entries = self
+                    .rt
+                    .store
+                    .entries_after(wait.session, wait.scanned, 1000)
+                    .await?;
+                let full = entries.len() == 1000;
+                match wait.feed(&entries) {
+                    Some(done) => {
+                        self.complete_member(done).await?;
+                        continue;
+                    }
+                    None if full => continue,
+                    None => {
+                        if !self.recheck_armed {
+                            self.recheck_armed = true;
+                            myself.send_after(RECHECK, || GroupMsg::Recheck);
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+            let Some(progress) = cur.state.progress.as_mut() else {
+                return Err(GroupError::Invalid("a run without progress".into()));
+            };
+            match progress.run.advance() {
+                Next::Done(end) => self.finish(end).await?,
+                Next::Run {
+                    member,
+                    round,
+                    slot,
+                } => {
+                    self.begin_member(myself, member, round, slot).await?;
+                }
+            }
+        }
+    }
+
+    /// Forgets in-memory progress after a failure; the next pump reloads
+    /// it from the store.
+    fn reset(&mut self) {
+        self.current = None;
+        self.tail.clear();
+        self.last_seq = 0;
+    }
+
+    /// Reads timeline entries the actor has not seen (new user messages).
+    async fn refresh_tail(&mut self) -> Result<(), GroupError> {
+        if self.last_seq == 0 && self.tail.is_empty() {
+            let entries = self
+                .rt
+                .store
+                .tail_entries(self.timeline, TAIL as i64 * 4)
+                .await?;
+            self.last_seq = entries.last().map(|e| e.seq).unwrap_or(0);
+            self.tail = entries.into_iter().filter(is_message).collect();
+            return Ok(());
+        }
+        loop {
+            let entries = self
+                .rt
+                .store
+                .entries_after(self.timeline, self.last_seq, 1000)
+                .await?;
+            let n = entries.len();
+            for e in entries {
+                self.push_tail(e);
+            }
+            if n < 1000 {
+                return Ok(());
+            }
+        }
+    }
+
+    fn push_tail(&mut self, e: Entry) {
+        self.last_seq = self.last_seq.max(e.seq);
+        if is_message(&e) {
+            self.tail.push_back(e);
+            while self.tail.len() > TAIL {
+                self.tail.pop_front();
+            }
+        }
+    }
+
+    async fn start(&mut self, record: RoomRunRecord) -> Result<(), GroupError> {
+        self.refresh_tail().await?;
+        let trigger_seq = record.trigger_seq;
+        let mut state: RunState = match serde_json::from_value(record.state) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(room = %self.room.id, trigger_seq, error = %e, "unreadable run state; ending the run");
+                RunState {
+                    selected: Vec::new(),
+                    unknown: Vec::new(),
+                    progress: None,
+                }
+            }
+        };
+        let fresh = state.progress.is_none();
+        if fresh {
+            let indices = state
+                .selected
+                .iter()
+                .filter_map(|id| self.room.members.iter().position(|m| m == id))
+                .collect();
+            state.progress = Some(Progress {
+                run: Run::new(indices, self.limits),
+                cursors: self.cursors.clone(),
+                withheld: self.withheld.clone(),
+            });
+        } else {
+            tracing::info!(room = %self.room.id, trigger_seq, "resuming an unfinished room run");
+        }
+        self.current = Some(Current {
+            trigger_seq,
+            state,
+            wait: None,
+        });
+        if fresh {
+            self.save(Vec::new(), RoomRunStatus::Running).await?;
+        }
+        Ok(())
+    }
+
+    /// Commits `entries` (appended to the timeline) with the run's state.
+    async fn save(
+        &mut self,
+        entries: Vec<NewEntry>,
+        status: RoomRunStatus,
+    ) -> Result<(), GroupError> {
+        let Some(cur) = self.current.as_ref() else {
+            return Ok(());
+        };
+        let state = serde_json::to_value(&cur.state)
+            .map_err(|e| GroupError::Invalid(format!("run state: {e}")))?;
+        let mut batch: Vec<Mutation> = entries
+            .iter()
+            .map(|e| Mutation::Append(Box::new(e.clone())))
+            .collect();
+        batch.push(Mutation::SaveRoomRun {
+            room: self.room.id.clone(),
+            trigger_seq: cur.trigger_seq,
+            status,
+            state,
+        });
+        let results = self.rt.store.write(batch).await?;
+        for (e, r) in entries.into_iter().zip(results) {
+            if let MutationResult::Appended {
+                seq,
+                gid,
+                created_at,
+                ..
+            } = r
+            {
+                self.push_tail(Entry {
+                    id: e.id,
+                    session: e.session,
+                    seq,
+                    gid,
+                    author: e.author,
+                    turn: e.turn,
+                    created_at,
+                    kind: e.kind,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn begin_member(
+        &mut self,
+        myself: &ActorRef<GroupMsg>,
+        member: usize,
+        round: u32,
+        slot: usize,
+    ) -> Result<(), GroupError> {
+        let Some(cur) = self.current.as_mut() else {
+            return Ok(());
+        };
+        let Some(progress) = cur.state.progress.as_mut() else {
+            return Ok(());
+        };
+        let Some(bot) = self.room.members.get(member).cloned() else {
+            return Err(GroupError::Invalid(format!("no member {member}")));
+        };
+        let view = InputView {
+            room: &self.room.name,
+            names: &self.names,
+            member,
+            messages: self.tail.make_contiguous(),
+            cursor: progress.cursors.get(&bot).copied().unwrap_or_default(),
+            trigger: cur.trigger_seq,
+            withheld: progress.withheld.get(&bot).copied().unwrap_or(0),
+            limits: self.limits,
+        };
+        let (text, covered) = render_input(&view);
+        let key = SessionKey {
+            bot: bot.clone(),
+            kind: SessionKind::Group,
+            peer: self.room.id.to_string(),
+        };
+        let session = key.id();
+        let owner = self
+            .owners
+            .get(member)
+            .cloned()
+            .unwrap_or_else(|| self.room.owner.clone());
+        let req = AdmitRequest {
+            source: format!("room:{}", self.room.id),
+            nonce: format!("{}:{round}:{slot}", cur.trigger_seq),
+            nonce_time_ms: None,
+            digest: InputDigest::of_parts([
+                b"room_turn".as_slice(),
+                self.room.id.as_str().as_bytes(),
+                bot.as_str().as_bytes(),
+                text.as_bytes(),
+            ]),
+            session: key,
+            owner,
+            entry: NewEntry {
+                id: EntryId::new_v7(),
+                session,
+                author: format!("room:{}", self.room.id),
+                turn: None,
+                kind: EntryKind::Event {
+                    origin: format!("room {}", self.room.name),
+                    text,
+                    trusted: false,
+                },
+            },
+            priority: Priority::Background,
+        };
+        progress.cursors.insert(bot.clone(), covered);
+        progress.withheld.remove(&bot);
+        // watch before admitting: a signal that lands meanwhile waits in
+        // the mailbox, and the first read below sees what came before
+        self.rt.groups.watches().insert(session, myself.clone());
+        let record = match self.rt.admit(req).await? {
+            AdmitOutcome::Accepted(r) | AdmitOutcome::Duplicate(r) => r,
+            AdmitOutcome::Conflict(r) => {
+                tracing::warn!(room = %self.room.id, member = %bot, "member input differs from the one admitted before a restart; waiting for the admitted one");
+                r
+            }
+            AdmitOutcome::Unknown { reason } => {
+                return Err(GroupError::Invalid(format!(
+                    "the ledger cannot tell whether member {bot} got its input: {reason}"
+                )));
+            }
+        };
+        cur.wait = Some(MemberWait::new(bot, session, record.seq));
+        Ok(())
+    }
+
+    async fn complete_member(&mut self, done: MemberDone) -> Result<(), GroupError> {
+        let Some(cur) = self.current.as_mut() else {
+            return Ok(());
+        };
+        let Some(wait) = cur.wait.take() else {
+            return Ok(());
+        };
+        self.rt.groups.watches().remove(&wait.session);
+        let Some(progress) = cur.state.progress.as_mut() else {
+            return Ok(());
+        };
+        let delivered = done.deliveries.len() as u32;
+        let recorded = progress.run.record(if delivered == 0 {
+            Turn::Skipped
+        } else {
+            Turn::Spoke(delivered)
+        });
+        if recorded.withheld > 0 {
+            progress
+                .withheld
+                .insert(wait.bot.clone(), recorded.withheld);
+        }
+        if matches!(done.status, TurnStatus::Failed | TurnStatus::Cancelled) {
+            tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; counted as it delivered");
+        }
+        let published: Vec<NewEntry> = done
+            .deliveries
+            .into_iter()
+            .take(recorded.published as usize)
+            .filter_map(|d| {
+                let EntryKind::Delivery {
+                    text,
+                    card,
+                    call_id,
+                } = d.kind
+                else {
+                    return None;
+                };
+                let turn = d.turn?;
+                Some(NewEntry {
+                    id: EntryId::derive(turn, &call_id, "room"),
+                    session: self.timeline,
+                    author: wait.bot.to_string(),
+                    turn: Some(turn),
+                    kind: EntryKind::Delivery {
+                        text,
+                        card,
+                        call_id,
+                    },
+                })
+            })
+            .collect();
+        self.save(published, RoomRunStatus::Running).await
+    }
+
+    async fn finish(&mut self, end: End) -> Result<(), GroupError> {
+        let Some(cur) = self.current.as_ref() else {
+            return Ok(());
+        };
+        let Some(progress) = cur.state.progress.as_ref() else {
+            return Ok(());
+        };
+        let replies = progress.run.replies();
+        let trigger = cur.trigger_seq;
+        let notice = NewEntry {
+            id: EntryId::new_v7(),
+            session: self.timeline,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: format!("room_run_{}", end.code()),
+                text: format!(
+                    "Discussion of message #{trigger} ended: {} ({replies} public {}).",
+                    end.describe(&self.limits),
+                    if replies == 1 { "reply" } else { "replies" }
+                ),
+                retry_turn: None,
+            },
+        };
+        let end_entry = NewEntry {
+            id: EntryId::new_v7(),
+            session: self.timeline,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::TurnEnd {
+                status: TurnStatus::Completed,
+                inputs: vec![trigger],
+                deliveries: replies,
+                usage: None,
+            },
+        };
+        let (cursors, withheld) = (progress.cursors.clone(), progress.withheld.clone());
+        self.save(vec![notice, end_entry], RoomRunStatus::Done)
+            .await?;
+        self.cursors = cursors;
+        self.withheld = withheld;
+        self.current = None;
+        Ok(())
+    }
+
+    fn unwatch(&mut self, myself: &ActorRef<GroupMsg>) {
+        let id = myself.get_id();
+        self.rt.groups.watches().retain(|_, a| a.get_id() != id);
+    }
+
+    fn become_idle(&mut self, myself: &ActorRef<GroupMsg>) {
+        if self.idle_since.is_none() {
+            self.idle_since = Some(Instant::now());
+        }
+        if !self.idle_armed {
+            self.idle_armed = true;
+            myself.send_after(self.rt.settings.idle_timeout, || GroupMsg::IdleCheck);
+        }
+    }
+
+    fn on_idle_check(&mut self, myself: &ActorRef<GroupMsg>) {
+        self.idle_armed = false;
+        let Some(since) = self.idle_since.filter(|_| self.current.is_none()) else {
+            return;
+        };
+        let timeout = self.rt.settings.idle_timeout;
+        let idle_for = since.elapsed();
+        if idle_for >= timeout {
+            let _ = self.rooms.cast(RoomsMsg::Idle {
+                room: self.room.id.clone(),
+                seen: self.wakes,
+            });
+        } else {
+            self.idle_armed = true;
+            myself.send_after(timeout - idle_for, || GroupMsg::IdleCheck);
+        }
+    }
+}

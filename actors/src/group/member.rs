@@ -1,0 +1,242 @@
+//! Running one member: what it is shown, and reading the end of its turn.
+//!
+//! A member's turn input is an untrusted `Event` in its own group session
+//! `{bot: member, kind: Group, peer: room}`; its `Delivery` entries of the
+//! turn that consumed that input are its public messages. An interrupted
+//! turn (a user DM to the member) hands the input to the member's next
+//! turn, so deliveries of every turn that listed the input count, until
+//! one that was not interrupted ends.
+
+use std::collections::HashMap;
+
+use botfleet_memory::BotId;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+use botfleet_memory::SessionId;
+use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
+use serde::Deserialize;
+use serde::Serialize;
+
+use super::mentions::MemberName;
+use super::run::Limits;
+use crate::prompts::prompts;
+
+/// Most earlier public messages shown in one member input.
+pub(crate) const MAX_SHOWN: usize = 20;
+
+/// Whether an entry of a room timeline is a public message (a person's
+/// message or a member's published reply).
+pub(crate) fn is_message(entry: &Entry) -> bool {
+    matches!(
+        entry.kind,
+        EntryKind::UserMessage { .. } | EntryKind::Delivery { .. }
+    )
+}
+
+/// What a member has been shown of a timeline: user messages up to
+/// `user`, deliveries up to `delivery`. Two marks, because user messages
+/// of later runs land in the timeline while a run publishes replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct Cursor {
+    /// Newest user message seq shown.
+    pub user: i64,
+    /// Newest delivery seq shown.
+    pub delivery: i64,
+}
+
+/// What a member is shown on its turn.
+pub(crate) struct InputView<'a> {
+    /// Room display name.
+    pub room: &'a str,
+    /// Every member of the room.
+    pub names: &'a [MemberName],
+    /// The member whose turn it is (index into `names`).
+    pub member: usize,
+    /// Public messages of the timeline (oldest first).
+    pub messages: &'a [Entry],
+    /// What it has been shown.
+    pub cursor: Cursor,
+    /// Seq of the user message of the run: later user messages belong to
+    /// later runs (runs of a room are sequential, so every later delivery
+    /// belongs to this one). This keeps the text a pure function of the
+    /// stored state, which a resumed run relies on.
+    pub trigger: i64,
+    /// Messages of its last turn the limits kept back.
+    pub withheld: u32,
+    /// The room's limits.
+    pub limits: Limits,
+}
+
+fn author_label(entry: &Entry, names: &[MemberName]) -> String {
+    if !is_delivery(entry) {
+        return format!("{} (person)", entry.author);
+    }
+    match names.iter().find(|n| n.id == entry.author) {
+        Some(n) => format!("{} (@{})", n.name, n.id),
+        None => format!("@{}", entry.author),
+    }
+}
+
+/// The text of a member's turn input (prompts/group_turn.md), and what
+/// it covers (the member's next cursor).
+pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
+    let me = view.names.get(view.member);
+    let c = view.cursor;
+    let visible: Vec<&Entry> = view
+        .messages
+        .iter()
+        .filter(|e| {
+            if is_delivery(e) {
+                e.seq > c.delivery
+            } else {
+                e.seq > c.user && e.seq <= view.trigger
+            }
+        })
+        .collect();
+    let covered = Cursor {
+        user: c.user.max(view.trigger),
+        delivery: visible
+            .iter()
+            .filter(|e| is_delivery(e))
+            .map(|e| e.seq)
+            .max()
+            .unwrap_or(c.delivery),
+    };
+    let new: Vec<&Entry> = visible
+        .into_iter()
+        .filter(|e| me.is_none_or(|m| !(e.author == m.id && is_delivery(e))))
+        .collect();
+    let hidden = new.len().saturating_sub(MAX_SHOWN);
+    let mut lines = Vec::with_capacity(new.len().min(MAX_SHOWN) + 1);
+    if hidden > 0 {
+        lines.push(format!("({hidden} earlier messages not shown)"));
+    }
+    for e in new.iter().skip(hidden) {
+        lines.push(format!(
+            "{}: {}",
+            author_label(e, view.names),
+            e.kind.text()
+        ));
+    }
+    let others: Vec<String> = view
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != view.member)
+        .map(|(_, n)| format!("{} (@{})", n.name, n.id))
+        .collect();
+    let p = prompts();
+    let per_turn = view.limits.max_per_turn.to_string();
+    let notes = if view.withheld > 0 {
+        p.group_withheld
+            .render(&[
+                ("withheld", &view.withheld.to_string()),
+                ("max_per_turn", &per_turn),
+                ("max_replies", &view.limits.max_replies.to_string()),
+            ])
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let text = p
+        .group_turn
+        .render(&[
+            ("room", view.room),
+            ("members", &others.join(", ")),
+            ("messages", &lines.join("\n\n")),
+            ("notes", &notes),
+            ("max_per_turn", &per_turn),
+        ])
+        .unwrap_or_default();
+    (text, covered)
+}
+
+fn is_delivery(e: &Entry) -> bool {
+    matches!(e.kind, EntryKind::Delivery { .. })
+}
+
+/// Waiting for the turn of a member that answers one input.
+#[derive(Debug)]
+pub(crate) struct MemberWait {
+    /// The member bot.
+    pub bot: BotId,
+    /// Its group session.
+    pub session: SessionId,
+    /// Seq of the input in that session.
+    pub input_seq: i64,
+    /// Entries up to this seq were read.
+    pub scanned: i64,
+    /// Deliveries of turns whose end was not seen yet.
+    by_turn: HashMap<TurnId, Vec<Entry>>,
+    /// Deliveries of interrupted turns that carried the input.
+    carried: Vec<Entry>,
+}
+
+/// How a member's turn ended.
+#[derive(Debug)]
+pub(crate) struct MemberDone {
+    /// Its deliveries, in order.
+    pub deliveries: Vec<Entry>,
+    /// The final status of the turn.
+    pub status: TurnStatus,
+}
+
+impl MemberWait {
+    /// Waits for the turn answering `input_seq` of `session`.
+    pub(crate) fn new(bot: BotId, session: SessionId, input_seq: i64) -> Self {
+        Self {
+            bot,
+            session,
+            input_seq,
+            scanned: input_seq,
+            by_turn: HashMap::new(),
+            carried: Vec::new(),
+        }
+    }
+
+    /// Reads entries after [`MemberWait::scanned`] (oldest first); returns
+    /// the outcome once a turn that consumed the input ended for good.
+    pub(crate) fn feed(&mut self, entries: &[Entry]) -> Option<MemberDone> {
+        for e in entries {
+            if e.seq <= self.scanned {
+                continue;
+            }
+            self.scanned = e.seq;
+            if let EntryKind::Delivery { .. } = &e.kind
+                && let Some(turn) = e.turn
+            {
+                self.by_turn.entry(turn).or_default().push(e.clone());
+            }
+            let EntryKind::TurnEnd { status, inputs, .. } = &e.kind else {
+                continue;
+            };
+            let mine = e
+                .turn
+                .and_then(|t| self.by_turn.remove(&t))
+                .unwrap_or_default();
+            if !inputs.contains(&self.input_seq) {
+                continue;
+            }
+            self.carried.extend(mine);
+            match status {
+                // the input went back to the queue; a later turn answers it
+                TurnStatus::Interrupted | TurnStatus::Running => {}
+                TurnStatus::Completed
+                | TurnStatus::Undelivered
+                | TurnStatus::Failed
+                | TurnStatus::Cancelled => {
+                    return Some(MemberDone {
+                        deliveries: std::mem::take(&mut self.carried),
+                        status: *status,
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+#[path = "member_tests.rs"]
+mod tests;

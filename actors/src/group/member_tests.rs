@@ -1,0 +1,186 @@
+#![allow(clippy::unwrap_used)]
+
+use botfleet_memory::EntryId;
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::group::mentions::tests_support::members;
+
+fn entry(seq: i64, author: &str, turn: Option<TurnId>, kind: EntryKind) -> Entry {
+    Entry {
+        id: EntryId::new_v7(),
+        session: SessionId::derive(&BotId::new("a").unwrap(), "group", "room"),
+        seq,
+        gid: seq,
+        author: author.into(),
+        turn,
+        created_at: 0,
+        kind,
+    }
+}
+
+fn delivery(seq: i64, author: &str, turn: Option<TurnId>, text: &str) -> Entry {
+    entry(
+        seq,
+        author,
+        turn,
+        EntryKind::Delivery {
+            text: text.into(),
+            card: None,
+            call_id: format!("c{seq}"),
+        },
+    )
+}
+
+fn turn_end(seq: i64, turn: TurnId, status: TurnStatus, inputs: Vec<i64>) -> Entry {
+    entry(
+        seq,
+        "a",
+        Some(turn),
+        EntryKind::TurnEnd {
+            status,
+            inputs,
+            deliveries: 0,
+            usage: None,
+        },
+    )
+}
+
+fn user(seq: i64, text: &str) -> Entry {
+    entry(
+        seq,
+        "alice",
+        None,
+        EntryKind::UserMessage { text: text.into() },
+    )
+}
+
+fn texts(entries: &[Entry]) -> Vec<String> {
+    entries.iter().map(|e| e.kind.text().to_owned()).collect()
+}
+
+#[test]
+fn deliveries_of_the_answering_turn_count_including_interrupted_ones() {
+    let bot = BotId::new("a").unwrap();
+    let session = SessionId::derive(&bot, "group", "room");
+    let mut wait = MemberWait::new(bot, session, 5);
+    let (t1, t2, other) = (TurnId::new_v7(), TurnId::new_v7(), TurnId::new_v7());
+    // an older turn of another input ends: its delivery does not count
+    assert!(
+        wait.feed(&[
+            delivery(4, "a", Some(other), "old"),
+            delivery(6, "a", Some(other), "other input"),
+            turn_end(7, other, TurnStatus::Completed, vec![3]),
+        ])
+        .is_none()
+    );
+    // the first turn with our input is interrupted after one delivery
+    assert!(
+        wait.feed(&[
+            delivery(8, "a", Some(t1), "first"),
+            turn_end(9, t1, TurnStatus::Interrupted, vec![5]),
+        ])
+        .is_none()
+    );
+    // the next one completes it
+    let done = wait
+        .feed(&[
+            delivery(10, "a", Some(t2), "second"),
+            turn_end(11, t2, TurnStatus::Completed, vec![5, 10]),
+        ])
+        .unwrap();
+    assert_eq!(texts(&done.deliveries), vec!["first", "second"]);
+    assert_eq!(done.status, TurnStatus::Completed);
+    assert_eq!(wait.scanned, 11);
+    // entries already read are ignored
+    assert!(
+        wait.feed(&[turn_end(11, t2, TurnStatus::Completed, vec![5])])
+            .is_none()
+    );
+}
+
+#[test]
+fn a_failed_turn_ends_the_wait_with_what_it_delivered() {
+    let bot = BotId::new("a").unwrap();
+    let session = SessionId::derive(&bot, "group", "room");
+    let mut wait = MemberWait::new(bot, session, 1);
+    let t = TurnId::new_v7();
+    let done = wait
+        .feed(&[turn_end(2, t, TurnStatus::Failed, vec![1])])
+        .unwrap();
+    assert_eq!(done.status, TurnStatus::Failed);
+    assert!(done.deliveries.is_empty());
+}
+
+fn view<'a>(
+    names: &'a [MemberName],
+    messages: &'a [Entry],
+    member: usize,
+    cursor: Cursor,
+    trigger: i64,
+    withheld: u32,
+) -> InputView<'a> {
+    InputView {
+        room: "standup",
+        names,
+        member,
+        messages,
+        cursor,
+        trigger,
+        withheld,
+        limits: Limits::default(),
+    }
+}
+
+#[test]
+fn input_shows_new_messages_of_others_up_to_the_run() {
+    let names = members(&["alpha", "beta"]);
+    let t = TurnId::new_v7();
+    let messages = vec![
+        user(1, "first question"),
+        delivery(3, "alpha", Some(t), "alpha answers"),
+        delivery(4, "beta", Some(t), "beta answers"),
+        user(5, "second question"),
+        user(7, "a later question"),
+        delivery(8, "alpha", Some(t), "alpha again"),
+    ];
+    let (text, covered) = render_input(&view(&names, &messages, 0, Cursor::default(), 5, 0));
+    assert!(text.contains("alice (person): first question"), "{text}");
+    assert!(text.contains("Beta-Name (@beta): beta answers"), "{text}");
+    assert!(text.contains("alice (person): second question"), "{text}");
+    assert!(
+        !text.contains("alpha answers"),
+        "own messages are not repeated: {text}"
+    );
+    assert!(
+        !text.contains("a later question"),
+        "later runs are not shown: {text}"
+    );
+    assert!(text.contains("with: Beta-Name (@beta)"), "{text}");
+    assert!(!text.contains("Note:"), "{text}");
+    assert_eq!(
+        covered,
+        Cursor {
+            user: 5,
+            delivery: 8
+        }
+    );
+    // next run: only the later question is new
+    let (text, _) = render_input(&view(&names, &messages, 0, covered, 7, 1));
+    assert!(text.contains("a later question"), "{text}");
+    assert!(!text.contains("first question"), "{text}");
+    assert!(text.contains("Note: 1 of your messages"), "{text}");
+}
+
+#[test]
+fn input_shows_at_most_the_newest_messages() {
+    let names = members(&["alpha", "beta"]);
+    let messages: Vec<Entry> = (1..=30).map(|i| user(i, &format!("m{i}"))).collect();
+    let (text, covered) = render_input(&view(&names, &messages, 1, Cursor::default(), 30, 0));
+    assert!(text.contains("(10 earlier messages not shown)"), "{text}");
+    assert!(
+        !text.contains("m10\n") && text.contains("m11") && text.contains("m30"),
+        "{text}"
+    );
+    assert_eq!(covered.user, 30);
+}

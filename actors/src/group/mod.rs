@@ -1,0 +1,49 @@
+//! Group rooms: a public timeline shared by up to six bots, run by
+//! deterministic host code — no model decides who speaks.
+//!
+//! ```text
+//! Fleet
+//! └── RoomsActor          activates, passivates and revives room coordinators;
+//!     │                   one change-signal dispatcher for every room
+//!     └── GroupActor × G  one per active room: drives run.rs with member turns
+//! ```
+//!
+//! - [`room`]: creating rooms, who may use them, posting a user message
+//!   (ledger + the run it starts, one transaction).
+//! - [`mentions`]: `@Name` / `@everyone` → who is addressed.
+//! - [`run`]: the pure state machine of one run (rounds, limits, order).
+//! - `member`: a member's turn input and reading the end of its turn.
+//! - `actor`: the coordinator; `rooms`: the supervisor and registry.
+//!
+//! A room's public timeline is the session `{bot: <room id>, kind: Room,
+//! peer: "timeline"}` owned by the room's owner; its entries are the user
+//! messages, the members' published replies (`delivery` entries authored
+//! by the member, the same kind SendMessage writes, so clients render a
+//! room like a DM with several authors), notices, and one `turn_end` per
+//! run listing the user message it answered. Member `m` works in its own
+//! session `{bot: m, kind: Group, peer: <room id>}`.
+
+mod actor;
+mod error;
+mod member;
+pub mod mentions;
+pub mod room;
+mod rooms;
+pub mod run;
+
+pub use actor::GroupActor;
+pub use actor::GroupArgs;
+pub use actor::GroupMsg;
+pub use actor::GroupState;
+pub use error::GroupError;
+pub use room::NewRoom;
+pub use room::Posted;
+pub use room::create_room;
+pub use room::post_message;
+pub use room::room_for;
+pub use room::rooms_for;
+pub use rooms::GroupRegistry;
+pub use rooms::RoomsActor;
+pub use rooms::RoomsMsg;
+pub(crate) use rooms::start_supervisor;
+pub use run::Limits;

@@ -1,0 +1,370 @@
+//! Creating rooms, who may use them, and posting a user's message.
+//!
+//! Who may add which bot: a user adds their own bots, and other users'
+//! bots whose owner marked them `shareable = true` in fleet.toml (stored as
+//! `{"shareable": true}` in the bot's settings). A room whose members
+//! belong to more than one user is *shared*.
+//!
+//! Who may use a room: its owner (the creating user) reads and posts; in a
+//! shared room, so does every user who owns one of its members — their
+//! bots speak there, so they see the room. Change signals on `/v1/events`
+//! go to the room owner (the owner of the timeline session); other users
+//! of a shared room poll the timeline.
+
+use botfleet_memory::AdmitOutcome;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::RoomId;
+use botfleet_memory::RoomRecord;
+use botfleet_memory::SessionRecord;
+use botfleet_memory::StoreError;
+use botfleet_memory::UserId;
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::actor::RunState;
+use super::error::GroupError;
+use super::mentions::MemberName;
+use super::mentions::select;
+use super::run::Limits;
+use crate::protocol::nonce_time_ms;
+use crate::runtime::Runtime;
+
+/// Longest room display name.
+pub const MAX_ROOM_NAME_CHARS: usize = 100;
+/// Fewest members of a room.
+pub const MIN_MEMBERS: usize = 2;
+
+/// A request to create a room.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRoom {
+    /// Room id; defaults to `name` (then the name must follow the id rules).
+    pub id: Option<String>,
+    /// Display name.
+    pub name: String,
+    /// Member bot ids, in the order they speak.
+    pub members: Vec<String>,
+}
+
+/// The answer to a message posted to a room.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Posted {
+    /// The ledger's answer (`accepted`, `duplicate`, `conflict`,
+    /// `unknown`) with the message's record.
+    #[serde(flatten)]
+    pub outcome: AdmitOutcome,
+    /// The room.
+    pub room: RoomId,
+    /// Members the message addresses, in the order they run.
+    pub addressed: Vec<BotId>,
+    /// Mentions that match no member.
+    pub unknown_mentions: Vec<String>,
+}
+
+fn shareable(bot: &BotRecord) -> bool {
+    bot.settings.get("shareable").and_then(Value::as_bool) == Some(true)
+}
+
+/// Creates a room owned by `user`.
+pub async fn create_room(
+    rt: &Runtime,
+    user: &UserId,
+    new: NewRoom,
+) -> Result<RoomRecord, GroupError> {
+    let limits = Limits::default();
+    let name = new.name.trim().to_owned();
+    if name.is_empty() {
+        return Err(GroupError::Invalid(
+            "`name` is empty; give the room a name".into(),
+        ));
+    }
+    if name.chars().count() > MAX_ROOM_NAME_CHARS {
+        return Err(GroupError::Invalid(format!(
+            "`name` is longer than {MAX_ROOM_NAME_CHARS} characters; shorten it"
+        )));
+    }
+    let raw_id = new.id.as_deref().map(str::trim).unwrap_or(&name);
+    let id = RoomId::new(raw_id).map_err(|e| {
+        GroupError::Invalid(if new.id.is_some() {
+            format!("`id`: {e}")
+        } else {
+            format!("{e}; pass an `id` (or use such a name), e.g. \"standup\"")
+        })
+    })?;
+    if new.members.len() > limits.max_members {
+        return Err(GroupError::Invalid(format!(
+            "a room has at most {} members; you gave {}. Split them into several rooms",
+            limits.max_members,
+            new.members.len()
+        )));
+    }
+    if new.members.len() < MIN_MEMBERS {
+        return Err(GroupError::Invalid(format!(
+            "a room needs at least {MIN_MEMBERS} members; you gave {}. Talk to a single bot directly instead",
+            new.members.len()
+        )));
+    }
+    let mut members: Vec<BotId> = Vec::with_capacity(new.members.len());
+    let mut shared = false;
+    for raw in &new.members {
+        let raw = raw.trim();
+        let id =
+            BotId::new(raw).map_err(|e| GroupError::Invalid(format!("member {raw:?}: {e}")))?;
+        if members.contains(&id) {
+            return Err(GroupError::Invalid(format!(
+                "member {id} is listed twice; list each bot once"
+            )));
+        }
+        match rt.store.get_bot(&id).await? {
+            Some(b) if b.owner == *user => {}
+            Some(b) if shareable(&b) => shared = true,
+            _ => {
+                return Err(GroupError::NotFound(format!(
+                    "no bot \"{id}\" you may add: add your own bots, or other users' bots marked \
+                     `shareable = true`; list yours with GET /v1/bots"
+                )));
+            }
+        }
+        members.push(id);
+    }
+    if rt.store.get_room(&id).await?.is_some() {
+        return Err(taken(&id));
+    }
+    let now = rt.store.clock().now_ms();
+    let room = RoomRecord {
+        id: id.clone(),
+        name,
+        owner: user.clone(),
+        members,
+        shared,
+        created_at: now,
+        updated_at: now,
+    };
+    let key = room.timeline();
+    let session = SessionRecord {
+        id: key.id(),
+        key,
+        owner: user.clone(),
+        epoch: 0,
+        last_seq: 0,
+        created_at: now,
+    };
+    match rt
+        .store
+        .write(vec![
+            Mutation::CreateRoom(Box::new(room.clone())),
+            Mutation::EnsureSession(session),
+        ])
+        .await
+    {
+        Ok(_) => Ok(room),
+        Err(StoreError::Rejected(_)) => Err(taken(&id)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn taken(id: &RoomId) -> GroupError {
+    GroupError::Conflict(format!(
+        "a room \"{id}\" already exists; choose another name or id"
+    ))
+}
+
+fn not_found(room: &str) -> GroupError {
+    GroupError::NotFound(format!(
+        "no room {room:?} for you; list your rooms with GET /v1/groups"
+    ))
+}
+
+/// Whether `user` may read and post in `room` (see the module docs).
+async fn may_use(rt: &Runtime, user: &UserId, room: &RoomRecord) -> Result<bool, GroupError> {
+    if room.owner == *user {
+        return Ok(true);
+    }
+    if !room.shared {
+        return Ok(false);
+    }
+    for id in &room.members {
+        if rt
+            .store
+            .get_bot(id)
+            .await?
+            .is_some_and(|b| b.owner == *user)
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A room `user` may use. Rooms of others are reported as missing, so ids
+/// do not leak across users.
+pub async fn room_for(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
+    let Ok(id) = RoomId::new(room) else {
+        return Err(not_found(room));
+    };
+    match rt.store.get_room(&id).await? {
+        Some(r) if may_use(rt, user, &r).await? => Ok(r),
+        _ => Err(not_found(room)),
+    }
+}
+
+/// Every room `user` may use, by id.
+pub async fn rooms_for(rt: &Runtime, user: &UserId) -> Result<Vec<RoomRecord>, GroupError> {
+    let mine: Vec<BotId> = rt
+        .store
+        .list_bots(Some(user))
+        .await?
+        .into_iter()
+        .map(|b| b.id)
+        .collect();
+    Ok(rt
+        .store
+        .rooms_for(user)
+        .await?
+        .into_iter()
+        .filter(|r| r.owner == *user || r.members.iter().any(|m| mine.contains(m)))
+        .collect())
+}
+
+/// Posts a user's message to a room: the ledger decides (`Idempotency-Key`
+/// semantics as for direct messages), and an accepted message is written
+/// with the run it starts and, if some mentions match nobody, a notice
+/// naming them. Answers after the commit; the run happens afterwards.
+pub async fn post_message(
+    rt: &Runtime,
+    user: &UserId,
+    room: &str,
+    text: &str,
+    key: Option<&str>,
+) -> Result<Posted, GroupError> {
+    let room = room_for(rt, user, room).await?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(GroupError::Invalid(
+            "`text` is empty; send the message text".into(),
+        ));
+    }
+    let mut names = Vec::with_capacity(room.members.len());
+    for id in &room.members {
+        let name = rt
+            .store
+            .get_bot(id)
+            .await?
+            .map(|b| b.name)
+            .unwrap_or_else(|| id.to_string());
+        names.push(MemberName {
+            id: id.to_string(),
+            name,
+        });
+    }
+    let selection = select(text, &names);
+    let addressed: Vec<BotId> = selection
+        .members
+        .iter()
+        .filter_map(|i| room.members.get(*i).cloned())
+        .collect();
+    let nonce = key
+        .map(str::to_owned)
+        .unwrap_or_else(|| Uuid::now_v7().to_string());
+    let timeline = room.timeline();
+    let session = timeline.id();
+    let mut notices = Vec::new();
+    if !selection.unknown.is_empty() {
+        let unknown: Vec<String> = selection.unknown.iter().map(|u| format!("@{u}")).collect();
+        let known: Vec<String> = names
+            .iter()
+            .map(|n| format!("@{} ({})", n.id, n.name))
+            .collect();
+        let addressed_text = if addressed.is_empty() {
+            "nobody else was addressed, so nobody will answer".to_owned()
+        } else {
+            let ids: Vec<String> = addressed.iter().map(|a| format!("@{a}")).collect();
+            format!("the message goes to {}", ids.join(", "))
+        };
+        notices.push(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: "unknown_mention".into(),
+                text: format!(
+                    "No member of this room is called {}; {addressed_text}. Members: {}.",
+                    unknown.join(", "),
+                    known.join(", ")
+                ),
+                retry_turn: None,
+            },
+        });
+    }
+    let state = RunState {
+        selected: addressed.clone(),
+        unknown: selection.unknown.clone(),
+        progress: None,
+    };
+    let request = AdmitRequest {
+        source: format!("user:{user}"),
+        nonce_time_ms: nonce_time_ms(&nonce),
+        digest: InputDigest::of_parts([
+            b"room_message".as_slice(),
+            room.id.as_str().as_bytes(),
+            text.as_bytes(),
+        ]),
+        nonce,
+        session: timeline,
+        owner: room.owner.clone(),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: user.to_string(),
+            turn: None,
+            kind: EntryKind::UserMessage {
+                text: text.to_owned(),
+            },
+        },
+        priority: Priority::Background,
+    };
+    let state =
+        serde_json::to_value(&state).map_err(|e| GroupError::Invalid(format!("run state: {e}")))?;
+    let outcome = match rt
+        .store
+        .write(vec![Mutation::AdmitToRoom {
+            request: Box::new(request),
+            room: room.id.clone(),
+            state,
+            notices,
+        }])
+        .await?
+        .pop()
+    {
+        Some(MutationResult::Admitted(o)) => o,
+        other => {
+            return Err(
+                StoreError::Rejected(format!("unexpected admission result {other:?}")).into(),
+            );
+        }
+    };
+    if matches!(
+        outcome,
+        AdmitOutcome::Accepted(_) | AdmitOutcome::Duplicate(_)
+    ) && let Err(e) = rt.groups.wake(room.id.clone())
+    {
+        // the run is stored; recovery starts it
+        tracing::warn!(room = %room.id, error = %e, "could not wake the room");
+    }
+    Ok(Posted {
+        outcome,
+        room: room.id,
+        addressed,
+        unknown_mentions: selection.unknown,
+    })
+}

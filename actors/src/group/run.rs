@@ -1,0 +1,308 @@
+//! The deterministic heart of a group room: one run (the work one user
+//! message starts) as a pure state machine. No I/O, no clock: the
+//! [`GroupActor`](super::GroupActor) asks [`Run::advance`] who speaks next,
+//! runs that member's turn, and feeds back [`Turn::Spoke`] or
+//! [`Turn::Skipped`] with [`Run::record`]. The state serializes into the
+//! run's checkpoint, so a restarted host continues exactly where it was.
+//!
+//! Rules (DESIGN.md §7, issue 4 part 4):
+//! - the selected members run one at a time in the room's fixed order,
+//!   round after round;
+//! - a member runs only if the run has public messages it has not seen
+//!   that someone else wrote (the user's message counts for everyone in
+//!   the first round); otherwise it is skipped without waking it — waking
+//!   a bot to read nothing new would cost a model call and could not
+//!   change the outcome;
+//! - per user message: at most [`Limits::max_rounds`] rounds and
+//!   [`Limits::max_replies`] public replies; per member turn at most
+//!   [`Limits::max_per_turn`] of its messages are published (the rest are
+//!   withheld and reported);
+//! - a full round in which nobody published anything ends the run.
+
+use serde::Deserialize;
+use serde::Serialize;
+
+/// Hard limits of a room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Most members of a room (creating one with more is refused).
+    pub max_members: usize,
+    /// Most rounds per user message.
+    pub max_rounds: u32,
+    /// Most public replies per user message.
+    pub max_replies: u32,
+    /// Most published messages per member turn.
+    pub max_per_turn: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_members: 6,
+            max_rounds: 3,
+            max_replies: 10,
+            max_per_turn: 2,
+        }
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum End {
+    /// Nobody was selected (the message only named unknown members).
+    NoMembers,
+    /// A full round passed in which nobody spoke.
+    SilentRound {
+        /// The silent round (1-based).
+        round: u32,
+    },
+    /// The last allowed round ended.
+    RoundLimit,
+    /// The reply limit was reached.
+    ReplyLimit,
+}
+
+/// What the coordinator does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Run this member's turn.
+    Run {
+        /// Index of the member in the room's member list.
+        member: usize,
+        /// The round (1-based).
+        round: u32,
+        /// Position of the member among the selected ones (0-based).
+        slot: usize,
+    },
+    /// The run is over.
+    Done(End),
+}
+
+/// How a member's turn went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// It delivered this many messages (0 counts as a skip).
+    Spoke(u32),
+    /// It delivered nothing.
+    Skipped,
+}
+
+/// What happened to a member's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Recorded {
+    /// Messages published to the timeline (the first ones of the turn).
+    pub published: u32,
+    /// Messages kept back by the limits.
+    pub withheld: u32,
+}
+
+/// A member's progress within a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Slot {
+    /// Index in the room's member list.
+    member: usize,
+    /// Length of the public log when it last ran (it has seen up to there).
+    seen: usize,
+    /// Turns it ran.
+    turns: u32,
+    /// Messages of it that were published.
+    published: u32,
+}
+
+/// One run's state. See the module docs for the rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    limits: Limits,
+    slots: Vec<Slot>,
+    /// Round (0-based).
+    round: u32,
+    /// Position in `slots` of the member whose turn is next.
+    position: usize,
+    /// Whether anyone published in the current round.
+    spoke_in_round: bool,
+    /// Public messages of the run in order: `None` is the user's message,
+    /// `Some(i)` a message of member `i`.
+    log: Vec<Option<usize>>,
+    /// Set once the run is over.
+    end: Option<End>,
+}
+
+impl Run {
+    /// A run over `selected` (indices of the room's members; run in
+    /// ascending order, duplicates dropped) after a user message.
+    pub fn new(mut selected: Vec<usize>, limits: Limits) -> Self {
+        selected.sort_unstable();
+        selected.dedup();
+        let end = if selected.is_empty() {
+            Some(End::NoMembers)
+        } else {
+            None
+        };
+        Self {
+            limits,
+            slots: selected
+                .into_iter()
+                .map(|member| Slot {
+                    member,
+                    seen: 0,
+                    turns: 0,
+                    published: 0,
+                })
+                .collect(),
+            round: 0,
+            position: 0,
+            spoke_in_round: false,
+            log: vec![None],
+            end,
+        }
+    }
+
+    /// Who runs next, skipping members with nothing new to read (those
+    /// skips are part of the state, so calling it again is stable).
+    pub fn advance(&mut self) -> Next {
+        loop {
+            if let Some(end) = self.end {
+                return Next::Done(end);
+            }
+            let Some(slot) = self.slots.get(self.position) else {
+                // unreachable by construction: `finish_slot` wraps positions
+                self.end = Some(End::RoundLimit);
+                continue;
+            };
+            if self.has_new(slot) {
+                return Next::Run {
+                    member: slot.member,
+                    round: self.round + 1,
+                    slot: self.position,
+                };
+            }
+            self.finish_slot();
+        }
+    }
+
+    /// Records the turn of the member [`Run::advance`] returned and moves
+    /// on. Without a pending member (the run is over) it does nothing.
+    pub fn record(&mut self, turn: Turn) -> Recorded {
+        if self.end.is_some() {
+            return Recorded::default();
+        }
+        let delivered = match turn {
+            Turn::Spoke(n) => n,
+            Turn::Skipped => 0,
+        };
+        let room_left = self.limits.max_replies.saturating_sub(self.replies());
+        let published = delivered.min(self.limits.max_per_turn).min(room_left);
+        let Some(slot) = self.slots.get_mut(self.position) else {
+            return Recorded::default();
+        };
+        slot.turns += 1;
+        slot.published += published;
+        for _ in 0..published {
+            self.log.push(Some(slot.member));
+        }
+        slot.seen = self.log.len();
+        if published > 0 {
+            self.spoke_in_round = true;
+        }
+        self.finish_slot();
+        Recorded {
+            published,
+            withheld: delivered - published,
+        }
+    }
+
+    /// Whether the log has messages after what `slot` saw, by someone else.
+    fn has_new(&self, slot: &Slot) -> bool {
+        self.log
+            .iter()
+            .skip(slot.seen)
+            .any(|author| *author != Some(slot.member))
+    }
+
+    fn finish_slot(&mut self) {
+        self.position += 1;
+        if self.replies() >= self.limits.max_replies {
+            self.end = Some(End::ReplyLimit);
+            return;
+        }
+        if self.position < self.slots.len() {
+            return;
+        }
+        if !self.spoke_in_round {
+            self.end = Some(End::SilentRound {
+                round: self.round + 1,
+            });
+            return;
+        }
+        self.round += 1;
+        self.position = 0;
+        self.spoke_in_round = false;
+        if self.round >= self.limits.max_rounds {
+            self.end = Some(End::RoundLimit);
+        }
+    }
+
+    /// Public replies published so far.
+    pub fn replies(&self) -> u32 {
+        self.log.len().saturating_sub(1) as u32
+    }
+
+    /// The round in progress (1-based), or the last one once over.
+    pub fn round(&self) -> u32 {
+        (self.round + 1).min(self.limits.max_rounds)
+    }
+
+    /// Why the run ended, once it has.
+    pub fn end(&self) -> Option<End> {
+        self.end
+    }
+
+    /// Members in the run (indices in the room's member list).
+    pub fn members(&self) -> Vec<usize> {
+        self.slots.iter().map(|s| s.member).collect()
+    }
+
+    /// Turns each selected member ran, as `(member, turns)`.
+    pub fn turns(&self) -> Vec<(usize, u32)> {
+        self.slots.iter().map(|s| (s.member, s.turns)).collect()
+    }
+
+    /// Authors of the public messages: `None` is the user's message.
+    pub fn log(&self) -> &[Option<usize>] {
+        &self.log
+    }
+
+    /// The limits the run applies.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+}
+
+impl End {
+    /// One line for people: why the discussion stopped.
+    pub fn describe(self, limits: &Limits) -> String {
+        match self {
+            End::NoMembers => "nobody was addressed: no member matches the mentions".into(),
+            End::SilentRound { round } => {
+                format!("nobody had more to say (round {round} passed in silence)")
+            }
+            End::RoundLimit => format!("the {}-round limit was reached", limits.max_rounds),
+            End::ReplyLimit => format!("the {}-reply limit was reached", limits.max_replies),
+        }
+    }
+
+    /// Machine-readable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            End::NoMembers => "no_members",
+            End::SilentRound { .. } => "silent_round",
+            End::RoundLimit => "round_limit",
+            End::ReplyLimit => "reply_limit",
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -1,0 +1,241 @@
+#![allow(clippy::unwrap_used)]
+
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+
+use super::*;
+
+/// Drives a run to its end; `speak(member, round)` says how many messages
+/// the member delivers. Returns the order of turns `(member, round)`.
+fn drive(run: &mut Run, mut speak: impl FnMut(usize, u32) -> u32) -> Vec<(usize, u32)> {
+    let mut order = Vec::new();
+    for _ in 0..1000 {
+        match run.advance() {
+            Next::Done(_) => return order,
+            Next::Run { member, round, .. } => {
+                order.push((member, round));
+                let n = speak(member, round);
+                run.record(if n == 0 {
+                    Turn::Skipped
+                } else {
+                    Turn::Spoke(n)
+                });
+            }
+        }
+    }
+    panic!("run did not terminate");
+}
+
+#[test]
+fn chatty_members_stop_at_the_reply_limit() {
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    // each wants to send 3 messages a turn: 2 are published
+    let order = drive(&mut run, |_, _| 3);
+    assert_eq!(order, vec![(0, 1), (1, 1), (2, 1), (0, 2), (1, 2)]);
+    assert_eq!(run.replies(), 10);
+    assert_eq!(run.end(), Some(End::ReplyLimit));
+}
+
+#[test]
+fn one_message_per_turn_stops_at_the_round_limit() {
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    let order = drive(&mut run, |_, _| 1);
+    assert_eq!(order.len(), 9);
+    assert_eq!(run.replies(), 9);
+    assert_eq!(run.end(), Some(End::RoundLimit));
+}
+
+#[test]
+fn a_silent_round_ends_the_run() {
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    let order = drive(&mut run, |_, _| 0);
+    assert_eq!(order, vec![(0, 1), (1, 1), (2, 1)]);
+    assert_eq!(run.end(), Some(End::SilentRound { round: 1 }));
+    assert_eq!(run.replies(), 0);
+}
+
+#[test]
+fn a_lone_member_is_not_woken_to_read_its_own_messages() {
+    let mut run = Run::new(vec![1], Limits::default());
+    let order = drive(&mut run, |_, _| 1);
+    assert_eq!(order, vec![(1, 1)]);
+    assert_eq!(run.end(), Some(End::SilentRound { round: 2 }));
+    assert_eq!(run.replies(), 1);
+}
+
+#[test]
+fn only_members_with_something_new_run() {
+    // 0 speaks in round 1; 1 and 2 stay silent. In round 2, 0 has nothing
+    // new (only its own message), 1 and 2 have seen it: round 2 is silent.
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    let order = drive(&mut run, |m, r| u32::from(m == 0 && r == 1));
+    assert_eq!(order, vec![(0, 1), (1, 1), (2, 1)]);
+    assert_eq!(run.end(), Some(End::SilentRound { round: 2 }));
+}
+
+#[test]
+fn members_run_in_room_order_whatever_the_selection_order() {
+    let mut run = Run::new(vec![4, 1, 1, 3], Limits::default());
+    assert_eq!(run.members(), vec![1, 3, 4]);
+    let order = drive(&mut run, |_, _| 0);
+    assert_eq!(order, vec![(1, 1), (3, 1), (4, 1)]);
+}
+
+#[test]
+fn no_selection_ends_at_once() {
+    let mut run = Run::new(vec![], Limits::default());
+    assert_eq!(run.advance(), Next::Done(End::NoMembers));
+    assert_eq!(run.record(Turn::Spoke(3)), Recorded::default());
+}
+
+#[test]
+fn withheld_messages_are_counted() {
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
+    assert_eq!(
+        run.record(Turn::Spoke(5)),
+        Recorded {
+            published: 2,
+            withheld: 3
+        }
+    );
+}
+
+#[test]
+fn the_state_survives_serialization_mid_run() {
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    run.advance();
+    run.record(Turn::Spoke(1));
+    let next = run.advance();
+    let copy: Run = serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap();
+    assert_eq!(copy, run);
+    let mut copy = copy;
+    assert_eq!(copy.advance(), next);
+}
+
+/// What a member does on a turn, drawn at random.
+fn behaviour() -> impl Strategy<Value = Vec<u32>> {
+    proptest::collection::vec(
+        prop_oneof![3 => Just(0u32), 3 => Just(1u32), 2 => 2u32..6],
+        1..64,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// For random selections, limits and speak/skip behaviour: every run
+    /// terminates within rounds × members turns, no limit is ever
+    /// exceeded, and a silent full round ends it.
+    #[test]
+    fn limits_hold_and_runs_terminate(
+        selected in proptest::collection::vec(0usize..6, 0..8),
+        acts in behaviour(),
+        rounds in 1u32..5,
+        replies in 1u32..14,
+        per_turn in 1u32..4,
+    ) {
+        let limits = Limits { max_members: 6, max_rounds: rounds, max_replies: replies, max_per_turn: per_turn };
+        let mut run = Run::new(selected.clone(), limits);
+        let mut distinct = selected.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut i = 0;
+        let mut turns = 0u32;
+        // per round: did anyone publish
+        let mut spoke: Vec<bool> = Vec::new();
+        let mut last_round = 0;
+        loop {
+            match run.advance() {
+                Next::Done(end) => {
+                    if distinct.is_empty() {
+                        prop_assert_eq!(end, End::NoMembers);
+                    }
+                    if let End::SilentRound { round } = end {
+                        // the silent round published nothing
+                        prop_assert!(!spoke.get(round as usize - 1).copied().unwrap_or(false));
+                    }
+                    break;
+                }
+                Next::Run { member, round, slot } => {
+                    prop_assert!(distinct.contains(&member));
+                    prop_assert_eq!(distinct[slot], member);
+                    prop_assert!(round >= 1 && round <= rounds, "round {} of {}", round, rounds);
+                    prop_assert!(round >= last_round);
+                    // every earlier round had a speaker, or we would have stopped
+                    for r in 1..round {
+                        prop_assert!(spoke.get(r as usize - 1).copied().unwrap_or(false));
+                    }
+                    last_round = round;
+                    turns += 1;
+                    prop_assert!(turns <= rounds * distinct.len() as u32);
+                    let n = acts[i % acts.len()];
+                    i += 1;
+                    let before = run.replies();
+                    let rec = run.record(if n == 0 { Turn::Skipped } else { Turn::Spoke(n) });
+                    prop_assert!(rec.published <= per_turn);
+                    prop_assert_eq!(rec.published + rec.withheld, n);
+                    prop_assert_eq!(run.replies(), before + rec.published);
+                    prop_assert!(run.replies() <= replies);
+                    while spoke.len() < round as usize {
+                        spoke.push(false);
+                    }
+                    if rec.published > 0 {
+                        spoke[round as usize - 1] = true;
+                    }
+                }
+            }
+        }
+        prop_assert!(run.end().is_some());
+        prop_assert!(run.replies() <= replies);
+        // the log holds the user's message and exactly the published replies
+        prop_assert_eq!(run.log().len() as u32, run.replies() + 1);
+        // no member published more than per_turn × its turns
+        for (member, t) in run.turns() {
+            let mine = run.log().iter().filter(|a| **a == Some(member)).count() as u32;
+            prop_assert!(mine <= t * per_turn);
+        }
+        // asking again after the end is stable
+        let end = run.end();
+        prop_assert_eq!(run.advance(), Next::Done(end.unwrap()));
+    }
+
+    /// Random mentions of known and unknown names: the selection is
+    /// exactly the known members, in room order, without duplicates.
+    #[test]
+    fn mentions_select_known_members_in_room_order(
+        picks in proptest::collection::vec(0usize..9, 0..6),
+        everyone in any::<bool>(),
+        upper in any::<bool>(),
+    ) {
+        let members = super::super::mentions::tests_support::members(&["alpha", "beta", "gamma", "delta"]);
+        let names = ["alpha", "beta", "gamma", "delta", "zed", "omega", "x1", "BETA", "Gamma-Name"];
+        let mut text = String::from("hi");
+        for p in &picks {
+            let n = if upper { names[*p].to_uppercase() } else { names[*p].to_owned() };
+            text.push_str(&format!(" @{n},"));
+        }
+        if everyone {
+            text.push_str(" @everyone");
+        }
+        let sel = super::super::mentions::select(&text, &members);
+        let mut want: Vec<usize> = picks.iter().filter_map(|p| match *p {
+            0 | 1 | 2 | 3 => Some(*p),
+            7 => Some(1),
+            8 => Some(2),
+            _ => None,
+        }).collect();
+        want.sort_unstable();
+        want.dedup();
+        let known_any = !want.is_empty();
+        if everyone || picks.is_empty() {
+            want = vec![0, 1, 2, 3];
+        }
+        let unknown: Vec<&usize> = picks.iter().filter(|p| matches!(**p, 4 | 5 | 6)).collect();
+        if !everyone && !known_any && !unknown.is_empty() {
+            want = Vec::new();
+        }
+        prop_assert_eq!(sel.members, want);
+        prop_assert_eq!(sel.unknown.is_empty(), unknown.is_empty());
+    }
+}

@@ -1,0 +1,460 @@
+//! Fact extraction after a turn: the bot's model (purpose `extract`) reads
+//! what the person wrote and the final reply, with the memory the turn
+//! showed, and proposes `{add, replace, remove}` as strict JSON
+//! (`prompts/extract_facts.md`, `prompts/extract_input.md`).
+//!
+//! Validation, per proposed op (a bad op is rejected alone, with its
+//! reason in the report; a reply that is not the JSON object rejects
+//! everything):
+//! - `add`: a known layer, a scope the bot may write ([`super::writable_scope`]),
+//!   importance 1..=5, `expires_in_hours` only for notes (default 24, at
+//!   most 720); at most [`MAX_OPS`] adds;
+//! - `replace` / `remove`: the id must be among the ids this turn showed
+//!   (the caller passes them), so the extractor cannot touch a fact it has
+//!   not seen; at most [`MAX_OPS`] each.
+//!
+//! Removes run first, then replaces, then adds (so a replaced or removed
+//! fact frees its room). Every write goes through the scope actors, so
+//! limits hold and a full profile comes back as a rejected op. Ids of adds
+//! derive from the session and the turn's text, so running the extraction
+//! twice for the same turn adds nothing the second time.
+//!
+//! Nothing here panics or blocks a reply: the engine spawns it after the
+//! turn ([`spawn_extract_after_turn`]) and only logs the outcome.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use botfleet_memory::BotRecord;
+use botfleet_memory::Importance;
+use botfleet_memory::Layer;
+use botfleet_memory::MAX_NOTE_HOURS;
+use botfleet_memory::MemoryError;
+use botfleet_memory::MemoryId;
+use botfleet_memory::MemoryItem;
+use botfleet_memory::MemoryOp;
+use botfleet_memory::MemoryOpResult;
+use botfleet_memory::NewMemory;
+use botfleet_memory::SessionId;
+use botfleet_memory::StoreError;
+use botfleet_memory::bot_scopes;
+use serde::Deserialize;
+use serde::Serialize;
+use sha2::Digest;
+use sha2::Sha256;
+use tokio_util::sync::CancellationToken;
+
+use super::writable_scope;
+use crate::model::ChatMessage;
+use crate::model::ModelError;
+use crate::model::ModelRequest;
+use crate::model::Purpose;
+use crate::prompts::prompts;
+use crate::runtime::Runtime;
+
+/// Most adds, replaces and removes each that one extraction may apply.
+pub const MAX_OPS: usize = 10;
+/// Longest wait for the extractor's answer.
+const EXTRACT_TIMEOUT: Duration = Duration::from_secs(90);
+/// Longest extractor answer asked for.
+const EXTRACT_MAX_TOKENS: u32 = 1500;
+
+/// Why an extraction did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    /// The bot's provider is not configured.
+    #[error("bot {bot} uses provider {provider:?}, which is not configured")]
+    NoModel {
+        /// Bot.
+        bot: String,
+        /// Its provider.
+        provider: String,
+    },
+    /// The model call failed.
+    #[error("the extractor's model call failed: {0}")]
+    Model(#[from] ModelError),
+    /// The model took too long.
+    #[error("the extractor did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The answer was not the JSON object asked for.
+    #[error("the extractor's answer is not the JSON asked for: {0}")]
+    NotJson(String),
+    /// Reading memory failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A proposed op that was not applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedOp {
+    /// The op (`add "…"`, `replace m-…`, `remove m-…`).
+    pub op: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What one extraction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ExtractReport {
+    /// Items added.
+    pub added: Vec<MemoryItem>,
+    /// Items replaced: (before, after).
+    pub replaced: Vec<(MemoryItem, MemoryItem)>,
+    /// Items removed.
+    pub removed: Vec<MemoryItem>,
+    /// Proposals that were already remembered.
+    pub unchanged: Vec<MemoryItem>,
+    /// Proposals refused.
+    pub rejected: Vec<RejectedOp>,
+}
+
+impl ExtractReport {
+    /// Whether memory changed.
+    pub fn changed(&self) -> bool {
+        !(self.added.is_empty() && self.replaced.is_empty() && self.removed.is_empty())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Proposal {
+    #[serde(default)]
+    add: Vec<AddProposal>,
+    #[serde(default)]
+    replace: Vec<ReplaceProposal>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddProposal {
+    text: String,
+    #[serde(default)]
+    layer: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    importance: Option<u8>,
+    #[serde(default)]
+    expires_in_hours: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplaceProposal {
+    id: String,
+    text: String,
+    #[serde(default)]
+    importance: Option<u8>,
+}
+
+/// Runs the extraction for one finished turn of `bot` in `session`.
+/// `shown` are the ids of the memory items the turn's context showed
+/// (`MemorySnapshot::shown_ids`, plus items added by an update); only
+/// those may be replaced or removed.
+pub async fn extract_after_turn(
+    rt: &Runtime,
+    bot: &BotRecord,
+    session: SessionId,
+    shown: &[MemoryId],
+    user_texts: &[String],
+    final_reply: &str,
+) -> Result<ExtractReport, ExtractError> {
+    let model = rt
+        .models
+        .get(&bot.provider)
+        .cloned()
+        .ok_or_else(|| ExtractError::NoModel {
+            bot: bot.id.to_string(),
+            provider: bot.provider.clone(),
+        })?;
+    let reachable = bot_scopes(bot);
+    let shown_items: Vec<MemoryItem> = rt
+        .store
+        .memory_items_by_id(shown.to_vec())
+        .await?
+        .into_iter()
+        .filter(|i| reachable.contains(&i.scope))
+        .collect();
+    let request = request(bot, &shown_items, user_texts, final_reply);
+    let cancel = CancellationToken::new();
+    let response =
+        tokio::time::timeout(EXTRACT_TIMEOUT, model.complete(&request, &mut (), &cancel))
+            .await
+            .map_err(|_| {
+                cancel.cancel();
+                ExtractError::Timeout(EXTRACT_TIMEOUT)
+            })??;
+    let proposal = parse(&response.text)?;
+    let seed = turn_seed(session, user_texts, final_reply);
+    Ok(apply(rt, bot, &shown_items, proposal, &seed).await)
+}
+
+/// Spawns [`extract_after_turn`] off the critical path; the outcome is
+/// logged, and the handle answers the report (or `None` on failure).
+pub fn spawn_extract_after_turn(
+    rt: Arc<Runtime>,
+    bot: BotRecord,
+    session: SessionId,
+    shown: Vec<MemoryId>,
+    user_texts: Vec<String>,
+    final_reply: String,
+) -> tokio::task::JoinHandle<Option<ExtractReport>> {
+    tokio::spawn(async move {
+        match extract_after_turn(&rt, &bot, session, &shown, &user_texts, &final_reply).await {
+            Ok(report) => {
+                tracing::debug!(
+                    bot = %bot.id,
+                    added = report.added.len(),
+                    replaced = report.replaced.len(),
+                    removed = report.removed.len(),
+                    rejected = report.rejected.len(),
+                    "fact extraction done"
+                );
+                Some(report)
+            }
+            Err(e) => {
+                tracing::warn!(bot = %bot.id, error = %e, "fact extraction failed; memory unchanged");
+                None
+            }
+        }
+    })
+}
+
+fn request(
+    bot: &BotRecord,
+    shown: &[MemoryItem],
+    user_texts: &[String],
+    final_reply: &str,
+) -> ModelRequest {
+    let scopes = bot_scopes(bot)
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let system = prompts()
+        .extract_facts
+        .render(&[
+            ("bot", bot.id.as_str()),
+            ("owner", bot.owner.as_str()),
+            ("scopes", &scopes),
+        ])
+        .unwrap_or_default();
+    let shown_lines = if shown.is_empty() {
+        "(none)".to_owned()
+    } else {
+        shown
+            .iter()
+            .map(|i| {
+                format!(
+                    "- {} ({} {}) {}",
+                    i.id,
+                    i.scope,
+                    i.layer,
+                    serde_json::to_string(&i.text).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let user = prompts()
+        .extract_input
+        .render(&[
+            ("shown", &shown_lines),
+            ("user_texts", &user_texts.join("\n")),
+            ("reply", final_reply),
+        ])
+        .unwrap_or_default();
+    ModelRequest {
+        purpose: Purpose::Extract,
+        bot: bot.id.to_string(),
+        messages: vec![
+            ChatMessage::System { content: system },
+            ChatMessage::User { content: user },
+        ],
+        tools: Vec::new(),
+        max_tokens: Some(EXTRACT_MAX_TOKENS),
+    }
+}
+
+/// The JSON object in the answer (a Markdown fence around it is
+/// tolerated, nothing else).
+fn parse(text: &str) -> Result<Proposal, ExtractError> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map(|rest| rest.trim_end().trim_end_matches("```"))
+        .unwrap_or(t)
+        .trim();
+    if t.is_empty() {
+        return Err(ExtractError::NotJson("the answer is empty".into()));
+    }
+    serde_json::from_str(t).map_err(|e| {
+        let start: String = t.chars().take(120).collect();
+        ExtractError::NotJson(format!("{e} (answer starts {start:?})"))
+    })
+}
+
+fn turn_seed(session: SessionId, user_texts: &[String], final_reply: &str) -> String {
+    let mut h = Sha256::new();
+    for t in user_texts {
+        h.update(t.as_bytes());
+        h.update([0]);
+    }
+    h.update(final_reply.as_bytes());
+    format!("extract\u{0}{session}\u{0}{}", hex::encode(h.finalize()))
+}
+
+async fn apply(
+    rt: &Runtime,
+    bot: &BotRecord,
+    shown: &[MemoryItem],
+    proposal: Proposal,
+    seed: &str,
+) -> ExtractReport {
+    let mut report = ExtractReport::default();
+    let source = format!("extract:{}", bot.id);
+    let shown_item = |raw: &str| -> Result<&MemoryItem, String> {
+        let id = MemoryId::parse(raw).map_err(|e| e.to_string())?;
+        shown
+            .iter()
+            .find(|i| i.id == id)
+            .ok_or_else(|| format!("{id} was not shown in this turn's context"))
+    };
+    let mut ops: Vec<(String, MemoryOp)> = Vec::new();
+    for (i, raw) in proposal.remove.iter().enumerate() {
+        let label = format!("remove {raw}");
+        if i >= MAX_OPS {
+            report.reject(label, format!("more than {MAX_OPS} removes"));
+            continue;
+        }
+        match shown_item(raw) {
+            Ok(item) => ops.push((
+                label,
+                MemoryOp::Remove {
+                    id: item.id.clone(),
+                    scope: item.scope.clone(),
+                },
+            )),
+            Err(reason) => report.reject(label, reason),
+        }
+    }
+    for (i, r) in proposal.replace.iter().enumerate() {
+        let label = format!("replace {}", r.id);
+        if i >= MAX_OPS {
+            report.reject(label, format!("more than {MAX_OPS} replaces"));
+            continue;
+        }
+        let importance = match r.importance.map(Importance::new).transpose() {
+            Ok(v) => v,
+            Err(e) => {
+                report.reject(label, e.to_string());
+                continue;
+            }
+        };
+        match shown_item(&r.id) {
+            Ok(item) => ops.push((
+                label,
+                MemoryOp::Replace {
+                    id: item.id.clone(),
+                    scope: item.scope.clone(),
+                    text: r.text.clone(),
+                    importance,
+                    source: source.clone(),
+                },
+            )),
+            Err(reason) => report.reject(label, reason),
+        }
+    }
+    let now = rt.store.clock().now_ms();
+    for (i, a) in proposal.add.iter().enumerate() {
+        let short: String = a.text.chars().take(60).collect();
+        let label = format!("add {short:?}");
+        if i >= MAX_OPS {
+            report.reject(label, format!("more than {MAX_OPS} adds"));
+            continue;
+        }
+        match new_memory(bot, a, now, &source, &format!("{seed}\u{0}{i}")) {
+            Ok(n) => ops.push((label, MemoryOp::Add(n))),
+            Err(reason) => report.reject(label, reason),
+        }
+    }
+    for (label, op) in ops {
+        let result: Result<MemoryOpResult, MemoryError> = rt.memory.apply(op).await;
+        match result {
+            Ok(MemoryOpResult::Added(item)) => report.added.push(item),
+            Ok(MemoryOpResult::Unchanged(item)) => report.unchanged.push(item),
+            Ok(MemoryOpResult::Replaced { before, after }) => report.replaced.push((before, after)),
+            Ok(MemoryOpResult::Removed(item)) => report.removed.push(item),
+            Ok(MemoryOpResult::AlreadyForgotten(_)) | Ok(MemoryOpResult::Purged(_)) => {}
+            Ok(MemoryOpResult::Refused(r)) => report.reject(label, r.to_string()),
+            Err(e) => report.reject(label, e.to_string()),
+        }
+    }
+    report
+}
+
+fn new_memory(
+    bot: &BotRecord,
+    a: &AddProposal,
+    now: i64,
+    source: &str,
+    seed: &str,
+) -> Result<NewMemory, String> {
+    let layer = match a.layer.as_deref() {
+        None => Layer::Profile,
+        Some(l) => Layer::parse(l)
+            .ok_or_else(|| format!("unknown layer {l:?}; use profile, log or notes"))?,
+    };
+    let scope = writable_scope(bot, a.scope.as_deref(), layer)?;
+    let importance = a
+        .importance
+        .map(Importance::new)
+        .transpose()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let expires_at = note_expiry(layer, a.expires_in_hours, now)?;
+    Ok(NewMemory {
+        id: MemoryId::derive(seed),
+        scope,
+        layer,
+        text: a.text.clone(),
+        importance,
+        expires_at,
+        source: source.to_owned(),
+    })
+}
+
+/// The expiry of a write to `layer` given `hours` (notes: default
+/// [`botfleet_memory::DEFAULT_NOTE_HOURS`], at most [`MAX_NOTE_HOURS`];
+/// other layers: none allowed).
+pub(crate) fn note_expiry(
+    layer: Layer,
+    hours: Option<f64>,
+    now: i64,
+) -> Result<Option<i64>, String> {
+    match (layer, hours) {
+        (Layer::Notes, None) => Ok(Some(
+            now + i64::from(botfleet_memory::DEFAULT_NOTE_HOURS) * 3_600_000,
+        )),
+        (Layer::Notes, Some(h)) if h > 0.0 && h <= f64::from(MAX_NOTE_HOURS) => {
+            Ok(Some(now + (h * 3_600_000.0) as i64))
+        }
+        (Layer::Notes, Some(h)) => Err(format!(
+            "expires_in_hours {h} is out of range; give more than 0 and at most {MAX_NOTE_HOURS}"
+        )),
+        (Layer::Profile | Layer::Log, None) => Ok(None),
+        (Layer::Profile | Layer::Log, Some(_)) => Err(
+            "expires_in_hours is only for notes; profile facts and log entries stay until forgotten"
+                .into(),
+        ),
+    }
+}
+
+impl ExtractReport {
+    fn reject(&mut self, op: String, reason: String) {
+        self.rejected.push(RejectedOp { op, reason });
+    }
+}

@@ -1,0 +1,225 @@
+//! Approvals from the runtime's side: a person's decision and the event
+//! that wakes the bot, and the texts the model is shown.
+//!
+//! The record, its state machine and the per-bot limit live in the store
+//! (memory `record/approval.rs`, `Mutation::{RequestApproval,
+//! DecideApproval, ConsumeApproval, ExpireApprovals}`), so every change is
+//! one transaction of the single writer. The gate (`tools/gate.rs`)
+//! requests and consumes approvals; this module decides them.
+//!
+//! **Epoch.** An approval remembers the seq of the newest user message of
+//! its session when it was asked; a user message with a higher seq in that
+//! session expires it (the person moved on; the bot may ask again). Events
+//! — including the decision event below — do not change the epoch.
+//!
+//! **Wake-up.** A decision is written together with the admission of a
+//! trusted `Event { origin: "approval" }` into the approval's session, in
+//! one transaction: the bot learns the outcome in a new turn, and a
+//! decision never lands without its event (or the reverse). The event has
+//! [`Priority::Bot`]: it runs before background work but does not interrupt
+//! a running turn (an approval unblocks work; it does not change the
+//! person's direction) and it does not oblige the turn to deliver a reply
+//! (the texts ask the bot to report, but a routine may stay silent).
+
+use botfleet_memory::AdmitOutcome;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::ApprovalDecision;
+use botfleet_memory::ApprovalId;
+use botfleet_memory::ApprovalRecord;
+use botfleet_memory::ApprovalStatus;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::ExpiryCause;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::StoreError;
+use botfleet_memory::UserId;
+
+use crate::error::ActorError;
+use crate::prompts::PromptError;
+use crate::prompts::prompts;
+use crate::runtime::Runtime;
+
+/// Origin of the event that tells a bot about a decision.
+pub const APPROVAL_ORIGIN: &str = "approval";
+
+/// Why a decision could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    /// No such approval, or not the user's.
+    #[error("no approval {0} for you; list yours with `botfleet approvals` or GET /v1/approvals")]
+    NotFound(ApprovalId),
+    /// It is no longer pending.
+    #[error("approval {id} is already {}; {}", status.as_str(), not_pending_hint(*status, *expired_by))]
+    NotPending {
+        /// The approval.
+        id: ApprovalId,
+        /// Its status.
+        status: ApprovalStatus,
+        /// Why it expired, if it did.
+        expired_by: Option<ExpiryCause>,
+    },
+    /// A prompt did not render (a bug in prompts/).
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The runtime failed (router gone while admitting the event).
+    #[error(transparent)]
+    Actor(#[from] ActorError),
+}
+
+fn not_pending_hint(status: ApprovalStatus, expired_by: Option<ExpiryCause>) -> &'static str {
+    match (status, expired_by) {
+        (ApprovalStatus::Expired, Some(ExpiryCause::UserMessage)) => {
+            "a newer message was sent in its conversation first; the bot will ask again if it still needs to"
+        }
+        (ApprovalStatus::Expired, Some(ExpiryCause::Ttl) | None) => {
+            "nobody decided within its time to live; the bot will ask again if it still needs to"
+        }
+        (ApprovalStatus::Pending, _) => "try again",
+        (ApprovalStatus::Approved | ApprovalStatus::Denied, _) => "a decision is final",
+    }
+}
+
+/// Minutes of a TTL, for texts.
+pub(crate) fn minutes(ms: i64) -> String {
+    ((ms + 59_999) / 60_000).max(1).to_string()
+}
+
+/// Records `user`'s decision on approval `id` and wakes its bot with an
+/// `approval` event in the approval's session, in one transaction.
+/// Returns the decided approval.
+pub async fn decide(
+    rt: &Runtime,
+    user: &UserId,
+    id: ApprovalId,
+    decision: ApprovalDecision,
+) -> Result<ApprovalRecord, ApprovalError> {
+    let record = match rt.store.approval(id).await? {
+        Some(r) if r.owner == *user => r,
+        _ => return Err(ApprovalError::NotFound(id)),
+    };
+    if !record.is_pending() {
+        return Err(ApprovalError::NotPending {
+            id,
+            status: record.status,
+            expired_by: record.expired_by,
+        });
+    }
+    let session = rt
+        .store
+        .get_session(record.session)
+        .await?
+        .ok_or(ApprovalError::NotFound(id))?;
+    let p = prompts();
+    let ttl = minutes(rt.settings.review.approval_ttl.as_millis() as i64);
+    let id_text = id.to_string();
+    let text = match decision {
+        ApprovalDecision::Approve => p.approval_approved.render(&[
+            ("owner", user.as_str()),
+            ("id", &id_text),
+            ("summary", &record.summary),
+            ("tool", &record.tool),
+            ("ttl_minutes", &ttl),
+        ])?,
+        ApprovalDecision::Deny => p.approval_denied.render(&[
+            ("owner", user.as_str()),
+            ("id", &id_text),
+            ("summary", &record.summary),
+            ("reason", &record.reason),
+        ])?,
+    };
+    let word = match decision {
+        ApprovalDecision::Approve => "approve",
+        ApprovalDecision::Deny => "deny",
+    };
+    let event = AdmitRequest {
+        source: format!("approval:{id}"),
+        nonce: word.to_owned(),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([
+            b"approval".as_slice(),
+            id_text.as_bytes(),
+            word.as_bytes(),
+        ]),
+        session: session.key.clone(),
+        owner: session.owner.clone(),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session: session.id,
+            author: user.to_string(),
+            turn: None,
+            kind: EntryKind::Event {
+                origin: APPROVAL_ORIGIN.to_owned(),
+                text,
+                trusted: true,
+            },
+        },
+        priority: Priority::Bot,
+    };
+    let before = vec![Mutation::DecideApproval {
+        id,
+        decision,
+        by: user.clone(),
+    }];
+    let (results, outcome) = match rt.admit_after(before, event).await {
+        Ok(r) => r,
+        Err(ActorError::Store(StoreError::Rejected(_) | StoreError::NotFound { .. })) => {
+            // it changed between the read and the write: report its state now
+            let now = rt
+                .store
+                .approval(id)
+                .await?
+                .ok_or(ApprovalError::NotFound(id))?;
+            return Err(ApprovalError::NotPending {
+                id,
+                status: now.status,
+                expired_by: now.expired_by,
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !matches!(outcome, AdmitOutcome::Accepted(_)) {
+        tracing::warn!(%id, ?outcome, "approval event was not accepted");
+    }
+    match results.into_iter().next() {
+        Some(MutationResult::ApprovalChanged(r)) => Ok(*r),
+        _ => rt
+            .store
+            .approval(id)
+            .await?
+            .ok_or(ApprovalError::NotFound(id)),
+    }
+}
+
+/// Persists the expiry of a bot's stale approvals (TTL passed, or a newer
+/// user message), so their cards show it. Reads already report the
+/// effective status; call this where a person should see it promptly
+/// (e.g. when a user message starts a turn). Writes only if something
+/// expired. Returns how many did.
+pub async fn expire_stale(rt: &Runtime, bot: &botfleet_memory::BotId) -> Result<usize, StoreError> {
+    let open = rt.store.open_approvals(bot).await?;
+    if !open.iter().any(|a| a.status == ApprovalStatus::Expired) {
+        return Ok(0);
+    }
+    match rt
+        .store
+        .write(vec![Mutation::ExpireApprovals {
+            bot: Some(bot.clone()),
+        }])
+        .await?
+        .pop()
+    {
+        Some(MutationResult::Count(n)) => Ok(n),
+        _ => Ok(0),
+    }
+}
+
+#[cfg(test)]
+#[path = "approvals_tests.rs"]
+mod tests;

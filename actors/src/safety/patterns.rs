@@ -1,0 +1,398 @@
+//! What review rules look for in words and text: credential files, secret
+//! variables and tokens, paste sites and anonymous file hosts, and the
+//! host allowlist. All checks are plain string scans (no regex engine), so
+//! a rules decision stays in the microseconds.
+
+/// Hosts that take anonymous uploads and hand out public links: paste
+/// sites, disposable file hosts, request catchers and tunnels. Subdomains
+/// match too.
+const PASTE_HOSTS: &[&str] = &[
+    "pastebin.com",
+    "paste.ee",
+    "pastie.org",
+    "hastebin.com",
+    "dpaste.com",
+    "dpaste.org",
+    "ghostbin.com",
+    "ghostbin.co",
+    "rentry.co",
+    "rentry.org",
+    "controlc.com",
+    "privatebin.net",
+    "paste.rs",
+    "ix.io",
+    "sprunge.us",
+    "termbin.com",
+    "clbin.com",
+    "0x0.st",
+    "transfer.sh",
+    "file.io",
+    "tmpfiles.org",
+    "catbox.moe",
+    "gofile.io",
+    "anonfiles.com",
+    "bashupload.com",
+    "temp.sh",
+    "oshi.at",
+    "keep.sh",
+    "filebin.net",
+    "wetransfer.com",
+    "we.tl",
+    "sendspace.com",
+    "pixeldrain.com",
+    "uguu.se",
+    "webhook.site",
+    "requestbin.com",
+    "pipedream.net",
+    "ngrok.io",
+    "ngrok-free.app",
+    "interact.sh",
+    "oast.fun",
+    "beeceptor.com",
+    "hookbin.com",
+];
+
+/// Whether `host` is a paste site or anonymous file host: listed, or
+/// named like one (`paste.*`, `*pastebin*`).
+pub(crate) fn is_paste_host(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host.starts_with("paste.")
+        || host.contains("pastebin")
+        || PASTE_HOSTS
+            .iter()
+            .any(|p| host == *p || host.ends_with(&format!(".{p}")))
+}
+
+/// Hosts that may receive data without asking: loopback always, plus
+/// the operator's allowlist (`example.com`, or `*.example.com` for the
+/// domain and its subdomains).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostAllowlist {
+    patterns: Vec<String>,
+}
+
+impl HostAllowlist {
+    /// An allowlist of these patterns (lowercased).
+    pub fn new<I, S>(patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self {
+            patterns: patterns
+                .into_iter()
+                .map(|p| p.as_ref().trim().to_ascii_lowercase())
+                .filter(|p| !p.is_empty())
+                .collect(),
+        }
+    }
+
+    /// Whether data may go to `host` without asking.
+    pub fn allows(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        if matches!(host.as_str(), "localhost" | "::1" | "[::1]" | "0.0.0.0")
+            || host.starts_with("127.")
+            || host.ends_with(".localhost")
+        {
+            return true;
+        }
+        self.patterns.iter().any(|p| match p.strip_prefix("*.") {
+            Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
+            None => host == *p,
+        })
+    }
+
+    /// The patterns.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+/// Checks a host pattern of the allowlist: a host name, an IP, or
+/// `*.domain`.
+pub fn valid_host_pattern(pattern: &str) -> bool {
+    let host = pattern.strip_prefix("*.").unwrap_or(pattern);
+    !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+}
+
+/// The hosts of every `scheme://host` URL inside `text`.
+pub(crate) fn url_hosts(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let after = &rest[at + 3..];
+        let end = after
+            .find(|c: char| {
+                matches!(
+                    c,
+                    '/' | '?' | '#' | '"' | '\'' | ' ' | '\n' | '\\' | ')' | '`'
+                )
+            })
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        let host_port = authority.rsplit('@').next().unwrap_or(authority);
+        let host = if host_port.starts_with('[') {
+            host_port
+                .split(']')
+                .next()
+                .map(|h| format!("{h}]"))
+                .unwrap_or_default()
+        } else {
+            host_port.split(':').next().unwrap_or("").to_owned()
+        };
+        if !host.is_empty() {
+            out.push(host.to_ascii_lowercase());
+        }
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Path fragments of credential stores.
+const CREDENTIAL_PATHS: &[(&str, &str)] = &[
+    (".ssh/", "SSH keys"),
+    (".aws/credentials", "AWS credentials"),
+    (".aws/config", "AWS configuration"),
+    (".config/gcloud", "Google Cloud credentials"),
+    (
+        "application_default_credentials.json",
+        "Google Cloud credentials",
+    ),
+    (".azure/", "Azure credentials"),
+    (".kube/config", "Kubernetes credentials"),
+    (".docker/config.json", "Docker registry credentials"),
+    (".gnupg", "GnuPG keys"),
+    (".password-store", "a password store"),
+    (".config/gh/hosts.yml", "GitHub CLI credentials"),
+    (".terraform.d/credentials", "Terraform credentials"),
+    ("/etc/shadow", "the system password hashes"),
+    ("/etc/gshadow", "the system password hashes"),
+    ("/etc/sudoers", "the sudo configuration"),
+    ("/environ", "a process environment"),
+];
+
+/// File names of credentials.
+const CREDENTIAL_NAMES: &[&str] = &[
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".dockercfg",
+    ".htpasswd",
+    ".vault-token",
+    "master.key",
+    "credentials.json",
+    "service-account.json",
+];
+
+/// Extensions of key and certificate stores.
+const CREDENTIAL_EXTENSIONS: &[&str] = &[
+    "pem", "key", "p12", "pfx", "jks", "keystore", "ppk", "kdbx", "ovpn",
+];
+
+/// What credential a word names, if any (a path, a file name, or a
+/// `.env` file; `.env.example` and similar templates are not secrets).
+pub(crate) fn credential_in(word: &str) -> Option<&'static str> {
+    if word.len() > 4096 {
+        return None;
+    }
+    if word == "~/.ssh" || word.ends_with("/.ssh") || word == ".ssh" {
+        return Some("SSH keys");
+    }
+    for (fragment, what) in CREDENTIAL_PATHS {
+        if word.contains(fragment) {
+            return Some(what);
+        }
+    }
+    let name = word.rsplit('/').next().unwrap_or(word);
+    let name = name.trim_matches(|c| matches!(c, '"' | '\'' | ',' | ';' | ')' | '('));
+    if CREDENTIAL_NAMES.contains(&name) {
+        return Some("a credentials file");
+    }
+    if name == ".env"
+        || (name.starts_with(".env.")
+            && !matches!(
+                &name[5..],
+                "example" | "sample" | "template" | "dist" | "defaults" | "test"
+            ))
+    {
+        return Some("an environment file with secrets");
+    }
+    if let Some((stem, ext)) = name.rsplit_once('.')
+        && !stem.is_empty()
+        && CREDENTIAL_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+    {
+        return Some("a key or certificate file");
+    }
+    None
+}
+
+/// Whether an environment variable name looks like a secret.
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "API_KEY",
+        "APIKEY",
+        "PRIVATE_KEY",
+        "ACCESS_KEY",
+        "CREDENTIAL",
+    ]
+    .iter()
+    .any(|s| upper.contains(s))
+}
+
+/// The secret-looking variable a word expands (`$NAME`, `${NAME}`).
+pub(crate) fn secret_variable_in(word: &str) -> Option<&str> {
+    let mut rest = word;
+    while let Some(at) = rest.find('$') {
+        let after = &rest[at + 1..];
+        let after = after.strip_prefix('{').unwrap_or(after);
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let name = &after[..end];
+        if !name.is_empty() && is_secret_name(name) {
+            return Some(name);
+        }
+        rest = &after[end..];
+    }
+    None
+}
+
+/// What kind of credential material `text` contains, if any: a private
+/// key block or a well-known token format.
+pub(crate) fn secret_material_in(text: &str) -> Option<&'static str> {
+    if text.contains("-----BEGIN") && text.contains("PRIVATE KEY-----") {
+        return Some("a private key");
+    }
+    const PREFIXES: &[(&str, usize, &str)] = &[
+        ("AKIA", 16, "an AWS access key"),
+        ("ghp_", 30, "a GitHub token"),
+        ("gho_", 30, "a GitHub token"),
+        ("ghs_", 30, "a GitHub token"),
+        ("github_pat_", 30, "a GitHub token"),
+        ("glpat-", 20, "a GitLab token"),
+        ("xoxb-", 20, "a Slack token"),
+        ("xoxp-", 20, "a Slack token"),
+        ("sk-", 32, "an API key"),
+    ];
+    for (prefix, min_len, what) in PREFIXES {
+        let mut rest = text;
+        while let Some(at) = rest.find(prefix) {
+            let boundary = at == 0 || !rest.as_bytes()[at - 1].is_ascii_alphanumeric();
+            let tail = &rest[at + prefix.len()..];
+            let run = tail
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+                .count();
+            if boundary && run >= *min_len {
+                return Some(what);
+            }
+            rest = tail;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn paste_hosts_and_allowlist() {
+        for h in [
+            "pastebin.com",
+            "PASTE.example",
+            "x.transfer.sh",
+            "0x0.st",
+            "my-pastebin.io",
+        ] {
+            assert!(is_paste_host(h), "{h}");
+        }
+        for h in ["github.com", "transfer.sh.evil.io", "example.com"] {
+            assert!(!is_paste_host(h), "{h}");
+        }
+        let allow = HostAllowlist::new(["github.com", "*.corp.example"]);
+        for h in [
+            "github.com",
+            "localhost",
+            "127.0.0.1",
+            "corp.example",
+            "a.b.corp.example",
+        ] {
+            assert!(allow.allows(h), "{h}");
+        }
+        for h in ["api.github.com", "corp.example.evil", "evil.io"] {
+            assert!(!allow.allows(h), "{h}");
+        }
+        assert!(valid_host_pattern("*.corp.example"));
+        assert!(!valid_host_pattern("https://x"));
+        assert!(!valid_host_pattern(""));
+    }
+
+    #[test]
+    fn url_hosts_inside_text() {
+        assert_eq!(
+            url_hosts(
+                r#"requests.post("https://User@Paste.ee:443/x", data=open('a').read()) ftp://[::1]/f"#
+            ),
+            vec!["paste.ee", "[::1]"]
+        );
+    }
+
+    #[test]
+    fn credentials() {
+        for (w, what) in [
+            ("~/.ssh/id_rsa", "SSH keys"),
+            ("keys/id_ed25519", "a credentials file"),
+            (".env", "an environment file with secrets"),
+            ("app/.env.production", "an environment file with secrets"),
+            ("certs/server.pem", "a key or certificate file"),
+            ("/etc/shadow", "the system password hashes"),
+            ("/proc/self/environ", "a process environment"),
+            (".aws/credentials", "AWS credentials"),
+        ] {
+            assert_eq!(credential_in(w), Some(what), "{w}");
+        }
+        for w in [
+            ".env.example",
+            "id_rsa.pub",
+            "README.md",
+            "src/keys.rs",
+            "environment.yml",
+            ".pem",
+        ] {
+            assert_eq!(credential_in(w), None, "{w}");
+        }
+        assert_eq!(
+            secret_variable_in("x${GITHUB_TOKEN}y"),
+            Some("GITHUB_TOKEN")
+        );
+        assert_eq!(secret_variable_in("$HOME/$USER"), None);
+        assert_eq!(
+            secret_material_in("key = AKIAABCDEFGHIJKLMNOP"),
+            Some("an AWS access key")
+        );
+        assert_eq!(
+            secret_material_in("-----BEGIN OPENSSH PRIVATE KEY-----\nabc"),
+            Some("a private key")
+        );
+        assert_eq!(secret_material_in("task-sk-1 and ask-me"), None);
+    }
+}

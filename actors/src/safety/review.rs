@@ -1,0 +1,627 @@
+//! Auto-review: a reviewer of the *exact* action a tool call would take,
+//! before it takes it (DESIGN.md §8, seed 002 §2, seed 000 §4.1).
+//!
+//! A reviewed call falls on one [`ReviewSurface`] (workspace shell, file
+//! writes outside the bot's notes area, MCP/script tools, subagent launch,
+//! delivery to third parties, automation writes), each with a
+//! [`ReviewMode`]: `off`, `shadow` (decide and log, never block) or
+//! `enforce`. The reviewer sees an [`Action`]: the tool, its canonical
+//! arguments and — for `npm run X`, `make X`, `./script.sh`, `bash x.sh`,
+//! `python x.py` and the like — the text of the scripts the command would
+//! run, with their hashes ([`ResolvedScript`]).
+//!
+//! Two reviewers, the stricter wins:
+//! - **rules** ([`review_rules`]): destructive commands, reading
+//!   credentials, sending data to paste sites / anonymous file hosts /
+//!   hosts not on the allowlist, piping downloads into a shell. Pure and
+//!   synchronous: microseconds.
+//! - an optional **reviewer model** ([`review_with_model`]) through the same
+//!   [`Model`] trait (`Purpose::Review`), asked only when the rules allow;
+//!   it answers strict JSON and fails closed to [`ReviewDecision::Ask`].
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::Digest;
+use sha2::Sha256;
+use tokio_util::sync::CancellationToken;
+
+use super::patterns;
+use super::patterns::HostAllowlist;
+use super::shell_rules;
+use crate::model::ChatMessage;
+use crate::model::Model;
+use crate::model::ModelRequest;
+use crate::model::Purpose;
+use crate::prompts::prompts;
+
+/// How a surface is reviewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewMode {
+    /// Not reviewed.
+    Off,
+    /// Reviewed and logged; never blocks.
+    Shadow,
+    /// Reviewed; `ask` waits for a person, `deny` refuses.
+    #[default]
+    Enforce,
+}
+
+impl ReviewMode {
+    /// Stable text form (as in fleet.toml).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewMode::Off => "off",
+            ReviewMode::Shadow => "shadow",
+            ReviewMode::Enforce => "enforce",
+        }
+    }
+}
+
+/// Where a side effect happens; each has its own mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewSurface {
+    /// Shell commands in the workspace.
+    Shell,
+    /// Write/Edit outside the bot's notes area.
+    FileWrite,
+    /// MCP and script tools (and any tool the host does not know).
+    Extension,
+    /// Starting a subagent (Task).
+    SubagentLaunch,
+    /// Delivery to third parties: other bots (SendToAgent), rooms shared
+    /// with other users.
+    Delivery,
+    /// Creating or changing agents and automations.
+    Automation,
+}
+
+impl ReviewSurface {
+    /// Every surface.
+    pub const ALL: [ReviewSurface; 6] = [
+        ReviewSurface::Shell,
+        ReviewSurface::FileWrite,
+        ReviewSurface::Extension,
+        ReviewSurface::SubagentLaunch,
+        ReviewSurface::Delivery,
+        ReviewSurface::Automation,
+    ];
+
+    /// Stable text form (the fleet.toml key under `[review]`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewSurface::Shell => "shell",
+            ReviewSurface::FileWrite => "file_write",
+            ReviewSurface::Extension => "extension",
+            ReviewSurface::SubagentLaunch => "subagent",
+            ReviewSurface::Delivery => "delivery",
+            ReviewSurface::Automation => "automation",
+        }
+    }
+}
+
+/// The mode of each surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReviewModes {
+    /// Shell.
+    pub shell: ReviewMode,
+    /// Write/Edit outside the notes area.
+    pub file_write: ReviewMode,
+    /// MCP and script tools.
+    pub extension: ReviewMode,
+    /// Task.
+    pub subagent: ReviewMode,
+    /// Delivery to third parties.
+    pub delivery: ReviewMode,
+    /// Agent and automation writes.
+    pub automation: ReviewMode,
+}
+
+impl ReviewModes {
+    /// Every surface in one mode.
+    pub fn all(mode: ReviewMode) -> Self {
+        Self {
+            shell: mode,
+            file_write: mode,
+            extension: mode,
+            subagent: mode,
+            delivery: mode,
+            automation: mode,
+        }
+    }
+
+    /// The mode of a surface.
+    pub fn get(&self, surface: ReviewSurface) -> ReviewMode {
+        match surface {
+            ReviewSurface::Shell => self.shell,
+            ReviewSurface::FileWrite => self.file_write,
+            ReviewSurface::Extension => self.extension,
+            ReviewSurface::SubagentLaunch => self.subagent,
+            ReviewSurface::Delivery => self.delivery,
+            ReviewSurface::Automation => self.automation,
+        }
+    }
+}
+
+/// Review settings of a fleet (`[review]` in fleet.toml).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewConfig {
+    /// Mode per surface (default: enforce everywhere).
+    pub modes: ReviewModes,
+    /// Hosts that may receive data without asking (loopback always may).
+    pub allow_hosts: HostAllowlist,
+    /// Provider name of the reviewer model, if any.
+    pub reviewer: Option<String>,
+    /// Longest a reviewer model call may take before it counts as a
+    /// failure (then the action is asked about).
+    pub reviewer_timeout: Duration,
+    /// Time to live of a pending approval, and the use window of an
+    /// approved one.
+    pub approval_ttl: Duration,
+    /// Most pending approvals per bot.
+    pub max_pending: u32,
+    /// The workspace folder holding each bot's notes area
+    /// (`<notes_dir>/<bot id>/`): writes there are not reviewed.
+    pub notes_dir: String,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        Self {
+            modes: ReviewModes::default(),
+            allow_hosts: HostAllowlist::default(),
+            reviewer: None,
+            reviewer_timeout: Duration::from_secs(30),
+            approval_ttl: Duration::from_secs(10 * 60),
+            max_pending: 4,
+            notes_dir: "notes".into(),
+        }
+    }
+}
+
+/// The outcome of a review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ReviewDecision {
+    /// Nothing of concern: run it.
+    Allow,
+    /// A person must approve this exact action first.
+    Ask {
+        /// What the reviewer is concerned about, for the person and the
+        /// model.
+        reason: String,
+    },
+    /// Refused outright (no legitimate use in a workspace); not offered
+    /// for approval.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ReviewDecision {
+    fn rank(&self) -> u8 {
+        match self {
+            ReviewDecision::Allow => 0,
+            ReviewDecision::Ask { .. } => 1,
+            ReviewDecision::Deny { .. } => 2,
+        }
+    }
+
+    /// The stricter of two decisions (the first on a tie).
+    pub fn stricter(self, other: ReviewDecision) -> ReviewDecision {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// Short name: `allow`, `ask`, `deny`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReviewDecision::Allow => "allow",
+            ReviewDecision::Ask { .. } => "ask",
+            ReviewDecision::Deny { .. } => "deny",
+        }
+    }
+
+    /// The reason, if not allowed.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            ReviewDecision::Allow => None,
+            ReviewDecision::Ask { reason } | ReviewDecision::Deny { reason } => Some(reason),
+        }
+    }
+}
+
+/// What a resolved script is, for review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptKind {
+    /// Shell text (a shell script, a package.json script, a Makefile
+    /// recipe): reviewed like a command.
+    Shell,
+    /// Source of another interpreter (Python, Node, ...): scanned as text.
+    Program,
+    /// Not text (a compiled program): only its hash is bound.
+    Binary,
+    /// Named by the command but absent (it may be created by the command).
+    Missing,
+    /// Too large to review.
+    TooLarge,
+}
+
+/// A script a command would run, as read when reviewed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedScript {
+    /// What runs it (`npm run deploy`, `make release`, `./deploy.sh`).
+    pub origin: String,
+    /// The file it came from, relative to the workspace.
+    pub path: String,
+    /// What it is.
+    pub kind: ScriptKind,
+    /// The reviewed text (the script, the package.json scripts, the
+    /// recipe); empty for binaries and missing files.
+    #[serde(skip)]
+    pub text: String,
+    /// Hex SHA-256 of the bound content (the whole file; for npm, the
+    /// scripts that run). An approval binds this.
+    pub sha256: String,
+}
+
+/// The exact action a tool call would take.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Action {
+    /// The tool.
+    pub tool: String,
+    /// The surface it falls on.
+    pub surface: ReviewSurface,
+    /// Its arguments (without those that do not change the effect, e.g. a
+    /// Shell timeout).
+    pub args: Value,
+    /// One line for people.
+    pub summary: String,
+    /// Scripts the action runs, resolved at review time.
+    pub scripts: Vec<ResolvedScript>,
+}
+
+impl Action {
+    /// Hex SHA-256 of the tool, the canonical arguments and the hashes of
+    /// the resolved scripts: equal fingerprints are the same action.
+    pub fn fingerprint(&self) -> String {
+        let mut text = String::with_capacity(256);
+        text.push_str(&self.tool);
+        text.push('\0');
+        canonical_json(&self.args, &mut text);
+        for s in &self.scripts {
+            let _ = write!(text, "\0{}\0{}\0{}", s.origin, s.path, s.sha256);
+        }
+        hex::encode(Sha256::digest(text.as_bytes()))
+    }
+
+    /// The card's details: arguments and scripts (path, kind, hash).
+    pub fn details(&self) -> Value {
+        serde_json::json!({
+            "tool": self.tool,
+            "surface": self.surface,
+            "args": self.args,
+            "scripts": self.scripts,
+        })
+    }
+}
+
+/// JSON with object keys sorted at every level, whatever serde_json's map
+/// order is.
+pub fn canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(k) {
+                    canonical_json(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(v, out);
+            }
+            out.push(']');
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+            out.push_str(&value.to_string());
+        }
+    }
+}
+
+/// Concerns found by the rules; the decision is the most severe, with the
+/// first reason of that severity.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    deny: Vec<String>,
+    ask: Vec<String>,
+}
+
+impl Findings {
+    pub(crate) fn ask(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.ask.contains(&reason) {
+            self.ask.push(reason);
+        }
+    }
+
+    pub(crate) fn deny(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.deny.contains(&reason) {
+            self.deny.push(reason);
+        }
+    }
+
+    /// Takes the concerns of a script `origin` runs, naming it.
+    pub(crate) fn absorb(&mut self, inner: Findings, origin: &str) {
+        for r in inner.deny {
+            self.deny(format!("{origin} runs a script that {r}"));
+        }
+        for r in inner.ask {
+            self.ask(format!("{origin} runs a script that {r}"));
+        }
+    }
+
+    pub(crate) fn decision(self) -> ReviewDecision {
+        fn join(mut reasons: Vec<String>) -> String {
+            match reasons.len() {
+                0 | 1 => reasons.pop().unwrap_or_default(),
+                n => format!("{}; and {} more concern(s)", reasons.remove(0), n - 1),
+            }
+        }
+        if !self.deny.is_empty() {
+            ReviewDecision::Deny {
+                reason: join(self.deny),
+            }
+        } else if !self.ask.is_empty() {
+            ReviewDecision::Ask {
+                reason: join(self.ask),
+            }
+        } else {
+            ReviewDecision::Allow
+        }
+    }
+}
+
+/// The rules' decision on an action (pure; microseconds).
+pub fn review_rules(action: &Action, config: &ReviewConfig) -> ReviewDecision {
+    let mut findings = Findings::default();
+    let text_of = |key: &str| action.args.get(key).and_then(Value::as_str).unwrap_or("");
+    match action.surface {
+        ReviewSurface::Shell => {
+            shell_rules::review_command(
+                text_of("command"),
+                &action.scripts,
+                &config.allow_hosts,
+                &mut findings,
+            );
+        }
+        ReviewSurface::FileWrite => {
+            let path = text_of("path");
+            if let Some(what) = patterns::credential_in(path) {
+                findings.ask(format!("writes {what} ({path})"));
+            }
+            if let Some(what) = sensitive_write_target(path) {
+                findings.ask(format!("changes {what} ({path})"));
+            }
+            let content = format!("{}{}", text_of("content"), text_of("new_text"));
+            if let Some(what) = patterns::secret_material_in(&content) {
+                findings.ask(format!("writes {what} into the workspace"));
+            }
+        }
+        ReviewSurface::Extension => {
+            let mut strings = Vec::new();
+            collect_strings(&action.args, &mut strings);
+            for s in strings {
+                scan_text(s, &config.allow_hosts, true, &mut findings);
+            }
+        }
+        ReviewSurface::SubagentLaunch | ReviewSurface::Delivery | ReviewSurface::Automation => {
+            let mut strings = Vec::new();
+            collect_strings(&action.args, &mut strings);
+            for s in strings {
+                if let Some(what) = patterns::secret_material_in(s) {
+                    findings.ask(format!("passes on {what}"));
+                }
+            }
+        }
+    }
+    findings.decision()
+}
+
+/// Files whose change makes something run later (hooks, CI, shell
+/// start-up files — the workspace is HOME for Shell).
+fn sensitive_write_target(path: &str) -> Option<&'static str> {
+    let p = path.trim_start_matches("./");
+    let name = p.rsplit('/').next().unwrap_or(p);
+    if p.contains(".git/hooks/") || p.starts_with(".git/") || p.contains("/.git/") {
+        Some("git internals (hooks run on git commands)")
+    } else if p.contains(".github/workflows/") || name == ".gitlab-ci.yml" {
+        Some("a CI pipeline")
+    } else if matches!(
+        name,
+        ".bashrc" | ".bash_profile" | ".profile" | ".zshrc" | ".zprofile" | ".bash_logout"
+    ) {
+        Some("a shell start-up file")
+    } else {
+        None
+    }
+}
+
+fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Scans text that is not shell (a Python script, an MCP argument): credentials named or
+/// contained, paste-site URLs (when `hosts`), `rm -rf /`.
+pub(crate) fn scan_text(text: &str, allow: &HostAllowlist, hosts: bool, findings: &mut Findings) {
+    for word in text
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | ')' | ',' | '=' | '`'))
+    {
+        if let Some(what) = patterns::credential_in(word) {
+            findings.ask(format!("reads {what} ({word})"));
+        }
+    }
+    if let Some(what) = patterns::secret_material_in(text) {
+        findings.ask(format!("contains {what}"));
+    }
+    if hosts {
+        for host in patterns::url_hosts(text) {
+            if patterns::is_paste_host(&host) && !allow.allows(&host) {
+                findings.ask(format!(
+                    "sends to {host}, a paste site or anonymous file host"
+                ));
+            }
+        }
+    }
+    if text.contains("rm -rf / ") || text.ends_with("rm -rf /") || text.contains("rm -rf /\"") {
+        findings.deny("deletes the whole file system (rm -rf /)");
+    }
+}
+
+/// The reviewer model's answer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelVerdict {
+    decision: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Asks the reviewer model about an action the rules allowed. Any failure
+/// (error, timeout, cancellation, an answer that is not the strict JSON
+/// verdict) is [`ReviewDecision::Ask`]: the model reviewer fails closed.
+pub async fn review_with_model(
+    model: &dyn Model,
+    bot: &str,
+    action: &Action,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> ReviewDecision {
+    let mut scripts = String::new();
+    for s in &action.scripts {
+        let _ = write!(
+            scripts,
+            "\n--- {} ({}, {:?}, sha256 {}) ---\n{}\n",
+            s.origin, s.path, s.kind, s.sha256, s.text
+        );
+    }
+    let mut args = String::new();
+    canonical_json(&action.args, &mut args);
+    let Ok(system) = prompts().review.render(&[
+        ("tool", &action.tool),
+        ("surface", action.surface.as_str()),
+        ("args", &args),
+        (
+            "scripts",
+            if scripts.is_empty() {
+                "(none)"
+            } else {
+                &scripts
+            },
+        ),
+    ]) else {
+        return ReviewDecision::Ask {
+            reason: "the reviewer prompt could not be built".into(),
+        };
+    };
+    let request = ModelRequest {
+        purpose: Purpose::Review,
+        bot: bot.to_owned(),
+        messages: vec![
+            ChatMessage::System { content: system },
+            ChatMessage::User {
+                content: format!("Review this {} action: {}", action.tool, action.summary),
+            },
+        ],
+        tools: Vec::new(),
+        max_tokens: Some(300),
+    };
+    let answer = tokio::time::timeout(timeout, model.complete(&request, &mut (), cancel)).await;
+    let text = match answer {
+        Ok(Ok(response)) => response.text,
+        Ok(Err(e)) => {
+            return ReviewDecision::Ask {
+                reason: format!("the reviewer model failed ({e}), so a person must decide"),
+            };
+        }
+        Err(_) => {
+            return ReviewDecision::Ask {
+                reason: format!(
+                    "the reviewer model did not answer within {} s, so a person must decide",
+                    timeout.as_secs()
+                ),
+            };
+        }
+    };
+    parse_verdict(&text)
+}
+
+/// Parses the reviewer model's strict JSON verdict (a fenced block is
+/// tolerated); anything else is `Ask`.
+pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|t| t.strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim();
+    let verdict: ModelVerdict = match serde_json::from_str(body) {
+        Ok(v) => v,
+        Err(_) => {
+            return ReviewDecision::Ask {
+                reason:
+                    "the reviewer model's answer was not a valid verdict, so a person must decide"
+                        .into(),
+            };
+        }
+    };
+    let reason = if verdict.reason.trim().is_empty() {
+        "the reviewer model gave no reason".to_owned()
+    } else {
+        format!("reviewer model: {}", verdict.reason.trim())
+    };
+    match verdict.decision.as_str() {
+        "allow" => ReviewDecision::Allow,
+        "deny" => ReviewDecision::Deny { reason },
+        "ask" => ReviewDecision::Ask { reason },
+        other => ReviewDecision::Ask {
+            reason: format!(
+                "the reviewer model answered {other:?}, which is not allow/ask/deny, so a person must decide"
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "review_tests.rs"]
+mod tests;

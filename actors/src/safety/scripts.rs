@@ -1,0 +1,587 @@
+//! Resolving the scripts a shell command would run, so that review sees
+//! their text and approvals bind their hashes (seed 000 §4.1: `npm run
+//! deploy` names a script; what it does is in package.json).
+//!
+//! Recognised: `./x`, `path/to/x`, `sh|bash|zsh|... x`, `source x`, `. x`,
+//! `python|node|perl|ruby|... x`, `npm|yarn|pnpm|bun run X` (with `pre`/`post`
+//! scripts; `npm test`, `npm start`, `npm install` lifecycle scripts),
+//! and `make [-C dir] [-f file] [targets]` (the recipes of the targets and
+//! their prerequisites, with the Makefile's own variables expanded). Shell
+//! scripts are resolved recursively (a package script running
+//! `./deploy.sh`). Files are read only inside the workspace.
+//!
+//! What it does not cover: scripts a resolved script reaches through
+//! variables or other programs, dependencies' install scripts, and anything
+//! fetched from the network at run time (docs/security.md).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::path::PathBuf;
+
+use sha2::Digest;
+use sha2::Sha256;
+
+use super::review::ResolvedScript;
+use super::review::ScriptKind;
+use super::shell_parse::Script;
+use super::shell_parse::parse;
+use super::shell_rules::program_start;
+use crate::tools::Workspace;
+
+/// Largest script whose text is reviewed.
+const MAX_REVIEW_BYTES: u64 = 512 * 1024;
+/// Largest file read to hash it.
+const MAX_HASH_BYTES: u64 = 8 * 1024 * 1024;
+/// Most scripts resolved for one command.
+const MAX_SCRIPTS: usize = 16;
+/// Deepest chain of scripts running scripts.
+const MAX_DEPTH: u8 = 3;
+
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh"];
+const INTERPRETERS: &[&str] = &[
+    "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "Rscript",
+    "deno", "tsx", "ts-node",
+];
+
+/// The scripts `command` would run from `cwd` (inside the workspace).
+pub fn resolve_scripts(workspace: &Workspace, cwd: &Path, command: &str) -> Vec<ResolvedScript> {
+    let mut r = Resolver {
+        workspace,
+        out: Vec::new(),
+    };
+    r.script(&parse(command), cwd, 0);
+    r.out
+}
+
+struct Resolver<'a> {
+    workspace: &'a Workspace,
+    out: Vec<ResolvedScript>,
+}
+
+impl Resolver<'_> {
+    fn script(&mut self, script: &Script, cwd: &Path, depth: u8) {
+        let mut cwd = cwd.to_path_buf();
+        for cmd in &script.commands {
+            for nested in &cmd.nested {
+                self.script(nested, &cwd, depth);
+            }
+            let (start, _) = program_start(&cmd.words);
+            let Some(first) = cmd.words.get(start) else {
+                continue;
+            };
+            let args = &cmd.words[start + 1..];
+            let program = first.rsplit('/').next().unwrap_or(first);
+            if program == "cd" {
+                if let Some(dir) = args.first()
+                    && let Ok(p) = self.workspace.resolve(&cwd.join(dir).to_string_lossy())
+                {
+                    cwd = p;
+                }
+                continue;
+            }
+            if first.contains('/') && !first.starts_with("/usr/") && !first.starts_with("/bin/") {
+                self.file(first, &cwd, first, None, depth);
+            } else if SHELLS.contains(&program) || matches!(program, "source" | ".") {
+                if !args.iter().any(|a| a.starts_with('-') && a.contains('c'))
+                    && let Some(file) = args.iter().find(|a| !a.starts_with('-'))
+                {
+                    self.file(
+                        file,
+                        &cwd,
+                        &format!("{program} {file}"),
+                        Some(ScriptKind::Shell),
+                        depth,
+                    );
+                }
+            } else if INTERPRETERS.contains(&program) {
+                let code_flag = args
+                    .iter()
+                    .any(|a| matches!(a.as_str(), "-c" | "-m" | "-e" | "eval"));
+                let file = args
+                    .iter()
+                    .find(|a| !a.starts_with('-') && a.as_str() != "run");
+                if !code_flag && let Some(file) = file {
+                    self.file(
+                        file,
+                        &cwd,
+                        &format!("{program} {file}"),
+                        Some(ScriptKind::Program),
+                        depth,
+                    );
+                }
+            } else if matches!(program, "npm" | "yarn" | "pnpm" | "bun") {
+                self.package(program, args, &cwd, depth);
+            } else if matches!(program, "make" | "gmake") {
+                self.make(program, args, &cwd);
+            }
+        }
+    }
+
+    fn push(&mut self, script: ResolvedScript) -> bool {
+        if self.out.len() >= MAX_SCRIPTS
+            || self
+                .out
+                .iter()
+                .any(|s| s.path == script.path && s.origin == script.origin)
+        {
+            return false;
+        }
+        self.out.push(script);
+        true
+    }
+
+    fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(self.workspace.root())
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.display().to_string())
+    }
+
+    /// A script file run directly or by an interpreter.
+    fn file(
+        &mut self,
+        given: &str,
+        cwd: &Path,
+        origin: &str,
+        as_kind: Option<ScriptKind>,
+        depth: u8,
+    ) {
+        let Ok(path) = self.workspace.resolve(&cwd.join(given).to_string_lossy()) else {
+            return;
+        };
+        let shown = self.shown(&path);
+        let script = match read(&path) {
+            Read::Missing => ResolvedScript {
+                origin: origin.to_owned(),
+                path: shown,
+                kind: ScriptKind::Missing,
+                text: String::new(),
+                sha256: String::new(),
+            },
+            Read::TooLarge(sha256) => ResolvedScript {
+                origin: origin.to_owned(),
+                path: shown,
+                kind: ScriptKind::TooLarge,
+                text: String::new(),
+                sha256,
+            },
+            Read::Binary(sha256) => ResolvedScript {
+                origin: origin.to_owned(),
+                path: shown,
+                kind: ScriptKind::Binary,
+                text: String::new(),
+                sha256,
+            },
+            Read::Text(text, sha256) => {
+                let kind = as_kind.unwrap_or_else(|| kind_of(&path, &text));
+                ResolvedScript {
+                    origin: origin.to_owned(),
+                    path: shown,
+                    kind,
+                    text,
+                    sha256,
+                }
+            }
+        };
+        let nested =
+            (script.kind == ScriptKind::Shell && depth < MAX_DEPTH).then(|| parse(&script.text));
+        if self.push(script)
+            && let Some(nested) = nested
+        {
+            self.script(&nested, cwd, depth + 1);
+        }
+    }
+
+    /// `npm run X` and friends: the package.json scripts that run.
+    fn package(&mut self, program: &str, args: &[String], cwd: &Path, depth: u8) {
+        let Some((path, scripts)) = package_scripts(self.workspace, cwd) else {
+            return;
+        };
+        let pos: Vec<&str> = args
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .map(String::as_str)
+            .collect();
+        let names: Vec<String> = match (program, pos.as_slice()) {
+            (_, ["run" | "run-script" | "rum" | "urn", name, ..]) => vec![(*name).to_owned()],
+            (_, ["test" | "t" | "tst", ..]) => vec!["test".into()],
+            (_, [cmd @ ("start" | "stop" | "restart"), ..]) => vec![(*cmd).to_owned()],
+            ("npm" | "yarn" | "pnpm", ["install" | "i" | "ci", ..]) | ("yarn", []) => {
+                ["install", "prepare"].map(String::from).to_vec()
+            }
+            ("yarn" | "pnpm" | "bun", [name, ..]) if scripts.contains_key(*name) => {
+                vec![(*name).to_owned()]
+            }
+            _ => return,
+        };
+        let mut text = String::new();
+        let mut bound = Sha256::new();
+        for name in names {
+            for key in [format!("pre{name}"), name.clone(), format!("post{name}")] {
+                if let Some(value) = scripts.get(&key) {
+                    text.push_str(value);
+                    text.push('\n');
+                    bound.update(key.as_bytes());
+                    bound.update([0]);
+                    bound.update(value.as_bytes());
+                    bound.update([b'\n']);
+                }
+            }
+        }
+        if text.is_empty() {
+            return;
+        }
+        let origin = format!("{program} {}", pos.join(" "));
+        let script = ResolvedScript {
+            origin,
+            path: self.shown(&path),
+            kind: ScriptKind::Shell,
+            text,
+            sha256: hex::encode(bound.finalize()),
+        };
+        let nested = (depth < MAX_DEPTH).then(|| parse(&script.text));
+        if self.push(script)
+            && let Some(nested) = nested
+        {
+            self.script(&nested, cwd, depth + 1);
+        }
+    }
+
+    /// `make [targets]`: the recipes that run.
+    fn make(&mut self, program: &str, args: &[String], cwd: &Path) {
+        let mut dir = cwd.to_path_buf();
+        let mut file = None;
+        let mut targets = Vec::new();
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
+            let value = |flag: &str, long: &str| -> Option<String> {
+                if a == flag || a == long {
+                    args.get(i + 1).cloned()
+                } else {
+                    a.strip_prefix(&format!("{long}="))
+                        .map(str::to_owned)
+                        .or_else(|| {
+                            a.strip_prefix(flag)
+                                .filter(|v| !v.is_empty())
+                                .map(str::to_owned)
+                        })
+                }
+            };
+            if let Some(d) = value("-C", "--directory") {
+                dir = dir.join(d);
+                i += usize::from(a == "-C" || a == "--directory");
+            } else if let Some(f) = value("-f", "--file") {
+                file = Some(f);
+                i += usize::from(a == "-f" || a == "--file");
+            } else if !a.starts_with('-') && !a.contains('=') {
+                targets.push(a.clone());
+            }
+            i += 1;
+        }
+        let candidates: Vec<PathBuf> = match &file {
+            Some(f) => vec![dir.join(f)],
+            None => ["GNUmakefile", "makefile", "Makefile"]
+                .iter()
+                .map(|n| dir.join(n))
+                .collect(),
+        };
+        let Some((path, bytes)) = candidates.into_iter().find_map(|p| {
+            let p = self.workspace.resolve(&p.to_string_lossy()).ok()?;
+            let meta = std::fs::metadata(&p).ok()?;
+            if meta.len() > MAX_REVIEW_BYTES {
+                return None;
+            }
+            std::fs::read(&p).ok().map(|b| (p, b))
+        }) else {
+            return;
+        };
+        let Ok(source) = String::from_utf8(bytes) else {
+            return;
+        };
+        let makefile = Makefile::parse(&source);
+        let goals = if targets.is_empty() {
+            makefile.default_goal.iter().cloned().collect()
+        } else {
+            targets
+        };
+        let text = makefile.recipes(&goals);
+        let origin = if goals.is_empty() {
+            program.to_owned()
+        } else {
+            format!("{program} {}", goals.join(" "))
+        };
+        let script = ResolvedScript {
+            origin,
+            path: self.shown(&path),
+            kind: ScriptKind::Shell,
+            text,
+            sha256: hex::encode(Sha256::digest(source.as_bytes())),
+        };
+        let nested = parse(&script.text);
+        if self.push(script) {
+            self.script(&nested, &dir, 1);
+        }
+    }
+}
+
+enum Read {
+    Missing,
+    TooLarge(String),
+    Binary(String),
+    Text(String, String),
+}
+
+fn read(path: &Path) -> Read {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Read::Missing;
+    };
+    if !meta.is_file() {
+        return Read::Missing;
+    }
+    if meta.len() > MAX_HASH_BYTES {
+        let id = format!("{}:{:?}", meta.len(), meta.modified().ok());
+        return Read::TooLarge(hex::encode(Sha256::digest(id.as_bytes())));
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return Read::Missing;
+    };
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    if bytes.len() as u64 > MAX_REVIEW_BYTES {
+        return Read::TooLarge(sha256);
+    }
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return Read::Binary(sha256);
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Read::Text(text, sha256),
+        Err(_) => Read::Binary(sha256),
+    }
+}
+
+/// A file run directly: shell unless its extension or shebang names
+/// another interpreter.
+fn kind_of(path: &Path, text: &str) -> ScriptKind {
+    let shebang = text
+        .lines()
+        .next()
+        .filter(|l| l.starts_with("#!"))
+        .unwrap_or("");
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let other = [
+        "python", "node", "perl", "ruby", "php", "deno", "lua", "Rscript",
+    ];
+    if other.iter().any(|i| shebang.contains(i))
+        || matches!(
+            ext,
+            "py" | "js" | "mjs" | "cjs" | "ts" | "rb" | "pl" | "php" | "lua" | "R"
+        )
+    {
+        ScriptKind::Program
+    } else {
+        ScriptKind::Shell
+    }
+}
+
+/// The nearest package.json at or above `cwd` (inside the workspace) and
+/// its `scripts`.
+fn package_scripts(
+    workspace: &Workspace,
+    cwd: &Path,
+) -> Option<(PathBuf, BTreeMap<String, String>)> {
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        if !d.starts_with(workspace.root()) {
+            return None;
+        }
+        let candidate = d.join("package.json");
+        if let Ok(p) = workspace.resolve(&candidate.to_string_lossy())
+            && let Ok(text) = std::fs::read_to_string(&p)
+        {
+            let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+            let scripts = value
+                .get("scripts")?
+                .as_object()?
+                .iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                .collect();
+            return Some((p, scripts));
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// What review needs of a Makefile: variables, rules with recipes, the
+/// default goal.
+struct Makefile {
+    vars: BTreeMap<String, String>,
+    rules: BTreeMap<String, (Vec<String>, Vec<String>)>,
+    default_goal: Option<String>,
+}
+
+impl Makefile {
+    fn parse(source: &str) -> Self {
+        let mut m = Makefile {
+            vars: BTreeMap::new(),
+            rules: BTreeMap::new(),
+            default_goal: None,
+        };
+        let mut current: Vec<String> = Vec::new();
+        let mut lines = source.lines().peekable();
+        while let Some(line) = lines.next() {
+            let mut line = line.to_owned();
+            while line.ends_with('\\') {
+                line.pop();
+                match lines.next() {
+                    Some(next) => line.push_str(next.trim_start()),
+                    None => break,
+                }
+            }
+            if let Some(recipe) = line.strip_prefix('\t') {
+                for t in &current {
+                    if let Some(rule) = m.rules.get_mut(t) {
+                        rule.1
+                            .push(recipe.trim_start_matches(['@', '-', '+']).to_owned());
+                    }
+                }
+                continue;
+            }
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            if let Some((name, value)) = assignment(trimmed) {
+                let (op_append, name) = name;
+                let entry = m.vars.entry(name).or_default();
+                if op_append {
+                    entry.push(' ');
+                    entry.push_str(&value);
+                } else {
+                    *entry = value;
+                }
+                current.clear();
+                continue;
+            }
+            if let Some((targets, prereqs)) = trimmed.split_once(':') {
+                let prereqs = prereqs
+                    .trim_start_matches(':')
+                    .split(';')
+                    .next()
+                    .unwrap_or("");
+                let prereqs: Vec<String> = prereqs
+                    .split_whitespace()
+                    .filter(|p| *p != "|")
+                    .map(str::to_owned)
+                    .collect();
+                current = targets.split_whitespace().map(str::to_owned).collect();
+                for t in &current {
+                    if m.default_goal.is_none() && !t.starts_with('.') && !t.contains('%') {
+                        m.default_goal = Some(t.clone());
+                    }
+                    m.rules
+                        .entry(t.clone())
+                        .or_default()
+                        .0
+                        .extend(prereqs.iter().cloned());
+                }
+                continue;
+            }
+            current.clear();
+        }
+        m
+    }
+
+    /// The recipes of `goals` and their prerequisites (each once), with
+    /// variables expanded.
+    fn recipes(&self, goals: &[String]) -> String {
+        let mut seen = Vec::new();
+        let mut out = String::new();
+        for g in goals {
+            self.collect(g, &mut seen, &mut out, 0);
+        }
+        out
+    }
+
+    fn collect(&self, target: &str, seen: &mut Vec<String>, out: &mut String, depth: u8) {
+        if depth > 8 || seen.iter().any(|s| s == target) {
+            return;
+        }
+        seen.push(target.to_owned());
+        let Some((prereqs, recipe)) = self.rules.get(target) else {
+            return;
+        };
+        for p in prereqs {
+            self.collect(&self.expand(p), seen, out, depth + 1);
+        }
+        for line in recipe {
+            out.push_str(&self.expand(line));
+            out.push('\n');
+        }
+    }
+
+    /// `$(NAME)` and `${NAME}` from the file's variables (one level deep,
+    /// then the result again up to 4 times), `$$` → `$`.
+    fn expand(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for _ in 0..4 {
+            let mut out = String::with_capacity(text.len());
+            let mut rest = text.as_str();
+            let mut changed = false;
+            while let Some(at) = rest.find('$') {
+                out.push_str(&rest[..at]);
+                let after = &rest[at + 1..];
+                let close = match after.chars().next() {
+                    Some('(') => Some(')'),
+                    Some('{') => Some('}'),
+                    Some('$') => {
+                        out.push_str("$$");
+                        rest = &after[1..];
+                        continue;
+                    }
+                    _ => None,
+                };
+                match close.and_then(|c| after[1..].find(c).map(|end| &after[1..1 + end])) {
+                    Some(name) if self.vars.contains_key(name) => {
+                        out.push_str(self.vars.get(name).map(String::as_str).unwrap_or(""));
+                        rest = &after[name.len() + 2..];
+                        changed = true;
+                    }
+                    _ => {
+                        out.push('$');
+                        rest = after;
+                    }
+                }
+            }
+            out.push_str(rest);
+            text = out;
+            if !changed {
+                break;
+            }
+        }
+        text.replace("$$", "$")
+    }
+}
+
+/// `NAME = value`, `NAME := value`, `NAME ?= value`, `NAME += value`:
+/// ((append, name), value).
+fn assignment(line: &str) -> Option<((bool, String), String)> {
+    let eq = line.find('=')?;
+    let colon = line.find(':');
+    if colon.is_some_and(|c| c < eq && line[c..eq].trim() != ":" && line[c..eq].trim() != "::") {
+        return None;
+    }
+    let head = line[..eq].trim_end();
+    let (append, name) = if let Some(n) = head.strip_suffix('+') {
+        (true, n)
+    } else {
+        (false, head.trim_end_matches([':', '?', '!']))
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(((append, name.to_owned()), line[eq + 1..].trim().to_owned()))
+}
+
+#[cfg(test)]
+#[path = "scripts_tests.rs"]
+mod tests;

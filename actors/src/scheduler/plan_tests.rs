@@ -1,0 +1,121 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::scheduler::spec::Schedule;
+
+#[test]
+fn on_time_fires_late_depends_on_catch_up() {
+    let slot = 1_000_000;
+    for c in [CatchUp::Once, CatchUp::Skip] {
+        assert_eq!(
+            plan_slot(slot, slot, c, None),
+            SlotPlan::Fire { late: false }
+        );
+        assert_eq!(
+            plan_slot(slot, slot + LATE_AFTER_MS, c, None),
+            SlotPlan::Fire { late: false }
+        );
+    }
+    let late = slot + LATE_AFTER_MS + 1;
+    assert_eq!(
+        plan_slot(slot, late, CatchUp::Once, None),
+        SlotPlan::Fire { late: true }
+    );
+    assert_eq!(plan_slot(slot, late, CatchUp::Skip, None), SlotPlan::Skip);
+    // a slot from before a restore is unknown, whatever the policy
+    assert_eq!(
+        plan_slot(slot, late, CatchUp::Once, Some(slot + 1)),
+        SlotPlan::Unknown
+    );
+    assert_eq!(
+        plan_slot(slot, slot, CatchUp::Once, Some(slot)),
+        SlotPlan::Fire { late: false }
+    );
+}
+
+#[test]
+fn nonces_name_the_routine_and_slot() {
+    assert_eq!(
+        routine_nonce("brief", 1_764_547_200_000),
+        "brief@1764547200000"
+    );
+    assert_eq!(
+        routine_source(&botfleet_memory::BotId::new("r").unwrap()),
+        "routine:r"
+    );
+}
+
+/// The scheduler's loop reduced to its decisions: at each tick, a due slot
+/// is planned, and the routine moves to the first slot after now.
+fn simulate(schedule: &Schedule, start: i64, ticks: &[i64], catch_up: CatchUp) -> Vec<(i64, i64)> {
+    let mut next = schedule.next_after(start);
+    let mut fired = Vec::new();
+    for &now in ticks {
+        let Some(slot) = next.filter(|s| *s <= now) else {
+            continue;
+        };
+        if let SlotPlan::Fire { .. } = plan_slot(slot, now, catch_up, None) {
+            fired.push((slot, now));
+        }
+        next = schedule.next_after(now.max(slot));
+    }
+    fired
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Whatever the ticks (frequent, or with long gaps of downtime): no slot
+    /// fires twice, a fire never precedes its slot, at most one fire per
+    /// tick, skip never fires late, and a tick within the grace after a
+    /// slot fires it.
+    #[test]
+    fn slots_fire_at_most_once_and_never_early(
+        cron in prop::sample::select(vec![
+            "0 8 * * *", "*/15 * * * *", "30 2 * * *", "30 1 * * *", "0 9 * * 1-5", "*/20 * * * * *",
+        ]),
+        tz in prop::sample::select(vec!["UTC", "Asia/Shanghai", "America/New_York", "Europe/Berlin"]),
+        gaps in prop::collection::vec(prop_oneof![
+            4 => 1i64..=120_000,           // a busy host: ticks every so often
+            1 => 120_000i64..=3 * 86_400_000, // downtime
+        ], 1..60),
+        start_day in 0i64..400,
+        skip in any::<bool>(),
+    ) {
+        let schedule = Schedule::parse(cron, tz).unwrap();
+        // from 2026-01-01 (covers both transitions of the year)
+        let start = 1_767_225_600_000 + start_day * 86_400_000;
+        let mut ticks = Vec::new();
+        let mut t = start;
+        for g in gaps {
+            t += g;
+            ticks.push(t);
+        }
+        let catch_up = if skip { CatchUp::Skip } else { CatchUp::Once };
+        let fired = simulate(&schedule, start, &ticks, catch_up);
+        let slots: BTreeSet<i64> = fired.iter().map(|(s, _)| *s).collect();
+        prop_assert_eq!(slots.len(), fired.len(), "a slot fired twice");
+        let ticks_fired: BTreeSet<i64> = fired.iter().map(|(_, n)| *n).collect();
+        prop_assert_eq!(ticks_fired.len(), fired.len(), "two fires in one tick");
+        for (slot, now) in &fired {
+            prop_assert!(slot <= now, "fired before its slot");
+            if skip {
+                prop_assert!(now - slot <= LATE_AFTER_MS, "skip fired a missed slot");
+            }
+        }
+        // every tick that lands within the grace of the pending slot fires it
+        let mut next = schedule.next_after(start);
+        for &now in &ticks {
+            if let Some(slot) = next.filter(|s| *s <= now) {
+                if now - slot <= LATE_AFTER_MS {
+                    prop_assert!(fired.contains(&(slot, now)), "an on-time slot did not fire");
+                }
+                next = schedule.next_after(now.max(slot));
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! A routine's definition ([`RoutineSpec`]) and its parsed schedule
+//! ([`Schedule`]): a cron expression read on the wall clock of an IANA time
+//! zone.
+//!
+//! Daylight-saving transitions (decided here, documented in
+//! docs/operations.md):
+//! - A fixed time of day that a spring-forward skips (02:30 in
+//!   America/New_York on its transition day) fires once, at the first
+//!   instant after the gap (03:00 local time).
+//! - A fixed time of day that a fall-back repeats (01:30 in
+//!   America/New_York on its transition day) fires once, at its first
+//!   occurrence (01:30 daylight time).
+//! - Expressions with wildcards or steps in the time fields (`*/30 * * * *`)
+//!   follow real time: they fire in both passes of a repeated hour and not
+//!   in the skipped one.
+
+use std::str::FromStr;
+
+use botfleet_memory::CatchUp;
+use chrono::TimeZone;
+use chrono_tz::Tz;
+use croner::Cron;
+use croner::parser::CronParser;
+use croner::parser::Seconds;
+use croner::parser::Year;
+use serde::Deserialize;
+use serde::Serialize;
+
+/// Longest routine (and hook) name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Longest routine prompt, in characters.
+pub const MAX_PROMPT_CHARS: usize = 16_000;
+
+/// What a routine or hook name may be.
+pub const NAME_RULE: &str =
+    "use 1-64 characters: ASCII letters, digits, '-', '_' or '.', starting with a letter or digit";
+
+/// Whether `name` is a valid routine or hook name (see [`NAME_RULE`]).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+/// A routine as people define it (fleet.toml or the API).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutineSpec {
+    /// Name, unique per bot.
+    pub name: String,
+    /// Cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// IANA time zone name, e.g. `Asia/Shanghai`.
+    pub timezone: String,
+    /// What the bot is asked to do at each run.
+    pub prompt: String,
+    /// Whether a run may end without reporting (default true).
+    pub silent_ok: bool,
+    /// What to do about slots missed while the host was down.
+    pub catch_up: CatchUp,
+}
+
+/// A routine definition that is not valid. Each variant says what is wrong
+/// and what is expected; [`RoutineError::field`] names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoutineError {
+    /// The name does not follow [`NAME_RULE`].
+    #[error("routine name {name:?} is not valid: {NAME_RULE}")]
+    Name {
+        /// The name given.
+        name: String,
+    },
+    /// The cron expression does not parse.
+    #[error(
+        "cron expression {cron:?} is not valid ({detail}); expected 5 fields \
+         `minute hour day-of-month month day-of-week` (e.g. \"0 8 * * 1-5\": 08:00 on \
+         weekdays) or 6 with seconds first (e.g. \"30 0 8 * * *\")"
+    )]
+    Cron {
+        /// The expression given.
+        cron: String,
+        /// The parser's complaint.
+        detail: String,
+    },
+    /// The cron expression parses but matches no time at all.
+    #[error(
+        "cron expression {cron:?} never fires (no date matches it); check the day-of-month \
+         and month fields"
+    )]
+    Never {
+        /// The expression given.
+        cron: String,
+    },
+    /// The time zone is not an IANA name.
+    #[error(
+        "time zone {timezone:?} is not an IANA time zone name{hint}; expected e.g. \
+         \"Asia/Shanghai\", \"America/New_York\", \"Europe/Berlin\" or \"UTC\""
+    )]
+    Timezone {
+        /// The name given.
+        timezone: String,
+        /// ` (did you mean "X"?)` when a name differs only in case.
+        hint: String,
+    },
+    /// The prompt is empty.
+    #[error("the prompt is empty; say what the bot should do when the routine runs")]
+    EmptyPrompt,
+    /// The prompt is too long.
+    #[error("the prompt has {chars} characters; the limit is {limit}")]
+    PromptTooLong {
+        /// Its length.
+        chars: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl RoutineError {
+    /// The field of the definition that is wrong.
+    pub fn field(&self) -> &'static str {
+        match self {
+            RoutineError::Name { .. } => "name",
+            RoutineError::Cron { .. } | RoutineError::Never { .. } => "cron",
+            RoutineError::Timezone { .. } => "timezone",
+            RoutineError::EmptyPrompt | RoutineError::PromptTooLong { .. } => "prompt",
+        }
+    }
+}
+
+impl RoutineSpec {
+    /// Checks every field and parses the schedule.
+    pub fn validate(&self) -> Result<Schedule, RoutineError> {
+        if !valid_name(&self.name) {
+            return Err(RoutineError::Name {
+                name: self.name.clone(),
+            });
+        }
+        let schedule = Schedule::parse(&self.cron, &self.timezone)?;
+        if self.prompt.trim().is_empty() {
+            return Err(RoutineError::EmptyPrompt);
+        }
+        let chars = self.prompt.chars().count();
+        if chars > MAX_PROMPT_CHARS {
+            return Err(RoutineError::PromptTooLong {
+                chars,
+                limit: MAX_PROMPT_CHARS,
+            });
+        }
+        Ok(schedule)
+    }
+}
+
+/// A parsed schedule: when a routine fires.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    cron: Cron,
+    tz: Tz,
+}
+
+impl Schedule {
+    /// Parses a cron expression (5 fields, or 6 with seconds first) and an
+    /// IANA time zone name, and checks that the expression ever fires.
+    pub fn parse(cron: &str, timezone: &str) -> Result<Self, RoutineError> {
+        let tz = Tz::from_str(timezone.trim()).map_err(|_| RoutineError::Timezone {
+            timezone: timezone.to_owned(),
+            hint: case_hint(timezone.trim()),
+        })?;
+        let parsed = CronParser::builder()
+            .seconds(Seconds::Optional)
+            .year(Year::Disallowed)
+            .build()
+            .parse(cron)
+            .map_err(|e| RoutineError::Cron {
+                cron: cron.to_owned(),
+                detail: e.to_string(),
+            })?;
+        let schedule = Self { cron: parsed, tz };
+        // Any fixed instant does to ask "does it ever fire": a pattern that
+        // matches some date matches one within a few years of any start
+        // (29 February recurs within 8 years).
+        if schedule.next_after(REFERENCE_MS).is_none() {
+            return Err(RoutineError::Never {
+                cron: cron.to_owned(),
+            });
+        }
+        Ok(schedule)
+    }
+
+    /// The time zone.
+    pub fn timezone(&self) -> Tz {
+        self.tz
+    }
+
+    /// The first slot strictly after `after_ms` (ms since epoch, UTC), in
+    /// whole seconds; `None` if there is none.
+    pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+        let secs = after_ms.div_euclid(1000);
+        let start = self.tz.timestamp_opt(secs, 0).single()?;
+        let next = self.cron.find_next_occurrence(&start, false).ok()?;
+        Some(next.timestamp() * 1000)
+    }
+}
+
+/// `ms` (since epoch) as an RFC 3339 time in the IANA zone `timezone`;
+/// `None` if either is not valid.
+pub fn local_rfc3339(timezone: &str, ms: i64) -> Option<String> {
+    let tz = Tz::from_str(timezone.trim()).ok()?;
+    let t = tz.timestamp_millis_opt(ms).single()?;
+    Some(t.to_rfc3339())
+}
+
+/// 2026-01-01T00:00:00Z.
+const REFERENCE_MS: i64 = 1_767_225_600_000;
+
+fn case_hint(name: &str) -> String {
+    chrono_tz::TZ_VARIANTS
+        .iter()
+        .find(|tz| tz.name().eq_ignore_ascii_case(name))
+        .map(|tz| format!(" (did you mean {:?}?)", tz.name()))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

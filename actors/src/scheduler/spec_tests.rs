@@ -1,0 +1,199 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::DateTime;
+use chrono::Utc;
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn ms(rfc3339: &str) -> i64 {
+    DateTime::parse_from_rfc3339(rfc3339)
+        .unwrap()
+        .timestamp_millis()
+}
+
+fn iso(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The slots after `from`, as UTC RFC 3339 strings.
+fn slots(cron: &str, tz: &str, from: &str, n: usize) -> Vec<String> {
+    let s = Schedule::parse(cron, tz).unwrap();
+    let mut at = ms(from);
+    let mut out = Vec::new();
+    for _ in 0..n {
+        at = s.next_after(at).unwrap();
+        out.push(iso(at));
+    }
+    out
+}
+
+#[test]
+fn eight_in_shanghai_is_midnight_utc() {
+    assert_eq!(
+        slots("0 8 * * *", "Asia/Shanghai", "2026-11-30T00:00:00Z", 2),
+        vec!["2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z"]
+    );
+    // strictly after: the slot itself is not "next"
+    assert_eq!(
+        slots("0 8 * * *", "Asia/Shanghai", "2026-12-01T00:00:00Z", 1),
+        vec!["2026-12-02T00:00:00Z"]
+    );
+    // sub-second starts round down, so a slot a few ms ago is not repeated
+    let s = Schedule::parse("0 8 * * *", "Asia/Shanghai").unwrap();
+    assert_eq!(
+        s.next_after(ms("2026-12-01T00:00:00Z") + 300),
+        Some(ms("2026-12-02T00:00:00Z"))
+    );
+    assert_eq!(
+        s.next_after(ms("2026-12-01T00:00:00Z") - 1),
+        Some(ms("2026-12-01T00:00:00Z"))
+    );
+}
+
+#[test]
+fn six_fields_have_seconds_first() {
+    assert_eq!(
+        slots("30 0 8 * * *", "UTC", "2026-12-01T00:00:00Z", 1),
+        vec!["2026-12-01T08:00:30Z"]
+    );
+}
+
+#[test]
+fn new_york_spring_forward_runs_a_skipped_time_right_after_the_gap() {
+    // 2026-03-08: 02:00 EST jumps to 03:00 EDT; 02:30 does not exist.
+    assert_eq!(
+        slots("30 2 * * *", "America/New_York", "2026-03-06T12:00:00Z", 3),
+        vec![
+            "2026-03-07T07:30:00Z", // 02:30 EST
+            "2026-03-08T07:00:00Z", // 03:00 EDT, the first instant after the gap
+            "2026-03-09T06:30:00Z", // 02:30 EDT
+        ]
+    );
+    // a time outside the gap is untouched
+    assert_eq!(
+        slots("0 8 * * *", "America/New_York", "2026-03-07T14:00:00Z", 2),
+        vec!["2026-03-08T12:00:00Z", "2026-03-09T12:00:00Z"]
+    );
+    // hourly follows real time: the skipped hour has no slot
+    assert_eq!(
+        slots("0 * * * *", "America/New_York", "2026-03-08T05:30:00Z", 3),
+        vec![
+            "2026-03-08T06:00:00Z", // 01:00 EST
+            "2026-03-08T07:00:00Z", // 03:00 EDT
+            "2026-03-08T08:00:00Z", // 04:00 EDT
+        ]
+    );
+}
+
+#[test]
+fn new_york_fall_back_runs_a_repeated_time_once() {
+    // 2026-11-01: 02:00 EDT falls back to 01:00 EST; 01:30 happens twice.
+    assert_eq!(
+        slots("30 1 * * *", "America/New_York", "2026-10-31T12:00:00Z", 3),
+        vec![
+            "2026-11-01T05:30:00Z", // 01:30 EDT (the first pass)
+            "2026-11-02T06:30:00Z", // the next day, 01:30 EST
+            "2026-11-03T06:30:00Z",
+        ]
+    );
+    // starting inside the second pass (01:15 EST) does not repeat it either
+    assert_eq!(
+        slots("30 1 * * *", "America/New_York", "2026-11-01T06:15:00Z", 1),
+        vec!["2026-11-02T06:30:00Z"]
+    );
+    // an interval routine follows real time: both passes of the hour
+    assert_eq!(
+        slots(
+            "*/30 * * * *",
+            "America/New_York",
+            "2026-11-01T04:45:00Z",
+            5
+        ),
+        vec![
+            "2026-11-01T05:00:00Z", // 01:00 EDT
+            "2026-11-01T05:30:00Z", // 01:30 EDT
+            "2026-11-01T06:00:00Z", // 01:00 EST
+            "2026-11-01T06:30:00Z", // 01:30 EST
+            "2026-11-01T07:00:00Z", // 02:00 EST
+        ]
+    );
+}
+
+#[test]
+fn berlin_transition_days() {
+    // 2026-03-29: 02:00 CET jumps to 03:00 CEST.
+    assert_eq!(
+        slots("30 2 * * *", "Europe/Berlin", "2026-03-28T00:00:00Z", 3),
+        vec![
+            "2026-03-28T01:30:00Z", // 02:30 CET
+            "2026-03-29T01:00:00Z", // 03:00 CEST, right after the gap
+            "2026-03-30T00:30:00Z", // 02:30 CEST
+        ]
+    );
+    // 2026-10-25: 03:00 CEST falls back to 02:00 CET; 02:30 happens twice.
+    assert_eq!(
+        slots("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 2),
+        vec![
+            "2026-10-25T00:30:00Z", // 02:30 CEST, once
+            "2026-10-26T01:30:00Z", // 02:30 CET
+        ]
+    );
+    // 08:00 on weekdays keeps 08:00 local across the change
+    assert_eq!(
+        slots("0 8 * * 1-5", "Europe/Berlin", "2026-10-23T12:00:00Z", 2),
+        vec!["2026-10-26T07:00:00Z", "2026-10-27T07:00:00Z"]
+    );
+}
+
+#[test]
+fn bad_input_says_what_is_expected() {
+    let spec = |cron: &str, tz: &str| RoutineSpec {
+        name: "brief".into(),
+        cron: cron.into(),
+        timezone: tz.into(),
+        prompt: "Summarize.".into(),
+        silent_ok: true,
+        catch_up: CatchUp::Once,
+    };
+    let e = spec("0 8 * *", "UTC").validate().unwrap_err();
+    assert_eq!(e.field(), "cron");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"0 8 * *\"") && msg.contains("5 fields"),
+        "{msg}"
+    );
+    // seven fields (years) are not accepted
+    assert_eq!(
+        spec("0 0 8 * * * 2026", "UTC")
+            .validate()
+            .unwrap_err()
+            .field(),
+        "cron"
+    );
+    let e = spec("0 8 * * *", "Asia/Shangai").validate().unwrap_err();
+    assert_eq!(e.field(), "timezone");
+    assert!(e.to_string().contains("IANA"), "{e}");
+    let e = spec("0 8 * * *", "asia/shanghai").validate().unwrap_err();
+    assert!(
+        e.to_string().contains("did you mean \"Asia/Shanghai\""),
+        "{e}"
+    );
+    let e = spec("0 0 30 2 *", "UTC").validate().unwrap_err();
+    assert_eq!(
+        e,
+        RoutineError::Never {
+            cron: "0 0 30 2 *".into()
+        }
+    );
+    let mut s = spec("0 8 * * *", "UTC");
+    s.prompt = "  ".into();
+    assert_eq!(s.validate().unwrap_err(), RoutineError::EmptyPrompt);
+    s.prompt = "x".into();
+    s.name = "no spaces".into();
+    assert_eq!(s.validate().unwrap_err().field(), "name");
+    // leap days are rare but real
+    assert!(spec("0 9 29 2 *", "UTC").validate().is_ok());
+}

@@ -1,0 +1,498 @@
+//! Bots working with other bots: SendToAgent (an asynchronous message that
+//! returns at once), CreateAgent and UpdateAgent.
+//!
+//! A message to another bot is admitted through the idempotency ledger
+//! *inside the sender's outcome batch* (`Mutation::Admit` as the call's
+//! effect), so it is sent exactly once and only if the call is recorded;
+//! the engine routes it after the commit. The sender's turn goes on (or
+//! ends); the recipient works in its own session; its reply arrives later
+//! as a new message that wakes the sender. There is no waiting anywhere,
+//! so two bots writing to each other, or a bot writing to itself, cannot
+//! deadlock. Chains are bounded by a hop budget per originating request.
+
+use async_trait::async_trait;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::Effect;
+use super::Tool;
+use super::ToolContext;
+use super::ToolError;
+use super::ToolOutput;
+use super::parse_args;
+use crate::model::ToolSpec;
+use crate::prompts::prompts;
+
+/// Tools an agent created by another agent never gets by default.
+const MANAGEMENT_TOOLS: &[&str] = &["CreateAgent", "UpdateAgent", "Task"];
+
+/// Longest role text.
+const MAX_ROLE_CHARS: usize = 8000;
+
+fn store_error(e: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        format!("could not read the fleet's records: {e}"),
+        "try again",
+    )
+}
+
+/// Finds a bot the caller may talk to: same owner, by id or display name.
+pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<BotRecord, ToolError> {
+    let name = name.trim();
+    let bots = ctx
+        .store()
+        .list_bots(Some(&ctx.bot.owner))
+        .await
+        .map_err(store_error)?;
+    if let Some(b) = bots
+        .iter()
+        .find(|b| b.id.as_str() == name)
+        .or_else(|| {
+            bots.iter()
+                .find(|b| b.id.as_str().eq_ignore_ascii_case(name))
+        })
+        .or_else(|| bots.iter().find(|b| b.name.eq_ignore_ascii_case(name)))
+    {
+        return Ok(b.clone());
+    }
+    let known: Vec<&str> = bots
+        .iter()
+        .filter(|b| !b.origin.starts_with("subagent:"))
+        .map(|b| b.id.as_str())
+        .collect();
+    Err(ToolError::new(
+        format!("there is no agent {name:?}"),
+        format!("message one of: {}", known.join(", ")),
+    ))
+}
+
+/// The admission of a message from the calling bot to `target`. The
+/// message lands in `session` if given, else in the session the target
+/// asked replies to go to (when it is the bot this turn answers), else in
+/// the target's session with the caller.
+pub(crate) async fn message_to_bot(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+    text: &str,
+    priority: Priority,
+    part: &str,
+    session: Option<SessionId>,
+) -> Result<(Mutation, EntryId), ToolError> {
+    let max = ctx.rt.settings.max_hops;
+    let hop = ctx.scope.hop + 1;
+    if hop > max {
+        let msg = prompts()
+            .hop_budget
+            .render(&[("max", &max.to_string())])
+            .unwrap_or_default();
+        tracing::warn!(bot = %ctx.bot.id, to = %target.id, hop, "hop budget spent");
+        return Err(ToolError::new(
+            msg,
+            "answer the person with SendMessage instead of messaging more bots",
+        ));
+    }
+    let wanted = session.or_else(|| {
+        ctx.scope
+            .reply_to
+            .as_ref()
+            .filter(|r| r.bot == target.id)
+            .map(|r| r.session)
+    });
+    let key = match wanted {
+        Some(id) => match ctx.store().get_session(id).await.map_err(store_error)? {
+            Some(rec) if rec.key.bot == target.id => rec.key,
+            _ => default_key(ctx, target),
+        },
+        None => default_key(ctx, target),
+    };
+    let id = EntryId::derive(ctx.turn, ctx.call_id, part);
+    let req = AdmitRequest {
+        source: format!("bot:{}", ctx.bot.id),
+        nonce: format!("{}:{}:{part}", ctx.turn, ctx.call_id),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([
+            b"agent_message".as_slice(),
+            target.id.as_str().as_bytes(),
+            text.as_bytes(),
+        ]),
+        entry: NewEntry {
+            id,
+            session: key.id(),
+            author: ctx.bot.id.to_string(),
+            turn: None,
+            kind: EntryKind::AgentMessage {
+                from: ctx.bot.id.clone(),
+                text: text.to_owned(),
+                hop,
+                reply_session: Some(ctx.session()),
+            },
+        },
+        session: key,
+        owner: target.owner.clone(),
+        priority,
+    };
+    Ok((Mutation::Admit(Box::new(req)), id))
+}
+
+fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {
+    SessionKey {
+        bot: target.id.clone(),
+        kind: SessionKind::Agent,
+        peer: ctx.bot.id.to_string(),
+    }
+}
+
+pub(crate) fn check_text(tool: &str, text: &str, max: usize) -> Result<String, ToolError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(ToolError::new(
+            "the text is empty",
+            format!("call {tool} with the text to send"),
+        ));
+    }
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(ToolError::new(
+            format!("the text has {chars} characters; the limit is {max}"),
+            "shorten it or split it",
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Sends a message to another bot and returns at once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SendToAgent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendToAgentArgs {
+    agent: String,
+    text: String,
+}
+
+#[async_trait]
+impl Tool for SendToAgent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "SendToAgent".into(),
+            description: "Send a message to another bot. Returns at once with \"delivered\"; the bot's reply arrives later as a new message that wakes you. Do not wait for it in this turn.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "agent": {"type": "string", "description": "The bot's id or name."},
+                    "text": {"type": "string"}
+                },
+                "required": ["agent", "text"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: SendToAgentArgs = parse_args("SendToAgent", args)?;
+        let text = check_text("SendToAgent", &args.text, ctx.limits().max_message_chars)?;
+        let target = resolve_bot(ctx, &args.agent).await?;
+        let (admit, id) = message_to_bot(ctx, &target, &text, Priority::Bot, "agent", None).await?;
+        Ok(ToolOutput {
+            content: format!(
+                "delivered to {} (message {id}); its reply will arrive later as a new message",
+                target.id
+            ),
+            effects: vec![admit],
+            delivered: false,
+        })
+    }
+}
+
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').chars().take(48).collect()
+}
+
+/// Checks a tool list against what the caller itself may use.
+fn check_tools(ctx: &ToolContext<'_>, tools: &[String]) -> Result<Vec<String>, ToolError> {
+    let mut out = Vec::new();
+    for t in tools {
+        if !ctx.rt.tools.contains(t) {
+            return Err(ToolError::new(
+                format!("unknown tool {t:?}"),
+                format!("choose from: {}", ctx.rt.tools.names().join(", ")),
+            ));
+        }
+        if !ctx.bot.tools.contains(t) {
+            return Err(ToolError::new(
+                format!("you cannot give the tool {t:?}: you do not have it yourself"),
+                format!("choose from your tools: {}", ctx.bot.tools.join(", ")),
+            ));
+        }
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Creates a new bot owned by the same person.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CreateAgent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateArgs {
+    name: String,
+    role: String,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[async_trait]
+impl Tool for CreateAgent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "CreateAgent".into(),
+            description: "Create a new long-lived bot for the same person, with a name, a role and tools (a subset of yours). It exists at once and can be messaged with SendToAgent.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "role": {"type": "string", "description": "Who the bot is and what it does."},
+                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Default: your tools except agent management."},
+                    "id": {"type": "string", "description": "Optional id (letters, digits, - _ .); default: from the name."}
+                },
+                "required": ["name", "role"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: CreateArgs = parse_args("CreateAgent", args)?;
+        let name = args.name.trim();
+        if name.is_empty() {
+            return Err(ToolError::new(
+                "the name is empty",
+                "give the new agent a name",
+            ));
+        }
+        let role = args.role.trim();
+        if role.is_empty() || role.chars().count() > MAX_ROLE_CHARS {
+            return Err(ToolError::new(
+                format!("the role must be 1-{MAX_ROLE_CHARS} characters"),
+                "describe who the agent is and what it does, briefly",
+            ));
+        }
+        let raw_id = args.id.clone().unwrap_or_else(|| slug(name));
+        let id = BotId::new(raw_id.clone()).map_err(|e| {
+            ToolError::new(
+                e.to_string(),
+                "pass an `id` made of letters, digits, '-', '_' or '.'",
+            )
+        })?;
+        if ctx
+            .store()
+            .get_bot(&id)
+            .await
+            .map_err(store_error)?
+            .is_some()
+        {
+            return Err(ToolError::new(
+                format!("an agent with id {id:?} already exists"),
+                "pick another name or id, or change that agent with UpdateAgent",
+            ));
+        }
+        let tools = match &args.tools {
+            Some(t) => check_tools(ctx, t)?,
+            None => ctx
+                .bot
+                .tools
+                .iter()
+                .filter(|t| !MANAGEMENT_TOOLS.contains(&t.as_str()))
+                .cloned()
+                .collect(),
+        };
+        let now = ctx.rt.store.clock().now_ms();
+        let record = BotRecord {
+            id: id.clone(),
+            name: name.to_owned(),
+            owner: ctx.bot.owner.clone(),
+            role: role.to_owned(),
+            provider: ctx.bot.provider.clone(),
+            tools: tools.clone(),
+            settings: json!({}),
+            origin: format!("agent:{}", ctx.bot.id),
+            created_at: now,
+            updated_at: now,
+        };
+        Ok(ToolOutput {
+            content: format!(
+                "created agent {id} ({name}) with tools {}; message it with SendToAgent",
+                tools.join(", ")
+            ),
+            effects: vec![Mutation::UpsertBot(record)],
+            delivered: false,
+        })
+    }
+}
+
+/// Changes another bot's (or one's own) name, role or tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpdateAgent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    agent: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+}
+
+#[async_trait]
+impl Tool for UpdateAgent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "UpdateAgent".into(),
+            description: "Change a bot's name, role or tools (tools: a subset of yours). Takes effect from its next turn.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "agent": {"type": "string", "description": "The bot's id or name."},
+                    "name": {"type": "string"},
+                    "role": {"type": "string"},
+                    "tools": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["agent"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: UpdateArgs = parse_args("UpdateAgent", args)?;
+        if args.name.is_none() && args.role.is_none() && args.tools.is_none() {
+            return Err(ToolError::new(
+                "nothing to change",
+                "pass at least one of name, role, tools",
+            ));
+        }
+        let mut record = resolve_bot(ctx, &args.agent).await?;
+        if record.origin == "config" && args.tools.is_some() && record.id != ctx.bot.id {
+            return Err(ToolError::new(
+                format!(
+                    "{} is defined in fleet.toml; its tools can only change there",
+                    record.id
+                ),
+                "change its role or name, or ask the person to edit the fleet file",
+            ));
+        }
+        let mut changed = Vec::new();
+        if let Some(name) = args.name.as_deref().map(str::trim) {
+            if name.is_empty() {
+                return Err(ToolError::new(
+                    "the name is empty",
+                    "give a name or leave it out",
+                ));
+            }
+            record.name = name.to_owned();
+            changed.push("name");
+        }
+        if let Some(role) = args.role.as_deref().map(str::trim) {
+            if role.is_empty() || role.chars().count() > MAX_ROLE_CHARS {
+                return Err(ToolError::new(
+                    format!("the role must be 1-{MAX_ROLE_CHARS} characters"),
+                    "describe the role briefly",
+                ));
+            }
+            record.role = role.to_owned();
+            changed.push("role");
+        }
+        if let Some(tools) = &args.tools {
+            record.tools = check_tools(ctx, tools)?;
+            changed.push("tools");
+        }
+        record.updated_at = ctx.rt.store.clock().now_ms();
+        Ok(ToolOutput {
+            content: format!(
+                "updated {} ({}); it applies from its next turn",
+                record.id,
+                changed.join(", ")
+            ),
+            effects: vec![Mutation::UpsertBot(record)],
+            delivered: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_valid_ids() {
+        assert_eq!(slug("Bot A"), "bot-a");
+        assert_eq!(slug("  Research -- Team!! "), "research-team");
+        assert!(BotId::new(slug("Δ data 1")).is_ok());
+    }
+}

@@ -1,0 +1,540 @@
+//! The gate: what stands between a model's tool call and its effect.
+//!
+//! ```text
+//! surface → review → approval → locks → run
+//! ```
+//!
+//! 1. **surface** — may this runner use this tool with these arguments
+//!    ([`surface::check_call`])? A tool that is not shown is refused here
+//!    too. Refused → [`GateDecision::Refuse`].
+//! 2. **review** — does the call fall on a review surface whose mode is not
+//!    `off` ([`review_surface`])? Then the exact action is built (canonical
+//!    arguments; for Shell, the scripts it would run, read now and hashed),
+//!    the rules decide, and the reviewer model (if configured) may make it
+//!    stricter. `shadow` logs the decision and goes on as if allowed;
+//!    `enforce` keeps it. Anything not allowed is logged to the review log.
+//!    `deny` → [`GateDecision::Refuse`] (not offered for approval).
+//! 3. **approval** — only for side effects ([`is_side_effect`]): an `ask`
+//!    whose exact action (same fingerprint, same script hashes) was
+//!    approved is consumed now and runs; otherwise the `ask` becomes a
+//!    pending approval → [`GateDecision::AwaitApproval`] (a fifth pending
+//!    one is refused). An allowed side effect while an approval of the bot
+//!    is pending is refused: nothing new starts while a person is deciding.
+//!    Reads never wait.
+//! 4. **locks** — Read takes a read lock on its path, Write/Edit a write
+//!    lock; Shell, which may touch any file, takes the workspace's exclusive
+//!    lock. Waiting ends if the turn is cancelled.
+//! 5. **run** — [`GateDecision::Run`]: the caller runs the tool holding the
+//!    guards and drops them when it finishes. Nothing else is owed: a used
+//!    approval was consumed in step 3.
+//!
+//! Every check fails closed: a store error refuses the call with a
+//! retryable message.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use botfleet_memory::ApprovalId;
+use botfleet_memory::ApprovalRecord;
+use botfleet_memory::ApprovalRequestOutcome;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewApproval;
+use botfleet_memory::ReviewRecord;
+use serde_json::Value;
+
+use super::Effect;
+use super::Runner;
+use super::Tool;
+use super::ToolContext;
+use super::ToolError;
+use super::surface;
+use super::surface::SurfacePolicy;
+use super::surface::ToolKind;
+use crate::prompts::prompts;
+use crate::safety::Action;
+use crate::safety::ExclusiveGuard;
+use crate::safety::LockManager;
+use crate::safety::LockMode;
+use crate::safety::PathGuard;
+use crate::safety::ReviewConfig;
+use crate::safety::ReviewDecision;
+use crate::safety::ReviewMode;
+use crate::safety::ReviewSurface;
+use crate::safety::approvals::minutes;
+use crate::safety::resolve_scripts;
+use crate::safety::review_rules;
+use crate::safety::review_with_model;
+
+/// What the gate needs that lives as long as the fleet: the workspace's
+/// file locks and the surface policy. The review settings are in
+/// [`crate::FleetSettings::review`]; approvals are in the store.
+#[derive(Debug, Clone, Default)]
+pub struct Safety {
+    /// File locks shared by every bot and subagent of the workspace.
+    pub locks: LockManager,
+    /// Fleet policy over the tool surfaces.
+    pub surfaces: SurfacePolicy,
+}
+
+/// Locks held while a call runs; released on drop.
+#[derive(Debug)]
+#[must_use = "the locks are released when dropped: hold them while the tool runs"]
+pub enum LockGuards {
+    /// The call takes no lock.
+    None,
+    /// A lock on the call's path.
+    Path(PathGuard),
+    /// The workspace's exclusive lock (Shell).
+    All(ExclusiveGuard),
+}
+
+/// The gate's answer.
+#[derive(Debug)]
+pub enum GateDecision {
+    /// Run the call now, holding `locks` until it has finished.
+    Run {
+        /// Hold until the tool returns.
+        locks: LockGuards,
+        /// The approval this run used up, if it needed one.
+        approval: Option<ApprovalId>,
+    },
+    /// Do not run: this is the call's (error) result.
+    Refuse(ToolError),
+    /// Do not run: a person must decide first. `message` is the call's
+    /// result for the model (record it like an error: nothing happened).
+    AwaitApproval {
+        /// The pending approval.
+        approval: ApprovalId,
+        /// What the model is told.
+        message: String,
+    },
+}
+
+/// The orchestrator; see the module docs for the sequence.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gate;
+
+impl Gate {
+    /// Decides whether `tool` may run with `args` in this call's turn, and
+    /// takes its locks. Call it before running any tool call (after the
+    /// arguments parsed as JSON); run only on [`GateDecision::Run`].
+    pub async fn check(ctx: &ToolContext<'_>, tool: &dyn Tool, args: &Value) -> GateDecision {
+        let name = tool.spec().name;
+        let rt = ctx.rt;
+        let runner = ctx.scope.runner;
+        // 1. surface
+        if let Err(e) =
+            surface::check_call(runner, &ctx.bot.tools, &name, args, &rt.safety.surfaces)
+        {
+            return GateDecision::Refuse(e);
+        }
+        let kind = ToolKind::of(&name);
+        let config = &rt.settings.review;
+        let reviewed = review_surface(kind, runner, || in_notes_area(ctx, args))
+            .filter(|s| config.modes.get(*s) != ReviewMode::Off);
+        let enforced = reviewed.filter(|s| config.modes.get(*s) == ReviewMode::Enforce);
+        // 2. review
+        let mut decision = ReviewDecision::Allow;
+        let mut action = None;
+        if let Some(surface) = reviewed {
+            let built = build_action(ctx, &name, surface, args).await;
+            let mode = config.modes.get(surface);
+            let reviewed_decision = review(ctx, &built, config).await;
+            if reviewed_decision != ReviewDecision::Allow {
+                log_review(ctx, &built, mode, &reviewed_decision).await;
+            }
+            if mode == ReviewMode::Enforce {
+                decision = reviewed_decision;
+            }
+            action = Some(built);
+        }
+        if let ReviewDecision::Deny { reason } = &decision {
+            return GateDecision::Refuse(denied(ctx, reason));
+        }
+        // 3. approval
+        if is_side_effect(tool.effect(), tool.mutates(), enforced.is_some()) {
+            match approval_stage(ctx, action.as_ref(), &decision).await {
+                Ok(Stage::Proceed(approval)) => {
+                    return GateDecision::Run {
+                        locks: take_locks(ctx, kind, &name, args)
+                            .await
+                            .unwrap_or(LockGuards::None),
+                        approval,
+                    }
+                    .cancelled_if(ctx);
+                }
+                Ok(Stage::Stop(d)) => return d,
+                Err(e) => return GateDecision::Refuse(e),
+            }
+        }
+        // 4. locks, 5. run
+        GateDecision::Run {
+            locks: take_locks(ctx, kind, &name, args)
+                .await
+                .unwrap_or(LockGuards::None),
+            approval: None,
+        }
+        .cancelled_if(ctx)
+    }
+}
+
+impl GateDecision {
+    /// A cancelled turn does not run what it was waiting to run.
+    fn cancelled_if(self, ctx: &ToolContext<'_>) -> Self {
+        if ctx.cancel.is_cancelled() {
+            GateDecision::Refuse(ToolError::new(
+                "the turn was cancelled before the call could start",
+                "nothing ran; ask for it again if it is still needed",
+            ))
+        } else {
+            self
+        }
+    }
+}
+
+/// The review surface of a call, if it has one: the kind of tool, who
+/// runs it, and (for Write/Edit) whether it stays in the bot's notes area.
+pub fn review_surface(
+    kind: ToolKind,
+    runner: Runner,
+    in_notes_area: impl FnOnce() -> bool,
+) -> Option<ReviewSurface> {
+    match kind {
+        ToolKind::Shell => Some(ReviewSurface::Shell),
+        ToolKind::FileWrite => (!in_notes_area()).then_some(ReviewSurface::FileWrite),
+        ToolKind::Extension => Some(ReviewSurface::Extension),
+        ToolKind::SubagentLaunch => Some(ReviewSurface::SubagentLaunch),
+        ToolKind::AgentMessage => Some(ReviewSurface::Delivery),
+        ToolKind::Delivery => matches!(runner, Runner::GroupMember { shared: true })
+            .then_some(ReviewSurface::Delivery),
+        ToolKind::AgentAdmin => Some(ReviewSurface::Automation),
+        ToolKind::Reaction
+        | ToolKind::FileRead
+        | ToolKind::SubagentControl
+        | ToolKind::Recall
+        | ToolKind::MemoryWrite => None,
+    }
+}
+
+/// Whether a call starts a side effect that must wait while an approval
+/// is pending: it is on an enforced review surface, or it changes
+/// something outside the store. Reads, and the bot's own messages to its
+/// people, never wait.
+pub fn is_side_effect(effect: Effect, mutates: bool, enforced_surface: bool) -> bool {
+    enforced_surface || (effect == Effect::External && mutates)
+}
+
+/// Whether a Write/Edit stays inside `<notes_dir>/<bot id>/`.
+fn in_notes_area(ctx: &ToolContext<'_>, args: &Value) -> bool {
+    let Some(path) = args.get("path").and_then(Value::as_str) else {
+        return false;
+    };
+    let notes = ctx
+        .workspace()
+        .root()
+        .join(&ctx.rt.settings.review.notes_dir)
+        .join(ctx.bot.id.as_str());
+    ctx.workspace()
+        .resolve(path)
+        .is_ok_and(|p| p.starts_with(&notes))
+}
+
+/// The exact action of a call: canonical arguments (a Shell timeout does
+/// not change the effect and is left out), a summary, and for Shell the
+/// scripts it would run, read now.
+async fn build_action(
+    ctx: &ToolContext<'_>,
+    tool: &str,
+    surface: ReviewSurface,
+    args: &Value,
+) -> Action {
+    let mut canonical = args.clone();
+    let mut scripts = Vec::new();
+    let text = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    if surface == ReviewSurface::Shell {
+        if let Some(map) = canonical.as_object_mut() {
+            map.remove("timeout_s");
+        }
+        let workspace = ctx.workspace().clone();
+        let cwd = match args.get("cwd").and_then(Value::as_str) {
+            Some(c) => workspace
+                .resolve(c)
+                .unwrap_or_else(|_| workspace.root().to_path_buf()),
+            None => workspace.root().to_path_buf(),
+        };
+        let command = text("command");
+        scripts = tokio::task::spawn_blocking(move || resolve_scripts(&workspace, &cwd, &command))
+            .await
+            .unwrap_or_default();
+    }
+    let short = |s: String| -> String {
+        if s.chars().count() > 160 {
+            format!("{}…", s.chars().take(160).collect::<String>())
+        } else {
+            s
+        }
+    };
+    let mut summary = match tool {
+        "Shell" => format!("run `{}`", short(text("command"))),
+        "Write" => format!("write {} ({} bytes)", text("path"), text("content").len()),
+        "Edit" => format!("edit {}", text("path")),
+        "Task" => format!("start a subagent: {}", short(text("description"))),
+        "SendToAgent" => format!("send a message to {}", text("agent")),
+        "SendMessage" => "post a message in a room shared with other people".to_owned(),
+        "CreateAgent" => format!("create the agent {}", text("name")),
+        "UpdateAgent" => format!("change the agent {}", text("agent")),
+        other => format!("call {other}"),
+    };
+    if !scripts.is_empty() {
+        let origins: Vec<&str> = scripts.iter().map(|s| s.origin.as_str()).collect();
+        summary.push_str(&format!(" (runs {})", origins.join(", ")));
+    }
+    Action {
+        tool: tool.to_owned(),
+        surface,
+        args: canonical,
+        summary,
+        scripts,
+    }
+}
+
+/// Rules, then the reviewer model when the rules allow and one is set.
+async fn review(ctx: &ToolContext<'_>, action: &Action, config: &ReviewConfig) -> ReviewDecision {
+    let rules = review_rules(action, config);
+    if rules != ReviewDecision::Allow {
+        return rules;
+    }
+    let Some(name) = &config.reviewer else {
+        return rules;
+    };
+    match ctx.rt.models.get(name) {
+        Some(model) => {
+            review_with_model(
+                model.as_ref(),
+                ctx.bot.id.as_str(),
+                action,
+                config.reviewer_timeout,
+                ctx.cancel,
+            )
+            .await
+        }
+        None => ReviewDecision::Ask {
+            reason: format!(
+                "the reviewer model {name:?} is not configured, so a person must decide"
+            ),
+        },
+    }
+}
+
+/// Logs a decision that was not `allow` (tracing and the review log).
+async fn log_review(
+    ctx: &ToolContext<'_>,
+    action: &Action,
+    mode: ReviewMode,
+    decision: &ReviewDecision,
+) {
+    tracing::info!(
+        bot = %ctx.bot.id,
+        tool = %action.tool,
+        surface = action.surface.as_str(),
+        mode = mode.as_str(),
+        decision = decision.name(),
+        reason = decision.reason().unwrap_or(""),
+        "auto-review"
+    );
+    let record = ReviewRecord {
+        bot: ctx.bot.id.clone(),
+        session: ctx.session(),
+        turn: Some(ctx.turn),
+        call_id: ctx.call_id.to_owned(),
+        tool: action.tool.clone(),
+        surface: action.surface.as_str().to_owned(),
+        mode: mode.as_str().to_owned(),
+        decision: decision.name().to_owned(),
+        reason: decision.reason().unwrap_or("").to_owned(),
+        fingerprint: action.fingerprint(),
+        at: 0,
+    };
+    if let Err(e) = ctx
+        .store()
+        .write(vec![Mutation::RecordReview(Box::new(record))])
+        .await
+    {
+        tracing::warn!(error = %e, "could not log a review decision");
+    }
+}
+
+fn denied(ctx: &ToolContext<'_>, reason: &str) -> ToolError {
+    let text = prompts()
+        .review_denied
+        .render(&[("reason", reason), ("owner", ctx.bot.owner.as_str())])
+        .unwrap_or_else(|_| format!("auto-review blocked this action: {reason}"));
+    ToolError::new(
+        text,
+        "do not retry it or reach the same result another way; tell your owner what you need",
+    )
+}
+
+fn store_failed(e: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        format!("the safety check could not run ({e}); nothing ran"),
+        "try the call again in a moment",
+    )
+}
+
+enum Stage {
+    Proceed(Option<ApprovalId>),
+    Stop(GateDecision),
+}
+
+/// Step 3 for a side effect: use a matching approval, ask, or wait.
+async fn approval_stage(
+    ctx: &ToolContext<'_>,
+    action: Option<&Action>,
+    decision: &ReviewDecision,
+) -> Result<Stage, ToolError> {
+    let store = ctx.store();
+    let open = store
+        .open_approvals(&ctx.bot.id)
+        .await
+        .map_err(store_failed)?;
+    let pending: Vec<&ApprovalRecord> = open.iter().filter(|a| a.is_pending()).collect();
+    let (ReviewDecision::Ask { reason }, Some(action)) = (decision, action) else {
+        // allowed: it may start unless a person is deciding on something
+        return match pending.first() {
+            None => Ok(Stage::Proceed(None)),
+            Some(p) => Err(waiting(p, pending.len())),
+        };
+    };
+    let fingerprint = action.fingerprint();
+    if let Some(approved) = open
+        .iter()
+        .find(|a| a.is_usable() && a.fingerprint == fingerprint)
+    {
+        let used = store
+            .write(vec![Mutation::ConsumeApproval { id: approved.id }])
+            .await;
+        if used.is_ok() {
+            tracing::info!(bot = %ctx.bot.id, approval = %approved.id, "running an approved action");
+            return Ok(Stage::Proceed(Some(approved.id)));
+        }
+    }
+    let config = &ctx.rt.settings.review;
+    let new = NewApproval {
+        id: ApprovalId::new_v7(),
+        bot: ctx.bot.id.clone(),
+        session: ctx.session(),
+        turn: Some(ctx.turn),
+        call_id: ctx.call_id.to_owned(),
+        tool: action.tool.clone(),
+        fingerprint,
+        summary: action.summary.clone(),
+        reason: reason.clone(),
+        action: action.details(),
+        ttl_ms: config.approval_ttl.as_millis() as i64,
+        max_pending: config.max_pending,
+    };
+    let outcome = store
+        .write(vec![Mutation::RequestApproval(Box::new(new))])
+        .await
+        .map_err(store_failed)?
+        .pop();
+    match outcome {
+        Some(MutationResult::ApprovalRequested(o)) => match *o {
+            ApprovalRequestOutcome::Created(r) | ApprovalRequestOutcome::Existing(r) => {
+                let message = prompts()
+                    .approval_requested
+                    .render(&[
+                        ("owner", r.owner.as_str()),
+                        ("reason", &r.reason),
+                        ("id", &r.id.to_string()),
+                        (
+                            "ttl_minutes",
+                            &minutes(r.expires_at - ctx.rt.store.clock().now_ms()),
+                        ),
+                    ])
+                    .unwrap_or_else(|e| e.to_string());
+                Ok(Stage::Stop(GateDecision::AwaitApproval {
+                    approval: r.id,
+                    message,
+                }))
+            }
+            ApprovalRequestOutcome::TooMany { pending } => Err(ToolError::new(
+                format!(
+                    "not run: this action needs approval ({reason}), but {} approvals of yours are already waiting for a decision (the most allowed)",
+                    pending.len()
+                ),
+                "wait until your owner decides on them; tell them with SendMessage what is waiting, and do not try another way meanwhile",
+            )),
+        },
+        other => Err(store_failed(format!("unexpected answer {other:?}"))),
+    }
+}
+
+fn waiting(first: &ApprovalRecord, n: usize) -> ToolError {
+    ToolError::new(
+        format!(
+            "not run: {n} approval(s) of yours are waiting for a decision (first: {} — {}), and no new action with side effects starts until they are decided",
+            first.id, first.summary
+        ),
+        "wait for the decision; you may read and look things up meanwhile, or tell your owner with SendMessage what is waiting",
+    )
+}
+
+/// Step 4: the lock the call needs, waiting in FIFO order; `None` if the
+/// turn was cancelled while waiting.
+async fn take_locks(
+    ctx: &ToolContext<'_>,
+    kind: ToolKind,
+    name: &str,
+    args: &Value,
+) -> Option<LockGuards> {
+    let locks = &ctx.rt.safety.locks;
+    let holder = format!("{}/{}/{} {name}", ctx.bot.id, ctx.turn, ctx.call_id);
+    let mode = match kind {
+        ToolKind::FileRead => LockMode::Read,
+        ToolKind::FileWrite => LockMode::Write,
+        ToolKind::Shell => {
+            return tokio::select! {
+                g = locks.lock_all(&holder) => Some(LockGuards::All(g)),
+                _ = ctx.cancel.cancelled() => None,
+            };
+        }
+        ToolKind::Delivery
+        | ToolKind::Reaction
+        | ToolKind::AgentMessage
+        | ToolKind::AgentAdmin
+        | ToolKind::SubagentLaunch
+        | ToolKind::SubagentControl
+        | ToolKind::Recall
+        | ToolKind::MemoryWrite
+        | ToolKind::Extension => return Some(LockGuards::None),
+    };
+    let Some(path) = lock_path(ctx, args) else {
+        return Some(LockGuards::None);
+    };
+    tokio::select! {
+        g = locks.lock_path(&path, mode, &holder) => Some(LockGuards::Path(g)),
+        _ = ctx.cancel.cancelled() => None,
+    }
+}
+
+/// The resolved path of a file call (none if it does not resolve: the tool
+/// refuses it anyway).
+fn lock_path(ctx: &ToolContext<'_>, args: &Value) -> Option<PathBuf> {
+    let given = args.get("path").and_then(Value::as_str)?;
+    ctx.workspace()
+        .resolve(given)
+        .ok()
+        .filter(|p: &PathBuf| p.starts_with(Path::new(ctx.workspace().root())))
+}
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;

@@ -1,0 +1,539 @@
+//! Remember and Forget: the bot's explicit writes to its memory.
+//!
+//! Effect: **external and idempotent**, not internal. A memory write must
+//! know its answer (added, or "the profile is full: replace one of these")
+//! before the call's outcome is written, and that answer depends on what
+//! other writers (the bot's siblings, the fact extraction, the API) did to
+//! the same scope a moment before; the scope actor and the store writer
+//! decide it at commit time. Committed with the outcome as an internal
+//! effect, a write that lost the race for the last slot would either fail
+//! the whole step or silently not happen. So the tool writes through the
+//! scope actor during the call, and the engine records the call as
+//! started first. A crash between the write and the outcome is harmless:
+//! Remember's id is derived from (turn, call), Forget and a replacement
+//! repeat as no-ops, so the engine simply runs the call again.
+
+use async_trait::async_trait;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Importance;
+use botfleet_memory::Layer;
+use botfleet_memory::MAX_PROFILE_CHARS;
+use botfleet_memory::MAX_PROFILE_FACTS;
+use botfleet_memory::MemoryId;
+use botfleet_memory::MemoryItem;
+use botfleet_memory::MemoryLookup;
+use botfleet_memory::MemoryOp;
+use botfleet_memory::MemoryOpResult;
+use botfleet_memory::MemoryRefusal;
+use botfleet_memory::MemoryScope;
+use botfleet_memory::NewMemory;
+use botfleet_memory::bot_scopes;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::Effect;
+use super::Runner;
+use super::Tool;
+use super::ToolContext;
+use super::ToolError;
+use super::ToolOutput;
+use super::parse_args;
+use crate::memory::note_expiry;
+use crate::memory::writable_scope;
+use crate::model::ToolSpec;
+
+/// Most items one Forget by text removes.
+const MAX_FORGET_MATCHES: usize = 20;
+/// Shortest text Forget matches on.
+const MIN_FORGET_CHARS: usize = 3;
+
+/// Writes a fact to memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Remember;
+
+/// Removes facts from memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Forget;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    text: String,
+    #[serde(default)]
+    layer: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    importance: Option<u8>,
+    #[serde(default)]
+    expires_in_hours: Option<f64>,
+    #[serde(default)]
+    replaces: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetArgs {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    matching: Option<String>,
+}
+
+/// Memory tools are withheld from rooms shared with other users: the
+/// owner's memory is not theirs to change.
+fn check_runner(ctx: &ToolContext<'_>, tool: &str) -> Result<(), ToolError> {
+    match ctx.scope.runner {
+        Runner::GroupMember { shared: true } => Err(ToolError::new(
+            format!("{tool} is not available in a room shared with other people's bots"),
+            "answer without changing memory; your owner can ask you in a direct message",
+        )),
+        Runner::Main
+        | Runner::Subagent
+        | Runner::GroupMember { shared: false }
+        | Runner::Routine
+        | Runner::Hook => Ok(()),
+    }
+}
+
+fn refusal_error(r: &MemoryRefusal) -> ToolError {
+    let listed = |items: &[(MemoryId, String)]| {
+        items
+            .iter()
+            .map(|(id, text)| {
+                let short: String = text.chars().take(100).collect();
+                format!("{id} {}", serde_json::to_string(&short).unwrap_or_default())
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let hint = match r {
+        MemoryRefusal::ProfileFull { suggestion, .. } => format!(
+            "replace one of these ids with Remember {{\"replaces\": id, \"text\": ...}}, or Forget one first: {}",
+            listed(suggestion)
+        ),
+        MemoryRefusal::LogFull { suggestion, .. } | MemoryRefusal::NotesFull { suggestion, .. } => {
+            format!("Forget one of these ids first: {}", listed(suggestion))
+        }
+        MemoryRefusal::Empty => "call Remember with the fact in `text`".into(),
+        MemoryRefusal::TooLong { max, .. } => {
+            format!("shorten the text to at most {max} characters, or split it")
+        }
+        MemoryRefusal::BadExpiry(_) => {
+            "for a note give expires_in_hours (more than 0, at most 720); other layers take none"
+                .into()
+        }
+        MemoryRefusal::UnknownId(_) | MemoryRefusal::WrongScope { .. } => {
+            "use an id shown beside a fact in the Memory section of your prompt (m- and 12 characters)"
+                .into()
+        }
+        MemoryRefusal::IdTaken(_) => "call Remember again".into(),
+    };
+    ToolError::new(r.to_string(), hint)
+}
+
+fn store_error(e: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        format!("memory could not be written: {e}"),
+        "try again in a moment; if it keeps failing, tell the person memory is unavailable",
+    )
+}
+
+/// An item the bot may change: it exists and lies in a scope the bot
+/// reaches. Anything else is "unknown", so ids of other users' memory do
+/// not leak.
+async fn reachable_item(
+    ctx: &ToolContext<'_>,
+    raw: &str,
+    tool: &str,
+) -> Result<Result<MemoryItem, MemoryId>, ToolError> {
+    let id = MemoryId::parse(raw).map_err(|e| ToolError::bad_args(tool, e))?;
+    let reach = bot_scopes(ctx.bot);
+    let unknown = || {
+        ToolError::new(
+            format!("no memory item {id} that you can reach"),
+            "use an id shown beside a fact in the Memory section of your prompt, or Forget with `matching` to find by text",
+        )
+    };
+    match ctx.store().memory_lookup(&id).await.map_err(store_error)? {
+        MemoryLookup::Found(item) if reach.contains(&item.scope) => Ok(Ok(item)),
+        MemoryLookup::Forgotten(scope) if reach.contains(&scope) => Ok(Err(id)),
+        MemoryLookup::Found(_) | MemoryLookup::Forgotten(_) | MemoryLookup::Unknown => {
+            Err(unknown())
+        }
+    }
+}
+
+fn where_(item: &MemoryItem) -> String {
+    format!("{} {}", item.scope, item.layer)
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+async fn profile_usage(ctx: &ToolContext<'_>, scope: &MemoryScope) -> String {
+    let now = ctx.store().clock().now_ms();
+    match ctx.store().memory_items(vec![scope.clone()], now).await {
+        Ok(items) => {
+            let facts: Vec<&MemoryItem> =
+                items.iter().filter(|i| i.layer == Layer::Profile).collect();
+            let chars: usize = facts.iter().map(|i| i.chars()).sum();
+            format!(
+                " The profile of {scope} now holds {}/{MAX_PROFILE_FACTS} facts, {chars}/{MAX_PROFILE_CHARS} characters.",
+                facts.len()
+            )
+        }
+        Err(_) => String::new(),
+    }
+}
+
+fn parse_layer(raw: Option<&str>) -> Result<Layer, ToolError> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(Layer::Profile),
+        Some(l) => Layer::parse(l).ok_or_else(|| {
+            ToolError::bad_args(
+                "Remember",
+                format!("unknown layer {l:?}; use \"profile\", \"log\" or \"notes\""),
+            )
+        }),
+    }
+}
+
+#[async_trait]
+impl Tool for Remember {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "Remember".into(),
+            description: "Write to your long-term memory: a stable fact (profile), a dated log entry, or a short-lived note. It appears in your Memory from the next turn on.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "One fact, short and self-contained (profile ≤500 characters, log and notes ≤1000)."},
+                    "layer": {"type": "string", "enum": ["profile", "log", "notes"], "description": "profile (default): durable facts, always shown, ≤100 facts and ≤4000 characters per scope; log: dated entries, the most relevant are shown; notes: working facts that expire."},
+                    "scope": {"type": "string", "description": "Whose memory: \"user\" (your owner's, shared by all their bots; default for profile), \"agent\" (yours alone; default for log and notes), or \"project:<name>\" for a project you joined."},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "1 trivia … 5 critical (default 3); important log entries are recalled more."},
+                    "expires_in_hours": {"type": "number", "description": "Notes only: lifetime in hours (default 24, at most 720)."},
+                    "replaces": {"type": "string", "description": "Id of a fact (m-…) this text replaces, e.g. when a fact changed or the profile is full."}
+                },
+                "required": ["text"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::External
+    }
+
+    fn idempotent(&self) -> bool {
+        // the id derives from (turn, call): a re-run finds its own write
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        check_runner(ctx, "Remember")?;
+        let args: RememberArgs = parse_args("Remember", args)?;
+        let importance = args
+            .importance
+            .map(Importance::new)
+            .transpose()
+            .map_err(|e| ToolError::bad_args("Remember", e))?;
+        let source = format!("tool:{}", ctx.bot.id);
+        if let Some(raw) = &args.replaces {
+            return replace(ctx, raw, &args, importance, source).await;
+        }
+        let layer = parse_layer(args.layer.as_deref())?;
+        let scope = writable_scope(ctx.bot, args.scope.as_deref(), layer)
+            .map_err(|m| ToolError::new(m, "call Remember again with an allowed scope"))?;
+        let now = ctx.store().clock().now_ms();
+        let expires_at = note_expiry(layer, args.expires_in_hours, now)
+            .map_err(|m| ToolError::bad_args("Remember", m))?;
+        let new = NewMemory {
+            id: MemoryId::derive(&format!("tool\u{0}{}\u{0}{}", ctx.turn, ctx.call_id)),
+            scope: scope.clone(),
+            layer,
+            text: args.text,
+            importance: importance.unwrap_or_default(),
+            expires_at,
+            source,
+        };
+        let result = ctx
+            .rt
+            .memory
+            .apply(MemoryOp::Add(new))
+            .await
+            .map_err(store_error)?;
+        let usage = if layer == Layer::Profile {
+            profile_usage(ctx, &scope).await
+        } else {
+            String::new()
+        };
+        match result {
+            MemoryOpResult::Added(item) => Ok(ToolOutput::text(format!(
+                "Remembered as {} in {}{}.{usage} It is in your Memory from the next turn on.",
+                item.id,
+                where_(&item),
+                expiry_note(&item)
+            ))),
+            MemoryOpResult::Unchanged(item) => Ok(ToolOutput::text(format!(
+                "Already remembered as {} in {}: {}. Nothing changed.",
+                item.id,
+                where_(&item),
+                quoted(&item.text)
+            ))),
+            MemoryOpResult::Refused(r) => Err(refusal_error(&r)),
+            other @ (MemoryOpResult::Replaced { .. }
+            | MemoryOpResult::Removed(_)
+            | MemoryOpResult::AlreadyForgotten(_)
+            | MemoryOpResult::Purged(_)) => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn unexpected(result: &MemoryOpResult) -> ToolError {
+    ToolError::new(
+        format!("memory answered unexpectedly: {result:?}"),
+        "check your Memory next turn before writing again",
+    )
+}
+
+fn expiry_note(item: &MemoryItem) -> String {
+    match item.expires_at {
+        Some(t) => format!(
+            " until {}",
+            chrono::DateTime::<chrono::Utc>::from_timestamp_millis(t)
+                .unwrap_or_default()
+                .format("%Y-%m-%d %H:%M UTC")
+        ),
+        None => String::new(),
+    }
+}
+
+async fn replace(
+    ctx: &ToolContext<'_>,
+    raw: &str,
+    args: &RememberArgs,
+    importance: Option<Importance>,
+    source: String,
+) -> Result<ToolOutput, ToolError> {
+    let item = match reachable_item(ctx, raw, "Remember").await? {
+        Ok(item) => item,
+        Err(id) => {
+            return Err(ToolError::new(
+                format!("{id} was forgotten and cannot be replaced"),
+                "call Remember without `replaces` to write the new fact",
+            ));
+        }
+    };
+    if let Some(l) = args.layer.as_deref() {
+        let layer = parse_layer(Some(l))?;
+        if layer != item.layer {
+            return Err(ToolError::new(
+                format!("{} is a {} item, not {layer}", item.id, item.layer),
+                "leave out `layer` when replacing, or Forget it and Remember the new fact",
+            ));
+        }
+    }
+    if let Some(s) = args.scope.as_deref() {
+        let scope = writable_scope(ctx.bot, Some(s), item.layer)
+            .map_err(|m| ToolError::new(m, "leave out `scope` when replacing"))?;
+        if scope != item.scope {
+            return Err(ToolError::new(
+                format!("{} belongs to {}, not {scope}", item.id, item.scope),
+                "leave out `scope` when replacing, or Forget it and Remember the new fact",
+            ));
+        }
+    }
+    if args.expires_in_hours.is_some() {
+        return Err(ToolError::bad_args(
+            "Remember",
+            "expires_in_hours cannot change with `replaces`; Forget the note and Remember a new one",
+        ));
+    }
+    let result = ctx
+        .rt
+        .memory
+        .apply(MemoryOp::Replace {
+            id: item.id.clone(),
+            scope: item.scope.clone(),
+            text: args.text.clone(),
+            importance,
+            source,
+        })
+        .await
+        .map_err(store_error)?;
+    match result {
+        MemoryOpResult::Replaced { before, after } => Ok(ToolOutput::text(format!(
+            "Replaced {} in {}: was {}, now {}.",
+            after.id,
+            where_(&after),
+            quoted(&before.text),
+            quoted(&after.text)
+        ))),
+        MemoryOpResult::Unchanged(item) => Ok(ToolOutput::text(format!(
+            "{} in {} already says {}. Nothing changed.",
+            item.id,
+            where_(&item),
+            quoted(&item.text)
+        ))),
+        MemoryOpResult::Refused(r) => Err(refusal_error(&r)),
+        other @ (MemoryOpResult::Added(_)
+        | MemoryOpResult::Removed(_)
+        | MemoryOpResult::AlreadyForgotten(_)
+        | MemoryOpResult::Purged(_)) => Err(unexpected(&other)),
+    }
+}
+
+#[async_trait]
+impl Tool for Forget {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "Forget".into(),
+            description: "Remove facts from your memory for good, by id or by text (every layer and scope you reach). Use it when a person asks you to forget something.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "Id of one item (m-…), as shown in your Memory."},
+                    "matching": {"type": "string", "description": "Instead of id: forget every item whose text contains this (case-insensitive, at least 3 characters)."}
+                },
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::External
+    }
+
+    fn idempotent(&self) -> bool {
+        // forgetting twice answers "already forgotten"
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        check_runner(ctx, "Forget")?;
+        let args: ForgetArgs = parse_args("Forget", args)?;
+        match (args.id, args.matching) {
+            (Some(id), None) => forget_id(ctx, &id).await,
+            (None, Some(text)) => forget_matching(ctx, &text).await,
+            (Some(_), Some(_)) | (None, None) => Err(ToolError::bad_args(
+                "Forget",
+                "give exactly one of `id` or `matching`",
+            )),
+        }
+    }
+}
+
+async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolError> {
+    let item = match reachable_item(ctx, raw, "Forget").await? {
+        Ok(item) => item,
+        Err(id) => {
+            return Ok(ToolOutput::text(format!(
+                "{id} was already forgotten. Nothing changed."
+            )));
+        }
+    };
+    let result = ctx
+        .rt
+        .memory
+        .apply(MemoryOp::Remove {
+            id: item.id.clone(),
+            scope: item.scope.clone(),
+        })
+        .await
+        .map_err(store_error)?;
+    match result {
+        MemoryOpResult::Removed(item) => Ok(ToolOutput::text(format!(
+            "Forgot {} from {}: {}. It is gone from your Memory from the next turn on.",
+            item.id,
+            where_(&item),
+            quoted(&item.text)
+        ))),
+        MemoryOpResult::AlreadyForgotten(id) => Ok(ToolOutput::text(format!(
+            "{id} was already forgotten. Nothing changed."
+        ))),
+        MemoryOpResult::Refused(r) => Err(refusal_error(&r)),
+        other @ (MemoryOpResult::Added(_)
+        | MemoryOpResult::Unchanged(_)
+        | MemoryOpResult::Replaced { .. }
+        | MemoryOpResult::Purged(_)) => Err(unexpected(&other)),
+    }
+}
+
+async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput, ToolError> {
+    let needle = botfleet_memory::normalize_text(text);
+    if needle.chars().count() < MIN_FORGET_CHARS {
+        return Err(ToolError::bad_args(
+            "Forget",
+            format!("`matching` needs at least {MIN_FORGET_CHARS} characters"),
+        ));
+    }
+    let found = matching_items(ctx.bot, ctx, &needle).await?;
+    if found.is_empty() {
+        return Err(ToolError::new(
+            format!("nothing you remember contains {}", quoted(&needle)),
+            "check the wording against your Memory section, or forget by id",
+        ));
+    }
+    if found.len() > MAX_FORGET_MATCHES {
+        return Err(ToolError::new(
+            format!(
+                "{} items contain {}, more than {MAX_FORGET_MATCHES} at once",
+                found.len(),
+                quoted(&needle)
+            ),
+            "use a longer, more specific text, or forget by id",
+        ));
+    }
+    let mut lines = Vec::new();
+    for item in found {
+        let r = ctx
+            .rt
+            .memory
+            .apply(MemoryOp::Remove {
+                id: item.id.clone(),
+                scope: item.scope.clone(),
+            })
+            .await
+            .map_err(store_error)?;
+        if let MemoryOpResult::Removed(item) = r {
+            lines.push(format!(
+                "- {} ({}) {}",
+                item.id,
+                where_(&item),
+                quoted(&item.text)
+            ));
+        }
+    }
+    Ok(ToolOutput::text(format!(
+        "Forgot {} item(s); they are gone from your Memory from the next turn on:\n{}",
+        lines.len(),
+        lines.join("\n")
+    )))
+}
+
+async fn matching_items(
+    bot: &BotRecord,
+    ctx: &ToolContext<'_>,
+    needle: &str,
+) -> Result<Vec<MemoryItem>, ToolError> {
+    let now = ctx.store().clock().now_ms();
+    ctx.store()
+        .find_memory(bot_scopes(bot), needle, now)
+        .await
+        .map_err(store_error)
+}
+
+#[cfg(test)]
+#[path = "memory_tools_tests.rs"]
+mod tests;

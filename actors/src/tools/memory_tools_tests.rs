@@ -1,0 +1,295 @@
+use botfleet_memory::Layer;
+use botfleet_memory::MemoryId;
+use botfleet_memory::MemoryItem;
+use botfleet_memory::MemoryOp;
+use botfleet_memory::MemoryOpResult;
+use botfleet_memory::MemoryScope;
+use botfleet_memory::NewMemory;
+use botfleet_memory::UserId;
+use serde_json::json;
+
+use super::*;
+use crate::tools::ToolRegistry;
+use crate::tools::test_support::ToolFixture;
+
+async fn remember(f: &ToolFixture, call: &str, args: Value) -> Result<ToolOutput, ToolError> {
+    Remember.call(&f.ctx(call), args).await
+}
+
+async fn forget(f: &ToolFixture, args: Value) -> Result<ToolOutput, ToolError> {
+    Forget.call(&f.ctx("forget"), args).await
+}
+
+async fn items(f: &ToolFixture) -> Vec<MemoryItem> {
+    let now = f.rt.store.clock().now_ms();
+    f.rt.store
+        .memory_items(bot_scopes(&f.bot), now)
+        .await
+        .unwrap()
+}
+
+async fn seed(f: &ToolFixture, seed: &str, scope: MemoryScope, text: &str) -> MemoryId {
+    let id = MemoryId::derive(seed);
+    let r =
+        f.rt.memory
+            .apply(MemoryOp::Add(NewMemory {
+                id: id.clone(),
+                scope,
+                layer: Layer::Profile,
+                text: text.into(),
+                importance: Importance::NORMAL,
+                expires_at: None,
+                source: "test".into(),
+            }))
+            .await
+            .unwrap();
+    assert!(matches!(r, MemoryOpResult::Added(_)), "{r:?}");
+    id
+}
+
+fn user(u: &str) -> MemoryScope {
+    MemoryScope::User(UserId::new(u).unwrap())
+}
+
+#[test]
+fn the_registry_offers_remember_and_forget() {
+    let r = ToolRegistry::builtin();
+    assert!(r.contains("Remember") && r.contains("Forget"));
+    assert_eq!(Remember.effect(), Effect::External);
+    assert!(Remember.idempotent() && Forget.idempotent());
+}
+
+#[tokio::test]
+async fn remember_writes_the_owners_profile_by_default_and_is_idempotent() {
+    let f = ToolFixture::new();
+    let out = remember(&f, "c1", json!({"text": "Prefers tea over coffee"}))
+        .await
+        .unwrap();
+    assert!(out.content.contains("in user:u profile"), "{}", out.content);
+    assert!(
+        out.content.contains("1/100 facts, 23/4000 characters"),
+        "{}",
+        out.content
+    );
+    assert!(out.effects.is_empty());
+    let stored = items(&f).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].scope, user("u"));
+    assert_eq!(stored[0].source, "tool:b");
+    assert!(out.content.contains(stored[0].id.as_str()));
+    // the engine re-runs a call cut off by a crash: nothing doubles
+    let again = remember(&f, "c1", json!({"text": "Prefers tea over coffee"}))
+        .await
+        .unwrap();
+    assert!(
+        again.content.starts_with("Already remembered"),
+        "{}",
+        again.content
+    );
+    assert_eq!(items(&f).await.len(), 1);
+}
+
+#[tokio::test]
+async fn remember_refuses_scopes_the_bot_may_not_write() {
+    let mut f = ToolFixture::new();
+    let e = remember(&f, "c", json!({"text": "x", "scope": "user:bob"}))
+        .await
+        .unwrap_err();
+    assert!(
+        e.message.contains("may not write the memory of user:bob"),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("\"agent\""),
+        "names what is allowed: {e}"
+    );
+    let e = remember(&f, "c", json!({"text": "x", "scope": "project:apollo"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("project:apollo"), "{e}");
+    let e = remember(&f, "c", json!({"text": "x", "scope": "team"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("not a memory scope"), "{e}");
+    f.bot.settings = json!({"projects": ["apollo"]});
+    let ok = remember(
+        &f,
+        "c2",
+        json!({"text": "Launch on May 3", "scope": "project"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        ok.content.contains("project:apollo profile"),
+        "{}",
+        ok.content
+    );
+}
+
+#[tokio::test]
+async fn a_full_profile_names_the_ids_to_replace_and_replaces_works() {
+    let f = ToolFixture::new();
+    for i in 0..100 {
+        seed(&f, &format!("f{i}"), user("u"), &format!("fact number {i}")).await;
+    }
+    let e = remember(&f, "c", json!({"text": "one more fact"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("100/100 facts"), "{e}");
+    assert!(e.hint.contains("replace one of these ids"), "{e}");
+    let first = MemoryId::derive("f0");
+    assert!(e.hint.contains(first.as_str()), "{e}");
+    let out = remember(
+        &f,
+        "c",
+        json!({"text": "one more fact", "replaces": first.as_str()}),
+    )
+    .await
+    .unwrap();
+    assert!(out.content.starts_with("Replaced"), "{}", out.content);
+    assert!(
+        out.content.contains("was \"fact number 0\""),
+        "{}",
+        out.content
+    );
+    let e = remember(&f, "c3", json!({"text": "y", "replaces": "m-aaaaaaaaaaaa"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("no memory item m-aaaaaaaaaaaa"), "{e}");
+    let e = remember(
+        &f,
+        "c4",
+        json!({"text": "y", "replaces": first.as_str(), "layer": "log"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("is a profile item"), "{e}");
+}
+
+#[tokio::test]
+async fn notes_take_a_lifetime_and_other_layers_refuse_one() {
+    let f = ToolFixture::new();
+    let out = remember(
+        &f,
+        "n",
+        json!({"text": "Waiting for ACME's invoice", "layer": "notes", "expires_in_hours": 6}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.content.contains("in agent:b notes until"),
+        "{}",
+        out.content
+    );
+    let e = remember(
+        &f,
+        "l",
+        json!({"text": "x", "layer": "log", "expires_in_hours": 6}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("only for notes"), "{e}");
+    let e = remember(
+        &f,
+        "l2",
+        json!({"text": "x", "layer": "notes", "expires_in_hours": 0}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("out of range"), "{e}");
+    let e = remember(&f, "l3", json!({"text": "x", "layer": "diary"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("unknown layer"), "{e}");
+    let e = remember(&f, "l4", json!({"text": "   "}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("empty"), "{e}");
+}
+
+#[tokio::test]
+async fn forget_by_id_really_forgets_and_says_so_twice() {
+    let f = ToolFixture::new();
+    let id = seed(&f, "tea", user("u"), "Prefers tea").await;
+    let out = forget(&f, json!({"id": id.as_str()})).await.unwrap();
+    assert!(
+        out.content.starts_with(&format!("Forgot {id}")),
+        "{}",
+        out.content
+    );
+    assert!(items(&f).await.is_empty());
+    let snap =
+        f.rt.store
+            .bot_memory_snapshot(&f.bot, "", f.rt.store.clock().now_ms())
+            .await
+            .unwrap();
+    assert!(snap.is_empty(), "gone from the next prompt");
+    let again = forget(&f, json!({"id": id.as_str()})).await.unwrap();
+    assert!(
+        again.content.contains("already forgotten"),
+        "{}",
+        again.content
+    );
+}
+
+#[tokio::test]
+async fn forgetting_an_unknown_or_foreign_id_is_a_clear_error() {
+    let f = ToolFixture::new();
+    let e = forget(&f, json!({"id": "m-zzzzzzzzzzzz"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("no memory item m-zzzzzzzzzzzz"), "{e}");
+    assert!(e.hint.contains("Memory section"), "{e}");
+    let bobs = seed(&f, "bob", user("bob"), "Bob's secret").await;
+    let e = forget(&f, json!({"id": bobs.as_str()})).await.unwrap_err();
+    assert!(e.message.contains("that you can reach"), "{e}");
+    let e = forget(&f, json!({"id": "42"})).await.unwrap_err();
+    assert!(e.message.contains("invalid arguments for Forget"), "{e}");
+    let e = forget(&f, json!({})).await.unwrap_err();
+    assert!(e.message.contains("exactly one of"), "{e}");
+}
+
+#[tokio::test]
+async fn forget_matching_removes_the_text_from_every_reachable_scope() {
+    let f = ToolFixture::new();
+    seed(&f, "u1", user("u"), "Lives at 12 Rue Cler").await;
+    seed(
+        &f,
+        "a1",
+        MemoryScope::Agent(f.bot.id.clone()),
+        "Ship to 12 rue cler, Paris",
+    )
+    .await;
+    seed(&f, "keep", user("u"), "Likes jazz").await;
+    seed(&f, "bob", user("bob"), "Also 12 Rue Cler").await;
+    let out = forget(&f, json!({"matching": "12 rue  CLER"}))
+        .await
+        .unwrap();
+    assert!(
+        out.content.starts_with("Forgot 2 item(s)"),
+        "{}",
+        out.content
+    );
+    let left: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
+    assert_eq!(left, vec!["Likes jazz".to_string()]);
+    let bob = f.rt.store.memory_items(vec![user("bob")], 0).await.unwrap();
+    assert_eq!(bob.len(), 1, "another user's memory is untouched");
+    let e = forget(&f, json!({"matching": "no such thing"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("nothing you remember contains"), "{e}");
+    let e = forget(&f, json!({"matching": "ab"})).await.unwrap_err();
+    assert!(e.message.contains("at least 3"), "{e}");
+}
+
+#[tokio::test]
+async fn shared_rooms_get_no_memory_writes() {
+    let mut f = ToolFixture::new();
+    f.scope.runner = Runner::GroupMember { shared: true };
+    let e = remember(&f, "c", json!({"text": "x"})).await.unwrap_err();
+    assert!(e.message.contains("shared with other people's bots"), "{e}");
+    let e = forget(&f, json!({"id": "m-aaaaaaaaaaaa"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("not available"), "{e}");
+}

@@ -1,0 +1,440 @@
+//! SearchTranscript and ReadTranscript: the bot's way back into the archive
+//! (every transcript entry, indexed by tantivy; docs/search.md).
+//!
+//! Visibility is [`VisibleSessions::of_bot`]: the bot's own sessions, the
+//! rooms it is a member of, and for subagents the parent session that
+//! delegated the task. A `session` argument naming anything else is
+//! refused, with the same message whether the session exists or not.
+//!
+//! Effect: **internal, idempotent, read-only.** Neither tool writes
+//! anything, so "the store writes committed with the outcome" is the empty
+//! set: the engine writes no `started` row for them, a call cut off by a
+//! crash is simply run again (it can never be "outcome unknown"), and a
+//! step of read-only calls takes the engine's in-memory fast path. An
+//! external effect would buy nothing here but an extra commit per call.
+
+use async_trait::async_trait;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+use botfleet_memory::IndexError;
+use botfleet_memory::QueryError;
+use botfleet_memory::SearchQuery;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionRecord;
+use botfleet_memory::TranscriptIndex;
+use botfleet_memory::TranscriptSearch;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::Effect;
+use super::Tool;
+use super::ToolContext;
+use super::ToolError;
+use super::ToolOutput;
+use super::parse_args;
+use super::truncate_output;
+use super::visible::VisibleSessions;
+use super::visible::describe_session;
+use crate::model::ToolSpec;
+
+/// Hits SearchTranscript returns when the model does not say.
+pub const SEARCH_DEFAULT_LIMIT: usize = 8;
+/// Most hits one SearchTranscript call returns.
+pub const SEARCH_MAX_LIMIT: usize = 30;
+/// Entries ReadTranscript shows before and after the asked seq by default.
+pub const READ_DEFAULT_AROUND: i64 = 3;
+/// Most entries ReadTranscript shows on each side of the asked seq.
+pub const READ_MAX_AROUND: i64 = 20;
+/// Longest text of one neighbouring entry in ReadTranscript, in characters.
+const READ_ENTRY_CHARS: usize = 1_500;
+/// Longest text of the asked entry itself, in characters.
+const READ_TARGET_CHARS: usize = 6_000;
+
+/// Full-text search over the transcripts the bot may see.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchTranscript;
+
+/// Reads the entries around one seq of a session the bot may see.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadTranscript;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    session: String,
+    seq: i64,
+    #[serde(default)]
+    before: Option<i64>,
+    #[serde(default)]
+    after: Option<i64>,
+}
+
+fn index_of(ctx: &ToolContext<'_>, tool: &str) -> Result<TranscriptIndex, ToolError> {
+    ctx.rt.transcript_index().ok_or_else(|| {
+        ToolError::new(
+            format!("{tool} is not available: this host runs without a transcript index"),
+            "answer from the conversation you have",
+        )
+    })
+}
+
+async fn visible(ctx: &ToolContext<'_>) -> Result<VisibleSessions, ToolError> {
+    VisibleSessions::of_bot(ctx.store(), ctx.bot)
+        .await
+        .map_err(|e| {
+            ToolError::new(
+                format!("could not read which conversations you may see: {e}"),
+                "try again in a moment",
+            )
+        })
+}
+
+/// Parses a `session` argument and checks that the bot may read it.
+fn visible_session<'v>(
+    tool: &str,
+    raw: &str,
+    visible: &'v VisibleSessions,
+) -> Result<&'v SessionRecord, ToolError> {
+    let raw = raw.trim();
+    let id: SessionId = raw.parse().map_err(|_| {
+        ToolError::bad_args(
+            tool,
+            format!(
+                "{raw:?} is not a session id; use the `session` of a SearchTranscript hit (a UUID)"
+            ),
+        )
+    })?;
+    visible.get(id).ok_or_else(|| {
+        ToolError::new(
+            format!(
+                "session {id} is not one you may read: you can read only your own conversations and the rooms you are a member of"
+            ),
+            "call SearchTranscript without `session` to search everything you may read",
+        )
+    })
+}
+
+/// Maps a refused query to the next step for the model.
+fn query_error(e: &QueryError) -> ToolError {
+    let hint = match e {
+        QueryError::Empty | QueryError::NoWords { .. } => {
+            "call SearchTranscript with the words to find, e.g. {\"query\": \"supplier audit\"}"
+        }
+        QueryError::TooLong { .. } => {
+            "call SearchTranscript again with a few distinctive words of what you look for"
+        }
+        QueryError::UnbalancedQuote { .. } => {
+            "call SearchTranscript again with the quote closed (\"exact phrase\") or removed"
+        }
+        QueryError::EmptyPhrase { .. } => {
+            "call SearchTranscript again with words between the quotes, or without the quotes"
+        }
+        QueryError::OnlyExclusions => {
+            "call SearchTranscript again with at least one word to find besides the -excluded ones"
+        }
+        QueryError::LimitOutOfRange { .. } => "call SearchTranscript again with a smaller limit",
+        QueryError::UnknownRole { .. } | QueryError::UnknownKind { .. } => {
+            "call SearchTranscript again without the filter"
+        }
+    };
+    ToolError::new(format!("the search was refused: {e}"), hint)
+}
+
+fn search_error(e: &IndexError) -> ToolError {
+    if let IndexError::Query(q) = e {
+        return query_error(q);
+    }
+    let hint = if e.is_retryable() {
+        "try again in a moment; if it keeps failing, answer without it"
+    } else {
+        "answer without searching, and tell the person the transcript search is broken"
+    };
+    ToolError::new(format!("the transcript search failed: {e}"), hint)
+}
+
+fn when(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+        .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl Tool for SearchTranscript {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "SearchTranscript".into(),
+            description: "Search the full transcripts of your conversations (your own sessions and the rooms you are a member of), including what scrolled out of your context. Returns the best matching entries with their session, seq and a snippet (matches marked «like this»); read around a hit with ReadTranscript.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words that must all occur (any order; English words match other inflections). \"exact phrase\" in double quotes, -word to exclude, a OR b for either. Chinese/Japanese text matches as written. At most 512 characters."},
+                    "session": {"type": "string", "description": "Only this session (the `session` of an earlier hit)."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_LIMIT, "description": format!("Most hits to return (default {SEARCH_DEFAULT_LIMIT}).")}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: SearchArgs = parse_args("SearchTranscript", args)?;
+        let limit = match args.limit {
+            None => SEARCH_DEFAULT_LIMIT,
+            Some(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| (1..=SEARCH_MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ToolError::bad_args(
+                        "SearchTranscript",
+                        format!("limit {n} is out of range; ask for 1 to {SEARCH_MAX_LIMIT} hits"),
+                    )
+                })?,
+        };
+        let index = index_of(ctx, "SearchTranscript")?;
+        let visible = visible(ctx).await?;
+        let sessions = match &args.session {
+            Some(raw) => vec![visible_session("SearchTranscript", raw, &visible)?.id],
+            None => visible.ids(),
+        };
+        let query = SearchQuery::new(args.query.clone())
+            .in_sessions(sessions)
+            .with_limit(limit);
+        let results = index.search(query).await.map_err(|e| search_error(&e))?;
+        let mut out = String::new();
+        if results.hits.is_empty() {
+            out.push_str(&format!(
+                "No entries match {} in the conversations you may read. Try fewer or other words, or drop quotes and -exclusions.",
+                serde_json::to_string(&args.query).unwrap_or_default()
+            ));
+            return Ok(ToolOutput::text(out));
+        }
+        out.push_str(&format!(
+            "{} of {} matching entries, best first. Read around one with ReadTranscript {{\"session\": …, \"seq\": …}}.\n",
+            results.hits.len(),
+            results.total
+        ));
+        for (i, hit) in results.hits.iter().enumerate() {
+            let place = match visible.get(hit.session) {
+                Some(s) if s.id == ctx.session() => "this conversation".to_owned(),
+                Some(s) => describe_session(s),
+                None => "another conversation".to_owned(),
+            };
+            out.push_str(&format!(
+                "\n[{}] {{\"session\": \"{}\", \"seq\": {}}} · {place} · {} ({}) · {}\n    {}\n",
+                i + 1,
+                hit.session,
+                hit.seq,
+                hit.author,
+                hit.kind,
+                when(hit.time_ms),
+                hit.snippet.replace('\n', " ")
+            ));
+        }
+        Ok(ToolOutput::text(truncate_output(
+            &out,
+            ctx.limits().max_output_bytes,
+        )))
+    }
+}
+
+fn around(tool: &str, name: &str, value: Option<i64>) -> Result<i64, ToolError> {
+    match value {
+        None => Ok(READ_DEFAULT_AROUND),
+        Some(n) if (0..=READ_MAX_AROUND).contains(&n) => Ok(n),
+        Some(n) => Err(ToolError::bad_args(
+            tool,
+            format!("{name} {n} is out of range; give 0 to {READ_MAX_AROUND} entries"),
+        )),
+    }
+}
+
+/// Cuts `text` to `max` characters, saying how much was left out.
+fn clip(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}… [{} more characters]", count - max)
+}
+
+/// One entry as a compact line for the model.
+fn render_entry(entry: &Entry, max: usize) -> String {
+    let body = match &entry.kind {
+        EntryKind::UserMessage { text } => format!("(user message) {}", clip(text, max)),
+        EntryKind::AgentMessage { from, text, .. } => {
+            format!("(message from bot {from}) {}", clip(text, max))
+        }
+        EntryKind::Event { origin, text, .. } => format!("(event {origin}) {}", clip(text, max)),
+        EntryKind::Assistant { text, tool_calls } => {
+            let mut s = String::from("(note)");
+            if !text.is_empty() {
+                s.push(' ');
+                s.push_str(&clip(text, max));
+            }
+            for call in tool_calls {
+                s.push_str(&format!(
+                    " [calls {} {}]",
+                    call.name,
+                    clip(&call.arguments, 200)
+                ));
+            }
+            s
+        }
+        EntryKind::ToolResult {
+            name,
+            content,
+            is_error,
+            ..
+        } => {
+            let what = if *is_error { "error of" } else { "result of" };
+            format!("({what} {name}) {}", clip(content, max))
+        }
+        EntryKind::Delivery { text, .. } => format!("(sent) {}", clip(text, max)),
+        EntryKind::Reaction {
+            target_seq, emoji, ..
+        } => format!("(reacted {emoji} to #{target_seq})"),
+        EntryKind::Reminder { text } => format!("(reminder) {}", clip(text, max)),
+        EntryKind::Notice { code, text, .. } => format!("(notice {code}) {}", clip(text, max)),
+        EntryKind::Approval {
+            status, summary, ..
+        } => format!("(approval {}) {}", status.as_str(), clip(summary, max)),
+        EntryKind::TurnEnd { status, .. } => format!("(turn ended: {})", status.as_str()),
+        EntryKind::Summary { text, .. } => format!("(summary) {}", clip(text, max)),
+    };
+    format!(
+        "#{} {} {}: {}",
+        entry.seq,
+        when(entry.created_at),
+        entry.author,
+        body.replace('\n', "\n    ")
+    )
+}
+
+#[async_trait]
+impl Tool for ReadTranscript {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "ReadTranscript".into(),
+            description: format!(
+                "Read the entries around one entry of a transcript you may see (e.g. a SearchTranscript hit): by default {READ_DEFAULT_AROUND} before and {READ_DEFAULT_AROUND} after it."
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "session": {"type": "string", "description": "The session (from a SearchTranscript hit)."},
+                    "seq": {"type": "integer", "minimum": 1, "description": "The entry's seq in that session."},
+                    "before": {"type": "integer", "minimum": 0, "maximum": READ_MAX_AROUND, "description": format!("Entries before it (default {READ_DEFAULT_AROUND}).")},
+                    "after": {"type": "integer", "minimum": 0, "maximum": READ_MAX_AROUND, "description": format!("Entries after it (default {READ_DEFAULT_AROUND}).")}
+                },
+                "required": ["session", "seq"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        const TOOL: &str = "ReadTranscript";
+        let args: ReadArgs = parse_args(TOOL, args)?;
+        let before = around(TOOL, "before", args.before)?;
+        let after = around(TOOL, "after", args.after)?;
+        let visible = visible(ctx).await?;
+        let session = visible_session(TOOL, &args.session, &visible)?;
+        let last = session.last_seq;
+        if last == 0 {
+            return Err(ToolError::new(
+                format!("session {} has no entries yet", session.id),
+                "search for another entry with SearchTranscript",
+            ));
+        }
+        if !(1..=last).contains(&args.seq) {
+            return Err(ToolError::bad_args(
+                TOOL,
+                format!(
+                    "seq {} is out of range: session {} has entries 1 to {last}; use the seq of a SearchTranscript hit",
+                    args.seq, session.id
+                ),
+            ));
+        }
+        let from = (args.seq - before).max(1);
+        let to = (args.seq + after).min(last);
+        let entries = ctx
+            .store()
+            .entries_between(session.id, from, to)
+            .await
+            .map_err(|e| {
+                ToolError::new(
+                    format!("could not read the transcript: {e}"),
+                    "try again in a moment",
+                )
+            })?;
+        let place = if session.id == ctx.session() {
+            "this conversation".to_owned()
+        } else {
+            describe_session(session)
+        };
+        let mut out = format!(
+            "Session {} ({place}), entries {from} to {to} of {last}; → marks seq {}:\n",
+            session.id, args.seq
+        );
+        for entry in &entries {
+            let (mark, max) = if entry.seq == args.seq {
+                ("→ ", READ_TARGET_CHARS)
+            } else {
+                ("  ", READ_ENTRY_CHARS)
+            };
+            out.push_str(mark);
+            out.push_str(&render_entry(entry, max));
+            out.push('\n');
+        }
+        if to < last {
+            out.push_str(&format!(
+                "(more after #{to}: call ReadTranscript with a later seq)\n"
+            ));
+        }
+        Ok(ToolOutput::text(truncate_output(
+            &out,
+            ctx.limits().max_output_bytes,
+        )))
+    }
+}
+
+#[cfg(test)]
+#[path = "recall_tests.rs"]
+mod tests;

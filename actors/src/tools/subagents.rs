@@ -1,0 +1,509 @@
+//! Subagents: Task starts a child bot with a fresh context and a narrower
+//! tool set, returning its id at once; CheckSubagent, MessageSubagent and
+//! StopSubagent observe, steer and stop it. A subagent is a bot (origin
+//! `subagent:<parent>`) run by the same machinery as every bot: its turns
+//! are checkpointed and resume after a crash, its transcript is its own
+//! (searchable, never in the parent's context), and its SendMessage is its
+//! report, delivered to the parent's session as a message that wakes the
+//! parent. A user's message that interrupts the parent does not touch it.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::SubagentRecord;
+use botfleet_memory::SubagentStatus;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+use sha2::Digest;
+
+use super::Effect;
+use super::Tool;
+use super::ToolContext;
+use super::ToolError;
+use super::ToolOutput;
+use super::agents::check_text;
+use super::parse_args;
+use crate::model::ToolSpec;
+use crate::prompts::prompts;
+use crate::router::RouterMsg;
+
+/// Tools a subagent may have (of its parent's).
+const SUBAGENT_TOOLS: &[&str] = &[
+    "SendMessage",
+    "Read",
+    "Write",
+    "Edit",
+    "Shell",
+    "SearchTranscript",
+    "ReadTranscript",
+];
+
+/// Longest task description.
+const MAX_DESCRIPTION_CHARS: usize = 200;
+
+fn store_error(e: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        format!("could not read the subagent records: {e}"),
+        "try again",
+    )
+}
+
+/// The subagent session of `child` (its conversation with its parent).
+pub(crate) fn subagent_session(child: &BotId, parent: &BotId) -> SessionKey {
+    SessionKey {
+        bot: child.clone(),
+        kind: SessionKind::Subagent,
+        peer: parent.to_string(),
+    }
+}
+
+fn child_id(ctx: &ToolContext<'_>) -> Result<BotId, ToolError> {
+    let mut h = sha2::Sha256::new();
+    h.update(ctx.turn.to_string().as_bytes());
+    h.update(ctx.call_id.as_bytes());
+    let short = hex::encode(&h.finalize()[..3]);
+    let parent: String = ctx.bot.id.as_str().chars().take(50).collect();
+    BotId::new(format!("{parent}.sub-{short}"))
+        .map_err(|e| ToolError::new(format!("cannot name the subagent: {e}"), "try again"))
+}
+
+/// A parent's input to its subagent (the task or a steering message).
+fn input_to_child(
+    ctx: &ToolContext<'_>,
+    child: &BotId,
+    origin: String,
+    text: &str,
+    part: &str,
+) -> Mutation {
+    let key = subagent_session(child, &ctx.bot.id);
+    Mutation::Admit(Box::new(AdmitRequest {
+        source: format!("bot:{}", ctx.bot.id),
+        nonce: format!("{}:{}:{part}", ctx.turn, ctx.call_id),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([
+            part.as_bytes(),
+            child.as_str().as_bytes(),
+            text.as_bytes(),
+        ]),
+        entry: NewEntry {
+            id: EntryId::derive(ctx.turn, ctx.call_id, part),
+            session: key.id(),
+            author: ctx.bot.id.to_string(),
+            turn: None,
+            kind: EntryKind::Event {
+                origin,
+                text: text.to_owned(),
+                trusted: true,
+            },
+        },
+        session: key,
+        owner: ctx.bot.owner.clone(),
+        // the parent is the subagent's person: its inputs owe a report
+        priority: Priority::UserDm,
+    }))
+}
+
+async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord, ToolError> {
+    let list = ctx
+        .store()
+        .subagents_of(&ctx.bot.id)
+        .await
+        .map_err(store_error)?;
+    list.iter()
+        .find(|s| s.id.as_str() == id.trim())
+        .cloned()
+        .ok_or_else(|| {
+            let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
+            ToolError::new(
+                format!("you have no subagent {id:?}"),
+                if ids.is_empty() {
+                    "start one with Task".to_owned()
+                } else {
+                    format!("your subagents: {}", ids.join(", "))
+                },
+            )
+        })
+}
+
+/// Starts a subagent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Task;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskArgs {
+    description: String,
+    prompt: String,
+}
+
+#[async_trait]
+impl Tool for Task {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "Task".into(),
+            description: "Delegate a task to a new subagent with a fresh context. Returns its id at once; its report arrives later as a new message that wakes you.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "description": "A short title of the task."},
+                    "prompt": {"type": "string", "description": "Everything the subagent needs to know to do it."}
+                },
+                "required": ["description", "prompt"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: TaskArgs = parse_args("Task", args)?;
+        let description = args.description.trim();
+        if description.is_empty() || description.chars().count() > MAX_DESCRIPTION_CHARS {
+            return Err(ToolError::new(
+                format!("the description must be 1-{MAX_DESCRIPTION_CHARS} characters"),
+                "give the task a short title and put the details in `prompt`",
+            ));
+        }
+        let prompt = check_text("Task", &args.prompt, ctx.limits().max_message_chars)?;
+        let running = ctx
+            .store()
+            .subagents_of(&ctx.bot.id)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .filter(|s| s.status == SubagentStatus::Running)
+            .count();
+        let max = ctx.rt.settings.max_subagents;
+        if running >= max {
+            return Err(ToolError::new(
+                format!("you already have {running} running subagents (the limit is {max})"),
+                "wait for their reports, or stop one with StopSubagent",
+            ));
+        }
+        let id = child_id(ctx)?;
+        let role = prompts()
+            .subagent_role
+            .render(&[
+                ("parent", ctx.bot.id.as_str()),
+                ("description", description),
+            ])
+            .unwrap_or_default();
+        let now = ctx.rt.store.clock().now_ms();
+        let tools: Vec<String> = ctx
+            .bot
+            .tools
+            .iter()
+            .filter(|t| SUBAGENT_TOOLS.contains(&t.as_str()))
+            .cloned()
+            .collect();
+        let child = BotRecord {
+            id: id.clone(),
+            name: format!("{} · {description}", ctx.bot.name),
+            owner: ctx.bot.owner.clone(),
+            role,
+            provider: ctx.bot.provider.clone(),
+            tools: if tools.iter().any(|t| t == "SendMessage") {
+                tools
+            } else {
+                std::iter::once("SendMessage".to_owned())
+                    .chain(tools)
+                    .collect()
+            },
+            settings: json!({ "parent": ctx.bot.id }),
+            origin: format!("subagent:{}", ctx.bot.id),
+            created_at: now,
+            updated_at: now,
+        };
+        let record = SubagentRecord {
+            id: id.clone(),
+            parent: ctx.bot.id.clone(),
+            parent_session: ctx.session(),
+            description: description.to_owned(),
+            status: SubagentStatus::Running,
+            result: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let task = input_to_child(
+            ctx,
+            &id,
+            format!("task from {}", ctx.bot.id),
+            &prompt,
+            "task",
+        );
+        Ok(ToolOutput {
+            content: format!(
+                "started subagent {id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
+            ),
+            effects: vec![
+                Mutation::UpsertBot(child),
+                Mutation::CreateSubagent(record),
+                task,
+            ],
+            delivered: false,
+        })
+    }
+}
+
+/// Shows the subagents (all, or one in detail).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckSubagent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckArgs {
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[async_trait]
+impl Tool for CheckSubagent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "CheckSubagent".into(),
+            description: "Show your delegated tasks and their status, or one subagent's status and latest progress.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: CheckArgs = parse_args("CheckSubagent", args)?;
+        let Some(id) = args.id else {
+            let list = ctx
+                .store()
+                .subagents_of(&ctx.bot.id)
+                .await
+                .map_err(store_error)?;
+            if list.is_empty() {
+                return Ok(ToolOutput::text(
+                    "you have not delegated anything (start with Task)",
+                ));
+            }
+            let lines: Vec<String> = list
+                .iter()
+                .map(|s| format!("- {} [{}] {}", s.id, s.status.as_str(), s.description))
+                .collect();
+            return Ok(ToolOutput::text(format!(
+                "your delegated tasks:\n{}",
+                lines.join("\n")
+            )));
+        };
+        let sub = own_subagent(ctx, &id).await?;
+        let session = subagent_session(&sub.id, &ctx.bot.id).id();
+        let recent = ctx
+            .store()
+            .tail_entries(session, 8)
+            .await
+            .map_err(store_error)?;
+        let progress: Vec<String> = recent
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::Assistant { text, tool_calls }
+                    if !text.is_empty() || !tool_calls.is_empty() =>
+                {
+                    let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
+                    Some(format!(
+                        "#{} {} {}",
+                        e.seq,
+                        text.chars().take(200).collect::<String>(),
+                        calls.join(" ")
+                    ))
+                }
+                EntryKind::Delivery { text, .. } => Some(format!(
+                    "#{} reported: {}",
+                    e.seq,
+                    text.chars().take(300).collect::<String>()
+                )),
+                _ => None,
+            })
+            .collect();
+        Ok(ToolOutput::text(format!(
+            "subagent {} [{}]: {}\nresult: {}\nlatest progress:\n{}",
+            sub.id,
+            sub.status.as_str(),
+            sub.description,
+            sub.result.as_deref().unwrap_or("(none yet)"),
+            if progress.is_empty() {
+                "(nothing yet)".to_owned()
+            } else {
+                progress.join("\n")
+            }
+        )))
+    }
+}
+
+/// Steers a running subagent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MessageSubagent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageArgs {
+    id: String,
+    text: String,
+}
+
+#[async_trait]
+impl Tool for MessageSubagent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "MessageSubagent".into(),
+            description: "Send a subagent more instructions; it takes them into account at once (its current step is interrupted).".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
+                "required": ["id", "text"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: MessageArgs = parse_args("MessageSubagent", args)?;
+        let text = check_text(
+            "MessageSubagent",
+            &args.text,
+            ctx.limits().max_message_chars,
+        )?;
+        let sub = own_subagent(ctx, &args.id).await?;
+        if sub.status == SubagentStatus::Stopped {
+            return Err(ToolError::new(
+                format!("subagent {} was stopped", sub.id),
+                "start a new one with Task",
+            ));
+        }
+        let msg = input_to_child(
+            ctx,
+            &sub.id,
+            format!("message from {}", ctx.bot.id),
+            &text,
+            "steer",
+        );
+        Ok(ToolOutput {
+            content: format!("sent to subagent {}", sub.id),
+            effects: vec![
+                msg,
+                Mutation::SetSubagentStatus {
+                    id: sub.id,
+                    status: SubagentStatus::Running,
+                    result: None,
+                },
+            ],
+            delivered: false,
+        })
+    }
+}
+
+/// Stops a subagent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopSubagent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StopArgs {
+    id: String,
+}
+
+#[async_trait]
+impl Tool for StopSubagent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "StopSubagent".into(),
+            description:
+                "Stop a subagent: its running step is cancelled and it takes no more work.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::Internal
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: StopArgs = parse_args("StopSubagent", args)?;
+        let sub = own_subagent(ctx, &args.id).await?;
+        if let Ok(router) = ctx.rt.router() {
+            let bot = sub.id.clone();
+            // best effort: a subagent that is not active has nothing to cancel
+            let _ = router
+                .call(
+                    |reply| RouterMsg::Cancel { bot, reply },
+                    Some(Duration::from_secs(5)),
+                )
+                .await;
+        }
+        Ok(ToolOutput {
+            content: format!("stopped subagent {}", sub.id),
+            effects: vec![Mutation::SetSubagentStatus {
+                id: sub.id,
+                status: SubagentStatus::Stopped,
+                result: None,
+            }],
+            delivered: false,
+        })
+    }
+}

@@ -1,0 +1,192 @@
+#![allow(clippy::unwrap_used)]
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+/// Every tool name the host has or will have, plus an unknown one.
+const NAMES: &[&str] = &[
+    "SendMessage",
+    "ReactToMessage",
+    "Read",
+    "Write",
+    "Edit",
+    "Shell",
+    "SendToAgent",
+    "CreateAgent",
+    "UpdateAgent",
+    "Task",
+    "CheckSubagent",
+    "MessageSubagent",
+    "StopSubagent",
+    "SearchTranscript",
+    "ReadTranscript",
+    "Remember",
+    "Forget",
+    "mcp__github__create_issue",
+];
+
+fn all() -> Vec<String> {
+    NAMES.iter().map(|n| (*n).to_owned()).collect()
+}
+
+#[test]
+fn the_matrix_as_a_table() {
+    // the same table as docs/security.md and the module docs
+    let mut out = format!("{:<26}main sub grp shr rtn hook\n", "tool");
+    for name in NAMES {
+        out.push_str(&format!("{name:<26}"));
+        for runner in RUNNERS {
+            let cell = match access(runner, ToolKind::of(name)) {
+                Access::Yes => "Y",
+                Access::Partial => "P",
+                Access::No => "-",
+            };
+            out.push_str(&format!("{cell:<4}"));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    let expected = "\
+tool                      main sub grp shr rtn hook
+SendMessage               Y   Y   Y   Y   Y   Y
+ReactToMessage            Y   Y   Y   Y   Y   Y
+Read                      Y   Y   Y   -   Y   Y
+Write                     Y   Y   Y   -   Y   -
+Edit                      Y   Y   Y   -   Y   -
+Shell                     Y   Y   Y   -   Y   -
+SendToAgent               Y   -   Y   -   Y   -
+CreateAgent               Y   -   -   -   -   -
+UpdateAgent               Y   -   -   -   -   -
+Task                      Y   -   Y   -   Y   -
+CheckSubagent             Y   -   Y   -   Y   -
+MessageSubagent           Y   -   Y   -   Y   -
+StopSubagent              Y   -   Y   -   Y   -
+SearchTranscript          Y   Y   Y   -   Y   Y
+ReadTranscript            Y   Y   Y   -   Y   Y
+Remember                  Y   -   Y   P   Y   -
+Forget                    Y   -   Y   P   Y   -
+mcp__github__create_issue Y   Y   Y   -   Y   -
+";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn visible_tools_per_runner() {
+    let allowed = all();
+    let none = SurfacePolicy::default();
+    assert_eq!(
+        visible_tools(Runner::Hook, &allowed, &none),
+        vec![
+            "SendMessage",
+            "ReactToMessage",
+            "Read",
+            "SearchTranscript",
+            "ReadTranscript"
+        ]
+    );
+    assert_eq!(
+        visible_tools(Runner::GroupMember { shared: true }, &allowed, &none),
+        vec!["SendMessage", "ReactToMessage", "Remember", "Forget"]
+    );
+    let sub = visible_tools(Runner::Subagent, &allowed, &none);
+    for never in ["Task", "CreateAgent", "UpdateAgent", "SendToAgent"] {
+        assert!(!sub.contains(&never), "a subagent must not see {never}");
+    }
+    assert_eq!(
+        visible_tools(Runner::Main, &allowed, &none).len(),
+        NAMES.len()
+    );
+    // only what the bot is allowed, in its order
+    let some = vec!["Shell".to_owned(), "SendMessage".to_owned()];
+    assert_eq!(
+        visible_tools(Runner::Main, &some, &none),
+        vec!["Shell", "SendMessage"]
+    );
+    // policy removes a tool everywhere
+    let policy = SurfacePolicy {
+        deny: ["Shell".to_owned()].into(),
+    };
+    assert_eq!(
+        visible_tools(Runner::Main, &some, &policy),
+        vec!["SendMessage"]
+    );
+}
+
+#[test]
+fn calls_are_checked_again() {
+    let allowed = all();
+    let none = SurfacePolicy::default();
+    let shared = Runner::GroupMember { shared: true };
+    let err = check_call(shared, &allowed, "Shell", &json!({"command": "ls"}), &none).unwrap_err();
+    assert_eq!(
+        err.message,
+        "the tool Shell is not available in a shared room's turns"
+    );
+    assert_eq!(
+        err.hint,
+        "use one of: SendMessage, ReactToMessage, Remember, Forget"
+    );
+    // a tool the bot is not allowed, even if the runner could use it
+    let only = vec!["SendMessage".to_owned()];
+    assert!(check_call(Runner::Main, &only, "Shell", &json!({}), &none).is_err());
+    // memory in a shared room: agent scope only, no Forget
+    assert!(
+        check_call(
+            shared,
+            &allowed,
+            "Remember",
+            &json!({"scope": "agent", "text": "x"}),
+            &none
+        )
+        .is_ok()
+    );
+    let err = check_call(
+        shared,
+        &allowed,
+        "Remember",
+        &json!({"scope": "user", "text": "x"}),
+        &none,
+    )
+    .unwrap_err();
+    assert!(err.message.contains("scope \"agent\""), "{err}");
+    assert!(check_call(shared, &allowed, "Forget", &json!({"id": "f1"}), &none).is_err());
+    // a private room keeps every scope
+    assert!(
+        check_call(
+            Runner::GroupMember { shared: false },
+            &allowed,
+            "Remember",
+            &json!({"scope": "project", "text": "x"}),
+            &none
+        )
+        .is_ok()
+    );
+    // hooks: untrusted triggers get no side effects
+    for name in [
+        "Write",
+        "Edit",
+        "Shell",
+        "Task",
+        "SendToAgent",
+        "Remember",
+        "mcp__x__y",
+    ] {
+        assert!(
+            check_call(Runner::Hook, &allowed, name, &json!({}), &none).is_err(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn unknown_names_are_extensions() {
+    assert_eq!(ToolKind::of("mcp__fs__write"), ToolKind::Extension);
+    assert_eq!(ToolKind::of("backup-all.tui"), ToolKind::Extension);
+    assert_eq!(
+        ToolKind::of("shell"),
+        ToolKind::Extension,
+        "names are exact"
+    );
+}

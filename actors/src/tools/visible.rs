@@ -1,0 +1,131 @@
+//! Which transcripts a searcher may see — the one rule behind the recall
+//! tools (SearchTranscript, ReadTranscript) and `GET /v1/search`.
+//!
+//! A **bot** sees:
+//!
+//! - its own sessions (`store.sessions_of_bot`): its DMs, its side of
+//!   conversations with other bots, its private session in each room, its
+//!   routines, webhooks and subagent sessions;
+//! - the public timeline of every room it is a member of;
+//! - if it is a **subagent**: also the one session of its parent that
+//!   delegated the task (`parent_session`), where the task's context was
+//!   said — not the parent's other sessions (its DMs with other people,
+//!   its rooms): a subagent gets the least it needs;
+//! - if it delegated to **subagents**: their sessions (the work done on its
+//!   behalf; their transcripts never enter its context otherwise).
+//!
+//! It never sees another bot's sessions, even a bot of the same owner: a
+//! private DM stays between that bot and its person.
+//!
+//! A **user** (the API) sees the sessions of every bot they own (their
+//! subagents included) and the timelines of the rooms they may use (rooms
+//! they own, and shared rooms one of their bots is a member of:
+//! [`crate::group::rooms_for`]). Narrowed to one of their bots, they see what
+//! that bot sees.
+
+use std::collections::HashMap;
+
+use botfleet_memory::BotRecord;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionKind;
+use botfleet_memory::SessionRecord;
+use botfleet_memory::Store;
+use botfleet_memory::StoreError;
+use botfleet_memory::UserId;
+use botfleet_memory::room_timeline;
+
+use crate::group::GroupError;
+use crate::runtime::Runtime;
+
+/// The sessions a searcher may read, with their records.
+#[derive(Debug, Clone, Default)]
+pub struct VisibleSessions {
+    by_id: HashMap<SessionId, SessionRecord>,
+}
+
+impl VisibleSessions {
+    /// What `bot` may search and read (see the module docs).
+    pub async fn of_bot(store: &Store, bot: &BotRecord) -> Result<Self, StoreError> {
+        let mut v = Self::default();
+        v.extend(store.sessions_of_bot(&bot.id).await?);
+        for room in store.rooms_for(&bot.owner).await? {
+            if room.members.contains(&bot.id) {
+                v.add_session(store, room.timeline().id()).await?;
+            }
+        }
+        if let Some(me) = store.get_subagent(&bot.id).await? {
+            v.add_session(store, me.parent_session).await?;
+        }
+        for child in store.subagents_of(&bot.id).await? {
+            v.extend(store.sessions_of_bot(&child.id).await?);
+        }
+        Ok(v)
+    }
+
+    /// What `user` may search through the API (see the module docs).
+    pub async fn of_user(rt: &Runtime, user: &UserId) -> Result<Self, GroupError> {
+        let mut v = Self::default();
+        for bot in rt.store.list_bots(Some(user)).await? {
+            v.extend(rt.store.sessions_of_bot(&bot.id).await?);
+        }
+        for room in crate::group::rooms_for(rt, user).await? {
+            v.add_session(&rt.store, room_timeline(&room.id).id())
+                .await?;
+        }
+        Ok(v)
+    }
+
+    /// Adds a session if it exists (a room nobody wrote in has none yet).
+    async fn add_session(&mut self, store: &Store, id: SessionId) -> Result<(), StoreError> {
+        if !self.by_id.contains_key(&id)
+            && let Some(record) = store.get_session(id).await?
+        {
+            self.by_id.insert(id, record);
+        }
+        Ok(())
+    }
+
+    fn extend(&mut self, records: Vec<SessionRecord>) {
+        self.by_id.extend(records.into_iter().map(|r| (r.id, r)));
+    }
+
+    /// Whether `session` may be read.
+    pub fn contains(&self, session: SessionId) -> bool {
+        self.by_id.contains_key(&session)
+    }
+
+    /// The record of a visible session.
+    pub fn get(&self, session: SessionId) -> Option<&SessionRecord> {
+        self.by_id.get(&session)
+    }
+
+    /// Every visible session id (in no particular order).
+    pub fn ids(&self) -> Vec<SessionId> {
+        self.by_id.keys().copied().collect()
+    }
+
+    /// How many sessions are visible.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether nothing is visible.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+/// A short description of a session for the model and the CLI: `DM with
+/// alice`, `room standup (public timeline)`, ...
+pub fn describe_session(session: &SessionRecord) -> String {
+    let peer = &session.key.peer;
+    match session.key.kind {
+        SessionKind::Dm => format!("DM of {} with {peer}", session.key.bot),
+        SessionKind::Agent => format!("messages between {} and bot {peer}", session.key.bot),
+        SessionKind::Group => format!("{}'s own session in room {peer}", session.key.bot),
+        SessionKind::Routine => format!("routine {peer} of {}", session.key.bot),
+        SessionKind::Hook => format!("webhook {peer} of {}", session.key.bot),
+        SessionKind::Subagent => format!("subagent {} working for {peer}", session.key.bot),
+        SessionKind::Room => format!("room {} (public timeline)", session.key.bot),
+    }
+}

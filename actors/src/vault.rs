@@ -1,0 +1,113 @@
+//! Secrets for tools, by reference. A bot lists the secret *names* it may
+//! use (`secrets = [...]` in fleet.toml); the values come from the fleet
+//! file (`[[secrets]]`) or from the bot's person through the API — never
+//! through a model. Tools get the values (Shell as environment variables),
+//! and everything a tool returns is scrubbed of them before it enters a
+//! model request, the transcript or a log.
+
+use std::collections::HashMap;
+
+use botfleet_memory::BotRecord;
+use botfleet_memory::Store;
+use botfleet_memory::StoreError;
+
+use crate::safety::Redactor;
+use crate::safety::Secret;
+
+/// Whether `name` is a usable secret name (an environment-variable name).
+pub fn valid_secret_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 64
+}
+
+/// Secrets declared in the fleet file.
+#[derive(Default)]
+pub struct Vault {
+    config: HashMap<String, Secret>,
+}
+
+impl std::fmt::Debug for Vault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vault")
+            .field("names", &self.config.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The secrets one bot may use in one turn.
+#[derive(Default)]
+pub struct BotSecrets {
+    /// `(name, value)` pairs.
+    pub values: Vec<(String, Secret)>,
+    /// Scrubs the values out of text.
+    pub redactor: Redactor,
+}
+
+impl std::fmt::Debug for BotSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.values.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+impl Vault {
+    /// A vault with the fleet file's secrets.
+    pub fn new(config: impl IntoIterator<Item = (String, Secret)>) -> Self {
+        Self {
+            config: config.into_iter().collect(),
+        }
+    }
+
+    /// The secret names a bot may use (from its settings).
+    pub fn names_of(bot: &BotRecord) -> Vec<String> {
+        bot.settings
+            .get("secrets")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The values of the bot's secrets: the person's own value wins over the
+    /// fleet file's; a name with no value is left out.
+    pub async fn for_bot(&self, store: &Store, bot: &BotRecord) -> Result<BotSecrets, StoreError> {
+        let names = Self::names_of(bot);
+        if names.is_empty() {
+            return Ok(BotSecrets::default());
+        }
+        let supplied = store.user_secrets(&bot.owner).await?;
+        let mut values = Vec::new();
+        for name in names {
+            let own = supplied
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, v, _)| Secret::new(v.expose()));
+            let value = own.or_else(|| self.config.get(&name).map(|s| Secret::new(s.expose())));
+            if let Some(v) = value {
+                values.push((name, v));
+            }
+        }
+        let redactor = Redactor::new(values.iter().map(|(_, v)| v.expose().to_owned()));
+        Ok(BotSecrets { values, redactor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_look_like_env_vars() {
+        assert!(valid_secret_name("GITHUB_TOKEN"));
+        assert!(valid_secret_name("_X1"));
+        for bad in ["", "github", "1X", "A-B", "A B"] {
+            assert!(!valid_secret_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! Memory writes, applied by the store writer inside its transaction.
+//!
+//! Limits are checked here, against the committed state plus whatever the
+//! open transaction already wrote, so two writers can never both take the
+//! last slot of a profile (the scope actors serialise writes per scope as
+//! well, which keeps the order of one scope's writes; this check is what
+//! makes the limit hold whatever the path). A refused write is an
+//! `Ok(Refused(..))`, not an error, so it never rolls back the other
+//! writes of its group.
+//!
+//! Deleting or replacing an item turns on SQLite's `secure_delete` for
+//! that statement: the old text is overwritten in the database pages
+//! instead of lingering in free space.
+
+use rusqlite::Connection;
+use rusqlite::OptionalExtension;
+use rusqlite::Row;
+use rusqlite::params;
+
+use super::types::Importance;
+use super::types::Layer;
+use super::types::MAX_LIVE_NOTES;
+use super::types::MAX_LOG_ENTRIES;
+use super::types::MAX_PROFILE_CHARS;
+use super::types::MAX_PROFILE_FACTS;
+use super::types::MemoryId;
+use super::types::MemoryItem;
+use super::types::MemoryOp;
+use super::types::MemoryOpResult;
+use super::types::MemoryRefusal;
+use super::types::MemoryScope;
+use super::types::NewMemory;
+use super::types::SUGGESTIONS;
+use super::types::ScopeKind;
+use super::types::comparison_key;
+use super::types::normalize_text;
+use crate::error::Result;
+use crate::error::StoreError;
+
+/// Columns read into a [`MemoryItem`] by [`item_from_row`].
+pub(crate) const ITEM_COLUMNS: &str =
+    "id, scope_kind, scope_id, layer, text, importance, source, created_at, updated_at, expires_at";
+
+fn corrupt(detail: impl ToString) -> StoreError {
+    StoreError::Corrupt {
+        table: "memory",
+        detail: detail.to_string(),
+    }
+}
+
+/// Reads a row selected with [`ITEM_COLUMNS`].
+pub(crate) fn item_from_row(row: &Row<'_>) -> Result<MemoryItem> {
+    let id: String = row.get(0)?;
+    let kind: String = row.get(1)?;
+    let key: String = row.get(2)?;
+    let layer: String = row.get(3)?;
+    let importance: i64 = row.get(5)?;
+    let kind = ScopeKind::parse(&kind).ok_or_else(|| corrupt(format!("scope kind {kind:?}")))?;
+    Ok(MemoryItem {
+        id: MemoryId::parse(&id).map_err(corrupt)?,
+        scope: MemoryScope::from_parts(kind, &key).map_err(corrupt)?,
+        layer: Layer::parse(&layer).ok_or_else(|| corrupt(format!("layer {layer:?}")))?,
+        text: row.get(4)?,
+        importance: u8::try_from(importance)
+            .ok()
+            .and_then(|v| Importance::new(v).ok())
+            .ok_or_else(|| corrupt(format!("importance {importance}")))?,
+        source: row.get(6)?,
+        created_at: row.get(7)?,
+        updated_at: row.get(8)?,
+        expires_at: row.get(9)?,
+    })
+}
+
+/// An item by id.
+pub(crate) fn get_item(conn: &Connection, id: &MemoryId) -> Result<Option<MemoryItem>> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM memory WHERE id = ?1"))?;
+    let mut rows = stmt.query(params![id.as_str()])?;
+    match rows.next()? {
+        Some(row) => item_from_row(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Whether `id` was forgotten, and in which scope.
+pub(crate) fn forgotten_scope(conn: &Connection, id: &MemoryId) -> Result<Option<MemoryScope>> {
+    let row: Option<(String, String)> = conn
+        .prepare_cached("SELECT scope_kind, scope_id FROM memory_forgotten WHERE id = ?1")?
+        .query_row(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match row {
+        None => Ok(None),
+        Some((kind, key)) => {
+            let kind =
+                ScopeKind::parse(&kind).ok_or_else(|| corrupt(format!("scope kind {kind:?}")))?;
+            MemoryScope::from_parts(kind, &key)
+                .map(Some)
+                .map_err(corrupt)
+        }
+    }
+}
+
+/// Items of one scope and layer, oldest first.
+pub(crate) fn layer_items(
+    conn: &Connection,
+    scope: &MemoryScope,
+    layer: Layer,
+) -> Result<Vec<MemoryItem>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ITEM_COLUMNS} FROM memory WHERE scope_kind = ?1 AND scope_id = ?2 AND layer = ?3
+         ORDER BY created_at, id"
+    ))?;
+    let mut rows = stmt.query(params![scope.kind().as_str(), scope.key(), layer.as_str()])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(item_from_row(row)?);
+    }
+    Ok(out)
+}
+
+/// Applies one op at `now` (ms).
+pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<MemoryOpResult> {
+    purge_expired(conn, op.scope(), now)?;
+    match op {
+        MemoryOp::Add(new) => add(conn, new, now),
+        MemoryOp::Replace {
+            id,
+            scope,
+            text,
+            importance,
+            source,
+        } => replace(conn, id, scope, text, *importance, source, now),
+        MemoryOp::Remove { id, scope } => remove(conn, id, scope, now),
+        MemoryOp::PurgeExpired { scope, before_ms } => {
+            purge_expired(conn, scope, *before_ms).map(MemoryOpResult::Purged)
+        }
+    }
+}
+
+/// Normalizes a text for `layer`, or refuses it.
+fn checked_text(text: &str, layer: Layer) -> Result<String, MemoryRefusal> {
+    let text = normalize_text(text);
+    let chars = text.chars().count();
+    if chars == 0 {
+        return Err(MemoryRefusal::Empty);
+    }
+    if chars > layer.max_item_chars() {
+        return Err(MemoryRefusal::TooLong {
+            layer,
+            chars,
+            max: layer.max_item_chars(),
+        });
+    }
+    Ok(text)
+}
+
+fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
+    let text = match checked_text(&new.text, new.layer) {
+        Ok(t) => t,
+        Err(r) => return Ok(MemoryOpResult::Refused(r)),
+    };
+    let key = comparison_key(&text);
+    match (new.layer, new.expires_at) {
+        (Layer::Notes, Some(t)) if t > now => {}
+        (Layer::Notes, Some(_)) => {
+            return Ok(refused(MemoryRefusal::BadExpiry(
+                "the note's expiry is not in the future; give a positive lifetime in hours".into(),
+            )));
+        }
+        (Layer::Notes, None) => {
+            return Ok(refused(MemoryRefusal::BadExpiry(
+                "a note needs an expiry; give its lifetime in hours".into(),
+            )));
+        }
+        (Layer::Profile | Layer::Log, Some(_)) => {
+            return Ok(refused(MemoryRefusal::BadExpiry(format!(
+                "only notes expire; a {} item is kept until it is forgotten (write a note instead)",
+                new.layer
+            ))));
+        }
+        (Layer::Profile | Layer::Log, None) => {}
+    }
+    if let Some(existing) = get_item(conn, &new.id)? {
+        let same = existing.scope == new.scope
+            && existing.layer == new.layer
+            && comparison_key(&existing.text) == key;
+        return Ok(if same {
+            MemoryOpResult::Unchanged(existing)
+        } else {
+            refused(MemoryRefusal::IdTaken(new.id.clone()))
+        });
+    }
+    let items = layer_items(conn, &new.scope, new.layer)?;
+    if let Some(twin) = items.iter().find(|i| comparison_key(&i.text) == key) {
+        return Ok(MemoryOpResult::Unchanged(twin.clone()));
+    }
+    let chars = text.chars().count();
+    if let Some(refusal) = room_for(&new.scope, new.layer, &items, chars, now) {
+        return Ok(refused(refusal));
+    }
+    let item = MemoryItem {
+        id: new.id.clone(),
+        scope: new.scope.clone(),
+        layer: new.layer,
+        text,
+        importance: new.importance,
+        source: new.source.clone(),
+        created_at: now,
+        updated_at: now,
+        expires_at: new.expires_at,
+    };
+    conn.prepare_cached("DELETE FROM memory_forgotten WHERE id = ?1")?
+        .execute(params![item.id.as_str()])?;
+    conn.prepare_cached(
+        "INSERT INTO memory (id, scope_kind, scope_id, layer, text, norm, chars, importance, source,
+                             created_at, updated_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+    )?
+    .execute(params![
+        item.id.as_str(),
+        item.scope.kind().as_str(),
+        item.scope.key(),
+        item.layer.as_str(),
+        item.text,
+        key,
+        chars as i64,
+        i64::from(item.importance.get()),
+        item.source,
+        now,
+        item.expires_at
+    ])?;
+    Ok(MemoryOpResult::Added(item))
+}
+
+fn refused(r: MemoryRefusal) -> MemoryOpResult {
+    MemoryOpResult::Refused(r)
+}
+
+/// Whether one more item of `chars` characters fits in `items` (the live
+/// items of one scope and layer); a refusal naming what to replace if not.
+fn room_for(
+    scope: &MemoryScope,
+    layer: Layer,
+    items: &[MemoryItem],
+    chars: usize,
+    now: i64,
+) -> Option<MemoryRefusal> {
+    match layer {
+        Layer::Profile => {
+            let used: usize = items.iter().map(MemoryItem::chars).sum();
+            if items.len() < MAX_PROFILE_FACTS && used + chars <= MAX_PROFILE_CHARS {
+                return None;
+            }
+            Some(MemoryRefusal::ProfileFull {
+                scope: scope.clone(),
+                count: items.len(),
+                chars: used,
+                max_facts: MAX_PROFILE_FACTS,
+                max_chars: MAX_PROFILE_CHARS,
+                needed: chars,
+                suggestion: suggest(items, |i| (i.importance, i.updated_at)),
+            })
+        }
+        Layer::Log => {
+            if items.len() < MAX_LOG_ENTRIES {
+                return None;
+            }
+            Some(MemoryRefusal::LogFull {
+                scope: scope.clone(),
+                count: items.len(),
+                max: MAX_LOG_ENTRIES,
+                suggestion: suggest(items, |i| (i.importance, i.created_at)),
+            })
+        }
+        Layer::Notes => {
+            let live: Vec<MemoryItem> = items
+                .iter()
+                .filter(|i| !i.is_expired(now))
+                .cloned()
+                .collect();
+            if live.len() < MAX_LIVE_NOTES {
+                return None;
+            }
+            Some(MemoryRefusal::NotesFull {
+                scope: scope.clone(),
+                count: live.len(),
+                max: MAX_LIVE_NOTES,
+                suggestion: suggest(&live, |i| (Importance::NORMAL, i.expires_at.unwrap_or(0))),
+            })
+        }
+    }
+}
+
+/// The first [`SUGGESTIONS`] items by `key` (then id), as (id, text).
+fn suggest<K: Ord>(
+    items: &[MemoryItem],
+    key: impl Fn(&MemoryItem) -> K,
+) -> Vec<(MemoryId, String)> {
+    let mut sorted: Vec<&MemoryItem> = items.iter().collect();
+    sorted.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.id.cmp(&b.id)));
+    sorted
+        .into_iter()
+        .take(SUGGESTIONS)
+        .map(|i| (i.id.clone(), i.text.clone()))
+        .collect()
+}
+
+/// Looks an item up for a change: the item, or the refusal/answer to give.
+fn target(
+    conn: &Connection,
+    id: &MemoryId,
+    scope: &MemoryScope,
+) -> Result<Result<MemoryItem, MemoryOpResult>> {
+    match get_item(conn, id)? {
+        Some(item) if &item.scope == scope => Ok(Ok(item)),
+        Some(item) => Ok(Err(refused(MemoryRefusal::WrongScope {
+            id: id.clone(),
+            actual: item.scope,
+        }))),
+        None => Ok(Err(match forgotten_scope(conn, id)? {
+            Some(s) if &s == scope => MemoryOpResult::AlreadyForgotten(id.clone()),
+            Some(_) | None => refused(MemoryRefusal::UnknownId(id.clone())),
+        })),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn replace(
+    conn: &Connection,
+    id: &MemoryId,
+    scope: &MemoryScope,
+    text: &str,
+    importance: Option<Importance>,
+    source: &str,
+    now: i64,
+) -> Result<MemoryOpResult> {
+    let before = match target(conn, id, scope)? {
+        Ok(item) => item,
+        Err(MemoryOpResult::AlreadyForgotten(id)) => {
+            // a forgotten fact cannot be changed: it is gone
+            return Ok(refused(MemoryRefusal::UnknownId(id)));
+        }
+        Err(answer) => return Ok(answer),
+    };
+    let text = match checked_text(text, before.layer) {
+        Ok(t) => t,
+        Err(r) => return Ok(refused(r)),
+    };
+    let importance = importance.unwrap_or(before.importance);
+    if text == before.text && importance == before.importance {
+        return Ok(MemoryOpResult::Unchanged(before));
+    }
+    let chars = text.chars().count();
+    if before.layer == Layer::Profile {
+        let items = layer_items(conn, scope, Layer::Profile)?;
+        let used: usize = items.iter().map(MemoryItem::chars).sum();
+        if used - before.chars() + chars > MAX_PROFILE_CHARS {
+            let others: Vec<MemoryItem> = items.into_iter().filter(|i| &i.id != id).collect();
+            return Ok(refused(MemoryRefusal::ProfileFull {
+                scope: scope.clone(),
+                count: others.len() + 1,
+                chars: used,
+                max_facts: MAX_PROFILE_FACTS,
+                max_chars: MAX_PROFILE_CHARS,
+                needed: chars - before.chars(),
+                suggestion: suggest(&others, |i| (i.importance, i.updated_at)),
+            }));
+        }
+    }
+    secure(conn, |conn| {
+        conn.prepare_cached(
+            "UPDATE memory SET text = ?2, norm = ?3, chars = ?4, importance = ?5, source = ?6,
+                               updated_at = ?7
+             WHERE id = ?1",
+        )?
+        .execute(params![
+            id.as_str(),
+            text,
+            comparison_key(&text),
+            chars as i64,
+            i64::from(importance.get()),
+            source,
+            now
+        ])?;
+        Ok(())
+    })?;
+    let after = MemoryItem {
+        text,
+        importance,
+        source: source.to_owned(),
+        updated_at: now,
+        ..before.clone()
+    };
+    Ok(MemoryOpResult::Replaced { before, after })
+}
+
+fn remove(
+    conn: &Connection,
+    id: &MemoryId,
+    scope: &MemoryScope,
+    now: i64,
+) -> Result<MemoryOpResult> {
+    let item = match target(conn, id, scope)? {
+        Ok(item) => item,
+        Err(answer) => return Ok(answer),
+    };
+    secure(conn, |conn| {
+        conn.prepare_cached("DELETE FROM memory WHERE id = ?1")?
+            .execute(params![id.as_str()])?;
+        Ok(())
+    })?;
+    conn.prepare_cached(
+        "INSERT INTO memory_forgotten (id, scope_kind, scope_id, forgotten_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
+    )?
+    .execute(params![
+        id.as_str(),
+        scope.kind().as_str(),
+        scope.key(),
+        now
+    ])?;
+    Ok(MemoryOpResult::Removed(item))
+}
+
+/// Deletes the notes of `scope` that expired at or before `before_ms`.
+fn purge_expired(conn: &Connection, scope: &MemoryScope, before_ms: i64) -> Result<usize> {
+    secure(conn, |conn| {
+        Ok(conn
+            .prepare_cached(
+                "DELETE FROM memory WHERE scope_kind = ?1 AND scope_id = ?2 AND layer = 'notes'
+                 AND expires_at <= ?3",
+            )?
+            .execute(params![scope.kind().as_str(), scope.key(), before_ms])?)
+    })
+}
+
+/// Runs `f` with `secure_delete` on, so freed space is zeroed.
+fn secure<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    conn.execute_batch("PRAGMA secure_delete = ON")?;
+    let out = f(conn);
+    conn.execute_batch("PRAGMA secure_delete = OFF")?;
+    out
+}

@@ -1,0 +1,89 @@
+//! Memory: what bots remember beyond their transcripts.
+//!
+//! - **Scopes** ([`MemoryScope`]): `agent:<bot>` (one bot), `user:<user>`
+//!   (every bot of that user), `project:<name>` (the bots that joined the
+//!   project, fleet.toml `projects = [...]`). A bot reaches its own scope,
+//!   its owner's and its projects' ([`bot_scopes`]); private transcripts
+//!   are never shared, distilled facts are.
+//! - **Layers** ([`Layer`]): `profile` (≤ [`MAX_PROFILE_FACTS`] facts and
+//!   ≤ [`MAX_PROFILE_CHARS`] characters per scope instance, always in the
+//!   prompt), `log` (dated entries; the prompt takes the best
+//!   [`LOG_PROMPT_CAP`] by relevance × recency × importance, see
+//!   [`rank_log`]), `notes` (working facts with an expiry, gone from the
+//!   prompt once expired). The archive is the transcript itself, reached
+//!   through search.
+//! - **Writes** are [`MemoryOp`]s sent through the [`MemoryHub`] to the
+//!   actor of their scope instance, which commits them as
+//!   `Mutation::Memory`; the store writer checks limits inside the
+//!   transaction and answers a [`MemoryOpResult`]. A full layer is a
+//!   [`MemoryRefusal`] naming what to replace — never a silent truncation.
+//! - **Reads** go straight to the store: [`Store::memory_snapshot`]
+//!   (what one prompt shows, hashed), [`Store::memory_items`],
+//!   [`Store::find_memory`] (what "forget X" should remove).
+//!
+//! ```no_run
+//! # async fn demo(store: botfleet_memory::Store, bot: botfleet_memory::BotRecord)
+//! # -> Result<(), Box<dyn std::error::Error>> {
+//! use botfleet_memory::{Importance, Layer, MemoryHub, MemoryId, MemoryOp, MemoryScope, NewMemory};
+//! let hub = MemoryHub::new(store.clone());
+//! let result = hub
+//!     .apply(MemoryOp::Add(NewMemory {
+//!         id: MemoryId::random(),
+//!         scope: MemoryScope::User(bot.owner.clone()),
+//!         layer: Layer::Profile,
+//!         text: "Prefers answers in French.".into(),
+//!         importance: Importance::NORMAL,
+//!         expires_at: None,
+//!         source: "api:alice".into(),
+//!     }))
+//!     .await?;
+//! let now = store.clock().now_ms();
+//! let snapshot = store.bot_memory_snapshot(&bot, "what language?", now).await?;
+//! # let _ = (result, snapshot); Ok(()) }
+//! ```
+
+mod actor;
+mod apply;
+mod read;
+mod recall;
+mod snapshot;
+mod types;
+
+pub use actor::DEFAULT_SCOPE_IDLE;
+pub use actor::MemoryError;
+pub use actor::MemoryHub;
+pub use read::MemoryLookup;
+pub use recall::LOG_PROMPT_CAP;
+pub use recall::RecallParams;
+pub use recall::ScoredEntry;
+pub use recall::rank_log;
+pub use recall::terms;
+pub use snapshot::MemoryDelta;
+pub use snapshot::MemorySnapshot;
+pub use types::DEFAULT_NOTE_HOURS;
+pub use types::Importance;
+pub use types::Layer;
+pub use types::MAX_ENTRY_CHARS;
+pub use types::MAX_FACT_CHARS;
+pub use types::MAX_LIVE_NOTES;
+pub use types::MAX_LOG_ENTRIES;
+pub use types::MAX_NOTE_HOURS;
+pub use types::MAX_PROFILE_CHARS;
+pub use types::MAX_PROFILE_FACTS;
+pub use types::MemoryId;
+pub use types::MemoryItem;
+pub use types::MemoryOp;
+pub use types::MemoryOpResult;
+pub use types::MemoryRefusal;
+pub use types::MemoryScope;
+pub use types::NewMemory;
+pub use types::ScopeKind;
+pub use types::bot_projects;
+pub use types::bot_scopes;
+pub use types::normalize_text;
+
+pub(crate) use apply::apply;
+
+#[cfg(test)]
+#[path = "layers_tests.rs"]
+mod tests;

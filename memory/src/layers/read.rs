@@ -1,0 +1,195 @@
+//! Memory reads. They go straight to the store's readers (WAL snapshots),
+//! never through the scope actors.
+
+use std::collections::BTreeSet;
+
+use rusqlite::Connection;
+use rusqlite::params;
+
+use super::apply::ITEM_COLUMNS;
+use super::apply::forgotten_scope;
+use super::apply::get_item;
+use super::apply::item_from_row;
+use super::recall::RecallParams;
+use super::recall::rank_log;
+use super::snapshot::MemorySnapshot;
+use super::types::Layer;
+use super::types::MemoryId;
+use super::types::MemoryItem;
+use super::types::MemoryScope;
+use super::types::bot_scopes;
+use super::types::comparison_key;
+use super::types::normalize_text;
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::record::BotRecord;
+use crate::store::Store;
+
+/// Every item of one scope instance (all layers, expired notes
+/// included), oldest first.
+fn scope_items(conn: &Connection, scope: &MemoryScope) -> Result<Vec<MemoryItem>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ITEM_COLUMNS} FROM memory WHERE scope_kind = ?1 AND scope_id = ?2
+         ORDER BY created_at, id"
+    ))?;
+    let mut rows = stmt.query(params![scope.kind().as_str(), scope.key()])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(item_from_row(row)?);
+    }
+    Ok(out)
+}
+
+/// What lookup found for an id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryLookup {
+    /// The item exists.
+    Found(MemoryItem),
+    /// It was forgotten; its scope is kept, its text is not.
+    Forgotten(MemoryScope),
+    /// No item ever had this id.
+    Unknown,
+}
+
+impl Store {
+    async fn memory_read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.read_blocking(f))
+            .await
+            .map_err(|e| StoreError::Reader(e.to_string()))?
+    }
+
+    /// Every item of the given scopes (all layers; notes expired before
+    /// `now_ms` left out), by scope order then oldest first.
+    pub async fn memory_items(
+        &self,
+        scopes: Vec<MemoryScope>,
+        now_ms: i64,
+    ) -> Result<Vec<MemoryItem>> {
+        self.memory_read(move |c| {
+            let mut out = Vec::new();
+            for s in &scopes {
+                out.extend(
+                    scope_items(c, s)?
+                        .into_iter()
+                        .filter(|i| !i.is_expired(now_ms)),
+                );
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// An item by id, or whether it was forgotten.
+    pub async fn memory_lookup(&self, id: &MemoryId) -> Result<MemoryLookup> {
+        let id = id.clone();
+        self.memory_read(move |c| {
+            Ok(match get_item(c, &id)? {
+                Some(item) => MemoryLookup::Found(item),
+                None => match forgotten_scope(c, &id)? {
+                    Some(scope) => MemoryLookup::Forgotten(scope),
+                    None => MemoryLookup::Unknown,
+                },
+            })
+        })
+        .await
+    }
+
+    /// Items by id (those that exist), in the order given.
+    pub async fn memory_items_by_id(&self, ids: Vec<MemoryId>) -> Result<Vec<MemoryItem>> {
+        self.memory_read(move |c| {
+            let mut out = Vec::with_capacity(ids.len());
+            for id in &ids {
+                if let Some(item) = get_item(c, id)? {
+                    out.push(item);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// The ids among `ids` that no longer exist (for
+    /// [`super::MemoryDelta::between`]).
+    pub async fn missing_memory_ids(&self, ids: Vec<MemoryId>) -> Result<BTreeSet<MemoryId>> {
+        self.memory_read(move |c| {
+            let mut out = BTreeSet::new();
+            for id in ids {
+                if get_item(c, &id)?.is_none() {
+                    out.insert(id);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// The snapshot of `scopes` for `input` at `now_ms`: every profile
+    /// fact, the live notes, and the best log entries (see
+    /// [`super::rank_log`]).
+    pub async fn memory_snapshot(
+        &self,
+        scopes: Vec<MemoryScope>,
+        input: String,
+        now_ms: i64,
+        params: RecallParams,
+    ) -> Result<MemorySnapshot> {
+        self.memory_read(move |c| {
+            let mut profile = Vec::new();
+            let mut log = Vec::new();
+            let mut notes = Vec::new();
+            for s in &scopes {
+                for item in scope_items(c, s)? {
+                    match item.layer {
+                        Layer::Profile => profile.push(item),
+                        Layer::Log => log.push(item),
+                        Layer::Notes if !item.is_expired(now_ms) => notes.push(item),
+                        Layer::Notes => {}
+                    }
+                }
+            }
+            let ranking = rank_log(log, &input, now_ms, &params);
+            Ok(MemorySnapshot::new(scopes, profile, ranking, notes, now_ms))
+        })
+        .await
+    }
+
+    /// The snapshot of every scope `bot` reaches (agent, its owner, its
+    /// projects) for `input` at `now_ms`, with the default recall.
+    pub async fn bot_memory_snapshot(
+        &self,
+        bot: &BotRecord,
+        input: &str,
+        now_ms: i64,
+    ) -> Result<MemorySnapshot> {
+        self.memory_snapshot(
+            bot_scopes(bot),
+            input.to_owned(),
+            now_ms,
+            RecallParams::default(),
+        )
+        .await
+    }
+
+    /// Live items of `scopes` whose text contains `text` (case and
+    /// whitespace ignored), in every layer: what "forget X" should remove.
+    pub async fn find_memory(
+        &self,
+        scopes: Vec<MemoryScope>,
+        text: &str,
+        now_ms: i64,
+    ) -> Result<Vec<MemoryItem>> {
+        let needle = comparison_key(&normalize_text(text));
+        if needle.is_empty() {
+            return Ok(Vec::new());
+        }
+        let items = self.memory_items(scopes, now_ms).await?;
+        Ok(items
+            .into_iter()
+            .filter(|i| comparison_key(&i.text).contains(&needle))
+            .collect())
+    }
+}

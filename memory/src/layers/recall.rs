@@ -1,0 +1,198 @@
+//! Which log entries the prompt shows: the best `cap` by
+//!
+//! ```text
+//! score = (1 + relevance_weight · bm25(input, entry)) · 0.5^(age / half_life) · weight(importance)
+//! ```
+//!
+//! with `relevance_weight` 2 and `half_life` 30 days by default: an entry
+//! that shares two rare terms with the input (bm25 ≈ 1.5–2) still beats an
+//! unrelated entry of today when it is two months old.
+//!
+//! - **Relevance** is Okapi BM25 of the current input against each entry,
+//!   with the entries of the candidate set as the corpus (k1 = 1.2,
+//!   b = 0.75, idf = ln(1 + (N − n + ½)/(n + ½)), each distinct query term
+//!   counted once). Terms are the transcript index's query units: Latin
+//!   words lowercased and stemmed, CJK runs as overlapping bigrams (one
+//!   character alone as itself), so `供应商` matches `新供应商名单` and
+//!   `Suppliers` matches `supplier`. A short list of English function
+//!   words (`the`, `with`, `what`, …) is left out: in a log of a few dozen
+//!   entries their idf does not push them down enough. The `1 +` keeps an entry that shares
+//!   nothing with the input in the running, ranked by recency and weight,
+//!   so an empty input shows the newest, most important entries.
+//! - **Recency** halves every `half_life_days` (30 by default) after the
+//!   entry's date; an entry dated in the future counts as new.
+//! - **Importance** 1..=5 weighs 0.5, 0.75, 1, 1.5, 2.
+//!
+//! Ties (equal scores) go to the newer entry, then the smaller id, so the
+//! result is a pure function of the set of entries, the input and `now`:
+//! the order the entries come in does not matter.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::collections::HashSet;
+
+use serde::Deserialize;
+use serde::Serialize;
+use tantivy::tokenizer::TokenStream;
+
+use super::types::MemoryItem;
+use crate::index::query_analyzer;
+
+/// How many log entries the prompt takes by default.
+pub const LOG_PROMPT_CAP: usize = 30;
+
+const DAY_MS: f64 = 86_400_000.0;
+
+/// Parameters of log recall.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RecallParams {
+    /// Most entries returned.
+    pub cap: usize,
+    /// Days after which an entry's recency weight halves.
+    pub half_life_days: f64,
+    /// Multiplies the BM25 relevance before the `1 +`.
+    pub relevance_weight: f64,
+    /// BM25 term-frequency saturation.
+    pub k1: f64,
+    /// BM25 length normalisation.
+    pub b: f64,
+}
+
+impl Default for RecallParams {
+    fn default() -> Self {
+        Self {
+            cap: LOG_PROMPT_CAP,
+            half_life_days: 30.0,
+            relevance_weight: 2.0,
+            k1: 1.2,
+            b: 0.75,
+        }
+    }
+}
+
+/// A log entry with its score and the factors of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredEntry {
+    /// The entry.
+    pub item: MemoryItem,
+    /// The product below.
+    pub score: f64,
+    /// BM25 of the input against the entry (0 when nothing is shared).
+    pub relevance: f64,
+    /// 0.5^(age / half-life).
+    pub recency: f64,
+    /// Importance weight.
+    pub weight: f64,
+}
+
+/// English function words left out of recall terms (as the stemmer
+/// leaves them).
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "ani", "are", "as", "at", "be",
+    "been", "but", "by", "can", "could", "did", "do", "doe", "for", "from", "had", "has", "have",
+    "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no",
+    "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them", "then",
+    "there", "these", "they", "this", "to", "up", "us", "was", "we", "were", "what", "when",
+    "where", "which", "who", "will", "with", "would", "you", "your",
+];
+
+/// The recall terms of a text (see the module docs).
+pub fn terms(text: &str) -> Vec<String> {
+    let mut analyzer = query_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        let t = &stream.token().text;
+        if !STOP_WORDS.contains(&t.as_str()) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+/// Ranks `entries` for `input` at `now_ms` and keeps the best
+/// `params.cap`, best first.
+pub fn rank_log(
+    entries: Vec<MemoryItem>,
+    input: &str,
+    now_ms: i64,
+    params: &RecallParams,
+) -> Vec<ScoredEntry> {
+    if params.cap == 0 || entries.is_empty() {
+        return Vec::new();
+    }
+    let query: Vec<String> = {
+        let mut seen = HashSet::new();
+        terms(input)
+            .into_iter()
+            .filter(|t| seen.insert(t.clone()))
+            .collect()
+    };
+    let docs: Vec<HashMap<String, u32>> = entries
+        .iter()
+        .map(|e| {
+            let mut tf = HashMap::new();
+            for t in terms(&e.text) {
+                *tf.entry(t).or_insert(0) += 1;
+            }
+            tf
+        })
+        .collect();
+    let lengths: Vec<f64> = docs
+        .iter()
+        .map(|d| f64::from(d.values().sum::<u32>()))
+        .collect();
+    let n = entries.len() as f64;
+    let avg_len = (lengths.iter().sum::<f64>() / n).max(1.0);
+    let idf: HashMap<&str, f64> = query
+        .iter()
+        .map(|t| {
+            let df = docs.iter().filter(|d| d.contains_key(t)).count() as f64;
+            (t.as_str(), (1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+        })
+        .collect();
+    let mut scored: Vec<ScoredEntry> = entries
+        .into_iter()
+        .zip(docs.iter().zip(&lengths))
+        .map(|(item, (tf, len))| {
+            let relevance: f64 = query
+                .iter()
+                .filter_map(|t| {
+                    let f = f64::from(*tf.get(t)?);
+                    let norm = params.k1 * (1.0 - params.b + params.b * len / avg_len);
+                    Some(idf[t.as_str()] * f * (params.k1 + 1.0) / (f + norm))
+                })
+                .sum();
+            let age_days = (now_ms - item.created_at).max(0) as f64 / DAY_MS;
+            let recency = if params.half_life_days > 0.0 {
+                0.5f64.powf(age_days / params.half_life_days)
+            } else {
+                1.0
+            };
+            let weight = item.importance.weight();
+            let score = (1.0 + params.relevance_weight * relevance) * recency * weight;
+            ScoredEntry {
+                item,
+                score,
+                relevance,
+                recency,
+                weight,
+            }
+        })
+        .collect();
+    scored.sort_by(rank_order);
+    scored.truncate(params.cap);
+    scored
+}
+
+/// Best first: higher score, then newer, then smaller id.
+fn rank_order(a: &ScoredEntry, b: &ScoredEntry) -> Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| b.item.created_at.cmp(&a.item.created_at))
+        .then_with(|| a.item.id.cmp(&b.item.id))
+}
+
+#[cfg(test)]
+#[path = "recall_tests.rs"]
+mod tests;

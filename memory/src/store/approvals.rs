@@ -1,0 +1,261 @@
+//! Approval rows: how they are read (by readers and by the writer), with
+//! their *effective* status as of a given time. A stored `pending` past its
+//! TTL or behind a newer user message of its session reads as `expired`;
+//! the writer persists that lazily (`ExpireApprovals`).
+
+use rusqlite::Connection;
+use rusqlite::OptionalExtension;
+use rusqlite::Row;
+use rusqlite::params;
+
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::ApprovalId;
+use crate::ids::BotId;
+use crate::ids::UserId;
+use crate::record::ApprovalRecord;
+use crate::record::ApprovalStatus;
+use crate::record::ExpiryCause;
+use crate::record::ReviewRecord;
+
+/// The columns of an approval, then whether a user message newer than its
+/// epoch exists in its session (a range scan of the session's newest
+/// entries on the `(session_id, seq)` index).
+const SELECT: &str = "SELECT a.id, a.bot_id, a.session_id, a.owner, a.turn_id, a.call_id, a.tool,
+        a.fingerprint, a.summary, a.reason, a.action, a.epoch, a.status, a.expired_by,
+        a.created_at, a.expires_at, a.decided_at, a.decided_by, a.consumed_at,
+        EXISTS (SELECT 1 FROM entries e WHERE e.session_id = a.session_id
+                AND e.seq > a.epoch AND e.kind = 'user_message')
+    FROM approvals a";
+
+/// An approval as stored, plus whether a newer user message exists.
+pub(crate) struct Stored {
+    pub(crate) record: ApprovalRecord,
+    pub(crate) newer_user_message: bool,
+}
+
+impl Stored {
+    /// The record with its effective status as of `now`.
+    pub(crate) fn effective(mut self, now: i64) -> ApprovalRecord {
+        let (status, cause) = self.record.effective(now, self.newer_user_message);
+        self.record.status = status;
+        self.record.expired_by = cause;
+        self.record
+    }
+}
+
+fn corrupt(detail: impl ToString) -> StoreError {
+    StoreError::Corrupt {
+        table: "approvals",
+        detail: detail.to_string(),
+    }
+}
+
+type Raw = (
+    [String; 4],
+    Option<String>,
+    [String; 6],
+    i64,
+    String,
+    Option<String>,
+    (i64, i64, Option<i64>, Option<String>, Option<i64>),
+    bool,
+);
+
+fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
+    Ok((
+        [r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?],
+        r.get(4)?,
+        [
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+            r.get(9)?,
+            r.get(10)?,
+        ],
+        r.get(11)?,
+        r.get(12)?,
+        r.get(13)?,
+        (r.get(14)?, r.get(15)?, r.get(16)?, r.get(17)?, r.get(18)?),
+        r.get(19)?,
+    ))
+}
+
+fn parse(raw: Raw) -> Result<Stored> {
+    let (
+        [id, bot, session, owner],
+        turn,
+        [call_id, tool, fingerprint, summary, reason, action],
+        epoch,
+        status,
+        expired_by,
+        times,
+        newer,
+    ) = raw;
+    let (created_at, expires_at, decided_at, decided_by, consumed_at) = times;
+    Ok(Stored {
+        record: ApprovalRecord {
+            id: id.parse()?,
+            bot: BotId::new(bot)?,
+            session: session.parse()?,
+            owner: UserId::new(owner)?,
+            turn: turn.map(|t| t.parse()).transpose()?,
+            call_id,
+            tool,
+            fingerprint,
+            summary,
+            reason,
+            action: serde_json::from_str(&action).map_err(corrupt)?,
+            epoch,
+            status: ApprovalStatus::parse(&status)
+                .ok_or_else(|| corrupt(format!("status {status:?}")))?,
+            expired_by: expired_by
+                .map(|c| ExpiryCause::parse(&c).ok_or_else(|| corrupt(format!("expired_by {c:?}"))))
+                .transpose()?,
+            created_at,
+            expires_at,
+            decided_at,
+            decided_by: decided_by.map(UserId::new).transpose()?,
+            consumed_at,
+        },
+        newer_user_message: newer,
+    })
+}
+
+/// Rows matching `filter` (SQL after `FROM approvals a`).
+pub(crate) fn query(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<Stored>> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} {filter}"))?;
+    let raws = stmt
+        .query_map(params, raw)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raws.into_iter().map(parse).collect()
+}
+
+/// One approval as stored.
+pub(crate) fn get_row(conn: &Connection, id: ApprovalId) -> Result<Option<Stored>> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?;
+    let raw = stmt.query_row(params![id.to_string()], raw).optional()?;
+    raw.map(parse).transpose()
+}
+
+/// One approval with its effective status.
+pub(crate) fn get(conn: &Connection, id: ApprovalId, now: i64) -> Result<Option<ApprovalRecord>> {
+    Ok(get_row(conn, id)?.map(|r| r.effective(now)))
+}
+
+/// A user's approvals, effectively pending ones first (oldest first), then
+/// the rest newest first; at most `limit`.
+pub(crate) fn of_owner(
+    conn: &Connection,
+    owner: &UserId,
+    now: i64,
+    limit: i64,
+) -> Result<Vec<ApprovalRecord>> {
+    let rows = query(
+        conn,
+        "WHERE a.owner = ?1
+         ORDER BY CASE a.status WHEN 'pending' THEN 0 ELSE 1 END, a.created_at DESC
+         LIMIT ?2",
+        params![owner.as_str(), limit],
+    )?;
+    let mut out: Vec<ApprovalRecord> = rows.into_iter().map(|r| r.effective(now)).collect();
+    out.sort_by_key(|a| {
+        if a.is_pending() {
+            (0, a.created_at)
+        } else {
+            (1, -a.created_at)
+        }
+    });
+    Ok(out)
+}
+
+/// A bot's open approvals (stored pending, or approved and unused) with
+/// their effective status, oldest first. Uses the partial index.
+pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Vec<ApprovalRecord>> {
+    Ok(open_rows(conn, Some(bot))?
+        .into_iter()
+        .map(|r| r.effective(now))
+        .collect())
+}
+
+/// Open rows (stored pending, or approved and unused), of one bot or all.
+pub(crate) fn open_rows(conn: &Connection, bot: Option<&BotId>) -> Result<Vec<Stored>> {
+    const OPEN: &str = "a.status IN ('pending', 'approved') AND a.consumed_at IS NULL";
+    match bot {
+        Some(bot) => query(
+            conn,
+            &format!("WHERE a.bot_id = ?1 AND {OPEN} ORDER BY a.created_at"),
+            params![bot.as_str()],
+        ),
+        None => query(conn, &format!("WHERE {OPEN} ORDER BY a.created_at"), []),
+    }
+}
+
+/// A bot's newest review log rows, newest first.
+pub(crate) fn reviews_of_bot(
+    conn: &Connection,
+    bot: &BotId,
+    limit: i64,
+) -> Result<Vec<ReviewRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT bot_id, session_id, turn_id, call_id, tool, surface, mode, decision, reason, fingerprint, at
+         FROM reviews WHERE bot_id = ?1 ORDER BY id DESC LIMIT ?2",
+    )?;
+    type ReviewRaw = (String, String, Option<String>, [String; 7], i64);
+    let raws = stmt
+        .query_map(
+            params![bot.as_str(), limit],
+            |r| -> rusqlite::Result<ReviewRaw> {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    [
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                        r.get(8)?,
+                        r.get(9)?,
+                    ],
+                    r.get(10)?,
+                ))
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raws.into_iter()
+        .map(
+            |(
+                bot,
+                session,
+                turn,
+                [call_id, tool, surface, mode, decision, reason, fingerprint],
+                at,
+            )| {
+                Ok(ReviewRecord {
+                    bot: BotId::new(bot)?,
+                    session: session.parse()?,
+                    turn: turn.map(|t| t.parse()).transpose()?,
+                    call_id,
+                    tool,
+                    surface,
+                    mode,
+                    decision,
+                    reason,
+                    fingerprint,
+                    at,
+                })
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "approvals_tests.rs"]
+mod tests;

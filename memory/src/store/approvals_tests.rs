@@ -1,0 +1,377 @@
+//! The approval state machine as the store keeps it: limit, same-action
+//! reuse, TTL and user-message expiry, decisions, single use, cards.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::clock::ManualClock;
+use crate::digest::InputDigest;
+use crate::ids::ApprovalId;
+use crate::ids::BotId;
+use crate::ids::EntryId;
+use crate::ids::UserId;
+use crate::record::AdmitRequest;
+use crate::record::ApprovalDecision;
+use crate::record::ApprovalRecord;
+use crate::record::ApprovalRequestOutcome;
+use crate::record::ApprovalStatus;
+use crate::record::EntryKind;
+use crate::record::ExpiryCause;
+use crate::record::NewApproval;
+use crate::record::NewEntry;
+use crate::record::Priority;
+use crate::record::ReviewRecord;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+use crate::store::Mutation;
+use crate::store::MutationResult;
+use crate::store::Store;
+use crate::store::StoreOptions;
+
+const TTL: i64 = 10 * 60 * 1000;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    clock: ManualClock,
+    key: SessionKey,
+    messages: u32,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(chrono::Utc::now());
+        let store = Store::open(StoreOptions {
+            clock: Arc::new(clock.clone()),
+            ..StoreOptions::new(dir.path().join("fleet.db"))
+        })
+        .unwrap();
+        let key = SessionKey {
+            bot: BotId::new("r").unwrap(),
+            kind: SessionKind::Dm,
+            peer: "alice".into(),
+        };
+        let mut f = Self {
+            _dir: dir,
+            store,
+            clock,
+            key,
+            messages: 0,
+        };
+        f.user_message().await;
+        f
+    }
+
+    async fn user_message(&mut self) -> i64 {
+        self.messages += 1;
+        let text = format!("message {}", self.messages);
+        let r = self
+            .store
+            .write(vec![Mutation::Admit(Box::new(AdmitRequest {
+                source: "user:alice".into(),
+                nonce: format!("n{}", self.messages),
+                nonce_time_ms: None,
+                digest: InputDigest::of_parts([text.as_bytes()]),
+                entry: NewEntry {
+                    id: EntryId::new_v7(),
+                    session: self.key.id(),
+                    author: "alice".into(),
+                    turn: None,
+                    kind: EntryKind::UserMessage { text },
+                },
+                session: self.key.clone(),
+                owner: UserId::new("alice").unwrap(),
+                priority: Priority::UserDm,
+            }))])
+            .await
+            .unwrap();
+        match r.as_slice() {
+            [MutationResult::Admitted(crate::record::AdmitOutcome::Accepted(rec))] => rec.seq,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn new_approval(&self, fingerprint: &str) -> NewApproval {
+        NewApproval {
+            id: ApprovalId::new_v7(),
+            bot: self.key.bot.clone(),
+            session: self.key.id(),
+            turn: None,
+            call_id: "c1".into(),
+            tool: "Shell".into(),
+            fingerprint: fingerprint.into(),
+            summary: format!("run {fingerprint}"),
+            reason: "pipes a download into a shell".into(),
+            action: json!({"command": fingerprint}),
+            ttl_ms: TTL,
+            max_pending: 4,
+        }
+    }
+
+    async fn request(&self, fingerprint: &str) -> ApprovalRequestOutcome {
+        let new = self.new_approval(fingerprint);
+        match self
+            .store
+            .write(vec![Mutation::RequestApproval(Box::new(new))])
+            .await
+            .unwrap()
+            .pop()
+        {
+            Some(MutationResult::ApprovalRequested(o)) => *o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    async fn created(&self, fingerprint: &str) -> ApprovalRecord {
+        match self.request(fingerprint).await {
+            ApprovalRequestOutcome::Created(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    async fn decide(
+        &self,
+        id: ApprovalId,
+        decision: ApprovalDecision,
+    ) -> crate::Result<Vec<MutationResult>> {
+        self.store
+            .write(vec![Mutation::DecideApproval {
+                id,
+                decision,
+                by: UserId::new("alice").unwrap(),
+            }])
+            .await
+    }
+
+    async fn cards(&self) -> Vec<(ApprovalId, ApprovalStatus)> {
+        self.store
+            .entries_after(self.key.id(), 0, 1000)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EntryKind::Approval {
+                    approval, status, ..
+                } => Some((approval, status)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn creates_with_epoch_and_card_reuses_same_action_and_refuses_a_fifth() {
+    let f = Fixture::new().await;
+    let first = f.created("a").await;
+    assert_eq!(first.status, ApprovalStatus::Pending);
+    assert_eq!(first.epoch, 1, "the seq of the newest user message");
+    assert_eq!(first.owner.as_str(), "alice");
+    assert_eq!(first.expires_at - first.created_at, TTL);
+    // the same action again: the same approval, no new card
+    assert_eq!(
+        f.request("a").await,
+        ApprovalRequestOutcome::Existing(first.clone())
+    );
+    for fp in ["b", "c", "d"] {
+        f.created(fp).await;
+    }
+    let ApprovalRequestOutcome::TooMany { pending } = f.request("e").await else {
+        panic!("a fifth pending approval must be refused");
+    };
+    assert_eq!(pending.len(), 4);
+    assert_eq!(pending[0].id, first.id);
+    assert_eq!(f.cards().await.len(), 4);
+}
+
+#[tokio::test]
+async fn expires_after_ttl_and_frees_its_slot() {
+    let f = Fixture::new().await;
+    let a = f.created("a").await;
+    f.clock.advance_ms(TTL - 1);
+    assert_eq!(
+        f.store.approval(a.id).await.unwrap().unwrap().status,
+        ApprovalStatus::Pending
+    );
+    f.clock.advance_ms(1);
+    let read = f.store.approval(a.id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.status, read.expired_by),
+        (ApprovalStatus::Expired, Some(ExpiryCause::Ttl))
+    );
+    // deciding an expired approval fails, and changes nothing
+    assert!(f.decide(a.id, ApprovalDecision::Approve).await.is_err());
+    // a new request persists the expiry (with a card) and is created
+    let b = f.created("a").await;
+    assert_ne!(a.id, b.id);
+    assert_eq!(
+        f.cards().await,
+        vec![
+            (a.id, ApprovalStatus::Pending),
+            (a.id, ApprovalStatus::Expired),
+            (b.id, ApprovalStatus::Pending)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_newer_user_message_expires_pending_approvals() {
+    let mut f = Fixture::new().await;
+    let a = f.created("a").await;
+    let newer = f.user_message().await;
+    let read = f.store.approval(a.id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.status, read.expired_by),
+        (ApprovalStatus::Expired, Some(ExpiryCause::UserMessage))
+    );
+    let n = f
+        .store
+        .write(vec![Mutation::ExpireApprovals { bot: None }])
+        .await
+        .unwrap();
+    assert_eq!(n, vec![MutationResult::Count(1)]);
+    // asked again now: the new message's epoch, pending
+    let b = f.created("a").await;
+    assert_eq!((b.epoch, b.status), (newer, ApprovalStatus::Pending));
+}
+
+#[tokio::test]
+async fn approve_then_consume_once_deny_is_final() {
+    let f = Fixture::new().await;
+    let a = f.created("a").await;
+    let b = f.created("b").await;
+    f.clock.advance_ms(60_000);
+    let r = f.decide(a.id, ApprovalDecision::Approve).await.unwrap();
+    let [MutationResult::ApprovalChanged(approved)] = r.as_slice() else {
+        panic!("{r:?}")
+    };
+    assert_eq!(approved.status, ApprovalStatus::Approved);
+    assert_eq!(
+        approved.decided_by.as_ref().map(UserId::as_str),
+        Some("alice")
+    );
+    // the use window starts at the decision
+    assert_eq!(approved.expires_at, approved.decided_at.unwrap() + TTL);
+    // a second decision is refused
+    assert!(f.decide(a.id, ApprovalDecision::Deny).await.is_err());
+    // another user cannot decide (and does not learn it exists)
+    let err = f
+        .store
+        .write(vec![Mutation::DecideApproval {
+            id: b.id,
+            decision: ApprovalDecision::Approve,
+            by: UserId::new("bob").unwrap(),
+        }])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not found"), "{err}");
+    f.decide(b.id, ApprovalDecision::Deny).await.unwrap();
+    // used once
+    f.store
+        .write(vec![Mutation::ConsumeApproval { id: a.id }])
+        .await
+        .unwrap();
+    let again = f
+        .store
+        .write(vec![Mutation::ConsumeApproval { id: a.id }])
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("already used"), "{again}");
+    assert!(
+        f.store
+            .write(vec![Mutation::ConsumeApproval { id: b.id }])
+            .await
+            .is_err(),
+        "a denied approval cannot be used"
+    );
+    assert!(f.store.open_approvals(&f.key.bot).await.unwrap().is_empty());
+    assert_eq!(
+        f.cards().await,
+        vec![
+            (a.id, ApprovalStatus::Pending),
+            (b.id, ApprovalStatus::Pending),
+            (a.id, ApprovalStatus::Approved),
+            (b.id, ApprovalStatus::Denied),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_unused_approval_expires_after_its_window() {
+    let f = Fixture::new().await;
+    let a = f.created("a").await;
+    f.decide(a.id, ApprovalDecision::Approve).await.unwrap();
+    f.clock.advance_ms(TTL);
+    let read = f.store.approval(a.id).await.unwrap().unwrap();
+    assert_eq!(read.status, ApprovalStatus::Expired);
+    assert!(
+        f.store
+            .write(vec![Mutation::ConsumeApproval { id: a.id }])
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn owner_listing_puts_pending_first_and_reviews_are_logged() {
+    let f = Fixture::new().await;
+    let a = f.created("a").await;
+    f.clock.advance_ms(1);
+    let b = f.created("b").await;
+    f.clock.advance_ms(1);
+    let c = f.created("c").await;
+    f.decide(b.id, ApprovalDecision::Deny).await.unwrap();
+    let listed: Vec<ApprovalId> = f
+        .store
+        .approvals_of_owner(&UserId::new("alice").unwrap(), 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(listed, vec![a.id, c.id, b.id]);
+    assert!(
+        f.store
+            .approvals_of_owner(&UserId::new("bob").unwrap(), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let review = ReviewRecord {
+        bot: f.key.bot.clone(),
+        session: f.key.id(),
+        turn: None,
+        call_id: "c9".into(),
+        tool: "Shell".into(),
+        surface: "shell".into(),
+        mode: "shadow".into(),
+        decision: "ask".into(),
+        reason: "pipes a download into a shell".into(),
+        fingerprint: "f".into(),
+        at: 0,
+    };
+    f.store
+        .write(vec![Mutation::RecordReview(Box::new(review.clone()))])
+        .await
+        .unwrap();
+    let logged = f.store.reviews_of_bot(&f.key.bot, 10).await.unwrap();
+    assert_eq!(logged.len(), 1);
+    assert_eq!(
+        logged[0],
+        ReviewRecord {
+            at: f.clock_now(),
+            ..review
+        }
+    );
+}
+
+impl Fixture {
+    fn clock_now(&self) -> i64 {
+        use crate::clock::Clock;
+        self.clock.now_ms()
+    }
+}

@@ -1,0 +1,232 @@
+//! Group rooms and their runs: the SQL behind the room mutations (called by
+//! the writer inside its transaction) and the room reads (called on pooled
+//! read connections). Tables: migration 0002, under `-- rooms`.
+
+use rusqlite::Connection;
+use rusqlite::ErrorCode;
+use rusqlite::params;
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::BotId;
+use crate::ids::RoomId;
+use crate::ids::UserId;
+use crate::record::RoomRecord;
+use crate::record::RoomRunRecord;
+use crate::record::RoomRunStatus;
+
+fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
+    StoreError::Corrupt {
+        table,
+        detail: detail.to_string(),
+    }
+}
+
+// ---- writes (on the writer's connection, inside its transaction) ----
+
+/// Inserts a new room; refuses an id that is taken.
+pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Result<()> {
+    let members = serde_json::to_string(&room.members).map_err(|e| corrupt("rooms", e))?;
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO rooms (id, name, owner, members, shared, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        )?
+        .execute(params![
+            room.id.as_str(),
+            room.name,
+            room.owner.as_str(),
+            members,
+            room.shared,
+            now
+        ]);
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == ErrorCode::ConstraintViolation => {
+            Err(StoreError::Rejected(format!(
+                "room {} already exists; choose another name",
+                room.id
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Inserts the run a user message started (the message is `trigger_seq` of
+/// the room timeline).
+pub(crate) fn insert_run(
+    conn: &Connection,
+    room: &RoomId,
+    trigger_seq: i64,
+    state: &Value,
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO room_runs (room_id, trigger_seq, status, state, created_at, updated_at)
+         VALUES (?1, ?2, 'running', ?3, ?4, ?4)",
+    )?
+    .execute(params![room.as_str(), trigger_seq, state.to_string(), now])?;
+    Ok(())
+}
+
+/// Replaces a run's status and state.
+pub(crate) fn save_run(
+    conn: &Connection,
+    room: &RoomId,
+    trigger_seq: i64,
+    status: RoomRunStatus,
+    state: &Value,
+    now: i64,
+) -> Result<()> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE room_runs SET status = ?3, state = ?4, updated_at = ?5
+             WHERE room_id = ?1 AND trigger_seq = ?2",
+        )?
+        .execute(params![
+            room.as_str(),
+            trigger_seq,
+            status.as_str(),
+            state.to_string(),
+            now
+        ])?;
+    if n == 0 {
+        return Err(StoreError::NotFound {
+            what: "room run",
+            id: format!("{room}#{trigger_seq}"),
+        });
+    }
+    Ok(())
+}
+
+// ---- reads ----
+
+const ROOM_COLUMNS: &str = "id, name, owner, members, shared, created_at, updated_at";
+
+fn query_rooms(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<RoomRecord>> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {ROOM_COLUMNS} FROM rooms {filter}"))?;
+    let rows = stmt.query_map(params, |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, bool>(4)?,
+            r.get::<_, i64>(5)?,
+            r.get::<_, i64>(6)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, name, owner, members, shared, created_at, updated_at) = row?;
+        out.push(RoomRecord {
+            id: RoomId::new(id)?,
+            name,
+            owner: UserId::new(owner)?,
+            members: serde_json::from_str::<Vec<BotId>>(&members)
+                .map_err(|e| corrupt("rooms", e))?,
+            shared,
+            created_at,
+            updated_at,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn get_room(conn: &Connection, id: &RoomId) -> Result<Option<RoomRecord>> {
+    Ok(query_rooms(conn, "WHERE id = ?1", params![id.as_str()])?.pop())
+}
+
+/// Rooms a user owns, plus every shared room (the caller decides which of
+/// those the user may see).
+pub(crate) fn rooms_for(conn: &Connection, user: &UserId) -> Result<Vec<RoomRecord>> {
+    query_rooms(
+        conn,
+        "WHERE owner = ?1 OR shared = 1 ORDER BY id",
+        params![user.as_str()],
+    )
+}
+
+const RUN_COLUMNS: &str = "room_id, trigger_seq, status, state, created_at, updated_at";
+
+fn query_runs(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<RoomRunRecord>> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM room_runs {filter}"))?;
+    let rows = stmt.query_map(params, |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, i64>(4)?,
+            r.get::<_, i64>(5)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (room, trigger_seq, status, state, created_at, updated_at) = row?;
+        out.push(RoomRunRecord {
+            room: RoomId::new(room)?,
+            trigger_seq,
+            status: RoomRunStatus::parse(&status)
+                .ok_or_else(|| corrupt("room_runs", format!("status {status}")))?,
+            state: serde_json::from_str(&state).map_err(|e| corrupt("room_runs", e))?,
+            created_at,
+            updated_at,
+        });
+    }
+    Ok(out)
+}
+
+/// A room's unfinished runs, oldest first.
+pub(crate) fn open_runs(conn: &Connection, room: &RoomId) -> Result<Vec<RoomRunRecord>> {
+    query_runs(
+        conn,
+        "WHERE room_id = ?1 AND status = 'running' ORDER BY trigger_seq",
+        params![room.as_str()],
+    )
+}
+
+/// A room's newest finished run.
+pub(crate) fn last_done_run(conn: &Connection, room: &RoomId) -> Result<Option<RoomRunRecord>> {
+    Ok(query_runs(
+        conn,
+        "WHERE room_id = ?1 AND status = 'done' ORDER BY trigger_seq DESC LIMIT 1",
+        params![room.as_str()],
+    )?
+    .pop())
+}
+
+/// One run.
+pub(crate) fn get_run(
+    conn: &Connection,
+    room: &RoomId,
+    trigger_seq: i64,
+) -> Result<Option<RoomRunRecord>> {
+    Ok(query_runs(
+        conn,
+        "WHERE room_id = ?1 AND trigger_seq = ?2",
+        params![room.as_str(), trigger_seq],
+    )?
+    .pop())
+}
+
+/// Rooms with unfinished runs (to resume after a restart).
+pub(crate) fn rooms_with_open_runs(conn: &Connection) -> Result<Vec<RoomId>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT DISTINCT room_id FROM room_runs WHERE status = 'running'")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(RoomId::new(row?)?);
+    }
+    Ok(out)
+}

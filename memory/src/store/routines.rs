@@ -1,0 +1,179 @@
+//! The `routines` table: writes (applied by the writer inside its
+//! transaction) and reads (on a reader connection).
+
+use rusqlite::Connection;
+use rusqlite::OptionalExtension;
+use rusqlite::Row;
+use rusqlite::params;
+
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::BotId;
+use crate::record::CatchUp;
+use crate::record::RoutineOrigin;
+use crate::record::RoutineRecord;
+
+const COLUMNS: &str = "bot_id, name, cron, timezone, prompt, silent_ok, catch_up, origin, \
+                       next_fire_ms, last_fire_ms, created_at, updated_at";
+
+/// Creates or replaces a routine (its definition and schedule state); the
+/// creation time of an existing row is kept.
+pub(crate) fn put(conn: &Connection, r: &RoutineRecord, now: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO routines (bot_id, name, cron, timezone, prompt, silent_ok, catch_up, origin,
+                               next_fire_ms, last_fire_ms, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+         ON CONFLICT (bot_id, name) DO UPDATE SET cron = excluded.cron,
+           timezone = excluded.timezone, prompt = excluded.prompt,
+           silent_ok = excluded.silent_ok, catch_up = excluded.catch_up,
+           origin = excluded.origin, next_fire_ms = excluded.next_fire_ms,
+           last_fire_ms = excluded.last_fire_ms, updated_at = excluded.updated_at",
+    )?
+    .execute(params![
+        r.bot.as_str(),
+        r.name,
+        r.cron,
+        r.timezone,
+        r.prompt,
+        r.silent_ok,
+        r.catch_up.as_str(),
+        r.origin.as_str(),
+        r.next_fire_ms,
+        r.last_fire_ms,
+        now
+    ])?;
+    Ok(())
+}
+
+/// Deletes a routine; the number of rows removed (0 or 1).
+pub(crate) fn delete(conn: &Connection, bot: &BotId, name: &str) -> Result<usize> {
+    Ok(conn
+        .prepare_cached("DELETE FROM routines WHERE bot_id = ?1 AND name = ?2")?
+        .execute(params![bot.as_str(), name])?)
+}
+
+/// Records that the slot `slot_ms` was handled (fired, or skipped) and
+/// moves the routine to `next_fire_ms`. Refused unless the routine is still
+/// waiting for exactly that slot, so the batch it is part of (the
+/// admission of the fire) rolls back with it.
+pub(crate) fn advance(
+    conn: &Connection,
+    bot: &BotId,
+    name: &str,
+    slot_ms: i64,
+    fired: bool,
+    next_fire_ms: Option<i64>,
+    now: i64,
+) -> Result<()> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE routines SET next_fire_ms = ?4,
+               last_fire_ms = CASE WHEN ?5 THEN ?3 ELSE last_fire_ms END, updated_at = ?6
+             WHERE bot_id = ?1 AND name = ?2 AND next_fire_ms = ?3",
+        )?
+        .execute(params![
+            bot.as_str(),
+            name,
+            slot_ms,
+            next_fire_ms,
+            fired,
+            now
+        ])?;
+    if n == 0 {
+        return Err(StoreError::Rejected(format!(
+            "routine {name:?} of bot {bot} is not waiting for slot {slot_ms} (changed, deleted or already handled)"
+        )));
+    }
+    Ok(())
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<RawRoutine> {
+    Ok(RawRoutine {
+        bot: row.get(0)?,
+        name: row.get(1)?,
+        cron: row.get(2)?,
+        timezone: row.get(3)?,
+        prompt: row.get(4)?,
+        silent_ok: row.get(5)?,
+        catch_up: row.get(6)?,
+        origin: row.get(7)?,
+        next_fire_ms: row.get(8)?,
+        last_fire_ms: row.get(9)?,
+        created_at: row.get(10)?,
+        updated_at: row.get(11)?,
+    })
+}
+
+struct RawRoutine {
+    bot: String,
+    name: String,
+    cron: String,
+    timezone: String,
+    prompt: String,
+    silent_ok: bool,
+    catch_up: String,
+    origin: String,
+    next_fire_ms: Option<i64>,
+    last_fire_ms: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl RawRoutine {
+    fn into_record(self) -> Result<RoutineRecord> {
+        let corrupt = |detail: String| StoreError::Corrupt {
+            table: "routines",
+            detail,
+        };
+        Ok(RoutineRecord {
+            bot: BotId::new(self.bot)?,
+            catch_up: CatchUp::parse(&self.catch_up)
+                .ok_or_else(|| corrupt(format!("catch_up {:?}", self.catch_up)))?,
+            origin: RoutineOrigin::parse(&self.origin)
+                .ok_or_else(|| corrupt(format!("origin {:?}", self.origin)))?,
+            name: self.name,
+            cron: self.cron,
+            timezone: self.timezone,
+            prompt: self.prompt,
+            silent_ok: self.silent_ok,
+            next_fire_ms: self.next_fire_ms,
+            last_fire_ms: self.last_fire_ms,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+/// Routines of one bot, or of every bot, ordered by bot and name.
+pub(crate) fn list(conn: &Connection, bot: Option<&BotId>) -> Result<Vec<RoutineRecord>> {
+    let rows: Vec<RawRoutine> = match bot {
+        Some(bot) => conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM routines WHERE bot_id = ?1 ORDER BY name"
+            ))?
+            .query_map(params![bot.as_str()], from_row)?
+            .collect::<rusqlite::Result<_>>()?,
+        None => conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM routines ORDER BY bot_id, name"
+            ))?
+            .query_map([], from_row)?
+            .collect::<rusqlite::Result<_>>()?,
+    };
+    rows.into_iter().map(RawRoutine::into_record).collect()
+}
+
+/// One routine.
+pub(crate) fn get(conn: &Connection, bot: &BotId, name: &str) -> Result<Option<RoutineRecord>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM routines WHERE bot_id = ?1 AND name = ?2"
+    ))?
+    .query_row(params![bot.as_str(), name], from_row)
+    .optional()?
+    .map(RawRoutine::into_record)
+    .transpose()
+}
+
+#[cfg(test)]
+#[path = "routines_tests.rs"]
+mod tests;

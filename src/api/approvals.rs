@@ -1,0 +1,129 @@
+//! `/v1/approvals`: the actions a user's bots wait to have approved, and
+//! the user's decisions.
+
+use std::collections::BTreeSet;
+
+use axum::Json;
+use axum::extract::Path;
+use axum::extract::Query;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::QueryRejection;
+use botfleet_actors::safety::approvals;
+use botfleet_actors::safety::approvals::ApprovalError;
+use botfleet_memory::ApprovalDecision;
+use botfleet_memory::ApprovalId;
+use botfleet_memory::ApprovalStatus;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ApiState;
+use super::AuthUser;
+use super::error::ApiError;
+
+/// Most approvals one listing returns.
+const MAX_LIMIT: i64 = 500;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    /// Only this status (`pending`, `approved`, `denied`, `expired`).
+    #[serde(default)]
+    status: Option<ApprovalStatus>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+/// `GET /v1/approvals`: the user's approvals, pending first (oldest
+/// first), then the others newest first.
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| {
+        ApiError::BadRequest(format!(
+            "{e}; use ?status=pending|approved|denied|expired&limit=N"
+        ))
+    })?;
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "`limit` must be 1-{MAX_LIMIT}"
+        )));
+    }
+    let rt = state.fleet.runtime();
+    let store = state.fleet.store();
+    // persist what expired since, so the cards in the sessions say so too
+    let bots: BTreeSet<_> = store
+        .approvals_of_owner(&user.0, MAX_LIMIT)
+        .await?
+        .into_iter()
+        .filter(|a| a.status == ApprovalStatus::Expired && a.decided_at.is_none())
+        .map(|a| a.bot)
+        .collect();
+    for bot in bots {
+        approvals::expire_stale(rt, &bot).await?;
+    }
+    let listed: Vec<_> = store
+        .approvals_of_owner(&user.0, if q.status.is_some() { MAX_LIMIT } else { limit })
+        .await?
+        .into_iter()
+        .filter(|a| q.status.is_none_or(|s| a.status == s))
+        .take(limit as usize)
+        .collect();
+    Ok(Json(json!({ "approvals": listed })))
+}
+
+fn parse_id(id: &str) -> Result<ApprovalId, ApiError> {
+    id.parse()
+        .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))
+}
+
+/// `GET /v1/approvals/{id}`.
+pub(crate) async fn get_one(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let parsed = parse_id(&id)?;
+    match state.fleet.store().approval(parsed).await? {
+        Some(a) if a.owner == user.0 => Ok(Json(json!({ "approval": a }))),
+        _ => Err(ApiError::NotFound(
+            ApprovalError::NotFound(parsed).to_string(),
+        )),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DecisionBody {
+    decision: ApprovalDecision,
+}
+
+/// `POST /v1/approvals/{id}` with `{"decision": "approve" | "deny"}`.
+pub(crate) async fn decide(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+    body: Result<Json<DecisionBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let parsed = parse_id(&id)?;
+    let Json(body) = body.map_err(|e| {
+        ApiError::BadRequest(format!(
+            "{}; send {{\"decision\": \"approve\"}} or {{\"decision\": \"deny\"}}",
+            e.body_text()
+        ))
+    })?;
+    match approvals::decide(state.fleet.runtime(), &user.0, parsed, body.decision).await {
+        Ok(a) => Ok(Json(json!({ "approval": a }))),
+        Err(e) => Err(match e {
+            ApprovalError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            ApprovalError::NotPending { .. } => ApiError::Conflict(e.to_string()),
+            ApprovalError::Store(s) => s.into(),
+            ApprovalError::Actor(a) => a.into(),
+            ApprovalError::Prompt(p) => ApiError::Internal(p.to_string()),
+        }),
+    }
+}

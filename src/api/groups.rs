@@ -1,0 +1,258 @@
+//! `/v1/groups`: group rooms — create, list, post a message, read the
+//! public timeline. The rules (who may add which bot, who may read a
+//! room, mentions, limits) are in `botfleet_actors::group`.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::Path;
+use axum::extract::Query;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::QueryRejection;
+use axum::http::HeaderMap;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use botfleet_actors::group;
+use botfleet_actors::group::GroupError;
+use botfleet_actors::group::NewRoom;
+use botfleet_memory::AdmitOutcome;
+use botfleet_memory::RoomRecord;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ApiState;
+use super::AuthUser;
+use super::error::ApiError;
+
+/// Longest idempotency key accepted.
+const MAX_KEY_LEN: usize = 200;
+/// Most entries one page returns.
+const MAX_PAGE: i64 = 1000;
+
+impl From<GroupError> for ApiError {
+    fn from(e: GroupError) -> Self {
+        match e {
+            GroupError::Invalid(m) => ApiError::BadRequest(m),
+            GroupError::NotFound(m) => ApiError::NotFound(m),
+            GroupError::Conflict(m) => ApiError::Conflict(m),
+            GroupError::Store(s) => s.into(),
+            GroupError::Actor(a) => a.into(),
+        }
+    }
+}
+
+fn read_body(state: &ApiState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge {
+                limit: state.limits.max_body_bytes,
+            }
+        } else {
+            ApiError::BadRequest(format!("could not read the body: {r}"))
+        }
+    })
+}
+
+/// A room as the API shows it.
+async fn room_json(state: &ApiState, room: &RoomRecord) -> Result<Value, ApiError> {
+    let store = state.fleet.store();
+    let mut members = Vec::with_capacity(room.members.len());
+    for id in &room.members {
+        let name = store.get_bot(id).await?.map(|b| b.name);
+        members.push(json!({"id": id, "name": name}));
+    }
+    let session = room.timeline().id();
+    let last_seq = store
+        .get_session(session)
+        .await?
+        .map(|s| s.last_seq)
+        .unwrap_or(0);
+    Ok(json!({
+        "id": room.id,
+        "name": room.name,
+        "owner": room.owner,
+        "members": members,
+        "shared": room.shared,
+        "session": session,
+        "last_seq": last_seq,
+        "created_at": room.created_at,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    name: String,
+    #[serde(default)]
+    id: Option<String>,
+    members: Vec<String>,
+}
+
+pub(crate) async fn create(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = read_body(&state, body)?;
+    let parsed: CreateBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the body is not valid JSON for a room ({e}); send {{\"name\": \"standup\", \"members\": [\"bot-a\", \"bot-b\"]}}"
+        ))
+    })?;
+    let room = group::create_room(
+        state.fleet.runtime(),
+        &user.0,
+        NewRoom {
+            id: parsed.id,
+            name: parsed.name,
+            members: parsed.members,
+        },
+    )
+    .await?;
+    let body = room_json(&state, &room).await?;
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    user: AuthUser,
+) -> Result<Json<Value>, ApiError> {
+    let rooms = group::rooms_for(state.fleet.runtime(), &user.0).await?;
+    let mut out = Vec::with_capacity(rooms.len());
+    for r in &rooms {
+        out.push(room_json(&state, r).await?);
+    }
+    Ok(Json(json!({ "groups": out })))
+}
+
+pub(crate) async fn get_one(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(room): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    Ok(Json(room_json(&state, &room).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    text: String,
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let k = v
+        .to_str()
+        .map_err(|_| ApiError::BadRequest("the Idempotency-Key header is not text".into()))?
+        .trim();
+    if k.is_empty() || k.len() > MAX_KEY_LEN {
+        return Err(ApiError::BadRequest(format!(
+            "the Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
+        )));
+    }
+    Ok(Some(k.to_owned()))
+}
+
+pub(crate) async fn post_message(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(room): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = read_body(&state, body)?;
+    // the room first: a stranger learns nothing from a body error
+    let record = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let parsed: MessageBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the body is not valid JSON for a message ({e}); send {{\"text\": \"...\"}}"
+        ))
+    })?;
+    let chars = parsed.text.trim().chars().count();
+    if chars > state.limits.max_text_chars {
+        return Err(ApiError::BadRequest(format!(
+            "`text` has {chars} characters; the limit is {}. Split it into several messages",
+            state.limits.max_text_chars
+        )));
+    }
+    let key = idempotency_key(&headers)?;
+    let posted = group::post_message(
+        state.fleet.runtime(),
+        &user.0,
+        record.id.as_str(),
+        &parsed.text,
+        key.as_deref(),
+    )
+    .await?;
+    let (status, body) = match &posted.outcome {
+        AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(posted)),
+        AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(posted)),
+        AdmitOutcome::Conflict(original) => (
+            StatusCode::CONFLICT,
+            json!({
+                "status": "conflict",
+                "error": {"code": "conflict", "message": "this Idempotency-Key was used with a different message; use a new key for a new message"},
+                "original": original,
+                "room": posted.room,
+            }),
+        ),
+        AdmitOutcome::Unknown { reason } => (
+            StatusCode::CONFLICT,
+            json!({
+                "status": "unknown",
+                "error": {"code": "unknown", "message": reason},
+                "room": posted.room,
+            }),
+        ),
+    };
+    Ok((status, Json(body)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EntriesQuery {
+    #[serde(default)]
+    after: Option<i64>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+pub(crate) async fn entries(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(room): Path<String>,
+    query: Result<Query<EntriesQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) =
+        query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::BadRequest("`after` must be 0 or more".into()));
+    }
+    let limit = q.limit.unwrap_or(200);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "`limit` must be 1-{MAX_PAGE}"
+        )));
+    }
+    let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let store = state.fleet.store();
+    let session = room.timeline().id();
+    let last_seq = store
+        .get_session(session)
+        .await?
+        .map(|s| s.last_seq)
+        .unwrap_or(0);
+    let entries = store.entries_after(session, after, limit).await?;
+    Ok(Json(json!({
+        "room": room.id,
+        "session": session,
+        "last_seq": last_seq,
+        "entries": entries,
+    })))
+}

@@ -1,0 +1,148 @@
+//! `/v1/bots/{bot}/routines`: list, create or replace, and delete a bot's
+//! routines (the bot's owner only).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use botfleet_actors::scheduler::RoutineSpec;
+use botfleet_actors::scheduler::SchedulerError;
+use botfleet_actors::scheduler::local_rfc3339;
+use botfleet_memory::CatchUp;
+use botfleet_memory::RoutineRecord;
+use chrono::DateTime;
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ApiState;
+use super::AuthUser;
+use super::error::ApiError;
+use super::owned_bot;
+
+/// How a routine looks over the API: the record, plus its next and last
+/// slots as RFC 3339 times in UTC and in the routine's time zone.
+fn view(r: &RoutineRecord) -> Value {
+    let times = |ms: Option<i64>| {
+        (
+            ms.and_then(DateTime::<Utc>::from_timestamp_millis)
+                .map(|t| t.to_rfc3339()),
+            ms.and_then(|ms| local_rfc3339(&r.timezone, ms)),
+        )
+    };
+    let (next_utc, next_local) = times(r.next_fire_ms);
+    let (last_utc, last_local) = times(r.last_fire_ms);
+    let mut v = json!(r);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("next_fire".into(), json!(next_utc));
+        o.insert("next_fire_local".into(), json!(next_local));
+        o.insert("last_fire".into(), json!(last_utc));
+        o.insert("last_fire_local".into(), json!(last_local));
+    }
+    v
+}
+
+impl From<SchedulerError> for ApiError {
+    fn from(e: SchedulerError) -> Self {
+        match e {
+            SchedulerError::Invalid(e) => ApiError::BadRequest(format!("`{}`: {e}", e.field())),
+            SchedulerError::ConfigOwned { .. } => ApiError::Conflict(e.to_string()),
+            SchedulerError::UnknownBot(_) => ApiError::NotFound(e.to_string()),
+            SchedulerError::Actor(a) => a.into(),
+        }
+    }
+}
+
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    let routines = state.scheduler.list(&b.id).await?;
+    Ok(Json(
+        json!({ "bot": b.id, "routines": routines.iter().map(view).collect::<Vec<_>>() }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoutineBody {
+    cron: String,
+    timezone: String,
+    prompt: String,
+    #[serde(default = "yes")]
+    silent_ok: bool,
+    #[serde(default)]
+    catch_up: CatchUp,
+}
+
+fn yes() -> bool {
+    true
+}
+
+pub(crate) async fn put(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path((bot, name)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge {
+                limit: state.limits.max_body_bytes,
+            }
+        } else {
+            ApiError::BadRequest(format!("could not read the body: {r}"))
+        }
+    })?;
+    let b = owned_bot(&state, &user, &bot).await?;
+    let parsed: RoutineBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the body is not valid JSON for a routine ({e}); send {{\"cron\": \"0 8 * * *\", \
+             \"timezone\": \"Asia/Shanghai\", \"prompt\": \"...\"}} and optionally \
+             \"silent_ok\" (true/false) and \"catch_up\" (\"once\"/\"skip\")"
+        ))
+    })?;
+    let existed = state
+        .fleet
+        .store()
+        .get_routine(&b.id, &name)
+        .await?
+        .is_some();
+    let spec = RoutineSpec {
+        name,
+        cron: parsed.cron,
+        timezone: parsed.timezone,
+        prompt: parsed.prompt,
+        silent_ok: parsed.silent_ok,
+        catch_up: parsed.catch_up,
+    };
+    let record = state.scheduler.put(&b.id, spec).await?;
+    let status = if existed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(json!({ "routine": view(&record) }))).into_response())
+}
+
+pub(crate) async fn delete(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path((bot, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    if state.scheduler.delete(&b.id, &name).await? {
+        Ok(Json(json!({ "deleted": true })))
+    } else {
+        Err(ApiError::NotFound(format!(
+            "bot {bot:?} has no routine {name:?}; list them with GET /v1/bots/{bot}/routines"
+        )))
+    }
+}

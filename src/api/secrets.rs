@@ -1,0 +1,106 @@
+//! `/v1/secrets`: a person supplies a secret for their bots' tools through
+//! the API (for example from a login card a bot sent), so the value never
+//! passes through a model. Values are never returned.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::SecretValue;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ApiState;
+use super::AuthUser;
+use super::error::ApiError;
+
+/// Longest secret value.
+const MAX_SECRET_BYTES: usize = 16 * 1024;
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if botfleet_actors::valid_secret_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "{name:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN"
+        )))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretBody {
+    value: String,
+}
+
+pub(crate) async fn put(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    check_name(&name)?;
+    let body = body.map_err(|r| ApiError::BadRequest(format!("could not read the body: {r}")))?;
+    let parsed: SecretBody = serde_json::from_slice(&body)
+        .map_err(|_| ApiError::BadRequest("send {\"value\": \"...\"}".into()))?;
+    if parsed.value.is_empty() || parsed.value.len() > MAX_SECRET_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "the value must be 1-{MAX_SECRET_BYTES} bytes"
+        )));
+    }
+    state
+        .fleet
+        .store()
+        .write(vec![Mutation::SetSecret {
+            owner: user.0.clone(),
+            name: name.clone(),
+            value: SecretValue::new(parsed.value),
+        }])
+        .await?;
+    Ok((
+        StatusCode::OK,
+        Json(json!({ "name": name, "stored": true })),
+    ))
+}
+
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    user: AuthUser,
+) -> Result<Json<Value>, ApiError> {
+    let secrets = state.fleet.store().user_secrets(&user.0).await?;
+    let names: Vec<Value> = secrets
+        .iter()
+        .map(|(name, _, at)| json!({ "name": name, "updated_at": at }))
+        .collect();
+    Ok(Json(json!({ "secrets": names })))
+}
+
+pub(crate) async fn delete(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    check_name(&name)?;
+    let n = match state
+        .fleet
+        .store()
+        .write(vec![Mutation::DeleteSecret {
+            owner: user.0.clone(),
+            name: name.clone(),
+        }])
+        .await?
+        .pop()
+    {
+        Some(MutationResult::Count(n)) => n,
+        _ => 0,
+    };
+    if n == 0 {
+        return Err(ApiError::NotFound(format!("you have no secret {name}")));
+    }
+    Ok(Json(json!({ "name": name, "deleted": true })))
+}

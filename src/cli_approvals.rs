@@ -1,0 +1,92 @@
+//! `botfleet approvals`, `botfleet approve ID`, `botfleet deny ID`.
+
+use std::process::ExitCode;
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::client::Client;
+
+/// Lists the user's approvals (pending ones, or all).
+pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
+    let path = if all {
+        "/v1/approvals?limit=100"
+    } else {
+        "/v1/approvals?status=pending&limit=100"
+    };
+    let v = client.get(path).await?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let items = v["approvals"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!(
+            "{}",
+            if all {
+                "no approvals"
+            } else {
+                "no approvals are waiting for you"
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    for a in &items {
+        println!("{}", line(a, now));
+    }
+    if !all {
+        println!("\ndecide with `botfleet approve ID` or `botfleet deny ID`");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One approval on a line (and its reason below).
+fn line(a: &Value, now: i64) -> String {
+    let status = a["status"].as_str().unwrap_or("?");
+    let when = match status {
+        "pending" => {
+            let left = (a["expires_at"].as_i64().unwrap_or(now) - now).max(0) / 1000;
+            format!("expires in {}m{:02}s", left / 60, left % 60)
+        }
+        "expired" => match a["expired_by"].as_str() {
+            Some("user_message") => "expired: a newer message was sent".to_owned(),
+            _ => "expired: nobody decided in time".to_owned(),
+        },
+        _ => match a["consumed_at"].as_i64() {
+            Some(_) => "used".to_owned(),
+            None => String::new(),
+        },
+    };
+    format!(
+        "{}  {:<10} {:<8} {}  {}\n    why: {}",
+        a["id"].as_str().unwrap_or(""),
+        a["bot"].as_str().unwrap_or(""),
+        status,
+        a["summary"].as_str().unwrap_or(""),
+        when,
+        a["reason"].as_str().unwrap_or("")
+    )
+}
+
+/// Approves or denies one approval.
+pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow::Result<ExitCode> {
+    let v = client
+        .post_ok(
+            &format!("/v1/approvals/{id}"),
+            &json!({ "decision": decision }),
+        )
+        .await?;
+    let a = &v["approval"];
+    let done = if decision == "approve" {
+        "approved"
+    } else {
+        "denied"
+    };
+    println!(
+        "{done} {id}: {} ({} was told)",
+        a["summary"].as_str().unwrap_or(""),
+        a["bot"].as_str().unwrap_or("the bot")
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,347 @@
+//! `botfleet group …`: create a room, post to it and print the public
+//! replies of the discussion the message starts, list rooms, read one.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use anyhow::bail;
+use clap::Subcommand;
+use futures::StreamExt;
+use serde_json::Value;
+use serde_json::json;
+
+use crate::client::Client;
+
+/// Exit code of `group send` when the discussion did not end in time.
+const EXIT_TIMEOUT: u8 = 4;
+
+/// Group room commands.
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Create a room of bots (2-6; yours, or others' marked shareable).
+    /// They speak in the order given.
+    Create {
+        /// Room name (also its id unless --id is given).
+        name: String,
+        /// Member bot ids, comma-separated, in speaking order.
+        #[arg(long, value_delimiter = ',', required = true)]
+        members: Vec<String>,
+        /// Room id, if the name is not one (letters, digits, '-', '_', '.').
+        #[arg(long)]
+        id: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Post a message to a room, wait for the discussion it starts, and
+    /// print the public replies. `@Name` addresses only that member,
+    /// `@everyone` (or no mention) every member.
+    Send {
+        /// Room id.
+        room: String,
+        /// Message text.
+        text: String,
+        /// Idempotency key (default: a new UUIDv7). Reuse it to retry safely.
+        #[arg(long)]
+        nonce: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Seconds to wait for the discussion to end.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+    /// List your rooms.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a room's public timeline.
+    Transcript {
+        /// Room id.
+        room: String,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a group command.
+pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        GroupCommand::Create {
+            name,
+            members,
+            id,
+            json,
+        } => {
+            let mut body = json!({"name": name, "members": members});
+            if let Some(id) = id {
+                body["id"] = json!(id);
+            }
+            let v = client.post_ok("/v1/groups", &body).await?;
+            if *json {
+                println!("{v}");
+            } else {
+                let ids: Vec<&str> = v["members"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["id"].as_str())
+                    .collect();
+                println!(
+                    "created room {} with {}{}",
+                    v["id"].as_str().unwrap_or(name),
+                    ids.join(", "),
+                    if v["shared"] == json!(true) {
+                        " (shared)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GroupCommand::Send {
+            room,
+            text,
+            nonce,
+            json,
+            timeout,
+        } => {
+            send(
+                client,
+                room,
+                text,
+                nonce.as_deref(),
+                *json,
+                Duration::from_secs(*timeout),
+            )
+            .await
+        }
+        GroupCommand::List { json } => {
+            let v = client.get("/v1/groups").await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("{:<20} {:<24} {:<8} MEMBERS", "ID", "NAME", "SHARED");
+            for g in v["groups"].as_array().into_iter().flatten() {
+                let ids: Vec<&str> = g["members"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["id"].as_str())
+                    .collect();
+                println!(
+                    "{:<20} {:<24} {:<8} {}",
+                    g["id"].as_str().unwrap_or(""),
+                    g["name"].as_str().unwrap_or(""),
+                    if g["shared"] == json!(true) {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                    ids.join(", ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GroupCommand::Transcript { room, json } => {
+            for e in entries_after(client, room, 0).await? {
+                if *json {
+                    println!("{e}");
+                } else if let Some(line) = render(&e) {
+                    println!("{line}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A timeline entry as one line for people, if it is one they read.
+fn render(e: &Value) -> Option<String> {
+    let seq = e["seq"].as_i64().unwrap_or(0);
+    let who = e["author"].as_str().unwrap_or("?");
+    let text = e["text"].as_str().unwrap_or("");
+    match e["kind"].as_str().unwrap_or("") {
+        "user_message" => Some(format!("#{seq} {who}: {text}")),
+        "delivery" => Some(format!("#{seq} {who} ▸ {text}")),
+        "notice" => Some(format!(
+            "#{seq} [{}] {text}",
+            e["code"].as_str().unwrap_or("notice")
+        )),
+        _ => None,
+    }
+}
+
+/// Entries of a room's timeline after `after`, all pages.
+async fn entries_after(client: &Client, room: &str, after: i64) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut cursor = after;
+    loop {
+        let page = client
+            .get(&format!(
+                "/v1/groups/{room}/entries?after={cursor}&limit=1000"
+            ))
+            .await?;
+        let entries = page["entries"].as_array().cloned().unwrap_or_default();
+        let n = entries.len();
+        if let Some(last) = entries.last().and_then(|e| e["seq"].as_i64()) {
+            cursor = last;
+        }
+        out.extend(entries);
+        if n < 1000 {
+            return Ok(out);
+        }
+    }
+}
+
+/// Posts and waits for the `turn_end` entry that lists the message: the
+/// coordinator writes it when the discussion the message started is over.
+async fn send(
+    client: &Client,
+    room: &str,
+    text: &str,
+    nonce: Option<&str>,
+    as_json: bool,
+    timeout: Duration,
+) -> anyhow::Result<ExitCode> {
+    let key = nonce
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    // subscribe before sending, so no change signal is missed
+    let mut events = client.events().await?;
+    let (status, body) = client
+        .post(
+            &format!("/v1/groups/{room}/messages"),
+            &json!({ "text": text }),
+            Some(&key),
+        )
+        .await?;
+    let outcome = body["status"].as_str().unwrap_or("").to_owned();
+    match outcome.as_str() {
+        "accepted" | "duplicate" => {}
+        "conflict" | "unknown" => {
+            if as_json {
+                println!("{body}");
+            }
+            let msg = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            bail!("message not sent ({outcome}): {msg}");
+        }
+        _ => {
+            let msg = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("no details");
+            bail!("the host answered {status}: {msg}");
+        }
+    }
+    let session = body["session"]
+        .as_str()
+        .context("the answer has no session")?
+        .to_owned();
+    let seq = body["seq"].as_i64().context("the answer has no seq")?;
+    let unknown: Vec<String> = body["unknown_mentions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    if !as_json {
+        if outcome == "duplicate" {
+            eprintln!("(already sent with this key as message {seq}; waiting for its discussion)");
+        }
+        if !unknown.is_empty() {
+            let names: Vec<String> = unknown.iter().map(|u| format!("@{u}")).collect();
+            eprintln!("no member of {room} is called {}", names.join(", "));
+        }
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut seen: Vec<Value> = Vec::new();
+    let mut cursor = seq;
+    loop {
+        for e in entries_after(client, room, cursor).await? {
+            cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
+            let ends_mine = e["kind"] == "turn_end"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!(seq)));
+            if ends_mine {
+                print_discussion(room, seq, &unknown, &seen, as_json);
+                return Ok(ExitCode::SUCCESS);
+            }
+            seen.push(e);
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            if as_json {
+                println!(
+                    "{}",
+                    json!({"status": "timeout", "room": room, "session": session, "seq": seq})
+                );
+            } else {
+                eprintln!(
+                    "the discussion did not end within {} s; your message is saved (#{seq}); see `botfleet group transcript {room}`",
+                    timeout.as_secs()
+                );
+            }
+            return Ok(ExitCode::from(EXIT_TIMEOUT));
+        }
+        // wait for a change of the timeline (signals reach the room owner;
+        // others re-check every second)
+        let wait = left.min(Duration::from_secs(1));
+        let _ = tokio::time::timeout(wait, async {
+            while let Some(ev) = events.next().await {
+                if ev.event == "resync" || ev.data["session"].as_str() == Some(session.as_str()) {
+                    return;
+                }
+            }
+            tokio::time::sleep(wait).await;
+        })
+        .await;
+    }
+}
+
+fn print_discussion(room: &str, seq: i64, unknown: &[String], entries: &[Value], as_json: bool) {
+    let replies: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "delivery").collect();
+    // the notice of why the discussion ended (unknown mentions were said
+    // from the answer to the post)
+    let notices: Vec<&Value> = entries
+        .iter()
+        .filter(|e| {
+            e["kind"] == "notice"
+                && e["code"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("room_run_"))
+        })
+        .collect();
+    if as_json {
+        let out = json!({
+            "status": "completed",
+            "room": room,
+            "seq": seq,
+            "unknown_mentions": unknown,
+            "replies": replies.iter().map(|d| json!({"author": d["author"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
+            "notices": notices.iter().map(|n| json!({"code": n["code"], "text": n["text"]})).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+        return;
+    }
+    for d in &replies {
+        println!(
+            "{} ▸ {}",
+            d["author"].as_str().unwrap_or("?"),
+            d["text"].as_str().unwrap_or("")
+        );
+    }
+    for n in &notices {
+        eprintln!("({})", n["text"].as_str().unwrap_or(""));
+    }
+}

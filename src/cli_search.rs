@@ -1,0 +1,162 @@
+//! `botfleet search` (over the API) and `botfleet reindex` (offline: the
+//! store and the index opened directly, with a progress bar).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use anyhow::bail;
+use botfleet_memory::IndexError;
+use botfleet_memory::IndexOptions;
+use botfleet_memory::Indexer;
+use botfleet_memory::Store;
+use botfleet_memory::StoreOptions;
+use botfleet_memory::TranscriptIndex;
+use serde_json::Value;
+
+use crate::client::Client;
+use crate::host;
+
+/// What `botfleet search` asks for.
+#[derive(Debug, Clone)]
+pub struct SearchArgs {
+    /// The query text.
+    pub query: String,
+    /// Only what this bot may see.
+    pub bot: Option<String>,
+    /// Only this session.
+    pub session: Option<String>,
+    /// Most hits.
+    pub limit: Option<usize>,
+    /// Print the API's JSON.
+    pub json: bool,
+}
+
+/// Runs a search through `GET /v1/search` and prints the hits.
+pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let limit = args.limit.map(|n| n.to_string());
+    let mut params = vec![("q", args.query.as_str())];
+    if let Some(b) = &args.bot {
+        params.push(("bot", b));
+    }
+    if let Some(s) = &args.session {
+        params.push(("session", s));
+    }
+    if let Some(l) = &limit {
+        params.push(("limit", l));
+    }
+    let v = client.get_query("/v1/search", &params).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let hits = v["hits"].as_array().cloned().unwrap_or_default();
+    if hits.is_empty() {
+        println!("no matches for {:?}", args.query);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} match(es), showing {}:",
+        v["total"].as_u64().unwrap_or(0),
+        hits.len()
+    );
+    for h in &hits {
+        print_hit(h);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_hit(h: &Value) {
+    let s = |k: &str| h[k].as_str().unwrap_or("").to_owned();
+    let when = h["time_ms"]
+        .as_i64()
+        .and_then(chrono::DateTime::<chrono::Utc>::from_timestamp_millis)
+        .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
+    println!();
+    println!(
+        "{} · #{} · {when} · {} ({})",
+        s("where"),
+        h["seq"],
+        s("author"),
+        s("kind")
+    );
+    println!("  {}", s("snippet").replace('\n', " "));
+    println!("  session {}", s("session"));
+}
+
+/// Rebuilds the search index of a data directory from its store, offline.
+/// Refuses while a host runs on the directory (it holds the index's writer
+/// lock).
+pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let data_dir = match data {
+        Some(d) => d,
+        None => {
+            let loaded = host::load_fleet(&host::HostOptions {
+                fleet,
+                ..Default::default()
+            })?;
+            loaded.file.host.data_dir.clone()
+        }
+    };
+    let db = data_dir.join("fleet.db");
+    if !db.exists() {
+        bail!(
+            "no store at {}: pass --data with the host's data directory (host.data_dir in fleet.toml), or --fleet with its fleet file",
+            db.display()
+        );
+    }
+    let index_dir = data_dir.join("index");
+    let index = TranscriptIndex::open(&index_dir).map_err(|e| locked_or(e, &data_dir))?;
+    // Take the writer lock once before touching the store, so that a
+    // running host is reported before anything else happens.
+    drop(Indexer::open(&index, IndexOptions::default()).map_err(|e| locked_or(e, &data_dir))?);
+    let store = Store::open(StoreOptions::new(&db))
+        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4);
+    let options = IndexOptions {
+        writer_threads: threads,
+        writer_memory: 256 << 20,
+        commit_batch: 100_000,
+        ..IndexOptions::default()
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} entries ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let progress = bar.clone();
+    let result = botfleet_memory::reindex(&index, &store, options, move |done, total| {
+        progress.set_length(total);
+        progress.set_position(done);
+    })
+    .await;
+    bar.finish_and_clear();
+    store.close().await;
+    let report = result.map_err(|e| locked_or(e, &data_dir))?;
+    println!(
+        "reindexed {} entries ({} searchable documents, up to gid {}) in {:.1} s into {}",
+        report.entries,
+        report.documents,
+        report.last_gid,
+        report.elapsed.as_secs_f64(),
+        index_dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A held writer lock means a host (or another reindex) runs on the data
+/// directory: say so, and what to do.
+fn locked_or(e: IndexError, data_dir: &std::path::Path) -> anyhow::Error {
+    match e {
+        IndexError::Locked { .. } => anyhow::anyhow!(
+            "a botfleet host (or another reindex) is running on {} — it holds the search index's writer lock; stop it (Ctrl-C), then run `botfleet reindex` again",
+            data_dir.display()
+        ),
+        other => anyhow::Error::new(other).context("rebuilding the search index failed"),
+    }
+}

@@ -1,0 +1,141 @@
+//! `[[bots.routines]]` and `[[bots.hooks]]`: the triggers that wake a bot
+//! besides messages, and their validation.
+
+use serde::Deserialize;
+
+use super::BotConfig;
+use super::ConfigError;
+use super::LoadedFleet;
+
+/// `[[bots.routines]]`: a prompt bound to a cron schedule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutineConfig {
+    /// Name, unique per bot.
+    pub name: String,
+    /// Cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// IANA time zone the expression is read in, e.g. `Asia/Shanghai`.
+    pub timezone: String,
+    /// What the bot is asked to do.
+    pub prompt: String,
+    /// Whether a run may end without SendMessage (default true).
+    #[serde(default = "default_true")]
+    pub silent_ok: bool,
+    /// Slots missed while the host was down: `once` (default) or `skip`.
+    #[serde(default)]
+    pub catch_up: botfleet_memory::CatchUp,
+}
+
+impl RoutineConfig {
+    /// The definition the scheduler takes.
+    pub fn spec(&self) -> botfleet_actors::scheduler::RoutineSpec {
+        botfleet_actors::scheduler::RoutineSpec {
+            name: self.name.clone(),
+            cron: self.cron.clone(),
+            timezone: self.timezone.clone(),
+            prompt: self.prompt.clone(),
+            silent_ok: self.silent_ok,
+            catch_up: self.catch_up,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `[[bots.hooks]]`: a webhook `POST /v1/hooks/{bot}/{name}` signed with
+/// HMAC-SHA256 of the body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// Name, unique per bot (in the URL).
+    pub name: String,
+    /// The signing secret, inline.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// Or the name of an environment variable holding it.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Largest payload accepted, in bytes (default 64 KiB, at most
+    /// `host.max_body_bytes`).
+    #[serde(default = "default_hook_payload")]
+    pub max_payload_bytes: usize,
+}
+
+fn default_hook_payload() -> usize {
+    64 * 1024
+}
+
+/// Shortest inline hook secret.
+pub const MIN_HOOK_SECRET: usize = 16;
+
+impl LoadedFleet {
+    pub(super) fn validate_routines_and_hooks(
+        &self,
+        key: &str,
+        b: &BotConfig,
+    ) -> Result<(), ConfigError> {
+        use botfleet_actors::scheduler::NAME_RULE;
+        use botfleet_actors::scheduler::valid_name;
+        for (j, r) in b.routines.iter().enumerate() {
+            let key = format!("{key}.routines[{j}]");
+            if let Err(e) = r.spec().validate() {
+                return Err(self.invalid(format!("{key}.{}", e.field()), e.to_string()));
+            }
+            if b.routines[..j].iter().any(|o| o.name == r.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("routine {:?} is defined twice for this bot", r.name),
+                ));
+            }
+        }
+        for (j, h) in b.hooks.iter().enumerate() {
+            let key = format!("{key}.hooks[{j}]");
+            if !valid_name(&h.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("hook name {:?} is not valid: {NAME_RULE}", h.name),
+                ));
+            }
+            if b.hooks[..j].iter().any(|o| o.name == h.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("hook {:?} is defined twice for this bot", h.name),
+                ));
+            }
+            match (&h.secret, &h.secret_env) {
+                (Some(_), Some(_)) => {
+                    return Err(self.invalid(
+                        format!("{key}.secret"),
+                        "give either `secret` or `secret_env`, not both",
+                    ));
+                }
+                (None, None) => {
+                    return Err(self.invalid(
+                        format!("{key}.secret"),
+                        "missing: give `secret = \"...\"` or `secret_env = \"ENV_VAR\"`",
+                    ));
+                }
+                (Some(s), None) if s.len() < MIN_HOOK_SECRET => {
+                    return Err(self.invalid(
+                        format!("{key}.secret"),
+                        format!("is too short; use at least {MIN_HOOK_SECRET} characters"),
+                    ));
+                }
+                _ => {}
+            }
+            if h.max_payload_bytes == 0 || h.max_payload_bytes > self.file.host.max_body_bytes {
+                return Err(self.invalid(
+                    format!("{key}.max_payload_bytes"),
+                    format!(
+                        "must be between 1 and host.max_body_bytes ({})",
+                        self.file.host.max_body_bytes
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

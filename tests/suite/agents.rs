@@ -1,0 +1,375 @@
+//! Bots working together: SendToAgent, CreateAgent/UpdateAgent, subagents.
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::deliveries;
+
+const ALL: &[&str] = &[
+    "SendMessage",
+    "SendToAgent",
+    "CreateAgent",
+    "UpdateAgent",
+    "Task",
+    "CheckSubagent",
+    "MessageSubagent",
+    "StopSubagent",
+];
+
+fn kinds(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_bot_gathers_arguments_from_two_bots_without_waiting() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^debate"
+steps = [
+  { calls = [
+      { tool = "SendToAgent", args = { agent = "a", text = "argue for tea" } },
+      { tool = "SendToAgent", args = { agent = "b", text = "argue for coffee" } },
+      { tool = "SendMessage", args = { text = "I asked A and B; I will report back." } },
+  ] },
+]
+
+[[rule]]
+bot = "r"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "summary so far: {{inputs}}" } } ]
+
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendMessage", args = { text = "TEA: it calms" } } ]
+
+[[rule]]
+bot = "b"
+steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", ALL)
+        .bot("a", "s", ALL)
+        .bot("b", "s", ALL)
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "debate: tea or coffee?", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    let first = host.wait_turn_end(&session, seq).await;
+    assert_eq!(
+        first["status"], "completed",
+        "R's turn ends right after sending"
+    );
+    // both replies come back into R's conversation with the user and wake R
+    let entries = host
+        .wait_for(&session, |es| {
+            let text = deliveries(es).join("\n");
+            (text.contains("TEA: it calms") && text.contains("COFFEE: it wakes")).then(|| json!(es))
+        })
+        .await;
+    let entries = entries.as_array().unwrap().clone();
+    let agents: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "agent_message")
+        .map(|e| e["from"].as_str().unwrap())
+        .collect();
+    assert_eq!(agents.len(), 2, "{:?}", kinds(&entries));
+    assert!(agents.contains(&"a") && agents.contains(&"b"));
+    // the exchange is in order: R's first turn ended before any reply arrived
+    let first_end = first["seq"].as_i64().unwrap();
+    assert!(
+        entries
+            .iter()
+            .filter(|e| e["kind"] == "agent_message")
+            .all(|e| e["seq"].as_i64().unwrap() > first_end)
+    );
+    // every reply was answered by a later turn of R
+    let turns = entries.iter().filter(|e| e["kind"] == "turn_end").count();
+    assert!(turns >= 2, "replies woke R: {:?}", kinds(&entries));
+    // A worked in its own session with R
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let a = bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "a")
+        .unwrap()
+        .clone();
+    assert!(a["turns"]["completed"].as_i64().unwrap() >= 1);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_bots_writing_to_each_other_both_progress_and_hops_are_bounded() {
+    // each bot answers every message by writing to the other: a loop that
+    // only the hop budget stops
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^start"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "b", text = "ping" } },
+  { tool = "SendMessage", args = { text = "started" } },
+] } ]
+
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendToAgent", args = { agent = "b", text = "ping again" } } ]
+
+[[rule]]
+bot = "b"
+steps = [ { tool = "SendToAgent", args = { agent = "a", text = "pong" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", ALL)
+        .bot("b", "s", ALL)
+        .runtime("debounce_ms = 0\nmax_hops = 5")
+        .start()
+        .await;
+    let (_, sent) = host.send("a", "start", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    // the chain ends with a hop-budget error in one of the bots' tool results
+    let c = host.client();
+    let mut found = false;
+    for _ in 0..400 {
+        let (_, turns_a) = host.get("/v1/bots/a/turns", TOKEN).await;
+        let (_, turns_b) = host.get("/v1/bots/b/turns", TOKEN).await;
+        let n =
+            turns_a["turns"].as_array().unwrap().len() + turns_b["turns"].as_array().unwrap().len();
+        let a_session = c.get("/v1/bots/a/session").await.unwrap();
+        let _ = a_session;
+        let mut all = Vec::new();
+        for bot in ["a", "b"] {
+            let (_, t) = host.get(&format!("/v1/bots/{bot}/turns"), TOKEN).await;
+            for turn in t["turns"].as_array().unwrap() {
+                all.push(turn["session"].as_str().unwrap().to_owned());
+            }
+        }
+        all.sort();
+        all.dedup();
+        for s in &all {
+            let es = host.entries(s).await;
+            if es.iter().any(|e| {
+                e["kind"] == "tool_result"
+                    && e["content"].as_str().unwrap_or("").contains("hop budget")
+            }) {
+                found = true;
+            }
+        }
+        if found && n >= 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(found, "the hop budget stopped the loop and said so");
+    // a's conversation with the person still got its reply
+    let es = host.entries(&session).await;
+    assert!(deliveries(&es).contains(&"started".to_string()));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_bot_can_message_itself_and_unknown_agents_are_refused() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^go"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "a", text = "note to self" } },
+  { tool = "SendToAgent", args = { agent = "nobody", text = "hi" } },
+  { tool = "SendMessage", args = { text = "ok" } },
+] } ]
+
+[[rule]]
+bot = "a"
+match = "note to self"
+steps = [ { tool = "SendMessage", args = { text = "self got it" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", ALL)
+        .start()
+        .await;
+    let (_, sent) = host.send("a", "go", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed");
+    let es = host.entries(&session).await;
+    let unknown = es
+        .iter()
+        .find(|e| {
+            e["kind"] == "tool_result"
+                && e["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no agent \"nobody\"")
+        })
+        .unwrap();
+    assert_eq!(unknown["is_error"], true);
+    assert!(
+        unknown["content"]
+            .as_str()
+            .unwrap()
+            .contains("message one of: a"),
+        "{unknown}"
+    );
+    // the self-message is processed in a later turn of its own session
+    let self_session = host.client().get("/v1/bots/a/turns").await.unwrap();
+    let _ = self_session;
+    let mut answered = false;
+    for _ in 0..300 {
+        let (_, t) = host.get("/v1/bots/a/turns", TOKEN).await;
+        if t["turns"].as_array().unwrap().len() >= 2 {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(answered, "a bot writing to itself does not deadlock");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn created_agents_persist_and_are_usable_at_once() {
+    let script = r#"
+[[rule]]
+bot = "boss"
+match = "^hire"
+steps = [
+  { tool = "CreateAgent", args = { name = "Scout", role = "Finds things.", tools = ["SendMessage"] } },
+  { tool = "SendToAgent", args = { agent = "scout", text = "find the keys" } },
+  { tool = "SendMessage", args = { text = "hired" } },
+]
+
+[[rule]]
+bot = "boss"
+match = "^promote"
+steps = [
+  { tool = "UpdateAgent", args = { agent = "scout", role = "Finds things fast." } },
+  { tool = "UpdateAgent", args = { agent = "scout", tools = ["Shell"] } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
+bot = "scout"
+steps = [ { tool = "SendMessage", args = { text = "keys are on the hook" } } ]
+
+[[rule]]
+bot = "boss"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "scout says: {{input}}" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("boss", "s", ALL)
+        .start()
+        .await;
+    let (_, sent) = host.send("boss", "hire someone", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d.contains("keys are on the hook"))
+            .then(|| json!(true))
+    })
+    .await;
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let scout = bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "scout")
+        .unwrap()
+        .clone();
+    assert_eq!(scout["origin"], "agent:boss");
+    assert_eq!(scout["tools"], json!(["SendMessage"]));
+    let (_, sent) = host.send("boss", "promote scout", None).await;
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed");
+    let es = host.entries(&session).await;
+    let last = deliveries(&es).last().unwrap().clone();
+    assert!(
+        last.contains("cannot give the tool \"Shell\""),
+        "tools cannot be escalated: {last}"
+    );
+    let (_, scout) = host.get("/v1/bots/scout", TOKEN).await;
+    assert_eq!(scout["role"], "Finds things fast.");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_subagent_reports_back_once_and_the_parent_keeps_a_list() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^research"
+steps = [
+  { tool = "Task", args = { description = "count files", prompt = "count the files in the workspace" } },
+  { tool = "SendMessage", args = { text = "delegated: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "p"
+match = "Message from bot"
+steps = [
+  { tool = "CheckSubagent", args = {} },
+  { tool = "SendMessage", args = { text = "report in; tasks: {{tool_result}}" } },
+]
+
+[[rule]]
+match = "count the files"
+steps = [
+  { tool = "Shell", args = { command = "ls | wc -l" } },
+  { tool = "SendMessage", args = { text = "there are {{tool_result}}" } },
+]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("p", "s", &["SendMessage", "Task", "CheckSubagent", "Shell"])
+        .start()
+        .await;
+    let (_, sent) = host.send("p", "research please", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let v = host
+        .wait_for(&session, |es| {
+            deliveries(es)
+                .iter()
+                .find(|d| d.starts_with("report in"))
+                .map(|d| json!(d))
+        })
+        .await;
+    let report = v.as_str().unwrap();
+    assert!(report.contains("[done] count files"), "{report}");
+    let es = host.entries(&session).await;
+    let reports: Vec<&Value> = es.iter().filter(|e| e["kind"] == "agent_message").collect();
+    assert_eq!(reports.len(), 1, "one report wakes the parent once");
+    assert!(
+        reports[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("exit code: 0")
+    );
+    // the subagent is a bot of the same owner, with a narrower tool set
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let sub = bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["origin"] == "subagent:p")
+        .unwrap()
+        .clone();
+    assert_eq!(sub["tools"], json!(["SendMessage", "Shell"]));
+    host.shutdown().await;
+}

@@ -1,0 +1,597 @@
+//! Group rooms end to end: the coordinator's limits with scripted members,
+//! mentions, bad input, the CLI, and a run that survives a SIGKILL.
+
+use std::collections::HashSet;
+
+use botfleet::memory::BotId;
+use botfleet::memory::SessionKey;
+use botfleet::memory::SessionKind;
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::process::HostProcess;
+use crate::support::process::cli;
+use crate::support::process::free_port;
+
+/// Every member wants to say three things each turn.
+const CHATTY: &str = r#"
+[[rule]]
+steps = [ { calls = [
+  { tool = "SendMessage", args = { text = "{{bot}} one" } },
+  { tool = "SendMessage", args = { text = "{{bot}} two" } },
+  { tool = "SendMessage", args = { text = "{{bot}} three" } },
+] } ]
+"#;
+
+/// Every member says one thing each turn.
+const TALKER: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
+"#;
+
+/// Every member reads and says nothing.
+const SILENT: &str = r#"
+[[rule]]
+steps = [ { text = "nothing to add" } ]
+"#;
+
+async fn room_host(script: &str) -> TestHost {
+    TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .bot("c", "s", &["SendMessage"])
+        .start()
+        .await
+}
+
+async fn create(host: &TestHost, token: &str, body: Value) -> (u16, Value) {
+    host.post_raw("/v1/groups", Some(token), None, body.to_string())
+        .await
+}
+
+async fn post(host: &TestHost, room: &str, text: &str, key: &str) -> (u16, Value) {
+    host.post_raw(
+        &format!("/v1/groups/{room}/messages"),
+        Some(TOKEN),
+        Some(key),
+        json!({ "text": text }).to_string(),
+    )
+    .await
+}
+
+/// Posts and waits until the run it starts ended; returns the timeline
+/// entries of that run (after the message, up to its end).
+async fn discuss(host: &TestHost, room: &str, text: &str, key: &str) -> (Value, Vec<Value>) {
+    let (status, answer) = post(host, room, text, key).await;
+    assert_eq!(status, 202, "{answer}");
+    let session = answer["session"].as_str().unwrap().to_owned();
+    let seq = answer["seq"].as_i64().unwrap();
+    let end = host.wait_turn_end(&session, seq).await;
+    let end_seq = end["seq"].as_i64().unwrap();
+    let run = host
+        .entries(&session)
+        .await
+        .into_iter()
+        .filter(|e| e["seq"].as_i64().unwrap() > seq && e["seq"].as_i64().unwrap() <= end_seq)
+        .collect();
+    (answer, run)
+}
+
+fn replies(run: &[Value]) -> Vec<(String, String)> {
+    run.iter()
+        .filter(|e| e["kind"] == "delivery")
+        .map(|e| {
+            (
+                e["author"].as_str().unwrap().to_owned(),
+                e["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn notice_codes(run: &[Value]) -> Vec<String> {
+    run.iter()
+        .filter(|e| e["kind"] == "notice")
+        .map(|e| e["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn member_session(bot: &str, room: &str) -> String {
+    SessionKey {
+        bot: BotId::new(bot).unwrap(),
+        kind: SessionKind::Group,
+        peer: room.into(),
+    }
+    .id()
+    .to_string()
+}
+
+/// The inputs (turn texts) a member received in a room.
+async fn member_inputs(host: &TestHost, bot: &str, room: &str) -> Vec<String> {
+    // a member that never ran has no session in the room yet
+    host.client()
+        .entries_after(&member_session(bot, room), 0)
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["kind"] == "event")
+        .map(|e| e["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, t)| ((*a).to_owned(), (*t).to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn chatty_members_yield_exactly_the_capped_replies() {
+    let host = room_host(CHATTY).await;
+    let (status, room) = create(
+        &host,
+        TOKEN,
+        json!({"name": "standup", "members": ["a", "b", "c"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{room}");
+    assert_eq!(room["shared"], false);
+
+    let (answer, run) = discuss(&host, "standup", "what did you do yesterday?", "k1").await;
+    assert_eq!(answer["status"], "accepted");
+    assert_eq!(answer["addressed"], json!(["a", "b", "c"]));
+    assert_eq!(answer["unknown_mentions"], json!([]));
+    // 3 wanted per turn, 2 published; the 10-reply cap stops it in round 2
+    assert_eq!(
+        replies(&run),
+        pairs(&[
+            ("a", "a one"),
+            ("a", "a two"),
+            ("b", "b one"),
+            ("b", "b two"),
+            ("c", "c one"),
+            ("c", "c two"),
+            ("a", "a one"),
+            ("a", "a two"),
+            ("b", "b one"),
+            ("b", "b two"),
+        ])
+    );
+    assert_eq!(notice_codes(&run), vec!["room_run_reply_limit"]);
+    let end = run.last().unwrap();
+    assert_eq!(
+        (end["kind"].as_str(), end["deliveries"].as_i64()),
+        (Some("turn_end"), Some(10))
+    );
+
+    // a ran twice, c once; each saw the new messages of the others, and
+    // a's second input says that one of its messages was withheld
+    let a = member_inputs(&host, "a", "standup").await;
+    assert_eq!(a.len(), 2, "{a:#?}");
+    assert!(
+        a[0].contains("alice (person): what did you do yesterday?"),
+        "{}",
+        a[0]
+    );
+    assert!(
+        a[1].contains("b-name (@b): b one") && a[1].contains("c-name (@c): c two"),
+        "{}",
+        a[1]
+    );
+    assert!(
+        !a[1].contains("a one"),
+        "own messages are not repeated: {}",
+        a[1]
+    );
+    assert!(a[1].contains("Note: 1 of your messages"), "{}", a[1]);
+    assert_eq!(member_inputs(&host, "c", "standup").await.len(), 1);
+    // the member's private session keeps all three deliveries
+    let a_private = host.entries(&member_session("a", "standup")).await;
+    assert_eq!(
+        a_private.iter().filter(|e| e["kind"] == "delivery").count(),
+        6
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_message_per_turn_stops_after_three_rounds() {
+    let host = room_host(TALKER).await;
+    let (status, _) = create(
+        &host,
+        TOKEN,
+        json!({"name": "trio", "members": ["c", "a", "b"]}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, run) = discuss(&host, "trio", "go", "k1").await;
+    let authors: Vec<String> = replies(&run).into_iter().map(|(a, _)| a).collect();
+    // members speak in the room's order, three rounds
+    assert_eq!(authors, ["c", "a", "b", "c", "a", "b", "c", "a", "b"]);
+    assert_eq!(notice_codes(&run), vec!["room_run_round_limit"]);
+    // a second message starts a second run; members only see what is new
+    let (_, run2) = discuss(&host, "trio", "and now?", "k2").await;
+    assert_eq!(replies(&run2).len(), 9);
+    let inputs = member_inputs(&host, "c", "trio").await;
+    assert_eq!(inputs.len(), 6);
+    assert!(
+        inputs[3].contains("and now?") && !inputs[3].contains("alice (person): go"),
+        "{}",
+        inputs[3]
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn silent_members_end_the_run_after_one_pass() {
+    let host = room_host(SILENT).await;
+    create(
+        &host,
+        TOKEN,
+        json!({"name": "quiet", "members": ["a", "b", "c"]}),
+    )
+    .await;
+    let (_, run) = discuss(&host, "quiet", "anyone?", "k1").await;
+    assert!(replies(&run).is_empty());
+    assert_eq!(notice_codes(&run), vec!["room_run_silent_round"]);
+    for bot in ["a", "b", "c"] {
+        let entries = host.entries(&member_session(bot, "quiet")).await;
+        let turns: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "turn_end").collect();
+        assert_eq!(turns.len(), 1, "{bot} ran once: {entries:#?}");
+        assert_eq!(turns[0]["status"], "completed");
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_mention_runs_only_that_member() {
+    let host = room_host(TALKER).await;
+    create(
+        &host,
+        TOKEN,
+        json!({"name": "room1", "members": ["a", "b", "c"]}),
+    )
+    .await;
+    let (answer, run) = discuss(&host, "room1", "@B what do you think?", "k1").await;
+    assert_eq!(answer["addressed"], json!(["b"]));
+    // b speaks once; with nothing new from anyone else it is not woken again
+    assert_eq!(replies(&run), pairs(&[("b", "b speaks")]));
+    assert_eq!(notice_codes(&run), vec!["room_run_silent_round"]);
+    assert!(member_inputs(&host, "a", "room1").await.is_empty());
+    assert!(member_inputs(&host, "c", "room1").await.is_empty());
+    // by display name, case-insensitively
+    let (answer, run) = discuss(&host, "room1", "@C-NAME and @a: thoughts?", "k2").await;
+    assert_eq!(answer["addressed"], json!(["a", "c"]));
+    let authors: HashSet<String> = replies(&run).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(authors, HashSet::from(["a".to_owned(), "c".to_owned()]));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unknown_mention_is_reported() {
+    let host = room_host(TALKER).await;
+    create(
+        &host,
+        TOKEN,
+        json!({"name": "room2", "members": ["a", "b"]}),
+    )
+    .await;
+    let (answer, run) = discuss(&host, "room2", "@Zed are you there?", "k1").await;
+    assert_eq!(answer["unknown_mentions"], json!(["Zed"]));
+    assert_eq!(answer["addressed"], json!([]));
+    assert_eq!(
+        notice_codes(&run),
+        vec!["unknown_mention", "room_run_no_members"]
+    );
+    let notice = run.iter().find(|e| e["code"] == "unknown_mention").unwrap();
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("@Zed") && text.contains("@a (a-name)"),
+        "{text}"
+    );
+    assert!(replies(&run).is_empty());
+    // a known and an unknown name: the known one runs, the other is reported
+    let (answer, run) = discuss(&host, "room2", "@zed @b hi", "k2").await;
+    assert_eq!(
+        (
+            answer["addressed"].clone(),
+            answer["unknown_mentions"].clone()
+        ),
+        (json!(["b"]), json!(["zed"]))
+    );
+    assert_eq!(replies(&run), pairs(&[("b", "b speaks")]));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_rooms_and_posts_are_refused_clearly() {
+    let host = TestFleet::new()
+        .script("s", TALKER)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .bot("c", "s", &["SendMessage"])
+        .bot("d", "s", &["SendMessage"])
+        .bot("e", "s", &["SendMessage"])
+        .bot("f", "s", &["SendMessage"])
+        .bot("g", "s", &["SendMessage"])
+        .bot_of("bobs", "s", &["SendMessage"], "bob")
+        .bot_of("bobshared", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let seven = json!({"name": "big", "members": ["a", "b", "c", "d", "e", "f", "g"]});
+    let (status, body) = create(&host, TOKEN, seven).await;
+    assert_eq!(status, 400, "{body}");
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("at most 6 members; you gave 7"), "{msg}");
+
+    let cases = [
+        (
+            json!({"name": "x y", "members": ["a", "b"]}),
+            400,
+            "pass an `id`",
+        ),
+        (
+            json!({"name": "solo", "members": ["a"]}),
+            400,
+            "at least 2 members",
+        ),
+        (
+            json!({"name": "dup", "members": ["a", "a"]}),
+            400,
+            "listed twice",
+        ),
+        (
+            json!({"name": "ghost", "members": ["a", "nobody"]}),
+            404,
+            "no bot \"nobody\" you may add",
+        ),
+        (
+            json!({"name": "theirs", "members": ["a", "bobs"]}),
+            404,
+            "no bot \"bobs\" you may add",
+        ),
+        (
+            json!({"name": "r", "members": ["a", "b"], "extra": 1}),
+            400,
+            "unknown field",
+        ),
+    ];
+    for (body, want, text) in cases {
+        let (status, answer) = create(&host, TOKEN, body.clone()).await;
+        assert_eq!(status, want, "{body} → {answer}");
+        let msg = answer["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(text), "{body} → {msg}");
+    }
+
+    // a display name with spaces works with an explicit id
+    let (status, room) = create(
+        &host,
+        TOKEN,
+        json!({"name": "Design review", "id": "design", "members": ["a", "b"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, room["id"].as_str()),
+        (201, Some("design")),
+        "{room}"
+    );
+    let (status, body) = create(
+        &host,
+        TOKEN,
+        json!({"name": "design", "members": ["a", "c"]}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+
+    // bob's shareable bot makes a shared room, which bob may read and use
+    let (status, shared) = create(
+        &host,
+        TOKEN,
+        json!({"name": "mixed", "members": ["a", "bobshared"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, shared["shared"].clone()),
+        (201, json!(true)),
+        "{shared}"
+    );
+    let (status, list) = host.get("/v1/groups", BOB_TOKEN).await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = list["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["mixed"], "bob sees only the room his bot is in");
+    let (status, _) = host.get("/v1/groups/design/entries", BOB_TOKEN).await;
+    assert_eq!(status, 404, "other users' rooms do not exist for bob");
+    let (status, _) = host
+        .get("/v1/groups/mixed/entries?after=0", BOB_TOKEN)
+        .await;
+    assert_eq!(status, 200);
+
+    // posts: idempotency, empty text, unknown room
+    let (s1, first) = post(&host, "design", "hello", "key-1").await;
+    assert_eq!(s1, 202, "{first}");
+    let (s2, again) = post(&host, "design", "hello", "key-1").await;
+    assert_eq!(
+        (s2, again["status"].as_str(), again["seq"].clone()),
+        (200, Some("duplicate"), first["seq"].clone())
+    );
+    let (s3, conflict) = post(&host, "design", "other text", "key-1").await;
+    assert_eq!((s3, conflict["status"].as_str()), (409, Some("conflict")));
+    let (s4, empty) = post(&host, "design", "   ", "key-2").await;
+    assert_eq!(s4, 400, "{empty}");
+    let (s5, _) = post(&host, "nowhere", "hi", "key-3").await;
+    assert_eq!(s5, 404);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn cli_group_create_and_send() {
+    let host = room_host(TALKER).await;
+    let (code, out, err) = cli(
+        &["group", "create", "team", "--members", "a,b"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "created room team with a, b");
+
+    let (code, out, err) = cli(&["group", "send", "team", "@a hello"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "a ▸ a speaks");
+    assert!(err.contains("nobody had more to say"), "{err}");
+
+    let (code, out, err) = cli(
+        &["group", "send", "team", "all of you", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let authors: Vec<&str> = v["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["author"].as_str().unwrap())
+        .collect();
+    assert_eq!(authors, ["a", "b", "a", "b", "a", "b"]);
+
+    let (code, _, err) = cli(&["group", "send", "team", "@zed hi"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("no member of team is called @zed"), "{err}");
+
+    let (code, _, err) = cli(
+        &["group", "create", "big", "--members", "a,b,c,d,e,f,g"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("at most 6 members"), "{err}");
+
+    let (code, out, _) = cli(&["group", "list"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("team") && out.contains("a, b"), "{out}");
+    let (code, out, _) = cli(&["group", "transcript", "team"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("alice: @a hello") && out.contains("a ▸ a speaks"),
+        "{out}"
+    );
+    host.shutdown().await;
+}
+
+/// Members that take a while, so a SIGKILL lands mid-run.
+const SLOW_TALKER: &str = r#"
+[[rule]]
+steps = [ { delay_ms = 150, tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
+"#;
+
+#[tokio::test]
+async fn an_unfinished_run_resumes_after_a_sigkill() {
+    let fleet = TestFleet::new()
+        .script("s", SLOW_TALKER)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .bot("c", "s", &["SendMessage"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    client
+        .post_ok(
+            "/v1/groups",
+            &json!({"name": "crashy", "members": ["a", "b", "c"]}),
+        )
+        .await
+        .unwrap();
+    let (status, answer) = client
+        .post(
+            "/v1/groups/crashy/messages",
+            &json!({"text": "go"}),
+            Some("crash-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.as_u16(), 202, "{answer}");
+    let seq = answer["seq"].as_i64().unwrap();
+    let timeline = |c: botfleet::client::Client| async move {
+        c.get("/v1/groups/crashy/entries?after=0&limit=1000")
+            .await
+            .unwrap()["entries"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    // kill it once some, but not all, replies are out
+    let mut published = 0;
+    for _ in 0..400 {
+        published = timeline(client.clone())
+            .await
+            .iter()
+            .filter(|e| e["kind"] == "delivery")
+            .count();
+        if published >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        (2..9).contains(&published),
+        "published {published} before the kill"
+    );
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let mut entries = Vec::new();
+    for _ in 0..600 {
+        entries = timeline(client.clone()).await;
+        if entries
+            .iter()
+            .any(|e| e["kind"] == "turn_end" && e["inputs"] == json!([seq]))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let authors: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "delivery")
+        .map(|e| e["author"].as_str().unwrap())
+        .collect();
+    // exactly the nine replies of three rounds, in order, none twice
+    assert_eq!(
+        authors,
+        ["a", "b", "c", "a", "b", "c", "a", "b", "c"],
+        "{entries:#?}"
+    );
+    let ids: HashSet<&str> = entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), entries.len());
+    let ends: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "turn_end").collect();
+    assert_eq!(ends.len(), 1);
+    // every member got exactly one input per round: the resumed admission
+    // was a duplicate, not a second input
+    for bot in ["a", "b", "c"] {
+        let session = member_session(bot, "crashy");
+        let mine = client.entries_after(&session, 0).await.unwrap();
+        assert_eq!(
+            mine.iter().filter(|e| e["kind"] == "event").count(),
+            3,
+            "{bot}: {mine:#?}"
+        );
+    }
+    host.kill9().await;
+}

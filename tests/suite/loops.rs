@@ -1,0 +1,111 @@
+//! Loop detection: a looping stream is cut, retried once with a reminder,
+//! then the turn fails cleanly; legitimate repetition is not cut; the same
+//! tool call repeated is refused, then ends the turn.
+
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::deliveries;
+
+#[tokio::test]
+async fn a_looping_stream_is_cut_retried_once_then_fails() {
+    let script = r#"
+[[rule]]
+steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk = 20 } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "go", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "failed");
+    let es = host.entries(&session).await;
+    let reminders: Vec<_> = es.iter().filter(|e| e["kind"] == "reminder").collect();
+    assert_eq!(reminders.len(), 1, "one reminder and one retry");
+    assert!(
+        reminders[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("repeating itself")
+    );
+    let notice = es
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap();
+    assert!(
+        notice["text"].as_str().unwrap().contains("kept looping"),
+        "{notice}"
+    );
+    // nothing of the looping text was kept as the bot's output
+    assert!(es.iter().all(|e| {
+        !e["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("forever. I will repeat")
+    }));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_long_repetitive_code_block_is_not_cut() {
+    let mut code = String::from("Here is the test:\\n```rust\\n");
+    for i in 0..200 {
+        code.push_str(&format!("    assert_eq!(values[{i}], {i});\\n"));
+    }
+    code.push_str("```\\n");
+    let script = format!(
+        "[[rule]]\nsteps = [ {{ text = \"{code}\", chunk = 24, tool = \"SendMessage\", args = {{ text = \"done\" }} }} ]\n"
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "write the test", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed");
+    let es = host.entries(&session).await;
+    assert!(es.iter().all(|e| e["kind"] != "reminder"));
+    assert_eq!(deliveries(&es), vec!["done".to_string()]);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_same_tool_call_repeated_is_refused_then_ends_the_turn() {
+    let step = r#"{ tool = "Read", args = { path = "a.txt" } }"#;
+    let script = format!("[[rule]]\nsteps = [ {} ]\n", vec![step; 8].join(", "));
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("r", "s", &["SendMessage", "Read"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "read it", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "failed");
+    let es = host.entries(&session).await;
+    let refused = es
+        .iter()
+        .filter(|e| {
+            e["kind"] == "tool_result" && e["content"].as_str().unwrap().contains("same arguments")
+        })
+        .count();
+    assert_eq!(refused, 2, "refused once with advice, then the turn ended");
+    let notice = es.iter().find(|e| e["kind"] == "notice").unwrap();
+    assert!(
+        notice["text"]
+            .as_str()
+            .unwrap()
+            .contains("repeating the same Read call"),
+        "{notice}"
+    );
+    host.shutdown().await;
+}

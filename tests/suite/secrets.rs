@@ -1,0 +1,159 @@
+//! Secrets reach tools by reference and never a model request or a log.
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_message;
+use crate::support::process::HostProcess;
+use crate::support::process::free_port;
+
+const SECRET: &str = "s3cr3t-value-4711";
+const SUPPLIED: &str = "supplied-by-alice-0815";
+
+fn model(request: &Value) -> Reply {
+    let last = last_message(request).cloned().unwrap_or(Value::Null);
+    match last["role"].as_str() {
+        Some("user") => Reply::tool_call(
+            "c1",
+            "Shell",
+            json!({ "command": "echo token=$API_TOKEN; cat creds.txt" }).to_string(),
+        ),
+        Some("tool") if last["tool_call_id"] == "c1" => {
+            let seen = last["content"].as_str().unwrap_or("").to_owned();
+            Reply::tool_call(
+                "c2",
+                "SendMessage",
+                json!({ "text": format!("the shell said: {seen}") }).to_string(),
+            )
+        }
+        _ => Reply::text(""),
+    }
+}
+
+#[tokio::test]
+async fn a_config_secret_used_by_shell_never_reaches_the_model_or_the_logs() {
+    let server = OpenAiServer::builder().responder(model).start().await;
+    let fleet = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage", "Shell"]);
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "tools = [\"SendMessage\", \"Shell\"]",
+        "tools = [\"SendMessage\", \"Shell\"]\nsecrets = [\"API_TOKEN\"]",
+    );
+    std::fs::write(
+        &path,
+        format!("{text}\n[[secrets]]\nname = \"API_TOKEN\"\nvalue = \"{SECRET}\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::write(
+        fleet.path().join("data/workspace/creds.txt"),
+        format!("password: {SECRET}\n"),
+    )
+    .unwrap();
+    let log = fleet.path().join("host.log");
+    let host = HostProcess::start_with_log_level(&path, free_port(), &log, "trace").await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let (_, sent) = client
+        .send_message("r", "check the token", "k-1")
+        .await
+        .unwrap();
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let mut delivered = String::new();
+    for _ in 0..300 {
+        let es = client.entries_after(&session, 0).await.unwrap();
+        if let Some(d) = es.iter().find(|e| e["kind"] == "delivery") {
+            delivered = d["text"].as_str().unwrap().to_owned();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // the command really had the value: it printed it, and it was redacted
+    assert!(delivered.contains("token=[redacted]"), "{delivered}");
+    assert!(delivered.contains("password: [redacted]"), "{delivered}");
+    for r in server.requests() {
+        assert!(
+            !r.body.to_string().contains(SECRET),
+            "a model request carried the secret"
+        );
+    }
+    let es = client.entries_after(&session, 0).await.unwrap();
+    assert!(
+        !serde_json::to_string(&es).unwrap().contains(SECRET),
+        "the transcript carries the secret"
+    );
+    host.kill9().await;
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(logs.len() > 1000, "trace logs were written");
+    assert!(!logs.contains(SECRET), "the logs carry the secret");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_person_supplies_a_secret_through_the_api() {
+    let server = OpenAiServer::builder().responder(model).start().await;
+    let fleet = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage", "Shell"]);
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "tools = [\"SendMessage\", \"Shell\"]",
+        "tools = [\"SendMessage\", \"Shell\"]\nsecrets = [\"API_TOKEN\"]",
+    );
+    std::fs::write(&path, text).unwrap();
+    let host = crate::support::fleet::restart(fleet).await;
+    let (status, body) = host
+        .post_raw(
+            "/v1/secrets/api-token",
+            Some(TOKEN),
+            None,
+            r#"{"value":"x"}"#,
+        )
+        .await;
+    assert_eq!(status, 405, "{body}");
+    let put = host
+        .http
+        .put(format!("{}/v1/secrets/API_TOKEN", host.url))
+        .bearer_auth(TOKEN)
+        .body(json!({ "value": SUPPLIED }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status().as_u16(), 200);
+    let bad = host
+        .http
+        .put(format!("{}/v1/secrets/api-token", host.url))
+        .bearer_auth(TOKEN)
+        .body(json!({ "value": "v" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+    let (_, listed) = host.get("/v1/secrets", TOKEN).await;
+    assert_eq!(listed["secrets"][0]["name"], "API_TOKEN");
+    assert!(
+        !listed.to_string().contains(SUPPLIED),
+        "values are never returned"
+    );
+    let (_, sent) = host.send("r", "check", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    let es = host.entries(&session).await;
+    let all = serde_json::to_string(&es).unwrap();
+    assert!(
+        all.contains("token=[redacted]"),
+        "the tool got the value: {all}"
+    );
+    assert!(!all.contains(SUPPLIED));
+    for r in server.requests() {
+        assert!(!r.body.to_string().contains(SUPPLIED));
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}
