@@ -148,3 +148,62 @@ steps = [
     );
     host.kill9().await;
 }
+
+#[tokio::test]
+async fn a_subagent_killed_mid_task_finishes_after_restart_and_reports_once() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^research"
+steps = [
+  { tool = "Task", args = { description = "slow job", prompt = "do the slow job" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "got the report: {{input}}" } } ]
+
+[[rule]]
+match = "do the slow job"
+steps = [
+  { tool = "Shell", args = { command = "echo step >> sub.txt" } },
+  { delay_ms = 1500, tool = "SendMessage", args = { text = "slow job finished" } },
+]
+"#;
+    let fleet = TestFleet::new().script("s", script).bot("p", "s", &["SendMessage", "Task", "Shell"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "p", "research this").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let marker = fleet.path().join("data/workspace/sub.txt");
+    for _ in 0..300 {
+        if marker.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(marker.exists(), "the subagent started working");
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&url, &session, |es| {
+        deliveries(es).iter().any(|d| d.starts_with("got the report"))
+    })
+    .await;
+    let reports: Vec<&Value> = es.iter().filter(|e| e["kind"] == "agent_message").collect();
+    assert_eq!(reports.len(), 1, "the report wakes the parent once");
+    assert!(reports[0]["text"].as_str().unwrap().contains("slow job finished"));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "step\n", "the subagent's side effect ran once");
+    // a later restart does not report again
+    host.kill9().await;
+    let host = HostProcess::start(&path, port, &log).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let again = entries(&host.url, &session).await;
+    assert_eq!(again.iter().filter(|e| e["kind"] == "agent_message").count(), 1);
+    host.kill9().await;
+}
