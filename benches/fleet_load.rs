@@ -99,6 +99,44 @@ struct Waiter {
     tx: oneshot::Sender<Instant>,
 }
 
+/// Live heap bytes, counted by a wrapper around the system allocator, so
+/// that the memory of idle bot actors can be measured apart from SQLite's
+/// page caches and the allocator's retained pages.
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged and only
+// keeps a running count of the bytes it handed out.
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: same contract as the caller's
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: same contract as the caller's
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as i64 - layout.size() as i64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // SAFETY: same contract as the caller's
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live_bytes() -> i64 {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -167,8 +205,27 @@ async fn run(args: Args) {
         settings,
         workspace,
     );
+    // extra bots that never get a message: woken once, they sit idle in memory
+    let idle: Vec<BotRecord> = (0..args.bots)
+        .map(|i| BotRecord {
+            id: BotId::new(format!("idle{i}")).unwrap(),
+            name: format!("Idle {i}"),
+            ..bots[0].clone()
+        })
+        .collect();
+    let all: Vec<BotRecord> = bots.iter().chain(idle.iter()).cloned().collect();
     let rss_start = rss_bytes();
-    let fleet = FleetHandle::start(runtime, bots.clone()).await.unwrap();
+    let fleet = FleetHandle::start(runtime, all).await.unwrap();
+    // heap per active idle bot: wake the idle bots and count live bytes
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let live_before = live_bytes();
+    for b in &idle {
+        fleet.wake(b.id.clone()).unwrap();
+    }
+    while fleet.active().await.unwrap().len() < idle.len() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let heap_per_idle_bot = (live_bytes() - live_before) as f64 / idle.len() as f64;
 
     // one dispatcher turns change signals into wake-ups of waiting clients
     let watch = Arc::new(Mutex::new(Watch::default()));
@@ -333,6 +390,10 @@ async fn run(args: Args) {
         admit_rate, burst_elapsed
     );
     println!(
+        "  heap per active idle bot actor              {:>10.0} B",
+        heap_per_idle_bot
+    );
+    println!(
         "  RSS per active bot                          {:>10.0} B",
         rss_per_bot
     );
@@ -360,6 +421,7 @@ async fn run(args: Args) {
             "latency_p99_us": p99.as_micros(),
             "admissions_per_s": admit_rate.round(),
             "rss_per_active_bot_bytes": rss_per_bot.round(),
+            "heap_per_idle_bot_bytes": heap_per_idle_bot.round(),
             "rss_peak_mib": rss_peak >> 20,
             "warmup_ms": warm.as_millis(),
         })

@@ -145,6 +145,17 @@ impl ContextBuilder {
     }
 }
 
+/// Data shown inside a `<<< … >>>` quote: a `>>>` or `<<<` in the data
+/// itself is broken up so the data cannot end the quote early and pose as
+/// instructions after it.
+pub(crate) fn quoted(text: &str) -> String {
+    if !text.contains(">>>") && !text.contains("<<<") {
+        return text.to_owned();
+    }
+    text.replace(">>>", ">\u{200b}>>")
+        .replace("<<<", "<\u{200b}<<")
+}
+
 /// How an input entry reads to the model. Anything not from the bot's own
 /// people is quoted data with its origin.
 pub(crate) fn render_input(entry: &Entry) -> String {
@@ -154,7 +165,7 @@ pub(crate) fn render_input(entry: &Entry) -> String {
         EntryKind::Reminder { text } => return text.clone(),
         EntryKind::AgentMessage { from, text, .. } => p
             .agent_message
-            .render(&[("from", from.as_str()), ("text", text)]),
+            .render(&[("from", from.as_str()), ("text", &quoted(text))]),
         EntryKind::Event {
             origin,
             text,
@@ -168,7 +179,7 @@ pub(crate) fn render_input(entry: &Entry) -> String {
             trusted: false,
         } => p
             .untrusted_event
-            .render(&[("origin", origin), ("text", text)]),
+            .render(&[("origin", origin), ("text", &quoted(text))]),
         EntryKind::Summary {
             text,
             covers_to_seq,
