@@ -12,6 +12,7 @@ fn main() -> ExitCode {
             EnvFilter::new("warn,botfleet=info,botfleet_actors=info,botfleet_memory=info")
         }))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
