@@ -92,6 +92,9 @@ struct Args {
     /// Worker threads of the runtime (default: number of cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Skip the baseline phases 0 and 0b (for profiling a room phase).
+    #[arg(long)]
+    no_baseline: bool,
     /// AutoGen peer folder (with .venv and group_chat.py) to run in the same run.
     #[arg(long)]
     autogen: Option<PathBuf>,
@@ -247,22 +250,26 @@ async fn run(args: Args) {
     }
     let stats0 = snapshot(&store);
     let t = Instant::now();
-    for i in 0..args.turns {
+    let turns = if args.no_baseline { 1 } else { args.turns };
+    for i in 0..turns {
         plain_turn(&bench, &records[i % args.members], turn_span, i).await;
     }
     let base = t.elapsed();
-    let base_us = base.as_secs_f64() * 1e6 / args.turns as f64;
-    let base_stats = delta(&store, stats0, args.turns as f64);
+    let base_us = base.as_secs_f64() * 1e6 / turns as f64;
+    let base_stats = delta(&store, stats0, turns as f64);
 
-    // 0b. plain turns on every member bot of the concurrent phase at once
-    // (one client per bot, closed loop): the same load without rooms
+    // 0b. the same concurrency without rooms: one chain of plain turns per
+    // room of phase 2 (a room runs one member turn at a time), as many
+    // turns as phase 2 publishes replies
     let mut all = Vec::new();
     for room in 1..=args.rooms {
-        for m in 0..args.members {
-            all.push(store.get_bot(&member_id(room, m)).await.unwrap().unwrap());
-        }
+        all.push(store.get_bot(&member_id(room, 0)).await.unwrap().unwrap());
     }
-    let per_bot = (args.runs_per_room * 10 / args.members).max(1);
+    let per_bot = if args.no_baseline {
+        1
+    } else {
+        args.runs_per_room * replies_per_run as usize
+    };
     let stats0b = snapshot(&store);
     let t = Instant::now();
     let mut handles = Vec::new();
@@ -373,10 +380,7 @@ async fn run(args: Args) {
     );
     println!(
         "{:<44} {:>12.1} {:>10.2} {:>14.2}",
-        format!(
-            "0b. plain turns, {} bots at once",
-            args.rooms * args.members
-        ),
+        format!("0b. plain turns, {} bots at once", args.rooms),
         base_many_us,
         base_many_stats.0,
         base_many_stats.1

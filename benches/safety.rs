@@ -1,6 +1,8 @@
 //! Costs of the safety layer: loop detection per streamed KiB, lock
 //! acquire/release throughput, redaction decisions and secret scrubbing.
 //!
+//! Auto-review and the tool gate are in `safety_review.rs`.
+//!
 //! Run with `cargo bench --bench safety`.
 
 use std::hint::black_box;
@@ -23,6 +25,8 @@ use criterion::Throughput;
 use criterion::criterion_group;
 use criterion::criterion_main;
 use futures::FutureExt as _;
+
+mod safety_review;
 
 /// Bytes of text per loop-detector iteration.
 const STREAM_BYTES: usize = 16 * 1024;
@@ -264,5 +268,12 @@ fn redaction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, loop_detector, locks, redaction);
+criterion_group!(
+    benches,
+    loop_detector,
+    locks,
+    redaction,
+    safety_review::rules,
+    safety_review::gate
+);
 criterion_main!(benches);

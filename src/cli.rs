@@ -544,9 +544,10 @@ async fn transcript(
             ),
             "reminder" if all => println!("#{seq} (reminder) {text}"),
             "approval" => println!(
-                "#{seq} [approval {} {}] {text} — {}",
+                "#{seq} [approval {} {}] {} — {}",
                 e["status"].as_str().unwrap_or(""),
-                e["id"].as_str().unwrap_or(""),
+                e["approval"].as_str().unwrap_or(""),
+                e["summary"].as_str().unwrap_or(""),
                 e["reason"].as_str().unwrap_or("")
             ),
             _ => {}

@@ -17,9 +17,8 @@ mod ui;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::delete;
-use axum::routing::get;
-use axum::routing::post;
+use axum::handler::Handler;
+use axum::routing::MethodRouter;
 use botfleet_actors::FleetHandle;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
@@ -30,6 +29,7 @@ pub use error::ApiError;
 pub use hooks::HookSecret;
 pub use hooks::Hooks;
 pub use hooks::sign as sign_hook;
+pub use ui::ASSETS as UI_ASSETS;
 
 /// Limits the API enforces.
 #[derive(Debug, Clone)]
@@ -55,48 +55,96 @@ pub struct ApiState {
     pub hooks: Hooks,
 }
 
+/// Every route of the HTTP surface as `(method, path)`, paths in axum's
+/// syntax (`/v1/bots/{bot}`). The router is built from the same table, so
+/// the list is complete by construction; docs/openapi.yaml documents every
+/// `/v1` route (tests/suite/ui.rs checks both ways).
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    table().list
+}
+
 /// The whole HTTP surface.
 pub fn router(state: ApiState) -> Router {
     let limit = state.limits.max_body_bytes;
-    Router::new()
-        .route("/", get(ui::page))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/v1/bots", get(bots::list))
-        .route("/v1/bots/{bot}", get(bots::get_one))
-        .route("/v1/bots/{bot}/messages", post(bots::post_message))
-        .route("/v1/bots/{bot}/session", get(bots::dm_session))
-        .route("/v1/bots/{bot}/cancel", post(bots::cancel))
-        .route("/v1/bots/{bot}/turns", get(sessions::turns_of_bot))
-        .route("/v1/bots/{bot}/memory", get(memory::of_bot))
-        .route("/v1/memory/{id}", delete(memory::forget))
-        .route("/v1/bots/{bot}/routines", get(routines::list))
-        .route(
-            "/v1/bots/{bot}/routines/{name}",
-            axum::routing::put(routines::put).delete(routines::delete),
-        )
-        .route("/v1/hooks/{bot}/{hook}", post(hooks::deliver))
-        .route("/v1/sessions/{session}/entries", get(sessions::entries))
-        .route("/v1/turns/{turn}", get(sessions::turn))
-        .route("/v1/turns/{turn}/retry", post(sessions::retry))
-        .route("/v1/approvals", get(approvals::list))
-        .route(
-            "/v1/approvals/{id}",
-            get(approvals::get_one).post(approvals::decide),
-        )
-        .route("/v1/groups", get(groups::list).post(groups::create))
-        .route("/v1/groups/{group}", get(groups::get_one))
-        .route("/v1/groups/{group}/messages", post(groups::post_message))
-        .route("/v1/groups/{group}/entries", get(groups::entries))
-        .route("/v1/search", get(search::search))
-        .route("/v1/events", get(events::stream))
-        .route("/v1/secrets", get(secrets::list))
-        .route(
-            "/v1/secrets/{name}",
-            axum::routing::put(secrets::put).delete(secrets::delete),
-        )
+    table()
+        .router
         .fallback(|| async { ApiError::NotFound("no such route; see docs/api.md".into()) })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+}
+
+/// The route table. A new route goes here, in docs/api.md and in
+/// docs/openapi.yaml.
+fn table() -> Table {
+    Table::default()
+        .get("/", ui::page)
+        .get("/ui/{asset}", ui::file)
+        .get("/healthz", || async { "ok" })
+        .get("/v1/bots", bots::list)
+        .get("/v1/bots/{bot}", bots::get_one)
+        .post("/v1/bots/{bot}/messages", bots::post_message)
+        .get("/v1/bots/{bot}/session", bots::dm_session)
+        .post("/v1/bots/{bot}/cancel", bots::cancel)
+        .get("/v1/bots/{bot}/turns", sessions::turns_of_bot)
+        .get("/v1/bots/{bot}/memory", memory::of_bot)
+        .delete("/v1/memory/{id}", memory::forget)
+        .get("/v1/bots/{bot}/routines", routines::list)
+        .put("/v1/bots/{bot}/routines/{name}", routines::put)
+        .delete("/v1/bots/{bot}/routines/{name}", routines::delete)
+        .post("/v1/hooks/{bot}/{hook}", hooks::deliver)
+        .get("/v1/sessions/{session}/entries", sessions::entries)
+        .get("/v1/turns/{turn}", sessions::turn)
+        .post("/v1/turns/{turn}/retry", sessions::retry)
+        .get("/v1/approvals", approvals::list)
+        .get("/v1/approvals/{id}", approvals::get_one)
+        .post("/v1/approvals/{id}", approvals::decide)
+        .get("/v1/groups", groups::list)
+        .post("/v1/groups", groups::create)
+        .get("/v1/groups/{group}", groups::get_one)
+        .post("/v1/groups/{group}/messages", groups::post_message)
+        .get("/v1/groups/{group}/entries", groups::entries)
+        .get("/v1/search", search::search)
+        .get("/v1/events", events::stream)
+        .get("/v1/secrets", secrets::list)
+        .put("/v1/secrets/{name}", secrets::put)
+        .delete("/v1/secrets/{name}", secrets::delete)
+}
+
+/// Routes and the list of their methods and paths, built together (two
+/// methods on one path merge into one route).
+#[derive(Default)]
+struct Table {
+    router: Router<ApiState>,
+    list: Vec<(&'static str, &'static str)>,
+}
+
+impl Table {
+    fn add(
+        mut self,
+        method: &'static str,
+        path: &'static str,
+        route: MethodRouter<ApiState>,
+    ) -> Self {
+        self.list.push((method, path));
+        self.router = self.router.route(path, route);
+        self
+    }
+
+    fn get<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add("GET", path, axum::routing::get(h))
+    }
+
+    fn post<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add("POST", path, axum::routing::post(h))
+    }
+
+    fn put<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add("PUT", path, axum::routing::put(h))
+    }
+
+    fn delete<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add("DELETE", path, axum::routing::delete(h))
+    }
 }
 
 /// A bot the user may use: it exists and the user owns it. Other users'

@@ -280,7 +280,7 @@ steps = [ { tool = "SendMessage", args = { text = "scout says: {{input}}" } } ]
         deliveries(es)
             .iter()
             .any(|d| d.contains("keys are on the hook"))
-            .then(|| json!(true))
+            .then_some(json!(true))
     })
     .await;
     let (_, bots) = host.get("/v1/bots", TOKEN).await;

@@ -172,7 +172,10 @@ steps = [
   { delay_ms = 1500, tool = "SendMessage", args = { text = "slow job finished" } },
 ]
 "#;
-    let fleet = TestFleet::new().script("s", script).bot("p", "s", &["SendMessage", "Task", "Shell"]);
+    let fleet =
+        TestFleet::new()
+            .script("s", script)
+            .bot("p", "s", &["SendMessage", "Task", "Shell"]);
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
@@ -192,18 +195,35 @@ steps = [
 
     let host = HostProcess::start(&path, port, &log).await;
     let es = wait_until(&url, &session, |es| {
-        deliveries(es).iter().any(|d| d.starts_with("got the report"))
+        deliveries(es)
+            .iter()
+            .any(|d| d.starts_with("got the report"))
     })
     .await;
     let reports: Vec<&Value> = es.iter().filter(|e| e["kind"] == "agent_message").collect();
     assert_eq!(reports.len(), 1, "the report wakes the parent once");
-    assert!(reports[0]["text"].as_str().unwrap().contains("slow job finished"));
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "step\n", "the subagent's side effect ran once");
+    assert!(
+        reports[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("slow job finished")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "step\n",
+        "the subagent's side effect ran once"
+    );
     // a later restart does not report again
     host.kill9().await;
     let host = HostProcess::start(&path, port, &log).await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let again = entries(&host.url, &session).await;
-    assert_eq!(again.iter().filter(|e| e["kind"] == "agent_message").count(), 1);
+    assert_eq!(
+        again
+            .iter()
+            .filter(|e| e["kind"] == "agent_message")
+            .count(),
+        1
+    );
     host.kill9().await;
 }

@@ -595,3 +595,42 @@ async fn an_unfinished_run_resumes_after_a_sigkill() {
     }
     host.kill9().await;
 }
+
+#[tokio::test]
+async fn messages_posted_during_a_run_start_their_own_runs_in_order() {
+    let host = room_host(TALKER).await;
+    create(&host, TOKEN, json!({"name": "busy", "members": ["a", "b"]})).await;
+    let (_, first) = post(&host, "busy", "first topic", "k1").await;
+    let (_, second) = post(&host, "busy", "second topic", "k2").await;
+    let session = first["session"].as_str().unwrap().to_owned();
+    let (s1, s2) = (first["seq"].as_i64().unwrap(), second["seq"].as_i64().unwrap());
+    host.wait_turn_end(&session, s2).await;
+    let entries = host.entries(&session).await;
+    let end_of = |seq: i64| {
+        entries
+            .iter()
+            .find(|e| e["kind"] == "turn_end" && e["inputs"] == json!([seq]))
+            .unwrap()["seq"]
+            .as_i64()
+            .unwrap()
+    };
+    // the runs do not overlap: every reply of the first precedes its end,
+    // which precedes every reply of the second
+    let (e1, e2) = (end_of(s1), end_of(s2));
+    assert!(e1 < e2);
+    let replies_in = |from: i64, to: i64| {
+        entries
+            .iter()
+            .filter(|e| e["kind"] == "delivery")
+            .filter(|e| (from..to).contains(&e["seq"].as_i64().unwrap()))
+            .count()
+    };
+    assert_eq!(replies_in(s1, e1), 6);
+    assert_eq!(replies_in(e1, e2), 6);
+    // the second run's first input shows the second topic, not the first
+    let a = member_inputs(&host, "a", "busy").await;
+    assert_eq!(a.len(), 6, "{a:#?}");
+    assert!(a[0].contains("first topic") && !a[0].contains("second topic"), "{}", a[0]);
+    assert!(a[3].contains("second topic") && !a[3].contains("first topic"), "{}", a[3]);
+    host.shutdown().await;
+}

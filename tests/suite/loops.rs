@@ -79,7 +79,7 @@ async fn a_long_repetitive_code_block_is_not_cut() {
 #[tokio::test]
 async fn the_same_tool_call_repeated_is_refused_then_ends_the_turn() {
     let step = r#"{ tool = "Read", args = { path = "a.txt" } }"#;
-    let script = format!("[[rule]]\nsteps = [ {} ]\n", vec![step; 8].join(", "));
+    let script = format!("[[rule]]\nsteps = [ {} ]\n", [step; 8].join(", "));
     let host = TestFleet::new()
         .script("s", &script)
         .bot("r", "s", &["SendMessage", "Read"])

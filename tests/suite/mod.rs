@@ -1,6 +1,7 @@
 //! The integration suite, compiled as one binary by `tests/all.rs`.
 
 mod agents;
+mod approvals;
 mod batching;
 mod cli;
 mod context;
@@ -13,6 +14,10 @@ mod memory;
 mod openai_faults;
 mod openai_host;
 mod openai_provider;
+mod recall;
+mod recall_faults;
 mod routines;
 mod routines_api;
 mod secrets;
+mod ui;
+mod ui_browser;

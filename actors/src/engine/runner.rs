@@ -351,6 +351,14 @@ impl Runner {
             });
         };
         self.scope.runner = runner_of(record.key.kind);
+        if record.key.kind == SessionKind::Group {
+            // a shared room's members run with the shared surface
+            self.scope.runner = self
+                .rt
+                .groups
+                .member_runner(&self.rt.store, &record.key.peer)
+                .await?;
+        }
         self.scope.session = record;
         if self.bot.origin.starts_with("subagent:")
             && let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await?

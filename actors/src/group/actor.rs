@@ -32,25 +32,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use botfleet_memory::AdmitOutcome;
-use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
-use botfleet_memory::EntryId;
-use botfleet_memory::EntryKind;
-use botfleet_memory::InputDigest;
-use botfleet_memory::Mutation;
-use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
-use botfleet_memory::Priority;
 use botfleet_memory::RoomId;
 use botfleet_memory::RoomRecord;
-use botfleet_memory::RoomRunRecord;
-use botfleet_memory::RoomRunStatus;
 use botfleet_memory::SessionId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
-use botfleet_memory::TurnStatus;
 use botfleet_memory::UserId;
 use ractor::Actor;
 use ractor::ActorProcessingErr;
@@ -61,18 +48,13 @@ use tokio::time::Instant;
 
 use super::error::GroupError;
 use super::member::Cursor;
-use super::member::InputView;
-use super::member::MemberDone;
 use super::member::MemberWait;
 use super::member::is_message;
-use super::member::render_input;
 use super::mentions::MemberName;
 use super::rooms::RoomsMsg;
-use super::run::End;
 use super::run::Limits;
 use super::run::Next;
 use super::run::Run;
-use super::run::Turn;
 use crate::runtime::Runtime;
 
 /// Public messages of the timeline kept in memory.
@@ -143,34 +125,44 @@ pub enum GroupMsg {
     IdleCheck,
 }
 
-struct Current {
-    trigger_seq: i64,
-    state: RunState,
-    wait: Option<MemberWait>,
+/// The run in progress.
+pub(super) struct Current {
+    /// Seq of its user message in the timeline.
+    pub(super) trigger_seq: i64,
+    /// Its state (the checkpoint).
+    pub(super) state: RunState,
+    /// The member turn being awaited.
+    pub(super) wait: Option<MemberWait>,
 }
 
 /// State of an active room.
 pub struct GroupState {
-    rt: Arc<Runtime>,
-    rooms: ActorRef<RoomsMsg>,
-    room: RoomRecord,
-    names: Vec<MemberName>,
-    owners: Vec<UserId>,
-    limits: Limits,
-    timeline: SessionId,
+    pub(super) rt: Arc<Runtime>,
+    pub(super) rooms: ActorRef<RoomsMsg>,
+    pub(super) room: RoomRecord,
+    pub(super) names: Vec<MemberName>,
+    pub(super) owners: Vec<UserId>,
+    pub(super) limits: Limits,
+    pub(super) timeline: SessionId,
     /// Public messages of the timeline, oldest first.
-    tail: VecDeque<Entry>,
-    /// Newest timeline seq read.
-    last_seq: i64,
+    pub(super) tail: VecDeque<Entry>,
+    /// Newest timeline seq known (read or written by this actor).
+    pub(super) last_seq: i64,
+    /// Every timeline entry up to this seq was read (the actor's own
+    /// appends do not move it: a user message may land between them).
+    pub(super) last_read: i64,
     /// Member cursors and withheld counts after the last finished run.
-    cursors: BTreeMap<BotId, Cursor>,
-    withheld: BTreeMap<BotId, u32>,
-    current: Option<Current>,
-    recheck_armed: bool,
-    retry_armed: bool,
-    wakes: u64,
-    idle_since: Option<Instant>,
-    idle_armed: bool,
+    pub(super) cursors: BTreeMap<BotId, Cursor>,
+    pub(super) withheld: BTreeMap<BotId, u32>,
+    pub(super) current: Option<Current>,
+    /// Replies recorded but not yet committed: they are published in the
+    /// same transaction as the next member's input, or the run's end.
+    pub(super) pending: Vec<NewEntry>,
+    pub(super) recheck_armed: bool,
+    pub(super) retry_armed: bool,
+    pub(super) wakes: u64,
+    pub(super) idle_since: Option<Instant>,
+    pub(super) idle_armed: bool,
 }
 
 impl Actor for GroupActor {
@@ -224,9 +216,11 @@ impl Actor for GroupActor {
             timeline,
             tail,
             last_seq,
+            last_read: last_seq,
             cursors,
             withheld,
             current: None,
+            pending: Vec::new(),
             recheck_armed: false,
             retry_armed: false,
             wakes: 0,
@@ -312,15 +306,16 @@ impl GroupState {
                 }
             };
             if let Some(wait) = cur.wait.as_mut() {
+                // a few rows by index: cheaper here than a hop to the
+                // blocking pool and back
                 let entries = self
                     .rt
                     .store
-                    .entries_after(wait.session, wait.scanned, 1000)
-                    .await?;
+                    .entries_after_now(wait.session, wait.scanned, 1000)?;
                 let full = entries.len() == 1000;
                 match wait.feed(&entries) {
                     Some(done) => {
-                        self.complete_member(done).await?;
+                        self.complete_member(done);
                         continue;
                     }
                     None if full => continue,
@@ -353,19 +348,22 @@ impl GroupState {
     /// it from the store.
     fn reset(&mut self) {
         self.current = None;
+        self.pending.clear();
         self.tail.clear();
         self.last_seq = 0;
+        self.last_read = 0;
     }
 
     /// Reads timeline entries the actor has not seen (new user messages).
-    async fn refresh_tail(&mut self) -> Result<(), GroupError> {
-        if self.last_seq == 0 && self.tail.is_empty() {
+    pub(super) async fn refresh_tail(&mut self) -> Result<(), GroupError> {
+        if self.last_read == 0 && self.tail.is_empty() {
             let entries = self
                 .rt
                 .store
                 .tail_entries(self.timeline, TAIL as i64 * 4)
                 .await?;
             self.last_seq = entries.last().map(|e| e.seq).unwrap_or(0);
+            self.last_read = self.last_seq;
             self.tail = entries.into_iter().filter(is_message).collect();
             return Ok(());
         }
@@ -373,10 +371,11 @@ impl GroupState {
             let entries = self
                 .rt
                 .store
-                .entries_after(self.timeline, self.last_seq, 1000)
+                .entries_after(self.timeline, self.last_read, 1000)
                 .await?;
             let n = entries.len();
             for e in entries {
+                self.last_read = self.last_read.max(e.seq);
                 self.push_tail(e);
             }
             if n < 1000 {
@@ -385,283 +384,20 @@ impl GroupState {
         }
     }
 
-    fn push_tail(&mut self, e: Entry) {
+    /// Adds a timeline entry to the tail in seq order (once).
+    pub(super) fn push_tail(&mut self, e: Entry) {
         self.last_seq = self.last_seq.max(e.seq);
-        if is_message(&e) {
-            self.tail.push_back(e);
-            while self.tail.len() > TAIL {
-                self.tail.pop_front();
-            }
+        if !is_message(&e) {
+            return;
         }
-    }
-
-    async fn start(&mut self, record: RoomRunRecord) -> Result<(), GroupError> {
-        self.refresh_tail().await?;
-        let trigger_seq = record.trigger_seq;
-        let mut state: RunState = match serde_json::from_value(record.state) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(room = %self.room.id, trigger_seq, error = %e, "unreadable run state; ending the run");
-                RunState {
-                    selected: Vec::new(),
-                    unknown: Vec::new(),
-                    progress: None,
-                }
-            }
-        };
-        let fresh = state.progress.is_none();
-        if fresh {
-            let indices = state
-                .selected
-                .iter()
-                .filter_map(|id| self.room.members.iter().position(|m| m == id))
-                .collect();
-            state.progress = Some(Progress {
-                run: Run::new(indices, self.limits),
-                cursors: self.cursors.clone(),
-                withheld: self.withheld.clone(),
-            });
-        } else {
-            tracing::info!(room = %self.room.id, trigger_seq, "resuming an unfinished room run");
+        let at = self.tail.partition_point(|t| t.seq < e.seq);
+        if self.tail.get(at).is_some_and(|t| t.seq == e.seq) {
+            return;
         }
-        self.current = Some(Current {
-            trigger_seq,
-            state,
-            wait: None,
-        });
-        if fresh {
-            self.save(Vec::new(), RoomRunStatus::Running).await?;
+        self.tail.insert(at, e);
+        while self.tail.len() > TAIL {
+            self.tail.pop_front();
         }
-        Ok(())
-    }
-
-    /// Commits `entries` (appended to the timeline) with the run's state.
-    async fn save(
-        &mut self,
-        entries: Vec<NewEntry>,
-        status: RoomRunStatus,
-    ) -> Result<(), GroupError> {
-        let Some(cur) = self.current.as_ref() else {
-            return Ok(());
-        };
-        let state = serde_json::to_value(&cur.state)
-            .map_err(|e| GroupError::Invalid(format!("run state: {e}")))?;
-        let mut batch: Vec<Mutation> = entries
-            .iter()
-            .map(|e| Mutation::Append(Box::new(e.clone())))
-            .collect();
-        batch.push(Mutation::SaveRoomRun {
-            room: self.room.id.clone(),
-            trigger_seq: cur.trigger_seq,
-            status,
-            state,
-        });
-        let results = self.rt.store.write(batch).await?;
-        for (e, r) in entries.into_iter().zip(results) {
-            if let MutationResult::Appended {
-                seq,
-                gid,
-                created_at,
-                ..
-            } = r
-            {
-                self.push_tail(Entry {
-                    id: e.id,
-                    session: e.session,
-                    seq,
-                    gid,
-                    author: e.author,
-                    turn: e.turn,
-                    created_at,
-                    kind: e.kind,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    async fn begin_member(
-        &mut self,
-        myself: &ActorRef<GroupMsg>,
-        member: usize,
-        round: u32,
-        slot: usize,
-    ) -> Result<(), GroupError> {
-        let Some(cur) = self.current.as_mut() else {
-            return Ok(());
-        };
-        let Some(progress) = cur.state.progress.as_mut() else {
-            return Ok(());
-        };
-        let Some(bot) = self.room.members.get(member).cloned() else {
-            return Err(GroupError::Invalid(format!("no member {member}")));
-        };
-        let view = InputView {
-            room: &self.room.name,
-            names: &self.names,
-            member,
-            messages: self.tail.make_contiguous(),
-            cursor: progress.cursors.get(&bot).copied().unwrap_or_default(),
-            trigger: cur.trigger_seq,
-            withheld: progress.withheld.get(&bot).copied().unwrap_or(0),
-            limits: self.limits,
-        };
-        let (text, covered) = render_input(&view);
-        let key = SessionKey {
-            bot: bot.clone(),
-            kind: SessionKind::Group,
-            peer: self.room.id.to_string(),
-        };
-        let session = key.id();
-        let owner = self
-            .owners
-            .get(member)
-            .cloned()
-            .unwrap_or_else(|| self.room.owner.clone());
-        let req = AdmitRequest {
-            source: format!("room:{}", self.room.id),
-            nonce: format!("{}:{round}:{slot}", cur.trigger_seq),
-            nonce_time_ms: None,
-            digest: InputDigest::of_parts([
-                b"room_turn".as_slice(),
-                self.room.id.as_str().as_bytes(),
-                bot.as_str().as_bytes(),
-                text.as_bytes(),
-            ]),
-            session: key,
-            owner,
-            entry: NewEntry {
-                id: EntryId::new_v7(),
-                session,
-                author: format!("room:{}", self.room.id),
-                turn: None,
-                kind: EntryKind::Event {
-                    origin: format!("room {}", self.room.name),
-                    text,
-                    trusted: false,
-                },
-            },
-            priority: Priority::Background,
-        };
-        progress.cursors.insert(bot.clone(), covered);
-        progress.withheld.remove(&bot);
-        // watch before admitting: a signal that lands meanwhile waits in
-        // the mailbox, and the first read below sees what came before
-        self.rt.groups.watches().insert(session, myself.clone());
-        let record = match self.rt.admit(req).await? {
-            AdmitOutcome::Accepted(r) | AdmitOutcome::Duplicate(r) => r,
-            AdmitOutcome::Conflict(r) => {
-                tracing::warn!(room = %self.room.id, member = %bot, "member input differs from the one admitted before a restart; waiting for the admitted one");
-                r
-            }
-            AdmitOutcome::Unknown { reason } => {
-                return Err(GroupError::Invalid(format!(
-                    "the ledger cannot tell whether member {bot} got its input: {reason}"
-                )));
-            }
-        };
-        cur.wait = Some(MemberWait::new(bot, session, record.seq));
-        Ok(())
-    }
-
-    async fn complete_member(&mut self, done: MemberDone) -> Result<(), GroupError> {
-        let Some(cur) = self.current.as_mut() else {
-            return Ok(());
-        };
-        let Some(wait) = cur.wait.take() else {
-            return Ok(());
-        };
-        self.rt.groups.watches().remove(&wait.session);
-        let Some(progress) = cur.state.progress.as_mut() else {
-            return Ok(());
-        };
-        let delivered = done.deliveries.len() as u32;
-        let recorded = progress.run.record(if delivered == 0 {
-            Turn::Skipped
-        } else {
-            Turn::Spoke(delivered)
-        });
-        if recorded.withheld > 0 {
-            progress
-                .withheld
-                .insert(wait.bot.clone(), recorded.withheld);
-        }
-        if matches!(done.status, TurnStatus::Failed | TurnStatus::Cancelled) {
-            tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; counted as it delivered");
-        }
-        let published: Vec<NewEntry> = done
-            .deliveries
-            .into_iter()
-            .take(recorded.published as usize)
-            .filter_map(|d| {
-                let EntryKind::Delivery {
-                    text,
-                    card,
-                    call_id,
-                } = d.kind
-                else {
-                    return None;
-                };
-                let turn = d.turn?;
-                Some(NewEntry {
-                    id: EntryId::derive(turn, &call_id, "room"),
-                    session: self.timeline,
-                    author: wait.bot.to_string(),
-                    turn: Some(turn),
-                    kind: EntryKind::Delivery {
-                        text,
-                        card,
-                        call_id,
-                    },
-                })
-            })
-            .collect();
-        self.save(published, RoomRunStatus::Running).await
-    }
-
-    async fn finish(&mut self, end: End) -> Result<(), GroupError> {
-        let Some(cur) = self.current.as_ref() else {
-            return Ok(());
-        };
-        let Some(progress) = cur.state.progress.as_ref() else {
-            return Ok(());
-        };
-        let replies = progress.run.replies();
-        let trigger = cur.trigger_seq;
-        let notice = NewEntry {
-            id: EntryId::new_v7(),
-            session: self.timeline,
-            author: "system".into(),
-            turn: None,
-            kind: EntryKind::Notice {
-                code: format!("room_run_{}", end.code()),
-                text: format!(
-                    "Discussion of message #{trigger} ended: {} ({replies} public {}).",
-                    end.describe(&self.limits),
-                    if replies == 1 { "reply" } else { "replies" }
-                ),
-                retry_turn: None,
-            },
-        };
-        let end_entry = NewEntry {
-            id: EntryId::new_v7(),
-            session: self.timeline,
-            author: "system".into(),
-            turn: None,
-            kind: EntryKind::TurnEnd {
-                status: TurnStatus::Completed,
-                inputs: vec![trigger],
-                deliveries: replies,
-                usage: None,
-            },
-        };
-        let (cursors, withheld) = (progress.cursors.clone(), progress.withheld.clone());
-        self.save(vec![notice, end_entry], RoomRunStatus::Done)
-            .await?;
-        self.cursors = cursors;
-        self.withheld = withheld;
-        self.current = None;
-        Ok(())
     }
 
     fn unwatch(&mut self, myself: &ActorRef<GroupMsg>) {

@@ -55,6 +55,9 @@ pub(crate) struct InputView<'a> {
     pub member: usize,
     /// Public messages of the timeline (oldest first).
     pub messages: &'a [Entry],
+    /// Replies about to be published with this input (same transaction),
+    /// with provisional seqs above every stored one.
+    pub pending: &'a [Entry],
     /// What it has been shown.
     pub cursor: Cursor,
     /// Seq of the user message of the run: later user messages belong to
@@ -86,6 +89,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
     let visible: Vec<&Entry> = view
         .messages
         .iter()
+        .chain(view.pending)
         .filter(|e| {
             if is_delivery(e) {
                 e.seq > c.delivery

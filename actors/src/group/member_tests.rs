@@ -125,6 +125,7 @@ fn view<'a>(
         names,
         member,
         messages,
+        pending: &[],
         cursor,
         trigger,
         withheld,

@@ -30,6 +30,7 @@ pub mod mentions;
 pub mod room;
 mod rooms;
 pub mod run;
+mod steps;
 
 pub use actor::GroupActor;
 pub use actor::GroupArgs;

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use botfleet_memory::RoomId;
 use botfleet_memory::SessionId;
+use botfleet_memory::Store;
+use botfleet_memory::StoreError;
 use dashmap::DashMap;
 use parking_lot::RwLock;
 use ractor::Actor;
@@ -33,6 +35,7 @@ use super::actor::GroupArgs;
 use super::actor::GroupMsg;
 use crate::error::ActorError;
 use crate::runtime::Runtime;
+use crate::tools::Runner;
 
 /// Restarts of one room's actor allowed per minute.
 const MAX_RESTARTS_PER_MINUTE: u32 = 5;
@@ -46,6 +49,8 @@ pub(crate) type Watches = Arc<DashMap<SessionId, ActorRef<GroupMsg>>>;
 pub struct GroupRegistry {
     supervisor: RwLock<Option<ActorRef<RoomsMsg>>>,
     watches: Watches,
+    /// Whether a room is shared, by room id (a room's members never change).
+    shared: DashMap<RoomId, bool>,
 }
 
 impl std::fmt::Debug for GroupRegistry {
@@ -88,6 +93,21 @@ impl GroupRegistry {
 
     pub(crate) fn watches(&self) -> &Watches {
         &self.watches
+    }
+
+    /// Who runs a member's turn in room `room` (the peer of its group
+    /// session): a member of a shared room gets the shared surface (no
+    /// private connectors, no state-changing tools; tools/surface.rs).
+    pub async fn member_runner(&self, store: &Store, room: &str) -> Result<Runner, StoreError> {
+        let Ok(id) = RoomId::new(room) else {
+            return Ok(Runner::GroupMember { shared: false });
+        };
+        if let Some(shared) = self.shared.get(&id) {
+            return Ok(Runner::GroupMember { shared: *shared });
+        }
+        let shared = store.get_room(&id).await?.is_some_and(|r| r.shared);
+        self.shared.insert(id, shared);
+        Ok(Runner::GroupMember { shared })
     }
 }
 
@@ -334,5 +354,57 @@ impl RoomsState {
         }
         entry.1 += 1;
         entry.1 <= MAX_RESTARTS_PER_MINUTE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use botfleet_memory::BotId;
+    use botfleet_memory::Mutation;
+    use botfleet_memory::RoomRecord;
+    use botfleet_memory::StoreOptions;
+    use botfleet_memory::UserId;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn members_of_shared_rooms_get_the_shared_surface() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(StoreOptions::new(dir.path().join("db"))).unwrap();
+        let room = |id: &str, shared| RoomRecord {
+            id: RoomId::new(id).unwrap(),
+            name: id.into(),
+            owner: UserId::new("alice").unwrap(),
+            members: vec![BotId::new("a").unwrap(), BotId::new("b").unwrap()],
+            shared,
+            created_at: 0,
+            updated_at: 0,
+        };
+        store
+            .write(vec![
+                Mutation::CreateRoom(Box::new(room("mine", false))),
+                Mutation::CreateRoom(Box::new(room("mixed", true))),
+            ])
+            .await
+            .unwrap();
+        let registry = GroupRegistry::default();
+        for _ in 0..2 {
+            // the second pass answers from the cache
+            assert_eq!(
+                registry.member_runner(&store, "mixed").await.unwrap(),
+                Runner::GroupMember { shared: true }
+            );
+            assert_eq!(
+                registry.member_runner(&store, "mine").await.unwrap(),
+                Runner::GroupMember { shared: false }
+            );
+        }
+        assert_eq!(
+            registry.member_runner(&store, "not a room").await.unwrap(),
+            Runner::GroupMember { shared: false }
+        );
+        store.close().await;
     }
 }

@@ -23,8 +23,10 @@ mod redaction;
 mod review;
 mod scripts;
 mod secrets;
+mod shell_net;
 mod shell_parse;
 mod shell_rules;
+mod shell_words;
 mod tool_loop;
 
 pub use file_locks::ExclusiveGuard;

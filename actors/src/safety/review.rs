@@ -27,16 +27,17 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::Digest;
 use sha2::Sha256;
-use tokio_util::sync::CancellationToken;
 
 use super::patterns;
 use super::patterns::HostAllowlist;
 use super::shell_rules;
-use crate::model::ChatMessage;
-use crate::model::Model;
-use crate::model::ModelRequest;
-use crate::model::Purpose;
-use crate::prompts::prompts;
+
+#[path = "review_model.rs"]
+mod model;
+
+#[cfg(test)]
+pub(crate) use model::parse_verdict;
+pub use model::review_with_model;
 
 /// How a surface is reviewed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -504,121 +505,6 @@ pub(crate) fn scan_text(text: &str, allow: &HostAllowlist, hosts: bool, findings
     }
     if text.contains("rm -rf / ") || text.ends_with("rm -rf /") || text.contains("rm -rf /\"") {
         findings.deny("deletes the whole file system (rm -rf /)");
-    }
-}
-
-/// The reviewer model's answer.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ModelVerdict {
-    decision: String,
-    #[serde(default)]
-    reason: String,
-}
-
-/// Asks the reviewer model about an action the rules allowed. Any failure
-/// (error, timeout, cancellation, an answer that is not the strict JSON
-/// verdict) is [`ReviewDecision::Ask`]: the model reviewer fails closed.
-pub async fn review_with_model(
-    model: &dyn Model,
-    bot: &str,
-    action: &Action,
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> ReviewDecision {
-    let mut scripts = String::new();
-    for s in &action.scripts {
-        let _ = write!(
-            scripts,
-            "\n--- {} ({}, {:?}, sha256 {}) ---\n{}\n",
-            s.origin, s.path, s.kind, s.sha256, s.text
-        );
-    }
-    let mut args = String::new();
-    canonical_json(&action.args, &mut args);
-    let Ok(system) = prompts().review.render(&[
-        ("tool", &action.tool),
-        ("surface", action.surface.as_str()),
-        ("args", &args),
-        (
-            "scripts",
-            if scripts.is_empty() {
-                "(none)"
-            } else {
-                &scripts
-            },
-        ),
-    ]) else {
-        return ReviewDecision::Ask {
-            reason: "the reviewer prompt could not be built".into(),
-        };
-    };
-    let request = ModelRequest {
-        purpose: Purpose::Review,
-        bot: bot.to_owned(),
-        messages: vec![
-            ChatMessage::System { content: system },
-            ChatMessage::User {
-                content: format!("Review this {} action: {}", action.tool, action.summary),
-            },
-        ],
-        tools: Vec::new(),
-        max_tokens: Some(300),
-    };
-    let answer = tokio::time::timeout(timeout, model.complete(&request, &mut (), cancel)).await;
-    let text = match answer {
-        Ok(Ok(response)) => response.text,
-        Ok(Err(e)) => {
-            return ReviewDecision::Ask {
-                reason: format!("the reviewer model failed ({e}), so a person must decide"),
-            };
-        }
-        Err(_) => {
-            return ReviewDecision::Ask {
-                reason: format!(
-                    "the reviewer model did not answer within {} s, so a person must decide",
-                    timeout.as_secs()
-                ),
-            };
-        }
-    };
-    parse_verdict(&text)
-}
-
-/// Parses the reviewer model's strict JSON verdict (a fenced block is
-/// tolerated); anything else is `Ask`.
-pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|t| t.strip_suffix("```"))
-        .unwrap_or(trimmed)
-        .trim();
-    let verdict: ModelVerdict = match serde_json::from_str(body) {
-        Ok(v) => v,
-        Err(_) => {
-            return ReviewDecision::Ask {
-                reason:
-                    "the reviewer model's answer was not a valid verdict, so a person must decide"
-                        .into(),
-            };
-        }
-    };
-    let reason = if verdict.reason.trim().is_empty() {
-        "the reviewer model gave no reason".to_owned()
-    } else {
-        format!("reviewer model: {}", verdict.reason.trim())
-    };
-    match verdict.decision.as_str() {
-        "allow" => ReviewDecision::Allow,
-        "deny" => ReviewDecision::Deny { reason },
-        "ask" => ReviewDecision::Ask { reason },
-        other => ReviewDecision::Ask {
-            reason: format!(
-                "the reviewer model answered {other:?}, which is not allow/ask/deny, so a person must decide"
-            ),
-        },
     }
 }
 

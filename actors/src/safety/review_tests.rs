@@ -4,6 +4,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::*;
 

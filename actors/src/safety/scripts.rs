@@ -25,7 +25,7 @@ use super::review::ResolvedScript;
 use super::review::ScriptKind;
 use super::shell_parse::Script;
 use super::shell_parse::parse;
-use super::shell_rules::program_start;
+use super::shell_words::program_start;
 use crate::tools::Workspace;
 
 /// Largest script whose text is reviewed.

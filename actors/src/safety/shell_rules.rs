@@ -13,9 +13,15 @@ use super::review::Findings;
 use super::review::ResolvedScript;
 use super::review::ScriptKind;
 use super::review::scan_text;
+use super::shell_net;
 use super::shell_parse::Script;
 use super::shell_parse::SimpleCommand;
 use super::shell_parse::parse;
+use super::shell_words::basename;
+use super::shell_words::has;
+use super::shell_words::has_short;
+use super::shell_words::positionals;
+use super::shell_words::program_start;
 
 /// Deepest nesting of `sh -c`, `eval` and substitutions reviewed.
 const MAX_DEPTH: u8 = 6;
@@ -114,7 +120,7 @@ fn fork_bomb(text: &str, findings: &mut Findings) {
     while let Some(at) = squeezed[from..].find("(){") {
         let at = from + at;
         let name_start = squeezed[..at]
-            .rfind(|c: char| matches!(c, ';' | '&' | '|' | '{' | '}' | '(' | ')'))
+            .rfind([';', '&', '|', '{', '}', '(', ')'])
             .map_or(0, |p| p + 1);
         let name = &squeezed[name_start..at];
         if !name.is_empty() && squeezed[at..].contains(&format!("{name}|{name}&")) {
@@ -123,128 +129,6 @@ fn fork_bomb(text: &str, findings: &mut Findings) {
         }
         from = at + 3;
     }
-}
-
-/// Where the program of a command starts, after assignments, keywords
-/// and wrappers (`sudo`, `env A=b`, `nohup`, `timeout 5`, `xargs -n1`...);
-/// and whether it runs as another user.
-pub(crate) fn program_start(words: &[String]) -> (usize, bool) {
-    let mut i = 0;
-    let mut elevated = false;
-    let value_flags =
-        |w: &str, flags: &str| w.len() == 2 && w.starts_with('-') && flags.contains(&w[1..]);
-    while let Some(w) = words.get(i) {
-        let w = w.as_str();
-        let assignment = w.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty()
-                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                && !name.as_bytes()[0].is_ascii_digit()
-        });
-        if assignment
-            || matches!(
-                w,
-                "!" | "{"
-                    | "}"
-                    | "if"
-                    | "then"
-                    | "else"
-                    | "elif"
-                    | "fi"
-                    | "do"
-                    | "done"
-                    | "while"
-                    | "until"
-                    | "time"
-                    | "exec"
-                    | "command"
-                    | "builtin"
-                    | "nohup"
-                    | "setsid"
-                    | "unbuffer"
-                    | "chronic"
-            )
-        {
-            i += 1;
-            continue;
-        }
-        let skip_flags = |mut j: usize, takes_value: &str| {
-            while let Some(f) = words.get(j) {
-                if f == "--" {
-                    return j + 1;
-                }
-                if !f.starts_with('-') || f.len() == 1 {
-                    break;
-                }
-                j += if value_flags(f, takes_value) { 2 } else { 1 };
-            }
-            j
-        };
-        match w {
-            "sudo" | "doas" => {
-                elevated = true;
-                i = skip_flags(i + 1, "ugpCDrtUh");
-            }
-            "env" => {
-                let mut j = skip_flags(i + 1, "uCS");
-                while words
-                    .get(j)
-                    .is_some_and(|a| a.contains('=') && !a.starts_with('='))
-                {
-                    j += 1;
-                }
-                if j >= words.len() {
-                    return (i, elevated);
-                }
-                i = j;
-            }
-            "nice" | "ionice" | "stdbuf" | "xargs" | "watch" | "strace" | "ltrace" => {
-                i = skip_flags(i + 1, "ncpIiLPsaEdoeO");
-            }
-            "timeout" => {
-                i = skip_flags(i + 1, "sk") + 1;
-            }
-            _ => return (i, elevated),
-        }
-    }
-    (i, elevated)
-}
-
-fn basename(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
-}
-
-/// Positional arguments: words not starting with `-` (all after `--`),
-/// skipping the value of a flag in `takes_value` (single letters).
-fn positionals<'a>(args: &'a [String], takes_value: &str) -> Vec<&'a str> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut rest = false;
-    while let Some(a) = args.get(i) {
-        if rest || !a.starts_with('-') || a == "-" {
-            out.push(a.as_str());
-        } else if a == "--" {
-            rest = true;
-        } else if a.len() == 2 && takes_value.contains(&a[1..]) {
-            i += 1;
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Whether a short-flag cluster (`-rf`) holds any of `letters`.
-fn has_short(args: &[String], letters: &str) -> bool {
-    args.iter().any(|a| {
-        a.starts_with('-')
-            && !a.starts_with("--")
-            && a.len() > 1
-            && a[1..].bytes().all(|b| b.is_ascii_alphabetic())
-            && a[1..].chars().any(|c| letters.contains(c))
-    })
-}
-
-fn has(args: &[String], flag: &str) -> bool {
-    args.iter().any(|a| a == flag)
 }
 
 fn is_root_like(target: &str) -> bool {
@@ -376,6 +260,9 @@ fn command_rules(
     f: &mut Findings,
     depth: u8,
 ) {
+    if shell_net::network_rules(program, args, allow, f) {
+        return;
+    }
     match program {
         "rm" => rm(args, f),
         p if p == "mkfs"
@@ -436,10 +323,8 @@ fn command_rules(
         "mv" if args.last().is_some_and(|a| a == "/dev/null") => {
             f.ask("moves files to /dev/null (deletes them)");
         }
-        "printenv" => {
-            if args.is_empty() || args.iter().any(|a| patterns::is_secret_name(a)) {
-                f.ask("prints environment variables, which hold secrets");
-            }
+        "printenv" if args.is_empty() || args.iter().any(|a| patterns::is_secret_name(a)) => {
+            f.ask("prints environment variables, which hold secrets");
         }
         "env" => f.ask("dumps the environment, which holds secrets"),
         "set" if args.is_empty() => f.ask("dumps the shell's variables, which hold secrets"),
@@ -464,32 +349,6 @@ fn command_rules(
         {
             f.ask("reads the keychain");
         }
-        "curl" => curl(args, allow, f),
-        "wget" => wget(args, allow, f),
-        "nc" | "ncat" | "netcat" | "telnet" => netcat(program, args, allow, f),
-        "socat" => {
-            let hosts: Vec<String> = args.iter().flat_map(|a| socat_hosts(a)).collect();
-            if hosts.is_empty() || hosts.iter().any(|h| !allow.allows(h)) {
-                f.ask("opens a raw network connection (socat)");
-            }
-        }
-        "scp" | "sftp" | "rsync" => copy(program, args, allow, f),
-        "ssh" | "mosh" => {
-            if let Some(host) = positionals(args, "bcDEeFIiJLlmOopQRSWw").first() {
-                let host = host.rsplit('@').next().unwrap_or(host);
-                if !allow.allows(host) {
-                    f.ask(format!("connects to {host} over ssh (runs commands there)"));
-                }
-            }
-        }
-        "ftp" | "tftp" | "lftp" => {
-            let host = positionals(args, "p").first().map(|h| h.to_string());
-            if host.as_deref().is_none_or(|h| !allow.allows(h)) {
-                f.ask(format!("opens an FTP connection ({program})"));
-            }
-        }
-        "http" | "https" | "xh" => httpie(args, allow, f),
-        "aws" | "gsutil" | "rclone" | "azcopy" => cloud_copy(program, args, f),
         p if INTERPRETERS.contains(&p)
             && args
                 .iter()
@@ -617,189 +476,6 @@ fn find(args: &[String], allow: &HostAllowlist, f: &mut Findings, depth: u8) {
             i = end;
         }
         i += 1;
-    }
-}
-
-/// Asks about an upload to `hosts` unless every host is allowed.
-fn upload(what: &str, hosts: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    if hosts.is_empty() {
-        f.ask(format!("{what} to a host the review cannot see"));
-    }
-    for host in hosts {
-        if allow.allows(host) {
-            continue;
-        }
-        if patterns::is_paste_host(host) {
-            f.ask(format!(
-                "{what} to {host}, a paste site or anonymous file host"
-            ));
-        } else {
-            f.ask(format!(
-                "{what} to {host}, which is not on the review allowlist"
-            ));
-        }
-    }
-}
-
-fn curl(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    let mut sends = has_short(args, "dFT");
-    for (i, a) in args.iter().enumerate() {
-        let a = a.as_str();
-        if a.starts_with("--data")
-            || a.starts_with("--form")
-            || matches!(a, "--upload-file" | "--json")
-        {
-            sends = true;
-        }
-        let method = if matches!(a, "-X" | "--request") {
-            args.get(i + 1).map(String::as_str)
-        } else {
-            a.strip_prefix("-X")
-                .or_else(|| a.strip_prefix("--request="))
-        };
-        if method
-            .is_some_and(|m| matches!(m.to_ascii_uppercase().as_str(), "POST" | "PUT" | "PATCH"))
-        {
-            sends = true;
-        }
-    }
-    if sends {
-        let hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
-        upload("sends data", &hosts, allow, f);
-    }
-}
-
-fn wget(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    let sends = args.iter().any(|a| {
-        a.starts_with("--post-")
-            || a.starts_with("--body-")
-            || a.strip_prefix("--method=").is_some_and(|m| {
-                matches!(m.to_ascii_uppercase().as_str(), "POST" | "PUT" | "PATCH")
-            })
-    });
-    if sends {
-        let hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
-        upload("sends data", &hosts, allow, f);
-    }
-}
-
-fn netcat(program: &str, args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    if has_short(args, "l") || has(args, "--listen") {
-        f.ask(format!("listens for network connections ({program})"));
-    }
-    if has_short(args, "ec") || has(args, "--exec") || has(args, "--sh-exec") {
-        f.ask(format!("runs a program over the network ({program} -e)"));
-    }
-    let pos = positionals(args, "psiwqxXecOIT");
-    if let Some(host) = pos
-        .iter()
-        .find(|p| !p.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
-        && !allow.allows(host)
-    {
-        f.ask(format!(
-            "opens a raw network connection to {host} ({program})"
-        ));
-    }
-}
-
-fn socat_hosts(address: &str) -> Vec<String> {
-    let upper = address.to_ascii_uppercase();
-    if ["TCP", "UDP", "OPENSSL", "SSL", "SCTP"]
-        .iter()
-        .any(|p| upper.starts_with(p))
-    {
-        address
-            .split(':')
-            .nth(1)
-            .map(|h| vec![h.split(',').next().unwrap_or(h).to_ascii_lowercase()])
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    }
-}
-
-/// `[user@]host:path` or a `scheme://host` URL: the host.
-fn remote_host(spec: &str) -> Option<String> {
-    if let Some(h) = patterns::url_hosts(spec).into_iter().next() {
-        return Some(h);
-    }
-    let (before, _) = spec.split_once(':')?;
-    if before.is_empty() || before.contains('/') || spec.starts_with('-') {
-        return None;
-    }
-    Some(
-        before
-            .rsplit('@')
-            .next()
-            .unwrap_or(before)
-            .to_ascii_lowercase(),
-    )
-}
-
-fn copy(program: &str, args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    let pos = positionals(args, "PiocFlSJe");
-    if program == "sftp" {
-        if let Some(host) = pos
-            .first()
-            .map(|h| remote_host(h).unwrap_or_else(|| h.rsplit('@').next().unwrap_or(h).to_owned()))
-            && !allow.allows(&host)
-        {
-            f.ask(format!("opens an sftp session to {host}"));
-        }
-        return;
-    }
-    if pos.len() < 2 {
-        return;
-    }
-    if let Some(host) = pos.last().and_then(|d| remote_host(d))
-        && !allow.allows(&host)
-    {
-        f.ask(format!(
-            "copies files to {host}, which is not on the review allowlist ({program})"
-        ));
-    }
-}
-
-fn httpie(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    let pos = positionals(args, "aAv");
-    let sends = pos.iter().any(|p| matches!(*p, "POST" | "PUT" | "PATCH"))
-        || pos
-            .iter()
-            .skip(1)
-            .any(|p| p.contains('=') || p.contains(":=") || p.starts_with('@'))
-        || has(args, "--form")
-        || has(args, "-f");
-    if sends {
-        let mut hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
-        if hosts.is_empty()
-            && let Some(url) = pos.iter().find(|p| p.contains('.') && !p.contains('='))
-        {
-            hosts.push(
-                url.split(['/', ':'])
-                    .next()
-                    .unwrap_or(url)
-                    .to_ascii_lowercase(),
-            );
-        }
-        upload("sends data", &hosts, allow, f);
-    }
-}
-
-fn cloud_copy(program: &str, args: &[String], f: &mut Findings) {
-    let pos = positionals(args, "");
-    let dest = pos.last().copied().unwrap_or("");
-    let uploads = match program {
-        "aws" => pos.first() == Some(&"s3") && pos.len() > 3 && dest.starts_with("s3://"),
-        "gsutil" => pos.len() > 2 && dest.starts_with("gs://"),
-        "rclone" => {
-            pos.len() > 2
-                && matches!(pos[0], "copy" | "sync" | "move" | "copyto" | "moveto")
-                && remote_host(dest).is_some()
-        }
-        _ => matches!(pos.first(), Some(&"copy") | Some(&"sync")),
-    };
-    if uploads {
-        f.ask(format!("uploads to cloud storage ({program} → {dest})"));
     }
 }
 

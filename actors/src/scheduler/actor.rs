@@ -4,9 +4,9 @@
 //! Sequence of a tick (a timer wake-up, a poke, or a change of routines):
 //! 1. read the injected [`Clock`]: every routine whose `next_fire_ms` is at
 //!    or before now is due (decisions never depend on tokio's clock);
-//! 2. per due routine, [`plan_slot`] decides: fire (on time, or once late
-//!    for `catch_up = "once"`), skip (`catch_up = "skip"`), or unknown (a
-//!    slot from before a restore);
+//! 2. per due routine, [`plan_slot`](super::plan_slot) decides: fire (on
+//!    time, or once late for `catch_up = "once"`), skip (`catch_up =
+//!    "skip"`), or unknown (a slot from before a restore);
 //! 3. one store batch per routine: the admission of the event (nonce
 //!    derived from bot, routine and slot) *and* `AdvanceRoutine` to the
 //!    next slot after now, so a slot fires at most once even across
@@ -32,8 +32,6 @@ use super::changes::delete;
 use super::changes::put;
 use super::changes::sync_config;
 use super::fire::fire_due;
-#[cfg(doc)]
-use super::plan::plan_slot;
 use super::spec::RoutineError;
 use super::spec::RoutineSpec;
 use super::spec::Schedule;

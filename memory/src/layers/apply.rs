@@ -17,6 +17,7 @@ use rusqlite::OptionalExtension;
 use rusqlite::Row;
 use rusqlite::params;
 
+use super::recall::stored_terms;
 use super::types::Importance;
 use super::types::Layer;
 use super::types::MAX_LIVE_NOTES;
@@ -213,9 +214,9 @@ fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
     conn.prepare_cached("DELETE FROM memory_forgotten WHERE id = ?1")?
         .execute(params![item.id.as_str()])?;
     conn.prepare_cached(
-        "INSERT INTO memory (id, scope_kind, scope_id, layer, text, norm, chars, importance, source,
-                             created_at, updated_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+        "INSERT INTO memory (id, scope_kind, scope_id, layer, text, norm, chars, terms, importance,
+                             source, created_at, updated_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)",
     )?
     .execute(params![
         item.id.as_str(),
@@ -225,6 +226,7 @@ fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
         item.text,
         key,
         chars as i64,
+        stored_terms(&item.text),
         i64::from(item.importance.get()),
         item.source,
         now,
@@ -370,8 +372,8 @@ fn replace(
     }
     secure(conn, |conn| {
         conn.prepare_cached(
-            "UPDATE memory SET text = ?2, norm = ?3, chars = ?4, importance = ?5, source = ?6,
-                               updated_at = ?7
+            "UPDATE memory SET text = ?2, norm = ?3, chars = ?4, terms = ?8, importance = ?5,
+                               source = ?6, updated_at = ?7
              WHERE id = ?1",
         )?
         .execute(params![
@@ -381,7 +383,8 @@ fn replace(
             chars as i64,
             i64::from(importance.get()),
             source,
-            now
+            now,
+            stored_terms(&text)
         ])?;
         Ok(())
     })?;

@@ -10,9 +10,14 @@ use super::apply::ITEM_COLUMNS;
 use super::apply::forgotten_scope;
 use super::apply::get_item;
 use super::apply::item_from_row;
+use super::apply::layer_items;
+use super::recall::Candidate;
 use super::recall::RecallParams;
-use super::recall::rank_log;
+use super::recall::ScoredEntry;
+use super::recall::query_terms;
+use super::recall::rank_candidates;
 use super::snapshot::MemorySnapshot;
+use super::types::Importance;
 use super::types::Layer;
 use super::types::MemoryId;
 use super::types::MemoryItem;
@@ -38,6 +43,33 @@ fn scope_items(conn: &Connection, scope: &MemoryScope) -> Result<Vec<MemoryItem>
         out.push(item_from_row(row)?);
     }
     Ok(out)
+}
+
+/// The log entries of one scope instance as ranking candidates (their
+/// stored terms, not their texts).
+fn log_candidates(conn: &Connection, scope: &MemoryScope, out: &mut Vec<Candidate>) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, created_at, importance, terms FROM memory
+         WHERE scope_kind = ?1 AND scope_id = ?2 AND layer = 'log'",
+    )?;
+    let mut rows = stmt.query(params![scope.kind().as_str(), scope.key()])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let importance: i64 = row.get(2)?;
+        out.push(Candidate {
+            id: MemoryId::parse(&id).map_err(|e| StoreError::Corrupt {
+                table: "memory",
+                detail: e.to_string(),
+            })?,
+            created_at: row.get(1)?,
+            importance: u8::try_from(importance)
+                .ok()
+                .and_then(|v| Importance::new(v).ok())
+                .unwrap_or_default(),
+            terms: row.get(3)?,
+        });
+    }
+    Ok(())
 }
 
 /// What lookup found for an id.
@@ -137,21 +169,33 @@ impl Store {
         now_ms: i64,
         params: RecallParams,
     ) -> Result<MemorySnapshot> {
+        let query = query_terms(&input);
         self.memory_read(move |c| {
             let mut profile = Vec::new();
-            let mut log = Vec::new();
             let mut notes = Vec::new();
+            let mut candidates = Vec::new();
             for s in &scopes {
-                for item in scope_items(c, s)? {
-                    match item.layer {
-                        Layer::Profile => profile.push(item),
-                        Layer::Log => log.push(item),
-                        Layer::Notes if !item.is_expired(now_ms) => notes.push(item),
-                        Layer::Notes => {}
-                    }
-                }
+                profile.extend(layer_items(c, s, Layer::Profile)?);
+                notes.extend(
+                    layer_items(c, s, Layer::Notes)?
+                        .into_iter()
+                        .filter(|i| !i.is_expired(now_ms)),
+                );
+                log_candidates(c, s, &mut candidates)?;
             }
-            let ranking = rank_log(log, &input, now_ms, &params);
+            let mut ranking = Vec::new();
+            for (i, f) in rank_candidates(&candidates, &query, now_ms, &params) {
+                let Some(item) = get_item(c, &candidates[i].id)? else {
+                    continue;
+                };
+                ranking.push(ScoredEntry {
+                    item,
+                    score: f.score,
+                    relevance: f.relevance,
+                    recency: f.recency,
+                    weight: f.weight,
+                });
+            }
             Ok(MemorySnapshot::new(scopes, profile, ranking, notes, now_ms))
         })
         .await

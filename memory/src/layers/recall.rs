@@ -27,14 +27,15 @@
 //! result is a pure function of the set of entries, the input and `now`:
 //! the order the entries come in does not matter.
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde::Serialize;
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::tokenizer::TokenStream;
 
+use super::types::Importance;
+use super::types::MemoryId;
 use super::types::MemoryItem;
 use crate::index::query_analyzer;
 
@@ -98,7 +99,10 @@ const STOP_WORDS: &[&str] = &[
 
 /// The recall terms of a text (see the module docs).
 pub fn terms(text: &str) -> Vec<String> {
-    let mut analyzer = query_analyzer();
+    terms_with(&mut query_analyzer(), text)
+}
+
+fn terms_with(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
     while stream.advance() {
@@ -110,87 +114,159 @@ pub fn terms(text: &str) -> Vec<String> {
     out
 }
 
+/// The stored form of a text's terms: [`terms`] joined by spaces (terms
+/// never contain whitespace). Written with every log entry, so ranking at
+/// prompt time does not tokenize.
+pub(crate) fn stored_terms(text: &str) -> String {
+    terms(text).join(" ")
+}
+
+/// One log entry as ranking sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub(crate) id: MemoryId,
+    pub(crate) created_at: i64,
+    pub(crate) importance: Importance,
+    /// [`stored_terms`] of its text.
+    pub(crate) terms: String,
+}
+
+/// The factors of one candidate's score.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Factors {
+    pub(crate) score: f64,
+    pub(crate) relevance: f64,
+    pub(crate) recency: f64,
+    pub(crate) weight: f64,
+}
+
+/// The distinct recall terms of an input, in order.
+pub(crate) fn query_terms(input: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    terms(input)
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// Scores `candidates` for `query` and returns the best `params.cap` as
+/// (index into `candidates`, factors), best first.
+pub(crate) fn rank_candidates(
+    candidates: &[Candidate],
+    query: &[String],
+    now_ms: i64,
+    params: &RecallParams,
+) -> Vec<(usize, Factors)> {
+    if params.cap == 0 || candidates.is_empty() {
+        return Vec::new();
+    }
+    // term frequencies of the query terms only, and document lengths
+    let mut tfs: Vec<Vec<u32>> = Vec::with_capacity(candidates.len());
+    let mut lengths: Vec<f64> = Vec::with_capacity(candidates.len());
+    let mut df = vec![0u32; query.len()];
+    for c in candidates {
+        let mut tf = vec![0u32; query.len()];
+        let mut len = 0u32;
+        for t in c.terms.split(' ').filter(|t| !t.is_empty()) {
+            len += 1;
+            if let Some(k) = query.iter().position(|q| q == t) {
+                tf[k] += 1;
+            }
+        }
+        for (k, f) in tf.iter().enumerate() {
+            if *f > 0 {
+                df[k] += 1;
+            }
+        }
+        tfs.push(tf);
+        lengths.push(f64::from(len));
+    }
+    let n = candidates.len() as f64;
+    let avg_len = (lengths.iter().sum::<f64>() / n).max(1.0);
+    let idf: Vec<f64> = df
+        .iter()
+        .map(|d| {
+            let d = f64::from(*d);
+            (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
+        })
+        .collect();
+    let mut scored: Vec<(usize, Factors)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let norm = params.k1 * (1.0 - params.b + params.b * lengths[i] / avg_len);
+            let relevance: f64 = tfs[i]
+                .iter()
+                .zip(&idf)
+                .filter(|(f, _)| **f > 0)
+                .map(|(f, idf)| {
+                    let f = f64::from(*f);
+                    idf * f * (params.k1 + 1.0) / (f + norm)
+                })
+                .sum();
+            let age_days = (now_ms - c.created_at).max(0) as f64 / DAY_MS;
+            let recency = if params.half_life_days > 0.0 {
+                0.5f64.powf(age_days / params.half_life_days)
+            } else {
+                1.0
+            };
+            let weight = c.importance.weight();
+            let score = (1.0 + params.relevance_weight * relevance) * recency * weight;
+            (
+                i,
+                Factors {
+                    score,
+                    relevance,
+                    recency,
+                    weight,
+                },
+            )
+        })
+        .collect();
+    // best first: higher score, then newer, then smaller id
+    scored.sort_by(|(i, a), (j, b)| {
+        let (ci, cj) = (&candidates[*i], &candidates[*j]);
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| cj.created_at.cmp(&ci.created_at))
+            .then_with(|| ci.id.cmp(&cj.id))
+    });
+    scored.truncate(params.cap);
+    scored
+}
+
 /// Ranks `entries` for `input` at `now_ms` and keeps the best
-/// `params.cap`, best first.
+/// `params.cap`, best first. (The store ranks the same way from the terms
+/// it keeps with each entry.)
 pub fn rank_log(
     entries: Vec<MemoryItem>,
     input: &str,
     now_ms: i64,
     params: &RecallParams,
 ) -> Vec<ScoredEntry> {
-    if params.cap == 0 || entries.is_empty() {
-        return Vec::new();
-    }
-    let query: Vec<String> = {
-        let mut seen = HashSet::new();
-        terms(input)
-            .into_iter()
-            .filter(|t| seen.insert(t.clone()))
-            .collect()
-    };
-    let docs: Vec<HashMap<String, u32>> = entries
+    let candidates: Vec<Candidate> = entries
         .iter()
-        .map(|e| {
-            let mut tf = HashMap::new();
-            for t in terms(&e.text) {
-                *tf.entry(t).or_insert(0) += 1;
-            }
-            tf
+        .map(|e| Candidate {
+            id: e.id.clone(),
+            created_at: e.created_at,
+            importance: e.importance,
+            terms: stored_terms(&e.text),
         })
         .collect();
-    let lengths: Vec<f64> = docs
-        .iter()
-        .map(|d| f64::from(d.values().sum::<u32>()))
-        .collect();
-    let n = entries.len() as f64;
-    let avg_len = (lengths.iter().sum::<f64>() / n).max(1.0);
-    let idf: HashMap<&str, f64> = query
-        .iter()
-        .map(|t| {
-            let df = docs.iter().filter(|d| d.contains_key(t)).count() as f64;
-            (t.as_str(), (1.0 + (n - df + 0.5) / (df + 0.5)).ln())
-        })
-        .collect();
-    let mut scored: Vec<ScoredEntry> = entries
+    let ranked = rank_candidates(&candidates, &query_terms(input), now_ms, params);
+    let mut slots: Vec<Option<MemoryItem>> = entries.into_iter().map(Some).collect();
+    ranked
         .into_iter()
-        .zip(docs.iter().zip(&lengths))
-        .map(|(item, (tf, len))| {
-            let relevance: f64 = query
-                .iter()
-                .filter_map(|t| {
-                    let f = f64::from(*tf.get(t)?);
-                    let norm = params.k1 * (1.0 - params.b + params.b * len / avg_len);
-                    Some(idf[t.as_str()] * f * (params.k1 + 1.0) / (f + norm))
-                })
-                .sum();
-            let age_days = (now_ms - item.created_at).max(0) as f64 / DAY_MS;
-            let recency = if params.half_life_days > 0.0 {
-                0.5f64.powf(age_days / params.half_life_days)
-            } else {
-                1.0
-            };
-            let weight = item.importance.weight();
-            let score = (1.0 + params.relevance_weight * relevance) * recency * weight;
-            ScoredEntry {
-                item,
-                score,
-                relevance,
-                recency,
-                weight,
-            }
+        .filter_map(|(i, f)| {
+            Some(ScoredEntry {
+                item: slots[i].take()?,
+                score: f.score,
+                relevance: f.relevance,
+                recency: f.recency,
+                weight: f.weight,
+            })
         })
-        .collect();
-    scored.sort_by(rank_order);
-    scored.truncate(params.cap);
-    scored
-}
-
-/// Best first: higher score, then newer, then smaller id.
-fn rank_order(a: &ScoredEntry, b: &ScoredEntry) -> Ordering {
-    b.score
-        .total_cmp(&a.score)
-        .then_with(|| b.item.created_at.cmp(&a.item.created_at))
-        .then_with(|| a.item.id.cmp(&b.item.id))
+        .collect()
 }
 
 #[cfg(test)]

@@ -216,3 +216,52 @@ proptest! {
         }
     }
 }
+
+#[test]
+#[ignore = "timing; run by hand in release"]
+#[allow(clippy::print_stderr)]
+fn rank_cost() {
+    let words = [
+        "supplier",
+        "budget",
+        "供应商",
+        "会议",
+        "release",
+        "invoice",
+        "Paris",
+    ];
+    let entries: Vec<MemoryItem> = (0..3000)
+        .map(|i| {
+            entry(
+                &format!("e{i}"),
+                &format!(
+                    "entry {i}: discussed the {} and the {} with the team, decided to follow up",
+                    words[i % 7],
+                    words[(i / 7) % 7]
+                ),
+                (i % 90) as f64,
+                3,
+            )
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..20 {
+        n += rank_log(
+            entries.clone(),
+            "what about the supplier budget?",
+            NOW,
+            &RecallParams::default(),
+        )
+        .len();
+    }
+    eprintln!(
+        "rank_log of 3000 entries: {:?} ({n})",
+        started.elapsed() / 20
+    );
+    let started = std::time::Instant::now();
+    for e in &entries {
+        n += terms(&e.text).len();
+    }
+    eprintln!("terms() of 3000 entries: {:?} ({n})", started.elapsed());
+}

@@ -313,6 +313,20 @@ impl Store {
             .await
     }
 
+    /// [`Store::entries_after`] on the calling thread, for short indexed
+    /// reads on a hot path where the hop to the blocking pool costs more
+    /// than the read itself (a room coordinator checking a member's turn).
+    pub fn entries_after_now(
+        &self,
+        session: SessionId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Entry>> {
+        self.inner
+            .readers
+            .with(|c| reader::entries_after(c, session, after, limit))
+    }
+
     /// Entries of a session with `from <= seq <= to`.
     pub async fn entries_between(
         &self,

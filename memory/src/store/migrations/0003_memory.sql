@@ -1,7 +1,9 @@
 -- 3: memory layers: profile, log, notes (issue 3)
 -- One row per item. `norm` is the comparison key (whitespace collapsed,
 -- lowercased): the same text in the same scope and layer is one item.
--- `chars` counts Unicode scalar values, as the limits do.
+-- `chars` counts Unicode scalar values, as the limits do. `terms` are the
+-- recall terms of the text (layers/recall.rs), kept so that ranking the log
+-- at prompt time does not tokenize.
 CREATE TABLE memory (
     id         TEXT PRIMARY KEY,
     scope_kind TEXT NOT NULL,
@@ -10,6 +12,7 @@ CREATE TABLE memory (
     text       TEXT NOT NULL,
     norm       TEXT NOT NULL,
     chars      INTEGER NOT NULL,
+    terms      TEXT NOT NULL,
     importance INTEGER NOT NULL,
     source     TEXT NOT NULL,
     created_at INTEGER NOT NULL,

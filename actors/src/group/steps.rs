@@ -1,0 +1,367 @@
+//! The steps of a room run, as the coordinator takes them: start a run,
+//! hand a member its input, record its turn, end the run.
+//!
+//! Writes are few and atomic. A member's recorded replies are not
+//! committed on their own: they go out in the same transaction as the run's
+//! checkpoint and the *next* member's input (or the run's end), so every
+//! member turn costs the coordinator one commit. The checkpoint in that
+//! transaction is taken before the next member's cursor moves, so after a
+//! restart the next member's input renders to the same text and its
+//! admission (same nonce) answers `duplicate`.
+
+use botfleet_memory::AdmitOutcome;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::RoomRunRecord;
+use botfleet_memory::RoomRunStatus;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::TurnStatus;
+use ractor::ActorRef;
+
+use super::actor::Current;
+use super::actor::GroupMsg;
+use super::actor::GroupState;
+use super::actor::Progress;
+use super::actor::RunState;
+use super::error::GroupError;
+use super::member::InputView;
+use super::member::MemberDone;
+use super::member::MemberWait;
+use super::member::render_input;
+use super::run::End;
+use super::run::Run;
+use super::run::Turn;
+
+impl GroupState {
+    /// Takes up a stored run: a new one gets its progress (the machine and
+    /// the members' cursors after the previous run); an unfinished one
+    /// resumes from its checkpoint.
+    pub(super) async fn start(&mut self, record: RoomRunRecord) -> Result<(), GroupError> {
+        self.refresh_tail().await?;
+        let trigger_seq = record.trigger_seq;
+        let mut state: RunState = match serde_json::from_value(record.state) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(room = %self.room.id, trigger_seq, error = %e, "unreadable run state; ending the run");
+                RunState {
+                    selected: Vec::new(),
+                    unknown: Vec::new(),
+                    progress: None,
+                }
+            }
+        };
+        match state.progress {
+            None => {
+                let indices = state
+                    .selected
+                    .iter()
+                    .filter_map(|id| self.room.members.iter().position(|m| m == id))
+                    .collect();
+                state.progress = Some(Progress {
+                    run: Run::new(indices, self.limits),
+                    cursors: self.cursors.clone(),
+                    withheld: self.withheld.clone(),
+                });
+            }
+            Some(_) => {
+                tracing::info!(room = %self.room.id, trigger_seq, "resuming an unfinished room run");
+            }
+        }
+        self.pending.clear();
+        self.current = Some(Current {
+            trigger_seq,
+            state,
+            wait: None,
+        });
+        Ok(())
+    }
+
+    /// Records a member's finished turn in the machine; its allowed
+    /// deliveries become pending replies (committed with the next step).
+    pub(super) fn complete_member(&mut self, done: MemberDone) {
+        let Some(cur) = self.current.as_mut() else {
+            return;
+        };
+        let Some(wait) = cur.wait.take() else {
+            return;
+        };
+        self.rt.groups.watches().remove(&wait.session);
+        let Some(progress) = cur.state.progress.as_mut() else {
+            return;
+        };
+        let delivered = done.deliveries.len() as u32;
+        let recorded = progress.run.record(if delivered == 0 {
+            Turn::Skipped
+        } else {
+            Turn::Spoke(delivered)
+        });
+        if recorded.withheld > 0 {
+            progress.withheld.insert(wait.bot.clone(), recorded.withheld);
+        }
+        if matches!(done.status, TurnStatus::Failed | TurnStatus::Cancelled) {
+            tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
+        }
+        for d in done.deliveries.into_iter().take(recorded.published as usize) {
+            let (EntryKind::Delivery {
+                text,
+                card,
+                call_id,
+            }, Some(turn)) = (d.kind, d.turn)
+            else {
+                continue;
+            };
+            self.pending.push(NewEntry {
+                id: EntryId::derive(turn, &call_id, "room"),
+                session: self.timeline,
+                author: wait.bot.to_string(),
+                turn: Some(turn),
+                kind: EntryKind::Delivery {
+                    text,
+                    card,
+                    call_id,
+                },
+            });
+        }
+    }
+
+    /// Commits the pending replies, `entries` and the run's checkpoint
+    /// (serialized now) with `status`, plus `extra` mutations after them.
+    /// Returns the results of `extra`.
+    async fn commit(
+        &mut self,
+        entries: Vec<NewEntry>,
+        status: RoomRunStatus,
+        extra: Vec<Mutation>,
+    ) -> Result<Vec<MutationResult>, GroupError> {
+        let Some(cur) = self.current.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let state = serde_json::to_value(&cur.state)
+            .map_err(|e| GroupError::Invalid(format!("run state: {e}")))?;
+        let mut appended = std::mem::take(&mut self.pending);
+        appended.extend(entries);
+        let mut batch: Vec<Mutation> = appended
+            .iter()
+            .map(|e| Mutation::Append(Box::new(e.clone())))
+            .collect();
+        batch.push(Mutation::SaveRoomRun {
+            room: self.room.id.clone(),
+            trigger_seq: cur.trigger_seq,
+            status,
+            state,
+        });
+        batch.extend(extra);
+        let mut results = self.rt.store.write(batch).await?.into_iter();
+        for e in appended {
+            if let Some(MutationResult::Appended {
+                seq,
+                gid,
+                created_at,
+                ..
+            }) = results.next()
+            {
+                self.push_tail(Entry {
+                    id: e.id,
+                    session: e.session,
+                    seq,
+                    gid,
+                    author: e.author,
+                    turn: e.turn,
+                    created_at,
+                    kind: e.kind,
+                });
+            }
+        }
+        // the checkpoint's result
+        results.next();
+        Ok(results.collect())
+    }
+
+    /// Hands `member` its input — the new public messages, including the
+    /// pending replies — in the same transaction as those replies and the
+    /// checkpoint, and starts waiting for its turn.
+    pub(super) async fn begin_member(
+        &mut self,
+        myself: &ActorRef<GroupMsg>,
+        member: usize,
+        round: u32,
+        slot: usize,
+    ) -> Result<(), GroupError> {
+        let Some(bot) = self.room.members.get(member).cloned() else {
+            return Err(GroupError::Invalid(format!("no member {member}")));
+        };
+        // pending replies, shown with provisional seqs above every stored one
+        let base = self.last_seq + 1;
+        let pending: Vec<Entry> = self
+            .pending
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Entry {
+                id: e.id,
+                session: e.session,
+                seq: base + i as i64,
+                gid: 0,
+                author: e.author.clone(),
+                turn: e.turn,
+                created_at: 0,
+                kind: e.kind.clone(),
+            })
+            .collect();
+        let Some(cur) = self.current.as_ref() else {
+            return Ok(());
+        };
+        let Some(progress) = cur.state.progress.as_ref() else {
+            return Ok(());
+        };
+        let view = InputView {
+            room: &self.room.name,
+            names: &self.names,
+            member,
+            messages: self.tail.make_contiguous(),
+            pending: &pending,
+            cursor: progress.cursors.get(&bot).copied().unwrap_or_default(),
+            trigger: cur.trigger_seq,
+            withheld: progress.withheld.get(&bot).copied().unwrap_or(0),
+            limits: self.limits,
+        };
+        let (text, mut covered) = render_input(&view);
+        let key = SessionKey {
+            bot: bot.clone(),
+            kind: SessionKind::Group,
+            peer: self.room.id.to_string(),
+        };
+        let session = key.id();
+        let owner = self
+            .owners
+            .get(member)
+            .cloned()
+            .unwrap_or_else(|| self.room.owner.clone());
+        let entry = NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: format!("room:{}", self.room.id),
+            turn: None,
+            kind: EntryKind::Event {
+                origin: format!("room {}", self.room.name),
+                text: text.clone(),
+                trusted: false,
+            },
+        };
+        let req = AdmitRequest {
+            source: format!("room:{}", self.room.id),
+            nonce: format!("{}:{round}:{slot}", cur.trigger_seq),
+            nonce_time_ms: None,
+            digest: InputDigest::of_parts([
+                b"room_turn".as_slice(),
+                self.room.id.as_str().as_bytes(),
+                bot.as_str().as_bytes(),
+                text.as_bytes(),
+            ]),
+            session: key,
+            owner,
+            entry: entry.clone(),
+            priority: Priority::Background,
+        };
+        // watch before admitting: a signal that lands meanwhile waits in
+        // the mailbox, and the first read after this sees what came before
+        self.rt.groups.watches().insert(session, myself.clone());
+        let last_before = self.last_seq;
+        let results = self
+            .commit(
+                Vec::new(),
+                RoomRunStatus::Running,
+                vec![Mutation::Admit(Box::new(req))],
+            )
+            .await?;
+        let record = match results.into_iter().next() {
+            Some(MutationResult::Admitted(AdmitOutcome::Accepted(r))) => {
+                self.rt
+                    .route_committed(vec![(r.clone(), Priority::Background, entry)]);
+                r
+            }
+            Some(MutationResult::Admitted(AdmitOutcome::Duplicate(r))) => r,
+            Some(MutationResult::Admitted(AdmitOutcome::Conflict(r))) => {
+                tracing::warn!(room = %self.room.id, member = %bot, "member input differs from the one admitted before a restart; waiting for the admitted one");
+                r
+            }
+            Some(MutationResult::Admitted(AdmitOutcome::Unknown { reason })) => {
+                return Err(GroupError::Invalid(format!(
+                    "the ledger cannot tell whether member {bot} got its input: {reason}"
+                )));
+            }
+            other => {
+                return Err(GroupError::Invalid(format!(
+                    "unexpected admission result {other:?}"
+                )));
+            }
+        };
+        // a provisional seq in the cursor becomes the real one
+        if covered.delivery > last_before {
+            covered.delivery = self.last_seq;
+        }
+        let Some(cur) = self.current.as_mut() else {
+            return Ok(());
+        };
+        if let Some(progress) = cur.state.progress.as_mut() {
+            progress.cursors.insert(bot.clone(), covered);
+            progress.withheld.remove(&bot);
+        }
+        cur.wait = Some(MemberWait::new(bot, session, record.seq));
+        Ok(())
+    }
+
+    /// Ends the run: its last replies, a notice saying why it stopped, and
+    /// a `turn_end` listing the user message, with the run marked done.
+    pub(super) async fn finish(&mut self, end: End) -> Result<(), GroupError> {
+        let Some(cur) = self.current.as_ref() else {
+            return Ok(());
+        };
+        let Some(progress) = cur.state.progress.as_ref() else {
+            return Ok(());
+        };
+        let replies = progress.run.replies();
+        let trigger = cur.trigger_seq;
+        let notice = NewEntry {
+            id: EntryId::new_v7(),
+            session: self.timeline,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: format!("room_run_{}", end.code()),
+                text: format!(
+                    "Discussion of message #{trigger} ended: {} ({replies} public {}).",
+                    end.describe(&self.limits),
+                    if replies == 1 { "reply" } else { "replies" }
+                ),
+                retry_turn: None,
+            },
+        };
+        let end_entry = NewEntry {
+            id: EntryId::new_v7(),
+            session: self.timeline,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::TurnEnd {
+                status: TurnStatus::Completed,
+                inputs: vec![trigger],
+                deliveries: replies,
+                usage: None,
+            },
+        };
+        let (cursors, withheld) = (progress.cursors.clone(), progress.withheld.clone());
+        self.commit(vec![notice, end_entry], RoomRunStatus::Done, Vec::new())
+            .await?;
+        self.cursors = cursors;
+        self.withheld = withheld;
+        self.current = None;
+        Ok(())
+    }
+}

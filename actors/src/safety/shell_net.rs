@@ -1,0 +1,235 @@
+//! Shell rules for the network: uploads with curl/wget/httpie, raw
+//! connections (nc, socat, telnet), copies and sessions to other hosts
+//! (scp, rsync, sftp, ssh, ftp) and cloud storage uploads. Data may go to
+//! loopback and allowlisted hosts; anything else is asked about, and paste
+//! sites and anonymous file hosts are named as such.
+
+use super::patterns;
+use super::patterns::HostAllowlist;
+use super::review::Findings;
+use super::shell_words::has;
+use super::shell_words::has_short;
+use super::shell_words::positionals;
+
+/// Applies the network rules to one command; `false` if the program is
+/// not a network tool.
+pub(crate) fn network_rules(
+    program: &str,
+    args: &[String],
+    allow: &HostAllowlist,
+    f: &mut Findings,
+) -> bool {
+    match program {
+        "curl" => curl(args, allow, f),
+        "wget" => wget(args, allow, f),
+        "nc" | "ncat" | "netcat" | "telnet" => netcat(program, args, allow, f),
+        "socat" => {
+            let hosts: Vec<String> = args.iter().flat_map(|a| socat_hosts(a)).collect();
+            if hosts.is_empty() || hosts.iter().any(|h| !allow.allows(h)) {
+                f.ask("opens a raw network connection (socat)");
+            }
+        }
+        "scp" | "sftp" | "rsync" => copy(program, args, allow, f),
+        "ssh" | "mosh" => {
+            if let Some(host) = positionals(args, "bcDEeFIiJLlmOopQRSWw").first() {
+                let host = host.rsplit('@').next().unwrap_or(host);
+                if !allow.allows(host) {
+                    f.ask(format!("connects to {host} over ssh (runs commands there)"));
+                }
+            }
+        }
+        "ftp" | "tftp" | "lftp" => {
+            let host = positionals(args, "p").first().map(|h| h.to_string());
+            if host.as_deref().is_none_or(|h| !allow.allows(h)) {
+                f.ask(format!("opens an FTP connection ({program})"));
+            }
+        }
+        "http" | "https" | "xh" => httpie(args, allow, f),
+        "aws" | "gsutil" | "rclone" | "azcopy" => cloud_copy(program, args, f),
+        _ => return false,
+    }
+    true
+}
+
+/// Asks about an upload to `hosts` unless every host is allowed.
+fn upload(what: &str, hosts: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    if hosts.is_empty() {
+        f.ask(format!("{what} to a host the review cannot see"));
+    }
+    for host in hosts {
+        if allow.allows(host) {
+            continue;
+        }
+        if patterns::is_paste_host(host) {
+            f.ask(format!(
+                "{what} to {host}, a paste site or anonymous file host"
+            ));
+        } else {
+            f.ask(format!(
+                "{what} to {host}, which is not on the review allowlist"
+            ));
+        }
+    }
+}
+
+fn curl(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    let mut sends = has_short(args, "dFT");
+    for (i, a) in args.iter().enumerate() {
+        let a = a.as_str();
+        if a.starts_with("--data")
+            || a.starts_with("--form")
+            || matches!(a, "--upload-file" | "--json")
+        {
+            sends = true;
+        }
+        let method = if matches!(a, "-X" | "--request") {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            a.strip_prefix("-X")
+                .or_else(|| a.strip_prefix("--request="))
+        };
+        if method
+            .is_some_and(|m| matches!(m.to_ascii_uppercase().as_str(), "POST" | "PUT" | "PATCH"))
+        {
+            sends = true;
+        }
+    }
+    if sends {
+        let hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
+        upload("sends data", &hosts, allow, f);
+    }
+}
+
+fn wget(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    let sends = args.iter().any(|a| {
+        a.starts_with("--post-")
+            || a.starts_with("--body-")
+            || a.strip_prefix("--method=").is_some_and(|m| {
+                matches!(m.to_ascii_uppercase().as_str(), "POST" | "PUT" | "PATCH")
+            })
+    });
+    if sends {
+        let hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
+        upload("sends data", &hosts, allow, f);
+    }
+}
+
+fn netcat(program: &str, args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    if has_short(args, "l") || has(args, "--listen") {
+        f.ask(format!("listens for network connections ({program})"));
+    }
+    if has_short(args, "ec") || has(args, "--exec") || has(args, "--sh-exec") {
+        f.ask(format!("runs a program over the network ({program} -e)"));
+    }
+    let pos = positionals(args, "psiwqxXecOIT");
+    if let Some(host) = pos
+        .iter()
+        .find(|p| !p.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+        && !allow.allows(host)
+    {
+        f.ask(format!(
+            "opens a raw network connection to {host} ({program})"
+        ));
+    }
+}
+
+fn socat_hosts(address: &str) -> Vec<String> {
+    let upper = address.to_ascii_uppercase();
+    if ["TCP", "UDP", "OPENSSL", "SSL", "SCTP"]
+        .iter()
+        .any(|p| upper.starts_with(p))
+    {
+        address
+            .split(':')
+            .nth(1)
+            .map(|h| vec![h.split(',').next().unwrap_or(h).to_ascii_lowercase()])
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    }
+}
+
+/// `[user@]host:path` or a `scheme://host` URL: the host.
+fn remote_host(spec: &str) -> Option<String> {
+    if let Some(h) = patterns::url_hosts(spec).into_iter().next() {
+        return Some(h);
+    }
+    let (before, _) = spec.split_once(':')?;
+    if before.is_empty() || before.contains('/') || spec.starts_with('-') {
+        return None;
+    }
+    Some(
+        before
+            .rsplit('@')
+            .next()
+            .unwrap_or(before)
+            .to_ascii_lowercase(),
+    )
+}
+
+fn copy(program: &str, args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    let pos = positionals(args, "PiocFlSJe");
+    if program == "sftp" {
+        if let Some(host) = pos
+            .first()
+            .map(|h| remote_host(h).unwrap_or_else(|| h.rsplit('@').next().unwrap_or(h).to_owned()))
+            && !allow.allows(&host)
+        {
+            f.ask(format!("opens an sftp session to {host}"));
+        }
+        return;
+    }
+    if pos.len() < 2 {
+        return;
+    }
+    if let Some(host) = pos.last().and_then(|d| remote_host(d))
+        && !allow.allows(&host)
+    {
+        f.ask(format!(
+            "copies files to {host}, which is not on the review allowlist ({program})"
+        ));
+    }
+}
+
+fn httpie(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    let pos = positionals(args, "aAv");
+    let sends = pos.iter().any(|p| matches!(*p, "POST" | "PUT" | "PATCH"))
+        || pos
+            .iter()
+            .skip(1)
+            .any(|p| p.contains('=') || p.contains(":=") || p.starts_with('@'))
+        || has(args, "--form")
+        || has(args, "-f");
+    if sends {
+        let mut hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
+        if hosts.is_empty()
+            && let Some(url) = pos.iter().find(|p| p.contains('.') && !p.contains('='))
+        {
+            hosts.push(
+                url.split(['/', ':'])
+                    .next()
+                    .unwrap_or(url)
+                    .to_ascii_lowercase(),
+            );
+        }
+        upload("sends data", &hosts, allow, f);
+    }
+}
+
+fn cloud_copy(program: &str, args: &[String], f: &mut Findings) {
+    let pos = positionals(args, "");
+    let dest = pos.last().copied().unwrap_or("");
+    let uploads = match program {
+        "aws" => pos.first() == Some(&"s3") && pos.len() > 3 && dest.starts_with("s3://"),
+        "gsutil" => pos.len() > 2 && dest.starts_with("gs://"),
+        "rclone" => {
+            pos.len() > 2
+                && matches!(pos[0], "copy" | "sync" | "move" | "copyto" | "moveto")
+                && remote_host(dest).is_some()
+        }
+        _ => matches!(pos.first(), Some(&"copy") | Some(&"sync")),
+    };
+    if uploads {
+        f.ask(format!("uploads to cloud storage ({program} → {dest})"));
+    }
+}

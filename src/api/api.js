@@ -1,0 +1,275 @@
+// The /v1 API as the page uses it: the bearer token, one call() for every
+// request, idempotency keys, and the change-signal stream.
+//
+// Every path the page calls is in API below and nowhere else: the Rust
+// test tests/suite/ui.rs reads this table and checks that each route
+// exists in the router (docs/openapi.yaml documents them).
+
+export const API = Object.freeze({
+  bots: ["GET", "/v1/bots"],
+  botSession: ["GET", "/v1/bots/{bot}/session"],
+  botMessage: ["POST", "/v1/bots/{bot}/messages"],
+  botCancel: ["POST", "/v1/bots/{bot}/cancel"],
+  entries: ["GET", "/v1/sessions/{session}/entries"],
+  retryTurn: ["POST", "/v1/turns/{turn}/retry"],
+  approvals: ["GET", "/v1/approvals"],
+  decide: ["POST", "/v1/approvals/{id}"],
+  groups: ["GET", "/v1/groups"],
+  groupCreate: ["POST", "/v1/groups"],
+  group: ["GET", "/v1/groups/{group}"],
+  groupMessage: ["POST", "/v1/groups/{group}/messages"],
+  groupEntries: ["GET", "/v1/groups/{group}/entries"],
+  search: ["GET", "/v1/search"],
+  events: ["GET", "/v1/events"],
+  secrets: ["GET", "/v1/secrets"],
+  secretPut: ["PUT", "/v1/secrets/{name}"],
+  secretDelete: ["DELETE", "/v1/secrets/{name}"],
+});
+
+const TOKEN_KEY = "botfleet.token";
+
+/** The bearer token, kept in localStorage until "Log out". */
+export const auth = {
+  get token() {
+    return localStorage.getItem(TOKEN_KEY) || "";
+  },
+  save(token) {
+    localStorage.setItem(TOKEN_KEY, token);
+  },
+  clear() {
+    localStorage.removeItem(TOKEN_KEY);
+  },
+  /** Set by the app: called when the host refuses the stored token. */
+  onRefused: () => {},
+};
+
+/** An answer that was not a success; `message` is the host's own words. */
+export class ApiError extends Error {
+  constructor(status, code, message, body) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.body = body;
+  }
+}
+
+/** The path of API[name] with its {placeholders} filled in. */
+export function pathOf(name, params = {}) {
+  const [, template] = API[name];
+  return template.replace(/\{(\w+)\}/g, (_, k) => {
+    if (params[k] === undefined || params[k] === null) throw new Error(`${name}: missing ${k}`);
+    return encodeURIComponent(params[k]);
+  });
+}
+
+/**
+ * Calls API[name]. Options: query (object), body (JSON), key
+ * (Idempotency-Key), accept (extra statuses that are answers, e.g. 409),
+ * token (try another token without saving it), signal.
+ * Resolves to {status, data}; throws ApiError otherwise.
+ */
+export async function call(name, params = {}, opts = {}) {
+  const [method] = API[name];
+  let path = pathOf(name, params);
+  if (opts.query) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(opts.query)) if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+    if ([...q].length) path += `?${q}`;
+  }
+  const token = opts.token ?? auth.token;
+  const headers = { Authorization: `Bearer ${token}`, Accept: "application/json" };
+  let body;
+  if (opts.body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(opts.body);
+  }
+  if (opts.key) headers["Idempotency-Key"] = opts.key;
+  let resp;
+  try {
+    resp = await fetch(path, { method, headers, body, signal: opts.signal, cache: "no-store" });
+  } catch (e) {
+    if (e && e.name === "AbortError") throw e;
+    throw new ApiError(0, "network", "The host did not answer. Is botfleet still running?", null);
+  }
+  const text = await resp.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+  if (resp.status === 401 && opts.token === undefined) auth.onRefused();
+  if (!resp.ok && !(opts.accept || []).includes(resp.status)) {
+    const err = (data && typeof data === "object" && data.error) || {};
+    throw new ApiError(resp.status, err.code || `http_${resp.status}`, err.message || `${method} ${path} answered ${resp.status}`, data);
+  }
+  return { status: resp.status, data };
+}
+
+/**
+ * A new idempotency key: a UUIDv7 (48-bit unix ms, version 7, variant 10,
+ * random bits from crypto.getRandomValues, which works on plain http too).
+ * The host reads the time in it to tell a late retry from a new message.
+ */
+export function uuidv7(now = Date.now()) {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  const hi = Math.floor(now / 2 ** 32);
+  const lo = now >>> 0;
+  b[0] = (hi >>> 8) & 0xff;
+  b[1] = hi & 0xff;
+  b[2] = (lo >>> 24) & 0xff;
+  b[3] = (lo >>> 16) & 0xff;
+  b[4] = (lo >>> 8) & 0xff;
+  b[5] = lo & 0xff;
+  b[6] = (b[6] & 0x0f) | 0x70;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const x = [...b].map((v) => v.toString(16).padStart(2, "0")).join("");
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+const sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+
+/** No byte for this long (the host sends a keep-alive every 15 s): reconnect. */
+const SILENCE_MS = 45000;
+
+/**
+ * GET /v1/events read with fetch() streaming rather than EventSource:
+ * EventSource cannot send the Authorization header, and the alternative,
+ * a ?token= query parameter, would put the long-lived token in URLs (access
+ * logs, proxies, history). With fetch the token stays in a header and the
+ * API keeps one way to authenticate. The host does not replay missed
+ * signals (no Last-Event-ID), so EventSource's automatic reconnection would
+ * not help either: after every (re)connection this emits a `resync`, and
+ * views fetch what they lack after the last seq they hold.
+ *
+ * Subscribers get {type: "change", session, seq, bot} or
+ * {type: "resync", reason}; onState gets "connecting" | "live" | "offline".
+ */
+export class Signals {
+  constructor() {
+    this.subscribers = new Set();
+    this.onState = () => {};
+    this.abort = null;
+  }
+
+  subscribe(fn) {
+    this.subscribers.add(fn);
+    return () => this.subscribers.delete(fn);
+  }
+
+  emit(event) {
+    for (const fn of [...this.subscribers]) {
+      try {
+        fn(event);
+      } catch (e) {
+        console.error("signal subscriber failed", e);
+      }
+    }
+  }
+
+  start() {
+    if (this.abort) return;
+    this.abort = new AbortController();
+    this.run(this.abort.signal);
+  }
+
+  stop() {
+    if (this.abort) this.abort.abort();
+    this.abort = null;
+  }
+
+  async run(signal) {
+    let backoff = 1000;
+    while (!signal.aborted) {
+      this.onState("connecting");
+      try {
+        const resp = await fetch(pathOf("events"), {
+          headers: { Authorization: `Bearer ${auth.token}`, Accept: "text/event-stream" },
+          signal,
+          cache: "no-store",
+        });
+        if (resp.status === 401) {
+          auth.onRefused();
+          return;
+        }
+        if (resp.ok && resp.body) {
+          await this.read(resp.body, () => {
+            backoff = 1000;
+            this.onState("live");
+          });
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+      }
+      if (signal.aborted) return;
+      this.onState("offline");
+      await sleep(backoff + Math.random() * 500, signal);
+      backoff = Math.min(backoff * 2, 30000);
+    }
+  }
+
+  async read(body, onReady) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    let timer = 0;
+    const watch = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => reader.cancel().catch(() => {}), SILENCE_MS);
+    };
+    watch();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        watch();
+        buf += decoder.decode(value, { stream: true });
+        // the host ends lines with \n; a \r before it is dropped per line
+        let end;
+        while ((end = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          this.dispatch(block, onReady);
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  dispatch(block, onReady) {
+    let event = "message";
+    const data = [];
+    for (const raw of block.split("\n")) {
+      const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+      if (!line || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    let payload = {};
+    try {
+      payload = JSON.parse(data.join("\n") || "{}");
+    } catch {
+      return;
+    }
+    if (event === "ready") {
+      onReady();
+      this.emit({ type: "resync", reason: "connected" });
+    } else if (event === "change") {
+      this.emit({ type: "change", session: payload.session, seq: payload.seq, bot: payload.bot });
+    } else if (event === "resync") {
+      this.emit({ type: "resync", reason: "lagged", missed: payload.missed });
+    }
+  }
+}

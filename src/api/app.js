@@ -1,0 +1,925 @@
+// The botfleet web page: sign-in, then views picked by the URL hash —
+// #/bots[/ID], #/rooms[/new|/ID], #/approvals, #/search?q=, #/secrets,
+// #/sessions/ID — each talking to the /v1 API (api.js) and updating live
+// from the change signals. No framework and no build step.
+
+import { Signals, auth, call, uuidv7 } from "./api.js";
+import { avatar, count, h, markSnippet, relative, timeEl, toast } from "./dom.js";
+import { Timeline, fillApproval, tickExpiries } from "./timeline.js";
+
+const main = document.getElementById("main");
+const top = document.getElementById("top");
+const conn = document.getElementById("conn");
+const badge = document.getElementById("approval-count");
+const signals = new Signals();
+
+/** What several views share. */
+const store = { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 };
+const botWatchers = new Set();
+const roomWatchers = new Set();
+let view = null;
+
+// ---------- shared data ----------
+
+let botsLoading = null;
+function loadBots() {
+  botsLoading ??= call("bots")
+    .then(({ data }) => {
+      store.bots = data.bots || [];
+      store.botsLoaded = true;
+      if (store.bots.length) store.me = store.bots[0].owner;
+      for (const fn of botWatchers) fn();
+    })
+    .catch((e) => toast(e.message, { error: true }))
+    .finally(() => {
+      botsLoading = null;
+    });
+  return botsLoading;
+}
+
+async function ensureBots() {
+  if (!store.botsLoaded) await loadBots();
+}
+
+function loadRooms() {
+  return call("groups")
+    .then(({ data }) => {
+      store.rooms = data.groups || [];
+      store.roomsLoaded = true;
+      for (const fn of roomWatchers) fn();
+    })
+    .catch((e) => toast(e.message, { error: true }));
+}
+
+async function refreshApprovals() {
+  try {
+    const { data } = await call("approvals", {}, { query: { status: "pending", limit: 500 } });
+    store.pending = (data.approvals || []).length;
+    badge.hidden = store.pending === 0;
+    badge.textContent = String(store.pending);
+    badge.setAttribute("aria-label", `${store.pending} waiting`);
+    setTitle();
+  } catch {
+    // the badge is a hint; the approvals view reports errors
+  }
+}
+
+function debounce(fn, ms) {
+  let t = 0;
+  return () => {
+    clearTimeout(t);
+    t = setTimeout(fn, ms);
+  };
+}
+const botsSoon = debounce(loadBots, 700);
+const approvalsSoon = debounce(refreshApprovals, 1200);
+
+function botName(id) {
+  const b = store.bots.find((x) => x.id === id);
+  return b ? b.name : id;
+}
+
+function setTitle(section) {
+  if (section) setTitle.section = section;
+  const prefix = store.pending ? `(${store.pending}) ` : "";
+  document.title = `${prefix}${setTitle.section ? `${setTitle.section} · ` : ""}botfleet`;
+}
+
+// ---------- start, sign-in, routing ----------
+
+function boot() {
+  auth.onRefused = () => {
+    if (auth.token) logout("The host refused your token (it may have changed). Paste it again.");
+  };
+  document.getElementById("logout").addEventListener("click", () => logout());
+  document.querySelector(".skip").addEventListener("click", (ev) => {
+    ev.preventDefault();
+    main.focus();
+  });
+  signals.onState = (s) => {
+    conn.className = `conn ${s}`;
+    conn.textContent = s === "live" ? "live" : s === "offline" ? "reconnecting…" : "connecting…";
+    conn.title = s === "live" ? "Receiving live updates" : "Live updates are paused; retrying";
+  };
+  signals.subscribe((ev) => {
+    if (view && view.onSignal) view.onSignal(ev);
+    botsSoon();
+    approvalsSoon();
+  });
+  window.addEventListener("hashchange", route);
+  if (auth.token) start();
+  else showLogin();
+}
+
+function start() {
+  top.hidden = false;
+  signals.start();
+  loadBots();
+  refreshApprovals();
+  if (!location.hash.startsWith("#/")) history.replaceState(null, "", "#/bots");
+  route();
+}
+
+function logout(message) {
+  auth.clear();
+  signals.stop();
+  Object.assign(store, { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 });
+  history.replaceState(null, "", location.pathname);
+  showLogin(message);
+}
+
+function showLogin(message = "") {
+  unmount();
+  top.hidden = true;
+  setTitle("Sign in");
+  const input = h("input", { type: "password", id: "token", name: "token", autocomplete: "current-password", spellcheck: "false", required: true });
+  const error = h("p", { class: "error-text", role: "alert" }, message);
+  const submit = h("button", { type: "submit", class: "primary" }, "Sign in");
+  const form = h(
+    "form",
+    { class: "login panel" },
+    h("h1", null, h("span", { class: "brand-mark", "aria-hidden": "true" }), "botfleet"),
+    h("p", null, "Paste your API token: the token of your [[users]] entry in fleet.toml. This browser keeps it until you log out."),
+    h("input", { type: "text", name: "username", autocomplete: "username", value: "botfleet", hidden: true, "aria-hidden": "true", tabindex: "-1" }),
+    h("label", { class: "field", for: "token" }, h("span", null, "Token"), input),
+    error,
+    submit,
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const token = input.value.trim();
+    if (!token) return;
+    submit.disabled = true;
+    error.textContent = "";
+    try {
+      await call("bots", {}, { token });
+      auth.save(token);
+      start();
+    } catch (e) {
+      error.textContent = e.status === 401 ? "This host does not know that token. Check the [[users]] tokens in fleet.toml." : e.message;
+      submit.disabled = false;
+      input.focus();
+    }
+  });
+  main.replaceChildren(form);
+  input.focus();
+}
+
+function unmount() {
+  if (view && view.unmount) view.unmount();
+  view = null;
+}
+
+function route() {
+  if (!auth.token) return showLogin();
+  if (!location.hash.startsWith("#/")) return;
+  const raw = location.hash.slice(2);
+  const cut = raw.indexOf("?");
+  const parts = (cut < 0 ? raw : raw.slice(0, cut)).split("/").filter(Boolean).map(decodeURIComponent);
+  const query = new URLSearchParams(cut < 0 ? "" : raw.slice(cut + 1));
+  const [section = "bots", id] = parts;
+  const seq = Number(query.get("seq")) || undefined;
+  unmount();
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    if (a.dataset.nav === section) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  const views = {
+    bots: () => botsView(id, seq),
+    rooms: () => roomsView(id, seq),
+    approvals: () => approvalsView(query),
+    search: () => searchView(query),
+    secrets: () => secretsView(),
+    sessions: () => sessionView(id, seq),
+  };
+  view = (views[section] || notFound)();
+}
+
+function notFound() {
+  setTitle("Not found");
+  const title = h("h1", { tabindex: "-1" }, "No such page");
+  main.replaceChildren(h("div", { class: "page" }, title, h("p", null, h("a", { href: "#/bots" }, "Go to your bots"))));
+  title.focus();
+  return {};
+}
+
+// ---------- pieces ----------
+
+function placeholder(...text) {
+  return h("div", { class: "placeholder" }, ...text);
+}
+
+function errorBox(e) {
+  return placeholder(h("p", { class: "error-text", role: "alert" }, e.message || String(e)));
+}
+
+function backLink(href, label) {
+  return h("a", { class: "button small back", href, "aria-label": `Back to ${label}` }, "‹ ", label);
+}
+
+let composerIds = 0;
+/** A message box: Enter sends, Shift+Enter is a new line. */
+function composer({ label, placeholder: hint, onSend }) {
+  const id = `composer-${++composerIds}`;
+  const area = h("textarea", { id, rows: "1", placeholder: hint, enterkeyhint: "send", "aria-describedby": `${id}-help` });
+  const form = h(
+    "form",
+    { class: "composer" },
+    h("label", { for: id, class: "sr-only" }, label),
+    h("span", { id: `${id}-help`, class: "sr-only" }, "Enter sends; Shift+Enter starts a new line."),
+    area,
+    h("button", { type: "submit", class: "primary" }, "Send"),
+  );
+  const grow = () => {
+    area.style.height = "auto";
+    area.style.height = `${Math.min(area.scrollHeight + 2, 192)}px`;
+  };
+  area.addEventListener("input", grow);
+  area.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = area.value.trim();
+    if (!text) return;
+    area.value = "";
+    grow();
+    onSend(text);
+    area.focus();
+  });
+  return { el: form, focus: () => area.focus() };
+}
+
+/**
+ * Posts `text` with a fresh UUIDv7 Idempotency-Key and shows it as pending
+ * until its entry arrives. A network or server failure keeps the key, so
+ * "Retry" cannot deliver the message twice; a 409 (the key's fate is
+ * unknown) offers to send it again as a new message, with a new key.
+ */
+async function deliver(timeline, text, post, onAccepted = () => {}) {
+  const attempt = async (key) => {
+    const shown = timeline.pending(text);
+    try {
+      const { status, data } = await post(key);
+      if (status === 409) {
+        shown.failed((data && data.error && data.error.message) || "The host could not accept this message.", () => attempt(uuidv7()));
+        return;
+      }
+      shown.sent(data.entry_id);
+      onAccepted(data);
+      timeline.sync().catch(() => {});
+    } catch (e) {
+      if (e.status === 401) return;
+      shown.failed(e.message, () => attempt(key));
+    }
+  };
+  await attempt(uuidv7());
+}
+
+/** Entries of a session; a DM that has no message yet has no session. */
+async function sessionEntries(session, after, limit, missingIsEmpty) {
+  try {
+    const { data } = await call("entries", { session }, { query: { after, limit } });
+    return data;
+  } catch (e) {
+    if (missingIsEmpty && e.status === 404) return { entries: [], last_seq: 0 };
+    throw e;
+  }
+}
+
+function botState(b) {
+  if (b.running_turn) return ["working", "working"];
+  if (b.queued) return ["queued", `${b.queued} queued`];
+  if (b.active) return ["idle", "idle"];
+  return ["asleep", "asleep"];
+}
+
+function usageText(b) {
+  const u = b.usage || {};
+  return u.daily_token_budget ? `${count(u.today)} / ${count(u.daily_token_budget)} tokens today` : `${count(u.today)} tokens today`;
+}
+
+// ---------- bots and their DMs ----------
+
+function botsView(id, seq) {
+  setTitle(id ? botName(id) : "Bots");
+  const ctx = { closed: false, timeline: null };
+  const list = h("ul", { class: "list", "aria-label": "Your bots" });
+  const heading = h("h1", { tabindex: "-1" }, "Bots");
+  const aside = h("aside", { "aria-label": "Bots" }, h("div", { class: "aside-head" }, heading), list);
+  const detail = h("section", { class: "detail", "aria-label": id ? "Conversation" : "Fleet" });
+  main.replaceChildren(h("div", { class: `split${id ? " has-detail" : ""}` }, aside, detail));
+  const paint = () => {
+    paintBotList(list, id);
+    if (!id) paintFleet(detail);
+  };
+  paint();
+  botWatchers.add(paint);
+  loadBots();
+  if (id) openBot(ctx, detail, id, seq);
+  else heading.focus();
+  return {
+    unmount() {
+      ctx.closed = true;
+      botWatchers.delete(paint);
+      if (ctx.timeline) ctx.timeline.close();
+    },
+    onSignal(ev) {
+      if (ctx.timeline) ctx.timeline.onSignal(ev);
+    },
+  };
+}
+
+function paintBotList(list, current) {
+  if (!store.botsLoaded) return list.replaceChildren(h("li", { class: "list-empty" }, "Loading…"));
+  if (!store.bots.length) return list.replaceChildren(h("li", { class: "list-empty" }, "You have no bots yet. Bots are defined in fleet.toml ([[bots]] with owner = your user id)."));
+  list.replaceChildren(
+    ...store.bots.map((b) => {
+      const [cls, label] = botState(b);
+      return h(
+        "li",
+        null,
+        h(
+          "a",
+          { href: `#/bots/${encodeURIComponent(b.id)}`, "aria-current": b.id === current ? "page" : null },
+          avatar(b.name),
+          h("span", { class: "name" }, b.name),
+          h("span", { class: `state ${cls}` }, label),
+          h("span", { class: "sub" }, `${b.id} · ${usageText(b)}`),
+        ),
+      );
+    }),
+  );
+}
+
+/** The overview beside the list on wide screens. */
+function paintFleet(detail) {
+  if (!store.botsLoaded || !store.bots.length) {
+    detail.replaceChildren(placeholder(h("p", null, "Choose a bot to talk to it. Replies, notices and approval requests appear as they happen.")));
+    return;
+  }
+  const rows = store.bots.map((b) => {
+    const [cls, label] = botState(b);
+    const turns = b.turns || {};
+    const u = b.usage || {};
+    return h(
+      "tr",
+      null,
+      h("td", null, h("a", { href: `#/bots/${encodeURIComponent(b.id)}` }, b.name)),
+      h("td", null, h("span", { class: `state ${cls}` }, label)),
+      h("td", null, String(b.queued || 0)),
+      h("td", null, `${turns.completed || 0} done${turns.failed ? ` · ${turns.failed} failed` : ""}`),
+      h("td", null, usageText(b)),
+      h("td", null, `${count(u.total)} total`),
+    );
+  });
+  detail.replaceChildren(
+    h(
+      "div",
+      { class: "page" },
+      h("h2", null, "Fleet"),
+      h("p", { class: "hint" }, "Choose a bot to open your conversation with it."),
+      h(
+        "div",
+        { class: "scroll" },
+        h(
+          "table",
+          null,
+          h("thead", null, h("tr", null, ["Bot", "State", "Queued", "Turns", "Today", "Usage"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", null, rows),
+        ),
+      ),
+    ),
+  );
+}
+
+async function openBot(ctx, detail, id, seq) {
+  detail.replaceChildren(placeholder("Loading…"));
+  let session;
+  try {
+    await ensureBots();
+    ({ data: session } = await call("botSession", { bot: id }));
+  } catch (e) {
+    if (!ctx.closed) detail.replaceChildren(errorBox(e));
+    return;
+  }
+  if (ctx.closed) return;
+  const name = botName(id);
+  setTitle(name);
+  const title = h("h1", { tabindex: "-1" });
+  const role = h("p");
+  const stop = h("button", { type: "button", class: "small danger", hidden: true }, "Stop turn");
+  const paintHead = () => {
+    const b = store.bots.find((x) => x.id === id);
+    const [cls, label] = b ? botState(b) : ["asleep", ""];
+    title.replaceChildren(name, h("span", { class: `state ${cls}` }, label));
+    role.textContent = b ? `${b.id} · ${usageText(b)}${b.role ? ` · ${b.role}` : ""}` : id;
+    role.title = b ? b.role : "";
+    stop.hidden = !(b && b.running_turn);
+  };
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    try {
+      const { data } = await call("botCancel", { bot: id });
+      toast(data.cancelled ? `Stopped ${name}'s turn.` : `${name} was not working on anything.`);
+      loadBots();
+    } catch (e) {
+      toast(e.message, { error: true });
+    } finally {
+      stop.disabled = false;
+    }
+  });
+  const timeline = new Timeline({
+    label: `Conversation with ${name}`,
+    session: session.session,
+    me: store.me,
+    nameOf: botName,
+    load: (after, limit) => sessionEntries(session.session, after, limit, true),
+    send: (text) => send(text),
+    working: `${name} is working on it`,
+    empty: `No messages yet. Say hello to ${name}.`,
+  });
+  ctx.timeline = timeline;
+  const send = (text) => deliver(timeline, text, (key) => call("botMessage", { bot: id }, { body: { text }, key, accept: [409] }));
+  const box = composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: send });
+  const head = h(
+    "header",
+    { class: "conv-head" },
+    backLink("#/bots", "Bots"),
+    h("div", { class: "conv-title" }, avatar(name), h("div", null, title, role)),
+    stop,
+    timeline.stepsToggle,
+  );
+  paintHead();
+  botWatchers.add(paintHead);
+  const closeTimeline = timeline.close.bind(timeline);
+  timeline.close = () => {
+    botWatchers.delete(paintHead);
+    closeTimeline();
+  };
+  detail.replaceChildren(head, timeline.el, box.el);
+  try {
+    await timeline.open(session.last_seq, seq);
+  } catch {
+    // reported by the timeline
+  }
+  if (!ctx.closed && !seq) box.focus();
+}
+
+// ---------- rooms ----------
+
+function roomsView(id, seq) {
+  setTitle("Rooms");
+  const ctx = { closed: false, timeline: null, poll: 0 };
+  const list = h("ul", { class: "list", "aria-label": "Your rooms" });
+  const heading = h("h1", { tabindex: "-1" }, "Rooms");
+  const aside = h(
+    "aside",
+    { "aria-label": "Rooms" },
+    h("div", { class: "aside-head" }, heading, h("a", { class: "button small", href: "#/rooms/new" }, "New room")),
+    list,
+  );
+  const detail = h("section", { class: "detail", "aria-label": "Room" });
+  main.replaceChildren(h("div", { class: `split${id ? " has-detail" : ""}` }, aside, detail));
+  const paint = () => paintRoomList(list, id);
+  paint();
+  roomWatchers.add(paint);
+  loadRooms();
+  if (id === "new") newRoomForm(ctx, detail);
+  else if (id) openRoom(ctx, detail, id, seq);
+  else {
+    detail.replaceChildren(placeholder(h("p", null, "A room is a shared timeline where 2–6 bots discuss what you post, one at a time. Choose a room or create one.")));
+    heading.focus();
+  }
+  return {
+    unmount() {
+      ctx.closed = true;
+      roomWatchers.delete(paint);
+      clearInterval(ctx.poll);
+      if (ctx.timeline) ctx.timeline.close();
+    },
+    onSignal(ev) {
+      if (ctx.timeline) ctx.timeline.onSignal(ev);
+    },
+  };
+}
+
+function paintRoomList(list, current) {
+  if (!store.roomsLoaded) return list.replaceChildren(h("li", { class: "list-empty" }, "Loading…"));
+  if (!store.rooms.length) return list.replaceChildren(h("li", { class: "list-empty" }, "No rooms yet."));
+  list.replaceChildren(
+    ...store.rooms.map((r) =>
+      h(
+        "li",
+        null,
+        h(
+          "a",
+          { href: `#/rooms/${encodeURIComponent(r.id)}`, "aria-current": r.id === current ? "page" : null },
+          avatar(r.name, true),
+          h("span", { class: "name" }, r.name),
+          r.shared ? h("span", { class: "state" }, "shared") : h("span"),
+          h("span", { class: "sub" }, (r.members || []).map((m) => m.name || m.id).join(", ")),
+        ),
+      ),
+    ),
+  );
+}
+
+async function newRoomForm(ctx, detail) {
+  setTitle("New room");
+  await ensureBots();
+  if (ctx.closed) return;
+  const title = h("h2", { tabindex: "-1" }, "New room");
+  const name = h("input", { id: "room-name", required: true, maxlength: "64", placeholder: "standup" });
+  const rid = h("input", { id: "room-id", maxlength: "64", placeholder: "defaults to the name", spellcheck: "false" });
+  const others = h("input", { id: "room-others", placeholder: "e.g. helper, reviewer", spellcheck: "false" });
+  const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), `${b.name} `, h("span", { class: "hint" }, b.id)));
+  const error = h("p", { class: "error-text", role: "alert" });
+  const submit = h("button", { type: "submit", class: "primary" }, "Create room");
+  const form = h(
+    "form",
+    { class: "panel" },
+    h("label", { class: "field", for: "room-name" }, h("span", null, "Name"), name),
+    h("label", { class: "field", for: "room-id" }, h("span", null, "Id (optional)"), rid, h("span", { class: "hint" }, "Letters, digits, - _ . — used in links and @mentions of the room.")),
+    h("fieldset", null, h("legend", null, "Members (2–6; they speak in this order)"), checks.length ? h("div", { class: "checks" }, checks) : h("p", { class: "hint" }, "You have no bots to add.")),
+    h("label", { class: "field", for: "room-others" }, h("span", null, "Other users' bots (optional)"), others, h("span", { class: "hint" }, "Ids of bots marked shareable in fleet.toml, separated by commas.")),
+    error,
+    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/rooms" }, "Cancel")),
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const members = [
+      ...checks.map((l) => l.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
+      ...others.value.split(",").map((s) => s.trim()).filter(Boolean),
+    ];
+    const body = { name: name.value.trim(), members };
+    if (rid.value.trim()) body.id = rid.value.trim();
+    submit.disabled = true;
+    error.textContent = "";
+    try {
+      const { data } = await call("groupCreate", {}, { body });
+      await loadRooms();
+      location.hash = `#/rooms/${encodeURIComponent(data.id)}`;
+    } catch (e) {
+      error.textContent = e.message;
+      submit.disabled = false;
+    }
+  });
+  detail.replaceChildren(h("div", { class: "page" }, backLink("#/rooms", "Rooms"), title, form));
+  title.focus();
+}
+
+async function openRoom(ctx, detail, id, seq) {
+  detail.replaceChildren(placeholder("Loading…"));
+  let room;
+  try {
+    await ensureBots();
+    ({ data: room } = await call("group", { group: id }));
+  } catch (e) {
+    if (!ctx.closed) detail.replaceChildren(errorBox(e));
+    return;
+  }
+  if (ctx.closed) return;
+  setTitle(room.name);
+  const names = new Map((room.members || []).map((m) => [m.id, m.name || m.id]));
+  const nameOf = (author) => names.get(author) || botName(author);
+  const note = h("p", { class: "composer-note", role: "status" });
+  const timeline = new Timeline({
+    label: `Room ${room.name}`,
+    session: room.session,
+    me: store.me,
+    nameOf,
+    load: (after, limit) => call("groupEntries", { group: id }, { query: { after, limit } }).then((r) => r.data),
+    send: (text) => send(text),
+    working: "The members are discussing",
+    empty: "No messages yet. Everyone in the room reads what you post; @Name addresses one member.",
+  });
+  ctx.timeline = timeline;
+  const send = (text) =>
+    deliver(
+      timeline,
+      text,
+      (key) => call("groupMessage", { group: id }, { body: { text }, key, accept: [409] }),
+      (data) => {
+        const addressed = (data.addressed || []).map(nameOf);
+        const unknown = data.unknown_mentions || [];
+        note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
+        if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
+      },
+    );
+  const box = composer({ label: `Message to room ${room.name}`, placeholder: "Message the room — @Name addresses one member", onSend: send });
+  const title = h("h1", { tabindex: "-1" }, room.name, room.shared ? h("span", { class: "state" }, "shared") : null);
+  const head = h(
+    "header",
+    { class: "conv-head" },
+    backLink("#/rooms", "Rooms"),
+    h(
+      "div",
+      { class: "conv-title" },
+      avatar(room.name, true),
+      h("div", null, title, h("div", { class: "members", "aria-label": "Members in speaking order" }, (room.members || []).map((m) => h("span", { class: "chip" }, m.name || m.id)))),
+    ),
+    timeline.stepsToggle,
+  );
+  detail.replaceChildren(head, timeline.el, box.el, note);
+  // change signals of a timeline go to the room's owner; others poll
+  if (store.me !== room.owner) ctx.poll = setInterval(() => timeline.sync().catch(() => {}), 5000);
+  try {
+    await timeline.open(room.last_seq, seq);
+  } catch {
+    // reported by the timeline
+  }
+  if (!ctx.closed && !seq) box.focus();
+}
+
+// ---------- any other session (routine, webhook, bot-to-bot, subagent) ----------
+
+function sessionView(id, seq) {
+  setTitle("Session");
+  const ctx = { closed: false, timeline: null };
+  const detail = h("section", { class: "detail", "aria-label": "Session" }, placeholder("Loading…"));
+  main.replaceChildren(h("div", { class: "split has-detail" }, h("aside", { hidden: true }), detail));
+  (async () => {
+    let first;
+    try {
+      await ensureBots();
+      first = await sessionEntries(id, 0, 1, false);
+    } catch (e) {
+      if (!ctx.closed) detail.replaceChildren(errorBox(e));
+      return;
+    }
+    if (ctx.closed) return;
+    const at = seq ? `?seq=${seq}` : "";
+    if (first.kind === "dm") return location.replace(`#/bots/${encodeURIComponent(first.bot)}${at}`);
+    if (first.kind === "room") return location.replace(`#/rooms/${encodeURIComponent(first.bot)}${at}`);
+    const label = `${first.kind} session of ${botName(first.bot)}`;
+    setTitle(label);
+    const timeline = new Timeline({
+      label,
+      session: id,
+      me: store.me,
+      nameOf: botName,
+      load: (after, limit) => sessionEntries(id, after, limit, false),
+      empty: "This session is empty.",
+    });
+    ctx.timeline = timeline;
+    const title = h("h1", { tabindex: "-1" }, label);
+    detail.replaceChildren(
+      h("header", { class: "conv-head" }, backLink("#/search", "Search"), h("div", { class: "conv-title" }, avatar(botName(first.bot)), h("div", null, title, h("p", null, "Read-only"))), timeline.stepsToggle),
+      timeline.el,
+    );
+    title.focus();
+    await timeline.open(first.last_seq, seq).catch(() => {});
+  })();
+  return {
+    unmount() {
+      ctx.closed = true;
+      if (ctx.timeline) ctx.timeline.close();
+    },
+    onSignal(ev) {
+      if (ctx.timeline) ctx.timeline.onSignal(ev);
+    },
+  };
+}
+
+// ---------- approvals ----------
+
+function approvalsView(query) {
+  setTitle("Approvals");
+  const ctx = { closed: false };
+  const which = query.get("show") === "all" ? "all" : "pending";
+  const title = h("h1", { tabindex: "-1" }, "Approvals");
+  const filter = h(
+    "select",
+    { id: "approval-filter", "aria-label": "Show" },
+    h("option", { value: "pending", selected: which === "pending" }, "Waiting for you"),
+    h("option", { value: "all", selected: which === "all" }, "All recent"),
+  );
+  filter.addEventListener("change", () => {
+    location.hash = filter.value === "all" ? "#/approvals?show=all" : "#/approvals";
+  });
+  const list = h("div", { class: "stack approvals", "aria-live": "polite" }, h("p", { class: "hint" }, "Loading…"));
+  main.replaceChildren(
+    h(
+      "div",
+      { class: "page" },
+      h("div", { class: "page-head" }, title, filter),
+      h("p", { class: "hint" }, "When a bot's review asks before an action, the action waits here and in the conversation until you decide. A decision applies to that exact action, once."),
+      list,
+    ),
+  );
+  title.focus();
+  const load = async () => {
+    try {
+      await ensureBots();
+      const { data } = await call("approvals", {}, { query: { status: which === "pending" ? "pending" : undefined, limit: 100 } });
+      if (ctx.closed) return;
+      const items = data.approvals || [];
+      if (!items.length) {
+        list.replaceChildren(placeholder(which === "pending" ? "Nothing is waiting for you." : "No approvals yet."));
+        return;
+      }
+      list.replaceChildren(
+        ...items.map((a) => {
+          const box = h("div");
+          fillApproval(box, a, { details: true, onDecided: () => refreshApprovals() });
+          return h(
+            "article",
+            { class: "panel", "aria-label": `${botName(a.bot)}: ${a.tool}` },
+            h("div", { class: "meta" }, h("span", { class: "who" }, botName(a.bot)), timeEl(a.created_at), h("a", { href: `#/sessions/${encodeURIComponent(a.session)}` }, "Open conversation")),
+            box,
+          );
+        }),
+      );
+    } catch (e) {
+      if (!ctx.closed) list.replaceChildren(errorBox(e));
+    }
+  };
+  load();
+  const soon = debounce(load, 1200);
+  const ticker = setInterval(() => tickExpiries(list), 15000);
+  return {
+    unmount() {
+      ctx.closed = true;
+      clearInterval(ticker);
+    },
+    onSignal: soon,
+  };
+}
+
+// ---------- search ----------
+
+const KIND_LABELS = {
+  user_message: "message",
+  agent_message: "bot message",
+  delivery: "reply",
+  assistant: "note",
+  tool_result: "tool result",
+};
+
+function hitLink(hit) {
+  const at = `?seq=${hit.seq}`;
+  if (hit.session_kind === "dm") return `#/bots/${encodeURIComponent(hit.bot)}${at}`;
+  if (hit.session_kind === "room") return `#/rooms/${encodeURIComponent(hit.bot)}${at}`;
+  return `#/sessions/${encodeURIComponent(hit.session)}${at}`;
+}
+
+function searchView(query) {
+  setTitle("Search");
+  const ctx = { closed: false };
+  const q = query.get("q") || "";
+  const bot = query.get("bot") || "";
+  const title = h("h1", { tabindex: "-1" }, "Search");
+  const input = h("input", { type: "search", id: "search-q", name: "q", value: q, placeholder: "Words from any conversation", required: true });
+  const select = h("select", { id: "search-bot", "aria-label": "Bot" }, h("option", { value: "" }, "All bots"));
+  const paintBots = () => {
+    select.replaceChildren(h("option", { value: "" }, "All bots"), ...store.bots.map((b) => h("option", { value: b.id, selected: b.id === bot }, b.name)));
+  };
+  paintBots();
+  botWatchers.add(paintBots);
+  const results = h("div", { "aria-live": "polite" });
+  const form = h(
+    "form",
+    { class: "searchbar", role: "search" },
+    h("label", { for: "search-q", class: "sr-only" }, "Search transcripts"),
+    input,
+    select,
+    h("button", { type: "submit", class: "primary" }, "Search"),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const params = new URLSearchParams({ q: input.value.trim() });
+    if (select.value) params.set("bot", select.value);
+    location.hash = `#/search?${params}`;
+  });
+  main.replaceChildren(h("div", { class: "page" }, title, form, results));
+  loadBots();
+  if (!q) {
+    results.append(h("p", { class: "hint" }, "Searches every conversation you can read: DMs, rooms, routines, webhooks. Quote a \"phrase\"; name a bot to search only what it may see."));
+    input.focus();
+  } else {
+    results.append(h("p", { class: "hint" }, "Searching…"));
+    call("search", {}, { query: { q, bot, limit: 50 } })
+      .then(({ data }) => {
+        if (ctx.closed) return;
+        const hits = data.hits || [];
+        results.replaceChildren(
+          h("p", { class: "hint" }, data.total === 1 ? "1 match" : `${data.total} matches${data.total > hits.length ? `, best ${hits.length} shown` : ""}`),
+          h(
+            "ol",
+            { class: "hits" },
+            hits.map((hit) =>
+              h(
+                "li",
+                { class: "hit panel" },
+                h(
+                  "a",
+                  { href: hitLink(hit) },
+                  h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
+                  h("p", { class: "snippet" }, markSnippet(hit.snippet)),
+                ),
+              ),
+            ),
+          ),
+        );
+      })
+      .catch((e) => {
+        if (!ctx.closed) results.replaceChildren(errorBox(e));
+      });
+    title.focus();
+  }
+  return {
+    unmount() {
+      ctx.closed = true;
+      botWatchers.delete(paintBots);
+    },
+  };
+}
+
+// ---------- secrets ----------
+
+function secretsView() {
+  setTitle("Secrets");
+  const ctx = { closed: false };
+  const title = h("h1", { tabindex: "-1" }, "Secrets");
+  const name = h("input", { id: "secret-name", required: true, placeholder: "GITHUB_TOKEN", spellcheck: "false", autocomplete: "off", pattern: "[A-Z_][A-Z0-9_]{0,63}", title: "Capital letters, digits and _, like an environment variable" });
+  const value = h("input", { id: "secret-value", type: "password", required: true, autocomplete: "new-password" });
+  const form = h(
+    "form",
+    { class: "row-form panel" },
+    h("label", { class: "field", for: "secret-name" }, h("span", null, "Name"), name),
+    h("label", { class: "field", for: "secret-value" }, h("span", null, "Value"), value),
+    h("button", { type: "submit", class: "primary" }, "Save"),
+  );
+  const table = h("div", { "aria-live": "polite" });
+  main.replaceChildren(
+    h(
+      "div",
+      { class: "page" },
+      title,
+      h("p", { class: "hint" }, "Your bots' tools use secrets by name. Values are write-only: botfleet never shows them again, and they never pass through a bot."),
+      form,
+      h("h2", null, "Stored"),
+      table,
+    ),
+  );
+  title.focus();
+  const load = async () => {
+    try {
+      const { data } = await call("secrets");
+      if (ctx.closed) return;
+      const items = data.secrets || [];
+      if (!items.length) return table.replaceChildren(h("p", { class: "hint" }, "No secrets stored."));
+      table.replaceChildren(
+        h(
+          "table",
+          null,
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Updated"), h("th", null, h("span", { class: "sr-only" }, "Actions")))),
+          h(
+            "tbody",
+            null,
+            items.map((s) => {
+              const del = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${s.name}` }, "Delete");
+              del.addEventListener("click", async () => {
+                if (!confirm(`Delete the secret ${s.name}? Tools that use it will fail until it is set again.`)) return;
+                try {
+                  await call("secretDelete", { name: s.name });
+                  toast(`Deleted ${s.name}.`);
+                  load();
+                } catch (e) {
+                  toast(e.message, { error: true });
+                }
+              });
+              return h("tr", null, h("td", null, h("code", null, s.name)), h("td", null, typeof s.updated_at === "number" ? relative(s.updated_at) : ""), h("td", null, del));
+            }),
+          ),
+        ),
+      );
+    } catch (e) {
+      if (!ctx.closed) table.replaceChildren(errorBox(e));
+    }
+  };
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await call("secretPut", { name: name.value.trim() }, { body: { value: value.value } });
+      toast(`Saved ${name.value.trim()}.`);
+      name.value = "";
+      value.value = "";
+      load();
+    } catch (e) {
+      toast(e.message, { error: true });
+    }
+  });
+  load();
+  return {
+    unmount() {
+      ctx.closed = true;
+    },
+  };
+}
+
+boot();

@@ -1,0 +1,137 @@
+// DOM helpers for the botfleet page. Text always goes in as text nodes
+// (never innerHTML), so nothing a bot or a user wrote can become markup.
+
+/** Builds an element: h("a", {href, onclick}, "text", child, [more]). */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else if (k === "value") el.value = v;
+    else if (v === true) el.setAttribute(k, "");
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+/**
+ * A search snippet whose matches are marked «like this»: the text is
+ * escaped first (it only ever becomes text nodes), then each «…» span
+ * becomes a <mark>. Unbalanced marks stay as they are.
+ */
+export function markSnippet(snippet) {
+  const out = document.createDocumentFragment();
+  let rest = String(snippet ?? "");
+  for (;;) {
+    const open = rest.indexOf("«");
+    const close = open < 0 ? -1 : rest.indexOf("»", open + 1);
+    if (open < 0 || close < 0) {
+      out.append(rest);
+      return out;
+    }
+    out.append(rest.slice(0, open), h("mark", null, rest.slice(open + 1, close)));
+    rest = rest.slice(close + 1);
+  }
+}
+
+const INLINE = /(`[^`\n]+`)|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])/g;
+
+/**
+ * A bot's Markdown as safe DOM: ``` fences become <pre>, `code`, **bold**,
+ * [text](https://…) and bare http(s) URLs become elements; everything else
+ * (lists, headings, HTML tags) stays literal text, line breaks kept by CSS.
+ */
+export function richText(text) {
+  const out = document.createDocumentFragment();
+  const parts = String(text ?? "").split(/```[^\n`]*\n?/);
+  parts.forEach((part, i) => {
+    if (i % 2 === 1 && i < parts.length - 1) {
+      out.append(h("pre", null, h("code", null, part.replace(/\n$/, ""))));
+      return;
+    }
+    let at = 0;
+    for (const m of part.matchAll(INLINE)) {
+      out.append(part.slice(at, m.index));
+      if (m[1]) out.append(h("code", null, m[1].slice(1, -1)));
+      else if (m[2]) out.append(h("strong", null, m[2]));
+      else if (m[3]) out.append(h("a", { href: safeUrl(m[4]), target: "_blank", rel: "noopener noreferrer" }, m[3]));
+      else out.append(h("a", { href: safeUrl(m[5]), target: "_blank", rel: "noopener noreferrer" }, m[5]));
+      at = m.index + m[0].length;
+    }
+    out.append(part.slice(at));
+  });
+  return out;
+}
+
+const timeFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const dayFmt = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+
+/** A <time> for ms since epoch: the hour (and the day if not today). */
+export function timeEl(ms) {
+  if (typeof ms !== "number") return null;
+  const d = new Date(ms);
+  const today = new Date().toDateString() === d.toDateString();
+  const label = today ? timeFmt.format(d) : `${dayFmt.format(d)} ${timeFmt.format(d)}`;
+  return h("time", { datetime: d.toISOString(), title: fullFmt.format(d) }, label);
+}
+
+/** "in 4 min", "2 h ago". */
+export function relative(ms, now = Date.now()) {
+  const diff = Math.round((ms - now) / 1000);
+  const abs = Math.abs(diff);
+  const [n, unit] =
+    abs < 60 ? [abs, "s"] : abs < 3600 ? [Math.round(abs / 60), "min"] : abs < 86400 ? [Math.round(abs / 3600), "h"] : [Math.round(abs / 86400), "d"];
+  return diff >= 0 ? `in ${n} ${unit}` : `${n} ${unit} ago`;
+}
+
+/** 12.3K tokens. */
+export function count(n) {
+  return typeof n === "number" ? compact.format(n) : "0";
+}
+
+/** A round avatar with the name's initial and a stable colour. */
+export function avatar(name, room = false) {
+  const s = String(name || "?");
+  let hash = 0;
+  for (const ch of s) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
+  return h("span", { class: `avatar h${hash % 6}${room ? " room" : ""}`, "aria-hidden": "true" }, [...s][0] || "?");
+}
+
+/** Pretty JSON text of a tool call's raw arguments (left as is if not JSON). */
+export function prettyJson(raw) {
+  if (typeof raw !== "string") return JSON.stringify(raw, null, 2);
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2);
+  } catch {
+    return raw;
+  }
+}
+
+/** A short message at the bottom of the screen; errors are alerts. */
+export function toast(message, { error = false, action = null, ms = error ? 8000 : 3500 } = {}) {
+  const box = document.getElementById("toasts");
+  if (!box) return;
+  const el = h("div", { class: `toast${error ? " error" : ""}`, role: error ? "alert" : "status" }, h("span", null, message));
+  if (action) el.append(h("button", { type: "button", onclick: () => { el.remove(); action.run(); } }, action.label));
+  el.append(h("button", { type: "button", "aria-label": "Dismiss", onclick: () => el.remove() }, "×"));
+  box.append(el);
+  setTimeout(() => el.remove(), ms);
+}
+
+/** Whether a URL is safe to link to (http or https only). */
+export function safeUrl(url) {
+  try {
+    const u = new URL(String(url), location.href);
+    return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
+  } catch {
+    return null;
+  }
+}

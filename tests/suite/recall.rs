@@ -1,0 +1,529 @@
+//! Transcript recall end to end: SearchTranscript and ReadTranscript with
+//! the scripted model, `GET /v1/search`, `botfleet search`, visibility
+//! across bots and users, and `botfleet reindex` (faults: recall_faults.rs).
+
+use std::time::Duration;
+use std::time::Instant;
+
+use botfleet::memory::BotId;
+use botfleet::memory::IndexerActor;
+use botfleet::memory::SearchQuery;
+use botfleet::memory::SessionId;
+use botfleet::memory::TranscriptIndex;
+use futures::StreamExt;
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::restart;
+use crate::support::process::cli;
+
+pub(super) const RECALL_TOOLS: &[&str] = &["SendMessage", "SearchTranscript", "ReadTranscript"];
+
+/// Every message not matched by an earlier rule gets a short reply that
+/// repeats nothing of it (so the phrase of turn 17 is said only once).
+pub(super) const CHAT: &str = r#"
+[[rule]]
+name = "chat"
+steps = [ { tool = "SendMessage", args = { text = "Noted." } } ]
+"#;
+
+/// The phrase said once, in turn 17.
+const TURN_17: &str = "Reminder: the quarterly supplier audit starts on Monday. 另外，第二家供应商被排除了，请更新名单。";
+
+/// Varied topics in English, Chinese and both, with near misses of turn
+/// 17's words (`audit`, `quarterly`, `supply`, 供应 without 商).
+fn topic(i: usize) -> String {
+    const EN: [&str; 10] = [
+        "the garden needs water before the heatwave",
+        "chess club moved to Tuesday evenings",
+        "can you find a pasta recipe without garlic",
+        "my flight to Lisbon lands at 6pm",
+        "the quarterly newsletter needs a new photo",
+        "remind me to renew the car insurance",
+        "the audit of the bike shed found a flat tyre",
+        "we are running low on printer paper supply",
+        "the kids want a puppy for their birthday",
+        "backup of the laptop failed again last night",
+    ];
+    const ZH: [&str; 10] = [
+        "今天天气很好我们去公园散步",
+        "周末一起去爬山吧",
+        "新买的咖啡机很好用",
+        "会议改到下午三点",
+        "火锅店的排队太长了",
+        "孩子的钢琴课在周六上午",
+        "电力供应中断了两个小时",
+        "明天要交项目报告",
+        "这个城市的地铁很方便",
+        "晚饭想吃饺子",
+    ];
+    match i % 3 {
+        0 => format!("{} (note {i})", EN[i % EN.len()]),
+        1 => format!("{}（第{i}条）", ZH[i % ZH.len()]),
+        _ => format!(
+            "{} — {} #{i}",
+            EN[(i / 3) % EN.len()],
+            ZH[(i / 7) % ZH.len()]
+        ),
+    }
+}
+
+/// Sends `text` and waits for the end of the turn that answers it; returns
+/// the session id and the message's seq.
+pub(super) async fn chat(host: &TestHost, token: &str, bot: &str, text: &str) -> (String, i64) {
+    let client = botfleet::client::Client::new(&host.url, token).unwrap();
+    let mut events = client.events().await.unwrap();
+    let key = uuid::Uuid::now_v7().to_string();
+    let (status, body) = client.send_message(bot, text, &key).await.unwrap();
+    assert_eq!(status.as_u16(), 202, "{body}");
+    let session = body["session"].as_str().unwrap().to_owned();
+    let seq = body["seq"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut cursor = seq;
+    loop {
+        for e in client.entries_after(&session, cursor).await.unwrap() {
+            cursor = cursor.max(e["seq"].as_i64().unwrap());
+            let answered = e["inputs"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!(seq)));
+            if e["kind"] == "turn_end" && e["status"] != "interrupted" && answered {
+                return (session, seq);
+            }
+        }
+        assert!(Instant::now() < deadline, "no turn end for {text:?}");
+        let _ = tokio::time::timeout(Duration::from_secs(2), events.next()).await;
+    }
+}
+
+/// The tool results of `tool` in a session: (content, is_error).
+async fn tool_results(
+    host: &TestHost,
+    token: &str,
+    session: &str,
+    tool: &str,
+) -> Vec<(String, bool)> {
+    botfleet::client::Client::new(&host.url, token)
+        .unwrap()
+        .entries_after(session, 0)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == tool)
+        .map(|e| {
+            (
+                e["content"].as_str().unwrap().to_owned(),
+                e["is_error"] == json!(true),
+            )
+        })
+        .collect()
+}
+
+/// `(session, seq)` of the hits in a SearchTranscript result.
+fn hits(out: &str) -> Vec<(String, i64)> {
+    out.lines()
+        .filter(|l| l.starts_with('['))
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(&l[l.find('{').unwrap()..=l.find('}').unwrap()]).unwrap();
+            (
+                v["session"].as_str().unwrap().to_owned(),
+                v["seq"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the index holds every entry committed so far.
+async fn flush(host: &TestHost) {
+    let indexer = host
+        .host
+        .as_ref()
+        .unwrap()
+        .fleet
+        .runtime()
+        .indexer()
+        .expect("the host runs an indexer");
+    IndexerActor::flush(&indexer, Duration::from_secs(10))
+        .await
+        .unwrap();
+}
+
+fn dm(bot: &str, user: &str) -> SessionId {
+    SessionId::derive(&BotId::new(bot).unwrap(), "dm", user)
+}
+
+#[tokio::test]
+async fn after_200_turns_a_phrase_of_turn_17_is_found_first_and_read_around() {
+    let started = Instant::now();
+    let recall = r#"
+[[rule]]
+name = "recall"
+match = "^recall$"
+steps = [
+  { calls = [
+      { tool = "SearchTranscript", args = { query = "\"quarterly supplier audit\"" } },
+      { tool = "SearchTranscript", args = { query = "供应商", limit = 3 } },
+  ] },
+  { tool = "SendMessage", args = { text = "found it" } },
+]
+"#;
+    let host = TestFleet::new()
+        .script("s", &format!("{recall}{CHAT}"))
+        .bot("r", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    let mut seq17 = 0;
+    let mut session = String::new();
+    for turn in 1..=200 {
+        let text = if turn == 17 {
+            TURN_17.to_owned()
+        } else {
+            let t = topic(turn);
+            assert!(!t.contains("supplier") && !t.contains("供应商"), "{t}");
+            t
+        };
+        let (s, seq) = chat(&host, TOKEN, "r", &text).await;
+        if turn == 17 {
+            seq17 = seq;
+        }
+        session = s;
+    }
+    let chatted = started.elapsed();
+    flush(&host).await;
+    chat(&host, TOKEN, "r", "recall").await;
+    let results = tool_results(&host, TOKEN, &session, "SearchTranscript").await;
+    assert_eq!(results.len(), 2, "{results:?}");
+    let (english, zh) = (&results[0].0, &results[1].0);
+    assert_eq!(hits(english)[0], (session.clone(), seq17), "{english}");
+    assert!(
+        english.contains("«quarterly» «supplier» «audit»"),
+        "{english}"
+    );
+    assert_eq!(hits(zh)[0], (session.clone(), seq17), "{zh}");
+    assert!(zh.contains("第二家«供应商»被排除了"), "{zh}");
+
+    // ReadTranscript around the hit (a new script names the hit; the index
+    // survives the restart)
+    let fleet = host.shutdown().await;
+    let read = format!(
+        r#"
+[[rule]]
+name = "read"
+match = "^read$"
+steps = [
+  {{ tool = "ReadTranscript", args = {{ session = "{session}", seq = {seq17} }} }},
+  {{ tool = "SendMessage", args = {{ text = "read it" }} }},
+]
+"#
+    );
+    std::fs::write(
+        fleet.path().join("scripts/s.toml"),
+        format!("{read}{recall}{CHAT}"),
+    )
+    .unwrap();
+    let host = restart(fleet).await;
+    chat(&host, TOKEN, "r", "read").await;
+    let read = tool_results(&host, TOKEN, &session, "ReadTranscript").await;
+    assert_eq!(read.len(), 1, "{read:?}");
+    let (out, is_error) = &read[0];
+    assert!(!is_error, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "Session {session} (this conversation), entries {} to {} of",
+            seq17 - 3,
+            seq17 + 3
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("→ #{seq17} ")) && out.contains(TURN_17),
+        "{out}"
+    );
+    for n in [seq17 - 3, seq17 - 1, seq17 + 1, seq17 + 3] {
+        assert!(out.contains(&format!("  #{n} ")), "#{n} missing: {out}");
+    }
+    // a neighbour: the bot's reply to turn 17
+    assert!(out.contains("(sent) Noted."), "{out}");
+    host.shutdown().await;
+    eprintln!(
+        "200 turns in {chatted:?}; whole test {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_bot_cannot_find_another_bots_private_dm() {
+    let s_dm = dm("s", "alice");
+    let script = format!(
+        r#"
+[[rule]]
+match = "^look$"
+steps = [
+  {{ calls = [
+      {{ tool = "SearchTranscript", args = {{ query = "falcon" }} }},
+      {{ tool = "SearchTranscript", args = {{ query = "falcon", session = "{s_dm}" }} }},
+      {{ tool = "ReadTranscript", args = {{ session = "{s_dm}", seq = 1 }} }},
+  ] }},
+  {{ tool = "SendMessage", args = {{ text = "looked" }} }},
+]
+{CHAT}"#
+    );
+    // r and s are alice's, t is bob's
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("r", "s", RECALL_TOOLS)
+        .bot("s", "s", RECALL_TOOLS)
+        .bot_of("t", "s", RECALL_TOOLS, "bob")
+        .start()
+        .await;
+    chat(&host, TOKEN, "s", "the falcon password is 7431, 蓝色海豚").await;
+    chat(&host, TOKEN, "r", "hello r").await;
+    chat(&host, BOB_TOKEN, "t", "hello t").await;
+    flush(&host).await;
+
+    // the API (before the bots search: their results mention falcon):
+    // alice sees her bots' sessions, narrowed to r nothing; bob nothing
+    let (status, v) = host.get("/v1/search?q=falcon", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["hits"][0]["session"], s_dm.to_string(), "{v}");
+    assert_eq!(v["hits"][0]["bot"], "s");
+    assert_eq!(v["hits"][0]["seq"], 1);
+    assert_eq!(v["hits"][0]["where"], "DM of s with alice");
+    let (status, v) = host.get("/v1/search?q=falcon&bot=r", TOKEN).await;
+    assert_eq!((status, v["total"].clone()), (200, json!(0)), "{v}");
+    let (status, v) = host.get("/v1/search?q=falcon", BOB_TOKEN).await;
+    assert_eq!((status, v["total"].clone()), (200, json!(0)), "{v}");
+    let (status, v) = host
+        .get(&format!("/v1/search?q=falcon&session={s_dm}"), BOB_TOKEN)
+        .await;
+    assert_eq!(status, 404, "{v}");
+    let (status, v) = host.get("/v1/search?q=falcon&bot=t", TOKEN).await;
+    assert_eq!(status, 404, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no bot \"t\" for you"),
+        "{v}"
+    );
+
+    for (token, bot, user) in [(TOKEN, "r", "alice"), (BOB_TOKEN, "t", "bob")] {
+        let (session, _) = chat(&host, token, bot, "look").await;
+        assert_eq!(session, dm(bot, user).to_string());
+        let searches = tool_results(&host, token, &session, "SearchTranscript").await;
+        assert_eq!(searches.len(), 2, "{searches:?}");
+        assert!(
+            !searches[0].1 && searches[0].0.starts_with("No entries match \"falcon\""),
+            "{bot}: {searches:?}"
+        );
+        let refusal = format!("session {s_dm} is not one you may read");
+        assert!(
+            searches[1].1 && searches[1].0.contains(&refusal),
+            "{bot}: {searches:?}"
+        );
+        let reads = tool_results(&host, token, &session, "ReadTranscript").await;
+        assert!(
+            reads[0].1 && reads[0].0.contains(&refusal) && !reads[0].0.contains("7431"),
+            "{bot}: {reads:?}"
+        );
+    }
+    // s itself finds it
+    let (session, _) = chat(&host, TOKEN, "s", "look").await;
+    let searches = tool_results(&host, TOKEN, &session, "SearchTranscript").await;
+    assert_eq!(
+        hits(&searches[0].0),
+        vec![(s_dm.to_string(), 1)],
+        "{searches:?}"
+    );
+    assert!(searches[1].0.contains("7431"), "{searches:?}");
+
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn search_through_the_api_and_the_cli_with_clear_errors() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS)
+        .bot("s", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    chat(&host, TOKEN, "r", "the deploy to staging failed at 3am").await;
+    chat(&host, TOKEN, "s", "生产环境部署完成了").await;
+
+    // a new entry becomes searchable within about a second, no flush
+    let sent = Instant::now();
+    chat(&host, TOKEN, "r", "the pelican report is ready").await;
+    loop {
+        let (_, v) = host.get("/v1/search?q=pelican", TOKEN).await;
+        if v["total"] == json!(1) {
+            break;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "not searchable after {:?}",
+            sent.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("searchable {:?} after sending", sent.elapsed());
+    flush(&host).await;
+
+    let (status, v) = host
+        .get("/v1/search?q=%22deploy%20to%20staging%22&limit=5", TOKEN)
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["total"], 1);
+    assert_eq!(v["hits"][0]["bot"], "r");
+    assert_eq!(v["hits"][0]["role"], "user");
+    assert_eq!(v["hits"][0]["session_kind"], "dm");
+    assert!(
+        v["hits"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("«deploy» «to» «staging»"),
+        "{v}"
+    );
+    let (_, v) = host.get("/v1/search?q=部署&bot=s", TOKEN).await;
+    assert_eq!(v["hits"][0]["snippet"], "生产环境«部署»完成了", "{v}");
+
+    // bad input → 400 with what to fix
+    let long = "a".repeat(600);
+    let cases = [
+        ("/v1/search?q=", "q: the search query is empty"),
+        (
+            &format!("/v1/search?q={long}") as &str,
+            "q: the search query is 600 characters long; the limit is 512",
+        ),
+        (
+            "/v1/search?q=say%20%22hi",
+            "q: unbalanced quote: the \" at character 4 opens a phrase that is never closed; add a closing \" or remove it",
+        ),
+        (
+            "/v1/search",
+            "missing q: pass the words to search for as ?q=WORDS",
+        ),
+        (
+            "/v1/search?q=x&limit=0",
+            "limit \"0\" is out of range: give a number of hits from 1 to 100",
+        ),
+        (
+            "/v1/search?q=x&limit=many",
+            "limit \"many\" is out of range",
+        ),
+        (
+            "/v1/search?q=x&session=nope",
+            "session \"nope\" is not a session id",
+        ),
+        ("/v1/search?q=x&colour=red", "unknown field `colour`"),
+    ];
+    for (path, message) in cases {
+        let (status, v) = host.get(path, TOKEN).await;
+        assert_eq!(status, 400, "{path}: {v}");
+        assert_eq!(v["error"]["code"], "bad_request", "{path}: {v}");
+        let got = v["error"]["message"].as_str().unwrap();
+        assert!(got.contains(message), "{path}: {got}");
+    }
+    let (status, _) = host.get("/v1/search?q=x", "wrong-token").await;
+    assert_eq!(status, 401);
+
+    // the CLI
+    let (code, out, err) = cli(&["search", "deploy staging"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("1 match(es), showing 1:"), "{out}");
+    assert!(out.contains("DM of r with alice · #1 ·"), "{out}");
+    assert!(
+        out.contains("the «deploy» to «staging» failed at 3am"),
+        "{out}"
+    );
+    let (code, out, err) = cli(
+        &["search", "部署", "--bot", "s", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hits"][0]["bot"], "s", "{v}");
+    let (code, out, _) = cli(&["search", "部署", "--bot", "r"], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "no matches for \"部署\""));
+    for (query, message) in [
+        ("", "the search query is empty: give at least one word"),
+        (long.as_str(), "the search query is 600 characters long"),
+        ("say \"hi", "unbalanced quote"),
+        ("-staging", "the query only excludes terms"),
+    ] {
+        let (code, _, err) = cli(&["search", query], &host.url, TOKEN).await;
+        assert_eq!(code, 1, "{query}");
+        assert!(
+            err.contains("400 Bad Request") && err.contains(message),
+            "{query}: {err}"
+        );
+    }
+    let (code, _, err) = cli(&["search", "x", "--bot", "nobody"], &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no bot \"nobody\" for you"), "{err}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn reindex_rebuilds_offline_and_refuses_while_a_host_runs() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    for i in 0..5 {
+        chat(
+            &host,
+            TOKEN,
+            "r",
+            &format!("{} (the walrus file {i})", topic(i)),
+        )
+        .await;
+    }
+    flush(&host).await;
+    let fleet_file = host.fleet.path().join("fleet.toml");
+    let fleet_arg = fleet_file.to_str().unwrap();
+    let (code, out, err) = cli(&["reindex", "--fleet", fleet_arg], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("is running on")
+            && err.contains("stop it (Ctrl-C), then run `botfleet reindex` again"),
+        "{err}"
+    );
+
+    let fleet = host.shutdown().await;
+    let data = fleet.path().join("data");
+    std::fs::remove_dir_all(data.join("index")).unwrap();
+    let (code, out, err) = cli(&["reindex", "--fleet", fleet_arg], "", "").await;
+    assert_eq!(code, 0, "{err}");
+    // 5 turns: messages, replies, tool results, notes, turn ends
+    assert!(out.starts_with("reindexed "), "{out}");
+    assert!(out.contains("entries ("), "{out}");
+    let index = TranscriptIndex::open(data.join("index")).unwrap();
+    let found = index
+        .search_blocking(&SearchQuery::new("walrus").with_limit(10))
+        .unwrap();
+    assert_eq!(found.total, 5, "{found:?}");
+    drop(index);
+
+    // --data works too, and a directory without a store is refused
+    let (code, out, err) = cli(&["reindex", "--data", data.to_str().unwrap()], "", "").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("reindexed "), "{out}");
+    let empty = fleet.path().join("empty");
+    let (code, _, err) = cli(&["reindex", "--data", empty.to_str().unwrap()], "", "").await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no store at"), "{err}");
+
+    // the host starts on the rebuilt index
+    let host = restart(fleet).await;
+    let (_, v) = host.get("/v1/search?q=walrus", TOKEN).await;
+    assert_eq!(v["total"], 5, "{v}");
+    host.shutdown().await;
+}
