@@ -372,40 +372,46 @@ async fn run(args: Args) {
         "phase", "µs/reply", "commits", "mutations"
     );
     println!(
-        "{:<44} {:>12.1} {:>10.2} {:>14.2}",
+        "{:<44} {:>10.1} {:>10.1} {:>9.2} {:>10.2}",
         format!("0. plain turn, sequential ({} turns)", args.turns),
         base_us,
+        base_stats.2,
         base_stats.0,
         base_stats.1
     );
     println!(
-        "{:<44} {:>12.1} {:>10.2} {:>14.2}",
+        "{:<44} {:>10.1} {:>10.1} {:>9.2} {:>10.2}",
         format!("0b. plain turns, {} bots at once", args.rooms),
         base_many_us,
+        base_many_stats.2,
         base_many_stats.0,
         base_many_stats.1
     );
     println!(
-        "{:<44} {:>12.1} {:>10.2} {:>14.2}",
+        "{:<44} {:>10.1} {:>10.1} {:>9.2} {:>10.2}",
         format!("1. one room, sequential ({} runs)", args.runs),
         single_us,
+        single_stats.2,
         single_stats.0,
         single_stats.1
     );
     println!(
-        "{:<44} {:>12.1} {:>10.2} {:>14.2}",
+        "{:<44} {:>10.1} {:>10.1} {:>9.2} {:>10.2}",
         format!(
             "2. {} rooms at once ({} runs each)",
             args.rooms, args.runs_per_room
         ),
         many_us,
+        many_stats.2,
         many_stats.0,
         many_stats.1
     );
     println!(
-        "coordinator overhead per member turn: {:.1} µs sequential (1 − 0), {:.1} µs under load (2 − 0b)",
+        "coordinator overhead per member turn: wall {:.1} µs sequential (1 − 0), {:.1} µs at once (2 − 0b); CPU {:.1} µs / {:.1} µs",
         single_us - base_us,
-        many_us - base_many_us
+        many_us - base_many_us,
+        single_stats.2 - base_stats.2,
+        many_stats.2 - base_many_stats.2
     );
     match (&autogen, autogen_us) {
         (Some(Ok(_)), Some(a)) => println!(
@@ -428,6 +434,12 @@ async fn run(args: Args) {
         "many_rooms_runs_each": args.runs_per_room,
         "many_rooms_us_per_reply": round1(many_us),
         "plain_turn_many_us": round1(base_many_us),
+        "cpu_us_plain_turn": round1(base_stats.2),
+        "cpu_us_plain_turn_many": round1(base_many_stats.2),
+        "cpu_us_per_reply_single": round1(single_stats.2),
+        "cpu_us_per_reply_many": round1(many_stats.2),
+        "coordinator_overhead_cpu_us_single": round1(single_stats.2 - base_stats.2),
+        "coordinator_overhead_cpu_us_many": round1(many_stats.2 - base_many_stats.2),
         "coordinator_overhead_us_per_member_turn": round1(single_us - base_us),
         "coordinator_overhead_us_per_member_turn_many": round1(many_us - base_many_us),
         "commits_per_reply_single": round2(single_stats.0),
@@ -450,17 +462,30 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-fn snapshot(store: &Store) -> (u64, u64) {
-    let s = store.stats();
-    (s.commits.load(Relaxed), s.mutations.load(Relaxed))
+/// CPU time of this process (user + system), µs, from /proc/self/stat
+/// (clock ticks of 10 ms: phases last seconds, so this is ±1%).
+fn cpu_us() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // fields after the command name (which may hold spaces): state is 3rd
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    ticks * 10_000.0
 }
 
-/// Commits and mutations per unit since `before`.
-fn delta(store: &Store, before: (u64, u64), units: f64) -> (f64, f64) {
+fn snapshot(store: &Store) -> (u64, u64, f64) {
+    let s = store.stats();
+    (s.commits.load(Relaxed), s.mutations.load(Relaxed), cpu_us())
+}
+
+/// Commits, mutations and CPU µs per unit since `before`.
+fn delta(store: &Store, before: (u64, u64, f64), units: f64) -> (f64, f64, f64) {
     let now = snapshot(store);
     (
         (now.0 - before.0) as f64 / units,
         (now.1 - before.1) as f64 / units,
+        (now.2 - before.2) / units,
     )
 }
 

@@ -1,8 +1,8 @@
 //! Costs of auto-review: a rules decision (parse + rules) on realistic
 //! commands, the fingerprint of an action, and the whole gate for a call
-//! that needs no I/O (SendMessage in a DM) and for an allowed Shell call
-//! (a store read for pending approvals, script resolution, the exclusive
-//! lock).
+//! that needs no I/O (SendMessage in a DM), for a Read (a path lock) and
+//! for an allowed Shell call (a store read for pending approvals, script
+//! resolution, the exclusive lock).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -139,7 +139,7 @@ impl GateFixture {
             owner: UserId::new("u").ok()?,
             role: String::new(),
             provider: "p".into(),
-            tools: vec!["SendMessage".into(), "Shell".into()],
+            tools: vec!["SendMessage".into(), "Shell".into(), "Read".into()],
             settings: json!({}),
             origin: "bench".into(),
             created_at: 0,
@@ -207,11 +207,17 @@ pub fn gate(c: &mut Criterion) {
     let mut group = c.benchmark_group("gate");
     let message = json!({"text": "done"});
     let ls = json!({"command": "ls -la"});
+    let read = json!({"path": "src/main.rs"});
     assert!(runtime.block_on(fx.check("SendMessage", &message)));
+    assert!(runtime.block_on(fx.check("Read", &read)));
     assert!(runtime.block_on(fx.check("Shell", &ls)));
     group.bench_function("send_message_dm", |b| {
         b.to_async(&runtime)
             .iter(|| async { black_box(fx.check("SendMessage", &message).await) })
+    });
+    group.bench_function("read_path_lock", |b| {
+        b.to_async(&runtime)
+            .iter(|| async { black_box(fx.check("Read", &read).await) })
     });
     group.bench_function("shell_allowed", |b| {
         b.to_async(&runtime)

@@ -20,6 +20,18 @@ if [ "$quick" = 0 ]; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 
+# The web page's browser test (tests/suite/ui_browser.rs) drives Debian's
+# headless chromium through chromedriver; without them it skips, saying why.
+# Install them where we can (root with apt-get, about a minute once);
+# BOTFLEET_BROWSER=off skips the install.
+if [ "${BOTFLEET_BROWSER:-auto}" != "off" ] && ! command -v chromedriver >/dev/null 2>&1 \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "== installing chromium and chromedriver for the browser test (BOTFLEET_BROWSER=off skips)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }; then
+    echo "could not install chromium; the browser test will skip" >&2
+  fi
+fi
+
 export RUST_BACKTRACE=1
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 

@@ -4,86 +4,30 @@
 // from the change signals. No framework and no build step.
 
 import { Signals, auth, call, uuidv7 } from "./api.js";
-import { avatar, count, h, markSnippet, relative, timeEl, toast } from "./dom.js";
-import { Timeline, fillApproval, tickExpiries } from "./timeline.js";
+import { avatar, backLink, count, errorBox, h, placeholder, toast } from "./dom.js";
+import { approvalsView, searchView, secretsView, sessionView } from "./pages.js";
+import {
+  botName,
+  botWatchers,
+  debounce,
+  ensureBots,
+  loadBots,
+  loadRooms,
+  refreshApprovals,
+  roomWatchers,
+  sessionEntries,
+  setTitle,
+  store,
+} from "./state.js";
+import { Timeline } from "./timeline.js";
 
 const main = document.getElementById("main");
 const top = document.getElementById("top");
 const conn = document.getElementById("conn");
-const badge = document.getElementById("approval-count");
 const signals = new Signals();
-
-/** What several views share. */
-const store = { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 };
-const botWatchers = new Set();
-const roomWatchers = new Set();
-let view = null;
-
-// ---------- shared data ----------
-
-let botsLoading = null;
-function loadBots() {
-  botsLoading ??= call("bots")
-    .then(({ data }) => {
-      store.bots = data.bots || [];
-      store.botsLoaded = true;
-      if (store.bots.length) store.me = store.bots[0].owner;
-      for (const fn of botWatchers) fn();
-    })
-    .catch((e) => toast(e.message, { error: true }))
-    .finally(() => {
-      botsLoading = null;
-    });
-  return botsLoading;
-}
-
-async function ensureBots() {
-  if (!store.botsLoaded) await loadBots();
-}
-
-function loadRooms() {
-  return call("groups")
-    .then(({ data }) => {
-      store.rooms = data.groups || [];
-      store.roomsLoaded = true;
-      for (const fn of roomWatchers) fn();
-    })
-    .catch((e) => toast(e.message, { error: true }));
-}
-
-async function refreshApprovals() {
-  try {
-    const { data } = await call("approvals", {}, { query: { status: "pending", limit: 500 } });
-    store.pending = (data.approvals || []).length;
-    badge.hidden = store.pending === 0;
-    badge.textContent = String(store.pending);
-    badge.setAttribute("aria-label", `${store.pending} waiting`);
-    setTitle();
-  } catch {
-    // the badge is a hint; the approvals view reports errors
-  }
-}
-
-function debounce(fn, ms) {
-  let t = 0;
-  return () => {
-    clearTimeout(t);
-    t = setTimeout(fn, ms);
-  };
-}
 const botsSoon = debounce(loadBots, 700);
 const approvalsSoon = debounce(refreshApprovals, 1200);
-
-function botName(id) {
-  const b = store.bots.find((x) => x.id === id);
-  return b ? b.name : id;
-}
-
-function setTitle(section) {
-  if (section) setTitle.section = section;
-  const prefix = store.pending ? `(${store.pending}) ` : "";
-  document.title = `${prefix}${setTitle.section ? `${setTitle.section} · ` : ""}botfleet`;
-}
+let view = null;
 
 // ---------- start, sign-in, routing ----------
 
@@ -203,20 +147,6 @@ function notFound() {
   return {};
 }
 
-// ---------- pieces ----------
-
-function placeholder(...text) {
-  return h("div", { class: "placeholder" }, ...text);
-}
-
-function errorBox(e) {
-  return placeholder(h("p", { class: "error-text", role: "alert" }, e.message || String(e)));
-}
-
-function backLink(href, label) {
-  return h("a", { class: "button small back", href, "aria-label": `Back to ${label}` }, "‹ ", label);
-}
-
 let composerIds = 0;
 /** A message box: Enter sends, Shift+Enter is a new line. */
 function composer({ label, placeholder: hint, onSend }) {
@@ -277,17 +207,6 @@ async function deliver(timeline, text, post, onAccepted = () => {}) {
     }
   };
   await attempt(uuidv7());
-}
-
-/** Entries of a session; a DM that has no message yet has no session. */
-async function sessionEntries(session, after, limit, missingIsEmpty) {
-  try {
-    const { data } = await call("entries", { session }, { query: { after, limit } });
-    return data;
-  } catch (e) {
-    if (missingIsEmpty && e.status === 404) return { entries: [], last_seq: 0 };
-    throw e;
-  }
 }
 
 function botState(b) {
@@ -610,7 +529,7 @@ async function openRoom(ctx, detail, id, seq) {
         if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
       },
     );
-  const box = composer({ label: `Message to room ${room.name}`, placeholder: "Message the room — @Name addresses one member", onSend: send });
+  const box = composer({ label: `Message to room ${room.name}`, placeholder: "Message the room (@Name for one member)", onSend: send });
   const title = h("h1", { tabindex: "-1" }, room.name, room.shared ? h("span", { class: "state" }, "shared") : null);
   const head = h(
     "header",
@@ -633,293 +552,6 @@ async function openRoom(ctx, detail, id, seq) {
     // reported by the timeline
   }
   if (!ctx.closed && !seq) box.focus();
-}
-
-// ---------- any other session (routine, webhook, bot-to-bot, subagent) ----------
-
-function sessionView(id, seq) {
-  setTitle("Session");
-  const ctx = { closed: false, timeline: null };
-  const detail = h("section", { class: "detail", "aria-label": "Session" }, placeholder("Loading…"));
-  main.replaceChildren(h("div", { class: "split has-detail" }, h("aside", { hidden: true }), detail));
-  (async () => {
-    let first;
-    try {
-      await ensureBots();
-      first = await sessionEntries(id, 0, 1, false);
-    } catch (e) {
-      if (!ctx.closed) detail.replaceChildren(errorBox(e));
-      return;
-    }
-    if (ctx.closed) return;
-    const at = seq ? `?seq=${seq}` : "";
-    if (first.kind === "dm") return location.replace(`#/bots/${encodeURIComponent(first.bot)}${at}`);
-    if (first.kind === "room") return location.replace(`#/rooms/${encodeURIComponent(first.bot)}${at}`);
-    const label = `${first.kind} session of ${botName(first.bot)}`;
-    setTitle(label);
-    const timeline = new Timeline({
-      label,
-      session: id,
-      me: store.me,
-      nameOf: botName,
-      load: (after, limit) => sessionEntries(id, after, limit, false),
-      empty: "This session is empty.",
-    });
-    ctx.timeline = timeline;
-    const title = h("h1", { tabindex: "-1" }, label);
-    detail.replaceChildren(
-      h("header", { class: "conv-head" }, backLink("#/search", "Search"), h("div", { class: "conv-title" }, avatar(botName(first.bot)), h("div", null, title, h("p", null, "Read-only"))), timeline.stepsToggle),
-      timeline.el,
-    );
-    title.focus();
-    await timeline.open(first.last_seq, seq).catch(() => {});
-  })();
-  return {
-    unmount() {
-      ctx.closed = true;
-      if (ctx.timeline) ctx.timeline.close();
-    },
-    onSignal(ev) {
-      if (ctx.timeline) ctx.timeline.onSignal(ev);
-    },
-  };
-}
-
-// ---------- approvals ----------
-
-function approvalsView(query) {
-  setTitle("Approvals");
-  const ctx = { closed: false };
-  const which = query.get("show") === "all" ? "all" : "pending";
-  const title = h("h1", { tabindex: "-1" }, "Approvals");
-  const filter = h(
-    "select",
-    { id: "approval-filter", "aria-label": "Show" },
-    h("option", { value: "pending", selected: which === "pending" }, "Waiting for you"),
-    h("option", { value: "all", selected: which === "all" }, "All recent"),
-  );
-  filter.addEventListener("change", () => {
-    location.hash = filter.value === "all" ? "#/approvals?show=all" : "#/approvals";
-  });
-  const list = h("div", { class: "stack approvals", "aria-live": "polite" }, h("p", { class: "hint" }, "Loading…"));
-  main.replaceChildren(
-    h(
-      "div",
-      { class: "page" },
-      h("div", { class: "page-head" }, title, filter),
-      h("p", { class: "hint" }, "When a bot's review asks before an action, the action waits here and in the conversation until you decide. A decision applies to that exact action, once."),
-      list,
-    ),
-  );
-  title.focus();
-  const load = async () => {
-    try {
-      await ensureBots();
-      const { data } = await call("approvals", {}, { query: { status: which === "pending" ? "pending" : undefined, limit: 100 } });
-      if (ctx.closed) return;
-      const items = data.approvals || [];
-      if (!items.length) {
-        list.replaceChildren(placeholder(which === "pending" ? "Nothing is waiting for you." : "No approvals yet."));
-        return;
-      }
-      list.replaceChildren(
-        ...items.map((a) => {
-          const box = h("div");
-          fillApproval(box, a, { details: true, onDecided: () => refreshApprovals() });
-          return h(
-            "article",
-            { class: "panel", "aria-label": `${botName(a.bot)}: ${a.tool}` },
-            h("div", { class: "meta" }, h("span", { class: "who" }, botName(a.bot)), timeEl(a.created_at), h("a", { href: `#/sessions/${encodeURIComponent(a.session)}` }, "Open conversation")),
-            box,
-          );
-        }),
-      );
-    } catch (e) {
-      if (!ctx.closed) list.replaceChildren(errorBox(e));
-    }
-  };
-  load();
-  const soon = debounce(load, 1200);
-  const ticker = setInterval(() => tickExpiries(list), 15000);
-  return {
-    unmount() {
-      ctx.closed = true;
-      clearInterval(ticker);
-    },
-    onSignal: soon,
-  };
-}
-
-// ---------- search ----------
-
-const KIND_LABELS = {
-  user_message: "message",
-  agent_message: "bot message",
-  delivery: "reply",
-  assistant: "note",
-  tool_result: "tool result",
-};
-
-function hitLink(hit) {
-  const at = `?seq=${hit.seq}`;
-  if (hit.session_kind === "dm") return `#/bots/${encodeURIComponent(hit.bot)}${at}`;
-  if (hit.session_kind === "room") return `#/rooms/${encodeURIComponent(hit.bot)}${at}`;
-  return `#/sessions/${encodeURIComponent(hit.session)}${at}`;
-}
-
-function searchView(query) {
-  setTitle("Search");
-  const ctx = { closed: false };
-  const q = query.get("q") || "";
-  const bot = query.get("bot") || "";
-  const title = h("h1", { tabindex: "-1" }, "Search");
-  const input = h("input", { type: "search", id: "search-q", name: "q", value: q, placeholder: "Words from any conversation", required: true });
-  const select = h("select", { id: "search-bot", "aria-label": "Bot" }, h("option", { value: "" }, "All bots"));
-  const paintBots = () => {
-    select.replaceChildren(h("option", { value: "" }, "All bots"), ...store.bots.map((b) => h("option", { value: b.id, selected: b.id === bot }, b.name)));
-  };
-  paintBots();
-  botWatchers.add(paintBots);
-  const results = h("div", { "aria-live": "polite" });
-  const form = h(
-    "form",
-    { class: "searchbar", role: "search" },
-    h("label", { for: "search-q", class: "sr-only" }, "Search transcripts"),
-    input,
-    select,
-    h("button", { type: "submit", class: "primary" }, "Search"),
-  );
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const params = new URLSearchParams({ q: input.value.trim() });
-    if (select.value) params.set("bot", select.value);
-    location.hash = `#/search?${params}`;
-  });
-  main.replaceChildren(h("div", { class: "page" }, title, form, results));
-  loadBots();
-  if (!q) {
-    results.append(h("p", { class: "hint" }, "Searches every conversation you can read: DMs, rooms, routines, webhooks. Quote a \"phrase\"; name a bot to search only what it may see."));
-    input.focus();
-  } else {
-    results.append(h("p", { class: "hint" }, "Searching…"));
-    call("search", {}, { query: { q, bot, limit: 50 } })
-      .then(({ data }) => {
-        if (ctx.closed) return;
-        const hits = data.hits || [];
-        results.replaceChildren(
-          h("p", { class: "hint" }, data.total === 1 ? "1 match" : `${data.total} matches${data.total > hits.length ? `, best ${hits.length} shown` : ""}`),
-          h(
-            "ol",
-            { class: "hits" },
-            hits.map((hit) =>
-              h(
-                "li",
-                { class: "hit panel" },
-                h(
-                  "a",
-                  { href: hitLink(hit) },
-                  h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
-                  h("p", { class: "snippet" }, markSnippet(hit.snippet)),
-                ),
-              ),
-            ),
-          ),
-        );
-      })
-      .catch((e) => {
-        if (!ctx.closed) results.replaceChildren(errorBox(e));
-      });
-    title.focus();
-  }
-  return {
-    unmount() {
-      ctx.closed = true;
-      botWatchers.delete(paintBots);
-    },
-  };
-}
-
-// ---------- secrets ----------
-
-function secretsView() {
-  setTitle("Secrets");
-  const ctx = { closed: false };
-  const title = h("h1", { tabindex: "-1" }, "Secrets");
-  const name = h("input", { id: "secret-name", required: true, placeholder: "GITHUB_TOKEN", spellcheck: "false", autocomplete: "off", pattern: "[A-Z_][A-Z0-9_]{0,63}", title: "Capital letters, digits and _, like an environment variable" });
-  const value = h("input", { id: "secret-value", type: "password", required: true, autocomplete: "new-password" });
-  const form = h(
-    "form",
-    { class: "row-form panel" },
-    h("label", { class: "field", for: "secret-name" }, h("span", null, "Name"), name),
-    h("label", { class: "field", for: "secret-value" }, h("span", null, "Value"), value),
-    h("button", { type: "submit", class: "primary" }, "Save"),
-  );
-  const table = h("div", { "aria-live": "polite" });
-  main.replaceChildren(
-    h(
-      "div",
-      { class: "page" },
-      title,
-      h("p", { class: "hint" }, "Your bots' tools use secrets by name. Values are write-only: botfleet never shows them again, and they never pass through a bot."),
-      form,
-      h("h2", null, "Stored"),
-      table,
-    ),
-  );
-  title.focus();
-  const load = async () => {
-    try {
-      const { data } = await call("secrets");
-      if (ctx.closed) return;
-      const items = data.secrets || [];
-      if (!items.length) return table.replaceChildren(h("p", { class: "hint" }, "No secrets stored."));
-      table.replaceChildren(
-        h(
-          "table",
-          null,
-          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Updated"), h("th", null, h("span", { class: "sr-only" }, "Actions")))),
-          h(
-            "tbody",
-            null,
-            items.map((s) => {
-              const del = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${s.name}` }, "Delete");
-              del.addEventListener("click", async () => {
-                if (!confirm(`Delete the secret ${s.name}? Tools that use it will fail until it is set again.`)) return;
-                try {
-                  await call("secretDelete", { name: s.name });
-                  toast(`Deleted ${s.name}.`);
-                  load();
-                } catch (e) {
-                  toast(e.message, { error: true });
-                }
-              });
-              return h("tr", null, h("td", null, h("code", null, s.name)), h("td", null, typeof s.updated_at === "number" ? relative(s.updated_at) : ""), h("td", null, del));
-            }),
-          ),
-        ),
-      );
-    } catch (e) {
-      if (!ctx.closed) table.replaceChildren(errorBox(e));
-    }
-  };
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    try {
-      await call("secretPut", { name: name.value.trim() }, { body: { value: value.value } });
-      toast(`Saved ${name.value.trim()}.`);
-      name.value = "";
-      value.value = "";
-      load();
-    } catch (e) {
-      toast(e.message, { error: true });
-    }
-  });
-  load();
-  return {
-    unmount() {
-      ctx.closed = true;
-    },
-  };
 }
 
 boot();

@@ -87,6 +87,7 @@ export function timeEl(ms) {
 export function relative(ms, now = Date.now()) {
   const diff = Math.round((ms - now) / 1000);
   const abs = Math.abs(diff);
+  if (abs < 45) return diff > 0 ? "in a moment" : "just now";
   const [n, unit] =
     abs < 60 ? [abs, "s"] : abs < 3600 ? [Math.round(abs / 60), "min"] : abs < 86400 ? [Math.round(abs / 3600), "h"] : [Math.round(abs / 86400), "d"];
   return diff >= 0 ? `in ${n} ${unit}` : `${n} ${unit} ago`;
@@ -115,7 +116,7 @@ export function prettyJson(raw) {
   }
 }
 
-/** A short message at the bottom of the screen; errors are alerts. */
+/** A short message in a corner (errors are alerts); success shows in place. */
 export function toast(message, { error = false, action = null, ms = error ? 8000 : 3500 } = {}) {
   const box = document.getElementById("toasts");
   if (!box) return;
@@ -134,4 +135,19 @@ export function safeUrl(url) {
   } catch {
     return null;
   }
+}
+
+/** A centred note in an empty panel. */
+export function placeholder(...text) {
+  return h("div", { class: "placeholder" }, ...text);
+}
+
+/** An error in place of a view's content. */
+export function errorBox(e) {
+  return placeholder(h("p", { class: "error-text", role: "alert" }, e.message || String(e)));
+}
+
+/** The "‹ Back" link of narrow screens. */
+export function backLink(href, label) {
+  return h("a", { class: "button small back", href, "aria-label": `Back to ${label}` }, "‹ ", label);
 }

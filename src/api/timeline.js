@@ -10,6 +10,7 @@
 
 import { call } from "./api.js";
 import { count, h, prettyJson, relative, richText, safeUrl, timeEl, toast } from "./dom.js";
+import { refreshApprovals } from "./state.js";
 
 /** Entries shown when a conversation opens, and per "Show earlier". */
 const PAGE = 200;
@@ -44,11 +45,11 @@ function approvalStatusText(a, now = Date.now()) {
  * pending, Approve/Deny. `a` is an approval record or an `approval` entry
  * (whose id is in `approval`). `onDecided(record)` gets the host's answer.
  */
-export function fillApproval(box, a, { onDecided = () => {}, details = false } = {}) {
+export function fillApproval(box, a, { onDecided = refreshApprovals, details = false } = {}) {
   const id = a.approval || a.id;
   const pending = a.status === "pending" && Date.now() < a.expires_at;
   box.className = `card approval-card ${a.status}`;
-  box.replaceChildren(
+  box.replaceChildren(h("div", { class: "card-body" },
     h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, str(a.tool))),
     h("p", { class: "text" }, str(a.summary)),
     a.reason ? h("p", { class: "hint" }, `Why it asks: ${str(a.reason)}`) : null,
@@ -60,14 +61,13 @@ export function fillApproval(box, a, { onDecided = () => {}, details = false } =
       { class: "status", ...(a.status === "pending" ? { dataset: { expires: String(a.expires_at) } } : {}) },
       h("span", { class: "status-pill" }, approvalStatusText(a)),
     ),
-  );
+  ));
   if (!pending) return;
   const decide = async (decision, button) => {
     for (const b of box.querySelectorAll("button")) b.disabled = true;
     button.textContent = decision === "approve" ? "Approving…" : "Denying…";
     try {
       const { data } = await call("decide", { id }, { body: { decision } });
-      toast(decision === "approve" ? "Approved." : "Denied.");
       fillApproval(box, data.approval, { onDecided, details });
       onDecided(data.approval);
     } catch (e) {
@@ -402,8 +402,7 @@ export class Timeline {
         retry.disabled = true;
         try {
           const { data } = await call("retryTurn", { turn: e.retry_turn });
-          retry.textContent = "Retried";
-          toast(data.requeued ? `Queued ${data.requeued} message${data.requeued === 1 ? "" : "s"} again.` : "Nothing left to retry.");
+          retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
         } catch (err) {
           retry.disabled = false;
           toast(err.message, { error: true });

@@ -30,6 +30,8 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", JS, include_str!("app.js")),
     ("api.js", JS, include_str!("api.js")),
     ("dom.js", JS, include_str!("dom.js")),
+    ("pages.js", JS, include_str!("pages.js")),
+    ("state.js", JS, include_str!("state.js")),
     ("timeline.js", JS, include_str!("timeline.js")),
     ("ui.css", CSS, include_str!("ui.css")),
 ];

@@ -57,7 +57,12 @@ fn quoted_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
 #[tokio::test]
 async fn page_and_its_files_are_served() {
     let host = host().await;
-    let resp = host.http.get(format!("{}/", host.url)).send().await.unwrap();
+    let resp = host
+        .http
+        .get(format!("{}/", host.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(header(&resp, "content-type"), "text/html; charset=utf-8");
     assert_eq!(header(&resp, "x-content-type-options"), "nosniff");
@@ -102,7 +107,10 @@ async fn page_and_its_files_are_served() {
         );
     }
     for r in &refs {
-        assert!(names.contains(r.as_str()), "{r} is referenced but not served");
+        assert!(
+            names.contains(r.as_str()),
+            "{r} is referenced but not served"
+        );
     }
     // and nothing is loaded from elsewhere: the page works offline
     for attr in ["src=\"", "href=\""] {
@@ -115,7 +123,10 @@ async fn page_and_its_files_are_served() {
     }
     for (name, _, body) in UI_ASSETS {
         for value in quoted_after(body, "from \"") {
-            assert!(value.starts_with("./"), "{name} imports {value:?} from elsewhere");
+            assert!(
+                value.starts_with("./"),
+                "{name} imports {value:?} from elsewhere"
+            );
         }
         assert!(
             !body.contains("@import") && !body.contains("url("),
@@ -142,15 +153,19 @@ fn page_api_calls() -> BTreeMap<String, (String, String)> {
         }
         for line in body.lines().filter(|l| l.contains("\"/v1/")) {
             // `  bots: ["GET", "/v1/bots"],`
-            let parsed = line.trim().trim_end_matches(',').split_once(": [").and_then(|(key, rest)| {
-                let rest = rest.strip_suffix(']')?;
-                let (method, path) = rest.split_once(", ")?;
-                Some((
-                    key.to_owned(),
-                    method.trim_matches('"').to_owned(),
-                    path.trim_matches('"').to_owned(),
-                ))
-            });
+            let parsed = line
+                .trim()
+                .trim_end_matches(',')
+                .split_once(": [")
+                .and_then(|(key, rest)| {
+                    let rest = rest.strip_suffix(']')?;
+                    let (method, path) = rest.split_once(", ")?;
+                    Some((
+                        key.to_owned(),
+                        method.trim_matches('"').to_owned(),
+                        path.trim_matches('"').to_owned(),
+                    ))
+                });
             let Some((key, method, path)) = parsed else {
                 panic!("{name}: a /v1 path outside the API table of api.js: {line:?}");
             };
@@ -170,7 +185,10 @@ async fn every_path_the_page_calls_is_a_route() {
         .map(|(m, p)| (m.to_owned(), p.to_owned()))
         .collect();
     for (key, call) in &calls {
-        assert!(served.contains(call), "API.{key} = {call:?} is not a route of the router");
+        assert!(
+            served.contains(call),
+            "API.{key} = {call:?} is not a route of the router"
+        );
     }
 
     // and the running host answers each of them with 401 for a wrong
@@ -188,7 +206,10 @@ async fn every_path_the_page_calls_is_a_route() {
         ] {
             path = path.replace(param, value);
         }
-        assert!(!path.contains('{'), "API.{key}: unknown placeholder in {template}");
+        assert!(
+            !path.contains('{'),
+            "API.{key}: unknown placeholder in {template}"
+        );
         let method: reqwest::Method = method.parse().unwrap();
         let resp = host
             .http
@@ -201,7 +222,10 @@ async fn every_path_the_page_calls_is_a_route() {
             .unwrap();
         let status = resp.status().as_u16();
         let body: Value = resp.json().await.unwrap_or(Value::Null);
-        assert_eq!(status, 401, "API.{key}: {method} {path} answered {status} {body}");
+        assert_eq!(
+            status, 401,
+            "API.{key}: {method} {path} answered {status} {body}"
+        );
         assert_eq!(body["error"]["code"], "unauthorized", "API.{key}: {body}");
     }
     host.shutdown().await;
@@ -438,5 +462,8 @@ fn every_entry_kind() -> Vec<EntryKind> {
 #[test]
 fn api_md_links_the_schema() {
     let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
-    assert!(md.contains("(openapi.yaml)"), "docs/api.md should link openapi.yaml");
+    assert!(
+        md.contains("(openapi.yaml)"),
+        "docs/api.md should link openapi.yaml"
+    );
 }

@@ -45,7 +45,7 @@ const ENTER: &str = "\u{E007}";
 
 fn find_program(env: &str, names: &[&str]) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(env) {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -118,7 +118,10 @@ impl Browser {
         ]
         .iter()
         .map(|s| s.to_string())
-        .chain([format!("--user-data-dir={}", browser._profile.path().display())])
+        .chain([format!(
+            "--user-data-dir={}",
+            browser._profile.path().display()
+        )])
         .collect::<Vec<_>>();
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
@@ -196,9 +199,18 @@ impl Browser {
 
     async fn click(&self, css: &str) {
         let id = self.find(css).await;
-        self.cmd(Method::POST, &format!("/element/{id}/click"), Some(json!({})))
-            .await
-            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+        self.js(
+            "arguments[0].scrollIntoView({block: 'center'})",
+            json!([{ ELEMENT: id }]),
+        )
+        .await;
+        self.cmd(
+            Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
     async fn type_in(&self, css: &str, text: &str) {
@@ -278,6 +290,7 @@ impl Browser {
 
     async fn quit(mut self) {
         let _ = self.cmd(Method::DELETE, "", None).await;
+        self.session.clear();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -285,8 +298,27 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // after a panic: at least the driver (and with it the browser) goes
+        // after a panic (quit() never ran): ask the driver to close the
+        // browser, with a plain blocking request, then end the driver
+        if self.session.is_empty() {
+            let _ = self.driver.kill();
+            let _ = self.driver.wait();
+            return;
+        }
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        if let Ok(mut conn) = std::net::TcpStream::connect(&addr) {
+            use std::io::Read;
+            use std::io::Write;
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+            let request = format!(
+                "DELETE /session/{} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                self.session
+            );
+            let _ = conn.write_all(request.as_bytes());
+            let _ = conn.read(&mut [0u8; 512]);
+        }
         let _ = self.driver.kill();
+        let _ = self.driver.wait();
     }
 }
 
@@ -331,7 +363,9 @@ async fn the_page_works_in_a_browser() {
     // sign in: a wrong token is refused, the right one kept
     browser.go(&format!("{}/", host.url)).await;
     browser.type_in("#token", &format!("wrong{ENTER}")).await;
-    browser.wait_text(".login [role=alert]", "does not know").await;
+    browser
+        .wait_text(".login [role=alert]", "does not know")
+        .await;
     browser
         .js("document.getElementById('token').value = ''", json!([]))
         .await;
@@ -346,7 +380,11 @@ async fn the_page_works_in_a_browser() {
     assert_eq!(browser.count(".log li.mine").await, 1);
     assert_eq!(browser.count(".outbox li").await, 0);
     browser
-        .wait_js("the live indicator", "return document.querySelector('#conn.live')", json!([]))
+        .wait_js(
+            "the live indicator",
+            "return document.querySelector('#conn.live')",
+            json!([]),
+        )
         .await;
 
     // an approval appears while the page is open; approve it
@@ -366,11 +404,17 @@ async fn the_page_works_in_a_browser() {
         .type_in(".card.secret input[type=password]", "s3cret-value")
         .await;
     browser.click(".card.secret button[type=submit]").await;
-    browser.wait_text(".card.secret", "Saved GITHUB_TOKEN").await;
+    browser
+        .wait_text(".card.secret", "Saved GITHUB_TOKEN")
+        .await;
     let (_, secrets) = host.get("/v1/secrets", TOKEN).await;
     assert_eq!(secrets["secrets"][0]["name"], "GITHUB_TOKEN", "{secrets}");
     let entries = host.entries(&session).await;
-    assert!(!serde_json::to_string(&entries).unwrap().contains("s3cret-value"));
+    assert!(
+        !serde_json::to_string(&entries)
+            .unwrap()
+            .contains("s3cret-value")
+    );
 
     // a failed turn offers Retry, which runs the input again
     browser
@@ -392,17 +436,25 @@ async fn the_page_works_in_a_browser() {
         .await;
     browser.wait_text(".log", "echo: <img src=x").await;
     assert_eq!(browser.count(".log img, .log b").await, 0);
-    assert_eq!(browser.js("return window.pwned ?? null", json!([])).await, Value::Null);
+    assert_eq!(
+        browser.js("return window.pwned ?? null", json!([])).await,
+        Value::Null
+    );
 
     // the bot's internal steps show on demand
     assert_eq!(
         browser
-            .js("return document.querySelector('.log .internal').offsetParent", json!([]))
+            .js(
+                "return document.querySelector('.log .internal').offsetParent",
+                json!([])
+            )
             .await,
         Value::Null
     );
     browser.click(".conv-head .switch input").await;
-    browser.wait_text(".log .internal", "thinking about it").await;
+    browser
+        .wait_text(".log .internal", "thinking about it")
+        .await;
     browser
         .wait_js(
             "internal steps shown",
@@ -411,11 +463,29 @@ async fn the_page_works_in_a_browser() {
         )
         .await;
 
-    // search marks the matches
+    // the approvals page and the secrets page list what happened
     browser
-        .go(&format!("{}/#/search?q=hello", host.url))
+        .go(&format!("{}/#/approvals?show=all", host.url))
         .await;
+    browser.wait_text(".approvals .panel", "Approved").await;
+    browser.go(&format!("{}/#/secrets", host.url)).await;
+    browser.wait_text("table", "GITHUB_TOKEN").await;
+
+    // search marks the matches
+    browser.go(&format!("{}/#/search?q=hello", host.url)).await;
     browser.wait_text(".hits mark", "hello").await;
+
+    // nothing rendered a missing value
+    let text = browser
+        .js(
+            "return document.getElementById('main').innerText",
+            json!([]),
+        )
+        .await;
+    let text = text.as_str().unwrap_or_default();
+    for bad in ["undefined", "null", "[object Object]", "NaN"] {
+        assert!(!text.contains(bad), "the page shows {bad:?}: {text}");
+    }
 
     // no script errors, no CSP refusals
     let bad: Vec<String> = browser

@@ -61,6 +61,7 @@ pub use review::ScriptKind;
 pub use review::canonical_json;
 pub use review::review_rules;
 pub use review::review_with_model;
+pub use scripts::may_run_scripts;
 pub use scripts::resolve_scripts;
 pub use secrets::REDACTED;
 pub use secrets::Redactor;

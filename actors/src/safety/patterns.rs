@@ -58,9 +58,15 @@ pub(crate) fn is_paste_host(host: &str) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     host.starts_with("paste.")
         || host.contains("pastebin")
-        || PASTE_HOSTS
-            .iter()
-            .any(|p| host == *p || host.ends_with(&format!(".{p}")))
+        || PASTE_HOSTS.iter().any(|p| is_domain_or_sub(&host, p))
+}
+
+/// `host` is `domain` or one of its subdomains (no allocation).
+fn is_domain_or_sub(host: &str, domain: &str) -> bool {
+    host == domain
+        || (host.len() > domain.len()
+            && host.ends_with(domain)
+            && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
 }
 
 /// Hosts that may receive data without asking: loopback always, plus
@@ -97,7 +103,7 @@ impl HostAllowlist {
             return true;
         }
         self.patterns.iter().any(|p| match p.strip_prefix("*.") {
-            Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
+            Some(domain) => is_domain_or_sub(&host, domain),
             None => host == *p,
         })
     }
@@ -203,7 +209,8 @@ const CREDENTIAL_EXTENSIONS: &[&str] = &[
 /// What credential a word names, if any (a path, a file name, or a
 /// `.env` file; `.env.example` and similar templates are not secrets).
 pub(crate) fn credential_in(word: &str) -> Option<&'static str> {
-    if word.len() > 4096 {
+    // every pattern has a '.', '/' or '_': most words are ruled out at once
+    if word.len() > 4096 || !word.bytes().any(|b| matches!(b, b'.' | b'/' | b'_')) {
         return None;
     }
     if word == "~/.ssh" || word.ends_with("/.ssh") || word == ".ssh" {
@@ -230,7 +237,9 @@ pub(crate) fn credential_in(word: &str) -> Option<&'static str> {
     }
     if let Some((stem, ext)) = name.rsplit_once('.')
         && !stem.is_empty()
-        && CREDENTIAL_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+        && CREDENTIAL_EXTENSIONS
+            .iter()
+            .any(|e| e.eq_ignore_ascii_case(ext))
     {
         return Some("a key or certificate file");
     }

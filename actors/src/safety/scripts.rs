@@ -43,6 +43,20 @@ const INTERPRETERS: &[&str] = &[
     "deno", "tsx", "ts-node",
 ];
 
+/// Whether `command` may run a script file at all (a cheap, conservative
+/// word check): when not, resolution needs no file system access.
+pub fn may_run_scripts(command: &str) -> bool {
+    command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`' | '"' | '\'' | '$'))
+        .any(|w| {
+            w.contains('/')
+                || w == "."
+                || SHELLS.contains(&w)
+                || INTERPRETERS.contains(&w)
+                || matches!(w, "source" | "npm" | "yarn" | "pnpm" | "bun" | "make" | "gmake")
+        })
+}
+
 /// The scripts `command` would run from `cwd` (inside the workspace).
 pub fn resolve_scripts(workspace: &Workspace, cwd: &Path, command: &str) -> Vec<ResolvedScript> {
     let mut r = Resolver {

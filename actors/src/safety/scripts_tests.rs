@@ -156,3 +156,13 @@ fn files_run_directly_or_by_an_interpreter() {
     // outside the workspace: not read
     assert!(kinds("bash ../../etc/profile").is_empty());
 }
+
+#[test]
+fn only_commands_that_may_run_scripts_touch_files() {
+    for yes in ["./x.sh", "bash x", "npm run a", "cd a && make", "python3 t.py", ". env.sh", "x | sh"] {
+        assert!(may_run_scripts(yes), "{yes}");
+    }
+    for no in ["ls -la", "cargo test", "git status && echo $HOME", "grep -rn TODO"] {
+        assert!(!may_run_scripts(no), "{no}");
+    }
+}

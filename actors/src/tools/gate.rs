@@ -62,6 +62,7 @@ use crate::safety::ReviewDecision;
 use crate::safety::ReviewMode;
 use crate::safety::ReviewSurface;
 use crate::safety::approvals::minutes;
+use crate::safety::may_run_scripts;
 use crate::safety::resolve_scripts;
 use crate::safety::review_rules;
 use crate::safety::review_with_model;
@@ -269,9 +270,13 @@ async fn build_action(
             None => workspace.root().to_path_buf(),
         };
         let command = text("command");
-        scripts = tokio::task::spawn_blocking(move || resolve_scripts(&workspace, &cwd, &command))
-            .await
-            .unwrap_or_default();
+        if may_run_scripts(&command) {
+            // reads files: off the async workers
+            scripts =
+                tokio::task::spawn_blocking(move || resolve_scripts(&workspace, &cwd, &command))
+                    .await
+                    .unwrap_or_default();
+        }
     }
     let short = |s: String| -> String {
         if s.chars().count() > 160 {

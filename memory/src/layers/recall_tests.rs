@@ -264,4 +264,19 @@ fn rank_cost() {
         n += terms(&e.text).len();
     }
     eprintln!("terms() of 3000 entries: {:?} ({n})", started.elapsed());
+    let candidates: Vec<Candidate> = entries
+        .iter()
+        .map(|e| Candidate {
+            id: e.id.clone(),
+            created_at: e.created_at,
+            importance: e.importance,
+            terms: stored_terms(&e.text),
+        })
+        .collect();
+    let query = query_terms("what about the supplier budget?");
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        n += rank_candidates(&candidates, &query, NOW, &RecallParams::default()).len();
+    }
+    eprintln!("rank_candidates of 3000 stored entries: {:?} ({n})", started.elapsed() / 20);
 }

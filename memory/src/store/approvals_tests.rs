@@ -375,3 +375,23 @@ impl Fixture {
         self.clock.now_ms()
     }
 }
+
+#[tokio::test]
+async fn cards_are_searchable_by_their_summary() {
+    let f = Fixture::new().await;
+    let a = f.created("curl-x").await;
+    let entries = f.store.entries_after(f.key.id(), 0, 100).await.unwrap();
+    let card = entries
+        .iter()
+        .find(|e| matches!(e.kind, EntryKind::Approval { .. }))
+        .unwrap();
+    assert_eq!(
+        (card.kind.name(), card.kind.role(), card.kind.text()),
+        ("approval", "system", a.summary.as_str())
+    );
+    assert_eq!(card.author, "system");
+    // the entry's own id and the approval's id do not collide in JSON
+    let json = serde_json::to_value(card).unwrap();
+    assert_eq!(json["approval"], json!(a.id));
+    assert_eq!(json["id"], json!(card.id));
+}

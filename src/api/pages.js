@@ -1,0 +1,298 @@
+// The pages beside the conversations: any other session (read-only),
+// approvals, transcript search and secrets.
+
+import { call } from "./api.js";
+import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, timeEl, toast } from "./dom.js";
+import { botName, botWatchers, debounce, ensureBots, loadBots, refreshApprovals, sessionEntries, setTitle, store } from "./state.js";
+import { Timeline, fillApproval, tickExpiries } from "./timeline.js";
+
+const main = document.getElementById("main");
+
+// ---------- any other session (routine, webhook, bot-to-bot, subagent) ----------
+
+export function sessionView(id, seq) {
+  setTitle("Session");
+  const ctx = { closed: false, timeline: null };
+  const detail = h("section", { class: "detail", "aria-label": "Session" }, placeholder("Loading…"));
+  main.replaceChildren(h("div", { class: "split has-detail" }, h("aside", { hidden: true }), detail));
+  (async () => {
+    let first;
+    try {
+      await ensureBots();
+      first = await sessionEntries(id, 0, 1, false);
+    } catch (e) {
+      if (!ctx.closed) detail.replaceChildren(errorBox(e));
+      return;
+    }
+    if (ctx.closed) return;
+    const at = seq ? `?seq=${seq}` : "";
+    if (first.kind === "dm") return location.replace(`#/bots/${encodeURIComponent(first.bot)}${at}`);
+    if (first.kind === "room") return location.replace(`#/rooms/${encodeURIComponent(first.bot)}${at}`);
+    const label = `${first.kind} session of ${botName(first.bot)}`;
+    setTitle(label);
+    const timeline = new Timeline({
+      label,
+      session: id,
+      me: store.me,
+      nameOf: botName,
+      load: (after, limit) => sessionEntries(id, after, limit, false),
+      empty: "This session is empty.",
+    });
+    ctx.timeline = timeline;
+    const title = h("h1", { tabindex: "-1" }, label);
+    detail.replaceChildren(
+      h("header", { class: "conv-head" }, backLink("#/search", "Search"), h("div", { class: "conv-title" }, avatar(botName(first.bot)), h("div", null, title, h("p", null, "Read-only"))), timeline.stepsToggle),
+      timeline.el,
+    );
+    title.focus();
+    await timeline.open(first.last_seq, seq).catch(() => {});
+  })();
+  return {
+    unmount() {
+      ctx.closed = true;
+      if (ctx.timeline) ctx.timeline.close();
+    },
+    onSignal(ev) {
+      if (ctx.timeline) ctx.timeline.onSignal(ev);
+    },
+  };
+}
+
+// ---------- approvals ----------
+
+export function approvalsView(query) {
+  setTitle("Approvals");
+  const ctx = { closed: false };
+  const which = query.get("show") === "all" ? "all" : "pending";
+  const title = h("h1", { tabindex: "-1" }, "Approvals");
+  const filter = h(
+    "select",
+    { id: "approval-filter", "aria-label": "Show" },
+    h("option", { value: "pending", selected: which === "pending" }, "Waiting for you"),
+    h("option", { value: "all", selected: which === "all" }, "All recent"),
+  );
+  filter.addEventListener("change", () => {
+    location.hash = filter.value === "all" ? "#/approvals?show=all" : "#/approvals";
+  });
+  const list = h("div", { class: "stack approvals", "aria-live": "polite" }, h("p", { class: "hint" }, "Loading…"));
+  main.replaceChildren(
+    h(
+      "div",
+      { class: "page" },
+      h("div", { class: "page-head" }, title, filter),
+      h("p", { class: "hint" }, "When a bot's review asks before an action, the action waits here and in the conversation until you decide. A decision applies to that exact action, once."),
+      list,
+    ),
+  );
+  title.focus();
+  const load = async () => {
+    try {
+      await ensureBots();
+      const { data } = await call("approvals", {}, { query: { status: which === "pending" ? "pending" : undefined, limit: 100 } });
+      if (ctx.closed) return;
+      const items = data.approvals || [];
+      if (!items.length) {
+        list.replaceChildren(placeholder(which === "pending" ? "Nothing is waiting for you." : "No approvals yet."));
+        return;
+      }
+      list.replaceChildren(
+        ...items.map((a) => {
+          const box = h("div");
+          fillApproval(box, a, { details: true, onDecided: () => refreshApprovals() });
+          return h(
+            "article",
+            { class: "panel", "aria-label": `${botName(a.bot)}: ${a.tool}` },
+            h("div", { class: "meta" }, h("span", { class: "who" }, botName(a.bot)), timeEl(a.created_at), h("a", { href: `#/sessions/${encodeURIComponent(a.session)}` }, "Open conversation")),
+            box,
+          );
+        }),
+      );
+    } catch (e) {
+      if (!ctx.closed) list.replaceChildren(errorBox(e));
+    }
+  };
+  load();
+  const soon = debounce(load, 1200);
+  const ticker = setInterval(() => tickExpiries(list), 15000);
+  return {
+    unmount() {
+      ctx.closed = true;
+      clearInterval(ticker);
+    },
+    onSignal: soon,
+  };
+}
+
+// ---------- search ----------
+
+const KIND_LABELS = {
+  user_message: "message",
+  agent_message: "bot message",
+  delivery: "reply",
+  assistant: "note",
+  tool_result: "tool result",
+};
+
+function hitLink(hit) {
+  const at = `?seq=${hit.seq}`;
+  if (hit.session_kind === "dm") return `#/bots/${encodeURIComponent(hit.bot)}${at}`;
+  if (hit.session_kind === "room") return `#/rooms/${encodeURIComponent(hit.bot)}${at}`;
+  return `#/sessions/${encodeURIComponent(hit.session)}${at}`;
+}
+
+export function searchView(query) {
+  setTitle("Search");
+  const ctx = { closed: false };
+  const q = query.get("q") || "";
+  const bot = query.get("bot") || "";
+  const title = h("h1", { tabindex: "-1" }, "Search");
+  const input = h("input", { type: "search", id: "search-q", name: "q", value: q, placeholder: "Words from any conversation", required: true });
+  const select = h("select", { id: "search-bot", "aria-label": "Bot" }, h("option", { value: "" }, "All bots"));
+  const paintBots = () => {
+    select.replaceChildren(h("option", { value: "" }, "All bots"), ...store.bots.map((b) => h("option", { value: b.id, selected: b.id === bot }, b.name)));
+  };
+  paintBots();
+  botWatchers.add(paintBots);
+  const results = h("div", { "aria-live": "polite" });
+  const form = h(
+    "form",
+    { class: "searchbar", role: "search" },
+    h("label", { for: "search-q", class: "sr-only" }, "Search transcripts"),
+    input,
+    select,
+    h("button", { type: "submit", class: "primary" }, "Search"),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const params = new URLSearchParams({ q: input.value.trim() });
+    if (select.value) params.set("bot", select.value);
+    location.hash = `#/search?${params}`;
+  });
+  main.replaceChildren(h("div", { class: "page" }, title, form, results));
+  loadBots();
+  if (!q) {
+    results.append(h("p", { class: "hint" }, "Searches every conversation you can read: DMs, rooms, routines, webhooks. Quote a \"phrase\"; name a bot to search only what it may see."));
+    input.focus();
+  } else {
+    results.append(h("p", { class: "hint" }, "Searching…"));
+    call("search", {}, { query: { q, bot, limit: 50 } })
+      .then(({ data }) => {
+        if (ctx.closed) return;
+        const hits = data.hits || [];
+        results.replaceChildren(
+          h("p", { class: "hint" }, data.total === 1 ? "1 match" : `${data.total} matches${data.total > hits.length ? `, best ${hits.length} shown` : ""}`),
+          h(
+            "ol",
+            { class: "hits" },
+            hits.map((hit) =>
+              h(
+                "li",
+                { class: "hit panel" },
+                h(
+                  "a",
+                  { href: hitLink(hit) },
+                  h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
+                  h("p", { class: "snippet" }, markSnippet(hit.snippet)),
+                ),
+              ),
+            ),
+          ),
+        );
+      })
+      .catch((e) => {
+        if (!ctx.closed) results.replaceChildren(errorBox(e));
+      });
+    title.focus();
+  }
+  return {
+    unmount() {
+      ctx.closed = true;
+      botWatchers.delete(paintBots);
+    },
+  };
+}
+
+// ---------- secrets ----------
+
+export function secretsView() {
+  setTitle("Secrets");
+  const ctx = { closed: false };
+  const title = h("h1", { tabindex: "-1" }, "Secrets");
+  const name = h("input", { id: "secret-name", required: true, placeholder: "GITHUB_TOKEN", spellcheck: "false", autocomplete: "off", pattern: "[A-Z_][A-Z0-9_]{0,63}", title: "Capital letters, digits and _, like an environment variable" });
+  const value = h("input", { id: "secret-value", type: "password", required: true, autocomplete: "new-password" });
+  const form = h(
+    "form",
+    { class: "row-form panel" },
+    h("label", { class: "field", for: "secret-name" }, h("span", null, "Name"), name),
+    h("label", { class: "field", for: "secret-value" }, h("span", null, "Value"), value),
+    h("button", { type: "submit", class: "primary" }, "Save"),
+  );
+  const table = h("div", { "aria-live": "polite" });
+  const status = h("p", { class: "hint", role: "status" });
+  main.replaceChildren(
+    h(
+      "div",
+      { class: "page" },
+      title,
+      h("p", { class: "hint" }, "Your bots' tools use secrets by name. Values are write-only: botfleet never shows them again, and they never pass through a bot."),
+      form,
+      status,
+      h("h2", null, "Stored"),
+      table,
+    ),
+  );
+  title.focus();
+  const load = async () => {
+    try {
+      const { data } = await call("secrets");
+      if (ctx.closed) return;
+      const items = data.secrets || [];
+      if (!items.length) return table.replaceChildren(h("p", { class: "hint" }, "No secrets stored."));
+      table.replaceChildren(
+        h(
+          "table",
+          null,
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Updated"), h("th", null, h("span", { class: "sr-only" }, "Actions")))),
+          h(
+            "tbody",
+            null,
+            items.map((s) => {
+              const del = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${s.name}` }, "Delete");
+              del.addEventListener("click", async () => {
+                if (!confirm(`Delete the secret ${s.name}? Tools that use it will fail until it is set again.`)) return;
+                try {
+                  await call("secretDelete", { name: s.name });
+                  status.textContent = `Deleted ${s.name}.`;
+                  load();
+                } catch (e) {
+                  toast(e.message, { error: true });
+                }
+              });
+              return h("tr", null, h("td", null, h("code", null, s.name)), h("td", null, typeof s.updated_at === "number" ? relative(s.updated_at) : ""), h("td", null, del));
+            }),
+          ),
+        ),
+      );
+    } catch (e) {
+      if (!ctx.closed) table.replaceChildren(errorBox(e));
+    }
+  };
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await call("secretPut", { name: name.value.trim() }, { body: { value: value.value } });
+      status.textContent = `Saved ${name.value.trim()}.`;
+      name.value = "";
+      value.value = "";
+      load();
+    } catch (e) {
+      toast(e.message, { error: true });
+    }
+  });
+  load();
+  return {
+    unmount() {
+      ctx.closed = true;
+    },
+  };
+}

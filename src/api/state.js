@@ -1,0 +1,107 @@
+// What the views share: the user's bots and rooms, the approvals badge,
+// the page title, and reading a session's entries. Views that show a
+// list subscribe to botWatchers / roomWatchers.
+
+import { call } from "./api.js";
+import { toast } from "./dom.js";
+
+const badge = document.getElementById("approval-count");
+
+/** The signed-in user's data. */
+export const store = { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 };
+/** Called after the bots list changed. */
+export const botWatchers = new Set();
+/** Called after the rooms list changed. */
+export const roomWatchers = new Set();
+
+let botsLoading = null;
+/** Fetches the bots (one request at a time) and tells the watchers. */
+export function loadBots() {
+  botsLoading ??= call("bots")
+    .then(({ data }) => {
+      store.bots = data.bots || [];
+      store.botsLoaded = true;
+      if (store.bots.length) store.me = store.bots[0].owner;
+      for (const fn of botWatchers) fn();
+    })
+    .catch((e) => toast(e.message, { error: true }))
+    .finally(() => {
+      botsLoading = null;
+    });
+  return botsLoading;
+}
+
+/** Loads the bots once. */
+export async function ensureBots() {
+  if (!store.botsLoaded) await loadBots();
+}
+
+/** Fetches the rooms and tells the watchers. */
+export function loadRooms() {
+  return call("groups")
+    .then(({ data }) => {
+      store.rooms = data.groups || [];
+      store.roomsLoaded = true;
+      for (const fn of roomWatchers) fn();
+    })
+    .catch((e) => toast(e.message, { error: true }));
+}
+
+/** Counts the pending approvals for the badge. */
+export async function refreshApprovals() {
+  try {
+    const { data } = await call("approvals", {}, { query: { status: "pending", limit: 500 } });
+    store.pending = (data.approvals || []).length;
+    badge.hidden = store.pending === 0;
+    badge.textContent = String(store.pending);
+    badge.setAttribute("aria-label", `${store.pending} waiting`);
+    setTitle();
+  } catch {
+    // the badge is a hint; the approvals view reports errors
+  }
+}
+
+/**
+ * Runs `fn` once calls stop for `ms`, and at least every `maxMs` while
+ * they keep coming (a busy fleet signals all the time).
+ */
+export function debounce(fn, ms, maxMs = ms * 4) {
+  let t = 0;
+  let first = 0;
+  const run = () => {
+    clearTimeout(t);
+    t = 0;
+    first = 0;
+    fn();
+  };
+  return () => {
+    const now = Date.now();
+    if (!first) first = now;
+    clearTimeout(t);
+    t = setTimeout(run, Math.max(0, Math.min(ms, first + maxMs - now)));
+  };
+}
+
+/** A bot's display name (its id when unknown). */
+export function botName(id) {
+  const b = store.bots.find((x) => x.id === id);
+  return b ? b.name : id;
+}
+
+/** The tab title: "(pending) section · botfleet". */
+export function setTitle(section) {
+  if (section) setTitle.section = section;
+  const prefix = store.pending ? `(${store.pending}) ` : "";
+  document.title = `${prefix}${setTitle.section ? `${setTitle.section} · ` : ""}botfleet`;
+}
+
+/** Entries of a session; a DM that has no message yet has no session. */
+export async function sessionEntries(session, after, limit, missingIsEmpty) {
+  try {
+    const { data } = await call("entries", { session }, { query: { after, limit } });
+    return data;
+  } catch (e) {
+    if (missingIsEmpty && e.status === 404) return { entries: [], last_seq: 0 };
+    throw e;
+  }
+}
