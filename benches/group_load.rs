@@ -368,8 +368,8 @@ async fn run(args: Args) {
         args.members, args.sync
     );
     println!(
-        "{:<44} {:>12} {:>10} {:>14}",
-        "phase", "µs/reply", "commits", "mutations"
+        "{:<44} {:>10} {:>10} {:>9} {:>10}",
+        "phase (per reply, or per turn)", "wall µs", "CPU µs", "commits", "mutations"
     );
     println!(
         "{:<44} {:>10.1} {:>10.1} {:>9.2} {:>10.2}",

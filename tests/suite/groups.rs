@@ -603,7 +603,10 @@ async fn messages_posted_during_a_run_start_their_own_runs_in_order() {
     let (_, first) = post(&host, "busy", "first topic", "k1").await;
     let (_, second) = post(&host, "busy", "second topic", "k2").await;
     let session = first["session"].as_str().unwrap().to_owned();
-    let (s1, s2) = (first["seq"].as_i64().unwrap(), second["seq"].as_i64().unwrap());
+    let (s1, s2) = (
+        first["seq"].as_i64().unwrap(),
+        second["seq"].as_i64().unwrap(),
+    );
     host.wait_turn_end(&session, s2).await;
     let entries = host.entries(&session).await;
     let end_of = |seq: i64| {
@@ -630,7 +633,15 @@ async fn messages_posted_during_a_run_start_their_own_runs_in_order() {
     // the second run's first input shows the second topic, not the first
     let a = member_inputs(&host, "a", "busy").await;
     assert_eq!(a.len(), 6, "{a:#?}");
-    assert!(a[0].contains("first topic") && !a[0].contains("second topic"), "{}", a[0]);
-    assert!(a[3].contains("second topic") && !a[3].contains("first topic"), "{}", a[3]);
+    assert!(
+        a[0].contains("first topic") && !a[0].contains("second topic"),
+        "{}",
+        a[0]
+    );
+    assert!(
+        a[3].contains("second topic") && !a[3].contains("first topic"),
+        "{}",
+        a[3]
+    );
     host.shutdown().await;
 }

@@ -220,7 +220,7 @@ proptest! {
         }
         let sel = super::super::mentions::select(&text, &members);
         let mut want: Vec<usize> = picks.iter().filter_map(|p| match *p {
-            0 | 1 | 2 | 3 => Some(*p),
+            0..=3 => Some(*p),
             7 => Some(1),
             8 => Some(2),
             _ => None,
@@ -231,7 +231,7 @@ proptest! {
         if everyone || picks.is_empty() {
             want = vec![0, 1, 2, 3];
         }
-        let unknown: Vec<&usize> = picks.iter().filter(|p| matches!(**p, 4 | 5 | 6)).collect();
+        let unknown: Vec<&usize> = picks.iter().filter(|p| matches!(**p, 4..=6)).collect();
         if !everyone && !known_any && !unknown.is_empty() {
             want = Vec::new();
         }

@@ -104,17 +104,26 @@ impl GroupState {
             Turn::Spoke(delivered)
         });
         if recorded.withheld > 0 {
-            progress.withheld.insert(wait.bot.clone(), recorded.withheld);
+            progress
+                .withheld
+                .insert(wait.bot.clone(), recorded.withheld);
         }
         if matches!(done.status, TurnStatus::Failed | TurnStatus::Cancelled) {
             tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
         }
-        for d in done.deliveries.into_iter().take(recorded.published as usize) {
-            let (EntryKind::Delivery {
-                text,
-                card,
-                call_id,
-            }, Some(turn)) = (d.kind, d.turn)
+        for d in done
+            .deliveries
+            .into_iter()
+            .take(recorded.published as usize)
+        {
+            let (
+                EntryKind::Delivery {
+                    text,
+                    card,
+                    call_id,
+                },
+                Some(turn),
+            ) = (d.kind, d.turn)
             else {
                 continue;
             };

@@ -1,5 +1,5 @@
-//! The safety layer: loop detection, file locks, redaction and secrets
-//! (DESIGN.md §8, seed 002).
+//! The safety layer: auto-review and approvals, loop detection, file
+//! locks, redaction and secrets (DESIGN.md §8, seed 002, docs/security.md).
 //!
 //! Each primitive is self-contained and synchronous or runtime-agnostic, so
 //! the turn engine composes them rather than they it:
@@ -14,10 +14,16 @@
 //!   purpose; [`Classified`] carries a value with its classification.
 //! - [`Sensitive`] and [`Secret`] keep values out of logs and serialised
 //!   output; [`Redactor`] scrubs known secret values from text.
+//! - [`review_rules`] judges the exact [`Action`] of a tool call (a shell
+//!   command is parsed, and the scripts it runs are read by
+//!   [`resolve_scripts`]); [`review_with_model`] asks an optional reviewer
+//!   model; [`approvals`] records a person's decision and wakes the bot.
+//!   The tool gate (`tools/gate.rs`) puts them in order.
 
 pub mod approvals;
 mod file_locks;
 mod loop_detector;
+mod makefile;
 mod patterns;
 mod redaction;
 mod review;

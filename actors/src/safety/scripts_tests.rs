@@ -159,10 +159,23 @@ fn files_run_directly_or_by_an_interpreter() {
 
 #[test]
 fn only_commands_that_may_run_scripts_touch_files() {
-    for yes in ["./x.sh", "bash x", "npm run a", "cd a && make", "python3 t.py", ". env.sh", "x | sh"] {
+    for yes in [
+        "./x.sh",
+        "bash x",
+        "npm run a",
+        "cd a && make",
+        "python3 t.py",
+        ". env.sh",
+        "x | sh",
+    ] {
         assert!(may_run_scripts(yes), "{yes}");
     }
-    for no in ["ls -la", "cargo test", "git status && echo $HOME", "grep -rn TODO"] {
+    for no in [
+        "ls -la",
+        "cargo test",
+        "git status && echo $HOME",
+        "grep -rn TODO",
+    ] {
         assert!(!may_run_scripts(no), "{no}");
     }
 }

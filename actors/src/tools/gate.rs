@@ -180,6 +180,20 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Whether a call falls on a review surface that is not `off` (then
+    /// [`Gate::check`] may read files, write to the store and wait for a
+    /// person). A call that is not reviewed and has no external effect
+    /// passes the gate without I/O.
+    pub fn reviewed(ctx: &ToolContext<'_>, tool: &str, args: &Value) -> bool {
+        let modes = &ctx.rt.settings.review.modes;
+        review_surface(ToolKind::of(tool), ctx.scope.runner, || {
+            in_notes_area(ctx, args)
+        })
+        .is_some_and(|s| modes.get(s) != ReviewMode::Off)
+    }
+}
+
 impl GateDecision {
     /// A cancelled turn does not run what it was waiting to run.
     fn cancelled_if(self, ctx: &ToolContext<'_>) -> Self {

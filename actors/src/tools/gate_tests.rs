@@ -407,6 +407,31 @@ async fn the_reviewer_model_can_only_make_it_stricter() {
     );
 }
 
+#[tokio::test]
+async fn reviewed_calls_are_known_up_front() {
+    let fx = Fx::new(ReviewModes::default()).await;
+    let ctx = ToolContext {
+        rt: &fx.rt,
+        bot: &fx.bot,
+        scope: &fx.scope,
+        turn: fx.turn,
+        call_id: "c1",
+        cancel: &fx.cancel,
+        secrets: &fx.secrets,
+    };
+    assert!(Gate::reviewed(&ctx, "Shell", &json!({"command": "ls"})));
+    assert!(Gate::reviewed(&ctx, "Task", &json!({})));
+    assert!(!Gate::reviewed(&ctx, "SendMessage", &json!({"text": "x"})));
+    assert!(!Gate::reviewed(
+        &ctx,
+        "Write",
+        &json!({"path": "notes/b/x.md"})
+    ));
+    let off = Fx::new(ReviewModes::all(ReviewMode::Off)).await;
+    let ctx = ToolContext { rt: &off.rt, ..ctx };
+    assert!(!Gate::reviewed(&ctx, "Shell", &json!({"command": "ls"})));
+}
+
 #[test]
 fn predicates() {
     use crate::tools::Effect;

@@ -673,20 +673,4 @@ async fn snapshot_cost_at_the_limits() {
     }
     let per = started.elapsed() / runs;
     eprintln!("snapshot of 3 scopes × (100 facts + 1000 log entries): {per:?}");
-    let started = std::time::Instant::now();
-    for _ in 0..runs {
-        f.store.memory_items(bot_scopes(&b), f.now()).await.unwrap();
-    }
-    eprintln!("memory_items (all rows): {:?}", started.elapsed() / runs);
-    let started = std::time::Instant::now();
-    for _ in 0..runs {
-        f.store.read_blocking(|c| {
-            let mut stmt = c.prepare_cached("SELECT id, created_at, importance, terms FROM memory WHERE layer = 'log'")?;
-            let mut rows = stmt.query([])?;
-            let mut n = 0;
-            while let Some(r) = rows.next()? { let t: String = r.get(3)?; n += t.len(); }
-            Ok(n)
-        }).unwrap();
-    }
-    eprintln!("raw log read: {:?}", started.elapsed() / runs);
 }

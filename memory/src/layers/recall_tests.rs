@@ -278,5 +278,8 @@ fn rank_cost() {
     for _ in 0..20 {
         n += rank_candidates(&candidates, &query, NOW, &RecallParams::default()).len();
     }
-    eprintln!("rank_candidates of 3000 stored entries: {:?} ({n})", started.elapsed() / 20);
+    eprintln!(
+        "rank_candidates of 3000 stored entries: {:?} ({n})",
+        started.elapsed() / 20
+    );
 }

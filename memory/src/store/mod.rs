@@ -150,6 +150,11 @@ impl Store {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // stable plans: no re-prepare of range queries at every run (STAT4)
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
         conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn)?;
 
