@@ -182,6 +182,9 @@ pub struct RuntimeConfig {
     /// Days the idempotency ledger keeps its records.
     #[serde(default = "default_ledger_days")]
     pub ledger_retention_days: u64,
+    /// Fact extraction after each completed turn (a model call).
+    #[serde(default = "default_extract_memory")]
+    pub extract_memory: bool,
 }
 
 fn default_debounce() -> u64 {
@@ -217,6 +220,9 @@ fn default_shell_max() -> u64 {
 fn default_ledger_days() -> u64 {
     7
 }
+fn default_extract_memory() -> bool {
+    true
+}
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -232,6 +238,7 @@ impl Default for RuntimeConfig {
             shell_timeout_s: default_shell_timeout(),
             shell_max_timeout_s: default_shell_max(),
             ledger_retention_days: default_ledger_days(),
+            extract_memory: default_extract_memory(),
         }
     }
 }

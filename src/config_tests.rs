@@ -123,3 +123,28 @@ fn bots_join_projects_by_valid_names() {
         "{e}"
     );
 }
+
+#[test]
+fn fact_extraction_is_on_by_default_and_a_runtime_switch() {
+    let f = LoadedFleet::parse(ISSUE_EXAMPLE, "fleet.toml", None).unwrap();
+    assert!(f.file.runtime.extract_memory);
+    let off = format!("{ISSUE_EXAMPLE}\n[runtime]\nextract_memory = false\n");
+    let f = LoadedFleet::parse(&off, "fleet.toml", None).unwrap();
+    assert!(!f.file.runtime.extract_memory);
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[runtime]\nextract_memory = \"no\"\n"
+    ));
+    assert!(
+        e.contains("fleet.toml") && e.contains("extract_memory") && e.contains("bool"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[runtime]\nextract_memories = true\n"
+    ));
+    assert!(e.contains("extract_memories"), "{e}");
+}
+
+#[test]
+fn the_embedded_offline_script_is_valid() {
+    botfleet_actors::model::Script::parse(EMBEDDED_OFFLINE_SCRIPT, EMBEDDED_OFFLINE_PATH).unwrap();
+}

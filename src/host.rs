@@ -260,6 +260,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.max_subagents = r.max_subagents;
     settings.max_turn_attempts = r.max_turn_attempts;
     settings.context_entries = r.context_entries;
+    settings.extract_memory = r.extract_memory;
     settings.tool_limits = ToolLimits {
         shell_default_timeout: Duration::from_secs(r.shell_timeout_s),
         shell_max_timeout: Duration::from_secs(r.shell_max_timeout_s),
@@ -305,6 +306,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         .collect::<Result<_, botfleet_memory::IdError>>()?;
     let bot_count = bots.len();
     let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, workspace);
+    // memory in the prompt: the bot's snapshot is the state block of its context
+    rt.set_state_provider(Arc::new(botfleet_actors::MemoryState::new(
+        rt.store.clone(),
+    )));
     start_recall(&rt, &data_dir)?;
     let mut vault = Vec::new();
     for sec in &f.secrets {

@@ -41,6 +41,9 @@ pub struct FleetSettings {
     pub context: HashMap<String, ContextSettings>,
     /// Context economy of providers without their own settings.
     pub default_context: ContextSettings,
+    /// Run the fact-extraction pass (a model call with purpose `extract`)
+    /// after each completed turn that had messages from the bot's owner.
+    pub extract_memory: bool,
 }
 
 /// Token accounting and compaction for one model provider.
@@ -85,6 +88,7 @@ impl FleetSettings {
             review: crate::safety::ReviewConfig::default(),
             context: HashMap::new(),
             default_context: ContextSettings::default(),
+            extract_memory: true,
         }
     }
 

@@ -127,3 +127,35 @@ pub(crate) async fn decide(
         }),
     }
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReviewsQuery {
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+/// `GET /v1/bots/{bot}/reviews`: the bot's review log, newest first: what
+/// auto-review asked about or blocked, in `shadow` mode (logged only, the
+/// action ran) as in `enforce` mode. Allowed actions are not logged.
+pub(crate) async fn reviews_of_bot(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+    query: Result<Query<ReviewsQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?limit=N")))?;
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "`limit` must be 1-{MAX_LIMIT}"
+        )));
+    }
+    let record = super::owned_bot(&state, &user, &bot).await?;
+    let reviews = state
+        .fleet
+        .store()
+        .reviews_of_bot(&record.id, limit)
+        .await?;
+    Ok(Json(json!({ "reviews": reviews })))
+}

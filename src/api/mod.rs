@@ -87,6 +87,7 @@ fn table() -> Table {
         .post("/v1/bots/{bot}/cancel", bots::cancel)
         .get("/v1/bots/{bot}/turns", sessions::turns_of_bot)
         .get("/v1/bots/{bot}/memory", memory::of_bot)
+        .get("/v1/bots/{bot}/reviews", approvals::reviews_of_bot)
         .delete("/v1/memory/{id}", memory::forget)
         .get("/v1/bots/{bot}/routines", routines::list)
         .put("/v1/bots/{bot}/routines/{name}", routines::put)

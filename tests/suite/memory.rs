@@ -444,3 +444,7 @@ async fn the_memory_api_refuses_bad_queries_clearly() {
     assert_eq!(status, 404);
     host.shutdown().await;
 }
+
+/// Memory as the model receives it, and extraction after turns.
+#[path = "memory_prompt.rs"]
+mod prompt;

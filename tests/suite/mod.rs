@@ -16,6 +16,8 @@ mod openai_host;
 mod openai_provider;
 mod recall;
 mod recall_faults;
+mod review;
+mod review_ttl;
 mod routines;
 mod routines_api;
 mod secrets;

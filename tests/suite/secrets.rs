@@ -47,7 +47,11 @@ async fn a_config_secret_used_by_shell_never_reaches_the_model_or_the_logs() {
     );
     std::fs::write(
         &path,
-        format!("{text}\n[[secrets]]\nname = \"API_TOKEN\"\nvalue = \"{SECRET}\"\n"),
+        // enforce would ask before printing a secret (tests/suite/review.rs);
+        // here the command runs so that its output's redaction is seen
+        format!(
+            "{text}\n[[secrets]]\nname = \"API_TOKEN\"\nvalue = \"{SECRET}\"\n[review]\nshell = \"shadow\"\n"
+        ),
     )
     .unwrap();
     std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
@@ -105,7 +109,8 @@ async fn a_person_supplies_a_secret_through_the_api() {
         "tools = [\"SendMessage\", \"Shell\"]",
         "tools = [\"SendMessage\", \"Shell\"]\nsecrets = [\"API_TOKEN\"]",
     );
-    std::fs::write(&path, text).unwrap();
+    // the command runs (shadow review) so that its output's redaction is seen
+    std::fs::write(&path, format!("{text}\n[review]\nshell = \"shadow\"\n")).unwrap();
     let host = crate::support::fleet::restart(fleet).await;
     let (status, body) = host
         .post_raw(

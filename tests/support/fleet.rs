@@ -21,6 +21,7 @@ pub struct TestFleet {
     bots: Vec<String>,
     runtime: String,
     host_extra: String,
+    tables: String,
 }
 
 impl TestFleet {
@@ -29,8 +30,11 @@ impl TestFleet {
             dir: tempfile::tempdir().unwrap(),
             providers: Vec::new(),
             bots: Vec::new(),
-            runtime: "debounce_ms = 0\nidle_timeout_s = 300\n".into(),
+            // no fact extraction after turns: its model calls would mix
+            // with the ones tests count (tests of extraction turn it on)
+            runtime: "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n".into(),
             host_extra: String::new(),
+            tables: String::new(),
         }
     }
 
@@ -91,16 +95,24 @@ impl TestFleet {
         self
     }
 
+    /// More top-level tables at the end of the file, e.g. `[review]`.
+    pub fn tables(mut self, toml: &str) -> Self {
+        self.tables.push_str(toml);
+        self.tables.push('\n');
+        self
+    }
+
     /// Writes fleet.toml and returns its path.
     pub fn write(&self) -> PathBuf {
         let data = self.dir.path().join("data");
         let text = format!(
-            "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n{}\n[runtime]\n{}\n[[users]]\nid = \"alice\"\ntoken = \"{TOKEN}\"\n\n[[users]]\nid = \"bob\"\ntoken = \"{BOB_TOKEN}\"\n\n{}\n{}",
+            "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n{}\n[runtime]\n{}\n[[users]]\nid = \"alice\"\ntoken = \"{TOKEN}\"\n\n[[users]]\nid = \"bob\"\ntoken = \"{BOB_TOKEN}\"\n\n{}\n{}\n{}",
             data.display(),
             self.host_extra,
             self.runtime,
             self.providers.join("\n"),
-            self.bots.join("\n")
+            self.bots.join("\n"),
+            self.tables
         );
         let path = self.dir.path().join("fleet.toml");
         std::fs::write(&path, text).unwrap();

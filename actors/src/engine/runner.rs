@@ -51,7 +51,15 @@ use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
 use crate::tools::TurnScope;
+use crate::tools::gate::Gate;
+use crate::tools::gate::GateDecision;
+use crate::tools::surface;
 use crate::vault::BotSecrets;
+
+/// The engine's memory hooks (state block within an epoch, extraction
+/// after a turn), `impl Runner` in its own file.
+#[path = "memory_hooks.rs"]
+mod memory_hooks;
 
 /// What kind of turn to run.
 #[derive(Debug)]
@@ -135,6 +143,9 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let compaction_due = result.is_ok()
         && !was_compact
         && runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens;
+    if !was_compact && matches!(result, Ok(TurnStatus::Completed)) {
+        runner.spawn_extraction();
+    }
     let (status, error) = match result {
         Ok(status) => (Some(status), runner.error.take()),
         Err(e) => {
@@ -245,22 +256,6 @@ impl Runner {
             .iter()
             .filter_map(|name| rt.tools.get(name).cloned())
             .collect();
-        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
-        let index = specs
-            .iter()
-            .map(|s| format!("- {}: {}", s.name, s.description))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let identity = prompts()
-            .system
-            .render(&[
-                ("name", &plan.bot.name),
-                ("bot_id", plan.bot.id.as_str()),
-                ("owner", plan.bot.owner.as_str()),
-                ("role", &plan.bot.role),
-                ("tools", if index.is_empty() { "(none)" } else { &index }),
-            ])
-            .unwrap_or_default();
         let bot_id = plan.bot.id.clone();
         let owner = plan.bot.owner.clone();
         let ctx_settings = rt.settings.context_for(&plan.bot.provider).clone();
@@ -269,8 +264,8 @@ impl Runner {
             bot: plan.bot,
             model,
             tools,
-            specs,
-            identity,
+            specs: Vec::new(),
+            identity: String::new(),
             ctx_settings,
             usage: TokenUsage::default(),
             prefix_len: 0,
@@ -315,6 +310,21 @@ impl Runner {
 
     async fn run(&mut self) -> Result<TurnStatus, StoreError> {
         let window = self.rt.settings.context_entries;
+        // who runs the turn decides which tools the model is shown
+        let record = match self.tail.record.clone() {
+            Some(r) => r,
+            None => self
+                .rt
+                .store
+                .get_session(self.session)
+                .await?
+                .ok_or_else(|| StoreError::NotFound {
+                    what: "session",
+                    id: self.session.to_string(),
+                })?,
+        };
+        self.scope.runner = self.runner_for(&record).await?;
+        self.show_tools();
         // a new turn's inputs decide which memories are relevant
         let new_inputs = match &self.kind {
             Some(PlanKind::New { inputs }) => Some(self.input_entries(inputs).await?),
@@ -335,13 +345,9 @@ impl Runner {
             self.load_tail().await?;
         } else {
             self.tail.set_identity(&self.identity);
-            if self.tail.state_hash != self.block.hash {
-                // memory changed inside the epoch: say so at the end, keep the prefix
-                self.memory_update = prompts()
-                    .memory_update
-                    .render(&[("changes", &self.block.text)])
-                    .ok();
-            }
+            // memory changed inside the epoch: an update at the end, or a
+            // refreshed system message when something shown was forgotten
+            self.reconcile_state_block().await;
         }
         self.prefix_len = self.tail.len();
         let Some(record) = self.tail.record.clone() else {
@@ -350,15 +356,6 @@ impl Runner {
                 id: self.session.to_string(),
             });
         };
-        self.scope.runner = runner_of(record.key.kind);
-        if record.key.kind == SessionKind::Group {
-            // a shared room's members run with the shared surface
-            self.scope.runner = self
-                .rt
-                .groups
-                .member_runner(&self.rt.store, &record.key.peer)
-                .await?;
-        }
         self.scope.session = record;
         if self.bot.origin.starts_with("subagent:")
             && let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await?
@@ -455,7 +452,7 @@ impl Runner {
             .load(
                 &self.rt.store,
                 &self.identity,
-                (self.block.text.clone(), self.block.hash),
+                &self.block,
                 window,
                 self.ctx_settings.encoding,
             )
@@ -690,6 +687,48 @@ impl Runner {
         } else {
             None
         }
+    }
+
+    /// The runner of a turn in `session`: a shared room's members run with
+    /// the shared surface.
+    async fn runner_for(&self, session: &SessionRecord) -> Result<RunnerKind, StoreError> {
+        if session.key.kind == SessionKind::Group {
+            return self
+                .rt
+                .groups
+                .member_runner(&self.rt.store, &session.key.peer)
+                .await;
+        }
+        Ok(runner_of(session.key.kind))
+    }
+
+    /// The tool specs the model is shown (the bot's tools its runner may
+    /// use, per [`surface::visible_tools`]) and the identity naming them.
+    /// A tool left out is still refused by the gate if called.
+    fn show_tools(&mut self) {
+        let policy = &self.rt.safety.surfaces;
+        self.specs = self
+            .tools
+            .iter()
+            .map(|t| t.spec())
+            .filter(|s| surface::is_visible(self.scope.runner, &s.name, policy))
+            .collect();
+        let index = self
+            .specs
+            .iter()
+            .map(|s| format!("- {}: {}", s.name, s.description))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.identity = prompts()
+            .system
+            .render(&[
+                ("name", &self.bot.name),
+                ("bot_id", self.bot.id.as_str()),
+                ("owner", self.bot.owner.as_str()),
+                ("role", &self.bot.role),
+                ("tools", if index.is_empty() { "(none)" } else { &index }),
+            ])
+            .unwrap_or_default();
     }
 
     fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -1033,6 +1072,32 @@ impl Runner {
             self.tool_loop_warned = true;
             return Ok(());
         }
+        // surface → review → approval → locks (tools/gate.rs)
+        let decision = {
+            let ctx = ToolContext {
+                rt: &self.rt,
+                bot: &self.bot,
+                scope: &self.scope,
+                turn: self.turn,
+                call_id: &call.id,
+                cancel: &self.hard,
+                secrets: &self.secrets,
+            };
+            Gate::check(&ctx, tool.as_ref(), &args).await
+        };
+        let _locks = match decision {
+            GateDecision::Run { locks, .. } => locks,
+            GateDecision::Refuse(e) => {
+                return self
+                    .record_outcome(call, e.to_string(), true, Vec::new(), false, false)
+                    .await;
+            }
+            GateDecision::AwaitApproval { message, .. } => {
+                return self
+                    .record_outcome(call, message, true, Vec::new(), false, false)
+                    .await;
+            }
+        };
         let external = tool.effect() == Effect::External;
         if external && !already_started {
             self.commit(vec![Mutation::ToolStarted {
@@ -1099,6 +1164,19 @@ impl Runner {
                 &call.arguments
             };
             let args: Value = serde_json::from_str(raw).ok()?;
+            let ctx = ToolContext {
+                rt: &self.rt,
+                bot: &self.bot,
+                scope: &self.scope,
+                turn: self.turn,
+                call_id: &call.id,
+                cancel: &self.hard,
+                secrets: &self.secrets,
+            };
+            if Gate::reviewed(&ctx, &call.name, &args) {
+                // review may ask a person: the step is recorded first
+                return None;
+            }
             prepared.push((call, tool, args));
         }
         let mut out = Vec::new();
@@ -1113,7 +1191,14 @@ impl Runner {
                     cancel: &self.hard,
                     secrets: &self.secrets,
                 };
-                tool.call(&ctx, args).await
+                // not reviewed and internal: the gate only checks the surface
+                match Gate::check(&ctx, tool.as_ref(), &args).await {
+                    GateDecision::Run { .. } => tool.call(&ctx, args).await,
+                    GateDecision::Refuse(e) => Err(e),
+                    GateDecision::AwaitApproval { message, .. } => {
+                        Err(ToolError::new(message, "wait for the decision"))
+                    }
+                }
             };
             let batch = match result {
                 Ok(o) => {

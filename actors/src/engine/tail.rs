@@ -4,8 +4,11 @@
 //! [entries since the summary…]`. Within one compaction epoch it only
 //! grows, so what was sent to the model before is a byte-identical prefix of
 //! what is sent next. The state block (memory snapshot) is frozen when the
-//! tail loads and changes only at the next epoch. Token counts are cached
-//! per message: each message is counted once.
+//! tail loads and changes only at the next epoch — except when something
+//! it shows was forgotten: then it is replaced at once
+//! ([`SessionTail::refresh_state`]), since a forgotten fact must leave the
+//! prompt from the next turn on. Token counts are cached per message: each
+//! message is counted once.
 
 use std::collections::HashSet;
 
@@ -19,6 +22,7 @@ use botfleet_memory::StoreError;
 
 use super::context::ContextBuilder;
 use super::context::message_text;
+use crate::runtime::StateBlock;
 
 /// The rendered context of one session and what it already holds.
 #[derive(Debug)]
@@ -32,6 +36,8 @@ pub(crate) struct SessionTail {
     /// The long-lived state part, frozen for the epoch, and its hash.
     pub(crate) state: String,
     pub(crate) state_hash: [u8; 32],
+    /// Ids of the items the frozen state block shows (memory ids).
+    pub(crate) state_shown: Vec<String>,
     /// The compaction epoch of the loaded context.
     pub(crate) epoch: i64,
     /// The last seq the current summary covers (0: none).
@@ -57,6 +63,7 @@ impl SessionTail {
             identity: String::new(),
             state: String::new(),
             state_hash: [0; 32],
+            state_shown: Vec::new(),
             epoch: 0,
             covers_to_seq: 0,
             counted: Vec::new(),
@@ -94,7 +101,7 @@ impl SessionTail {
         &mut self,
         store: &Store,
         identity: &str,
-        state: (String, [u8; 32]),
+        state: &StateBlock,
         window: usize,
         encoding: Encoding,
     ) -> Result<(), StoreError> {
@@ -114,8 +121,9 @@ impl SessionTail {
             .entries_after(self.session, from, window as i64 * 2)
             .await?;
         self.identity = identity.to_owned();
-        self.state = state.0;
-        self.state_hash = state.1;
+        self.state = state.text.clone();
+        self.state_hash = state.hash;
+        self.state_shown = state.shown.clone();
         self.encoding = encoding;
         let mut context = ContextBuilder::new(self.system());
         if let Some(s) = &summary {
@@ -142,6 +150,20 @@ impl SessionTail {
             if !self.counted.is_empty() {
                 self.counted[0] = self.encoding.count_message(&system);
             }
+        }
+    }
+
+    /// Replaces the frozen state block inside the epoch (something it
+    /// showed was forgotten): the system message changes, so the prompt
+    /// prefix changes once; the entries stay.
+    pub(crate) fn refresh_state(&mut self, state: &StateBlock) {
+        self.state = state.text.clone();
+        self.state_hash = state.hash;
+        self.state_shown = state.shown.clone();
+        let system = self.system();
+        self.context.set_system(&system);
+        if !self.counted.is_empty() {
+            self.counted[0] = self.encoding.count_message(&system);
         }
     }
 

@@ -1,0 +1,287 @@
+//! Memory in the prompt and fact extraction, as an OpenAI-compatible
+//! server on loopback receives them: a remembered fact is in the system
+//! message of the next context built, reaches a running context as an
+//! update at its end (the prefix stays byte-identical), leaves the prompt
+//! once forgotten; extraction runs after a completed turn when
+//! `runtime.extract_memory` is on, and not when it is off.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::RecordedRequest;
+use crate::support::openai_server::Reply;
+
+/// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
+const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
+/// How a memory update at the end of a context starts.
+const UPDATE: &str = "[memory update]";
+
+fn is_extraction(body: &Value) -> bool {
+    system(body).starts_with(EXTRACTOR)
+}
+
+fn system(body: &Value) -> &str {
+    body["messages"][0]["content"].as_str().unwrap_or("")
+}
+
+fn content(m: &Value) -> &str {
+    m["content"].as_str().unwrap_or("")
+}
+
+fn is_update(m: &Value) -> bool {
+    m["role"] == "user" && content(m).starts_with(UPDATE)
+}
+
+/// A bot's model: `remember: X` → Remember {text: X}, `forget: X` →
+/// Forget {matching: X}, anything else straight to SendMessage; after a
+/// tool result, SendMessage (or, after SendMessage, stop). Extraction
+/// requests go to `extractor`.
+fn model(body: &Value, extractor: &dyn Fn(&Value) -> Reply) -> Reply {
+    if is_extraction(body) {
+        return extractor(body);
+    }
+    let mut messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    while messages.last().is_some_and(|m| is_update(m)) {
+        messages.pop();
+    }
+    let id = format!("call_{}", messages.len());
+    let send =
+        |text: &str| Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string());
+    let last = messages.last().unwrap();
+    if last["role"] == "tool" {
+        let asked = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "assistant")
+            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
+            .unwrap_or(Value::Null);
+        return if asked == "SendMessage" {
+            Reply::text("")
+        } else {
+            send(&format!("done: {}", content(last)))
+        };
+    }
+    let text = content(last);
+    if let Some(fact) = text.strip_prefix("remember: ") {
+        Reply::tool_call(&id, "Remember", json!({ "text": fact }).to_string())
+    } else if let Some(what) = text.strip_prefix("forget: ") {
+        Reply::tool_call(&id, "Forget", json!({ "matching": what }).to_string())
+    } else if let Some(place) = text.strip_prefix("I moved to ") {
+        send(&format!("Welcome to {place}"))
+    } else {
+        send("ok")
+    }
+}
+
+fn no_extraction(body: &Value) -> Reply {
+    panic!("unexpected extraction request: {body}")
+}
+
+async fn start(server: &OpenAiServer, extract: bool) -> TestHost {
+    TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .runtime(&format!(
+            "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = {extract}\n"
+        ))
+        .bot("a1", "main", &["SendMessage", "Remember", "Forget"])
+        .bot("a2", "main", &["SendMessage", "Remember", "Forget"])
+        .start()
+        .await
+}
+
+/// Sends `text` to `bot`, waits for the turn, and answers the turn's
+/// requests to the model (extraction requests left out).
+async fn turn(host: &TestHost, server: &OpenAiServer, bot: &str, text: &str) -> Vec<Value> {
+    let before = server.request_count();
+    let (status, sent) = host.send(bot, text, None).await;
+    assert_eq!(status, 202, "{sent}");
+    let end = host
+        .wait_turn_end(
+            sent["session"].as_str().unwrap(),
+            sent["seq"].as_i64().unwrap(),
+        )
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let role = format!("Test bot {bot}.");
+    let requests: Vec<Value> = server.requests()[before..]
+        .iter()
+        .map(|r| r.body.clone())
+        .filter(|b| !is_extraction(b) && system(b).contains(&role))
+        .collect();
+    assert!(!requests.is_empty(), "{bot} made no model call");
+    requests
+}
+
+fn user_texts(body: &Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(content)
+        .collect()
+}
+
+#[tokio::test]
+async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &no_extraction))
+        .start()
+        .await;
+    let host = start(&server, false).await;
+    const TEA: &str = "Prefers tea over coffee";
+    const BERLIN: &str = "Lives in Berlin";
+
+    // a1 remembers a preference of alice's (user scope by default)
+    let first = turn(&host, &server, "a1", &format!("remember: {TEA}")).await;
+    assert!(!system(&first[0]).contains(TEA));
+    let a1_system = system(&first[0]).to_owned();
+
+    // a new context, here a2's first, has it in its system message
+    let r = turn(&host, &server, "a2", "hello").await;
+    assert!(system(&r[0]).contains(TEA), "{}", system(&r[0]));
+    assert!(system(&r[0]).contains("(user:alice)"));
+    let a2_system = system(&r[0]).to_owned();
+
+    // a1's running context keeps its prefix and gets the fact as an update
+    let r = turn(&host, &server, "a1", "what do I drink?").await;
+    assert_eq!(system(&r[0]), a1_system, "the prefix stays byte-identical");
+    let last = r[0]["messages"].as_array().unwrap().last().unwrap();
+    assert!(is_update(last) && content(last).contains(TEA), "{last}");
+
+    // only an addition: a2's prefix stays too, the new fact comes as an update
+    turn(&host, &server, "a1", &format!("remember: {BERLIN}")).await;
+    let r = turn(&host, &server, "a2", "anything new?").await;
+    assert_eq!(system(&r[0]), a2_system);
+    let last = r[0]["messages"].as_array().unwrap().last().unwrap();
+    assert!(is_update(last) && content(last).contains(BERLIN), "{last}");
+
+    // forgotten by a1: a2's system message is rebuilt without it, at once
+    turn(&host, &server, "a1", "forget: tea").await;
+    let r = turn(&host, &server, "a2", "and now?").await;
+    for body in &r {
+        assert_ne!(system(body), a2_system, "the system message was refreshed");
+        assert!(system(body).contains(BERLIN), "{}", system(body));
+        assert!(
+            !body.to_string().contains(TEA),
+            "a forgotten fact is nowhere in a2's request: {body}"
+        );
+    }
+    // ...and out of a1's memory in its later requests (its transcript still
+    // holds what alice said: the archive is the record of what happened)
+    let r = turn(&host, &server, "a1", "anything else?").await;
+    for body in &r {
+        assert!(!system(body).contains(TEA));
+        let updates: Vec<&str> = user_texts(body)
+            .into_iter()
+            .filter(|t| t.starts_with(UPDATE))
+            .collect();
+        assert_eq!(updates.len(), 1, "{body}");
+        assert!(updates[0].contains(BERLIN) && !updates[0].contains(TEA));
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Answers an extraction: the person moved to Berlin → add "Lives in
+/// Berlin"; moved to Paris → replace the shown Berlin fact by its id.
+fn extractor(body: &Value) -> Reply {
+    let input = content(&body["messages"][1]);
+    let answer = if input.contains("I moved to Paris") {
+        let id = input
+            .lines()
+            .find(|l| l.starts_with("- m-") && l.contains("Lives in Berlin"))
+            .and_then(|l| l[2..].split(' ').next())
+            .unwrap_or("m-not-shown");
+        json!({ "add": [], "replace": [{ "id": id, "text": "Lives in Paris" }], "remove": [] })
+    } else if input.contains("I moved to Berlin") {
+        json!({ "add": [{ "text": "Lives in Berlin" }], "replace": [], "remove": [] })
+    } else {
+        json!({ "add": [], "replace": [], "remove": [] })
+    };
+    Reply::text(answer.to_string())
+}
+
+/// The profile texts of alice's user scope, as the memory API shows them.
+async fn profile(host: &TestHost) -> Vec<String> {
+    let (status, mem) = host.get("/v1/bots/a1/memory", TOKEN).await;
+    assert_eq!(status, 200, "{mem}");
+    mem["scopes"][1]["profile"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Polls (bounded) until alice's profile is `want`.
+async fn wait_profile(host: &TestHost, want: &[&str]) {
+    for _ in 0..500 {
+        if profile(host).await == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("profile is {:?}, want {want:?}", profile(host).await);
+}
+
+fn extraction_requests(server: &OpenAiServer) -> Vec<RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| is_extraction(&r.body))
+        .collect()
+}
+
+#[tokio::test]
+async fn extraction_runs_after_completed_turns_when_enabled() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &extractor))
+        .start()
+        .await;
+    let host = start(&server, true).await;
+    turn(&host, &server, "a1", "I moved to Berlin").await;
+    wait_profile(&host, &["Lives in Berlin"]).await;
+    let first = extraction_requests(&server);
+    assert_eq!(first.len(), 1);
+    let input = content(&first[0].body["messages"][1]);
+    assert!(input.contains("I moved to Berlin"), "{input}");
+    assert!(
+        input.contains("Welcome to Berlin"),
+        "the final reply: {input}"
+    );
+    assert!(input.contains("Shown memory (data):\n(none)"), "{input}");
+
+    // the next turn shows the fact, so the extractor may replace it by id
+    turn(&host, &server, "a1", "I moved to Paris").await;
+    wait_profile(&host, &["Lives in Paris"]).await;
+    let second = extraction_requests(&server);
+    assert_eq!(second.len(), 2);
+    let input = content(&second[1].body["messages"][1]);
+    assert!(input.contains("\"Lives in Berlin\""), "{input}");
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_extraction_when_it_is_turned_off() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &extractor))
+        .start()
+        .await;
+    let host = start(&server, false).await;
+    turn(&host, &server, "a1", "I moved to Berlin").await;
+    // a second full turn (two model round trips) after the first one ended:
+    // an extraction spawned by the first would have reached the server
+    turn(&host, &server, "a1", "I moved to Paris").await;
+    assert!(extraction_requests(&server).is_empty());
+    assert!(profile(&host).await.is_empty());
+    host.shutdown().await;
+    server.shutdown().await;
+}
