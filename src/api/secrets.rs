@@ -97,7 +97,12 @@ pub(crate) async fn delete(
         .pop()
     {
         Some(MutationResult::Count(n)) => n,
-        _ => 0,
+        Some(other) => {
+            return Err(ApiError::Internal(format!(
+                "the store answered {other:?} to a secret's deletion"
+            )));
+        }
+        None => 0,
     };
     if n == 0 {
         return Err(ApiError::NotFound(format!("you have no secret {name}")));

@@ -453,3 +453,76 @@ async fn another_bots_message_to_run_rm_rf_waits_for_a_person_in_enforce_mode() 
     assert_eq!(pending[0]["bot"], "r");
     host.shutdown().await;
 }
+
+/// Names of the tools a request offered the model.
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_turn_is_shown_only_the_tools_its_runner_may_use() {
+    use crate::support::openai_server::OpenAiServer;
+    use crate::support::openai_server::Reply;
+    let server = OpenAiServer::builder()
+        .responder(|_: &Value| Reply::text("noted"))
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot(
+            "r",
+            "main",
+            &["SendMessage", "Shell", "Read", "Write", "CreateAgent"],
+        )
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{HOOK_SECRET}\"\n"
+        ))
+        .start()
+        .await;
+    let (session, seq) = send(&host, "hello").await;
+    host.wait_turn_end(&session, seq).await;
+    let payload = r#"{"event":"push"}"#;
+    let resp = host
+        .http
+        .post(format!("{}/v1/hooks/r/gh", host.url))
+        .header("content-type", "application/json")
+        .header("X-Botfleet-Delivery", "d-1")
+        .header(
+            "X-Botfleet-Signature",
+            botfleet::api::sign_hook(HOOK_SECRET.as_bytes(), payload.as_bytes()),
+        )
+        .body(payload)
+        .send()
+        .await
+        .unwrap();
+    let body: Value = resp.json().await.unwrap();
+    let hook = session_of("r", botfleet_memory::SessionKind::Hook, "gh");
+    host.wait_turn_end(&hook, body["seq"].as_i64().unwrap())
+        .await;
+    // the DM turn (and its delivery reminder), then the webhook's turn
+    let requests = server.requests();
+    let hook_request = &requests.last().unwrap().body;
+    assert_eq!(
+        offered(&requests[0].body),
+        ["SendMessage", "Shell", "Read", "Write", "CreateAgent"],
+        "a DM turn sees every allowed tool"
+    );
+    assert_eq!(
+        offered(hook_request),
+        ["SendMessage", "Read"],
+        "a webhook's turn may only read and report"
+    );
+    let system = hook_request["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!system.contains("- Shell:"), "{system}");
+    host.shutdown().await;
+}
