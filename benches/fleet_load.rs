@@ -79,6 +79,11 @@ struct Args {
     /// Worker threads of the runtime (default: number of cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Turn off the after-turn fact extraction (`runtime.extract_memory`),
+    /// which is on by default and costs a background model call and reads
+    /// per turn.
+    #[arg(long)]
+    no_extract: bool,
     /// Data directory (default: a temporary one).
     #[arg(long)]
     data: Option<std::path::PathBuf>,
@@ -182,6 +187,7 @@ async fn run(args: Args) {
     let mut settings = FleetSettings::new(dir.join("workspace"));
     settings.debounce = Duration::ZERO;
     settings.idle_timeout = Duration::from_secs(3600);
+    settings.extract_memory = !args.no_extract;
     let owner = UserId::new("bench").unwrap();
     let bots: Vec<BotRecord> = (0..args.bots)
         .map(|i| BotRecord {
@@ -367,11 +373,12 @@ async fn run(args: Args) {
     let p99 = percentile(&latencies, 0.99);
     let turns_per_s = turns / closed.as_secs_f64();
     println!(
-        "fleet-load: {} bots, {} messages (closed loop), {} burst admissions, synchronous={}",
+        "fleet-load: {} bots, {} messages (closed loop), {} burst admissions, synchronous={}, extract_memory={}",
         args.bots,
         per_bot * args.bots,
         args.burst,
-        args.sync
+        args.sync,
+        !args.no_extract
     );
     println!(
         "  warm-up (activate {} bots, one turn each)   {:>10.2?}",
@@ -416,6 +423,7 @@ async fn run(args: Args) {
             "messages": per_bot * args.bots,
             "burst": args.burst,
             "synchronous": args.sync,
+            "extract_memory": !args.no_extract,
             "turns_per_s": turns_per_s.round(),
             "latency_p50_us": p50.as_micros(),
             "latency_p99_us": p99.as_micros(),

@@ -390,7 +390,10 @@ impl<T: Copy + PartialEq> PeriodRuns<T> {
         let max = max.max(1);
         Self {
             max,
-            history: Vec::with_capacity(2 * max),
+            // grows with the message: a short answer never allocates the
+            // whole window (2 KiB of chars, a size glibc serves only after
+            // consolidating its fast bins, once per model call)
+            history: Vec::new(),
             runs: vec![0; max],
             need: run_needed(max, need),
             need_alt: run_needed(max, need_alt),

@@ -78,7 +78,8 @@ pub struct StoreOptions {
     pub synchronous: Synchronous,
     /// Most batches folded into one transaction.
     pub max_group: usize,
-    /// Idle read connections kept.
+    /// Most read connections open at once; a read that finds them all
+    /// busy waits for one. They stay open for the life of the store.
     pub readers: usize,
     /// Capacity of the change-signal channel.
     pub change_capacity: usize,

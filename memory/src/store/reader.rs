@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use parking_lot::Condvar;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use rusqlite::OpenFlags;
@@ -29,51 +30,126 @@ use crate::record::ToolCallStatus;
 use crate::record::TurnRecord;
 use crate::record::TurnStatus;
 
-/// A small pool of read-only connections, opened on demand.
+/// Statements each read connection keeps prepared. Every query of this
+/// file, approvals.rs, rooms.rs, routines.rs and the memory layers fits, so
+/// a connection prepares each statement once in its life (rusqlite's
+/// default of 16 made the least recently used ones re-prepare).
+const READER_STATEMENTS: usize = 96;
+
+/// A bounded pool of read-only connections, opened on demand and kept for
+/// the life of the store.
+///
+/// At most `max` connections exist; a read that finds all of them busy
+/// waits for one instead of opening another. A connection is costly to
+/// open (it reads the whole schema on its first statement) and its
+/// prepared statements are only worth keeping if the connection lives, so
+/// an unbounded pool that dropped its overflow after a burst of reads
+/// paid both again at the next burst.
 pub(crate) struct ReaderPool {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
-    max_idle: usize,
+    slots: Mutex<Slots>,
+    freed: Condvar,
+    max: usize,
+}
+
+struct Slots {
+    idle: Vec<Connection>,
+    /// Connections that exist (idle or lent out).
+    open: usize,
+}
+
+/// A lent connection; goes back to the pool when dropped, even if the read
+/// panicked.
+struct Lent<'a> {
+    pool: &'a ReaderPool,
+    conn: Option<Connection>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.slots.lock().idle.push(conn);
+            self.pool.freed.notify_one();
+        }
+    }
 }
 
 impl ReaderPool {
-    pub(crate) fn new(path: PathBuf, max_idle: usize) -> Self {
+    pub(crate) fn new(path: PathBuf, max: usize) -> Self {
         Self {
             path,
-            idle: Mutex::new(Vec::new()),
-            max_idle: max_idle.max(1),
+            slots: Mutex::new(Slots {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            freed: Condvar::new(),
+            max: max.max(1),
         }
     }
 
-    /// Runs `f` on a pooled connection (blocking).
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let conn = self.idle.lock().pop();
-        let conn = match conn {
-            Some(c) => c,
-            None => {
-                let c = Connection::open_with_flags(
-                    &self.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                        | OpenFlags::SQLITE_OPEN_URI,
-                )?;
-                c.busy_timeout(std::time::Duration::from_secs(5))?;
-                // bundled SQLite has STAT4: without the query planner
-                // stability guarantee every range query (`seq > ?`) is
-                // re-prepared at each run (~4x its cost)
-                c.set_db_config(
-                    rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-                    true,
-                )?;
-                c
+    fn open(&self) -> Result<Connection> {
+        let c = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        c.busy_timeout(std::time::Duration::from_secs(5))?;
+        // bundled SQLite has STAT4: without the query planner stability
+        // guarantee every range query (`seq > ?`) is re-prepared at each
+        // run (~4x its cost)
+        c.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
+        c.set_prepared_statement_cache_capacity(READER_STATEMENTS);
+        Ok(c)
+    }
+
+    /// Takes an idle connection, opens one if fewer than `max` exist, or
+    /// waits for one to come back.
+    fn lend(&self) -> Result<Lent<'_>> {
+        let mut slots = self.slots.lock();
+        loop {
+            if let Some(conn) = slots.idle.pop() {
+                return Ok(Lent {
+                    pool: self,
+                    conn: Some(conn),
+                });
             }
-        };
-        let result = f(&conn);
-        let mut idle = self.idle.lock();
-        if idle.len() < self.max_idle {
-            idle.push(conn);
+            if slots.open < self.max {
+                slots.open += 1;
+                drop(slots);
+                return match self.open() {
+                    Ok(conn) => Ok(Lent {
+                        pool: self,
+                        conn: Some(conn),
+                    }),
+                    Err(e) => {
+                        self.slots.lock().open -= 1;
+                        self.freed.notify_one();
+                        Err(e)
+                    }
+                };
+            }
+            self.freed.wait(&mut slots);
         }
-        result
+    }
+
+    /// Connections that exist (idle or lent out).
+    #[cfg(test)]
+    pub(crate) fn open_connections(&self) -> usize {
+        self.slots.lock().open
+    }
+
+    /// Runs `f` on a pooled connection (blocking; waits while every
+    /// connection is busy).
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let lent = self.lend()?;
+        match lent.conn.as_ref() {
+            Some(conn) => f(conn),
+            None => Err(StoreError::Reader("reader connection missing".into())),
+        }
     }
 }
 
@@ -194,11 +270,9 @@ pub(crate) fn entries_after_gid(conn: &Connection, gid: i64, limit: i64) -> Resu
 }
 
 pub(crate) fn max_gid(conn: &Connection) -> Result<i64> {
-    Ok(
-        conn.query_row("SELECT COALESCE(MAX(gid), 0) FROM entries", [], |r| {
-            r.get(0)
-        })?,
-    )
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(MAX(gid), 0) FROM entries")?
+        .query_row([], |r| r.get(0))?)
 }
 
 const BOT_COLUMNS: &str =
@@ -483,7 +557,7 @@ pub(crate) fn count(conn: &Connection, table: &str) -> Result<i64> {
         "ledger" => "SELECT COUNT(*) FROM ledger",
         other => return Err(StoreError::Rejected(format!("no table {other}"))),
     };
-    Ok(conn.query_row(sql, [], |r| r.get(0))?)
+    Ok(conn.prepare_cached(sql)?.query_row([], |r| r.get(0))?)
 }
 
 pub(crate) fn turn_status_counts(conn: &Connection, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {

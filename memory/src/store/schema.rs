@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_context.sql"),
     include_str!("migrations/0006_subagents.sql"),
     include_str!("migrations/0007_secrets.sql"),
+    include_str!("migrations/0008_summary_index.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

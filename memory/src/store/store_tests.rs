@@ -190,3 +190,129 @@ async fn change_signals_follow_commits() -> TestResult {
     assert_eq!(change.owner.as_str(), "alice");
     Ok(())
 }
+
+fn entry(session: SessionId, kind: EntryKind) -> Mutation {
+    Mutation::Append(Box::new(NewEntry {
+        id: EntryId::new_v7(),
+        session,
+        author: "r".into(),
+        turn: None,
+        kind,
+    }))
+}
+
+#[tokio::test]
+async fn latest_summary_is_the_newest_and_found_through_its_index() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("n1", "hello", None)]).await?;
+    let session = SessionKey {
+        bot: BotId::new("r")?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id();
+    assert_eq!(store.latest_summary(session).await?, None);
+    let mut batch = Vec::new();
+    for i in 0..3i64 {
+        for _ in 0..5 {
+            batch.push(entry(
+                session,
+                EntryKind::UserMessage {
+                    text: "more".into(),
+                },
+            ));
+        }
+        batch.push(entry(
+            session,
+            EntryKind::Summary {
+                text: format!("summary {i}"),
+                covers_to_seq: 5 * (i + 1),
+                epoch: i + 1,
+            },
+        ));
+    }
+    batch.push(entry(
+        session,
+        EntryKind::UserMessage {
+            text: "after".into(),
+        },
+    ));
+    store.write(batch).await?;
+    let latest = store.latest_summary(session).await?.ok_or("no summary")?;
+    assert_eq!(latest.seq, 19);
+    assert_eq!(
+        latest.kind,
+        EntryKind::Summary {
+            text: "summary 2".into(),
+            covers_to_seq: 15,
+            epoch: 3,
+        }
+    );
+    // the read must not walk the session: it goes through the partial index
+    let plan: String = store.read_blocking(|c| {
+        Ok(c.query_row(
+            "EXPLAIN QUERY PLAN SELECT seq FROM entries
+             WHERE session_id = ?1 AND kind = 'summary' ORDER BY seq DESC LIMIT 1",
+            [session.to_string()],
+            |r| r.get(3),
+        )?)
+    })?;
+    assert!(plan.contains("entries_summary"), "{plan}");
+    store.close().await;
+    Ok(())
+}
+
+#[test]
+fn readers_stay_within_the_pool_and_are_reused() -> TestResult {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering::SeqCst;
+
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(StoreOptions {
+        readers: 2,
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })?;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, inside, most) = (store.clone(), inside.clone(), most.clone());
+            std::thread::spawn(move || -> Result<()> {
+                for _ in 0..50 {
+                    store.read_blocking(|c| {
+                        let now = inside.fetch_add(1, SeqCst) + 1;
+                        most.fetch_max(now, SeqCst);
+                        let n = reader::count(c, "entries");
+                        inside.fetch_sub(1, SeqCst);
+                        n
+                    })?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().map_err(|_| "reader thread panicked")??;
+    }
+    assert!(
+        most.load(SeqCst) <= 2,
+        "{} reads at once",
+        most.load(SeqCst)
+    );
+    let open = store.inner.readers.open_connections();
+    assert!((1..=2).contains(&open), "{open} connections open");
+
+    // a read that panics gives its connection back
+    let one = Store::open(StoreOptions {
+        readers: 1,
+        ..StoreOptions::new(dir.path().join("one.db"))
+    })?;
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        one.read_blocking(|_| -> Result<()> { panic!("read failed") })
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(one.read_blocking(|c| reader::count(c, "entries"))?, 0);
+    assert_eq!(one.inner.readers.open_connections(), 1);
+    Ok(())
+}
