@@ -187,7 +187,7 @@ impl GateFixture {
             secrets: &self.secrets,
         };
         matches!(
-            Gate::check(&ctx, t.as_ref(), args).await,
+            Gate::check(&ctx, tool, t.as_ref(), args).await,
             GateDecision::Run { .. }
         )
     }

@@ -10,6 +10,8 @@
 //! This crate knows nothing of HTTP or the CLI; the host drives it through
 //! [`FleetHandle`].
 
+#[doc(hidden)]
+pub mod bench_support;
 mod bot;
 mod bot_queue;
 mod engine;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use botfleet_memory::BotRecord;
+use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use botfleet_memory::MemoryId;
 use botfleet_memory::SessionId;
@@ -92,6 +93,20 @@ impl Runner {
         let rt = Arc::clone(&self.rt);
         let bot = (*self.bot).clone();
         let (session, turn) = (self.session, self.turn);
+        if let Some(texts) = &self.texts {
+            // gathered while the turn ran: no transcript read
+            if !texts.user.is_empty() {
+                drop(spawn_extract_after_turn(
+                    rt,
+                    bot,
+                    session,
+                    shown,
+                    texts.user.clone(),
+                    texts.reply(),
+                ));
+            }
+            return;
+        }
         let inputs = self.state.input_seqs.clone();
         tokio::spawn(async move {
             match turn_texts(&rt, &bot, session, turn, &inputs).await {
@@ -107,6 +122,59 @@ impl Runner {
                 }
             }
         });
+    }
+}
+
+/// What fact extraction reads of a turn, gathered while it runs: the
+/// owner's messages among its inputs, its deliveries, its last assistant
+/// text.
+#[derive(Debug, Default)]
+pub(super) struct TurnTexts {
+    user: Vec<String>,
+    deliveries: Vec<String>,
+    last_text: String,
+}
+
+impl TurnTexts {
+    /// The owner's messages among a new turn's input entries.
+    pub(super) fn of_inputs(bot: &BotRecord, inputs: &[Entry]) -> Self {
+        let user = inputs
+            .iter()
+            .filter(|e| e.author == bot.owner.as_str())
+            .filter_map(|e| {
+                if let EntryKind::UserMessage { text } = &e.kind {
+                    Some(text.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        Self {
+            user,
+            ..Self::default()
+        }
+    }
+
+    /// A model step's text.
+    pub(super) fn assistant(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            text.clone_into(&mut self.last_text);
+        }
+    }
+
+    /// A delivered message.
+    pub(super) fn delivered(&mut self, text: &str) {
+        self.deliveries.push(text.to_owned());
+    }
+
+    /// The final reply: the deliveries one after the other, or the last
+    /// assistant text when nothing was delivered.
+    fn reply(&self) -> String {
+        if self.deliveries.is_empty() {
+            self.last_text.clone()
+        } else {
+            self.deliveries.join("\n\n")
+        }
     }
 }
 

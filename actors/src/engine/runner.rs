@@ -30,7 +30,6 @@ use super::compaction;
 use super::state::TurnState;
 use super::tail::SessionTail;
 use super::watch::LoopSink;
-use crate::model::ChatMessage;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
@@ -176,7 +175,6 @@ struct Runner {
     rt: Arc<Runtime>,
     bot: Arc<BotRecord>,
     model: Arc<dyn Model>,
-    tools: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
     identity: String,
     /// Token accounting and compaction settings of the bot's provider.
@@ -211,6 +209,9 @@ struct Runner {
     scope: TurnScope,
     /// Text of the last message this turn delivered (a subagent's report).
     last_delivery: Option<String>,
+    /// What fact extraction reads of this turn, gathered as it runs
+    /// (`None` for a resumed turn: then it is read from the store).
+    texts: Option<memory_hooks::TurnTexts>,
     /// `StartTurn` not yet written (it goes with the first step).
     start_pending: bool,
     soft: CancellationToken,
@@ -250,12 +251,6 @@ impl Runner {
             );
             return Err(Box::new((plan.tail, error)));
         };
-        let tools: Vec<Arc<dyn Tool>> = plan
-            .bot
-            .tools
-            .iter()
-            .filter_map(|name| rt.tools.get(name).cloned())
-            .collect();
         let bot_id = plan.bot.id.clone();
         let owner = plan.bot.owner.clone();
         let ctx_settings = rt.settings.context_for(&plan.bot.provider).clone();
@@ -263,7 +258,6 @@ impl Runner {
             rt,
             bot: plan.bot,
             model,
-            tools,
             specs: Vec::new(),
             identity: String::new(),
             ctx_settings,
@@ -284,6 +278,7 @@ impl Runner {
             state: TurnState::default(),
             inputs: Vec::new(),
             last_delivery: None,
+            texts: None,
             scope: TurnScope {
                 session: SessionRecord {
                     id: plan.session,
@@ -371,6 +366,7 @@ impl Runner {
                     return Ok(TurnStatus::Interrupted);
                 }
                 let entries = new_inputs.unwrap_or_default();
+                self.texts = Some(memory_hooks::TurnTexts::of_inputs(&self.bot, &entries));
                 self.set_origin(&entries);
                 self.begin(inputs);
             }
@@ -708,10 +704,11 @@ impl Runner {
     fn show_tools(&mut self) {
         let policy = &self.rt.safety.surfaces;
         self.specs = self
+            .bot
             .tools
             .iter()
-            .map(|t| t.spec())
-            .filter(|s| surface::is_visible(self.scope.runner, &s.name, policy))
+            .filter(|name| surface::is_visible(self.scope.runner, name, policy))
+            .filter_map(|name| self.rt.tools.spec(name).cloned())
             .collect();
         let index = self
             .specs
@@ -732,7 +729,12 @@ impl Runner {
     }
 
     fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.spec().name == name).cloned()
+        // the bot's allowed tools, shown or not (the gate refuses the rest)
+        if self.bot.tools.iter().any(|t| t == name) {
+            self.rt.tools.get(name).cloned()
+        } else {
+            None
+        }
     }
 
     async fn step_loop(&mut self) -> Result<TurnStatus, StoreError> {
@@ -809,13 +811,7 @@ impl Runner {
             let keep_from = self.state.input_seqs.iter().min().copied();
             self.compact_now(keep_from).await;
         }
-        self.tail.context.close_pending();
-        let mut messages = self.tail.context.take_messages();
-        if let Some(update) = &self.memory_update {
-            messages.push(ChatMessage::User {
-                content: update.clone(),
-            });
-        }
+        let messages = self.tail.take_request(self.memory_update.as_deref());
         let request = ModelRequest {
             purpose: Purpose::Turn,
             bot: self.bot.id.to_string(),
@@ -832,11 +828,8 @@ impl Runner {
             });
             self.looped = true;
         }
-        let mut messages = request.messages;
-        if self.memory_update.is_some() {
-            messages.pop();
-        }
-        self.tail.context.restore_messages(messages);
+        self.tail
+            .restore_request(request.messages, self.memory_update.is_some());
         self.specs = request.tools;
         if let Ok(response) = &result {
             self.account(response);
@@ -969,6 +962,9 @@ impl Runner {
     fn step_batch(&mut self, response: &ModelResponse) -> Vec<Mutation> {
         let step = self.state.step;
         self.state.step += 1;
+        if let Some(t) = &mut self.texts {
+            t.assistant(&response.text);
+        }
         let batch = vec![
             self.entry(
                 EntryId::derive(self.turn, &format!("step-{step}"), "assistant"),
@@ -1083,7 +1079,7 @@ impl Runner {
                 cancel: &self.hard,
                 secrets: &self.secrets,
             };
-            Gate::check(&ctx, tool.as_ref(), &args).await
+            Gate::check(&ctx, &call.name, tool.as_ref(), &args).await
         };
         let _locks = match decision {
             GateDecision::Run { locks, .. } => locks,
@@ -1192,7 +1188,7 @@ impl Runner {
                     secrets: &self.secrets,
                 };
                 // not reviewed and internal: the gate only checks the surface
-                match Gate::check(&ctx, tool.as_ref(), &args).await {
+                match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
                     GateDecision::Run { .. } => tool.call(&ctx, args).await,
                     GateDecision::Refuse(e) => Err(e),
                     GateDecision::AwaitApproval { message, .. } => {
@@ -1250,6 +1246,9 @@ impl Runner {
                     && let EntryKind::Delivery { text, .. } = &e.kind
                 {
                     self.last_delivery = Some(text.clone());
+                    if let Some(t) = &mut self.texts {
+                        t.delivered(text);
+                    }
                 }
             }
         }

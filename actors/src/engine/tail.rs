@@ -22,10 +22,11 @@ use botfleet_memory::StoreError;
 
 use super::context::ContextBuilder;
 use super::context::message_text;
+use crate::model::ChatMessage;
 use crate::runtime::StateBlock;
 
 /// The rendered context of one session and what it already holds.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct SessionTail {
     pub(crate) session: SessionId,
     pub(crate) context: ContextBuilder,
@@ -105,31 +106,52 @@ impl SessionTail {
         window: usize,
         encoding: Encoding,
     ) -> Result<(), StoreError> {
-        self.record = store.get_session(self.session).await?;
-        self.epoch = self.record.as_ref().map(|r| r.epoch).unwrap_or(0);
-        let last = self.record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+        let record = store.get_session(self.session).await?;
+        let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
         let summary = store.latest_summary(self.session).await?;
-        self.covers_to_seq = match &summary {
-            Some(Entry {
-                kind: EntryKind::Summary { covers_to_seq, .. },
-                ..
-            }) => *covers_to_seq,
-            _ => 0,
-        };
-        let from = self.covers_to_seq.max(last - window as i64).max(0);
+        let from = covers_to_seq(summary.as_ref())
+            .max(last - window as i64)
+            .max(0);
         let entries = store
             .entries_after(self.session, from, window as i64 * 2)
             .await?;
+        self.fill(
+            record,
+            identity,
+            state,
+            summary.as_ref(),
+            &entries,
+            encoding,
+        );
+        Ok(())
+    }
+
+    /// Builds the context from what [`SessionTail::load`] read: the
+    /// session's record, its latest summary and the entries after it
+    /// (counts start empty: each message is counted when first needed).
+    pub(crate) fn fill(
+        &mut self,
+        record: Option<SessionRecord>,
+        identity: &str,
+        state: &StateBlock,
+        summary: Option<&Entry>,
+        entries: &[Entry],
+        encoding: Encoding,
+    ) {
+        self.record = record;
+        self.epoch = self.record.as_ref().map(|r| r.epoch).unwrap_or(0);
+        let last = self.record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+        self.covers_to_seq = covers_to_seq(summary);
         self.identity = identity.to_owned();
         self.state = state.text.clone();
         self.state_hash = state.hash;
         self.state_shown = state.shown.clone();
         self.encoding = encoding;
         let mut context = ContextBuilder::new(self.system());
-        if let Some(s) = &summary {
+        if let Some(s) = summary {
             context.push_summary(s);
         }
-        for e in &entries {
+        for e in entries {
             context.push(e);
         }
         self.context = context;
@@ -137,7 +159,6 @@ impl SessionTail {
         self.loaded_upto = Some(entries.last().map(|e| e.seq).unwrap_or(last));
         self.pushed.clear();
         self.since_load = 0;
-        Ok(())
     }
 
     /// Replaces the identity (the bot's role or tools changed); the frozen
@@ -182,6 +203,30 @@ impl SessionTail {
         self.since_load += 1;
     }
 
+    /// The messages of the next model request: open tool calls answered,
+    /// then `memory_update` (memory changed inside the epoch), if any, as a
+    /// last user message. The context is empty until the messages are
+    /// given back with [`SessionTail::restore_request`].
+    pub(crate) fn take_request(&mut self, memory_update: Option<&str>) -> Vec<ChatMessage> {
+        self.context.close_pending();
+        let mut messages = self.context.take_messages();
+        if let Some(update) = memory_update {
+            messages.push(ChatMessage::User {
+                content: update.to_owned(),
+            });
+        }
+        messages
+    }
+
+    /// Gives back the messages of [`SessionTail::take_request`] after the
+    /// call (`memory_update`: whether one was added; it is dropped again).
+    pub(crate) fn restore_request(&mut self, mut messages: Vec<ChatMessage>, memory_update: bool) {
+        if memory_update {
+            messages.pop();
+        }
+        self.context.restore_messages(messages);
+    }
+
     /// Tokens of the first `n` messages (all when `n` is larger), counting
     /// only messages not counted before.
     pub(crate) fn tokens_of_first(&mut self, n: usize) -> u64 {
@@ -207,5 +252,18 @@ impl SessionTail {
     /// The encoding counts use.
     pub(crate) fn encoding(&self) -> Encoding {
         self.encoding
+    }
+}
+
+/// The last seq a summary covers (0: no summary).
+fn covers_to_seq(summary: Option<&Entry>) -> i64 {
+    if let Some(Entry {
+        kind: EntryKind::Summary { covers_to_seq, .. },
+        ..
+    }) = summary
+    {
+        *covers_to_seq
+    } else {
+        0
     }
 }

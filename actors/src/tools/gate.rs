@@ -120,17 +120,21 @@ impl Gate {
     /// Decides whether `tool` may run with `args` in this call's turn, and
     /// takes its locks. Call it before running any tool call (after the
     /// arguments parsed as JSON); run only on [`GateDecision::Run`].
-    pub async fn check(ctx: &ToolContext<'_>, tool: &dyn Tool, args: &Value) -> GateDecision {
-        let name = tool.spec().name;
+    /// `name` is the tool's name (its spec's, as registered).
+    pub async fn check(
+        ctx: &ToolContext<'_>,
+        name: &str,
+        tool: &dyn Tool,
+        args: &Value,
+    ) -> GateDecision {
         let rt = ctx.rt;
         let runner = ctx.scope.runner;
         // 1. surface
-        if let Err(e) =
-            surface::check_call(runner, &ctx.bot.tools, &name, args, &rt.safety.surfaces)
+        if let Err(e) = surface::check_call(runner, &ctx.bot.tools, name, args, &rt.safety.surfaces)
         {
             return GateDecision::Refuse(e);
         }
-        let kind = ToolKind::of(&name);
+        let kind = ToolKind::of(name);
         let config = &rt.settings.review;
         let reviewed = review_surface(kind, runner, || in_notes_area(ctx, args))
             .filter(|s| config.modes.get(*s) != ReviewMode::Off);
@@ -139,7 +143,7 @@ impl Gate {
         let mut decision = ReviewDecision::Allow;
         let mut action = None;
         if let Some(surface) = reviewed {
-            let built = build_action(ctx, &name, surface, args).await;
+            let built = build_action(ctx, name, surface, args).await;
             let mode = config.modes.get(surface);
             let reviewed_decision = review(ctx, &built, config).await;
             if reviewed_decision != ReviewDecision::Allow {
@@ -158,7 +162,7 @@ impl Gate {
             match approval_stage(ctx, action.as_ref(), &decision).await {
                 Ok(Stage::Proceed(approval)) => {
                     return GateDecision::Run {
-                        locks: take_locks(ctx, kind, &name, args)
+                        locks: take_locks(ctx, kind, name, args)
                             .await
                             .unwrap_or(LockGuards::None),
                         approval,
@@ -171,7 +175,7 @@ impl Gate {
         }
         // 4. locks, 5. run
         GateDecision::Run {
-            locks: take_locks(ctx, kind, &name, args)
+            locks: take_locks(ctx, kind, name, args)
                 .await
                 .unwrap_or(LockGuards::None),
             approval: None,

@@ -150,7 +150,7 @@ impl Fx {
             cancel: &self.cancel,
             secrets: &self.secrets,
         };
-        Gate::check(&ctx, t.as_ref(), &args).await
+        Gate::check(&ctx, tool, t.as_ref(), &args).await
     }
 
     async fn shell(&self, command: &str) -> GateDecision {

@@ -254,6 +254,9 @@ pub trait Tool: Send + Sync + 'static {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Each tool's spec, built once (a turn shows them; building one
+    /// allocates its JSON schema).
+    specs: BTreeMap<String, ToolSpec>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -288,7 +291,14 @@ impl ToolRegistry {
 
     /// Adds or replaces a tool.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.spec().name, tool);
+        let spec = tool.spec();
+        self.tools.insert(spec.name.clone(), tool);
+        self.specs.insert(spec.name.clone(), spec);
+    }
+
+    /// A tool's spec by name (built once, at registration).
+    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.specs.get(name)
     }
 
     /// A tool by name.
