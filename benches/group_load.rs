@@ -415,7 +415,7 @@ async fn run(args: Args) {
     );
     match (&autogen, autogen_us) {
         (Some(Ok(_)), Some(a)) => println!(
-            "AutoGen RoundRobinGroupChat: {a:.1} µs/reply → {:.0}× (sequential), {:.0}× (many rooms)",
+            "AutoGen RoundRobinGroupChat: {a:.1} µs/reply → {:.1}× (sequential), {:.1}× (many rooms)",
             a / single_us,
             a / many_us
         ),
