@@ -71,7 +71,20 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
     let entries = host
         .wait_for(&session, |es| {
             let text = deliveries(es).join("\n");
-            (text.contains("TEA: it calms") && text.contains("COFFEE: it wakes")).then(|| json!(es))
+            let answered = |seq: &Value| {
+                es.iter().any(|e| {
+                    e["kind"] == "turn_end"
+                        && e["inputs"].as_array().is_some_and(|a| a.contains(seq))
+                })
+            };
+            let replies_answered = es
+                .iter()
+                .filter(|e| e["kind"] == "agent_message")
+                .all(|e| answered(&e["seq"]));
+            (text.contains("TEA: it calms")
+                && text.contains("COFFEE: it wakes")
+                && replies_answered)
+                .then(|| json!(es))
         })
         .await;
     let entries = entries.as_array().unwrap().clone();
@@ -82,14 +95,24 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
         .collect();
     assert_eq!(agents.len(), 2, "{:?}", kinds(&entries));
     assert!(agents.contains(&"a") && agents.contains(&"b"));
-    // the exchange is in order: R's first turn ended before any reply arrived
+    // the exchange is in order: a reply may arrive while R's first turn is
+    // still sending (it did not wait for it), and each one is answered by a
+    // later turn of R, never folded into the turn that asked
     let first_end = first["seq"].as_i64().unwrap();
-    assert!(
-        entries
+    for m in entries.iter().filter(|e| e["kind"] == "agent_message") {
+        let seq = m["seq"].as_i64().unwrap();
+        assert!(seq > sent["seq"].as_i64().unwrap());
+        let answered_by = entries
             .iter()
-            .filter(|e| e["kind"] == "agent_message")
-            .all(|e| e["seq"].as_i64().unwrap() > first_end)
-    );
+            .find(|e| {
+                e["kind"] == "turn_end"
+                    && e["inputs"]
+                        .as_array()
+                        .is_some_and(|a| a.contains(&json!(seq)))
+            })
+            .unwrap_or_else(|| panic!("reply {seq} was answered: {:?}", kinds(&entries)));
+        assert!(answered_by["seq"].as_i64().unwrap() > first_end);
+    }
     // every reply was answered by a later turn of R
     let turns = entries.iter().filter(|e| e["kind"] == "turn_end").count();
     assert!(turns >= 2, "replies woke R: {:?}", kinds(&entries));

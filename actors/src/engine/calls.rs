@@ -1,0 +1,325 @@
+//! The tool calls of a turn: which tools it is shown (from who runs it),
+//! and each call through the gate (`tools/gate.rs`) to its recorded
+//! outcome. `impl Runner`, split from `runner.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Runner {
+    /// The runner of a turn in `session`: a shared room's members run with
+    /// the shared surface.
+    pub(super) async fn runner_for(
+        &self,
+        session: &SessionRecord,
+    ) -> Result<RunnerKind, StoreError> {
+        if session.key.kind == SessionKind::Group {
+            return self
+                .rt
+                .groups
+                .member_runner(&self.rt.store, &session.key.peer)
+                .await;
+        }
+        Ok(runner_of(session.key.kind))
+    }
+
+    /// The tool specs the model is shown (the bot's tools its runner may
+    /// use, per [`surface::visible_tools`]) and the identity naming them.
+    /// A tool left out is still refused by the gate if called.
+    pub(super) fn show_tools(&mut self) {
+        let policy = &self.rt.safety.surfaces;
+        self.specs = self
+            .bot
+            .tools
+            .iter()
+            .filter(|name| surface::is_visible(self.scope.runner, name, policy))
+            .filter_map(|name| self.rt.tools.spec(name).cloned())
+            .collect();
+        let index = self
+            .specs
+            .iter()
+            .map(|s| format!("- {}: {}", s.name, s.description))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.identity = prompts()
+            .system
+            .render(&[
+                ("name", &self.bot.name),
+                ("bot_id", self.bot.id.as_str()),
+                ("owner", self.bot.owner.as_str()),
+                ("role", &self.bot.role),
+                ("tools", if index.is_empty() { "(none)" } else { &index }),
+            ])
+            .unwrap_or_default();
+    }
+
+    pub(super) fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        // the bot's allowed tools, shown or not (the gate refuses the rest)
+        if self.bot.tools.iter().any(|t| t == name) {
+            self.rt.tools.get(name).cloned()
+        } else {
+            None
+        }
+    }
+
+    /// Runs one tool call and records its outcome. `already_started` is set
+    /// when re-running an idempotent call cut off by a crash.
+    pub(super) async fn execute(
+        &mut self,
+        call: &ToolCall,
+        ordinal: usize,
+        already_started: bool,
+    ) -> Result<(), StoreError> {
+        let Some(tool) = self.tool(&call.name) else {
+            let known: Vec<String> = self.specs.iter().map(|s| s.name.clone()).collect();
+            let err = ToolError::new(
+                format!("there is no tool {:?} for you", call.name),
+                format!("use one of: {}", known.join(", ")),
+            );
+            return self
+                .record_outcome(call, err.to_string(), true, Vec::new(), false, false)
+                .await;
+        };
+        let raw = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &call.arguments
+        };
+        let args: Value = match serde_json::from_str(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                let err = ToolError::bad_args(
+                    &call.name,
+                    format!("the arguments are not valid JSON ({e})"),
+                );
+                return self
+                    .record_outcome(call, err.to_string(), true, Vec::new(), false, false)
+                    .await;
+            }
+        };
+        if let ToolLoopVerdict::Loop { repeats, .. } = self.tool_guard.observe(&call.name, &args) {
+            // the same call again and again: refuse it; a second time ends the turn
+            let text = prompts()
+                .tool_loop
+                .render(&[("repeats", &repeats.to_string())])
+                .unwrap_or_default();
+            self.record_outcome(call, text, true, Vec::new(), false, false)
+                .await?;
+            if self.tool_loop_warned {
+                self.abort = Some(format!(
+                    "the model kept repeating the same {} call with the same arguments",
+                    call.name
+                ));
+            }
+            self.tool_loop_warned = true;
+            return Ok(());
+        }
+        // surface → review → approval → locks (tools/gate.rs)
+        let decision = {
+            let ctx = ToolContext {
+                rt: &self.rt,
+                bot: &self.bot,
+                scope: &self.scope,
+                turn: self.turn,
+                call_id: &call.id,
+                cancel: &self.hard,
+                secrets: &self.secrets,
+            };
+            Gate::check(&ctx, &call.name, tool.as_ref(), &args).await
+        };
+        let _locks = match decision {
+            GateDecision::Run { locks, .. } => locks,
+            GateDecision::Refuse(e) => {
+                return self
+                    .record_outcome(call, e.to_string(), true, Vec::new(), false, false)
+                    .await;
+            }
+            GateDecision::AwaitApproval { message, .. } => {
+                return self
+                    .record_outcome(call, message, true, Vec::new(), false, false)
+                    .await;
+            }
+        };
+        let external = tool.effect() == Effect::External;
+        if external && !already_started {
+            self.commit(vec![Mutation::ToolStarted {
+                turn: self.turn,
+                call_id: call.id.clone(),
+                ordinal: i64::from(self.state.step) * 1000 + ordinal as i64,
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }])
+            .await?;
+        }
+        let result = {
+            let ctx = ToolContext {
+                rt: &self.rt,
+                bot: &self.bot,
+                scope: &self.scope,
+                turn: self.turn,
+                call_id: &call.id,
+                cancel: &self.hard,
+                secrets: &self.secrets,
+            };
+            tool.call(&ctx, args).await
+        };
+        match result {
+            Ok(out) => {
+                let delivered = out.delivered;
+                self.record_outcome(call, out.content, false, out.effects, delivered, external)
+                    .await
+            }
+            Err(e) => {
+                self.record_outcome(call, e.to_string(), true, Vec::new(), false, external)
+                    .await
+            }
+        }
+    }
+
+    pub(super) async fn skip_call(
+        &mut self,
+        call: &ToolCall,
+        stop: &Stop,
+    ) -> Result<(), StoreError> {
+        let reason = match stop {
+            Stop::Interrupted => "a new message from the person interrupted the turn",
+            Stop::Cancelled => "the turn was cancelled",
+        };
+        let text = prompts()
+            .call_not_run
+            .render(&[("reason", reason)])
+            .unwrap_or_default();
+        self.record_outcome(call, text, true, Vec::new(), false, false)
+            .await
+    }
+
+    /// Runs the calls of a step in memory when every one of them is a known
+    /// tool with only internal effects (its effect is store writes returned
+    /// with its outcome). Returns the outcome writes, or `None` when any
+    /// call needs the one-by-one path.
+    pub(super) async fn run_internal_calls(&mut self, calls: &[ToolCall]) -> Option<Vec<Mutation>> {
+        let mut prepared = Vec::with_capacity(calls.len());
+        for call in calls {
+            let tool = self.tool(&call.name)?;
+            if tool.effect() != Effect::Internal {
+                return None;
+            }
+            let raw = if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            };
+            let args: Value = serde_json::from_str(raw).ok()?;
+            let ctx = ToolContext {
+                rt: &self.rt,
+                bot: &self.bot,
+                scope: &self.scope,
+                turn: self.turn,
+                call_id: &call.id,
+                cancel: &self.hard,
+                secrets: &self.secrets,
+            };
+            if Gate::reviewed(&ctx, &call.name, &args) {
+                // review may ask a person: the step is recorded first
+                return None;
+            }
+            prepared.push((call, tool, args));
+        }
+        let mut out = Vec::new();
+        for (call, tool, args) in prepared {
+            let result = {
+                let ctx = ToolContext {
+                    rt: &self.rt,
+                    bot: &self.bot,
+                    scope: &self.scope,
+                    turn: self.turn,
+                    call_id: &call.id,
+                    cancel: &self.hard,
+                    secrets: &self.secrets,
+                };
+                // not reviewed and internal: the gate only checks the surface
+                match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
+                    GateDecision::Run { .. } => tool.call(&ctx, args).await,
+                    GateDecision::Refuse(e) => Err(e),
+                    GateDecision::AwaitApproval { message, .. } => {
+                        Err(ToolError::new(message, "wait for the decision"))
+                    }
+                }
+            };
+            let batch = match result {
+                Ok(o) => {
+                    let delivered = o.delivered;
+                    self.outcome_batch(call, o.content, false, o.effects, delivered, false)
+                }
+                Err(e) => self.outcome_batch(call, e.to_string(), true, Vec::new(), false, false),
+            };
+            out.extend(batch);
+        }
+        Some(out)
+    }
+
+    /// Commits a call's result entry with its effects (and, for a call
+    /// recorded as started, its outcome in `tool_calls`).
+    pub(super) async fn record_outcome(
+        &mut self,
+        call: &ToolCall,
+        content: String,
+        is_error: bool,
+        effects: Vec<Mutation>,
+        delivered: bool,
+        started: bool,
+    ) -> Result<(), StoreError> {
+        let batch = self.outcome_batch(call, content, is_error, effects, delivered, started);
+        self.commit(batch).await.map(|_| ())
+    }
+
+    pub(super) fn outcome_batch(
+        &mut self,
+        call: &ToolCall,
+        content: String,
+        is_error: bool,
+        effects: Vec<Mutation>,
+        delivered: bool,
+        started: bool,
+    ) -> Vec<Mutation> {
+        // a tool may have printed a secret (Shell, Read of a file): the model,
+        // the transcript and the logs only ever see it redacted
+        let content = if self.secrets.redactor.is_empty() {
+            content
+        } else {
+            self.secrets.redactor.scrub(&content).into_owned()
+        };
+        if delivered {
+            self.state.delivered += 1;
+            for m in &effects {
+                if let Mutation::Append(e) = m
+                    && let EntryKind::Delivery { text, .. } = &e.kind
+                {
+                    self.last_delivery = Some(text.clone());
+                    if let Some(t) = &mut self.texts {
+                        t.delivered(text);
+                    }
+                }
+            }
+        }
+        let mut batch = Vec::with_capacity(2 + effects.len());
+        if started {
+            batch.push(Mutation::ToolFinished {
+                turn: self.turn,
+                call_id: call.id.clone(),
+                outcome: content.clone(),
+                is_error,
+            });
+        }
+        batch.push(self.entry(
+            EntryId::derive(self.turn, &call.id, "result"),
+            EntryKind::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error,
+            },
+        ));
+        batch.extend(effects);
+        batch
+    }
+}

@@ -1,0 +1,133 @@
+//! A turn that was running when the host or the turn crashed: its record
+//! and checkpoint are loaded and it continues where it stopped, never
+//! running a finished tool call again. `impl Runner`, split from
+//! `runner.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Runner {
+    /// Loads the stored turn; `false` if it never reached the store.
+    pub(super) async fn load_record(&mut self) -> Result<bool, StoreError> {
+        let Some(record) = self.rt.store.get_turn(self.turn).await? else {
+            return Ok(false);
+        };
+        self.state = TurnState::from_value(&record.checkpoint);
+        self.inputs = record
+            .inputs
+            .iter()
+            .zip(self.state.input_seqs.iter().chain(std::iter::repeat(&0)))
+            .map(|(gid, seq)| InboxItem {
+                bot: self.bot.id.clone(),
+                gid: *gid,
+                session: self.session,
+                seq: *seq,
+                priority: if self.state.owes_delivery {
+                    Priority::UserDm
+                } else {
+                    Priority::Background
+                },
+            })
+            .collect();
+        Ok(true)
+    }
+
+    /// Picks a crashed turn up again. Returns a final status if it must not
+    /// continue (too many attempts).
+    ///
+    /// The turn's progress is read back from the transcript: its steps are
+    /// its assistant entries, its deliveries and reminder are entries too.
+    /// Calls of its last step without a result entry are settled here: a
+    /// call recorded as started (external effect) either runs again
+    /// (idempotent tools) or is reported as "outcome unknown"; a call never
+    /// started simply runs.
+    pub(super) async fn resume(&mut self) -> Result<Option<TurnStatus>, StoreError> {
+        let attempts = match self
+            .rt
+            .store
+            .write(vec![Mutation::BumpAttempts { turn: self.turn }])
+            .await?
+            .pop()
+        {
+            Some(MutationResult::Attempts(a)) => a,
+            _ => 0,
+        };
+        tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, "resuming turn from its checkpoint");
+        if attempts > self.rt.settings.max_turn_attempts {
+            return self
+                .fail(format!("the turn crashed {} times in a row", attempts - 1))
+                .await
+                .map(Some);
+        }
+        let from = self
+            .state
+            .input_seqs
+            .iter()
+            .min()
+            .copied()
+            .unwrap_or(1)
+            .saturating_sub(1);
+        let entries = self
+            .rt
+            .store
+            .entries_after(self.session, from, i64::MAX)
+            .await?;
+        let mine: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| e.turn == Some(self.turn))
+            .collect();
+        let mut last_calls = Vec::new();
+        let mut answered = std::collections::HashSet::new();
+        self.state.step = 0;
+        self.state.delivered = 0;
+        for e in &mine {
+            match &e.kind {
+                EntryKind::Assistant { tool_calls, .. } => {
+                    self.state.step += 1;
+                    last_calls = tool_calls.clone();
+                }
+                EntryKind::ToolResult { call_id, .. } => {
+                    answered.insert(call_id.clone());
+                }
+                EntryKind::Delivery { .. } => self.state.delivered += 1,
+                EntryKind::Reminder { .. } => self.state.reminded = true,
+                _ => {}
+            }
+        }
+        let started: std::collections::HashMap<String, ToolCallStatus> = self
+            .rt
+            .store
+            .tool_calls(self.turn)
+            .await?
+            .into_iter()
+            .map(|c| (c.call_id, c.status))
+            .collect();
+        for (ordinal, body) in last_calls.iter().enumerate() {
+            if answered.contains(&body.id) {
+                continue;
+            }
+            let call = ToolCall {
+                id: body.id.clone(),
+                name: body.name.clone(),
+                arguments: body.arguments.clone(),
+            };
+            if let Some(stop) = self.stop_reason() {
+                self.skip_call(&call, &stop).await?;
+                continue;
+            }
+            let was_started = matches!(started.get(&body.id), Some(ToolCallStatus::Started));
+            match self.tool(&body.name) {
+                Some(t) if was_started && !t.idempotent() => {
+                    let text = prompts()
+                        .outcome_unknown
+                        .render(&[("tool", &body.name)])
+                        .unwrap_or_default();
+                    self.record_outcome(&call, text, true, Vec::new(), false, true)
+                        .await?;
+                }
+                _ => self.execute(&call, ordinal, was_started).await?,
+            }
+        }
+        Ok(None)
+    }
+}
