@@ -52,6 +52,13 @@ fn store_error(e: impl std::fmt::Display) -> ToolError {
 /// Finds a bot the caller may talk to: same owner, by id or display name.
 pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<BotRecord, ToolError> {
     let name = name.trim();
+    // the usual case, an exact id: one keyed read, not the owner's whole list
+    if let Ok(id) = BotId::new(name)
+        && let Some(b) = ctx.store().get_bot(&id).await.map_err(store_error)?
+        && b.owner == ctx.bot.owner
+    {
+        return Ok(b);
+    }
     let bots = ctx
         .store()
         .list_bots(Some(&ctx.bot.owner))

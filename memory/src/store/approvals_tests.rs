@@ -395,3 +395,35 @@ async fn cards_are_searchable_by_their_summary() {
     assert_eq!(json["approval"], json!(a.id));
     assert_eq!(json["id"], json!(card.id));
 }
+
+#[tokio::test]
+async fn open_approvals_are_found_across_decisions_and_a_reopen() {
+    let mut f = Fixture::new().await;
+    let bot = f.key.bot.clone();
+    assert!(f.store.open_approvals(&bot).await.unwrap().is_empty());
+    let a = f.created("fp-1").await;
+    assert_eq!(f.store.open_approvals(&bot).await.unwrap().len(), 1);
+    f.decide(a.id, ApprovalDecision::Deny).await.unwrap();
+    // none open: the bot is forgotten by the hint, and found again when it asks
+    assert!(f.store.open_approvals(&bot).await.unwrap().is_empty());
+    assert!(f.store.open_approvals(&bot).await.unwrap().is_empty());
+    let b = f.created("fp-2").await;
+    let open = f.store.open_approvals(&bot).await.unwrap();
+    assert_eq!(open.iter().map(|x| x.id).collect::<Vec<_>>(), [b.id]);
+    // expired by a user message but not yet persisted: still reported
+    f.user_message().await;
+    let open = f.store.open_approvals(&bot).await.unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].status, ApprovalStatus::Expired);
+    // a reopened store knows which bots have open rows
+    let c = f.created("fp-3").await;
+    let path = f.store.path().to_path_buf();
+    f.store.close().await;
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(f.clock.clone()),
+        ..StoreOptions::new(path)
+    })
+    .unwrap();
+    let open = store.open_approvals(&bot).await.unwrap();
+    assert!(open.iter().any(|x| x.id == c.id), "{open:#?}");
+}

@@ -1,5 +1,6 @@
 //! The store: one writer thread with group commit, a pool of readers.
 
+mod approval_hint;
 mod approvals;
 mod checkpointer;
 mod mutation;
@@ -109,6 +110,8 @@ struct Inner {
     path: PathBuf,
     restored: bool,
     stats: Arc<WriterStats>,
+    /// Bots that may have open approvals (`approval_hint.rs`).
+    approval_hint: approval_hint::OpenApprovalHint,
     /// Dropping it stops the checkpoint thread.
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
 }
@@ -161,6 +164,7 @@ impl Store {
 
         let now = options.clock.now_ms();
         let (horizon, restored) = check_generation(&conn, &path, now)?;
+        let approval_hint = approval_hint::OpenApprovalHint::load(&conn)?;
 
         let (changes, _) = broadcast::channel(options.change_capacity.max(16));
         let (tx, rx) = mpsc::channel::<Job>();
@@ -192,6 +196,7 @@ impl Store {
                 path,
                 restored,
                 stats,
+                approval_hint,
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
             }),
         })
@@ -216,6 +221,7 @@ impl Store {
     /// Commits `batch` atomically (in a group with whatever else is
     /// waiting) and answers after the commit.
     pub async fn write(&self, batch: Vec<Mutation>) -> Result<Vec<MutationResult>> {
+        self.inner.approval_hint.note(&batch);
         let (tx, rx) = oneshot::channel();
         self.inner
             .tx
@@ -231,6 +237,7 @@ impl Store {
     /// after the commit. Continuations run in submission order, which lets
     /// a caller keep order without waiting.
     pub fn write_then(&self, batch: Vec<Mutation>, then: Callback) -> Result<()> {
+        self.inner.approval_hint.note(&batch);
         self.inner
             .tx
             .send(Job::Batch {
@@ -539,10 +546,19 @@ impl Store {
     /// unused; each with its effective status, so some may read
     /// `expired`), oldest first.
     pub async fn open_approvals(&self, bot: &BotId) -> Result<Vec<crate::record::ApprovalRecord>> {
-        let bot = bot.clone();
+        // most bots never had an approval: no read before their side effects
+        let Some(at) = self.inner.approval_hint.check(bot) else {
+            return Ok(Vec::new());
+        };
+        let id = bot.clone();
         let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::open_of_bot(c, &bot, now))
-            .await
+        let open = self
+            .read(move |c| approvals::open_of_bot(c, &id, now))
+            .await?;
+        if open.is_empty() {
+            self.inner.approval_hint.settle(bot, at);
+        }
+        Ok(open)
     }
 
     /// A bot's newest review log rows (what auto-review asked about or
