@@ -1,0 +1,366 @@
+//! Reading and checking a fleet file: parse (unknown keys are errors),
+//! resolve tokens and paths, and validate every cross-reference, each
+//! error naming the file, the key and what is expected. `impl LoadedFleet`,
+//! split from `config.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl LoadedFleet {
+    /// Reads and validates a fleet file.
+    pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, &path.display().to_string(), Some(base))
+    }
+
+    /// The embedded example fleet.
+    pub fn embedded() -> Result<Self, ConfigError> {
+        Self::parse(EMBEDDED_FLEET, "<embedded example fleet>", None)
+    }
+
+    /// Parses and validates fleet text.
+    pub fn parse(text: &str, source: &str, base_dir: Option<PathBuf>) -> Result<Self, ConfigError> {
+        let file: FleetFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: source.to_owned(),
+            detail: e.to_string().trim_end().to_owned(),
+        })?;
+        let loaded = Self {
+            file,
+            source: source.to_owned(),
+            base_dir,
+        };
+        loaded.validate()?;
+        Ok(loaded)
+    }
+
+    pub(super) fn invalid(
+        &self,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.source.clone(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let f = &self.file;
+        if let Err((key, message)) = f.review.validate(&f.providers) {
+            return Err(self.invalid(key, message));
+        }
+        if f.host.listen.parse::<SocketAddr>().is_err() {
+            return Err(self.invalid(
+                "host.listen",
+                format!(
+                    "{:?} is not an address; expected IP:PORT such as \"127.0.0.1:7878\"",
+                    f.host.listen
+                ),
+            ));
+        }
+        if f.host.max_body_bytes < 1024 {
+            return Err(self.invalid("host.max_body_bytes", "must be at least 1024"));
+        }
+        if f.runtime.max_steps == 0 {
+            return Err(self.invalid("runtime.max_steps", "must be at least 1"));
+        }
+        if f.runtime.max_turn_attempts < 1 {
+            return Err(self.invalid("runtime.max_turn_attempts", "must be at least 1"));
+        }
+        if f.runtime.context_entries < 4 {
+            return Err(self.invalid("runtime.context_entries", "must be at least 4"));
+        }
+        if f.runtime.debounce_max_ms < f.runtime.debounce_ms {
+            return Err(self.invalid(
+                "runtime.debounce_max_ms",
+                "must be at least runtime.debounce_ms",
+            ));
+        }
+        if f.runtime.shell_max_timeout_s == 0
+            || f.runtime.shell_timeout_s > f.runtime.shell_max_timeout_s
+        {
+            return Err(self.invalid(
+                "runtime.shell_timeout_s",
+                "must be positive and at most runtime.shell_max_timeout_s",
+            ));
+        }
+        let mut seen_users = Vec::new();
+        for (i, u) in f.users.iter().enumerate() {
+            let key = format!("users[{i}]");
+            if let Err(e) = botfleet_memory::UserId::new(u.id.as_str()) {
+                return Err(self.invalid(format!("{key}.id"), e.to_string()));
+            }
+            if seen_users.contains(&u.id) {
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!("user {:?} is defined twice", u.id),
+                ));
+            }
+            seen_users.push(u.id.clone());
+            match (&u.token, &u.token_env) {
+                (Some(_), Some(_)) => {
+                    return Err(self.invalid(
+                        format!("{key}.token"),
+                        "give either `token` or `token_env`, not both",
+                    ));
+                }
+                (None, None) => {
+                    return Err(self.invalid(
+                        format!("{key}.token"),
+                        "missing: give `token = \"...\"` or `token_env = \"ENV_VAR\"`",
+                    ));
+                }
+                (Some(t), None) if t.len() < 8 => {
+                    return Err(self.invalid(
+                        format!("{key}.token"),
+                        "is too short; use at least 8 characters",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for (name, p) in &f.providers {
+            let key = format!("providers.{name}");
+            match p {
+                ProviderConfig::Openai {
+                    base_url,
+                    model,
+                    fallback,
+                    timeout_s,
+                    ..
+                } => {
+                    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                        return Err(self.invalid(
+                            format!("{key}.base_url"),
+                            format!("{base_url:?} is not an http(s) URL; expected e.g. \"http://127.0.0.1:8000/v1\""),
+                        ));
+                    }
+                    if model.trim().is_empty() {
+                        return Err(self.invalid(format!("{key}.model"), "must not be empty"));
+                    }
+                    if timeout_s == &Some(0) {
+                        return Err(self.invalid(format!("{key}.timeout_s"), "must be at least 1"));
+                    }
+                    if let Some(fb) = fallback {
+                        match f.providers.get(fb) {
+                            Some(ProviderConfig::Scripted { .. }) => {}
+                            Some(ProviderConfig::Openai { .. }) => {
+                                return Err(self.invalid(
+                                    format!("{key}.fallback"),
+                                    format!("{fb:?} must be a `scripted` provider"),
+                                ));
+                            }
+                            None => {
+                                return Err(self.invalid(
+                                    format!("{key}.fallback"),
+                                    format!(
+                                        "provider {fb:?} is not defined; defined: {}",
+                                        self.provider_names()
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+                ProviderConfig::Scripted { script, .. } => {
+                    if script.as_os_str().is_empty() {
+                        return Err(
+                            self.invalid(format!("{key}.script"), "must name a script file")
+                        );
+                    }
+                }
+            }
+        }
+        for (name, p) in &f.providers {
+            let (encoding, compact, background) = match p {
+                ProviderConfig::Openai {
+                    encoding,
+                    compact_at_tokens,
+                    background_compact_at_tokens,
+                    ..
+                }
+                | ProviderConfig::Scripted {
+                    encoding,
+                    compact_at_tokens,
+                    background_compact_at_tokens,
+                    ..
+                } => (encoding, compact_at_tokens, background_compact_at_tokens),
+            };
+            if let Some(e) = encoding
+                && botfleet_memory::Encoding::parse(e).is_none()
+            {
+                return Err(self.invalid(
+                    format!("providers.{name}.encoding"),
+                    format!("{e:?} is not an encoding; use \"o200k_base\" or \"cl100k_base\""),
+                ));
+            }
+            if compact.is_some_and(|n| n < 1000) {
+                return Err(self.invalid(
+                    format!("providers.{name}.compact_at_tokens"),
+                    "must be at least 1000",
+                ));
+            }
+            if let (Some(b), c) = (background, compact.unwrap_or(100_000))
+                && *b > c
+            {
+                return Err(self.invalid(
+                    format!("providers.{name}.background_compact_at_tokens"),
+                    "must not be above compact_at_tokens",
+                ));
+            }
+        }
+        for (i, sec) in f.secrets.iter().enumerate() {
+            let key = format!("secrets[{i}]");
+            if !botfleet_actors::valid_secret_name(&sec.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("{:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN", sec.name),
+                ));
+            }
+            if sec.value.is_some() == sec.value_env.is_some() {
+                return Err(self.invalid(
+                    format!("{key}.value"),
+                    "give exactly one of `value` or `value_env`",
+                ));
+            }
+        }
+        let mut seen_bots = Vec::new();
+        for (i, b) in f.bots.iter().enumerate() {
+            let key = format!("bots[{i}]");
+            if let Err(e) = botfleet_memory::BotId::new(b.id.as_str()) {
+                return Err(self.invalid(format!("{key}.id"), e.to_string()));
+            }
+            if seen_bots.contains(&b.id) {
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!("bot {:?} is defined twice", b.id),
+                ));
+            }
+            seen_bots.push(b.id.clone());
+            if b.name.trim().is_empty() {
+                return Err(self.invalid(format!("{key}.name"), "must not be empty"));
+            }
+            for (j, name) in b.secrets.iter().enumerate() {
+                if !botfleet_actors::valid_secret_name(name) {
+                    return Err(self.invalid(
+                        format!("{key}.secrets[{j}]"),
+                        format!("{name:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN"),
+                    ));
+                }
+            }
+            if b.daily_token_budget == Some(0) {
+                return Err(self.invalid(
+                    format!("{key}.daily_token_budget"),
+                    "must be at least 1 (leave it out for no budget)",
+                ));
+            }
+            if !f.providers.contains_key(&b.provider) {
+                return Err(self.invalid(
+                    format!("{key}.provider"),
+                    format!(
+                        "provider {:?} is not defined; defined: {}",
+                        b.provider,
+                        self.provider_names()
+                    ),
+                ));
+            }
+            if !f.users.iter().any(|u| u.id == b.owner) {
+                return Err(self.invalid(
+                    format!("{key}.owner"),
+                    format!("user {:?} is not defined under [[users]]", b.owner),
+                ));
+            }
+            self.validate_routines_and_hooks(&key, b)?;
+            for (j, p) in b.projects.iter().enumerate() {
+                if let Err(e) = botfleet_memory::ProjectId::new(p.as_str()) {
+                    return Err(self.invalid(format!("{key}.projects[{j}]"), e.to_string()));
+                }
+                if b.projects[..j].contains(p) {
+                    return Err(self.invalid(
+                        format!("{key}.projects[{j}]"),
+                        format!("project {p:?} is listed twice"),
+                    ));
+                }
+            }
+            let known = botfleet_actors::tools::ToolRegistry::builtin();
+            for (j, t) in b.tools.iter().enumerate() {
+                if !known.contains(t) {
+                    return Err(self.invalid(
+                        format!("{key}.tools[{j}]"),
+                        format!(
+                            "unknown tool {t:?}; available: {}",
+                            known.names().join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The context settings of each provider.
+    pub fn context_settings(
+        &self,
+    ) -> std::collections::HashMap<String, botfleet_actors::ContextSettings> {
+        self.file
+            .providers
+            .iter()
+            .map(|(name, p)| {
+                let (encoding, compact, background) = match p {
+                    ProviderConfig::Openai {
+                        encoding,
+                        compact_at_tokens,
+                        background_compact_at_tokens,
+                        ..
+                    }
+                    | ProviderConfig::Scripted {
+                        encoding,
+                        compact_at_tokens,
+                        background_compact_at_tokens,
+                        ..
+                    } => (encoding, compact_at_tokens, background_compact_at_tokens),
+                };
+                let mut c = botfleet_actors::ContextSettings::default();
+                if let Some(e) = encoding
+                    .as_deref()
+                    .and_then(botfleet_memory::Encoding::parse)
+                {
+                    c.encoding = e;
+                }
+                if let Some(n) = compact {
+                    c.compact_at_tokens = *n;
+                    c.background_compact_at_tokens = n * 4 / 5;
+                }
+                if let Some(n) = background {
+                    c.background_compact_at_tokens = *n;
+                }
+                (name.clone(), c)
+            })
+            .collect()
+    }
+
+    pub(super) fn provider_names(&self) -> String {
+        if self.file.providers.is_empty() {
+            return "(none)".into();
+        }
+        self.file
+            .providers
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Resolves a path from the file against its directory.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        match &self.base_dir {
+            Some(base) if p.is_relative() => base.join(p),
+            _ => p.to_path_buf(),
+        }
+    }
+}
