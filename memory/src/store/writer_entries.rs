@@ -1,0 +1,242 @@
+//! The writer's sessions, transcript entries and admissions: bots and
+//! sessions upserted, each entry given the next seq of its session, and an
+//! input admitted through the ledger with its entry and inbox row in one
+//! job. `impl Writer`, split from `writer.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Writer {
+    pub(super) fn upsert_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
+        let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
+        self.conn
+            .prepare_cached(
+                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, owner = excluded.owner,
+                   role = excluded.role, provider = excluded.provider, tools = excluded.tools,
+                   settings = excluded.settings, origin = excluded.origin, updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                bot.id.as_str(),
+                bot.name,
+                bot.owner.as_str(),
+                bot.role,
+                bot.provider,
+                tools,
+                bot.settings.to_string(),
+                bot.origin,
+                now
+            ])?;
+        Ok(())
+    }
+
+    pub(super) fn ensure_session(&mut self, session: &SessionRecord, now: i64) -> Result<()> {
+        if self.sessions.contains_key(&session.id) {
+            return Ok(());
+        }
+        if session.id != session.key.id() {
+            return Err(StoreError::Rejected(format!(
+                "session id {} does not match its key",
+                session.id
+            )));
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO sessions (id, bot_id, kind, peer, owner, epoch, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6) ON CONFLICT (id) DO NOTHING",
+            )?
+            .execute(params![
+                session.id.to_string(),
+                session.key.bot.as_str(),
+                session.key.kind.as_str(),
+                session.key.peer,
+                session.owner.as_str(),
+                now
+            ])?;
+        // The stored record wins if it existed with another owner.
+        self.session_meta(session.id)?;
+        Ok(())
+    }
+
+    pub(super) fn session_meta(&mut self, session: SessionId) -> Result<(BotId, UserId)> {
+        if let Some(meta) = self.sessions.get(&session) {
+            return Ok(meta.clone());
+        }
+        let row: Option<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT bot_id, owner FROM sessions WHERE id = ?1")?
+            .query_row(params![session.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((bot, owner)) = row else {
+            return Err(StoreError::NotFound {
+                what: "session",
+                id: session.to_string(),
+            });
+        };
+        let meta = (BotId::new(bot)?, UserId::new(owner)?);
+        self.sessions.insert(session, meta.clone());
+        Ok(meta)
+    }
+
+    pub(super) fn next_seq(&mut self, session: SessionId) -> Result<i64> {
+        let last = match self.seqs.get(&session) {
+            Some(seq) => *seq,
+            None => self
+                .conn
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM entries WHERE session_id = ?1")?
+                .query_row(params![session.to_string()], |r| r.get(0))?,
+        };
+        Ok(last + 1)
+    }
+
+    pub(super) fn append(
+        &mut self,
+        entry: &NewEntry,
+        now: i64,
+        touched: &mut Touched,
+    ) -> Result<(EntryId, i64, i64, i64)> {
+        self.session_meta(entry.session)?;
+        let seq = self.next_seq(entry.session)?;
+        let body = serde_json::to_string(&entry.kind).map_err(|e| StoreError::Corrupt {
+            table: "entries",
+            detail: e.to_string(),
+        })?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO entries (session_id, seq, id, kind, author, turn_id, body, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                entry.session.to_string(),
+                seq,
+                entry.id.to_string(),
+                entry.kind.name(),
+                entry.author,
+                entry.turn.map(|t| t.to_string()),
+                body,
+                now
+            ])?;
+        let gid = self.conn.last_insert_rowid();
+        self.seqs.insert(entry.session, seq);
+        let slot = touched.entry(entry.session).or_insert(seq);
+        *slot = (*slot).max(seq);
+        Ok((entry.id, seq, gid, now))
+    }
+
+    /// Admits through the ledger; `inbox` writes the inbox row that
+    /// routes the input to a bot (room timelines have none).
+    pub(super) fn admit(
+        &mut self,
+        req: &AdmitRequest,
+        now: i64,
+        touched: &mut Touched,
+        inbox: bool,
+    ) -> Result<AdmitOutcome> {
+        let found: Option<(String, String, String, i64, i64, String, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT digest, bot_id, session_id, seq, gid, entry_id, created_at
+                 FROM ledger WHERE source = ?1 AND nonce = ?2",
+            )?
+            .query_row(params![req.source, req.nonce], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .optional()?;
+        if let Some((digest, bot, session, seq, gid, entry_id, created_at)) = found {
+            let record = AdmittedRecord {
+                bot: BotId::new(bot)?,
+                session: session.parse()?,
+                seq,
+                gid,
+                entry_id: entry_id.parse()?,
+                admitted_at: created_at,
+            };
+            return Ok(if digest == req.digest.to_hex() {
+                AdmitOutcome::Duplicate(record)
+            } else {
+                AdmitOutcome::Conflict(record)
+            });
+        }
+        if let Some(t) = req.nonce_time_ms
+            && t < self.horizon_ms
+        {
+            {
+                return Ok(AdmitOutcome::Unknown {
+                    reason: format!(
+                        "the key was made before {} and the ledger no longer holds records from then \
+                         (pruned past retention or restored from an older snapshot); check the \
+                         transcript, and send with a new key if the message is missing",
+                        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(self.horizon_ms)
+                            .map(|d| d.to_rfc3339())
+                            .unwrap_or_default()
+                    ),
+                });
+            }
+        }
+        let session_id = req.session.id();
+        if req.entry.session != session_id {
+            return Err(StoreError::Rejected(
+                "admitted entry must belong to the admitted session".into(),
+            ));
+        }
+        self.ensure_session(
+            &SessionRecord {
+                id: session_id,
+                key: req.session.clone(),
+                owner: req.owner.clone(),
+                epoch: 0,
+                last_seq: 0,
+                created_at: now,
+            },
+            now,
+        )?;
+        let (entry_id, seq, gid, _) = self.append(&req.entry, now, touched)?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO ledger (source, nonce, digest, bot_id, session_id, seq, gid, entry_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                req.source,
+                req.nonce,
+                req.digest.to_hex(),
+                req.session.bot.as_str(),
+                session_id.to_string(),
+                seq,
+                gid,
+                entry_id.to_string(),
+                now
+            ])?;
+        if inbox {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO inbox (bot_id, gid, session_id, seq, priority, turn_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
+                )?
+                .execute(params![
+                    req.session.bot.as_str(),
+                    gid,
+                    session_id.to_string(),
+                    seq,
+                    req.priority.as_i64()
+                ])?;
+        }
+        Ok(AdmitOutcome::Accepted(AdmittedRecord {
+            bot: req.session.bot.clone(),
+            session: session_id,
+            seq,
+            gid,
+            entry_id,
+            admitted_at: now,
+        }))
+    }
+}
