@@ -5,6 +5,7 @@ mod approvals;
 mod checkpointer;
 mod mutation;
 mod reader;
+mod reader_pool;
 mod rooms;
 mod routines;
 mod schema;
@@ -26,7 +27,7 @@ pub use mutation::MutationResult;
 pub use writer::Callback;
 pub use writer::WriterStats;
 
-use self::reader::ReaderPool;
+use self::reader_pool::ReaderPool;
 use self::writer::Job;
 use self::writer::Reply;
 use self::writer::Writer;
