@@ -265,6 +265,22 @@ async fn extraction_runs_after_completed_turns_when_enabled() {
     assert_eq!(second.len(), 2);
     let input = content(&second[1].body["messages"][1]);
     assert!(input.contains("\"Lives in Berlin\""), "{input}");
+
+    // the extraction calls count toward the bot's tokens, not its turns
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let a1 = bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "a1")
+        .unwrap();
+    assert_eq!(a1["usage"]["turns"], 2, "{a1}");
+    assert_eq!(
+        a1["usage"]["total"]["calls"].as_u64().unwrap() as usize,
+        server.requests().len(),
+        "every model call of a1, its turns' and its extractions': {a1}"
+    );
+    assert!(a1["usage"]["today"]["prompt_tokens"].as_u64().unwrap() > 0);
     host.shutdown().await;
     server.shutdown().await;
 }

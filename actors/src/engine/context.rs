@@ -206,22 +206,5 @@ mod tests;
 
 /// The text of a message that counts toward its tokens.
 pub(crate) fn message_text(m: &ChatMessage) -> String {
-    match m {
-        ChatMessage::System { content }
-        | ChatMessage::User { content }
-        | ChatMessage::Tool { content, .. } => content.clone(),
-        ChatMessage::Assistant {
-            content,
-            tool_calls,
-        } => {
-            let mut t = content.clone();
-            for c in tool_calls {
-                t.push(' ');
-                t.push_str(&c.name);
-                t.push(' ');
-                t.push_str(&c.arguments);
-            }
-            t
-        }
-    }
+    m.token_text()
 }

@@ -209,6 +209,7 @@ impl Runner {
             batch.push(Mutation::AddUsage {
                 bot: self.bot.id.clone(),
                 day,
+                turns: 1,
                 usage: self.usage,
             });
         }

@@ -34,9 +34,11 @@ use botfleet_memory::MemoryId;
 use botfleet_memory::MemoryItem;
 use botfleet_memory::MemoryOp;
 use botfleet_memory::MemoryOpResult;
+use botfleet_memory::Mutation;
 use botfleet_memory::NewMemory;
 use botfleet_memory::SessionId;
 use botfleet_memory::StoreError;
+use botfleet_memory::TokenUsage;
 use botfleet_memory::bot_scopes;
 use serde::Deserialize;
 use serde::Serialize;
@@ -186,9 +188,51 @@ pub async fn extract_after_turn(
                 cancel.cancel();
                 ExtractError::Timeout(EXTRACT_TIMEOUT)
             })??;
+    record_usage(rt, bot, &request, &response).await;
     let proposal = parse(&response.text)?;
     let seed = turn_seed(session, user_texts, final_reply);
     Ok(apply(rt, bot, &shown_items, proposal, &seed).await)
+}
+
+/// Adds the extraction call's tokens to the bot's daily usage (no turn):
+/// as the provider reported them, or counted with the provider's encoding.
+/// A failure is only logged (the usage is lost, the memory is not).
+async fn record_usage(
+    rt: &Runtime,
+    bot: &BotRecord,
+    request: &ModelRequest,
+    response: &crate::model::ModelResponse,
+) {
+    let mut usage = TokenUsage {
+        calls: 1,
+        ..TokenUsage::default()
+    };
+    match response.usage {
+        Some(u) => {
+            usage.prompt_tokens = u.prompt_tokens;
+            usage.cached_tokens = u.cached_prompt_tokens;
+            usage.completion_tokens = u.completion_tokens;
+        }
+        None => {
+            let encoding = rt.settings.context_for(&bot.provider).encoding;
+            usage.prompt_tokens = request
+                .messages
+                .iter()
+                .map(|m| u64::from(encoding.count_message(&m.token_text())))
+                .sum();
+            usage.completion_tokens = u64::from(encoding.count(&response.text));
+        }
+    }
+    let day = rt.store.clock().now().format("%Y-%m-%d").to_string();
+    let add = Mutation::AddUsage {
+        bot: bot.id.clone(),
+        day,
+        turns: 0,
+        usage,
+    };
+    if let Err(e) = rt.store.write(vec![add]).await {
+        tracing::warn!(bot = %bot.id, error = %e, "could not record the fact extraction's token usage");
+    }
 }
 
 /// Spawns [`extract_after_turn`] off the critical path; the outcome is

@@ -50,6 +50,31 @@ pub enum ChatMessage {
     },
 }
 
+impl ChatMessage {
+    /// The text of the message that counts toward its tokens: its content,
+    /// and for an assistant message the names and arguments of its calls.
+    pub fn token_text(&self) -> String {
+        match self {
+            ChatMessage::System { content }
+            | ChatMessage::User { content }
+            | ChatMessage::Tool { content, .. } => content.clone(),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut t = content.clone();
+                for c in tool_calls {
+                    t.push(' ');
+                    t.push_str(&c.name);
+                    t.push(' ');
+                    t.push_str(&c.arguments);
+                }
+                t
+            }
+        }
+    }
+}
+
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {

@@ -92,13 +92,16 @@ pub enum Mutation {
         /// The turn whose inputs are retried.
         turn: TurnId,
     },
-    /// Add a turn's token usage to its bot's daily totals.
+    /// Add token usage to its bot's daily totals: a turn's (`turns: 1`),
+    /// or a background model call's such as fact extraction (`turns: 0`).
     AddUsage {
         /// The bot.
         bot: crate::ids::BotId,
         /// UTC day, `YYYY-MM-DD`.
         day: String,
-        /// The turn's usage.
+        /// Turns this usage is from (0 for work outside a turn).
+        turns: u32,
+        /// The usage.
         usage: crate::record::TokenUsage,
     },
     /// Set a session's compaction epoch.

@@ -461,12 +461,17 @@ impl Writer {
                 }
                 Ok(MutationResult::Count(n))
             }
-            Mutation::AddUsage { bot, day, usage } => {
+            Mutation::AddUsage {
+                bot,
+                day,
+                turns,
+                usage,
+            } => {
                 self.conn
                     .prepare_cached(
                         "INSERT INTO bot_usage (bot_id, day, turns, calls, prompt_tokens, prefix_tokens, cached_tokens, completion_tokens)
-                         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7)
-                         ON CONFLICT (bot_id, day) DO UPDATE SET turns = turns + 1, calls = calls + excluded.calls,
+                         VALUES (?1, ?2, ?8, ?3, ?4, ?5, ?6, ?7)
+                         ON CONFLICT (bot_id, day) DO UPDATE SET turns = turns + excluded.turns, calls = calls + excluded.calls,
                            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
                            prefix_tokens = prefix_tokens + excluded.prefix_tokens,
                            cached_tokens = cached_tokens + excluded.cached_tokens,
@@ -479,7 +484,8 @@ impl Writer {
                         usage.prompt_tokens as i64,
                         usage.prefix_tokens as i64,
                         usage.cached_tokens as i64,
-                        usage.completion_tokens as i64
+                        usage.completion_tokens as i64,
+                        turns
                     ])?;
                 Ok(MutationResult::Done)
             }
