@@ -34,7 +34,13 @@ use criterion::criterion_main;
 use serde_json::json;
 
 const WORDS: [&str; 7] = [
-    "supplier", "budget", "供应商", "会议", "release", "invoice", "Paris",
+    "supplier",
+    "budget",
+    "供应商",
+    "会议",
+    "release",
+    "invoice",
+    "Paris",
 ];
 const INPUT: &str = "what did we decide about the supplier budget?";
 
@@ -82,7 +88,8 @@ fn snapshot(c: &mut Criterion) {
         for scope in bot_scopes(&bot) {
             let mut batch = Vec::new();
             for i in 0..MAX_LOG_ENTRIES {
-                let op = MemoryOp::Add(new(&format!("{scope}{i}"), &scope, Layer::Log, log_text(i)));
+                let op =
+                    MemoryOp::Add(new(&format!("{scope}{i}"), &scope, Layer::Log, log_text(i)));
                 batch.push(Mutation::Memory(Box::new(op)));
             }
             for i in 0..MAX_PROFILE_FACTS {

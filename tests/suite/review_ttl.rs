@@ -79,17 +79,22 @@ async fn an_approval_expires_after_ten_minutes() {
     };
     let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
     let alice = UserId::new("alice").unwrap();
+    // the approval's card is an entry: its commit signals a change
+    let mut changes = fleet.runtime().store.subscribe();
     fleet
         .admit(user_message(&alice, &bot, "paste it", Some("k1")))
         .await
         .unwrap();
-    let mut asked = Vec::new();
-    for _ in 0..500 {
-        asked = open(&fleet, &bot.id).await;
-        if !asked.is_empty() {
-            break;
+    let mut asked = open(&fleet, &bot.id).await;
+    while asked.is_empty() {
+        let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+            .await
+            .expect("the gate asked within 30 s");
+        // lagging behind only means there were changes: look again
+        if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
+            panic!("the store closed");
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        asked = open(&fleet, &bot.id).await;
     }
     assert_eq!(asked.len(), 1, "the gate asked");
     let a = &asked[0];

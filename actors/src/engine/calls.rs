@@ -52,6 +52,19 @@ impl Runner {
             .unwrap_or_default();
     }
 
+    /// What a tool call of this turn runs with.
+    pub(super) fn tool_ctx<'a>(&'a self, call_id: &'a str) -> ToolContext<'a> {
+        ToolContext {
+            rt: &self.rt,
+            bot: &self.bot,
+            scope: &self.scope,
+            turn: self.turn,
+            call_id,
+            cancel: &self.hard,
+            secrets: &self.secrets,
+        }
+    }
+
     pub(super) fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
         // the bot's allowed tools, shown or not (the gate refuses the rest)
         if self.bot.tools.iter().any(|t| t == name) {
@@ -115,15 +128,7 @@ impl Runner {
         }
         // surface → review → approval → locks (tools/gate.rs)
         let decision = {
-            let ctx = ToolContext {
-                rt: &self.rt,
-                bot: &self.bot,
-                scope: &self.scope,
-                turn: self.turn,
-                call_id: &call.id,
-                cancel: &self.hard,
-                secrets: &self.secrets,
-            };
+            let ctx = self.tool_ctx(&call.id);
             Gate::check(&ctx, &call.name, tool.as_ref(), &args).await
         };
         let _locks = match decision {
@@ -151,15 +156,7 @@ impl Runner {
             .await?;
         }
         let result = {
-            let ctx = ToolContext {
-                rt: &self.rt,
-                bot: &self.bot,
-                scope: &self.scope,
-                turn: self.turn,
-                call_id: &call.id,
-                cancel: &self.hard,
-                secrets: &self.secrets,
-            };
+            let ctx = self.tool_ctx(&call.id);
             tool.call(&ctx, args).await
         };
         match result {
@@ -209,15 +206,7 @@ impl Runner {
                 &call.arguments
             };
             let args: Value = serde_json::from_str(raw).ok()?;
-            let ctx = ToolContext {
-                rt: &self.rt,
-                bot: &self.bot,
-                scope: &self.scope,
-                turn: self.turn,
-                call_id: &call.id,
-                cancel: &self.hard,
-                secrets: &self.secrets,
-            };
+            let ctx = self.tool_ctx(&call.id);
             if Gate::reviewed(&ctx, &call.name, &args) {
                 // review may ask a person: the step is recorded first
                 return None;
@@ -227,15 +216,7 @@ impl Runner {
         let mut out = Vec::new();
         for (call, tool, args) in prepared {
             let result = {
-                let ctx = ToolContext {
-                    rt: &self.rt,
-                    bot: &self.bot,
-                    scope: &self.scope,
-                    turn: self.turn,
-                    call_id: &call.id,
-                    cancel: &self.hard,
-                    secrets: &self.secrets,
-                };
+                let ctx = self.tool_ctx(&call.id);
                 // not reviewed and internal: the gate only checks the surface
                 match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
                     GateDecision::Run { .. } => tool.call(&ctx, args).await,

@@ -127,7 +127,9 @@ impl Fx {
 
     /// Waits (bounded) until the session has an entry `pick` accepts.
     async fn wait_entry(&self, rec: &ApprovalRecord, pick: impl Fn(&Entry) -> bool) -> Entry {
-        for _ in 0..500 {
+        // every new entry signals a change: look again on each one
+        let mut changes = self.rt().store.subscribe();
+        loop {
             let entries = self
                 .rt()
                 .store
@@ -137,9 +139,13 @@ impl Fx {
             if let Some(e) = entries.into_iter().find(|e| pick(e)) {
                 return e;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+                .await
+                .expect("no such entry within 30 s");
+            if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
+                panic!("the store closed");
+            }
         }
-        panic!("no such entry");
     }
 }
 
