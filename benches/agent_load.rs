@@ -40,6 +40,11 @@
     clippy::expect_used
 )]
 
+#[path = "bench_store.rs"]
+mod bench_store;
+
+use bench_store::SyncMode;
+use bench_store::open_store;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -53,8 +58,6 @@ use botfleet::memory::AdmitOutcome;
 use botfleet::memory::BotId;
 use botfleet::memory::BotRecord;
 use botfleet::memory::Store;
-use botfleet::memory::StoreOptions;
-use botfleet::memory::Synchronous;
 use botfleet::memory::UserId;
 use botfleet::model::Model;
 use botfleet::model::Script;
@@ -85,8 +88,8 @@ struct Args {
     #[arg(long)]
     data: Option<std::path::PathBuf>,
     /// SQLite synchronous mode: normal or full.
-    #[arg(long, default_value = "normal")]
-    sync: String,
+    #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
+    sync: SyncMode,
     /// Worker threads of the runtime (default: number of cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -178,16 +181,7 @@ async fn run(args: Args) {
     let seeds = chains * args.rounds;
     let tmp = std::env::temp_dir().join(format!("botfleet-agent-load-{}", uuid::Uuid::now_v7()));
     let dir = args.data.clone().unwrap_or_else(|| tmp.clone());
-    let sync = match args.sync.as_str() {
-        "full" => Synchronous::Full,
-        _ => Synchronous::Normal,
-    };
-    let store = Store::open(StoreOptions {
-        synchronous: sync,
-        change_capacity: 1 << 20,
-        ..StoreOptions::new(dir.join("fleet.db"))
-    })
-    .unwrap();
+    let store = open_store(&dir, args.sync);
     let mut settings = FleetSettings::new(dir.join("workspace"));
     settings.debounce = Duration::ZERO;
     settings.idle_timeout = Duration::from_secs(3600);

@@ -23,6 +23,11 @@
     clippy::expect_used
 )]
 
+#[path = "bench_store.rs"]
+mod bench_store;
+
+use bench_store::SyncMode;
+use bench_store::open_store;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,9 +42,6 @@ use botfleet::memory::BotRecord;
 use botfleet::memory::SessionId;
 use botfleet::memory::SessionKey;
 use botfleet::memory::SessionKind;
-use botfleet::memory::Store;
-use botfleet::memory::StoreOptions;
-use botfleet::memory::Synchronous;
 use botfleet::memory::UserId;
 use botfleet::model::Model;
 use botfleet::model::Script;
@@ -74,8 +76,8 @@ struct Args {
     #[arg(long, default_value_t = 100_000)]
     burst: usize,
     /// SQLite synchronous mode: normal or full.
-    #[arg(long, default_value = "normal")]
-    sync: String,
+    #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
+    sync: SyncMode,
     /// Worker threads of the runtime (default: number of cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -172,16 +174,7 @@ fn main() {
 async fn run(args: Args) {
     let tmp = std::env::temp_dir().join(format!("botfleet-fleet-load-{}", uuid::Uuid::now_v7()));
     let dir = args.data.clone().unwrap_or_else(|| tmp.clone());
-    let sync = match args.sync.as_str() {
-        "full" => Synchronous::Full,
-        _ => Synchronous::Normal,
-    };
-    let store = Store::open(StoreOptions {
-        synchronous: sync,
-        change_capacity: 1 << 20,
-        ..StoreOptions::new(dir.join("fleet.db"))
-    })
-    .unwrap();
+    let store = open_store(&dir, args.sync);
     let model: Arc<dyn Model> =
         Arc::new(ScriptedModel::new(Script::parse(SCRIPT, "bench").unwrap()));
     let mut settings = FleetSettings::new(dir.join("workspace"));
@@ -308,7 +301,8 @@ async fn run(args: Args) {
 
     // check the work: every closed-loop message delivered exactly once
     let mut delivered = 0i64;
-    for b in bots.iter().take(20) {
+    let sampled = bots.len().min(20);
+    for b in bots.iter().take(sampled) {
         let session = SessionKey {
             bot: b.id.clone(),
             kind: SessionKind::Dm,
@@ -411,9 +405,9 @@ async fn run(args: Args) {
         rss_peak >> 20
     );
     println!(
-        "  check: deliveries in 20 sampled sessions    {:>10} (expected {})",
+        "  check: deliveries in {sampled:>2} sampled sessions    {:>10} (expected {})",
         delivered,
-        20 * (per_bot + 1)
+        sampled * (per_bot + 1)
     );
     println!(
         "{}",
@@ -437,7 +431,7 @@ async fn run(args: Args) {
     let _ = std::fs::remove_dir_all(&tmp);
     assert_eq!(
         delivered,
-        20 * (per_bot as i64 + 1),
+        (sampled * (per_bot + 1)) as i64,
         "every message delivered exactly once"
     );
 }

@@ -32,6 +32,11 @@
     clippy::expect_used
 )]
 
+#[path = "bench_store.rs"]
+mod bench_store;
+
+use bench_store::SyncMode;
+use bench_store::open_store;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,8 +55,6 @@ use botfleet::memory::BotId;
 use botfleet::memory::BotRecord;
 use botfleet::memory::SessionId;
 use botfleet::memory::Store;
-use botfleet::memory::StoreOptions;
-use botfleet::memory::Synchronous;
 use botfleet::memory::UserId;
 use botfleet::model::Model;
 use botfleet::model::Script;
@@ -87,8 +90,8 @@ struct Args {
     #[arg(long, default_value_t = 1000)]
     turns: usize,
     /// SQLite synchronous mode: normal or full.
-    #[arg(long, default_value = "normal")]
-    sync: String,
+    #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
+    sync: SyncMode,
     /// Worker threads of the runtime (default: number of cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -147,16 +150,7 @@ fn member_id(room: usize, m: usize) -> BotId {
 async fn run(args: Args) {
     assert!((2..=6).contains(&args.members), "--members must be 2-6");
     let dir = std::env::temp_dir().join(format!("botfleet-group-load-{}", uuid::Uuid::now_v7()));
-    let sync = match args.sync.as_str() {
-        "full" => Synchronous::Full,
-        _ => Synchronous::Normal,
-    };
-    let store = Store::open(StoreOptions {
-        synchronous: sync,
-        change_capacity: 1 << 20,
-        ..StoreOptions::new(dir.join("fleet.db"))
-    })
-    .unwrap();
+    let store = open_store(&dir, args.sync);
     let model: Arc<dyn Model> =
         Arc::new(ScriptedModel::new(Script::parse(SCRIPT, "bench").unwrap()));
     let mut settings = FleetSettings::new(dir.join("workspace"));
