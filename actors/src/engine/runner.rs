@@ -349,7 +349,16 @@ impl Runner {
         self.block = self.rt.state_block(&self.bot, &input_text).await;
         self.secrets = self.rt.secrets_for(&self.bot).await?;
         if self.tail.needs_load(window) {
-            self.load_tail().await?;
+            // a new turn sees the session up to its last input
+            let upto = match &self.kind {
+                Some(PlanKind::New { inputs }) => inputs
+                    .iter()
+                    .filter(|(i, _)| i.session == self.session)
+                    .map(|(i, _)| i.seq)
+                    .max(),
+                _ => None,
+            };
+            self.load_tail(upto).await?;
         } else {
             self.tail.set_identity(&self.identity);
             // memory changed inside the epoch: an update at the end, or a
@@ -454,7 +463,7 @@ impl Runner {
         Ok(true)
     }
 
-    async fn load_tail(&mut self) -> Result<(), StoreError> {
+    async fn load_tail(&mut self, upto: Option<i64>) -> Result<(), StoreError> {
         let window = self.rt.settings.context_entries;
         self.tail
             .load(
@@ -463,6 +472,7 @@ impl Runner {
                 &self.block,
                 window,
                 self.ctx_settings.encoding,
+                upto,
             )
             .await
     }
@@ -490,7 +500,7 @@ impl Runner {
                 self.usage.add(&done.usage);
                 self.memory_update = None;
                 self.tail.invalidate();
-                if let Err(e) = self.load_tail().await {
+                if let Err(e) = self.load_tail(None).await {
                     tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
                 }
                 self.prefix_len = self.tail.len().min(2);

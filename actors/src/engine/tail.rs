@@ -96,8 +96,12 @@ impl SessionTail {
     }
 
     /// Loads the session: its record, its latest summary and the newest
-    /// `window` entries after it. `state` is the long-lived state block for
-    /// the new epoch.
+    /// `window` entries after it, up to seq `upto` when given. `state` is
+    /// the long-lived state block for the new epoch.
+    ///
+    /// A new turn loads only up to its last input: a message admitted while
+    /// the turn was starting belongs to the next turn (which pushes it as
+    /// its input), so this turn must not answer it without claiming it.
     pub(crate) async fn load(
         &mut self,
         store: &Store,
@@ -105,16 +109,20 @@ impl SessionTail {
         state: &StateBlock,
         window: usize,
         encoding: Encoding,
+        upto: Option<i64>,
     ) -> Result<(), StoreError> {
         let record = store.get_session(self.session).await?;
-        let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+        let stored = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+        let last = upto.map_or(stored, |u| u.min(stored));
         let summary = store.latest_summary(self.session).await?;
         let from = covers_to_seq(summary.as_ref())
             .max(last - window as i64)
             .max(0);
-        let entries = store
+        let mut entries = store
             .entries_after(self.session, from, window as i64 * 2)
             .await?;
+        // entries admitted after the record was read wait for their turn
+        entries.retain(|e| e.seq <= last);
         self.fill(
             record,
             identity,
@@ -123,6 +131,7 @@ impl SessionTail {
             &entries,
             encoding,
         );
+        self.loaded_upto = Some(last.max(self.covers_to_seq));
         Ok(())
     }
 
@@ -267,3 +276,7 @@ fn covers_to_seq(summary: Option<&Entry>) -> i64 {
         0
     }
 }
+
+#[cfg(test)]
+#[path = "tail_tests.rs"]
+mod tests;
