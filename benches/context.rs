@@ -400,13 +400,22 @@ fn counting(c: &mut Criterion) {
     for (enc_name, encoding) in ENCODINGS {
         for (text_name, text) in &texts {
             group.throughput(Throughput::ElementsAndBytes {
-                elements: u64::from(encoding.count(text)),
+                elements: u64::from(encoding.encode_count(text)),
                 bytes: text.len() as u64,
             });
             group.bench_function(format!("{enc_name}/{text_name}"), |b| {
-                b.iter(|| encoding.count(black_box(text)))
+                b.iter(|| encoding.encode_count(black_box(text)))
             });
         }
+    }
+    // a text counted before: the process-wide cache answers
+    let (_, english) = &texts[0];
+    for (enc_name, encoding) in ENCODINGS {
+        encoding.count(english);
+        group.throughput(Throughput::Bytes(english.len() as u64));
+        group.bench_function(format!("{enc_name}/english, counted before (cache)"), |b| {
+            b.iter(|| encoding.count(black_box(english)))
+        });
     }
     group.finish();
 }
@@ -504,6 +513,19 @@ fn session_costs(c: &mut Criterion) {
         group.throughput(Throughput::Elements(total));
         group.bench_function("count all messages (uncached, first load)", |b| {
             b.iter_batched(
+                || {
+                    Encoding::clear_cache();
+                    uncounted.clone()
+                },
+                |mut tail| tail.tokens(),
+                BatchSize::LargeInput,
+            )
+        });
+        // a reload of a context whose texts this process counted before
+        // (the tail's window filled, or a compaction reloaded it)
+        uncounted.clone().tokens();
+        group.bench_function("count all messages (texts counted before: reload)", |b| {
+            b.iter_batched(
                 || uncounted.clone(),
                 |mut tail| tail.tokens(),
                 BatchSize::LargeInput,
@@ -523,6 +545,8 @@ fn timed_pushes(base: &BenchTail, iters: u64, make: impl Fn(i64) -> Vec<Entry>) 
         let n = PUSH_CHUNK.min(iters - done);
         let mut tail = base.clone();
         let batches: Vec<Vec<Entry>> = (1..=n as i64).map(&make).collect();
+        // new entries are new texts: none may come from the count cache
+        Encoding::clear_cache();
         let start = Instant::now();
         for batch in &batches {
             for e in batch {
