@@ -67,6 +67,10 @@ use botfleet::tools::Workspace;
 use clap::Parser;
 use serde_json::json;
 
+/// The host binary's allocator (src/main.rs), so the figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(about = "SendToAgent throughput: durable inter-bot messages/s across many bots")]
 struct Args {

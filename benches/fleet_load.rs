@@ -106,26 +106,27 @@ struct Waiter {
     tx: oneshot::Sender<Instant>,
 }
 
-/// Live heap bytes, counted by a wrapper around the system allocator, so
+/// Live heap bytes, counted by a wrapper around the host's allocator
+/// (mimalloc, as in src/main.rs), so
 /// that the memory of idle bot actors can be measured apart from SQLite's
 /// page caches and the allocator's retained pages.
 struct Counting;
 
 static LIVE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
 
-// SAFETY: forwards every call to the system allocator unchanged and only
+// SAFETY: forwards every call to mimalloc unchanged and only
 // keeps a running count of the bytes it handed out.
 #[allow(unsafe_code)]
 unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         LIVE.fetch_add(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: same contract as the caller's
-        unsafe { std::alloc::System.alloc(layout) }
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
         LIVE.fetch_sub(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: same contract as the caller's
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
         LIVE.fetch_add(
@@ -133,7 +134,7 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
             std::sync::atomic::Ordering::Relaxed,
         );
         // SAFETY: same contract as the caller's
-        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
     }
 }
 

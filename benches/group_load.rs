@@ -66,6 +66,10 @@ use serde_json::Value;
 use serde_json::json;
 use tokio::sync::oneshot;
 
+/// The host binary's allocator (src/main.rs), so the figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SCRIPT: &str = r#"
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "ok" } } ]

@@ -46,6 +46,10 @@ use self::corpus::recall_query;
 #[path = "search_load/corpus.rs"]
 mod corpus;
 
+/// The host binary's allocator (src/main.rs), so the figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(about = "Transcript search load benchmark: botfleet index vs SQLite FTS5 trigram")]
 struct Args {

@@ -5,6 +5,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of glibc's malloc: the turn engine and the store writer
+/// allocate and free many small objects across threads, where glibc spent
+/// 15–20% of the host's CPU (docs/performance.md, "Allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = botfleet::cli::Cli::parse();
     tracing_subscriber::fmt()
