@@ -1,0 +1,265 @@
+//! Transcript entries: their content by kind, the entry to append, the
+//! stored entry, and the change signal readers follow.
+
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::ApprovalStatus;
+use super::ExpiryCause;
+use super::TokenUsage;
+use super::TurnStatus;
+use crate::ids::BotId;
+use crate::ids::EntryId;
+use crate::ids::SessionId;
+use crate::ids::TurnId;
+use crate::ids::UserId;
+
+/// A tool call as the model asked for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallBody {
+    /// The model's id for the call.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the raw JSON text the model produced.
+    pub arguments: String,
+}
+
+/// The content of a transcript entry, by kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A user's message to the bot (trusted input).
+    UserMessage {
+        /// The text.
+        text: String,
+    },
+    /// A message from another bot (untrusted data to the recipient).
+    AgentMessage {
+        /// Sending bot.
+        from: BotId,
+        /// The text.
+        text: String,
+        /// Hops since the originating user message.
+        #[serde(default)]
+        hop: u32,
+        /// The sender's session that replies go to (its conversation with
+        /// the person who started the exchange), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_session: Option<SessionId>,
+    },
+    /// A background event: routine, webhook, subagent report.
+    Event {
+        /// Where it came from, e.g. `routine:daily` or `hook:github`.
+        origin: String,
+        /// The text or payload.
+        text: String,
+        /// Whether the content is trusted instructions (routines the owner
+        /// wrote) or untrusted data (webhook payloads, reports).
+        trusted: bool,
+    },
+    /// Model output: internal text and tool calls.
+    Assistant {
+        /// Text the model produced (never shown to users as a message).
+        text: String,
+        /// Tool calls it asked for.
+        #[serde(default)]
+        tool_calls: Vec<ToolCallBody>,
+    },
+    /// What a tool call returned to the model.
+    ToolResult {
+        /// The call this answers.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Text given to the model.
+        content: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+    /// A message delivered to the session's people by SendMessage.
+    Delivery {
+        /// The text.
+        text: String,
+        /// Optional interactive card.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        card: Option<Value>,
+        /// The tool call that delivered it.
+        call_id: String,
+    },
+    /// A reaction on an entry.
+    Reaction {
+        /// Seq of the entry reacted to.
+        target_seq: i64,
+        /// The emoji.
+        emoji: String,
+        /// The tool call that reacted.
+        call_id: String,
+    },
+    /// Text the runtime injected for the model (e.g. a delivery reminder).
+    Reminder {
+        /// What the model is told.
+        text: String,
+    },
+    /// Something people should see about the bot's work (a failure, a
+    /// pause), with an optional turn to retry.
+    Notice {
+        /// Machine-readable code, e.g. `turn_failed`.
+        code: String,
+        /// Human-readable text.
+        text: String,
+        /// A turn whose inputs can be retried.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_turn: Option<TurnId>,
+    },
+    /// The card of an approval a bot asked for (appended at each status
+    /// change; clients render the newest state per `id`). People see it;
+    /// the model does not (it learns of the request from its tool result
+    /// and of the decision from an `approval` event).
+    Approval {
+        /// The approval (named so because the entry has its own `id`).
+        approval: crate::ids::ApprovalId,
+        /// Its status at this entry.
+        status: ApprovalStatus,
+        /// The tool that would run.
+        tool: String,
+        /// What would happen.
+        summary: String,
+        /// Why it needs a person's decision.
+        reason: String,
+        /// Until when it may be decided (pending) or used (approved), ms.
+        expires_at: i64,
+        /// Why it expired, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expired_by: Option<ExpiryCause>,
+    },
+    /// The end of a turn and which inputs it answered.
+    TurnEnd {
+        /// Final status.
+        status: TurnStatus,
+        /// Seqs of this session's inputs the turn consumed.
+        inputs: Vec<i64>,
+        /// Number of deliveries the turn made.
+        deliveries: u32,
+        /// Tokens the turn's model calls used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<TokenUsage>,
+    },
+    /// A summary of older entries (compaction): from here on the model sees
+    /// the summary instead of the entries up to `covers_to_seq`.
+    Summary {
+        /// The summary.
+        text: String,
+        /// Last seq it covers.
+        covers_to_seq: i64,
+        /// The compaction epoch it starts.
+        epoch: i64,
+    },
+}
+
+impl EntryKind {
+    /// Short name of the kind (as in the JSON `kind` field).
+    pub fn name(&self) -> &'static str {
+        match self {
+            EntryKind::UserMessage { .. } => "user_message",
+            EntryKind::AgentMessage { .. } => "agent_message",
+            EntryKind::Event { .. } => "event",
+            EntryKind::Assistant { .. } => "assistant",
+            EntryKind::ToolResult { .. } => "tool_result",
+            EntryKind::Delivery { .. } => "delivery",
+            EntryKind::Reaction { .. } => "reaction",
+            EntryKind::Reminder { .. } => "reminder",
+            EntryKind::Notice { .. } => "notice",
+            EntryKind::Approval { .. } => "approval",
+            EntryKind::TurnEnd { .. } => "turn_end",
+            EntryKind::Summary { .. } => "summary",
+        }
+    }
+
+    /// The searchable text of the entry.
+    pub fn text(&self) -> &str {
+        match self {
+            EntryKind::UserMessage { text }
+            | EntryKind::AgentMessage { text, .. }
+            | EntryKind::Event { text, .. }
+            | EntryKind::Assistant { text, .. }
+            | EntryKind::Delivery { text, .. }
+            | EntryKind::Reminder { text }
+            | EntryKind::Notice { text, .. }
+            | EntryKind::Summary { text, .. } => text,
+            EntryKind::ToolResult { content, .. } => content,
+            EntryKind::Reaction { emoji, .. } => emoji,
+            EntryKind::Approval { summary, .. } => summary,
+            EntryKind::TurnEnd { .. } => "",
+        }
+    }
+
+    /// The role the author plays, for search and rendering.
+    pub fn role(&self) -> &'static str {
+        match self {
+            EntryKind::UserMessage { .. } => "user",
+            EntryKind::AgentMessage { .. } => "agent",
+            EntryKind::Event { .. } => "event",
+            EntryKind::Assistant { .. }
+            | EntryKind::Delivery { .. }
+            | EntryKind::Reaction { .. } => "assistant",
+            EntryKind::ToolResult { .. } => "tool",
+            EntryKind::Reminder { .. }
+            | EntryKind::Notice { .. }
+            | EntryKind::Approval { .. }
+            | EntryKind::TurnEnd { .. }
+            | EntryKind::Summary { .. } => "system",
+        }
+    }
+}
+
+/// A transcript entry to append.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewEntry {
+    /// Stable id.
+    pub id: EntryId,
+    /// Session it belongs to (must exist).
+    pub session: SessionId,
+    /// Who wrote it: a user id, a bot id, `system`.
+    pub author: String,
+    /// Turn that produced it, if any.
+    pub turn: Option<TurnId>,
+    /// Content.
+    pub kind: EntryKind,
+}
+
+/// A stored transcript entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Stable id.
+    pub id: EntryId,
+    /// Session.
+    pub session: SessionId,
+    /// Per-session sequence number, strictly increasing from 1.
+    pub seq: i64,
+    /// Global insertion order (for the indexer).
+    pub gid: i64,
+    /// Author.
+    pub author: String,
+    /// Producing turn.
+    pub turn: Option<TurnId>,
+    /// Time written (ms since epoch).
+    pub created_at: i64,
+    /// Content.
+    #[serde(flatten)]
+    pub kind: EntryKind,
+}
+
+/// A payload-free change signal: `session` has entries up to `seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Session that changed.
+    pub session: SessionId,
+    /// Its newest seq.
+    pub seq: i64,
+    /// The bot of the session.
+    pub bot: BotId,
+    /// The user who may read it.
+    pub owner: UserId,
+}
