@@ -101,6 +101,9 @@ fn snapshot(c: &mut Criterion) {
         }
     });
     let now = chrono::Utc::now().timestamp_millis();
+    // every turn after the first: the scopes were not written since the
+    // last snapshot, so the scope cache answers (only the ~30 chosen log
+    // entries are read)
     c.bench_function("memory/snapshot_3_scopes_at_the_limits", |b| {
         b.iter(|| {
             let s = runtime
@@ -109,6 +112,37 @@ fn snapshot(c: &mut Criterion) {
             assert_eq!(s.log.len(), LOG_PROMPT_CAP);
             s
         });
+    });
+    // a turn right after each of the three scopes was written: every scope
+    // is read from the store again (the write itself is not timed)
+    let mut k = 0u64;
+    c.bench_function("memory/snapshot_3_scopes_at_the_limits_after_writes", |b| {
+        b.iter_batched(
+            || {
+                k += 1;
+                let batch = bot_scopes(&bot)
+                    .into_iter()
+                    .map(|scope| {
+                        Mutation::Memory(Box::new(MemoryOp::Replace {
+                            id: MemoryId::derive(&format!("{scope}p0")),
+                            scope,
+                            text: format!("fact 0, revision {k}"),
+                            importance: None,
+                            source: "bench".into(),
+                        }))
+                    })
+                    .collect();
+                runtime.block_on(store.write(batch)).unwrap();
+            },
+            |()| {
+                let s = runtime
+                    .block_on(store.bot_memory_snapshot(&bot, black_box(INPUT), now))
+                    .unwrap();
+                assert_eq!(s.log.len(), LOG_PROMPT_CAP);
+                s
+            },
+            criterion::BatchSize::PerIteration,
+        );
     });
     runtime.block_on(store.close());
 }

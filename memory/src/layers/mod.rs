@@ -46,6 +46,7 @@ mod actor;
 mod apply;
 mod read;
 mod recall;
+mod scope_cache;
 mod snapshot;
 mod types;
 
@@ -58,6 +59,8 @@ pub use recall::RecallParams;
 pub use recall::ScoredEntry;
 pub use recall::rank_log;
 pub use recall::terms;
+pub(crate) use scope_cache::MemoryGenerations;
+pub(crate) use scope_cache::ScopeCache;
 pub use snapshot::MemoryDelta;
 pub use snapshot::MemorySnapshot;
 pub use types::DEFAULT_NOTE_HOURS;

@@ -2,6 +2,7 @@
 //! never through the scope actors.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use rusqlite::Connection;
 use rusqlite::params;
@@ -16,6 +17,7 @@ use super::recall::RecallParams;
 use super::recall::ScoredEntry;
 use super::recall::query_terms;
 use super::recall::rank_candidates;
+use super::scope_cache::ScopeContents;
 use super::snapshot::MemorySnapshot;
 use super::types::Importance;
 use super::types::Layer;
@@ -159,6 +161,26 @@ impl Store {
         .await
     }
 
+    /// What a snapshot reads of `scope`: from the scope cache when the
+    /// scope was not written since it was read, else from the store (and
+    /// then cached).
+    fn scope_contents(&self, c: &Connection, scope: &MemoryScope) -> Result<Arc<ScopeContents>> {
+        let cache = self.memory_cache();
+        let generation = match cache.get(scope) {
+            Ok(contents) => return Ok(contents),
+            Err(generation) => generation,
+        };
+        let mut log = Vec::new();
+        log_candidates(c, scope, &mut log)?;
+        let contents = Arc::new(ScopeContents {
+            profile: layer_items(c, scope, Layer::Profile)?,
+            notes: layer_items(c, scope, Layer::Notes)?,
+            log,
+        });
+        cache.put(scope, generation, contents.clone());
+        Ok(contents)
+    }
+
     /// The snapshot of `scopes` for `input` at `now_ms`: every profile
     /// fact, the live notes, and the best log entries (see
     /// [`super::rank_log`]).
@@ -170,19 +192,24 @@ impl Store {
         params: RecallParams,
     ) -> Result<MemorySnapshot> {
         let query = query_terms(&input);
+        let store = self.clone();
         self.memory_read(move |c| {
             let mut profile = Vec::new();
             let mut notes = Vec::new();
-            let mut candidates = Vec::new();
+            let mut contents = Vec::with_capacity(scopes.len());
             for s in &scopes {
-                profile.extend(layer_items(c, s, Layer::Profile)?);
+                let scope = store.scope_contents(c, s)?;
+                profile.extend(scope.profile.iter().cloned());
                 notes.extend(
-                    layer_items(c, s, Layer::Notes)?
-                        .into_iter()
-                        .filter(|i| !i.is_expired(now_ms)),
+                    scope
+                        .notes
+                        .iter()
+                        .filter(|i| !i.is_expired(now_ms))
+                        .cloned(),
                 );
-                log_candidates(c, s, &mut candidates)?;
+                contents.push(scope);
             }
+            let candidates: Vec<&Candidate> = contents.iter().flat_map(|s| &s.log).collect();
             let mut ranking = Vec::new();
             for (i, f) in rank_candidates(&candidates, &query, now_ms, &params) {
                 let Some(item) = get_item(c, &candidates[i].id)? else {

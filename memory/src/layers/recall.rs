@@ -152,7 +152,7 @@ pub(crate) fn query_terms(input: &str) -> Vec<String> {
 /// Scores `candidates` for `query` and returns the best `params.cap` as
 /// (index into `candidates`, factors), best first.
 pub(crate) fn rank_candidates(
-    candidates: &[Candidate],
+    candidates: &[&Candidate],
     query: &[String],
     now_ms: i64,
     params: &RecallParams,
@@ -253,7 +253,8 @@ pub fn rank_log(
             terms: stored_terms(&e.text),
         })
         .collect();
-    let ranked = rank_candidates(&candidates, &query_terms(input), now_ms, params);
+    let refs: Vec<&Candidate> = candidates.iter().collect();
+    let ranked = rank_candidates(&refs, &query_terms(input), now_ms, params);
     let mut slots: Vec<Option<MemoryItem>> = entries.into_iter().map(Some).collect();
     ranked
         .into_iter()

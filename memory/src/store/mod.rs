@@ -113,6 +113,8 @@ struct Inner {
     stats: Arc<WriterStats>,
     /// Bots that may have open approvals (`approval_hint.rs`).
     approval_hint: approval_hint::OpenApprovalHint,
+    /// What snapshots read of each memory scope (`layers/scope_cache.rs`).
+    memory_cache: crate::layers::ScopeCache,
     /// Dropping it stops the checkpoint thread.
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
 }
@@ -170,6 +172,7 @@ impl Store {
         let (changes, _) = broadcast::channel(options.change_capacity.max(16));
         let (tx, rx) = mpsc::channel::<Job>();
         let stats = Arc::new(WriterStats::default());
+        let memory_generations = Arc::new(crate::layers::MemoryGenerations::default());
         let writer = Writer::new(
             conn,
             options.clock.clone(),
@@ -177,6 +180,7 @@ impl Store {
             options.max_group,
             horizon,
             stats.clone(),
+            memory_generations.clone(),
         );
         std::thread::Builder::new()
             .name("botfleet-store-writer".into())
@@ -198,6 +202,7 @@ impl Store {
                 restored,
                 stats,
                 approval_hint,
+                memory_cache: crate::layers::ScopeCache::new(memory_generations),
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
             }),
         })
@@ -270,6 +275,11 @@ impl Store {
     /// The writer's counters.
     pub fn stats(&self) -> &WriterStats {
         &self.inner.stats
+    }
+
+    /// What memory snapshots read of each scope, kept between turns.
+    pub(crate) fn memory_cache(&self) -> &crate::layers::ScopeCache {
+        &self.inner.memory_cache
     }
 
     /// Subscribes to change signals.

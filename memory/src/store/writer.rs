@@ -30,6 +30,7 @@ use crate::ids::EntryId;
 use crate::ids::SessionId;
 use crate::ids::TurnId;
 use crate::ids::UserId;
+use crate::layers::MemoryGenerations;
 use crate::record::AdmitOutcome;
 use crate::record::AdmitRequest;
 use crate::record::AdmittedRecord;
@@ -85,6 +86,9 @@ pub(crate) struct Writer {
     sessions: HashMap<SessionId, (BotId, UserId)>,
     /// Nonces made before this time and not in the ledger answer `unknown`.
     horizon_ms: i64,
+    /// Bumped for each memory scope a committed group wrote to, before
+    /// its callers are answered (`layers/scope_cache.rs`).
+    memory_generations: Arc<MemoryGenerations>,
 }
 
 /// Sessions a job touched: session → newest seq.
@@ -104,6 +108,7 @@ impl Writer {
         max_batch: usize,
         horizon_ms: i64,
         stats: Arc<WriterStats>,
+        memory_generations: Arc<MemoryGenerations>,
     ) -> Self {
         Self {
             stats,
@@ -114,6 +119,7 @@ impl Writer {
             seqs: HashMap::new(),
             sessions: HashMap::new(),
             horizon_ms,
+            memory_generations,
         }
     }
 
@@ -221,6 +227,16 @@ impl Writer {
         results: Vec<Result<Vec<MutationResult>>>,
         touched: Touched,
     ) {
+        // cached snapshots of a written scope go stale before anyone who
+        // wrote it hears back
+        let scopes = jobs.iter().flat_map(|(batch, _)| batch).filter_map(|m| {
+            if let Mutation::Memory(op) = m {
+                Some(op.scope())
+            } else {
+                None
+            }
+        });
+        self.memory_generations.bump(scopes);
         for ((_, reply), result) in jobs.drain(..).zip(results) {
             answer(reply, result);
         }
