@@ -11,7 +11,7 @@
 //! 2. closed loop: one client per bot sends its share of M messages, each
 //!    after the previous one was delivered; gives durable turns/s and the
 //!    admission-to-delivery latency distribution;
-//! 3. burst: B admissions as fast as 64 concurrent senders can make them
+//! 3. burst: B admissions as fast as S concurrent senders (default 64) can make them
 //!    (turns run meanwhile); gives admissions/s.
 //!
 //! `cargo run --release --bin fleet-load -- --help` for options. Prints a
@@ -72,6 +72,10 @@ struct Args {
     /// Messages in the closed-loop phase (spread evenly over the bots).
     #[arg(long, default_value_t = 100_000)]
     messages: usize,
+    /// Concurrent senders in the burst phase (each waits for its admission
+    /// to commit before sending the next).
+    #[arg(long, default_value_t = 64)]
+    senders: usize,
     /// Admissions in the burst phase (0 to skip).
     #[arg(long, default_value_t = 100_000)]
     burst: usize,
@@ -321,7 +325,7 @@ async fn run(args: Args) {
     let mut admit_rate = 0.0;
     let mut burst_elapsed = Duration::ZERO;
     if args.burst > 0 {
-        let senders = 64usize;
+        let senders = args.senders.clamp(1, args.burst);
         let t = Instant::now();
         let mut handles = Vec::new();
         for s in 0..senders {
@@ -417,6 +421,7 @@ async fn run(args: Args) {
             "bots": args.bots,
             "messages": per_bot * args.bots,
             "burst": args.burst,
+            "senders": args.senders,
             "synchronous": args.sync,
             "extract_memory": !args.no_extract,
             "turns_per_s": turns_per_s.round(),
