@@ -33,6 +33,37 @@ async fn wait_until(url: &str, session: &str, pick: impl Fn(&[Value]) -> bool) -
     );
 }
 
+/// Waits until the restarted host has nothing left to do: every turn of
+/// every bot (subagents included) ended, no bot running or holding queued
+/// inputs. A turn the kill cut off stays `running` in the store until
+/// recovery has finished it, and only an unfinished turn can repeat a side
+/// effect, so a host that reports quiet has nothing left to redo.
+async fn wait_quiet(url: &str) {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    for _ in 0..600 {
+        let bots = c.get("/v1/bots").await.unwrap();
+        let mut quiet = true;
+        for b in bots["bots"].as_array().unwrap() {
+            let id = b["id"].as_str().unwrap();
+            let turns = c.get(&format!("/v1/bots/{id}/turns")).await.unwrap();
+            let open = turns["turns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["status"] == "running");
+            if open || b["running_turn"].is_string() || b["queued"].as_u64() != Some(0) {
+                quiet = false;
+                break;
+            }
+        }
+        if quiet {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the host never became quiet");
+}
+
 async fn send(url: &str, bot: &str, text: &str) -> Value {
     let c = botfleet::client::Client::new(url, TOKEN).unwrap();
     let (status, body) = c.send_message(bot, text, "crash-key-1").await.unwrap();
@@ -216,7 +247,7 @@ steps = [
     // a later restart does not report again
     host.kill9().await;
     let host = HostProcess::start(&path, port, &log).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    wait_quiet(&host.url).await;
     let again = entries(&host.url, &session).await;
     assert_eq!(
         again
