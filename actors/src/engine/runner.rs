@@ -72,6 +72,14 @@ mod persist;
 #[path = "recovery.rs"]
 mod recovery;
 
+/// Setting up a turn: inputs, budget, the session tail (`impl Runner`).
+#[path = "turn_setup.rs"]
+mod turn_setup;
+
+/// The model call of a step and its reminders (`impl Runner`).
+#[path = "model_call.rs"]
+mod model_call;
+
 /// What kind of turn to run.
 #[derive(Debug)]
 pub(crate) enum PlanKind {
@@ -231,12 +239,6 @@ struct Runner {
     error: Option<String>,
 }
 
-/// Whether a paused bot should tell this session (only for inputs people
-/// wait on).
-fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool {
-    inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
-}
-
 /// The runner of a turn in a session of this kind.
 fn runner_of(kind: SessionKind) -> RunnerKind {
     match kind {
@@ -382,7 +384,10 @@ impl Runner {
         }
         match self.kind.take() {
             Some(PlanKind::New { inputs }) => {
-                if self.budget_spent(plan_notice_needed(&inputs)).await? {
+                if self
+                    .budget_spent(turn_setup::plan_notice_needed(&inputs))
+                    .await?
+                {
                     self.inputs = inputs.into_iter().map(|(i, _)| i).collect();
                     return Ok(TurnStatus::Interrupted);
                 }
@@ -413,164 +418,6 @@ impl Runner {
             None => {}
         }
         self.step_loop().await
-    }
-
-    /// Whether the bot's daily token budget is spent; if so, sets
-    /// `paused_until` (next UTC midnight) and, when `notice`, tells the
-    /// session's people.
-    async fn budget_spent(&mut self, notice: bool) -> Result<bool, StoreError> {
-        let Some(budget) = self
-            .bot
-            .settings
-            .get("daily_token_budget")
-            .and_then(|v| v.as_u64())
-        else {
-            return Ok(false);
-        };
-        let now = self.rt.store.clock().now();
-        let today = now.format("%Y-%m-%d").to_string();
-        let (_, used, _) = self.rt.store.bot_usage(&self.bot.id, &today).await?;
-        if used.total() < budget {
-            return Ok(false);
-        }
-        let midnight = (now.date_naive() + chrono::Days::new(1))
-            .and_hms_opt(0, 0, 0)
-            .map(|t| t.and_utc())
-            .unwrap_or(now);
-        self.paused_until = Some(midnight.timestamp_millis());
-        if notice {
-            let text = prompts()
-                .budget_paused
-                .render(&[
-                    ("bot", self.bot.id.as_str()),
-                    ("used", &used.total().to_string()),
-                    ("budget", &budget.to_string()),
-                    ("until", &midnight.format("%Y-%m-%d %H:%M").to_string()),
-                ])
-                .unwrap_or_default();
-            self.rt
-                .store
-                .write(vec![self.entry(
-                    EntryId::derive(self.turn, "budget", &today),
-                    EntryKind::Notice {
-                        code: "budget_exhausted".into(),
-                        text,
-                        retry_turn: None,
-                    },
-                )])
-                .await?;
-        }
-        Ok(true)
-    }
-
-    async fn load_tail(&mut self, upto: Option<i64>) -> Result<(), StoreError> {
-        let window = self.rt.settings.context_entries;
-        self.tail
-            .load(
-                &self.rt.store,
-                &self.identity,
-                &self.block,
-                window,
-                self.ctx_settings.encoding,
-                upto,
-            )
-            .await
-    }
-
-    /// Compacts the session now (before a model call that would exceed the
-    /// threshold, or in the background). A failure only logs: the session
-    /// stays long and the turn goes on.
-    async fn compact_now(&mut self, keep_from: Option<i64>) {
-        let result = compaction::compact(
-            &self.rt,
-            &self.bot,
-            self.model.as_ref(),
-            &self.tail,
-            &self.ctx_settings,
-            keep_from,
-            if self.start_pending {
-                None
-            } else {
-                Some(self.turn)
-            },
-        )
-        .await;
-        match result {
-            Ok(Some(done)) => {
-                self.usage.add(&done.usage);
-                self.memory_update = None;
-                self.tail.invalidate();
-                if let Err(e) = self.load_tail(None).await {
-                    tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
-                }
-                self.prefix_len = self.tail.len().min(2);
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed")
-            }
-        }
-    }
-
-    /// The entries of the inputs (read from the store when the bot did not
-    /// have them at hand).
-    async fn input_entries(
-        &self,
-        inputs: &[(InboxItem, Option<Entry>)],
-    ) -> Result<Vec<Entry>, StoreError> {
-        let mut out = Vec::with_capacity(inputs.len());
-        for (item, entry) in inputs {
-            match entry {
-                Some(e) => out.push(e.clone()),
-                None => out.extend(
-                    self.rt
-                        .store
-                        .entries_between(item.session, item.seq, item.seq)
-                        .await?,
-                ),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Hops and reply target from the turn's input entries.
-    fn set_origin(&mut self, inputs: &[Entry]) {
-        for e in inputs {
-            if let EntryKind::AgentMessage {
-                from,
-                hop,
-                reply_session,
-                ..
-            } = &e.kind
-            {
-                self.scope.hop = self.scope.hop.max(*hop);
-                let session = reply_session.unwrap_or_else(|| {
-                    SessionKey {
-                        bot: from.clone(),
-                        kind: SessionKind::Agent,
-                        peer: self.bot.id.to_string(),
-                    }
-                    .id()
-                });
-                self.scope.reply_to = Some(ReplyTo {
-                    bot: from.clone(),
-                    session,
-                });
-            }
-        }
-    }
-
-    /// Sets up a new turn over `inputs`; its start is written with the first step.
-    fn begin(&mut self, inputs: Vec<(InboxItem, Option<Entry>)>) {
-        self.state.owes_delivery = inputs.iter().any(|(i, _)| i.priority == Priority::UserDm);
-        self.state.input_seqs = inputs.iter().map(|(i, _)| i.seq).collect();
-        for (item, entry) in inputs {
-            if let Some(e) = entry {
-                self.tail.push(&e);
-            }
-            self.inputs.push(item);
-        }
-        self.start_pending = true;
     }
 
     fn stop_reason(&self) -> Option<Stop> {
@@ -650,90 +497,5 @@ impl Runner {
                 }
             }
         }
-    }
-
-    async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
-        if self.tail.tokens() > self.ctx_settings.compact_at_tokens {
-            let keep_from = self.state.input_seqs.iter().min().copied();
-            self.compact_now(keep_from).await;
-        }
-        let messages = self.tail.take_request(self.memory_update.as_deref());
-        let request = ModelRequest {
-            purpose: Purpose::Turn,
-            bot: self.bot.id.to_string(),
-            messages,
-            tools: std::mem::take(&mut self.specs),
-            max_tokens: None,
-        };
-        let mut sink = LoopSink::new();
-        let mut result = self.model.complete(&request, &mut sink, &self.soft).await;
-        if let (Err(ModelError::Aborted { .. }), Some(what)) = (&result, sink.tripped.take()) {
-            result = Err(ModelError::Aborted {
-                reason: what,
-                partial: String::new(),
-            });
-            self.looped = true;
-        }
-        self.tail
-            .restore_request(request.messages, self.memory_update.is_some());
-        self.specs = request.tools;
-        if let Ok(response) = &result {
-            self.account(response);
-        }
-        result
-    }
-
-    /// Adds a model call to the turn's usage.
-    fn account(&mut self, response: &ModelResponse) {
-        let prefix = self.tail.tokens_of_first(self.prefix_len);
-        self.usage.calls += 1;
-        self.usage.prefix_tokens += prefix;
-        match response.usage {
-            Some(u) => {
-                self.usage.prompt_tokens += u.prompt_tokens;
-                self.usage.cached_tokens += u.cached_prompt_tokens;
-                self.usage.completion_tokens += u.completion_tokens;
-            }
-            None => {
-                let encoding = self.tail.encoding();
-                self.usage.prompt_tokens += self.tail.tokens();
-                let mut out = response.text.clone();
-                for c in &response.tool_calls {
-                    out.push_str(&c.arguments);
-                }
-                self.usage.completion_tokens += u64::from(encoding.count(&out));
-            }
-        }
-    }
-
-    /// One reminder after a looping output; the retry is marked in the
-    /// checkpoint so a second loop (even after a restart) ends the turn.
-    async fn loop_reminder(&mut self, what: &str) -> Result<(), StoreError> {
-        self.state.loop_retried = true;
-        let text = prompts()
-            .loop_reminder
-            .render(&[("what", what)])
-            .unwrap_or_default();
-        let mut batch = vec![self.entry(
-            EntryId::derive(self.turn, "loop", "reminder"),
-            EntryKind::Reminder { text },
-        )];
-        if !self.start_pending {
-            batch.push(Mutation::Checkpoint {
-                turn: self.turn,
-                checkpoint: self.state.to_value(),
-            });
-        }
-        self.commit(batch).await.map(|_| ())
-    }
-
-    async fn remind(&mut self) -> Result<(), StoreError> {
-        self.state.reminded = true;
-        let text = prompts().delivery_reminder.render(&[]).unwrap_or_default();
-        let batch = vec![self.entry(
-            EntryId::derive(self.turn, "reminder", "delivery"),
-            EntryKind::Reminder { text },
-        )];
-        self.commit(batch).await.map(|_| ())
     }
 }

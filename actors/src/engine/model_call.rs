@@ -1,0 +1,94 @@
+//! The model call of a step: the request from the session tail, the
+//! loop watch on its stream, the token usage it adds to the turn, and
+//! the reminders that answer a looping output or an undelivered reply.
+//! `impl Runner`, split from `runner.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Runner {
+    pub(super) async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
+        if self.tail.tokens() > self.ctx_settings.compact_at_tokens {
+            let keep_from = self.state.input_seqs.iter().min().copied();
+            self.compact_now(keep_from).await;
+        }
+        let messages = self.tail.take_request(self.memory_update.as_deref());
+        let request = ModelRequest {
+            purpose: Purpose::Turn,
+            bot: self.bot.id.to_string(),
+            messages,
+            tools: std::mem::take(&mut self.specs),
+            max_tokens: None,
+        };
+        let mut sink = LoopSink::new();
+        let mut result = self.model.complete(&request, &mut sink, &self.soft).await;
+        if let (Err(ModelError::Aborted { .. }), Some(what)) = (&result, sink.tripped.take()) {
+            result = Err(ModelError::Aborted {
+                reason: what,
+                partial: String::new(),
+            });
+            self.looped = true;
+        }
+        self.tail
+            .restore_request(request.messages, self.memory_update.is_some());
+        self.specs = request.tools;
+        if let Ok(response) = &result {
+            self.account(response);
+        }
+        result
+    }
+
+    /// Adds a model call to the turn's usage.
+    fn account(&mut self, response: &ModelResponse) {
+        let prefix = self.tail.tokens_of_first(self.prefix_len);
+        self.usage.calls += 1;
+        self.usage.prefix_tokens += prefix;
+        match response.usage {
+            Some(u) => {
+                self.usage.prompt_tokens += u.prompt_tokens;
+                self.usage.cached_tokens += u.cached_prompt_tokens;
+                self.usage.completion_tokens += u.completion_tokens;
+            }
+            None => {
+                let encoding = self.tail.encoding();
+                self.usage.prompt_tokens += self.tail.tokens();
+                let mut out = response.text.clone();
+                for c in &response.tool_calls {
+                    out.push_str(&c.arguments);
+                }
+                self.usage.completion_tokens += u64::from(encoding.count(&out));
+            }
+        }
+    }
+
+    /// One reminder after a looping output; the retry is marked in the
+    /// checkpoint so a second loop (even after a restart) ends the turn.
+    pub(super) async fn loop_reminder(&mut self, what: &str) -> Result<(), StoreError> {
+        self.state.loop_retried = true;
+        let text = prompts()
+            .loop_reminder
+            .render(&[("what", what)])
+            .unwrap_or_default();
+        let mut batch = vec![self.entry(
+            EntryId::derive(self.turn, "loop", "reminder"),
+            EntryKind::Reminder { text },
+        )];
+        if !self.start_pending {
+            batch.push(Mutation::Checkpoint {
+                turn: self.turn,
+                checkpoint: self.state.to_value(),
+            });
+        }
+        self.commit(batch).await.map(|_| ())
+    }
+
+    pub(super) async fn remind(&mut self) -> Result<(), StoreError> {
+        self.state.reminded = true;
+        let text = prompts().delivery_reminder.render(&[]).unwrap_or_default();
+        let batch = vec![self.entry(
+            EntryId::derive(self.turn, "reminder", "delivery"),
+            EntryKind::Reminder { text },
+        )];
+        self.commit(batch).await.map(|_| ())
+    }
+}

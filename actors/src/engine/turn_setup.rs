@@ -1,0 +1,173 @@
+//! Setting up a turn: the entries of its inputs and where they came
+//! from (hops, reply target), the daily token budget check, and the
+//! session tail it runs over (loaded, or compacted when it grows too
+//! long). `impl Runner`, split from `runner.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Runner {
+    /// Whether the bot's daily token budget is spent; if so, sets
+    /// `paused_until` (next UTC midnight) and, when `notice`, tells the
+    /// session's people.
+    pub(super) async fn budget_spent(&mut self, notice: bool) -> Result<bool, StoreError> {
+        let Some(budget) = self
+            .bot
+            .settings
+            .get("daily_token_budget")
+            .and_then(|v| v.as_u64())
+        else {
+            return Ok(false);
+        };
+        let now = self.rt.store.clock().now();
+        let today = now.format("%Y-%m-%d").to_string();
+        let (_, used, _) = self.rt.store.bot_usage(&self.bot.id, &today).await?;
+        if used.total() < budget {
+            return Ok(false);
+        }
+        let midnight = (now.date_naive() + chrono::Days::new(1))
+            .and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc())
+            .unwrap_or(now);
+        self.paused_until = Some(midnight.timestamp_millis());
+        if notice {
+            let text = prompts()
+                .budget_paused
+                .render(&[
+                    ("bot", self.bot.id.as_str()),
+                    ("used", &used.total().to_string()),
+                    ("budget", &budget.to_string()),
+                    ("until", &midnight.format("%Y-%m-%d %H:%M").to_string()),
+                ])
+                .unwrap_or_default();
+            self.rt
+                .store
+                .write(vec![self.entry(
+                    EntryId::derive(self.turn, "budget", &today),
+                    EntryKind::Notice {
+                        code: "budget_exhausted".into(),
+                        text,
+                        retry_turn: None,
+                    },
+                )])
+                .await?;
+        }
+        Ok(true)
+    }
+
+    pub(super) async fn load_tail(&mut self, upto: Option<i64>) -> Result<(), StoreError> {
+        let window = self.rt.settings.context_entries;
+        self.tail
+            .load(
+                &self.rt.store,
+                &self.identity,
+                &self.block,
+                window,
+                self.ctx_settings.encoding,
+                upto,
+            )
+            .await
+    }
+
+    /// Compacts the session now (before a model call that would exceed the
+    /// threshold, or in the background). A failure only logs: the session
+    /// stays long and the turn goes on.
+    pub(super) async fn compact_now(&mut self, keep_from: Option<i64>) {
+        let result = compaction::compact(
+            &self.rt,
+            &self.bot,
+            self.model.as_ref(),
+            &self.tail,
+            &self.ctx_settings,
+            keep_from,
+            if self.start_pending {
+                None
+            } else {
+                Some(self.turn)
+            },
+        )
+        .await;
+        match result {
+            Ok(Some(done)) => {
+                self.usage.add(&done.usage);
+                self.memory_update = None;
+                self.tail.invalidate();
+                if let Err(e) = self.load_tail(None).await {
+                    tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
+                }
+                self.prefix_len = self.tail.len().min(2);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed")
+            }
+        }
+    }
+
+    /// The entries of the inputs (read from the store when the bot did not
+    /// have them at hand).
+    pub(super) async fn input_entries(
+        &self,
+        inputs: &[(InboxItem, Option<Entry>)],
+    ) -> Result<Vec<Entry>, StoreError> {
+        let mut out = Vec::with_capacity(inputs.len());
+        for (item, entry) in inputs {
+            match entry {
+                Some(e) => out.push(e.clone()),
+                None => out.extend(
+                    self.rt
+                        .store
+                        .entries_between(item.session, item.seq, item.seq)
+                        .await?,
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Hops and reply target from the turn's input entries.
+    pub(super) fn set_origin(&mut self, inputs: &[Entry]) {
+        for e in inputs {
+            if let EntryKind::AgentMessage {
+                from,
+                hop,
+                reply_session,
+                ..
+            } = &e.kind
+            {
+                self.scope.hop = self.scope.hop.max(*hop);
+                let session = reply_session.unwrap_or_else(|| {
+                    SessionKey {
+                        bot: from.clone(),
+                        kind: SessionKind::Agent,
+                        peer: self.bot.id.to_string(),
+                    }
+                    .id()
+                });
+                self.scope.reply_to = Some(ReplyTo {
+                    bot: from.clone(),
+                    session,
+                });
+            }
+        }
+    }
+
+    /// Sets up a new turn over `inputs`; its start is written with the first step.
+    pub(super) fn begin(&mut self, inputs: Vec<(InboxItem, Option<Entry>)>) {
+        self.state.owes_delivery = inputs.iter().any(|(i, _)| i.priority == Priority::UserDm);
+        self.state.input_seqs = inputs.iter().map(|(i, _)| i.seq).collect();
+        for (item, entry) in inputs {
+            if let Some(e) = entry {
+                self.tail.push(&e);
+            }
+            self.inputs.push(item);
+        }
+        self.start_pending = true;
+    }
+}
+
+/// Whether a paused bot should tell this session (only for inputs people
+/// wait on).
+pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool {
+    inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
+}
