@@ -20,9 +20,13 @@ use super::recall::Candidate;
 use super::types::MemoryItem;
 use super::types::MemoryScope;
 
-/// Scope instances kept at most; past it the cache starts over (a cold
-/// snapshot costs one read of the scope, nothing else).
-const CAPACITY: usize = 256;
+/// Scope instances kept at most, and items (facts, notes, log candidates)
+/// across them; past either the cache starts over (a cold snapshot costs
+/// one read of the scope, nothing else). Most scopes are small (a fleet of
+/// 1,000 bots has 1,000 agent scopes); 200,000 items is ~60 scopes at the
+/// limits, some tens of MB.
+const MAX_SCOPES: usize = 8192;
+const MAX_ITEMS: usize = 200_000;
 
 /// Generation of each scope instance's memory (0: never written by this
 /// process).
@@ -66,14 +70,27 @@ pub(crate) struct ScopeContents {
 #[derive(Debug)]
 pub(crate) struct ScopeCache {
     generations: Arc<MemoryGenerations>,
-    entries: Mutex<HashMap<MemoryScope, (u64, Arc<ScopeContents>)>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<MemoryScope, (u64, Arc<ScopeContents>)>,
+    /// Items across `map`.
+    items: usize,
+}
+
+impl ScopeContents {
+    fn items(&self) -> usize {
+        self.profile.len() + self.notes.len() + self.log.len()
+    }
 }
 
 impl ScopeCache {
     pub(crate) fn new(generations: Arc<MemoryGenerations>) -> Self {
         Self {
             generations,
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(Entries::default()),
         }
     }
 
@@ -81,7 +98,7 @@ impl ScopeCache {
     /// generation to file a fresh read under (take it before reading).
     pub(crate) fn get(&self, scope: &MemoryScope) -> Result<Arc<ScopeContents>, u64> {
         let current = self.generations.get(scope);
-        match self.entries.lock().get(scope) {
+        match self.entries.lock().map.get(scope) {
             Some((generation, contents)) if *generation == current => Ok(contents.clone()),
             _ => Err(current),
         }
@@ -90,10 +107,16 @@ impl ScopeCache {
     /// Files `contents`, read at `generation`.
     pub(crate) fn put(&self, scope: &MemoryScope, generation: u64, contents: Arc<ScopeContents>) {
         let mut entries = self.entries.lock();
-        if entries.len() >= CAPACITY && !entries.contains_key(scope) {
-            entries.clear();
+        let added = contents.items();
+        if let Some((_, old)) = entries.map.remove(scope) {
+            entries.items -= old.items();
         }
-        entries.insert(scope.clone(), (generation, contents));
+        if entries.map.len() >= MAX_SCOPES || entries.items + added > MAX_ITEMS {
+            entries.map.clear();
+            entries.items = 0;
+        }
+        entries.items += added;
+        entries.map.insert(scope.clone(), (generation, contents));
     }
 }
 

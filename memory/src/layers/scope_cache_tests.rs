@@ -176,3 +176,58 @@ async fn cached_notes_still_expire_with_time() {
     assert!(f.texts(&a1, "").await.is_empty(), "expired with no write");
     f.store.close().await;
 }
+
+#[test]
+fn the_cache_stays_bounded_in_scopes_and_items() {
+    use super::MAX_ITEMS;
+    use super::MAX_SCOPES;
+    use super::MemoryGenerations;
+    use super::ScopeCache;
+    use super::ScopeContents;
+
+    let cache = ScopeCache::new(Arc::new(MemoryGenerations::default()));
+    let empty = Arc::new(ScopeContents {
+        profile: Vec::new(),
+        notes: Vec::new(),
+        log: Vec::new(),
+    });
+    let agent = |i: usize| MemoryScope::Agent(BotId::new(format!("b{i}")).unwrap());
+    for i in 0..MAX_SCOPES + 10 {
+        cache.put(&agent(i), 0, empty.clone());
+        assert!(cache.entries.lock().map.len() <= MAX_SCOPES);
+    }
+    assert!(
+        cache.get(&agent(MAX_SCOPES + 9)).is_ok(),
+        "the newest is kept"
+    );
+    // items: a few big scopes fill the budget, the next one starts over
+    let fact = MemoryItem {
+        id: MemoryId::derive("x"),
+        scope: alice(),
+        layer: Layer::Profile,
+        text: "x".into(),
+        importance: Importance::NORMAL,
+        source: "test".into(),
+        created_at: 0,
+        updated_at: 0,
+        expires_at: None,
+    };
+    let big = Arc::new(ScopeContents {
+        profile: vec![fact; MAX_ITEMS / 3],
+        notes: Vec::new(),
+        log: Vec::new(),
+    });
+    for i in 0..10 {
+        cache.put(&agent(i), 0, big.clone());
+        let entries = cache.entries.lock();
+        assert!(entries.items <= MAX_ITEMS, "{}", entries.items);
+        let counted: usize = entries.map.values().map(|(_, c)| c.items()).sum();
+        assert_eq!(entries.items, counted);
+    }
+    // replacing a scope's entry does not count it twice
+    cache.put(&agent(0), 1, big.clone());
+    cache.put(&agent(0), 2, big.clone());
+    let entries = cache.entries.lock();
+    let counted: usize = entries.map.values().map(|(_, c)| c.items()).sum();
+    assert_eq!(entries.items, counted);
+}
