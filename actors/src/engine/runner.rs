@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::compaction;
 use super::state::TurnState;
+use super::tail::ContextBound;
 use super::tail::SessionTail;
 use super::watch::LoopSink;
 use crate::model::Model;
@@ -351,16 +352,19 @@ impl Runner {
         self.block = self.rt.state_block(&self.bot, &input_text).await;
         self.secrets = self.rt.secrets_for(&self.bot).await?;
         if self.tail.needs_load(window) {
-            // a new turn sees the session up to its last input
-            let upto = match &self.kind {
+            // a new turn sees the session up to its last input (a resumed
+            // one is bounded once its record is read, below)
+            let bound = match &self.kind {
                 Some(PlanKind::New { inputs }) => inputs
                     .iter()
                     .filter(|(i, _)| i.session == self.session)
                     .map(|(i, _)| i.seq)
-                    .max(),
-                _ => None,
+                    .max()
+                    .map(|upto| ContextBound { upto, own: None }),
+                Some(PlanKind::Resume { .. } | PlanKind::Compact | PlanKind::Fail { .. })
+                | None => None,
             };
-            self.load_tail(upto).await?;
+            self.load_tail(bound).await?;
         } else {
             self.tail.set_identity(&self.identity);
             // memory changed inside the epoch: an update at the end, or a
@@ -402,6 +406,12 @@ impl Runner {
             }
             Some(PlanKind::Resume { inputs }) => {
                 if self.load_record().await? {
+                    // its inputs and its own entries, not what was admitted
+                    // since
+                    if let Some(bound) = self.own_bound() {
+                        self.load_tail(Some(bound)).await?;
+                        self.prefix_len = self.tail.len();
+                    }
                     if let Some(status) = self.resume().await? {
                         return Ok(status);
                     }

@@ -19,6 +19,7 @@ use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
+use botfleet_memory::TurnId;
 
 use super::context::ContextBuilder;
 use super::context::message_text;
@@ -50,8 +51,28 @@ pub(crate) struct SessionTail {
     loaded_upto: Option<i64>,
     /// Seqs pushed after the load (inputs and the turns' own entries).
     pushed: HashSet<i64>,
+    /// Seqs the load read but left out (inputs of later turns); they are
+    /// pushed when their turn claims them.
+    skipped: HashSet<i64>,
     /// Entries since the last load.
     since_load: usize,
+}
+
+/// What of a session a turn's context may hold: the entries up to its
+/// last input, and its own entries after that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ContextBound {
+    /// Seq of the turn's last input in the session.
+    pub(crate) upto: i64,
+    /// The turn, once it has entries of its own (a resumed turn, or a
+    /// reload in the middle of one).
+    pub(crate) own: Option<TurnId>,
+}
+
+impl ContextBound {
+    fn admits(&self, e: &Entry) -> bool {
+        e.seq <= self.upto || (self.own.is_some() && e.turn == self.own)
+    }
 }
 
 impl SessionTail {
@@ -71,6 +92,7 @@ impl SessionTail {
             encoding: Encoding::default(),
             loaded_upto: None,
             pushed: HashSet::new(),
+            skipped: HashSet::new(),
             since_load: 0,
         }
     }
@@ -96,12 +118,13 @@ impl SessionTail {
     }
 
     /// Loads the session: its record, its latest summary and the newest
-    /// `window` entries after it, up to seq `upto` when given. `state` is
+    /// `window` entries after it, only those `bound` lets in. `state` is
     /// the long-lived state block for the new epoch.
     ///
-    /// A new turn loads only up to its last input: a message admitted while
-    /// the turn was starting belongs to the next turn (which pushes it as
-    /// its input), so this turn must not answer it without claiming it.
+    /// A turn's context is the session up to its last input plus its own
+    /// entries: a message admitted while the turn was starting, running or
+    /// down in a crash belongs to the turn that claims it, which pushes it
+    /// then; this turn must not answer it without claiming it.
     pub(crate) async fn load(
         &mut self,
         store: &Store,
@@ -109,11 +132,10 @@ impl SessionTail {
         state: &StateBlock,
         window: usize,
         encoding: Encoding,
-        upto: Option<i64>,
+        bound: Option<ContextBound>,
     ) -> Result<(), StoreError> {
         let record = store.get_session(self.session).await?;
-        let stored = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
-        let last = upto.map_or(stored, |u| u.min(stored));
+        let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
         let summary = store.latest_summary(self.session).await?;
         let from = covers_to_seq(summary.as_ref())
             .max(last - window as i64)
@@ -123,6 +145,16 @@ impl SessionTail {
             .await?;
         // entries admitted after the record was read wait for their turn
         entries.retain(|e| e.seq <= last);
+        let mut skipped = HashSet::new();
+        if let Some(bound) = bound {
+            entries.retain(|e| {
+                let keep = bound.admits(e);
+                if !keep {
+                    skipped.insert(e.seq);
+                }
+                keep
+            });
+        }
         self.fill(
             record,
             identity,
@@ -132,6 +164,7 @@ impl SessionTail {
             encoding,
         );
         self.loaded_upto = Some(last.max(self.covers_to_seq));
+        self.skipped = skipped;
         Ok(())
     }
 
@@ -167,6 +200,7 @@ impl SessionTail {
         self.counted.clear();
         self.loaded_upto = Some(entries.last().map(|e| e.seq).unwrap_or(last));
         self.pushed.clear();
+        self.skipped.clear();
         self.since_load = 0;
     }
 
@@ -205,7 +239,10 @@ impl SessionTail {
         let Some(upto) = self.loaded_upto else {
             return;
         };
-        if entry.seq <= upto || !self.pushed.insert(entry.seq) {
+        if entry.seq <= upto && !self.skipped.remove(&entry.seq) {
+            return;
+        }
+        if !self.pushed.insert(entry.seq) {
             return;
         }
         self.context.push(entry);

@@ -3,9 +3,12 @@
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
 use botfleet_memory::StoreOptions;
+use botfleet_memory::TurnId;
 use botfleet_memory::UserId;
 use serde_json::json;
 
@@ -59,7 +62,11 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
 
     let mut tail = SessionTail::new(session);
     let encoding = Encoding::default();
-    tail.load(&store, "id", &state, 50, encoding, Some(first))
+    let bound = ContextBound {
+        upto: first,
+        own: None,
+    };
+    tail.load(&store, "id", &state, 50, encoding, Some(bound))
         .await
         .unwrap();
     assert_eq!(users(&tail), ["long job"]);
@@ -76,5 +83,72 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
         .await
         .unwrap();
     assert_eq!(users(&all), ["long job", "stop, do this instead"]);
+    store.close().await;
+}
+
+/// A resumed turn, or one reloaded after a compaction in its middle, keeps
+/// its own entries past its inputs but not a message admitted meanwhile.
+#[tokio::test]
+async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
+    let bot = BotRecord {
+        id: BotId::new("b").unwrap(),
+        name: "B".into(),
+        owner: UserId::new("u").unwrap(),
+        role: String::new(),
+        provider: "p".into(),
+        tools: Vec::new(),
+        settings: json!({}),
+        origin: "test".into(),
+        created_at: 0,
+        updated_at: 0,
+    };
+    let turn = TurnId::new_v7();
+    let own = |text: &str| {
+        Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session: crate::protocol::user_message(&bot.owner, &bot, "", None)
+                .entry
+                .session,
+            author: "b".into(),
+            turn: Some(turn),
+            kind: EntryKind::Reminder { text: text.into() },
+        }))
+    };
+    let (session, first) = admit(&store, &bot, "first").await;
+    store.write(vec![own("own step one")]).await.unwrap();
+    let (_, later) = admit(&store, &bot, "admitted meanwhile").await;
+    store.write(vec![own("own step two")]).await.unwrap();
+
+    let mut tail = SessionTail::new(session);
+    let bound = ContextBound {
+        upto: first,
+        own: Some(turn),
+    };
+    tail.load(
+        &store,
+        "id",
+        &StateBlock::default(),
+        50,
+        Encoding::default(),
+        Some(bound),
+    )
+    .await
+    .unwrap();
+    assert_eq!(users(&tail), ["first", "own step one", "own step two"]);
+    // the next turn claims the message: it joins the context then, once
+    let entry = store.entries_between(session, later, later).await.unwrap();
+    tail.push(&entry[0]);
+    tail.push(&entry[0]);
+    assert_eq!(
+        users(&tail),
+        [
+            "first",
+            "own step one",
+            "own step two",
+            "admitted meanwhile"
+        ]
+    );
     store.close().await;
 }

@@ -55,7 +55,23 @@ impl Runner {
         Ok(true)
     }
 
-    pub(super) async fn load_tail(&mut self, upto: Option<i64>) -> Result<(), StoreError> {
+    /// What a running turn's context may hold: the session up to its last
+    /// input and its own entries (`None` for a turn without inputs).
+    pub(super) fn own_bound(&self) -> Option<ContextBound> {
+        self.state
+            .input_seqs
+            .iter()
+            .max()
+            .map(|&upto| ContextBound {
+                upto,
+                own: Some(self.turn),
+            })
+    }
+
+    pub(super) async fn load_tail(
+        &mut self,
+        bound: Option<ContextBound>,
+    ) -> Result<(), StoreError> {
         let window = self.rt.settings.context_entries;
         self.tail
             .load(
@@ -64,7 +80,7 @@ impl Runner {
                 &self.block,
                 window,
                 self.ctx_settings.encoding,
-                upto,
+                bound,
             )
             .await
     }
@@ -92,7 +108,8 @@ impl Runner {
                 self.usage.add(&done.usage);
                 self.memory_update = None;
                 self.tail.invalidate();
-                if let Err(e) = self.load_tail(None).await {
+                let bound = self.own_bound();
+                if let Err(e) = self.load_tail(bound).await {
                     tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
                 }
                 self.prefix_len = self.tail.len().min(2);
