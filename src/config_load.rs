@@ -37,6 +37,29 @@ impl LoadedFleet {
         Ok(loaded)
     }
 
+    /// Checks `{key}.id`: `valid` (the id type's own check) and not defined
+    /// before in `seen`, which it joins.
+    fn unique_id(
+        &self,
+        key: &str,
+        what: &str,
+        id: &str,
+        valid: Result<(), botfleet_memory::IdError>,
+        seen: &mut Vec<String>,
+    ) -> Result<(), ConfigError> {
+        if let Err(e) = valid {
+            return Err(self.invalid(format!("{key}.id"), e.to_string()));
+        }
+        if seen.iter().any(|s| s == id) {
+            return Err(self.invalid(
+                format!("{key}.id"),
+                format!("{what} {id:?} is defined twice"),
+            ));
+        }
+        seen.push(id.to_owned());
+        Ok(())
+    }
+
     pub(super) fn invalid(
         &self,
         key: impl Into<String>,
@@ -92,16 +115,8 @@ impl LoadedFleet {
         let mut seen_users = Vec::new();
         for (i, u) in f.users.iter().enumerate() {
             let key = format!("users[{i}]");
-            if let Err(e) = botfleet_memory::UserId::new(u.id.as_str()) {
-                return Err(self.invalid(format!("{key}.id"), e.to_string()));
-            }
-            if seen_users.contains(&u.id) {
-                return Err(self.invalid(
-                    format!("{key}.id"),
-                    format!("user {:?} is defined twice", u.id),
-                ));
-            }
-            seen_users.push(u.id.clone());
+            let valid = botfleet_memory::UserId::new(u.id.as_str()).map(|_| ());
+            self.unique_id(&key, "user", &u.id, valid, &mut seen_users)?;
             match (&u.token, &u.token_env) {
                 (Some(_), Some(_)) => {
                     return Err(self.invalid(
@@ -232,16 +247,8 @@ impl LoadedFleet {
         let mut seen_bots = Vec::new();
         for (i, b) in f.bots.iter().enumerate() {
             let key = format!("bots[{i}]");
-            if let Err(e) = botfleet_memory::BotId::new(b.id.as_str()) {
-                return Err(self.invalid(format!("{key}.id"), e.to_string()));
-            }
-            if seen_bots.contains(&b.id) {
-                return Err(self.invalid(
-                    format!("{key}.id"),
-                    format!("bot {:?} is defined twice", b.id),
-                ));
-            }
-            seen_bots.push(b.id.clone());
+            let valid = botfleet_memory::BotId::new(b.id.as_str()).map(|_| ());
+            self.unique_id(&key, "bot", &b.id, valid, &mut seen_bots)?;
             if b.name.trim().is_empty() {
                 return Err(self.invalid(format!("{key}.name"), "must not be empty"));
             }

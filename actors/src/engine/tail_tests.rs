@@ -1,18 +1,15 @@
 #![allow(clippy::unwrap_used)]
 
 use botfleet_memory::AdmitOutcome;
-use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
-use botfleet_memory::StoreOptions;
 use botfleet_memory::TurnId;
-use botfleet_memory::UserId;
-use serde_json::json;
 
 use super::*;
+use crate::tools::test_support::ToolFixture;
 
 fn users(tail: &SessionTail) -> Vec<String> {
     tail.context
@@ -42,22 +39,10 @@ async fn admit(store: &Store, bot: &BotRecord, text: &str) -> (SessionId, i64) {
 /// turn answered it again.
 #[tokio::test]
 async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("u").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: Vec::new(),
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
-    let (session, first) = admit(&store, &bot, "long job").await;
-    let (_, second) = admit(&store, &bot, "stop, do this instead").await;
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (session, first) = admit(store, bot, "long job").await;
+    let (_, second) = admit(store, bot, "stop, do this instead").await;
     let state = StateBlock::default();
 
     let mut tail = SessionTail::new(session);
@@ -66,7 +51,7 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
         upto: first,
         own: None,
     };
-    tail.load(&store, "id", &state, 50, encoding, Some(bound))
+    tail.load(store, "id", &state, 50, encoding, Some(bound))
         .await
         .unwrap();
     assert_eq!(users(&tail), ["long job"]);
@@ -79,7 +64,7 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
     assert_eq!(users(&tail), ["long job", "stop, do this instead"]);
 
     let mut all = SessionTail::new(session);
-    all.load(&store, "id", &state, 50, encoding, None)
+    all.load(store, "id", &state, 50, encoding, None)
         .await
         .unwrap();
     assert_eq!(users(&all), ["long job", "stop, do this instead"]);
@@ -90,25 +75,13 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
 /// its own entries past its inputs but not a message admitted meanwhile.
 #[tokio::test]
 async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("u").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: Vec::new(),
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
     let turn = TurnId::new_v7();
     let own = |text: &str| {
         Mutation::Append(Box::new(NewEntry {
             id: EntryId::new_v7(),
-            session: crate::protocol::user_message(&bot.owner, &bot, "", None)
+            session: crate::protocol::user_message(&bot.owner, bot, "", None)
                 .entry
                 .session,
             author: "b".into(),
@@ -116,9 +89,9 @@ async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
             kind: EntryKind::Reminder { text: text.into() },
         }))
     };
-    let (session, first) = admit(&store, &bot, "first").await;
+    let (session, first) = admit(store, bot, "first").await;
     store.write(vec![own("own step one")]).await.unwrap();
-    let (_, later) = admit(&store, &bot, "admitted meanwhile").await;
+    let (_, later) = admit(store, bot, "admitted meanwhile").await;
     store.write(vec![own("own step two")]).await.unwrap();
 
     let mut tail = SessionTail::new(session);
@@ -127,7 +100,7 @@ async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
         own: Some(turn),
     };
     tail.load(
-        &store,
+        store,
         "id",
         &StateBlock::default(),
         50,

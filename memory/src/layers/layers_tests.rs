@@ -1,65 +1,20 @@
 //! Memory through the Store and hub API.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
-use serde_json::json;
 
+use super::test_fixture::bot;
+use super::test_fixture::fixture;
 use super::*;
-use crate::clock::ManualClock;
 use crate::ids::BotId;
 use crate::ids::UserId;
-use crate::record::BotRecord;
 use crate::store::Mutation;
 use crate::store::MutationResult;
-use crate::store::Store;
-use crate::store::StoreOptions;
 
 const HOUR: i64 = 3_600_000;
 const DAY: i64 = 24 * HOUR;
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    store: Store,
-    clock: ManualClock,
-    hub: MemoryHub,
-}
-
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(
-        chrono::DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
-            .unwrap()
-            .to_utc(),
-    );
-    let mut opts = StoreOptions::new(dir.path().join("db.sqlite"));
-    opts.clock = Arc::new(clock.clone());
-    let store = Store::open(opts).unwrap();
-    let hub = MemoryHub::new(store.clone());
-    Fixture {
-        _dir: dir,
-        store,
-        clock,
-        hub,
-    }
-}
-
-fn bot(id: &str, owner: &str, projects: &[&str]) -> BotRecord {
-    BotRecord {
-        id: BotId::new(id).unwrap(),
-        name: id.into(),
-        owner: UserId::new(owner).unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec![],
-        settings: json!({ "projects": projects }),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    }
-}
 
 fn user(u: &str) -> MemoryScope {
     MemoryScope::User(UserId::new(u).unwrap())
@@ -78,24 +33,6 @@ fn new(seed: &str, scope: &MemoryScope, layer: Layer, text: &str) -> NewMemory {
         importance: Importance::NORMAL,
         expires_at: None,
         source: "test".into(),
-    }
-}
-
-impl Fixture {
-    fn now(&self) -> i64 {
-        use crate::clock::Clock;
-        self.clock.now_ms()
-    }
-
-    async fn add(&self, n: NewMemory) -> MemoryOpResult {
-        self.hub.apply(MemoryOp::Add(n)).await.unwrap()
-    }
-
-    async fn snapshot(&self, b: &BotRecord, input: &str) -> MemorySnapshot {
-        self.store
-            .bot_memory_snapshot(b, input, self.now())
-            .await
-            .unwrap()
     }
 }
 

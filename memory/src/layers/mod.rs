@@ -88,5 +88,8 @@ pub use types::normalize_text;
 pub(crate) use apply::apply;
 
 #[cfg(test)]
+mod test_fixture;
+
+#[cfg(test)]
 #[path = "layers_tests.rs"]
 mod tests;

@@ -5,59 +5,16 @@
 use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
-use serde_json::json;
 
+use super::super::test_fixture::Fixture;
+use super::super::test_fixture::bot;
+use super::super::test_fixture::fixture;
 use super::super::*;
-use crate::clock::Clock;
-use crate::clock::ManualClock;
 use crate::ids::BotId;
 use crate::ids::UserId;
 use crate::record::BotRecord;
-use crate::store::Store;
-use crate::store::StoreOptions;
 
 const HOUR: i64 = 3_600_000;
-
-struct Fixture {
-    dir: tempfile::TempDir,
-    store: Store,
-    clock: ManualClock,
-    hub: MemoryHub,
-}
-
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(
-        chrono::DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
-            .unwrap()
-            .to_utc(),
-    );
-    let mut opts = StoreOptions::new(dir.path().join("db.sqlite"));
-    opts.clock = Arc::new(clock.clone());
-    let store = Store::open(opts).unwrap();
-    let hub = MemoryHub::new(store.clone());
-    Fixture {
-        dir,
-        store,
-        clock,
-        hub,
-    }
-}
-
-fn bot(id: &str, owner: &str) -> BotRecord {
-    BotRecord {
-        id: BotId::new(id).unwrap(),
-        name: id.into(),
-        owner: UserId::new(owner).unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec![],
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    }
-}
 
 fn alice() -> MemoryScope {
     MemoryScope::User(UserId::new("alice").unwrap())
@@ -75,30 +32,23 @@ fn new(seed: &str, layer: Layer, text: &str) -> NewMemory {
     }
 }
 
-impl Fixture {
-    async fn add(&self, n: NewMemory) {
-        self.hub.apply(MemoryOp::Add(n)).await.unwrap();
-    }
-
-    async fn texts(&self, b: &BotRecord, input: &str) -> Vec<String> {
-        let snap = self
-            .store
-            .bot_memory_snapshot(b, input, self.clock.now_ms())
-            .await
-            .unwrap();
-        snap.items().map(|i| i.text.clone()).collect()
-    }
+async fn texts(f: &Fixture, b: &BotRecord, input: &str) -> Vec<String> {
+    f.snapshot(b, input)
+        .await
+        .items()
+        .map(|i| i.text.clone())
+        .collect()
 }
 
 #[tokio::test]
 async fn every_write_is_in_the_next_snapshot() {
     let f = fixture();
-    let (a1, a2) = (bot("a1", "alice"), bot("a2", "alice"));
-    assert!(f.texts(&a1, "tea").await.is_empty());
+    let (a1, a2) = (bot("a1", "alice", &[]), bot("a2", "alice", &[]));
+    assert!(texts(&f, &a1, "tea").await.is_empty());
     f.add(new("p1", Layer::Profile, "Prefers tea")).await;
-    assert_eq!(f.texts(&a1, "tea").await, ["Prefers tea"]);
+    assert_eq!(texts(&f, &a1, "tea").await, ["Prefers tea"]);
     assert_eq!(
-        f.texts(&a2, "tea").await,
+        texts(&f, &a2, "tea").await,
         ["Prefers tea"],
         "same user scope"
     );
@@ -112,14 +62,14 @@ async fn every_write_is_in_the_next_snapshot() {
         })
         .await
         .unwrap();
-    assert_eq!(f.texts(&a1, "tea").await, ["Prefers green tea"]);
+    assert_eq!(texts(&f, &a1, "tea").await, ["Prefers green tea"]);
     f.add(new("l1", Layer::Log, "Ordered tea from the new supplier"))
         .await;
     let mut note = new("n1", Layer::Notes, "Waiting for the tea invoice");
-    note.expires_at = Some(f.clock.now_ms() + HOUR);
+    note.expires_at = Some(f.now() + HOUR);
     f.add(note).await;
     assert_eq!(
-        f.texts(&a2, "tea").await,
+        texts(&f, &a2, "tea").await,
         [
             "Prefers green tea",
             "Ordered tea from the new supplier",
@@ -134,7 +84,7 @@ async fn every_write_is_in_the_next_snapshot() {
         .await
         .unwrap();
     assert_eq!(
-        f.texts(&a1, "tea").await,
+        texts(&f, &a1, "tea").await,
         [
             "Ordered tea from the new supplier",
             "Waiting for the tea invoice"
@@ -147,33 +97,33 @@ async fn every_write_is_in_the_next_snapshot() {
 #[tokio::test]
 async fn a_scope_not_written_since_is_not_read_again() {
     let f = fixture();
-    let a1 = bot("a1", "alice");
+    let a1 = bot("a1", "alice", &[]);
     f.add(new("p1", Layer::Profile, "Prefers tea")).await;
-    assert_eq!(f.texts(&a1, "").await, ["Prefers tea"]);
+    assert_eq!(texts(&f, &a1, "").await, ["Prefers tea"]);
     // behind the store's back: the cached scope does not see it...
     let side = rusqlite::Connection::open(f.dir.path().join("db.sqlite")).unwrap();
     side.execute("DELETE FROM memory", []).unwrap();
     assert_eq!(
-        f.texts(&a1, "").await,
+        texts(&f, &a1, "").await,
         ["Prefers tea"],
         "served from the cache"
     );
     // ...until the store writes to that scope: then it is read again
     f.add(new("p2", Layer::Profile, "Lives in Lyon")).await;
-    assert_eq!(f.texts(&a1, "").await, ["Lives in Lyon"]);
+    assert_eq!(texts(&f, &a1, "").await, ["Lives in Lyon"]);
     f.store.close().await;
 }
 
 #[tokio::test]
 async fn cached_notes_still_expire_with_time() {
     let f = fixture();
-    let a1 = bot("a1", "alice");
+    let a1 = bot("a1", "alice", &[]);
     let mut note = new("n1", Layer::Notes, "Call back at noon");
-    note.expires_at = Some(f.clock.now_ms() + HOUR);
+    note.expires_at = Some(f.now() + HOUR);
     f.add(note).await;
-    assert_eq!(f.texts(&a1, "").await, ["Call back at noon"]);
+    assert_eq!(texts(&f, &a1, "").await, ["Call back at noon"]);
     f.clock.advance_ms(2 * HOUR);
-    assert!(f.texts(&a1, "").await.is_empty(), "expired with no write");
+    assert!(texts(&f, &a1, "").await.is_empty(), "expired with no write");
     f.store.close().await;
 }
 
