@@ -309,6 +309,31 @@ pub enum ProviderConfig {
     },
 }
 
+impl ProviderConfig {
+    /// The context keys every kind has: `encoding`, `compact_at_tokens`,
+    /// `background_compact_at_tokens`.
+    pub fn context_keys(&self) -> (Option<&str>, Option<u64>, Option<u64>) {
+        match self {
+            ProviderConfig::Openai {
+                encoding,
+                compact_at_tokens,
+                background_compact_at_tokens,
+                ..
+            }
+            | ProviderConfig::Scripted {
+                encoding,
+                compact_at_tokens,
+                background_compact_at_tokens,
+                ..
+            } => (
+                encoding.as_deref(),
+                *compact_at_tokens,
+                *background_compact_at_tokens,
+            ),
+        }
+    }
+}
+
 /// `[[bots]]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -192,20 +192,7 @@ impl LoadedFleet {
             }
         }
         for (name, p) in &f.providers {
-            let (encoding, compact, background) = match p {
-                ProviderConfig::Openai {
-                    encoding,
-                    compact_at_tokens,
-                    background_compact_at_tokens,
-                    ..
-                }
-                | ProviderConfig::Scripted {
-                    encoding,
-                    compact_at_tokens,
-                    background_compact_at_tokens,
-                    ..
-                } => (encoding, compact_at_tokens, background_compact_at_tokens),
-            };
+            let (encoding, compact, background) = p.context_keys();
             if let Some(e) = encoding
                 && botfleet_memory::Encoding::parse(e).is_none()
             {
@@ -221,7 +208,7 @@ impl LoadedFleet {
                 ));
             }
             if let (Some(b), c) = (background, compact.unwrap_or(100_000))
-                && *b > c
+                && b > c
             {
                 return Err(self.invalid(
                     format!("providers.{name}.background_compact_at_tokens"),
@@ -318,33 +305,17 @@ impl LoadedFleet {
             .providers
             .iter()
             .map(|(name, p)| {
-                let (encoding, compact, background) = match p {
-                    ProviderConfig::Openai {
-                        encoding,
-                        compact_at_tokens,
-                        background_compact_at_tokens,
-                        ..
-                    }
-                    | ProviderConfig::Scripted {
-                        encoding,
-                        compact_at_tokens,
-                        background_compact_at_tokens,
-                        ..
-                    } => (encoding, compact_at_tokens, background_compact_at_tokens),
-                };
+                let (encoding, compact, background) = p.context_keys();
                 let mut c = botfleet_actors::ContextSettings::default();
-                if let Some(e) = encoding
-                    .as_deref()
-                    .and_then(botfleet_memory::Encoding::parse)
-                {
+                if let Some(e) = encoding.and_then(botfleet_memory::Encoding::parse) {
                     c.encoding = e;
                 }
                 if let Some(n) = compact {
-                    c.compact_at_tokens = *n;
+                    c.compact_at_tokens = n;
                     c.background_compact_at_tokens = n * 4 / 5;
                 }
                 if let Some(n) = background {
-                    c.background_compact_at_tokens = *n;
+                    c.background_compact_at_tokens = n;
                 }
                 (name.clone(), c)
             })
