@@ -225,10 +225,10 @@ impl Tool for SendToAgent {
         let args: SendToAgentArgs = parse_args("SendToAgent", args)?;
         let text = check_text("SendToAgent", &args.text, ctx.limits().max_message_chars)?;
         let target = resolve_bot(ctx, &args.agent).await?;
-        let (admit, id) = message_to_bot(ctx, &target, &text, Priority::Bot, "agent", None).await?;
+        let (admit, _) = message_to_bot(ctx, &target, &text, Priority::Bot, "agent", None).await?;
         Ok(ToolOutput {
             content: format!(
-                "delivered to {} (message {id}); its reply will arrive later as a new message",
+                "delivered to {}; its reply will arrive later as a new message",
                 target.id
             ),
             effects: vec![admit],

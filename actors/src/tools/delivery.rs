@@ -107,13 +107,15 @@ impl Tool for SendMessage {
                 },
             }))
         };
-        // who "the people" of the session are decides where the message goes
+        // who "the people" of the session are decides where the message goes.
+        // The result names no entry id: the model has no use for it, and a
+        // unique id in every result would be resent (~25 tokens) in every
+        // later prompt of the session; the id lives in the delivery entry.
         let key = &ctx.scope.session.key;
         let (effects, content) = match key.kind {
-            SessionKind::Dm | SessionKind::Group | SessionKind::Room => (
-                vec![delivery(ctx.session())],
-                format!("delivered (message id {id})"),
-            ),
+            SessionKind::Dm | SessionKind::Group | SessionKind::Room => {
+                (vec![delivery(ctx.session())], "delivered".to_owned())
+            }
             SessionKind::Agent => {
                 // the other bot of the conversation
                 let peer = peer_bot(ctx, &key.peer).await?;
@@ -121,7 +123,7 @@ impl Tool for SendMessage {
                     message_to_bot(ctx, &peer, text, Priority::Bot, "forward", None).await?;
                 (
                     vec![delivery(ctx.session()), admit],
-                    format!("delivered to {} (message id {id})", peer.id),
+                    format!("delivered to {}", peer.id),
                 )
             }
             SessionKind::Subagent => {
@@ -142,7 +144,7 @@ impl Tool for SendMessage {
                 };
                 (
                     vec![delivery(ctx.session()), admit, done],
-                    format!("reported to {} (message id {id})", parent.id),
+                    format!("reported to {}", parent.id),
                 )
             }
             SessionKind::Routine | SessionKind::Hook => {
@@ -162,7 +164,7 @@ impl Tool for SendMessage {
                 };
                 (
                     vec![Mutation::EnsureSession(record), delivery(dm.id())],
-                    format!("delivered to {} (message id {id})", ctx.bot.owner),
+                    format!("delivered to {}", ctx.bot.owner),
                 )
             }
         };
@@ -278,3 +280,7 @@ impl Tool for ReactToMessage {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "delivery_tests.rs"]
+mod tests;

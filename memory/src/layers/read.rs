@@ -134,6 +134,10 @@ impl Store {
 
     /// Items by id (those that exist), in the order given.
     pub async fn memory_items_by_id(&self, ids: Vec<MemoryId>) -> Result<Vec<MemoryItem>> {
+        if ids.is_empty() {
+            // nothing to read: no trip through the blocking pool
+            return Ok(Vec::new());
+        }
         self.memory_read(move |c| {
             let mut out = Vec::with_capacity(ids.len());
             for id in &ids {
@@ -149,6 +153,9 @@ impl Store {
     /// The ids among `ids` that no longer exist (for
     /// [`super::MemoryDelta::between`]).
     pub async fn missing_memory_ids(&self, ids: Vec<MemoryId>) -> Result<BTreeSet<MemoryId>> {
+        if ids.is_empty() {
+            return Ok(BTreeSet::new());
+        }
         self.memory_read(move |c| {
             let mut out = BTreeSet::new();
             for id in ids {
