@@ -180,6 +180,7 @@ async fn run(args: Args) {
     let tmp = std::env::temp_dir().join(format!("botfleet-fleet-load-{}", uuid::Uuid::now_v7()));
     let dir = args.data.clone().unwrap_or_else(|| tmp.clone());
     let store = open_store(&dir, args.sync);
+    let wal_peak = bench_store::watch_wal(&dir);
     let model: Arc<dyn Model> =
         Arc::new(ScriptedModel::new(Script::parse(SCRIPT, "bench").unwrap()));
     let mut settings = FleetSettings::new(dir.join("workspace"));
@@ -355,17 +356,21 @@ async fn run(args: Args) {
     {
         use std::sync::atomic::Ordering::Relaxed;
         let st = store.stats();
-        let (c, b, m, us) = (
+        let (c, b, m, us, w) = (
             st.commits.load(Relaxed),
             st.batches.load(Relaxed),
             st.mutations.load(Relaxed),
             st.busy_us.load(Relaxed),
+            st.wal_catch_ups.load(Relaxed),
         );
+        let wus = st.wal_catch_up_us.load(Relaxed);
         println!(
-            "  store: {c} commits, {b} batches ({:.1}/commit), {m} mutations, writer busy {:.2} s ({:.1} µs/batch)",
+            "  store: {c} commits, {b} batches ({:.1}/commit), {m} mutations, writer busy {:.2} s ({:.1} µs/batch), {w} WAL catch-ups ({:.1} ms each), largest WAL {:.0} MiB",
             b as f64 / c.max(1) as f64,
             us as f64 / 1e6,
-            us as f64 / b.max(1) as f64
+            us as f64 / b.max(1) as f64,
+            wus as f64 / 1e3 / w.max(1) as f64,
+            wal_peak.load(Relaxed) as f64 / (1024.0 * 1024.0)
         );
     }
     let p50 = percentile(&latencies, 0.50);

@@ -5,34 +5,92 @@
 //! caller waits. The writer's auto-checkpoint is turned off instead, and
 //! this thread runs a `PASSIVE` checkpoint (which never blocks the writer
 //! or readers) on its own connection every few hundred milliseconds.
+//!
+//! A WAL starts over from its beginning only when a write begins after
+//! *every* frame was copied. Under steady writes that never happens by
+//! itself: this thread copies up to the newest commit it sees, and the
+//! writer has committed more by the time it finishes, so the file would
+//! grow by every frame written (hundreds of MB a minute at full load,
+//! each write landing on fresh pages). When the WAL holds more than
+//! `restart_frames`, this thread asks the writer to checkpoint the
+//! remainder itself between two groups (a few ms of frames: cheap), and
+//! the writer's next commit restarts the WAL, which then stays within
+//! about `restart_frames` plus one period of writes.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use rusqlite::Connection;
 
-/// How often to checkpoint.
-const PERIOD: Duration = Duration::from_millis(250);
+/// How often to checkpoint (the default of `StoreOptions`).
+pub(crate) const PERIOD: Duration = Duration::from_millis(250);
 
-/// Runs until `stop` is dropped or signalled.
-pub(crate) fn run(path: PathBuf, stop: Receiver<()>) {
-    let conn = match Connection::open(&path) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "checkpointer cannot open the database; the WAL will grow until restart");
-            return;
-        }
-    };
-    let _ = conn.busy_timeout(Duration::from_millis(100));
-    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(PERIOD) {
-        let r: rusqlite::Result<(i64, i64, i64)> =
-            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-            });
-        if let Err(e) = r {
-            tracing::debug!(error = %e, "passive checkpoint skipped");
+/// The checkpoint thread's settings.
+pub(crate) struct Checkpoints {
+    pub(crate) path: PathBuf,
+    pub(crate) period: Duration,
+    /// WAL frames past which the writer is asked to catch up.
+    pub(crate) restart_frames: i64,
+    /// Read and cleared by the writer after its next group.
+    pub(crate) catch_up: Arc<AtomicBool>,
+}
+
+/// Frames committed during one back-to-back checkpoint below which the
+/// writer is asked to finish: its share is then a few ms of copying.
+const CATCH_UP_FRAMES: i64 = 1024;
+
+impl Checkpoints {
+    /// Runs until `stop` is dropped or signalled.
+    ///
+    /// Past `restart_frames` the checkpoints run back to back, each copying
+    /// what was committed during the one before, until that is at most
+    /// [`CATCH_UP_FRAMES`]; then the writer is asked to copy the rest.
+    pub(crate) fn run(self, stop: Receiver<()>) {
+        let conn = match Connection::open(&self.path) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "checkpointer cannot open the database; the WAL will grow until restart");
+                return;
+            }
+        };
+        let _ = conn.busy_timeout(Duration::from_millis(100));
+        // WAL frames at the previous checkpoint, while past the limit
+        let mut previous: Option<i64> = None;
+        let mut wait = self.period;
+        while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(wait) {
+            wait = self.period;
+            let r: rusqlite::Result<(i64, i64, i64)> =
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                });
+            let log = match r {
+                Ok((_, log, _)) => log,
+                Err(e) => {
+                    tracing::debug!(error = %e, "passive checkpoint skipped");
+                    continue;
+                }
+            };
+            if log <= self.restart_frames {
+                previous = None;
+                continue;
+            }
+            match previous.map(|p| log - p) {
+                // little committed since (or nothing: the writer is idle and
+                // catches up after its next group). This thread then waits
+                // a period: a checkpoint of its own running at the same time
+                // would make the writer's answer busy, and the WAL could not
+                // start over
+                Some(grew) if grew <= CATCH_UP_FRAMES => {
+                    self.catch_up.store(true, Ordering::Relaxed);
+                }
+                _ => wait = Duration::ZERO,
+            }
+            previous = Some(log);
         }
     }
 }

@@ -87,6 +87,12 @@ pub struct StoreOptions {
     pub change_capacity: usize,
     /// Source of stored timestamps.
     pub clock: Arc<dyn Clock>,
+    /// How often the checkpoint thread copies the WAL into the database.
+    pub checkpoint_period: std::time::Duration,
+    /// WAL size (in frames, pages) past which the writer finishes the
+    /// checkpoint itself between two groups, so that its next write starts
+    /// the WAL over from the beginning (see `checkpointer.rs`).
+    pub wal_restart_frames: i64,
 }
 
 impl StoreOptions {
@@ -99,6 +105,9 @@ impl StoreOptions {
             readers: 8,
             change_capacity: 4096,
             clock: Arc::new(SystemClock),
+            checkpoint_period: checkpointer::PERIOD,
+            // 64 MiB of 4 KiB pages: `journal_size_limit` below
+            wal_restart_frames: 16_384,
         }
     }
 }
@@ -173,24 +182,33 @@ impl Store {
         let (tx, rx) = mpsc::channel::<Job>();
         let stats = Arc::new(WriterStats::default());
         let memory_generations = Arc::new(crate::layers::MemoryGenerations::default());
+        let catch_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writer = Writer::new(
             conn,
             options.clock.clone(),
             changes.clone(),
             options.max_group,
             horizon,
-            stats.clone(),
-            memory_generations.clone(),
+            writer::WriterShared {
+                stats: stats.clone(),
+                memory_generations: memory_generations.clone(),
+                catch_up: catch_up.clone(),
+            },
         );
         std::thread::Builder::new()
             .name("botfleet-store-writer".into())
             .spawn(move || writer.run(rx))
             .map_err(|e| io_err(&path, e))?;
         let (stop_checkpoints, stop_rx) = mpsc::channel();
-        let checkpoint_path = path.clone();
+        let checkpoints = checkpointer::Checkpoints {
+            path: path.clone(),
+            period: options.checkpoint_period,
+            restart_frames: options.wal_restart_frames,
+            catch_up,
+        };
         std::thread::Builder::new()
             .name("botfleet-store-checkpoint".into())
-            .spawn(move || checkpointer::run(checkpoint_path, stop_rx))
+            .spawn(move || checkpoints.run(stop_rx))
             .map_err(|e| io_err(&path, e))?;
         Ok(Self {
             inner: Arc::new(Inner {

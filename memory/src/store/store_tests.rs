@@ -316,3 +316,60 @@ fn readers_stay_within_the_pool_and_are_reused() -> TestResult {
     assert_eq!(one.inner.readers.open_connections(), 1);
     Ok(())
 }
+
+/// Largest size of the store's WAL file seen so far.
+fn note_wal(dir: &tempfile::TempDir, most: &std::sync::atomic::AtomicU64) {
+    if let Ok(m) = std::fs::metadata(dir.path().join("fleet.db-wal")) {
+        most.fetch_max(m.len(), std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_starts_over_under_steady_writes() -> TestResult {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::Ordering::SeqCst;
+
+    // a small limit and a fast checkpoint thread, so a short test reaches
+    // the limit many times over; writes never pause long enough for the
+    // checkpoint thread to catch up on its own
+    let dir = Arc::new(tempfile::tempdir()?);
+    let store = Store::open(StoreOptions {
+        checkpoint_period: std::time::Duration::from_millis(5),
+        wal_restart_frames: 256,
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })?;
+    let most = Arc::new(AtomicU64::new(0));
+    let text = "x".repeat(8 * 1024);
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let (store, dir, most, text) = (store.clone(), dir.clone(), most.clone(), text.clone());
+            tokio::spawn(async move {
+                for i in 0..600 {
+                    store
+                        .write(vec![admit(&format!("{t}-{i}"), &text, None)])
+                        .await?;
+                    note_wal(&dir, &most);
+                }
+                Ok::<_, StoreError>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    // 4,800 entries of 8 KiB: ~120 MiB of WAL frames, which is what the
+    // file grew to before the writer caught up; now a few MiB
+    let written = 4_800 * 8 * 1024;
+    let largest = most.load(SeqCst);
+    assert!(
+        largest < 16 * 1024 * 1024,
+        "the WAL grew to {largest} bytes for {written} bytes written"
+    );
+    assert!(store.stats().wal_catch_ups.load(SeqCst) > 0);
+    assert_eq!(
+        store.read_blocking(|c| reader::count(c, "entries"))?,
+        4_800,
+        "every write is kept"
+    );
+    Ok(())
+}

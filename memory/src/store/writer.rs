@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
 
 use rusqlite::Connection;
@@ -71,6 +72,11 @@ pub struct WriterStats {
     pub mutations: std::sync::atomic::AtomicU64,
     /// Microseconds spent applying and committing.
     pub busy_us: std::sync::atomic::AtomicU64,
+    /// Checkpoints the writer finished itself so the WAL could start over
+    /// (`checkpointer.rs`).
+    pub wal_catch_ups: std::sync::atomic::AtomicU64,
+    /// Microseconds those checkpoints took (part of `busy_us`).
+    pub wal_catch_up_us: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) struct Writer {
@@ -89,6 +95,9 @@ pub(crate) struct Writer {
     /// Bumped for each memory scope a committed group wrote to, before
     /// its callers are answered (`layers/scope_cache.rs`).
     memory_generations: Arc<MemoryGenerations>,
+    /// Set by the checkpoint thread when the WAL has grown past its limit:
+    /// the writer checkpoints between two groups (`checkpointer.rs`).
+    catch_up: Arc<AtomicBool>,
 }
 
 /// Sessions a job touched: session → newest seq.
@@ -100,6 +109,14 @@ mod approvals;
 #[path = "writer_entries.rs"]
 mod entries;
 
+/// What the writer shares with the store's handles and threads.
+pub(crate) struct WriterShared {
+    pub(crate) stats: Arc<WriterStats>,
+    pub(crate) memory_generations: Arc<MemoryGenerations>,
+    /// Set by the checkpoint thread (`checkpointer.rs`).
+    pub(crate) catch_up: Arc<AtomicBool>,
+}
+
 impl Writer {
     pub(crate) fn new(
         conn: Connection,
@@ -107,9 +124,13 @@ impl Writer {
         changes: broadcast::Sender<Change>,
         max_batch: usize,
         horizon_ms: i64,
-        stats: Arc<WriterStats>,
-        memory_generations: Arc<MemoryGenerations>,
+        shared: WriterShared,
     ) -> Self {
+        let WriterShared {
+            stats,
+            memory_generations,
+            catch_up,
+        } = shared;
         Self {
             stats,
             conn,
@@ -120,6 +141,7 @@ impl Writer {
             sessions: HashMap::new(),
             horizon_ms,
             memory_generations,
+            catch_up,
         }
     }
 
@@ -150,6 +172,9 @@ impl Writer {
                 self.stats.commits.fetch_add(1, Relaxed);
                 self.stats.batches.fetch_add(n, Relaxed);
                 self.stats.mutations.fetch_add(m as u64, Relaxed);
+                if self.catch_up.swap(false, Relaxed) {
+                    self.catch_up_wal();
+                }
                 self.stats
                     .busy_us
                     .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
@@ -166,6 +191,32 @@ impl Writer {
             let _ = done.send(());
         }
         tracing::debug!("store writer stopped");
+    }
+
+    /// Checkpoints what the checkpoint thread could not reach (the frames
+    /// committed while it ran) with no transaction open, so the WAL is
+    /// fully copied and the next write starts it over from the beginning.
+    /// Without this a WAL under steady writes never starts over: the
+    /// checkpoint thread always lags the newest commits, and the file grows
+    /// by every frame ever written until the load stops.
+    fn catch_up_wal(&mut self) {
+        let started = std::time::Instant::now();
+        let r: rusqlite::Result<(i64, i64, i64)> =
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                });
+        match r {
+            Ok((_, log, done)) => {
+                use std::sync::atomic::Ordering::Relaxed;
+                self.stats.wal_catch_ups.fetch_add(1, Relaxed);
+                self.stats
+                    .wal_catch_up_us
+                    .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+                tracing::debug!(log, done, "writer caught up the WAL checkpoint");
+            }
+            Err(e) => tracing::debug!(error = %e, "writer checkpoint skipped"),
+        }
     }
 
     fn commit_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
