@@ -2,6 +2,7 @@
 
 mod approval_hint;
 mod approvals;
+mod bot_cache;
 mod checkpointer;
 mod mutation;
 mod reader;
@@ -124,6 +125,8 @@ struct Inner {
     approval_hint: approval_hint::OpenApprovalHint,
     /// What snapshots read of each memory scope (`layers/scope_cache.rs`).
     memory_cache: crate::layers::ScopeCache,
+    /// Bot records read (`bot_cache.rs`).
+    bots: Arc<bot_cache::BotCache>,
     /// Dropping it stops the checkpoint thread.
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
 }
@@ -183,6 +186,7 @@ impl Store {
         let stats = Arc::new(WriterStats::default());
         let memory_generations = Arc::new(crate::layers::MemoryGenerations::default());
         let catch_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let bots = Arc::new(bot_cache::BotCache::default());
         let writer = Writer::new(
             conn,
             options.clock.clone(),
@@ -193,6 +197,7 @@ impl Store {
                 stats: stats.clone(),
                 memory_generations: memory_generations.clone(),
                 catch_up: catch_up.clone(),
+                bots: bots.clone(),
             },
         );
         std::thread::Builder::new()
@@ -221,6 +226,7 @@ impl Store {
                 stats,
                 approval_hint,
                 memory_cache: crate::layers::ScopeCache::new(memory_generations),
+                bots,
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
             }),
         })
@@ -321,9 +327,19 @@ impl Store {
     }
 
     /// A bot by id.
+    /// Served from the records read before when no bot was written since
+    /// (`bot_cache.rs`).
     pub async fn get_bot(&self, id: &BotId) -> Result<Option<BotRecord>> {
+        if let Some(record) = self.inner.bots.get(id) {
+            return Ok(Some(record));
+        }
+        let generation = self.inner.bots.generation();
         let id = id.clone();
-        self.read(move |c| reader::get_bot(c, &id)).await
+        let record = self.read(move |c| reader::get_bot(c, &id)).await?;
+        if let Some(r) = &record {
+            self.inner.bots.put(generation, r);
+        }
+        Ok(record)
     }
 
     /// Bots, of one owner or all.

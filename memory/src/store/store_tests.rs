@@ -373,3 +373,56 @@ async fn the_wal_starts_over_under_steady_writes() -> TestResult {
     );
     Ok(())
 }
+
+fn bot_record(id: &str, name: &str) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap_or_else(|e| panic!("{e}")),
+        name: name.into(),
+        owner: UserId::new("alice").unwrap_or_else(|e| panic!("{e}")),
+        role: "helps".into(),
+        provider: "main".into(),
+        tools: vec!["SendMessage".into()],
+        settings: serde_json::json!({}),
+        origin: "config".into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+#[tokio::test]
+async fn bot_records_are_kept_until_a_bot_is_written() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let a = BotId::new("a")?;
+    assert_eq!(store.get_bot(&a).await?, None, "no record, nothing kept");
+    store
+        .write(vec![Mutation::UpsertBot(bot_record("a", "First"))])
+        .await?;
+    assert_eq!(
+        store.get_bot(&a).await?.map(|b| b.name),
+        Some("First".into())
+    );
+
+    // the kept record answers: deleted behind the store's back, still read
+    let raw = Connection::open(dir.path().join("fleet.db"))?;
+    raw.execute("DELETE FROM bots WHERE id = 'a'", [])?;
+    assert_eq!(
+        store.get_bot(&a).await?.map(|b| b.name),
+        Some("First".into())
+    );
+
+    // any bot write makes every kept record stale before it is answered
+    store
+        .write(vec![Mutation::UpsertBot(bot_record("b", "Other"))])
+        .await?;
+    assert_eq!(store.get_bot(&a).await?, None, "read again after a write");
+    store
+        .write(vec![Mutation::UpsertBot(bot_record("a", "Renamed"))])
+        .await?;
+    assert_eq!(
+        store.get_bot(&a).await?.map(|b| b.name),
+        Some("Renamed".into()),
+        "a write that was answered is seen by the next read"
+    );
+    Ok(())
+}

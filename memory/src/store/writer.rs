@@ -98,6 +98,8 @@ pub(crate) struct Writer {
     /// Set by the checkpoint thread when the WAL has grown past its limit:
     /// the writer checkpoints between two groups (`checkpointer.rs`).
     catch_up: Arc<AtomicBool>,
+    /// Bumped after a committed bot write, before answering (`bot_cache.rs`).
+    bots: Arc<super::bot_cache::BotCache>,
 }
 
 /// Sessions a job touched: session → newest seq.
@@ -115,6 +117,7 @@ pub(crate) struct WriterShared {
     pub(crate) memory_generations: Arc<MemoryGenerations>,
     /// Set by the checkpoint thread (`checkpointer.rs`).
     pub(crate) catch_up: Arc<AtomicBool>,
+    pub(crate) bots: Arc<super::bot_cache::BotCache>,
 }
 
 impl Writer {
@@ -130,6 +133,7 @@ impl Writer {
             stats,
             memory_generations,
             catch_up,
+            bots,
         } = shared;
         Self {
             stats,
@@ -142,6 +146,7 @@ impl Writer {
             horizon_ms,
             memory_generations,
             catch_up,
+            bots,
         }
     }
 
@@ -288,6 +293,13 @@ impl Writer {
             }
         });
         self.memory_generations.bump(scopes);
+        if jobs
+            .iter()
+            .flat_map(|(batch, _)| batch)
+            .any(|m| matches!(m, Mutation::UpsertBot(_)))
+        {
+            self.bots.bump();
+        }
         for ((_, reply), result) in jobs.drain(..).zip(results) {
             answer(reply, result);
         }
