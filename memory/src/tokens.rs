@@ -4,7 +4,11 @@
 //! bounded process-wide cache ([`CountCache`]), so a text seen again (a
 //! session's context rebuilt after its window filled, one public room
 //! message in six members' contexts, the same tool call in every bot)
-//! is not encoded again.
+//! is not encoded again. A long text is counted by parts cut where the
+//! encodings' pre-tokenizers cut anyway (its lines, runs of words), each
+//! part cached, so the count is exact and a text that shares lines with
+//! one seen before (a bot's system prompt, a quoted message) only encodes
+//! the lines that are new.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -40,6 +44,19 @@ impl Encoding {
 
     /// Tokens in `text` (special-token text counts as ordinary text).
     pub fn count(self, text: &str) -> u32 {
+        if text.len() <= WHOLE {
+            return self.count_cached(text);
+        }
+        // a long text is counted by its lines and, within long lines, by
+        // runs of words: a system prompt that differs from another bot's
+        // in its name line, or a message that quotes an earlier one, only
+        // encodes what is new
+        segments(text, PIECE)
+            .map(|s| self.count_cached(s))
+            .fold(0u32, u32::saturating_add)
+    }
+
+    fn count_cached(self, text: &str) -> u32 {
         if text.is_empty() {
             return 0;
         }
@@ -74,6 +91,53 @@ impl Encoding {
     pub fn count_message(self, text: &str) -> u32 {
         self.count(text).saturating_add(4)
     }
+}
+
+/// Texts up to this many bytes are counted (and cached) whole.
+const WHOLE: usize = 256;
+/// Long lines are cut at word starts into pieces of at least this many bytes.
+const PIECE: usize = 128;
+
+/// Cuts `text` where both encodings' pre-tokenizers start a new piece, so
+/// the counts of the parts add up to the count of the whole (BPE merges
+/// never cross a piece). Two kinds of cut, from the patterns of
+/// `o200k_base` and `cl100k_base`:
+/// - before a space that follows a non-whitespace character: no piece
+///   holds a space except as its first character, and a whitespace piece
+///   cannot start before a non-whitespace character;
+/// - before a line's first character when it is not whitespace and not
+///   `/`: a piece holds a newline only at its end, except `o200k_base`'s
+///   punctuation piece, whose tail `[\r\n/]*` may take a `/` after it.
+///
+/// Every line starts a part; within a line, a part ends at the first
+/// space cut past `min_piece` bytes.
+fn segments(text: &str, min_piece: usize) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let mut prev: Option<char> = None;
+    let mut chars = text.char_indices();
+    std::iter::from_fn(move || {
+        if start >= text.len() {
+            return None;
+        }
+        for (i, c) in chars.by_ref() {
+            let before = prev.replace(c);
+            let Some(before) = before else { continue };
+            let cut = i > start
+                && if before == '\n' {
+                    !c.is_whitespace() && c != '/'
+                } else {
+                    c == ' ' && !before.is_whitespace() && i - start >= min_piece
+                };
+            if cut {
+                let part = &text[start..i];
+                start = i;
+                return Some(part);
+            }
+        }
+        let part = &text[start..];
+        start = text.len();
+        Some(part)
+    })
 }
 
 /// Cached counts: 16 shards of at most [`SHARD_CAPACITY`] texts each; a
@@ -121,6 +185,8 @@ impl CountCache {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -157,6 +223,83 @@ mod tests {
             Encoding::Cl100kBase.count(t),
             "o200k and cl100k segment Chinese differently"
         );
+    }
+
+    /// Text made of pieces that sit on the pre-tokenizers' edges: runs of
+    /// spaces, newlines before `/`, contractions, digits, CJK, Unicode
+    /// spaces.
+    fn edgy_text() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            " ",
+            "  ",
+            "\n",
+            "\r\n",
+            "\t",
+            "/",
+            ".",
+            ",",
+            "'s",
+            "'T",
+            "'ll",
+            "a",
+            "Hello",
+            "WORLD",
+            "x",
+            "12",
+            "3456",
+            "中文",
+            "第二家",
+            "é",
+            "😀",
+            "(",
+            ")",
+            "\u{3000}",
+            "-",
+            "_",
+            "\"",
+            "'",
+            "://",
+            "#",
+            "  \n",
+            "\n/",
+            "\n\n",
+            " /",
+            "\n ",
+            "\u{a0}",
+        ]);
+        prop::collection::vec(pieces, 0..160).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn parts_count_as_much_as_the_whole(
+            text in edgy_text(),
+            min in prop::sample::select(vec![0usize, 1, 16, PIECE]),
+        ) {
+            prop_assert_eq!(segments(&text, min).collect::<String>(), text.clone());
+            for e in [Encoding::O200kBase, Encoding::Cl100kBase] {
+                let parts: u32 = segments(&text, min).map(|s| e.encode_count(s)).sum();
+                prop_assert_eq!(parts, e.encode_count(&text), "{:?} {:?}", e, text);
+            }
+        }
+    }
+
+    #[test]
+    fn long_texts_count_as_encoded() {
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&format!(
+                "Line {i}: see https://example.com/a/b?c={i} and ./src/main.rs, it's   fine.\n\
+                 第二家供应商被排除了，因为价格太高。 /path/{i}\n\n  indented {i}\t tab\n/slash\n"
+            ));
+        }
+        assert!(text.len() > 10 * WHOLE);
+        for e in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            assert_eq!(e.count(&text), e.encode_count(&text), "{e:?}");
+            // again, from the cached parts
+            assert_eq!(e.count(&text), e.encode_count(&text), "{e:?}");
+        }
     }
 
     #[test]
