@@ -44,12 +44,18 @@ pub(crate) struct Checkpoints {
 /// writer is asked to finish: its share is then a few ms of copying.
 const CATCH_UP_FRAMES: i64 = 1024;
 
+/// Pause between back-to-back checkpoints (at most the period): short
+/// enough to converge (~10 ms of writes is a few hundred frames), long
+/// enough not to spin when a reader pins the WAL and nothing can be copied.
+const BACK_TO_BACK: Duration = Duration::from_millis(10);
+
 impl Checkpoints {
     /// Runs until `stop` is dropped or signalled.
     ///
-    /// Past `restart_frames` the checkpoints run back to back, each copying
-    /// what was committed during the one before, until that is at most
-    /// [`CATCH_UP_FRAMES`]; then the writer is asked to copy the rest.
+    /// Past `restart_frames` the checkpoints run back to back (10 ms
+    /// apart), each copying what was committed during the one before, until
+    /// that is at most [`CATCH_UP_FRAMES`]; then the writer is asked to copy
+    /// the rest.
     pub(crate) fn run(self, stop: Receiver<()>) {
         let conn = match Connection::open(&self.path) {
             Ok(c) => c,
@@ -88,7 +94,7 @@ impl Checkpoints {
                 Some(grew) if grew <= CATCH_UP_FRAMES => {
                     self.catch_up.store(true, Ordering::Relaxed);
                 }
-                _ => wait = Duration::ZERO,
+                _ => wait = BACK_TO_BACK.min(self.period),
             }
             previous = Some(log);
         }
