@@ -12,10 +12,11 @@
 //! writer has committed more by the time it finishes, so the file would
 //! grow by every frame written (hundreds of MB a minute at full load,
 //! each write landing on fresh pages). When the WAL holds more than
-//! `restart_frames`, this thread asks the writer to checkpoint the
-//! remainder itself between two groups (a few ms of frames: cheap), and
-//! the writer's next commit restarts the WAL, which then stays within
-//! about `restart_frames` plus one period of writes.
+//! `restart_frames`, this thread checkpoints every 10 ms until it lags by
+//! little, then asks the writer to checkpoint the remainder itself between
+//! two groups (~1,000 frames and the checkpoint's fsyncs: some tens of ms,
+//! during which commits wait), and the writer's next commit restarts the
+//! WAL, which then stays within a few times `restart_frames`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
