@@ -46,23 +46,3 @@ pub fn open_store(dir: &Path, sync: SyncMode) -> Store {
     })
     .expect("open the benchmark's store")
 }
-
-/// Largest size the store's WAL file reaches, sampled every 20 ms on a
-/// thread of its own until the returned counter is dropped.
-#[allow(dead_code)] // included by every load bin; fleet-load reports it
-pub fn watch_wal(dir: &Path) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
-    use std::sync::atomic::Ordering::Relaxed;
-    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let weak = std::sync::Arc::downgrade(&peak);
-    let wal = dir.join("fleet.db-wal");
-    std::thread::spawn(move || {
-        while let Some(peak) = weak.upgrade() {
-            if let Ok(m) = std::fs::metadata(&wal) {
-                peak.fetch_max(m.len(), Relaxed);
-            }
-            drop(peak);
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    });
-    peak
-}

@@ -180,7 +180,6 @@ async fn run(args: Args) {
     let tmp = std::env::temp_dir().join(format!("botfleet-fleet-load-{}", uuid::Uuid::now_v7()));
     let dir = args.data.clone().unwrap_or_else(|| tmp.clone());
     let store = open_store(&dir, args.sync);
-    let wal_peak = bench_store::watch_wal(&dir);
     let model: Arc<dyn Model> =
         Arc::new(ScriptedModel::new(Script::parse(SCRIPT, "bench").unwrap()));
     let mut settings = FleetSettings::new(dir.join("workspace"));
@@ -364,13 +363,15 @@ async fn run(args: Args) {
             st.wal_catch_ups.load(Relaxed),
         );
         let wus = st.wal_catch_up_us.load(Relaxed);
+        // frames of 4 KiB pages plus their 24-byte headers
+        let wal_mib = st.wal_frames_peak.load(Relaxed) as f64 * 4120.0 / (1024.0 * 1024.0);
         println!(
             "  store: {c} commits, {b} batches ({:.1}/commit), {m} mutations, writer busy {:.2} s ({:.1} µs/batch), {w} WAL catch-ups ({:.1} ms each), largest WAL {:.0} MiB",
             b as f64 / c.max(1) as f64,
             us as f64 / 1e6,
             us as f64 / b.max(1) as f64,
             wus as f64 / 1e3 / w.max(1) as f64,
-            wal_peak.load(Relaxed) as f64 / (1024.0 * 1024.0)
+            wal_mib
         );
     }
     let p50 = percentile(&latencies, 0.50);

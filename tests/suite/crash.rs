@@ -2,8 +2,12 @@
 //! resumes from its checkpoint, side effects are not repeated, the reply is
 //! delivered exactly once.
 
+use std::time::Duration;
+
+use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
+use tokio::time::Instant;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -19,49 +23,58 @@ async fn entries(url: &str, session: &str) -> Vec<Value> {
         .unwrap()
 }
 
+/// Waits (on the host's change signals, with a deadline) until `pick`
+/// accepts the session's entries.
 async fn wait_until(url: &str, session: &str, pick: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    for _ in 0..600 {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    let mut events = c.events().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
         let es = entries(url, session).await;
         if pick(&es) {
             return es;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "condition not reached; entries: {es:#?}");
+        // every new entry is signalled; the timeout only bounds the wait
+        let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
     }
-    panic!(
-        "condition not reached; entries: {:#?}",
-        entries(url, session).await
-    );
 }
 
-/// Waits until the restarted host has nothing left to do: every turn of
-/// every bot (subagents included) ended, no bot running or holding queued
-/// inputs. A turn the kill cut off stays `running` in the store until
-/// recovery has finished it, and only an unfinished turn can repeat a side
-/// effect, so a host that reports quiet has nothing left to redo.
+/// Whether the host has nothing left to do: every turn of every bot
+/// (subagents included) ended, no bot running or holding queued inputs.
+async fn is_quiet(c: &botfleet::client::Client) -> bool {
+    let bots = c.get("/v1/bots").await.unwrap();
+    for b in bots["bots"].as_array().unwrap() {
+        let id = b["id"].as_str().unwrap();
+        let turns = c.get(&format!("/v1/bots/{id}/turns")).await.unwrap();
+        let open = turns["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["status"] == "running");
+        if open || b["running_turn"].is_string() || b["queued"].as_u64() != Some(0) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Waits until the restarted host is quiet ([`is_quiet`]). A turn the kill
+/// cut off stays `running` in the store until recovery has finished it,
+/// and only an unfinished turn can repeat a side effect, so a host that
+/// reports quiet has nothing left to redo. Re-checked at each change
+/// signal; a bot lets go of its turn just after the turn's last entry is
+/// signalled, so a short timeout re-checks once more.
 async fn wait_quiet(url: &str) {
     let c = botfleet::client::Client::new(url, TOKEN).unwrap();
-    for _ in 0..600 {
-        let bots = c.get("/v1/bots").await.unwrap();
-        let mut quiet = true;
-        for b in bots["bots"].as_array().unwrap() {
-            let id = b["id"].as_str().unwrap();
-            let turns = c.get(&format!("/v1/bots/{id}/turns")).await.unwrap();
-            let open = turns["turns"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|t| t["status"] == "running");
-            if open || b["running_turn"].is_string() || b["queued"].as_u64() != Some(0) {
-                quiet = false;
-                break;
-            }
-        }
-        if quiet {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let mut events = c.events().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !is_quiet(&c).await {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "the host never became quiet");
+        let _ = tokio::time::timeout(left.min(Duration::from_millis(250)), events.next()).await;
     }
-    panic!("the host never became quiet");
 }
 
 async fn send(url: &str, bot: &str, text: &str) -> Value {

@@ -97,7 +97,7 @@ pub(crate) async fn message_to_bot(
     priority: Priority,
     part: &str,
     session: Option<SessionId>,
-) -> Result<(Mutation, EntryId), ToolError> {
+) -> Result<Mutation, ToolError> {
     let max = ctx.rt.settings.max_hops;
     let hop = ctx.scope.hop + 1;
     if hop > max {
@@ -151,7 +151,7 @@ pub(crate) async fn message_to_bot(
         owner: target.owner.clone(),
         priority,
     };
-    Ok((Mutation::Admit(Box::new(req)), id))
+    Ok(Mutation::Admit(Box::new(req)))
 }
 
 fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {
@@ -225,7 +225,7 @@ impl Tool for SendToAgent {
         let args: SendToAgentArgs = parse_args("SendToAgent", args)?;
         let text = check_text("SendToAgent", &args.text, ctx.limits().max_message_chars)?;
         let target = resolve_bot(ctx, &args.agent).await?;
-        let (admit, _) = message_to_bot(ctx, &target, &text, Priority::Bot, "agent", None).await?;
+        let admit = message_to_bot(ctx, &target, &text, Priority::Bot, "agent", None).await?;
         Ok(ToolOutput {
             content: format!(
                 "delivered to {}; its reply will arrive later as a new message",

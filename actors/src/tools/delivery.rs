@@ -119,7 +119,7 @@ impl Tool for SendMessage {
             SessionKind::Agent => {
                 // the other bot of the conversation
                 let peer = peer_bot(ctx, &key.peer).await?;
-                let (admit, _) =
+                let admit =
                     message_to_bot(ctx, &peer, text, Priority::Bot, "forward", None).await?;
                 (
                     vec![delivery(ctx.session()), admit],
@@ -133,7 +133,7 @@ impl Tool for SendMessage {
                     ToolError::new(format!("cannot read the task record: {e}"), "try again")
                 })?;
                 let session = sub.map(|s| s.parent_session);
-                let (admit, _) =
+                let admit =
                     message_to_bot(ctx, &parent, text, Priority::Background, "report", session)
                         .await?;
                 // the report is the subagent's result: it is done when it reports

@@ -39,6 +39,8 @@ pub(crate) struct Checkpoints {
     pub(crate) restart_frames: i64,
     /// Read and cleared by the writer after its next group.
     pub(crate) catch_up: Arc<AtomicBool>,
+    /// Where the largest WAL seen is recorded.
+    pub(crate) stats: Arc<super::WriterStats>,
 }
 
 /// Frames committed during one back-to-back checkpoint below which the
@@ -76,7 +78,12 @@ impl Checkpoints {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 });
             let log = match r {
-                Ok((_, log, _)) => log,
+                Ok((_, log, _)) => {
+                    self.stats
+                        .wal_frames_peak
+                        .fetch_max(u64::try_from(log).unwrap_or(0), Ordering::Relaxed);
+                    log
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "passive checkpoint skipped");
                     continue;

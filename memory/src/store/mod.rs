@@ -210,6 +210,7 @@ impl Store {
             period: options.checkpoint_period,
             restart_frames: options.wal_restart_frames,
             catch_up,
+            stats: stats.clone(),
         };
         std::thread::Builder::new()
             .name("botfleet-store-checkpoint".into())

@@ -389,38 +389,37 @@ fn bot_record(id: &str, name: &str) -> BotRecord {
     }
 }
 
+async fn upsert(store: &Store, id: &str, name: &str) -> Result<()> {
+    store
+        .write(vec![Mutation::UpsertBot(bot_record(id, name))])
+        .await
+        .map(drop)
+}
+
+async fn name_of(store: &Store, id: &BotId) -> Result<Option<String>> {
+    Ok(store.get_bot(id).await?.map(|b| b.name))
+}
+
 #[tokio::test]
 async fn bot_records_are_kept_until_a_bot_is_written() -> TestResult {
     let dir = tempfile::tempdir()?;
     let store = open(&dir)?;
     let a = BotId::new("a")?;
     assert_eq!(store.get_bot(&a).await?, None, "no record, nothing kept");
-    store
-        .write(vec![Mutation::UpsertBot(bot_record("a", "First"))])
-        .await?;
-    assert_eq!(
-        store.get_bot(&a).await?.map(|b| b.name),
-        Some("First".into())
-    );
+    upsert(&store, "a", "First").await?;
+    assert_eq!(name_of(&store, &a).await?, Some("First".into()));
 
     // the kept record answers: deleted behind the store's back, still read
     let raw = Connection::open(dir.path().join("fleet.db"))?;
     raw.execute("DELETE FROM bots WHERE id = 'a'", [])?;
-    assert_eq!(
-        store.get_bot(&a).await?.map(|b| b.name),
-        Some("First".into())
-    );
+    assert_eq!(name_of(&store, &a).await?, Some("First".into()));
 
     // any bot write makes every kept record stale before it is answered
-    store
-        .write(vec![Mutation::UpsertBot(bot_record("b", "Other"))])
-        .await?;
+    upsert(&store, "b", "Other").await?;
     assert_eq!(store.get_bot(&a).await?, None, "read again after a write");
-    store
-        .write(vec![Mutation::UpsertBot(bot_record("a", "Renamed"))])
-        .await?;
+    upsert(&store, "a", "Renamed").await?;
     assert_eq!(
-        store.get_bot(&a).await?.map(|b| b.name),
+        name_of(&store, &a).await?,
         Some("Renamed".into()),
         "a write that was answered is seen by the next read"
     );

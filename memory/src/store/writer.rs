@@ -77,6 +77,8 @@ pub struct WriterStats {
     pub wal_catch_ups: std::sync::atomic::AtomicU64,
     /// Microseconds those checkpoints took (part of `busy_us`).
     pub wal_catch_up_us: std::sync::atomic::AtomicU64,
+    /// Most frames (pages) the checkpoint thread found in the WAL.
+    pub wal_frames_peak: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) struct Writer {
@@ -283,21 +285,19 @@ impl Writer {
         results: Vec<Result<Vec<MutationResult>>>,
         touched: Touched,
     ) {
-        // cached snapshots of a written scope go stale before anyone who
-        // wrote it hears back
-        let scopes = jobs.iter().flat_map(|(batch, _)| batch).filter_map(|m| {
+        // cached memory snapshots of a written scope and kept bot records go
+        // stale before anyone who wrote them hears back
+        let mut scopes = Vec::new();
+        let mut bots_written = false;
+        for m in jobs.iter().flat_map(|(batch, _)| batch) {
             if let Mutation::Memory(op) = m {
-                Some(op.scope())
-            } else {
-                None
+                scopes.push(op.scope());
+            } else if let Mutation::UpsertBot(_) = m {
+                bots_written = true;
             }
-        });
+        }
         self.memory_generations.bump(scopes);
-        if jobs
-            .iter()
-            .flat_map(|(batch, _)| batch)
-            .any(|m| matches!(m, Mutation::UpsertBot(_)))
-        {
+        if bots_written {
             self.bots.bump();
         }
         for ((_, reply), result) in jobs.drain(..).zip(results) {
