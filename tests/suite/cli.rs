@@ -123,3 +123,55 @@ async fn run_refuses_a_bad_config_naming_file_and_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("speed"), "{err}");
 }
+
+/// The offline model of the embedded fleet in a room (README tour, step
+/// 7): each member answers a person's message once and stays quiet while
+/// only bots talk, so the run ends after one silent round; its replies do
+/// not quote the room prompt back.
+#[tokio::test]
+async fn offline_members_answer_a_person_once_per_message() {
+    let host = TestFleet::new()
+        .script("offline", botfleet::config::EMBEDDED_OFFLINE_SCRIPT)
+        .bot("a", "offline", &["SendMessage"])
+        .bot("b", "offline", &["SendMessage"])
+        .start()
+        .await;
+    let (code, _, err) = cli(
+        &["group", "create", "standup", "--members", "a,b"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+
+    let (code, out, err) = cli(
+        &["group", "send", "standup", "hello everyone", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let replies = v["replies"].as_array().unwrap();
+    let authors: Vec<&str> = replies
+        .iter()
+        .map(|r| r["author"].as_str().unwrap())
+        .collect();
+    assert_eq!(authors, ["a", "b"], "{out}");
+    for r in replies {
+        let text = r["text"].as_str().unwrap();
+        assert!(text.starts_with("(offline) "), "{text}");
+        assert!(!text.contains("group room"), "quotes the prompt: {text}");
+    }
+
+    let (code, out, err) = cli(
+        &["group", "send", "standup", "@B status?"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("b ▸ (offline) b here."), "{out}");
+    host.shutdown().await;
+}
