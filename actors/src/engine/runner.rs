@@ -320,19 +320,27 @@ impl Runner {
 
     async fn run(&mut self) -> Result<TurnStatus, StoreError> {
         let window = self.rt.settings.context_entries;
-        // who runs the turn decides which tools the model is shown
-        let record = match self.tail.record.clone() {
-            Some(r) => r,
-            None => self
-                .rt
-                .store
-                .get_session(self.session)
-                .await?
-                .ok_or_else(|| StoreError::NotFound {
-                    what: "session",
-                    id: self.session.to_string(),
-                })?,
+        // a tail to (re)load is read first, in one read: its record says
+        // who runs the turn, before the identity that names the tools
+        let view = if self.tail.needs_load(window) {
+            Some(
+                self.rt
+                    .store
+                    .session_view(self.session, window as i64)
+                    .await?,
+            )
+        } else {
+            None
         };
+        let record = view
+            .as_ref()
+            .and_then(|v| v.record.clone())
+            .or_else(|| self.tail.record.clone())
+            .ok_or_else(|| StoreError::NotFound {
+                what: "session",
+                id: self.session.to_string(),
+            })?;
+        // who runs the turn decides which tools the model is shown
         self.scope.runner = self.runner_for(&record).await?;
         self.show_tools();
         // a new turn's inputs decide which memories are relevant
@@ -351,7 +359,7 @@ impl Runner {
             .unwrap_or_default();
         self.block = self.rt.state_block(&self.bot, &input_text).await;
         self.secrets = self.rt.secrets_for(&self.bot).await?;
-        if self.tail.needs_load(window) {
+        if let Some(view) = view {
             // a new turn sees the session up to its last input (a resumed
             // one is bounded once its record is read, below)
             let bound = match &self.kind {
@@ -364,7 +372,9 @@ impl Runner {
                 Some(PlanKind::Resume { .. } | PlanKind::Compact | PlanKind::Fail { .. })
                 | None => None,
             };
-            self.load_tail(bound).await?;
+            let encoding = self.ctx_settings.encoding;
+            self.tail
+                .fill_view(view, &self.identity, &self.block, encoding, bound);
         } else {
             self.tail.set_identity(&self.identity);
             // memory changed inside the epoch: an update at the end, or a

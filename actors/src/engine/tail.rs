@@ -14,12 +14,13 @@ use std::collections::HashSet;
 
 use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
-use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
+use botfleet_memory::SessionView;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 use botfleet_memory::TurnId;
+use botfleet_memory::covers_to_seq;
 
 use super::context::ContextBuilder;
 use super::context::message_text;
@@ -120,11 +121,6 @@ impl SessionTail {
     /// Loads the session: its record, its latest summary and the newest
     /// `window` entries after it, only those `bound` lets in. `state` is
     /// the long-lived state block for the new epoch.
-    ///
-    /// A turn's context is the session up to its last input plus its own
-    /// entries: a message admitted while the turn was starting, running or
-    /// down in a crash belongs to the turn that claims it, which pushes it
-    /// then; this turn must not answer it without claiming it.
     pub(crate) async fn load(
         &mut self,
         store: &Store,
@@ -134,17 +130,33 @@ impl SessionTail {
         encoding: Encoding,
         bound: Option<ContextBound>,
     ) -> Result<(), StoreError> {
-        let record = store.get_session(self.session).await?;
+        let view = store.session_view(self.session, window as i64).await?;
+        self.fill_view(view, identity, state, encoding, bound);
+        Ok(())
+    }
+
+    /// Builds the context from a [`SessionView`] (one read of the store:
+    /// [`SessionTail::load`], or the turn's first read when it needs the
+    /// record before it can render the identity).
+    ///
+    /// A turn's context is the session up to its last input plus its own
+    /// entries: a message admitted while the turn was starting, running or
+    /// down in a crash belongs to the turn that claims it, which pushes it
+    /// then; this turn must not answer it without claiming it.
+    pub(crate) fn fill_view(
+        &mut self,
+        view: SessionView,
+        identity: &str,
+        state: &StateBlock,
+        encoding: Encoding,
+        bound: Option<ContextBound>,
+    ) {
+        let SessionView {
+            record,
+            summary,
+            mut entries,
+        } = view;
         let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
-        let summary = store.latest_summary(self.session).await?;
-        let from = covers_to_seq(summary.as_ref())
-            .max(last - window as i64)
-            .max(0);
-        let mut entries = store
-            .entries_after(self.session, from, window as i64 * 2)
-            .await?;
-        // entries admitted after the record was read wait for their turn
-        entries.retain(|e| e.seq <= last);
         let mut skipped = HashSet::new();
         if let Some(bound) = bound {
             entries.retain(|e| {
@@ -165,7 +177,6 @@ impl SessionTail {
         );
         self.loaded_upto = Some(last.max(self.covers_to_seq));
         self.skipped = skipped;
-        Ok(())
     }
 
     /// Builds the context from what [`SessionTail::load`] read: the
@@ -300,20 +311,3 @@ impl SessionTail {
         self.encoding
     }
 }
-
-/// The last seq a summary covers (0: no summary).
-fn covers_to_seq(summary: Option<&Entry>) -> i64 {
-    if let Some(Entry {
-        kind: EntryKind::Summary { covers_to_seq, .. },
-        ..
-    }) = summary
-    {
-        *covers_to_seq
-    } else {
-        0
-    }
-}
-
-#[cfg(test)]
-#[path = "tail_tests.rs"]
-mod tests;

@@ -42,6 +42,8 @@ pub use sessions::ROOM_TIMELINE_PEER;
 pub use sessions::SessionKey;
 pub use sessions::SessionKind;
 pub use sessions::SessionRecord;
+pub use sessions::SessionView;
+pub use sessions::covers_to_seq;
 pub use sessions::room_timeline;
 pub use turns::TokenUsage;
 pub use turns::ToolCallRecord;

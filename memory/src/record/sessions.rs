@@ -97,6 +97,34 @@ pub struct SessionRecord {
     pub created_at: i64,
 }
 
+/// What a turn's context is built from, read in one transaction so the
+/// parts agree: a session's record, its latest summary, and its newest
+/// entries after that summary ([`crate::Store::session_view`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionView {
+    /// The record (`None`: no such session).
+    pub record: Option<SessionRecord>,
+    /// The latest compaction summary, if any.
+    pub summary: Option<crate::record::Entry>,
+    /// The newest entries the summary does not cover, oldest first.
+    pub entries: Vec<crate::record::Entry>,
+}
+
+impl SessionView {
+    /// The last seq the summary covers (0: no summary).
+    pub fn covers_to_seq(&self) -> i64 {
+        covers_to_seq(self.summary.as_ref())
+    }
+}
+
+/// The last seq a summary entry covers (0: none, or not a summary).
+pub fn covers_to_seq(summary: Option<&crate::record::Entry>) -> i64 {
+    match summary.map(|e| &e.kind) {
+        Some(crate::record::EntryKind::Summary { covers_to_seq, .. }) => *covers_to_seq,
+        _ => 0,
+    }
+}
+
 /// Peer of every room timeline's session key.
 pub const ROOM_TIMELINE_PEER: &str = "timeline";
 

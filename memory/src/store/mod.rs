@@ -45,6 +45,7 @@ use crate::record::Change;
 use crate::record::Entry;
 use crate::record::InboxItem;
 use crate::record::SessionRecord;
+use crate::record::SessionView;
 use crate::record::ToolCallRecord;
 use crate::record::TurnRecord;
 use crate::record::TurnStatus;
@@ -353,6 +354,14 @@ impl Store {
     /// A session by id.
     pub async fn get_session(&self, id: SessionId) -> Result<Option<SessionRecord>> {
         self.read(move |c| reader::get_session(c, id)).await
+    }
+
+    /// What a turn's context is built from, in one read: the session's
+    /// record, its latest summary and its newest `window` entries after the
+    /// summary (see `reader::session_view`).
+    pub async fn session_view(&self, id: SessionId, window: i64) -> Result<SessionView> {
+        self.read(move |c| reader::session_view(c, id, window))
+            .await
     }
 
     /// Sessions of a bot.

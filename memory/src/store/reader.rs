@@ -20,6 +20,7 @@ use crate::record::Priority;
 use crate::record::SessionKey;
 use crate::record::SessionKind;
 use crate::record::SessionRecord;
+use crate::record::SessionView;
 use crate::record::ToolCallRecord;
 use crate::record::ToolCallStatus;
 use crate::record::TurnRecord;
@@ -552,6 +553,31 @@ pub(crate) fn bot_usage(
         }
     }
     Ok((all, day, turns))
+}
+
+/// A session's record, its latest summary and its newest entries after
+/// the summary: from `last_seq - window` (or the summary's end, if later),
+/// at most `2 × window`. One read transaction, so the entries end at the
+/// record's `last_seq` and the summary is the one they follow.
+pub(crate) fn session_view(
+    conn: &Connection,
+    session: SessionId,
+    window: i64,
+) -> Result<SessionView> {
+    // rolled back when dropped: a read leaves nothing to keep
+    let tx = conn.unchecked_transaction()?;
+    let record = get_session(&tx, session)?;
+    let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+    let summary = latest_summary(&tx, session)?;
+    let from = crate::record::covers_to_seq(summary.as_ref())
+        .max(last - window)
+        .max(0);
+    let entries = entries_after(&tx, session, from, window.saturating_mul(2))?;
+    Ok(SessionView {
+        record,
+        summary,
+        entries,
+    })
 }
 
 pub(crate) fn latest_summary(conn: &Connection, session: SessionId) -> Result<Option<Entry>> {

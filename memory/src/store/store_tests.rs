@@ -263,6 +263,71 @@ async fn latest_summary_is_the_newest_and_found_through_its_index() -> TestResul
     Ok(())
 }
 
+#[tokio::test]
+async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("n1", "hello", None)]).await?;
+    let session = SessionKey {
+        bot: BotId::new("r")?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id();
+    // seqs 2-6 messages, 7 a summary covering 1-6, 8 and 9 messages
+    let mut batch = Vec::new();
+    for _ in 0..5 {
+        batch.push(entry(session, EntryKind::UserMessage { text: "m".into() }));
+    }
+    batch.push(entry(
+        session,
+        EntryKind::Summary {
+            text: "summary".into(),
+            covers_to_seq: 6,
+            epoch: 1,
+        },
+    ));
+    for _ in 0..2 {
+        batch.push(entry(session, EntryKind::UserMessage { text: "n".into() }));
+    }
+    store.write(batch).await?;
+    let seqs = |v: &SessionView| v.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+
+    let narrow = store.session_view(session, 2).await?;
+    assert_eq!(narrow.record.as_ref().map(|r| r.last_seq), Some(9));
+    assert_eq!(narrow.summary.as_ref().map(|e| e.seq), Some(7));
+    assert_eq!(narrow.covers_to_seq(), 6);
+    assert_eq!(seqs(&narrow), [8, 9]);
+    // a wide window still starts after what the summary covers
+    let wide = store.session_view(session, 100).await?;
+    assert_eq!(seqs(&wide), [7, 8, 9]);
+
+    // the read leaves no transaction open on its pooled connection: the
+    // next view sees a newer commit
+    store
+        .write(vec![entry(
+            session,
+            EntryKind::UserMessage { text: "o".into() },
+        )])
+        .await?;
+    let later = store.session_view(session, 2).await?;
+    assert_eq!(later.record.as_ref().map(|r| r.last_seq), Some(10));
+    assert_eq!(seqs(&later), [9, 10]);
+
+    let missing = SessionKey {
+        bot: BotId::new("nobody")?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id();
+    assert_eq!(
+        store.session_view(missing, 2).await?,
+        SessionView::default()
+    );
+    store.close().await;
+    Ok(())
+}
+
 #[test]
 fn readers_stay_within_the_pool_and_are_reused() -> TestResult {
     use std::sync::atomic::AtomicUsize;
