@@ -216,9 +216,16 @@ function botState(b) {
   return ["asleep", "asleep"];
 }
 
+/** Tokens of a usage record (`/v1/bots` `usage.today`, `usage.total`):
+ * prompt plus completion, what the daily budget counts. */
+function tokens(u) {
+  return u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : 0;
+}
+
 function usageText(b) {
   const u = b.usage || {};
-  return u.daily_token_budget ? `${count(u.today)} / ${count(u.daily_token_budget)} tokens today` : `${count(u.today)} tokens today`;
+  const today = count(tokens(u.today));
+  return u.daily_token_budget ? `${today} / ${count(u.daily_token_budget)} tokens today` : `${today} tokens today`;
 }
 
 // ---------- bots and their DMs ----------
@@ -292,7 +299,7 @@ function paintFleet(detail) {
       h("td", null, String(b.queued || 0)),
       h("td", null, `${turns.completed || 0} done${turns.failed ? ` · ${turns.failed} failed` : ""}`),
       h("td", null, usageText(b)),
-      h("td", null, `${count(u.total)} total`),
+      h("td", null, `${count(tokens(u.total))} total`),
     );
   });
   detail.replaceChildren(

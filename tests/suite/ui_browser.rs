@@ -378,6 +378,15 @@ async fn the_page_works_in_a_browser() {
         .await;
     browser.wait_text(".log", "echo: hello there").await;
     assert_eq!(browser.count(".log li.mine").await, 1);
+    // the turn's tokens reach the bot list (usage records, not numbers)
+    browser
+        .wait_js(
+            "the bot's tokens of today in the list",
+            r#"const t = document.querySelector(".list a[href='#/bots/r'] .sub").textContent;
+               return /· [1-9][0-9.,]*K? tokens today$/.test(t) ? t : null"#,
+            json!([]),
+        )
+        .await;
     assert_eq!(browser.count(".outbox li").await, 0);
     browser
         .wait_js(
