@@ -27,6 +27,10 @@ pub enum ApiError {
     /// No such thing (or not yours).
     #[error("{0}")]
     NotFound(String),
+    /// The path exists, the method does not (the `allow` header lists
+    /// those that do).
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// The request conflicts with the state (e.g. an idempotency key reused
     /// with a different body).
     #[error("{0}")]
@@ -46,6 +50,7 @@ impl ApiError {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

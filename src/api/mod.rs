@@ -69,6 +69,12 @@ pub fn router(state: ApiState) -> Router {
     table()
         .router
         .fallback(|| async { ApiError::NotFound("no such route; see docs/api.md".into()) })
+        .method_not_allowed_fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
+            ApiError::MethodNotAllowed(format!(
+                "{method} is not allowed on {}; the allow header lists the methods that are (docs/api.md)",
+                uri.path()
+            ))
+        })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }

@@ -302,6 +302,13 @@ async fn bad_input_gets_clear_errors_and_loses_nothing() {
             400,
             "invalid bot id",
         ),
+        (
+            "/v1/bots",
+            Some(TOKEN),
+            r#"{"text":"x"}"#.into(),
+            405,
+            "POST is not allowed on /v1/bots",
+        ),
     ];
     for (path, token, body, want, says) in cases {
         let (status, answer) = host.post_raw(path, token, None, body.clone()).await;
@@ -311,8 +318,24 @@ async fn bad_input_gets_clear_errors_and_loses_nothing() {
     }
     let (status, answer) = host.get("/v1/sessions/not-a-uuid/entries", TOKEN).await;
     assert_eq!(status, 400, "{answer}");
-    let (status, _) = host.get("/v1/nothing-here", TOKEN).await;
+    let (status, answer) = host.get("/v1/nothing-here", TOKEN).await;
     assert_eq!(status, 404);
+    assert_eq!(answer["error"]["code"], "not_found", "{answer}");
+    // a wrong method is a JSON error too, with the methods that are allowed
+    let resp = reqwest::Client::new()
+        .delete(format!("{}/v1/bots", host.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 405);
+    let allow = resp
+        .headers()
+        .get("allow")
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(allow.as_deref(), Some("GET,HEAD"));
+    let answer: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], "method_not_allowed", "{answer}");
     // the host still works and nothing was admitted by the bad requests
     let (status, ok) = host.send("r", "fine", None).await;
     assert_eq!(status, 202);
