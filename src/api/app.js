@@ -216,7 +216,7 @@ function botState(b) {
   return ["asleep", "asleep"];
 }
 
-/** Tokens of a usage record (`/v1/bots` `usage.today`, `usage.total`):
+/** Tokens of a usage record (usage.today or usage.total of a bot):
  * prompt plus completion, what the daily budget counts. */
 function tokens(u) {
   return u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : 0;
