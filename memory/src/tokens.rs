@@ -8,7 +8,8 @@
 //! encodings' pre-tokenizers cut anyway (its lines, runs of words), each
 //! part cached, so the count is exact and a text that shares lines with
 //! one seen before (a bot's system prompt, a quoted message) only encodes
-//! the lines that are new.
+//! the lines that are new; its total is cached too, so the same long text
+//! again is one lookup.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -47,13 +48,21 @@ impl Encoding {
         if text.len() <= WHOLE {
             return self.count_cached(text);
         }
-        // a long text is counted by its lines and, within long lines, by
-        // runs of words: a system prompt that differs from another bot's
-        // in its name line, or a message that quotes an earlier one, only
-        // encodes what is new
-        segments(text, PIECE)
+        // a long text seen before (a bot's system prompt, the instructions
+        // of every fact extraction) is one lookup, not a walk over its parts
+        let key = COUNTS.key(self, text);
+        if let Some(n) = COUNTS.get(key) {
+            return n;
+        }
+        // a new one is counted by its lines and, within long lines, by runs
+        // of words: a system prompt that differs from another bot's in its
+        // name line, or a message that quotes an earlier one, only encodes
+        // what is new
+        let n = segments(text, PIECE)
             .map(|s| self.count_cached(s))
-            .fold(0u32, u32::saturating_add)
+            .fold(0u32, u32::saturating_add);
+        COUNTS.put(key, n);
+        n
     }
 
     fn count_cached(self, text: &str) -> u32 {
@@ -297,7 +306,8 @@ mod tests {
         assert!(text.len() > 10 * WHOLE);
         for e in [Encoding::O200kBase, Encoding::Cl100kBase] {
             assert_eq!(e.count(&text), e.encode_count(&text), "{e:?}");
-            // again, from the cached parts
+            // again: its cached total (or its cached parts, if a full shard
+            // was emptied meanwhile), never the other encoding's count
             assert_eq!(e.count(&text), e.encode_count(&text), "{e:?}");
         }
     }
