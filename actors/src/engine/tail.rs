@@ -311,3 +311,7 @@ impl SessionTail {
         self.encoding
     }
 }
+
+#[cfg(test)]
+#[path = "tail_tests.rs"]
+mod tests;

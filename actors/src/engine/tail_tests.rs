@@ -3,6 +3,7 @@
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
