@@ -49,33 +49,22 @@ impl Encoding {
             return self.count_cached(text);
         }
         // a long text seen before (a bot's system prompt, the instructions
-        // of every fact extraction) is one lookup, not a walk over its parts
-        let key = COUNTS.key(self, text);
-        if let Some(n) = COUNTS.get(key) {
-            return n;
-        }
-        // a new one is counted by its lines and, within long lines, by runs
-        // of words: a system prompt that differs from another bot's in its
-        // name line, or a message that quotes an earlier one, only encodes
-        // what is new
-        let n = segments(text, PIECE)
-            .map(|s| self.count_cached(s))
-            .fold(0u32, u32::saturating_add);
-        COUNTS.put(key, n);
-        n
+        // of every fact extraction) is one lookup; a new one is counted by
+        // its lines and, within long lines, by runs of words, so a system
+        // prompt that differs from another bot's in its name line, or a
+        // message that quotes an earlier one, only encodes what is new
+        COUNTS.get_or_count(self, text, || {
+            segments(text, PIECE)
+                .map(|s| self.count_cached(s))
+                .fold(0u32, u32::saturating_add)
+        })
     }
 
     fn count_cached(self, text: &str) -> u32 {
         if text.is_empty() {
             return 0;
         }
-        let key = COUNTS.key(self, text);
-        if let Some(n) = COUNTS.get(key) {
-            return n;
-        }
-        let n = self.encode_count(text);
-        COUNTS.put(key, n);
-        n
+        COUNTS.get_or_count(self, text, || self.encode_count(text))
     }
 
     /// Empties the process-wide cache of counts (benchmarks time uncached
@@ -179,16 +168,21 @@ impl CountCache {
         &self.shards[(key.0 >> 60) as usize]
     }
 
-    fn get(&self, key: (u64, usize)) -> Option<u32> {
-        self.shard(key).lock().get(&key).copied()
-    }
-
-    fn put(&self, key: (u64, usize), n: u32) {
-        let mut shard = self.shard(key).lock();
+    /// The cached count of `text`, or `count()` kept for next time (the
+    /// shard is not locked while it counts).
+    fn get_or_count(&self, encoding: Encoding, text: &str, count: impl FnOnce() -> u32) -> u32 {
+        let key = self.key(encoding, text);
+        let shard = self.shard(key);
+        if let Some(n) = shard.lock().get(&key).copied() {
+            return n;
+        }
+        let n = count();
+        let mut shard = shard.lock();
         if shard.len() >= SHARD_CAPACITY {
             shard.clear();
         }
         shard.insert(key, n);
+        n
     }
 }
 

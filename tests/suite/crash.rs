@@ -34,11 +34,26 @@ async fn wait_until(url: &str, session: &str, pick: impl Fn(&[Value]) -> bool) -
         if pick(&es) {
             return es;
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "condition not reached; entries: {es:#?}");
         // every new entry is signalled; the timeout only bounds the wait
-        let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
+        if !next_signal(&mut events, deadline, Duration::from_secs(2)).await {
+            panic!("condition not reached; entries: {es:#?}");
+        }
     }
+}
+
+/// Waits for the next change signal, at most `cap` and never past
+/// `deadline`; false once the deadline has passed.
+async fn next_signal(
+    events: &mut (impl futures::Stream + Unpin),
+    deadline: Instant,
+    cap: Duration,
+) -> bool {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return false;
+    }
+    let _ = tokio::time::timeout(left.min(cap), events.next()).await;
+    true
 }
 
 /// Whether the host has nothing left to do: every turn of every bot
@@ -71,9 +86,8 @@ async fn wait_quiet(url: &str) {
     let mut events = c.events().await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !is_quiet(&c).await {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "the host never became quiet");
-        let _ = tokio::time::timeout(left.min(Duration::from_millis(250)), events.next()).await;
+        let waited = next_signal(&mut events, deadline, Duration::from_millis(250)).await;
+        assert!(waited, "the host never became quiet");
     }
 }
 

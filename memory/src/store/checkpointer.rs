@@ -31,6 +31,14 @@ use rusqlite::Connection;
 /// How often to checkpoint (the default of `StoreOptions`).
 pub(crate) const PERIOD: Duration = Duration::from_millis(250);
 
+/// One `PASSIVE` checkpoint: (frames in the WAL, frames copied into the
+/// database). Never waits for the writer or readers.
+pub(crate) fn passive(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+        Ok((row.get(1)?, row.get(2)?))
+    })
+}
+
 /// The checkpoint thread's settings.
 pub(crate) struct Checkpoints {
     pub(crate) path: PathBuf,
@@ -73,12 +81,8 @@ impl Checkpoints {
         let mut wait = self.period;
         while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(wait) {
             wait = self.period;
-            let r: rusqlite::Result<(i64, i64, i64)> =
-                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                });
-            let log = match r {
-                Ok((_, log, _)) => {
+            let log = match passive(&conn) {
+                Ok((log, _)) => {
                     self.stats
                         .wal_frames_peak
                         .fetch_max(u64::try_from(log).unwrap_or(0), Ordering::Relaxed);

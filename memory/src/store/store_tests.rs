@@ -17,13 +17,17 @@ fn open(dir: &tempfile::TempDir) -> Result<Store> {
     Store::open(StoreOptions::new(dir.path().join("fleet.db")))
 }
 
-fn admit(nonce: &str, text: &str, nonce_time_ms: Option<i64>) -> Mutation {
-    let bot = BotId::new("r").unwrap_or_else(|e| panic!("{e}"));
-    let key = SessionKey {
-        bot,
+/// The key of alice's DM with bot `r`, where [`admit`] writes.
+fn alice_dm() -> SessionKey {
+    SessionKey {
+        bot: BotId::new("r").unwrap_or_else(|e| panic!("{e}")),
         kind: SessionKind::Dm,
         peer: "alice".into(),
-    };
+    }
+}
+
+fn admit(nonce: &str, text: &str, nonce_time_ms: Option<i64>) -> Mutation {
+    let key = alice_dm();
     Mutation::Admit(Box::new(AdmitRequest {
         source: "user:alice".into(),
         nonce: nonce.into(),
@@ -206,12 +210,7 @@ async fn latest_summary_is_the_newest_and_found_through_its_index() -> TestResul
     let dir = tempfile::tempdir()?;
     let store = open(&dir)?;
     store.write(vec![admit("n1", "hello", None)]).await?;
-    let session = SessionKey {
-        bot: BotId::new("r")?,
-        kind: SessionKind::Dm,
-        peer: "alice".into(),
-    }
-    .id();
+    let session = alice_dm().id();
     assert_eq!(store.latest_summary(session).await?, None);
     let mut batch = Vec::new();
     for i in 0..3i64 {
@@ -268,12 +267,7 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
     let dir = tempfile::tempdir()?;
     let store = open(&dir)?;
     store.write(vec![admit("n1", "hello", None)]).await?;
-    let session = SessionKey {
-        bot: BotId::new("r")?,
-        kind: SessionKind::Dm,
-        peer: "alice".into(),
-    }
-    .id();
+    let session = alice_dm().id();
     // seqs 2-6 messages, 7 a summary covering 1-6, 8 and 9 messages
     let mut batch = Vec::new();
     for _ in 0..5 {

@@ -208,13 +208,8 @@ impl Writer {
     /// by every frame ever written until the load stops.
     fn catch_up_wal(&mut self) {
         let started = std::time::Instant::now();
-        let r: rusqlite::Result<(i64, i64, i64)> =
-            self.conn
-                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                });
-        match r {
-            Ok((_, log, done)) => {
+        match super::checkpointer::passive(&self.conn) {
+            Ok((log, done)) => {
                 use std::sync::atomic::Ordering::Relaxed;
                 self.stats.wal_catch_ups.fetch_add(1, Relaxed);
                 self.stats
