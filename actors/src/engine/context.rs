@@ -22,8 +22,16 @@ use crate::prompts::prompts;
 #[derive(Debug, Clone)]
 pub(crate) struct ContextBuilder {
     messages: Vec<ChatMessage>,
+    /// Seq of the entry each message came from (0 for the system prompt),
+    /// parallel to `messages`: what [`ContextBuilder::drop_through`] cuts by.
+    seqs: Vec<i64>,
+    /// Messages at the front that always stay: the system prompt, and the
+    /// summary when the context starts from one.
+    head: usize,
     pending: Vec<String>,
-    deferred: Vec<ChatMessage>,
+    /// Seq of the assistant entry whose calls are pending.
+    pending_seq: i64,
+    deferred: Vec<(i64, ChatMessage)>,
 }
 
 impl ContextBuilder {
@@ -31,7 +39,10 @@ impl ContextBuilder {
     pub(crate) fn new(system: String) -> Self {
         Self {
             messages: vec![ChatMessage::System { content: system }],
+            seqs: vec![0],
+            head: 1,
             pending: Vec::new(),
+            pending_seq: 0,
             deferred: Vec::new(),
         }
     }
@@ -41,12 +52,16 @@ impl ContextBuilder {
         match self.messages.first_mut() {
             Some(ChatMessage::System { content }) if content == system => {}
             Some(ChatMessage::System { content }) => *content = system.to_owned(),
-            _ => self.messages.insert(
-                0,
-                ChatMessage::System {
-                    content: system.to_owned(),
-                },
-            ),
+            _ => {
+                self.messages.insert(
+                    0,
+                    ChatMessage::System {
+                        content: system.to_owned(),
+                    },
+                );
+                self.seqs.insert(0, 0);
+                self.head += 1;
+            }
         }
     }
 
@@ -66,7 +81,9 @@ impl ContextBuilder {
                         })
                         .collect(),
                 });
+                self.seqs.push(entry.seq);
                 self.pending = tool_calls.iter().map(|c| c.id.clone()).collect();
+                self.pending_seq = entry.seq;
             }
             EntryKind::ToolResult {
                 call_id, content, ..
@@ -77,8 +94,9 @@ impl ContextBuilder {
                         tool_call_id: call_id.clone(),
                         content: content.clone(),
                     });
+                    self.seqs.push(entry.seq);
                     if self.pending.is_empty() {
-                        self.messages.append(&mut self.deferred);
+                        self.release_deferred();
                     }
                 }
             }
@@ -91,8 +109,9 @@ impl ContextBuilder {
                 };
                 if self.pending.is_empty() {
                     self.messages.push(msg);
+                    self.seqs.push(entry.seq);
                 } else {
-                    self.deferred.push(msg);
+                    self.deferred.push((entry.seq, msg));
                 }
             }
             // approval cards are for people: the model learns of the
@@ -115,6 +134,8 @@ impl ContextBuilder {
         self.messages.push(ChatMessage::User {
             content: render_input(entry),
         });
+        self.seqs.push(entry.seq);
+        self.head = self.messages.len();
     }
 
     /// Answers open calls with a "no result recorded" note and releases
@@ -125,8 +146,49 @@ impl ContextBuilder {
                 tool_call_id: id,
                 content: prompts().missing_result.render(&[]).unwrap_or_default(),
             });
+            self.seqs.push(self.pending_seq);
         }
-        self.messages.append(&mut self.deferred);
+        self.release_deferred();
+    }
+
+    fn release_deferred(&mut self) {
+        for (seq, msg) in self.deferred.drain(..) {
+            self.messages.push(msg);
+            self.seqs.push(seq);
+        }
+    }
+
+    /// Drops the messages of the entries up to `seq`, as a reload of the
+    /// entries after `seq` would leave them: the system prompt and a
+    /// summary stay, and what remains starts at a message that is not a
+    /// tool result (whose call would be gone). Returns how many messages
+    /// were dropped, starting at index [`ContextBuilder::head`]; `None`
+    /// (nothing changed) while calls are open or messages are out on a
+    /// request.
+    pub(crate) fn drop_through(&mut self, seq: i64) -> Option<usize> {
+        if !self.can_drop() {
+            return None;
+        }
+        let cut = (self.head..self.messages.len())
+            .find(|&i| self.seqs[i] > seq && !matches!(self.messages[i], ChatMessage::Tool { .. }))
+            .unwrap_or(self.messages.len());
+        self.messages.drain(self.head..cut);
+        self.seqs.drain(self.head..cut);
+        Some(cut - self.head)
+    }
+
+    /// Whether [`ContextBuilder::drop_through`] can cut: no call open, no
+    /// message held back, the messages not out on a request.
+    pub(crate) fn can_drop(&self) -> bool {
+        self.pending.is_empty()
+            && self.deferred.is_empty()
+            && self.seqs.len() == self.messages.len()
+    }
+
+    /// Number of messages at the front that [`ContextBuilder::drop_through`]
+    /// keeps.
+    pub(crate) fn head(&self) -> usize {
+        self.head
     }
 
     /// The messages so far.

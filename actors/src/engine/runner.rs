@@ -322,7 +322,7 @@ impl Runner {
         let window = self.rt.settings.context_entries;
         // a tail to (re)load is read first, in one read: its record says
         // who runs the turn, before the identity that names the tools
-        let view = if self.tail.needs_load(window) {
+        let view = if self.tail.needs_load(window) && !self.tail.can_trim(window) {
             Some(
                 self.rt
                     .store
@@ -375,6 +375,11 @@ impl Runner {
             let encoding = self.ctx_settings.encoding;
             self.tail
                 .fill_view(view, &self.identity, &self.block, encoding, bound);
+        } else if self.tail.can_trim(window) && self.tail.trim(window, &self.identity, &self.block)
+        {
+            // grown past its window: trimmed in memory to what a reload
+            // would read, under a fresh state block (the prefix changes
+            // here either way)
         } else {
             self.tail.set_identity(&self.identity);
             // memory changed inside the epoch: an update at the end, or a

@@ -105,6 +105,59 @@ impl SessionTail {
         self.loaded_upto.is_none() || self.since_load > window.max(1)
     }
 
+    /// Trims a tail grown past its window in memory, to what a reload
+    /// would read: the summary and the messages of the newest `window`
+    /// entries, under a new system message (`identity`, and `state` for the
+    /// new epoch of the prompt prefix, which changes here anyway). Returns
+    /// false, changing nothing, when the tail cannot tell what a reload
+    /// would read — it skipped entries, holds some out of order, or has
+    /// calls open — and must reload from the store instead.
+    pub(crate) fn trim(&mut self, window: usize, identity: &str, state: &StateBlock) -> bool {
+        let Some(top) = self.held_through() else {
+            return false;
+        };
+        let window = i64::try_from(window).unwrap_or(i64::MAX);
+        let Some(dropped) = self.context.drop_through(top.saturating_sub(window)) else {
+            return false;
+        };
+        let head = self.context.head();
+        if self.counted.len() > head {
+            let end = (head + dropped).min(self.counted.len());
+            self.counted.drain(head..end);
+        }
+        self.identity = identity.to_owned();
+        self.state = state.text.clone();
+        self.state_hash = state.hash;
+        self.state_shown = state.shown.clone();
+        let system = self.system();
+        self.context.set_system(&system);
+        if !self.counted.is_empty() {
+            self.counted[0] = self.encoding.count_message(&system);
+        }
+        self.loaded_upto = Some(top);
+        self.pushed.clear();
+        self.since_load = 0;
+        true
+    }
+
+    /// The seq through which the tail holds every entry of the session,
+    /// when it knows one: loaded, nothing skipped, every entry pushed since
+    /// in order, and no call open.
+    fn held_through(&self) -> Option<i64> {
+        let upto = self.loaded_upto?;
+        // the pushed seqs are distinct: all in upto+1..=top means they are
+        // exactly that range
+        let top = upto + i64::try_from(self.pushed.len()).ok()?;
+        let contiguous = self.pushed.iter().all(|&seq| seq > upto && seq <= top);
+        (self.skipped.is_empty() && contiguous && self.context.can_drop()).then_some(top)
+    }
+
+    /// Whether a tail due for a (re)load can instead be trimmed in memory
+    /// ([`SessionTail::trim`]): it was loaded and only grew past its window.
+    pub(crate) fn can_trim(&self, window: usize) -> bool {
+        self.since_load > window.max(1) && self.held_through().is_some()
+    }
+
     /// Forgets the loaded context: the next turn reloads it.
     pub(crate) fn invalidate(&mut self) {
         self.loaded_upto = None;

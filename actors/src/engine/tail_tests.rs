@@ -126,3 +126,161 @@ async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
     );
     store.close().await;
 }
+
+/// One entry of a scripted conversation, written to the store.
+async fn append(store: &Store, session: SessionId, turn: TurnId, kind: EntryKind) -> i64 {
+    let mut out = store
+        .write(vec![Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "b".into(),
+            turn: Some(turn),
+            kind,
+        }))])
+        .await
+        .unwrap();
+    match out.pop() {
+        Some(MutationResult::Appended { seq, .. }) => seq,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn call(id: &str) -> botfleet_memory::ToolCallBody {
+    botfleet_memory::ToolCallBody {
+        id: id.into(),
+        name: "Read".into(),
+        arguments: "{}".into(),
+    }
+}
+
+fn result(id: &str) -> EntryKind {
+    EntryKind::ToolResult {
+        call_id: id.into(),
+        name: "Read".into(),
+        content: format!("result of {id}"),
+        is_error: false,
+    }
+}
+
+/// A tail grown past its window is trimmed in memory to exactly what a
+/// reload from the store would build, token counts included, so turns do
+/// not re-read the newest entries of their session. Covers cuts inside a
+/// call's answers and a message admitted while calls were open.
+#[tokio::test]
+async fn a_trimmed_tail_is_what_a_reload_would_build() {
+    for window in [4usize, 5, 7, 11] {
+        let fx = ToolFixture::new();
+        let (store, bot) = (&fx.rt.store, &fx.bot);
+        let state = StateBlock::default();
+        let encoding = Encoding::default();
+        let (session, _) = admit(store, bot, "first").await;
+        let mut tail = SessionTail::new(session);
+        tail.load(store, "id", &state, window, encoding, None)
+            .await
+            .unwrap();
+        let mut trims = 0;
+        for round in 0..8 {
+            let turn = TurnId::new_v7();
+            let (a, b, c) = (
+                format!("a{round}"),
+                format!("b{round}"),
+                format!("c{round}"),
+            );
+            let steps: Vec<Option<EntryKind>> = vec![
+                None, // the user's message, admitted
+                Some(EntryKind::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call(&a), call(&b)],
+                }),
+                None, // admitted while the calls are open: held back
+                Some(result(&a)),
+                Some(result(&b)),
+                Some(EntryKind::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call(&c)],
+                }),
+                Some(result(&c)),
+                Some(EntryKind::Delivery {
+                    text: format!("reply {round}"),
+                    card: None,
+                    call_id: c.clone(),
+                }),
+                Some(EntryKind::TurnEnd {
+                    status: botfleet_memory::TurnStatus::Completed,
+                    inputs: Vec::new(),
+                    deliveries: 1,
+                    usage: None,
+                }),
+            ];
+            for (i, step) in steps.into_iter().enumerate() {
+                let seq = match step {
+                    None => admit(store, bot, &format!("message {round}.{i}")).await.1,
+                    Some(kind) => append(store, session, turn, kind).await,
+                };
+                let entry = store.entries_between(session, seq, seq).await.unwrap();
+                tail.push(&entry[0]);
+                let _ = tail.tokens();
+                if !tail.can_trim(window) {
+                    continue;
+                }
+                assert!(tail.trim(window, "id", &state), "window {window}");
+                trims += 1;
+                let mut fresh = SessionTail::new(session);
+                fresh
+                    .load(store, "id", &state, window, encoding, None)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    tail.context.messages(),
+                    fresh.context.messages(),
+                    "window {window}, after seq {seq}"
+                );
+                assert_eq!(tail.tokens(), fresh.tokens(), "window {window}");
+                assert!(!tail.needs_load(window));
+            }
+        }
+        assert!(trims >= 3, "window {window}: {trims} trims");
+        store.close().await;
+    }
+}
+
+/// A tail that skipped an entry (the input of a later turn) cannot know
+/// what a reload reads: it reloads from the store instead of trimming.
+#[tokio::test]
+async fn a_tail_with_a_skipped_entry_reloads_instead_of_trimming() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (session, first) = admit(store, bot, "first").await;
+    let (_, _later) = admit(store, bot, "for the next turn").await;
+    let mut tail = SessionTail::new(session);
+    let bound = ContextBound {
+        upto: first,
+        own: None,
+    };
+    tail.load(
+        store,
+        "id",
+        &StateBlock::default(),
+        1,
+        Encoding::default(),
+        Some(bound),
+    )
+    .await
+    .unwrap();
+    let turn = TurnId::new_v7();
+    for text in ["one", "two", "three"] {
+        let seq = append(
+            store,
+            session,
+            turn,
+            EntryKind::Reminder { text: text.into() },
+        )
+        .await;
+        let entry = store.entries_between(session, seq, seq).await.unwrap();
+        tail.push(&entry[0]);
+    }
+    assert!(tail.needs_load(1));
+    assert!(!tail.can_trim(1));
+    assert!(!tail.trim(1, "id", &StateBlock::default()));
+    store.close().await;
+}
