@@ -31,6 +31,15 @@ pub enum StoreError {
     /// The writer thread is gone (it panicked or the store was closed).
     #[error("the store writer has stopped; restart the host")]
     WriterGone,
+    /// Another process has the store open: a host already running on the
+    /// same data directory, or `botfleet reindex` while it runs.
+    #[error(
+        "the store {path} is in use by another botfleet process (a host already running on this data directory?); stop that process first, or use another data directory"
+    )]
+    InUse {
+        /// The database file.
+        path: String,
+    },
     /// The database was written by a newer version of botfleet.
     #[error(
         "database schema version {found} is newer than this binary supports ({supported}); upgrade botfleet"
@@ -73,6 +82,7 @@ impl StoreError {
             StoreError::Reader(_) => true,
             StoreError::Corrupt { .. }
             | StoreError::WriterGone
+            | StoreError::InUse { .. }
             | StoreError::SchemaTooNew { .. }
             | StoreError::NotFound { .. }
             | StoreError::Rejected(_)

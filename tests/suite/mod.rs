@@ -6,6 +6,7 @@ mod batching;
 mod cli;
 mod context;
 mod crash;
+mod data_lock;
 mod groups;
 mod hooks;
 mod host;

@@ -4,6 +4,7 @@ mod approval_hint;
 mod approvals;
 mod bot_cache;
 mod checkpointer;
+mod lock;
 mod mutation;
 mod reader;
 mod reader_pool;
@@ -161,6 +162,7 @@ impl Store {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         }
+        let lock = lock::StoreLock::acquire(&path)?;
         let mut conn = Connection::open(&path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
@@ -195,6 +197,7 @@ impl Store {
             options.max_group,
             horizon,
             writer::WriterShared {
+                lock,
                 stats: stats.clone(),
                 memory_generations: memory_generations.clone(),
                 catch_up: catch_up.clone(),

@@ -484,3 +484,19 @@ async fn bot_records_are_kept_until_a_bot_is_written() -> TestResult {
     );
     Ok(())
 }
+
+/// A second open of a database in use fails with `InUse` (two hosts on one
+/// data directory would both resume its turns); closing lets it go.
+#[tokio::test]
+async fn a_store_in_use_is_refused_until_closed() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    match open(&dir) {
+        Err(StoreError::InUse { path }) => assert!(path.ends_with("fleet.db"), "{path}"),
+        other => panic!("expected InUse, got {other:?}"),
+    }
+    store.close().await;
+    let again = open(&dir)?;
+    again.close().await;
+    Ok(())
+}

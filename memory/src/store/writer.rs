@@ -102,6 +102,8 @@ pub(crate) struct Writer {
     catch_up: Arc<AtomicBool>,
     /// Bumped after a committed bot write, before answering (`bot_cache.rs`).
     bots: Arc<super::bot_cache::BotCache>,
+    /// Held until the connection is closed (`lock.rs`).
+    lock: Option<super::lock::StoreLock>,
 }
 
 /// Sessions a job touched: session → newest seq.
@@ -120,6 +122,8 @@ pub(crate) struct WriterShared {
     /// Set by the checkpoint thread (`checkpointer.rs`).
     pub(crate) catch_up: Arc<AtomicBool>,
     pub(crate) bots: Arc<super::bot_cache::BotCache>,
+    /// The store's process lock, released when the writer stops.
+    pub(crate) lock: super::lock::StoreLock,
 }
 
 impl Writer {
@@ -136,6 +140,7 @@ impl Writer {
             memory_generations,
             catch_up,
             bots,
+            lock,
         } = shared;
         Self {
             stats,
@@ -149,6 +154,7 @@ impl Writer {
             memory_generations,
             catch_up,
             bots,
+            lock: Some(lock),
         }
     }
 
@@ -194,6 +200,8 @@ impl Writer {
             tracing::warn!(error = %e, "checkpoint at close failed");
         }
         drop(self.conn);
+        // after the connection: the next process to open finds it closed
+        drop(self.lock);
         if let Some(done) = close {
             let _ = done.send(());
         }
