@@ -37,6 +37,10 @@ pub enum ActorError {
     /// A request was refused as invalid.
     #[error("{0}")]
     Invalid(String),
+    /// A request that is valid, but not in the state its target is in
+    /// (a retry of a turn that is running, completed, or retried already).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl ActorError {
@@ -49,7 +53,7 @@ impl ActorError {
             ActorError::Timeout(_) => true,
             ActorError::Spawn { .. } => true,
             ActorError::UnknownBot(_) => false,
-            ActorError::Invalid(_) => false,
+            ActorError::Invalid(_) | ActorError::Conflict(_) => false,
         }
     }
 }

@@ -252,7 +252,11 @@ impl FleetHandle {
     }
 
     /// Puts the inputs of an ended turn back in its bot's queue (a person's
-    /// retry after a failure). Returns how many inputs were requeued.
+    /// retry after a failure, an undelivered reply or a cancel). Returns
+    /// how many inputs were requeued. Refused with
+    /// [`ActorError::Conflict`] for a running or completed turn, and for
+    /// one whose inputs were queued again or taken by a later turn since
+    /// (a second click on Retry), so a retry never runs inputs twice.
     pub async fn retry(&self, turn: TurnId) -> Result<usize> {
         let record = self
             .rt
@@ -260,10 +264,21 @@ impl FleetHandle {
             .get_turn(turn)
             .await?
             .ok_or_else(|| ActorError::Invalid(format!("no turn {turn}")))?;
-        if record.status == TurnStatus::Running {
-            return Err(ActorError::Invalid(format!(
-                "turn {turn} is still running; wait for it to end, or cancel it first"
-            )));
+        match record.status {
+            TurnStatus::Running => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} is still running; wait for it to end, or cancel it first"
+                )));
+            }
+            TurnStatus::Completed => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} completed: it answered its inputs; send a new message to ask again"
+                )));
+            }
+            TurnStatus::Undelivered
+            | TurnStatus::Interrupted
+            | TurnStatus::Failed
+            | TurnStatus::Cancelled => {}
         }
         let n = match self
             .rt
@@ -275,6 +290,11 @@ impl FleetHandle {
             Some(MutationResult::Count(n)) => n,
             _ => 0,
         };
+        if n == 0 {
+            return Err(ActorError::Conflict(format!(
+                "the inputs of turn {turn} were already retried or taken by a later turn; nothing to retry (see the transcript)"
+            )));
+        }
         self.router()?.cast(RouterMsg::Wake(record.bot))?;
         Ok(n)
     }

@@ -87,6 +87,7 @@ impl From<ActorError> for ApiError {
         match e {
             ActorError::UnknownBot(_) => ApiError::NotFound(e.to_string()),
             ActorError::Invalid(m) => ApiError::BadRequest(m),
+            ActorError::Conflict(m) => ApiError::Conflict(m),
             ActorError::Store(s) => s.into(),
             other if other.is_retryable() => {
                 ApiError::Unavailable(format!("{other}; retry shortly"))

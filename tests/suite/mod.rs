@@ -19,6 +19,7 @@ mod recall;
 mod recall_faults;
 mod review;
 mod review_ttl;
+mod retry;
 mod routines;
 mod routines_api;
 mod secrets;

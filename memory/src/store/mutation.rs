@@ -87,7 +87,8 @@ pub enum Mutation {
         /// Error text for a failed turn.
         error: Option<String>,
     },
-    /// Put a finished turn's inputs back in the inbox (user retry).
+    /// Put the inputs a finished, not completed, turn still holds back in
+    /// the inbox (a person's retry, or an interrupted turn's own requeue).
     RequeueInputs {
         /// The turn whose inputs are retried.
         turn: TurnId,

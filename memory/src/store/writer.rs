@@ -529,17 +529,25 @@ impl Writer {
                         "turn {turn} is still running; wait for it to end before retrying"
                     )));
                 }
+                if status == TurnStatus::Completed.as_str() {
+                    return Err(StoreError::Rejected(format!(
+                        "turn {turn} completed: its inputs were answered"
+                    )));
+                }
                 let gids: Vec<i64> =
                     serde_json::from_str(&inputs).map_err(|e| StoreError::Corrupt {
                         table: "turns",
                         detail: e.to_string(),
                     })?;
+                // only inputs this turn still holds: one queued again or
+                // claimed by a later turn since is not this turn's to retry
                 let mut requeue = self.conn.prepare_cached(
-                    "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1",
+                    "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
                 )?;
                 let mut n = 0;
+                let turn = turn.to_string();
                 for gid in gids {
-                    n += requeue.execute(params![bot, gid])?;
+                    n += requeue.execute(params![bot, gid, turn])?;
                 }
                 Ok(MutationResult::Count(n))
             }

@@ -1,0 +1,95 @@
+//! A person's retry of a turn runs its inputs again once: never for a
+//! running or completed turn, never a second time for the same turn.
+//! (Before, every `POST /v1/turns/{turn}/retry` requeued the inputs again,
+//! a completed turn's included: three clicks, three more turns and three
+//! more deliveries.)
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+
+const SCRIPT: &str = r#"
+[[rule]]
+match = "^fail"
+steps = [ { fail = "provider down" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "answer: {{inputs}}" } } ]
+"#;
+
+async fn retry(host: &TestHost, turn: &str) -> (u16, Value) {
+    host.post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+        .await
+}
+
+fn turn_ends(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "turn_end")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_turn_is_retried_once_and_a_completed_turn_not_at_all() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+
+    // a failed turn: the first retry requeues its input, a second is refused
+    let (_, body) = host.send("r", "fail please", None).await;
+    let session = body["session"].as_str().unwrap().to_owned();
+    let seq = body["seq"].as_i64().unwrap();
+    let failed = host.wait_turn_end(&session, seq).await;
+    assert_eq!(failed["status"], "failed");
+    let turn = failed["turn"].as_str().unwrap().to_owned();
+    let (status, first) = retry(&host, &turn).await;
+    assert_eq!(
+        (status, first["requeued"].clone()),
+        (200, json!(1)),
+        "{first}"
+    );
+    let (status, again) = retry(&host, &turn).await;
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(again["error"]["code"], "conflict", "{again}");
+    assert!(again.to_string().contains("already retried"), "{again}");
+    let ends = host
+        .wait_for(&session, |es| {
+            let ends = turn_ends(es);
+            (ends.len() >= 2).then(|| Value::from(ends))
+        })
+        .await;
+    // the retried turn fails again (same input): retrying it works once
+    let second = ends[1]["turn"].as_str().unwrap().to_owned();
+    assert_ne!(second, turn);
+    assert_eq!(retry(&host, &turn).await.0, 409);
+
+    // a completed turn answered its inputs: nothing to retry
+    let (_, body) = host.send("r", "hello", None).await;
+    let seq = body["seq"].as_i64().unwrap();
+    let done = host.wait_turn_end(&session, seq).await;
+    assert_eq!(done["status"], "completed");
+    let (status, refused) = retry(&host, done["turn"].as_str().unwrap()).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused.to_string().contains("completed"), "{refused}");
+
+    let entries = host.entries(&session).await;
+    let ends = turn_ends(&entries);
+    let inputs: Vec<&Value> = ends.iter().map(|e| &e["inputs"]).collect();
+    assert_eq!(
+        inputs,
+        [&json!([1]), &json!([1]), &json!([6])],
+        "{entries:#?}"
+    );
+    // one delivery: the failed turns sent nothing (the scripted model shows
+    // the unanswered message before "hello" as part of its inputs)
+    let sent = deliveries(&entries);
+    assert!(sent.len() == 1 && sent[0].ends_with("hello"), "{sent:?}");
+    host.shutdown().await;
+}
