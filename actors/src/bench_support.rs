@@ -24,6 +24,7 @@ pub struct BenchTail {
     bot: String,
     specs: Vec<ToolSpec>,
     memory_update: Option<String>,
+    memory_update_at: Option<usize>,
 }
 
 impl BenchTail {
@@ -44,6 +45,7 @@ impl BenchTail {
             bot: "bench".to_owned(),
             specs: Vec::new(),
             memory_update: None,
+            memory_update_at: None,
         }
     }
 
@@ -52,10 +54,12 @@ impl BenchTail {
         self.specs = specs;
     }
 
-    /// A memory update (memory changed inside the epoch) sent at the end of
-    /// each request, or none.
+    /// A memory update (memory changed inside the epoch) sent after the
+    /// turn's inputs in each request (where the next request puts it), or
+    /// none.
     pub fn set_memory_update(&mut self, update: Option<String>) {
         self.memory_update = update;
+        self.memory_update_at = None;
     }
 
     /// Appends a new entry (ignored when its seq is not past the loaded ones).
@@ -84,7 +88,9 @@ impl BenchTail {
     /// request back with [`BenchTail::restore`].
     pub fn assemble(&mut self) -> (u64, ModelRequest) {
         let tokens = self.tail.tokens();
-        let messages = self.tail.take_request(self.memory_update.as_deref());
+        let messages = self
+            .tail
+            .take_request(self.memory_update.as_deref(), &mut self.memory_update_at);
         let request = ModelRequest {
             purpose: Purpose::Turn,
             bot: self.bot.clone(),
@@ -98,8 +104,8 @@ impl BenchTail {
     /// What a model call does after the response: the context takes its
     /// messages back.
     pub fn restore(&mut self, request: ModelRequest) {
-        self.tail
-            .restore_request(request.messages, self.memory_update.is_some());
+        let update_at = self.memory_update.as_ref().and(self.memory_update_at);
+        self.tail.restore_request(request.messages, update_at);
         self.specs = request.tools;
     }
 }

@@ -65,6 +65,16 @@ impl Template {
         out
     }
 
+    /// Whether `text` could be a rendering of this template: it starts
+    /// with the template's text before its first placeholder (a template
+    /// that starts with a placeholder matches nothing).
+    pub fn rendered_in(&self, text: &str) -> bool {
+        match self.segments.first() {
+            Some(Segment::Text(head)) => text.starts_with(head.trim_end_matches('\n')),
+            Some(Segment::Var(_)) | None => false,
+        }
+    }
+
     /// Renders with `(name, value)` pairs. The result has no trailing newline.
     pub fn render(&self, vars: &[(&str, &str)]) -> Result<String, PromptError> {
         let mut out = String::new();

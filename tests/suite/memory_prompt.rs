@@ -1,7 +1,7 @@
 //! Memory in the prompt and fact extraction, as an OpenAI-compatible
 //! server on loopback receives them: a remembered fact is in the system
 //! message of the next context built, reaches a running context as an
-//! update at its end (the prefix stays byte-identical), leaves the prompt
+//! update after the turn's input (the prefix stays byte-identical), leaves the prompt
 //! once forgotten; extraction runs after a completed turn when
 //! `runtime.extract_memory` is on, and not when it is off.
 
@@ -154,6 +154,16 @@ async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     assert_eq!(system(&r[0]), a1_system, "the prefix stays byte-identical");
     let last = r[0]["messages"].as_array().unwrap().last().unwrap();
     assert!(is_update(last) && content(last).contains(TEA), "{last}");
+    // ...which stays right after the turn's input in its later requests,
+    // so the model's steps follow it and the request ends with their last
+    // tool result, not with what reads as a new message
+    assert!(r.len() >= 2, "{r:?}");
+    for body in &r[1..] {
+        let messages = body["messages"].as_array().unwrap();
+        let at = messages.iter().position(is_update).unwrap();
+        assert_eq!(content(&messages[at - 1]), "what do I drink?");
+        assert_eq!(messages.last().unwrap()["role"], "tool", "{body}");
+    }
 
     // only an addition: a2's prefix stays too, the new fact comes as an update
     turn(&host, &server, "a1", &format!("remember: {BERLIN}")).await;

@@ -12,6 +12,7 @@ mod hooks;
 mod host;
 mod loops;
 mod memory;
+mod memory_update;
 mod openai_faults;
 mod openai_host;
 mod openai_provider;

@@ -29,7 +29,7 @@ impl Runner {
     ///   prompt-cache miss, because a forgotten fact must leave the prompt;
     /// - otherwise (items added or changed, a different choice of log
     ///   entries): the prefix stays byte-identical and the fresh block goes
-    ///   in as a short update at the end of each request.
+    ///   in as a short update after the turn's inputs in each request.
     pub(super) async fn reconcile_state_block(&mut self) {
         self.memory_update = None;
         if self.tail.state_hash == self.block.hash {

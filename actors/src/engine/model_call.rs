@@ -12,7 +12,9 @@ impl Runner {
             let keep_from = self.state.input_seqs.iter().min().copied();
             self.compact_now(keep_from).await;
         }
-        let messages = self.tail.take_request(self.memory_update.as_deref());
+        let messages = self
+            .tail
+            .take_request(self.memory_update.as_deref(), &mut self.memory_update_at);
         let request = ModelRequest {
             purpose: Purpose::Turn,
             bot: self.bot.id.to_string(),
@@ -29,8 +31,8 @@ impl Runner {
             });
             self.looped = true;
         }
-        self.tail
-            .restore_request(request.messages, self.memory_update.is_some());
+        let update_at = self.memory_update.as_ref().and(self.memory_update_at);
+        self.tail.restore_request(request.messages, update_at);
         self.specs = request.tools;
         if let Ok(response) = &result {
             self.account(response);

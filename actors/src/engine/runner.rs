@@ -204,8 +204,12 @@ struct Runner {
     usage: TokenUsage,
     /// Messages of the context before this turn's new entries (the stable prefix).
     prefix_len: usize,
-    /// A memory change inside the epoch, appended at the end of each request.
+    /// A memory change inside the epoch, put after the turn's inputs in
+    /// each of its requests.
     memory_update: Option<String>,
+    /// Where the memory update goes in this turn's requests (set by the
+    /// first one: `SessionTail::take_request`).
+    memory_update_at: Option<usize>,
     /// The long-lived state block of this turn (memory snapshot).
     block: StateBlock,
     /// Set when the last model call was cut off by the loop detector.
@@ -279,6 +283,7 @@ impl Runner {
             usage: TokenUsage::default(),
             prefix_len: 0,
             memory_update: None,
+            memory_update_at: None,
             block: StateBlock::default(),
             paused_until: None,
             looped: false,

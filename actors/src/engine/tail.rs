@@ -315,24 +315,45 @@ impl SessionTail {
 
     /// The messages of the next model request: open tool calls answered,
     /// then `memory_update` (memory changed inside the epoch), if any, as a
-    /// last user message. The context is empty until the messages are
-    /// given back with [`SessionTail::restore_request`].
-    pub(crate) fn take_request(&mut self, memory_update: Option<&str>) -> Vec<ChatMessage> {
+    /// user message at `at`. `at` is set by the turn's first request (its
+    /// end: right after the turn's inputs) and kept for the turn's later
+    /// steps, so the update stays put and the steps follow it. At the end
+    /// of every request it read as a new message from the person after each
+    /// tool result, and a model answered again at each step. The context is
+    /// empty until the messages are given back with
+    /// [`SessionTail::restore_request`].
+    pub(crate) fn take_request(
+        &mut self,
+        memory_update: Option<&str>,
+        at: &mut Option<usize>,
+    ) -> Vec<ChatMessage> {
         self.context.close_pending();
         let mut messages = self.context.take_messages();
         if let Some(update) = memory_update {
-            messages.push(ChatMessage::User {
-                content: update.to_owned(),
-            });
+            let i = (*at.get_or_insert(messages.len())).min(messages.len());
+            *at = Some(i);
+            messages.insert(
+                i,
+                ChatMessage::User {
+                    content: update.to_owned(),
+                },
+            );
         }
         messages
     }
 
     /// Gives back the messages of [`SessionTail::take_request`] after the
-    /// call (`memory_update`: whether one was added; it is dropped again).
-    pub(crate) fn restore_request(&mut self, mut messages: Vec<ChatMessage>, memory_update: bool) {
-        if memory_update {
-            messages.pop();
+    /// call (`update_at`: where a memory update was put, if one was; it is
+    /// taken out again).
+    pub(crate) fn restore_request(
+        &mut self,
+        mut messages: Vec<ChatMessage>,
+        update_at: Option<usize>,
+    ) {
+        if let Some(i) = update_at
+            && i < messages.len()
+        {
+            messages.remove(i);
         }
         self.context.restore_messages(messages);
     }

@@ -27,6 +27,7 @@ use super::types::SinkControl;
 use super::types::StreamSink;
 use super::types::ToolCall;
 use super::types::Usage;
+use crate::prompts::prompts;
 
 /// A script that failed to load.
 #[derive(Debug, thiserror::Error)]
@@ -228,12 +229,20 @@ fn render_value(value: &Value, vars: &Vars<'_>) -> Value {
     }
 }
 
+/// Whether `m` is a user-side message other than a memory update (a
+/// runtime note that memory changed, not something anyone said: it is
+/// neither matched nor echoed, and the steps after it are the turn's).
+fn is_input(m: &ChatMessage) -> bool {
+    match m {
+        ChatMessage::User { content } => !prompts().memory_update.rendered_in(content),
+        _ => false,
+    }
+}
+
 /// Position of the newest user-side message, the step index and the
 /// newest tool result after it.
 fn conversation_position(messages: &[ChatMessage]) -> (Option<usize>, usize, &str) {
-    let last_user = messages
-        .iter()
-        .rposition(|m| matches!(m, ChatMessage::User { .. }));
+    let last_user = messages.iter().rposition(is_input);
     let after = last_user.map(|i| i + 1).unwrap_or(0);
     let step = messages[after..]
         .iter()
@@ -258,6 +267,7 @@ fn user_texts_since_assistant(messages: &[ChatMessage]) -> String {
         .unwrap_or(0);
     messages[start..]
         .iter()
+        .filter(|m| is_input(m))
         .filter_map(|m| match m {
             ChatMessage::User { content } => Some(content.as_str()),
             _ => None,
