@@ -11,7 +11,6 @@ use anyhow::Context;
 use anyhow::bail;
 use clap::Parser;
 use clap::Subcommand;
-use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
 
@@ -20,6 +19,8 @@ use crate::host;
 
 #[path = "cli_approvals.rs"]
 mod approvals;
+#[path = "cli_events.rs"]
+mod events;
 #[path = "cli_group.rs"]
 mod group;
 #[path = "cli_memory.rs"]
@@ -358,7 +359,7 @@ async fn send(
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // subscribe before sending, so no change signal is missed
-    let mut events = client.events().await?;
+    let mut changes = events::Changes::subscribe(client).await?;
     let (status, body) = client.send_message(bot, text, &key).await?;
     let outcome = body["status"].as_str().unwrap_or("").to_owned();
     match outcome.as_str() {
@@ -393,7 +394,15 @@ async fn send(
     let mut cursor = seq;
     let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
     loop {
-        for e in client.entries_after(&session, cursor).await? {
+        // the host may be restarting: a failed poll waits for the next one
+        let polled = match client.entries_after(&session, cursor).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                changes.poll_failed(e)?;
+                Vec::new()
+            }
+        };
+        for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
             let turn = e["turn"].as_str().unwrap_or("").to_owned();
             match e["kind"].as_str() {
@@ -432,17 +441,9 @@ async fn send(
             return Ok(ExitCode::from(exit::TIMEOUT));
         }
         // wait for a change of this session (or re-check every few seconds)
-        let wait = left.min(Duration::from_secs(5));
-        let _ = tokio::time::timeout(wait, async {
-            while let Some(ev) = events.next().await {
-                if ev.event == "resync" || ev.data["session"].as_str() == Some(session.as_str()) {
-                    return;
-                }
-            }
-            // the stream ended: fall back to polling
-            tokio::time::sleep(wait).await;
-        })
-        .await;
+        changes
+            .wait(&session, left.min(Duration::from_secs(5)))
+            .await;
     }
 }
 

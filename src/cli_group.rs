@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::Context;
 use anyhow::bail;
 use clap::Subcommand;
-use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
 
@@ -214,7 +213,7 @@ async fn send(
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // subscribe before sending, so no change signal is missed
-    let mut events = client.events().await?;
+    let mut changes = super::events::Changes::subscribe(client).await?;
     let (status, body) = client
         .post(
             &format!("/v1/groups/{room}/messages"),
@@ -267,7 +266,15 @@ async fn send(
     let mut seen: Vec<Value> = Vec::new();
     let mut cursor = seq;
     loop {
-        for e in entries_after(client, room, cursor).await? {
+        // the host may be restarting: a failed poll waits for the next one
+        let polled = match entries_after(client, room, cursor).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                changes.poll_failed(e)?;
+                Vec::new()
+            }
+        };
+        for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
             let ends_mine = e["kind"] == "turn_end"
                 && e["inputs"]
@@ -296,16 +303,9 @@ async fn send(
         }
         // wait for a change of the timeline (signals reach the room owner;
         // others re-check every second)
-        let wait = left.min(Duration::from_secs(1));
-        let _ = tokio::time::timeout(wait, async {
-            while let Some(ev) = events.next().await {
-                if ev.event == "resync" || ev.data["session"].as_str() == Some(session.as_str()) {
-                    return;
-                }
-            }
-            tokio::time::sleep(wait).await;
-        })
-        .await;
+        changes
+            .wait(&session, left.min(Duration::from_secs(1)))
+            .await;
     }
 }
 

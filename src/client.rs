@@ -10,6 +10,24 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use serde_json::json;
 
+/// The host answered a request with an error status (the CLI tells a
+/// refusal it would get again, a 4xx, from a host that is failing).
+#[derive(Debug)]
+pub struct HostAnswered {
+    /// The status.
+    pub status: StatusCode,
+    /// The error's message, or "no details".
+    pub message: String,
+}
+
+impl std::fmt::Display for HostAnswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the host answered {}: {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for HostAnswered {}
+
 /// An API client bound to one host and token.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -55,8 +73,9 @@ impl Client {
         let message = body
             .pointer("/error/message")
             .and_then(Value::as_str)
-            .unwrap_or("no details");
-        anyhow!("the host answered {status}: {message}")
+            .unwrap_or("no details")
+            .to_owned();
+        anyhow::Error::new(HostAnswered { status, message })
     }
 
     fn connect_error(&self, e: reqwest::Error) -> anyhow::Error {

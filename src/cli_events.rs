@@ -1,0 +1,171 @@
+//! What a waiting `send` or `group send` sleeps on between two polls: the
+//! host's change signals (`GET /v1/events`), reopened whenever the stream
+//! ends or cannot be opened, so that a host restart only delays the wait.
+//!
+//! A stream that has ended is dropped, never polled again; while the host
+//! is unreachable, each wait tries to reopen it after a short, growing
+//! backoff. The caller keeps polling on its own schedule and only its
+//! overall timeout ends the wait.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::LocalBoxStream;
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::client::HostAnswered;
+use crate::client::ServerEvent;
+use reqwest::StatusCode;
+
+/// The first pause before reopening a stream that ended or failed to open.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest pause between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// The change signals of the user's sessions, reconnecting.
+pub(crate) struct Changes<'a> {
+    client: &'a Client,
+    /// The open stream; `None` once it ended, until it is reopened.
+    stream: Option<LocalBoxStream<'static, ServerEvent>>,
+    /// No attempt to reopen before this.
+    retry_at: Instant,
+    /// The pause after the next failure; back to the first once an event
+    /// arrives.
+    backoff: Duration,
+    /// The loss of the host was told on stderr (once per outage).
+    told: bool,
+}
+
+impl<'a> Changes<'a> {
+    /// Subscribes. An error here is the command's error: nothing was sent
+    /// yet.
+    pub(crate) async fn subscribe(client: &'a Client) -> anyhow::Result<Self> {
+        let stream = client.events().await?.boxed_local();
+        Ok(Self {
+            client,
+            stream: Some(stream),
+            retry_at: Instant::now(),
+            backoff: FIRST_BACKOFF,
+            told: false,
+        })
+    }
+
+    /// Waits at most `wait` for a reason to poll `session` again: a change
+    /// signal of it, a `resync`, the end of the stream (the host may be
+    /// going away), or the stream reopened (signals may have been missed
+    /// while it was closed). Never fails: while the host is unreachable it
+    /// retries until `wait` has passed.
+    pub(crate) async fn wait(&mut self, session: &str, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                if self.reopen(deadline).await || Instant::now() >= deadline {
+                    return;
+                }
+                continue;
+            };
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_elapsed) => return,
+                Ok(Some(ev)) => {
+                    self.backoff = FIRST_BACKOFF;
+                    if ev.event == "resync" || ev.data["session"].as_str() == Some(session) {
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    self.stream = None;
+                    self.retry_later();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Waits for the next attempt (never past `deadline`) and tries once
+    /// to reopen the stream; true if it is open again.
+    async fn reopen(&mut self, deadline: Instant) -> bool {
+        if self.retry_at >= deadline {
+            tokio::time::sleep_until(deadline).await;
+            return false;
+        }
+        tokio::time::sleep_until(self.retry_at).await;
+        match tokio::time::timeout_at(deadline, self.client.events()).await {
+            Ok(Ok(stream)) => {
+                self.stream = Some(stream.boxed_local());
+                self.told = false;
+                true
+            }
+            Ok(Err(_)) => {
+                self.lost();
+                self.retry_later();
+                false
+            }
+            // cut short by the deadline: tried again at the next wait
+            Err(_elapsed) => false,
+        }
+    }
+
+    fn retry_later(&mut self) {
+        self.retry_at = Instant::now() + self.backoff;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    /// A poll failed after the message was accepted. The host unreachable
+    /// or failing (no answer, a 5xx) is worth waiting for: says so once and
+    /// returns Ok. The host refusing the request (a 4xx: the token or the
+    /// session) would refuse it again: returns the error.
+    pub(crate) fn poll_failed(&mut self, e: anyhow::Error) -> anyhow::Result<()> {
+        if is_refusal(&e) {
+            return Err(e);
+        }
+        self.lost();
+        Ok(())
+    }
+
+    fn lost(&mut self) {
+        if !self.told {
+            self.told = true;
+            eprintln!("(lost the connection to the host; still waiting, reconnecting…)");
+        }
+    }
+}
+
+/// Whether the host answered with a client error it would give again.
+/// Anything else, a failed connection above all, counts as passing.
+fn is_refusal(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<HostAnswered>().is_some_and(|a| {
+        a.status.is_client_error()
+            && a.status != StatusCode::REQUEST_TIMEOUT
+            && a.status != StatusCode::TOO_MANY_REQUESTS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_client_errors_are_refusals() {
+        let answered = |status, message: &str| {
+            anyhow::Error::new(HostAnswered {
+                status,
+                message: message.to_owned(),
+            })
+        };
+        assert!(is_refusal(&answered(
+            StatusCode::UNAUTHORIZED,
+            "unknown token"
+        )));
+        assert!(!is_refusal(&answered(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "starting"
+        )));
+        assert!(!is_refusal(&answered(
+            StatusCode::TOO_MANY_REQUESTS,
+            "later"
+        )));
+        let down = anyhow::anyhow!("cannot reach the host at http://127.0.0.1:9 (refused)");
+        assert!(!is_refusal(&down));
+    }
+}

@@ -1,0 +1,230 @@
+//! A waiting `botfleet send` / `botfleet group send` survives a restart of
+//! the host (SIGKILL, then a new host on the same data dir and port): it
+//! keeps polling, reopens its change stream, and prints the reply that the
+//! restarted host delivers, once.
+
+use std::process::ExitStatus;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::BIN;
+use crate::support::process::HostProcess;
+use crate::support::process::cli;
+use crate::support::process::free_port;
+
+/// Every bot answers after a pause, so the kill lands while the CLI waits
+/// (and the resumed turn answers again after the same pause).
+const SLOW: &str = r#"
+[[rule]]
+steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "{{bot}} speaks late" } } ]
+"#;
+
+/// A CLI command running as a child; its output is collected as it comes.
+struct Waiting {
+    child: tokio::process::Child,
+    stdout: watch::Receiver<String>,
+    stderr: watch::Receiver<String>,
+}
+
+/// Copies `from` into a watch channel until it ends.
+fn collect(
+    mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+) -> watch::Receiver<String> {
+    let (tx, rx) = watch::channel(String::new());
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tx.send_modify(|s| s.push_str(&String::from_utf8_lossy(&buf[..n])));
+        }
+    });
+    rx
+}
+
+impl Waiting {
+    fn spawn(args: &[&str], host: &str) -> Self {
+        let mut child = tokio::process::Command::new(BIN)
+            .args(args)
+            .env("BOTFLEET_HOST", host)
+            .env("BOTFLEET_TOKEN", TOKEN)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        Self {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn err(&self) -> String {
+        self.stderr.borrow().clone()
+    }
+
+    /// Asserts the command is still waiting.
+    fn assert_waiting(&mut self, when: &str) {
+        if let Some(status) = self.child.try_wait().unwrap() {
+            panic!("the CLI ended {when}: {status}; stderr:\n{}", self.err());
+        }
+    }
+
+    /// Waits until the CLI says on stderr that it lost the host (it polled
+    /// while the host was down) and fails if it ends first.
+    async fn wait_lost_note(&mut self) {
+        let mut stderr = self.stderr.clone();
+        tokio::select! {
+            noted = stderr.wait_for(|s| s.contains("connection to the host")) => {
+                noted.unwrap();
+            }
+            status = self.child.wait() => {
+                panic!("the CLI ended while the host was down: {:?}; stderr:\n{}", status, self.err());
+            }
+            () = tokio::time::sleep(Duration::from_secs(20)) => {
+                panic!("the CLI never noticed the host was down; stderr:\n{}", self.err());
+            }
+        }
+    }
+
+    /// Waits (with a deadline) for the exit; returns (status, stdout, stderr)
+    /// once both outputs are closed.
+    async fn finish(mut self) -> (ExitStatus, String, String) {
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("the CLI did not end; stderr:\n{}", self.err()))
+            .unwrap();
+        // the readers end at EOF, i.e. when the watch senders are dropped
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.stdout.wait_for(|_| false)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.stderr.wait_for(|_| false)).await;
+        let out = self.stdout.borrow().clone();
+        let err = self.stderr.borrow().clone();
+        (status, out, err)
+    }
+}
+
+/// Waits (with a deadline) until `bot` is inside a turn: the message was
+/// accepted and the model is pausing before its reply.
+async fn wait_running(url: &str, bot: &str) {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let v = c.get("/v1/bots").await.unwrap();
+        let running = v["bots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|b| b["id"] == bot && b["running_turn"].is_string());
+        if running {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{bot} never started a turn");
+}
+
+/// How the host comes back.
+#[derive(Clone, Copy, PartialEq)]
+enum Restart {
+    /// At once, while the CLI sleeps on its change stream.
+    AtOnce,
+    /// Only after the CLI found the host unreachable on a poll.
+    AfterTheCliNoticed,
+}
+
+/// Starts a host with the slow script and bots `a`, `b`; runs `setup`
+/// commands; starts `command` and kills the host once `busy` is in its
+/// turn; restarts it on the same data dir and port; returns how the
+/// command ended.
+async fn across_a_restart(
+    setup: &[&[&str]],
+    command: &[&str],
+    busy: &str,
+    restart: Restart,
+) -> (ExitStatus, String, String) {
+    let fleet = TestFleet::new()
+        .script("s", SLOW)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let url = host.url.clone();
+    for args in setup {
+        let (code, _, err) = cli(args, &url, TOKEN).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let mut waiting = Waiting::spawn(command, &url);
+    wait_running(&url, busy).await;
+    waiting.assert_waiting("before the kill");
+    host.kill9().await;
+    if restart == Restart::AfterTheCliNoticed {
+        waiting.wait_lost_note().await;
+    }
+    let host = HostProcess::start(&path, port, &log).await;
+    let ended = waiting.finish().await;
+    host.kill9().await;
+    ended
+}
+
+fn assert_clean(err: &str) {
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("error:"), "{err}");
+    let notes = err.lines().filter(|l| l.contains("host")).count();
+    assert!(notes <= 1, "at most one note: {err}");
+}
+
+#[tokio::test]
+async fn send_survives_a_host_restart() {
+    let (status, out, err) = across_a_restart(
+        &[],
+        &["send", "a", "hello", "--timeout", "40"],
+        "a",
+        Restart::AtOnce,
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out, "a speaks late\n", "the reply, once");
+    assert_clean(&err);
+}
+
+#[tokio::test]
+async fn send_keeps_waiting_while_the_host_is_down() {
+    let (status, out, err) = across_a_restart(
+        &[],
+        &["send", "a", "hello", "--timeout", "40"],
+        "a",
+        Restart::AfterTheCliNoticed,
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out, "a speaks late\n", "the reply, once");
+    assert_clean(&err);
+}
+
+#[tokio::test]
+async fn group_send_survives_a_host_restart() {
+    let (status, out, err) = across_a_restart(
+        &[&["group", "create", "team", "--members", "a,b"]],
+        &["group", "send", "team", "@a hello", "--timeout", "40"],
+        "a",
+        Restart::AfterTheCliNoticed,
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out, "a ▸ a speaks late\n", "the reply, once");
+    assert_clean(&err);
+}
