@@ -230,10 +230,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             .await
         }
         Command::CheckConfig { fleet } => {
-            let loaded = host::load_fleet(&host::HostOptions {
+            // the check `run` starts with: what one refuses, the other does
+            let checked = host::check(&host::HostOptions {
                 fleet: fleet.clone(),
                 ..Default::default()
             })?;
+            let loaded = &checked.fleet;
             println!(
                 "{}: ok — {} user(s), {} provider(s), {} bot(s)",
                 loaded.source,
@@ -241,6 +243,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 loaded.file.providers.len(),
                 loaded.file.bots.len()
             );
+            for note in &checked.notes {
+                println!("{note}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Send {
@@ -315,9 +320,7 @@ async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     for line in &running.banner {
         println!("{line}");
     }
-    println!(
-        "send a message:  BOTFLEET_TOKEN=<token> botfleet send <bot> \"hello\"   (Ctrl-C stops)"
-    );
+    println!("{}", host::send_hint(running.addr));
     shutdown_signal().await;
     println!("stopping…");
     running.shutdown().await;

@@ -25,12 +25,15 @@ pub const EMBEDDED_OFFLINE_PATH: &str = "scripts/offline.toml";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    // `cause`, not `source`: the message already says it, and a `source`
+    // would be printed again by every formatter that walks the chain
+    // (`{:#}` of anyhow)
+    #[error("cannot read {path}: {cause}")]
     Read {
         /// File.
         path: String,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The TOML did not parse or did not match the schema.
     #[error("{path}: {detail}")]
@@ -50,6 +53,18 @@ pub enum ConfigError {
         /// What is wrong and what is expected.
         message: String,
     },
+    /// More than one value is not valid (each an `Invalid`).
+    #[error("{}", several(.0))]
+    Several(Vec<ConfigError>),
+}
+
+fn several(problems: &[ConfigError]) -> String {
+    let mut text = format!("{} problems:", problems.len());
+    for p in problems {
+        text.push_str("\n  ");
+        text.push_str(&p.to_string());
+    }
+    text
 }
 
 /// The whole file.
@@ -374,6 +389,37 @@ pub struct BotConfig {
     /// the bot pauses with a visible notice until midnight UTC.
     #[serde(default)]
     pub daily_token_budget: Option<u64>,
+}
+
+/// What a fleet file refers to outside itself, resolved for a start:
+/// tokens and secrets from the environment, scripts from their files,
+/// API keys. Made by `LoadedFleet::resolve_external`, which reports every
+/// reference that does not resolve.
+pub struct ResolvedFleet {
+    /// `(user id, token)` of each user, in file order; no two share a token.
+    pub tokens: Vec<(String, String)>,
+    /// The signing secret of each webhook.
+    pub hooks: Vec<ResolvedHook>,
+    /// `(name, value)` of each `[[secrets]]`.
+    pub secrets: Vec<(String, String)>,
+    /// The parsed script of each scripted provider, by provider name.
+    pub scripts: BTreeMap<String, botfleet_actors::model::Script>,
+    /// The API key of each `openai` provider, by name: `None` without
+    /// `api_key_env`, or when it is not set and the provider has a
+    /// `fallback` (its bots then run on that scripted provider).
+    pub api_keys: BTreeMap<String, Option<String>>,
+}
+
+/// A webhook with its signing secret resolved.
+pub struct ResolvedHook {
+    /// Bot id.
+    pub bot: String,
+    /// Hook name.
+    pub name: String,
+    /// The signing secret.
+    pub secret: String,
+    /// Largest payload accepted, in bytes.
+    pub max_payload_bytes: usize,
 }
 
 /// A loaded fleet file and where it came from.

@@ -9,9 +9,9 @@ use super::*;
 impl LoadedFleet {
     /// Reads and validates a fleet file.
     pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.display().to_string(),
-            source,
+            cause,
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&text, &path.display().to_string(), Some(base))
@@ -136,6 +136,14 @@ impl LoadedFleet {
                         "is too short; use at least 8 characters",
                     ));
                 }
+                (Some(t), None) => {
+                    // `token_env` values are compared once resolved (`resolve_external`)
+                    if let Some(other) = f.users[..i].iter().find(|o| o.token.as_ref() == Some(t)) {
+                        return Err(
+                            self.invalid(format!("{key}.token"), same_token(&u.id, &other.id))
+                        );
+                    }
+                }
                 _ => {}
             }
         }
@@ -224,6 +232,13 @@ impl LoadedFleet {
                     format!("{:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN", sec.name),
                 ));
             }
+            // `[[secrets]]` are not scoped: one name, one value for every bot listing it
+            if f.secrets[..i].iter().any(|o| o.name == sec.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("secret {:?} is defined twice", sec.name),
+                ));
+            }
             if sec.value.is_some() == sec.value_env.is_some() {
                 return Err(self.invalid(
                     format!("{key}.value"),
@@ -297,6 +312,150 @@ impl LoadedFleet {
         Ok(())
     }
 
+    /// Resolves what the file refers to outside itself, as a start needs
+    /// it: `token_env`, `secret_env` and `value_env` through `env` (which
+    /// answers `None` for a variable that is unset or empty), each
+    /// `scripted` provider's script file, each `openai` provider's
+    /// `api_key_env`. Refuses two users with one token. Reports every
+    /// problem, each naming its key; never a token or secret value.
+    pub fn resolve_external(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ResolvedFleet, ConfigError> {
+        const START: &str = " before starting the host";
+        let f = &self.file;
+        let mut problems = Vec::new();
+        let lookup = |problems: &mut Vec<ConfigError>, key: String, var: &str, hint: &str| {
+            let value = env(var);
+            if value.is_none() {
+                problems.push(self.invalid(
+                    key,
+                    format!("environment variable {var} is not set (or is empty); set it{hint}"),
+                ));
+            }
+            value
+        };
+        let mut tokens: Vec<(String, String)> = Vec::new();
+        for (i, u) in f.users.iter().enumerate() {
+            let (key, token) = match (&u.token, &u.token_env) {
+                (Some(t), _) => (format!("users[{i}].token"), Some(t.clone())),
+                (None, Some(var)) => {
+                    let key = format!("users[{i}].token_env");
+                    (key.clone(), lookup(&mut problems, key, var, START))
+                }
+                (None, None) => (format!("users[{i}].token"), None),
+            };
+            let Some(token) = token else { continue };
+            match tokens.iter().find(|(_, t)| *t == token) {
+                Some((other, _)) => problems.push(self.invalid(key, same_token(&u.id, other))),
+                None => tokens.push((u.id.clone(), token)),
+            }
+        }
+        let mut scripts = BTreeMap::new();
+        let mut api_keys = BTreeMap::new();
+        for (name, p) in &f.providers {
+            match p {
+                ProviderConfig::Scripted { script, .. } => match self.load_script(script) {
+                    Ok(s) => {
+                        scripts.insert(name.clone(), s);
+                    }
+                    Err(message) => {
+                        problems.push(self.invalid(format!("providers.{name}.script"), message));
+                    }
+                },
+                ProviderConfig::Openai {
+                    api_key_env,
+                    fallback,
+                    ..
+                } => {
+                    let key = match (api_key_env, fallback) {
+                        (None, _) => None,
+                        // unset with a fallback: its bots run offline (announced at start)
+                        (Some(var), Some(_)) => env(var),
+                        (Some(var), None) => lookup(
+                            &mut problems,
+                            format!("providers.{name}.api_key_env"),
+                            var,
+                            ", or remove api_key_env for a server without keys",
+                        ),
+                    };
+                    api_keys.insert(name.clone(), key);
+                }
+            }
+        }
+        let mut hooks = Vec::new();
+        for (i, b) in f.bots.iter().enumerate() {
+            for (j, h) in b.hooks.iter().enumerate() {
+                let secret = match (&h.secret, &h.secret_env) {
+                    (Some(s), _) => Some(s.clone()),
+                    (None, Some(var)) => lookup(
+                        &mut problems,
+                        format!("bots[{i}].hooks[{j}].secret_env"),
+                        var,
+                        START,
+                    ),
+                    (None, None) => None,
+                };
+                if let Some(secret) = secret {
+                    hooks.push(ResolvedHook {
+                        bot: b.id.clone(),
+                        name: h.name.clone(),
+                        secret,
+                        max_payload_bytes: h.max_payload_bytes,
+                    });
+                }
+            }
+        }
+        let mut secrets = Vec::new();
+        for (i, sec) in f.secrets.iter().enumerate() {
+            let value = match (&sec.value, &sec.value_env) {
+                (Some(v), _) => Some(v.clone()),
+                (None, Some(var)) => {
+                    lookup(&mut problems, format!("secrets[{i}].value_env"), var, START)
+                }
+                (None, None) => None,
+            };
+            if let Some(v) = value {
+                secrets.push((sec.name.clone(), v));
+            }
+        }
+        match problems.len() {
+            0 => Ok(ResolvedFleet {
+                tokens,
+                hooks,
+                secrets,
+                scripts,
+                api_keys,
+            }),
+            1 => Err(problems.remove(0)),
+            _ => Err(ConfigError::Several(problems)),
+        }
+    }
+
+    /// A scripted provider's script: the embedded offline script for the
+    /// embedded fleet, else the file, resolved against the fleet file's
+    /// directory. The error says which path was read and why it failed.
+    fn load_script(&self, script: &Path) -> Result<botfleet_actors::model::Script, String> {
+        use botfleet_actors::model::Script;
+        if self.base_dir.is_none() && script == Path::new(EMBEDDED_OFFLINE_PATH) {
+            return Script::parse(EMBEDDED_OFFLINE_SCRIPT, EMBEDDED_OFFLINE_PATH)
+                .map_err(|e| e.to_string());
+        }
+        let path = self.resolve(script);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if path == script {
+                format!("cannot read {}: {e}", path.display())
+            } else {
+                format!(
+                    "cannot read {} (resolved to {}): {e}",
+                    script.display(),
+                    path.display()
+                )
+            }
+        })?;
+        Script::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+    }
+
     /// The context settings of each provider.
     pub fn context_settings(
         &self,
@@ -341,4 +500,12 @@ impl LoadedFleet {
             _ => p.to_path_buf(),
         }
     }
+}
+
+/// Two users with one token: the token would log in as only one of them.
+/// Names both, never the token.
+fn same_token(user: &str, other: &str) -> String {
+    format!(
+        "user {user:?} has the same token as user {other:?}; give each user a token of their own"
+    )
 }

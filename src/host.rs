@@ -14,7 +14,6 @@ use botfleet_actors::Runtime;
 use botfleet_actors::model::Model;
 use botfleet_actors::model::OpenAiModel;
 use botfleet_actors::model::OpenAiOptions;
-use botfleet_actors::model::Script;
 use botfleet_actors::model::ScriptedModel;
 use botfleet_actors::tools::ToolLimits;
 use botfleet_actors::tools::ToolRegistry;
@@ -27,8 +26,6 @@ use botfleet_memory::UserId;
 use tokio_util::sync::CancellationToken;
 
 use crate::api;
-use crate::config::EMBEDDED_OFFLINE_PATH;
-use crate::config::EMBEDDED_OFFLINE_SCRIPT;
 use crate::config::LoadedFleet;
 use crate::config::ProviderConfig;
 
@@ -97,84 +94,67 @@ pub fn load_fleet(opts: &HostOptions) -> anyhow::Result<LoadedFleet> {
     Ok(fleet)
 }
 
-/// Starts a host: opens the store, builds the models, registers the bots,
-/// starts the fleet and serves the API.
-pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
-    let fleet_file = load_fleet(&opts)?;
+/// A fleet checked as a start needs it: the file loaded and validated,
+/// what it refers to outside itself resolved (tokens, webhook and tool
+/// secrets, scripts, API keys), its models built. `start` begins with
+/// [`check`] and `botfleet check-config` is [`check`], so what one refuses
+/// the other refuses too.
+pub struct CheckedFleet {
+    /// The fleet file.
+    pub fleet: LoadedFleet,
+    /// What to tell the operator: what each provider is, offline fallbacks.
+    pub notes: Vec<String>,
+    listen: SocketAddr,
+    users: Vec<(UserId, String)>,
+    hooks: Vec<(String, String, api::HookSecret)>,
+    vault: Vec<(String, botfleet_actors::safety::Secret)>,
+    models: HashMap<String, Arc<dyn Model>>,
+}
+
+/// Loads the fleet file the options point at and checks everything a
+/// start needs from it except the data directory and the listening
+/// socket: the file itself, the environment variables it names, its
+/// scripts, its models. Every error names the file and the key.
+pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
+    let fleet_file = load_fleet(opts)?;
+    let resolved = fleet_file.resolve_external(|var| opts.env_var(var))?;
     let f = &fleet_file.file;
-    let mut banner = Vec::new();
-    let data_dir = opts
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| f.host.data_dir.clone());
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    let mut notes = Vec::new();
     let listen: SocketAddr = opts
         .listen
         .as_deref()
         .unwrap_or(&f.host.listen)
         .parse()
         .with_context(|| "the listen address must be IP:PORT, e.g. 127.0.0.1:7878")?;
-
-    // users
-    let mut users = Vec::new();
-    for u in &f.users {
-        let token = match (&u.token, &u.token_env) {
-            (Some(t), _) => t.clone(),
-            (None, Some(env)) => opts.env_var(env).with_context(|| {
-                format!(
-                    "{}: user {:?}: environment variable {env} (token_env) is not set",
-                    fleet_file.source, u.id
-                )
-            })?,
-            (None, None) => bail!("{}: user {:?} has no token", fleet_file.source, u.id),
-        };
-        users.push((UserId::new(u.id.clone())?, token));
-    }
-
-    // webhooks
-    let mut hooks = Vec::new();
-    for b in &f.bots {
-        for h in &b.hooks {
-            let secret = match (&h.secret, &h.secret_env) {
-                (Some(s), _) => s.clone(),
-                (None, Some(env)) => opts.env_var(env).with_context(|| {
-                    format!(
-                        "{}: bot {:?} hook {:?}: environment variable {env} (secret_env) is not set",
-                        fleet_file.source, b.id, h.name
-                    )
-                })?,
-                (None, None) => bail!(
-                    "{}: bot {:?} hook {:?} has no secret",
-                    fleet_file.source,
-                    b.id,
-                    h.name
-                ),
-            };
-            hooks.push((
-                b.id.clone(),
-                h.name.clone(),
-                api::HookSecret::new(secret, h.max_payload_bytes),
-            ));
-        }
-    }
+    let users = resolved
+        .tokens
+        .into_iter()
+        .map(|(id, token)| Ok((UserId::new(id)?, token)))
+        .collect::<Result<Vec<_>, botfleet_memory::IdError>>()?;
+    let hooks = resolved
+        .hooks
+        .into_iter()
+        .map(|h| {
+            (
+                h.bot,
+                h.name,
+                api::HookSecret::new(h.secret, h.max_payload_bytes),
+            )
+        })
+        .collect();
+    let vault = resolved
+        .secrets
+        .into_iter()
+        .map(|(name, value)| (name, botfleet_actors::safety::Secret::new(value)))
+        .collect();
 
     // models
     let mut models: HashMap<String, Arc<dyn Model>> = HashMap::new();
     let mut scripted: HashMap<String, Arc<dyn Model>> = HashMap::new();
-    for (name, p) in &f.providers {
-        if let ProviderConfig::Scripted { script, .. } = p {
-            let parsed = if fleet_file.base_dir.is_none()
-                && script == std::path::Path::new(EMBEDDED_OFFLINE_PATH)
-            {
-                Script::parse(EMBEDDED_OFFLINE_SCRIPT, EMBEDDED_OFFLINE_PATH)?
-            } else {
-                Script::from_file(&fleet_file.resolve(script))?
-            };
-            let model: Arc<dyn Model> = Arc::new(ScriptedModel::new(parsed));
-            scripted.insert(name.clone(), model.clone());
-            models.insert(name.clone(), model);
-        }
+    for (name, script) in resolved.scripts {
+        let model: Arc<dyn Model> = Arc::new(ScriptedModel::new(script));
+        scripted.insert(name.clone(), model.clone());
+        models.insert(name, model);
     }
     for (name, p) in &f.providers {
         if let ProviderConfig::Openai {
@@ -188,14 +168,14 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             ..
         } = p
         {
-            let key = api_key_env.as_deref().and_then(|env| opts.env_var(env));
+            let key = resolved.api_keys.get(name).cloned().flatten();
             if let (Some(env), None) = (api_key_env, &key) {
                 match fallback
                     .as_ref()
                     .and_then(|fb| scripted.get(fb).map(|m| (fb, m)))
                 {
                     Some((fb, m)) => {
-                        banner.push(format!(
+                        notes.push(format!(
                             "OFFLINE: provider {name:?} has no API key ({env} is not set); its bots use the scripted model {fb:?}"
                         ));
                         models.insert(name.clone(), m.clone());
@@ -219,18 +199,74 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
                 o.max_retries = *r;
             }
             let m = OpenAiModel::new(o).with_context(|| format!("provider {name:?}"))?;
-            banner.push(format!("provider {name:?}: {} at {base_url}", m.describe()));
+            notes.push(format!("provider {name:?}: {} at {base_url}", m.describe()));
             models.insert(name.clone(), Arc::new(m));
         }
     }
     for (name, m) in &scripted {
         if f.bots.iter().any(|b| &b.provider == name) {
-            banner.push(format!(
+            notes.push(format!(
                 "OFFLINE: provider {name:?} is the scripted model ({})",
                 m.describe()
             ));
         }
     }
+    Ok(CheckedFleet {
+        fleet: fleet_file,
+        notes,
+        listen,
+        users,
+        hooks,
+        vault,
+        models,
+    })
+}
+
+/// The address the CLI talks to when given no `--host`.
+const CLI_DEFAULT_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 7878);
+
+/// The line `botfleet run` ends its banner with: how to send a message
+/// to the host listening on `addr`, with `--host` unless that is the
+/// CLI's default address (an unspecified address such as `0.0.0.0` is
+/// reached through loopback).
+pub fn send_hint(addr: SocketAddr) -> String {
+    let mut target = addr;
+    if target.ip().is_unspecified() {
+        target.set_ip(match target {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let host = if target == CLI_DEFAULT_ADDR {
+        String::new()
+    } else {
+        format!(" --host http://{target}")
+    };
+    format!(
+        "send a message:  BOTFLEET_TOKEN=<token> botfleet{host} send <bot> \"hello\"   (Ctrl-C stops)"
+    )
+}
+
+/// Starts a host: checks the fleet ([`check`]), opens the store, registers
+/// the bots, starts the fleet and serves the API.
+pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
+    let CheckedFleet {
+        fleet: fleet_file,
+        notes: mut banner,
+        listen,
+        users,
+        hooks,
+        vault,
+        models,
+    } = check(&opts)?;
+    let f = &fleet_file.file;
+    let data_dir = opts
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| f.host.data_dir.clone());
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
 
     // store, workspace, runtime
     let store = Store::open(StoreOptions {
@@ -311,23 +347,6 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         rt.store.clone(),
     )));
     start_recall(&rt, &data_dir)?;
-    let mut vault = Vec::new();
-    for sec in &f.secrets {
-        let value = match (&sec.value, &sec.value_env) {
-            (Some(v), _) => v.clone(),
-            (None, Some(env)) => opts.env_var(env).with_context(|| {
-                format!(
-                    "{}: secret {}: environment variable {env} (value_env) is not set",
-                    fleet_file.source, sec.name
-                )
-            })?,
-            (None, None) => bail!("{}: secret {} has no value", fleet_file.source, sec.name),
-        };
-        vault.push((
-            sec.name.clone(),
-            botfleet_actors::safety::Secret::new(value),
-        ));
-    }
     rt.set_vault(botfleet_actors::Vault::new(vault));
     let fleet = FleetHandle::start(rt, bots).await?;
     let routines = f

@@ -4,11 +4,13 @@
 use std::collections::BTreeSet;
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::rejection::QueryRejection;
+use axum::http::StatusCode;
 use botfleet_actors::safety::approvals;
 use botfleet_actors::safety::approvals::ApprovalError;
 use botfleet_memory::ApprovalDecision;
@@ -102,18 +104,27 @@ pub(crate) struct DecisionBody {
     decision: ApprovalDecision,
 }
 
-/// `POST /v1/approvals/{id}` with `{"decision": "approve" | "deny"}`.
+/// `POST /v1/approvals/{id}` with `{"decision": "approve" | "deny"}`. The
+/// body is JSON whatever its `Content-Type`, as for every other route.
 pub(crate) async fn decide(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(id): Path<String>,
-    body: Result<Json<DecisionBody>, JsonRejection>,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let body = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge {
+                limit: state.limits.max_body_bytes,
+            }
+        } else {
+            ApiError::BadRequest(format!("could not read the body: {r}"))
+        }
+    })?;
     let parsed = parse_id(&id)?;
-    let Json(body) = body.map_err(|e| {
+    let body: DecisionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(
-            "{}; send {{\"decision\": \"approve\"}} or {{\"decision\": \"deny\"}}",
-            e.body_text()
+            "the body is not valid JSON for a decision ({e}); send {{\"decision\": \"approve\"}} or {{\"decision\": \"deny\"}}"
         ))
     })?;
     match approvals::decide(state.fleet.runtime(), &user.0, parsed, body.decision).await {

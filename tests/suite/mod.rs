@@ -5,6 +5,7 @@ mod approvals;
 mod batching;
 mod cli;
 mod cli_restart;
+mod config_checks;
 mod context;
 mod crash;
 mod data_lock;

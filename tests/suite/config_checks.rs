@@ -1,0 +1,323 @@
+//! `botfleet check-config` and `botfleet run` agree: every fleet file `run`
+//! refuses (missing or invalid scripts, unset `*_env` variables, duplicate
+//! tokens or secrets), `check-config` refuses too, with the same message
+//! naming the file and the key. And the start banner's `send` hint targets
+//! the address the host really listens on.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::process::BIN;
+use crate::support::process::free_port;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
+"#;
+
+const ALICE: &str = "[[users]]\nid = \"alice\"\ntoken = \"alice-secret-token\"\n";
+const SCRIPTED: &str = "[providers.s]\nkind = \"scripted\"\nscript = \"scripts/s.toml\"\n";
+const BOT: &str = "[[bots]]\nid = \"r\"\nname = \"R\"\nowner = \"alice\"\nprovider = \"s\"\ntools = [\"SendMessage\"]\n";
+
+/// Environment variables the fleets below refer to; removed from every
+/// child unless a case sets them.
+const VARS: &[&str] = &[
+    "BOTFLEET_TEST_ALICE_TOKEN",
+    "BOTFLEET_TEST_BOB_TOKEN",
+    "BOTFLEET_TEST_HOOK_SECRET",
+    "BOTFLEET_TEST_GITHUB_TOKEN",
+];
+
+/// Writes `fleet.toml` (a `[host]` table pointing into `dir`, then `body`)
+/// and `scripts/s.toml` (`script`, if given) into `dir`.
+fn write_fleet(dir: &Path, body: &str, script: Option<&str>) -> PathBuf {
+    if let Some(s) = script {
+        std::fs::create_dir_all(dir.join("scripts")).unwrap();
+        std::fs::write(dir.join("scripts/s.toml"), s).unwrap();
+    }
+    let text = format!(
+        "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n\n{body}",
+        dir.join("data").display()
+    );
+    let path = dir.join("fleet.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `botfleet <command> --fleet FLEET` (`run` also gets `--listen
+/// 127.0.0.1:0`) with `env` set and the other test variables unset.
+/// Returns (exit code, stdout, stderr); a `run` that starts instead of
+/// refusing is stopped after a while and reported as exit code -1.
+async fn botfleet(command: &str, fleet: &Path, env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg(command).arg("--fleet").arg(fleet);
+    if command == "run" {
+        cmd.args(["--listen", "127.0.0.1:0"]);
+    }
+    for v in VARS {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    match tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await {
+        Ok(out) => {
+            let out = out.unwrap();
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+        Err(_) => (-1, String::new(), "(it started)".into()),
+    }
+}
+
+/// Both `check-config` and `run` refuse `fleet` with exit code 1 and the
+/// same error; returns it.
+async fn both_refuse(fleet: &Path, env: &[(&str, &str)]) -> String {
+    let (code, out, err) = botfleet("check-config", fleet, env).await;
+    assert_eq!(code, 1, "check-config accepted it: {out}{err}");
+    let (run_code, _, run_err) = botfleet("run", fleet, env).await;
+    assert_eq!(run_code, 1, "run did not refuse it: {run_err}");
+    assert_eq!(err, run_err, "check-config and run disagree");
+    err
+}
+
+#[tokio::test]
+async fn a_missing_script_is_refused_by_check_config_and_run_naming_file_key_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = write_fleet(
+        dir.path(),
+        &format!(
+            "{ALICE}\n[providers.s]\nkind = \"scripted\"\nscript = \"scripts/none.toml\"\n\n{BOT}"
+        ),
+        None,
+    );
+    let err = both_refuse(&fleet, &[]).await;
+    let resolved = dir.path().join("scripts/none.toml");
+    assert!(
+        err.contains(&fleet.display().to_string())
+            && err.contains("providers.s.script")
+            && err.contains(&resolved.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("No such file or directory").count(),
+        1,
+        "the OS error once: {err}"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_script_is_refused_by_check_config_and_run() {
+    let cases = [
+        (
+            "[[rule]]\nmatch = \"(unclosed\"\nsteps = [ { text = \"x\" } ]\n",
+            "is not a valid regex",
+        ),
+        (
+            "[[rule]]\nsteps = [ { text = \"x\", colour = \"red\" } ]\n",
+            "colour",
+        ),
+        (
+            "[[rule]]\nsteps = [ { args = { text = \"x\" } } ]\n",
+            "`args` needs `tool`",
+        ),
+    ];
+    for (script, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let fleet = write_fleet(
+            dir.path(),
+            &format!("{ALICE}\n{SCRIPTED}\n{BOT}"),
+            Some(script),
+        );
+        let err = both_refuse(&fleet, &[]).await;
+        assert!(
+            err.contains(&fleet.display().to_string())
+                && err.contains("providers.s.script")
+                && err.contains(says),
+            "{says}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn unset_environment_variables_are_refused_by_check_config_and_run() {
+    let hook = "[[bots.hooks]]\nname = \"gh\"\nsecret_env = \"BOTFLEET_TEST_HOOK_SECRET\"\n";
+    let secret =
+        "[[secrets]]\nname = \"GITHUB_TOKEN\"\nvalue_env = \"BOTFLEET_TEST_GITHUB_TOKEN\"\n";
+    let env_alice = "[[users]]\nid = \"alice\"\ntoken_env = \"BOTFLEET_TEST_ALICE_TOKEN\"\n";
+    let cases = [
+        (
+            format!("{env_alice}\n{SCRIPTED}\n{BOT}"),
+            "users[0].token_env",
+            "BOTFLEET_TEST_ALICE_TOKEN",
+        ),
+        (
+            format!("{ALICE}\n{SCRIPTED}\n{BOT}{hook}"),
+            "bots[0].hooks[0].secret_env",
+            "BOTFLEET_TEST_HOOK_SECRET",
+        ),
+        (
+            format!("{ALICE}\n{SCRIPTED}\n{BOT}\n{secret}"),
+            "secrets[0].value_env",
+            "BOTFLEET_TEST_GITHUB_TOKEN",
+        ),
+    ];
+    for (body, key, var) in &cases {
+        let dir = tempfile::tempdir().unwrap();
+        let fleet = write_fleet(dir.path(), body, Some(ECHO));
+        let err = both_refuse(&fleet, &[]).await;
+        assert!(
+            err.contains(&fleet.display().to_string()) && err.contains(key) && err.contains(var),
+            "{key}: {err}"
+        );
+        // set, the same file is fine
+        let (code, out, err) = botfleet(
+            "check-config",
+            &fleet,
+            &[(var, "a-value-long-enough-for-anything")],
+        )
+        .await;
+        assert_eq!(code, 0, "{key}: {err}");
+        assert!(out.contains(": ok"), "{out}");
+    }
+    // all three unset at once: check-config names each
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = write_fleet(
+        dir.path(),
+        &format!("{env_alice}\n{SCRIPTED}\n{BOT}{hook}\n{secret}"),
+        Some(ECHO),
+    );
+    let err = both_refuse(&fleet, &[]).await;
+    for (_, key, _) in &cases {
+        assert!(err.contains(key), "{key}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn two_users_with_one_token_are_refused_without_printing_it() {
+    let token = "shared-token-123";
+    let dir = tempfile::tempdir().unwrap();
+    let inline = format!(
+        "{ALICE}\n[[users]]\nid = \"bob\"\ntoken = \"alice-secret-token\"\n\n{SCRIPTED}\n{BOT}"
+    );
+    let fleet = write_fleet(dir.path(), &inline, Some(ECHO));
+    let err = both_refuse(&fleet, &[]).await;
+    assert!(
+        err.contains("users[1].token") && err.contains("\"alice\"") && err.contains("\"bob\""),
+        "{err}"
+    );
+    assert!(!err.contains("alice-secret-token"), "{err}");
+
+    // the same through token_env, resolved at start
+    let env = format!(
+        "[[users]]\nid = \"alice\"\ntoken = \"{token}\"\n\n[[users]]\nid = \"bob\"\ntoken_env = \"BOTFLEET_TEST_BOB_TOKEN\"\n\n{SCRIPTED}\n{BOT}"
+    );
+    let fleet = write_fleet(dir.path(), &env, Some(ECHO));
+    let err = both_refuse(&fleet, &[("BOTFLEET_TEST_BOB_TOKEN", token)]).await;
+    assert!(
+        err.contains("users[1].token_env") && err.contains("\"alice\"") && err.contains("\"bob\""),
+        "{err}"
+    );
+    assert!(!err.contains(token), "{err}");
+    // another token for bob is fine
+    let (code, _, err) = botfleet(
+        "check-config",
+        &fleet,
+        &[("BOTFLEET_TEST_BOB_TOKEN", "bob-own-token")],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test]
+async fn a_secret_defined_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "{ALICE}\n{SCRIPTED}\n{BOT}\n[[secrets]]\nname = \"GITHUB_TOKEN\"\nvalue = \"first-value\"\n\n[[secrets]]\nname = \"GITHUB_TOKEN\"\nvalue = \"second-value\"\n"
+    );
+    let fleet = write_fleet(dir.path(), &body, Some(ECHO));
+    let err = both_refuse(&fleet, &[]).await;
+    assert!(
+        err.contains("secrets[1].name") && err.contains("GITHUB_TOKEN") && err.contains("twice"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("first-value") && !err.contains("second-value"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_banner_send_hint_targets_a_non_default_listen_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = write_fleet(
+        dir.path(),
+        &format!("{ALICE}\n{SCRIPTED}\n{BOT}"),
+        Some(ECHO),
+    );
+    let port = free_port();
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["run", "--fleet"])
+        .arg(&fleet)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let hint = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("send <bot>") {
+                return line;
+            }
+        }
+        panic!("run printed no send hint");
+    })
+    .await
+    .unwrap();
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    assert!(
+        hint.contains(&format!(
+            "botfleet --host http://127.0.0.1:{port} send <bot>"
+        )),
+        "{hint}"
+    );
+}
+
+#[test]
+fn the_send_hint_names_the_address_unless_it_is_the_cli_default() {
+    use botfleet::host::send_hint;
+    let hint = |addr: &str| send_hint(addr.parse().unwrap());
+    assert!(
+        hint("127.0.0.1:7878").contains("BOTFLEET_TOKEN=<token> botfleet send <bot> \"hello\""),
+        "{}",
+        hint("127.0.0.1:7878")
+    );
+    assert!(
+        hint("127.0.0.1:7979").contains("botfleet --host http://127.0.0.1:7979 send <bot>"),
+        "{}",
+        hint("127.0.0.1:7979")
+    );
+    // listening on every interface: reached through loopback
+    assert!(!hint("0.0.0.0:7878").contains("--host"));
+    assert!(hint("0.0.0.0:9000").contains("--host http://127.0.0.1:9000 "));
+    assert!(hint("[::]:7878").contains("--host http://[::1]:7878 "));
+    assert!(hint("10.0.0.5:7878").contains("--host http://10.0.0.5:7878 "));
+}
