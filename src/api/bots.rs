@@ -12,6 +12,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use botfleet_memory::AdmitOutcome;
+use botfleet_memory::AdmittedRecord;
+use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use serde::Deserialize;
@@ -142,6 +144,7 @@ pub(crate) async fn post_message(
         None => None,
     };
     let req = botfleet_actors::user_message(&user.0, &record, text, key.as_deref());
+    let target = req.session.id();
     let outcome = state.fleet.admit(req).await?;
     let (status, body) = match &outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(outcome)),
@@ -150,7 +153,7 @@ pub(crate) async fn post_message(
             StatusCode::CONFLICT,
             json!({
                 "status": "conflict",
-                "error": {"code": "conflict", "message": "this Idempotency-Key was used with a different message; use a new key for a new message"},
+                "error": {"code": "conflict", "message": conflict_message(original, target)},
                 "original": original,
             }),
         ),
@@ -197,4 +200,19 @@ pub(crate) async fn cancel(
     let b = owned_bot(&state, &user, &bot).await?;
     let cancelled = state.fleet.cancel(&b.id).await?;
     Ok(Json(json!({ "cancelled": cancelled })))
+}
+
+/// Why a key was refused: used with another text here, or for a message
+/// elsewhere (keys name one of the user's messages across all bots and
+/// rooms, so the same text to another bot is a conflict too).
+pub(crate) fn conflict_message(original: &AdmittedRecord, target: SessionId) -> String {
+    if original.session == target {
+        "this Idempotency-Key was used with a different message; use a new key for a new message"
+            .to_owned()
+    } else {
+        format!(
+            "this Idempotency-Key was already used for your message in another conversation (session {}, seq {}); a key names one of your messages across all bots and rooms: use a new key for a new message",
+            original.session, original.seq
+        )
+    }
 }

@@ -196,7 +196,7 @@ pub(crate) async fn post_message(
             StatusCode::CONFLICT,
             json!({
                 "status": "conflict",
-                "error": {"code": "conflict", "message": "this Idempotency-Key was used with a different message; use a new key for a new message"},
+                "error": {"code": "conflict", "message": super::bots::conflict_message(original, record.timeline().id())},
                 "original": original,
                 "room": posted.room,
             }),

@@ -60,6 +60,7 @@ async fn the_same_key_is_one_turn_and_another_body_is_a_conflict() {
     let host = TestFleet::new()
         .script("s", ECHO)
         .bot("r", "s", &["SendMessage"])
+        .bot("q", "s", &["SendMessage"])
         .start()
         .await;
     let (s1, first) = host.send("r", "once", Some("same-key")).await;
@@ -72,6 +73,17 @@ async fn the_same_key_is_one_turn_and_another_body_is_a_conflict() {
     assert_eq!(s3, 409, "{third}");
     assert_eq!(third["status"], "conflict");
     assert_eq!(third["original"]["seq"], first["seq"]);
+    let message = third["error"]["message"].as_str().unwrap();
+    assert!(message.contains("different message"), "{message}");
+    // a key names one message of the user's across all bots: the same text
+    // to another bot is a conflict that says where the key went
+    let (s4, fourth) = host.send("q", "once", Some("same-key")).await;
+    assert_eq!(s4, 409, "{fourth}");
+    let message = fourth["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("another conversation") && message.contains(session_of(&first)),
+        "{message}"
+    );
     let session = first["session"].as_str().unwrap();
     host.wait_turn_end(session, first["seq"].as_i64().unwrap())
         .await;
@@ -341,4 +353,8 @@ async fn bad_input_gets_clear_errors_and_loses_nothing() {
     assert_eq!(status, 202);
     assert_eq!(ok["seq"], 1);
     host.shutdown().await;
+}
+
+fn session_of(sent: &serde_json::Value) -> &str {
+    sent["session"].as_str().unwrap()
 }
