@@ -109,3 +109,26 @@ async fn the_same_tool_call_repeated_is_refused_then_ends_the_turn() {
     );
     host.shutdown().await;
 }
+
+/// The same reply sent again and again in one turn is a loop like any
+/// other repeated call: refused, then the turn ends, after two deliveries.
+#[tokio::test]
+async fn the_same_reply_sent_again_and_again_is_refused_then_ends_the_turn() {
+    let step = r#"{ tool = "SendMessage", args = { text = "hello again" } }"#;
+    let script = format!("[[rule]]\nsteps = [ {} ]\n", [step; 8].join(", "));
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "hi", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    let es = host.entries(&session).await;
+    let delivered = es.iter().filter(|e| e["kind"] == "delivery").count();
+    assert_eq!(end["status"], "failed", "{es:#?}");
+    assert_eq!(delivered, 2, "{es:#?}");
+    host.shutdown().await;
+}

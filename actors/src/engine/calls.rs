@@ -195,6 +195,11 @@ impl Runner {
     /// call needs the one-by-one path.
     pub(super) async fn run_internal_calls(&mut self, calls: &[ToolCall]) -> Option<Vec<Mutation>> {
         let mut prepared = Vec::with_capacity(calls.len());
+        // the loop guard sees these calls like any others (a reply sent
+        // again and again is a loop): a call that would trip it goes the
+        // slow way, where it is refused; the guard keeps what it saw only
+        // when the fast way is taken
+        let mut guard = self.tool_guard.clone();
         for call in calls {
             let tool = self.tool(&call.name)?;
             if tool.effect() != Effect::Internal {
@@ -206,6 +211,9 @@ impl Runner {
                 &call.arguments
             };
             let args: Value = serde_json::from_str(raw).ok()?;
+            if let ToolLoopVerdict::Loop { .. } = guard.observe(&call.name, &args) {
+                return None;
+            }
             let ctx = self.tool_ctx(&call.id);
             if Gate::reviewed(&ctx, &call.name, &args) {
                 // review may ask a person: the step is recorded first
@@ -213,6 +221,7 @@ impl Runner {
             }
             prepared.push((call, tool, args));
         }
+        self.tool_guard = guard;
         let mut out = Vec::new();
         for (call, tool, args) in prepared {
             let result = {
