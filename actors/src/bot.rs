@@ -64,8 +64,25 @@ pub struct BotStatus {
     pub id: BotId,
     /// The running turn, if any.
     pub running: Option<TurnId>,
+    /// What the bot knows of its running turn (its record is stored with
+    /// the turn's first step, so a slow first model call would leave it
+    /// unknown to the store for as long).
+    pub turn: Option<RunningTurn>,
     /// Inputs waiting.
     pub queued: usize,
+}
+
+/// A running turn as its bot knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunningTurn {
+    /// The turn.
+    pub turn: TurnId,
+    /// Its session.
+    pub session: SessionId,
+    /// Inbox gids of its inputs.
+    pub inputs: Vec<i64>,
+    /// When the bot started it (ms).
+    pub started_at: i64,
 }
 
 /// Messages of a bot actor.
@@ -99,6 +116,7 @@ struct Running {
     soft: CancellationToken,
     hard: CancellationToken,
     inputs: Vec<QueuedInput>,
+    started_at: i64,
 }
 
 enum Pending {
@@ -241,6 +259,12 @@ impl Actor for BotActor {
                 let _ = reply.send(BotStatus {
                     id: state.record.id.clone(),
                     running: state.running.as_ref().map(|r| r.turn),
+                    turn: state.running.as_ref().map(|r| RunningTurn {
+                        turn: r.turn,
+                        session: r.session,
+                        inputs: r.inputs.iter().map(|i| i.item.gid).collect(),
+                        started_at: r.started_at,
+                    }),
                     queued: state.queue.len(),
                 });
             }
@@ -428,6 +452,7 @@ impl BotState {
             soft,
             hard,
             inputs,
+            started_at: self.rt.store.clock().now_ms(),
         });
         let rt = self.rt.clone();
         let me = myself.clone();

@@ -13,6 +13,7 @@ use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::Store;
 use botfleet_memory::TurnId;
+use botfleet_memory::TurnRecord;
 use botfleet_memory::TurnStatus;
 use ractor::Actor;
 use ractor::ActorCell;
@@ -307,6 +308,52 @@ impl FleetHandle {
     /// Tells an active bot its record changed.
     pub fn reload(&self, bot: BotId) -> Result<()> {
         Ok(self.router()?.cast(RouterMsg::Reload(bot))?)
+    }
+
+    /// A turn's record: the stored one, or, for a turn of one of `bots`
+    /// that is running but not stored yet (its record is written with its
+    /// first step), what its bot knows of it, with status `running`.
+    pub async fn turn_record(&self, turn: TurnId, bots: &[BotId]) -> Result<Option<TurnRecord>> {
+        if let Some(record) = self.rt.store.get_turn(turn).await? {
+            return Ok(Some(record));
+        }
+        for bot in bots {
+            let status = self.status(bot).await?;
+            if let Some(running) = status.and_then(|s| s.turn).filter(|r| r.turn == turn) {
+                return Ok(Some(TurnRecord {
+                    id: turn,
+                    bot: bot.clone(),
+                    session: running.session,
+                    status: TurnStatus::Running,
+                    inputs: running.inputs,
+                    checkpoint: serde_json::Value::Null,
+                    attempts: 1,
+                    error: None,
+                    started_at: running.started_at,
+                    ended_at: None,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The turn `bot` is running, if it is active and running one.
+    pub async fn running_turn(&self, bot: &BotId) -> Result<Option<TurnId>> {
+        Ok(self.status(bot).await?.and_then(|s| s.running))
+    }
+
+    /// What `bot` is doing, if it is active.
+    pub async fn status(&self, bot: &BotId) -> Result<Option<BotStatus>> {
+        let router = self.router()?;
+        ractor::call_t!(
+            router,
+            |reply| RouterMsg::Status {
+                bot: bot.clone(),
+                reply
+            },
+            10_000
+        )
+        .map_err(|_| ActorError::Timeout("router"))
     }
 
     /// What every active bot is doing.

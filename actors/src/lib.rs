@@ -33,6 +33,7 @@ mod vault;
 pub use bot::BotActor;
 pub use bot::BotMsg;
 pub use bot::BotStatus;
+pub use bot::RunningTurn;
 pub use bot_queue::QueuedInput;
 pub use error::ActorError;
 pub use error::Result;

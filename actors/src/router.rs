@@ -57,6 +57,13 @@ pub enum RouterMsg {
     },
     /// The status of every active bot.
     Active(RpcReplyPort<Vec<BotStatus>>),
+    /// The status of one bot, if it is active.
+    Status {
+        /// The bot.
+        bot: BotId,
+        /// Answer.
+        reply: RpcReplyPort<Option<BotStatus>>,
+    },
     /// A bot's record changed in the store.
     Reload(BotId),
 }
@@ -151,6 +158,18 @@ impl Actor for RouterActor {
                     let _ = reply.send(false);
                 }
             },
+            RouterMsg::Status { bot, reply } => {
+                let status = match state.bots.get(&bot) {
+                    Some(slot) => slot
+                        .actor
+                        .call(BotMsg::Status, Some(Duration::from_secs(2)))
+                        .await
+                        .ok()
+                        .and_then(|r| r.success_or(()).ok()),
+                    None => None,
+                };
+                let _ = reply.send(status);
+            }
             RouterMsg::Active(reply) => {
                 let mut out = Vec::with_capacity(state.bots.len());
                 for slot in state.bots.values() {

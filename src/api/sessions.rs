@@ -4,8 +4,10 @@ use axum::Json;
 use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
+use botfleet_memory::BotId;
 use botfleet_memory::SessionId;
 use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -71,12 +73,25 @@ async fn owned_turn(
     let id: TurnId = turn
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
-    let record = state
-        .fleet
-        .store()
-        .get_turn(id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no turn {turn}")))?;
+    let record = match state.fleet.store().get_turn(id).await? {
+        Some(record) => record,
+        // not stored yet: it may be running its first step
+        None => {
+            let mine: Vec<BotId> = state
+                .fleet
+                .store()
+                .list_bots(Some(&user.0))
+                .await?
+                .into_iter()
+                .map(|b| b.id)
+                .collect();
+            state
+                .fleet
+                .turn_record(id, &mine)
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("no turn {turn}")))?
+        }
+    };
     owned_bot(state, user, record.bot.as_str())
         .await
         .map_err(|_| ApiError::NotFound(format!("no turn {turn}")))?;
@@ -99,7 +114,17 @@ pub(crate) async fn turns_of_bot(
     Path(bot): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
-    let turns = state.fleet.store().turns_of_bot(&b.id, 100).await?;
+    let mut turns = state.fleet.store().turns_of_bot(&b.id, 100).await?;
+    // a running turn is listed before its first step is stored
+    if let Some(running) = state.fleet.running_turn(&b.id).await?
+        && !turns.iter().any(|t| t.id == running)
+        && let Some(record) = state
+            .fleet
+            .turn_record(running, std::slice::from_ref(&b.id))
+            .await?
+    {
+        turns.insert(0, record);
+    }
     Ok(Json(json!({ "turns": turns })))
 }
 
@@ -109,6 +134,11 @@ pub(crate) async fn retry(
     Path(turn): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let record = owned_turn(&state, &user, &turn).await?;
+    if record.status == TurnStatus::Running {
+        return Err(ApiError::Conflict(format!(
+            "turn {turn} is still running; wait for it to end, or cancel it first"
+        )));
+    }
     let requeued = state.fleet.retry(record.id).await?;
     Ok(Json(json!({ "turn": record.id, "requeued": requeued })))
 }

@@ -1,5 +1,6 @@
-//! A person's retry of a turn runs its inputs again once: never for a
-//! running or completed turn, never a second time for the same turn.
+//! Turns as people see them: a retry runs a turn's inputs again once,
+//! never for a running or completed turn, never a second time for the
+//! same turn; a running turn is visible before its first step is stored.
 //! (Before, every `POST /v1/turns/{turn}/retry` requeued the inputs again,
 //! a completed turn's included: three clicks, three more turns and three
 //! more deliveries.)
@@ -91,5 +92,55 @@ async fn a_turn_is_retried_once_and_a_completed_turn_not_at_all() {
     // the unanswered message before "hello" as part of its inputs)
     let sent = deliveries(&entries);
     assert!(sent.len() == 1 && sent[0].ends_with("hello"), "{sent:?}");
+    host.shutdown().await;
+}
+
+/// A turn is readable from the moment its bot starts it, before its first
+/// step is stored: GET /v1/turns/{turn} and the bot's turn list show it
+/// running, and a retry is refused as running, not as unknown. (Before,
+/// both answered 404 until the first model call returned.)
+#[tokio::test]
+async fn a_running_turn_is_visible_before_its_first_step_is_stored() {
+    let slow = r#"
+[[rule]]
+steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "late" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", slow)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "take your time", None).await;
+    host.wait_running("r").await;
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let turn = bots["bots"][0]["running_turn"].as_str().unwrap().to_owned();
+
+    let (status, body) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["turn"]["status"], "running", "{body}");
+    assert_eq!(body["turn"]["session"], sent["session"], "{body}");
+    let (_, list) = host.get("/v1/bots/r/turns", TOKEN).await;
+    assert_eq!(list["turns"][0]["id"], json!(turn), "{list}");
+    let (status, refused) = retry(&host, &turn).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused.to_string().contains("still running"), "{refused}");
+    // bob does not see alice's running turn
+    let (status, _) = host
+        .get(
+            &format!("/v1/turns/{turn}"),
+            crate::support::fleet::BOB_TOKEN,
+        )
+        .await;
+    assert_eq!(status, 404);
+
+    let end = host
+        .wait_turn_end(
+            sent["session"].as_str().unwrap(),
+            sent["seq"].as_i64().unwrap(),
+        )
+        .await;
+    assert_eq!(end["turn"], json!(turn));
+    let (_, body) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
+    assert_eq!(body["turn"]["status"], "completed", "{body}");
     host.shutdown().await;
 }
