@@ -527,3 +527,70 @@ async fn reindex_rebuilds_offline_and_refuses_while_a_host_runs() {
     assert_eq!(v["total"], 5, "{v}");
     host.shutdown().await;
 }
+
+/// A room's public timeline is keyed by the room's id where a bot's id goes,
+/// so a room named like a bot passed for that bot's own session: bob's room
+/// `b` was found by alice's search and read by alice's bot `b`. Rooms are
+/// reached only through membership now.
+#[tokio::test]
+async fn a_room_named_like_another_users_bot_stays_out_of_its_reach() {
+    let script = format!(
+        r#"
+[[rule]]
+match = "^look (.*)$"
+steps = [
+  {{ calls = [
+      {{ tool = "SearchTranscript", args = {{ query = "platypus" }} }},
+      {{ tool = "ReadTranscript", args = {{ session = "{{{{input}}}}", seq = 1 }} }},
+  ] }},
+  {{ tool = "SendMessage", args = {{ text = "looked" }} }},
+]
+{CHAT}"#
+    );
+    // b is alice's; t and u are bob's
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("b", "s", RECALL_TOOLS)
+        .bot_of("t", "s", RECALL_TOOLS, "bob")
+        .bot_of("u", "s", RECALL_TOOLS, "bob")
+        .start()
+        .await;
+    let (status, room) = host
+        .post_raw(
+            "/v1/groups",
+            Some(BOB_TOKEN),
+            None,
+            json!({"name": "b", "members": ["t", "u"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    let (status, posted) = host
+        .post_raw(
+            "/v1/groups/b/messages",
+            Some(BOB_TOKEN),
+            Some("k1"),
+            json!({"text": "bob private: the vault code is platypus-7731"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{posted}");
+    let timeline = posted["session"].as_str().unwrap().to_owned();
+    flush(&host).await;
+
+    // bob finds it; alice does not, neither in all her sessions nor in b's
+    let (_, v) = host.get("/v1/search?q=platypus", BOB_TOKEN).await;
+    assert!(v["total"].as_u64().unwrap() >= 1, "{v}");
+    for q in ["/v1/search?q=platypus", "/v1/search?q=platypus&bot=b"] {
+        let (status, v) = host.get(q, TOKEN).await;
+        assert_eq!((status, v["total"].clone()), (200, json!(0)), "{q}: {v}");
+    }
+    // nor does her bot b, by search or by reading the timeline
+    let (session, _) = chat(&host, TOKEN, "b", &format!("look {timeline}")).await;
+    let searches = tool_results(&host, TOKEN, &session, "SearchTranscript").await;
+    assert!(
+        searches[0].0.starts_with("No entries match \"platypus\""),
+        "{searches:?}"
+    );
+    let reads = tool_results(&host, TOKEN, &session, "ReadTranscript").await;
+    assert!(reads[0].1 && !reads[0].0.contains("7731"), "{reads:?}");
+    host.shutdown().await;
+}

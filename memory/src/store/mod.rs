@@ -367,7 +367,8 @@ impl Store {
             .await
     }
 
-    /// Sessions of a bot.
+    /// Sessions of a bot (its own: a room's public timeline is not one,
+    /// even when the room is named like the bot).
     pub async fn sessions_of_bot(&self, bot: &BotId) -> Result<Vec<SessionRecord>> {
         let bot = bot.clone();
         self.read(move |c| reader::sessions_of_bot(c, &bot)).await

@@ -276,10 +276,14 @@ pub(crate) fn get_session(conn: &Connection, id: SessionId) -> Result<Option<Ses
     Ok(query_sessions(conn, "WHERE s.id = ?1", params![id.to_string()])?.pop())
 }
 
+/// A bot's own sessions. A room's public timeline is keyed by the room's
+/// id in the bot column (`room_timeline`), so a room named like a bot would
+/// pass for that bot's session: timelines are left out here, and reach a
+/// reader only through room membership.
 pub(crate) fn sessions_of_bot(conn: &Connection, bot: &BotId) -> Result<Vec<SessionRecord>> {
     query_sessions(
         conn,
-        "WHERE s.bot_id = ?1 ORDER BY s.created_at",
+        "WHERE s.bot_id = ?1 AND s.kind != 'room' ORDER BY s.created_at",
         params![bot.as_str()],
     )
 }
