@@ -11,6 +11,7 @@ mod crash;
 mod data_lock;
 mod groups;
 mod hooks;
+mod hops;
 mod host;
 mod loops;
 mod memory;

@@ -142,8 +142,14 @@ impl Runner {
         Ok(out)
     }
 
-    /// Hops and reply target from the turn's input entries.
+    /// Hops and reply target from the turn's input entries. A person's
+    /// message among them starts a new origin: the hop budget is per
+    /// message of a person, so the turn counts from 0 even when a bot's
+    /// message deep into an older chain was batched with it.
     pub(super) fn set_origin(&mut self, inputs: &[Entry]) {
+        let from_person = inputs
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::UserMessage { .. }));
         for e in inputs {
             if let EntryKind::AgentMessage {
                 from,
@@ -152,7 +158,9 @@ impl Runner {
                 ..
             } = &e.kind
             {
-                self.scope.hop = self.scope.hop.max(*hop);
+                if !from_person {
+                    self.scope.hop = self.scope.hop.max(*hop);
+                }
                 let session = reply_session.unwrap_or_else(|| {
                     SessionKey {
                         bot: from.clone(),

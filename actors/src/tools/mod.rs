@@ -206,9 +206,10 @@ impl ToolOutput {
     }
 }
 
-/// A failed call: what went wrong and what the model should do next.
+/// A failed call: what went wrong and what the model should do next (a
+/// message that ends its own sentence gets no second full stop).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("error: {message}. Next step: {hint}")]
+#[error("error: {}. Next step: {hint}", .message.trim_end_matches('.'))]
 pub struct ToolError {
     /// What went wrong.
     pub message: String,
@@ -346,4 +347,25 @@ pub(crate) fn show_path(workspace: &Workspace, path: &Path) -> String {
     path.strip_prefix(workspace.root())
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ToolError;
+
+    /// Regression: a message that ends its sentence read "…you have.. Next
+    /// step" (the hop-budget refusal, prompts/hop_budget.md).
+    #[test]
+    fn a_tool_error_reads_as_sentences() {
+        let e = ToolError::new("the budget is spent.", "answer the person");
+        assert_eq!(
+            e.to_string(),
+            "error: the budget is spent. Next step: answer the person"
+        );
+        let e = ToolError::new("no such file", "list the folder first");
+        assert_eq!(
+            e.to_string(),
+            "error: no such file. Next step: list the folder first"
+        );
+    }
 }
