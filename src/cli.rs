@@ -25,6 +25,8 @@ mod events;
 mod group;
 #[path = "cli_memory.rs"]
 mod memory;
+#[path = "cli_outcome.rs"]
+mod outcome;
 #[path = "cli_search.rs"]
 mod search;
 pub use group::GroupCommand;
@@ -396,6 +398,7 @@ async fn send(
     let deadline = tokio::time::Instant::now() + timeout;
     let mut cursor = seq;
     let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut notices: HashMap<String, Value> = HashMap::new();
     loop {
         // the host may be restarting: a failed poll waits for the next one
         let polled = match client.entries_after(&session, cursor).await {
@@ -410,6 +413,9 @@ async fn send(
             let turn = e["turn"].as_str().unwrap_or("").to_owned();
             match e["kind"].as_str() {
                 Some("delivery") => deliveries.entry(turn).or_default().push(e),
+                Some("notice") => {
+                    notices.insert(turn, e);
+                }
                 Some("turn_end") => {
                     let inputs: Vec<i64> = e["inputs"]
                         .as_array()
@@ -423,7 +429,12 @@ async fn send(
                         continue;
                     }
                     let mine = deliveries.remove(&turn).unwrap_or_default();
-                    return Ok(report(&turn, &ended, &mine, &session, seq, as_json));
+                    let ended = outcome::Ended {
+                        turn: &turn,
+                        status: &ended,
+                        notice: notices.get(&turn),
+                    };
+                    return Ok(outcome::report(&ended, &mine, &session, seq, as_json));
                 }
                 _ => {}
             }
@@ -447,53 +458,6 @@ async fn send(
         changes
             .wait(&session, left.min(Duration::from_secs(5)))
             .await;
-    }
-}
-
-fn report(
-    turn: &str,
-    status: &str,
-    deliveries: &[Value],
-    session: &str,
-    seq: i64,
-    as_json: bool,
-) -> ExitCode {
-    if as_json {
-        let out = json!({
-            "status": status,
-            "turn": turn,
-            "session": session,
-            "seq": seq,
-            "deliveries": deliveries.iter().map(|d| json!({"id": d["id"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
-        });
-        println!("{out}");
-    } else {
-        let texts: Vec<&str> = deliveries
-            .iter()
-            .filter_map(|d| d["text"].as_str())
-            .collect();
-        if !texts.is_empty() {
-            println!("{}", texts.join("\n\n"));
-        }
-    }
-    match status {
-        "completed" => ExitCode::SUCCESS,
-        "undelivered" => {
-            if !as_json {
-                eprintln!(
-                    "the bot ended its turn without replying (turn {turn}); retry with `botfleet retry {turn}`"
-                );
-            }
-            ExitCode::from(exit::UNDELIVERED)
-        }
-        _ => {
-            if !as_json {
-                eprintln!(
-                    "the turn ended {status} (turn {turn}); retry with `botfleet retry {turn}`"
-                );
-            }
-            ExitCode::from(exit::TURN_FAILED)
-        }
     }
 }
 

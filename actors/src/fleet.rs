@@ -12,6 +12,7 @@ use botfleet_memory::IndexerActor;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::Store;
+use botfleet_memory::SubagentStatus;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnRecord;
 use botfleet_memory::TurnStatus;
@@ -280,6 +281,15 @@ impl FleetHandle {
             | TurnStatus::Interrupted
             | TurnStatus::Failed
             | TurnStatus::Cancelled => {}
+        }
+        if let Some(sub) = self.rt.store.get_subagent(&record.bot).await?
+            && sub.status == SubagentStatus::Stopped
+        {
+            // its turns are cancelled as they start: a retry would be too
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} is of subagent {}, which was stopped and takes no more work; ask {} to start a new task",
+                sub.id, sub.parent
+            )));
         }
         let n = match self
             .rt

@@ -186,6 +186,12 @@ prompts! {
     loop_reminder => "loop_reminder.md",
     /// The result of a repeated identical tool call.
     tool_loop => "tool_loop.md",
+    /// The notice of a message to a stopped subagent.
+    subagent_stopped => "subagent_stopped.md",
+    /// A subagent's report of a task it could not finish.
+    subagent_unfinished => "subagent_unfinished.md",
+    /// The same, with its last progress.
+    subagent_unfinished_progress => "subagent_unfinished_progress.md",
 }
 
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);

@@ -27,5 +27,6 @@ mod review_ttl;
 mod routines;
 mod routines_api;
 mod secrets;
+mod subagent_reports;
 mod ui;
 mod ui_browser;

@@ -4,6 +4,9 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::InputDigest;
+use botfleet_memory::SubagentRecord;
 
 impl Runner {
     /// Commits a batch and feeds the entries it appended to the tail.
@@ -22,6 +25,25 @@ impl Runner {
                     checkpoint: self.state.to_value(),
                 },
             );
+        }
+        let ended = batch.iter().find_map(|m| match m {
+            Mutation::EndTurn { status, .. } => Some(*status),
+            _ => None,
+        });
+        if let Some(status) = ended
+            && self.bot.origin.starts_with("subagent:")
+        {
+            // a subagent's turn ends with its status and report, in the
+            // same transaction as the end of the turn (before its
+            // turn_end entry)
+            let extra = self.subagent_end(status).await?;
+            let at = batch
+                .iter()
+                .position(|m| {
+                    matches!(m, Mutation::Append(e) if matches!(e.kind, EntryKind::TurnEnd { .. }))
+                })
+                .unwrap_or(batch.len());
+            batch.splice(at..at, extra);
         }
         let appended: Vec<NewEntry> = batch
             .iter()
@@ -213,21 +235,156 @@ impl Runner {
                 usage: self.usage,
             });
         }
-        if self.bot.origin.starts_with("subagent:") {
-            let sub_status = match status {
-                TurnStatus::Completed => Some(SubagentStatus::Done),
-                TurnStatus::Failed | TurnStatus::Undelivered => Some(SubagentStatus::Failed),
-                TurnStatus::Cancelled => Some(SubagentStatus::Stopped),
-                TurnStatus::Running | TurnStatus::Interrupted => None,
-            };
-            if let Some(sub_status) = sub_status {
-                batch.push(Mutation::SetSubagentStatus {
-                    id: self.bot.id.clone(),
-                    status: sub_status,
-                    result: self.last_delivery.clone().or_else(|| self.error.clone()),
-                });
-            }
-        }
         batch
+    }
+
+    /// What ends a subagent's turn besides the turn itself: for a turn of
+    /// its task (its subagent session), its status and its report to the
+    /// parent, the one message that wakes the parent (what the subagent
+    /// sent before is progress, read with CheckSubagent); for a turn of a
+    /// stopped subagent, a notice that it takes no more work.
+    ///
+    /// The report is admitted with a nonce derived from the turn: it is
+    /// written in the same transaction as the end of the turn, and a turn
+    /// resumed after a crash that lost that transaction writes it again
+    /// with the same nonce, so the parent gets it exactly once.
+    async fn subagent_end(&mut self, status: TurnStatus) -> Result<Vec<Mutation>, StoreError> {
+        let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        if status == TurnStatus::Cancelled && sub.status == SubagentStatus::Stopped {
+            out.push(
+                self.entry(
+                    EntryId::derive(self.turn, "end", "subagent_stopped"),
+                    EntryKind::Notice {
+                        code: "subagent_stopped".into(),
+                        text: prompts()
+                            .subagent_stopped
+                            .render(&[("parent", sub.parent.as_str())])
+                            .unwrap_or_default(),
+                        // a retry would be cancelled again
+                        retry_turn: None,
+                    },
+                ),
+            );
+        }
+        if self.scope.session.key.kind != SessionKind::Subagent {
+            // a person's message to the subagent bot is not its task
+            return Ok(out);
+        }
+        let sub_status = match status {
+            TurnStatus::Completed => SubagentStatus::Done,
+            TurnStatus::Failed | TurnStatus::Undelivered => SubagentStatus::Failed,
+            TurnStatus::Cancelled => SubagentStatus::Stopped,
+            TurnStatus::Running | TurnStatus::Interrupted => return Ok(out),
+        };
+        if self.last_delivery.is_none() && self.state.delivered > 0 {
+            // a resumed turn: its messages before the crash are in the store
+            self.last_delivery = self.delivered_before().await?;
+        }
+        out.push(Mutation::SetSubagentStatus {
+            id: self.bot.id.clone(),
+            status: sub_status,
+            result: self.last_delivery.clone().or_else(|| self.error.clone()),
+        });
+        let report = match status {
+            TurnStatus::Completed => Some(
+                self.last_delivery
+                    .clone()
+                    .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
+            ),
+            TurnStatus::Failed | TurnStatus::Undelivered => {
+                let why = self
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default());
+                let p = prompts();
+                let text = match &self.last_delivery {
+                    Some(progress) => p
+                        .subagent_unfinished_progress
+                        .render(&[("why", &why), ("progress", progress)]),
+                    None => p.subagent_unfinished.render(&[("why", &why)]),
+                };
+                Some(text.unwrap_or_else(|_| why.clone()))
+            }
+            // stopped by the parent (or a person): nobody waits for it
+            TurnStatus::Cancelled | TurnStatus::Running | TurnStatus::Interrupted => None,
+        };
+        if let Some(text) = report {
+            out.extend(self.report_to_parent(&sub, text).await?);
+        }
+        Ok(out)
+    }
+
+    /// The text of the last message this turn delivered before it was
+    /// resumed.
+    async fn delivered_before(&self) -> Result<Option<String>, StoreError> {
+        let from = self
+            .state
+            .input_seqs
+            .iter()
+            .min()
+            .copied()
+            .unwrap_or(1)
+            .saturating_sub(1);
+        let entries = self
+            .rt
+            .store
+            .entries_after(self.session, from, i64::MAX)
+            .await?;
+        Ok(entries
+            .into_iter()
+            .rev()
+            .filter(|e| e.turn == Some(self.turn))
+            .find_map(|e| match e.kind {
+                EntryKind::Delivery { text, .. } => Some(text),
+                _ => None,
+            }))
+    }
+
+    /// The subagent's report, as a message to its parent in the session it
+    /// delegated from (`None` when the parent no longer exists).
+    async fn report_to_parent(
+        &self,
+        sub: &SubagentRecord,
+        text: String,
+    ) -> Result<Option<Mutation>, StoreError> {
+        let Some(parent) = self.rt.store.get_bot(&sub.parent).await? else {
+            return Ok(None);
+        };
+        let key = match self.rt.store.get_session(sub.parent_session).await? {
+            Some(rec) if rec.key.bot == parent.id => rec.key,
+            _ => SessionKey {
+                bot: parent.id.clone(),
+                kind: SessionKind::Agent,
+                peer: self.bot.id.to_string(),
+            },
+        };
+        Ok(Some(Mutation::Admit(Box::new(AdmitRequest {
+            source: format!("bot:{}", self.bot.id),
+            nonce: format!("{}:end:report", self.turn),
+            nonce_time_ms: None,
+            digest: InputDigest::of_parts([
+                b"agent_message".as_slice(),
+                parent.id.as_str().as_bytes(),
+                text.as_bytes(),
+            ]),
+            entry: NewEntry {
+                id: EntryId::derive(self.turn, "end", "report"),
+                session: key.id(),
+                author: self.bot.id.to_string(),
+                turn: None,
+                kind: EntryKind::AgentMessage {
+                    from: self.bot.id.clone(),
+                    text,
+                    hop: self.scope.hop + 1,
+                    reply_session: Some(self.session),
+                },
+            },
+            session: key,
+            owner: parent.owner,
+            priority: Priority::Background,
+        }))))
     }
 }

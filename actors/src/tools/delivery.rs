@@ -127,24 +127,17 @@ impl Tool for SendMessage {
                 )
             }
             SessionKind::Subagent => {
-                // the parent that delegated the task, in the session it delegated from
-                let parent = peer_bot(ctx, &key.peer).await?;
-                let sub = ctx.store().get_subagent(&ctx.bot.id).await.map_err(|e| {
-                    ToolError::new(format!("cannot read the task record: {e}"), "try again")
-                })?;
-                let session = sub.map(|s| s.parent_session);
-                let admit =
-                    message_to_bot(ctx, &parent, text, Priority::Background, "report", session)
-                        .await?;
-                // the report is the subagent's result: it is done when it reports
-                let done = Mutation::SetSubagentStatus {
-                    id: ctx.bot.id.clone(),
-                    status: botfleet_memory::SubagentStatus::Done,
-                    result: Some(text.to_owned()),
-                };
+                // progress: recorded in the subagent's session, where the
+                // parent reads it with CheckSubagent; the last message
+                // when the work ends is the report, which the engine sends
+                // to the parent with the end of the turn (one message that
+                // wakes it, not one per SendMessage)
                 (
-                    vec![delivery(ctx.session()), admit, done],
-                    format!("reported to {}", parent.id),
+                    vec![delivery(ctx.session())],
+                    format!(
+                        "recorded as progress; when you finish, your last message is reported to {}",
+                        key.peer
+                    ),
                 )
             }
             SessionKind::Routine | SessionKind::Hook => {

@@ -3,9 +3,12 @@
 //! StopSubagent observe, steer and stop it. A subagent is a bot (origin
 //! `subagent:<parent>`) run by the same machinery as every bot: its turns
 //! are checkpointed and resume after a crash, its transcript is its own
-//! (searchable, never in the parent's context), and its SendMessage is its
-//! report, delivered to the parent's session as a message that wakes the
-//! parent. A user's message that interrupts the parent does not touch it.
+//! (searchable, never in the parent's context). Its SendMessage while it
+//! works is progress, recorded in its session (CheckSubagent shows it);
+//! when its turn ends, its last message is its report, delivered to the
+//! parent's session as one message that wakes the parent (written with
+//! the end of the turn: `engine/persist.rs`). A user's message that
+//! interrupts the parent does not touch it.
 
 use std::time::Duration;
 
@@ -331,11 +334,17 @@ impl Tool for CheckSubagent {
         let session = subagent_session(&sub.id, &ctx.bot.id).id();
         let recent = ctx
             .store()
-            .tail_entries(session, 8)
+            .tail_entries(session, 64)
             .await
             .map_err(store_error)?;
+        // its last message: progress while it works, its report once done
+        let last_message = recent.iter().rev().find_map(|e| match &e.kind {
+            EntryKind::Delivery { text, .. } => Some(text.chars().take(300).collect::<String>()),
+            _ => None,
+        });
         let progress: Vec<String> = recent
             .iter()
+            .skip(recent.len().saturating_sub(8))
             .filter_map(|e| match &e.kind {
                 EntryKind::Assistant { text, tool_calls }
                     if !text.is_empty() || !tool_calls.is_empty() =>
@@ -357,11 +366,12 @@ impl Tool for CheckSubagent {
             })
             .collect();
         Ok(ToolOutput::text(format!(
-            "subagent {} [{}]: {}\nresult: {}\nlatest progress:\n{}",
+            "subagent {} [{}]: {}\nresult: {}\nlast message: {}\nlatest progress:\n{}",
             sub.id,
             sub.status.as_str(),
             sub.description,
             sub.result.as_deref().unwrap_or("(none yet)"),
+            last_message.as_deref().unwrap_or("(none yet)"),
             if progress.is_empty() {
                 "(nothing yet)".to_owned()
             } else {

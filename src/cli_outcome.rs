@@ -1,0 +1,115 @@
+//! How `botfleet send` reports the turn that answered a message: the
+//! deliveries on stdout (or one JSON object), and on stderr what a person
+//! should know when the turn did not complete.
+
+use std::process::ExitCode;
+
+use serde_json::Value;
+use serde_json::json;
+
+use super::exit;
+
+/// How the turn that answered a message ended.
+#[derive(Clone, Copy)]
+pub(super) struct Ended<'a> {
+    pub(super) turn: &'a str,
+    pub(super) status: &'a str,
+    /// The turn's notice to people, if it wrote one.
+    pub(super) notice: Option<&'a Value>,
+}
+
+impl Ended<'_> {
+    /// What to tell a person on stderr: the turn's notice if it wrote one
+    /// (a retry hint only when the notice names a turn to retry: a stopped
+    /// subagent's turn, say, would be cancelled again), else the status.
+    fn explain(&self) -> String {
+        let turn = self.turn;
+        let retry = format!("retry with `botfleet retry {turn}`");
+        match self.notice {
+            Some(n) => {
+                let text = n["text"].as_str().unwrap_or("");
+                match n["retry_turn"].as_str() {
+                    Some(t) => format!("{text} (turn {turn}); retry with `botfleet retry {t}`"),
+                    None => format!("{text} (turn {turn})"),
+                }
+            }
+            None if self.status == "undelivered" => {
+                format!("the bot ended its turn without replying (turn {turn}); {retry}")
+            }
+            None => format!("the turn ended {} (turn {turn}); {retry}", self.status),
+        }
+    }
+}
+
+pub(super) fn report(
+    ended: &Ended<'_>,
+    deliveries: &[Value],
+    session: &str,
+    seq: i64,
+    as_json: bool,
+) -> ExitCode {
+    let (turn, status) = (ended.turn, ended.status);
+    if as_json {
+        let out = json!({
+            "status": status,
+            "turn": turn,
+            "session": session,
+            "seq": seq,
+            "deliveries": deliveries.iter().map(|d| json!({"id": d["id"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else {
+        let texts: Vec<&str> = deliveries
+            .iter()
+            .filter_map(|d| d["text"].as_str())
+            .collect();
+        if !texts.is_empty() {
+            println!("{}", texts.join("\n\n"));
+        }
+    }
+    if status != "completed" && !as_json {
+        eprintln!("{}", ended.explain());
+    }
+    match status {
+        "completed" => ExitCode::SUCCESS,
+        "undelivered" => ExitCode::from(exit::UNDELIVERED),
+        _ => ExitCode::from(exit::TURN_FAILED),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Ended;
+
+    /// Regression: a DM to a stopped subagent printed "retry with `botfleet
+    /// retry …`", and the retry was cancelled again; the turn's notice says
+    /// why, and names a turn to retry only when there is one.
+    #[test]
+    fn the_notice_decides_whether_a_retry_is_suggested() {
+        let stopped = json!({"code": "subagent_stopped", "text": "this subagent was stopped"});
+        let ended = Ended {
+            turn: "t1",
+            status: "cancelled",
+            notice: Some(&stopped),
+        };
+        let text = ended.explain();
+        assert!(text.starts_with("this subagent was stopped"), "{text}");
+        assert!(!text.contains("retry"), "{text}");
+
+        let failed = json!({"code": "turn_failed", "text": "the model failed", "retry_turn": "t1"});
+        let ended = Ended {
+            notice: Some(&failed),
+            ..ended
+        };
+        assert!(ended.explain().ends_with("retry with `botfleet retry t1`"));
+
+        let ended = Ended {
+            notice: None,
+            status: "undelivered",
+            ..ended
+        };
+        assert!(ended.explain().contains("without replying"));
+    }
+}

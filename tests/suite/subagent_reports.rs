@@ -1,0 +1,263 @@
+//! A subagent's messages while it works are progress; the parent is woken
+//! once, by its report when its work ends. A stopped subagent takes no
+//! more work, and says so.
+//!
+//! (Before, every SendMessage of a subagent woke the parent and marked the
+//! subagent done at once; a message to a stopped subagent was cancelled
+//! silently, with a retry that was cancelled again.)
+
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+
+/// Waits (polling, with a deadline) until `pick` finds something in `path`.
+async fn poll(host: &TestHost, path: &str, pick: impl Fn(&Value) -> Option<Value>) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, v) = host.get(path, TOKEN).await;
+        if let Some(found) = pick(&v) {
+            return found;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out polling {path}: {v:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The id of `parent`'s subagent, once it exists.
+async fn subagent_of(host: &TestHost, parent: &str) -> String {
+    let origin = format!("subagent:{parent}");
+    poll(host, "/v1/bots", |v| {
+        v["bots"]
+            .as_array()?
+            .iter()
+            .find(|b| b["origin"] == origin.as_str())
+            .map(|b| b["id"].clone())
+    })
+    .await
+    .as_str()
+    .unwrap()
+    .to_owned()
+}
+
+/// The session of the subagent's first turn (its task), once stored.
+async fn task_session(host: &TestHost, sub: &str) -> String {
+    poll(host, &format!("/v1/bots/{sub}/turns"), |v| {
+        v["turns"]
+            .as_array()?
+            .iter()
+            .find_map(|t| t["session"].as_str().map(|s| json!(s)))
+    })
+    .await
+    .as_str()
+    .unwrap()
+    .to_owned()
+}
+
+fn agent_messages(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "agent_message")
+        .map(|e| e["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Waits for `p`'s reply to a message (the last delivery of the turn that
+/// answered it).
+async fn reply_to(host: &TestHost, text: &str) -> (String, String) {
+    let (status, sent) = host.send("p", text, None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let es = host.entries(&session).await;
+    let reply = es
+        .iter()
+        .filter(|e| e["kind"] == "delivery" && e["turn"] == end["turn"])
+        .filter_map(|e| e["text"].as_str())
+        .next_back()
+        .unwrap_or_default()
+        .to_owned();
+    (session, reply)
+}
+
+// The subagent waits (bounded) for a file the test writes: deterministic,
+// and no fixed delay.
+const WAIT_FOR_GO: &str =
+    "i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo waited";
+
+#[tokio::test]
+async fn a_subagent_reports_progress_quietly_and_wakes_its_parent_once_at_the_end() {
+    let script = format!(
+        r#"
+[[rule]]
+bot = "p"
+match = "^research"
+steps = [
+  {{ tool = "Task", args = {{ description = "twice", prompt = "SUBTASK twice" }} }},
+  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
+]
+
+[[rule]]
+bot = "p"
+match = "^p\\.sub-"
+steps = [
+  {{ tool = "CheckSubagent", args = {{ id = "{{{{input}}}}" }} }},
+  {{ tool = "SendMessage", args = {{ text = "check: {{{{tool_result}}}}" }} }},
+]
+
+[[rule]]
+bot = "p"
+match = "Message from bot"
+steps = [ {{ tool = "SendMessage", args = {{ text = "got report: {{{{input}}}}" }} }} ]
+
+[[rule]]
+match = "SUBTASK twice"
+steps = [
+  {{ tool = "SendMessage", args = {{ text = "REPORT progress: half done" }} }},
+  {{ tool = "Shell", args = {{ command = "{WAIT_FOR_GO}" }} }},
+  {{ tool = "SendMessage", args = {{ text = "REPORT final: all done" }} }},
+]
+"#
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("p", "s", &["SendMessage", "Task", "CheckSubagent", "Shell"])
+        .start()
+        .await;
+    let (session, reply) = reply_to(&host, "research please").await;
+    assert_eq!(reply, "delegated");
+    let sub = subagent_of(&host, "p").await;
+    let sub_session = task_session(&host, &sub).await;
+    // the progress is recorded in the subagent's session...
+    host.wait_for(&sub_session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d == "REPORT progress: half done")
+            .then_some(json!(true))
+    })
+    .await;
+    // ...and, while the subagent still works, the parent sees it as
+    // progress of a running task, without having been woken by it
+    let (_, check) = reply_to(&host, &sub).await;
+    assert!(check.contains(&format!("{sub} [running]")), "{check}");
+    assert!(check.contains("REPORT progress: half done"), "{check}");
+    let es = host.entries(&session).await;
+    assert_eq!(
+        agent_messages(&es),
+        Vec::<String>::new(),
+        "progress does not wake the parent"
+    );
+    // let the subagent finish: its final message is its report
+    std::fs::write(host.fleet.path().join("data/workspace/go"), "go").unwrap();
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d.starts_with("got report"))
+            .then_some(json!(true))
+    })
+    .await;
+    // the subagent's task turn is over: nothing more is on its way
+    let sub_end = host
+        .wait_for(&sub_session, |es| {
+            es.iter().find(|e| e["kind"] == "turn_end").cloned()
+        })
+        .await;
+    assert_eq!(sub_end["status"], "completed", "{sub_end}");
+    let es = host.entries(&session).await;
+    let reports = agent_messages(&es);
+    assert_eq!(reports.len(), 1, "one report wakes the parent: {reports:?}");
+    assert!(reports[0].contains("REPORT final: all done"), "{reports:?}");
+    assert!(!reports[0].contains("half done"), "{reports:?}");
+    // and now the task is done, with its report as the result
+    let (_, check) = reply_to(&host, &sub).await;
+    assert!(check.contains(&format!("{sub} [done]")), "{check}");
+    assert!(check.contains("result: REPORT final: all done"), "{check}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_message_to_a_stopped_subagent_ends_with_a_notice_and_cannot_be_retried() {
+    let script = format!(
+        r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  {{ tool = "Task", args = {{ description = "wait", prompt = "SUBTASK wait" }} }},
+  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
+]
+
+[[rule]]
+bot = "p"
+match = "^p\\.sub-"
+steps = [
+  {{ tool = "StopSubagent", args = {{ id = "{{{{input}}}}" }} }},
+  {{ tool = "SendMessage", args = {{ text = "stop: {{{{tool_result}}}}" }} }},
+]
+
+[[rule]]
+match = "SUBTASK wait"
+steps = [
+  {{ tool = "Shell", args = {{ command = "{WAIT_FOR_GO}" }} }},
+  {{ tool = "SendMessage", args = {{ text = "never" }} }},
+]
+
+[[rule]]
+steps = [ {{ tool = "SendMessage", args = {{ text = "answered anyway" }} }} ]
+"#
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("p", "s", &["SendMessage", "Task", "StopSubagent", "Shell"])
+        .start()
+        .await;
+    let (_, reply) = reply_to(&host, "delegate it").await;
+    assert_eq!(reply, "delegated");
+    let sub = subagent_of(&host, "p").await;
+    task_session(&host, &sub).await;
+    let (_, stop) = reply_to(&host, &sub).await;
+    assert!(stop.contains(&format!("stopped subagent {sub}")), "{stop}");
+    // a person's message to the stopped subagent
+    let (status, sent) = host.send(&sub, "hello", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let dm = sent["session"].as_str().unwrap().to_owned();
+    let end = host.wait_turn_end(&dm, sent["seq"].as_i64().unwrap()).await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let es = host.entries(&dm).await;
+    let notices: Vec<&Value> = es
+        .iter()
+        .filter(|e| e["kind"] == "notice" && e["turn"] == end["turn"])
+        .collect();
+    assert_eq!(notices.len(), 1, "{es:#?}");
+    assert_eq!(notices[0]["code"], "subagent_stopped", "{:#}", notices[0]);
+    let text = notices[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("stopped") && text.contains("no more work"),
+        "{text}"
+    );
+    assert!(!text.contains("retry with"), "{text}");
+    assert!(notices[0]["retry_turn"].is_null(), "{:#}", notices[0]);
+    assert!(deliveries(&es).is_empty(), "{es:#?}");
+    // a retry would be cancelled again: it is refused
+    let turn = end["turn"].as_str().unwrap();
+    let (status, body) = host
+        .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.to_string().contains("stopped"),
+        "the refusal says why: {body}"
+    );
+    host.shutdown().await;
+}
