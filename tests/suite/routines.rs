@@ -516,3 +516,110 @@ async fn api_routines_persist_and_config_routines_are_owned_by_the_file() {
     assert!(h.list(&rig.bot).await.unwrap().is_empty());
     h.stop().await;
 }
+
+/// Down across one missed slot, back 3 s after the next one: with
+/// `"skip"` the missed slot (63 s late) passes and the on-time one runs,
+/// exactly once; with `"once"` one late run covers both, naming the first
+/// missed slot, as docs/operations.md says.
+#[tokio::test(start_paused = true)]
+async fn skip_still_runs_the_slot_that_is_on_time_after_downtime() {
+    let rig = Rig::new("2026-06-01T15:20:23Z").await; // 11:20:23 EDT
+    let mut skip = spec("t3", "* * * * *", "America/New_York");
+    skip.catch_up = CatchUp::Skip;
+    let config = vec![skip, spec("t4", "* * * * *", "America/New_York")];
+    let h = rig.scheduler(config.clone()).await;
+    for name in ["t3", "t4"] {
+        assert_eq!(rig.next_fire(name).await, Some(ms("2026-06-01T15:21:00Z")));
+    }
+    h.stop().await;
+
+    // down from 11:20:23 to 11:22:03: 11:21 was missed, 11:22 is 3 s late
+    rig.clock.set(at("2026-06-01T15:22:03Z"));
+    let h = rig.scheduler(config).await;
+    // the start catches up (this poke may come first and do it instead);
+    // poking again changes nothing
+    h.tick().await.unwrap();
+    assert_eq!(h.tick().await.unwrap(), vec![]);
+    rig.clock.advance_ms(20_000);
+    assert_eq!(h.tick().await.unwrap(), vec![]);
+
+    let record = |name: &'static str| {
+        let store = rig.store.clone();
+        let bot = rig.bot.clone();
+        async move { store.get_routine(&bot, name).await.unwrap().unwrap() }
+    };
+    let texts = |events: Vec<Entry>| -> Vec<String> {
+        events
+            .into_iter()
+            .map(|e| {
+                let EntryKind::Event { text, .. } = e.kind else {
+                    unreachable!()
+                };
+                text
+            })
+            .collect()
+    };
+
+    // skip: 11:21 passed, 11:22 ran on time, once
+    let t3 = texts(rig.events("t3").await);
+    assert_eq!(t3.len(), 1, "{t3:?}");
+    assert!(t3[0].contains("2026-06-01 11:22:00 EDT"), "{}", t3[0]);
+    assert!(!t3[0].contains("runs late"), "{}", t3[0]);
+    let r = record("t3").await;
+    assert_eq!(r.last_fire_ms, Some(ms("2026-06-01T15:22:00Z")));
+    assert_eq!(r.next_fire_ms, Some(ms("2026-06-01T15:23:00Z")));
+
+    // once: one late run for 11:21 (and 11:22), as documented
+    let t4 = texts(rig.events("t4").await);
+    assert_eq!(t4.len(), 1, "{t4:?}");
+    assert!(t4[0].contains("2026-06-01 11:21:00 EDT"), "{}", t4[0]);
+    assert!(t4[0].contains("runs late"), "{}", t4[0]);
+    let r = record("t4").await;
+    assert_eq!(r.last_fire_ms, Some(ms("2026-06-01T15:21:00Z")));
+    assert_eq!(r.next_fire_ms, Some(ms("2026-06-01T15:23:00Z")));
+
+    // then both follow the schedule
+    rig.clock.set(at("2026-06-01T15:23:00Z"));
+    let mut fired = slots(&h.tick().await.unwrap());
+    fired.sort();
+    let slot = ms("2026-06-01T15:23:00Z");
+    assert_eq!(
+        fired,
+        vec![("t3".into(), slot, false), ("t4".into(), slot, false)]
+    );
+    h.stop().await;
+}
+
+/// The same catch-up seen by a poke (no restart): the scheduler stalled
+/// past a slot reports the missed slot as skipped and fires the on-time
+/// one in the same tick.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_skip_routine_reports_the_skip_and_the_fire() {
+    let rig = Rig::new("2026-06-01T15:20:23Z").await;
+    let mut skip = spec("t3", "* * * * *", "America/New_York");
+    skip.catch_up = CatchUp::Skip;
+    let h = rig.scheduler(vec![skip]).await;
+    rig.clock.set(at("2026-06-01T15:22:03Z"));
+    let fired = h.tick().await.unwrap();
+    let got: Vec<(i64, bool)> = fired
+        .iter()
+        .map(|f| {
+            (
+                f.slot_ms,
+                matches!(f.outcome, FireOutcome::Fired { late: false, .. }),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (ms("2026-06-01T15:21:00Z"), false),
+            (ms("2026-06-01T15:22:00Z"), true)
+        ],
+        "{fired:?}"
+    );
+    assert_eq!(fired[0].outcome, FireOutcome::Skipped);
+    assert_eq!(h.tick().await.unwrap(), vec![]);
+    assert_eq!(rig.events("t3").await.len(), 1);
+    h.stop().await;
+}

@@ -6,7 +6,9 @@
 //!    or before now is due (decisions never depend on tokio's clock);
 //! 2. per due routine, [`plan_slot`](super::plan_slot) decides: fire (on
 //!    time, or once late for `catch_up = "once"`), skip (`catch_up =
-//!    "skip"`), or unknown (a slot from before a restore);
+//!    "skip"`: the late slot passes, and the routine moves to the newest
+//!    slot not late yet, which fires in the same tick), or unknown (a slot
+//!    from before a restore);
 //! 3. one store batch per routine: the admission of the event (nonce
 //!    derived from bot, routine and slot) *and* `AdvanceRoutine` to the
 //!    next slot after now, so a slot fires at most once even across
@@ -116,7 +118,7 @@ pub enum SchedulerError {
         name: String,
     },
     /// No such bot.
-    #[error("no bot {0:?}; list bots with GET /v1/bots")]
+    #[error("no bot \"{0}\"; list bots with GET /v1/bots")]
     UnknownBot(BotId),
     /// The runtime failed.
     #[error(transparent)]

@@ -2,6 +2,7 @@
 //! move to the next slot, together), committed without blocking tokio's
 //! paused clock, routed in commit order.
 
+use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use super::actor::Firing;
 use super::actor::Key;
 use super::actor::SchedulerState;
 use super::plan::SlotPlan;
+use super::plan::next_after_skip;
 use super::plan::plan_slot;
 use super::plan::routine_admission;
 use super::plan::routine_text;
@@ -102,13 +104,38 @@ struct Due {
     job: Job,
 }
 
+/// Fires (or lets pass) every due slot by the clock. A missed slot that
+/// `catch_up = "skip"` lets pass moves its routine to the newest slot that
+/// is not late yet, if there is one: that slot is due as well, and fires
+/// in the same catch-up (a second pass over just those routines).
 pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
     let now = state.args.clock.now_ms();
-    let rt = state.args.rt.clone();
     state.retry = false;
+    let mut report = fire_pass(state, now, None).await;
+    let skipped: BTreeSet<Key> = report
+        .iter()
+        .filter(|f| f.outcome == FireOutcome::Skipped)
+        .map(|f| (f.bot.clone(), f.name.clone()))
+        .collect();
+    if !skipped.is_empty() {
+        report.extend(fire_pass(state, now, Some(&skipped)).await);
+    }
+    report
+}
+
+/// One pass over the due routines (all, or those of `only`) at `now`.
+async fn fire_pass(
+    state: &mut SchedulerState,
+    now: i64,
+    only: Option<&BTreeSet<Key>>,
+) -> Vec<Firing> {
+    let rt = state.args.rt.clone();
     let mut owners: HashMap<BotId, Option<UserId>> = HashMap::new();
     let mut due = Vec::new();
     for (key, loaded) in &state.routines {
+        if only.is_some_and(|o| !o.contains(key)) {
+            continue;
+        }
         let (Some(schedule), Some(slot_ms)) = (&loaded.schedule, loaded.record.next_fire_ms) else {
             continue;
         };
@@ -116,8 +143,14 @@ pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
             continue;
         }
         let r = &loaded.record;
-        // never once per missed slot: the next slot is the first after now
-        let next_fire_ms = schedule.next_after(now.max(slot_ms));
+        let plan = plan_slot(slot_ms, now, r.catch_up, state.restored_at_ms);
+        // Never once per missed slot: after a fire the next slot is the
+        // first after now; a skip drops only the late slots (the newest
+        // slot still on time fires next, in this catch-up).
+        let next_fire_ms = match plan {
+            SlotPlan::Skip => next_after_skip(schedule, now),
+            SlotPlan::Fire { .. } | SlotPlan::Unknown => schedule.next_after(now.max(slot_ms)),
+        };
         let advance = |fired: bool| Mutation::AdvanceRoutine {
             bot: r.bot.clone(),
             name: r.name.clone(),
@@ -137,7 +170,7 @@ pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
                 route: None,
             },
         };
-        let late = match plan_slot(slot_ms, now, r.catch_up, state.restored_at_ms) {
+        let late = match plan {
             SlotPlan::Fire { late } => late,
             SlotPlan::Skip => {
                 due.push(skip(FireOutcome::Skipped));

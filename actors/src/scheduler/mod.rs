@@ -14,7 +14,9 @@
 //!   `next_fire_ms` in the same transaction; the nonce is derived from
 //!   (bot, routine, slot), so a slot can run at most once.
 //! - After downtime a missed routine runs once, late (`catch_up = "once"`),
-//!   or not at all (`"skip"`); never once per missed slot.
+//!   or not at all (`"skip"`: only the late slots are dropped; a slot not
+//!   yet [`LATE_AFTER_MS`] late still runs, once); never once per missed
+//!   slot.
 //! - Daylight-saving rules: see the `spec` module docs and docs/operations.md.
 
 mod actor;
@@ -37,6 +39,7 @@ pub use handle::MAX_RESTARTS;
 pub use handle::SchedulerHandle;
 pub use plan::LATE_AFTER_MS;
 pub use plan::SlotPlan;
+pub use plan::next_after_skip;
 pub use plan::plan_slot;
 pub use plan::routine_admission;
 pub use plan::routine_nonce;

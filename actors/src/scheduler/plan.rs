@@ -16,6 +16,7 @@ use botfleet_memory::UserId;
 use chrono::TimeZone;
 use chrono_tz::Tz;
 
+use super::spec::Schedule;
 use crate::prompts::PromptError;
 use crate::prompts::prompts;
 
@@ -56,6 +57,25 @@ pub fn plan_slot(
         (true, CatchUp::Once) => SlotPlan::Fire { late: true },
         (true, CatchUp::Skip) => SlotPlan::Skip,
     }
+}
+
+/// Where a routine waits once its missed slot was skipped at `now_ms`
+/// (`catch_up = "skip"`): the newest slot that is due but not late yet (at
+/// most [`LATE_AFTER_MS`] ago), which is then fired on time, once; else the
+/// first slot after now. Only the late slots are dropped: the host back a
+/// few seconds after a slot still runs it.
+pub fn next_after_skip(schedule: &Schedule, now_ms: i64) -> Option<i64> {
+    let mut newest = None;
+    // slots are whole seconds: at most 61 of them in the grace window
+    let mut cursor = now_ms - LATE_AFTER_MS - 1;
+    while let Some(slot) = schedule.next_after(cursor) {
+        if slot > now_ms || slot <= cursor {
+            break;
+        }
+        newest = Some(slot);
+        cursor = slot;
+    }
+    newest.or_else(|| schedule.next_after(now_ms))
 }
 
 /// The ledger source of a bot's routine fires.

@@ -50,20 +50,60 @@ fn nonces_name_the_routine_and_slot() {
 }
 
 /// The scheduler's loop reduced to its decisions: at each tick, a due slot
-/// is planned, and the routine moves to the first slot after now.
-fn simulate(schedule: &Schedule, start: i64, ticks: &[i64], catch_up: CatchUp) -> Vec<(i64, i64)> {
+/// is planned; after a fire the routine moves to the first slot after now,
+/// after a skip to the newest slot not late yet, which fires in the same
+/// tick. Answers the fires and, per tick, the slot pending before it.
+fn simulate(
+    schedule: &Schedule,
+    start: i64,
+    ticks: &[i64],
+    catch_up: CatchUp,
+) -> (Vec<(i64, i64)>, Vec<Option<i64>>) {
     let mut next = schedule.next_after(start);
     let mut fired = Vec::new();
+    let mut pending = Vec::new();
     for &now in ticks {
-        let Some(slot) = next.filter(|s| *s <= now) else {
+        pending.push(next);
+        let Some(mut slot) = next.filter(|s| *s <= now) else {
             continue;
         };
+        if plan_slot(slot, now, catch_up, None) == SlotPlan::Skip {
+            next = next_after_skip(schedule, now);
+            let Some(on_time) = next.filter(|s| *s <= now) else {
+                continue;
+            };
+            slot = on_time;
+        }
         if let SlotPlan::Fire { .. } = plan_slot(slot, now, catch_up, None) {
             fired.push((slot, now));
         }
         next = schedule.next_after(now.max(slot));
     }
-    fired
+    (fired, pending)
+}
+
+#[test]
+fn skip_drops_late_slots_only() {
+    let every_minute = Schedule::parse("* * * * *", "America/New_York").unwrap();
+    let minute = 60_000;
+    let t = 1_780_326_000_000; // 2026-06-01T15:00:00Z, a whole hour
+    // 3 s after a slot: that slot (the one before it is late)
+    assert_eq!(next_after_skip(&every_minute, t + 3_000), Some(t));
+    // exactly LATE_AFTER_MS after a slot: still on time
+    assert_eq!(
+        next_after_skip(&every_minute, t + LATE_AFTER_MS),
+        Some(t + minute)
+    );
+    let hourly = Schedule::parse("0 * * * *", "UTC").unwrap();
+    // no slot within the grace: the next one
+    assert_eq!(
+        next_after_skip(&hourly, t + LATE_AFTER_MS + 1),
+        Some(t + 60 * minute)
+    );
+    assert_eq!(next_after_skip(&hourly, t + 59_999), Some(t));
+    // several slots within the grace: the newest
+    let every_20s = Schedule::parse("*/20 * * * * *", "UTC").unwrap();
+    assert_eq!(next_after_skip(&every_20s, t + 45_000), Some(t + 40_000));
 }
 
 proptest! {
@@ -96,7 +136,7 @@ proptest! {
             ticks.push(t);
         }
         let catch_up = if skip { CatchUp::Skip } else { CatchUp::Once };
-        let fired = simulate(&schedule, start, &ticks, catch_up);
+        let (fired, pending) = simulate(&schedule, start, &ticks, catch_up);
         let slots: BTreeSet<i64> = fired.iter().map(|(s, _)| *s).collect();
         prop_assert_eq!(slots.len(), fired.len(), "a slot fired twice");
         let ticks_fired: BTreeSet<i64> = fired.iter().map(|(_, n)| *n).collect();
@@ -107,14 +147,19 @@ proptest! {
                 prop_assert!(now - slot <= LATE_AFTER_MS, "skip fired a missed slot");
             }
         }
-        // every tick that lands within the grace of the pending slot fires it
-        let mut next = schedule.next_after(start);
-        for &now in &ticks {
-            if let Some(slot) = next.filter(|s| *s <= now) {
-                if now - slot <= LATE_AFTER_MS {
-                    prop_assert!(fired.contains(&(slot, now)), "an on-time slot did not fire");
-                }
-                next = schedule.next_after(now.max(slot));
+        // every tick that lands within the grace of the pending slot fires
+        // it; with skip, a tick after a missed slot fires the newest slot
+        // still within its grace, if there is one
+        for (&now, next) in ticks.iter().zip(&pending) {
+            let Some(slot) = next.filter(|s| *s <= now) else {
+                continue;
+            };
+            if now - slot <= LATE_AFTER_MS {
+                prop_assert!(fired.contains(&(slot, now)), "an on-time slot did not fire");
+            } else if skip
+                && let Some(on_time) = next_after_skip(&schedule, now).filter(|s| *s <= now)
+            {
+                prop_assert!(fired.contains(&(on_time, now)), "skip dropped an on-time slot");
             }
         }
     }
