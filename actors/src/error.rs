@@ -32,7 +32,7 @@ pub enum ActorError {
         detail: String,
     },
     /// No such bot.
-    #[error("no bot {0:?}; list bots with `botfleet bots` or GET /v1/bots")]
+    #[error("no bot \"{0}\"; list bots with `botfleet bots` or GET /v1/bots")]
     UnknownBot(BotId),
     /// A request was refused as invalid.
     #[error("{0}")]

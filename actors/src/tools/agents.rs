@@ -349,9 +349,11 @@ impl Tool for CreateAgent {
             .map_err(store_error)?
             .is_some()
         {
+            // Ids are global: the id may be another person's bot, so the
+            // refusal says only that it is taken, never whose it is.
             return Err(ToolError::new(
-                format!("an agent with id {id:?} already exists"),
-                "pick another name or id, or change that agent with UpdateAgent",
+                format!("the agent id \"{id}\" is already taken"),
+                "choose another name for the new agent (or pass another `id`)",
             ));
         }
         let tools = match &args.tools {
@@ -494,7 +496,47 @@ impl Tool for UpdateAgent {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use botfleet_memory::UserId;
+
     use super::*;
+    use crate::tools::test_support::ToolFixture;
+
+    #[tokio::test]
+    async fn a_taken_id_is_named_plainly_and_says_nothing_of_its_owner() {
+        let f = ToolFixture::new();
+        // another person's bot holds the id the name would make
+        f.rt.store
+            .write(vec![Mutation::UpsertBot(BotRecord {
+                id: BotId::new("helper-bot").unwrap(),
+                name: "Helper Bot".into(),
+                owner: UserId::new("mallory").unwrap(),
+                role: String::new(),
+                provider: "p".into(),
+                tools: vec![],
+                settings: json!({}),
+                origin: "config".into(),
+                created_at: 0,
+                updated_at: 0,
+            })])
+            .await
+            .unwrap();
+        let err = CreateAgent
+            .call(
+                &f.ctx("c1"),
+                json!({"name": "Helper Bot", "role": "Helps."}),
+            )
+            .await
+            .unwrap_err();
+        let shown = format!("{} / {}", err.message, err.hint);
+        assert!(err.message.contains("\"helper-bot\""), "{shown}");
+        assert!(err.message.contains("taken"), "{shown}");
+        assert!(err.hint.contains("another name"), "{shown}");
+        for leak in ["BotId(", "mallory", "UpdateAgent"] {
+            assert!(!shown.contains(leak), "{leak}: {shown}");
+        }
+    }
 
     #[test]
     fn slugs_are_valid_ids() {

@@ -25,7 +25,9 @@
 //! | extension (MCP, script, any other name) | ✓ | ✓ | ✓ | – | ✓ | – |
 //!
 //! ¹ A member of a shared room may `Remember` with `scope = "agent"` only,
-//! and may not `Forget` (an id does not say which scope it deletes from).
+//! and may not `Forget` (an id does not say which scope it deletes from):
+//! `Forget` is not shown there ([`tool_access`]), so neither the tool list
+//! nor a refusal's advice offers a tool that is always refused.
 
 use std::collections::BTreeSet;
 
@@ -212,9 +214,25 @@ pub fn visible_tools<'a>(
         .collect()
 }
 
-/// Whether one tool is shown to `runner`.
+/// Whether `runner` may use the tool `name`: its kind's [`access`],
+/// narrowed per tool where a `Partial` kind leaves a tool no call that
+/// [`check_call`] accepts (`Forget` in a shared room: it is always refused,
+/// so it is [`Access::No`] there, and not shown).
+pub fn tool_access(runner: Runner, name: &str) -> Access {
+    match (access(runner, ToolKind::of(name)), name) {
+        // agent scope only
+        (Access::Partial, "Remember") => Access::Partial,
+        // no other tool of a partial kind has an allowed call
+        (Access::Partial, _) => Access::No,
+        (Access::Yes, _) => Access::Yes,
+        (Access::No, _) => Access::No,
+    }
+}
+
+/// Whether one tool is shown to `runner`: not denied by policy, and not
+/// always refused by [`check_call`] on this surface.
 pub fn is_visible(runner: Runner, name: &str, policy: &SurfacePolicy) -> bool {
-    !policy.deny.contains(name) && access(runner, ToolKind::of(name)) != Access::No
+    !policy.deny.contains(name) && tool_access(runner, name) != Access::No
 }
 
 /// Refuses a call the runner may not make: a tool it is not shown (or
@@ -241,7 +259,7 @@ pub fn check_call(
             },
         ));
     }
-    match (access(runner, ToolKind::of(name)), name) {
+    match (tool_access(runner, name), name) {
         (Access::Partial, "Remember") => {
             let scope = args.get("scope").and_then(Value::as_str).unwrap_or("agent");
             if scope == "agent" {

@@ -88,7 +88,7 @@ fn visible_tools_per_runner() {
     );
     assert_eq!(
         visible_tools(Runner::GroupMember { shared: true }, &allowed, &none),
-        vec!["SendMessage", "ReactToMessage", "Remember", "Forget"]
+        vec!["SendMessage", "ReactToMessage", "Remember"]
     );
     let sub = visible_tools(Runner::Subagent, &allowed, &none);
     for never in ["Task", "CreateAgent", "UpdateAgent", "SendToAgent"] {
@@ -126,7 +126,7 @@ fn calls_are_checked_again() {
     );
     assert_eq!(
         err.hint,
-        "use one of: SendMessage, ReactToMessage, Remember, Forget"
+        "use one of: SendMessage, ReactToMessage, Remember"
     );
     // a tool the bot is not allowed, even if the runner could use it
     let only = vec!["SendMessage".to_owned()];
@@ -189,4 +189,59 @@ fn unknown_names_are_extensions() {
         ToolKind::Extension,
         "names are exact"
     );
+}
+
+/// Arguments that some call of each tool would use (enough to find one
+/// accepted call, when there is any).
+fn sample_args() -> Vec<Value> {
+    vec![
+        json!({}),
+        json!({"scope": "agent", "text": "x"}),
+        json!({"scope": "user", "text": "x"}),
+        json!({"id": "f1"}),
+    ]
+}
+
+fn some_call_accepted(runner: Runner, allowed: &[String], name: &str) -> bool {
+    let none = SurfacePolicy::default();
+    sample_args()
+        .iter()
+        .any(|args| check_call(runner, allowed, name, args, &none).is_ok())
+}
+
+#[test]
+fn a_tool_always_refused_on_a_surface_is_not_shown_there() {
+    let allowed = all();
+    let none = SurfacePolicy::default();
+    let shared = Runner::GroupMember { shared: true };
+    // a shared room: Remember (agent scope) yes, Forget (always refused) no
+    let shown = visible_tools(shared, &allowed, &none);
+    assert!(shown.contains(&"Remember"), "{shown:?}");
+    assert!(!shown.contains(&"Forget"), "{shown:?}");
+    // Forget is still refused when called anyway
+    let err = check_call(shared, &allowed, "Forget", &json!({"id": "f1"}), &none).unwrap_err();
+    assert!(!err.hint.contains("Forget"), "{err}");
+    // everywhere: shown exactly when some call is accepted, and the advice
+    // of a refusal lists only tools with an accepted call
+    for runner in RUNNERS {
+        for name in NAMES {
+            assert_eq!(
+                is_visible(runner, name, &none),
+                some_call_accepted(runner, &allowed, name),
+                "{name} in {} turns",
+                runner_name(runner)
+            );
+        }
+        let err = check_call(runner, &allowed, "NoSuchTool", &json!({}), &none).unwrap_err();
+        let Some(list) = err.hint.strip_prefix("use one of: ") else {
+            panic!("{err}")
+        };
+        for offered in list.split(", ") {
+            assert!(
+                some_call_accepted(runner, &allowed, offered),
+                "{} turns offer {offered}, which is always refused",
+                runner_name(runner)
+            );
+        }
+    }
 }
