@@ -15,6 +15,7 @@ use botfleet_actors::model::Model;
 use botfleet_actors::model::OpenAiModel;
 use botfleet_actors::model::OpenAiOptions;
 use botfleet_actors::model::ScriptedModel;
+use botfleet_actors::tools::ShellRegistry;
 use botfleet_actors::tools::ToolLimits;
 use botfleet_actors::tools::ToolRegistry;
 use botfleet_actors::tools::Workspace;
@@ -302,6 +303,16 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         shell_max_timeout: Duration::from_secs(r.shell_max_timeout_s),
         ..ToolLimits::default()
     };
+    // the store is ours (its lock is held): what a host killed on this data
+    // directory left running is killed before any of its turns resumes
+    let shells = ShellRegistry::new(data_dir.join("shell"));
+    let reaped = shells.reap();
+    if reaped > 0 {
+        banner.push(format!(
+            "killed {reaped} shell command(s) left running by the previous host (it was killed; their calls report `outcome unknown`)"
+        ));
+    }
+    settings.shell_registry = Some(shells);
     let now = chrono::Utc::now().timestamp_millis();
     let bots: Vec<BotRecord> = f
         .bots

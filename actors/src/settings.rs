@@ -34,6 +34,10 @@ pub struct FleetSettings {
     pub workspace: PathBuf,
     /// Limits of tools.
     pub tool_limits: ToolLimits,
+    /// Where running Shell commands are listed, so that a host started
+    /// after a SIGKILL kills what the dead one left running (none: not
+    /// listed; `tools::ShellRegistry`).
+    pub shell_registry: Option<crate::tools::ShellRegistry>,
     /// Auto-review and approvals (`[review]`).
     pub review: crate::safety::ReviewConfig,
     /// Context economy per model provider (name → settings); providers not
@@ -85,6 +89,7 @@ impl FleetSettings {
             context_entries: 200,
             workspace,
             tool_limits: ToolLimits::default(),
+            shell_registry: None,
             review: crate::safety::ReviewConfig::default(),
             context: HashMap::new(),
             default_context: ContextSettings::default(),

@@ -285,3 +285,80 @@ steps = [
     );
     host.kill9().await;
 }
+
+/// Whether process `pid` runs (a zombie waiting for its reaper does not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z"),
+        Err(_) => false,
+    }
+}
+
+/// A Shell command outlived the host killed in the middle of it and ran on
+/// unsupervised, after the restart too. The host started next kills what
+/// the dead one left running (the group of the listed command, its
+/// background children included) before the turn resumes.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_shell_command_left_running_by_a_killed_host_is_killed_at_restart() {
+    let script = r#"
+[[rule]]
+steps = [
+  { tool = "Shell", args = { command = "echo $$ > shell.pid; sleep 60 & echo $! > sleep.pid; wait", timeout_s = 120 } },
+  { tool = "SendMessage", args = { text = "after: {{tool_result}}" } },
+]
+"#;
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Shell"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "r", "run it").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    let workspace = fleet.path().join("data/workspace");
+    let read_pid = |name: &str| -> Option<i32> {
+        std::fs::read_to_string(workspace.join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (shell, sleep) = loop {
+        if let (Some(a), Some(b)) = (read_pid("shell.pid"), read_pid("sleep.pid")) {
+            break (a, b);
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let url = host.url.clone();
+    host.kill9().await;
+    assert!(
+        alive(shell) && alive(sleep),
+        "the command outlives the killed host"
+    );
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(shell) || alive(sleep) {
+        assert!(
+            Instant::now() < deadline,
+            "the left-over command still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // the turn resumes and says the call's outcome is unknown
+    let es = wait_until(&url, &session, turn_ended(seq)).await;
+    let delivered = deliveries(&es);
+    assert!(
+        delivered.len() == 1 && delivered[0].contains("outcome unknown"),
+        "{delivered:?}"
+    );
+    host.kill9().await;
+}

@@ -14,12 +14,15 @@ pub mod gate;
 mod memory_tools;
 mod recall;
 mod shell;
+mod shell_registry;
 mod subagents;
 pub mod surface;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod visible;
 mod workspace;
+
+pub use shell_registry::ShellRegistry;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -231,6 +231,15 @@ impl Tool for Shell {
             )
         })?;
         let pid = child.id();
+        // listed until the call ends, killed at the next start if the host
+        // dies first (shell_registry.rs)
+        let _listed = pid.and_then(|p| {
+            ctx.rt
+                .settings
+                .shell_registry
+                .as_ref()
+                .and_then(|r| r.list(p))
+        });
         let keep = limits.max_output_bytes;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
