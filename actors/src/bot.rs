@@ -62,11 +62,9 @@ enum TurnEndKind {
 pub struct BotStatus {
     /// The bot.
     pub id: BotId,
-    /// The running turn, if any.
-    pub running: Option<TurnId>,
-    /// What the bot knows of its running turn (its record is stored with
-    /// the turn's first step, so a slow first model call would leave it
-    /// unknown to the store for as long).
+    /// The running turn, if any, as the bot knows it (its record is
+    /// stored with the turn's first step, so a slow first model call would
+    /// leave it unknown to the store for as long).
     pub turn: Option<RunningTurn>,
     /// Inputs waiting.
     pub queued: usize,
@@ -258,7 +256,6 @@ impl Actor for BotActor {
             BotMsg::Status(reply) => {
                 let _ = reply.send(BotStatus {
                     id: state.record.id.clone(),
-                    running: state.running.as_ref().map(|r| r.turn),
                     turn: state.running.as_ref().map(|r| RunningTurn {
                         turn: r.turn,
                         session: r.session,

@@ -328,28 +328,33 @@ impl FleetHandle {
             return Ok(Some(record));
         }
         for bot in bots {
-            let status = self.status(bot).await?;
-            if let Some(running) = status.and_then(|s| s.turn).filter(|r| r.turn == turn) {
-                return Ok(Some(TurnRecord {
-                    id: turn,
-                    bot: bot.clone(),
-                    session: running.session,
-                    status: TurnStatus::Running,
-                    inputs: running.inputs,
-                    checkpoint: serde_json::Value::Null,
-                    attempts: 1,
-                    error: None,
-                    started_at: running.started_at,
-                    ended_at: None,
-                }));
+            if let Some(running) = self.running_record(bot).await?
+                && running.id == turn
+            {
+                return Ok(Some(running));
             }
         }
         Ok(None)
     }
 
-    /// The turn `bot` is running, if it is active and running one.
-    pub async fn running_turn(&self, bot: &BotId) -> Result<Option<TurnId>> {
-        Ok(self.status(bot).await?.and_then(|s| s.running))
+    /// The record of the turn `bot` is running, as the bot knows it
+    /// (status `running`, no checkpoint), if it is active and running one.
+    pub async fn running_record(&self, bot: &BotId) -> Result<Option<TurnRecord>> {
+        let Some(running) = self.status(bot).await?.and_then(|s| s.turn) else {
+            return Ok(None);
+        };
+        Ok(Some(TurnRecord {
+            id: running.turn,
+            bot: bot.clone(),
+            session: running.session,
+            status: TurnStatus::Running,
+            inputs: running.inputs,
+            checkpoint: serde_json::Value::Null,
+            attempts: 1,
+            error: None,
+            started_at: running.started_at,
+            ended_at: None,
+        }))
     }
 
     /// What `bot` is doing, if it is active.

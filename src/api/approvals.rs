@@ -10,7 +10,6 @@ use axum::extract::Query;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::rejection::QueryRejection;
-use axum::http::StatusCode;
 use botfleet_actors::safety::approvals;
 use botfleet_actors::safety::approvals::ApprovalError;
 use botfleet_memory::ApprovalDecision;
@@ -23,6 +22,7 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::error::read_body;
 
 /// Most approvals one listing returns.
 const MAX_LIMIT: i64 = 500;
@@ -112,15 +112,7 @@ pub(crate) async fn decide(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge {
-                limit: state.limits.max_body_bytes,
-            }
-        } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
-        }
-    })?;
+    let body = read_body(body, state.limits.max_body_bytes)?;
     let parsed = parse_id(&id)?;
     let body: DecisionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(

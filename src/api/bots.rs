@@ -23,6 +23,7 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::error::read_body;
 use super::owned_bot;
 
 /// Longest idempotency key accepted.
@@ -64,7 +65,7 @@ pub(crate) async fn list(
             "tools": b.tools,
             "origin": b.origin,
             "active": live.is_some(),
-            "running_turn": live.and_then(|s| s.running),
+            "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
             "turns": counts,
             "usage": {
@@ -100,15 +101,7 @@ pub(crate) async fn post_message(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge {
-                limit: state.limits.max_body_bytes,
-            }
-        } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
-        }
-    })?;
+    let body = read_body(body, state.limits.max_body_bytes)?;
     let record = owned_bot(&state, &user, &bot).await?;
     let parsed: MessageBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(

@@ -25,6 +25,7 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::error::read_body;
 
 /// Longest idempotency key accepted.
 const MAX_KEY_LEN: usize = 200;
@@ -41,18 +42,6 @@ impl From<GroupError> for ApiError {
             GroupError::Actor(a) => a.into(),
         }
     }
-}
-
-fn read_body(state: &ApiState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge {
-                limit: state.limits.max_body_bytes,
-            }
-        } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
-        }
-    })
 }
 
 /// A room as the API shows it.
@@ -95,7 +84,7 @@ pub(crate) async fn create(
     user: AuthUser,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = read_body(&state, body)?;
+    let body = read_body(body, state.limits.max_body_bytes)?;
     let parsed: CreateBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(
             "the body is not valid JSON for a room ({e}); send {{\"name\": \"standup\", \"members\": [\"bot-a\", \"bot-b\"]}}"
@@ -165,7 +154,7 @@ pub(crate) async fn post_message(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = read_body(&state, body)?;
+    let body = read_body(body, state.limits.max_body_bytes)?;
     // the room first: a stranger learns nothing from a body error
     let record = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
     let parsed: MessageBody = serde_json::from_slice(&body).map_err(|e| {

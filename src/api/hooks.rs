@@ -40,6 +40,7 @@ use sha2::Sha256;
 
 use super::ApiState;
 use super::error::ApiError;
+use super::error::read_body;
 
 /// Header with the delivery id (the idempotency key of a delivery).
 pub const DELIVERY_HEADER: &str = "x-botfleet-delivery";
@@ -137,15 +138,7 @@ pub(crate) async fn deliver(
             "no webhook {hook:?} for bot {bot:?}; webhooks are defined in fleet.toml under [[bots.hooks]]"
         )));
     };
-    let body = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge {
-                limit: secret.max_payload_bytes,
-            }
-        } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
-        }
-    })?;
+    let body = read_body(body, secret.max_payload_bytes)?;
     let delivery = header(&headers, DELIVERY_HEADER)?.ok_or_else(|| {
         ApiError::BadRequest(format!(
             "missing the X-Botfleet-Delivery header: a unique id per delivery (1-{MAX_DELIVERY_LEN} \

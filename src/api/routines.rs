@@ -23,6 +23,7 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::error::read_body;
 use super::owned_bot;
 
 /// How a routine looks over the API: the record, plus its next and last
@@ -92,15 +93,7 @@ pub(crate) async fn put(
     Path((bot, name)): Path<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge {
-                limit: state.limits.max_body_bytes,
-            }
-        } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
-        }
-    })?;
+    let body = read_body(body, state.limits.max_body_bytes)?;
     let b = owned_bot(&state, &user, &bot).await?;
     let parsed: RoutineBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(

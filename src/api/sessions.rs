@@ -116,14 +116,10 @@ pub(crate) async fn turns_of_bot(
     let b = owned_bot(&state, &user, &bot).await?;
     let mut turns = state.fleet.store().turns_of_bot(&b.id, 100).await?;
     // a running turn is listed before its first step is stored
-    if let Some(running) = state.fleet.running_turn(&b.id).await?
-        && !turns.iter().any(|t| t.id == running)
-        && let Some(record) = state
-            .fleet
-            .turn_record(running, std::slice::from_ref(&b.id))
-            .await?
+    if let Some(running) = state.fleet.running_record(&b.id).await?
+        && !turns.iter().any(|t| t.id == running.id)
     {
-        turns.insert(0, record);
+        turns.insert(0, running);
     }
     Ok(Json(json!({ "turns": turns })))
 }

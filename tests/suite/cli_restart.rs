@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::wait_running;
 use crate::support::process::BIN;
 use crate::support::process::HostProcess;
 use crate::support::process::cli;
@@ -113,26 +113,6 @@ impl Waiting {
         let err = self.stderr.borrow().clone();
         (status, out, err)
     }
-}
-
-/// Waits (with a deadline) until `bot` is inside a turn: the message was
-/// accepted and the model is pausing before its reply.
-async fn wait_running(url: &str, bot: &str) {
-    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let v = c.get("/v1/bots").await.unwrap();
-        let running = v["bots"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|b| b["id"] == bot && b["running_turn"].is_string());
-        if running {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{bot} never started a turn");
 }
 
 /// How the host comes back.

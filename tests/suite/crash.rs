@@ -329,6 +329,7 @@ steps = [
             .parse()
             .ok()
     };
+    // files and processes signal nothing: these two waits poll, bounded
     let deadline = Instant::now() + Duration::from_secs(30);
     let (shell, sleep) = loop {
         if let (Some(a), Some(b)) = (read_pid("shell.pid"), read_pid("sleep.pid")) {

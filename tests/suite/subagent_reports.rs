@@ -6,8 +6,6 @@
 //! subagent done at once; a message to a stopped subagent was cancelled
 //! silently, with a retry that was cancelled again.)
 
-use std::time::Duration;
-
 use serde_json::Value;
 use serde_json::json;
 
@@ -16,26 +14,10 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 
-/// Waits (polling, with a deadline) until `pick` finds something in `path`.
-async fn poll(host: &TestHost, path: &str, pick: impl Fn(&Value) -> Option<Value>) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, v) = host.get(path, TOKEN).await;
-        if let Some(found) = pick(&v) {
-            return found;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out polling {path}: {v:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// The id of `parent`'s subagent, once it exists.
 async fn subagent_of(host: &TestHost, parent: &str) -> String {
     let origin = format!("subagent:{parent}");
-    poll(host, "/v1/bots", |v| {
+    host.wait_get("/v1/bots", |v| {
         v["bots"]
             .as_array()?
             .iter()
@@ -50,7 +32,7 @@ async fn subagent_of(host: &TestHost, parent: &str) -> String {
 
 /// The session of the subagent's first turn (its task), once stored.
 async fn task_session(host: &TestHost, sub: &str) -> String {
-    poll(host, &format!("/v1/bots/{sub}/turns"), |v| {
+    host.wait_get(&format!("/v1/bots/{sub}/turns"), |v| {
         v["turns"]
             .as_array()?
             .iter()

@@ -224,34 +224,44 @@ impl TestHost {
     /// Waits until `pick` finds something in the session's entries.
     pub async fn wait_for(&self, session: &str, pick: impl Fn(&[Value]) -> Option<Value>) -> Value {
         let client = self.client();
-        let mut events = client.events().await.unwrap();
+        self.until_signalled(async || {
+            let entries = client.entries_after(session, 0).await.unwrap();
+            pick(&entries).ok_or_else(|| format!("entries: {entries:#?}"))
+        })
+        .await
+    }
+
+    /// Waits until `pick` finds something in what `GET path` answers.
+    pub async fn wait_get(&self, path: &str, pick: impl Fn(&Value) -> Option<Value>) -> Value {
+        self.until_signalled(async || {
+            let (_, v) = self.get(path, TOKEN).await;
+            pick(&v).ok_or_else(|| format!("{path}: {v:#}"))
+        })
+        .await
+    }
+
+    /// Re-runs `check` at each change signal of the host (at least every
+    /// 2 s) until it succeeds; fails with its last error after 30 s.
+    async fn until_signalled(
+        &self,
+        mut check: impl AsyncFnMut() -> Result<Value, String>,
+    ) -> Value {
+        let mut events = self.client().events().await.unwrap();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let entries = client.entries_after(session, 0).await.unwrap();
-            if let Some(found) = pick(&entries) {
-                return found;
-            }
+            let last = match check().await {
+                Ok(found) => return found,
+                Err(last) => last,
+            };
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            assert!(!left.is_zero(), "timed out waiting; entries: {entries:#?}");
+            assert!(!left.is_zero(), "timed out waiting; {last}");
             let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
         }
     }
 
-    /// Waits until `bot` has a running turn.
+    /// Waits until `bot` has a running turn ([`wait_running`]).
     pub async fn wait_running(&self, bot: &str) {
-        for _ in 0..1000 {
-            let (_, v) = self.get("/v1/bots", TOKEN).await;
-            let running = v["bots"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|b| b["id"] == bot && b["running_turn"].is_string());
-            if running {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{bot} never started a turn");
+        wait_running(&self.url, bot).await;
     }
 
     pub async fn shutdown(mut self) -> TestFleet {
@@ -289,4 +299,25 @@ pub async fn restart(fleet: TestFleet) -> TestHost {
         fleet,
         http: reqwest::Client::new(),
     }
+}
+
+/// Waits until `bot` of the host at `url` has a running turn. A turn's start
+/// is not signalled (its record is written with its first step), so this
+/// polls, every 10 ms for at most 20 s.
+pub async fn wait_running(url: &str, bot: &str) {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while tokio::time::Instant::now() < deadline {
+        let v = c.get("/v1/bots").await.unwrap();
+        let running = v["bots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|b| b["id"] == bot && b["running_turn"].is_string());
+        if running {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{bot} never started a turn");
 }

@@ -320,23 +320,11 @@ impl Runner {
     /// The text of the last message this turn delivered before it was
     /// resumed.
     async fn delivered_before(&self) -> Result<Option<String>, StoreError> {
-        let from = self
-            .state
-            .input_seqs
-            .iter()
-            .min()
-            .copied()
-            .unwrap_or(1)
-            .saturating_sub(1);
-        let entries = self
-            .rt
-            .store
-            .entries_after(self.session, from, i64::MAX)
-            .await?;
-        Ok(entries
+        Ok(self
+            .own_entries()
+            .await?
             .into_iter()
             .rev()
-            .filter(|e| e.turn == Some(self.turn))
             .find_map(|e| match e.kind {
                 EntryKind::Delivery { text, .. } => Some(text),
                 _ => None,

@@ -7,6 +7,26 @@
 use super::*;
 
 impl Runner {
+    /// This turn's own entries in its session, in order (read from its
+    /// first input on).
+    pub(super) async fn own_entries(&self) -> Result<Vec<Entry>, StoreError> {
+        let from = self
+            .state
+            .input_seqs
+            .iter()
+            .min()
+            .copied()
+            .unwrap_or(1)
+            .saturating_sub(1);
+        let mut entries = self
+            .rt
+            .store
+            .entries_after(self.session, from, i64::MAX)
+            .await?;
+        entries.retain(|e| e.turn == Some(self.turn));
+        Ok(entries)
+    }
+
     /// Loads the stored turn; `false` if it never reached the store.
     pub(super) async fn load_record(&mut self) -> Result<bool, StoreError> {
         let Some(record) = self.rt.store.get_turn(self.turn).await? else {
@@ -59,23 +79,7 @@ impl Runner {
                 .await
                 .map(Some);
         }
-        let from = self
-            .state
-            .input_seqs
-            .iter()
-            .min()
-            .copied()
-            .unwrap_or(1)
-            .saturating_sub(1);
-        let entries = self
-            .rt
-            .store
-            .entries_after(self.session, from, i64::MAX)
-            .await?;
-        let mine: Vec<&Entry> = entries
-            .iter()
-            .filter(|e| e.turn == Some(self.turn))
-            .collect();
+        let mine = self.own_entries().await?;
         let mut last_calls = Vec::new();
         let mut answered = std::collections::HashSet::new();
         self.state.step = 0;

@@ -126,14 +126,7 @@ impl SessionTail {
             self.counted.drain(head..end);
         }
         self.identity = identity.to_owned();
-        self.state = state.text.clone();
-        self.state_hash = state.hash;
-        self.state_shown = state.shown.clone();
-        let system = self.system();
-        self.context.set_system(&system);
-        if !self.counted.is_empty() {
-            self.counted[0] = self.encoding.count_message(&system);
-        }
+        self.refresh_state(state);
         self.loaded_upto = Some(top);
         self.pushed.clear();
         self.since_load = 0;
@@ -273,11 +266,7 @@ impl SessionTail {
     pub(crate) fn set_identity(&mut self, identity: &str) {
         if self.identity != identity {
             self.identity = identity.to_owned();
-            let system = self.system();
-            self.context.set_system(&system);
-            if !self.counted.is_empty() {
-                self.counted[0] = self.encoding.count_message(&system);
-            }
+            self.reset_system();
         }
     }
 
@@ -288,6 +277,12 @@ impl SessionTail {
         self.state = state.text.clone();
         self.state_hash = state.hash;
         self.state_shown = state.shown.clone();
+        self.reset_system();
+    }
+
+    /// Puts the current identity and state block in the system message
+    /// (its token count with it, when counted).
+    fn reset_system(&mut self) {
         let system = self.system();
         self.context.set_system(&system);
         if !self.counted.is_empty() {
