@@ -8,7 +8,8 @@
 //!
 //! Checks, in order: unknown bot or hook → 404; missing or malformed
 //! headers → 400; payload over the hook's limit → 413; wrong signature →
-//! 401; payload not UTF-8 → 400; then admission.
+//! 401; payload not UTF-8, or empty or only whitespace → 400; then
+//! admission.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -183,6 +184,13 @@ pub(crate) async fn deliver(
     let text = std::str::from_utf8(&body).map_err(|_| {
         ApiError::BadRequest("the payload is not UTF-8 text; send JSON or text".into())
     })?;
+    if text.trim().is_empty() {
+        return Err(ApiError::BadRequest(
+            "the payload is empty: a delivery wakes the bot with its body, so send the event \
+             as JSON or text"
+                .into(),
+        ));
+    }
     let id = botfleet_memory::BotId::new(bot.as_str())
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let record = state.fleet.store().get_bot(&id).await?.ok_or_else(|| {

@@ -142,6 +142,8 @@ async fn bad_deliveries_are_refused_and_admit_nothing() {
     let payload = r#"{"ok":true}"#;
     let good = signed(payload);
     let wrong = sign_hook(b"not-the-secret-at-all", payload.as_bytes());
+    let blank = signed(" \n");
+    let empty = signed("");
     /// path, delivery id, signature, body, expected status, expected message part
     type Case<'a> = (
         &'a str,
@@ -207,6 +209,22 @@ async fn bad_deliveries_are_refused_and_admit_nothing() {
             payload.into(),
             404,
             "no webhook",
+        ),
+        (
+            "/v1/hooks/r/gh",
+            Some("d-2"),
+            Some(&blank),
+            " \n".into(),
+            400,
+            "payload is empty",
+        ),
+        (
+            "/v1/hooks/r/gh",
+            Some("d-2"),
+            Some(&empty),
+            String::new(),
+            400,
+            "payload is empty",
         ),
     ];
     for (path, delivery, signature, body, status, expected) in cases {
