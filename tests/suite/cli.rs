@@ -175,3 +175,29 @@ async fn offline_members_answer_a_person_once_per_message() {
     assert!(out.starts_with("b ▸ (offline) b here."), "{out}");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_reader_that_goes_away_stops_the_cli_quietly() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (code, _, err) = cli(&["send", "r", "hello there"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    // `botfleet transcript r | head -0`: the reader is gone before the
+    // CLI prints its first line
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["transcript", "r", "--host", &host.url])
+        .env("BOTFLEET_TOKEN", TOKEN)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    host.shutdown().await;
+}
