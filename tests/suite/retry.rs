@@ -144,3 +144,40 @@ steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "late" } } ]
     assert_eq!(body["turn"]["status"], "completed", "{body}");
     host.shutdown().await;
 }
+
+/// A turn cancelled during its first model call keeps the time it began.
+/// (Before, its row was first written at the cancel, so `started_at` was
+/// the cancel time and the turn read as taking no time at all.)
+#[tokio::test]
+async fn a_turn_cancelled_in_its_first_model_call_keeps_its_start() {
+    let slow = r#"
+[[rule]]
+steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "late" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", slow)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "take your time", None).await;
+    host.wait_running("r").await;
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let turn = bots["bots"][0]["running_turn"].as_str().unwrap().to_owned();
+    // let the wall clock move on before the cancel
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let (status, body) = host
+        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    host.wait_turn_end(
+        sent["session"].as_str().unwrap(),
+        sent["seq"].as_i64().unwrap(),
+    )
+    .await;
+    let (_, body) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
+    assert_eq!(body["turn"]["status"], "cancelled", "{body}");
+    let started = body["turn"]["started_at"].as_i64().unwrap();
+    let ended = body["turn"]["ended_at"].as_i64().unwrap();
+    assert!(ended - started >= 50, "{body}");
+    host.shutdown().await;
+}

@@ -75,7 +75,7 @@ impl Runner {
             EntryId::derive(self.turn, "loop", "reminder"),
             EntryKind::Reminder { text },
         )];
-        if !self.start_pending {
+        if self.start_pending.is_none() {
             batch.push(Mutation::Checkpoint {
                 turn: self.turn,
                 checkpoint: self.state.to_value(),

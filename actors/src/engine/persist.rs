@@ -14,7 +14,7 @@ impl Runner {
         &mut self,
         mut batch: Vec<Mutation>,
     ) -> Result<Vec<MutationResult>, StoreError> {
-        if self.start_pending {
+        if let Some(started_at) = self.start_pending {
             batch.insert(
                 0,
                 Mutation::StartTurn {
@@ -23,6 +23,7 @@ impl Runner {
                     session: self.session,
                     inputs: self.inputs.iter().map(|i| i.gid).collect(),
                     checkpoint: self.state.to_value(),
+                    started_at,
                 },
             );
         }
@@ -67,7 +68,7 @@ impl Runner {
             })
             .collect();
         let results = self.rt.store.write(batch).await?;
-        self.start_pending = false;
+        self.start_pending = None;
         if let Ok(router) = self.rt.router() {
             for bot in upserted {
                 // an active bot re-reads its record; an inactive one reads it on activation
@@ -177,7 +178,7 @@ impl Runner {
         status: TurnStatus,
         failure: Option<(String, Mutation)>,
     ) -> Result<TurnStatus, StoreError> {
-        if self.start_pending && status == TurnStatus::Interrupted {
+        if self.start_pending.is_some() && status == TurnStatus::Interrupted {
             // nothing was persisted: the inputs are still pending in the inbox
             return Ok(status);
         }

@@ -237,8 +237,9 @@ struct Runner {
     /// What fact extraction reads of this turn, gathered as it runs
     /// (`None` for a resumed turn: then it is read from the store).
     texts: Option<memory_hooks::TurnTexts>,
-    /// `StartTurn` not yet written (it goes with the first step).
-    start_pending: bool,
+    /// `StartTurn` not yet written (it goes with the first step): the
+    /// time the turn began, which it records as its start.
+    start_pending: Option<i64>,
     soft: CancellationToken,
     hard: CancellationToken,
     error: Option<String>,
@@ -316,7 +317,7 @@ impl Runner {
                 hop: 0,
                 reply_to: None,
             },
-            start_pending: false,
+            start_pending: None,
             soft: plan.soft,
             hard: plan.hard,
             error: None,

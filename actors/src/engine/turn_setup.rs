@@ -96,7 +96,7 @@ impl Runner {
             &self.tail,
             &self.ctx_settings,
             keep_from,
-            if self.start_pending {
+            if self.start_pending.is_some() {
                 None
             } else {
                 Some(self.turn)
@@ -187,7 +187,7 @@ impl Runner {
             }
             self.inputs.push(item);
         }
-        self.start_pending = true;
+        self.start_pending = Some(self.rt.store.clock().now_ms());
     }
 }
 

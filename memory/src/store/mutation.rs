@@ -39,6 +39,10 @@ pub enum Mutation {
         inputs: Vec<i64>,
         /// Initial checkpoint.
         checkpoint: Value,
+        /// When the turn began (ms since the epoch). The row is written
+        /// with the turn's first step, which may come much later (a slow
+        /// first model call, or a cancel during it).
+        started_at: i64,
     },
     /// Replace a turn's checkpoint.
     Checkpoint {

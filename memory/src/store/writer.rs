@@ -407,6 +407,7 @@ impl Writer {
                 session,
                 inputs,
                 checkpoint,
+                started_at,
             } => {
                 let inputs_json = serde_json::to_string(inputs).unwrap_or_else(|_| "[]".into());
                 self.conn
@@ -420,7 +421,7 @@ impl Writer {
                         session.to_string(),
                         inputs_json,
                         checkpoint.to_string(),
-                        now
+                        started_at
                     ])?;
                 let mut consume = self.conn.prepare_cached(
                     "UPDATE inbox SET turn_id = ?1 WHERE gid = ?2 AND bot_id = ?3 AND turn_id IS NULL",
