@@ -8,9 +8,11 @@
 //!   cursor and schedules itself again while more remain, so a long
 //!   catch-up never blocks a [`IndexerMsg::Flush`] for more than one batch.
 //! - It commits [`IndexOptions::commit_interval`] after the first
-//!   uncommitted entry (a one-shot timer), or at once when
-//!   [`IndexOptions::commit_batch`] entries wait. Commits reload the shared
-//!   reader, so searches see new entries within about the interval.
+//!   uncommitted entry or unflushed mirror line (a one-shot timer), or at
+//!   once when [`IndexOptions::commit_batch`] entries wait. Commits flush
+//!   the mirror and reload the shared reader, so searches see new entries
+//!   within about the interval, and a mirror rebuilt behind a caught-up
+//!   index is complete as soon.
 //! - Searches do not go through the actor: they use a clone of the
 //!   [`TranscriptIndex`].
 //!
@@ -285,12 +287,10 @@ impl IndexerState {
         self.commit().await
     }
 
-    /// Schedules a commit if entries wait and none is scheduled.
+    /// Schedules a commit if entries or mirror lines wait and none is
+    /// scheduled.
     fn arm_tick(&mut self, myself: &ActorRef<IndexerMsg>) {
-        let pending = self
-            .sink
-            .as_ref()
-            .is_some_and(|s| s.indexer.progress().pending > 0);
+        let pending = self.sink.as_ref().is_some_and(Sink::has_pending);
         if pending && !self.tick_armed {
             myself.send_after(self.options.commit_interval, || IndexerMsg::Tick);
             self.tick_armed = true;

@@ -144,6 +144,35 @@ async fn catches_up_after_a_crash_between_store_and_index_commits() -> TestResul
 }
 
 #[tokio::test]
+async fn a_deleted_mirror_is_rebuilt_and_flushed_without_new_entries() -> TestResult {
+    let s = Setup::new()?;
+    seed(&s.store, "r", "alice", &["one", "two", "three"]).await?;
+    let (actor, handle) = s.start().await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    stop(actor, handle).await?;
+    std::fs::remove_dir_all(s.mirror_root())?;
+
+    // The index is caught up, so the restart has only the mirror to
+    // rebuild. No new entry and no Flush call: the commit timer must
+    // complete it.
+    let (actor, handle) = s.start().await?;
+    let marker = s.mirror_root().join(".mirrored_gid");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&marker).ok().as_deref() != Some("3")
+        || mirror_lines(&s.mirror_root()) != 3
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "mirror not flushed: {} lines, marker {:?}",
+            mirror_lines(&s.mirror_root()),
+            std::fs::read_to_string(&marker).ok()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop(actor, handle).await
+}
+
+#[tokio::test]
 async fn given_entries_are_indexed_once_and_gaps_fall_back_to_the_store() -> TestResult {
     let s = Setup::new()?;
     let (actor, handle) = s.start().await?;

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::tokenizer::MAX_WORD_BYTES;
+use super::tokenizer::has_overlong_word;
 use crate::error::StoreError;
 
 /// Longest query text accepted, in characters.
@@ -17,10 +19,10 @@ pub enum QueryError {
     /// The query text is empty or only spaces.
     #[error("the search query is empty: give at least one word to search for")]
     Empty,
-    /// The query has text, but no searchable word in it (punctuation alone).
-    #[error(
-        "the search query {query:?} has no searchable words (punctuation and symbols are ignored): give at least one word"
-    )]
+    /// The query has text, but no searchable word in it: punctuation
+    /// alone, or words longer than [`MAX_WORD_BYTES`] (the message says
+    /// which).
+    #[error("the search query {query:?} has no searchable words {}", no_words_hint(.query))]
     NoWords {
         /// The query as given.
         query: String,
@@ -84,6 +86,17 @@ pub enum QueryError {
         /// The known kinds, comma separated.
         known: &'static str,
     },
+}
+
+/// Why a query without searchable words has none, and what to do.
+fn no_words_hint(query: &str) -> String {
+    if has_overlong_word(query) {
+        format!(
+            "(words longer than {MAX_WORD_BYTES} bytes are not indexed): give at least one shorter word"
+        )
+    } else {
+        "(punctuation and symbols are ignored): give at least one word".to_owned()
+    }
 }
 
 /// What can go wrong in the transcript index.

@@ -97,6 +97,14 @@ impl Sink {
             .map_or(indexed, |m| indexed.min(m.written_gid()))
     }
 
+    /// Whether anything waits for [`Sink::commit`]: entries the index has
+    /// not committed, or mirror lines not flushed (a mirror rebuilt behind a
+    /// caught-up index has only the latter).
+    pub(crate) fn has_pending(&self) -> bool {
+        self.indexer.progress().pending > 0
+            || self.mirror.as_ref().is_some_and(JsonlMirror::has_unflushed)
+    }
+
     /// Adds a batch to the index and the mirror; commits if the batch
     /// threshold is reached.
     pub(crate) fn apply(&mut self, batch: &[Resolved]) -> Result<(), IndexError> {

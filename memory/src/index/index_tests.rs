@@ -247,6 +247,74 @@ fn long_texts_get_a_cut_snippet_around_the_match() -> TestResult {
     Ok(())
 }
 
+/// The snippet of the only hit of `query`.
+fn only_snippet(docs: &Docs, query: &str) -> Result<String, IndexError> {
+    let results = docs.search(SearchQuery::new(query))?;
+    assert_eq!(results.total, 1, "{query}");
+    Ok(results.hits[0].snippet.clone())
+}
+
+#[test]
+fn phrase_snippets_sit_on_a_phrase_match_and_mark_only_it() -> TestResult {
+    let mut docs = Docs::new()?;
+    let text = format!(
+        "{}{}the alpha beta release",
+        "alpha gamma ".repeat(40),
+        "filler ".repeat(60)
+    );
+    docs.add(&text)?;
+    docs.commit()?;
+    let snippet = only_snippet(&docs, "\"alpha beta\"")?;
+    assert!(snippet.starts_with('…'), "{snippet}");
+    assert!(snippet.ends_with("the «alpha» «beta» release"), "{snippet}");
+    assert_eq!(snippet.matches('«').count(), 2, "{snippet}");
+    // A plain term query still marks every occurrence in the best fragment.
+    let snippet = only_snippet(&docs, "alpha")?;
+    assert!(
+        snippet.starts_with("«alpha» gamma «alpha» gamma"),
+        "{snippet}"
+    );
+    Ok(())
+}
+
+#[test]
+fn chinese_phrase_snippets_show_the_phrase_and_not_its_prefix() -> TestResult {
+    let mut docs = Docs::new()?;
+    let text: Vec<String> = (1..=30)
+        .map(|n| format!("burstword tok{n} 爆发{n}"))
+        .collect();
+    docs.add(&text.join("\n"))?;
+    docs.commit()?;
+    let snippet = only_snippet(&docs, "\"爆发30\"")?;
+    assert!(snippet.ends_with("tok30 «爆发30»"), "{snippet}");
+    assert_eq!(snippet.matches('«').count(), 1, "{snippet}");
+    Ok(())
+}
+
+#[test]
+fn a_phrase_across_a_fragment_cut_is_shown_whole() -> TestResult {
+    let mut docs = Docs::new()?;
+    // "alpha" ends at byte 239 and "beta" at 244: the fragment budget of
+    // 240 bytes falls between them.
+    docs.add(&format!(
+        "{}alpha beta{}",
+        "x ".repeat(117),
+        " y".repeat(200)
+    ))?;
+    // A phrase longer than the budget.
+    let words: Vec<String> = (0..50).map(|i| format!("word{i}")).collect();
+    let long = words.join(" ");
+    docs.add(&format!("{}{long}{}", "pad ".repeat(10), " pad".repeat(10)))?;
+    docs.commit()?;
+    let snippet = only_snippet(&docs, "\"alpha beta\"")?;
+    assert!(snippet.starts_with("…«alpha» «beta» y y"), "{snippet}");
+    let snippet = only_snippet(&docs, &format!("\"{long}\""))?;
+    assert_eq!(snippet.matches('«').count(), 50, "{snippet}");
+    assert!(snippet.contains("«word0» «word1»"), "{snippet}");
+    assert!(snippet.contains("«word49»"), "{snippet}");
+    Ok(())
+}
+
 #[test]
 fn limit_and_total() -> TestResult {
     let mut docs = Docs::new()?;

@@ -8,9 +8,9 @@
 //! its last gid, and an entry at or below it is not written again. A line
 //! cut short by a crash (no final newline) is truncated when the file is
 //! next opened. The file `<root>/.mirrored_gid` records, after each
-//! [`JsonlMirror::flush`], the gid up to which every file is complete, so a
-//! restart resumes from there; deleting the whole root rebuilds the mirror
-//! from the store.
+//! [`JsonlMirror::flush`] (and when the mirror is dropped), the gid up to
+//! which every file is complete, so a restart resumes from there; deleting
+//! the whole root rebuilds the mirror from the store.
 //!
 //! Like the index, the mirror is derived: SQLite stays the source of truth.
 
@@ -174,10 +174,30 @@ impl JsonlMirror {
         Ok(())
     }
 
+    /// Whether lines or the resume marker wait for a [`JsonlMirror::flush`].
+    pub fn has_unflushed(&self) -> bool {
+        self.written_gid != self.mirrored_gid || self.files.values().any(|f| f.dirty)
+    }
+
     fn close_all(&mut self) -> Result<(), IndexError> {
         self.flush()?;
         self.files.clear();
         Ok(())
+    }
+}
+
+/// A mirror dropped without a last flush (the indexer actor killed when the
+/// fleet stops, rather than stopped) flushes here, so its files are
+/// complete and the resume marker says so. Not while panicking: what was
+/// handed over may be half written.
+impl Drop for JsonlMirror {
+    fn drop(&mut self) {
+        if std::thread::panicking() || !self.has_unflushed() {
+            return;
+        }
+        if let Err(error) = self.flush() {
+            tracing::warn!(%error, "flushing the JSONL mirror on drop failed; the next start rewrites what is missing");
+        }
     }
 }
 

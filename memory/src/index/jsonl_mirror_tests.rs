@@ -111,3 +111,22 @@ fn finds_the_last_line_past_a_long_one() -> TestResult {
     assert!(mirror.append(&entry(8, 3, "next"), &bot("r"))?);
     Ok(())
 }
+
+#[test]
+fn a_mirror_dropped_without_a_flush_completes_its_files_and_marker() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("transcripts");
+    let entries: Vec<Entry> = (1..=2).map(|i| entry(i, i, "x")).collect();
+    let mut mirror = JsonlMirror::open(&root)?;
+    assert!(!mirror.has_unflushed());
+    for e in &entries {
+        mirror.append(e, &bot("r"))?;
+    }
+    assert!(mirror.has_unflushed());
+    let path = mirror.path_of(&bot("r"), session("r", "alice"));
+    drop(mirror);
+    assert_eq!(lines(&path), entries);
+    assert_eq!(std::fs::read_to_string(root.join(MARKER_FILE))?, "2");
+    assert_eq!(JsonlMirror::open(&root)?.mirrored_gid(), 2);
+    Ok(())
+}

@@ -154,18 +154,9 @@ pub(crate) struct ParsedText {
 }
 
 impl ParsedText {
-    /// The terms that can match, for highlighting.
-    pub(crate) fn positive_terms(&self) -> impl Iterator<Item = &str> {
-        self.must
-            .iter()
-            .flatten()
-            .flatten()
-            .flat_map(|part| -> Vec<&str> {
-                match part {
-                    Part::Term(t) => vec![t.as_str()],
-                    Part::Phrase(terms) => terms.iter().map(|(_, t)| t.as_str()).collect(),
-                }
-            })
+    /// The parts that can match, for highlighting.
+    pub(crate) fn positive_parts(&self) -> impl Iterator<Item = &Part> {
+        self.must.iter().flatten().flatten()
     }
 }
 

@@ -166,6 +166,34 @@ fn error_messages_say_what_to_fix() {
 }
 
 #[test]
+fn a_query_of_overlong_words_says_they_are_not_indexed() {
+    let msg = |q: &str| {
+        parse_text(q)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let long = "a".repeat(512);
+    assert_eq!(
+        msg(&long),
+        format!(
+            "the search query {long:?} has no searchable words (words longer than 64 bytes are not indexed): give at least one shorter word"
+        )
+    );
+    assert!(
+        msg(&format!("?! -{}", "ü".repeat(33))).contains("longer than 64 bytes"),
+        "a non-ASCII word is measured in bytes"
+    );
+    assert_eq!(
+        msg("?!"),
+        "the search query \"?!\" has no searchable words (punctuation and symbols are ignored): give at least one word"
+    );
+    // 64 bytes is still a word.
+    assert!(parse_text(&"a".repeat(64)).is_ok());
+    assert!(msg(&"a".repeat(65)).contains("longer than 64 bytes"));
+}
+
+#[test]
 fn limits_and_filters_are_checked() {
     let q = SearchQuery::new("x");
     assert_eq!(validate(&q), Ok(()));

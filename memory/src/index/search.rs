@@ -207,7 +207,7 @@ impl TranscriptIndex {
             &tantivy_query,
             &(TopDocs::with_limit(query.limit).order_by_score(), Count),
         )?;
-        let snippets = Snippets::new(&searcher, fields.text, text.positive_terms())?;
+        let snippets = Snippets::new(&searcher, fields.text, text.positive_parts())?;
         let hits = top
             .into_iter()
             .map(|(score, address)| hit(&searcher, &fields, &snippets, score, address))

@@ -6,14 +6,25 @@
 //! costs fewer tokens than `<b></b>`. The text is not escaped; a web client
 //! escapes it and turns `«`/`»` into `<mark>` after. A fragment cut from the
 //! middle of a longer text starts and/or ends with `…`.
+//!
+//! A match is an occurrence of a positive part of the query: a term, or a
+//! phrase whose terms stand at their relative positions (a quoted phrase, a
+//! Chinese word as a phrase of bigrams, `e-mail`). Only the terms of matches
+//! are marked, so a phrase query marks its occurrences and not stray
+//! occurrences of its words. The text is cut into fragments of about
+//! [`FRAGMENT_BYTES`] the way tantivy's `SnippetGenerator` cuts them, except
+//! that a fragment is never cut inside a match; the fragment whose matches
+//! weigh most (rarer terms weigh more) wins, the earliest on a tie.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::ops::Range;
 
 use tantivy::Searcher;
 use tantivy::Term;
 use tantivy::schema::Field;
-use tantivy::snippet::SnippetGenerator;
+use tantivy::tokenizer::Token;
 
+use super::query::Part;
 use super::tokenizer::index_analyzer;
 
 /// Opens a highlight.
@@ -26,67 +37,251 @@ const ELLIPSIS: &str = "…";
 /// about 80 Latin words' worth or 80 CJK characters.
 const FRAGMENT_BYTES: usize = 240;
 
+/// What a match looks like: terms at relative positions (one term at 0 for
+/// a plain term).
+#[derive(Debug)]
+struct Pattern {
+    terms: Vec<(usize, String)>,
+    /// What one match adds to its fragment's score.
+    weight: f32,
+}
+
+/// One occurrence of a pattern in a text.
+#[derive(Debug)]
+struct Match {
+    /// First and last token it spans, as indices into the token stream.
+    first: usize,
+    last: usize,
+    /// Byte ranges of its terms in the text.
+    marks: Vec<Range<usize>>,
+    weight: f32,
+}
+
+/// A candidate fragment: tokens `first..=last`, text bytes `start..stop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fragment {
+    first: usize,
+    last: usize,
+    start: usize,
+    stop: usize,
+}
+
 /// Builds snippets for the hits of one query.
 pub(crate) struct Snippets {
-    generator: SnippetGenerator,
+    patterns: Vec<Pattern>,
 }
 
 impl Snippets {
-    /// A generator highlighting `terms` (indexed term texts) of `field`.
+    /// A generator marking matches of `parts` (the positive parts of the
+    /// query) in `field`. A part with a term no document has cannot match
+    /// and is left out.
     pub(crate) fn new<'a>(
         searcher: &Searcher,
         field: Field,
-        terms: impl Iterator<Item = &'a str>,
+        parts: impl Iterator<Item = &'a Part>,
     ) -> tantivy::Result<Self> {
-        let mut weights = BTreeMap::new();
-        for text in terms {
-            if weights.contains_key(text) {
+        let mut term_weights: HashMap<&str, Option<f32>> = HashMap::new();
+        let mut seen: Vec<&Part> = Vec::new();
+        let mut patterns = Vec::new();
+        for part in parts {
+            if seen.contains(&part) {
                 continue;
             }
-            let doc_freq = searcher.doc_freq(&Term::from_field_text(field, text))?;
-            if doc_freq > 0 {
-                weights.insert(text.to_owned(), 1.0 / (1.0 + doc_freq as f32));
+            seen.push(part);
+            let terms: Vec<(usize, &str)> = match part {
+                Part::Term(t) => vec![(0, t.as_str())],
+                Part::Phrase(terms) => terms.iter().map(|(o, t)| (*o, t.as_str())).collect(),
+            };
+            let mut weight = Some(0.0);
+            for &(_, text) in &terms {
+                let term_weight = match term_weights.get(text) {
+                    Some(w) => *w,
+                    None => {
+                        let doc_freq = searcher.doc_freq(&Term::from_field_text(field, text))?;
+                        let w = (doc_freq > 0).then(|| 1.0 / (1.0 + doc_freq as f32));
+                        term_weights.insert(text, w);
+                        w
+                    }
+                };
+                weight = weight.zip(term_weight).map(|(a, b)| a + b);
+            }
+            if let Some(weight) = weight {
+                let terms = terms.into_iter().map(|(o, t)| (o, t.to_owned())).collect();
+                patterns.push(Pattern { terms, weight });
             }
         }
-        Ok(Self {
-            generator: SnippetGenerator::new(weights, index_analyzer(), field, FRAGMENT_BYTES),
-        })
+        Ok(Self { patterns })
     }
 
     /// The marked snippet of `text`.
     pub(crate) fn render(&self, text: &str) -> String {
-        let snippet = self.generator.snippet(text);
-        let fragment = snippet.fragment();
-        if fragment.is_empty() {
+        let tokens = tokens_of(text);
+        let matches = self.find(&tokens);
+        let Some((fragment, marks)) = best_fragment(&fragments(&tokens, &matches), &matches) else {
             return head(text);
-        }
-        let range = snippet.fragment_range();
-        let mut out = String::with_capacity(fragment.len() + 16);
-        if range.start > 0 {
+        };
+        let mut out = String::with_capacity(fragment.stop - fragment.start + 16);
+        if fragment.start > 0 {
             out.push_str(ELLIPSIS);
         }
-        let mut at = 0;
-        for mark in merge(snippet.highlighted()) {
-            out.push_str(&fragment[at..mark.start]);
+        let mut at = fragment.start;
+        for mark in merge(&marks) {
+            out.push_str(&text[at..mark.start]);
             out.push_str(HIGHLIGHT_OPEN);
-            out.push_str(&fragment[mark.clone()]);
+            out.push_str(&text[mark.clone()]);
             out.push_str(HIGHLIGHT_CLOSE);
             at = mark.end;
         }
-        out.push_str(&fragment[at..]);
-        if range.end < text.len() {
+        out.push_str(&text[at..fragment.stop]);
+        if fragment.stop < text.len() {
             out.push_str(ELLIPSIS);
         }
         out
     }
+
+    /// Every match of every pattern in `tokens`, sorted by first token.
+    fn find(&self, tokens: &[Token]) -> Vec<Match> {
+        let at: HashMap<(usize, &str), usize> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((t.position, t.text.as_str()), i))
+            .collect();
+        let mut out = Vec::new();
+        for token in tokens {
+            for pattern in &self.patterns {
+                if pattern.terms.first().is_none_or(|(_, t)| *t != token.text) {
+                    continue;
+                }
+                let found: Option<Vec<usize>> = pattern
+                    .terms
+                    .iter()
+                    .map(|(offset, t)| at.get(&(token.position + offset, t.as_str())).copied())
+                    .collect();
+                let Some(found) = found else {
+                    continue;
+                };
+                let (Some(&first), Some(&last)) = (found.iter().min(), found.iter().max()) else {
+                    continue;
+                };
+                out.push(Match {
+                    first,
+                    last,
+                    marks: found
+                        .iter()
+                        .map(|&i| tokens[i].offset_from..tokens[i].offset_to)
+                        .collect(),
+                    weight: pattern.weight,
+                });
+            }
+        }
+        out.sort_by_key(|m| (m.first, m.last));
+        out
+    }
+}
+
+/// The tokens of a text as the index has them.
+fn tokens_of(text: &str) -> Vec<Token> {
+    let mut analyzer = index_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut tokens = Vec::new();
+    while let Some(token) = stream.next() {
+        tokens.push(token.clone());
+    }
+    tokens
+}
+
+/// Cuts the tokens into fragments of about [`FRAGMENT_BYTES`], as tantivy
+/// does, except where the cut would fall inside a match: then the next
+/// fragment starts at the match (the fragments overlap), or, if the match
+/// already starts the fragment, the fragment runs over the budget to its end.
+fn fragments(tokens: &[Token], matches: &[Match]) -> Vec<Fragment> {
+    // For each token, the first token of the earliest match that spans it
+    // without starting at it.
+    let mut inside: Vec<Option<usize>> = vec![None; tokens.len()];
+    for m in matches {
+        for slot in &mut inside[m.first + 1..=m.last] {
+            *slot = Some(slot.map_or(m.first, |f| f.min(m.first)));
+        }
+    }
+    let mut out = Vec::new();
+    let (mut first, mut start, mut stop) = (0, 0, 0);
+    for (k, token) in tokens.iter().enumerate() {
+        if token.offset_to - start > FRAGMENT_BYTES {
+            match inside[k] {
+                Some(from) if from == first => {}
+                Some(from) if from > first => {
+                    out.push(Fragment {
+                        first,
+                        last: k - 1,
+                        start,
+                        stop,
+                    });
+                    first = from;
+                    start = tokens[from].offset_from;
+                }
+                Some(_) | None => {
+                    if k > first {
+                        out.push(Fragment {
+                            first,
+                            last: k - 1,
+                            start,
+                            stop,
+                        });
+                    }
+                    first = k;
+                    start = token.offset_from;
+                }
+            }
+        }
+        stop = token.offset_to;
+    }
+    if tokens.len() > first {
+        out.push(Fragment {
+            first,
+            last: tokens.len() - 1,
+            start,
+            stop,
+        });
+    }
+    out
+}
+
+/// The fragment whose matches weigh most (the earliest on a tie) with the
+/// marks of those matches; `None` if no fragment holds a match.
+fn best_fragment(
+    fragments: &[Fragment],
+    matches: &[Match],
+) -> Option<(Fragment, Vec<Range<usize>>)> {
+    let mut best: Option<(f32, Fragment)> = None;
+    for fragment in fragments {
+        let score: f32 = within(fragment, matches).map(|m| m.weight).sum();
+        if score > 0.0 && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, *fragment));
+        }
+    }
+    let (_, fragment) = best?;
+    let marks = within(&fragment, matches)
+        .flat_map(|m| m.marks.iter().cloned())
+        .collect();
+    Some((fragment, marks))
+}
+
+/// The matches lying wholly in a fragment (`matches` sorted by first token).
+fn within<'a>(fragment: &Fragment, matches: &'a [Match]) -> impl Iterator<Item = &'a Match> {
+    let from = matches.partition_point(|m| m.first < fragment.first);
+    let (first, last) = (fragment.first, fragment.last);
+    matches[from..]
+        .iter()
+        .take_while(move |m| m.first <= last)
+        .filter(move |m| m.first >= first && m.last <= last)
 }
 
 /// Sorts highlight ranges and merges overlapping or touching ones (the
 /// bigrams of one CJK match overlap: `供应`+`应商` is one mark `«供应商»`).
-fn merge(ranges: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+fn merge(ranges: &[Range<usize>]) -> Vec<Range<usize>> {
     let mut sorted = ranges.to_vec();
     sorted.sort_by_key(|r| (r.start, r.end));
-    let mut out: Vec<std::ops::Range<usize>> = Vec::with_capacity(sorted.len());
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(sorted.len());
     for r in sorted {
         match out.last_mut() {
             Some(last) if r.start <= last.end => last.end = last.end.max(r.end),

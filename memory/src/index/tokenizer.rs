@@ -90,6 +90,29 @@ fn fold_width(c: char) -> char {
     }
 }
 
+/// Whether `text` has a word longer than [`MAX_WORD_BYTES`] (folded and
+/// lowercased, as [`TranscriptTokenStream`] measures it), which the
+/// tokenizer drops.
+pub(crate) fn has_overlong_word(text: &str) -> bool {
+    let mut len = 0;
+    for c in text.chars() {
+        if classify(c) != CharClass::Word {
+            len = 0;
+            continue;
+        }
+        let c = fold_width(c);
+        len += if c.is_ascii() {
+            1
+        } else {
+            c.to_lowercase().map(char::len_utf8).sum()
+        };
+        if len > MAX_WORD_BYTES {
+            return true;
+        }
+    }
+    false
+}
+
 /// Which side of the index a token stream is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
