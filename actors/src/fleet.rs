@@ -51,6 +51,9 @@ pub struct FleetState {
     indexer_started: Option<std::time::Instant>,
 }
 
+/// How long a stopping fleet waits for the indexer's last commit.
+const INDEX_FLUSH_AT_STOP: Duration = Duration::from_secs(5);
+
 /// First wait before restarting a failed indexer; doubles per failure in a
 /// row, up to [`INDEXER_BACKOFF_MAX`].
 const INDEXER_BACKOFF: Duration = Duration::from_millis(200);
@@ -149,6 +152,22 @@ impl Actor for FleetActor {
                 let _ = state.rt.groups.recover();
             }
             FleetMsg::RestartIndexer => state.start_indexer(&myself).await,
+        }
+        Ok(())
+    }
+
+    /// Before its children are killed (ractor kills them when a supervisor
+    /// stops, so their own `post_stop` never runs): the indexer commits
+    /// what it has, so a clean stop leaves the search index caught up.
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<FleetMsg>,
+        state: &mut FleetState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(indexer) = state.rt.indexer()
+            && let Err(error) = IndexerActor::flush(&indexer, INDEX_FLUSH_AT_STOP).await
+        {
+            tracing::warn!(%error, "the search index was not flushed at shutdown; the next start catches up");
         }
         Ok(())
     }

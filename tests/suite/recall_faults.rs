@@ -120,3 +120,30 @@ async fn the_indexer_is_restarted_until_it_can_take_the_writer_lock() {
     assert!(rt.indexer().is_some());
     host.shutdown().await;
 }
+
+/// A clean stop leaves the search index caught up: the indexer commits
+/// what it has before the fleet's actors are stopped. (Before, ractor
+/// killed the indexer with its supervisor, its own `post_stop` never ran,
+/// and the entries of the last ~300 ms waited for the next start.)
+#[tokio::test]
+async fn a_clean_stop_leaves_the_index_caught_up() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    let (session, _) = chat(&host, TOKEN, "r", "the quokka itinerary").await;
+    let entries = host.entries(&session).await;
+    let newest = entries
+        .iter()
+        .filter_map(|e| e["gid"].as_i64())
+        .max()
+        .unwrap();
+    let fleet = host.shutdown().await;
+    let index = TranscriptIndex::open(fleet.path().join("data/index")).unwrap();
+    assert!(
+        index.committed_gid().unwrap() >= newest,
+        "committed {} < newest entry {newest}",
+        index.committed_gid().unwrap()
+    );
+}

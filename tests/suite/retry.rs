@@ -12,6 +12,11 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
+use crate::support::fleet::restart;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_message;
+use crate::support::openai_server::last_user_text;
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -180,4 +185,91 @@ steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "late" } } ]
     let ended = body["turn"]["ended_at"].as_i64().unwrap();
     assert!(ended - started >= 50, "{body}");
     host.shutdown().await;
+}
+
+/// Answers the newest user message with a SendMessage quoting it, and a
+/// tool result with a plain stop.
+fn quoting_model(request: &Value) -> Reply {
+    let last = last_message(request).cloned().unwrap_or(Value::Null);
+    if last["role"] == "tool" {
+        return Reply::text("");
+    }
+    let text = last_user_text(request).unwrap_or("").to_owned();
+    let args = json!({ "text": format!("re: {text}") }).to_string();
+    Reply::tool_call("call_1", "SendMessage", args)
+}
+
+/// Sends `text`, which fails (the server is told to), and returns its
+/// turn and session.
+async fn failed_turn(host: &TestHost, text: &str) -> (String, String) {
+    let (_, sent) = host.send("r", text, None).await;
+    let end = host
+        .wait_turn_end(
+            sent["session"].as_str().unwrap(),
+            sent["seq"].as_i64().unwrap(),
+        )
+        .await;
+    assert_eq!(end["status"], "failed", "{end}");
+    (
+        end["turn"].as_str().unwrap().to_owned(),
+        sent["session"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Retries `turn` and returns the last user message of the model request
+/// that answered it and what the bot delivered.
+async fn retried(
+    host: &TestHost,
+    server: &OpenAiServer,
+    failed: &(String, String),
+) -> (String, String) {
+    let (turn, session) = failed;
+    let before = server.request_count();
+    let (status, body) = retry(host, turn).await;
+    assert_eq!(status, 200, "{body}");
+    server.wait_for_requests(before + 2).await;
+    let asked = server.requests()[before].body.clone();
+    let delivered = host
+        .wait_for(session, |es| {
+            deliveries(es).last().cloned().map(Value::from)
+        })
+        .await;
+    (
+        last_user_text(&asked).unwrap_or("").to_owned(),
+        delivered.as_str().unwrap_or("").to_owned(),
+    )
+}
+
+/// A retried turn answers its own input, not the messages sent after it.
+/// (Before, its context held every later message its bot's tail had
+/// pushed: retrying "gamma" after "delta" failed too asked the model with
+/// "delta" last, and the reply to delta was filed as gamma's.)
+#[tokio::test]
+async fn a_retried_turn_answers_its_input_not_later_messages() {
+    let server = OpenAiServer::builder()
+        .responder(quoting_model)
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    // the bot is warm: its tail holds both failed inputs
+    server.fail_next(2, Reply::error(500, "down"));
+    let gamma = failed_turn(&host, "gamma").await;
+    let _delta = failed_turn(&host, "delta").await;
+    let (asked, said) = retried(&host, &server, &gamma).await;
+    assert_eq!((asked.as_str(), said.as_str()), ("gamma", "re: gamma"));
+
+    // and after a restart, from a tail read from the store
+    server.fail_next(2, Reply::error(500, "down"));
+    let epsilon = failed_turn(&host, "epsilon").await;
+    let _zeta = failed_turn(&host, "zeta").await;
+    let fleet = host.shutdown().await;
+    let host = restart(fleet).await;
+    let (asked, said) = retried(&host, &server, &epsilon).await;
+    assert_eq!((asked.as_str(), said.as_str()), ("epsilon", "re: epsilon"));
+    host.shutdown().await;
+    server.shutdown().await;
 }

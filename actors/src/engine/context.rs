@@ -185,6 +185,19 @@ impl ContextBuilder {
             && self.seqs.len() == self.messages.len()
     }
 
+    /// The newest seq of a user-side message (an input), held back ones
+    /// included; 0 when there is none.
+    pub(crate) fn newest_input_seq(&self) -> i64 {
+        let shown = self
+            .messages
+            .iter()
+            .zip(&self.seqs)
+            .filter(|(m, _)| matches!(m, ChatMessage::User { .. }))
+            .map(|(_, &seq)| seq);
+        let held = self.deferred.iter().map(|(seq, _)| *seq);
+        shown.chain(held).max().unwrap_or(0)
+    }
+
     /// Number of messages at the front that [`ContextBuilder::drop_through`]
     /// keeps.
     pub(crate) fn head(&self) -> usize {

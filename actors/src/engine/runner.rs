@@ -326,9 +326,25 @@ impl Runner {
 
     async fn run(&mut self) -> Result<TurnStatus, StoreError> {
         let window = self.rt.settings.context_entries;
+        // a new turn sees the session up to its last input (a resumed one
+        // is bounded once its record is read, below)
+        let bound = match &self.kind {
+            Some(PlanKind::New { inputs }) => inputs
+                .iter()
+                .filter(|(i, _)| i.session == self.session)
+                .map(|(i, _)| i.seq)
+                .max()
+                .map(|upto| ContextBound { upto, own: None }),
+            Some(PlanKind::Resume { .. } | PlanKind::Compact | PlanKind::Fail { .. }) | None => {
+                None
+            }
+        };
+        // a tail holding messages after the turn's last input (a retried
+        // input) is read again, up to that input
+        let past_inputs = bound.is_some_and(|b| self.tail.holds_input_after(b.upto));
         // a tail to (re)load is read first, in one read: its record says
         // who runs the turn, before the identity that names the tools
-        let view = if self.tail.needs_load(window) && !self.tail.can_trim(window) {
+        let view = if past_inputs || (self.tail.needs_load(window) && !self.tail.can_trim(window)) {
             Some(
                 self.rt
                     .store
@@ -366,18 +382,6 @@ impl Runner {
         self.block = self.rt.state_block(&self.bot, &input_text).await;
         self.secrets = self.rt.secrets_for(&self.bot).await?;
         if let Some(view) = view {
-            // a new turn sees the session up to its last input (a resumed
-            // one is bounded once its record is read, below)
-            let bound = match &self.kind {
-                Some(PlanKind::New { inputs }) => inputs
-                    .iter()
-                    .filter(|(i, _)| i.session == self.session)
-                    .map(|(i, _)| i.seq)
-                    .max()
-                    .map(|upto| ContextBound { upto, own: None }),
-                Some(PlanKind::Resume { .. } | PlanKind::Compact | PlanKind::Fail { .. })
-                | None => None,
-            };
             let encoding = self.ctx_settings.encoding;
             self.tail
                 .fill_view(view, &self.identity, &self.block, encoding, bound);

@@ -151,6 +151,16 @@ impl SessionTail {
         self.since_load > window.max(1) && self.held_through().is_some()
     }
 
+    /// Whether the tail holds an input (a user-side message) newer than
+    /// `seq`. A new turn whose last input is older than one the tail holds
+    /// (a retried input, with later messages already pushed by their own
+    /// turns) must reload up to its input instead: it answers its inputs,
+    /// not the later messages. Outputs of an earlier turn that came after
+    /// its input (a message sent while that turn ran) do not count.
+    pub(crate) fn holds_input_after(&self, seq: i64) -> bool {
+        self.context.newest_input_seq() > seq
+    }
+
     /// Forgets the loaded context: the next turn reloads it.
     pub(crate) fn invalidate(&mut self) {
         self.loaded_upto = None;
