@@ -2,11 +2,33 @@
 //! server on loopback receives them: a remembered fact is in the system
 //! message of the next context built, reaches a running context as an
 //! update after the turn's input (the prefix stays byte-identical), leaves the prompt
-//! once forgotten; extraction runs after a completed turn when
-//! `runtime.extract_memory` is on, and not when it is off.
+//! once forgotten or, for a note, once expired (on a manual store clock);
+//! extraction runs after a completed turn when `runtime.extract_memory` is
+//! on, and not when it is off.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use botfleet::actors::FleetHandle;
+use botfleet::actors::FleetSettings;
+use botfleet::actors::MemoryState;
+use botfleet::actors::Runtime;
+use botfleet::actors::user_message;
+use botfleet::memory::AdmitOutcome;
+use botfleet::memory::BotId;
+use botfleet::memory::BotRecord;
+use botfleet::memory::EntryKind;
+use botfleet::memory::ManualClock;
+use botfleet::memory::Store;
+use botfleet::memory::StoreOptions;
+use botfleet::memory::TurnStatus;
+use botfleet::memory::UserId;
+use botfleet::model::Model;
+use botfleet::model::OpenAiModel;
+use botfleet::model::OpenAiOptions;
+use botfleet::tools::ToolRegistry;
+use botfleet::tools::Workspace;
 use serde_json::Value;
 use serde_json::json;
 
@@ -38,7 +60,8 @@ fn is_update(m: &Value) -> bool {
     m["role"] == "user" && content(m).starts_with(UPDATE)
 }
 
-/// A bot's model: `remember: X` → Remember {text: X}, `forget: X` →
+/// A bot's model: `remember: X` → Remember {text: X}, `note: X` →
+/// Remember {text: X} as a note of the user's for an hour, `forget: X` →
 /// Forget {matching: X}, anything else straight to SendMessage; after a
 /// tool result, SendMessage (or, after SendMessage, stop). Extraction
 /// requests go to `extractor`.
@@ -70,6 +93,10 @@ fn model(body: &Value, extractor: &dyn Fn(&Value) -> Reply) -> Reply {
     let text = content(last);
     if let Some(fact) = text.strip_prefix("remember: ") {
         Reply::tool_call(&id, "Remember", json!({ "text": fact }).to_string())
+    } else if let Some(note) = text.strip_prefix("note: ") {
+        let args =
+            json!({ "text": note, "layer": "notes", "scope": "user", "expires_in_hours": 1 });
+        Reply::tool_call(&id, "Remember", args.to_string())
     } else if let Some(what) = text.strip_prefix("forget: ") {
         Reply::tool_call(&id, "Forget", json!({ "matching": what }).to_string())
     } else if let Some(place) = text.strip_prefix("I moved to ") {
@@ -199,6 +226,150 @@ async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     server.shutdown().await;
 }
 
+/// A fleet of `a1` and `a2` (alice's, on the loopback server) as the host
+/// wires it, memory in the prompt included, but on a manual store clock:
+/// a note's expiry is a stored time, which the host reads from the wall.
+struct Clocked {
+    _dir: tempfile::TempDir,
+    clock: ManualClock,
+    fleet: FleetHandle,
+    bots: Vec<BotRecord>,
+}
+
+impl Clocked {
+    async fn start(server: &OpenAiServer) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(
+            chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z")
+                .unwrap()
+                .to_utc(),
+        );
+        let store = Store::open(StoreOptions {
+            clock: Arc::new(clock.clone()),
+            ..StoreOptions::new(dir.path().join("fleet.db"))
+        })
+        .unwrap();
+        let ws = Workspace::open(&dir.path().join("ws")).unwrap();
+        let mut settings = FleetSettings::new(ws.root().to_path_buf());
+        settings.debounce = Duration::ZERO;
+        settings.extract_memory = false;
+        let model = OpenAiModel::new(OpenAiOptions {
+            max_retries: 0,
+            ..OpenAiOptions::new(server.base_url(), "test-model")
+        })
+        .unwrap();
+        let models = HashMap::from([("main".to_owned(), Arc::new(model) as Arc<dyn Model>)]);
+        let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, ws);
+        rt.set_state_provider(Arc::new(MemoryState::new(rt.store.clone())));
+        let bots: Vec<BotRecord> = ["a1", "a2"]
+            .into_iter()
+            .map(|id| BotRecord {
+                id: BotId::new(id).unwrap(),
+                name: format!("{id}-name"),
+                owner: UserId::new("alice").unwrap(),
+                role: format!("Test bot {id}."),
+                provider: "main".into(),
+                tools: vec!["SendMessage".into(), "Remember".into()],
+                settings: json!({}),
+                origin: "config".into(),
+                created_at: 0,
+                updated_at: 0,
+            })
+            .collect();
+        let fleet = FleetHandle::start(rt, bots.clone()).await.unwrap();
+        Self {
+            _dir: dir,
+            clock,
+            fleet,
+            bots,
+        }
+    }
+
+    /// Sends `text` from alice to bot `n` (0: a1, 1: a2), waits (on the
+    /// store's change signals, 30 s at most) until the turn answering it
+    /// completed, and answers that turn's requests to the model.
+    async fn turn(&self, server: &OpenAiServer, n: usize, text: &str) -> Vec<Value> {
+        let store = self.fleet.store();
+        let mut changes = store.subscribe();
+        let before = server.request_count();
+        let alice = UserId::new("alice").unwrap();
+        let sent = self
+            .fleet
+            .admit(user_message(&alice, &self.bots[n], text, None))
+            .await
+            .unwrap();
+        let AdmitOutcome::Accepted(input) = sent else {
+            panic!("not admitted: {sent:?}");
+        };
+        loop {
+            let entries = store.entries_after(input.session, 0, 1000).await.unwrap();
+            let end = entries.iter().find_map(|e| match &e.kind {
+                EntryKind::TurnEnd { status, inputs, .. } if inputs.contains(&input.seq) => {
+                    Some(*status)
+                }
+                _ => None,
+            });
+            if let Some(status) = end {
+                assert_eq!(status, TurnStatus::Completed, "{entries:#?}");
+                break;
+            }
+            tokio::time::timeout(Duration::from_secs(30), changes.recv())
+                .await
+                .expect("the turn ended within 30 s")
+                .ok();
+        }
+        server.requests()[before..]
+            .iter()
+            .map(|r| r.body.clone())
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn an_expired_note_leaves_the_system_message_at_its_expiry() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &no_extraction))
+        .start()
+        .await;
+    let fx = Clocked::start(&server).await;
+    const TEA: &str = "Prefers tea over coffee";
+    const NOTE: &str = "Waiting for the ACME invoice";
+    const BERLIN: &str = "Lives in Berlin";
+    fx.turn(&server, 0, &format!("remember: {TEA}")).await;
+    fx.turn(&server, 0, &format!("note: {NOTE}")).await;
+
+    // a2's first context has both in its system message
+    let r = fx.turn(&server, 1, "hello").await;
+    assert!(system(&r[0]).contains(TEA), "{}", system(&r[0]));
+    assert!(system(&r[0]).contains(NOTE), "{}", system(&r[0]));
+    let a2_system = system(&r[0]).to_owned();
+
+    // half an hour on, a fact is added: the note is still live, the prefix
+    // stays, the fact comes as an update
+    fx.clock.advance_ms(30 * 60 * 1000);
+    fx.turn(&server, 0, &format!("remember: {BERLIN}")).await;
+    let r = fx.turn(&server, 1, "anything new?").await;
+    assert_eq!(system(&r[0]), a2_system, "the prefix stays byte-identical");
+    let last = r[0]["messages"].as_array().unwrap().last().unwrap();
+    assert!(is_update(last) && content(last).contains(BERLIN), "{last}");
+
+    // past the note's expiry (one hour): a2's system message is rebuilt
+    // without it, and it is nowhere in the request
+    fx.clock.advance_ms(30 * 60 * 1000 + 1);
+    let r = fx.turn(&server, 1, "and now?").await;
+    for body in &r {
+        assert_ne!(system(body), a2_system, "the system message was refreshed");
+        assert!(system(body).contains(TEA), "{}", system(body));
+        assert!(system(body).contains(BERLIN), "{}", system(body));
+        assert!(
+            !body.to_string().contains(NOTE),
+            "an expired note is nowhere in a2's request: {body}"
+        );
+    }
+    fx.fleet.shutdown().await;
+    server.shutdown().await;
+}
+
 /// Answers an extraction: the person moved to Berlin → add "Lives in
 /// Berlin"; moved to Paris → replace the shown Berlin fact by its id.
 fn extractor(body: &Value) -> Reply {
@@ -291,6 +462,36 @@ async fn extraction_runs_after_completed_turns_when_enabled() {
         "every model call of a1, its turns' and its extractions': {a1}"
     );
     assert!(a1["usage"]["today"]["prompt_tokens"].as_u64().unwrap() > 0);
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Answers an extraction of "I moved house": "Lives in Berlin" first,
+/// "Works at ACME" once the Berlin fact is shown.
+fn house_extractor(body: &Value) -> Reply {
+    let input = content(&body["messages"][1]);
+    let fact = if input.contains("\"Lives in Berlin\"") {
+        "Works at ACME"
+    } else {
+        "Lives in Berlin"
+    };
+    Reply::text(json!({ "add": [{ "text": fact }] }).to_string())
+}
+
+#[tokio::test]
+async fn a_later_turn_with_the_same_message_and_reply_adds_its_own_fact() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &house_extractor))
+        .start()
+        .await;
+    let host = start(&server, true).await;
+    turn(&host, &server, "a1", "I moved house").await;
+    wait_profile(&host, &["Lives in Berlin"]).await;
+    // the same message, the same reply ("ok"), a new fact: not refused as
+    // "id taken" by the first turn's fact
+    turn(&host, &server, "a1", "I moved house").await;
+    wait_profile(&host, &["Lives in Berlin", "Works at ACME"]).await;
+    assert_eq!(extraction_requests(&server).len(), 2);
     host.shutdown().await;
     server.shutdown().await;
 }

@@ -1,7 +1,7 @@
 //! Where the turn engine meets memory (`docs/memory.md`): the state block
 //! inside an epoch (append an update, or refresh the system message when
-//! something it showed was forgotten) and the fact extraction after a
-//! completed turn.
+//! something it showed was forgotten or has expired) and the fact
+//! extraction after a completed turn.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,8 +25,9 @@ impl Runner {
     /// turn's fresh one (`self.block`), inside an epoch:
     /// - unchanged: nothing;
     /// - an item the frozen block shows was forgotten (it no longer exists
-    ///   in the store): the system message is re-rendered now, one
-    ///   prompt-cache miss, because a forgotten fact must leave the prompt;
+    ///   in the store) or is a note past its expiry: the system message is
+    ///   re-rendered now, one prompt-cache miss, because a forgotten fact
+    ///   must leave the prompt and a note disappears at its expiry;
     /// - otherwise (items added or changed, a different choice of log
     ///   entries): the prefix stays byte-identical and the fresh block goes
     ///   in as a short update after the turn's inputs in each request.
@@ -35,7 +36,7 @@ impl Runner {
         if self.tail.state_hash == self.block.hash {
             return;
         }
-        if self.frozen_items_forgotten().await {
+        if self.frozen_items_gone().await {
             self.tail.refresh_state(&self.block);
             return;
         }
@@ -45,10 +46,13 @@ impl Runner {
             .ok();
     }
 
-    /// Whether an item of the tail's frozen state block no longer exists.
-    /// A failed read answers yes: refreshing costs a cache miss, keeping a
+    /// Whether an item of the tail's frozen state block is gone: it no
+    /// longer exists (forgotten or removed), or it is a note whose expiry
+    /// has passed by the store's clock (an expired note stays in the store
+    /// until it is purged, but no snapshot shows it any more). A failed
+    /// read answers yes: refreshing costs a cache miss, keeping a
     /// forgotten fact in the prompt is wrong.
-    async fn frozen_items_forgotten(&self) -> bool {
+    async fn frozen_items_gone(&self) -> bool {
         let frozen: Vec<MemoryId> = self
             .tail
             .state_shown
@@ -58,10 +62,18 @@ impl Runner {
         if frozen.is_empty() {
             return false;
         }
-        match self.rt.store.missing_memory_ids(frozen).await {
-            Ok(missing) => !missing.is_empty(),
+        let now = self.rt.store.clock().now_ms();
+        match self.rt.store.memory_items_by_id(frozen.clone()).await {
+            Ok(items) => {
+                let live: BTreeSet<&MemoryId> = items
+                    .iter()
+                    .filter(|i| !i.is_expired(now))
+                    .map(|i| &i.id)
+                    .collect();
+                frozen.iter().any(|id| !live.contains(id))
+            }
             Err(e) => {
-                tracing::warn!(bot = %self.bot.id, error = %e, "cannot check the prompt's memory for forgotten items; refreshing it");
+                tracing::warn!(bot = %self.bot.id, error = %e, "cannot check the prompt's memory for forgotten or expired items; refreshing it");
                 true
             }
         }
@@ -100,6 +112,7 @@ impl Runner {
                     rt,
                     bot,
                     session,
+                    turn,
                     shown,
                     texts.user.clone(),
                     texts.reply(),
@@ -114,7 +127,7 @@ impl Runner {
                 Ok((user_texts, reply)) => {
                     // detached: the extraction logs its own outcome
                     drop(spawn_extract_after_turn(
-                        rt, bot, session, shown, user_texts, reply,
+                        rt, bot, session, turn, shown, user_texts, reply,
                     ));
                 }
                 Err(e) => {

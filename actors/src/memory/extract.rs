@@ -16,8 +16,10 @@
 //! Removes run first, then replaces, then adds (so a replaced or removed
 //! fact frees its room). Every write goes through the scope actors, so
 //! limits hold and a full profile comes back as a rejected op. Ids of adds
-//! derive from the session and the turn's text, so running the extraction
-//! twice for the same turn adds nothing the second time.
+//! derive from the session, the turn's id and its text (`turn_seed`), so
+//! running the extraction twice for the same turn adds nothing the second
+//! time, while a later turn with the same text and reply gets ids of its
+//! own (it may have a new fact to add).
 //!
 //! Nothing here panics or blocks a reply: the engine spawns it after the
 //! turn ([`spawn_extract_after_turn`]) and only logs the outcome.
@@ -39,6 +41,7 @@ use botfleet_memory::NewMemory;
 use botfleet_memory::SessionId;
 use botfleet_memory::StoreError;
 use botfleet_memory::TokenUsage;
+use botfleet_memory::TurnId;
 use botfleet_memory::bot_scopes;
 use serde::Deserialize;
 use serde::Serialize;
@@ -151,14 +154,15 @@ struct ReplaceProposal {
     importance: Option<u8>,
 }
 
-/// Runs the extraction for one finished turn of `bot` in `session`.
-/// `shown` are the ids of the memory items the turn's context showed
-/// (`MemorySnapshot::shown_ids`, plus items added by an update); only
-/// those may be replaced or removed.
+/// Runs the extraction for the finished turn `turn` of `bot` in
+/// `session`. `shown` are the ids of the memory items the turn's context
+/// showed (`MemorySnapshot::shown_ids`, plus items added by an update);
+/// only those may be replaced or removed.
 pub async fn extract_after_turn(
     rt: &Runtime,
     bot: &BotRecord,
     session: SessionId,
+    turn: TurnId,
     shown: &[MemoryId],
     user_texts: &[String],
     final_reply: &str,
@@ -190,7 +194,7 @@ pub async fn extract_after_turn(
             })??;
     record_usage(rt, bot, &request, &response).await;
     let proposal = parse(&response.text)?;
-    let seed = turn_seed(session, user_texts, final_reply);
+    let seed = turn_seed(session, turn, user_texts, final_reply);
     Ok(apply(rt, bot, &shown_items, proposal, &seed).await)
 }
 
@@ -241,12 +245,14 @@ pub fn spawn_extract_after_turn(
     rt: Arc<Runtime>,
     bot: BotRecord,
     session: SessionId,
+    turn: TurnId,
     shown: Vec<MemoryId>,
     user_texts: Vec<String>,
     final_reply: String,
 ) -> tokio::task::JoinHandle<Option<ExtractReport>> {
     tokio::spawn(async move {
-        match extract_after_turn(&rt, &bot, session, &shown, &user_texts, &final_reply).await {
+        match extract_after_turn(&rt, &bot, session, turn, &shown, &user_texts, &final_reply).await
+        {
             Ok(report) => {
                 tracing::debug!(
                     bot = %bot.id,
@@ -341,14 +347,23 @@ fn parse(text: &str) -> Result<Proposal, ExtractError> {
     })
 }
 
-fn turn_seed(session: SessionId, user_texts: &[String], final_reply: &str) -> String {
+/// What the ids of one extraction's adds derive from (with each add's
+/// position): the same turn extracted again derives the same ids, so a
+/// re-run finds its own writes (`Unchanged`) instead of adding twice. The
+/// turn's id is part of it because the texts are not unique: a later turn
+/// with the same message and reply must not derive the ids of an earlier
+/// one, or its new fact would be refused as "id taken".
+fn turn_seed(session: SessionId, turn: TurnId, user_texts: &[String], final_reply: &str) -> String {
     let mut h = Sha256::new();
     for t in user_texts {
         h.update(t.as_bytes());
         h.update([0]);
     }
     h.update(final_reply.as_bytes());
-    format!("extract\u{0}{session}\u{0}{}", hex::encode(h.finalize()))
+    format!(
+        "extract\u{0}{session}\u{0}{turn}\u{0}{}",
+        hex::encode(h.finalize())
+    )
 }
 
 async fn apply(

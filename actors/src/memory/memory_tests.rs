@@ -8,6 +8,7 @@ use botfleet_memory::MemoryItem;
 use botfleet_memory::MemoryOp;
 use botfleet_memory::MemoryOpResult;
 use botfleet_memory::NewMemory;
+use botfleet_memory::TurnId;
 use botfleet_memory::UserId;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -227,6 +228,7 @@ async fn extraction_adds_and_replaces_but_cannot_remove_an_unshown_fact() {
         &f.rt,
         &f.bot,
         f.scope.session.id,
+        f.turn,
         std::slice::from_ref(&shown),
         &users,
         "Noted!",
@@ -276,6 +278,7 @@ async fn extraction_adds_and_replaces_but_cannot_remove_an_unshown_fact() {
         &f.rt,
         &f.bot,
         f.scope.session.id,
+        f.turn,
         std::slice::from_ref(&shown),
         &users,
         "Noted!",
@@ -286,28 +289,96 @@ async fn extraction_adds_and_replaces_but_cannot_remove_an_unshown_fact() {
     assert_eq!(again.unchanged.len(), 3);
 }
 
+/// "I moved house": a first fact, then, once it is shown, a second one.
+const MOVED_HOUSE: &str = r#"
+[[rule]]
+purpose = "extract"
+match = '(?s)"Lives in Berlin".*I moved house'
+steps = [{ text = '{"add": [{"text": "Works at ACME"}]}' }]
+
+[[rule]]
+purpose = "extract"
+match = "(?s)I moved house"
+steps = [{ text = '{"add": [{"text": "Lives in Berlin"}]}' }]
+"#;
+
+fn added_texts(report: &ExtractReport) -> Vec<&str> {
+    report.added.iter().map(|i| i.text.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_later_turn_with_the_same_text_and_reply_can_add_a_fact() {
+    let f = with_extractor(MOVED_HOUSE);
+    let session = f.scope.session.id;
+    let said = vec!["I moved house".to_string()];
+    let first = extract_after_turn(&f.rt, &f.bot, session, f.turn, &[], &said, "ok")
+        .await
+        .unwrap();
+    assert_eq!(added_texts(&first), ["Lives in Berlin"]);
+    // the same turn extracted again (a re-run after a crash) adds nothing
+    let again = extract_after_turn(&f.rt, &f.bot, session, f.turn, &[], &said, "ok")
+        .await
+        .unwrap();
+    assert!(!again.changed(), "{again:?}");
+    assert_eq!(again.unchanged, first.added);
+
+    // a later turn with the same message and reply shows the fact and
+    // proposes a new one: its ids are its own, so the store takes it
+    let later = TurnId::new_v7();
+    let shown = vec![first.added[0].id.clone()];
+    let second = extract_after_turn(&f.rt, &f.bot, session, later, &shown, &said, "ok")
+        .await
+        .unwrap();
+    assert_eq!(second.rejected, vec![]);
+    assert_eq!(added_texts(&second), ["Works at ACME"]);
+    let again = extract_after_turn(&f.rt, &f.bot, session, later, &shown, &said, "ok")
+        .await
+        .unwrap();
+    assert!(!again.changed(), "{again:?}");
+    assert_eq!(again.unchanged, second.added);
+    let mut now = texts(&f).await;
+    now.sort();
+    assert_eq!(now, ["Lives in Berlin", "Works at ACME"]);
+}
+
 #[tokio::test]
 async fn a_failing_or_confused_extractor_changes_nothing() {
     let f = with_extractor(&extractor_script());
     add(&f, "p", user("u"), Layer::Profile, "Lives in Lyon").await;
     let before = texts(&f).await;
     let session = f.scope.session.id;
-    let e = extract_after_turn(&f.rt, &f.bot, session, &[], &["garbage".into()], "ok")
-        .await
-        .unwrap_err();
+    let e = extract_after_turn(
+        &f.rt,
+        &f.bot,
+        session,
+        f.turn,
+        &[],
+        &["garbage".into()],
+        "ok",
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(e, ExtractError::NotJson(_)), "{e}");
-    let e = extract_after_turn(&f.rt, &f.bot, session, &[], &["explode".into()], "ok")
-        .await
-        .unwrap_err();
+    let e = extract_after_turn(
+        &f.rt,
+        &f.bot,
+        session,
+        f.turn,
+        &[],
+        &["explode".into()],
+        "ok",
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(e, ExtractError::Model(_)), "{e}");
     // no rule matches: the scripted model answers nothing, which is no JSON
-    let e = extract_after_turn(&f.rt, &f.bot, session, &[], &["hello".into()], "ok")
+    let e = extract_after_turn(&f.rt, &f.bot, session, f.turn, &[], &["hello".into()], "ok")
         .await
         .unwrap_err();
     assert!(matches!(e, ExtractError::NotJson(_)), "{e}");
     let mut no_model = f.bot.clone();
     no_model.provider = "missing".into();
-    let e = extract_after_turn(&f.rt, &no_model, session, &[], &["x".into()], "ok")
+    let e = extract_after_turn(&f.rt, &no_model, session, f.turn, &[], &["x".into()], "ok")
         .await
         .unwrap_err();
     assert!(matches!(e, ExtractError::NoModel { .. }), "{e}");
@@ -318,6 +389,7 @@ async fn a_failing_or_confused_extractor_changes_nothing() {
         Arc::new(rt),
         f.bot.clone(),
         session,
+        f.turn,
         vec![],
         vec!["explode".into()],
         "ok".into(),
@@ -343,6 +415,7 @@ async fn extraction_respects_the_profile_limit() {
         &f.rt,
         &f.bot,
         f.scope.session.id,
+        f.turn,
         &[],
         &["my profile is full".into()],
         "ok",
