@@ -13,7 +13,7 @@
 //!   block (after identity, before the session). Within an epoch a finer
 //!   update than the whole block is [`render_memory_update`] of
 //!   `MemoryDelta::between(frozen, fresh, missing)`; when
-//!   `delta.requires_refresh()` (something shown was forgotten) the block
+//!   `delta.requires_refresh()` (something shown was forgotten or expired) the block
 //!   must be re-rendered at once;
 //! - after the turn: [`spawn_extract_after_turn`] with the ids the turn
 //!   showed (`MemorySnapshot::shown_ids`).

@@ -185,10 +185,10 @@ impl MemoryDelta {
     }
 
     /// Whether the prompt must drop its snapshot now instead of carrying
-    /// an update to the next epoch: an item it shows was forgotten or
-    /// removed, and a forgotten fact must leave the prompt from the next
-    /// turn on (the price is one prompt-cache miss).
+    /// an update to the next epoch: an item it shows was forgotten,
+    /// removed or expired, and such an item must leave the prompt from the
+    /// next turn on (the price is one prompt-cache miss).
     pub fn requires_refresh(&self) -> bool {
-        !self.removed.is_empty()
+        !self.removed.is_empty() || !self.expired.is_empty()
     }
 }
