@@ -363,3 +363,67 @@ steps = [
     );
     host.kill9().await;
 }
+
+/// A turn resumed after a crash keeps where its input came from: its
+/// answer to another bot goes back to the session that bot asked from,
+/// one hop further. (Before, a resumed turn started over at hop 0 with no
+/// reply target: the answer landed in the bots' default session at hop 1.)
+#[tokio::test]
+async fn a_resumed_turn_answers_another_bot_where_it_asked_one_hop_on() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^ask"
+steps = [ { tool = "SendToAgent", args = { agent = "b", text = "what is two plus two" } } ]
+
+[[rule]]
+bot = "b"
+steps = [
+  { tool = "Shell", args = { command = "true" } },
+  { delay_ms = 1500, tool = "SendToAgent", args = { agent = "a", text = "four" } },
+]
+"#;
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .bot("b", "s", &["SendMessage", "SendToAgent", "Shell"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "a", "ask b").await;
+    let asked_from = sent["session"].as_str().unwrap().to_owned();
+    // b's turn has run its Shell step and is "thinking" about the answer
+    let b_session = wait_for_session_of(&host.url, "b").await;
+    wait_until(&host.url, &b_session, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+    })
+    .await;
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&url, &asked_from, |es| {
+        es.iter().any(|e| e["kind"] == "agent_message")
+    })
+    .await;
+    let answer = es.iter().find(|e| e["kind"] == "agent_message").unwrap();
+    assert_eq!(answer["text"], "four", "{answer}");
+    assert_eq!(answer["hop"], 2, "{answer}");
+    host.kill9().await;
+}
+
+/// The session of `bot`'s first turn, once it has one.
+async fn wait_for_session_of(url: &str, bot: &str) -> String {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let v = c.get(&format!("/v1/bots/{bot}/turns")).await.unwrap();
+        if let Some(s) = v["turns"][0]["session"].as_str() {
+            return s.to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{bot} never ran: {v}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -431,6 +431,13 @@ impl Runner {
             }
             Some(PlanKind::Resume { inputs }) => {
                 if self.load_record().await? {
+                    // hops and reply target come from its inputs, as when
+                    // it began (a resumed turn started over from hop 0 and
+                    // answered a bot in the default session)
+                    let held: Vec<(InboxItem, Option<Entry>)> =
+                        self.inputs.iter().map(|i| (i.clone(), None)).collect();
+                    let entries = self.input_entries(&held).await?;
+                    self.set_origin(&entries);
                     // its inputs and its own entries, not what was admitted
                     // since
                     if let Some(bound) = self.own_bound() {
