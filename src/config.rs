@@ -288,6 +288,15 @@ pub enum ProviderConfig {
         /// Seconds a request may take (silence between streamed chunks).
         #[serde(default)]
         timeout_s: Option<u64>,
+        /// Seconds one model call may take in all, its retries included
+        /// (default 300, or twice `timeout_s` when that is more; at least
+        /// `timeout_s`).
+        #[serde(default)]
+        call_timeout_s: Option<u64>,
+        /// Most bytes of one answer: text plus tool-call arguments, or a
+        /// whole non-streamed body (default 4 MiB, at least 1024).
+        #[serde(default)]
+        max_response_bytes: Option<u64>,
         /// Stream responses (default true).
         #[serde(default)]
         stream: Option<bool>,

@@ -155,6 +155,8 @@ impl LoadedFleet {
                     model,
                     fallback,
                     timeout_s,
+                    call_timeout_s,
+                    max_response_bytes,
                     ..
                 } => {
                     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
@@ -168,6 +170,27 @@ impl LoadedFleet {
                     }
                     if timeout_s == &Some(0) {
                         return Err(self.invalid(format!("{key}.timeout_s"), "must be at least 1"));
+                    }
+                    if let Some(call) = call_timeout_s {
+                        let silence = timeout_s.unwrap_or(
+                            botfleet_actors::model::OpenAiOptions::DEFAULT_TIMEOUT.as_secs(),
+                        );
+                        if *call < silence.max(1) {
+                            return Err(self.invalid(
+                                format!("{key}.call_timeout_s"),
+                                format!(
+                                    "is {call} s but must be at least timeout_s ({silence} s): the whole call cannot be shorter than one silence it allows"
+                                ),
+                            ));
+                        }
+                    }
+                    if let Some(bytes) = max_response_bytes
+                        && *bytes < 1024
+                    {
+                        return Err(self.invalid(
+                            format!("{key}.max_response_bytes"),
+                            format!("is {bytes} but must be at least 1024"),
+                        ));
                     }
                     if let Some(fb) = fallback {
                         match f.providers.get(fb) {

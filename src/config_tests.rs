@@ -148,3 +148,60 @@ fn fact_extraction_is_on_by_default_and_a_runtime_switch() {
 fn the_embedded_offline_script_is_valid() {
     botfleet_actors::model::Script::parse(EMBEDDED_OFFLINE_SCRIPT, EMBEDDED_OFFLINE_PATH).unwrap();
 }
+
+#[test]
+fn a_provider_bounds_each_model_call_in_time_and_size() {
+    let with = |lines: &str| {
+        ISSUE_EXAMPLE.replace(
+            "api_key_env = \"XAI_API_KEY\"",
+            &format!("api_key_env = \"XAI_API_KEY\"\n{lines}"),
+        )
+    };
+    let f = LoadedFleet::parse(
+        &with("timeout_s = 30\ncall_timeout_s = 30\nmax_response_bytes = 1024"),
+        "fleet.toml",
+        None,
+    )
+    .unwrap();
+    let Some(ProviderConfig::Openai {
+        call_timeout_s,
+        max_response_bytes,
+        ..
+    }) = f.file.providers.get("main")
+    else {
+        panic!("{:?}", f.file.providers);
+    };
+    assert_eq!(
+        (*call_timeout_s, *max_response_bytes),
+        (Some(30), Some(1024))
+    );
+    let cases = [
+        (
+            with("call_timeout_s = 60"),
+            "providers.main.call_timeout_s",
+            "at least timeout_s (120 s)",
+        ),
+        (
+            with("timeout_s = 10\ncall_timeout_s = 5"),
+            "providers.main.call_timeout_s",
+            "at least timeout_s (10 s)",
+        ),
+        (
+            with("max_response_bytes = 100"),
+            "providers.main.max_response_bytes",
+            "at least 1024",
+        ),
+        (
+            with("max_response_bytes = -1"),
+            "providers.main",
+            "`-1`, expected u64",
+        ),
+    ];
+    for (text, key, what) in cases {
+        let e = err(&text);
+        assert!(
+            e.contains("fleet.toml") && e.contains(key) && e.contains(what),
+            "{key}: {e}"
+        );
+    }
+}

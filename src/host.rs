@@ -163,6 +163,8 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             model,
             api_key_env,
             timeout_s,
+            call_timeout_s,
+            max_response_bytes,
             stream,
             max_retries,
             fallback,
@@ -192,6 +194,14 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             o.api_key = key;
             if let Some(t) = timeout_s {
                 o.timeout = Duration::from_secs(*t);
+            }
+            // default: 300 s, or twice the silence allowed when that is more
+            o.call_timeout = match call_timeout_s {
+                Some(t) => Duration::from_secs(*t),
+                None => o.call_timeout.max(o.timeout.saturating_mul(2)),
+            };
+            if let Some(n) = max_response_bytes {
+                o.max_response_bytes = usize::try_from(*n).unwrap_or(usize::MAX);
             }
             if let Some(s) = stream {
                 o.stream = *s;

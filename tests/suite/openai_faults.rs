@@ -20,6 +20,7 @@ use super::openai_provider::options;
 use super::openai_provider::request;
 use super::openai_provider::serve;
 use super::openai_provider::within;
+use crate::support::openai_server::Endless;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 
@@ -65,7 +66,7 @@ async fn honours_retry_after() {
 }
 
 #[tokio::test]
-async fn a_retry_after_beyond_the_cap_fails_at_once() {
+async fn a_retry_after_beyond_the_cap_fails_at_once_naming_the_wait() {
     let (server, model) = serve(
         OpenAiServer::builder()
             .fail_next(1, Reply::error(429, "quota exhausted").retry_after("3600")),
@@ -73,16 +74,26 @@ async fn a_retry_after_beyond_the_cap_fails_at_once() {
     .await;
     let (result, _) = complete(&model, &request("x")).await;
     let error = result.unwrap_err();
-    let ModelError::Http {
+    let ModelError::WaitTooLong {
         status,
         attempts,
+        wait,
+        max_wait,
         body,
     } = &error
     else {
         panic!("{error:?}");
     };
-    assert_eq!((*status, *attempts), (429, 1));
+    assert_eq!(
+        (*status, *attempts, *wait, *max_wait),
+        (429, 1, Duration::from_secs(3600), Duration::from_millis(50))
+    );
     assert!(body.contains("quota exhausted"), "{body}");
+    let message = error.to_string();
+    assert!(
+        message.contains("HTTP 429") && message.contains("asked to wait 3600 s"),
+        "{message}"
+    );
     assert!(error.is_retryable());
     assert_eq!(server.request_count(), 1);
 }
@@ -173,22 +184,20 @@ async fn a_stream_cut_before_any_text_is_retried() {
 }
 
 #[tokio::test]
-async fn a_stream_cut_after_text_fails_without_retry() {
+async fn a_stream_cut_after_text_is_retried_and_the_sink_starts_over() {
     let (server, model) = serve(
         OpenAiServer::builder()
             .reply(Reply::text("abcdefghijkl").cut_after(3))
-            .reply(Reply::text("never")),
+            .reply(Reply::text("whole answer")),
     )
     .await;
-    let (result, sink) = complete(&model, &request("x")).await;
-    let error = result.unwrap_err();
-    let ModelError::Unreachable { attempts, detail } = &error else {
-        panic!("{error:?}");
-    };
-    assert_eq!(*attempts, 1);
-    assert!(detail.contains("interrupted"), "{detail}");
-    assert_eq!(sink.text(), "abcdefgh");
-    assert_eq!(server.request_count(), 1);
+    let mut sink = Recorder::default();
+    let result = within(model.complete(&request("x"), &mut sink, &CancellationToken::new())).await;
+    assert_eq!(result.unwrap().text, "whole answer");
+    // "abcdefgh" went to the sink, then the restart, then the new answer
+    assert_eq!(sink.restarts, 1);
+    assert_eq!(sink.text(), "whole answer");
+    assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]
@@ -313,4 +322,104 @@ async fn a_cut_json_body_is_retried() {
     assert_eq!(result.unwrap().text, "whole");
     assert_eq!(sink.deltas, vec!["whole"]);
     assert_eq!(server.request_count(), 2);
+}
+
+/// Options with small limits, so that the limit tests end fast.
+fn bounded(server: &OpenAiServer, stream: bool) -> OpenAiModel {
+    OpenAiModel::new(OpenAiOptions {
+        stream,
+        call_timeout: Duration::from_millis(400),
+        max_response_bytes: 16 * 1024,
+        ..options(server)
+    })
+    .unwrap()
+}
+
+async fn assert_too_large(endless: Endless, stream: bool) {
+    let server = OpenAiServer::builder()
+        .reply(Reply::endless(endless, Duration::ZERO))
+        .reply(Reply::text("never asked"))
+        .start()
+        .await;
+    let model = bounded(&server, stream);
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::TooLarge { limit: 16 * 1024 },
+        "{endless:?}"
+    );
+    assert_eq!(error.to_string(), "the model's answer passed 16384 bytes");
+    assert!(!error.is_retryable());
+    assert_eq!(server.request_count(), 1, "{endless:?}: not retried");
+}
+
+#[tokio::test]
+async fn endless_tool_call_arguments_stop_at_the_size_cap() {
+    assert_too_large(Endless::Arguments, true).await;
+}
+
+#[tokio::test]
+async fn an_sse_line_without_end_stops_at_the_size_cap() {
+    assert_too_large(Endless::Line, true).await;
+}
+
+#[tokio::test]
+async fn an_endless_json_body_stops_at_the_size_cap() {
+    assert_too_large(Endless::Text, false).await;
+}
+
+#[tokio::test]
+async fn keep_alive_comments_do_not_extend_the_call_deadline() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::endless(Endless::Comments, Duration::from_millis(10)))
+        .start()
+        .await;
+    // each comment is well within the 10 s allowed silence
+    let model = bounded(&server, true);
+    let started = Instant::now();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::TimedOut {
+            limit: Duration::from_millis(400),
+            attempts: 1
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "the model call took longer than 0.4 s (1 attempt(s))"
+    );
+    assert!(error.is_retryable());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn the_call_deadline_covers_the_retries_and_their_waits() {
+    let server = OpenAiServer::builder()
+        .fail_next(100, Reply::error(503, "busy"))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 100,
+        backoff_base: Duration::from_millis(150),
+        backoff_max: Duration::from_millis(150),
+        call_timeout: Duration::from_millis(400),
+        ..options(&server)
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let ModelError::TimedOut { limit, attempts } = error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(limit, Duration::from_millis(400));
+    // waits of 75..150 ms: a few attempts, far fewer than 100
+    assert!((2..=6).contains(&attempts), "{attempts}");
+    assert!(server.request_count() <= attempts as usize);
 }

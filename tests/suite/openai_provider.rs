@@ -71,10 +71,13 @@ pub(super) fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     }
 }
 
-/// Records deltas; optionally aborts on a substring or cancels on the first delta.
+/// Records deltas (those since the last restart); optionally aborts on a
+/// substring or cancels on the first delta.
 #[derive(Default)]
 pub(super) struct Recorder {
     pub(super) deltas: Vec<String>,
+    /// How many times the provider started over.
+    pub(super) restarts: usize,
     pub(super) abort_on: Option<&'static str>,
     pub(super) cancel_on_first: Option<CancellationToken>,
 }
@@ -97,6 +100,11 @@ impl StreamSink for Recorder {
             },
             _ => SinkControl::Continue,
         }
+    }
+
+    fn on_restart(&mut self) {
+        self.restarts += 1;
+        self.deltas.clear();
     }
 }
 

@@ -4,6 +4,9 @@
 //! failures ([`OpenAiServerBuilder::fail_next`]), then queued replies
 //! ([`OpenAiServerBuilder::reply`]), then the responder closure, and when all
 //! are exhausted an HTTP 400 saying so (not retried, so a test fails fast).
+//! A strict server ([`OpenAiServerBuilder::strict`]) first refuses, as vLLM
+//! and llama-server do, a conversation with malformed tool-call arguments
+//! or two tool calls of one id. [`Reply::endless`] bodies never end.
 //! A request with `"stream": true` gets SSE, cut into small deltas the way
 //! real providers do; otherwise one JSON completion. Every request is
 //! recorded (method, path, headers, body) so tests assert on what the model
@@ -22,6 +25,7 @@
 //! ```
 #![allow(dead_code)]
 
+mod endless;
 mod reply;
 
 use std::collections::VecDeque;
@@ -43,6 +47,7 @@ use tokio::sync::Notify;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use endless::Endless;
 pub use reply::Reply;
 use reply::WireShape;
 
@@ -105,6 +110,7 @@ struct Script {
     replies: VecDeque<Reply>,
     responder: Option<Responder>,
     requests: Vec<RecordedRequest>,
+    strict: bool,
 }
 
 impl OpenAiServerBuilder {
@@ -133,6 +139,13 @@ impl OpenAiServerBuilder {
         responder: impl Fn(&Value) -> Reply + Send + Sync + 'static,
     ) -> Self {
         self.script.responder = Some(Arc::new(responder));
+        self
+    }
+
+    /// Refuses with HTTP 400 a request whose messages hold tool-call
+    /// arguments that are not JSON, or two tool calls with one id.
+    pub fn strict(mut self) -> Self {
+        self.script.strict = true;
         self
     }
 
@@ -350,6 +363,11 @@ fn next_reply(script: &mut Script, method: &Method, uri: &Uri, body: &Value) -> 
     if !body.is_object() {
         return Reply::error(400, "openai_server: the body is not a JSON object");
     }
+    if script.strict
+        && let Err(message) = strict_check(body)
+    {
+        return Reply::error(400, message);
+    }
     if let Some(reply) = script.failures.pop_front() {
         return reply;
     }
@@ -360,4 +378,26 @@ fn next_reply(script: &mut Script, method: &Method, uri: &Uri, body: &Value) -> 
         Some(responder) => responder(body),
         None => Reply::error(400, "openai_server: the script has no reply left"),
     }
+}
+
+/// What a strict server refuses in the conversation of a request.
+fn strict_check(body: &Value) -> Result<(), String> {
+    let mut ids = std::collections::HashSet::new();
+    let calls = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten();
+    for call in calls {
+        let id = call["id"].as_str().unwrap_or("");
+        if !ids.insert(id.to_owned()) {
+            return Err(format!("duplicate tool call id {id:?}"));
+        }
+        let arguments = call["function"]["arguments"].as_str().unwrap_or("");
+        if let Err(e) = serde_json::from_str::<Value>(arguments) {
+            return Err(format!("tool call {id:?}: Unterminated string ({e})"));
+        }
+    }
+    Ok(())
 }

@@ -3,8 +3,11 @@
 //! the reminders that answer a looping output or an undelivered reply.
 //! `impl Runner`, split from `runner.rs`.
 
+use std::collections::HashSet;
+
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::model::ChatMessage;
 
 impl Runner {
     pub(super) async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
@@ -30,6 +33,9 @@ impl Runner {
                 partial: String::new(),
             });
             self.looped = true;
+        }
+        if let Ok(response) = &mut result {
+            unique_call_ids(&request.messages, response);
         }
         let update_at = self.memory_update.as_ref().and(self.memory_update_at);
         self.tail.restore_request(request.messages, update_at);
@@ -92,5 +98,33 @@ impl Runner {
             EntryKind::Reminder { text },
         )];
         self.commit(batch).await.map(|_| ())
+    }
+}
+
+/// Gives each call of `response` an id that no call in `messages` (the
+/// request: this turn's earlier steps and the session before them) and no
+/// other call of the response has. A provider may repeat ids (`call_0` in
+/// every step): the turn keys a call's start record, its result entry and
+/// its recovery by (turn, id), so a repeated id would make a later call
+/// look already started and never run, and strict servers refuse a
+/// conversation with two calls of one id. A renamed call is stored and
+/// answered under its new id, so the model sees one consistent id.
+fn unique_call_ids(messages: &[ChatMessage], response: &mut ModelResponse) {
+    let earlier: HashSet<&str> = messages
+        .iter()
+        .flat_map(|m| match m {
+            ChatMessage::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            ChatMessage::System { .. } | ChatMessage::User { .. } | ChatMessage::Tool { .. } => &[],
+        })
+        .map(|c| c.id.as_str())
+        .collect();
+    let mut taken: HashSet<String> = HashSet::with_capacity(response.tool_calls.len());
+    for call in &mut response.tool_calls {
+        if earlier.contains(call.id.as_str()) || !taken.insert(call.id.clone()) {
+            let fresh = ToolCall::fresh_id();
+            tracing::debug!(given = %call.id, %fresh, "repeated tool call id renamed");
+            call.id = fresh;
+            taken.insert(call.id.clone());
+        }
     }
 }

@@ -47,4 +47,11 @@ impl StreamSink for LoopSink {
             }
         }
     }
+
+    /// The provider sends the request again after a broken stream: the
+    /// text seen so far is void, and the new answer is watched from its
+    /// start (else a retried answer would count its own start twice).
+    fn on_restart(&mut self) {
+        self.detector = LoopDetector::default();
+    }
 }

@@ -9,7 +9,8 @@
 //!    (exponential from `backoff_base`, equal jitter, capped at
 //!    `backoff_max`), or after the server's `Retry-After` / `retry-after-ms`
 //!    when it sends one. A server that asks for more than `backoff_max` is
-//!    not waited for: the call fails at once with the HTTP error, which is
+//!    not waited for: the call fails at once with
+//!    [`ModelError::WaitTooLong`], which names the wait asked and is
 //!    retryable, so the caller can schedule it later. Other statuses fail at
 //!    once, with the start of the response body (the provider's message).
 //! 2. Read the body as SSE (`text/event-stream`) or as one JSON completion,
@@ -20,12 +21,20 @@
 //!    is not cut off while it is still producing.
 //! 3. A body that breaks off (network error, idle timeout, an `error` event,
 //!    end of body) before the finish reason arrived is retried as a whole
-//!    request **only if no text has reached the sink yet**: deltas already
-//!    delivered cannot be taken back, so after one the call fails with
-//!    [`ModelError::Unreachable`] saying the stream was interrupted.
-//!    Tool-call deltas are never shown to the sink, so they do not prevent a
-//!    retry. A break after the finish reason only loses the usage chunk and
+//!    request, even after text reached the sink: that text is the model's
+//!    working output, seen by nobody but the sink, which is told to start
+//!    over ([`StreamSink::on_restart`]) before the deltas of the new attempt.
+//!    A break after the finish reason only loses the usage chunk and
 //!    `[DONE]`; the response is returned (without usage).
+//! 4. Two limits bound the whole call. `call_timeout` runs from the first
+//!    request to the last byte, retries and their waits included, and
+//!    nothing extends it (a server that only sends `: keep-alive` comments
+//!    still meets it): past it the call fails with the retryable
+//!    [`ModelError::TimedOut`]. `max_response_bytes` caps the answer (text
+//!    plus tool-call arguments), a non-streamed body, and one streamed
+//!    event still being read: past it the call fails at once with
+//!    [`ModelError::TooLarge`], not retried (the same request would grow
+//!    the same way).
 //!
 //! The cancellation token is watched while connecting, while reading and
 //! while waiting to retry. Neither the API key nor request bodies are
@@ -87,6 +96,12 @@ pub struct OpenAiOptions {
     /// two pieces of a streamed body, or for a whole non-streamed body.
     /// Default 120 s.
     pub timeout: Duration,
+    /// Time allowed for the whole call: every attempt, and the waits
+    /// between them. Default 300 s.
+    pub call_timeout: Duration,
+    /// Most bytes of an answer (text and tool-call arguments), of a
+    /// non-streamed body, and of one streamed event. Default 4 MiB.
+    pub max_response_bytes: usize,
     /// Time allowed to open the TCP (and TLS) connection. Default 10 s.
     pub connect_timeout: Duration,
     /// Attempts after the first one. Default 4.
@@ -106,13 +121,22 @@ pub struct OpenAiOptions {
 }
 
 impl OpenAiOptions {
+    /// Default of [`OpenAiOptions::timeout`].
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+    /// Default of [`OpenAiOptions::call_timeout`].
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+    /// Default of [`OpenAiOptions::max_response_bytes`].
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
     /// Options with the defaults above for `model` at `base_url`, no key.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         OpenAiOptions {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
-            timeout: Duration::from_secs(120),
+            timeout: Self::DEFAULT_TIMEOUT,
+            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
+            max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
             connect_timeout: Duration::from_secs(10),
             max_retries: 4,
             backoff_base: Duration::from_millis(500),
@@ -133,6 +157,8 @@ impl fmt::Debug for OpenAiOptions {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_retries", &self.max_retries)
             .field("backoff_base", &self.backoff_base)
@@ -171,6 +197,47 @@ impl OpenAiModel {
             headers,
             client,
         })
+    }
+
+    /// The attempts of one call, counted in `attempts`, until one succeeds
+    /// or a failure is not retried.
+    async fn attempts(
+        &self,
+        body: Bytes,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+        attempts: &mut u32,
+    ) -> Result<ModelResponse, ModelError> {
+        loop {
+            if cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
+            }
+            if *attempts > 0 {
+                // what the broken attempt streamed is void
+                sink.on_restart();
+            }
+            *attempts += 1;
+            let failure = match self.attempt(body.clone(), sink, cancel).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            let delay = match retry_delay(&failure, *attempts, &self.options, jitter()) {
+                Some(delay) => delay,
+                None => return Err(failure.into_error(*attempts, self.options.backoff_max)),
+            };
+            warn!(
+                model = %self.options.model,
+                attempt = *attempts,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                failure = %failure,
+                "model call failed; retrying"
+            );
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
     }
 
     /// One HTTP attempt.
@@ -228,12 +295,12 @@ impl OpenAiModel {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
+        let limit = self.options.max_response_bytes;
         let mut decoder = SseDecoder::default();
         let mut assembler = Assembler::default();
         loop {
             let deadline = Instant::now() + self.options.timeout;
-            let streamed_text = !assembler.text().is_empty();
-            let bytes = match next_chunk(&mut response, cancel, deadline, streamed_text).await {
+            let bytes = match next_chunk(&mut response, cancel, deadline).await {
                 Ok(Some(bytes)) => bytes,
                 // The finish reason came; at most the usage chunk and
                 // `[DONE]` are missing.
@@ -243,7 +310,6 @@ impl OpenAiModel {
                 Ok(None) => {
                     return Err(Failure::Broken {
                         detail: "the stream ended before [DONE]".to_owned(),
-                        streamed_text,
                     });
                 }
                 Err(failure) => return Err(failure),
@@ -265,13 +331,19 @@ impl OpenAiModel {
                     Err(message) => {
                         return Err(Failure::Broken {
                             detail: format!("the provider sent an error: {message}"),
-                            streamed_text: !assembler.text().is_empty(),
                         });
                     }
+                }
+                if assembler.size() > limit {
+                    return Err(too_large(limit));
                 }
                 if cancel.is_cancelled() {
                     return Err(Failure::Final(ModelError::Cancelled));
                 }
+            }
+            // a line or an event that never ends
+            if decoder.pending() > limit {
+                return Err(too_large(limit));
             }
         }
     }
@@ -283,9 +355,13 @@ impl OpenAiModel {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
+        let limit = self.options.max_response_bytes;
         let deadline = Instant::now() + self.options.timeout;
         let mut body = Vec::new();
-        while let Some(bytes) = next_chunk(&mut response, cancel, deadline, false).await? {
+        while let Some(bytes) = next_chunk(&mut response, cancel, deadline).await? {
+            if body.len() + bytes.len() > limit {
+                return Err(too_large(limit));
+            }
             body.extend_from_slice(&bytes);
         }
         let completion: Completion = serde_json::from_slice(&body).map_err(|e| {
@@ -301,7 +377,6 @@ impl OpenAiModel {
             Err(message) => {
                 return Err(Failure::Broken {
                     detail: format!("the provider sent an error: {message}"),
-                    streamed_text: false,
                 });
             }
         }
@@ -317,7 +392,7 @@ impl OpenAiModel {
         let deadline = Instant::now() + self.options.timeout;
         let mut body = Vec::new();
         while body.len() < ERROR_BODY_LIMIT {
-            match next_chunk(&mut response, cancel, deadline, false).await {
+            match next_chunk(&mut response, cancel, deadline).await {
                 Ok(Some(bytes)) => body.extend_from_slice(&bytes),
                 Ok(None) | Err(Failure::Broken { .. }) => break,
                 Err(failure) => return Err(failure),
@@ -355,30 +430,19 @@ impl Model for OpenAiModel {
             "model request"
         );
         let mut attempts = 0;
-        loop {
-            if cancel.is_cancelled() {
-                return Err(ModelError::Cancelled);
-            }
-            attempts += 1;
-            let failure = match self.attempt(body.clone(), sink, cancel).await {
-                Ok(response) => return Ok(response),
-                Err(failure) => failure,
-            };
-            let delay = match retry_delay(&failure, attempts, &self.options, jitter()) {
-                Some(delay) => delay,
-                None => return Err(failure.into_error(attempts)),
-            };
-            warn!(
-                model = %self.options.model,
-                attempt = attempts,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                failure = %failure,
-                "model call failed; retrying"
-            );
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(ModelError::Cancelled),
-                () = tokio::time::sleep(delay) => {}
+        let limit = self.options.call_timeout;
+        let result =
+            tokio::time::timeout(limit, self.attempts(body, sink, cancel, &mut attempts)).await;
+        match result {
+            Ok(result) => result,
+            Err(_elapsed) => {
+                warn!(
+                    model = %self.options.model,
+                    attempts,
+                    limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                    "model call ran past its deadline"
+                );
+                Err(ModelError::TimedOut { limit, attempts })
             }
         }
     }
@@ -404,20 +468,23 @@ async fn next_chunk(
     response: &mut reqwest::Response,
     cancel: &CancellationToken,
     deadline: Instant,
-    streamed_text: bool,
 ) -> Result<Option<Bytes>, Failure> {
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(Failure::Final(ModelError::Cancelled)),
         read = tokio::time::timeout_at(deadline, response.chunk()) => match read {
             Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(e)) => Err(Failure::Broken { detail: error_chain(&e), streamed_text }),
+            Ok(Err(e)) => Err(Failure::Broken { detail: error_chain(&e) }),
             Err(_elapsed) => Err(Failure::Broken {
                 detail: "the response body stalled".to_owned(),
-                streamed_text,
             }),
         },
     }
+}
+
+/// The answer passed `max_response_bytes`; not retried.
+fn too_large(limit: usize) -> Failure {
+    Failure::Final(ModelError::TooLarge { limit })
 }
 
 fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {

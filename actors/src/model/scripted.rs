@@ -7,6 +7,7 @@
 //! step number `k`, where `k` counts the assistant messages after the newest
 //! user-side message. Past the last step it stops with no tool call.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -204,16 +205,45 @@ struct Vars<'a> {
     step: usize,
 }
 
-fn render_str(template: &str, vars: &Vars<'_>) -> String {
-    if !template.contains("{{") {
-        return template.to_owned();
+impl Vars<'_> {
+    /// The value of placeholder `name`, `None` for an unknown name.
+    fn get(&self, name: &str) -> Option<Cow<'_, str>> {
+        match name {
+            "input" => Some(Cow::Borrowed(self.input)),
+            "inputs" => Some(Cow::Borrowed(&self.inputs)),
+            "tool_result" => Some(Cow::Borrowed(self.tool_result)),
+            "bot" => Some(Cow::Borrowed(self.bot)),
+            "step" => Some(Cow::Owned(self.step.to_string())),
+            _ => None,
+        }
     }
-    template
-        .replace("{{input}}", vars.input)
-        .replace("{{inputs}}", &vars.inputs)
-        .replace("{{tool_result}}", vars.tool_result)
-        .replace("{{bot}}", vars.bot)
-        .replace("{{step}}", &vars.step.to_string())
+}
+
+/// Fills the placeholders of `template` in one pass over the template
+/// text: a value put in is never scanned again, so a user input holding
+/// `{{bot}}` is echoed as written. Unknown placeholders stay as they are.
+fn render_str(template: &str, vars: &Vars<'_>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let value = after
+            .find("}}")
+            .and_then(|close| Some((vars.get(&after[..close])?, close)));
+        match value {
+            Some((value, close)) => {
+                out.push_str(&value);
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn render_value(value: &Value, vars: &Vars<'_>) -> Value {

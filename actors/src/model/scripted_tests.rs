@@ -110,6 +110,8 @@ async fn repeat_streams_and_sink_can_abort() {
                 SinkControl::Continue
             }
         }
+
+        fn on_restart(&mut self) {}
     }
     let req = ModelRequest {
         messages: vec![user("x")],
@@ -133,4 +135,19 @@ fn bad_scripts_are_explained() {
     assert!(err.to_string().contains("bogus"), "{err}");
     let err = Script::parse("", "s.toml").unwrap_err();
     assert!(err.to_string().contains("no [[rule]]"), "{err}");
+}
+
+#[tokio::test]
+async fn placeholders_in_the_input_are_echoed_verbatim() {
+    let script = Script::parse(
+        "[[rule]]\nsteps = [ { text = \"echo: {{input}}\", tool = \"SendMessage\", args = { text = \"{{input}} / {{bot}} {{step}} {{unknown}} {{\" } } ]\n",
+        "t",
+    )
+    .unwrap();
+    let model = ScriptedModel::new(script);
+    let input = "template {{bot}} {{step}} {{tool_result}} {{input}}";
+    let r = ask(&model, vec![user(input)]).await;
+    assert_eq!(r.text, format!("echo: {input}"));
+    let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
+    assert_eq!(args["text"], format!("{input} / r 0 {{{{unknown}}}} {{{{"));
 }

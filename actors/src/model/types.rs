@@ -1,5 +1,7 @@
 //! Request and response types shared by every provider.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
@@ -89,12 +91,21 @@ pub struct ToolSpec {
 /// A tool call the model made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The model's id for the call.
+    /// The call's id: the model's own, or a fresh one when it gave none or
+    /// repeated one used before ([`ToolCall::fresh_id`]).
     pub id: String,
     /// Tool name.
     pub name: String,
     /// Arguments as raw JSON text.
     pub arguments: String,
+}
+
+impl ToolCall {
+    /// A new random call id (`call_` and 32 hex digits), for a call the
+    /// provider sent without one or with one already taken.
+    pub fn fresh_id() -> String {
+        format!("call_{}", uuid::Uuid::new_v4().simple())
+    }
 }
 
 /// One request.
@@ -179,6 +190,11 @@ pub enum SinkControl {
 pub trait StreamSink: Send {
     /// Called with each text delta, in order.
     fn on_text(&mut self, delta: &str) -> SinkControl;
+
+    /// Called when the provider starts the call over (a stream broke off
+    /// and the request is sent again): the text delivered so far is void,
+    /// and the deltas that follow are the new answer from its start.
+    fn on_restart(&mut self);
 }
 
 /// A sink that accepts everything.
@@ -186,6 +202,8 @@ impl StreamSink for () {
     fn on_text(&mut self, _delta: &str) -> SinkControl {
         SinkControl::Continue
     }
+
+    fn on_restart(&mut self) {}
 }
 
 /// Model failures.
@@ -208,6 +226,42 @@ pub enum ModelError {
         attempts: u32,
         /// Start of the response body.
         body: String,
+    },
+    /// The endpoint answered with 429 or 5xx and asked to be retried
+    /// later than the provider waits (`backoff_max`).
+    #[error(
+        "model endpoint answered HTTP {status} after {attempts} attempt(s) and asked to wait {} s, longer than the {} s this provider waits between attempts: {body}",
+        wait.as_secs_f64(),
+        max_wait.as_secs_f64()
+    )]
+    WaitTooLong {
+        /// Status code.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+        /// What the server asked to wait (`Retry-After`, `retry-after-ms`).
+        wait: Duration,
+        /// The longest wait the provider honours.
+        max_wait: Duration,
+        /// Start of the response body.
+        body: String,
+    },
+    /// The call, with its retries, ran past its deadline (`call_timeout_s`).
+    #[error(
+        "the model call took longer than {} s ({attempts} attempt(s))",
+        limit.as_secs_f64()
+    )]
+    TimedOut {
+        /// The deadline.
+        limit: Duration,
+        /// Attempts started.
+        attempts: u32,
+    },
+    /// The answer grew past the size cap (`max_response_bytes`).
+    #[error("the model's answer passed {limit} bytes")]
+    TooLarge {
+        /// The cap in bytes.
+        limit: usize,
     },
     /// The response did not follow the protocol.
     #[error("model response did not parse: {0}")]
@@ -237,6 +291,9 @@ impl ModelError {
         match self {
             ModelError::Unreachable { .. } => true,
             ModelError::Http { status, .. } => *status == 429 || *status >= 500,
+            ModelError::WaitTooLong { .. } => true,
+            ModelError::TimedOut { .. } => true,
+            ModelError::TooLarge { .. } => false,
             ModelError::Protocol(_) => false,
             ModelError::Aborted { .. } => false,
             ModelError::Cancelled => false,

@@ -14,6 +14,8 @@ use axum::response::Response;
 use serde_json::Value;
 use serde_json::json;
 
+use super::endless::Endless;
+
 /// One scripted answer: a completion (text, tool calls, usage, finish
 /// reason) or an HTTP error, optionally cut off or delayed.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +29,7 @@ pub struct Reply {
     retry_after: Option<String>,
     cut_after: Option<usize>,
     delay_headers: Duration,
+    endless: Option<(Endless, Duration)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -52,6 +55,15 @@ impl Reply {
         Reply::default().and_tool_call(id, name, arguments)
     }
 
+    /// A 200 response whose body never ends ([`Endless`]), one piece
+    /// every `pause`.
+    pub fn endless(kind: Endless, pause: Duration) -> Self {
+        Reply {
+            endless: Some((kind, pause)),
+            ..Reply::default()
+        }
+    }
+
     /// An HTTP error with an OpenAI-style `{"error": {"message": ..}}` body.
     pub fn error(status: u16, message: impl Into<String>) -> Self {
         Reply {
@@ -66,7 +78,8 @@ impl Reply {
         self
     }
 
-    /// Adds another tool call.
+    /// Adds another tool call; an empty `id` leaves the `id` field out, as
+    /// some servers do.
     pub fn and_tool_call(mut self, id: &str, name: &str, arguments: impl Into<String>) -> Self {
         self.tool_calls
             .push((id.to_owned(), name.to_owned(), arguments.into()));
@@ -166,6 +179,9 @@ pub(super) async fn respond(reply: Reply, request: &Value, shape: &WireShape) ->
     if let Some((status, message)) = &reply.error {
         return error_response(*status, message, reply.retry_after.as_deref());
     }
+    if let Some((kind, pause)) = reply.endless {
+        return super::endless::respond(kind, pause);
+    }
     let model = request["model"].as_str().unwrap_or("test-model");
     if request["stream"] == true {
         let include_usage = request["stream_options"]["include_usage"] == true;
@@ -197,7 +213,11 @@ fn json_response(reply: &Reply, model: &str) -> Response {
             .iter()
             .map(|(id, name, arguments)| {
                 let function = json!({"name": name, "arguments": arguments});
-                json!({"id": id, "type": "function", "function": function})
+                let mut call = json!({"type": "function", "function": function});
+                if !id.is_empty() {
+                    call["id"] = json!(id);
+                }
+                call
             })
             .collect();
     }
@@ -276,7 +296,11 @@ fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<V
     }
     let first = |i: usize, (id, name, _): &(String, String, String)| {
         let function = json!({"name": name, "arguments": ""});
-        json!({"index": i, "id": id, "type": "function", "function": function})
+        let mut call = json!({"index": i, "type": "function", "function": function});
+        if !id.is_empty() {
+            call["id"] = json!(id);
+        }
+        call
     };
     let fragment = |i: usize, piece: &str| json!({"index": i, "function": {"arguments": piece}});
     let mut fragments: Vec<VecDeque<&str>> = reply
@@ -348,7 +372,17 @@ fn body_response(
     pieces: Vec<Result<Bytes, io::Error>>,
     delay: Duration,
 ) -> Response {
-    let stream = futures::stream::unfold(pieces.into_iter(), move |mut pieces| async move {
+    body_response_endless(content_type, pieces.into_iter(), delay)
+}
+
+/// [`body_response`] over any iterator of pieces, endless ones included
+/// (the body ends when the client goes away).
+pub(super) fn body_response_endless(
+    content_type: &str,
+    pieces: impl Iterator<Item = Result<Bytes, io::Error>> + Send + 'static,
+    delay: Duration,
+) -> Response {
+    let stream = futures::stream::unfold(pieces, move |mut pieces| async move {
         let piece = pieces.next()?;
         if delay.is_zero() {
             tokio::task::yield_now().await;

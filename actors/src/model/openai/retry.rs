@@ -27,12 +27,13 @@ pub(super) enum Failure {
         /// What the server asked us to wait, if it did.
         retry_after: Option<Duration>,
     },
-    /// A success response whose body broke off or carried an error.
+    /// A success response whose body broke off or carried an error. It is
+    /// retried even after text went to the sink: that text is the model's
+    /// own working output, and the sink is told to start over
+    /// ([`super::super::StreamSink::on_restart`]).
     Broken {
         /// What happened.
         detail: String,
-        /// Whether text had already gone to the sink (forbids a retry).
-        streamed_text: bool,
     },
     /// A failure no retry can fix: cancelled, aborted, malformed.
     Final(ModelError),
@@ -46,30 +47,35 @@ impl Failure {
             Failure::Status { status, .. } => {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
-            Failure::Broken { streamed_text, .. } => !streamed_text,
+            Failure::Broken { .. } => true,
             Failure::Final(_) => false,
         }
     }
 
-    pub(super) fn into_error(self, attempts: u32) -> ModelError {
+    /// The error the call ends with; `max_wait` is the longest
+    /// `Retry-After` honoured (`backoff_max`), named when a server asked
+    /// for more.
+    pub(super) fn into_error(self, attempts: u32, max_wait: Duration) -> ModelError {
+        let transient = self.is_transient();
         match self {
             Failure::Unreachable(detail) => ModelError::Unreachable { attempts, detail },
+            Failure::Status {
+                status,
+                body,
+                retry_after: Some(wait),
+            } if transient && wait > max_wait => ModelError::WaitTooLong {
+                status: status.as_u16(),
+                attempts,
+                wait,
+                max_wait,
+                body,
+            },
             Failure::Status { status, body, .. } => ModelError::Http {
                 status: status.as_u16(),
                 attempts,
                 body,
             },
-            Failure::Broken {
-                detail,
-                streamed_text: true,
-            } => ModelError::Unreachable {
-                attempts,
-                detail: format!("stream interrupted after text was delivered: {detail}"),
-            },
-            Failure::Broken {
-                detail,
-                streamed_text: false,
-            } => ModelError::Unreachable { attempts, detail },
+            Failure::Broken { detail } => ModelError::Unreachable { attempts, detail },
             Failure::Final(error) => error,
         }
     }

@@ -32,6 +32,13 @@ impl SseDecoder {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Bytes held for the event being read: its `data` so far and the
+    /// unfinished line. Once the complete events are taken, this is what a
+    /// line or an event without end grows.
+    pub(super) fn pending(&self) -> usize {
+        self.buf.len() - self.start + self.data.len()
+    }
+
     /// The `data` of the next complete event, if one is buffered.
     pub(super) fn next_event(&mut self) -> Option<Vec<u8>> {
         while let Some((line_start, line_end)) = self.take_line() {

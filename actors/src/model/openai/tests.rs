@@ -61,20 +61,16 @@ fn which_failures_are_retried() {
             None,
         ),
         (
-            "broken before any text",
+            "broken stream",
             Failure::Broken {
                 detail: String::new(),
-                streamed_text: false,
             },
             1,
             Some(ms(50)),
         ),
         (
-            "broken after text",
-            Failure::Broken {
-                detail: String::new(),
-                streamed_text: true,
-            },
+            "too large",
+            Failure::Final(ModelError::TooLarge { limit: 10 }),
             1,
             None,
         ),
@@ -87,6 +83,27 @@ fn which_failures_are_retried() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn a_wait_beyond_backoff_max_is_named_in_the_error() {
+    let secs = Duration::from_secs;
+    let error = status(429, Some(secs(3600))).into_error(1, secs(30));
+    assert_eq!(
+        error.to_string(),
+        "model endpoint answered HTTP 429 after 1 attempt(s) and asked to wait 3600 s, \
+         longer than the 30 s this provider waits between attempts: "
+    );
+    assert!(error.is_retryable());
+    // a wait within the cap, or on a status that is not retried, is a plain HTTP error
+    assert!(matches!(
+        status(503, Some(secs(2))).into_error(5, secs(30)),
+        ModelError::Http { status: 503, .. }
+    ));
+    assert!(matches!(
+        status(400, Some(secs(3600))).into_error(1, secs(30)),
+        ModelError::Http { status: 400, .. }
+    ));
 }
 
 #[test]

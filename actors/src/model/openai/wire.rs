@@ -7,12 +7,16 @@
 //! `prompt_tokens_details.cached_tokens` (OpenAI, xAI, vLLM) or
 //! `prompt_cache_hit_tokens` (DeepSeek), a tool-call delta without `index`
 //! takes its position in the list, and tool-call arguments may be an object
-//! instead of a JSON string.
+//! instead of a JSON string. A call without an id gets a fresh random one.
+//! Earlier calls whose arguments are not a JSON object are sent back with
+//! `{}` (strict servers refuse malformed arguments anywhere in a request).
 
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde::Serialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::super::ChatMessage;
@@ -116,7 +120,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                         kind: "function",
                         function: WireFunctionCall {
                             name: &call.name,
-                            arguments: &call.arguments,
+                            arguments: sendable_arguments(&call.arguments),
                         },
                     })
                     .collect(),
@@ -129,6 +133,17 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                 content,
             },
         }
+    }
+}
+
+/// The arguments of an earlier call as sent back: `{}` when they are not
+/// a JSON object (cut off, malformed), which strict servers (vLLM,
+/// llama-server) refuse with a 400 in every later request of the session.
+/// The call's result already told the model its arguments were invalid.
+fn sendable_arguments(arguments: &str) -> &str {
+    match serde_json::from_str::<HashMap<String, IgnoredAny>>(arguments) {
+        Ok(_) => arguments,
+        Err(_) => "{}",
     }
 }
 
@@ -276,6 +291,8 @@ pub(super) struct Assembler {
     calls: BTreeMap<u32, PartialCall>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
+    /// Bytes of text and of tool-call ids, names and arguments received.
+    size: usize,
 }
 
 #[derive(Debug, Default)]
@@ -289,6 +306,12 @@ impl Assembler {
     /// Text received so far.
     pub(super) fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Bytes of text and of tool-call ids, names and arguments received so
+    /// far (what a runaway answer grows); a repeated id or name counts once.
+    pub(super) fn size(&self) -> usize {
+        self.size
     }
 
     /// Whether a choice has said why it stopped (so a body that ends
@@ -342,6 +365,7 @@ impl Assembler {
 
     fn apply_text(&mut self, content: Option<String>) -> Option<String> {
         let delta = content.filter(|text| !text.is_empty())?;
+        self.size += delta.len();
         self.text.push_str(&delta);
         Some(delta)
     }
@@ -352,25 +376,33 @@ impl Assembler {
                 .calls
                 .entry(part.index.unwrap_or(position))
                 .or_default();
-            if let Some(id) = part.id.filter(|id| !id.is_empty()) {
+            if let Some(id) = part.id.filter(|id| !id.is_empty() && *id != call.id) {
+                self.size += id.len();
                 call.id = id;
             }
             let Some(function) = part.function else {
                 continue;
             };
             // The name comes whole in the first delta; some servers repeat it.
-            if let Some(name) = function.name.filter(|name| !name.is_empty()) {
+            if let Some(name) = function
+                .name
+                .filter(|name| !name.is_empty() && *name != call.name)
+            {
+                self.size += name.len();
                 call.name = name;
             }
+            let before = call.arguments.len();
             match function.arguments {
                 Some(Value::String(fragment)) => call.arguments.push_str(&fragment),
                 Some(Value::Null) | None => {}
                 Some(object) => call.arguments.push_str(&object.to_string()),
             }
+            self.size += call.arguments.len() - before;
         }
     }
 
-    /// The finished response. A call without an id gets `call_<index>`;
+    /// The finished response. A call without an id gets a fresh random one
+    /// ([`ToolCall::fresh_id`]: `call_<index>` would repeat in every step);
     /// empty arguments become `{}`; a missing finish reason is inferred.
     pub(super) fn into_response(self) -> Result<ModelResponse, ModelError> {
         let mut tool_calls = Vec::with_capacity(self.calls.len());
@@ -382,7 +414,7 @@ impl Assembler {
             }
             tool_calls.push(ToolCall {
                 id: if call.id.is_empty() {
-                    format!("call_{index}")
+                    ToolCall::fresh_id()
                 } else {
                     call.id
                 },

@@ -96,6 +96,44 @@ fn omits_empty_tools_and_unset_options() {
     );
 }
 
+#[test]
+fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
+    let call = |id: &str, arguments: &str| ToolCall {
+        id: id.to_owned(),
+        name: "Send".to_owned(),
+        arguments: arguments.to_owned(),
+    };
+    let request = ModelRequest {
+        messages: vec![ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![
+                call("a", r#"{"text": "cut off"#),
+                call("b", ""),
+                call("c", "[1, 2]"),
+                call("d", r#" {"text": "whole", "n": {"deep": [1]}} "#),
+            ],
+        }],
+        ..ModelRequest::default()
+    };
+    let body: Value =
+        serde_json::from_slice(&encode_request("m", &request, false, None).unwrap()).unwrap();
+    let sent: Vec<&str> = body["messages"][0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["function"]["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            "{}",
+            "{}",
+            "{}",
+            r#" {"text": "whole", "n": {"deep": [1]}} "#
+        ]
+    );
+}
+
 fn chunk(value: Value) -> StreamChunk {
     serde_json::from_value(value).unwrap()
 }
@@ -181,15 +219,47 @@ fn fills_missing_ids_arguments_and_finish() {
             {"function": {"name": "Ping"}}]}}]})))
         .unwrap();
     let response = assembler.into_response().unwrap();
+    let [call] = response.tool_calls.as_slice() else {
+        panic!("{response:?}");
+    };
     assert_eq!(
-        response.tool_calls,
-        vec![ToolCall {
-            id: "call_0".to_owned(),
-            name: "Ping".to_owned(),
-            arguments: "{}".to_owned(),
-        }]
+        (call.name.as_str(), call.arguments.as_str()),
+        ("Ping", "{}")
     );
     assert_eq!(response.finish, FinishReason::ToolCalls);
+    // a fresh id, not `call_<index>` (which every step would repeat)
+    assert!(
+        call.id.starts_with("call_") && call.id.len() > 20,
+        "{}",
+        call.id
+    );
+    let mut again = Assembler::default();
+    again
+        .apply_chunk(chunk(json!({"choices": [{"delta": {"tool_calls": [
+            {"function": {"name": "Ping"}}]}}]})))
+        .unwrap();
+    assert_ne!(again.into_response().unwrap().tool_calls[0].id, call.id);
+}
+
+#[test]
+fn counts_the_bytes_of_text_and_arguments() {
+    let mut assembler = Assembler::default();
+    assembler
+        .apply_chunk(chunk(json!({"choices": [{"delta": {"content": "héllo",
+            "tool_calls": [{"index": 0, "id": "a", "function": {"name": "Ping", "arguments": "{\"x\""}}]}}]})))
+        .unwrap();
+    assembler
+        .apply_chunk(chunk(json!({"choices": [{"delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": ":1}"}}]}}]})))
+        .unwrap();
+    assembler
+        .apply_chunk(chunk(json!({"choices": [{"delta": {"tool_calls": [
+            {"index": 0, "id": "a", "function": {"name": "Ping"}}]}}]})))
+        .unwrap();
+    assert_eq!(
+        assembler.size(),
+        "héllo".len() + "a".len() + "Ping".len() + r#"{"x":1}"#.len()
+    );
 }
 
 #[test]
