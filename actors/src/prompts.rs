@@ -164,6 +164,18 @@ prompts! {
     group_turn => "group_turn.md",
     /// Note to a room member that some of its messages were withheld.
     group_withheld => "group_withheld.md",
+    /// Note to a room member that messages it sent outside its turn were
+    /// not published.
+    group_held => "group_held.md",
+    /// Result of a room member's SendMessage outside its turn.
+    group_held_result => "group_held_result.md",
+    /// Notice in a room member's session of a message it was not allowed
+    /// to publish (people read it; the room counts it).
+    group_held_notice => "group_held_notice.md",
+    /// Timeline notice of a member turn that failed or was cancelled.
+    group_member_failed => "group_member_failed.md",
+    /// Why a discussion ended after a round with failed member turns.
+    group_failed_round => "group_failed_round.md",
     /// A routine's run: its prompt, name, slot and reporting rule.
     routine_run => "routine_run.md",
     /// Added to a routine's run that fires late (missed while down).

@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -22,7 +21,10 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
-use super::error::read_body;
+use super::extract::NoQuery;
+use super::extract::Path;
+use super::extract::json_object;
+use super::extract::read_body;
 
 /// Most approvals one listing returns.
 const MAX_LIMIT: i64 = 500;
@@ -88,6 +90,7 @@ pub(crate) async fn get_one(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(id): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let parsed = parse_id(&id)?;
     match state.fleet.store().approval(parsed).await? {
@@ -110,15 +113,16 @@ pub(crate) async fn decide(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(id): Path<String>,
+    _: NoQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let parsed = parse_id(&id)?;
-    let body: DecisionBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the body is not valid JSON for a decision ({e}); send {{\"decision\": \"approve\"}} or {{\"decision\": \"deny\"}}"
-        ))
-    })?;
+    let body: DecisionBody = json_object(
+        &body,
+        "a decision",
+        r#"{"decision": "approve"} or {"decision": "deny"}"#,
+    )?;
     match approvals::decide(state.fleet.runtime(), &user.0, parsed, body.decision).await {
         Ok(a) => Ok(Json(json!({ "approval": a }))),
         Err(e) => Err(match e {

@@ -52,19 +52,47 @@ impl FromRequestParts<ApiState> for AuthUser {
         let value = header
             .to_str()
             .map_err(|_| ApiError::Unauthorized("the Authorization header is not text".into()))?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .ok_or_else(|| {
-                ApiError::Unauthorized("the Authorization header must be `Bearer <token>`".into())
-            })?;
+        let token = bearer_token(value).ok_or_else(|| {
+            ApiError::Unauthorized("the Authorization header must be `Bearer <token>`".into())
+        })?;
         state
             .tokens
-            .user(token.trim())
+            .user(token)
             .cloned()
             .map(AuthUser)
             .ok_or_else(|| {
                 ApiError::Unauthorized("unknown token; check --token / BOTFLEET_TOKEN".into())
             })
+    }
+}
+
+/// The token of an `Authorization` value `Bearer <token>`. The scheme is
+/// case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` work too.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_scheme_is_case_insensitive() {
+        for value in [
+            "Bearer t0k",
+            "bearer t0k",
+            "BEARER t0k",
+            "bEaReR  t0k ",
+            " Bearer t0k",
+        ] {
+            assert_eq!(bearer_token(value), Some("t0k"), "{value:?}");
+        }
+        for value in ["Basic t0k", "Bearer", "Bearer ", "Bearert0k", "t0k", ""] {
+            assert_eq!(bearer_token(value), None, "{value:?}");
+        }
     }
 }

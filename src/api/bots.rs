@@ -4,7 +4,6 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
@@ -23,7 +22,10 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
-use super::error::read_body;
+use super::extract::NoQuery;
+use super::extract::Path;
+use super::extract::json_object;
+use super::extract::read_body;
 use super::owned_bot;
 
 /// Longest idempotency key accepted.
@@ -32,6 +34,7 @@ const MAX_KEY_LEN: usize = 200;
 pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
     let active: HashMap<_, _> = state
@@ -83,6 +86,7 @@ pub(crate) async fn get_one(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     Ok(Json(json!(b)))
@@ -98,16 +102,13 @@ pub(crate) async fn post_message(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let record = owned_bot(&state, &user, &bot).await?;
-    let parsed: MessageBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the body is not valid JSON for a message ({e}); send {{\"text\": \"...\"}}"
-        ))
-    })?;
+    let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = parsed.text.trim();
     if text.is_empty() {
         return Err(ApiError::BadRequest(
@@ -165,6 +166,7 @@ pub(crate) async fn dm_session(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     let id = SessionKey {
@@ -189,6 +191,7 @@ pub(crate) async fn cancel(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     let cancelled = state.fleet.cancel(&b.id).await?;

@@ -96,18 +96,3 @@ impl From<ActorError> for ApiError {
         }
     }
 }
-
-/// A request body as read, or the error to answer: `413 too_large` past
-/// `limit` bytes (the route's limit), `400` when it could not be read.
-pub(crate) fn read_body(
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-    limit: usize,
-) -> Result<axum::body::Bytes, ApiError> {
-    body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge { limit }
-        } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
-        }
-    })
-}

@@ -17,10 +17,12 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::ApiState;
 use super::AuthUser;
+use super::extract::NoQuery;
 
 pub(crate) async fn stream(
     State(state): State<ApiState>,
     user: AuthUser,
+    _: NoQuery,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let rx = state.fleet.store().subscribe();
     let user = user.0;

@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -25,7 +24,10 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
-use super::error::read_body;
+use super::extract::NoQuery;
+use super::extract::Path;
+use super::extract::json_object;
+use super::extract::read_body;
 
 /// Longest idempotency key accepted.
 const MAX_KEY_LEN: usize = 200;
@@ -82,14 +84,15 @@ struct CreateBody {
 pub(crate) async fn create(
     State(state): State<ApiState>,
     user: AuthUser,
+    _: NoQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
-    let parsed: CreateBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the body is not valid JSON for a room ({e}); send {{\"name\": \"standup\", \"members\": [\"bot-a\", \"bot-b\"]}}"
-        ))
-    })?;
+    let parsed: CreateBody = json_object(
+        &body,
+        "a room",
+        r#"{"name": "standup", "members": ["bot-a", "bot-b"]}"#,
+    )?;
     let room = group::create_room(
         state.fleet.runtime(),
         &user.0,
@@ -107,6 +110,7 @@ pub(crate) async fn create(
 pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let rooms = group::rooms_for(state.fleet.runtime(), &user.0).await?;
     let mut out = Vec::with_capacity(rooms.len());
@@ -120,6 +124,7 @@ pub(crate) async fn get_one(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(room): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
     Ok(Json(room_json(&state, &room).await?))
@@ -151,17 +156,14 @@ pub(crate) async fn post_message(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(room): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     // the room first: a stranger learns nothing from a body error
     let record = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
-    let parsed: MessageBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the body is not valid JSON for a message ({e}); send {{\"text\": \"...\"}}"
-        ))
-    })?;
+    let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let chars = parsed.text.trim().chars().count();
     if chars > state.limits.max_text_chars {
         return Err(ApiError::BadRequest(format!(

@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
@@ -41,7 +40,8 @@ use sha2::Sha256;
 
 use super::ApiState;
 use super::error::ApiError;
-use super::error::read_body;
+use super::extract::Path;
+use super::extract::read_body;
 
 /// Header with the delivery id (the idempotency key of a delivery).
 pub const DELIVERY_HEADER: &str = "x-botfleet-delivery";
@@ -243,6 +243,7 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
                 origin: format!("webhook {hook}"),
                 text: text.to_owned(),
                 trusted: false,
+                hop: None,
             },
         },
         session: key,

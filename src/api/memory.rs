@@ -4,7 +4,6 @@
 //! scopes their bots joined.
 
 use axum::Json;
-use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
 use botfleet_memory::Layer;
@@ -27,6 +26,8 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::extract::NoQuery;
+use super::extract::Path;
 use super::owned_bot;
 
 /// Longest `input` accepted for a recall preview.
@@ -146,6 +147,7 @@ pub(crate) async fn forget(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(id): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let id = MemoryId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let not_found = || {

@@ -6,6 +6,7 @@ mod auth;
 mod bots;
 mod error;
 mod events;
+mod extract;
 mod groups;
 mod hooks;
 mod memory;

@@ -3,7 +3,6 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
@@ -23,7 +22,10 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
-use super::error::read_body;
+use super::extract::NoQuery;
+use super::extract::Path;
+use super::extract::json_object;
+use super::extract::read_body;
 use super::owned_bot;
 
 /// How a routine looks over the API: the record, plus its next and last
@@ -63,6 +65,7 @@ pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     let routines = state.scheduler.list(&b.id).await?;
@@ -91,17 +94,16 @@ pub(crate) async fn put(
     State(state): State<ApiState>,
     user: AuthUser,
     Path((bot, name)): Path<(String, String)>,
+    _: NoQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let b = owned_bot(&state, &user, &bot).await?;
-    let parsed: RoutineBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the body is not valid JSON for a routine ({e}); send {{\"cron\": \"0 8 * * *\", \
-             \"timezone\": \"Asia/Shanghai\", \"prompt\": \"...\"}} and optionally \
-             \"silent_ok\" (true/false) and \"catch_up\" (\"once\"/\"skip\")"
-        ))
-    })?;
+    let parsed: RoutineBody = json_object(
+        &body,
+        "a routine",
+        r#"{"cron": "0 8 * * *", "timezone": "Asia/Shanghai", "prompt": "..."} and optionally "silent_ok" (true/false) and "catch_up" ("once"/"skip")"#,
+    )?;
     let existed = state
         .fleet
         .store()
@@ -129,6 +131,7 @@ pub(crate) async fn delete(
     State(state): State<ApiState>,
     user: AuthUser,
     Path((bot, name)): Path<(String, String)>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     if state.scheduler.delete(&b.id, &name).await? {

@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
@@ -18,6 +17,10 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::extract::NoQuery;
+use super::extract::Path;
+use super::extract::json_object;
+use super::extract::read_body;
 
 /// Longest secret value.
 const MAX_SECRET_BYTES: usize = 16 * 1024;
@@ -42,16 +45,24 @@ pub(crate) async fn put(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(name): Path<String>,
+    _: NoQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     check_name(&name)?;
-    let body = body.map_err(|r| ApiError::BadRequest(format!("could not read the body: {r}")))?;
-    let parsed: SecretBody = serde_json::from_slice(&body)
-        .map_err(|_| ApiError::BadRequest("send {\"value\": \"...\"}".into()))?;
+    let body = read_body(body, state.limits.max_body_bytes)?;
+    let parsed: SecretBody = json_object(&body, "a secret", r#"{"value": "..."}"#)?;
     if parsed.value.is_empty() || parsed.value.len() > MAX_SECRET_BYTES {
         return Err(ApiError::BadRequest(format!(
             "the value must be 1-{MAX_SECRET_BYTES} bytes"
         )));
+    }
+    // tools get the value as an environment variable, which cannot hold NUL
+    if parsed.value.contains('\0') {
+        return Err(ApiError::BadRequest(
+            "the value contains a NUL byte (\\u0000); a secret reaches tools as an environment \
+             variable, which cannot hold one: send the value without it"
+                .into(),
+        ));
     }
     state
         .fleet
@@ -71,6 +82,7 @@ pub(crate) async fn put(
 pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let secrets = state.fleet.store().user_secrets(&user.0).await?;
     let names: Vec<Value> = secrets
@@ -84,6 +96,7 @@ pub(crate) async fn delete(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(name): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     check_name(&name)?;
     let n = match state

@@ -1,9 +1,9 @@
 //! Sessions and turns: entries after a seq, turn records, retries.
 
 use axum::Json;
-use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
 use botfleet_memory::BotId;
 use botfleet_memory::SessionId;
 use botfleet_memory::TurnId;
@@ -15,10 +15,14 @@ use serde_json::json;
 use super::ApiState;
 use super::AuthUser;
 use super::error::ApiError;
+use super::extract::NoQuery;
+use super::extract::Path;
 use super::owned_bot;
 
 /// Most entries one page returns.
 const MAX_PAGE: i64 = 1000;
+/// Most turns one listing of a bot's turns returns (and its default).
+const MAX_TURNS: i64 = 100;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,7 +37,7 @@ pub(crate) async fn entries(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(session): Path<String>,
-    query: Result<Query<EntriesQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(q) =
         query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
@@ -102,24 +106,42 @@ pub(crate) async fn turn(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(turn): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let record = owned_turn(&state, &user, &turn).await?;
     let calls = state.fleet.store().tool_calls(record.id).await?;
     Ok(Json(json!({ "turn": record, "tool_calls": calls })))
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TurnsQuery {
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+/// `GET /v1/bots/{bot}/turns?limit=N`: the bot's last turns, newest first.
 pub(crate) async fn turns_of_bot(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    query: Result<Query<TurnsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?limit=N")))?;
+    let limit = q.limit.unwrap_or(MAX_TURNS);
+    if !(1..=MAX_TURNS).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "`limit` must be 1-{MAX_TURNS}"
+        )));
+    }
     let b = owned_bot(&state, &user, &bot).await?;
-    let mut turns = state.fleet.store().turns_of_bot(&b.id, 100).await?;
+    let mut turns = state.fleet.store().turns_of_bot(&b.id, limit).await?;
     // a running turn is listed before its first step is stored
     if let Some(running) = state.fleet.running_record(&b.id).await?
         && !turns.iter().any(|t| t.id == running.id)
     {
         turns.insert(0, running);
+        turns.truncate(limit as usize);
     }
     Ok(Json(json!({ "turns": turns })))
 }
@@ -128,6 +150,7 @@ pub(crate) async fn retry(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(turn): Path<String>,
+    _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let record = owned_turn(&state, &user, &turn).await?;
     if record.status == TurnStatus::Running {

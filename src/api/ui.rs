@@ -9,13 +9,13 @@
 //! origin's scripts, styles and connections, so text that reaches the page
 //! cannot run as script even if a rendering bug let it become markup.
 
-use axum::extract::Path;
 use axum::http::HeaderValue;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::response::Response;
 
 use super::error::ApiError;
+use super::extract::Path;
 
 /// The page's Content-Security-Policy.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \

@@ -1,6 +1,7 @@
 //! The integration suite, compiled as one binary by `tests/all.rs`.
 
 mod agents;
+mod api_input;
 mod approvals;
 mod batching;
 mod cli;
@@ -9,6 +10,7 @@ mod config_checks;
 mod context;
 mod crash;
 mod data_lock;
+mod group_replies;
 mod groups;
 mod hooks;
 mod hops;
@@ -27,6 +29,7 @@ mod review_ttl;
 mod routines;
 mod routines_api;
 mod secrets;
+mod subagent_hops;
 mod subagent_reports;
 mod ui;
 mod ui_browser;

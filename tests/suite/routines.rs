@@ -193,6 +193,7 @@ async fn eight_in_shanghai_fires_at_midnight_utc_exactly_once() {
         origin,
         text,
         trusted,
+        ..
     } = &e.kind
     else {
         unreachable!()

@@ -392,6 +392,7 @@ fn every_entry_kind() -> Vec<EntryKind> {
             origin: text(),
             text: text(),
             trusted: false,
+            hop: None,
         },
         EntryKind::Assistant {
             text: text(),

@@ -245,6 +245,7 @@ pub(crate) fn render_input(entry: &Entry) -> String {
             origin,
             text,
             trusted: true,
+            ..
         } => p
             .trusted_event
             .render(&[("origin", origin), ("text", text)]),
@@ -252,6 +253,7 @@ pub(crate) fn render_input(entry: &Entry) -> String {
             origin,
             text,
             trusted: false,
+            ..
         } => p
             .untrusted_event
             .render(&[("origin", origin), ("text", &quoted(text))]),

@@ -334,11 +334,28 @@ impl Runner {
 
     /// The subagent's report, as a message to its parent in the session it
     /// delegated from (`None` when the parent no longer exists).
+    ///
+    /// The report is one hop more than the turn (whose hop comes from the
+    /// parent's task and messages, `tools/subagents.rs`). Past
+    /// `runtime.max_hops` it is not sent, like a SendToAgent past the
+    /// budget; the parent can still read it with CheckSubagent. (Task and
+    /// MessageSubagent leave room for the report, so this happens only when
+    /// the budget was lowered while the subagent worked.)
     async fn report_to_parent(
         &self,
         sub: &SubagentRecord,
         text: String,
     ) -> Result<Option<Mutation>, StoreError> {
+        let hop = self.scope.hop.saturating_add(1);
+        if hop > self.rt.settings.max_hops {
+            tracing::warn!(
+                bot = %self.bot.id,
+                to = %sub.parent,
+                hop,
+                "hop budget spent: the subagent's report is not sent"
+            );
+            return Ok(None);
+        }
         let Some(parent) = self.rt.store.get_bot(&sub.parent).await? else {
             return Ok(None);
         };
@@ -367,7 +384,7 @@ impl Runner {
                 kind: EntryKind::AgentMessage {
                     from: self.bot.id.clone(),
                     text,
-                    hop: self.scope.hop + 1,
+                    hop,
                     reply_session: Some(self.session),
                 },
             },

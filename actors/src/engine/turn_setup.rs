@@ -151,6 +151,12 @@ impl Runner {
             .iter()
             .any(|e| matches!(e.kind, EntryKind::UserMessage { .. }));
         for e in inputs {
+            if let EntryKind::Event { hop: Some(hop), .. } = &e.kind
+                && !from_person
+            {
+                // a parent's task or message to its subagent
+                self.scope.hop = self.scope.hop.max(*hop);
+            }
             if let EntryKind::AgentMessage {
                 from,
                 hop,

@@ -315,7 +315,7 @@ impl GroupState {
                 let full = entries.len() == 1000;
                 match wait.feed(&entries) {
                     Some(done) => {
-                        self.complete_member(done);
+                        self.complete_member(done).await?;
                         continue;
                     }
                     None if full => continue,

@@ -1,13 +1,14 @@
 //! Running one member: what it is shown, and reading the end of its turn.
 //!
 //! A member's turn input is an untrusted `Event` in its own group session
-//! `{bot: member, kind: Group, peer: room}`; its `Delivery` entries of the
-//! turn that consumed that input are its public messages. An interrupted
-//! turn (a user DM to the member) hands the input to the member's next
-//! turn, so deliveries of every turn that listed the input count, until
-//! one that was not interrupted ends.
-
-use std::collections::HashMap;
+//! `{bot: member, kind: Group, peer: room}`, authored [`input_author`].
+//! Until a turn that consumed it ends for good ([`answers`]), the member
+//! has the floor: every `Delivery` in its session after the input is one
+//! of its public messages. An interrupted turn (a user DM to the member)
+//! hands the input to the member's next turn, so deliveries of every turn
+//! up to the one that answers count. SendMessage writes a `Delivery` only
+//! while the member has the floor; otherwise it holds the message
+//! ([`super::held`]).
 
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
@@ -24,6 +25,23 @@ use crate::prompts::prompts;
 
 /// Most earlier public messages shown in one member input.
 pub(crate) const MAX_SHOWN: usize = 20;
+
+/// Author of the coordinator's inputs in a member's session of `room`.
+pub(crate) fn input_author(room: &str) -> String {
+    format!("room:{room}")
+}
+
+/// Whether a turn that ended with `status` answered its room input for
+/// good (an interrupted turn hands it on to the next one).
+pub(crate) fn answers(status: TurnStatus) -> bool {
+    match status {
+        TurnStatus::Interrupted | TurnStatus::Running => false,
+        TurnStatus::Completed
+        | TurnStatus::Undelivered
+        | TurnStatus::Failed
+        | TurnStatus::Cancelled => true,
+    }
+}
 
 /// Whether an entry of a room timeline is a public message (a person's
 /// message or a member's published reply).
@@ -43,6 +61,10 @@ pub(crate) struct Cursor {
     pub user: i64,
     /// Newest delivery seq shown.
     pub delivery: i64,
+    /// Seq, in the member's own session, of the end of the turn that
+    /// answered its last input: what it sent after that was held.
+    #[serde(default)]
+    pub answered: i64,
 }
 
 /// What a member is shown on its turn.
@@ -67,6 +89,8 @@ pub(crate) struct InputView<'a> {
     pub trigger: i64,
     /// Messages of its last turn the limits kept back.
     pub withheld: u32,
+    /// Messages it sent since its last turn, when it was not its turn.
+    pub held: u32,
     /// The room's limits.
     pub limits: Limits,
 }
@@ -99,6 +123,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         })
         .collect();
     let covered = Cursor {
+        answered: c.answered,
         user: c.user.max(view.trigger),
         delivery: visible
             .iter()
@@ -132,17 +157,26 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         .collect();
     let p = prompts();
     let per_turn = view.limits.max_per_turn.to_string();
-    let notes = if view.withheld > 0 {
-        p.group_withheld
-            .render(&[
-                ("withheld", &view.withheld.to_string()),
-                ("max_per_turn", &per_turn),
-                ("max_replies", &view.limits.max_replies.to_string()),
-            ])
-            .unwrap_or_default()
-    } else {
-        String::new()
-    };
+    let mut notes = Vec::new();
+    if view.withheld > 0 {
+        notes.push(
+            p.group_withheld
+                .render(&[
+                    ("withheld", &view.withheld.to_string()),
+                    ("max_per_turn", &per_turn),
+                    ("max_replies", &view.limits.max_replies.to_string()),
+                ])
+                .unwrap_or_default(),
+        );
+    }
+    if view.held > 0 {
+        notes.push(
+            p.group_held
+                .render(&[("held", &view.held.to_string())])
+                .unwrap_or_default(),
+        );
+    }
+    let notes = notes.join("\n");
     let text = p
         .group_turn
         .render(&[
@@ -171,10 +205,8 @@ pub(crate) struct MemberWait {
     pub input_seq: i64,
     /// Entries up to this seq were read.
     pub scanned: i64,
-    /// Deliveries of turns whose end was not seen yet.
-    by_turn: HashMap<TurnId, Vec<Entry>>,
-    /// Deliveries of interrupted turns that carried the input.
-    carried: Vec<Entry>,
+    /// Deliveries after the input, in order.
+    deliveries: Vec<Entry>,
 }
 
 /// How a member's turn ended.
@@ -184,6 +216,8 @@ pub(crate) struct MemberDone {
     pub deliveries: Vec<Entry>,
     /// The final status of the turn.
     pub status: TurnStatus,
+    /// The turn that answered the input.
+    pub turn: Option<TurnId>,
 }
 
 impl MemberWait {
@@ -194,13 +228,17 @@ impl MemberWait {
             session,
             input_seq,
             scanned: input_seq,
-            by_turn: HashMap::new(),
-            carried: Vec::new(),
+            deliveries: Vec::new(),
         }
     }
 
     /// Reads entries after [`MemberWait::scanned`] (oldest first); returns
     /// the outcome once a turn that consumed the input ended for good.
+    ///
+    /// Every delivery until then counts, whichever turn wrote it: while
+    /// the input is unanswered the member has the floor, and SendMessage
+    /// told it so (a turn that began just before the input arrived
+    /// included). An interrupted turn hands the input on.
     pub(crate) fn feed(&mut self, entries: &[Entry]) -> Option<MemberDone> {
         for e in entries {
             if e.seq <= self.scanned {
@@ -208,33 +246,19 @@ impl MemberWait {
             }
             self.scanned = e.seq;
             if let EntryKind::Delivery { .. } = &e.kind
-                && let Some(turn) = e.turn
+                && e.turn.is_some()
             {
-                self.by_turn.entry(turn).or_default().push(e.clone());
+                self.deliveries.push(e.clone());
             }
-            let EntryKind::TurnEnd { status, inputs, .. } = &e.kind else {
-                continue;
-            };
-            let mine = e
-                .turn
-                .and_then(|t| self.by_turn.remove(&t))
-                .unwrap_or_default();
-            if !inputs.contains(&self.input_seq) {
-                continue;
-            }
-            self.carried.extend(mine);
-            match status {
-                // the input went back to the queue; a later turn answers it
-                TurnStatus::Interrupted | TurnStatus::Running => {}
-                TurnStatus::Completed
-                | TurnStatus::Undelivered
-                | TurnStatus::Failed
-                | TurnStatus::Cancelled => {
-                    return Some(MemberDone {
-                        deliveries: std::mem::take(&mut self.carried),
-                        status: *status,
-                    });
-                }
+            if let EntryKind::TurnEnd { status, inputs, .. } = &e.kind
+                && inputs.contains(&self.input_seq)
+                && answers(*status)
+            {
+                return Some(MemberDone {
+                    deliveries: std::mem::take(&mut self.deliveries),
+                    status: *status,
+                    turn: e.turn,
+                });
             }
         }
         None

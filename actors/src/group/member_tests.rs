@@ -60,16 +60,18 @@ fn texts(entries: &[Entry]) -> Vec<String> {
 }
 
 #[test]
-fn deliveries_of_the_answering_turn_count_including_interrupted_ones() {
+fn deliveries_until_the_input_is_answered_count_including_interrupted_ones() {
     let bot = BotId::new("a").unwrap();
     let session = SessionId::derive(&bot, "group", "room");
     let mut wait = MemberWait::new(bot, session, 5);
     let (t1, t2, other) = (TurnId::new_v7(), TurnId::new_v7(), TurnId::new_v7());
-    // an older turn of another input ends: its delivery does not count
+    // a turn that began before the input ends: what it delivered after
+    // the input counts (SendMessage gave the member the floor), what it
+    // delivered before does not
     assert!(
         wait.feed(&[
             delivery(4, "a", Some(other), "old"),
-            delivery(6, "a", Some(other), "other input"),
+            delivery(6, "a", Some(other), "while it had the floor"),
             turn_end(7, other, TurnStatus::Completed, vec![3]),
         ])
         .is_none()
@@ -89,8 +91,12 @@ fn deliveries_of_the_answering_turn_count_including_interrupted_ones() {
             turn_end(11, t2, TurnStatus::Completed, vec![5, 10]),
         ])
         .unwrap();
-    assert_eq!(texts(&done.deliveries), vec!["first", "second"]);
+    assert_eq!(
+        texts(&done.deliveries),
+        vec!["while it had the floor", "first", "second"]
+    );
     assert_eq!(done.status, TurnStatus::Completed);
+    assert_eq!(done.turn, Some(t2));
     assert_eq!(wait.scanned, 11);
     // entries already read are ignored
     assert!(
@@ -109,6 +115,7 @@ fn a_failed_turn_ends_the_wait_with_what_it_delivered() {
         .feed(&[turn_end(2, t, TurnStatus::Failed, vec![1])])
         .unwrap();
     assert_eq!(done.status, TurnStatus::Failed);
+    assert_eq!(done.turn, Some(t));
     assert!(done.deliveries.is_empty());
 }
 
@@ -119,6 +126,7 @@ fn view<'a>(
     cursor: Cursor,
     trigger: i64,
     withheld: u32,
+    held: u32,
 ) -> InputView<'a> {
     InputView {
         room: "standup",
@@ -129,6 +137,7 @@ fn view<'a>(
         cursor,
         trigger,
         withheld,
+        held,
         limits: Limits::default(),
     }
 }
@@ -145,7 +154,7 @@ fn input_shows_new_messages_of_others_up_to_the_run() {
         user(7, "a later question"),
         delivery(8, "alpha", Some(t), "alpha again"),
     ];
-    let (text, covered) = render_input(&view(&names, &messages, 0, Cursor::default(), 5, 0));
+    let (text, covered) = render_input(&view(&names, &messages, 0, Cursor::default(), 5, 0, 0));
     assert!(text.contains("alice (person): first question"), "{text}");
     assert!(text.contains("Beta-Name (@beta): beta answers"), "{text}");
     assert!(text.contains("alice (person): second question"), "{text}");
@@ -163,21 +172,35 @@ fn input_shows_new_messages_of_others_up_to_the_run() {
         covered,
         Cursor {
             user: 5,
-            delivery: 8
+            delivery: 8,
+            answered: 0,
         }
     );
     // next run: only the later question is new
-    let (text, _) = render_input(&view(&names, &messages, 0, covered, 7, 1));
+    let (text, _) = render_input(&view(&names, &messages, 0, covered, 7, 1, 0));
     assert!(text.contains("a later question"), "{text}");
     assert!(!text.contains("first question"), "{text}");
     assert!(text.contains("Note: 1 of your messages"), "{text}");
+    assert!(!text.contains("not your turn"), "{text}");
+    // messages sent out of turn are noted too, and the cursor keeps the
+    // end of the member's last answered input
+    let at = Cursor {
+        answered: 12,
+        ..covered
+    };
+    let (text, next) = render_input(&view(&names, &messages, 0, at, 7, 0, 2));
+    assert!(
+        text.contains("Note: 2 of your messages sent when it was not your turn"),
+        "{text}"
+    );
+    assert_eq!(next.answered, 12);
 }
 
 #[test]
 fn input_shows_at_most_the_newest_messages() {
     let names = members(&["alpha", "beta"]);
     let messages: Vec<Entry> = (1..=30).map(|i| user(i, &format!("m{i}"))).collect();
-    let (text, covered) = render_input(&view(&names, &messages, 1, Cursor::default(), 30, 0));
+    let (text, covered) = render_input(&view(&names, &messages, 1, Cursor::default(), 30, 0, 0));
     assert!(text.contains("(10 earlier messages not shown)"), "{text}");
     assert!(
         !text.contains("m10\n") && text.contains("m11") && text.contains("m30"),

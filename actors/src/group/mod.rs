@@ -13,6 +13,8 @@
 //! - [`mentions`]: `@Name` / `@everyone` → who is addressed.
 //! - [`run`]: the pure state machine of one run (rounds, limits, order).
 //! - `member`: a member's turn input and reading the end of its turn.
+//! - [`held`]: what a member sends when it is not its turn (held, and
+//!   said so), and whose turn it is.
 //! - `actor`: the coordinator; `rooms`: the supervisor and registry.
 //!
 //! A room's public timeline is the session `{bot: <room id>, kind: Room,
@@ -25,6 +27,7 @@
 
 mod actor;
 mod error;
+pub mod held;
 mod member;
 pub mod mentions;
 pub mod room;
@@ -37,6 +40,7 @@ pub use actor::GroupArgs;
 pub use actor::GroupMsg;
 pub use actor::GroupState;
 pub use error::GroupError;
+pub use held::Floor;
 pub use room::NewRoom;
 pub use room::Posted;
 pub use room::create_room;

@@ -17,10 +17,14 @@
 //!   [`Limits::max_replies`] public replies; per member turn at most
 //!   [`Limits::max_per_turn`] of its messages are published (the rest are
 //!   withheld and reported);
-//! - a full round in which nobody published anything ends the run.
+//! - a full round in which nobody published anything ends the run; if a
+//!   member's turn in it failed, the end says so rather than calling it
+//!   silence ([`End::FailedRound`]).
 
 use serde::Deserialize;
 use serde::Serialize;
+
+use crate::prompts::prompts;
 
 /// Hard limits of a room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +61,16 @@ pub enum End {
         /// The silent round (1-based).
         round: u32,
     },
+    /// A full round passed in which nobody spoke, and some of the member
+    /// turns in it failed (or were cancelled): not a silence.
+    FailedRound {
+        /// The round (1-based).
+        round: u32,
+        /// Member turns of the round that failed.
+        failed: u32,
+        /// Member turns run in the round.
+        turns: u32,
+    },
     /// The last allowed round ended.
     RoundLimit,
     /// The reply limit was reached.
@@ -86,6 +100,9 @@ pub enum Turn {
     Spoke(u32),
     /// It delivered nothing.
     Skipped,
+    /// It failed or was cancelled after delivering this many messages
+    /// (they count as if it had spoken).
+    Failed(u32),
 }
 
 /// What happened to a member's messages.
@@ -126,6 +143,15 @@ pub struct Run {
     log: Vec<Option<usize>>,
     /// Set once the run is over.
     end: Option<End>,
+    /// Member turns run in the current round.
+    #[serde(default)]
+    round_turns: u32,
+    /// Member turns of the current round that failed.
+    #[serde(default)]
+    round_failed: u32,
+    /// Member turns of the whole run that failed.
+    #[serde(default)]
+    failed: u32,
 }
 
 impl Run {
@@ -155,6 +181,9 @@ impl Run {
             spoke_in_round: false,
             log: vec![None],
             end,
+            round_turns: 0,
+            round_failed: 0,
+            failed: 0,
         }
     }
 
@@ -187,10 +216,16 @@ impl Run {
         if self.end.is_some() {
             return Recorded::default();
         }
-        let delivered = match turn {
-            Turn::Spoke(n) => n,
-            Turn::Skipped => 0,
+        let (delivered, failed) = match turn {
+            Turn::Spoke(n) => (n, false),
+            Turn::Skipped => (0, false),
+            Turn::Failed(n) => (n, true),
         };
+        self.round_turns += 1;
+        if failed {
+            self.round_failed += 1;
+            self.failed += 1;
+        }
         let room_left = self.limits.max_replies.saturating_sub(self.replies());
         let published = delivered.min(self.limits.max_per_turn).min(room_left);
         let Some(slot) = self.slots.get_mut(self.position) else {
@@ -230,17 +265,31 @@ impl Run {
             return;
         }
         if !self.spoke_in_round {
-            self.end = Some(End::SilentRound {
-                round: self.round + 1,
+            let round = self.round + 1;
+            self.end = Some(if self.round_failed > 0 {
+                End::FailedRound {
+                    round,
+                    failed: self.round_failed,
+                    turns: self.round_turns,
+                }
+            } else {
+                End::SilentRound { round }
             });
             return;
         }
         self.round += 1;
         self.position = 0;
         self.spoke_in_round = false;
+        self.round_turns = 0;
+        self.round_failed = 0;
         if self.round >= self.limits.max_rounds {
             self.end = Some(End::RoundLimit);
         }
+    }
+
+    /// Member turns of the run that failed (or were cancelled).
+    pub fn failed(&self) -> u32 {
+        self.failed
     }
 
     /// Public replies published so far.
@@ -287,6 +336,18 @@ impl End {
             End::SilentRound { round } => {
                 format!("nobody had more to say (round {round} passed in silence)")
             }
+            End::FailedRound {
+                round,
+                failed,
+                turns,
+            } => prompts()
+                .group_failed_round
+                .render(&[
+                    ("round", &round.to_string()),
+                    ("failed", &failed.to_string()),
+                    ("turns", &turns.to_string()),
+                ])
+                .unwrap_or_default(),
             End::RoundLimit => format!("the {}-round limit was reached", limits.max_rounds),
             End::ReplyLimit => format!("the {}-reply limit was reached", limits.max_replies),
         }
@@ -297,6 +358,7 @@ impl End {
         match self {
             End::NoMembers => "no_members",
             End::SilentRound { .. } => "silent_round",
+            End::FailedRound { .. } => "failed_round",
             End::RoundLimit => "round_limit",
             End::ReplyLimit => "reply_limit",
         }

@@ -55,6 +55,51 @@ fn a_silent_round_ends_the_run() {
 }
 
 #[test]
+fn a_round_with_failed_turns_is_not_called_silent() {
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    // 0 fails, 1 and 2 pass
+    for (member, turn) in [(0, Turn::Failed(0)), (1, Turn::Skipped), (2, Turn::Skipped)] {
+        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
+        run.record(turn);
+    }
+    let end = run.advance();
+    assert_eq!(
+        end,
+        Next::Done(End::FailedRound {
+            round: 1,
+            failed: 1,
+            turns: 3
+        })
+    );
+    assert_eq!(run.failed(), 1);
+    let text = run.end().unwrap().describe(&Limits::default());
+    assert_eq!(
+        text,
+        "nobody spoke in round 1, in which 1 of 3 member turns failed"
+    );
+    assert_eq!(run.end().unwrap().code(), "failed_round");
+}
+
+#[test]
+fn what_a_failed_turn_delivered_counts_and_the_next_round_is_silent() {
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
+    // it published one message, then failed
+    assert_eq!(
+        run.record(Turn::Failed(1)),
+        Recorded {
+            published: 1,
+            withheld: 0
+        }
+    );
+    assert!(matches!(run.advance(), Next::Run { member: 1, .. }));
+    run.record(Turn::Skipped);
+    // round 2: 0 has nothing new, 1 has seen everything
+    assert_eq!(run.advance(), Next::Done(End::SilentRound { round: 2 }));
+    assert_eq!((run.replies(), run.failed()), (1, 1));
+}
+
+#[test]
 fn a_lone_member_is_not_woken_to_read_its_own_messages() {
     let mut run = Run::new(vec![1], Limits::default());
     let order = drive(&mut run, |_, _| 1);

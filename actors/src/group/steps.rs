@@ -11,6 +11,7 @@
 
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
@@ -23,6 +24,7 @@ use botfleet_memory::RoomRunRecord;
 use botfleet_memory::RoomRunStatus;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
+use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use ractor::ActorRef;
 
@@ -32,13 +34,23 @@ use super::actor::GroupState;
 use super::actor::Progress;
 use super::actor::RunState;
 use super::error::GroupError;
+use super::held::count_held;
 use super::member::InputView;
 use super::member::MemberDone;
 use super::member::MemberWait;
+use super::member::input_author;
 use super::member::render_input;
 use super::run::End;
 use super::run::Run;
 use super::run::Turn;
+use crate::prompts::prompts;
+
+/// Code of the timeline notice of a member turn that did not complete
+/// (`room_run_` like the run's other notices, so clients that show those
+/// show it too).
+const MEMBER_FAILED_CODE: &str = "room_run_member_failed";
+/// Longest error text quoted in that notice.
+const MAX_REASON_CHARS: usize = 300;
 
 impl GroupState {
     /// Takes up a stored run: a new one gets its progress (the machine and
@@ -85,32 +97,43 @@ impl GroupState {
     }
 
     /// Records a member's finished turn in the machine; its allowed
-    /// deliveries become pending replies (committed with the next step).
-    pub(super) fn complete_member(&mut self, done: MemberDone) {
+    /// deliveries, and a notice if the turn failed, become pending entries
+    /// (committed with the next step).
+    pub(super) async fn complete_member(&mut self, done: MemberDone) -> Result<(), GroupError> {
+        let failure = match done.status {
+            TurnStatus::Failed | TurnStatus::Cancelled => Some(self.failure_reason(&done).await?),
+            TurnStatus::Completed
+            | TurnStatus::Undelivered
+            | TurnStatus::Interrupted
+            | TurnStatus::Running => None,
+        };
         let Some(cur) = self.current.as_mut() else {
-            return;
+            return Ok(());
         };
         let Some(wait) = cur.wait.take() else {
-            return;
+            return Ok(());
         };
         self.rt.groups.watches().remove(&wait.session);
         let Some(progress) = cur.state.progress.as_mut() else {
-            return;
+            return Ok(());
         };
         let delivered = done.deliveries.len() as u32;
-        let recorded = progress.run.record(if delivered == 0 {
-            Turn::Skipped
-        } else {
-            Turn::Spoke(delivered)
+        let recorded = progress.run.record(match (&failure, delivered) {
+            (Some(_), n) => Turn::Failed(n),
+            (None, 0) => Turn::Skipped,
+            (None, n) => Turn::Spoke(n),
         });
         if recorded.withheld > 0 {
             progress
                 .withheld
                 .insert(wait.bot.clone(), recorded.withheld);
         }
-        if matches!(done.status, TurnStatus::Failed | TurnStatus::Cancelled) {
-            tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
-        }
+        // what it sends from now on, until its next input, is held
+        progress
+            .cursors
+            .entry(wait.bot.clone())
+            .or_default()
+            .answered = wait.scanned;
         for d in done
             .deliveries
             .into_iter()
@@ -138,6 +161,58 @@ impl GroupState {
                     call_id,
                 },
             });
+        }
+        if let Some(reason) = failure {
+            tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
+            let notice = self.failure_notice(&wait.bot, done.turn, &reason);
+            self.pending.push(notice);
+        }
+        Ok(())
+    }
+
+    /// Why a member's turn did not complete: its error, or its status.
+    async fn failure_reason(&self, done: &MemberDone) -> Result<String, GroupError> {
+        let error = match done.turn {
+            Some(turn) => self.rt.store.get_turn(turn).await?.and_then(|t| t.error),
+            None => None,
+        };
+        let reason = error.unwrap_or_else(|| done.status.as_str().to_owned());
+        Ok(match reason.char_indices().nth(MAX_REASON_CHARS) {
+            Some((at, _)) => format!("{}…", &reason[..at]),
+            None => reason,
+        })
+    }
+
+    /// The timeline notice of a member turn that did not complete: who,
+    /// why, and the turn to retry.
+    fn failure_notice(&self, bot: &BotId, turn: Option<TurnId>, reason: &str) -> NewEntry {
+        let name = self
+            .names
+            .iter()
+            .find(|n| n.id == bot.as_str())
+            .map_or(bot.as_str(), |n| n.name.as_str());
+        let turn_text = turn.map(|t| t.to_string()).unwrap_or_default();
+        let text = prompts()
+            .group_member_failed
+            .render(&[
+                ("member", &format!("{name} (@{bot})")),
+                ("id", bot.as_str()),
+                ("reason", reason),
+                ("turn", &turn_text),
+            ])
+            .unwrap_or_default();
+        NewEntry {
+            id: turn.map_or_else(EntryId::new_v7, |t| {
+                EntryId::derive(t, "room", "member_failed")
+            }),
+            session: self.timeline,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: MEMBER_FAILED_CODE.into(),
+                text,
+                retry_turn: turn,
+            },
         }
     }
 
@@ -230,23 +305,32 @@ impl GroupState {
         let Some(progress) = cur.state.progress.as_ref() else {
             return Ok(());
         };
+        let key = SessionKey {
+            bot: bot.clone(),
+            kind: SessionKind::Group,
+            peer: self.room.id.to_string(),
+        };
+        let cursor = progress.cursors.get(&bot).copied().unwrap_or_default();
+        let held = count_held(
+            &self.rt.store,
+            key.id(),
+            self.room.id.as_str(),
+            cursor.answered,
+        )
+        .await?;
         let view = InputView {
             room: &self.room.name,
             names: &self.names,
             member,
             messages: self.tail.make_contiguous(),
             pending: &pending,
-            cursor: progress.cursors.get(&bot).copied().unwrap_or_default(),
+            cursor,
             trigger: cur.trigger_seq,
             withheld: progress.withheld.get(&bot).copied().unwrap_or(0),
+            held,
             limits: self.limits,
         };
         let (text, mut covered) = render_input(&view);
-        let key = SessionKey {
-            bot: bot.clone(),
-            kind: SessionKind::Group,
-            peer: self.room.id.to_string(),
-        };
         let session = key.id();
         let owner = self
             .owners
@@ -256,12 +340,13 @@ impl GroupState {
         let entry = NewEntry {
             id: EntryId::new_v7(),
             session,
-            author: format!("room:{}", self.room.id),
+            author: input_author(self.room.id.as_str()),
             turn: None,
             kind: EntryKind::Event {
                 origin: format!("room {}", self.room.name),
                 text: text.clone(),
                 trusted: false,
+                hop: None,
             },
         };
         let req = AdmitRequest {

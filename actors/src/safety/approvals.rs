@@ -158,6 +158,7 @@ pub async fn decide(
                 origin: APPROVAL_ORIGIN.to_owned(),
                 text,
                 trusted: true,
+                hop: None,
             },
         },
         priority: Priority::Bot,

@@ -161,6 +161,7 @@ pub fn routine_admission(
                 origin: format!("routine:{}", r.name),
                 text,
                 trusted: true,
+                hop: None,
             },
         },
         session: key,

@@ -98,16 +98,12 @@ pub(crate) async fn message_to_bot(
     part: &str,
     session: Option<SessionId>,
 ) -> Result<Mutation, ToolError> {
-    let max = ctx.rt.settings.max_hops;
-    let hop = ctx.scope.hop + 1;
-    if hop > max {
-        let msg = prompts()
-            .hop_budget
-            .render(&[("max", &max.to_string())])
-            .unwrap_or_default();
-        tracing::warn!(bot = %ctx.bot.id, to = %target.id, hop, "hop budget spent");
-        return Err(ToolError::new(
-            msg,
+    let hop = ctx.scope.hop.saturating_add(1);
+    if hop > ctx.rt.settings.max_hops {
+        return Err(hop_budget_spent(
+            ctx,
+            &target.id,
+            hop,
             "answer the person with SendMessage instead of messaging more bots",
         ));
     }
@@ -152,6 +148,24 @@ pub(crate) async fn message_to_bot(
         priority,
     };
     Ok(Mutation::Admit(Box::new(req)))
+}
+
+/// The refusal of a message to `to` at `hop`, past `runtime.max_hops`
+/// (prompts/hop_budget.md): nothing is sent, and the bot is told what to
+/// do instead.
+pub(crate) fn hop_budget_spent(
+    ctx: &ToolContext<'_>,
+    to: &BotId,
+    hop: u32,
+    next_step: &str,
+) -> ToolError {
+    let max = ctx.rt.settings.max_hops;
+    let msg = prompts()
+        .hop_budget
+        .render(&[("max", &max.to_string())])
+        .unwrap_or_default();
+    tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget spent");
+    ToolError::new(msg, next_step)
 }
 
 fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {

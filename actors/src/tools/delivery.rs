@@ -21,6 +21,8 @@ use super::ToolError;
 use super::ToolOutput;
 use super::agents::message_to_bot;
 use super::parse_args;
+use crate::group;
+use crate::group::Floor;
 use crate::model::ToolSpec;
 
 /// Delivers a message to the session's people.
@@ -113,8 +115,38 @@ impl Tool for SendMessage {
         // later prompt of the session; the id lives in the delivery entry.
         let key = &ctx.scope.session.key;
         let (effects, content) = match key.kind {
-            SessionKind::Dm | SessionKind::Group | SessionKind::Room => {
+            SessionKind::Dm | SessionKind::Room => {
                 (vec![delivery(ctx.session())], "delivered".to_owned())
+            }
+            SessionKind::Group => {
+                // a room member speaks only in its turn of a discussion;
+                // otherwise nobody would read it: hold it, and say so
+                let floor = group::held::floor(ctx.store(), ctx.session(), &key.peer)
+                    .await
+                    .map_err(|e| {
+                        ToolError::new(
+                            format!("cannot read the room conversation: {e}"),
+                            "try again",
+                        )
+                    })?;
+                match floor {
+                    Floor::Yours => (vec![delivery(ctx.session())], "delivered".to_owned()),
+                    Floor::NotYours => {
+                        let held = group::held::hold(
+                            ctx.session(),
+                            &key.peer,
+                            &ctx.bot.id,
+                            ctx.turn,
+                            ctx.call_id,
+                            text,
+                        );
+                        return Ok(ToolOutput {
+                            content: held.result,
+                            effects: vec![Mutation::Append(Box::new(held.notice))],
+                            delivered: false,
+                        });
+                    }
+                }
             }
             SessionKind::Agent => {
                 // the other bot of the conversation

@@ -9,6 +9,11 @@
 //! parent's session as one message that wakes the parent (written with
 //! the end of the turn: `engine/persist.rs`). A user's message that
 //! interrupts the parent does not touch it.
+//!
+//! A task and a message to a subagent are hops like a message to another
+//! bot, and the report one more: a parent woken by a report that delegates
+//! again continues the count of the person's request, so a chain of tasks
+//! stops at `runtime.max_hops` like a chain of SendToAgent.
 
 use std::time::Duration;
 
@@ -37,6 +42,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::agents::check_text;
+use super::agents::hop_budget_spent;
 use super::parse_args;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
@@ -82,13 +88,28 @@ fn child_id(ctx: &ToolContext<'_>) -> Result<BotId, ToolError> {
         .map_err(|e| ToolError::new(format!("cannot name the subagent: {e}"), "try again"))
 }
 
-/// A parent's input to its subagent (the task or a steering message).
+/// The hop of the parent's input to its subagent: one more than the
+/// parent's turn, like a message to another bot. The subagent's report is
+/// one hop more and must fit in the budget too (a parent that delegated
+/// counts on it), so an input whose report could not come back is not
+/// sent: the hop-budget refusal.
+fn hop_to_child(ctx: &ToolContext<'_>, child: &BotId, next_step: &str) -> Result<u32, ToolError> {
+    let hop = ctx.scope.hop.saturating_add(1);
+    if hop.saturating_add(1) > ctx.rt.settings.max_hops {
+        return Err(hop_budget_spent(ctx, child, hop, next_step));
+    }
+    Ok(hop)
+}
+
+/// A parent's input to its subagent (the task or a steering message) at
+/// `hop`.
 fn input_to_child(
     ctx: &ToolContext<'_>,
     child: &BotId,
     origin: String,
     text: &str,
     part: &str,
+    hop: u32,
 ) -> Mutation {
     let key = subagent_session(child, &ctx.bot.id);
     Mutation::Admit(Box::new(AdmitRequest {
@@ -109,6 +130,7 @@ fn input_to_child(
                 origin,
                 text: text.to_owned(),
                 trusted: true,
+                hop: Some(hop),
             },
         },
         session: key,
@@ -191,6 +213,12 @@ impl Tool for Task {
             ));
         }
         let prompt = check_text("Task", &args.prompt, ctx.limits().max_message_chars)?;
+        let id = child_id(ctx)?;
+        let hop = hop_to_child(
+            ctx,
+            &id,
+            "answer the person with SendMessage with what you have instead of delegating more",
+        )?;
         let running = ctx
             .store()
             .subagents_of(&ctx.bot.id)
@@ -206,7 +234,6 @@ impl Tool for Task {
                 "wait for their reports, or stop one with StopSubagent",
             ));
         }
-        let id = child_id(ctx)?;
         let role = prompts()
             .subagent_role
             .render(&[
@@ -256,6 +283,7 @@ impl Tool for Task {
             format!("task from {}", ctx.bot.id),
             &prompt,
             "task",
+            hop,
         );
         Ok(ToolOutput {
             content: format!(
@@ -433,12 +461,18 @@ impl Tool for MessageSubagent {
                 "start a new one with Task",
             ));
         }
+        let hop = hop_to_child(
+            ctx,
+            &sub.id,
+            "answer the person with SendMessage with what you have instead of steering the subagent",
+        )?;
         let msg = input_to_child(
             ctx,
             &sub.id,
             format!("message from {}", ctx.bot.id),
             &text,
             "steer",
+            hop,
         );
         Ok(ToolOutput {
             content: format!("sent to subagent {}", sub.id),

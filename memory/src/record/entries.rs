@@ -49,7 +49,8 @@ pub enum EntryKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply_session: Option<SessionId>,
     },
-    /// A background event: routine, webhook, subagent report.
+    /// An event: a routine, a webhook, an approval's decision, a room's
+    /// input, a parent's task or message to its subagent.
     Event {
         /// Where it came from, e.g. `routine:daily` or `hook:github`.
         origin: String,
@@ -58,6 +59,11 @@ pub enum EntryKind {
         /// Whether the content is trusted instructions (routines the owner
         /// wrote) or untrusted data (webhook payloads, reports).
         trusted: bool,
+        /// Hops since the originating user message, for an event that
+        /// continues a chain between bots (a parent's task or message to
+        /// its subagent); none for the others.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
     },
     /// Model output: internal text and tool calls.
     Assistant {

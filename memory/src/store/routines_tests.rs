@@ -56,6 +56,7 @@ fn fire(slot: i64) -> Mutation {
                 origin: "routine:brief".into(),
                 text: "Brief me.".into(),
                 trusted: true,
+                hop: None,
             },
         },
         session: key,

@@ -1,0 +1,139 @@
+//! A request's input — path parameters, the query string, the body — read
+//! so that every failure is answered in the API's one error shape
+//! ([`ApiError`]), never as axum's plain-text rejections.
+
+use axum::body::Bytes;
+use axum::extract::FromRequestParts;
+use axum::extract::Query;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::PathRejection;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+
+/// Path parameters, as `axum::extract::Path`, refused as [`ApiError`]: a
+/// percent-escape that is not UTF-8 (`/v1/bots/%FF`) is a JSON `400`.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub(crate) struct Path<T>(pub T);
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        if r.status().is_server_error() {
+            ApiError::Internal(format!("path parameters: {}", r.body_text()))
+        } else {
+            ApiError::BadRequest(format!(
+                "{}; a path segment must be text (percent-escapes that decode to UTF-8)",
+                r.body_text()
+            ))
+        }
+    }
+}
+
+/// The query of a route that takes no query parameters: any parameter is
+/// refused (`400`), as the routes that take some refuse unknown ones, so
+/// that a client never mistakes an ignored `?limit=5` for one that worked.
+#[derive(Debug)]
+pub(crate) struct NoQuery;
+
+/// The empty parameter set [`NoQuery`] reads the query string into.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Query::<NoParams>::try_from_uri(&parts.uri)
+            .map(|_| NoQuery)
+            .map_err(|e| {
+                ApiError::BadRequest(format!(
+                    "{e}; {} takes no query parameters (docs/api.md)",
+                    parts.uri.path()
+                ))
+            })
+    }
+}
+
+/// A request body as read, or the error to answer: `413 too_large` past
+/// `limit` bytes (the route's limit), `400` when it could not be read.
+pub(crate) fn read_body(
+    body: Result<Bytes, BytesRejection>,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge { limit }
+        } else {
+            ApiError::BadRequest(format!("could not read the body: {r}"))
+        }
+    })
+}
+
+/// A JSON object body parsed into `T`; `what` names it in errors ("a
+/// message") and `example` shows what to send. Anything but an object is
+/// refused: serde would read an array as a struct's fields in order, so
+/// `["deny"]` would pass for `{"decision": "deny"}`.
+pub(crate) fn json_object<T: DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+    example: &str,
+) -> Result<T, ApiError> {
+    // JSON's whitespace is these four bytes (RFC 8259 §2)
+    let first = body
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    if first != Some(&b'{') {
+        return Err(ApiError::BadRequest(format!(
+            "the body must be a JSON object for {what} (not an array, a string, a number or \
+             nothing); send {example}"
+        )));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the body is not valid JSON for {what} ({e}); send {example}"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        text: String,
+    }
+
+    fn parse(body: &str) -> Result<Body, String> {
+        json_object::<Body>(body.as_bytes(), "a message", r#"{"text": "..."}"#)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn only_an_object_is_a_body() {
+        assert_eq!(
+            parse(" \n{\"text\": \"hi\"}"),
+            Ok(Body { text: "hi".into() })
+        );
+        for refused in [r#"["hi"]"#, r#" ["hi"]"#, r#""hi""#, "1", "null", "", "  "] {
+            let e = parse(refused).err().unwrap_or_default();
+            assert!(
+                e.starts_with("the body must be a JSON object"),
+                "{refused:?}: {e}"
+            );
+        }
+        let e = parse("{not json").err().unwrap_or_default();
+        assert!(
+            e.starts_with("the body is not valid JSON for a message"),
+            "{e}"
+        );
+        let e = parse(r#"{"txt": "x"}"#).err().unwrap_or_default();
+        assert!(e.contains("unknown field `txt`"), "{e}");
+    }
+}

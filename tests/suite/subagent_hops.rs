@@ -1,0 +1,253 @@
+//! A task and a message to a subagent are hops like a message to another
+//! bot, and its report one more: a parent that delegates again when a
+//! report wakes it continues the count of the person's request, and Task
+//! is refused with the hop-budget error once the task and its report no
+//! longer fit in `runtime.max_hops`.
+//!
+//! (Before, the task carried no hop and every report arrived at hop 1, so
+//! a parent that answered each report with a new task looped without
+//! limit: thousands of subagents in seconds.)
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+const TOOLS: &[&str] = &[
+    "SendMessage",
+    "Task",
+    "CheckSubagent",
+    "MessageSubagent",
+    "StopSubagent",
+];
+
+/// The exploratory tester's script: every report starts a new task.
+const LOOP: &str = r#"
+[[rule]]
+bot = "a"
+match = "^taskloop|loopreport"
+steps = [ { tool = "Task", args = { description = "loop job", prompt = "loopwork go" } } ]
+
+[[rule]]
+match = "loopwork"
+steps = [ { tool = "SendMessage", args = { text = "loopreport done" } } ]
+"#;
+
+/// More reports than any budget in these tests allows: the loop runs away.
+const RUNAWAY: usize = 12;
+
+fn hops_of(entries: &[Value], kind: &str) -> Vec<Value> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["hop"].clone())
+        .collect()
+}
+
+/// The subagents of `parent`.
+async fn subagents_of(host: &TestHost, parent: &str) -> Vec<String> {
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let origin = format!("subagent:{parent}");
+    bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["origin"] == origin.as_str())
+        .map(|b| b["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The entries of the session a subagent's task runs in, once its first
+/// turn ended.
+async fn task_entries(host: &TestHost, sub: &str) -> Vec<Value> {
+    let session = host
+        .wait_get(&format!("/v1/bots/{sub}/turns"), |v| {
+            v["turns"]
+                .as_array()?
+                .iter()
+                .find_map(|t| t["session"].as_str().map(|s| json!(s)))
+        })
+        .await;
+    let session = session.as_str().unwrap();
+    host.wait_for(session, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "turn_end")
+            .then(|| json!(es))
+    })
+    .await
+    .as_array()
+    .unwrap()
+    .clone()
+}
+
+/// What the task loop did under `max_hops`.
+struct LoopOutcome {
+    /// Hops of the reports that woke the parent.
+    reports: Vec<Value>,
+    /// Hops of the subagents' tasks, lowest first.
+    tasks: Vec<Value>,
+    /// The refused Task's result.
+    refusal: String,
+}
+
+async fn run_task_loop(max_hops: u32) -> LoopOutcome {
+    let host = TestFleet::new()
+        .script("s", LOOP)
+        .bot("a", "s", TOOLS)
+        .runtime(&format!(
+            "debounce_ms = 0\nextract_memory = false\nmax_hops = {max_hops}"
+        ))
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let (status, sent) = host.send("a", "taskloop start", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    // the chain ends with the hop-budget refusal of a Task, or runs away
+    let stop = host
+        .wait_for(&session, |es| {
+            let refused = es.iter().find(|e| {
+                e["kind"] == "tool_result"
+                    && e["name"] == "Task"
+                    && e["content"].as_str().unwrap_or("").contains("hop budget")
+            });
+            let reports = es.iter().filter(|e| e["kind"] == "agent_message").count();
+            refused
+                .cloned()
+                .or_else(|| (reports > RUNAWAY).then(|| json!({ "runaway": reports })))
+        })
+        .await;
+    assert!(
+        stop.get("runaway").is_none(),
+        "the task loop was not stopped by the hop budget: {stop:#}"
+    );
+    // the refusing turn ends, and nothing more is on its way
+    let end = host
+        .wait_for(&session, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "turn_end" && e["turn"] == stop["turn"])
+                .cloned()
+        })
+        .await;
+    assert_eq!(end["status"], "completed", "{end:#}");
+    let entries = host.entries(&session).await;
+    assert_eq!(
+        entries.last().map(|e| &e["seq"]),
+        Some(&end["seq"]),
+        "the refusal is the end of the chain: {entries:#?}"
+    );
+    let subs = subagents_of(&host, "a").await;
+    let mut tasks = Vec::new();
+    for sub in &subs {
+        let es = task_entries(&host, sub).await;
+        tasks.extend(hops_of(&es, "event"));
+    }
+    tasks.sort_by_key(Value::as_u64);
+    let outcome = LoopOutcome {
+        reports: hops_of(&entries, "agent_message"),
+        tasks,
+        refusal: stop["content"].as_str().unwrap().to_owned(),
+    };
+    host.shutdown().await;
+    outcome
+}
+
+#[tokio::test]
+async fn a_parent_delegating_again_at_each_report_stops_at_the_hop_budget() {
+    let out = run_task_loop(4).await;
+    // person → a (0) → task (1) → report (2) → task (3) → report (4):
+    // a task from hop 4 would pass the budget of 4
+    assert_eq!(out.tasks, vec![json!(1), json!(3)]);
+    assert_eq!(out.reports, vec![json!(2), json!(4)]);
+    assert!(
+        out.refusal.contains("hop budget of 4") && out.refusal.contains("SendMessage"),
+        "the parent is told to answer its person: {}",
+        out.refusal
+    );
+}
+
+#[tokio::test]
+async fn a_task_whose_report_would_pass_the_budget_is_not_started() {
+    // with a budget of 3, a task from hop 2 fits (hop 3) but its report
+    // (hop 4) would not come back: the parent is told now, not left
+    // waiting for a report that never arrives
+    let out = run_task_loop(3).await;
+    assert_eq!(out.tasks, vec![json!(1)]);
+    assert_eq!(out.reports, vec![json!(2)]);
+    assert!(out.refusal.contains("hop budget of 3"), "{}", out.refusal);
+}
+
+#[tokio::test]
+async fn a_message_to_a_subagent_is_a_hop_and_its_report_continues_the_count() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "first", prompt = "SUBTASK first" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+match = "^p\\.sub-"
+steps = [
+  { tool = "MessageSubagent", args = { id = "{{input}}", text = "STEER once more" } },
+  { tool = "SendMessage", args = { text = "steer: {{tool_result}}" } },
+]
+
+[[rule]]
+match = "SUBTASK first"
+steps = [ { tool = "SendMessage", args = { text = "first report" } } ]
+
+[[rule]]
+match = "STEER once more"
+steps = [ { tool = "SendMessage", args = { text = "steered report" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("p", "s", TOOLS)
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let (_, sent) = host.send("p", "delegate it", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&session, |es| {
+        es.iter().find(|e| e["kind"] == "agent_message").cloned()
+    })
+    .await;
+    let subs = subagents_of(&host, "p").await;
+    assert_eq!(subs.len(), 1, "{subs:?}");
+    let (_, steer) = host.send("p", &subs[0], None).await;
+    let end = host
+        .wait_turn_end(&session, steer["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end:#}");
+    let reports = host
+        .wait_for(&session, |es| {
+            let reports: Vec<&Value> = es.iter().filter(|e| e["kind"] == "agent_message").collect();
+            (reports.len() == 2).then(|| json!(reports))
+        })
+        .await;
+    assert_eq!(reports[1]["text"], "steered report", "{reports:#}");
+    // the person's message starts over at hop 0: the steering message is
+    // hop 1 and the report it brings back hop 2, like task and report
+    let es = task_entries(&host, &subs[0]).await;
+    let inputs: Vec<(Value, Value)> = es
+        .iter()
+        .filter(|e| e["kind"] == "event")
+        .map(|e| (e["origin"].clone(), e["hop"].clone()))
+        .collect();
+    assert_eq!(
+        inputs,
+        vec![
+            (json!("task from p"), json!(1)),
+            (json!("message from p"), json!(1)),
+        ]
+    );
+    assert_eq!(reports[0]["hop"], 2, "{reports:#}");
+    assert_eq!(reports[1]["hop"], 2, "{reports:#}");
+    host.shutdown().await;
+}
