@@ -268,6 +268,13 @@ impl LoadedFleet {
                     "give exactly one of `value` or `value_env`",
                 ));
             }
+            if sec.value.as_deref().is_some_and(|v| v.contains('\0')) {
+                return Err(self.invalid(
+                    format!("{key}.value"),
+                    "must not contain a NUL byte: a secret becomes an environment variable of \
+                     the commands that use it",
+                ));
+            }
         }
         let mut seen_bots = Vec::new();
         for (i, b) in f.bots.iter().enumerate() {
@@ -424,7 +431,7 @@ impl LoadedFleet {
                         bot: b.id.clone(),
                         name: h.name.clone(),
                         secret,
-                        max_payload_bytes: h.max_payload_bytes,
+                        max_payload_bytes: h.payload_limit(f.host.max_body_bytes),
                     });
                 }
             }

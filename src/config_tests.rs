@@ -205,3 +205,27 @@ fn a_provider_bounds_each_model_call_in_time_and_size() {
         );
     }
 }
+
+#[test]
+fn a_hook_without_a_payload_limit_fits_a_small_body_limit() {
+    let hooked = ISSUE_EXAMPLE.replace(
+        "listen = \"127.0.0.1:7878\"",
+        "listen = \"127.0.0.1:7878\"\nmax_body_bytes = 4096",
+    ) + "[[bots.hooks]]\nname = \"gh\"\nsecret = \"a-long-enough-hook-secret\"\n";
+    let f = LoadedFleet::parse(&hooked, "fleet.toml", None).unwrap();
+    assert_eq!(f.file.bots[0].hooks[0].payload_limit(4096), 4096);
+    // a limit set past the body limit is still refused, naming the key
+    let e = err(&format!("{hooked}max_payload_bytes = 8192\n"));
+    assert!(
+        e.contains("bots[0].hooks[0].max_payload_bytes") && e.contains("4096"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_secret_value_with_a_nul_byte_is_refused() {
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[[secrets]]\nname = \"TOKEN\"\nvalue = \"ab\\u0000cd\"\n"
+    ));
+    assert!(e.contains("secrets[0].value") && e.contains("NUL"), "{e}");
+}

@@ -58,14 +58,21 @@ pub struct HookConfig {
     /// Or the name of an environment variable holding it.
     #[serde(default)]
     pub secret_env: Option<String>,
-    /// Largest payload accepted, in bytes (default 64 KiB, at most
-    /// `host.max_body_bytes`).
-    #[serde(default = "default_hook_payload")]
-    pub max_payload_bytes: usize,
+    /// Largest payload accepted, in bytes, at most `host.max_body_bytes`
+    /// (default: 64 KiB, or `host.max_body_bytes` when that is smaller).
+    #[serde(default)]
+    pub max_payload_bytes: Option<usize>,
 }
 
-fn default_hook_payload() -> usize {
-    64 * 1024
+/// A hook's payload limit when fleet.toml sets none.
+const DEFAULT_HOOK_PAYLOAD: usize = 64 * 1024;
+
+impl HookConfig {
+    /// The payload limit in force under a host body limit of `max_body`.
+    pub fn payload_limit(&self, max_body: usize) -> usize {
+        self.max_payload_bytes
+            .unwrap_or(DEFAULT_HOOK_PAYLOAD.min(max_body))
+    }
 }
 
 /// Shortest inline hook secret.
@@ -126,7 +133,8 @@ impl LoadedFleet {
                 }
                 _ => {}
             }
-            if h.max_payload_bytes == 0 || h.max_payload_bytes > self.file.host.max_body_bytes {
+            let limit = h.payload_limit(self.file.host.max_body_bytes);
+            if limit == 0 || limit > self.file.host.max_body_bytes {
                 return Err(self.invalid(
                     format!("{key}.max_payload_bytes"),
                     format!(
