@@ -108,6 +108,7 @@ pub(crate) async fn post_message(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let record = owned_bot(&state, &user, &bot).await?;
+    super::refuse_stopped_subagent(&state, &record).await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = parsed.text.trim();
     if text.is_empty() {

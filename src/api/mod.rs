@@ -155,6 +155,27 @@ impl Table {
     }
 }
 
+/// A subagent that was stopped takes no more work (its turns are cancelled
+/// as they start): a message to it is refused rather than accepted and
+/// silently dropped.
+pub(crate) async fn refuse_stopped_subagent(
+    state: &ApiState,
+    bot: &BotRecord,
+) -> Result<(), ApiError> {
+    if !bot.origin.starts_with("subagent:") {
+        return Ok(());
+    }
+    match state.fleet.store().get_subagent(&bot.id).await? {
+        Some(sub) if sub.status == botfleet_memory::SubagentStatus::Stopped => {
+            Err(ApiError::Conflict(format!(
+                "subagent {} was stopped and takes no more work; ask {} to start a new task",
+                sub.id, sub.parent
+            )))
+        }
+        Some(_) | None => Ok(()),
+    }
+}
+
 /// A bot the user may use: it exists and the user owns it. Other users'
 /// bots are reported as missing, so ids do not leak across users.
 pub(crate) async fn owned_bot(

@@ -208,12 +208,13 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "answered anyway" }} }} ]
     assert_eq!(reply, "delegated");
     let sub = subagent_of(&host, "p").await;
     task_session(&host, &sub).await;
-    let (_, stop) = reply_to(&host, &sub).await;
-    assert!(stop.contains(&format!("stopped subagent {sub}")), "{stop}");
-    // a person's message to the stopped subagent
+    // a person's message to the subagent, queued while it works; then the
+    // parent stops it
     let (status, sent) = host.send(&sub, "hello", None).await;
     assert_eq!(status, 202, "{sent}");
     let dm = sent["session"].as_str().unwrap().to_owned();
+    let (_, stop) = reply_to(&host, &sub).await;
+    assert!(stop.contains(&format!("stopped subagent {sub}")), "{stop}");
     let end = host.wait_turn_end(&dm, sent["seq"].as_i64().unwrap()).await;
     assert_eq!(end["status"], "cancelled", "{end}");
     let es = host.entries(&dm).await;
@@ -241,5 +242,27 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "answered anyway" }} }} ]
         body.to_string().contains("stopped"),
         "the refusal says why: {body}"
     );
+
+    // once stopped, new work is refused where it is given, not accepted
+    // and cancelled: a message, a routine, a room
+    let (status, body) = host.send(&sub, "are you there?", None).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("stopped"), "{body}");
+    let resp = host
+        .http
+        .put(format!("{}/v1/bots/{sub}/routines/daily", host.url))
+        .bearer_auth(TOKEN)
+        .body(r#"{"cron": "0 8 * * *", "timezone": "UTC", "prompt": "report"}"#)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("subagent of p"), "{body}");
+    let room = format!(r#"{{"name": "with-sub", "members": ["p", "{sub}"]}}"#);
+    let (status, body) = host.post_raw("/v1/groups", Some(TOKEN), None, room).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("stopped"), "{body}");
     host.shutdown().await;
 }

@@ -26,6 +26,7 @@ use botfleet_memory::RoomId;
 use botfleet_memory::RoomRecord;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::StoreError;
+use botfleet_memory::SubagentStatus;
 use botfleet_memory::UserId;
 use serde::Serialize;
 use serde_json::Value;
@@ -124,7 +125,21 @@ pub async fn create_room(
                 "member {id} is listed twice; list each bot once"
             )));
         }
-        match rt.store.get_bot(&id).await? {
+        let bot = rt.store.get_bot(&id).await?;
+        if let Some(b) = &bot
+            && b.owner == *user
+            && b.origin.starts_with("subagent:")
+            && let Some(sub) = rt.store.get_subagent(&b.id).await?
+            && sub.status == SubagentStatus::Stopped
+        {
+            // its turns would be cancelled as they start, silently
+            return Err(GroupError::Conflict(format!(
+                "member {id} is a subagent that was stopped and takes no more work; ask {} \
+                 to start a new task, or add another bot",
+                sub.parent
+            )));
+        }
+        match bot {
             Some(b) if b.owner == *user => {}
             Some(b) if shareable(&b) => shared = true,
             _ => {
