@@ -185,6 +185,7 @@ impl GateFixture {
             call_id: "c1",
             cancel: &self.cancel,
             secrets: &self.secrets,
+            step_effects: &[],
         };
         matches!(
             Gate::check(&ctx, tool, t.as_ref(), args).await,

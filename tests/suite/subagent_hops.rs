@@ -251,3 +251,64 @@ steps = [ { tool = "SendMessage", args = { text = "steered report" } } ]
     assert_eq!(reports[1]["hop"], 2, "{reports:#}");
     host.shutdown().await;
 }
+
+/// Tasks started together in one step count against `max_subagents`
+/// each. (Before, the calls of a step commit together and each counted
+/// only the subagents already stored: one step of three Tasks ran three
+/// under a limit of two.)
+#[tokio::test]
+async fn tasks_started_in_one_step_count_against_the_subagent_limit() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^fan out"
+steps = [
+  { calls = [
+    { tool = "Task", args = { description = "one", prompt = "quiet work" } },
+    { tool = "Task", args = { description = "two", prompt = "quiet work" } },
+    { tool = "Task", args = { description = "three", prompt = "quiet work" } },
+  ] },
+  { tool = "SendMessage", args = { text = "fanned out" } },
+]
+
+[[rule]]
+match = "quiet work"
+steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "done" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_subagents = 2")
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let (status, sent) = host.send("a", "fan out", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let results = host
+        .wait_for(&session, |es| {
+            let tasks: Vec<Value> = es
+                .iter()
+                .filter(|e| e["kind"] == "tool_result" && e["name"] == "Task")
+                .cloned()
+                .collect();
+            (tasks.len() == 3).then(|| Value::from(tasks))
+        })
+        .await;
+    let refused: Vec<&Value> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["is_error"] == json!(true))
+        .collect();
+    assert_eq!(refused.len(), 1, "{results:#}");
+    assert!(
+        refused[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 2"),
+        "{results:#}"
+    );
+    assert_eq!(subagents_of(&host, "a").await.len(), 2);
+    host.shutdown().await;
+}

@@ -62,6 +62,7 @@ impl Runner {
             call_id,
             cancel: &self.hard,
             secrets: &self.secrets,
+            step_effects: &[],
         }
     }
 
@@ -225,7 +226,10 @@ impl Runner {
         let mut out = Vec::new();
         for (call, tool, args) in prepared {
             let result = {
-                let ctx = self.tool_ctx(&call.id);
+                let ctx = ToolContext {
+                    step_effects: &out,
+                    ..self.tool_ctx(&call.id)
+                };
                 // not reviewed and internal: the gate only checks the surface
                 match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
                     GateDecision::Run { .. } => tool.call(&ctx, args).await,

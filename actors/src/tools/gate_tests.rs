@@ -149,6 +149,7 @@ impl Fx {
             call_id: "c1",
             cancel: &self.cancel,
             secrets: &self.secrets,
+            step_effects: &[],
         };
         Gate::check(&ctx, tool, t.as_ref(), &args).await
     }
@@ -418,6 +419,7 @@ async fn reviewed_calls_are_known_up_front() {
         call_id: "c1",
         cancel: &fx.cancel,
         secrets: &fx.secrets,
+        step_effects: &[],
     };
     assert!(Gate::reviewed(&ctx, "Shell", &json!({"command": "ls"})));
     assert!(Gate::reviewed(&ctx, "Task", &json!({})));

@@ -137,6 +137,10 @@ pub struct ToolContext<'a> {
     pub cancel: &'a CancellationToken,
     /// The secrets the bot may use (values by reference; never show them).
     pub secrets: &'a crate::vault::BotSecrets,
+    /// Effects of the step's earlier calls, run but not yet committed (the
+    /// calls of a step that only touch the store commit together): a
+    /// limit counted from the store counts these too.
+    pub step_effects: &'a [Mutation],
 }
 
 impl ToolContext<'_> {

@@ -226,7 +226,12 @@ impl Tool for Task {
             .map_err(store_error)?
             .into_iter()
             .filter(|s| s.status == SubagentStatus::Running)
-            .count();
+            .count()
+            + ctx
+                .step_effects
+                .iter()
+                .filter(|m| matches!(m, Mutation::CreateSubagent(_)))
+                .count();
         let max = ctx.rt.settings.max_subagents;
         if running >= max {
             return Err(ToolError::new(

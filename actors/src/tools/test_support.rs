@@ -93,6 +93,7 @@ impl ToolFixture {
             call_id,
             cancel: &self.cancel,
             secrets: &self.secrets,
+            step_effects: &[],
         }
     }
 
