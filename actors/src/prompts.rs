@@ -136,6 +136,8 @@ prompts! {
     turn_failed => "turn_failed.md",
     /// Notice of an undelivered turn.
     undelivered => "undelivered.md",
+    /// Notice of a turn stopped before it answered a person.
+    turn_cancelled => "turn_cancelled.md",
     /// A message from another bot, as data.
     agent_message => "agent_message.md",
     /// Outside data (webhooks, reports), as data.

@@ -184,6 +184,20 @@ steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "late" } } ]
     let started = body["turn"]["started_at"].as_i64().unwrap();
     let ended = body["turn"]["ended_at"].as_i64().unwrap();
     assert!(ended - started >= 50, "{body}");
+    // the person is told, with a retry (before, only a turn_end said
+    // "cancelled" and the message sat unanswered with nothing to retry)
+    let entries = host.entries(sent["session"].as_str().unwrap()).await;
+    let notice = entries
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_cancelled")
+        .unwrap_or_else(|| panic!("no turn_cancelled notice: {entries:#?}"));
+    assert_eq!(notice["retry_turn"], json!(turn), "{notice}");
+    let (status, body) = retry(&host, &turn).await;
+    assert_eq!(
+        (status, body["requeued"].clone()),
+        (200, json!(1)),
+        "{body}"
+    );
     host.shutdown().await;
 }
 

@@ -204,6 +204,28 @@ impl Runner {
             error,
         }];
         batch.extend(failure_notice);
+        if status == TurnStatus::Cancelled
+            && self.state.owes_delivery
+            && self.state.delivered == 0
+            && !self.bot.origin.starts_with("subagent:")
+        {
+            // stopped before it answered a person: say so, with a retry (a
+            // subagent's stop has its own notice, and its turns are not
+            // retried)
+            let turn = self.turn.to_string();
+            let text = prompts()
+                .turn_cancelled
+                .render(&[("turn", &turn)])
+                .unwrap_or_default();
+            batch.push(self.entry(
+                EntryId::derive(self.turn, "end", "cancelled"),
+                EntryKind::Notice {
+                    code: "turn_cancelled".into(),
+                    text,
+                    retry_turn: Some(self.turn),
+                },
+            ));
+        }
         if status == TurnStatus::Undelivered {
             let text = prompts().undelivered.render(&[]).unwrap_or_default();
             batch.push(self.entry(
