@@ -29,6 +29,7 @@ mod review_ttl;
 mod routines;
 mod routines_api;
 mod secrets;
+mod shell_stop;
 mod subagent_hops;
 mod subagent_reports;
 mod ui;

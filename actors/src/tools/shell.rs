@@ -3,8 +3,10 @@
 //! The command runs under `sh -c` with the workspace as working directory, a
 //! cleared environment (PATH, HOME = workspace, LANG), stdin closed, and its
 //! own process group. On timeout or turn cancellation the whole group is
-//! killed (SIGKILL), and after the command exits any process it left behind
-//! in the group is killed too, so nothing outlives the call.
+//! killed (SIGKILL), after the command exits any process it left behind in
+//! the group is killed too, and a call whose future is dropped (a stopping
+//! host drops the turns it was running) kills the group as it goes
+//! ([`GroupGuard`]), so nothing outlives the call.
 //!
 //! Confinement here is a path check on the command text (absolute paths and
 //! `..` that leave the workspace are refused), not an OS sandbox: see
@@ -27,6 +29,7 @@ use super::ToolError;
 use super::ToolOutput;
 use super::Workspace;
 use super::parse_args;
+use super::shell_registry::GroupGuard;
 use super::truncate_output;
 use crate::model::ToolSpec;
 
@@ -111,16 +114,6 @@ async fn drain<R: AsyncRead + Unpin>(mut pipe: R, keep: usize) -> (Vec<u8>, usiz
         }
     }
     (kept, total)
-}
-
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        // ESRCH (no such group) is fine: everything already exited
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }
 
 enum Ending {
@@ -230,16 +223,17 @@ impl Tool for Shell {
                 "the host cannot run commands right now; tell the user",
             )
         })?;
-        let pid = child.id();
-        // listed until the call ends, killed at the next start if the host
-        // dies first (shell_registry.rs)
-        let _listed = pid.and_then(|p| {
-            ctx.rt
-                .settings
-                .shell_registry
-                .as_ref()
-                .and_then(|r| r.list(p))
-        });
+        let Some(pgid) = child.id() else {
+            return Err(ToolError::new(
+                "sh started but has no process id",
+                "the host cannot run commands right now; tell the user",
+            ));
+        };
+        // declared after `child`, so dropped first: however the call ends
+        // the whole group is killed (not only the leader, which is all
+        // `kill_on_drop` kills), then taken off the list that the next start
+        // reaps if the host dies first (shell_registry.rs)
+        let mut group = GroupGuard::new(pgid, ctx.rt.settings.shell_registry.as_ref());
         let keep = limits.max_output_bytes;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
@@ -259,7 +253,7 @@ impl Tool for Shell {
             status = child.wait() => match status {
                 Ok(s) => Ending::Exited(s),
                 Err(e) => {
-                    kill_group(pid);
+                    group.kill();
                     return Err(ToolError::new(format!("waiting for the command failed: {e}"), "try again"));
                 }
             },
@@ -268,7 +262,7 @@ impl Tool for Shell {
         };
         // kill the group in every case: on timeout/cancel the command itself,
         // after a normal exit whatever it left running in the background
-        kill_group(pid);
+        group.kill();
         let _ = child.wait().await;
         let (out, out_total) = out_task.await.unwrap_or_default();
         let (err, err_total) = err_task.await.unwrap_or_default();

@@ -1,37 +1,32 @@
-//! Shell commands that outlive a host killed with SIGKILL.
+//! A Shell command's process group, killed however the call ends, and
+//! listed so that a host killed with SIGKILL has it killed at the next start.
 //!
-//! A command runs in its own process group, which the Shell tool kills on
-//! timeout, cancel and exit; a host that dies without running its code
-//! cannot. Each running command is therefore listed as a file
-//! `<dir>/<pgid>` holding its leader's start time, removed when the call
-//! ends. A host starting on the same data directory ([`ShellRegistry::reap`])
-//! kills every group still listed whose leader has the same start time —
-//! a pid reused by another process since has another start time and is
-//! left alone — and clears the list, before any turn resumes (the call is
-//! then reported `outcome unknown`, and nothing of it runs on).
+//! A command runs in its own process group, owned by a [`GroupGuard`]: the
+//! Shell tool kills the group on timeout, cancel and exit, and dropping the
+//! guard kills it too, so a call whose future is dropped (a stopping host
+//! kills its actors and drops the turns they were running) leaves nothing
+//! behind. A host that dies without running its code cannot; each running
+//! command is therefore listed as a file `<dir>/<pgid>` holding its
+//! leader's start time, removed only once the group has been killed (a
+//! group the guard could not kill stays listed). A host starting on the
+//! same data directory ([`ShellRegistry::reap`]) kills every group still
+//! listed whose leader has the same start time — a pid reused by another
+//! process since has another start time and is left alone — and clears the
+//! list, before any turn resumes (the call is then reported `outcome
+//! unknown`, and nothing of it runs on).
 //!
 //! Start times come from `/proc/<pid>/stat` (Linux). Elsewhere nothing is
-//! listed and nothing is reaped.
+//! listed and nothing is reaped, and the guard kills without the check.
 
 use std::path::Path;
 use std::path::PathBuf;
+
+use nix::errno::Errno;
 
 /// The list of running commands' process groups.
 #[derive(Debug, Clone)]
 pub struct ShellRegistry {
     dir: PathBuf,
-}
-
-/// A listed command; dropping it takes it off the list.
-#[derive(Debug)]
-pub(crate) struct Listed {
-    path: PathBuf,
-}
-
-impl Drop for Listed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 impl ShellRegistry {
@@ -40,16 +35,15 @@ impl ShellRegistry {
         Self { dir: dir.into() }
     }
 
-    /// Lists the group led by `pgid` while the returned guard lives. A
-    /// failure to list only loses the clean-up after a SIGKILL: it is
-    /// logged, the command runs.
-    pub(crate) fn list(&self, pgid: u32) -> Option<Listed> {
-        let started = start_time(pgid)?;
+    /// Lists the group led by `pgid`, whose leader started at `started`;
+    /// returns the list file. A failure to list only loses the clean-up
+    /// after a SIGKILL: it is logged, the command runs.
+    fn list(&self, pgid: u32, started: u64) -> Option<PathBuf> {
         let path = self.dir.join(pgid.to_string());
         let written = std::fs::create_dir_all(&self.dir)
             .and_then(|()| std::fs::write(&path, started.to_string()));
         match written {
-            Ok(()) => Some(Listed { path }),
+            Ok(()) => Some(path),
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "cannot list a running shell command");
                 None
@@ -67,7 +61,7 @@ impl ShellRegistry {
         for entry in entries.flatten() {
             let path = entry.path();
             if let Some(pgid) = still_running(&path)
-                && kill_group(pgid)
+                && kill_group(pgid).is_ok()
             {
                 killed += 1;
                 tracing::warn!(
@@ -81,6 +75,72 @@ impl ShellRegistry {
     }
 }
 
+/// The process group of a running command, from its start until the group
+/// is killed. Dropping it kills the group (if [`GroupGuard::kill`] has not
+/// already), then takes it off the list.
+#[derive(Debug)]
+pub(crate) struct GroupGuard {
+    pgid: u32,
+    /// The leader's start time, to tell it from a later process given the
+    /// same pid (none: unknown, not checked).
+    started: Option<u64>,
+    /// The list file (none: not listed).
+    listed: Option<PathBuf>,
+    /// Whether the group has been killed or found gone: nothing is left
+    /// to kill, and it can come off the list.
+    killed: bool,
+}
+
+impl GroupGuard {
+    /// Guards the group led by `pgid`, a child not yet waited for (so its
+    /// start time can be read), listed in `registry` if there is one.
+    pub(crate) fn new(pgid: u32, registry: Option<&ShellRegistry>) -> Self {
+        let started = start_time(pgid);
+        let listed = registry.zip(started).and_then(|(r, t)| r.list(pgid, t));
+        Self {
+            pgid,
+            started,
+            listed,
+            killed: false,
+        }
+    }
+
+    /// Kills the whole group with SIGKILL, once. The leader may have been
+    /// waited for already (the command exited, its background children
+    /// may run on): its pid stays taken while any process of the group
+    /// lives, so a pid now held by a process with another start time means
+    /// the group is gone, and it is left alone.
+    pub(crate) fn kill(&mut self) {
+        if self.killed {
+            return;
+        }
+        let reused = self
+            .started
+            .is_some_and(|listed| start_time(self.pgid).is_some_and(|now| now != listed));
+        self.killed = reused
+            || match kill_group(self.pgid) {
+                // ESRCH: no process left in the group
+                Ok(()) | Err(Errno::ESRCH) => true,
+                Err(error) => {
+                    tracing::warn!(pgid = self.pgid, %error, "cannot kill a shell command's process group");
+                    false
+                }
+            };
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+        // a group not killed stays listed: the next start retries
+        if self.killed
+            && let Some(path) = &self.listed
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// The group a list file names, if its leader is still the process that
 /// was listed.
 fn still_running(path: &Path) -> Option<u32> {
@@ -89,15 +149,12 @@ fn still_running(path: &Path) -> Option<u32> {
     (start_time(pgid) == Some(listed)).then_some(pgid)
 }
 
-fn kill_group(pgid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pgid) else {
-        return false;
-    };
+fn kill_group(pgid: u32) -> nix::Result<()> {
+    let pid = i32::try_from(pgid).map_err(|_| Errno::EINVAL)?;
     nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     )
-    .is_ok()
 }
 
 /// When process `pid` started, in clock ticks since boot (field 22 of
@@ -138,5 +195,69 @@ mod tests {
         std::fs::write(dir.path().join("not-a-pid"), "5").unwrap();
         assert_eq!(reg.reap(), 0);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[cfg(target_os = "linux")]
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    }
+
+    /// A group leader `sh` that has started a background `sleep`; returns
+    /// the leader and the sleep's pid.
+    #[cfg(target_os = "linux")]
+    fn group_with_a_child() -> (std::process::Child, u32) {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(leader.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (leader, line.trim().parse().unwrap())
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_dropped_guard_kills_the_whole_group_then_unlists_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = ShellRegistry::new(dir.path());
+        let (mut leader, child) = group_with_a_child();
+        let guard = GroupGuard::new(leader.id(), Some(&reg));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        drop(guard);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let _ = leader.wait();
+        // SIGKILL is delivered at once; init reaps the orphan soon after
+        for _ in 0..100 {
+            if !alive(child) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the background child {child} survived its group's guard");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_guard_whose_pid_now_has_another_start_time_kills_nothing() {
+        let (mut leader, child) = group_with_a_child();
+        let pgid = leader.id();
+        let started = start_time(pgid).unwrap();
+        // as if the listed leader had exited and its pid been reused
+        drop(GroupGuard {
+            pgid,
+            started: Some(started + 1),
+            listed: None,
+            killed: false,
+        });
+        let alive_after = alive(pgid) && alive(child);
+        let _ = kill_group(pgid);
+        let _ = leader.wait();
+        assert!(alive_after, "another process's group was killed");
     }
 }

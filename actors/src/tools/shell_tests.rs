@@ -99,6 +99,44 @@ async fn cancel_kills_the_command() {
     assert!(err.message.contains("cancelled"), "{err}");
 }
 
+/// A host that stops drops the turns it runs, and with them the call's
+/// future: the whole group is killed, not only `sh`, and only then is it
+/// taken off the list.
+#[tokio::test]
+async fn a_dropped_call_kills_the_whole_group_then_unlists_it() {
+    let mut f = fixture();
+    let listed = f.0._dir.path().join("shell");
+    f.0.rt.settings.shell_registry = Some(crate::tools::ShellRegistry::new(&listed));
+    let bg = f.ws().root().join("bg.pid");
+    let call = f.run(json!({"command": "sleep 30 & echo $! > bg.pid; wait"}));
+    let started = async {
+        // a file signals nothing: poll, bounded
+        for _ in 0..500 {
+            if let Some(pid) = std::fs::read_to_string(&bg)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the command never started");
+    };
+    let pid = tokio::select! {
+        pid = started => pid,
+        out = call => panic!("the call ended first: {out:?}"),
+    };
+    // the call's future is dropped: the group is killed as it goes
+    assert_eq!(std::fs::read_dir(&listed).unwrap().count(), 0);
+    for _ in 0..100 {
+        if !alive(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("background process {pid} survived the dropped call");
+}
+
 #[tokio::test]
 async fn paths_outside_are_refused() {
     let f = fixture();
