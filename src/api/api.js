@@ -13,6 +13,7 @@ export const API = Object.freeze({
   entries: ["GET", "/v1/sessions/{session}/entries"],
   retryTurn: ["POST", "/v1/turns/{turn}/retry"],
   approvals: ["GET", "/v1/approvals"],
+  approval: ["GET", "/v1/approvals/{id}"],
   decide: ["POST", "/v1/approvals/{id}"],
   groups: ["GET", "/v1/groups"],
   groupCreate: ["POST", "/v1/groups"],
@@ -28,20 +29,46 @@ export const API = Object.freeze({
 
 const TOKEN_KEY = "botfleet.token";
 
+/**
+ * The bearer token this tab signed in with. It is read from localStorage
+ * once, when the page loads, and changed only by this tab's sign-in and
+ * "Log out": a view never sends with a token other than the one it was
+ * loaded with, even after another tab signs in as someone else (the app
+ * follows that tab through onStoredChange).
+ */
+let held = localStorage.getItem(TOKEN_KEY) || "";
+
 /** The bearer token, kept in localStorage until "Log out". */
 export const auth = {
   get token() {
-    return localStorage.getItem(TOKEN_KEY) || "";
+    return held;
   },
   save(token) {
+    held = token;
     localStorage.setItem(TOKEN_KEY, token);
   },
+  /**
+   * Forgets the token in this tab, and in the browser unless another tab
+   * already replaced or removed it there.
+   */
   clear() {
-    localStorage.removeItem(TOKEN_KEY);
+    if (localStorage.getItem(TOKEN_KEY) === held) localStorage.removeItem(TOKEN_KEY);
+    held = "";
   },
-  /** Set by the app: called when the host refuses the stored token. */
+  /** Set by the app: called when the host refuses the token held. */
   onRefused: () => {},
+  /**
+   * Set by the app: called with the stored token (or "") when another tab
+   * of this browser signed in or out, so that it differs from the one held.
+   */
+  onStoredChange: () => {},
 };
+
+window.addEventListener("storage", (ev) => {
+  if (ev.storageArea !== localStorage || (ev.key !== TOKEN_KEY && ev.key !== null)) return;
+  const stored = localStorage.getItem(TOKEN_KEY) || "";
+  if (stored !== held) auth.onStoredChange(stored);
+});
 
 /** An answer that was not a success; `message` is the host's own words. */
 export class ApiError extends Error {
@@ -100,7 +127,8 @@ export async function call(name, params = {}, opts = {}) {
       data = text;
     }
   }
-  if (resp.status === 401 && opts.token === undefined) auth.onRefused();
+  // refused: the token this tab holds, not one tried or since replaced
+  if (resp.status === 401 && opts.token === undefined && token && token === auth.token) auth.onRefused();
   if (!resp.ok && !(opts.accept || []).includes(resp.status)) {
     const err = (data && typeof data === "object" && data.error) || {};
     throw new ApiError(resp.status, err.code || `http_${resp.status}`, err.message || `${method} ${path} answered ${resp.status}`, data);
@@ -190,13 +218,14 @@ export class Signals {
     while (!signal.aborted) {
       this.onState("connecting");
       try {
+        const token = auth.token;
         const resp = await fetch(pathOf("events"), {
-          headers: { Authorization: `Bearer ${auth.token}`, Accept: "text/event-stream" },
+          headers: { Authorization: `Bearer ${token}`, Accept: "text/event-stream" },
           signal,
           cache: "no-store",
         });
         if (resp.status === 401) {
-          auth.onRefused();
+          if (token && token === auth.token) auth.onRefused();
           return;
         }
         if (resp.ok && resp.body) {

@@ -21,6 +21,7 @@ import {
 } from "./state.js";
 import { Timeline } from "./timeline.js";
 
+const REFUSED = "The host refused your token (it may have changed). Paste it again.";
 const main = document.getElementById("main");
 const top = document.getElementById("top");
 const conn = document.getElementById("conn");
@@ -32,8 +33,13 @@ let view = null;
 // ---------- start, sign-in, routing ----------
 
 function boot() {
-  auth.onRefused = () => {
-    if (auth.token) logout("The host refused your token (it may have changed). Paste it again.");
+  auth.onRefused = () => logout(REFUSED);
+  auth.onStoredChange = (stored) => {
+    if (!stored) return logout("You logged out in another tab.");
+    // another tab signed in, perhaps as someone else: start over as that
+    // account rather than show one account's screens with another's token
+    history.replaceState(null, "", `${location.pathname}#/bots`);
+    location.reload();
   };
   document.getElementById("logout").addEventListener("click", () => logout());
   document.querySelector(".skip").addEventListener("click", (ev) => {
@@ -93,6 +99,12 @@ function showLogin(message = "") {
     ev.preventDefault();
     const token = input.value.trim();
     if (!token) return;
+    // fetch() refuses such a header before it reaches the host
+    if (!/^[\x20-\x7e]+$/.test(token)) {
+      error.textContent = "That is not a token: a token is ASCII text (letters, digits, punctuation).";
+      input.focus();
+      return;
+    }
     submit.disabled = true;
     error.textContent = "";
     try {
@@ -119,7 +131,12 @@ function route() {
   if (!location.hash.startsWith("#/")) return;
   const raw = location.hash.slice(2);
   const cut = raw.indexOf("?");
-  const parts = (cut < 0 ? raw : raw.slice(0, cut)).split("/").filter(Boolean).map(decodeURIComponent);
+  let parts;
+  try {
+    parts = (cut < 0 ? raw : raw.slice(0, cut)).split("/").filter(Boolean).map(decodeURIComponent);
+  } catch {
+    parts = ["not-found"]; // a malformed %-escape: no page has that address
+  }
   const query = new URLSearchParams(cut < 0 ? "" : raw.slice(cut + 1));
   const [section = "bots", id] = parts;
   const seq = Number(query.get("seq")) || undefined;
@@ -202,8 +219,16 @@ async function deliver(timeline, text, post, onAccepted = () => {}) {
       onAccepted(data);
       timeline.sync().catch(() => {});
     } catch (e) {
-      if (e.status === 401) return;
-      shown.failed(e.message, () => attempt(key));
+      if (e.status !== 401) return shown.failed(e.message, () => attempt(key));
+      // the host refused the token this tab holds (call() signed it out)
+      shown.failed("Not sent: the host refused your token.", () => attempt(key));
+      if (!auth.token) {
+        const quoted = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+        const why = `Your message was not sent: the host refused your token (it may have changed, or you logged out). Sign in, then send it again: “${quoted}”`;
+        const shownAlert = main.querySelector(".login [role=alert]");
+        if (shownAlert) shownAlert.textContent = why;
+        else showLogin(why);
+      }
     }
   };
   await attempt(uuidv7());

@@ -166,18 +166,20 @@ export function searchView(query) {
     ev.preventDefault();
     const params = new URLSearchParams({ q: input.value.trim() });
     if (select.value) params.set("bot", select.value);
-    location.hash = `#/search?${params}`;
+    const hash = `#/search?${params}`;
+    // the same search again changes no hash (no hashchange): run it here
+    if (new URL(hash, location.href).hash === location.hash) run();
+    else location.hash = hash;
   });
   main.replaceChildren(h("div", { class: "page" }, title, form, results));
   loadBots();
-  if (!q) {
-    results.append(h("p", { class: "hint" }, "Searches every conversation you can read: DMs, rooms, routines, webhooks. Quote a \"phrase\"; name a bot to search only what it may see."));
-    input.focus();
-  } else {
-    results.append(h("p", { class: "hint" }, "Searching…"));
+  let asked = 0;
+  const run = () => {
+    const mine = ++asked;
+    results.replaceChildren(h("p", { class: "hint" }, "Searching…"));
     call("search", {}, { query: { q, bot, limit: 50 } })
       .then(({ data }) => {
-        if (ctx.closed) return;
+        if (ctx.closed || mine !== asked) return;
         const hits = data.hits || [];
         results.replaceChildren(
           h("p", { class: "hint" }, data.total === 1 ? "1 match" : `${data.total} matches${data.total > hits.length ? `, best ${hits.length} shown` : ""}`),
@@ -200,8 +202,14 @@ export function searchView(query) {
         );
       })
       .catch((e) => {
-        if (!ctx.closed) results.replaceChildren(errorBox(e));
+        if (!ctx.closed && mine === asked) results.replaceChildren(errorBox(e));
       });
+  };
+  if (!q) {
+    results.append(h("p", { class: "hint" }, "Searches every conversation you can read: DMs, rooms, routines, webhooks. Quote a \"phrase\"; name a bot to search only what it may see."));
+    input.focus();
+  } else {
+    run();
     title.focus();
   }
   return {

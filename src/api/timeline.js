@@ -90,7 +90,9 @@ export function tickExpiries(root) {
     const pill = el.querySelector(".status-pill");
     if (pill) pill.textContent = approvalStatusText({ status: "pending", expires_at: at }, now);
     if (now >= at) {
-      for (const b of el.parentElement.querySelectorAll(".actions button")) b.disabled = true;
+      // the buttons are in the card, beside the .card-body holding `el`
+      const card = el.closest(".approval-card");
+      if (card) for (const b of card.querySelectorAll(".actions button")) b.disabled = true;
       delete el.dataset.expires;
     }
   }
@@ -209,6 +211,7 @@ export class Timeline {
       this.log.append(frag);
       this.refresh();
       if (added && stick) this.toEnd();
+      if (added) this.checkApproved();
       if (!(page.entries || []).length || this.held >= (page.last_seq ?? 0)) return;
     }
   }
@@ -231,6 +234,7 @@ export class Timeline {
       this.low = from;
       this.el.scrollTop += this.el.scrollHeight - before;
       this.refresh();
+      this.checkApproved();
     } catch (e) {
       toast(e.message, { error: true });
     } finally {
@@ -313,7 +317,7 @@ export class Timeline {
       case "notice":
         return this.notice(e);
       case "approval":
-        return this.approval(e, older);
+        return this.approval(e);
       case "assistant":
         return this.assistant(e);
       case "tool_result":
@@ -413,19 +417,51 @@ export class Timeline {
     return h("li", { class: `entry notice${bad ? " bad" : ""}`, role: quiet ? null : "note" }, line);
   }
 
-  approval(e, older) {
+  /**
+   * An approval's card, shown once where it first appears: each later
+   * entry of the same approval updates it. The newest entry by seq wins
+   * whatever order the entries arrive in ("Show earlier" brings a page
+   * whose own entries are in order but older than the ones held).
+   */
+  approval(e) {
     const known = this.approvals.get(e.approval);
     if (known) {
-      if (!older && e.seq > known.seq) {
+      if (e.seq > known.seq) {
         known.seq = e.seq;
+        known.status = e.status;
         fillApproval(known.box, e);
       }
       return null;
     }
     const box = h("div");
     fillApproval(box, e);
-    this.approvals.set(e.approval, { seq: e.seq, box });
+    this.approvals.set(e.approval, { seq: e.seq, status: e.status, box, asking: false });
     return h("li", { class: "entry approval" }, box);
+  }
+
+  /**
+   * Using an approval appends no entry, so the cards of approved actions
+   * ask the host whether the action ran (consumed_at) and say so.
+   */
+  checkApproved() {
+    for (const [id, known] of this.approvals) {
+      if (known.status !== "approved" || known.asking) continue;
+      known.asking = true;
+      const seq = known.seq;
+      call("approval", { id })
+        .then(({ data }) => {
+          const a = data.approval;
+          if (known.seq !== seq || !(a.consumed_at || a.status !== "approved")) return;
+          known.status = a.consumed_at ? "ran" : a.status;
+          fillApproval(known.box, a);
+        })
+        .catch((e) => {
+          if (e.status === 404) known.status = "unknown";
+        })
+        .finally(() => {
+          known.asking = false;
+        });
+    }
   }
 
   assistant(e) {

@@ -2,7 +2,9 @@
 //! chromedriver's WebDriver API. Signs in, talks to a bot (the reply and an
 //! approval arrive live over the change signals), approves, saves a secret
 //! from a card, retries a failed turn, shows the internal steps, checks
-//! that markup in messages stays text, searches, and logs out.
+//! that markup in messages stays text, searches, and logs out. Approval
+//! cards show their approval's newest state (in older pages too, once
+//! used, once expired), and each tab keeps the account it signed in with.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed (Debian: `apt-get install chromium chromium-driver`;
@@ -15,12 +17,16 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use botfleet_memory::ApprovalId;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewApproval;
+use botfleet_memory::NewEntry;
 use reqwest::Method;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -171,6 +177,54 @@ impl Browser {
         )
         .await
         .unwrap_or_else(|e| panic!("script failed: {e}"))
+    }
+
+    /// Runs `script` as an async WebDriver script: it calls its last
+    /// argument with the result.
+    async fn js_async(&self, script: &str, args: Value) -> Value {
+        self.cmd(
+            Method::POST,
+            "/execute/async",
+            Some(json!({"script": script, "args": args})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("script failed: {e}"))
+    }
+
+    /// The handle of the current tab.
+    async fn tab(&self) -> String {
+        let v = self.cmd(Method::GET, "/window", None).await.unwrap();
+        v.as_str().unwrap().to_owned()
+    }
+
+    /// Opens a tab (of the same profile: same localStorage) and switches
+    /// to it; returns its handle.
+    async fn new_tab(&self) -> String {
+        let v = self
+            .cmd(Method::POST, "/window/new", Some(json!({"type": "tab"})))
+            .await
+            .unwrap();
+        let handle = v["handle"].as_str().unwrap().to_owned();
+        self.switch_to(&handle).await;
+        handle
+    }
+
+    async fn switch_to(&self, handle: &str) {
+        self.cmd(Method::POST, "/window", Some(json!({ "handle": handle })))
+            .await
+            .unwrap();
+    }
+
+    /// Closes the current tab (switch to another one after).
+    async fn close_tab(&self) {
+        self.cmd(Method::DELETE, "/window", None).await.unwrap();
+    }
+
+    /// Signs in on the page at `url` with `token`.
+    async fn sign_in(&self, url: &str, token: &str) {
+        self.go(&format!("{url}/")).await;
+        self.type_in("#token", &format!("{token}{ENTER}")).await;
+        self.find("#top:not([hidden])").await;
     }
 
     /// Waits for the first element matching `css`.
@@ -347,6 +401,56 @@ async fn ask(host: &TestHost, session: &str) -> ApprovalId {
     id
 }
 
+/// `n` notices appended to `session`, as the host appends its own.
+async fn append_notices(host: &TestHost, session: &str, n: usize) {
+    let rt = host.host.as_ref().unwrap().fleet.runtime();
+    let batch = (0..n)
+        .map(|i| {
+            Mutation::Append(Box::new(NewEntry {
+                id: EntryId::new_v7(),
+                session: session.parse().unwrap(),
+                author: "system".into(),
+                turn: None,
+                kind: EntryKind::Notice {
+                    code: "test".into(),
+                    text: format!("notice {i}"),
+                    retry_turn: None,
+                },
+            }))
+        })
+        .collect();
+    rt.store.write(batch).await.unwrap();
+}
+
+/// The approved action runs: the approval is used, which appends no card
+/// (a notice stands for the tool's result that would follow).
+async fn run_approved(host: &TestHost, id: ApprovalId, session: &str) {
+    let rt = host.host.as_ref().unwrap().fleet.runtime();
+    rt.store
+        .write(vec![Mutation::ConsumeApproval { id }])
+        .await
+        .unwrap();
+    append_notices(host, session, 1).await;
+}
+
+/// Runs the page's own `tickExpiries` over `#main` an hour from now (the
+/// page's ticker runs every 15 s); answers whether each button matching
+/// `css` is disabled.
+async fn tick_an_hour_later(browser: &Browser, css: &str) -> Value {
+    browser
+        .js_async(
+            r#"const done = arguments[arguments.length - 1];
+               import("/ui/timeline.js").then((m) => {
+                 const now = Date.now;
+                 Date.now = () => now.call(Date) + 3600000;
+                 try { m.tickExpiries(document.getElementById("main")); } finally { Date.now = now; }
+                 done([...document.querySelectorAll(arguments[0])].map((b) => b.disabled));
+               }, (e) => done(String(e)));"#,
+            json!([css]),
+        )
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_works_in_a_browser() {
     let Some(browser) = Browser::start().await else {
@@ -404,6 +508,11 @@ async fn the_page_works_in_a_browser() {
     browser.wait_text(".log .approval", "Approved").await;
     let (_, a) = host.get(&format!("/v1/approvals/{approval}"), TOKEN).await;
     assert_eq!(a["approval"]["status"], "approved", "{a}");
+    // the action runs: the card says so, though no card entry is added
+    run_approved(&host, approval, &session).await;
+    browser
+        .wait_text(".log .approval", "Approved · the action ran")
+        .await;
 
     // a secret card: the value goes to /v1/secrets, never into the chat
     browser
@@ -483,6 +592,21 @@ async fn the_page_works_in_a_browser() {
     // search marks the matches
     browser.go(&format!("{}/#/search?q=hello", host.url)).await;
     browser.wait_text(".hits mark", "hello").await;
+    // the same search again (the address does not change) searches again
+    browser
+        .js(
+            "document.querySelector('.hits').dataset.stale = '1'",
+            json!([]),
+        )
+        .await;
+    browser.click(".searchbar button[type=submit]").await;
+    browser
+        .wait_js(
+            "new results of the same search",
+            "return document.querySelector('.hits:not([data-stale])')",
+            json!([]),
+        )
+        .await;
 
     // nothing rendered a missing value
     let text = browser
@@ -514,6 +638,169 @@ async fn the_page_works_in_a_browser() {
             .await,
         Value::Null
     );
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_cards_show_the_approvals_state() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    // the conversation starts with a message (a DM's session starts so)
+    host.send("r", "hello", None).await;
+    host.wait_turn_end(&session, 1).await;
+    // an approval approved and used, more than a page of entries ago
+    let used = ask(&host, &session).await;
+    let (status, body) = host
+        .post_raw(
+            &format!("/v1/approvals/{used}"),
+            Some(TOKEN),
+            None,
+            json!({"decision": "approve"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    run_approved(&host, used, &session).await;
+    append_notices(&host, &session, 210).await;
+    // and one waiting now
+    ask(&host, &session).await;
+
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser
+        .wait_text(".log .approval", "Approve this action?")
+        .await;
+    assert_eq!(browser.count(".log .approval").await, 1);
+
+    // the older page holds the used approval's pending and approved
+    // entries, in that order: the newest status wins
+    browser.click(".timeline .earlier").await;
+    browser
+        .wait_js(
+            "the used approval's card, approved and run, without buttons",
+            r#"const cards = document.querySelectorAll(".log .approval");
+               return cards.length === 2
+                 && cards[0].textContent.includes("Approved · the action ran")
+                 && !cards[0].querySelector("button")"#,
+            json!([]),
+        )
+        .await;
+
+    // the waiting approval's time runs out: its buttons stop working, in
+    // the conversation and on the approvals page
+    assert_eq!(
+        tick_an_hour_later(&browser, ".log .approval button").await,
+        json!([true, true])
+    );
+    browser.go(&format!("{}/#/approvals", host.url)).await;
+    browser
+        .wait_text(".approvals .panel", "Approve this action?")
+        .await;
+    assert_eq!(
+        tick_an_hour_later(&browser, ".approvals button").await,
+        json!([true, true])
+    );
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tab_keeps_the_account_it_signed_in_with() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot_of("b", "s", &["SendMessage"], "bob")
+        .start()
+        .await;
+
+    // a token that is not ASCII cannot be a header: said so, not sent
+    browser.go(&format!("{}/", host.url)).await;
+    browser.find("#token").await;
+    browser
+        .js(
+            "const i = document.getElementById('token'); i.value = 'tökén'; i.form.requestSubmit()",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "a token is ASCII text")
+        .await;
+    browser
+        .js("document.getElementById('token').value = ''", json!([]))
+        .await;
+    browser.type_in("#token", &format!("{TOKEN}{ENTER}")).await;
+    browser.find(".list a[href='#/bots/r']").await;
+
+    // an address with a broken %-escape is a page that does not exist
+    browser.go(&format!("{}/#/bots/%E0%A4%A", host.url)).await;
+    browser.wait_text("main h1", "No such page").await;
+
+    // tab A shows alice's DM; tab B logs out, then signs in as bob
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    let a = browser.tab().await;
+    let b = browser.new_tab().await;
+    browser.go(&format!("{}/", host.url)).await;
+    browser.click("#logout").await;
+    browser.find("#token").await;
+    browser.switch_to(&a).await;
+    browser
+        .wait_text(".login [role=alert]", "logged out in another tab")
+        .await;
+    browser.switch_to(&b).await;
+    browser
+        .type_in("#token", &format!("{BOB_TOKEN}{ENTER}"))
+        .await;
+    browser.find(".list a[href='#/bots/b']").await;
+    browser.close_tab().await;
+    // tab A follows: bob's bots, not a screen of alice's sending as bob
+    browser.switch_to(&a).await;
+    browser.find(".list a[href='#/bots/b']").await;
+    assert_eq!(browser.count(".list a[href='#/bots/r']").await, 0);
+    assert_eq!(
+        browser.js("return location.hash", json!([])).await,
+        json!("#/bots")
+    );
+
+    // the host stops knowing the token this tab holds (fleet.toml
+    // changed): a message sent then is reported as not sent
+    browser.go(&format!("{}/#/bots/b", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser
+        .js_async(
+            r#"const done = arguments[arguments.length - 1];
+               import("/ui/api.js").then((m) => { m.auth.save("revoked-token"); done(true); }, (e) => done(String(e)));"#,
+            json!([]),
+        )
+        .await;
+    browser
+        .type_in(".composer textarea", &format!("are you there?{ENTER}"))
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "was not sent")
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "are you there?")
+        .await;
+
+    let bad: Vec<String> = browser
+        .console()
+        .await
+        .into_iter()
+        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
+        .collect();
+    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
     browser.quit().await;
     host.shutdown().await;
 }
