@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::bot_queue::BotQueue;
+use crate::bot_queue::Pushed;
 use crate::bot_queue::QueuedInput;
 use crate::engine::PlanKind;
 use crate::engine::SessionTail;
@@ -206,7 +207,8 @@ impl Actor for BotActor {
             });
         }
         for item in state.rt.store.pending_inbox(id).await? {
-            state.queue.push(QueuedInput { item, entry: None });
+            // in gid order from the store: each is new
+            let _ = state.queue.push(QueuedInput { item, entry: None });
         }
         tracing::debug!(bot = %id, queued = state.queue.len(), resuming = state.pending.len(), "bot activated");
         state.schedule(&myself);
@@ -296,8 +298,15 @@ impl BotState {
     fn on_input(&mut self, myself: &ActorRef<BotMsg>, input: QueuedInput) {
         self.inputs_seen += 1;
         let priority = input.item.priority;
-        if !self.queue.push(input) {
-            return;
+        match self.queue.push(input) {
+            Pushed::Added => {}
+            Pushed::Copy => return,
+            Pushed::OutOfOrder => {
+                // routed after a later input: the store says whether it is
+                // still pending (a refresh queues it) or a turn took it
+                let _ = myself.cast(BotMsg::Refresh);
+                return;
+            }
         }
         self.idle_since = None;
         if priority == Priority::UserDm {

@@ -21,9 +21,23 @@ pub struct QueuedInput {
 #[derive(Debug, Default)]
 pub(crate) struct BotQueue {
     classes: [VecDeque<QueuedInput>; 3],
-    /// Highest gid accepted from the router: inputs arrive in commit order,
-    /// so anything at or below it is a copy of something already held.
+    /// Highest gid accepted. Inputs mostly arrive in commit order, but not
+    /// always: each sender routes what it admitted after its own commit
+    /// returns, so a lower gid can come after a higher one.
     last_gid: i64,
+}
+
+/// What [`BotQueue::push`] did with an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Queued.
+    Added,
+    /// A copy of one already queued: dropped.
+    Copy,
+    /// Below the highest gid seen and not queued: a late arrival, or a
+    /// copy of one a turn took already. Only the store can tell: the caller
+    /// re-reads the pending inbox ([`BotQueue::refresh`]).
+    OutOfOrder,
 }
 
 fn class(p: Priority) -> usize {
@@ -35,14 +49,18 @@ fn class(p: Priority) -> usize {
 }
 
 impl BotQueue {
-    /// Adds an input from the router or the inbox; returns `false` for a copy.
-    pub(crate) fn push(&mut self, input: QueuedInput) -> bool {
-        if input.item.gid <= self.last_gid {
-            return false;
+    /// Adds an input from the router or the inbox.
+    pub(crate) fn push(&mut self, input: QueuedInput) -> Pushed {
+        let gid = input.item.gid;
+        if gid > self.last_gid {
+            self.last_gid = gid;
+            self.classes[class(input.item.priority)].push_back(input);
+            Pushed::Added
+        } else if self.contains(gid) {
+            Pushed::Copy
+        } else {
+            Pushed::OutOfOrder
         }
-        self.last_gid = input.item.gid;
-        self.classes[class(input.item.priority)].push_back(input);
-        true
     }
 
     /// Puts inputs of an interrupted turn back, ahead of their class
@@ -157,13 +175,20 @@ mod tests {
     }
 
     #[test]
-    fn copies_are_dropped() {
+    fn copies_are_dropped_and_late_arrivals_sent_to_the_store() {
         let s = SessionId::new_v7();
         let mut q = BotQueue::default();
-        assert!(q.push(input(5, s, Priority::UserDm)));
-        assert!(!q.push(input(5, s, Priority::UserDm)));
-        assert!(!q.push(input(4, s, Priority::UserDm)));
+        assert_eq!(q.push(input(5, s, Priority::UserDm)), Pushed::Added);
+        assert_eq!(q.push(input(5, s, Priority::UserDm)), Pushed::Copy);
+        // a lower gid routed after a higher one is not a copy: before, it
+        // was dropped as one and stranded in the inbox
+        assert_eq!(q.push(input(4, s, Priority::UserDm)), Pushed::OutOfOrder);
         assert_eq!(q.len(), 1);
+        assert_eq!(q.refresh(vec![input(4, s, Priority::UserDm)], &[]), 1);
+        assert_eq!(q.push(input(4, s, Priority::UserDm)), Pushed::Copy);
+        let (_, batch) = q.next_batch().unwrap();
+        let gids: Vec<i64> = batch.iter().map(|i| i.item.gid).collect();
+        assert_eq!(gids, [4, 5]);
     }
 
     proptest! {

@@ -427,3 +427,88 @@ async fn wait_for_session_of(url: &str, bot: &str) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// After a crash, an input waiting behind the resumed turn reaches the
+/// model of the turn that takes it. (Before, inputs read back from the
+/// inbox carried no entry, and a turn whose tail was already loaded by the
+/// resumed one never added them: the model answered nothing new while the
+/// turn listed the input as answered.)
+#[tokio::test]
+async fn an_input_queued_behind_a_resumed_turn_reaches_its_model() {
+    const HOOK_SECRET: &str = "a-hook-secret-of-some-length";
+    let script = r#"
+[[rule]]
+match = "slow one"
+steps = [
+  { tool = "Shell", args = { command = "true" } },
+  { delay_ms = 1500, tool = "SendMessage", args = { text = "done slow" } },
+]
+
+[[rule]]
+match = "second question"
+steps = [ { tool = "SendMessage", args = { text = "answering the second question" } } ]
+"#;
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{HOOK_SECRET}\"\n"
+        ));
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let http = reqwest::Client::new();
+    let deliver = |id: &'static str, body: &'static str| {
+        let req = http
+            .post(format!("{}/v1/hooks/r/gh", host.url))
+            .header("X-Botfleet-Delivery", id)
+            .header(
+                "X-Botfleet-Signature",
+                botfleet::api::sign_hook(HOOK_SECRET.as_bytes(), body.as_bytes()),
+            )
+            .body(body);
+        async move {
+            let resp = req.send().await.unwrap();
+            assert_eq!(resp.status().as_u16(), 202);
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    // webhook events are background inputs: the second waits, it does
+    // not interrupt the first
+    let first = deliver("d-1", "slow one").await;
+    let session = first["session"].as_str().unwrap().to_owned();
+    wait_until(&host.url, &session, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+    })
+    .await;
+    let second = deliver("d-2", "second question").await;
+    let seq = second["seq"].as_i64().unwrap();
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&url, &session, turn_ended(seq)).await;
+    let end = es
+        .iter()
+        .find(|e| {
+            e["kind"] == "turn_end"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!(seq)))
+        })
+        .unwrap();
+    // the model saw the second question: its rule answered it (a hook
+    // turn's SendMessage goes to the owner's DM)
+    assert_eq!(end["deliveries"], 1, "{es:#?}");
+    let answered = es.iter().any(|e| {
+        e["kind"] == "assistant"
+            && e["turn"] == end["turn"]
+            && e["tool_calls"]
+                .to_string()
+                .contains("answering the second question")
+    });
+    assert!(answered, "{es:#?}");
+    host.kill9().await;
+}

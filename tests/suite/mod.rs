@@ -15,6 +15,7 @@ mod groups;
 mod hooks;
 mod hops;
 mod host;
+mod inbox_order;
 mod loops;
 mod memory;
 mod memory_update;

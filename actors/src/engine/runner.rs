@@ -423,6 +423,12 @@ impl Runner {
                 let entries = new_inputs.unwrap_or_default();
                 self.texts = Some(memory_hooks::TurnTexts::of_inputs(&self.bot, &entries));
                 self.set_origin(&entries);
+                // inputs read back from the inbox (after a restart, a retry
+                // or a late arrival) come without their entry: the ones read
+                // from the store go into a tail loaded before them
+                for e in &entries {
+                    self.tail.push(e);
+                }
                 self.begin(inputs);
             }
             Some(PlanKind::Compact) => {
