@@ -2,7 +2,6 @@
 //! talks to a running host over the HTTP API.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,10 +10,10 @@ use anyhow::Context;
 use anyhow::bail;
 use clap::Parser;
 use clap::Subcommand;
-use serde_json::Value;
 use serde_json::json;
 
 use crate::client::Client;
+use crate::client::segment;
 use crate::host;
 
 #[path = "cli_approvals.rs"]
@@ -29,6 +28,8 @@ mod memory;
 mod outcome;
 #[path = "cli_search.rs"]
 mod search;
+#[path = "cli_send.rs"]
+mod send;
 pub use group::GroupCommand;
 
 /// botfleet: a host for a fleet of long-lived LLM bots.
@@ -38,7 +39,8 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-    /// The host's API address (commands other than `run`).
+    /// The host's API address (commands other than `run`):
+    /// http://HOST:PORT, or HOST:PORT (http is assumed).
     #[arg(
         long,
         global = true,
@@ -73,6 +75,7 @@ pub enum Command {
         fleet: Option<PathBuf>,
     },
     /// Send a message to a bot and print the reply it delivers.
+    #[command(after_help = send::SEND_EXIT_CODES)]
     Send {
         /// Bot id.
         bot: String,
@@ -188,12 +191,19 @@ pub enum Command {
     },
 }
 
-/// Exit codes of `send`.
+/// Exit codes (`send` and `group send` document theirs in `--help`). 2 is
+/// clap's, for a usage error; a turn's outcomes come after it.
 mod exit {
+    /// An error: nothing was done, or a request was refused.
     pub const ERROR: u8 = 1;
-    pub const TURN_FAILED: u8 = 2;
-    pub const UNDELIVERED: u8 = 3;
-    pub const TIMEOUT: u8 = 4;
+    /// The turn that answered the message failed or was cancelled.
+    pub const TURN_FAILED: u8 = 3;
+    /// The bot ended its turn without replying.
+    pub const UNDELIVERED: u8 = 4;
+    /// No answer within `--timeout`.
+    pub const TIMEOUT: u8 = 5;
+    /// `run` stopped at once by a second Ctrl-C (128 + SIGINT).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 /// Runs a parsed command line.
@@ -257,15 +267,17 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             timeout,
         } => {
-            send(
-                &client(&cli)?,
-                bot,
-                text,
-                nonce.as_deref(),
-                *json,
-                Duration::from_secs(*timeout),
-            )
-            .await
+            let sent = match client(&cli) {
+                Ok(c) => {
+                    let wait = Duration::from_secs(*timeout);
+                    send::send(&c, bot, text, nonce.as_deref(), *json, wait).await
+                }
+                Err(e) => Err(e),
+            };
+            if *json && let Err(e) = &sent {
+                println!("{}", send::json_failure(e));
+            }
+            sent
         }
         Command::Transcript { bot, all, json } => {
             transcript(&client(&cli)?, bot, *all, *json).await
@@ -273,7 +285,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bots { json } => bots(&client(&cli)?, *json).await,
         Command::Retry { turn } => {
             let v = client(&cli)?
-                .post_ok(&format!("/v1/turns/{turn}/retry"), &json!({}))
+                .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))
                 .await?;
             println!("requeued {} input(s) of turn {turn}", v["requeued"]);
             Ok(ExitCode::SUCCESS)
@@ -302,7 +314,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Forget { id } => memory::forget(&client(&cli)?, id).await,
         Command::Cancel { bot } => {
             let v = client(&cli)?
-                .post_ok(&format!("/v1/bots/{bot}/cancel"), &json!({}))
+                .post_ok(&format!("/v1/bots/{}/cancel", segment(bot)), &json!({}))
                 .await?;
             if v["cancelled"] == json!(true) {
                 println!("cancelled the running turn of {bot}");
@@ -324,9 +336,20 @@ async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     }
     println!("{}", host::send_hint(running.addr));
     shutdown_signal().await;
-    println!("stopping…");
-    running.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    println!("stopping… (Ctrl-C again to stop at once)");
+    // a task of its own, so that a second signal is seen however the stop
+    // goes (the server waits up to 5 s for requests in flight)
+    let stopping = tokio::spawn(running.shutdown());
+    tokio::select! {
+        _ = stopping => Ok(ExitCode::SUCCESS),
+        () = shutdown_signal() => {
+            // at once: no waiting for turns, tasks or blocking threads (the
+            // runtime would on its way out); what is committed is safe, the
+            // next start resumes the rest as after a crash
+            eprintln!("stopped at once; the next start resumes what was running");
+            std::process::exit(exit::INTERRUPTED);
+        }
+    }
 }
 
 async fn shutdown_signal() {
@@ -351,123 +374,15 @@ async fn shutdown_signal() {
     }
 }
 
-/// Sends and waits for the end of the turn that answers the message.
-async fn send(
-    client: &Client,
-    bot: &str,
-    text: &str,
-    nonce: Option<&str>,
-    as_json: bool,
-    timeout: Duration,
-) -> anyhow::Result<ExitCode> {
-    let key = nonce
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    // subscribe before sending, so no change signal is missed
-    let mut changes = events::Changes::subscribe(client).await?;
-    let (status, body) = client.send_message(bot, text, &key).await?;
-    let outcome = body["status"].as_str().unwrap_or("").to_owned();
-    match outcome.as_str() {
-        "accepted" | "duplicate" => {}
-        "conflict" | "unknown" => {
-            let msg = body
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if as_json {
-                println!("{body}");
-            }
-            bail!("message not sent ({outcome}): {msg}");
-        }
-        _ => {
-            let msg = body
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("no details");
-            bail!("the host answered {status}: {msg}");
-        }
-    }
-    let session = body["session"]
-        .as_str()
-        .context("the answer has no session")?
-        .to_owned();
-    let seq = body["seq"].as_i64().context("the answer has no seq")?;
-    if outcome == "duplicate" && !as_json {
-        eprintln!("(already sent with this key as message {seq}; waiting for its reply)");
-    }
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut cursor = seq;
-    let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
-    let mut notices: HashMap<String, Value> = HashMap::new();
-    loop {
-        // the host may be restarting: a failed poll waits for the next one
-        let polled = match client.entries_after(&session, cursor).await {
-            Ok(entries) => entries,
-            Err(e) => {
-                changes.poll_failed(e)?;
-                Vec::new()
-            }
-        };
-        for e in polled {
-            cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
-            let turn = e["turn"].as_str().unwrap_or("").to_owned();
-            match e["kind"].as_str() {
-                Some("delivery") => deliveries.entry(turn).or_default().push(e),
-                Some("notice") => {
-                    notices.insert(turn, e);
-                }
-                Some("turn_end") => {
-                    let inputs: Vec<i64> = e["inputs"]
-                        .as_array()
-                        .map(|a| a.iter().filter_map(Value::as_i64).collect())
-                        .unwrap_or_default();
-                    let ended = e["status"].as_str().unwrap_or("").to_owned();
-                    if !inputs.contains(&seq) || ended == "interrupted" {
-                        if ended != "interrupted" {
-                            deliveries.remove(&turn);
-                        }
-                        continue;
-                    }
-                    let mine = deliveries.remove(&turn).unwrap_or_default();
-                    let ended = outcome::Ended {
-                        turn: &turn,
-                        status: &ended,
-                        notice: notices.get(&turn),
-                    };
-                    return Ok(outcome::report(&ended, &mine, &session, seq, as_json));
-                }
-                _ => {}
-            }
-        }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            if as_json {
-                println!(
-                    "{}",
-                    json!({"status": "timeout", "session": session, "seq": seq})
-                );
-            } else {
-                eprintln!(
-                    "no reply within {} s; your message is saved (seq {seq}); see `botfleet transcript {bot}`",
-                    timeout.as_secs()
-                );
-            }
-            return Ok(ExitCode::from(exit::TIMEOUT));
-        }
-        // wait for a change of this session (or re-check every few seconds)
-        changes
-            .wait(&session, left.min(Duration::from_secs(5)))
-            .await;
-    }
-}
-
 async fn transcript(
     client: &Client,
     bot: &str,
     all: bool,
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let session = client.get(&format!("/v1/bots/{bot}/session")).await?;
+    let session = client
+        .get(&format!("/v1/bots/{}/session", segment(bot)))
+        .await?;
     let id = session["session"]
         .as_str()
         .context("no session id in the answer")?;

@@ -6,6 +6,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use crate::client::Client;
+use crate::client::segment;
 
 /// Lists the user's approvals (pending ones, or all).
 pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
@@ -73,7 +74,7 @@ fn line(a: &Value, now: i64) -> String {
 pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow::Result<ExitCode> {
     let v = client
         .post_ok(
-            &format!("/v1/approvals/{id}"),
+            &format!("/v1/approvals/{}", segment(id)),
             &json!({ "decision": decision }),
         )
         .await?;

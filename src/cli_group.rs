@@ -5,15 +5,23 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use anyhow::bail;
 use clap::Subcommand;
 use serde_json::Value;
 use serde_json::json;
 
 use crate::client::Client;
+use crate::client::segment;
 
-/// Exit code of `group send` when the discussion did not end in time.
-const EXIT_TIMEOUT: u8 = 4;
+/// `botfleet group send --help`: what the exit status says.
+const GROUP_SEND_EXIT_CODES: &str = "\
+Exit status:
+  0    the discussion the message started ended; the public replies are printed
+  1    an error: the message was not sent, or the host refused a later request (stderr says why)
+  2    a usage error (bad arguments)
+  5    the discussion did not end within --timeout; the message is saved
+  130  interrupted (Ctrl-C), as a shell reports it
+
+With --json, stdout holds one JSON object in each of these cases but 2 and 130.";
 
 /// Group room commands.
 #[derive(Debug, Subcommand)]
@@ -36,6 +44,7 @@ pub enum GroupCommand {
     /// Post a message to a room, wait for the discussion it starts, and
     /// print the public replies. `@Name` addresses only that member,
     /// `@everyone` (or no mention) every member.
+    #[command(after_help = GROUP_SEND_EXIT_CODES)]
     Send {
         /// Room id.
         room: String,
@@ -110,15 +119,12 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             json,
             timeout,
         } => {
-            send(
-                client,
-                room,
-                text,
-                nonce.as_deref(),
-                *json,
-                Duration::from_secs(*timeout),
-            )
-            .await
+            let wait = Duration::from_secs(*timeout);
+            let sent = send(client, room, text, nonce.as_deref(), *json, wait).await;
+            if *json && let Err(e) = &sent {
+                println!("{}", super::send::json_failure(e));
+            }
+            sent
         }
         GroupCommand::List { json } => {
             let v = client.get("/v1/groups").await?;
@@ -184,7 +190,8 @@ async fn entries_after(client: &Client, room: &str, after: i64) -> anyhow::Resul
     loop {
         let page = client
             .get(&format!(
-                "/v1/groups/{room}/entries?after={cursor}&limit=1000"
+                "/v1/groups/{}/entries?after={cursor}&limit=1000",
+                segment(room)
             ))
             .await?;
         let entries = page["entries"].as_array().cloned().unwrap_or_default();
@@ -216,32 +223,14 @@ async fn send(
     let mut changes = super::events::Changes::subscribe(client).await?;
     let (status, body) = client
         .post(
-            &format!("/v1/groups/{room}/messages"),
+            &format!("/v1/groups/{}/messages", segment(room)),
             &json!({ "text": text }),
             Some(&key),
         )
         .await?;
-    let outcome = body["status"].as_str().unwrap_or("").to_owned();
-    match outcome.as_str() {
-        "accepted" | "duplicate" => {}
-        "conflict" | "unknown" => {
-            if as_json {
-                println!("{body}");
-            }
-            let msg = body
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            bail!("message not sent ({outcome}): {msg}");
-        }
-        _ => {
-            let msg = body
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("no details");
-            bail!("the host answered {status}: {msg}");
-        }
-    }
+    let outcome = super::send::admitted(status, body)?;
+    let body = &outcome.body;
+    let outcome = outcome.status;
     let session = body["session"]
         .as_str()
         .context("the answer has no session")?
@@ -299,7 +288,7 @@ async fn send(
                     timeout.as_secs()
                 );
             }
-            return Ok(ExitCode::from(EXIT_TIMEOUT));
+            return Ok(ExitCode::from(super::exit::TIMEOUT));
         }
         // wait for a change of the timeline (signals reach the room owner;
         // others re-check every second)

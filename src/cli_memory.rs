@@ -6,20 +6,20 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use crate::client::Client;
+use crate::client::segment;
 
-/// Prints what `bot` remembers, scope by scope and layer by layer.
+/// Prints what `bot` remembers, scope by scope and layer by layer; with
+/// `input`, also what the prompt would show for it and the log entries it
+/// would take, best first with their scores.
 pub(super) async fn show(
     client: &Client,
     bot: &str,
     input: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut path = format!("/v1/bots/{bot}/memory");
-    if let Some(i) = input {
-        path.push_str("?input=");
-        path.push_str(&encode(i));
-    }
-    let v = client.get(&path).await?;
+    let path = format!("/v1/bots/{}/memory", segment(bot));
+    let params: Vec<(&str, &str)> = input.map(|i| ("input", i)).into_iter().collect();
+    let v = client.get_query(&path, &params).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -42,8 +42,49 @@ pub(super) async fn show(
             }
         }
     }
+    if let Some(input) = input {
+        print_prompt(&v, input);
+    }
     println!("forget an item with: botfleet forget <id>");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the prompt would take for `input` (`prompt.shown` and
+/// `prompt.recall` of the answer): how many items it shows, and the log
+/// entries it takes with their scores and text.
+fn print_prompt(v: &Value, input: &str) {
+    let prompt = &v["prompt"];
+    let text_of = |id: &str| -> &str {
+        v["scopes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s["log"]["items"].as_array().into_iter().flatten())
+            .find(|i| i["id"].as_str() == Some(id))
+            .and_then(|i| i["text"].as_str())
+            .unwrap_or("")
+    };
+    let shown = prompt["shown"].as_array().map_or(0, Vec::len);
+    let recall = prompt["recall"].as_array().cloned().unwrap_or_default();
+    let entries = match recall.len() {
+        0 => "no log entry".to_owned(),
+        1 => "1 log entry:".to_owned(),
+        n => format!("{n} log entries, best first:"),
+    };
+    println!(
+        "the prompt for {input:?} shows {shown} item(s): every profile fact and live note, and {entries}"
+    );
+    for r in &recall {
+        let id = r["id"].as_str().unwrap_or("?");
+        println!(
+            "  recall  {id}  {}  (score {:.3}: relevance {:.3}, recency {:.3}, weight {:.2})",
+            text_of(id),
+            r["score"].as_f64().unwrap_or(0.0),
+            r["relevance"].as_f64().unwrap_or(0.0),
+            r["recency"].as_f64().unwrap_or(0.0),
+            r["weight"].as_f64().unwrap_or(0.0),
+        );
+    }
 }
 
 fn line(item: &Value) -> String {
@@ -59,21 +100,11 @@ fn line(item: &Value) -> String {
     out
 }
 
-/// Percent-encodes a query value.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// Forgets one memory item.
 pub(super) async fn forget(client: &Client, id: &str) -> anyhow::Result<ExitCode> {
-    let v = client.delete(&format!("/v1/memory/{id}")).await?;
+    let v = client
+        .delete(&format!("/v1/memory/{}", segment(id)))
+        .await?;
     match v["status"].as_str() {
         Some("already_forgotten") => println!("{id} was already forgotten"),
         _ => println!(

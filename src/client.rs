@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use anyhow::anyhow;
+use anyhow::bail;
 use futures::Stream;
 use futures::StreamExt;
 use reqwest::StatusCode;
@@ -45,8 +46,43 @@ pub struct ServerEvent {
     pub data: Value,
 }
 
+/// `value` as one segment of a request path: every byte but the
+/// unreserved ones (letters, digits, `-`, `.`, `_`, `~`) percent-encoded,
+/// so that an id with `/`, `?`, `#` or `%` reaches the API as that id.
+pub fn segment(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The base URL of the host at `address`: `http://HOST:PORT` (or
+/// `https://`) as given, or a bare `HOST:PORT` with `http://` put in front.
+fn base_url(address: &str) -> anyhow::Result<String> {
+    let address = address.trim().trim_end_matches('/');
+    let base = if address.contains("://") {
+        address.to_owned()
+    } else {
+        format!("http://{address}")
+    };
+    let hint =
+        "expected http://HOST:PORT such as http://127.0.0.1:7878 (set --host or BOTFLEET_HOST)";
+    let url = reqwest::Url::parse(&base)
+        .map_err(|e| anyhow!("the host address {address:?} is not a URL ({e}); {hint}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        bail!("the host address {address:?} is not an http(s) address; {hint}");
+    }
+    Ok(base)
+}
+
 impl Client {
-    /// A client for `base` (e.g. `http://127.0.0.1:7878`).
+    /// A client for the host at `base`: `http://127.0.0.1:7878`, or
+    /// `127.0.0.1:7878` (`http://` is assumed).
     pub fn new(base: &str, token: &str) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
@@ -54,13 +90,22 @@ impl Client {
             .context("cannot build the HTTP client")?;
         Ok(Self {
             http,
-            base: base.trim_end_matches('/').to_owned(),
+            base: base_url(base)?,
             token: token.to_owned(),
         })
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+    /// The URL of `path` (its ids encoded with [`segment`]). A URL drops
+    /// `.` and `..` segments, so an id that is one of them cannot be sent:
+    /// refused here rather than sent to another path.
+    fn url(&self, path: &str) -> anyhow::Result<reqwest::Url> {
+        let url = reqwest::Url::parse(&format!("{}{path}", self.base))
+            .with_context(|| format!("the host address {} is not a URL", self.base))?;
+        let asked = path.split(['?', '#']).next().unwrap_or(path);
+        if !url.path().ends_with(asked) {
+            bail!("{path:?} cannot be sent: `.` and `..` are not ids");
+        }
+        Ok(url)
     }
 
     async fn check(&self, resp: reqwest::Response) -> anyhow::Result<(StatusCode, Value)> {
@@ -89,7 +134,7 @@ impl Client {
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         let resp = self
             .http
-            .get(self.url(path))
+            .get(self.url(path)?)
             .bearer_auth(&self.token)
             .timeout(Duration::from_secs(30))
             .send()
@@ -106,7 +151,7 @@ impl Client {
     pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
         let resp = self
             .http
-            .delete(self.url(path))
+            .delete(self.url(path)?)
             .bearer_auth(&self.token)
             .timeout(Duration::from_secs(30))
             .send()
@@ -122,9 +167,10 @@ impl Client {
     /// GET a JSON document with query parameters (URL-encoded here);
     /// non-2xx answers are errors.
     pub async fn get_query(&self, path: &str, params: &[(&str, &str)]) -> anyhow::Result<Value> {
-        let mut url = reqwest::Url::parse(&self.url(path))
-            .with_context(|| format!("the host address {} is not a URL", self.base))?;
-        url.query_pairs_mut().extend_pairs(params);
+        let mut url = self.url(path)?;
+        if !params.is_empty() {
+            url.query_pairs_mut().extend_pairs(params);
+        }
         let resp = self
             .http
             .get(url)
@@ -149,7 +195,7 @@ impl Client {
     ) -> anyhow::Result<(StatusCode, Value)> {
         let mut req = self
             .http
-            .post(self.url(path))
+            .post(self.url(path)?)
             .bearer_auth(&self.token)
             .timeout(Duration::from_secs(30))
             .json(body);
@@ -177,7 +223,7 @@ impl Client {
         key: &str,
     ) -> anyhow::Result<(StatusCode, Value)> {
         self.post(
-            &format!("/v1/bots/{bot}/messages"),
+            &format!("/v1/bots/{}/messages", segment(bot)),
             &json!({ "text": text }),
             Some(key),
         )
@@ -191,7 +237,8 @@ impl Client {
         loop {
             let page = self
                 .get(&format!(
-                    "/v1/sessions/{session}/entries?after={cursor}&limit=1000"
+                    "/v1/sessions/{}/entries?after={cursor}&limit=1000",
+                    segment(session)
                 ))
                 .await?;
             let entries = page["entries"].as_array().cloned().unwrap_or_default();
@@ -210,7 +257,7 @@ impl Client {
     pub async fn events(&self) -> anyhow::Result<impl Stream<Item = ServerEvent> + Unpin + use<>> {
         let resp = self
             .http
-            .get(self.url("/v1/events"))
+            .get(self.url("/v1/events")?)
             .bearer_auth(&self.token)
             .send()
             .await

@@ -3,7 +3,6 @@
 //! what is expected.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -272,9 +271,10 @@ pub struct UserConfig {
     pub token_env: Option<String>,
 }
 
-/// `[providers.NAME]`.
+/// `[providers.NAME]`, chosen by its `kind` key (read through a flat
+/// table so that errors name the key: `config_provider.rs`).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(try_from = "provider::RawProvider")]
 pub enum ProviderConfig {
     /// An OpenAI-compatible chat-completions endpoint.
     Openai {
@@ -442,8 +442,28 @@ pub struct LoadedFleet {
     pub base_dir: Option<PathBuf>,
 }
 
+/// Values from the command line that replace keys of the file before it
+/// is checked (`botfleet run --listen`, `--data`): a key that is replaced
+/// is not held against the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Replaces `host.listen`.
+    pub listen: Option<String>,
+    /// Replaces `host.data_dir`.
+    pub data_dir: Option<PathBuf>,
+}
+
 #[path = "config_load.rs"]
 mod load;
+
+#[path = "config_keys.rs"]
+mod keys;
+
+#[path = "config_limits.rs"]
+mod limits;
+
+#[path = "config_provider.rs"]
+mod provider;
 
 #[path = "config_triggers.rs"]
 mod triggers;

@@ -5,29 +5,57 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use keys::parse_detail;
 
 impl LoadedFleet {
     /// Reads and validates a fleet file.
     pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
+        Self::from_path_with(path, &Overrides::default())
+    }
+
+    /// Reads a fleet file, replaces what `overrides` gives, and validates it.
+    pub fn from_path_with(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.display().to_string(),
             cause,
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::parse(&text, &path.display().to_string(), Some(base))
+        Self::parse_with(&text, &path.display().to_string(), Some(base), overrides)
     }
 
     /// The embedded example fleet.
     pub fn embedded() -> Result<Self, ConfigError> {
-        Self::parse(EMBEDDED_FLEET, "<embedded example fleet>", None)
+        Self::embedded_with(&Overrides::default())
+    }
+
+    /// The embedded example fleet, with what `overrides` gives replaced.
+    pub fn embedded_with(overrides: &Overrides) -> Result<Self, ConfigError> {
+        Self::parse_with(EMBEDDED_FLEET, "<embedded example fleet>", None, overrides)
     }
 
     /// Parses and validates fleet text.
     pub fn parse(text: &str, source: &str, base_dir: Option<PathBuf>) -> Result<Self, ConfigError> {
-        let file: FleetFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        Self::parse_with(text, source, base_dir, &Overrides::default())
+    }
+
+    /// Parses fleet text, replaces what `overrides` gives, and validates
+    /// the result: a replaced key is not checked as the file wrote it.
+    pub fn parse_with(
+        text: &str,
+        source: &str,
+        base_dir: Option<PathBuf>,
+        overrides: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        let mut file: FleetFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: source.to_owned(),
-            detail: e.to_string().trim_end().to_owned(),
+            detail: parse_detail(text, &e),
         })?;
+        if let Some(listen) = &overrides.listen {
+            file.host.listen.clone_from(listen);
+        }
+        if let Some(dir) = &overrides.data_dir {
+            file.host.data_dir.clone_from(dir);
+        }
         let loaded = Self {
             file,
             source: source.to_owned(),
@@ -77,41 +105,7 @@ impl LoadedFleet {
         if let Err((key, message)) = f.review.validate(&f.providers) {
             return Err(self.invalid(key, message));
         }
-        if f.host.listen.parse::<SocketAddr>().is_err() {
-            return Err(self.invalid(
-                "host.listen",
-                format!(
-                    "{:?} is not an address; expected IP:PORT such as \"127.0.0.1:7878\"",
-                    f.host.listen
-                ),
-            ));
-        }
-        if f.host.max_body_bytes < 1024 {
-            return Err(self.invalid("host.max_body_bytes", "must be at least 1024"));
-        }
-        if f.runtime.max_steps == 0 {
-            return Err(self.invalid("runtime.max_steps", "must be at least 1"));
-        }
-        if f.runtime.max_turn_attempts < 1 {
-            return Err(self.invalid("runtime.max_turn_attempts", "must be at least 1"));
-        }
-        if f.runtime.context_entries < 4 {
-            return Err(self.invalid("runtime.context_entries", "must be at least 4"));
-        }
-        if f.runtime.debounce_max_ms < f.runtime.debounce_ms {
-            return Err(self.invalid(
-                "runtime.debounce_max_ms",
-                "must be at least runtime.debounce_ms",
-            ));
-        }
-        if f.runtime.shell_max_timeout_s == 0
-            || f.runtime.shell_timeout_s > f.runtime.shell_max_timeout_s
-        {
-            return Err(self.invalid(
-                "runtime.shell_timeout_s",
-                "must be positive and at most runtime.shell_max_timeout_s",
-            ));
-        }
+        self.validate_host_and_runtime()?;
         let mut seen_users = Vec::new();
         for (i, u) in f.users.iter().enumerate() {
             let key = format!("users[{i}]");
@@ -130,13 +124,10 @@ impl LoadedFleet {
                         "missing: give `token = \"...\"` or `token_env = \"ENV_VAR\"`",
                     ));
                 }
-                (Some(t), None) if t.len() < 8 => {
-                    return Err(self.invalid(
-                        format!("{key}.token"),
-                        "is too short; use at least 8 characters",
-                    ));
-                }
                 (Some(t), None) => {
+                    if let Some(problem) = token_problem(t) {
+                        return Err(self.invalid(format!("{key}.token"), problem));
+                    }
                     // `token_env` values are compared once resolved (`resolve_external`)
                     if let Some(other) = f.users[..i].iter().find(|o| o.token.as_ref() == Some(t)) {
                         return Err(
@@ -144,7 +135,8 @@ impl LoadedFleet {
                         );
                     }
                 }
-                _ => {}
+                // checked by the same rules once resolved (`resolve_external`)
+                (None, Some(_)) => {}
             }
         }
         for (name, p) in &f.providers {
@@ -238,6 +230,12 @@ impl LoadedFleet {
                     "must be at least 1000",
                 ));
             }
+            if background.is_some_and(|n| n < 1000) {
+                return Err(self.invalid(
+                    format!("providers.{name}.background_compact_at_tokens"),
+                    "must be at least 1000: lower would compact the context after every turn",
+                ));
+            }
             if let (Some(b), c) = (background, compact.unwrap_or(100_000))
                 && b > c
             {
@@ -281,6 +279,19 @@ impl LoadedFleet {
             let key = format!("bots[{i}]");
             let valid = botfleet_memory::BotId::new(b.id.as_str()).map(|_| ());
             self.unique_id(&key, "bot", &b.id, valid, &mut seen_bots)?;
+            // mentions (`@b1`) ignore case: two such ids would both be woken
+            if let Some(j) = f.bots[..i]
+                .iter()
+                .position(|o| o.id.eq_ignore_ascii_case(&b.id))
+            {
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!(
+                        "bot {:?} differs from bot {:?} (bots[{j}].id) only in case; mentions ignore case, so @{} would wake both: rename one",
+                        b.id, f.bots[j].id, b.id
+                    ),
+                ));
+            }
             if b.name.trim().is_empty() {
                 return Err(self.invalid(format!("{key}.name"), "must not be empty"));
             }
@@ -337,6 +348,12 @@ impl LoadedFleet {
                         ),
                     ));
                 }
+                if let Some(first) = b.tools[..j].iter().position(|o| o == t) {
+                    return Err(self.invalid(
+                        format!("{key}.tools[{j}]"),
+                        format!("tool {t:?} is listed twice (also {key}.tools[{first}])"),
+                    ));
+                }
             }
         }
         Ok(())
@@ -376,6 +393,16 @@ impl LoadedFleet {
                 (None, None) => (format!("users[{i}].token"), None),
             };
             let Some(token) = token else { continue };
+            if let (None, Some(var)) = (&u.token, &u.token_env)
+                && let Some(problem) = token_problem(&token)
+            {
+                // the rule, never the value
+                problems.push(self.invalid(
+                    key,
+                    format!("the value of environment variable {var} {problem}"),
+                ));
+                continue;
+            }
             match tokens.iter().find(|(_, t)| *t == token) {
                 Some((other, _)) => problems.push(self.invalid(key, same_token(&u.id, other))),
                 None => tokens.push((u.id.clone(), token)),
@@ -529,6 +556,27 @@ impl LoadedFleet {
             Some(base) if p.is_relative() => base.join(p),
             _ => p.to_path_buf(),
         }
+    }
+}
+
+/// What is wrong with a user's token, if anything. A request carries it
+/// in its `Authorization` header, which is trimmed and must be printable
+/// ASCII: a token that is not could never log in.
+fn token_problem(token: &str) -> Option<&'static str> {
+    if token.trim().is_empty() {
+        Some("is empty or only whitespace; use at least 8 characters")
+    } else if token.trim() != token {
+        Some(
+            "starts or ends with whitespace, which a request cannot send (the Authorization header is trimmed); remove it",
+        )
+    } else if !token.bytes().all(|b| b == b' ' || b.is_ascii_graphic()) {
+        Some(
+            "has a character other than printable ASCII, which an Authorization header cannot carry",
+        )
+    } else if token.len() < 8 {
+        Some("is too short; use at least 8 characters")
+    } else {
+        None
     }
 }
 

@@ -20,6 +20,7 @@ use botfleet_actors::safety::HostAllowlist;
 use botfleet_actors::safety::ReviewConfig;
 use botfleet_actors::safety::ReviewMode;
 use botfleet_actors::safety::ReviewModes;
+use botfleet_actors::safety::host_pattern_port;
 use botfleet_actors::safety::valid_host_pattern;
 use serde::Deserialize;
 
@@ -87,11 +88,19 @@ impl ReviewFileConfig {
         providers: &BTreeMap<String, ProviderConfig>,
     ) -> Result<(), (String, String)> {
         for (i, host) in self.allow_hosts.iter().enumerate() {
+            if let Some((name, port)) = host_pattern_port(host.trim()) {
+                return Err((
+                    format!("review.allow_hosts[{i}]"),
+                    format!(
+                        "{host:?} has a port (:{port}); hosts are compared without their port, so it could never match: write {name:?} (it allows every port)"
+                    ),
+                ));
+            }
             if !valid_host_pattern(host.trim()) {
                 return Err((
                     format!("review.allow_hosts[{i}]"),
                     format!(
-                        "{host:?} is not a host pattern; expected a host name such as \"github.com\" or \"*.example.com\" (no scheme, path or port)"
+                        "{host:?} is not a host pattern; expected a host name such as \"github.com\", \"*.example.com\" or an IP address (IPv6 as \"[::1]\"), with no scheme, path or port"
                     ),
                 ));
             }
@@ -166,6 +175,24 @@ mod tests {
         assert!(
             e.contains("review.allow_hosts[0]") && e.contains("not a host pattern"),
             "{e}"
+        );
+        // hosts are compared without their port: one with a port never matches
+        for (pattern, name) in [("github.com:443", "github.com"), ("[::1]:8080", "[::1]")] {
+            let e = load(&format!("allow_hosts = [\"x.org\", {pattern:?}]\n")).unwrap_err();
+            assert!(
+                e.contains("review.allow_hosts[1]")
+                    && e.contains("has a port")
+                    && e.contains(&format!("write {name:?}")),
+                "{e}"
+            );
+        }
+        let f = load("allow_hosts = [\"[::1]\", \"[2001:db8::1]\", \"10.0.0.1\"]\n").unwrap();
+        assert!(
+            f.file
+                .review
+                .to_config()
+                .allow_hosts
+                .allows("[2001:db8::1]")
         );
         let e = load("reviewer = \"nope\"\n").unwrap_err();
         assert!(

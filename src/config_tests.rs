@@ -229,3 +229,204 @@ fn a_secret_value_with_a_nul_byte_is_refused() {
     ));
     assert!(e.contains("secrets[0].value") && e.contains("NUL"), "{e}");
 }
+
+/// Numbers that would leave a host that refuses every message, kills
+/// every command at once or forgets its idempotency keys are refused,
+/// naming the key; the documented bounds themselves are accepted.
+#[test]
+fn numbers_that_break_the_host_are_refused() {
+    let with = |table: &str, lines: &str| format!("{ISSUE_EXAMPLE}\n[{table}]\n{lines}\n");
+    let host = |lines: &str| {
+        ISSUE_EXAMPLE.replace(
+            "listen = \"127.0.0.1:7878\"",
+            &format!("listen = \"127.0.0.1:7878\"\n{lines}"),
+        )
+    };
+    let cases = [
+        (
+            with("runtime", "shell_timeout_s = 0"),
+            "runtime.shell_timeout_s",
+            "at least 1",
+        ),
+        (
+            with("runtime", "shell_max_timeout_s = 0"),
+            "runtime.shell_max_timeout_s",
+            "at least 1",
+        ),
+        (
+            with("runtime", "shell_timeout_s = 90\nshell_max_timeout_s = 60"),
+            "runtime.shell_timeout_s",
+            "at most runtime.shell_max_timeout_s (60 s)",
+        ),
+        (
+            host("max_text_chars = 0"),
+            "host.max_text_chars",
+            "at least 100",
+        ),
+        (
+            host("max_text_chars = 99"),
+            "host.max_text_chars",
+            "at least 100",
+        ),
+        (
+            with("runtime", "idle_timeout_s = 0"),
+            "runtime.idle_timeout_s",
+            "at least 1",
+        ),
+        (
+            with("runtime", "ledger_retention_days = 0"),
+            "runtime.ledger_retention_days",
+            "1 to 3650",
+        ),
+        (
+            // past it, days × 86,400 s overflowed
+            with("runtime", "ledger_retention_days = 300000000000000"),
+            "runtime.ledger_retention_days",
+            "1 to 3650",
+        ),
+        (
+            with("runtime", "debounce_max_ms = 3600000"),
+            "runtime.debounce_max_ms",
+            "at most 60000 ms",
+        ),
+        (
+            ISSUE_EXAMPLE.replace(
+                "api_key_env = \"XAI_API_KEY\"",
+                "api_key_env = \"XAI_API_KEY\"\nbackground_compact_at_tokens = 0",
+            ),
+            "providers.main.background_compact_at_tokens",
+            "at least 1000",
+        ),
+    ];
+    for (text, key, what) in cases {
+        let e = err(&text);
+        assert!(
+            e.contains("fleet.toml") && e.contains(&format!("key `{key}`")) && e.contains(what),
+            "{key}: {e}"
+        );
+    }
+    let edges = [
+        host("max_text_chars = 100"),
+        with(
+            "runtime",
+            "shell_timeout_s = 1\nshell_max_timeout_s = 1\nidle_timeout_s = 1\nledger_retention_days = 3650\ndebounce_ms = 60000\ndebounce_max_ms = 60000",
+        ),
+    ];
+    for text in edges {
+        LoadedFleet::parse(&text, "fleet.toml", None).unwrap();
+    }
+}
+
+/// A wrong type inside `[providers.X]` names its dotted key and line, not
+/// just the table (the table was read as an internally tagged enum, which
+/// buffers it and loses both).
+#[test]
+fn type_errors_in_a_provider_name_the_key() {
+    let openai = |line: &str| {
+        format!(
+            "{}\n[providers.o]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"m\"\n{line}\n",
+            ISSUE_EXAMPLE
+        )
+    };
+    let scripted =
+        |line: &str| format!("{ISSUE_EXAMPLE}\n[providers.o]\nkind = \"scripted\"\n{line}\n");
+    let cases = [
+        (
+            openai("timeout_s = \"ten\""),
+            "providers.o.timeout_s",
+            "invalid type: string \"ten\", expected u64",
+        ),
+        (
+            openai("stream = \"yes\""),
+            "providers.o.stream",
+            "expected a boolean",
+        ),
+        (
+            scripted("script = 5"),
+            "providers.o.script",
+            "invalid type: integer `5`",
+        ),
+        (
+            openai("colour = \"red\""),
+            "providers.o.colour",
+            "unknown field `colour`",
+        ),
+        (
+            scripted("script = \"s.toml\"\ntimeout_s = 5"),
+            "providers.o",
+            "unknown field `timeout_s` for kind = \"scripted\"",
+        ),
+        (scripted(""), "providers.o", "missing field `script`"),
+        (
+            ISSUE_EXAMPLE.replace("\"Shell\"]", "3]"),
+            "bots[0].tools[3]",
+            "expected a string",
+        ),
+    ];
+    for (text, key, what) in cases {
+        let e = err(&text);
+        assert!(
+            e.contains(&format!("key `{key}`: ")) && e.contains(what) && e.contains("line "),
+            "{key}: {e}"
+        );
+    }
+    // the key of the line, not the one before or after
+    let e = err(&openai("stream = \"yes\""));
+    assert!(!e.contains("providers.o.model"), "{e}");
+}
+
+#[test]
+fn a_tool_listed_twice_is_refused() {
+    let e = err(&ISSUE_EXAMPLE.replace("\"Shell\"]", "\"Shell\", \"Read\"]"));
+    assert!(
+        e.contains("bots[0].tools[4]") && e.contains("listed twice") && e.contains("tools[1]"),
+        "{e}"
+    );
+}
+
+/// Mentions ignore case: `@b1` would wake both `b1` and `B1`.
+#[test]
+fn bot_ids_that_differ_only_in_case_are_refused() {
+    let second = ISSUE_EXAMPLE[ISSUE_EXAMPLE.find("[[bots]]").unwrap()..]
+        .replace("id = \"researcher\"", "id = \"Researcher\"");
+    let e = err(&format!("{ISSUE_EXAMPLE}\n{second}"));
+    assert!(
+        e.contains("bots[1].id")
+            && e.contains("bots[0].id")
+            && e.contains("\"Researcher\"")
+            && e.contains("\"researcher\"")
+            && e.contains("only in case"),
+        "{e}"
+    );
+}
+
+/// A token a request could never send is refused like a short one.
+#[test]
+fn tokens_that_could_never_log_in_are_refused() {
+    for (token, what) in [
+        ("\"        \"", "only whitespace"),
+        ("\" alice-secret\"", "whitespace"),
+        ("\"alice-sécret\"", "printable ASCII"),
+    ] {
+        let e = err(&ISSUE_EXAMPLE.replace("\"alice-secret\"", token));
+        assert!(
+            e.contains("users[0].token") && e.contains(what),
+            "{token}: {e}"
+        );
+    }
+}
+
+/// `run --listen` replaces `host.listen` before the file is checked.
+#[test]
+fn an_override_replaces_the_key_before_the_check() {
+    let bad = ISSUE_EXAMPLE.replace("127.0.0.1:7878", "localhost");
+    let overrides = Overrides {
+        listen: Some("127.0.0.1:18610".into()),
+        data_dir: Some("/tmp/elsewhere".into()),
+    };
+    let f = LoadedFleet::parse_with(&bad, "fleet.toml", None, &overrides).unwrap();
+    assert_eq!(f.file.host.listen, "127.0.0.1:18610");
+    assert_eq!(f.file.host.data_dir, PathBuf::from("/tmp/elsewhere"));
+    // without it, the file's value is held against it
+    assert!(err(&bad).contains("host.listen"));
+}

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api;
 use crate::config::LoadedFleet;
+use crate::config::Overrides;
 use crate::config::ProviderConfig;
 
 /// How to start a host.
@@ -83,14 +84,20 @@ impl RunningHost {
     }
 }
 
-/// Loads the fleet file the options point at.
+/// Loads the fleet file the options point at, with `--listen` and
+/// `--data` replacing `host.listen` and `host.data_dir` before the file is
+/// checked (a bad `host.listen` does not stop `run --listen …`).
 pub fn load_fleet(opts: &HostOptions) -> anyhow::Result<LoadedFleet> {
+    let overrides = Overrides {
+        listen: opts.listen.clone(),
+        data_dir: opts.data_dir.clone(),
+    };
     let fleet = match &opts.fleet {
-        Some(path) => LoadedFleet::from_path(path)?,
+        Some(path) => LoadedFleet::from_path_with(path, &overrides)?,
         None if std::path::Path::new("fleet.toml").exists() => {
-            LoadedFleet::from_path(std::path::Path::new("fleet.toml"))?
+            LoadedFleet::from_path_with(std::path::Path::new("fleet.toml"), &overrides)?
         }
-        None => LoadedFleet::embedded()?,
+        None => LoadedFleet::embedded_with(&overrides)?,
     };
     Ok(fleet)
 }
@@ -117,14 +124,19 @@ pub struct CheckedFleet {
 /// socket: the file itself, the environment variables it names, its
 /// scripts, its models. Every error names the file and the key.
 pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
+    // the flag first: it replaces host.listen, whose check then passes
+    if let Some(flag) = &opts.listen
+        && flag.parse::<SocketAddr>().is_err()
+    {
+        bail!("--listen {flag:?} is not an address; expected IP:PORT such as 127.0.0.1:7878");
+    }
     let fleet_file = load_fleet(opts)?;
     let resolved = fleet_file.resolve_external(|var| opts.env_var(var))?;
     let f = &fleet_file.file;
     let mut notes = Vec::new();
-    let listen: SocketAddr = opts
+    let listen: SocketAddr = f
+        .host
         .listen
-        .as_deref()
-        .unwrap_or(&f.host.listen)
         .parse()
         .with_context(|| "the listen address must be IP:PORT, e.g. 127.0.0.1:7878")?;
     let users = resolved
@@ -272,10 +284,14 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         models,
     } = check(&opts)?;
     let f = &fleet_file.file;
-    let data_dir = opts
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| f.host.data_dir.clone());
+    // the socket before the data directory: a port in use stops the start
+    // before anything is created or locked
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| {
+            format!("cannot listen on {listen} (is another host running? pass --listen)")
+        })?;
+    let data_dir = f.host.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
 
@@ -404,15 +420,13 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         scheduler: scheduler.clone(),
         hooks: api::Hooks::new(hooks),
     };
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| {
-            format!("cannot listen on {listen} (is another host running? pass --listen)")
-        })?;
     let addr = listener.local_addr()?;
     let stop = CancellationToken::new();
     let stopped = stop.clone();
-    let app = api::router(state);
+    // `/v1/events` streams end when `stop` is cancelled: the graceful
+    // shutdown below waits for every open response, and a change stream
+    // would otherwise keep it waiting until its timeout
+    let app = api::router(state).layer(axum::Extension(stop.clone()));
     let server = tokio::spawn(async move {
         let result = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stopped.cancelled().await })

@@ -7,23 +7,31 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::response::sse::Event;
 use axum::response::sse::KeepAlive;
 use axum::response::sse::Sse;
 use futures::Stream;
+use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 
 use super::ApiState;
 use super::AuthUser;
 use super::extract::NoQuery;
 
+/// The stream ends when the host stops: the host's stop token is given
+/// to the router as an `Extension<CancellationToken>` (src/host.rs), and
+/// the graceful shutdown of the server waits for open responses.
 pub(crate) async fn stream(
     State(state): State<ApiState>,
     user: AuthUser,
     _: NoQuery,
+    stop: Option<Extension<CancellationToken>>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let stop = stop.map(|Extension(token)| token).unwrap_or_default();
     let rx = state.fleet.store().subscribe();
     let user = user.0;
     let events = futures::stream::unfold((rx, user, true), |(mut rx, user, first)| async move {
@@ -50,5 +58,6 @@ pub(crate) async fn stream(
             }
         }
     });
+    let events = events.take_until(stop.cancelled_owned());
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

@@ -243,6 +243,38 @@ async fn two_users_with_one_token_are_refused_without_printing_it() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// A token from `token_env` follows the rules of an inline token; the
+/// error names the variable and the key, never the value.
+#[tokio::test]
+async fn a_token_from_the_environment_follows_the_inline_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "[[users]]\nid = \"alice\"\ntoken_env = \"BOTFLEET_TEST_ALICE_TOKEN\"\n\n{SCRIPTED}\n{BOT}"
+    );
+    let fleet = write_fleet(dir.path(), &body, Some(ECHO));
+    for (value, says) in [
+        ("short", "too short"),
+        ("          ", "only whitespace"),
+        ("  padded-token  ", "whitespace"),
+    ] {
+        let err = both_refuse(&fleet, &[("BOTFLEET_TEST_ALICE_TOKEN", value)]).await;
+        assert!(
+            err.contains("users[0].token_env")
+                && err.contains("BOTFLEET_TEST_ALICE_TOKEN")
+                && err.contains(says),
+            "{value:?}: {err}"
+        );
+        assert!(!err.contains(&format!("{value:?}")), "{err}");
+    }
+    let (code, _, err) = botfleet(
+        "check-config",
+        &fleet,
+        &[("BOTFLEET_TEST_ALICE_TOKEN", "long-enough-token")],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+}
+
 #[tokio::test]
 async fn a_secret_defined_twice_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,7 @@ mod api_input;
 mod approvals;
 mod batching;
 mod cli;
+mod cli_input;
 mod cli_restart;
 mod config_checks;
 mod context;

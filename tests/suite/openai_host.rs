@@ -103,7 +103,8 @@ async fn a_provider_down_past_its_retries_fails_the_turn_visibly() {
         .start()
         .await;
     let (code, out, err) = cli(&["send", "r", "anyone there?"], &host.url, TOKEN).await;
-    assert_eq!(code, 2, "stdout: {out}\nstderr: {err}");
+    // 3: the turn failed (2 is a usage error)
+    assert_eq!(code, 3, "stdout: {out}\nstderr: {err}");
     assert!(err.contains("retry"), "{err}");
     let (_, transcript, _) = cli(&["transcript", "r"], &host.url, TOKEN).await;
     assert!(transcript.contains("anyone there?"), "{transcript}");

@@ -48,6 +48,7 @@ pub use loop_detector::LoopKind;
 pub use loop_detector::LoopVerdict;
 pub use loop_detector::RepeatThreshold;
 pub use patterns::HostAllowlist;
+pub use patterns::host_pattern_port;
 pub use patterns::valid_host_pattern;
 pub use redaction::Classification;
 pub use redaction::Classified;

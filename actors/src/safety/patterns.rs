@@ -114,15 +114,41 @@ impl HostAllowlist {
     }
 }
 
-/// Checks a host pattern of the allowlist: a host name, an IP, or
-/// `*.domain`.
+/// Checks a host pattern of the allowlist: a host name, an IPv4 address,
+/// an IPv6 address (`[::1]` as URLs write it, or bare), or `*.domain`. No
+/// scheme, path or port: hosts are compared without their port, so a
+/// pattern with one (see [`host_pattern_port`]) could never match.
 pub fn valid_host_pattern(pattern: &str) -> bool {
     let host = pattern.strip_prefix("*.").unwrap_or(pattern);
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return host == pattern && inner.parse::<std::net::Ipv6Addr>().is_ok();
+    }
+    if host.contains(':') {
+        return host == pattern && host.parse::<std::net::Ipv6Addr>().is_ok();
+    }
     !host.is_empty()
         && host.len() <= 253
         && host
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
+}
+
+/// `(host, port)` of a pattern written `host:port` (`github.com:443`,
+/// `[::1]:8080`); `None` for a pattern without a port (a bare IPv6 address
+/// included) and for one that is not `host:digits` (`https://x`).
+pub fn host_pattern_port(pattern: &str) -> Option<(&str, &str)> {
+    let (host, port) = if pattern.starts_with('[') {
+        let end = pattern.find(']')? + 1;
+        (&pattern[..end], pattern[end..].strip_prefix(':')?)
+    } else {
+        let (host, port) = pattern.split_once(':')?;
+        if port.contains(':') {
+            return None;
+        }
+        (host, port)
+    };
+    let digits = !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
+    (!host.is_empty() && digits).then_some((host, port))
 }
 
 /// The hosts of every `scheme://host` URL inside `text`.
@@ -353,6 +379,24 @@ mod tests {
         assert!(valid_host_pattern("*.corp.example"));
         assert!(!valid_host_pattern("https://x"));
         assert!(!valid_host_pattern(""));
+        // ports are never compared: a pattern with one could not match
+        for p in ["[::1]", "[2001:db8::1]", "2001:db8::1", "10.0.0.1"] {
+            assert!(valid_host_pattern(p), "{p}");
+            assert_eq!(host_pattern_port(p), None, "{p}");
+        }
+        for (p, host, port) in [
+            ("github.com:443", "github.com", "443"),
+            ("*.corp.example:8443", "*.corp.example", "8443"),
+            ("[::1]:8080", "[::1]", "8080"),
+            ("10.0.0.1:22", "10.0.0.1", "22"),
+        ] {
+            assert!(!valid_host_pattern(p), "{p}");
+            assert_eq!(host_pattern_port(p), Some((host, port)), "{p}");
+        }
+        for p in ["[::1", "[nothost]", "a[b]", "*.[::1]", "https://x"] {
+            assert!(!valid_host_pattern(p), "{p}");
+        }
+        assert_eq!(host_pattern_port("https://x"), None);
     }
 
     #[test]

@@ -1,0 +1,198 @@
+//! `botfleet send`: post a message to a bot, wait for the turn that
+//! answers it and report it ([`super::outcome`]); its exit status says how
+//! that turn ended ([`SEND_EXIT_CODES`]). With `--json`, stdout holds one
+//! JSON object whatever happens, a failure included ([`json_failure`]).
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use reqwest::StatusCode;
+use serde_json::Value;
+use serde_json::json;
+
+use super::events;
+use super::exit;
+use super::outcome;
+use crate::client::Client;
+use crate::client::HostAnswered;
+
+/// `botfleet send --help`: what the exit status says (2 is clap's usage
+/// error, so the turn's outcomes start at 3).
+pub(super) const SEND_EXIT_CODES: &str = "\
+Exit status:
+  0    the turn that answered the message completed; its replies are printed
+  1    an error: the message was not sent, or the host refused a later request (stderr says why)
+  2    a usage error (bad arguments)
+  3    the turn failed or was cancelled; stderr says why and how to retry
+  4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
+  5    no reply within --timeout; the message is saved (`botfleet transcript BOT`)
+  130  interrupted (Ctrl-C), as a shell reports it
+
+With --json, stdout holds one JSON object in each of the cases 0-5: the turn, \
+{\"status\": \"timeout\", ...}, the host's refusal ({\"status\": \"conflict\", ...}) or \
+{\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
+
+/// The host's answer to a message: `accepted` or `duplicate`, with its
+/// session and seq.
+pub(super) struct Admitted {
+    /// `accepted` or `duplicate`.
+    pub(super) status: String,
+    /// The admission record (`session`, `seq`, …).
+    pub(super) body: Value,
+}
+
+/// The host refused the message as sent: an idempotency key reused with
+/// other text (`conflict`) or older than the ledger (`unknown`). `--json`
+/// prints the host's answer as is.
+#[derive(Debug)]
+pub(super) struct NotSent {
+    /// The host's answer (`{"status", "error": {"message"}}`).
+    body: Value,
+}
+
+impl std::fmt::Display for NotSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "message not sent ({}): {}",
+            self.body["status"].as_str().unwrap_or("?"),
+            self.body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )
+    }
+}
+
+impl std::error::Error for NotSent {}
+
+/// The admission record of a message the host took, or the error of one
+/// it refused.
+pub(super) fn admitted(status: StatusCode, body: Value) -> anyhow::Result<Admitted> {
+    match body["status"].as_str() {
+        Some(s @ ("accepted" | "duplicate")) => Ok(Admitted {
+            status: s.to_owned(),
+            body,
+        }),
+        Some("conflict" | "unknown") => Err(NotSent { body }.into()),
+        _ => Err(HostAnswered {
+            status,
+            message: body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("no details")
+                .to_owned(),
+        }
+        .into()),
+    }
+}
+
+/// What `--json` prints on stdout for a failure of a command (its message
+/// goes to stderr as always): the host's answer when it refused the
+/// message as sent, else `{"status": "error", "error": {"message",
+/// "http_status"}}` (`http_status` when the host answered).
+pub(super) fn json_failure(e: &anyhow::Error) -> Value {
+    if let Some(refused) = e.downcast_ref::<NotSent>() {
+        return refused.body.clone();
+    }
+    let mut error = json!({ "message": format!("{e:#}") });
+    if let Some(answered) = e.downcast_ref::<HostAnswered>() {
+        error["http_status"] = json!(answered.status.as_u16());
+    }
+    json!({ "status": "error", "error": error })
+}
+
+/// Sends and waits for the end of the turn that answers the message.
+/// Errors are the command's (with `--json`, [`json_failure`] prints them).
+pub(super) async fn send(
+    client: &Client,
+    bot: &str,
+    text: &str,
+    nonce: Option<&str>,
+    as_json: bool,
+    timeout: Duration,
+) -> anyhow::Result<ExitCode> {
+    let key = nonce
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    // subscribe before sending, so no change signal is missed
+    let mut changes = events::Changes::subscribe(client).await?;
+    let (status, body) = client.send_message(bot, text, &key).await?;
+    let outcome = admitted(status, body)?;
+    let body = &outcome.body;
+    let outcome = outcome.status;
+    let session = body["session"]
+        .as_str()
+        .context("the answer has no session")?
+        .to_owned();
+    let seq = body["seq"].as_i64().context("the answer has no seq")?;
+    if outcome == "duplicate" && !as_json {
+        eprintln!("(already sent with this key as message {seq}; waiting for its reply)");
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut cursor = seq;
+    let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut notices: HashMap<String, Value> = HashMap::new();
+    loop {
+        // the host may be restarting: a failed poll waits for the next one
+        let polled = match client.entries_after(&session, cursor).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                changes.poll_failed(e)?;
+                Vec::new()
+            }
+        };
+        for e in polled {
+            cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
+            let turn = e["turn"].as_str().unwrap_or("").to_owned();
+            match e["kind"].as_str() {
+                Some("delivery") => deliveries.entry(turn).or_default().push(e),
+                Some("notice") => {
+                    notices.insert(turn, e);
+                }
+                Some("turn_end") => {
+                    let inputs: Vec<i64> = e["inputs"]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                        .unwrap_or_default();
+                    let ended = e["status"].as_str().unwrap_or("").to_owned();
+                    if !inputs.contains(&seq) || ended == "interrupted" {
+                        if ended != "interrupted" {
+                            deliveries.remove(&turn);
+                        }
+                        continue;
+                    }
+                    let mine = deliveries.remove(&turn).unwrap_or_default();
+                    let ended = outcome::Ended {
+                        turn: &turn,
+                        status: &ended,
+                        notice: notices.get(&turn),
+                    };
+                    return Ok(outcome::report(&ended, &mine, &session, seq, as_json));
+                }
+                _ => {}
+            }
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            if as_json {
+                println!(
+                    "{}",
+                    json!({"status": "timeout", "session": session, "seq": seq})
+                );
+            } else {
+                eprintln!(
+                    "no reply within {} s; your message is saved (seq {seq}); see `botfleet transcript {bot}`",
+                    timeout.as_secs()
+                );
+            }
+            return Ok(ExitCode::from(exit::TIMEOUT));
+        }
+        // wait for a change of this session (or re-check every few seconds)
+        changes
+            .wait(&session, left.min(Duration::from_secs(5)))
+            .await;
+    }
+}

@@ -1,0 +1,85 @@
+//! Which key of a fleet file a TOML error is about: toml reports the byte
+//! span of the value (or key, or table) it failed on; the key there, in
+//! the dotted form the validation errors use (`bots[1].tools[0]`), is
+//! found by walking the parsed document for the deepest entry covering
+//! that span.
+
+use std::ops::Range;
+
+/// What a TOML error says, naming the dotted key it is about when it
+/// points into the document (`key `providers.o.timeout_s`: invalid type:
+/// string "ten", expected u64 (line 7, column 13)`); otherwise (a syntax
+/// error) toml's own report with the line it quotes.
+pub(super) fn parse_detail(text: &str, e: &toml::de::Error) -> String {
+    let report = e.to_string().trim_end().to_owned();
+    let Some(span) = e.span() else {
+        return report;
+    };
+    let Some(key) = key_at(text, &span) else {
+        return report;
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!(
+        "key `{key}`: {} (line {line}, column {column})",
+        e.message()
+    )
+}
+
+/// The dotted key (`bots[1].tools[0]`) of the deepest key or value of
+/// `text` whose source covers `span`.
+fn key_at(text: &str, span: &Range<usize>) -> Option<String> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let mut best = Vec::new();
+    deepest_table(doc.get_ref(), span, &mut Vec::new(), &mut best);
+    (!best.is_empty()).then(|| best.concat())
+}
+
+fn covers(outer: &Range<usize>, inner: &Range<usize>) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end
+}
+
+fn deepest_table(
+    table: &toml::de::DeTable<'_>,
+    span: &Range<usize>,
+    path: &mut Vec<String>,
+    best: &mut Vec<String>,
+) {
+    for (k, v) in table.iter() {
+        let dot = if path.is_empty() { "" } else { "." };
+        path.push(format!("{dot}{}", k.get_ref()));
+        if (covers(&k.span(), span) || covers(&v.span(), span)) && path.len() > best.len() {
+            best.clone_from(path);
+        }
+        deepest_value(v.get_ref(), span, path, best);
+        path.pop();
+    }
+}
+
+fn deepest_value(
+    value: &toml::de::DeValue<'_>,
+    span: &Range<usize>,
+    path: &mut Vec<String>,
+    best: &mut Vec<String>,
+) {
+    use toml::de::DeValue;
+    match value {
+        DeValue::Table(table) => deepest_table(table, span, path, best),
+        DeValue::Array(array) => {
+            for (i, v) in array.into_iter().enumerate() {
+                path.push(format!("[{i}]"));
+                if covers(&v.span(), span) && path.len() > best.len() {
+                    best.clone_from(path);
+                }
+                deepest_value(v.get_ref(), span, path, best);
+                path.pop();
+            }
+        }
+        DeValue::String(_)
+        | DeValue::Integer(_)
+        | DeValue::Float(_)
+        | DeValue::Boolean(_)
+        | DeValue::Datetime(_) => {}
+    }
+}

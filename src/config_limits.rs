@@ -1,0 +1,105 @@
+//! The bounds of `[host]` and `[runtime]`: each number must leave a host
+//! that works. Zero, where it would refuse every message, kill every
+//! command at once or forget every idempotency key within the hour, is
+//! refused, and so are values past any use; every error names its key.
+//! `impl LoadedFleet`, split from `config_load.rs`.
+
+use std::net::SocketAddr;
+
+use super::ConfigError;
+use super::LoadedFleet;
+
+/// Shortest `host.max_text_chars`: below it ordinary messages (a
+/// paragraph, a pasted error line) would be refused.
+const MIN_TEXT_CHARS: usize = 100;
+/// Longest `runtime.debounce_max_ms`: a person waits that long for the
+/// first reply to a burst of messages.
+const MAX_DEBOUNCE_MS: u64 = 60_000;
+/// Longest `runtime.ledger_retention_days` (ten years).
+const MAX_LEDGER_DAYS: u64 = 3650;
+
+impl LoadedFleet {
+    /// Checks `[host]` and `[runtime]`.
+    pub(super) fn validate_host_and_runtime(&self) -> Result<(), ConfigError> {
+        let (h, r) = (&self.file.host, &self.file.runtime);
+        if h.listen.parse::<SocketAddr>().is_err() {
+            return Err(self.invalid(
+                "host.listen",
+                format!(
+                    "{:?} is not an address; expected IP:PORT such as \"127.0.0.1:7878\"",
+                    h.listen
+                ),
+            ));
+        }
+        if h.max_body_bytes < 1024 {
+            return Err(self.invalid("host.max_body_bytes", "must be at least 1024"));
+        }
+        if h.max_text_chars < MIN_TEXT_CHARS {
+            return Err(self.invalid(
+                "host.max_text_chars",
+                format!(
+                    "is {} but must be at least {MIN_TEXT_CHARS}: shorter would refuse ordinary messages",
+                    h.max_text_chars
+                ),
+            ));
+        }
+        if r.max_steps == 0 {
+            return Err(self.invalid("runtime.max_steps", "must be at least 1"));
+        }
+        if r.max_turn_attempts < 1 {
+            return Err(self.invalid("runtime.max_turn_attempts", "must be at least 1"));
+        }
+        if r.context_entries < 4 {
+            return Err(self.invalid("runtime.context_entries", "must be at least 4"));
+        }
+        if r.idle_timeout_s == 0 {
+            return Err(self.invalid(
+                "runtime.idle_timeout_s",
+                "must be at least 1: 0 would put every bot to sleep as soon as it is idle",
+            ));
+        }
+        if r.debounce_max_ms < r.debounce_ms {
+            return Err(self.invalid(
+                "runtime.debounce_max_ms",
+                "must be at least runtime.debounce_ms",
+            ));
+        }
+        if r.debounce_max_ms > MAX_DEBOUNCE_MS {
+            return Err(self.invalid(
+                "runtime.debounce_max_ms",
+                format!(
+                    "is {} ms but must be at most {MAX_DEBOUNCE_MS} ms: a person would wait that long for a reply",
+                    r.debounce_max_ms
+                ),
+            ));
+        }
+        if r.shell_max_timeout_s == 0 {
+            return Err(self.invalid("runtime.shell_max_timeout_s", "must be at least 1"));
+        }
+        if r.shell_timeout_s == 0 {
+            return Err(self.invalid(
+                "runtime.shell_timeout_s",
+                "must be at least 1: 0 would stop every Shell command that gives no timeout at once",
+            ));
+        }
+        if r.shell_timeout_s > r.shell_max_timeout_s {
+            return Err(self.invalid(
+                "runtime.shell_timeout_s",
+                format!(
+                    "is {} s but must be at most runtime.shell_max_timeout_s ({} s)",
+                    r.shell_timeout_s, r.shell_max_timeout_s
+                ),
+            ));
+        }
+        if !(1..=MAX_LEDGER_DAYS).contains(&r.ledger_retention_days) {
+            return Err(self.invalid(
+                "runtime.ledger_retention_days",
+                format!(
+                    "is {} but must be 1 to {MAX_LEDGER_DAYS}: with 0 a retried message would be answered `unknown` within the hour",
+                    r.ledger_retention_days
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,400 @@
+//! What the CLI makes of what it is given, against a real host: ids are
+//! sent as ids (percent-encoded), `--host` without a scheme, exit codes
+//! that do not clash with clap's, `--json` failures on stdout, the memory
+//! preview in text; and how `botfleet run` starts and stops: `--listen`
+//! over a bad `host.listen`, a port in use, SIGTERM with a change stream
+//! open, a second signal.
+
+use std::process::Stdio;
+use std::time::Duration;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::BIN;
+use crate::support::process::HostProcess;
+use crate::support::process::cli;
+use crate::support::process::free_port;
+
+/// Replies to `hello`, `first` and `second`; waits on `slow`; remembers
+/// on `bought`; anything else (the delivery reminder too) gets no reply.
+const SCRIPT: &str = r#"
+[[rule]]
+match = "^(hello|first|second)"
+steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
+
+[[rule]]
+match = "^slow"
+steps = [ { delay_ms = 20000, tool = "SendMessage", args = { text = "late" } } ]
+
+[[rule]]
+match = "^bought"
+steps = [
+  { tool = "Remember", args = { text = "Bought green tea on Monday", layer = "log" } },
+  { tool = "SendMessage", args = { text = "noted" } },
+]
+
+[[rule]]
+steps = [ { text = "thinking, and never replying" } ]
+"#;
+
+fn fleet() -> TestFleet {
+    TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage", "Remember"])
+}
+
+/// Turn outcomes have codes of their own (3, 4, 5), after clap's usage
+/// error (2), and `send --help` lists them.
+#[tokio::test]
+async fn send_exit_codes_do_not_clash_with_usage_errors() {
+    let host = fleet().start().await;
+    let (code, out, err) = cli(&["send", "r", "hello"], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "echo: hello"), "{err}");
+    let (code, _, err) = cli(&["send", "r", "quiet please"], &host.url, TOKEN).await;
+    assert_eq!(code, 4, "undelivered: {err}");
+    assert!(err.contains("without sending you a reply"), "{err}");
+    let (code, _, err) = cli(
+        &["send", "r", "slow one", "--timeout", "1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 5, "timeout: {err}");
+    let (code, _, err) = cli(&["send", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 2, "usage: {err}");
+    let (code, help, _) = cli(&["send", "--help"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    for line in [
+        "Exit status:",
+        "2    a usage error",
+        "3    the turn failed",
+        "4    the bot ended its turn without replying",
+        "5    no reply within --timeout",
+    ] {
+        assert!(help.contains(line), "{line}: {help}");
+    }
+    let (_, help, _) = cli(&["group", "send", "--help"], &host.url, TOKEN).await;
+    assert!(help.contains("5    the discussion did not end"), "{help}");
+    host.shutdown().await;
+}
+
+/// Every failure `send --json` reports is a JSON object on stdout, and
+/// the message is on stderr as without `--json`.
+#[tokio::test]
+async fn send_json_prints_every_failure_as_json() {
+    let host = fleet().start().await;
+    let json = |out: &str| -> Value {
+        assert_eq!(out.lines().count(), 1, "{out}");
+        serde_json::from_str(out.trim()).unwrap()
+    };
+    // a bot that is not there: the host's 404
+    let (code, out, err) = cli(&["send", "nobody", "x", "--json"], &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no bot \"nobody\""), "{err}");
+    let v = json(&out);
+    assert_eq!(
+        (v["status"].as_str(), v["error"]["http_status"].as_u64()),
+        (Some("error"), Some(404))
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no bot \"nobody\""),
+        "{v}"
+    );
+    // a reused key with other text: the host's answer as is
+    let args = |text| ["send", "r", text, "--json", "--nonce", "k-1"];
+    let (code, _, _) = cli(&args("first"), &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    let (code, out, err) = cli(&args("second"), &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("message not sent (conflict)"), "{err}");
+    assert_eq!(json(&out)["status"], "conflict");
+    // a wrong token
+    let (code, out, _) = cli(&["send", "r", "x", "--json"], &host.url, "wrong-token").await;
+    assert_eq!(code, 1);
+    assert_eq!(json(&out)["error"]["http_status"], 401);
+    // no host, and no token: no answer at all, still an object
+    let (code, out, err) = cli(&["send", "r", "x", "--json"], "http://127.0.0.1:9", TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot reach the host"), "{err}");
+    let v = json(&out);
+    assert_eq!(v["status"], "error");
+    assert!(v["error"].get("http_status").is_none(), "{v}");
+    let out = tokio::process::Command::new(BIN)
+        .args(["send", "r", "x", "--json"])
+        .env("BOTFLEET_HOST", &host.url)
+        .env_remove("BOTFLEET_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("no token"),
+        "{v}"
+    );
+    host.shutdown().await;
+}
+
+/// Ids go into request paths percent-encoded: `/`, `?` and `#` are part
+/// of the id the API judges, never a path, a query or a fragment.
+#[tokio::test]
+async fn ids_reach_the_api_as_ids() {
+    let host = fleet().start().await;
+    let (code, out, err) = cli(&["send", "nobody/../r", "hi"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "delivered to r: {out}");
+    assert!(err.contains("invalid bot id \"nobody/../r\""), "{err}");
+    let (_, transcript, _) = cli(&["transcript", "r"], &host.url, TOKEN).await;
+    assert!(!transcript.contains("hi"), "{transcript}");
+    for args in [
+        ["transcript", "r?x=1"],
+        ["cancel", "r#x"],
+        ["memory", "r/x"],
+    ] {
+        let (code, _, err) = cli(&args, &host.url, TOKEN).await;
+        assert_eq!(code, 1, "{args:?}");
+        assert!(
+            err.contains(&format!("invalid bot id {:?}", args[1])),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, _, err) = cli(&["forget", "m-1/../x"], &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("m-1/../x"), "{err}");
+    // a URL drops `..` itself: refused before sending
+    let (code, _, err) = cli(&["send", "..", "hi"], &host.url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot be sent"), "{err}");
+    host.shutdown().await;
+}
+
+/// `BOTFLEET_HOST=127.0.0.1:PORT` works (http is assumed); an address
+/// that is not http(s) is refused saying what is expected.
+#[tokio::test]
+async fn a_host_address_without_a_scheme_is_http() {
+    let host = fleet().start().await;
+    let bare = host.url.trim_start_matches("http://").to_owned();
+    let (code, out, err) = cli(&["bots"], &bare, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("r-name"), "{out}");
+    let (code, _, err) = cli(&["bots"], "ftp://127.0.0.1:1", TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("not an http(s) address") && err.contains("http://HOST:PORT"),
+        "{err}"
+    );
+    host.shutdown().await;
+}
+
+/// `memory BOT --input TEXT` shows in text what the prompt would take:
+/// how many items, and the log entries with their scores.
+#[tokio::test]
+async fn memory_with_input_shows_what_the_prompt_takes() {
+    let host = fleet().start().await;
+    let (code, out, err) = cli(&["send", "r", "bought tea"], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "noted"), "{err}");
+    let (code, out, err) = cli(&["memory", "r", "--input", "green tea"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("the prompt for \"green tea\" shows 1 item(s)")
+            && out.contains("1 log entry:"),
+        "{out}"
+    );
+    let recall = out
+        .lines()
+        .find(|l| l.starts_with("  recall  m-"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        recall.contains("Bought green tea on Monday") && recall.contains("score "),
+        "{recall}"
+    );
+    // without --input, no preview
+    let (_, out, _) = cli(&["memory", "r"], &host.url, TOKEN).await;
+    assert!(!out.contains("the prompt for"), "{out}");
+    host.shutdown().await;
+}
+
+/// `run --listen` replaces `host.listen` before the file is checked, so a
+/// bad value there does not stop it (`check-config` still names it).
+#[tokio::test]
+async fn run_listen_overrides_a_bad_host_listen() {
+    let fleet = fleet();
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("\"127.0.0.1:0\"", "\"localhost\"")).unwrap();
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &fleet.path().join("host.log")).await;
+    let (code, out, err) = cli(&["send", "r", "hello"], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "echo: hello"), "{err}");
+    host.kill9().await;
+    let out = tokio::process::Command::new(BIN)
+        .args(["check-config", "--fleet"])
+        .arg(&path)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("host.listen"));
+    let out = tokio::process::Command::new(BIN)
+        .args(["run", "--fleet"])
+        .arg(&path)
+        .args(["--listen", "nowhere"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--listen \"nowhere\""), "{err}");
+}
+
+/// A port in use stops the start before the data directory is made.
+#[tokio::test]
+async fn a_port_in_use_stops_the_start_before_the_data_directory() {
+    let fleet = fleet();
+    let path = fleet.write();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let data = fleet.path().join("fresh-data");
+    let out = tokio::process::Command::new(BIN)
+        .args(["run", "--fleet"])
+        .arg(&path)
+        .args(["--listen", &addr, "--data"])
+        .arg(&data)
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+    assert!(!data.exists(), "the data directory was created");
+    drop(taken);
+}
+
+/// `botfleet run` as a child, its stdout read line by line.
+struct Running {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    url: String,
+}
+
+impl Running {
+    async fn start(fleet: &TestFleet) -> Self {
+        let port = free_port();
+        let mut child = tokio::process::Command::new(BIN)
+            .args(["run", "--fleet"])
+            .arg(fleet.write())
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "off")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("send <bot>") {
+                    return;
+                }
+            }
+            panic!("run printed no banner");
+        })
+        .await
+        .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        Self { child, lines, url }
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().unwrap().to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the line that starts with `prefix`.
+    async fn line(&mut self, prefix: &str) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                if line.starts_with(prefix) {
+                    return;
+                }
+            }
+            panic!("no line {prefix:?}");
+        })
+        .await
+        .unwrap();
+    }
+}
+
+/// Opens `/v1/events` and reads its first event: a client stays connected.
+async fn open_change_stream(url: &str) -> reqwest::Response {
+    let mut resp = reqwest::Client::new()
+        .get(format!("{url}/v1/events"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    let first = resp.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("ready"));
+    resp
+}
+
+/// SIGTERM with a change stream open stops the host about as fast as
+/// without one (the stream used to hold the server's graceful shutdown
+/// until its 5 s timeout), and the stream ends.
+#[tokio::test]
+async fn a_change_stream_does_not_hold_up_the_stop() {
+    let mut host = Running::start(&fleet()).await;
+    let mut stream = open_change_stream(&host.url).await;
+    let started = Instant::now();
+    host.signal("TERM");
+    let status = tokio::time::timeout(Duration::from_secs(20), host.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(0));
+    assert!(took < Duration::from_secs(4), "stopping took {took:?}");
+    // the stream ended (no error: the body was complete)
+    while let Some(chunk) = stream.chunk().await.unwrap() {
+        assert!(!chunk.is_empty());
+    }
+}
+
+/// A second signal while the host stops exits at once, with status 130.
+#[tokio::test]
+async fn a_second_signal_stops_at_once() {
+    use tokio::io::AsyncWriteExt;
+
+    let mut host = Running::start(&fleet()).await;
+    // a request whose body never comes: the server waits for it (up to
+    // 5 s) before the stop goes on
+    let addr = host.url.trim_start_matches("http://").to_owned();
+    let mut stalled = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/bots/r/messages HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{"
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    host.signal("INT");
+    host.line("stopping…").await;
+    let started = Instant::now();
+    host.signal("INT");
+    let status = tokio::time::timeout(Duration::from_secs(20), host.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
