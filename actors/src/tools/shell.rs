@@ -165,8 +165,8 @@ impl Tool for Shell {
         let timeout = match args.timeout_s {
             None => limits.shell_default_timeout,
             Some(s) if s.is_finite() && s > 0.0 => {
-                let asked = Duration::from_secs_f64(s);
-                if asked > limits.shell_max_timeout {
+                // compared before converting: a Duration of 1e30 s panics
+                if s > limits.shell_max_timeout.as_secs_f64() {
                     return Err(ToolError::new(
                         format!(
                             "timeout_s {s} is above the limit of {} s",
@@ -175,7 +175,7 @@ impl Tool for Shell {
                         "ask for a shorter timeout, or split the work",
                     ));
                 }
-                asked
+                Duration::from_secs_f64(s)
             }
             Some(s) => {
                 return Err(ToolError::bad_args(

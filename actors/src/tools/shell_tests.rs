@@ -163,3 +163,14 @@ async fn paths_outside_are_refused() {
         .unwrap_err();
     assert!(err.message.contains("above the limit"), "{err}");
 }
+
+#[tokio::test]
+async fn a_huge_timeout_is_refused_not_a_panic() {
+    let f = fixture();
+    // before, Duration::from_secs_f64(1e30) panicked inside the turn
+    let err = f
+        .run(json!({"command": "true", "timeout_s": 1e30}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("above the limit"), "{err}");
+}
