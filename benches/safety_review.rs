@@ -184,6 +184,7 @@ impl GateFixture {
             turn: TurnId::new_v7(),
             call_id: "c1",
             cancel: &self.cancel,
+            interrupt: &self.cancel,
             secrets: &self.secrets,
             step_effects: &[],
         };

@@ -6,6 +6,8 @@ use axum::extract::State;
 use axum::extract::rejection::QueryRejection;
 use botfleet_memory::BotId;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use serde::Deserialize;
@@ -55,11 +57,25 @@ pub(crate) async fn entries(
         )));
     }
     let store = state.fleet.store();
-    let record = match store.get_session(id).await? {
-        Some(s) if s.owner == user.0 => s,
-        _ => return Err(ApiError::NotFound(format!("no session {session} for you"))),
+    // one read: `last_seq` is never older than the entries beside it
+    let (record, entries) = match store.session_page(id, after, limit).await? {
+        Some((s, entries)) if s.owner == user.0 => (s, entries),
+        Some(_) => return Err(no_session(&session)),
+        None => {
+            // the user's DM with one of their bots, not written to yet
+            // (`GET /v1/bots/{bot}/session` names it): empty so far
+            let bot = unwritten_dm(&state, &user, id)
+                .await?
+                .ok_or_else(|| no_session(&session))?;
+            return Ok(Json(json!({
+                "session": id,
+                "bot": bot,
+                "kind": SessionKind::Dm,
+                "last_seq": 0,
+                "entries": [],
+            })));
+        }
     };
-    let entries = store.entries_after(id, after, limit).await?;
     Ok(Json(json!({
         "session": id,
         "bot": record.key.bot,
@@ -67,6 +83,29 @@ pub(crate) async fn entries(
         "last_seq": record.last_seq,
         "entries": entries,
     })))
+}
+
+fn no_session(session: &str) -> ApiError {
+    ApiError::NotFound(format!("no session {session} for you"))
+}
+
+/// The bot whose DM with `user` is session `id`, among the user's bots
+/// (the id is derived from the key, as `GET /v1/bots/{bot}/session` does).
+async fn unwritten_dm(
+    state: &ApiState,
+    user: &AuthUser,
+    id: SessionId,
+) -> Result<Option<BotId>, ApiError> {
+    let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
+    Ok(bots.into_iter().map(|b| b.id).find(|bot| {
+        SessionKey {
+            bot: bot.clone(),
+            kind: SessionKind::Dm,
+            peer: user.0.to_string(),
+        }
+        .id()
+            == id
+    }))
 }
 
 async fn owned_turn(

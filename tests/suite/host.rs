@@ -243,6 +243,95 @@ async fn users_see_only_their_own_bots() {
 }
 
 #[tokio::test]
+async fn a_dm_not_written_to_yet_reads_as_an_empty_page() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .bot_of("b2", "s", &["SendMessage"], "bob")
+        .start()
+        .await;
+    let (status, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    assert_eq!(status, 200, "{dm}");
+    assert_eq!(dm["last_seq"], 0);
+    let session = dm["session"].as_str().unwrap();
+    let path = format!("/v1/sessions/{session}/entries");
+    let (status, page) = host.get(&path, TOKEN).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        page,
+        json!({"session": session, "bot": "r", "kind": "dm", "last_seq": 0, "entries": []})
+    );
+    // not for another user, nor another user's own DM not written to yet
+    let (status, _) = host.get(&path, BOB_TOKEN).await;
+    assert_eq!(status, 404, "bob cannot read alice's DM");
+    let (_, bobs) = host.get("/v1/bots/b2/session", BOB_TOKEN).await;
+    let bobs = bobs["session"].as_str().unwrap();
+    let (status, _) = host
+        .get(&format!("/v1/sessions/{bobs}/entries"), TOKEN)
+        .await;
+    assert_eq!(status, 404, "alice cannot read bob's DM");
+    // an id no DM of alice's has is unknown
+    let last = if session.ends_with('0') { "1" } else { "0" };
+    let unknown = format!("{}{last}", &session[..session.len() - 1]);
+    let (status, _) = host
+        .get(&format!("/v1/sessions/{unknown}/entries"), TOKEN)
+        .await;
+    assert_eq!(status, 404);
+    // once written to, the same route pages the entries as before
+    let (_, sent) = host.send("r", "hello", None).await;
+    assert_eq!(sent["session"], session);
+    let (_, page) = host.get(&path, TOKEN).await;
+    assert_eq!(page["entries"][0]["text"], "hello", "{page}");
+    assert!(page["last_seq"].as_i64().unwrap() >= 1, "{page}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_entries_pages_last_seq_is_never_behind_its_entries() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, first) = host.send("r", "m0", None).await;
+    let session = session_of(&first).to_owned();
+    let path = format!("/v1/sessions/{session}/entries");
+    // messages and the bot's answers commit while the page is read
+    let writer = {
+        let host_url = host.url.clone();
+        tokio::spawn(async move {
+            let c = botfleet::client::Client::new(&host_url, TOKEN).unwrap();
+            for i in 1..150 {
+                let (status, body) = c
+                    .send_message("r", &format!("m{i}"), &format!("k{i}"))
+                    .await
+                    .unwrap();
+                assert_eq!(status.as_u16(), 202, "{body}");
+            }
+        })
+    };
+    let mut reads = 0;
+    let mut newest = 0_i64;
+    while !writer.is_finished() || reads == 0 {
+        let after = (newest - 5).max(0).to_string();
+        let (status, page) = host.get(&format!("{path}?after={after}"), TOKEN).await;
+        assert_eq!(status, 200, "{page}");
+        let last_seq = page["last_seq"].as_i64().unwrap();
+        for e in page["entries"].as_array().unwrap() {
+            let seq = e["seq"].as_i64().unwrap();
+            assert!(
+                seq <= last_seq,
+                "entry {seq} beyond last_seq {last_seq} (read {reads})"
+            );
+        }
+        newest = last_seq;
+        reads += 1;
+    }
+    writer.await.unwrap();
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn bad_input_gets_clear_errors_and_loses_nothing() {
     let host = TestFleet::new()
         .script("s", ECHO)

@@ -17,6 +17,7 @@ mod hooks;
 mod hops;
 mod host;
 mod inbox_order;
+mod interrupts;
 mod loops;
 mod memory;
 mod memory_update;

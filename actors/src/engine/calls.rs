@@ -4,6 +4,28 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::tools::gate::TurnStop;
+
+impl From<TurnStop> for Stop {
+    fn from(stop: TurnStop) -> Self {
+        match stop {
+            TurnStop::Interrupted => Stop::Interrupted,
+            TurnStop::Cancelled => Stop::Cancelled,
+        }
+    }
+}
+
+/// The result of a call the turn did not run because it stopped first.
+fn not_run(stop: &Stop) -> String {
+    let reason = match stop {
+        Stop::Interrupted => "a new message from the person interrupted the turn",
+        Stop::Cancelled => "the turn was cancelled",
+    };
+    prompts()
+        .call_not_run
+        .render(&[("reason", reason)])
+        .unwrap_or_default()
+}
 
 impl Runner {
     /// The runner of a turn in `session`: a shared room's members run with
@@ -61,6 +83,7 @@ impl Runner {
             turn: self.turn,
             call_id,
             cancel: &self.hard,
+            interrupt: &self.soft,
             secrets: &self.secrets,
             step_effects: &[],
         }
@@ -144,6 +167,8 @@ impl Runner {
                     .record_outcome(call, message, true, Vec::new(), false, false)
                     .await;
             }
+            // stopped while waiting for its lock: not started, so not run
+            GateDecision::Stopped(stop) => return self.skip_call(call, &stop.into()).await,
         };
         let external = tool.effect() == Effect::External;
         if external && !already_started {
@@ -178,15 +203,7 @@ impl Runner {
         call: &ToolCall,
         stop: &Stop,
     ) -> Result<(), StoreError> {
-        let reason = match stop {
-            Stop::Interrupted => "a new message from the person interrupted the turn",
-            Stop::Cancelled => "the turn was cancelled",
-        };
-        let text = prompts()
-            .call_not_run
-            .render(&[("reason", reason)])
-            .unwrap_or_default();
-        self.record_outcome(call, text, true, Vec::new(), false, false)
+        self.record_outcome(call, not_run(stop), true, Vec::new(), false, false)
             .await
     }
 
@@ -232,11 +249,14 @@ impl Runner {
                 };
                 // not reviewed and internal: the gate only checks the surface
                 match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
-                    GateDecision::Run { .. } => tool.call(&ctx, args).await,
-                    GateDecision::Refuse(e) => Err(e),
-                    GateDecision::AwaitApproval { message, .. } => {
-                        Err(ToolError::new(message, "wait for the decision"))
+                    GateDecision::Run { .. } => {
+                        tool.call(&ctx, args).await.map_err(|e| e.to_string())
                     }
+                    GateDecision::Refuse(e) => Err(e.to_string()),
+                    GateDecision::AwaitApproval { message, .. } => {
+                        Err(ToolError::new(message, "wait for the decision").to_string())
+                    }
+                    GateDecision::Stopped(stop) => Err(not_run(&stop.into())),
                 }
             };
             let batch = match result {
@@ -244,7 +264,7 @@ impl Runner {
                     let delivered = o.delivered;
                     self.outcome_batch(call, o.content, false, o.effects, delivered, false)
                 }
-                Err(e) => self.outcome_batch(call, e.to_string(), true, Vec::new(), false, false),
+                Err(text) => self.outcome_batch(call, text, true, Vec::new(), false, false),
             };
             out.extend(batch);
         }

@@ -23,7 +23,9 @@
 //!    Reads never wait.
 //! 4. **locks** — Read takes a read lock on its path, Write/Edit a write
 //!    lock; Shell, which may touch any file, takes the workspace's exclusive
-//!    lock. Waiting ends if the turn is cancelled.
+//!    lock. Waiting ends if the turn is cancelled or a person's new message
+//!    interrupts it: the call has not started, so it does not start →
+//!    [`GateDecision::Stopped`] (the caller records it as not run).
 //! 5. **run** — [`GateDecision::Run`]: the caller runs the tool holding the
 //!    guards and drops them when it finishes. Nothing else is owed: a used
 //!    approval was consumed in step 3.
@@ -110,6 +112,19 @@ pub enum GateDecision {
         /// What the model is told.
         message: String,
     },
+    /// Do not run: the turn stopped before the call could start (while it
+    /// waited for its lock, say). Record it as not run, like the calls
+    /// after it; the turn ends at its next safe point.
+    Stopped(TurnStop),
+}
+
+/// Why a turn stopped a call that had not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnStop {
+    /// A person's new message interrupted the turn.
+    Interrupted,
+    /// The turn was cancelled for good.
+    Cancelled,
 }
 
 /// The orchestrator; see the module docs for the sequence.
@@ -161,26 +176,13 @@ impl Gate {
         if is_side_effect(tool.effect(), tool.mutates(), enforced.is_some()) {
             match approval_stage(ctx, action.as_ref(), &decision).await {
                 Ok(Stage::Proceed(approval)) => {
-                    return GateDecision::Run {
-                        locks: take_locks(ctx, kind, name, args)
-                            .await
-                            .unwrap_or(LockGuards::None),
-                        approval,
-                    }
-                    .cancelled_if(ctx);
+                    return run_with_locks(ctx, kind, name, args, approval).await;
                 }
                 Ok(Stage::Stop(d)) => return d,
                 Err(e) => return GateDecision::Refuse(e),
             }
         }
-        // 4. locks, 5. run
-        GateDecision::Run {
-            locks: take_locks(ctx, kind, name, args)
-                .await
-                .unwrap_or(LockGuards::None),
-            approval: None,
-        }
-        .cancelled_if(ctx)
+        run_with_locks(ctx, kind, name, args, None).await
     }
 }
 
@@ -198,17 +200,19 @@ impl Gate {
     }
 }
 
-impl GateDecision {
-    /// A cancelled turn does not run what it was waiting to run.
-    fn cancelled_if(self, ctx: &ToolContext<'_>) -> Self {
-        if ctx.cancel.is_cancelled() {
-            GateDecision::Refuse(ToolError::new(
-                "the turn was cancelled before the call could start",
-                "nothing ran; ask for it again if it is still needed",
-            ))
-        } else {
-            self
-        }
+/// Steps 4 and 5: the call's locks, then run. A turn cancelled by then
+/// does not run what it was waiting to run.
+async fn run_with_locks(
+    ctx: &ToolContext<'_>,
+    kind: ToolKind,
+    name: &str,
+    args: &Value,
+    approval: Option<ApprovalId>,
+) -> GateDecision {
+    match take_locks(ctx, kind, name, args).await {
+        Ok(_) if ctx.cancel.is_cancelled() => GateDecision::Stopped(TurnStop::Cancelled),
+        Ok(locks) => GateDecision::Run { locks, approval },
+        Err(stop) => GateDecision::Stopped(stop),
     }
 }
 
@@ -510,23 +514,35 @@ fn waiting(first: &ApprovalRecord, n: usize) -> ToolError {
     )
 }
 
-/// Step 4: the lock the call needs, waiting in FIFO order; `None` if the
-/// turn was cancelled while waiting.
+/// Step 4: the lock the call needs, waiting in FIFO order. The wait ends
+/// when the turn stops (cancelled, or interrupted by a person's new
+/// message); a turn that stopped before does not queue at all.
 async fn take_locks(
     ctx: &ToolContext<'_>,
     kind: ToolKind,
     name: &str,
     args: &Value,
-) -> Option<LockGuards> {
+) -> Result<LockGuards, TurnStop> {
     let locks = &ctx.rt.safety.locks;
     let holder = format!("{}/{}/{} {name}", ctx.bot.id, ctx.turn, ctx.call_id);
+    // an interrupt fires with a cancel too: the cancel, checked first, wins
+    let stopped = async {
+        ctx.interrupt.cancelled().await;
+        if ctx.cancel.is_cancelled() {
+            TurnStop::Cancelled
+        } else {
+            TurnStop::Interrupted
+        }
+    };
     let mode = match kind {
         ToolKind::FileRead => LockMode::Read,
         ToolKind::FileWrite => LockMode::Write,
         ToolKind::Shell => {
             return tokio::select! {
-                g = locks.lock_all(&holder) => Some(LockGuards::All(g)),
-                _ = ctx.cancel.cancelled() => None,
+                biased;
+                () = ctx.cancel.cancelled() => Err(TurnStop::Cancelled),
+                stop = stopped => Err(stop),
+                g = locks.lock_all(&holder) => Ok(LockGuards::All(g)),
             };
         }
         ToolKind::Delivery
@@ -537,14 +553,16 @@ async fn take_locks(
         | ToolKind::SubagentControl
         | ToolKind::Recall
         | ToolKind::MemoryWrite
-        | ToolKind::Extension => return Some(LockGuards::None),
+        | ToolKind::Extension => return Ok(LockGuards::None),
     };
     let Some(path) = lock_path(ctx, args) else {
-        return Some(LockGuards::None);
+        return Ok(LockGuards::None);
     };
     tokio::select! {
-        g = locks.lock_path(&path, mode, &holder) => Some(LockGuards::Path(g)),
-        _ = ctx.cancel.cancelled() => None,
+        biased;
+        () = ctx.cancel.cancelled() => Err(TurnStop::Cancelled),
+        stop = stopped => Err(stop),
+        g = locks.lock_path(&path, mode, &holder) => Ok(LockGuards::Path(g)),
     }
 }
 

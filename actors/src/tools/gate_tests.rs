@@ -52,6 +52,8 @@ struct Fx {
     scope: TurnScope,
     turn: TurnId,
     cancel: CancellationToken,
+    /// The turn's interrupt: a child of `cancel`, as in a turn.
+    interrupt: CancellationToken,
     secrets: crate::vault::BotSecrets,
     messages: u32,
 }
@@ -108,6 +110,7 @@ impl Fx {
             hop: 0,
             reply_to: None,
         };
+        let cancel = CancellationToken::new();
         let mut fx = Self {
             _dir: dir,
             rt,
@@ -115,7 +118,8 @@ impl Fx {
             bot,
             scope,
             turn: TurnId::new_v7(),
-            cancel: CancellationToken::new(),
+            interrupt: cancel.child_token(),
+            cancel,
             secrets: crate::vault::BotSecrets::default(),
             messages: 0,
         };
@@ -148,6 +152,7 @@ impl Fx {
             turn: self.turn,
             call_id: "c1",
             cancel: &self.cancel,
+            interrupt: &self.interrupt,
             secrets: &self.secrets,
             step_effects: &[],
         };
@@ -193,6 +198,7 @@ enum Shape {
     Run(&'static str),
     Refuse(String),
     Await,
+    Stopped(TurnStop),
 }
 
 fn shape(d: &GateDecision) -> Shape {
@@ -204,6 +210,7 @@ fn shape(d: &GateDecision) -> Shape {
         }),
         GateDecision::Refuse(e) => Shape::Refuse(e.message.clone()),
         GateDecision::AwaitApproval { .. } => Shape::Await,
+        GateDecision::Stopped(stop) => Shape::Stopped(*stop),
     }
 }
 
@@ -373,7 +380,42 @@ async fn shell_holds_the_exclusive_lock() {
     let waiting = fx.check("Read", json!({"path": "a.txt"}));
     fx.cancel.cancel();
     let d = waiting.await;
-    assert!(refused(&d).contains("cancelled"), "{d:?}");
+    assert_eq!(shape(&d), Shape::Stopped(TurnStop::Cancelled));
+}
+
+#[tokio::test]
+async fn an_interrupt_ends_the_wait_for_a_lock_and_nothing_starts() {
+    let fx = Fx::new(ReviewModes::all(ReviewMode::Off)).await;
+    // another call (of another turn, say) holds the workspace
+    let held = fx.shell("sleep 20").await;
+    assert_eq!(shape(&held), Shape::Run("exclusive lock"));
+    let mut waiting: Vec<_> = [
+        ("Shell", json!({"command": "touch ran"})),
+        ("Write", json!({"path": "a.txt", "content": "x"})),
+        ("Read", json!({"path": "a.txt"})),
+    ]
+    .into_iter()
+    .map(|(tool, args)| Box::pin(fx.check(tool, args)))
+    .collect();
+    for w in &mut waiting {
+        assert!(w.now_or_never().is_none(), "it waits for the lock");
+    }
+    // a person's new message: every wait ends, while the lock is still held
+    fx.interrupt.cancel();
+    for w in waiting {
+        // ends at once; the bound only turns a hang into a failure
+        let d = tokio::time::timeout(std::time::Duration::from_secs(5), w)
+            .await
+            .expect("the interrupt ends the wait");
+        assert_eq!(shape(&d), Shape::Stopped(TurnStop::Interrupted));
+    }
+    assert!(!fx.cancel.is_cancelled());
+    // an interrupted turn does not queue for a free lock either
+    drop(held);
+    assert_eq!(
+        shape(&fx.check("Read", json!({"path": "a.txt"})).await),
+        Shape::Stopped(TurnStop::Interrupted)
+    );
 }
 
 #[tokio::test]
@@ -418,6 +460,7 @@ async fn reviewed_calls_are_known_up_front() {
         turn: fx.turn,
         call_id: "c1",
         cancel: &fx.cancel,
+        interrupt: &fx.interrupt,
         secrets: &fx.secrets,
         step_effects: &[],
     };

@@ -135,6 +135,10 @@ pub struct ToolContext<'a> {
     pub call_id: &'a str,
     /// Fires when the turn is cancelled for good: stop, kill what you run.
     pub cancel: &'a CancellationToken,
+    /// Fires when a person's new message interrupts the turn (and with
+    /// `cancel`): the turn ends at its next safe point, so a call that has
+    /// not started yet (one waiting for a lock) does not start.
+    pub interrupt: &'a CancellationToken,
     /// The secrets the bot may use (values by reference; never show them).
     pub secrets: &'a crate::vault::BotSecrets,
     /// Effects of the step's earlier calls, run but not yet committed (the

@@ -92,6 +92,7 @@ impl ToolFixture {
             turn: self.turn,
             call_id,
             cancel: &self.cancel,
+            interrupt: &self.cancel,
             secrets: &self.secrets,
             step_effects: &[],
         }

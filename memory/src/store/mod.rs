@@ -367,6 +367,20 @@ impl Store {
             .await
     }
 
+    /// A page of a session: its record and its entries with seq > `after`,
+    /// oldest first, at most `limit`, in one read, so the record's
+    /// `last_seq` is never older than the entries (see
+    /// `reader::session_page`). `None` when there is no such session.
+    pub async fn session_page(
+        &self,
+        id: SessionId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
+        self.read(move |c| reader::session_page(c, id, after, limit))
+            .await
+    }
+
     /// Sessions of a bot (its own: a room's public timeline is not one,
     /// even when the room is named like the bot).
     pub async fn sessions_of_bot(&self, bot: &BotId) -> Result<Vec<SessionRecord>> {

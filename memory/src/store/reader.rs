@@ -584,6 +584,25 @@ pub(crate) fn session_view(
     })
 }
 
+/// A session's record and its entries with seq > `after` (oldest first, at
+/// most `limit`), in one read transaction: the record's `last_seq` is at
+/// least the seq of every entry returned, whatever commits meanwhile.
+/// `None` when there is no such session.
+pub(crate) fn session_page(
+    conn: &Connection,
+    session: SessionId,
+    after: i64,
+    limit: i64,
+) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
+    // rolled back when dropped: a read leaves nothing to keep
+    let tx = conn.unchecked_transaction()?;
+    let Some(record) = get_session(&tx, session)? else {
+        return Ok(None);
+    };
+    let entries = entries_after(&tx, session, after, limit)?;
+    Ok(Some((record, entries)))
+}
+
 pub(crate) fn latest_summary(conn: &Connection, session: SessionId) -> Result<Option<Entry>> {
     Ok(collect_entries(
         conn,

@@ -322,6 +322,94 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
     Ok(())
 }
 
+#[tokio::test]
+async fn a_session_page_is_its_record_and_entries_in_one_read() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("n1", "hello", None)]).await?;
+    let session = alice_dm().id();
+    let batch = (0..4)
+        .map(|_| entry(session, EntryKind::UserMessage { text: "m".into() }))
+        .collect();
+    store.write(batch).await?;
+    let page = |after, limit| store.session_page(session, after, limit);
+    let seqs = |entries: &[Entry]| entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+
+    let Some((record, entries)) = page(1, 2).await? else {
+        panic!("the session exists")
+    };
+    assert_eq!(record.key, alice_dm());
+    assert_eq!(record.last_seq, 5);
+    assert_eq!(seqs(&entries), [2, 3]);
+    let Some((_, rest)) = page(3, 100).await? else {
+        panic!("the session exists")
+    };
+    assert_eq!(seqs(&rest), [4, 5]);
+    // the read leaves no transaction open on its pooled connection
+    store
+        .write(vec![entry(
+            session,
+            EntryKind::UserMessage { text: "o".into() },
+        )])
+        .await?;
+    let Some((later, newest)) = page(5, 100).await? else {
+        panic!("the session exists")
+    };
+    assert_eq!(later.last_seq, 6);
+    assert_eq!(seqs(&newest), [6]);
+
+    let missing = SessionKey {
+        bot: BotId::new("nobody")?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id();
+    assert_eq!(store.session_page(missing, 0, 10).await?, None);
+    store.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_session_pages_last_seq_is_never_behind_its_entries_while_writing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("n1", "hello", None)]).await?;
+    let session = alice_dm().id();
+    let writer = store.clone();
+    let writes = tokio::spawn(async move {
+        for i in 0..300 {
+            let text = format!("m{i}");
+            writer
+                .write(vec![entry(session, EntryKind::UserMessage { text })])
+                .await?;
+        }
+        Ok::<_, StoreError>(())
+    });
+    let mut reads = 0;
+    let mut newest = 0;
+    while !writes.is_finished() || reads == 0 {
+        // the page of the newest entries: the one a commit races with
+        let after = (newest - 5).max(0);
+        let Some((record, entries)) = store.session_page(session, after, 1000).await? else {
+            panic!("the session exists")
+        };
+        for e in &entries {
+            assert!(
+                e.seq <= record.last_seq,
+                "entry {} beyond last_seq {} (read {reads})",
+                e.seq,
+                record.last_seq
+            );
+        }
+        newest = record.last_seq;
+        reads += 1;
+    }
+    writes.await??;
+    assert!(reads > 1, "read while writing");
+    store.close().await;
+    Ok(())
+}
+
 #[test]
 fn readers_stay_within_the_pool_and_are_reused() -> TestResult {
     use std::sync::atomic::AtomicUsize;
