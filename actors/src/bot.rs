@@ -86,7 +86,8 @@ pub struct RunningTurn {
 
 /// Messages of a bot actor.
 pub enum BotMsg {
-    /// An admitted input, routed in commit order.
+    /// An admitted input, routed once its commit returned (not always in
+    /// gid order: see `BotQueue::push`).
     Input(Box<QueuedInput>),
     /// Re-read pending inputs from the store (after a retry or a wake-up).
     Refresh,
