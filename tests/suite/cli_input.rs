@@ -386,6 +386,11 @@ async fn a_second_signal_stops_at_once() {
         "POST /v1/bots/r/messages HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{"
     );
     stalled.write_all(head.as_bytes()).await.unwrap();
+    // the server must have read that head before the first signal, or the
+    // connection is idle and the stop does not wait for it (it then ends
+    // cleanly, with 0, before the second signal): give it a moment, as
+    // nothing outside the server shows that it has
+    tokio::time::sleep(Duration::from_millis(300)).await;
     host.signal("INT");
     host.line("stopping…").await;
     let started = Instant::now();
