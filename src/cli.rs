@@ -331,18 +331,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let running = host::start(opts).await?;
+    // listening from now on, so that no signal falls between the first
+    // wait and the second (a Ctrl-C just after "stopping…" was lost)
+    let mut signals = StopSignals::new()?;
     for line in &running.banner {
         println!("{line}");
     }
     println!("{}", host::send_hint(running.addr));
-    shutdown_signal().await;
+    signals.next().await;
     println!("stopping… (Ctrl-C again to stop at once)");
     // a task of its own, so that a second signal is seen however the stop
     // goes (the server waits up to 5 s for requests in flight)
     let stopping = tokio::spawn(running.shutdown());
     tokio::select! {
         _ = stopping => Ok(ExitCode::SUCCESS),
-        () = shutdown_signal() => {
+        () = signals.next() => {
             // at once: no waiting for turns, tasks or blocking threads (the
             // runtime would on its way out); what is committed is safe, the
             // next start resumes the rest as after a crash
@@ -352,25 +355,44 @@ async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGINT (Ctrl-C) and SIGTERM, each received from the moment this is made.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::SignalKind;
+            use tokio::signal::unix::signal;
+            Ok(Self {
+                int: signal(SignalKind::interrupt())?,
+                term: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    /// The next SIGINT or SIGTERM.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => {}
+                _ = self.term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
