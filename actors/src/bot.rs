@@ -444,6 +444,7 @@ impl BotState {
             .tails
             .remove(&session)
             .unwrap_or_else(|| SessionTail::new(session));
+        let started_at = self.rt.store.clock().now_ms();
         let plan = TurnPlan {
             turn,
             session,
@@ -452,6 +453,7 @@ impl BotState {
             tail,
             soft: soft.clone(),
             hard: hard.clone(),
+            started_at,
         };
         self.running = Some(Running {
             turn,
@@ -459,7 +461,7 @@ impl BotState {
             soft,
             hard,
             inputs,
-            started_at: self.rt.store.clock().now_ms(),
+            started_at,
         });
         let rt = self.rt.clone();
         let me = myself.clone();

@@ -168,8 +168,8 @@ steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "late" } } ]
     host.wait_running("r").await;
     let (_, bots) = host.get("/v1/bots", TOKEN).await;
     let turn = bots["bots"][0]["running_turn"].as_str().unwrap().to_owned();
-    // let the wall clock move on before the cancel
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let (_, running) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
+    let began = running["turn"]["started_at"].as_i64().unwrap();
     let (status, body) = host
         .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "{}")
         .await;
@@ -181,9 +181,8 @@ steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "late" } } ]
     .await;
     let (_, body) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
     assert_eq!(body["turn"]["status"], "cancelled", "{body}");
-    let started = body["turn"]["started_at"].as_i64().unwrap();
-    let ended = body["turn"]["ended_at"].as_i64().unwrap();
-    assert!(ended - started >= 50, "{body}");
+    // the start the API showed while it ran, not the time of the cancel
+    assert_eq!(body["turn"]["started_at"].as_i64(), Some(began), "{body}");
     // the person is told, with a retry (before, only a turn_end said
     // "cancelled" and the message sat unanswered with nothing to retry)
     let entries = host.entries(sent["session"].as_str().unwrap()).await;

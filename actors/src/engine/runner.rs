@@ -118,6 +118,9 @@ pub(crate) struct TurnPlan {
     pub soft: CancellationToken,
     /// Cancel: stop now, kill running tools.
     pub hard: CancellationToken,
+    /// When the bot started it (what the API shows while it runs, and what
+    /// its row records when a new turn is first written).
+    pub started_at: i64,
 }
 
 /// How a turn ended, for its bot.
@@ -240,6 +243,8 @@ struct Runner {
     /// `StartTurn` not yet written (it goes with the first step): the
     /// time the turn began, which it records as its start.
     start_pending: Option<i64>,
+    /// When the bot started the turn.
+    started_at: i64,
     soft: CancellationToken,
     hard: CancellationToken,
     error: Option<String>,
@@ -320,6 +325,7 @@ impl Runner {
             start_pending: None,
             soft: plan.soft,
             hard: plan.hard,
+            started_at: plan.started_at,
             error: None,
         })
     }

@@ -193,7 +193,7 @@ impl Runner {
             }
             self.inputs.push(item);
         }
-        self.start_pending = Some(self.rt.store.clock().now_ms());
+        self.start_pending = Some(self.started_at);
     }
 }
 
