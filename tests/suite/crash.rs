@@ -13,6 +13,7 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
 use crate::support::process::HostProcess;
+use crate::support::process::alive;
 use crate::support::process::free_port;
 
 async fn entries(url: &str, session: &str) -> Vec<Value> {
@@ -284,17 +285,6 @@ steps = [
         1
     );
     host.kill9().await;
-}
-
-/// Whether process `pid` runs (a zombie waiting for its reaper does not).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-        Err(_) => false,
-    }
 }
 
 /// A Shell command outlived the host killed in the middle of it and ran on

@@ -10,17 +10,8 @@ use tokio::time::Instant;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::HostProcess;
+use crate::support::process::alive;
 use crate::support::process::free_port;
-
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-        Err(_) => false,
-    }
-}
 
 /// Sends `signal` (e.g. "TERM") to `pid` with kill(1).
 fn signal(pid: i32, signal: &str) {

@@ -85,3 +85,14 @@ pub async fn cli(args: &[&str], host: &str, token: &str) -> (i32, String, String
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Whether process `pid` runs (a zombie waiting for its reaper does not).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z"),
+        Err(_) => false,
+    }
+}
