@@ -128,6 +128,7 @@ pub use record::covers_to_seq;
 pub use record::room_timeline;
 pub use store::Mutation;
 pub use store::MutationResult;
+pub use store::SinceEvent;
 pub use store::Store;
 pub use store::StoreOptions;
 pub use store::Synchronous;

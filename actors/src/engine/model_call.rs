@@ -110,17 +110,24 @@ impl Runner {
 /// conversation with two calls of one id. A renamed call is stored and
 /// answered under its new id, so the model sees one consistent id.
 fn unique_call_ids(messages: &[ChatMessage], response: &mut ModelResponse) {
-    let earlier: HashSet<&str> = messages
+    if response.tool_calls.is_empty() {
+        return;
+    }
+    // the response's ids are few and the context's calls many: look the
+    // context's calls up in the response's ids, not the other way round
+    let given: HashSet<&str> = response.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    let earlier: HashSet<String> = messages
         .iter()
         .flat_map(|m| match m {
             ChatMessage::Assistant { tool_calls, .. } => tool_calls.as_slice(),
             ChatMessage::System { .. } | ChatMessage::User { .. } | ChatMessage::Tool { .. } => &[],
         })
-        .map(|c| c.id.as_str())
+        .filter(|c| given.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
         .collect();
     let mut taken: HashSet<String> = HashSet::with_capacity(response.tool_calls.len());
     for call in &mut response.tool_calls {
-        if earlier.contains(call.id.as_str()) || !taken.insert(call.id.clone()) {
+        if earlier.contains(&call.id) || !taken.insert(call.id.clone()) {
             let fresh = ToolCall::fresh_id();
             tracing::debug!(given = %call.id, %fresh, "repeated tool call id renamed");
             call.id = fresh;

@@ -38,8 +38,6 @@ use crate::prompts::prompts;
 
 /// Code of the notice holding a message a member sent out of turn.
 pub const HELD_CODE: &str = "room_message_held";
-/// Entries read per page when looking back through a member's session.
-const PAGE: i64 = 64;
 
 /// Whether a member may speak to its room now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,35 +50,24 @@ pub enum Floor {
 }
 
 /// Whose turn it is in the member session `session` of room `room`.
-pub async fn floor(store: &Store, session: SessionId, room: &str) -> Result<Floor, StoreError> {
-    let author = input_author(room);
-    // inputs answered by turns newer than the entries read so far
-    let mut answered: Vec<i64> = Vec::new();
-    let mut page = store.tail_entries(session, PAGE).await?;
-    loop {
-        for e in page.iter().rev() {
-            if let EntryKind::TurnEnd { status, inputs, .. } = &e.kind
-                && answers(*status)
-            {
-                answered.extend(inputs);
-            }
-            if matches!(e.kind, EntryKind::Event { .. }) && e.author == author {
-                return Ok(if answered.contains(&e.seq) {
-                    Floor::NotYours
-                } else {
-                    Floor::Yours
-                });
-            }
-        }
-        let oldest = page.first().map_or(1, |e| e.seq);
-        if (page.len() as i64) < PAGE || oldest <= 1 {
-            // never given an input: nobody asked it to speak
-            return Ok(Floor::NotYours);
-        }
-        page = store
-            .entries_between(session, (oldest - PAGE).max(1), oldest - 1)
-            .await?;
-    }
+///
+/// Reads the newest coordinator input and the turn ends after it (indexed,
+/// on the calling thread: this runs in every member's SendMessage), not
+/// the session's tail.
+pub fn floor(store: &Store, session: SessionId, room: &str) -> Result<Floor, StoreError> {
+    let Some(since) = store.since_newest_event_now(session, &input_author(room))? else {
+        // never given an input: nobody asked it to speak
+        return Ok(Floor::NotYours);
+    };
+    let answered = since.turn_ends.iter().any(|e| {
+        matches!(&e.kind, EntryKind::TurnEnd { status, inputs, .. }
+            if answers(*status) && inputs.contains(&since.seq))
+    });
+    Ok(if answered {
+        Floor::NotYours
+    } else {
+        Floor::Yours
+    })
 }
 
 /// How many messages the member sent out of turn in `session` after
@@ -92,24 +79,10 @@ pub(super) async fn count_held(
     room: &str,
     answered: i64,
 ) -> Result<u32, StoreError> {
-    let author = input_author(room);
-    let mut after = answered;
-    let mut held = 0;
-    loop {
-        let entries = store.entries_after(session, after, 1000).await?;
-        for e in &entries {
-            if matches!(e.kind, EntryKind::Event { .. }) && e.author == author {
-                return Ok(held);
-            }
-            if is_held(e) {
-                held += 1;
-            }
-        }
-        match entries.last() {
-            Some(last) if entries.len() == 1000 => after = last.seq,
-            Some(_) | None => return Ok(held),
-        }
-    }
+    let notices = store
+        .notices_before_next_event(session, answered, &input_author(room))
+        .await?;
+    Ok(notices.iter().filter(|e| is_held(e)).count() as u32)
 }
 
 fn is_held(e: &Entry) -> bool {

@@ -121,9 +121,8 @@ impl Tool for SendMessage {
             SessionKind::Group => {
                 // a room member speaks only in its turn of a discussion;
                 // otherwise nobody would read it: hold it, and say so
-                let floor = group::held::floor(ctx.store(), ctx.session(), &key.peer)
-                    .await
-                    .map_err(|e| {
+                let floor =
+                    group::held::floor(ctx.store(), ctx.session(), &key.peer).map_err(|e| {
                         ToolError::new(
                             format!("cannot read the room conversation: {e}"),
                             "try again",

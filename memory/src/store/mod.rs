@@ -6,6 +6,7 @@ mod bot_cache;
 mod checkpointer;
 mod lock;
 mod mutation;
+mod author_events;
 mod reader;
 mod reader_pool;
 mod rooms;
@@ -26,6 +27,7 @@ use tokio::sync::oneshot;
 
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
+pub use author_events::SinceEvent;
 pub use writer::Callback;
 pub use writer::WriterStats;
 

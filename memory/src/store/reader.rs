@@ -33,7 +33,8 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
     }
 }
 
-const ENTRY_COLUMNS: &str = "gid, session_id, seq, id, author, turn_id, body, created_at";
+pub(super) const ENTRY_COLUMNS: &str =
+    "gid, session_id, seq, id, author, turn_id, body, created_at";
 
 fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<EntryRow> {
     Ok((
@@ -74,7 +75,7 @@ fn entry_from_parts(parts: EntryRow) -> Result<Entry> {
     })
 }
 
-fn collect_entries(
+pub(super) fn collect_entries(
     conn: &Connection,
     sql: &str,
     params: impl rusqlite::Params,
