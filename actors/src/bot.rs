@@ -212,6 +212,9 @@ impl Actor for BotActor {
             let _ = state.queue.push(QueuedInput { item, entry: None });
         }
         tracing::debug!(bot = %id, queued = state.queue.len(), resuming = state.pending.len(), "bot activated");
+        if state.record.removed_at().is_some() {
+            tracing::info!(bot = %id, queued = state.queue.len(), resuming = state.pending.len(), "bot is no longer in the fleet's config: its work waits until a config lists it again");
+        }
         state.schedule(&myself);
         Ok(())
     }
@@ -346,6 +349,11 @@ impl BotState {
     /// Starts the next turn if none runs and nothing holds it back.
     fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
         if self.running.is_some() {
+            return;
+        }
+        if self.record.removed_at().is_some() {
+            // no longer in the config: its inputs and open turns wait in
+            // the store until a config lists it again
             return;
         }
         if let Some(p) = self.pending.pop_front() {

@@ -1,6 +1,7 @@
 //! The Fleet: root supervisor of a running fleet, and [`FleetHandle`], the
 //! surface the host (HTTP API, CLI) drives it through.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -222,12 +223,24 @@ impl std::fmt::Debug for FleetHandle {
 impl FleetHandle {
     /// Registers the configured bots, starts the supervisor tree and wakes
     /// every bot with unfinished work (crash recovery).
+    ///
+    /// A bot of an earlier config that `bots` no longer lists is marked
+    /// removed ([`BotRecord::removed_at`]): it takes no more messages and
+    /// runs no turns, what it was sent stays in its inbox and its sessions
+    /// stay readable, until a config lists it again.
     pub async fn start(rt: Runtime, bots: Vec<BotRecord>) -> Result<Self> {
         let rt = Arc::new(rt);
-        if !bots.is_empty() {
-            rt.store
-                .write(bots.into_iter().map(Mutation::UpsertBot).collect())
-                .await?;
+        let listed: HashSet<BotId> = bots.iter().map(|b| b.id.clone()).collect();
+        let now = rt.store.clock().now_ms();
+        let mut writes: Vec<Mutation> = bots.into_iter().map(Mutation::UpsertBot).collect();
+        for b in rt.store.list_bots(None).await? {
+            if b.from_config() && b.removed_at().is_none() && !listed.contains(&b.id) {
+                tracing::warn!(bot = %b.id, "bot is no longer in the fleet's config: it takes no more messages; its sessions are kept");
+                writes.push(Mutation::UpsertBot(b.mark_removed(now)));
+            }
+        }
+        if !writes.is_empty() {
+            rt.store.write(writes).await?;
         }
         let (fleet, _) = Actor::spawn(None, FleetActor, rt.clone())
             .await

@@ -95,6 +95,7 @@ pub use record::ApprovalRecord;
 pub use record::ApprovalRequestOutcome;
 pub use record::ApprovalStatus;
 pub use record::BotRecord;
+pub use record::REMOVED_AT;
 pub use record::CatchUp;
 pub use record::Change;
 pub use record::Entry;

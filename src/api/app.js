@@ -235,6 +235,8 @@ async function deliver(timeline, text, post, onAccepted = () => {}) {
 }
 
 function botState(b) {
+  // no longer in fleet.toml: it takes no messages until listed again
+  if (b.removed_at) return ["asleep", "removed from fleet.toml"];
   if (b.running_turn) return ["working", "working"];
   if (b.queued) return ["queued", `${b.queued} queued`];
   if (b.active) return ["idle", "idle"];

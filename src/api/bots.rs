@@ -67,6 +67,9 @@ pub(crate) async fn list(
             "provider": b.provider,
             "tools": b.tools,
             "origin": b.origin,
+            // set when the fleet's config stopped listing the bot: it
+            // takes no more messages until a config lists it again
+            "removed_at": b.removed_at(),
             "active": live.is_some(),
             "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
@@ -108,7 +111,7 @@ pub(crate) async fn post_message(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let record = owned_bot(&state, &user, &bot).await?;
-    super::refuse_stopped_subagent(&state, &record).await?;
+    super::refuse_retired(&state, &record).await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = parsed.text.trim();
     if text.is_empty() {

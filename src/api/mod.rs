@@ -155,13 +155,19 @@ impl Table {
     }
 }
 
-/// A subagent that was stopped takes no more work (its turns are cancelled
-/// as they start): a message to it is refused rather than accepted and
-/// silently dropped.
-pub(crate) async fn refuse_stopped_subagent(
-    state: &ApiState,
-    bot: &BotRecord,
-) -> Result<(), ApiError> {
+/// A bot that takes no more work is refused a message rather than sent
+/// one that nobody would answer: a subagent that was stopped (its turns
+/// are cancelled as they start), and a bot the fleet's config no longer
+/// lists (it runs no turns until a config lists it again).
+pub(crate) async fn refuse_retired(state: &ApiState, bot: &BotRecord) -> Result<(), ApiError> {
+    if bot.removed_at().is_some() {
+        return Err(ApiError::Conflict(format!(
+            "bot {} is no longer in the fleet's config and takes no more messages; its \
+             conversations are kept and readable. List it in fleet.toml again and restart \
+             the host to talk to it",
+            bot.id
+        )));
+    }
     if !bot.origin.starts_with("subagent:") {
         return Ok(());
     }

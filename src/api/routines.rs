@@ -99,6 +99,13 @@ pub(crate) async fn put(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let b = owned_bot(&state, &user, &bot).await?;
+    if b.removed_at().is_some() {
+        return Err(ApiError::Conflict(format!(
+            "bot {} is no longer in the fleet's config and runs no routines; list it in \
+             fleet.toml again and restart the host first",
+            b.id
+        )));
+    }
     if let Some(parent) = b.origin.strip_prefix("subagent:") {
         return Err(ApiError::Conflict(format!(
             "{} is a subagent of {parent}: it works on one task for its parent and runs no \

@@ -26,6 +26,7 @@ mod openai_host;
 mod openai_provider;
 mod recall;
 mod recall_faults;
+mod removed_bots;
 mod retry;
 mod review;
 mod review_ttl;

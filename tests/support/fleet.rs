@@ -73,6 +73,13 @@ impl TestFleet {
         self
     }
 
+    /// Drops bot `id` from the fleet (write it again to take effect).
+    pub fn without_bot(mut self, id: &str) -> Self {
+        let head = format!("[[bots]]\nid = \"{id}\"\n");
+        self.bots.retain(|b| !b.starts_with(&head));
+        self
+    }
+
     /// Extra lines at the end of the last bot's table, e.g. its
     /// `[[bots.routines]]` or `[[bots.hooks]]`.
     pub fn bot_lines(mut self, lines: &str) -> Self {

@@ -139,6 +139,16 @@ pub async fn create_room(
                 sub.parent
             )));
         }
+        if let Some(b) = &bot
+            && b.removed_at().is_some()
+            && (b.owner == *user || shareable(b))
+        {
+            // it runs no turns: the discussion would skip it every time
+            return Err(GroupError::Conflict(format!(
+                "member {id} is no longer in the fleet's config and takes no turns; list it \
+                 in fleet.toml again, or add another bot"
+            )));
+        }
         match bot {
             Some(b) if b.owner == *user => {}
             Some(b) if shareable(&b) => shared = true,

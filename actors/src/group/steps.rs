@@ -282,6 +282,25 @@ impl GroupState {
         let Some(bot) = self.room.members.get(member).cloned() else {
             return Err(GroupError::Invalid(format!("no member {member}")));
         };
+        if self
+            .rt
+            .store
+            .get_bot(&bot)
+            .await?
+            .is_some_and(|b| b.removed_at().is_some())
+        {
+            // no longer in the fleet's config: it runs no turns, so the
+            // discussion goes on without it (decided the same way again
+            // if the run resumes before its next checkpoint)
+            if let Some(progress) = self
+                .current
+                .as_mut()
+                .and_then(|c| c.state.progress.as_mut())
+            {
+                progress.run.record(Turn::Skipped);
+            }
+            return Ok(());
+        }
         // pending replies, shown with provisional seqs above every stored one
         let base = self.last_seq + 1;
         let pending: Vec<Entry> = self

@@ -185,7 +185,9 @@ async fn fire_pass(
             Some(o) => o.clone(),
             None => {
                 let o = match rt.store.get_bot(&r.bot).await {
-                    Ok(b) => b.map(|b| b.owner),
+                    // a bot the config no longer lists runs no turns: its
+                    // slots pass without a run, like those of a deleted bot
+                    Ok(b) => b.filter(|b| b.removed_at().is_none()).map(|b| b.owner),
                     Err(e) => {
                         state.retry = true;
                         tracing::warn!(bot = %r.bot, error = %e, "cannot read a routine's bot");

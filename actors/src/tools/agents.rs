@@ -77,7 +77,7 @@ pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<Bot
     }
     let known: Vec<&str> = bots
         .iter()
-        .filter(|b| !b.origin.starts_with("subagent:"))
+        .filter(|b| !b.origin.starts_with("subagent:") && b.removed_at().is_none())
         .map(|b| b.id.as_str())
         .collect();
     Err(ToolError::new(
@@ -98,6 +98,16 @@ pub(crate) async fn message_to_bot(
     part: &str,
     session: Option<SessionId>,
 ) -> Result<Mutation, ToolError> {
+    if target.removed_at().is_some() {
+        // its inputs would wait unanswered until a config lists it again
+        return Err(ToolError::new(
+            format!(
+                "agent {} is no longer in the fleet and takes no more messages",
+                target.id
+            ),
+            "tell your person instead, or message another agent",
+        ));
+    }
     let hop = ctx.scope.hop.saturating_add(1);
     if hop > ctx.rt.settings.max_hops {
         return Err(hop_budget_spent(

@@ -24,6 +24,7 @@ pub use approval::ExpiryCause;
 pub use approval::NewApproval;
 pub use approval::ReviewRecord;
 pub use bots::BotRecord;
+pub use bots::REMOVED_AT;
 pub use collaboration::CatchUp;
 pub use collaboration::RoomRecord;
 pub use collaboration::RoomRunRecord;
