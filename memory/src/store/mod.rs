@@ -2,11 +2,11 @@
 
 mod approval_hint;
 mod approvals;
+mod author_events;
 mod bot_cache;
 mod checkpointer;
 mod lock;
 mod mutation;
-mod author_events;
 mod reader;
 mod reader_pool;
 mod rooms;
@@ -25,9 +25,9 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio::sync::oneshot;
 
+pub use author_events::SinceEvent;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
-pub use author_events::SinceEvent;
 pub use writer::Callback;
 pub use writer::WriterStats;
 
