@@ -83,17 +83,48 @@ struct ForgetArgs {
 
 /// Memory tools are withheld from rooms shared with other users: the
 /// owner's memory is not theirs to change.
-fn check_runner(ctx: &ToolContext<'_>, tool: &str) -> Result<(), ToolError> {
-    match ctx.scope.runner {
-        Runner::GroupMember { shared: true } => Err(ToolError::new(
-            format!("{tool} is not available in a room shared with other people's bots"),
+/// Forget is not available in a room shared with other people's bots: an
+/// id does not say which scope it deletes from.
+fn check_forget_runner(ctx: &ToolContext<'_>) -> Result<(), ToolError> {
+    if in_shared_room(ctx) {
+        return Err(ToolError::new(
+            "Forget is not available in a room shared with other people's bots",
             "answer without changing memory; your owner can ask you in a direct message",
-        )),
-        Runner::Main
-        | Runner::Subagent
-        | Runner::GroupMember { shared: false }
-        | Runner::Routine
-        | Runner::Hook => Ok(()),
+        ));
+    }
+    Ok(())
+}
+
+fn in_shared_room(ctx: &ToolContext<'_>) -> bool {
+    match ctx.scope.runner {
+        Runner::GroupMember { shared } => shared,
+        Runner::Main | Runner::Subagent | Runner::Routine | Runner::Hook => false,
+    }
+}
+
+/// In a room shared with other people's bots, Remember writes only to the
+/// bot's own memory (scope `agent`, docs/security.md): what others say
+/// there may be remembered for the bot itself, never written into its
+/// owner's profile or a project. Checked on the scope the write really
+/// goes to (also the scope of an item it replaces).
+fn check_shared_scope(ctx: &ToolContext<'_>, scope: &MemoryScope) -> Result<(), ToolError> {
+    match scope {
+        MemoryScope::Agent(bot) if *bot == ctx.bot.id => Ok(()),
+        MemoryScope::Agent(_) | MemoryScope::User(_) | MemoryScope::Project(_)
+            if !in_shared_room(ctx) =>
+        {
+            Ok(())
+        }
+        MemoryScope::Agent(_) | MemoryScope::User(_) | MemoryScope::Project(_) => {
+            Err(ToolError::new(
+                format!(
+                    "in a room shared with other people's bots memory may only be written to \
+                     your own (scope \"agent\"), not {scope}"
+                ),
+                "Remember with scope \"agent\" (profile facts too), or leave it for a private \
+                 conversation",
+            ))
+        }
     }
 }
 
@@ -237,7 +268,6 @@ impl Tool for Remember {
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-        check_runner(ctx, "Remember")?;
         let args: RememberArgs = parse_args("Remember", args)?;
         let importance = args
             .importance
@@ -249,8 +279,15 @@ impl Tool for Remember {
             return replace(ctx, raw, &args, importance, source).await;
         }
         let layer = parse_layer(args.layer.as_deref())?;
-        let scope = writable_scope(ctx.bot, args.scope.as_deref(), layer)
+        // in a shared room, an unnamed scope is the bot's own, whatever
+        // the layer's default elsewhere
+        let named = match args.scope.as_deref() {
+            None if in_shared_room(ctx) => Some("agent"),
+            named => named,
+        };
+        let scope = writable_scope(ctx.bot, named, layer)
             .map_err(|m| ToolError::new(m, "call Remember again with an allowed scope"))?;
+        check_shared_scope(ctx, &scope)?;
         let now = ctx.store().clock().now_ms();
         let expires_at = note_expiry(layer, args.expires_in_hours, now)
             .map_err(|m| ToolError::bad_args("Remember", m))?;
@@ -350,6 +387,7 @@ async fn replace(
             ));
         }
     }
+    check_shared_scope(ctx, &item.scope)?;
     if args.expires_in_hours.is_some() {
         return Err(ToolError::bad_args(
             "Remember",
@@ -421,7 +459,7 @@ impl Tool for Forget {
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-        check_runner(ctx, "Forget")?;
+        check_forget_runner(ctx)?;
         let args: ForgetArgs = parse_args("Forget", args)?;
         match (args.id, args.matching) {
             (Some(id), None) => forget_id(ctx, &id).await,

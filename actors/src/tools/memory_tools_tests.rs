@@ -283,11 +283,52 @@ async fn forget_matching_removes_the_text_from_every_reachable_scope() {
 }
 
 #[tokio::test]
-async fn shared_rooms_get_no_memory_writes() {
+async fn shared_rooms_write_only_the_bots_own_memory() {
     let mut f = ToolFixture::new();
+    // a fact of the owner's profile, written in private
+    let mine = remember(
+        &f,
+        "p",
+        json!({"text": "owner likes tea", "layer": "profile"}),
+    )
+    .await
+    .unwrap();
+    let owners = mine.content.split_whitespace().nth(2).unwrap().to_owned();
     f.scope.runner = Runner::GroupMember { shared: true };
-    let e = remember(&f, "c", json!({"text": "x"})).await.unwrap_err();
-    assert!(e.message.contains("shared with other people's bots"), "{e}");
+    // the bot's own memory: unnamed (here, profile facts too) or named
+    let out = remember(&f, "a", json!({"text": "the room meets on Mondays"}))
+        .await
+        .unwrap();
+    assert!(
+        out.content.contains(&format!("agent:{}", f.bot.id)),
+        "{}",
+        out.content
+    );
+    remember(
+        &f,
+        "b",
+        json!({"text": "I prefer short answers", "layer": "profile", "scope": "agent"}),
+    )
+    .await
+    .unwrap();
+    // not the owner's profile, named or by default, nor a replacement in it
+    for (call, args) in [
+        ("c", json!({"text": "x", "scope": "user"})),
+        (
+            "d",
+            json!({"text": "x", "layer": "profile", "scope": "user"}),
+        ),
+        ("e", json!({"text": "x", "replaces": owners})),
+    ] {
+        let e = remember(&f, call, args.clone()).await.unwrap_err();
+        assert!(
+            e.message.contains("only be written to your own") && e.hint.contains("scope \"agent\""),
+            "{args}: {e}"
+        );
+    }
+    let texts: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts.contains(&"owner likes tea".to_owned()), "{texts:?}");
     let e = forget(&f, json!({"id": "m-aaaaaaaaaaaa"}))
         .await
         .unwrap_err();

@@ -203,7 +203,9 @@ pub(crate) fn rank_candidates(
                     let f = f64::from(*f);
                     idf * f * (params.k1 + 1.0) / (f + norm)
                 })
-                .sum();
+                .sum::<f64>()
+                // the sum of no terms is -0.0 (shown "-0.000"); -0.0 + 0.0 is 0.0
+                + 0.0;
             let age_days = (now_ms - c.created_at).max(0) as f64 / DAY_MS;
             let recency = if params.half_life_days > 0.0 {
                 0.5f64.powf(age_days / params.half_life_days)

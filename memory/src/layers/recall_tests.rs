@@ -48,6 +48,8 @@ fn a_relevant_entry_beats_a_fresher_unrelated_one() {
     );
     assert!(ranked[0].relevance > 0.0);
     assert_eq!(ranked[1].relevance, 0.0);
+    // no match is a relevance of 0, not -0 ("-0.000" in the CLI)
+    assert_eq!(format!("{:.3}", ranked[1].relevance), "0.000");
 }
 
 #[test]
