@@ -57,6 +57,7 @@ pub use protocol::nonce_time_ms;
 pub use protocol::user_message;
 pub use router::RouterActor;
 pub use router::RouterMsg;
+pub use runtime::MemoryReach;
 pub use runtime::Runtime;
 pub use runtime::StateBlock;
 pub use runtime::StateProvider;

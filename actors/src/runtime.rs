@@ -50,8 +50,24 @@ pub struct StateBlock {
 #[async_trait::async_trait]
 pub trait StateProvider: Send + Sync + 'static {
     /// The state block for `bot` answering `input` (empty when there is
-    /// nothing to show).
-    async fn state_block(&self, bot: &botfleet_memory::BotRecord, input: &str) -> StateBlock;
+    /// nothing to show), with what `reach` allows.
+    async fn state_block(
+        &self,
+        bot: &botfleet_memory::BotRecord,
+        input: &str,
+        reach: MemoryReach,
+    ) -> StateBlock;
+}
+
+/// Which of a bot's memory a turn's prompt may show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryReach {
+    /// Every scope the bot reads: its own, its owner's, its projects'.
+    All,
+    /// Only the bot's own (agent scope): a room shared with other people's
+    /// bots does not inherit what the owner told the bot in private, as it
+    /// does not get the owner's files and transcripts (docs/security.md).
+    OwnOnly,
 }
 
 /// Shared context of a running fleet. Read-only after start, except the
@@ -186,10 +202,15 @@ impl Runtime {
     }
 
     /// The long-lived state block of `bot` for `input`.
-    pub async fn state_block(&self, bot: &botfleet_memory::BotRecord, input: &str) -> StateBlock {
+    pub async fn state_block(
+        &self,
+        bot: &botfleet_memory::BotRecord,
+        input: &str,
+        reach: MemoryReach,
+    ) -> StateBlock {
         let provider = self.state.read().clone();
         match provider {
-            Some(p) => p.state_block(bot, input).await,
+            Some(p) => p.state_block(bot, input, reach).await,
             None => StateBlock::default(),
         }
     }

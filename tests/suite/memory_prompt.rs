@@ -512,3 +512,60 @@ async fn no_extraction_when_it_is_turned_off() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_room_shared_with_other_peoples_bots_does_not_see_the_owners_memory() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &no_extraction))
+        .start()
+        .await;
+    let tools = &["SendMessage", "Remember", "Forget"];
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("a1", "main", tools)
+        .bot_of("b1", "main", tools, "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    const TEA: &str = "Prefers tea over coffee";
+    // a fact of alice's (user scope), in every private prompt of her bots
+    turn(&host, &server, "a1", &format!("remember: {TEA}")).await;
+    let r = turn(&host, &server, "a1", "hello").await;
+    assert!(r[0].to_string().contains(TEA), "{}", r[0]);
+
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "mixed", "members": ["a1", "b1"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let before = server.request_count();
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups/mixed/messages",
+            Some(TOKEN),
+            Some("k1"),
+            json!({"text": "@a1 hello"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    host.wait_turn_end(v["session"].as_str().unwrap(), v["seq"].as_i64().unwrap())
+        .await;
+    let room: Vec<Value> = server.requests()[before..]
+        .iter()
+        .map(|r| r.body.clone())
+        .filter(|b| system(b).contains("Test bot a1."))
+        .collect();
+    assert!(!room.is_empty(), "a1 spoke in the room");
+    for body in &room {
+        assert!(
+            !body.to_string().contains(TEA),
+            "the owner's profile is not in a shared room's request: {body}"
+        );
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -39,6 +39,7 @@ use crate::model::Purpose;
 use crate::model::ToolCall;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
+use crate::runtime::MemoryReach;
 use crate::runtime::Runtime;
 use crate::runtime::StateBlock;
 use crate::safety::ToolCallLoopGuard;
@@ -385,7 +386,15 @@ impl Runner {
                     .join("\n")
             })
             .unwrap_or_default();
-        self.block = self.rt.state_block(&self.bot, &input_text).await;
+        let reach = match self.scope.runner {
+            RunnerKind::GroupMember { shared: true } => MemoryReach::OwnOnly,
+            RunnerKind::GroupMember { shared: false }
+            | RunnerKind::Main
+            | RunnerKind::Subagent
+            | RunnerKind::Routine
+            | RunnerKind::Hook => MemoryReach::All,
+        };
+        self.block = self.rt.state_block(&self.bot, &input_text, reach).await;
         self.secrets = self.rt.secrets_for(&self.bot).await?;
         if let Some(view) = view {
             let encoding = self.ctx_settings.encoding;

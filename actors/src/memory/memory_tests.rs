@@ -441,20 +441,41 @@ async fn extraction_respects_the_profile_limit() {
 async fn the_state_block_is_the_rendered_snapshot() {
     use sha2::Digest;
 
+    use crate::runtime::MemoryReach;
     use crate::runtime::StateProvider;
 
     let f = ToolFixture::new();
     let provider = MemoryState::new(f.rt.store.clone());
     assert_eq!(
-        provider.state_block(&f.bot, "hi").await,
+        provider.state_block(&f.bot, "hi", MemoryReach::All).await,
         crate::runtime::StateBlock::default(),
         "nothing remembered: no block"
     );
     let id = add(&f, "p", user("u"), Layer::Profile, "Prefers tea").await;
-    let block = provider.state_block(&f.bot, "hi").await;
+    let block = provider.state_block(&f.bot, "hi", MemoryReach::All).await;
     assert!(block.text.contains("\"Prefers tea\""), "{}", block.text);
     assert_eq!(block.shown, vec![id.to_string()]);
     let digest: [u8; 32] = sha2::Sha256::digest(block.text.as_bytes()).into();
     assert_eq!(block.hash, digest);
-    assert_eq!(provider.state_block(&f.bot, "another input").await, block);
+    assert_eq!(
+        provider
+            .state_block(&f.bot, "another input", MemoryReach::All)
+            .await,
+        block
+    );
+    // a shared room's prompt shows the bot's own memory, not its owner's
+    let own = add(
+        &f,
+        "a",
+        MemoryScope::Agent(f.bot.id.clone()),
+        Layer::Profile,
+        "Answers briefly",
+    )
+    .await;
+    let shared = provider
+        .state_block(&f.bot, "hi", MemoryReach::OwnOnly)
+        .await;
+    assert!(shared.text.contains("Answers briefly"), "{}", shared.text);
+    assert!(!shared.text.contains("Prefers tea"), "{}", shared.text);
+    assert_eq!(shared.shown, vec![own.to_string()]);
 }

@@ -2,11 +2,15 @@
 
 use async_trait::async_trait;
 use botfleet_memory::BotRecord;
+use botfleet_memory::MemoryScope;
+use botfleet_memory::RecallParams;
 use botfleet_memory::Store;
+use botfleet_memory::bot_scopes;
 use sha2::Digest;
 use sha2::Sha256;
 
 use super::render::render_memory;
+use crate::runtime::MemoryReach;
 use crate::runtime::StateBlock;
 use crate::runtime::StateProvider;
 
@@ -33,9 +37,17 @@ impl MemoryState {
 
 #[async_trait]
 impl StateProvider for MemoryState {
-    async fn state_block(&self, bot: &BotRecord, input: &str) -> StateBlock {
+    async fn state_block(&self, bot: &BotRecord, input: &str, reach: MemoryReach) -> StateBlock {
         let now = self.store.clock().now_ms();
-        match self.store.bot_memory_snapshot(bot, input, now).await {
+        let scopes = match reach {
+            MemoryReach::All => bot_scopes(bot),
+            MemoryReach::OwnOnly => vec![MemoryScope::Agent(bot.id.clone())],
+        };
+        let snapshot = self
+            .store
+            .memory_snapshot(scopes, input.to_owned(), now, RecallParams::default())
+            .await;
+        match snapshot {
             Ok(snapshot) if snapshot.is_empty() => StateBlock::default(),
             Ok(snapshot) => {
                 let text = render_memory(&snapshot);
