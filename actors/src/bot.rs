@@ -133,6 +133,15 @@ enum Pending {
     },
 }
 
+/// When the next turn may start after a person's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// Now, if nothing runs.
+    Now,
+    /// When the debounce window ends.
+    Later,
+}
+
 struct Window {
     first: Instant,
     generation: u64,
@@ -238,8 +247,15 @@ impl Actor for BotActor {
                     .into_iter()
                     .map(|item| QueuedInput { item, entry: None })
                     .collect();
-                if state.queue.refresh(found, &running) > 0 {
+                let added = state.queue.refresh(found, &running);
+                if added.count > 0 {
                     state.idle_since = None;
+                    // a person's message routed after a later input is
+                    // still a person's message: it interrupts, and waits
+                    // out the debounce window, as if routed in order
+                    if added.user_dm && state.on_user_dm(&myself) == Start::Later {
+                        return Ok(());
+                    }
                     state.schedule(&myself);
                 }
             }
@@ -313,37 +329,45 @@ impl BotState {
             }
         }
         self.idle_since = None;
-        if priority == Priority::UserDm {
-            if let Some(run) = &self.running
-                && !run.soft.is_cancelled()
-            {
-                tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
-                run.soft.cancel();
-            }
-            let settings = &self.rt.settings;
-            if !settings.debounce.is_zero() {
-                let now = Instant::now();
-                self.generation += 1;
-                let generation = self.generation;
-                let window = self.window.get_or_insert(Window {
-                    first: now,
-                    generation,
-                });
-                window.generation = generation;
-                if now.duration_since(window.first) >= settings.debounce_max {
-                    self.window = None;
-                } else {
-                    let wait = settings.debounce.min(
-                        settings
-                            .debounce_max
-                            .saturating_sub(now.duration_since(window.first)),
-                    );
-                    myself.send_after(wait, move || BotMsg::DebounceDue { generation });
-                    return;
-                }
-            }
+        if priority == Priority::UserDm && self.on_user_dm(myself) == Start::Later {
+            return;
         }
         self.schedule(myself);
+    }
+
+    /// A person's direct message was queued: it interrupts the running
+    /// turn, and with a debounce window set, the next turn starts when
+    /// the window ends ([`Start::Later`], on a `DebounceDue`).
+    fn on_user_dm(&mut self, myself: &ActorRef<BotMsg>) -> Start {
+        if let Some(run) = &self.running
+            && !run.soft.is_cancelled()
+        {
+            tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
+            run.soft.cancel();
+        }
+        let settings = &self.rt.settings;
+        if settings.debounce.is_zero() {
+            return Start::Now;
+        }
+        let now = Instant::now();
+        self.generation += 1;
+        let generation = self.generation;
+        let window = self.window.get_or_insert(Window {
+            first: now,
+            generation,
+        });
+        window.generation = generation;
+        if now.duration_since(window.first) >= settings.debounce_max {
+            self.window = None;
+            return Start::Now;
+        }
+        let wait = settings.debounce.min(
+            settings
+                .debounce_max
+                .saturating_sub(now.duration_since(window.first)),
+        );
+        myself.send_after(wait, move || BotMsg::DebounceDue { generation });
+        Start::Later
     }
 
     /// Starts the next turn if none runs and nothing holds it back.

@@ -40,6 +40,15 @@ pub(crate) enum Pushed {
     OutOfOrder,
 }
 
+/// What [`BotQueue::refresh`] added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Refreshed {
+    /// Inputs added.
+    pub count: usize,
+    /// Whether a person's direct message was among them.
+    pub user_dm: bool,
+}
+
 fn class(p: Priority) -> usize {
     match p {
         Priority::UserDm => 0,
@@ -76,18 +85,19 @@ impl BotQueue {
 
     /// Adds inputs found pending in the store that are neither queued nor
     /// in `running` (gids of the running turn), in gid order.
-    pub(crate) fn refresh(&mut self, pending: Vec<QueuedInput>, running: &[i64]) -> usize {
-        let mut added = 0;
+    pub(crate) fn refresh(&mut self, pending: Vec<QueuedInput>, running: &[i64]) -> Refreshed {
+        let mut added = Refreshed::default();
         for input in pending {
             let gid = input.item.gid;
             if self.contains(gid) || running.contains(&gid) {
                 continue;
             }
             self.last_gid = self.last_gid.max(gid);
+            added.user_dm |= input.item.priority == Priority::UserDm;
             let c = &mut self.classes[class(input.item.priority)];
             let at = c.iter().position(|q| q.item.gid > gid).unwrap_or(c.len());
             c.insert(at, input);
-            added += 1;
+            added.count += 1;
         }
         added
     }
@@ -184,11 +194,29 @@ mod tests {
         // was dropped as one and stranded in the inbox
         assert_eq!(q.push(input(4, s, Priority::UserDm)), Pushed::OutOfOrder);
         assert_eq!(q.len(), 1);
-        assert_eq!(q.refresh(vec![input(4, s, Priority::UserDm)], &[]), 1);
+        // found pending in the store: queued, and known as a person's
+        // message (it interrupts a running turn as if routed in order)
+        assert_eq!(
+            q.refresh(vec![input(4, s, Priority::UserDm)], &[]),
+            Refreshed {
+                count: 1,
+                user_dm: true
+            }
+        );
+        assert_eq!(
+            q.refresh(
+                vec![input(4, s, Priority::UserDm), input(3, s, Priority::Bot)],
+                &[]
+            ),
+            Refreshed {
+                count: 1,
+                user_dm: false
+            }
+        );
         assert_eq!(q.push(input(4, s, Priority::UserDm)), Pushed::Copy);
         let (_, batch) = q.next_batch().unwrap();
         let gids: Vec<i64> = batch.iter().map(|i| i.item.gid).collect();
-        assert_eq!(gids, [4, 5]);
+        assert_eq!(gids, [3, 4, 5]);
     }
 
     proptest! {
