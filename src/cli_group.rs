@@ -273,6 +273,12 @@ async fn send(
                 print_discussion(room, seq, &unknown, &seen, as_json);
                 return Ok(ExitCode::SUCCESS);
             }
+            if e["kind"] == "turn_end" {
+                // an earlier message's discussion ended (runs take turns):
+                // what came so far was its, not this message's
+                seen.clear();
+                continue;
+            }
             seen.push(e);
         }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());

@@ -486,7 +486,7 @@ async function newRoomForm(ctx, detail) {
   await ensureBots();
   if (ctx.closed) return;
   const title = h("h2", { tabindex: "-1" }, "New room");
-  const name = h("input", { id: "room-name", required: true, maxlength: "64", placeholder: "standup" });
+  const name = h("input", { id: "room-name", required: true, maxlength: "100", placeholder: "standup" });
   const rid = h("input", { id: "room-id", maxlength: "64", placeholder: "defaults to the name", spellcheck: "false" });
   const others = h("input", { id: "room-others", placeholder: "e.g. helper, reviewer", spellcheck: "false" });
   const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), `${b.name} `, h("span", { class: "hint" }, b.id)));

@@ -234,12 +234,12 @@ pub(crate) async fn entries(
     let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
     let store = state.fleet.store();
     let session = room.timeline().id();
-    let last_seq = store
-        .get_session(session)
-        .await?
-        .map(|s| s.last_seq)
-        .unwrap_or(0);
-    let entries = store.entries_after(session, after, limit).await?;
+    // one read: `last_seq` is never older than the entries beside it (a
+    // room nobody wrote in has no session yet: empty so far)
+    let (last_seq, entries) = match store.session_page(session, after, limit).await? {
+        Some((s, entries)) => (s.last_seq, entries),
+        None => (0, Vec::new()),
+    };
     Ok(Json(json!({
         "room": room.id,
         "session": session,

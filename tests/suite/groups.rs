@@ -492,6 +492,29 @@ async fn cli_group_create_and_send() {
     host.shutdown().await;
 }
 
+#[tokio::test]
+async fn cli_group_send_prints_only_its_own_discussion() {
+    // the first discussion is slow: the second message waits behind it
+    let script = r#"
+[[rule]]
+match = "slow"
+steps = [ { delay_ms = 800, tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
+"#;
+    let host = room_host(script).await;
+    create(&host, TOKEN, json!({"name": "team", "members": ["a", "b"]})).await;
+    let (status, first) = post(&host, "team", "@a slow start", "k1").await;
+    assert_eq!(status, 202, "{first}");
+    let (code, out, err) = cli(&["group", "send", "team", "@b second"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    // not a's reply to the first message, nor its end
+    assert_eq!(out.trim(), "b ▸ b speaks", "{out}");
+    assert!(!err.contains("message #1"), "{err}");
+    host.shutdown().await;
+}
+
 /// Members that take a while, so a SIGKILL lands mid-run.
 const SLOW_TALKER: &str = r#"
 [[rule]]
