@@ -12,6 +12,7 @@ use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Priority;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use futures::FutureExt;
@@ -427,10 +428,19 @@ impl BotState {
         if self.window.is_some() && self.queue.has_user_dm() {
             return;
         }
-        if self.paused_until.is_some() {
-            return;
-        }
-        match self.queue.next_batch() {
+        let next = if self.paused_until.is_some() {
+            // paused for the day: only a room's input starts a turn, which
+            // fails at once saying why (a discussion cannot wait for
+            // tomorrow); the rest waits
+            let tails = &self.tails;
+            match self.queue.next_batch_where(|q| is_room_input(q, tails)) {
+                Some(batch) => Some(batch),
+                None => return,
+            }
+        } else {
+            self.queue.next_batch()
+        };
+        match next {
             Some((session, batch)) => {
                 let plan_inputs = batch
                     .iter()
@@ -626,5 +636,18 @@ impl BotState {
             self.idle_armed = true;
             myself.send_after(timeout - idle_for, || BotMsg::IdleCheck);
         }
+    }
+}
+
+/// Whether `input` is a room coordinator's input to this bot: by its entry
+/// when it came with one, else by its session's kind when the session is
+/// loaded.
+fn is_room_input(input: &QueuedInput, tails: &HashMap<SessionId, SessionTail>) -> bool {
+    match &input.entry {
+        Some(e) => crate::group::is_input_author(&e.author),
+        None => tails
+            .get(&input.item.session)
+            .and_then(|t| t.record.as_ref())
+            .is_some_and(|r| r.key.kind == SessionKind::Group),
     }
 }

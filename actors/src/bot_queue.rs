@@ -123,11 +123,32 @@ impl BotQueue {
         !self.classes[0].is_empty()
     }
 
+    /// Like [`BotQueue::next_batch`], for the first session (in class and
+    /// gid order) with an input that `pick` accepts.
+    pub(crate) fn next_batch_where(
+        &mut self,
+        pick: impl Fn(&QueuedInput) -> bool,
+    ) -> Option<(SessionId, Vec<QueuedInput>)> {
+        let session = self
+            .classes
+            .iter()
+            .flat_map(|c| c.iter())
+            .find(|q| pick(q))?
+            .item
+            .session;
+        Some((session, self.take_session(session)))
+    }
+
     /// The next turn's inputs: the session at the head of the highest
     /// non-empty class, and every queued input of that session (any class),
     /// in gid order.
     pub(crate) fn next_batch(&mut self) -> Option<(SessionId, Vec<QueuedInput>)> {
         let session = self.classes.iter().find_map(|c| c.front())?.item.session;
+        Some((session, self.take_session(session)))
+    }
+
+    /// Every queued input of `session` (any class), in gid order.
+    fn take_session(&mut self, session: SessionId) -> Vec<QueuedInput> {
         let mut batch = Vec::new();
         for c in &mut self.classes {
             let mut keep = VecDeque::with_capacity(c.len());
@@ -141,7 +162,7 @@ impl BotQueue {
             *c = keep;
         }
         batch.sort_by_key(|i| i.item.gid);
-        Some((session, batch))
+        batch
     }
 }
 

@@ -515,6 +515,49 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
     host.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_member_out_of_its_daily_budget_fails_its_turns_and_the_room_goes_on() {
+    let host = TestFleet::new()
+        .script("s", TALKER)
+        .bot("a", "s", &["SendMessage"])
+        .bot("cheap", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await;
+    create(
+        &host,
+        TOKEN,
+        json!({"name": "budget", "members": ["a", "cheap"]}),
+    )
+    .await;
+    // its first turn spends the budget
+    let (_, run) = discuss(&host, "budget", "first", "k1").await;
+    assert!(replies(&run).iter().any(|(a, _)| a == "cheap"), "{run:#?}");
+    // from then on each of its turns fails at once, saying why, and every
+    // discussion ends: the one that finds the budget spent, the ones while
+    // it is paused, and one it is not asked to speak in
+    for (text, key) in [("second", "k2"), ("third", "k3"), ("@a fourth", "k4")] {
+        let (_, run) = discuss(&host, "budget", text, key).await;
+        assert_eq!(
+            replies(&run),
+            vec![("a".into(), "a speaks".into())],
+            "{text}: {run:#?}"
+        );
+        let failed: Vec<&Value> = run
+            .iter()
+            .filter(|e| {
+                e["kind"] == "notice" && e["text"].as_str().unwrap().contains("daily token budget")
+            })
+            .collect();
+        assert_eq!(
+            failed.len(),
+            usize::from(text != "@a fourth"),
+            "{text}: {run:#?}"
+        );
+    }
+    host.shutdown().await;
+}
+
 /// Members that take a while, so a SIGKILL lands mid-run.
 const SLOW_TALKER: &str = r#"
 [[rule]]

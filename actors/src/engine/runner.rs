@@ -428,10 +428,15 @@ impl Runner {
         }
         match self.kind.take() {
             Some(PlanKind::New { inputs }) => {
-                if self
-                    .budget_spent(turn_setup::plan_notice_needed(&inputs))
-                    .await?
-                {
+                let room = self.scope.session.key.kind == SessionKind::Group;
+                let notice = turn_setup::plan_notice_needed(&inputs) && !room;
+                if let Some(pause) = self.budget_spent(notice).await? {
+                    if room {
+                        // a discussion cannot wait for tomorrow: the member's
+                        // turn fails now, saying why, and the room goes on
+                        self.begin(inputs);
+                        return self.fail(pause.reason()).await;
+                    }
                     self.inputs = inputs.into_iter().map(|(i, _)| i).collect();
                     return Ok(TurnStatus::Interrupted);
                 }

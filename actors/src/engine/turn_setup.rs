@@ -10,34 +10,42 @@ impl Runner {
     /// Whether the bot's daily token budget is spent; if so, sets
     /// `paused_until` (next UTC midnight) and, when `notice`, tells the
     /// session's people.
-    pub(super) async fn budget_spent(&mut self, notice: bool) -> Result<bool, StoreError> {
+    pub(super) async fn budget_spent(
+        &mut self,
+        notice: bool,
+    ) -> Result<Option<BudgetPause>, StoreError> {
         let Some(budget) = self
             .bot
             .settings
             .get("daily_token_budget")
             .and_then(|v| v.as_u64())
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let now = self.rt.store.clock().now();
         let today = now.format("%Y-%m-%d").to_string();
         let (_, used, _) = self.rt.store.bot_usage(&self.bot.id, &today).await?;
         if used.total() < budget {
-            return Ok(false);
+            return Ok(None);
         }
         let midnight = (now.date_naive() + chrono::Days::new(1))
             .and_hms_opt(0, 0, 0)
             .map(|t| t.and_utc())
             .unwrap_or(now);
         self.paused_until = Some(midnight.timestamp_millis());
+        let pause = BudgetPause {
+            used: used.total(),
+            budget,
+            until: midnight.format("%Y-%m-%d %H:%M").to_string(),
+        };
         if notice {
             let text = prompts()
                 .budget_paused
                 .render(&[
                     ("bot", self.bot.id.as_str()),
-                    ("used", &used.total().to_string()),
-                    ("budget", &budget.to_string()),
-                    ("until", &midnight.format("%Y-%m-%d %H:%M").to_string()),
+                    ("used", &pause.used.to_string()),
+                    ("budget", &pause.budget.to_string()),
+                    ("until", &pause.until),
                 ])
                 .unwrap_or_default();
             self.rt
@@ -52,7 +60,7 @@ impl Runner {
                 )])
                 .await?;
         }
-        Ok(true)
+        Ok(Some(pause))
     }
 
     /// What a running turn's context may hold: the session up to its last
@@ -201,4 +209,25 @@ impl Runner {
 /// wait on).
 pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool {
     inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
+}
+
+/// A bot paused because its daily token budget is spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct BudgetPause {
+    /// Tokens used today.
+    pub used: u64,
+    /// The daily budget.
+    pub budget: u64,
+    /// When it runs again (UTC, `%Y-%m-%d %H:%M`).
+    pub until: String,
+}
+
+impl BudgetPause {
+    /// Why a turn it cannot put off fails.
+    pub(super) fn reason(&self) -> String {
+        format!(
+            "its daily token budget is spent ({} of {} tokens); it is paused until {} UTC",
+            self.used, self.budget, self.until
+        )
+    }
 }

@@ -31,6 +31,11 @@ pub(crate) fn input_author(room: &str) -> String {
     format!("room:{room}")
 }
 
+/// Whether `author` is a room's coordinator ([`input_author`]).
+pub(crate) fn is_input_author(author: &str) -> bool {
+    author.starts_with("room:")
+}
+
 /// Whether a turn that ended with `status` answered its room input for
 /// good (an interrupted turn hands it on to the next one).
 pub(crate) fn answers(status: TurnStatus) -> bool {

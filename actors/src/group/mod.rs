@@ -41,6 +41,7 @@ pub use actor::GroupMsg;
 pub use actor::GroupState;
 pub use error::GroupError;
 pub use held::Floor;
+pub(crate) use member::is_input_author;
 pub use room::NewRoom;
 pub use room::Posted;
 pub use room::create_room;
