@@ -1,4 +1,6 @@
 //! The store: one writer thread with group commit, a pool of readers.
+//! Here: opening, writing and closing; the [`Store`]'s reads are in
+//! `store_*.rs`, by topic.
 
 mod approval_hint;
 mod approvals;
@@ -12,6 +14,11 @@ mod reader_pool;
 mod rooms;
 mod routines;
 mod schema;
+mod store_approvals;
+mod store_bots;
+mod store_rooms;
+mod store_sessions;
+mod store_turns;
 mod writer;
 
 use std::path::Path;
@@ -39,19 +46,7 @@ use crate::clock::Clock;
 use crate::clock::SystemClock;
 use crate::error::Result;
 use crate::error::StoreError;
-use crate::ids::BotId;
-use crate::ids::SessionId;
-use crate::ids::TurnId;
-use crate::ids::UserId;
-use crate::record::BotRecord;
 use crate::record::Change;
-use crate::record::Entry;
-use crate::record::InboxItem;
-use crate::record::SessionRecord;
-use crate::record::SessionView;
-use crate::record::ToolCallRecord;
-use crate::record::TurnRecord;
-use crate::record::TurnStatus;
 
 /// SQLite's `synchronous` setting for the WAL. See docs/operations.md for
 /// what each survives.
@@ -333,319 +328,9 @@ impl Store {
         self.inner.readers.with(f)
     }
 
-    /// A bot by id.
-    /// Served from the records read before when no bot was written since
-    /// (`bot_cache.rs`).
-    pub async fn get_bot(&self, id: &BotId) -> Result<Option<BotRecord>> {
-        if let Some(record) = self.inner.bots.get(id) {
-            return Ok(Some(record));
-        }
-        let generation = self.inner.bots.generation();
-        let id = id.clone();
-        let record = self.read(move |c| reader::get_bot(c, &id)).await?;
-        if let Some(r) = &record {
-            self.inner.bots.put(generation, r);
-        }
-        Ok(record)
-    }
-
-    /// Bots, of one owner or all.
-    pub async fn list_bots(&self, owner: Option<&UserId>) -> Result<Vec<BotRecord>> {
-        let owner = owner.cloned();
-        self.read(move |c| reader::list_bots(c, owner.as_ref()))
-            .await
-    }
-
-    /// A session by id.
-    pub async fn get_session(&self, id: SessionId) -> Result<Option<SessionRecord>> {
-        self.read(move |c| reader::get_session(c, id)).await
-    }
-
-    /// What a turn's context is built from, in one read: the session's
-    /// record, its latest summary and its newest `window` entries after the
-    /// summary (see `reader::session_view`).
-    pub async fn session_view(&self, id: SessionId, window: i64) -> Result<SessionView> {
-        self.read(move |c| reader::session_view(c, id, window))
-            .await
-    }
-
-    /// A page of a session: its record and its entries with seq > `after`,
-    /// oldest first, at most `limit`, in one read, so the record's
-    /// `last_seq` is never older than the entries (see
-    /// `reader::session_page`). `None` when there is no such session.
-    pub async fn session_page(
-        &self,
-        id: SessionId,
-        after: i64,
-        limit: i64,
-    ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
-        self.read(move |c| reader::session_page(c, id, after, limit))
-            .await
-    }
-
-    /// Sessions of a bot (its own: a room's public timeline is not one,
-    /// even when the room is named like the bot).
-    pub async fn sessions_of_bot(&self, bot: &BotId) -> Result<Vec<SessionRecord>> {
-        let bot = bot.clone();
-        self.read(move |c| reader::sessions_of_bot(c, &bot)).await
-    }
-
-    /// Entries of a session with seq > `after`, oldest first, at most `limit`.
-    pub async fn entries_after(
-        &self,
-        session: SessionId,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::entries_after(c, session, after, limit))
-            .await
-    }
-
-    /// [`Store::entries_after`] on the calling thread, for short indexed
-    /// reads on a hot path where the hop to the blocking pool costs more
-    /// than the read itself (a room coordinator checking a member's turn).
-    pub fn entries_after_now(
-        &self,
-        session: SessionId,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<Entry>> {
-        self.inner
-            .readers
-            .with(|c| reader::entries_after(c, session, after, limit))
-    }
-
-    /// Entries of a session with `from <= seq <= to`.
-    pub async fn entries_between(
-        &self,
-        session: SessionId,
-        from: i64,
-        to: i64,
-    ) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::entries_between(c, session, from, to))
-            .await
-    }
-
-    /// The newest compaction summary of a session.
-    pub async fn latest_summary(&self, session: SessionId) -> Result<Option<Entry>> {
-        self.read(move |c| reader::latest_summary(c, session)).await
-    }
-
-    /// The newest `limit` entries of a session, oldest first.
-    pub async fn tail_entries(&self, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::tail_entries(c, session, limit))
-            .await
-    }
-
-    /// Entries of every session in global order after `gid` (for indexers).
-    pub async fn entries_after_gid(&self, gid: i64, limit: i64) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::entries_after_gid(c, gid, limit))
-            .await
-    }
-
-    /// The newest global entry order.
-    pub async fn max_gid(&self) -> Result<i64> {
-        self.read(reader::max_gid).await
-    }
-
-    /// A bot's admitted inputs that no turn has consumed, oldest first.
-    pub async fn pending_inbox(&self, bot: &BotId) -> Result<Vec<InboxItem>> {
-        let bot = bot.clone();
-        self.read(move |c| reader::pending_inbox(c, &bot)).await
-    }
-
-    /// Bots with pending inputs or unfinished turns.
-    pub async fn bots_with_work(&self) -> Result<Vec<BotId>> {
-        self.read(reader::bots_with_work).await
-    }
-
-    /// A bot's turns still marked running (after a crash).
-    pub async fn open_turns(&self, bot: &BotId) -> Result<Vec<TurnRecord>> {
-        let bot = bot.clone();
-        self.read(move |c| reader::open_turns(c, &bot)).await
-    }
-
-    /// A turn by id.
-    pub async fn get_turn(&self, id: TurnId) -> Result<Option<TurnRecord>> {
-        self.read(move |c| reader::get_turn(c, id)).await
-    }
-
-    /// A bot's newest turns.
-    pub async fn turns_of_bot(&self, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
-        let bot = bot.clone();
-        self.read(move |c| reader::turns_of_bot(c, &bot, limit))
-            .await
-    }
-
-    /// Turn counts per status for a bot.
-    pub async fn turn_status_counts(&self, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {
-        let bot = bot.clone();
-        self.read(move |c| reader::turn_status_counts(c, &bot))
-            .await
-    }
-
-    /// The tool calls of a turn, in order.
-    pub async fn tool_calls(&self, turn: TurnId) -> Result<Vec<ToolCallRecord>> {
-        self.read(move |c| reader::tool_calls(c, turn)).await
-    }
-
-    /// A bot's token usage: all days, `today` (UTC `YYYY-MM-DD`), and the
-    /// number of turns counted.
-    pub async fn bot_usage(
-        &self,
-        bot: &BotId,
-        today: &str,
-    ) -> Result<(crate::record::TokenUsage, crate::record::TokenUsage, i64)> {
-        let bot = bot.clone();
-        let today = today.to_owned();
-        self.read(move |c| reader::bot_usage(c, &bot, &today)).await
-    }
-
-    /// The secrets a person supplied: (name, value, updated_at).
-    pub async fn user_secrets(
-        &self,
-        owner: &UserId,
-    ) -> Result<Vec<(String, crate::record::SecretValue, i64)>> {
-        let owner = owner.clone();
-        self.read(move |c| reader::user_secrets(c, &owner)).await
-    }
-
-    /// The subagents a bot delegated to, oldest first.
-    pub async fn subagents_of(&self, parent: &BotId) -> Result<Vec<crate::record::SubagentRecord>> {
-        let parent = parent.clone();
-        self.read(move |c| reader::subagents_of(c, &parent)).await
-    }
-
-    /// A subagent by its bot id.
-    pub async fn get_subagent(&self, id: &BotId) -> Result<Option<crate::record::SubagentRecord>> {
-        let id = id.clone();
-        self.read(move |c| reader::get_subagent(c, &id)).await
-    }
-
-    /// Routines of one bot (by name), or of every bot (by bot, then name).
-    pub async fn routines(&self, bot: Option<&BotId>) -> Result<Vec<crate::record::RoutineRecord>> {
-        let bot = bot.cloned();
-        self.read(move |c| routines::list(c, bot.as_ref())).await
-    }
-
-    /// One routine of a bot.
-    pub async fn get_routine(
-        &self,
-        bot: &BotId,
-        name: &str,
-    ) -> Result<Option<crate::record::RoutineRecord>> {
-        let bot = bot.clone();
-        let name = name.to_owned();
-        self.read(move |c| routines::get(c, &bot, &name)).await
-    }
-
-    /// A group room by id.
-    pub async fn get_room(
-        &self,
-        id: &crate::ids::RoomId,
-    ) -> Result<Option<crate::record::RoomRecord>> {
-        let id = id.clone();
-        self.read(move |c| rooms::get_room(c, &id)).await
-    }
-
-    /// Rooms `user` owns, plus every shared room (the caller filters those
-    /// by membership).
-    pub async fn rooms_for(&self, user: &UserId) -> Result<Vec<crate::record::RoomRecord>> {
-        let user = user.clone();
-        self.read(move |c| rooms::rooms_for(c, &user)).await
-    }
-
-    /// A room's unfinished runs, oldest first.
-    pub async fn open_room_runs(
-        &self,
-        room: &crate::ids::RoomId,
-    ) -> Result<Vec<crate::record::RoomRunRecord>> {
-        let room = room.clone();
-        self.read(move |c| rooms::open_runs(c, &room)).await
-    }
-
-    /// A room's newest finished run.
-    pub async fn last_done_room_run(
-        &self,
-        room: &crate::ids::RoomId,
-    ) -> Result<Option<crate::record::RoomRunRecord>> {
-        let room = room.clone();
-        self.read(move |c| rooms::last_done_run(c, &room)).await
-    }
-
-    /// One run of a room, by the seq of the message that started it.
-    pub async fn get_room_run(
-        &self,
-        room: &crate::ids::RoomId,
-        trigger_seq: i64,
-    ) -> Result<Option<crate::record::RoomRunRecord>> {
-        let room = room.clone();
-        self.read(move |c| rooms::get_run(c, &room, trigger_seq))
-            .await
-    }
-
-    /// Rooms with unfinished runs (resumed after a restart).
-    pub async fn rooms_with_open_runs(&self) -> Result<Vec<crate::ids::RoomId>> {
-        self.read(rooms::rooms_with_open_runs).await
-    }
-
     /// Row count of a table (`entries`, `turns`, `bots`, `ledger`).
     pub async fn count(&self, table: &'static str) -> Result<i64> {
         self.read(move |c| reader::count(c, table)).await
-    }
-
-    /// An approval, with its status as of now (a stored `pending` past its
-    /// TTL or behind a newer user message reads `expired`).
-    pub async fn approval(
-        &self,
-        id: crate::ids::ApprovalId,
-    ) -> Result<Option<crate::record::ApprovalRecord>> {
-        let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::get(c, id, now)).await
-    }
-
-    /// A user's approvals as of now: pending first (oldest first), then the
-    /// others newest first; at most `limit`.
-    pub async fn approvals_of_owner(
-        &self,
-        owner: &UserId,
-        limit: i64,
-    ) -> Result<Vec<crate::record::ApprovalRecord>> {
-        let owner = owner.clone();
-        let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::of_owner(c, &owner, now, limit))
-            .await
-    }
-
-    /// A bot's open approvals as of now (stored pending, or approved and
-    /// unused; each with its effective status, so some may read
-    /// `expired`), oldest first.
-    pub async fn open_approvals(&self, bot: &BotId) -> Result<Vec<crate::record::ApprovalRecord>> {
-        // most bots never had an approval: no read before their side effects
-        let Some(at) = self.inner.approval_hint.check(bot) else {
-            return Ok(Vec::new());
-        };
-        let id = bot.clone();
-        let now = self.inner.clock.now_ms();
-        let open = self
-            .read(move |c| approvals::open_of_bot(c, &id, now))
-            .await?;
-        if open.is_empty() {
-            self.inner.approval_hint.settle(bot, at);
-        }
-        Ok(open)
-    }
-
-    /// A bot's newest review log rows (what auto-review asked about or
-    /// blocked), newest first.
-    pub async fn reviews_of_bot(
-        &self,
-        bot: &BotId,
-        limit: i64,
-    ) -> Result<Vec<crate::record::ReviewRecord>> {
-        let bot = bot.clone();
-        self.read(move |c| approvals::reviews_of_bot(c, &bot, limit))
-            .await
     }
 
     /// A value from the meta table.

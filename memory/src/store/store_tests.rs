@@ -2,14 +2,21 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::digest::InputDigest;
+use crate::ids::BotId;
 use crate::ids::EntryId;
+use crate::ids::SessionId;
+use crate::ids::TurnId;
+use crate::ids::UserId;
 use crate::record::AdmitOutcome;
 use crate::record::AdmitRequest;
+use crate::record::BotRecord;
+use crate::record::Entry;
 use crate::record::EntryKind;
 use crate::record::NewEntry;
 use crate::record::Priority;
 use crate::record::SessionKey;
 use crate::record::SessionKind;
+use crate::record::SessionView;
 
 type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 

@@ -1,0 +1,209 @@
+//! Reads of what belongs to a bot: its record (`bots`), its subagents,
+//! its token usage (`bot_usage`), and its owner's secrets (`user_secrets`).
+
+use rusqlite::Connection;
+use rusqlite::Row;
+use rusqlite::params;
+
+use super::corrupt;
+use crate::error::Result;
+use crate::ids::BotId;
+use crate::ids::UserId;
+use crate::record::BotRecord;
+
+const BOT_COLUMNS: &str =
+    "id, name, owner, role, provider, tools, settings, origin, created_at, updated_at";
+
+fn bot_from_row(row: &Row<'_>) -> rusqlite::Result<[String; 8]> {
+    Ok([
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+    ])
+}
+
+fn bot_from_parts(parts: [String; 8], created_at: i64, updated_at: i64) -> Result<BotRecord> {
+    let [id, name, owner, role, provider, tools, settings, origin] = parts;
+    Ok(BotRecord {
+        id: BotId::new(id)?,
+        name,
+        owner: UserId::new(owner)?,
+        role,
+        provider,
+        tools: serde_json::from_str(&tools).map_err(|e| corrupt("bots", e))?,
+        settings: serde_json::from_str(&settings).map_err(|e| corrupt("bots", e))?,
+        origin,
+        created_at,
+        updated_at,
+    })
+}
+
+fn query_bots(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<BotRecord>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, |row| {
+        Ok((
+            bot_from_row(row)?,
+            row.get::<_, i64>(8)?,
+            row.get::<_, i64>(9)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (parts, c, u) = row?;
+        out.push(bot_from_parts(parts, c, u)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn get_bot(conn: &Connection, id: &BotId) -> Result<Option<BotRecord>> {
+    Ok(query_bots(
+        conn,
+        &format!("SELECT {BOT_COLUMNS} FROM bots WHERE id = ?1"),
+        params![id.as_str()],
+    )?
+    .pop())
+}
+
+pub(crate) fn list_bots(conn: &Connection, owner: Option<&UserId>) -> Result<Vec<BotRecord>> {
+    match owner {
+        Some(owner) => query_bots(
+            conn,
+            &format!("SELECT {BOT_COLUMNS} FROM bots WHERE owner = ?1 ORDER BY id"),
+            params![owner.as_str()],
+        ),
+        None => query_bots(
+            conn,
+            &format!("SELECT {BOT_COLUMNS} FROM bots ORDER BY id"),
+            [],
+        ),
+    }
+}
+
+fn query_subagents(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<crate::record::SubagentRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, parent, parent_session, description, status, result, created_at, updated_at FROM subagents {filter}"
+    ))?;
+    let rows = stmt.query_map(params, |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, Option<String>>(5)?,
+            r.get::<_, i64>(6)?,
+            r.get::<_, i64>(7)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, parent, parent_session, description, status, result, created_at, updated_at) =
+            row?;
+        out.push(crate::record::SubagentRecord {
+            id: BotId::new(id)?,
+            parent: BotId::new(parent)?,
+            parent_session: parent_session.parse()?,
+            description,
+            status: crate::record::SubagentStatus::parse(&status)
+                .ok_or_else(|| corrupt("subagents", format!("status {status}")))?,
+            result,
+            created_at,
+            updated_at,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn subagents_of(
+    conn: &Connection,
+    parent: &BotId,
+) -> Result<Vec<crate::record::SubagentRecord>> {
+    query_subagents(
+        conn,
+        "WHERE parent = ?1 ORDER BY created_at",
+        params![parent.as_str()],
+    )
+}
+
+pub(crate) fn get_subagent(
+    conn: &Connection,
+    id: &BotId,
+) -> Result<Option<crate::record::SubagentRecord>> {
+    Ok(query_subagents(conn, "WHERE id = ?1", params![id.as_str()])?.pop())
+}
+
+/// A bot's usage: (all days, today).
+pub(crate) fn bot_usage(
+    conn: &Connection,
+    bot: &BotId,
+    today: &str,
+) -> Result<(crate::record::TokenUsage, crate::record::TokenUsage, i64)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT day, turns, calls, prompt_tokens, prefix_tokens, cached_tokens, completion_tokens FROM bot_usage WHERE bot_id = ?1",
+    )?;
+    let rows = stmt.query_map(params![bot.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, i64>(4)?,
+            r.get::<_, i64>(5)?,
+            r.get::<_, i64>(6)?,
+        ))
+    })?;
+    let mut all = crate::record::TokenUsage::default();
+    let mut day = crate::record::TokenUsage::default();
+    let mut turns = 0;
+    for row in rows {
+        let (d, t, calls, prompt, prefix, cached, completion) = row?;
+        let u = crate::record::TokenUsage {
+            calls: u32::try_from(calls).unwrap_or(u32::MAX),
+            prompt_tokens: prompt.max(0) as u64,
+            prefix_tokens: prefix.max(0) as u64,
+            cached_tokens: cached.max(0) as u64,
+            completion_tokens: completion.max(0) as u64,
+        };
+        all.add(&u);
+        turns += t;
+        if d == today {
+            day.add(&u);
+        }
+    }
+    Ok((all, day, turns))
+}
+
+pub(crate) fn user_secrets(
+    conn: &Connection,
+    owner: &UserId,
+) -> Result<Vec<(String, crate::record::SecretValue, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT name, value, updated_at FROM user_secrets WHERE owner = ?1 ORDER BY name",
+    )?;
+    let rows = stmt.query_map(params![owner.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (name, value, at) = row?;
+        out.push((name, crate::record::SecretValue::new(value), at));
+    }
+    Ok(out)
+}

@@ -1,0 +1,126 @@
+//! Reads of the `sessions` table: a session by id, a bot's own sessions,
+//! and a session with its entries read in one transaction.
+
+use rusqlite::Connection;
+use rusqlite::Row;
+use rusqlite::params;
+
+use super::corrupt;
+use super::entries::entries_after;
+use super::entries::latest_summary;
+use crate::error::Result;
+use crate::ids::BotId;
+use crate::ids::SessionId;
+use crate::ids::UserId;
+use crate::record::Entry;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+use crate::record::SessionRecord;
+use crate::record::SessionView;
+
+/// id, bot, kind, peer, owner, epoch, created_at, last_seq
+type SessionRow = (String, String, String, String, String, i64, i64, i64);
+
+fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+    ))
+}
+
+const SESSION_SELECT: &str =
+    "SELECT s.id, s.bot_id, s.kind, s.peer, s.owner, s.epoch, s.created_at,
+     COALESCE((SELECT MAX(seq) FROM entries e WHERE e.session_id = s.id), 0) FROM sessions s";
+
+fn query_sessions(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<SessionRecord>> {
+    let mut stmt = conn.prepare_cached(&format!("{SESSION_SELECT} {filter}"))?;
+    let rows = stmt.query_map(params, session_from_row)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, bot, kind, peer, owner, epoch, created_at, last_seq) = row?;
+        out.push(SessionRecord {
+            id: id.parse()?,
+            key: SessionKey {
+                bot: BotId::new(bot)?,
+                kind: SessionKind::parse(&kind)
+                    .ok_or_else(|| corrupt("sessions", format!("kind {kind}")))?,
+                peer,
+            },
+            owner: UserId::new(owner)?,
+            epoch,
+            last_seq,
+            created_at,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn get_session(conn: &Connection, id: SessionId) -> Result<Option<SessionRecord>> {
+    Ok(query_sessions(conn, "WHERE s.id = ?1", params![id.to_string()])?.pop())
+}
+
+/// A bot's own sessions. A room's public timeline is keyed by the room's
+/// id in the bot column (`room_timeline`), so a room named like a bot would
+/// pass for that bot's session: timelines are left out here, and reach a
+/// reader only through room membership.
+pub(crate) fn sessions_of_bot(conn: &Connection, bot: &BotId) -> Result<Vec<SessionRecord>> {
+    query_sessions(
+        conn,
+        "WHERE s.bot_id = ?1 AND s.kind != 'room' ORDER BY s.created_at",
+        params![bot.as_str()],
+    )
+}
+
+/// A session's record, its latest summary and its newest entries after
+/// the summary: from `last_seq - window` (or the summary's end, if later),
+/// at most `2 × window`. One read transaction, so the entries end at the
+/// record's `last_seq` and the summary is the one they follow.
+pub(crate) fn session_view(
+    conn: &Connection,
+    session: SessionId,
+    window: i64,
+) -> Result<SessionView> {
+    // rolled back when dropped: a read leaves nothing to keep
+    let tx = conn.unchecked_transaction()?;
+    let record = get_session(&tx, session)?;
+    let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+    let summary = latest_summary(&tx, session)?;
+    let from = crate::record::covers_to_seq(summary.as_ref())
+        .max(last - window)
+        .max(0);
+    let entries = entries_after(&tx, session, from, window.saturating_mul(2))?;
+    Ok(SessionView {
+        record,
+        summary,
+        entries,
+    })
+}
+
+/// A session's record and its entries with seq > `after` (oldest first, at
+/// most `limit`), in one read transaction: the record's `last_seq` is at
+/// least the seq of every entry returned, whatever commits meanwhile.
+/// `None` when there is no such session.
+pub(crate) fn session_page(
+    conn: &Connection,
+    session: SessionId,
+    after: i64,
+    limit: i64,
+) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
+    // rolled back when dropped: a read leaves nothing to keep
+    let tx = conn.unchecked_transaction()?;
+    let Some(record) = get_session(&tx, session)? else {
+        return Ok(None);
+    };
+    let entries = entries_after(&tx, session, after, limit)?;
+    Ok(Some((record, entries)))
+}

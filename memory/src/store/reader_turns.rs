@@ -1,0 +1,171 @@
+//! Reads of a bot's work: its pending inputs (`inbox`), its turns and
+//! their tool calls.
+
+use rusqlite::Connection;
+use rusqlite::params;
+
+use super::corrupt;
+use crate::error::Result;
+use crate::ids::BotId;
+use crate::ids::TurnId;
+use crate::record::InboxItem;
+use crate::record::Priority;
+use crate::record::ToolCallRecord;
+use crate::record::ToolCallStatus;
+use crate::record::TurnRecord;
+use crate::record::TurnStatus;
+
+pub(crate) fn pending_inbox(conn: &Connection, bot: &BotId) -> Result<Vec<InboxItem>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT gid, session_id, seq, priority FROM inbox WHERE bot_id = ?1 AND turn_id IS NULL ORDER BY bot_id, gid",
+    )?;
+    let rows = stmt.query_map(params![bot.as_str()], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (gid, session, seq, priority) = row?;
+        out.push(InboxItem {
+            bot: bot.clone(),
+            gid,
+            session: session.parse()?,
+            seq,
+            priority: Priority::from_i64(priority)
+                .ok_or_else(|| corrupt("inbox", format!("priority {priority}")))?,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn bots_with_work(conn: &Connection) -> Result<Vec<BotId>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT bot_id FROM inbox WHERE turn_id IS NULL
+         UNION SELECT bot_id FROM turns WHERE status = 'running'",
+    )?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(BotId::new(row?)?);
+    }
+    Ok(out)
+}
+
+const TURN_COLUMNS: &str =
+    "id, bot_id, session_id, status, inputs, checkpoint, attempts, error, started_at, ended_at";
+
+fn query_turns(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<TurnRecord>> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {TURN_COLUMNS} FROM turns {filter}"))?;
+    let rows = stmt.query_map(params, |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, i64>(6)?,
+            r.get::<_, Option<String>>(7)?,
+            r.get::<_, i64>(8)?,
+            r.get::<_, Option<i64>>(9)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, bot, session, status, inputs, checkpoint, attempts, error, started_at, ended_at) =
+            row?;
+        out.push(TurnRecord {
+            id: id.parse()?,
+            bot: BotId::new(bot)?,
+            session: session.parse()?,
+            status: TurnStatus::parse(&status)
+                .ok_or_else(|| corrupt("turns", format!("status {status}")))?,
+            inputs: serde_json::from_str(&inputs).map_err(|e| corrupt("turns", e))?,
+            checkpoint: serde_json::from_str(&checkpoint).map_err(|e| corrupt("turns", e))?,
+            attempts,
+            error,
+            started_at,
+            ended_at,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn open_turns(conn: &Connection, bot: &BotId) -> Result<Vec<TurnRecord>> {
+    query_turns(
+        conn,
+        "WHERE bot_id = ?1 AND status = 'running' ORDER BY started_at",
+        params![bot.as_str()],
+    )
+}
+
+pub(crate) fn get_turn(conn: &Connection, id: TurnId) -> Result<Option<TurnRecord>> {
+    Ok(query_turns(conn, "WHERE id = ?1", params![id.to_string()])?.pop())
+}
+
+pub(crate) fn turns_of_bot(conn: &Connection, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
+    query_turns(
+        conn,
+        "WHERE bot_id = ?1 ORDER BY started_at DESC LIMIT ?2",
+        params![bot.as_str(), limit],
+    )
+}
+
+pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCallRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT call_id, ordinal, name, arguments, status, outcome, is_error FROM tool_calls
+         WHERE turn_id = ?1 ORDER BY ordinal",
+    )?;
+    let rows = stmt.query_map(params![turn.to_string()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, Option<String>>(5)?,
+            r.get::<_, bool>(6)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (call_id, ordinal, name, arguments, status, outcome, is_error) = row?;
+        out.push(ToolCallRecord {
+            turn,
+            call_id,
+            ordinal,
+            name,
+            arguments,
+            status: ToolCallStatus::parse(&status)
+                .ok_or_else(|| corrupt("tool_calls", format!("status {status}")))?,
+            outcome,
+            is_error,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn turn_status_counts(conn: &Connection, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT status, COUNT(*) FROM turns WHERE bot_id = ?1 GROUP BY status")?;
+    let rows = stmt.query_map(params![bot.as_str()], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (s, n) = row?;
+        out.push((
+            TurnStatus::parse(&s).ok_or_else(|| corrupt("turns", format!("status {s}")))?,
+            n,
+        ));
+    }
+    Ok(out)
+}

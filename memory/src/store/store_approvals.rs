@@ -1,0 +1,64 @@
+//! The [`Store`]'s reads of approvals (with their status as of now) and
+//! of the auto-review log.
+
+use super::Store;
+use super::approvals;
+use crate::error::Result;
+use crate::ids::BotId;
+use crate::ids::UserId;
+
+impl Store {
+    /// An approval, with its status as of now (a stored `pending` past its
+    /// TTL or behind a newer user message reads `expired`).
+    pub async fn approval(
+        &self,
+        id: crate::ids::ApprovalId,
+    ) -> Result<Option<crate::record::ApprovalRecord>> {
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::get(c, id, now)).await
+    }
+
+    /// A user's approvals as of now: pending first (oldest first), then the
+    /// others newest first; at most `limit`.
+    pub async fn approvals_of_owner(
+        &self,
+        owner: &UserId,
+        limit: i64,
+    ) -> Result<Vec<crate::record::ApprovalRecord>> {
+        let owner = owner.clone();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::of_owner(c, &owner, now, limit))
+            .await
+    }
+
+    /// A bot's open approvals as of now (stored pending, or approved and
+    /// unused; each with its effective status, so some may read
+    /// `expired`), oldest first.
+    pub async fn open_approvals(&self, bot: &BotId) -> Result<Vec<crate::record::ApprovalRecord>> {
+        // most bots never had an approval: no read before their side effects
+        let Some(at) = self.inner.approval_hint.check(bot) else {
+            return Ok(Vec::new());
+        };
+        let id = bot.clone();
+        let now = self.inner.clock.now_ms();
+        let open = self
+            .read(move |c| approvals::open_of_bot(c, &id, now))
+            .await?;
+        if open.is_empty() {
+            self.inner.approval_hint.settle(bot, at);
+        }
+        Ok(open)
+    }
+
+    /// A bot's newest review log rows (what auto-review asked about or
+    /// blocked), newest first.
+    pub async fn reviews_of_bot(
+        &self,
+        bot: &BotId,
+        limit: i64,
+    ) -> Result<Vec<crate::record::ReviewRecord>> {
+        let bot = bot.clone();
+        self.read(move |c| approvals::reviews_of_bot(c, &bot, limit))
+            .await
+    }
+}

@@ -1,0 +1,85 @@
+//! The [`Store`]'s reads of bots and what belongs to them: token usage,
+//! their owners' secrets, subagents and routines.
+
+use super::Store;
+use super::reader;
+use super::routines;
+use crate::error::Result;
+use crate::ids::BotId;
+use crate::ids::UserId;
+use crate::record::BotRecord;
+
+impl Store {
+    /// A bot by id.
+    /// Served from the records read before when no bot was written since
+    /// (`bot_cache.rs`).
+    pub async fn get_bot(&self, id: &BotId) -> Result<Option<BotRecord>> {
+        if let Some(record) = self.inner.bots.get(id) {
+            return Ok(Some(record));
+        }
+        let generation = self.inner.bots.generation();
+        let id = id.clone();
+        let record = self.read(move |c| reader::get_bot(c, &id)).await?;
+        if let Some(r) = &record {
+            self.inner.bots.put(generation, r);
+        }
+        Ok(record)
+    }
+
+    /// Bots, of one owner or all.
+    pub async fn list_bots(&self, owner: Option<&UserId>) -> Result<Vec<BotRecord>> {
+        let owner = owner.cloned();
+        self.read(move |c| reader::list_bots(c, owner.as_ref()))
+            .await
+    }
+
+    /// A bot's token usage: all days, `today` (UTC `YYYY-MM-DD`), and the
+    /// number of turns counted.
+    pub async fn bot_usage(
+        &self,
+        bot: &BotId,
+        today: &str,
+    ) -> Result<(crate::record::TokenUsage, crate::record::TokenUsage, i64)> {
+        let bot = bot.clone();
+        let today = today.to_owned();
+        self.read(move |c| reader::bot_usage(c, &bot, &today)).await
+    }
+
+    /// The secrets a person supplied: (name, value, updated_at).
+    pub async fn user_secrets(
+        &self,
+        owner: &UserId,
+    ) -> Result<Vec<(String, crate::record::SecretValue, i64)>> {
+        let owner = owner.clone();
+        self.read(move |c| reader::user_secrets(c, &owner)).await
+    }
+
+    /// The subagents a bot delegated to, oldest first.
+    pub async fn subagents_of(&self, parent: &BotId) -> Result<Vec<crate::record::SubagentRecord>> {
+        let parent = parent.clone();
+        self.read(move |c| reader::subagents_of(c, &parent)).await
+    }
+
+    /// A subagent by its bot id.
+    pub async fn get_subagent(&self, id: &BotId) -> Result<Option<crate::record::SubagentRecord>> {
+        let id = id.clone();
+        self.read(move |c| reader::get_subagent(c, &id)).await
+    }
+
+    /// Routines of one bot (by name), or of every bot (by bot, then name).
+    pub async fn routines(&self, bot: Option<&BotId>) -> Result<Vec<crate::record::RoutineRecord>> {
+        let bot = bot.cloned();
+        self.read(move |c| routines::list(c, bot.as_ref())).await
+    }
+
+    /// One routine of a bot.
+    pub async fn get_routine(
+        &self,
+        bot: &BotId,
+        name: &str,
+    ) -> Result<Option<crate::record::RoutineRecord>> {
+        let bot = bot.clone();
+        let name = name.to_owned();
+        self.read(move |c| routines::get(c, &bot, &name)).await
+    }
+}

@@ -1,0 +1,58 @@
+//! The [`Store`]'s reads of group rooms and their runs.
+
+use super::Store;
+use super::rooms;
+use crate::error::Result;
+use crate::ids::UserId;
+
+impl Store {
+    /// A group room by id.
+    pub async fn get_room(
+        &self,
+        id: &crate::ids::RoomId,
+    ) -> Result<Option<crate::record::RoomRecord>> {
+        let id = id.clone();
+        self.read(move |c| rooms::get_room(c, &id)).await
+    }
+
+    /// Rooms `user` owns, plus every shared room (the caller filters those
+    /// by membership).
+    pub async fn rooms_for(&self, user: &UserId) -> Result<Vec<crate::record::RoomRecord>> {
+        let user = user.clone();
+        self.read(move |c| rooms::rooms_for(c, &user)).await
+    }
+
+    /// A room's unfinished runs, oldest first.
+    pub async fn open_room_runs(
+        &self,
+        room: &crate::ids::RoomId,
+    ) -> Result<Vec<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::open_runs(c, &room)).await
+    }
+
+    /// A room's newest finished run.
+    pub async fn last_done_room_run(
+        &self,
+        room: &crate::ids::RoomId,
+    ) -> Result<Option<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::last_done_run(c, &room)).await
+    }
+
+    /// One run of a room, by the seq of the message that started it.
+    pub async fn get_room_run(
+        &self,
+        room: &crate::ids::RoomId,
+        trigger_seq: i64,
+    ) -> Result<Option<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::get_run(c, &room, trigger_seq))
+            .await
+    }
+
+    /// Rooms with unfinished runs (resumed after a restart).
+    pub async fn rooms_with_open_runs(&self) -> Result<Vec<crate::ids::RoomId>> {
+        self.read(rooms::rooms_with_open_runs).await
+    }
+}

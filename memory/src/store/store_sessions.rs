@@ -1,0 +1,104 @@
+//! The [`Store`]'s reads of sessions and their transcript entries.
+
+use super::Store;
+use super::reader;
+use crate::error::Result;
+use crate::ids::BotId;
+use crate::ids::SessionId;
+use crate::record::Entry;
+use crate::record::SessionRecord;
+use crate::record::SessionView;
+
+impl Store {
+    /// A session by id.
+    pub async fn get_session(&self, id: SessionId) -> Result<Option<SessionRecord>> {
+        self.read(move |c| reader::get_session(c, id)).await
+    }
+
+    /// What a turn's context is built from, in one read: the session's
+    /// record, its latest summary and its newest `window` entries after the
+    /// summary (see `reader::session_view`).
+    pub async fn session_view(&self, id: SessionId, window: i64) -> Result<SessionView> {
+        self.read(move |c| reader::session_view(c, id, window))
+            .await
+    }
+
+    /// A page of a session: its record and its entries with seq > `after`,
+    /// oldest first, at most `limit`, in one read, so the record's
+    /// `last_seq` is never older than the entries (see
+    /// `reader::session_page`). `None` when there is no such session.
+    pub async fn session_page(
+        &self,
+        id: SessionId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
+        self.read(move |c| reader::session_page(c, id, after, limit))
+            .await
+    }
+
+    /// Sessions of a bot (its own: a room's public timeline is not one,
+    /// even when the room is named like the bot).
+    pub async fn sessions_of_bot(&self, bot: &BotId) -> Result<Vec<SessionRecord>> {
+        let bot = bot.clone();
+        self.read(move |c| reader::sessions_of_bot(c, &bot)).await
+    }
+
+    /// Entries of a session with seq > `after`, oldest first, at most `limit`.
+    pub async fn entries_after(
+        &self,
+        session: SessionId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::entries_after(c, session, after, limit))
+            .await
+    }
+
+    /// [`Store::entries_after`] on the calling thread, for short indexed
+    /// reads on a hot path where the hop to the blocking pool costs more
+    /// than the read itself (a room coordinator checking a member's turn).
+    pub fn entries_after_now(
+        &self,
+        session: SessionId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Entry>> {
+        self.inner
+            .readers
+            .with(|c| reader::entries_after(c, session, after, limit))
+    }
+
+    /// Entries of a session with `from <= seq <= to`.
+    pub async fn entries_between(
+        &self,
+        session: SessionId,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::entries_between(c, session, from, to))
+            .await
+    }
+
+    /// The newest compaction summary of a session.
+    pub async fn latest_summary(&self, session: SessionId) -> Result<Option<Entry>> {
+        self.read(move |c| reader::latest_summary(c, session)).await
+    }
+
+    /// The newest `limit` entries of a session, oldest first.
+    pub async fn tail_entries(&self, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::tail_entries(c, session, limit))
+            .await
+    }
+
+    /// Entries of every session in global order after `gid` (for indexers).
+    pub async fn entries_after_gid(&self, gid: i64, limit: i64) -> Result<Vec<Entry>> {
+        self.read(move |c| reader::entries_after_gid(c, gid, limit))
+            .await
+    }
+
+    /// The newest global entry order.
+    pub async fn max_gid(&self) -> Result<i64> {
+        self.read(reader::max_gid).await
+    }
+}

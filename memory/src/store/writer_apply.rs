@@ -1,0 +1,374 @@
+//! The writer's mutation dispatch: each [`Mutation`] applied to the open
+//! transaction, turns, tool calls, usage, secrets, subagents and the
+//! ledger inline, the rest through their topic's helpers. `impl Writer`.
+
+use rusqlite::OptionalExtension;
+use rusqlite::params;
+
+use super::Touched;
+use super::Writer;
+use super::set_meta;
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::TurnId;
+use crate::record::AdmitOutcome;
+use crate::record::TurnStatus;
+use crate::store::mutation::Mutation;
+use crate::store::mutation::MutationResult;
+use crate::store::rooms;
+use crate::store::routines;
+
+impl Writer {
+    pub(super) fn apply(
+        &mut self,
+        mutation: &Mutation,
+        touched: &mut Touched,
+    ) -> Result<MutationResult> {
+        let now = self.clock.now_ms();
+        match mutation {
+            Mutation::UpsertBot(bot) => {
+                self.upsert_bot(bot, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::EnsureSession(session) => {
+                self.ensure_session(session, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::Admit(req) => self
+                .admit(req, now, touched, true)
+                .map(MutationResult::Admitted),
+            Mutation::Append(entry) => {
+                let (id, seq, gid, created_at) = self.append(entry, now, touched)?;
+                Ok(MutationResult::Appended {
+                    id,
+                    seq,
+                    gid,
+                    created_at,
+                })
+            }
+            Mutation::StartTurn {
+                turn,
+                bot,
+                session,
+                inputs,
+                checkpoint,
+                started_at,
+            } => {
+                let inputs_json = serde_json::to_string(inputs).unwrap_or_else(|_| "[]".into());
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO turns (id, bot_id, session_id, status, inputs, checkpoint, attempts, started_at)
+                         VALUES (?1, ?2, ?3, 'running', ?4, ?5, 1, ?6)",
+                    )?
+                    .execute(params![
+                        turn.to_string(),
+                        bot.as_str(),
+                        session.to_string(),
+                        inputs_json,
+                        checkpoint.to_string(),
+                        started_at
+                    ])?;
+                let mut consume = self.conn.prepare_cached(
+                    "UPDATE inbox SET turn_id = ?1 WHERE gid = ?2 AND bot_id = ?3 AND turn_id IS NULL",
+                )?;
+                for gid in inputs {
+                    consume.execute(params![turn.to_string(), *gid, bot.as_str()])?;
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::Checkpoint { turn, checkpoint } => {
+                let n = self
+                    .conn
+                    .prepare_cached("UPDATE turns SET checkpoint = ?2 WHERE id = ?1")?
+                    .execute(params![turn.to_string(), checkpoint.to_string()])?;
+                expect_row(n, "turn", *turn)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::BumpAttempts { turn } => {
+                let attempts: Option<i64> = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE turns SET attempts = attempts + 1 WHERE id = ?1 RETURNING attempts",
+                    )?
+                    .query_row(params![turn.to_string()], |r| r.get(0))
+                    .optional()?;
+                match attempts {
+                    Some(a) => Ok(MutationResult::Attempts(a)),
+                    None => Err(StoreError::NotFound {
+                        what: "turn",
+                        id: turn.to_string(),
+                    }),
+                }
+            }
+            Mutation::ToolStarted {
+                turn,
+                call_id,
+                ordinal,
+                name,
+                arguments,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "INSERT INTO tool_calls (turn_id, call_id, ordinal, name, arguments, status, started_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, 'started', ?6)
+                         ON CONFLICT (turn_id, call_id) DO NOTHING",
+                    )?
+                    .execute(params![turn.to_string(), call_id, ordinal, name, arguments, now])?;
+                if n == 0 {
+                    return Err(StoreError::Rejected(format!(
+                        "tool call {call_id} of turn {turn} was already started"
+                    )));
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::ToolFinished {
+                turn,
+                call_id,
+                outcome,
+                is_error,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE tool_calls SET status = 'done', outcome = ?3, is_error = ?4, ended_at = ?5
+                         WHERE turn_id = ?1 AND call_id = ?2 AND status != 'done'",
+                    )?
+                    .execute(params![turn.to_string(), call_id, outcome, is_error, now])?;
+                if n == 0 {
+                    return Err(StoreError::Rejected(format!(
+                        "tool call {call_id} of turn {turn} is unknown or already done"
+                    )));
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::EndTurn {
+                turn,
+                status,
+                error,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE turns SET status = ?2, error = ?3, ended_at = ?4 WHERE id = ?1",
+                    )?
+                    .execute(params![turn.to_string(), status.as_str(), error, now])?;
+                expect_row(n, "turn", *turn)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::RequeueInputs { turn } => {
+                let row: Option<(String, String, String)> = self
+                    .conn
+                    .prepare_cached("SELECT bot_id, inputs, status FROM turns WHERE id = ?1")?
+                    .query_row(params![turn.to_string()], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
+                    .optional()?;
+                let Some((bot, inputs, status)) = row else {
+                    return Err(StoreError::NotFound {
+                        what: "turn",
+                        id: turn.to_string(),
+                    });
+                };
+                if status == TurnStatus::Running.as_str() {
+                    return Err(StoreError::Rejected(format!(
+                        "turn {turn} is still running; wait for it to end before retrying"
+                    )));
+                }
+                if status == TurnStatus::Completed.as_str() {
+                    return Err(StoreError::Rejected(format!(
+                        "turn {turn} completed: its inputs were answered"
+                    )));
+                }
+                let gids: Vec<i64> =
+                    serde_json::from_str(&inputs).map_err(|e| StoreError::Corrupt {
+                        table: "turns",
+                        detail: e.to_string(),
+                    })?;
+                // only inputs this turn still holds: one queued again or
+                // claimed by a later turn since is not this turn's to retry
+                let mut requeue = self.conn.prepare_cached(
+                    "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
+                )?;
+                let mut n = 0;
+                let turn = turn.to_string();
+                for gid in gids {
+                    n += requeue.execute(params![bot, gid, turn])?;
+                }
+                Ok(MutationResult::Count(n))
+            }
+            Mutation::AddUsage {
+                bot,
+                day,
+                turns,
+                usage,
+            } => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO bot_usage (bot_id, day, turns, calls, prompt_tokens, prefix_tokens, cached_tokens, completion_tokens)
+                         VALUES (?1, ?2, ?8, ?3, ?4, ?5, ?6, ?7)
+                         ON CONFLICT (bot_id, day) DO UPDATE SET turns = turns + excluded.turns, calls = calls + excluded.calls,
+                           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+                           prefix_tokens = prefix_tokens + excluded.prefix_tokens,
+                           cached_tokens = cached_tokens + excluded.cached_tokens,
+                           completion_tokens = completion_tokens + excluded.completion_tokens",
+                    )?
+                    .execute(params![
+                        bot.as_str(),
+                        day,
+                        usage.calls,
+                        usage.prompt_tokens as i64,
+                        usage.prefix_tokens as i64,
+                        usage.cached_tokens as i64,
+                        usage.completion_tokens as i64,
+                        turns
+                    ])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::SetEpoch { session, epoch } => {
+                self.conn
+                    .prepare_cached("UPDATE sessions SET epoch = ?2 WHERE id = ?1")?
+                    .execute(params![session.to_string(), epoch])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::SetSecret { owner, name, value } => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO user_secrets (owner, name, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                    )?
+                    .execute(params![owner.as_str(), name, value.expose(), now])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::DeleteSecret { owner, name } => {
+                let n = self
+                    .conn
+                    .prepare_cached("DELETE FROM user_secrets WHERE owner = ?1 AND name = ?2")?
+                    .execute(params![owner.as_str(), name])?;
+                Ok(MutationResult::Count(n))
+            }
+            Mutation::CreateSubagent(sub) => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO subagents (id, parent, parent_session, description, status, result, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                    )?
+                    .execute(params![
+                        sub.id.as_str(),
+                        sub.parent.as_str(),
+                        sub.parent_session.to_string(),
+                        sub.description,
+                        sub.status.as_str(),
+                        sub.result,
+                        now
+                    ])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::SetSubagentStatus { id, status, result } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "UPDATE subagents SET status = ?2, result = COALESCE(?3, result), updated_at = ?4 WHERE id = ?1",
+                    )?
+                    .execute(params![id.as_str(), status.as_str(), result, now])?;
+                if n == 0 {
+                    return Err(StoreError::NotFound {
+                        what: "subagent",
+                        id: id.to_string(),
+                    });
+                }
+                Ok(MutationResult::Done)
+            }
+            Mutation::PutRoutine(r) => {
+                routines::put(&self.conn, r, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::DeleteRoutine { bot, name } => {
+                routines::delete(&self.conn, bot, name).map(MutationResult::Count)
+            }
+            Mutation::AdvanceRoutine {
+                bot,
+                name,
+                slot_ms,
+                fired,
+                next_fire_ms,
+            } => {
+                routines::advance(&self.conn, bot, name, *slot_ms, *fired, *next_fire_ms, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::CreateRoom(room) => {
+                rooms::create_room(&self.conn, room, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::AdmitToRoom {
+                request,
+                room,
+                state,
+                notices,
+            } => {
+                let outcome = self.admit(request, now, touched, false)?;
+                if let AdmitOutcome::Accepted(rec) = &outcome {
+                    rooms::insert_run(&self.conn, room, rec.seq, state, now)?;
+                    for notice in notices {
+                        self.append(notice, now, touched)?;
+                    }
+                }
+                Ok(MutationResult::Admitted(outcome))
+            }
+            Mutation::SaveRoomRun {
+                room,
+                trigger_seq,
+                status,
+                state,
+            } => {
+                rooms::save_run(&self.conn, room, *trigger_seq, *status, state, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::RequestApproval(new) => self
+                .request_approval(new, now, touched)
+                .map(|o| MutationResult::ApprovalRequested(Box::new(o))),
+            Mutation::DecideApproval { id, decision, by } => self
+                .decide_approval(*id, *decision, by, now, touched)
+                .map(|r| MutationResult::ApprovalChanged(Box::new(r))),
+            Mutation::ConsumeApproval { id } => self
+                .consume_approval(*id, now)
+                .map(|r| MutationResult::ApprovalChanged(Box::new(r))),
+            Mutation::ExpireApprovals { bot } => self
+                .expire_approvals(bot.as_ref(), now, touched)
+                .map(MutationResult::Count),
+            Mutation::RecordReview(review) => {
+                self.record_review(review, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::Memory(op) => crate::layers::apply(&self.conn, op, now)
+                .map(|r| MutationResult::Memory(Box::new(r))),
+            Mutation::PruneLedger { before_ms } => {
+                let before_ms = *before_ms;
+                let n = self
+                    .conn
+                    .prepare_cached("DELETE FROM ledger WHERE created_at < ?1")?
+                    .execute(params![before_ms])?;
+                if before_ms > self.horizon_ms {
+                    self.horizon_ms = before_ms;
+                    set_meta(
+                        &self.conn,
+                        "ledger_pruned_before_ms",
+                        &before_ms.to_string(),
+                    )?;
+                }
+                Ok(MutationResult::Count(n))
+            }
+        }
+    }
+}
+
+fn expect_row(n: usize, what: &'static str, id: TurnId) -> Result<()> {
+    if n == 0 {
+        Err(StoreError::NotFound {
+            what,
+            id: id.to_string(),
+        })
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! The writer's group commit: every waiting batch in one transaction, a
+//! group with a failing batch replayed with one savepoint per batch, the
+//! callers answered after the commit, and the WAL checkpoint the writer
+//! finishes between two groups. `impl Writer`, split from `writer.rs`.
+
+use std::collections::HashMap;
+
+use super::Reply;
+use super::Touched;
+use super::Writer;
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::record::Change;
+use crate::store::checkpointer;
+use crate::store::mutation::Mutation;
+use crate::store::mutation::MutationResult;
+
+impl Writer {
+    /// Checkpoints what the checkpoint thread could not reach (the frames
+    /// committed while it ran) with no transaction open, so the WAL is
+    /// fully copied and the next write starts it over from the beginning.
+    /// Without this a WAL under steady writes never starts over: the
+    /// checkpoint thread always lags the newest commits, and the file grows
+    /// by every frame ever written until the load stops.
+    pub(super) fn catch_up_wal(&mut self) {
+        let started = std::time::Instant::now();
+        match checkpointer::passive(&self.conn) {
+            Ok((log, done)) => {
+                use std::sync::atomic::Ordering::Relaxed;
+                self.stats.wal_catch_ups.fetch_add(1, Relaxed);
+                self.stats
+                    .wal_catch_up_us
+                    .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+                tracing::debug!(log, done, "writer caught up the WAL checkpoint");
+            }
+            Err(e) => tracing::debug!(error = %e, "writer checkpoint skipped"),
+        }
+    }
+
+    pub(super) fn commit_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
+        // Fast path: every batch in one transaction, no savepoints. A batch
+        // that fails is rare (a caller bug or a race it must resolve); then
+        // the whole group is rolled back and replayed with one savepoint per
+        // batch, so the failing one fails alone.
+        match self.try_group(jobs) {
+            Ok(Some((results, touched))) => self.finish_group(jobs, results, touched),
+            Ok(None) => self.commit_group_isolated(jobs),
+            Err(e) => self.fail_group(jobs, &format!("transaction failed: {e}")),
+        }
+    }
+
+    /// Applies every batch in one transaction. `Ok(None)` when a batch
+    /// failed (the transaction is rolled back).
+    #[allow(clippy::type_complexity)]
+    fn try_group(
+        &mut self,
+        jobs: &[(Vec<Mutation>, Reply)],
+    ) -> Result<Option<(Vec<Result<Vec<MutationResult>>>, Touched)>> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let mut results = Vec::with_capacity(jobs.len());
+        let mut touched: Touched = HashMap::new();
+        for (batch, _) in jobs {
+            let mut out = Vec::with_capacity(batch.len());
+            for mutation in batch {
+                match self.apply(mutation, &mut touched) {
+                    Ok(r) => out.push(r),
+                    Err(_) => {
+                        self.conn.execute_batch("ROLLBACK")?;
+                        self.seqs.clear();
+                        self.sessions.clear();
+                        return Ok(None);
+                    }
+                }
+            }
+            results.push(Ok(out));
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.seqs.clear();
+            self.sessions.clear();
+            return Err(e.into());
+        }
+        Ok(Some((results, touched)))
+    }
+
+    fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, msg: &str) {
+        tracing::error!(error = %msg, "store group failed");
+        for (_, reply) in jobs.drain(..) {
+            answer(reply, Err(StoreError::Rejected(msg.to_owned())));
+        }
+    }
+
+    fn finish_group(
+        &mut self,
+        jobs: &mut Vec<(Vec<Mutation>, Reply)>,
+        results: Vec<Result<Vec<MutationResult>>>,
+        touched: Touched,
+    ) {
+        // cached memory snapshots of a written scope and kept bot records go
+        // stale before anyone who wrote them hears back
+        let mut scopes = Vec::new();
+        let mut bots_written = false;
+        for m in jobs.iter().flat_map(|(batch, _)| batch) {
+            if let Mutation::Memory(op) = m {
+                scopes.push(op.scope());
+            } else if let Mutation::UpsertBot(_) = m {
+                bots_written = true;
+            }
+        }
+        self.memory_generations.bump(scopes);
+        if bots_written {
+            self.bots.bump();
+        }
+        for ((_, reply), result) in jobs.drain(..).zip(results) {
+            answer(reply, result);
+        }
+        if self.changes.receiver_count() > 0 {
+            for (session, seq) in touched {
+                if let Some((bot, owner)) = self.sessions.get(&session) {
+                    let _ = self.changes.send(Change {
+                        session,
+                        seq,
+                        bot: bot.clone(),
+                        owner: owner.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The slow path: one savepoint per batch.
+    fn commit_group_isolated(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
+        let mut results: Vec<Result<Vec<MutationResult>>> = Vec::with_capacity(jobs.len());
+        let mut touched: Touched = HashMap::new();
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            self.fail_group(jobs, &format!("begin failed: {e}"));
+            return;
+        }
+        for (batch, _) in jobs.iter() {
+            results.push(self.apply_job(batch, &mut touched));
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.seqs.clear();
+            self.sessions.clear();
+            self.fail_group(jobs, &format!("commit failed: {e}"));
+            return;
+        }
+        self.finish_group(jobs, results, touched);
+    }
+
+    fn apply_job(
+        &mut self,
+        batch: &[Mutation],
+        touched: &mut Touched,
+    ) -> Result<Vec<MutationResult>> {
+        self.conn.execute_batch("SAVEPOINT job")?;
+        let mut local: Touched = HashMap::new();
+        let mut out = Vec::with_capacity(batch.len());
+        let mut failure = None;
+        for mutation in batch {
+            match self.apply(mutation, &mut local) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        match failure {
+            None => {
+                self.conn.execute_batch("RELEASE job")?;
+                for (session, seq) in local {
+                    let slot = touched.entry(session).or_insert(seq);
+                    *slot = (*slot).max(seq);
+                }
+                Ok(out)
+            }
+            Some(e) => {
+                self.conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                for session in local.keys() {
+                    self.seqs.remove(session);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn answer(reply: Reply, result: Result<Vec<MutationResult>>) {
+    match reply {
+        Reply::Oneshot(tx) => {
+            let _ = tx.send(result);
+        }
+        Reply::Callback(f) => f(result),
+    }
+}
