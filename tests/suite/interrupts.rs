@@ -140,3 +140,79 @@ async fn a_persons_message_interrupts_a_turn_waiting_for_the_workspace_lock() {
     assert!(!ws.join("waiter-ran").exists(), "it never runs");
     host.shutdown().await;
 }
+
+const APPROVED: &str = r#"
+[[rule]]
+bot = "holder"
+steps = [
+  { tool = "Shell", args = { command = "touch holding; while [ ! -e release ]; do sleep 0.05; done; echo held", timeout_s = 120 } },
+  { tool = "SendMessage", args = { text = "holder: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "waiter"
+match = "(?s)^work please|approved approval"
+steps = [
+  { tool = "Shell", args = { command = "printenv; touch waiter-ran" } },
+  { tool = "SendMessage", args = { text = "waiter: done" } },
+]
+
+[[rule]]
+bot = "waiter"
+steps = [ { tool = "SendMessage", args = { text = "the answer to the new question" } } ]
+"#;
+
+#[tokio::test]
+async fn an_approved_call_stopped_while_waiting_for_the_lock_does_not_use_its_approval() {
+    let host = TestFleet::new()
+        .script("s", APPROVED)
+        .bot("holder", "s", &["SendMessage", "Shell"])
+        .bot("waiter", "s", &["SendMessage", "Shell"])
+        .start()
+        .await;
+    let ws = host.fleet.path().join("data/workspace");
+    let token = crate::support::fleet::TOKEN;
+
+    // waiter's command needs a person's approval
+    let (session, work) = send(&host, "waiter", "work please").await;
+    host.wait_turn_end(&session, work).await;
+    let (_, v) = host.get("/v1/approvals", token).await;
+    let id = v["approvals"][0]["id"].as_str().unwrap().to_owned();
+
+    // the workspace is held when the person approves: the approved call
+    // waits for the lock...
+    send(&host, "holder", "hold it").await;
+    wait_file(&ws.join("holding")).await;
+    let (status, v) = host
+        .post_raw(
+            &format!("/v1/approvals/{id}"),
+            Some(token),
+            None,
+            r#"{"decision": "approve"}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    host.wait_for(&session, |entries| {
+        let shells = entries
+            .iter()
+            .filter(|e| e["kind"] == "assistant" && e["tool_calls"][0]["name"] == "Shell")
+            .count();
+        (shells == 2).then(|| Value::Null)
+    })
+    .await;
+    // ...and a person's message stops it before it starts
+    let (_, question) = send(&host, "waiter", "stop, new question").await;
+    host.wait_turn_end(&session, question).await;
+    let results = shell_results(&host.entries(&session).await);
+    assert!(
+        results.last().unwrap().starts_with("not run"),
+        "{results:#?}"
+    );
+    // the call did not run, so the approval was not used: the record (and
+    // the web page, which reads it) must not say it ran
+    let (_, v) = host.get(&format!("/v1/approvals/{id}"), token).await;
+    assert!(v["approval"]["consumed_at"].is_null(), "{v:#}");
+    assert!(!ws.join("waiter-ran").exists());
+    std::fs::write(ws.join("release"), "").unwrap();
+    host.shutdown().await;
+}

@@ -155,8 +155,8 @@ impl Runner {
             let ctx = self.tool_ctx(&call.id);
             Gate::check(&ctx, &call.name, tool.as_ref(), &args).await
         };
-        let _locks = match decision {
-            GateDecision::Run { locks, .. } => locks,
+        let (locks, approval) = match decision {
+            GateDecision::Run { locks, approval } => (locks, approval),
             GateDecision::Refuse(e) => {
                 return self
                     .record_outcome(call, e.to_string(), true, Vec::new(), false, false)
@@ -171,15 +171,37 @@ impl Runner {
             GateDecision::Stopped(stop) => return self.skip_call(call, &stop.into()).await,
         };
         let external = tool.effect() == Effect::External;
+        // an approved call uses its approval up as it starts, with its
+        // start record: one that never starts leaves it usable
+        let mut start = Vec::new();
+        if let Some(id) = approval {
+            start.push(Mutation::ConsumeApproval { id });
+        }
         if external && !already_started {
-            self.commit(vec![Mutation::ToolStarted {
+            start.push(Mutation::ToolStarted {
                 turn: self.turn,
                 call_id: call.id.clone(),
                 ordinal: i64::from(self.state.step) * 1000 + ordinal as i64,
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
-            }])
-            .await?;
+            });
+        }
+        if !start.is_empty() {
+            match self.commit(start).await {
+                Ok(_) => {}
+                Err(StoreError::Rejected(why)) if approval.is_some() => {
+                    // used by another call or expired since the gate saw it
+                    drop(locks);
+                    let text = ToolError::new(
+                        format!("not run: {why}"),
+                        "call it again to ask for a new approval",
+                    );
+                    return self
+                        .record_outcome(call, text.to_string(), true, Vec::new(), false, false)
+                        .await;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let result = {
             let ctx = self.tool_ctx(&call.id);

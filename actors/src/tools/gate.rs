@@ -16,7 +16,9 @@
 //!    `deny` → [`GateDecision::Refuse`] (not offered for approval).
 //! 3. **approval** — only for side effects ([`is_side_effect`]): an `ask`
 //!    whose exact action (same fingerprint, same script hashes) was
-//!    approved is consumed now and runs; otherwise the `ask` becomes a
+//!    approved runs, and the caller uses the approval up when the call
+//!    starts (with its start record, so a call stopped before it started
+//!    leaves it usable); otherwise the `ask` becomes a
 //!    pending approval → [`GateDecision::AwaitApproval`] (a fifth pending
 //!    one is refused). An allowed side effect while an approval of the bot
 //!    is pending is refused: nothing new starts while a person is deciding.
@@ -27,8 +29,9 @@
 //!    interrupts it: the call has not started, so it does not start →
 //!    [`GateDecision::Stopped`] (the caller records it as not run).
 //! 5. **run** — [`GateDecision::Run`]: the caller runs the tool holding the
-//!    guards and drops them when it finishes. Nothing else is owed: a used
-//!    approval was consumed in step 3.
+//!    guards and drops them when it finishes; with `approval`, it first
+//!    commits [`Mutation::ConsumeApproval`] with the call's start, and does
+//!    not run the call if that is refused (used or expired meanwhile).
 //!
 //! Every check fails closed: a store error refuses the call with a
 //! retryable message.
@@ -99,7 +102,9 @@ pub enum GateDecision {
     Run {
         /// Hold until the tool returns.
         locks: LockGuards,
-        /// The approval this run used up, if it needed one.
+        /// The approval this run needs: the caller uses it up
+        /// ([`Mutation::ConsumeApproval`]) with the call's start record,
+        /// and does not run the call if that is refused.
         approval: Option<ApprovalId>,
     },
     /// Do not run: this is the call's (error) result.
@@ -444,13 +449,10 @@ async fn approval_stage(
         .iter()
         .find(|a| a.is_usable() && a.fingerprint == fingerprint)
     {
-        let used = store
-            .write(vec![Mutation::ConsumeApproval { id: approved.id }])
-            .await;
-        if used.is_ok() {
-            tracing::info!(bot = %ctx.bot.id, approval = %approved.id, "running an approved action");
-            return Ok(Stage::Proceed(Some(approved.id)));
-        }
+        // used up by the caller when the call starts, with its start record
+        // (a call stopped while waiting for its locks did not use it)
+        tracing::info!(bot = %ctx.bot.id, approval = %approved.id, "an approved action may run");
+        return Ok(Stage::Proceed(Some(approved.id)));
     }
     let config = &ctx.rt.settings.review;
     let new = NewApproval {
