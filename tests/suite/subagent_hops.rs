@@ -312,3 +312,82 @@ steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "done" } } ]
     assert_eq!(subagents_of(&host, "a").await.len(), 2);
     host.shutdown().await;
 }
+
+/// A finished subagent given more work with MessageSubagent runs again, so
+/// it counts against `max_subagents` like a new one. (Before, MessageSubagent
+/// set it running without the check: under a limit of one, two ran.)
+#[tokio::test]
+async fn a_finished_subagent_given_more_work_counts_against_the_limit() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^start (\\w+)"
+steps = [
+  { tool = "Task", args = { description = "job", prompt = "{{input}} work" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
+bot = "a"
+match = "^a\\.sub-"
+steps = [
+  { tool = "MessageSubagent", args = { id = "{{input}}", text = "slow work again" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
+match = "start quick work"
+steps = [ { tool = "SendMessage", args = { text = "quick done" } } ]
+
+[[rule]]
+match = "slow work"
+steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "slow done" } } ]
+
+[[rule]]
+bot = "a"
+steps = [ { text = "noted" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_subagents = 1")
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let turn = async |text: &str| {
+        let (status, sent) = host.send("a", text, None).await;
+        assert_eq!(status, 202, "{sent}");
+        let session = sent["session"].as_str().unwrap().to_owned();
+        host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+        let entries = host.entries(&session).await;
+        entries
+            .iter()
+            .rev()
+            .find(|e| e["kind"] == "tool_result" && e["name"] != "SendMessage")
+            .cloned()
+            .unwrap()
+    };
+    // one subagent finishes its task...
+    turn("start quick").await;
+    let quick = subagents_of(&host, "a").await.pop().unwrap();
+    host.wait_get(&format!("/v1/bots/{quick}/turns"), |v| {
+        (v["turns"][0]["status"] == "completed").then(|| Value::Null)
+    })
+    .await;
+    // ...another runs, the one the limit allows...
+    turn("start slow").await;
+    assert_eq!(subagents_of(&host, "a").await.len(), 2);
+    // ...so the finished one may not run again beside it
+    let refused = turn(&quick).await;
+    assert_eq!(refused["name"], "MessageSubagent", "{refused:#}");
+    assert_eq!(refused["is_error"], json!(true), "{refused:#}");
+    assert!(
+        refused["content"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 1"),
+        "{refused:#}"
+    );
+    host.shutdown().await;
+}

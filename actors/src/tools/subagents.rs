@@ -219,26 +219,8 @@ impl Tool for Task {
             &id,
             "answer the person with SendMessage with what you have instead of delegating more",
         )?;
-        let running = ctx
-            .store()
-            .subagents_of(&ctx.bot.id)
-            .await
-            .map_err(store_error)?
-            .into_iter()
-            .filter(|s| s.status == SubagentStatus::Running)
-            .count()
-            + ctx
-                .step_effects
-                .iter()
-                .filter(|m| matches!(m, Mutation::CreateSubagent(_)))
-                .count();
-        let max = ctx.rt.settings.max_subagents;
-        if running >= max {
-            return Err(ToolError::new(
-                format!("you already have {running} running subagents (the limit is {max})"),
-                "wait for their reports, or stop one with StopSubagent",
-            ));
-        }
+        check_room_for_one_more(ctx, "wait for their reports, or stop one with StopSubagent")
+            .await?;
         let role = prompts()
             .subagent_role
             .render(&[
@@ -460,11 +442,23 @@ impl Tool for MessageSubagent {
             ctx.limits().max_message_chars,
         )?;
         let sub = own_subagent(ctx, &args.id).await?;
-        if sub.status == SubagentStatus::Stopped {
-            return Err(ToolError::new(
-                format!("subagent {} was stopped", sub.id),
-                "start a new one with Task",
-            ));
+        match sub.status {
+            SubagentStatus::Stopped => {
+                return Err(ToolError::new(
+                    format!("subagent {} was stopped", sub.id),
+                    "start a new one with Task",
+                ));
+            }
+            // a finished subagent runs again: it counts like a new one
+            SubagentStatus::Done | SubagentStatus::Failed => {
+                check_room_for_one_more(
+                    ctx,
+                    "wait for their reports, or stop one with StopSubagent, before giving a \
+                     finished subagent more work",
+                )
+                .await?;
+            }
+            SubagentStatus::Running => {}
         }
         let hop = hop_to_child(
             ctx,
@@ -492,6 +486,41 @@ impl Tool for MessageSubagent {
             delivered: false,
         })
     }
+}
+
+/// Refuses one more running subagent of the caller when
+/// `runtime.max_subagents` already run: those running in the store, and
+/// those this step starts (new ones, finished ones given more work).
+async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Result<(), ToolError> {
+    let subs = ctx
+        .store()
+        .subagents_of(&ctx.bot.id)
+        .await
+        .map_err(store_error)?;
+    let running = subs
+        .iter()
+        .filter(|s| s.status == SubagentStatus::Running)
+        .count()
+        + ctx
+            .step_effects
+            .iter()
+            .filter(|m| {
+                matches!(m, Mutation::CreateSubagent(_))
+                    || matches!(m, Mutation::SetSubagentStatus {
+                        id,
+                        status: SubagentStatus::Running,
+                        ..
+                    } if subs.iter().any(|s| s.id == *id && s.status != SubagentStatus::Running))
+            })
+            .count();
+    let max = ctx.rt.settings.max_subagents;
+    if running >= max {
+        return Err(ToolError::new(
+            format!("you already have {running} running subagents (the limit is {max})"),
+            next_step,
+        ));
+    }
+    Ok(())
 }
 
 /// Stops a subagent.
