@@ -177,6 +177,21 @@ impl Gate {
         if let ReviewDecision::Deny { reason } = &decision {
             return GateDecision::Refuse(denied(ctx, reason));
         }
+        if let ReviewDecision::Ask { reason } = &decision
+            && kind == ToolKind::Delivery
+            && matches!(runner, Runner::GroupMember { .. })
+        {
+            // a room's message waiting for a person's approval could never
+            // be published: the discussion does not wait, and a later turn
+            // speaks out of its order (what it sends is held)
+            return GateDecision::Refuse(ToolError::new(
+                format!(
+                    "not published: auto-review wants a person to approve this message ({reason}), \
+                     and a room discussion does not wait for approvals"
+                ),
+                "say it without that, or leave it to a private conversation with your owner",
+            ));
+        }
         // 3. approval
         if is_side_effect(tool.effect(), tool.mutates(), enforced.is_some()) {
             match approval_stage(ctx, action.as_ref(), &decision).await {

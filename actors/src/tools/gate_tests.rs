@@ -336,6 +336,33 @@ async fn enforce_asks_shadow_logs_off_ignores() {
 }
 
 #[tokio::test]
+async fn a_room_message_that_needs_approval_is_refused_not_asked() {
+    let mut fx = Fx::new(ReviewModes::all(ReviewMode::Enforce)).await;
+    fx.scope.runner = Runner::GroupMember { shared: true };
+    let text = "the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let d = fx.check("SendMessage", json!({ "text": text })).await;
+    let refusal = refused(&d);
+    assert!(
+        refusal.contains("not published") && refusal.contains("does not wait for approvals"),
+        "{refusal}"
+    );
+    // nobody is asked for an approval that could never publish it
+    assert!(
+        fx.rt
+            .store
+            .open_approvals(&fx.bot.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // a harmless message goes out
+    let d = fx
+        .check("SendMessage", json!({ "text": "hello room" }))
+        .await;
+    assert!(matches!(d, GateDecision::Run { .. }), "{d:?}");
+}
+
+#[tokio::test]
 async fn notes_area_writes_are_not_reviewed() {
     let fx = Fx::new(ReviewModes::default()).await;
     let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIE";
