@@ -407,7 +407,9 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         ));
     }
     let retention = Duration::from_secs(r.ledger_retention_days * 86_400);
-    spawn_ledger_pruning(fleet.clone(), retention);
+    start_ledger_pruning(fleet.clone(), retention)
+        .await
+        .context("cannot prune the idempotency ledger")?;
 
     // API
     let state = api::ApiState {
@@ -473,25 +475,35 @@ fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Prunes the idempotency ledger past its retention, hourly.
-fn spawn_ledger_pruning(fleet: FleetHandle, retention: Duration) {
+/// Prunes the idempotency ledger past its retention now (so the ledger's
+/// horizon holds from the first request on), then hourly.
+async fn start_ledger_pruning(fleet: FleetHandle, retention: Duration) -> anyhow::Result<()> {
+    prune_ledger(&fleet, retention).await?;
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        let hour = Duration::from_secs(3600);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + hour, hour);
         loop {
             tick.tick().await;
-            let before = chrono::Utc::now().timestamp_millis() - retention.as_millis() as i64;
-            let r = fleet
-                .store()
-                .write(vec![botfleet_memory::Mutation::PruneLedger {
-                    before_ms: before,
-                }])
-                .await;
-            if let Err(e) = r {
-                if matches!(e, botfleet_memory::StoreError::WriterGone) {
-                    return;
-                }
-                tracing::warn!(error = %e, "ledger pruning failed");
+            match prune_ledger(&fleet, retention).await {
+                Ok(()) => {}
+                Err(botfleet_memory::StoreError::WriterGone) => return,
+                Err(e) => tracing::warn!(error = %e, "ledger pruning failed"),
             }
         }
     });
+    Ok(())
+}
+
+async fn prune_ledger(
+    fleet: &FleetHandle,
+    retention: Duration,
+) -> Result<(), botfleet_memory::StoreError> {
+    let before = chrono::Utc::now().timestamp_millis() - retention.as_millis() as i64;
+    fleet
+        .store()
+        .write(vec![botfleet_memory::Mutation::PruneLedger {
+            before_ms: before,
+        }])
+        .await
+        .map(|_| ())
 }

@@ -209,9 +209,14 @@ pub(crate) async fn deliver(
                 "original": original,
             }),
         ),
-        AdmitOutcome::Unknown { reason } => (
+        AdmitOutcome::Unknown { .. } => (
             StatusCode::CONFLICT,
-            json!({"status": "unknown", "error": {"code": "unknown", "message": reason}}),
+            json!({"status": "unknown", "error": {"code": "unknown", "message": format!(
+                "this X-Botfleet-Delivery id is a UUIDv7 older than the ledger keeps ids \
+                 (`ledger_retention_days`), so botfleet cannot tell whether it was delivered; \
+                 a redelivery this old is not admitted: send the event with a new delivery id \
+                 if it is still wanted"
+            )}}),
         ),
     };
     Ok((status, Json(body)).into_response())

@@ -136,6 +136,37 @@ async fn a_signed_delivery_is_an_untrusted_event_once() {
     host.shutdown().await;
 }
 
+/// A delivery id that is a UUIDv7 from before the ledger's horizon cannot
+/// be vouched for: refused as unknown, with what a sender can do.
+#[tokio::test]
+async fn a_delivery_id_older_than_the_ledger_is_unknown_and_says_so() {
+    let host = hooked_host().await;
+    let old = chrono::Utc::now() - chrono::Duration::days(30);
+    let id = uuid::Uuid::new_v7(uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        old.timestamp() as u64,
+        0,
+    ))
+    .to_string();
+    let payload = r#"{"action":"opened"}"#;
+    let (status, body) = deliver(
+        &host,
+        "/v1/hooks/r/gh",
+        Some(&id),
+        Some(&signed(payload)),
+        payload,
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["status"], "unknown");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("X-Botfleet-Delivery") && message.contains("new delivery id"),
+        "{message}"
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn bad_deliveries_are_refused_and_admit_nothing() {
     let host = hooked_host().await;

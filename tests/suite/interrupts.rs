@@ -197,7 +197,7 @@ async fn an_approved_call_stopped_while_waiting_for_the_lock_does_not_use_its_ap
             .iter()
             .filter(|e| e["kind"] == "assistant" && e["tool_calls"][0]["name"] == "Shell")
             .count();
-        (shells == 2).then(|| Value::Null)
+        (shells == 2).then_some(Value::Null)
     })
     .await;
     // ...and a person's message stops it before it starts

@@ -372,7 +372,7 @@ steps = [ { text = "noted" } ]
     turn("start quick").await;
     let quick = subagents_of(&host, "a").await.pop().unwrap();
     host.wait_get(&format!("/v1/bots/{quick}/turns"), |v| {
-        (v["turns"][0]["status"] == "completed").then(|| Value::Null)
+        (v["turns"][0]["status"] == "completed").then_some(Value::Null)
     })
     .await;
     // ...another runs, the one the limit allows...
