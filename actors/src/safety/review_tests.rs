@@ -246,6 +246,59 @@ fn corpus_deny() {
 }
 
 #[test]
+fn harmless_devices_can_be_redirected_to_and_from() {
+    for command in [
+        "ls 2>/dev/null",
+        "cargo build > /dev/null 2>&1",
+        "make >>/dev/null",
+        "grep -q x file &> /dev/null",
+        "echo done > /dev/stdout",
+        "echo failed >/dev/stderr",
+        "echo hi > /dev/tty",
+        "echo x > /dev/zero",
+        "head -c 16 < /dev/urandom | xxd",
+        "head -c 16 </dev/random",
+        "wc -c < /dev/zero",
+        "cat < /dev/null",
+        "read line < /dev/stdin",
+        "dd if=/dev/zero of=/dev/null count=1",
+    ] {
+        assert_eq!(decide(command), ReviewDecision::Allow, "{command}");
+    }
+    for (command, reason) in [
+        (
+            "echo x > /dev/sda",
+            "writes raw data to the device /dev/sda",
+        ),
+        (
+            "cat img >> /dev/nvme0n1",
+            "writes raw data to the device /dev/nvme0n1",
+        ),
+        ("ls 2>/dev/sdb1", "writes raw data to the device /dev/sdb1"),
+        (
+            "cat x <> /dev/mem",
+            "writes raw data to the device /dev/mem",
+        ),
+        (
+            "echo x > /dev/null/../sda",
+            "writes raw data to the device /dev/null/../sda",
+        ),
+        (
+            "echo x > /etc/passwd",
+            "overwrites the system file /etc/passwd",
+        ),
+    ] {
+        assert_eq!(
+            decide(command),
+            ReviewDecision::Deny {
+                reason: reason.into()
+            },
+            "{command}"
+        );
+    }
+}
+
+#[test]
 fn resolved_scripts_are_reviewed() {
     // `npm run deploy` is harmless by name; its script is not
     let deploy = script(

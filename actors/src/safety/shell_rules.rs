@@ -65,6 +65,17 @@ const SYSTEM_DIRS: &[&str] = &[
     "/var/lib",
 ];
 
+/// Devices a command may write to: they discard data or print it to the
+/// terminal, and touch no disk. Any other `/dev/` path written is denied.
+/// Redirections that only read (`< /dev/urandom`) are not held to it.
+const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+];
+
 /// Reviews a command line and the scripts it would run.
 pub(crate) fn review_command(
     command: &str,
@@ -209,13 +220,16 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
 fn redirects(cmd: &SimpleCommand, f: &mut Findings) {
     for r in &cmd.redirects {
         let t = r.target.as_str();
-        if r.writes()
-            && t.starts_with("/dev/")
-            && !matches!(t, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
-        {
-            f.deny(format!("writes raw data to the device {t}"));
-        } else if r.writes() && SYSTEM_DIRS.iter().any(|d| t.starts_with(&format!("{d}/"))) {
-            f.deny(format!("overwrites the system file {t}"));
+        if r.writes() {
+            // devices first: `/dev` is a system directory too, and the
+            // harmless devices must not fall through to that rule
+            if t.starts_with("/dev/") {
+                if !WRITABLE_DEVICES.contains(&t) {
+                    f.deny(format!("writes raw data to the device {t}"));
+                }
+            } else if SYSTEM_DIRS.iter().any(|d| t.starts_with(&format!("{d}/"))) {
+                f.deny(format!("overwrites the system file {t}"));
+            }
         }
         if let Some(what) = patterns::credential_in(t) {
             f.ask(format!("reads or writes {what} ({t})"));
@@ -277,7 +291,7 @@ fn command_rules(
         "dd" => {
             if let Some(of) = args.iter().find_map(|a| a.strip_prefix("of="))
                 && of.starts_with("/dev/")
-                && !matches!(of, "/dev/null" | "/dev/stdout" | "/dev/stderr")
+                && !WRITABLE_DEVICES.contains(&of)
             {
                 f.deny(format!("writes raw data to the device {of} (dd)"));
             }
