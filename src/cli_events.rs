@@ -38,17 +38,23 @@ pub(crate) struct Changes<'a> {
 }
 
 impl<'a> Changes<'a> {
-    /// Subscribes. An error here is the command's error: nothing was sent
-    /// yet.
-    pub(crate) async fn subscribe(client: &'a Client) -> anyhow::Result<Self> {
-        let stream = client.events().await?.boxed_local();
-        Ok(Self {
+    /// Subscribes, or `None` if the host has not answered by `deadline`
+    /// (a stopped host accepts the connection and says nothing). An error
+    /// here is the command's error: nothing was sent yet.
+    pub(crate) async fn subscribe(
+        client: &'a Client,
+        deadline: Instant,
+    ) -> anyhow::Result<Option<Self>> {
+        let Ok(stream) = tokio::time::timeout_at(deadline, client.events()).await else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
             client,
-            stream: Some(stream),
+            stream: Some(stream?.boxed_local()),
             retry_at: Instant::now(),
             backoff: FIRST_BACKOFF,
             told: false,
-        })
+        }))
     }
 
     /// Waits at most `wait` for a reason to poll `session` again: a change

@@ -8,6 +8,8 @@ use anyhow::Context;
 use clap::Subcommand;
 use serde_json::Value;
 use serde_json::json;
+use tokio::time::Instant;
+use tokio::time::timeout_at;
 
 use crate::client::Client;
 use crate::client::segment;
@@ -16,7 +18,8 @@ use crate::client::segment;
 const GROUP_SEND_EXIT_CODES: &str = "\
 Exit status:
   0    the discussion the message started ended; the public replies are printed
-  1    an error: the message was not sent, or the host refused a later request (stderr says why)
+  1    an error: the message was not sent (also when the host did not answer within --timeout
+       before it was sent), or the host refused a later request (stderr says why)
   2    a usage error (bad arguments)
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it
@@ -216,11 +219,16 @@ async fn send(
     as_json: bool,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
+    // --timeout bounds the whole command but the post itself (it has its
+    // own timeout)
+    let deadline = Instant::now() + timeout;
     let key = nonce
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // subscribe before sending, so no change signal is missed
-    let mut changes = super::events::Changes::subscribe(client).await?;
+    let Some(mut changes) = super::events::Changes::subscribe(client, deadline).await? else {
+        return Ok(super::send::not_sent_in_time(timeout, as_json));
+    };
     let (status, body) = client
         .post(
             &format!("/v1/groups/{}/messages", segment(room)),
@@ -251,17 +259,18 @@ async fn send(
             eprintln!("no member of {room} is called {}", names.join(", "));
         }
     }
-    let deadline = tokio::time::Instant::now() + timeout;
     let mut seen: Vec<Value> = Vec::new();
     let mut cursor = seq;
     loop {
         // the host may be restarting: a failed poll waits for the next one
-        let polled = match entries_after(client, room, cursor).await {
-            Ok(entries) => entries,
-            Err(e) => {
+        let polled = match timeout_at(deadline, entries_after(client, room, cursor)).await {
+            Ok(Ok(entries)) => entries,
+            Ok(Err(e)) => {
                 changes.poll_failed(e)?;
                 Vec::new()
             }
+            // no answer in the time left: the wait ends below
+            Err(_elapsed) => Vec::new(),
         };
         for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
@@ -281,7 +290,7 @@ async fn send(
             }
             seen.push(e);
         }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             if as_json {
                 println!(

@@ -21,7 +21,9 @@ pub(super) struct Ended<'a> {
 impl Ended<'_> {
     /// What to tell a person on stderr: the turn's notice if it wrote one
     /// (a retry hint only when the notice names a turn to retry: a stopped
-    /// subagent's turn, say, would be cancelled again), else the status.
+    /// subagent's turn, say, would be cancelled again; and only when the
+    /// notice does not give it already, as those of a failed or cancelled
+    /// turn do), else the status.
     fn explain(&self) -> String {
         let turn = self.turn;
         let retry = format!("retry with `botfleet retry {turn}`");
@@ -29,6 +31,7 @@ impl Ended<'_> {
             Some(n) => {
                 let text = n["text"].as_str().unwrap_or("");
                 match n["retry_turn"].as_str() {
+                    Some(t) if text.contains(&format!("`botfleet retry {t}`")) => text.to_owned(),
                     Some(t) => format!("{text} (turn {turn}); retry with `botfleet retry {t}`"),
                     None => format!("{text} (turn {turn})"),
                 }
@@ -111,5 +114,29 @@ mod tests {
             ..ended
         };
         assert!(ended.explain().contains("without replying"));
+    }
+
+    /// Regression: the host's notices of a failed or cancelled turn say
+    /// how to retry, and `send` said it again after them.
+    #[test]
+    fn the_retry_hint_is_said_once() {
+        let prompts = botfleet_actors::prompts();
+        for (code, template) in [
+            ("turn_failed", &prompts.turn_failed),
+            ("turn_cancelled", &prompts.turn_cancelled),
+        ] {
+            let text = template
+                .render(&[("error", "the model failed"), ("turn", "t1")])
+                .unwrap();
+            let notice = json!({"code": code, "text": text, "retry_turn": "t1"});
+            let ended = Ended {
+                turn: "t1",
+                status: "failed",
+                notice: Some(&notice),
+            };
+            let said = ended.explain();
+            assert_eq!(said.matches("botfleet retry t1").count(), 1, "{said}");
+            assert!(said.starts_with(&text), "{said}");
+        }
     }
 }

@@ -11,6 +11,8 @@ use anyhow::Context;
 use reqwest::StatusCode;
 use serde_json::Value;
 use serde_json::json;
+use tokio::time::Instant;
+use tokio::time::timeout_at;
 
 use super::events;
 use super::exit;
@@ -23,7 +25,8 @@ use crate::client::HostAnswered;
 pub(super) const SEND_EXIT_CODES: &str = "\
 Exit status:
   0    the turn that answered the message completed; its replies are printed
-  1    an error: the message was not sent, or the host refused a later request (stderr says why)
+  1    an error: the message was not sent (also when the host did not answer within --timeout
+       before it was sent), or the host refused a later request (stderr says why)
   2    a usage error (bad arguments)
   3    the turn failed or was cancelled; stderr says why and how to retry
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
@@ -114,11 +117,16 @@ pub(super) async fn send(
     as_json: bool,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
+    // --timeout bounds the whole command but the post itself (it has its
+    // own timeout)
+    let deadline = Instant::now() + timeout;
     let key = nonce
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // subscribe before sending, so no change signal is missed
-    let mut changes = events::Changes::subscribe(client).await?;
+    let Some(mut changes) = events::Changes::subscribe(client, deadline).await? else {
+        return Ok(not_sent_in_time(timeout, as_json));
+    };
     let (status, body) = client.send_message(bot, text, &key).await?;
     let outcome = admitted(status, body)?;
     let body = &outcome.body;
@@ -131,18 +139,19 @@ pub(super) async fn send(
     if outcome == "duplicate" && !as_json {
         eprintln!("(already sent with this key as message {seq}; waiting for its reply)");
     }
-    let deadline = tokio::time::Instant::now() + timeout;
     let mut cursor = seq;
     let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
     let mut notices: HashMap<String, Value> = HashMap::new();
     loop {
         // the host may be restarting: a failed poll waits for the next one
-        let polled = match client.entries_after(&session, cursor).await {
-            Ok(entries) => entries,
-            Err(e) => {
+        let polled = match timeout_at(deadline, client.entries_after(&session, cursor)).await {
+            Ok(Ok(entries)) => entries,
+            Ok(Err(e)) => {
                 changes.poll_failed(e)?;
                 Vec::new()
             }
+            // no answer in the time left: the wait ends below
+            Err(_elapsed) => Vec::new(),
         };
         for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
@@ -175,7 +184,7 @@ pub(super) async fn send(
                 _ => {}
             }
         }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             if as_json {
                 println!(
@@ -195,4 +204,21 @@ pub(super) async fn send(
             .wait(&session, left.min(Duration::from_secs(5)))
             .await;
     }
+}
+
+/// Ends a `send` or `group send` whose `--timeout` passed before the host
+/// answered the subscription to its change signals: the message was not
+/// sent. Exits like any timeout, saying that nothing was saved.
+pub(super) fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
+    if as_json {
+        println!("{}", json!({"status": "timeout", "sent": false}));
+    } else {
+        eprintln!(
+            "the host did not answer within {} s; your message was not sent",
+            timeout.as_secs()
+        );
+    }
+    // not sent: an error (1), not "saved, no reply yet" (5), so a script
+    // that keys on the code sends it again
+    ExitCode::from(exit::ERROR)
 }

@@ -11,6 +11,10 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use serde_json::json;
 
+/// How long the host may take to answer a request (the change stream has
+/// no limit: see [`Client::events`]).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The host answered a request with an error status (the CLI tells a
 /// refusal it would get again, a 4xx, from a host that is failing).
 #[derive(Debug)]
@@ -124,6 +128,13 @@ impl Client {
     }
 
     fn connect_error(&self, e: reqwest::Error) -> anyhow::Error {
+        if e.is_timeout() && !e.is_connect() {
+            return anyhow!(
+                "the host at {} did not answer within {} s ({e}); is it stopped or overloaded?",
+                self.base,
+                REQUEST_TIMEOUT.as_secs()
+            );
+        }
         anyhow!(
             "cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)",
             self.base
@@ -136,7 +147,7 @@ impl Client {
             .http
             .get(self.url(path)?)
             .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(30))
+            .timeout(REQUEST_TIMEOUT)
             .send()
             .await
             .map_err(|e| self.connect_error(e))?;
@@ -153,7 +164,7 @@ impl Client {
             .http
             .delete(self.url(path)?)
             .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(30))
+            .timeout(REQUEST_TIMEOUT)
             .send()
             .await
             .map_err(|e| self.connect_error(e))?;
@@ -175,7 +186,7 @@ impl Client {
             .http
             .get(url)
             .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(30))
+            .timeout(REQUEST_TIMEOUT)
             .send()
             .await
             .map_err(|e| self.connect_error(e))?;
@@ -197,7 +208,7 @@ impl Client {
             .http
             .post(self.url(path)?)
             .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(30))
+            .timeout(REQUEST_TIMEOUT)
             .json(body);
         if let Some(k) = idempotency_key {
             req = req.header("Idempotency-Key", k);
@@ -253,7 +264,8 @@ impl Client {
         }
     }
 
-    /// The change signals of the user's sessions.
+    /// The change signals of the user's sessions. No timeout here (one
+    /// would cut the stream): the caller bounds the wait for the answer.
     pub async fn events(&self) -> anyhow::Result<impl Stream<Item = ServerEvent> + Unpin + use<>> {
         let resp = self
             .http
