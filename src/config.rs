@@ -181,7 +181,9 @@ pub struct RuntimeConfig {
     /// Most running subagents per bot.
     #[serde(default = "default_max_subagents")]
     pub max_subagents: usize,
-    /// Most starts of one turn before it fails for good.
+    /// Most starts of one turn at the same step (crashes in a row with no
+    /// step finished between; clean stops do not count) before it fails
+    /// for good.
     #[serde(default = "default_attempts")]
     pub max_turn_attempts: i64,
     /// Transcript entries kept in a bot's context.

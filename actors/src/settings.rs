@@ -25,8 +25,9 @@ pub struct FleetSettings {
     pub max_hops: u32,
     /// Most subagents of one bot running at once.
     pub max_subagents: usize,
-    /// Most starts of one turn (first run plus restarts after crashes)
-    /// before it fails for good.
+    /// Most starts of one turn at the same step (its first run or last
+    /// finished step, plus restarts after crashes; clean stops do not
+    /// count) before it fails for good.
     pub max_turn_attempts: i64,
     /// Entries of a session kept in memory and sent as context.
     pub context_entries: usize,

@@ -67,6 +67,23 @@ impl HostProcess {
         self.child.start_kill().unwrap();
         let _ = self.child.wait().await;
     }
+
+    /// SIGTERM (as Ctrl-C): a clean stop; fails unless the host exits with
+    /// success within 20 s.
+    pub async fn stop(mut self, log: &Path) {
+        let pid = self.child.id().unwrap();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -TERM {pid}: {status}");
+        let exited = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
+        assert!(
+            exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
+            "the host did not stop cleanly; log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+    }
 }
 
 /// Runs the CLI; returns (exit code, stdout, stderr).

@@ -134,7 +134,7 @@ impl Runner {
         if let Some(t) = &mut self.texts {
             t.assistant(&response.text);
         }
-        let batch = vec![
+        let mut batch = vec![
             self.entry(
                 EntryId::derive(self.turn, &format!("step-{step}"), "assistant"),
                 EntryKind::Assistant {
@@ -151,6 +151,12 @@ impl Runner {
                 },
             ),
         ];
+        if self.attempts > 1 {
+            // a resumed start got past the step it was cut off in: the
+            // crashes before it are not "in a row" any more
+            batch.push(Mutation::ResetAttempts { turn: self.turn });
+            self.attempts = 1;
+        }
         batch
     }
 

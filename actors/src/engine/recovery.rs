@@ -53,7 +53,8 @@ impl Runner {
     }
 
     /// Picks a crashed turn up again. Returns a final status if it must not
-    /// continue (too many attempts).
+    /// continue (more than `runtime.max_turn_attempts` starts at the same
+    /// step).
     ///
     /// The turn's progress is read back from the transcript: its steps are
     /// its assistant entries, its deliveries and reminder are entries too.
@@ -73,9 +74,16 @@ impl Runner {
             _ => 0,
         };
         tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, "resuming turn from its checkpoint");
+        self.attempts = attempts;
         if attempts > self.rt.settings.max_turn_attempts {
+            // every start since the turn's last step was cut off by a
+            // crash (a clean stop takes its start back, a step resets the
+            // count): it would most likely crash there again
             return self
-                .fail(format!("the turn crashed {} times in a row", attempts - 1))
+                .fail(format!(
+                    "the turn crashed {} times in a row at the same step",
+                    attempts - 1
+                ))
                 .await
                 .map(Some);
         }

@@ -244,6 +244,10 @@ struct Runner {
     /// `StartTurn` not yet written (it goes with the first step): the
     /// time the turn began, which it records as its start.
     start_pending: Option<i64>,
+    /// Starts of the turn at its current step, as stored: 1 for a new
+    /// turn, the count after the bump for a resumed one. The resumed
+    /// start's first step resets it (`step_batch`).
+    attempts: i64,
     /// When the bot started the turn.
     started_at: i64,
     soft: CancellationToken,
@@ -324,6 +328,7 @@ impl Runner {
                 reply_to: None,
             },
             start_pending: None,
+            attempts: 1,
             soft: plan.soft,
             hard: plan.hard,
             started_at: plan.started_at,

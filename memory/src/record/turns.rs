@@ -68,7 +68,9 @@ pub struct TurnRecord {
     pub inputs: Vec<i64>,
     /// Engine state after the last step (owned by the engine).
     pub checkpoint: Value,
-    /// How many times the turn was started (1 + restarts).
+    /// How many starts of the turn worked on its current step: 1 when it
+    /// started or finished a step, one more for each resume after a crash.
+    /// Starts a clean stop cut off do not count.
     pub attempts: i64,
     /// Error text of a failed turn.
     pub error: Option<String>,

@@ -40,6 +40,7 @@ pub(crate) fn passive(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
 }
 
 /// The checkpoint thread's settings.
+#[derive(Clone)]
 pub(crate) struct Checkpoints {
     pub(crate) path: PathBuf,
     pub(crate) period: Duration,
@@ -61,54 +62,69 @@ const CATCH_UP_FRAMES: i64 = 1024;
 const BACK_TO_BACK: Duration = Duration::from_millis(10);
 
 impl Checkpoints {
-    /// Runs until `stop` is dropped or signalled.
-    ///
-    /// Past `restart_frames` the checkpoints run back to back (10 ms
-    /// apart), each copying what was committed during the one before, until
-    /// that is at most [`CATCH_UP_FRAMES`]; then the writer is asked to copy
-    /// the rest.
+    /// Runs until `stop` is dropped or signalled: a [`Checkpoints::tick`]
+    /// every period, or back to back while the WAL is past the limit.
     pub(crate) fn run(self, stop: Receiver<()>) {
-        let conn = match Connection::open(&self.path) {
+        let conn = match self.connect() {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "checkpointer cannot open the database; the WAL will grow until restart");
                 return;
             }
         };
-        let _ = conn.busy_timeout(Duration::from_millis(100));
         // WAL frames at the previous checkpoint, while past the limit
         let mut previous: Option<i64> = None;
         let mut wait = self.period;
         while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(wait) {
-            wait = self.period;
-            let log = match passive(&conn) {
-                Ok((log, _)) => {
-                    self.stats
-                        .wal_frames_peak
-                        .fetch_max(u64::try_from(log).unwrap_or(0), Ordering::Relaxed);
-                    log
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "passive checkpoint skipped");
-                    continue;
-                }
-            };
-            if log <= self.restart_frames {
-                previous = None;
-                continue;
-            }
-            match previous.map(|p| log - p) {
-                // little committed since (or nothing: the writer is idle and
-                // catches up after its next group). This thread then waits
-                // a period: a checkpoint of its own running at the same time
-                // would make the writer's answer busy, and the WAL could not
-                // start over
-                Some(grew) if grew <= CATCH_UP_FRAMES => {
-                    self.catch_up.store(true, Ordering::Relaxed);
-                }
-                _ => wait = BACK_TO_BACK.min(self.period),
-            }
-            previous = Some(log);
+            wait = self.tick(&conn, &mut previous);
         }
+    }
+
+    /// The connection checkpoints run on.
+    pub(crate) fn connect(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open(&self.path)?;
+        let _ = conn.busy_timeout(Duration::from_millis(100));
+        Ok(conn)
+    }
+
+    /// One checkpoint; returns how long to wait before the next.
+    /// `previous` holds the WAL's frames at the checkpoint before, while
+    /// the WAL is past `restart_frames`.
+    ///
+    /// Past `restart_frames` the checkpoints run back to back (10 ms
+    /// apart), each copying what was committed during the one before, until
+    /// that is at most [`CATCH_UP_FRAMES`]; then the writer is asked to copy
+    /// the rest.
+    pub(crate) fn tick(&self, conn: &Connection, previous: &mut Option<i64>) -> Duration {
+        let log = match passive(conn) {
+            Ok((log, _)) => {
+                self.stats
+                    .wal_frames_peak
+                    .fetch_max(u64::try_from(log).unwrap_or(0), Ordering::Relaxed);
+                log
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "passive checkpoint skipped");
+                return self.period;
+            }
+        };
+        if log <= self.restart_frames {
+            *previous = None;
+            return self.period;
+        }
+        let wait = match previous.map(|p| log - p) {
+            // little committed since (or nothing: the writer is idle and
+            // catches up after its next group). This thread then waits
+            // a period: a checkpoint of its own running at the same time
+            // would make the writer's answer busy, and the WAL could not
+            // start over
+            Some(grew) if grew <= CATCH_UP_FRAMES => {
+                self.catch_up.store(true, Ordering::Relaxed);
+                self.period
+            }
+            _ => BACK_TO_BACK.min(self.period),
+        };
+        *previous = Some(log);
+        wait
     }
 }

@@ -128,6 +128,10 @@ struct Inner {
     bots: Arc<bot_cache::BotCache>,
     /// Dropping it stops the checkpoint thread.
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
+    /// What the checkpoint thread runs with, for tests that run its
+    /// checkpoints themselves.
+    #[cfg(test)]
+    checkpoints: checkpointer::Checkpoints,
 }
 
 /// Handle to the store; cheap to clone.
@@ -213,6 +217,8 @@ impl Store {
             catch_up,
             stats: stats.clone(),
         };
+        #[cfg(test)]
+        let by_hand = checkpoints.clone();
         std::thread::Builder::new()
             .name("botfleet-store-checkpoint".into())
             .spawn(move || checkpoints.run(stop_rx))
@@ -230,6 +236,8 @@ impl Store {
                 memory_cache: crate::layers::ScopeCache::new(memory_generations),
                 bots,
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
+                #[cfg(test)]
+                checkpoints: by_hand,
             }),
         })
     }

@@ -51,8 +51,18 @@ pub enum Mutation {
         /// New engine state.
         checkpoint: Value,
     },
-    /// Count one more start of a turn (after a crash or restart).
+    /// Count one more start of a turn at its current step (a resume after
+    /// a crash or a restart). A clean close of the store takes back the
+    /// count of each start it recorded whose turn is still running: only
+    /// starts cut off by a crash count (`writer.rs`).
     BumpAttempts {
+        /// Turn.
+        turn: TurnId,
+    },
+    /// The turn finished a step: the start that did is the first at its
+    /// next step (`attempts` = 1), so a long turn restarted between its
+    /// steps is not failed for it.
+    ResetAttempts {
         /// Turn.
         turn: TurnId,
     },

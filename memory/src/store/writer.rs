@@ -9,8 +9,15 @@
 //!    every job of the group and clears the caches);
 //! 4. answer the jobs in submission order, then broadcast one payload-free
 //!    [`Change`] per touched session.
+//!
+//! A clean close (`Job::Close`) also takes back the count of each turn
+//! start it committed (`StartTurn`, `BumpAttempts`) whose turn is still
+//! running: the host stopped those turns, they did not crash, and
+//! `runtime.max_turn_attempts` counts crashes. A killed process never gets
+//! there, so its starts stay counted.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
@@ -29,6 +36,7 @@ use crate::error::StoreError;
 use crate::ids::BotId;
 use crate::ids::EntryId;
 use crate::ids::SessionId;
+use crate::ids::TurnId;
 use crate::ids::UserId;
 use crate::layers::MemoryGenerations;
 use crate::record::AdmitOutcome;
@@ -55,7 +63,8 @@ pub(crate) enum Job {
         batch: Vec<Mutation>,
         reply: Reply,
     },
-    /// Checkpoint the WAL, close the connection, answer, and exit.
+    /// Take back the starts of the turns still running, checkpoint the
+    /// WAL, close the connection, answer, and exit.
     Close(oneshot::Sender<()>),
 }
 
@@ -90,6 +99,9 @@ pub(crate) struct Writer {
     seqs: HashMap<SessionId, i64>,
     /// Bot and owner per session, for change signals.
     sessions: HashMap<SessionId, (BotId, UserId)>,
+    /// Turns whose start (new or resumed) this writer committed and whose
+    /// end it has not: a clean close takes those starts back.
+    started: HashSet<TurnId>,
     /// Nonces made before this time and not in the ledger answer `unknown`.
     horizon_ms: i64,
     /// Bumped for each memory scope a committed group wrote to, before
@@ -118,6 +130,10 @@ mod entries;
 
 #[path = "writer_group.rs"]
 mod group;
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
 
 /// What the writer shares with the store's handles and threads.
 pub(crate) struct WriterShared {
@@ -154,6 +170,7 @@ impl Writer {
             max_batch: max_batch.max(1),
             seqs: HashMap::new(),
             sessions: HashMap::new(),
+            started: HashSet::new(),
             horizon_ms,
             memory_generations,
             catch_up,
@@ -200,6 +217,9 @@ impl Writer {
                 break;
             }
         }
+        if close.is_some() {
+            self.take_back_starts();
+        }
         if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
             tracing::warn!(error = %e, "checkpoint at close failed");
         }
@@ -210,6 +230,46 @@ impl Writer {
             let _ = done.send(());
         }
         tracing::debug!("store writer stopped");
+    }
+
+    /// Notes the turn starts and ends a committed batch wrote.
+    pub(super) fn note_starts(&mut self, batch: &[Mutation]) {
+        for m in batch {
+            if let Mutation::StartTurn { turn, .. } | Mutation::BumpAttempts { turn } = m {
+                self.started.insert(*turn);
+            } else if let Mutation::EndTurn { turn, .. } = m {
+                self.started.remove(turn);
+            }
+        }
+    }
+
+    /// At a clean close: each turn this writer started that is still
+    /// running has one start less, so that the next start does not count
+    /// this one as a crash. (A start whose run already crashed in this
+    /// process, a panic waiting to be resumed, is forgiven too.)
+    fn take_back_starts(&mut self) {
+        if self.started.is_empty() {
+            return;
+        }
+        let turns: Vec<TurnId> = self.started.drain().collect();
+        let result = self.conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+            let mut n = 0;
+            let mut stmt = self.conn.prepare_cached(
+                "UPDATE turns SET attempts = attempts - 1
+                 WHERE id = ?1 AND status = 'running' AND attempts > 0",
+            )?;
+            for turn in &turns {
+                n += stmt.execute(params![turn.to_string()])?;
+            }
+            Ok(n)
+        });
+        match result.and_then(|n| self.conn.execute_batch("COMMIT").map(|()| n)) {
+            Ok(n) => tracing::debug!(turns = n, "clean close: starts of running turns taken back"),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                tracing::warn!(error = %e, "clean close: the starts of running turns stay counted");
+            }
+        }
     }
 }
 

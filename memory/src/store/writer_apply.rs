@@ -100,6 +100,14 @@ impl Writer {
                     }),
                 }
             }
+            Mutation::ResetAttempts { turn } => {
+                let n = self
+                    .conn
+                    .prepare_cached("UPDATE turns SET attempts = 1 WHERE id = ?1")?
+                    .execute(params![turn.to_string()])?;
+                expect_row(n, "turn", *turn)?;
+                Ok(MutationResult::Done)
+            }
             Mutation::ToolStarted {
                 turn,
                 call_id,

@@ -111,6 +111,11 @@ impl Writer {
         if bots_written {
             self.bots.bump();
         }
+        for ((batch, _), result) in jobs.iter().zip(&results) {
+            if result.is_ok() {
+                self.note_starts(batch);
+            }
+        }
         for ((_, reply), result) in jobs.drain(..).zip(results) {
             answer(reply, result);
         }
