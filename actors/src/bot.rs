@@ -4,6 +4,7 @@
 //! passivate it when idle. Everything it holds can be rebuilt from the store.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -162,6 +163,8 @@ pub struct BotState {
     compact_due: Vec<SessionId>,
     /// Paused by the daily token budget until this time (ms since epoch).
     paused_until: Option<i64>,
+    /// Sessions told about the pause (the budget notice) since it began.
+    paused_told: HashSet<SessionId>,
     window: Option<Window>,
     generation: u64,
     inputs_seen: u64,
@@ -196,6 +199,7 @@ impl Actor for BotActor {
             crashes: HashMap::new(),
             compact_due: Vec::new(),
             paused_until: None,
+            paused_told: HashSet::new(),
             window: None,
             generation: 0,
             inputs_seen: 0,
@@ -290,6 +294,7 @@ impl Actor for BotActor {
             }
             BotMsg::Unpause => {
                 state.paused_until = None;
+                state.paused_told.clear();
                 state.schedule(&myself);
             }
             BotMsg::Reload => {
@@ -429,12 +434,20 @@ impl BotState {
             return;
         }
         let next = if self.paused_until.is_some() {
-            // paused for the day: only a room's input starts a turn, which
-            // fails at once saying why (a discussion cannot wait for
-            // tomorrow); the rest waits
-            let tails = &self.tails;
-            match self.queue.next_batch_where(|q| is_room_input(q, tails)) {
-                Some(batch) => Some(batch),
+            // paused for the day: a room's input starts a turn, which fails
+            // at once saying why (a discussion cannot wait for tomorrow),
+            // and so does a person's first message in a session since the
+            // pause, which is told when it will be answered; the rest waits
+            let (tails, told) = (&self.tails, &self.paused_told);
+            let next = self.queue.next_batch_where(|q| {
+                is_room_input(q, tails)
+                    || (q.item.priority == Priority::UserDm && !told.contains(&q.item.session))
+            });
+            match next {
+                Some((session, batch)) => {
+                    self.paused_told.insert(session);
+                    Some((session, batch))
+                }
                 None => return,
             }
         } else {
@@ -545,6 +558,8 @@ impl BotState {
                     && self.paused_until.is_none()
                 {
                     self.paused_until = Some(until);
+                    // the turn that found the budget spent told its session
+                    self.paused_told.insert(run.session);
                     let wait = until - self.rt.store.clock().now_ms();
                     let wait =
                         std::time::Duration::from_millis(u64::try_from(wait.max(0)).unwrap_or(0));

@@ -13,6 +13,7 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
 use crate::support::process::HostProcess;
 use crate::support::process::cli;
 use crate::support::process::free_port;
@@ -555,6 +556,30 @@ async fn a_member_out_of_its_daily_budget_fails_its_turns_and_the_room_goes_on()
             "{text}: {run:#?}"
         );
     }
+    // a person who writes to it while it is paused is told when it will
+    // answer, once per conversation; the messages wait
+    let (status, sent) = host.send("cheap", "hello", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let dm = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&dm, |entries| {
+        entries
+            .iter()
+            .find(|e| e["code"] == "budget_exhausted")
+            .cloned()
+    })
+    .await;
+    let (status, again) = host.send("cheap", "still there?", None).await;
+    assert_eq!(status, 202, "{again}");
+    // the room's next discussion ends after its turn fails; the bot saw
+    // the second message before it (inputs are routed in order)
+    discuss(&host, "budget", "fifth", "k5").await;
+    let entries = host.entries(&dm).await;
+    let notices = entries
+        .iter()
+        .filter(|e| e["code"] == "budget_exhausted")
+        .count();
+    assert_eq!(notices, 1, "{entries:#?}");
+    assert!(deliveries(&entries).is_empty(), "{entries:#?}");
     host.shutdown().await;
 }
 
