@@ -1,0 +1,266 @@
+//! A bot's turns: starting the next one ([`BotState::schedule`]) and what
+//! its end means for the queue ([`BotState::on_turn_end`]): requeued inputs,
+//! the daily budget's pause, a crashed turn resumed or failed.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl BotState {
+    /// Starts the next turn if none runs and nothing holds it back.
+    pub(super) fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
+        if self.running.is_some() {
+            return;
+        }
+        if self.record.removed_at().is_some() {
+            // no longer in the config: its inputs and open turns wait in
+            // the store until a config lists it again
+            return;
+        }
+        if let Some(p) = self.pending.pop_front() {
+            let (turn, session, inputs, kind) = match p {
+                Pending::Resume {
+                    turn,
+                    session,
+                    inputs,
+                } => {
+                    let plan_inputs = inputs
+                        .iter()
+                        .map(|q| (q.item.clone(), q.entry.clone()))
+                        .collect();
+                    (
+                        turn,
+                        session,
+                        inputs,
+                        PlanKind::Resume {
+                            inputs: plan_inputs,
+                        },
+                    )
+                }
+                Pending::Fail {
+                    turn,
+                    session,
+                    inputs,
+                    error,
+                } => {
+                    let plan_inputs = inputs
+                        .iter()
+                        .map(|q| (q.item.clone(), q.entry.clone()))
+                        .collect();
+                    (
+                        turn,
+                        session,
+                        inputs,
+                        PlanKind::Fail {
+                            error,
+                            inputs: plan_inputs,
+                        },
+                    )
+                }
+            };
+            self.start(myself, turn, session, inputs, kind);
+            return;
+        }
+        if self.window.is_some() && self.queue.has_user_dm() {
+            return;
+        }
+        let next = if self.paused_until.is_some() {
+            // paused for the day: a room's input starts a turn, which fails
+            // at once saying why (a discussion cannot wait for tomorrow),
+            // and so does a person's first message in a session since the
+            // pause, which is told when it will be answered; the rest waits
+            let (tails, told) = (&self.tails, &self.paused_told);
+            let next = self.queue.next_batch_where(|q| {
+                is_room_input(q, tails)
+                    || (q.item.priority == Priority::UserDm && !told.contains(&q.item.session))
+            });
+            match next {
+                Some((session, batch)) => {
+                    self.paused_told.insert(session);
+                    Some((session, batch))
+                }
+                None => return,
+            }
+        } else {
+            self.queue.next_batch()
+        };
+        match next {
+            Some((session, batch)) => {
+                let plan_inputs = batch
+                    .iter()
+                    .map(|q| (q.item.clone(), q.entry.clone()))
+                    .collect();
+                self.start(
+                    myself,
+                    TurnId::new_v7(),
+                    session,
+                    batch,
+                    PlanKind::New {
+                        inputs: plan_inputs,
+                    },
+                );
+            }
+            None => match self.compact_due.pop() {
+                // idle: compact in the background while the provider cache is warm
+                Some(session) => {
+                    self.start(
+                        myself,
+                        TurnId::new_v7(),
+                        session,
+                        Vec::new(),
+                        PlanKind::Compact,
+                    );
+                }
+                None => self.become_idle(myself),
+            },
+        }
+    }
+
+    fn start(
+        &mut self,
+        myself: &ActorRef<BotMsg>,
+        turn: TurnId,
+        session: SessionId,
+        inputs: Vec<QueuedInput>,
+        kind: PlanKind,
+    ) {
+        let hard = CancellationToken::new();
+        let soft = hard.child_token();
+        let tail = self
+            .tails
+            .remove(&session)
+            .unwrap_or_else(|| SessionTail::new(session));
+        let started_at = self.rt.store.clock().now_ms();
+        let plan = TurnPlan {
+            turn,
+            session,
+            bot: self.record.clone(),
+            kind,
+            tail,
+            soft: soft.clone(),
+            hard: hard.clone(),
+            started_at,
+        };
+        self.running = Some(Running {
+            turn,
+            session,
+            soft,
+            hard,
+            inputs,
+            started_at,
+        });
+        let rt = self.rt.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let end = match AssertUnwindSafe(run_turn(rt, plan)).catch_unwind().await {
+                Ok(report) => TurnEndKind::Ended(Box::new(report)),
+                Err(panic) => TurnEndKind::Panicked {
+                    turn,
+                    message: panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_else(|| "panic".into()),
+                },
+            };
+            // the bot may be gone (passivated or stopped); its state is in the store
+            let _ = me.cast(BotMsg::TurnEnded(TurnEnd(end)));
+        });
+    }
+
+    pub(super) fn on_turn_end(&mut self, myself: &ActorRef<BotMsg>, end: TurnEnd) {
+        let turn = match &end.0 {
+            TurnEndKind::Ended(r) => r.turn,
+            TurnEndKind::Panicked { turn, .. } => *turn,
+        };
+        let Some(run) = self.running.take_if(|r| r.turn == turn) else {
+            return;
+        };
+        let crash = match end.0 {
+            TurnEndKind::Ended(report) => {
+                let report = *report;
+                if let Some(tail) = report.tail {
+                    self.tails.insert(run.session, tail);
+                }
+                if report.compaction_due && !self.compact_due.contains(&run.session) {
+                    self.compact_due.push(run.session);
+                }
+                if let Some(until) = report.paused_until
+                    && self.paused_until.is_none()
+                {
+                    self.paused_until = Some(until);
+                    // the turn that found the budget spent told its session
+                    self.paused_told.insert(run.session);
+                    let wait = until - self.rt.store.clock().now_ms();
+                    let wait =
+                        std::time::Duration::from_millis(u64::try_from(wait.max(0)).unwrap_or(0));
+                    tracing::info!(bot = %self.record.id, ?wait, "daily token budget spent; paused");
+                    myself.send_after(wait, || BotMsg::Unpause);
+                }
+                match report.status {
+                    Some(TurnStatus::Interrupted) => {
+                        let mut inputs = run.inputs;
+                        for item in report.requeue {
+                            if !inputs.iter().any(|q| q.item.gid == item.gid) {
+                                inputs.push(QueuedInput { item, entry: None });
+                            }
+                        }
+                        self.queue.requeue(inputs);
+                        self.crashes.remove(&turn);
+                        None
+                    }
+                    Some(_) => {
+                        self.crashes.remove(&turn);
+                        None
+                    }
+                    None => Some((
+                        run.inputs,
+                        report
+                            .error
+                            .unwrap_or_else(|| "the store refused the turn".into()),
+                    )),
+                }
+            }
+            TurnEndKind::Panicked { message, .. } => {
+                tracing::error!(bot = %self.record.id, turn = %turn, %message, "turn task panicked");
+                self.tails.remove(&run.session);
+                Some((run.inputs, format!("the turn crashed: {message}")))
+            }
+        };
+        if let Some((inputs, error)) = crash {
+            let count = self.crashes.entry(turn).or_insert(0);
+            *count += 1;
+            let max = self.rt.settings.max_turn_attempts;
+            if *count < max {
+                self.pending.push_front(Pending::Resume {
+                    turn,
+                    session: run.session,
+                    inputs,
+                });
+            } else if *count == max {
+                self.pending.push_front(Pending::Fail {
+                    turn,
+                    session: run.session,
+                    inputs,
+                    error,
+                });
+            } else {
+                // even recording the failure failed: leave the turn to the next activation
+                tracing::error!(bot = %self.record.id, turn = %turn, %error, "giving up on turn until the bot restarts");
+            }
+        }
+        self.schedule(myself);
+    }
+}
+
+/// Whether `input` is a room coordinator's input to this bot: by its entry
+/// when it came with one, else by its session's kind when the session is
+/// loaded.
+fn is_room_input(input: &QueuedInput, tails: &HashMap<SessionId, SessionTail>) -> bool {
+    match &input.entry {
+        Some(e) => crate::group::is_input_author(&e.author),
+        None => tails
+            .get(&input.item.session)
+            .and_then(|t| t.record.as_ref())
+            .is_some_and(|r| r.key.kind == SessionKind::Group),
+    }
+}
