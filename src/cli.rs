@@ -472,7 +472,10 @@ async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
         "ID", "NAME", "PROVIDER", "STATE", "QUEUED", "COMPLETED"
     );
     for b in v["bots"].as_array().into_iter().flatten() {
-        let state = if b["running_turn"].is_string() {
+        let state = if b["removed_at"].is_i64() {
+            // no longer in the fleet file: takes no messages
+            "removed"
+        } else if b["running_turn"].is_string() {
             "working"
         } else if b["active"] == json!(true) {
             "idle"

@@ -500,14 +500,17 @@ impl LoadedFleet {
         }
         let path = self.resolve(script);
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            if path == script {
-                format!("cannot read {}: {e}", path.display())
-            } else {
+            let full = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+            if script.is_relative() {
+                // a copied fleet file keeps its relative script paths
                 format!(
-                    "cannot read {} (resolved to {}): {e}",
+                    "cannot read {} ({}): {e}; a relative script path is read from the fleet \
+                     file's folder: copy the script there too, or give its absolute path",
                     script.display(),
-                    path.display()
+                    full.display()
                 )
+            } else {
+                format!("cannot read {}: {e}", full.display())
             }
         })?;
         Script::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())

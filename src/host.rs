@@ -442,7 +442,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         format!(
             "botfleet listening on http://{addr} — fleet {}, {bot_count} bot(s), data in {}",
             fleet_file.source,
-            data_dir.display()
+            // relative paths are read from the current directory: say which
+            std::path::absolute(&data_dir)
+                .unwrap_or_else(|_| data_dir.clone())
+                .display()
         ),
     );
     Ok(RunningHost {

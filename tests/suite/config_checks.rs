@@ -120,6 +120,36 @@ async fn a_missing_script_is_refused_by_check_config_and_run_naming_file_key_and
     );
 }
 
+/// A fleet file copied without its scripts, checked from its own folder
+/// (`--fleet fleet.toml`): the error names the full path it read and what
+/// to do. (It said only "cannot read scripts/none.toml".)
+#[tokio::test]
+async fn a_missing_script_of_a_relative_fleet_path_says_where_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fleet(
+        dir.path(),
+        &format!(
+            "{ALICE}\n[providers.s]\nkind = \"scripted\"\nscript = \"scripts/none.toml\"\n\n{BOT}"
+        ),
+        None,
+    );
+    let out = tokio::process::Command::new(BIN)
+        .args(["check-config", "--fleet", "fleet.toml"])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let full = std::path::absolute(dir.path().join("scripts/none.toml")).unwrap();
+    assert!(
+        err.contains(&full.display().to_string())
+            && err.contains("read from the fleet file's folder"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn an_invalid_script_is_refused_by_check_config_and_run() {
     let cases = [

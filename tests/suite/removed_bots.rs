@@ -71,6 +71,14 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
     let (_, list) = host.get("/v1/bots", TOKEN).await;
     assert!(bot(&list, "b")["removed_at"].is_i64(), "{list:#}");
     assert!(bot(&list, "r")["removed_at"].is_null(), "{list:#}");
+    // and the CLI's list says so
+    let (code, out, err) = crate::support::process::cli(&["bots"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("b "))
+        .unwrap_or_default();
+    assert!(line.contains("removed"), "{out}");
 
     // a person's message is refused, saying why and what to do
     let (status, v) = host.send("b", "still there?", Some("k2")).await;
