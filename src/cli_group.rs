@@ -219,8 +219,7 @@ async fn send(
     as_json: bool,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
-    // --timeout bounds the whole command but the post itself (it has its
-    // own timeout)
+    // --timeout bounds the whole command, the post included
     let deadline = Instant::now() + timeout;
     let key = nonce
         .map(str::to_owned)
@@ -229,13 +228,15 @@ async fn send(
     let Some(mut changes) = super::events::Changes::subscribe(client, deadline).await? else {
         return Ok(super::send::not_sent_in_time(timeout, as_json));
     };
-    let (status, body) = client
-        .post(
-            &format!("/v1/groups/{}/messages", segment(room)),
-            &json!({ "text": text }),
-            Some(&key),
-        )
-        .await?;
+    let (path, body) = (
+        format!("/v1/groups/{}/messages", segment(room)),
+        json!({ "text": text }),
+    );
+    let post = client.post(&path, &body, Some(&key));
+    let Ok(posted) = timeout_at(deadline, post).await else {
+        return Ok(super::send::post_unanswered(timeout, &key, as_json));
+    };
+    let (status, body) = posted?;
     let outcome = super::send::admitted(status, body)?;
     let body = &outcome.body;
     let outcome = outcome.status;

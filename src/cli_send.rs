@@ -117,8 +117,7 @@ pub(super) async fn send(
     as_json: bool,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
-    // --timeout bounds the whole command but the post itself (it has its
-    // own timeout)
+    // --timeout bounds the whole command, the post included
     let deadline = Instant::now() + timeout;
     let key = nonce
         .map(str::to_owned)
@@ -127,7 +126,10 @@ pub(super) async fn send(
     let Some(mut changes) = events::Changes::subscribe(client, deadline).await? else {
         return Ok(not_sent_in_time(timeout, as_json));
     };
-    let (status, body) = client.send_message(bot, text, &key).await?;
+    let Ok(posted) = timeout_at(deadline, client.send_message(bot, text, &key)).await else {
+        return Ok(post_unanswered(timeout, &key, as_json));
+    };
+    let (status, body) = posted?;
     let outcome = admitted(status, body)?;
     let body = &outcome.body;
     let outcome = outcome.status;
@@ -208,17 +210,40 @@ pub(super) async fn send(
 
 /// Ends a `send` or `group send` whose `--timeout` passed before the host
 /// answered the subscription to its change signals: the message was not
-/// sent. Exits like any timeout, saying that nothing was saved.
+/// sent. An error (1), not "saved, no reply yet" (5), so a script that
+/// keys on the code sends it again.
 pub(super) fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
+    let message = format!(
+        "the host did not answer within {} s; your message was not sent",
+        timeout.as_secs()
+    );
     if as_json {
-        println!("{}", json!({"status": "timeout", "sent": false}));
-    } else {
-        eprintln!(
-            "the host did not answer within {} s; your message was not sent",
-            timeout.as_secs()
+        println!(
+            "{}",
+            json!({"status": "error", "sent": false, "error": {"message": message}})
         );
+    } else {
+        eprintln!("{message}");
     }
-    // not sent: an error (1), not "saved, no reply yet" (5), so a script
-    // that keys on the code sends it again
+    ExitCode::from(exit::ERROR)
+}
+
+/// Ends a `send` or `group send` whose `--timeout` passed while the host
+/// held the message's POST: it may or may not be saved, and sending it
+/// again with the same key admits it at most once. An error (1).
+pub(super) fn post_unanswered(timeout: Duration, key: &str, as_json: bool) -> ExitCode {
+    let message = format!(
+        "the host did not answer the message within {} s; it may or may not be saved: send \
+         it again with `--nonce {key}` (the same key is admitted once)",
+        timeout.as_secs()
+    );
+    if as_json {
+        println!(
+            "{}",
+            json!({"status": "error", "sent": null, "nonce": key, "error": {"message": message}})
+        );
+    } else {
+        eprintln!("{message}");
+    }
     ExitCode::from(exit::ERROR)
 }

@@ -28,6 +28,8 @@ enum Fake {
     /// The change stream (its `ready` event) and the post of the message;
     /// then it stops: polls wait forever.
     StopsAfterThePost,
+    /// Answers the change stream, then holds the message's POST.
+    HoldsThePost,
 }
 
 /// Starts the fake; returns its URL.
@@ -71,6 +73,9 @@ async fn serve(socket: TcpStream, fake: Fake) {
         let answer = match fake {
             Fake::Silent => None,
             Fake::StopsAfterThePost => answer_until_polled(&request),
+            Fake::HoldsThePost => {
+                answer_until_polled(&request).filter(|_| request.starts_with("GET /v1/events"))
+            }
         };
         let Some(answer) = answer else {
             std::future::pending::<()>().await;
@@ -150,7 +155,7 @@ async fn send_gives_up_on_a_host_that_does_not_answer() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(
         serde_json::from_str::<Value>(out.trim()).unwrap(),
-        json!({"status": "timeout", "sent": false})
+        json!({"status": "error", "sent": false, "error": {"message": "the host did not answer within 2 s; your message was not sent"}})
     );
 }
 
@@ -180,4 +185,29 @@ async fn group_send_gives_up_on_a_host_that_stops_after_the_post() {
         cli_ends(&["group", "send", "team", "hello", "--timeout", "2"], &host).await;
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("your message was not sent"), "{err}");
+}
+
+#[tokio::test]
+async fn send_gives_up_on_a_host_that_holds_the_post_and_says_how_to_resend() {
+    let host = fake_host(Fake::HoldsThePost).await;
+    for args in [
+        &["send", "b", "hello", "--timeout", "2", "--nonce", "k-1"][..],
+        &[
+            "group",
+            "send",
+            "team",
+            "hello",
+            "--timeout",
+            "2",
+            "--nonce",
+            "k-1",
+        ][..],
+    ] {
+        let (code, _, err) = cli_ends(args, &host).await;
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("may or may not be saved") && err.contains("--nonce k-1"),
+            "{args:?}: {err}"
+        );
+    }
 }

@@ -126,6 +126,27 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         .collect();
     assert!(!authors.is_empty(), "r spoke");
     assert!(authors.iter().all(|a| a == "r"), "{authors:?}");
+    // asked for by name, it is not addressed, and the person is told why
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            Some("k6"),
+            json!({"text": "@b only you"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(v["addressed"], json!([]), "{v}");
+    host.wait_turn_end(&timeline, v["seq"].as_i64().unwrap())
+        .await;
+    let codes: Vec<Value> = host
+        .entries(&timeline)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "notice" && e["seq"].as_i64() > v["seq"].as_i64())
+        .map(|e| e["code"].clone())
+        .collect();
+    assert!(codes.contains(&json!("removed_member")), "{codes:?}");
     // and a new room cannot take it
     let (status, v) = host
         .post_raw(

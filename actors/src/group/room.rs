@@ -35,6 +35,7 @@ use uuid::Uuid;
 use super::actor::RunState;
 use super::error::GroupError;
 use super::mentions::MemberName;
+use super::mentions::mentions;
 use super::mentions::select;
 use super::run::Limits;
 use crate::protocol::nonce_time_ms;
@@ -279,30 +280,49 @@ pub async fn post_message(
         ));
     }
     let mut names = Vec::with_capacity(room.members.len());
+    let mut removed = Vec::new();
     for id in &room.members {
-        let name = rt
-            .store
-            .get_bot(id)
-            .await?
-            .map(|b| b.name)
-            .unwrap_or_else(|| id.to_string());
+        let bot = rt.store.get_bot(id).await?;
+        if bot.as_ref().is_some_and(|b| b.removed_at().is_some()) {
+            removed.push(id.clone());
+        }
         names.push(MemberName {
             id: id.to_string(),
-            name,
+            name: bot.map(|b| b.name).unwrap_or_else(|| id.to_string()),
         });
     }
     let selection = select(text, &names);
-    let addressed: Vec<BotId> = selection
+    // a member the fleet's config no longer lists takes no turns: not
+    // addressed, and the person is told if they asked for it by name
+    let (gone, addressed): (Vec<BotId>, Vec<BotId>) = selection
         .members
         .iter()
         .filter_map(|i| room.members.get(*i).cloned())
-        .collect();
+        .partition(|id| removed.contains(id));
     let nonce = key
         .map(str::to_owned)
         .unwrap_or_else(|| Uuid::now_v7().to_string());
     let timeline = room.timeline();
     let session = timeline.id();
     let mut notices = Vec::new();
+    if !gone.is_empty() && !mentions(text).is_empty() {
+        let ids: Vec<String> = gone.iter().map(|a| format!("@{a}")).collect();
+        notices.push(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: "removed_member".into(),
+                text: format!(
+                    "{} {} no longer in the fleet's config and takes no turns in this room.",
+                    ids.join(", "),
+                    if ids.len() == 1 { "is" } else { "are" }
+                ),
+                retry_turn: None,
+            },
+        });
+    }
     if !selection.unknown.is_empty() {
         let unknown: Vec<String> = selection.unknown.iter().map(|u| format!("@{u}")).collect();
         let known: Vec<String> = names

@@ -332,7 +332,9 @@ impl End {
     /// One line for people: why the discussion stopped.
     pub fn describe(self, limits: &Limits) -> String {
         match self {
-            End::NoMembers => "nobody was addressed: no member matches the mentions".into(),
+            End::NoMembers => {
+                "nobody was addressed: no member that takes turns matches the mentions".into()
+            }
             End::SilentRound { round } => {
                 format!("nobody had more to say (round {round} passed in silence)")
             }

@@ -157,6 +157,14 @@ async fn paths_outside_are_refused() {
         .await
         .unwrap();
     assert!(ok.content.contains("ok"));
+    // the devices auto-review allows are not "outside the workspace" either
+    let ok = f
+        .run(json!({"command": "head -c1 < /dev/zero > /dev/null; head -c1 /dev/urandom > /dev/null; echo ok"}))
+        .await
+        .unwrap();
+    assert!(ok.content.contains("ok"), "{}", ok.content);
+    let err = f.run(json!({"command": "cat /dev/sda"})).await.unwrap_err();
+    assert!(err.message.contains("outside the workspace"), "{err}");
     let err = f
         .run(json!({"command": "true", "timeout_s": 100000}))
         .await
