@@ -192,8 +192,13 @@ impl Gate {
                 "say it without that, or leave it to a private conversation with your owner",
             ));
         }
-        // 3. approval
-        if is_side_effect(tool.effect(), tool.mutates(), enforced.is_some()) {
+        // 3. approval. Not for SendMessage: the bot's own messages to its
+        // people go on while a person decides (one that review would ask
+        // about was refused above), also in a shared room, where review
+        // looks at them
+        if kind != ToolKind::Delivery
+            && is_side_effect(tool.effect(), tool.mutates(), enforced.is_some())
+        {
             match approval_stage(ctx, action.as_ref(), &decision).await {
                 Ok(Stage::Proceed(approval)) => {
                     return run_with_locks(ctx, kind, name, args, approval).await;

@@ -360,6 +360,19 @@ async fn a_room_message_that_needs_approval_is_refused_not_asked() {
         .check("SendMessage", json!({ "text": "hello room" }))
         .await;
     assert!(matches!(d, GateDecision::Run { .. }), "{d:?}");
+    // also while an approval of the bot waits for a person (the bot's own
+    // messages go on; before, it was silenced in every shared room)
+    fx.scope.runner = Runner::Main;
+    let pending = fx.shell(PASTE_PIPE).await;
+    assert!(
+        matches!(pending, GateDecision::AwaitApproval { .. }),
+        "{pending:?}"
+    );
+    fx.scope.runner = Runner::GroupMember { shared: true };
+    let d = fx
+        .check("SendMessage", json!({ "text": "hello again" }))
+        .await;
+    assert!(matches!(d, GateDecision::Run { .. }), "{d:?}");
 }
 
 #[tokio::test]
