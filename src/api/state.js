@@ -47,11 +47,22 @@ export function loadRooms() {
     .catch((e) => toast(e.message, { error: true }));
 }
 
-/** Counts the pending approvals for the badge. */
+let expiryTimer = 0;
+
+/**
+ * Counts the pending approvals for the badge, and counts again when the
+ * first of them expires (an expiry sends no change signal).
+ */
 export async function refreshApprovals() {
   try {
     const { data } = await call("approvals", {}, { query: { status: "pending", limit: 500 } });
-    store.pending = (data.approvals || []).length;
+    const pending = data.approvals || [];
+    store.pending = pending.length;
+    clearTimeout(expiryTimer);
+    const next = Math.min(...pending.map((a) => Number(a.expires_at) || Infinity));
+    if (Number.isFinite(next)) {
+      expiryTimer = setTimeout(refreshApprovals, Math.max(1000, next - Date.now() + 1000));
+    }
     badge.hidden = store.pending === 0;
     badge.textContent = String(store.pending);
     badge.setAttribute("aria-label", `${store.pending} waiting`);

@@ -315,6 +315,8 @@ export class Timeline {
       case "reaction":
         return this.reaction(e, who(e.author));
       case "notice":
+        // paused for the day: the messages wait, nobody is working on them
+        if (e.code === "budget_exhausted" && !older) this.unanswered.clear();
         return this.notice(e);
       case "approval":
         return this.approval(e);
@@ -409,7 +411,10 @@ export class Timeline {
           retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
         } catch (err) {
           retry.disabled = false;
-          toast(err.message, { error: true });
+          // a shared room shows other people's bots' failures too: their
+          // turns are theirs to retry
+          const theirs = err.status === 404 && str(e.code).startsWith("room_run_");
+          toast(theirs ? "Only the owner of that bot can retry its turn." : err.message, { error: true });
         }
       });
       line.append(retry);

@@ -804,3 +804,43 @@ async fn each_tab_keeps_the_account_it_signed_in_with() {
     browser.quit().await;
     host.shutdown().await;
 }
+
+/// A bot out of its daily token budget: the page shows the notice, and
+/// stops saying the bot is working on the message that waits for tomorrow.
+/// (The "working" line stayed forever: only a turn end cleared it.)
+#[tokio::test]
+async fn a_paused_bot_is_not_shown_as_working() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("cheap", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await;
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.click(".list a[href='#/bots/cheap']").await;
+    // the first message spends the budget
+    browser
+        .type_in(".composer textarea", &format!("first{ENTER}"))
+        .await;
+    browser.wait_text(".log", "echo: first").await;
+    // the second waits for tomorrow, and the page says so
+    browser
+        .type_in(".composer textarea", &format!("second{ENTER}"))
+        .await;
+    browser
+        .wait_text(".log .notice", "daily token budget")
+        .await;
+    browser
+        .wait_js(
+            "the working line hidden",
+            "const w = document.querySelector('.timeline .working'); return w && w.hidden ? true : null",
+            json!([]),
+        )
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
