@@ -29,7 +29,7 @@ pub enum QueryError {
     },
     /// The query is longer than [`MAX_QUERY_CHARS`].
     #[error(
-        "the search query is {chars} characters long; the limit is {max} (MAX_QUERY_CHARS): shorten it to its key words"
+        "the search query is {chars} characters long; the limit is {max}: shorten it to its key words"
     )]
     TooLong {
         /// Length of the query in characters.
