@@ -415,7 +415,7 @@ fn bad_queries_fail_with_clear_errors() -> TestResult {
             .unwrap_or_default()
     };
     assert!(err(SearchQuery::new("")).contains("empty"));
-    assert!(err(SearchQuery::new("x".repeat(513))).contains("MAX_QUERY_CHARS"));
+    assert!(err(SearchQuery::new("x".repeat(513))).contains("the limit is 512: shorten it"));
     assert!(err(SearchQuery::new("\"open")).contains("unbalanced quote"));
     assert!(err(SearchQuery::new("ok").with_limit(0)).contains("1 to 100"));
     assert!(matches!(
