@@ -6,11 +6,7 @@
 //! when each start had made progress or the host had been stopped
 //! cleanly.)
 
-use std::path::Path;
-use std::time::Duration;
-
 use serde_json::Value;
-use tokio::time::Instant;
 
 use super::crash::entries;
 use super::crash::send;
@@ -32,28 +28,14 @@ steps = [
 ]
 "#;
 
+/// What a host logs when it resumes a turn (a resume writes no entry, so
+/// its log is what shows it).
+const RESUMED: &str = "resuming turn from its checkpoint";
+
 /// The turn's record, as `GET /v1/turns/{turn}` shows it.
 async fn turn_record(url: &str, turn: &str) -> Value {
     let c = botfleet::client::Client::new(url, TOKEN).unwrap();
     c.get(&format!("/v1/turns/{turn}")).await.unwrap()["turn"].clone()
-}
-
-/// Waits until the host log holds `n` resumes of a turn. A resume writes
-/// no entry, so nothing signals it: this polls the log, every 10 ms for at
-/// most 20 s.
-async fn wait_resumed(log: &Path, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.matches("resuming turn from its checkpoint").count() >= n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "resume {n} never came; log:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Sends the message and waits for its turn's first Shell result; returns
@@ -135,7 +117,7 @@ async fn a_turn_killed_three_times_at_the_same_step_fails() {
     for resumes in 1..=2 {
         host.kill9().await;
         host = HostProcess::start(&path, port, &log).await;
-        wait_resumed(&log, resumes).await;
+        host.wait_log(RESUMED).await;
         let record = turn_record(&host.url, &turn).await;
         assert_eq!(record["attempts"], resumes + 1, "{record}");
     }
@@ -182,7 +164,7 @@ async fn clean_stops_do_not_count_against_a_turn() {
     for resumes in 1..=4 {
         host.stop(&log).await;
         host = HostProcess::start(&path, port, &log).await;
-        wait_resumed(&log, resumes).await;
+        host.wait_log(RESUMED).await;
         let record = turn_record(&host.url, &turn).await;
         assert_eq!(
             (&record["status"], &record["attempts"]),
@@ -192,8 +174,8 @@ async fn clean_stops_do_not_count_against_a_turn() {
     }
     // a crash after the clean stops counts as the first in a row
     host.kill9().await;
-    let host = HostProcess::start(&path, port, &log).await;
-    wait_resumed(&log, 5).await;
+    let mut host = HostProcess::start(&path, port, &log).await;
+    host.wait_log(RESUMED).await;
     let record = turn_record(&host.url, &turn).await;
     assert_eq!(record["attempts"], 2, "{record}");
     let es = entries(&host.url, &session).await;

@@ -20,6 +20,11 @@ pub fn free_port() -> u16 {
 pub struct HostProcess {
     pub child: tokio::process::Child,
     pub url: String,
+    /// What this process has logged so far (its stderr, also appended to
+    /// the log file), updated line by line.
+    log: tokio::sync::watch::Receiver<String>,
+    /// The task copying stderr; done once the process's log is all written.
+    follower: tokio::task::JoinHandle<()>,
 }
 
 impl HostProcess {
@@ -36,23 +41,29 @@ impl HostProcess {
             .append(true)
             .open(log)
             .unwrap();
-        let child = tokio::process::Command::new(BIN)
+        let mut child = tokio::process::Command::new(BIN)
             .args(["run", "--fleet"])
             .arg(fleet)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env("RUST_LOG", level)
             .stdout(Stdio::null())
-            .stderr(log_file)
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
+        let (logged, follower) = follow(child.stderr.take().unwrap(), log_file);
         let url = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         for _ in 0..300 {
             if let Ok(r) = http.get(format!("{url}/healthz")).send().await
                 && r.status().is_success()
             {
-                return Self { child, url };
+                return Self {
+                    child,
+                    url,
+                    log: logged,
+                    follower,
+                };
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -62,10 +73,33 @@ impl HostProcess {
         );
     }
 
+    /// Waits until this process has logged a line containing `text`
+    /// (woken by each line it logs; fails after 20 s).
+    pub async fn wait_log(&mut self, text: &str) {
+        let found = tokio::time::timeout(
+            Duration::from_secs(20),
+            self.log.wait_for(|logged| logged.contains(text)),
+        )
+        .await;
+        assert!(
+            found.is_ok_and(|r| r.is_ok()),
+            "the host never logged {text:?}; log:\n{}",
+            self.log.borrow().as_str()
+        );
+    }
+
     /// SIGKILL: no shutdown, no flush.
     pub async fn kill9(mut self) {
         self.child.start_kill().unwrap();
         let _ = self.child.wait().await;
+        self.drain_log().await;
+    }
+
+    /// Waits until the exited process's log is all in the file: its stderr
+    /// ends when it and any child still holding it are gone (bounded, as a
+    /// leftover child would hold it open).
+    async fn drain_log(self) {
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.follower).await;
     }
 
     /// SIGTERM (as Ctrl-C): a clean stop; fails unless the host exits with
@@ -83,7 +117,34 @@ impl HostProcess {
             "the host did not stop cleanly; log:\n{}",
             std::fs::read_to_string(log).unwrap_or_default()
         );
+        self.drain_log().await;
     }
+}
+
+/// Copies a child's stderr line by line into `file` and into the returned
+/// channel (the text so far), until it ends.
+fn follow(
+    stderr: tokio::process::ChildStderr,
+    mut file: std::fs::File,
+) -> (
+    tokio::sync::watch::Receiver<String>,
+    tokio::task::JoinHandle<()>,
+) {
+    use std::io::Write;
+    use tokio::io::AsyncBufReadExt;
+
+    let (tx, rx) = tokio::sync::watch::channel(String::new());
+    let task = tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = writeln!(file, "{line}");
+            tx.send_modify(|logged| {
+                logged.push_str(&line);
+                logged.push('\n');
+            });
+        }
+    });
+    (rx, task)
 }
 
 /// Runs the CLI; returns (exit code, stdout, stderr).
