@@ -219,24 +219,18 @@ async fn send(
     as_json: bool,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
-    // --timeout bounds the whole command, the post included
-    let deadline = Instant::now() + timeout;
-    let key = nonce
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    // subscribe before sending, so no change signal is missed
-    let Some(mut changes) = super::events::Changes::subscribe(client, deadline).await? else {
-        return Ok(super::send::not_sent_in_time(timeout, as_json));
+    let path = format!("/v1/groups/{}/messages", segment(room));
+    let posted =
+        super::send::subscribe_and_post(client, &path, text, nonce, as_json, timeout).await?;
+    let super::send::Posted {
+        status,
+        body,
+        mut changes,
+        deadline,
+    } = match posted {
+        Ok(posted) => posted,
+        Err(code) => return Ok(code),
     };
-    let (path, body) = (
-        format!("/v1/groups/{}/messages", segment(room)),
-        json!({ "text": text }),
-    );
-    let post = client.post(&path, &body, Some(&key));
-    let Ok(posted) = timeout_at(deadline, post).await else {
-        return Ok(super::send::post_unanswered(timeout, &key, as_json));
-    };
-    let (status, body) = posted?;
     let outcome = super::send::admitted(status, body)?;
     let body = &outcome.body;
     let outcome = outcome.status;

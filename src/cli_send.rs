@@ -117,19 +117,17 @@ pub(super) async fn send(
     as_json: bool,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
-    // --timeout bounds the whole command, the post included
-    let deadline = Instant::now() + timeout;
-    let key = nonce
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    // subscribe before sending, so no change signal is missed
-    let Some(mut changes) = events::Changes::subscribe(client, deadline).await? else {
-        return Ok(not_sent_in_time(timeout, as_json));
+    let path = format!("/v1/bots/{}/messages", crate::client::segment(bot));
+    let posted = subscribe_and_post(client, &path, text, nonce, as_json, timeout).await?;
+    let Posted {
+        status,
+        body,
+        mut changes,
+        deadline,
+    } = match posted {
+        Ok(posted) => posted,
+        Err(code) => return Ok(code),
     };
-    let Ok(posted) = timeout_at(deadline, client.send_message(bot, text, &key)).await else {
-        return Ok(post_unanswered(timeout, &key, as_json));
-    };
-    let (status, body) = posted?;
     let outcome = admitted(status, body)?;
     let body = &outcome.body;
     let outcome = outcome.status;
@@ -208,11 +206,54 @@ pub(super) async fn send(
     }
 }
 
+/// A message of `send` or `group send`, posted within `--timeout`.
+pub(super) struct Posted<'a> {
+    /// The host's answer to the post.
+    pub status: StatusCode,
+    pub body: Value,
+    /// The change signals, subscribed to before the post.
+    pub changes: events::Changes<'a>,
+    /// When `--timeout` runs out, counted from the start of the command.
+    pub deadline: Instant,
+}
+
+/// Subscribes to the host's change signals (so none is missed), then posts
+/// `{"text": text}` to `path` with the idempotency key `nonce` (or a new
+/// one), both within `timeout`. When it runs out first, the command ends:
+/// `Err` with its exit code, what happened printed.
+pub(super) async fn subscribe_and_post<'a>(
+    client: &'a Client,
+    path: &str,
+    text: &str,
+    nonce: Option<&str>,
+    as_json: bool,
+    timeout: Duration,
+) -> anyhow::Result<Result<Posted<'a>, ExitCode>> {
+    let deadline = Instant::now() + timeout;
+    let key = nonce
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let Some(changes) = events::Changes::subscribe(client, deadline).await? else {
+        return Ok(Err(not_sent_in_time(timeout, as_json)));
+    };
+    let body = json!({ "text": text });
+    let Ok(posted) = timeout_at(deadline, client.post(path, &body, Some(&key))).await else {
+        return Ok(Err(post_unanswered(timeout, &key, as_json)));
+    };
+    let (status, body) = posted?;
+    Ok(Ok(Posted {
+        status,
+        body,
+        changes,
+        deadline,
+    }))
+}
+
 /// Ends a `send` or `group send` whose `--timeout` passed before the host
 /// answered the subscription to its change signals: the message was not
 /// sent. An error (1), not "saved, no reply yet" (5), so a script that
 /// keys on the code sends it again.
-pub(super) fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
+fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
     let message = format!(
         "the host did not answer within {} s; your message was not sent",
         timeout.as_secs()
@@ -231,7 +272,7 @@ pub(super) fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
 /// Ends a `send` or `group send` whose `--timeout` passed while the host
 /// held the message's POST: it may or may not be saved, and sending it
 /// again with the same key admits it at most once. An error (1).
-pub(super) fn post_unanswered(timeout: Duration, key: &str, as_json: bool) -> ExitCode {
+fn post_unanswered(timeout: Duration, key: &str, as_json: bool) -> ExitCode {
     let message = format!(
         "the host did not answer the message within {} s; it may or may not be saved: send \
          it again with `--nonce {key}` (the same key is admitted once)",

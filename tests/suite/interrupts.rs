@@ -15,14 +15,23 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 
-const SCRIPT: &str = r#"
+/// Bot `holder` holds the workspace until the test writes `release`.
+macro_rules! holder_rule {
+    () => {
+        r#"
 [[rule]]
 bot = "holder"
 steps = [
   { tool = "Shell", args = { command = "touch holding; while [ ! -e release ]; do sleep 0.05; done; echo held", timeout_s = 120 } },
   { tool = "SendMessage", args = { text = "holder: {{tool_result}}" } },
 ]
+"#
+    };
+}
 
+const SCRIPT: &str = concat!(
+    holder_rule!(),
+    r#"
 [[rule]]
 bot = "waiter"
 match = "^work please"
@@ -35,7 +44,8 @@ steps = [
 bot = "waiter"
 match = "^stop, new question"
 steps = [ { tool = "SendMessage", args = { text = "the answer to the new question" } } ]
-"#;
+"#
+);
 
 /// Sends `text` to `bot`; returns (session, seq).
 async fn send(host: &TestHost, bot: &str, text: &str) -> (String, i64) {
@@ -141,14 +151,9 @@ async fn a_persons_message_interrupts_a_turn_waiting_for_the_workspace_lock() {
     host.shutdown().await;
 }
 
-const APPROVED: &str = r#"
-[[rule]]
-bot = "holder"
-steps = [
-  { tool = "Shell", args = { command = "touch holding; while [ ! -e release ]; do sleep 0.05; done; echo held", timeout_s = 120 } },
-  { tool = "SendMessage", args = { text = "holder: {{tool_result}}" } },
-]
-
+const APPROVED: &str = concat!(
+    holder_rule!(),
+    r#"
 [[rule]]
 bot = "waiter"
 match = "(?s)^work please|approved approval"
@@ -160,7 +165,8 @@ steps = [
 [[rule]]
 bot = "waiter"
 steps = [ { tool = "SendMessage", args = { text = "the answer to the new question" } } ]
-"#;
+"#
+);
 
 #[tokio::test]
 async fn an_approved_call_stopped_while_waiting_for_the_lock_does_not_use_its_approval() {

@@ -6,6 +6,8 @@
 //! when each start had made progress or the host had been stopped
 //! cleanly.)
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use super::crash::entries;
@@ -27,6 +29,35 @@ steps = [
   { delay_ms = 60000, tool = "SendMessage", args = { text = "never" } },
 ]
 "#;
+
+/// A bot `r` with Shell on `script`, as a host process that is restarted
+/// on the same data, port and log.
+struct Restarted {
+    fleet: TestFleet,
+    path: PathBuf,
+    log: PathBuf,
+    port: u16,
+}
+
+impl Restarted {
+    fn new(script: &str) -> Self {
+        let fleet = TestFleet::new()
+            .script("s", script)
+            .bot("r", "s", &["SendMessage", "Shell"]);
+        let path = fleet.write();
+        let log = fleet.path().join("host.log");
+        Self {
+            fleet,
+            path,
+            log,
+            port: free_port(),
+        }
+    }
+
+    async fn start(&self) -> HostProcess {
+        HostProcess::start(&self.path, self.port, &self.log).await
+    }
+}
 
 /// What a host logs when it resumes a turn (a resume writes no entry, so
 /// its log is what shows it).
@@ -74,25 +105,21 @@ steps = [
   { delay_ms = 1500, tool = "SendMessage", args = { text = "all done" } },
 ]
 "#;
-    let fleet = TestFleet::new()
-        .script("s", script)
-        .bot("r", "s", &["SendMessage", "Shell"]);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-    let mut host = HostProcess::start(&path, port, &log).await;
+    let fleet = Restarted::new(script);
+    let mut host = fleet.start().await;
     let (session, seq, turn) = start_turn(&host.url).await;
     for step in 1..=3 {
         // step `step` ran and is recorded; the model "thinks" about the next
         wait_until(&host.url, &session, |es| shell_results(es) == step).await;
         host.kill9().await;
-        host = HostProcess::start(&path, port, &log).await;
+        host = fleet.start().await;
     }
     let es = wait_until(&host.url, &session, turn_ended(seq)).await;
     let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
     assert_eq!(end["status"], "completed", "{es:#?}");
     assert_eq!(deliveries(&es), vec!["all done".to_owned()]);
-    let side = std::fs::read_to_string(fleet.path().join("data/workspace/multi.txt")).unwrap();
+    let side =
+        std::fs::read_to_string(fleet.fleet.path().join("data/workspace/multi.txt")).unwrap();
     assert_eq!(side, "s1\ns2\ns3\n", "each step ran once");
     let record = turn_record(&host.url, &turn).await;
     assert_eq!(
@@ -106,23 +133,18 @@ steps = [
 /// at its fourth start, saying so, and its inputs can be retried.
 #[tokio::test]
 async fn a_turn_killed_three_times_at_the_same_step_fails() {
-    let fleet = TestFleet::new()
-        .script("s", STUCK)
-        .bot("r", "s", &["SendMessage", "Shell"]);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-    let mut host = HostProcess::start(&path, port, &log).await;
+    let fleet = Restarted::new(STUCK);
+    let mut host = fleet.start().await;
     let (session, seq, turn) = start_turn(&host.url).await;
     for resumes in 1..=2 {
         host.kill9().await;
-        host = HostProcess::start(&path, port, &log).await;
+        host = fleet.start().await;
         host.wait_log(RESUMED).await;
         let record = turn_record(&host.url, &turn).await;
         assert_eq!(record["attempts"], resumes + 1, "{record}");
     }
     host.kill9().await;
-    let host = HostProcess::start(&path, port, &log).await;
+    let host = fleet.start().await;
     let es = wait_until(&host.url, &session, turn_ended(seq)).await;
     let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
     assert_eq!(end["status"], "failed", "{es:#?}");
@@ -143,7 +165,8 @@ async fn a_turn_killed_three_times_at_the_same_step_fails() {
             .contains("crashed 3 times in a row at the same step"),
         "{notice}"
     );
-    let side = std::fs::read_to_string(fleet.path().join("data/workspace/multi.txt")).unwrap();
+    let side =
+        std::fs::read_to_string(fleet.fleet.path().join("data/workspace/multi.txt")).unwrap();
     assert_eq!(side, "s1\n", "the first step ran once");
     host.kill9().await;
 }
@@ -153,17 +176,12 @@ async fn a_turn_killed_three_times_at_the_same_step_fails() {
 /// resumes each time, counted as the first start at its step.
 #[tokio::test]
 async fn clean_stops_do_not_count_against_a_turn() {
-    let fleet = TestFleet::new()
-        .script("s", STUCK)
-        .bot("r", "s", &["SendMessage", "Shell"]);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-    let mut host = HostProcess::start(&path, port, &log).await;
+    let fleet = Restarted::new(STUCK);
+    let mut host = fleet.start().await;
     let (session, _, turn) = start_turn(&host.url).await;
     for resumes in 1..=4 {
-        host.stop(&log).await;
-        host = HostProcess::start(&path, port, &log).await;
+        host.stop(&fleet.log).await;
+        host = fleet.start().await;
         host.wait_log(RESUMED).await;
         let record = turn_record(&host.url, &turn).await;
         assert_eq!(
@@ -174,7 +192,7 @@ async fn clean_stops_do_not_count_against_a_turn() {
     }
     // a crash after the clean stops counts as the first in a row
     host.kill9().await;
-    let mut host = HostProcess::start(&path, port, &log).await;
+    let mut host = fleet.start().await;
     host.wait_log(RESUMED).await;
     let record = turn_record(&host.url, &turn).await;
     assert_eq!(record["attempts"], 2, "{record}");
