@@ -19,6 +19,11 @@ steps = [ { tool = "SendToAgent", args = { agent = "b", text = "are you there?" 
           { tool = "SendMessage", args = { text = "asked b" } } ]
 
 [[rule]]
+bot = "b"
+match = "slow topic"
+steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "b, much later" } } ]
+
+[[rule]]
 steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
 "#;
 
@@ -64,10 +69,28 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         .await;
     assert_eq!(status, 201, "{v}");
 
+    // a discussion where b has the floor when the host stops...
+    let (status, slow) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            Some("k0"),
+            json!({"text": "slow topic"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{slow}");
+    host.wait_running("b").await;
+
     // b leaves the config
     let fleet = host.shutdown().await.without_bot("b");
     fleet.write();
     let host = restart(fleet).await;
+    // ...resumes without it, and ends
+    host.wait_turn_end(
+        slow["session"].as_str().unwrap(),
+        slow["seq"].as_i64().unwrap(),
+    )
+    .await;
     let (_, list) = host.get("/v1/bots", TOKEN).await;
     assert!(bot(&list, "b")["removed_at"].is_i64(), "{list:#}");
     assert!(bot(&list, "r")["removed_at"].is_null(), "{list:#}");

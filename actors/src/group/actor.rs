@@ -38,7 +38,6 @@ use botfleet_memory::NewEntry;
 use botfleet_memory::RoomId;
 use botfleet_memory::RoomRecord;
 use botfleet_memory::SessionId;
-use botfleet_memory::TurnStatus;
 use botfleet_memory::UserId;
 use ractor::Actor;
 use ractor::ActorProcessingErr;
@@ -49,7 +48,6 @@ use tokio::time::Instant;
 
 use super::error::GroupError;
 use super::member::Cursor;
-use super::member::MemberDone;
 use super::member::MemberWait;
 use super::member::is_message;
 use super::mentions::MemberName;
@@ -315,24 +313,12 @@ impl GroupState {
                     .store
                     .entries_after_now(wait.session, wait.scanned, 1000)?;
                 let full = entries.len() == 1000;
-                let member = wait.bot.clone();
                 match wait.feed(&entries) {
                     Some(done) => {
                         self.complete_member(done).await?;
                         continue;
                     }
                     None if full => continue,
-                    None if self.member_removed(&member).await? => {
-                        // its config entry went away while it had the
-                        // floor: it runs no turns, the discussion goes on
-                        self.complete_member(MemberDone {
-                            deliveries: Vec::new(),
-                            status: TurnStatus::Completed,
-                            turn: None,
-                        })
-                        .await?;
-                        continue;
-                    }
                     None => {
                         if !self.recheck_armed {
                             self.recheck_armed = true;
@@ -356,16 +342,6 @@ impl GroupState {
                 }
             }
         }
-    }
-
-    /// Whether `bot` is no longer in the fleet's config (it runs no turns).
-    async fn member_removed(&self, bot: &BotId) -> Result<bool, GroupError> {
-        Ok(self
-            .rt
-            .store
-            .get_bot(bot)
-            .await?
-            .is_some_and(|b| b.removed_at().is_some()))
     }
 
     /// Forgets in-memory progress after a failure; the next pump reloads

@@ -290,8 +290,9 @@ impl GroupState {
             .is_some_and(|b| b.removed_at().is_some())
         {
             // no longer in the fleet's config: it runs no turns, so the
-            // discussion goes on without it (decided the same way again
-            // if the run resumes before its next checkpoint)
+            // discussion goes on without it. A run resumed after a restart
+            // comes here again for the member that had the floor (a
+            // resumed run starts with no wait), so this covers that too.
             if let Some(progress) = self
                 .current
                 .as_mut()
