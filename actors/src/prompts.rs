@@ -176,6 +176,9 @@ prompts! {
     group_held_notice => "group_held_notice.md",
     /// Timeline notice of a member turn that failed or was cancelled.
     group_member_failed => "group_member_failed.md",
+    /// Timeline notice of a member whose turn failed because its daily
+    /// token budget is spent.
+    group_member_paused => "group_member_paused.md",
     /// Why a discussion ended after a round with failed member turns.
     group_failed_round => "group_failed_round.md",
     /// A routine's run: its prompt, name, slot and reporting rule.

@@ -580,6 +580,35 @@ async fn a_member_out_of_its_daily_budget_fails_its_turns_and_the_room_goes_on()
         .count();
     assert_eq!(notices, 1, "{entries:#?}");
     assert!(deliveries(&entries).is_empty(), "{entries:#?}");
+
+    // where it speaks first, the others' replies would give it a turn in
+    // every round: it sits the discussion out after its first failure, and
+    // the one notice says until when instead of advising a mention
+    create(
+        &host,
+        TOKEN,
+        json!({"name": "first", "members": ["cheap", "a"]}),
+    )
+    .await;
+    let (_, run) = discuss(&host, "first", "sixth", "k6").await;
+    assert_eq!(
+        replies(&run),
+        vec![("a".into(), "a speaks".into())],
+        "{run:#?}"
+    );
+    let notices: Vec<&str> = run
+        .iter()
+        .filter(|e| e["code"] == "room_run_member_failed")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(notices.len(), 1, "{run:#?}");
+    assert!(
+        notices[0].starts_with("cheap-name (@cheap) is paused until ")
+            && notices[0].contains("takes no more turns in this discussion")
+            && !notices[0].contains("botfleet retry"),
+        "{}",
+        notices[0]
+    );
     host.shutdown().await;
 }
 

@@ -20,8 +20,10 @@ mod state;
 mod tail;
 mod watch;
 
+pub(crate) use runner::BudgetPause;
 pub(crate) use runner::PlanKind;
 pub(crate) use runner::TurnPlan;
 pub(crate) use runner::TurnReport;
+pub(crate) use runner::budget_pause;
 pub(crate) use runner::run_turn;
 pub(crate) use tail::SessionTail;

@@ -77,6 +77,8 @@ mod recovery;
 /// Setting up a turn: inputs, budget, the session tail (`impl Runner`).
 #[path = "turn_setup.rs"]
 mod turn_setup;
+pub(crate) use turn_setup::BudgetPause;
+pub(crate) use turn_setup::budget_pause;
 
 /// The model call of a step and its reminders (`impl Runner`).
 #[path = "model_call.rs"]

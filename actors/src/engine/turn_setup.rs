@@ -14,30 +14,10 @@ impl Runner {
         &mut self,
         notice: bool,
     ) -> Result<Option<BudgetPause>, StoreError> {
-        let Some(budget) = self
-            .bot
-            .settings
-            .get("daily_token_budget")
-            .and_then(|v| v.as_u64())
-        else {
+        let Some(pause) = budget_pause(&self.rt.store, &self.bot).await? else {
             return Ok(None);
         };
-        let now = self.rt.store.clock().now();
-        let today = now.format("%Y-%m-%d").to_string();
-        let (_, used, _) = self.rt.store.bot_usage(&self.bot.id, &today).await?;
-        if used.total() < budget {
-            return Ok(None);
-        }
-        let midnight = (now.date_naive() + chrono::Days::new(1))
-            .and_hms_opt(0, 0, 0)
-            .map(|t| t.and_utc())
-            .unwrap_or(now);
-        self.paused_until = Some(midnight.timestamp_millis());
-        let pause = BudgetPause {
-            used: used.total(),
-            budget,
-            until: midnight.format("%Y-%m-%d %H:%M").to_string(),
-        };
+        self.paused_until = Some(pause.until_ms);
         if notice {
             let text = prompts()
                 .budget_paused
@@ -51,7 +31,7 @@ impl Runner {
             self.rt
                 .store
                 .write(vec![self.entry(
-                    EntryId::derive(self.turn, "budget", &today),
+                    EntryId::derive(self.turn, "budget", &pause.day),
                     EntryKind::Notice {
                         code: "budget_exhausted".into(),
                         text,
@@ -211,20 +191,56 @@ pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool 
     inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
 }
 
+/// Whether `bot`'s daily token budget (setting `daily_token_budget`) is
+/// spent today (UTC), and until when it is paused if so.
+pub(crate) async fn budget_pause(
+    store: &botfleet_memory::Store,
+    bot: &BotRecord,
+) -> Result<Option<BudgetPause>, StoreError> {
+    let Some(budget) = bot
+        .settings
+        .get("daily_token_budget")
+        .and_then(|v| v.as_u64())
+    else {
+        return Ok(None);
+    };
+    let now = store.clock().now();
+    let day = now.format("%Y-%m-%d").to_string();
+    let (_, used, _) = store.bot_usage(&bot.id, &day).await?;
+    if used.total() < budget {
+        return Ok(None);
+    }
+    let midnight = (now.date_naive() + chrono::Days::new(1))
+        .and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc())
+        .unwrap_or(now);
+    Ok(Some(BudgetPause {
+        used: used.total(),
+        budget,
+        until: midnight.format("%Y-%m-%d %H:%M").to_string(),
+        until_ms: midnight.timestamp_millis(),
+        day,
+    }))
+}
+
 /// A bot paused because its daily token budget is spent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct BudgetPause {
+pub(crate) struct BudgetPause {
     /// Tokens used today.
     pub used: u64,
     /// The daily budget.
     pub budget: u64,
     /// When it runs again (UTC, `%Y-%m-%d %H:%M`).
     pub until: String,
+    /// When it runs again (ms since the epoch).
+    pub until_ms: i64,
+    /// The day whose budget is spent (UTC, `%Y-%m-%d`).
+    pub day: String,
 }
 
 impl BudgetPause {
     /// Why a turn it cannot put off fails.
-    pub(super) fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         format!(
             "its daily token budget is spent ({} of {} tokens); it is paused until {} UTC",
             self.used, self.budget, self.until

@@ -19,7 +19,12 @@
 //!   withheld and reported);
 //! - a full round in which nobody published anything ends the run; if a
 //!   member's turn in it failed, the end says so rather than calling it
-//!   silence ([`End::FailedRound`]).
+//!   silence ([`End::FailedRound`]);
+//! - a member whose turn failed (or was cancelled) takes no more turns in
+//!   the run: what failed it (a spent budget, a provider down past its
+//!   retries, a crash loop) would fail it again in the next round, and
+//!   the room's notice already tells people to mention it in a new
+//!   message.
 
 use serde::Deserialize;
 use serde::Serialize;
@@ -125,6 +130,9 @@ struct Slot {
     turns: u32,
     /// Messages of it that were published.
     published: u32,
+    /// Its turn failed: it takes no more turns in this run.
+    #[serde(default)]
+    out: bool,
 }
 
 /// One run's state. See the module docs for the rules.
@@ -174,6 +182,7 @@ impl Run {
                     seen: 0,
                     turns: 0,
                     published: 0,
+                    out: false,
                 })
                 .collect(),
             round: 0,
@@ -233,6 +242,7 @@ impl Run {
         };
         slot.turns += 1;
         slot.published += published;
+        slot.out |= failed;
         for _ in 0..published {
             self.log.push(Some(slot.member));
         }
@@ -247,12 +257,15 @@ impl Run {
         }
     }
 
-    /// Whether the log has messages after what `slot` saw, by someone else.
+    /// Whether the log has messages after what `slot` saw, by someone else
+    /// (never for a member whose turn failed).
     fn has_new(&self, slot: &Slot) -> bool {
-        self.log
-            .iter()
-            .skip(slot.seen)
-            .any(|author| *author != Some(slot.member))
+        !slot.out
+            && self
+                .log
+                .iter()
+                .skip(slot.seen)
+                .any(|author| *author != Some(slot.member))
     }
 
     fn finish_slot(&mut self) {

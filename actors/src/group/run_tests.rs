@@ -100,6 +100,50 @@ fn what_a_failed_turn_delivered_counts_and_the_next_round_is_silent() {
 }
 
 #[test]
+fn a_member_whose_turn_failed_takes_no_more_turns_in_the_run() {
+    let mut run = Run::new(vec![0, 1, 2], Limits::default());
+    // round 1: 0 fails at once, 1 and 2 speak
+    for (member, turn) in [
+        (0, Turn::Failed(0)),
+        (1, Turn::Spoke(1)),
+        (2, Turn::Spoke(1)),
+    ] {
+        assert!(matches!(run.advance(), Next::Run { member: m, round: 1, .. } if m == member));
+        run.record(turn);
+    }
+    // round 2 has news for 0 (both replies) and 1 (2's reply), but 0 is
+    // not woken again
+    assert!(matches!(
+        run.advance(),
+        Next::Run {
+            member: 1,
+            round: 2,
+            ..
+        }
+    ));
+    run.record(Turn::Skipped);
+    assert_eq!(run.advance(), Next::Done(End::SilentRound { round: 2 }));
+    assert_eq!(run.turns(), vec![(0, 1), (1, 2), (2, 1)]);
+    // and it stays out after the state is stored and read back
+    let copy: Run = serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap();
+    assert_eq!(copy, run);
+}
+
+#[test]
+fn a_state_stored_before_members_could_be_out_reads_back() {
+    // a run checkpoint written by an earlier version has no `out` field
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    run.advance();
+    run.record(Turn::Spoke(1));
+    let mut value = serde_json::to_value(&run).unwrap();
+    for slot in value["slots"].as_array_mut().unwrap() {
+        slot.as_object_mut().unwrap().remove("out");
+    }
+    let copy: Run = serde_json::from_value(value).unwrap();
+    assert_eq!(copy, run);
+}
+
+#[test]
 fn a_lone_member_is_not_woken_to_read_its_own_messages() {
     let mut run = Run::new(vec![1], Limits::default());
     let order = drive(&mut run, |_, _| 1);
@@ -158,10 +202,14 @@ fn the_state_survives_serialization_mid_run() {
     assert_eq!(copy.advance(), next);
 }
 
-/// What a member does on a turn, drawn at random.
-fn behaviour() -> impl Strategy<Value = Vec<u32>> {
+/// What a member does on a turn, drawn at random: how many messages it
+/// delivers, and whether its turn then fails.
+fn behaviour() -> impl Strategy<Value = Vec<(u32, bool)>> {
     proptest::collection::vec(
-        prop_oneof![3 => Just(0u32), 3 => Just(1u32), 2 => 2u32..6],
+        (
+            prop_oneof![3 => Just(0u32), 3 => Just(1u32), 2 => 2u32..6],
+            proptest::bool::weighted(0.15),
+        ),
         1..64,
     )
 }
@@ -169,9 +217,10 @@ fn behaviour() -> impl Strategy<Value = Vec<u32>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// For random selections, limits and speak/skip behaviour: every run
-    /// terminates within rounds × members turns, no limit is ever
-    /// exceeded, and a silent full round ends it.
+    /// For random selections, limits and speak/skip/fail behaviour: every
+    /// run terminates within rounds × members turns, no limit is ever
+    /// exceeded, a silent full round ends it, and a member whose turn
+    /// failed never runs again in the run.
     #[test]
     fn limits_hold_and_runs_terminate(
         selected in proptest::collection::vec(0usize..6, 0..8),
@@ -190,6 +239,7 @@ proptest! {
         // per round: did anyone publish
         let mut spoke: Vec<bool> = Vec::new();
         let mut last_round = 0;
+        let mut failed: Vec<usize> = Vec::new();
         loop {
             match run.advance() {
                 Next::Done(end) => {
@@ -204,6 +254,7 @@ proptest! {
                 }
                 Next::Run { member, round, slot } => {
                     prop_assert!(distinct.contains(&member));
+                    prop_assert!(!failed.contains(&member), "member {} ran again after failing", member);
                     prop_assert_eq!(distinct[slot], member);
                     prop_assert!(round >= 1 && round <= rounds, "round {} of {}", round, rounds);
                     prop_assert!(round >= last_round);
@@ -214,10 +265,17 @@ proptest! {
                     last_round = round;
                     turns += 1;
                     prop_assert!(turns <= rounds * distinct.len() as u32);
-                    let n = acts[i % acts.len()];
+                    let (n, fails) = acts[i % acts.len()];
                     i += 1;
                     let before = run.replies();
-                    let rec = run.record(if n == 0 { Turn::Skipped } else { Turn::Spoke(n) });
+                    let rec = run.record(match (n, fails) {
+                        (n, true) => Turn::Failed(n),
+                        (0, false) => Turn::Skipped,
+                        (n, false) => Turn::Spoke(n),
+                    });
+                    if fails {
+                        failed.push(member);
+                    }
                     prop_assert!(rec.published <= per_turn);
                     prop_assert_eq!(rec.published + rec.withheld, n);
                     prop_assert_eq!(run.replies(), before + rec.published);

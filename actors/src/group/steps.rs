@@ -43,6 +43,8 @@ use super::member::render_input;
 use super::run::End;
 use super::run::Run;
 use super::run::Turn;
+use crate::engine;
+use crate::engine::BudgetPause;
 use crate::prompts::prompts;
 
 /// Code of the timeline notice of a member turn that did not complete
@@ -164,7 +166,13 @@ impl GroupState {
         }
         if let Some(reason) = failure {
             tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
-            let notice = self.failure_notice(&wait.bot, done.turn, &reason);
+            // a spent budget fails every turn until midnight: say so,
+            // rather than advising a mention that cannot help before then
+            let paused = match self.rt.store.get_bot(&wait.bot).await? {
+                Some(bot) => engine::budget_pause(&self.rt.store, &bot).await?,
+                None => None,
+            };
+            let notice = self.failure_notice(&wait.bot, done.turn, &reason, paused.as_ref());
             self.pending.push(notice);
         }
         Ok(())
@@ -184,23 +192,38 @@ impl GroupState {
     }
 
     /// The timeline notice of a member turn that did not complete: who,
-    /// why, and the turn to retry.
-    fn failure_notice(&self, bot: &BotId, turn: Option<TurnId>, reason: &str) -> NewEntry {
+    /// why, and the turn to retry; or, for a member paused by its daily
+    /// token budget, until when.
+    fn failure_notice(
+        &self,
+        bot: &BotId,
+        turn: Option<TurnId>,
+        reason: &str,
+        paused: Option<&BudgetPause>,
+    ) -> NewEntry {
         let name = self
             .names
             .iter()
             .find(|n| n.id == bot.as_str())
             .map_or(bot.as_str(), |n| n.name.as_str());
         let turn_text = turn.map(|t| t.to_string()).unwrap_or_default();
-        let text = prompts()
-            .group_member_failed
-            .render(&[
-                ("member", &format!("{name} (@{bot})")),
+        let member = format!("{name} (@{bot})");
+        let text = match paused {
+            Some(pause) => prompts().group_member_paused.render(&[
+                ("member", &member),
+                ("id", bot.as_str()),
+                ("until", &pause.until),
+                ("used", &pause.used.to_string()),
+                ("budget", &pause.budget.to_string()),
+            ]),
+            None => prompts().group_member_failed.render(&[
+                ("member", &member),
                 ("id", bot.as_str()),
                 ("reason", reason),
                 ("turn", &turn_text),
-            ])
-            .unwrap_or_default();
+            ]),
+        }
+        .unwrap_or_default();
         NewEntry {
             id: turn.map_or_else(EntryId::new_v7, |t| {
                 EntryId::derive(t, "room", "member_failed")
