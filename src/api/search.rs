@@ -5,12 +5,15 @@
 //! the timelines of the rooms they may use; `bot` narrows it to what that
 //! bot itself may search (the same rule as its SearchTranscript tool).
 
+use std::collections::HashMap;
+
 use axum::Json;
 use axum::extract::Query;
 use axum::extract::State;
 use axum::extract::rejection::QueryRejection;
 use botfleet_actors::tools::VisibleSessions;
 use botfleet_actors::tools::describe_session;
+use botfleet_memory::BotId;
 use botfleet_memory::IndexError;
 use botfleet_memory::MAX_SEARCH_LIMIT;
 use botfleet_memory::SearchQuery;
@@ -120,14 +123,33 @@ pub(crate) async fn search(
         .in_sessions(sessions)
         .with_limit(limit);
     let results = index.search(query).await.map_err(index_error)?;
+    // display names of the bots that wrote the hits: in a shared room
+    // they include other users' bots, which the caller's bot list lacks
+    let mut names: HashMap<&str, String> = HashMap::new();
+    for h in &results.hits {
+        if names.contains_key(h.author.as_str()) {
+            continue;
+        }
+        let Ok(id) = BotId::new(&h.author) else {
+            continue;
+        };
+        if let Some(bot) = rt.store.get_bot(&id).await? {
+            names.insert(h.author.as_str(), bot.name);
+        }
+    }
     let hits: Vec<Value> = results
         .hits
         .iter()
         .map(|h| {
             let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
-            if let (Value::Object(map), Some(s)) = (&mut v, visible.get(h.session)) {
-                map.insert("session_kind".into(), json!(s.key.kind));
-                map.insert("where".into(), json!(describe_session(s)));
+            if let Value::Object(map) = &mut v {
+                if let Some(s) = visible.get(h.session) {
+                    map.insert("session_kind".into(), json!(s.key.kind));
+                    map.insert("where".into(), json!(describe_session(s)));
+                }
+                if let Some(name) = names.get(h.author.as_str()) {
+                    map.insert("author_name".into(), json!(name));
+                }
             }
             v
         })

@@ -594,3 +594,69 @@ steps = [
     assert!(reads[0].1 && !reads[0].0.contains("7731"), "{reads:?}");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn hits_name_the_bots_that_wrote_them_also_other_users_bots() {
+    let script = r#"
+[[rule]]
+match = "wombat"
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
+"#;
+    // b is alice's; t is bob's and may join other people's rooms
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("b", "s", RECALL_TOOLS)
+        .bot_of("t", "s", RECALL_TOOLS, "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let (status, room) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "zoo", "members": ["b", "t"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    let (status, posted) = host
+        .post_raw(
+            "/v1/groups/zoo/messages",
+            Some(TOKEN),
+            Some("k1"),
+            json!({"text": "who saw the wombat?"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{posted}");
+    let timeline = posted["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&timeline, posted["seq"].as_i64().unwrap())
+        .await;
+    flush(&host).await;
+
+    let (status, v) = host.get("/v1/search?q=wombat&limit=10", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    let mut named: Vec<(String, Value)> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["session"] == timeline.as_str())
+        .map(|h| {
+            (
+                h["author"].as_str().unwrap().to_owned(),
+                h["author_name"].clone(),
+            )
+        })
+        .collect();
+    named.sort_by(|x, y| x.0.cmp(&y.0));
+    named.dedup();
+    assert_eq!(
+        named,
+        vec![
+            ("alice".to_owned(), Value::Null),
+            ("b".to_owned(), json!("b-name")),
+            ("t".to_owned(), json!("t-name")),
+        ],
+        "{v}"
+    );
+    host.shutdown().await;
+}
