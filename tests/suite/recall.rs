@@ -138,7 +138,7 @@ fn hits(out: &str) -> Vec<(String, i64)> {
 }
 
 /// Waits until the index holds every entry committed so far.
-async fn flush(host: &TestHost) {
+pub(super) async fn flush(host: &TestHost) {
     let indexer = host
         .host
         .as_ref()

@@ -378,6 +378,11 @@ impl Drop for Browser {
 
 /// A pending approval of bot `r` in `session`, created as the gate does.
 async fn ask(host: &TestHost, session: &str) -> ApprovalId {
+    ask_for(host, session, 600_000).await
+}
+
+/// [`ask`] with an approval that expires after `ttl_ms`.
+async fn ask_for(host: &TestHost, session: &str, ttl_ms: i64) -> ApprovalId {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
     let id = ApprovalId::new_v7();
     let new = NewApproval {
@@ -391,7 +396,7 @@ async fn ask(host: &TestHost, session: &str) -> ApprovalId {
         summary: "run `env`".into(),
         reason: "dumps the environment, which holds secrets".into(),
         action: json!({"tool": "Shell", "args": {"command": "env"}}),
-        ttl_ms: 600_000,
+        ttl_ms,
         max_pending: 4,
     };
     rt.store
@@ -839,6 +844,128 @@ async fn a_paused_bot_is_not_shown_as_working() {
             "the working line hidden",
             "const w = document.querySelector('.timeline .working'); return w && w.hidden ? true : null",
             json!([]),
+        )
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// The approvals badge counts a pending approval and, as an expiry sends
+/// no change signal, counts again when it expires.
+#[tokio::test]
+async fn the_approvals_badge_counts_again_when_an_approval_expires() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    host.send("r", "hello", None).await;
+    host.wait_turn_end(&session, 1).await;
+    ask_for(&host, &session, 1_500).await;
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser
+        .wait_js(
+            "the badge counting one approval",
+            "const b = document.getElementById('approval-count'); return !b.hidden && b.textContent === '1'",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_js(
+            "the badge hidden after the approval expired",
+            "return document.getElementById('approval-count').hidden",
+            json!([]),
+        )
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// In a shared room, the page names another user's bot in search hits,
+/// and Retry on that bot's failed turn says that only its owner can.
+#[tokio::test]
+async fn a_shared_room_shows_other_users_bots_by_name_and_their_retry_as_theirs() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let script = r#"
+[[rule]]
+match = "break"
+steps = [ { fail = "the model is down" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
+"#;
+    // b is alice's; t is bob's and may join other people's rooms
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("b", "s", &["SendMessage"])
+        .bot_of("t", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let (status, room) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "zoo", "members": ["b", "t"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    for (text, key) in [("who saw it?", "k1"), ("@t break", "k2")] {
+        let (status, posted) = host
+            .post_raw(
+                "/v1/groups/zoo/messages",
+                Some(TOKEN),
+                Some(key),
+                json!({ "text": text }).to_string(),
+            )
+            .await;
+        assert_eq!(status, 202, "{posted}");
+        host.wait_turn_end(
+            posted["session"].as_str().unwrap(),
+            posted["seq"].as_i64().unwrap(),
+        )
+        .await;
+    }
+    super::recall::flush(&host).await;
+
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/search?q=wombat", host.url)).await;
+    browser.wait_text(".hits", "t saw the wombat").await;
+    let who = browser
+        .js(
+            "return [...document.querySelectorAll('.hits .who')].map((w) => w.textContent)",
+            json!([]),
+        )
+        .await;
+    let who: Vec<&str> = who
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        who.contains(&"t-name") && who.contains(&"b-name"),
+        "{who:?}"
+    );
+    assert!(!who.contains(&"t"), "{who:?}");
+
+    browser.go(&format!("{}/#/rooms/zoo", host.url)).await;
+    browser.wait_text(".log .notice", "the model is down").await;
+    browser.click(".log .notice button").await;
+    browser
+        .wait_text(
+            ".toast.error",
+            "Only the owner of that bot can retry its turn.",
         )
         .await;
     browser.quit().await;
