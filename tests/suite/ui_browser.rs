@@ -866,7 +866,8 @@ async fn the_approvals_badge_counts_again_when_an_approval_expires() {
     let session = dm["session"].as_str().unwrap().to_owned();
     host.send("r", "hello", None).await;
     host.wait_turn_end(&session, 1).await;
-    ask_for(&host, &session, 1_500).await;
+    // long enough for the refresh after the page's first change signals
+    ask_for(&host, &session, 4_000).await;
     browser.go(&format!("{}/", host.url)).await;
     browser.sign_in(&host.url, TOKEN).await;
     browser
