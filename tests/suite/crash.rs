@@ -507,3 +507,50 @@ steps = [ { tool = "SendMessage", args = { text = "answering the second question
     assert!(answered, "{es:#?}");
     host.kill9().await;
 }
+
+/// A turn that wrote more entries than `runtime.context_entries`, killed in
+/// the middle, resumes with the person's message in its context. (The
+/// resumed context was the newest window of entries only — six tool
+/// results, cut to none — so the model no longer saw what it was asked,
+/// and the turn ended undelivered or answered nonsense.)
+#[tokio::test]
+async fn a_turn_longer_than_the_context_window_resumes_with_its_input() {
+    let script = r#"
+[[rule]]
+match = "^long job"
+steps = [
+  { calls = [
+      { tool = "Remember", args = { text = "fact one", layer = "log" } },
+      { tool = "Remember", args = { text = "fact two", layer = "log" } },
+      { tool = "Remember", args = { text = "fact three", layer = "log" } },
+      { tool = "Remember", args = { text = "fact four", layer = "log" } },
+      { tool = "Remember", args = { text = "fact five", layer = "log" } },
+      { tool = "Remember", args = { text = "fact six", layer = "log" } },
+  ] },
+  { delay_ms = 1500, tool = "SendMessage", args = { text = "answered: {{input}}" } },
+]
+"#;
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Remember"])
+        .runtime("context_entries = 4");
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "r", "long job, please").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    // killed while the second step's model call waits
+    wait_until(&host.url, &session, |es| {
+        es.iter().filter(|e| e["kind"] == "tool_result").count() == 6
+    })
+    .await;
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&url, &session, turn_ended(seq)).await;
+    assert_eq!(deliveries(&es), ["answered: long job, please"], "{es:#?}");
+    host.kill9().await;
+}

@@ -343,12 +343,13 @@ impl Runner {
         // a new turn sees the session up to its last input (a resumed one
         // is bounded once its record is read, below)
         let bound = match &self.kind {
-            Some(PlanKind::New { inputs }) => inputs
-                .iter()
-                .filter(|(i, _)| i.session == self.session)
-                .map(|(i, _)| i.seq)
-                .max()
-                .map(|upto| ContextBound { upto, own: None }),
+            Some(PlanKind::New { inputs }) => ContextBound::of_inputs(
+                inputs
+                    .iter()
+                    .filter(|(i, _)| i.session == self.session)
+                    .map(|(i, _)| i.seq),
+                None,
+            ),
             Some(PlanKind::Resume { .. } | PlanKind::Compact | PlanKind::Fail { .. }) | None => {
                 None
             }
@@ -362,7 +363,7 @@ impl Runner {
             Some(
                 self.rt
                     .store
-                    .session_view(self.session, window as i64)
+                    .session_view(self.session, window as i64, bound.map(|b| b.from))
                     .await?,
             )
         } else {

@@ -60,9 +60,12 @@ pub(crate) struct SessionTail {
 }
 
 /// What of a session a turn's context may hold: the entries up to its
-/// last input, and its own entries after that.
+/// last input, and its own entries after that; and what it must hold: its
+/// inputs, from the first on, whatever the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ContextBound {
+    /// Seq of the turn's first input in the session.
+    pub(crate) from: i64,
     /// Seq of the turn's last input in the session.
     pub(crate) upto: i64,
     /// The turn, once it has entries of its own (a resumed turn, or a
@@ -71,6 +74,24 @@ pub(crate) struct ContextBound {
 }
 
 impl ContextBound {
+    /// The bound of a turn over inputs at `seqs` (`None` without inputs).
+    pub(crate) fn of_inputs(seqs: impl Iterator<Item = i64>, own: Option<TurnId>) -> Option<Self> {
+        seqs.fold(None, |bound: Option<Self>, seq| {
+            Some(match bound {
+                None => Self {
+                    from: seq,
+                    upto: seq,
+                    own,
+                },
+                Some(b) => Self {
+                    from: b.from.min(seq),
+                    upto: b.upto.max(seq),
+                    own,
+                },
+            })
+        })
+    }
+
     fn admits(&self, e: &Entry) -> bool {
         e.seq <= self.upto || (self.own.is_some() && e.turn == self.own)
     }
@@ -175,8 +196,10 @@ impl SessionTail {
     }
 
     /// Loads the session: its record, its latest summary and the newest
-    /// `window` entries after it, only those `bound` lets in. `state` is
-    /// the long-lived state block for the new epoch.
+    /// `window` entries after it (and, with a `bound`, every entry from the
+    /// turn's first input on: a turn that wrote more than `window` entries
+    /// must still see what it answers), only those `bound` lets in.
+    /// `state` is the long-lived state block for the new epoch.
     pub(crate) async fn load(
         &mut self,
         store: &Store,
@@ -186,7 +209,9 @@ impl SessionTail {
         encoding: Encoding,
         bound: Option<ContextBound>,
     ) -> Result<(), StoreError> {
-        let view = store.session_view(self.session, window as i64).await?;
+        let view = store
+            .session_view(self.session, window as i64, bound.map(|b| b.from))
+            .await?;
         self.fill_view(view, identity, state, encoding, bound);
         Ok(())
     }

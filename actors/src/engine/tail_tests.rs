@@ -49,6 +49,7 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
     let mut tail = SessionTail::new(session);
     let encoding = Encoding::default();
     let bound = ContextBound {
+        from: first,
         upto: first,
         own: None,
     };
@@ -97,6 +98,7 @@ async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
 
     let mut tail = SessionTail::new(session);
     let bound = ContextBound {
+        from: first,
         upto: first,
         own: Some(turn),
     };
@@ -124,6 +126,51 @@ async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
             "admitted meanwhile"
         ]
     );
+    store.close().await;
+}
+
+/// A turn that wrote more entries than the window, reloaded (resumed after
+/// a crash, or after a compaction in its middle), still sees its input and
+/// every entry of its own. (It saw only the newest `window` entries: a
+/// resumed turn of 12 calls under a window of 10 got a context without
+/// the person's message, and answered nonsense.)
+#[tokio::test]
+async fn a_turn_longer_than_the_window_keeps_its_input_when_reloaded() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let turn = TurnId::new_v7();
+    let (_, older) = admit(store, bot, "an older message").await;
+    let (session, first) = admit(store, bot, "the long job").await;
+    assert!(older < first);
+    let own: Vec<Mutation> = (0..10)
+        .map(|i| {
+            Mutation::Append(Box::new(NewEntry {
+                id: EntryId::new_v7(),
+                session,
+                author: "b".into(),
+                turn: Some(turn),
+                kind: EntryKind::Reminder {
+                    text: format!("own step {i}"),
+                },
+            }))
+        })
+        .collect();
+    store.write(own).await.unwrap();
+    let bound = ContextBound::of_inputs([first].into_iter(), Some(turn));
+    let mut tail = SessionTail::new(session);
+    tail.load(
+        store,
+        "id",
+        &StateBlock::default(),
+        4,
+        Encoding::default(),
+        bound,
+    )
+    .await
+    .unwrap();
+    let mut want = vec!["the long job".to_owned()];
+    want.extend((0..10).map(|i| format!("own step {i}")));
+    assert_eq!(users(&tail), want);
     store.close().await;
 }
 
@@ -254,6 +301,7 @@ async fn a_tail_with_a_skipped_entry_reloads_instead_of_trimming() {
     let (_, _later) = admit(store, bot, "for the next turn").await;
     let mut tail = SessionTail::new(session);
     let bound = ContextBound {
+        from: first,
         upto: first,
         own: None,
     };

@@ -46,14 +46,7 @@ impl Runner {
     /// What a running turn's context may hold: the session up to its last
     /// input and its own entries (`None` for a turn without inputs).
     pub(super) fn own_bound(&self) -> Option<ContextBound> {
-        self.state
-            .input_seqs
-            .iter()
-            .max()
-            .map(|&upto| ContextBound {
-                upto,
-                own: Some(self.turn),
-            })
+        ContextBound::of_inputs(self.state.input_seqs.iter().copied(), Some(self.turn))
     }
 
     pub(super) async fn load_tail(

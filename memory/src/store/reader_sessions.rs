@@ -83,22 +83,29 @@ pub(crate) fn sessions_of_bot(conn: &Connection, bot: &BotId) -> Result<Vec<Sess
 
 /// A session's record, its latest summary and its newest entries after
 /// the summary: from `last_seq - window` (or the summary's end, if later),
-/// at most `2 × window`. One read transaction, so the entries end at the
-/// record's `last_seq` and the summary is the one they follow.
+/// at most `2 × window` — and, when `keep_from` is given, from that seq on
+/// whatever the window (a running turn's first input: its inputs and its
+/// own entries must be in its context however many entries it wrote). One
+/// read transaction, so the entries end at the record's `last_seq` and the
+/// summary is the one they follow.
 pub(crate) fn session_view(
     conn: &Connection,
     session: SessionId,
     window: i64,
+    keep_from: Option<i64>,
 ) -> Result<SessionView> {
     // rolled back when dropped: a read leaves nothing to keep
     let tx = conn.unchecked_transaction()?;
     let record = get_session(&tx, session)?;
     let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
     let summary = latest_summary(&tx, session)?;
+    let newest = last.saturating_sub(window);
+    let start = keep_from.map_or(newest, |k| newest.min(k.saturating_sub(1)));
     let from = crate::record::covers_to_seq(summary.as_ref())
-        .max(last - window)
+        .max(start)
         .max(0);
-    let entries = entries_after(&tx, session, from, window.saturating_mul(2))?;
+    let limit = window.saturating_mul(2).max(last.saturating_sub(from));
+    let entries = entries_after(&tx, session, from, limit)?;
     Ok(SessionView {
         record,
         summary,

@@ -17,9 +17,15 @@ impl Store {
 
     /// What a turn's context is built from, in one read: the session's
     /// record, its latest summary and its newest `window` entries after the
-    /// summary (see `reader::session_view`).
-    pub async fn session_view(&self, id: SessionId, window: i64) -> Result<SessionView> {
-        self.read(move |c| reader::session_view(c, id, window))
+    /// summary, and every entry from `keep_from` on (see
+    /// `reader::session_view`).
+    pub async fn session_view(
+        &self,
+        id: SessionId,
+        window: i64,
+        keep_from: Option<i64>,
+    ) -> Result<SessionView> {
+        self.read(move |c| reader::session_view(c, id, window, keep_from))
             .await
     }
 

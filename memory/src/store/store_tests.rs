@@ -294,14 +294,20 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
     store.write(batch).await?;
     let seqs = |v: &SessionView| v.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
 
-    let narrow = store.session_view(session, 2).await?;
+    let narrow = store.session_view(session, 2, None).await?;
     assert_eq!(narrow.record.as_ref().map(|r| r.last_seq), Some(9));
     assert_eq!(narrow.summary.as_ref().map(|e| e.seq), Some(7));
     assert_eq!(narrow.covers_to_seq(), 6);
     assert_eq!(seqs(&narrow), [8, 9]);
     // a wide window still starts after what the summary covers
-    let wide = store.session_view(session, 100).await?;
+    let wide = store.session_view(session, 100, None).await?;
     assert_eq!(seqs(&wide), [7, 8, 9]);
+    // a running turn's first input is in, however narrow the window; but
+    // not what the summary covers
+    let kept = store.session_view(session, 1, Some(8)).await?;
+    assert_eq!(seqs(&kept), [8, 9]);
+    let kept = store.session_view(session, 1, Some(3)).await?;
+    assert_eq!(seqs(&kept), [7, 8, 9]);
 
     // the read leaves no transaction open on its pooled connection: the
     // next view sees a newer commit
@@ -311,7 +317,7 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
             EntryKind::UserMessage { text: "o".into() },
         )])
         .await?;
-    let later = store.session_view(session, 2).await?;
+    let later = store.session_view(session, 2, None).await?;
     assert_eq!(later.record.as_ref().map(|r| r.last_seq), Some(10));
     assert_eq!(seqs(&later), [9, 10]);
 
@@ -322,7 +328,7 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
     }
     .id();
     assert_eq!(
-        store.session_view(missing, 2).await?,
+        store.session_view(missing, 2, None).await?,
         SessionView::default()
     );
     store.close().await;
