@@ -177,3 +177,67 @@ steps = [ { tool = "SendMessage", args = { text = "answer" } } ]
     assert_eq!(bots["bots"][0]["usage"]["daily_token_budget"], 50);
     host.shutdown().await;
 }
+
+/// A long chat of short messages never reaches the token threshold, yet
+/// its oldest entries leave the `runtime.context_entries` window: they are
+/// summarised before they do, so a constraint said first is still known.
+/// (They were dropped with no summary keeping them.)
+#[tokio::test]
+async fn entries_about_to_leave_the_window_are_summarised_first() {
+    let script = r#"
+[[rule]]
+purpose = "compact"
+steps = [ { text = "SUMMARY OF: {{input}}" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+"#;
+    let window = 40;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .runtime(&format!(
+            "debounce_ms = 0\nextract_memory = false\ncontext_entries = {window}"
+        ))
+        .start()
+        .await;
+    let (_, first) = host
+        .send(
+            "r",
+            "Constraint: \"never email the client before noon\".",
+            None,
+        )
+        .await;
+    let session = first["session"].as_str().unwrap().to_owned();
+    let constraint = first["seq"].as_i64().unwrap();
+    host.wait_turn_end(&session, constraint).await;
+    for i in 0..12 {
+        let (_, sent) = host.send("r", &format!("short note {i}"), None).await;
+        host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+    }
+    let entries = host.entries(&session).await;
+    let last = entries.last().unwrap()["seq"].as_i64().unwrap();
+    assert!(
+        last > constraint + window,
+        "the chat outgrew the window: {last}"
+    );
+    let summary = entries
+        .iter()
+        .find(|e| e["kind"] == "summary")
+        .unwrap_or_else(|| panic!("no summary: {entries:#?}"));
+    assert!(
+        summary["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"never email the client before noon\""),
+        "{summary}"
+    );
+    assert!(summary["covers_to_seq"].as_i64().unwrap() >= constraint);
+    // written while the constraint was still inside the window
+    assert!(
+        summary["seq"].as_i64().unwrap() <= constraint + window,
+        "{summary}"
+    );
+    host.shutdown().await;
+}

@@ -533,7 +533,7 @@ steps = [
     let fleet = TestFleet::new()
         .script("s", script)
         .bot("r", "s", &["SendMessage", "Remember"])
-        .runtime("context_entries = 4");
+        .runtime("debounce_ms = 0\nextract_memory = false\ncontext_entries = 4");
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();

@@ -168,7 +168,10 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let result = runner.run().await;
     let compaction_due = result.is_ok()
         && !was_compact
-        && runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens;
+        && (runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens
+            || runner
+                .tail
+                .unsummarised_past(runner.rt.settings.context_entries));
     if !was_compact && matches!(result, Ok(TurnStatus::Completed)) {
         runner.spawn_extraction();
     }

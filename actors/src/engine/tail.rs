@@ -57,6 +57,10 @@ pub(crate) struct SessionTail {
     skipped: HashSet<i64>,
     /// Entries since the last load.
     since_load: usize,
+    /// The newest seq at which a compaction found nothing to summarise or
+    /// failed, plus a quarter window: the entry count does not ask for
+    /// another before then.
+    compact_retry_at: i64,
 }
 
 /// What of a session a turn's context may hold: the entries up to its
@@ -116,6 +120,7 @@ impl SessionTail {
             pushed: HashSet::new(),
             skipped: HashSet::new(),
             since_load: 0,
+            compact_retry_at: 0,
         }
     }
 
@@ -180,6 +185,35 @@ impl SessionTail {
     /// its input (a message sent while that turn ran) do not count.
     pub(crate) fn holds_input_after(&self, seq: i64) -> bool {
         self.context.newest_input_seq() > seq
+    }
+
+    /// The newest seq of the session the tail holds or skipped.
+    fn newest_seq(&self) -> i64 {
+        let pushed = self.pushed.iter().copied().max().unwrap_or(0);
+        let skipped = self.skipped.iter().copied().max().unwrap_or(0);
+        self.loaded_upto.unwrap_or(0).max(pushed).max(skipped)
+    }
+
+    /// Whether the entries since the summary have passed half the `window`:
+    /// a compaction is due before they leave it, or they would leave the
+    /// context unsummarised (a person's constraint said early in a chat of
+    /// short messages dropped out with no summary keeping it, as tokens
+    /// never reached the threshold). Half, because the newest
+    /// `keep_recent_inputs` inputs stay out of a summary, and a turn or
+    /// two may run before the background compaction does.
+    pub(crate) fn unsummarised_past(&self, window: usize) -> bool {
+        let window = i64::try_from(window).unwrap_or(i64::MAX);
+        let newest = self.newest_seq();
+        (newest - self.covers_to_seq).saturating_mul(2) > window && newest >= self.compact_retry_at
+    }
+
+    /// A compaction found nothing to summarise, or failed: the entry count
+    /// asks again only after another quarter `window` of entries (a
+    /// summariser that is down, or a scripted model without a `compact`
+    /// rule, is not called after every turn).
+    pub(crate) fn compaction_missed(&mut self, window: usize) {
+        let quarter = i64::try_from(window / 4).unwrap_or(i64::MAX).max(1);
+        self.compact_retry_at = self.newest_seq().saturating_add(quarter);
     }
 
     /// Forgets the loaded context: the next turn reloads it.

@@ -95,9 +95,13 @@ impl Runner {
                 }
                 self.prefix_len = self.tail.len().min(2);
             }
-            Ok(None) => {}
+            Ok(None) => self
+                .tail
+                .compaction_missed(self.rt.settings.context_entries),
             Err(e) => {
-                tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed")
+                tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed");
+                self.tail
+                    .compaction_missed(self.rt.settings.context_entries);
             }
         }
     }
