@@ -286,3 +286,53 @@ async fn a_retried_turn_answers_its_input_not_later_messages() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// A turn that replied and then failed, retried: the person has the reply,
+/// so the retried turn is not told it sent nothing (a real model would
+/// send the reply again), and it does not end `undelivered`.
+#[tokio::test]
+async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering;
+
+    // the reply, then the provider down for the next step, then a stop
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let server = OpenAiServer::builder()
+        .responder(move |_| match counter.fetch_add(1, Ordering::SeqCst) {
+            0 => Reply::tool_call("call_1", "SendMessage", r#"{"text": "the answer is 42"}"#),
+            1 => Reply::error(500, "down"),
+            _ => Reply::text("done"),
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (turn, session) = failed_turn(&host, "what is the answer?").await;
+    assert_eq!(
+        deliveries(&host.entries(&session).await),
+        ["the answer is 42"]
+    );
+
+    let (status, body) = retry(&host, &turn).await;
+    assert_eq!(status, 200, "{body}");
+    host.wait_for(&session, |es| {
+        let ends = turn_ends(es);
+        (ends.len() == 2).then(|| Value::Bool(true))
+    })
+    .await;
+    let entries = host.entries(&session).await;
+    let ends = turn_ends(&entries);
+    assert_eq!(ends[1]["status"], "completed", "{entries:#?}");
+    assert!(
+        !entries.iter().any(|e| e["kind"] == "reminder"),
+        "{entries:#?}"
+    );
+    assert_eq!(deliveries(&entries), ["the answer is 42"]);
+    host.shutdown().await;
+    server.shutdown().await;
+}

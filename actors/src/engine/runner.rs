@@ -460,7 +460,14 @@ impl Runner {
                 for e in &entries {
                     self.tail.push(e);
                 }
+                let read_back = inputs.iter().any(|(_, e)| e.is_none());
                 self.begin(inputs);
+                if read_back && self.state.owes_delivery && self.answered_before()? {
+                    // a retry of a turn that replied, then failed: the
+                    // person has the reply; reminding the model that it
+                    // sent nothing would make it send it again
+                    self.state.owes_delivery = false;
+                }
             }
             Some(PlanKind::Compact) => {
                 self.compact_now(None).await;

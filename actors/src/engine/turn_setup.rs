@@ -182,6 +182,24 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Whether an earlier turn over one of this turn's inputs delivered a
+    /// reply (a retried input: the failed turn answered, then failed).
+    pub(super) fn answered_before(&self) -> Result<bool, StoreError> {
+        let Some(&first) = self.state.input_seqs.iter().min() else {
+            return Ok(false);
+        };
+        let ends = self
+            .rt
+            .store
+            .turn_ends_after_now(self.session, first.saturating_sub(1))?;
+        Ok(ends.iter().any(|e| {
+            matches!(&e.kind, EntryKind::TurnEnd { inputs, deliveries, .. }
+                if *deliveries > 0 && inputs.iter().any(|s| self.state.input_seqs.contains(s)))
+        }))
+    }
+}
+
 /// Whether a paused bot should tell this session (only for inputs people
 /// wait on).
 pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool {

@@ -1,7 +1,8 @@
 //! Reads of a session around the events one author wrote in it: what a
 //! room member's floor is decided on (a member may speak while the
 //! coordinator's newest input to it is unanswered), and the notices a
-//! member got between two of its inputs.
+//! member got between two of its inputs; and the turn ends after an input
+//! (whether an earlier turn already answered it).
 //!
 //! Indexed reads that decode only the entries asked for, not the session's
 //! tail: events are found by the `kind` and `author` columns walking
@@ -44,6 +45,22 @@ impl Store {
         self.inner
             .readers
             .with(|c| since_newest_event(c, session, &author))
+    }
+
+    /// The turn-end entries of `session` after seq `after`, oldest first.
+    ///
+    /// Runs on the calling thread, like [`Store::since_newest_event_now`].
+    pub fn turn_ends_after_now(&self, session: SessionId, after: i64) -> Result<Vec<Entry>> {
+        self.inner.readers.with(|c| {
+            collect_entries(
+                c,
+                &format!(
+                    "SELECT {ENTRY_COLUMNS} FROM entries
+                     WHERE session_id = ?1 AND seq > ?2 AND kind = 'turn_end' ORDER BY seq"
+                ),
+                params![session.to_string(), after],
+            )
+        })
     }
 
     /// The notices of `session` after seq `after` and before the next
