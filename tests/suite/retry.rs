@@ -322,7 +322,7 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     assert_eq!(status, 200, "{body}");
     host.wait_for(&session, |es| {
         let ends = turn_ends(es);
-        (ends.len() == 2).then(|| Value::Bool(true))
+        (ends.len() == 2).then_some(Value::Bool(true))
     })
     .await;
     let entries = host.entries(&session).await;
