@@ -168,6 +168,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let result = runner.run().await;
     let compaction_due = result.is_ok()
         && !was_compact
+        && runner.model.answers(Purpose::Compact)
         && (runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens
             || runner
                 .tail

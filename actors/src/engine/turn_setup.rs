@@ -70,6 +70,9 @@ impl Runner {
     /// threshold, or in the background). A failure only logs: the session
     /// stays long and the turn goes on.
     pub(super) async fn compact_now(&mut self, keep_from: Option<i64>) {
+        if !self.model.answers(Purpose::Compact) {
+            return;
+        }
         let result = compaction::compact(
             &self.rt,
             &self.bot,

@@ -35,6 +35,15 @@ pub trait Model: Send + Sync + 'static {
     /// Short description for logs and status (`openai:grok-4`, `scripted:echo.toml`).
     fn describe(&self) -> String;
 
+    /// Whether the model answers requests of `purpose` at all. A scripted
+    /// model without a rule for a purpose answers every such request with
+    /// nothing, so the engine does not ask it for a compaction it cannot
+    /// write (each attempt would read the session and log a failure).
+    fn answers(&self, purpose: Purpose) -> bool {
+        let _ = purpose;
+        true
+    }
+
     /// Runs one completion. Text deltas go to `sink` as they arrive; when
     /// the sink answers [`SinkControl::Abort`] or `cancel` fires, the stream
     /// is dropped and the call returns [`ModelError::Aborted`] or

@@ -312,6 +312,10 @@ impl Model for ScriptedModel {
         format!("scripted:{}", self.script.source)
     }
 
+    fn answers(&self, purpose: Purpose) -> bool {
+        self.script.rules.iter().any(|r| r.purpose == purpose)
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,

@@ -151,3 +151,14 @@ async fn placeholders_in_the_input_are_echoed_verbatim() {
     let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
     assert_eq!(args["text"], format!("{input} / r 0 {{{{unknown}}}} {{{{"));
 }
+
+#[test]
+fn a_script_answers_only_the_purposes_it_has_rules_for() {
+    let with = ScriptedModel::new(Script::parse(ECHO, "test").unwrap());
+    assert!(with.answers(Purpose::Turn) && with.answers(Purpose::Compact));
+    assert!(!with.answers(Purpose::Extract));
+    let plain = "[[rule]]\nsteps = [ { text = \"hi\" } ]\n";
+    let without = ScriptedModel::new(Script::parse(plain, "test").unwrap());
+    assert!(without.answers(Purpose::Turn));
+    assert!(!without.answers(Purpose::Compact));
+}
