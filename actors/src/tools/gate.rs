@@ -46,6 +46,7 @@ use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewApproval;
 use botfleet_memory::ReviewRecord;
+use botfleet_memory::SessionKind;
 use serde_json::Value;
 
 use super::Effect;
@@ -154,7 +155,7 @@ impl Gate {
         {
             return GateDecision::Refuse(e);
         }
-        let kind = ToolKind::of(name);
+        let kind = effective_kind(ctx, name);
         let config = &rt.settings.review;
         let reviewed = review_surface(kind, runner, || in_notes_area(ctx, args))
             .filter(|s| config.modes.get(*s) != ReviewMode::Off);
@@ -218,10 +219,23 @@ impl Gate {
     /// passes the gate without I/O.
     pub fn reviewed(ctx: &ToolContext<'_>, tool: &str, args: &Value) -> bool {
         let modes = &ctx.rt.settings.review.modes;
-        review_surface(ToolKind::of(tool), ctx.scope.runner, || {
+        review_surface(effective_kind(ctx, tool), ctx.scope.runner, || {
             in_notes_area(ctx, args)
         })
         .is_some_and(|s| modes.get(s) != ReviewMode::Off)
+    }
+}
+
+/// The kind of a call as the gate treats it: SendMessage in a bot-to-bot
+/// conversation hands its text to the other bot, as SendToAgent does, so
+/// it is reviewed and asked about the same way (a SendToAgent that review
+/// asked about or denied could otherwise be made as a reply).
+fn effective_kind(ctx: &ToolContext<'_>, name: &str) -> ToolKind {
+    match ToolKind::of(name) {
+        ToolKind::Delivery if ctx.scope.session.key.kind == SessionKind::Agent => {
+            ToolKind::AgentMessage
+        }
+        other => other,
     }
 }
 
@@ -338,6 +352,9 @@ async fn build_action(
         "Edit" => format!("edit {}", text("path")),
         "Task" => format!("start a subagent: {}", short(text("description"))),
         "SendToAgent" => format!("send a message to {}", text("agent")),
+        "SendMessage" if ctx.scope.session.key.kind == SessionKind::Agent => {
+            format!("reply to {}", ctx.scope.session.key.peer)
+        }
         "SendMessage" => "post a message in a room shared with other people".to_owned(),
         "CreateAgent" => format!("create the agent {}", text("name")),
         "UpdateAgent" => format!("change the agent {}", text("agent")),
