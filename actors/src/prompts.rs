@@ -209,6 +209,8 @@ prompts! {
     subagent_unfinished => "subagent_unfinished.md",
     /// The same, with its last progress.
     subagent_unfinished_progress => "subagent_unfinished_progress.md",
+    /// Why a subagent's task ended unfinished when a person cancelled it.
+    subagent_cancelled => "subagent_cancelled.md",
 }
 
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);

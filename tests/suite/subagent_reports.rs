@@ -266,3 +266,81 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "answered anyway" }} }} ]
     assert!(body.to_string().contains("stopped"), "{body}");
     host.shutdown().await;
 }
+
+/// A person who cancels a subagent's task turn fails the task, not the
+/// subagent: its parent is told the task is unfinished and why, and the
+/// person may retry it. (The subagent was stopped for good and its parent
+/// never heard of it, waiting for a report that could not come.)
+#[tokio::test]
+async fn a_person_cancelling_a_subagents_task_tells_its_parent_and_may_retry() {
+    let script = format!(
+        r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  {{ tool = "Task", args = {{ description = "wait", prompt = "SUBTASK wait" }} }},
+  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
+]
+
+[[rule]]
+match = "SUBTASK wait"
+steps = [
+  {{ tool = "Shell", args = {{ command = "{WAIT_FOR_GO}" }} }},
+  {{ tool = "SendMessage", args = {{ text = "finished after all" }} }},
+]
+
+[[rule]]
+bot = "p"
+steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }} ]
+"#
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("p", "s", &["SendMessage", "Task", "Shell"])
+        .start()
+        .await;
+    let (dm, reply) = reply_to(&host, "delegate it").await;
+    assert_eq!(reply, "delegated");
+    let sub = subagent_of(&host, "p").await;
+    let task = task_session(&host, &sub).await;
+    let (status, body) = host
+        .post_raw(&format!("/v1/bots/{sub}/cancel"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let end = host
+        .wait_for(&task, |es| {
+            es.iter().find(|e| e["kind"] == "turn_end").cloned()
+        })
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    // the parent hears that the task is unfinished, and why
+    let heard = host
+        .wait_for(&dm, |es| {
+            deliveries(es)
+                .into_iter()
+                .find(|d| d.starts_with("heard:"))
+                .map(Value::from)
+        })
+        .await;
+    let heard = heard.as_str().unwrap();
+    assert!(
+        heard.contains("could not finish the task") && heard.contains("a person cancelled my turn"),
+        "{heard}"
+    );
+    // and the person may retry it; it then finishes and reports
+    std::fs::write(host.fleet.path().join("data/workspace/go"), "go").unwrap();
+    let turn = end["turn"].as_str().unwrap();
+    let (status, body) = host
+        .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    host.wait_for(&dm, |es| {
+        deliveries(es)
+            .into_iter()
+            .find(|d| d.contains("finished after all"))
+            .map(Value::from)
+    })
+    .await;
+    host.shutdown().await;
+}

@@ -302,10 +302,15 @@ impl Runner {
             // a person's message to the subagent bot is not its task
             return Ok(out);
         }
+        // a cancel by its parent (StopSubagent) stops it for good; a
+        // person's cancel of its task turn fails the task, which the parent
+        // hears about and the person may retry
+        let stopped = sub.status == SubagentStatus::Stopped;
         let sub_status = match status {
             TurnStatus::Completed => SubagentStatus::Done,
             TurnStatus::Failed | TurnStatus::Undelivered => SubagentStatus::Failed,
-            TurnStatus::Cancelled => SubagentStatus::Stopped,
+            TurnStatus::Cancelled if stopped => SubagentStatus::Stopped,
+            TurnStatus::Cancelled => SubagentStatus::Failed,
             TurnStatus::Running | TurnStatus::Interrupted => return Ok(out),
         };
         if self.last_delivery.is_none() && self.state.delivered > 0 {
@@ -323,27 +328,40 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
             ),
-            TurnStatus::Failed | TurnStatus::Undelivered => {
-                let why = self
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default());
-                let p = prompts();
-                let text = match &self.last_delivery {
-                    Some(progress) => p
-                        .subagent_unfinished_progress
-                        .render(&[("why", &why), ("progress", progress)]),
-                    None => p.subagent_unfinished.render(&[("why", &why)]),
-                };
-                Some(text.unwrap_or_else(|_| why.clone()))
-            }
-            // stopped by the parent (or a person): nobody waits for it
+            TurnStatus::Failed | TurnStatus::Undelivered => Some(
+                self.unfinished_report(
+                    self.error
+                        .clone()
+                        .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
+                ),
+            ),
+            TurnStatus::Cancelled if !stopped => Some(
+                self.unfinished_report(
+                    prompts()
+                        .subagent_cancelled
+                        .render(&[("turn", &self.turn.to_string())])
+                        .unwrap_or_default(),
+                ),
+            ),
+            // stopped by its parent: the parent knows, nobody waits for it
             TurnStatus::Cancelled | TurnStatus::Running | TurnStatus::Interrupted => None,
         };
         if let Some(text) = report {
             out.extend(self.report_to_parent(&sub, text).await?);
         }
         Ok(out)
+    }
+
+    /// The report of a task the subagent could not finish, and why.
+    fn unfinished_report(&self, why: String) -> String {
+        let p = prompts();
+        let text = match &self.last_delivery {
+            Some(progress) => p
+                .subagent_unfinished_progress
+                .render(&[("why", &why), ("progress", progress)]),
+            None => p.subagent_unfinished.render(&[("why", &why)]),
+        };
+        text.unwrap_or(why)
     }
 
     /// The text of the last message this turn delivered before it was
