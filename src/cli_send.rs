@@ -30,12 +30,13 @@ Exit status:
   2    a usage error (bad arguments)
   3    the turn failed or was cancelled; stderr says why and how to retry
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
-  5    no reply within --timeout; the message is saved (`botfleet transcript BOT`)
+  5    no reply within --timeout, or none yet because the bot is paused (its daily token budget
+       is spent; stderr says until when); the message is saved (`botfleet transcript BOT`)
   130  interrupted (Ctrl-C), as a shell reports it
 
 With --json, stdout holds one JSON object in each of the cases 0-5: the turn, \
-{\"status\": \"timeout\", ...}, the host's refusal ({\"status\": \"conflict\", ...}) or \
-{\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
+{\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", ...}, the host's refusal \
+({\"status\": \"conflict\", ...}) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
 
 /// The host's answer to a message: `accepted` or `duplicate`, with its
 /// session and seq.
@@ -158,6 +159,11 @@ pub(super) async fn send(
             let turn = e["turn"].as_str().unwrap_or("").to_owned();
             match e["kind"].as_str() {
                 Some("delivery") => deliveries.entry(turn).or_default().push(e),
+                // a paused bot writes this notice and no turn_end: its
+                // reply waits for the end of the pause
+                Some("notice") if e["code"] == "budget_exhausted" => {
+                    return Ok(paused(&e, bot, &session, seq, as_json));
+                }
                 Some("notice") => {
                     notices.insert(turn, e);
                 }
@@ -204,6 +210,27 @@ pub(super) async fn send(
             .wait(&session, left.min(Duration::from_secs(5)))
             .await;
     }
+}
+
+/// Ends a `send` whose message reached a bot paused for the day (its
+/// daily token budget is spent): the host's notice on stderr (in the
+/// object with `--json`), and "saved, no reply yet" (5, as when
+/// `--timeout` passes), at once instead of waiting out `--timeout` for a
+/// reply that comes after the pause.
+fn paused(notice: &Value, bot: &str, session: &str, seq: i64, as_json: bool) -> ExitCode {
+    let text = notice["text"].as_str().unwrap_or("");
+    if as_json {
+        println!(
+            "{}",
+            json!({"status": "paused", "session": session, "seq": seq, "notice": text})
+        );
+    } else {
+        eprintln!(
+            "{text}\nyour message is saved (seq {seq}) and will be answered when the pause \
+             ends; see `botfleet transcript {bot}`"
+        );
+    }
+    ExitCode::from(exit::TIMEOUT)
 }
 
 /// A message of `send` or `group send`, posted within `--timeout`.

@@ -201,3 +201,66 @@ async fn a_reader_that_goes_away_stops_the_cli_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     host.shutdown().await;
 }
+
+/// Regression: `send` to a bot whose daily token budget is spent waited
+/// out the whole `--timeout` and said "no reply within …", although the
+/// host wrote its `budget_exhausted` notice at once (a paused turn writes
+/// no turn_end). It prints the notice and ends at once with 5 ("saved, no
+/// reply yet"), with `--json` too.
+#[tokio::test]
+async fn send_to_a_bot_paused_by_its_budget_ends_at_once_with_the_notice() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .bot("q", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await;
+    for bot in ["r", "q"] {
+        let (code, out, err) = cli(&["send", bot, "spend it"], &host.url, TOKEN).await;
+        assert_eq!((code, out.trim()), (0, "echo: spend it"), "{err}");
+    }
+
+    let started = std::time::Instant::now();
+    let (code, out, err) = cli(
+        &["send", "r", "and again", "--timeout", "30"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 5, "saved, no reply yet: {err}");
+    assert_eq!(out, "");
+    assert!(
+        err.contains("r has used its daily token budget") && err.contains("paused until"),
+        "the host's notice: {err}"
+    );
+    assert!(
+        err.contains("your message is saved (seq ")
+            && err.contains("will be answered when the pause ends"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let (code, out, err) = cli(
+        &["send", "q", "and again", "--timeout", "30", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 5, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["status"], "paused", "{v}");
+    assert!(v["seq"].is_i64() && v["session"].is_string(), "{v}");
+    assert!(
+        v["notice"]
+            .as_str()
+            .is_some_and(|text| text.contains("q has used its daily token budget")),
+        "{v}"
+    );
+    host.shutdown().await;
+}

@@ -330,11 +330,35 @@ impl ToolRegistry {
 }
 
 /// Parses arguments into a typed struct, with an error the model can act on.
+///
+/// The arguments must be a JSON object (docs/operations.md, Limits): serde
+/// would read an array into the struct by position and the call would run,
+/// yet every later request shows arguments that are not an object as `{}`
+/// (model/openai/wire.rs), so the model's history would not match what ran.
 pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
     tool: &str,
     args: Value,
 ) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::bad_args(tool, e))
+    let kind = match &args {
+        Value::Object(_) => {
+            return serde_json::from_value(args).map_err(|e| ToolError::bad_args(tool, e));
+        }
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "null",
+    };
+    Err(ToolError::new(
+        format!(
+            "invalid arguments for {tool}: they are {kind}, and arguments must be a JSON object \
+             with the fields its schema names"
+        ),
+        format!(
+            "call {tool} again with its arguments as one JSON object, each under its name \
+             (like {{\"field\": value}}), not as an array or a bare value"
+        ),
+    ))
 }
 
 /// Cuts `text` to at most `max` bytes at a char boundary, saying so.
@@ -362,7 +386,46 @@ pub(crate) fn show_path(workspace: &Workspace, path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
     use super::ToolError;
+    use super::parse_args;
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Args {
+        text: String,
+    }
+
+    /// Regression: `["hi"]` was read into the struct by position, so the
+    /// call ran while later requests showed its arguments as `{}`.
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert_eq!(
+            parse_args::<Args>("SendMessage", json!({"text": "hi"})),
+            Ok(Args {
+                text: "hi".to_owned()
+            })
+        );
+        for (args, kind) in [
+            (json!(["hi"]), "an array"),
+            (json!("hi"), "a string"),
+            (json!(7), "a number"),
+            (json!(true), "a boolean"),
+            (json!(null), "null"),
+        ] {
+            let error = parse_args::<Args>("SendMessage", args).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "error: invalid arguments for SendMessage: they are {kind}, and arguments \
+                     must be a JSON object with the fields its schema names. Next step: call \
+                     SendMessage again with its arguments as one JSON object, each under its \
+                     name (like {{\"field\": value}}), not as an array or a bare value"
+                )
+            );
+        }
+    }
 
     /// Regression: a message that ends its sentence read "…you have.. Next
     /// step" (the hop-budget refusal, prompts/hop_budget.md).

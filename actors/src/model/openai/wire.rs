@@ -3,7 +3,9 @@
 //! [`ModelResponse`].
 //!
 //! Decoding is lenient where providers differ and the meaning is clear:
-//! `usage` may be null or absent, cached prompt tokens arrive as
+//! `usage` may be null or absent, and one without both `prompt_tokens` and
+//! `completion_tokens` (`{}`, nulls) counts as absent (the engine then
+//! counts the tokens itself), cached prompt tokens arrive as
 //! `prompt_tokens_details.cached_tokens` (OpenAI, xAI, vLLM) or
 //! `prompt_cache_hit_tokens` (DeepSeek), a tool-call delta without `index`
 //! takes its position in the list, and tool-call arguments may be an object
@@ -270,17 +272,21 @@ struct PromptTokensDetails {
     cached_tokens: Option<u64>,
 }
 
-impl From<WireUsage> for Usage {
-    fn from(usage: WireUsage) -> Self {
-        Usage {
-            prompt_tokens: usage.prompt_tokens.unwrap_or(0),
-            completion_tokens: usage.completion_tokens.unwrap_or(0),
-            cached_prompt_tokens: usage
+impl WireUsage {
+    /// The usage, or `None` when the provider left out (or sent `null` for)
+    /// `prompt_tokens` or `completion_tokens`: `"usage": {}` is no usage,
+    /// and the engine counts the tokens itself (as 0 tokens, a
+    /// `daily_token_budget` would never be spent).
+    fn into_usage(self) -> Option<Usage> {
+        Some(Usage {
+            prompt_tokens: self.prompt_tokens?,
+            completion_tokens: self.completion_tokens?,
+            cached_prompt_tokens: self
                 .prompt_tokens_details
                 .and_then(|details| details.cached_tokens)
-                .or(usage.prompt_cache_hit_tokens)
+                .or(self.prompt_cache_hit_tokens)
                 .unwrap_or(0),
-        }
+        })
     }
 }
 
@@ -327,8 +333,9 @@ impl Assembler {
         if let Some(error) = chunk.error {
             return Err(error_message(&error));
         }
-        if let Some(usage) = chunk.usage {
-            self.usage = Some(usage.into());
+        // a chunk whose usage lacks the counts keeps what an earlier one said
+        if let Some(usage) = chunk.usage.and_then(WireUsage::into_usage) {
+            self.usage = Some(usage);
         }
         let Some(choice) = first_choice(chunk.choices, |c| c.index) else {
             return Ok(None);
@@ -351,7 +358,7 @@ impl Assembler {
         if let Some(error) = completion.error {
             return Err(error_message(&error));
         }
-        self.usage = completion.usage.map(Usage::from);
+        self.usage = completion.usage.and_then(WireUsage::into_usage);
         let Some(choice) = first_choice(completion.choices, |c| c.index) else {
             return Err("the response has no choices".to_owned());
         };

@@ -329,3 +329,48 @@ fn decodes_a_whole_completion() {
         }
     );
 }
+
+/// Regression: `"usage": {}` (or null counts) read as 0 tokens, so the
+/// engine did not count them itself and a daily token budget was never
+/// spent.
+#[test]
+fn a_usage_without_token_counts_is_no_usage() {
+    for usage in [
+        json!({}),
+        json!({"prompt_tokens": null, "completion_tokens": null}),
+        json!({"prompt_tokens": 7}),
+        json!({"completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 1}}),
+    ] {
+        let completion: Completion = serde_json::from_value(json!({
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "hi"}}],
+            "usage": usage,
+        }))
+        .unwrap();
+        let mut assembler = Assembler::default();
+        assembler.apply_completion(completion).unwrap();
+        assert_eq!(assembler.into_response().unwrap().usage, None, "{usage}");
+
+        let mut assembler = Assembler::default();
+        assembler
+            .apply_chunk(chunk(json!({"choices": [], "usage": usage})))
+            .unwrap();
+        assert_eq!(assembler.into_response().unwrap().usage, None, "{usage}");
+    }
+    // a chunk with empty usage after one with counts keeps the counts
+    let mut assembler = Assembler::default();
+    for value in [
+        json!({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1}}),
+        json!({"choices": [], "usage": {}}),
+    ] {
+        assembler.apply_chunk(chunk(value)).unwrap();
+    }
+    assert_eq!(
+        assembler.into_response().unwrap().usage,
+        Some(Usage {
+            prompt_tokens: 4,
+            completion_tokens: 1,
+            cached_prompt_tokens: 0,
+        })
+    );
+}
