@@ -200,7 +200,8 @@ mod exit {
     pub const TURN_FAILED: u8 = 3;
     /// The bot ended its turn without replying.
     pub const UNDELIVERED: u8 = 4;
-    /// No answer within `--timeout`.
+    /// No answer within `--timeout`, or none yet because the bot is paused
+    /// (its daily token budget is spent); the message is saved.
     pub const TIMEOUT: u8 = 5;
     /// `run` stopped at once by a second Ctrl-C (128 + SIGINT).
     pub const INTERRUPTED: i32 = 130;
