@@ -3,20 +3,26 @@
 //! zone.
 //!
 //! Daylight-saving transitions (decided here, documented in
-//! docs/operations.md):
+//! docs/operations.md). Fixed times of day are time fields (seconds,
+//! minutes, hours) without `*` or a `/` step: single values, lists and
+//! ranges (`30 2`, `30 2,14`, `0,30 2`, `30 1-2`).
 //! - A fixed time of day that a spring-forward skips (02:30 in
 //!   America/New_York on its transition day) fires once, at the first
-//!   instant after the gap (03:00 local time).
+//!   instant after the gap (03:00 local time). Several skipped times of
+//!   one gap (02:00 and 02:30) share that instant and fire once together.
 //! - A fixed time of day that a fall-back repeats (01:30 in
 //!   America/New_York on its transition day) fires once, at its first
 //!   occurrence (01:30 daylight time).
-//! - Expressions with wildcards or steps in the time fields (`*/30 * * * *`)
-//!   follow real time: they fire in both passes of a repeated hour and not
-//!   in the skipped one.
+//! - Expressions with wildcards or steps in the time fields (`*/30 * * * *`,
+//!   `0 * * * *`) follow real time: they fire in both passes of a repeated
+//!   hour and not in the skipped one.
 
 use std::str::FromStr;
 
 use botfleet_memory::CatchUp;
+use chrono::DateTime;
+use chrono::NaiveDateTime;
+use chrono::TimeDelta;
 use chrono::TimeZone;
 use chrono_tz::Tz;
 use croner::Cron;
@@ -158,6 +164,43 @@ impl RoutineSpec {
 pub struct Schedule {
     cron: Cron,
     tz: Tz,
+    kind: TimeKind,
+}
+
+/// How a schedule meets a daylight-saving transition, decided by its time
+/// fields (seconds, minutes, hours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimeKind {
+    /// Fixed times of day only: single values, lists and ranges (`30 2`,
+    /// `0,30 1-2`). Each wall-clock slot runs once: at its first pass when a
+    /// fall-back repeats it, at the first instant after the gap when a
+    /// spring-forward skips it.
+    WallClock,
+    /// A `*` or a `/` step in a time field (`*/30 *`, `0 *`): slots follow
+    /// real time, in both passes of a repeated hour and none in a skipped
+    /// one.
+    RealTime,
+}
+
+impl TimeKind {
+    /// Reads the time fields as croner keeps them (upper-cased, nicknames
+    /// such as `@daily` expanded; 5 fields mean second 0, 6 have seconds
+    /// first). The text, not croner's parsed fields: those forget a `/1`
+    /// step, and croner's own `determine_job_type` counts only a single
+    /// value as a fixed time.
+    fn of(cron: &Cron) -> Self {
+        let fields: Vec<&str> = cron.pattern.as_str().split_whitespace().collect();
+        let time_fields = if fields.len() == 6 { 3 } else { 2 };
+        if fields
+            .iter()
+            .take(time_fields)
+            .any(|field| field.contains(['*', '/']))
+        {
+            TimeKind::RealTime
+        } else {
+            TimeKind::WallClock
+        }
+    }
 }
 
 impl Schedule {
@@ -177,7 +220,11 @@ impl Schedule {
                 cron: cron.to_owned(),
                 detail: e.to_string(),
             })?;
-        let schedule = Self { cron: parsed, tz };
+        let schedule = Self {
+            kind: TimeKind::of(&parsed),
+            cron: parsed,
+            tz,
+        };
         // Any fixed instant does to ask "does it ever fire": a pattern that
         // matches some date matches one within a few years of any start
         // (29 February recurs within 8 years).
@@ -199,9 +246,75 @@ impl Schedule {
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
         let secs = after_ms.div_euclid(1000);
         let start = self.tz.timestamp_opt(secs, 0).single()?;
-        let next = self.cron.find_next_occurrence(&start, false).ok()?;
+        let next = match self.kind {
+            TimeKind::RealTime => self.cron.find_next_occurrence(&start, false).ok()?,
+            TimeKind::WallClock => self.next_wall_clock_slot(&start)?,
+        };
         Some(next.timestamp() * 1000)
     }
+
+    /// The first run strictly after `start` of a [`TimeKind::WallClock`]
+    /// schedule.
+    ///
+    /// croner walks the wall clock alone (naive times have no transitions),
+    /// and each slot runs at the first instant whose wall clock reaches it
+    /// ([`first_instant_reaching`]). That instant never decreases as the
+    /// slot grows, so the answer is the first later slot whose instant is
+    /// after `start`. Slots up to `start`'s wall clock were reached by
+    /// `start` itself; a later one may still lie behind it, when `start`
+    /// is in the second pass of a repeated hour and the slot ran in the
+    /// first.
+    fn next_wall_clock_slot(&self, start: &DateTime<Tz>) -> Option<DateTime<Tz>> {
+        let mut wall = start.naive_local();
+        loop {
+            wall = self.cron.find_next_occurrence(&wall, false).ok()?;
+            let at = first_instant_reaching(self.tz, wall)?;
+            if at > *start {
+                return Some(at);
+            }
+        }
+    }
+}
+
+/// Longest daylight-saving gap looked across, in seconds (the longest in
+/// the tz database is a day: Samoa skipped 2011-12-30).
+const MAX_GAP_SECS: i64 = 2 * 86_400;
+
+/// The first instant whose wall clock in `tz` reads `wall` or later: `wall`
+/// itself, its first pass when a fall-back repeats it, or the first instant
+/// after the gap when a spring-forward skips it. `None` past chrono's range
+/// or after a gap longer than [`MAX_GAP_SECS`].
+fn first_instant_reaching(tz: Tz, wall: NaiveDateTime) -> Option<DateTime<Tz>> {
+    let resolve = |secs: i64| {
+        wall.checked_add_signed(TimeDelta::seconds(secs))
+            .and_then(|t| tz.from_local_datetime(&t).earliest())
+    };
+    if let Some(at) = resolve(0) {
+        return Some(at);
+    }
+    // In a gap: its end is the first wall-clock second that exists. Gallop
+    // forward to a second past the gap, then halve the distance back.
+    let mut missing = 0;
+    let mut step = 1;
+    let mut exists = loop {
+        if resolve(step).is_some() {
+            break step;
+        }
+        if step >= MAX_GAP_SECS {
+            return None;
+        }
+        missing = step;
+        step = (step * 2).min(MAX_GAP_SECS);
+    };
+    while exists - missing > 1 {
+        let mid = missing + (exists - missing) / 2;
+        if resolve(mid).is_some() {
+            exists = mid;
+        } else {
+            missing = mid;
+        }
+    }
+    resolve(exists)
 }
 
 /// `ms` (since epoch) as an RFC 3339 time in the IANA zone `timezone`;

@@ -197,3 +197,291 @@ fn bad_input_says_what_is_expected() {
     // leap days are rare but real
     assert!(spec("0 9 29 2 *", "UTC").validate().is_ok());
 }
+
+#[test]
+fn new_york_spring_forward_runs_each_skipped_time_of_a_list_or_range_after_the_gap() {
+    // 2027-03-14: 02:00 EST jumps to 03:00 EDT; 02:00-02:59 do not exist.
+    // a single time, for reference
+    assert_eq!(
+        slots("30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", 2),
+        vec![
+            "2027-03-14T07:00:00Z", // 03:00 EDT, the first instant after the gap
+            "2027-03-15T06:30:00Z", // 02:30 EDT
+        ]
+    );
+    // a list of hours: the skipped 02:30 still runs, the 14:30 is untouched
+    assert_eq!(
+        slots(
+            "30 2,14 * * *",
+            "America/New_York",
+            "2027-03-13T12:00:00Z",
+            4
+        ),
+        vec![
+            "2027-03-13T19:30:00Z", // 14:30 EST
+            "2027-03-14T07:00:00Z", // 02:30 skipped: 03:00 EDT
+            "2027-03-14T18:30:00Z", // 14:30 EDT
+            "2027-03-15T06:30:00Z", // 02:30 EDT
+        ]
+    );
+    // a range of hours: 01:30 before the gap, then 02:30 right after it
+    assert_eq!(
+        slots(
+            "30 1-2 * * *",
+            "America/New_York",
+            "2027-03-13T12:00:00Z",
+            4
+        ),
+        vec![
+            "2027-03-14T06:30:00Z", // 01:30 EST
+            "2027-03-14T07:00:00Z", // 02:30 skipped: 03:00 EDT
+            "2027-03-15T05:30:00Z", // 01:30 EDT
+            "2027-03-15T06:30:00Z", // 02:30 EDT
+        ]
+    );
+    // two skipped times of one gap share its end and run once together
+    assert_eq!(
+        slots(
+            "0,30 2 * * *",
+            "America/New_York",
+            "2027-03-13T12:00:00Z",
+            3
+        ),
+        vec![
+            "2027-03-14T07:00:00Z", // 02:00 and 02:30 skipped: 03:00 EDT, once
+            "2027-03-15T06:00:00Z", // 02:00 EDT
+            "2027-03-15T06:30:00Z", // 02:30 EDT
+        ]
+    );
+    // a list of seconds (six fields) is fixed too
+    assert_eq!(
+        slots(
+            "0,30 30 2 * * *",
+            "America/New_York",
+            "2027-03-13T12:00:00Z",
+            3
+        ),
+        vec![
+            "2027-03-14T07:00:00Z", // 02:30:00 and 02:30:30 skipped: 03:00 EDT
+            "2027-03-15T06:30:00Z",
+            "2027-03-15T06:30:30Z",
+        ]
+    );
+}
+
+#[test]
+fn new_york_spring_forward_runs_a_yearly_list_in_the_gap_that_year() {
+    // 14 March 2027 is the transition day; in 2028 it is 12 March.
+    assert_eq!(
+        slots(
+            "15,45 2 14 3 *",
+            "America/New_York",
+            "2027-01-01T00:00:00Z",
+            3
+        ),
+        vec![
+            "2027-03-14T07:00:00Z", // 02:15 and 02:45 skipped: 03:00 EDT, once
+            "2028-03-14T06:15:00Z", // 02:15 EDT
+            "2028-03-14T06:45:00Z", // 02:45 EDT
+        ]
+    );
+}
+
+#[test]
+fn new_york_fall_back_runs_each_repeated_time_of_a_list_or_range_once() {
+    // 2027-11-07: 02:00 EDT falls back to 01:00 EST; 01:00-01:59 happen twice.
+    assert_eq!(
+        slots(
+            "30 1-2 * * *",
+            "America/New_York",
+            "2027-11-06T12:00:00Z",
+            4
+        ),
+        vec![
+            "2027-11-07T05:30:00Z", // 01:30 EDT (the first pass only)
+            "2027-11-07T07:30:00Z", // 02:30 EST
+            "2027-11-08T06:30:00Z", // 01:30 EST
+            "2027-11-08T07:30:00Z", // 02:30 EST
+        ]
+    );
+    assert_eq!(
+        slots(
+            "0,30 1 * * *",
+            "America/New_York",
+            "2027-11-06T12:00:00Z",
+            3
+        ),
+        vec![
+            "2027-11-07T05:00:00Z", // 01:00 EDT
+            "2027-11-07T05:30:00Z", // 01:30 EDT
+            "2027-11-08T06:00:00Z", // the next day, 01:00 EST
+        ]
+    );
+    assert_eq!(
+        slots(
+            "30 1,13 * * *",
+            "America/New_York",
+            "2027-11-06T12:00:00Z",
+            3
+        ),
+        vec![
+            "2027-11-06T17:30:00Z", // 13:30 EDT
+            "2027-11-07T05:30:00Z", // 01:30 EDT, once
+            "2027-11-07T18:30:00Z", // 13:30 EST
+        ]
+    );
+    // starting inside the second pass (01:15 EST) does not repeat 01:30
+    assert_eq!(
+        slots(
+            "30 1-2 * * *",
+            "America/New_York",
+            "2027-11-07T06:15:00Z",
+            1
+        ),
+        vec!["2027-11-07T07:30:00Z"] // 02:30 EST
+    );
+    // nor does starting late in the first pass (01:45 EDT) run 01:00 again
+    assert_eq!(
+        slots(
+            "0,30 1 * * *",
+            "America/New_York",
+            "2027-11-07T05:45:00Z",
+            1
+        ),
+        vec!["2027-11-08T06:00:00Z"]
+    );
+}
+
+#[test]
+fn steps_and_wildcards_still_follow_real_time() {
+    // spring forward, 2027-03-14: nothing in the skipped hour
+    assert_eq!(
+        slots(
+            "*/30 * * * *",
+            "America/New_York",
+            "2027-03-14T06:15:00Z",
+            3
+        ),
+        vec![
+            "2027-03-14T06:30:00Z", // 01:30 EST
+            "2027-03-14T07:00:00Z", // 03:00 EDT
+            "2027-03-14T07:30:00Z", // 03:30 EDT
+        ]
+    );
+    assert_eq!(
+        slots(
+            "0-59/30 2 * * *",
+            "America/New_York",
+            "2027-03-14T06:00:00Z",
+            1
+        ),
+        vec!["2027-03-15T06:00:00Z"] // 02:00 EDT the next day
+    );
+    // fall back, 2027-11-07: both passes of the repeated hour
+    assert_eq!(
+        slots("0 * * * *", "America/New_York", "2027-11-07T04:30:00Z", 3),
+        vec![
+            "2027-11-07T05:00:00Z", // 01:00 EDT
+            "2027-11-07T06:00:00Z", // 01:00 EST
+            "2027-11-07T07:00:00Z", // 02:00 EST
+        ]
+    );
+    // a step in the minutes makes a range of hours follow real time too
+    assert_eq!(
+        slots(
+            "*/30 1-2 * * *",
+            "America/New_York",
+            "2027-11-07T04:45:00Z",
+            6
+        ),
+        vec![
+            "2027-11-07T05:00:00Z", // 01:00 EDT
+            "2027-11-07T05:30:00Z", // 01:30 EDT
+            "2027-11-07T06:00:00Z", // 01:00 EST
+            "2027-11-07T06:30:00Z", // 01:30 EST
+            "2027-11-07T07:00:00Z", // 02:00 EST
+            "2027-11-07T07:30:00Z", // 02:30 EST
+        ]
+    );
+    // so does a step of one
+    assert_eq!(
+        slots(
+            "0 1-2/1 * * *",
+            "America/New_York",
+            "2027-11-07T04:30:00Z",
+            3
+        ),
+        vec![
+            "2027-11-07T05:00:00Z", // 01:00 EDT
+            "2027-11-07T06:00:00Z", // 01:00 EST
+            "2027-11-07T07:00:00Z", // 02:00 EST
+        ]
+    );
+}
+
+#[test]
+fn a_day_long_gap_runs_its_times_once_when_it_ends() {
+    // Samoa skipped 2011-12-30: 23:59:59 on the 29th (-10:00) was followed
+    // by 00:00 on the 31st (+14:00).
+    assert_eq!(
+        slots("30 9,21 * * *", "Pacific/Apia", "2011-12-29T20:00:00Z", 3),
+        vec![
+            "2011-12-30T07:30:00Z", // 21:30 on the 29th
+            "2011-12-30T10:00:00Z", // 09:30 and 21:30 on the 30th: 00:00 on the 31st
+            "2011-12-30T19:30:00Z", // 09:30 on the 31st
+        ]
+    );
+}
+
+#[test]
+fn next_after_is_strictly_later_and_monotonic_across_transitions() {
+    let cases = [
+        ("America/New_York", "2027-03-13T00:00:00Z"),
+        ("America/New_York", "2027-11-06T00:00:00Z"),
+        ("Europe/Berlin", "2027-03-27T00:00:00Z"),
+        ("Europe/Berlin", "2027-10-30T00:00:00Z"),
+        // half-hour transitions at 02:00 local
+        ("Australia/Lord_Howe", "2027-04-03T00:00:00Z"),
+        ("Australia/Lord_Howe", "2027-10-02T00:00:00Z"),
+    ];
+    let crons = [
+        "30 2 * * *",
+        "30 1-2 * * *",
+        "0,30 2 * * *",
+        "0,15,30,45 1-3 * * *",
+        "30 15 0-3 * * *",
+        "*/30 * * * *",
+        "0 * * * *",
+    ];
+    for (tz, from) in cases {
+        for cron in crons {
+            let s = Schedule::parse(cron, tz).unwrap();
+            let start = ms(from);
+            // the runs, one after another, over three days
+            let mut runs = vec![s.next_after(start).unwrap()];
+            while *runs.last().unwrap() < start + 3 * 86_400_000 {
+                let prev = *runs.last().unwrap();
+                let next = s.next_after(prev).unwrap();
+                assert!(
+                    next > prev,
+                    "{cron} in {tz}: {} after {}",
+                    iso(next),
+                    iso(prev)
+                );
+                runs.push(next);
+            }
+            // from any instant, the next run is the first of those after it
+            let mut t = start;
+            while t < *runs.last().unwrap() {
+                let want = runs.iter().copied().find(|&r| r > t).unwrap();
+                assert_eq!(
+                    s.next_after(t).map(iso),
+                    Some(iso(want)),
+                    "{cron} in {tz} after {}",
+                    iso(t)
+                );
+                t += 7 * 60_000 + 1_500;
+            }
+        }
+    }
+}
