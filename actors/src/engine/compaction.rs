@@ -59,7 +59,9 @@ fn is_input(kind: &EntryKind) -> bool {
     )
 }
 
-/// The transcript lines the summariser reads.
+/// The transcript lines the summariser reads. Summary entries are left
+/// out: one lies after the seq it covers, so it falls inside the next
+/// range, and `compact` already puts the newest summary at the top.
 fn render_entries(entries: &[Entry]) -> String {
     let mut out = String::new();
     for e in entries {
@@ -75,7 +77,11 @@ fn render_entries(entries: &[Entry]) -> String {
                     format!("(note) {text} (calls {})", calls.join(", "))
                 }
             }
-            EntryKind::TurnEnd { .. } | EntryKind::Reaction { .. } => continue,
+            // a summary is not a line of the transcript: the newest one
+            // heads the request, older ones it already took in
+            EntryKind::TurnEnd { .. } | EntryKind::Reaction { .. } | EntryKind::Summary { .. } => {
+                continue;
+            }
             other => other.text().to_owned(),
         };
         if text.trim().is_empty() {
@@ -206,4 +212,64 @@ pub(crate) async fn compact(
         epoch,
         usage,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use botfleet_memory::SessionId;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn entry(seq: i64, author: &str, kind: EntryKind) -> Entry {
+        Entry {
+            id: EntryId::new_v7(),
+            session: SessionId::new_v7(),
+            seq,
+            gid: seq,
+            author: author.into(),
+            turn: None,
+            created_at: 0,
+            kind,
+        }
+    }
+
+    /// Regression: a summary entry lies after the seq it covers, so the
+    /// range after one summary held that summary (and later ranges older
+    /// ones), and the summariser read it twice: once at the top of the
+    /// request, once as a transcript line.
+    #[test]
+    fn summaries_are_not_transcript_lines() {
+        let entries = vec![
+            entry(
+                21,
+                "u",
+                EntryKind::UserMessage {
+                    text: "book the train".into(),
+                },
+            ),
+            entry(
+                26,
+                "system",
+                EntryKind::Summary {
+                    text: "The person plans a trip to Lyon.".into(),
+                    covers_to_seq: 20,
+                    epoch: 1,
+                },
+            ),
+            entry(
+                27,
+                "b",
+                EntryKind::Delivery {
+                    text: "Booked.".into(),
+                    card: None,
+                    call_id: "c1".into(),
+                },
+            ),
+        ];
+        assert_eq!(
+            render_entries(&entries),
+            "#21 u [user_message]: book the train\n#27 b [delivery]: Booked.\n"
+        );
+    }
 }

@@ -11,7 +11,10 @@
 //! scope actor during the call, and the engine records the call as
 //! started first. A crash between the write and the outcome is harmless:
 //! Remember's id is derived from (turn, call), Forget and a replacement
-//! repeat as no-ops, so the engine simply runs the call again.
+//! repeat as no-ops, so the engine simply runs the call again. Forget by
+//! text removes all its items in one store write and records the call
+//! with them, so its re-run answers the same list instead of "nothing
+//! matches" (`forget_matching`).
 
 use async_trait::async_trait;
 use botfleet_memory::BotRecord;
@@ -508,6 +511,14 @@ async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolE
     }
 }
 
+/// Forgets every reachable item whose text contains `text`, in one store
+/// write (all of them or none). The items are forgotten with the call's
+/// identity, so the same call run again (the engine re-runs a call cut off
+/// by a crash before its result was recorded) answers from what it forgot
+/// and changes nothing: the same answer as the first run, even if an item
+/// matching the text was written in between. The answer lists ids and
+/// scopes, not texts: a forgotten text is not kept, so a re-run could not
+/// repeat it.
 async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput, ToolError> {
     let needle = botfleet_memory::normalize_text(text);
     if needle.chars().count() < MIN_FORGET_CHARS {
@@ -516,13 +527,16 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             format!("`matching` needs at least {MIN_FORGET_CHARS} characters"),
         ));
     }
-    let found = matching_items(ctx.bot, ctx, &needle).await?;
-    if found.is_empty() {
-        return Err(ToolError::new(
-            format!("nothing you remember contains {}", quoted(&needle)),
-            "check the wording against your Memory section, or forget by id",
-        ));
+    let call = format!("{}/{}", ctx.turn, ctx.call_id);
+    let done = ctx
+        .store()
+        .memory_forgotten_by(&call)
+        .await
+        .map_err(store_error)?;
+    if !done.is_empty() {
+        return Ok(forgot_matching(&needle, done));
     }
+    let found = matching_items(ctx.bot, ctx, &needle).await?;
     if found.len() > MAX_FORGET_MATCHES {
         return Err(ToolError::new(
             format!(
@@ -533,31 +547,53 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             "use a longer, more specific text, or forget by id",
         ));
     }
-    let mut lines = Vec::new();
-    for item in found {
-        let r = ctx
-            .rt
-            .memory
-            .apply(MemoryOp::Remove {
-                id: item.id.clone(),
-                scope: item.scope.clone(),
-            })
-            .await
-            .map_err(store_error)?;
-        if let MemoryOpResult::Removed(item) = r {
-            lines.push(format!(
-                "- {} ({}) {}",
-                item.id,
-                where_(&item),
-                quoted(&item.text)
-            ));
-        }
+    let ops = found
+        .into_iter()
+        .map(|item| MemoryOp::RemoveByCall {
+            id: item.id,
+            scope: item.scope,
+            call: call.clone(),
+        })
+        .collect();
+    let results = ctx.rt.memory.apply_all(ops).await.map_err(store_error)?;
+    // an item another writer forgot or moved in between is not this call's
+    let removed: Vec<(MemoryId, MemoryScope)> = results
+        .into_iter()
+        .filter_map(|r| match r {
+            MemoryOpResult::Removed(item) => Some((item.id, item.scope)),
+            MemoryOpResult::Added(_)
+            | MemoryOpResult::Unchanged(_)
+            | MemoryOpResult::Replaced { .. }
+            | MemoryOpResult::AlreadyForgotten(_)
+            | MemoryOpResult::Purged(_)
+            | MemoryOpResult::Refused(_) => None,
+        })
+        .collect();
+    if removed.is_empty() {
+        return Err(ToolError::new(
+            format!("nothing you remember contains {}", quoted(&needle)),
+            "check the wording against your Memory section, or forget by id",
+        ));
     }
-    Ok(ToolOutput::text(format!(
-        "Forgot {} item(s); they are gone from your Memory from the next turn on:\n{}",
+    Ok(forgot_matching(&needle, removed))
+}
+
+/// The answer of a Forget by text: the same whether the call removed the
+/// items just now or on an earlier run.
+fn forgot_matching(needle: &str, mut items: Vec<(MemoryId, MemoryScope)>) -> ToolOutput {
+    items.sort_by(|(a_id, a_scope), (b_id, b_scope)| {
+        a_scope.cmp(b_scope).then_with(|| a_id.cmp(b_id))
+    });
+    let lines: Vec<String> = items
+        .iter()
+        .map(|(id, scope)| format!("- {id} ({scope})"))
+        .collect();
+    ToolOutput::text(format!(
+        "Forgot {} item(s) containing {}; they are gone from your Memory from the next turn on:\n{}",
         lines.len(),
+        quoted(needle),
         lines.join("\n")
-    )))
+    ))
 }
 
 async fn matching_items(

@@ -1,3 +1,5 @@
+use std::sync::atomic::Ordering;
+
 use botfleet_memory::Layer;
 use botfleet_memory::MemoryId;
 use botfleet_memory::MemoryItem;
@@ -16,8 +18,8 @@ async fn remember(f: &ToolFixture, call: &str, args: Value) -> Result<ToolOutput
     Remember.call(&f.ctx(call), args).await
 }
 
-async fn forget(f: &ToolFixture, args: Value) -> Result<ToolOutput, ToolError> {
-    Forget.call(&f.ctx("forget"), args).await
+async fn forget(f: &ToolFixture, call: &str, args: Value) -> Result<ToolOutput, ToolError> {
+    Forget.call(&f.ctx(call), args).await
 }
 
 async fn items(f: &ToolFixture) -> Vec<MemoryItem> {
@@ -211,7 +213,7 @@ async fn notes_take_a_lifetime_and_other_layers_refuse_one() {
 async fn forget_by_id_really_forgets_and_says_so_twice() {
     let f = ToolFixture::new();
     let id = seed(&f, "tea", user("u"), "Prefers tea").await;
-    let out = forget(&f, json!({"id": id.as_str()})).await.unwrap();
+    let out = forget(&f, "f1", json!({"id": id.as_str()})).await.unwrap();
     assert!(
         out.content.starts_with(&format!("Forgot {id}")),
         "{}",
@@ -224,7 +226,7 @@ async fn forget_by_id_really_forgets_and_says_so_twice() {
             .await
             .unwrap();
     assert!(snap.is_empty(), "gone from the next prompt");
-    let again = forget(&f, json!({"id": id.as_str()})).await.unwrap();
+    let again = forget(&f, "f2", json!({"id": id.as_str()})).await.unwrap();
     assert!(
         again.content.contains("already forgotten"),
         "{}",
@@ -235,17 +237,19 @@ async fn forget_by_id_really_forgets_and_says_so_twice() {
 #[tokio::test]
 async fn forgetting_an_unknown_or_foreign_id_is_a_clear_error() {
     let f = ToolFixture::new();
-    let e = forget(&f, json!({"id": "m-zzzzzzzzzzzz"}))
+    let e = forget(&f, "e1", json!({"id": "m-zzzzzzzzzzzz"}))
         .await
         .unwrap_err();
     assert!(e.message.contains("no memory item m-zzzzzzzzzzzz"), "{e}");
     assert!(e.hint.contains("Memory section"), "{e}");
     let bobs = seed(&f, "bob", user("bob"), "Bob's secret").await;
-    let e = forget(&f, json!({"id": bobs.as_str()})).await.unwrap_err();
+    let e = forget(&f, "e2", json!({"id": bobs.as_str()}))
+        .await
+        .unwrap_err();
     assert!(e.message.contains("that you can reach"), "{e}");
-    let e = forget(&f, json!({"id": "42"})).await.unwrap_err();
+    let e = forget(&f, "e3", json!({"id": "42"})).await.unwrap_err();
     assert!(e.message.contains("invalid arguments for Forget"), "{e}");
-    let e = forget(&f, json!({})).await.unwrap_err();
+    let e = forget(&f, "e4", json!({})).await.unwrap_err();
     assert!(e.message.contains("exactly one of"), "{e}");
 }
 
@@ -262,7 +266,7 @@ async fn forget_matching_removes_the_text_from_every_reachable_scope() {
     .await;
     seed(&f, "keep", user("u"), "Likes jazz").await;
     seed(&f, "bob", user("bob"), "Also 12 Rue Cler").await;
-    let out = forget(&f, json!({"matching": "12 rue  CLER"}))
+    let out = forget(&f, "m1", json!({"matching": "12 rue  CLER"}))
         .await
         .unwrap();
     assert!(
@@ -274,12 +278,84 @@ async fn forget_matching_removes_the_text_from_every_reachable_scope() {
     assert_eq!(left, vec!["Likes jazz".to_string()]);
     let bob = f.rt.store.memory_items(vec![user("bob")], 0).await.unwrap();
     assert_eq!(bob.len(), 1, "another user's memory is untouched");
-    let e = forget(&f, json!({"matching": "no such thing"}))
+    let e = forget(&f, "m2", json!({"matching": "no such thing"}))
         .await
         .unwrap_err();
     assert!(e.message.contains("nothing you remember contains"), "{e}");
-    let e = forget(&f, json!({"matching": "ab"})).await.unwrap_err();
+    let e = forget(&f, "m3", json!({"matching": "ab"}))
+        .await
+        .unwrap_err();
     assert!(e.message.contains("at least 3"), "{e}");
+}
+
+/// Regression: Forget by text removed its items one store write at a
+/// time. Cut off by a crash (kill -9) and run again by the engine, the
+/// call answered "Forgot 13 item(s)" (what was left), or, when all were
+/// gone but the result not yet recorded, "nothing you remember contains".
+#[tokio::test]
+async fn forget_matching_run_again_answers_the_same() {
+    let f = ToolFixture::new();
+    let agent = MemoryScope::Agent(f.bot.id.clone());
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let scope = if i % 2 == 0 { user("u") } else { agent.clone() };
+        ids.push(
+            seed(
+                &f,
+                &format!("crash{i}"),
+                scope,
+                &format!("crashme fact {i}"),
+            )
+            .await,
+        );
+    }
+    seed(&f, "keep", user("u"), "Likes jazz").await;
+    let args = json!({"matching": "crashme"});
+    let writes = || f.rt.store.stats().batches.load(Ordering::Relaxed);
+
+    let before = writes();
+    let first = forget(&f, "c1", args.clone()).await.unwrap();
+    // all the items go in one store write, so a crash leaves all or none
+    // (one by one they were 20). The writer counts a batch just after
+    // answering it, so either end of the count may be off by one.
+    let forget_writes = writes() - before;
+    assert!(
+        forget_writes <= 2,
+        "{forget_writes} store writes for one Forget"
+    );
+    assert!(
+        first
+            .content
+            .starts_with("Forgot 20 item(s) containing \"crashme\""),
+        "{}",
+        first.content
+    );
+    for id in &ids {
+        assert!(
+            first.content.contains(id.as_str()),
+            "{id}: {}",
+            first.content
+        );
+    }
+    let left: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
+    assert_eq!(left, vec!["Likes jazz".to_owned()]);
+
+    // the engine runs the call again: its result was not recorded
+    let again = forget(&f, "c1", args.clone()).await.unwrap();
+    assert_eq!(again.content, first.content);
+
+    // a matching fact written in between is not that call's to forget
+    seed(&f, "later", user("u"), "crashme again").await;
+    let third = forget(&f, "c1", args.clone()).await.unwrap();
+    assert_eq!(third.content, first.content);
+    assert_eq!(items(&f).await.len(), 2);
+    // another call is
+    let other = forget(&f, "c2", args).await.unwrap();
+    assert!(
+        other.content.starts_with("Forgot 1 item(s)"),
+        "{}",
+        other.content
+    );
 }
 
 #[tokio::test]
@@ -329,7 +405,7 @@ async fn shared_rooms_write_only_the_bots_own_memory() {
     let texts: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
     assert_eq!(texts.len(), 3, "{texts:?}");
     assert!(texts.contains(&"owner likes tea".to_owned()), "{texts:?}");
-    let e = forget(&f, json!({"id": "m-aaaaaaaaaaaa"}))
+    let e = forget(&f, "s1", json!({"id": "m-aaaaaaaaaaaa"}))
         .await
         .unwrap_err();
     assert!(e.message.contains("not available"), "{e}");

@@ -7,6 +7,8 @@
 //!   another bot of the same user see each other's results in order. The
 //!   limits themselves are checked by the store writer inside its
 //!   transaction (`apply.rs`), which holds whatever path a write takes.
+//!   The one exception is [`MemoryHub::apply_all`]: ops that must commit
+//!   together (Forget by text, across scopes) go to the store in one write.
 //! - Reads do not go through the actors (see `read.rs`).
 //! - The hub keeps a registry (`DashMap` scope → actor). Activation is
 //!   serialised by a small async lock so one scope never gets two actors.
@@ -155,6 +157,30 @@ impl MemoryHub {
                 }
             }
         }
+    }
+
+    /// Applies `ops` in one store write: one transaction, so either all of
+    /// them are applied or none (a crash cannot leave half of them done).
+    /// The ops may span scopes, so they do not go through the scope
+    /// actors: the store writer orders them with the actors' writes, and
+    /// checks the limits inside the transaction as for any write. Answers
+    /// one result per op, in order.
+    pub async fn apply_all(&self, ops: Vec<MemoryOp>) -> Result<Vec<MemoryOpResult>, MemoryError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let batch = ops
+            .into_iter()
+            .map(|op| Mutation::Memory(Box::new(op)))
+            .collect();
+        let results = self.inner.store.write(batch).await?;
+        results
+            .into_iter()
+            .map(|r| match r {
+                MutationResult::Memory(r) => Ok(*r),
+                other => Err(unexpected(&other).into()),
+            })
+            .collect()
     }
 
     /// Forgets an item wherever it is: looks up its scope and removes it
@@ -325,8 +351,10 @@ async fn write_op(store: &Store, op: MemoryOp) -> Result<MemoryOpResult, StoreEr
     let mut results = store.write(vec![Mutation::Memory(Box::new(op))]).await?;
     match results.pop() {
         Some(MutationResult::Memory(r)) => Ok(*r),
-        other => Err(StoreError::Rejected(format!(
-            "unexpected result of a memory write: {other:?}"
-        ))),
+        other => Err(unexpected(&other)),
     }
+}
+
+fn unexpected(result: &dyn std::fmt::Debug) -> StoreError {
+    StoreError::Rejected(format!("unexpected result of a memory write: {result:?}"))
 }

@@ -90,16 +90,37 @@ pub(crate) fn forgotten_scope(conn: &Connection, id: &MemoryId) -> Result<Option
         .prepare_cached("SELECT scope_kind, scope_id FROM memory_forgotten WHERE id = ?1")?
         .query_row(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    match row {
-        None => Ok(None),
-        Some((kind, key)) => {
-            let kind =
-                ScopeKind::parse(&kind).ok_or_else(|| corrupt(format!("scope kind {kind:?}")))?;
-            MemoryScope::from_parts(kind, &key)
-                .map(Some)
-                .map_err(corrupt)
-        }
+    row.map(|(kind, key)| scope_from_row(&kind, &key))
+        .transpose()
+}
+
+/// The items `call` forgot ([`MemoryOp::RemoveByCall`]), as (id, scope),
+/// by scope then id.
+pub(crate) fn forgotten_by_call(
+    conn: &Connection,
+    call: &str,
+) -> Result<Vec<(MemoryId, MemoryScope)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, scope_kind, scope_id FROM memory_forgotten WHERE forgotten_by = ?1
+         ORDER BY scope_kind, scope_id, id",
+    )?;
+    let mut rows = stmt.query(params![call])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let kind: String = row.get(1)?;
+        let key: String = row.get(2)?;
+        out.push((
+            MemoryId::parse(&id).map_err(corrupt)?,
+            scope_from_row(&kind, &key)?,
+        ));
     }
+    Ok(out)
+}
+
+fn scope_from_row(kind: &str, key: &str) -> Result<MemoryScope> {
+    let kind = ScopeKind::parse(kind).ok_or_else(|| corrupt(format!("scope kind {kind:?}")))?;
+    MemoryScope::from_parts(kind, key).map_err(corrupt)
 }
 
 /// Items of one scope and layer, oldest first.
@@ -132,7 +153,8 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
             importance,
             source,
         } => replace(conn, id, scope, text, *importance, source, now),
-        MemoryOp::Remove { id, scope } => remove(conn, id, scope, now),
+        MemoryOp::Remove { id, scope } => remove(conn, id, scope, None, now),
+        MemoryOp::RemoveByCall { id, scope, call } => remove(conn, id, scope, Some(call), now),
         MemoryOp::PurgeExpired { scope, before_ms } => {
             purge_expired(conn, scope, *before_ms).map(MemoryOpResult::Purged)
         }
@@ -398,10 +420,13 @@ fn replace(
     Ok(MemoryOpResult::Replaced { before, after })
 }
 
+/// Deletes an item, keeping its id and scope (and the call that forgot
+/// it, if one did) to answer a repeated forget.
 fn remove(
     conn: &Connection,
     id: &MemoryId,
     scope: &MemoryScope,
+    call: Option<&str>,
     now: i64,
 ) -> Result<MemoryOpResult> {
     let item = match target(conn, id, scope)? {
@@ -414,14 +439,17 @@ fn remove(
         Ok(())
     })?;
     conn.prepare_cached(
-        "INSERT INTO memory_forgotten (id, scope_kind, scope_id, forgotten_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
+        "INSERT INTO memory_forgotten (id, scope_kind, scope_id, forgotten_at, forgotten_by)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (id) DO UPDATE SET forgotten_at = excluded.forgotten_at,
+                                        forgotten_by = excluded.forgotten_by",
     )?
     .execute(params![
         id.as_str(),
         scope.kind().as_str(),
         scope.key(),
-        now
+        now,
+        call
     ])?;
     Ok(MemoryOpResult::Removed(item))
 }

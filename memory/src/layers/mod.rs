@@ -93,3 +93,7 @@ mod test_fixture;
 #[cfg(test)]
 #[path = "layers_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "forget_tests.rs"]
+mod forget_tests;

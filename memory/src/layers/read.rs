@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use rusqlite::params;
 
 use super::apply::ITEM_COLUMNS;
+use super::apply::forgotten_by_call;
 use super::apply::forgotten_scope;
 use super::apply::get_item;
 use super::apply::item_from_row;
@@ -130,6 +131,14 @@ impl Store {
             })
         })
         .await
+    }
+
+    /// The items the tool call `call` forgot with
+    /// [`MemoryOp::RemoveByCall`](super::MemoryOp::RemoveByCall), as
+    /// (id, scope), by scope then id; their texts are not kept.
+    pub async fn memory_forgotten_by(&self, call: &str) -> Result<Vec<(MemoryId, MemoryScope)>> {
+        let call = call.to_owned();
+        self.memory_read(move |c| forgotten_by_call(c, &call)).await
     }
 
     /// Items by id (those that exist), in the order given.

@@ -465,6 +465,18 @@ pub enum MemoryOp {
         /// The scope the caller believes it is in (refused if it is not).
         scope: MemoryScope,
     },
+    /// Like `Remove`, and keeps which tool call forgot the item: a call
+    /// run again after a crash finds what it already forgot
+    /// ([`Store::memory_forgotten_by`](crate::Store::memory_forgotten_by))
+    /// and answers as the first run did.
+    RemoveByCall {
+        /// The item.
+        id: MemoryId,
+        /// The scope the caller believes it is in (refused if it is not).
+        scope: MemoryScope,
+        /// The call, e.g. `<turn>/<call id>`.
+        call: String,
+    },
     /// Delete the notes of a scope that expired before `before_ms`.
     PurgeExpired {
         /// The scope.
@@ -481,6 +493,7 @@ impl MemoryOp {
             MemoryOp::Add(n) => &n.scope,
             MemoryOp::Replace { scope, .. }
             | MemoryOp::Remove { scope, .. }
+            | MemoryOp::RemoveByCall { scope, .. }
             | MemoryOp::PurgeExpired { scope, .. } => scope,
         }
     }

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_subagents.sql"),
     include_str!("migrations/0007_secrets.sql"),
     include_str!("migrations/0008_summary_index.sql"),
+    include_str!("migrations/0009_memory_forgotten_by.sql"),
 ];
 
 /// Number of the newest migration this binary knows.
@@ -63,6 +64,30 @@ mod tests {
             migrate(&mut conn),
             Err(StoreError::SchemaTooNew { .. })
         ));
+        Ok(())
+    }
+
+    /// Migration 9 adds `memory_forgotten.forgotten_by`: ids forgotten
+    /// before it are kept, forgotten by no recorded call.
+    #[test]
+    fn forgotten_ids_survive_migration_9() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        for sql in &MIGRATIONS[..8] {
+            conn.execute_batch(sql)?;
+        }
+        conn.pragma_update(None, "user_version", 8)?;
+        conn.execute(
+            "INSERT INTO memory_forgotten (id, scope_kind, scope_id, forgotten_at)
+             VALUES ('m-aaaaaaaaaaaa', 'user', 'alice', 1)",
+            [],
+        )?;
+        migrate(&mut conn)?;
+        let row: (String, Option<String>) = conn.query_row(
+            "SELECT scope_id, forgotten_by FROM memory_forgotten WHERE id = 'm-aaaaaaaaaaaa'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        assert_eq!(row, ("alice".to_owned(), None));
         Ok(())
     }
 }
