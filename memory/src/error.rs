@@ -62,6 +62,15 @@ pub enum StoreError {
     /// the caller must resolve).
     #[error("rejected write: {0}")]
     Rejected(String),
+    /// A record to create has an id that another record (perhaps another
+    /// user's) already holds; nothing was written.
+    #[error("{what} id {id:?} is already taken")]
+    Taken {
+        /// Kind of record.
+        what: &'static str,
+        /// The id.
+        id: String,
+    },
     /// An id did not parse.
     #[error(transparent)]
     Id(#[from] IdError),
@@ -86,6 +95,7 @@ impl StoreError {
             | StoreError::SchemaTooNew { .. }
             | StoreError::NotFound { .. }
             | StoreError::Rejected(_)
+            | StoreError::Taken { .. }
             | StoreError::Id(_) => false,
         }
     }

@@ -1,10 +1,18 @@
 //! Bots working together: SendToAgent, CreateAgent/UpdateAgent, subagents.
 
+use std::time::Duration;
+
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 
 const ALL: &[&str] = &[
@@ -394,5 +402,212 @@ steps = [
         .unwrap()
         .clone();
     assert_eq!(sub["tools"], json!(["SendMessage", "Shell"]));
+    host.shutdown().await;
+}
+
+/// The CreateAgent result of the turn that answers `text`, sent to `bot` as
+/// the user of `token`, once that turn ended.
+async fn create_agent_result(host: &TestHost, bot: &str, token: &str, text: &str) -> Value {
+    let client = botfleet::client::Client::new(&host.url, token).unwrap();
+    let mut events = client.events().await.unwrap();
+    let (status, sent) = host
+        .post_raw(
+            &format!("/v1/bots/{bot}/messages"),
+            Some(token),
+            None,
+            json!({ "text": text }).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = json!(sent["seq"].as_i64().unwrap());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let es = client.entries_after(&session, 0).await.unwrap();
+        let end = es.iter().find(|e| {
+            e["kind"] == "turn_end" && e["inputs"].as_array().is_some_and(|a| a.contains(&seq))
+        });
+        if let Some(end) = end {
+            assert_eq!(end["status"], "completed", "{es:#?}");
+            return es
+                .iter()
+                .find(|e| {
+                    e["kind"] == "tool_result"
+                        && e["name"] == "CreateAgent"
+                        && e["turn"] == end["turn"]
+                })
+                .cloned()
+                .unwrap_or_else(|| panic!("{bot} called CreateAgent: {es:#?}"));
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        assert!(
+            !left.is_zero(),
+            "{bot}'s turn on {text:?} never ended: {es:#?}"
+        );
+        let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
+    }
+}
+
+/// Bot ids are global. Two users' bots (and two bots of one user) creating
+/// the same new id at the same moment: one creates it, the others are told
+/// it is taken, and the bot belongs to its creator's owner. (Before, each
+/// read the id as free before any wrote it, all were told "created agent",
+/// and the last write took the record over, owner included.)
+#[tokio::test]
+async fn bots_racing_to_create_one_id_get_one_creation_and_taken_errors() {
+    let script = r#"
+[[rule]]
+match = "^race"
+steps = [
+  { tool = "CreateAgent", args = { id = "{{input}}", name = "Racer {{bot}}", role = "Made by {{bot}}.", tools = ["SendMessage"] } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+"#;
+    let tools = &["SendMessage", "CreateAgent"];
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", tools)
+        .bot("a2", "s", tools)
+        .bot_of("b", "s", tools, "bob")
+        .start()
+        .await;
+    let owners = [("a", "alice"), ("a2", "alice"), ("b", "bob")];
+    for round in 0..8 {
+        let id = format!("race{round}");
+        let (ra, ra2, rb) = tokio::join!(
+            create_agent_result(&host, "a", TOKEN, &id),
+            create_agent_result(&host, "a2", TOKEN, &id),
+            create_agent_result(&host, "b", BOB_TOKEN, &id),
+        );
+        let results = [ra, ra2, rb];
+        let created: Vec<usize> = (0..3)
+            .filter(|&i| results[i]["is_error"] == false)
+            .collect();
+        assert_eq!(created.len(), 1, "one creation of {id}: {results:#?}");
+        let (creator, owner) = owners[created[0]];
+        let won = results[created[0]]["content"].as_str().unwrap();
+        assert!(won.starts_with(&format!("created agent {id} ")), "{won}");
+        for (i, r) in results.iter().enumerate().filter(|(i, _)| *i != created[0]) {
+            let refused = r["content"].as_str().unwrap();
+            assert!(
+                refused.contains(&format!("the agent id \"{id}\" is already taken")),
+                "{}: {refused}",
+                owners[i].0
+            );
+            assert!(refused.contains("choose another name"), "{refused}");
+            for leak in ["alice", "bob", "Made by"] {
+                assert!(!refused.contains(leak), "{leak}: {refused}");
+            }
+        }
+        // the record is the creator's, as the creator was told
+        let token = if owner == "alice" { TOKEN } else { BOB_TOKEN };
+        let (status, bot) = host.get(&format!("/v1/bots/{id}"), token).await;
+        assert_eq!(status, 200, "{bot}");
+        assert_eq!(bot["owner"], owner, "{bot}");
+        assert_eq!(bot["origin"], format!("agent:{creator}"), "{bot}");
+        assert_eq!(bot["role"], format!("Made by {creator}."), "{bot}");
+        let other = if owner == "alice" { BOB_TOKEN } else { TOKEN };
+        let (status, _) = host.get(&format!("/v1/bots/{id}"), other).await;
+        assert_eq!(status, 404, "{id} is not the other user's");
+    }
+    host.shutdown().await;
+}
+
+/// A message to a subagent its parent stopped is refused at the call: it
+/// takes no more work, so nothing is sent and the sender does not wait for
+/// a reply. (Before, SendToAgent said "delivered", the message was
+/// cancelled in the subagent's session, and the sender was never told.)
+#[tokio::test]
+async fn send_to_agent_refuses_a_stopped_subagent_and_sends_nothing() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "quick", prompt = "SUBTASK quick" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "got report" } } ]
+
+[[rule]]
+bot = "p"
+match = "^p\\.sub-"
+steps = [
+  { tool = "StopSubagent", args = { id = "{{input}}" } },
+  { tool = "SendToAgent", args = { agent = "{{input}}", text = "one more thing" } },
+  { tool = "SendMessage", args = { text = "sent: {{tool_result}}" } },
+]
+
+[[rule]]
+match = "SUBTASK quick"
+steps = [ { tool = "SendMessage", args = { text = "REPORT done" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot(
+            "p",
+            "s",
+            &["SendMessage", "Task", "StopSubagent", "SendToAgent"],
+        )
+        .start()
+        .await;
+    let (_, sent) = host.send("p", "delegate it", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    // the subagent finished and reported
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d == "got report")
+            .then_some(json!(true))
+    })
+    .await;
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let sub = bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["origin"] == "subagent:p")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // the parent stops it, then messages it
+    let (_, sent) = host.send("p", &sub, None).await;
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let es = host.entries(&session).await;
+    let result = |tool: &str| {
+        es.iter()
+            .find(|e| e["kind"] == "tool_result" && e["name"] == tool && e["turn"] == end["turn"])
+            .unwrap_or_else(|| panic!("{tool} result: {es:#?}"))
+            .clone()
+    };
+    let stop = result("StopSubagent");
+    assert_eq!(stop["content"], format!("stopped subagent {sub}"), "{stop}");
+    let send = result("SendToAgent");
+    assert_eq!(send["is_error"], true, "{send}");
+    assert_eq!(
+        send["content"],
+        format!(
+            "error: subagent {sub} was stopped and takes no more messages. Next step: start a new one with Task"
+        ),
+        "{send}"
+    );
+    // nothing was admitted: the conversation it would have gone to was
+    // never opened
+    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
+    let would_be = SessionKey {
+        bot: BotId::new(sub.as_str()).unwrap(),
+        kind: SessionKind::Agent,
+        peer: "p".into(),
+    };
+    let stored = rt.store.get_session(would_be.id()).await.unwrap();
+    assert!(stored.is_none(), "{stored:?}");
     host.shutdown().await;
 }

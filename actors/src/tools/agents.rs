@@ -9,6 +9,13 @@
 //! as a new message that wakes the sender. There is no waiting anywhere,
 //! so two bots writing to each other, or a bot writing to itself, cannot
 //! deadlock. Chains are bounded by a hop budget per originating request.
+//! A bot that takes no more messages (removed from the fleet's config, or
+//! a subagent that was stopped) is refused at the call, never sent to.
+//!
+//! CreateAgent inserts its bot during the call (an external, idempotent
+//! effect, like Remember): the store refuses a taken id in the transaction
+//! that inserts it, so of two callers racing for one new id exactly one
+//! creates it and the other is told it is taken.
 
 use async_trait::async_trait;
 use botfleet_memory::AdmitRequest;
@@ -23,6 +30,8 @@ use botfleet_memory::Priority;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
+use botfleet_memory::StoreError;
+use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -41,6 +50,11 @@ const MANAGEMENT_TOOLS: &[&str] = &["CreateAgent", "UpdateAgent", "Task"];
 
 /// Longest role text.
 const MAX_ROLE_CHARS: usize = 8000;
+
+/// Key of [`BotRecord::settings`] on a bot made by CreateAgent: the call
+/// that made it (`<turn>:<call id>`), so that call, run again after a
+/// crash, knows the bot as its own instead of taken.
+const CREATED_BY_CALL: &str = "created_by_call";
 
 fn store_error(e: impl std::fmt::Display) -> ToolError {
     ToolError::new(
@@ -106,6 +120,29 @@ pub(crate) async fn message_to_bot(
                 target.id
             ),
             "tell your person instead, or message another agent",
+        ));
+    }
+    if target.origin.starts_with("subagent:")
+        && let Some(sub) = ctx
+            .store()
+            .get_subagent(&target.id)
+            .await
+            .map_err(store_error)?
+        && sub.status == SubagentStatus::Stopped
+    {
+        // its turns are cancelled as they start: the message would be
+        // dropped, and the sender would wait for a reply forever
+        let next_step = if sub.parent == ctx.bot.id {
+            "start a new one with Task".to_owned()
+        } else {
+            format!(
+                "message {}, which started it, or tell your person instead",
+                sub.parent
+            )
+        };
+        return Err(ToolError::new(
+            format!("subagent {} was stopped and takes no more messages", sub.id),
+            next_step,
         ));
     }
     let hop = ctx.scope.hop.saturating_add(1);
@@ -296,6 +333,21 @@ fn check_tools(ctx: &ToolContext<'_>, tools: &[String]) -> Result<Vec<String>, T
     Ok(out)
 }
 
+/// The [`CREATED_BY_CALL`] value of the calling tool call.
+fn creating_call(ctx: &ToolContext<'_>) -> String {
+    format!("{}:{}", ctx.turn, ctx.call_id)
+}
+
+/// Whether bot `id` was made by this very call (a run before a crash).
+async fn created_by_this_call(ctx: &ToolContext<'_>, id: &BotId) -> Result<bool, ToolError> {
+    let existing = ctx.store().get_bot(id).await.map_err(store_error)?;
+    Ok(existing.is_some_and(|b| {
+        b.owner == ctx.bot.owner
+            && b.settings.get(CREATED_BY_CALL).and_then(Value::as_str)
+                == Some(creating_call(ctx).as_str())
+    }))
+}
+
 /// Creates a new bot owned by the same person.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CreateAgent;
@@ -331,12 +383,19 @@ impl Tool for CreateAgent {
         }
     }
 
+    /// External, not internal: whether the id is free is known only when
+    /// the bot is inserted, and the result must say it. Committed with the
+    /// outcome, the insert of a lost race would fail the whole step (or,
+    /// as an upsert, take the other caller's bot over). So the call writes
+    /// it itself, recorded as started first.
     fn effect(&self) -> Effect {
-        Effect::Internal
+        Effect::External
     }
 
+    /// A call cut off by a crash runs again and finds the bot it made
+    /// (marked with the call, [`CREATED_BY_CALL`]).
     fn idempotent(&self) -> bool {
-        false
+        true
     }
 
     fn mutates(&self) -> bool {
@@ -366,20 +425,6 @@ impl Tool for CreateAgent {
                 "pass an `id` made of letters, digits, '-', '_' or '.'",
             )
         })?;
-        if ctx
-            .store()
-            .get_bot(&id)
-            .await
-            .map_err(store_error)?
-            .is_some()
-        {
-            // Ids are global: the id may be another person's bot, so the
-            // refusal says only that it is taken, never whose it is.
-            return Err(ToolError::new(
-                format!("the agent id \"{id}\" is already taken"),
-                "choose another name for the new agent (or pass another `id`)",
-            ));
-        }
         let tools = match &args.tools {
             Some(t) => check_tools(ctx, t)?,
             None => ctx
@@ -398,19 +443,38 @@ impl Tool for CreateAgent {
             role: role.to_owned(),
             provider: ctx.bot.provider.clone(),
             tools: tools.clone(),
-            settings: json!({}),
+            settings: json!({ CREATED_BY_CALL: creating_call(ctx) }),
             origin: format!("agent:{}", ctx.bot.id),
             created_at: now,
             updated_at: now,
         };
-        Ok(ToolOutput {
-            content: format!(
-                "created agent {id} ({name}) with tools {}; message it with SendToAgent",
-                tools.join(", ")
-            ),
-            effects: vec![Mutation::UpsertBot(record)],
-            delivered: false,
-        })
+        // The store decides, in the transaction that inserts it, whether
+        // the id is free: a read before the write would let two callers
+        // both see it free and the later one take the record over.
+        match ctx.rt.store.write(vec![Mutation::CreateBot(record)]).await {
+            Ok(_) => {}
+            Err(StoreError::Taken { .. }) if created_by_this_call(ctx, &id).await? => {
+                // this call made it before a crash cut it off
+            }
+            Err(StoreError::Taken { .. }) => {
+                // Ids are global: the id may be another person's bot, so
+                // the refusal says only that it is taken, never whose it is.
+                return Err(ToolError::new(
+                    format!("the agent id \"{id}\" is already taken"),
+                    "choose another name for the new agent (or pass another `id`)",
+                ));
+            }
+            Err(e) => {
+                return Err(ToolError::new(
+                    format!("could not create the agent {id}: {e}"),
+                    "try again",
+                ));
+            }
+        }
+        Ok(ToolOutput::text(format!(
+            "created agent {id} ({name}) with tools {}; message it with SendToAgent",
+            tools.join(", ")
+        )))
     }
 }
 
@@ -560,6 +624,92 @@ mod tests {
         for leak in ["BotId(", "mallory", "UpdateAgent"] {
             assert!(!shown.contains(leak), "{leak}: {shown}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_creation_run_again_after_a_crash_is_its_own_and_no_one_elses() {
+        let f = ToolFixture::new();
+        let args = json!({"name": "Scout", "role": "Finds things.", "id": "scout"});
+        let first = CreateAgent.call(&f.ctx("c1"), args.clone()).await.unwrap();
+        assert!(first.effects.is_empty(), "written by the call itself");
+        let made = f.rt.store.get_bot(&BotId::new("scout").unwrap()).await;
+        let made = made.unwrap().unwrap();
+        assert_eq!(made.owner, f.bot.owner);
+        // the same call again (the engine re-runs it after a crash): the
+        // bot it made is not "taken"
+        let again = CreateAgent.call(&f.ctx("c1"), args.clone()).await.unwrap();
+        assert_eq!(again.content, first.content);
+        // another call of the same bot, same arguments: taken
+        let err = CreateAgent.call(&f.ctx("c2"), args).await.unwrap_err();
+        assert!(err.message.contains("\"scout\" is already taken"), "{err}");
+    }
+
+    /// SendMessage in a conversation with another bot forwards through
+    /// `message_to_bot`: a stopped subagent on the other end is refused
+    /// there too, and nothing is delivered or sent.
+    #[tokio::test]
+    async fn a_reply_forwarded_to_a_stopped_subagent_is_refused() {
+        let mut f = ToolFixture::new();
+        let sub = BotId::new("p.sub-abc").unwrap();
+        f.rt.store
+            .write(vec![
+                Mutation::UpsertBot(BotRecord {
+                    id: sub.clone(),
+                    name: "P · task".into(),
+                    owner: f.bot.owner.clone(),
+                    role: String::new(),
+                    provider: "p".into(),
+                    tools: vec!["SendMessage".into()],
+                    settings: json!({ "parent": "p" }),
+                    origin: "subagent:p".into(),
+                    created_at: 0,
+                    updated_at: 0,
+                }),
+                Mutation::CreateSubagent(botfleet_memory::SubagentRecord {
+                    id: sub.clone(),
+                    parent: BotId::new("p").unwrap(),
+                    parent_session: f.scope.session.id,
+                    description: "task".into(),
+                    status: SubagentStatus::Running,
+                    result: None,
+                    created_at: 0,
+                    updated_at: 0,
+                }),
+            ])
+            .await
+            .unwrap();
+        let key = SessionKey {
+            bot: f.bot.id.clone(),
+            kind: SessionKind::Agent,
+            peer: sub.to_string(),
+        };
+        f.scope.session.id = key.id();
+        f.scope.session.key = key;
+        let reply = json!({"text": "here is what you asked"});
+        let sent = super::super::SendMessage
+            .call(&f.ctx("c1"), reply.clone())
+            .await
+            .unwrap();
+        assert_eq!(sent.content, format!("delivered to {sub}"));
+        f.rt.store
+            .write(vec![Mutation::SetSubagentStatus {
+                id: sub.clone(),
+                status: SubagentStatus::Stopped,
+                result: None,
+            }])
+            .await
+            .unwrap();
+        let err = super::super::SendMessage
+            .call(&f.ctx("c2"), reply)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "error: subagent {sub} was stopped and takes no more messages. Next step: \
+                 message p, which started it, or tell your person instead"
+            )
+        );
     }
 
     #[test]

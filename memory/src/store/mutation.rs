@@ -16,8 +16,14 @@ use crate::record::TurnStatus;
 /// together or not at all.
 #[derive(Debug, Clone)]
 pub enum Mutation {
-    /// Create or replace a bot.
+    /// Create or replace a bot (the fleet's config sync, UpdateAgent, a
+    /// subagent's bot).
     UpsertBot(BotRecord),
+    /// Create a bot that does not exist yet. Fails with
+    /// [`StoreError::Taken`](crate::StoreError::Taken), rolling back its
+    /// batch, when any bot (of any owner) holds the id: of two creations
+    /// of one id, only the first committed creates it.
+    CreateBot(BotRecord),
     /// Create a session if it does not exist (its record is left unchanged
     /// if it does).
     EnsureSession(SessionRecord),

@@ -30,6 +30,10 @@ impl Writer {
                 self.upsert_bot(bot, now)?;
                 Ok(MutationResult::Done)
             }
+            Mutation::CreateBot(bot) => {
+                self.create_bot(bot, now)?;
+                Ok(MutationResult::Done)
+            }
             Mutation::EnsureSession(session) => {
                 self.ensure_session(session, now)?;
                 Ok(MutationResult::Done)

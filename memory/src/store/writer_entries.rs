@@ -31,6 +31,38 @@ impl Writer {
         Ok(())
     }
 
+    /// Inserts a new bot; [`StoreError::Taken`] if its id is held. Decided
+    /// here, in the transaction, so two creations of one id cannot both
+    /// succeed (a read before the write could not tell).
+    pub(super) fn create_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
+        let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                 ON CONFLICT (id) DO NOTHING",
+            )?
+            .execute(params![
+                bot.id.as_str(),
+                bot.name,
+                bot.owner.as_str(),
+                bot.role,
+                bot.provider,
+                tools,
+                bot.settings.to_string(),
+                bot.origin,
+                now
+            ])?;
+        if inserted == 0 {
+            return Err(StoreError::Taken {
+                what: "bot",
+                id: bot.id.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     pub(super) fn ensure_session(&mut self, session: &SessionRecord, now: i64) -> Result<()> {
         if self.sessions.contains_key(&session.id) {
             return Ok(());

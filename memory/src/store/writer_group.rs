@@ -103,7 +103,7 @@ impl Writer {
         for m in jobs.iter().flat_map(|(batch, _)| batch) {
             if let Mutation::Memory(op) = m {
                 scopes.push(op.scope());
-            } else if let Mutation::UpsertBot(_) = m {
+            } else if let Mutation::UpsertBot(_) | Mutation::CreateBot(_) = m {
                 bots_written = true;
             }
         }
