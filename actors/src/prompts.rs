@@ -148,6 +148,10 @@ prompts! {
     review => "review.md",
     /// Result of a call that now waits for a person's approval.
     approval_requested => "approval_requested.md",
+    /// The same, outside a conversation with the owner (with another bot,
+    /// a subagent's task, a routine, a webhook, a room): nobody there can
+    /// expire it with a message, and SendMessage may not reach the owner.
+    approval_requested_elsewhere => "approval_requested_elsewhere.md",
     /// The event telling a bot its action was approved.
     approval_approved => "approval_approved.md",
     /// The event telling a bot its action was denied.

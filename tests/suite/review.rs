@@ -579,6 +579,17 @@ steps = [ { tool = "SendMessage", args = { text = "got: {{input}}" } } ]
         .map(|a| (a["bot"].as_str().unwrap(), a["summary"].as_str().unwrap()))
         .collect();
     assert_eq!(asked, [("y", "reply to x")], "{v}");
+    // y is told where the request waits, not to tell alice with a
+    // SendMessage that would go to x, nor that her next message expires it
+    let results = tool_results(&host.entries(&y_session).await);
+    let told = &results[0].1;
+    assert!(
+        told.contains("needs alice's approval")
+            && told.contains("alice sees it among their pending approvals")
+            && !told.contains("Tell alice with SendMessage")
+            && !told.contains("sends a new message"),
+        "{told}"
+    );
     // and x never got the key: nothing came back to it from y
     let x_session = session_of("x", botfleet_memory::SessionKind::Agent, "y");
     let (status, v) = host

@@ -514,8 +514,19 @@ async fn approval_stage(
     match outcome {
         Some(MutationResult::ApprovalRequested(o)) => match *o {
             ApprovalRequestOutcome::Created(r) | ApprovalRequestOutcome::Existing(r) => {
-                let message = prompts()
-                    .approval_requested
+                // in a DM the owner is the person there: their next
+                // message expires it, and SendMessage reaches them
+                let p = prompts();
+                let template = match ctx.scope.session.key.kind {
+                    SessionKind::Dm => &p.approval_requested,
+                    SessionKind::Agent
+                    | SessionKind::Group
+                    | SessionKind::Routine
+                    | SessionKind::Hook
+                    | SessionKind::Subagent
+                    | SessionKind::Room => &p.approval_requested_elsewhere,
+                };
+                let message = template
                     .render(&[
                         ("owner", r.owner.as_str()),
                         ("reason", &r.reason),
