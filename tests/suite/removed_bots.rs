@@ -1,10 +1,18 @@
 //! A bot taken out of fleet.toml: after a restart it takes no more
 //! messages (API, SendToAgent, rooms, routines), its conversations stay
-//! readable, and listing it again brings it back.
+//! readable, and listing it again brings it back. A bot given to another
+//! owner takes its own sessions along.
 
+use std::time::Duration;
+
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -203,5 +211,118 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         deliveries(&host.entries(&b_dm).await),
         vec!["b here", "b here"]
     );
+    host.shutdown().await;
+}
+
+const HOOK_SECRET: &str = "a-hook-secret-of-some-length";
+
+/// Posts a signed delivery `id` to webhook `gh` of bot `r`.
+async fn deliver(host: &TestHost, id: &str, payload: &str) -> (u16, Value) {
+    let resp = host
+        .http
+        .post(format!("{}/v1/hooks/r/gh", host.url))
+        .header("content-type", "application/json")
+        .header("X-Botfleet-Delivery", id)
+        .header(
+            "X-Botfleet-Signature",
+            botfleet::api::sign_hook(HOOK_SECRET.as_bytes(), payload.as_bytes()),
+        )
+        .body(payload.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Bot `r` goes from alice to bob in fleet.toml: its webhook and routine
+/// sessions (keyed by bot and name, no person in them) are bob's after the
+/// restart, with what ran before and what runs next; alice reads them no
+/// more, and their change signals go to bob.
+#[tokio::test]
+async fn a_bot_given_to_another_owner_takes_its_hook_and_routine_sessions_along() {
+    let tools = &["SendMessage"];
+    let work = format!(
+        "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{HOOK_SECRET}\"\n\n\
+         [[bots.routines]]\nname = \"tick\"\ncron = \"* * * * * *\"\ntimezone = \"UTC\"\nprompt = \"Tick.\"\n"
+    );
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", tools)
+        .bot_lines(&work)
+        .start()
+        .await;
+    let (status, first) = deliver(&host, "d-1", r#"{"n":1}"#).await;
+    assert_eq!(status, 202, "{first}");
+    let hook = first["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&hook, first["seq"].as_i64().unwrap())
+        .await;
+    let routine = SessionKey {
+        bot: BotId::new("r").unwrap(),
+        kind: SessionKind::Routine,
+        peer: "tick".into(),
+    }
+    .id()
+    .to_string();
+    // the routine ran for alice (every second)
+    let path = format!("/v1/sessions/{routine}/entries?limit=1");
+    host.wait_get(&path, |v| {
+        v["last_seq"].as_i64().filter(|s| *s > 0).map(Value::from)
+    })
+    .await;
+
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("r")
+        .bot_of("r", "s", tools, "bob")
+        .bot_lines(&work);
+    fleet.write();
+    let host = restart(fleet).await;
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let mut signals = bob.events().await.unwrap();
+
+    // what ran before the restart is bob's now
+    for session in [&hook, &routine] {
+        let path = format!("/v1/sessions/{session}/entries");
+        let (status, page) = host.get(&path, BOB_TOKEN).await;
+        assert_eq!(status, 200, "bob reads {session}: {page}");
+        let (status, page) = host.get(&path, TOKEN).await;
+        assert_eq!(status, 404, "alice reads {session}: {page}");
+    }
+    // and so is what runs after it: a delivery...
+    let payload = r#"{"n":2}"#;
+    let (status, second) = deliver(&host, "d-2", payload).await;
+    assert_eq!(status, 202, "{second}");
+    assert_eq!(second["session"], hook.as_str());
+    let path = format!("/v1/sessions/{hook}/entries");
+    let (status, page) = host.get(&path, BOB_TOKEN).await;
+    assert_eq!(status, 200, "{page}");
+    let event = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["seq"] == second["seq"])
+        .unwrap_or_else(|| panic!("no delivery d-2 in {page:#}"));
+    assert_eq!(event["text"], payload, "{event}");
+    let (status, page) = host.get(&path, TOKEN).await;
+    assert_eq!(status, 404, "{page}");
+    // ...and the routine's next runs, signalled to bob
+    let mut signalled = Vec::new();
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(ev) = signals.next().await {
+            if ev.event == "change" {
+                signalled.push(ev.data["session"].as_str().unwrap_or_default().to_owned());
+            }
+            if signalled.contains(&hook) && signalled.contains(&routine) {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "bob was signalled only {signalled:?}");
+    let path = format!("/v1/sessions/{routine}/entries");
+    let (status, page) = host.get(&path, TOKEN).await;
+    assert_eq!(status, 404, "{page}");
     host.shutdown().await;
 }

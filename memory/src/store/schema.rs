@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_secrets.sql"),
     include_str!("migrations/0008_summary_index.sql"),
     include_str!("migrations/0009_memory_forgotten_by.sql"),
+    include_str!("migrations/0010_ledger_nonce_time.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

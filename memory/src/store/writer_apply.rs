@@ -356,9 +356,17 @@ impl Writer {
                 .map(|r| MutationResult::Memory(Box::new(r))),
             Mutation::PruneLedger { before_ms } => {
                 let before_ms = *before_ms;
+                // A row goes when both its admission and its key's own time
+                // (a UUIDv7's) are past the new horizon. A key stamped ahead
+                // of this host's clock (a sender's clock running fast) is
+                // kept until the admission guard answers `unknown` for it,
+                // so its retry is a duplicate, never admitted again.
                 let n = self
                     .conn
-                    .prepare_cached("DELETE FROM ledger WHERE created_at < ?1")?
+                    .prepare_cached(
+                        "DELETE FROM ledger
+                         WHERE created_at < ?1 AND (nonce_ms IS NULL OR nonce_ms < ?1)",
+                    )?
                     .execute(params![before_ms])?;
                 if before_ms > self.horizon_ms {
                     self.horizon_ms = before_ms;

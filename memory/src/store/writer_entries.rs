@@ -5,6 +5,27 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::record::SessionKind;
+
+/// Whether a bot's sessions of `kind` are the bot's own work, owned by
+/// whoever owns the bot (and moved when its owner changes), rather than
+/// someone's conversation with it.
+fn follows_bot_owner(kind: SessionKind) -> bool {
+    match kind {
+        // runs of its routines and webhooks, its conversations with other
+        // bots and its subagent's: no person in them but the bot's owner
+        SessionKind::Routine | SessionKind::Hook | SessionKind::Agent | SessionKind::Subagent => {
+            true
+        }
+        // a person's conversation with the bot: theirs, whoever owns it now
+        SessionKind::Dm => false,
+        // a member's session belongs to the room's discussion (the room's
+        // owner reads it)
+        SessionKind::Group => false,
+        // a room's timeline: its key's bot is a room, never a bot record
+        SessionKind::Room => false,
+    }
+}
 
 impl Writer {
     pub(super) fn upsert_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
@@ -28,6 +49,42 @@ impl Writer {
                 bot.origin,
                 now
             ])?;
+        self.follow_owner(bot)
+    }
+
+    /// Moves the bot's own work to its owner: the sessions whose kind
+    /// [`follows_bot_owner`] and whose stored owner is another user (the
+    /// bot's `owner` changed in fleet.toml; session keys of routines, hooks
+    /// and bots hold no user, so the next run would land in the session of
+    /// the old owner). Then forgets the bot's sessions kept for change
+    /// signals, so they are read again with their new owner. Run at every
+    /// upsert, so sessions left behind by an owner change made before this
+    /// rule are moved at the next start too.
+    fn follow_owner(&mut self, bot: &BotRecord) -> Result<()> {
+        let others: Vec<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT id, kind FROM sessions WHERE bot_id = ?1 AND owner != ?2")?
+            .query_map(params![bot.id.as_str(), bot.owner.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut moved = 0;
+        for (id, kind) in others {
+            let kind = SessionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt {
+                table: "sessions",
+                detail: format!("kind {kind}"),
+            })?;
+            if follows_bot_owner(kind) {
+                moved += self
+                    .conn
+                    .prepare_cached("UPDATE sessions SET owner = ?2 WHERE id = ?1")?
+                    .execute(params![id, bot.owner.as_str()])?;
+            }
+        }
+        if moved > 0 {
+            tracing::info!(bot = %bot.id, owner = %bot.owner, sessions = moved, "bot's sessions moved to its owner");
+            self.sessions.retain(|_, (b, _)| *b != bot.id);
+        }
         Ok(())
     }
 
@@ -234,8 +291,8 @@ impl Writer {
         let (entry_id, seq, gid, _) = self.append(&req.entry, now, touched)?;
         self.conn
             .prepare_cached(
-                "INSERT INTO ledger (source, nonce, digest, bot_id, session_id, seq, gid, entry_id, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO ledger (source, nonce, digest, bot_id, session_id, seq, gid, entry_id, created_at, nonce_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?
             .execute(params![
                 req.source,
@@ -246,7 +303,9 @@ impl Writer {
                 seq,
                 gid,
                 entry_id.to_string(),
-                now
+                now,
+                // kept until the horizon passes it too (`PruneLedger`)
+                req.nonce_time_ms
             ])?;
         if inbox {
             self.conn

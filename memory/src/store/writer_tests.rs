@@ -1,13 +1,32 @@
 //! What the writer counts of a turn's starts: a step resets the count, a
 //! clean close takes back the starts it recorded of turns still running.
+//! What the ledger keeps when pruned, and whose a bot's sessions are when
+//! its owner changes.
+
+use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 
+use crate::clock::Clock;
+use crate::clock::ManualClock;
+use crate::digest::InputDigest;
 use crate::ids::BotId;
+use crate::ids::EntryId;
 use crate::ids::SessionId;
 use crate::ids::TurnId;
+use crate::ids::UserId;
+use crate::record::AdmitOutcome;
+use crate::record::AdmitRequest;
+use crate::record::BotRecord;
+use crate::record::EntryKind;
+use crate::record::NewEntry;
+use crate::record::Priority;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+use crate::record::SessionRecord;
 use crate::record::TurnStatus;
 use crate::store::Mutation;
+use crate::store::MutationResult;
 use crate::store::Store;
 use crate::store::StoreOptions;
 
@@ -80,6 +99,216 @@ async fn a_clean_close_takes_back_the_starts_of_running_turns() -> TestResult {
         vec![1, 1, 0],
         "c was not started by the last process: its count stays"
     );
+    store.close().await;
+    Ok(())
+}
+
+/// alice's message to bot `r` with idempotency key `nonce`, made at
+/// `nonce_time_ms` (a UUIDv7 key says when).
+fn user_message(nonce: &str, nonce_time_ms: Option<i64>) -> crate::error::Result<Mutation> {
+    let key = SessionKey {
+        bot: BotId::new("r")?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    };
+    Ok(Mutation::Admit(Box::new(AdmitRequest {
+        source: "user:alice".into(),
+        nonce: nonce.into(),
+        nonce_time_ms,
+        digest: InputDigest::of_parts([b"hello".as_slice()]),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session: key.id(),
+            author: "alice".into(),
+            turn: None,
+            kind: EntryKind::UserMessage {
+                text: "hello".into(),
+            },
+        },
+        session: key,
+        owner: UserId::new("alice")?,
+        priority: Priority::UserDm,
+    })))
+}
+
+async fn admit(store: &Store, m: Mutation) -> Result<AdmitOutcome, Box<dyn std::error::Error>> {
+    match store.write(vec![m]).await?.pop() {
+        Some(MutationResult::Admitted(o)) => Ok(o),
+        other => Err(format!("expected an admission, got {other:?}").into()),
+    }
+}
+
+/// A sender whose clock runs 30 minutes fast: its key is stamped after
+/// its admission. Pruned by admission time alone, its row went while the
+/// guard still took the key for a new one, and a retry ran the message
+/// twice. It is kept until the horizon passes the key's time too; a key
+/// stamped on time is `unknown` from the first prune, as before.
+#[tokio::test]
+async fn a_key_stamped_ahead_of_the_clock_stays_a_duplicate_until_the_horizon_passes_it()
+-> TestResult {
+    const MINUTE: i64 = 60_000;
+    const RETENTION: i64 = 7 * 24 * 60 * MINUTE;
+    let dir = tempfile::tempdir()?;
+    let start = chrono::DateTime::parse_from_rfc3339("2027-01-01T00:00:00Z")?.to_utc();
+    let clock = ManualClock::new(start);
+    let t0 = clock.now_ms();
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })?;
+    let prune = async |store: &Store| {
+        store
+            .write(vec![Mutation::PruneLedger {
+                before_ms: clock.now_ms() - RETENTION,
+            }])
+            .await
+    };
+    let fast = || user_message("fast", Some(t0 + 30 * MINUTE));
+    let on_time = || user_message("on-time", Some(t0));
+    let AdmitOutcome::Accepted(first) = admit(&store, fast()?).await? else {
+        return Err("the fast key was not accepted".into());
+    };
+    assert_eq!(
+        admit(&store, fast()?).await?,
+        AdmitOutcome::Duplicate(first.clone())
+    );
+    assert!(matches!(
+        admit(&store, on_time()?).await?,
+        AdmitOutcome::Accepted(_)
+    ));
+
+    // a week and 10 minutes later: the horizon (00:10) is past both
+    // admissions, and past the on-time key, but not the fast key (00:30)
+    clock.advance_ms(RETENTION + 10 * MINUTE);
+    prune(&store).await?;
+    let o = admit(&store, on_time()?).await?;
+    assert!(matches!(o, AdmitOutcome::Unknown { .. }), "{o:?}");
+    assert_eq!(
+        admit(&store, fast()?).await?,
+        AdmitOutcome::Duplicate(first),
+        "kept while the guard would take the key for a new one"
+    );
+    assert_eq!(store.count("ledger").await?, 1);
+
+    // once the horizon passes the key's time, the guard answers for it
+    clock.advance_ms(30 * MINUTE);
+    prune(&store).await?;
+    assert_eq!(store.count("ledger").await?, 0);
+    let o = admit(&store, fast()?).await?;
+    assert!(matches!(o, AdmitOutcome::Unknown { .. }), "{o:?}");
+
+    // the prune still walks the ledger's age index, not the whole ledger
+    let plan: String = store.read_blocking(|c| {
+        Ok(c.query_row(
+            "EXPLAIN QUERY PLAN DELETE FROM ledger
+             WHERE created_at < ?1 AND (nonce_ms IS NULL OR nonce_ms < ?1)",
+            [0],
+            |r| r.get(3),
+        )?)
+    })?;
+    assert!(plan.contains("ledger_age"), "{plan}");
+    store.close().await;
+    Ok(())
+}
+
+fn bot_of(id: &str, owner: &str) -> crate::error::Result<BotRecord> {
+    Ok(BotRecord {
+        id: BotId::new(id)?,
+        name: id.into(),
+        owner: UserId::new(owner)?,
+        role: "helps".into(),
+        provider: "main".into(),
+        tools: Vec::new(),
+        settings: serde_json::json!({}),
+        origin: "config".into(),
+        created_at: 0,
+        updated_at: 0,
+    })
+}
+
+fn session_of(bot: &str, kind: SessionKind, peer: &str) -> crate::error::Result<SessionRecord> {
+    let key = SessionKey {
+        bot: BotId::new(bot)?,
+        kind,
+        peer: peer.into(),
+    };
+    Ok(SessionRecord {
+        id: key.id(),
+        key,
+        owner: UserId::new("alice")?,
+        epoch: 0,
+        last_seq: 0,
+        created_at: 0,
+    })
+}
+
+/// fleet.toml gives bot `r` to bob: its own work (routine and webhook
+/// runs, its talks with bots and subagents) is bob's from then on, new
+/// entries signal bob; alice keeps her DM with it, a room's session stays
+/// the room's, another bot's sessions are not touched.
+#[tokio::test]
+async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let sessions = [
+        session_of("r", SessionKind::Routine, "daily")?,
+        session_of("r", SessionKind::Hook, "gh")?,
+        session_of("r", SessionKind::Agent, "b")?,
+        session_of("r", SessionKind::Subagent, "p")?,
+        session_of("r", SessionKind::Dm, "alice")?,
+        session_of("r", SessionKind::Group, "room1")?,
+        session_of("b", SessionKind::Hook, "gh")?,
+    ];
+    let mut batch = vec![
+        Mutation::UpsertBot(bot_of("r", "alice")?),
+        Mutation::UpsertBot(bot_of("b", "alice")?),
+    ];
+    batch.extend(sessions.iter().cloned().map(Mutation::EnsureSession));
+    store.write(batch).await?;
+    let hook = sessions[1].id;
+    let event = |session: SessionId| {
+        Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "hook:gh".into(),
+            turn: None,
+            kind: EntryKind::UserMessage {
+                text: "delivery".into(),
+            },
+        }))
+    };
+    // the writer now knows the hook session as alice's
+    store.write(vec![event(hook)]).await?;
+
+    store
+        .write(vec![Mutation::UpsertBot(bot_of("r", "bob")?)])
+        .await?;
+    let mut owners = Vec::new();
+    for s in &sessions {
+        let record = store.get_session(s.id).await?.ok_or("no session")?;
+        owners.push((
+            format!("{} {}", record.key.bot, record.key.kind.as_str()),
+            record.owner.to_string(),
+        ));
+    }
+    let expected = [
+        ("r routine", "bob"),
+        ("r hook", "bob"),
+        ("r agent", "bob"),
+        ("r subagent", "bob"),
+        ("r dm", "alice"),
+        ("r group", "alice"),
+        ("b hook", "alice"),
+    ]
+    .map(|(s, o)| (s.to_owned(), o.to_owned()));
+    assert_eq!(owners, expected);
+
+    // the next run's entries signal bob, not the owner the writer knew
+    let mut changes = store.subscribe();
+    store.write(vec![event(hook)]).await?;
+    let change = changes.recv().await?;
+    assert_eq!((change.session, change.seq), (hook, 2));
+    assert_eq!(change.owner.as_str(), "bob");
     store.close().await;
     Ok(())
 }

@@ -1,0 +1,11 @@
+-- 10: the time a ledger row's key was made, when the key is a UUIDv7
+-- (`AdmitRequest::nonce_time_ms`, what the admission guard compares with
+-- the ledger's horizon). `PruneLedger` keeps a row until both its admission
+-- (`created_at`) and its key's time are before the horizon: a key stamped
+-- ahead of the host's clock (a sender whose clock runs fast) stays a
+-- duplicate for as long as the guard would not answer `unknown` for it,
+-- instead of being admitted again once its row was pruned. NULL for keys
+-- that are not UUIDv7 and for rows from before this migration (pruned by
+-- `created_at` alone, as before). The delete still walks `ledger_age`: its
+-- range is `created_at`, and this column only filters the rows in it.
+ALTER TABLE ledger ADD COLUMN nonce_ms INTEGER;
