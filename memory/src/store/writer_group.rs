@@ -186,6 +186,9 @@ impl Writer {
                 for session in local.keys() {
                     self.seqs.remove(session);
                 }
+                // a session the job created is rolled back with it: a
+                // cached one would make the next job skip creating its row
+                self.sessions.clear();
                 Err(e)
             }
         }

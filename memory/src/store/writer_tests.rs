@@ -312,3 +312,43 @@ async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResu
     store.close().await;
     Ok(())
 }
+
+/// A batch that creates a session and then fails is rolled back, session
+/// row included; the session must not stay in the writer's cache. (It
+/// did: the next admission to that session skipped creating the row, and
+/// its entries belonged to a session that did not exist — read as none,
+/// their transcript answered 404.)
+#[tokio::test]
+async fn a_session_created_by_a_failed_batch_is_created_again_by_the_next() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let nowhere = Mutation::Append(Box::new(NewEntry {
+        id: EntryId::new_v7(),
+        session: SessionId::new_v7(),
+        author: "r".into(),
+        turn: None,
+        kind: EntryKind::Reminder {
+            text: "to a session that does not exist".into(),
+        },
+    }));
+    let failed = store
+        .write(vec![user_message("first", None)?, nowhere])
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    let session = SessionKey {
+        bot: BotId::new("r")?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id();
+    assert_eq!(store.get_session(session).await?, None);
+
+    let AdmitOutcome::Accepted(a) = admit(&store, user_message("second", None)?).await? else {
+        return Err("the second message was not accepted".into());
+    };
+    assert_eq!(a.session, session);
+    let record = store.get_session(session).await?;
+    assert_eq!(record.map(|r| r.last_seq), Some(a.seq));
+    store.close().await;
+    Ok(())
+}
