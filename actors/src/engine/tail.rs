@@ -57,8 +57,8 @@ pub(crate) struct SessionTail {
     skipped: HashSet<i64>,
     /// Entries since the last load.
     since_load: usize,
-    /// The newest seq at which a compaction found nothing to summarise or
-    /// failed, plus a quarter window: the entry count does not ask for
+    /// The newest seq when a compaction last ran (or found nothing, or
+    /// failed), plus a quarter window: the entry count does not ask for
     /// another before then.
     compact_retry_at: i64,
 }
@@ -207,11 +207,14 @@ impl SessionTail {
         (newest - self.covers_to_seq).saturating_mul(2) > window && newest >= self.compact_retry_at
     }
 
-    /// A compaction found nothing to summarise, or failed: the entry count
-    /// asks again only after another quarter `window` of entries (a
-    /// summariser that is down, or a scripted model without a `compact`
-    /// rule, is not called after every turn).
-    pub(crate) fn compaction_missed(&mut self, window: usize) {
+    /// A compaction ran (or found nothing to summarise, or failed): the
+    /// entry count asks for the next only after another quarter `window` of
+    /// entries. After a success too: when the newest `keep_recent_inputs`
+    /// inputs span more than half the window (turns of many tool calls),
+    /// the count stays past its mark, and would otherwise ask for a
+    /// compaction of one turn's entries after every turn. A summariser that
+    /// is down is not called after every turn either.
+    pub(crate) fn hold_compaction(&mut self, window: usize) {
         let quarter = i64::try_from(window / 4).unwrap_or(i64::MAX).max(1);
         self.compact_retry_at = self.newest_seq().saturating_add(quarter);
     }

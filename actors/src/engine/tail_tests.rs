@@ -332,3 +332,52 @@ async fn a_tail_with_a_skipped_entry_reloads_instead_of_trimming() {
     assert!(!tail.trim(1, "id", &StateBlock::default()));
     store.close().await;
 }
+
+/// The entry count asks for a compaction once more than half the window
+/// is unsummarised, and after a compaction (or a failed one) only after
+/// another quarter window of entries: a session whose newest inputs
+/// alone fill half the window is not compacted after every turn.
+#[tokio::test]
+async fn the_entry_count_asks_for_a_compaction_and_then_holds() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (session, _) = admit(store, bot, "m0").await;
+    for i in 1..=8 {
+        admit(store, bot, &format!("m{i}")).await;
+    }
+    let mut tail = SessionTail::new(session);
+    tail.load(
+        store,
+        "id",
+        &StateBlock::default(),
+        16,
+        Encoding::default(),
+        None,
+    )
+    .await
+    .unwrap();
+    // 9 entries of a window of 16: past half
+    assert!(tail.unsummarised_past(16));
+    assert!(!tail.unsummarised_past(18));
+    tail.hold_compaction(16);
+    assert!(!tail.unsummarised_past(16));
+    // three more entries are not yet a quarter window (4) ...
+    let mut seqs = Vec::new();
+    for i in 9..=12 {
+        let (_, seq) = admit(store, bot, &format!("m{i}")).await;
+        seqs.push(seq);
+    }
+    for &seq in &seqs[..3] {
+        let e = store.entries_between(session, seq, seq).await.unwrap();
+        tail.push(&e[0]);
+    }
+    assert!(!tail.unsummarised_past(16));
+    // ... the fourth is
+    let e = store
+        .entries_between(session, seqs[3], seqs[3])
+        .await
+        .unwrap();
+    tail.push(&e[0]);
+    assert!(tail.unsummarised_past(16));
+    store.close().await;
+}

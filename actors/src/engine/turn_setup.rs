@@ -97,14 +97,12 @@ impl Runner {
                     tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
                 }
                 self.prefix_len = self.tail.len().min(2);
+                self.tail.hold_compaction(self.rt.settings.context_entries);
             }
-            Ok(None) => self
-                .tail
-                .compaction_missed(self.rt.settings.context_entries),
+            Ok(None) => self.tail.hold_compaction(self.rt.settings.context_entries),
             Err(e) => {
                 tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed");
-                self.tail
-                    .compaction_missed(self.rt.settings.context_entries);
+                self.tail.hold_compaction(self.rt.settings.context_entries);
             }
         }
     }
