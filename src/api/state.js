@@ -93,10 +93,17 @@ export function debounce(fn, ms, maxMs = ms * 4) {
   };
 }
 
-/** A bot's display name (its id when unknown). */
+/** A bot's display name (its id when unknown); a room's coordinator,
+ * the author `room:<id>` of a member's inputs, as "Room <name>". */
 export function botName(id) {
   const b = store.bots.find((x) => x.id === id);
-  return b ? b.name : id;
+  if (b) return b.name;
+  const room = typeof id === "string" && id.startsWith("room:") ? id.slice(5) : null;
+  if (room !== null) {
+    const r = store.rooms.find((x) => x.id === room);
+    return `Room ${r ? r.name : room}`;
+  }
+  return id;
 }
 
 /** The tab title: "(pending) section · botfleet". */

@@ -959,6 +959,11 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
         "{who:?}"
     );
     assert!(!who.contains(&"t"), "{who:?}");
+    // the room's inputs to each member read as the room's, not `room:zoo`
+    assert!(
+        who.contains(&"Room zoo") && !who.contains(&"room:zoo"),
+        "{who:?}"
+    );
 
     browser.go(&format!("{}/#/rooms/zoo", host.url)).await;
     browser.wait_text(".log .notice", "the model is down").await;
