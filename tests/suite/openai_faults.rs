@@ -573,3 +573,64 @@ async fn a_usage_without_token_counts_is_counted_toward_the_daily_budget() {
     );
     host.shutdown().await;
 }
+
+/// A provider that streams a SendMessage whose arguments cut the surrogate
+/// pair of 😀 (`\ud83d\ude00`) between two events, as a proxy slicing
+/// strings by UTF-16 units does; after the tool result it stops.
+async fn provider_splitting_a_surrogate_pair() -> String {
+    use axum::Json;
+    use axum::response::IntoResponse;
+    use serde_json::Value;
+
+    async fn answer(Json(request): Json<Value>) -> axum::response::Response {
+        let after_tool = crate::support::openai_server::last_message(&request)
+            .is_some_and(|m| m["role"] == "tool");
+        let events: Vec<&str> = if after_tool {
+            vec![r#"{"choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}"#]
+        } else {
+            vec![
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"s1","type":"function","function":{"name":"SendMessage","arguments":"{\"text\": \"smile "}}]}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\ud83d"}}]}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\ude00\"}"}}]}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            ]
+        };
+        let mut body = String::new();
+        for e in events {
+            body.push_str(&format!("data: {e}\n\n"));
+        }
+        body.push_str("data: [DONE]\n\n");
+        ([("content-type", "text/event-stream")], body).into_response()
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// Regression: each half of the pair alone is not valid JSON, so the turn
+/// failed at once ("stream event is not a completion chunk"); the halves
+/// are joined into the character.
+#[tokio::test]
+async fn a_surrogate_pair_split_between_two_events_is_joined() {
+    use crate::support::fleet::TestFleet;
+    use crate::support::fleet::deliveries;
+
+    let base_url = provider_splitting_a_surrogate_pair().await;
+    let host = TestFleet::new()
+        .openai("main", &base_url, "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "smile", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(deliveries(&host.entries(&session).await), ["smile 😀"]);
+    host.shutdown().await;
+}

@@ -43,6 +43,7 @@
 
 mod retry;
 mod sse;
+mod surrogates;
 mod wire;
 
 use std::error::Error as StdError;
@@ -319,6 +320,9 @@ impl OpenAiModel {
                 if data.trim_ascii() == b"[DONE]" {
                     return assembler.into_response().map_err(Failure::Final);
                 }
+                // a surrogate pair cut between two events: each half is
+                // marked here and joined when the response is assembled
+                let data = surrogates::mark_lone(&data);
                 let chunk: StreamChunk = serde_json::from_slice(&data).map_err(|e| {
                     Failure::Final(ModelError::Protocol(format!(
                         "stream event is not a completion chunk ({e}): {}",

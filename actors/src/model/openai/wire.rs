@@ -28,6 +28,7 @@ use super::super::ModelRequest;
 use super::super::ModelResponse;
 use super::super::ToolCall;
 use super::super::Usage;
+use super::surrogates;
 
 /// Encodes the request body. Field order is fixed, so two requests whose
 /// conversations share a prefix share the bytes of that prefix.
@@ -429,7 +430,7 @@ impl Assembler {
                 arguments: if call.arguments.trim().is_empty() {
                     "{}".to_owned()
                 } else {
-                    call.arguments
+                    surrogates::join(call.arguments)
                 },
             });
         }
@@ -439,7 +440,7 @@ impl Assembler {
             FinishReason::ToolCalls
         });
         Ok(ModelResponse {
-            text: self.text,
+            text: surrogates::join(self.text),
             tool_calls,
             finish,
             usage: self.usage,
