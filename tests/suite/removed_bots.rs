@@ -326,3 +326,82 @@ async fn a_bot_given_to_another_owner_takes_its_hook_and_routine_sessions_along(
     assert_eq!(status, 404, "{page}");
     host.shutdown().await;
 }
+
+/// A bot given to another owner keeps its DMs with its former owner, and
+/// they stay hers: the new owner cannot search them (through the API or
+/// the bot's own SearchTranscript), and she still can. (The new owner
+/// found the former owner's DMs, and she lost them from her search.)
+#[tokio::test]
+async fn a_bot_given_to_another_owner_leaves_the_former_owners_dms_hers() {
+    let script = r#"
+[[rule]]
+match = "^look"
+steps = [
+  { tool = "SearchTranscript", args = { query = "pin" } },
+  { tool = "SendMessage", args = { text = "found: {{tool_result}}" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+"#;
+    let tools = &["SendMessage", "SearchTranscript"];
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", tools)
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "my bank pin is 4321", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let alices = sent["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&alices, sent["seq"].as_i64().unwrap())
+        .await;
+
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("r")
+        .bot_of("r", "s", tools, "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    super::recall::flush(&host).await;
+    let (status, v) = host.get("/v1/search?q=pin", BOB_TOKEN).await;
+    assert_eq!((status, v["total"].clone()), (200, json!(0)), "{v}");
+    let (status, v) = host.get("/v1/search?q=pin", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["session"] == alices.as_str()),
+        "{v}"
+    );
+    // nor does the bot, working for bob, find it
+    let (status, sent) = host
+        .post_raw(
+            "/v1/bots/r/messages",
+            Some(BOB_TOKEN),
+            None,
+            json!({"text": "look"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{sent}");
+    let bobs = sent["session"].as_str().unwrap().to_owned();
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let mut signals = bob.events().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let said = loop {
+        let entries = bob.entries_after(&bobs, 0).await.unwrap_or_default();
+        if let Some(d) = deliveries(&entries)
+            .into_iter()
+            .find(|d| d.starts_with("found:"))
+        {
+            break d;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{entries:#?}");
+        // every new entry is signalled to bob; the timeout only bounds it
+        let _ = tokio::time::timeout(Duration::from_secs(2), signals.next()).await;
+    };
+    assert!(!said.contains("4321"), "{said}");
+    host.shutdown().await;
+}

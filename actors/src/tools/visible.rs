@@ -15,13 +15,18 @@
 //!   behalf; their transcripts never enter its context otherwise).
 //!
 //! It never sees another bot's sessions, even a bot of the same owner: a
-//! private DM stays between that bot and its person.
+//! private DM stays between that bot and its person. Nor does it see its
+//! own sessions of another owner's: a bot given to someone else in
+//! fleet.toml keeps its DMs with its former owner, which stay theirs.
 //!
-//! A **user** (the API) sees the sessions of every bot they own (their
-//! subagents included) and the timelines of the rooms they may use (rooms
-//! they own, and shared rooms one of their bots is a member of:
-//! [`crate::group::rooms_for`]). Narrowed to one of their bots, they see what
-//! that bot sees.
+//! A **user** (the API) sees the sessions they own (`sessions.owner`: the
+//! sessions of every bot they own, their subagents included, and their DMs
+//! with a bot since given to someone else) and the timelines of the rooms
+//! they may use (rooms they own, and shared rooms one of their bots is a
+//! member of: [`crate::group::rooms_for`]). Narrowed to one of their bots,
+//! they see what that bot sees. (A user once saw every session of the
+//! bots they own: after an owner change, the new owner found the former
+//! owner's DMs, and the former owner lost them.)
 
 use std::collections::HashMap;
 
@@ -47,7 +52,7 @@ impl VisibleSessions {
     /// What `bot` may search and read (see the module docs).
     pub async fn of_bot(store: &Store, bot: &BotRecord) -> Result<Self, StoreError> {
         let mut v = Self::default();
-        v.extend(store.sessions_of_bot(&bot.id).await?);
+        v.extend_owned(store.sessions_of_bot(&bot.id).await?, &bot.owner);
         for room in store.rooms_for(&bot.owner).await? {
             if room.members.contains(&bot.id) {
                 v.add_session(store, room.timeline().id()).await?;
@@ -57,7 +62,7 @@ impl VisibleSessions {
             v.add_session(store, me.parent_session).await?;
         }
         for child in store.subagents_of(&bot.id).await? {
-            v.extend(store.sessions_of_bot(&child.id).await?);
+            v.extend_owned(store.sessions_of_bot(&child.id).await?, &bot.owner);
         }
         Ok(v)
     }
@@ -65,9 +70,7 @@ impl VisibleSessions {
     /// What `user` may search through the API (see the module docs).
     pub async fn of_user(rt: &Runtime, user: &UserId) -> Result<Self, GroupError> {
         let mut v = Self::default();
-        for bot in rt.store.list_bots(Some(user)).await? {
-            v.extend(rt.store.sessions_of_bot(&bot.id).await?);
-        }
+        v.extend(rt.store.sessions_of_owner(user).await?);
         for room in crate::group::rooms_for(rt, user).await? {
             v.add_session(&rt.store, room_timeline(&room.id).id())
                 .await?;
@@ -87,6 +90,11 @@ impl VisibleSessions {
 
     fn extend(&mut self, records: Vec<SessionRecord>) {
         self.by_id.extend(records.into_iter().map(|r| (r.id, r)));
+    }
+
+    /// [`VisibleSessions::extend`] with the sessions `owner` owns.
+    fn extend_owned(&mut self, records: Vec<SessionRecord>, owner: &UserId) {
+        self.extend(records.into_iter().filter(|r| &r.owner == owner).collect());
     }
 
     /// Whether `session` may be read.

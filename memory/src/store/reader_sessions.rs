@@ -81,6 +81,17 @@ pub(crate) fn sessions_of_bot(conn: &Connection, bot: &BotId) -> Result<Vec<Sess
     )
 }
 
+/// The sessions `owner` owns (`sessions.owner`), room timelines left out
+/// (as in [`sessions_of_bot`]): their bots' sessions, and their DMs with a
+/// bot that has since been given to someone else.
+pub(crate) fn sessions_of_owner(conn: &Connection, owner: &UserId) -> Result<Vec<SessionRecord>> {
+    query_sessions(
+        conn,
+        "WHERE s.owner = ?1 AND s.kind != 'room' ORDER BY s.created_at",
+        params![owner.as_str()],
+    )
+}
+
 /// A session's record, its latest summary and its newest entries after
 /// the summary: from `last_seq - window` (or the summary's end, if later),
 /// at most `2 × window` — and, when `keep_from` is given, from that seq on

@@ -5,6 +5,7 @@ use super::reader;
 use crate::error::Result;
 use crate::ids::BotId;
 use crate::ids::SessionId;
+use crate::ids::UserId;
 use crate::record::Entry;
 use crate::record::SessionRecord;
 use crate::record::SessionView;
@@ -40,6 +41,14 @@ impl Store {
         limit: i64,
     ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
         self.read(move |c| reader::session_page(c, id, after, limit))
+            .await
+    }
+
+    /// The sessions `owner` owns, room timelines left out (see
+    /// `reader::sessions_of_owner`).
+    pub async fn sessions_of_owner(&self, owner: &UserId) -> Result<Vec<SessionRecord>> {
+        let owner = owner.clone();
+        self.read(move |c| reader::sessions_of_owner(c, &owner))
             .await
     }
 
