@@ -183,6 +183,9 @@ prompts! {
     /// Timeline notice of a member whose turn failed because its daily
     /// token budget is spent.
     group_member_paused => "group_member_paused.md",
+    /// Notice in a member's session closing an input its discussion no
+    /// longer awaits (the member was removed while it had the floor).
+    group_member_skipped => "group_member_skipped.md",
     /// Why a discussion ended after a round with failed member turns.
     group_failed_round => "group_failed_round.md",
     /// A routine's run: its prompt, name, slot and reporting rule.

@@ -405,3 +405,101 @@ steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
     assert!(!said.contains("4321"), "{said}");
     host.shutdown().await;
 }
+
+/// A member removed while it had the floor: the discussion goes on without
+/// it and closes its input, so when it is listed again and its cut-off
+/// turn resumes, what it sends is held, not told it was delivered. (The
+/// messages were reported delivered and counted, yet never published.)
+#[tokio::test]
+async fn a_member_removed_with_the_floor_has_its_resumed_messages_held() {
+    let script = r#"
+[[rule]]
+bot = "b"
+match = "slow topic"
+steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "b, later" } } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
+"#;
+    let tools = &["SendMessage"];
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", tools)
+        .bot("b", "s", tools)
+        .start()
+        .await;
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "pair", "members": ["b", "r"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let (status, slow) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            Some("k0"),
+            json!({"text": "slow topic"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{slow}");
+    let timeline = slow["session"].as_str().unwrap().to_owned();
+    host.wait_running("b").await;
+
+    // b leaves the config with the floor; the discussion ends without it
+    let fleet = host.shutdown().await.without_bot("b");
+    fleet.write();
+    let host = restart(fleet).await;
+    host.wait_turn_end(&timeline, slow["seq"].as_i64().unwrap())
+        .await;
+    // listed again, its cut-off turn resumes and speaks: held
+    let fleet = host.shutdown().await.bot("b", "s", tools);
+    fleet.write();
+    let host = restart(fleet).await;
+    let member = SessionKey {
+        bot: BotId::new("b").unwrap(),
+        kind: SessionKind::Group,
+        peer: "pair".into(),
+    }
+    .id()
+    .to_string();
+    let end = host
+        .wait_for(&member, |es| {
+            es.iter().find(|e| e["kind"] == "turn_end").cloned()
+        })
+        .await;
+    assert_eq!(end["deliveries"], 0, "{end}");
+    let entries = host.entries(&member).await;
+    let codes: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "notice")
+        .map(|e| &e["code"])
+        .collect();
+    assert_eq!(
+        codes,
+        [&json!("room_turn_skipped"), &json!("room_message_held")],
+        "{entries:#?}"
+    );
+    let result = entries
+        .iter()
+        .find(|e| e["kind"] == "tool_result")
+        .unwrap_or_else(|| panic!("{entries:#?}"));
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("not published"),
+        "{result:#}"
+    );
+    let published: Vec<Value> = host
+        .entries(&timeline)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "delivery" && e["author"] == "b")
+        .collect();
+    assert!(published.is_empty(), "{published:#?}");
+    host.shutdown().await;
+}

@@ -18,9 +18,12 @@
 //! Whose turn it is is read from the store, not from the coordinator's
 //! memory, so a coordinator still resuming after a restart gets the same
 //! answer: the member has the floor iff the newest coordinator input in
-//! its session is not yet answered by a turn that ended for good. Turns of
-//! one bot run one at a time, so a delivery written on that answer is
-//! read by the coordinator before the input is answered.
+//! its session is not yet answered by a turn that ended for good, nor
+//! closed by the coordinator (a [`SKIPPED_CODE`] notice: the discussion
+//! went on without the member, removed from the fleet's config while it
+//! had the floor). Turns of one bot run one at a time, so a delivery
+//! written on that answer is read by the coordinator before the input is
+//! answered.
 
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
@@ -38,6 +41,10 @@ use crate::prompts::prompts;
 
 /// Code of the notice holding a message a member sent out of turn.
 pub const HELD_CODE: &str = "room_message_held";
+
+/// Code of the notice closing a member's input that the discussion no
+/// longer awaits (the member was removed while it had the floor).
+pub const SKIPPED_CODE: &str = "room_turn_skipped";
 
 /// Whether a member may speak to its room now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +70,14 @@ pub fn floor(store: &Store, session: SessionId, room: &str) -> Result<Floor, Sto
         matches!(&e.kind, EntryKind::TurnEnd { status, inputs, .. }
             if answers(*status) && inputs.contains(&since.seq))
     });
-    Ok(if answered {
+    if answered {
+        return Ok(Floor::NotYours);
+    }
+    let closed = store
+        .notices_after_now(session, since.seq)?
+        .iter()
+        .any(|e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == SKIPPED_CODE));
+    Ok(if closed {
         Floor::NotYours
     } else {
         Floor::Yours

@@ -34,6 +34,7 @@ use super::actor::GroupState;
 use super::actor::Progress;
 use super::actor::RunState;
 use super::error::GroupError;
+use super::held;
 use super::held::count_held;
 use super::member::InputView;
 use super::member::MemberDone;
@@ -292,6 +293,40 @@ impl GroupState {
         Ok(results.collect())
     }
 
+    /// Closes `bot`'s unanswered input in its session of this room with a
+    /// notice ([`held::SKIPPED_CODE`]), when it has one: the discussion no
+    /// longer awaits it.
+    async fn close_input(&self, bot: &BotId) -> Result<(), GroupError> {
+        let session = SessionKey {
+            bot: bot.clone(),
+            kind: SessionKind::Group,
+            peer: self.room.id.to_string(),
+        }
+        .id();
+        if held::floor(&self.rt.store, session, self.room.id.as_str())? == held::Floor::NotYours {
+            return Ok(());
+        }
+        let text = prompts()
+            .group_member_skipped
+            .render(&[("room", &self.room.name)])
+            .unwrap_or_default();
+        self.rt
+            .store
+            .write(vec![Mutation::Append(Box::new(NewEntry {
+                id: EntryId::new_v7(),
+                session,
+                author: "system".into(),
+                turn: None,
+                kind: EntryKind::Notice {
+                    code: held::SKIPPED_CODE.into(),
+                    text,
+                    retry_turn: None,
+                },
+            }))])
+            .await?;
+        Ok(())
+    }
+
     /// Hands `member` its input — the new public messages, including the
     /// pending replies — in the same transaction as those replies and the
     /// checkpoint, and starts waiting for its turn.
@@ -315,7 +350,10 @@ impl GroupState {
             // no longer in the fleet's config: it runs no turns, so the
             // discussion goes on without it. A run resumed after a restart
             // comes here again for the member that had the floor (a
-            // resumed run starts with no wait), so this covers that too.
+            // resumed run starts with no wait), so this covers that too:
+            // its input is closed, so a turn of it resumed later (listed
+            // again) has what it sends held, not told it was delivered
+            self.close_input(&bot).await?;
             if let Some(progress) = self
                 .current
                 .as_mut()

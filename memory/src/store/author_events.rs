@@ -47,6 +47,22 @@ impl Store {
             .with(|c| since_newest_event(c, session, &author))
     }
 
+    /// The notices of `session` after seq `after`, oldest first.
+    ///
+    /// Runs on the calling thread, like [`Store::since_newest_event_now`].
+    pub fn notices_after_now(&self, session: SessionId, after: i64) -> Result<Vec<Entry>> {
+        self.inner.readers.with(|c| {
+            collect_entries(
+                c,
+                &format!(
+                    "SELECT {ENTRY_COLUMNS} FROM entries
+                     WHERE session_id = ?1 AND seq > ?2 AND kind = 'notice' ORDER BY seq"
+                ),
+                params![session.to_string(), after],
+            )
+        })
+    }
+
     /// The turn-end entries of `session` after seq `after`, oldest first.
     ///
     /// Runs on the calling thread, like [`Store::since_newest_event_now`].
