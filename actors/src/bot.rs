@@ -71,6 +71,9 @@ pub struct BotStatus {
     pub turn: Option<RunningTurn>,
     /// Inputs waiting.
     pub queued: usize,
+    /// Until when the bot is paused because its daily token budget is
+    /// spent (ms since the epoch; `None` when it is not).
+    pub paused_until: Option<i64>,
 }
 
 /// A running turn as its bot knows it.
@@ -290,6 +293,7 @@ impl Actor for BotActor {
                         started_at: r.started_at,
                     }),
                     queued: state.queue.len(),
+                    paused_until: state.paused_until,
                 });
             }
             BotMsg::Unpause => {

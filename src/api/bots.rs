@@ -73,6 +73,8 @@ pub(crate) async fn list(
             "active": live.is_some(),
             "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
+            // its daily token budget is spent: it answers after this time
+            "paused_until": live.and_then(|s| s.paused_until),
             "turns": counts,
             "usage": {
                 "turns": counted,

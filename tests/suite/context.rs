@@ -175,6 +175,27 @@ steps = [ { tool = "SendMessage", args = { text = "answer" } } ]
     assert_eq!(es.iter().filter(|e| e["kind"] == "turn_end").count(), 1);
     let (_, bots) = host.get("/v1/bots", TOKEN).await;
     assert_eq!(bots["bots"][0]["usage"]["daily_token_budget"], 50);
+    assert!(bots["bots"][0]["paused_until"].is_i64(), "{bots:#}");
+
+    // restarted while paused, it does not tell the person again: one
+    // notice per conversation, however many restarts (each added one)
+    let mut host = host;
+    for _ in 0..2 {
+        let fleet = host.shutdown().await;
+        host = crate::support::fleet::restart(fleet).await;
+        host.send("r", "still there?", None).await;
+        host.wait_get("/v1/bots", |v| {
+            v["bots"][0]["paused_until"].as_i64().map(Value::from)
+        })
+        .await;
+    }
+    let notices = host
+        .entries(&session)
+        .await
+        .into_iter()
+        .filter(|e| e["code"] == "budget_exhausted")
+        .count();
+    assert_eq!(notices, 1);
     host.shutdown().await;
 }
 

@@ -441,7 +441,11 @@ impl Runner {
         match self.kind.take() {
             Some(PlanKind::New { inputs }) => {
                 let room = self.scope.session.key.kind == SessionKind::Group;
-                let notice = turn_setup::plan_notice_needed(&inputs) && !room;
+                // tell the people of the session, unless a notice already
+                // follows its first input (the bot was restarted since)
+                let notice = (turn_setup::plan_notice_needed(&inputs) && !room)
+                    .then(|| inputs.iter().map(|(i, _)| i.seq).min())
+                    .flatten();
                 if let Some(pause) = self.budget_spent(notice).await? {
                     if room {
                         // a discussion cannot wait for tomorrow: the member's

@@ -6,19 +6,34 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
+/// Code of the notice telling people a bot is paused by its budget.
+const BUDGET_CODE: &str = "budget_exhausted";
+
 impl Runner {
     /// Whether the bot's daily token budget is spent; if so, sets
-    /// `paused_until` (next UTC midnight) and, when `notice`, tells the
-    /// session's people.
+    /// `paused_until` (next UTC midnight) and, with `notice_after` (the
+    /// seq of the turn's first input), tells the session's people — once:
+    /// not again when a `budget_exhausted` notice already follows that
+    /// input (written before a restart; the bot's own record of whom it
+    /// told is in memory).
     pub(super) async fn budget_spent(
         &mut self,
-        notice: bool,
+        notice_after: Option<i64>,
     ) -> Result<Option<BudgetPause>, StoreError> {
         let Some(pause) = budget_pause(&self.rt.store, &self.bot).await? else {
             return Ok(None);
         };
         self.paused_until = Some(pause.until_ms);
-        if notice {
+        let told = match notice_after {
+            Some(seq) => self
+                .rt
+                .store
+                .notices_after_now(self.session, seq.saturating_sub(1))?
+                .iter()
+                .any(|e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == BUDGET_CODE)),
+            None => true,
+        };
+        if !told {
             let text = prompts()
                 .budget_paused
                 .render(&[
@@ -33,7 +48,7 @@ impl Runner {
                 .write(vec![self.entry(
                     EntryId::derive(self.turn, "budget", &pause.day),
                     EntryKind::Notice {
-                        code: "budget_exhausted".into(),
+                        code: BUDGET_CODE.into(),
                         text,
                         retry_turn: None,
                     },
