@@ -222,3 +222,75 @@ async fn an_approved_call_stopped_while_waiting_for_the_lock_does_not_use_its_ap
     std::fs::write(ws.join("release"), "").unwrap();
     host.shutdown().await;
 }
+
+/// A turn interrupted by a person's message after a step that ran a
+/// command: its input goes back to the queue, and the turn that takes it
+/// again sees the command's result — also after a restart, when the bot's
+/// context is read from the store. (Read back, the context stopped at the
+/// input: the new turn ran the command again.)
+#[tokio::test]
+async fn the_work_of_an_interrupted_turn_is_not_done_again_after_a_restart() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^relay"
+steps = [
+  { tool = "SendToAgent", args = { agent = "b", text = "please do the work" } },
+  { tool = "SendMessage", args = { text = "relayed" } },
+]
+
+[[rule]]
+bot = "b"
+match = "^Message from bot"
+steps = [
+  { tool = "Shell", args = { command = "echo ran >> effect.log" } },
+  { delay_ms = 1500, tool = "SendMessage", args = { text = "work done" } },
+]
+
+[[rule]]
+bot = "b"
+match = "^hello"
+steps = [ { delay_ms = 1000, tool = "SendMessage", args = { text = "hi" } } ]
+"#;
+    let fleet = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .bot("b", "s", &["SendMessage", "Shell"])
+        .tables("[review]\nshell = \"off\"\n");
+    let effect = fleet.path().join("data/workspace/effect.log");
+    let host = fleet.start().await;
+    let (a_dm, seq) = send(&host, "a", "relay").await;
+    host.wait_turn_end(&a_dm, seq).await;
+    let work = botfleet_memory::SessionKey {
+        bot: botfleet_memory::BotId::new("b").unwrap(),
+        kind: botfleet_memory::SessionKind::Agent,
+        peer: "a".into(),
+    }
+    .id()
+    .to_string();
+    // the command ran; the person's message interrupts the next step
+    host.wait_for(&work, |es| {
+        es.iter().find(|e| e["kind"] == "tool_result").cloned()
+    })
+    .await;
+    send(&host, "b", "hello").await;
+    host.wait_for(&work, |es| {
+        es.iter()
+            .find(|e| e["kind"] == "turn_end" && e["status"] == "interrupted")
+            .cloned()
+    })
+    .await;
+    // stopped while b answers the person: the work's input waits queued
+    let fleet = host.shutdown().await;
+    let host = crate::support::fleet::restart(fleet).await;
+    let end = host
+        .wait_for(&work, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "turn_end" && e["status"] == "completed")
+                .cloned()
+        })
+        .await;
+    assert_eq!(end["deliveries"], 1, "{end}");
+    assert_eq!(std::fs::read_to_string(&effect).unwrap(), "ran\n");
+    host.shutdown().await;
+}

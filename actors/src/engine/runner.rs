@@ -360,14 +360,16 @@ impl Runner {
         };
         // a tail holding messages after the turn's last input (a retried
         // input) is read again, up to that input
-        let past_inputs = bound.is_some_and(|b| self.tail.holds_input_after(b.upto));
+        let past_inputs = bound
+            .as_ref()
+            .is_some_and(|b| self.tail.holds_input_after(b.upto));
         // a tail to (re)load is read first, in one read: its record says
         // who runs the turn, before the identity that names the tools
         let view = if past_inputs || (self.tail.needs_load(window) && !self.tail.can_trim(window)) {
             Some(
                 self.rt
                     .store
-                    .session_view(self.session, window as i64, bound.map(|b| b.from))
+                    .session_view(self.session, window as i64, bound.as_ref().map(|b| b.from))
                     .await?,
             )
         } else {

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 
 use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::SessionView;
@@ -64,9 +65,12 @@ pub(crate) struct SessionTail {
 }
 
 /// What of a session a turn's context may hold: the entries up to its
-/// last input, and its own entries after that; and what it must hold: its
-/// inputs, from the first on, whatever the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// last input, its own entries after that, and those of earlier turns
+/// over the same inputs (a turn interrupted by a person's message, whose
+/// inputs went back to the queue; a failed turn retried): what they did
+/// is done, and a context without it would do it again. And what it must
+/// hold: its inputs, from the first on, whatever the window.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContextBound {
     /// Seq of the turn's first input in the session.
     pub(crate) from: i64,
@@ -75,29 +79,43 @@ pub(crate) struct ContextBound {
     /// The turn, once it has entries of its own (a resumed turn, or a
     /// reload in the middle of one).
     pub(crate) own: Option<TurnId>,
+    /// Seqs of the turn's inputs in the session.
+    inputs: Vec<i64>,
 }
 
 impl ContextBound {
     /// The bound of a turn over inputs at `seqs` (`None` without inputs).
     pub(crate) fn of_inputs(seqs: impl Iterator<Item = i64>, own: Option<TurnId>) -> Option<Self> {
-        seqs.fold(None, |bound: Option<Self>, seq| {
-            Some(match bound {
-                None => Self {
-                    from: seq,
-                    upto: seq,
-                    own,
-                },
-                Some(b) => Self {
-                    from: b.from.min(seq),
-                    upto: b.upto.max(seq),
-                    own,
-                },
-            })
+        let mut inputs: Vec<i64> = seqs.collect();
+        inputs.sort_unstable();
+        inputs.dedup();
+        Some(Self {
+            from: *inputs.first()?,
+            upto: *inputs.last()?,
+            own,
+            inputs,
         })
     }
 
-    fn admits(&self, e: &Entry) -> bool {
-        e.seq <= self.upto || (self.own.is_some() && e.turn == self.own)
+    /// The earlier turns over any of these inputs, by their ends among
+    /// `entries` (an interrupted or failed turn ends with a `turn_end`
+    /// naming its inputs).
+    fn earlier_turns(&self, entries: &[Entry]) -> HashSet<TurnId> {
+        entries
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EntryKind::TurnEnd { inputs, .. }
+                    if inputs.iter().any(|s| self.inputs.binary_search(s).is_ok()))
+            })
+            .filter_map(|e| e.turn)
+            .filter(|t| Some(*t) != self.own)
+            .collect()
+    }
+
+    fn admits(&self, e: &Entry, earlier: &HashSet<TurnId>) -> bool {
+        e.seq <= self.upto
+            || (self.own.is_some() && e.turn == self.own)
+            || e.turn.is_some_and(|t| earlier.contains(&t))
     }
 }
 
@@ -247,7 +265,7 @@ impl SessionTail {
         bound: Option<ContextBound>,
     ) -> Result<(), StoreError> {
         let view = store
-            .session_view(self.session, window as i64, bound.map(|b| b.from))
+            .session_view(self.session, window as i64, bound.as_ref().map(|b| b.from))
             .await?;
         self.fill_view(view, identity, state, encoding, bound);
         Ok(())
@@ -277,8 +295,9 @@ impl SessionTail {
         let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
         let mut skipped = HashSet::new();
         if let Some(bound) = bound {
+            let earlier = bound.earlier_turns(&entries);
             entries.retain(|e| {
-                let keep = bound.admits(e);
+                let keep = bound.admits(e, &earlier);
                 if !keep {
                     skipped.insert(e.seq);
                 }

@@ -48,11 +48,7 @@ async fn a_new_turn_loads_the_session_only_up_to_its_last_input() {
 
     let mut tail = SessionTail::new(session);
     let encoding = Encoding::default();
-    let bound = ContextBound {
-        from: first,
-        upto: first,
-        own: None,
-    };
+    let bound = ContextBound::of_inputs([first].into_iter(), None).unwrap();
     tail.load(store, "id", &state, 50, encoding, Some(bound))
         .await
         .unwrap();
@@ -97,11 +93,7 @@ async fn a_running_turn_reloads_its_inputs_and_own_entries_only() {
     store.write(vec![own("own step two")]).await.unwrap();
 
     let mut tail = SessionTail::new(session);
-    let bound = ContextBound {
-        from: first,
-        upto: first,
-        own: Some(turn),
-    };
+    let bound = ContextBound::of_inputs([first].into_iter(), Some(turn)).unwrap();
     tail.load(
         store,
         "id",
@@ -300,11 +292,7 @@ async fn a_tail_with_a_skipped_entry_reloads_instead_of_trimming() {
     let (session, first) = admit(store, bot, "first").await;
     let (_, _later) = admit(store, bot, "for the next turn").await;
     let mut tail = SessionTail::new(session);
-    let bound = ContextBound {
-        from: first,
-        upto: first,
-        own: None,
-    };
+    let bound = ContextBound::of_inputs([first].into_iter(), None).unwrap();
     tail.load(
         store,
         "id",
