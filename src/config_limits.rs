@@ -95,8 +95,13 @@ impl LoadedFleet {
             return Err(self.invalid(
                 "runtime.ledger_retention_days",
                 format!(
-                    "is {} but must be 1 to {MAX_LEDGER_DAYS}: with 0 a retried message would be answered `unknown` within the hour",
-                    r.ledger_retention_days
+                    "is {} but must be 1 to {MAX_LEDGER_DAYS}{}",
+                    r.ledger_retention_days,
+                    if r.ledger_retention_days == 0 {
+                        ": with 0 a retried message would be answered `unknown` within the hour"
+                    } else {
+                        " (ten years)"
+                    }
                 ),
             ));
         }

@@ -282,7 +282,13 @@ fn numbers_that_break_the_host_are_refused() {
             // past it, days × 86,400 s overflowed
             with("runtime", "ledger_retention_days = 300000000000000"),
             "runtime.ledger_retention_days",
-            "1 to 3650",
+            "1 to 3650 (ten years)",
+        ),
+        (
+            // the reason given for 0 does not fit a value too large
+            with("runtime", "ledger_retention_days = 4000"),
+            "runtime.ledger_retention_days",
+            "is 4000 but must be 1 to 3650 (ten years)",
         ),
         (
             with("runtime", "debounce_max_ms = 3600000"),

@@ -209,13 +209,13 @@ pub(crate) async fn deliver(
                 "original": original,
             }),
         ),
-        AdmitOutcome::Unknown { .. } => (
+        // why it cannot be checked: pruned past retention, or a restore
+        AdmitOutcome::Unknown { reason } => (
             StatusCode::CONFLICT,
             json!({"status": "unknown", "error": {"code": "unknown", "message": format!(
-                "this X-Botfleet-Delivery id is a UUIDv7 older than the ledger keeps ids \
-                 (`ledger_retention_days`), so botfleet cannot tell whether it was delivered; \
-                 a redelivery this old is not admitted: send the event with a new delivery id \
-                 if it is still wanted"
+                "this X-Botfleet-Delivery id cannot be checked against earlier deliveries: {reason}; \
+                 a redelivery this old is not admitted: send the event with a new delivery id if \
+                 it is still wanted"
             )}}),
         ),
     };

@@ -317,6 +317,9 @@ async fn a_failed_member_turn_is_named_on_the_timeline() {
         text.contains("m1-name (@m1)") && text.contains("boom in room") && text.contains(turn),
         "{text}"
     );
+    // whose turn it is to retry (in a shared room, maybe not the room's
+    // owner: a retry by anyone else is refused)
+    assert!(text.contains("Its owner (alice) can retry"), "{text}");
     assert_eq!(failure["retry_turn"], json!(turn), "{failure}");
     // the end does not call a failure silence
     let end = notices[1]["text"].as_str().unwrap();

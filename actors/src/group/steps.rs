@@ -217,12 +217,24 @@ impl GroupState {
                 ("used", &pause.used.to_string()),
                 ("budget", &pause.budget.to_string()),
             ]),
-            None => prompts().group_member_failed.render(&[
-                ("member", &member),
-                ("id", bot.as_str()),
-                ("reason", reason),
-                ("turn", &turn_text),
-            ]),
+            None => {
+                // in a shared room the bot may be someone else's: only its
+                // owner can retry its turn
+                let owner = self
+                    .room
+                    .members
+                    .iter()
+                    .position(|m| m == bot)
+                    .and_then(|i| self.owners.get(i))
+                    .unwrap_or(&self.room.owner);
+                prompts().group_member_failed.render(&[
+                    ("member", &member),
+                    ("id", bot.as_str()),
+                    ("reason", reason),
+                    ("owner", owner.as_str()),
+                    ("turn", &turn_text),
+                ])
+            }
         }
         .unwrap_or_default();
         NewEntry {
