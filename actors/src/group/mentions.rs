@@ -21,6 +21,21 @@ pub struct MemberName {
 }
 
 impl MemberName {
+    /// A mention both `self` and `other` would answer to, if any (a room
+    /// with both would wake the two for it).
+    pub fn clash(&self, other: &MemberName) -> Option<String> {
+        let squeezed =
+            |n: &MemberName| -> String { n.name.chars().filter(|c| !c.is_whitespace()).collect() };
+        [
+            self.id.clone(),
+            squeezed(self),
+            other.id.clone(),
+            squeezed(other),
+        ]
+        .into_iter()
+        .find(|token| !token.is_empty() && self.answers_to(token) && other.answers_to(token))
+    }
+
     fn answers_to(&self, token: &str) -> bool {
         let squeezed: String = self.name.chars().filter(|c| !c.is_whitespace()).collect();
         token.eq_ignore_ascii_case(&self.id)

@@ -116,6 +116,7 @@ pub async fn create_room(
         )));
     }
     let mut members: Vec<BotId> = Vec::with_capacity(new.members.len());
+    let mut names: Vec<MemberName> = Vec::with_capacity(new.members.len());
     let mut shared = false;
     for raw in &new.members {
         let raw = raw.trim();
@@ -150,6 +151,10 @@ pub async fn create_room(
                  in fleet.toml again, or add another bot"
             )));
         }
+        let name = MemberName {
+            id: id.to_string(),
+            name: bot.as_ref().map(|b| b.name.clone()).unwrap_or_default(),
+        };
         match bot {
             Some(b) if b.owner == *user => {}
             Some(b) if shareable(&b) => shared = true,
@@ -160,6 +165,17 @@ pub async fn create_room(
                 )));
             }
         }
+        if let Some((other, token)) = names
+            .iter()
+            .find_map(|n| n.clash(&name).map(|token| (n, token)))
+        {
+            // mentions go by id or display name, ignoring case
+            return Err(GroupError::Invalid(format!(
+                "members {} and {} both answer to @{token}, so a mention of one would wake                  both; rename one of them (`name` in fleet.toml) or leave one out",
+                other.id, name.id
+            )));
+        }
+        names.push(name);
         members.push(id);
     }
     if rt.store.get_room(&id).await?.is_some() {
