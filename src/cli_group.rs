@@ -253,6 +253,19 @@ async fn send(
             let names: Vec<String> = unknown.iter().map(|u| format!("@{u}")).collect();
             eprintln!("no member of {room} is called {}", names.join(", "));
         }
+        let removed: Vec<String> = body["removed_mentions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(|id| format!("@{id}")))
+            .collect();
+        if !removed.is_empty() {
+            eprintln!(
+                "{} {} no longer in the fleet's config and takes no turns in {room}",
+                removed.join(", "),
+                if removed.len() == 1 { "is" } else { "are" }
+            );
+        }
     }
     let mut seen: Vec<Value> = Vec::new();
     let mut cursor = seq;

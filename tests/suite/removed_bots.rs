@@ -168,6 +168,7 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         .await;
     assert_eq!(status, 202, "{v}");
     assert_eq!(v["addressed"], json!([]), "{v}");
+    assert_eq!(v["removed_mentions"], json!(["b"]), "{v}");
     host.wait_turn_end(&timeline, v["seq"].as_i64().unwrap())
         .await;
     let codes: Vec<Value> = host
@@ -178,6 +179,18 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         .map(|e| e["code"].clone())
         .collect();
     assert!(codes.contains(&json!("removed_member")), "{codes:?}");
+    // and `group send` says so too
+    let (code, _, err) = crate::support::process::cli(
+        &["group", "send", "pair", "@b are you back?"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("@b is no longer in the fleet's config and takes no turns in pair"),
+        "{err}"
+    );
     // and a new room cannot take it
     let (status, v) = host
         .post_raw(

@@ -70,6 +70,9 @@ pub struct Posted {
     pub addressed: Vec<BotId>,
     /// Mentions that match no member.
     pub unknown_mentions: Vec<String>,
+    /// Members it mentions that the fleet's config no longer lists (they
+    /// take no turns).
+    pub removed_mentions: Vec<BotId>,
 }
 
 fn shareable(bot: &BotRecord) -> bool {
@@ -422,10 +425,16 @@ pub async fn post_message(
         // the run is stored; recovery starts it
         tracing::warn!(room = %room.id, error = %e, "could not wake the room");
     }
+    let removed_mentions = if mentions(text).is_empty() {
+        Vec::new()
+    } else {
+        gone
+    };
     Ok(Posted {
         outcome,
         room: room.id,
         addressed,
         unknown_mentions: selection.unknown,
+        removed_mentions,
     })
 }
