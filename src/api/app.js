@@ -29,6 +29,7 @@ const signals = new Signals();
 const botsSoon = debounce(loadBots, 700);
 const approvalsSoon = debounce(refreshApprovals, 1200);
 let view = null;
+let live = false;
 
 // ---------- start, sign-in, routing ----------
 
@@ -50,6 +51,10 @@ function boot() {
     conn.className = `conn ${s}`;
     conn.textContent = s === "live" ? "live" : s === "offline" ? "reconnecting…" : "connecting…";
     conn.title = s === "live" ? "Receiving live updates" : "Live updates are paused; retrying";
+    // back in touch with the host: a view that failed to load (the host
+    // did not answer) loads again rather than keep showing the error
+    if (s === "live" && !live && view && view.failed && view.failed()) route();
+    live = s === "live";
   };
   signals.subscribe((ev) => {
     if (view && view.onSignal) view.onSignal(ev);
@@ -259,7 +264,7 @@ function usageText(b) {
 
 function botsView(id, seq) {
   setTitle(id ? botName(id) : "Bots");
-  const ctx = { closed: false, timeline: null };
+  const ctx = { closed: false, timeline: null, failed: false };
   const list = h("ul", { class: "list", "aria-label": "Your bots" });
   const heading = h("h1", { tabindex: "-1" }, "Bots");
   const aside = h("aside", { "aria-label": "Bots" }, h("div", { class: "aside-head" }, heading), list);
@@ -283,6 +288,7 @@ function botsView(id, seq) {
     onSignal(ev) {
       if (ctx.timeline) ctx.timeline.onSignal(ev);
     },
+    failed: () => ctx.failed,
   };
 }
 
@@ -357,6 +363,7 @@ async function openBot(ctx, detail, id, seq) {
     ({ data: session } = await call("botSession", { bot: id }));
   } catch (e) {
     if (!ctx.closed) detail.replaceChildren(errorBox(e));
+    ctx.failed = true;
     return;
   }
   if (ctx.closed) return;
@@ -426,7 +433,7 @@ async function openBot(ctx, detail, id, seq) {
 
 function roomsView(id, seq) {
   setTitle("Rooms");
-  const ctx = { closed: false, timeline: null, poll: 0 };
+  const ctx = { closed: false, timeline: null, poll: 0, failed: false };
   const list = h("ul", { class: "list", "aria-label": "Your rooms" });
   const heading = h("h1", { tabindex: "-1" }, "Rooms");
   const aside = h(
@@ -457,6 +464,7 @@ function roomsView(id, seq) {
     onSignal(ev) {
       if (ctx.timeline) ctx.timeline.onSignal(ev);
     },
+    failed: () => ctx.failed,
   };
 }
 
@@ -533,6 +541,7 @@ async function openRoom(ctx, detail, id, seq) {
     ({ data: room } = await call("group", { group: id }));
   } catch (e) {
     if (!ctx.closed) detail.replaceChildren(errorBox(e));
+    ctx.failed = true;
     return;
   }
   if (ctx.closed) return;

@@ -40,32 +40,73 @@ export function markSnippet(snippet) {
   }
 }
 
-const INLINE = /(`[^`\n]+`)|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])/g;
+// A bare URL may hold balanced parentheses (…/Rust_(programming_language))
+// but never ends with an unbalanced ")" (the one closing "(see https://…)")
+// or with punctuation ending the sentence.
+const URL_PART = /(?:[^\s<>()]|\([^\s<>()]*\))/.source;
+const URL_END = /(?:[^\s<>().,;:!?'"]|\([^\s<>()]*\))/.source;
+// code is a run of backticks closed by a run of the same length (`x`,
+// ```x```), so a lone ``` in a sentence stays text
+const INLINE = new RegExp(
+  [
+    /(?<!`)(`+)(?!`)([^\n]*?[^\n`]|[^\n`])\1(?!`)/.source,
+    /\*\*([^*\n]+)\*\*/.source,
+    `\\[([^\\]\\n]+)\\]\\((https?:\\/\\/${URL_PART}+)\\)`,
+    `(https?:\\/\\/${URL_PART}*${URL_END})`,
+  ].join("|"),
+  "g",
+);
+/** A line opening a fenced block: ``` and at most a language word. */
+const FENCE_OPEN = /^ *```([\w+#.-]*) *$/;
+/** A line closing it: ``` alone. */
+const FENCE_CLOSE = /^ *``` *$/;
 
 /**
  * A bot's Markdown as safe DOM: ``` fences become <pre>, `code`, **bold**,
  * [text](https://…) and bare http(s) URLs become elements; everything else
  * (lists, headings, HTML tags) stays literal text, line breaks kept by CSS.
+ * Only a line that is ``` (and a language word) opens a block, and only a
+ * line that is ``` alone closes it (an unclosed one runs to the end): a
+ * ``` inside a sentence is inline code or text, never a lost line.
  */
 export function richText(text) {
   const out = document.createDocumentFragment();
-  const parts = String(text ?? "").split(/```[^\n`]*\n?/);
-  parts.forEach((part, i) => {
-    if (i % 2 === 1 && i < parts.length - 1) {
-      out.append(h("pre", null, h("code", null, part.replace(/\n$/, ""))));
-      return;
+  const lines = String(text ?? "").split("\n");
+  let prose = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = FENCE_OPEN.exec(lines[i]);
+    if (!open) {
+      prose.push(lines[i]);
+      continue;
     }
-    let at = 0;
-    for (const m of part.matchAll(INLINE)) {
-      out.append(part.slice(at, m.index));
-      if (m[1]) out.append(h("code", null, m[1].slice(1, -1)));
-      else if (m[2]) out.append(h("strong", null, m[2]));
-      else if (m[3]) out.append(h("a", { href: safeUrl(m[4]), target: "_blank", rel: "noopener noreferrer" }, m[3]));
-      else out.append(h("a", { href: safeUrl(m[5]), target: "_blank", rel: "noopener noreferrer" }, m[5]));
-      at = m.index + m[0].length;
-    }
-    out.append(part.slice(at));
-  });
+    // the line break before the block stays, as it was written
+    if (prose.length) out.append(inlineText(`${prose.join("\n")}\n`));
+    prose = [];
+    let end = i + 1;
+    while (end < lines.length && !FENCE_CLOSE.test(lines[end])) end++;
+    const code = h("code", null, lines.slice(i + 1, end).join("\n"));
+    out.append(h("pre", { dataset: open[1] ? { lang: open[1] } : null }, code));
+    i = end;
+  }
+  if (prose.length) out.append(inlineText(prose.join("\n")));
+  return out;
+}
+
+/** Text with its inline code, bold, links and bare URLs as elements. */
+function inlineText(text) {
+  const out = document.createDocumentFragment();
+  let at = 0;
+  // no empty text nodes between elements
+  const plain = (t) => t && out.append(t);
+  for (const m of text.matchAll(INLINE)) {
+    plain(text.slice(at, m.index));
+    if (m[1]) out.append(h("code", null, m[2]));
+    else if (m[3]) out.append(h("strong", null, m[3]));
+    else if (m[4]) out.append(h("a", { href: safeUrl(m[5]), target: "_blank", rel: "noopener noreferrer" }, m[4]));
+    else out.append(h("a", { href: safeUrl(m[6]), target: "_blank", rel: "noopener noreferrer" }, m[6]));
+    at = m.index + m[0].length;
+  }
+  plain(text.slice(at));
   return out;
 }
 

@@ -12,7 +12,7 @@ const main = document.getElementById("main");
 
 export function sessionView(id, seq) {
   setTitle("Session");
-  const ctx = { closed: false, timeline: null };
+  const ctx = { closed: false, timeline: null, failed: false };
   const detail = h("section", { class: "detail", "aria-label": "Session" }, placeholder("Loading…"));
   main.replaceChildren(h("div", { class: "split has-detail" }, h("aside", { hidden: true }), detail));
   (async () => {
@@ -22,6 +22,7 @@ export function sessionView(id, seq) {
       first = await sessionEntries(id, 0, 1, false);
     } catch (e) {
       if (!ctx.closed) detail.replaceChildren(errorBox(e));
+      ctx.failed = true;
       return;
     }
     if (ctx.closed) return;
@@ -55,6 +56,8 @@ export function sessionView(id, seq) {
     onSignal(ev) {
       if (ctx.timeline) ctx.timeline.onSignal(ev);
     },
+    // app.js opens it again when the connection comes back
+    failed: () => ctx.failed,
   };
 }
 

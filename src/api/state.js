@@ -31,6 +31,19 @@ export function loadBots() {
   return botsLoading;
 }
 
+/**
+ * Loads the bots, and again shortly while one has inputs queued but no
+ * turn running yet: a turn's start sends no change signal (after a retry,
+ * the header would say queued or idle until the turn's first step).
+ */
+export async function loadBotsUntilStarted(tries = 10) {
+  for (let i = 0; i < tries; i++) {
+    await loadBots();
+    if (!store.bots.some((b) => b.queued && !b.running_turn)) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /** Loads the bots once. */
 export async function ensureBots() {
   if (!store.botsLoaded) await loadBots();

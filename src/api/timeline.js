@@ -10,7 +10,7 @@
 
 import { call } from "./api.js";
 import { count, h, prettyJson, relative, richText, safeUrl, timeEl, toast } from "./dom.js";
-import { refreshApprovals } from "./state.js";
+import { loadBotsUntilStarted, refreshApprovals } from "./state.js";
 
 /** Entries shown when a conversation opens, and per "Show earlier". */
 const PAGE = 200;
@@ -112,6 +112,10 @@ export class Timeline {
     this.approvals = new Map();
     this.expected = new Map();
     this.unanswered = new Set();
+    // turn id → {inputs, seq} of its turn_end, and input seq → seq of the
+    // last turn_end that answered it: what a Retry puts back
+    this.turnEnds = new Map();
+    this.answeredAt = new Map();
     this.low = 0;
     this.held = 0;
     this.syncing = null;
@@ -342,7 +346,13 @@ export class Timeline {
           h("details", { class: "step" }, h("summary", null, h("span", { class: "step-label" }, "summary"), `of the conversation up to #${e.covers_to_seq}`), h("div", { class: "text" }, str(e.text))),
         );
       case "turn_end": {
-        if (e.status !== "interrupted") for (const s of e.inputs || []) this.unanswered.delete(s);
+        if (e.status !== "interrupted") {
+          for (const s of e.inputs || []) {
+            this.unanswered.delete(s);
+            this.answeredAt.set(s, Math.max(this.answeredAt.get(s) || 0, e.seq));
+          }
+        }
+        if (e.turn) this.turnEnds.set(e.turn, { inputs: e.inputs || [], seq: e.seq });
         const tokens = e.usage ? e.usage.prompt_tokens + e.usage.completion_tokens : 0;
         const parts = [`turn ${str(e.status)}`, `${e.deliveries} ${e.deliveries === 1 ? "reply" : "replies"}`];
         if (tokens) parts.push(`${count(tokens)} tokens`);
@@ -409,6 +419,7 @@ export class Timeline {
         try {
           const { data } = await call("retryTurn", { turn: e.retry_turn });
           retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
+          if (data.requeued) this.retried(e.retry_turn);
         } catch (err) {
           retry.disabled = false;
           // a shared room shows other people's bots' failures too: their
@@ -420,6 +431,22 @@ export class Timeline {
       line.append(retry);
     }
     return h("li", { class: `entry notice${bad ? " bad" : ""}`, role: quiet ? null : "note" }, line);
+  }
+
+  /**
+   * A retry writes no entry, so nothing else tells the page that the bot
+   * works again: the retried turn's inputs wait for an answer again (its
+   * turn_end had taken them off) and the bots are read again for the
+   * header. An input a later turn_end already answered (a quick retried
+   * turn may end before the host's answer to the click arrives) stays so.
+   */
+  retried(turn) {
+    const ended = this.turnEnds.get(turn);
+    for (const s of ended ? ended.inputs : []) {
+      if ((this.answeredAt.get(s) || 0) <= ended.seq) this.unanswered.add(s);
+    }
+    this.refresh();
+    loadBotsUntilStarted();
   }
 
   /**

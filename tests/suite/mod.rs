@@ -40,3 +40,4 @@ mod subagent_hops;
 mod subagent_reports;
 mod ui;
 mod ui_browser;
+mod ui_browser_views;

@@ -1,5 +1,6 @@
 //! Test support shared by the integration suite (`tests/all.rs`).
 
+pub mod browser;
 pub mod fleet;
 pub mod openai_server;
 pub mod process;

@@ -1,0 +1,367 @@
+//! The web page in a real browser, continued (`suite::ui_browser` has the
+//! page's main walk-through): a shared room's other users' bots by name,
+//! a retried turn shown working, a bot's Markdown kept whole, and a view
+//! that failed while the host was down opening once it is back.
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`Browser::start`]).
+
+use std::collections::HashMap;
+
+use botfleet::host::HostOptions;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ui_browser::SCRIPT;
+use crate::support::browser::Browser;
+use crate::support::browser::ENTER;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+/// In a shared room, the page names another user's bot in search hits,
+/// and Retry on that bot's failed turn says that only its owner can.
+#[tokio::test]
+async fn a_shared_room_shows_other_users_bots_by_name_and_their_retry_as_theirs() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let script = r#"
+[[rule]]
+match = "break"
+steps = [ { fail = "the model is down" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
+"#;
+    // b is alice's; t is bob's and may join other people's rooms
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("b", "s", &["SendMessage"])
+        .bot_of("t", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let (status, room) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "zoo", "members": ["b", "t"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    for (text, key) in [("who saw it?", "k1"), ("@t break", "k2")] {
+        let (status, posted) = host
+            .post_raw(
+                "/v1/groups/zoo/messages",
+                Some(TOKEN),
+                Some(key),
+                json!({ "text": text }).to_string(),
+            )
+            .await;
+        assert_eq!(status, 202, "{posted}");
+        host.wait_turn_end(
+            posted["session"].as_str().unwrap(),
+            posted["seq"].as_i64().unwrap(),
+        )
+        .await;
+    }
+    super::recall::flush(&host).await;
+
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/search?q=wombat", host.url)).await;
+    browser.wait_text(".hits", "t saw the wombat").await;
+    let who = browser
+        .js(
+            "return [...document.querySelectorAll('.hits .who')].map((w) => w.textContent)",
+            json!([]),
+        )
+        .await;
+    let who: Vec<&str> = who
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        who.contains(&"t-name") && who.contains(&"b-name"),
+        "{who:?}"
+    );
+    assert!(!who.contains(&"t"), "{who:?}");
+    // the room's inputs to each member read as the room's, not `room:zoo`
+    assert!(
+        who.contains(&"Room zoo") && !who.contains(&"room:zoo"),
+        "{who:?}"
+    );
+
+    browser.go(&format!("{}/#/rooms/zoo", host.url)).await;
+    browser.wait_text(".log .notice", "the model is down").await;
+    browser.click(".log .notice button").await;
+    browser
+        .wait_text(
+            ".toast.error",
+            "Only the owner of that bot can retry its turn.",
+        )
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// Retry on a stopped turn's notice: the page shows the bot working again
+/// until the retried turn ends. (A retry writes no entry, and the stopped
+/// turn's end had taken its input off the unanswered ones: the page said
+/// the bot was idle for the whole retried turn.)
+#[tokio::test]
+async fn a_retried_turn_shows_the_bot_working() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let script = r#"
+[[rule]]
+match = "(?i)slow"
+steps = [ { text = "thinking slowly", delay_ms = 4000 } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser
+        .type_in(".composer textarea", &format!("slow please{ENTER}"))
+        .await;
+    let working = "const w = document.querySelector('.timeline .working'); \
+                   const s = [...document.querySelectorAll('.conv-head button')].find((b) => b.textContent === 'Stop turn'); \
+                   return w && s && !w.hidden && !s.hidden";
+    let idle = "const w = document.querySelector('.timeline .working'); \
+                const s = [...document.querySelectorAll('.conv-head button')].find((b) => b.textContent === 'Stop turn'); \
+                return w && s && w.hidden && s.hidden";
+    browser
+        .wait_js("the working line and Stop turn", working, json!([]))
+        .await;
+    browser.click(".conv-head button.danger").await;
+    browser.wait_js("the turn stopped", idle, json!([])).await;
+    browser.click(".log .notice button").await;
+    browser
+        .wait_text(".log .notice button", "Queued again (1)")
+        .await;
+    // the retried turn runs: the page says so
+    browser
+        .wait_js(
+            "the working line and Stop turn after Retry",
+            working,
+            json!([]),
+        )
+        .await;
+    browser.wait_text(".conv-head h1 .state", "working").await;
+    // and stops saying so when it ends
+    browser
+        .wait_js("the retried turn's end", idle, json!([]))
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// What the page's own richText() makes of `text`: the element names of
+/// the fragment's top nodes, their text, and the text of it all.
+async fn rich_text(browser: &Browser, text: &str) -> Value {
+    browser
+        .js_async(
+            r#"const done = arguments[arguments.length - 1];
+               import("/ui/dom.js").then((m) => {
+                 const box = document.createElement("div");
+                 box.append(m.richText(arguments[0]));
+                 done({
+                   text: box.textContent,
+                   nodes: [...box.childNodes].map((n) => [n.nodeName, n.textContent]),
+                   links: [...box.querySelectorAll("a")].map((a) => a.getAttribute("href")),
+                   lang: [...box.querySelectorAll("pre")].map((p) => p.dataset.lang || ""),
+                 });
+               }, (e) => done(String(e)));"#,
+            json!([text]),
+        )
+        .await
+}
+
+/// A bot's Markdown keeps every character: only a line of ``` opens or
+/// closes a block, ``` inside a sentence is inline code or text, and a bare
+/// URL keeps its balanced parentheses but not the sentence's.
+#[tokio::test]
+async fn bot_markdown_keeps_its_text() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    browser.sign_in(&host.url, TOKEN).await;
+
+    // inline triple backticks are inline code; the rest of the line stays
+    let v = rich_text(&browser, "Run ```ls -la``` now please").await;
+    assert_eq!(
+        v["nodes"],
+        json!([
+            ["#text", "Run "],
+            ["CODE", "ls -la"],
+            ["#text", " now please"]
+        ]),
+        "{v}"
+    );
+    // a lone ``` in a sentence is text
+    let v = rich_text(&browser, "Type ``` then the rest of this line").await;
+    assert_eq!(
+        v["nodes"],
+        json!([["#text", "Type ``` then the rest of this line"]]),
+        "{v}"
+    );
+    let v = rich_text(&browser, "use `x` or ``a`b``").await;
+    assert_eq!(
+        v["nodes"],
+        json!([
+            ["#text", "use "],
+            ["CODE", "x"],
+            ["#text", " or "],
+            ["CODE", "a`b"]
+        ]),
+        "{v}"
+    );
+    // a fence: a line of ``` and a language word, closed by ``` alone
+    let v = rich_text(
+        &browser,
+        "Here:\n```sh\nls -la\necho ```x``` done\n  ```\nafter",
+    )
+    .await;
+    assert_eq!(
+        v["nodes"],
+        json!([
+            ["#text", "Here:\n"],
+            ["PRE", "ls -la\necho ```x``` done"],
+            ["#text", "after"]
+        ]),
+        "{v}"
+    );
+    assert_eq!(v["lang"], json!(["sh"]), "{v}");
+    // a line with more than a word after ``` opens nothing
+    let v = rich_text(&browser, "```not a fence\nstill text").await;
+    assert_eq!(v["text"], "```not a fence\nstill text", "{v}");
+    // an unclosed fence runs to the end
+    let v = rich_text(&browser, "a\n```\nb\nc").await;
+    assert_eq!(
+        v["nodes"],
+        json!([["#text", "a\n"], ["PRE", "b\nc"]]),
+        "{v}"
+    );
+    // markup stays text
+    let v = rich_text(&browser, "```\n<b>x</b>\n```").await;
+    assert_eq!(v["nodes"], json!([["PRE", "<b>x</b>"]]), "{v}");
+
+    // bare URLs: balanced parentheses are part of them, a sentence's
+    // closing one and its punctuation are not
+    let wiki = "https://en.wikipedia.org/wiki/Rust_(programming_language)";
+    let v = rich_text(&browser, &format!("See {wiki}. (see https://x.org/a) ok")).await;
+    assert_eq!(v["links"], json!([wiki, "https://x.org/a"]), "{v}");
+    assert_eq!(
+        v["text"],
+        format!("See {wiki}. (see https://x.org/a) ok"),
+        "{v}"
+    );
+    let v = rich_text(
+        &browser,
+        "[docs](https://x.org/a_(b)), https://x.org/q?a=1;",
+    )
+    .await;
+    assert_eq!(
+        v["links"],
+        json!(["https://x.org/a_(b)", "https://x.org/q?a=1"]),
+        "{v}"
+    );
+    assert_eq!(v["text"], "docs, https://x.org/q?a=1;", "{v}");
+
+    // and in a reply of the bot, every character of the message arrives
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser
+        .type_in(
+            ".composer textarea",
+            &format!("Run ```ls -la``` now please{ENTER}"),
+        )
+        .await;
+    browser
+        .wait_text(".log .entry:not(.mine) .bubble .text", "now please")
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('.log .entry:not(.mine) .bubble .text code')].map((c) => c.textContent)",
+                json!([])
+            )
+            .await,
+        json!(["ls -la"])
+    );
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// Starts the host of `fleet` on `listen`, so that it can come back on the
+/// same address (the page's origin) after a shutdown.
+async fn start_on(fleet: TestFleet, listen: &str) -> TestHost {
+    let path = fleet.write();
+    let host = botfleet::host::start(HostOptions {
+        fleet: Some(path),
+        data_dir: None,
+        listen: Some(listen.to_owned()),
+        env: Some(HashMap::new()),
+    })
+    .await
+    .unwrap();
+    TestHost {
+        url: host.url(),
+        host: Some(host),
+        fleet,
+        http: reqwest::Client::new(),
+    }
+}
+
+/// A conversation that failed to open while the host was down opens once
+/// the page is in touch with the host again. (It kept the error, with no
+/// message box, until one navigated away.)
+#[tokio::test]
+async fn a_view_that_failed_while_the_host_was_down_opens_when_it_is_back() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"]);
+    let host = start_on(fleet, &listen).await;
+    let url = host.url.clone();
+    browser.sign_in(&url, TOKEN).await;
+    browser.go(&format!("{url}/#/rooms")).await;
+    browser.find("#conn.live").await;
+    browser.wait_text(".list", "No rooms yet.").await;
+
+    let fleet = host.shutdown().await;
+    browser.find("#conn:not(.live)").await;
+    browser.click("[data-nav=bots]").await;
+    browser.click(".list a[href='#/bots/r']").await;
+    browser
+        .wait_text(".detail [role=alert]", "The host did not answer")
+        .await;
+
+    let host = start_on(fleet, &listen).await;
+    browser.find("#conn.live").await;
+    browser.find(".detail .composer textarea").await;
+    assert_eq!(browser.count(".detail [role=alert]").await, 0);
+    browser.quit().await;
+    host.shutdown().await;
+}
