@@ -514,11 +514,7 @@ async fn provider_without_token_counts() -> String {
         }))
     }
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    serve_completions(axum::routing::post(answer)).await
 }
 
 /// Regression: `"usage": {}` (or null counts) counted as 0 tokens, so a
@@ -603,11 +599,7 @@ async fn provider_splitting_a_surrogate_pair() -> String {
         ([("content-type", "text/event-stream")], body).into_response()
     }
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    serve_completions(axum::routing::post(answer)).await
 }
 
 /// Regression: each half of the pair alone is not valid JSON, so the turn
@@ -633,4 +625,15 @@ async fn a_surrogate_pair_split_between_two_events_is_joined() {
     assert_eq!(end["status"], "completed", "{end}");
     assert_eq!(deliveries(&host.entries(&session).await), ["smile 😀"]);
     host.shutdown().await;
+}
+
+/// Serves `answer` as `/v1/chat/completions` on loopback, for a provider
+/// whose wire shape the loopback server cannot produce; returns its base
+/// URL.
+async fn serve_completions(answer: axum::routing::MethodRouter) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/v1/chat/completions", answer);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
 }

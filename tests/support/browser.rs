@@ -56,12 +56,28 @@ impl Browser {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(driver)
+        let mut child = Command::new(driver)
             .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // the driver says when it listens; its output is read to the end,
+        // so it never blocks on a full pipe
+        let (up_tx, up_rx) = tokio::sync::oneshot::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut up = Some(up_tx);
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("started successfully")
+                    && let Some(tx) = up.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+        });
         let profile = tempfile::tempdir().unwrap();
         let mut browser = Browser {
             http: reqwest::Client::new(),
@@ -70,17 +86,8 @@ impl Browser {
             driver: child,
             _profile: profile,
         };
-        for _ in 0..200 {
-            let up = browser
-                .http
-                .get(format!("{}/status", browser.base))
-                .send()
-                .await
-                .is_ok();
-            if up {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if !matches!(tokio::time::timeout(WAIT, up_rx).await, Ok(Ok(()))) {
+            panic!("chromedriver did not say it started within {WAIT:?}");
         }
         let args = [
             "--headless",
@@ -200,26 +207,24 @@ impl Browser {
 
     /// Waits for the first element matching `css`.
     pub async fn find(&self, css: &str) -> String {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let found = self
-                .cmd(
-                    Method::POST,
-                    "/element",
-                    Some(json!({"using": "css selector", "value": css})),
-                )
-                .await;
-            if let Ok(v) = found
-                && let Some(id) = v[ELEMENT].as_str()
-            {
-                return id.to_owned();
-            }
-            if tokio::time::Instant::now() > deadline {
-                let page = self.js("return document.body.innerText", json!([])).await;
-                panic!("no element {css} in the page: {page}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.wait_js(
+            &format!("an element {css}"),
+            "return document.querySelector(arguments[0]) !== null",
+            json!([css]),
+        )
+        .await;
+        let found = self
+            .cmd(
+                Method::POST,
+                "/element",
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"));
+        found[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_owned()
     }
 
     pub async fn click(&self, css: &str) {
@@ -249,26 +254,42 @@ impl Browser {
         .unwrap_or_else(|e| panic!("typing in {css}: {e}"));
     }
 
-    /// Waits until `script` returns something truthy; returns it.
+    /// Waits until `script` (a function body over `arguments`) returns
+    /// something truthy; returns it. The page waits, not the test: the
+    /// script runs again at each change of the document (a
+    /// MutationObserver), so the answer comes with the change that makes it
+    /// true, and at the deadline the page's text is returned to report.
     pub async fn wait_js(&self, what: &str, script: &str, args: Value) -> Value {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let v = self.js(script, args.clone()).await;
-            let truthy = match &v {
-                Value::Null => false,
-                Value::Bool(b) => *b,
-                Value::Number(n) => n.as_f64() != Some(0.0),
-                Value::String(s) => !s.is_empty(),
-                Value::Array(_) | Value::Object(_) => true,
-            };
-            if truthy {
-                return v;
-            }
-            if tokio::time::Instant::now() > deadline {
-                let page = self.js("return document.body.innerText", json!([])).await;
-                panic!("timed out waiting for {what}; the page shows: {page}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        // the condition is compiled with the script, as WebDriver does
+        // (the page's CSP refuses `new Function`)
+        let waiter = format!(
+            r#"const [args, ms] = [arguments[0], arguments[1]];
+                   const done = arguments[arguments.length - 1];
+                   const f = function () {{ {script} }};
+                   let observer = null;
+                   let timer = 0;
+                   const finish = (v) => {{ if (observer) observer.disconnect(); clearTimeout(timer); done(v); }};
+                   const check = () => {{
+                     let v = null;
+                     try {{ v = f.apply(null, args); }} catch (e) {{ v = null; }}
+                     if (v) finish({{ ok: v }});
+                     return Boolean(v);
+                   }};
+                   if (!check()) {{
+                     observer = new MutationObserver(check);
+                     observer.observe(document, {{ subtree: true, childList: true, attributes: true, characterData: true }});
+                     timer = setTimeout(() => finish({{ page: document.body ? document.body.innerText : "" }}), ms);
+                   }}"#
+        );
+        let waited = self
+            .js_async(&waiter, json!([args, WAIT.as_millis() as u64]))
+            .await;
+        match waited.get("ok") {
+            Some(v) => v.clone(),
+            None => panic!(
+                "timed out waiting for {what}; the page shows: {}",
+                waited["page"]
+            ),
         }
     }
 

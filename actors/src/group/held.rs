@@ -58,26 +58,21 @@ pub enum Floor {
 
 /// Whose turn it is in the member session `session` of room `room`.
 ///
-/// Reads the newest coordinator input and the turn ends after it (indexed,
-/// on the calling thread: this runs in every member's SendMessage), not
+/// Reads the newest coordinator input and the turn ends and notices after
+/// it (one indexed read, on the calling thread: this runs in every member's SendMessage), not
 /// the session's tail.
 pub fn floor(store: &Store, session: SessionId, room: &str) -> Result<Floor, StoreError> {
     let Some(since) = store.since_newest_event_now(session, &input_author(room))? else {
         // never given an input: nobody asked it to speak
         return Ok(Floor::NotYours);
     };
-    let answered = since.turn_ends.iter().any(|e| {
+    // one read: the turn ends and notices after the input
+    let answered = since.after.iter().any(|e| {
         matches!(&e.kind, EntryKind::TurnEnd { status, inputs, .. }
             if answers(*status) && inputs.contains(&since.seq))
+            || matches!(&e.kind, EntryKind::Notice { code, .. } if code == SKIPPED_CODE)
     });
-    if answered {
-        return Ok(Floor::NotYours);
-    }
-    let closed = store
-        .notices_after_now(session, since.seq)?
-        .iter()
-        .any(|e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == SKIPPED_CODE));
-    Ok(if closed {
+    Ok(if answered {
         Floor::NotYours
     } else {
         Floor::Yours

@@ -25,13 +25,13 @@ use crate::record::Entry;
 pub struct SinceEvent {
     /// Seq of the newest event the author wrote in the session.
     pub seq: i64,
-    /// The session's turn-end entries after it, oldest first.
-    pub turn_ends: Vec<Entry>,
+    /// The session's turn-end entries and notices after it, oldest first.
+    pub after: Vec<Entry>,
 }
 
 impl Store {
-    /// The newest event `author` wrote in `session` and the turn ends after
-    /// it; `None` if the author never wrote an event there.
+    /// The newest event `author` wrote in `session` and the turn ends and
+    /// notices after it; `None` if the author never wrote an event there.
     ///
     /// Runs on the calling thread: a short indexed read on a hot path (a
     /// member's SendMessage in a room), cheaper than the hop to the
@@ -130,13 +130,13 @@ fn since_newest_event(
     let Some(seq) = seq else {
         return Ok(None);
     };
-    let turn_ends = collect_entries(
+    let after = collect_entries(
         conn,
         &format!(
             "SELECT {ENTRY_COLUMNS} FROM entries
-             WHERE session_id = ?1 AND seq > ?2 AND kind = 'turn_end' ORDER BY seq"
+             WHERE session_id = ?1 AND seq > ?2 AND kind IN ('turn_end', 'notice') ORDER BY seq"
         ),
         params![session, seq],
     )?;
-    Ok(Some(SinceEvent { seq, turn_ends }))
+    Ok(Some(SinceEvent { seq, after }))
 }
