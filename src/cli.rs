@@ -95,7 +95,8 @@ pub enum Command {
     Transcript {
         /// Bot id.
         bot: String,
-        /// Also show the bot's internal steps (notes, tool calls, results).
+        /// Also show the bot's internal steps (notes, tool calls, results, events,
+        /// compaction summaries).
         #[arg(long)]
         all: bool,
         /// Print JSON lines.
@@ -449,6 +450,9 @@ async fn transcript(
                 e["status"].as_str().unwrap_or("")
             ),
             "reminder" if all => println!("#{seq} (reminder) {text}"),
+            "agent_message" => println!("#{seq} {who} (bot): {text}"),
+            "event" if all => println!("#{seq} (event from {who}) {text}"),
+            "summary" if all => println!("#{seq} (summary up to #{}) {text}", e["covers_to_seq"]),
             "approval" => println!(
                 "#{seq} [approval {} {}] {} — {}",
                 e["status"].as_str().unwrap_or(""),

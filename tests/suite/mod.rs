@@ -8,6 +8,7 @@ mod cli;
 mod cli_input;
 mod cli_restart;
 mod cli_timeout;
+mod cli_transcript;
 mod config_checks;
 mod context;
 mod crash;
