@@ -80,6 +80,56 @@ pub(super) fn report(
     }
 }
 
+/// A message that reached a bot paused by its daily token budget: no
+/// reply until the pause ends.
+pub(super) struct Paused<'a> {
+    pub(super) bot: &'a str,
+    /// The host's `budget_exhausted` notice after the message (written for
+    /// a conversation's first message since the pause began).
+    pub(super) notice: Option<&'a str>,
+    /// When the pause ends (ms since the epoch), from the host's answer
+    /// to the message.
+    pub(super) until: Option<i64>,
+}
+
+/// Ends a `send` whose message reached a paused bot: the host's notice,
+/// or a line saying until when, on stderr (in the object with `--json`),
+/// and "saved, no reply yet" (5, as when `--timeout` passes), at once
+/// instead of waiting out `--timeout` for a reply that comes after the
+/// pause.
+pub(super) fn paused(pause: &Paused<'_>, session: &str, seq: i64, as_json: bool) -> ExitCode {
+    let bot = pause.bot;
+    let when = pause
+        .until
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+    let text = match (pause.notice, &when) {
+        (Some(notice), _) => notice.to_owned(),
+        (None, Some(when)) => {
+            format!("{bot} is paused until {when}: its daily token budget is spent")
+        }
+        (None, None) => format!("{bot} is paused: its daily token budget is spent"),
+    };
+    if as_json {
+        println!(
+            "{}",
+            json!({
+                "status": "paused",
+                "session": session,
+                "seq": seq,
+                "notice": text,
+                "paused_until": pause.until,
+            })
+        );
+    } else {
+        eprintln!(
+            "{text}\nyour message is saved (seq {seq}) and will be answered when the pause \
+             ends; see `botfleet transcript {bot}`"
+        );
+    }
+    ExitCode::from(exit::TIMEOUT)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

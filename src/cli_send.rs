@@ -31,12 +31,12 @@ Exit status:
   3    the turn failed or was cancelled; stderr says why and how to retry
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
   5    no reply within --timeout, or none yet because the bot is paused (its daily token budget
-       is spent; stderr says until when); the message is saved (`botfleet transcript BOT`)
+       is spent; stderr says until when, at once); the message is saved (`botfleet transcript BOT`)
   130  interrupted (Ctrl-C), as a shell reports it
 
 With --json, stdout holds one JSON object in each of the cases 0-5: the turn, \
-{\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", ...}, the host's refusal \
-({\"status\": \"conflict\", ...}) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
+{\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", \"paused_until\", ...}, the host's \
+refusal ({\"status\": \"conflict\", ...}) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
 
 /// The host's answer to a message: `accepted` or `duplicate`, with its
 /// session and seq.
@@ -140,12 +140,20 @@ pub(super) async fn send(
     if outcome == "duplicate" && !as_json {
         eprintln!("(already sent with this key as message {seq}; waiting for its reply)");
     }
+    // the bot is paused by its daily token budget: the message waits for
+    // the end of the pause (the host's notice says so only to a
+    // conversation's first message since the pause began)
+    let paused_until = body["paused_until"].as_i64();
     let mut cursor = seq;
     let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
     let mut notices: HashMap<String, Value> = HashMap::new();
     loop {
         // the host may be restarting: a failed poll waits for the next one
-        let polled = match timeout_at(deadline, client.entries_after(&session, cursor)).await {
+        let polled = timeout_at(deadline, client.entries_after(&session, cursor)).await;
+        // a message sent before (the same key) may have been answered
+        // before the pause: the entries after it say so first
+        let read = matches!(&polled, Ok(Ok(_)));
+        let polled = match polled {
             Ok(Ok(entries)) => entries,
             Ok(Err(e)) => {
                 changes.poll_failed(e)?;
@@ -162,7 +170,12 @@ pub(super) async fn send(
                 // a paused bot writes this notice and no turn_end: its
                 // reply waits for the end of the pause
                 Some("notice") if e["code"] == "budget_exhausted" => {
-                    return Ok(paused(&e, bot, &session, seq, as_json));
+                    let pause = outcome::Paused {
+                        bot,
+                        notice: e["text"].as_str(),
+                        until: paused_until,
+                    };
+                    return Ok(outcome::paused(&pause, &session, seq, as_json));
                 }
                 Some("notice") => {
                     notices.insert(turn, e);
@@ -190,6 +203,14 @@ pub(super) async fn send(
                 _ => {}
             }
         }
+        if read && paused_until.is_some() {
+            let pause = outcome::Paused {
+                bot,
+                notice: None,
+                until: paused_until,
+            };
+            return Ok(outcome::paused(&pause, &session, seq, as_json));
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             if as_json {
@@ -210,27 +231,6 @@ pub(super) async fn send(
             .wait(&session, left.min(Duration::from_secs(5)))
             .await;
     }
-}
-
-/// Ends a `send` whose message reached a bot paused for the day (its
-/// daily token budget is spent): the host's notice on stderr (in the
-/// object with `--json`), and "saved, no reply yet" (5, as when
-/// `--timeout` passes), at once instead of waiting out `--timeout` for a
-/// reply that comes after the pause.
-fn paused(notice: &Value, bot: &str, session: &str, seq: i64, as_json: bool) -> ExitCode {
-    let text = notice["text"].as_str().unwrap_or("");
-    if as_json {
-        println!(
-            "{}",
-            json!({"status": "paused", "session": session, "seq": seq, "notice": text})
-        );
-    } else {
-        eprintln!(
-            "{text}\nyour message is saved (seq {seq}) and will be answered when the pause \
-             ends; see `botfleet transcript {bot}`"
-        );
-    }
-    ExitCode::from(exit::TIMEOUT)
 }
 
 /// A message of `send` or `group send`, posted within `--timeout`.

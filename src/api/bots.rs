@@ -12,6 +12,7 @@ use axum::response::IntoResponse;
 use axum::response::Response;
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::AdmittedRecord;
+use botfleet_memory::BotRecord;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
@@ -147,8 +148,14 @@ pub(crate) async fn post_message(
     let target = req.session.id();
     let outcome = state.fleet.admit(req).await?;
     let (status, body) = match &outcome {
-        AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(outcome)),
-        AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(outcome)),
+        AdmitOutcome::Accepted(_) => (
+            StatusCode::ACCEPTED,
+            with_pause(json!(outcome), &state, &record).await,
+        ),
+        AdmitOutcome::Duplicate(_) => (
+            StatusCode::OK,
+            with_pause(json!(outcome), &state, &record).await,
+        ),
         AdmitOutcome::Conflict(original) => (
             StatusCode::CONFLICT,
             json!({
@@ -166,6 +173,28 @@ pub(crate) async fn post_message(
         ),
     };
     Ok((status, Json(body)).into_response())
+}
+
+/// The answer to an admitted message, with `paused_until` (ms since the
+/// epoch) added when the bot is paused by its daily token budget: the
+/// message waits for the end of the pause (the bot writes its
+/// `budget_exhausted` notice only once per conversation, so a client
+/// cannot wait for one). Asked after the admission, of the live bot (as
+/// `GET /v1/bots` does: its pause is what holds the message); the message
+/// is admitted whatever the answer, so a bot that does not answer leaves
+/// the field out.
+async fn with_pause(mut body: Value, state: &ApiState, bot: &BotRecord) -> Value {
+    let until = match state.fleet.status(&bot.id).await {
+        Ok(live) => live.and_then(|s| s.paused_until),
+        Err(e) => {
+            tracing::debug!(bot = %bot.id, error = %e, "no status for the answer to a message");
+            None
+        }
+    };
+    if let Some(until) = until {
+        body["paused_until"] = json!(until);
+    }
+    body
 }
 
 pub(crate) async fn dm_session(

@@ -264,3 +264,86 @@ async fn send_to_a_bot_paused_by_its_budget_ends_at_once_with_the_notice() {
     );
     host.shutdown().await;
 }
+
+/// Regression: the host writes its `budget_exhausted` notice once per
+/// conversation, so only the first `send` of a pause ended at once; a
+/// second one waited out the whole `--timeout` ("no reply within …").
+/// The host's answer to the message says until when the bot is paused,
+/// and every `send` of the pause ends at once with 5 saying so. A message
+/// sent again with its key (answered before the pause) still prints its
+/// reply.
+#[tokio::test]
+async fn every_send_to_a_paused_bot_ends_at_once_saying_until_when() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await;
+    let (code, out, err) = cli(
+        &["send", "r", "spend it", "--nonce", "k-1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "echo: spend it"), "{err}");
+    // the first message of the pause: the host's notice
+    let (code, _, err) = cli(&["send", "r", "first", "--timeout", "5"], &host.url, TOKEN).await;
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("r has used its daily token budget"), "{err}");
+
+    // the bot pauses when the turn that wrote the notice ends
+    let until = host
+        .wait_get("/v1/bots", |v| {
+            v["bots"][0]["paused_until"].as_i64().map(Value::from)
+        })
+        .await;
+    let until = until.as_i64().unwrap();
+    let when = chrono::DateTime::from_timestamp_millis(until)
+        .unwrap()
+        .format("%Y-%m-%d %H:%M UTC")
+        .to_string();
+    // a short --timeout: on a wait for the reply, the old "no reply"
+    // shows up instead of a hang
+    let (code, out, err) = cli(&["send", "r", "second", "--timeout", "5"], &host.url, TOKEN).await;
+    assert_eq!(code, 5, "saved, no reply yet: {err}");
+    assert_eq!(out, "");
+    assert!(
+        err.contains(&format!("r is paused until {when}"))
+            && err.contains("will be answered when the pause ends")
+            && !err.contains("no reply within"),
+        "{err}"
+    );
+    let (code, out, err) = cli(
+        &["send", "r", "third", "--timeout", "5", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 5, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["status"], "paused", "{v}");
+    assert_eq!(v["paused_until"], until, "{v}");
+    assert!(v["seq"].is_i64() && v["session"].is_string(), "{v}");
+    assert!(
+        v["notice"].as_str().is_some_and(|t| t.contains(&when)),
+        "{v}"
+    );
+
+    // the API's answer to a message says it too
+    let (status, sent) = host.send("r", "fourth", None).await;
+    assert_eq!(
+        (status, &sent["paused_until"]),
+        (202, &Value::from(until)),
+        "{sent}"
+    );
+    // answered before the pause: its reply, not the pause
+    let (code, out, err) = cli(
+        &["send", "r", "spend it", "--nonce", "k-1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "echo: spend it"), "{err}");
+    host.shutdown().await;
+}
