@@ -122,6 +122,8 @@ struct Running {
     hard: CancellationToken,
     inputs: Vec<QueuedInput>,
     started_at: i64,
+    /// Set once the run commits a step (`TurnPlan::stepped`).
+    stepped: Arc<std::sync::atomic::AtomicBool>,
 }
 
 enum Pending {

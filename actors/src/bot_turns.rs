@@ -5,6 +5,10 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
+#[cfg(test)]
+#[path = "bot_turns_tests.rs"]
+mod tests;
+
 impl BotState {
     /// Starts the next turn if none runs and nothing holds it back.
     pub(super) fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
@@ -130,6 +134,7 @@ impl BotState {
             .remove(&session)
             .unwrap_or_else(|| SessionTail::new(session));
         let started_at = self.rt.store.clock().now_ms();
+        let stepped = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let plan = TurnPlan {
             turn,
             session,
@@ -139,6 +144,7 @@ impl BotState {
             soft: soft.clone(),
             hard: hard.clone(),
             started_at,
+            stepped: stepped.clone(),
         };
         self.running = Some(Running {
             turn,
@@ -147,6 +153,7 @@ impl BotState {
             hard,
             inputs,
             started_at,
+            stepped,
         });
         let rt = self.rt.clone();
         let me = myself.clone();
@@ -227,6 +234,12 @@ impl BotState {
             }
         };
         if let Some((inputs, error)) = crash {
+            if run.stepped.load(std::sync::atomic::Ordering::Relaxed) {
+                // the run finished a step before it crashed: the crashes
+                // before it were not in a row with this one (as the
+                // store's count, reset by a step)
+                self.crashes.remove(&turn);
+            }
             let count = self.crashes.entry(turn).or_insert(0);
             *count += 1;
             let max = self.rt.settings.max_turn_attempts;

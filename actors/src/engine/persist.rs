@@ -67,8 +67,17 @@ impl Runner {
                 _ => None,
             })
             .collect();
+        let stepped = appended
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::Assistant { .. }));
         let results = self.rt.store.write(batch).await?;
         self.start_pending = None;
+        if stepped {
+            // read by the bot after the run ended or panicked, through its
+            // mailbox (which orders it after this store)
+            self.stepped
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Ok(router) = self.rt.router() {
             for bot in upserted {
                 // an active bot re-reads its record; an inactive one reads it on activation

@@ -1,6 +1,7 @@
 //! One turn, from plan to report.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::BotRecord;
@@ -124,6 +125,10 @@ pub(crate) struct TurnPlan {
     /// When the bot started it (what the API shows while it runs, and what
     /// its row records when a new turn is first written).
     pub started_at: i64,
+    /// Set once this run commits a step: its bot reads it when the run
+    /// crashes (a crash after a step is not "in a row" with the ones
+    /// before it, as the store's `attempts` count).
+    pub stepped: Arc<AtomicBool>,
 }
 
 /// How a turn ended, for its bot.
@@ -256,6 +261,8 @@ struct Runner {
     attempts: i64,
     /// When the bot started the turn.
     started_at: i64,
+    /// Set once this run commits a step (`TurnPlan::stepped`).
+    stepped: Arc<AtomicBool>,
     soft: CancellationToken,
     hard: CancellationToken,
     error: Option<String>,
@@ -338,6 +345,7 @@ impl Runner {
             soft: plan.soft,
             hard: plan.hard,
             started_at: plan.started_at,
+            stepped: plan.stepped,
             error: None,
         })
     }

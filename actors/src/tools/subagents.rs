@@ -34,7 +34,6 @@ use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
-use sha2::Digest;
 
 use super::Effect;
 use super::Tool;
@@ -47,6 +46,12 @@ use super::parse_args;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
 use crate::router::RouterMsg;
+
+/// A subagent's id, derived from the Task call, and what a call does when
+/// it is held.
+#[path = "subagent_ids.rs"]
+mod ids;
+use ids::ChildId;
 
 /// Tools a subagent may have (of its parent's).
 const SUBAGENT_TOOLS: &[&str] = &[
@@ -76,16 +81,6 @@ pub(crate) fn subagent_session(child: &BotId, parent: &BotId) -> SessionKey {
         kind: SessionKind::Subagent,
         peer: parent.to_string(),
     }
-}
-
-fn child_id(ctx: &ToolContext<'_>) -> Result<BotId, ToolError> {
-    let mut h = sha2::Sha256::new();
-    h.update(ctx.turn.to_string().as_bytes());
-    h.update(ctx.call_id.as_bytes());
-    let short = hex::encode(&h.finalize()[..3]);
-    let parent: String = ctx.bot.id.as_str().chars().take(50).collect();
-    BotId::new(format!("{parent}.sub-{short}"))
-        .map_err(|e| ToolError::new(format!("cannot name the subagent: {e}"), "try again"))
 }
 
 /// The hop of the parent's input to its subagent: one more than the
@@ -213,7 +208,16 @@ impl Tool for Task {
             ));
         }
         let prompt = check_text("Task", &args.prompt, ctx.limits().max_message_chars)?;
-        let id = child_id(ctx)?;
+        let started = |id: &BotId| {
+            format!(
+                "started subagent {id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
+            )
+        };
+        let id = match ids::child_id(ctx).await? {
+            ChildId::Free(id) => id,
+            // this call made it before a crash cut the turn off
+            ChildId::Made(id) => return Ok(ToolOutput::text(started(&id))),
+        };
         let hop = hop_to_child(
             ctx,
             &id,
@@ -249,7 +253,10 @@ impl Tool for Task {
                     .chain(tools)
                     .collect()
             },
-            settings: json!({ "parent": ctx.bot.id }),
+            settings: json!({
+                "parent": ctx.bot.id,
+                (ids::CREATED_BY_CALL): ids::creating_call(ctx),
+            }),
             origin: format!("subagent:{}", ctx.bot.id),
             created_at: now,
             updated_at: now,
@@ -273,11 +280,12 @@ impl Tool for Task {
             hop,
         );
         Ok(ToolOutput {
-            content: format!(
-                "started subagent {id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
-            ),
+            content: started(&id),
             effects: vec![
-                Mutation::UpsertBot(child),
+                // never an upsert: a bot that took the id since it was
+                // read is not taken over (the step fails to commit, and
+                // its call, run again, takes the next id)
+                Mutation::CreateBot(child),
                 Mutation::CreateSubagent(record),
                 task,
             ],
