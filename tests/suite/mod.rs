@@ -26,6 +26,7 @@ mod memory_update;
 mod openai_faults;
 mod openai_host;
 mod openai_provider;
+mod owner_change;
 mod recall;
 mod recall_faults;
 mod removed_bots;

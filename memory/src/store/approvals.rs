@@ -183,9 +183,12 @@ pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Ve
         .collect())
 }
 
+/// Open rows: the terms of the `approvals_open` partial index, spelled as
+/// there so SQLite uses it.
+const OPEN: &str = "a.status IN ('pending', 'approved') AND a.consumed_at IS NULL";
+
 /// Open rows (stored pending, or approved and unused), of one bot or all.
 pub(crate) fn open_rows(conn: &Connection, bot: Option<&BotId>) -> Result<Vec<Stored>> {
-    const OPEN: &str = "a.status IN ('pending', 'approved') AND a.consumed_at IS NULL";
     match bot {
         Some(bot) => query(
             conn,
@@ -194,6 +197,21 @@ pub(crate) fn open_rows(conn: &Connection, bot: Option<&BotId>) -> Result<Vec<St
         ),
         None => query(conn, &format!("WHERE {OPEN} ORDER BY a.created_at"), []),
     }
+}
+
+/// A bot's stored-pending approvals whose owner is no longer the owner of
+/// the session they were asked in (the bot's owner changed and took the
+/// session along: `Writer::follow_owner`), oldest first.
+pub(crate) fn pending_off_session(conn: &Connection, bot: &BotId) -> Result<Vec<Stored>> {
+    query(
+        conn,
+        &format!(
+            "JOIN sessions s ON s.id = a.session_id
+             WHERE a.bot_id = ?1 AND {OPEN} AND a.status = 'pending' AND a.owner != s.owner
+             ORDER BY a.created_at"
+        ),
+        params![bot.as_str()],
+    )
 }
 
 /// A bot's newest review log rows, newest first.

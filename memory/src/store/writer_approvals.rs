@@ -1,5 +1,6 @@
 //! The writer's side of approvals: request (with the per-bot limit and
-//! lazy expiry), decide, consume, expire, and the review log. Every status
+//! lazy expiry), decide, consume, expire, the move of pending ones to
+//! their session's new owner, and the review log. Every status
 //! change appends an `approval` card entry to the approval's session, in
 //! the same transaction, so clients render the card's newest state.
 
@@ -194,6 +195,34 @@ impl Writer {
             self.append_card(record, now, touched)?;
         }
         Ok(expired.len())
+    }
+
+    /// Gives the pending approvals of `bot` to the owner of the session
+    /// each was asked in, where that changed (the bot's owner changed:
+    /// `follow_owner` moved its own sessions). Whoever a session belongs to
+    /// decides what the bot asks there, so a person's DM keeps its
+    /// approvals with that person. Approvals already decided or expired
+    /// stay with the owner they had: the record of what they decided (or
+    /// let lapse). Returns how many moved.
+    pub(super) fn approvals_follow_sessions(&mut self, bot: &BotId, now: i64) -> Result<usize> {
+        let pending: Vec<ApprovalId> = approvals::pending_off_session(&self.conn, bot)?
+            .into_iter()
+            .map(|r| r.effective(now))
+            .filter(ApprovalRecord::is_pending)
+            .map(|a| a.id)
+            .collect();
+        let mut moved = 0;
+        for id in pending {
+            moved += self
+                .conn
+                .prepare_cached(
+                    "UPDATE approvals
+                     SET owner = (SELECT s.owner FROM sessions s WHERE s.id = approvals.session_id)
+                     WHERE id = ?1 AND status = 'pending'",
+                )?
+                .execute(params![id.to_string()])?;
+        }
+        Ok(moved)
     }
 
     /// Adds a row to the review log.

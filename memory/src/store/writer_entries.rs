@@ -49,22 +49,51 @@ impl Writer {
                 bot.origin,
                 now
             ])?;
-        self.follow_owner(bot)
+        self.follow_owner(bot, now)
     }
 
-    /// Moves the bot's own work to its owner: the sessions whose kind
-    /// [`follows_bot_owner`] and whose stored owner is another user (the
-    /// bot's `owner` changed in fleet.toml; session keys of routines, hooks
-    /// and bots hold no user, so the next run would land in the session of
-    /// the old owner). Then forgets the bot's sessions kept for change
-    /// signals, so they are read again with their new owner. Run at every
-    /// upsert, so sessions left behind by an owner change made before this
-    /// rule are moved at the next start too.
-    fn follow_owner(&mut self, bot: &BotRecord) -> Result<()> {
+    /// Moves the bot's own work to its owner (the bot's `owner` changed in
+    /// fleet.toml; session keys of routines, hooks, bots and subagents
+    /// hold no user, so the next run would land in the session of the old
+    /// owner): its own sessions, the approvals pending in them, and its
+    /// subagents (child bots it delegated to, running or finished: their
+    /// records, sessions and pending approvals). One level: a subagent
+    /// delegates no further. In the upsert's transaction, and run at every
+    /// upsert, so work left behind by an owner change made before this
+    /// rule is moved at the next start too.
+    fn follow_owner(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
+        self.move_own_work(&bot.id, &bot.owner, now)?;
+        let children: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT b.id FROM subagents s JOIN bots b ON b.id = s.id
+                 WHERE s.parent = ?1 AND b.owner != ?2",
+            )?
+            .query_map(params![bot.id.as_str(), bot.owner.as_str()], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for child in &children {
+            let child = BotId::new(child.as_str())?;
+            self.conn
+                .prepare_cached("UPDATE bots SET owner = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![child.as_str(), bot.owner.as_str(), now])?;
+            self.move_own_work(&child, &bot.owner, now)?;
+        }
+        if !children.is_empty() {
+            tracing::info!(bot = %bot.id, owner = %bot.owner, subagents = children.len(), "bot's subagents moved to its owner");
+        }
+        Ok(())
+    }
+
+    /// Moves the sessions of `bot` whose kind [`follows_bot_owner`] and
+    /// whose stored owner is another user to `owner`, forgets the bot's
+    /// sessions kept for change signals (so they are read again with their
+    /// new owner), then gives the approvals pending in moved sessions to
+    /// their new owner.
+    fn move_own_work(&mut self, bot: &BotId, owner: &UserId, now: i64) -> Result<()> {
         let others: Vec<(String, String)> = self
             .conn
             .prepare_cached("SELECT id, kind FROM sessions WHERE bot_id = ?1 AND owner != ?2")?
-            .query_map(params![bot.id.as_str(), bot.owner.as_str()], |r| {
+            .query_map(params![bot.as_str(), owner.as_str()], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
@@ -78,12 +107,16 @@ impl Writer {
                 moved += self
                     .conn
                     .prepare_cached("UPDATE sessions SET owner = ?2 WHERE id = ?1")?
-                    .execute(params![id, bot.owner.as_str()])?;
+                    .execute(params![id, owner.as_str()])?;
             }
         }
         if moved > 0 {
-            tracing::info!(bot = %bot.id, owner = %bot.owner, sessions = moved, "bot's sessions moved to its owner");
-            self.sessions.retain(|_, (b, _)| *b != bot.id);
+            tracing::info!(%bot, %owner, sessions = moved, "bot's sessions moved to its owner");
+            self.sessions.retain(|_, (b, _)| b != bot);
+        }
+        let approvals = self.approvals_follow_sessions(bot, now)?;
+        if approvals > 0 {
+            tracing::info!(%bot, %owner, approvals, "bot's pending approvals moved to its owner");
         }
         Ok(())
     }
@@ -331,3 +364,7 @@ impl Writer {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "owner_change_tests.rs"]
+mod owner_change_tests;

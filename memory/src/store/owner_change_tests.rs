@@ -1,0 +1,247 @@
+//! What a bot's new owner takes along besides its sessions: the approvals
+//! pending in them, and its subagents (child bot records, their sessions
+//! and their pending approvals). What stays: a person's DM and its
+//! approvals, decided or expired approvals, another bot's subagents.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::clock::ManualClock;
+use crate::ids::ApprovalId;
+use crate::ids::BotId;
+use crate::ids::UserId;
+use crate::record::ApprovalDecision;
+use crate::record::ApprovalRequestOutcome;
+use crate::record::BotRecord;
+use crate::record::NewApproval;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+use crate::record::SessionRecord;
+use crate::record::SubagentRecord;
+use crate::record::SubagentStatus;
+use crate::store::Mutation;
+use crate::store::MutationResult;
+use crate::store::Store;
+use crate::store::StoreOptions;
+
+fn bot(id: &str, owner: &str, origin: &str) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap(),
+        name: id.into(),
+        owner: UserId::new(owner).unwrap(),
+        role: "helps".into(),
+        provider: "main".into(),
+        tools: Vec::new(),
+        settings: json!({}),
+        origin: origin.into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+fn session(bot: &str, kind: SessionKind, peer: &str, owner: &str) -> SessionRecord {
+    let key = SessionKey {
+        bot: BotId::new(bot).unwrap(),
+        kind,
+        peer: peer.into(),
+    };
+    SessionRecord {
+        id: key.id(),
+        key,
+        owner: UserId::new(owner).unwrap(),
+        epoch: 0,
+        last_seq: 0,
+        created_at: 0,
+    }
+}
+
+fn subagent(id: &str, parent: &SessionRecord) -> SubagentRecord {
+    SubagentRecord {
+        id: BotId::new(id).unwrap(),
+        parent: parent.key.bot.clone(),
+        parent_session: parent.id,
+        description: "a task".into(),
+        status: SubagentStatus::Done,
+        result: None,
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+async fn ask(store: &Store, s: &SessionRecord, what: &str, ttl_ms: i64) -> ApprovalId {
+    let new = NewApproval {
+        id: ApprovalId::new_v7(),
+        bot: s.key.bot.clone(),
+        session: s.id,
+        turn: None,
+        call_id: "c1".into(),
+        tool: "Shell".into(),
+        fingerprint: what.into(),
+        summary: format!("run {what}"),
+        reason: "pipes a download into a shell".into(),
+        action: json!({"command": what}),
+        ttl_ms,
+        max_pending: 10,
+    };
+    let r = store
+        .write(vec![Mutation::RequestApproval(Box::new(new))])
+        .await
+        .unwrap();
+    match r.into_iter().next() {
+        Some(MutationResult::ApprovalRequested(o)) => match *o {
+            ApprovalRequestOutcome::Created(a) => a.id,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn decide(
+    store: &Store,
+    id: ApprovalId,
+    decision: ApprovalDecision,
+    by: &str,
+) -> crate::Result<Vec<MutationResult>> {
+    store
+        .write(vec![Mutation::DecideApproval {
+            id,
+            decision,
+            by: UserId::new(by).unwrap(),
+        }])
+        .await
+}
+
+async fn owner_of(store: &Store, id: ApprovalId) -> String {
+    store.approval(id).await.unwrap().unwrap().owner.to_string()
+}
+
+/// fleet.toml gives bot `p` to bob. The approvals pending in its own
+/// sessions and in its subagent's are bob's to decide; alice cannot. A
+/// person's DM keeps its approvals with that person; approvals decided or
+/// expired stay as they were; the subagent's record and sessions are
+/// bob's; another bot's subagent is not touched. (Before, the approvals
+/// and the subagents stayed with alice.)
+#[tokio::test]
+async fn a_new_owner_takes_the_pending_approvals_and_the_subagents_along() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(chrono::Utc::now());
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })
+    .unwrap();
+    let work = session("p", SessionKind::Agent, "b", "alice");
+    let alices_dm = session("p", SessionKind::Dm, "alice", "alice");
+    let carols_dm = session("p", SessionKind::Dm, "carol", "carol");
+    let child_task = session("p.sub-1", SessionKind::Subagent, "p", "alice");
+    let others_task = session("b.sub-1", SessionKind::Subagent, "b", "alice");
+    let mut batch = vec![
+        Mutation::UpsertBot(bot("p", "alice", "config")),
+        Mutation::UpsertBot(bot("b", "alice", "config")),
+        Mutation::UpsertBot(bot("p.sub-1", "alice", "subagent:p")),
+        Mutation::UpsertBot(bot("b.sub-1", "alice", "subagent:b")),
+        Mutation::CreateSubagent(subagent("p.sub-1", &alices_dm)),
+    ];
+    for s in [&work, &alices_dm, &carols_dm, &child_task, &others_task] {
+        batch.push(Mutation::EnsureSession(s.clone()));
+    }
+    let others_dm = session("b", SessionKind::Dm, "alice", "alice");
+    batch.push(Mutation::EnsureSession(others_dm.clone()));
+    batch.push(Mutation::CreateSubagent(subagent("b.sub-1", &others_dm)));
+    store.write(batch).await.unwrap();
+
+    const TTL: i64 = 600_000;
+    let approved = ask(&store, &work, "approved", TTL).await;
+    decide(&store, approved, ApprovalDecision::Approve, "alice")
+        .await
+        .unwrap();
+    let denied = ask(&store, &work, "denied", TTL).await;
+    decide(&store, denied, ApprovalDecision::Deny, "alice")
+        .await
+        .unwrap();
+    let lapsed = ask(&store, &work, "lapsed", 1).await;
+    clock.advance_ms(1);
+    let pending = ask(&store, &work, "pending", TTL).await;
+    let in_alices_dm = ask(&store, &alices_dm, "alices", TTL).await;
+    let in_carols_dm = ask(&store, &carols_dm, "carols", TTL).await;
+    let childs = ask(&store, &child_task, "childs", TTL).await;
+    let others_childs = ask(&store, &others_task, "others", TTL).await;
+
+    store
+        .write(vec![Mutation::UpsertBot(bot("p", "bob", "config"))])
+        .await
+        .unwrap();
+
+    let mut owners = Vec::new();
+    for (what, id) in [
+        ("pending", pending),
+        ("subagent's", childs),
+        ("alice's DM", in_alices_dm),
+        ("carol's DM", in_carols_dm),
+        ("approved", approved),
+        ("denied", denied),
+        ("lapsed", lapsed),
+        ("another bot's subagent's", others_childs),
+    ] {
+        owners.push((what, owner_of(&store, id).await));
+    }
+    let expected = [
+        ("pending", "bob"),
+        ("subagent's", "bob"),
+        ("alice's DM", "alice"),
+        ("carol's DM", "carol"),
+        ("approved", "alice"),
+        ("denied", "alice"),
+        ("lapsed", "alice"),
+        ("another bot's subagent's", "alice"),
+    ]
+    .map(|(w, o)| (w, o.to_owned()));
+    assert_eq!(owners, expected);
+    let bobs: Vec<ApprovalId> = store
+        .approvals_of_owner(&UserId::new("bob").unwrap(), 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(bobs, vec![pending, childs]);
+
+    // the subagent is bob's: its record and its task session
+    let child = store
+        .get_bot(&BotId::new("p.sub-1").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(child.owner.as_str(), "bob");
+    let task = store.get_session(child_task.id).await.unwrap().unwrap();
+    assert_eq!(task.owner.as_str(), "bob");
+    let other = store
+        .get_bot(&BotId::new("b.sub-1").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(other.owner.as_str(), "alice");
+
+    // bob decides what was alice's; alice no longer can
+    let refused = decide(&store, childs, ApprovalDecision::Deny, "alice").await;
+    assert!(
+        matches!(
+            refused,
+            Err(crate::StoreError::NotFound {
+                what: "approval",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    decide(&store, childs, ApprovalDecision::Approve, "bob")
+        .await
+        .unwrap();
+    decide(&store, pending, ApprovalDecision::Deny, "bob")
+        .await
+        .unwrap();
+    store.close().await;
+}
