@@ -210,6 +210,12 @@ prompts! {
     loop_reminder => "loop_reminder.md",
     /// The result of a repeated identical tool call.
     tool_loop => "tool_loop.md",
+    /// The reminder after an answer cut off at the token limit.
+    cut_off => "cut_off.md",
+    /// The result of each call of an answer cut off at the token limit.
+    call_cut_off => "call_cut_off.md",
+    /// The notice of a model that refused to answer.
+    model_refused => "model_refused.md",
     /// The notice of a message to a stopped subagent.
     subagent_stopped => "subagent_stopped.md",
     /// A subagent's report of a task it could not finish.

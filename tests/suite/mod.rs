@@ -25,6 +25,7 @@ mod memory;
 mod memory_update;
 mod openai_faults;
 mod openai_host;
+mod openai_outcomes;
 mod openai_provider;
 mod owner_change;
 mod recall;

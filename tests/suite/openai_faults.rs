@@ -424,6 +424,33 @@ async fn the_call_deadline_covers_the_retries_and_their_waits() {
     assert!(server.request_count() <= attempts as usize);
 }
 
+/// Regression: a body that ended cleanly before the finish reason and
+/// `[DONE]` was reported as "model endpoint unreachable".
+#[tokio::test]
+async fn a_stream_that_ends_early_says_so() {
+    use axum::response::IntoResponse;
+
+    async fn answer() -> axum::response::Response {
+        let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+        ([("content-type", "text/event-stream")], body).into_response()
+    }
+    let base_url = serve_completions(axum::routing::post(answer)).await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 1,
+        backoff_base: Duration::from_millis(1),
+        ..OpenAiOptions::new(base_url, "test-model")
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the model's answer broke off after 2 attempt(s): the stream ended early, before the \
+         finish reason and [DONE]"
+    );
+    assert!(error.is_retryable());
+}
+
 /// Regression: tool-call arguments that are a JSON array were read into
 /// SendMessage by position and delivered, while every later request showed
 /// them as `{}`, so the model's history did not match what ran. The call

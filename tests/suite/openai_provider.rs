@@ -214,6 +214,57 @@ async fn assembles_interleaved_tool_calls_split_across_chunks() {
     assert_eq!(server.request_count(), 1);
 }
 
+/// Regression: two calls streamed without `index` became one (the second
+/// id replaced the first, the arguments ran together).
+#[tokio::test]
+async fn tool_calls_streamed_without_index_stay_apart() {
+    let (server, model) = serve(OpenAiServer::builder().omit_tool_call_index().reply(
+        Reply::tool_call("call_a", "SendMessage", r#"{"text":"one"}"#).and_tool_call(
+            "call_b",
+            "SendMessage",
+            r#"{"text":"two"}"#,
+        ),
+    ))
+    .await;
+    let (result, _) = complete(&model, &request("go")).await;
+    assert_eq!(
+        result.unwrap().tool_calls,
+        vec![
+            call("call_a", "SendMessage", r#"{"text":"one"}"#),
+            call("call_b", "SendMessage", r#"{"text":"two"}"#),
+        ]
+    );
+    server.shutdown().await;
+}
+
+/// Regression: a refusal was dropped and the call answered with nothing.
+#[tokio::test]
+async fn a_refusal_is_an_error_carrying_its_words() {
+    for stream in [true, false] {
+        let server = OpenAiServer::builder()
+            .reply(Reply::refusal("I can't help with that."))
+            .start()
+            .await;
+        let model = OpenAiModel::new(OpenAiOptions {
+            stream,
+            ..options(&server)
+        })
+        .unwrap();
+        let (result, sink) = complete(&model, &request("x")).await;
+        let error = result.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the model refused to answer: I can't help with that.",
+            "stream {stream}"
+        );
+        assert!(!error.is_retryable());
+        // not streamed to the sink as the model's text
+        assert_eq!(sink.text(), "");
+        assert_eq!(server.request_count(), 1);
+        server.shutdown().await;
+    }
+}
+
 #[tokio::test]
 async fn sse_events_split_across_tcp_writes() {
     for split in [1, 2, 3, 7, 16, 61] {

@@ -169,6 +169,14 @@ impl OpenAiServerBuilder {
         self
     }
 
+    /// Leaves `index` out of streamed tool-call pieces, as some servers
+    /// do (each call's first piece still carries its id; calls stream one
+    /// after the other, so not with [`Self::interleave_tool_calls`]).
+    pub fn omit_tool_call_index(mut self) -> Self {
+        self.shape.omit_tool_call_index = true;
+        self
+    }
+
     /// Writes the SSE byte stream in pieces of `n` bytes, ignoring event,
     /// line and UTF-8 boundaries (default: one write per event).
     pub fn tcp_split(mut self, n: usize) -> Self {
@@ -257,6 +265,7 @@ impl OpenAiServer {
                 text_chunk_chars: 4,
                 arg_chunk_bytes: 5,
                 interleave_tool_calls: false,
+                omit_tool_call_index: false,
                 tcp_split: None,
                 crlf: false,
                 comments: false,

@@ -1,6 +1,7 @@
 //! The model call of a step: the request from the session tail, the
-//! loop watch on its stream, the token usage it adds to the turn, and
-//! the reminders that answer a looping output or an undelivered reply.
+//! loop watch on its stream, the token usage it adds to the turn, the
+//! reminders that answer a looping output or an undelivered reply, and
+//! what follows an answer cut off at the token limit or a refusal.
 //! `impl Runner`, split from `runner.rs`.
 
 use std::collections::HashSet;
@@ -88,6 +89,80 @@ impl Runner {
             });
         }
         self.commit(batch).await.map(|_| ())
+    }
+
+    /// A step cut off at the output token limit (finish reason `length`):
+    /// its text or its last call's arguments are incomplete, so it is not
+    /// acted on. The first time in a turn, the step is recorded with each
+    /// of its calls answered as not run (prompts/call_cut_off.md: running
+    /// the start of an unfinished plan could do harm), or, without calls,
+    /// followed by prompts/cut_off.md, and the turn goes on (`None`). The
+    /// second time, the turn fails naming the limit. The retry is in the
+    /// checkpoint, as a loop's is.
+    pub(super) async fn cut_off(
+        &mut self,
+        response: &ModelResponse,
+    ) -> Result<Option<TurnStatus>, StoreError> {
+        if self.state.cut_off_retried {
+            let error = "the model's answer was cut off at its output token limit (max tokens, \
+                         finish reason length) a second time in this turn; not retrying"
+                .to_owned();
+            return self.fail(error).await.map(Some);
+        }
+        self.state.cut_off_retried = true;
+        let mut batch = self.step_batch(response);
+        let not_run = prompts().call_cut_off.render(&[]).unwrap_or_default();
+        for call in &response.tool_calls {
+            let outcome = self.outcome_batch(call, not_run.clone(), true, Vec::new(), false, false);
+            batch.extend(outcome);
+        }
+        if response.tool_calls.is_empty() {
+            let text = prompts().cut_off.render(&[]).unwrap_or_default();
+            batch.push(self.entry(
+                EntryId::derive(self.turn, "cut_off", "reminder"),
+                EntryKind::Reminder { text },
+            ));
+        }
+        if self.start_pending.is_none() {
+            batch.push(Mutation::Checkpoint {
+                turn: self.turn,
+                checkpoint: self.state.to_value(),
+            });
+        }
+        self.commit(batch).await.map(|_| None)
+    }
+
+    /// Ends a turn whose model refused to answer: the refusal is kept as
+    /// the step's text (later turns see that it declined) and shown to
+    /// people in a `model_refused` notice with a retry; the turn fails.
+    pub(super) async fn refused(&mut self, refusal: String) -> Result<TurnStatus, StoreError> {
+        let error = ModelError::Refused {
+            refusal: refusal.clone(),
+        }
+        .to_string();
+        tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "turn failed");
+        self.error = Some(error.clone());
+        let mut batch = self.step_batch(&ModelResponse {
+            text: refusal.clone(),
+            ..ModelResponse::default()
+        });
+        let turn = self.turn.to_string();
+        let text = prompts()
+            .model_refused
+            .render(&[("refusal", &refusal), ("turn", &turn)])
+            .unwrap_or_default();
+        let notice = self.entry(
+            EntryId::derive(self.turn, "end", "refused"),
+            EntryKind::Notice {
+                code: "model_refused".into(),
+                text,
+                retry_turn: Some(self.turn),
+            },
+        );
+        // the step and the end of the turn commit together
+        batch.extend(self.end_batch(TurnStatus::Failed, Some((error, notice))));
+        self.commit(batch).await?;
+        Ok(TurnStatus::Failed)
     }
 
     pub(super) async fn remind(&mut self) -> Result<(), StoreError> {

@@ -32,6 +32,7 @@ use super::state::TurnState;
 use super::tail::ContextBound;
 use super::tail::SessionTail;
 use super::watch::LoopSink;
+use crate::model::FinishReason;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
@@ -551,6 +552,7 @@ impl Runner {
             let response = match self.call_model().await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => continue,
+                Err(ModelError::Refused { refusal }) => return self.refused(refusal).await,
                 Err(ModelError::Aborted { reason, .. }) if std::mem::take(&mut self.looped) => {
                     if self.state.loop_retried {
                         return self
@@ -564,6 +566,12 @@ impl Runner {
                 }
                 Err(e) => return self.fail(e.to_string()).await,
             };
+            if response.finish == FinishReason::Length {
+                match self.cut_off(&response).await? {
+                    Some(status) => return Ok(status),
+                    None => continue,
+                }
+            }
             let mut batch = self.step_batch(&response);
             if response.tool_calls.is_empty() {
                 if self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded {

@@ -21,6 +21,9 @@ pub(crate) struct TurnState {
     /// Whether a loop in the model's output was already retried once.
     #[serde(default)]
     pub loop_retried: bool,
+    /// Whether an answer cut off at the token limit was already retried.
+    #[serde(default)]
+    pub cut_off_retried: bool,
 }
 
 impl TurnState {

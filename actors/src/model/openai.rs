@@ -24,8 +24,12 @@
 //!    request, even after text reached the sink: that text is the model's
 //!    working output, seen by nobody but the sink, which is told to start
 //!    over ([`StreamSink::on_restart`]) before the deltas of the new attempt.
+//!    Past the retries the call fails with [`ModelError::StreamBroken`].
 //!    A break after the finish reason only loses the usage chunk and
-//!    `[DONE]`; the response is returned (without usage).
+//!    `[DONE]`; the response is returned (without usage). A complete
+//!    answer that is a refusal or a content filter's stop fails at once
+//!    with [`ModelError::Refused`] or [`ModelError::ContentFiltered`]
+//!    (`wire.rs`).
 //! 4. Two limits bound the whole call. `call_timeout` runs from the first
 //!    request to the last byte, retries and their waits included, and
 //!    nothing extends it (a server that only sends `: keep-alive` comments
@@ -310,7 +314,8 @@ impl OpenAiModel {
                 }
                 Ok(None) => {
                     return Err(Failure::Broken {
-                        detail: "the stream ended before [DONE]".to_owned(),
+                        detail: "the stream ended early, before the finish reason and [DONE]"
+                            .to_owned(),
                     });
                 }
                 Err(failure) => return Err(failure),

@@ -153,10 +153,11 @@ pub enum FinishReason {
     Stop,
     /// It wants tool calls run.
     ToolCalls,
-    /// It hit the token limit.
+    /// It hit the token limit (`length`): the text or the last tool call's
+    /// arguments are cut off. (A refusal and a content filter's stop are
+    /// not finish reasons but errors, [`ModelError::Refused`] and
+    /// [`ModelError::ContentFiltered`]: no caller can use such an answer.)
     Length,
-    /// The provider filtered the output.
-    ContentFilter,
     /// Something else the provider said.
     Other,
 }
@@ -263,6 +264,27 @@ pub enum ModelError {
         /// The cap in bytes.
         limit: usize,
     },
+    /// The answer broke off (network error, silence past `timeout`, an
+    /// `error` event, end of body before the finish reason), after retries.
+    #[error("the model's answer broke off after {attempts} attempt(s): {detail}")]
+    StreamBroken {
+        /// Attempts made.
+        attempts: u32,
+        /// What happened to the last one.
+        detail: String,
+    },
+    /// The model declined to answer (OpenAI's `refusal` field).
+    #[error("the model refused to answer: {refusal}")]
+    Refused {
+        /// Its words.
+        refusal: String,
+    },
+    /// The provider's content filter stopped the answer (finish reason
+    /// `content_filter`).
+    #[error(
+        "the provider's content filter stopped the model's answer (finish reason content_filter)"
+    )]
+    ContentFiltered,
     /// The response did not follow the protocol.
     #[error("model response did not parse: {0}")]
     Protocol(String),
@@ -294,6 +316,10 @@ impl ModelError {
             ModelError::WaitTooLong { .. } => true,
             ModelError::TimedOut { .. } => true,
             ModelError::TooLarge { .. } => false,
+            ModelError::StreamBroken { .. } => true,
+            // the same request would most likely be refused or filtered again
+            ModelError::Refused { .. } => false,
+            ModelError::ContentFiltered => false,
             ModelError::Protocol(_) => false,
             ModelError::Aborted { .. } => false,
             ModelError::Cancelled => false,

@@ -21,6 +21,8 @@ use super::endless::Endless;
 #[derive(Clone, Debug, Default)]
 pub struct Reply {
     text: String,
+    /// OpenAI's `refusal`: the model declines (with `content: null`).
+    refusal: Option<String>,
     tool_calls: Vec<(String, String, String)>,
     usage: Option<(u64, u64)>,
     cached: Option<CachedTokens>,
@@ -45,6 +47,15 @@ impl Reply {
     pub fn text(text: impl Into<String>) -> Self {
         Reply {
             text: text.into(),
+            ..Reply::default()
+        }
+    }
+
+    /// A refusal (OpenAI's `message.refusal`, streamed as `delta.refusal`
+    /// pieces; finish reason `stop`).
+    pub fn refusal(refusal: impl Into<String>) -> Self {
+        Reply {
+            refusal: Some(refusal.into()),
             ..Reply::default()
         }
     }
@@ -165,6 +176,7 @@ pub(super) struct WireShape {
     pub(super) text_chunk_chars: usize,
     pub(super) arg_chunk_bytes: usize,
     pub(super) interleave_tool_calls: bool,
+    pub(super) omit_tool_call_index: bool,
     pub(super) tcp_split: Option<usize>,
     pub(super) crlf: bool,
     pub(super) comments: bool,
@@ -206,6 +218,9 @@ fn json_response(reply: &Reply, model: &str) -> Response {
     let mut message = json!({"role": "assistant", "content": null});
     if !reply.text.is_empty() {
         message["content"] = json!(reply.text);
+    }
+    if let Some(refusal) = &reply.refusal {
+        message["refusal"] = json!(refusal);
     }
     if !reply.tool_calls.is_empty() {
         message["tool_calls"] = reply
@@ -294,6 +309,10 @@ fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<V
     for piece in chars.chunks(shape.text_chunk_chars) {
         events.push(delta(json!({"content": piece.iter().collect::<String>()})));
     }
+    let refusal: Vec<char> = reply.refusal.as_deref().unwrap_or("").chars().collect();
+    for piece in refusal.chunks(shape.text_chunk_chars) {
+        events.push(delta(json!({"refusal": piece.iter().collect::<String>()})));
+    }
     let first = |i: usize, (id, name, _): &(String, String, String)| {
         let function = json!({"name": name, "arguments": ""});
         let mut call = json!({"index": i, "type": "function", "function": function});
@@ -303,6 +322,10 @@ fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<V
         call
     };
     let fragment = |i: usize, piece: &str| json!({"index": i, "function": {"arguments": piece}});
+    let (first, fragment) = (
+        |i: usize, call: &(String, String, String)| without_index(first(i, call), shape),
+        |i: usize, piece: &str| without_index(fragment(i, piece), shape),
+    );
     let mut fragments: Vec<VecDeque<&str>> = reply
         .tool_calls
         .iter()
@@ -340,6 +363,16 @@ fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<V
         events.push(json!({"choices": [], "usage": usage}));
     }
     events
+}
+
+/// A tool-call piece without its `index` when the shape says so.
+fn without_index(mut piece: Value, shape: &WireShape) -> Value {
+    if shape.omit_tool_call_index
+        && let Some(fields) = piece.as_object_mut()
+    {
+        fields.remove("index");
+    }
+    piece
 }
 
 /// Splits `text` into pieces of at least `size` bytes, on char boundaries.

@@ -75,7 +75,7 @@ impl Failure {
                 attempts,
                 body,
             },
-            Failure::Broken { detail } => ModelError::Unreachable { attempts, detail },
+            Failure::Broken { detail } => ModelError::StreamBroken { attempts, detail },
             Failure::Final(error) => error,
         }
     }

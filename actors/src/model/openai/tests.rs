@@ -106,6 +106,21 @@ fn a_wait_beyond_backoff_max_is_named_in_the_error() {
     ));
 }
 
+/// Regression: a stream that broke off was reported as "model endpoint
+/// unreachable", as if no answer had begun.
+#[test]
+fn a_broken_stream_is_named_as_such() {
+    let error = Failure::Broken {
+        detail: "the stream ended early".to_owned(),
+    }
+    .into_error(3, Duration::from_secs(30));
+    assert_eq!(
+        error.to_string(),
+        "the model's answer broke off after 3 attempt(s): the stream ended early"
+    );
+    assert!(error.is_retryable());
+}
+
 #[test]
 fn backoff_doubles_with_jitter_and_is_capped() {
     let options = options();

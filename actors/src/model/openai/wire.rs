@@ -8,10 +8,18 @@
 //! counts the tokens itself), cached prompt tokens arrive as
 //! `prompt_tokens_details.cached_tokens` (OpenAI, xAI, vLLM) or
 //! `prompt_cache_hit_tokens` (DeepSeek), a tool-call delta without `index`
-//! takes its position in the list, and tool-call arguments may be an object
-//! instead of a JSON string. A call without an id gets a fresh random one.
-//! Earlier calls whose arguments are not a JSON object are sent back with
-//! `{}` (strict servers refuse malformed arguments anywhere in a request).
+//! is placed by its id and its place in the chunk ([`Assembler`]), a
+//! function name may come in pieces, and tool-call arguments may be an
+//! object instead of a JSON string. A call without an id gets a fresh
+//! random one. Earlier calls whose arguments are not a JSON object are sent
+//! back with `{}` (strict servers refuse malformed arguments anywhere in a
+//! request).
+//!
+//! Two answers are errors, not responses: a `refusal` (OpenAI's field for
+//! a model that declines, streamed as `delta.refusal`) is
+//! [`ModelError::Refused`], and the finish reason `content_filter` is
+//! [`ModelError::ContentFiltered`]. No caller can use either as an answer
+//! (a compaction would keep the refusal as its summary).
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -204,6 +212,8 @@ struct Delta {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
     tool_calls: Option<Vec<ToolCallPart>>,
 }
 
@@ -252,6 +262,8 @@ struct CompletionMessage {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
     tool_calls: Option<Vec<ToolCallPart>>,
 }
 
@@ -292,14 +304,36 @@ impl WireUsage {
 }
 
 /// Accumulates a response from chunks (or from one whole completion).
+///
+/// Tool-call pieces are placed by their `index`. A piece without one
+/// (some servers leave it out) goes to the call with its `id`; a new id
+/// starts a new call; a piece without an id continues the call of the
+/// piece before it, unless a chunk already gave that call a piece (a chunk
+/// holds one piece per call, so a whole completion's calls stay apart) or
+/// it names a function after that call's arguments began (the name comes
+/// before the arguments).
 #[derive(Debug, Default)]
 pub(super) struct Assembler {
     text: String,
+    /// The model's refusal, if it declined (`refusal` pieces, joined).
+    refusal: String,
     calls: BTreeMap<u32, PartialCall>,
-    finish: Option<FinishReason>,
+    /// The call the last tool-call piece went to.
+    current: Option<u32>,
+    finish: Option<Finish>,
     usage: Option<Usage>,
-    /// Bytes of text and of tool-call ids, names and arguments received.
+    /// Bytes of text, of the refusal and of tool-call ids, names and
+    /// arguments received.
     size: usize,
+}
+
+/// Why a choice stopped, as the provider said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    /// A reason a response carries.
+    Reason(FinishReason),
+    /// `content_filter`: the call fails ([`ModelError::ContentFiltered`]).
+    ContentFilter,
 }
 
 #[derive(Debug, Default)]
@@ -348,6 +382,7 @@ impl Assembler {
             return Ok(None);
         };
         self.apply_calls(delta.tool_calls.unwrap_or_default());
+        self.apply_refusal(delta.refusal);
         Ok(self.apply_text(delta.content))
     }
 
@@ -368,6 +403,7 @@ impl Assembler {
             return Ok(None);
         };
         self.apply_calls(message.tool_calls.unwrap_or_default());
+        self.apply_refusal(message.refusal);
         Ok(self.apply_text(message.content))
     }
 
@@ -378,12 +414,27 @@ impl Assembler {
         Some(delta)
     }
 
+    /// Refusal pieces are kept apart from the text and not streamed to
+    /// the sink: they are not working output but the model's reason for
+    /// giving none.
+    fn apply_refusal(&mut self, refusal: Option<String>) {
+        if let Some(piece) = refusal.filter(|piece| !piece.is_empty()) {
+            self.size += piece.len();
+            self.refusal.push_str(&piece);
+        }
+    }
+
     fn apply_calls(&mut self, parts: Vec<ToolCallPart>) {
-        for (position, part) in (0u32..).zip(parts) {
-            let call = self
-                .calls
-                .entry(part.index.unwrap_or(position))
-                .or_default();
+        // the calls this chunk gave a piece
+        let mut touched: Vec<u32> = Vec::new();
+        for part in parts {
+            let key = match part.index {
+                Some(index) => index,
+                None => self.place(&part, &touched),
+            };
+            touched.push(key);
+            self.current = Some(key);
+            let call = self.calls.entry(key).or_default();
             if let Some(id) = part.id.filter(|id| !id.is_empty() && *id != call.id) {
                 self.size += id.len();
                 call.id = id;
@@ -391,13 +442,18 @@ impl Assembler {
             let Some(function) = part.function else {
                 continue;
             };
-            // The name comes whole in the first delta; some servers repeat it.
+            // Names are appended like arguments, as openai-python's
+            // accumulator does (it concatenates every string field), so a
+            // name split over deltas ("Send", "Message") is whole. vLLM,
+            // llama.cpp and OpenAI send it once; a piece equal to the
+            // whole name so far is a server repeating it in every delta
+            // and is dropped (no tool name is two copies of one word).
             if let Some(name) = function
                 .name
                 .filter(|name| !name.is_empty() && *name != call.name)
             {
                 self.size += name.len();
-                call.name = name;
+                call.name.push_str(&name);
             }
             let before = call.arguments.len();
             match function.arguments {
@@ -409,10 +465,47 @@ impl Assembler {
         }
     }
 
+    /// The call a piece without `index` belongs to (see [`Assembler`]);
+    /// `touched` holds the calls this chunk already gave a piece.
+    fn place(&self, part: &ToolCallPart, touched: &[u32]) -> u32 {
+        let next = self.calls.last_key_value().map_or(0, |(key, _)| key + 1);
+        if let Some(id) = part.id.as_deref().filter(|id| !id.is_empty()) {
+            return self
+                .calls
+                .iter()
+                .find(|(_, call)| call.id == id)
+                .map_or(next, |(key, _)| *key);
+        }
+        let Some(current) = self.current.filter(|key| !touched.contains(key)) else {
+            return next;
+        };
+        let names_another = self.calls.get(&current).is_some_and(|call| {
+            !call.arguments.is_empty()
+                && part
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.name.as_deref())
+                    .is_some_and(|name| !name.is_empty() && name != call.name)
+        });
+        if names_another { next } else { current }
+    }
+
     /// The finished response. A call without an id gets a fresh random one
     /// ([`ToolCall::fresh_id`]: `call_<index>` would repeat in every step);
     /// empty arguments become `{}`; a missing finish reason is inferred.
+    /// A refusal fails with [`ModelError::Refused`], a content filter's
+    /// stop with [`ModelError::ContentFiltered`].
     pub(super) fn into_response(self) -> Result<ModelResponse, ModelError> {
+        if !self.refusal.trim().is_empty() {
+            return Err(ModelError::Refused {
+                refusal: surrogates::join(self.refusal).trim().to_owned(),
+            });
+        }
+        let finish = match self.finish {
+            Some(Finish::ContentFilter) => return Err(ModelError::ContentFiltered),
+            Some(Finish::Reason(reason)) => Some(reason),
+            None => None,
+        };
         let mut tool_calls = Vec::with_capacity(self.calls.len());
         for (index, call) in self.calls {
             if call.name.is_empty() {
@@ -434,7 +527,7 @@ impl Assembler {
                 },
             });
         }
-        let finish = self.finish.unwrap_or(if tool_calls.is_empty() {
+        let finish = finish.unwrap_or(if tool_calls.is_empty() {
             FinishReason::Stop
         } else {
             FinishReason::ToolCalls
@@ -455,14 +548,14 @@ fn first_choice<C>(choices: Option<Vec<C>>, index: impl Fn(&C) -> Option<u32>) -
         .find(|choice| index(choice).unwrap_or(0) == 0)
 }
 
-fn finish_reason(reason: &str) -> FinishReason {
-    match reason {
+fn finish_reason(reason: &str) -> Finish {
+    Finish::Reason(match reason {
         "stop" | "end_turn" | "eos" => FinishReason::Stop,
         "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
         "length" | "max_tokens" => FinishReason::Length,
-        "content_filter" => FinishReason::ContentFilter,
+        "content_filter" => return Finish::ContentFilter,
         _ => FinishReason::Other,
-    }
+    })
 }
 
 /// The human part of an OpenAI-style error value (`{"message": ..}` or a

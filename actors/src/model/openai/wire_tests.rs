@@ -282,11 +282,151 @@ fn maps_finish_reasons() {
         ("tool_calls", FinishReason::ToolCalls),
         ("function_call", FinishReason::ToolCalls),
         ("length", FinishReason::Length),
-        ("content_filter", FinishReason::ContentFilter),
         ("something_new", FinishReason::Other),
     ] {
-        assert_eq!(super::finish_reason(reason), expected, "{reason}");
+        assert_eq!(
+            super::finish_reason(reason),
+            super::Finish::Reason(expected),
+            "{reason}"
+        );
     }
+}
+
+/// Applies `chunks` to a fresh assembler and assembles the response.
+fn assemble(chunks: Vec<Value>) -> Result<ModelResponse, ModelError> {
+    let mut assembler = Assembler::default();
+    for value in chunks {
+        assembler.apply_chunk(chunk(value)).unwrap();
+    }
+    assembler.into_response()
+}
+
+fn calls_of(response: Result<ModelResponse, ModelError>) -> Vec<(String, String, String)> {
+    response
+        .unwrap()
+        .tool_calls
+        .into_iter()
+        .map(|c| (c.id, c.name, c.arguments))
+        .collect()
+}
+
+fn triple(id: &str, name: &str, arguments: &str) -> (String, String, String) {
+    (id.to_owned(), name.to_owned(), arguments.to_owned())
+}
+
+/// Regression: two calls streamed without `index`, each in its own
+/// chunks with its own id, became one call (the second id replaced the
+/// first, the arguments ran together).
+#[test]
+fn calls_without_index_are_told_apart_by_their_ids() {
+    let piece = |part: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": [part]}}]});
+    let response = assemble(vec![
+        piece(json!({"id": "a", "type": "function",
+            "function": {"name": "Read", "arguments": "{\"path\":"}})),
+        piece(json!({"function": {"arguments": "\"x\"}"}})),
+        piece(json!({"id": "b", "type": "function",
+            "function": {"name": "Read", "arguments": "{\"path\":"}})),
+        piece(json!({"function": {"arguments": "\"y\"}"}})),
+        // a server repeating the id of the first call with a late piece
+        piece(json!({"id": "a", "function": {"arguments": ""}})),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    assert_eq!(
+        calls_of(response),
+        vec![
+            triple("a", "Read", r#"{"path":"x"}"#),
+            triple("b", "Read", r#"{"path":"y"}"#),
+        ]
+    );
+}
+
+#[test]
+fn calls_without_index_or_id_stay_apart() {
+    // whole calls in one chunk, then another whole call in the next
+    let response = assemble(vec![
+        json!({"choices": [{"delta": {"tool_calls": [
+            {"function": {"name": "One", "arguments": "{}"}},
+            {"function": {"name": "Two", "arguments": "{\"n\":2}"}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [
+            {"function": {"name": "Three", "arguments": "{}"}}]}}]}),
+    ])
+    .unwrap();
+    let names: Vec<&str> = response
+        .tool_calls
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, vec!["One", "Two", "Three"]);
+    assert_eq!(response.tool_calls[1].arguments, r#"{"n":2}"#);
+}
+
+/// Regression: a name split over deltas kept only its last piece.
+#[test]
+fn a_name_split_over_deltas_is_joined_and_a_repeated_one_kept_once() {
+    let piece = |part: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": [part]}}]});
+    let split = assemble(vec![
+        piece(json!({"index": 0, "id": "s", "function": {"name": "Send"}})),
+        piece(json!({"index": 0, "function": {"name": "Message", "arguments": "{}"}})),
+    ]);
+    assert_eq!(calls_of(split), vec![triple("s", "SendMessage", "{}")]);
+    let repeated = assemble(vec![
+        piece(json!({"index": 0, "id": "p", "function": {"name": "Ping", "arguments": "{"}})),
+        piece(json!({"index": 0, "id": "p", "function": {"name": "Ping", "arguments": "}"}})),
+    ]);
+    assert_eq!(calls_of(repeated), vec![triple("p", "Ping", "{}")]);
+}
+
+/// Regression: a `refusal` was dropped, and the turn ended as if the model
+/// had said nothing.
+#[test]
+fn a_refusal_is_an_error_carrying_its_words() {
+    let refused = |text: &str| ModelError::Refused {
+        refusal: text.to_owned(),
+    };
+    let streamed = assemble(vec![
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null,
+            "refusal": ""}}]}),
+        json!({"choices": [{"index": 0, "delta": {"refusal": "I can't "}}]}),
+        json!({"choices": [{"index": 0, "delta": {"refusal": "help with that."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    assert_eq!(streamed, Err(refused("I can't help with that.")));
+
+    let completion: Completion = serde_json::from_value(json!({
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": null, "refusal": "No."}}]
+    }))
+    .unwrap();
+    let mut assembler = Assembler::default();
+    assert_eq!(assembler.apply_completion(completion), Ok(None));
+    assert_eq!(assembler.into_response(), Err(refused("No.")));
+
+    // a null or empty refusal is no refusal
+    let answered = assemble(vec![json!({"choices": [{"index": 0,
+        "delta": {"content": "hi", "refusal": null}, "finish_reason": "stop"}]})]);
+    assert_eq!(answered.unwrap().text, "hi");
+}
+
+#[test]
+fn a_content_filter_stop_is_an_error() {
+    let filtered = assemble(vec![json!({"choices": [{"index": 0,
+        "delta": {"content": "partial"}, "finish_reason": "content_filter"}]})]);
+    assert_eq!(filtered, Err(ModelError::ContentFiltered));
+}
+
+#[test]
+fn a_cut_off_answer_keeps_its_calls_and_says_length() {
+    let response = assemble(vec![
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "c", "function": {"name": "Write", "arguments": "{\"text\": \"lo"}}
+    ]}, "finish_reason": "length"}]}),
+    ])
+    .unwrap();
+    assert_eq!(response.finish, FinishReason::Length);
+    assert_eq!(
+        calls_of(Ok(response)),
+        vec![triple("c", "Write", r#"{"text": "lo"#)]
+    );
 }
 
 #[test]

@@ -1,0 +1,203 @@
+//! Answers from an OpenAI-compatible server that a turn cannot act on as
+//! they are: a refusal, an answer cut off at the token limit (finish
+//! reason `length`) and one stopped by a content filter. Through a host,
+//! against the loopback server, streamed and not.
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::RecordedRequest;
+use crate::support::openai_server::Reply;
+
+/// A host whose bot `r` (SendMessage) talks to `server`.
+async fn host(server: &OpenAiServer, stream: bool) -> TestHost {
+    TestFleet::new()
+        .openai(
+            "main",
+            &server.base_url(),
+            &format!("stream = {stream}\nmax_retries = 0"),
+        )
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await
+}
+
+/// Sends `text` to `r` and waits for the end of the turn answering it;
+/// returns the session's entries and the turn_end entry.
+async fn turn(host: &TestHost, text: &str) -> (Vec<Value>, Value) {
+    let (status, sent) = host.send("r", text, None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    (host.entries(&session).await, end)
+}
+
+fn notices(entries: &[Value]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "notice")
+        .map(|e| {
+            (
+                e["code"].as_str().unwrap_or("").to_owned(),
+                e["text"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The content of the tool message answering `call` in `request`.
+fn tool_result<'a>(request: &'a RecordedRequest, call: &str) -> &'a str {
+    request
+        .messages()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no result for {call}: {:#}", request.body))
+}
+
+/// Regression: a refusal was dropped (in no entry, not in the store); the
+/// model was reminded to reply, and the turn ended `undelivered` with no
+/// word of the refusal. The person now sees it in a `model_refused`
+/// notice, the turn fails (retryable) and the refusal is the step's text.
+#[tokio::test]
+async fn a_refusal_is_shown_to_the_person_and_fails_the_turn() {
+    for stream in [true, false] {
+        let server = OpenAiServer::builder()
+            .reply(Reply::refusal("I'm sorry, I can't help with that."))
+            .responder(|_| Reply::text(""))
+            .start()
+            .await;
+        let host = host(&server, stream).await;
+        let (entries, end) = turn(&host, "do the forbidden thing").await;
+        assert_eq!(end["status"], "failed", "stream {stream}: {end}");
+        let turn = end["turn"].as_str().unwrap();
+        let notice = entries
+            .iter()
+            .find(|e| e["kind"] == "notice")
+            .unwrap_or_else(|| panic!("stream {stream}: {entries:#?}"));
+        assert_eq!(notice["code"], "model_refused", "{notice}");
+        assert_eq!(notice["retry_turn"], turn, "{notice}");
+        let text = notice["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(
+                "The model refused to answer your message: I'm sorry, I can't help with that."
+            ) && text.contains(&format!("`botfleet retry {turn}`")),
+            "{text}"
+        );
+        let noted: Vec<&Value> = entries
+            .iter()
+            .filter(|e| e["kind"] == "assistant")
+            .map(|e| &e["text"])
+            .collect();
+        assert_eq!(noted, ["I'm sorry, I can't help with that."]);
+        // no reminder: the refusal is the model's answer
+        assert_eq!(server.request_count(), 1, "stream {stream}");
+        host.shutdown().await;
+        server.shutdown().await;
+    }
+}
+
+/// Regression: an empty answer cut off at the token limit was taken for
+/// a normal stop: the model was told it had not replied, with no word of
+/// the limit. It is told its answer was cut off, and goes on.
+#[tokio::test]
+async fn an_answer_cut_off_at_the_token_limit_is_retried_with_a_reminder() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::text("Let me write a very long").finish("length"))
+        .reply(Reply::tool_call("c1", "SendMessage", r#"{"text":"short"}"#))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (entries, end) = turn(&host, "write an essay").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(deliveries(&entries), ["short"]);
+    assert_eq!(notices(&entries), Vec::<(String, String)>::new());
+    let requests = server.requests();
+    let told = requests[1].messages().last().unwrap();
+    assert_eq!(told["role"], "user", "{told}");
+    assert!(
+        told["content"].as_str().unwrap().starts_with(
+            "[runtime reminder] Your last answer was cut off at the output token limit (max tokens)"
+        ),
+        "{told}"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression: a tool call cut off at the token limit was answered
+/// "arguments are not valid JSON", and an answer that kept hitting the
+/// limit ended `undelivered` with no word of it. The call is answered as
+/// cut off (not run), and a second cut-off fails the turn naming the limit.
+#[tokio::test]
+async fn a_second_cut_off_fails_the_turn_naming_the_limit() {
+    for stream in [true, false] {
+        let server = OpenAiServer::builder()
+            .reply(
+                Reply::tool_call("c1", "SendMessage", r#"{"text":"a very long ans"#)
+                    .finish("length"),
+            )
+            .reply(Reply::text("").finish("length"))
+            .responder(|_| Reply::text(""))
+            .start()
+            .await;
+        let host = host(&server, stream).await;
+        let (entries, end) = turn(&host, "write an essay").await;
+        assert_eq!(end["status"], "failed", "stream {stream}: {end}");
+        assert_eq!(deliveries(&entries), Vec::<String>::new());
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "stream {stream}");
+        let result = tool_result(&requests[1], "c1");
+        assert!(
+            result.starts_with(
+                "not run: your answer was cut off at the output token limit (max tokens)"
+            ),
+            "{result}"
+        );
+        let [(code, text)] = notices(&entries)
+            .try_into()
+            .unwrap_or_else(|n| panic!("{n:?}"));
+        assert_eq!(code, "turn_failed");
+        assert!(
+            text.contains(
+                "the model's answer was cut off at its output token limit (max tokens, finish \
+                 reason length) a second time in this turn"
+            ),
+            "{text}"
+        );
+        host.shutdown().await;
+        server.shutdown().await;
+    }
+}
+
+/// Regression: an answer stopped by the provider's content filter was
+/// taken for a normal stop. The turn fails saying so.
+#[tokio::test]
+async fn a_content_filter_stop_fails_the_turn_saying_so() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::text("Here is how to").finish("content_filter"))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (entries, end) = turn(&host, "something filtered").await;
+    assert_eq!(end["status"], "failed", "{end}");
+    let [(code, text)] = notices(&entries)
+        .try_into()
+        .unwrap_or_else(|n| panic!("{n:?}"));
+    assert_eq!(code, "turn_failed");
+    assert!(
+        text.contains("the provider's content filter stopped the model's answer"),
+        "{text}"
+    );
+    assert_eq!(server.request_count(), 1);
+    host.shutdown().await;
+    server.shutdown().await;
+}
