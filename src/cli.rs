@@ -81,7 +81,9 @@ pub enum Command {
         bot: String,
         /// Message text.
         text: String,
-        /// Idempotency key (default: a new UUIDv7). Reuse it to retry safely.
+        /// Idempotency key (default: a new UUIDv7). Reuse it to retry safely:
+        /// within `runtime.ledger_retention_days` for any key, and after that a
+        /// UUIDv7 key is answered `unknown` while any other is taken as new.
         #[arg(long)]
         nonce: Option<String>,
         /// Print JSON instead of text.
