@@ -61,7 +61,10 @@ pub struct ContextSettings {
     /// Compact in the background after a turn, while the session is idle,
     /// once its context passes this (lower) mark.
     pub background_compact_at_tokens: u64,
-    /// User-side messages kept verbatim after a compaction.
+    /// User-side messages kept verbatim after a compaction (with what
+    /// follows them), as long as they span at most a quarter of
+    /// `FleetSettings::context_entries`: the protection yields to the
+    /// window, so entries never leave it unsummarised.
     pub keep_recent_inputs: usize,
 }
 

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
@@ -261,4 +262,174 @@ steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
         "{summary}"
     );
     host.shutdown().await;
+}
+
+const FACT: &str = "FACT-BRAVO never email the client before noon";
+
+fn is_compaction(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You summarise"))
+}
+
+/// A model whose turns are heavy on tool calls and whose summaries keep
+/// every `FACT-…` word of what they summarise. A message holding FACT is
+/// answered at once; one holding "long" gets 5 steps of 8 searches, others
+/// one such step; then a reply. With `hold_long`, the second step of a
+/// "long" message is answered only after a minute (the test interrupts it).
+fn tool_heavy_model(request: &Value, hold_long: bool) -> Reply {
+    let messages = request["messages"].as_array().unwrap();
+    if is_compaction(request) {
+        let mut facts: Vec<&str> = messages
+            .iter()
+            .filter_map(|m| m["content"].as_str())
+            .flat_map(str::split_whitespace)
+            .filter(|w| w.starts_with("FACT-"))
+            .collect();
+        facts.sort_unstable();
+        facts.dedup();
+        return Reply::text(format!("Summary. Facts kept: {}", facts.join(" ")));
+    }
+    let last_user = messages.iter().rposition(|m| m["role"] == "user").unwrap();
+    let input = messages[last_user]["content"].as_str().unwrap_or("");
+    let step = messages[last_user..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    let steps = match (input.contains("FACT"), input.contains("long")) {
+        (true, _) => 0,
+        (false, true) => 5,
+        (false, false) => 1,
+    };
+    let n = messages.len();
+    if step < steps {
+        // other words each time: the same call again would be a loop
+        let args = |i: usize| json!({ "query": format!("weather {n} {i}") }).to_string();
+        let reply = (1..8).fold(
+            Reply::tool_call(&format!("call_{n}_0"), "SearchTranscript", args(0)),
+            |r, i| r.and_tool_call(&format!("call_{n}_{i}"), "SearchTranscript", args(i)),
+        );
+        if hold_long && steps == 5 && step == 1 {
+            return reply.delay_headers(std::time::Duration::from_secs(60));
+        }
+        reply
+    } else if step == steps {
+        let args = json!({ "text": "done" }).to_string();
+        Reply::tool_call(&format!("call_{n}_0"), "SendMessage", args)
+    } else {
+        Reply::text("")
+    }
+}
+
+async fn tool_heavy_fleet(window: usize, hold_long: bool) -> (OpenAiServer, TestHost) {
+    let server = OpenAiServer::builder()
+        .responder(move |r| tool_heavy_model(r, hold_long))
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage", "SearchTranscript"])
+        .runtime(&format!(
+            "debounce_ms = 0\nextract_memory = false\ncontext_entries = {window}"
+        ))
+        .start()
+        .await;
+    (server, host)
+}
+
+/// Asserts that the fact is, in every turn request `server` received, in
+/// the window or in a summary; returns whether it ever left the window,
+/// and the numbers of compaction and turn requests.
+fn assert_fact_kept(server: &OpenAiServer, window: usize) -> (bool, usize, usize) {
+    let requests = server.requests();
+    let (compactions, turns): (Vec<_>, Vec<_>) =
+        requests.iter().partition(|r| is_compaction(&r.body));
+    let mut dropped = false;
+    for (i, request) in turns.iter().enumerate() {
+        let users: Vec<&str> = request
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        let verbatim = users.contains(&FACT);
+        let summarised = users
+            .iter()
+            .any(|u| u.starts_with("Summary of the earlier part") && u.contains("FACT-BRAVO"));
+        assert!(
+            verbatim || summarised,
+            "window {window}: request {i} of {} has the fact neither in its window nor in a summary: {users:#?}",
+            turns.len()
+        );
+        dropped |= !verbatim;
+    }
+    (dropped, compactions.len(), turns.len())
+}
+
+/// Regression: turns of many tool calls pushed entries out of the
+/// `runtime.context_entries` window before any summary covered them (the
+/// newest 4 inputs were never summarised, whatever the window): a fact
+/// said first was, for a few turns, in neither the window nor a summary,
+/// and on long sessions the gap stayed. Now, in every request the model
+/// receives, the fact is in the window or in the summary, for any window
+/// and any turn shape (one long turn of many steps included), and the
+/// summariser is not called at every step.
+#[tokio::test]
+async fn a_fact_is_in_the_window_or_a_summary_in_every_request() {
+    for window in [40, 12] {
+        let (server, host) = tool_heavy_fleet(window, false).await;
+        let mut texts = vec![FACT.to_owned()];
+        texts.extend((0..6).map(|i| format!("step {i}")));
+        texts.push("a long job".to_owned());
+        texts.extend((6..9).map(|i| format!("step {i}")));
+        texts.push("ping".to_owned());
+        for text in &texts {
+            let (_, sent) = host.send("r", text, None).await;
+            let session = sent["session"].as_str().unwrap();
+            let end = host
+                .wait_turn_end(session, sent["seq"].as_i64().unwrap())
+                .await;
+            assert_eq!(end["status"], "completed", "window {window}: {end}");
+        }
+        let (dropped, compactions, turns) = assert_fact_kept(&server, window);
+        assert!(dropped, "window {window}: the fact never left the window");
+        // summaries are written now and then, not at every step
+        assert!(
+            compactions > 0 && compactions * 2 <= turns,
+            "window {window}: {compactions} compactions for {turns} turn requests"
+        );
+        host.shutdown().await;
+        server.shutdown().await;
+    }
+}
+
+/// A turn that starts with no background compaction before it (a
+/// person's message interrupted the turn before, whose inputs it takes
+/// over) and whose window leaves out entries no summary covers compacts
+/// before its first request: the model never sees the window without the
+/// fact and no summary holding it.
+#[tokio::test]
+async fn a_turn_whose_window_drops_unsummarised_entries_compacts_first() {
+    let window = 14;
+    let (server, host) = tool_heavy_fleet(window, true).await;
+    let (_, fact) = host.send("r", FACT, None).await;
+    let session = fact["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&session, fact["seq"].as_i64().unwrap())
+        .await;
+    // half the window or less: no background compaction after it
+    let before = server.request_count();
+    host.send("r", "a long job", None).await;
+    // its second step is held: the message interrupts it there
+    server.wait_for_requests(before + 2).await;
+    let (_, ping) = host.send("r", "ping", None).await;
+    let end = host
+        .wait_turn_end(&session, ping["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (dropped, compactions, _) = assert_fact_kept(&server, window);
+    assert!(dropped, "the fact never left the window");
+    assert!(compactions > 0);
+    host.shutdown().await;
+    // the held reply is still waiting: drop the server without waiting
+    drop(server);
 }

@@ -3,6 +3,21 @@
 //! (session, seq) pointers into the transcript, the newest user-side
 //! messages stay verbatim, and the session's epoch increments. The full
 //! transcript always stays in the store and the index.
+//!
+//! Where a summary ends ([`cut_at`]): it covers every entry after the
+//! previous summary except the newest `keep_recent_inputs` inputs and what
+//! follows them — but it keeps at most a quarter of the
+//! `runtime.context_entries` window verbatim: the protection of recent
+//! inputs yields to the window (a turn of many tool calls can hold more
+//! entries than the window; kept out of the summary, they left the window
+//! unsummarised). It never ends among the results of a step it covers,
+//! and never at or after a running turn's first input (`keep_from`).
+//! So after a compaction the next window starts at or before the first
+//! entry the summary does not cover: a quarter window is kept, and the
+//! window is cut only once three quarters more have been written (see
+//! `tail.rs` for when compaction runs).
+
+use std::collections::HashMap;
 
 use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
@@ -99,10 +114,71 @@ fn render_entries(entries: &[Entry]) -> String {
     out
 }
 
+/// Entries a summary leaves verbatim at most: a quarter of the window.
+pub(crate) fn verbatim_budget(window: usize) -> i64 {
+    i64::try_from(window / 4).unwrap_or(i64::MAX).max(1)
+}
+
+/// The last seq a summary of `entries` (the entries after the current
+/// summary, oldest first) covers, `None` when that is nothing new: every
+/// entry but the newest `keep_inputs` inputs and what follows them, and at
+/// most [`verbatim_budget`] entries kept (fewer inputs are kept when they
+/// span more; when the newest input alone spans more, the cut falls inside
+/// its turn); then through the results of every call it covers (a result
+/// without its call is dropped from the context, so it would be in neither);
+/// never from `keep_from` on (a running turn's inputs and entries).
+pub(crate) fn cut_at(
+    entries: &[Entry],
+    covers_to_seq: i64,
+    keep_inputs: usize,
+    window: usize,
+    keep_from: Option<i64>,
+) -> Option<i64> {
+    let newest = entries.last()?.seq;
+    let oldest_verbatim = newest.saturating_sub(verbatim_budget(window)) + 1;
+    let inputs: Vec<i64> = entries
+        .iter()
+        .filter(|e| is_input(&e.kind))
+        .map(|e| e.seq)
+        .collect();
+    let recent = &inputs[inputs.len().saturating_sub(keep_inputs.max(1))..];
+    let first_kept = recent
+        .iter()
+        .copied()
+        .find(|&seq| seq >= oldest_verbatim)
+        .unwrap_or(oldest_verbatim);
+    let mut cut = first_kept - 1;
+    // through the results of the calls it covers (those of a covered step
+    // that come later, past other entries, included)
+    let results: HashMap<&str, i64> = entries
+        .iter()
+        .filter_map(|e| {
+            if let EntryKind::ToolResult { call_id, .. } = &e.kind {
+                Some((call_id.as_str(), e.seq))
+            } else {
+                None
+            }
+        })
+        .collect();
+    for e in entries {
+        if e.seq > cut {
+            break;
+        }
+        if let EntryKind::Assistant { tool_calls, .. } = &e.kind {
+            for c in tool_calls {
+                if let Some(&seq) = results.get(c.id.as_str()) {
+                    cut = cut.max(seq);
+                }
+            }
+        }
+    }
+    let cut = keep_from.map_or(cut, |k| cut.min(k - 1));
+    (cut > covers_to_seq).then_some(cut)
+}
+
 /// Compacts the tail's session if there is something to summarise: the
-/// entries after the current summary, except the newest
-/// `keep_recent_inputs` user-side messages and anything from `keep_from`
-/// on. Reloads nothing itself: the caller invalidates the tail.
+/// entries after the current summary through [`cut_at`]. Reloads nothing
+/// itself: the caller invalidates the tail.
 pub(crate) async fn compact(
     rt: &Runtime,
     bot: &BotRecord,
@@ -117,25 +193,15 @@ pub(crate) async fn compact(
         .store
         .entries_after(session, tail.covers_to_seq, i64::MAX)
         .await?;
-    let inputs: Vec<i64> = entries
-        .iter()
-        .filter(|e| is_input(&e.kind))
-        .map(|e| e.seq)
-        .collect();
-    let keep = settings.keep_recent_inputs.max(1);
-    let Some(first_kept) = inputs
-        .len()
-        .checked_sub(keep)
-        .and_then(|i| inputs.get(i))
-        .copied()
-    else {
+    let Some(cut) = cut_at(
+        &entries,
+        tail.covers_to_seq,
+        settings.keep_recent_inputs,
+        rt.settings.context_entries,
+        keep_from,
+    ) else {
         return Ok(None);
     };
-    let first_kept = keep_from.map_or(first_kept, |k| first_kept.min(k));
-    let cut = first_kept - 1;
-    if cut <= tail.covers_to_seq {
-        return Ok(None);
-    }
     let previous = rt.store.latest_summary(session).await?;
     let mut transcript = String::new();
     if let Some(Entry {
@@ -232,6 +298,111 @@ mod tests {
             created_at: 0,
             kind,
         }
+    }
+
+    fn user(seq: i64) -> Entry {
+        entry(
+            seq,
+            "u",
+            EntryKind::UserMessage {
+                text: format!("message {seq}"),
+            },
+        )
+    }
+
+    /// A turn at `seq`: the input, a step of `calls` calls and their
+    /// results, a reply step, the turn's end.
+    fn turn(seq: i64, calls: usize) -> Vec<Entry> {
+        let ids: Vec<String> = (0..calls).map(|i| format!("c{seq}_{i}")).collect();
+        let mut out = vec![
+            user(seq),
+            entry(
+                seq + 1,
+                "b",
+                EntryKind::Assistant {
+                    text: String::new(),
+                    tool_calls: ids
+                        .iter()
+                        .map(|id| botfleet_memory::ToolCallBody {
+                            id: id.clone(),
+                            name: "SearchTranscript".into(),
+                            arguments: "{}".into(),
+                        })
+                        .collect(),
+                },
+            ),
+        ];
+        for (i, id) in ids.iter().enumerate() {
+            out.push(entry(
+                seq + 2 + i as i64,
+                "b",
+                EntryKind::ToolResult {
+                    call_id: id.clone(),
+                    name: "SearchTranscript".into(),
+                    content: "no hits".into(),
+                    is_error: false,
+                },
+            ));
+        }
+        let next = seq + 2 + calls as i64;
+        out.push(entry(
+            next,
+            "b",
+            EntryKind::Assistant {
+                text: "done".into(),
+                tool_calls: Vec::new(),
+            },
+        ));
+        out
+    }
+
+    fn session(turns: usize, calls: usize) -> Vec<Entry> {
+        let mut out = Vec::new();
+        for _ in 0..turns {
+            let seq = out.last().map_or(1, |e: &Entry| e.seq + 1);
+            out.extend(turn(seq, calls));
+        }
+        out
+    }
+
+    /// Short turns: the newest `keep_recent_inputs` inputs and what follows
+    /// them stay verbatim, as before.
+    #[test]
+    fn the_newest_inputs_stay_verbatim_when_they_fit_a_quarter_window() {
+        // 10 turns of 3 entries (no calls): inputs at 1, 4, 7, …, 28
+        let entries = session(10, 0);
+        assert_eq!(cut_at(&entries, 0, 4, 200, None), Some(18));
+        // fewer than 4 inputs since the summary: those stay, what is
+        // before them is covered
+        assert_eq!(cut_at(&entries[20..], 20, 4, 200, None), Some(21));
+        assert_eq!(cut_at(&entries[21..], 21, 4, 200, None), None);
+    }
+
+    /// Regression: turns of many tool calls. The newest 4 inputs spanned
+    /// more entries than the window, and staying out of every summary they
+    /// left the window unsummarised. Now at most a quarter window is kept:
+    /// fewer inputs, or, when the newest input alone spans more, the end
+    /// of its turn — never a result without its call.
+    #[test]
+    fn recent_inputs_yield_to_the_window() {
+        // 6 turns of 11 entries (8 calls): inputs at 1, 12, 23, 34, 45, 56
+        let entries = session(6, 8);
+        let newest = entries.last().unwrap().seq;
+        assert_eq!(newest, 66);
+        // the old rule kept inputs 23 on: 44 entries, more than a window of 40
+        // a window of 40 keeps 10 at most: the newest input spans 11, so
+        // the cut falls inside its turn
+        assert_eq!(cut_at(&entries, 0, 4, 40, None), Some(56));
+        // a window of 100 keeps 25: the newest two inputs (45 and 56)
+        assert_eq!(cut_at(&entries, 0, 4, 100, None), Some(44));
+        // a window of 12 keeps 3 at most, and the cut never ends among the
+        // results of a step it covers: 63 would leave 64 and 65 without
+        // their call
+        assert_eq!(cut_at(&entries, 0, 4, 12, None), Some(65));
+        assert_eq!(cut_at(&entries[..62], 0, 4, 12, None), Some(62));
+        // a running turn's inputs stay, whatever the window
+        assert_eq!(cut_at(&entries, 0, 4, 12, Some(56)), Some(55));
+        assert_eq!(cut_at(&entries, 55, 4, 12, Some(56)), None);
     }
 
     /// Regression: a summary entry lies after the seq it covers, so the

@@ -162,19 +162,24 @@ impl ContextBuilder {
     /// entries after `seq` would leave them: the system prompt and a
     /// summary stay, and what remains starts at a message that is not a
     /// tool result (whose call would be gone). Returns how many messages
-    /// were dropped, starting at index [`ContextBuilder::head`]; `None`
-    /// (nothing changed) while calls are open or messages are out on a
-    /// request.
-    pub(crate) fn drop_through(&mut self, seq: i64) -> Option<usize> {
+    /// were dropped, starting at index [`ContextBuilder::head`], and the
+    /// seq through which no entry is left (`seq`, or the last tool result
+    /// dropped with its call when that is later); `None` (nothing changed)
+    /// while calls are open or messages are out on a request.
+    pub(crate) fn drop_through(&mut self, seq: i64) -> Option<(usize, i64)> {
         if !self.can_drop() {
             return None;
         }
         let cut = (self.head..self.messages.len())
             .find(|&i| self.seqs[i] > seq && !matches!(self.messages[i], ChatMessage::Tool { .. }))
             .unwrap_or(self.messages.len());
+        let through = self.seqs[self.head..cut]
+            .iter()
+            .copied()
+            .fold(seq, i64::max);
         self.messages.drain(self.head..cut);
         self.seqs.drain(self.head..cut);
-        Some(cut - self.head)
+        Some((cut - self.head, through))
     }
 
     /// Whether [`ContextBuilder::drop_through`] can cut: no call open, no

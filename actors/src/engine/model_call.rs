@@ -12,7 +12,7 @@ use crate::model::ChatMessage;
 
 impl Runner {
     pub(super) async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
-        if self.tail.tokens() > self.ctx_settings.compact_at_tokens {
+        if self.compaction_needed() {
             let keep_from = self.state.input_seqs.iter().min().copied();
             self.compact_now(keep_from).await;
         }

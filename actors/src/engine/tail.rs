@@ -9,6 +9,30 @@
 //! ([`SessionTail::refresh_state`]), since a forgotten fact must leave the
 //! prompt from the next turn on. Token counts are cached per message: each
 //! message is counted once.
+//!
+//! The window and the summary: a tail holds the newest
+//! `runtime.context_entries` entries after the summary (and a running
+//! turn's inputs and entries, however many), so when it is (re)loaded or
+//! trimmed its oldest entries leave it. Every entry older than the first
+//! one it holds must be covered by the summary. The tail records the seq
+//! through which the window left entries out (`dropped_through`); past
+//! `covers_to_seq` the entries between are in neither, and the next model
+//! request compacts first ([`SessionTail::drops_unsummarised`]), covering
+//! at least up to where the window now starts (`compaction::cut_at`).
+//! That is the guarantee; the background compaction after a turn, once
+//! more than half the window is unsummarised
+//! ([`SessionTail::unsummarised_past`]), makes it rarely needed: after a
+//! compaction at most a quarter window stays unsummarised (a running
+//! turn's inputs and entries aside), so the window only cuts into
+//! unsummarised entries after three quarters more were written. Cost
+//! stays bounded: within a turn the window only grows (a turn compacts
+//! for the window at most once, at its first request), a compaction
+//! leaves at most a quarter window for the next, and after one that
+//! fails or finds nothing both checks wait a quarter window of entries
+//! ([`SessionTail::hold_compaction`]). While the summariser
+//! is down, entries do leave the window unsummarised; the next summary
+//! covers them (it reads every entry after the previous one from the
+//! store).
 
 use std::collections::HashSet;
 
@@ -46,6 +70,10 @@ pub(crate) struct SessionTail {
     pub(crate) epoch: i64,
     /// The last seq the current summary covers (0: none).
     pub(crate) covers_to_seq: i64,
+    /// The seq through which the window leaves entries out: the entries
+    /// up to it are in the context only through the summary. Past
+    /// `covers_to_seq`, the entries between are in neither.
+    dropped_through: i64,
     /// Tokens of each message counted so far, in order.
     counted: Vec<u32>,
     encoding: Encoding,
@@ -58,9 +86,9 @@ pub(crate) struct SessionTail {
     skipped: HashSet<i64>,
     /// Entries since the last load.
     since_load: usize,
-    /// The newest seq when a compaction last ran (or found nothing, or
-    /// failed), plus a quarter window: the entry count does not ask for
-    /// another before then.
+    /// The newest seq when a compaction last found nothing or failed, plus
+    /// a quarter window: neither the entry count nor the window asks for
+    /// another before then (0 after a compaction that wrote a summary).
     compact_retry_at: i64,
 }
 
@@ -132,6 +160,7 @@ impl SessionTail {
             state_shown: Vec::new(),
             epoch: 0,
             covers_to_seq: 0,
+            dropped_through: 0,
             counted: Vec::new(),
             encoding: Encoding::default(),
             loaded_upto: None,
@@ -161,9 +190,10 @@ impl SessionTail {
             return false;
         };
         let window = i64::try_from(window).unwrap_or(i64::MAX);
-        let Some(dropped) = self.context.drop_through(top.saturating_sub(window)) else {
+        let Some((dropped, through)) = self.context.drop_through(top.saturating_sub(window)) else {
             return false;
         };
+        self.dropped_through = self.dropped_through.max(through);
         let head = self.context.head();
         if self.counted.len() > head {
             let end = (head + dropped).min(self.counted.len());
@@ -213,28 +243,37 @@ impl SessionTail {
     }
 
     /// Whether the entries since the summary have passed half the `window`:
-    /// a compaction is due before they leave it, or they would leave the
-    /// context unsummarised (a person's constraint said early in a chat of
+    /// a background compaction is due after the turn, well before they
+    /// leave the window (a person's constraint said early in a chat of
     /// short messages dropped out with no summary keeping it, as tokens
-    /// never reached the threshold). Half, because the newest
-    /// `keep_recent_inputs` inputs stay out of a summary, and a turn or
-    /// two may run before the background compaction does.
+    /// never reached the threshold). A summary leaves at most a quarter
+    /// window unsummarised, so this asks again only after another quarter.
     pub(crate) fn unsummarised_past(&self, window: usize) -> bool {
         let window = i64::try_from(window).unwrap_or(i64::MAX);
         let newest = self.newest_seq();
         (newest - self.covers_to_seq).saturating_mul(2) > window && newest >= self.compact_retry_at
     }
 
-    /// A compaction ran (or found nothing to summarise, or failed): the
-    /// entry count asks for the next only after another quarter `window` of
-    /// entries. After a success too: when the newest `keep_recent_inputs`
-    /// inputs span more than half the window (turns of many tool calls),
-    /// the count stays past its mark, and would otherwise ask for a
-    /// compaction of one turn's entries after every turn. A summariser that
-    /// is down is not called after every turn either.
+    /// Whether the window left out entries no summary covers: the next
+    /// model request must compact first (unless a compaction failed or
+    /// found nothing less than a quarter window ago).
+    pub(crate) fn drops_unsummarised(&self) -> bool {
+        self.dropped_through > self.covers_to_seq && self.newest_seq() >= self.compact_retry_at
+    }
+
+    /// A compaction found nothing to summarise, or failed: neither the
+    /// entry count nor the window asks for the next before another quarter
+    /// `window` of entries, so a summariser that is down is not called
+    /// at every step or after every turn.
     pub(crate) fn hold_compaction(&mut self, window: usize) {
         let quarter = i64::try_from(window / 4).unwrap_or(i64::MAX).max(1);
         self.compact_retry_at = self.newest_seq().saturating_add(quarter);
+    }
+
+    /// A compaction wrote a summary: no hold (the summary leaves at most a
+    /// quarter window unsummarised, so neither check asks again soon).
+    pub(crate) fn release_compaction(&mut self) {
+        self.compact_retry_at = 0;
     }
 
     /// Forgets the loaded context: the next turn reloads it.
@@ -293,6 +332,9 @@ impl SessionTail {
             mut entries,
         } = view;
         let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
+        // the window starts after the summary, or later: the entries
+        // before the first one read are left out (seqs are contiguous)
+        let first_read = entries.first().map(|e| e.seq);
         let mut skipped = HashSet::new();
         if let Some(bound) = bound {
             let earlier = bound.earlier_turns(&entries);
@@ -314,6 +356,9 @@ impl SessionTail {
         );
         self.loaded_upto = Some(last.max(self.covers_to_seq));
         self.skipped = skipped;
+        if let Some(first) = first_read {
+            self.dropped_through = (first - 1).max(self.covers_to_seq);
+        }
     }
 
     /// Builds the context from what [`SessionTail::load`] read: the
@@ -332,6 +377,10 @@ impl SessionTail {
         self.epoch = self.record.as_ref().map(|r| r.epoch).unwrap_or(0);
         let last = self.record.as_ref().map(|r| r.last_seq).unwrap_or(0);
         self.covers_to_seq = covers_to_seq(summary);
+        self.dropped_through = entries
+            .first()
+            .map_or(self.covers_to_seq, |e| e.seq - 1)
+            .max(self.covers_to_seq);
         self.identity = identity.to_owned();
         self.state = state.text.clone();
         self.state_hash = state.hash;

@@ -269,6 +269,9 @@ async fn a_trimmed_tail_is_what_a_reload_would_build() {
                     .load(store, "id", &state, window, encoding, None)
                     .await
                     .unwrap();
+                // both know the window left out entries no summary covers
+                assert!(tail.drops_unsummarised() && fresh.drops_unsummarised());
+                assert!(tail.dropped_through >= fresh.dropped_through);
                 assert_eq!(
                     tail.context.messages(),
                     fresh.context.messages(),
@@ -322,9 +325,9 @@ async fn a_tail_with_a_skipped_entry_reloads_instead_of_trimming() {
 }
 
 /// The entry count asks for a compaction once more than half the window
-/// is unsummarised, and after a compaction (or a failed one) only after
-/// another quarter window of entries: a session whose newest inputs
-/// alone fill half the window is not compacted after every turn.
+/// is unsummarised, and after a compaction that failed or found nothing
+/// only after another quarter window of entries: a summariser that is
+/// down is not called after every turn.
 #[tokio::test]
 async fn the_entry_count_asks_for_a_compaction_and_then_holds() {
     let fx = ToolFixture::new();
@@ -367,5 +370,160 @@ async fn the_entry_count_asks_for_a_compaction_and_then_holds() {
         .unwrap();
     tail.push(&e[0]);
     assert!(tail.unsummarised_past(16));
+    store.close().await;
+}
+
+/// Writes a summary covering through `cut`, as a compaction does.
+async fn summarise(store: &Store, session: SessionId, cut: i64, epoch: i64) {
+    store
+        .write(vec![
+            Mutation::Append(Box::new(NewEntry {
+                id: EntryId::new_v7(),
+                session,
+                author: "system".into(),
+                turn: None,
+                kind: EntryKind::Summary {
+                    text: format!("up to {cut}"),
+                    covers_to_seq: cut,
+                    epoch,
+                },
+            })),
+            Mutation::SetEpoch { session, epoch },
+        ])
+        .await
+        .unwrap();
+}
+
+/// Regression: entries left the window before a summary covered them
+/// (turns of many tool calls under a small window). A tail knows when its
+/// window left out entries no summary covers, and a compaction for it
+/// (`compaction::cut_at`, keeping the turn's input) covers up to where the
+/// reloaded window starts — for any window and turn shape, even with no
+/// background compaction at all, at most once a turn and once per
+/// quarter window of entries.
+#[tokio::test]
+async fn a_compaction_for_the_window_covers_up_to_where_it_starts() {
+    for window in [4usize, 6, 12, 40] {
+        for calls in [0usize, 3, 8] {
+            let fx = ToolFixture::new();
+            let (store, bot) = (&fx.rt.store, &fx.bot);
+            let state = StateBlock::default();
+            let encoding = Encoding::default();
+            let mut tail: Option<SessionTail> = None;
+            let (mut compactions, mut last) = (0, 0);
+            for round in 0..12 {
+                let (session, input) = admit(store, bot, &format!("message {round}")).await;
+                let tail = tail.get_or_insert_with(|| SessionTail::new(session));
+                let bound = || ContextBound::of_inputs([input].into_iter(), None);
+                tail.load(store, "id", &state, window, encoding, bound())
+                    .await
+                    .unwrap();
+                let what = format!("window {window}, {calls} calls, round {round}");
+                let from = tail.covers_to_seq;
+                let gap = store.entries_after(session, from, i64::MAX).await.unwrap();
+                let left_out = gap.iter().any(|e| {
+                    e.seq <= tail.dropped_through && matches!(e.kind, EntryKind::UserMessage { .. })
+                });
+                // an input the window left out unsummarised is seen
+                assert!(!left_out || tail.drops_unsummarised(), "{what}");
+                if tail.drops_unsummarised() {
+                    let cut = crate::engine::compaction::cut_at(
+                        &gap,
+                        tail.covers_to_seq,
+                        4,
+                        window,
+                        Some(input),
+                    )
+                    .unwrap_or_else(|| panic!("{what}: nothing to cover"));
+                    compactions += 1;
+                    summarise(store, session, cut, compactions).await;
+                    tail.load(store, "id", &state, window, encoding, bound())
+                        .await
+                        .unwrap();
+                    assert!(!tail.drops_unsummarised(), "{what}: cut {cut}");
+                    assert_eq!(tail.covers_to_seq, cut);
+                }
+                assert!(users(tail).contains(&format!("message {round}")), "{what}");
+                let turn = TurnId::new_v7();
+                let ids: Vec<String> = (0..calls).map(|i| format!("c{round}_{i}")).collect();
+                let tool_calls = ids.iter().map(|id| call(id)).collect();
+                append(
+                    store,
+                    session,
+                    turn,
+                    EntryKind::Assistant {
+                        text: String::new(),
+                        tool_calls,
+                    },
+                )
+                .await;
+                for id in &ids {
+                    append(store, session, turn, result(id)).await;
+                }
+                last = append(
+                    store,
+                    session,
+                    turn,
+                    EntryKind::TurnEnd {
+                        status: botfleet_memory::TurnStatus::Completed,
+                        inputs: vec![input],
+                        deliveries: 0,
+                        usage: None,
+                    },
+                )
+                .await;
+            }
+            let quarter = i64::try_from(window / 4).unwrap().max(1);
+            assert!(
+                compactions > 0 || last <= window as i64,
+                "window {window}, {calls} calls"
+            );
+            assert!(compactions <= 12, "window {window}, {calls} calls");
+            assert!(
+                compactions * quarter <= last,
+                "window {window}, {calls} calls: {compactions} compactions over {last} entries"
+            );
+            store.close().await;
+        }
+    }
+}
+
+/// After a compaction that failed or found nothing, the window's check
+/// waits a quarter window of entries (a summariser that is down is not
+/// called at every step); one that wrote a summary lifts the hold.
+#[tokio::test]
+async fn the_window_check_holds_after_a_failed_compaction() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (session, _) = admit(store, bot, "m0").await;
+    for i in 1..=9 {
+        admit(store, bot, &format!("m{i}")).await;
+    }
+    let mut tail = SessionTail::new(session);
+    tail.load(
+        store,
+        "id",
+        &StateBlock::default(),
+        8,
+        Encoding::default(),
+        None,
+    )
+    .await
+    .unwrap();
+    // 10 entries, a window of 8: the first two are in neither
+    assert!(tail.drops_unsummarised());
+    tail.hold_compaction(8);
+    assert!(!tail.drops_unsummarised());
+    let (_, a) = admit(store, bot, "m10").await;
+    let e = store.entries_between(session, a, a).await.unwrap();
+    tail.push(&e[0]);
+    assert!(!tail.drops_unsummarised());
+    let (_, b) = admit(store, bot, "m11").await;
+    let e = store.entries_between(session, b, b).await.unwrap();
+    tail.push(&e[0]);
+    assert!(tail.drops_unsummarised());
+    tail.hold_compaction(8);
+    tail.release_compaction();
+    assert!(tail.drops_unsummarised());
     store.close().await;
 }

@@ -81,9 +81,22 @@ impl Runner {
             .await
     }
 
+    /// Whether the next model call must compact first: its context would
+    /// pass the provider's `compact_at_tokens`, or the window left out
+    /// entries no summary covers (loaded or trimmed at the start of the
+    /// turn, when the background compaction did not run in time: the turn
+    /// began right after the last, or the last wrote more than the window).
+    /// The model must never see a context missing entries that no summary
+    /// holds; within a turn the window only grows, so this compacts for
+    /// the window at most once a turn.
+    pub(super) fn compaction_needed(&mut self) -> bool {
+        self.tail.tokens() > self.ctx_settings.compact_at_tokens
+            || (self.tail.drops_unsummarised() && self.model.answers(Purpose::Compact))
+    }
+
     /// Compacts the session now (before a model call that would exceed the
-    /// threshold, or in the background). A failure only logs: the session
-    /// stays long and the turn goes on.
+    /// threshold or miss unsummarised entries, or in the background). A
+    /// failure only logs: the session stays long and the turn goes on.
     pub(super) async fn compact_now(&mut self, keep_from: Option<i64>) {
         if !self.model.answers(Purpose::Compact) {
             return;
@@ -112,7 +125,7 @@ impl Runner {
                     tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
                 }
                 self.prefix_len = self.tail.len().min(2);
-                self.tail.hold_compaction(self.rt.settings.context_entries);
+                self.tail.release_compaction();
             }
             Ok(None) => self.tail.hold_compaction(self.rt.settings.context_entries),
             Err(e) => {
