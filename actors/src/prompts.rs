@@ -198,8 +198,16 @@ prompts! {
     routine_must_report => "routine_must_report.md",
     /// The role of a subagent.
     subagent_role => "subagent_role.md",
-    /// The hop budget error.
+    /// The hop budget error: a message to a bot not sent.
     hop_budget => "hop_budget.md",
+    /// The hop budget error: work for a subagent not given.
+    hop_budget_task => "hop_budget_task.md",
+    /// After a hop budget error in a conversation with a person.
+    hop_budget_answer => "hop_budget_answer.md",
+    /// After a hop budget error in a conversation with a bot.
+    hop_budget_end => "hop_budget_end.md",
+    /// The notice of a chain of bots cut off by the hop budget.
+    hop_budget_notice => "hop_budget_notice.md",
     /// A compaction summary, as the model sees it.
     summary => "summary.md",
     /// The compaction call's instructions.

@@ -3,9 +3,15 @@
 //! into one turn with a bot's message deep into an older chain. (Before,
 //! the turn took the chain's hop count and refused the person's request
 //! with "the hop budget … is spent".)
+//!
+//! When the budget cuts a chain off in a conversation between two bots,
+//! the person whose message started it is told, and the refused bot is
+//! told to end its turn, not to answer a person it cannot reach.
 
 use serde_json::Value;
+use serde_json::json;
 
+use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
 
@@ -86,5 +92,107 @@ async fn a_persons_message_starts_a_new_hop_budget() {
     );
     assert!(deliveries(&entries).iter().any(|t| t.starts_with("asked")));
 
+    host.shutdown().await;
+}
+
+/// r → a → b → a → b: the budget of 4 falls to b, in its conversation
+/// with a. b is refused SendToAgent and then SendMessage (which goes back
+/// to a there); it is told to end its turn, and alice, who asked r, finds
+/// one `hop_budget` notice in her conversation with r. (Before, b was told
+/// to "answer the person with SendMessage", which was refused the same
+/// way, and nothing reached alice.)
+#[tokio::test]
+async fn a_chain_cut_off_between_two_bots_is_reported_to_the_person_once() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^question"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "a", text = "ask b about it" } },
+  { tool = "SendMessage", args = { text = "asked a" } },
+] } ]
+
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendToAgent", args = { agent = "b", text = "what do you think?" } } ]
+
+[[rule]]
+bot = "b"
+match_tool = "hop budget"
+steps = [
+  { text = "unused" },
+  { tool = "SendMessage", args = { text = "the chain is too long" } },
+]
+
+[[rule]]
+bot = "b"
+steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", TOOLS)
+        .bot("a", "s", TOOLS)
+        .bot("b", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 4")
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "question for the bots", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let dm = sent["session"].as_str().unwrap().to_owned();
+    // b's two turns (hops 2 and 4) end
+    let session = host
+        .wait_get("/v1/bots/b/turns", |v| {
+            let turns = v["turns"].as_array()?;
+            (turns.len() == 2 && turns.iter().all(|t| t["status"] == "completed"))
+                .then(|| turns[0]["session"].clone())
+        })
+        .await;
+    let entries = host.entries(session.as_str().unwrap()).await;
+    let refusals: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["is_error"] == json!(true))
+        .map(|e| (e["name"].as_str().unwrap(), e["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        refusals.iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec!["SendToAgent", "SendMessage"],
+        "{entries:#?}"
+    );
+    for (tool, text) in &refusals {
+        assert!(text.contains("hop budget of 4"), "{tool}: {text}");
+        assert!(text.contains("Next step: end your turn"), "{tool}: {text}");
+        assert!(!text.contains("answer the person"), "{tool}: {text}");
+    }
+    // alice is told, once for both refusals
+    let es = host.entries(&dm).await;
+    let notices: Vec<&Value> = es
+        .iter()
+        .filter(|e| e["kind"] == "notice" && e["code"] == "hop_budget")
+        .collect();
+    assert_eq!(notices.len(), 1, "{es:#?}");
+    let text = notices[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("hop budget of 4") && text.contains("b could not send one more to a"),
+        "{text}"
+    );
+    assert!(notices[0]["retry_turn"].is_null(), "{:#}", notices[0]);
+    // the chain is over: a ran twice (hops 1 and 3) and r was not woken
+    for (bot, n) in [("a", 2), ("r", 1)] {
+        host.wait_get(&format!("/v1/bots/{bot}/turns"), |v| {
+            let turns = v["turns"].as_array()?;
+            turns
+                .iter()
+                .all(|t| t["status"] == "completed")
+                .then(|| json!(turns.len()))
+        })
+        .await;
+        let (_, turns) = host.get(&format!("/v1/bots/{bot}/turns"), TOKEN).await;
+        assert_eq!(
+            turns["turns"].as_array().unwrap().len(),
+            n,
+            "{bot}: {turns:#}"
+        );
+    }
+    assert_eq!(deliveries(&es), vec!["asked a".to_owned()], "{es:#?}");
     host.shutdown().await;
 }

@@ -90,6 +90,8 @@ struct LoopOutcome {
     tasks: Vec<Value>,
     /// The refused Task's result.
     refusal: String,
+    /// The `hop_budget` notices the person got.
+    notices: usize,
 }
 
 async fn run_task_loop(max_hops: u32) -> LoopOutcome {
@@ -149,6 +151,10 @@ async fn run_task_loop(max_hops: u32) -> LoopOutcome {
         reports: hops_of(&entries, "agent_message"),
         tasks,
         refusal: stop["content"].as_str().unwrap().to_owned(),
+        notices: entries
+            .iter()
+            .filter(|e| e["kind"] == "notice" && e["code"] == "hop_budget")
+            .count(),
     };
     host.shutdown().await;
     outcome
@@ -166,6 +172,53 @@ async fn a_parent_delegating_again_at_each_report_stops_at_the_hop_budget() {
         "the parent is told to answer its person: {}",
         out.refusal
     );
+    // the person sees the chain of tasks was cut off
+    assert_eq!(out.notices, 1);
+}
+
+/// With `max_hops = 1` a task (one hop, its report a second) never fits:
+/// Task is refused saying so, not that a budget nobody used "is spent".
+#[tokio::test]
+async fn a_task_refused_before_any_hop_says_it_needs_two() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^tiny"
+steps = [
+  { tool = "Task", args = { description = "job", prompt = "some work" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 1")
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let (status, sent) = host.send("a", "tiny budget", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end:#}");
+    let entries = host.entries(&session).await;
+    let refusal = crate::support::fleet::deliveries(&entries).join("\n");
+    assert!(
+        refusal.contains("a task and its report are two bot-to-bot messages")
+            && refusal.contains("has 1 left of its hop budget of 1"),
+        "{refusal}"
+    );
+    assert!(!refusal.contains("is spent"), "{refusal}");
+    assert!(refusal.contains("SendMessage"), "{refusal}");
+    // no chain of bots was cut off: the bot answers the person itself
+    assert!(
+        !entries.iter().any(|e| e["code"] == "hop_budget"),
+        "{entries:#?}"
+    );
+    assert!(subagents_of(&host, "a").await.is_empty());
+    host.shutdown().await;
 }
 
 #[tokio::test]

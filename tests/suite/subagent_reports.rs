@@ -344,3 +344,99 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }}
     .await;
     host.shutdown().await;
 }
+
+/// A parent that stops its subagent while the subagent waits for the
+/// model stops it for good: its task turn ends cancelled, it stays
+/// `stopped`, reports nothing, and neither a retry of that turn nor a
+/// message brings it back. (Before, the stop cancelled the turn first and
+/// wrote `stopped` after: the cancelled turn read its subagent still
+/// running and ended as a person's cancel, `failed`, with a report waking
+/// the parent ("a person cancelled my turn on it; they can retry it") and
+/// a retry that ran the task again.)
+#[tokio::test]
+async fn a_subagent_stopped_by_its_parent_mid_turn_stays_stopped_and_reports_nothing() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "slow", prompt = "SUBTASK slow" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+match = "^p\\.sub-"
+steps = [
+  { calls = [
+    { tool = "StopSubagent", args = { id = "{{input}}" } },
+    { tool = "CheckSubagent", args = { id = "{{input}}" } },
+  ] },
+  { tool = "SendMessage", args = { text = "check: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "p"
+steps = [ { tool = "SendMessage", args = { text = "heard: {{input}}" } } ]
+
+[[rule]]
+match = "SUBTASK slow"
+steps = [
+  { tool = "SendMessage", args = { text = "PROGRESS started" } },
+  { delay_ms = 600000, tool = "SendMessage", args = { text = "never reported" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "answered anyway" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot(
+            "p",
+            "s",
+            &["SendMessage", "Task", "StopSubagent", "CheckSubagent"],
+        )
+        .start()
+        .await;
+    let (dm, reply) = reply_to(&host, "delegate it").await;
+    assert_eq!(reply, "delegated");
+    let sub = subagent_of(&host, "p").await;
+    let task = task_session(&host, &sub).await;
+    // its first step is recorded: it now waits for its second model call,
+    // which only the cancel ends
+    host.wait_for(&task, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d == "PROGRESS started")
+            .then_some(json!(true))
+    })
+    .await;
+    // stopped as soon as the call returns: the parent's next call sees it
+    let (_, check) = reply_to(&host, &sub).await;
+    assert!(check.contains(&format!("{sub} [stopped]")), "{check}");
+    let end = host
+        .wait_for(&task, |es| {
+            es.iter().find(|e| e["kind"] == "turn_end").cloned()
+        })
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    // its report would be written with the end of its turn: there is none
+    let es = host.entries(&dm).await;
+    assert_eq!(agent_messages(&es), Vec::<String>::new(), "{es:#?}");
+    assert!(
+        !deliveries(&es).iter().any(|d| d.starts_with("heard:")),
+        "the parent was not woken: {es:#?}"
+    );
+    // the cancelled task turn cannot be retried: the subagent is stopped
+    let turn = end["turn"].as_str().unwrap();
+    let (status, body) = host
+        .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("was stopped"), "{body}");
+    // and it takes no message
+    let (status, body) = host.send(&sub, "are you there?", None).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("was stopped"), "{body}");
+    host.shutdown().await;
+}

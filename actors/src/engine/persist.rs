@@ -53,10 +53,16 @@ impl Runner {
                 _ => None,
             })
             .collect();
-        let admits: Vec<(Priority, NewEntry)> = batch
+        // by position in the batch: a subagent's report may be skipped
+        // (`EndSubagentTask` of a stopped subagent), not admitted
+        let admits: Vec<(usize, Priority, NewEntry)> = batch
             .iter()
-            .filter_map(|m| match m {
-                Mutation::Admit(req) => Some((req.priority, req.entry.clone())),
+            .enumerate()
+            .filter_map(|(i, m)| match m {
+                Mutation::Admit(req)
+                | Mutation::EndSubagentTask {
+                    report: Some(req), ..
+                } => Some((i, req.priority, req.entry.clone())),
                 _ => None,
             })
             .collect();
@@ -88,12 +94,9 @@ impl Runner {
             // inputs this turn handed to other bots: route them now that
             // they are committed (a crash before this leaves them in the
             // inbox, where recovery finds them)
-            let mut admits = admits.into_iter();
             let mut accepted = Vec::new();
-            for r in &results {
-                if let MutationResult::Admitted(outcome) = r
-                    && let Some((priority, entry)) = admits.next()
-                    && let AdmitOutcome::Accepted(rec) = outcome
+            for (i, priority, entry) in admits {
+                if let Some(MutationResult::Admitted(AdmitOutcome::Accepted(rec))) = results.get(i)
                 {
                     accepted.push((rec.clone(), priority, entry));
                 }
@@ -282,6 +285,13 @@ impl Runner {
     /// sent before is progress, read with CheckSubagent); for a turn of a
     /// stopped subagent, a notice that it takes no more work.
     ///
+    /// A subagent its parent stopped (StopSubagent) stays stopped and
+    /// reports nothing, however its turn ended: the stop is written before
+    /// the turn is cancelled, and the status and report are written with
+    /// `EndSubagentTask`, which the store skips for a subagent stopped
+    /// since this read. A person's cancel of its task turn fails the task
+    /// instead: its parent hears of it, and the person may retry.
+    ///
     /// The report is admitted with a nonce derived from the turn: it is
     /// written in the same transaction as the end of the turn, and a turn
     /// resumed after a crash that lost that transaction writes it again
@@ -291,7 +301,8 @@ impl Runner {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();
-        if status == TurnStatus::Cancelled && sub.status == SubagentStatus::Stopped {
+        let stopped = sub.status == SubagentStatus::Stopped;
+        if status == TurnStatus::Cancelled && stopped {
             out.push(
                 self.entry(
                     EntryId::derive(self.turn, "end", "subagent_stopped"),
@@ -307,57 +318,48 @@ impl Runner {
                 ),
             );
         }
-        if self.scope.session.key.kind != SessionKind::Subagent {
-            // a person's message to the subagent bot is not its task
+        if self.scope.session.key.kind != SessionKind::Subagent || stopped {
+            // a person's message to the subagent bot is not its task; a
+            // stopped subagent's parent knows, and nobody waits for it
             return Ok(out);
         }
-        // a cancel by its parent (StopSubagent) stops it for good; a
-        // person's cancel of its task turn fails the task, which the parent
-        // hears about and the person may retry
-        let stopped = sub.status == SubagentStatus::Stopped;
         let sub_status = match status {
             TurnStatus::Completed => SubagentStatus::Done,
-            TurnStatus::Failed | TurnStatus::Undelivered => SubagentStatus::Failed,
-            TurnStatus::Cancelled if stopped => SubagentStatus::Stopped,
-            TurnStatus::Cancelled => SubagentStatus::Failed,
+            // a person's cancel fails the task (its parent's stop is read
+            // as `stopped` above)
+            TurnStatus::Failed | TurnStatus::Undelivered | TurnStatus::Cancelled => {
+                SubagentStatus::Failed
+            }
             TurnStatus::Running | TurnStatus::Interrupted => return Ok(out),
         };
         if self.last_delivery.is_none() && self.state.delivered > 0 {
             // a resumed turn: its messages before the crash are in the store
             self.last_delivery = self.delivered_before().await?;
         }
-        out.push(Mutation::SetSubagentStatus {
-            id: self.bot.id.clone(),
-            status: sub_status,
-            result: self.last_delivery.clone().or_else(|| self.error.clone()),
-        });
         let report = match status {
-            TurnStatus::Completed => Some(
-                self.last_delivery
+            TurnStatus::Completed => self
+                .last_delivery
+                .clone()
+                .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
+            TurnStatus::Failed | TurnStatus::Undelivered => self.unfinished_report(
+                self.error
                     .clone()
                     .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
             ),
-            TurnStatus::Failed | TurnStatus::Undelivered => Some(
-                self.unfinished_report(
-                    self.error
-                        .clone()
-                        .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
-                ),
+            TurnStatus::Cancelled => self.unfinished_report(
+                prompts()
+                    .subagent_cancelled
+                    .render(&[("turn", &self.turn.to_string())])
+                    .unwrap_or_default(),
             ),
-            TurnStatus::Cancelled if !stopped => Some(
-                self.unfinished_report(
-                    prompts()
-                        .subagent_cancelled
-                        .render(&[("turn", &self.turn.to_string())])
-                        .unwrap_or_default(),
-                ),
-            ),
-            // stopped by its parent: the parent knows, nobody waits for it
-            TurnStatus::Cancelled | TurnStatus::Running | TurnStatus::Interrupted => None,
+            TurnStatus::Running | TurnStatus::Interrupted => return Ok(out),
         };
-        if let Some(text) = report {
-            out.extend(self.report_to_parent(&sub, text).await?);
-        }
+        out.push(Mutation::EndSubagentTask {
+            id: self.bot.id.clone(),
+            status: sub_status,
+            result: self.last_delivery.clone().or_else(|| self.error.clone()),
+            report: self.report_to_parent(&sub, report).await?.map(Box::new),
+        });
         Ok(out)
     }
 
@@ -400,7 +402,7 @@ impl Runner {
         &self,
         sub: &SubagentRecord,
         text: String,
-    ) -> Result<Option<Mutation>, StoreError> {
+    ) -> Result<Option<AdmitRequest>, StoreError> {
         let hop = self.scope.hop.saturating_add(1);
         if hop > self.rt.settings.max_hops {
             tracing::warn!(
@@ -422,7 +424,7 @@ impl Runner {
                 peer: self.bot.id.to_string(),
             },
         };
-        Ok(Some(Mutation::Admit(Box::new(AdmitRequest {
+        Ok(Some(AdmitRequest {
             source: format!("bot:{}", self.bot.id),
             nonce: format!("{}:end:report", self.turn),
             nonce_time_ms: None,
@@ -446,6 +448,6 @@ impl Runner {
             session: key,
             owner: parent.owner,
             priority: Priority::Background,
-        }))))
+        }))
     }
 }

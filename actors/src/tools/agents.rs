@@ -43,7 +43,13 @@ use super::ToolError;
 use super::ToolOutput;
 use super::parse_args;
 use crate::model::ToolSpec;
-use crate::prompts::prompts;
+
+/// The hop budget: its refusal, and the notice to the person whose
+/// message started a chain it cuts off.
+#[path = "agent_hops.rs"]
+mod hops;
+pub(crate) use hops::Cut;
+pub(crate) use hops::hop_budget_spent;
 
 /// Tools an agent created by another agent never gets by default.
 const MANAGEMENT_TOOLS: &[&str] = &["CreateAgent", "UpdateAgent", "Task"];
@@ -151,8 +157,10 @@ pub(crate) async fn message_to_bot(
             ctx,
             &target.id,
             hop,
+            Cut::Message,
             "answer the person with SendMessage instead of messaging more bots",
-        ));
+        )
+        .await);
     }
     let wanted = session.or_else(|| {
         ctx.scope
@@ -195,24 +203,6 @@ pub(crate) async fn message_to_bot(
         priority,
     };
     Ok(Mutation::Admit(Box::new(req)))
-}
-
-/// The refusal of a message to `to` at `hop`, past `runtime.max_hops`
-/// (prompts/hop_budget.md): nothing is sent, and the bot is told what to
-/// do instead.
-pub(crate) fn hop_budget_spent(
-    ctx: &ToolContext<'_>,
-    to: &BotId,
-    hop: u32,
-    next_step: &str,
-) -> ToolError {
-    let max = ctx.rt.settings.max_hops;
-    let msg = prompts()
-        .hop_budget
-        .render(&[("max", &max.to_string())])
-        .unwrap_or_default();
-    tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget spent");
-    ToolError::new(msg, next_step)
 }
 
 fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {

@@ -15,8 +15,6 @@
 //! again continues the count of the person's request, so a chain of tasks
 //! stops at `runtime.max_hops` like a chain of SendToAgent.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
@@ -40,12 +38,17 @@ use super::Tool;
 use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
+use super::agents::Cut;
 use super::agents::check_text;
 use super::agents::hop_budget_spent;
 use super::parse_args;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
-use crate::router::RouterMsg;
+
+/// StopSubagent.
+#[path = "subagent_stop.rs"]
+mod stop;
+pub use stop::StopSubagent;
 
 /// A subagent's id, derived from the Task call, and what a call does when
 /// it is held.
@@ -88,10 +91,14 @@ pub(crate) fn subagent_session(child: &BotId, parent: &BotId) -> SessionKey {
 /// one hop more and must fit in the budget too (a parent that delegated
 /// counts on it), so an input whose report could not come back is not
 /// sent: the hop-budget refusal.
-fn hop_to_child(ctx: &ToolContext<'_>, child: &BotId, next_step: &str) -> Result<u32, ToolError> {
+async fn hop_to_child(
+    ctx: &ToolContext<'_>,
+    child: &BotId,
+    next_step: &str,
+) -> Result<u32, ToolError> {
     let hop = ctx.scope.hop.saturating_add(1);
     if hop.saturating_add(1) > ctx.rt.settings.max_hops {
-        return Err(hop_budget_spent(ctx, child, hop, next_step));
+        return Err(hop_budget_spent(ctx, child, hop, Cut::Work, next_step).await);
     }
     Ok(hop)
 }
@@ -222,7 +229,8 @@ impl Tool for Task {
             ctx,
             &id,
             "answer the person with SendMessage with what you have instead of delegating more",
-        )?;
+        )
+        .await?;
         check_room_for_one_more(ctx, "wait for their reports, or stop one with StopSubagent")
             .await?;
         let role = prompts()
@@ -472,7 +480,8 @@ impl Tool for MessageSubagent {
             ctx,
             &sub.id,
             "answer the person with SendMessage with what you have instead of steering the subagent",
-        )?;
+        )
+        .await?;
         let msg = input_to_child(
             ctx,
             &sub.id,
@@ -529,67 +538,4 @@ async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Resu
         ));
     }
     Ok(())
-}
-
-/// Stops a subagent.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StopSubagent;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StopArgs {
-    id: String,
-}
-
-#[async_trait]
-impl Tool for StopSubagent {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "StopSubagent".into(),
-            description:
-                "Stop a subagent: its running step is cancelled and it takes no more work.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"id": {"type": "string"}},
-                "required": ["id"],
-                "additionalProperties": false
-            }),
-        }
-    }
-
-    fn effect(&self) -> Effect {
-        Effect::Internal
-    }
-
-    fn idempotent(&self) -> bool {
-        true
-    }
-
-    fn mutates(&self) -> bool {
-        true
-    }
-
-    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-        let args: StopArgs = parse_args("StopSubagent", args)?;
-        let sub = own_subagent(ctx, &args.id).await?;
-        if let Ok(router) = ctx.rt.router() {
-            let bot = sub.id.clone();
-            // best effort: a subagent that is not active has nothing to cancel
-            let _ = router
-                .call(
-                    |reply| RouterMsg::Cancel { bot, reply },
-                    Some(Duration::from_secs(5)),
-                )
-                .await;
-        }
-        Ok(ToolOutput {
-            content: format!("stopped subagent {}", sub.id),
-            effects: vec![Mutation::SetSubagentStatus {
-                id: sub.id,
-                status: SubagentStatus::Stopped,
-                result: None,
-            }],
-            delivered: false,
-        })
-    }
 }

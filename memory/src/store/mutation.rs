@@ -159,6 +159,23 @@ pub enum Mutation {
         /// Report or error, if any.
         result: Option<String>,
     },
+    /// The end of a subagent's task turn: its status and result, and its
+    /// report to its parent admitted with them. Nothing is written when
+    /// the subagent is stopped, also by a stop that landed after its turn
+    /// read its status: a parent's stop is final, and a stopped subagent
+    /// reports nothing. Answers `Admitted` when the report was admitted,
+    /// `Count(1)` when the status was written without a report, `Count(0)`
+    /// when the subagent was stopped.
+    EndSubagentTask {
+        /// The subagent's bot id.
+        id: crate::ids::BotId,
+        /// Its status after the turn (not `Stopped`).
+        status: crate::record::SubagentStatus,
+        /// Report or error, if any.
+        result: Option<String>,
+        /// The report that wakes the parent.
+        report: Option<Box<AdmitRequest>>,
+    },
     /// Create a group room; refused if its id is taken.
     CreateRoom(Box<crate::record::RoomRecord>),
     /// Admit a user's message to a room's timeline through the idempotency

@@ -10,8 +10,10 @@ use super::Writer;
 use super::set_meta;
 use crate::error::Result;
 use crate::error::StoreError;
+use crate::ids::BotId;
 use crate::ids::TurnId;
 use crate::record::AdmitOutcome;
+use crate::record::SubagentStatus;
 use crate::record::TurnStatus;
 use crate::store::mutation::Mutation;
 use crate::store::mutation::MutationResult;
@@ -277,19 +279,32 @@ impl Writer {
                 Ok(MutationResult::Done)
             }
             Mutation::SetSubagentStatus { id, status, result } => {
-                let n = self
-                    .conn
-                    .prepare_cached(
-                        "UPDATE subagents SET status = ?2, result = COALESCE(?3, result), updated_at = ?4 WHERE id = ?1",
-                    )?
-                    .execute(params![id.as_str(), status.as_str(), result, now])?;
-                if n == 0 {
-                    return Err(StoreError::NotFound {
-                        what: "subagent",
-                        id: id.to_string(),
-                    });
-                }
+                set_subagent_status(&self.conn, id, *status, result.as_deref(), now)?;
                 Ok(MutationResult::Done)
+            }
+            Mutation::EndSubagentTask {
+                id,
+                status,
+                result,
+                report,
+            } => {
+                let current: Option<String> = self
+                    .conn
+                    .prepare_cached("SELECT status FROM subagents WHERE id = ?1")?
+                    .query_row(params![id.as_str()], |r| r.get(0))
+                    .optional()?;
+                if current.as_deref() == Some(SubagentStatus::Stopped.as_str()) {
+                    // stopped by its parent, maybe since its turn read it:
+                    // final, and it reports nothing
+                    return Ok(MutationResult::Count(0));
+                }
+                set_subagent_status(&self.conn, id, *status, result.as_deref(), now)?;
+                match report {
+                    Some(req) => self
+                        .admit(req, now, touched, true)
+                        .map(MutationResult::Admitted),
+                    None => Ok(MutationResult::Count(1)),
+                }
             }
             Mutation::PutRoutine(r) => {
                 routines::put(&self.conn, r, now)?;
@@ -382,6 +397,27 @@ impl Writer {
     }
 }
 
+fn set_subagent_status(
+    conn: &rusqlite::Connection,
+    id: &BotId,
+    status: SubagentStatus,
+    result: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE subagents SET status = ?2, result = COALESCE(?3, result), updated_at = ?4 WHERE id = ?1",
+        )?
+        .execute(params![id.as_str(), status.as_str(), result, now])?;
+    if n == 0 {
+        return Err(StoreError::NotFound {
+            what: "subagent",
+            id: id.to_string(),
+        });
+    }
+    Ok(())
+}
+
 fn expect_row(n: usize, what: &'static str, id: TurnId) -> Result<()> {
     if n == 0 {
         Err(StoreError::NotFound {
@@ -392,3 +428,7 @@ fn expect_row(n: usize, what: &'static str, id: TurnId) -> Result<()> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "subagent_end_tests.rs"]
+mod subagent_end_tests;

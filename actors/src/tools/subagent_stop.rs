@@ -1,0 +1,105 @@
+//! StopSubagent: a parent stops its subagent for good. The stop is in the
+//! store before the subagent's running turn is cancelled, so that turn
+//! ends as the stop of a subagent (no report, no retry), never as a
+//! person's cancel of its task (`engine/persist.rs`, `subagent_end`).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use botfleet_memory::Mutation;
+use botfleet_memory::SubagentStatus;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::json;
+
+use super::super::Effect;
+use super::super::Tool;
+use super::super::ToolContext;
+use super::super::ToolError;
+use super::super::ToolOutput;
+use super::super::parse_args;
+use super::own_subagent;
+use crate::model::ToolSpec;
+use crate::router::RouterMsg;
+
+/// Stops a subagent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopSubagent;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StopArgs {
+    id: String,
+}
+
+#[async_trait]
+impl Tool for StopSubagent {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "StopSubagent".into(),
+            description:
+                "Stop a subagent: its running step is cancelled and it takes no more work.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    /// External, not internal: the stop must be in the store before the
+    /// subagent's turn is cancelled (a cancelled task turn that read its
+    /// subagent still running would fail the task, report it to the
+    /// parent and offer a retry, as for a person's cancel). So the call
+    /// writes it itself, recorded as started first, and then cancels.
+    fn effect(&self) -> Effect {
+        Effect::External
+    }
+
+    /// A call cut off by a crash runs again: the stop is written again
+    /// and the cancel sent again (a stopped subagent's turn that resumes
+    /// is cancelled as it starts anyway), and its outcome is recorded once.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    /// A stop takes work away and adds none: it never waits for a person
+    /// deciding on an approval (`gate::is_side_effect`), as it did not
+    /// when it was internal.
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: StopArgs = parse_args("StopSubagent", args)?;
+        let sub = own_subagent(ctx, &args.id).await?;
+        if sub.status != SubagentStatus::Stopped {
+            ctx.store()
+                .write(vec![Mutation::SetSubagentStatus {
+                    id: sub.id.clone(),
+                    status: SubagentStatus::Stopped,
+                    result: None,
+                }])
+                .await
+                .map_err(|e| {
+                    ToolError::new(
+                        format!("could not stop subagent {}: {e}", sub.id),
+                        "try again",
+                    )
+                })?;
+        }
+        if let Ok(router) = ctx.rt.router() {
+            let bot = sub.id.clone();
+            // best effort: a subagent that is not active has nothing to
+            // cancel, and one that starts later is cancelled as it starts
+            let _ = router
+                .call(
+                    |reply| RouterMsg::Cancel { bot, reply },
+                    Some(Duration::from_secs(5)),
+                )
+                .await;
+        }
+        Ok(ToolOutput::text(format!("stopped subagent {}", sub.id)))
+    }
+}

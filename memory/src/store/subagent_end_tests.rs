@@ -1,0 +1,148 @@
+//! `EndSubagentTask`: the end of a subagent's task turn writes its status
+//! and admits its report, unless the subagent is stopped by then (its
+//! parent's stop landed after the turn read its status): then nothing is
+//! written, and the parent is not woken.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+
+use crate::digest::InputDigest;
+use crate::ids::BotId;
+use crate::ids::EntryId;
+use crate::ids::UserId;
+use crate::record::AdmitOutcome;
+use crate::record::AdmitRequest;
+use crate::record::BotRecord;
+use crate::record::EntryKind;
+use crate::record::NewEntry;
+use crate::record::Priority;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+use crate::record::SubagentRecord;
+use crate::record::SubagentStatus;
+use crate::store::Mutation;
+use crate::store::MutationResult;
+use crate::store::Store;
+use crate::store::StoreOptions;
+
+fn bot(id: &str, origin: &str) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap(),
+        name: id.into(),
+        owner: UserId::new("alice").unwrap(),
+        role: String::new(),
+        provider: "main".into(),
+        tools: Vec::new(),
+        settings: json!({}),
+        origin: origin.into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+fn end_with_report(sub: &BotId, parent_dm: &SessionKey, nonce: &str) -> Mutation {
+    Mutation::EndSubagentTask {
+        id: sub.clone(),
+        status: SubagentStatus::Done,
+        result: Some("all done".into()),
+        report: Some(Box::new(AdmitRequest {
+            source: format!("bot:{sub}"),
+            nonce: nonce.into(),
+            nonce_time_ms: None,
+            digest: InputDigest::of_parts([nonce.as_bytes()]),
+            session: parent_dm.clone(),
+            owner: UserId::new("alice").unwrap(),
+            entry: NewEntry {
+                id: EntryId::new_v7(),
+                session: parent_dm.id(),
+                author: sub.to_string(),
+                turn: None,
+                kind: EntryKind::AgentMessage {
+                    from: sub.clone(),
+                    text: "all done".into(),
+                    hop: 2,
+                    reply_session: None,
+                },
+            },
+            priority: Priority::Background,
+        })),
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_subagents_task_end_writes_nothing_and_reports_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let parent_dm = SessionKey {
+        bot: BotId::new("p").unwrap(),
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    };
+    let mut batch = vec![Mutation::UpsertBot(bot("p", "config"))];
+    for id in ["p.sub-1", "p.sub-2"] {
+        batch.push(Mutation::UpsertBot(bot(id, "subagent:p")));
+        batch.push(Mutation::CreateSubagent(SubagentRecord {
+            id: BotId::new(id).unwrap(),
+            parent: BotId::new("p").unwrap(),
+            parent_session: parent_dm.id(),
+            description: "a task".into(),
+            status: SubagentStatus::Running,
+            result: None,
+            created_at: 0,
+            updated_at: 0,
+        }));
+    }
+    store.write(batch).await.unwrap();
+    let (running, stopped) = (
+        BotId::new("p.sub-1").unwrap(),
+        BotId::new("p.sub-2").unwrap(),
+    );
+    // the parent stops one after its turn read it running
+    store
+        .write(vec![Mutation::SetSubagentStatus {
+            id: stopped.clone(),
+            status: SubagentStatus::Stopped,
+            result: None,
+        }])
+        .await
+        .unwrap();
+    let results = store
+        .write(vec![
+            end_with_report(&running, &parent_dm, "t1:end:report"),
+            end_with_report(&stopped, &parent_dm, "t2:end:report"),
+        ])
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            &results[0],
+            MutationResult::Admitted(AdmitOutcome::Accepted(_))
+        ),
+        "{results:?}"
+    );
+    assert!(
+        matches!(results[1], MutationResult::Count(0)),
+        "{results:?}"
+    );
+    let done = store.get_subagent(&running).await.unwrap().unwrap();
+    assert_eq!(done.status, SubagentStatus::Done);
+    assert_eq!(done.result.as_deref(), Some("all done"));
+    let still = store.get_subagent(&stopped).await.unwrap().unwrap();
+    assert_eq!(still.status, SubagentStatus::Stopped);
+    assert_eq!(still.result, None);
+    // one report reached the parent: the running one's
+    let entries = store.tail_entries(parent_dm.id(), 10).await.unwrap();
+    let from: Vec<String> = entries
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::AgentMessage { from, .. } => Some(from.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(from, vec!["p.sub-1".to_owned()]);
+    let inbox = store
+        .pending_inbox(&BotId::new("p").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(inbox.len(), 1, "{inbox:?}");
+}
