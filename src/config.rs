@@ -131,6 +131,18 @@ pub struct HostConfig {
     /// Longest message text the API accepts, in characters.
     #[serde(default = "default_max_text")]
     pub max_text_chars: usize,
+    /// Seconds an API connection has to send a whole request head (from
+    /// its start, or from the end of its previous response) before it is
+    /// closed.
+    #[serde(default = "default_header_timeout")]
+    pub header_timeout_s: u64,
+    /// Seconds a request may take to be answered, its body included
+    /// (`/v1/events` streams excepted).
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_s: u64,
+    /// Most API connections open at once; past it new ones wait.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -145,6 +157,15 @@ fn default_max_body() -> usize {
 fn default_max_text() -> usize {
     32_000
 }
+fn default_header_timeout() -> u64 {
+    30
+}
+fn default_request_timeout() -> u64 {
+    60
+}
+fn default_max_connections() -> u32 {
+    512
+}
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -155,6 +176,9 @@ impl Default for HostConfig {
             synchronous: botfleet_memory::Synchronous::default(),
             max_body_bytes: default_max_body(),
             max_text_chars: default_max_text(),
+            header_timeout_s: default_header_timeout(),
+            request_timeout_s: default_request_timeout(),
+            max_connections: default_max_connections(),
         }
     }
 }

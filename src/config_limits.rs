@@ -1,7 +1,8 @@
 //! The bounds of `[host]` and `[runtime]`: each number must leave a host
-//! that works. Zero, where it would refuse every message, kill every
-//! command at once or forget every idempotency key within the hour, is
-//! refused, and so are values past any use; every error names its key.
+//! that works. Zero, where it would refuse every message or connection,
+//! kill every command at once or forget every idempotency key within the
+//! hour, is refused, and so are values past any use; every error names
+//! its key.
 //! `impl LoadedFleet`, split from `config_load.rs`.
 
 use std::net::SocketAddr;
@@ -17,6 +18,17 @@ const MIN_TEXT_CHARS: usize = 100;
 const MAX_DEBOUNCE_MS: u64 = 60_000;
 /// Longest `runtime.ledger_retention_days` (ten years).
 const MAX_LEDGER_DAYS: u64 = 3650;
+/// Longest `host.header_timeout_s`: a client that sends nothing holds its
+/// connection (a file descriptor) that long.
+const MAX_HEADER_TIMEOUT_S: u64 = 600;
+/// Longest `host.request_timeout_s`.
+const MAX_REQUEST_TIMEOUT_S: u64 = 3600;
+/// Fewest `host.max_connections`: the web page holds a `/v1/events`
+/// stream open and makes its requests beside it.
+const MIN_CONNECTIONS: u32 = 4;
+/// Most `host.max_connections`: each is a file descriptor, past any
+/// process's usual limit.
+const MAX_CONNECTIONS: u32 = 65_536;
 
 impl LoadedFleet {
     /// Checks `[host]` and `[runtime]`.
@@ -40,6 +52,49 @@ impl LoadedFleet {
                 format!(
                     "is {} but must be at least {MIN_TEXT_CHARS}: shorter would refuse ordinary messages",
                     h.max_text_chars
+                ),
+            ));
+        }
+        if !(1..=MAX_HEADER_TIMEOUT_S).contains(&h.header_timeout_s) {
+            return Err(self.invalid(
+                "host.header_timeout_s",
+                format!(
+                    "is {} but must be 1 to {MAX_HEADER_TIMEOUT_S} seconds{}",
+                    h.header_timeout_s,
+                    if h.header_timeout_s == 0 {
+                        ": with 0 every connection would be closed before its request"
+                    } else {
+                        ": a client that sends nothing would hold its connection that long"
+                    }
+                ),
+            ));
+        }
+        if !(1..=MAX_REQUEST_TIMEOUT_S).contains(&h.request_timeout_s) {
+            return Err(self.invalid(
+                "host.request_timeout_s",
+                format!(
+                    "is {} but must be 1 to {MAX_REQUEST_TIMEOUT_S} seconds{}",
+                    h.request_timeout_s,
+                    if h.request_timeout_s == 0 {
+                        ": with 0 every request would time out"
+                    } else {
+                        " (an hour)"
+                    }
+                ),
+            ));
+        }
+        if !(MIN_CONNECTIONS..=MAX_CONNECTIONS).contains(&h.max_connections) {
+            return Err(self.invalid(
+                "host.max_connections",
+                format!(
+                    "is {} but must be {MIN_CONNECTIONS} to {MAX_CONNECTIONS}{}",
+                    h.max_connections,
+                    if h.max_connections < MIN_CONNECTIONS {
+                        ": the web page holds one connection open for its event stream and \
+                         needs more for its requests"
+                    } else {
+                        ": each connection is a file descriptor; keep it well under `ulimit -n`"
+                    }
                 ),
             ));
         }

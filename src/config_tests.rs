@@ -323,6 +323,81 @@ fn numbers_that_break_the_host_are_refused() {
     }
 }
 
+/// The API's connection limits: defaults that hold at `ulimit -n` 1024,
+/// bounds that name the key, the documented edges accepted.
+#[test]
+fn connection_limits_are_bounded() {
+    let f = LoadedFleet::parse(ISSUE_EXAMPLE, "fleet.toml", None).unwrap();
+    let h = &f.file.host;
+    assert_eq!(
+        (h.header_timeout_s, h.request_timeout_s, h.max_connections),
+        (30, 60, 512)
+    );
+    let host = |lines: &str| {
+        ISSUE_EXAMPLE.replace(
+            "listen = \"127.0.0.1:7878\"",
+            &format!("listen = \"127.0.0.1:7878\"\n{lines}"),
+        )
+    };
+    let cases = [
+        (
+            "header_timeout_s = 0",
+            "host.header_timeout_s",
+            "is 0 but must be 1 to 600 seconds: with 0 every connection",
+        ),
+        (
+            "header_timeout_s = 601",
+            "host.header_timeout_s",
+            "is 601 but must be 1 to 600 seconds: a client that sends nothing",
+        ),
+        (
+            "request_timeout_s = 0",
+            "host.request_timeout_s",
+            "is 0 but must be 1 to 3600 seconds: with 0 every request",
+        ),
+        (
+            "request_timeout_s = 86400",
+            "host.request_timeout_s",
+            "is 86400 but must be 1 to 3600 seconds (an hour)",
+        ),
+        (
+            "max_connections = 0",
+            "host.max_connections",
+            "is 0 but must be 4 to 65536: the web page",
+        ),
+        (
+            "max_connections = 3",
+            "host.max_connections",
+            "is 3 but must be 4 to 65536",
+        ),
+        (
+            "max_connections = 100000",
+            "host.max_connections",
+            "is 100000 but must be 4 to 65536: each connection is a file descriptor",
+        ),
+        ("max_connections = -1", "host.max_connections", "line "),
+        (
+            "header_timeout_s = \"30s\"",
+            "host.header_timeout_s",
+            "line ",
+        ),
+        ("header_timeout = 30", "header_timeout", "unknown field"),
+    ];
+    for (lines, key, what) in cases {
+        let e = err(&host(lines));
+        assert!(
+            e.contains("fleet.toml") && e.contains(key) && e.contains(what),
+            "{lines}: {e}"
+        );
+    }
+    for edges in [
+        "header_timeout_s = 1\nrequest_timeout_s = 1\nmax_connections = 4",
+        "header_timeout_s = 600\nrequest_timeout_s = 3600\nmax_connections = 65536",
+    ] {
+        LoadedFleet::parse(&host(edges), "fleet.toml", None).unwrap();
+    }
+}
+
 /// A wrong type inside `[providers.X]` names its dotted key and line, not
 /// just the table (the table was read as an internally tagged enum, which
 /// buffers it and loses both).

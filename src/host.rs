@@ -30,6 +30,11 @@ use crate::api;
 use crate::config::LoadedFleet;
 use crate::config::Overrides;
 use crate::config::ProviderConfig;
+use crate::http_server;
+
+/// Routes whose responses are open-ended streams, exempt from
+/// `host.request_timeout_s`: `GET /v1/events` (src/api/events.rs).
+const LONG_LIVED_ROUTES: &[&str] = &["/v1/events"];
 
 /// How to start a host.
 #[derive(Debug, Clone, Default)]
@@ -429,14 +434,22 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // shutdown below waits for every open response, and a change stream
     // would otherwise keep it waiting until its timeout
     let app = api::router(state).layer(axum::Extension(stop.clone()));
-    let server = tokio::spawn(async move {
-        let result = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stopped.cancelled().await })
-            .await;
-        if let Err(e) = result {
-            tracing::error!(error = %e, "HTTP server stopped");
-        }
-    });
+    let app = http_server::with_request_timeout(
+        app,
+        Duration::from_secs(f.host.request_timeout_s),
+        LONG_LIVED_ROUTES,
+    );
+    let limits = http_server::ConnectionLimits {
+        header_timeout: Duration::from_secs(f.host.header_timeout_s),
+        max_connections: f.host.max_connections,
+    };
+    if let Some(warning) = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| http_server::fd_warning(&text, limits.max_connections))
+    {
+        banner.push(warning);
+    }
+    let server = tokio::spawn(http_server::serve(listener, app, limits, stopped));
     banner.insert(
         0,
         format!(

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod host;
+mod http_server;
 
 pub use botfleet_actors as actors;
 pub use botfleet_actors::model;

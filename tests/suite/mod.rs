@@ -18,6 +18,7 @@ mod groups;
 mod hooks;
 mod hops;
 mod host;
+mod http_limits;
 mod inbox_order;
 mod interrupts;
 mod loops;

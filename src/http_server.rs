@@ -1,0 +1,287 @@
+//! The API's HTTP server: our own accept loop over hyper's HTTP/1
+//! connections, in place of `axum::serve`, with the limits a host needs
+//! against slow and idle clients (a client trickling header lines held
+//! its socket forever; at `ulimit -n` 1024 a thousand of them left no file
+//! descriptor for the API, the store or the index):
+//!
+//! - a header-read timeout (`host.header_timeout_s`): a connection that has
+//!   not sent a whole request head within it is closed, whether it sent
+//!   nothing, trickles header lines or sits idle (keep-alive) after a
+//!   response;
+//! - a cap on open connections (`host.max_connections`): at the cap the
+//!   loop stops accepting until one closes (new clients wait in the listen
+//!   backlog), so file descriptors are left for the store, the index and
+//!   Shell;
+//! - after an accept error (`EMFILE` …) a pause that doubles up to a
+//!   second, logged once per run of errors rather than at full speed;
+//! - graceful shutdown as `axum::serve` had it: once `stop` is cancelled
+//!   the listener closes, idle connections close, requests in flight end,
+//!   and [`serve`] returns when every connection has closed.
+//!
+//! The request timeout ([`with_request_timeout`]) is a layer on the router.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::extract::State;
+use axum::middleware::Next;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use hyper_util::rt::TokioIo;
+use hyper_util::rt::TokioTimer;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::ApiError;
+
+/// Limits of the connections [`serve`] accepts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    /// Longest a connection may take to send a request head, counted from
+    /// its start or from the end of its previous response.
+    pub header_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: u32,
+}
+
+/// Serves `app` on `listener` until `stop` is cancelled and every
+/// connection has closed.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    stop: CancellationToken,
+) {
+    let max = limits.max_connections.max(1);
+    // every open connection holds one slot; all slots free again means all
+    // connections closed (the semaphore is never closed)
+    let slots = Arc::new(Semaphore::new(max as usize));
+    let mut errors = AcceptErrors::default();
+    loop {
+        let slot = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            slot = slots.clone().acquire_owned() => slot,
+        };
+        let Ok(slot) = slot else { break };
+        let accepted = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                errors.recovered();
+                tokio::spawn(serve_connection(
+                    stream,
+                    app.clone(),
+                    limits.header_timeout,
+                    stop.clone(),
+                    slot,
+                ));
+            }
+            Err(e) => {
+                drop(slot);
+                let pause = errors.failed(&e);
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+        }
+    }
+    drop(listener);
+    let _ = slots.acquire_many(max).await;
+}
+
+/// Serves one connection; its slot is freed once its socket is closed.
+async fn serve_connection(
+    stream: TcpStream,
+    app: Router,
+    header_timeout: Duration,
+    stop: CancellationToken,
+    slot: OwnedSemaphorePermit,
+) {
+    {
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .keep_alive(true);
+        let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+        let mut conn = std::pin::pin!(conn);
+        let result = tokio::select! {
+            result = conn.as_mut() => result,
+            () = stop.cancelled() => {
+                // idle connections close at once, a request in flight ends
+                // (`/v1/events` streams end on the same token)
+                conn.as_mut().graceful_shutdown();
+                conn.as_mut().await
+            }
+        };
+        if let Err(e) = result {
+            // a client that timed out, went away or spoke no HTTP: nothing
+            // the operator can act on
+            tracing::debug!(error = %e, timeout = e.is_timeout(), "HTTP connection ended");
+        }
+    }
+    drop(slot);
+}
+
+/// Accept errors in a row: how long to pause before the next accept, and
+/// logging once per run of errors.
+#[derive(Debug, Default)]
+struct AcceptErrors {
+    in_a_row: u32,
+}
+
+/// First pause after an accept error; each further error in a row doubles
+/// it up to [`MAX_ACCEPT_PAUSE`].
+const FIRST_ACCEPT_PAUSE: Duration = Duration::from_millis(10);
+const MAX_ACCEPT_PAUSE: Duration = Duration::from_secs(1);
+
+impl AcceptErrors {
+    /// Records a failed accept; returns the pause before the next one.
+    fn failed(&mut self, e: &std::io::Error) -> Duration {
+        use std::io::ErrorKind;
+        // the client gave up before we accepted: not the host's trouble
+        if matches!(
+            e.kind(),
+            ErrorKind::ConnectionAborted
+                | ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionRefused
+        ) {
+            return Duration::ZERO;
+        }
+        if self.in_a_row == 0 {
+            tracing::error!(
+                error = %e,
+                "accept error; pausing accepts (at most 1 s at a time) until it passes. \
+                 Too many open files: raise `ulimit -n` or lower host.max_connections"
+            );
+        }
+        self.in_a_row = self.in_a_row.saturating_add(1);
+        FIRST_ACCEPT_PAUSE
+            .saturating_mul(1 << (self.in_a_row - 1).min(10))
+            .min(MAX_ACCEPT_PAUSE)
+    }
+
+    /// Records a successful accept.
+    fn recovered(&mut self) {
+        if self.in_a_row > 0 {
+            tracing::warn!(errors = self.in_a_row, "accepting connections again");
+            self.in_a_row = 0;
+        }
+    }
+}
+
+/// A request that a route takes longer than `timeout` to answer (reading
+/// its body included) is answered 503 `unavailable`, except on the
+/// `long_lived` paths (server-sent event streams).
+pub(crate) fn with_request_timeout(
+    app: Router,
+    timeout: Duration,
+    long_lived: &'static [&'static str],
+) -> Router {
+    app.layer(axum::middleware::from_fn_with_state(
+        RequestTimeout {
+            timeout,
+            long_lived,
+        },
+        time_request,
+    ))
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RequestTimeout {
+    timeout: Duration,
+    long_lived: &'static [&'static str],
+}
+
+async fn time_request(
+    State(limit): State<RequestTimeout>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if limit.long_lived.contains(&request.uri().path()) {
+        return next.run(request).await;
+    }
+    match tokio::time::timeout(limit.timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Unavailable(format!(
+            "the request was not answered within {} s (host.request_timeout_s): its body \
+             came too slowly or the host is busy; retry it (a message with the same \
+             Idempotency-Key)",
+            limit.timeout.as_secs()
+        ))
+        .into_response(),
+    }
+}
+
+/// File descriptors to leave for the store, the index, Shell and model
+/// connections when the API has all its connections open.
+const FDS_FOR_THE_REST: u64 = 256;
+
+/// A warning for the start banner when `max_connections` open connections
+/// would leave fewer than [`FDS_FOR_THE_REST`] file descriptors of the
+/// process's limit, which `limits` (the text of `/proc/self/limits`) says.
+pub(crate) fn fd_warning(limits: &str, max_connections: u32) -> Option<String> {
+    let soft: u64 = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))?
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    (soft < u64::from(max_connections) + FDS_FOR_THE_REST).then(|| {
+        format!(
+            "WARNING: this process may open {soft} files and host.max_connections is \
+             {max_connections}: with the API's connections all open, fewer than \
+             {FDS_FOR_THE_REST} are left for the store, the index and Shell; raise \
+             `ulimit -n` or lower host.max_connections"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\
+        Max processes             127431               127431               processes \n\
+        Max open files            1024                 524288               files     \n";
+
+    #[test]
+    fn a_cap_near_the_fd_limit_is_warned_about() {
+        assert_eq!(fd_warning(LIMITS, 512), None);
+        assert_eq!(fd_warning(LIMITS, 768), None);
+        let w = fd_warning(LIMITS, 769).unwrap();
+        assert!(w.contains("1024") && w.contains("769"), "{w}");
+        let unlimited = LIMITS.replace("1024                 524288", "unlimited unlimited");
+        assert_eq!(fd_warning(&unlimited, 60_000), None);
+        assert_eq!(fd_warning("", 60_000), None);
+    }
+
+    #[test]
+    fn accept_errors_back_off_up_to_a_second() {
+        let mut errors = AcceptErrors::default();
+        let emfile = std::io::Error::from_raw_os_error(24);
+        let pauses: Vec<u128> = (0..10)
+            .map(|_| errors.failed(&emfile).as_millis())
+            .collect();
+        assert_eq!(pauses, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+        errors.recovered();
+        assert_eq!(errors.failed(&emfile).as_millis(), 10);
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionAborted);
+        assert_eq!(errors.failed(&reset), Duration::ZERO);
+    }
+}

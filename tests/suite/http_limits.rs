@@ -1,0 +1,187 @@
+//! The API's connection limits against slow and idle clients: the
+//! header-read timeout (`host.header_timeout_s`), the cap on open
+//! connections (`host.max_connections`) and the request timeout
+//! (`host.request_timeout_s`, not for `/v1/events`).
+//!
+//! The host serves real sockets while its store works on threads of its
+//! own, so tokio's paused clock would jump past these timeouts whenever
+//! the test's runtime waits on them; the tests set the timeouts to 1 s and
+//! wait on what the client sees (the socket closing, a response), each
+//! wait bounded so that the old code (no limits) fails instead of hanging.
+
+use std::io::ErrorKind;
+use std::time::Duration;
+use std::time::Instant;
+
+use futures::StreamExt;
+use tokio::io::AsyncReadExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
+"#;
+
+/// Longest any wait below may take: far past the 1 s limits.
+const BOUND: Duration = Duration::from_secs(20);
+
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+
+fn addr(host: &TestHost) -> String {
+    host.url.trim_start_matches("http://").to_owned()
+}
+
+/// Reads until the server closes the connection; returns what it sent.
+async fn read_until_closed(stream: &mut TcpStream, what: &str) -> String {
+    let mut got = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return,
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(BOUND, read)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: still open after {BOUND:?}"));
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Whether the server closed `stream` (it reads end of file at once).
+fn is_closed(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut buf = [0u8; 64];
+    match stream.read(&mut buf) {
+        Ok(0) => true,
+        Ok(n) => panic!("unexpected bytes: {:?}", String::from_utf8_lossy(&buf[..n])),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => true,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test]
+async fn a_connection_without_a_whole_request_head_is_closed_after_the_header_timeout() {
+    let host = TestFleet::new().host("header_timeout_s = 1").start().await;
+    let start = Instant::now();
+    // a slow-loris client: the request line, then nothing
+    let mut partial = TcpStream::connect(addr(&host)).await.unwrap();
+    partial
+        .write_all(b"GET /v1/bots HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    // a client that sends nothing at all
+    let mut silent = TcpStream::connect(addr(&host)).await.unwrap();
+    // a keep-alive client, idle after its first response
+    let mut idle = TcpStream::connect(addr(&host)).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let mut first = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !first.ends_with(b"\r\n\r\nok") {
+        let n = tokio::time::timeout(BOUND, idle.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_ne!(n, 0, "closed before its response");
+        first.extend_from_slice(&buf[..n]);
+    }
+    assert!(first.starts_with(b"HTTP/1.1 200"), "{first:?}");
+
+    // meanwhile an ordinary request is answered
+    let (status, body) = host.get("/v1/bots", TOKEN).await;
+    assert_eq!(status, 200, "{body}");
+
+    for (stream, what) in [
+        (&mut partial, "a partial request head"),
+        (&mut silent, "a connection that sent nothing"),
+        (&mut idle, "an idle keep-alive connection"),
+    ] {
+        let got = read_until_closed(stream, what).await;
+        assert_eq!(got, "", "{what}");
+    }
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "closed before the timeout: {:?}",
+        start.elapsed()
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn at_max_connections_the_next_one_waits_until_one_closes() {
+    let host = TestFleet::new()
+        .host("max_connections = 4\nheader_timeout_s = 1")
+        .start()
+        .await;
+    let start = Instant::now();
+    // the cap's worth of idle connections, accepted first (the listen
+    // backlog is first in, first out)
+    let mut idle: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| {
+            let s = std::net::TcpStream::connect(addr(&host)).unwrap();
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    // the fifth is served only once the header timeout closed one of them
+    let mut next = TcpStream::connect(addr(&host)).await.unwrap();
+    next.write_all(HEALTHZ).await.unwrap();
+    let answer = read_until_closed(&mut next, "the fifth connection").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("\r\n\r\nok"),
+        "{answer}"
+    );
+    let waited = start.elapsed();
+    let closed = idle.iter_mut().map(is_closed).filter(|c| *c).count();
+    assert!(
+        closed >= 1,
+        "the fifth connection was served while the 4 idle ones were open"
+    );
+    assert!(waited >= Duration::from_secs(1), "served after {waited:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_past_the_request_timeout_is_refused_but_event_streams_stay() {
+    let host = TestFleet::new()
+        .host("request_timeout_s = 1")
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let mut events = host.client().events().await.unwrap();
+    let ready = tokio::time::timeout(BOUND, events.next()).await.unwrap();
+    assert_eq!(ready.unwrap().event, "ready");
+
+    // a message whose body never arrives in full
+    let mut slow = TcpStream::connect(addr(&host)).await.unwrap();
+    let head = format!(
+        "POST /v1/bots/r/messages HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{{\"text\": \"hel"
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_until_closed(&mut slow, "a request with a slow body").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("host.request_timeout_s"), "{answer}");
+
+    // the event stream, open for longer than the timeout, still delivers
+    let (status, body) = host.send("r", "hello", Some("after-timeout")).await;
+    assert_eq!(status, 202, "{body}");
+    let change = tokio::time::timeout(BOUND, events.next())
+        .await
+        .expect("no event after the request timeout")
+        .expect("the event stream ended");
+    assert_eq!(change.event, "change", "{:?}", change.data);
+    host.shutdown().await;
+}
