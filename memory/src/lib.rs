@@ -127,6 +127,7 @@ pub use record::TurnRecord;
 pub use record::TurnStatus;
 pub use record::covers_to_seq;
 pub use record::room_timeline;
+pub use store::BotActivity;
 pub use store::Mutation;
 pub use store::MutationResult;
 pub use store::SinceEvent;

@@ -37,7 +37,16 @@ pub(crate) async fn list(
     user: AuthUser,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
+    // counts and usage of every bot in one read: a few index lookups per
+    // bot (the store keeps turn counts as turns end, migration 11), where
+    // counting each bot's turns used to scan the whole `turns` table
+    // (docs/performance.md, "The bot list's turn counts")
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let bots = state
+        .fleet
+        .store()
+        .list_bots_with_activity(Some(&user.0), &today)
+        .await?;
     let active: HashMap<_, _> = state
         .fleet
         .active()
@@ -47,17 +56,12 @@ pub(crate) async fn list(
         .map(|s| (s.id.clone(), s))
         .collect();
     let mut out = Vec::with_capacity(bots.len());
-    for b in bots {
-        let counts: serde_json::Map<String, Value> = state
-            .fleet
-            .store()
-            .turn_status_counts(&b.id)
-            .await?
+    for (b, activity) in bots {
+        let counts: serde_json::Map<String, Value> = activity
+            .turns
             .into_iter()
             .map(|(s, n)| (s.as_str().to_owned(), json!(n)))
             .collect();
-        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-        let (all, day, counted) = state.fleet.store().bot_usage(&b.id, &today).await?;
         let budget = b.settings.get("daily_token_budget").and_then(Value::as_u64);
         let live = active.get(&b.id);
         out.push(json!({
@@ -78,9 +82,9 @@ pub(crate) async fn list(
             "paused_until": live.and_then(|s| s.paused_until),
             "turns": counts,
             "usage": {
-                "turns": counted,
-                "total": all,
-                "today": day,
+                "turns": activity.usage_turns,
+                "total": activity.usage_total,
+                "today": activity.usage_today,
                 "daily_token_budget": budget,
             },
         }));

@@ -447,3 +447,78 @@ async fn bad_input_gets_clear_errors_and_loses_nothing() {
 fn session_of(sent: &serde_json::Value) -> &str {
     sent["session"].as_str().unwrap()
 }
+
+/// `GET /v1/bots` counts each bot's turns by status (kept by the store as
+/// turns start and end, no longer counted over every turn stored): a
+/// completed turn, a failed one and its retry (a new turn) are counted
+/// where they belong, other bots' turns are not, and the counts match the
+/// bot's own list of turns.
+#[tokio::test]
+async fn the_bot_list_counts_turns_by_status() {
+    let script = r#"
+[[rule]]
+match = "^fail"
+steps = [ { fail = "provider down" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .bot("q", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, list) = host.get("/v1/bots", TOKEN).await;
+    assert_eq!(list["bots"][0]["turns"], json!({}), "{list}");
+    for (bot, text) in [("r", "hello"), ("r", "fail please"), ("q", "hi")] {
+        let (_, body) = host.send(bot, text, None).await;
+        let session = body["session"].as_str().unwrap().to_owned();
+        host.wait_turn_end(&session, body["seq"].as_i64().unwrap())
+            .await;
+    }
+    let (_, turns) = host.get("/v1/bots/r/turns", TOKEN).await;
+    let failed = turns["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["status"] == "failed")
+        .unwrap()
+        .clone();
+    let (status, retry) = host
+        .post_raw(
+            &format!("/v1/turns/{}/retry", failed["id"].as_str().unwrap()),
+            Some(TOKEN),
+            None,
+            "{}",
+        )
+        .await;
+    assert_eq!(status, 200, "{retry}");
+    let session = failed["session"].as_str().unwrap();
+    host.wait_for(session, |es| {
+        (es.iter().filter(|e| e["kind"] == "turn_end").count() >= 3).then_some(json!(null))
+    })
+    .await;
+    let (_, list) = host.get("/v1/bots", TOKEN).await;
+    let counts = |id: &str| {
+        list["bots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)
+            .unwrap()["turns"]
+            .clone()
+    };
+    assert_eq!(counts("r"), json!({"completed": 1, "failed": 2}), "{list}");
+    assert_eq!(counts("q"), json!({"completed": 1}), "{list}");
+    let (_, turns) = host.get("/v1/bots/r/turns", TOKEN).await;
+    let mut tally = serde_json::Map::new();
+    for t in turns["turns"].as_array().unwrap() {
+        let n = tally
+            .entry(t["status"].as_str().unwrap())
+            .or_insert(json!(0));
+        *n = json!(n.as_i64().unwrap() + 1);
+    }
+    assert_eq!(counts("r"), json!(tally), "{turns}");
+    host.shutdown().await;
+}

@@ -35,6 +35,7 @@ use tokio::sync::oneshot;
 pub use author_events::SinceEvent;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
+pub use store_bots::BotActivity;
 pub use writer::Callback;
 pub use writer::WriterStats;
 

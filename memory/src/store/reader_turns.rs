@@ -153,9 +153,24 @@ pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCall
     Ok(out)
 }
 
+/// A bot's running turns, counted in the partial index `turns_open`.
+pub(crate) const RUNNING_TURNS: &str =
+    "SELECT COUNT(*) FROM turns WHERE bot_id = ?1 AND status = 'running'";
+
+/// A bot's ended turns per status, kept in `turn_counts`.
+pub(crate) const ENDED_TURNS: &str =
+    "SELECT status, n FROM turn_counts WHERE bot_id = ?1 AND n > 0 ORDER BY status";
+
+/// A bot's turn counts per status, by status name: its ended turns from
+/// `turn_counts` (migration 11), which the writer keeps as turns end,
+/// and its running ones from the partial index `turns_open`. Two
+/// index lookups however many turns the store holds (counting in `turns`
+/// scanned the whole table). Statuses without turns are left out.
 pub(crate) fn turn_status_counts(conn: &Connection, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {
-    let mut stmt = conn
-        .prepare_cached("SELECT status, COUNT(*) FROM turns WHERE bot_id = ?1 GROUP BY status")?;
+    let running: i64 = conn
+        .prepare_cached(RUNNING_TURNS)?
+        .query_row(params![bot.as_str()], |r| r.get(0))?;
+    let mut stmt = conn.prepare_cached(ENDED_TURNS)?;
     let rows = stmt.query_map(params![bot.as_str()], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
     })?;
@@ -163,9 +178,17 @@ pub(crate) fn turn_status_counts(conn: &Connection, bot: &BotId) -> Result<Vec<(
     for row in rows {
         let (s, n) = row?;
         out.push((
-            TurnStatus::parse(&s).ok_or_else(|| corrupt("turns", format!("status {s}")))?,
+            TurnStatus::parse(&s).ok_or_else(|| corrupt("turn_counts", format!("status {s}")))?,
             n,
         ));
     }
+    if running > 0 {
+        out.push((TurnStatus::Running, running));
+        out.sort_by_key(|(s, _)| s.as_str());
+    }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "turn_counts_tests.rs"]
+mod tests;

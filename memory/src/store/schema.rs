@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_summary_index.sql"),
     include_str!("migrations/0009_memory_forgotten_by.sql"),
     include_str!("migrations/0010_ledger_nonce_time.sql"),
+    include_str!("migrations/0011_turn_counts.sql"),
 ];
 
 /// Number of the newest migration this binary knows.
@@ -89,6 +90,45 @@ mod tests {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         assert_eq!(row, ("alice".to_owned(), None));
+        Ok(())
+    }
+
+    /// Migration 11 counts the turns a store already holds, by bot and
+    /// ended status (running turns are counted in `turns_open`).
+    #[test]
+    fn turn_counts_start_from_the_stored_turns() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        for sql in &MIGRATIONS[..10] {
+            conn.execute_batch(sql)?;
+        }
+        conn.pragma_update(None, "user_version", 10)?;
+        let turns = [
+            ("a", "completed"),
+            ("a", "completed"),
+            ("a", "failed"),
+            ("a", "running"),
+            ("b", "cancelled"),
+        ];
+        for (i, (bot, status)) in turns.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO turns (id, bot_id, session_id, status, inputs, checkpoint, attempts, started_at)
+                 VALUES (?1, ?2, 's', ?3, '[]', '{}', 1, 0)",
+                rusqlite::params![format!("t{i}"), bot, status],
+            )?;
+        }
+        migrate(&mut conn)?;
+        let mut stmt =
+            conn.prepare("SELECT bot_id, status, n FROM turn_counts ORDER BY bot_id, status")?;
+        let counts: Vec<(String, String, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let want = [
+            ("a", "completed", 2),
+            ("a", "failed", 1),
+            ("b", "cancelled", 1),
+        ]
+        .map(|(b, s, n)| (b.to_owned(), s.to_owned(), n));
+        assert_eq!(counts, want);
         Ok(())
     }
 }

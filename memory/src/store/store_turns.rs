@@ -41,7 +41,11 @@ impl Store {
             .await
     }
 
-    /// Turn counts per status for a bot.
+    /// Turn counts per status for a bot, by status name; statuses without
+    /// turns are left out. Two index lookups whatever the number of turns:
+    /// the ended turns are counted in `turn_counts`, kept by the writer as
+    /// turns end (migration 11), the running ones in the partial index
+    /// `turns_open`.
     pub async fn turn_status_counts(&self, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {
         let bot = bot.clone();
         self.read(move |c| reader::turn_status_counts(c, &bot))
