@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use botfleet_memory::Layer;
@@ -139,18 +140,24 @@ async fn a_full_profile_names_the_ids_to_replace_and_replaces_works() {
         .unwrap_err();
     assert!(e.message.contains("100/100 facts"), "{e}");
     assert!(e.hint.contains("replace one of these ids"), "{e}");
-    let first = MemoryId::derive("f0");
-    assert!(e.hint.contains(first.as_str()), "{e}");
-    let out = remember(
-        &f,
-        "c",
-        json!({"text": "one more fact", "replaces": first.as_str()}),
-    )
-    .await
-    .unwrap();
+    // the first suggestion, whichever it is: the seeds' order among
+    // themselves depends on whether they were written in the same ms
+    let (_, after) = e
+        .hint
+        .split_once("Forget one first: ")
+        .expect("suggestions");
+    let (first, rest) = after.split_once(' ').expect("an id and its text");
+    let seeded: HashMap<String, usize> = (0..100)
+        .map(|i| (MemoryId::derive(&format!("f{i}")).as_str().to_owned(), i))
+        .collect();
+    let n = seeded[first];
+    assert!(rest.starts_with(&format!("\"fact number {n}\"")), "{e}");
+    let out = remember(&f, "c", json!({"text": "one more fact", "replaces": first}))
+        .await
+        .unwrap();
     assert!(out.content.starts_with("Replaced"), "{}", out.content);
     assert!(
-        out.content.contains("was \"fact number 0\""),
+        out.content.contains(&format!("was \"fact number {n}\"")),
         "{}",
         out.content
     );
@@ -161,7 +168,7 @@ async fn a_full_profile_names_the_ids_to_replace_and_replaces_works() {
     let e = remember(
         &f,
         "c4",
-        json!({"text": "y", "replaces": first.as_str(), "layer": "log"}),
+        json!({"text": "y", "replaces": first, "layer": "log"}),
     )
     .await
     .unwrap_err();
