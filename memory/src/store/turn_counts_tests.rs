@@ -229,3 +229,39 @@ fn counts_are_read_through_indexes() -> TestResult {
     }
     Ok(())
 }
+
+/// A bot's turn list is newest first by the order turns started in, also
+/// when their `started_at` ties (the list no longer sorts on it: it reads
+/// the table backwards and stops at the limit).
+#[tokio::test]
+async fn a_bots_turns_are_listed_newest_first_up_to_the_limit() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
+    store
+        .write(vec![
+            Mutation::UpsertBot(record("a")),
+            Mutation::UpsertBot(record("b")),
+        ])
+        .await?;
+    let mut a_turns = Vec::new();
+    for i in 0..6 {
+        let t = TurnId::new_v7();
+        // every turn starts in the same millisecond; b's interleave a's
+        let b = if i % 2 == 0 { "a" } else { "b" };
+        store.write(vec![start(t, b)]).await?;
+        if b == "a" {
+            a_turns.push(t);
+        }
+    }
+    let listed: Vec<TurnId> = store
+        .turns_of_bot(&bot("a"), 2)
+        .await?
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(listed, vec![a_turns[2], a_turns[1]]);
+    let all = store.turns_of_bot(&bot("a"), 10).await?;
+    assert!(all.iter().all(|t| t.bot.as_str() == "a"), "{all:?}");
+    assert_eq!(all.len(), 3);
+    Ok(())
+}
