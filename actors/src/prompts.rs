@@ -208,6 +208,8 @@ prompts! {
     hop_budget_end => "hop_budget_end.md",
     /// The notice of a chain of bots cut off by the hop budget.
     hop_budget_notice => "hop_budget_notice.md",
+    /// The same notice for a chain a routine or a webhook started.
+    hop_budget_notice_event => "hop_budget_notice_event.md",
     /// A compaction summary, as the model sees it.
     summary => "summary.md",
     /// The compaction call's instructions.

@@ -197,6 +197,14 @@ impl EntryId {
         let name = format!("entry\u{0}{turn}\u{0}{call_id}\u{0}{part}");
         Self(Uuid::new_v5(&NAMESPACE, name.as_bytes()))
     }
+
+    /// The id of the one entry of kind `part` that answers entry `of`
+    /// (e.g. the notice about the event that set off a chain of bots), so
+    /// whoever writes it second can tell that it is already there.
+    pub fn derive_from(of: EntryId, part: &str) -> Self {
+        let name = format!("entry-of\u{0}{of}\u{0}{part}");
+        Self(Uuid::new_v5(&NAMESPACE, name.as_bytes()))
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,12 @@
 //!
 //! When the budget cuts a chain off in a conversation between two bots,
 //! the person whose message started it is told, and the refused bot is
-//! told to end its turn, not to answer a person it cannot reach.
+//! told to end its turn, not to answer a person it cannot reach. A chain
+//! a routine set off is reported to the bot's owner.
 
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use serde_json::Value;
 use serde_json::json;
 
@@ -194,5 +198,110 @@ steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } 
         );
     }
     assert_eq!(deliveries(&es), vec!["asked a".to_owned()], "{es:#?}");
+    host.shutdown().await;
+}
+
+/// A chain a routine sets off (r → a → b, cut off at b with a budget of 2)
+/// is reported to r's owner in her conversation with r, where r's routine
+/// messages go: once per run however many calls are refused. (Before, only
+/// a chain a person's message started was reported; this one was cut off
+/// with a log line nobody reads.)
+#[tokio::test]
+async fn a_chain_a_routine_set_off_is_reported_to_the_owner_once_per_run() {
+    let script = r#"
+[[rule]]
+bot = "r"
+steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask b about it" } } ]
+
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendToAgent", args = { agent = "b", text = "what do you think?" } } ]
+
+[[rule]]
+bot = "b"
+match_tool = "hop budget"
+steps = [
+  { text = "unused" },
+  { tool = "SendMessage", args = { text = "the chain is too long" } },
+]
+
+[[rule]]
+bot = "b"
+steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", TOOLS)
+        .bot("b", "s", TOOLS)
+        .bot("r", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 2")
+        .start()
+        .await;
+    let routine = format!("{}/v1/bots/r/routines/ask", host.url);
+    let body = json!({"cron": "* * * * * *", "timezone": "UTC", "prompt": "Ask around."});
+    let resp = host
+        .http
+        .put(&routine)
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let dm = SessionKey {
+        bot: BotId::new("r").unwrap(),
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    }
+    .id()
+    .to_string();
+    let notices = |es: &[Value]| -> Vec<Value> {
+        es.iter()
+            .filter(|e| e["kind"] == "notice" && e["code"] == "hop_budget")
+            .cloned()
+            .collect()
+    };
+    let first = host.wait_for(&dm, |es| notices(es).first().cloned()).await;
+    let text = first["text"].as_str().unwrap();
+    assert!(
+        text.contains("routine ask of r")
+            && text.contains("hop budget of 2")
+            && text.contains("b could not send one more to a"),
+        "{text}"
+    );
+    // no more runs; those under way end
+    let resp = host
+        .http
+        .delete(&routine)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    // each run's chain reached b once and was refused twice there: one
+    // notice per run (read again while a run admitted before the delete
+    // was still on its way to b)
+    let all_done = |v: &Value| {
+        let turns = v["turns"].as_array()?;
+        turns
+            .iter()
+            .all(|t| t["status"] == "completed")
+            .then(|| json!(turns.len()))
+    };
+    let mut settled = None;
+    for _ in 0..10 {
+        let runs = host.wait_get("/v1/bots/b/turns", all_done).await;
+        for bot in ["r", "a"] {
+            host.wait_get(&format!("/v1/bots/{bot}/turns"), all_done)
+                .await;
+        }
+        let es = host.entries(&dm).await;
+        if host.wait_get("/v1/bots/b/turns", all_done).await == runs {
+            settled = Some((runs, es));
+            break;
+        }
+    }
+    let (runs, es) = settled.expect("runs went on after the routine was deleted");
+    assert_eq!(json!(notices(&es).len()), runs, "{es:#?}");
     host.shutdown().await;
 }
