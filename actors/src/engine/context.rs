@@ -225,15 +225,40 @@ impl ContextBuilder {
     }
 }
 
-/// Data shown inside a `<<< … >>>` quote: a `>>>` or `<<<` in the data
-/// itself is broken up so the data cannot end the quote early and pose as
-/// instructions after it.
+/// Put into a run of `<` or `>` in quoted data to break it up.
+const RUN_BREAK: char = '\u{200b}';
+
+/// Data shown inside a `<<< … >>>` quote, with no `>>>` or `<<<` left in
+/// it, so the data can neither end the quote early (and pose as
+/// instructions after it) nor open a quote of its own.
+///
+/// One pass: every run of `<` (or of `>`) longer than two is cut into pairs
+/// by zero-width spaces, so no three of them stay adjacent whatever the
+/// run's length (`>>>>>` → `>>` ZWSP `>>` ZWSP `>`). Only zero-width spaces are added;
+/// everything else, including zero-width spaces already in the data, is
+/// kept as it is (a character other than the run's own ends the run).
 pub(crate) fn quoted(text: &str) -> String {
-    if !text.contains(">>>") && !text.contains("<<<") {
-        return text.to_owned();
+    let mut out = String::with_capacity(text.len());
+    // the marker character of the current run and how many of it are adjacent
+    let mut run: Option<(char, usize)> = None;
+    for c in text.chars() {
+        if c != '<' && c != '>' {
+            run = None;
+            out.push(c);
+            continue;
+        }
+        let adjacent = match run {
+            Some((r, n)) if r == c && n < 2 => n,
+            Some((r, _)) if r == c => {
+                out.push(RUN_BREAK);
+                0
+            }
+            Some(_) | None => 0,
+        };
+        out.push(c);
+        run = Some((c, adjacent + 1));
     }
-    text.replace(">>>", ">\u{200b}>>")
-        .replace("<<<", "<\u{200b}<<")
+    out
 }
 
 /// How an input entry reads to the model. Anything not from the bot's own
@@ -261,7 +286,8 @@ pub(crate) fn render_input(entry: &Entry) -> String {
             ..
         } => p
             .untrusted_event
-            .render(&[("origin", origin), ("text", &quoted(text))]),
+            // the origin may hold outside text too (a room's name)
+            .render(&[("origin", &quoted(origin)), ("text", &quoted(text))]),
         EntryKind::Summary {
             text,
             covers_to_seq,
