@@ -20,6 +20,7 @@ mod state;
 mod tail;
 mod watch;
 
+pub(crate) use context::quoted;
 pub(crate) use runner::BudgetPause;
 pub(crate) use runner::PlanKind;
 pub(crate) use runner::TurnPlan;

@@ -50,6 +50,7 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use super::writable_scope;
+use crate::engine::quoted;
 use crate::model::ChatMessage;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
@@ -312,8 +313,8 @@ fn request(
         .extract_input
         .render(&[
             ("shown", &shown_lines),
-            ("user_texts", &user_texts.join("\n")),
-            ("reply", final_reply),
+            ("user_texts", &quoted(&user_texts.join("\n"))),
+            ("reply", &quoted(final_reply)),
         ])
         .unwrap_or_default();
     ModelRequest {
