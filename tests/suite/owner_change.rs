@@ -4,8 +4,14 @@
 //! approvals and reads and searches the subagents' transcripts; the former
 //! owner gets `404`. (Before, both stayed with the former owner: she could
 //! still approve what the bot, now someone else's, asked, and the new
-//! owner never saw it.)
+//! owner never saw it.) A room the bot is in becomes shared.
 
+use std::time::Duration;
+
+use botfleet::memory::BotId;
+use botfleet::memory::SessionKey;
+use botfleet::memory::SessionKind;
+use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
 
@@ -13,6 +19,7 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
 use crate::support::fleet::restart;
 
 /// A command the review asks about (it pipes a download into sh).
@@ -220,5 +227,149 @@ async fn a_new_owner_takes_the_bots_subagents_and_their_approvals() {
     // and so is what it asked
     only_bob_decides(&host, &id).await;
     bob_reads_the_decision(&host, &session).await;
+    host.shutdown().await;
+}
+
+/// A room member asked to search runs SearchTranscript and posts what it
+/// found; anything else is noted.
+const SEARCHER: &str = r#"
+[[rule]]
+match = "SEARCHME"
+steps = [
+  { tool = "SearchTranscript", args = { query = "bank pin" } },
+  { tool = "SendMessage", args = { text = "found: {{tool_result}}" } },
+]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// Waits, on bob's change signals, until the turn answering input `seq`
+/// of bob's session `session` ended.
+async fn bob_waits_turn_end(host: &TestHost, session: &str, seq: i64) {
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let mut signals = bob.events().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let entries = bob.entries_after(session, 0).await.unwrap_or_default();
+        let ended = entries.iter().any(|e| {
+            e["kind"] == "turn_end"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!(seq)))
+        });
+        if ended {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{entries:#?}");
+        // every new entry of bob's DM is signalled to bob
+        let _ = tokio::time::timeout(Duration::from_secs(2), signals.next()).await;
+    }
+}
+
+/// Alice's room holds two of her bots; fleet.toml gives one of them,
+/// `shared`, to bob, who tells it a secret in his DM. The room is shared
+/// from that start: `shared` asked by alice to search there has no
+/// SearchTranscript (the shared-room surface), so bob's DM never reaches
+/// her timeline nor the member's session she reads, and bob, whose bot
+/// speaks there, sees the room. (Before, `shared` stayed `false` as at the
+/// room's creation: the member searched bob's DMs and posted `my bank pin
+/// is «HUNTER2»` to alice's timeline, and bob could not see the room.)
+#[tokio::test]
+async fn a_member_given_to_another_owner_makes_the_room_shared() {
+    let tools = &["SendMessage", "SearchTranscript"];
+    let host = TestFleet::new()
+        .script("s", SEARCHER)
+        .bot("assistant", "s", tools)
+        .bot("shared", "s", tools)
+        .start()
+        .await;
+    let body = json!({"name": "aliceroom", "members": ["assistant", "shared"]});
+    let (status, room) = host
+        .post_raw("/v1/groups", Some(TOKEN), None, body.to_string())
+        .await;
+    assert_eq!(
+        (status, room["shared"].clone()),
+        (201, json!(false)),
+        "{room}"
+    );
+    // `shared` works in the room once: its session there is alice's
+    let (status, posted) = host
+        .post_raw(
+            "/v1/groups/aliceroom/messages",
+            Some(TOKEN),
+            None,
+            json!({"text": "@Shared hello"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{posted}");
+    let timeline = posted["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&timeline, posted["seq"].as_i64().unwrap())
+        .await;
+    let member = SessionKey {
+        bot: BotId::new("shared").unwrap(),
+        kind: SessionKind::Group,
+        peer: "aliceroom".into(),
+    }
+    .id()
+    .to_string();
+    assert!(!host.entries(&member).await.is_empty());
+
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("shared")
+        .bot_of("shared", "s", tools, "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    let (status, sent) = host
+        .post_raw(
+            "/v1/bots/shared/messages",
+            Some(BOB_TOKEN),
+            None,
+            json!({"text": "my bank pin is HUNTER2"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{sent}");
+    let bobs_dm = sent["session"].as_str().unwrap();
+    bob_waits_turn_end(&host, bobs_dm, sent["seq"].as_i64().unwrap()).await;
+    super::recall::flush(&host).await;
+
+    let (status, posted) = host
+        .post_raw(
+            "/v1/groups/aliceroom/messages",
+            Some(TOKEN),
+            None,
+            json!({"text": "@Shared SEARCHME"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{posted}");
+    assert_eq!(posted["addressed"], json!(["shared"]), "{posted}");
+    host.wait_turn_end(&timeline, posted["seq"].as_i64().unwrap())
+        .await;
+    let said = deliveries(&host.entries(&timeline).await);
+    assert!(
+        !said.iter().any(|d| d.contains("HUNTER2")),
+        "bob's DM in alice's room: {said:#?}"
+    );
+    let refused = "found: error: the tool SearchTranscript is not available in a shared room's";
+    assert!(
+        said.iter().any(|d| d.starts_with(refused)),
+        "the member did not answer: {said:#?}"
+    );
+    let inside = host.entries(&member).await;
+    assert!(
+        !inside.iter().any(|e| e.to_string().contains("HUNTER2")),
+        "bob's DM in the member's session alice reads: {inside:#?}"
+    );
+    // the room is shared, and so bob's to use too
+    for token in [TOKEN, BOB_TOKEN] {
+        let (status, room) = host.get("/v1/groups/aliceroom", token).await;
+        assert_eq!(
+            (status, room["shared"].clone()),
+            (200, json!(true)),
+            "{room}"
+        );
+    }
     host.shutdown().await;
 }

@@ -3,7 +3,9 @@
 //! Who may add which bot: a user adds their own bots, and other users'
 //! bots whose owner marked them `shareable = true` in fleet.toml (stored as
 //! `{"shareable": true}` in the bot's settings). A room whose members
-//! belong to more than one user is *shared*.
+//! belong to more than one user is *shared*: decided here at creation, and
+//! again by the store's writer whenever a member's owner may have changed
+//! (fleet.toml gave it to another user), in the same transaction.
 //!
 //! Who may use a room: its owner (the creating user) reads and posts; in a
 //! shared room, so does every user who owns one of its members — their

@@ -49,7 +49,9 @@ pub(crate) type Watches = Arc<DashMap<SessionId, ActorRef<GroupMsg>>>;
 pub struct GroupRegistry {
     supervisor: RwLock<Option<ActorRef<RoomsMsg>>>,
     watches: Watches,
-    /// Whether a room is shared, by room id (a room's members never change).
+    /// Whether a room is shared, by room id. A room's members never change,
+    /// and their owners change only in fleet.toml: the start writes the
+    /// room's new `shared` with the bots, before this registry exists.
     shared: DashMap<RoomId, bool>,
 }
 

@@ -1,7 +1,8 @@
 //! What a bot's new owner takes along besides its sessions: the approvals
 //! pending in them, and its subagents (child bot records, their sessions
 //! and their pending approvals). What stays: a person's DM and its
-//! approvals, decided or expired approvals, another bot's subagents.
+//! approvals, decided or expired approvals, another bot's subagents. And
+//! what changes around it: the rooms it is in are shared or not again.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -9,14 +10,17 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use crate::clock::Clock;
 use crate::clock::ManualClock;
 use crate::ids::ApprovalId;
 use crate::ids::BotId;
+use crate::ids::RoomId;
 use crate::ids::UserId;
 use crate::record::ApprovalDecision;
 use crate::record::ApprovalRequestOutcome;
 use crate::record::BotRecord;
 use crate::record::NewApproval;
+use crate::record::RoomRecord;
 use crate::record::SessionKey;
 use crate::record::SessionKind;
 use crate::record::SessionRecord;
@@ -243,5 +247,138 @@ async fn a_new_owner_takes_the_pending_approvals_and_the_subagents_along() {
     decide(&store, pending, ApprovalDecision::Deny, "bob")
         .await
         .unwrap();
+    store.close().await;
+}
+
+fn room(id: &str, members: &[&str], shared: bool) -> RoomRecord {
+    RoomRecord {
+        id: RoomId::new(id).unwrap(),
+        name: id.into(),
+        owner: UserId::new("alice").unwrap(),
+        members: members.iter().map(|m| BotId::new(*m).unwrap()).collect(),
+        shared,
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+/// Each room's `shared` and `updated_at`, by id.
+async fn sharing(store: &Store, ids: &[&str]) -> Vec<(String, bool, i64)> {
+    let mut out = Vec::new();
+    for id in ids {
+        let r = store
+            .get_room(&RoomId::new(*id).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        out.push((id.to_string(), r.shared, r.updated_at));
+    }
+    out
+}
+
+/// A room is shared while its members belong to more than one user:
+/// giving a member (or the bot whose subagent is a member) to another
+/// owner makes its rooms shared, giving it back makes them the owner's
+/// alone again, rooms it is not in are not touched, and a room left
+/// unshared by an owner change made before this rule is repaired at the
+/// member's next upsert. (Before, `shared` was fixed at creation: a
+/// member given to bob ran in alice's room with its private connectors
+/// and searched bob's DMs into her timeline.)
+#[tokio::test]
+async fn a_rooms_sharing_follows_its_members_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(chrono::Utc::now());
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })
+    .unwrap();
+    let dm = session("p", SessionKind::Dm, "alice", "alice");
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot("p", "alice", "config")),
+            Mutation::UpsertBot(bot("b", "alice", "config")),
+            Mutation::UpsertBot(bot("c", "alice", "config")),
+            Mutation::UpsertBot(bot("q", "bob", "config")),
+            Mutation::UpsertBot(bot("p.sub-1", "alice", "subagent:p")),
+            Mutation::EnsureSession(dm.clone()),
+            Mutation::CreateSubagent(subagent("p.sub-1", &dm)),
+            Mutation::CreateRoom(Box::new(room("mine", &["b", "p"], false))),
+            Mutation::CreateRoom(Box::new(room("others", &["b", "c"], false))),
+            Mutation::CreateRoom(Box::new(room("mixed", &["b", "q"], true))),
+            Mutation::CreateRoom(Box::new(room("tasks", &["b", "p.sub-1"], false))),
+            // as an owner change made before this rule left it
+            Mutation::CreateRoom(Box::new(room("stale", &["c", "q"], false))),
+        ])
+        .await
+        .unwrap();
+    let ids = ["mine", "others", "mixed", "tasks", "stale"];
+    let t0 = clock.now_ms();
+    let row = |id: &str, shared, at| (id.to_owned(), shared, at);
+
+    clock.advance_ms(10);
+    let t1 = clock.now_ms();
+    store
+        .write(vec![Mutation::UpsertBot(bot("p", "bob", "config"))])
+        .await
+        .unwrap();
+    assert_eq!(
+        sharing(&store, &ids).await,
+        vec![
+            row("mine", true, t1),
+            row("others", false, t0),
+            row("mixed", true, t0),
+            // p's subagent went to bob with p
+            row("tasks", true, t1),
+            row("stale", false, t0),
+        ]
+    );
+
+    clock.advance_ms(10);
+    let t2 = clock.now_ms();
+    // q's owner does not change: its rooms are set right anyway
+    store
+        .write(vec![Mutation::UpsertBot(bot("q", "bob", "config"))])
+        .await
+        .unwrap();
+    assert_eq!(
+        sharing(&store, &ids).await,
+        vec![
+            row("mine", true, t1),
+            row("others", false, t0),
+            row("mixed", true, t0),
+            row("tasks", true, t1),
+            row("stale", true, t2),
+        ]
+    );
+
+    clock.advance_ms(10);
+    let t3 = clock.now_ms();
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot("p", "alice", "config")),
+            Mutation::UpsertBot(bot("q", "alice", "config")),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        sharing(&store, &ids).await,
+        vec![
+            row("mine", false, t3),
+            row("others", false, t0),
+            row("mixed", false, t3),
+            row("tasks", false, t3),
+            row("stale", false, t3),
+        ]
+    );
+    // the readers follow: no shared room is left to list to bob
+    let bobs: Vec<String> = store
+        .rooms_for(&UserId::new("bob").unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id.to_string())
+        .collect();
+    assert_eq!(bobs, Vec::<String>::new());
     store.close().await;
 }

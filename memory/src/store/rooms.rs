@@ -53,6 +53,42 @@ pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Res
     }
 }
 
+/// Decides again whether each room with `bot` or one of its subagents as
+/// a member is shared, from its members' current owners: shared when one
+/// of them (or a member without a bot record) is not the room owner's,
+/// the rule `create_room` applies (actors/src/group/room.rs). Called when
+/// `bot`'s owner (and so its subagents') may have changed, in the
+/// writer's transaction. Returns the rooms that changed, with their new
+/// value.
+pub(crate) fn follow_member_owners(
+    conn: &Connection,
+    bot: &BotId,
+    now: i64,
+) -> Result<Vec<(RoomId, bool)>> {
+    let mut stmt = conn.prepare_cached(
+        "WITH current (id, shared) AS (
+           SELECT r.id, EXISTS (
+             SELECT 1 FROM json_each(r.members) m LEFT JOIN bots b ON b.id = m.value
+             WHERE b.owner IS NULL OR b.owner != r.owner)
+           FROM rooms r
+           WHERE EXISTS (
+             SELECT 1 FROM json_each(r.members) m
+             WHERE m.value = ?1 OR m.value IN (SELECT id FROM subagents WHERE parent = ?1)))
+         UPDATE rooms SET shared = current.shared, updated_at = ?2
+         FROM current WHERE rooms.id = current.id AND rooms.shared != current.shared
+         RETURNING rooms.id, rooms.shared",
+    )?;
+    let rows = stmt.query_map(params![bot.as_str(), now], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+    })?;
+    let mut changed = Vec::new();
+    for row in rows {
+        let (id, shared) = row?;
+        changed.push((RoomId::new(id)?, shared));
+    }
+    Ok(changed)
+}
+
 /// Inserts the run a user message started (the message is `trigger_seq` of
 /// the room timeline).
 pub(crate) fn insert_run(

@@ -6,6 +6,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::record::SessionKind;
+use crate::store::rooms;
 
 /// Whether a bot's sessions of `kind` are the bot's own work, owned by
 /// whoever owns the bot (and moved when its owner changes), rather than
@@ -58,9 +59,10 @@ impl Writer {
     /// owner): its own sessions, the approvals pending in them, and its
     /// subagents (child bots it delegated to, running or finished: their
     /// records, sessions and pending approvals). One level: a subagent
-    /// delegates no further. In the upsert's transaction, and run at every
-    /// upsert, so work left behind by an owner change made before this
-    /// rule is moved at the next start too.
+    /// delegates no further. The rooms the bot and its subagents are in
+    /// are shared or not again by their members' owners. In the upsert's
+    /// transaction, and run at every upsert, so work left behind by an
+    /// owner change made before this rule is moved at the next start too.
     fn follow_owner(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
         self.move_own_work(&bot.id, &bot.owner, now)?;
         let children: Vec<String> = self
@@ -80,6 +82,20 @@ impl Writer {
         }
         if !children.is_empty() {
             tracing::info!(bot = %bot.id, owner = %bot.owner, subagents = children.len(), "bot's subagents moved to its owner");
+        }
+        self.rooms_follow_members(&bot.id, now)
+    }
+
+    /// Decides again whether the rooms `bot` or one of its subagents is in
+    /// are shared, now that their owner may have changed: a room whose
+    /// members belong to more than one user is shared, so its members run
+    /// there without their owners' private connectors, and every member's
+    /// owner may use it. (Fixed when the room was created, a member given
+    /// to another user kept searching its new owner's DMs into a room its
+    /// former owner reads.)
+    fn rooms_follow_members(&mut self, bot: &BotId, now: i64) -> Result<()> {
+        for (room, shared) in rooms::follow_member_owners(&self.conn, bot, now)? {
+            tracing::info!(%bot, %room, shared, "room's sharing follows its members' owners");
         }
         Ok(())
     }
