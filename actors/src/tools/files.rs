@@ -1,10 +1,29 @@
 //! Read, Write and Edit: files inside the fleet workspace.
+//!
+//! Only regular files are read or replaced (`file_io.rs`): a FIFO, socket
+//! or device is refused before it is opened. Read streams a window of the
+//! file (`read_window.rs`), so its memory is bounded by the output limit
+//! whatever the file's size, and says how to continue where it stopped
+//! (`offset`, and `column` inside a line longer than the limit). Write and
+//! Edit replace a file through a temporary file created exclusively beside
+//! it, so a crash never leaves half a file and nothing planted at a
+//! temporary path is followed.
+
+#[path = "file_io.rs"]
+mod file_io;
+#[path = "read_window.rs"]
+mod read_window;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
+use self::file_io::FileError;
+use self::read_window::Shown;
+use self::read_window::Stop;
+use self::read_window::Window;
+use self::read_window::WindowError;
 use super::Effect;
 use super::Tool;
 use super::ToolContext;
@@ -23,6 +42,12 @@ fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, Tool
     })
 }
 
+/// A path for messages; the workspace root is `.`.
+fn shown(ctx: &ToolContext<'_>, path: &std::path::Path) -> String {
+    let shown = show_path(ctx.workspace(), path);
+    if shown.is_empty() { ".".into() } else { shown }
+}
+
 fn io_error(action: &str, shown: &str, e: &std::io::Error) -> ToolError {
     let hint = match e.kind() {
         std::io::ErrorKind::NotFound => {
@@ -37,6 +62,44 @@ fn io_error(action: &str, shown: &str, e: &std::io::Error) -> ToolError {
     ToolError::new(format!("cannot {action} {shown}: {e}"), hint)
 }
 
+fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError {
+    match e {
+        FileError::Directory if action == "read" => ToolError::new(
+            format!("{shown} is a directory"),
+            "list it with Shell `ls`, then Read a file in it",
+        ),
+        FileError::Directory => ToolError::new(
+            format!("{shown} is a directory, not a file"),
+            format!("give the path of a file, such as `{shown}/notes.md`"),
+        ),
+        FileError::Special(kind) => ToolError::new(
+            format!("{shown} is {kind}, not a regular file"),
+            "Read, Write and Edit work on regular files only; choose another path",
+        ),
+        FileError::Io(e) => io_error(action, shown, e),
+    }
+}
+
+fn not_text(shown: &str, line: Option<u64>) -> ToolError {
+    let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+    ToolError::new(
+        format!(
+            "{shown} is not a text file: it has bytes that are not UTF-8 text, or NUL bytes{at}"
+        ),
+        "inspect binary files with Shell (e.g. `file` or `xxd | head`)",
+    )
+}
+
+/// A blocking file job, run off the async threads.
+async fn blocking<T: Send + 'static>(
+    shown: &str,
+    job: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(job)
+        .await
+        .map_err(|e| ToolError::new(format!("the file job on {shown} failed: {e}"), "try again"))?
+}
+
 /// Reads a text file.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Read;
@@ -46,9 +109,11 @@ pub struct Read;
 struct ReadArgs {
     path: String,
     #[serde(default)]
-    offset: Option<usize>,
+    offset: Option<u64>,
     #[serde(default)]
-    limit: Option<usize>,
+    limit: Option<u64>,
+    #[serde(default)]
+    column: Option<u64>,
 }
 
 #[async_trait]
@@ -56,13 +121,14 @@ impl Tool for Read {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "Read".into(),
-            description: "Read a text file of the workspace, optionally from line `offset` (1-based) for `limit` lines.".into(),
+            description: "Read a text file of the workspace, optionally from line `offset` (1-based) for `limit` lines. Long output is cut at the output limit with a note saying how to Read on (`offset`, and `column` inside a very long line).".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "Path relative to the workspace root."},
                     "offset": {"type": "integer", "minimum": 1},
-                    "limit": {"type": "integer", "minimum": 1}
+                    "limit": {"type": "integer", "minimum": 1},
+                    "column": {"type": "integer", "minimum": 1, "description": "Start at this character (1-based) of line `offset`, to continue a line cut at the output limit."}
                 },
                 "required": ["path"],
                 "additionalProperties": false
@@ -85,50 +151,68 @@ impl Tool for Read {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ReadArgs = parse_args("Read", args)?;
         let path = resolve(ctx, &args.path)?;
-        let shown = show_path(ctx.workspace(), &path);
-        let meta = tokio::fs::metadata(&path)
-            .await
-            .map_err(|e| io_error("read", &shown, &e))?;
-        if meta.is_dir() {
-            return Err(ToolError::new(
-                format!("{shown} is a directory"),
-                "list it with Shell `ls`, then Read a file in it",
-            ));
-        }
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|e| io_error("read", &shown, &e))?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            ToolError::new(
-                format!("{shown} is not UTF-8 text"),
-                "inspect binary files with Shell (e.g. `file` or `xxd | head`)",
-            )
-        })?;
-        let start = args.offset.unwrap_or(1).max(1) - 1;
-        let selected: String = match args.limit {
-            None if start == 0 => text,
-            limit => text
-                .lines()
-                .skip(start)
-                .take(limit.unwrap_or(usize::MAX))
-                .collect::<Vec<_>>()
-                .join("\n"),
+        let shown = shown(ctx, &path);
+        let window = Window {
+            line: args.offset.unwrap_or(1).max(1),
+            column: args.column.unwrap_or(1).max(1),
+            limit: args.limit.unwrap_or(u64::MAX).max(1),
+            budget: ctx.limits().max_output_bytes,
         };
-        let max = ctx.limits().max_output_bytes;
-        if selected.len() > max {
-            let mut end = max;
-            while !selected.is_char_boundary(end) {
-                end -= 1;
-            }
-            let shown_lines = selected[..end].lines().count();
-            return Ok(ToolOutput::text(format!(
-                "{}\n[truncated: the file continues; Read again with offset {} to see more]",
-                &selected[..end],
-                start + shown_lines + 1
-            )));
-        }
-        Ok(ToolOutput::text(selected))
+        let cancel = ctx.cancel.clone();
+        let name = shown.clone();
+        let read = blocking(&shown, move || {
+            let (file, _) =
+                file_io::open_regular(&path).map_err(|e| file_error("read", &name, &e))?;
+            read_window::read_window(file, window, &cancel).map_err(|e| match e {
+                WindowError::NotText { line } => not_text(&name, Some(line)),
+                WindowError::Cancelled => ToolError::new(
+                    format!("reading {name} stopped: the turn was cancelled"),
+                    "nothing; the turn is ending",
+                ),
+                WindowError::Io(e) => io_error("read", &name, &e),
+            })
+        })
+        .await?;
+        Ok(ToolOutput::text(render(read, &window)))
     }
+}
+
+/// The window's text with a note on where the file goes on.
+fn render(read: Shown, window: &Window) -> String {
+    let Shown { mut text, stop } = read;
+    let budget = window.budget;
+    let note = match stop {
+        Stop::Eof => return text,
+        Stop::Limit { next } => {
+            format!(
+                "[the file continues at line {next}; Read again with offset {next} to see more]"
+            )
+        }
+        Stop::Budget { next } => format!(
+            "[truncated at the output limit of {budget} bytes: the file continues at line {next}; \
+             Read again with offset {next} to see more]"
+        ),
+        Stop::MidLine { line, column } => format!(
+            "[truncated at the output limit of {budget} bytes: line {line} continues at character \
+             {column}; Read again with offset {line} and column {column} to see more]"
+        ),
+        Stop::PastEnd { lines: 0 } => "[the file is empty]".to_owned(),
+        Stop::PastEnd { lines } => format!(
+            "[offset {} is past the end: the file has {lines} line{}]",
+            window.line,
+            if lines == 1 { "" } else { "s" }
+        ),
+        Stop::PastLineEnd { line, chars } => format!(
+            "[column {} is past the end of line {line}, which has {chars} character{}]",
+            window.column,
+            if chars == 1 { "" } else { "s" }
+        ),
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&note);
+    text
 }
 
 /// Creates or overwrites a file.
@@ -140,6 +224,12 @@ pub struct Write;
 struct WriteArgs {
     path: String,
     content: String,
+}
+
+/// Whether the path as given names a directory (`dir/`, `.`, `a/..`).
+fn names_directory(given: &str) -> bool {
+    let given = given.trim_end();
+    given.ends_with('/') || matches!(given.rsplit('/').next(), Some("." | ".."))
 }
 
 #[async_trait]
@@ -188,29 +278,32 @@ impl Tool for Write {
             ));
         }
         let path = resolve(ctx, &args.path)?;
-        let shown = show_path(ctx.workspace(), &path);
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| io_error("create the directory of", &shown, &e))?;
+        if path == ctx.workspace().root() || names_directory(&args.path) {
+            let what = if path == ctx.workspace().root() {
+                "the workspace root"
+            } else {
+                "a directory"
+            };
+            return Err(ToolError::new(
+                format!("path {:?} names {what}, not a file", args.path),
+                "give the path of a file, such as `notes/todo.md`",
+            ));
         }
-        // write to a temporary file and rename, so a crash never leaves half a file
-        let tmp = path.with_file_name(format!(
-            ".{}.botfleet-tmp",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        tokio::fs::write(&tmp, args.content.as_bytes())
-            .await
-            .map_err(|e| io_error("write", &shown, &e))?;
-        tokio::fs::rename(&tmp, &path)
-            .await
-            .map_err(|e| io_error("write", &shown, &e))?;
-        Ok(ToolOutput::text(format!(
-            "wrote {} bytes to {shown}",
-            args.content.len()
-        )))
+        let shown = shown(ctx, &path);
+        let name = shown.clone();
+        let len = args.content.len();
+        blocking(&shown, move || {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| io_error("create the directory of", &name, &e))?;
+            }
+            let permissions =
+                file_io::existing_target(&path).map_err(|e| file_error("write", &name, &e))?;
+            file_io::replace(&path, args.content.as_bytes(), permissions)
+                .map_err(|e| file_error("write", &name, &e))
+        })
+        .await?;
+        Ok(ToolOutput::text(format!("wrote {len} bytes to {shown}")))
     }
 }
 
@@ -269,10 +362,25 @@ impl Tool for Edit {
             ));
         }
         let path = resolve(ctx, &args.path)?;
-        let shown = show_path(ctx.workspace(), &path);
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| io_error("read", &shown, &e))?;
+        let shown = shown(ctx, &path);
+        let max = ctx.limits().max_file_bytes;
+        let (name, at) = (shown.clone(), path.clone());
+        let read = blocking(&shown, move || {
+            file_io::read_bounded(&at, max).map_err(|e| file_error("edit", &name, &e))
+        });
+        let (bytes, permissions) = match read.await? {
+            Ok(read) => read,
+            Err(size) => {
+                return Err(ToolError::new(
+                    format!("{shown} has {size} bytes; Edit changes files of up to {max} bytes"),
+                    "change it with Shell (e.g. `sed -i`), or split it into smaller files",
+                ));
+            }
+        };
+        let text = match String::from_utf8(bytes) {
+            Ok(text) if !text.contains('\0') => text,
+            Ok(_) | Err(_) => return Err(not_text(&shown, None)),
+        };
         let count = text.matches(&args.old_text).count();
         if count == 0 {
             return Err(ToolError::new(
@@ -286,31 +394,32 @@ impl Tool for Edit {
                 "include more surrounding text so it is unique, or set replace_all to true",
             ));
         }
+        let replaced = if args.replace_all { count } else { 1 };
+        let new_len = text.len() - replaced * args.old_text.len() + replaced * args.new_text.len();
+        if new_len > max {
+            return Err(ToolError::new(
+                format!("{shown} would have {new_len} bytes after the edit; the limit is {max}"),
+                "replace less at a time, or change the file with Shell",
+            ));
+        }
         let new = if args.replace_all {
             text.replace(&args.old_text, &args.new_text)
         } else {
             text.replacen(&args.old_text, &args.new_text, 1)
         };
-        let tmp = path.with_file_name(format!(
-            ".{}.botfleet-tmp",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        tokio::fs::write(&tmp, new.as_bytes())
-            .await
-            .map_err(|e| io_error("write", &shown, &e))?;
-        tokio::fs::rename(&tmp, &path)
-            .await
-            .map_err(|e| io_error("write", &shown, &e))?;
+        let name = shown.clone();
+        blocking(&shown, move || {
+            file_io::replace(&path, new.as_bytes(), Some(permissions))
+                .map_err(|e| file_error("write", &name, &e))
+        })
+        .await?;
         Ok(ToolOutput::text(format!(
-            "replaced {} occurrence{} in {shown}",
-            if args.replace_all { count } else { 1 },
-            if args.replace_all && count != 1 {
-                "s"
-            } else {
-                ""
-            }
+            "replaced {replaced} occurrence{} in {shown}",
+            if replaced == 1 { "" } else { "s" }
         )))
     }
 }
+
+#[cfg(test)]
+#[path = "files_tests.rs"]
+mod tests;

@@ -1,0 +1,250 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::tools::test_support::ToolFixture;
+
+async fn call(f: &ToolFixture, tool: &dyn Tool, args: Value) -> Result<String, String> {
+    // a call that blocks (a FIFO opened for reading) fails the test instead
+    // of hanging it
+    tokio::time::timeout(Duration::from_secs(20), tool.call(&f.ctx("c1"), args))
+        .await
+        .expect("the call blocked")
+        .map(|out| out.content)
+        .map_err(|e| e.to_string())
+}
+
+/// Names in `dir` that look like temporary files of Write/Edit.
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("botfleet-tmp"))
+        .collect()
+}
+
+/// A sparse file of 64 GiB: text at the start, then zeros. Reading it
+/// whole would take the host's memory; a window costs its limit.
+fn huge_sparse(path: &Path, head: &str) {
+    std::fs::write(path, head).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn read_and_edit_of_a_huge_file_cost_their_limit() {
+    let f = ToolFixture::new();
+    huge_sparse(&f.ws().root().join("big.log"), "a\nb\nc\n");
+    let out = call(&f, &Read, json!({"path": "big.log", "limit": 2})).await;
+    assert_eq!(
+        out.unwrap(),
+        "a\nb\n[the file continues at line 3; Read again with offset 3 to see more]"
+    );
+    let err = call(&f, &Read, json!({"path": "big.log"}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("big.log is not a text file"), "{err}");
+    let err = call(
+        &f,
+        &Edit,
+        json!({"path": "big.log", "old_text": "a", "new_text": "b"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("big.log has 68719476736 bytes; Edit changes files of up to"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn fifos_and_sockets_are_refused_without_blocking() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    let status = std::process::Command::new("mkfifo")
+        .arg(root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _socket = std::os::unix::net::UnixListener::bind(root.join("sock")).unwrap();
+    for (path, kind) in [("pipe", "a FIFO (named pipe)"), ("sock", "a socket")] {
+        let want = format!("{path} is {kind}, not a regular file");
+        let err = call(&f, &Read, json!({"path": path})).await.unwrap_err();
+        assert!(err.contains(&want), "{err}");
+        let edit = json!({"path": path, "old_text": "a", "new_text": "b"});
+        let err = call(&f, &Edit, edit).await.unwrap_err();
+        assert!(err.contains(&want), "{err}");
+        let write = json!({"path": path, "content": "x"});
+        let err = call(&f, &Write, write).await.unwrap_err();
+        assert!(err.contains(&want), "{err}");
+    }
+    let kind = std::fs::symlink_metadata(root.join("pipe"))
+        .unwrap()
+        .file_type();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_fifo(&kind),
+        "the FIFO was replaced"
+    );
+    assert_eq!(temp_files(root), Vec::<String>::new());
+}
+
+/// A symlink planted at the old fixed temporary path (by Shell, a cloned
+/// repository, an archive) is never followed: the file outside stays as
+/// it was.
+#[tokio::test]
+async fn a_symlink_at_a_temporary_path_is_not_followed() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("bashrc");
+    std::fs::write(&secret, "keep").unwrap();
+    std::os::unix::fs::symlink(&secret, root.join(".a.txt.botfleet-tmp")).unwrap();
+    let out = call(&f, &Write, json!({"path": "a.txt", "content": "one"})).await;
+    assert_eq!(out.unwrap(), "wrote 3 bytes to a.txt");
+    let edit = json!({"path": "a.txt", "old_text": "one", "new_text": "two"});
+    assert_eq!(
+        call(&f, &Edit, edit).await.unwrap(),
+        "replaced 1 occurrence in a.txt"
+    );
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "keep");
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two");
+    // the planted link is someone else's file: left alone, and nothing else left
+    assert_eq!(temp_files(root), vec![".a.txt.botfleet-tmp".to_owned()]);
+}
+
+#[tokio::test]
+async fn write_refuses_the_root_and_directories() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    for (path, want) in [
+        (".", r#"path "." names the workspace root, not a file"#),
+        ("./", r#"path "./" names the workspace root, not a file"#),
+        (
+            "sub/..",
+            r#"path "sub/.." names the workspace root, not a file"#,
+        ),
+        ("sub/", r#"path "sub/" names a directory, not a file"#),
+        ("new/", r#"path "new/" names a directory, not a file"#),
+        ("sub", "sub is a directory, not a file"),
+    ] {
+        let err = call(&f, &Write, json!({"path": path, "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(err.contains(want), "{path}: {err}");
+    }
+    let err = call(&f, &Read, json!({"path": "."})).await.unwrap_err();
+    assert!(err.starts_with("error: . is a directory"), "{err}");
+    assert_eq!(temp_files(root), Vec::<String>::new());
+    assert_eq!(temp_files(root.parent().unwrap()), Vec::<String>::new());
+    assert_eq!(temp_files(&root.join("sub")), Vec::<String>::new());
+    assert!(!root.join("new").exists());
+}
+
+/// Reads a file to its end by following each note, and checks every byte
+/// came back once.
+async fn read_all(f: &ToolFixture, path: &str) -> (String, usize) {
+    let mut got = String::new();
+    let mut args = json!({"path": path});
+    for calls in 1..100 {
+        let out = call(f, &Read, args.clone()).await.unwrap();
+        let Some((body, note)) = out.rsplit_once('\n').filter(|(_, n)| n.starts_with('[')) else {
+            got.push_str(&out);
+            return (got, calls);
+        };
+        let number = |word: &str| -> Option<u64> {
+            let at = note
+                .find(&format!("with {word} "))
+                .or(note.find(&format!("and {word} ")))?;
+            let rest = &note[at..].split_whitespace().nth(2)?;
+            rest.trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .ok()
+        };
+        let offset = number("offset").expect(note);
+        got.push_str(body);
+        args = match number("column") {
+            Some(column) => json!({"path": path, "offset": offset, "column": column}),
+            None => {
+                got.push('\n');
+                json!({"path": path, "offset": offset})
+            }
+        };
+    }
+    panic!("{path} was not read to its end in 100 calls");
+}
+
+#[tokio::test]
+async fn long_lines_and_cut_windows_read_back_losslessly() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    let long = format!("{}\nend\n", "0123456789".repeat(10_000));
+    std::fs::write(root.join("long.txt"), &long).unwrap();
+    let (got, calls) = read_all(&f, "long.txt").await;
+    assert!(got == long, "long.txt came back different");
+    assert_eq!(calls, 4);
+    let lines: String = (0..1000).map(|i| format!("{i:>99}\n")).collect();
+    std::fs::write(root.join("lines.txt"), &lines).unwrap();
+    let (got, calls) = read_all(&f, "lines.txt").await;
+    assert!(got == lines, "lines.txt came back different");
+    assert_eq!(calls, 4);
+}
+
+#[tokio::test]
+async fn read_past_the_end_says_how_long_the_file_is() {
+    let f = ToolFixture::new();
+    std::fs::write(f.ws().root().join("two.txt"), "a\nb\n").unwrap();
+    std::fs::write(f.ws().root().join("empty.txt"), "").unwrap();
+    let out = call(&f, &Read, json!({"path": "two.txt", "offset": 5})).await;
+    assert_eq!(
+        out.unwrap(),
+        "[offset 5 is past the end: the file has 2 lines]"
+    );
+    let out = call(&f, &Read, json!({"path": "empty.txt"})).await;
+    assert_eq!(out.unwrap(), "[the file is empty]");
+    let out = call(&f, &Read, json!({"path": "two.txt", "offset": 2})).await;
+    assert_eq!(out.unwrap(), "b\n");
+}
+
+#[tokio::test]
+async fn edit_says_a_binary_file_is_not_text_and_keeps_permissions() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    std::fs::write(root.join("blob.bin"), b"\xff\xfe old \x00").unwrap();
+    let edit = json!({"path": "blob.bin", "old_text": "old", "new_text": "new"});
+    let err = call(&f, &Edit, edit).await.unwrap_err();
+    assert!(
+        err.starts_with("error: blob.bin is not a text file"),
+        "{err}"
+    );
+    let script = root.join("run.sh");
+    std::fs::write(&script, "echo old\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let edit = json!({"path": "run.sh", "old_text": "old", "new_text": "new"});
+    call(&f, &Edit, edit).await.unwrap();
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o750);
+    assert_eq!(std::fs::read_to_string(&script).unwrap(), "echo new\n");
+}
+
+/// A rename that fails (here: over a directory that is not empty) takes
+/// its temporary file with it.
+#[test]
+fn a_failed_replace_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("full");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("x"), "x").unwrap();
+    assert!(file_io::replace(&target, b"new", None).is_err());
+    assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+}

@@ -1,0 +1,172 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Read as _;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn window(line: u64, column: u64, limit: u64, budget: usize) -> Window {
+    Window {
+        line,
+        column,
+        limit,
+        budget,
+    }
+}
+
+fn read(text: &[u8], w: Window) -> Result<Shown, WindowError> {
+    read_window(text, w, &CancellationToken::new())
+}
+
+fn shown(text: &str, stop: Stop) -> Shown {
+    Shown {
+        text: text.into(),
+        stop,
+    }
+}
+
+#[test]
+fn windows_by_lines() {
+    let file = b"one\ntwo\nthree\n";
+    let all = window(1, 1, u64::MAX, 1000);
+    assert_eq!(
+        read(file, all).unwrap(),
+        shown("one\ntwo\nthree\n", Stop::Eof)
+    );
+    assert_eq!(
+        read(file, window(2, 1, 1, 1000)).unwrap(),
+        shown("two\n", Stop::Limit { next: 3 })
+    );
+    assert_eq!(
+        read(file, window(3, 1, 1, 1000)).unwrap(),
+        shown("three\n", Stop::Eof)
+    );
+    assert_eq!(
+        read(file, window(4, 1, 1, 1000)).unwrap(),
+        shown("", Stop::PastEnd { lines: 3 })
+    );
+    assert_eq!(
+        read(b"a\nb", window(9, 1, 1, 1000)).unwrap(),
+        shown("", Stop::PastEnd { lines: 2 })
+    );
+    assert_eq!(
+        read(b"", all).unwrap(),
+        shown("", Stop::PastEnd { lines: 0 })
+    );
+    assert_eq!(
+        read(file, window(2, 3, 1, 1000)).unwrap(),
+        shown("o\n", Stop::Limit { next: 3 })
+    );
+    assert_eq!(
+        read(file, window(2, 9, 1, 1000)).unwrap(),
+        shown("", Stop::PastLineEnd { line: 2, chars: 3 })
+    );
+}
+
+#[test]
+fn budget_ends_after_whole_lines_or_inside_a_long_first_line() {
+    let file = b"aaaa\nbbbb\ncccc\n";
+    assert_eq!(
+        read(file, window(1, 1, u64::MAX, 12)).unwrap(),
+        shown("aaaa\nbbbb\n", Stop::Budget { next: 3 })
+    );
+    assert_eq!(
+        read("ééééé\n".as_bytes(), window(1, 1, u64::MAX, 5)).unwrap(),
+        shown("éé", Stop::MidLine { line: 1, column: 3 })
+    );
+    assert_eq!(
+        read("ééééé\n".as_bytes(), window(1, 3, u64::MAX, 5)).unwrap(),
+        shown("éé", Stop::MidLine { line: 1, column: 5 })
+    );
+    assert_eq!(
+        read("ééééé\n".as_bytes(), window(1, 5, u64::MAX, 5)).unwrap(),
+        shown("é\n", Stop::Eof)
+    );
+}
+
+/// Following each window's end reads every byte of the file once, with
+/// chunk boundaries splitting characters and lines.
+#[test]
+fn following_the_ends_reads_the_whole_file() {
+    let file = |lines: usize, long: usize| {
+        let mut file = String::new();
+        for i in 0..lines {
+            file.push_str(&format!("{i} ünïcode 中文 line\n"));
+        }
+        file.push_str(&"é".repeat(long));
+        file.push_str("\nlast line without newline");
+        file
+    };
+    for (budget, file) in [
+        (7, file(20, 50)),
+        (1000, file(3000, 100_000)),
+        (32 * 1024, file(3000, 100_000)),
+    ] {
+        let mut got = String::new();
+        let (mut line, mut column) = (1, 1);
+        for _ in 0..10_000 {
+            let s = read(file.as_bytes(), window(line, column, u64::MAX, budget)).unwrap();
+            got.push_str(&s.text);
+            match s.stop {
+                Stop::Eof => break,
+                Stop::Budget { next } => (line, column) = (next, 1),
+                Stop::MidLine { line: l, column: c } => (line, column) = (l, c),
+                other => panic!("unexpected end {other:?}"),
+            }
+        }
+        assert!(got == file, "budget {budget}: not the same text");
+    }
+}
+
+#[test]
+fn refuses_binary_where_it_reads() {
+    assert!(matches!(
+        read(b"ok\nbad\0\n", window(1, 1, u64::MAX, 100)),
+        Err(WindowError::NotText { line: 2 })
+    ));
+    assert!(matches!(
+        read(b"ok\n\xff\n", window(1, 1, u64::MAX, 100)),
+        Err(WindowError::NotText { line: 2 })
+    ));
+    // the lines before the binary part can still be read
+    assert_eq!(
+        read(b"ok\n\xff\n", window(1, 1, 1, 100)).unwrap(),
+        shown("ok\n", Stop::Limit { next: 2 })
+    );
+    assert!(matches!(
+        read(b"ok\n\xc3", window(1, 1, u64::MAX, 100)),
+        Err(WindowError::NotText { line: 2 })
+    ));
+}
+
+/// An endless source costs a bounded read: the window stops at its budget
+/// or at its line limit, and a cancelled turn stops a skip that would
+/// never end.
+#[test]
+fn endless_sources_stop() {
+    let endless = || std::io::repeat(b'a');
+    let s = read_window(
+        endless(),
+        window(1, 1, u64::MAX, 100),
+        &CancellationToken::new(),
+    )
+    .unwrap();
+    assert_eq!(s.text.len(), 100);
+    assert_eq!(
+        s.stop,
+        Stop::MidLine {
+            line: 1,
+            column: 101
+        }
+    );
+    let lines = || std::io::repeat(b'\n');
+    let s = read_window(lines(), window(5, 1, 3, 100), &CancellationToken::new()).unwrap();
+    assert_eq!(s, shown("\n\n\n", Stop::Limit { next: 8 }));
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    assert!(matches!(
+        read_window(endless().take(u64::MAX), window(2, 1, 1, 100), &cancel),
+        Err(WindowError::Cancelled)
+    ));
+}
