@@ -1,6 +1,5 @@
 //! The command line: `botfleet run` starts a host; every other command
 //! talks to a running host over the HTTP API.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,8 +15,25 @@ use crate::client::Client;
 use crate::client::segment;
 use crate::host;
 
+/// `println!` for the CLI: the line made safe for a terminal
+/// ([`terminal::text`]), since most of what it prints is others' text.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::terminal::out(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` for the CLI, made safe as [`outln!`] is.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::terminal::err(format_args!($($arg)*))
+    };
+}
+
 #[path = "cli_approvals.rs"]
 mod approvals;
+#[path = "cli_args.rs"]
+mod args;
 #[path = "cli_events.rs"]
 mod events;
 #[path = "cli_group.rs"]
@@ -30,6 +46,8 @@ mod outcome;
 mod search;
 #[path = "cli_send.rs"]
 mod send;
+#[path = "cli_terminal.rs"]
+mod terminal;
 pub use group::GroupCommand;
 
 /// botfleet: a host for a fleet of long-lived LLM bots.
@@ -39,8 +57,8 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-    /// The host's API address (commands other than `run`):
-    /// http://HOST:PORT, or HOST:PORT (http is assumed).
+    /// The host's base URL (commands other than `run`): http://HOST:PORT,
+    /// or HOST:PORT (http is assumed); without the API's /v1.
     #[arg(
         long,
         global = true,
@@ -199,6 +217,9 @@ pub enum Command {
 mod exit {
     /// An error: nothing was done, or a request was refused.
     pub const ERROR: u8 = 1;
+    /// A usage error: clap's for bad arguments, ours for an argument no
+    /// request can carry ([`super::args::BadInput`]).
+    pub const USAGE: u8 = 2;
     /// The turn that answered the message failed or was cancelled.
     pub const TURN_FAILED: u8 = 3;
     /// The bot ended its turn without replying.
@@ -215,18 +236,33 @@ pub async fn main(cli: Cli) -> ExitCode {
     match dispatch(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(exit::ERROR)
+            errln!("error: {e:#}");
+            if is_bad_input(&e) {
+                ExitCode::from(exit::USAGE)
+            } else {
+                ExitCode::from(exit::ERROR)
+            }
         }
     }
 }
 
+/// Whether `e` is an argument the CLI refused to send ([`args`]): a usage
+/// error (2), with no JSON object on stdout, as for clap's.
+fn is_bad_input(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<args::BadInput>().is_some()
+}
+
+/// A client for the host of `cli`, once its arguments are checked
+/// ([`args`]): a token, an address and ids that a request can carry.
 fn client(cli: &Cli) -> anyhow::Result<Client> {
     let Some(token) = cli.token.as_deref().filter(|t| !t.is_empty()) else {
         bail!(
             "no token: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice has token alice-secret)"
         );
     };
+    args::check_host(&cli.host)?;
+    args::check_token(token)?;
+    args::check_command(&cli.command)?;
     Client::new(&cli.host, token)
 }
 
@@ -252,7 +288,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             })?;
             let loaded = &checked.fleet;
-            println!(
+            outln!(
                 "{}: ok — {} user(s), {} provider(s), {} bot(s)",
                 loaded.source,
                 loaded.file.users.len(),
@@ -260,7 +296,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 loaded.file.bots.len()
             );
             for note in &checked.notes {
-                println!("{note}");
+                outln!("{note}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -278,8 +314,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 Err(e) => Err(e),
             };
-            if *json && let Err(e) = &sent {
-                println!("{}", send::json_failure(e));
+            if *json
+                && let Err(e) = &sent
+                && !is_bad_input(e)
+            {
+                outln!("{}", terminal::json(&send::json_failure(e)));
             }
             sent
         }
@@ -291,7 +330,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let v = client(&cli)?
                 .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))
                 .await?;
-            println!("requeued {} input(s) of turn {turn}", v["requeued"]);
+            outln!("requeued {} input(s) of turn {turn}", v["requeued"]);
             Ok(ExitCode::SUCCESS)
         }
         Command::Group { action } => group::run(&client(&cli)?, action).await,
@@ -321,9 +360,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 .post_ok(&format!("/v1/bots/{}/cancel", segment(bot)), &json!({}))
                 .await?;
             if v["cancelled"] == json!(true) {
-                println!("cancelled the running turn of {bot}");
+                outln!("cancelled the running turn of {bot}");
             } else {
-                println!("{bot} has no running turn");
+                outln!("{bot} has no running turn");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -339,11 +378,11 @@ async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     // wait and the second (a Ctrl-C just after "stopping…" was lost)
     let mut signals = StopSignals::new()?;
     for line in &running.banner {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!("{}", host::send_hint(running.addr));
+    outln!("{}", host::send_hint(running.addr));
     signals.next().await;
-    println!("stopping… (Ctrl-C again to stop at once)");
+    outln!("stopping… (Ctrl-C again to stop at once)");
     // a task of its own, so that a second signal is seen however the stop
     // goes (the server waits up to 5 s for requests in flight)
     let stopping = tokio::spawn(running.shutdown());
@@ -353,7 +392,7 @@ async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
             // at once: no waiting for turns, tasks or blocking threads (the
             // runtime would on its way out); what is committed is safe, the
             // next start resumes the rest as after a crash
-            eprintln!("stopped at once; the next start resumes what was running");
+            errln!("stopped at once; the next start resumes what was running");
             std::process::exit(exit::INTERRUPTED);
         }
     }
@@ -414,48 +453,48 @@ async fn transcript(
         .context("no session id in the answer")?;
     for e in client.entries_after(id, 0).await? {
         if as_json {
-            println!("{e}");
+            outln!("{}", terminal::json(&e));
             continue;
         }
         let seq = e["seq"].as_i64().unwrap_or(0);
         let who = e["author"].as_str().unwrap_or("?");
         let text = e["text"].as_str().unwrap_or("");
         match e["kind"].as_str().unwrap_or("") {
-            "user_message" => println!("#{seq} {who}: {text}"),
-            "delivery" => println!("#{seq} {who} ▸ {text}"),
-            "notice" => println!("#{seq} [{}] {text}", e["code"].as_str().unwrap_or("notice")),
-            "reaction" => println!(
+            "user_message" => outln!("#{seq} {who}: {text}"),
+            "delivery" => outln!("#{seq} {who} ▸ {text}"),
+            "notice" => outln!("#{seq} [{}] {text}", e["code"].as_str().unwrap_or("notice")),
+            "reaction" => outln!(
                 "#{seq} {who} reacted {} to #{}",
                 e["emoji"].as_str().unwrap_or(""),
                 e["target_seq"]
             ),
             "assistant" if all => {
                 if !text.is_empty() {
-                    println!("#{seq} ({who} thinks) {text}");
+                    outln!("#{seq} ({who} thinks) {text}");
                 }
                 for c in e["tool_calls"].as_array().into_iter().flatten() {
-                    println!(
+                    outln!(
                         "#{seq} ({who} calls) {} {}",
                         c["name"].as_str().unwrap_or(""),
                         c["arguments"].as_str().unwrap_or("")
                     );
                 }
             }
-            "tool_result" if all => println!(
+            "tool_result" if all => outln!(
                 "#{seq} (result of {}) {}",
                 e["name"].as_str().unwrap_or(""),
                 e["content"].as_str().unwrap_or("")
             ),
-            "turn_end" if all => println!(
+            "turn_end" if all => outln!(
                 "#{seq} (turn {} {})",
                 e["turn"].as_str().unwrap_or(""),
                 e["status"].as_str().unwrap_or("")
             ),
-            "reminder" if all => println!("#{seq} (reminder) {text}"),
-            "agent_message" => println!("#{seq} {who} (bot): {text}"),
-            "event" if all => println!("#{seq} (event from {who}) {text}"),
-            "summary" if all => println!("#{seq} (summary up to #{}) {text}", e["covers_to_seq"]),
-            "approval" => println!(
+            "reminder" if all => outln!("#{seq} (reminder) {text}"),
+            "agent_message" => outln!("#{seq} {who} (bot): {text}"),
+            "event" if all => outln!("#{seq} (event from {who}) {text}"),
+            "summary" if all => outln!("#{seq} (summary up to #{}) {text}", e["covers_to_seq"]),
+            "approval" => outln!(
                 "#{seq} [approval {} {}] {} — {}",
                 e["status"].as_str().unwrap_or(""),
                 e["approval"].as_str().unwrap_or(""),
@@ -471,12 +510,17 @@ async fn transcript(
 async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
     let v = client.get("/v1/bots").await?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:<16} {:<20} {:<10} {:<8} {:>7} {:>10}",
-        "ID", "NAME", "PROVIDER", "STATE", "QUEUED", "COMPLETED"
+        "ID",
+        "NAME",
+        "PROVIDER",
+        "STATE",
+        "QUEUED",
+        "COMPLETED"
     );
     for b in v["bots"].as_array().into_iter().flatten() {
         let state = if b["removed_at"].is_i64() {
@@ -489,7 +533,7 @@ async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
         } else {
             "asleep"
         };
-        println!(
+        outln!(
             "{:<16} {:<20} {:<10} {:<8} {:>7} {:>10}",
             b["id"].as_str().unwrap_or(""),
             b["name"].as_str().unwrap_or(""),

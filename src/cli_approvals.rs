@@ -17,12 +17,12 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     };
     let v = client.get(path).await?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
     let items = v["approvals"].as_array().cloned().unwrap_or_default();
     if items.is_empty() {
-        println!(
+        outln!(
             "{}",
             if all {
                 "no approvals"
@@ -34,10 +34,10 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     }
     let now = chrono::Utc::now().timestamp_millis();
     for a in &items {
-        println!("{}", line(a, now));
+        outln!("{}", line(a, now));
     }
     if !all {
-        println!("\ndecide with `botfleet approve ID` or `botfleet deny ID`");
+        outln!("\ndecide with `botfleet approve ID` or `botfleet deny ID`");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -84,7 +84,7 @@ pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow:
     } else {
         "denied"
     };
-    println!(
+    outln!(
         "{done} {id}: {} ({} was told)",
         a["summary"].as_str().unwrap_or(""),
         a["bot"].as_str().unwrap_or("the bot")

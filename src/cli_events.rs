@@ -132,7 +132,7 @@ impl<'a> Changes<'a> {
     fn lost(&mut self) {
         if !self.told {
             self.told = true;
-            eprintln!("(lost the connection to the host; still waiting, reconnecting…)");
+            errln!("(lost the connection to the host; still waiting, reconnecting…)");
         }
     }
 }

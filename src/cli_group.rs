@@ -20,7 +20,8 @@ Exit status:
   0    the discussion the message started ended; the public replies are printed
   1    an error: the message was not sent (also when the host did not answer within --timeout
        before it was sent), or the host refused a later request (stderr says why)
-  2    a usage error (bad arguments)
+  2    a usage error (bad arguments, or one no request can carry: a token with a newline,
+       an over-long id, a --host ending in /v1)
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it
 
@@ -94,7 +95,7 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             }
             let v = client.post_ok("/v1/groups", &body).await?;
             if *json {
-                println!("{v}");
+                outln!("{}", super::terminal::json(&v));
             } else {
                 let ids: Vec<&str> = v["members"]
                     .as_array()
@@ -102,7 +103,7 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                     .flatten()
                     .filter_map(|m| m["id"].as_str())
                     .collect();
-                println!(
+                outln!(
                     "created room {} with {}{}",
                     v["id"].as_str().unwrap_or(name),
                     ids.join(", "),
@@ -125,17 +126,17 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             let wait = Duration::from_secs(*timeout);
             let sent = send(client, room, text, nonce.as_deref(), *json, wait).await;
             if *json && let Err(e) = &sent {
-                println!("{}", super::send::json_failure(e));
+                outln!("{}", super::terminal::json(&super::send::json_failure(e)));
             }
             sent
         }
         GroupCommand::List { json } => {
             let v = client.get("/v1/groups").await?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                outln!("{}", super::terminal::json_pretty(&v));
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("{:<20} {:<24} {:<8} MEMBERS", "ID", "NAME", "SHARED");
+            outln!("{:<20} {:<24} {:<8} MEMBERS", "ID", "NAME", "SHARED");
             for g in v["groups"].as_array().into_iter().flatten() {
                 let ids: Vec<&str> = g["members"]
                     .as_array()
@@ -143,7 +144,7 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                     .flatten()
                     .filter_map(|m| m["id"].as_str())
                     .collect();
-                println!(
+                outln!(
                     "{:<20} {:<24} {:<8} {}",
                     g["id"].as_str().unwrap_or(""),
                     g["name"].as_str().unwrap_or(""),
@@ -160,9 +161,9 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
         GroupCommand::Transcript { room, json } => {
             for e in entries_after(client, room, 0).await? {
                 if *json {
-                    println!("{e}");
+                    outln!("{}", super::terminal::json(&e));
                 } else if let Some(line) = render(&e) {
-                    println!("{line}");
+                    outln!("{line}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -247,11 +248,11 @@ async fn send(
         .collect();
     if !as_json {
         if outcome == "duplicate" {
-            eprintln!("(already sent with this key as message {seq}; waiting for its discussion)");
+            errln!("(already sent with this key as message {seq}; waiting for its discussion)");
         }
         if !unknown.is_empty() {
             let names: Vec<String> = unknown.iter().map(|u| format!("@{u}")).collect();
-            eprintln!("no member of {room} is called {}", names.join(", "));
+            errln!("no member of {room} is called {}", names.join(", "));
         }
         let removed: Vec<String> = body["removed_mentions"]
             .as_array()
@@ -260,7 +261,7 @@ async fn send(
             .filter_map(|v| v.as_str().map(|id| format!("@{id}")))
             .collect();
         if !removed.is_empty() {
-            eprintln!(
+            errln!(
                 "{} {} no longer in the fleet's config and takes no turns in {room}",
                 removed.join(", "),
                 if removed.len() == 1 { "is" } else { "are" }
@@ -301,12 +302,14 @@ async fn send(
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             if as_json {
-                println!(
+                outln!(
                     "{}",
-                    json!({"status": "timeout", "room": room, "session": session, "seq": seq})
+                    super::terminal::json(
+                        &json!({"status": "timeout", "room": room, "session": session, "seq": seq})
+                    )
                 );
             } else {
-                eprintln!(
+                errln!(
                     "the discussion did not end within {} s; your message is saved (#{seq}); see `botfleet group transcript {room}`",
                     timeout.as_secs()
                 );
@@ -343,17 +346,17 @@ fn print_discussion(room: &str, seq: i64, unknown: &[String], entries: &[Value],
             "replies": replies.iter().map(|d| json!({"author": d["author"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
             "notices": notices.iter().map(|n| json!({"code": n["code"], "text": n["text"]})).collect::<Vec<_>>(),
         });
-        println!("{out}");
+        outln!("{}", super::terminal::json(&out));
         return;
     }
     for d in &replies {
-        println!(
+        outln!(
             "{} ▸ {}",
             d["author"].as_str().unwrap_or("?"),
             d["text"].as_str().unwrap_or("")
         );
     }
     for n in &notices {
-        eprintln!("({})", n["text"].as_str().unwrap_or(""));
+        errln!("({})", n["text"].as_str().unwrap_or(""));
     }
 }

@@ -21,12 +21,12 @@ pub(super) async fn show(
     let params: Vec<(&str, &str)> = input.map(|i| ("input", i)).into_iter().collect();
     let v = client.get_query(&path, &params).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
     for scope in v["scopes"].as_array().into_iter().flatten() {
         let p = &scope["profile"];
-        println!(
+        outln!(
             "{} — profile {}/{} facts, {}/{} characters; log {}; notes {}",
             scope["scope"].as_str().unwrap_or("?"),
             p["count"],
@@ -38,14 +38,14 @@ pub(super) async fn show(
         );
         for layer in ["profile", "log", "notes"] {
             for item in scope[layer]["items"].as_array().into_iter().flatten() {
-                println!("  {layer:<7} {}", line(item));
+                outln!("  {layer:<7} {}", line(item));
             }
         }
     }
     if let Some(input) = input {
         print_prompt(&v, input);
     }
-    println!("forget an item with: botfleet forget <id>");
+    outln!("forget an item with: botfleet forget <id>");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -71,12 +71,12 @@ fn print_prompt(v: &Value, input: &str) {
         1 => "1 log entry:".to_owned(),
         n => format!("{n} log entries, best first:"),
     };
-    println!(
+    outln!(
         "the prompt for {input:?} shows {shown} item(s): every profile fact and live note, and {entries}"
     );
     for r in &recall {
         let id = r["id"].as_str().unwrap_or("?");
-        println!(
+        outln!(
             "  recall  {id}  {}  (score {:.3}: relevance {:.3}, recency {:.3}, weight {:.2})",
             text_of(id),
             r["score"].as_f64().unwrap_or(0.0),
@@ -106,8 +106,8 @@ pub(super) async fn forget(client: &Client, id: &str) -> anyhow::Result<ExitCode
         .delete(&format!("/v1/memory/{}", segment(id)))
         .await?;
     match v["status"].as_str() {
-        Some("already_forgotten") => println!("{id} was already forgotten"),
-        _ => println!(
+        Some("already_forgotten") => outln!("{id} was already forgotten"),
+        _ => outln!(
             "forgot {id} ({} {})",
             v["scope"].as_str().unwrap_or("?"),
             v["layer"].as_str().unwrap_or("")

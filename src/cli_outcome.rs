@@ -60,18 +60,18 @@ pub(super) fn report(
             "seq": seq,
             "deliveries": deliveries.iter().map(|d| json!({"id": d["id"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
         });
-        println!("{out}");
+        outln!("{}", super::terminal::json(&out));
     } else {
         let texts: Vec<&str> = deliveries
             .iter()
             .filter_map(|d| d["text"].as_str())
             .collect();
         if !texts.is_empty() {
-            println!("{}", texts.join("\n\n"));
+            outln!("{}", texts.join("\n\n"));
         }
     }
     if status != "completed" && !as_json {
-        eprintln!("{}", ended.explain());
+        errln!("{}", ended.explain());
     }
     match status {
         "completed" => ExitCode::SUCCESS,
@@ -111,18 +111,18 @@ pub(super) fn paused(pause: &Paused<'_>, session: &str, seq: i64, as_json: bool)
         (None, None) => format!("{bot} is paused: its daily token budget is spent"),
     };
     if as_json {
-        println!(
+        outln!(
             "{}",
-            json!({
+            super::terminal::json(&json!({
                 "status": "paused",
                 "session": session,
                 "seq": seq,
                 "notice": text,
                 "paused_until": pause.until,
-            })
+            }))
         );
     } else {
-        eprintln!(
+        errln!(
             "{text}\nyour message is saved (seq {seq}) and will be answered when the pause \
              ends; see `botfleet transcript {bot}`"
         );

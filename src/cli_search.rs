@@ -47,15 +47,15 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
     }
     let v = client.get_query("/v1/search", &params).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
     let hits = v["hits"].as_array().cloned().unwrap_or_default();
     if hits.is_empty() {
-        println!("no matches for {:?}", args.query);
+        outln!("no matches for {:?}", args.query);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} match(es), showing {}:",
         v["total"].as_u64().unwrap_or(0),
         hits.len()
@@ -73,16 +73,16 @@ fn print_hit(h: &Value) {
         .and_then(chrono::DateTime::<chrono::Utc>::from_timestamp_millis)
         .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_default();
-    println!();
-    println!(
+    outln!("");
+    outln!(
         "{} · #{} · {when} · {} ({})",
         s("where"),
         h["seq"],
         s("author"),
         s("kind")
     );
-    println!("  {}", s("snippet").replace('\n', " "));
-    println!("  session {}", s("session"));
+    outln!("  {}", s("snippet").replace('\n', " "));
+    outln!("  session {}", s("session"));
 }
 
 /// Rebuilds the search index of a data directory from its store, offline.
@@ -138,7 +138,7 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
     bar.finish_and_clear();
     store.close().await;
     let report = result.map_err(|e| locked_or(e, &data_dir))?;
-    println!(
+    outln!(
         "reindexed {} entries ({} searchable documents, up to gid {}) in {:.1} s into {}",
         report.entries,
         report.documents,

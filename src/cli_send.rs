@@ -27,7 +27,8 @@ Exit status:
   0    the turn that answered the message completed; its replies are printed
   1    an error: the message was not sent (also when the host did not answer within --timeout
        before it was sent), or the host refused a later request (stderr says why)
-  2    a usage error (bad arguments)
+  2    a usage error (bad arguments, or one no request can carry: a token with a newline,
+       an over-long id, a --host ending in /v1)
   3    the turn failed or was cancelled; stderr says why and how to retry
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
   5    no reply within --timeout, or none yet because the bot is paused (its daily token budget
@@ -138,7 +139,7 @@ pub(super) async fn send(
         .to_owned();
     let seq = body["seq"].as_i64().context("the answer has no seq")?;
     if outcome == "duplicate" && !as_json {
-        eprintln!("(already sent with this key as message {seq}; waiting for its reply)");
+        errln!("(already sent with this key as message {seq}; waiting for its reply)");
     }
     // the bot is paused by its daily token budget: the message waits for
     // the end of the pause (the host's notice says so only to a
@@ -214,12 +215,14 @@ pub(super) async fn send(
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             if as_json {
-                println!(
+                outln!(
                     "{}",
-                    json!({"status": "timeout", "session": session, "seq": seq})
+                    super::terminal::json(
+                        &json!({"status": "timeout", "session": session, "seq": seq})
+                    )
                 );
             } else {
-                eprintln!(
+                errln!(
                     "no reply within {} s; your message is saved (seq {seq}); see `botfleet transcript {bot}`",
                     timeout.as_secs()
                 );
@@ -286,12 +289,14 @@ fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
         timeout.as_secs()
     );
     if as_json {
-        println!(
+        outln!(
             "{}",
-            json!({"status": "error", "sent": false, "error": {"message": message}})
+            super::terminal::json(
+                &json!({"status": "error", "sent": false, "error": {"message": message}})
+            )
         );
     } else {
-        eprintln!("{message}");
+        errln!("{message}");
     }
     ExitCode::from(exit::ERROR)
 }
@@ -306,12 +311,14 @@ fn post_unanswered(timeout: Duration, key: &str, as_json: bool) -> ExitCode {
         timeout.as_secs()
     );
     if as_json {
-        println!(
+        outln!(
             "{}",
-            json!({"status": "error", "sent": null, "nonce": key, "error": {"message": message}})
+            super::terminal::json(
+                &json!({"status": "error", "sent": null, "nonce": key, "error": {"message": message}})
+            )
         );
     } else {
-        eprintln!("{message}");
+        errln!("{message}");
     }
     ExitCode::from(exit::ERROR)
 }

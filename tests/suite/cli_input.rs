@@ -1,5 +1,6 @@
 //! What the CLI makes of what it is given, against a real host: ids are
-//! sent as ids (percent-encoded), `--host` without a scheme, exit codes
+//! sent as ids (percent-encoded), `--host` without a scheme or with the
+//! API's `/v1`, arguments no request can carry (usage errors), exit codes
 //! that do not clash with clap's, `--json` failures on stdout, the memory
 //! preview in text; and how `botfleet run` starts and stops: `--listen`
 //! over a bad `host.listen`, a port in use, SIGTERM with a change stream
@@ -189,6 +190,75 @@ async fn a_host_address_without_a_scheme_is_http() {
         err.contains("not an http(s) address") && err.contains("http://HOST:PORT"),
         "{err}"
     );
+    host.shutdown().await;
+}
+
+/// Regression: a token with a newline, a `--nonce` with one, and a bot
+/// id of 70,000 characters made reqwest fail to build the request, and
+/// the CLI said "cannot reach the host (builder error); is `botfleet run`
+/// running?" (1) to a host that was fine. Each is a usage error (2) that
+/// says what is wrong; `send --json` prints no object for it, as for
+/// clap's.
+#[tokio::test]
+async fn arguments_no_request_can_carry_are_usage_errors() {
+    let host = fleet().start().await;
+    let usage = async |args: &[&str], token: &str, says: &str| {
+        let (code, out, err) = cli(args, &host.url, token).await;
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("cannot reach"), "{args:?}: {err}");
+        assert_eq!(out, "", "{args:?}");
+    };
+    let header = "contains characters not allowed in an HTTP header";
+    usage(&["bots"], "alice-secret\n", header).await;
+    usage(&["send", "r", "hi", "--json"], "alice\r\nX: y", header).await;
+    usage(&["send", "r", "hi", "--nonce", "k\n1"], TOKEN, header).await;
+    let long = "b".repeat(70_000);
+    for (args, says) in [
+        (
+            vec!["transcript", &long],
+            "the bot id is too long to send: 70000 characters",
+        ),
+        (
+            vec!["send", &long, "hi", "--json"],
+            "the bot id is too long",
+        ),
+        (
+            vec!["group", "transcript", &long],
+            "the room id is too long",
+        ),
+        (vec!["forget", &long], "the memory item id is too long"),
+    ] {
+        usage(&args, TOKEN, says).await;
+    }
+    // the host was there all along
+    let (code, out, err) = cli(&["send", "r", "hello"], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "echo: hello"), "{err}");
+    host.shutdown().await;
+}
+
+/// Regression: `--host http://…/v1` was taken, and every request got 404
+/// "no such route" (the CLI puts `/v1/…` after the address). It is
+/// refused naming the base URL to give instead, from `BOTFLEET_HOST` too.
+#[tokio::test]
+async fn a_host_address_with_the_api_path_is_refused() {
+    let host = fleet().start().await;
+    for address in [format!("{}/v1", host.url), format!("{}/v1/", host.url)] {
+        let (code, _, err) = cli(&["bots"], &address, TOKEN).await;
+        assert_eq!(code, 2, "{address}: {err}");
+        assert!(
+            err.contains("takes the host's base URL, without the API's /v1")
+                && err.contains(&format!("{} rather than {address}", host.url)),
+            "{err}"
+        );
+    }
+    let out = tokio::process::Command::new(BIN)
+        .args(["bots", "--host", &format!("{}/v1", host.url)])
+        .env("BOTFLEET_TOKEN", TOKEN)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
     host.shutdown().await;
 }
 

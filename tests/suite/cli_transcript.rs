@@ -1,4 +1,8 @@
-//! `botfleet transcript`: what the text output shows of each entry kind.
+//! `botfleet transcript`: what the text output shows of each entry kind;
+//! and what every printer of the CLI makes of others' text (escape
+//! sequences shown, never sent to the terminal).
+
+use serde_json::Value;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -51,4 +55,117 @@ steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
     assert_eq!(code, 0);
     assert!(!out.contains("SUMMARY OF THE TALK"), "{out}");
     host.shutdown().await;
+}
+
+/// What a person posts, and a bot echoes: an OSC 52 clipboard write, a
+/// screen clear, a C1 CSI, a bidi override and DEL.
+const EVIL: &str =
+    "pineapple \u{1b}]52;c;aGk=\u{7}\u{1b}[2J\r\u{9b}31m \u{202e}txe.exe\u{7f} \u{2066}x";
+
+/// Fails if `out` holds a character a terminal acts on (a C0 control but
+/// newline and tab, DEL, a C1 control, a bidi embedding, override or
+/// isolate).
+fn assert_inert(what: &str, out: &str) {
+    let bad: Vec<char> = out
+        .chars()
+        .filter(|&c| {
+            matches!(c,
+                '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect();
+    assert!(bad.is_empty(), "{what} printed {bad:?} raw:\n{out:?}");
+}
+
+/// Regression: the CLI printed others' text to the terminal as it was, so
+/// a room member's message or a bot's echo of a webhook payload could
+/// write the reader's clipboard (OSC 52) or clear the screen. Every text
+/// output shows those characters as `\u{1b}`; `--json` escapes them as
+/// JSON (`\u001b`, and `\u009b` for what serde leaves) and keeps the text.
+#[tokio::test]
+async fn others_text_reaches_the_terminal_escaped() {
+    let script = r#"
+[[rule]]
+steps = [ { calls = [
+  { tool = "Remember", args = { text = "{{input}}", layer = "log" } },
+  { tool = "SendMessage", args = { text = "echo: {{input}}" } },
+] } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Remember"])
+        .bot("q", "s", &["SendMessage", "Remember"])
+        .start()
+        .await;
+    let shown = "pineapple \\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J\\u{d}\\u{9b}31m \\u{202e}txe.exe\\u{7f} \\u{2066}x";
+    let run = async |args: &[&str]| {
+        let (code, out, err) = cli(args, &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert_inert(&format!("{args:?} (stdout)"), &out);
+        assert_inert(&format!("{args:?} (stderr)"), &err);
+        out
+    };
+    let out = run(&["send", "r", EVIL]).await;
+    assert_eq!(out.trim_end(), format!("echo: {shown}"));
+    let out = run(&["transcript", "r", "--all"]).await;
+    assert!(out.contains(&format!("alice: {shown}")), "{out}");
+    // (memory keeps a carriage return as a space)
+    let out = run(&["memory", "r"]).await;
+    assert!(out.contains(&shown[..40]), "{out}");
+    host.wait_get("/v1/search?q=pineapple", |v| {
+        v["hits"]
+            .as_array()
+            .filter(|h| !h.is_empty())
+            .cloned()
+            .map(Value::from)
+    })
+    .await;
+    let out = run(&["search", "pineapple"]).await;
+    assert!(out.contains("\\u{1b}"), "{out}");
+
+    run(&["group", "create", "room", "--members", "r,q"]).await;
+    let out = run(&["group", "send", "room", EVIL]).await;
+    assert!(
+        out.starts_with("r ▸ echo: ") && out.contains(&format!("alice (person): {shown}")),
+        "{out}"
+    );
+    let out = run(&["group", "transcript", "room"]).await;
+    assert!(out.contains(&format!("alice: {shown}")), "{out}");
+
+    // the host's error messages quote what they were given
+    let (code, _, err) = cli(&["transcript", "\u{1b}[2Jx"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert_inert("an error", &err);
+
+    // JSON: escaped as JSON (`run` checked), the same text once parsed
+    let sent = &EVIL[10..26];
+    for args in [
+        &["transcript", "r", "--json"][..],
+        &["group", "transcript", "room", "--json"],
+        &["memory", "r", "--json"],
+        &["search", "pineapple", "--json"],
+    ] {
+        let out = run(args).await;
+        assert!(out.contains("\\u001b]52"), "{args:?}: {out}");
+        let holds = serde_json::Deserializer::from_str(&out)
+            .into_iter::<Value>()
+            .any(|v| holds(&v.unwrap(), sent));
+        assert!(holds, "{args:?}: {out}");
+    }
+    let (code, out, err) = cli(&["send", "r", EVIL, "--json"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert_inert("send --json", &out);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["deliveries"][0]["text"], format!("echo: {EVIL}"));
+    host.shutdown().await;
+}
+
+/// Whether a string in `v` contains `text`.
+fn holds(v: &Value, text: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(text),
+        Value::Array(items) => items.iter().any(|i| holds(i, text)),
+        Value::Object(map) => map.values().any(|i| holds(i, text)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
 }

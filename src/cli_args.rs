@@ -1,0 +1,191 @@
+//! What the CLI checks of its arguments before it sends a request: what
+//! no request can carry (a token with a newline, an id longer than a URL
+//! holds, a `--nonce` with a control character) and a `--host` that names
+//! the API (`…/v1`) instead of the host. Each is refused as bad input,
+//! exit status 2 as for clap's usage errors, saying which argument is
+//! wrong: reqwest would fail to build the request, and the CLI reported
+//! that as a host it could not reach.
+
+use reqwest::header::HeaderValue;
+
+use super::Command;
+use super::GroupCommand;
+use crate::client::segment;
+
+/// The most a URL may hold (the `http` crate's limit on a request's URI).
+const MAX_URL: usize = 65_534;
+
+/// Room in [`MAX_URL`] for the host's address and the fixed part of the
+/// path (`/v1/bots/…/messages`, `?after=…&limit=1000`): the arguments
+/// that go into the URL, percent-encoded, share the rest.
+const URL_OVERHEAD: usize = 2_048;
+
+/// An argument the CLI cannot send as it is (exit status 2).
+#[derive(Debug)]
+pub(super) struct BadInput(String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Refuses a `--host` (or `BOTFLEET_HOST`) that ends in the API's `/v1`:
+/// every request would get 404 "no such route", since the CLI puts the
+/// API's paths (`/v1/…`) after it.
+pub(super) fn check_host(host: &str) -> Result<(), BadInput> {
+    let address = host.trim().trim_end_matches('/');
+    let Some(base) = address
+        .len()
+        .checked_sub(3)
+        .filter(|&at| address.is_char_boundary(at))
+        .filter(|&at| address[at..].eq_ignore_ascii_case("/v1"))
+        .map(|at| &address[..at])
+    else {
+        return Ok(());
+    };
+    Err(BadInput(format!(
+        "--host (or BOTFLEET_HOST) takes the host's base URL, without the API's /v1: \
+         {base} rather than {host} (e.g. http://127.0.0.1:7878)"
+    )))
+}
+
+/// Refuses a token that cannot go in the `Authorization` header (it is
+/// not repeated: it is a secret).
+pub(super) fn check_token(token: &str) -> Result<(), BadInput> {
+    if HeaderValue::from_str(&format!("Bearer {token}")).is_ok() {
+        return Ok(());
+    }
+    Err(BadInput(
+        "the token (--token or BOTFLEET_TOKEN) contains characters not allowed in an HTTP \
+         header (a newline or another control character)"
+            .to_owned(),
+    ))
+}
+
+/// Refuses the arguments of `command` that no request can carry: a
+/// `--nonce` that cannot go in the `Idempotency-Key` header, and ids or
+/// query text too long for a URL (named, the longest first).
+pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
+    if let Some(nonce) = nonce(command)
+        && HeaderValue::from_str(nonce).is_err()
+    {
+        return Err(BadInput(
+            "the --nonce contains characters not allowed in an HTTP header (a newline or \
+             another control character)"
+                .to_owned(),
+        ));
+    }
+    let arguments = in_url(command);
+    let encoded: usize = arguments.iter().map(|(_, v)| segment(v).len()).sum();
+    if encoded + URL_OVERHEAD <= MAX_URL {
+        return Ok(());
+    }
+    let Some((what, value)) = arguments.iter().max_by_key(|(_, v)| v.len()) else {
+        return Ok(());
+    };
+    Err(BadInput(format!(
+        "the {what} is too long to send: {} characters ({} bytes in a URL, where a request \
+         holds at most {MAX_URL})",
+        value.chars().count(),
+        segment(value).len()
+    )))
+}
+
+fn nonce(command: &Command) -> Option<&str> {
+    match command {
+        Command::Send { nonce, .. }
+        | Command::Group {
+            action: GroupCommand::Send { nonce, .. },
+        } => nonce.as_deref(),
+        Command::Group {
+            action:
+                GroupCommand::Create { .. }
+                | GroupCommand::List { .. }
+                | GroupCommand::Transcript { .. },
+        }
+        | Command::Run { .. }
+        | Command::CheckConfig { .. }
+        | Command::Transcript { .. }
+        | Command::Bots { .. }
+        | Command::Retry { .. }
+        | Command::Memory { .. }
+        | Command::Forget { .. }
+        | Command::Cancel { .. }
+        | Command::Approvals { .. }
+        | Command::Approve { .. }
+        | Command::Deny { .. }
+        | Command::Search { .. }
+        | Command::Reindex { .. } => None,
+    }
+}
+
+/// The arguments of `command` that go into a request's URL (a path
+/// segment or a query parameter), each with what to call it.
+fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
+    match command {
+        Command::Send { bot, .. } | Command::Transcript { bot, .. } | Command::Cancel { bot } => {
+            vec![("bot id", bot)]
+        }
+        Command::Memory { bot, input, .. } => {
+            let mut args = vec![("bot id", bot.as_str())];
+            args.extend(input.as_deref().map(|i| ("--input text", i)));
+            args
+        }
+        Command::Retry { turn } => vec![("turn id", turn)],
+        Command::Forget { id } => vec![("memory item id", id)],
+        Command::Approve { id } | Command::Deny { id } => vec![("approval id", id)],
+        Command::Search {
+            query,
+            bot,
+            session,
+            ..
+        } => {
+            let mut args = vec![("search query", query.as_str())];
+            args.extend(bot.as_deref().map(|b| ("--bot id", b)));
+            args.extend(session.as_deref().map(|s| ("--session id", s)));
+            args
+        }
+        Command::Group { action } => match action {
+            GroupCommand::Send { room, .. } | GroupCommand::Transcript { room, .. } => {
+                vec![("room id", room)]
+            }
+            GroupCommand::Create { .. } | GroupCommand::List { .. } => Vec::new(),
+        },
+        Command::Run { .. }
+        | Command::CheckConfig { .. }
+        | Command::Bots { .. }
+        | Command::Approvals { .. }
+        | Command::Reindex { .. } => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_ending_in_the_api_path_is_refused() {
+        for host in [
+            "http://127.0.0.1:7878/v1",
+            "http://127.0.0.1:7878/v1/",
+            "127.0.0.1:7878/V1",
+        ] {
+            let e = check_host(host).unwrap_err().to_string();
+            assert!(e.contains("rather than"), "{host}: {e}");
+        }
+        let e = check_host("http://h:1/v1").unwrap_err().to_string();
+        assert!(e.contains("http://h:1 rather than http://h:1/v1"), "{e}");
+        for host in [
+            "http://127.0.0.1:7878",
+            "https://example.com/botfleet",
+            "http://h/xv1",
+            "v1",
+            "é",
+        ] {
+            assert!(check_host(host).is_ok(), "{host}");
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Everything the CLI prints goes through here, because most of it is
+//! other people's text: a room member's message, a bot's reply echoing a
+//! webhook payload, a memory item, a search hit, the host's error message
+//! quoting an id. Printed raw, an escape sequence in it would drive the
+//! reader's terminal (OSC 52 writes the clipboard, `ESC [2J` clears the
+//! screen, a bidi override reorders what the line seems to say).
+//!
+//! [`text`] shows every such character as a visible escape, `\u{1b}` for
+//! ESC: the C0 controls but newline and tab, DEL, the C1 controls
+//! (U+0080–U+009F) and the bidi embeddings, overrides and isolates
+//! (U+202A–U+202E, U+2066–U+2069). [`out`] and [`err`] (the `outln!` and
+//! `errln!` macros of [`super`]) print a line through it. JSON output
+//! ([`json`], [`json_pretty`]) is escaped as JSON (`\u001b`) and keeps the
+//! same value; printed through [`out`], it holds nothing to escape again.
+//!
+//! This is the only module of the CLI allowed to print (the workspace
+//! denies `print_stdout` and `print_stderr` elsewhere).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+/// Whether `c` must not reach a terminal as it is.
+fn is_unsafe(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every character a terminal would act on (see the module
+/// comment) written as `\u{HEX}`; newlines and tabs stay.
+pub(super) fn text(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            // writing to a String cannot fail
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Prints a line on stdout, made safe with [`text`].
+pub(super) fn out(line: fmt::Arguments<'_>) {
+    println!("{}", text(&line.to_string()));
+}
+
+/// Prints a line on stderr, made safe with [`text`].
+pub(super) fn err(line: fmt::Arguments<'_>) {
+    eprintln!("{}", text(&line.to_string()));
+}
+
+/// `v` as one line of JSON, with DEL, the C1 controls and the bidi
+/// characters escaped too (`\u0085`): serde escapes only the C0 controls.
+/// Outside strings JSON holds ASCII only, so every such character is in a
+/// string, where the escape stands for the same character.
+pub(super) fn json(v: &Value) -> String {
+    escape_json(v.to_string())
+}
+
+/// `v` as indented JSON, escaped as by [`json`].
+pub(super) fn json_pretty(v: &Value) -> String {
+    // a `Value` always serializes (its map keys are strings)
+    escape_json(serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()))
+}
+
+fn escape_json(s: String) -> String {
+    if !s.chars().any(is_unsafe) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            // writing to a String cannot fail
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn controls_are_shown_escaped_and_text_stays() {
+        let evil = "hello \u{1b}]52;c;aGk=\u{7}\u{1b}[2J\r\u{7f}\u{9b}\u{202e}\u{2066}";
+        assert_eq!(
+            text(evil),
+            "hello \\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J\\u{d}\\u{7f}\\u{9b}\\u{202e}\\u{2066}"
+        );
+        assert!(matches!(text("a\tb\nc ▸ é 日本"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_keeps_the_value_and_escapes_what_serde_leaves() {
+        let v = json!({"text": "a\u{1b}b\u{9b}c\u{202e}d\u{7f}", "k\u{85}": 1});
+        for printed in [json(&v), json_pretty(&v)] {
+            assert!(!printed.chars().any(is_unsafe), "{printed}");
+            assert_eq!(serde_json::from_str::<Value>(&printed).unwrap(), v);
+        }
+    }
+}
