@@ -453,14 +453,25 @@ pub fn review_rules(action: &Action, config: &ReviewConfig) -> ReviewDecision {
     findings.decision()
 }
 
-/// Files whose change makes something run later (hooks, CI, shell
-/// start-up files — the workspace is HOME for Shell).
-fn sensitive_write_target(path: &str) -> Option<&'static str> {
-    let p = path.trim_start_matches("./");
-    let name = p.rsplit('/').next().unwrap_or(p);
-    if p.contains(".git/hooks/") || p.starts_with(".git/") || p.contains("/.git/") {
-        Some("git internals (hooks run on git commands)")
-    } else if p.contains(".github/workflows/") || name == ".gitlab-ci.yml" {
+/// Files whose change makes something run later (git internals — hooks
+/// and config run commands on git commands, in any repository of the
+/// workspace —, CI pipelines, shell start-up files: the workspace is HOME
+/// for Shell), wherever they are in the workspace: what they are, if the
+/// path is one.
+pub fn sensitive_write_target(path: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = path
+        .split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let name = parts.last().copied().unwrap_or("");
+    let is = |part: &str, want: &str| part.eq_ignore_ascii_case(want);
+    if parts.iter().any(|p| is(p, ".git")) {
+        Some("git internals (hooks and config run commands on git commands)")
+    } else if parts
+        .windows(2)
+        .any(|w| is(w[0], ".github") && is(w[1], "workflows"))
+        || is(name, ".gitlab-ci.yml")
+    {
         Some("a CI pipeline")
     } else if matches!(
         name,
@@ -511,3 +522,7 @@ pub(crate) fn scan_text(text: &str, allow: &HostAllowlist, hosts: bool, findings
 #[cfg(test)]
 #[path = "review_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "review_wrappers_tests.rs"]
+mod wrappers_tests;

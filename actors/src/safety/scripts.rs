@@ -6,9 +6,12 @@
 //! `python|node|perl|ruby|... x`, `npm|yarn|pnpm|bun run X` (with `pre`/`post`
 //! scripts; `npm test`, `npm start`, `npm install` lifecycle scripts),
 //! and `make [-C dir] [-f file] [targets]` (the recipes of the targets and
-//! their prerequisites, with the Makefile's own variables expanded). Shell
-//! scripts are resolved recursively (a package script running
-//! `./deploy.sh`). Files are read only inside the workspace.
+//! their prerequisites, with the Makefile's own variables expanded), also
+//! behind wrappers (`timeout`, `flock lk`, `xargs`...) and in shell code
+//! given as a string (`sh -c './x.sh'`, `flock lk -c …`, `script -c …`,
+//! `watch …`, `eval …`). Shell scripts are resolved recursively (a package
+//! script running `./deploy.sh`). Files are read only inside the
+//! workspace.
 //!
 //! What it does not cover: scripts a resolved script reaches through
 //! variables or other programs, dependencies' install scripts, and anything
@@ -26,6 +29,7 @@ use super::review::ResolvedScript;
 use super::review::ScriptKind;
 use super::shell_parse::Script;
 use super::shell_parse::parse;
+use super::shell_words::inline_shell;
 use super::shell_words::program_start;
 use crate::tools::Workspace;
 
@@ -91,6 +95,12 @@ impl Resolver<'_> {
             };
             let args = &cmd.words[start + 1..];
             let program = first.rsplit('/').next().unwrap_or(first);
+            if let Some(code) = inline_shell(program, args)
+                && depth < MAX_DEPTH
+            {
+                self.script(&parse(&code), &cwd, depth + 1);
+                continue;
+            }
             if program == "cd" {
                 if let Some(dir) = args.first()
                     && let Ok(p) = self.workspace.resolve(&cwd.join(dir).to_string_lossy())

@@ -4,8 +4,11 @@
 //! (reading credentials, dumping the environment, sending data to paste
 //! sites or hosts off the allowlist, piping downloads into an interpreter,
 //! force-pushing, world-writable permissions, running a script the same
-//! command writes), applied to every simple command of the parsed line,
-//! inside substitutions and groups, and to the scripts it would run.
+//! command writes, git settings that run commands, inline interpreter code
+//! that uses the network), applied to every simple command of the parsed
+//! line, inside substitutions and groups, through wrappers (`sudo`,
+//! `timeout`, `xargs`, `flock`, `script -c`, `watch`, `sh -c`...) and to
+//! the scripts it would run.
 
 use super::patterns;
 use super::patterns::HostAllowlist;
@@ -13,13 +16,19 @@ use super::review::Findings;
 use super::review::ResolvedScript;
 use super::review::ScriptKind;
 use super::review::scan_text;
+use super::review::sensitive_write_target;
+use super::shell_git;
+use super::shell_git::GitReview;
+use super::shell_inline;
 use super::shell_net;
 use super::shell_parse::Script;
 use super::shell_parse::SimpleCommand;
 use super::shell_parse::parse;
+use super::shell_words::SHELLS;
 use super::shell_words::basename;
 use super::shell_words::has;
 use super::shell_words::has_short;
+use super::shell_words::inline_shell;
 use super::shell_words::positionals;
 use super::shell_words::program_start;
 
@@ -29,11 +38,6 @@ const MAX_DEPTH: u8 = 6;
 /// Programs that fetch from the network (their output is downloaded data).
 const DOWNLOADERS: &[&str] = &[
     "curl", "wget", "fetch", "aria2c", "http", "https", "xh", "nc", "ncat", "netcat", "socat",
-];
-
-/// Shells.
-const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "csh", "tcsh",
 ];
 
 /// Other interpreters that run a program given on stdin.
@@ -87,7 +91,12 @@ pub(crate) fn review_command(
     let parsed = parse(command);
     walk(&parsed, allow, findings, 0);
     let mut written = Vec::new();
-    collect_written(&parsed, &mut written);
+    collect_written(&parsed, &mut written, 0);
+    for w in &written {
+        if let Some(what) = sensitive_write_target(w) {
+            findings.ask(format!("changes {what} ({w})"));
+        }
+    }
     for script in scripts {
         let name = file_name(&script.path);
         match script.kind {
@@ -176,7 +185,7 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
             walk(nested, allow, f, depth + 1);
         }
         redirects(cmd, f);
-        let downloads = cmd.nested.iter().any(contains_downloader);
+        let downloads = cmd.nested.iter().any(|n| contains_downloader(n, depth));
         let (start, elevated) = program_start(&cmd.words);
         let Some(program) = cmd.words.get(start).map(|w| basename(w)) else {
             downloaded |= downloads;
@@ -189,6 +198,15 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
             }
         }
         command_rules(program, args, allow, f, depth);
+        let inline = inline_shell(program, args);
+        if let Some(code) = &inline {
+            fork_bomb(code, f);
+            walk(&parse(code), allow, f, depth + 1);
+        }
+        if let Some(code) = shell_inline::inline_code(program, args) {
+            program_code(program, &code, allow, f, depth);
+        }
+        apply_git(shell_git::git_environment(&cmd.words), allow, f, depth);
         let runs_stdin = reads_program_from_stdin(program, args);
         if cmd.stage > 0 && downloaded && runs_stdin {
             f.ask(format!(
@@ -197,6 +215,7 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
         }
         let evaluates = SHELLS.contains(&program)
             || INTERPRETERS.contains(&program)
+            || inline.is_some()
             || matches!(program, "eval" | "source" | ".");
         if evaluates && downloads {
             f.ask(format!(
@@ -207,13 +226,38 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
             if SHELLS.contains(&program) {
                 walk(&parse(body), allow, f, depth + 1);
             } else {
-                scan_text(body, allow, true, f);
+                program_code(program, body, allow, f, depth);
             }
         }
         if elevated {
             f.ask(format!("runs {program} as another user (sudo)"));
         }
         downloaded |= downloads || DOWNLOADERS.contains(&program);
+    }
+}
+
+/// Program code given inline to an interpreter (`python3 -c`, a
+/// here-document): credentials and paste sites in it, network use, and
+/// the commands it spawns.
+fn program_code(program: &str, code: &str, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
+    scan_text(code, allow, true, f);
+    if let Some(what) = shell_inline::network_use(code) {
+        f.ask(format!(
+            "runs inline {program} code that uses the network ({what}), which the review cannot follow"
+        ));
+    }
+    for command in shell_inline::spawned_commands(code) {
+        walk(&parse(&command), allow, f, depth + 1);
+    }
+}
+
+/// The concerns of a git command, and the commands git would run.
+fn apply_git(review: GitReview, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
+    for reason in review.asks {
+        f.ask(reason);
+    }
+    for code in review.code {
+        walk(&parse(&code), allow, f, depth + 1);
     }
 }
 
@@ -237,14 +281,18 @@ fn redirects(cmd: &SimpleCommand, f: &mut Findings) {
     }
 }
 
-fn contains_downloader(script: &Script) -> bool {
-    script.commands.iter().any(|c| {
-        let (start, _) = program_start(&c.words);
-        c.words
-            .get(start)
-            .is_some_and(|w| DOWNLOADERS.contains(&basename(w)))
-            || c.nested.iter().any(contains_downloader)
-    })
+fn contains_downloader(script: &Script, depth: u8) -> bool {
+    depth <= MAX_DEPTH
+        && script.commands.iter().any(|c| {
+            let (start, _) = program_start(&c.words);
+            let Some(program) = c.words.get(start).map(|w| basename(w)) else {
+                return c.nested.iter().any(|n| contains_downloader(n, depth + 1));
+            };
+            DOWNLOADERS.contains(&program)
+                || c.nested.iter().any(|n| contains_downloader(n, depth + 1))
+                || inline_shell(program, &c.words[start + 1..])
+                    .is_some_and(|code| contains_downloader(&parse(&code), depth + 1))
+        })
 }
 
 /// Whether the program reads the code it runs from stdin (`sh`, `bash -s`,
@@ -315,7 +363,7 @@ fn command_rules(
                 f.deny(format!("changes the owner of system files ({program} -R)"));
             }
         }
-        "git" => git(args, f),
+        "git" => apply_git(shell_git::git(args), allow, f, depth),
         "shutdown" | "reboot" | "halt" | "poweroff" | "killall5" => {
             f.deny(format!("shuts down or disrupts the machine ({program})"));
         }
@@ -340,7 +388,9 @@ fn command_rules(
         "printenv" if args.is_empty() || args.iter().any(|a| patterns::is_secret_name(a)) => {
             f.ask("prints environment variables, which hold secrets");
         }
-        "env" => f.ask("dumps the environment, which holds secrets"),
+        "env" if inline_shell(program, args).is_none() => {
+            f.ask("dumps the environment, which holds secrets");
+        }
         "set" if args.is_empty() => f.ask("dumps the shell's variables, which hold secrets"),
         "export" if args.is_empty() || args.iter().all(|a| a == "-p") => {
             f.ask("dumps the environment, which holds secrets");
@@ -371,29 +421,8 @@ fn command_rules(
             f.ask("serves the workspace over HTTP");
         }
         "php" if has(args, "-S") => f.ask("serves the workspace over HTTP"),
-        "su" | "runuser" => {
-            f.ask(format!("runs commands as another user ({program})"));
-            shell_code(args, allow, f, depth);
-        }
-        p if SHELLS.contains(&p) => shell_code(args, allow, f, depth),
-        "eval" => walk(&parse(&args.join(" ")), allow, f, depth + 1),
+        "su" | "runuser" => f.ask(format!("runs commands as another user ({program})")),
         _ => {}
-    }
-}
-
-/// `sh -c CODE`: the code is a command line of its own.
-fn shell_code(args: &[String], allow: &HostAllowlist, f: &mut Findings, depth: u8) {
-    let Some(at) = args.iter().position(|a| {
-        a.starts_with('-')
-            && !a.starts_with("--")
-            && a[1..].bytes().all(|b| b.is_ascii_alphabetic())
-            && a.contains('c')
-    }) else {
-        return;
-    };
-    if let Some(code) = args[at + 1..].iter().find(|a| !a.starts_with('-')) {
-        fork_bomb(code, f);
-        walk(&parse(code), allow, f, depth + 1);
     }
 }
 
@@ -430,31 +459,6 @@ fn chmod(args: &[String], f: &mut Findings) {
         f.ask(format!(
             "makes files writable by everyone (chmod -R {mode})"
         ));
-    }
-}
-
-fn git(args: &[String], f: &mut Findings) {
-    let pos = positionals(args, "Cc");
-    let Some((sub, rest)) = pos.split_first() else {
-        return;
-    };
-    if *sub != "push" {
-        return;
-    }
-    let after = args
-        .iter()
-        .position(|a| a == "push")
-        .map_or(&args[..0], |i| &args[i + 1..]);
-    let force = after.iter().any(|a| {
-        matches!(a.as_str(), "--force" | "--mirror" | "--delete" | "--prune")
-            || a.starts_with("--force-with-lease")
-    }) || has_short(after, "fd");
-    let refspec = rest
-        .iter()
-        .skip(1)
-        .any(|r| r.starts_with('+') || r.starts_with(':'));
-    if force || refspec {
-        f.ask("force-pushes or deletes remote history (git push --force)");
     }
 }
 
@@ -495,10 +499,13 @@ fn find(args: &[String], allow: &HostAllowlist, f: &mut Findings, depth: u8) {
 
 /// Files a command writes: redirections, `tee`, copy destinations, curl
 /// and wget outputs (including the URL's file name for `-O`).
-fn collect_written(script: &Script, out: &mut Vec<String>) {
+fn collect_written(script: &Script, out: &mut Vec<String>, depth: u8) {
+    if depth > MAX_DEPTH {
+        return;
+    }
     for cmd in &script.commands {
         for n in &cmd.nested {
-            collect_written(n, out);
+            collect_written(n, out, depth + 1);
         }
         out.extend(
             cmd.redirects
@@ -511,6 +518,9 @@ fn collect_written(script: &Script, out: &mut Vec<String>) {
             continue;
         };
         let args = &cmd.words[start + 1..];
+        if let Some(code) = inline_shell(program, args) {
+            collect_written(&parse(&code), out, depth + 1);
+        }
         let url_names = || {
             args.iter()
                 .filter(|a| a.contains("://"))

@@ -1,23 +1,25 @@
 //! Reading a command's words: where the program starts after wrappers
-//! (`sudo`, `env`, `nohup`, `timeout`, `xargs`...), and flags versus
-//! positional arguments.
+//! (`sudo`, `env`, `nohup`, `timeout`, `xargs`, `flock`...), the shell code
+//! a wrapper runs (`sh -c`, `flock -c`, `script -c`, `watch`), and flags
+//! versus positional arguments.
+
+/// Shells.
+pub(crate) const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "csh", "tcsh",
+];
 
 /// Where the program of a command starts, after assignments, keywords
-/// and wrappers (`sudo`, `env A=b`, `nohup`, `timeout 5`, `xargs -n1`...);
-/// and whether it runs as another user.
+/// and wrappers (`sudo`, `env A=b`, `nohup`, `timeout 5`, `xargs -n1`,
+/// `flock lk`...); and whether it runs as another user. A wrapper given
+/// its command as one string of shell code (`flock lk -c CODE`,
+/// `script -c CODE`, `watch CODE`, `env -S CODE`) is the program itself:
+/// [`inline_shell`] gives its code.
 pub(crate) fn program_start(words: &[String]) -> (usize, bool) {
     let mut i = 0;
     let mut elevated = false;
-    let value_flags =
-        |w: &str, flags: &str| w.len() == 2 && w.starts_with('-') && flags.contains(&w[1..]);
     while let Some(w) = words.get(i) {
         let w = w.as_str();
-        let assignment = w.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty()
-                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                && !name.as_bytes()[0].is_ascii_digit()
-        });
-        if assignment
+        if is_assignment(w)
             || matches!(
                 w,
                 "!" | "{"
@@ -31,38 +33,42 @@ pub(crate) fn program_start(words: &[String]) -> (usize, bool) {
                     | "done"
                     | "while"
                     | "until"
-                    | "time"
-                    | "exec"
-                    | "command"
-                    | "builtin"
-                    | "nohup"
-                    | "setsid"
-                    | "unbuffer"
-                    | "chronic"
             )
         {
             i += 1;
             continue;
         }
-        let skip_flags = |mut j: usize, takes_value: &str| {
-            while let Some(f) = words.get(j) {
-                if f == "--" {
-                    return j + 1;
-                }
-                if !f.starts_with('-') || f.len() == 1 {
-                    break;
-                }
-                j += if value_flags(f, takes_value) { 2 } else { 1 };
-            }
-            j
-        };
-        match w {
+        let next = match basename(w) {
+            "time" => skip_flags(words, i + 1, "fo", &["--format", "--output"]),
+            "exec" => skip_flags(words, i + 1, "a", &[]),
+            "command" | "builtin" | "nohup" | "setsid" | "unbuffer" | "chronic" | "torsocks"
+            | "catchsegv" | "busybox" => skip_flags(words, i + 1, "", &[]),
             "sudo" | "doas" => {
                 elevated = true;
-                i = skip_flags(i + 1, "ugpCDrtUh");
+                skip_flags(
+                    words,
+                    i + 1,
+                    "ugpCDrtUhRT",
+                    &[
+                        "--user",
+                        "--group",
+                        "--prompt",
+                        "--chdir",
+                        "--close-from",
+                        "--role",
+                        "--type",
+                        "--host",
+                        "--other-user",
+                        "--chroot",
+                        "--command-timeout",
+                    ],
+                )
             }
             "env" => {
-                let mut j = skip_flags(i + 1, "uCS");
+                if env_split_string(&words[i + 1..]).is_some() {
+                    return (i, elevated);
+                }
+                let mut j = skip_flags(words, i + 1, "uCS", &["--unset", "--chdir"]);
                 while words
                     .get(j)
                     .is_some_and(|a| a.contains('=') && !a.starts_with('='))
@@ -72,18 +78,188 @@ pub(crate) fn program_start(words: &[String]) -> (usize, bool) {
                 if j >= words.len() {
                     return (i, elevated);
                 }
-                i = j;
+                j
             }
-            "nice" | "ionice" | "stdbuf" | "xargs" | "watch" | "strace" | "ltrace" => {
-                i = skip_flags(i + 1, "ncpIiLPsaEdoeO");
+            "nice" => skip_flags(words, i + 1, "n", &["--adjustment"]),
+            "ionice" => skip_flags(words, i + 1, "cnpPu", &["--class", "--classdata"]),
+            "stdbuf" => skip_flags(words, i + 1, "ioe", &["--input", "--output", "--error"]),
+            "xargs" => skip_flags(
+                words,
+                i + 1,
+                "adEILnPs",
+                &[
+                    "--arg-file",
+                    "--delimiter",
+                    "--max-lines",
+                    "--max-args",
+                    "--max-procs",
+                    "--max-chars",
+                    "--process-slot-var",
+                ],
+            ),
+            "strace" | "ltrace" => skip_flags(words, i + 1, "abeEIoOpPsSuXAFLnw", &[]),
+            "proxychains" | "proxychains4" => skip_flags(words, i + 1, "f", &[]),
+            "timeout" => skip_flags(words, i + 1, "sk", &["--signal", "--kill-after"]) + 1,
+            "watch" => {
+                let args = &words[i + 1..];
+                if !args
+                    .iter()
+                    .any(|a| a == "--exec" || is_cluster_with(a, 'x'))
+                {
+                    return (i, elevated);
+                }
+                skip_flags(words, i + 1, "n", &["--interval"])
             }
-            "timeout" => {
-                i = skip_flags(i + 1, "sk") + 1;
+            "flock" => {
+                // flock [options] FILE COMMAND... | FILE -c CODE | FD
+                let file = skip_flags(
+                    words,
+                    i + 1,
+                    "wE",
+                    &["--wait", "--timeout", "--conflict-exit-code"],
+                );
+                match words.get(file + 1).map(String::as_str) {
+                    None | Some("-c" | "--command") => return (i, elevated),
+                    Some(_) => file + 1,
+                }
+            }
+            "script" => {
+                // util-linux `script -c CODE [file]`; BSD `script [-q] FILE COMMAND...`
+                let args = &words[i + 1..];
+                if script_code(args).is_some() {
+                    return (i, elevated);
+                }
+                let file = skip_flags(words, i + 1, "EIOBTmFt", &["--log-io", "--echo"]);
+                if file + 1 >= words.len() {
+                    return (i, elevated);
+                }
+                file + 1
             }
             _ => return (i, elevated),
-        }
+        };
+        i = next;
     }
     (i, elevated)
+}
+
+/// `NAME=value` (a shell variable assignment).
+pub(crate) fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !name.as_bytes()[0].is_ascii_digit()
+    })
+}
+
+/// From `from`: past the flags of a wrapper, where `short` lists the
+/// single-letter flags that take the next word as their value and `long`
+/// the long ones (`--opt=value` is one word anyway). Stops at the first
+/// word that is not a flag, and after `--`.
+fn skip_flags(words: &[String], from: usize, short: &str, long: &[&str]) -> usize {
+    let mut j = from;
+    while let Some(f) = words.get(j) {
+        if f == "--" {
+            return j + 1;
+        }
+        if !f.starts_with('-') || f.len() == 1 {
+            break;
+        }
+        let takes_value = (f.len() == 2 && short.contains(&f[1..])) || long.contains(&f.as_str());
+        j += if takes_value { 2 } else { 1 };
+    }
+    j
+}
+
+/// A short-flag cluster (`-qc`) holding `letter`.
+fn is_cluster_with(word: &str, letter: char) -> bool {
+    word.starts_with('-')
+        && !word.starts_with("--")
+        && word.len() > 1
+        && word[1..].bytes().all(|b| b.is_ascii_alphabetic())
+        && word[1..].contains(letter)
+}
+
+/// The shell code a command runs as one string, if it takes one:
+/// `sh -c CODE`, `su -c CODE`, `flock FILE -c CODE`, `script -c CODE`,
+/// `watch CODE...` (joined, as watch does), `eval WORDS...`,
+/// `env -S CODE`. `program` is the basename of the program word.
+pub(crate) fn inline_shell(program: &str, args: &[String]) -> Option<String> {
+    match program {
+        p if SHELLS.contains(&p) => {
+            let at = args.iter().position(|a| is_cluster_with(a, 'c'))?;
+            args[at + 1..].iter().find(|a| !a.starts_with('-')).cloned()
+        }
+        "su" | "runuser" => args.iter().enumerate().find_map(|(i, a)| {
+            if a == "--command" || is_cluster_with(a, 'c') {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix("--command=").map(str::to_owned)
+            }
+        }),
+        "flock" => {
+            let at = args.iter().position(|a| a == "-c" || a == "--command")?;
+            args.get(at + 1).cloned()
+        }
+        "script" => script_code(args),
+        "watch"
+            if !args
+                .iter()
+                .any(|a| a == "--exec" || is_cluster_with(a, 'x')) =>
+        {
+            let words = args.to_vec();
+            let start = skip_flags(&words, 0, "n", &["--interval"]);
+            (start < words.len()).then(|| words[start..].join(" "))
+        }
+        "eval" => (!args.is_empty()).then(|| args.join(" ")),
+        "env" => env_split_string(args),
+        _ => None,
+    }
+}
+
+/// `script -c CODE`, `--command CODE`, `--command=CODE`, `-qc CODE`,
+/// `-cCODE`.
+fn script_code(args: &[String]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        if a == "--command" {
+            return args.get(i + 1).cloned();
+        }
+        if let Some(code) = a.strip_prefix("--command=") {
+            return Some(code.to_owned());
+        }
+        if a.starts_with('-') && !a.starts_with("--") && a.len() > 1 {
+            if let Some(at) = a.find('c') {
+                let rest = &a[at + 1..];
+                return if rest.is_empty() {
+                    args.get(i + 1).cloned()
+                } else {
+                    Some(rest.to_owned())
+                };
+            }
+        } else if !a.starts_with('-') {
+            // options end at the file name (BSD form: the command follows)
+            return None;
+        }
+    }
+    None
+}
+
+/// `env -S STRING` / `--split-string=STRING`: a command line in one word.
+fn env_split_string(args: &[String]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        if a == "-S" || a == "--split-string" {
+            return args.get(i + 1).cloned();
+        }
+        if let Some(s) = a
+            .strip_prefix("--split-string=")
+            .or_else(|| a.strip_prefix("-S"))
+        {
+            return Some(s.to_owned());
+        }
+        if !a.starts_with('-') {
+            return None;
+        }
+    }
+    None
 }
 
 /// The file name of a program path.

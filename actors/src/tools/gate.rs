@@ -13,7 +13,9 @@
 //!    the rules decide, and the reviewer model (if configured) may make it
 //!    stricter. `shadow` logs the decision and goes on as if allowed;
 //!    `enforce` keeps it. Anything not allowed is logged to the review log.
-//!    `deny` → [`GateDecision::Refuse`] (not offered for approval).
+//!    `deny` → [`GateDecision::Refuse`] (not offered for approval). Writes
+//!    in the bot's notes area are not reviewed, except files that run
+//!    later (a repository's `.git/`, CI pipelines, shell start-up files).
 //! 3. **approval** — only for side effects ([`is_side_effect`]): an `ask`
 //!    whose exact action (same fingerprint, same script hashes) was
 //!    approved runs, and the caller uses the approval up when the call
@@ -28,6 +30,12 @@
 //!    lock. Waiting ends if the turn is cancelled or a person's new message
 //!    interrupts it: the call has not started, so it does not start →
 //!    [`GateDecision::Stopped`] (the caller records it as not run).
+//!    A reviewed Shell call then reads its scripts again, holding the
+//!    exclusive lock: if one changed while the call waited (another bot's
+//!    command rewrote it), the locks are let go and the call goes back to
+//!    step 2 — the changed script is reviewed, and an approval of the old
+//!    one (another fingerprint) does not cover it. After `MAX_REVIEWS`
+//!    passes it is refused.
 //! 5. **run** — [`GateDecision::Run`]: the caller runs the tool holding the
 //!    guards and drops them when it finishes; with `approval`, it first
 //!    commits [`Mutation::ConsumeApproval`] with the call's start, and does
@@ -45,7 +53,6 @@ use botfleet_memory::ApprovalRequestOutcome;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewApproval;
-use botfleet_memory::ReviewRecord;
 use botfleet_memory::SessionKind;
 use serde_json::Value;
 
@@ -63,15 +70,24 @@ use crate::safety::ExclusiveGuard;
 use crate::safety::LockManager;
 use crate::safety::LockMode;
 use crate::safety::PathGuard;
-use crate::safety::ReviewConfig;
 use crate::safety::ReviewDecision;
 use crate::safety::ReviewMode;
 use crate::safety::ReviewSurface;
 use crate::safety::approvals::minutes;
-use crate::safety::may_run_scripts;
-use crate::safety::resolve_scripts;
-use crate::safety::review_rules;
-use crate::safety::review_with_model;
+
+#[path = "gate_review.rs"]
+mod review;
+
+use review::build_action;
+use review::denied;
+use review::in_notes_area;
+use review::log_review;
+use review::review;
+use review::scripts_unchanged;
+
+/// Most times a Shell call is reviewed because its scripts changed while
+/// it waited for the workspace; then it is refused.
+const MAX_REVIEWS: usize = 3;
 
 /// What the gate needs that lives as long as the fleet: the workspace's
 /// file locks and the surface policy. The review settings are in
@@ -156,60 +172,104 @@ impl Gate {
             return GateDecision::Refuse(e);
         }
         let kind = effective_kind(ctx, name);
-        let config = &rt.settings.review;
-        let reviewed = review_surface(kind, runner, || in_notes_area(ctx, args))
-            .filter(|s| config.modes.get(*s) != ReviewMode::Off);
-        let enforced = reviewed.filter(|s| config.modes.get(*s) == ReviewMode::Enforce);
-        // 2. review
-        let mut decision = ReviewDecision::Allow;
-        let mut action = None;
-        if let Some(surface) = reviewed {
-            let built = build_action(ctx, name, surface, args).await;
-            let mode = config.modes.get(surface);
-            let reviewed_decision = review(ctx, &built, config).await;
-            if reviewed_decision != ReviewDecision::Allow {
-                log_review(ctx, &built, mode, &reviewed_decision).await;
+        for _ in 0..MAX_REVIEWS {
+            let (decision, action) = review_to_locks(ctx, name, tool, args, kind).await;
+            let recheck = matches!(decision, GateDecision::Run { .. })
+                && action
+                    .as_ref()
+                    .is_some_and(|a| a.surface == ReviewSurface::Shell);
+            if !recheck {
+                return decision;
             }
-            if mode == ReviewMode::Enforce {
-                decision = reviewed_decision;
+            if let Some(action) = &action
+                && scripts_unchanged(ctx, args, action).await
+            {
+                return decision;
             }
-            action = Some(built);
+            // let go of the workspace before reviewing again
+            drop(decision);
+            tracing::info!(
+                bot = %ctx.bot.id,
+                call = ctx.call_id,
+                "a script the command runs changed while it waited for the workspace: reviewing it again"
+            );
         }
-        if let ReviewDecision::Deny { reason } = &decision {
-            return GateDecision::Refuse(denied(ctx, reason));
-        }
-        if let ReviewDecision::Ask { reason } = &decision
-            && kind == ToolKind::Delivery
-            && matches!(runner, Runner::GroupMember { .. })
-        {
-            // a room's message waiting for a person's approval could never
-            // be published: the discussion does not wait, and a later turn
-            // speaks out of its order (what it sends is held)
-            return GateDecision::Refuse(ToolError::new(
-                format!(
-                    "not published: auto-review wants a person to approve this message ({reason}), \
-                     and a room discussion does not wait for approvals"
-                ),
-                "say it without that, or leave it to a private conversation with your owner",
-            ));
-        }
-        // 3. approval. Not for SendMessage: the bot's own messages to its
-        // people go on while a person decides (one that review would ask
-        // about was refused above), also in a shared room, where review
-        // looks at them
-        if kind != ToolKind::Delivery
-            && is_side_effect(tool.effect(), tool.mutates(), enforced.is_some())
-        {
-            match approval_stage(ctx, action.as_ref(), &decision).await {
-                Ok(Stage::Proceed(approval)) => {
-                    return run_with_locks(ctx, kind, name, args, approval).await;
-                }
-                Ok(Stage::Stop(d)) => return d,
-                Err(e) => return GateDecision::Refuse(e),
-            }
-        }
-        run_with_locks(ctx, kind, name, args, None).await
+        GateDecision::Refuse(ToolError::new(
+            format!(
+                "not run: the scripts this command runs changed each time it waited for the workspace ({MAX_REVIEWS} times), so what would run was never reviewed"
+            ),
+            "try again once the other commands changing those scripts have finished",
+        ))
     }
+}
+
+/// Steps 2 to 4 (review, approval, locks), with the action review built
+/// (none when the call is not reviewed).
+async fn review_to_locks(
+    ctx: &ToolContext<'_>,
+    name: &str,
+    tool: &dyn Tool,
+    args: &Value,
+    kind: ToolKind,
+) -> (GateDecision, Option<Action>) {
+    let runner = ctx.scope.runner;
+    let config = &ctx.rt.settings.review;
+    let reviewed = review_surface(kind, runner, || in_notes_area(ctx, args))
+        .filter(|s| config.modes.get(*s) != ReviewMode::Off);
+    let enforced = reviewed.filter(|s| config.modes.get(*s) == ReviewMode::Enforce);
+    // 2. review
+    let mut decision = ReviewDecision::Allow;
+    let mut action = None;
+    if let Some(surface) = reviewed {
+        let built = build_action(ctx, name, surface, args).await;
+        let mode = config.modes.get(surface);
+        let reviewed_decision = review(ctx, &built, config).await;
+        if reviewed_decision != ReviewDecision::Allow {
+            log_review(ctx, &built, mode, &reviewed_decision).await;
+        }
+        if mode == ReviewMode::Enforce {
+            decision = reviewed_decision;
+        }
+        action = Some(built);
+    }
+    if let ReviewDecision::Deny { reason } = &decision {
+        return (GateDecision::Refuse(denied(ctx, reason)), action);
+    }
+    if let ReviewDecision::Ask { reason } = &decision
+        && kind == ToolKind::Delivery
+        && matches!(runner, Runner::GroupMember { .. })
+    {
+        // a room's message waiting for a person's approval could never
+        // be published: the discussion does not wait, and a later turn
+        // speaks out of its order (what it sends is held)
+        let refusal = ToolError::new(
+            format!(
+                "not published: auto-review wants a person to approve this message ({reason}), \
+                 and a room discussion does not wait for approvals"
+            ),
+            "say it without that, or leave it to a private conversation with your owner",
+        );
+        return (GateDecision::Refuse(refusal), action);
+    }
+    // 3. approval. Not for SendMessage: the bot's own messages to its
+    // people go on while a person decides (one that review would ask
+    // about was refused above), also in a shared room, where review
+    // looks at them
+    let mut approval = None;
+    if kind != ToolKind::Delivery
+        && is_side_effect(tool.effect(), tool.mutates(), enforced.is_some())
+    {
+        match approval_stage(ctx, action.as_ref(), &decision).await {
+            Ok(Stage::Proceed(a)) => approval = a,
+            Ok(Stage::Stop(d)) => return (d, action),
+            Err(e) => return (GateDecision::Refuse(e), action),
+        }
+    }
+    // 4. locks
+    (
+        run_with_locks(ctx, kind, name, args, approval).await,
+        action,
+    )
 }
 
 impl Gate {
@@ -285,169 +345,6 @@ pub fn review_surface(
 /// people, never wait.
 pub fn is_side_effect(effect: Effect, mutates: bool, enforced_surface: bool) -> bool {
     enforced_surface || (effect == Effect::External && mutates)
-}
-
-/// Whether a Write/Edit stays inside `<notes_dir>/<bot id>/`.
-fn in_notes_area(ctx: &ToolContext<'_>, args: &Value) -> bool {
-    let Some(path) = args.get("path").and_then(Value::as_str) else {
-        return false;
-    };
-    let notes = ctx
-        .workspace()
-        .root()
-        .join(&ctx.rt.settings.review.notes_dir)
-        .join(ctx.bot.id.as_str());
-    ctx.workspace()
-        .resolve(path)
-        .is_ok_and(|p| p.starts_with(&notes))
-}
-
-/// The exact action of a call: canonical arguments (a Shell timeout does
-/// not change the effect and is left out), a summary, and for Shell the
-/// scripts it would run, read now.
-async fn build_action(
-    ctx: &ToolContext<'_>,
-    tool: &str,
-    surface: ReviewSurface,
-    args: &Value,
-) -> Action {
-    let mut canonical = args.clone();
-    let mut scripts = Vec::new();
-    let text = |key: &str| {
-        args.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    if surface == ReviewSurface::Shell {
-        if let Some(map) = canonical.as_object_mut() {
-            map.remove("timeout_s");
-        }
-        let workspace = ctx.workspace().clone();
-        let cwd = match args.get("cwd").and_then(Value::as_str) {
-            Some(c) => workspace
-                .resolve(c)
-                .unwrap_or_else(|_| workspace.root().to_path_buf()),
-            None => workspace.root().to_path_buf(),
-        };
-        let command = text("command");
-        if may_run_scripts(&command) {
-            // reads files: off the async workers
-            scripts =
-                tokio::task::spawn_blocking(move || resolve_scripts(&workspace, &cwd, &command))
-                    .await
-                    .unwrap_or_default();
-        }
-    }
-    let short = |s: String| -> String {
-        if s.chars().count() > 160 {
-            format!("{}…", s.chars().take(160).collect::<String>())
-        } else {
-            s
-        }
-    };
-    let mut summary = match tool {
-        "Shell" => format!("run `{}`", short(text("command"))),
-        "Write" => format!("write {} ({} bytes)", text("path"), text("content").len()),
-        "Edit" => format!("edit {}", text("path")),
-        "Task" => format!("start a subagent: {}", short(text("description"))),
-        "SendToAgent" => format!("send a message to {}", text("agent")),
-        "SendMessage" if ctx.scope.session.key.kind == SessionKind::Agent => {
-            format!("reply to {}", ctx.scope.session.key.peer)
-        }
-        "SendMessage" => "post a message in a room shared with other people".to_owned(),
-        "CreateAgent" => format!("create the agent {}", text("name")),
-        "UpdateAgent" => format!("change the agent {}", text("agent")),
-        other => format!("call {other}"),
-    };
-    if !scripts.is_empty() {
-        let origins: Vec<&str> = scripts.iter().map(|s| s.origin.as_str()).collect();
-        summary.push_str(&format!(" (runs {})", origins.join(", ")));
-    }
-    Action {
-        tool: tool.to_owned(),
-        surface,
-        args: canonical,
-        summary,
-        scripts,
-    }
-}
-
-/// Rules, then the reviewer model when the rules allow and one is set.
-async fn review(ctx: &ToolContext<'_>, action: &Action, config: &ReviewConfig) -> ReviewDecision {
-    let rules = review_rules(action, config);
-    if rules != ReviewDecision::Allow {
-        return rules;
-    }
-    let Some(name) = &config.reviewer else {
-        return rules;
-    };
-    match ctx.rt.models.get(name) {
-        Some(model) => {
-            review_with_model(
-                model.as_ref(),
-                ctx.bot.id.as_str(),
-                action,
-                config.reviewer_timeout,
-                ctx.cancel,
-            )
-            .await
-        }
-        None => ReviewDecision::Ask {
-            reason: format!(
-                "the reviewer model {name:?} is not configured, so a person must decide"
-            ),
-        },
-    }
-}
-
-/// Logs a decision that was not `allow` (tracing and the review log).
-async fn log_review(
-    ctx: &ToolContext<'_>,
-    action: &Action,
-    mode: ReviewMode,
-    decision: &ReviewDecision,
-) {
-    tracing::info!(
-        bot = %ctx.bot.id,
-        tool = %action.tool,
-        surface = action.surface.as_str(),
-        mode = mode.as_str(),
-        decision = decision.name(),
-        reason = decision.reason().unwrap_or(""),
-        "auto-review"
-    );
-    let record = ReviewRecord {
-        bot: ctx.bot.id.clone(),
-        session: ctx.session(),
-        turn: Some(ctx.turn),
-        call_id: ctx.call_id.to_owned(),
-        tool: action.tool.clone(),
-        surface: action.surface.as_str().to_owned(),
-        mode: mode.as_str().to_owned(),
-        decision: decision.name().to_owned(),
-        reason: decision.reason().unwrap_or("").to_owned(),
-        fingerprint: action.fingerprint(),
-        at: 0,
-    };
-    if let Err(e) = ctx
-        .store()
-        .write(vec![Mutation::RecordReview(Box::new(record))])
-        .await
-    {
-        tracing::warn!(error = %e, "could not log a review decision");
-    }
-}
-
-fn denied(ctx: &ToolContext<'_>, reason: &str) -> ToolError {
-    let text = prompts()
-        .review_denied
-        .render(&[("reason", reason), ("owner", ctx.bot.owner.as_str())])
-        .unwrap_or_else(|_| format!("auto-review blocked this action: {reason}"));
-    ToolError::new(
-        text,
-        "do not retry it or reach the same result another way; tell your owner what you need",
-    )
 }
 
 fn store_failed(e: impl std::fmt::Display) -> ToolError {

@@ -594,3 +594,6 @@ fn predicates() {
 
 #[path = "gate_approval_tests.rs"]
 mod approval;
+
+#[path = "gate_review_tests.rs"]
+mod review;

@@ -1,0 +1,244 @@
+//! The gate's review step: which writes are in the notes area, the exact
+//! action of a call (for Shell, with the scripts it runs, read now), the
+//! rules and the reviewer model, the review log, and the check that a
+//! Shell command's scripts did not change between review and its lock.
+
+use botfleet_memory::Mutation;
+use botfleet_memory::ReviewRecord;
+use botfleet_memory::SessionKind;
+use serde_json::Value;
+
+use super::super::ToolContext;
+use super::super::ToolError;
+use crate::prompts::prompts;
+use crate::safety::Action;
+use crate::safety::ResolvedScript;
+use crate::safety::ReviewConfig;
+use crate::safety::ReviewDecision;
+use crate::safety::ReviewMode;
+use crate::safety::ReviewSurface;
+use crate::safety::may_run_scripts;
+use crate::safety::resolve_scripts;
+use crate::safety::review_rules;
+use crate::safety::review_with_model;
+use crate::safety::sensitive_write_target;
+
+/// Whether a Write/Edit stays inside `<notes_dir>/<bot id>/` and changes
+/// nothing that runs later: git internals (a repository's hooks and
+/// config), CI pipelines and shell start-up files are reviewed wherever
+/// they are, also when a symlink leads there.
+pub(super) fn in_notes_area(ctx: &ToolContext<'_>, args: &Value) -> bool {
+    let Some(path) = args.get("path").and_then(Value::as_str) else {
+        return false;
+    };
+    let root = ctx.workspace().root();
+    let notes = root
+        .join(&ctx.rt.settings.review.notes_dir)
+        .join(ctx.bot.id.as_str());
+    sensitive_write_target(path).is_none()
+        && ctx.workspace().resolve(path).is_ok_and(|p| {
+            p.starts_with(&notes)
+                && p.strip_prefix(root)
+                    .is_ok_and(|rel| sensitive_write_target(&rel.to_string_lossy()).is_none())
+        })
+}
+
+/// The scripts a Shell call would run, read now (none when the command
+/// cannot run a script file).
+async fn shell_scripts(ctx: &ToolContext<'_>, args: &Value) -> Vec<ResolvedScript> {
+    let command = args
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if !may_run_scripts(&command) {
+        return Vec::new();
+    }
+    let workspace = ctx.workspace().clone();
+    let cwd = match args.get("cwd").and_then(Value::as_str) {
+        Some(c) => workspace
+            .resolve(c)
+            .unwrap_or_else(|_| workspace.root().to_path_buf()),
+        None => workspace.root().to_path_buf(),
+    };
+    // reads files: off the async workers
+    tokio::task::spawn_blocking(move || resolve_scripts(&workspace, &cwd, &command))
+        .await
+        .unwrap_or_default()
+}
+
+/// Whether the scripts a reviewed Shell call runs are still the ones that
+/// were reviewed (same files, same hashes). Called holding the
+/// workspace's exclusive lock: once it says yes, nothing of botfleet's
+/// can change them before the call runs.
+pub(super) async fn scripts_unchanged(
+    ctx: &ToolContext<'_>,
+    args: &Value,
+    action: &Action,
+) -> bool {
+    shell_scripts(ctx, args).await == action.scripts
+}
+
+/// The exact action of a call: canonical arguments (a Shell timeout does
+/// not change the effect and is left out), a summary, and for Shell the
+/// scripts it would run, read now.
+pub(super) async fn build_action(
+    ctx: &ToolContext<'_>,
+    tool: &str,
+    surface: ReviewSurface,
+    args: &Value,
+) -> Action {
+    let mut canonical = args.clone();
+    let mut scripts = Vec::new();
+    let text = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    if surface == ReviewSurface::Shell {
+        if let Some(map) = canonical.as_object_mut() {
+            map.remove("timeout_s");
+        }
+        scripts = shell_scripts(ctx, args).await;
+    }
+    let short = |s: String| -> String {
+        if s.chars().count() > 160 {
+            format!("{}…", s.chars().take(160).collect::<String>())
+        } else {
+            s
+        }
+    };
+    let mut summary = match tool {
+        "Shell" => format!("run `{}`", short(text("command"))),
+        "Write" => format!("write {} ({} bytes)", text("path"), text("content").len()),
+        "Edit" => format!("edit {}", text("path")),
+        "Task" => format!("start a subagent: {}", short(text("description"))),
+        "SendToAgent" => format!("send a message to {}", text("agent")),
+        "SendMessage" if ctx.scope.session.key.kind == SessionKind::Agent => {
+            format!("reply to {}", ctx.scope.session.key.peer)
+        }
+        "SendMessage" => "post a message in a room shared with other people".to_owned(),
+        "CreateAgent" => format!("create the agent {}", text("name")),
+        "UpdateAgent" => format!("change the agent {}", text("agent")),
+        other => format!("call {other}"),
+    };
+    if !scripts.is_empty() {
+        let origins: Vec<&str> = scripts.iter().map(|s| s.origin.as_str()).collect();
+        summary.push_str(&format!(" (runs {})", origins.join(", ")));
+    }
+    Action {
+        tool: tool.to_owned(),
+        surface,
+        args: canonical,
+        summary,
+        scripts,
+    }
+}
+
+/// Rules, then the reviewer model when the rules allow and one is set.
+pub(super) async fn review(
+    ctx: &ToolContext<'_>,
+    action: &Action,
+    config: &ReviewConfig,
+) -> ReviewDecision {
+    let rules = review_rules(action, config).stricter(symlinked_target(ctx, action));
+    if rules != ReviewDecision::Allow {
+        return rules;
+    }
+    let Some(name) = &config.reviewer else {
+        return rules;
+    };
+    match ctx.rt.models.get(name) {
+        Some(model) => {
+            review_with_model(
+                model.as_ref(),
+                ctx.bot.id.as_str(),
+                action,
+                config.reviewer_timeout,
+                ctx.cancel,
+            )
+            .await
+        }
+        None => ReviewDecision::Ask {
+            reason: format!(
+                "the reviewer model {name:?} is not configured, so a person must decide"
+            ),
+        },
+    }
+}
+
+/// A Write/Edit whose path leads, through a symlink, to a file that runs
+/// later (the rules only see the path as given).
+fn symlinked_target(ctx: &ToolContext<'_>, action: &Action) -> ReviewDecision {
+    let given = action.args.get("path").and_then(Value::as_str);
+    let Some(given) = given.filter(|_| action.surface == ReviewSurface::FileWrite) else {
+        return ReviewDecision::Allow;
+    };
+    let root = ctx.workspace().root();
+    let resolved = ctx.workspace().resolve(given).ok().and_then(|p| {
+        p.strip_prefix(root)
+            .ok()
+            .map(|rel| rel.to_string_lossy().into_owned())
+    });
+    match resolved {
+        Some(rel) if sensitive_write_target(given).is_none() => {
+            match sensitive_write_target(&rel) {
+                Some(what) => ReviewDecision::Ask {
+                    reason: format!("changes {what} ({rel}, where {given} leads)"),
+                },
+                None => ReviewDecision::Allow,
+            }
+        }
+        Some(_) | None => ReviewDecision::Allow,
+    }
+}
+
+/// Logs a decision that was not `allow` (tracing and the review log).
+pub(super) async fn log_review(
+    ctx: &ToolContext<'_>,
+    action: &Action,
+    mode: ReviewMode,
+    decision: &ReviewDecision,
+) {
+    tracing::info!(
+        bot = %ctx.bot.id,
+        tool = %action.tool,
+        surface = action.surface.as_str(),
+        mode = mode.as_str(),
+        decision = decision.name(),
+        reason = decision.reason().unwrap_or(""),
+        "auto-review"
+    );
+    let record = ReviewRecord {
+        bot: ctx.bot.id.clone(),
+        session: ctx.session(),
+        turn: Some(ctx.turn),
+        call_id: ctx.call_id.to_owned(),
+        tool: action.tool.clone(),
+        surface: action.surface.as_str().to_owned(),
+        mode: mode.as_str().to_owned(),
+        decision: decision.name().to_owned(),
+        reason: decision.reason().unwrap_or("").to_owned(),
+        fingerprint: action.fingerprint(),
+        at: 0,
+    };
+    if let Err(e) = ctx
+        .store()
+        .write(vec![Mutation::RecordReview(Box::new(record))])
+        .await
+    {
+        tracing::warn!(error = %e, "could not log a review decision");
+    }
+}
+
+pub(super) fn denied(ctx: &ToolContext<'_>, reason: &str) -> ToolError {
+    let text = prompts()
+        .review_denied
+        .render(&[("reason", reason), ("owner", ctx.bot.owner.as_str())])
+        .unwrap_or_else(|_| format!("auto-review blocked this action: {reason}"));
+    ToolError::new(
+        text,
+        "do not retry it or reach the same result another way; tell your owner what you need",
+    )
+}
