@@ -40,7 +40,8 @@ pub(crate) struct ListQuery {
 }
 
 /// `GET /v1/approvals`: the user's approvals, pending first (oldest
-/// first), then the others newest first.
+/// first), then the others newest first; with `?status=`, only those whose
+/// status is that one, however old.
 pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -70,13 +71,16 @@ pub(crate) async fn list(
     for bot in bots {
         approvals::expire_stale(rt, &bot).await?;
     }
-    let listed: Vec<_> = store
-        .approvals_of_owner(&user.0, if q.status.is_some() { MAX_LIMIT } else { limit })
-        .await?
-        .into_iter()
-        .filter(|a| q.status.is_none_or(|s| a.status == s))
-        .take(limit as usize)
-        .collect();
+    // filtered in the store's query, before its limit: filtering a page of
+    // the newest would miss older approvals of that status
+    let listed = match q.status {
+        Some(status) => {
+            store
+                .approvals_of_owner_with_status(&user.0, status, limit)
+                .await?
+        }
+        None => store.approvals_of_owner(&user.0, limit).await?,
+    };
     Ok(Json(json!({ "approvals": listed })))
 }
 

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
-use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use botfleet_memory::UserId;
 use sha2::Digest;
@@ -12,6 +11,7 @@ use sha2::Sha256;
 
 use super::ApiState;
 use super::error::ApiError;
+use super::extract::single_header;
 
 /// Tokens, stored as SHA-256 digests so that a lookup does not compare
 /// secrets byte by byte.
@@ -46,7 +46,8 @@ impl FromRequestParts<ApiState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
-        let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
+        // two tokens would leave which user asks to a guess
+        let header = single_header(&parts.headers, "Authorization")?.ok_or_else(|| {
             ApiError::Unauthorized("missing `Authorization: Bearer <token>` header".into())
         })?;
         let value = header

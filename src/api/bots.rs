@@ -25,12 +25,10 @@ use super::AuthUser;
 use super::error::ApiError;
 use super::extract::NoQuery;
 use super::extract::Path;
+use super::extract::idempotency_key;
 use super::extract::json_object;
 use super::extract::read_body;
 use super::owned_bot;
-
-/// Longest idempotency key accepted.
-const MAX_KEY_LEN: usize = 200;
 
 pub(crate) async fn list(
     State(state): State<ApiState>,
@@ -133,21 +131,7 @@ pub(crate) async fn post_message(
             state.limits.max_text_chars
         )));
     }
-    let key = match headers.get("idempotency-key") {
-        Some(v) => {
-            let k = v
-                .to_str()
-                .map_err(|_| ApiError::BadRequest("the Idempotency-Key header is not text".into()))?
-                .trim();
-            if k.is_empty() || k.len() > MAX_KEY_LEN {
-                return Err(ApiError::BadRequest(format!(
-                    "the Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
-                )));
-            }
-            Some(k.to_owned())
-        }
-        None => None,
-    };
+    let key = idempotency_key(&headers)?;
     let req = botfleet_actors::user_message(&user.0, &record, text, key.as_deref());
     let target = req.session.id();
     let outcome = state.fleet.admit(req).await?;

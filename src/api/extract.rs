@@ -1,12 +1,14 @@
-//! A request's input — path parameters, the query string, the body — read
-//! so that every failure is answered in the API's one error shape
-//! ([`ApiError`]), never as axum's plain-text rejections.
+//! A request's input — path parameters, the query string, headers, the
+//! body — read so that every failure is answered in the API's one error
+//! shape ([`ApiError`]), never as axum's plain-text rejections.
 
 use axum::body::Bytes;
 use axum::extract::FromRequestParts;
 use axum::extract::Query;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::rejection::PathRejection;
+use axum::http::HeaderMap;
+use axum::http::HeaderValue;
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::Deserialize;
@@ -57,6 +59,46 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
                 ))
             })
     }
+}
+
+/// Longest `Idempotency-Key` accepted.
+const MAX_KEY_LEN: usize = 200;
+
+/// The value of header `name` (as people spell it: `Authorization`), or
+/// `None` when the request does not send it. Sent more than once it is
+/// ambiguous: `400` naming it, where using the first would silently drop
+/// what the client meant by the others.
+pub(crate) fn single_header<'a>(
+    headers: &'a HeaderMap,
+    name: &str,
+) -> Result<Option<&'a HeaderValue>, ApiError> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        let times = headers.get_all(name).iter().count();
+        return Err(ApiError::BadRequest(format!(
+            "the {name} header is sent {times} times, so the request is ambiguous; send it once"
+        )));
+    }
+    Ok(first)
+}
+
+/// The `Idempotency-Key` header, trimmed, or `None` without one; `400`
+/// when it is not text, empty, longer than [`MAX_KEY_LEN`] or sent twice.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = single_header(headers, "Idempotency-Key")? else {
+        return Ok(None);
+    };
+    let k = v
+        .to_str()
+        .map_err(|_| ApiError::BadRequest("the Idempotency-Key header is not text".into()))?
+        .trim();
+    if k.is_empty() || k.len() > MAX_KEY_LEN {
+        return Err(ApiError::BadRequest(format!(
+            "the Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
+        )));
+    }
+    Ok(Some(k.to_owned()))
 }
 
 /// A request body as read, or the error to answer: `413 too_large` past

@@ -26,11 +26,10 @@ use super::AuthUser;
 use super::error::ApiError;
 use super::extract::NoQuery;
 use super::extract::Path;
+use super::extract::idempotency_key;
 use super::extract::json_object;
 use super::extract::read_body;
 
-/// Longest idempotency key accepted.
-const MAX_KEY_LEN: usize = 200;
 /// Most entries one page returns.
 const MAX_PAGE: i64 = 1000;
 
@@ -134,22 +133,6 @@ pub(crate) async fn get_one(
 #[serde(deny_unknown_fields)]
 struct MessageBody {
     text: String,
-}
-
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(v) = headers.get("idempotency-key") else {
-        return Ok(None);
-    };
-    let k = v
-        .to_str()
-        .map_err(|_| ApiError::BadRequest("the Idempotency-Key header is not text".into()))?
-        .trim();
-    if k.is_empty() || k.len() > MAX_KEY_LEN {
-        return Err(ApiError::BadRequest(format!(
-            "the Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
-        )));
-    }
-    Ok(Some(k.to_owned()))
 }
 
 pub(crate) async fn post_message(

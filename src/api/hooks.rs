@@ -42,6 +42,7 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::Path;
 use super::extract::read_body;
+use super::extract::single_header;
 
 /// Header with the delivery id (the idempotency key of a delivery).
 pub const DELIVERY_HEADER: &str = "x-botfleet-delivery";
@@ -118,8 +119,7 @@ fn new_mac(secret: &[u8]) -> Result<Hmac<Sha256>, ApiError> {
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ApiError> {
-    headers
-        .get(name)
+    single_header(headers, name)?
         .map(|v| {
             v.to_str()
                 .map(str::trim)

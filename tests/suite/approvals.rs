@@ -3,6 +3,7 @@
 //! expiry on a new user message. Approvals are created through the store's
 //! public API, as the gate does.
 
+use botfleet_memory::ApprovalDecision;
 use botfleet_memory::ApprovalId;
 use botfleet_memory::ApprovalRequestOutcome;
 use botfleet_memory::Mutation;
@@ -49,7 +50,24 @@ async fn start() -> (TestHost, String) {
 /// A pending approval of bot `r` in `session`, as the gate would ask.
 async fn ask(host: &TestHost, session: &str, command: &str) -> ApprovalId {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
-    let new = NewApproval {
+    let new = new_approval(session, command);
+    let r = rt
+        .store
+        .write(vec![Mutation::RequestApproval(Box::new(new))])
+        .await
+        .unwrap();
+    match r.into_iter().next() {
+        Some(MutationResult::ApprovalRequested(o)) => match *o {
+            ApprovalRequestOutcome::Created(a) => a.id,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+/// What the gate asks to run `command` in `session`.
+fn new_approval(session: &str, command: &str) -> NewApproval {
+    NewApproval {
         id: ApprovalId::new_v7(),
         bot: "r".parse().unwrap(),
         session: session.parse().unwrap(),
@@ -62,18 +80,6 @@ async fn ask(host: &TestHost, session: &str, command: &str) -> ApprovalId {
         action: json!({"tool": "Shell", "args": {"command": command}}),
         ttl_ms: 600_000,
         max_pending: 4,
-    };
-    let r = rt
-        .store
-        .write(vec![Mutation::RequestApproval(Box::new(new))])
-        .await
-        .unwrap();
-    match r.into_iter().next() {
-        Some(MutationResult::ApprovalRequested(o)) => match *o {
-            ApprovalRequestOutcome::Created(a) => a.id,
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
     }
 }
 
@@ -237,6 +243,48 @@ async fn the_api_lists_decides_and_wakes_the_bot() {
             && e["status"] == "expired"),
         "{entries:#?}"
     );
+    host.shutdown().await;
+}
+
+/// `?status=` filters before the limit: an approval older than the newest
+/// 500 is still listed by its status (the listing used to filter a page of
+/// the newest 500, and answered `[]`).
+#[tokio::test]
+async fn a_status_listing_reaches_past_the_newest_approvals() {
+    let (host, session) = start().await;
+    let old = ask(&host, &session, "./deploy.sh").await;
+    let store = &host.host.as_ref().unwrap().fleet.runtime().store;
+    let decide = |id, decision| Mutation::DecideApproval {
+        id,
+        decision,
+        by: "alice".parse().unwrap(),
+    };
+    let mut newer = vec![decide(old, ApprovalDecision::Approve)];
+    for i in 0..510 {
+        let new = new_approval(&session, &format!("./step-{i}.sh"));
+        let id = new.id;
+        newer.push(Mutation::RequestApproval(Box::new(new)));
+        newer.push(decide(id, ApprovalDecision::Deny));
+    }
+    store.write(newer).await.unwrap();
+
+    let (status, v) = host.get("/v1/approvals?status=approved", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    let approved: Vec<&Value> = v["approvals"].as_array().unwrap().iter().collect();
+    assert_eq!(approved.len(), 1, "{v}");
+    assert_eq!(approved[0]["id"], old.to_string());
+    let (_, one) = host.get(&format!("/v1/approvals/{old}"), TOKEN).await;
+    assert_eq!(one["approval"]["status"], "approved");
+    // the limit counts the matches, newest first
+    let (_, v) = host
+        .get("/v1/approvals?status=denied&limit=500", TOKEN)
+        .await;
+    let denied = v["approvals"].as_array().unwrap();
+    assert_eq!(denied.len(), 500);
+    assert_eq!(denied[0]["summary"], "run `./step-509.sh`");
+    assert!(denied.iter().all(|a| a["status"] == "denied"));
+    let (_, v) = host.get("/v1/approvals?status=pending", TOKEN).await;
+    assert_eq!(v["approvals"], json!([]));
     host.shutdown().await;
 }
 

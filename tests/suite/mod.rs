@@ -1,7 +1,9 @@
 //! The integration suite, compiled as one binary by `tests/all.rs`.
 
 mod agents;
+mod api_headers;
 mod api_input;
+mod api_schema;
 mod approvals;
 mod batching;
 mod cli;

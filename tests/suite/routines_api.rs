@@ -56,6 +56,17 @@ fn bad_routines_in_fleet_toml_name_the_file_and_key() {
             "bots[0].routines[0].prompt",
             "empty",
         ),
+        // spaces around are refused, as in a name, not stored
+        (
+            "routines = [{ name = \"b\", cron = \"0 8 * * *\", timezone = \" UTC\", prompt = \"x\" }]\n",
+            "bots[0].routines[0].timezone",
+            "spaces around it; did you mean \"UTC\"",
+        ),
+        (
+            "routines = [{ name = \"b\", cron = \"0 8 * * * \", timezone = \"UTC\", prompt = \"x\" }]\n",
+            "bots[0].routines[0].cron",
+            "spaces around it",
+        ),
     ];
     for (extra, key, expected) in cases {
         let text = format!("{FLEET_HEAD}{extra}");
@@ -250,6 +261,15 @@ async fn api_routines_run_and_bad_input_is_a_clear_400() {
         (
             json!({"cron": "0 8 * * *", "timezone": "Moon/Base", "prompt": "x"}),
             "`timezone`",
+        ),
+        // refused, not stored as `" UTC"`
+        (
+            json!({"cron": "0 8 * * *", "timezone": " UTC", "prompt": "x"}),
+            "`timezone`: time zone \" UTC\" is not an IANA time zone name (it has spaces around it",
+        ),
+        (
+            json!({"cron": " 0 8 * * *", "timezone": "UTC", "prompt": "x"}),
+            "`cron`",
         ),
         (json!({"cron": "0 8 * * *", "timezone": "UTC"}), "prompt"),
         (

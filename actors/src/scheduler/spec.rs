@@ -144,6 +144,26 @@ impl RoutineSpec {
                 name: self.name.clone(),
             });
         }
+        // spaces around the cron or the time zone are refused, as in a
+        // name, rather than stored: `" UTC"` would be kept, shown and
+        // compared as sent (replacing a routine keeps its slot only for the
+        // same `cron` and `timezone`)
+        if self.cron.trim() != self.cron {
+            return Err(RoutineError::Cron {
+                cron: self.cron.clone(),
+                detail: "it has spaces around it".into(),
+            });
+        }
+        if self.timezone.trim() != self.timezone {
+            let hint = match known_name(self.timezone.trim()) {
+                Some(name) => format!(" (it has spaces around it; did you mean {name:?}?)"),
+                None => " (it has spaces around it)".into(),
+            };
+            return Err(RoutineError::Timezone {
+                timezone: self.timezone.clone(),
+                hint,
+            });
+        }
         let schedule = Schedule::parse(&self.cron, &self.timezone)?;
         if self.prompt.trim().is_empty() {
             return Err(RoutineError::EmptyPrompt);
@@ -329,11 +349,17 @@ pub fn local_rfc3339(timezone: &str, ms: i64) -> Option<String> {
 const REFERENCE_MS: i64 = 1_767_225_600_000;
 
 fn case_hint(name: &str) -> String {
+    known_name(name)
+        .map(|known| format!(" (did you mean {known:?}?)"))
+        .unwrap_or_default()
+}
+
+/// The IANA name that is `name` ignoring case, if any.
+fn known_name(name: &str) -> Option<&'static str> {
     chrono_tz::TZ_VARIANTS
         .iter()
         .find(|tz| tz.name().eq_ignore_ascii_case(name))
-        .map(|tz| format!(" (did you mean {:?}?)", tz.name()))
-        .unwrap_or_default()
+        .map(|tz| tz.name())
 }
 
 #[cfg(test)]

@@ -196,6 +196,20 @@ fn bad_input_says_what_is_expected() {
     assert_eq!(s.validate().unwrap_err().field(), "name");
     // leap days are rare but real
     assert!(spec("0 9 29 2 *", "UTC").validate().is_ok());
+    // spaces around the cron or the time zone are refused, not stored
+    let e = spec("0 8 * * *", "UTC\t").validate().unwrap_err();
+    assert_eq!(
+        e,
+        RoutineError::Timezone {
+            timezone: "UTC\t".into(),
+            hint: " (it has spaces around it; did you mean \"UTC\"?)".into()
+        }
+    );
+    let e = spec("0 8 * * *", " Mars/Base").validate().unwrap_err();
+    assert!(e.to_string().contains("(it has spaces around it);"), "{e}");
+    let e = spec(" 0 8 * * *", "UTC").validate().unwrap_err();
+    assert_eq!(e.field(), "cron");
+    assert!(e.to_string().contains("(it has spaces around it)"), "{e}");
 }
 
 #[test]

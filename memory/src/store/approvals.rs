@@ -18,15 +18,28 @@ use crate::record::ApprovalStatus;
 use crate::record::ExpiryCause;
 use crate::record::ReviewRecord;
 
+/// Whether a user message newer than the approval's epoch exists in its
+/// session (a range scan of the session's newest entries on the
+/// `(session_id, seq)` index). A macro, to be spliced into the `const`s
+/// below with `concat!`.
+macro_rules! newer_user_message {
+    () => {
+        "EXISTS (SELECT 1 FROM entries e WHERE e.session_id = a.session_id
+                AND e.seq > a.epoch AND e.kind = 'user_message')"
+    };
+}
+
 /// The columns of an approval, then whether a user message newer than its
-/// epoch exists in its session (a range scan of the session's newest
-/// entries on the `(session_id, seq)` index).
-const SELECT: &str = "SELECT a.id, a.bot_id, a.session_id, a.owner, a.turn_id, a.call_id, a.tool,
+/// epoch exists in its session.
+const SELECT: &str = concat!(
+    "SELECT a.id, a.bot_id, a.session_id, a.owner, a.turn_id, a.call_id, a.tool,
         a.fingerprint, a.summary, a.reason, a.action, a.epoch, a.status, a.expired_by,
         a.created_at, a.expires_at, a.decided_at, a.decided_by, a.consumed_at,
-        EXISTS (SELECT 1 FROM entries e WHERE e.session_id = a.session_id
-                AND e.seq > a.epoch AND e.kind = 'user_message')
-    FROM approvals a";
+        ",
+    newer_user_message!(),
+    "
+    FROM approvals a"
+);
 
 /// An approval as stored, plus whether a newer user message exists.
 pub(crate) struct Stored {
@@ -172,6 +185,58 @@ pub(crate) fn of_owner(
         }
     });
     Ok(out)
+}
+
+/// The SQL condition for "its effective status is `status`" with `?2` the
+/// time as of which: [`ApprovalRecord::effective`] spelled in SQL, so that
+/// a listing by status filters before its `LIMIT` (a stored `pending` or
+/// `approved` row may read `expired`).
+fn effective_is(status: ApprovalStatus) -> &'static str {
+    match status {
+        ApprovalStatus::Pending => concat!(
+            "a.status = 'pending' AND a.expires_at > ?2 AND NOT ",
+            newer_user_message!()
+        ),
+        ApprovalStatus::Approved => {
+            "a.status = 'approved' AND (a.consumed_at IS NOT NULL OR a.expires_at > ?2)"
+        }
+        ApprovalStatus::Denied => "a.status = 'denied'",
+        ApprovalStatus::Expired => concat!(
+            "a.status = 'expired'
+             OR (a.status = 'pending' AND (a.expires_at <= ?2 OR ",
+            newer_user_message!(),
+            "))
+             OR (a.status = 'approved' AND a.consumed_at IS NULL AND a.expires_at <= ?2)"
+        ),
+    }
+}
+
+/// A user's approvals whose effective status is `status`: pending ones
+/// oldest first, the others newest first; at most `limit`, counted after
+/// the filter; ties in `created_at` in insertion order. The
+/// `approvals_owner` index `(owner, created_at)` (its entries end with the
+/// rowid) gives the order, so the scan stops at the `limit`-th match.
+pub(crate) fn of_owner_with_status(
+    conn: &Connection,
+    owner: &UserId,
+    status: ApprovalStatus,
+    now: i64,
+    limit: i64,
+) -> Result<Vec<ApprovalRecord>> {
+    let order = match status {
+        ApprovalStatus::Pending => "ASC",
+        ApprovalStatus::Approved | ApprovalStatus::Denied | ApprovalStatus::Expired => "DESC",
+    };
+    let rows = query(
+        conn,
+        &format!(
+            "WHERE a.owner = ?1 AND ({})
+             ORDER BY a.created_at {order}, a.rowid {order} LIMIT ?3",
+            effective_is(status)
+        ),
+        params![owner.as_str(), now, limit],
+    )?;
+    Ok(rows.into_iter().map(|r| r.effective(now)).collect())
 }
 
 /// A bot's open approvals (stored pending, or approved and unused) with

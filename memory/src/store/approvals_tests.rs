@@ -369,6 +369,98 @@ async fn owner_listing_puts_pending_first_and_reviews_are_logged() {
     );
 }
 
+#[tokio::test]
+async fn owner_listing_by_status_filters_on_the_status_as_of_now() {
+    let mut f = Fixture::new().await;
+    let ids = |v: Vec<ApprovalRecord>| v.into_iter().map(|a| a.id).collect::<Vec<_>>();
+    // stored expired
+    let ttl = f.created("ttl").await;
+    f.clock.advance_ms(TTL);
+    f.store
+        .write(vec![Mutation::ExpireApprovals { bot: None }])
+        .await
+        .unwrap();
+    // approved and used: approved for good
+    let used = f.created("used").await;
+    f.decide(used.id, ApprovalDecision::Approve).await.unwrap();
+    f.store
+        .write(vec![Mutation::ConsumeApproval { id: used.id }])
+        .await
+        .unwrap();
+    // stored approved, unused past its window: reads expired
+    f.clock.advance_ms(1);
+    let late = f.created("late").await;
+    f.decide(late.id, ApprovalDecision::Approve).await.unwrap();
+    f.clock.advance_ms(TTL);
+    // stored pending, behind a newer user message: reads expired
+    let msg = f.created("msg").await;
+    f.clock.advance_ms(1);
+    f.user_message().await;
+    f.clock.advance_ms(1);
+    let denied = f.created("denied").await;
+    f.decide(denied.id, ApprovalDecision::Deny).await.unwrap();
+    f.clock.advance_ms(1);
+    let approved = f.created("approved").await;
+    f.decide(approved.id, ApprovalDecision::Approve)
+        .await
+        .unwrap();
+    f.clock.advance_ms(1);
+    let pending = f.created("pending").await;
+    f.clock.advance_ms(1);
+    let pending_2 = f.created("pending-2").await;
+
+    let alice = UserId::new("alice").unwrap();
+    let all = f.store.approvals_of_owner(&alice, 100).await.unwrap();
+    let by = async |status| {
+        f.store
+            .approvals_of_owner_with_status(&alice, status, 100)
+            .await
+            .unwrap()
+    };
+    for status in [
+        ApprovalStatus::Pending,
+        ApprovalStatus::Approved,
+        ApprovalStatus::Denied,
+        ApprovalStatus::Expired,
+    ] {
+        // the same records as the whole listing, in the same order
+        let expected: Vec<ApprovalRecord> =
+            all.iter().filter(|a| a.status == status).cloned().collect();
+        assert_eq!(by(status).await, expected, "{status:?}");
+    }
+    assert_eq!(
+        ids(by(ApprovalStatus::Pending).await),
+        [pending.id, pending_2.id]
+    );
+    assert_eq!(
+        ids(by(ApprovalStatus::Approved).await),
+        [approved.id, used.id]
+    );
+    assert_eq!(ids(by(ApprovalStatus::Denied).await), [denied.id]);
+    assert_eq!(
+        ids(by(ApprovalStatus::Expired).await),
+        [msg.id, late.id, ttl.id]
+    );
+    // the limit counts matches only
+    let two = f
+        .store
+        .approvals_of_owner_with_status(&alice, ApprovalStatus::Expired, 2)
+        .await
+        .unwrap();
+    assert_eq!(ids(two), [msg.id, late.id]);
+    assert!(
+        f.store
+            .approvals_of_owner_with_status(
+                &UserId::new("bob").unwrap(),
+                ApprovalStatus::Expired,
+                100
+            )
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 impl Fixture {
     fn clock_now(&self) -> i64 {
         use crate::clock::Clock;

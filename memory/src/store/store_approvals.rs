@@ -31,6 +31,22 @@ impl Store {
             .await
     }
 
+    /// A user's approvals whose status as of now is `status`: pending ones
+    /// oldest first, the others newest first; at most `limit`, counted
+    /// after the filter (older ones are found however many newer ones of
+    /// other statuses there are).
+    pub async fn approvals_of_owner_with_status(
+        &self,
+        owner: &UserId,
+        status: crate::record::ApprovalStatus,
+        limit: i64,
+    ) -> Result<Vec<crate::record::ApprovalRecord>> {
+        let owner = owner.clone();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::of_owner_with_status(c, &owner, status, now, limit))
+            .await
+    }
+
     /// A bot's open approvals as of now (stored pending, or approved and
     /// unused; each with its effective status, so some may read
     /// `expired`), oldest first.
