@@ -120,7 +120,7 @@ pub struct CheckedFleet {
     listen: SocketAddr,
     users: Vec<(UserId, String)>,
     hooks: Vec<(String, String, api::HookSecret)>,
-    vault: Vec<(String, botfleet_actors::safety::Secret)>,
+    vault: botfleet_actors::Vault,
     models: HashMap<String, Arc<dyn Model>>,
 }
 
@@ -137,6 +137,17 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
     }
     let fleet_file = load_fleet(opts)?;
     let resolved = fleet_file.resolve_external(|var| opts.env_var(var))?;
+    // the host's credentials: no bot is given them, every tool result is
+    // scrubbed of them (a command could read them from the host's
+    // environment, actors/src/vault.rs)
+    let host_secrets: Vec<botfleet_actors::safety::Secret> = resolved
+        .tokens
+        .iter()
+        .map(|(_, token)| token.as_str())
+        .chain(resolved.hooks.iter().map(|h| h.secret.as_str()))
+        .chain(resolved.api_keys.values().flatten().map(String::as_str))
+        .map(botfleet_actors::safety::Secret::from)
+        .collect();
     let f = &fleet_file.file;
     let mut notes = Vec::new();
     let listen: SocketAddr = f
@@ -160,11 +171,13 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             )
         })
         .collect();
-    let vault = resolved
-        .secrets
-        .into_iter()
-        .map(|(name, value)| (name, botfleet_actors::safety::Secret::new(value)))
-        .collect();
+    let vault = botfleet_actors::Vault::new(
+        resolved
+            .secrets
+            .into_iter()
+            .map(|(name, value)| (name, botfleet_actors::safety::Secret::new(value))),
+    )
+    .with_host_secrets(host_secrets);
 
     // models
     let mut models: HashMap<String, Arc<dyn Model>> = HashMap::new();
@@ -389,7 +402,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         rt.store.clone(),
     )));
     start_recall(&rt, &data_dir)?;
-    rt.set_vault(botfleet_actors::Vault::new(vault));
+    rt.set_vault(vault);
     let fleet = FleetHandle::start(rt, bots).await?;
     let routines = f
         .bots

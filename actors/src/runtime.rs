@@ -130,6 +130,9 @@ impl Runtime {
         settings: FleetSettings,
         workspace: Workspace,
     ) -> Self {
+        // the schemas the model sees state the limits the calls apply
+        let mut tools = tools;
+        tools.apply_limits(&settings.tool_limits);
         Self {
             memory: MemoryHub::new(store.clone()),
             store,

@@ -4,6 +4,13 @@
 //! through a model. Tools get the values (Shell as environment variables),
 //! and everything a tool returns is scrubbed of them before it enters a
 //! model request, the transcript or a log.
+//!
+//! Every tool result of every bot is also scrubbed of the host's own
+//! credentials, which no bot is given but a command could read where the
+//! host keeps them (its environment, `/proc/<host pid>/environ`): the
+//! fleet file's secrets (a bot not listing one is not given it either),
+//! the providers' API keys, the users' tokens and the webhooks' signing
+//! secrets ([`Vault::with_host_secrets`]).
 
 use std::collections::HashMap;
 
@@ -22,10 +29,18 @@ pub fn valid_secret_name(name: &str) -> bool {
         && name.len() <= 64
 }
 
-/// Secrets declared in the fleet file.
+/// Host credentials shorter than this are not scrubbed from other bots'
+/// results (a value of a few characters would redact innocent text
+/// everywhere, and is no secret anyway).
+const HOST_SECRET_MIN_CHARS: usize = 8;
+
+/// Secrets declared in the fleet file, and the host's credentials that
+/// every tool result is scrubbed of.
 #[derive(Default)]
 pub struct Vault {
     config: HashMap<String, Secret>,
+    /// Values scrubbed from every bot's tool results, given to none.
+    host: Vec<Secret>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -58,7 +73,17 @@ impl Vault {
     pub fn new(config: impl IntoIterator<Item = (String, Secret)>) -> Self {
         Self {
             config: config.into_iter().collect(),
+            host: Vec::new(),
         }
+    }
+
+    /// Adds the host's credentials (API keys, user tokens, webhook secrets)
+    /// to what every tool result is scrubbed of. The fleet file's secrets
+    /// are scrubbed from every bot's results without being listed here.
+    #[must_use]
+    pub fn with_host_secrets(mut self, values: impl IntoIterator<Item = Secret>) -> Self {
+        self.host.extend(values);
+        self
     }
 
     /// The secret names a bot may use (from its settings).
@@ -76,12 +101,14 @@ impl Vault {
 
     /// The values of the bot's secrets: the person's own value wins over the
     /// fleet file's; a name with no value is left out.
+    /// The redactor also scrubs the host's credentials (module docs).
     pub async fn for_bot(&self, store: &Store, bot: &BotRecord) -> Result<BotSecrets, StoreError> {
         let names = Self::names_of(bot);
-        if names.is_empty() {
-            return Ok(BotSecrets::default());
-        }
-        let supplied = store.user_secrets(&bot.owner).await?;
+        let supplied = if names.is_empty() {
+            Vec::new()
+        } else {
+            store.user_secrets(&bot.owner).await?
+        };
         let mut values = Vec::new();
         for name in names {
             let own = supplied
@@ -93,7 +120,13 @@ impl Vault {
                 values.push((name, v));
             }
         }
-        let redactor = Redactor::new(values.iter().map(|(_, v)| v.expose().to_owned()));
+        let host = self
+            .config
+            .values()
+            .chain(&self.host)
+            .map(Secret::expose)
+            .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS);
+        let redactor = Redactor::new(values.iter().map(|(_, v)| v.expose()).chain(host));
         Ok(BotSecrets { values, redactor })
     }
 }

@@ -162,3 +162,111 @@ async fn a_person_supplies_a_secret_through_the_api() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+const PROVIDER_KEY: &str = "sk-provider-key-31337";
+const OTHER_SECRET: &str = "not-this-bots-secret-2718";
+
+fn reads_the_keys(request: &Value) -> Reply {
+    let last = last_message(request).cloned().unwrap_or(Value::Null);
+    let seen = last["content"].as_str().unwrap_or("").to_owned();
+    match (last["role"].as_str(), last["tool_call_id"].as_str()) {
+        (Some("user"), _) => Reply::tool_call(
+            "c1",
+            "Shell",
+            json!({ "command": "cat keys.txt" }).to_string(),
+        ),
+        (Some("tool"), Some("c1")) => {
+            Reply::tool_call("c2", "Read", json!({ "path": "keys.txt" }).to_string())
+        }
+        (Some("tool"), Some("c2")) => Reply::tool_call(
+            "c3",
+            "SendMessage",
+            json!({ "text": format!("read: {seen}") }).to_string(),
+        ),
+        _ => Reply::text(""),
+    }
+}
+
+/// A command can read the host's own credentials where the host keeps them
+/// (its environment, `/proc/<pid>/environ`; here a copy in the workspace):
+/// the provider's API key, the users' tokens and a fleet secret the bot
+/// does not list are scrubbed from Shell output and Read results like the
+/// bot's own secrets (before, only those were).
+#[tokio::test]
+async fn the_hosts_own_credentials_are_scrubbed_from_every_tool_result() {
+    let server = OpenAiServer::builder()
+        .responder(reads_the_keys)
+        .start()
+        .await;
+    let fleet = TestFleet::new()
+        .openai(
+            "main",
+            &server.base_url(),
+            "max_retries = 0\napi_key_env = \"BOTFLEET_TEST_PROVIDER_KEY\"",
+        )
+        .bot("r", "main", &["SendMessage", "Shell", "Read"]);
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "{text}\n[[secrets]]\nname = \"OTHER\"\nvalue = \"{OTHER_SECRET}\"\n[review]\nshell = \"shadow\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::write(
+        fleet.path().join("data/workspace/keys.txt"),
+        format!(
+            "BOTFLEET_TEST_PROVIDER_KEY={PROVIDER_KEY}\nalice={TOKEN}\nbob={}\nother={OTHER_SECRET}\n",
+            crate::support::fleet::BOB_TOKEN
+        ),
+    )
+    .unwrap();
+    let env = std::collections::HashMap::from([(
+        "BOTFLEET_TEST_PROVIDER_KEY".to_owned(),
+        PROVIDER_KEY.to_owned(),
+    )]);
+    let running = botfleet::host::start(botfleet::host::HostOptions {
+        fleet: Some(path),
+        data_dir: None,
+        listen: None,
+        env: Some(env),
+    })
+    .await
+    .unwrap();
+    let host = crate::support::fleet::TestHost {
+        url: running.url(),
+        host: Some(running),
+        fleet,
+        http: reqwest::Client::new(),
+    };
+    let (_, sent) = host.send("r", "show me the keys", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    let all = serde_json::to_string(&host.entries(&session).await).unwrap();
+    // both tools really read the file: its names are there, its values not
+    assert!(
+        all.matches("BOTFLEET_TEST_PROVIDER_KEY=[redacted]").count() >= 2,
+        "{all}"
+    );
+    assert!(all.contains("alice=[redacted]"), "{all}");
+    assert!(all.contains("other=[redacted]"), "{all}");
+    for value in [
+        PROVIDER_KEY,
+        TOKEN,
+        crate::support::fleet::BOB_TOKEN,
+        OTHER_SECRET,
+    ] {
+        assert!(!all.contains(value), "the transcript carries {value}");
+        for r in server.requests() {
+            assert!(
+                !r.body.to_string().contains(value),
+                "a model request carried {value}"
+            );
+        }
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -286,7 +286,7 @@ impl ToolRegistry {
         r.register(Arc::new(Read));
         r.register(Arc::new(Write));
         r.register(Arc::new(Edit));
-        r.register(Arc::new(Shell));
+        r.register(Arc::new(Shell::default()));
         r.register(Arc::new(Remember));
         r.register(Arc::new(Forget));
         r.register(Arc::new(SendToAgent));
@@ -306,6 +306,15 @@ impl ToolRegistry {
         let spec = tool.spec();
         self.tools.insert(spec.name.clone(), tool);
         self.specs.insert(spec.name.clone(), spec);
+    }
+
+    /// Rebuilds the built-in tools whose schemas state limits (Shell's
+    /// timeouts) with `limits`, the ones their calls apply: the specs are
+    /// built once, so they must be built from the settings in use.
+    pub fn apply_limits(&mut self, limits: &ToolLimits) {
+        if self.contains("Shell") {
+            self.register(Arc::new(Shell::new(limits)));
+        }
     }
 
     /// A tool's spec by name (built once, at registration).

@@ -6,12 +6,16 @@
 //! killed (SIGKILL), after the command exits any process it left behind in
 //! the group is killed too, and a call whose future is dropped (a stopping
 //! host drops the turns it was running) kills the group as it goes
-//! ([`GroupGuard`]), so nothing outlives the call.
+//! ([`GroupGuard`]). A process that left the group (`setsid`) is killed too
+//! if it holds the output open; the end of the output is awaited for a
+//! bounded time only, so the call ends on time whatever such a process does
+//! (shell_output.rs).
 //!
 //! Confinement here is a path check on the command text (absolute paths and
-//! `..` that leave the workspace are refused), not an OS sandbox: see
-//! docs/security.md for what that does and does not stop.
+//! `..` that leave the workspace are refused; shell_paths.rs), not an OS
+//! sandbox: see docs/security.md for what that does and does not stop.
 
+use std::os::fd::AsRawFd;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -19,23 +23,63 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
-use tokio::io::AsyncRead;
-use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
 
 use super::Effect;
 use super::Tool;
 use super::ToolContext;
 use super::ToolError;
+use super::ToolLimits;
 use super::ToolOutput;
-use super::Workspace;
 use super::parse_args;
 use super::shell_registry::GroupGuard;
+use super::shell_registry::pipe_id;
 use super::truncate_output;
 use crate::model::ToolSpec;
+use output::OutputEnd;
+pub(crate) use paths::check_paths;
+
+#[path = "shell_output.rs"]
+mod output;
+#[path = "shell_paths.rs"]
+mod paths;
 
 /// Runs a shell command in the workspace.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Shell;
+///
+/// It holds the timeouts its schema states; the call itself applies those
+/// of the fleet settings, and [`Runtime::new`](crate::Runtime::new)
+/// registers it built from them, so the two agree.
+#[derive(Debug, Clone, Copy)]
+pub struct Shell {
+    default_timeout: Duration,
+    max_timeout: Duration,
+}
+
+impl Shell {
+    /// The tool with `limits`' timeouts in its schema.
+    pub fn new(limits: &ToolLimits) -> Self {
+        Self {
+            default_timeout: limits.shell_default_timeout,
+            max_timeout: limits.shell_max_timeout,
+        }
+    }
+}
+
+impl Default for Shell {
+    fn default() -> Self {
+        Self::new(&ToolLimits::default())
+    }
+}
+
+/// Seconds as the schema shows them (`60`, `2.5`).
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,81 +91,6 @@ struct ShellArgs {
     cwd: Option<String>,
 }
 
-/// Absolute paths a command may name although they are outside the workspace.
-const ALLOWED_OUTSIDE: &[&str] = &[
-    // the harmless devices auto-review lets a command redirect to or from
-    // (safety/shell_rules.rs)
-    "/dev/null",
-    "/dev/zero",
-    "/dev/tty",
-    "/dev/urandom",
-    "/dev/random",
-    "/dev/stdin",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/bin/",
-    "/usr/bin/",
-    "/usr/local/bin/",
-    "/sbin/",
-    "/usr/sbin/",
-];
-
-/// Refuses a command naming a path outside the workspace.
-pub(crate) fn check_paths(
-    workspace: &Workspace,
-    cwd: &std::path::Path,
-    command: &str,
-) -> Result<(), ToolError> {
-    let tokens = command.split(|c: char| c.is_whitespace() || ";|&<>()'\"=`$,".contains(c));
-    for token in tokens.filter(|t| !t.is_empty()) {
-        let outside = if token.starts_with('~') {
-            true
-        } else if token.starts_with('/') {
-            if ALLOWED_OUTSIDE.iter().any(|a| {
-                token == a.trim_end_matches('/') || (a.ends_with('/') && token.starts_with(a))
-            }) {
-                false
-            } else {
-                workspace.resolve(token).is_err()
-            }
-        } else if token == ".."
-            || token.starts_with("../")
-            || token.contains("/../")
-            || token.ends_with("/..")
-        {
-            let joined = cwd.join(token);
-            workspace.resolve(&joined.to_string_lossy()).is_err()
-        } else {
-            false
-        };
-        if outside {
-            return Err(ToolError::new(
-                format!("the command names {token:?}, which is outside the workspace"),
-                "work with paths inside the workspace (relative paths are resolved from it)",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Reads a pipe to the end, keeping at most `keep` bytes.
-async fn drain<R: AsyncRead + Unpin>(mut pipe: R, keep: usize) -> (Vec<u8>, usize) {
-    let mut kept = Vec::new();
-    let mut total = 0usize;
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                total += n;
-                let room = keep.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    (kept, total)
-}
-
 enum Ending {
     Exited(std::process::ExitStatus),
     TimedOut,
@@ -131,14 +100,18 @@ enum Ending {
 #[async_trait]
 impl Tool for Shell {
     fn spec(&self) -> ToolSpec {
+        let default = seconds(self.default_timeout);
+        let max = seconds(self.max_timeout);
         ToolSpec {
             name: "Shell".into(),
-            description: "Run a shell command (sh -c) in the workspace and return its exit code, stdout and stderr. The command and everything it starts is killed at the timeout.".into(),
+            description: format!(
+                "Run a shell command (sh -c) in the workspace and return its exit code, stdout and stderr. The command and everything it starts is killed at the timeout ({default} s unless timeout_s says otherwise)."
+            ),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "command": {"type": "string"},
-                    "timeout_s": {"type": "number", "minimum": 0.1, "description": "Seconds before the command is killed (default 60, at most 600)."},
+                    "timeout_s": {"type": "number", "minimum": 0.1, "maximum": self.max_timeout.as_secs_f64(), "description": format!("Seconds before the command is killed (default {default}, at most {max}).")},
                     "cwd": {"type": "string", "description": "Working directory relative to the workspace root."}
                 },
                 "required": ["command"],
@@ -243,18 +216,21 @@ impl Tool for Shell {
         let keep = limits.max_output_bytes;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let out_task = tokio::spawn(async move {
-            match stdout {
-                Some(p) => drain(p, keep).await,
-                None => (Vec::new(), 0),
-            }
-        });
-        let err_task = tokio::spawn(async move {
-            match stderr {
-                Some(p) => drain(p, keep).await,
-                None => (Vec::new(), 0),
-            }
-        });
+        group.watch_output(
+            [
+                stdout.as_ref().map(|p| p.as_raw_fd()),
+                stderr.as_ref().map(|p| p.as_raw_fd()),
+            ]
+            .into_iter()
+            .flatten()
+            .filter_map(pipe_id)
+            .collect(),
+        );
+        // the readers stop when told, or when the call is dropped
+        let stop = CancellationToken::new();
+        let _stop_on_drop = stop.clone().drop_guard();
+        let out_task = output::spawn_reader(stdout, keep, stop.clone());
+        let err_task = output::spawn_reader(stderr, keep, stop.clone());
         let ending = tokio::select! {
             status = child.wait() => match status {
                 Ok(s) => Ending::Exited(s),
@@ -270,24 +246,33 @@ impl Tool for Shell {
         // after a normal exit whatever it left running in the background
         group.kill();
         let _ = child.wait().await;
-        let (out, out_total) = out_task.await.unwrap_or_default();
-        let (err, err_total) = err_task.await.unwrap_or_default();
-        let render = |bytes: &[u8], total: usize| {
+        let (out, err, end) = output::finish(&mut group, &stop, out_task, err_task).await;
+        let render = |captured: &output::Captured| {
             let text = ctx
                 .secrets
                 .redactor
-                .scrub(&String::from_utf8_lossy(bytes))
+                .scrub(&String::from_utf8_lossy(&captured.kept))
                 .into_owned();
-            if total > bytes.len() {
-                format!("{text}\n[... {} more bytes not shown]", total - bytes.len())
+            if captured.total > captured.kept.len() {
+                format!(
+                    "{text}\n[... {} more bytes not shown]",
+                    captured.total - captured.kept.len()
+                )
             } else {
                 text
             }
         };
+        let note = match end {
+            OutputEnd::Closed | OutputEnd::HoldersKilled(0) => String::new(),
+            OutputEnd::HoldersKilled(n) => format!(
+                "\n[{n} background process(es) that left the command's process group (setsid) kept its output open and were killed]"
+            ),
+            OutputEnd::LeftOpen => "\n[a background process that left the command's process group (setsid) keeps its output open and could not be killed: output it writes from now on is not read]".to_owned(),
+        };
         let body = format!(
-            "--- stdout ---\n{}\n--- stderr ---\n{}",
-            render(&out, out_total),
-            render(&err, err_total)
+            "--- stdout ---\n{}\n--- stderr ---\n{}{note}",
+            render(&out),
+            render(&err)
         );
         match ending {
             Ending::Exited(status) => {

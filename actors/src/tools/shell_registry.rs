@@ -15,8 +15,16 @@
 //! list, before any turn resumes (the call is then reported `outcome
 //! unknown`, and nothing of it runs on).
 //!
-//! Start times come from `/proc/<pid>/stat` (Linux). Elsewhere nothing is
-//! listed and nothing is reaped, and the guard kills without the check.
+//! A process that leaves the group (`setsid`, `setpgid`) is not killed
+//! with it. While such a process holds the command's output pipes open the
+//! call cannot see the end of the output: the guard then finds the
+//! processes holding those pipes (`/proc/<pid>/fd`) and kills them too
+//! ([`GroupGuard::kill_escapees`]). One that left the group and closed or
+//! redirected its output is not found, and runs on.
+//!
+//! Start times come from `/proc/<pid>/stat` and open files from
+//! `/proc/<pid>/fd` (Linux). Elsewhere nothing is listed and nothing is
+//! reaped, the guard kills without the check, and escapees are not found.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -89,6 +97,10 @@ pub(crate) struct GroupGuard {
     /// Whether the group has been killed or found gone: nothing is left
     /// to kill, and it can come off the list.
     killed: bool,
+    /// The command's output pipes (as `/proc/<pid>/fd` links name them,
+    /// `pipe:[inode]`) while they may still be held open by a process
+    /// outside the group.
+    pipes: Vec<String>,
 }
 
 impl GroupGuard {
@@ -102,7 +114,25 @@ impl GroupGuard {
             started,
             listed,
             killed: false,
+            pipes: Vec::new(),
         }
+    }
+
+    /// Watches the command's output pipes (ids from [`pipe_id`]): a process
+    /// that left the group and still holds one is killed with the group.
+    pub(crate) fn watch_output(&mut self, pipes: Vec<String>) {
+        self.pipes = pipes;
+    }
+
+    /// The output was read to its end: no process holds the pipes any more.
+    pub(crate) fn output_closed(&mut self) {
+        self.pipes.clear();
+    }
+
+    /// The pipes still watched (for [`kill_pipe_holders`] off the runtime's
+    /// threads).
+    pub(crate) fn watched_pipes(&self) -> Vec<String> {
+        self.pipes.clone()
     }
 
     /// Kills the whole group with SIGKILL, once. The leader may have been
@@ -132,6 +162,9 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill();
+        if !self.pipes.is_empty() {
+            kill_pipe_holders(&self.pipes);
+        }
         // a group not killed stays listed: the next start retries
         if self.killed
             && let Some(path) = &self.listed
@@ -155,6 +188,75 @@ fn kill_group(pgid: u32) -> nix::Result<()> {
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     )
+}
+
+/// The id of the pipe open as file descriptor `fd` of this process, as
+/// `/proc/<pid>/fd` links name it (`pipe:[inode]`), the same for both ends.
+#[cfg(target_os = "linux")]
+pub(crate) fn pipe_id(fd: std::os::fd::RawFd) -> Option<String> {
+    let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    let target = target.to_str()?;
+    target.starts_with("pipe:").then(|| target.to_owned())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn pipe_id(_fd: std::os::fd::RawFd) -> Option<String> {
+    None
+}
+
+/// Kills (SIGKILL) every other process holding one of `pipes` open — a
+/// command's background process that left its group and kept its output
+/// open — and the group such a process leads (it made it with `setsid`,
+/// so its members are its own); returns how many were found. Reads every
+/// `/proc/<pid>/fd` this user may read: called only when the output stays
+/// open after the group was killed.
+#[cfg(target_os = "linux")]
+pub(crate) fn kill_pipe_holders(pipes: &[String]) -> usize {
+    use nix::sys::signal::Signal;
+    use nix::unistd::Pid;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let me = std::process::id();
+    let my_group = nix::unistd::getpgrp();
+    let mut found = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|pid| *pid != me)
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|t| pipes.iter().any(|p| t.as_os_str() == p.as_str()))
+        });
+        let Some(pid) = holds.then(|| i32::try_from(pid).ok()).flatten() else {
+            continue;
+        };
+        let pid = Pid::from_raw(pid);
+        let leads = nix::unistd::getpgid(Some(pid)).is_ok_and(|g| g == pid && g != my_group);
+        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        if leads {
+            let _ = nix::sys::signal::killpg(pid, Signal::SIGKILL);
+        }
+        tracing::info!(
+            pid = pid.as_raw(),
+            "killed a process that left a shell command's process group and kept its output open"
+        );
+        found += 1;
+    }
+    found
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn kill_pipe_holders(_pipes: &[String]) -> usize {
+    0
 }
 
 /// When process `pid` started, in clock ticks since boot (field 22 of
@@ -254,6 +356,7 @@ mod tests {
             started: Some(started + 1),
             listed: None,
             killed: false,
+            pipes: Vec::new(),
         });
         let alive_after = alive(pgid) && alive(child);
         let _ = kill_group(pgid);

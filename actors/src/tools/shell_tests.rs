@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::tools::Workspace;
 use crate::tools::test_support::ToolFixture;
 
 struct Fixture(ToolFixture);
@@ -15,7 +16,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     async fn run(&self, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
-        Shell.call(&self.0.ctx("c1"), args).await
+        Shell::default().call(&self.0.ctx("c1"), args).await
     }
 
     fn ws(&self) -> &Workspace {
@@ -181,4 +182,182 @@ async fn a_huge_timeout_is_refused_not_a_panic() {
         .await
         .unwrap_err();
     assert!(err.message.contains("above the limit"), "{err}");
+}
+
+/// The pid a command wrote to `file` in the workspace.
+fn pid_in(f: &Fixture, file: &str) -> i32 {
+    std::fs::read_to_string(f.ws().root().join(file))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Waits (bounded) for `pid` to be gone; kills it and fails if it is not.
+async fn assert_gone(pid: i32, what: &str) {
+    for _ in 0..200 {
+        if !alive(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    panic!("{what} {pid} survived");
+}
+
+/// A process that left the group with setsid and kept the output open
+/// held the call until it exited (15 s here, 0.2 s for the command).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_setsid_child_holding_the_output_does_not_hold_the_call() {
+    let f = fixture();
+    let call =
+        f.run(json!({"command": "setsid sleep 15 & echo $! > bg.pid; echo done; sleep 0.2"}));
+    let out = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("the call waited for the escaped child")
+        .unwrap();
+    assert!(out.content.starts_with("exit code: 0"), "{}", out.content);
+    assert!(out.content.contains("done"), "{}", out.content);
+    assert!(
+        out.content.contains("1 background process(es) that left"),
+        "{}",
+        out.content
+    );
+    assert_gone(pid_in(&f, "bg.pid"), "the escaped child").await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_timeout_ends_the_call_on_time_despite_a_setsid_child() {
+    let f = fixture();
+    let started = std::time::Instant::now();
+    let call = f.run(json!({
+        "command": "setsid sleep 40 & echo $! > bg.pid; sleep 100",
+        "timeout_s": 0.5
+    }));
+    let err = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("the call outlived its timeout")
+        .unwrap_err();
+    assert!(err.message.contains("timed out"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_gone(pid_in(&f, "bg.pid"), "the escaped child").await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancel_ends_the_call_at_once_despite_a_setsid_child() {
+    let f = fixture();
+    let cancel = f.0.cancel.clone();
+    let bg = f.ws().root().join("bg.pid");
+    tokio::spawn(async move {
+        // cancel once the command runs (a file signals nothing: poll, bounded)
+        for _ in 0..500 {
+            if std::fs::read_to_string(&bg).is_ok_and(|s| s.ends_with('\n')) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        cancel.cancel();
+    });
+    let call = f.run(json!({"command": "setsid sleep 40 & echo $! > bg.pid; sleep 100"}));
+    let err = tokio::time::timeout(Duration::from_secs(8), call)
+        .await
+        .expect("the cancelled call waited for the escaped child")
+        .unwrap_err();
+    assert!(err.message.contains("cancelled"), "{err}");
+    assert_gone(pid_in(&f, "bg.pid"), "the escaped child").await;
+}
+
+/// An escapee that keeps the output open but cannot be found (here: the
+/// test holds the pipe's other end) stops the reading after the grace.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn output_left_open_stops_being_read_after_a_grace() {
+    use tokio::io::AsyncWriteExt;
+    let (mut writer, reader) = tokio::net::unix::pipe::pipe().unwrap();
+    writer.write_all(b"early").await.unwrap();
+    let stop = CancellationToken::new();
+    let out = output::spawn_reader(Some(reader), 100, stop.clone());
+    let err = output::spawn_reader(None::<tokio::net::unix::pipe::Receiver>, 100, stop.clone());
+    // a group that cannot exist, with no pipes watched: nothing is found
+    let mut group = GroupGuard::new(u32::MAX, None);
+    let started = std::time::Instant::now();
+    let (out, _, end) = output::finish(&mut group, &stop, out, err).await;
+    assert_eq!(end, OutputEnd::LeftOpen);
+    assert_eq!(out.kept, b"early");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(writer);
+}
+
+#[tokio::test]
+async fn the_tester_commands_with_a_slash_run() {
+    let f = fixture();
+    std::fs::write(f.ws().root().join("list.txt"), "a/b c\n").unwrap();
+    let out = f.run(json!({"command": "echo $((6 / 2))"})).await.unwrap();
+    assert!(out.content.contains("\n3\n"), "{}", out.content);
+    let out = f
+        .run(json!({"command": "sed \"s/ /_/g\" list.txt; awk -F / '{print $2}' list.txt"}))
+        .await
+        .unwrap();
+    assert!(out.content.contains("a/b_c"), "{}", out.content);
+    assert!(out.content.contains("b c"), "{}", out.content);
+    for cmd in ["cat /etc/passwd", "ls /", "cd /", "echo x > /x", "rm -rf /"] {
+        let err = f.run(json!({ "command": cmd })).await.unwrap_err();
+        assert!(
+            err.message.contains("outside the workspace"),
+            "{cmd}: {err}"
+        );
+    }
+}
+
+/// The schema states the timeouts the fleet's settings apply (before: always
+/// "default 60, at most 600").
+#[test]
+fn the_schema_states_the_timeouts_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = crate::settings::FleetSettings::new(dir.path().to_path_buf());
+    settings.tool_limits.shell_default_timeout = Duration::from_secs(20);
+    settings.tool_limits.shell_max_timeout = Duration::from_secs(120);
+    let store = botfleet_memory::Store::open(botfleet_memory::StoreOptions::new(
+        dir.path().join("db.sqlite"),
+    ))
+    .unwrap();
+    let rt = crate::runtime::Runtime::new(
+        store,
+        std::collections::HashMap::new(),
+        crate::tools::ToolRegistry::builtin(),
+        settings,
+        Workspace::open(dir.path()).unwrap(),
+    );
+    let spec = rt.tools.spec("Shell").unwrap();
+    let timeout = &spec.parameters["properties"]["timeout_s"];
+    assert_eq!(
+        timeout["description"],
+        "Seconds before the command is killed (default 20, at most 120)."
+    );
+    assert_eq!(timeout["maximum"], 120.0);
+    assert!(
+        spec.description.contains("(20 s unless"),
+        "{}",
+        spec.description
+    );
+    // the defaults, where no settings say otherwise
+    let spec = Shell::default().spec();
+    assert_eq!(
+        spec.parameters["properties"]["timeout_s"]["description"],
+        "Seconds before the command is killed (default 60, at most 600)."
+    );
 }
