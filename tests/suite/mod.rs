@@ -35,6 +35,7 @@ mod recall;
 mod recall_faults;
 mod removed_bots;
 mod restarts;
+mod resume_context;
 mod retry;
 mod review;
 mod review_ttl;

@@ -93,11 +93,21 @@ pub(crate) struct SessionTail {
 }
 
 /// What of a session a turn's context may hold: the entries up to its
-/// last input, its own entries after that, and those of earlier turns
-/// over the same inputs (a turn interrupted by a person's message, whose
-/// inputs went back to the queue; a failed turn retried): what they did
-/// is done, and a context without it would do it again. And what it must
-/// hold: its inputs, from the first on, whatever the window.
+/// last input, its own entries after that, those of earlier turns over the
+/// same inputs (a turn interrupted by a person's message, whose inputs went
+/// back to the queue; a failed turn retried), and those of prior turns over
+/// inputs it sees (up to its last input, none of its own: the turn before
+/// it, still working when this one's input arrived): what they did is
+/// done, and a context without it would do it again. Never a message
+/// admitted after its inputs, nor what a turn over one did: that belongs
+/// to the turn that claims it. And what it must hold: its inputs, from the
+/// first on, whatever the window.
+///
+/// (A context rebuilt from the store — a turn resumed after a crash, a
+/// new turn after a restart — left out what the turn before it wrote
+/// after its input arrived: that turn's call got a made-up "no result
+/// recorded" and its reply was gone, so the model answered its message
+/// again.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContextBound {
     /// Seq of the turn's first input in the session.
@@ -109,6 +119,14 @@ pub(crate) struct ContextBound {
     pub(crate) own: Option<TurnId>,
     /// Seqs of the turn's inputs in the session.
     inputs: Vec<i64>,
+}
+
+/// The other turns a bound lets in, by their ends among the entries read.
+struct Others {
+    /// Earlier turns over some of the turn's inputs.
+    same: HashSet<TurnId>,
+    /// Prior turns over inputs the turn sees (none of its own).
+    prior: HashSet<TurnId>,
 }
 
 impl ContextBound {
@@ -125,25 +143,62 @@ impl ContextBound {
         })
     }
 
-    /// The earlier turns over any of these inputs, by their ends among
-    /// `entries` (an interrupted or failed turn ends with a `turn_end`
-    /// naming its inputs).
-    fn earlier_turns(&self, entries: &[Entry]) -> HashSet<TurnId> {
-        entries
-            .iter()
-            .filter(|e| {
-                matches!(&e.kind, EntryKind::TurnEnd { inputs, .. }
-                    if inputs.iter().any(|s| self.inputs.binary_search(s).is_ok()))
-            })
-            .filter_map(|e| e.turn)
-            .filter(|t| Some(*t) != self.own)
-            .collect()
+    fn is_input(&self, seq: i64) -> bool {
+        self.inputs.binary_search(&seq).is_ok()
     }
 
-    fn admits(&self, e: &Entry, earlier: &HashSet<TurnId>) -> bool {
+    /// The other turns whose entries the context holds, by their ends
+    /// among `entries` (every turn ends with a `turn_end` naming its
+    /// inputs; one without an end yet is not let in). The view reads from
+    /// the turn's first input on, so the end of a turn with entries after
+    /// it is among them.
+    fn others(&self, entries: &[Entry]) -> Others {
+        let mut others = Others {
+            same: HashSet::new(),
+            prior: HashSet::new(),
+        };
+        for e in entries {
+            let (EntryKind::TurnEnd { inputs, .. }, Some(turn)) = (&e.kind, e.turn) else {
+                continue;
+            };
+            if Some(turn) == self.own {
+                continue;
+            }
+            if inputs.iter().any(|&s| self.is_input(s)) {
+                others.same.insert(turn);
+            } else if !inputs.is_empty() && inputs.iter().all(|&s| s <= self.upto) {
+                others.prior.insert(turn);
+            }
+        }
+        others
+    }
+
+    fn admits(&self, e: &Entry, others: &Others) -> bool {
         e.seq <= self.upto
             || (self.own.is_some() && e.turn == self.own)
-            || e.turn.is_some_and(|t| earlier.contains(&t))
+            || e.turn
+                .is_some_and(|t| others.same.contains(&t) || others.prior.contains(&t))
+    }
+
+    /// Puts the turn's inputs after what prior turns wrote after them, as
+    /// a tail kept in memory holds them (a turn's inputs join it when the
+    /// turn starts): a context that showed the input before the prior
+    /// turn's last steps ended with that turn's reply, and read as if the
+    /// input were answered.
+    fn order(&self, entries: &mut Vec<Entry>, prior: &HashSet<TurnId>) {
+        let Some(last) = entries
+            .iter()
+            .rposition(|e| e.turn.is_some_and(|t| prior.contains(&t)))
+        else {
+            return;
+        };
+        let after = entries.split_off(last + 1);
+        let (mine, before): (Vec<Entry>, Vec<Entry>) = std::mem::take(entries)
+            .into_iter()
+            .partition(|e| self.is_input(e.seq));
+        *entries = before;
+        entries.extend(mine);
+        entries.extend(after);
     }
 }
 
@@ -314,8 +369,9 @@ impl SessionTail {
     /// [`SessionTail::load`], or the turn's first read when it needs the
     /// record before it can render the identity).
     ///
-    /// A turn's context is the session up to its last input plus its own
-    /// entries: a message admitted while the turn was starting, running or
+    /// A turn's context is what its [`ContextBound`] lets in: the session
+    /// up to its last input, its own entries and those of the turns before
+    /// it. A message admitted while the turn was starting, running or
     /// down in a crash belongs to the turn that claims it, which pushes it
     /// then; this turn must not answer it without claiming it.
     pub(crate) fn fill_view(
@@ -337,14 +393,15 @@ impl SessionTail {
         let first_read = entries.first().map(|e| e.seq);
         let mut skipped = HashSet::new();
         if let Some(bound) = bound {
-            let earlier = bound.earlier_turns(&entries);
+            let others = bound.others(&entries);
             entries.retain(|e| {
-                let keep = bound.admits(e, &earlier);
+                let keep = bound.admits(e, &others);
                 if !keep {
                     skipped.insert(e.seq);
                 }
                 keep
             });
+            bound.order(&mut entries, &others.prior);
         }
         self.fill(
             record,

@@ -201,6 +201,75 @@ fn result(id: &str) -> EntryKind {
     }
 }
 
+/// Regression: a context rebuilt from the store (a turn resumed after a
+/// crash, a new turn after a restart) left out what the turn before it
+/// wrote after its input arrived: that turn's call got a made-up "no
+/// result recorded" and its reply was gone. The prior turn is all there,
+/// the input after it (as a tail kept in memory holds it); a later input,
+/// and what a turn over it did, are not.
+#[tokio::test]
+async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (prior, later, own) = (TurnId::new_v7(), TurnId::new_v7(), TurnId::new_v7());
+    let (session, first) = admit(store, bot, "first").await;
+    let assistant = |id: &str| EntryKind::Assistant {
+        text: String::new(),
+        tool_calls: vec![call(id)],
+    };
+    let end = |inputs: Vec<i64>| EntryKind::TurnEnd {
+        status: botfleet_memory::TurnStatus::Completed,
+        inputs,
+        deliveries: 1,
+        usage: None,
+    };
+    append(store, session, prior, assistant("a")).await;
+    let (_, second) = admit(store, bot, "second").await;
+    append(store, session, prior, result("a")).await;
+    let reply = EntryKind::Reminder {
+        text: "the prior turn's reply".into(),
+    };
+    append(store, session, prior, reply).await;
+    append(store, session, prior, end(vec![first])).await;
+    let (_, third) = admit(store, bot, "third").await;
+    let step = EntryKind::Reminder {
+        text: "a later turn's step".into(),
+    };
+    append(store, session, later, step).await;
+    append(store, session, later, end(vec![third])).await;
+
+    for mine in [None, Some(own)] {
+        let mut tail = SessionTail::new(session);
+        let bound = ContextBound::of_inputs([second].into_iter(), mine);
+        tail.load(
+            store,
+            "id",
+            &StateBlock::default(),
+            50,
+            Encoding::default(),
+            bound,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            users(&tail),
+            ["first", "the prior turn's reply", "second"],
+            "{mine:?}"
+        );
+        let results: Vec<&str> = tail
+            .context
+            .messages()
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, ["result of a"], "{mine:?}");
+    }
+    store.close().await;
+}
+
 /// A tail grown past its window is trimmed in memory to exactly what a
 /// reload from the store would build, token counts included, so turns do
 /// not re-read the newest entries of their session. Covers cuts inside a
