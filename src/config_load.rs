@@ -295,6 +295,9 @@ impl LoadedFleet {
             if b.name.trim().is_empty() {
                 return Err(self.invalid(format!("{key}.name"), "must not be empty"));
             }
+            if let Some(problem) = botfleet_memory::display_name_problem(&b.name) {
+                return Err(self.invalid(format!("{key}.name"), problem));
+            }
             for (j, name) in b.secrets.iter().enumerate() {
                 if !botfleet_actors::valid_secret_name(name) {
                     return Err(self.invalid(

@@ -90,6 +90,11 @@ fn bad_values_name_file_key_and_expectation() {
             "bots[0].id",
             "invalid bot id",
         ),
+        (
+            ISSUE_EXAMPLE.replace("name = \"Researcher\"", "name = \"Re\\nsearcher\""),
+            "bots[0].name",
+            "U+000A",
+        ),
     ];
     for (text, key, what) in cases {
         let e = err(&text);

@@ -177,6 +177,21 @@ uuid_id!(
     "approval id"
 );
 
+/// Why `name` cannot be a display name (a bot's or a room's), if it
+/// cannot. Names are shown to models inside prompts and to people on one
+/// line, so they hold no control characters (a newline would start a line
+/// of its own in a prompt, before the quote it introduces) and no bidi
+/// embeddings, overrides or isolates (they reorder what follows them).
+pub fn display_name_problem(name: &str) -> Option<String> {
+    let bad = name.chars().find(|c| {
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })?;
+    Some(format!(
+        "holds the character U+{:04X}, which names may not hold; use one line of plain text",
+        u32::from(bad)
+    ))
+}
+
 /// Namespace for derived (v5) ids.
 const NAMESPACE: Uuid = Uuid::from_u128(0x6b6f_7466_6c65_6574_8000_0000_0000_0001);
 
@@ -218,6 +233,23 @@ mod tests {
         for bad in ["", "-x", "a b", "a/b", &"x".repeat(65), "ü"] {
             let err = BotId::new(bad).err();
             assert!(err.is_some(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn display_names_are_one_line_of_plain_text() {
+        for good in ["Researcher", "研究员", "a-name (2)", "émile"] {
+            assert_eq!(display_name_problem(good), None, "{good:?}");
+        }
+        for (bad, code) in [
+            ("a\nb", "U+000A"),
+            ("x\u{1b}[2J", "U+001B"),
+            ("tab\there", "U+0009"),
+            ("rev\u{202e}olleh", "U+202E"),
+            ("c1\u{85}", "U+0085"),
+        ] {
+            let problem = display_name_problem(bad).unwrap_or_default();
+            assert!(problem.contains(code), "{bad:?}: {problem}");
         }
     }
 

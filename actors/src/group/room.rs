@@ -94,6 +94,9 @@ pub async fn create_room(
             "`name` is empty; give the room a name".into(),
         ));
     }
+    if let Some(problem) = botfleet_memory::display_name_problem(&name) {
+        return Err(GroupError::Invalid(format!("`name` {problem}")));
+    }
     if name.chars().count() > MAX_ROOM_NAME_CHARS {
         return Err(GroupError::Invalid(format!(
             "`name` is longer than {MAX_ROOM_NAME_CHARS} characters; shorten it"

@@ -288,6 +288,17 @@ impl Tool for SendToAgent {
     }
 }
 
+/// Refuses a display name no prompt or page could show on one line.
+fn check_name(name: &str) -> Result<(), ToolError> {
+    match botfleet_memory::display_name_problem(name) {
+        Some(problem) => Err(ToolError::new(
+            format!("the name {problem}"),
+            "give a name of plain text on one line",
+        )),
+        None => Ok(()),
+    }
+}
+
 fn slug(name: &str) -> String {
     let mut out = String::new();
     for c in name.trim().chars() {
@@ -401,6 +412,7 @@ impl Tool for CreateAgent {
                 "give the new agent a name",
             ));
         }
+        check_name(name)?;
         let role = args.role.trim();
         if role.is_empty() || role.chars().count() > MAX_ROLE_CHARS {
             return Err(ToolError::new(
@@ -542,6 +554,7 @@ impl Tool for UpdateAgent {
                     "give a name or leave it out",
                 ));
             }
+            check_name(name)?;
             record.name = name.to_owned();
             changed.push("name");
         }
