@@ -167,7 +167,10 @@ impl Runner {
                     .record_outcome(call, message, true, Vec::new(), false, false)
                     .await;
             }
-            // stopped while waiting for its lock: not started, so not run
+            // stopped while waiting for its lock: not started, so not run,
+            // unless it is an idempotent call run again after a crash cut
+            // it off (it may have taken effect before the crash)
+            GateDecision::Stopped(_) if already_started => return self.outcome_unknown(call).await,
             GateDecision::Stopped(stop) => return self.skip_call(call, &stop.into()).await,
         };
         let external = tool.effect() == Effect::External;

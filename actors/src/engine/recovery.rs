@@ -6,6 +6,10 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
+#[cfg(test)]
+#[path = "recovery_tests.rs"]
+mod tests;
+
 impl Runner {
     /// This turn's own entries in its session, in order (read from its
     /// first input on).
@@ -60,8 +64,10 @@ impl Runner {
     /// its assistant entries, its deliveries and reminder are entries too.
     /// Calls of its last step without a result entry are settled here: a
     /// call recorded as started (external effect) either runs again
-    /// (idempotent tools) or is reported as "outcome unknown"; a call never
-    /// started simply runs.
+    /// (idempotent tools, unless the turn is being stopped) or is reported
+    /// as "outcome unknown" — also when a person's message or a cancel
+    /// stops the resumed turn, as it may have taken effect; a call never
+    /// started simply runs, or is recorded as not run when the turn stops.
     pub(super) async fn resume(&mut self) -> Result<Option<TurnStatus>, StoreError> {
         let attempts = match self
             .rt
@@ -123,23 +129,31 @@ impl Runner {
                 name: body.name.clone(),
                 arguments: body.arguments.clone(),
             };
-            if let Some(stop) = self.stop_reason() {
-                self.skip_call(&call, &stop).await?;
-                continue;
-            }
             let was_started = matches!(started.get(&body.id), Some(ToolCallStatus::Started));
-            match self.tool(&body.name) {
-                Some(t) if was_started && !t.idempotent() => {
-                    let text = prompts()
-                        .outcome_unknown
-                        .render(&[("tool", &body.name)])
-                        .unwrap_or_default();
-                    self.record_outcome(&call, text, true, Vec::new(), false, true)
-                        .await?;
-                }
-                _ => self.execute(&call, ordinal, was_started).await?,
+            let stop = self.stop_reason();
+            let run_again = stop.is_none() && self.tool(&body.name).is_some_and(|t| t.idempotent());
+            if was_started && !run_again {
+                // it may have taken effect before the crash, whatever stops
+                // the turn now: never "not run", and its row gets an outcome
+                self.outcome_unknown(&call).await?;
+            } else if let Some(stop) = stop {
+                self.skip_call(&call, &stop).await?;
+            } else {
+                self.execute(&call, ordinal, was_started).await?;
             }
         }
         Ok(None)
+    }
+
+    /// Records a call that started before a crash and is not run again
+    /// as "outcome unknown" (prompts/outcome_unknown.md), closing its
+    /// `started` row with that outcome.
+    pub(super) async fn outcome_unknown(&mut self, call: &ToolCall) -> Result<(), StoreError> {
+        let text = prompts()
+            .outcome_unknown
+            .render(&[("tool", &call.name)])
+            .unwrap_or_default();
+        self.record_outcome(call, text, true, Vec::new(), false, true)
+            .await
     }
 }

@@ -1,0 +1,329 @@
+//! A turn cut off in the middle of a call with an external effect, resumed
+//! while something already stops it (a person's new message, a cancel),
+//! through the fleet's messages. The crash is a panic inside the tool
+//! after its effect (the bot resumes the turn at once, as a restarted host
+//! does), and the resumed run is held in its set-up, before it settles
+//! the call, until the stop has reached the bot.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+use botfleet_memory::SessionId;
+use botfleet_memory::Store;
+use botfleet_memory::StoreOptions;
+use botfleet_memory::ToolCallStatus;
+use botfleet_memory::TurnStatus;
+use botfleet_memory::UserId;
+use serde_json::Value;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::fleet::FleetHandle;
+use crate::model::FinishReason;
+use crate::model::Model;
+use crate::model::ModelError;
+use crate::model::ModelRequest;
+use crate::model::ModelResponse;
+use crate::model::Purpose;
+use crate::model::StreamSink;
+use crate::model::ToolCall;
+use crate::model::ToolSpec;
+use crate::runtime::MemoryReach;
+use crate::runtime::Runtime;
+use crate::runtime::StateBlock;
+use crate::runtime::StateProvider;
+use crate::settings::FleetSettings;
+use crate::tools::Effect;
+use crate::tools::Tool;
+use crate::tools::ToolContext;
+use crate::tools::ToolError;
+use crate::tools::ToolOutput;
+use crate::tools::ToolRegistry;
+use crate::tools::Workspace;
+
+/// A tool with an external effect (it counts its runs) whose first run
+/// dies after the effect, before its outcome is recorded.
+struct Launch {
+    idempotent: bool,
+    runs: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Tool for Launch {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "Launch".into(),
+            description: "Launch it.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::External
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, _ctx: &ToolContext<'_>, _args: Value) -> Result<ToolOutput, ToolError> {
+        if self.runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("the host dies in the middle of the call");
+        }
+        Ok(ToolOutput::text("launched"))
+    }
+}
+
+/// The model: the first step calls Launch; later turns answer once and
+/// stop.
+struct LaunchModel {
+    next: Mutex<usize>,
+}
+
+#[async_trait]
+impl Model for LaunchModel {
+    fn describe(&self) -> String {
+        "launch".into()
+    }
+
+    fn answers(&self, purpose: Purpose) -> bool {
+        matches!(purpose, Purpose::Turn)
+    }
+
+    async fn complete(
+        &self,
+        _request: &ModelRequest,
+        _sink: &mut dyn StreamSink,
+        _cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let n = {
+            let mut next = self.next.lock().unwrap();
+            *next += 1;
+            *next - 1
+        };
+        let (name, arguments) = match n {
+            0 => ("Launch", json!({})),
+            n if n % 2 == 1 => ("SendMessage", json!({ "text": "answered" })),
+            _ => {
+                return Ok(ModelResponse {
+                    text: "done".into(),
+                    tool_calls: Vec::new(),
+                    finish: FinishReason::Stop,
+                    usage: None,
+                });
+            }
+        };
+        Ok(ModelResponse {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: format!("call-{n}"),
+                name: name.into(),
+                arguments: arguments.to_string(),
+            }],
+            finish: FinishReason::ToolCalls,
+            usage: None,
+        })
+    }
+}
+
+/// An empty state block, except that the second turn run to ask for it
+/// (the resumed one) says so and waits until it is released.
+#[derive(Default)]
+struct HoldResume {
+    asked: AtomicUsize,
+    entered: Notify,
+    release: Notify,
+}
+
+#[async_trait]
+impl StateProvider for HoldResume {
+    async fn state_block(&self, _bot: &BotRecord, _input: &str, _r: MemoryReach) -> StateBlock {
+        if self.asked.fetch_add(1, Ordering::SeqCst) == 1 {
+            self.entered.notify_one();
+            self.release.notified().await;
+        }
+        StateBlock::default()
+    }
+}
+
+/// What stops the resumed turn.
+#[derive(Debug, Clone, Copy)]
+enum StopBy {
+    /// A person's new message (the turn is interrupted).
+    Message,
+    /// A cancel of the bot's running turn.
+    Cancel,
+}
+
+/// What a resumed run settled: the Launch call's result entry, its
+/// `tool_calls` row, the turn's end and how often the tool ran.
+struct Settled {
+    result: String,
+    row: (ToolCallStatus, Option<String>),
+    status: TurnStatus,
+    runs: usize,
+}
+
+/// A person asks for the launch; its tool dies mid-call; the resumed run
+/// is stopped by `stop` before it settles the call.
+async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
+    let mut settings = FleetSettings::new(ws.root().to_path_buf());
+    settings.debounce = Duration::ZERO;
+    settings.extract_memory = false;
+    let model: Arc<dyn Model> = Arc::new(LaunchModel {
+        next: Mutex::new(0),
+    });
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tools = ToolRegistry::builtin();
+    tools.register(Arc::new(Launch {
+        idempotent,
+        runs: runs.clone(),
+    }));
+    let rt = Runtime::new(
+        store,
+        HashMap::from([("p".to_owned(), model)]),
+        tools,
+        settings,
+        ws,
+    );
+    let hold = Arc::new(HoldResume::default());
+    rt.set_state_provider(hold.clone());
+    let bot = BotRecord {
+        id: BotId::new("b").unwrap(),
+        name: "B".into(),
+        owner: UserId::new("alice").unwrap(),
+        role: String::new(),
+        provider: "p".into(),
+        tools: vec!["SendMessage".into(), "Launch".into()],
+        settings: json!({}),
+        origin: "test".into(),
+        created_at: 0,
+        updated_at: 0,
+    };
+    let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
+    let alice = UserId::new("alice").unwrap();
+    let req = crate::protocol::user_message(&alice, &bot, "launch it", None);
+    let session: SessionId = req.entry.session;
+    fleet.admit(req).await.unwrap();
+    // the tool ran and died; the bot resumes the turn, held in its set-up
+    tokio::time::timeout(Duration::from_secs(30), hold.entered.notified())
+        .await
+        .expect("the turn was not resumed");
+    match stop {
+        StopBy::Message => {
+            let req = crate::protocol::user_message(&alice, &bot, "are you there?", Some("2"));
+            fleet.admit(req).await.unwrap();
+            // routed before the admission answered: the bot has it once
+            // it answers a status asked after
+            fleet.status(&bot.id).await.unwrap();
+        }
+        StopBy::Cancel => assert!(fleet.cancel(&bot.id).await.unwrap()),
+    }
+    hold.release.notify_one();
+    let entries = turn_ended(&fleet, session).await;
+    let (turn, result) = entries
+        .iter()
+        .find_map(|e| match &e.kind {
+            EntryKind::ToolResult { name, content, .. } if name == "Launch" => {
+                Some((e.turn.unwrap(), content.clone()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Launch result: {entries:#?}"));
+    let status = entries
+        .iter()
+        .find_map(|e| match &e.kind {
+            EntryKind::TurnEnd { status, .. } if e.turn == Some(turn) => Some(*status),
+            _ => None,
+        })
+        .unwrap();
+    let row = fleet
+        .store()
+        .tool_calls(turn)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "Launch")
+        .map(|c| (c.status, c.outcome))
+        .unwrap();
+    fleet.shutdown().await;
+    Settled {
+        result,
+        row,
+        status,
+        runs: runs.load(Ordering::SeqCst),
+    }
+}
+
+/// The session's entries once the launch's turn has ended.
+async fn turn_ended(fleet: &FleetHandle, session: SessionId) -> Vec<Entry> {
+    let mut changes = fleet.store().subscribe();
+    loop {
+        let entries = fleet.store().entries_after(session, 0, 1000).await.unwrap();
+        if entries
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::TurnEnd { .. }))
+        {
+            return entries;
+        }
+        // every new entry signals a change: look again on each one
+        let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+            .await
+            .expect("no turn ended within 30 s");
+        if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
+            panic!("the store closed");
+        }
+    }
+}
+
+fn assert_outcome_unknown(s: &Settled, stopped: TurnStatus) {
+    assert!(s.result.starts_with("outcome unknown"), "{}", s.result);
+    assert_eq!(s.row.0, ToolCallStatus::Done, "the row got its outcome");
+    assert_eq!(s.row.1.as_deref(), Some(s.result.as_str()));
+    assert_eq!(s.status, stopped);
+    assert_eq!(s.runs, 1, "not run again");
+}
+
+/// The tester's case: a person's message reaches the bot as it resumes.
+/// The call had started, so it may have taken effect: "outcome unknown",
+/// and its row is closed. (It was reported "not run: … The call had no
+/// effect", and its row stayed `started`.)
+#[tokio::test]
+async fn a_started_call_of_a_resumed_turn_a_message_interrupts_is_outcome_unknown() {
+    let s = launch_cut_off_then(StopBy::Message, false).await;
+    assert_outcome_unknown(&s, TurnStatus::Interrupted);
+}
+
+/// The same with the turn cancelled as it resumes.
+#[tokio::test]
+async fn a_started_call_of_a_resumed_turn_that_is_cancelled_is_outcome_unknown() {
+    let s = launch_cut_off_then(StopBy::Cancel, false).await;
+    assert_outcome_unknown(&s, TurnStatus::Cancelled);
+}
+
+/// An idempotent call is run again when its turn resumes, but not by a
+/// turn that is being stopped: it is not run again, and since it started
+/// before the crash, its outcome is unknown too.
+#[tokio::test]
+async fn a_started_idempotent_call_of_a_resumed_turn_that_stops_is_outcome_unknown() {
+    let s = launch_cut_off_then(StopBy::Message, true).await;
+    assert_outcome_unknown(&s, TurnStatus::Interrupted);
+}
