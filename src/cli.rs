@@ -57,8 +57,8 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-    /// The host's base URL (commands other than `run`): http://HOST:PORT,
-    /// or HOST:PORT (http is assumed); without the API's /v1.
+    /// The host's base URL: http://HOST:PORT, or HOST:PORT (http is
+    /// assumed); without the API's /v1. Not for run, check-config or reindex.
     #[arg(
         long,
         global = true,
@@ -66,7 +66,8 @@ pub struct Cli {
         default_value = "http://127.0.0.1:7878"
     )]
     pub host: String,
-    /// Bearer token of your user (the example fleet's `alice` has `alice-secret`).
+    /// Bearer token of your user (the example fleet's `alice` has
+    /// `alice-secret`). Not for run, check-config or reindex.
     #[arg(long, global = true, env = "BOTFLEET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 }
@@ -75,6 +76,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start the host (API, web page, bots).
+    #[command(arg = not_for_host_commands("host"), arg = not_for_host_commands("token"))]
     Run {
         /// Fleet file (default: ./fleet.toml if present, else the built-in example fleet).
         #[arg(long)]
@@ -87,6 +89,7 @@ pub enum Command {
         listen: Option<String>,
     },
     /// Check a fleet file and print what it defines.
+    #[command(arg = not_for_host_commands("host"), arg = not_for_host_commands("token"))]
     CheckConfig {
         /// Fleet file (default as for `run`).
         #[arg(long)]
@@ -202,6 +205,7 @@ pub enum Command {
     },
     /// Rebuild the transcript search index from the store, with a progress
     /// bar. Offline: stop the host first.
+    #[command(arg = not_for_host_commands("host"), arg = not_for_host_commands("token"))]
     Reindex {
         /// Data directory (default: host.data_dir of the fleet file).
         #[arg(long)]
@@ -210,6 +214,15 @@ pub enum Command {
         #[arg(long)]
         fleet: Option<PathBuf>,
     },
+}
+
+/// The global `--host` or `--token` (`id`) as `run`, `check-config` and
+/// `reindex` have it: accepted (a `BOTFLEET_HOST` or a `botfleet --host …
+/// run` in a script keeps working) but not listed in their `--help`, since
+/// they start or read a host rather than talk to one. clap does not copy a
+/// global argument into a subcommand that has its own of that id.
+fn not_for_host_commands(id: &'static str) -> clap::Arg {
+    clap::Arg::new(id).long(id).hide(true)
 }
 
 /// Exit codes (`send` and `group send` document theirs in `--help`). 2 is

@@ -35,7 +35,7 @@ Exit status:
        is spent; stderr says until when, at once); the message is saved (`botfleet transcript BOT`)
   130  interrupted (Ctrl-C), as a shell reports it
 
-With --json, stdout holds one JSON object in each of the cases 0-5: the turn, \
+With --json, stdout holds one JSON object in cases 0, 1 and 3-5 (none for 2 or 130): the turn, \
 {\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", \"paused_until\", ...}, the host's \
 refusal ({\"status\": \"conflict\", ...}) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
 

@@ -482,11 +482,15 @@ pub struct Overrides {
 #[path = "config_load.rs"]
 mod load;
 
+#[path = "config_bots.rs"]
+mod bots;
+
 #[path = "config_keys.rs"]
 mod keys;
 
 #[path = "config_limits.rs"]
 mod limits;
+pub use limits::dir_problem;
 
 #[path = "config_provider.rs"]
 mod provider;
@@ -500,3 +504,7 @@ pub use triggers::RoutineConfig;
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "config_bots_tests.rs"]
+mod bots_tests;

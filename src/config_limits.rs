@@ -2,10 +2,12 @@
 //! that works. Zero, where it would refuse every message or connection,
 //! kill every command at once or forget every idempotency key within the
 //! hour, is refused, and so are values past any use; every error names
-//! its key.
+//! its key. And the paths of `[host]`: not empty, and directories where
+//! something already exists ([`LoadedFleet::check_dirs`]).
 //! `impl LoadedFleet`, split from `config_load.rs`.
 
 use std::net::SocketAddr;
+use std::path::Path;
 
 use super::ConfigError;
 use super::LoadedFleet;
@@ -34,6 +36,23 @@ impl LoadedFleet {
     /// Checks `[host]` and `[runtime]`.
     pub(super) fn validate_host_and_runtime(&self) -> Result<(), ConfigError> {
         let (h, r) = (&self.file.host, &self.file.runtime);
+        if h.data_dir.as_os_str().is_empty() {
+            return Err(self.invalid(
+                "host.data_dir",
+                "must not be empty: name a directory (it is created if missing), or leave the \
+                 key out for ./botfleet-data",
+            ));
+        }
+        if h.workspace
+            .as_ref()
+            .is_some_and(|w| w.as_os_str().is_empty())
+        {
+            return Err(self.invalid(
+                "host.workspace",
+                "must not be empty: name a directory (it is created if missing), or leave the \
+                 key out for <data_dir>/workspace",
+            ));
+        }
         if h.listen.parse::<SocketAddr>().is_err() {
             return Err(self.invalid(
                 "host.listen",
@@ -162,4 +181,67 @@ impl LoadedFleet {
         }
         Ok(())
     }
+}
+
+impl LoadedFleet {
+    /// Checks that `host.data_dir` and the workspace (`host.workspace`, or
+    /// `<data_dir>/workspace`) can be directories: neither, nor the nearest
+    /// part of its path that exists, is a file. A start would fail there
+    /// (`File exists`, `Not a directory`) without naming the key.
+    pub fn check_dirs(&self) -> Result<(), ConfigError> {
+        let h = &self.file.host;
+        if let Some(problem) = dir_problem(&h.data_dir) {
+            return Err(self.invalid("host.data_dir", problem));
+        }
+        match &h.workspace {
+            Some(w) => match dir_problem(w) {
+                Some(problem) => Err(self.invalid("host.workspace", problem)),
+                None => Ok(()),
+            },
+            None => match dir_problem(&h.data_dir.join("workspace")) {
+                Some(problem) => Err(self.invalid(
+                    "host.data_dir",
+                    format!("its workspace (host.workspace is not set): {problem}"),
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// Why a directory could not be made at `path`, if it is plain: the path
+/// or the nearest part of it that exists is not a directory (or is a
+/// broken symbolic link). Other errors (permissions) are left to the
+/// start, which reports them.
+pub fn dir_problem(path: &Path) -> Option<String> {
+    use std::io::ErrorKind;
+    for part in path.ancestors() {
+        // a relative path ends in "": the current directory
+        if part.as_os_str().is_empty() {
+            return None;
+        }
+        match std::fs::metadata(part) {
+            Ok(m) if m.is_dir() => return None,
+            Ok(_) if part == path => {
+                return Some(format!("{} exists and is not a directory", path.display()));
+            }
+            Ok(_) => {
+                return Some(format!(
+                    "{} is not a directory, so {} cannot be made in it",
+                    part.display(),
+                    path.display()
+                ));
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                if std::fs::symlink_metadata(part).is_ok_and(|m| m.is_symlink()) {
+                    return Some(format!(
+                        "{} is a symbolic link to something that does not exist",
+                        part.display()
+                    ));
+                }
+            }
+            Err(_) => return None,
+        }
+    }
+    None
 }

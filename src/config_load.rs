@@ -67,7 +67,7 @@ impl LoadedFleet {
 
     /// Checks `{key}.id`: `valid` (the id type's own check) and not defined
     /// before in `seen`, which it joins.
-    fn unique_id(
+    pub(super) fn unique_id(
         &self,
         key: &str,
         what: &str,
@@ -141,6 +141,15 @@ impl LoadedFleet {
         }
         for (name, p) in &f.providers {
             let key = format!("providers.{name}");
+            if !valid_provider_name(name) {
+                return Err(self.invalid(
+                    format!("providers.{name:?}"),
+                    format!(
+                        "{name:?} is not a provider name; use 1 to 64 of A-Z, a-z, 0-9, _ and -, \
+                         starting with a letter or digit (e.g. \"main\")"
+                    ),
+                ));
+            }
             match p {
                 ProviderConfig::Openai {
                     base_url,
@@ -245,121 +254,8 @@ impl LoadedFleet {
                 ));
             }
         }
-        for (i, sec) in f.secrets.iter().enumerate() {
-            let key = format!("secrets[{i}]");
-            if !botfleet_actors::valid_secret_name(&sec.name) {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!("{:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN", sec.name),
-                ));
-            }
-            // `[[secrets]]` are not scoped: one name, one value for every bot listing it
-            if f.secrets[..i].iter().any(|o| o.name == sec.name) {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!("secret {:?} is defined twice", sec.name),
-                ));
-            }
-            if sec.value.is_some() == sec.value_env.is_some() {
-                return Err(self.invalid(
-                    format!("{key}.value"),
-                    "give exactly one of `value` or `value_env`",
-                ));
-            }
-            if sec.value.as_deref().is_some_and(|v| v.contains('\0')) {
-                return Err(self.invalid(
-                    format!("{key}.value"),
-                    "must not contain a NUL byte: a secret becomes an environment variable of \
-                     the commands that use it",
-                ));
-            }
-        }
-        let mut seen_bots = Vec::new();
-        for (i, b) in f.bots.iter().enumerate() {
-            let key = format!("bots[{i}]");
-            let valid = botfleet_memory::BotId::new(b.id.as_str()).map(|_| ());
-            self.unique_id(&key, "bot", &b.id, valid, &mut seen_bots)?;
-            // mentions (`@b1`) ignore case: two such ids would both be woken
-            if let Some(j) = f.bots[..i]
-                .iter()
-                .position(|o| o.id.eq_ignore_ascii_case(&b.id))
-            {
-                return Err(self.invalid(
-                    format!("{key}.id"),
-                    format!(
-                        "bot {:?} differs from bot {:?} (bots[{j}].id) only in case; mentions ignore case, so @{} would wake both: rename one",
-                        b.id, f.bots[j].id, b.id
-                    ),
-                ));
-            }
-            if b.name.trim().is_empty() {
-                return Err(self.invalid(format!("{key}.name"), "must not be empty"));
-            }
-            if let Some(problem) = botfleet_memory::display_name_problem(&b.name) {
-                return Err(self.invalid(format!("{key}.name"), problem));
-            }
-            for (j, name) in b.secrets.iter().enumerate() {
-                if !botfleet_actors::valid_secret_name(name) {
-                    return Err(self.invalid(
-                        format!("{key}.secrets[{j}]"),
-                        format!("{name:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN"),
-                    ));
-                }
-            }
-            if b.daily_token_budget == Some(0) {
-                return Err(self.invalid(
-                    format!("{key}.daily_token_budget"),
-                    "must be at least 1 (leave it out for no budget)",
-                ));
-            }
-            if !f.providers.contains_key(&b.provider) {
-                return Err(self.invalid(
-                    format!("{key}.provider"),
-                    format!(
-                        "provider {:?} is not defined; defined: {}",
-                        b.provider,
-                        self.provider_names()
-                    ),
-                ));
-            }
-            if !f.users.iter().any(|u| u.id == b.owner) {
-                return Err(self.invalid(
-                    format!("{key}.owner"),
-                    format!("user {:?} is not defined under [[users]]", b.owner),
-                ));
-            }
-            self.validate_routines_and_hooks(&key, b)?;
-            for (j, p) in b.projects.iter().enumerate() {
-                if let Err(e) = botfleet_memory::ProjectId::new(p.as_str()) {
-                    return Err(self.invalid(format!("{key}.projects[{j}]"), e.to_string()));
-                }
-                if b.projects[..j].contains(p) {
-                    return Err(self.invalid(
-                        format!("{key}.projects[{j}]"),
-                        format!("project {p:?} is listed twice"),
-                    ));
-                }
-            }
-            let known = botfleet_actors::tools::ToolRegistry::builtin();
-            for (j, t) in b.tools.iter().enumerate() {
-                if !known.contains(t) {
-                    return Err(self.invalid(
-                        format!("{key}.tools[{j}]"),
-                        format!(
-                            "unknown tool {t:?}; available: {}",
-                            known.names().join(", ")
-                        ),
-                    ));
-                }
-                if let Some(first) = b.tools[..j].iter().position(|o| o == t) {
-                    return Err(self.invalid(
-                        format!("{key}.tools[{j}]"),
-                        format!("tool {t:?} is listed twice (also {key}.tools[{first}])"),
-                    ));
-                }
-            }
-        }
-        Ok(())
+        self.validate_secrets()?;
+        self.validate_bots()
     }
 
     /// Resolves what the file refers to outside itself, as a start needs
@@ -471,7 +367,19 @@ impl LoadedFleet {
             let value = match (&sec.value, &sec.value_env) {
                 (Some(v), _) => Some(v.clone()),
                 (None, Some(var)) => {
-                    lookup(&mut problems, format!("secrets[{i}].value_env"), var, START)
+                    let key = format!("secrets[{i}].value_env");
+                    let value = lookup(&mut problems, key.clone(), var, START);
+                    // the rule, never the value
+                    match value.as_deref().and_then(bots::secret_value_problem) {
+                        Some(problem) => {
+                            problems.push(self.invalid(
+                                key,
+                                format!("the value of environment variable {var} {problem}"),
+                            ));
+                            None
+                        }
+                        None => value,
+                    }
                 }
                 (None, None) => None,
             };
@@ -563,6 +471,17 @@ impl LoadedFleet {
             _ => p.to_path_buf(),
         }
     }
+}
+
+/// Whether `name` can name a provider: 1 to 64 ASCII letters, digits,
+/// `_` and `-`, the first a letter or digit (a bare TOML key, shown in
+/// banners and `GET /v1/bots`).
+fn valid_provider_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
 }
 
 /// What is wrong with a user's token, if anything. A request carries it

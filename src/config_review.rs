@@ -138,7 +138,7 @@ mod tests {
     use super::*;
     use crate::config::LoadedFleet;
 
-    const BASE: &str = "[[users]]\nid = \"alice\"\ntoken = \"alice-secret\"\n[providers.s]\nkind = \"scripted\"\nscript = \"s.toml\"\n";
+    const BASE: &str = "[[users]]\nid = \"alice\"\ntoken = \"alice-secret\"\n[providers.s]\nkind = \"scripted\"\nscript = \"s.toml\"\n[[bots]]\nid = \"b\"\nname = \"B\"\nowner = \"alice\"\nprovider = \"s\"\ntools = [\"SendMessage\"]\n";
 
     fn load(review: &str) -> Result<LoadedFleet, String> {
         LoadedFleet::parse(&format!("{BASE}[review]\n{review}"), "fleet.toml", None)

@@ -2,7 +2,7 @@
 
 use super::*;
 
-const ISSUE_EXAMPLE: &str = r#"
+pub(super) const ISSUE_EXAMPLE: &str = r#"
 [host]
 data_dir = "./botfleet-data"
 listen = "127.0.0.1:7878"
@@ -26,7 +26,7 @@ provider = "main"
 tools = ["SendMessage", "Read", "Write", "Shell"]
 "#;
 
-fn err(text: &str) -> String {
+pub(super) fn err(text: &str) -> String {
     LoadedFleet::parse(text, "fleet.toml", None)
         .unwrap_err()
         .to_string()

@@ -97,12 +97,19 @@ pub fn load_fleet(opts: &HostOptions) -> anyhow::Result<LoadedFleet> {
         listen: opts.listen.clone(),
         data_dir: opts.data_dir.clone(),
     };
+    let default = std::path::Path::new("fleet.toml");
     let fleet = match &opts.fleet {
         Some(path) => LoadedFleet::from_path_with(path, &overrides)?,
-        None if std::path::Path::new("fleet.toml").exists() => {
-            LoadedFleet::from_path_with(std::path::Path::new("fleet.toml"), &overrides)?
-        }
-        None => LoadedFleet::embedded_with(&overrides)?,
+        // the embedded example only when nothing is there: a broken link, a
+        // directory or an unreadable file is read (and its error reported),
+        // never taken for "no fleet file" (`exists()` follows links, so a
+        // dangling `fleet.toml` started the example fleet with its known token)
+        None => match std::fs::symlink_metadata(default) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                LoadedFleet::embedded_with(&overrides)?
+            }
+            _ => LoadedFleet::from_path_with(default, &overrides)?,
+        },
     };
     Ok(fleet)
 }
@@ -125,9 +132,10 @@ pub struct CheckedFleet {
 }
 
 /// Loads the fleet file the options point at and checks everything a
-/// start needs from it except the data directory and the listening
-/// socket: the file itself, the environment variables it names, its
-/// scripts, its models. Every error names the file and the key.
+/// start needs from it except the listening socket: the file itself, that
+/// its data directory and workspace can be directories (nothing is
+/// created), the environment variables it names, its scripts, its models.
+/// Every error names the file and the key (or the flag).
 pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
     // the flag first: it replaces host.listen, whose check then passes
     if let Some(flag) = &opts.listen
@@ -135,7 +143,23 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
     {
         bail!("--listen {flag:?} is not an address; expected IP:PORT such as 127.0.0.1:7878");
     }
+    // and --data, which replaces host.data_dir
+    if let Some(flag) = &opts.data_dir {
+        if flag.as_os_str().is_empty() {
+            bail!("--data must not be empty: name a directory (it is created if missing)");
+        }
+        if let Some(problem) = crate::config::dir_problem(flag) {
+            bail!("--data: {problem}");
+        }
+    }
     let fleet_file = load_fleet(opts)?;
+    if let Some(flag) = &opts.data_dir
+        && fleet_file.file.host.workspace.is_none()
+        && let Some(problem) = crate::config::dir_problem(&flag.join("workspace"))
+    {
+        bail!("--data: its workspace (host.workspace is not set): {problem}");
+    }
+    fleet_file.check_dirs()?;
     let resolved = fleet_file.resolve_external(|var| opts.env_var(var))?;
     // the host's credentials: no bot is given them, every tool result is
     // scrubbed of them (a command could read them from the host's
@@ -306,9 +330,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // before anything is created or locked
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| {
-            format!("cannot listen on {listen} (is another host running? pass --listen)")
-        })?;
+        .map_err(|e| listen_error(listen, &e))?;
     let data_dir = f.host.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
@@ -482,6 +504,22 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         stop,
         server,
     })
+}
+
+/// Why the host cannot listen on `addr`, with what to do: only a port in
+/// use suggests another host (a denied low port or an address this machine
+/// does not have does not).
+fn listen_error(addr: SocketAddr, e: &std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let hint = match e.kind() {
+        ErrorKind::AddrInUse => " (is another host running? pass --listen)",
+        ErrorKind::AddrNotAvailable => {
+            " (this machine has no such address; listen on 127.0.0.1 or 0.0.0.0)"
+        }
+        ErrorKind::PermissionDenied => " (ports below 1024 need privileges; use a higher port)",
+        _ => "",
+    };
+    anyhow::anyhow!("cannot listen on {addr}: {e}{hint}")
 }
 
 /// Sets up transcript recall: the index at `<data_dir>/index` (searched by

@@ -200,12 +200,22 @@ impl BotState {
                 if report.compaction_due && !self.compact_due.contains(&run.session) {
                     self.compact_due.push(run.session);
                 }
-                if let Some(until) = report.paused_until
+                // the turn that found the budget spent as it began told its
+                // session; the turn that spent it pauses the bot as it ends
+                // (so the bot list and the answer to the next message show
+                // the pause) and its session is told by its next message
+                let pause = match (report.paused_until, report.spent_until) {
+                    (Some(until), _) => Some((until, true)),
+                    (None, Some(until)) => Some((until, false)),
+                    (None, None) => None,
+                };
+                if let Some((until, told)) = pause
                     && self.paused_until.is_none()
                 {
                     self.paused_until = Some(until);
-                    // the turn that found the budget spent told its session
-                    self.paused_told.insert(run.session);
+                    if told {
+                        self.paused_told.insert(run.session);
+                    }
                     let wait = until - self.rt.store.clock().now_ms();
                     let wait =
                         std::time::Duration::from_millis(u64::try_from(wait.max(0)).unwrap_or(0));

@@ -8,16 +8,19 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite reported an error.
+    /// SQLite reported an error. Its message is part of this one's, so it
+    /// is not also the error's `source` (`{:#}` of anyhow would print it
+    /// again: "file is not a database: file is not a database").
     #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     /// A file of the store could not be read or written.
-    #[error("store i/o on {path}: {source}")]
+    // `cause`, not `source`: the message already says it (as `Sqlite`)
+    #[error("store i/o on {path}: {cause}")]
     Io {
         /// The file or directory.
         path: String,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A stored JSON column did not parse (the database was changed by hand
     /// or by an incompatible version).
@@ -77,6 +80,12 @@ pub enum StoreError {
     /// A blocking read task panicked or was cancelled.
     #[error("store reader task failed: {0}")]
     Reader(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e)
+    }
 }
 
 impl StoreError {

@@ -93,7 +93,8 @@ export function pathOf(name, params = {}) {
  * Calls API[name]. Options: query (object), body (JSON), key
  * (Idempotency-Key), accept (extra statuses that are answers, e.g. 409),
  * token (try another token without saving it), signal.
- * Resolves to {status, data}; throws ApiError otherwise.
+ * Resolves to {status, data}; throws ApiError otherwise (code
+ * `signed_out`, without asking the host, when there is no token).
  */
 export async function call(name, params = {}, opts = {}) {
   const [method] = API[name];
@@ -104,6 +105,9 @@ export async function call(name, params = {}, opts = {}) {
     if ([...q].length) path += `?${q}`;
   }
   const token = opts.token ?? auth.token;
+  // signed out (a load scheduled before "Log out" fires after it): nothing
+  // is sent, and callers stay quiet about it
+  if (!token) throw new ApiError(401, "signed_out", "You are signed out.", null);
   const headers = { Authorization: `Bearer ${token}`, Accept: "application/json" };
   let body;
   if (opts.body !== undefined) {

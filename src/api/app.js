@@ -3,8 +3,9 @@
 // #/sessions/ID — each talking to the /v1 API (api.js) and updating live
 // from the change signals. No framework and no build step.
 
-import { Signals, auth, call, uuidv7 } from "./api.js";
-import { avatar, backLink, count, errorBox, h, placeholder, toast } from "./dom.js";
+import { Signals, auth, call } from "./api.js";
+import { composer, deliver } from "./compose.js";
+import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
 import { approvalsView, searchView, secretsView, sessionView } from "./pages.js";
 import {
   botName,
@@ -78,6 +79,9 @@ function start() {
 function logout(message) {
   auth.clear();
   signals.stop();
+  // a load the last signals scheduled has no token to send any more
+  botsSoon.cancel();
+  approvalsSoon.cancel();
   Object.assign(store, { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 });
   history.replaceState(null, "", location.pathname);
   showLogin(message);
@@ -169,80 +173,20 @@ function notFound() {
   return {};
 }
 
-let composerIds = 0;
-/** A message box: Enter sends, Shift+Enter is a new line. */
-function composer({ label, placeholder: hint, onSend }) {
-  const id = `composer-${++composerIds}`;
-  const area = h("textarea", { id, rows: "1", placeholder: hint, enterkeyhint: "send", "aria-describedby": `${id}-help` });
-  const form = h(
-    "form",
-    { class: "composer" },
-    h("label", { for: id, class: "sr-only" }, label),
-    h("span", { id: `${id}-help`, class: "sr-only" }, "Enter sends; Shift+Enter starts a new line."),
-    area,
-    h("button", { type: "submit", class: "primary" }, "Send"),
-  );
-  const grow = () => {
-    area.style.height = "auto";
-    area.style.height = `${Math.min(area.scrollHeight + 2, 192)}px`;
-  };
-  area.addEventListener("input", grow);
-  area.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
-      ev.preventDefault();
-      form.requestSubmit();
-    }
-  });
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const text = area.value.trim();
-    if (!text) return;
-    area.value = "";
-    grow();
-    onSend(text);
-    area.focus();
-  });
-  return { el: form, focus: () => area.focus() };
-}
-
-/**
- * Posts `text` with a fresh UUIDv7 Idempotency-Key and shows it as pending
- * until its entry arrives. A network or server failure keeps the key, so
- * "Retry" cannot deliver the message twice; a 409 (the key's fate is
- * unknown) offers to send it again as a new message, with a new key.
- */
-async function deliver(timeline, text, post, onAccepted = () => {}) {
-  const attempt = async (key) => {
-    const shown = timeline.pending(text);
-    try {
-      const { status, data } = await post(key);
-      if (status === 409) {
-        shown.failed((data && data.error && data.error.message) || "The host could not accept this message.", () => attempt(uuidv7()));
-        return;
-      }
-      shown.sent(data.entry_id);
-      onAccepted(data);
-      timeline.sync().catch(() => {});
-    } catch (e) {
-      if (e.status !== 401) return shown.failed(e.message, () => attempt(key));
-      // the host refused the token this tab holds (call() signed it out)
-      shown.failed("Not sent: the host refused your token.", () => attempt(key));
-      if (!auth.token) {
-        const quoted = text.length > 200 ? `${text.slice(0, 200)}…` : text;
-        const why = `Your message was not sent: the host refused your token (it may have changed, or you logged out). Sign in, then send it again: “${quoted}”`;
-        const shownAlert = main.querySelector(".login [role=alert]");
-        if (shownAlert) shownAlert.textContent = why;
-        else showLogin(why);
-      }
-    }
-  };
-  await attempt(uuidv7());
+/** Says on the sign-in page why a message was not sent (the host refused
+ * this tab's token, and the tab signed out). */
+function signedOut(why) {
+  const shownAlert = main.querySelector(".login [role=alert]");
+  if (shownAlert) shownAlert.textContent = why;
+  else showLogin(why);
 }
 
 function botState(b) {
   // no longer in fleet.toml: it takes no messages until listed again
   if (b.removed_at) return ["asleep", "removed from fleet.toml"];
   if (b.running_turn) return ["working", "working"];
+  // its daily token budget is spent: what waits, waits until then
+  if (b.paused_until > Date.now()) return ["paused", `paused until ${clock(b.paused_until)}`];
   if (b.queued) return ["queued", `${b.queued} queued`];
   if (b.active) return ["idle", "idle"];
   return ["asleep", "asleep"];
@@ -307,7 +251,7 @@ function paintBotList(list, current) {
           avatar(b.name),
           h("span", { class: "name" }, b.name),
           h("span", { class: `state ${cls}` }, label),
-          h("span", { class: "sub" }, `${b.id} · ${usageText(b)}`),
+          h("span", { class: "sub" }, `${b.id} · ${usageText(b)}${b.queued && cls === "paused" ? ` · ${b.queued} waiting` : ""}`),
         ),
       );
     }),
@@ -375,10 +319,12 @@ async function openBot(ctx, detail, id, seq) {
   const paintHead = () => {
     const b = store.bots.find((x) => x.id === id);
     const [cls, label] = b ? botState(b) : ["asleep", ""];
-    title.replaceChildren(name, h("span", { class: `state ${cls}` }, label));
-    role.textContent = b ? `${b.id} · ${usageText(b)}${b.role ? ` · ${b.role}` : ""}` : id;
+    // names and roles are isolated: their bidi controls stay inside them
+    title.replaceChildren(h("bdi", null, name), h("span", { class: `state ${cls}` }, label));
+    role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
     role.title = b ? b.role : "";
     stop.hidden = !(b && b.running_turn);
+    timeline.setPaused(b && b.paused_until);
   };
   stop.addEventListener("click", async () => {
     stop.disabled = true;
@@ -399,11 +345,21 @@ async function openBot(ctx, detail, id, seq) {
     nameOf: botName,
     load: (after, limit) => sessionEntries(session.session, after, limit, true),
     send: (text) => send(text),
+    draft: (text) => box.draft(text),
     working: `${name} is working on it`,
     empty: `No messages yet. Say hello to ${name}.`,
   });
   ctx.timeline = timeline;
-  const send = (text) => deliver(timeline, text, (key) => call("botMessage", { bot: id }, { body: { text }, key, accept: [409] }));
+  const send = (text) =>
+    deliver(timeline, text, (key) => call("botMessage", { bot: id }, { body: { text }, key, accept: [409] }), {
+      // the answer says whether the bot is paused (no signal says so)
+      onAccepted: (data) => {
+        const b = store.bots.find((x) => x.id === id);
+        if (b) b.paused_until = data.paused_until ?? null;
+        paintHead();
+      },
+      onSignedOut: signedOut,
+    });
   const box = composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: send });
   const head = h(
     "header",
@@ -556,6 +512,7 @@ async function openRoom(ctx, detail, id, seq) {
     nameOf,
     load: (after, limit) => call("groupEntries", { group: id }, { query: { after, limit } }).then((r) => r.data),
     send: (text) => send(text),
+    draft: (text) => box.draft(text),
     working: "The members are discussing",
     empty: "No messages yet. Everyone in the room reads what you post; @Name addresses one member.",
   });
@@ -565,15 +522,18 @@ async function openRoom(ctx, detail, id, seq) {
       timeline,
       text,
       (key) => call("groupMessage", { group: id }, { body: { text }, key, accept: [409] }),
-      (data) => {
-        const addressed = (data.addressed || []).map(nameOf);
-        const unknown = data.unknown_mentions || [];
-        note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
-        if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
+      {
+        onAccepted: (data) => {
+          const addressed = (data.addressed || []).map(nameOf);
+          const unknown = data.unknown_mentions || [];
+          note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
+          if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
+        },
+        onSignedOut: signedOut,
       },
     );
   const box = composer({ label: `Message to room ${room.name}`, placeholder: "Message the room (@Name for one member)", onSend: send });
-  const title = h("h1", { tabindex: "-1" }, room.name, room.shared ? h("span", { class: "state" }, "shared") : null);
+  const title = h("h1", { tabindex: "-1" }, h("bdi", null, room.name), room.shared ? h("span", { class: "state" }, "shared") : null);
   const head = h(
     "header",
     { class: "conv-head" },

@@ -39,7 +39,9 @@ pub(crate) async fn list(
     // bot (the store keeps turn counts as turns end, migration 11), where
     // counting each bot's turns used to scan the whole `turns` table
     // (docs/performance.md, "The bot list's turn counts")
-    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    // the day of the store's clock, which usage is counted by
+    let now = state.fleet.store().clock().now();
+    let today = now.format("%Y-%m-%d").to_string();
     let bots = state
         .fleet
         .store()
@@ -62,6 +64,13 @@ pub(crate) async fn list(
             .collect();
         let budget = b.settings.get("daily_token_budget").and_then(Value::as_u64);
         let live = active.get(&b.id);
+        // the live bot's pause, else what its usage stored today says: the
+        // bot pauses as the turn that spends the budget ends, and one that
+        // is not active finds the budget spent at its next turn
+        let paused_until = live.and_then(|s| s.paused_until).or_else(|| {
+            botfleet_actors::budget_paused_until(now, activity.usage_today.total(), budget)
+                .map(|t| t.timestamp_millis())
+        });
         out.push(json!({
             "id": b.id,
             "name": b.name,
@@ -77,7 +86,7 @@ pub(crate) async fn list(
             "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
             // its daily token budget is spent: it answers after this time
-            "paused_until": live.and_then(|s| s.paused_until),
+            "paused_until": paused_until,
             "turns": counts,
             "usage": {
                 "turns": activity.usage_turns,
@@ -167,17 +176,28 @@ pub(crate) async fn post_message(
 /// epoch) added when the bot is paused by its daily token budget: the
 /// message waits for the end of the pause (the bot writes its
 /// `budget_exhausted` notice only once per conversation, so a client
-/// cannot wait for one). Asked after the admission, of the live bot (as
-/// `GET /v1/bots` does: its pause is what holds the message); the message
-/// is admitted whatever the answer, so a bot that does not answer leaves
-/// the field out.
+/// cannot wait for one). Asked after the admission, as `GET /v1/bots`
+/// does: of the live bot (its pause is what holds the message), else of
+/// its usage stored today (the turn that spent the budget has ended, and
+/// the bot's next turn will find it spent, though the bot may not have
+/// taken the end of that turn in yet). The message is admitted whatever
+/// the answer, so a failed read leaves the field out.
 async fn with_pause(mut body: Value, state: &ApiState, bot: &BotRecord) -> Value {
-    let until = match state.fleet.status(&bot.id).await {
+    let live = match state.fleet.status(&bot.id).await {
         Ok(live) => live.and_then(|s| s.paused_until),
         Err(e) => {
             tracing::debug!(bot = %bot.id, error = %e, "no status for the answer to a message");
             None
         }
+    };
+    let until = match live {
+        Some(until) => Some(until),
+        None => botfleet_actors::stored_budget_pause(state.fleet.store(), bot)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::debug!(bot = %bot.id, error = %e, "no usage for the answer to a message");
+                None
+            }),
     };
     if let Some(until) = until {
         body["paused_until"] = json!(until);

@@ -115,13 +115,18 @@ const dayFmt = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeri
 const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 
+/** "14:05" for ms since epoch, with the day ("Dec 2 14:05") if not today. */
+export function clock(ms) {
+  const d = new Date(ms);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? timeFmt.format(d) : `${dayFmt.format(d)} ${timeFmt.format(d)}`;
+}
+
 /** A <time> for ms since epoch: the hour (and the day if not today). */
 export function timeEl(ms) {
   if (typeof ms !== "number") return null;
   const d = new Date(ms);
-  const today = new Date().toDateString() === d.toDateString();
-  const label = today ? timeFmt.format(d) : `${dayFmt.format(d)} ${timeFmt.format(d)}`;
-  return h("time", { datetime: d.toISOString(), title: fullFmt.format(d) }, label);
+  return h("time", { datetime: d.toISOString(), title: fullFmt.format(d) }, clock(ms));
 }
 
 /** "in 4 min", "2 h ago". */

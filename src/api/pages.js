@@ -4,7 +4,8 @@
 import { call } from "./api.js";
 import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, timeEl, toast } from "./dom.js";
 import { botName, botWatchers, debounce, ensureBots, loadBots, refreshApprovals, sessionEntries, setTitle, store } from "./state.js";
-import { Timeline, fillApproval, tickExpiries } from "./timeline.js";
+import { fillApproval, tickExpiries } from "./cards.js";
+import { Timeline } from "./timeline.js";
 
 const main = document.getElementById("main");
 
@@ -88,6 +89,20 @@ export function approvalsView(query) {
     ),
   );
   title.focus();
+  // approval id → {article, shown: what it was drawn from}: a load redraws
+  // only the approvals that changed, so a signal of any bot neither folds
+  // an opened "Exact action" nor takes the focus from a button
+  const drawn = new Map();
+  const article = (a) => {
+    const box = h("div");
+    fillApproval(box, a, { details: true, onDecided: () => refreshApprovals() });
+    return h(
+      "article",
+      { class: "panel", "aria-label": `${botName(a.bot)}: ${a.tool}` },
+      h("div", { class: "meta" }, h("span", { class: "who" }, botName(a.bot)), timeEl(a.created_at), h("a", { href: `#/sessions/${encodeURIComponent(a.session)}` }, "Open conversation")),
+      box,
+    );
+  };
   const load = async () => {
     try {
       await ensureBots();
@@ -95,23 +110,26 @@ export function approvalsView(query) {
       if (ctx.closed) return;
       const items = data.approvals || [];
       if (!items.length) {
+        drawn.clear();
         list.replaceChildren(placeholder(which === "pending" ? "Nothing is waiting for you." : "No approvals yet."));
         return;
       }
-      list.replaceChildren(
-        ...items.map((a) => {
-          const box = h("div");
-          fillApproval(box, a, { details: true, onDecided: () => refreshApprovals() });
-          return h(
-            "article",
-            { class: "panel", "aria-label": `${botName(a.bot)}: ${a.tool}` },
-            h("div", { class: "meta" }, h("span", { class: "who" }, botName(a.bot)), timeEl(a.created_at), h("a", { href: `#/sessions/${encodeURIComponent(a.session)}` }, "Open conversation")),
-            box,
-          );
-        }),
-      );
+      const want = items.map((a) => {
+        const shown = JSON.stringify([a, botName(a.bot)]);
+        const old = drawn.get(a.id);
+        if (old && old.shown === shown) return [a.id, old];
+        return [a.id, { el: article(a), shown }];
+      });
+      const keep = new Set(want.map(([, d]) => d.el));
+      for (const el of [...list.children]) if (!keep.has(el)) el.remove();
+      drawn.clear();
+      // in order, moving only what is out of place
+      want.forEach(([id, d], i) => {
+        drawn.set(id, d);
+        if (list.children[i] !== d.el) list.insertBefore(d.el, list.children[i] || null);
+      });
     } catch (e) {
-      if (!ctx.closed) list.replaceChildren(errorBox(e));
+      if (!ctx.closed && e.code !== "signed_out") list.replaceChildren(errorBox(e));
     }
   };
   load();

@@ -26,12 +26,9 @@ use super::extract::read_body;
 const MAX_SECRET_BYTES: usize = 16 * 1024;
 
 fn check_name(name: &str) -> Result<(), ApiError> {
-    if botfleet_actors::valid_secret_name(name) {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "{name:?} is not a secret name; use an environment-variable name such as GITHUB_TOKEN"
-        )))
+    match botfleet_actors::secret_name_problem(name) {
+        None => Ok(()),
+        Some(problem) => Err(ApiError::BadRequest(problem)),
     }
 }
 

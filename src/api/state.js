@@ -2,7 +2,7 @@
 // the page title, and reading a session's entries. Views that show a
 // list subscribe to botWatchers / roomWatchers.
 
-import { call } from "./api.js";
+import { auth, call } from "./api.js";
 import { toast } from "./dom.js";
 
 const badge = document.getElementById("approval-count");
@@ -17,6 +17,7 @@ export const roomWatchers = new Set();
 let botsLoading = null;
 /** Fetches the bots (one request at a time) and tells the watchers. */
 export function loadBots() {
+  if (!auth.token) return Promise.resolve();
   botsLoading ??= call("bots")
     .then(({ data }) => {
       store.bots = data.bots || [];
@@ -24,7 +25,9 @@ export function loadBots() {
       if (store.bots.length) store.me = store.bots[0].owner;
       for (const fn of botWatchers) fn();
     })
-    .catch((e) => toast(e.message, { error: true }))
+    .catch((e) => {
+      if (e.code !== "signed_out") toast(e.message, { error: true });
+    })
     .finally(() => {
       botsLoading = null;
     });
@@ -51,13 +54,16 @@ export async function ensureBots() {
 
 /** Fetches the rooms and tells the watchers. */
 export function loadRooms() {
+  if (!auth.token) return Promise.resolve();
   return call("groups")
     .then(({ data }) => {
       store.rooms = data.groups || [];
       store.roomsLoaded = true;
       for (const fn of roomWatchers) fn();
     })
-    .catch((e) => toast(e.message, { error: true }));
+    .catch((e) => {
+      if (e.code !== "signed_out") toast(e.message, { error: true });
+    });
 }
 
 let expiryTimer = 0;
@@ -67,8 +73,13 @@ let expiryTimer = 0;
  * first of them expires (an expiry sends no change signal).
  */
 export async function refreshApprovals() {
+  if (!auth.token) {
+    clearTimeout(expiryTimer);
+    return;
+  }
   try {
     const { data } = await call("approvals", {}, { query: { status: "pending", limit: 500 } });
+    if (!auth.token) return;
     const pending = data.approvals || [];
     store.pending = pending.length;
     clearTimeout(expiryTimer);
@@ -87,23 +98,29 @@ export async function refreshApprovals() {
 
 /**
  * Runs `fn` once calls stop for `ms`, and at least every `maxMs` while
- * they keep coming (a busy fleet signals all the time).
+ * they keep coming (a busy fleet signals all the time). `.cancel()`
+ * drops a run that is due.
  */
 export function debounce(fn, ms, maxMs = ms * 4) {
   let t = 0;
   let first = 0;
-  const run = () => {
+  const cancel = () => {
     clearTimeout(t);
     t = 0;
     first = 0;
+  };
+  const run = () => {
+    cancel();
     fn();
   };
-  return () => {
+  const soon = () => {
     const now = Date.now();
     if (!first) first = now;
     clearTimeout(t);
     t = setTimeout(run, Math.max(0, Math.min(ms, first + maxMs - now)));
   };
+  soon.cancel = cancel;
+  return soon;
 }
 
 /** A bot's display name (its id when unknown); a room's coordinator,

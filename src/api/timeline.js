@@ -2,17 +2,25 @@
 // approval and secret cards, and (behind a toggle) the bot's internal
 // steps. Used for a bot's DM, a room's timeline and any other session.
 //
-// Sync rule: the timeline holds entries low+1..held. A change signal for
-// its session with a seq above `held`, a `resync`, or a reconnection makes
-// it fetch `after=held` until it reaches the session's last_seq. Fetches
-// are serialized (one in flight, one more queued), and entries are dropped
-// by id when already held, so overlapping answers and replays are harmless.
+// Sync rule: the timeline holds entries low+1..held. While it `follows`
+// (it holds the newest entry), a change signal for its session with a seq
+// above `held`, a `resync`, or a reconnection makes it fetch `after=held`
+// until it reaches the session's last_seq. Fetches are serialized (one in
+// flight, one more queued), and entries are dropped by id when already
+// held, so overlapping answers and replays are harmless.
+//
+// A link to an entry (`?seq=`, what a search hit opens) loads one page
+// around it and does not follow: "Show newer messages" pages forward
+// until the newest entry is held (then it follows), and "Jump to the
+// newest" (or sending a message) starts over from the newest page.
 
 import { call } from "./api.js";
-import { count, h, prettyJson, relative, richText, safeUrl, timeEl, toast } from "./dom.js";
-import { loadBotsUntilStarted, refreshApprovals } from "./state.js";
+import { botCard, fillApproval, tickExpiries } from "./cards.js";
+import { clock, count, h, prettyJson, richText, timeEl, toast } from "./dom.js";
+import { loadBotsUntilStarted } from "./state.js";
 
-/** Entries shown when a conversation opens, and per "Show earlier". */
+/** Entries shown when a conversation opens, and per "Show earlier" or
+ * "Show newer". */
 const PAGE = 200;
 /** Entries per request while catching up. */
 const FETCH = 500;
@@ -24,93 +32,54 @@ const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof 
 let uid = 0;
 const nextId = (p) => `${p}-${++uid}`;
 
-/** Human words for an approval's status. */
-function approvalStatusText(a, now = Date.now()) {
-  switch (a.status) {
-    case "pending":
-      return now >= a.expires_at ? "Expired: nobody decided in time" : `Waiting for your decision · expires ${relative(a.expires_at, now)}`;
-    case "approved":
-      return a.consumed_at ? "Approved · the action ran" : "Approved · the bot may run it once";
-    case "denied":
-      return "Denied";
-    case "expired":
-      return a.expired_by === "user_message" ? "Expired: a newer message came first" : "Expired: nobody decided in time";
-    default:
-      return str(a.status);
-  }
-}
-
-/**
- * Fills `box` with an approval: tool, summary, reason, status and, while
- * pending, Approve/Deny. `a` is an approval record or an `approval` entry
- * (whose id is in `approval`). `onDecided(record)` gets the host's answer.
- */
-export function fillApproval(box, a, { onDecided = refreshApprovals, details = false } = {}) {
-  const id = a.approval || a.id;
-  const pending = a.status === "pending" && Date.now() < a.expires_at;
-  box.className = `card approval-card ${a.status}`;
-  box.replaceChildren(h("div", { class: "card-body" },
-    h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, str(a.tool))),
-    h("p", { class: "text" }, str(a.summary)),
-    a.reason ? h("p", { class: "hint" }, `Why it asks: ${str(a.reason)}`) : null,
-    details && a.action !== undefined
-      ? h("details", null, h("summary", null, "Exact action"), h("pre", null, JSON.stringify(a.action, null, 2)))
-      : null,
-    h(
-      "p",
-      { class: "status", ...(a.status === "pending" ? { dataset: { expires: String(a.expires_at) } } : {}) },
-      h("span", { class: "status-pill" }, approvalStatusText(a)),
-    ),
-  ));
-  if (!pending) return;
-  const decide = async (decision, button) => {
-    for (const b of box.querySelectorAll("button")) b.disabled = true;
-    button.textContent = decision === "approve" ? "Approving…" : "Denying…";
-    try {
-      const { data } = await call("decide", { id }, { body: { decision } });
-      fillApproval(box, data.approval, { onDecided, details });
-      onDecided(data.approval);
-    } catch (e) {
-      toast(e.message, { error: true });
-      fillApproval(box, a, { onDecided, details });
-    }
-  };
-  const approve = h("button", { type: "button", class: "primary" }, "Approve");
-  const deny = h("button", { type: "button", class: "danger" }, "Deny");
-  approve.addEventListener("click", () => decide("approve", approve));
-  deny.addEventListener("click", () => decide("deny", deny));
-  box.append(h("div", { class: "actions" }, approve, deny));
-}
-
-/** Refreshes the "expires in" lines under `root`. */
-export function tickExpiries(root) {
-  const now = Date.now();
-  for (const el of root.querySelectorAll("[data-expires]")) {
-    const at = Number(el.dataset.expires);
-    const pill = el.querySelector(".status-pill");
-    if (pill) pill.textContent = approvalStatusText({ status: "pending", expires_at: at }, now);
-    if (now >= at) {
-      // the buttons are in the card, beside the .card-body holding `el`
-      const card = el.closest(".approval-card");
-      if (card) for (const b of card.querySelectorAll(".actions button")) b.disabled = true;
-      delete el.dataset.expires;
-    }
-  }
-}
-
 export class Timeline {
   /**
    * opts: label (accessible name), session (id named by change signals),
    * load(after, limit) → {entries, last_seq}, me (user id), nameOf(author),
-   * send(text) (posts as the user; absent when read-only), working (text
-   * of the "working" line), empty (text when there is nothing yet).
+   * send(text) (posts as the user; absent when read-only), draft(text)
+   * (puts text in the user's message box; absent when read-only), working
+   * (text of the "working" line), empty (text when there is nothing yet).
    */
   constructor(opts) {
     this.opts = opts;
+    this.expected = new Map();
+    this.forget();
+    this.syncing = null;
+    this.again = false;
+    this.lastError = 0;
+    // bumped when the held entries are dropped (Jump to the newest): an
+    // answer asked for before is then ignored
+    this.gen = 0;
+    // the newest seq the host is known to have, and whether the timeline
+    // holds it and follows the change signals
+    this.last = 0;
+    this.follows = true;
+    this.pausedUntil = 0;
+    this.earlier = h("button", { type: "button", class: "earlier small", hidden: true, onclick: () => this.loadEarlier() }, "Show earlier messages");
+    this.later = h("button", { type: "button", class: "small", onclick: () => this.loadLater() }, "Show newer messages");
+    this.newest = h("button", { type: "button", class: "small link", onclick: () => this.toNewest() }, "Jump to the newest");
+    this.laterRow = h("div", { class: "later actions", hidden: true }, this.later, this.newest);
+    this.log = h("ol", { class: "log", role: "log", "aria-label": opts.label, "aria-live": "polite" });
+    this.outbox = h("ol", { class: "outbox", "aria-label": "Messages being sent" });
+    this.empty = h("p", { class: "empty", hidden: true }, opts.empty || "Nothing here yet.");
+    this.working = h("p", { class: "working", hidden: true, role: "status" });
+    this.el = h("div", { class: "timeline", tabindex: "0", "aria-label": opts.label }, this.earlier, this.empty, this.log, this.laterRow, this.outbox, this.working);
+    const stepsId = nextId("steps");
+    this.stepsBox = h("input", { type: "checkbox", id: stepsId, onchange: () => this.setSteps(this.stepsBox.checked, true) });
+    this.stepsToggle = h("label", { class: "switch", for: stepsId }, this.stepsBox, "Show steps");
+    this.setSteps(localStorage.getItem(STEPS_KEY) === "1", false);
+    this.cardCtx = { send: opts.send, draft: opts.draft, secretNames: () => this.secretNames() };
+    this.ticker = setInterval(() => {
+      tickExpiries(this.el);
+      this.paintWorking();
+    }, 15000);
+  }
+
+  /** Drops what the held entries taught (not the messages being sent). */
+  forget() {
     this.ids = new Set();
     this.bySeq = new Map();
     this.approvals = new Map();
-    this.expected = new Map();
     this.unanswered = new Set();
     // turn id → {inputs, seq} of its turn_end, and input seq → seq of the
     // last turn_end that answered it: what a Retry puts back
@@ -118,20 +87,6 @@ export class Timeline {
     this.answeredAt = new Map();
     this.low = 0;
     this.held = 0;
-    this.syncing = null;
-    this.again = false;
-    this.lastError = 0;
-    this.earlier = h("button", { type: "button", class: "earlier small", hidden: true, onclick: () => this.loadEarlier() }, "Show earlier messages");
-    this.log = h("ol", { class: "log", role: "log", "aria-label": opts.label, "aria-live": "polite" });
-    this.outbox = h("ol", { class: "outbox", "aria-label": "Messages being sent" });
-    this.empty = h("p", { class: "empty", hidden: true }, opts.empty || "Nothing here yet.");
-    this.working = h("p", { class: "working", hidden: true, role: "status" }, h("span", { class: "dots" }, opts.working || "Working"));
-    this.el = h("div", { class: "timeline", tabindex: "0", "aria-label": opts.label }, this.earlier, this.empty, this.log, this.outbox, this.working);
-    const stepsId = nextId("steps");
-    this.stepsBox = h("input", { type: "checkbox", id: stepsId, onchange: () => this.setSteps(this.stepsBox.checked, true) });
-    this.stepsToggle = h("label", { class: "switch", for: stepsId }, this.stepsBox, "Show steps");
-    this.setSteps(localStorage.getItem(STEPS_KEY) === "1", false);
-    this.ticker = setInterval(() => tickExpiries(this.el), 15000);
   }
 
   /** Stops timers. */
@@ -146,14 +101,30 @@ export class Timeline {
     if (remember) localStorage.setItem(STEPS_KEY, on ? "1" : "0");
   }
 
-  /** Loads the newest entries (or those around `focus`) and shows them. */
+  /**
+   * The bot is paused until `until` (ms; its daily token budget is
+   * spent): messages waiting for it are said to wait, not worked on.
+   */
+  setPaused(until) {
+    this.pausedUntil = typeof until === "number" ? until : 0;
+    this.paintWorking();
+  }
+
+  /** Loads the newest entries (or a page around `focus`) and shows them. */
   async open(lastSeq, focus) {
-    const start = focus ? Math.max(0, focus - 40) : Math.max(0, lastSeq - PAGE);
-    this.low = start;
-    this.held = start;
+    this.last = lastSeq || 0;
     this.log.setAttribute("aria-busy", "true");
     try {
-      await this.sync();
+      if (focus) {
+        this.follows = false;
+        this.low = Math.max(0, focus - PAGE / 2);
+        this.held = this.low;
+        await this.loadLater(false);
+      } else {
+        this.low = Math.max(0, this.last - PAGE);
+        this.held = this.low;
+        await this.sync();
+      }
     } finally {
       this.log.removeAttribute("aria-busy");
     }
@@ -170,13 +141,19 @@ export class Timeline {
 
   /** Reacts to a change signal or a resync. */
   onSignal(ev) {
+    if (ev.type === "change" && ev.session === this.opts.session) this.last = Math.max(this.last, ev.seq || 0);
+    if (!this.follows) return this.paintLater();
     if (ev.type === "resync" || (ev.type === "change" && ev.session === this.opts.session && ev.seq > this.held)) {
       this.sync().catch(() => {});
     }
   }
 
-  /** Fetches what is missing after `held`; at most one fetch runs at a time. */
+  /**
+   * Fetches what is missing after `held`, while the timeline follows; at
+   * most one fetch runs at a time.
+   */
   sync() {
+    if (!this.follows) return Promise.resolve();
     if (this.syncing) {
       this.again = true;
       return this.syncing;
@@ -188,7 +165,7 @@ export class Timeline {
           await this.pull();
         } while (this.again);
       } catch (e) {
-        if (Date.now() - this.lastError > 10000) toast(e.message, { error: true });
+        if (Date.now() - this.lastError > 10000 && e.code !== "signed_out") toast(e.message, { error: true });
         this.lastError = Date.now();
         throw e;
       } finally {
@@ -200,32 +177,86 @@ export class Timeline {
 
   async pull() {
     for (let round = 0; round < 100; round++) {
+      const gen = this.gen;
       const page = await this.opts.load(this.held, FETCH);
-      const stick = this.nearEnd();
-      const frag = document.createDocumentFragment();
-      let added = 0;
-      for (const e of page.entries || []) {
-        if (e.seq > this.held) this.held = e.seq;
-        if (this.ids.has(e.id)) continue;
-        this.ids.add(e.id);
-        const li = this.render(e, false);
-        if (li) frag.append(li);
-        added++;
-      }
-      this.log.append(frag);
-      this.refresh();
-      if (added && stick) this.toEnd();
-      if (added) this.checkApproved();
+      if (gen !== this.gen) return;
+      this.append(page);
       if (!(page.entries || []).length || this.held >= (page.last_seq ?? 0)) return;
     }
   }
 
+  /** Shows the entries of `page` (after `held`) at the end of the log. */
+  append(page) {
+    this.last = Math.max(this.last, page.last_seq ?? 0);
+    const stick = this.nearEnd();
+    const frag = document.createDocumentFragment();
+    let added = 0;
+    for (const e of page.entries || []) {
+      if (e.seq > this.held) this.held = e.seq;
+      if (this.ids.has(e.id)) continue;
+      this.ids.add(e.id);
+      const li = this.render(e, false);
+      if (li) frag.append(li);
+      added++;
+    }
+    this.log.append(frag);
+    this.refresh();
+    if (added && stick && this.follows) this.toEnd();
+    if (added) this.checkApproved();
+  }
+
+  /**
+   * The next page after `held` (not following): once it reaches the
+   * newest entry, the timeline follows again. `report`: toast a failure
+   * (open() lets its caller report it).
+   */
+  async loadLater(report = true) {
+    const gen = this.gen;
+    this.later.disabled = true;
+    try {
+      const page = await this.opts.load(this.held, PAGE);
+      if (gen !== this.gen) return;
+      this.append(page);
+      if (!(page.entries || []).length || this.held >= this.last) this.follows = true;
+    } catch (e) {
+      if (report && e.code !== "signed_out") toast(e.message, { error: true });
+      if (!report) throw e;
+    } finally {
+      this.later.disabled = false;
+      this.paintLater();
+      this.refresh();
+    }
+    // what came meanwhile
+    if (this.follows && gen === this.gen) await this.sync().catch(() => {});
+  }
+
+  /** Drops the held entries and shows the newest page, following. */
+  async toNewest() {
+    this.gen++;
+    this.forget();
+    this.log.replaceChildren();
+    this.follows = true;
+    this.low = Math.max(0, this.last - PAGE);
+    this.held = this.low;
+    this.earlier.hidden = this.low <= 0;
+    this.paintLater();
+    this.paintWorking();
+    await this.sync().catch(() => {});
+    this.toEnd();
+  }
+
+  paintLater() {
+    this.laterRow.hidden = this.follows;
+  }
+
   async loadEarlier() {
     if (this.low <= 0) return;
+    const gen = this.gen;
     const from = Math.max(0, this.low - PAGE);
     this.earlier.disabled = true;
     try {
       const page = await this.opts.load(from, this.low - from);
+      if (gen !== this.gen) return;
       const before = this.el.scrollHeight;
       const frag = document.createDocumentFragment();
       for (const e of page.entries || []) {
@@ -240,7 +271,7 @@ export class Timeline {
       this.refresh();
       this.checkApproved();
     } catch (e) {
-      toast(e.message, { error: true });
+      if (e.code !== "signed_out") toast(e.message, { error: true });
     } finally {
       this.earlier.disabled = false;
       this.earlier.hidden = this.low <= 0;
@@ -255,13 +286,35 @@ export class Timeline {
     this.el.scrollTop = this.el.scrollHeight;
   }
 
+  /** The empty note and the line under the log, after entries came. */
   refresh() {
     this.empty.hidden = this.log.childElementCount > 0 || this.outbox.childElementCount > 0;
-    this.working.hidden = this.unanswered.size === 0;
+    this.paintWorking();
+  }
+
+  /**
+   * The line under the log: the bot works on the messages it has not
+   * answered, or they wait while it is paused. Only said of the newest
+   * entries (a page further back may end on a message answered later).
+   */
+  paintWorking() {
+    const waiting = this.follows && this.unanswered.size > 0;
+    this.working.hidden = !waiting;
+    if (!waiting) return;
+    const paused = this.pausedUntil > Date.now();
+    const text = paused
+      ? `Paused until ${clock(this.pausedUntil)}: its daily token budget is spent. Your messages wait until then.`
+      : this.opts.working || "Working";
+    if (this.working.dataset.text === text) return;
+    this.working.dataset.text = text;
+    this.working.classList.toggle("paused", paused);
+    this.working.replaceChildren(paused ? h("span", null, text) : h("span", { class: "dots" }, text));
   }
 
   /** An outgoing message shown until its entry arrives. */
   pending(text) {
+    // a message is answered at the end of the conversation: show it there
+    if (!this.follows) this.toNewest();
     const meta = h("div", { class: "meta" }, h("span", { class: "who" }, "You"), h("span", null, "Sending…"));
     const actions = h("div", { class: "outbox-actions" });
     const li = h("li", { class: "entry mine sending" }, h("div", { class: "bubble" }, meta, h("div", { class: "text" }, text)), actions);
@@ -372,7 +425,7 @@ export class Timeline {
         { class: "bubble" },
         h("div", { class: "meta" }, h("span", { class: "who" }, who), timeEl(e.created_at)),
         h("div", { class: "text" }, text instanceof Node ? text : str(text)),
-        card ? this.card(card, who) : null,
+        card ? botCard(card, who, this.cardCtx) : null,
       ),
       h("div", { class: "reactions", hidden: true }),
     );
@@ -453,37 +506,62 @@ export class Timeline {
    * An approval's card, shown once where it first appears: each later
    * entry of the same approval updates it. The newest entry by seq wins
    * whatever order the entries arrive in ("Show earlier" brings a page
-   * whose own entries are in order but older than the ones held).
+   * whose own entries are in order but older than the ones held). An
+   * `approved` entry, whenever it arrives, says that the approval was
+   * decided: a later `expired` one then reads "approved, not used".
    */
   approval(e) {
-    const known = this.approvals.get(e.approval);
-    if (known) {
-      if (e.seq > known.seq) {
-        known.seq = e.seq;
-        known.status = e.status;
-        fillApproval(known.box, e);
-      }
-      return null;
+    const known = this.approvals.get(e.approval) || { seq: -1, entry: null, box: h("div"), asking: false, checked: false, decided: null };
+    const fresh = !known.entry;
+    let paint = false;
+    if (e.status === "approved" && !known.decided) {
+      known.decided = { decided_at: e.created_at };
+      paint = known.entry && known.entry.status === "expired";
     }
-    const box = h("div");
-    fillApproval(box, e);
-    this.approvals.set(e.approval, { seq: e.seq, status: e.status, box, asking: false });
-    return h("li", { class: "entry approval" }, box);
+    if (e.seq > known.seq) {
+      known.seq = e.seq;
+      known.entry = e;
+      known.status = e.status;
+      known.checked = false;
+      paint = true;
+    }
+    if (paint) fillApproval(known.box, this.decidedEntry(known));
+    if (!fresh) return null;
+    this.approvals.set(e.approval, known);
+    return h("li", { class: "entry approval" }, known.box);
+  }
+
+  /** The newest entry of an approval, with who decided it when known
+   * (an entry does not say; an approval record does). */
+  decidedEntry(known) {
+    const e = known.entry;
+    return e.status === "expired" && e.expired_by === "ttl" && known.decided ? { ...e, ...known.decided } : e;
   }
 
   /**
    * Using an approval appends no entry, so the cards of approved actions
-   * ask the host whether the action ran (consumed_at) and say so.
+   * ask the host whether the action ran (consumed_at) and say so; and an
+   * entry does not say who decided, so the card of one that expired by
+   * time asks the host (once) whether it had been approved.
    */
   checkApproved() {
     for (const [id, known] of this.approvals) {
-      if (known.status !== "approved" || known.asking) continue;
+      const unsure = known.status === "approved" || (known.status === "expired" && known.entry.expired_by === "ttl" && !known.checked);
+      if (!unsure || known.asking) continue;
       known.asking = true;
       const seq = known.seq;
       call("approval", { id })
         .then(({ data }) => {
           const a = data.approval;
-          if (known.seq !== seq || !(a.consumed_at || a.status !== "approved")) return;
+          if (known.seq !== seq) return;
+          if (a.decided_at) known.decided = { decided_at: a.decided_at, decided_by: a.decided_by };
+          if (a.status === "expired") {
+            known.checked = true;
+            known.status = "expired";
+            if (a.decided_at) fillApproval(known.box, a);
+            return;
+          }
+          if (!(a.consumed_at || a.status !== "approved")) return;
           known.status = a.consumed_at ? "ran" : a.status;
           fillApproval(known.box, a);
         })
@@ -506,100 +584,11 @@ export class Timeline {
     return h("li", { class: "entry internal" }, step);
   }
 
-  /** A card a bot sent with a delivery. */
-  card(card, botName) {
-    if (!card || typeof card !== "object" || Array.isArray(card)) return null;
-    if (card.type === "secret_request" && typeof card.name === "string") return this.secretCard(card, botName);
-    const box = h("div", { class: "card" });
-    if (str(card.title)) box.append(h("p", { class: "card-title" }, str(card.title)));
-    const body = str(card.text ?? card.description ?? card.body);
-    if (body) box.append(h("p", { class: "text" }, body));
-    const fields = fieldsOf(card.fields);
-    if (fields.length) box.append(h("dl", null, fields.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
-    const buttons = Array.isArray(card.buttons) ? card.buttons : [];
-    if (buttons.length) {
-      const row = h("div", { class: "actions" });
-      for (const b of buttons) row.append(this.cardButton(b, row));
-      box.append(row);
-    }
-    if (!box.childElementCount) box.append(h("pre", null, JSON.stringify(card, null, 2)));
-    return box;
-  }
-
-  cardButton(b, row) {
-    const spec = typeof b === "string" ? { label: b } : b && typeof b === "object" ? b : { label: str(b) };
-    const label = str(spec.label ?? spec.text ?? spec.title) || "Choose";
-    const url = spec.url && safeUrl(spec.url);
-    if (url) return h("a", { class: "button", href: url, target: "_blank", rel: "noopener noreferrer" }, label);
-    const reply = str(spec.value ?? spec.reply ?? spec.message) || label;
-    const button = h("button", { type: "button", disabled: !this.opts.send }, label);
-    button.addEventListener("click", async () => {
-      for (const x of row.querySelectorAll("button")) x.disabled = true;
-      button.classList.add("primary");
-      await this.opts.send(reply);
-    });
-    return button;
-  }
-
-  /**
-   * {"type": "secret_request", "name": "GITHUB_TOKEN", "title"?,
-   * "description"?}: a password field that PUTs /v1/secrets/{name}, so the
-   * value goes to the host's secret store and never through the bot.
-   */
-  secretCard(card, botName) {
-    const name = card.name;
-    const inputId = nextId("secret");
-    const input = h("input", { type: "password", id: inputId, autocomplete: "new-password", spellcheck: "false", required: true });
-    const note = h("p", { class: "hint", role: "status" }, "Stored in botfleet for your bots' tools; the value is never shown to the bot or sent in the chat.");
-    const save = h("button", { type: "submit", class: "primary" }, "Save secret");
-    const form = h("form", null, input, save);
-    const box = h(
-      "div",
-      { class: "card secret" },
-      h("p", { class: "card-title" }, str(card.title) || `${botName} asks for a secret`),
-      str(card.description ?? card.text) ? h("p", { class: "text" }, str(card.description ?? card.text)) : null,
-      h("label", { for: inputId }, "Value of ", h("code", null, name)),
-      form,
-      note,
-    );
-    this.secretNames().then((names) => {
-      if (names.has(name)) note.textContent = `${name} is already set; saving replaces it. The value is never shown to the bot.`;
-    });
-    form.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      save.disabled = true;
-      try {
-        await call("secretPut", { name }, { body: { value: input.value } });
-        input.value = "";
-        form.remove();
-        note.textContent = `Saved ${name}.`;
-        if (this.opts.send) {
-          note.append(" ", h("button", { type: "button", class: "link", onclick: (ev2) => { ev2.target.remove(); this.opts.send(`I saved the secret ${name}.`); } }, `Tell ${botName}`));
-        }
-      } catch (e) {
-        save.disabled = false;
-        toast(e.message, { error: true });
-      }
-    });
-    return box;
-  }
-
+  /** The person's secret names (asked once), for secret_request cards. */
   secretNames() {
     this.secrets ??= call("secrets")
       .then(({ data }) => new Set((data.secrets || []).map((s) => s.name)))
       .catch(() => new Set());
     return this.secrets;
   }
-}
-
-/** [label, value] pairs of a card's fields (a list or an object). */
-function fieldsOf(fields) {
-  const text = (v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : str(v));
-  if (Array.isArray(fields)) {
-    return fields
-      .map((f) => (Array.isArray(f) ? [text(f[0]), text(f[1])] : f && typeof f === "object" ? [str(f.name ?? f.label ?? f.title ?? f.key), text(f.value)] : null))
-      .filter((p) => p && (p[0] || p[1]));
-  }
-  if (fields && typeof fields === "object") return Object.entries(fields).map(([k, v]) => [k, text(v)]);
-  return [];
 }

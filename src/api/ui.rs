@@ -29,6 +29,8 @@ const CSS: &str = "text/css; charset=utf-8";
 pub const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", JS, include_str!("app.js")),
     ("api.js", JS, include_str!("api.js")),
+    ("cards.js", JS, include_str!("cards.js")),
+    ("compose.js", JS, include_str!("compose.js")),
     ("dom.js", JS, include_str!("dom.js")),
     ("pages.js", JS, include_str!("pages.js")),
     ("state.js", JS, include_str!("state.js")),

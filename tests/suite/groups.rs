@@ -373,7 +373,7 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
             // @a-name would wake both
             json!({"name": "clash", "members": ["a", "a-name"]}),
             400,
-            "members a and a-name both answer to @a-name",
+            "members a and a-name both answer to @a-name, so a mention of one would wake both; rename",
         ),
     ];
     for (body, want, text) in cases {

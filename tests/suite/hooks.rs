@@ -373,7 +373,7 @@ async fn bad_deliveries_are_refused_and_admit_nothing() {
 async fn hook_config_errors_name_the_key() {
     let fleet = TestFleet::new()
         .script("s", NOTE)
-        .bot("r", "s", &[])
+        .bot("r", "s", &["SendMessage"])
         .bot_lines("[[bots.hooks]]\nname = \"gh\"\nsecret = \"short\"\n");
     let path = fleet.write();
     let err = botfleet::host::start(botfleet::host::HostOptions {
@@ -392,7 +392,7 @@ async fn hook_config_errors_name_the_key() {
 
     let fleet = TestFleet::new()
         .script("s", NOTE)
-        .bot("r", "s", &[])
+        .bot("r", "s", &["SendMessage"])
         .bot_lines("[[bots.hooks]]\nname = \"gh\"\nsecret_env = \"GH_HOOK_SECRET\"\n");
     let path = fleet.write();
     let err = botfleet::host::start(botfleet::host::HostOptions {
@@ -413,7 +413,7 @@ async fn hook_config_errors_name_the_key() {
     let host = {
         let fleet = TestFleet::new()
             .script("s", NOTE)
-            .bot("r", "s", &[])
+            .bot("r", "s", &["SendMessage"])
             .bot_lines("[[bots.hooks]]\nname = \"gh\"\nsecret_env = \"GH_HOOK_SECRET\"\n");
         let path = fleet.write();
         let running = botfleet::host::start(botfleet::host::HostOptions {

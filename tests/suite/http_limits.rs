@@ -58,7 +58,12 @@ async fn read_until_closed(stream: &mut TcpStream, what: &str) -> String {
 
 #[tokio::test]
 async fn a_connection_without_a_whole_request_head_is_closed_after_the_header_timeout() {
-    let host = TestFleet::new().host("header_timeout_s = 1").start().await;
+    let host = TestFleet::new()
+        .host("header_timeout_s = 1")
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
     let start = Instant::now();
     // a slow-loris client: the request line, then nothing
     let mut partial = TcpStream::connect(addr(&host)).await.unwrap();
@@ -109,6 +114,8 @@ async fn a_connection_without_a_whole_request_head_is_closed_after_the_header_ti
 async fn at_max_connections_the_next_one_waits_until_one_closes() {
     let host = TestFleet::new()
         .host("max_connections = 4\nheader_timeout_s = 1")
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
         .start()
         .await;
     let start = Instant::now();

@@ -30,6 +30,7 @@ id = "r"
 name = "R"
 owner = "alice"
 provider = "s"
+tools = ["SendMessage"]
 "#;
 
 #[test]

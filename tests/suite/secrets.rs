@@ -139,6 +139,22 @@ async fn a_person_supplies_a_secret_through_the_api() {
         .await
         .unwrap();
     assert_eq!(bad.status().as_u16(), 400);
+    // a secret becomes an environment variable of the bot's commands: one
+    // named PATH broke every Shell call, LD_PRELOAD reached reviewed ones
+    for name in ["PATH", "HOME", "LD_PRELOAD"] {
+        let reserved = host
+            .http
+            .put(format!("{}/v1/secrets/{name}", host.url))
+            .bearer_auth(TOKEN)
+            .body(json!({ "value": "/tmp/evil" }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reserved.status().as_u16(), 400, "{name}");
+        let body: Value = reserved.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("reserved"), "{name}: {body}");
+    }
     let (_, listed) = host.get("/v1/secrets", TOKEN).await;
     assert_eq!(listed["secrets"][0]["name"], "API_TOKEN");
     assert!(

@@ -45,7 +45,7 @@ async fn ask(host: &TestHost, session: &str) -> ApprovalId {
 }
 
 /// [`ask`] with an approval that expires after `ttl_ms`.
-async fn ask_for(host: &TestHost, session: &str, ttl_ms: i64) -> ApprovalId {
+pub(super) async fn ask_for(host: &TestHost, session: &str, ttl_ms: i64) -> ApprovalId {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
     let id = ApprovalId::new_v7();
     let new = NewApproval {
@@ -70,7 +70,7 @@ async fn ask_for(host: &TestHost, session: &str, ttl_ms: i64) -> ApprovalId {
 }
 
 /// `n` notices appended to `session`, as the host appends its own.
-async fn append_notices(host: &TestHost, session: &str, n: usize) {
+pub(super) async fn append_notices(host: &TestHost, session: &str, n: usize) {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
     let batch = (0..n)
         .map(|i| {
@@ -108,7 +108,7 @@ async fn tick_an_hour_later(browser: &Browser, css: &str) -> Value {
     browser
         .js_async(
             r#"const done = arguments[arguments.length - 1];
-               import("/ui/timeline.js").then((m) => {
+               import("/ui/cards.js").then((m) => {
                  const now = Date.now;
                  Date.now = () => now.call(Date) + 3600000;
                  try { m.tickExpiries(document.getElementById("main")); } finally { Date.now = now; }

@@ -81,6 +81,8 @@ mod recovery;
 mod turn_setup;
 pub(crate) use turn_setup::BudgetPause;
 pub(crate) use turn_setup::budget_pause;
+pub use turn_setup::budget_paused_until;
+pub use turn_setup::stored_budget_pause;
 
 /// The model call of a step and its reminders (`impl Runner`).
 #[path = "model_call.rs"]
@@ -147,8 +149,12 @@ pub(crate) struct TurnReport {
     pub error: Option<String>,
     /// The session's context passed the background compaction mark.
     pub compaction_due: bool,
-    /// The bot's daily token budget is spent: no turn until this time (ms).
+    /// The bot's daily token budget was found spent when the turn began
+    /// (it did not run, and told its session): no turn until this time (ms).
     pub paused_until: Option<i64>,
+    /// The turn's own usage, committed with its end, spent the budget: no
+    /// turn until this time (ms); its session was not told yet.
+    pub spent_until: Option<i64>,
 }
 
 /// Runs a turn to its end. Never panics on purpose; a panic is caught by
@@ -168,6 +174,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
                 error: Some(error),
                 compaction_due: false,
                 paused_until: None,
+                spent_until: None,
             };
         }
     };
@@ -189,6 +196,13 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
             (None, Some(e.to_string()))
         }
     };
+    // the turn's usage is committed with its end: the bot pauses as the
+    // turn that spent its budget ends, not when the next one begins
+    let spent_until = if status.is_some() && runner.paused_until.is_none() {
+        runner.budget_spent_at_end().await
+    } else {
+        None
+    };
     TurnReport {
         turn,
         status,
@@ -205,6 +219,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
         error,
         compaction_due,
         paused_until: runner.paused_until,
+        spent_until,
     }
 }
 

@@ -58,6 +58,19 @@ impl Runner {
         Ok(Some(pause))
     }
 
+    /// Whether this turn's usage, committed with its end, spent the bot's
+    /// daily token budget: until when it is paused if so. A failed read
+    /// only logs (the next turn finds the budget spent as it begins).
+    pub(super) async fn budget_spent_at_end(&self) -> Option<i64> {
+        match budget_pause(&self.rt.store, &self.bot).await {
+            Ok(pause) => pause.map(|p| p.until_ms),
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, error = %e, "reading the daily token usage after a turn failed");
+                None
+            }
+        }
+    }
+
     /// What a running turn's context may hold: the session up to its last
     /// input and its own entries (`None` for a turn without inputs).
     pub(super) fn own_bound(&self) -> Option<ContextBound> {
@@ -251,13 +264,9 @@ pub(crate) async fn budget_pause(
     let now = store.clock().now();
     let day = now.format("%Y-%m-%d").to_string();
     let (_, used, _) = store.bot_usage(&bot.id, &day).await?;
-    if used.total() < budget {
+    let Some(midnight) = budget_paused_until(now, used.total(), Some(budget)) else {
         return Ok(None);
-    }
-    let midnight = (now.date_naive() + chrono::Days::new(1))
-        .and_hms_opt(0, 0, 0)
-        .map(|t| t.and_utc())
-        .unwrap_or(now);
+    };
     Ok(Some(BudgetPause {
         used: used.total(),
         budget,
@@ -265,6 +274,36 @@ pub(crate) async fn budget_pause(
         until_ms: midnight.timestamp_millis(),
         day,
     }))
+}
+
+/// Until when a bot that used `used` tokens on `now`'s UTC day is paused
+/// by its daily token `budget`: the next UTC midnight once the budget is
+/// spent, `None` while it is not (or without a budget). The one rule for
+/// the engine (which holds the bot's turns) and the API (which shows the
+/// pause, also of a bot that is not active).
+pub fn budget_paused_until(
+    now: chrono::DateTime<chrono::Utc>,
+    used: u64,
+    budget: Option<u64>,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    if used < budget? {
+        return None;
+    }
+    Some(
+        (now.date_naive() + chrono::Days::new(1))
+            .and_hms_opt(0, 0, 0)
+            .map_or(now, |t| t.and_utc()),
+    )
+}
+
+/// Until when (ms since the epoch) `bot` is paused by its daily token
+/// budget, from its usage stored today (by the store's clock): what its
+/// next turn would find, whether or not the bot is active.
+pub async fn stored_budget_pause(
+    store: &botfleet_memory::Store,
+    bot: &BotRecord,
+) -> Result<Option<i64>, StoreError> {
+    Ok(budget_pause(store, bot).await?.map(|p| p.until_ms))
 }
 
 /// A bot paused because its daily token budget is spent.

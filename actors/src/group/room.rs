@@ -179,7 +179,8 @@ pub async fn create_room(
         {
             // mentions go by id or display name, ignoring case
             return Err(GroupError::Invalid(format!(
-                "members {} and {} both answer to @{token}, so a mention of one would wake                  both; rename one of them (`name` in fleet.toml) or leave one out",
+                "members {} and {} both answer to @{token}, so a mention of one would wake \
+                 both; rename one of them (`name` in fleet.toml) or leave one out",
                 other.id, name.id
             )));
         }

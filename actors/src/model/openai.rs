@@ -275,7 +275,10 @@ impl OpenAiModel {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let body = self.error_body(response, cancel).await?;
+            let mut body = self.error_body(response, cancel).await?;
+            if status == reqwest::StatusCode::NOT_FOUND {
+                body = not_found(&body, &self.url, &self.options);
+            }
             return Err(Failure::Status {
                 status,
                 body,
@@ -494,6 +497,25 @@ async fn next_chunk(
 /// The answer passed `max_response_bytes`; not retried.
 fn too_large(limit: usize) -> Failure {
     Failure::Final(ModelError::TooLarge { limit })
+}
+
+/// A 404's body with the URL tried and the likely fix: a `base_url`
+/// without its `/v1` (the usual one), else a model the server lacks.
+fn not_found(body: &str, url: &Url, options: &OpenAiOptions) -> String {
+    let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
+        format!("check that the server has model {:?}", options.model)
+    } else {
+        format!(
+            "base_url {:?} usually ends in /v1 (e.g. http://127.0.0.1:8000/v1)",
+            options.base_url
+        )
+    };
+    let said = if body.is_empty() {
+        String::new()
+    } else {
+        format!(" ({body})")
+    };
+    format!("POST {url} was not found{said}; {hint}")
 }
 
 fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {

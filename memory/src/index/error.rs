@@ -106,8 +106,10 @@ pub enum IndexError {
     #[error(transparent)]
     Query(#[from] QueryError),
     /// tantivy reported an error.
+    // not `#[from]`: the message is part of this one's, and a `source`
+    // would be printed again by `{:#}` of anyhow
     #[error("search index: {0}")]
-    Tantivy(#[from] tantivy::TantivyError),
+    Tantivy(tantivy::TantivyError),
     /// Another writer holds the index (another host process, or a
     /// `botfleet reindex` running beside the host).
     #[error(
@@ -131,12 +133,13 @@ pub enum IndexError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A file of the index or of the JSONL mirror could not be read or written.
-    #[error("index i/o on {path}: {source}")]
+    // `cause`, not `source`: the message already says it
+    #[error("index i/o on {path}: {cause}")]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A blocking index task panicked or was cancelled.
     #[error("index task failed: {0}")]
@@ -150,6 +153,12 @@ pub enum IndexError {
         /// How long the caller waited.
         after_ms: u64,
     },
+}
+
+impl From<tantivy::TantivyError> for IndexError {
+    fn from(e: tantivy::TantivyError) -> Self {
+        IndexError::Tantivy(e)
+    }
 }
 
 impl IndexError {
@@ -174,7 +183,7 @@ impl IndexError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         IndexError::Io {
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 }

@@ -47,7 +47,7 @@ impl StoreLock {
             .open(&path)
             .map_err(|source| StoreError::Io {
                 path: path.display().to_string(),
-                source,
+                cause: source,
             })?;
         let deadline = Instant::now() + WAIT;
         loop {
@@ -64,7 +64,7 @@ impl StoreLock {
                 Err(TryLockError::Error(source)) => {
                     return Err(StoreError::Io {
                         path: path.display().to_string(),
-                        source,
+                        cause: source,
                     });
                 }
             }

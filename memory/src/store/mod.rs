@@ -152,7 +152,7 @@ impl std::fmt::Debug for Store {
 fn io_err(path: &Path, source: std::io::Error) -> StoreError {
     StoreError::Io {
         path: path.display().to_string(),
-        source,
+        cause: source,
     }
 }
 

@@ -1,0 +1,208 @@
+// Cards in a transcript: an approval (with Approve/Deny while it waits),
+// and the cards bots send with a message (title, text, fields, buttons, or
+// a secret_request's password field).
+//
+// A card's buttons never send anything the person has not seen: a button
+// whose reply is its own one-line label sends that label; any other reply
+// goes into the message box, for the person to read, change or send.
+// Links open only http(s) addresses; another `url` (javascript:, data:…)
+// is shown as text and does nothing.
+
+import { call } from "./api.js";
+import { clock, h, relative, safeUrl, toast } from "./dom.js";
+import { refreshApprovals } from "./state.js";
+
+const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "");
+let uid = 0;
+const nextId = (p) => `${p}-${++uid}`;
+/** Characters that are not shown as written: controls, bidi embeddings,
+ * overrides and isolates. */
+const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+/** Human words for an approval's status. */
+function approvalStatusText(a, now = Date.now()) {
+  switch (a.status) {
+    case "pending":
+      return now >= a.expires_at ? "Expired: nobody decided in time" : `Waiting for your decision · expires ${relative(a.expires_at, now)}`;
+    case "approved":
+      return a.consumed_at ? "Approved · the action ran" : "Approved · the bot may run it once";
+    case "denied":
+      return "Denied";
+    case "expired":
+      if (a.expired_by === "user_message") return "Expired: a newer message came first";
+      // approved, then its window to be used ran out
+      if (a.decided_at || a.decided_by) {
+        const by = a.decided_by ? ` by ${str(a.decided_by)}` : "";
+        const at = typeof a.decided_at === "number" ? ` at ${clock(a.decided_at)}` : "";
+        return `Approved${by}${at} · not used before it expired`;
+      }
+      return "Expired: nobody decided in time";
+    default:
+      return str(a.status);
+  }
+}
+
+/**
+ * Fills `box` with an approval: tool, summary, reason, status and, while
+ * pending, Approve/Deny. `a` is an approval record or an `approval` entry
+ * (whose id is in `approval`). `onDecided(record)` gets the host's answer.
+ */
+export function fillApproval(box, a, { onDecided = refreshApprovals, details = false } = {}) {
+  const id = a.approval || a.id;
+  const pending = a.status === "pending" && Date.now() < a.expires_at;
+  box.className = `card approval-card ${a.status}`;
+  box.replaceChildren(h("div", { class: "card-body" },
+    h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, str(a.tool))),
+    h("p", { class: "text" }, str(a.summary)),
+    a.reason ? h("p", { class: "hint" }, `Why it asks: ${str(a.reason)}`) : null,
+    details && a.action !== undefined
+      ? h("details", null, h("summary", null, "Exact action"), h("pre", null, JSON.stringify(a.action, null, 2)))
+      : null,
+    h(
+      "p",
+      { class: "status", ...(a.status === "pending" ? { dataset: { expires: String(a.expires_at) } } : {}) },
+      h("span", { class: "status-pill" }, approvalStatusText(a)),
+    ),
+  ));
+  if (!pending) return;
+  const decide = async (decision, button) => {
+    for (const b of box.querySelectorAll("button")) b.disabled = true;
+    button.textContent = decision === "approve" ? "Approving…" : "Denying…";
+    try {
+      const { data } = await call("decide", { id }, { body: { decision } });
+      fillApproval(box, data.approval, { onDecided, details });
+      onDecided(data.approval);
+    } catch (e) {
+      toast(e.message, { error: true });
+      fillApproval(box, a, { onDecided, details });
+    }
+  };
+  const approve = h("button", { type: "button", class: "primary" }, "Approve");
+  const deny = h("button", { type: "button", class: "danger" }, "Deny");
+  approve.addEventListener("click", () => decide("approve", approve));
+  deny.addEventListener("click", () => decide("deny", deny));
+  box.append(h("div", { class: "actions" }, approve, deny));
+}
+
+/** Refreshes the "expires in" lines under `root`. */
+export function tickExpiries(root) {
+  const now = Date.now();
+  for (const el of root.querySelectorAll("[data-expires]")) {
+    const at = Number(el.dataset.expires);
+    const pill = el.querySelector(".status-pill");
+    if (pill) pill.textContent = approvalStatusText({ status: "pending", expires_at: at }, now);
+    if (now >= at) {
+      // the buttons are in the card, beside the .card-body holding `el`
+      const card = el.closest(".approval-card");
+      if (card) for (const b of card.querySelectorAll(".actions button")) b.disabled = true;
+      delete el.dataset.expires;
+    }
+  }
+}
+
+/**
+ * A card a bot sent with a delivery. `ctx`: send(text) posts as the
+ * person, draft(text) puts text in their message box (both absent when
+ * read-only), secretNames() → Set of the person's secret names.
+ */
+export function botCard(card, botName, ctx) {
+  if (!card || typeof card !== "object" || Array.isArray(card)) return null;
+  if (card.type === "secret_request" && typeof card.name === "string") return secretCard(card, botName, ctx);
+  const box = h("div", { class: "card" });
+  if (str(card.title)) box.append(h("p", { class: "card-title" }, str(card.title)));
+  const body = str(card.text ?? card.description ?? card.body);
+  if (body) box.append(h("p", { class: "text" }, body));
+  const fields = fieldsOf(card.fields);
+  if (fields.length) box.append(h("dl", null, fields.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
+  const buttons = Array.isArray(card.buttons) ? card.buttons : [];
+  if (buttons.length) {
+    const row = h("div", { class: "actions" });
+    for (const b of buttons) row.append(cardButton(b, row, ctx));
+    box.append(row);
+  }
+  if (!box.childElementCount) box.append(h("pre", null, JSON.stringify(card, null, 2)));
+  return box;
+}
+
+function cardButton(b, row, { send, draft }) {
+  const spec = typeof b === "string" ? { label: b } : b && typeof b === "object" ? b : { label: str(b) };
+  const label = str(spec.label ?? spec.text ?? spec.title) || "Choose";
+  if (spec.url !== undefined && spec.url !== null && spec.url !== "") {
+    const url = safeUrl(spec.url);
+    if (url) return h("a", { class: "button", href: url, target: "_blank", rel: "noopener noreferrer", title: url }, label);
+    // javascript:, data: and the like: shown, never opened, never sent
+    const raw = typeof spec.url === "string" ? spec.url : JSON.stringify(spec.url);
+    return h("span", { class: "refused-link", title: "Not a web address: this page does not open it" }, `${label}: `, h("code", null, raw));
+  }
+  const reply = str(spec.value ?? spec.reply ?? spec.message) || label;
+  // the person sees all that a click would send: the label is the reply,
+  // on one line, without characters that display otherwise
+  if (reply === label && !UNSEEN.test(reply)) {
+    const button = h("button", { type: "button", disabled: !send }, label);
+    button.addEventListener("click", async () => {
+      for (const x of row.querySelectorAll("button")) x.disabled = true;
+      button.classList.add("primary");
+      await send(reply);
+    });
+    return button;
+  }
+  // another reply: into the message box, to read before sending
+  const button = h("button", { type: "button", class: "draft", disabled: !draft, title: `Puts this in your message box: ${reply}` }, label);
+  button.addEventListener("click", () => draft(reply));
+  return button;
+}
+
+/**
+ * {"type": "secret_request", "name": "GITHUB_TOKEN", "title"?,
+ * "description"?}: a password field that PUTs /v1/secrets/{name}, so the
+ * value goes to the host's secret store and never through the bot.
+ */
+function secretCard(card, botName, { send, secretNames }) {
+  const name = card.name;
+  const inputId = nextId("secret");
+  const input = h("input", { type: "password", id: inputId, autocomplete: "new-password", spellcheck: "false", required: true });
+  const note = h("p", { class: "hint", role: "status" }, "Stored in botfleet for your bots' tools; the value is never shown to the bot or sent in the chat.");
+  const save = h("button", { type: "submit", class: "primary" }, "Save secret");
+  const form = h("form", null, input, save);
+  const box = h(
+    "div",
+    { class: "card secret" },
+    h("p", { class: "card-title" }, str(card.title) || `${botName} asks for a secret`),
+    str(card.description ?? card.text) ? h("p", { class: "text" }, str(card.description ?? card.text)) : null,
+    h("label", { for: inputId }, "Value of ", h("code", null, name)),
+    form,
+    note,
+  );
+  secretNames().then((names) => {
+    if (names.has(name)) note.textContent = `${name} is already set; saving replaces it. The value is never shown to the bot.`;
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    save.disabled = true;
+    try {
+      await call("secretPut", { name }, { body: { value: input.value } });
+      input.value = "";
+      form.remove();
+      note.textContent = `Saved ${name}.`;
+      if (send) {
+        note.append(" ", h("button", { type: "button", class: "link", onclick: (ev2) => { ev2.target.remove(); send(`I saved the secret ${name}.`); } }, `Tell ${botName}`));
+      }
+    } catch (e) {
+      save.disabled = false;
+      toast(e.message, { error: true });
+    }
+  });
+  return box;
+}
+
+/** [label, value] pairs of a card's fields (a list or an object). */
+function fieldsOf(fields) {
+  const text = (v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : str(v));
+  if (Array.isArray(fields)) {
+    return fields
+      .map((f) => (Array.isArray(f) ? [text(f[0]), text(f[1])] : f && typeof f === "object" ? [str(f.name ?? f.label ?? f.title ?? f.key), text(f.value)] : null))
+      .filter((p) => p && (p[0] || p[1]));
+  }
+  if (fields && typeof fields === "object") return Object.entries(fields).map(([k, v]) => [k, text(v)]);
+  return [];
+}

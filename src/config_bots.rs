@@ -1,0 +1,207 @@
+//! Checks of `[[secrets]]` and `[[bots]]`, and that the fleet has someone
+//! to sign in and something to talk to. `impl LoadedFleet`, split from
+//! `config_load.rs`.
+
+use super::BotConfig;
+use super::ConfigError;
+use super::LoadedFleet;
+
+/// Longest secret value, as `PUT /v1/secrets/{name}` allows
+/// (`src/api/secrets.rs`).
+pub(super) const MAX_SECRET_BYTES: usize = 16 * 1024;
+
+/// The tool every bot needs: the only way it speaks (a reply to a person,
+/// a post in a room, a routine's report: DESIGN.md §3-4).
+const SEND_MESSAGE: &str = "SendMessage";
+
+impl LoadedFleet {
+    /// Checks `[[secrets]]`: names, each once, exactly one of `value` or
+    /// `value_env`, and an inline value the API would take too.
+    pub(super) fn validate_secrets(&self) -> Result<(), ConfigError> {
+        let f = &self.file;
+        for (i, sec) in f.secrets.iter().enumerate() {
+            let key = format!("secrets[{i}]");
+            if let Some(problem) = botfleet_actors::secret_name_problem(&sec.name) {
+                return Err(self.invalid(format!("{key}.name"), problem));
+            }
+            // `[[secrets]]` are not scoped: one name, one value for every bot listing it
+            if f.secrets[..i].iter().any(|o| o.name == sec.name) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!("secret {:?} is defined twice", sec.name),
+                ));
+            }
+            if sec.value.is_some() == sec.value_env.is_some() {
+                return Err(self.invalid(
+                    format!("{key}.value"),
+                    "give exactly one of `value` or `value_env`",
+                ));
+            }
+            if let Some(problem) = sec.value.as_deref().and_then(secret_value_problem) {
+                return Err(self.invalid(format!("{key}.value"), problem));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks `[[bots]]`, then that the fleet has users and bots.
+    pub(super) fn validate_bots(&self) -> Result<(), ConfigError> {
+        let f = &self.file;
+        let mut seen_bots = Vec::new();
+        for (i, b) in f.bots.iter().enumerate() {
+            let key = format!("bots[{i}]");
+            let valid = botfleet_memory::BotId::new(b.id.as_str()).map(|_| ());
+            self.unique_id(&key, "bot", &b.id, valid, &mut seen_bots)?;
+            // mentions (`@b1`) ignore case: two such ids would both be woken
+            if let Some(j) = f.bots[..i]
+                .iter()
+                .position(|o| o.id.eq_ignore_ascii_case(&b.id))
+            {
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!(
+                        "bot {:?} differs from bot {:?} (bots[{j}].id) only in case; mentions ignore case, so @{} would wake both: rename one",
+                        b.id, f.bots[j].id, b.id
+                    ),
+                ));
+            }
+            if b.name.trim().is_empty() {
+                return Err(self.invalid(format!("{key}.name"), "must not be empty"));
+            }
+            if let Some(problem) = botfleet_memory::display_name_problem(&b.name) {
+                return Err(self.invalid(format!("{key}.name"), problem));
+            }
+            self.validate_bot_secrets(&key, b)?;
+            if b.daily_token_budget == Some(0) {
+                return Err(self.invalid(
+                    format!("{key}.daily_token_budget"),
+                    "must be at least 1 (leave it out for no budget)",
+                ));
+            }
+            if !f.providers.contains_key(&b.provider) {
+                return Err(self.invalid(
+                    format!("{key}.provider"),
+                    format!(
+                        "provider {:?} is not defined; defined: {}",
+                        b.provider,
+                        self.provider_names()
+                    ),
+                ));
+            }
+            if !f.users.iter().any(|u| u.id == b.owner) {
+                return Err(self.invalid(
+                    format!("{key}.owner"),
+                    format!("user {:?} is not defined under [[users]]", b.owner),
+                ));
+            }
+            self.validate_routines_and_hooks(&key, b)?;
+            for (j, p) in b.projects.iter().enumerate() {
+                if let Err(e) = botfleet_memory::ProjectId::new(p.as_str()) {
+                    return Err(self.invalid(format!("{key}.projects[{j}]"), e.to_string()));
+                }
+                if b.projects[..j].contains(p) {
+                    return Err(self.invalid(
+                        format!("{key}.projects[{j}]"),
+                        format!("project {p:?} is listed twice"),
+                    ));
+                }
+            }
+            self.validate_tools(&key, b)?;
+        }
+        self.validate_not_empty()
+    }
+
+    /// `{key}.secrets`: names, each once.
+    fn validate_bot_secrets(&self, key: &str, b: &BotConfig) -> Result<(), ConfigError> {
+        for (j, name) in b.secrets.iter().enumerate() {
+            if let Some(problem) = botfleet_actors::secret_name_problem(name) {
+                return Err(self.invalid(format!("{key}.secrets[{j}]"), problem));
+            }
+            if let Some(first) = b.secrets[..j].iter().position(|o| o == name) {
+                return Err(self.invalid(
+                    format!("{key}.secrets[{j}]"),
+                    format!("secret {name:?} is listed twice (also {key}.secrets[{first}])"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `{key}.tools`: known tools, each once, SendMessage among them.
+    fn validate_tools(&self, key: &str, b: &BotConfig) -> Result<(), ConfigError> {
+        let known = botfleet_actors::tools::ToolRegistry::builtin();
+        for (j, t) in b.tools.iter().enumerate() {
+            if !known.contains(t) {
+                return Err(self.invalid(
+                    format!("{key}.tools[{j}]"),
+                    format!(
+                        "unknown tool {t:?}; available: {}",
+                        known.names().join(", ")
+                    ),
+                ));
+            }
+            if let Some(first) = b.tools[..j].iter().position(|o| o == t) {
+                return Err(self.invalid(
+                    format!("{key}.tools[{j}]"),
+                    format!("tool {t:?} is listed twice (also {key}.tools[{first}])"),
+                ));
+            }
+        }
+        // without it every message to the bot would end `undelivered`
+        // after a reminder to use a tool it does not have
+        if !b.tools.iter().any(|t| t == SEND_MESSAGE) {
+            return Err(self.invalid(
+                format!("{key}.tools"),
+                format!(
+                    "bot {:?} has no {SEND_MESSAGE}: it could not speak to anyone (reply to a \
+                     person, post in a room, report a routine); add \"{SEND_MESSAGE}\" to its tools",
+                    b.id
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A fleet with no users or no bots: a host nobody could use.
+    fn validate_not_empty(&self) -> Result<(), ConfigError> {
+        let f = &self.file;
+        if f.users.is_empty() {
+            return Err(self.invalid(
+                "users",
+                "no [[users]] are defined: nobody could sign in; add one with an `id` and a \
+                 `token` (or `token_env`)",
+            ));
+        }
+        if f.bots.is_empty() {
+            return Err(self.invalid(
+                "bots",
+                "no [[bots]] are defined: there would be nothing to talk to; add one with \
+                 `id`, `name`, `owner`, `provider` and `tools = [\"SendMessage\"]`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What is wrong with a secret's value, if anything: the rules of
+/// `PUT /v1/secrets/{name}`.
+pub(super) fn secret_value_problem(value: &str) -> Option<String> {
+    if value.is_empty() {
+        Some(format!(
+            "must not be empty (a secret is 1 to {MAX_SECRET_BYTES} bytes)"
+        ))
+    } else if value.len() > MAX_SECRET_BYTES {
+        Some(format!(
+            "is {} bytes but a secret is at most {MAX_SECRET_BYTES} bytes",
+            value.len()
+        ))
+    } else if value.contains('\0') {
+        Some(
+            "must not contain a NUL byte: a secret becomes an environment variable of the \
+             commands that use it"
+                .into(),
+        )
+    } else {
+        None
+    }
+}

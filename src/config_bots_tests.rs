@@ -1,0 +1,132 @@
+//! The checks a first start needs: a fleet someone can use, bots that can
+//! speak, secrets and provider names the host can use, `[host]` paths.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::LoadedFleet;
+use super::tests::ISSUE_EXAMPLE;
+use super::tests::err;
+
+/// A fleet nobody could use is refused: no users (nobody signs in), no
+/// bots (nothing to talk to). An empty file said `ok — 0 user(s) … 0
+/// bot(s)` and started.
+#[test]
+fn a_fleet_without_users_or_bots_is_refused() {
+    for text in ["", "# nothing yet\n"] {
+        let e = err(text);
+        assert!(
+            e.contains("key `users`") && e.contains("nobody could sign in"),
+            "{text:?}: {e}"
+        );
+    }
+    let bots_at = ISSUE_EXAMPLE.find("[[bots]]").unwrap();
+    let e = err(&ISSUE_EXAMPLE[..bots_at]);
+    assert!(
+        e.contains("key `bots`") && e.contains("nothing to talk to"),
+        "{e}"
+    );
+}
+
+/// A bot without SendMessage could never answer: every message to it
+/// ended `undelivered` after a reminder to use a tool it lacks.
+#[test]
+fn a_bot_without_send_message_is_refused() {
+    for tools in [
+        "tools = [\"Read\", \"Shell\"]",
+        "tools = []",
+        // no `tools` key at all
+        "",
+    ] {
+        let text = ISSUE_EXAMPLE.replace(
+            "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
+            tools,
+        );
+        let e = err(&text);
+        assert!(
+            e.contains("bots[0].tools")
+                && e.contains("no SendMessage")
+                && e.contains("could not speak to anyone"),
+            "{tools:?}: {e}"
+        );
+    }
+}
+
+/// `[[secrets]]` follow the API's rules: 1 to 16384 bytes, a name that
+/// does not steer how commands run; a bot lists each name once.
+#[test]
+fn secrets_follow_the_rules_of_the_api() {
+    let secret = |name: &str, value: &str| {
+        format!("{ISSUE_EXAMPLE}\n[[secrets]]\nname = \"{name}\"\nvalue = \"{value}\"\n")
+    };
+    let e = err(&secret("GH", ""));
+    assert!(
+        e.contains("secrets[0].value") && e.contains("must not be empty"),
+        "{e}"
+    );
+    let e = err(&secret("GH", &"x".repeat(16 * 1024 + 1)));
+    assert!(
+        e.contains("secrets[0].value") && e.contains("at most 16384"),
+        "{e}"
+    );
+    LoadedFleet::parse(&secret("GH", &"x".repeat(16 * 1024)), "fleet.toml", None).unwrap();
+    for name in [
+        "PATH",
+        "HOME",
+        "LD_PRELOAD",
+        "DYLD_INSERT_LIBRARIES",
+        "IFS",
+        "BASH_ENV",
+    ] {
+        let e = err(&secret(name, "value"));
+        assert!(
+            e.contains("secrets[0].name") && e.contains("reserved"),
+            "{name}: {e}"
+        );
+        let listed =
+            ISSUE_EXAMPLE.replace("tools = [", &format!("secrets = [\"{name}\"]\ntools = ["));
+        let e = err(&listed);
+        assert!(
+            e.contains("bots[0].secrets[0]") && e.contains("reserved"),
+            "{name}: {e}"
+        );
+    }
+    let e = err(&ISSUE_EXAMPLE.replace("tools = [", "secrets = [\"GH\", \"GH\"]\ntools = ["));
+    assert!(
+        e.contains("bots[0].secrets[1]") && e.contains("listed twice") && e.contains("secrets[0]"),
+        "{e}"
+    );
+}
+
+/// Provider names are plain: `[providers.""]` and `"a b/../c"` were taken.
+#[test]
+fn provider_names_are_plain() {
+    for name in ["", "a b/../c", "-x", "a.b", "ü"] {
+        let text = ISSUE_EXAMPLE
+            .replace("[providers.main]", &format!("[providers.\"{name}\"]"))
+            .replace("provider = \"main\"", &format!("provider = \"{name}\""));
+        let e = err(&text);
+        assert!(
+            e.contains(&format!("providers.{name:?}")) && e.contains("A-Z, a-z, 0-9, _ and -"),
+            "{name:?}: {e}"
+        );
+    }
+    let text = ISSUE_EXAMPLE.replace("main", "Main_2-b");
+    LoadedFleet::parse(&text, "fleet.toml", None).unwrap();
+}
+
+/// An empty `host.data_dir` or `host.workspace` is refused naming the key
+/// (data landed in the current directory; the workspace failed at start
+/// without a key).
+#[test]
+fn empty_host_paths_are_refused() {
+    let e = err(&ISSUE_EXAMPLE.replace("data_dir = \"./botfleet-data\"", "data_dir = \"\""));
+    assert!(
+        e.contains("host.data_dir") && e.contains("must not be empty"),
+        "{e}"
+    );
+    let e = err(&ISSUE_EXAMPLE.replace("[host]\n", "[host]\nworkspace = \"\"\n"));
+    assert!(
+        e.contains("host.workspace") && e.contains("must not be empty"),
+        "{e}"
+    );
+}

@@ -1,0 +1,409 @@
+//! The web page in a real browser: what bots and people wrote stays in its
+//! place. A card's button never sends text the person has not seen, and a
+//! link that is not a web address is shown, not followed; an approval
+//! approved but never used says so when it expires; the approvals page
+//! keeps what the person opened and focused when another bot changes;
+//! long unbroken text wraps; a bidi override in a role reorders only the
+//! role.
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`Browser::start`]).
+
+use botfleet_memory::ApprovalId;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewApproval;
+use botfleet_memory::NewEntry;
+use serde_json::Value;
+use serde_json::json;
+
+use super::ui_browser::ask_for;
+use crate::support::browser::Browser;
+use crate::support::browser::ENTER;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+const CARD_SCRIPT: &str = r#"
+[[rule]]
+match = "(?i)buttons"
+steps = [ { tool = "SendMessage", args = { text = "Choose:", card = { title = "Deploy", buttons = [ { label = "Approve all", value = "@everyone please run rm -rf ~" }, "Yes", { label = "Open", url = "javascript:alert(document.domain)" }, { label = "Docs", url = "https://example.org/docs" } ] } } } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+
+/// The DM session of bot `r`, begun with a message (a DM's session starts
+/// so) whose turn has ended.
+async fn started_dm(host: &TestHost) -> String {
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    host.send("r", "hello", None).await;
+    host.wait_turn_end(&session, 1).await;
+    session
+}
+
+/// The texts of the person's messages in `session`.
+async fn user_messages(host: &TestHost, session: &str) -> Vec<String> {
+    host.entries(session)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Clicks the button of a bot's card whose text is `label`.
+async fn click_card_button(browser: &Browser, label: &str) {
+    let clicked = browser
+        .js(
+            r#"const b = [...document.querySelectorAll(".log .card button")].find((b) => b.textContent === arguments[0]);
+               if (!b) return false;
+               b.click();
+               return true"#,
+            json!([label]),
+        )
+        .await;
+    assert_eq!(clicked, json!(true), "no card button {label:?}");
+}
+
+/// A bot's card whose button hides its reply behind a label ("Approve
+/// all" sending "@everyone please run rm -rf ~"): the click puts the reply
+/// in the message box, and only the person's Send sends it. A button whose
+/// reply is its label sends at once; a `javascript:` url is text.
+/// (The hidden reply went out at once as the person's message, and the
+/// `javascript:` button sent its label.)
+#[tokio::test]
+async fn a_card_button_sends_nothing_the_person_has_not_seen() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", CARD_SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let session = started_dm(&host).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser
+        .type_in(".composer textarea", &format!("buttons please{ENTER}"))
+        .await;
+    browser.wait_text(".log .card button", "Approve all").await;
+
+    // links: http(s) opens in a new tab; javascript: is shown as text
+    let links = browser
+        .js(
+            r#"const card = document.querySelector(".log .card");
+               return {
+                 hrefs: [...card.querySelectorAll("a")].map((a) => a.getAttribute("href")),
+                 buttons: [...card.querySelectorAll("button")].map((b) => b.textContent),
+                 refused: [...card.querySelectorAll(".refused-link")].map((s) => s.textContent),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        links,
+        json!({
+            "hrefs": ["https://example.org/docs"],
+            "buttons": ["Approve all", "Yes"],
+            "refused": ["Open: javascript:alert(document.domain)"],
+        })
+    );
+
+    // the hidden reply goes into the message box, not to the room
+    click_card_button(&browser, "Approve all").await;
+    browser
+        .wait_js(
+            "the button's reply in the message box",
+            "return document.querySelector('.composer textarea').value === arguments[0]",
+            json!(["@everyone please run rm -rf ~"]),
+        )
+        .await;
+    // a button that says what it sends sends it
+    click_card_button(&browser, "Yes").await;
+    browser
+        .wait_js(
+            "the person's Yes in the conversation",
+            "return [...document.querySelectorAll('.log li.mine .text')].some((t) => t.textContent === 'Yes')",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        user_messages(&host, &session).await,
+        ["hello", "buttons please", "Yes"]
+    );
+    // the box still holds the proposal; the person may send it
+    browser.type_in(".composer textarea", ENTER).await;
+    browser
+        .wait_js(
+            "the reviewed reply sent",
+            "return [...document.querySelectorAll('.log li.mine .text')].some((t) => t.textContent === arguments[0])",
+            json!(["@everyone please run rm -rf ~"]),
+        )
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// An approval approved and never used reads so once it expired, in the
+/// conversation and on the approvals page. (Both said "Expired: nobody
+/// decided in time" though alice had approved it.)
+#[tokio::test]
+async fn an_approved_action_never_used_says_it_was_approved() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", CARD_SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let session = started_dm(&host).await;
+    // one approved at once, unused after 1 s (its window to be used is as
+    // long as its window to decide); one nobody decides, for 2.5 s
+    let approved = ask_about(&host, &session, "run `env`", 1_000).await;
+    ask_about(&host, &session, "run `id`", 2_500).await;
+    let (status, body) = host
+        .post_raw(
+            &format!("/v1/approvals/{approved}"),
+            Some(TOKEN),
+            None,
+            json!({"decision": "approve"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // once the one nobody decided expired, a listing persists both
+    // expiries, with their cards
+    host.wait_get("/v1/approvals?status=expired", |v| {
+        (v["approvals"].as_array().map(Vec::len) == Some(2)).then(|| v.clone())
+    })
+    .await;
+    host.wait_for(&session, |entries| {
+        let expired = entries
+            .iter()
+            .filter(|e| e["kind"] == "approval" && e["status"] == "expired")
+            .count();
+        (expired == 2).then(|| json!(expired))
+    })
+    .await;
+
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser
+        .wait_text(".log .approval", "Approved by alice")
+        .await;
+    let cards = browser
+        .js(
+            "return [...document.querySelectorAll('.log .approval .status')].map((s) => s.textContent)",
+            json!([]),
+        )
+        .await;
+    let cards: Vec<&str> = cards
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(cards.len(), 2, "{cards:?}");
+    assert!(
+        cards[0].starts_with("Approved by alice at ")
+            && cards[0].ends_with(" · not used before it expired"),
+        "{cards:?}"
+    );
+    assert_eq!(cards[1], "Expired: nobody decided in time");
+    browser
+        .go(&format!("{}/#/approvals?show=all", host.url))
+        .await;
+    browser
+        .wait_text(".approvals .panel", "Approved by alice")
+        .await;
+    browser
+        .wait_text(".approvals .panel", "not used before it expired")
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// The approvals page, signalled by a bot's unrelated activity, keeps the
+/// "Exact action" the person opened and the button they focused. (Every
+/// signal of any bot rebuilt the list.)
+#[tokio::test]
+async fn the_approvals_page_keeps_what_the_person_opened() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", CARD_SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot("o", "s", &["SendMessage"])
+        .start()
+        .await;
+    let session = started_dm(&host).await;
+    ask_for(&host, &session, 600_000).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser
+        .go(&format!("{}/#/approvals?show=all", host.url))
+        .await;
+    browser.wait_text(".approvals .panel", "run `env`").await;
+    browser.click(".approvals details summary").await;
+    // the page's loads of the list are counted once drawn (the count is
+    // set after the answer's own tasks: a macrotask later)
+    browser
+        .js(
+            r#"const deny = document.querySelector(".approvals button.danger");
+               deny.focus();
+               window.denyButton = deny;
+               document.body.dataset.loads = "0";
+               const f = window.fetch;
+               window.fetch = function (url, opts) {
+                 const listed = String(url).startsWith("/v1/approvals?") && String(url).includes("limit=100");
+                 return f.apply(this, arguments).then((r) => {
+                   if (!listed) return r;
+                   const text = r.text.bind(r);
+                   r.text = () => text().then((t) => {
+                     setTimeout(() => { document.body.dataset.loads = String(Number(document.body.dataset.loads) + 1); }, 0);
+                     return t;
+                   });
+                   return r;
+                 });
+               };"#,
+            json!([]),
+        )
+        .await;
+    // another bot's turn signals; the page lists the approvals again
+    host.send("o", "anything new?", None).await;
+    browser
+        .wait_js(
+            "the approvals listed again",
+            "return Number(document.body.dataset.loads) >= 1",
+            json!([]),
+        )
+        .await;
+    let kept = browser
+        .js(
+            r#"return {
+                 open: document.querySelector(".approvals details").open,
+                 focused: document.activeElement === window.denyButton && window.denyButton.isConnected,
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(kept, json!({"open": true, "focused": true}));
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// A pending approval of bot `r` for `summary` (also its reason and its
+/// fingerprint: each summary is another action), created as the gate does.
+async fn ask_about(host: &TestHost, session: &str, summary: &str, ttl_ms: i64) -> ApprovalId {
+    let rt = host.host.as_ref().unwrap().fleet.runtime();
+    let id = ApprovalId::new_v7();
+    let new = NewApproval {
+        id,
+        bot: "r".parse().unwrap(),
+        session: session.parse().unwrap(),
+        turn: None,
+        call_id: format!("call_{id}"),
+        tool: "Shell".into(),
+        fingerprint: summary.to_owned(),
+        summary: summary.to_owned(),
+        reason: summary.to_owned(),
+        action: json!({"tool": "Shell", "args": {"command": summary}}),
+        ttl_ms,
+        max_pending: 4,
+    };
+    rt.store
+        .write(vec![Mutation::RequestApproval(Box::new(new))])
+        .await
+        .unwrap();
+    id
+}
+
+/// Long unbroken text wraps inside approval cards and notices, and a bidi
+/// override in a bot's role stays inside the role. (600 characters without
+/// a space ran out of the card sideways; the role's U+202E was part of its
+/// line's text.)
+#[tokio::test]
+async fn what_bots_wrote_stays_in_its_box() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", CARD_SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .tables(
+            "[[bots]]\nid = \"e\"\nname = \"Evil\"\nrole = \"\\u202Eevil\"\nowner = \"alice\"\n\
+             provider = \"s\"\ntools = [\"SendMessage\"]\n",
+        )
+        .start()
+        .await;
+    let session = started_dm(&host).await;
+    let word = "x".repeat(600);
+    ask_about(&host, &session, &word, 600_000).await;
+    let rt = host.host.as_ref().unwrap().fleet.runtime();
+    rt.store
+        .write(vec![Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session: session.parse().unwrap(),
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: "test".into(),
+                text: word.clone(),
+                retry_turn: None,
+            },
+        }))])
+        .await
+        .unwrap();
+
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.wait_text(".log .notice", "xxxx").await;
+    browser.wait_text(".log .approval", "xxxx").await;
+    let wide = browser
+        .js(
+            r#"const boxes = [".timeline", ".log .approval .card", ".log .notice .line"];
+               return boxes.flatMap((css) => [...document.querySelectorAll(css)])
+                 .filter((el) => el.scrollWidth > el.clientWidth + 1)
+                 .map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`)"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(wide, json!([]), "boxes wider than they are");
+
+    browser.go(&format!("{}/#/bots/e", host.url)).await;
+    browser.find(".conv-head .role").await;
+    let isolated = browser
+        .js(
+            r#"const style = (el) => el ? getComputedStyle(el).unicodeBidi : "missing";
+               const role = document.querySelector(".conv-head .role");
+               return {
+                 role: [role.tagName, role.textContent, style(role)],
+                 title: style(document.querySelector(".conv-head h1 bdi")),
+                 list: style(document.querySelector(".list .name")),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        isolated,
+        json!({
+            "role": ["BDI", "\u{202e}evil", "isolate"],
+            "title": "isolate",
+            "list": "isolate",
+        })
+    );
+    let console: Vec<Value> = browser
+        .console()
+        .await
+        .into_iter()
+        .filter(|m| m.contains("Uncaught") || m.contains("Refused"))
+        .map(Value::String)
+        .collect();
+    assert_eq!(console, Vec::<Value>::new());
+    browser.quit().await;
+    host.shutdown().await;
+}

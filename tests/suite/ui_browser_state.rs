@@ -1,0 +1,201 @@
+//! The web page in a real browser: what it says about where things stand.
+//! A bot paused by its daily budget reads paused, not working; a link
+//! into a long transcript loads a page around its entry and pages from
+//! there; logging out right after activity sends nothing without a token.
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`Browser::start`]).
+
+use serde_json::json;
+
+use super::ui_browser::SCRIPT;
+use super::ui_browser::append_notices;
+use crate::support::browser::Browser;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+
+/// A bot out of its daily token budget, with a message that came after the
+/// budget's notice: the page says it is paused until the budget's reset,
+/// in its header and under the conversation. (It read "1 queued" and
+/// "working on it": the page never read `paused_until`.)
+#[tokio::test]
+async fn a_paused_bot_reads_paused_until_its_budget_resets() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("cheap", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/cheap/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    // the first message spends the budget; the second is told it waits
+    host.send("cheap", "first", None).await;
+    host.wait_turn_end(&session, 1).await;
+    host.send("cheap", "second", None).await;
+    host.wait_for(&session, |entries| {
+        entries
+            .iter()
+            .find(|e| e["code"] == "budget_exhausted")
+            .cloned()
+    })
+    .await;
+    // the third gets no notice of its own
+    let (status, third) = host.send("cheap", "third", None).await;
+    assert_eq!(status, 202, "{third}");
+    assert!(third["paused_until"].is_i64(), "{third}");
+
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/cheap", host.url)).await;
+    browser
+        .wait_text(".conv-head h1 .state", "paused until")
+        .await;
+    browser
+        .wait_text(".timeline .working", "Paused until")
+        .await;
+    let shown = browser
+        .js(
+            r#"return {
+                 working: document.querySelector(".timeline .working").textContent.includes("working on it"),
+                 list: document.querySelector(".list a[href='#/bots/cheap'] .state").textContent.startsWith("paused until"),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(shown, json!({"working": false, "list": true}));
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// A link to entry 100 of 1,500 (what a search hit opens) shows a page
+/// around it, not everything after it; "Show newer messages" pages
+/// forward, "Jump to the newest" shows the end, which then follows live.
+/// (It loaded every entry after the linked one, up to 50,000.)
+#[tokio::test]
+async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    host.send("r", "hello", None).await;
+    host.wait_turn_end(&session, 1).await;
+    append_notices(&host, &session, 1_500).await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let last = dm["last_seq"].as_i64().unwrap();
+
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r?seq=100", host.url)).await;
+    browser.find(".log li.target[data-seq='100']").await;
+    // [at most a page of entries, the first one's seq, the last one's]
+    let seqs = "const s = [...document.querySelectorAll('.log li')].map((li) => Number(li.dataset.seq)); \
+                return [s.length <= 200, s[0], s[s.length - 1]]";
+    let window = browser.js(seqs, json!([])).await;
+    assert_eq!(window, json!([true, 1, 200]), "entries held");
+    let buttons = browser
+        .js(
+            "return [!document.querySelector('.timeline .earlier').hidden, !document.querySelector('.timeline .later').hidden]",
+            json!([]),
+        )
+        .await;
+    assert_eq!(buttons, json!([false, true]), "[earlier, newer] shown");
+
+    // forward a page
+    browser.click(".timeline .later button:not(.link)").await;
+    browser
+        .wait_js(
+            "the next page",
+            "const l = document.querySelectorAll('.log li'); return Number(l[l.length - 1].dataset.seq) === 400",
+            json!([]),
+        )
+        .await;
+    // to the newest, which follows live
+    browser.click(".timeline .later button.link").await;
+    browser
+        .wait_js(
+            "the newest page",
+            "const l = document.querySelectorAll('.log li'); return l.length && Number(l[l.length - 1].dataset.seq) === arguments[0]",
+            json!([last]),
+        )
+        .await;
+    assert_eq!(
+        browser.js(seqs, json!([])).await,
+        json!([true, last - 199, last])
+    );
+    assert_eq!(browser.count(".timeline .later:not([hidden])").await, 0);
+    append_notices(&host, &session, 1).await;
+    browser
+        .wait_js(
+            "a new entry, live",
+            "const l = document.querySelectorAll('.log li'); return Number(l[l.length - 1].dataset.seq) === arguments[0]",
+            json!([last + 1]),
+        )
+        .await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// "Log out" right after a change signal: the bots' reload that signal
+/// scheduled is dropped, so no request goes out without a token and no
+/// error shows. (A red "the Authorization header must be `Bearer
+/// <token>`" appeared on the sign-in page.)
+#[tokio::test]
+async fn logging_out_right_after_activity_sends_nothing_without_a_token() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser.find("#conn.live").await;
+    browser
+        .js(
+            r#"window.tokenless = [];
+               const f = window.fetch;
+               window.fetch = function (url, opts) {
+                 const auth = opts && opts.headers && opts.headers.Authorization;
+                 if (auth !== undefined && !/^Bearer \S/.test(auth)) window.tokenless.push(String(url));
+                 return f.apply(this, arguments);
+               };"#,
+            json!([]),
+        )
+        .await;
+    // the reply arrives on a change signal: log out at that moment
+    host.send("r", "hello", None).await;
+    browser
+        .wait_js(
+            "the reply, then Log out",
+            r#"const seen = [...document.querySelectorAll(".log .text")].some((t) => t.textContent === "echo: hello");
+               if (seen) document.getElementById("logout").click();
+               return seen"#,
+            json!([]),
+        )
+        .await;
+    browser.find("#token").await;
+    // longer than the debounced reloads wait (0.7 s, 1.2 s)
+    let after = browser
+        .js_async(
+            r#"const done = arguments[arguments.length - 1];
+               setTimeout(() => done({
+                 tokenless: window.tokenless,
+                 errors: [...document.querySelectorAll(".toast.error")].map((t) => t.textContent),
+               }), 2500);"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(after, json!({"tokenless": [], "errors": []}));
+    browser.quit().await;
+    host.shutdown().await;
+}
