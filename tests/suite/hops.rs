@@ -55,6 +55,26 @@ steps = [ { text = "read it" } ]
 
 const TOOLS: &[&str] = &["SendMessage", "SendToAgent"];
 
+/// a asks b, and b asks a back until the hop budget refuses it; then b
+/// tries SendMessage (which goes back to a and is refused too).
+const CHAIN: &str = r#"
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendToAgent", args = { agent = "b", text = "what do you think?" } } ]
+
+[[rule]]
+bot = "b"
+match_tool = "hop budget"
+steps = [
+  { text = "unused" },
+  { tool = "SendMessage", args = { text = "the chain is too long" } },
+]
+
+[[rule]]
+bot = "b"
+steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } } ]
+"#;
+
 #[tokio::test]
 async fn a_persons_message_starts_a_new_hop_budget() {
     let host = TestFleet::new()
@@ -107,7 +127,9 @@ async fn a_persons_message_starts_a_new_hop_budget() {
 /// way, and nothing reached alice.)
 #[tokio::test]
 async fn a_chain_cut_off_between_two_bots_is_reported_to_the_person_once() {
-    let script = r#"
+    let script = format!(
+        "{}{CHAIN}",
+        r#"
 [[rule]]
 bot = "r"
 match = "^question"
@@ -115,25 +137,10 @@ steps = [ { calls = [
   { tool = "SendToAgent", args = { agent = "a", text = "ask b about it" } },
   { tool = "SendMessage", args = { text = "asked a" } },
 ] } ]
-
-[[rule]]
-bot = "a"
-steps = [ { tool = "SendToAgent", args = { agent = "b", text = "what do you think?" } } ]
-
-[[rule]]
-bot = "b"
-match_tool = "hop budget"
-steps = [
-  { text = "unused" },
-  { tool = "SendMessage", args = { text = "the chain is too long" } },
-]
-
-[[rule]]
-bot = "b"
-steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } } ]
-"#;
+"#
+    );
     let host = TestFleet::new()
-        .script("s", script)
+        .script("s", &script)
         .bot("r", "s", TOOLS)
         .bot("a", "s", TOOLS)
         .bot("b", "s", TOOLS)
@@ -208,29 +215,16 @@ steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } 
 /// with a log line nobody reads.)
 #[tokio::test]
 async fn a_chain_a_routine_set_off_is_reported_to_the_owner_once_per_run() {
-    let script = r#"
+    let script = format!(
+        "{}{CHAIN}",
+        r#"
 [[rule]]
 bot = "r"
 steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask b about it" } } ]
-
-[[rule]]
-bot = "a"
-steps = [ { tool = "SendToAgent", args = { agent = "b", text = "what do you think?" } } ]
-
-[[rule]]
-bot = "b"
-match_tool = "hop budget"
-steps = [
-  { text = "unused" },
-  { tool = "SendMessage", args = { text = "the chain is too long" } },
-]
-
-[[rule]]
-bot = "b"
-steps = [ { tool = "SendToAgent", args = { agent = "a", text = "ask me again" } } ]
-"#;
+"#
+    );
     let host = TestFleet::new()
-        .script("s", script)
+        .script("s", &script)
         .bot("a", "s", TOOLS)
         .bot("b", "s", TOOLS)
         .bot("r", "s", TOOLS)

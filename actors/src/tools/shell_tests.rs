@@ -57,13 +57,7 @@ async fn timeout_kills_the_whole_group() {
         .parse()
         .unwrap();
     // the background child was in the group: it is gone (or a zombie being reaped)
-    for _ in 0..50 {
-        if !alive(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("background process {pid} survived the timeout");
+    assert_gone(pid, "background process the timeout").await;
 }
 
 #[tokio::test]
@@ -79,13 +73,7 @@ async fn background_leftovers_are_killed_after_exit() {
         .trim()
         .parse()
         .unwrap();
-    for _ in 0..50 {
-        if !alive(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("leftover process {pid} survived");
+    assert_gone(pid, "leftover process").await;
 }
 
 #[tokio::test]
@@ -110,32 +98,14 @@ async fn a_dropped_call_kills_the_whole_group_then_unlists_it() {
     f.0.rt.settings.shell_registry = Some(crate::tools::ShellRegistry::new(&listed));
     let bg = f.ws().root().join("bg.pid");
     let call = f.run(json!({"command": "sleep 30 & echo $! > bg.pid; wait"}));
-    let started = async {
-        // a file signals nothing: poll, bounded
-        for _ in 0..500 {
-            if let Some(pid) = std::fs::read_to_string(&bg)
-                .ok()
-                .and_then(|s| s.trim().parse::<i32>().ok())
-            {
-                return pid;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the command never started");
-    };
+    let started = written_pid(&bg);
     let pid = tokio::select! {
         pid = started => pid,
         out = call => panic!("the call ended first: {out:?}"),
     };
     // the call's future is dropped: the group is killed as it goes
     assert_eq!(std::fs::read_dir(&listed).unwrap().count(), 0);
-    for _ in 0..100 {
-        if !alive(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("background process {pid} survived the dropped call");
+    assert_gone(pid, "background process the dropped call").await;
 }
 
 #[tokio::test]
@@ -193,7 +163,27 @@ fn pid_in(f: &Fixture, file: &str) -> i32 {
         .unwrap()
 }
 
-/// Waits (bounded) for `pid` to be gone; kills it and fails if it is not.
+/// The pid a running command writes to `file` (`echo $! > file`), once a
+/// whole line is there. The file is the child's only sign that it runs,
+/// and nothing signals its writing: polled, at most 5 s.
+async fn written_pid(file: &std::path::Path) -> i32 {
+    for _ in 0..500 {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .filter(|s| s.ends_with('\n'))
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the command never wrote {}", file.display());
+}
+
+/// Waits (at most 2 s) for `pid` to be gone; kills it and fails if it is
+/// not. The process is not this one's child (the shell's, or one that left
+/// its group), so nothing here can await its exit without unsafe code (a
+/// pidfd): polled every 10 ms.
 async fn assert_gone(pid: i32, what: &str) {
     for _ in 0..200 {
         if !alive(pid) {
@@ -259,13 +249,8 @@ async fn cancel_ends_the_call_at_once_despite_a_setsid_child() {
     let cancel = f.0.cancel.clone();
     let bg = f.ws().root().join("bg.pid");
     tokio::spawn(async move {
-        // cancel once the command runs (a file signals nothing: poll, bounded)
-        for _ in 0..500 {
-            if std::fs::read_to_string(&bg).is_ok_and(|s| s.ends_with('\n')) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        // cancel once the command runs
+        written_pid(&bg).await;
         cancel.cancel();
     });
     let call = f.run(json!({"command": "setsid sleep 40 & echo $! > bg.pid; sleep 100"}));
