@@ -8,7 +8,6 @@ use anyhow::Context;
 use anyhow::bail;
 use botfleet_memory::IndexError;
 use botfleet_memory::IndexOptions;
-use botfleet_memory::Indexer;
 use botfleet_memory::Store;
 use botfleet_memory::StoreOptions;
 use botfleet_memory::TranscriptIndex;
@@ -85,9 +84,10 @@ fn print_hit(h: &Value) {
     outln!("  session {}", s("session"));
 }
 
-/// Rebuilds the search index of a data directory from its store, offline.
-/// Refuses while a host runs on the directory (it holds the index's writer
-/// lock).
+/// Rebuilds the search index of a data directory from its store, offline:
+/// whatever the index directory holds (a damaged index too) is deleted
+/// first. Refuses while a host runs on the directory (it holds the index's
+/// writer lock).
 pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let data_dir = match data {
         Some(d) => d,
@@ -107,10 +107,11 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
         );
     }
     let index_dir = data_dir.join("index");
-    let index = TranscriptIndex::open(&index_dir).map_err(|e| locked_or(e, &data_dir))?;
-    // Take the writer lock once before touching the store, so that a
-    // running host is reported before anything else happens.
-    drop(Indexer::open(&index, IndexOptions::default()).map_err(|e| locked_or(e, &data_dir))?);
+    // Takes the writer lock before touching anything, so that a running
+    // host is reported before anything else happens; the rebuild starts
+    // from an empty directory, so an index that cannot be read is no
+    // obstacle.
+    let index = TranscriptIndex::open_empty(&index_dir).map_err(|e| locked_or(e, &data_dir))?;
     let store = Store::open(StoreOptions::new(&db))
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     let threads = std::thread::available_parallelism()

@@ -525,11 +525,21 @@ fn listen_error(addr: SocketAddr, e: &std::io::Error) -> anyhow::Error {
 /// Sets up transcript recall: the index at `<data_dir>/index` (searched by
 /// the recall tools and `GET /v1/search`) and the indexer the fleet
 /// supervisor runs over it, which also writes the JSONL mirror at
-/// `<data_dir>/transcripts` and catches up from the store on start.
+/// `<data_dir>/transcripts` and catches up from the store on start. The
+/// index is derived from the store: a damaged one does not stop the host,
+/// it is moved aside (kept for inspection) and rebuilt.
 fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::Result<()> {
     let dir = data_dir.join("index");
-    let index = botfleet_memory::TranscriptIndex::open(&dir)
+    let (index, set_aside) = botfleet_memory::TranscriptIndex::open_or_set_aside(&dir)
         .with_context(|| format!("cannot open the search index in {}", dir.display()))?;
+    if let Some(aside) = set_aside {
+        tracing::warn!(
+            "the search index in {} was damaged ({}); it was moved to {} and is being rebuilt from the store: searches miss older entries until the rebuild is done. Delete the moved copy once you no longer need it.",
+            dir.display(),
+            aside.cause,
+            aside.moved_to.display()
+        );
+    }
     let warm = index.clone();
     // loads the jieba dictionary off the first Chinese search
     tokio::task::spawn_blocking(move || warm.warm_up());

@@ -54,6 +54,7 @@ pub use index::SearchHit;
 pub use index::SearchQuery;
 pub use index::SearchResults;
 pub use index::TranscriptIndex;
+pub use index::SetAside;
 pub use index::TranscriptSearch;
 pub use index::reindex;
 pub use layers::DEFAULT_NOTE_HOURS;

@@ -21,12 +21,18 @@ export function h(tag, attrs, ...children) {
 }
 
 /**
- * A search snippet whose matches are marked «like this»: the text is
- * escaped first (it only ever becomes text nodes), then each «…» span
- * becomes a <mark>. Unbalanced marks stay as they are.
+ * A search snippet with its matches as <mark>s, all of it text nodes.
+ * Given a hit's `snippet_parts` (plain text at even indices, matches at odd
+ * ones), a literal « or » of the text stays text; given a marked
+ * `snippet` (an older host), each «…» span becomes a <mark> and unbalanced
+ * marks stay as they are.
  */
 export function markSnippet(snippet) {
   const out = document.createDocumentFragment();
+  if (Array.isArray(snippet)) {
+    snippet.forEach((part, i) => out.append(i % 2 ? h("mark", null, String(part)) : String(part)));
+    return out;
+  }
   let rest = String(snippet ?? "");
   for (;;) {
     const open = rest.indexOf("«");

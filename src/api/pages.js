@@ -215,7 +215,7 @@ export function searchView(query) {
                   "a",
                   { href: hitLink(hit) },
                   h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : hit.author_name || botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
-                  h("p", { class: "snippet" }, markSnippet(hit.snippet)),
+                  h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet)),
                 ),
               ),
             ),

@@ -6,9 +6,11 @@
 //! bot itself may search (the same rule as its SearchTranscript tool).
 
 use std::collections::HashMap;
+use std::num::IntErrorKind;
 
 use axum::Json;
 use axum::extract::Query;
+use axum::extract::RawQuery;
 use axum::extract::State;
 use axum::extract::rejection::QueryRejection;
 use botfleet_actors::tools::VisibleSessions;
@@ -58,22 +60,84 @@ fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     let Some(raw) = raw else {
         return Ok(botfleet_memory::DEFAULT_SEARCH_LIMIT);
     };
-    raw.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=MAX_SEARCH_LIMIT).contains(n))
-        .ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "limit {raw:?} is out of range: give a number of hits from 1 to {MAX_SEARCH_LIMIT}"
-            ))
-        })
+    let problem = match raw.trim().parse::<i64>() {
+        Ok(n) => match usize::try_from(n) {
+            Ok(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => return Ok(n),
+            Ok(_) | Err(_) => "is out of range",
+        },
+        Err(e)
+            if matches!(
+                e.kind(),
+                IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
+            ) =>
+        {
+            "is out of range"
+        }
+        Err(_) => "is not a number",
+    };
+    Err(ApiError::BadRequest(format!(
+        "limit {} {problem}: give a number of hits from 1 to {MAX_SEARCH_LIMIT}",
+        botfleet_memory::quote_short(raw)
+    )))
+}
+
+/// Refuses a query string with a percent-escape that does not decode to
+/// UTF-8: the query parser would silently turn it into U+FFFD and search
+/// for something the client never sent.
+fn check_utf8(raw: Option<&str>) -> Result<(), ApiError> {
+    for pair in raw.unwrap_or_default().split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        for part in [name, value] {
+            if std::str::from_utf8(&percent_decode(part)).is_err() {
+                return Err(ApiError::BadRequest(format!(
+                    "the query parameter {} is not UTF-8 text once its percent-escapes are \
+                     decoded; encode the text as UTF-8 (e.g. encodeURIComponent)",
+                    botfleet_memory::quote_short(&String::from_utf8_lossy(&percent_decode(name)))
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of a form-encoded query component: `%XX` decoded, `+` a space;
+/// a `%` not followed by two hex digits stays as it is (as the query parser
+/// keeps it).
+fn percent_decode(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (other, _) => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 pub(crate) async fn search(
     State(state): State<ApiState>,
     user: AuthUser,
+    RawQuery(raw): RawQuery,
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    check_utf8(raw.as_deref())?;
     let Query(p) = params.map_err(|e| {
         ApiError::BadRequest(format!(
             "{e}; use ?q=WORDS with optional &bot=ID&session=ID&limit=N"
@@ -100,7 +164,8 @@ pub(crate) async fn search(
         Some(raw) => {
             let not_yours = || {
                 ApiError::NotFound(format!(
-                    "no session {raw:?} for you{}; search without `session`, or use the `session` of a hit",
+                    "no session {} for you{}; search without `session`, or use the `session` of a hit",
+                    botfleet_memory::quote_short(raw),
                     p.bot
                         .as_deref()
                         .map(|b| format!(" among what bot {b:?} may see"))
@@ -109,7 +174,9 @@ pub(crate) async fn search(
             };
             let id: SessionId = raw.trim().parse().map_err(|_| {
                 ApiError::BadRequest(format!(
-                    "session {raw:?} is not a session id (a UUID); use the `session` of a hit"
+                    "session {} is not a session id (a UUID of 36 characters); use the \
+                     `session` of a hit",
+                    botfleet_memory::quote_short(raw)
                 ))
             })?;
             if !visible.contains(id) {

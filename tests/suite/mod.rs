@@ -47,6 +47,7 @@ mod secrets;
 mod shell_stop;
 mod subagent_hops;
 mod subagent_reports;
+mod search_index;
 mod ui;
 mod ui_browser;
 mod ui_browser_cards;

@@ -413,7 +413,7 @@ async fn search_through_the_api_and_the_cli_with_clear_errors() {
         ),
         (
             "/v1/search?q=x&limit=many",
-            "limit \"many\" is out of range",
+            "limit \"many\" is not a number",
         ),
         (
             "/v1/search?q=x&session=nope",

@@ -42,6 +42,7 @@ mod error;
 mod feed;
 mod jsonl_mirror;
 mod query;
+mod repair;
 mod schema;
 mod search;
 mod snippet;
@@ -61,6 +62,7 @@ pub use feed::reindex;
 pub use jsonl_mirror::JsonlMirror;
 pub use query::DEFAULT_SEARCH_LIMIT;
 pub use query::SearchQuery;
+pub use repair::SetAside;
 pub use search::SearchHit;
 pub use search::SearchResults;
 pub use search::TranscriptIndex;
@@ -85,3 +87,11 @@ mod tests;
 #[cfg(test)]
 #[path = "recall_tests.rs"]
 mod recall_tests;
+
+#[cfg(test)]
+#[path = "snippet_tests.rs"]
+mod snippet_tests;
+
+#[cfg(test)]
+#[path = "repair_tests.rs"]
+mod repair_tests;

@@ -60,8 +60,12 @@ pub struct SearchHit {
     pub time_ms: i64,
     /// Relevance (BM25; only comparable within one search).
     pub score: f32,
-    /// The best fragment of the text, matches marked `«…»`.
+    /// The best fragment of the text, matches marked `«…»` (a literal
+    /// `«` or `»` of the text looks the same: use `snippet_parts` to tell).
     pub snippet: String,
+    /// The same fragment without marks, as alternating pieces: plain text
+    /// at even indices (the first may be empty), matched text at odd ones.
+    pub snippet_parts: Vec<String>,
 }
 
 /// The answer to a search.
@@ -247,6 +251,7 @@ fn hit(
     address: DocAddress,
 ) -> Result<SearchHit, IndexError> {
     let doc: TantivyDocument = searcher.doc(address)?;
+    let snippet = snippets.render(text_of(&doc, fields.text));
     let session = text_of(&doc, fields.session);
     let bot = text_of(&doc, fields.bot);
     Ok(SearchHit {
@@ -261,7 +266,8 @@ fn hit(
         kind: text_of(&doc, fields.kind).to_owned(),
         time_ms: int_of(&doc, fields.time),
         score,
-        snippet: snippets.render(text_of(&doc, fields.text)),
+        snippet: snippet.marked,
+        snippet_parts: snippet.parts,
     })
 }
 

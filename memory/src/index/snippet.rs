@@ -2,10 +2,13 @@
 //! `«like this»`.
 //!
 //! The marks are plain characters rather than HTML, because the first
-//! reader is a model (SearchTranscript) and a short, unambiguous marker
-//! costs fewer tokens than `<b></b>`. The text is not escaped; a web client
-//! escapes it and turns `«`/`»` into `<mark>` after. A fragment cut from the
-//! middle of a longer text starts and/or ends with `…`.
+//! reader is a model (SearchTranscript) and a short marker costs fewer
+//! tokens than `<b></b>`. The text is not escaped, so a literal `«` or `»`
+//! in it looks like a mark: a client that must tell them apart (the web
+//! page) uses [`Snippet::parts`], the same text as alternating plain and
+//! matched pieces. A fragment cut from the middle of a longer text starts
+//! and/or ends with `…`; a fragment that reaches the end of the text keeps
+//! what follows its last word (punctuation) and gets no `…`.
 //!
 //! A match is an occurrence of a positive part of the query: a term, or a
 //! phrase whose terms stand at their relative positions (a quoted phrase, a
@@ -36,6 +39,31 @@ const ELLIPSIS: &str = "…";
 /// Fragment length budget, in bytes of text (tantivy measures bytes):
 /// about 80 Latin words' worth or 80 CJK characters.
 const FRAGMENT_BYTES: usize = 240;
+/// Most text after the last word that a fragment ending at that word takes
+/// along (closing punctuation, a trailing emoji); a longer tail is cut.
+const TAIL_BYTES: usize = 32;
+
+/// A hit's snippet in both forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Snippet {
+    /// The fragment with its matches marked `«…»`.
+    pub(crate) marked: String,
+    /// The same fragment, unmarked, as alternating pieces: plain text at
+    /// even indices, matched text at odd ones (the first piece may be
+    /// empty). Unambiguous where `marked` is not: the text's own `«`/`»`
+    /// are plain text here.
+    pub(crate) parts: Vec<String>,
+}
+
+impl Snippet {
+    /// A snippet without matches.
+    fn plain(text: String) -> Self {
+        Self {
+            marked: text.clone(),
+            parts: vec![text],
+        }
+    }
+}
 
 /// What a match looks like: terms at relative positions (one term at 0 for
 /// a plain term).
@@ -113,30 +141,49 @@ impl Snippets {
         Ok(Self { patterns })
     }
 
-    /// The marked snippet of `text`.
-    pub(crate) fn render(&self, text: &str) -> String {
+    /// The snippet of `text`.
+    pub(crate) fn render(&self, text: &str) -> Snippet {
         let tokens = tokens_of(text);
         let matches = self.find(&tokens);
         let Some((fragment, marks)) = best_fragment(&fragments(&tokens, &matches), &matches) else {
-            return head(text);
+            return Snippet::plain(head(text));
         };
-        let mut out = String::with_capacity(fragment.stop - fragment.start + 16);
+        // A fragment holding the last word reaches the end of the text
+        // unless a long tail follows it.
+        let stop = if fragment.last + 1 == tokens.len() && text.len() - fragment.stop <= TAIL_BYTES
+        {
+            text.len()
+        } else {
+            fragment.stop
+        };
+        let mut parts = Vec::new();
+        let mut plain = String::new();
         if fragment.start > 0 {
-            out.push_str(ELLIPSIS);
+            plain.push_str(ELLIPSIS);
         }
         let mut at = fragment.start;
         for mark in merge(&marks) {
-            out.push_str(&text[at..mark.start]);
-            out.push_str(HIGHLIGHT_OPEN);
-            out.push_str(&text[mark.clone()]);
-            out.push_str(HIGHLIGHT_CLOSE);
+            plain.push_str(&text[at..mark.start]);
+            parts.push(std::mem::take(&mut plain));
+            parts.push(text[mark.clone()].to_owned());
             at = mark.end;
         }
-        out.push_str(&text[at..fragment.stop]);
-        if fragment.stop < text.len() {
-            out.push_str(ELLIPSIS);
+        plain.push_str(&text[at..stop]);
+        if stop < text.len() {
+            plain.push_str(ELLIPSIS);
         }
-        out
+        parts.push(plain);
+        let mut marked = String::with_capacity(stop - fragment.start + 16);
+        for (i, part) in parts.iter().enumerate() {
+            if i % 2 == 1 {
+                marked.push_str(HIGHLIGHT_OPEN);
+                marked.push_str(part);
+                marked.push_str(HIGHLIGHT_CLOSE);
+            } else {
+                marked.push_str(part);
+            }
+        }
+        Snippet { marked, parts }
     }
 
     /// Every match of every pattern in `tokens`, sorted by first token.

@@ -1,0 +1,184 @@
+//! Opening an index that may be damaged, and wiping one.
+//!
+//! The index is derived data (the store is the truth), so a damaged index
+//! must not keep the host from starting: [`TranscriptIndex::open_or_set_aside`]
+//! moves an index that cannot be opened to `index.damaged-<time>` beside it
+//! (kept for inspection) and opens a new, empty one, which the indexer fills
+//! again from the store. [`TranscriptIndex::open_empty`] is `botfleet
+//! reindex`'s start: it deletes whatever the directory holds, readable or
+//! not. Both first take the directory's writer lock, so an index that
+//! another process (a running host) uses is never touched.
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::path::PathBuf;
+
+use tantivy::TantivyError;
+use tantivy::directory::Directory;
+use tantivy::directory::DirectoryLock;
+use tantivy::directory::INDEX_WRITER_LOCK;
+use tantivy::directory::MmapDirectory;
+use tantivy::directory::error::LockError;
+use tantivy::directory::error::OpenReadError;
+
+use super::error::IndexError;
+use super::search::TranscriptIndex;
+
+/// A damaged index that [`TranscriptIndex::open_or_set_aside`] moved away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// Where the damaged index is now.
+    pub moved_to: PathBuf,
+    /// Why it could not be opened.
+    pub cause: String,
+}
+
+impl TranscriptIndex {
+    /// Opens the index in `dir` like [`TranscriptIndex::open`], but an index
+    /// that cannot be read (a damaged `meta.json`, a missing or corrupt
+    /// segment file) is moved to `<dir>.damaged-<UTC time>` and a new, empty
+    /// index is created in its place; the second value says where the old
+    /// one went. The caller should log it: the indexer rebuilds the new
+    /// index from the store. Errors that moving cannot cure (another
+    /// process holds the index, permissions) are returned as they are.
+    pub fn open_or_set_aside(
+        dir: impl AsRef<Path>,
+    ) -> Result<(Self, Option<SetAside>), IndexError> {
+        let dir = dir.as_ref();
+        let cause = match Self::open(dir) {
+            Ok(index) => return Ok((index, None)),
+            Err(e) if is_damage(&e) => e.to_string(),
+            Err(e) => return Err(e),
+        };
+        let lock = writer_lock(dir)?;
+        let moved_to = aside_path(dir);
+        std::fs::rename(dir, &moved_to).map_err(|e| IndexError::io(dir, e))?;
+        // the lock file moved with the index; releasing it there is harmless
+        drop(lock);
+        tracing::warn!(
+            dir = %dir.display(),
+            moved_to = %moved_to.display(),
+            cause,
+            "the search index is damaged: moved it aside and rebuilding it from the store"
+        );
+        let index = Self::open(dir)?;
+        Ok((index, Some(SetAside { moved_to, cause })))
+    }
+
+    /// Deletes everything in `dir` (an index, damaged or not) and opens a
+    /// new, empty index there. Fails with [`IndexError::Locked`] if another
+    /// process holds the index's writer lock.
+    pub fn open_empty(dir: impl AsRef<Path>) -> Result<Self, IndexError> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+        let lock = writer_lock(dir)?;
+        let lock_name = INDEX_WRITER_LOCK.filepath.as_os_str();
+        let entries = std::fs::read_dir(dir).map_err(|e| IndexError::io(dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| IndexError::io(dir, e))?;
+            // the lock file stays while the lock is held
+            if entry.file_name() == lock_name {
+                continue;
+            }
+            let path = entry.path();
+            let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            removed.map_err(|e| IndexError::io(&path, e))?;
+        }
+        drop(lock);
+        Self::open(dir)
+    }
+}
+
+/// Takes the writer lock of the index directory `dir` without reading the
+/// index (it may be unreadable).
+fn writer_lock(dir: &Path) -> Result<DirectoryLock, IndexError> {
+    let directory = MmapDirectory::open(dir).map_err(TantivyError::from)?;
+    directory
+        .acquire_lock(&INDEX_WRITER_LOCK)
+        .map_err(|e| match e {
+            LockError::LockBusy => IndexError::Locked {
+                dir: dir.to_path_buf(),
+            },
+            LockError::IoError(io) => {
+                IndexError::io(dir, std::io::Error::new(io.kind(), io.to_string()))
+            }
+        })
+}
+
+/// A free name beside `dir` for its damaged index: `index.damaged-<time>`,
+/// with `-2`, `-3`… if that exists.
+fn aside_path(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map_or_else(|| "index".into(), |n| n.to_string_lossy().into_owned());
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let base = dir.with_file_name(format!("{name}.damaged-{stamp}"));
+    let mut path = base.clone();
+    let mut n = 1;
+    while path.exists() {
+        n += 1;
+        path = PathBuf::from(format!("{}-{n}", base.display()));
+    }
+    path
+}
+
+/// Whether opening failed because of what the index files hold (moving
+/// them aside and starting over cures it), rather than because of the
+/// environment: a held lock, permissions, a directory that cannot be read.
+fn is_damage(e: &IndexError) -> bool {
+    match e {
+        IndexError::Tantivy(t) => match t {
+            TantivyError::LockFailure(..)
+            | TantivyError::OpenDirectoryError(_)
+            | TantivyError::OpenWriteError(_)
+            | TantivyError::SystemError(_) => false,
+            TantivyError::IoError(io) => !environmental(io.kind()),
+            TantivyError::OpenReadError(OpenReadError::IoError { io_error, .. }) => {
+                !environmental(io_error.kind())
+            }
+            TantivyError::OpenReadError(
+                OpenReadError::FileDoesNotExist(_) | OpenReadError::IncompatibleIndex(_),
+            )
+            | TantivyError::AggregationError(_)
+            | TantivyError::IndexAlreadyExists
+            | TantivyError::DataCorruption(_)
+            | TantivyError::Poisoned
+            | TantivyError::FieldNotFound(_)
+            | TantivyError::InvalidArgument(_)
+            | TantivyError::ErrorInThread(_)
+            | TantivyError::IndexBuilderMissingArgument(_)
+            | TantivyError::SchemaError(_)
+            | TantivyError::IncompatibleIndex(_)
+            | TantivyError::InternalError(_)
+            | TantivyError::DeserializeError(_)
+            | TantivyError::MissingPlugin(_)
+            | TantivyError::ConflictingPlugins(_)
+            | TantivyError::UnexpectedPlugin(_) => true,
+        },
+        IndexError::CorruptMarker { .. } => true,
+        IndexError::Query(_)
+        | IndexError::Locked { .. }
+        | IndexError::Store(_)
+        | IndexError::Io { .. }
+        | IndexError::Task(_)
+        | IndexError::IndexerGone
+        | IndexError::Timeout { .. } => false,
+    }
+}
+
+/// I/O failures that say nothing about the files' content.
+fn environmental(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::PermissionDenied
+            | ErrorKind::OutOfMemory
+            | ErrorKind::StorageFull
+            | ErrorKind::ReadOnlyFilesystem
+            | ErrorKind::Interrupted
+            | ErrorKind::WouldBlock
+    )
+}

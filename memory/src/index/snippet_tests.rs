@@ -1,0 +1,80 @@
+//! Snippets through searches on a real (temp dir) index: where a fragment
+//! starts and ends, when `…` is added, and how literal `«`/`»` of the text
+//! are kept apart from the match marks.
+
+use pretty_assertions::assert_eq;
+
+use super::SearchHit;
+use super::SearchQuery;
+use super::test_support::Docs;
+use super::test_support::TestResult;
+
+/// The only hit of `query` in an index holding `texts`.
+fn hit_of(texts: &[&str], query: &str) -> Result<SearchHit, Box<dyn std::error::Error>> {
+    let mut docs = Docs::new()?;
+    for text in texts {
+        docs.add(text)?;
+    }
+    docs.commit()?;
+    let results = docs.search(SearchQuery::new(query))?;
+    assert_eq!(results.total, 1, "{query}");
+    Ok(results.hits[0].clone())
+}
+
+/// The snippet of the only hit of `query` in an index holding `texts`.
+fn snippet_of(texts: &[&str], query: &str) -> Result<String, Box<dyn std::error::Error>> {
+    Ok(hit_of(texts, query)?.snippet)
+}
+
+#[test]
+fn a_whole_short_text_keeps_its_punctuation_and_gets_no_ellipsis() -> TestResult {
+    assert_eq!(
+        snippet_of(&["(urgent) did you ship the wombat?"], "wombat")?,
+        "(urgent) did you ship the «wombat»?"
+    );
+    assert_eq!(
+        snippet_of(&["C++ error: timeout (again)"], "again")?,
+        "C++ error: timeout («again»)"
+    );
+    assert_eq!(
+        snippet_of(&["the wombat said: “hi!” 🙂"], "hi")?,
+        "the wombat said: “«hi»!” 🙂"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_cut_fragment_still_ends_with_an_ellipsis() -> TestResult {
+    // the match is in the last words, but a long run of symbols follows
+    let text = format!("{} the wombat? {}", "filler ".repeat(60), "=".repeat(200));
+    let snippet = snippet_of(&[&text], "wombat")?;
+    assert!(snippet.starts_with('…'), "{snippet}");
+    assert!(snippet.ends_with("«wombat»…"), "{snippet}");
+    // cut in the middle of the text
+    let text = format!(
+        "{} wombat {}",
+        "filler ".repeat(100),
+        "padding ".repeat(100)
+    );
+    let snippet = snippet_of(&[&text], "wombat")?;
+    assert!(snippet.ends_with("padding…"), "{snippet}");
+    Ok(())
+}
+
+#[test]
+fn snippet_parts_tell_literal_guillemets_from_match_marks() -> TestResult {
+    let hit = hit_of(&["fake «wombat2» and a real «highlight»?"], "wombat2")?;
+    // the marked form cannot tell them apart
+    assert_eq!(hit.snippet, "fake ««wombat2»» and a real «highlight»?");
+    assert_eq!(
+        hit.snippet_parts,
+        ["fake «", "wombat2", "» and a real «highlight»?"]
+    );
+    let hit = hit_of(&["wombat one, wombat two"], "wombat")?;
+    assert_eq!(hit.snippet, "«wombat» one, «wombat» two");
+    assert_eq!(
+        hit.snippet_parts,
+        ["", "wombat", " one, ", "wombat", " two"]
+    );
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! The search index as derived data, through the binary: a damaged index
+//! is set aside and rebuilt when the host starts, and `botfleet reindex`
+//! rebuilds one it cannot read. And `GET /v1/search`'s answers: snippets
+//! that end as the text does, `snippet_parts` that keep the text's own
+//! `«»` apart from the marks (also on the web page: the browser test is
+//! skipped, saying why, without chromium), and clear 400s for bad
+//! parameters.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+use std::time::Instant;
+
+use serde_json::Value;
+use serde_json::json;
+
+use super::recall::CHAT;
+use super::recall::RECALL_TOOLS;
+use super::recall::chat;
+use super::recall::flush;
+use crate::support::browser::Browser;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::HostProcess;
+use crate::support::process::cli;
+use crate::support::process::free_port;
+
+/// The names in `dir` that start with `prefix`.
+fn names_starting(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// Waits (bounded) until searching `q` finds `total` entries.
+async fn wait_found(client: &botfleet::client::Client, q: &str, total: u64) -> Value {
+    let started = Instant::now();
+    loop {
+        let v = client.get_query("/v1/search", &[("q", q)]).await.unwrap();
+        if v["total"] == json!(total) {
+            return v;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "searching {q:?} never found {total}: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A host process with two messages about a wombat indexed, stopped
+/// cleanly; returns the fleet (keep it: it owns the temp dir), its file,
+/// the log and the port.
+async fn indexed_then_stopped() -> (TestFleet, PathBuf, PathBuf, u16) {
+    let fleet = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    for (i, text) in ["the wombat manifest is late", "ship the wombat crate"]
+        .iter()
+        .enumerate()
+    {
+        let (status, body) = client
+            .send_message("r", text, &format!("k-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(status.as_u16(), 202, "{body}");
+    }
+    wait_found(&client, "wombat", 2).await;
+    host.stop(&log).await;
+    (fleet, path, log, port)
+}
+
+/// Deletes one `.term` file of the index in `index`.
+fn delete_a_term_file(index: &Path) {
+    let term = names_starting(index, "")
+        .into_iter()
+        .find(|n| n.ends_with(".term"))
+        .expect("the index has a segment");
+    std::fs::remove_file(index.join(term)).unwrap();
+}
+
+#[tokio::test]
+async fn a_damaged_index_is_set_aside_and_rebuilt_when_the_host_starts() {
+    let (fleet, path, log, port) = indexed_then_stopped().await;
+    let data = fleet.path().join("data");
+    std::fs::write(data.join("index/meta.json"), "garbage\n").unwrap();
+
+    // the host starts (it used to exit: "cannot open the search index")
+    let mut host = HostProcess::start(&path, port, &log).await;
+    host.wait_log("the search index in").await;
+    host.wait_log("was damaged").await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    wait_found(&client, "wombat", 2).await;
+    // the damaged index is kept beside the new one, as it was
+    let aside = names_starting(&data, "index.damaged-");
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let meta = std::fs::read_to_string(data.join(&aside[0]).join("meta.json")).unwrap();
+    assert_eq!(meta, "garbage\n");
+    host.stop(&log).await;
+
+    // a missing segment file too
+    delete_a_term_file(&data.join("index"));
+    let mut host = HostProcess::start(&path, port, &log).await;
+    host.wait_log("was damaged").await;
+    wait_found(&client, "wombat", 2).await;
+    assert_eq!(names_starting(&data, "index.damaged-").len(), 2);
+    host.stop(&log).await;
+}
+
+#[tokio::test]
+async fn reindex_rebuilds_an_index_it_cannot_read() {
+    let (fleet, path, log, port) = indexed_then_stopped().await;
+    let data = fleet.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    for damage in ["meta", "term"] {
+        match damage {
+            "meta" => std::fs::write(data.join("index/meta.json"), "garbage\n").unwrap(),
+            _ => delete_a_term_file(&data.join("index")),
+        }
+        let (code, out, err) = cli(&["reindex", "--data", data_arg], "", "").await;
+        assert_eq!(code, 0, "{damage}: {out}{err}");
+        assert!(out.starts_with("reindexed "), "{damage}: {out}");
+    }
+    // reindex wipes: nothing is set aside, and the host starts on the
+    // rebuilt index without a warning
+    assert_eq!(names_starting(&data, "index.damaged-").len(), 0);
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    wait_found(&client, "wombat", 2).await;
+    host.stop(&log).await;
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.contains("was damaged"), "{logged}");
+}
+
+#[tokio::test]
+async fn search_answers_end_snippets_as_the_text_and_mark_matches_unambiguously() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    chat(&host, TOKEN, "r", "(urgent) did you ship the wombat?").await;
+    chat(&host, TOKEN, "r", "C++ error: timeout (again)").await;
+    chat(&host, TOKEN, "r", "fake «numbat» marks").await;
+    flush(&host).await;
+
+    let (status, v) = host.get("/v1/search?q=wombat", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["hits"][0]["snippet"],
+        "(urgent) did you ship the «wombat»?"
+    );
+    assert_eq!(
+        v["hits"][0]["snippet_parts"],
+        json!(["(urgent) did you ship the ", "wombat", "?"])
+    );
+    let (_, v) = host.get("/v1/search?q=again", TOKEN).await;
+    assert_eq!(v["hits"][0]["snippet"], "C++ error: timeout («again»)");
+
+    // the text's own «» look like marks in `snippet`, not in the parts
+    let (_, v) = host.get("/v1/search?q=marks", TOKEN).await;
+    assert_eq!(v["hits"][0]["snippet"], "fake «numbat» «marks»");
+    assert_eq!(
+        v["hits"][0]["snippet_parts"],
+        json!(["fake «numbat» ", "marks", ""])
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn search_refuses_bad_parameters_saying_what_is_wrong() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    let cases = [
+        ("q=%FF%FE", "the query parameter \"q\" is not UTF-8 text"),
+        (
+            "q=wombat&limit=%C3",
+            "the query parameter \"limit\" is not UTF-8",
+        ),
+        ("q=wombat&limit=abc", "limit \"abc\" is not a number"),
+        ("q=wombat&limit=1.5", "limit \"1.5\" is not a number"),
+        ("q=wombat&limit=500", "limit \"500\" is out of range"),
+        ("q=wombat&limit=0", "limit \"0\" is out of range"),
+        ("q=wombat&limit=-3", "limit \"-3\" is out of range"),
+    ];
+    for (query, expected) in cases {
+        let (status, v) = host.get(&format!("/v1/search?{query}"), TOKEN).await;
+        assert_eq!(status, 400, "{query}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{query}: {v}");
+    }
+    // escapes that decode to UTF-8 are fine, and a lone % stays text
+    let (status, v) = host.get("/v1/search?q=caf%C3%A9+100%", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["query"], "café 100%");
+    host.shutdown().await;
+}
+
+/// The web page marks only real matches: a person's own `«…»` stays text.
+#[tokio::test]
+async fn the_web_page_does_not_mark_the_texts_own_guillemets() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS)
+        .start()
+        .await;
+    chat(&host, TOKEN, "r", "a real wombat and a fake «highlight»").await;
+    flush(&host).await;
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/search?q=wombat", host.url)).await;
+    browser.wait_text(".hits mark", "wombat").await;
+    let marks = browser
+        .js(
+            "return [...document.querySelectorAll('.hits mark')].map((m) => m.textContent)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(marks, json!(["wombat"]));
+    let snippet = browser
+        .js(
+            "return document.querySelector('.hits .snippet').textContent",
+            json!([]),
+        )
+        .await;
+    assert_eq!(snippet, json!("a real wombat and a fake «highlight»"));
+    host.shutdown().await;
+}
