@@ -4,6 +4,12 @@
 //! messages stay verbatim, and the session's epoch increments. The full
 //! transcript always stays in the store and the index.
 //!
+//! The summary goes into later turns as the bot's people's side of the
+//! conversation, so the transcript the summariser reads keeps untrusted
+//! text marked as the context marks it ([`render_entries`]): one record
+//! line per entry that no text can forge, data from outside quoted with
+//! its origin; the prompt keeps instructions only from the bot's people.
+//!
 //! Where a summary ends ([`cut_at`]): it covers every entry after the
 //! previous summary except the newest `keep_recent_inputs` inputs and what
 //! follows them — but it keeps at most a quarter of the
@@ -29,6 +35,7 @@ use botfleet_memory::StoreError;
 use botfleet_memory::TokenUsage;
 use botfleet_memory::TurnId;
 
+use super::context::render_input;
 use super::tail::SessionTail;
 use crate::model::ChatMessage;
 use crate::model::Model;
@@ -74,42 +81,164 @@ fn is_input(kind: &EntryKind) -> bool {
     )
 }
 
-/// The transcript lines the summariser reads. Summary entries are left
-/// out: one lies after the seq it covers, so it falls inside the next
-/// range, and `compact` already puts the newest summary at the top.
+/// How the lines of an entry's text sit under its record line. A record
+/// line is the only line that starts at the margin: whatever an entry's
+/// text holds, each of its lines starts with this, so no text (a webhook's
+/// payload, another bot's message) can start a record of its own and pose
+/// as the bot's people.
+const INDENT: &str = "    ";
+
+/// Characters a model or a reader may take for the end of a line (those
+/// `str.splitlines` knows): each one in an entry's text starts an indented
+/// line, so none can start a line at the margin.
+fn breaks_line(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r'
+            | '\u{0b}'
+            | '\u{0c}'
+            | '\u{1c}'
+            | '\u{1d}'
+            | '\u{1e}'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
+}
+
+/// Appends `text` as lines each starting with [`INDENT`] (`\r\n` is one
+/// line break).
+fn push_indented(out: &mut String, text: &str) {
+    out.push_str(INDENT);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if breaks_line(c) {
+            if c == '\r' && chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            out.push('\n');
+            out.push_str(INDENT);
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\n');
+}
+
+/// A record line's author on one line: ids never hold a line break or a
+/// control character, but the record line must hold none whatever is stored.
+fn one_line(author: &str) -> String {
+    author
+        .chars()
+        .map(|c| {
+            if c.is_control() || breaks_line(c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// The first [`MAX_ENTRY_CHARS`] characters of an entry's text.
+fn clip(text: &str) -> String {
+    text.chars().take(MAX_ENTRY_CHARS).collect()
+}
+
+/// The label of an entry's record line and its text as the summariser
+/// reads it; `None` for entries that are no line of the transcript.
+/// What is not from the bot's own people is shown as the context shows it,
+/// quoted data with its origin (`render_input`); the label tells trusted
+/// from untrusted events apart, which the kind's name does not.
+fn record(e: &Entry) -> Option<(&'static str, String)> {
+    let shown = |kind: EntryKind| render_input(&Entry { kind, ..e.clone() });
+    Some(match &e.kind {
+        EntryKind::UserMessage { text } => ("user_message", clip(text)),
+        EntryKind::Reminder { text } => ("reminder", clip(text)),
+        EntryKind::AgentMessage {
+            from,
+            text,
+            hop,
+            reply_session,
+        } => (
+            "agent_message",
+            shown(EntryKind::AgentMessage {
+                from: from.clone(),
+                text: clip(text),
+                hop: *hop,
+                reply_session: *reply_session,
+            }),
+        ),
+        EntryKind::Event {
+            origin,
+            text,
+            trusted,
+            hop,
+        } => (
+            if *trusted {
+                "trusted_event"
+            } else {
+                "untrusted_event"
+            },
+            shown(EntryKind::Event {
+                origin: origin.clone(),
+                text: clip(text),
+                trusted: *trusted,
+                hop: *hop,
+            }),
+        ),
+        // what a tool returned is outside data too (a web page, a file, a
+        // search hit): in the context the tool role says so, here a quote
+        EntryKind::ToolResult { name, content, .. } => (
+            "tool_result",
+            shown(EntryKind::Event {
+                origin: format!("the tool {name}"),
+                text: clip(content),
+                trusted: false,
+                hop: None,
+            }),
+        ),
+        EntryKind::Assistant { text, tool_calls } => {
+            let calls: Vec<String> = tool_calls
+                .iter()
+                .map(|c| format!("{}({})", c.name, c.arguments))
+                .collect();
+            let text = if calls.is_empty() {
+                format!("(note) {text}")
+            } else {
+                format!("(note) {text} (calls {})", calls.join(", "))
+            };
+            ("assistant", clip(&text))
+        }
+        EntryKind::Delivery { text, .. } => ("delivery", clip(text)),
+        EntryKind::Notice { text, .. } => ("notice", clip(text)),
+        EntryKind::Approval { summary, .. } => ("approval", clip(summary)),
+        // a summary is not a line of the transcript: the newest one
+        // heads the request, older ones it already took in
+        EntryKind::TurnEnd { .. } | EntryKind::Reaction { .. } | EntryKind::Summary { .. } => {
+            return None;
+        }
+    })
+}
+
+/// The transcript records the summariser reads: per entry a record line
+/// `#seq author [label]:` and its text indented under it. Summary entries
+/// are left out: one lies after the seq it covers, so it falls inside the
+/// next range, and `compact` already puts the newest summary at the top.
 fn render_entries(entries: &[Entry]) -> String {
     let mut out = String::new();
     for e in entries {
-        let text: String = match &e.kind {
-            EntryKind::Assistant { text, tool_calls } => {
-                let calls: Vec<String> = tool_calls
-                    .iter()
-                    .map(|c| format!("{}({})", c.name, c.arguments))
-                    .collect();
-                if calls.is_empty() {
-                    format!("(note) {text}")
-                } else {
-                    format!("(note) {text} (calls {})", calls.join(", "))
-                }
-            }
-            // a summary is not a line of the transcript: the newest one
-            // heads the request, older ones it already took in
-            EntryKind::TurnEnd { .. } | EntryKind::Reaction { .. } | EntryKind::Summary { .. } => {
-                continue;
-            }
-            other => other.text().to_owned(),
+        let Some((label, text)) = record(e) else {
+            continue;
         };
-        if text.trim().is_empty() {
+        // a step of calls with no text still tells what the bot did
+        let calls =
+            matches!(&e.kind, EntryKind::Assistant { tool_calls, .. } if !tool_calls.is_empty());
+        if !calls && e.kind.text().trim().is_empty() {
             continue;
         }
-        let clipped: String = text.chars().take(MAX_ENTRY_CHARS).collect();
-        out.push_str(&format!(
-            "#{} {} [{}]: {}\n",
-            e.seq,
-            e.author,
-            e.kind.name(),
-            clipped
-        ));
+        out.push_str(&format!("#{} {} [{label}]:\n", e.seq, one_line(&e.author)));
+        push_indented(&mut out, &text);
     }
     out
 }
@@ -214,9 +343,11 @@ pub(crate) async fn compact(
         ..
     }) = &previous
     {
-        transcript.push_str(&format!(
-            "[earlier summary, up to seq {covers_to_seq}]\n{text}\n\n"
-        ));
+        // indented too: a summary that copied a record line verbatim
+        // must not bring it back as a record
+        transcript.push_str(&format!("[earlier summary, up to seq {covers_to_seq}]\n"));
+        push_indented(&mut transcript, text);
+        transcript.push('\n');
     }
     let covered: Vec<Entry> = entries.into_iter().filter(|e| e.seq <= cut).collect();
     transcript.push_str(&render_entries(&covered));
@@ -281,166 +412,5 @@ pub(crate) async fn compact(
 }
 
 #[cfg(test)]
-mod tests {
-    use botfleet_memory::SessionId;
-    use pretty_assertions::assert_eq;
-
-    use super::*;
-
-    fn entry(seq: i64, author: &str, kind: EntryKind) -> Entry {
-        Entry {
-            id: EntryId::new_v7(),
-            session: SessionId::new_v7(),
-            seq,
-            gid: seq,
-            author: author.into(),
-            turn: None,
-            created_at: 0,
-            kind,
-        }
-    }
-
-    fn user(seq: i64) -> Entry {
-        entry(
-            seq,
-            "u",
-            EntryKind::UserMessage {
-                text: format!("message {seq}"),
-            },
-        )
-    }
-
-    /// A turn at `seq`: the input, a step of `calls` calls and their
-    /// results, a reply step, the turn's end.
-    fn turn(seq: i64, calls: usize) -> Vec<Entry> {
-        let ids: Vec<String> = (0..calls).map(|i| format!("c{seq}_{i}")).collect();
-        let mut out = vec![
-            user(seq),
-            entry(
-                seq + 1,
-                "b",
-                EntryKind::Assistant {
-                    text: String::new(),
-                    tool_calls: ids
-                        .iter()
-                        .map(|id| botfleet_memory::ToolCallBody {
-                            id: id.clone(),
-                            name: "SearchTranscript".into(),
-                            arguments: "{}".into(),
-                        })
-                        .collect(),
-                },
-            ),
-        ];
-        for (i, id) in ids.iter().enumerate() {
-            out.push(entry(
-                seq + 2 + i as i64,
-                "b",
-                EntryKind::ToolResult {
-                    call_id: id.clone(),
-                    name: "SearchTranscript".into(),
-                    content: "no hits".into(),
-                    is_error: false,
-                },
-            ));
-        }
-        let next = seq + 2 + calls as i64;
-        out.push(entry(
-            next,
-            "b",
-            EntryKind::Assistant {
-                text: "done".into(),
-                tool_calls: Vec::new(),
-            },
-        ));
-        out
-    }
-
-    fn session(turns: usize, calls: usize) -> Vec<Entry> {
-        let mut out = Vec::new();
-        for _ in 0..turns {
-            let seq = out.last().map_or(1, |e: &Entry| e.seq + 1);
-            out.extend(turn(seq, calls));
-        }
-        out
-    }
-
-    /// Short turns: the newest `keep_recent_inputs` inputs and what follows
-    /// them stay verbatim, as before.
-    #[test]
-    fn the_newest_inputs_stay_verbatim_when_they_fit_a_quarter_window() {
-        // 10 turns of 3 entries (no calls): inputs at 1, 4, 7, …, 28
-        let entries = session(10, 0);
-        assert_eq!(cut_at(&entries, 0, 4, 200, None), Some(18));
-        // fewer than 4 inputs since the summary: those stay, what is
-        // before them is covered
-        assert_eq!(cut_at(&entries[20..], 20, 4, 200, None), Some(21));
-        assert_eq!(cut_at(&entries[21..], 21, 4, 200, None), None);
-    }
-
-    /// Regression: turns of many tool calls. The newest 4 inputs spanned
-    /// more entries than the window, and staying out of every summary they
-    /// left the window unsummarised. Now at most a quarter window is kept:
-    /// fewer inputs, or, when the newest input alone spans more, the end
-    /// of its turn — never a result without its call.
-    #[test]
-    fn recent_inputs_yield_to_the_window() {
-        // 6 turns of 11 entries (8 calls): inputs at 1, 12, 23, 34, 45, 56
-        let entries = session(6, 8);
-        let newest = entries.last().unwrap().seq;
-        assert_eq!(newest, 66);
-        // the old rule kept inputs 23 on: 44 entries, more than a window of 40
-        // a window of 40 keeps 10 at most: the newest input spans 11, so
-        // the cut falls inside its turn
-        assert_eq!(cut_at(&entries, 0, 4, 40, None), Some(56));
-        // a window of 100 keeps 25: the newest two inputs (45 and 56)
-        assert_eq!(cut_at(&entries, 0, 4, 100, None), Some(44));
-        // a window of 12 keeps 3 at most, and the cut never ends among the
-        // results of a step it covers: 63 would leave 64 and 65 without
-        // their call
-        assert_eq!(cut_at(&entries, 0, 4, 12, None), Some(65));
-        assert_eq!(cut_at(&entries[..62], 0, 4, 12, None), Some(62));
-        // a running turn's inputs stay, whatever the window
-        assert_eq!(cut_at(&entries, 0, 4, 12, Some(56)), Some(55));
-        assert_eq!(cut_at(&entries, 55, 4, 12, Some(56)), None);
-    }
-
-    /// Regression: a summary entry lies after the seq it covers, so the
-    /// range after one summary held that summary (and later ranges older
-    /// ones), and the summariser read it twice: once at the top of the
-    /// request, once as a transcript line.
-    #[test]
-    fn summaries_are_not_transcript_lines() {
-        let entries = vec![
-            entry(
-                21,
-                "u",
-                EntryKind::UserMessage {
-                    text: "book the train".into(),
-                },
-            ),
-            entry(
-                26,
-                "system",
-                EntryKind::Summary {
-                    text: "The person plans a trip to Lyon.".into(),
-                    covers_to_seq: 20,
-                    epoch: 1,
-                },
-            ),
-            entry(
-                27,
-                "b",
-                EntryKind::Delivery {
-                    text: "Booked.".into(),
-                    card: None,
-                    call_id: "c1".into(),
-                },
-            ),
-        ];
-        assert_eq!(
-            render_entries(&entries),
-            "#21 u [user_message]: book the train\n#27 b [delivery]: Booked.\n"
-        );
-    }
-}
+#[path = "compaction_tests.rs"]
+mod tests;
