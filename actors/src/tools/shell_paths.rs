@@ -3,38 +3,74 @@
 //!
 //! Every token of the command text that starts with `/` or `~`, or walks
 //! out with `..`, is refused unless it resolves inside the workspace or is
-//! one of [`ALLOWED_OUTSIDE`]. Three places where a `/` is not a path are
-//! told apart by reading the command as shell words (quotes, operators,
-//! redirections, the command each word belongs to):
+//! one of [`ALLOWED_OUTSIDE`]. `~` and `~/…` are the workspace root, as
+//! the tool runs commands with HOME set to it (shell.rs): they are judged
+//! like the path after them (`cd ~`, `ls ~/` pass, `ls ~/../..` is
+//! refused); `~user`, `~+` and `~-` (also after a `:`, as in
+//! `PATH=x:~root/bin`) are refused. Four places where a `/` is not a path
+//! are told apart by reading the command as shell words (quotes,
+//! operators, redirections, the command each word belongs to;
+//! shell_paths_words.rs):
 //!
 //! - inside arithmetic `$(( … ))` (without a command substitution in it),
 //!   `/` is division;
 //! - a word that is exactly `/` is not a path as an argument of `echo`,
 //!   `printf`, `expr`, `tr`, `test` or `[`, nor as the value of a delimiter
-//!   option (`awk -F /`, `cut -d /`, `sort -t /`, `paste -d /`, `join -t /`);
+//!   option (`awk -F /`, `cut -d /`, `sort -t /`, `paste -d /` or
+//!   `paste -sd /`, `join -t /`, `cut --delimiter=/`), nor as the pattern
+//!   of `grep` (`grep -c / file`; after `-e` or `-f`, also in a cluster as
+//!   `-re x`, every operand is a file: `grep -re x /` is refused);
 //! - the quoted program of `sed` or `awk`, or pattern of `grep` (`sed "s/
 //!   /_/g"`, `awk '/^#/ {next}'`, `grep -r "/api/v1" src`) is regular
 //!   expressions: a token in it is refused only if it names something that
 //!   exists outside the workspace (`/etc/passwd`, `/usr/`), or a new name in
 //!   an existing directory other than `/` (`print > "/tmp/out"`). Lone
-//!   slashes and made-up names at the root (`/_/g`) pass.
+//!   slashes and made-up names at the root (`/_/g`) pass;
+//! - a text, that is a quoted argument holding a space (a message, a
+//!   program's text: `git commit -m "a/b and c / d"`, `python3 -c
+//!   "print(6 / 2)"`): a run of slashes standing alone between two other
+//!   words of it is an operator or a separator. The argument reaches its
+//!   program as one word, so as a path it would be a relative one; only
+//!   something that splits it into words again could make that slash the
+//!   root. The rest of a text is checked as strictly as any word (`-m "see
+//!   /etc/hosts"`, `"open('/etc/x')"` are refused), and a slash with no
+//!   word on one side is a path (`cat "/ x"`, `"ls /"`), so a text that
+//!   starts as a path is one (`cat "/etc/pass wd"`). Texts get no
+//!   exemption when the command text names anything that splits text into
+//!   words again ([`SPLITTERS`]: a shell or `eval` running it as shell
+//!   code, `sh -c "ls / x"`, `echo "ls / x" | sh`; `xargs`, `read`,
+//!   `export`, `for`…), nor in an assignment (`m="a / b"; ls $m`) or
+//!   `printf -v`, whose variable an unquoted `$m` splits again.
 //!
-//! The words come from a lexer of its own (not safety/shell_parse.rs,
-//! which keeps neither where a word is in the text nor whether it was
-//! quoted): everything outside the exempt words is still checked token by
-//! token, so a word it misreads is checked strictly, never exempted.
+//! Everything outside the exempt words is still checked token by token,
+//! so a word the lexer misreads is checked strictly, never exempted. A
+//! program's text can still compute a path (`chr(47)`), as a command can
+//! through a variable: the check catches paths written out.
 //!
 //! A redirection target is never exempt (`echo hi > /x` is refused), nor a
 //! word of a command whose name could be redefined in the same text (a
-//! function or alias definition turns the exemptions off). This is a guard
-//! against a model naming paths outside the workspace, not a sandbox: see
-//! docs/security.md.
+//! function or alias definition turns the exemptions off), nor a word of a
+//! command substitution or subshell (its output may be split into words).
+//! This is a guard against a model naming paths outside the workspace, not
+//! a sandbox: see docs/security.md.
 
 use std::ops::Range;
 use std::path::Path;
 
 use crate::tools::ToolError;
 use crate::tools::Workspace;
+use options::delimiter_given;
+use options::delimiter_option;
+use options::is_program;
+use words::Command;
+use words::Word;
+use words::lex;
+use words::mask_arithmetic;
+
+#[path = "shell_paths_options.rs"]
+mod options;
+#[path = "shell_paths_words.rs"]
+mod words;
 
 /// Absolute paths a command may name although they are outside the workspace.
 const ALLOWED_OUTSIDE: &[&str] = &[
@@ -61,89 +97,53 @@ const SEPARATORS: &str = ";|&<>()'\"=`$,";
 /// Commands to which a lone `/` argument is text, not a path.
 const SLASH_AS_TEXT: &[&str] = &["echo", "printf", "expr", "tr", "test", "["];
 
-/// A command's options whose value is a delimiter (a lone `/` is text).
-const DELIMITER_OPTIONS: &[(&[&str], &[&str])] = &[
-    (AWKS, &["-F", "--field-separator"]),
-    (&["cut"], &["-d", "--delimiter"]),
-    (&["sort"], &["-t", "--field-separator"]),
-    (&["paste"], &["-d", "--delimiters"]),
-    (&["join"], &["-t"]),
+/// Programs and builtins that split a text into words again: those that
+/// run a string as shell code (`sh -c CODE`, `eval CODE`, `su -c CODE`,
+/// `sudo -s CODE`, `ssh HOST CODE`, `watch CODE`, `trap CODE EXIT`, `env -S
+/// CODE`…) or read it from a pipe (`echo … | sh`), and those that split
+/// their input or store a text in a variable an unquoted `$v` splits
+/// (`xargs`, `read`, `export v=…`, `for v in …`). The shells are those of
+/// safety/shell_words.rs.
+const SPLITTERS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "ash",
+    "mksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "eval",
+    "su",
+    "runuser",
+    "sudo",
+    "doas",
+    "flock",
+    "script",
+    "watch",
+    "env",
+    "ssh",
+    "trap",
+    "tmux",
+    "screen",
+    "parallel",
+    "expect",
+    "xargs",
+    "read",
+    "mapfile",
+    "readarray",
+    "set",
+    "export",
+    "declare",
+    "local",
+    "readonly",
+    "typeset",
+    "let",
+    "for",
+    "select",
 ];
-
-const AWKS: &[&str] = &["awk", "gawk", "mawk", "nawk"];
-const SEDS: &[&str] = &["sed", "gsed"];
-const GREPS: &[&str] = &["grep", "egrep", "fgrep"];
-
-/// How a command takes its program (or pattern): the options that give it
-/// (`-e`), the options that give it from a file instead (`-f`: then no
-/// operand is the program), and the other options that take a value.
-struct ProgramOptions {
-    program: &'static [&'static str],
-    from_file: &'static [&'static str],
-    valued: &'static [&'static str],
-}
-
-fn program_options(name: &str) -> Option<ProgramOptions> {
-    if SEDS.contains(&name) {
-        Some(ProgramOptions {
-            program: &["-e", "--expression"],
-            from_file: &["-f", "--file"],
-            valued: &["-l", "--line-length"],
-        })
-    } else if AWKS.contains(&name) {
-        Some(ProgramOptions {
-            program: &[],
-            from_file: &["-f", "--file"],
-            valued: &["-F", "-v", "--field-separator", "--assign"],
-        })
-    } else if GREPS.contains(&name) {
-        Some(ProgramOptions {
-            program: &["-e", "--regexp"],
-            from_file: &["-f", "--file"],
-            valued: &[
-                "-m",
-                "-A",
-                "-B",
-                "-C",
-                "-d",
-                "-D",
-                "--max-count",
-                "--after-context",
-                "--before-context",
-                "--context",
-            ],
-        })
-    } else {
-        None
-    }
-}
-
-/// One simple command of the text: its words, and whether it runs inside
-/// a command substitution or subshell (whose output may be spliced into
-/// another word: no exemptions there).
-#[derive(Debug, Default)]
-struct Command {
-    words: Vec<Word>,
-    nested: bool,
-}
-
-/// One shell word of the command text.
-#[derive(Debug, Default)]
-struct Word {
-    /// Where it is in the text.
-    span: Range<usize>,
-    /// Its text with quotes and escapes removed.
-    value: String,
-    /// Whether any of it was quoted or escaped.
-    quoted: bool,
-    /// Whether an unquoted part of it holds `/`, `~` or a glob character
-    /// (the shell would expand or read it as a path).
-    loose: bool,
-    /// Whether it holds a command substitution (`$(` or a backquote).
-    substitution: bool,
-    /// Whether it is the target of a redirection.
-    redirect: bool,
-}
 
 /// Refuses a command naming a path outside the workspace.
 pub(crate) fn check_paths(
@@ -154,27 +154,34 @@ pub(crate) fn check_paths(
     let text = mask_arithmetic(command);
     let commands = lex(&text);
     let exemptions_allowed = !defines_commands(&text);
+    let texts_allowed = !splits_again(&commands);
     let mut masked = text.clone().into_bytes();
     let mut patterns: Vec<&str> = Vec::new();
     for command in &commands {
         let words = &command.words;
         let name = command_name(words);
         for (i, word) in words.iter().enumerate() {
-            let exempt = exemptions_allowed
-                && !command.nested
-                && match classify(name, words, i) {
-                    Some(Exempt::Text) => true,
-                    Some(Exempt::Pattern) => {
-                        patterns.push(&word.value);
-                        true
-                    }
-                    None => false,
-                };
-            if exempt {
-                masked[word.span.clone()].fill(b' ');
+            let exempt = if exemptions_allowed && !command.nested {
+                classify(&text[word.span.clone()], name, words, i, texts_allowed)
             } else {
+                None
+            };
+            match exempt {
+                Some(Exempt::Text) => {}
+                Some(Exempt::Pattern) => patterns.push(&word.value),
+                Some(Exempt::Spaced) => {
+                    check_tokens(
+                        workspace,
+                        cwd,
+                        &mask_lone_slashes(&word.value),
+                        Strictness::Strict,
+                    )?;
+                }
                 // unquoted too: `\/etc` or `/e"tc"` name /etc
-                check_tokens(workspace, cwd, &word.value, Strictness::Strict)?;
+                None => check_tokens(workspace, cwd, &word.value, Strictness::Strict)?,
+            }
+            if exempt.is_some() {
+                masked[word.span.clone()].fill(b' ');
             }
         }
     }
@@ -190,14 +197,19 @@ pub(crate) fn check_paths(
     Ok(())
 }
 
-/// Why a word is not read as paths.
+/// Why a word is not read as paths (all of it or some of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exempt {
-    /// A lone `/` that is text (an operand of `echo`, a delimiter).
+    /// A lone `/` that is text (an operand of `echo`, a delimiter, grep's
+    /// pattern).
     Text,
     /// The program of `sed`/`awk` or the pattern of `grep`: checked as
     /// [`Strictness::Pattern`].
     Pattern,
+    /// A quoted argument holding a space: checked strictly but for the
+    /// runs of slashes standing alone between two of its words
+    /// ([`mask_lone_slashes`]).
+    Spaced,
 }
 
 /// How the tokens of a text are judged.
@@ -210,7 +222,14 @@ enum Strictness {
     Pattern,
 }
 
-fn classify(name: Option<(usize, &str)>, words: &[Word], i: usize) -> Option<Exempt> {
+/// Why word `i` of a command (whose raw text is `raw`) is exempt, if it is.
+fn classify(
+    raw: &str,
+    name: Option<(usize, &str)>,
+    words: &[Word],
+    i: usize,
+    texts_allowed: bool,
+) -> Option<Exempt> {
     let word = &words[i];
     let (start, name) = name?;
     if i == start || word.redirect || word.substitution {
@@ -222,52 +241,26 @@ fn classify(name: Option<(usize, &str)>, words: &[Word], i: usize) -> Option<Exe
             .map(|p| &words[p])
             .filter(|p| !p.redirect)
             .map(|p| p.value.as_str());
-        let delimiter = DELIMITER_OPTIONS.iter().any(|(commands, options)| {
-            commands.contains(&name) && previous.is_some_and(|p| options.contains(&p))
-        });
-        return (SLASH_AS_TEXT.contains(&name) || delimiter).then_some(Exempt::Text);
+        let text = SLASH_AS_TEXT.contains(&name)
+            || previous.is_some_and(|p| delimiter_option(name, p))
+            || is_program(name, words, start, i);
+        return text.then_some(Exempt::Text);
+    }
+    if delimiter_given(name, &word.value) {
+        return Some(Exempt::Text);
     }
     let only_slashes = word.value.chars().all(|c| c == '/');
-    (word.quoted && !word.loose && !only_slashes && is_program(name, words, start, i))
-        .then_some(Exempt::Pattern)
-}
-
-/// Whether word `i` is the program of `sed`/`awk` or the pattern of
-/// `grep` (whose name is word `start`).
-fn is_program(name: &str, words: &[Word], start: usize, i: usize) -> bool {
-    let Some(opts) = program_options(name) else {
-        return false;
-    };
-    let mut given = false;
-    let mut first_operand = None;
-    let mut options_end = false;
-    let mut j = start + 1;
-    while j < words.len() {
-        let w = &words[j];
-        if w.redirect {
-            j += 1;
-            continue;
-        }
-        let v = w.value.as_str();
-        if options_end || !v.starts_with('-') || v == "-" {
-            first_operand.get_or_insert(j);
-        } else if v == "--" {
-            options_end = true;
-        } else if opts.program.contains(&v) {
-            given = true;
-            if j + 1 == i {
-                return true;
-            }
-            j += 1;
-        } else if opts.from_file.contains(&v) {
-            given = true;
-            j += 1;
-        } else if opts.valued.contains(&v) {
-            j += 1;
-        }
-        j += 1;
+    if word.quoted && !word.loose && !only_slashes && is_program(name, words, start, i) {
+        return Some(Exempt::Pattern);
     }
-    !given && first_operand == Some(i)
+    // an assignment stores the text for an unquoted `$v` to split again
+    let assignment = raw.split_once('=').is_some_and(|(name, _)| is_name(name));
+    (texts_allowed
+        && i > start
+        && !assignment
+        && word.quoted
+        && word.value.contains(char::is_whitespace))
+    .then_some(Exempt::Spaced)
 }
 
 /// The command's name: where its first word is that is neither an
@@ -279,6 +272,59 @@ fn command_name(words: &[Word]) -> Option<(usize, &str)> {
         .enumerate()
         .find(|(_, w)| !w.redirect && !assignment(w))?;
     Some((at, first.value.rsplit('/').next().unwrap_or(&first.value)))
+}
+
+/// Whether the text may split a text into words again: a word of it
+/// names one of [`SPLITTERS`] (its base name, wherever it is: `timeout 5
+/// sh -c`, `find -exec sh -c`), or a `printf` stores its output in a
+/// variable (`-v`).
+fn splits_again(commands: &[Command]) -> bool {
+    commands.iter().any(|c| {
+        let printf_v = command_name(&c.words).is_some_and(|(_, name)| name == "printf")
+            && c.words.iter().any(|w| w.value.starts_with("-v"));
+        printf_v
+            || c.words.iter().any(|w| {
+                let base = w.value.rsplit('/').next().unwrap_or(&w.value);
+                SPLITTERS.contains(&base)
+            })
+    })
+}
+
+/// Whether `name` is a shell variable name.
+fn is_name(name: &str) -> bool {
+    name.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A text with every run of slashes that stands alone between two other
+/// of its words (`1 / 2`, `6 // 4`, `and / or`) replaced by spaces: an
+/// operator or a separator. One at either end stays (`ls /`).
+fn mask_lone_slashes(text: &str) -> String {
+    let mut chunks: Vec<Range<usize>> = Vec::new();
+    let mut open: Option<usize> = None;
+    for (at, c) in text.char_indices() {
+        match (c.is_whitespace(), open) {
+            (true, Some(from)) => {
+                chunks.push(from..at);
+                open = None;
+            }
+            (false, None) => open = Some(at),
+            (true, None) | (false, Some(_)) => {}
+        }
+    }
+    if let Some(from) = open {
+        chunks.push(from..text.len());
+    }
+    let mut out = text.to_owned();
+    let inner = chunks.len().saturating_sub(1);
+    for chunk in chunks.iter().take(inner).skip(1) {
+        if text[chunk.clone()].bytes().all(|b| b == b'/') {
+            out.replace_range(chunk.clone(), &" ".repeat(chunk.len()));
+        }
+    }
+    out
 }
 
 /// Whether the text defines a function or an alias (after which a name
@@ -307,194 +353,6 @@ fn defines_commands(text: &str) -> bool {
         .any(|w| w == "alias" || w == "function")
 }
 
-/// The text with every `/` inside an arithmetic expansion `$(( … ))`
-/// replaced by a space (division, not a path). Only a real expansion is
-/// masked: not one in single quotes, escaped or in a comment, and not one
-/// holding quotes, escapes, a command substitution or a line break (where
-/// the reading could be wrong).
-fn mask_arithmetic(command: &str) -> String {
-    let bytes = command.as_bytes();
-    let mut out = bytes.to_vec();
-    let mut i = 0;
-    let mut single = false;
-    let mut double = false;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match b {
-            b'\\' if !single => i += 1,
-            b'\'' if !double => single = !single,
-            b'"' if !single => double = !double,
-            b'#' if !single
-                && !double
-                && (i == 0 || bytes[i - 1].is_ascii_whitespace() || bytes[i - 1] == b';') =>
-            {
-                // a comment, to the end of the line
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'$' if !single && bytes[i..].starts_with(b"$((") => {
-                if let Some(end) = arithmetic_end(bytes, i + 3) {
-                    let inner = &bytes[i + 3..end];
-                    let plain = !inner.windows(2).any(|w| w == b"$(")
-                        && !inner
-                            .iter()
-                            .any(|c| matches!(c, b'\'' | b'"' | b'\\' | b'`' | b'\n' | b'#'));
-                    if plain {
-                        for c in &mut out[i + 3..end] {
-                            if *c == b'/' {
-                                *c = b' ';
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    // only ASCII bytes were replaced by ASCII bytes
-    String::from_utf8(out).unwrap_or_else(|_| command.to_owned())
-}
-
-/// Where the `))` closing an arithmetic expansion whose text starts at
-/// `start` begins.
-fn arithmetic_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 2usize;
-    for (k, b) in bytes[start..].iter().enumerate() {
-        match b {
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth == 1 {
-                    // `))` closes it; `)` followed by anything else does not
-                    return (bytes.get(start + k + 1) == Some(&b')')).then_some(start + k);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Splits the text into commands of shell words. Not a full shell parser:
-/// what it misreads is checked strictly (exemptions need a word it
-/// understood in a position it recognised).
-fn lex(text: &str) -> Vec<Command> {
-    let mut lexer = Lexer::default();
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        match c {
-            ' ' | '\t' => lexer.end_word(at),
-            '\n' | ';' | '|' | '&' | '(' | ')' | '`' => {
-                lexer.end_word(at);
-                match c {
-                    '(' => lexer.depth += 1,
-                    ')' => lexer.depth = lexer.depth.saturating_sub(1),
-                    '`' => lexer.in_backquote = !lexer.in_backquote,
-                    _ => {}
-                }
-                lexer.end_command();
-            }
-            '<' | '>' => {
-                lexer.end_word(at);
-                lexer.redirect_next = true;
-            }
-            _ => {
-                let w = lexer.word.get_or_insert_with(|| Word {
-                    span: at..at,
-                    ..Word::default()
-                });
-                match c {
-                    '\'' => {
-                        w.quoted = true;
-                        for (_, q) in chars.by_ref() {
-                            if q == '\'' {
-                                break;
-                            }
-                            w.value.push(q);
-                        }
-                    }
-                    '"' => {
-                        w.quoted = true;
-                        while let Some((_, q)) = chars.next() {
-                            match q {
-                                '"' => break,
-                                '\\' => {
-                                    if let Some((_, e)) = chars.next() {
-                                        if !matches!(e, '"' | '\\' | '$' | '`' | '\n') {
-                                            w.value.push('\\');
-                                        }
-                                        w.value.push(e);
-                                    }
-                                }
-                                '`' => {
-                                    w.substitution = true;
-                                    w.value.push(q);
-                                }
-                                '$' if chars.peek().is_some_and(|(_, n)| *n == '(') => {
-                                    w.substitution = true;
-                                    w.value.push(q);
-                                }
-                                _ => w.value.push(q),
-                            }
-                        }
-                    }
-                    '\\' => {
-                        w.quoted = true;
-                        if let Some((_, e)) = chars.next() {
-                            w.value.push(e);
-                        }
-                    }
-                    _ => {
-                        if matches!(c, '/' | '~' | '*' | '?' | '[' | '{' | '}') {
-                            w.loose = true;
-                        }
-                        if c == '$' && chars.peek().is_some_and(|(_, n)| *n == '(') {
-                            w.substitution = true;
-                        }
-                        w.value.push(c);
-                    }
-                }
-            }
-        }
-    }
-    lexer.end_word(text.len());
-    lexer.end_command();
-    lexer.done
-}
-
-/// The state of [`lex`].
-#[derive(Default)]
-struct Lexer {
-    done: Vec<Command>,
-    command: Command,
-    word: Option<Word>,
-    redirect_next: bool,
-    /// Open parentheses (subshells, substitutions) around the position.
-    depth: usize,
-    in_backquote: bool,
-}
-
-impl Lexer {
-    fn end_word(&mut self, end: usize) {
-        if let Some(mut w) = self.word.take() {
-            w.span.end = end;
-            w.redirect = std::mem::take(&mut self.redirect_next);
-            self.command.nested |= self.depth > 0 || self.in_backquote;
-            self.command.words.push(w);
-        }
-    }
-
-    fn end_command(&mut self) {
-        self.redirect_next = false;
-        let command = std::mem::take(&mut self.command);
-        if !command.words.is_empty() {
-            self.done.push(command);
-        }
-    }
-}
-
 /// Refuses the first token of `text` that names a path outside the workspace.
 fn check_tokens(
     workspace: &Workspace,
@@ -504,9 +362,9 @@ fn check_tokens(
 ) -> Result<(), ToolError> {
     let tokens = text.split(|c: char| c.is_whitespace() || SEPARATORS.contains(c));
     for token in tokens.filter(|t| !t.is_empty()) {
-        // a quoted `~` is not expanded (and is awk's match operator)
-        let outside = if token.starts_with('~') {
-            strictness == Strictness::Strict
+        let outside = if let Some(after) = token.strip_prefix('~') {
+            // a regex's `~` is awk's match operator
+            strictness == Strictness::Strict && !home_inside(workspace, after)
         } else if token.starts_with('/') {
             !allowed_outside(token)
                 && workspace.resolve(token).is_err()
@@ -524,6 +382,14 @@ fn check_tokens(
         } else {
             false
         };
+        // an assignment expands `~` after each `:` too (`PATH=x:~u/bin`)
+        let outside = outside
+            || (strictness == Strictness::Strict
+                && token
+                    .split(':')
+                    .skip(1)
+                    .filter_map(|part| part.strip_prefix('~'))
+                    .any(|after| !home_inside(workspace, after)));
         if outside {
             return Err(ToolError::new(
                 format!("the command names {token:?}, which is outside the workspace"),
@@ -532,6 +398,20 @@ fn check_tokens(
         }
     }
     Ok(())
+}
+
+/// Whether `~` followed by `after` stays in the workspace. The Shell tool
+/// runs commands with HOME set to the workspace root, so `~` is the root
+/// and `~/x` is `x` in it (`~/../x` is not); `~user`, `~+` and `~-` are
+/// another user's home, $PWD and $OLDPWD, which the text does not show.
+/// A quoted `~` is not expanded but names `~` in the working directory,
+/// inside too unless `..` walks out: judged the same way.
+fn home_inside(workspace: &Workspace, after: &str) -> bool {
+    let Some(path) = after.strip_prefix('/') else {
+        return after.is_empty();
+    };
+    let path = path.trim_start_matches('/');
+    path.is_empty() || workspace.resolve(path).is_ok()
 }
 
 fn allowed_outside(token: &str) -> bool {

@@ -90,7 +90,9 @@ fn paths_outside_are_still_refused() {
         // unquoted patterns are expanded by the shell
         "grep /etc/* a.txt",
         "x=/; ls $x",
-        "cat ~/.ssh/id_rsa",
+        // `~` is the workspace root (HOME): only leaving it is refused
+        "cat ~root/.ssh/id_rsa",
+        "cat ~/../.ssh/id_rsa",
         "ls ..",
     ] {
         let err = check(command).expect_err(command);
@@ -111,4 +113,160 @@ fn the_devices_and_program_directories_stay_allowed() {
         check(command).unwrap_or_else(|e| panic!("{command}: {e}"));
     }
     assert!(check("cat /dev/sda").is_err());
+}
+
+/// Harmless commands testers saw refused (a lone `/` in a message or a
+/// program text, a lone `/` as grep's pattern or in an option cluster, `~`
+/// which is the workspace), next to the escapes that must stay refused.
+/// Both columns go through the same check.
+#[test]
+fn texts_patterns_and_home_are_told_from_paths() {
+    const ALLOWED: &[&str] = &[
+        // a lone slash between two words of a quoted text
+        "git commit -m \"a/b and c / d\"",
+        "echo \"1 / 2\"",
+        "python3 -c \"print(6 / 2)\"",
+        "python3 -c 'print(7 // 2)'",
+        "node -e 'console.log(1 / 2)' > out.txt",
+        "printf '%s\\n' \"x / y\" | sed -n p",
+        "echo \"a / b\" > out.txt && git commit -m \"x / y\" && git push",
+        // one word, so a relative path: a file named `a / b` in `.`
+        "cat \"a / b\"",
+        // grep's pattern, in any option order
+        "grep -c / file",
+        "grep / file",
+        "grep -c \"/\" file",
+        "grep -rn -e x -- a.txt && grep -i / a.txt",
+        // a delimiter in a cluster or a long option
+        "paste -sd / file",
+        "sort -nt / -k 2 list.txt",
+        "cut --delimiter=/ -f 2 list.txt",
+        // HOME is the workspace root for the Shell tool's commands
+        "cd ~",
+        "ls ~/",
+        "cd ~ && ls",
+        "cat ~/notes.txt",
+        "ls ~/a/../b",
+        "PATH=~/bin:$PATH make",
+    ];
+    const REFUSED: &[&str] = &[
+        "cat /etc/passwd",
+        "ls /",
+        "cd /; ls",
+        "cd ..; cat x",
+        "cat ../x",
+        "echo hi > /tmp/x",
+        "cp a /tmp/",
+        "cat ~root/x",
+        "ls ~/../..",
+        "cd ~/..",
+        "ls ~+/..",
+        "A=x:~root/y; ls",
+        "grep -r x /",
+        "tar cf - /",
+        "find / -name x",
+        "cat \"/etc/passwd\"",
+        "cat '/etc'/passwd",
+        "A=/etc; cat $A/passwd",
+        // a text starting as a path is one, spaces or not
+        "cat \"/etc/pass wd\"",
+        "cat \"../x y\"",
+        "cat \"~/../x y\"",
+        // a written-out path in a text is still a path; a slash at an end too
+        "git commit -m \"see /etc/hosts\"",
+        "python3 -c \"open('/etc/passwd')\"",
+        "python3 -c \"import os; print(os.listdir('/'))\"",
+        "echo \"ls /\"",
+        // shell code gets no exemption for texts, wherever the shell is
+        "sh -c \"ls / x\"",
+        "bash -c 'cd / && ls'",
+        "timeout 5 sh -c \"ls / x\"",
+        "find . -exec sh -c \"ls / x\" \\;",
+        "echo \"ls / x\" | sh",
+        "eval \"ls / x\"",
+        "ssh host \"ls / x\"",
+        // so is what splits a text again, or stores it for `$m` to split
+        "echo \"a / b\" | xargs ls",
+        "echo \"a / b\" | { read x y z; ls $y; }",
+        "m=\"a / b\"; ls $m",
+        "m=\"a / b\" ls",
+        "export m=\"a / b\"; ls $m",
+        "printf -v m '%s' \"a / b\"; ls $m",
+        "for d in \"a / b\"; do ls $d; done",
+        // spliced output gets no exemption
+        "ls $(echo \"x / y\")",
+        // the pattern is given by -e or -f (also in a cluster): `/` is a file
+        "grep -rex /",
+        "grep -r --regexp=x /",
+        "grep -rf / x",
+        "grep -c / /",
+        // a value-taking letter before the delimiter's: `/` is a file
+        "cut -fd / x",
+        "paste -sd / /",
+    ];
+    let mut wrong = Vec::new();
+    for command in ALLOWED {
+        if let Err(e) = check(command) {
+            wrong.push(format!("refused {command}: {e}"));
+        }
+    }
+    for command in REFUSED {
+        match check(command) {
+            Ok(()) => wrong.push(format!("allowed {command}")),
+            Err(e) if !e.message.contains("outside the workspace") => {
+                wrong.push(format!("refused {command} for another reason: {e}"));
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Through the tool: the commands testers saw refused run (and `~` is the
+/// workspace root, as HOME is), and escapes are refused before they run.
+async fn run(
+    f: &crate::tools::test_support::ToolFixture,
+    command: &str,
+) -> Result<crate::tools::ToolOutput, ToolError> {
+    use crate::tools::Tool;
+    crate::tools::Shell::default()
+        .call(&f.ctx("c1"), serde_json::json!({ "command": command }))
+        .await
+}
+
+#[tokio::test]
+async fn the_tool_runs_texts_and_home_and_refuses_escapes() {
+    let f = crate::tools::test_support::ToolFixture::new();
+    let root = f.ws().root().display().to_string();
+    std::fs::write(f.ws().root().join("file"), "a/b\nc\n").unwrap();
+    for (command, shows) in [
+        ("echo \"1 / 2\"", "1 / 2"),
+        ("grep -c / file", "\n1\n"),
+        ("paste -sd / file", "a/b/c"),
+        ("cd ~ && pwd", root.as_str()),
+        ("ls ~/", "file"),
+        ("cat ~/file", "a/b"),
+    ] {
+        let out = run(&f, command)
+            .await
+            .unwrap_or_else(|e| panic!("{command}: {e}"));
+        assert!(
+            out.content.starts_with("exit code: 0") && out.content.contains(shows),
+            "{command}: {}",
+            out.content
+        );
+    }
+    for command in [
+        "ls ~/../..",
+        "cat ~root/x",
+        "sh -c \"ls / x\"",
+        "cat \"/etc/pass wd\"",
+        "grep -re x /",
+    ] {
+        let err = run(&f, command).await.unwrap_err();
+        assert!(
+            err.message.contains("outside the workspace"),
+            "{command}: {err}"
+        );
+    }
 }
