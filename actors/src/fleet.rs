@@ -249,6 +249,8 @@ impl FleetHandle {
                 detail: e.to_string(),
             })?;
         let _ = fleet.cast(FleetMsg::Recover);
+        // fact extractions a crash or a stop cut off (background, bounded)
+        drop(crate::memory::resume_owed_extractions(rt.clone()));
         Ok(Self { rt, fleet })
     }
 
@@ -411,11 +413,16 @@ impl FleetHandle {
     }
 
     /// Stops every actor (running turns are cancelled and resume on the
-    /// next start) and closes the store.
+    /// next start), waits a little for running fact extractions (the rest
+    /// run again at the next start) and closes the store.
     pub async fn shutdown(&self) {
         let _ = self
             .fleet
             .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(10)))
+            .await;
+        self.rt
+            .extractions
+            .wait(crate::memory::EXTRACTION_SHUTDOWN_WAIT)
             .await;
         self.rt.memory.shutdown().await;
         self.rt.store.close().await;

@@ -89,6 +89,9 @@ pub struct Runtime {
     pub groups: GroupRegistry,
     /// What the tool gate shares across bots: file locks, surface policy.
     pub safety: crate::tools::gate::Safety,
+    /// Fact extractions running in the background (a clean shutdown
+    /// waits a little for them).
+    pub extractions: crate::memory::Extractions,
     /// The current router (set by the fleet supervisor).
     router: RwLock<Option<ActorRef<RouterMsg>>>,
     /// Where the prompt's long-lived state block comes from (memory).
@@ -143,6 +146,7 @@ impl Runtime {
             groups: GroupRegistry::default(),
             safety: crate::tools::gate::Safety::default(),
             router: RwLock::new(None),
+            extractions: crate::memory::Extractions::default(),
             state: RwLock::new(None),
             recall: RwLock::new(Recall::default()),
             vault: RwLock::new(Arc::new(crate::vault::Vault::default())),

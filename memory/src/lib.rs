@@ -133,6 +133,7 @@ pub use store::BotActivity;
 pub use store::Mutation;
 pub use store::MutationResult;
 pub use store::SinceEvent;
+pub use store::OwedExtraction;
 pub use store::Store;
 pub use store::StoreOptions;
 pub use store::Synchronous;

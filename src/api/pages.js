@@ -28,7 +28,7 @@ export function sessionView(id, seq) {
     }
     if (ctx.closed) return;
     const at = seq ? `?seq=${seq}` : "";
-    if (first.kind === "dm") return location.replace(`#/bots/${encodeURIComponent(first.bot)}${at}`);
+    if (first.kind === "dm" && myBot(first.bot)) return location.replace(`#/bots/${encodeURIComponent(first.bot)}${at}`);
     if (first.kind === "room") return location.replace(`#/rooms/${encodeURIComponent(first.bot)}${at}`);
     const label = `${first.kind} session of ${botName(first.bot)}`;
     setTitle(label);
@@ -154,9 +154,14 @@ const KIND_LABELS = {
   tool_result: "tool result",
 };
 
+// A DM opens in its bot's conversation only while the bot is the person's
+// (in their bot list); an old DM with a bot they gave away opens read-only
+// as a session (its bot's conversation would answer 404).
+const myBot = (id) => store.bots.some((b) => b.id === id);
+
 function hitLink(hit) {
   const at = `?seq=${hit.seq}`;
-  if (hit.session_kind === "dm") return `#/bots/${encodeURIComponent(hit.bot)}${at}`;
+  if (hit.session_kind === "dm" && myBot(hit.bot)) return `#/bots/${encodeURIComponent(hit.bot)}${at}`;
   if (hit.session_kind === "room") return `#/rooms/${encodeURIComponent(hit.bot)}${at}`;
   return `#/sessions/${encodeURIComponent(hit.session)}${at}`;
 }
@@ -198,8 +203,9 @@ export function searchView(query) {
   const run = () => {
     const mine = ++asked;
     results.replaceChildren(h("p", { class: "hint" }, "Searching…"));
-    call("search", {}, { query: { q, bot, limit: 50 } })
-      .then(({ data }) => {
+    // the links need the bot list (hitLink)
+    Promise.all([call("search", {}, { query: { q, bot, limit: 50 } }), ensureBots()])
+      .then(([{ data }]) => {
         if (ctx.closed || mine !== asked) return;
         const hits = data.hits || [];
         results.replaceChildren(

@@ -22,9 +22,11 @@
 //! own (it may have a new fact to add).
 //!
 //! Nothing here panics or blocks a reply: the engine spawns it after the
-//! turn ([`spawn_extract_after_turn`]) and only logs the outcome.
+//! turn ([`super::spawn_extract_after_turn`], which records it as owed so
+//! a restart does not lose it, `extract_owed.rs`) and only logs the
+//! outcome. The extraction's token usage and the end of its owed record
+//! are one write.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use botfleet_memory::BotRecord;
@@ -158,7 +160,9 @@ struct ReplaceProposal {
 /// Runs the extraction for the finished turn `turn` of `bot` in
 /// `session`. `shown` are the ids of the memory items the turn's context
 /// showed (`MemorySnapshot::shown_ids`, plus items added by an update);
-/// only those may be replaced or removed.
+/// only those may be replaced or removed. Whatever the outcome, the turn's
+/// extraction is no longer owed afterwards (a failure is for good: the
+/// provider's own retries are behind a model error).
 pub async fn extract_after_turn(
     rt: &Runtime,
     bot: &BotRecord,
@@ -167,6 +171,30 @@ pub async fn extract_after_turn(
     shown: &[MemoryId],
     user_texts: &[String],
     final_reply: &str,
+) -> Result<ExtractReport, ExtractError> {
+    let mut usage = None;
+    let outcome = extract(
+        rt,
+        bot,
+        session,
+        turn,
+        (shown, user_texts, final_reply),
+        &mut usage,
+    )
+    .await;
+    finish(rt, bot, turn, usage).await;
+    outcome
+}
+
+/// [`extract_after_turn`] up to its last write; `usage` gets the model
+/// call's usage once it answered.
+async fn extract(
+    rt: &Runtime,
+    bot: &BotRecord,
+    session: SessionId,
+    turn: TurnId,
+    (shown, user_texts, final_reply): (&[MemoryId], &[String], &str),
+    usage: &mut Option<Mutation>,
 ) -> Result<ExtractReport, ExtractError> {
     let model = rt
         .models
@@ -193,21 +221,33 @@ pub async fn extract_after_turn(
                 cancel.cancel();
                 ExtractError::Timeout(EXTRACT_TIMEOUT)
             })??;
-    record_usage(rt, bot, &request, &response).await;
+    *usage = Some(usage_of(rt, bot, &request, &response));
     let proposal = parse(&response.text)?;
     let seed = turn_seed(session, turn, user_texts, final_reply);
     Ok(apply(rt, bot, &shown_items, proposal, &seed).await)
 }
 
-/// Adds the extraction call's tokens to the bot's daily usage (no turn):
-/// as the provider reported them, or counted with the provider's encoding.
-/// A failure is only logged (the usage is lost, the memory is not).
-async fn record_usage(
+/// Ends the extraction of `turn`: its model call's token usage, if it
+/// made one, and the end of its owed record (`Mutation::ClearExtraction`),
+/// in one write. A failure is only logged: the usage is lost, the memory
+/// is not, and the extraction may run again at the next start, which adds
+/// nothing twice.
+async fn finish(rt: &Runtime, bot: &BotRecord, turn: TurnId, usage: Option<Mutation>) {
+    let mut batch: Vec<Mutation> = usage.into_iter().collect();
+    batch.push(Mutation::ClearExtraction { turn });
+    if let Err(e) = rt.store.write(batch).await {
+        tracing::warn!(bot = %bot.id, turn = %turn, error = %e, "could not record the end of the fact extraction and its token usage");
+    }
+}
+
+/// The extraction call's tokens for the bot's daily usage (no turn): as
+/// the provider reported them, or counted with the provider's encoding.
+fn usage_of(
     rt: &Runtime,
     bot: &BotRecord,
     request: &ModelRequest,
     response: &crate::model::ModelResponse,
-) {
+) -> Mutation {
     let mut usage = TokenUsage {
         calls: 1,
         ..TokenUsage::default()
@@ -229,48 +269,12 @@ async fn record_usage(
         }
     }
     let day = rt.store.clock().now().format("%Y-%m-%d").to_string();
-    let add = Mutation::AddUsage {
+    Mutation::AddUsage {
         bot: bot.id.clone(),
         day,
         turns: 0,
         usage,
-    };
-    if let Err(e) = rt.store.write(vec![add]).await {
-        tracing::warn!(bot = %bot.id, error = %e, "could not record the fact extraction's token usage");
     }
-}
-
-/// Spawns [`extract_after_turn`] off the critical path; the outcome is
-/// logged, and the handle answers the report (or `None` on failure).
-pub fn spawn_extract_after_turn(
-    rt: Arc<Runtime>,
-    bot: BotRecord,
-    session: SessionId,
-    turn: TurnId,
-    shown: Vec<MemoryId>,
-    user_texts: Vec<String>,
-    final_reply: String,
-) -> tokio::task::JoinHandle<Option<ExtractReport>> {
-    tokio::spawn(async move {
-        match extract_after_turn(&rt, &bot, session, turn, &shown, &user_texts, &final_reply).await
-        {
-            Ok(report) => {
-                tracing::debug!(
-                    bot = %bot.id,
-                    added = report.added.len(),
-                    replaced = report.replaced.len(),
-                    removed = report.removed.len(),
-                    rejected = report.rejected.len(),
-                    "fact extraction done"
-                );
-                Some(report)
-            }
-            Err(e) => {
-                tracing::warn!(bot = %bot.id, error = %e, "fact extraction failed; memory unchanged");
-                None
-            }
-        }
-    })
 }
 
 fn request(

@@ -19,6 +19,7 @@
 //!   showed (`MemorySnapshot::shown_ids`).
 
 mod extract;
+mod extract_owed;
 mod render;
 mod state;
 
@@ -35,7 +36,10 @@ pub use extract::ExtractReport;
 pub use extract::RejectedOp;
 pub use extract::extract_after_turn;
 pub(crate) use extract::note_expiry;
-pub use extract::spawn_extract_after_turn;
+pub use extract_owed::Extractions;
+pub(crate) use extract_owed::SHUTDOWN_WAIT as EXTRACTION_SHUTDOWN_WAIT;
+pub use extract_owed::resume_owed_extractions;
+pub use extract_owed::spawn_extract_after_turn;
 pub use render::render_memory;
 pub use render::render_memory_update;
 pub use state::MemoryState;

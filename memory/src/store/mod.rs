@@ -7,6 +7,7 @@ mod approvals;
 mod author_events;
 mod bot_cache;
 mod checkpointer;
+mod extractions;
 mod lock;
 mod mutation;
 mod reader;
@@ -33,6 +34,7 @@ use tokio::sync::broadcast;
 use tokio::sync::oneshot;
 
 pub use author_events::SinceEvent;
+pub use extractions::OwedExtraction;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
 pub use store_bots::BotActivity;

@@ -125,6 +125,23 @@ pub enum Mutation {
         /// The usage.
         usage: crate::record::TokenUsage,
     },
+    /// Record that a completed turn's fact extraction has to run (the
+    /// row of `extractions_owed`, migration 12); a turn already owed is
+    /// left as it is. Written right after the turn ends, so an extraction
+    /// cut off by a crash or a restart runs again at the next start.
+    OweExtraction(Box<crate::store::OwedExtraction>),
+    /// The turn's extraction has finished (applied, or failed for good):
+    /// it is no longer owed. Answers `Count` (rows removed, 0 or 1).
+    ClearExtraction {
+        /// The turn.
+        turn: TurnId,
+    },
+    /// Count one more re-run of an owed extraction after a restart.
+    /// Answers `Attempts` (0 when the turn is no longer owed).
+    BumpExtraction {
+        /// The turn.
+        turn: TurnId,
+    },
     /// Set a session's compaction epoch.
     SetEpoch {
         /// The session.

@@ -15,6 +15,7 @@ use crate::ids::TurnId;
 use crate::record::AdmitOutcome;
 use crate::record::SubagentStatus;
 use crate::record::TurnStatus;
+use crate::store::extractions;
 use crate::store::mutation::Mutation;
 use crate::store::mutation::MutationResult;
 use crate::store::rooms;
@@ -248,6 +249,16 @@ impl Writer {
                         turns
                     ])?;
                 Ok(MutationResult::Done)
+            }
+            Mutation::OweExtraction(owed) => {
+                extractions::owe(&self.conn, owed, now)?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::ClearExtraction { turn } => {
+                extractions::clear(&self.conn, *turn).map(MutationResult::Count)
+            }
+            Mutation::BumpExtraction { turn } => {
+                extractions::bump(&self.conn, *turn).map(MutationResult::Attempts)
             }
             Mutation::SetEpoch { session, epoch } => {
                 self.conn

@@ -1,0 +1,270 @@
+//! Fact extraction that survives a restart. An extraction runs in the
+//! background after its turn; a row of the store's `extractions_owed`
+//! (migration 12) says it has not finished:
+//! - written by [`spawn_extract_after_turn`] before the model is asked, a
+//!   small write of its own right after the turn's end (the engine writes
+//!   the end; the reply is out before this write, and the writer's group
+//!   commit batches it with the other hosts' writes, so the turn's end is
+//!   not slowed);
+//! - deleted with the extraction's token usage when its outcome is
+//!   applied or it failed (a model error, a timeout, an answer that is not
+//!   the JSON asked for: running it again would not do better);
+//! - still there when a crash or a stop cut the extraction off: the next
+//!   start runs it again ([`resume_owed_extractions`]), in the
+//!   background, one at a time, at most [`RESUME_LIMIT`] per start and
+//!   [`MAX_RERUNS`] times per turn.
+//!
+//! Running an extraction twice adds nothing twice: the ids of its adds
+//! derive from the turn (`turn_seed`), and an add whose text is already in
+//! the layer answers `Unchanged`.
+//!
+//! A clean shutdown waits at most [`SHUTDOWN_WAIT`] for running
+//! extractions ([`Extractions::wait`]); the ones still running are cut off
+//! and stay owed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use botfleet_memory::BotRecord;
+use botfleet_memory::MemoryId;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::OwedExtraction;
+use botfleet_memory::SessionId;
+use botfleet_memory::TurnId;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::extract::ExtractReport;
+use super::extract::extract_after_turn;
+use crate::runtime::Runtime;
+
+/// Most owed extractions one start runs again (the oldest first); the
+/// rest wait for the next start.
+pub const RESUME_LIMIT: i64 = 100;
+/// Most re-runs of one turn's extraction after restarts: one cut off this
+/// many times is given up (logged).
+pub const MAX_RERUNS: i64 = 3;
+/// Longest a clean shutdown waits for running extractions.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+/// The extractions running in the background, so that a clean shutdown
+/// can wait for them, then cut off the rest.
+#[derive(Debug)]
+pub struct Extractions {
+    /// How many are running.
+    running: watch::Sender<usize>,
+    /// Cancelled when the shutdown stops waiting.
+    stop: CancellationToken,
+}
+
+impl Default for Extractions {
+    fn default() -> Self {
+        Self {
+            running: watch::Sender::new(0),
+            stop: CancellationToken::new(),
+        }
+    }
+}
+
+/// One running extraction, counted until it is dropped.
+struct Running<'a>(&'a Extractions);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+impl Extractions {
+    /// Counts one more running extraction until the guard is dropped.
+    fn enter(&self) -> Running<'_> {
+        self.running.send_modify(|n| *n += 1);
+        Running(self)
+    }
+
+    /// Waits until no extraction runs, at most `limit`, then cuts off the
+    /// ones still running (they stay owed and run again at the next
+    /// start) and refuses new ones. Answers how many were cut off.
+    pub async fn wait(&self, limit: Duration) -> usize {
+        let mut rx = self.running.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|n| *n == 0)).await;
+        let left = *self.running.borrow();
+        self.stop.cancel();
+        if left > 0 {
+            tracing::info!(
+                running = left,
+                "fact extractions cut off by the shutdown; they run again at the next start"
+            );
+        }
+        left
+    }
+}
+
+/// Spawns the extraction of a completed turn off the critical path: first
+/// records it as owed, then runs it ([`extract_after_turn`]), which clears
+/// the record with its outcome. The outcome is logged; the handle answers
+/// the report (`None` on failure, or when a shutdown cut it off).
+pub fn spawn_extract_after_turn(
+    rt: Arc<Runtime>,
+    bot: BotRecord,
+    session: SessionId,
+    turn: TurnId,
+    shown: Vec<MemoryId>,
+    user_texts: Vec<String>,
+    final_reply: String,
+) -> tokio::task::JoinHandle<Option<ExtractReport>> {
+    tokio::spawn(async move {
+        let _running = rt.extractions.enter();
+        let owed = OwedExtraction {
+            turn,
+            bot: bot.id.clone(),
+            session,
+            shown: shown.iter().map(ToString::to_string).collect(),
+            user_texts,
+            final_reply,
+            attempts: 0,
+            created_at: 0,
+        };
+        if let Err(e) = rt
+            .store
+            .write(vec![Mutation::OweExtraction(Box::new(owed.clone()))])
+            .await
+        {
+            tracing::warn!(bot = %bot.id, turn = %turn, error = %e, "cannot record the fact extraction as owed; a restart before it ends loses it");
+        }
+        run(&rt, &bot, &owed, shown).await
+    })
+}
+
+/// Runs an owed extraction unless a shutdown cuts it off, and logs its
+/// outcome.
+async fn run(
+    rt: &Runtime,
+    bot: &BotRecord,
+    owed: &OwedExtraction,
+    shown: Vec<MemoryId>,
+) -> Option<ExtractReport> {
+    if rt.extractions.stop.is_cancelled() {
+        return None;
+    }
+    let outcome = tokio::select! {
+        outcome = extract_after_turn(
+            rt,
+            bot,
+            owed.session,
+            owed.turn,
+            &shown,
+            &owed.user_texts,
+            &owed.final_reply,
+        ) => outcome,
+        () = rt.extractions.stop.cancelled() => return None,
+    };
+    match outcome {
+        Ok(report) => {
+            tracing::debug!(
+                bot = %bot.id,
+                turn = %owed.turn,
+                added = report.added.len(),
+                replaced = report.replaced.len(),
+                removed = report.removed.len(),
+                rejected = report.rejected.len(),
+                "fact extraction done"
+            );
+            Some(report)
+        }
+        Err(e) => {
+            tracing::warn!(bot = %bot.id, turn = %owed.turn, error = %e, "fact extraction failed; memory unchanged");
+            None
+        }
+    }
+}
+
+/// Runs again, in the background, the extractions a crash or a stop cut
+/// off (at most [`RESUME_LIMIT`], one at a time, oldest first), when
+/// `runtime.extract_memory` is on; with it off they stay owed. The handle
+/// answers how many ran (given up and skipped ones not counted).
+pub fn resume_owed_extractions(rt: Arc<Runtime>) -> tokio::task::JoinHandle<usize> {
+    tokio::spawn(async move {
+        let _running = rt.extractions.enter();
+        if !rt.settings.extract_memory {
+            return 0;
+        }
+        let owed = match rt.store.owed_extractions(RESUME_LIMIT).await {
+            Ok(owed) => owed,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the fact extractions owed from before the restart; they wait for the next start");
+                return 0;
+            }
+        };
+        if !owed.is_empty() {
+            tracing::info!(
+                count = owed.len(),
+                "running again the fact extractions the last stop cut off"
+            );
+        }
+        let mut ran = 0;
+        for o in owed {
+            if rt.extractions.stop.is_cancelled() {
+                break;
+            }
+            if let Some(bot) = rerunnable(&rt, &o).await {
+                let shown = o
+                    .shown
+                    .iter()
+                    .filter_map(|id| MemoryId::parse(id).ok())
+                    .collect();
+                run(&rt, &bot, &o, shown).await;
+                ran += 1;
+            }
+        }
+        ran
+    })
+}
+
+/// Counts one more run of `o` and answers its bot, or gives it up (clears
+/// it, logged) when it ran [`MAX_RERUNS`] times already or its bot is gone.
+async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
+    let bumped = rt
+        .store
+        .write(vec![Mutation::BumpExtraction { turn: o.turn }])
+        .await;
+    let attempts = match bumped.as_deref() {
+        Ok([MutationResult::Attempts(n)]) => *n,
+        Ok(other) => {
+            tracing::warn!(turn = %o.turn, answer = ?other, "unexpected answer to counting a fact extraction's re-run; skipped");
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(turn = %o.turn, error = %e, "cannot count a fact extraction's re-run; it waits for the next start");
+            return None;
+        }
+    };
+    let bot = match rt.store.get_bot(&o.bot).await {
+        Ok(bot) => bot.filter(|b| b.removed_at().is_none()),
+        Err(e) => {
+            tracing::warn!(bot = %o.bot, error = %e, "cannot read the bot of an owed fact extraction; it waits for the next start");
+            return None;
+        }
+    };
+    let why = match (&bot, attempts) {
+        // cleared since it was read: it ended
+        (_, 0) => return None,
+        (_, n) if n > MAX_RERUNS => "it was cut off too many times",
+        (None, _) => "its bot is gone",
+        (Some(_), _) => return bot,
+    };
+    tracing::warn!(bot = %o.bot, turn = %o.turn, attempts, reason = why, "fact extraction given up; memory unchanged");
+    if let Err(e) = rt
+        .store
+        .write(vec![Mutation::ClearExtraction { turn: o.turn }])
+        .await
+    {
+        tracing::warn!(turn = %o.turn, error = %e, "cannot clear a given-up fact extraction");
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "extract_owed_tests.rs"]
+mod tests;

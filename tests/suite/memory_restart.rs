@@ -1,0 +1,192 @@
+//! Fact extraction cut off by a restart runs again at the next start: a
+//! real host (`botfleet run`) whose extractor, an OpenAI-compatible server
+//! on loopback, answers slowly is killed with SIGKILL, or stopped with
+//! SIGTERM, while the extraction waits; the restarted host asks again and
+//! the fact is added, once. A clean stop waits a little for a running
+//! extraction, so a short one is not asked again.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::crash::send;
+use super::crash::turn_ended;
+use super::crash::wait_until;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+use crate::support::process::HostProcess;
+use crate::support::process::free_port;
+
+/// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
+const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
+const FACT: &str = "Alice owns a red bicycle";
+
+fn is_extraction(body: &Value) -> bool {
+    body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with(EXTRACTOR))
+}
+
+/// The bot answers with SendMessage, then stops; the extractor adds
+/// [`FACT`] after `delay_ms` (a shared, changeable delay).
+fn model(body: &Value, delay_ms: &AtomicU64) -> Reply {
+    if is_extraction(body) {
+        let answer = json!({ "add": [{ "text": FACT }], "replace": [], "remove": [] });
+        let delay = Duration::from_millis(delay_ms.load(Ordering::SeqCst));
+        return Reply::text(answer.to_string()).delay_headers(delay);
+    }
+    let messages = body["messages"].as_array().unwrap();
+    if messages.last().is_some_and(|m| m["role"] == "tool") {
+        return Reply::text("");
+    }
+    let id = format!("call_{}", messages.len());
+    Reply::tool_call(
+        &id,
+        "SendMessage",
+        json!({ "text": "Nice bike!" }).to_string(),
+    )
+}
+
+struct Setup {
+    server: OpenAiServer,
+    delay_ms: Arc<AtomicU64>,
+    fleet: TestFleet,
+    path: std::path::PathBuf,
+    log: std::path::PathBuf,
+    port: u16,
+}
+
+async fn setup(delay_ms: u64) -> Setup {
+    let delay = Arc::new(AtomicU64::new(delay_ms));
+    let shared = Arc::clone(&delay);
+    let server = OpenAiServer::builder()
+        .responder(move |b| model(b, &shared))
+        .start()
+        .await;
+    let fleet = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = true\n")
+        .bot("a1", "main", &["SendMessage"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    Setup {
+        server,
+        delay_ms: delay,
+        fleet,
+        path,
+        log,
+        port: free_port(),
+    }
+}
+
+fn extractions(server: &OpenAiServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| is_extraction(&r.body))
+        .count()
+}
+
+/// Waits until the extractor has been asked `n` times in all.
+async fn wait_extractions(server: &OpenAiServer, n: usize) {
+    let wait = async {
+        while extractions(server) < n {
+            server.wait_for_requests(server.request_count() + 1).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .unwrap_or_else(|_| panic!("the extractor was not asked {n} times"));
+}
+
+/// The profile texts of alice's user scope, as the memory API shows them.
+async fn profile(url: &str) -> Vec<String> {
+    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
+    let mem = c.get("/v1/bots/a1/memory").await.unwrap();
+    mem["scopes"][1]["profile"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Polls (bounded) until alice's profile holds something.
+async fn wait_profile(url: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let p = profile(url).await;
+        if !p.is_empty() {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "the fact was never added");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Sends the message and waits until its turn ended and its extraction
+/// reached the (slow) extractor.
+async fn turn_until_extraction(s: &Setup, host: &HostProcess) {
+    let sent = send(&host.url, "a1", "I bought a red bicycle").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    wait_until(&host.url, &session, turn_ended(seq)).await;
+    wait_extractions(&s.server, 1).await;
+}
+
+#[tokio::test]
+async fn an_extraction_cut_off_by_sigkill_runs_again_at_the_next_start() {
+    let s = setup(60_000).await;
+    let host = HostProcess::start(&s.path, s.port, &s.log).await;
+    turn_until_extraction(&s, &host).await;
+    host.kill9().await;
+
+    s.delay_ms.store(0, Ordering::SeqCst);
+    let mut host = HostProcess::start(&s.path, s.port, &s.log).await;
+    host.wait_log("running again the fact extractions").await;
+    assert_eq!(wait_profile(&host.url).await, [FACT]);
+    assert_eq!(extractions(&s.server), 2, "asked again once");
+    host.kill9().await;
+    drop(s.fleet);
+    s.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_extraction_cut_off_by_a_clean_stop_runs_again_at_the_next_start() {
+    let s = setup(60_000).await;
+    let host = HostProcess::start(&s.path, s.port, &s.log).await;
+    turn_until_extraction(&s, &host).await;
+    // the stop waits a little for the extraction, then cuts it off
+    host.stop(&s.log).await;
+
+    s.delay_ms.store(0, Ordering::SeqCst);
+    let host = HostProcess::start(&s.path, s.port, &s.log).await;
+    assert_eq!(wait_profile(&host.url).await, [FACT]);
+    assert_eq!(extractions(&s.server), 2, "asked again once");
+    host.kill9().await;
+    drop(s.fleet);
+    s.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_clean_stop_waits_for_a_short_extraction() {
+    let s = setup(1_000).await;
+    let host = HostProcess::start(&s.path, s.port, &s.log).await;
+    turn_until_extraction(&s, &host).await;
+    host.stop(&s.log).await;
+
+    let host = HostProcess::start(&s.path, s.port, &s.log).await;
+    // added before the stop ended: there at once, and not asked again
+    assert_eq!(profile(&host.url).await, [FACT]);
+    host.stop(&s.log).await;
+    assert_eq!(extractions(&s.server), 1, "not asked again");
+    drop(s.fleet);
+    s.server.shutdown().await;
+}

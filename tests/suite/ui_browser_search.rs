@@ -1,0 +1,93 @@
+//! The web page's search hits in a real browser: a hit in the person's
+//! old DM with a bot they gave to someone else opens that DM read-only as
+//! a session. (Before, it linked to the bot's conversation, whose session
+//! the host answers 404 for a bot that is not theirs: the page showed an
+//! error.)
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`Browser::start`]).
+
+use serde_json::json;
+
+use super::ui_browser::SCRIPT;
+use crate::support::browser::Browser;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::restart;
+
+/// Alice talks to `a2` and `b`; then fleet.toml gives `a2` to bob.
+async fn alice_gave_a2_away() -> TestHost {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a2", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    for bot in ["a2", "b"] {
+        let (status, sent) = host.send(bot, &format!("wombat for {bot}"), None).await;
+        assert_eq!(status, 202, "{sent}");
+        host.wait_turn_end(
+            sent["session"].as_str().unwrap(),
+            sent["seq"].as_i64().unwrap(),
+        )
+        .await;
+    }
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("a2")
+        .bot_of("a2", "s", &["SendMessage"], "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    super::recall::flush(&host).await;
+    host
+}
+
+#[tokio::test]
+async fn a_hit_in_a_dm_with_a_bot_given_away_opens_the_dm_read_only() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = alice_gave_a2_away().await;
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/search?q=wombat", host.url)).await;
+    browser.wait_text(".hits", "echo: wombat for a2").await;
+    browser.wait_text(".hits", "echo: wombat for b").await;
+    let links = browser
+        .js(
+            "return [...document.querySelectorAll('.hits a')].map((a) => [a.textContent, a.getAttribute('href')])",
+            json!([]),
+        )
+        .await;
+    let href_of = |text: &str| -> String {
+        links
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l[0].as_str().unwrap().contains(text))
+            .and_then(|l| l[1].as_str())
+            .unwrap_or_else(|| panic!("no hit {text:?} in {links}"))
+            .to_owned()
+    };
+    // her own bot's DM still opens in its conversation
+    assert!(
+        href_of("echo: wombat for b").starts_with("#/bots/b?seq="),
+        "{links}"
+    );
+    let given = href_of("echo: wombat for a2");
+    assert!(given.starts_with("#/sessions/"), "{links}");
+
+    browser.go(&format!("{}/{given}", host.url)).await;
+    browser.wait_text(".log", "echo: wombat for a2").await;
+    let state = browser
+        .js(
+            "return [location.hash, document.querySelectorAll('.error-text').length]",
+            json!([]),
+        )
+        .await;
+    assert_eq!(state, json!([given, 0]), "stays on the session, no error");
+    browser.quit().await;
+    host.shutdown().await;
+}
