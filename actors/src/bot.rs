@@ -131,6 +131,10 @@ enum Pending {
         turn: TurnId,
         session: SessionId,
         inputs: Vec<QueuedInput>,
+        /// The newest inbox item the turn consumed: a person's message
+        /// admitted after it, still queued, came while the turn ran before
+        /// its crash and interrupts the resumed run as it would have then.
+        last_input: i64,
     },
     Fail {
         turn: TurnId,
@@ -224,6 +228,7 @@ impl Actor for BotActor {
                 turn: turn.id,
                 session: turn.session,
                 inputs: Vec::new(),
+                last_input: turn.inputs.iter().copied().max().unwrap_or(i64::MAX),
             });
         }
         for item in state.rt.store.pending_inbox(id).await? {

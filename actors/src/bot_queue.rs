@@ -123,6 +123,11 @@ impl BotQueue {
         !self.classes[0].is_empty()
     }
 
+    /// Whether a user's direct message admitted after `gid` waits.
+    pub(crate) fn has_user_dm_after(&self, gid: i64) -> bool {
+        self.classes[0].iter().any(|q| q.item.gid > gid)
+    }
+
     /// Like [`BotQueue::next_batch`], for the first session (in class and
     /// gid order) with an input that `pick` accepts.
     pub(crate) fn next_batch_where(

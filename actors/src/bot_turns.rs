@@ -26,19 +26,28 @@ impl BotState {
                     turn,
                     session,
                     inputs,
+                    last_input,
                 } => {
                     let plan_inputs = inputs
                         .iter()
                         .map(|q| (q.item.clone(), q.entry.clone()))
                         .collect();
-                    (
+                    self.start(
+                        myself,
                         turn,
                         session,
                         inputs,
                         PlanKind::Resume {
                             inputs: plan_inputs,
                         },
-                    )
+                    );
+                    if self.queue.has_user_dm_after(last_input)
+                        && let Some(run) = &self.running
+                    {
+                        tracing::debug!(bot = %self.record.id, %turn, "a person's message that came before the crash interrupts the resumed turn");
+                        run.soft.cancel();
+                    }
+                    return;
                 }
                 Pending::Fail {
                     turn,
@@ -254,10 +263,12 @@ impl BotState {
             *count += 1;
             let max = self.rt.settings.max_turn_attempts;
             if *count < max {
+                let last_input = inputs.iter().map(|q| q.item.gid).max().unwrap_or(i64::MAX);
                 self.pending.push_front(Pending::Resume {
                     turn,
                     session: run.session,
                     inputs,
+                    last_input,
                 });
             } else if *count == max {
                 self.pending.push_front(Pending::Fail {

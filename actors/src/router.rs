@@ -143,7 +143,7 @@ impl Actor for RouterActor {
                     slot.actor.stop(Some("idle".into()));
                 }
             }
-            RouterMsg::Cancel { bot, reply } => match state.bots.get(&bot) {
+            RouterMsg::Cancel { bot, reply } => match state.awake_for_cancel(&myself, &bot).await {
                 Some(slot) => {
                     let answer = slot
                         .actor
@@ -243,6 +243,30 @@ impl RouterState {
             }
         }
         self.bots.get_mut(bot)
+    }
+
+    /// The bot's actor for a cancel: an active bot's, or, for a bot with
+    /// an unfinished turn in the store, one started now. Right after a
+    /// restart a bot sleeps until the fleet's recovery wakes it to resume
+    /// that turn; a cancel arriving first found no actor, answered that
+    /// nothing ran, and the turn resumed after. Woken here, the bot resumes
+    /// the turn as it starts, before it reads the cancel, which stops it.
+    async fn awake_for_cancel(
+        &mut self,
+        myself: &ActorRef<RouterMsg>,
+        bot: &BotId,
+    ) -> Option<&mut Slot> {
+        if !self.bots.contains_key(bot) {
+            match self.rt.store.open_turns(bot).await {
+                Ok(open) if open.is_empty() => return None,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::error!(%bot, %error, "could not read the bot's unfinished turns for a cancel");
+                    return None;
+                }
+            }
+        }
+        self.activate(myself, bot).await
     }
 
     fn forget(&mut self, bot: &BotId) {

@@ -1,6 +1,6 @@
-//! What a turn resumed after a crash sees of the turn before it: every
-//! entry that turn wrote, also those written after the resumed turn's
-//! input arrived.
+//! What a turn resumed after a crash sees of the turns before it: every
+//! entry they wrote, also those written after the resumed turn's input
+//! arrived.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,13 +20,13 @@ use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
 /// The messages the person sends.
-const ASKED: [&str; 2] = ["first", "second"];
+const ASKED: [&str; 3] = ["first", "second", "third"];
 
 /// A model that answers a person's message with a slow Shell command
 /// (marked by `<message>-started.txt` in the workspace), then reports
 /// with SendMessage every message it has not reported yet (`[first]`),
-/// then stops: a request missing what an earlier turn sent makes it
-/// answer that message again.
+/// then stops: a request missing what an earlier turn sent or did makes
+/// it answer that message again.
 fn model(request: &Value) -> Reply {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let last = last_message(request).cloned().unwrap_or(Value::Null);
@@ -89,14 +89,21 @@ async fn wait_file(path: &Path) {
     panic!("{} never appeared", path.display());
 }
 
-/// Regression: turn A ("first") was cut off by a kill in its Shell call
-/// while "second" waited; after the restart A finished (outcome unknown,
-/// reply) and turn B began over "second". B, killed in its own Shell call
-/// and resumed, had a context rebuilt only up to its input: everything A
-/// wrote after "second" arrived was gone, A's call got a made-up "no
-/// result recorded", and the model answered "first" a second time.
+/// Regression: a turn rebuilt from the store after a kill had a context
+/// that stopped at its input: what the turn before it wrote after that
+/// input arrived was gone, that turn's call got a made-up "no result
+/// recorded", and the model answered a message a second time.
+///
+/// Turn A ("first") is killed in its Shell call while "second" waits.
+/// After the restart "second" interrupts A's resumed run, as it would
+/// have interrupted the run the kill cut off: A's command is outcome
+/// unknown, A ends interrupted without a reply, and turn B takes both
+/// messages. B is cancelled in its own Shell call just after "third"
+/// came, so its command's result and its end are written after "third";
+/// turn C takes "third", is killed in its Shell call and resumed: its
+/// context, rebuilt from the store, must hold all A and B did.
 #[tokio::test]
-async fn a_turn_resumed_twice_over_sees_all_the_turn_before_it_did() {
+async fn a_turn_resumed_twice_over_sees_all_the_turns_before_it_did() {
     let server = OpenAiServer::builder().responder(model).start().await;
     let fleet = TestFleet::new()
         .openai(
@@ -114,6 +121,7 @@ async fn a_turn_resumed_twice_over_sees_all_the_turn_before_it_did() {
     let host = HostProcess::start(&path, port, &log).await;
     let url = host.url.clone();
     let client = botfleet::client::Client::new(&url, TOKEN).unwrap();
+    let seq = |body: &Value| body["seq"].as_i64().unwrap();
     let (status, first) = client.send_message("r", "first", "k-first").await.unwrap();
     assert_eq!(status.as_u16(), 202, "{first}");
     let session = first["session"].as_str().unwrap().to_owned();
@@ -124,33 +132,53 @@ async fn a_turn_resumed_twice_over_sees_all_the_turn_before_it_did() {
         .await
         .unwrap();
     assert_eq!(status.as_u16(), 202, "{second}");
-    let second_seq = second["seq"].as_i64().unwrap();
     host.kill9().await;
 
-    // A resumes (outcome unknown), replies and completes; B starts its
-    // command and is killed in it
+    // "second" interrupts A's resumed run; B takes both messages and
+    // starts its command, and is cancelled in it after "third" came
     let host = HostProcess::start(&path, port, &log).await;
     wait_file(&workspace.join("second-started.txt")).await;
+    let (status, third) = client.send_message("r", "third", "k-third").await.unwrap();
+    assert_eq!(status.as_u16(), 202, "{third}");
+    let cancel = client
+        .post_ok("/v1/bots/r/cancel", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(cancel["cancelled"], true, "{cancel}");
+    // C takes "third", starts its command and is killed in it
+    wait_file(&workspace.join("third-started.txt")).await;
     let before = server.request_count();
     host.kill9().await;
 
     let host = HostProcess::start(&path, port, &log).await;
-    let es = wait_until(&url, &session, turn_ended(second_seq)).await;
+    let es = wait_until(&url, &session, turn_ended(seq(&third))).await;
     let requests = server.requests();
     let resumed = requests
         .get(before)
-        .unwrap_or_else(|| panic!("no request after B resumed; log at {}", log.display()));
+        .unwrap_or_else(|| panic!("no request after C resumed; log at {}", log.display()));
     let messages = resumed.messages();
     let shown = serde_json::to_string_pretty(messages).unwrap();
-    // A's reply is in B's context, and A's call has its recorded result
-    assert!(
-        sent_texts(messages).iter().any(|t| t.contains("[first]")),
-        "A's reply is missing from the resumed turn's request: {shown}"
-    );
-    let a_result = messages
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "shell-first")
-        .unwrap_or_else(|| panic!("A's call has no result: {shown}"));
+    let at = |pick: &dyn Fn(&Value) -> bool| {
+        messages
+            .iter()
+            .position(pick)
+            .unwrap_or_else(|| panic!("not in the resumed turn's request: {shown}"))
+    };
+    let call = |id: &'static str| {
+        at(&move |m: &Value| {
+            m["role"] == "assistant"
+                && m["tool_calls"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["id"] == id))
+        })
+    };
+    let result =
+        |id: &'static str| at(&move |m: &Value| m["role"] == "tool" && m["tool_call_id"] == id);
+    let input =
+        |text: &'static str| at(&move |m: &Value| m["role"] == "user" && m["content"] == text);
+    // A's call has its recorded result, and so has B's (written after
+    // "third"): none is made up
+    let a_result = &messages[result("shell-first")];
     assert!(
         a_result["content"]
             .as_str()
@@ -161,17 +189,32 @@ async fn a_turn_resumed_twice_over_sees_all_the_turn_before_it_did() {
         !shown.contains("no result recorded"),
         "a result was made up: {shown}"
     );
-    // B's input comes after what A did, as before the crash
-    let at = |pick: &dyn Fn(&Value) -> bool| messages.iter().position(pick).unwrap();
-    let input = at(&|m| m["role"] == "user" && m["content"] == "second");
-    let reply =
-        at(&|m| m["role"] == "assistant" && !sent_texts(std::slice::from_ref(m)).is_empty());
-    assert!(reply < input, "{shown}");
-    // "first" is answered once, "second" once
+    // in the order the turns saw them
+    let order = [
+        input("first"),
+        call("shell-first"),
+        result("shell-first"),
+        input("second"),
+        call("shell-second"),
+        result("shell-second"),
+        input("third"),
+        call("shell-third"),
+    ];
+    assert!(order.is_sorted(), "{order:?}: {shown}");
+    // A ended interrupted without a reply, B cancelled: C answered all
+    let end_of = |inputs: Vec<i64>| {
+        es.iter()
+            .find(|e| e["kind"] == "turn_end" && e["inputs"] == json!(inputs))
+            .map(|e| e["status"].clone())
+            .unwrap_or_else(|| panic!("no turn over {inputs:?} ended: {es:#?}"))
+    };
+    assert_eq!(end_of(vec![seq(&first)]), "interrupted");
+    assert_eq!(end_of(vec![seq(&first), seq(&second)]), "cancelled");
     let delivered = deliveries(&es);
     let count = |tag: &str| delivered.iter().filter(|d| d.contains(tag)).count();
-    assert_eq!(count("[first]"), 1, "{delivered:?}");
-    assert_eq!(count("[second]"), 1, "{delivered:?}");
+    for tag in ["[first]", "[second]", "[third]"] {
+        assert_eq!(count(tag), 1, "{tag}: {delivered:?}");
+    }
     host.kill9().await;
     server.shutdown().await;
 }

@@ -113,7 +113,7 @@ impl Runner {
                 format!("use one of: {}", known.join(", ")),
             );
             return self
-                .record_outcome(call, err.to_string(), true, Vec::new(), false, false)
+                .not_run_now(call, err.to_string(), already_started)
                 .await;
         };
         let raw = if call.arguments.trim().is_empty() {
@@ -129,7 +129,7 @@ impl Runner {
                     format!("the arguments are not valid JSON ({e})"),
                 );
                 return self
-                    .record_outcome(call, err.to_string(), true, Vec::new(), false, false)
+                    .not_run_now(call, err.to_string(), already_started)
                     .await;
             }
         };
@@ -139,8 +139,7 @@ impl Runner {
                 .tool_loop
                 .render(&[("repeats", &repeats.to_string())])
                 .unwrap_or_default();
-            self.record_outcome(call, text, true, Vec::new(), false, false)
-                .await?;
+            self.not_run_now(call, text, already_started).await?;
             if self.tool_loop_warned {
                 self.abort = Some(format!(
                     "the model kept repeating the same {} call with the same arguments",
@@ -158,14 +157,10 @@ impl Runner {
         let (locks, approval) = match decision {
             GateDecision::Run { locks, approval } => (locks, approval),
             GateDecision::Refuse(e) => {
-                return self
-                    .record_outcome(call, e.to_string(), true, Vec::new(), false, false)
-                    .await;
+                return self.not_run_now(call, e.to_string(), already_started).await;
             }
             GateDecision::AwaitApproval { message, .. } => {
-                return self
-                    .record_outcome(call, message, true, Vec::new(), false, false)
-                    .await;
+                return self.not_run_now(call, message, already_started).await;
             }
             // stopped while waiting for its lock: not started, so not run,
             // unless it is an idempotent call run again after a crash cut
@@ -200,7 +195,7 @@ impl Runner {
                         "call it again to ask for a new approval",
                     );
                     return self
-                        .record_outcome(call, text.to_string(), true, Vec::new(), false, false)
+                        .not_run_now(call, text.to_string(), already_started)
                         .await;
                 }
                 Err(e) => return Err(e),
@@ -210,17 +205,43 @@ impl Runner {
             let ctx = self.tool_ctx(&call.id);
             tool.call(&ctx, args).await
         };
+        // a row written before a crash is closed too, whatever the tool's
+        // effect is now
+        let started = external || already_started;
         match result {
             Ok(out) => {
                 let delivered = out.delivered;
-                self.record_outcome(call, out.content, false, out.effects, delivered, external)
+                self.record_outcome(call, out.content, false, out.effects, delivered, started)
                     .await
             }
             Err(e) => {
-                self.record_outcome(call, e.to_string(), true, Vec::new(), false, external)
+                self.record_outcome(call, e.to_string(), true, Vec::new(), false, started)
                     .await
             }
         }
+    }
+
+    /// Records a call that is not run now, with `why` as its result. A
+    /// call that had started before a crash (an idempotent one run again
+    /// as its turn resumed, then refused by the gate, held for a person's
+    /// approval, or found invalid) may have taken effect then: it is
+    /// reported as outcome unknown, followed by why it did not run again,
+    /// and its `started` row is closed with that text. (Before, the model
+    /// was told only that it did not run, and the row stayed `started`.)
+    async fn not_run_now(
+        &mut self,
+        call: &ToolCall,
+        why: String,
+        already_started: bool,
+    ) -> Result<(), StoreError> {
+        if !already_started {
+            return self
+                .record_outcome(call, why, true, Vec::new(), false, false)
+                .await;
+        }
+        let text = format!("{}\n\n{why}", self.outcome_unknown_text(call));
+        self.record_outcome(call, text, true, Vec::new(), false, true)
+            .await
     }
 
     pub(super) async fn skip_call(

@@ -149,11 +149,17 @@ impl Runner {
     /// as "outcome unknown" (prompts/outcome_unknown.md), closing its
     /// `started` row with that outcome.
     pub(super) async fn outcome_unknown(&mut self, call: &ToolCall) -> Result<(), StoreError> {
-        let text = prompts()
-            .outcome_unknown
-            .render(&[("tool", &call.name)])
-            .unwrap_or_default();
+        let text = self.outcome_unknown_text(call);
         self.record_outcome(call, text, true, Vec::new(), false, true)
             .await
+    }
+
+    /// What the model is told of a call that started before a crash and
+    /// whose outcome was not recorded.
+    pub(super) fn outcome_unknown_text(&self, call: &ToolCall) -> String {
+        prompts()
+            .outcome_unknown
+            .render(&[("tool", &call.name)])
+            .unwrap_or_default()
     }
 }

@@ -1,5 +1,6 @@
 //! A turn cut off in the middle of a call with an external effect, resumed
-//! while something already stops it (a person's new message, a cancel),
+//! while something already stops it (a person's new message, a cancel) or
+//! keeps the gate from running the call again (a pending approval),
 //! through the fleet's messages. The crash is a panic inside the tool
 //! after its effect (the bot resumes the turn at once, as a restarted host
 //! does), and the resumed run is held in its set-up, before it settles
@@ -14,10 +15,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use botfleet_memory::ApprovalId;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewApproval;
 use botfleet_memory::SessionId;
 use botfleet_memory::Store;
 use botfleet_memory::StoreOptions;
@@ -161,13 +165,17 @@ impl StateProvider for HoldResume {
     }
 }
 
-/// What stops the resumed turn.
+/// What happens while the resumed turn is held.
 #[derive(Debug, Clone, Copy)]
 enum StopBy {
     /// A person's new message (the turn is interrupted).
     Message,
     /// A cancel of the bot's running turn.
     Cancel,
+    /// Nothing stops the turn, but an approval of another action of the
+    /// bot is pending: the gate refuses any side effect until a person
+    /// decides, so an idempotent call is not run again.
+    ApprovalPending,
 }
 
 /// What a resumed run settled: the Launch call's result entry, its
@@ -236,6 +244,27 @@ async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
             fleet.status(&bot.id).await.unwrap();
         }
         StopBy::Cancel => assert!(fleet.cancel(&bot.id).await.unwrap()),
+        StopBy::ApprovalPending => {
+            let new = NewApproval {
+                id: ApprovalId::new_v7(),
+                bot: bot.id.clone(),
+                session,
+                turn: None,
+                call_id: "other".into(),
+                tool: "Launch".into(),
+                fingerprint: "another action".into(),
+                summary: "launch something else".into(),
+                reason: "a person must see it".into(),
+                action: json!({}),
+                ttl_ms: 600_000,
+                max_pending: 4,
+            };
+            fleet
+                .store()
+                .write(vec![Mutation::RequestApproval(Box::new(new))])
+                .await
+                .unwrap();
+        }
     }
     hold.release.notify_one();
     let entries = turn_ended(&fleet, session).await;
@@ -326,4 +355,25 @@ async fn a_started_call_of_a_resumed_turn_that_is_cancelled_is_outcome_unknown()
 async fn a_started_idempotent_call_of_a_resumed_turn_that_stops_is_outcome_unknown() {
     let s = launch_cut_off_then(StopBy::Message, true).await;
     assert_outcome_unknown(&s, TurnStatus::Interrupted);
+}
+
+/// An idempotent call cut off by a crash is run again when its turn
+/// resumes; when the gate refuses that run (here: an approval is pending,
+/// so no side effect starts), the call may still have taken effect before
+/// the crash: it is outcome unknown, saying why it did not run again, and
+/// its row is closed with that. (It was told only the refusal, and its
+/// row stayed `started` for good.)
+#[tokio::test]
+async fn a_started_idempotent_call_the_gate_refuses_on_resume_is_closed_as_outcome_unknown() {
+    let s = launch_cut_off_then(StopBy::ApprovalPending, true).await;
+    assert!(s.result.starts_with("outcome unknown"), "{}", s.result);
+    assert!(
+        s.result.contains("waiting for a decision"),
+        "the refusal is told too: {}",
+        s.result
+    );
+    assert_eq!(s.row.0, ToolCallStatus::Done, "the row got its outcome");
+    assert_eq!(s.row.1.as_deref(), Some(s.result.as_str()));
+    assert_eq!(s.status, TurnStatus::Completed);
+    assert_eq!(s.runs, 1, "not run again");
 }
