@@ -50,9 +50,11 @@ fn line(a: &Value, now: i64) -> String {
             let left = (a["expires_at"].as_i64().unwrap_or(now) - now).max(0) / 1000;
             format!("expires in {}m{:02}s", left / 60, left % 60)
         }
-        "expired" => match a["expired_by"].as_str() {
-            Some("user_message") => "expired: a newer message was sent".to_owned(),
-            _ => "expired: nobody decided in time".to_owned(),
+        "expired" => match (a["expired_by"].as_str(), a["decided_at"].as_i64()) {
+            (Some("user_message"), _) => "expired: a newer message was sent".to_owned(),
+            // approved, then its window to be used ran out
+            (_, Some(_)) => "expired: approved but not used in time".to_owned(),
+            (_, None) => "expired: nobody decided in time".to_owned(),
         },
         _ => match a["consumed_at"].as_i64() {
             Some(_) => "used".to_owned(),

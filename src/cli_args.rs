@@ -79,6 +79,9 @@ pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
         ));
     }
     let arguments = in_url(command);
+    for (what, value) in &arguments {
+        check_id_length(what, value)?;
+    }
     let encoded: usize = arguments.iter().map(|(_, v)| segment(v).len()).sum();
     if encoded + URL_OVERHEAD <= MAX_URL {
         return Ok(());
@@ -91,6 +94,44 @@ pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
          holds at most {MAX_URL})",
         value.chars().count(),
         segment(value).len()
+    )))
+}
+
+/// Longer than any id the host takes in any of its forms (a name id has
+/// at most 64 characters, a UUID at most 45 as `urn:uuid:…`).
+const MAX_ID_CHARS: usize = 64;
+
+/// How much of an over-long id its refusal shows.
+const PREFIX_CHARS: usize = 24;
+
+/// What an id argument named `what` (as [`in_url`] calls it) must be, or
+/// `None` when `what` is not an id (a query, a text).
+fn id_rule(what: &str) -> Option<&'static str> {
+    Some(match what {
+        "bot id" | "--bot id" => "a bot id has 1 to 64 characters",
+        "room id" => "a room id has 1 to 64 characters",
+        "turn id" => "a turn id is a UUID of 36 characters",
+        "approval id" => "an approval id is a UUID of 36 characters",
+        "--session id" => "a session id is a UUID of 36 characters",
+        "memory item id" => "a memory item id is m- and 12 letters or digits",
+        _ => return None,
+    })
+}
+
+/// Refuses an id far longer than any id can be, naming the argument, what
+/// it should be and the first characters given (echoing it whole would
+/// bury the message); the host judges ids of a plausible length.
+fn check_id_length(what: &str, value: &str) -> Result<(), BadInput> {
+    let Some(rule) = id_rule(what) else {
+        return Ok(());
+    };
+    let chars = value.chars().count();
+    if chars <= MAX_ID_CHARS {
+        return Ok(());
+    }
+    let start: String = value.chars().take(PREFIX_CHARS).collect();
+    Err(BadInput(format!(
+        "the {what} is too long to send: {chars} characters (it begins {start:?}), where {rule}"
     )))
 }
 

@@ -6,7 +6,8 @@
 //! screen, a bidi override reorders what the line seems to say).
 //!
 //! [`text`] shows every such character as a visible escape, `\u{1b}` for
-//! ESC: the C0 controls but newline and tab, DEL, the C1 controls
+//! ESC: the C0 controls but newline and tab (a CR LF line end prints as a
+//! newline; a lone CR is escaped), DEL, the C1 controls
 //! (U+0080–U+009F) and the bidi embeddings, overrides and isolates
 //! (U+202A–U+202E, U+2066–U+2069). [`out`] and [`err`] (the `outln!` and
 //! `errln!` macros of [`super`]) print a line through it. JSON output
@@ -31,13 +32,22 @@ fn is_unsafe(c: char) -> bool {
 }
 
 /// `s` with every character a terminal would act on (see the module
-/// comment) written as `\u{HEX}`; newlines and tabs stay.
+/// comment) written as `\u{HEX}`; newlines and tabs stay, and a Windows
+/// line end (CR LF) prints as a plain newline. A lone CR stays escaped:
+/// it moves the cursor back to the start of the line, so the text after
+/// it would overwrite what the line seemed to say.
 pub(super) fn text(s: &str) -> Cow<'_, str> {
     if !s.chars().any(is_unsafe) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() == Some(&'\n') {
+            // the line end of a message written on Windows: the LF that
+            // follows ends the line
+            continue;
+        }
         if is_unsafe(c) {
             // writing to a String cannot fail
             let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
@@ -102,6 +112,12 @@ mod tests {
             "hello \\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J\\u{d}\\u{7f}\\u{9b}\\u{202e}\\u{2066}"
         );
         assert!(matches!(text("a\tb\nc ▸ é 日本"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_windows_line_end_is_a_line_end_and_a_lone_cr_stays_escaped() {
+        assert_eq!(text("a\r\nb\r\n"), "a\nb\n");
+        assert_eq!(text("a\rb\r\r\nc\r"), "a\\u{d}b\\u{d}\nc\\u{d}");
     }
 
     #[test]

@@ -9,9 +9,10 @@ use serde::Deserialize;
 use serde::Serialize;
 use uuid::Uuid;
 
-/// An id that did not validate.
+/// An id that did not validate. Its message quotes the value, shortened
+/// when long (an id of 65,000 characters would otherwise be echoed whole).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {what} {value:?}: {why}")]
+#[error("invalid {what} {}: {why}", quote_short(.value))]
 pub struct IdError {
     /// Kind of id.
     pub what: &'static str,
@@ -19,6 +20,23 @@ pub struct IdError {
     pub value: String,
     /// What is expected.
     pub why: &'static str,
+}
+
+/// Most characters of a value [`quote_short`] shows.
+const SHORT_PREFIX_CHARS: usize = 24;
+
+/// `value` quoted for a message: whole when short, else its first
+/// characters and its length (`"aaaa…" (65000 characters)`), so that a
+/// message about a huge value stays short and still says which it was.
+pub fn quote_short(value: &str) -> String {
+    let chars = value.chars().count();
+    if chars <= 2 * SHORT_PREFIX_CHARS {
+        return format!("{value:?}");
+    }
+    let prefix: String = value.chars().take(SHORT_PREFIX_CHARS).collect();
+    let quoted = format!("{prefix:?}");
+    // the closing quote goes after the ellipsis: `"abc…"`
+    format!("{}…\" ({chars} characters)", &quoted[..quoted.len() - 1])
 }
 
 const NAME_RULE: &str =
@@ -142,7 +160,7 @@ macro_rules! uuid_id {
                 Uuid::parse_str(s).map(Self).map_err(|_| IdError {
                     what: $what,
                     value: s.to_owned(),
-                    why: "expected a UUID such as 0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f",
+                    why: "expected a UUID (36 characters) such as 0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f",
                 })
             }
         }
@@ -234,6 +252,21 @@ mod tests {
             let err = BotId::new(bad).err();
             assert!(err.is_some(), "{bad:?} should be refused");
         }
+    }
+
+    /// An over-long id is named by its start and its length, never whole.
+    #[test]
+    fn an_id_error_quotes_a_long_value_short() {
+        let long = "x".repeat(65_000);
+        let e = BotId::new(long.as_str()).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(&*format!(
+                "invalid bot id \"{}…\" (65000 characters): {NAME_RULE}",
+                "x".repeat(24)
+            ))
+        );
+        assert_eq!(quote_short("a\"b"), "\"a\\\"b\"");
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! `/v1/approvals`: the actions a user's bots wait to have approved, and
 //! the user's decisions.
 
-use std::collections::BTreeSet;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::Query;
@@ -58,19 +56,9 @@ pub(crate) async fn list(
             "`limit` must be 1-{MAX_LIMIT}"
         )));
     }
-    let rt = state.fleet.runtime();
     let store = state.fleet.store();
-    // persist what expired since, so the cards in the sessions say so too
-    let bots: BTreeSet<_> = store
-        .approvals_of_owner(&user.0, MAX_LIMIT)
-        .await?
-        .into_iter()
-        .filter(|a| a.status == ApprovalStatus::Expired && a.decided_at.is_none())
-        .map(|a| a.bot)
-        .collect();
-    for bot in bots {
-        approvals::expire_stale(rt, &bot).await?;
-    }
+    // the cards in the sessions catch up with what the listing reports
+    approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
     // filtered in the store's query, before its limit: filtering a page of
     // the newest would miss older approvals of that status
     let listed = match q.status {
@@ -97,6 +85,8 @@ pub(crate) async fn get_one(
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let parsed = parse_id(&id)?;
+    // as the listing does: its card says what this answer does
+    approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
     match state.fleet.store().approval(parsed).await? {
         Some(a) if a.owner == user.0 => Ok(Json(json!({ "approval": a }))),
         _ => Err(ApiError::NotFound(
@@ -127,6 +117,7 @@ pub(crate) async fn decide(
         "a decision",
         r#"{"decision": "approve"} or {"decision": "deny"}"#,
     )?;
+    approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
     match approvals::decide(state.fleet.runtime(), &user.0, parsed, body.decision).await {
         Ok(a) => Ok(Json(json!({ "approval": a }))),
         Err(e) => Err(match e {

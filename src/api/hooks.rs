@@ -136,7 +136,9 @@ pub(crate) async fn deliver(
 ) -> Result<Response, ApiError> {
     let Some(secret) = state.hooks.get(&bot, &hook) else {
         return Err(ApiError::NotFound(format!(
-            "no webhook {hook:?} for bot {bot:?}; webhooks are defined in fleet.toml under [[bots.hooks]]"
+            "no webhook {} for bot {}; webhooks are defined in fleet.toml under [[bots.hooks]]",
+            botfleet_memory::quote_short(&hook),
+            botfleet_memory::quote_short(&bot)
         )));
     };
     let body = read_body(body, secret.max_payload_bytes)?;

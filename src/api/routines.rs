@@ -28,6 +28,19 @@ use super::extract::json_object;
 use super::extract::read_body;
 use super::owned_bot;
 
+/// Refuses a path `name` no routine can have, quoting at most its start
+/// (the scheduler's refusal would quote a name of any length whole).
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if botfleet_actors::scheduler::valid_name(name) {
+        return Ok(());
+    }
+    Err(ApiError::BadRequest(format!(
+        "routine name {} is not valid: {}",
+        botfleet_memory::quote_short(name),
+        botfleet_actors::scheduler::NAME_RULE
+    )))
+}
+
 /// How a routine looks over the API: the record, plus its next and last
 /// slots as RFC 3339 times in UTC and in the routine's time zone.
 fn view(r: &RoutineRecord) -> Value {
@@ -99,6 +112,7 @@ pub(crate) async fn put(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     let b = owned_bot(&state, &user, &bot).await?;
+    check_name(&name)?;
     if b.removed_at().is_some() {
         return Err(ApiError::Conflict(format!(
             "bot {} is no longer in the fleet's config and runs no routines; list it in \
@@ -148,6 +162,7 @@ pub(crate) async fn delete(
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
+    check_name(&name)?;
     if state.scheduler.delete(&b.id, &name).await? {
         Ok(Json(json!({ "deleted": true })))
     } else {

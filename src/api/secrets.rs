@@ -25,7 +25,18 @@ use super::extract::read_body;
 /// Longest secret value.
 const MAX_SECRET_BYTES: usize = 16 * 1024;
 
+/// Longest secret name (`secret_name_problem`'s rule).
+const MAX_NAME_CHARS: usize = 64;
+
 fn check_name(name: &str) -> Result<(), ApiError> {
+    // the rule's own refusal quotes the name whole, however long
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::BadRequest(format!(
+            "{} is not a secret name: a secret name has at most {MAX_NAME_CHARS} characters \
+             (A-Z, 0-9 and _, not starting with a digit), such as GITHUB_TOKEN",
+            botfleet_memory::quote_short(name)
+        )));
+    }
     match botfleet_actors::secret_name_problem(name) {
         None => Ok(()),
         Some(problem) => Err(ApiError::BadRequest(problem)),

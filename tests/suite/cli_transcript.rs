@@ -125,8 +125,12 @@ steps = [ { calls = [
 
     run(&["group", "create", "room", "--members", "r,q"]).await;
     let out = run(&["group", "send", "room", EVIL]).await;
+    // (a room input breaks the message's line at the carriage return and
+    // indents the rest: no text starts a line of its own there)
+    let (before_cr, after_cr) = shown.split_once("\\u{d}").unwrap();
     assert!(
-        out.starts_with("r ▸ echo: ") && out.contains(&format!("alice (person): {shown}")),
+        out.starts_with("r ▸ echo: ")
+            && out.contains(&format!("alice (person): {before_cr}\n  {after_cr}")),
         "{out}"
     );
     let out = run(&["group", "transcript", "room"]).await;
@@ -168,4 +172,41 @@ fn holds(v: &Value, text: &str) -> bool {
         Value::Object(map) => map.values().any(|i| holds(i, text)),
         Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
+}
+
+/// Regression: a message written on Windows (`a\r\nb`) printed `a\u{d}`
+/// at each line end. A CR LF pair prints as a plain line end; a lone CR
+/// (it would overwrite the line) is still shown escaped.
+#[tokio::test]
+async fn windows_line_ends_print_as_line_ends() {
+    let script = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (code, out, err) = cli(
+        &["send", "r", "first line\r\nsecond line\r\nthird\rover"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_inert("send", &out);
+    assert_eq!(
+        out.trim_end(),
+        "echo: first line\nsecond line\nthird\\u{d}over"
+    );
+    let (code, out, err) = cli(&["transcript", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert_inert("transcript", &out);
+    assert!(
+        out.contains("alice: first line\nsecond line\nthird\\u{d}over\n"),
+        "{out}"
+    );
+    assert!(!out.contains("\\u{d}\n"), "{out}");
+    host.shutdown().await;
 }

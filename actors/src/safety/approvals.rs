@@ -198,27 +198,40 @@ pub async fn decide(
     }
 }
 
-/// Persists the expiry of a bot's stale approvals (TTL passed, or a newer
-/// user message), so their cards show it. Reads already report the
-/// effective status; call this where a person should see it promptly
-/// (e.g. when a user message starts a turn). Writes only if something
-/// expired. Returns how many did.
-pub async fn expire_stale(rt: &Runtime, bot: &botfleet_memory::BotId) -> Result<usize, StoreError> {
-    let open = rt.store.open_approvals(bot).await?;
-    if !open.iter().any(|a| a.status == ApprovalStatus::Expired) {
+/// Writes the expiry of `owner`'s approvals that expired since they were
+/// last written (TTL passed, a newer user message, or approved and left
+/// unused past its window), with a card each, so the cards in their
+/// sessions say what every read already reports.
+///
+/// **One truth.** An approval's state is computed at every read from its
+/// stored times (`ApprovalRecord::effective`): the listings, the CLI
+/// (through them) and the gate agree whether or not this ran. It only
+/// brings the cards up to date, and every approvals route of the API
+/// calls it before it reads, so no listing leaves a card behind another.
+/// Writes only if something expired. Returns how many did.
+pub async fn write_expiries(rt: &Runtime, owner: &UserId) -> Result<usize, StoreError> {
+    let bots = rt.store.bots_with_unwritten_expiry(owner).await?;
+    if bots.is_empty() {
         return Ok(0);
     }
-    match rt
+    let writes = bots
+        .into_iter()
+        .map(|bot| Mutation::ExpireApprovals { bot: Some(bot) })
+        .collect();
+    Ok(rt
         .store
-        .write(vec![Mutation::ExpireApprovals {
-            bot: Some(bot.clone()),
-        }])
+        .write(writes)
         .await?
-        .pop()
-    {
-        Some(MutationResult::Count(n)) => Ok(n),
-        _ => Ok(0),
-    }
+        .into_iter()
+        // each `ExpireApprovals` answers `Count`
+        .map(|r| {
+            if let MutationResult::Count(n) = r {
+                n
+            } else {
+                0
+            }
+        })
+        .sum())
 }
 
 #[cfg(test)]

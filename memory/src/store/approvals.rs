@@ -1,7 +1,10 @@
 //! Approval rows: how they are read (by readers and by the writer), with
 //! their *effective* status as of a given time. A stored `pending` past its
-//! TTL or behind a newer user message of its session reads as `expired`;
-//! the writer persists that lazily (`ExpireApprovals`).
+//! TTL or behind a newer user message of its session, and a stored
+//! `approved` left unused past its window, read as `expired`: every read
+//! computes the state from the stored times, so no read depends on whether
+//! the expiry was written yet. The writer persists it (`ExpireApprovals`)
+//! only so the session's card says so too.
 
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
@@ -162,19 +165,27 @@ pub(crate) fn get(conn: &Connection, id: ApprovalId, now: i64) -> Result<Option<
 }
 
 /// A user's approvals, effectively pending ones first (oldest first), then
-/// the rest newest first; at most `limit`.
+/// the rest newest first; at most `limit`. Ordered by the status as of
+/// `now` before the limit (ordering by the stored status let a stored
+/// `pending` that had expired take the place of a newer decided one, so
+/// this page and the listing by status disagreed).
 pub(crate) fn of_owner(
     conn: &Connection,
     owner: &UserId,
     now: i64,
     limit: i64,
 ) -> Result<Vec<ApprovalRecord>> {
+    let pending = effective_is(ApprovalStatus::Pending);
     let rows = query(
         conn,
-        "WHERE a.owner = ?1
-         ORDER BY CASE a.status WHEN 'pending' THEN 0 ELSE 1 END, a.created_at DESC
-         LIMIT ?2",
-        params![owner.as_str(), limit],
+        &format!(
+            "WHERE a.owner = ?1
+             ORDER BY CASE WHEN {pending} THEN 0 ELSE 1 END,
+               CASE WHEN {pending} THEN a.created_at ELSE -a.created_at END,
+               CASE WHEN {pending} THEN a.rowid ELSE -a.rowid END
+             LIMIT ?3"
+        ),
+        params![owner.as_str(), now, limit],
     )?;
     let mut out: Vec<ApprovalRecord> = rows.into_iter().map(|r| r.effective(now)).collect();
     out.sort_by_key(|a| {
@@ -246,6 +257,28 @@ pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Ve
         .into_iter()
         .map(|r| r.effective(now))
         .collect())
+}
+
+/// The bots of `owner` with an open row (stored pending, or approved and
+/// unused) that is expired as of `now`: those whose expiry
+/// `ExpireApprovals` has yet to write.
+pub(crate) fn bots_with_unwritten_expiry(
+    conn: &Connection,
+    owner: &UserId,
+    now: i64,
+) -> Result<Vec<BotId>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT DISTINCT a.bot_id FROM approvals a
+         WHERE a.owner = ?1 AND {OPEN} AND ({})
+         ORDER BY a.bot_id",
+        effective_is(ApprovalStatus::Expired)
+    ))?;
+    let ids = stmt
+        .query_map(params![owner.as_str(), now], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    ids.into_iter()
+        .map(|id| BotId::new(id).map_err(Into::into))
+        .collect()
 }
 
 /// Open rows: the terms of the `approvals_open` partial index, spelled as

@@ -519,3 +519,63 @@ async fn open_approvals_are_found_across_decisions_and_a_reopen() {
     let open = store.open_approvals(&bot).await.unwrap();
     assert!(open.iter().any(|x| x.id == c.id), "{open:#?}");
 }
+
+/// Regression: the whole listing ordered by the *stored* status before its
+/// limit, so a stored `pending` that had expired took the place of a newer
+/// decided approval: a page of it disagreed with the listings by status.
+/// Also: which bots have an expiry still to write, and that writing it
+/// leaves none.
+#[tokio::test]
+async fn owner_listing_orders_by_the_status_as_of_now_before_its_limit() {
+    let f = Fixture::new().await;
+    let alice = UserId::new("alice").unwrap();
+    let short = NewApproval {
+        ttl_ms: 2,
+        ..f.new_approval("old")
+    };
+    let old = short.id;
+    f.store
+        .write(vec![Mutation::RequestApproval(Box::new(short))])
+        .await
+        .unwrap();
+    f.clock.advance_ms(1);
+    let denied = f.created("denied").await;
+    f.decide(denied.id, ApprovalDecision::Deny).await.unwrap();
+    let live = f.created("live").await;
+    f.clock.advance_ms(1);
+    let page = async |limit| {
+        f.store
+            .approvals_of_owner(&alice, limit)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| (a.id, a.status))
+            .collect::<Vec<_>>()
+    };
+    let all = vec![
+        (live.id, ApprovalStatus::Pending),
+        (denied.id, ApprovalStatus::Denied),
+        (old, ApprovalStatus::Expired),
+    ];
+    assert_eq!(page(3).await, all);
+    assert_eq!(page(2).await, all[..2]);
+    assert_eq!(page(1).await, all[..1]);
+    assert_eq!(
+        f.store.bots_with_unwritten_expiry(&alice).await.unwrap(),
+        vec![f.key.bot.clone()]
+    );
+    f.store
+        .write(vec![Mutation::ExpireApprovals {
+            bot: Some(f.key.bot.clone()),
+        }])
+        .await
+        .unwrap();
+    assert!(
+        f.store
+            .bots_with_unwritten_expiry(&alice)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(page(3).await, all, "the same once written");
+}

@@ -66,6 +66,16 @@ impl Store {
         Ok(open)
     }
 
+    /// The bots of `owner` with an approval that is expired as of now but
+    /// not yet written so (its card still shows it open). The state every
+    /// read reports is computed; this says whose cards lag behind it.
+    pub async fn bots_with_unwritten_expiry(&self, owner: &UserId) -> Result<Vec<BotId>> {
+        let owner = owner.clone();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::bots_with_unwritten_expiry(c, &owner, now))
+            .await
+    }
+
     /// A bot's newest review log rows (what auto-review asked about or
     /// blocked), newest first.
     pub async fn reviews_of_bot(
