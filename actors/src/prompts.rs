@@ -180,6 +180,12 @@ prompts! {
     group_held_notice => "group_held_notice.md",
     /// Timeline notice of a member turn that failed or was cancelled.
     group_member_failed => "group_member_failed.md",
+    /// The same in a shared room: where the member's owner reads why (the
+    /// error is the owner's, other users read the timeline).
+    group_member_failed_shared => "group_member_failed_shared.md",
+    /// Timeline notice of a member turn cancelled because the member, a
+    /// subagent, was stopped: it takes no more turns.
+    group_member_stopped => "group_member_stopped.md",
     /// Timeline notice of a member whose turn failed because its daily
     /// token budget is spent.
     group_member_paused => "group_member_paused.md",

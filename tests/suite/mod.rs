@@ -46,6 +46,7 @@ mod review;
 mod review_ttl;
 mod routines;
 mod routines_api;
+mod rooms_shared;
 mod secrets;
 mod shell_stop;
 mod subagent_hops;

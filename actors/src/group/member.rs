@@ -110,6 +110,42 @@ fn author_label(entry: &Entry, names: &[MemberName]) -> String {
     }
 }
 
+/// How the lines of a message after its first are indented in an input.
+pub(crate) const CONTINUATION_INDENT: &str = "  ";
+
+/// Characters a model may read as the end of a line: `\n`, `\r`, vertical
+/// tab, form feed, NEL, and the Unicode line and paragraph separators.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// One public message of an input: its author's label, then its text with
+/// every line after the first indented ([`CONTINUATION_INDENT`]). Only
+/// labels start a line in the messages part of an input, so a message
+/// cannot pass for another message (a person's included), for the
+/// "(N earlier messages not shown)" line, or for the end of the input: a
+/// member's text is not trusted, and other members read it.
+pub(crate) fn render_message(label: &str, text: &str) -> String {
+    let text = text.replace("\r\n", "\n");
+    let mut parts = text.split(is_line_break);
+    let mut out = format!("{label}:");
+    if let Some(first) = parts.next()
+        && !first.is_empty()
+    {
+        out.push(' ');
+        out.push_str(first);
+    }
+    for line in parts {
+        out.push('\n');
+        out.push_str(CONTINUATION_INDENT);
+        out.push_str(line);
+    }
+    out
+}
+
 /// The text of a member's turn input (prompts/group_turn.md), and what
 /// it covers (the member's next cursor).
 pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
@@ -147,11 +183,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         lines.push(format!("({hidden} earlier messages not shown)"));
     }
     for e in new.iter().skip(hidden) {
-        lines.push(format!(
-            "{}: {}",
-            author_label(e, view.names),
-            e.kind.text()
-        ));
+        lines.push(render_message(&author_label(e, view.names), e.kind.text()));
     }
     let others: Vec<String> = view
         .names

@@ -15,6 +15,10 @@
 //! - `member`: a member's turn input and reading the end of its turn.
 //! - [`held`]: what a member sends when it is not its turn (held, and
 //!   said so), and whose turn it is.
+//! - `absent`: members that take no turns (removed from the config, or
+//!   stopped subagents).
+//! - `failure`: the timeline notice of a member turn that failed (its
+//!   error only where its owner alone reads it).
 //! - `actor`: the coordinator; `rooms`: the supervisor and registry.
 //!
 //! A room's public timeline is the session `{bot: <room id>, kind: Room,
@@ -25,8 +29,10 @@
 //! run listing the user message it answered. Member `m` works in its own
 //! session `{bot: m, kind: Group, peer: <room id>}`.
 
+mod absent;
 mod actor;
 mod error;
+mod failure;
 pub mod held;
 mod member;
 pub mod mentions;

@@ -34,6 +34,10 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::absent::ABSENT_CODE;
+use super::absent::Absent;
+use super::absent::absent;
+use super::absent::absent_text;
 use super::actor::RunState;
 use super::error::GroupError;
 use super::mentions::MemberName;
@@ -128,8 +132,9 @@ pub async fn create_room(
     let mut shared = false;
     for raw in &new.members {
         let raw = raw.trim();
-        let id =
-            BotId::new(raw).map_err(|e| GroupError::Invalid(format!("member {raw:?}: {e}")))?;
+        let id = BotId::new(raw).map_err(|e| {
+            GroupError::Invalid(format!("member {}: {e}", botfleet_memory::quote_short(raw)))
+        })?;
         if members.contains(&id) {
             return Err(GroupError::Invalid(format!(
                 "member {id} is listed twice; list each bot once"
@@ -231,7 +236,8 @@ fn taken(id: &RoomId) -> GroupError {
 
 fn not_found(room: &str) -> GroupError {
     GroupError::NotFound(format!(
-        "no room {room:?} for you; list your rooms with GET /v1/groups"
+        "no room {} for you; list your rooms with GET /v1/groups",
+        botfleet_memory::quote_short(room)
     ))
 }
 
@@ -305,11 +311,13 @@ pub async fn post_message(
         ));
     }
     let mut names = Vec::with_capacity(room.members.len());
-    let mut removed = Vec::new();
+    let mut absent_members = Vec::new();
     for id in &room.members {
         let bot = rt.store.get_bot(id).await?;
-        if bot.as_ref().is_some_and(|b| b.removed_at().is_some()) {
-            removed.push(id.clone());
+        if let Some(b) = &bot
+            && let Some(why) = absent(&rt.store, b).await?
+        {
+            absent_members.push((id.clone(), why));
         }
         names.push(MemberName {
             id: id.to_string(),
@@ -317,13 +325,14 @@ pub async fn post_message(
         });
     }
     let selection = select(text, &names);
-    // a member the fleet's config no longer lists takes no turns: not
-    // addressed, and the person is told if they asked for it by name
+    // a member the fleet's config no longer lists, or a stopped subagent,
+    // takes no turns: not addressed, and the person is told if they asked
+    // for it by name
     let (gone, addressed): (Vec<BotId>, Vec<BotId>) = selection
         .members
         .iter()
         .filter_map(|i| room.members.get(*i).cloned())
-        .partition(|id| removed.contains(id));
+        .partition(|id| absent_members.iter().any(|(a, _)| a == id));
     let nonce = key
         .map(str::to_owned)
         .unwrap_or_else(|| Uuid::now_v7().to_string());
@@ -331,19 +340,18 @@ pub async fn post_message(
     let session = timeline.id();
     let mut notices = Vec::new();
     if !gone.is_empty() && !mentions(text).is_empty() {
-        let ids: Vec<String> = gone.iter().map(|a| format!("@{a}")).collect();
+        let named: Vec<(BotId, Absent)> = absent_members
+            .into_iter()
+            .filter(|(id, _)| gone.contains(id))
+            .collect();
         notices.push(NewEntry {
             id: EntryId::new_v7(),
             session,
             author: "system".into(),
             turn: None,
             kind: EntryKind::Notice {
-                code: "removed_member".into(),
-                text: format!(
-                    "{} {} no longer in the fleet's config and takes no turns in this room.",
-                    ids.join(", "),
-                    if ids.len() == 1 { "is" } else { "are" }
-                ),
+                code: ABSENT_CODE.into(),
+                text: absent_text(&named),
                 retry_turn: None,
             },
         });

@@ -24,10 +24,10 @@ use botfleet_memory::RoomRunRecord;
 use botfleet_memory::RoomRunStatus;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
-use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use ractor::ActorRef;
 
+use super::absent::absent;
 use super::actor::Current;
 use super::actor::GroupMsg;
 use super::actor::GroupState;
@@ -44,16 +44,7 @@ use super::member::render_input;
 use super::run::End;
 use super::run::Run;
 use super::run::Turn;
-use crate::engine;
-use crate::engine::BudgetPause;
 use crate::prompts::prompts;
-
-/// Code of the timeline notice of a member turn that did not complete
-/// (`room_run_` like the run's other notices, so clients that show those
-/// show it too).
-const MEMBER_FAILED_CODE: &str = "room_run_member_failed";
-/// Longest error text quoted in that notice.
-const MAX_REASON_CHARS: usize = 300;
 
 impl GroupState {
     /// Takes up a stored run: a new one gets its progress (the machine and
@@ -167,89 +158,10 @@ impl GroupState {
         }
         if let Some(reason) = failure {
             tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
-            // a spent budget fails every turn until midnight: say so,
-            // rather than advising a mention that cannot help before then
-            let paused = match self.rt.store.get_bot(&wait.bot).await? {
-                Some(bot) => engine::budget_pause(&self.rt.store, &bot).await?,
-                None => None,
-            };
-            let notice = self.failure_notice(&wait.bot, done.turn, &reason, paused.as_ref());
+            let notice = self.failure_notice(&wait.bot, done.turn, reason).await?;
             self.pending.push(notice);
         }
         Ok(())
-    }
-
-    /// Why a member's turn did not complete: its error, or its status.
-    async fn failure_reason(&self, done: &MemberDone) -> Result<String, GroupError> {
-        let error = match done.turn {
-            Some(turn) => self.rt.store.get_turn(turn).await?.and_then(|t| t.error),
-            None => None,
-        };
-        let reason = error.unwrap_or_else(|| done.status.as_str().to_owned());
-        Ok(match reason.char_indices().nth(MAX_REASON_CHARS) {
-            Some((at, _)) => format!("{}…", &reason[..at]),
-            None => reason,
-        })
-    }
-
-    /// The timeline notice of a member turn that did not complete: who,
-    /// why, and the turn to retry; or, for a member paused by its daily
-    /// token budget, until when.
-    fn failure_notice(
-        &self,
-        bot: &BotId,
-        turn: Option<TurnId>,
-        reason: &str,
-        paused: Option<&BudgetPause>,
-    ) -> NewEntry {
-        let name = self
-            .names
-            .iter()
-            .find(|n| n.id == bot.as_str())
-            .map_or(bot.as_str(), |n| n.name.as_str());
-        let turn_text = turn.map(|t| t.to_string()).unwrap_or_default();
-        let member = format!("{name} (@{bot})");
-        let text = match paused {
-            Some(pause) => prompts().group_member_paused.render(&[
-                ("member", &member),
-                ("id", bot.as_str()),
-                ("until", &pause.until),
-                ("used", &pause.used.to_string()),
-                ("budget", &pause.budget.to_string()),
-            ]),
-            None => {
-                // in a shared room the bot may be someone else's: only its
-                // owner can retry its turn
-                let owner = self
-                    .room
-                    .members
-                    .iter()
-                    .position(|m| m == bot)
-                    .and_then(|i| self.owners.get(i))
-                    .unwrap_or(&self.room.owner);
-                prompts().group_member_failed.render(&[
-                    ("member", &member),
-                    ("id", bot.as_str()),
-                    ("reason", reason),
-                    ("owner", owner.as_str()),
-                    ("turn", &turn_text),
-                ])
-            }
-        }
-        .unwrap_or_default();
-        NewEntry {
-            id: turn.map_or_else(EntryId::new_v7, |t| {
-                EntryId::derive(t, "room", "member_failed")
-            }),
-            session: self.timeline,
-            author: "system".into(),
-            turn: None,
-            kind: EntryKind::Notice {
-                code: MEMBER_FAILED_CODE.into(),
-                text,
-                retry_turn: turn,
-            },
-        }
     }
 
     /// Commits the pending replies, `entries` and the run's checkpoint
@@ -352,15 +264,15 @@ impl GroupState {
         let Some(bot) = self.room.members.get(member).cloned() else {
             return Err(GroupError::Invalid(format!("no member {member}")));
         };
-        if self
-            .rt
-            .store
-            .get_bot(&bot)
-            .await?
-            .is_some_and(|b| b.removed_at().is_some())
-        {
-            // no longer in the fleet's config: it runs no turns, so the
-            // discussion goes on without it. A run resumed after a restart
+        let record = self.rt.store.get_bot(&bot).await?;
+        let gone = match &record {
+            Some(b) => absent(&self.rt.store, b).await?,
+            None => None,
+        };
+        if gone.is_some() {
+            // no longer in the fleet's config, or a subagent that was
+            // stopped (since the message was posted): it runs no turns, so
+            // the discussion goes on without it. A run resumed after a restart
             // comes here again for the member that had the floor (a
             // resumed run starts with no wait), so this covers that too:
             // its input is closed, so a turn of it resumed later (listed

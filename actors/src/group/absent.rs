@@ -1,0 +1,70 @@
+//! Members that take no turns: a bot the fleet's config no longer lists,
+//! and a subagent its parent stopped (its turns would be cancelled as they
+//! start, and a retry of them is refused). A post does not address them
+//! and says so when it mentions them (`removed_member`, and the answer's
+//! `removed_mentions`); a discussion goes on without them.
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Store;
+use botfleet_memory::SubagentStatus;
+
+use super::error::GroupError;
+
+/// Code of the timeline notice naming mentioned members that take no
+/// turns.
+pub(crate) const ABSENT_CODE: &str = "removed_member";
+
+/// Why a member takes no turns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Absent {
+    /// The fleet's config no longer lists it.
+    Removed,
+    /// A subagent `parent` stopped: it takes no more work.
+    Stopped {
+        /// The bot that started and stopped it.
+        parent: BotId,
+    },
+}
+
+/// Whether `bot` takes no turns, and why.
+pub(crate) async fn absent(store: &Store, bot: &BotRecord) -> Result<Option<Absent>, GroupError> {
+    if bot.removed_at().is_some() {
+        return Ok(Some(Absent::Removed));
+    }
+    if !bot.origin.starts_with("subagent:") {
+        return Ok(None);
+    }
+    Ok(store
+        .get_subagent(&bot.id)
+        .await?
+        .filter(|s| s.status == SubagentStatus::Stopped)
+        .map(|s| Absent::Stopped { parent: s.parent }))
+}
+
+/// The text of the [`ABSENT_CODE`] notice for the mentioned members in
+/// `gone`: one sentence per reason.
+pub(crate) fn absent_text(gone: &[(BotId, Absent)]) -> String {
+    let mut removed = Vec::new();
+    let mut sentences = Vec::new();
+    for (id, why) in gone {
+        match why {
+            Absent::Removed => removed.push(format!("@{id}")),
+            Absent::Stopped { parent } => sentences.push(format!(
+                "@{id} is a subagent that {parent} stopped and takes no more turns in this room; \
+                 ask {parent} to start a new task, or mention another member."
+            )),
+        }
+    }
+    if !removed.is_empty() {
+        sentences.insert(
+            0,
+            format!(
+                "{} {} no longer in the fleet's config and takes no turns in this room.",
+                removed.join(", "),
+                if removed.len() == 1 { "is" } else { "are" }
+            ),
+        );
+    }
+    sentences.join(" ")
+}

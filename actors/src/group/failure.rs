@@ -1,0 +1,162 @@
+//! The timeline notice of a member turn that did not complete: who, why,
+//! and what can be done about it.
+//!
+//! A room's timeline is read by every user who owns one of its members
+//! (a shared room), while a turn's error is its owner's: it may quote the
+//! owner's model endpoint (its URL, credentials in it) and the provider's
+//! answer. So the error is quoted on the timeline only when the failing
+//! member's owner is the only one who reads it; otherwise the notice says
+//! where that owner finds it (the `turn_failed` notice in the member's own
+//! session, and `GET /v1/turns/{turn}`), which other users cannot read.
+
+use botfleet_memory::BotId;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::NewEntry;
+use botfleet_memory::TurnId;
+use botfleet_memory::UserId;
+
+use super::absent::Absent;
+use super::absent::absent;
+use super::actor::GroupState;
+use super::error::GroupError;
+use super::member::MemberDone;
+use crate::engine;
+use crate::engine::BudgetPause;
+use crate::prompts::prompts;
+
+/// Code of the timeline notice of a member turn that did not complete
+/// (`room_run_` like the run's other notices, so clients that show those
+/// show it too).
+const MEMBER_FAILED_CODE: &str = "room_run_member_failed";
+/// Longest error text quoted in that notice.
+const MAX_REASON_CHARS: usize = 300;
+
+/// Why a member's turn did not complete.
+pub(super) enum Reason {
+    /// The error recorded with its turn (its owner's to read).
+    Error(String),
+    /// No error was recorded: its status.
+    Status(&'static str),
+}
+
+impl GroupState {
+    /// Why a member's turn did not complete: its error, or its status.
+    pub(super) async fn failure_reason(&self, done: &MemberDone) -> Result<Reason, GroupError> {
+        let error = match done.turn {
+            Some(turn) => self.rt.store.get_turn(turn).await?.and_then(|t| t.error),
+            None => None,
+        };
+        Ok(match error {
+            Some(e) => Reason::Error(e),
+            None => Reason::Status(done.status.as_str()),
+        })
+    }
+
+    /// The owner of member `bot` (the room's owner for a bot the store
+    /// does not know).
+    fn owner_of(&self, bot: &BotId) -> &UserId {
+        self.room
+            .members
+            .iter()
+            .position(|m| m == bot)
+            .and_then(|i| self.owners.get(i))
+            .unwrap_or(&self.room.owner)
+    }
+
+    /// The timeline notice of a member turn that did not complete: who,
+    /// why (or, in a shared room, where its owner reads why), and the turn
+    /// to retry; for a member paused by its daily token budget, until
+    /// when; for a subagent stopped meanwhile, that it takes no more
+    /// turns (a retry would be refused).
+    pub(super) async fn failure_notice(
+        &self,
+        bot: &BotId,
+        turn: Option<TurnId>,
+        reason: Reason,
+    ) -> Result<NewEntry, GroupError> {
+        let record = self.rt.store.get_bot(bot).await?;
+        // a spent budget fails every turn until midnight: say so, rather
+        // than advising a mention that cannot help before then
+        let paused: Option<BudgetPause> = match &record {
+            Some(b) => engine::budget_pause(&self.rt.store, b).await?,
+            None => None,
+        };
+        let stopped = match &record {
+            Some(b) => match absent(&self.rt.store, b).await? {
+                Some(Absent::Stopped { parent }) => Some(parent),
+                Some(Absent::Removed) | None => None,
+            },
+            None => None,
+        };
+        let name = self
+            .names
+            .iter()
+            .find(|n| n.id == bot.as_str())
+            .map_or(bot.as_str(), |n| n.name.as_str());
+        let turn_text = turn.map(|t| t.to_string()).unwrap_or_default();
+        let member = format!("{name} (@{bot})");
+        // in a shared room the bot may be someone else's: only its owner
+        // can retry its turn, and only its owner may read its error
+        let owner = self.owner_of(bot);
+        let private = !self.room.shared && *owner == self.room.owner;
+        let retry = stopped.is_none();
+        let p = prompts();
+        let text = match (paused, stopped, reason) {
+            (Some(pause), _, _) => p.group_member_paused.render(&[
+                ("member", &member),
+                ("id", bot.as_str()),
+                ("until", &pause.until),
+                ("used", &pause.used.to_string()),
+                ("budget", &pause.budget.to_string()),
+            ]),
+            (None, Some(parent), _) => p
+                .group_member_stopped
+                .render(&[("member", &member), ("parent", parent.as_str())]),
+            (None, None, Reason::Error(_)) if !private && turn.is_some() => {
+                p.group_member_failed_shared.render(&[
+                    ("member", &member),
+                    ("id", bot.as_str()),
+                    ("owner", owner.as_str()),
+                    ("turn", &turn_text),
+                ])
+            }
+            (None, None, reason) => {
+                let reason = match reason {
+                    Reason::Error(e) => cut(e),
+                    Reason::Status(s) => s.to_owned(),
+                };
+                p.group_member_failed.render(&[
+                    ("member", &member),
+                    ("id", bot.as_str()),
+                    ("reason", &reason),
+                    ("owner", owner.as_str()),
+                    ("turn", &turn_text),
+                ])
+            }
+        }
+        .unwrap_or_default();
+        Ok(NewEntry {
+            id: turn.map_or_else(EntryId::new_v7, |t| {
+                EntryId::derive(t, "room", "member_failed")
+            }),
+            session: self.timeline,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: MEMBER_FAILED_CODE.into(),
+                text,
+                // a stopped subagent's turn is not retried
+                retry_turn: turn.filter(|_| retry),
+            },
+        })
+    }
+}
+
+/// `reason` cut to [`MAX_REASON_CHARS`].
+fn cut(reason: String) -> String {
+    match reason.char_indices().nth(MAX_REASON_CHARS) {
+        Some((at, _)) => format!("{}…", &reason[..at]),
+        None => reason,
+    }
+}
