@@ -97,7 +97,20 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
     );
 
     browser.go(&format!("{}/#/rooms/zoo", host.url)).await;
-    browser.wait_text(".log .notice", "the model is down").await;
+    // t is bob's: alice reads that its turn failed, not bob's error
+    browser
+        .wait_text(".log .notice", "shown only to its owner (bob)")
+        .await;
+    let notices = browser
+        .js(
+            "return [...document.querySelectorAll('.log .notice')].map((n) => n.textContent).join('\\n')",
+            json!([]),
+        )
+        .await;
+    assert!(
+        !notices.as_str().unwrap().contains("the model is down"),
+        "{notices}"
+    );
     browser.click(".log .notice button").await;
     browser
         .wait_text(
