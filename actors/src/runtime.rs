@@ -60,14 +60,16 @@ pub trait StateProvider: Send + Sync + 'static {
 }
 
 /// Which of a bot's memory a turn's prompt may show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryReach {
     /// Every scope the bot reads: its own, its owner's, its projects'.
     All,
-    /// Only the bot's own (agent scope): a room shared with other people's
-    /// bots does not inherit what the owner told the bot in private, as it
-    /// does not get the owner's files and transcripts (docs/security.md).
-    OwnOnly,
+    /// Only what the bot remembered in this room (id), a room shared with
+    /// other people's bots: not its owner's or its projects' memory, nor
+    /// its own written elsewhere (what a person told it in private), as
+    /// the room does not get the owner's files and transcripts
+    /// (docs/security.md, docs/memory.md).
+    SharedRoom(String),
 }
 
 /// Shared context of a running fleet. Read-only after start, except the
@@ -87,11 +89,11 @@ pub struct Runtime {
     pub memory: MemoryHub,
     /// Group rooms: the rooms supervisor and its watch table.
     pub groups: GroupRegistry,
-    /// What the tool gate shares across bots: file locks, surface policy.
-    pub safety: crate::tools::gate::Safety,
     /// Fact extractions running in the background (a clean shutdown
     /// waits a little for them).
     pub extractions: crate::memory::Extractions,
+    /// What the tool gate shares across bots: file locks, surface policy.
+    pub safety: crate::tools::gate::Safety,
     /// The current router (set by the fleet supervisor).
     router: RwLock<Option<ActorRef<RouterMsg>>>,
     /// Where the prompt's long-lived state block comes from (memory).
@@ -144,9 +146,9 @@ impl Runtime {
             settings,
             workspace,
             groups: GroupRegistry::default(),
+            extractions: crate::memory::Extractions::default(),
             safety: crate::tools::gate::Safety::default(),
             router: RwLock::new(None),
-            extractions: crate::memory::Extractions::default(),
             state: RwLock::new(None),
             recall: RwLock::new(Recall::default()),
             vault: RwLock::new(Arc::new(crate::vault::Vault::default())),

@@ -450,3 +450,7 @@ async fn the_memory_api_refuses_bad_queries_clearly() {
 /// Memory as the model receives it, and extraction after turns.
 #[path = "memory_prompt.rs"]
 mod prompt;
+
+/// Memory in rooms shared with other people's bots.
+#[path = "memory_rooms.rs"]
+mod rooms;

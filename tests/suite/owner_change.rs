@@ -373,3 +373,82 @@ async fn a_member_given_to_another_owner_makes_the_room_shared() {
     }
     host.shutdown().await;
 }
+
+/// `p` delegates or answers `ok`; its subagent ends at once.
+const DELEGATE: &str = r#"
+[[rule]]
+bot = "p"
+match = "(?i)^delegate"
+steps = [ { tool = "Task", args = { description = "t", prompt = "look up the weather" } },
+          { tool = "SendMessage", args = { text = "delegated" } } ]
+
+[[rule]]
+bot = "p"
+steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// Whether a search answer has a hit in `session`.
+fn hit_in(v: &Value, session: &str) -> bool {
+    v["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v:#}"))
+        .iter()
+        .any(|h| h["session"] == session)
+}
+
+/// Alice tells `p` a secret in her DM and has it delegate there; `p` goes
+/// to bob with its subagent. The subagent's view still names the DM it was
+/// started from, but the DM stays alice's: bob finds it neither by
+/// searching what the subagent sees nor by naming it (`404`, as for its
+/// entries), while alice still does. (Before, the subagent saw its parent
+/// session whoever owned it: bob searched alice's DM through it.)
+#[tokio::test]
+async fn a_new_owner_does_not_read_the_former_owners_dm_through_a_subagent() {
+    let p_tools = &["SendMessage", "Task", "CheckSubagent"];
+    let host = TestFleet::new()
+        .script("s", DELEGATE)
+        .bot("p", "s", p_tools)
+        .start()
+        .await;
+    let dm = talk(&host, "p", "my passport number is X1234567").await;
+    talk(&host, "p", "delegate").await;
+    let sub = subagent_of(&host, "p").await;
+    host.wait_for(&dm, |es| {
+        es.iter()
+            .find(|e| e["kind"] == "agent_message" && e["from"] == sub.as_str())
+            .cloned()
+    })
+    .await;
+    super::recall::flush(&host).await;
+    let through_sub = format!("/v1/search?q=passport&bot={sub}");
+    let (status, v) = host.get(&through_sub, TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        hit_in(&v, &dm),
+        "the subagent sees the DM it came from: {v:#}"
+    );
+
+    let host = give_p_to_bob(host, p_tools).await;
+    super::recall::flush(&host).await;
+    let (status, v) = host.get(&through_sub, BOB_TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(!hit_in(&v, &dm), "bob finds alice's DM: {v:#}");
+    let named = format!("{through_sub}&session={dm}");
+    let (status, v) = host.get(&named, BOB_TOKEN).await;
+    assert_eq!(status, 404, "bob searches alice's DM by its id: {v}");
+    let (status, v) = host.get("/v1/search?q=passport", BOB_TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(!hit_in(&v, &dm), "bob finds alice's DM: {v:#}");
+    let (status, v) = host
+        .get(&format!("/v1/sessions/{dm}/entries"), BOB_TOKEN)
+        .await;
+    assert_eq!(status, 404, "{v}");
+    // the DM is still alice's to find
+    let (status, v) = host.get("/v1/search?q=passport", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(hit_in(&v, &dm), "alice lost her DM: {v:#}");
+    host.shutdown().await;
+}

@@ -425,7 +425,10 @@ impl Runner {
             })
             .unwrap_or_default();
         let reach = match self.scope.runner {
-            RunnerKind::GroupMember { shared: true } => MemoryReach::OwnOnly,
+            // a member's session is keyed by its room (`runner_for`)
+            RunnerKind::GroupMember { shared: true } => {
+                MemoryReach::SharedRoom(record.key.peer.clone())
+            }
             RunnerKind::GroupMember { shared: false }
             | RunnerKind::Main
             | RunnerKind::Subagent

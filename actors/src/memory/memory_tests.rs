@@ -463,19 +463,56 @@ async fn the_state_block_is_the_rendered_snapshot() {
             .await,
         block
     );
-    // a shared room's prompt shows the bot's own memory, not its owner's
-    let own = add(
-        &f,
-        "a",
-        MemoryScope::Agent(f.bot.id.clone()),
-        Layer::Profile,
-        "Answers briefly",
-    )
-    .await;
+    // a shared room's prompt shows what the bot remembered in that room,
+    // not its owner's memory nor its own written elsewhere
+    let agent = MemoryScope::Agent(f.bot.id.clone());
+    add(&f, "a", agent.clone(), Layer::Profile, "Answers briefly").await;
+    let mut in_room = Vec::new();
+    for (seed, room, layer, text) in [
+        ("r1", "standup", Layer::Log, "Standup moved to nine"),
+        ("r2", "standup", Layer::Notes, "Waiting for the agenda"),
+        ("r3", "other", Layer::Log, "The other room's plan"),
+    ] {
+        let id = MemoryId::derive(seed);
+        let now = f.rt.store.clock().now_ms();
+        let r =
+            f.rt.memory
+                .apply(MemoryOp::Add(NewMemory {
+                    id: id.clone(),
+                    scope: agent.clone(),
+                    layer,
+                    text: text.into(),
+                    importance: Importance::NORMAL,
+                    expires_at: (layer == Layer::Notes).then_some(now + 3_600_000),
+                    source: tool_source(&f.bot.id, Some(room)),
+                }))
+                .await
+                .unwrap();
+        assert!(matches!(r, MemoryOpResult::Added(_)), "{r:?}");
+        in_room.push(id.to_string());
+    }
     let shared = provider
-        .state_block(&f.bot, "hi", MemoryReach::OwnOnly)
+        .state_block(&f.bot, "hi", MemoryReach::SharedRoom("standup".into()))
         .await;
-    assert!(shared.text.contains("Answers briefly"), "{}", shared.text);
-    assert!(!shared.text.contains("Prefers tea"), "{}", shared.text);
-    assert_eq!(shared.shown, vec![own.to_string()]);
+    for shown in ["Standup moved to nine", "Waiting for the agenda"] {
+        assert!(shared.text.contains(shown), "{}", shared.text);
+    }
+    for hidden in ["Prefers tea", "Answers briefly", "other room"] {
+        assert!(!shared.text.contains(hidden), "{}", shared.text);
+    }
+    let mut shown = shared.shown.clone();
+    shown.sort();
+    let mut want = in_room[..2].to_vec();
+    want.sort();
+    assert_eq!(shown, want);
+    // the bot's private prompts show all of it
+    let all = provider.state_block(&f.bot, "hi", MemoryReach::All).await;
+    for text in [
+        "Prefers tea",
+        "Answers briefly",
+        "Standup moved",
+        "other room",
+    ] {
+        assert!(all.text.contains(text), "{}", all.text);
+    }
 }

@@ -23,6 +23,7 @@ mod extract_owed;
 mod render;
 mod state;
 
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Layer;
 use botfleet_memory::MemoryScope;
@@ -88,6 +89,19 @@ pub fn writable_scope(
             "you may not write the memory of {scope}; use {}",
             allowed()
         ))
+    }
+}
+
+/// The `source` of what the Remember tool writes: `tool:<bot>`, and in a
+/// room shared with other people's bots `tool:<bot>@room:<room>`. A turn
+/// in such a room shows only what was written there
+/// ([`MemoryState`]): the people of one room do not see what the bot
+/// learned in another, or from its owner in private. (Room and bot ids
+/// hold no `@`.)
+pub fn tool_source(bot: &BotId, shared_room: Option<&str>) -> String {
+    match shared_room {
+        Some(room) => format!("tool:{bot}@room:{room}"),
+        None => format!("tool:{bot}"),
     }
 }
 

@@ -10,6 +10,7 @@ use sha2::Digest;
 use sha2::Sha256;
 
 use super::render::render_memory;
+use super::tool_source;
 use crate::runtime::MemoryReach;
 use crate::runtime::StateBlock;
 use crate::runtime::StateProvider;
@@ -17,6 +18,12 @@ use crate::runtime::StateProvider;
 /// Supplies a bot's memory snapshot, rendered through `prompts/memory.md`,
 /// as the state block of its prompt. Install it with
 /// `Runtime::set_state_provider(Arc::new(MemoryState::new(store)))`.
+///
+/// In a room shared with other people's bots ([`MemoryReach::SharedRoom`])
+/// the block shows only what the bot remembered in that room
+/// ([`super::tool_source`]): not its owner's or its projects' memory, nor
+/// its own written anywhere else — a DM, another room, a routine, a
+/// hook, a task, fact extraction, the API.
 ///
 /// The block is empty when the bot remembers nothing. Its hash is the
 /// SHA-256 of the rendered text, which changes exactly when the shown
@@ -39,14 +46,28 @@ impl MemoryState {
 impl StateProvider for MemoryState {
     async fn state_block(&self, bot: &BotRecord, input: &str, reach: MemoryReach) -> StateBlock {
         let now = self.store.clock().now_ms();
-        let scopes = match reach {
-            MemoryReach::All => bot_scopes(bot),
-            MemoryReach::OwnOnly => vec![MemoryScope::Agent(bot.id.clone())],
+        let input = input.to_owned();
+        let params = RecallParams::default();
+        let snapshot = match reach {
+            MemoryReach::All => {
+                self.store
+                    .memory_snapshot(bot_scopes(bot), input, now, params)
+                    .await
+            }
+            // only what the bot remembered in this room: its agent scope
+            // also holds what people told it elsewhere, in private
+            MemoryReach::SharedRoom(room) => {
+                self.store
+                    .memory_snapshot_of_source(
+                        MemoryScope::Agent(bot.id.clone()),
+                        tool_source(&bot.id, Some(&room)),
+                        input,
+                        now,
+                        params,
+                    )
+                    .await
+            }
         };
-        let snapshot = self
-            .store
-            .memory_snapshot(scopes, input.to_owned(), now, RecallParams::default())
-            .await;
         match snapshot {
             Ok(snapshot) if snapshot.is_empty() => StateBlock::default(),
             Ok(snapshot) => {

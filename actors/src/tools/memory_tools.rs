@@ -43,6 +43,7 @@ use super::ToolError;
 use super::ToolOutput;
 use super::parse_args;
 use crate::memory::note_expiry;
+use crate::memory::tool_source;
 use crate::memory::writable_scope;
 use crate::model::ToolSpec;
 
@@ -96,6 +97,12 @@ fn check_forget_runner(ctx: &ToolContext<'_>) -> Result<(), ToolError> {
         ));
     }
     Ok(())
+}
+
+/// The room of a turn in a room shared with other people's bots (a
+/// member's session is keyed by its room), else `None`.
+fn shared_room<'c>(ctx: &'c ToolContext<'_>) -> Option<&'c str> {
+    in_shared_room(ctx).then_some(ctx.scope.session.key.peer.as_str())
 }
 
 fn in_shared_room(ctx: &ToolContext<'_>) -> bool {
@@ -277,7 +284,7 @@ impl Tool for Remember {
             .map(Importance::new)
             .transpose()
             .map_err(|e| ToolError::bad_args("Remember", e))?;
-        let source = format!("tool:{}", ctx.bot.id);
+        let source = tool_source(&ctx.bot.id, shared_room(ctx));
         if let Some(raw) = &args.replaces {
             return replace(ctx, raw, &args, importance, source).await;
         }
@@ -371,6 +378,17 @@ async fn replace(
             ));
         }
     };
+    let own = MemoryScope::Agent(ctx.bot.id.clone());
+    if shared_room(ctx).is_some() && item.scope == own && item.source != source {
+        // the room's prompt does not show it (remembered elsewhere, maybe
+        // in private): answered as an id out of reach, not quoted back;
+        // another scope is refused below (`check_shared_scope`)
+        return Err(ToolError::new(
+            format!("no memory item {} that you can reach in this room", item.id),
+            "use an id shown beside a fact in the Memory section of your prompt, or Remember \
+             without `replaces`",
+        ));
+    }
     if let Some(l) = args.layer.as_deref() {
         let layer = parse_layer(Some(l))?;
         if layer != item.layer {

@@ -10,7 +10,12 @@
 //! - if it is a **subagent**: also the one session of its parent that
 //!   delegated the task (`parent_session`), where the task's context was
 //!   said — not the parent's other sessions (its DMs with other people,
-//!   its rooms): a subagent gets the least it needs;
+//!   its rooms): a subagent gets the least it needs. Only while that
+//!   session is the subagent's owner's: when the parent is given to
+//!   someone else, the subagent goes with it, but a DM it was started
+//!   from stays with the person who wrote it (before, the new owner read
+//!   the former owner's DM through the subagent: `GET /v1/search?bot=`,
+//!   `botfleet search --bot`, the subagent's own SearchTranscript);
 //! - if it delegated to **subagents**: their sessions (the work done on its
 //!   behalf; their transcripts never enter its context otherwise).
 //!
@@ -58,8 +63,13 @@ impl VisibleSessions {
                 v.add_session(store, room.timeline().id()).await?;
             }
         }
-        if let Some(me) = store.get_subagent(&bot.id).await? {
-            v.add_session(store, me.parent_session).await?;
+        if let Some(me) = store.get_subagent(&bot.id).await?
+            && let Some(parent) = store.get_session(me.parent_session).await?
+        {
+            // only while it is still its owner's: after an owner change
+            // the delegating session may be the former owner's DM, which
+            // stays theirs (the same rule as the subagent's own sessions)
+            v.extend_owned(vec![parent], &bot.owner);
         }
         for child in store.subagents_of(&bot.id).await? {
             v.extend_owned(store.sessions_of_bot(&child.id).await?, &bot.owner);
@@ -137,3 +147,7 @@ pub fn describe_session(session: &SessionRecord) -> String {
         SessionKind::Room => format!("room {} (public timeline)", session.key.bot),
     }
 }
+
+#[cfg(test)]
+#[path = "visible_tests.rs"]
+mod tests;

@@ -97,3 +97,7 @@ mod tests;
 #[cfg(test)]
 #[path = "forget_tests.rs"]
 mod forget_tests;
+
+#[cfg(test)]
+#[path = "source_tests.rs"]
+mod source_tests;

@@ -48,6 +48,26 @@ fn scope_items(conn: &Connection, scope: &MemoryScope) -> Result<Vec<MemoryItem>
     Ok(out)
 }
 
+/// The items of one scope instance written by `source` (all layers,
+/// expired notes included), oldest first, each with its recall terms.
+fn items_of_source(
+    conn: &Connection,
+    scope: &MemoryScope,
+    source: &str,
+) -> Result<Vec<(MemoryItem, String)>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ITEM_COLUMNS}, terms FROM memory
+         WHERE scope_kind = ?1 AND scope_id = ?2 AND source = ?3
+         ORDER BY created_at, id"
+    ))?;
+    let mut rows = stmt.query(params![scope.kind().as_str(), scope.key(), source])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push((item_from_row(row)?, row.get(10)?));
+    }
+    Ok(out)
+}
+
 /// The log entries of one scope instance as ranking candidates (their
 /// stored terms, not their texts).
 fn log_candidates(conn: &Connection, scope: &MemoryScope, out: &mut Vec<Candidate>) -> Result<()> {
@@ -240,6 +260,66 @@ impl Store {
                 });
             }
             Ok(MemorySnapshot::new(scopes, profile, ranking, notes, now_ms))
+        })
+        .await
+    }
+
+    /// The snapshot of the items of `scope` whose `source` is `source`
+    /// (who wrote them, and where: see [`MemoryItem::source`]) for
+    /// `input` at `now_ms`: those profile facts, those live notes, and the
+    /// best of those log entries. What a turn shows where only what was
+    /// written there may be shown (a bot's turn in a room shared with
+    /// other people's bots). Read from the store each time, past the scope
+    /// cache, which keeps no sources: such turns are few, and a scope at
+    /// its limits is ~1,150 rows.
+    pub async fn memory_snapshot_of_source(
+        &self,
+        scope: MemoryScope,
+        source: String,
+        input: String,
+        now_ms: i64,
+        params: RecallParams,
+    ) -> Result<MemorySnapshot> {
+        let query = query_terms(&input);
+        self.memory_read(move |c| {
+            let mut profile = Vec::new();
+            let mut notes = Vec::new();
+            let mut log = Vec::new();
+            let mut candidates = Vec::new();
+            for (item, terms) in items_of_source(c, &scope, &source)? {
+                match item.layer {
+                    Layer::Profile => profile.push(item),
+                    Layer::Notes if item.is_expired(now_ms) => {}
+                    Layer::Notes => notes.push(item),
+                    Layer::Log => {
+                        candidates.push(Candidate {
+                            id: item.id.clone(),
+                            created_at: item.created_at,
+                            importance: item.importance,
+                            terms,
+                        });
+                        log.push(item);
+                    }
+                }
+            }
+            let refs: Vec<&Candidate> = candidates.iter().collect();
+            let ranking = rank_candidates(&refs, &query, now_ms, &params)
+                .into_iter()
+                .map(|(i, f)| ScoredEntry {
+                    item: log[i].clone(),
+                    score: f.score,
+                    relevance: f.relevance,
+                    recency: f.recency,
+                    weight: f.weight,
+                })
+                .collect();
+            Ok(MemorySnapshot::new(
+                vec![scope],
+                profile,
+                ranking,
+                notes,
+                now_ms,
+            ))
         })
         .await
     }

@@ -394,7 +394,11 @@ pub struct MemoryItem {
     pub text: String,
     /// How much it matters.
     pub importance: Importance,
-    /// Who wrote it: `tool:<bot>`, `extract:<bot>`, `api:<user>`.
+    /// Who wrote it, and where when that decides who may see it:
+    /// `tool:<bot>` (Remember), `tool:<bot>@room:<room>` (Remember in a
+    /// room shared with other people's bots: only that room's prompts
+    /// show it there), `extract:<bot>`, `api:<user>`. A replace sets the
+    /// replacing writer's.
     pub source: String,
     /// When it was written (ms); the date of a log entry.
     pub created_at: i64,
