@@ -42,6 +42,10 @@
 //!   `export`, `for`…), nor in an assignment (`m="a / b"; ls $m`) or
 //!   `printf -v`, whose variable an unquoted `$m` splits again.
 //!
+//! A variable's value is not in the text: a path going up after one
+//! (`$PWD/..`), or starting with one the text does not set to a checked
+//! value (`$A/x`), is refused (shell_paths_vars.rs).
+//!
 //! Everything outside the exempt words is still checked token by token,
 //! so a word the lexer misreads is checked strictly, never exempted. A
 //! program's text can still compute a path (`chr(47)`), as a command can
@@ -69,6 +73,8 @@ use words::mask_arithmetic;
 
 #[path = "shell_paths_options.rs"]
 mod options;
+#[path = "shell_paths_vars.rs"]
+mod vars;
 #[path = "shell_paths_words.rs"]
 mod words;
 
@@ -155,7 +161,12 @@ pub(crate) fn check_paths(
     let commands = lex(&text);
     let exemptions_allowed = !defines_commands(&text);
     let texts_allowed = !splits_again(&commands);
+    // the tokens below would read `$PWD/..` as the relative `PWD/..`
+    let judged = vars::check_expansions(workspace, cwd, &text, &commands, !texts_allowed)?;
     let mut masked = text.clone().into_bytes();
+    for span in judged {
+        masked[span].fill(b' ');
+    }
     let mut patterns: Vec<&str> = Vec::new();
     for command in &commands {
         let words = &command.words;

@@ -222,6 +222,83 @@ fn texts_patterns_and_home_are_told_from_paths() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// A variable's value is not in the text: a path climbing out of one, or
+/// starting with one the command does not set to a checked value, is
+/// refused; `$PWD` and `$HOME` (the working directory and the workspace)
+/// and values the command assigns are judged like paths.
+#[test]
+fn paths_through_variables_are_judged_by_what_the_text_shows() {
+    const ALLOWED: &[&str] = &[
+        "echo $PWD",
+        "cat $HOME/x",
+        "ls \"$PWD\"/sub",
+        "cd sub/..",
+        "cat ${HOME}/notes.txt",
+        "d=sub; ls $d/x",
+        "cat $f",
+        "echo \"${name:-anon}\"",
+        "echo '$PWD/..'",
+        "awk '{print $1/2}' a.txt",
+        "echo $((6 / 2))",
+        "git commit -m \"costs $5 / month\"",
+    ];
+    const REFUSED: &[&str] = &[
+        "cd $PWD/..",
+        // a known start does not let a list after it through
+        "PATH=\"$PWD\"/bin:/opt/x make",
+        "cat $HOME/../x",
+        "ls ${HOME}/..",
+        "HOME=$PWD/..; cat ~/x",
+        "cd \"$PWD\"/../..",
+        "cat ${PWD}/../x",
+        "cat \"$PWD/..\"/x",
+        // a false positive taken: the value of $dir is not in the text
+        "cd $dir/..",
+        "cat ${d:-..}/x",
+        "sh -c 'cd $PWD/..'",
+        // a variable the command did not set may be empty or lead outside
+        "cat $NOPE/etc/passwd",
+        "cat \"$1\"/etc/passwd",
+        "cat ${A:-/etc}/passwd",
+        "cd ${PWD%/*}",
+        "read d; cat $d/x",
+        "for d in a; do cat $d/x; done",
+        "d=$PWD/x; cat $d/y",
+        // the command's own values are checked as paths
+        "A=/etc; cat $A/passwd",
+        "A=; cat $A/etc/passwd",
+        "PWD=; cat $PWD/etc/passwd",
+        "unset HOME; cat ~/x",
+        "HOME=; cat ~/etc/passwd",
+    ];
+    let mut wrong = Vec::new();
+    for command in ALLOWED {
+        if let Err(e) = check(command) {
+            wrong.push(format!("refused {command}: {e}"));
+        }
+    }
+    for command in REFUSED {
+        match check(command) {
+            Ok(()) => wrong.push(format!("allowed {command}")),
+            Err(e)
+                if !e.message.contains("outside the workspace")
+                    && !e.message.contains("the check cannot see") =>
+            {
+                wrong.push(format!("refused {command} for another reason: {e}"));
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let err = check("cd $PWD/..").unwrap_err();
+    assert!(
+        err.message
+            .contains("`$PWD/..` climbs out of a variable's value")
+            && err.hint.contains("relative to the workspace"),
+        "{err}"
+    );
+}
+
 /// Through the tool: the commands testers saw refused run (and `~` is the
 /// workspace root, as HOME is), and escapes are refused before they run.
 async fn run(
@@ -246,6 +323,7 @@ async fn the_tool_runs_texts_and_home_and_refuses_escapes() {
         ("cd ~ && pwd", root.as_str()),
         ("ls ~/", "file"),
         ("cat ~/file", "a/b"),
+        ("cat $HOME/file", "a/b"),
     ] {
         let out = run(&f, command)
             .await
@@ -262,10 +340,12 @@ async fn the_tool_runs_texts_and_home_and_refuses_escapes() {
         "sh -c \"ls / x\"",
         "cat \"/etc/pass wd\"",
         "grep -re x /",
+        "cd $PWD/.. && ls",
     ] {
         let err = run(&f, command).await.unwrap_err();
         assert!(
-            err.message.contains("outside the workspace"),
+            err.message.contains("outside the workspace")
+                || err.message.contains("the check cannot see"),
             "{command}: {err}"
         );
     }

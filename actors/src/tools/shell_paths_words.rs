@@ -35,6 +35,9 @@ pub(super) struct Word {
     pub(super) substitution: bool,
     /// Whether it is the target of a redirection.
     pub(super) redirect: bool,
+    /// Where in `value` a `$` the shell expands starts (unquoted or in
+    /// double quotes, not escaped): the value there is not in the text.
+    pub(super) expansions: Vec<usize>,
 }
 
 /// The text with every `/` inside an arithmetic expansion `$(( … ))`
@@ -162,8 +165,11 @@ pub(super) fn lex(text: &str) -> Vec<Command> {
                                     w.substitution = true;
                                     w.value.push(q);
                                 }
-                                '$' if chars.peek().is_some_and(|(_, n)| *n == '(') => {
-                                    w.substitution = true;
+                                '$' => {
+                                    if chars.peek().is_some_and(|(_, n)| *n == '(') {
+                                        w.substitution = true;
+                                    }
+                                    w.expansions.push(w.value.len());
                                     w.value.push(q);
                                 }
                                 _ => w.value.push(q),
@@ -180,8 +186,11 @@ pub(super) fn lex(text: &str) -> Vec<Command> {
                         if matches!(c, '/' | '~' | '*' | '?' | '[' | '{' | '}') {
                             w.loose = true;
                         }
-                        if c == '$' && chars.peek().is_some_and(|(_, n)| *n == '(') {
-                            w.substitution = true;
+                        if c == '$' {
+                            if chars.peek().is_some_and(|(_, n)| *n == '(') {
+                                w.substitution = true;
+                            }
+                            w.expansions.push(w.value.len());
                         }
                         w.value.push(c);
                     }
