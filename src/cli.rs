@@ -34,6 +34,8 @@ macro_rules! errln {
 mod approvals;
 #[path = "cli_args.rs"]
 mod args;
+#[path = "cli_bots.rs"]
+mod bots;
 #[path = "cli_events.rs"]
 mod events;
 #[path = "cli_group.rs"]
@@ -338,7 +340,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Transcript { bot, all, json } => {
             transcript(&client(&cli)?, bot, *all, *json).await
         }
-        Command::Bots { json } => bots(&client(&cli)?, *json).await,
+        Command::Bots { json } => bots::bots(&client(&cli)?, *json).await,
         Command::Retry { turn } => {
             let v = client(&cli)?
                 .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))
@@ -516,45 +518,6 @@ async fn transcript(
             ),
             _ => {}
         }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
-    let v = client.get("/v1/bots").await?;
-    if as_json {
-        outln!("{}", terminal::json_pretty(&v));
-        return Ok(ExitCode::SUCCESS);
-    }
-    outln!(
-        "{:<16} {:<20} {:<10} {:<8} {:>7} {:>10}",
-        "ID",
-        "NAME",
-        "PROVIDER",
-        "STATE",
-        "QUEUED",
-        "COMPLETED"
-    );
-    for b in v["bots"].as_array().into_iter().flatten() {
-        let state = if b["removed_at"].is_i64() {
-            // no longer in the fleet file: takes no messages
-            "removed"
-        } else if b["running_turn"].is_string() {
-            "working"
-        } else if b["active"] == json!(true) {
-            "idle"
-        } else {
-            "asleep"
-        };
-        outln!(
-            "{:<16} {:<20} {:<10} {:<8} {:>7} {:>10}",
-            b["id"].as_str().unwrap_or(""),
-            b["name"].as_str().unwrap_or(""),
-            b["provider"].as_str().unwrap_or(""),
-            state,
-            b["queued"].as_u64().unwrap_or(0),
-            b["turns"]["completed"].as_i64().unwrap_or(0),
-        );
     }
     Ok(ExitCode::SUCCESS)
 }

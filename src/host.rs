@@ -264,7 +264,12 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
                 o.max_retries = *r;
             }
             let m = OpenAiModel::new(o).with_context(|| format!("provider {name:?}"))?;
-            notes.push(format!("provider {name:?}: {} at {base_url}", m.describe()));
+            // the endpoint without its userinfo: notes reach the log
+            notes.push(format!(
+                "provider {name:?}: {} at {}",
+                m.describe(),
+                m.endpoint()
+            ));
             models.insert(name.clone(), Arc::new(m));
         }
     }

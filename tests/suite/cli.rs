@@ -360,3 +360,71 @@ async fn every_send_to_a_paused_bot_ends_at_once_saying_until_when() {
     assert_eq!((code, out.trim()), (0, "echo: spend it"), "{err}");
     host.shutdown().await;
 }
+
+/// Regression: `botfleet bots` had fixed column widths, so a subagent id
+/// such as `p.sub-29ffbdea1146` (18 characters in a 16-wide column) or a
+/// long name pushed the rest of its row out of line. Each column is as
+/// wide as its widest value as printed: the escape shown for a control
+/// character in a name counts with its full width.
+#[tokio::test]
+async fn bots_lines_up_long_subagent_ids_and_escaped_names() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "count \u001b[2J the files", prompt = "count the files" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "there are some" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("p", "s", &["SendMessage", "Task"])
+        .start()
+        .await;
+    let (status, sent) = host.send("p", "delegate", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    let (code, out, err) = cli(&["bots"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    host.shutdown().await;
+
+    let lines: Vec<Vec<char>> = out.lines().map(|l| l.chars().collect()).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        out.contains("p-name · count \\u{1b}[2J the files") && !out.contains('\u{1b}'),
+        "{out}"
+    );
+    let sub = out.lines().find(|l| l.contains(".sub-")).unwrap();
+    assert!(sub.starts_with("p.sub-"), "{out}");
+    let header: String = lines[0].iter().collect();
+    let at = |name: &str| header.find(name).unwrap();
+    // a left-aligned column starts where its heading does, after a space
+    for name in ["NAME", "PROVIDER", "STATE"] {
+        for line in &lines {
+            assert!(
+                line[at(name) - 1] == ' ' && line[at(name)] != ' ',
+                "{name} out of line:\n{out}"
+            );
+        }
+    }
+    // a right-aligned column ends where its heading does
+    for name in ["QUEUED", "COMPLETED"] {
+        let end = at(name) + name.len();
+        for line in &lines {
+            assert!(
+                line[end - 1].is_ascii_alphanumeric() && line.get(end).is_none_or(|c| *c == ' '),
+                "{name} out of line:\n{out}"
+            );
+        }
+    }
+}

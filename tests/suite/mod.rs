@@ -32,6 +32,7 @@ mod memory;
 mod memory_update;
 mod openai_faults;
 mod openai_host;
+mod openai_credentials;
 mod memory_restart;
 mod openai_outcomes;
 mod openai_provider;

@@ -43,8 +43,11 @@
 //! The cancellation token is watched while connecting, while reading and
 //! while waiting to retry. Neither the API key nor request bodies are
 //! logged; the key is marked sensitive in the header map and redacted from
-//! `Debug`.
+//! `Debug`. Error texts, log lines and `Debug` show the base URL's userinfo
+//! as `***`, and a credential echoed in an error body as `***` too
+//! (`redact.rs`); reqwest still sends the userinfo as basic auth.
 
+mod redact;
 mod retry;
 mod sse;
 mod surrogates;
@@ -74,6 +77,8 @@ use super::ModelRequest;
 use super::ModelResponse;
 use super::SinkControl;
 use super::StreamSink;
+use redact::Redactor;
+use redact::shown_base_url;
 use retry::Failure;
 use retry::jitter;
 use retry::retry_after;
@@ -158,7 +163,7 @@ impl fmt::Debug for OpenAiOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("OpenAiOptions")
-            .field("base_url", &self.base_url)
+            .field("base_url", &shown_base_url(&self.base_url))
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
@@ -177,12 +182,23 @@ impl fmt::Debug for OpenAiOptions {
 
 /// A [`Model`] served by an OpenAI-compatible `/chat/completions` endpoint.
 /// Cheap to share behind an `Arc`; connections are pooled.
-#[derive(Debug)]
 pub struct OpenAiModel {
     options: OpenAiOptions,
     url: Url,
     headers: HeaderMap,
     client: reqwest::Client,
+    /// Takes the credentials out of every text the model gives out.
+    redactor: Redactor,
+}
+
+/// Without credentials: the URL's userinfo is hidden, the key redacted.
+impl fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("options", &self.options)
+            .field("url", &self.redactor.text(self.url.as_str()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiModel {
@@ -196,12 +212,20 @@ impl OpenAiModel {
             .connect_timeout(options.connect_timeout)
             .build()
             .map_err(|e| ModelError::Config(format!("HTTP client: {}", error_chain(&e))))?;
+        let redactor = Redactor::new(&options, &url);
         Ok(OpenAiModel {
             options,
             url,
             headers,
             client,
+            redactor,
         })
+    }
+
+    /// The base URL as it may be shown in logs and status: its userinfo,
+    /// if any, as `***`.
+    pub fn endpoint(&self) -> String {
+        shown_base_url(&self.options.base_url)
     }
 
     /// The attempts of one call, counted in `attempts`, until one succeeds
@@ -224,7 +248,8 @@ impl OpenAiModel {
             *attempts += 1;
             let failure = match self.attempt(body.clone(), sink, cancel).await {
                 Ok(response) => return Ok(response),
-                Err(failure) => failure,
+                // before it is logged or becomes the call's error
+                Err(failure) => self.redactor.failure(failure),
             };
             let delay = match retry_delay(&failure, *attempts, &self.options, jitter()) {
                 Some(delay) => delay,
@@ -277,7 +302,7 @@ impl OpenAiModel {
             let retry_after = retry_after(response.headers());
             let mut body = self.error_body(response, cancel).await?;
             if status == reqwest::StatusCode::NOT_FOUND {
-                body = not_found(&body, &self.url, &self.options);
+                body = not_found(&body, &self.redactor.text(self.url.as_str()), &self.options);
             }
             return Err(Failure::Status {
                 status,
@@ -332,10 +357,10 @@ impl OpenAiModel {
                 // marked here and joined when the response is assembled
                 let data = surrogates::mark_lone(&data);
                 let chunk: StreamChunk = serde_json::from_slice(&data).map_err(|e| {
-                    Failure::Final(ModelError::Protocol(format!(
+                    Failure::Final(ModelError::Protocol(self.redactor.text(&format!(
                         "stream event is not a completion chunk ({e}): {}",
                         String::from_utf8_lossy(&data[..data.len().min(200)])
-                    )))
+                    ))))
                 })?;
                 match assembler.apply_chunk(chunk) {
                     Ok(Some(delta)) => forward(sink, &delta, &assembler)?,
@@ -377,10 +402,10 @@ impl OpenAiModel {
             body.extend_from_slice(&bytes);
         }
         let completion: Completion = serde_json::from_slice(&body).map_err(|e| {
-            Failure::Final(ModelError::Protocol(format!(
+            Failure::Final(ModelError::Protocol(self.redactor.text(&format!(
                 "response is not a chat completion ({e}): {}",
                 String::from_utf8_lossy(&body[..body.len().min(200)])
-            )))
+            ))))
         })?;
         let mut assembler = Assembler::default();
         match assembler.apply_completion(completion) {
@@ -499,15 +524,16 @@ fn too_large(limit: usize) -> Failure {
     Failure::Final(ModelError::TooLarge { limit })
 }
 
-/// A 404's body with the URL tried and the likely fix: a `base_url`
-/// without its `/v1` (the usual one), else a model the server lacks.
-fn not_found(body: &str, url: &Url, options: &OpenAiOptions) -> String {
+/// A 404's body with the URL tried (`url`, without its userinfo) and the
+/// likely fix: a `base_url` without its `/v1` (the usual one), else a
+/// model the server lacks.
+fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> String {
     let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
         format!("check that the server has model {:?}", options.model)
     } else {
         format!(
             "base_url {:?} usually ends in /v1 (e.g. http://127.0.0.1:8000/v1)",
-            options.base_url
+            shown_base_url(&options.base_url)
         )
     };
     let said = if body.is_empty() {
@@ -520,12 +546,13 @@ fn not_found(body: &str, url: &Url, options: &OpenAiOptions) -> String {
 
 fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
     let joined = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let shown = shown_base_url(base_url);
     let url = Url::parse(&joined)
-        .map_err(|e| ModelError::Config(format!("model base URL {base_url:?}: {e}")))?;
+        .map_err(|e| ModelError::Config(format!("model base URL {shown:?}: {e}")))?;
     match url.scheme() {
         "http" | "https" => Ok(url),
         other => Err(ModelError::Config(format!(
-            "model base URL {base_url:?}: scheme {other:?} is not http or https"
+            "model base URL {shown:?}: scheme {other:?} is not http or https"
         ))),
     }
 }

@@ -1,0 +1,193 @@
+//! Keeping the provider's credentials out of what it says.
+//!
+//! A base URL may carry userinfo (`http://user:pass@host/v1`), which
+//! reqwest takes out of the URL and sends as basic auth; the API key and
+//! the extra header values go out as headers. What the provider says ends
+//! up in turn errors, which reach the transcript, the log and the API and
+//! may be shown to people: a 404 names the URL it tried, a connection error
+//! may quote it, and a server's error body may echo what it was sent.
+//! [`Redactor`] shows every URL's userinfo as `***` and replaces each
+//! secret sent with `***` in such texts.
+
+use reqwest::Url;
+
+use super::OpenAiOptions;
+use super::retry::Failure;
+
+/// What stands in for a removed credential.
+const HIDDEN: &str = "***";
+
+/// Secrets shorter than this are not searched for in texts: replacing
+/// every `ab` would garble the message and hide little.
+const MIN_SECRET_CHARS: usize = 4;
+
+/// Removes the credentials of one provider from texts.
+#[derive(Clone, Default)]
+pub(super) struct Redactor {
+    /// Every credential the provider sends, longest first (a key may
+    /// contain a shorter one).
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// The credentials of `options`, whose requests go to `url`.
+    pub(super) fn new(options: &OpenAiOptions, url: &Url) -> Self {
+        let mut secrets: Vec<String> = Vec::new();
+        if let Some(key) = &options.api_key {
+            secrets.push(key.clone());
+        }
+        secrets.extend(options.extra_headers.iter().map(|(_, value)| value.clone()));
+        if let Some(password) = url.password() {
+            secrets.push(password.to_owned());
+            if let Some(decoded) = percent_decoded(password) {
+                secrets.push(decoded);
+            }
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            // the `Authorization: Basic` value reqwest makes of them, as a
+            // server echoing its request headers would show it
+            let user = percent_decoded(url.username()).unwrap_or_else(|| url.username().into());
+            let password = url
+                .password()
+                .map(|p| percent_decoded(p).unwrap_or_else(|| p.to_owned()))
+                .unwrap_or_default();
+            secrets.push(base64(format!("{user}:{password}").as_bytes()));
+        }
+        secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS);
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    /// `text` without userinfo in its URLs and without any secret.
+    pub(super) fn text(&self, text: &str) -> String {
+        let mut text = without_userinfo(text);
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), HIDDEN);
+            }
+        }
+        text
+    }
+
+    /// `failure` with its texts redacted. A [`Failure::Final`] error is
+    /// kept: its texts are redacted where they are made.
+    pub(super) fn failure(&self, failure: Failure) -> Failure {
+        match failure {
+            Failure::Unreachable(detail) => Failure::Unreachable(self.text(&detail)),
+            Failure::Status {
+                status,
+                body,
+                retry_after,
+            } => Failure::Status {
+                status,
+                body: self.text(&body),
+                retry_after,
+            },
+            Failure::Broken { detail } => Failure::Broken {
+                detail: self.text(&detail),
+            },
+            Failure::Final(error) => Failure::Final(error),
+        }
+    }
+}
+
+/// `base_url` as it may be shown: with `***` for its userinfo. Used on the
+/// configured URL, also when it does not parse, so everything between the
+/// scheme and the last `@` goes (a password may hold an unescaped `/`).
+pub(crate) fn shown_base_url(base_url: &str) -> String {
+    if let Ok(url) = Url::parse(base_url)
+        && url.username().is_empty()
+        && url.password().is_none()
+    {
+        // no userinfo; an `@` is in the path or query
+        return base_url.to_owned();
+    }
+    let Some(start) = base_url.find("://").map(|i| i + 3) else {
+        return base_url.to_owned();
+    };
+    match base_url.rfind('@') {
+        Some(at) if at >= start => format!("{}{HIDDEN}{}", &base_url[..start], &base_url[at..]),
+        Some(_) | None => base_url.to_owned(),
+    }
+}
+
+/// `text` with the userinfo of every URL in it (`scheme://user:pass@`)
+/// shown as `***`. A URL's authority ends at the first `/`, `?`, `#`,
+/// whitespace, quote or angle bracket; its userinfo is what comes before
+/// the last `@` in it.
+fn without_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find("://") {
+        let start = found + 3;
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '`' | '\\')
+                    || c.is_whitespace()
+            })
+            .unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            out.push_str(HIDDEN);
+            rest = &rest[at..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `s` with its `%XX` escapes decoded, when that changes it and gives
+/// UTF-8.
+fn percent_decoded(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return None;
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Standard base64 with padding, as in an `Authorization: Basic` header.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "redact_tests.rs"]
+mod tests;

@@ -1,0 +1,70 @@
+use pretty_assertions::assert_eq;
+use reqwest::Url;
+
+use super::super::OpenAiOptions;
+use super::Redactor;
+use super::base64;
+use super::shown_base_url;
+use super::without_userinfo;
+
+#[test]
+fn userinfo_is_hidden_in_every_url_of_a_text() {
+    let text = "POST http://alice:hunter2pw@127.0.0.1:9/v1/chat/completions was not found \
+                (see https://bob@example.com?x=1, \"http://c:d@[::1]:8/\" and mailto:x@y.z)";
+    assert_eq!(
+        without_userinfo(text),
+        "POST http://***@127.0.0.1:9/v1/chat/completions was not found \
+         (see https://***@example.com?x=1, \"http://***@[::1]:8/\" and mailto:x@y.z)"
+    );
+    let plain = "GET http://127.0.0.1:9/v1/@me and user@example.com";
+    assert_eq!(without_userinfo(plain), plain);
+}
+
+#[test]
+fn a_base_url_is_shown_without_its_userinfo_even_when_it_does_not_parse() {
+    assert_eq!(
+        shown_base_url("http://alice:hunter2pw@127.0.0.1:9/v1"),
+        "http://***@127.0.0.1:9/v1"
+    );
+    assert_eq!(
+        shown_base_url("http://alice:pa/ss@host:x/v1"),
+        "http://***@host:x/v1"
+    );
+    assert_eq!(
+        shown_base_url("http://127.0.0.1:9/v1/@me"),
+        "http://127.0.0.1:9/v1/@me"
+    );
+    assert_eq!(shown_base_url("not a url"), "not a url");
+}
+
+#[test]
+fn the_key_the_header_values_and_the_basic_credentials_are_redacted() {
+    let options = OpenAiOptions {
+        api_key: Some("sk-test-0123456789".into()),
+        extra_headers: vec![
+            ("OpenAI-Organization".into(), "org-secret-77".into()),
+            ("X-Short".into(), "ab".into()),
+        ],
+        ..OpenAiOptions::new("http://alice:hunter%32pw@127.0.0.1:9/v1", "m")
+    };
+    let url = Url::parse("http://alice:hunter%32pw@127.0.0.1:9/v1/chat/completions").unwrap();
+    let redactor = Redactor::new(&options, &url);
+    let basic = base64(b"alice:hunter2pw");
+    let echoed = format!(
+        "bad key sk-test-0123456789 for org-secret-77; got Basic {basic}; password hunter2pw \
+         or hunter%32pw; ab stays"
+    );
+    assert_eq!(
+        redactor.text(&echoed),
+        "bad key *** for ***; got Basic ***; password *** or ***; ab stays"
+    );
+}
+
+#[test]
+fn base64_matches_the_standard_alphabet_and_padding() {
+    assert_eq!(base64(b""), "");
+    assert_eq!(base64(b"f"), "Zg==");
+    assert_eq!(base64(b"fo"), "Zm8=");
+    assert_eq!(base64(b"foo"), "Zm9v");
+    assert_eq!(base64(b"alice:hunter2pw"), "YWxpY2U6aHVudGVyMnB3");
+}

@@ -1,0 +1,116 @@
+//! `botfleet bots`: the bot list as a table whose columns fit their
+//! longest value.
+//!
+//! Ids, names and providers are others' text (a subagent's name holds the
+//! description its parent's model wrote), so each cell is escaped first
+//! ([`super::terminal::text`], and newlines and tabs too, which would break
+//! the row) and measured as escaped: a fixed width let a subagent id such
+//! as `a.sub-29ffbdea1146` push the rest of its row out of line.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use serde_json::Value;
+use serde_json::json;
+
+use super::terminal;
+use crate::client::Client;
+
+/// How a column lines its cells up.
+#[derive(Clone, Copy)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// The columns: heading and alignment.
+const COLUMNS: [(&str, Align); 6] = [
+    ("ID", Align::Left),
+    ("NAME", Align::Left),
+    ("PROVIDER", Align::Left),
+    ("STATE", Align::Left),
+    ("QUEUED", Align::Right),
+    ("COMPLETED", Align::Right),
+];
+
+/// Prints the bots the token's user may see (`--json`: the API's answer).
+pub(super) async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
+    let v = client.get("/v1/bots").await?;
+    if as_json {
+        outln!("{}", terminal::json_pretty(&v));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows: Vec<[String; 6]> = vec![COLUMNS.map(|(heading, _)| heading.to_owned())];
+    for b in v["bots"].as_array().into_iter().flatten() {
+        rows.push([
+            cell(b["id"].as_str().unwrap_or("")),
+            cell(b["name"].as_str().unwrap_or("")),
+            cell(b["provider"].as_str().unwrap_or("")),
+            state(b).to_owned(),
+            b["queued"].as_u64().unwrap_or(0).to_string(),
+            b["turns"]["completed"].as_i64().unwrap_or(0).to_string(),
+        ]);
+    }
+    for line in table(&rows) {
+        outln!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a bot is doing, from its entry in `GET /v1/bots`.
+fn state(b: &Value) -> &'static str {
+    if b["removed_at"].is_i64() {
+        // no longer in the fleet file: takes no messages
+        "removed"
+    } else if b["running_turn"].is_string() {
+        "working"
+    } else if b["active"] == json!(true) {
+        "idle"
+    } else {
+        "asleep"
+    }
+}
+
+/// `s` as it will print: escaped for the terminal, with newlines and tabs
+/// escaped too, so the cell stays on its row and its width is its length.
+fn cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in terminal::text(s).chars() {
+        match c {
+            '\n' | '\t' => {
+                // writing to a String cannot fail
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The rows as lines, each column as wide as its widest cell (in
+/// characters) and one space between columns; no trailing spaces.
+fn table(rows: &[[String; 6]]) -> Vec<String> {
+    let mut widths = [0usize; 6];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (i, ((cell, width), (_, align))) in row.iter().zip(widths).zip(COLUMNS).enumerate()
+            {
+                if i > 0 {
+                    line.push(' ');
+                }
+                // writing to a String cannot fail
+                let _ = match align {
+                    Align::Left => write!(line, "{cell:<width$}"),
+                    Align::Right => write!(line, "{cell:>width$}"),
+                };
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
