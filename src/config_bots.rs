@@ -2,6 +2,8 @@
 //! to sign in and something to talk to. `impl LoadedFleet`, split from
 //! `config_load.rs`.
 
+use botfleet_actors::group::mentions::MemberName;
+
 use super::BotConfig;
 use super::ConfigError;
 use super::LoadedFleet;
@@ -71,6 +73,7 @@ impl LoadedFleet {
             if let Some(problem) = botfleet_memory::display_name_problem(&b.name) {
                 return Err(self.invalid(format!("{key}.name"), problem));
             }
+            self.validate_name_apart(&key, i)?;
             self.validate_bot_secrets(&key, b)?;
             if b.daily_token_budget == Some(0) {
                 return Err(self.invalid(
@@ -109,6 +112,42 @@ impl LoadedFleet {
             self.validate_tools(&key, b)?;
         }
         self.validate_not_empty()
+    }
+
+    /// `{key}.name`: no earlier bot that a person can address along with
+    /// bot `i` (the same owner's, or either one `shareable`) answers to the
+    /// same word (its id or name, ignoring case): a room's `@Name` would
+    /// wake both, and SendToAgent could not tell them apart.
+    fn validate_name_apart(&self, key: &str, i: usize) -> Result<(), ConfigError> {
+        let bots = &self.file.bots;
+        let Some(b) = bots.get(i) else {
+            return Ok(());
+        };
+        let me = MemberName {
+            id: b.id.clone(),
+            name: b.name.trim().to_owned(),
+        };
+        for (j, o) in bots[..i].iter().enumerate() {
+            if o.owner != b.owner && !o.shareable && !b.shareable {
+                continue;
+            }
+            let them = MemberName {
+                id: o.id.clone(),
+                name: o.name.trim().to_owned(),
+            };
+            if let Some(token) = them.clash(&me) {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!(
+                        "bot {:?} (name {:?}) and bot {:?} (bots[{j}], name {:?}) both answer to \
+                         {token:?} (a bot's id or name, ignoring case): @{token} would wake both \
+                         and SendToAgent could not tell them apart; give one of them another name",
+                        b.id, b.name, o.id, o.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `{key}.secrets`: names, each once.

@@ -130,3 +130,41 @@ fn empty_host_paths_are_refused() {
         "{e}"
     );
 }
+
+/// Regression: `check-config` accepted two `[[bots]]` with the same
+/// `name`, or a name equal to another bot's id, so a room's `@Name` woke
+/// both and SendToAgent reached whichever came first. Bots one person can
+/// address together (the same owner's, or a `shareable` one) must not
+/// answer to the same word; two people's private bots may share a name.
+#[test]
+fn bots_a_person_can_address_together_answer_to_different_words() {
+    let with = |id: &str, name: &str, owner: &str, extra: &str| {
+        format!(
+            "{ISSUE_EXAMPLE}\n[[users]]\nid = \"bob\"\ntoken = \"bob-secret\"\n\n[[bots]]\nid = \
+             \"{id}\"\nname = \"{name}\"\nrole = \"Helps.\"\nowner = \"{owner}\"\nprovider = \
+             \"main\"\ntools = [\"SendMessage\"]\n{extra}"
+        )
+    };
+    for (id, name) in [
+        ("scout", "Researcher"),
+        ("scout", "researcher"),
+        ("scout", "Re searcher"),
+        ("scout", "RESEARCHER"),
+    ] {
+        let e = err(&with(id, name, "alice", ""));
+        assert!(
+            e.contains("bots[1].name")
+                && e.contains("\"researcher\" (bots[0]")
+                && e.contains("both answer to \"researcher\"")
+                && e.contains("give one of them another name"),
+            "{name}: {e}"
+        );
+    }
+    // another person's private bot may have the name; a shareable one not
+    LoadedFleet::parse(&with("scout", "Researcher", "bob", ""), "fleet.toml", None).unwrap();
+    let e = err(&with("scout", "Researcher", "bob", "shareable = true\n"));
+    assert!(
+        e.contains("bots[1].name") && e.contains("both answer to"),
+        "{e}"
+    );
+}

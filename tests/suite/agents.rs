@@ -459,7 +459,7 @@ async fn bots_racing_to_create_one_id_get_one_creation_and_taken_errors() {
 [[rule]]
 match = "^race"
 steps = [
-  { tool = "CreateAgent", args = { id = "{{input}}", name = "Racer {{bot}}", role = "Made by {{bot}}.", tools = ["SendMessage"] } },
+  { tool = "CreateAgent", args = { id = "{{input}}", name = "Racer {{bot}} {{input}}", role = "Made by {{bot}}.", tools = ["SendMessage"] } },
   { tool = "SendMessage", args = { text = "{{tool_result}}" } },
 ]
 "#;

@@ -320,8 +320,6 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
         .bot("e", "s", &["SendMessage"])
         .bot("f", "s", &["SendMessage"])
         .bot("g", "s", &["SendMessage"])
-        // its id is a's display name ("a-name")
-        .bot("a-name", "s", &["SendMessage"])
         .bot_of("bobs", "s", &["SendMessage"], "bob")
         .bot_of("bobshared", "s", &["SendMessage"], "bob")
         .bot_lines("shareable = true")
@@ -368,12 +366,6 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
             json!({"name": "r", "members": ["a", "b"], "extra": 1}),
             400,
             "unknown field",
-        ),
-        (
-            // @a-name would wake both
-            json!({"name": "clash", "members": ["a", "a-name"]}),
-            400,
-            "members a and a-name both answer to @a-name, so a mention of one would wake both; rename",
         ),
     ];
     for (body, want, text) in cases {

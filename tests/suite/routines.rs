@@ -35,17 +35,17 @@ use chrono::Utc;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-fn ms(rfc3339: &str) -> i64 {
+pub(super) fn ms(rfc3339: &str) -> i64 {
     DateTime::parse_from_rfc3339(rfc3339)
         .unwrap()
         .timestamp_millis()
 }
 
-fn at(rfc3339: &str) -> DateTime<Utc> {
+pub(super) fn at(rfc3339: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(rfc3339).unwrap().to_utc()
 }
 
-fn spec(name: &str, cron: &str, tz: &str) -> RoutineSpec {
+pub(super) fn spec(name: &str, cron: &str, tz: &str) -> RoutineSpec {
     RoutineSpec {
         name: name.into(),
         cron: cron.into(),
@@ -58,16 +58,16 @@ fn spec(name: &str, cron: &str, tz: &str) -> RoutineSpec {
 
 /// A store and a runtime (no fleet running: admitted inputs wait in the
 /// inbox) with a manual clock, and bot `r` owned by alice.
-struct Rig {
+pub(super) struct Rig {
     _dir: tempfile::TempDir,
-    clock: ManualClock,
-    store: Store,
+    pub(super) clock: ManualClock,
+    pub(super) store: Store,
     rt: Arc<Runtime>,
-    bot: BotId,
+    pub(super) bot: BotId,
 }
 
 impl Rig {
-    async fn new(start: &str) -> Self {
+    pub(super) async fn new(start: &str) -> Self {
         Self::with_clock(ManualClock::new(at(start))).await
     }
 
@@ -111,7 +111,7 @@ impl Rig {
         }
     }
 
-    async fn scheduler(&self, config: Vec<RoutineSpec>) -> SchedulerHandle {
+    pub(super) async fn scheduler(&self, config: Vec<RoutineSpec>) -> SchedulerHandle {
         self.scheduler_with(Arc::new(self.clock.clone()), config)
             .await
     }
@@ -128,7 +128,7 @@ impl Rig {
     }
 
     /// The events admitted into routine `name`'s session.
-    async fn events(&self, name: &str) -> Vec<Entry> {
+    pub(super) async fn events(&self, name: &str) -> Vec<Entry> {
         let session = SessionKey {
             bot: self.bot.clone(),
             kind: SessionKind::Routine,
@@ -144,7 +144,7 @@ impl Rig {
             .collect()
     }
 
-    async fn next_fire(&self, name: &str) -> Option<i64> {
+    pub(super) async fn next_fire(&self, name: &str) -> Option<i64> {
         self.store
             .get_routine(&self.bot, name)
             .await
@@ -154,7 +154,7 @@ impl Rig {
     }
 }
 
-fn slots(fired: &[Firing]) -> Vec<(String, i64, bool)> {
+pub(super) fn slots(fired: &[Firing]) -> Vec<(String, i64, bool)> {
     fired
         .iter()
         .map(|f| match &f.outcome {

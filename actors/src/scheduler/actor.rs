@@ -4,11 +4,13 @@
 //! Sequence of a tick (a timer wake-up, a poke, or a change of routines):
 //! 1. read the injected [`Clock`]: every routine whose `next_fire_ms` is at
 //!    or before now is due (decisions never depend on tokio's clock);
-//! 2. per due routine, [`plan_slot`](super::plan_slot) decides: fire (on
-//!    time, or once late for `catch_up = "once"`), skip (`catch_up =
-//!    "skip"`: the late slot passes, and the routine moves to the newest
-//!    slot not late yet, which fires in the same tick), or unknown (a slot
-//!    from before a restore);
+//! 2. a due routine of a bot paused by its daily token budget waits,
+//!    untouched, until the pause ends (then it is a catch-up like after
+//!    downtime); per other due routine, [`plan_slot`](super::plan_slot)
+//!    decides: fire (on time: the newest slot due; or once late for
+//!    `catch_up = "once"`), skip (`catch_up = "skip"`: the late slot
+//!    passes, and the routine moves to the newest slot not late yet, which
+//!    fires in the same tick), or unknown (a slot from before a restore);
 //! 3. one store batch per routine: the admission of the event (nonce
 //!    derived from bot, routine and slot) *and* `AdvanceRoutine` to the
 //!    next slot after now, so a slot fires at most once even across
@@ -17,6 +19,7 @@
 //!    [`MAX_SLEEP`] away, so a jump of the wall clock is noticed).
 
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -162,6 +165,14 @@ pub enum FireOutcome {
     Unknown,
     /// The bot no longer exists; the slot passed.
     NoBot,
+    /// The bot's daily token budget is spent: the slot waits, untouched,
+    /// and is not queued. When the pause ends, the routine's waiting slots
+    /// are handled like slots missed while the host was down (the
+    /// routine's `catch_up`).
+    Paused {
+        /// When the pause ends (ms since epoch, UTC): the next UTC midnight.
+        until_ms: i64,
+    },
     /// The commit failed; the slot stays due and is retried.
     Failed {
         /// Why.
@@ -187,6 +198,9 @@ pub struct SchedulerState {
     pub(super) retry: bool,
     /// When the store was found restored from a snapshot, if ever.
     pub(super) restored_at_ms: Option<i64>,
+    /// Bots paused by their daily token budget at the last tick, and
+    /// until when: their due routines wait for then, not for a retry.
+    pub(super) held: HashMap<BotId, i64>,
 }
 
 impl Actor for SchedulerActor {
@@ -225,6 +239,7 @@ impl Actor for SchedulerActor {
             timer: None,
             retry: false,
             restored_at_ms,
+            held: HashMap::new(),
         };
         sync_config(&mut state).await?;
         Ok(state)
@@ -270,7 +285,11 @@ impl Actor for SchedulerActor {
                 // A clock that did not move while tokio slept is a manual
                 // clock that only its owner moves (tests): wait for a poke
                 // instead of spinning on tokio's auto-advancing paused clock.
-                if fired.is_empty() && state.args.clock.now_ms() == armed_at_ms {
+                // Slots that wait for a budget pause are no progress.
+                let progress = fired
+                    .iter()
+                    .any(|f| !matches!(f.outcome, FireOutcome::Paused { .. }));
+                if !progress && state.args.clock.now_ms() == armed_at_ms {
                     return Ok(());
                 }
                 replan(&myself, state);
@@ -299,11 +318,17 @@ fn replan(myself: &ActorRef<SchedulerMsg>, state: &mut SchedulerState) {
     let retry_ms = RETRY_AFTER.as_millis() as i64;
     // A routine still due after a tick could not be handled (its bot could
     // not be read): it is retried later, not in a loop.
+    // A due routine of a paused bot waits for the pause's end (the sleep
+    // is capped by MAX_SLEEP, so a budget raised meanwhile is seen).
     let earliest = state
         .routines
         .values()
         .filter(|l| l.schedule.is_some())
-        .filter_map(|l| l.record.next_fire_ms)
+        .filter_map(|l| {
+            let next = l.record.next_fire_ms?;
+            let held = state.held.get(&l.record.bot).copied().unwrap_or(next);
+            Some(next.max(held))
+        })
         .min()
         .map(|t| if t <= now { now + retry_ms } else { t });
     let retry = state.retry.then_some(now + retry_ms);

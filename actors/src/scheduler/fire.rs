@@ -20,6 +20,7 @@ use super::actor::Firing;
 use super::actor::Key;
 use super::actor::SchedulerState;
 use super::plan::SlotPlan;
+use super::plan::newest_due;
 use super::plan::next_after_skip;
 use super::plan::plan_slot;
 use super::plan::routine_admission;
@@ -107,10 +108,13 @@ struct Due {
 /// Fires (or lets pass) every due slot by the clock. A missed slot that
 /// `catch_up = "skip"` lets pass moves its routine to the newest slot that
 /// is not late yet, if there is one: that slot is due as well, and fires
-/// in the same catch-up (a second pass over just those routines).
+/// in the same catch-up (a second pass over just those routines). The due
+/// slots of a bot paused by its daily token budget wait (see
+/// [`FireOutcome::Paused`]).
 pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
     let now = state.args.clock.now_ms();
     state.retry = false;
+    state.held.clear();
     let mut report = fire_pass(state, now, None).await;
     let skipped: BTreeSet<Key> = report
         .iter()
@@ -123,6 +127,37 @@ pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
     report
 }
 
+/// What a pass found of a due routine's bot.
+#[derive(Clone)]
+enum BotNow {
+    /// Deleted, or no longer listed by the config: it runs no turns.
+    Gone,
+    /// Its daily token budget is spent until this time (ms).
+    Paused(i64),
+    /// It takes inputs; its owner.
+    Ready(UserId),
+}
+
+/// Reads `bot` and whether its daily token budget is spent now.
+async fn bot_now(rt: &Runtime, bot: &BotId) -> Result<BotNow, StoreError> {
+    // a bot the config no longer lists runs no turns: its slots pass
+    // without a run, like those of a deleted bot
+    let Some(record) = rt
+        .store
+        .get_bot(bot)
+        .await?
+        .filter(|b| b.removed_at().is_none())
+    else {
+        return Ok(BotNow::Gone);
+    };
+    Ok(
+        match crate::engine::stored_budget_pause(&rt.store, &record).await? {
+            Some(until_ms) => BotNow::Paused(until_ms),
+            None => BotNow::Ready(record.owner),
+        },
+    )
+}
+
 /// One pass over the due routines (all, or those of `only`) at `now`.
 async fn fire_pass(
     state: &mut SchedulerState,
@@ -130,8 +165,9 @@ async fn fire_pass(
     only: Option<&BTreeSet<Key>>,
 ) -> Vec<Firing> {
     let rt = state.args.rt.clone();
-    let mut owners: HashMap<BotId, Option<UserId>> = HashMap::new();
+    let mut bots: HashMap<BotId, BotNow> = HashMap::new();
     let mut due = Vec::new();
+    let mut held = Vec::new();
     for (key, loaded) in &state.routines {
         if only.is_some_and(|o| !o.contains(key)) {
             continue;
@@ -143,6 +179,27 @@ async fn fire_pass(
             continue;
         }
         let r = &loaded.record;
+        let bot = match bots.get(&r.bot) {
+            Some(b) => b.clone(),
+            None => match bot_now(&rt, &r.bot).await {
+                Ok(b) => {
+                    bots.insert(r.bot.clone(), b.clone());
+                    b
+                }
+                Err(e) => {
+                    state.retry = true;
+                    tracing::warn!(bot = %r.bot, error = %e, "cannot read a routine's bot");
+                    continue;
+                }
+            },
+        };
+        // A paused bot would only queue its slots, to be run by one turn
+        // after the pause: its slots wait untouched instead, and the pause's
+        // end finds them as a host back from downtime does (`catch_up`).
+        if let BotNow::Paused(until_ms) = bot {
+            held.push((key.clone(), slot_ms, until_ms));
+            continue;
+        }
         let plan = plan_slot(slot_ms, now, r.catch_up, state.restored_at_ms);
         // Never once per missed slot: after a fire the next slot is the
         // first after now; a skip drops only the late slots (the newest
@@ -151,13 +208,14 @@ async fn fire_pass(
             SlotPlan::Skip => next_after_skip(schedule, now),
             SlotPlan::Fire { .. } | SlotPlan::Unknown => schedule.next_after(now.max(slot_ms)),
         };
-        let advance = |fired: bool| Mutation::AdvanceRoutine {
-            bot: r.bot.clone(),
-            name: r.name.clone(),
-            slot_ms,
-            fired,
-            next_fire_ms,
-        };
+        let advance =
+            |from_ms: i64, fired: bool, next_fire_ms: Option<i64>| Mutation::AdvanceRoutine {
+                bot: r.bot.clone(),
+                name: r.name.clone(),
+                slot_ms: from_ms,
+                fired,
+                next_fire_ms,
+            };
         let skip = |outcome: FireOutcome| Due {
             key: key.clone(),
             slot_ms,
@@ -166,7 +224,7 @@ async fn fire_pass(
             late: false,
             outcome,
             job: Job {
-                batch: vec![advance(false)],
+                batch: vec![advance(slot_ms, false, next_fire_ms)],
                 route: None,
             },
         };
@@ -181,28 +239,23 @@ async fn fire_pass(
                 continue;
             }
         };
-        let owner = match owners.get(&r.bot) {
-            Some(o) => o.clone(),
-            None => {
-                let o = match rt.store.get_bot(&r.bot).await {
-                    // a bot the config no longer lists runs no turns: its
-                    // slots pass without a run, like those of a deleted bot
-                    Ok(b) => b.filter(|b| b.removed_at().is_none()).map(|b| b.owner),
-                    Err(e) => {
-                        state.retry = true;
-                        tracing::warn!(bot = %r.bot, error = %e, "cannot read a routine's bot");
-                        continue;
-                    }
-                };
-                owners.insert(r.bot.clone(), o.clone());
-                o
+        let owner = match bot {
+            BotNow::Ready(owner) => owner,
+            BotNow::Gone => {
+                due.push(skip(FireOutcome::NoBot));
+                continue;
             }
+            // held above
+            BotNow::Paused(_) => continue,
         };
-        let Some(owner) = owner else {
-            due.push(skip(FireOutcome::NoBot));
-            continue;
+        // On time, the newest slot due runs (the older ones not missed
+        // either are covered by it); a late run names the first missed.
+        let run_ms = if late {
+            slot_ms
+        } else {
+            newest_due(schedule, slot_ms, now)
         };
-        let text = match routine_text(r, schedule.timezone(), slot_ms, late) {
+        let text = match routine_text(r, schedule.timezone(), run_ms, late) {
             Ok(t) => t,
             Err(e) => {
                 state.retry = true;
@@ -210,23 +263,40 @@ async fn fire_pass(
                 continue;
             }
         };
-        let req = routine_admission(r, &owner, slot_ms, text);
+        let req = routine_admission(r, &owner, run_ms, text);
         let route = (req.priority, req.entry.clone());
+        let mut batch = vec![Mutation::Admit(Box::new(req))];
+        if run_ms != slot_ms {
+            // the older slots pass (one transaction with the run)
+            batch.push(advance(slot_ms, false, Some(run_ms)));
+        }
+        batch.push(advance(run_ms, true, next_fire_ms));
         due.push(Due {
             key: key.clone(),
-            slot_ms,
+            slot_ms: run_ms,
             next_fire_ms,
             fired: true,
             late,
             outcome: FireOutcome::AlreadyFired,
             job: Job {
-                batch: vec![Mutation::Admit(Box::new(req)), advance(true)],
+                batch,
                 route: Some(route),
             },
         });
     }
+    let mut report = Vec::with_capacity(due.len() + held.len());
+    for ((bot, name), slot_ms, until_ms) in held {
+        tracing::debug!(%bot, routine = %name, slot_ms, until_ms, "routine slot waits for the bot's budget pause to end");
+        state.held.insert(bot.clone(), until_ms);
+        report.push(Firing {
+            bot,
+            name,
+            slot_ms,
+            outcome: FireOutcome::Paused { until_ms },
+        });
+    }
     if due.is_empty() {
-        return Vec::new();
+        return report;
     }
     let (jobs, due): (Vec<Job>, Vec<_>) = due
         .into_iter()
@@ -238,7 +308,6 @@ async fn fire_pass(
         })
         .unzip();
     let results = commit_all(&rt, jobs).await;
-    let mut report = Vec::with_capacity(due.len());
     for ((key, slot_ms, next_fire_ms, fired, late, outcome), result) in due.into_iter().zip(results)
     {
         let outcome = match result {
@@ -279,7 +348,8 @@ async fn fire_pass(
             FireOutcome::Skipped | FireOutcome::Unknown | FireOutcome::NoBot => {
                 tracing::info!(bot = %key.0, routine = %key.1, slot_ms, ?outcome, "routine slot passed without a run");
             }
-            FireOutcome::AlreadyFired | FireOutcome::Failed { .. } => {}
+            FireOutcome::AlreadyFired | FireOutcome::Failed { .. } | FireOutcome::Paused { .. } => {
+            }
         }
         report.push(Firing {
             bot: key.0,

@@ -16,7 +16,9 @@
 //! - After downtime a missed routine runs once, late (`catch_up = "once"`),
 //!   or not at all (`"skip"`: only the late slots are dropped; a slot not
 //!   yet [`LATE_AFTER_MS`] late still runs, once); never once per missed
-//!   slot.
+//!   slot. Several due slots none of which is missed run once, for the
+//!   newest. While a bot's daily token budget is spent its slots wait and
+//!   are caught up the same way when the pause ends.
 //! - Daylight-saving rules: see the `spec` module docs and docs/operations.md.
 
 mod actor;
@@ -39,6 +41,7 @@ pub use handle::MAX_RESTARTS;
 pub use handle::SchedulerHandle;
 pub use plan::LATE_AFTER_MS;
 pub use plan::SlotPlan;
+pub use plan::newest_due;
 pub use plan::next_after_skip;
 pub use plan::plan_slot;
 pub use plan::routine_admission;

@@ -78,6 +78,26 @@ pub fn next_after_skip(schedule: &Schedule, now_ms: i64) -> Option<i64> {
     newest.or_else(|| schedule.next_after(now_ms))
 }
 
+/// The slot a routine that is due on time runs: the newest of its slots
+/// from `slot_ms` (the one it waits for) up to `now_ms`. A tick (or a
+/// host back from a short downtime) that comes after several slots none of
+/// which is missed runs only the newest of them, once, on time; the older
+/// ones are covered by it (docs/operations.md, "Downtime").
+pub fn newest_due(schedule: &Schedule, slot_ms: i64, now_ms: i64) -> i64 {
+    let mut newest = slot_ms;
+    // only slots within the grace are looked at: slots are whole seconds,
+    // so at most 61 of them
+    let mut cursor = slot_ms.max(now_ms - LATE_AFTER_MS - 1);
+    while let Some(slot) = schedule.next_after(cursor) {
+        if slot > now_ms || slot <= cursor {
+            break;
+        }
+        newest = newest.max(slot);
+        cursor = slot;
+    }
+    newest
+}
+
 /// The ledger source of a bot's routine fires.
 pub fn routine_source(bot: &BotId) -> String {
     format!("routine:{bot}")

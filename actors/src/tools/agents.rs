@@ -51,6 +51,11 @@ mod hops;
 pub(crate) use hops::Cut;
 pub(crate) use hops::hop_budget_spent;
 
+/// Names a person can tell apart: refused clashes, refused ambiguous
+/// lookups.
+#[path = "agent_names.rs"]
+mod names;
+
 /// Tools an agent created by another agent never gets by default.
 const MANAGEMENT_TOOLS: &[&str] = &["CreateAgent", "UpdateAgent", "Task"];
 
@@ -84,15 +89,7 @@ pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<Bot
         .list_bots(Some(&ctx.bot.owner))
         .await
         .map_err(store_error)?;
-    if let Some(b) = bots
-        .iter()
-        .find(|b| b.id.as_str() == name)
-        .or_else(|| {
-            bots.iter()
-                .find(|b| b.id.as_str().eq_ignore_ascii_case(name))
-        })
-        .or_else(|| bots.iter().find(|b| b.name.eq_ignore_ascii_case(name)))
-    {
+    if let Some(b) = names::pick(&bots, name)? {
         return Ok(b.clone());
     }
     let known: Vec<&str> = bots
@@ -334,6 +331,26 @@ fn check_tools(ctx: &ToolContext<'_>, tools: &[String]) -> Result<Vec<String>, T
     Ok(out)
 }
 
+/// The tool every bot needs: the only way it speaks (a reply to a person,
+/// a post in a room, a routine's report). fleet.toml refuses a bot without
+/// it (`src/config_bots.rs`); so do CreateAgent and UpdateAgent.
+const SEND_MESSAGE: &str = "SendMessage";
+
+/// Refuses a tool list without [`SEND_MESSAGE`]: every message to such a
+/// bot would end `undelivered`, after a reminder to use a tool it lacks.
+fn check_can_speak(tool: &str, tools: &[String]) -> Result<(), ToolError> {
+    if tools.iter().any(|t| t == SEND_MESSAGE) {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        format!(
+            "the agent's tools would not include {SEND_MESSAGE}: it could not speak to anyone \
+             (reply to a person, post in a room, report a routine)"
+        ),
+        format!("call {tool} again with \"{SEND_MESSAGE}\" in `tools`"),
+    ))
+}
+
 /// The [`CREATED_BY_CALL`] value of the calling tool call.
 fn creating_call(ctx: &ToolContext<'_>) -> String {
     format!("{}:{}", ctx.turn, ctx.call_id)
@@ -437,6 +454,7 @@ impl Tool for CreateAgent {
                 .cloned()
                 .collect(),
         };
+        check_can_speak("CreateAgent", &tools)?;
         let now = ctx.rt.store.clock().now_ms();
         let record = BotRecord {
             id: id.clone(),
@@ -450,6 +468,7 @@ impl Tool for CreateAgent {
             created_at: now,
             updated_at: now,
         };
+        names::check_name_free(ctx, &record, name).await?;
         // The store decides, in the transaction that inserts it, whether
         // the id is free: a read before the write would let two callers
         // both see it free and the later one take the record over.
@@ -555,6 +574,7 @@ impl Tool for UpdateAgent {
                 ));
             }
             check_name(name)?;
+            names::check_name_free(ctx, &record, name).await?;
             record.name = name.to_owned();
             changed.push("name");
         }
@@ -569,7 +589,9 @@ impl Tool for UpdateAgent {
             changed.push("role");
         }
         if let Some(tools) = &args.tools {
-            record.tools = check_tools(ctx, tools)?;
+            let tools = check_tools(ctx, tools)?;
+            check_can_speak("UpdateAgent", &tools)?;
+            record.tools = tools;
             changed.push("tools");
         }
         record.updated_at = ctx.rt.store.clock().now_ms();

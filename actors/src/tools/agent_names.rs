@@ -1,0 +1,98 @@
+//! Bot names a person can tell apart. A room's `@Name` and SendToAgent's
+//! `agent` address a bot by its id or display name, ignoring case: two bots
+//! that answer to the same word would both be woken by a mention, and a
+//! message would go to whichever came first. So CreateAgent and UpdateAgent
+//! refuse a name (or id) another bot already answers to, among the bots a
+//! person can address together (the same owner's, and bots marked
+//! `shareable`); and a lookup that still finds several bots (records made
+//! before this check) is refused, not guessed.
+
+use botfleet_memory::BotRecord;
+use serde_json::Value;
+
+use super::ToolContext;
+use super::ToolError;
+use super::store_error;
+use crate::group::mentions::MemberName;
+
+/// Whether other users may add `bot` to their rooms (fleet.toml
+/// `shareable = true`, stored in its settings).
+fn shareable(bot: &BotRecord) -> bool {
+    bot.settings.get("shareable").and_then(Value::as_bool) == Some(true)
+}
+
+/// Refuses giving bot `target` (being created, or renamed) the display
+/// name `name` when another bot that a person could address
+/// along with it answers to the same mention (its id or name, ignoring
+/// case; a name with spaces also without them).
+pub(super) async fn check_name_free(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+    name: &str,
+) -> Result<(), ToolError> {
+    let me = MemberName {
+        id: target.id.to_string(),
+        name: name.to_owned(),
+    };
+    let bots = ctx.store().list_bots(None).await.map_err(store_error)?;
+    for other in bots.iter().filter(|b| b.id != target.id) {
+        // bots of two owners meet only when one of them is shareable
+        if other.owner != target.owner && !shareable(target) && !shareable(other) {
+            continue;
+        }
+        let them = MemberName {
+            id: other.id.to_string(),
+            name: other.name.clone(),
+        };
+        if let Some(token) = them.clash(&me) {
+            return Err(ToolError::new(
+                format!(
+                    "the agent {} ({:?}) already answers to {token:?} (a bot's id or name, \
+                     ignoring case): @{token} in a room would wake both, and a message to \
+                     {token:?} could not tell them apart",
+                    other.id, other.name
+                ),
+                if me.id.eq_ignore_ascii_case(&token) && !name.eq_ignore_ascii_case(&token) {
+                    "choose another `id`"
+                } else {
+                    "choose another name"
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The one bot of `bots` that answers to `name` (its id, else its id or
+/// display name ignoring case), `None` if none does; several is an error
+/// naming them, so a message never goes to whichever was listed first.
+pub(super) fn pick<'a>(
+    bots: &'a [BotRecord],
+    name: &str,
+) -> Result<Option<&'a BotRecord>, ToolError> {
+    if let Some(b) = bots.iter().find(|b| b.id.as_str() == name) {
+        return Ok(Some(b));
+    }
+    let found: Vec<&BotRecord> = bots
+        .iter()
+        .filter(|b| b.id.as_str().eq_ignore_ascii_case(name) || b.name.eq_ignore_ascii_case(name))
+        .collect();
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        many => {
+            let ids: Vec<String> = many
+                .iter()
+                .map(|b| format!("{} ({:?})", b.id, b.name))
+                .collect();
+            Err(ToolError::new(
+                format!(
+                    "{name:?} is ambiguous: {} bots answer to it: {}",
+                    many.len(),
+                    ids.join(", ")
+                ),
+                "pass the id of the one you mean",
+            ))
+        }
+    }
+}
