@@ -163,7 +163,10 @@ impl LoadedFleet {
                     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
                         return Err(self.invalid(
                             format!("{key}.base_url"),
-                            format!("{base_url:?} is not an http(s) URL; expected e.g. \"http://127.0.0.1:8000/v1\""),
+                            format!(
+                                "{:?} is not an http(s) URL; expected e.g. \"http://127.0.0.1:8000/v1\"",
+                                without_userinfo(base_url)
+                            ),
                         ));
                     }
                     if model.trim().is_empty() {
@@ -344,12 +347,25 @@ impl LoadedFleet {
             for (j, h) in b.hooks.iter().enumerate() {
                 let secret = match (&h.secret, &h.secret_env) {
                     (Some(s), _) => Some(s.clone()),
-                    (None, Some(var)) => lookup(
-                        &mut problems,
-                        format!("bots[{i}].hooks[{j}].secret_env"),
-                        var,
-                        START,
-                    ),
+                    (None, Some(var)) => {
+                        let key = format!("bots[{i}].hooks[{j}].secret_env");
+                        match lookup(&mut problems, key.clone(), var, START) {
+                            // the inline minimum; the message names the rule, never the value
+                            Some(s) if s.len() < MIN_HOOK_SECRET => {
+                                problems.push(self.invalid(
+                                    key,
+                                    format!(
+                                        "the value of environment variable {var} (the secret of \
+                                         hook {:?}) is too short; use at least {MIN_HOOK_SECRET} \
+                                         characters",
+                                        h.name
+                                    ),
+                                ));
+                                None
+                            }
+                            found => found,
+                        }
+                    }
                     (None, None) => None,
                 };
                 if let Some(secret) = secret {
@@ -511,4 +527,17 @@ fn same_token(user: &str, other: &str) -> String {
     format!(
         "user {user:?} has the same token as user {other:?}; give each user a token of their own"
     )
+}
+
+/// `url` as a config error may show it: whatever stands between its
+/// scheme and its last `@` (the userinfo, which may hold a password with
+/// an unescaped `/`) becomes `***`. For a URL that is not http(s) too,
+/// which the model's redactor (`shown_base_url`, private to the actors
+/// crate) is not reached with: config errors reach the terminal and logs.
+fn without_userinfo(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    match url.rfind('@') {
+        Some(at) if at >= start => format!("{}***{}", &url[..start], &url[at..]),
+        Some(_) | None => url.to_owned(),
+    }
 }

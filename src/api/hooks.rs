@@ -122,10 +122,38 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Api
     single_header(headers, name)?
         .map(|v| {
             v.to_str()
-                .map(str::trim)
                 .map_err(|_| ApiError::BadRequest(format!("the {name} header is not ASCII text")))
         })
         .transpose()
+}
+
+/// Why `id` is not a delivery id, if it is not one. The id is the
+/// idempotency key and is compared byte for byte, so it is taken as sent:
+/// trimming it would make `" w1 "` a duplicate of `w1`, and a tab (the one
+/// control character an HTTP header value may hold) is refused likewise.
+/// (HTTP/1 parsing already drops spaces and tabs around a header value, as
+/// RFC 9110 says; the check keeps this handler from trimming on its own.)
+fn delivery_problem(id: &str) -> Option<String> {
+    if id.is_empty() || id.len() > MAX_DELIVERY_LEN {
+        return Some(format!(
+            "the X-Botfleet-Delivery header must be 1-{MAX_DELIVERY_LEN} characters"
+        ));
+    }
+    if id.starts_with(char::is_whitespace) || id.ends_with(char::is_whitespace) {
+        return Some(
+            "the X-Botfleet-Delivery header must not start or end with whitespace: send the \
+             delivery id exactly as generated, without padding"
+                .into(),
+        );
+    }
+    if id.contains(char::is_control) {
+        return Some(
+            "the X-Botfleet-Delivery header must not contain control characters (a tab \
+             included): use visible ASCII, e.g. a UUID"
+                .into(),
+        );
+    }
+    None
 }
 
 pub(crate) async fn deliver(
@@ -148,18 +176,19 @@ pub(crate) async fn deliver(
              characters); a retry of the same delivery sends the same id"
         ))
     })?;
-    if delivery.is_empty() || delivery.len() > MAX_DELIVERY_LEN {
-        return Err(ApiError::BadRequest(format!(
-            "the X-Botfleet-Delivery header must be 1-{MAX_DELIVERY_LEN} characters"
-        )));
+    if let Some(problem) = delivery_problem(delivery) {
+        return Err(ApiError::BadRequest(problem));
     }
-    let signature = header(&headers, SIGNATURE_HEADER)?.ok_or_else(|| {
-        ApiError::BadRequest(
-            "missing the X-Botfleet-Signature header: send sha256=<hex of HMAC-SHA256 of the raw \
-             body with the hook's secret>"
-                .into(),
-        )
-    })?;
+    // padding around the signature changes nothing it says, unlike an id's
+    let signature = header(&headers, SIGNATURE_HEADER)?
+        .map(str::trim)
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "missing the X-Botfleet-Signature header: send sha256=<hex of HMAC-SHA256 of the \
+                 raw body with the hook's secret>"
+                    .into(),
+            )
+        })?;
     let tag = signature
         .strip_prefix("sha256=")
         .and_then(|h| hex::decode(h).ok())

@@ -383,3 +383,56 @@ fn the_send_hint_names_the_address_unless_it_is_the_cli_default() {
     assert!(hint("[::]:7878").contains("--host http://[::1]:7878 "));
     assert!(hint("10.0.0.5:7878").contains("--host http://10.0.0.5:7878 "));
 }
+
+/// Regression: a hook secret from `secret_env` could be 1 character long
+/// while an inline one needs 16. Now both refuse it, naming the hook, the
+/// variable and the minimum, never the value.
+#[tokio::test]
+async fn a_hook_secret_from_the_environment_follows_the_inline_minimum() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook = "[[bots.hooks]]\nname = \"gh\"\nsecret_env = \"BOTFLEET_TEST_HOOK_SECRET\"\n";
+    let fleet = write_fleet(
+        dir.path(),
+        &format!("{ALICE}\n{SCRIPTED}\n{BOT}{hook}"),
+        Some(ECHO),
+    );
+    let value = "x7q";
+    let err = both_refuse(&fleet, &[("BOTFLEET_TEST_HOOK_SECRET", value)]).await;
+    assert!(
+        err.contains("bots[0].hooks[0].secret_env")
+            && err.contains("BOTFLEET_TEST_HOOK_SECRET")
+            && err.contains("\"gh\"")
+            && err.contains("at least 16"),
+        "{err}"
+    );
+    assert!(!err.contains(value), "{err}");
+    // 16 characters is enough, as inline
+    let (code, _, err) = botfleet(
+        "check-config",
+        &fleet,
+        &[("BOTFLEET_TEST_HOOK_SECRET", "0123456789abcdef")],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Regression: a `base_url` that is not http(s) was echoed whole in the
+/// error, with the credentials in its userinfo.
+#[tokio::test]
+async fn a_non_http_base_url_is_refused_without_its_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = "[providers.o]\nkind = \"openai\"\nbase_url = \"ftp://bob:hunter2-pass@files.example/v1\"\nmodel = \"m\"\n";
+    let fleet = write_fleet(
+        dir.path(),
+        &format!("{ALICE}\n{SCRIPTED}\n{provider}\n{BOT}"),
+        Some(ECHO),
+    );
+    let err = both_refuse(&fleet, &[]).await;
+    assert!(
+        err.contains("providers.o.base_url")
+            && err.contains("ftp://***@files.example/v1")
+            && err.contains("not an http(s) URL"),
+        "{err}"
+    );
+    assert!(!err.contains("bob") && !err.contains("hunter2"), "{err}");
+}

@@ -22,6 +22,7 @@ mod data_lock;
 mod group_replies;
 mod groups;
 mod hooks;
+mod hooks_input;
 mod hops;
 mod host;
 mod http_limits;
