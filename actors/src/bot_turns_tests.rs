@@ -2,19 +2,14 @@
 //! crashes it takes before the bot fails it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use botfleet_memory::BotId;
-use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
-use botfleet_memory::Store;
-use botfleet_memory::StoreOptions;
 use botfleet_memory::TurnStatus;
 use botfleet_memory::UserId;
 use pretty_assertions::assert_eq;
@@ -22,18 +17,20 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::fleet::FleetHandle;
-use crate::model::FinishReason;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
 use crate::model::ModelResponse;
 use crate::model::Purpose;
 use crate::model::StreamSink;
-use crate::model::ToolCall;
-use crate::runtime::Runtime;
-use crate::settings::FleetSettings;
 use crate::tools::ToolRegistry;
-use crate::tools::Workspace;
+use crate::tools::test_support::alices_bot;
+use crate::tools::test_support::done;
+use crate::tools::test_support::fleet_runtime;
+use crate::tools::test_support::next_call;
+use crate::tools::test_support::next_change;
+use crate::tools::test_support::tool_step;
+use crate::tools::test_support::turn_ended;
 
 /// What the model does at one call of the turn.
 #[derive(Debug, Clone, Copy)]
@@ -68,30 +65,15 @@ impl Model for CrashingModel {
         _sink: &mut dyn StreamSink,
         _cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let (n, answer) = {
-            let mut next = self.next.lock().unwrap();
-            let n = *next;
-            *next += 1;
-            (n, self.answers.get(n).copied().unwrap_or(Answer::Done))
-        };
-        match answer {
-            Answer::Send(text) => Ok(ModelResponse {
-                text: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: format!("call-{n}"),
-                    name: "SendMessage".into(),
-                    arguments: json!({ "text": text }).to_string(),
-                }],
-                finish: FinishReason::ToolCalls,
-                usage: None,
-            }),
+        let n = next_call(&self.next);
+        match self.answers.get(n).copied().unwrap_or(Answer::Done) {
+            Answer::Send(text) => Ok(tool_step(
+                &format!("call-{n}"),
+                "SendMessage",
+                json!({ "text": text }),
+            )),
             Answer::Panic => panic!("model call {n} crashes its turn"),
-            Answer::Done => Ok(ModelResponse {
-                text: "done".into(),
-                tool_calls: Vec::new(),
-                finish: FinishReason::Stop,
-                usage: None,
-            }),
+            Answer::Done => Ok(done()),
         }
     }
 }
@@ -100,52 +82,19 @@ impl Model for CrashingModel {
 /// the entries of its DM once a turn ended there.
 async fn run_turn_of(answers: Vec<Answer>) -> Vec<Entry> {
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
-    let mut settings = FleetSettings::new(ws.root().to_path_buf());
-    settings.debounce = Duration::ZERO;
-    settings.extract_memory = false;
-    assert_eq!(settings.max_turn_attempts, 3);
     let model: Arc<dyn Model> = Arc::new(CrashingModel {
         answers,
         next: Mutex::new(0),
     });
-    let models = HashMap::from([("p".to_owned(), model)]);
-    let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, ws);
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("alice").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec!["SendMessage".into()],
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
+    let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
+    assert_eq!(rt.settings.max_turn_attempts, 3);
+    let bot = alices_bot(&["SendMessage"]);
     let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
     let alice = UserId::new("alice").unwrap();
-    let mut changes = fleet.store().subscribe();
     let req = crate::protocol::user_message(&alice, &bot, "work on it", None);
     let session: SessionId = req.entry.session;
     fleet.admit(req).await.unwrap();
-    // every new entry signals a change: look again on each one
-    let entries = loop {
-        let entries = fleet.store().entries_after(session, 0, 1000).await.unwrap();
-        if entries
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::TurnEnd { .. }))
-        {
-            break entries;
-        }
-        let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
-            .await
-            .expect("no turn ended within 30 s");
-        if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
-            panic!("the store closed");
-        }
-    };
+    let entries = turn_ended(fleet.store(), session).await;
     fleet.shutdown().await;
     entries
 }
@@ -229,11 +178,7 @@ impl Model for HeldModel {
         _sink: &mut dyn StreamSink,
         _cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let n = {
-            let mut calls = self.calls.lock().unwrap();
-            *calls += 1;
-            *calls - 1
-        };
+        let n = next_call(&self.calls);
         if n == 0 {
             self.entered.notify_one();
             self.release.notified().await;
@@ -243,23 +188,13 @@ impl Model for HeldModel {
             matches!(m, crate::model::ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty())
         });
         Ok(if replied {
-            ModelResponse {
-                text: "done".into(),
-                tool_calls: Vec::new(),
-                finish: FinishReason::Stop,
-                usage: None,
-            }
+            done()
         } else {
-            ModelResponse {
-                text: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: format!("call-{n}"),
-                    name: "SendMessage".into(),
-                    arguments: json!({ "text": "answered" }).to_string(),
-                }],
-                finish: FinishReason::ToolCalls,
-                usage: None,
-            }
+            tool_step(
+                &format!("call-{n}"),
+                "SendMessage",
+                json!({ "text": "answered" }),
+            )
         })
     }
 }
@@ -271,11 +206,6 @@ impl Model for HeldModel {
 #[tokio::test]
 async fn a_message_that_came_before_a_crash_interrupts_the_resumed_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
-    let mut settings = FleetSettings::new(ws.root().to_path_buf());
-    settings.debounce = Duration::ZERO;
-    settings.extract_memory = false;
     let entered = Arc::new(tokio::sync::Notify::new());
     let release = Arc::new(tokio::sync::Notify::new());
     let model: Arc<dyn Model> = Arc::new(HeldModel {
@@ -283,20 +213,8 @@ async fn a_message_that_came_before_a_crash_interrupts_the_resumed_turn() {
         entered: entered.clone(),
         release: release.clone(),
     });
-    let models = HashMap::from([("p".to_owned(), model)]);
-    let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, ws);
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("alice").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec!["SendMessage".into()],
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
+    let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
+    let bot = alices_bot(&["SendMessage"]);
     let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
     let alice = UserId::new("alice").unwrap();
     let mut changes = fleet.store().subscribe();
@@ -325,12 +243,7 @@ async fn a_message_that_came_before_a_crash_interrupts_the_resumed_turn() {
         if ends(&entries).contains(&TurnStatus::Completed) {
             break entries;
         }
-        let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
-            .await
-            .expect("no turn completed within 30 s");
-        if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
-            panic!("the store closed");
-        }
+        next_change(&mut changes, "no turn completed within 30 s").await;
     };
     let turns = fleet.store().turns_of_bot(&bot.id, 10).await.unwrap();
     fleet.shutdown().await;
@@ -371,25 +284,11 @@ impl Model for StallModel {
         _sink: &mut dyn StreamSink,
         _cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let n = {
-            let mut calls = self.calls.lock().unwrap();
-            *calls += 1;
-            *calls - 1
-        };
-        if n > 0 {
+        if next_call(&self.calls) > 0 {
             self.entered.notify_one();
             std::future::pending::<()>().await;
         }
-        Ok(ModelResponse {
-            text: String::new(),
-            tool_calls: vec![ToolCall {
-                id: "call-0".into(),
-                name: "SendMessage".into(),
-                arguments: json!({ "text": "one" }).to_string(),
-            }],
-            finish: FinishReason::ToolCalls,
-            usage: None,
-        })
+        Ok(tool_step("call-0", "SendMessage", json!({ "text": "one" })))
     }
 }
 
@@ -417,17 +316,6 @@ impl Model for UntilCancelled {
     }
 }
 
-/// The runtime of a fleet over the store in `dir` with `model`.
-fn runtime_in(dir: &std::path::Path, model: Arc<dyn Model>) -> Runtime {
-    let ws = Workspace::open(&dir.join("ws")).unwrap();
-    let store = Store::open(StoreOptions::new(dir.join("db.sqlite"))).unwrap();
-    let mut settings = FleetSettings::new(ws.root().to_path_buf());
-    settings.debounce = Duration::ZERO;
-    settings.extract_memory = false;
-    let models = HashMap::from([("p".to_owned(), model)]);
-    Runtime::new(store, models, ToolRegistry::builtin(), settings, ws)
-}
-
 /// A cancel sent as the host restarts, before the fleet's recovery has
 /// woken the bot to resume its unfinished turn, stops that turn: the bot
 /// is woken by the cancel. (Before, the router found no active bot,
@@ -440,21 +328,9 @@ async fn a_cancel_sent_as_the_host_restarts_stops_the_unfinished_turn() {
         calls: Mutex::new(0),
         entered: entered.clone(),
     });
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("alice").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec!["SendMessage".into()],
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
-    let fleet = FleetHandle::start(runtime_in(dir.path(), first), vec![bot.clone()])
-        .await
-        .unwrap();
+    let bot = alices_bot(&["SendMessage"]);
+    let rt = fleet_runtime(dir.path(), first, ToolRegistry::builtin());
+    let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
     let alice = UserId::new("alice").unwrap();
     let req = crate::protocol::user_message(&alice, &bot, "work on it", None);
     fleet.admit(req).await.unwrap();
@@ -464,7 +340,11 @@ async fn a_cancel_sent_as_the_host_restarts_stops_the_unfinished_turn() {
     // the host goes down in the middle of the turn's second model call
     fleet.shutdown().await;
 
-    let rt = runtime_in(dir.path(), Arc::new(UntilCancelled));
+    let rt = fleet_runtime(
+        dir.path(),
+        Arc::new(UntilCancelled),
+        ToolRegistry::builtin(),
+    );
     let open = rt.store.open_turns(&bot.id).await.unwrap();
     assert_eq!(open.len(), 1, "the turn is unfinished: {open:#?}");
     let turn = open[0].id;
@@ -479,12 +359,7 @@ async fn a_cancel_sent_as_the_host_restarts_stops_the_unfinished_turn() {
         if status != TurnStatus::Running {
             break status;
         }
-        let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
-            .await
-            .expect("the turn did not end within 30 s");
-        if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
-            panic!("the store closed");
-        }
+        next_change(&mut changes, "the turn did not end within 30 s").await;
     };
     fleet.shutdown().await;
     assert_eq!(status, TurnStatus::Cancelled);

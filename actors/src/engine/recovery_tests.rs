@@ -7,7 +7,6 @@
 //! the call, until the stop has reached the bot.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
@@ -16,15 +15,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use botfleet_memory::ApprovalId;
-use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
-use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewApproval;
 use botfleet_memory::SessionId;
-use botfleet_memory::Store;
-use botfleet_memory::StoreOptions;
 use botfleet_memory::ToolCallStatus;
 use botfleet_memory::TurnStatus;
 use botfleet_memory::UserId;
@@ -34,27 +29,28 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::fleet::FleetHandle;
-use crate::model::FinishReason;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
 use crate::model::ModelResponse;
 use crate::model::Purpose;
 use crate::model::StreamSink;
-use crate::model::ToolCall;
 use crate::model::ToolSpec;
 use crate::runtime::MemoryReach;
-use crate::runtime::Runtime;
 use crate::runtime::StateBlock;
 use crate::runtime::StateProvider;
-use crate::settings::FleetSettings;
 use crate::tools::Effect;
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
 use crate::tools::ToolOutput;
 use crate::tools::ToolRegistry;
-use crate::tools::Workspace;
+use crate::tools::test_support::alices_bot;
+use crate::tools::test_support::done;
+use crate::tools::test_support::fleet_runtime;
+use crate::tools::test_support::next_call;
+use crate::tools::test_support::tool_step;
+use crate::tools::test_support::turn_ended;
 
 /// A tool with an external effect (it counts its runs) whose first run
 /// dies after the effect, before its outcome is recorded.
@@ -115,32 +111,15 @@ impl Model for LaunchModel {
         _sink: &mut dyn StreamSink,
         _cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let n = {
-            let mut next = self.next.lock().unwrap();
-            *next += 1;
-            *next - 1
-        };
-        let (name, arguments) = match n {
-            0 => ("Launch", json!({})),
-            n if n % 2 == 1 => ("SendMessage", json!({ "text": "answered" })),
-            _ => {
-                return Ok(ModelResponse {
-                    text: "done".into(),
-                    tool_calls: Vec::new(),
-                    finish: FinishReason::Stop,
-                    usage: None,
-                });
-            }
-        };
-        Ok(ModelResponse {
-            text: String::new(),
-            tool_calls: vec![ToolCall {
-                id: format!("call-{n}"),
-                name: name.into(),
-                arguments: arguments.to_string(),
-            }],
-            finish: FinishReason::ToolCalls,
-            usage: None,
+        let n = next_call(&self.next);
+        Ok(match n {
+            0 => tool_step(&format!("call-{n}"), "Launch", json!({})),
+            n if n % 2 == 1 => tool_step(
+                &format!("call-{n}"),
+                "SendMessage",
+                json!({ "text": "answered" }),
+            ),
+            _ => done(),
         })
     }
 }
@@ -191,11 +170,6 @@ struct Settled {
 /// is stopped by `stop` before it settles the call.
 async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite"))).unwrap();
-    let mut settings = FleetSettings::new(ws.root().to_path_buf());
-    settings.debounce = Duration::ZERO;
-    settings.extract_memory = false;
     let model: Arc<dyn Model> = Arc::new(LaunchModel {
         next: Mutex::new(0),
     });
@@ -205,27 +179,10 @@ async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
         idempotent,
         runs: runs.clone(),
     }));
-    let rt = Runtime::new(
-        store,
-        HashMap::from([("p".to_owned(), model)]),
-        tools,
-        settings,
-        ws,
-    );
+    let rt = fleet_runtime(dir.path(), model, tools);
     let hold = Arc::new(HoldResume::default());
     rt.set_state_provider(hold.clone());
-    let bot = BotRecord {
-        id: BotId::new("b").unwrap(),
-        name: "B".into(),
-        owner: UserId::new("alice").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec!["SendMessage".into(), "Launch".into()],
-        settings: json!({}),
-        origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
-    };
+    let bot = alices_bot(&["SendMessage", "Launch"]);
     let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
     let alice = UserId::new("alice").unwrap();
     let req = crate::protocol::user_message(&alice, &bot, "launch it", None);
@@ -267,7 +224,7 @@ async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
         }
     }
     hold.release.notify_one();
-    let entries = turn_ended(&fleet, session).await;
+    let entries = turn_ended(fleet.store(), session).await;
     let (turn, result) = entries
         .iter()
         .find_map(|e| match &e.kind {
@@ -299,27 +256,6 @@ async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
         row,
         status,
         runs: runs.load(Ordering::SeqCst),
-    }
-}
-
-/// The session's entries once the launch's turn has ended.
-async fn turn_ended(fleet: &FleetHandle, session: SessionId) -> Vec<Entry> {
-    let mut changes = fleet.store().subscribe();
-    loop {
-        let entries = fleet.store().entries_after(session, 0, 1000).await.unwrap();
-        if entries
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::TurnEnd { .. }))
-        {
-            return entries;
-        }
-        // every new entry signals a change: look again on each one
-        let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
-            .await
-            .expect("no turn ended within 30 s");
-        if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
-            panic!("the store closed");
-        }
     }
 }
 

@@ -452,3 +452,7 @@ pub async fn post_message(
         removed_mentions,
     })
 }
+
+#[cfg(test)]
+#[path = "room_tests.rs"]
+mod tests;

@@ -1,11 +1,21 @@
 //! A runtime for tool unit tests: a store and a workspace in a temp dir,
-//! one bot, and a DM scope.
-#![allow(clippy::unwrap_used)]
+//! one bot, and a DM scope. Also the parts shared by unit tests that go
+//! through the fleet's messages with a scripted model: the fleet's
+//! runtime, its bot, the model's steps, and waiting on store changes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::Change;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::SessionRecord;
@@ -13,7 +23,9 @@ use botfleet_memory::Store;
 use botfleet_memory::StoreOptions;
 use botfleet_memory::TurnId;
 use botfleet_memory::UserId;
+use serde_json::Value;
 use serde_json::json;
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::Runner;
@@ -21,6 +33,10 @@ use super::ToolContext;
 use super::ToolRegistry;
 use super::TurnScope;
 use super::Workspace;
+use crate::model::FinishReason;
+use crate::model::Model;
+use crate::model::ModelResponse;
+use crate::model::ToolCall;
 use crate::runtime::Runtime;
 use crate::settings::FleetSettings;
 
@@ -101,5 +117,100 @@ impl ToolFixture {
     /// The workspace.
     pub(crate) fn ws(&self) -> &Workspace {
         &self.rt.workspace
+    }
+}
+
+/// The runtime of a fleet over a store and a workspace in `dir` (a second
+/// call over the same `dir` is the host restarted): provider `p` is
+/// `model`, the tools are `tools`, a message starts its turn at once and
+/// no memory is extracted after it.
+pub(crate) fn fleet_runtime(dir: &Path, model: Arc<dyn Model>, tools: ToolRegistry) -> Runtime {
+    let ws = Workspace::open(&dir.join("ws")).unwrap();
+    let store = Store::open(StoreOptions::new(dir.join("db.sqlite"))).unwrap();
+    let mut settings = FleetSettings::new(ws.root().to_path_buf());
+    settings.debounce = Duration::ZERO;
+    settings.extract_memory = false;
+    let models = HashMap::from([("p".to_owned(), model)]);
+    Runtime::new(store, models, tools, settings, ws)
+}
+
+/// Bot `b` ("B") of alice on provider `p`, with `tools`.
+pub(crate) fn alices_bot(tools: &[&str]) -> BotRecord {
+    bot_record("b", "B", &UserId::new("alice").unwrap(), tools)
+}
+
+/// Bot `id` named `name` of `owner` on provider `p`, with `tools`.
+pub(crate) fn bot_record(id: &str, name: &str, owner: &UserId, tools: &[&str]) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap(),
+        name: name.into(),
+        owner: owner.clone(),
+        role: String::new(),
+        provider: "p".into(),
+        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        settings: json!({}),
+        origin: "test".into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+/// Which call of a scripted model this is, counting from 0 (`calls` holds
+/// how many came before): such models answer by their place in the turn.
+pub(crate) fn next_call(calls: &Mutex<usize>) -> usize {
+    let mut calls = calls.lock().unwrap();
+    *calls += 1;
+    *calls - 1
+}
+
+/// A model's step that calls tool `name` with `arguments`, as call `id`.
+pub(crate) fn tool_step(id: &str, name: &str, arguments: Value) -> ModelResponse {
+    ModelResponse {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+        }],
+        finish: FinishReason::ToolCalls,
+        usage: None,
+    }
+}
+
+/// A model's last step: the plain answer "done".
+pub(crate) fn done() -> ModelResponse {
+    ModelResponse {
+        text: "done".into(),
+        tool_calls: Vec::new(),
+        finish: FinishReason::Stop,
+        usage: None,
+    }
+}
+
+/// Waits for the store's next change: every new entry or turn signals
+/// one, so a test looks again at what it waits for after each. Panics
+/// with `what` after 30 s without one (a hung test fails instead of
+/// hanging), and if the store closed.
+pub(crate) async fn next_change(changes: &mut broadcast::Receiver<Change>, what: &str) {
+    let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+        .await
+        .expect(what);
+    if let Err(broadcast::error::RecvError::Closed) = change {
+        panic!("the store closed");
+    }
+}
+
+/// The entries of `session` once a turn has ended there.
+pub(crate) async fn turn_ended(store: &Store, session: SessionId) -> Vec<Entry> {
+    let mut changes = store.subscribe();
+    loop {
+        let entries = store.entries_after(session, 0, 1000).await.unwrap();
+        if entries
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::TurnEnd { .. }))
+        {
+            return entries;
+        }
+        next_change(&mut changes, "no turn ended within 30 s").await;
     }
 }
