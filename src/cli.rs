@@ -201,6 +201,9 @@ pub enum Command {
         /// Most hits (1-100, default 10).
         #[arg(long)]
         limit: Option<usize>,
+        /// Best hits to skip, for the next page (0-10000, default 0).
+        #[arg(long)]
+        offset: Option<usize>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -354,6 +357,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             bot,
             session,
             limit,
+            offset,
             json,
         } => {
             let args = search::SearchArgs {
@@ -361,6 +365,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 bot: bot.clone(),
                 session: session.clone(),
                 limit: *limit,
+                offset: *offset,
                 json: *json,
             };
             search::search(&client(&cli)?, &args).await

@@ -27,6 +27,8 @@ pub struct SearchArgs {
     pub session: Option<String>,
     /// Most hits.
     pub limit: Option<usize>,
+    /// Best hits to skip (the start of a page).
+    pub offset: Option<usize>,
     /// Print the API's JSON.
     pub json: bool,
 }
@@ -34,6 +36,7 @@ pub struct SearchArgs {
 /// Runs a search through `GET /v1/search` and prints the hits.
 pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let limit = args.limit.map(|n| n.to_string());
+    let offset = args.offset.map(|n| n.to_string());
     let mut params = vec![("q", args.query.as_str())];
     if let Some(b) = &args.bot {
         params.push(("bot", b));
@@ -44,23 +47,42 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
     if let Some(l) = &limit {
         params.push(("limit", l));
     }
+    if let Some(o) = &offset {
+        params.push(("offset", o));
+    }
     let v = client.get_query("/v1/search", &params).await?;
     if args.json {
         outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
     let hits = v["hits"].as_array().cloned().unwrap_or_default();
+    let total = v["total"].as_u64().unwrap_or(0);
     if hits.is_empty() {
-        outln!("no matches for {:?}", args.query);
+        if total > 0 {
+            // a page past the end: the matches exist, the offset skipped them all
+            outln!(
+                "{total} match(es) for {:?}, none after offset {}",
+                args.query,
+                v["offset"]
+            );
+        } else {
+            outln!("no matches for {:?}", args.query);
+        }
         return Ok(ExitCode::SUCCESS);
     }
-    outln!(
-        "{} match(es), showing {}:",
-        v["total"].as_u64().unwrap_or(0),
-        hits.len()
-    );
+    let first = v["offset"].as_u64().unwrap_or(0) + 1;
+    let last = first + hits.len() as u64 - 1;
+    if first == 1 {
+        outln!("{total} match(es), showing {}:", hits.len());
+    } else {
+        outln!("{total} match(es), showing {first}-{last}:");
+    }
     for h in &hits {
         print_hit(h);
+    }
+    if let Some(next) = v["next_offset"].as_u64() {
+        outln!("");
+        outln!("more: add --offset {next} for the next page");
     }
     Ok(ExitCode::SUCCESS)
 }

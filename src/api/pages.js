@@ -200,6 +200,18 @@ export function searchView(query) {
   main.replaceChildren(h("div", { class: "page" }, title, form, results));
   loadBots();
   let asked = 0;
+  const hitItem = (hit) =>
+    h(
+      "li",
+      { class: "hit panel" },
+      h(
+        "a",
+        { href: hitLink(hit) },
+        h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : hit.author_name || botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
+        h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet)),
+      ),
+    );
+  const summary = (total, shown) => (total === 1 ? "1 match" : `${total} matches${total > shown ? `, best ${shown} shown` : ""}`);
   const run = () => {
     const mine = ++asked;
     results.replaceChildren(h("p", { class: "hint" }, "Searching…"));
@@ -207,26 +219,33 @@ export function searchView(query) {
     Promise.all([call("search", {}, { query: { q, bot, limit: 50 } }), ensureBots()])
       .then(([{ data }]) => {
         if (ctx.closed || mine !== asked) return;
-        const hits = data.hits || [];
-        results.replaceChildren(
-          h("p", { class: "hint" }, data.total === 1 ? "1 match" : `${data.total} matches${data.total > hits.length ? `, best ${hits.length} shown` : ""}`),
-          h(
-            "ol",
-            { class: "hits" },
-            hits.map((hit) =>
-              h(
-                "li",
-                { class: "hit panel" },
-                h(
-                  "a",
-                  { href: hitLink(hit) },
-                  h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : hit.author_name || botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
-                  h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet)),
-                ),
-              ),
-            ),
-          ),
-        );
+        let shown = (data.hits || []).length;
+        const hint = h("p", { class: "hint" }, summary(data.total, shown));
+        const list = h("ol", { class: "hits" }, (data.hits || []).map(hitItem));
+        // the next page (offset = next_offset) is appended below: the order
+        // is stable, so no hit shows twice
+        const more = h("button", { type: "button", class: "more" }, "More results");
+        let next = data.next_offset;
+        more.hidden = next == null;
+        more.addEventListener("click", () => {
+          more.disabled = true;
+          call("search", {}, { query: { q, bot, limit: 50, offset: next } })
+            .then(({ data: page }) => {
+              if (ctx.closed || mine !== asked) return;
+              list.append(...(page.hits || []).map(hitItem));
+              shown += (page.hits || []).length;
+              hint.textContent = summary(page.total, shown);
+              next = page.next_offset;
+              more.hidden = next == null;
+              more.disabled = false;
+            })
+            .catch((e) => {
+              if (ctx.closed || mine !== asked) return;
+              more.disabled = false;
+              results.append(errorBox(e));
+            });
+        });
+        results.replaceChildren(hint, list, more);
       })
       .catch((e) => {
         if (!ctx.closed && mine === asked) results.replaceChildren(errorBox(e));

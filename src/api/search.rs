@@ -1,4 +1,4 @@
-//! `GET /v1/search?q=...&bot=...&session=...&limit=...`: full-text search
+//! `GET /v1/search?q=...&bot=...&session=...&limit=...&offset=...`: full-text search
 //! over the transcripts the user may see (docs/search.md, docs/api.md).
 //!
 //! Visibility is [`VisibleSessions`]: the sessions of the user's bots and
@@ -18,6 +18,7 @@ use botfleet_actors::tools::describe_session;
 use botfleet_memory::BotId;
 use botfleet_memory::IndexError;
 use botfleet_memory::MAX_SEARCH_LIMIT;
+use botfleet_memory::MAX_SEARCH_OFFSET;
 use botfleet_memory::SearchQuery;
 use botfleet_memory::SessionId;
 use botfleet_memory::TranscriptSearch;
@@ -41,6 +42,8 @@ pub(crate) struct SearchParams {
     session: Option<String>,
     #[serde(default)]
     limit: Option<String>,
+    #[serde(default)]
+    offset: Option<String>,
 }
 
 /// Maps an index error to the API's answer: a refused query is the
@@ -77,6 +80,34 @@ fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     };
     Err(ApiError::BadRequest(format!(
         "limit {} {problem}: give a number of hits from 1 to {MAX_SEARCH_LIMIT}",
+        botfleet_memory::quote_short(raw)
+    )))
+}
+
+/// The hits to skip (paging), 0 when absent; past [`MAX_SEARCH_OFFSET`]
+/// or not a number is the client's to fix.
+fn parse_offset(raw: Option<&str>) -> Result<usize, ApiError> {
+    let Some(raw) = raw else {
+        return Ok(0);
+    };
+    let problem = match raw.trim().parse::<i64>() {
+        Ok(n) => match usize::try_from(n) {
+            Ok(n) if n <= MAX_SEARCH_OFFSET => return Ok(n),
+            Ok(_) | Err(_) => "is out of range",
+        },
+        Err(e)
+            if matches!(
+                e.kind(),
+                IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
+            ) =>
+        {
+            "is out of range"
+        }
+        Err(_) => "is not a number",
+    };
+    Err(ApiError::BadRequest(format!(
+        "offset {} {problem}: give the number of hits to skip, from 0 to {MAX_SEARCH_OFFSET} \
+         (the next page starts at `next_offset`); for deeper results narrow the query",
         botfleet_memory::quote_short(raw)
     )))
 }
@@ -140,7 +171,7 @@ pub(crate) async fn search(
     check_utf8(raw.as_deref())?;
     let Query(p) = params.map_err(|e| {
         ApiError::BadRequest(format!(
-            "{e}; use ?q=WORDS with optional &bot=ID&session=ID&limit=N"
+            "{e}; use ?q=WORDS with optional &bot=ID&session=ID&limit=N&offset=N"
         ))
     })?;
     let Some(q) = p.q else {
@@ -149,6 +180,7 @@ pub(crate) async fn search(
         ));
     };
     let limit = parse_limit(p.limit.as_deref())?;
+    let offset = parse_offset(p.offset.as_deref())?;
     let rt = state.fleet.runtime();
     let index = rt.transcript_index().ok_or_else(|| {
         ApiError::Unavailable("transcript search is not running on this host".into())
@@ -188,7 +220,8 @@ pub(crate) async fn search(
     };
     let query = SearchQuery::new(q.clone())
         .in_sessions(sessions)
-        .with_limit(limit);
+        .with_limit(limit)
+        .with_offset(offset);
     let results = index.search(query).await.map_err(index_error)?;
     // display names of the bots that wrote the hits: in a shared room
     // they include other users' bots, which the caller's bot list lacks
@@ -221,9 +254,17 @@ pub(crate) async fn search(
             v
         })
         .collect();
+    // the hits after this page; `next_offset` is null on the last page and
+    // when the next page would start past MAX_SEARCH_OFFSET (refused)
+    let end = offset + hits.len();
+    let more = !hits.is_empty() && end < results.total;
+    let next_offset = (more && end <= MAX_SEARCH_OFFSET).then_some(end);
     Ok(Json(json!({
         "query": q,
         "total": results.total,
+        "offset": offset,
+        "more": more,
+        "next_offset": next_offset,
         "hits": hits,
     })))
 }

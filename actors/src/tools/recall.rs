@@ -143,7 +143,10 @@ fn query_error(e: &QueryError) -> ToolError {
         QueryError::OnlyExclusions => {
             "call SearchTranscript again with at least one word to find besides the -excluded ones"
         }
-        QueryError::LimitOutOfRange { .. } => "call SearchTranscript again with a smaller limit",
+        // the tool never sets an offset; listed so that a new variant is a compile error
+        QueryError::LimitOutOfRange { .. } | QueryError::OffsetOutOfRange { .. } => {
+            "call SearchTranscript again with a smaller limit"
+        }
         QueryError::UnknownRole { .. } | QueryError::UnknownKind { .. } => {
             "call SearchTranscript again without the filter"
         }

@@ -13,6 +13,10 @@ pub const MAX_QUERY_CHARS: usize = 512;
 /// Most hits one search may return.
 pub const MAX_SEARCH_LIMIT: usize = 100;
 
+/// Most hits one search may skip (paging): deeper pages cost memory and
+/// time in proportion to `offset + limit`, so a narrower query is the way on.
+pub const MAX_SEARCH_OFFSET: usize = 10_000;
+
 /// A query the index refuses. Every message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
@@ -68,6 +72,16 @@ pub enum QueryError {
         /// The limit given.
         limit: usize,
         /// The largest limit accepted.
+        max: usize,
+    },
+    /// The offset is over `MAX_SEARCH_OFFSET`.
+    #[error(
+        "offset {offset} is out of range: skip 0 to {max} hits (MAX_SEARCH_OFFSET), or narrow the query"
+    )]
+    OffsetOutOfRange {
+        /// The offset given.
+        offset: usize,
+        /// The largest offset accepted.
         max: usize,
     },
     /// A role filter names no known role.

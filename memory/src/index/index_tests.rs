@@ -328,6 +328,40 @@ fn limit_and_total() -> TestResult {
 }
 
 #[test]
+fn offset_pages_through_equal_scores_without_repeats() -> TestResult {
+    let mut docs = Docs::new()?;
+    // three commits, three segments: ties cross segment boundaries
+    for batch in 0..3 {
+        for i in 0..50 {
+            docs.add(&format!("report number {}", batch * 50 + i))?;
+        }
+        docs.commit()?;
+    }
+    let page = |offset: usize| -> Result<Vec<i64>, IndexError> {
+        let query = SearchQuery::new("report")
+            .with_limit(40)
+            .with_offset(offset);
+        let results = docs.search(query)?;
+        assert_eq!(results.total, 150);
+        Ok(results.hits.iter().map(|h| h.gid).collect())
+    };
+    let all = docs.search(SearchQuery::new("report").with_limit(100))?;
+    let mut paged = Vec::new();
+    for offset in [0, 40, 80, 120] {
+        paged.extend(page(offset)?);
+    }
+    assert_eq!(paged.len(), 150);
+    let first_100: Vec<i64> = all.hits.iter().map(|h| h.gid).collect();
+    assert_eq!(&paged[..100], &first_100[..]);
+    let mut unique = paged.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 150);
+    assert_eq!(page(150)?, Vec::<i64>::new());
+    Ok(())
+}
+
+#[test]
 fn entries_without_text_are_skipped_but_move_the_marker() -> TestResult {
     let mut docs = Docs::new()?;
     docs.add("hello")?;
@@ -418,6 +452,10 @@ fn bad_queries_fail_with_clear_errors() -> TestResult {
     assert!(err(SearchQuery::new("x".repeat(513))).contains("the limit is 512: shorten it"));
     assert!(err(SearchQuery::new("\"open")).contains("unbalanced quote"));
     assert!(err(SearchQuery::new("ok").with_limit(0)).contains("1 to 100"));
+    assert!(
+        err(SearchQuery::new("ok").with_offset(MAX_SEARCH_OFFSET + 1))
+            .contains("skip 0 to 10000 hits")
+    );
     assert!(matches!(
         docs.search(SearchQuery::new("-only")),
         Err(IndexError::Query(QueryError::OnlyExclusions))

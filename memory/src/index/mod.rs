@@ -56,6 +56,7 @@ pub use actor::IndexerState;
 pub use error::IndexError;
 pub use error::MAX_QUERY_CHARS;
 pub use error::MAX_SEARCH_LIMIT;
+pub use error::MAX_SEARCH_OFFSET;
 pub use error::QueryError;
 pub use feed::ReindexReport;
 pub use feed::reindex;

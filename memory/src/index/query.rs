@@ -23,6 +23,7 @@ use tantivy::tokenizer::TextAnalyzer;
 
 use super::error::MAX_QUERY_CHARS;
 use super::error::MAX_SEARCH_LIMIT;
+use super::error::MAX_SEARCH_OFFSET;
 use super::error::QueryError;
 use super::schema::Fields;
 use super::schema::KINDS;
@@ -85,6 +86,10 @@ pub struct SearchQuery {
     /// Most hits to return, `1..=MAX_SEARCH_LIMIT`.
     #[serde(default = "default_limit")]
     pub limit: usize,
+    /// Best hits to skip before the first returned, `0..=MAX_SEARCH_OFFSET`
+    /// (paging: the next page starts at `offset + limit`).
+    #[serde(default)]
+    pub offset: usize,
 }
 
 impl SearchQuery {
@@ -97,6 +102,7 @@ impl SearchQuery {
             roles: Vec::new(),
             kinds: Vec::new(),
             limit: DEFAULT_SEARCH_LIMIT,
+            offset: 0,
         }
     }
 
@@ -127,6 +133,12 @@ impl SearchQuery {
     /// Sets the most hits to return.
     pub fn with_limit(mut self, limit: usize) -> Self {
         self.limit = limit;
+        self
+    }
+
+    /// Sets how many of the best hits to skip (the start of a page).
+    pub fn with_offset(mut self, offset: usize) -> Self {
+        self.offset = offset;
         self
     }
 }
@@ -363,6 +375,12 @@ pub(crate) fn validate(query: &SearchQuery) -> Result<(), QueryError> {
         return Err(QueryError::LimitOutOfRange {
             limit: query.limit,
             max: MAX_SEARCH_LIMIT,
+        });
+    }
+    if query.offset > MAX_SEARCH_OFFSET {
+        return Err(QueryError::OffsetOutOfRange {
+            offset: query.offset,
+            max: MAX_SEARCH_OFFSET,
         });
     }
     if let Some(role) = query.roles.iter().find(|r| !ROLES.contains(&r.as_str())) {

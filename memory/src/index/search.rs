@@ -71,7 +71,8 @@ pub struct SearchHit {
 /// The answer to a search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResults {
-    /// Best hits first, at most the query's limit.
+    /// Best hits first, at most the query's limit, after skipping the
+    /// query's offset.
     pub hits: Vec<SearchHit>,
     /// How many entries match in all.
     pub total: usize,
@@ -209,7 +210,14 @@ impl TranscriptIndex {
         let searcher = self.inner.reader.searcher();
         let (top, total) = searcher.search(
             &tantivy_query,
-            &(TopDocs::with_limit(query.limit).order_by_score(), Count),
+            // ties in score fall back to the document address, a total
+            // order: pages of one reader neither repeat nor skip a hit
+            &(
+                TopDocs::with_limit(query.limit)
+                    .and_offset(query.offset)
+                    .order_by_score(),
+                Count,
+            ),
         )?;
         let snippets = Snippets::new(&searcher, fields.text, text.positive_parts())?;
         let hits = top
