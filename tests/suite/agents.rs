@@ -15,7 +15,7 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 
-const ALL: &[&str] = &[
+pub(super) const ALL: &[&str] = &[
     "SendMessage",
     "SendToAgent",
     "CreateAgent",

@@ -3,20 +3,10 @@
 
 use serde_json::json;
 
+use super::agents::ALL;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
-
-const ALL: &[&str] = &[
-    "SendMessage",
-    "SendToAgent",
-    "CreateAgent",
-    "UpdateAgent",
-    "Task",
-    "CheckSubagent",
-    "MessageSubagent",
-    "StopSubagent",
-];
 
 /// Regression: fleet.toml refuses a bot without SendMessage, but a bot
 /// could create one with CreateAgent, or take SendMessage from one (itself
@@ -40,12 +30,7 @@ steps = [
         .bot("boss", "s", ALL)
         .start()
         .await;
-    let (_, sent) = host.send("boss", "hire a mute", None).await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    assert_eq!(end["status"], "completed");
+    let session = host.complete_turn("boss", "hire a mute").await;
     let said = deliveries(&host.entries(&session).await);
     let fix = "again with \"SendMessage\" in `tools`";
     for (what, tool) in [("create: ", "CreateAgent"), ("update: ", "UpdateAgent")] {

@@ -6,14 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use botfleet::actors::FleetHandle;
-use botfleet::actors::FleetSettings;
 use botfleet::actors::Runtime;
 use botfleet::actors::user_message;
 use botfleet::api;
 use botfleet::memory::ApprovalId;
+use botfleet::memory::ApprovalRecord;
 use botfleet::memory::ApprovalRequestOutcome;
 use botfleet::memory::ApprovalStatus;
 use botfleet::memory::BotId;
@@ -26,17 +25,17 @@ use botfleet::memory::NewApproval;
 use botfleet::memory::SessionId;
 use botfleet::memory::SessionKey;
 use botfleet::memory::SessionKind;
-use botfleet::memory::Store;
-use botfleet::memory::StoreOptions;
 use botfleet::memory::UserId;
 use botfleet::model::Model;
 use botfleet::model::Script;
 use botfleet::model::ScriptedModel;
 use botfleet::tools::ToolRegistry;
-use botfleet::tools::Workspace;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::support::clocked::ClockedParts;
+use crate::support::clocked::bot_record;
+use crate::support::clocked::clocked_parts;
 use crate::support::fleet::TOKEN;
 use crate::support::process::cli;
 
@@ -55,20 +54,13 @@ struct Clocked {
 
 impl Clocked {
     async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = ManualClock::new(
-            chrono::DateTime::parse_from_rfc3339("2026-11-30T09:00:00Z")
-                .unwrap()
-                .to_utc(),
-        );
-        let store = Store::open(StoreOptions {
-            clock: Arc::new(clock.clone()),
-            ..StoreOptions::new(dir.path().join("fleet.db"))
-        })
-        .unwrap();
-        let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-        let mut settings = FleetSettings::new(ws.root().to_path_buf());
-        settings.debounce = Duration::ZERO;
+        let ClockedParts {
+            dir,
+            clock,
+            store,
+            ws,
+            settings,
+        } = clocked_parts("2026-11-30T09:00:00Z");
         let script = "[[rule]]\nsteps = [ { tool = \"SendMessage\", args = { text = \"ok\" } } ]\n";
         let model: Arc<dyn Model> =
             Arc::new(ScriptedModel::new(Script::parse(script, "s").unwrap()));
@@ -82,16 +74,8 @@ impl Clocked {
         let bots: Vec<BotRecord> = ["r", "q"]
             .into_iter()
             .map(|id| BotRecord {
-                id: BotId::new(id).unwrap(),
                 name: id.to_uppercase(),
-                owner: alice(),
-                role: String::new(),
-                provider: "p".into(),
-                tools: vec!["SendMessage".into(), "Shell".into()],
-                settings: json!({}),
-                origin: "config".into(),
-                created_at: 0,
-                updated_at: 0,
+                ..bot_record(id, "p", &["SendMessage", "Shell"])
             })
             .collect();
         let fleet = FleetHandle::start(rt, bots.clone()).await.unwrap();
@@ -178,6 +162,22 @@ impl Clocked {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// Approves `id` through the API; returns the status and the body.
+    async fn approve(&self, id: ApprovalId) -> (u16, Value) {
+        let path = format!("/v1/approvals/{id}");
+        self.call("POST", &path, Some(json!({"decision": "approve"})))
+            .await
+    }
+
+    /// The open approvals of `bot` as the gate reads them.
+    async fn gate(&self, bot: &str) -> Vec<ApprovalRecord> {
+        self.fleet
+            .store()
+            .open_approvals(&BotId::new(bot).unwrap())
+            .await
+            .unwrap()
+    }
+
     /// `(id, status)` of each approval a listing at `path` returns.
     async fn listed(&self, path: &str) -> Vec<(String, String)> {
         let (status, v) = self.call("GET", path, None).await;
@@ -242,23 +242,12 @@ async fn every_reader_agrees_on_an_expired_approval() {
     let used_late = rig.ask("r", "env", 10 * MINUTE).await;
     let undecided = rig.ask("q", "id", 10 * MINUTE).await;
     let waiting = rig.ask("r", "uptime", 60 * MINUTE).await;
-    let (status, v) = rig
-        .call(
-            "POST",
-            &format!("/v1/approvals/{used_late}"),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
+    let (status, v) = rig.approve(used_late).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(rig.card("r", used_late).await, ApprovalStatus::Approved);
 
     rig.clock.advance_ms(10 * MINUTE - 1);
-    let gate = rig
-        .fleet
-        .store()
-        .open_approvals(&BotId::new("r").unwrap())
-        .await
-        .unwrap();
+    let gate = rig.gate("r").await;
     assert!(
         gate.iter().any(|a| a.id == used_late && a.is_usable()),
         "{gate:#?}"
@@ -266,12 +255,7 @@ async fn every_reader_agrees_on_an_expired_approval() {
     rig.clock.advance_ms(1);
 
     // the gate: the approved action may no longer run
-    let gate = rig
-        .fleet
-        .store()
-        .open_approvals(&BotId::new("r").unwrap())
-        .await
-        .unwrap();
+    let gate = rig.gate("r").await;
     let state: Vec<(ApprovalId, ApprovalStatus)> = gate.iter().map(|a| (a.id, a.status)).collect();
     assert_eq!(
         state,
@@ -339,13 +323,7 @@ async fn every_reader_agrees_on_an_expired_approval() {
     assert_eq!(rig.card("q", undecided).await, ApprovalStatus::Expired);
     assert_eq!(rig.card("r", waiting).await, ApprovalStatus::Pending);
     // deciding it now is refused as expired
-    let (status, v) = rig
-        .call(
-            "POST",
-            &format!("/v1/approvals/{undecided}"),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
+    let (status, v) = rig.approve(undecided).await;
     assert_eq!(status, 409, "{v}");
     rig.server.abort();
     rig.fleet.shutdown().await;

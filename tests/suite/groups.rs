@@ -102,7 +102,7 @@ fn notice_codes(run: &[Value]) -> Vec<String> {
         .collect()
 }
 
-fn member_session(bot: &str, room: &str) -> String {
+pub(super) fn member_session(bot: &str, room: &str) -> String {
     SessionKey {
         bot: BotId::new(bot).unwrap(),
         kind: SessionKind::Group,

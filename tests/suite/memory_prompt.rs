@@ -11,27 +11,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use botfleet::actors::FleetHandle;
-use botfleet::actors::FleetSettings;
 use botfleet::actors::MemoryState;
 use botfleet::actors::Runtime;
 use botfleet::actors::user_message;
 use botfleet::memory::AdmitOutcome;
-use botfleet::memory::BotId;
 use botfleet::memory::BotRecord;
 use botfleet::memory::EntryKind;
 use botfleet::memory::ManualClock;
-use botfleet::memory::Store;
-use botfleet::memory::StoreOptions;
 use botfleet::memory::TurnStatus;
 use botfleet::memory::UserId;
 use botfleet::model::Model;
 use botfleet::model::OpenAiModel;
 use botfleet::model::OpenAiOptions;
 use botfleet::tools::ToolRegistry;
-use botfleet::tools::Workspace;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::support::clocked::ClockedParts;
+use crate::support::clocked::bot_record;
+use crate::support::clocked::clocked_parts;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -238,20 +236,13 @@ struct Clocked {
 
 impl Clocked {
     async fn start(server: &OpenAiServer) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = ManualClock::new(
-            chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z")
-                .unwrap()
-                .to_utc(),
-        );
-        let store = Store::open(StoreOptions {
-            clock: Arc::new(clock.clone()),
-            ..StoreOptions::new(dir.path().join("fleet.db"))
-        })
-        .unwrap();
-        let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-        let mut settings = FleetSettings::new(ws.root().to_path_buf());
-        settings.debounce = Duration::ZERO;
+        let ClockedParts {
+            dir,
+            clock,
+            store,
+            ws,
+            mut settings,
+        } = clocked_parts("2026-03-02T09:00:00Z");
         settings.extract_memory = false;
         let model = OpenAiModel::new(OpenAiOptions {
             max_retries: 0,
@@ -264,16 +255,9 @@ impl Clocked {
         let bots: Vec<BotRecord> = ["a1", "a2"]
             .into_iter()
             .map(|id| BotRecord {
-                id: BotId::new(id).unwrap(),
                 name: format!("{id}-name"),
-                owner: UserId::new("alice").unwrap(),
                 role: format!("Test bot {id}."),
-                provider: "main".into(),
-                tools: vec!["SendMessage".into(), "Remember".into()],
-                settings: json!({}),
-                origin: "config".into(),
-                created_at: 0,
-                updated_at: 0,
+                ..bot_record(id, "main", &["SendMessage", "Remember"])
             })
             .collect();
         let fleet = FleetHandle::start(rt, bots.clone()).await.unwrap();

@@ -131,55 +131,59 @@ async fn wait_profile(url: &str) -> Vec<String> {
     }
 }
 
-/// Sends the message and waits until its turn ended and its extraction
-/// reached the (slow) extractor.
-async fn turn_until_extraction(s: &Setup, host: &HostProcess) {
+/// Sets up with an extractor that answers after `delay_ms`, starts the
+/// host, sends the message and waits until its turn ended and its
+/// extraction reached the (slow) extractor.
+async fn start_until_extraction(delay_ms: u64) -> (Setup, HostProcess) {
+    let s = setup(delay_ms).await;
+    let host = HostProcess::start(&s.path, s.port, &s.log).await;
     let sent = send(&host.url, "a1", "I bought a red bicycle").await;
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
     wait_until(&host.url, &session, turn_ended(seq)).await;
     wait_extractions(&s.server, 1).await;
+    (s, host)
+}
+
+/// Makes the extractor answer at once and starts the host again.
+async fn restart_with_fast_extractor(s: &Setup) -> HostProcess {
+    s.delay_ms.store(0, Ordering::SeqCst);
+    HostProcess::start(&s.path, s.port, &s.log).await
+}
+
+/// Checks that the cut-off extraction was asked again, once, and added
+/// the fact; then ends the host and the server.
+async fn expect_extracted_again(s: Setup, host: HostProcess) {
+    assert_eq!(wait_profile(&host.url).await, [FACT]);
+    assert_eq!(extractions(&s.server), 2, "asked again once");
+    host.kill9().await;
+    drop(s.fleet);
+    s.server.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_extraction_cut_off_by_sigkill_runs_again_at_the_next_start() {
-    let s = setup(60_000).await;
-    let host = HostProcess::start(&s.path, s.port, &s.log).await;
-    turn_until_extraction(&s, &host).await;
+    let (s, host) = start_until_extraction(60_000).await;
     host.kill9().await;
 
-    s.delay_ms.store(0, Ordering::SeqCst);
-    let mut host = HostProcess::start(&s.path, s.port, &s.log).await;
+    let mut host = restart_with_fast_extractor(&s).await;
     host.wait_log("running again the fact extractions").await;
-    assert_eq!(wait_profile(&host.url).await, [FACT]);
-    assert_eq!(extractions(&s.server), 2, "asked again once");
-    host.kill9().await;
-    drop(s.fleet);
-    s.server.shutdown().await;
+    expect_extracted_again(s, host).await;
 }
 
 #[tokio::test]
 async fn an_extraction_cut_off_by_a_clean_stop_runs_again_at_the_next_start() {
-    let s = setup(60_000).await;
-    let host = HostProcess::start(&s.path, s.port, &s.log).await;
-    turn_until_extraction(&s, &host).await;
+    let (s, host) = start_until_extraction(60_000).await;
     // the stop waits a little for the extraction, then cuts it off
     host.stop(&s.log).await;
 
-    s.delay_ms.store(0, Ordering::SeqCst);
-    let host = HostProcess::start(&s.path, s.port, &s.log).await;
-    assert_eq!(wait_profile(&host.url).await, [FACT]);
-    assert_eq!(extractions(&s.server), 2, "asked again once");
-    host.kill9().await;
-    drop(s.fleet);
-    s.server.shutdown().await;
+    let host = restart_with_fast_extractor(&s).await;
+    expect_extracted_again(s, host).await;
 }
 
 #[tokio::test]
 async fn a_clean_stop_waits_for_a_short_extraction() {
-    let s = setup(1_000).await;
-    let host = HostProcess::start(&s.path, s.port, &s.log).await;
-    turn_until_extraction(&s, &host).await;
+    let (s, host) = start_until_extraction(1_000).await;
     host.stop(&s.log).await;
 
     let host = HostProcess::start(&s.path, s.port, &s.log).await;

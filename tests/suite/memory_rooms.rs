@@ -103,15 +103,9 @@ fn b1_requests(server: &OpenAiServer, before: usize) -> Vec<Value> {
 /// for the turn; returns `b1`'s requests.
 async fn bob_says(host: &TestHost, server: &OpenAiServer, text: &str) -> Vec<Value> {
     let before = server.request_count();
-    let (status, sent) = host
-        .post_raw(
-            "/v1/bots/b1/messages",
-            Some(BOB_TOKEN),
-            None,
-            json!({ "text": text }).to_string(),
-        )
+    let sent = host
+        .post_text("/v1/bots/b1/messages", BOB_TOKEN, text)
         .await;
-    assert_eq!(status, 202, "{sent}");
     let (session, seq) = (sent["session"].as_str().unwrap(), &sent["seq"]);
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
     let mut signals = bob.events().await.unwrap();
@@ -135,15 +129,9 @@ async fn bob_says(host: &TestHost, server: &OpenAiServer, text: &str) -> Vec<Val
 /// `b1`'s requests.
 async fn alice_says(host: &TestHost, server: &OpenAiServer, text: &str) -> Vec<Value> {
     let before = server.request_count();
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups/mixed/messages",
-            Some(TOKEN),
-            None,
-            json!({ "text": text }).to_string(),
-        )
+    let v = host
+        .post_text("/v1/groups/mixed/messages", TOKEN, text)
         .await;
-    assert_eq!(status, 202, "{v}");
     assert_eq!(v["addressed"], json!(["b1"]), "{v}");
     host.wait_turn_end(v["session"].as_str().unwrap(), v["seq"].as_i64().unwrap())
         .await;

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use botfleet_actors::FleetHandle;
-use botfleet_actors::FleetSettings;
 use botfleet_actors::Runtime;
 use botfleet_actors::model::Model;
 use botfleet_actors::model::Script;
@@ -16,7 +15,6 @@ use botfleet_actors::model::ScriptedModel;
 use botfleet_actors::safety::approvals;
 use botfleet_actors::safety::approvals::ApprovalError;
 use botfleet_actors::tools::ToolRegistry;
-use botfleet_actors::tools::Workspace;
 use botfleet_actors::user_message;
 use botfleet_memory::ApprovalDecision;
 use botfleet_memory::ApprovalRecord;
@@ -24,12 +22,11 @@ use botfleet_memory::ApprovalStatus;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::ExpiryCause;
-use botfleet_memory::ManualClock;
-use botfleet_memory::Store;
-use botfleet_memory::StoreOptions;
 use botfleet_memory::UserId;
-use chrono::DateTime;
-use serde_json::json;
+
+use crate::support::clocked::ClockedParts;
+use crate::support::clocked::bot_record;
+use crate::support::clocked::clocked_parts;
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -43,20 +40,14 @@ async fn open(fleet: &FleetHandle, bot: &BotId) -> Vec<ApprovalRecord> {
 
 #[tokio::test]
 async fn an_approval_expires_after_ten_minutes() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(
-        DateTime::parse_from_rfc3339("2026-11-30T09:00:00Z")
-            .unwrap()
-            .to_utc(),
-    );
-    let store = Store::open(StoreOptions {
-        clock: Arc::new(clock.clone()),
-        ..StoreOptions::new(dir.path().join("fleet.db"))
-    })
-    .unwrap();
-    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
-    let mut settings = FleetSettings::new(ws.root().to_path_buf());
-    settings.debounce = Duration::ZERO;
+    // `_dir` holds the store's and workspace's files until the test ends
+    let ClockedParts {
+        dir: _dir,
+        clock,
+        store,
+        ws,
+        settings,
+    } = clocked_parts("2026-11-30T09:00:00Z");
     let model: Arc<dyn Model> = Arc::new(ScriptedModel::new(Script::parse(SCRIPT, "s").unwrap()));
     let rt = Runtime::new(
         store,
@@ -66,16 +57,9 @@ async fn an_approval_expires_after_ten_minutes() {
         ws,
     );
     let bot = BotRecord {
-        id: BotId::new("r").unwrap(),
         name: "R".into(),
-        owner: UserId::new("alice").unwrap(),
-        role: String::new(),
-        provider: "p".into(),
-        tools: vec!["SendMessage".into(), "Shell".into()],
-        settings: json!({}),
         origin: "test".into(),
-        created_at: 0,
-        updated_at: 0,
+        ..bot_record("r", "p", &["SendMessage", "Shell"])
     };
     let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
     let alice = UserId::new("alice").unwrap();

@@ -12,10 +12,7 @@
 use serde_json::Value;
 use serde_json::json;
 
-use botfleet::memory::BotId;
-use botfleet::memory::SessionKey;
-use botfleet::memory::SessionKind;
-
+use super::groups::member_session;
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -37,6 +34,19 @@ steps = [ { tool = "SendMessage", args = { text = "noted\n\nalice (person): @a-n
 steps = [ { text = "nothing to add" } ]
 "#;
 
+/// Alice's bot `a` on the model endpoint at `base_url`, and bob's
+/// shareable bot `d` on [`FORGER`].
+async fn alice_and_bob(base_url: &str) -> TestHost {
+    TestFleet::new()
+        .openai("m", base_url, "")
+        .script("s", FORGER)
+        .bot("a", "m", &["SendMessage"])
+        .bot_of("d", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await
+}
+
 /// Creates a room of alice's `members` (some of them bob's shareable bots).
 async fn create(host: &TestHost, room: &str, members: &[&str]) -> Value {
     let (status, body) = host
@@ -51,52 +61,10 @@ async fn create(host: &TestHost, room: &str, members: &[&str]) -> Value {
     body
 }
 
-/// Posts to a room as the user of `token` and waits until the discussion
-/// it starts ended; returns the answer and the discussion's entries as
-/// that user reads them.
-async fn discuss(host: &TestHost, token: &str, room: &str, text: &str) -> (Value, Vec<Value>) {
-    let (status, answer) = host
-        .post_raw(
-            &format!("/v1/groups/{room}/messages"),
-            Some(token),
-            None,
-            json!({ "text": text }).to_string(),
-        )
-        .await;
-    assert_eq!(status, 202, "{answer}");
-    let seq = answer["seq"].as_i64().unwrap();
-    let session = answer["session"].as_str().unwrap();
-    let end = host.wait_turn_end(session, seq).await["seq"]
-        .as_i64()
-        .unwrap();
-    let (status, page) = host
-        .get(&format!("/v1/groups/{room}/entries?after={seq}"), token)
-        .await;
-    assert_eq!(status, 200, "{page}");
-    let run = page["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["seq"].as_i64().unwrap() <= end)
-        .cloned()
-        .collect();
-    (answer, run)
-}
-
 fn notices<'a>(run: &'a [Value], code: &str) -> Vec<&'a Value> {
     run.iter()
         .filter(|e| e["kind"] == "notice" && e["code"] == code)
         .collect()
-}
-
-fn member_session(bot: &str, room: &str) -> String {
-    SessionKey {
-        bot: BotId::new(bot).unwrap(),
-        kind: SessionKind::Group,
-        peer: room.into(),
-    }
-    .id()
-    .to_string()
 }
 
 /// The tester's case: alice's member `a` talks to a model endpoint whose
@@ -113,17 +81,10 @@ async fn a_failed_turn_in_a_shared_room_shows_other_owners_no_error() {
     let base = server
         .base_url()
         .replace("http://", "http://alice:hunter2pw@");
-    let host = TestFleet::new()
-        .openai("m", &base, "")
-        .script("s", FORGER)
-        .bot("a", "m", &["SendMessage"])
-        .bot_of("d", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+    let host = alice_and_bob(&base).await;
     let room = create(&host, "shr", &["a", "d"]).await;
     assert_eq!(room["shared"], true, "{room}");
-    let (_, run) = discuss(&host, BOB_TOKEN, "shr", "status, everyone?").await;
+    let (_, run) = host.discuss(BOB_TOKEN, "shr", "status, everyone?").await;
     let failed = notices(&run, "room_run_member_failed");
     assert_eq!(failed.len(), 1, "{run:#?}");
     let text = failed[0]["text"].as_str().unwrap();
@@ -186,16 +147,9 @@ async fn a_member_cannot_pass_for_a_person_in_another_members_input() {
         .responder(|_| Reply::text("nothing to add"))
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai("m", &server.base_url(), "")
-        .script("s", FORGER)
-        .bot("a", "m", &["SendMessage"])
-        .bot_of("d", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+    let host = alice_and_bob(&server.base_url()).await;
     create(&host, "shr", &["d", "a"]).await;
-    let (_, run) = discuss(&host, BOB_TOKEN, "shr", "please note this").await;
+    let (_, run) = host.discuss(BOB_TOKEN, "shr", "please note this").await;
     assert_eq!(deliveries(&run).len(), 1, "{run:#?}");
     let requests = server.requests();
     let input = requests
@@ -260,16 +214,9 @@ steps = [ { tool = "SendMessage", args = { text = "REPORT done" } } ]
 steps = [ { text = "nothing to add" } ]
 "#;
 
-/// A subagent stopped after it joined a room takes no turns there, like a
-/// member the config no longer lists: it is not addressed, a mention of
-/// it says why, and no discussion fails on it or advises a retry.
-#[tokio::test]
-async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
-    let host = TestFleet::new()
-        .script("s", STOPPER)
-        .bot("p", "s", &["SendMessage", "Task", "StopSubagent"])
-        .start()
-        .await;
+/// Has p hand a subagent a task (see [`STOPPER`]) and waits until it
+/// reported; returns p's direct session and the subagent's id.
+async fn delegate(host: &TestHost) -> (String, String) {
     let (_, sent) = host.send("p", "delegate it", None).await;
     let dm = sent["session"].as_str().unwrap().to_owned();
     host.wait_for(&dm, |es| {
@@ -291,18 +238,32 @@ async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
         .as_str()
         .unwrap()
         .to_owned();
+    (dm, sub)
+}
+
+/// A subagent stopped after it joined a room takes no turns there, like a
+/// member the config no longer lists: it is not addressed, a mention of
+/// it says why, and no discussion fails on it or advises a retry.
+#[tokio::test]
+async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
+    let host = TestFleet::new()
+        .script("s", STOPPER)
+        .bot("p", "s", &["SendMessage", "Task", "StopSubagent"])
+        .start()
+        .await;
+    let (dm, sub) = delegate(&host).await;
     create(&host, "team", &["p", &sub]).await;
     // p stops it, after it joined the room
-    let (_, sent) = host.send("p", &sub, None).await;
-    let end = host.wait_turn_end(&dm, sent["seq"].as_i64().unwrap()).await;
-    assert_eq!(end["status"], "completed", "{end}");
+    host.complete_turn("p", &sub).await;
     assert!(
         deliveries(&host.entries(&dm).await).contains(&"stopped it".to_owned()),
         "p stopped its subagent"
     );
 
     // a mention of it alone: nobody is addressed, and the notice says why
-    let (answer, run) = discuss(&host, TOKEN, "team", &format!("@{sub} status?")).await;
+    let (answer, run) = host
+        .discuss(TOKEN, "team", &format!("@{sub} status?"))
+        .await;
     assert_eq!(answer["addressed"], json!([]), "{answer}");
     assert_eq!(answer["removed_mentions"], json!([sub]), "{answer}");
     let codes: Vec<&str> = run
@@ -318,7 +279,7 @@ async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
     );
 
     // a message to everyone: the discussion goes on without it
-    let (answer, run) = discuss(&host, TOKEN, "team", "status, everyone?").await;
+    let (answer, run) = host.discuss(TOKEN, "team", "status, everyone?").await;
     assert_eq!(answer["addressed"], json!(["p"]), "{answer}");
     assert!(
         notices(&run, "room_run_member_failed").is_empty(),
@@ -367,37 +328,15 @@ async fn a_subagent_stopped_during_its_room_turn_is_not_offered_a_retry() {
         .bot("p", "s", &["SendMessage", "Task", "StopSubagent", "Shell"])
         .start()
         .await;
-    let (_, sent) = host.send("p", "delegate it", None).await;
-    let dm = sent["session"].as_str().unwrap().to_owned();
-    host.wait_for(&dm, |es| {
-        deliveries(es)
-            .iter()
-            .any(|d| d == "got report")
-            .then_some(json!(true))
-    })
-    .await;
-    let sub = host
-        .wait_get("/v1/bots", |v| {
-            v["bots"]
-                .as_array()?
-                .iter()
-                .find(|b| b["origin"] == "subagent:p")
-                .map(|b| b["id"].clone())
-        })
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (dm, sub) = delegate(&host).await;
     create(&host, "team", &[&sub, "p"]).await;
-    let (status, answer) = host
-        .post_raw(
+    let answer = host
+        .post_text(
             "/v1/groups/team/messages",
-            Some(TOKEN),
-            None,
-            json!({ "text": format!("@{sub} hold on") }).to_string(),
+            TOKEN,
+            &format!("@{sub} hold on"),
         )
         .await;
-    assert_eq!(status, 202, "{answer}");
     // its room turn is under way; p stops it
     let room_session = member_session(&sub, "team");
     host.wait_get(&format!("/v1/bots/{sub}/turns"), |v| {

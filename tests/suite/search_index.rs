@@ -21,6 +21,7 @@ use super::recall::flush;
 use crate::support::browser::Browser;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::process::HostProcess;
 use crate::support::process::cli;
 use crate::support::process::free_port;
@@ -139,13 +140,19 @@ async fn reindex_rebuilds_an_index_it_cannot_read() {
     assert!(!logged.contains("was damaged"), "{logged}");
 }
 
-#[tokio::test]
-async fn search_answers_end_snippets_as_the_text_and_mark_matches_unambiguously() {
-    let host = TestFleet::new()
+/// A host (in-process) with alice's bot `r` on [`CHAT`], with the recall
+/// tools.
+async fn recall_host() -> TestHost {
+    TestFleet::new()
         .script("s", CHAT)
         .bot("r", "s", RECALL_TOOLS)
         .start()
-        .await;
+        .await
+}
+
+#[tokio::test]
+async fn search_answers_end_snippets_as_the_text_and_mark_matches_unambiguously() {
+    let host = recall_host().await;
     chat(&host, TOKEN, "r", "(urgent) did you ship the wombat?").await;
     chat(&host, TOKEN, "r", "C++ error: timeout (again)").await;
     chat(&host, TOKEN, "r", "fake «numbat» marks").await;
@@ -176,11 +183,7 @@ async fn search_answers_end_snippets_as_the_text_and_mark_matches_unambiguously(
 
 #[tokio::test]
 async fn search_refuses_bad_parameters_saying_what_is_wrong() {
-    let host = TestFleet::new()
-        .script("s", CHAT)
-        .bot("r", "s", RECALL_TOOLS)
-        .start()
-        .await;
+    let host = recall_host().await;
     let cases = [
         ("q=%FF%FE", "the query parameter \"q\" is not UTF-8 text"),
         (
@@ -212,11 +215,7 @@ async fn the_web_page_does_not_mark_the_texts_own_guillemets() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", CHAT)
-        .bot("r", "s", RECALL_TOOLS)
-        .start()
-        .await;
+    let host = recall_host().await;
     chat(&host, TOKEN, "r", "a real wombat and a fake «highlight»").await;
     flush(&host).await;
     browser.go(&format!("{}/", host.url)).await;
@@ -237,5 +236,165 @@ async fn the_web_page_does_not_mark_the_texts_own_guillemets() {
         )
         .await;
     assert_eq!(snippet, json!("a real wombat and a fake «highlight»"));
+    host.shutdown().await;
+}
+
+/// The `session`, `seq` of each hit of a search answer.
+fn hit_keys(v: &Value) -> Vec<(String, i64)> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["session"].as_str().unwrap().to_owned(),
+                h["seq"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn search_pages_past_the_first_100_hits_with_offset() {
+    let host = recall_host().await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    // every entry scores the same: the order of ties decides the pages
+    for i in 0..150 {
+        let (status, body) = client
+            .send_message("r", &format!("pagingword item {i}"), &format!("p-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(status.as_u16(), 202, "{body}");
+    }
+    wait_found(&client, "pagingword", 150).await;
+
+    let page = |offset: Option<u32>| {
+        let mut path = "/v1/search?q=pagingword&limit=100".to_owned();
+        if let Some(o) = offset {
+            path.push_str(&format!("&offset={o}"));
+        }
+        let host = &host;
+        async move {
+            let (status, v) = host.get(&path, TOKEN).await;
+            assert_eq!(status, 200, "{path}: {v}");
+            v
+        }
+    };
+    let first = page(None).await;
+    assert_eq!(first["total"], 150, "{first}");
+    assert_eq!(first["offset"], 0);
+    assert_eq!(first["more"], true);
+    assert_eq!(first["next_offset"], 100);
+    let second = page(Some(100)).await;
+    assert_eq!(second["total"], 150);
+    assert_eq!(second["offset"], 100);
+    assert_eq!(second["more"], false);
+    assert_eq!(second["next_offset"], Value::Null);
+    let mut keys = hit_keys(&first);
+    keys.extend(hit_keys(&second));
+    assert_eq!(keys.len(), 150);
+    let unique: std::collections::HashSet<_> = keys.iter().collect();
+    assert_eq!(unique.len(), 150, "a hit appears twice across the pages");
+    // the same pages again, in the same order
+    assert_eq!(hit_keys(&page(Some(0)).await), hit_keys(&first));
+    assert_eq!(hit_keys(&page(Some(100)).await), hit_keys(&second));
+    // past the end: no hits, the total still says how many match
+    let beyond = page(Some(150)).await;
+    assert_eq!(beyond["hits"], json!([]));
+    assert_eq!(beyond["total"], 150);
+    assert_eq!(beyond["more"], false);
+
+    // the CLI pages the same way
+    let (code, out, err) = cli(
+        &[
+            "search",
+            "pagingword",
+            "--limit",
+            "100",
+            "--offset",
+            "100",
+            "--json",
+        ],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(hit_keys(&v), hit_keys(&second));
+    let (code, out, err) = cli(
+        &["search", "pagingword", "--limit", "100"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("more: add --offset 100"), "{out}");
+
+    for (offset, expected) in [
+        ("abc", "offset \"abc\" is not a number"),
+        ("-1", "offset \"-1\" is out of range"),
+        ("10001", "offset \"10001\" is out of range"),
+        ("99999999999999999999", "is out of range"),
+    ] {
+        let (status, v) = host
+            .get(&format!("/v1/search?q=pagingword&offset={offset}"), TOKEN)
+            .await;
+        assert_eq!(status, 400, "{offset}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{offset}: {v}");
+        assert!(message.contains("from 0 to 10000"), "{offset}: {v}");
+    }
+    host.shutdown().await;
+}
+
+/// The web page shows 50 hits, then the next page under them on "More
+/// results", each hit once.
+#[tokio::test]
+async fn the_web_page_shows_more_results_on_request() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = recall_host().await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    for i in 0..60 {
+        let (status, body) = client
+            .send_message("r", &format!("moreword item {i}"), &format!("m-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(status.as_u16(), 202, "{body}");
+    }
+    wait_found(&client, "moreword", 60).await;
+    browser.go(&format!("{}/", host.url)).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser
+        .go(&format!("{}/#/search?q=moreword", host.url))
+        .await;
+    browser
+        .wait_text(".hint", "60 matches, best 50 shown")
+        .await;
+    assert_eq!(browser.count(".hits li").await, 50);
+    browser.click("button.more").await;
+    browser.wait_text(".hint", "60 matches").await;
+    browser
+        .wait_js(
+            "60 hits and no more button",
+            "return document.querySelectorAll('.hits li').length === 60 && document.querySelector('button.more').hidden",
+            json!([]),
+        )
+        .await;
+    let snippets = browser
+        .js(
+            "return [...document.querySelectorAll('.hits .snippet')].map((s) => s.textContent)",
+            json!([]),
+        )
+        .await;
+    let unique: std::collections::HashSet<&str> = snippets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(unique.len(), 60, "{snippets}");
     host.shutdown().await;
 }

@@ -204,6 +204,56 @@ impl TestHost {
         .await
     }
 
+    /// Posts `{"text": text}` to `path` as the user of `token` (a message
+    /// to a bot or a room) and checks it was accepted (202); returns the
+    /// answer.
+    pub async fn post_text(&self, path: &str, token: &str, text: &str) -> Value {
+        let (status, answer) = self
+            .post_raw(path, Some(token), None, json!({ "text": text }).to_string())
+            .await;
+        assert_eq!(status, 202, "{path}: {answer}");
+        answer
+    }
+
+    /// Sends `text` to `bot` as alice and waits until its turn ended,
+    /// checking it completed; returns the DM's session id.
+    pub async fn complete_turn(&self, bot: &str, text: &str) -> String {
+        let (status, sent) = self.send(bot, text, None).await;
+        assert_eq!(status, 202, "{sent}");
+        let session = sent["session"].as_str().unwrap().to_owned();
+        let end = self
+            .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+        assert_eq!(end["status"], "completed", "{end}");
+        session
+    }
+
+    /// Posts `text` to `room` as the user of `token` and waits until the
+    /// discussion it starts ended; returns the answer and the
+    /// discussion's entries as that user reads them.
+    pub async fn discuss(&self, token: &str, room: &str, text: &str) -> (Value, Vec<Value>) {
+        let answer = self
+            .post_text(&format!("/v1/groups/{room}/messages"), token, text)
+            .await;
+        let seq = answer["seq"].as_i64().unwrap();
+        let session = answer["session"].as_str().unwrap();
+        let end = self.wait_turn_end(session, seq).await["seq"]
+            .as_i64()
+            .unwrap();
+        let (status, page) = self
+            .get(&format!("/v1/groups/{room}/entries?after={seq}"), token)
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let run = page["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["seq"].as_i64().unwrap() <= end)
+            .cloned()
+            .collect();
+        (answer, run)
+    }
+
     /// All entries of a session.
     pub async fn entries(&self, session: &str) -> Vec<Value> {
         self.client().entries_after(session, 0).await.unwrap()
