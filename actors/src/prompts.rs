@@ -189,11 +189,17 @@ prompts! {
     /// Timeline notice of a member whose turn failed because its daily
     /// token budget is spent.
     group_member_paused => "group_member_paused.md",
+    /// The same in a shared room: until when, not the member's token use
+    /// (its owner's to read).
+    group_member_paused_shared => "group_member_paused_shared.md",
     /// Notice in a member's session closing an input its discussion no
     /// longer awaits (the member was removed while it had the floor).
     group_member_skipped => "group_member_skipped.md",
     /// Why a discussion ended after a round with failed member turns.
     group_failed_round => "group_failed_round.md",
+    /// Why a discussion ended when no member had anything new to answer
+    /// (nobody was offered a turn: not a silence).
+    group_no_news => "group_no_news.md",
     /// A routine's run: its prompt, name, slot and reporting rule.
     routine_run => "routine_run.md",
     /// Added to a routine's run that fires late (missed while down).

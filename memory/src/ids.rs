@@ -200,14 +200,55 @@ uuid_id!(
 /// line, so they hold no control characters (a newline would start a line
 /// of its own in a prompt, before the quote it introduces) and no bidi
 /// embeddings, overrides or isolates (they reorder what follows them).
+/// A name that is not empty must show something: one made only of
+/// spaces and invisible characters (U+200B …) reads as blank. Callers
+/// refuse an empty name themselves, with their own wording.
 pub fn display_name_problem(name: &str) -> Option<String> {
-    let bad = name.chars().find(|c| {
-        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    })?;
-    Some(format!(
-        "holds the character U+{:04X}, which names may not hold; use one line of plain text",
-        u32::from(bad)
-    ))
+    if let Some(bad) = name
+        .chars()
+        .find(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+    {
+        return Some(format!(
+            "holds the character U+{:04X}, which names may not hold; use one line of plain text",
+            u32::from(bad)
+        ));
+    }
+    if !name.is_empty() && name.chars().all(invisible) {
+        let first = name.chars().next().map_or(0, u32::from);
+        return Some(format!(
+            "has nothing visible: it is only spaces or invisible characters (the first is \
+             U+{first:04X}); give a name people can read"
+        ));
+    }
+    None
+}
+
+/// Whether `c` shows nothing by itself: white space, and the characters
+/// Unicode lists as default-ignorable (zero-width spaces and joiners,
+/// the soft hyphen, variation selectors, fillers, tags …).
+fn invisible(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\u{00ad}'
+                | '\u{034f}'
+                | '\u{061c}'
+                | '\u{115f}'..='\u{1160}'
+                | '\u{17b4}'..='\u{17b5}'
+                | '\u{180b}'..='\u{180f}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{205f}'..='\u{206f}'
+                | '\u{2800}'
+                | '\u{3164}'
+                | '\u{fe00}'..='\u{fe0f}'
+                | '\u{feff}'
+                | '\u{ffa0}'
+                | '\u{fff0}'..='\u{fff8}'
+                | '\u{1bca0}'..='\u{1bca3}'
+                | '\u{1d173}'..='\u{1d17a}'
+                | '\u{e0000}'..='\u{e0fff}'
+        )
 }
 
 /// Namespace for derived (v5) ids.
@@ -271,7 +312,14 @@ mod tests {
 
     #[test]
     fn display_names_are_one_line_of_plain_text() {
-        for good in ["Researcher", "研究员", "a-name (2)", "émile"] {
+        for good in [
+            "Researcher",
+            "研究员",
+            "a-name (2)",
+            "émile",
+            "a\u{200b}b",
+            "",
+        ] {
             assert_eq!(display_name_problem(good), None, "{good:?}");
         }
         for (bad, code) in [
@@ -280,6 +328,9 @@ mod tests {
             ("tab\there", "U+0009"),
             ("rev\u{202e}olleh", "U+202E"),
             ("c1\u{85}", "U+0085"),
+            ("\u{200b}\u{200b}", "U+200B"),
+            ("\u{feff} \u{2060}", "U+FEFF"),
+            ("\u{3164}", "U+3164"),
         ] {
             let problem = display_name_problem(bad).unwrap_or_default();
             assert!(problem.contains(code), "{bad:?}: {problem}");

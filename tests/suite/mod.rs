@@ -48,6 +48,7 @@ mod retry;
 mod review;
 mod review_ttl;
 mod rooms_shared;
+mod rooms_small;
 mod routines;
 mod routines_api;
 mod routines_catch_up;

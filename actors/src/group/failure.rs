@@ -8,6 +8,8 @@
 //! member's owner is the only one who reads it; otherwise the notice says
 //! where that owner finds it (the `turn_failed` notice in the member's own
 //! session, and `GET /v1/turns/{turn}`), which other users cannot read.
+//! The same holds for a member paused by its spent daily token budget:
+//! others read until when, not its token use and budget.
 
 use botfleet_memory::BotId;
 use botfleet_memory::EntryId;
@@ -103,6 +105,13 @@ impl GroupState {
         let retry = stopped.is_none();
         let p = prompts();
         let text = match (paused, stopped, reason) {
+            // its token use and budget are its owner's, like its error
+            (Some(pause), _, _) if !private => p.group_member_paused_shared.render(&[
+                ("member", &member),
+                ("id", bot.as_str()),
+                ("until", &pause.until),
+                ("owner", owner.as_str()),
+            ]),
             (Some(pause), _, _) => p.group_member_paused.render(&[
                 ("member", &member),
                 ("id", bot.as_str()),

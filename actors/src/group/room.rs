@@ -223,7 +223,9 @@ pub async fn create_room(
         .await
     {
         Ok(_) => Ok(room),
-        Err(StoreError::Rejected(_)) => Err(taken(&id)),
+        // the store names the room that holds the id (perhaps in another
+        // case: ids ignore case)
+        Err(StoreError::Rejected(m)) => Err(GroupError::Conflict(m)),
         Err(e) => Err(e.into()),
     }
 }

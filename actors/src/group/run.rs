@@ -19,7 +19,10 @@
 //!   withheld and reported);
 //! - a full round in which nobody published anything ends the run; if a
 //!   member's turn in it failed, the end says so rather than calling it
-//!   silence ([`End::FailedRound`]);
+//!   silence ([`End::FailedRound`]); if no member had anything new to
+//!   read in it (so none was offered a turn), the end says the discussion
+//!   ran out of news after the round before, not that a round passed in
+//!   silence ([`Run::describe_end`]);
 //! - a member whose turn failed (or was cancelled) takes no more turns in
 //!   the run: what failed it (a spent budget, a provider down past its
 //!   retries, a crash loop) would fail it again in the next round, and
@@ -338,6 +341,25 @@ impl Run {
     /// The limits the run applies.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// One line for people: why the run stopped with `end`. A round that
+    /// ended with nobody speaking is called silent only if members were
+    /// offered a turn in it and all passed; when nobody had anything new
+    /// to answer (e.g. the one member addressed spoke in round 1 and has
+    /// only its own messages to read), no turn ran, and saying the round
+    /// "passed in silence" would suggest members chose to stay quiet.
+    pub fn describe_end(&self, end: End) -> String {
+        if let End::SilentRound { round } = end
+            && self.round_turns == 0
+            && round > 1
+        {
+            return prompts()
+                .group_no_news
+                .render(&[("round", &(round - 1).to_string())])
+                .unwrap_or_default();
+        }
+        end.describe(&self.limits)
     }
 }
 

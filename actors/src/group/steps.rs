@@ -437,7 +437,7 @@ impl GroupState {
                 code: format!("room_run_{}", end.code()),
                 text: format!(
                     "Discussion of message #{trigger} ended: {} ({replies} public {}).",
-                    end.describe(&self.limits),
+                    progress.run.describe_end(end),
                     if replies == 1 { "reply" } else { "replies" }
                 ),
                 retry_turn: None,

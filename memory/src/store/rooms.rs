@@ -4,6 +4,7 @@
 
 use rusqlite::Connection;
 use rusqlite::ErrorCode;
+use rusqlite::OptionalExtension;
 use rusqlite::params;
 use serde_json::Value;
 
@@ -25,8 +26,18 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
 
 // ---- writes (on the writer's connection, inside its transaction) ----
 
-/// Inserts a new room; refuses an id that is taken.
+/// Inserts a new room; refuses an id that is taken, ignoring case: bot
+/// ids and mentions ignore case, so rooms `r1` and `R1` side by side
+/// could not be told apart by people. Checked here, in the writer's
+/// transaction, so two creations cannot both pass.
 pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Result<()> {
+    let existing: Option<String> = conn
+        .prepare_cached("SELECT id FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?
+        .query_row(params![room.id.as_str()], |r| r.get(0))
+        .optional()?;
+    if let Some(existing) = existing {
+        return Err(taken(&existing, room.id.as_str()));
+    }
     let members = serde_json::to_string(&room.members).map_err(|e| corrupt("rooms", e))?;
     let inserted = conn
         .prepare_cached(
@@ -44,13 +55,23 @@ pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Res
     match inserted {
         Ok(_) => Ok(()),
         Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == ErrorCode::ConstraintViolation => {
-            Err(StoreError::Rejected(format!(
-                "room {} already exists; choose another name",
-                room.id
-            )))
+            Err(taken(room.id.as_str(), room.id.as_str()))
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The refusal of room id `wanted` because room `existing` holds it
+/// (perhaps in another case).
+fn taken(existing: &str, wanted: &str) -> StoreError {
+    StoreError::Rejected(if existing == wanted {
+        format!("a room \"{existing}\" already exists; choose another name or id")
+    } else {
+        format!(
+            "a room \"{existing}\" already exists, and room ids ignore case, so \"{wanted}\" \
+             would be taken for it; choose another name or id"
+        )
+    })
 }
 
 /// Decides again whether each room with `bot` or one of its subagents as
