@@ -455,7 +455,10 @@ async fn cli_group_create_and_send() {
     let (code, out, err) = cli(&["group", "send", "team", "@a hello"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "a ▸ a speaks");
-    assert!(err.contains("no member had anything new to answer"), "{err}");
+    assert!(
+        err.contains("no member had anything new to answer"),
+        "{err}"
+    );
 
     let (code, out, err) = cli(
         &["group", "send", "team", "all of you", "--json"],
