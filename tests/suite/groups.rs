@@ -29,18 +29,18 @@ steps = [ { calls = [
 "#;
 
 /// Every member says one thing each turn.
-const TALKER: &str = r#"
+pub(super) const TALKER: &str = r#"
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
 "#;
 
 /// Every member reads and says nothing.
-const SILENT: &str = r#"
+pub(super) const SILENT: &str = r#"
 [[rule]]
 steps = [ { text = "nothing to add" } ]
 "#;
 
-async fn room_host(script: &str) -> TestHost {
+pub(super) async fn room_host(script: &str) -> TestHost {
     TestFleet::new()
         .script("s", script)
         .bot("a", "s", &["SendMessage"])

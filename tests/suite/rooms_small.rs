@@ -15,27 +15,9 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 
-/// Every member says one thing each turn.
-const TALKER: &str = r#"
-[[rule]]
-steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
-"#;
-
-/// Every member reads and says nothing.
-const SILENT: &str = r#"
-[[rule]]
-steps = [ { text = "nothing to add" } ]
-"#;
-
-async fn host_of(script: &str) -> TestHost {
-    TestFleet::new()
-        .script("s", script)
-        .bot("a", "s", &["SendMessage"])
-        .bot("b", "s", &["SendMessage"])
-        .bot("c", "s", &["SendMessage"])
-        .start()
-        .await
-}
+use super::groups::SILENT;
+use super::groups::TALKER;
+use super::groups::room_host;
 
 /// Creates a room as alice; returns the status and body.
 async fn create(host: &TestHost, body: Value) -> (u16, Value) {
@@ -50,31 +32,6 @@ fn message(body: &Value) -> String {
         .to_owned()
 }
 
-/// Posts to a room as the user of `token` and waits until the discussion
-/// it starts ended; returns the discussion's entries as that user reads
-/// them.
-async fn discuss(host: &TestHost, token: &str, room: &str, text: &str) -> Vec<Value> {
-    let answer = host
-        .post_text(&format!("/v1/groups/{room}/messages"), token, text)
-        .await;
-    let seq = answer["seq"].as_i64().unwrap();
-    let session = answer["session"].as_str().unwrap();
-    let end = host.wait_turn_end(session, seq).await["seq"]
-        .as_i64()
-        .unwrap();
-    let (status, page) = host
-        .get(&format!("/v1/groups/{room}/entries?after={seq}"), token)
-        .await;
-    assert_eq!(status, 200, "{page}");
-    page["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["seq"].as_i64().unwrap() <= end)
-        .cloned()
-        .collect()
-}
-
 /// The texts of the notices of `code` in `run`.
 fn notice_texts(run: &[Value], code: &str) -> Vec<String> {
     run.iter()
@@ -85,7 +42,7 @@ fn notice_texts(run: &[Value], code: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_room_name_with_nothing_visible_is_refused() {
-    let host = host_of(TALKER).await;
+    let host = room_host(TALKER).await;
     for name in [
         "\u{200b}",
         "\u{200b}\u{200b}\u{200b}",
@@ -116,7 +73,7 @@ async fn a_room_name_with_nothing_visible_is_refused() {
 
 #[tokio::test]
 async fn room_ids_that_differ_only_in_case_clash() {
-    let host = host_of(TALKER).await;
+    let host = room_host(TALKER).await;
     let (status, body) = create(
         &host,
         json!({"name": "first", "id": "r1", "members": ["a", "b"]}),
@@ -163,12 +120,12 @@ async fn room_ids_that_differ_only_in_case_clash() {
 
 #[tokio::test]
 async fn a_discussion_nobody_was_offered_a_turn_to_go_on_is_not_called_silent() {
-    let host = host_of(TALKER).await;
+    let host = room_host(TALKER).await;
     let (status, body) = create(&host, json!({"name": "room1", "members": ["a", "b", "c"]})).await;
     assert_eq!(status, 201, "{body}");
     // b speaks in round 1; in round 2 it has only its own message to read,
     // so nobody takes a turn: nobody passed
-    let run = discuss(&host, TOKEN, "room1", "@b what do you think?").await;
+    let (_, run) = host.discuss(TOKEN, "room1", "@b what do you think?").await;
     let ended = notice_texts(&run, "room_run_silent_round");
     assert_eq!(ended.len(), 1, "{run:#?}");
     assert!(
@@ -180,10 +137,10 @@ async fn a_discussion_nobody_was_offered_a_turn_to_go_on_is_not_called_silent() 
     host.shutdown().await;
 
     // members who were offered a turn and all passed: that is a silence
-    let host = host_of(SILENT).await;
+    let host = room_host(SILENT).await;
     let (status, body) = create(&host, json!({"name": "quiet", "members": ["a", "b"]})).await;
     assert_eq!(status, 201, "{body}");
-    let run = discuss(&host, TOKEN, "quiet", "anyone?").await;
+    let (_, run) = host.discuss(TOKEN, "quiet", "anyone?").await;
     let ended = notice_texts(&run, "room_run_silent_round");
     assert_eq!(ended.len(), 1, "{run:#?}");
     assert!(
@@ -211,7 +168,7 @@ async fn a_paused_member_in_a_shared_room_shows_others_no_token_use() {
     assert_eq!(room["shared"], true, "{room}");
     let mut paused = Vec::new();
     for text in ["first", "second"] {
-        let run = discuss(&host, BOB_TOKEN, "shr", text).await;
+        let (_, run) = host.discuss(BOB_TOKEN, "shr", text).await;
         paused.extend(notice_texts(&run, "room_run_member_failed"));
     }
     assert!(!paused.is_empty(), "cheap was never paused");
