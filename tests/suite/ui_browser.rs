@@ -525,10 +525,7 @@ async fn the_approvals_badge_counts_again_when_an_approval_expires() {
         .bot("r", "s", &["SendMessage"])
         .start()
         .await;
-    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
-    let session = dm["session"].as_str().unwrap().to_owned();
-    host.send("r", "hello", None).await;
-    host.wait_turn_end(&session, 1).await;
+    let session = host.dm_after_hello("r").await;
     // long enough for the refresh after the page's first change signals
     ask_for(&host, &session, 4_000).await;
     browser.go(&format!("{}/", host.url)).await;

@@ -34,16 +34,6 @@ steps = [ { tool = "SendMessage", args = { text = "Choose:", card = { title = "D
 steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 "#;
 
-/// The DM session of bot `r`, begun with a message (a DM's session starts
-/// so) whose turn has ended.
-async fn started_dm(host: &TestHost) -> String {
-    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
-    let session = dm["session"].as_str().unwrap().to_owned();
-    host.send("r", "hello", None).await;
-    host.wait_turn_end(&session, 1).await;
-    session
-}
-
 /// The texts of the person's messages in `session`.
 async fn user_messages(host: &TestHost, session: &str) -> Vec<String> {
     host.entries(session)
@@ -84,7 +74,7 @@ async fn a_card_button_sends_nothing_the_person_has_not_seen() {
         .bot("r", "s", &["SendMessage"])
         .start()
         .await;
-    let session = started_dm(&host).await;
+    let session = host.dm_after_hello("r").await;
     browser.sign_in(&host.url, TOKEN).await;
     browser.go(&format!("{}/#/bots/r", host.url)).await;
     browser
@@ -161,7 +151,7 @@ async fn an_approved_action_never_used_says_it_was_approved() {
         .bot("r", "s", &["SendMessage"])
         .start()
         .await;
-    let session = started_dm(&host).await;
+    let session = host.dm_after_hello("r").await;
     // one approved at once, unused after 1 s (its window to be used is as
     // long as its window to decide); one nobody decides, for 2.5 s
     let approved = ask_about(&host, &session, "run `env`", 1_000).await;
@@ -241,7 +231,7 @@ async fn the_approvals_page_keeps_what_the_person_opened() {
         .bot("o", "s", &["SendMessage"])
         .start()
         .await;
-    let session = started_dm(&host).await;
+    let session = host.dm_after_hello("r").await;
     ask_for(&host, &session, 600_000).await;
     browser.sign_in(&host.url, TOKEN).await;
     browser
@@ -340,7 +330,7 @@ async fn what_bots_wrote_stays_in_its_box() {
         )
         .start()
         .await;
-    let session = started_dm(&host).await;
+    let session = host.dm_after_hello("r").await;
     let word = "x".repeat(600);
     ask_about(&host, &session, &word, 600_000).await;
     let rt = host.host.as_ref().unwrap().fleet.runtime();

@@ -83,10 +83,7 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
         .bot("r", "s", &["SendMessage"])
         .start()
         .await;
-    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
-    let session = dm["session"].as_str().unwrap().to_owned();
-    host.send("r", "hello", None).await;
-    host.wait_turn_end(&session, 1).await;
+    let session = host.dm_after_hello("r").await;
     append_notices(&host, &session, 1_500).await;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let last = dm["last_seq"].as_i64().unwrap();

@@ -259,6 +259,16 @@ impl TestHost {
         self.client().entries_after(session, 0).await.unwrap()
     }
 
+    /// The DM session of alice with `bot`, begun with a "hello" (a DM's
+    /// session starts so) whose turn has ended.
+    pub async fn dm_after_hello(&self, bot: &str) -> String {
+        let (_, dm) = self.get(&format!("/v1/bots/{bot}/session"), TOKEN).await;
+        let session = dm["session"].as_str().unwrap().to_owned();
+        self.send(bot, "hello", None).await;
+        self.wait_turn_end(&session, 1).await;
+        session
+    }
+
     /// Waits (on change signals, with a deadline) until the turn answering
     /// input `seq` of `session` ended (not interrupted); returns its
     /// turn_end entry.
