@@ -35,6 +35,7 @@ use super::types::SUGGESTIONS;
 use super::types::ScopeKind;
 use super::types::comparison_key;
 use super::types::normalize_text;
+use super::types::visible_from;
 use crate::error::Result;
 use crate::error::StoreError;
 
@@ -215,7 +216,14 @@ fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
         });
     }
     let items = layer_items(conn, &new.scope, new.layer)?;
-    if let Some(twin) = items.iter().find(|i| comparison_key(&i.text) == key) {
+    // Only a twin the new item's readers would see counts: a write in a
+    // shared room is shown only in that room, so "already remembered"
+    // about an item written elsewhere would tell that room's people what
+    // the bot holds in private, and the room would never see the fact.
+    if let Some(twin) = items
+        .iter()
+        .find(|i| comparison_key(&i.text) == key && visible_from(&i.source, &new.source))
+    {
         return Ok(MemoryOpResult::Unchanged(twin.clone()));
     }
     let chars = text.chars().count();

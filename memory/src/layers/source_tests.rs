@@ -102,3 +102,55 @@ async fn a_snapshot_of_one_source_shows_only_its_items() {
     assert_eq!(texts(&capped.profile), vec!["Private fact"]);
     assert!(capped.log.is_empty(), "{:?}", capped.log);
 }
+
+/// Remember in a shared room of a text the bot already holds in private
+/// writes the room its own item: "already remembered" would tell the
+/// room's people what the private memory holds, and the room would never
+/// see the fact. The reverse (a private write of a room's text) is a twin:
+/// private turns see the room's items.
+#[tokio::test]
+async fn a_room_write_is_not_a_twin_of_a_private_item() {
+    let f = fixture();
+    let scope = MemoryScope::Agent(BotId::new("b1").unwrap());
+    let add = |seed: &str, text: &str, source: &str| NewMemory {
+        id: MemoryId::derive(seed),
+        scope: scope.clone(),
+        layer: Layer::Profile,
+        text: text.into(),
+        importance: Importance::NORMAL,
+        expires_at: None,
+        source: source.into(),
+    };
+    let private = f
+        .add(add("p", "Alice has a peanut allergy", "tool:b1"))
+        .await;
+    assert!(matches!(private, MemoryOpResult::Added(_)), "{private:?}");
+    let in_room = f
+        .add(add("r", "alice has a PEANUT allergy", "tool:b1@room:r"))
+        .await;
+    let MemoryOpResult::Added(item) = in_room else {
+        panic!("a room write must not find the private twin: {in_room:?}");
+    };
+    assert_eq!(item.source, "tool:b1@room:r");
+    let again = f
+        .add(add("r2", "Alice has a peanut allergy", "tool:b1@room:r"))
+        .await;
+    assert!(
+        matches!(&again, MemoryOpResult::Unchanged(i) if i.id == item.id),
+        "the room's own twin counts: {again:?}"
+    );
+    let other_room = f
+        .add(add("s", "Alice has a peanut allergy", "tool:b1@room:s"))
+        .await;
+    assert!(
+        matches!(other_room, MemoryOpResult::Added(_)),
+        "{other_room:?}"
+    );
+    let private_again = f
+        .add(add("p2", "Alice has a peanut allergy", "tool:b1"))
+        .await;
+    assert!(
+        matches!(private_again, MemoryOpResult::Unchanged(_)),
+        "{private_again:?}"
+    );
+}

@@ -409,6 +409,16 @@ pub struct MemoryItem {
     pub expires_at: Option<i64>,
 }
 
+/// Marks a `source` written in a shared room: `tool:<bot>@room:<room>`.
+const ROOM_SOURCE: &str = "@room:";
+
+/// Whether an item written by `source` is shown where items of `reader`
+/// are: a shared room's items only in that room (the same source), every
+/// other item wherever its scope is shown.
+pub(crate) fn visible_from(source: &str, reader: &str) -> bool {
+    !reader.contains(ROOM_SOURCE) || source == reader
+}
+
 impl MemoryItem {
     /// Characters of the text.
     pub fn chars(&self) -> usize {
