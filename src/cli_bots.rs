@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 use serde_json::json;
+use unicode_width::UnicodeWidthStr as _;
 
 use super::terminal;
 use crate::client::Client;
@@ -46,7 +47,7 @@ pub(super) async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitC
             cell(b["id"].as_str().unwrap_or("")),
             cell(b["name"].as_str().unwrap_or("")),
             cell(b["provider"].as_str().unwrap_or("")),
-            state(b).to_owned(),
+            state(b),
             b["queued"].as_u64().unwrap_or(0).to_string(),
             b["turns"]["completed"].as_i64().unwrap_or(0).to_string(),
         ]);
@@ -58,16 +59,22 @@ pub(super) async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitC
 }
 
 /// What a bot is doing, from its entry in `GET /v1/bots`.
-fn state(b: &Value) -> &'static str {
+fn state(b: &Value) -> String {
     if b["removed_at"].is_i64() {
         // no longer in the fleet file: takes no messages
-        "removed"
+        "removed".into()
     } else if b["running_turn"].is_string() {
-        "working"
+        "working".into()
+    } else if let Some(until) = b["paused_until"].as_i64() {
+        // its daily token budget is spent: what it has queued waits
+        format!(
+            "paused until {}",
+            terminal::minute_utc(until).unwrap_or_else(|| until.to_string())
+        )
     } else if b["active"] == json!(true) {
-        "idle"
+        "idle".into()
     } else {
-        "asleep"
+        "asleep".into()
     }
 }
 
@@ -87,13 +94,14 @@ fn cell(s: &str) -> String {
     out
 }
 
-/// The rows as lines, each column as wide as its widest cell (in
-/// characters) and one space between columns; no trailing spaces.
+/// The rows as lines, each column as wide as its widest cell (in the
+/// terminal's cells: a CJK character takes two) and one space between
+/// columns; no trailing spaces.
 fn table(rows: &[[String; 6]]) -> Vec<String> {
     let mut widths = [0usize; 6];
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(cell.width());
         }
     }
     rows.iter()
@@ -104,13 +112,64 @@ fn table(rows: &[[String; 6]]) -> Vec<String> {
                 if i > 0 {
                     line.push(' ');
                 }
-                // writing to a String cannot fail
-                let _ = match align {
-                    Align::Left => write!(line, "{cell:<width$}"),
-                    Align::Right => write!(line, "{cell:>width$}"),
-                };
+                // `{:<w$}` pads by characters, not by cells
+                let pad = " ".repeat(width.saturating_sub(cell.width()));
+                match align {
+                    Align::Left => {
+                        line.push_str(cell);
+                        line.push_str(&pad);
+                    }
+                    Align::Right => {
+                        line.push_str(&pad);
+                        line.push_str(cell);
+                    }
+                }
             }
             line.trim_end().to_owned()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// A bot whose daily budget is spent says so and until when, rather
+    /// than "idle" with messages queued.
+    #[test]
+    fn a_paused_bot_says_until_when() {
+        let b = json!({"id": "t", "active": true, "paused_until": 1_764_633_600_000_i64});
+        assert_eq!(state(&b), "paused until 2025-12-02 00:00 UTC");
+        let working = json!({"running_turn": "t1", "paused_until": 1_764_633_600_000_i64});
+        assert_eq!(state(&working), "working");
+        assert_eq!(
+            state(&json!({"active": true, "paused_until": null})),
+            "idle"
+        );
+    }
+
+    fn row(cells: [&str; 6]) -> [String; 6] {
+        cells.map(str::to_owned)
+    }
+
+    /// A CJK name takes two cells per character: the columns after it
+    /// line up with those of an ASCII row.
+    #[test]
+    fn wide_characters_count_as_two_cells() {
+        let lines = table(&[
+            row(["ID", "NAME", "PROVIDER", "STATE", "QUEUED", "COMPLETED"]),
+            row(["r", "研究员", "main", "asleep", "0", "12"]),
+            row(["w", "W", "main", "awake", "1", "3"]),
+        ]);
+        assert_eq!(
+            lines,
+            vec![
+                "ID NAME   PROVIDER STATE  QUEUED COMPLETED",
+                "r  研究员 main     asleep      0        12",
+                "w  W      main     awake       1         3",
+            ]
+        );
+    }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::terminal;
 use crate::client::Client;
 use crate::client::segment;
 
@@ -93,9 +94,8 @@ fn line(item: &Value) -> String {
         item["id"].as_str().unwrap_or("?"),
         item["text"].as_str().unwrap_or("")
     );
-    if let Some(t) = item["expires_at"].as_i64() {
-        let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(t).unwrap_or_default();
-        out.push_str(&format!("  (until {})", at.format("%Y-%m-%d %H:%M UTC")));
+    if let Some(at) = item["expires_at"].as_i64().and_then(terminal::minute_utc) {
+        out.push_str(&format!("  (until {at})"));
     }
     out
 }

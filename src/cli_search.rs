@@ -13,6 +13,7 @@ use botfleet_memory::StoreOptions;
 use botfleet_memory::TranscriptIndex;
 use serde_json::Value;
 
+use super::terminal;
 use crate::client::Client;
 use crate::host;
 
@@ -91,8 +92,7 @@ fn print_hit(h: &Value) {
     let s = |k: &str| h[k].as_str().unwrap_or("").to_owned();
     let when = h["time_ms"]
         .as_i64()
-        .and_then(chrono::DateTime::<chrono::Utc>::from_timestamp_millis)
-        .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
+        .and_then(terminal::minute_utc)
         .unwrap_or_default();
     outln!("");
     outln!(

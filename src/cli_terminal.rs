@@ -98,6 +98,13 @@ fn escape_json(s: String) -> String {
     out
 }
 
+/// A time of the API (ms since the epoch) as the CLI shows it, to the
+/// minute in UTC (`2026-12-01 14:05 UTC`); `None` for a time out of range.
+pub(crate) fn minute_utc(ms: i64) -> Option<String> {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
