@@ -196,6 +196,43 @@ fn role_and_kind_filters() -> TestResult {
     Ok(())
 }
 
+/// Every compaction summary restates the facts of the ones before it: a
+/// plain search leaves them out (the fact was said in the transcript
+/// itself), a search for the kind finds them.
+#[test]
+fn summaries_are_found_only_when_asked_for() -> TestResult {
+    let mut docs = Docs::new()?;
+    let s = session("r", "alice");
+    docs.add_kind(
+        "r",
+        s,
+        "alice",
+        user_text("the launch code word is heliotrope"),
+    )?;
+    for epoch in 1..=5 {
+        docs.add_kind(
+            "r",
+            s,
+            "system",
+            EntryKind::Summary {
+                text: format!("summary {epoch}: the launch code word is heliotrope"),
+                covers_to_seq: epoch,
+                epoch,
+            },
+        )?;
+    }
+    docs.commit()?;
+    let plain = docs.search(SearchQuery::new("heliotrope"))?;
+    assert_eq!(plain.total, 1);
+    assert_eq!(plain.hits[0].kind, "user_message");
+    let summaries = docs.search(SearchQuery::new("heliotrope").with_kinds(["summary"]))?;
+    assert_eq!(summaries.total, 5);
+    let both =
+        docs.search(SearchQuery::new("heliotrope").with_kinds(["summary", "user_message"]))?;
+    assert_eq!(both.total, 6);
+    Ok(())
+}
+
 #[test]
 fn hits_carry_the_entry_coordinates_and_a_marked_snippet() -> TestResult {
     let mut docs = Docs::new()?;

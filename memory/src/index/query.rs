@@ -80,7 +80,7 @@ pub struct SearchQuery {
     #[serde(default)]
     pub roles: Vec<String>,
     /// Only entries of these kinds (`user_message`, `delivery`, ...); empty
-    /// means any.
+    /// means any but `summary` (compaction summaries restate each other).
     #[serde(default)]
     pub kinds: Vec<String>,
     /// Most hits to return, `1..=MAX_SEARCH_LIMIT`.
@@ -458,6 +458,10 @@ fn filter<'a>(
     Box::new(ConstScoreQuery::new(matcher, 0.0))
 }
 
+/// The kind a search without a `kinds` filter leaves out: compaction
+/// summaries.
+const UNLESS_ASKED: &str = "summary";
+
 /// The tantivy query for a validated request.
 pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -> Box<dyn Query> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -486,7 +490,16 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
             filter(fields.role, query.roles.iter().map(String::as_str)),
         ));
     }
-    if !query.kinds.is_empty() {
+    if query.kinds.is_empty() {
+        // Each compaction's summary restates the facts of the ones before
+        // it, so a fact of a long conversation matched every summary since
+        // and crowded out what was really said; the newest summary is in
+        // the bot's prompt anyway. Asked for by kind, they are found.
+        clauses.push((
+            Occur::MustNot,
+            filter(fields.kind, std::iter::once(UNLESS_ASKED)),
+        ));
+    } else {
         clauses.push((
             Occur::Must,
             filter(fields.kind, query.kinds.iter().map(String::as_str)),
