@@ -163,13 +163,21 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
     let resolved = fleet_file.resolve_external(|var| opts.env_var(var))?;
     // the host's credentials: no bot is given them, every tool result is
     // scrubbed of them (a command could read them from the host's
-    // environment, actors/src/vault.rs)
+    // environment, actors/src/vault.rs, or the fleet file: a base URL's
+    // password, as written and decoded, and its basic-auth value)
+    let mut url_credentials: Vec<String> = Vec::new();
+    for p in fleet_file.file.providers.values() {
+        if let ProviderConfig::Openai { base_url, .. } = p {
+            url_credentials.extend(OpenAiOptions::new(base_url, "").credentials());
+        }
+    }
     let host_secrets: Vec<botfleet_actors::safety::Secret> = resolved
         .tokens
         .iter()
         .map(|(_, token)| token.as_str())
         .chain(resolved.hooks.iter().map(|h| h.secret.as_str()))
         .chain(resolved.api_keys.values().flatten().map(String::as_str))
+        .chain(url_credentials.iter().map(String::as_str))
         .map(botfleet_actors::safety::Secret::from)
         .collect();
     let f = &fleet_file.file;

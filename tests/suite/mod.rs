@@ -37,6 +37,7 @@ mod openai_credentials;
 mod openai_faults;
 mod openai_host;
 mod openai_outcomes;
+mod openai_edges;
 mod openai_provider;
 mod owner_change;
 mod recall;

@@ -11,7 +11,9 @@
 //!    when it sends one. A server that asks for more than `backoff_max` is
 //!    not waited for: the call fails at once with
 //!    [`ModelError::WaitTooLong`], which names the wait asked and is
-//!    retryable, so the caller can schedule it later. Other statuses fail at
+//!    retryable, so the caller can schedule it later; nor is one whose
+//!    wait would end past `call_timeout` ([`ModelError::WaitPastDeadline`]).
+//!    `Retry-After` may be seconds or an HTTP date. Other statuses fail at
 //!    once, with the start of the response body (the provider's message).
 //! 2. Read the body as SSE (`text/event-stream`) or as one JSON completion,
 //!    whichever the response's content type says, so a server that ignores
@@ -20,13 +22,15 @@
 //!    pieces of the body rather than the whole stream, so a long generation
 //!    is not cut off while it is still producing.
 //! 3. A body that breaks off (network error, idle timeout, an `error` event,
-//!    end of body) before the finish reason arrived is retried as a whole
-//!    request, even after text reached the sink: that text is the model's
+//!    end of body) before the finish reason arrived, or an answer without
+//!    any choice (streamed or not), is retried as a whole request, even after text reached the sink: that text is the model's
 //!    working output, seen by nobody but the sink, which is told to start
 //!    over ([`StreamSink::on_restart`]) before the deltas of the new attempt.
 //!    Past the retries the call fails with [`ModelError::StreamBroken`].
 //!    A break after the finish reason only loses the usage chunk and
-//!    `[DONE]`; the response is returned (without usage). A complete
+//!    `[DONE]`; the response is returned (without usage). A choice whose
+//!    finish reason never came is accepted at `[DONE]` (or at the end of
+//!    a whole completion), its reason inferred. A complete
 //!    answer that is a refusal or a content filter's stop fails at once
 //!    with [`ModelError::Refused`] or [`ModelError::ContentFiltered`]
 //!    (`wire.rs`).
@@ -47,6 +51,7 @@
 //! as `***`, and a credential echoed in an error body as `***` too
 //! (`redact.rs`); reqwest still sends the userinfo as basic auth.
 
+mod endpoint;
 mod redact;
 mod retry;
 mod sse;
@@ -60,12 +65,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::Url;
-use reqwest::header::ACCEPT;
-use reqwest::header::AUTHORIZATION;
 use reqwest::header::CONTENT_TYPE;
 use reqwest::header::HeaderMap;
-use reqwest::header::HeaderName;
-use reqwest::header::HeaderValue;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
@@ -77,6 +78,9 @@ use super::ModelRequest;
 use super::ModelResponse;
 use super::SinkControl;
 use super::StreamSink;
+use endpoint::chat_completions_url;
+use endpoint::not_found;
+use endpoint::request_headers;
 use redact::Redactor;
 use redact::shown_base_url;
 use retry::Failure;
@@ -90,6 +94,10 @@ use wire::StreamChunk;
 
 /// How much of an error response body is kept.
 const ERROR_BODY_LIMIT: usize = 4 * 1024;
+
+/// How much of a body that is not a completion (or of such a streamed
+/// event) an error quotes.
+const QUOTE_LIMIT: usize = 200;
 
 /// Settings of an [`OpenAiModel`]. Build with [`OpenAiOptions::new`] and
 /// override fields with struct update syntax.
@@ -155,6 +163,18 @@ impl OpenAiOptions {
             extra_headers: Vec::new(),
             temperature: None,
         }
+    }
+}
+
+impl OpenAiOptions {
+    /// Every credential these options send, as the provider hides them in
+    /// what it says: the key, the extra header values, and the base URL's
+    /// password (as written and percent-decoded) with the basic-auth value
+    /// made of its userinfo. Secrets shorter than 4 chars are left out.
+    /// The host scrubs them from tool results (a bot may read the fleet
+    /// file or the host's environment).
+    pub fn credentials(&self) -> Vec<String> {
+        redact::secrets_of(self, Url::parse(&self.base_url).ok().as_ref())
     }
 }
 
@@ -229,13 +249,14 @@ impl OpenAiModel {
     }
 
     /// The attempts of one call, counted in `attempts`, until one succeeds
-    /// or a failure is not retried.
+    /// or a failure is not retried; the call ends at `deadline`.
     async fn attempts(
         &self,
         body: Bytes,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
         attempts: &mut u32,
+        deadline: Instant,
     ) -> Result<ModelResponse, ModelError> {
         loop {
             if cancel.is_cancelled() {
@@ -255,6 +276,15 @@ impl OpenAiModel {
                 Some(delay) => delay,
                 None => return Err(failure.into_error(*attempts, self.options.backoff_max)),
             };
+            // a wait the server asked for that outlasts the call: say so now
+            // rather than time out at the deadline without saying why
+            if failure.asked_to_wait() && Instant::now() + delay > deadline {
+                return Err(failure.into_wait_past_deadline(
+                    *attempts,
+                    delay,
+                    self.options.call_timeout,
+                ));
+            }
             warn!(
                 model = %self.options.model,
                 attempt = *attempts,
@@ -338,7 +368,7 @@ impl OpenAiModel {
                 // The finish reason came; at most the usage chunk and
                 // `[DONE]` are missing.
                 Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
-                    return assembler.into_response().map_err(Failure::Final);
+                    return finished(assembler);
                 }
                 Ok(None) => {
                     return Err(Failure::Broken {
@@ -351,15 +381,18 @@ impl OpenAiModel {
             decoder.push(&bytes);
             while let Some(data) = decoder.next_event() {
                 if data.trim_ascii() == b"[DONE]" {
-                    return assembler.into_response().map_err(Failure::Final);
+                    return finished(assembler);
                 }
                 // a surrogate pair cut between two events: each half is
                 // marked here and joined when the response is assembled
                 let data = surrogates::mark_lone(&data);
                 let chunk: StreamChunk = serde_json::from_slice(&data).map_err(|e| {
+                    // redacted whole before it is cut (redact.rs)
+                    let quoted = self
+                        .redactor
+                        .cut(&String::from_utf8_lossy(&data), QUOTE_LIMIT);
                     Failure::Final(ModelError::Protocol(self.redactor.text(&format!(
-                        "stream event is not a completion chunk ({e}): {}",
-                        String::from_utf8_lossy(&data[..data.len().min(200)])
+                        "stream event is not a completion chunk ({e}): {quoted}"
                     ))))
                 })?;
                 match assembler.apply_chunk(chunk) {
@@ -402,9 +435,12 @@ impl OpenAiModel {
             body.extend_from_slice(&bytes);
         }
         let completion: Completion = serde_json::from_slice(&body).map_err(|e| {
+            // redacted whole before it is cut (redact.rs)
+            let quoted = self
+                .redactor
+                .cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
             Failure::Final(ModelError::Protocol(self.redactor.text(&format!(
-                "response is not a chat completion ({e}): {}",
-                String::from_utf8_lossy(&body[..body.len().min(200)])
+                "response is not a chat completion ({e}): {quoted}"
             ))))
         })?;
         let mut assembler = Assembler::default();
@@ -417,26 +453,33 @@ impl OpenAiModel {
                 });
             }
         }
-        assembler.into_response().map_err(Failure::Final)
+        finished(assembler)
     }
 
-    /// The start of an error response's body (the provider's message).
+    /// The start of an error response's body (the provider's message),
+    /// without the credentials: redacted before it is cut, as a cut
+    /// through a credential echoed in it would leave a start of it that
+    /// redacting no longer finds (redact.rs).
     async fn error_body(
         &self,
         mut response: reqwest::Response,
         cancel: &CancellationToken,
     ) -> Result<String, Failure> {
         let deadline = Instant::now() + self.options.timeout;
+        // read on past the limit by the longest credential, so one that
+        // crosses the limit is read whole and found
+        let read_limit = ERROR_BODY_LIMIT + self.redactor.longest();
         let mut body = Vec::new();
-        while body.len() < ERROR_BODY_LIMIT {
+        while body.len() < read_limit {
             match next_chunk(&mut response, cancel, deadline).await {
                 Ok(Some(bytes)) => body.extend_from_slice(&bytes),
                 Ok(None) | Err(Failure::Broken { .. }) => break,
                 Err(failure) => return Err(failure),
             }
         }
-        body.truncate(ERROR_BODY_LIMIT);
-        Ok(String::from_utf8_lossy(&body).trim().to_owned())
+        body.truncate(read_limit);
+        let text = String::from_utf8_lossy(&body);
+        Ok(self.redactor.cut(&text, ERROR_BODY_LIMIT).trim().to_owned())
     }
 }
 
@@ -468,8 +511,12 @@ impl Model for OpenAiModel {
         );
         let mut attempts = 0;
         let limit = self.options.call_timeout;
-        let result =
-            tokio::time::timeout(limit, self.attempts(body, sink, cancel, &mut attempts)).await;
+        let deadline = Instant::now() + limit;
+        let result = tokio::time::timeout_at(
+            deadline,
+            self.attempts(body, sink, cancel, &mut attempts, deadline),
+        )
+        .await;
         match result {
             Ok(result) => result,
             Err(_elapsed) => {
@@ -483,6 +530,18 @@ impl Model for OpenAiModel {
             }
         }
     }
+}
+
+/// The response `assembler` holds. One without any choice (`choices: []`
+/// or none) is no answer: broken and retried, streamed or not.
+fn finished(assembler: Assembler) -> Result<ModelResponse, Failure> {
+    if !assembler.has_choice() {
+        return Err(Failure::Broken {
+            detail: "the answer held no choices (no text, no tool calls, no finish reason)"
+                .to_owned(),
+        });
+    }
+    assembler.into_response().map_err(Failure::Final)
 }
 
 /// Forwards a text delta; an abort from the sink ends the call.
@@ -522,68 +581,6 @@ async fn next_chunk(
 /// The answer passed `max_response_bytes`; not retried.
 fn too_large(limit: usize) -> Failure {
     Failure::Final(ModelError::TooLarge { limit })
-}
-
-/// A 404's body with the URL tried (`url`, without its userinfo) and the
-/// likely fix: a `base_url` without its `/v1` (the usual one), else a
-/// model the server lacks.
-fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> String {
-    let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
-        format!("check that the server has model {:?}", options.model)
-    } else {
-        format!(
-            "base_url {:?} usually ends in /v1 (e.g. http://127.0.0.1:8000/v1)",
-            shown_base_url(&options.base_url)
-        )
-    };
-    let said = if body.is_empty() {
-        String::new()
-    } else {
-        format!(" ({body})")
-    };
-    format!("POST {url} was not found{said}; {hint}")
-}
-
-fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
-    let joined = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-    let shown = shown_base_url(base_url);
-    let url = Url::parse(&joined)
-        .map_err(|e| ModelError::Config(format!("model base URL {shown:?}: {e}")))?;
-    match url.scheme() {
-        "http" | "https" => Ok(url),
-        other => Err(ModelError::Config(format!(
-            "model base URL {shown:?}: scheme {other:?} is not http or https"
-        ))),
-    }
-}
-
-fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, ModelError> {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(
-        ACCEPT,
-        HeaderValue::from_static(if options.stream {
-            "text/event-stream"
-        } else {
-            "application/json"
-        }),
-    );
-    if let Some(key) = options.api_key.as_deref().filter(|key| !key.is_empty()) {
-        let mut value = HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| {
-            ModelError::Config("the API key contains characters not allowed in a header".into())
-        })?;
-        value.set_sensitive(true);
-        headers.insert(AUTHORIZATION, value);
-    }
-    for (name, value) in &options.extra_headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ModelError::Config(format!("invalid header name {name:?}")))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| ModelError::Config(format!("invalid value for header {name:?}")))?;
-        value.set_sensitive(true);
-        headers.insert(header, value);
-    }
-    Ok(headers)
 }
 
 /// An error and its sources, `: `-separated (reqwest's own message alone

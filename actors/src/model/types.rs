@@ -247,6 +247,26 @@ pub enum ModelError {
         /// Start of the response body.
         body: String,
     },
+    /// The endpoint answered with 429 or 5xx and asked to be retried after
+    /// a wait that would end past the call's deadline (`call_timeout_s`).
+    #[error(
+        "model endpoint answered HTTP {status}{} after {attempts} attempt(s) and asked to wait {} s, past the {} s a model call may take (call_timeout_s); try again once the wait is over, or raise call_timeout_s above it: {body}",
+        if *status == 429 { " (rate limited)" } else { "" },
+        wait.as_secs_f64(),
+        limit.as_secs_f64()
+    )]
+    WaitPastDeadline {
+        /// Status code.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+        /// What the server asked to wait (`Retry-After`, `retry-after-ms`).
+        wait: Duration,
+        /// The call's deadline (`call_timeout`).
+        limit: Duration,
+        /// Start of the response body.
+        body: String,
+    },
     /// The call, with its retries, ran past its deadline (`call_timeout_s`).
     #[error(
         "the model call took longer than {} s ({attempts} attempt(s))",
@@ -314,6 +334,7 @@ impl ModelError {
             ModelError::Unreachable { .. } => true,
             ModelError::Http { status, .. } => *status == 429 || *status >= 500,
             ModelError::WaitTooLong { .. } => true,
+            ModelError::WaitPastDeadline { .. } => true,
             ModelError::TimedOut { .. } => true,
             ModelError::TooLarge { .. } => false,
             ModelError::StreamBroken { .. } => true,

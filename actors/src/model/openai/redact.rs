@@ -7,7 +7,10 @@
 //! may be shown to people: a 404 names the URL it tried, a connection error
 //! may quote it, and a server's error body may echo what it was sent.
 //! [`Redactor`] shows every URL's userinfo as `***` and replaces each
-//! secret sent with `***` in such texts.
+//! secret sent with `***` in such texts. A text quoted cut to length is
+//! redacted before it is cut, and loses a start of a secret the cut left
+//! at its end ([`Redactor::cut`]). The same secrets are given to the host
+//! ([`super::OpenAiOptions::credentials`]) to scrub from tool results.
 
 use reqwest::Url;
 
@@ -32,31 +35,14 @@ pub(super) struct Redactor {
 impl Redactor {
     /// The credentials of `options`, whose requests go to `url`.
     pub(super) fn new(options: &OpenAiOptions, url: &Url) -> Self {
-        let mut secrets: Vec<String> = Vec::new();
-        if let Some(key) = &options.api_key {
-            secrets.push(key.clone());
+        Redactor {
+            secrets: secrets_of(options, Some(url)),
         }
-        secrets.extend(options.extra_headers.iter().map(|(_, value)| value.clone()));
-        if let Some(password) = url.password() {
-            secrets.push(password.to_owned());
-            if let Some(decoded) = percent_decoded(password) {
-                secrets.push(decoded);
-            }
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            // the `Authorization: Basic` value reqwest makes of them, as a
-            // server echoing its request headers would show it
-            let user = percent_decoded(url.username()).unwrap_or_else(|| url.username().into());
-            let password = url
-                .password()
-                .map(|p| percent_decoded(p).unwrap_or_else(|| p.to_owned()))
-                .unwrap_or_default();
-            secrets.push(base64(format!("{user}:{password}").as_bytes()));
-        }
-        secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS);
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
-        Redactor { secrets }
+    }
+
+    /// Bytes of the longest credential (0 without any).
+    pub(super) fn longest(&self) -> usize {
+        self.secrets.first().map_or(0, String::len)
     }
 
     /// `text` without userinfo in its URLs and without any secret.
@@ -68,6 +54,50 @@ impl Redactor {
             }
         }
         text
+    }
+
+    /// `text` redacted, then cut to at most `max_bytes` bytes (on a char
+    /// boundary). Redacting first finds every whole secret; a cut through
+    /// one would leave a start of it that no search for the whole secret
+    /// finds (`Bearer sk-SUPERSECRETKE`), so a cut text also loses its end
+    /// when that end is the start of a secret ([`MIN_SECRET_CHARS`] or
+    /// more chars of it, as shorter secrets are not searched for either).
+    pub(super) fn cut(&self, text: &str, max_bytes: usize) -> String {
+        let mut text = self.text(text);
+        if text.len() <= max_bytes {
+            return text;
+        }
+        let mut end = max_bytes;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        self.hide_cut_secret(&mut text);
+        text
+    }
+
+    /// Replaces the end of `text` with [`HIDDEN`] when it is the start
+    /// (a proper prefix of [`MIN_SECRET_CHARS`] chars or more) of a secret:
+    /// the text was cut inside that secret.
+    fn hide_cut_secret(&self, text: &mut String) {
+        let longest = self
+            .secrets
+            .iter()
+            .filter_map(|secret| {
+                // the ends of the secret's proper prefixes, shortest
+                // first: the last one the text ends with is the longest
+                secret
+                    .char_indices()
+                    .map(|(at, _)| at)
+                    .skip(MIN_SECRET_CHARS)
+                    .filter(|&at| text.ends_with(&secret[..at]))
+                    .last()
+            })
+            .max();
+        if let Some(len) = longest {
+            text.truncate(text.len() - len);
+            text.push_str(HIDDEN);
+        }
     }
 
     /// `failure` with its texts redacted. A [`Failure::Final`] error is
@@ -90,6 +120,38 @@ impl Redactor {
             Failure::Final(error) => Failure::Final(error),
         }
     }
+}
+
+/// Every credential `options` send to `url` (the userinfo only when a
+/// `url` is given), [`MIN_SECRET_CHARS`] chars or longer, longest first.
+pub(super) fn secrets_of(options: &OpenAiOptions, url: Option<&Url>) -> Vec<String> {
+    let mut secrets: Vec<String> = Vec::new();
+    if let Some(key) = &options.api_key {
+        secrets.push(key.clone());
+    }
+    secrets.extend(options.extra_headers.iter().map(|(_, value)| value.clone()));
+    if let Some(url) = url {
+        if let Some(password) = url.password() {
+            secrets.push(password.to_owned());
+            if let Some(decoded) = percent_decoded(password) {
+                secrets.push(decoded);
+            }
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            // the `Authorization: Basic` value reqwest makes of them, as a
+            // server echoing its request headers would show it
+            let user = percent_decoded(url.username()).unwrap_or_else(|| url.username().into());
+            let password = url
+                .password()
+                .map(|p| percent_decoded(p).unwrap_or_else(|| p.to_owned()))
+                .unwrap_or_default();
+            secrets.push(base64(format!("{user}:{password}").as_bytes()));
+        }
+    }
+    secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS);
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    secrets
 }
 
 /// `base_url` as it may be shown: with `***` for its userinfo. Used on the

@@ -68,3 +68,45 @@ fn base64_matches_the_standard_alphabet_and_padding() {
     assert_eq!(base64(b"foo"), "Zm9v");
     assert_eq!(base64(b"alice:hunter2pw"), "YWxpY2U6aHVudGVyMnB3");
 }
+
+/// Regression: error texts were cut first and redacted after, so a cut
+/// inside a credential left a start of it (`Bearer sk-SUPERSECRETKE`)
+/// that no search for the whole credential found.
+#[test]
+fn a_cut_text_keeps_no_start_of_a_secret() {
+    let key = "sk-SUPERSECRETKEY123";
+    let options = OpenAiOptions {
+        api_key: Some(key.into()),
+        ..OpenAiOptions::new("http://bob:hunter2pass@127.0.0.1:9/v1", "m")
+    };
+    let url = Url::parse("http://bob:hunter2pass@127.0.0.1:9/v1/chat/completions").unwrap();
+    let redactor = Redactor::new(&options, &url);
+    let basic = base64(b"bob:hunter2pass");
+    let pad = "x".repeat(50);
+    for secret in [key, "hunter2pass", basic.as_str()] {
+        let text = format!("{pad}{secret} tail");
+        for max in 0..text.len() + 1 {
+            let cut = redactor.cut(&text, max);
+            for len in 4..secret.len() {
+                assert!(
+                    !cut.contains(&secret[..len]),
+                    "cut at {max} shows {:?}: {cut}",
+                    &secret[..len]
+                );
+            }
+            // a cut shows the text up to it, or `***` for a secret in it
+            assert!(
+                text.starts_with(cut.trim_end_matches('*'))
+                    || cut.starts_with(&format!("{pad}***")),
+                "{cut}"
+            );
+        }
+    }
+    // a secret whole before the cut is redacted, the text after it kept
+    assert_eq!(redactor.cut(&format!("a {key} b c d"), 9), "a *** b c");
+    // a text within the limit is only redacted; ending like a secret's start
+    // is harmless then
+    assert_eq!(redactor.cut("ends in sk-SUPER", 100), "ends in sk-SUPER");
+    // multi-byte chars are not split
+    assert_eq!(redactor.cut("héé", 2), "h");
+}

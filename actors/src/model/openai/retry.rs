@@ -6,6 +6,9 @@ use std::hash::BuildHasher;
 use std::hash::Hasher;
 use std::time::Duration;
 
+use chrono::DateTime;
+use chrono::NaiveDateTime;
+use chrono::Utc;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use reqwest::header::RETRY_AFTER;
@@ -79,6 +82,37 @@ impl Failure {
             Failure::Final(error) => error,
         }
     }
+
+    /// Whether the server said how long to wait (`Retry-After`).
+    pub(super) fn asked_to_wait(&self) -> bool {
+        match self {
+            Failure::Status { retry_after, .. } => retry_after.is_some(),
+            Failure::Unreachable(_) | Failure::Broken { .. } | Failure::Final(_) => false,
+        }
+    }
+
+    /// The error the call ends with when the server asked to wait `wait`,
+    /// which would end past the call's deadline (`call_timeout`): waiting
+    /// would only time the call out without saying why.
+    pub(super) fn into_wait_past_deadline(
+        self,
+        attempts: u32,
+        wait: Duration,
+        call_timeout: Duration,
+    ) -> ModelError {
+        match self {
+            Failure::Status { status, body, .. } => ModelError::WaitPastDeadline {
+                status: status.as_u16(),
+                attempts,
+                wait,
+                limit: call_timeout,
+                body,
+            },
+            other @ (Failure::Unreachable(_) | Failure::Broken { .. } | Failure::Final(_)) => {
+                other.into_error(attempts, wait)
+            }
+        }
+    }
 }
 
 impl fmt::Display for Failure {
@@ -133,15 +167,39 @@ pub(super) fn jitter() -> f64 {
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// `retry-after-ms` (OpenAI) or `Retry-After` in seconds, possibly
-/// fractional. The HTTP-date form is ignored (plain backoff applies).
+/// `retry-after-ms` (OpenAI), or `Retry-After` in seconds (possibly
+/// fractional) or as an HTTP date (RFC 9110), the wait until then from
+/// now (none for a date past).
 pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    retry_after_at(headers, Utc::now())
+}
+
+/// [`retry_after`] with `now` as the time an HTTP date is counted from.
+pub(super) fn retry_after_at(headers: &HeaderMap, now: DateTime<Utc>) -> Option<Duration> {
+    let text = |name: &str| -> Option<&str> { Some(headers.get(name)?.to_str().ok()?.trim()) };
     let number = |name: &str| -> Option<f64> {
-        let value: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        let value: f64 = text(name)?.parse().ok()?;
         (value.is_finite() && value >= 0.0).then_some(value)
     };
     if let Some(ms) = number("retry-after-ms") {
         return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
-    Duration::try_from_secs_f64(number(RETRY_AFTER.as_str())?).ok()
+    if let Some(seconds) = number(RETRY_AFTER.as_str()) {
+        return Duration::try_from_secs_f64(seconds).ok();
+    }
+    let date = http_date(text(RETRY_AFTER.as_str())?)?;
+    Some((date - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+/// An HTTP date: the IMF-fixdate (`Wed, 21 Oct 2099 07:28:00 GMT`, an RFC
+/// 2822 date) servers send, or the obsolete RFC 850 and asctime forms
+/// RFC 9110 asks recipients to accept.
+fn http_date(text: &str) -> Option<DateTime<Utc>> {
+    if let Ok(date) = DateTime::parse_from_rfc2822(text) {
+        return Some(date.with_timezone(&Utc));
+    }
+    ["%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"]
+        .into_iter()
+        .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
+        .map(|naive| naive.and_utc())
 }

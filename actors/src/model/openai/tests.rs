@@ -13,6 +13,7 @@ use super::chat_completions_url;
 use super::retry::Failure;
 use super::retry::backoff;
 use super::retry::retry_after;
+use super::retry::retry_after_at;
 use super::retry::retry_delay;
 
 fn options() -> OpenAiOptions {
@@ -157,16 +158,63 @@ fn reads_retry_after_headers() {
         retry_after(&headers(&[("retry-after", "9"), ("retry-after-ms", "120")])),
         Some(Duration::from_millis(120))
     );
+    // an HTTP date already past: no wait
     assert_eq!(
         retry_after(&headers(&[(
             "retry-after",
             "Wed, 21 Oct 2015 07:28:00 GMT"
         )])),
-        None
+        Some(Duration::ZERO)
     );
     assert_eq!(retry_after(&headers(&[("retry-after", "-1")])), None);
+    assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
     assert_eq!(retry_after(&headers(&[("retry-after", "1e300")])), None);
     assert_eq!(retry_after(&HeaderMap::new()), None);
+}
+
+/// Regression: `Retry-After` as an HTTP date (RFC 9110) was ignored and
+/// plain backoff applied.
+#[test]
+fn reads_retry_after_as_an_http_date() {
+    let at = |rfc3339: &str| {
+        chrono::DateTime::parse_from_rfc3339(rfc3339)
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+    };
+    for (date, now) in [
+        // IMF-fixdate, what servers send
+        ("Wed, 21 Oct 2099 07:28:00 GMT", "2099-10-21T07:27:00Z"),
+        // the obsolete RFC 850 and asctime forms
+        ("Friday, 21-Oct-50 07:28:00 GMT", "2050-10-21T07:27:00Z"),
+        ("Wed Oct 21 07:28:00 2099", "2099-10-21T07:27:00Z"),
+    ] {
+        let mut map = HeaderMap::new();
+        map.insert("retry-after", HeaderValue::from_static(date));
+        assert_eq!(
+            retry_after_at(&map, at(now)),
+            Some(Duration::from_secs(60)),
+            "{date}"
+        );
+    }
+}
+
+/// Regression: a 429 asking for a wait past `call_timeout` was waited for
+/// until the call timed out, saying "took longer than N s" and nothing
+/// of the rate limit.
+#[test]
+fn a_wait_past_the_call_deadline_is_named_in_the_error() {
+    let secs = Duration::from_secs;
+    let failure = status(429, Some(secs(20)));
+    assert!(failure.asked_to_wait());
+    assert!(!status(429, None).asked_to_wait());
+    let error = failure.into_wait_past_deadline(1, secs(20), secs(12));
+    assert_eq!(
+        error.to_string(),
+        "model endpoint answered HTTP 429 (rate limited) after 1 attempt(s) and asked to wait \
+         20 s, past the 12 s a model call may take (call_timeout_s); try again once the wait \
+         is over, or raise call_timeout_s above it: "
+    );
+    assert!(error.is_retryable());
 }
 
 #[test]

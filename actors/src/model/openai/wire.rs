@@ -11,7 +11,9 @@
 //! is placed by its id and its place in the chunk ([`Assembler`]), a
 //! function name may come in pieces, and tool-call arguments may be an
 //! object instead of a JSON string. A call without an id gets a fresh
-//! random one. Earlier calls whose arguments are not a JSON object are sent
+//! random one, and one without a function name the name
+//! `missing_function_name`, which no tool has (it is answered with an
+//! error result, as a call of an unknown tool is). Earlier calls whose arguments are not a JSON object are sent
 //! back with `{}` (strict servers refuse malformed arguments anywhere in a
 //! request).
 //!
@@ -37,6 +39,12 @@ use super::super::ModelResponse;
 use super::super::ToolCall;
 use super::super::Usage;
 use super::surrogates;
+
+/// The name a tool call that came without one is given. No tool has it,
+/// so the call gets an error result naming it and the turn goes on, as
+/// for a call of an unknown tool; it also stands where a server would
+/// refuse an empty name when the call is sent back.
+const NAMELESS_CALL: &str = "missing_function_name";
 
 /// Encodes the request body. Field order is fixed, so two requests whose
 /// conversations share a prefix share the bytes of that prefix.
@@ -321,6 +329,8 @@ pub(super) struct Assembler {
     /// The call the last tool-call piece went to.
     current: Option<u32>,
     finish: Option<Finish>,
+    /// Whether a choice came (an answer with none is no answer at all).
+    has_choice: bool,
     usage: Option<Usage>,
     /// Bytes of text, of the refusal and of tool-call ids, names and
     /// arguments received.
@@ -361,6 +371,14 @@ impl Assembler {
         self.finish.is_some()
     }
 
+    /// Whether the answer held a choice (the one with index 0), streamed
+    /// or not. One without any is a broken answer, retried alike in both
+    /// modes; a choice without a finish reason is accepted in both (some
+    /// servers end a stream with `[DONE]` and no finish reason).
+    pub(super) fn has_choice(&self) -> bool {
+        self.has_choice
+    }
+
     /// Applies one streamed chunk. Returns the new text to forward to the
     /// sink (never empty), or the provider's message if the chunk is an
     /// error.
@@ -375,6 +393,7 @@ impl Assembler {
         let Some(choice) = first_choice(chunk.choices, |c| c.index) else {
             return Ok(None);
         };
+        self.has_choice = true;
         if let Some(reason) = choice.finish_reason {
             self.finish = Some(finish_reason(&reason));
         }
@@ -396,8 +415,9 @@ impl Assembler {
         }
         self.usage = completion.usage.and_then(WireUsage::into_usage);
         let Some(choice) = first_choice(completion.choices, |c| c.index) else {
-            return Err("the response has no choices".to_owned());
+            return Ok(None);
         };
+        self.has_choice = true;
         self.finish = choice.finish_reason.as_deref().map(finish_reason);
         let Some(message) = choice.message else {
             return Ok(None);
@@ -491,8 +511,9 @@ impl Assembler {
     }
 
     /// The finished response. A call without an id gets a fresh random one
-    /// ([`ToolCall::fresh_id`]: `call_<index>` would repeat in every step);
-    /// empty arguments become `{}`; a missing finish reason is inferred.
+    /// ([`ToolCall::fresh_id`]: `call_<index>` would repeat in every step),
+    /// one without a name [`NAMELESS_CALL`]; empty arguments become `{}`;
+    /// a missing finish reason is inferred.
     /// A refusal fails with [`ModelError::Refused`], a content filter's
     /// stop with [`ModelError::ContentFiltered`].
     pub(super) fn into_response(self) -> Result<ModelResponse, ModelError> {
@@ -507,19 +528,19 @@ impl Assembler {
             None => None,
         };
         let mut tool_calls = Vec::with_capacity(self.calls.len());
-        for (index, call) in self.calls {
-            if call.name.is_empty() {
-                return Err(ModelError::Protocol(format!(
-                    "tool call {index} has no function name"
-                )));
-            }
+        for call in self.calls.into_values() {
             tool_calls.push(ToolCall {
                 id: if call.id.is_empty() {
                     ToolCall::fresh_id()
                 } else {
                     call.id
                 },
-                name: call.name,
+                // answered like a call of an unknown tool, not a failed turn
+                name: if call.name.is_empty() {
+                    NAMELESS_CALL.to_owned()
+                } else {
+                    call.name
+                },
                 arguments: if call.arguments.trim().is_empty() {
                     "{}".to_owned()
                 } else {

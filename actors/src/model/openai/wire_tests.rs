@@ -262,17 +262,58 @@ fn counts_the_bytes_of_text_and_arguments() {
     );
 }
 
+/// Regression: a call without a name failed the whole turn ("tool call 0
+/// has no function name") where a call of an unknown tool is answered
+/// with an error result and the turn goes on.
 #[test]
-fn a_call_without_a_name_is_a_protocol_error() {
+fn a_call_without_a_name_is_named_for_what_it_lacks() {
     let mut assembler = Assembler::default();
     assembler
         .apply_chunk(chunk(json!({"choices": [{"delta": {"tool_calls": [
-            {"index": 0, "id": "x", "function": {"arguments": "{}"}}]}}]})))
+            {"index": 0, "id": "x", "function": {"name": "", "arguments": "{}"}},
+            {"index": 1, "id": "y", "function": {"name": "Ping", "arguments": "{}"}}]}}]})))
         .unwrap();
-    assert!(matches!(
-        assembler.into_response(),
-        Err(ModelError::Protocol(_))
-    ));
+    assert_eq!(
+        calls_of(assembler.into_response()),
+        vec![
+            triple("x", super::NAMELESS_CALL, "{}"),
+            triple("y", "Ping", "{}")
+        ]
+    );
+}
+
+/// Streamed or whole, an answer is a choice: none at all is no answer
+/// (the caller retries it), one without a finish reason is accepted.
+#[test]
+fn an_answer_without_a_choice_is_told_apart_from_one_without_a_finish_reason() {
+    let mut streamed = Assembler::default();
+    streamed.apply_chunk(chunk(json!({"choices": []}))).unwrap();
+    assert!(!streamed.has_choice());
+    let mut whole = Assembler::default();
+    let completion: Completion = serde_json::from_value(json!({"choices": []})).unwrap();
+    assert_eq!(whole.apply_completion(completion), Ok(None));
+    assert!(!whole.has_choice());
+
+    let mut streamed = Assembler::default();
+    streamed
+        .apply_chunk(chunk(
+            json!({"choices": [{"index": 0, "delta": {"content": "hi"}}]}),
+        ))
+        .unwrap();
+    assert!(streamed.has_choice() && !streamed.has_finished());
+    let mut whole = Assembler::default();
+    let completion: Completion = serde_json::from_value(json!({"choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "hi"}}]}))
+    .unwrap();
+    whole.apply_completion(completion).unwrap();
+    assert!(whole.has_choice());
+    for assembler in [streamed, whole] {
+        let response = assembler.into_response().unwrap();
+        assert_eq!(
+            (response.text.as_str(), response.finish),
+            ("hi", FinishReason::Stop)
+        );
+    }
 }
 
 #[test]

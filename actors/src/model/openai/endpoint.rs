@@ -1,0 +1,81 @@
+//! Where and how requests go: the `/chat/completions` URL made of the
+//! base URL, the headers every request carries (the key and the extra
+//! header values marked sensitive), and what a 404 tells the operator.
+
+use reqwest::Url;
+use reqwest::header::ACCEPT;
+use reqwest::header::AUTHORIZATION;
+use reqwest::header::CONTENT_TYPE;
+use reqwest::header::HeaderMap;
+use reqwest::header::HeaderName;
+use reqwest::header::HeaderValue;
+
+use super::super::ModelError;
+use super::OpenAiOptions;
+use super::redact::shown_base_url;
+
+/// A 404's body with the URL tried (`url`, without its userinfo) and the
+/// likely fix: a `base_url` without its `/v1` (the usual one), else a
+/// model the server lacks.
+pub(super) fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> String {
+    let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
+        format!("check that the server has model {:?}", options.model)
+    } else {
+        format!(
+            "base_url {:?} usually ends in /v1 (e.g. http://127.0.0.1:8000/v1)",
+            shown_base_url(&options.base_url)
+        )
+    };
+    let said = if body.is_empty() {
+        String::new()
+    } else {
+        format!(" ({body})")
+    };
+    format!("POST {url} was not found{said}; {hint}")
+}
+
+/// `{base_url}/chat/completions`; a base URL that is not http(s) is a
+/// configuration error naming it without its userinfo.
+pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
+    let joined = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let shown = shown_base_url(base_url);
+    let url = Url::parse(&joined)
+        .map_err(|e| ModelError::Config(format!("model base URL {shown:?}: {e}")))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(ModelError::Config(format!(
+            "model base URL {shown:?}: scheme {other:?} is not http or https"
+        ))),
+    }
+}
+
+/// The headers of every request: JSON in, SSE or JSON out, the key as a
+/// bearer token, the extra headers; credentials marked sensitive.
+pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static(if options.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        }),
+    );
+    if let Some(key) = options.api_key.as_deref().filter(|key| !key.is_empty()) {
+        let mut value = HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| {
+            ModelError::Config("the API key contains characters not allowed in a header".into())
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    for (name, value) in &options.extra_headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ModelError::Config(format!("invalid header name {name:?}")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| ModelError::Config(format!("invalid value for header {name:?}")))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    Ok(headers)
+}
