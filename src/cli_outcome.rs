@@ -30,10 +30,13 @@ impl Ended<'_> {
         match self.notice {
             Some(n) => {
                 let text = n["text"].as_str().unwrap_or("");
+                // the notice is a sentence; what follows continues it, so
+                // its full stop goes ("a reply (turn …)", not "a reply. (turn …)")
+                let clause = text.trim_end().trim_end_matches('.');
                 match n["retry_turn"].as_str() {
                     Some(t) if text.contains(&format!("`botfleet retry {t}`")) => text.to_owned(),
-                    Some(t) => format!("{text} (turn {turn}); retry with `botfleet retry {t}`"),
-                    None => format!("{text} (turn {turn})"),
+                    Some(t) => format!("{clause} (turn {turn}); retry with `botfleet retry {t}`"),
+                    None => format!("{clause} (turn {turn})"),
                 }
             }
             None if self.status == "undelivered" => {
@@ -164,6 +167,35 @@ mod tests {
             ..ended
         };
         assert!(ended.explain().contains("without replying"));
+    }
+
+    /// Regression: the notice of a turn that ended without a reply ends
+    /// with a full stop, and `send` printed "… a reply. (turn t1); retry
+    /// with …"; the turn and the retry hint continue its sentence.
+    #[test]
+    fn the_turn_and_retry_hint_continue_the_notice() {
+        let text = botfleet_actors::prompts().undelivered.render(&[]).unwrap();
+        assert!(text.trim_end().ends_with('.'), "{text}");
+        let notice = json!({"code": "undelivered", "text": text, "retry_turn": "t1"});
+        let ended = Ended {
+            turn: "t1",
+            status: "undelivered",
+            notice: Some(&notice),
+        };
+        assert_eq!(
+            ended.explain(),
+            "The bot finished its turn without sending you a reply (turn t1); retry with \
+             `botfleet retry t1`"
+        );
+        let notice = json!({"code": "undelivered", "text": text});
+        let ended = Ended {
+            notice: Some(&notice),
+            ..ended
+        };
+        assert_eq!(
+            ended.explain(),
+            "The bot finished its turn without sending you a reply (turn t1)"
+        );
     }
 
     /// Regression: the host's notices of a failed or cancelled turn say

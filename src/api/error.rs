@@ -85,7 +85,7 @@ impl From<StoreError> for ApiError {
 impl From<ActorError> for ApiError {
     fn from(e: ActorError) -> Self {
         match e {
-            ActorError::UnknownBot(_) => ApiError::NotFound(e.to_string()),
+            ActorError::UnknownBot(bot) => ApiError::no_such_bot(bot.as_str()),
             ActorError::Invalid(m) => ApiError::BadRequest(m),
             ActorError::Conflict(m) => ApiError::Conflict(m),
             ActorError::Store(s) => s.into(),
@@ -96,3 +96,14 @@ impl From<ActorError> for ApiError {
         }
     }
 }
+impl ApiError {
+    /// The `404` for a bot the user may not use: one that does not exist
+    /// and another user's read alike, so ids do not leak across users. It
+    /// names both ways to list one's bots, as the CLI passes it on.
+    pub(crate) fn no_such_bot(bot: &str) -> Self {
+        ApiError::NotFound(format!(
+            "no bot {bot:?} for you; list your bots with GET /v1/bots or `botfleet bots`"
+        ))
+    }
+}
+

@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::de::IgnoredAny;
 
 use super::error::ApiError;
 
@@ -119,27 +120,44 @@ pub(crate) fn read_body(
 /// A JSON object body parsed into `T`; `what` names it in errors ("a
 /// message") and `example` shows what to send. Anything but an object is
 /// refused: serde would read an array as a struct's fields in order, so
-/// `["deny"]` would pass for `{"decision": "deny"}`.
+/// `["deny"]` would pass for `{"decision": "deny"}`. A body that is not
+/// JSON at all (`hello`, a form's `text=hi`) is told so, with where the
+/// parser stopped, not taken for a JSON value of the wrong kind.
 pub(crate) fn json_object<T: DeserializeOwned>(
     body: &[u8],
     what: &str,
     example: &str,
 ) -> Result<T, ApiError> {
+    let not_json = |e: serde_json::Error| {
+        ApiError::BadRequest(format!(
+            "the body is not valid JSON for {what} ({e}); send {example}"
+        ))
+    };
     // JSON's whitespace is these four bytes (RFC 8259 §2)
     let first = body
         .iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    if first != Some(&b'{') {
-        return Err(ApiError::BadRequest(format!(
-            "the body must be a JSON object for {what} (not an array, a string, a number or \
-             nothing); send {example}"
-        )));
+    match first {
+        Some(b'{') => {}
+        // no body at all: nothing to point a parser position at
+        None => return Err(not_an_object(what, example)),
+        Some(_) => {
+            return Err(match serde_json::from_slice::<IgnoredAny>(body) {
+                Ok(_) => not_an_object(what, example),
+                Err(e) => not_json(e),
+            });
+        }
     }
-    serde_json::from_slice(body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the body is not valid JSON for {what} ({e}); send {example}"
-        ))
-    })
+    serde_json::from_slice(body).map_err(not_json)
+}
+
+/// The error for a body that is no JSON object: valid JSON of another
+/// kind, or nothing.
+fn not_an_object(what: &str, example: &str) -> ApiError {
+    ApiError::BadRequest(format!(
+        "the body must be a JSON object for {what} (not an array, a string, a number or \
+         nothing); send {example}"
+    ))
 }
 
 #[cfg(test)]
@@ -168,6 +186,13 @@ mod tests {
             assert!(
                 e.starts_with("the body must be a JSON object"),
                 "{refused:?}: {e}"
+            );
+        }
+        for not_json in ["{not json", "hello", "text=hi", "[1,", "\"open"] {
+            let e = parse(not_json).err().unwrap_or_default();
+            assert!(
+                e.starts_with("the body is not valid JSON for a message (") && e.contains("column"),
+                "{not_json:?}: {e}"
             );
         }
         let e = parse("{not json").err().unwrap_or_default();

@@ -152,7 +152,8 @@ pub(crate) async fn forget(
     let id = MemoryId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let not_found = || {
         ApiError::NotFound(format!(
-            "no memory item {id} for you; list what a bot remembers with GET /v1/bots/{{bot}}/memory"
+            "no memory item {id} for you; list what a bot remembers with GET \
+             /v1/bots/{{bot}}/memory or `botfleet memory BOT`"
         ))
     };
     let scope = match state.fleet.store().memory_lookup(&id).await? {

@@ -192,8 +192,6 @@ pub(crate) async fn owned_bot(
     let id = BotId::new(bot).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     match state.fleet.store().get_bot(&id).await? {
         Some(b) if b.owner == user.0 => Ok(b),
-        _ => Err(ApiError::NotFound(format!(
-            "no bot {bot:?} for you; list your bots with GET /v1/bots"
-        ))),
+        _ => Err(ApiError::no_such_bot(bot)),
     }
 }

@@ -68,7 +68,7 @@ impl From<SchedulerError> for ApiError {
         match e {
             SchedulerError::Invalid(e) => ApiError::BadRequest(format!("`{}`: {e}", e.field())),
             SchedulerError::ConfigOwned { .. } => ApiError::Conflict(e.to_string()),
-            SchedulerError::UnknownBot(_) => ApiError::NotFound(e.to_string()),
+            SchedulerError::UnknownBot(bot) => ApiError::no_such_bot(bot.as_str()),
             SchedulerError::Actor(a) => a.into(),
         }
     }

@@ -34,6 +34,8 @@ mod memory;
 mod memory_restart;
 mod memory_update;
 mod openai_credentials;
+mod mirror_repair;
+mod newuser;
 mod openai_faults;
 mod openai_host;
 mod openai_outcomes;

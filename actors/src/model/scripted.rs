@@ -316,6 +316,12 @@ impl Model for ScriptedModel {
         self.script.rules.iter().any(|r| r.purpose == purpose)
     }
 
+    fn alternating_roles(&self) -> bool {
+        // its rules match the newest user-side message on its own and
+        // count the assistant messages after it
+        false
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,
@@ -411,6 +417,14 @@ impl Model for ScriptedModel {
             })
             .collect();
         let prompt_chars: usize = request.messages.iter().map(message_len).sum();
+        // a turn that only calls tools (SendMessage with the whole reply)
+        // generates its calls, not text: counting only the text reported 0
+        // completion tokens for it, and `daily_token_budget` under-counted
+        let completion_chars = text.len()
+            + tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.len())
+                .sum::<usize>();
         Ok(ModelResponse {
             finish: if tool_calls.is_empty() {
                 FinishReason::Stop
@@ -419,7 +433,7 @@ impl Model for ScriptedModel {
             },
             usage: Some(Usage {
                 prompt_tokens: (prompt_chars / 4) as u64,
-                completion_tokens: (text.len() / 4) as u64,
+                completion_tokens: (completion_chars / 4) as u64,
                 cached_prompt_tokens: 0,
             }),
             text,
