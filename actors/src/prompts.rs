@@ -226,6 +226,8 @@ prompts! {
     summary => "summary.md",
     /// The compaction call's instructions.
     compact => "compact.md",
+    /// The marker ending a summary cut off at its token bound.
+    compact_clipped => "compact_clipped.md",
     /// The notice of a bot paused by its token budget.
     budget_paused => "budget_paused.md",
     /// The reminder after a looping output.

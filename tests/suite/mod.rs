@@ -14,6 +14,7 @@ mod cli_input;
 mod cli_restart;
 mod cli_timeout;
 mod cli_transcript;
+mod compaction_bounds;
 mod config_checks;
 mod config_first_use;
 mod context;

@@ -10,34 +10,45 @@
 //! line per entry that no text can forge, data from outside quoted with
 //! its origin; the prompt keeps instructions only from the bot's people.
 //!
-//! Where a summary ends ([`cut_at`]): it covers every entry after the
+//! Where a summary ends ([`cut_within`]): it covers every entry after the
 //! previous summary except the newest `keep_recent_inputs` inputs and what
 //! follows them — but it keeps at most a quarter of the
 //! `runtime.context_entries` window verbatim: the protection of recent
 //! inputs yields to the window (a turn of many tool calls can hold more
 //! entries than the window; kept out of the summary, they left the window
-//! unsummarised). It never ends among the results of a step it covers,
+//! unsummarised), and to a token budget (a quarter of `compact_at_tokens`)
+//! down to the newest input. It never ends among the results of a step it covers,
 //! and never at or after a running turn's first input (`keep_from`).
 //! So after a compaction the next window starts at or before the first
 //! entry the summary does not cover: a quarter window is kept, and the
 //! window is cut only once three quarters more have been written (see
 //! `tail.rs` for when compaction runs).
+//!
+//! How much one compaction sends, asks for and keeps is bounded by the
+//! provider's `compact_at_tokens` (`compaction_bounds.rs`): the entries
+//! are summarised in chunks, each stored as it succeeds, so a backlog left
+//! by a summariser outage never makes one request too large to take.
 
 use std::collections::HashMap;
 
 use botfleet_memory::BotRecord;
+use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
+use botfleet_memory::SessionId;
 use botfleet_memory::StoreError;
 use botfleet_memory::TokenUsage;
 use botfleet_memory::TurnId;
 
+use self::bounds::Bounds;
+use self::bounds::Chunk;
 use super::context::render_input;
 use super::tail::SessionTail;
 use crate::model::ChatMessage;
+use crate::model::FinishReason;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
@@ -45,6 +56,9 @@ use crate::model::Purpose;
 use crate::prompts::prompts;
 use crate::runtime::Runtime;
 use crate::settings::ContextSettings;
+
+#[path = "compaction_bounds.rs"]
+mod bounds;
 
 /// Longest text of one entry quoted into the compaction request.
 const MAX_ENTRY_CHARS: usize = 2000;
@@ -140,9 +154,9 @@ fn one_line(author: &str) -> String {
         .collect()
 }
 
-/// The first [`MAX_ENTRY_CHARS`] characters of an entry's text.
-fn clip(text: &str) -> String {
-    text.chars().take(MAX_ENTRY_CHARS).collect()
+/// The first `max` characters of an entry's text.
+fn clip(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
 }
 
 /// The label of an entry's record line and its text as the summariser
@@ -150,7 +164,10 @@ fn clip(text: &str) -> String {
 /// What is not from the bot's own people is shown as the context shows it,
 /// quoted data with its origin (`render_input`); the label tells trusted
 /// from untrusted events apart, which the kind's name does not.
-fn record(e: &Entry) -> Option<(&'static str, String)> {
+/// Texts are clipped to `max` characters ([`MAX_ENTRY_CHARS`] unless a
+/// chunk needs less).
+fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
+    let clip = |text: &str| clip(text, max);
     let shown = |kind: EntryKind| render_input(&Entry { kind, ..e.clone() });
     Some(match &e.kind {
         EntryKind::UserMessage { text } => ("user_message", clip(text)),
@@ -221,26 +238,32 @@ fn record(e: &Entry) -> Option<(&'static str, String)> {
     })
 }
 
-/// The transcript records the summariser reads: per entry a record line
-/// `#seq author [label]:` and its text indented under it. Summary entries
-/// are left out: one lies after the seq it covers, so it falls inside the
-/// next range, and `compact` already puts the newest summary at the top.
-fn render_entries(entries: &[Entry]) -> String {
-    let mut out = String::new();
-    for e in entries {
-        let Some((label, text)) = record(e) else {
-            continue;
-        };
-        // a step of calls with no text still tells what the bot did
-        let calls =
-            matches!(&e.kind, EntryKind::Assistant { tool_calls, .. } if !tool_calls.is_empty());
-        if !calls && e.kind.text().trim().is_empty() {
-            continue;
-        }
-        out.push_str(&format!("#{} {} [{label}]:\n", e.seq, one_line(&e.author)));
-        push_indented(&mut out, &text);
+/// The transcript record of one entry the summariser reads: a record line
+/// `#seq author [label]:` and its text (clipped to `max` characters)
+/// indented under it; `None` for an entry that is no transcript line.
+/// Summary entries are left out: one lies after the seq it covers, so it
+/// falls inside the next range, and `compact` already puts the newest
+/// summary at the top.
+fn render_entry(e: &Entry, max: usize) -> Option<String> {
+    let (label, text) = record(e, max)?;
+    // a step of calls with no text still tells what the bot did
+    let calls =
+        matches!(&e.kind, EntryKind::Assistant { tool_calls, .. } if !tool_calls.is_empty());
+    if !calls && e.kind.text().trim().is_empty() {
+        return None;
     }
-    out
+    let mut out = format!("#{} {} [{label}]:\n", e.seq, one_line(&e.author));
+    push_indented(&mut out, &text);
+    Some(out)
+}
+
+/// The transcript records of `entries` ([`render_entry`]).
+#[cfg(test)]
+fn render_entries(entries: &[Entry]) -> String {
+    entries
+        .iter()
+        .filter_map(|e| render_entry(e, MAX_ENTRY_CHARS))
+        .collect()
 }
 
 /// Entries a summary leaves verbatim at most: a quarter of the window.
@@ -248,14 +271,8 @@ pub(crate) fn verbatim_budget(window: usize) -> i64 {
     i64::try_from(window / 4).unwrap_or(i64::MAX).max(1)
 }
 
-/// The last seq a summary of `entries` (the entries after the current
-/// summary, oldest first) covers, `None` when that is nothing new: every
-/// entry but the newest `keep_inputs` inputs and what follows them, and at
-/// most [`verbatim_budget`] entries kept (fewer inputs are kept when they
-/// span more; when the newest input alone spans more, the cut falls inside
-/// its turn); then through the results of every call it covers (a result
-/// without its call is dropped from the context, so it would be in neither);
-/// never from `keep_from` on (a running turn's inputs and entries).
+/// [`cut_within`] with no token bound on what stays verbatim.
+#[cfg(test)]
 pub(crate) fn cut_at(
     entries: &[Entry],
     covers_to_seq: i64,
@@ -263,19 +280,50 @@ pub(crate) fn cut_at(
     window: usize,
     keep_from: Option<i64>,
 ) -> Option<i64> {
+    cut_within(entries, covers_to_seq, keep_inputs, window, keep_from, None)
+}
+
+/// The last seq a summary of `entries` (the entries after the current
+/// summary, oldest first) covers, `None` when that is nothing new: every
+/// entry but the newest `keep_inputs` inputs and what follows them, and at
+/// most [`verbatim_budget`] entries kept (fewer inputs are kept when they
+/// span more; when the newest input alone spans more, the cut falls inside
+/// its turn); with `verbatim` (tokens and tokenizer), fewer inputs are kept
+/// too when they hold more tokens, but never fewer than the newest input
+/// (no input before the window's quarter: the newest entries within the
+/// tokens); then through the results of every call it covers (a result
+/// without its call is dropped from the context, so it would be in
+/// neither); never from `keep_from` on (a running turn's inputs and
+/// entries).
+pub(crate) fn cut_within(
+    entries: &[Entry],
+    covers_to_seq: i64,
+    keep_inputs: usize,
+    window: usize,
+    keep_from: Option<i64>,
+    verbatim: Option<(u64, Encoding)>,
+) -> Option<i64> {
     let newest = entries.last()?.seq;
     let oldest_verbatim = newest.saturating_sub(verbatim_budget(window)) + 1;
+    let oldest_in_tokens = verbatim.map_or(i64::MIN, |(budget, encoding)| {
+        bounds::oldest_within(entries, budget, encoding)
+    });
     let inputs: Vec<i64> = entries
         .iter()
         .filter(|e| is_input(&e.kind))
         .map(|e| e.seq)
         .collect();
     let recent = &inputs[inputs.len().saturating_sub(keep_inputs.max(1))..];
+    let floor = oldest_verbatim.max(oldest_in_tokens);
     let first_kept = recent
         .iter()
         .copied()
-        .find(|&seq| seq >= oldest_verbatim)
-        .unwrap_or(oldest_verbatim);
+        .find(|&seq| seq >= floor)
+        // the token bound never takes the newest input: a person's
+        // newest message stays in their words (a huge one is the
+        // context's to clip, not the summary's to replace)
+        .or_else(|| recent.last().copied().filter(|&seq| seq >= oldest_verbatim))
+        .unwrap_or(floor);
     let mut cut = first_kept - 1;
     // through the results of the calls it covers (those of a covered step
     // that come later, past other entries, included)
@@ -305,9 +353,93 @@ pub(crate) fn cut_at(
     (cut > covers_to_seq).then_some(cut)
 }
 
+/// The summary so far: its text and the last seq it covers.
+struct Fold {
+    text: String,
+    covers_to_seq: i64,
+}
+
+/// The request summarising one chunk: the summary so far (cut to the
+/// summary bound: one written before there was a bound may be longer) and
+/// the chunk's records.
+fn chunk_request(
+    bot: &BotRecord,
+    session: SessionId,
+    fold: Option<&Fold>,
+    chunk: &Chunk,
+    bounds: &Bounds,
+) -> ModelRequest {
+    let mut transcript = String::new();
+    if let Some(fold) = fold {
+        // indented too: a summary that copied a record line verbatim
+        // must not bring it back as a record
+        transcript.push_str(&format!(
+            "[earlier summary, up to seq {}]\n",
+            fold.covers_to_seq
+        ));
+        let text = bounds::bounded_summary(&fold.text, bounds, fold.covers_to_seq, false);
+        push_indented(&mut transcript, &text);
+        transcript.push('\n');
+    }
+    transcript.push_str(&chunk.records);
+    let system = prompts()
+        .compact
+        .render(&[
+            ("bot", bot.id.as_str()),
+            ("session", &session.to_string()),
+            ("words", &bounds.summary_words().to_string()),
+        ])
+        .unwrap_or_default();
+    ModelRequest {
+        purpose: Purpose::Compact,
+        bot: bot.id.to_string(),
+        messages: vec![
+            ChatMessage::System { content: system },
+            ChatMessage::User {
+                content: transcript,
+            },
+        ],
+        tools: Vec::new(),
+        max_tokens: Some(bounds.max_tokens()),
+    }
+}
+
+/// Asks the model for the summary of one chunk: the summary text (within
+/// the bound) and the call's usage.
+async fn summarise(
+    model: &dyn Model,
+    request: &ModelRequest,
+    bounds: &Bounds,
+    through: i64,
+) -> Result<(String, TokenUsage), CompactionError> {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let response = model.complete(request, &mut (), &cancel).await?;
+    let summary = response.text.trim();
+    if summary.is_empty() {
+        return Err(CompactionError::Empty);
+    }
+    let cut_off = response.finish == FinishReason::Length;
+    let summary = bounds::bounded_summary(summary, bounds, through, cut_off);
+    let mut usage = TokenUsage {
+        calls: 1,
+        ..TokenUsage::default()
+    };
+    if let Some(u) = response.usage {
+        usage.prompt_tokens = u.prompt_tokens;
+        usage.cached_tokens = u.cached_prompt_tokens;
+        usage.completion_tokens = u.completion_tokens;
+    }
+    Ok((summary, usage))
+}
+
 /// Compacts the tail's session if there is something to summarise: the
-/// entries after the current summary through [`cut_at`]. Reloads nothing
-/// itself: the caller invalidates the tail.
+/// entries after the current summary through [`cut_within`], in chunks
+/// ([`bounds::plan_chunks`]). Each chunk's summary folds the one before
+/// and is stored at once (a `summary` entry, a new epoch), so what a
+/// round summarised stays summarised: a chunk that fails ends the round
+/// (an error when it was the first, else what the chunks before did), and
+/// the next round goes on from there. Reloads nothing itself: the caller
+/// invalidates the tail.
 pub(crate) async fn compact(
     rt: &Runtime,
     bot: &BotRecord,
@@ -318,71 +450,92 @@ pub(crate) async fn compact(
     turn: Option<TurnId>,
 ) -> Result<Option<Compacted>, CompactionError> {
     let session = tail.session;
+    let bounds = Bounds::of(settings);
     let entries = rt
         .store
         .entries_after(session, tail.covers_to_seq, i64::MAX)
         .await?;
-    let Some(cut) = cut_at(
+    let Some(cut) = cut_within(
         &entries,
         tail.covers_to_seq,
         settings.keep_recent_inputs,
         rt.settings.context_entries,
         keep_from,
+        Some((bounds.verbatim_tokens, bounds.encoding)),
     ) else {
         return Ok(None);
     };
     let previous = rt.store.latest_summary(session).await?;
-    let mut transcript = String::new();
+    let mut epoch = tail.epoch;
+    let mut fold = None;
     if let Some(Entry {
         kind:
             EntryKind::Summary {
                 text,
                 covers_to_seq,
-                ..
+                epoch: summary_epoch,
             },
         ..
-    }) = &previous
+    }) = previous
     {
-        // indented too: a summary that copied a record line verbatim
-        // must not bring it back as a record
-        transcript.push_str(&format!("[earlier summary, up to seq {covers_to_seq}]\n"));
-        push_indented(&mut transcript, text);
-        transcript.push('\n');
+        // the store's epoch, should the tail lag behind it: a new
+        // summary's id derives from its epoch
+        epoch = epoch.max(summary_epoch);
+        fold = Some(Fold {
+            text,
+            covers_to_seq,
+        });
     }
     let covered: Vec<Entry> = entries.into_iter().filter(|e| e.seq <= cut).collect();
-    transcript.push_str(&render_entries(&covered));
-    let system = prompts()
-        .compact
-        .render(&[("bot", bot.id.as_str()), ("session", &session.to_string())])
-        .unwrap_or_default();
-    let request = ModelRequest {
-        purpose: Purpose::Compact,
-        bot: bot.id.to_string(),
-        messages: vec![
-            ChatMessage::System { content: system },
-            ChatMessage::User {
-                content: transcript,
-            },
-        ],
-        tools: Vec::new(),
-        max_tokens: None,
-    };
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let response = model.complete(&request, &mut (), &cancel).await?;
-    let summary = response.text.trim().to_owned();
-    if summary.is_empty() {
-        return Err(CompactionError::Empty);
+    let chunks = bounds::plan_chunks(&covered, cut, &bounds);
+    let count = chunks.len();
+    let mut done: Option<Compacted> = None;
+    for (i, chunk) in chunks.iter().enumerate() {
+        let request = chunk_request(bot, session, fold.as_ref(), chunk, &bounds);
+        let step = async {
+            let (summary, usage) = summarise(model, &request, &bounds, chunk.through).await?;
+            let epoch = epoch + 1;
+            write_summary(rt, session, turn, &summary, chunk.through, epoch).await?;
+            Ok::<_, CompactionError>((summary, usage, epoch))
+        };
+        match step.await {
+            Ok((summary, usage, new_epoch)) => {
+                epoch = new_epoch;
+                fold = Some(Fold {
+                    text: summary,
+                    covers_to_seq: chunk.through,
+                });
+                let mut total = done.as_ref().map_or_else(TokenUsage::default, |d| d.usage);
+                total.add(&usage);
+                done = Some(Compacted {
+                    covers_to_seq: chunk.through,
+                    epoch,
+                    usage: total,
+                });
+            }
+            Err(e) if done.is_some() => {
+                tracing::warn!(bot = %bot.id, %session, error = %e, chunk = i + 1, chunks = count,
+                    "a chunk of the compaction failed: the summary stops where the chunks before it ended");
+                break;
+            }
+            Err(e) => return Err(e),
+        }
     }
-    let epoch = tail.epoch + 1;
-    let mut usage = TokenUsage {
-        calls: 1,
-        ..TokenUsage::default()
-    };
-    if let Some(u) = response.usage {
-        usage.prompt_tokens = u.prompt_tokens;
-        usage.cached_tokens = u.cached_prompt_tokens;
-        usage.completion_tokens = u.completion_tokens;
+    if let Some(d) = &done {
+        tracing::info!(bot = %bot.id, %session, covers_to_seq = d.covers_to_seq, epoch = d.epoch, chunks = count, "compacted session");
     }
+    Ok(done)
+}
+
+/// Stores a summary through `covers_to_seq` and its epoch as the session's.
+async fn write_summary(
+    rt: &Runtime,
+    session: SessionId,
+    turn: Option<TurnId>,
+    summary: &str,
+    covers_to_seq: i64,
+    epoch: i64,
+) -> Result<(), StoreError> {
     let id = match turn {
         Some(t) => EntryId::derive(t, "compaction", &epoch.to_string()),
         None => EntryId::new_v7(),
@@ -395,22 +548,21 @@ pub(crate) async fn compact(
                 author: "system".into(),
                 turn,
                 kind: EntryKind::Summary {
-                    text: summary,
-                    covers_to_seq: cut,
+                    text: summary.to_owned(),
+                    covers_to_seq,
                     epoch,
                 },
             })),
             Mutation::SetEpoch { session, epoch },
         ])
-        .await?;
-    tracing::info!(bot = %bot.id, %session, covers_to_seq = cut, epoch, "compacted session");
-    Ok(Some(Compacted {
-        covers_to_seq: cut,
-        epoch,
-        usage,
-    }))
+        .await
+        .map(|_| ())
 }
 
 #[cfg(test)]
 #[path = "compaction_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "compaction_round_tests.rs"]
+mod round_tests;

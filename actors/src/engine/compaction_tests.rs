@@ -333,7 +333,7 @@ proptest::proptest! {
             .collect();
         let heads: Vec<String> = shown
             .iter()
-            .map(|e| format!("#{} {} [{}]:", e.seq, e.author, record(e).unwrap().0))
+            .map(|e| format!("#{} {} [{}]:", e.seq, e.author, record(e, MAX_ENTRY_CHARS).unwrap().0))
             .collect();
         proptest::prop_assert_eq!(margin, heads, "{}", rendered);
         // a person's own text is not quoted (it may hold markers itself)
@@ -346,4 +346,198 @@ proptest::proptest! {
         proptest::prop_assert_eq!(quotes.matches("<<<").count(), quoted.len(), "{}", quotes);
         proptest::prop_assert_eq!(quotes.matches(">>>").count(), quoted.len(), "{}", quotes);
     }
+}
+
+fn bounds_of(compact_at_tokens: u64) -> Bounds {
+    Bounds::of(&ContextSettings {
+        compact_at_tokens,
+        ..ContextSettings::default()
+    })
+}
+
+fn tokens(text: &str) -> u64 {
+    u64::from(Encoding::default().count(text))
+}
+
+fn said(seq: i64, text: &str) -> Entry {
+    entry(seq, "u", EntryKind::UserMessage { text: text.into() })
+}
+
+/// The bounds follow the threshold: half of it for a request's
+/// transcript, a fifth (at most 4096) for a summary, a quarter for what
+/// stays verbatim.
+#[test]
+fn the_bounds_derive_from_the_threshold() {
+    let b = bounds_of(3000);
+    assert_eq!(
+        (b.chunk_tokens, b.summary_tokens, b.verbatim_tokens),
+        (1500, 600, 750)
+    );
+    assert_eq!(b.max_tokens(), 600);
+    let b = bounds_of(100_000);
+    assert_eq!(
+        (b.chunk_tokens, b.summary_tokens, b.verbatim_tokens),
+        (50_000, 4096, 25_000)
+    );
+}
+
+/// Regression: every entry since the last summary went into one request,
+/// which grew each turn the summariser failed until no model took it.
+/// Now a backlog is cut into chunks within the bound, in order, together
+/// all of it, the last ending at the cut.
+#[test]
+fn a_backlog_is_summarised_in_chunks_within_the_bound() {
+    let b = bounds_of(3000);
+    let entries: Vec<Entry> = (1..=300)
+        .map(|seq| {
+            said(
+                seq,
+                &format!("note {seq}: {}", "lorem ipsum dolor ".repeat(20)),
+            )
+        })
+        .collect();
+    let chunks = bounds::plan_chunks(&entries, 305, &b);
+    assert!(chunks.len() >= 10, "{} chunks", chunks.len());
+    for c in &chunks {
+        assert!(
+            tokens(&c.records) <= b.chunk_tokens,
+            "{}",
+            tokens(&c.records)
+        );
+        assert!(!c.records.is_empty());
+    }
+    let throughs: Vec<i64> = chunks.iter().map(|c| c.through).collect();
+    assert!(throughs.windows(2).all(|w| w[0] < w[1]), "{throughs:?}");
+    assert_eq!(throughs.last(), Some(&305));
+    let all: String = chunks.iter().map(|c| c.records.as_str()).collect();
+    assert_eq!(all, render_entries(&entries));
+    // each chunk starts with the entry after the previous one's end
+    for w in chunks.windows(2) {
+        assert!(w[1].records.starts_with(&format!("#{} ", w[0].through + 1)));
+    }
+    // a small backlog is one chunk
+    let one = bounds::plan_chunks(&entries[..3], 3, &b);
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].records, render_entries(&entries[..3]));
+}
+
+/// A chunk ends where no call it holds waits for a result in the next,
+/// so a summary that stops there leaves no result without its call.
+#[test]
+fn a_chunk_does_not_end_among_the_results_of_a_step() {
+    let b = bounds_of(1000);
+    let mut entries = session(12, 3);
+    for e in &mut entries {
+        if let EntryKind::ToolResult { content, .. } = &mut e.kind {
+            *content = "a hit ".repeat(20);
+        }
+    }
+    let cut = entries.last().unwrap().seq;
+    let chunks = bounds::plan_chunks(&entries, cut, &b);
+    assert!(chunks.len() > 2, "{} chunks", chunks.len());
+    for c in &chunks {
+        assert!(tokens(&c.records) <= b.chunk_tokens);
+        // the next entry is no result: each turn is whole in its chunk
+        let next = entries.iter().find(|e| e.seq == c.through + 1);
+        assert!(
+            !matches!(next.map(|e| &e.kind), Some(EntryKind::ToolResult { .. })),
+            "chunk through {} ends among results",
+            c.through
+        );
+    }
+}
+
+/// An entry whose record alone passes the bound (2000 characters that
+/// are a token or more each) is clipped shorter so its chunk fits.
+#[test]
+fn an_entry_larger_than_a_chunk_is_clipped_to_fit() {
+    let b = bounds_of(1000);
+    let huge = "龘".repeat(5000);
+    let entries = vec![said(1, "hi"), said(2, &huge), said(3, "bye")];
+    let chunks = bounds::plan_chunks(&entries, 3, &b);
+    for c in &chunks {
+        assert!(
+            tokens(&c.records) <= b.chunk_tokens,
+            "{}",
+            tokens(&c.records)
+        );
+    }
+    let all: String = chunks.iter().map(|c| c.records.as_str()).collect();
+    assert!(all.contains("#2 u [user_message]:\n    龘"), "{all}");
+    assert!(all.contains("#3 u [user_message]:\n    bye"), "{all}");
+}
+
+/// Regression: a summary had no bound (a 300 KB one went out with every
+/// later turn). Now a longer one is cut at a character boundary and
+/// marked, both within the bound; one the token limit cut off is marked;
+/// one within the bound is kept as it is.
+#[test]
+fn a_summary_over_its_bound_is_cut_and_marked() {
+    let b = bounds_of(3000);
+    let long = "The person plans a trip to Lyon. ".repeat(10_000);
+    let cut = bounds::bounded_summary(&long, &b, 42, false);
+    assert!(tokens(&cut) <= b.summary_tokens, "{}", tokens(&cut));
+    assert!(cut.starts_with("The person plans a trip to Lyon. The person"));
+    assert!(tokens(&cut) > b.summary_tokens / 2, "{}", tokens(&cut));
+    let marker = prompts()
+        .compact_clipped
+        .render(&[("tokens", "600"), ("seq", "42")])
+        .unwrap();
+    assert!(cut.ends_with(&format!("\n{marker}")), "{cut}");
+    let short = "The person plans a trip to Lyon.";
+    assert_eq!(bounds::bounded_summary(short, &b, 42, false), short);
+    assert_eq!(
+        bounds::bounded_summary(short, &b, 42, true),
+        format!("{short}\n{marker}")
+    );
+    // a cut never splits a character
+    let wide = "é".repeat(100_000);
+    let clipped = bounds::clip_tokens(&wide, 100, Encoding::default());
+    assert!(tokens(clipped) <= 100 && !clipped.is_empty());
+    assert!(clipped.chars().all(|c| c == 'é'));
+}
+
+/// Regression: the newest 4 inputs stayed verbatim whatever they held (a
+/// 1 MB message kept every later request over the model's context). Now
+/// what stays verbatim holds at most the token budget: fewer inputs are
+/// kept, but always the newest one and what follows it.
+#[test]
+fn what_stays_verbatim_is_bounded_by_tokens() {
+    let big = "lorem ipsum dolor sit amet ".repeat(60);
+    let mut entries: Vec<Entry> = (1..=10).map(|s| said(s, "short")).collect();
+    entries.extend((11..=14).map(|s| said(s, &big)));
+    let each = bounds::verbatim_tokens(&entries[10], Encoding::default());
+    let budget = Some((each * 2 + 1, Encoding::default()));
+    // without a token budget the newest 4 stay; with one, 2
+    assert_eq!(cut_within(&entries, 0, 4, 200, None, None), Some(10));
+    assert_eq!(cut_within(&entries, 0, 4, 200, None, budget), Some(12));
+    // a budget under the newest input alone still keeps it
+    let tiny = Some((10, Encoding::default()));
+    assert_eq!(cut_within(&entries, 0, 4, 200, None, tiny), Some(13));
+    // and what follows it (the reply to it)
+    entries.push(entry(
+        15,
+        "b",
+        EntryKind::Assistant {
+            text: big.repeat(10),
+            tool_calls: Vec::new(),
+        },
+    ));
+    assert_eq!(cut_within(&entries, 0, 4, 200, None, tiny), Some(13));
+    // a running turn's inputs stay whatever the budget
+    assert_eq!(cut_within(&entries, 0, 4, 200, Some(12), tiny), Some(11));
+    // with no input among them, the newest entries within the budget
+    let steps: Vec<Entry> = (1..=6)
+        .map(|s| {
+            entry(
+                s,
+                "b",
+                EntryKind::Assistant {
+                    text: big.clone(),
+                    tool_calls: Vec::new(),
+                },
+            )
+        })
+        .collect();
+    assert_eq!(cut_within(&steps, 0, 4, 200, None, budget), Some(4));
 }

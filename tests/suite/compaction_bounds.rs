@@ -1,0 +1,216 @@
+//! Compaction stays within bounds derived from `compact_at_tokens`: a
+//! backlog the summariser could not take while it was down is summarised
+//! in chunks, each request within the bound, and the summary advances; a
+//! summary longer than its bound is cut, and the calls ask for no more.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_message;
+
+/// The compaction threshold of these tests' provider.
+const THRESHOLD: u64 = 3000;
+/// The largest request the summariser takes once it is back.
+const LIMIT_BYTES: usize = 20_000;
+
+fn is_compaction(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You summarise"))
+}
+
+fn size(request: &Value) -> usize {
+    request.to_string().len()
+}
+
+/// A turn: the bot answers each message with SendMessage, then ends.
+fn turn_reply(request: &Value) -> Reply {
+    if last_message(request).is_some_and(|m| m["role"] == "tool") {
+        return Reply::text("");
+    }
+    Reply::tool_call(
+        "call_1",
+        "SendMessage",
+        json!({ "text": "noted" }).to_string(),
+    )
+}
+
+async fn fleet(server: &OpenAiServer, window: Option<usize>) -> TestHost {
+    let window = window.map_or(String::new(), |w| format!("\ncontext_entries = {w}"));
+    TestFleet::new()
+        .openai(
+            "main",
+            &server.base_url(),
+            &format!("max_retries = 0\ncompact_at_tokens = {THRESHOLD}"),
+        )
+        .bot("r", "main", &["SendMessage"])
+        .runtime(&format!("debounce_ms = 0\nextract_memory = false{window}"))
+        .start()
+        .await
+}
+
+/// Sends `n` notes of about 600 characters, each after the last turn
+/// ended; returns the session and the seq of the last note.
+async fn chat(host: &TestHost, from: usize, n: usize) -> (String, i64) {
+    let filler = "lorem ipsum dolor sit amet consectetur adipiscing elit ".repeat(11);
+    let mut last = (String::new(), 0);
+    for i in from..from + n {
+        let (_, sent) = host.send("r", &format!("note {i}: {filler}"), None).await;
+        let session = sent["session"].as_str().unwrap().to_owned();
+        let seq = sent["seq"].as_i64().unwrap();
+        let end = host.wait_turn_end(&session, seq).await;
+        assert_eq!(end["status"], "completed", "{end}");
+        last = (session, seq);
+    }
+    last
+}
+
+fn summaries(entries: &[Value]) -> Vec<&Value> {
+    entries.iter().filter(|e| e["kind"] == "summary").collect()
+}
+
+/// Regression (finding 1): while the summariser failed, the entries since
+/// the last summary piled up, and every compaction sent all of them in
+/// one request — 55 KB after 25 failing turns and growing — so once the
+/// summariser was back but took no request over 20 KB, every attempt was
+/// refused and the summary never advanced again. Now the backlog goes in
+/// chunks of at most half the threshold (with the summary so far), no
+/// request passes the bound, and the summary catches up with the chat.
+#[tokio::test]
+async fn a_backlog_after_a_summariser_outage_is_summarised_in_bounded_chunks() {
+    let down = Arc::new(AtomicBool::new(true));
+    let refused = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let server = OpenAiServer::builder()
+        .responder({
+            let (down, refused) = (Arc::clone(&down), Arc::clone(&refused));
+            move |request| {
+                if !is_compaction(request) {
+                    return turn_reply(request);
+                }
+                if down.load(Ordering::SeqCst) {
+                    return Reply::error(500, "the summariser is down");
+                }
+                if size(request) > LIMIT_BYTES {
+                    refused.lock().unwrap().push(size(request));
+                    return Reply::error(
+                        400,
+                        "context_length_exceeded: this model's maximum context length is exceeded",
+                    );
+                }
+                Reply::text("SUMMARY: the person keeps sending notes.")
+            }
+        })
+        .start()
+        .await;
+    let host = fleet(&server, Some(8)).await;
+    let (session, outage_end) = chat(&host, 0, 25).await;
+    let tried = server
+        .requests()
+        .iter()
+        .filter(|r| is_compaction(&r.body))
+        .count();
+    assert!(tried > 0, "no compaction was tried during the outage");
+    assert!(summaries(&host.entries(&session).await).is_empty());
+
+    down.store(false, Ordering::SeqCst);
+    let (_, last) = chat(&host, 25, 20).await;
+    let entries = host.entries(&session).await;
+    let written = summaries(&entries);
+    let newest = written
+        .last()
+        .unwrap_or_else(|| panic!("no summary after the outage; refused: {refused:?}"));
+    let covers = newest["covers_to_seq"].as_i64().unwrap();
+    // the whole outage's backlog is summarised, and the chat after it
+    assert!(covers > outage_end, "{covers} <= {outage_end}: {newest}");
+    assert!(covers >= last - 16, "the summary lags: {covers} for {last}");
+    // in chunks: several summaries, their ends increasing
+    let ends: Vec<i64> = written
+        .iter()
+        .map(|s| s["covers_to_seq"].as_i64().unwrap())
+        .collect();
+    assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+    assert!(refused.lock().unwrap().is_empty(), "refused: {refused:?}");
+    for request in server.requests().iter().filter(|r| is_compaction(&r.body)) {
+        assert!(
+            size(&request.body) <= LIMIT_BYTES,
+            "{}",
+            size(&request.body)
+        );
+        assert_eq!(request.body["max_tokens"], THRESHOLD / 5);
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression (finding 2): a summary had no size limit and compaction
+/// calls no `max_tokens`: a summariser answering 300 KB had it stored
+/// and sent with every later turn (~310 KB against a 3000-token
+/// threshold), and compaction ran again every turn. Now the call asks for
+/// at most a fifth of the threshold, a longer answer is cut there with a
+/// marker, and the turns' requests stay small.
+#[tokio::test]
+async fn a_summary_longer_than_its_bound_is_cut_and_marked() {
+    let verbose = "The person sent another note about lorem ipsum. ".repeat(6_500);
+    assert!(verbose.len() > 290_000);
+    let server = OpenAiServer::builder()
+        .responder(move |request| {
+            if is_compaction(request) {
+                Reply::text(verbose.clone())
+            } else {
+                turn_reply(request)
+            }
+        })
+        .start()
+        .await;
+    let host = fleet(&server, None).await;
+    let (session, _) = chat(&host, 0, 20).await;
+    let entries = host.entries(&session).await;
+    let written = summaries(&entries);
+    assert!(!written.is_empty(), "no summary");
+    for summary in &written {
+        let text = summary["text"].as_str().unwrap();
+        // 600 tokens of English are about 3 KB
+        assert!(text.len() < 6_000, "a summary of {} bytes", text.len());
+        assert!(text.starts_with("The person sent another note"), "{text}");
+        assert!(
+            text.contains("The summary was cut off here"),
+            "no marker: {text}"
+        );
+    }
+    let requests = server.requests();
+    let compactions: Vec<_> = requests.iter().filter(|r| is_compaction(&r.body)).collect();
+    for c in &compactions {
+        assert_eq!(c.body["max_tokens"], THRESHOLD / 5);
+    }
+    // after the first summary, no turn request carries a huge one
+    let first = requests
+        .iter()
+        .position(|r| is_compaction(&r.body))
+        .unwrap();
+    let turns: Vec<usize> = requests[first..]
+        .iter()
+        .filter(|r| !is_compaction(&r.body))
+        .map(|r| size(&r.body))
+        .collect();
+    assert!(
+        turns.iter().all(|&n| n < 40_000),
+        "turn requests of {turns:?} bytes"
+    );
+    // and compaction does not run at every turn
+    assert!(
+        compactions.len() * 2 <= 20,
+        "{} compactions for 20 turns",
+        compactions.len()
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}
