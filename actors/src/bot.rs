@@ -113,6 +113,12 @@ pub enum BotMsg {
     Reload,
     /// The token-budget pause may be over.
     Unpause,
+    /// The wait after a run the store refused to write may be over
+    /// (`bot_store_wait.rs`).
+    StoreRetry {
+        /// Timer generation; older ones are stale.
+        generation: u64,
+    },
 }
 
 struct Running {
@@ -124,6 +130,20 @@ struct Running {
     started_at: i64,
     /// Set once the run commits a step (`TurnPlan::stepped`).
     stepped: Arc<std::sync::atomic::AtomicBool>,
+    /// What the run was started for: what runs again when the store
+    /// refuses its writes.
+    plan: RunPlan,
+}
+
+/// What a run was started for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RunPlan {
+    /// A turn (new or resumed) over its inputs.
+    Turn,
+    /// Recording that the turn failed for good, with this error.
+    Fail(String),
+    /// A background compaction (no inputs).
+    Compact,
 }
 
 enum Pending {
@@ -135,6 +155,10 @@ enum Pending {
         /// admitted after it, still queued, came while the turn ran before
         /// its crash and interrupts the resumed run as it would have then.
         last_input: i64,
+        /// The turn's last run ended because the store refused its writes,
+        /// not in a crash: this start takes that one's place and is not
+        /// counted again in the turn's `attempts`.
+        replaces_start: bool,
     },
     Fail {
         turn: TurnId,
@@ -142,6 +166,15 @@ enum Pending {
         inputs: Vec<QueuedInput>,
         error: String,
     },
+}
+
+impl Pending {
+    /// The inputs the turn holds.
+    fn inputs(&self) -> &[QueuedInput] {
+        match self {
+            Pending::Resume { inputs, .. } | Pending::Fail { inputs, .. } => inputs,
+        }
+    }
 }
 
 /// When the next turn may start after a person's message.
@@ -168,6 +201,11 @@ pub struct BotState {
     pending: VecDeque<Pending>,
     tails: HashMap<SessionId, SessionTail>,
     crashes: HashMap<TurnId, i64>,
+    /// Set while the bot waits for the store to accept writes again
+    /// (`bot_store_wait.rs`): nothing runs until the wait is over.
+    store_wait: Option<store_wait::StoreWait>,
+    /// Generation of the last store-wait timer.
+    store_timers: u64,
     /// Sessions whose context passed the background compaction mark.
     compact_due: Vec<SessionId>,
     /// Paused by the daily token budget until this time (ms since epoch).
@@ -206,6 +244,8 @@ impl Actor for BotActor {
             pending: VecDeque::new(),
             tails: HashMap::new(),
             crashes: HashMap::new(),
+            store_wait: None,
+            store_timers: 0,
             compact_due: Vec::new(),
             paused_until: None,
             paused_told: HashSet::new(),
@@ -229,6 +269,7 @@ impl Actor for BotActor {
                 session: turn.session,
                 inputs: Vec::new(),
                 last_input: turn.inputs.iter().copied().max().unwrap_or(i64::MAX),
+                replaces_start: false,
             });
         }
         for item in state.rt.store.pending_inbox(id).await? {
@@ -253,11 +294,16 @@ impl Actor for BotActor {
             BotMsg::Input(input) => state.on_input(&myself, *input),
             BotMsg::Refresh => {
                 let pending = state.rt.store.pending_inbox(&state.record.id).await?;
+                // inputs a turn holds (running, or waiting to run again)
+                // are pending in the store until the turn's record is
+                // written: they are not queued a second time
                 let running: Vec<i64> = state
                     .running
-                    .as_ref()
-                    .map(|r| r.inputs.iter().map(|i| i.item.gid).collect())
-                    .unwrap_or_default();
+                    .iter()
+                    .flat_map(|r| r.inputs.iter())
+                    .chain(state.pending.iter().flat_map(Pending::inputs))
+                    .map(|i| i.item.gid)
+                    .collect();
                 let found = pending
                     .into_iter()
                     .map(|item| QueuedInput { item, entry: None })
@@ -287,7 +333,8 @@ impl Actor for BotActor {
             BotMsg::TurnEnded(end) => state.on_turn_end(&myself, end),
             BotMsg::IdleCheck => state.on_idle_check(&myself),
             BotMsg::Cancel(reply) => {
-                let running = state.running.as_ref().map(|r| r.hard.cancel()).is_some();
+                let running = state.running.as_ref().map(|r| r.hard.cancel()).is_some()
+                    || state.cancel_waiting(&myself);
                 let _ = reply.send(running);
             }
             BotMsg::Status(reply) => {
@@ -299,10 +346,18 @@ impl Actor for BotActor {
                         inputs: r.inputs.iter().map(|i| i.item.gid).collect(),
                         started_at: r.started_at,
                     }),
-                    queued: state.queue.len(),
+                    // the inputs of a turn waiting to run again (after a
+                    // crash, or while the store refuses writes) wait too
+                    queued: state.queue.len()
+                        + state
+                            .pending
+                            .iter()
+                            .map(|p| p.inputs().len())
+                            .sum::<usize>(),
                     paused_until: state.paused_until,
                 });
             }
+            BotMsg::StoreRetry { generation } => state.on_store_retry(&myself, generation),
             BotMsg::Unpause => {
                 state.paused_until = None;
                 state.paused_told.clear();
@@ -422,3 +477,6 @@ impl BotState {
 
 #[path = "bot_turns.rs"]
 mod turns;
+
+#[path = "bot_store_wait.rs"]
+mod store_wait;

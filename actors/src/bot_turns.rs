@@ -1,6 +1,8 @@
 //! A bot's turns: starting the next one ([`BotState::schedule`]) and what
 //! its end means for the queue ([`BotState::on_turn_end`]): requeued inputs,
-//! the daily budget's pause, a crashed turn resumed or failed.
+//! the daily budget's pause, a crashed turn resumed or failed, a turn the
+//! store refused to write run again once it accepts writes
+//! (`bot_store_wait.rs`).
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -20,6 +22,11 @@ impl BotState {
             // the store until a config lists it again
             return;
         }
+        if self.waits_for_store() {
+            // the store refused the last run's writes: the turn runs again
+            // first when the wait is over, and nothing newer before it
+            return;
+        }
         if let Some(p) = self.pending.pop_front() {
             let (turn, session, inputs, kind) = match p {
                 Pending::Resume {
@@ -27,6 +34,7 @@ impl BotState {
                     session,
                     inputs,
                     last_input,
+                    replaces_start,
                 } => {
                     let plan_inputs = inputs
                         .iter()
@@ -40,6 +48,7 @@ impl BotState {
                         PlanKind::Resume {
                             inputs: plan_inputs,
                         },
+                        replaces_start,
                     );
                     if self.queue.has_user_dm_after(last_input)
                         && let Some(run) = &self.running
@@ -70,7 +79,7 @@ impl BotState {
                     )
                 }
             };
-            self.start(myself, turn, session, inputs, kind);
+            self.start(myself, turn, session, inputs, kind, false);
             return;
         }
         if self.window.is_some() && self.queue.has_user_dm() {
@@ -110,6 +119,7 @@ impl BotState {
                     PlanKind::New {
                         inputs: plan_inputs,
                     },
+                    false,
                 );
             }
             None => match self.compact_due.pop() {
@@ -121,6 +131,7 @@ impl BotState {
                         session,
                         Vec::new(),
                         PlanKind::Compact,
+                        false,
                     );
                 }
                 None => self.become_idle(myself),
@@ -128,6 +139,8 @@ impl BotState {
         }
     }
 
+    /// Spawns a run of `turn`. `replaces_start`: the turn's last run ended
+    /// because the store refused its writes; this run takes its place.
     fn start(
         &mut self,
         myself: &ActorRef<BotMsg>,
@@ -135,6 +148,7 @@ impl BotState {
         session: SessionId,
         inputs: Vec<QueuedInput>,
         kind: PlanKind,
+        replaces_start: bool,
     ) {
         let hard = CancellationToken::new();
         let soft = hard.child_token();
@@ -143,7 +157,16 @@ impl BotState {
             .remove(&session)
             .unwrap_or_else(|| SessionTail::new(session));
         let started_at = self.rt.store.clock().now_ms();
-        let stepped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // set before the run when its last run could not write: the
+        // resume does not count this start as one more after a crash
+        // (`engine/recovery.rs`), and a crash of this run is not in a row
+        // with any before the store's refusal
+        let stepped = Arc::new(std::sync::atomic::AtomicBool::new(replaces_start));
+        let run_plan = match &kind {
+            PlanKind::New { .. } | PlanKind::Resume { .. } => RunPlan::Turn,
+            PlanKind::Fail { error, .. } => RunPlan::Fail(error.clone()),
+            PlanKind::Compact => RunPlan::Compact,
+        };
         let plan = TurnPlan {
             turn,
             session,
@@ -163,6 +186,7 @@ impl BotState {
             inputs,
             started_at,
             stepped,
+            plan: run_plan,
         });
         let rt = self.rt.clone();
         let me = myself.clone();
@@ -194,6 +218,10 @@ impl BotState {
         let crash = match end.0 {
             TurnEndKind::Ended(report) => {
                 let report = *report;
+                // no status and no tail: the run began, and the store
+                // refused its writes (a run that never began gives its
+                // tail back)
+                let refused = report.status.is_none() && report.tail.is_none();
                 if let Some(tail) = report.tail {
                     self.tails.insert(run.session, tail);
                 }
@@ -222,6 +250,10 @@ impl BotState {
                     tracing::info!(bot = %self.record.id, ?wait, "daily token budget spent; paused");
                     myself.send_after(wait, || BotMsg::Unpause);
                 }
+                if report.status.is_some() {
+                    // the store took the run's writes
+                    self.store_wait = None;
+                }
                 match report.status {
                     Some(TurnStatus::Interrupted) => {
                         let mut inputs = run.inputs;
@@ -238,11 +270,24 @@ impl BotState {
                         self.crashes.remove(&turn);
                         None
                     }
+                    None if refused => {
+                        // its writes were refused (disk full, I/O error):
+                        // not the turn's fault, and not a crash; it runs
+                        // again once the store accepts writes
+                        let error = report
+                            .error
+                            .unwrap_or_else(|| "the store refused the turn's writes".into());
+                        self.wait_for_store(myself, run, error);
+                        self.schedule(myself);
+                        return;
+                    }
+                    // the run never began (`Runner::new` gave the tail
+                    // back: its provider is not configured)
                     None => Some((
                         run.inputs,
                         report
                             .error
-                            .unwrap_or_else(|| "the store refused the turn".into()),
+                            .unwrap_or_else(|| "the turn could not start".into()),
                     )),
                 }
             }
@@ -269,6 +314,7 @@ impl BotState {
                     session: run.session,
                     inputs,
                     last_input,
+                    replaces_start: false,
                 });
             } else if *count == max {
                 self.pending.push_front(Pending::Fail {
@@ -278,7 +324,9 @@ impl BotState {
                     error,
                 });
             } else {
-                // even recording the failure failed: leave the turn to the next activation
+                // even recording the failure failed, and not for the
+                // store (a refused write waits for it, above): the run
+                // cannot begin at all; leave the turn to the next activation
                 tracing::error!(bot = %self.record.id, turn = %turn, %error, "giving up on turn until the bot restarts");
             }
         }

@@ -364,3 +364,15 @@ async fn a_cancel_sent_as_the_host_restarts_stops_the_unfinished_turn() {
     fleet.shutdown().await;
     assert_eq!(status, TurnStatus::Cancelled);
 }
+
+/// The wait after a run the store refused doubles from 1 s and stays at a
+/// minute, however long the store refuses.
+#[test]
+fn the_wait_for_the_store_doubles_up_to_a_minute() {
+    use super::super::store_wait::store_retry_delay;
+    let waits: Vec<u64> = (1..=9).map(|n| store_retry_delay(n).as_secs()).collect();
+    assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    assert_eq!(store_retry_delay(u32::MAX).as_secs(), 60);
+    // a count of 0 (never passed) is the first wait
+    assert_eq!(store_retry_delay(0).as_secs(), 1);
+}

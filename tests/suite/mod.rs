@@ -60,6 +60,7 @@ mod search_index;
 mod secrets;
 mod shell_stop;
 mod subagent_hops;
+mod store_refusals;
 mod subagent_reports;
 mod ui;
 mod ui_browser;

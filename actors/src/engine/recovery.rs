@@ -37,6 +37,9 @@ impl Runner {
             return Ok(false);
         };
         self.state = TurnState::from_value(&record.checkpoint);
+        // the starts counted so far (a resume that replaces a start the
+        // store refused to write goes on with them: `resume`)
+        self.attempts = record.attempts;
         self.inputs = record
             .inputs
             .iter()
@@ -68,18 +71,29 @@ impl Runner {
     /// as "outcome unknown" — also when a person's message or a cancel
     /// stops the resumed turn, as it may have taken effect; a call never
     /// started simply runs, or is recorded as not run when the turn stops.
+    ///
+    /// A run after one the store refused to write (disk full: its bot set
+    /// `stepped` before it began) is not one more start after a crash: it
+    /// takes the refused run's place, and the count stays. (Before, each
+    /// run during a full disk counted, and the turn failed as "crashed 3
+    /// times in a row at the same step" once the disk had space again.)
     pub(super) async fn resume(&mut self) -> Result<Option<TurnStatus>, StoreError> {
-        let attempts = match self
-            .rt
-            .store
-            .write(vec![Mutation::BumpAttempts { turn: self.turn }])
-            .await?
-            .pop()
-        {
-            Some(MutationResult::Attempts(a)) => a,
-            _ => 0,
+        let replaces_start = self.stepped.load(std::sync::atomic::Ordering::Relaxed);
+        let attempts = if replaces_start {
+            self.attempts
+        } else {
+            match self
+                .rt
+                .store
+                .write(vec![Mutation::BumpAttempts { turn: self.turn }])
+                .await?
+                .pop()
+            {
+                Some(MutationResult::Attempts(a)) => a,
+                _ => 0,
+            }
         };
-        tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, "resuming turn from its checkpoint");
+        tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, replaces_start, "resuming turn from its checkpoint");
         self.attempts = attempts;
         if attempts > self.rt.settings.max_turn_attempts {
             // every start since the turn's last step was cut off by a

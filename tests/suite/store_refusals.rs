@@ -1,0 +1,352 @@
+//! A store that refuses writes for a while (a full disk, an I/O error, a
+//! database another process holds locked): the turn it refused keeps its
+//! inputs, which show as queued, and runs again with backoff; once the
+//! store takes writes the inputs are answered, older ones first, with no
+//! restart. A cancel meanwhile fails the waiting turn with a notice that
+//! names the store's error, and the turn can be retried.
+//!
+//! Two refusals, neither needing root (a full tmpfs does): a host process
+//! whose file-size limit (RLIMIT_FSIZE, set and lifted with prlimit(1))
+//! makes every write of its files fail as on a failing disk, and another
+//! connection holding the database's write lock (the host's writer waits
+//! its busy timeout, 5 s, and gets "database is locked"). (Before, the bot
+//! gave the turn up after three runs within milliseconds: its inputs were
+//! never answered, and newer ones were answered without them.)
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::BIN;
+use crate::support::process::free_port;
+
+/// A bot whose "hold" message runs a Shell command that waits for the file
+/// `go` in the workspace (it writes `held` first); any other message is
+/// answered with the inputs.
+const SCRIPT: &str = r#"
+[[rule]]
+match = "^hold"
+steps = [
+  { tool = "Shell", args = { command = "touch held; while [ ! -e go ]; do sleep 0.02; done; echo released", timeout_s = 120 } },
+  { tool = "SendMessage", args = { text = "held: {{tool_result}}" } },
+]
+
+[[rule]]
+steps = [
+  { tool = "SendMessage", args = { text = "got: {{inputs}}" } },
+]
+"#;
+
+/// The test fleet: bot `a1` on the script, Shell without review.
+fn fleet() -> TestFleet {
+    TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a1", "s", &["SendMessage", "Shell"])
+        .tables("[review]\nshell = \"off\"\n")
+}
+
+/// `GET url/path` as alice.
+async fn get(url: &str, path: &str) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .get(format!("{url}{path}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// `POST url/path` with `body` as alice.
+async fn post(url: &str, path: &str, body: Value, key: Option<&str>) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .bearer_auth(TOKEN)
+        .json(&body);
+    if let Some(k) = key {
+        req = req.header("Idempotency-Key", k);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Re-runs `check` every 20 ms until it finds something; fails with its
+/// last state after `secs`.
+async fn poll(secs: u64, mut check: impl AsyncFnMut() -> Result<Value, String>) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let last = match check().await {
+            Ok(found) => return found,
+            Err(last) => last,
+        };
+        assert!(Instant::now() < deadline, "timed out waiting; {last}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What `GET /v1/bots` says of bot `a1`.
+async fn bot_a1(url: &str) -> Value {
+    let (status, body) = get(url, "/v1/bots").await;
+    assert_eq!(status, 200, "{body}");
+    body["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "a1")
+        .cloned()
+        .unwrap()
+}
+
+/// The entries of `session`.
+async fn entries(url: &str, session: &str) -> Vec<Value> {
+    botfleet::client::Client::new(url, TOKEN)
+        .unwrap()
+        .entries_after(session, 0)
+        .await
+        .unwrap()
+}
+
+/// Sends "hold" to `a1`, and "one" and "two" while its Shell call runs;
+/// returns the session and the seqs of the three messages. The Shell call
+/// ends when `refuse` has made the store refuse writes.
+async fn held_turn(url: &str, data: &Path, refuse: impl FnOnce()) -> (String, Vec<i64>) {
+    let mut seqs = Vec::new();
+    let (status, sent) = post(
+        url,
+        "/v1/bots/a1/messages",
+        json!({"text": "hold"}),
+        Some("k0"),
+    )
+    .await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    seqs.push(sent["seq"].as_i64().unwrap());
+    let held = data.join("workspace/held");
+    poll(30, async || {
+        held.exists()
+            .then_some(Value::Null)
+            .ok_or_else(|| "the Shell call never began".into())
+    })
+    .await;
+    for (text, key) in [("one", "k1"), ("two", "k2")] {
+        let (status, sent) = post(
+            url,
+            "/v1/bots/a1/messages",
+            json!({"text": text}),
+            Some(key),
+        )
+        .await;
+        assert_eq!(status, 202, "{sent}");
+        seqs.push(sent["seq"].as_i64().unwrap());
+    }
+    refuse();
+    std::fs::write(data.join("workspace/go"), "").unwrap();
+    (session, seqs)
+}
+
+/// Waits until the bot waits for its store: no running turn, and the
+/// refused turn's input queued with the two behind it.
+async fn wait_store_wait(url: &str) {
+    poll(40, async || {
+        let bot = bot_a1(url).await;
+        (bot["running_turn"].is_null() && bot["queued"] == 3)
+            .then_some(Value::Null)
+            .ok_or_else(|| format!("the bot never waited with its three inputs queued: {bot:#}"))
+    })
+    .await;
+}
+
+/// Waits until the refused turn's inputs were answered, all by one turn
+/// (the refused one ran again, the newer messages interrupted it, and the
+/// next turn took them all, oldest first), and checks that no turn
+/// answered a newer message before, that the refused runs were not
+/// counted as crashes, and that nothing waits any more.
+async fn check_answered_in_order(url: &str, session: &str, seqs: &[i64]) {
+    let entries = poll(40, async || {
+        let entries = entries(url, session).await;
+        let done = entries.iter().any(|e| {
+            e["kind"] == "turn_end"
+                && e["status"] == "completed"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| seqs.iter().all(|s| a.contains(&Value::from(*s))))
+        });
+        done.then(|| Value::from(entries.clone()))
+            .ok_or_else(|| format!("entries: {entries:#?}"))
+    })
+    .await;
+    let entries = entries.as_array().unwrap();
+    let completed = entries
+        .iter()
+        .filter(|e| e["kind"] == "turn_end" && e["status"] == "completed")
+        .count();
+    assert_eq!(completed, 1, "{entries:#?}");
+    let delivered = entries.iter().filter(|e| e["kind"] == "delivery").count();
+    assert_eq!(delivered, 1, "{entries:#?}");
+    let refused = entries
+        .iter()
+        .find(|e| e["kind"] == "turn_end" && e["status"] == "interrupted")
+        .unwrap_or_else(|| panic!("{entries:#?}"));
+    let turn = refused["turn"].as_str().unwrap();
+    let (status, record) = get(url, &format!("/v1/turns/{turn}")).await;
+    assert_eq!(status, 200, "{record}");
+    assert_eq!(record["turn"]["attempts"], 1, "{record:#}");
+    let bot = bot_a1(url).await;
+    assert_eq!(bot["queued"], 0, "{bot:#}");
+    assert!(bot["running_turn"].is_null(), "{bot:#}");
+}
+
+/// Opens the store's database and takes its write lock.
+fn lock_store(db: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    conn
+}
+
+/// Sets the soft file-size limit of process `pid` (bytes, or "unlimited").
+fn limit_file_size(pid: u32, soft: &str) {
+    let status = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--fsize={soft}:")])
+        .status()
+        .expect("prlimit(1) (util-linux) runs");
+    assert!(
+        status.success(),
+        "prlimit --pid {pid} --fsize={soft}: {status}"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn messages_accepted_before_the_disk_fails_writes_are_answered_once_it_works() {
+    let fleet = fleet();
+    let config = fleet.write();
+    let data = fleet.path().join("data");
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let listen = url.trim_start_matches("http://").to_owned();
+    // SIGXFSZ ignored (kept across exec): a write past the limit fails
+    // with EFBIG, as a failing disk's, instead of killing the host
+    let mut host = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; exec "$0" run --fleet "$1" --listen "$2""#)
+        .arg(BIN)
+        .arg(&config)
+        .arg(&listen)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = host.id().unwrap();
+    // its log, read by a task (a full pipe would stop the host)
+    let mut stderr = host.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+        text
+    });
+    poll(30, async || {
+        let up = reqwest::get(format!("{url}/healthz"))
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        up.then_some(Value::Null)
+            .ok_or_else(|| "the host did not start".into())
+    })
+    .await;
+    let (session, seqs) = held_turn(&url, &data, || limit_file_size(pid, "1")).await;
+    wait_store_wait(&url).await;
+    // the disk works again; the host is not restarted
+    limit_file_size(pid, "unlimited");
+    check_answered_in_order(&url, &session, &seqs).await;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let exited = tokio::time::timeout(Duration::from_secs(20), host.wait()).await;
+    let log = log.await.unwrap();
+    assert!(
+        exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
+        "the host did not stop cleanly; log:\n{log}"
+    );
+    assert!(log.contains("the store refused the turn's writes"), "{log}");
+    assert!(!log.contains("giving up on turn"), "{log}");
+}
+
+#[tokio::test]
+async fn messages_accepted_while_the_store_is_locked_are_answered_in_order() {
+    let fleet = fleet();
+    let data = fleet.path().join("data");
+    let host = fleet.start().await;
+    let url = host.url.clone();
+    let mut lock = None;
+    let (session, seqs) = held_turn(&url, &data, || {
+        lock = Some(lock_store(&data.join("fleet.db")))
+    })
+    .await;
+    wait_store_wait(&url).await;
+    // the store takes writes again; the host is not restarted
+    drop(lock);
+    check_answered_in_order(&url, &session, &seqs).await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancel_while_the_store_refuses_writes_fails_the_waiting_turn_with_its_error() {
+    let fleet = fleet();
+    let data = fleet.path().join("data");
+    let host = fleet.start().await;
+    let url = host.url.clone();
+    let mut lock = None;
+    let (session, seqs) = held_turn(&url, &data, || {
+        lock = Some(lock_store(&data.join("fleet.db")))
+    })
+    .await;
+    wait_store_wait(&url).await;
+    let (status, cancelled) = post(&url, "/v1/bots/a1/cancel", json!({}), None).await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["cancelled"], true, "{cancelled}");
+    drop(lock);
+    let hold = seqs[0];
+    let end = poll(40, async || {
+        let entries = entries(&url, &session).await;
+        entries
+            .iter()
+            .find(|e| {
+                e["kind"] == "turn_end"
+                    && e["status"] == "failed"
+                    && e["inputs"]
+                        .as_array()
+                        .is_some_and(|a| a.contains(&Value::from(hold)))
+            })
+            .cloned()
+            .ok_or_else(|| format!("entries: {entries:#?}"))
+    })
+    .await;
+    let entries = entries(&url, &session).await;
+    let notice = entries
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap_or_else(|| panic!("no failure notice: {entries:#?}"));
+    let text = notice["text"].as_str().unwrap();
+    assert!(text.contains("database is locked"), "{text}");
+    assert!(!text.contains("crashed"), "{text}");
+    let turn = notice["retry_turn"].as_str().unwrap().to_owned();
+    assert_eq!(end["turn"].as_str(), Some(turn.as_str()), "{end:#}");
+    // the turn's record says failed, with the store's error, and its
+    // refused runs are not counted as starts after a crash
+    let (status, record) = get(&url, &format!("/v1/turns/{turn}")).await;
+    assert_eq!(status, 200, "{record}");
+    assert_eq!(record["turn"]["status"], "failed", "{record:#}");
+    let error = record["turn"]["error"].as_str().unwrap();
+    assert!(error.contains("database is locked"), "{error}");
+    assert_eq!(record["turn"]["attempts"], 1, "{record:#}");
+    // its input can be retried
+    let (status, retried) = post(&url, &format!("/v1/turns/{turn}/retry"), json!({}), None).await;
+    assert_eq!(status, 200, "{retried}");
+    host.shutdown().await;
+}
