@@ -145,7 +145,9 @@ fn nonce(command: &Command) -> Option<&str> {
             action:
                 GroupCommand::Create { .. }
                 | GroupCommand::List { .. }
-                | GroupCommand::Transcript { .. },
+                | GroupCommand::Transcript { .. }
+                | GroupCommand::Members { .. }
+                | GroupCommand::Close { .. },
         }
         | Command::Run { .. }
         | Command::CheckConfig { .. }
@@ -190,7 +192,10 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
             args
         }
         Command::Group { action } => match action {
-            GroupCommand::Send { room, .. } | GroupCommand::Transcript { room, .. } => {
+            GroupCommand::Send { room, .. }
+            | GroupCommand::Transcript { room, .. }
+            | GroupCommand::Members { room, .. }
+            | GroupCommand::Close { room, .. } => {
                 vec![("room id", room)]
             }
             GroupCommand::Create { .. } | GroupCommand::List { .. } => Vec::new(),

@@ -1,5 +1,6 @@
 //! `botfleet group …`: create a room, post to it and print the public
-//! replies of the discussion the message starts, list rooms, read one.
+//! replies of the discussion the message starts, list rooms, read one,
+//! and (its owner) change its members or close it.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -75,6 +76,28 @@ pub enum GroupCommand {
         /// Room id.
         room: String,
         /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace a room's members (you must own the room; 2-6 bots, yours or
+    /// others' marked shareable). Discussions that start afterwards have
+    /// them; one already running finishes with the members it had.
+    Members {
+        /// Room id.
+        room: String,
+        /// The new member bot ids, comma-separated, in speaking order.
+        #[arg(value_delimiter = ',', required = true)]
+        members: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close a room you own: it takes no more messages; its timeline stays
+    /// readable.
+    Close {
+        /// Room id.
+        room: String,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -158,6 +181,47 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             }
             Ok(ExitCode::SUCCESS)
         }
+        GroupCommand::Members {
+            room,
+            members,
+            json,
+        } => {
+            let v = client
+                .put_ok(
+                    &format!("/v1/groups/{}/members", segment(room)),
+                    &json!({ "members": members }),
+                )
+                .await?;
+            if *json {
+                outln!("{}", super::terminal::json(&v));
+            } else {
+                outln!(
+                    "room {} now has {}{}",
+                    v["id"].as_str().unwrap_or(room),
+                    member_ids(&v).join(", "),
+                    if v["shared"] == json!(true) {
+                        " (shared)"
+                    } else {
+                        " (not shared)"
+                    }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GroupCommand::Close { room, json } => {
+            let v = client
+                .delete(&format!("/v1/groups/{}", segment(room)))
+                .await?;
+            if *json {
+                outln!("{}", super::terminal::json(&v));
+            } else {
+                outln!(
+                    "room {} is closed; its timeline stays readable (`botfleet group transcript {room}`)",
+                    v["id"].as_str().unwrap_or(room)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         GroupCommand::Transcript { room, json } => {
             for e in entries_after(client, room, 0).await? {
                 if *json {
@@ -169,6 +233,16 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The member ids of a room as the API shows it, in speaking order.
+fn member_ids(room: &Value) -> Vec<&str> {
+    room["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str())
+        .collect()
 }
 
 /// A timeline entry as one line for people, if it is one they read.

@@ -226,6 +226,24 @@ impl Client {
         Ok(body)
     }
 
+    /// PUT JSON; non-2xx answers are errors.
+    pub async fn put_ok(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .put(self.url(path)?)
+            .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        let (status, body) = self.check(resp).await?;
+        if !status.is_success() {
+            return Err(Self::describe_error(status, &body));
+        }
+        Ok(body)
+    }
+
     /// Sends a user message; returns the status and the admission record.
     pub async fn send_message(
         &self,

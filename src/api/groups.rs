@@ -1,6 +1,7 @@
 //! `/v1/groups`: group rooms — create, list, post a message, read the
-//! public timeline. The rules (who may add which bot, who may read a
-//! room, mentions, limits) are in `botfleet_actors::group`.
+//! public timeline, and (its owner) change its members or close it. The
+//! rules (who may add which bot, who may read a room, mentions, limits)
+//! are in `botfleet_actors::group`.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -39,8 +40,56 @@ impl From<GroupError> for ApiError {
             GroupError::Invalid(m) => ApiError::BadRequest(m),
             GroupError::NotFound(m) => ApiError::NotFound(m),
             GroupError::Conflict(m) => ApiError::Conflict(m),
+            // only the owner's routes refuse a user who sees the room, and
+            // they answer 403 themselves (`AdminError`); to any other route
+            // a room one may not use does not exist
+            GroupError::Forbidden(m) => ApiError::NotFound(m),
             GroupError::Store(s) => s.into(),
             GroupError::Actor(a) => a.into(),
+        }
+    }
+}
+
+/// An error of the routes only a room's owner may use: a member's owner,
+/// who reads a shared room, gets `403 forbidden` (in the API's error
+/// shape) rather than a `404` for a room they can see; everything else as
+/// [`ApiError`].
+#[derive(Debug)]
+pub(crate) enum AdminError {
+    /// The user may see the room but not change it.
+    Forbidden(String),
+    /// Any other error.
+    Api(ApiError),
+}
+
+impl From<ApiError> for AdminError {
+    fn from(e: ApiError) -> Self {
+        AdminError::Api(e)
+    }
+}
+
+impl From<GroupError> for AdminError {
+    fn from(e: GroupError) -> Self {
+        match e {
+            GroupError::Forbidden(m) => AdminError::Forbidden(m),
+            GroupError::Invalid(_)
+            | GroupError::NotFound(_)
+            | GroupError::Conflict(_)
+            | GroupError::Store(_)
+            | GroupError::Actor(_) => AdminError::Api(e.into()),
+        }
+    }
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        match self {
+            AdminError::Forbidden(message) => (
+                StatusCode::FORBIDDEN,
+                Json(json!({"error": {"code": "forbidden", "message": message}})),
+            )
+                .into_response(),
+            AdminError::Api(e) => e.into_response(),
         }
     }
 }
@@ -68,6 +117,7 @@ async fn room_json(state: &ApiState, room: &RoomRecord) -> Result<Value, ApiErro
         "session": session,
         "last_seq": last_seq,
         "created_at": room.created_at,
+        "closed_at": room.closed_at,
     }))
 }
 
@@ -106,14 +156,30 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    /// `true`: only rooms that are not closed.
+    #[serde(default)]
+    open: Option<bool>,
+}
+
 pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
-    _: NoQuery,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| {
+        ApiError::BadRequest(format!(
+            "{e}; use ?open=true for the rooms that are not closed, or no parameter for all"
+        ))
+    })?;
     let rooms = group::rooms_for(state.fleet.runtime(), &user.0).await?;
     let mut out = Vec::with_capacity(rooms.len());
     for r in &rooms {
+        if q.open == Some(true) && r.closed_at.is_some() {
+            continue;
+        }
         out.push(room_json(&state, r).await?);
     }
     Ok(Json(json!({ "groups": out })))
@@ -126,6 +192,46 @@ pub(crate) async fn get_one(
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    Ok(Json(room_json(&state, &room).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MembersBody {
+    members: Vec<String>,
+}
+
+/// `PUT /v1/groups/{group}/members`: the owner replaces the members.
+pub(crate) async fn set_members(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(room): Path<String>,
+    _: NoQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, AdminError> {
+    let body = read_body(body, state.limits.max_body_bytes)?;
+    // the room first: a stranger learns nothing from a body error
+    let record = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let parsed: MembersBody =
+        json_object(&body, "a member list", r#"{"members": ["bot-a", "bot-b"]}"#)?;
+    let room = group::set_members(
+        state.fleet.runtime(),
+        &user.0,
+        record.id.as_str(),
+        &parsed.members,
+    )
+    .await?;
+    Ok(Json(room_json(&state, &room).await?))
+}
+
+/// `DELETE /v1/groups/{group}`: the owner closes the room.
+pub(crate) async fn close(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(room): Path<String>,
+    _: NoQuery,
+) -> Result<Json<Value>, AdminError> {
+    let room = group::close_room(state.fleet.runtime(), &user.0, &room).await?;
     Ok(Json(room_json(&state, &room).await?))
 }
 

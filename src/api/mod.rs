@@ -109,6 +109,8 @@ fn table() -> Table {
         .get("/v1/groups", groups::list)
         .post("/v1/groups", groups::create)
         .get("/v1/groups/{group}", groups::get_one)
+        .delete("/v1/groups/{group}", groups::close)
+        .put("/v1/groups/{group}/members", groups::set_members)
         .post("/v1/groups/{group}/messages", groups::post_message)
         .get("/v1/groups/{group}/entries", groups::entries)
         .get("/v1/search", search::search)

@@ -88,6 +88,13 @@ pub(crate) struct Progress {
     pub cursors: BTreeMap<BotId, Cursor>,
     /// Per member: messages of its last turn the limits kept back.
     pub withheld: BTreeMap<BotId, u32>,
+    /// The room's members when the run started, in speaking order: the
+    /// machine's member indices point into this list, so a change of the
+    /// room's members (which applies to later runs) cannot make them name
+    /// other bots, also after a restart. `None` in checkpoints written
+    /// before members could change: the room's list then.
+    #[serde(default)]
+    pub members: Option<Vec<BotId>>,
 }
 
 /// Start arguments of a room's coordinator.
@@ -180,19 +187,7 @@ impl Actor for GroupActor {
             .get_room(&args.room)
             .await?
             .ok_or_else(|| format!("room {} is not registered", args.room))?;
-        let mut names = Vec::with_capacity(room.members.len());
-        let mut owners = Vec::with_capacity(room.members.len());
-        for id in &room.members {
-            let bot = store.get_bot(id).await?;
-            names.push(MemberName {
-                id: id.to_string(),
-                name: bot
-                    .as_ref()
-                    .map(|b| b.name.clone())
-                    .unwrap_or_else(|| id.to_string()),
-            });
-            owners.push(bot.map(|b| b.owner).unwrap_or_else(|| room.owner.clone()));
-        }
+        let (names, owners) = member_info(&args.rt, &room, &room.members).await?;
         let timeline = room.timeline().id();
         let entries = store.tail_entries(timeline, TAIL as i64 * 4).await?;
         let last_seq = entries.last().map(|e| e.seq).unwrap_or(0);
@@ -279,7 +274,60 @@ impl Actor for GroupActor {
     }
 }
 
+/// The display names and owners of `members` of `room` (a member without
+/// a bot record: its id, and the room's owner).
+async fn member_info(
+    rt: &Runtime,
+    room: &RoomRecord,
+    members: &[BotId],
+) -> Result<(Vec<MemberName>, Vec<UserId>), GroupError> {
+    let mut names = Vec::with_capacity(members.len());
+    let mut owners = Vec::with_capacity(members.len());
+    for id in members {
+        let bot = rt.store.get_bot(id).await?;
+        names.push(MemberName {
+            id: id.to_string(),
+            name: bot
+                .as_ref()
+                .map(|b| b.name.clone())
+                .unwrap_or_else(|| id.to_string()),
+        });
+        owners.push(bot.map(|b| b.owner).unwrap_or_else(|| room.owner.clone()));
+    }
+    Ok((names, owners))
+}
+
 impl GroupState {
+    /// Takes the room as stored now (its members may have changed since
+    /// the last run), for a run that starts.
+    pub(super) async fn reload_room(&mut self) -> Result<(), GroupError> {
+        if let Some(room) = self.rt.store.get_room(&self.room.id).await? {
+            let (names, owners) = member_info(&self.rt, &room, &room.members).await?;
+            self.rt.groups.note_shared(&room.id, room.shared);
+            self.room = room;
+            self.names = names;
+            self.owners = owners;
+        }
+        Ok(())
+    }
+
+    /// Runs with `members`, the list a resumed run started with, when the
+    /// room's members have changed since. Its turns run with the shared
+    /// surface if those members belong to more than one user.
+    pub(super) async fn use_members(&mut self, members: Vec<BotId>) -> Result<(), GroupError> {
+        if members == self.room.members {
+            return Ok(());
+        }
+        let (names, owners) = member_info(&self.rt, &self.room, &members).await?;
+        let shared = self.room.shared || owners.iter().any(|o| *o != self.room.owner);
+        self.rt.groups.note_shared(&self.room.id, shared);
+        self.room.members = members;
+        self.room.shared = shared;
+        self.names = names;
+        self.owners = owners;
+        Ok(())
+    }
+
     /// Does everything that can be done now: starts the next run, runs the
     /// machine, reads the awaited member's session. Returns when it must
     /// wait for a member's turn or has nothing left to do.

@@ -14,9 +14,15 @@ pub enum GroupError {
     /// No such room for this user (or no such bot to add).
     #[error("{0}")]
     NotFound(String),
-    /// The request conflicts with what exists (a room id that is taken).
+    /// The request conflicts with what exists (a room id that is taken, a
+    /// closed room).
     #[error("{0}")]
     Conflict(String),
+    /// The user may see the room but not change it (a member's owner in a
+    /// shared room: only the room's owner changes its members or closes
+    /// it).
+    #[error("{0}")]
+    Forbidden(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -29,7 +35,10 @@ impl GroupError {
     /// Whether the same request may succeed if tried again.
     pub fn is_retryable(&self) -> bool {
         match self {
-            GroupError::Invalid(_) | GroupError::NotFound(_) | GroupError::Conflict(_) => false,
+            GroupError::Invalid(_)
+            | GroupError::NotFound(_)
+            | GroupError::Conflict(_)
+            | GroupError::Forbidden(_) => false,
             GroupError::Store(e) => e.is_retryable(),
             GroupError::Actor(e) => e.is_retryable(),
         }

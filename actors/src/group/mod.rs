@@ -10,6 +10,7 @@
 //!
 //! - [`room`]: creating rooms, who may use them, posting a user message
 //!   (ledger + the run it starts, one transaction).
+//! - `admin`: the owner changes a room's members or closes it.
 //! - [`mentions`]: `@Name` / `@everyone` → who is addressed.
 //! - [`run`]: the pure state machine of one run (rounds, limits, order).
 //! - `member`: a member's turn input and reading the end of its turn.
@@ -31,6 +32,7 @@
 
 mod absent;
 mod actor;
+mod admin;
 mod error;
 mod failure;
 pub mod held;
@@ -45,6 +47,10 @@ pub use actor::GroupActor;
 pub use actor::GroupArgs;
 pub use actor::GroupMsg;
 pub use actor::GroupState;
+pub use admin::CLOSED_CODE;
+pub use admin::MEMBERS_CHANGED_CODE;
+pub use admin::close_room;
+pub use admin::set_members;
 pub use error::GroupError;
 pub use held::Floor;
 pub(crate) use member::is_input_author;

@@ -3,9 +3,11 @@
 //! Who may add which bot: a user adds their own bots, and other users'
 //! bots whose owner marked them `shareable = true` in fleet.toml (stored as
 //! `{"shareable": true}` in the bot's settings). A room whose members
-//! belong to more than one user is *shared*: decided here at creation, and
-//! again by the store's writer whenever a member's owner may have changed
-//! (fleet.toml gave it to another user), in the same transaction.
+//! belong to more than one user is *shared*: decided here at creation
+//! and when its owner changes its members (`admin.rs`, by the same
+//! `check_members`), and again by the store's writer whenever a
+//! member's owner may have changed (fleet.toml gave it to another user),
+//! in the same transaction.
 //!
 //! Who may use a room: its owner (the creating user) reads and posts; in a
 //! shared room, so does every user who owns one of its members — their
@@ -91,7 +93,6 @@ pub async fn create_room(
     user: &UserId,
     new: NewRoom,
 ) -> Result<RoomRecord, GroupError> {
-    let limits = Limits::default();
     let name = new.name.trim().to_owned();
     if name.is_empty() {
         return Err(GroupError::Invalid(
@@ -114,23 +115,74 @@ pub async fn create_room(
             format!("{e}; pass an `id` (or use such a name), e.g. \"standup\"")
         })
     })?;
-    if new.members.len() > limits.max_members {
+    let (members, shared) = check_members(rt, user, &new.members).await?;
+    if rt.store.get_room(&id).await?.is_some() {
+        return Err(taken(&id));
+    }
+    let now = rt.store.clock().now_ms();
+    let room = RoomRecord {
+        id: id.clone(),
+        name,
+        owner: user.clone(),
+        members,
+        shared,
+        created_at: now,
+        updated_at: now,
+        closed_at: None,
+    };
+    let key = room.timeline();
+    let session = SessionRecord {
+        id: key.id(),
+        key,
+        owner: user.clone(),
+        epoch: 0,
+        last_seq: 0,
+        created_at: now,
+    };
+    match rt
+        .store
+        .write(vec![
+            Mutation::CreateRoom(Box::new(room.clone())),
+            Mutation::EnsureSession(session),
+        ])
+        .await
+    {
+        Ok(_) => Ok(room),
+        // the store names the room that holds the id (perhaps in another
+        // case: ids ignore case)
+        Err(StoreError::Rejected(m)) => Err(GroupError::Conflict(m)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Checks a room's member list as given by `user` (creation, or a change
+/// of members): 2–6 existing bots, each listed once, each `user`'s own or
+/// another user's marked `shareable`, none that takes no turns, no two
+/// that answer to one mention. Returns the members in order and whether
+/// they make the room shared (some belong to another user).
+pub(super) async fn check_members(
+    rt: &Runtime,
+    user: &UserId,
+    given: &[String],
+) -> Result<(Vec<BotId>, bool), GroupError> {
+    let limits = Limits::default();
+    if given.len() > limits.max_members {
         return Err(GroupError::Invalid(format!(
             "a room has at most {} members; you gave {}. Split them into several rooms",
             limits.max_members,
-            new.members.len()
+            given.len()
         )));
     }
-    if new.members.len() < MIN_MEMBERS {
+    if given.len() < MIN_MEMBERS {
         return Err(GroupError::Invalid(format!(
             "a room needs at least {MIN_MEMBERS} members; you gave {}. Talk to a single bot directly instead",
-            new.members.len()
+            given.len()
         )));
     }
-    let mut members: Vec<BotId> = Vec::with_capacity(new.members.len());
-    let mut names: Vec<MemberName> = Vec::with_capacity(new.members.len());
+    let mut members: Vec<BotId> = Vec::with_capacity(given.len());
+    let mut names: Vec<MemberName> = Vec::with_capacity(given.len());
     let mut shared = false;
-    for raw in &new.members {
+    for raw in given {
         let raw = raw.trim();
         let id = BotId::new(raw).map_err(|e| {
             GroupError::Invalid(format!("member {}: {e}", botfleet_memory::quote_short(raw)))
@@ -192,42 +244,7 @@ pub async fn create_room(
         names.push(name);
         members.push(id);
     }
-    if rt.store.get_room(&id).await?.is_some() {
-        return Err(taken(&id));
-    }
-    let now = rt.store.clock().now_ms();
-    let room = RoomRecord {
-        id: id.clone(),
-        name,
-        owner: user.clone(),
-        members,
-        shared,
-        created_at: now,
-        updated_at: now,
-    };
-    let key = room.timeline();
-    let session = SessionRecord {
-        id: key.id(),
-        key,
-        owner: user.clone(),
-        epoch: 0,
-        last_seq: 0,
-        created_at: now,
-    };
-    match rt
-        .store
-        .write(vec![
-            Mutation::CreateRoom(Box::new(room.clone())),
-            Mutation::EnsureSession(session),
-        ])
-        .await
-    {
-        Ok(_) => Ok(room),
-        // the store names the room that holds the id (perhaps in another
-        // case: ids ignore case)
-        Err(StoreError::Rejected(m)) => Err(GroupError::Conflict(m)),
-        Err(e) => Err(e.into()),
-    }
+    Ok((members, shared))
 }
 
 fn taken(id: &RoomId) -> GroupError {
@@ -415,7 +432,7 @@ pub async fn post_message(
     };
     let state =
         serde_json::to_value(&state).map_err(|e| GroupError::Invalid(format!("run state: {e}")))?;
-    let outcome = match rt
+    let written = rt
         .store
         .write(vec![Mutation::AdmitToRoom {
             request: Box::new(request),
@@ -423,9 +440,23 @@ pub async fn post_message(
             state,
             notices,
         }])
-        .await?
-        .pop()
-    {
+        .await;
+    let written = match written {
+        Ok(results) => results,
+        // the writer refuses a new message to a room closed since it was
+        // read (its message says so); any other refusal is the store's
+        Err(StoreError::Rejected(m))
+            if rt
+                .store
+                .get_room(&room.id)
+                .await?
+                .is_some_and(|r| r.closed_at.is_some()) =>
+        {
+            return Err(GroupError::Conflict(m));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let outcome = match written.into_iter().next_back() {
         Some(MutationResult::Admitted(o)) => o,
         other => {
             return Err(

@@ -49,9 +49,12 @@ pub(crate) type Watches = Arc<DashMap<SessionId, ActorRef<GroupMsg>>>;
 pub struct GroupRegistry {
     supervisor: RwLock<Option<ActorRef<RoomsMsg>>>,
     watches: Watches,
-    /// Whether a room is shared, by room id. A room's members never change,
-    /// and their owners change only in fleet.toml: the start writes the
-    /// room's new `shared` with the bots, before this registry exists.
+    /// Whether a room's member turns run with the shared surface, by room
+    /// id. Members' owners change only in fleet.toml (the start writes the
+    /// room's new `shared` with the bots, before this registry exists);
+    /// members change through their owner ([`GroupRegistry::note_shared`],
+    /// by the change and by the coordinator when it takes up a
+    /// discussion).
     shared: DashMap<RoomId, bool>,
 }
 
@@ -95,6 +98,13 @@ impl GroupRegistry {
 
     pub(crate) fn watches(&self) -> &Watches {
         &self.watches
+    }
+
+    /// Sets whether member turns in `room` run with the shared surface,
+    /// from now on (its members changed, or its coordinator took up a
+    /// discussion whose members make it so).
+    pub(crate) fn note_shared(&self, room: &RoomId, shared: bool) {
+        self.shared.insert(room.clone(), shared);
     }
 
     /// Who runs a member's turn in room `room` (the peer of its group
@@ -383,6 +393,7 @@ mod tests {
             shared,
             created_at: 0,
             updated_at: 0,
+            closed_at: None,
         };
         store
             .write(vec![

@@ -64,8 +64,10 @@ impl GroupState {
                 }
             }
         };
-        match state.progress {
+        match &state.progress {
             None => {
+                // a run that starts has the room's members as they are now
+                self.reload_room().await?;
                 let indices = state
                     .selected
                     .iter()
@@ -75,10 +77,15 @@ impl GroupState {
                     run: Run::new(indices, self.limits),
                     cursors: self.cursors.clone(),
                     withheld: self.withheld.clone(),
+                    members: Some(self.room.members.clone()),
                 });
             }
-            Some(_) => {
+            Some(progress) => {
                 tracing::info!(room = %self.room.id, trigger_seq, "resuming an unfinished room run");
+                // it finishes with the members it started with
+                if let Some(members) = progress.members.clone() {
+                    self.use_members(members).await?;
+                }
             }
         }
         self.pending.clear();

@@ -250,6 +250,7 @@ async fn room_timelines_are_visible_to_members_only() {
         shared: false,
         created_at: 0,
         updated_at: 0,
+        closed_at: None,
     };
     w.fx.rt
         .store

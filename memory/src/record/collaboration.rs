@@ -21,7 +21,9 @@ pub struct RoomRecord {
     pub name: String,
     /// The user who created the room.
     pub owner: UserId,
-    /// Members in the fixed order they speak in.
+    /// Members in the order they speak in. The owner may replace them
+    /// (`PUT /v1/groups/{group}/members`); a discussion already running
+    /// keeps the members it started with.
     pub members: Vec<BotId>,
     /// Whether the members belong to more than one user.
     pub shared: bool,
@@ -29,6 +31,10 @@ pub struct RoomRecord {
     pub created_at: i64,
     /// Last change (ms).
     pub updated_at: i64,
+    /// When its owner closed it (ms), if closed: a closed room takes no
+    /// more messages and no member changes; its timeline stays readable.
+    #[serde(default)]
+    pub closed_at: Option<i64>,
 }
 
 impl RoomRecord {

@@ -199,7 +199,8 @@ pub enum Mutation {
     /// ledger. No inbox row is written (no bot runs a timeline; the room's
     /// coordinator does). On `accepted` the ledger row, the entry, the run
     /// it starts (with the coordinator's initial `state`) and `notices`
-    /// (appended right after it) are written together.
+    /// (appended right after it) are written together; an accepted
+    /// message to a closed room fails instead, rolling back its batch.
     AdmitToRoom {
         /// The admission (its session is the room's timeline).
         request: Box<AdmitRequest>,
@@ -210,6 +211,33 @@ pub enum Mutation {
         /// Entries appended after the message when it is accepted (e.g.
         /// the notice of unknown mentions).
         notices: Vec<NewEntry>,
+    },
+    /// Replace a room's members (and its `shared` flag) and append
+    /// `notice` (who joined and who left) to its timeline, together.
+    /// Answers `Count(1)`, or `Count(0)` with nothing written when the
+    /// members already are `to`. Fails, rolling back its batch, when the
+    /// room is closed or its members are no longer `from` (another change
+    /// landed since they were read).
+    SetRoomMembers {
+        /// The room.
+        room: crate::ids::RoomId,
+        /// The members the change was decided from.
+        from: Vec<BotId>,
+        /// The new members, in speaking order.
+        to: Vec<BotId>,
+        /// Whether the new members belong to more than one user.
+        shared: bool,
+        /// The timeline notice of the change.
+        notice: Box<NewEntry>,
+    },
+    /// Close a room and append `notice` to its timeline, together.
+    /// Answers `Count(1)`, or `Count(0)` with nothing written when it was
+    /// closed already.
+    CloseRoom {
+        /// The room.
+        room: crate::ids::RoomId,
+        /// The timeline notice of the close.
+        notice: Box<NewEntry>,
     },
     /// Replace a room run's status and coordinator state.
     SaveRoomRun {

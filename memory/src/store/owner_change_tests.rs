@@ -259,6 +259,7 @@ fn room(id: &str, members: &[&str], shared: bool) -> RoomRecord {
         shared,
         created_at: 0,
         updated_at: 0,
+        closed_at: None,
     }
 }
 

@@ -110,6 +110,86 @@ pub(crate) fn follow_member_owners(
     Ok(changed)
 }
 
+/// The refusal of a change to a closed room (`what` is refused).
+fn closed(room: &RoomId, what: &str) -> StoreError {
+    StoreError::Rejected(format!(
+        "the room is closed: {room} {what}. Its timeline stays readable; create a new room \
+         (POST /v1/groups) to go on"
+    ))
+}
+
+/// A room's members and close time, read in the writer's transaction.
+fn members_and_closed(conn: &Connection, room: &RoomId) -> Result<(Vec<BotId>, Option<i64>)> {
+    let row: Option<(String, Option<i64>)> = conn
+        .prepare_cached("SELECT members, closed_at FROM rooms WHERE id = ?1")?
+        .query_row(params![room.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((members, closed_at)) = row else {
+        return Err(StoreError::NotFound {
+            what: "room",
+            id: room.to_string(),
+        });
+    };
+    let members = serde_json::from_str(&members).map_err(|e| corrupt("rooms", e))?;
+    Ok((members, closed_at))
+}
+
+/// Refuses a message to a closed room. Checked in the writer's
+/// transaction, after the ledger accepted the message, so a message
+/// cannot slip in after the close commits (a retry of one sent before
+/// the close still answers `duplicate`).
+pub(crate) fn ensure_open(conn: &Connection, room: &RoomId) -> Result<()> {
+    match members_and_closed(conn, room)?.1 {
+        Some(_) => Err(closed(room, "takes no more messages")),
+        None => Ok(()),
+    }
+}
+
+/// Replaces a room's members with `to` (and its `shared` flag), if they
+/// are still `from`: the caller read `from` and wrote the notice of the
+/// change from it, so a change that landed in between is refused rather
+/// than described wrongly. `Ok(false)` when they already are `to`
+/// (nothing is written). Refused for a closed room.
+pub(crate) fn set_members(
+    conn: &Connection,
+    room: &RoomId,
+    from: &[BotId],
+    to: &[BotId],
+    shared: bool,
+    now: i64,
+) -> Result<bool> {
+    let (current, closed_at) = members_and_closed(conn, room)?;
+    if closed_at.is_some() {
+        return Err(closed(room, "takes no more member changes"));
+    }
+    if current == to {
+        return Ok(false);
+    }
+    if current != from {
+        return Err(StoreError::Rejected(format!(
+            "the members of room {room} changed while this change was made; read the room \
+             again (GET /v1/groups/{room}) and send the list again"
+        )));
+    }
+    let members = serde_json::to_string(to).map_err(|e| corrupt("rooms", e))?;
+    conn.prepare_cached(
+        "UPDATE rooms SET members = ?2, shared = ?3, updated_at = ?4 WHERE id = ?1",
+    )?
+    .execute(params![room.as_str(), members, shared, now])?;
+    Ok(true)
+}
+
+/// Closes a room. `Ok(false)` when it was already closed (its close time
+/// is kept).
+pub(crate) fn close_room(conn: &Connection, room: &RoomId, now: i64) -> Result<bool> {
+    if members_and_closed(conn, room)?.1.is_some() {
+        return Ok(false);
+    }
+    conn.prepare_cached("UPDATE rooms SET closed_at = ?2, updated_at = ?2 WHERE id = ?1")?
+        .execute(params![room.as_str(), now])?;
+    Ok(true)
+}
+
 /// Inserts the run a user message started (the message is `trigger_seq` of
 /// the room timeline).
 pub(crate) fn insert_run(
@@ -159,7 +239,7 @@ pub(crate) fn save_run(
 
 // ---- reads ----
 
-const ROOM_COLUMNS: &str = "id, name, owner, members, shared, created_at, updated_at";
+const ROOM_COLUMNS: &str = "id, name, owner, members, shared, created_at, updated_at, closed_at";
 
 fn query_rooms(
     conn: &Connection,
@@ -176,11 +256,12 @@ fn query_rooms(
             r.get::<_, bool>(4)?,
             r.get::<_, i64>(5)?,
             r.get::<_, i64>(6)?,
+            r.get::<_, Option<i64>>(7)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, name, owner, members, shared, created_at, updated_at) = row?;
+        let (id, name, owner, members, shared, created_at, updated_at, closed_at) = row?;
         out.push(RoomRecord {
             id: RoomId::new(id)?,
             name,
@@ -190,6 +271,7 @@ fn query_rooms(
             shared,
             created_at,
             updated_at,
+            closed_at,
         });
     }
     Ok(out)
@@ -287,3 +369,7 @@ pub(crate) fn rooms_with_open_runs(conn: &Connection) -> Result<Vec<RoomId>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "rooms_tests.rs"]
+mod tests;

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_ledger_nonce_time.sql"),
     include_str!("migrations/0011_turn_counts.sql"),
     include_str!("migrations/0012_extractions_owed.sql"),
+    include_str!("migrations/0013_room_closed.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

@@ -356,12 +356,33 @@ impl Writer {
             } => {
                 let outcome = self.admit(request, now, touched, false)?;
                 if let AdmitOutcome::Accepted(rec) = &outcome {
+                    rooms::ensure_open(&self.conn, room)?;
                     rooms::insert_run(&self.conn, room, rec.seq, state, now)?;
                     for notice in notices {
                         self.append(notice, now, touched)?;
                     }
                 }
                 Ok(MutationResult::Admitted(outcome))
+            }
+            Mutation::SetRoomMembers {
+                room,
+                from,
+                to,
+                shared,
+                notice,
+            } => {
+                let changed = rooms::set_members(&self.conn, room, from, to, *shared, now)?;
+                if changed {
+                    self.append(notice, now, touched)?;
+                }
+                Ok(MutationResult::Count(usize::from(changed)))
+            }
+            Mutation::CloseRoom { room, notice } => {
+                let closed = rooms::close_room(&self.conn, room, now)?;
+                if closed {
+                    self.append(notice, now, touched)?;
+                }
+                Ok(MutationResult::Count(usize::from(closed)))
             }
             Mutation::SaveRoomRun {
                 room,

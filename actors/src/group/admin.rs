@@ -1,0 +1,194 @@
+//! Managing a room: its owner replaces its members or closes it.
+//!
+//! Only the room's owner may: a user who cannot see the room is told it
+//! does not exist (as for every room route), and a member's owner who reads
+//! a shared room is told only its owner may change it.
+//!
+//! A change of members commits with a `members_changed` notice in the
+//! timeline (who joined, who left), so everyone reading the room sees it.
+//! It applies to discussions that start after it: a discussion already
+//! running keeps the members it started with (its checkpoint lists them,
+//! `actor.rs`), so its member indices never point at another bot. A
+//! removed member's own session of the room is kept (its owner reads it).
+//!
+//! A closed room keeps everything (timeline, runs, member sessions) and
+//! takes no more messages or member changes; the writer checks it in the
+//! transaction of each message. A discussion running at the close, and
+//! those of messages posted before it, still run to their end: they were
+//! asked for while the room was open, and cutting one off would leave its
+//! member turns half-published.
+
+use botfleet_memory::BotId;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewEntry;
+use botfleet_memory::RoomRecord;
+use botfleet_memory::StoreError;
+use botfleet_memory::UserId;
+
+use super::error::GroupError;
+use super::room::check_members;
+use super::room::room_for;
+use crate::runtime::Runtime;
+
+/// Code of the timeline notice of a change of members.
+pub const MEMBERS_CHANGED_CODE: &str = "members_changed";
+/// Code of the timeline notice of a room's close.
+pub const CLOSED_CODE: &str = "room_closed";
+
+/// The room `room` if `user` owns it: `NotFound` when they cannot see it,
+/// `Forbidden` when they read it as a member's owner.
+async fn owned_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
+    let record = room_for(rt, user, room).await?;
+    if record.owner != *user {
+        return Err(GroupError::Forbidden(format!(
+            "only the room's owner ({}) may change its members or close it; ask them",
+            record.owner
+        )));
+    }
+    Ok(record)
+}
+
+/// `Name (@id)` of each bot, from its record (the id alone without one).
+async fn labels(rt: &Runtime, ids: &[BotId]) -> Result<Vec<String>, GroupError> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.push(match rt.store.get_bot(id).await? {
+            Some(b) => format!("{} (@{id})", b.name),
+            None => format!("@{id}"),
+        });
+    }
+    Ok(out)
+}
+
+/// The text of the `members_changed` notice.
+async fn members_text(
+    rt: &Runtime,
+    user: &UserId,
+    from: &[BotId],
+    to: &[BotId],
+) -> Result<String, GroupError> {
+    let joined: Vec<BotId> = to.iter().filter(|m| !from.contains(m)).cloned().collect();
+    let left: Vec<BotId> = from.iter().filter(|m| !to.contains(m)).cloned().collect();
+    let mut parts = Vec::new();
+    if !joined.is_empty() {
+        parts.push(format!("joined: {}", labels(rt, &joined).await?.join(", ")));
+    }
+    if !left.is_empty() {
+        parts.push(format!("left: {}", labels(rt, &left).await?.join(", ")));
+    }
+    if parts.is_empty() {
+        parts.push("same members, new speaking order".into());
+    }
+    Ok(format!(
+        "{user} changed the members of this room ({}). Members now, in speaking order: {}. \
+         Discussions that start from now on have them; one already running finishes with \
+         the members it had.",
+        parts.join("; "),
+        labels(rt, to).await?.join(", ")
+    ))
+}
+
+/// Replaces the members of `room` with `members` (same rules as at
+/// creation, [`check_members`]) and answers the room. The same list again
+/// writes nothing.
+pub async fn set_members(
+    rt: &Runtime,
+    user: &UserId,
+    room: &str,
+    members: &[String],
+) -> Result<RoomRecord, GroupError> {
+    let record = owned_room(rt, user, room).await?;
+    if record.closed_at.is_some() {
+        return Err(closed(&record));
+    }
+    let (to, shared) = check_members(rt, user, members).await?;
+    if to == record.members {
+        return Ok(record);
+    }
+    let notice = NewEntry {
+        id: EntryId::new_v7(),
+        session: record.timeline().id(),
+        author: "system".into(),
+        turn: None,
+        kind: EntryKind::Notice {
+            code: MEMBERS_CHANGED_CODE.into(),
+            text: members_text(rt, user, &record.members, &to).await?,
+            retry_turn: None,
+        },
+    };
+    let written = rt
+        .store
+        .write(vec![Mutation::SetRoomMembers {
+            room: record.id.clone(),
+            from: record.members.clone(),
+            to,
+            shared,
+            notice: Box::new(notice),
+        }])
+        .await;
+    match written {
+        Ok(_) => {}
+        // closed, or changed by another request since it was read: the
+        // store's message says which and what to do
+        Err(StoreError::Rejected(m)) => return Err(GroupError::Conflict(m)),
+        Err(e) => return Err(e.into()),
+    }
+    // a discussion that is running (or waiting to start) may still run a
+    // member of the old list: its turns keep the stricter surface until
+    // the room's coordinator takes up a discussion with the new members
+    let running = !rt.store.open_room_runs(&record.id).await?.is_empty();
+    rt.groups
+        .note_shared(&record.id, shared || (running && record.shared));
+    reread(rt, &record).await
+}
+
+/// Closes `room` and answers it. Closing a closed room changes nothing.
+pub async fn close_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
+    let record = owned_room(rt, user, room).await?;
+    if record.closed_at.is_some() {
+        return Ok(record);
+    }
+    let notice = NewEntry {
+        id: EntryId::new_v7(),
+        session: record.timeline().id(),
+        author: "system".into(),
+        turn: None,
+        kind: EntryKind::Notice {
+            code: CLOSED_CODE.into(),
+            text: format!(
+                "{user} closed this room: it takes no more messages. Its timeline stays \
+                 readable and searchable; a discussion already running finishes. Create a new \
+                 room to go on."
+            ),
+            retry_turn: None,
+        },
+    };
+    rt.store
+        .write(vec![Mutation::CloseRoom {
+            room: record.id.clone(),
+            notice: Box::new(notice),
+        }])
+        .await?;
+    reread(rt, &record).await
+}
+
+/// The refusal of a change to a closed room.
+fn closed(room: &RoomRecord) -> GroupError {
+    GroupError::Conflict(format!(
+        "the room is closed: {} takes no more member changes. Its timeline stays readable; \
+         create a new room (POST /v1/groups) to go on",
+        room.id
+    ))
+}
+
+/// The room as stored after a change.
+async fn reread(rt: &Runtime, room: &RoomRecord) -> Result<RoomRecord, GroupError> {
+    rt.store.get_room(&room.id).await?.ok_or_else(|| {
+        GroupError::NotFound(format!(
+            "room {} is gone; list your rooms with GET /v1/groups",
+            room.id
+        ))
+    })
+}
