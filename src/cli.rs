@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use anyhow::bail;
 use clap::Parser;
 use clap::Subcommand;
 use serde_json::json;
@@ -230,6 +229,31 @@ fn not_for_host_commands(id: &'static str) -> clap::Arg {
     clap::Arg::new(id).long(id).hide(true)
 }
 
+/// Parses the process's command line as [`Cli`], exiting as clap does on
+/// a usage error. `--host` given to `run` is one: it says where the CLI
+/// connects to a host, and `run` is the host (it listens where `--listen`
+/// or the fleet's `host.listen` says), so the flag would be silently
+/// ignored. `BOTFLEET_HOST` in the environment is no error: it is set for
+/// the CLI's other commands.
+pub fn parse() -> Cli {
+    use clap::CommandFactory as _;
+    use clap::FromArgMatches as _;
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let host_typed = matches.value_source("host") == Some(clap::parser::ValueSource::CommandLine);
+    if host_typed && matches!(cli.command, Command::Run { .. }) {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--host is where the CLI's commands connect to a running host; `run` starts \
+                 one: give the address it listens on with --listen (e.g. botfleet run --listen \
+                 127.0.0.1:7878)",
+            )
+            .exit();
+    }
+    cli
+}
+
 /// Exit codes (`send` and `group send` document theirs in `--help`). 2 is
 /// clap's, for a usage error; a turn's outcomes come after it.
 mod exit {
@@ -273,12 +297,9 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
 /// A client for the host of `cli`, once its arguments are checked
 /// ([`args`]): a token, an address and ids that a request can carry.
 fn client(cli: &Cli) -> anyhow::Result<Client> {
-    let Some(token) = cli.token.as_deref().filter(|t| !t.is_empty()) else {
-        bail!(
-            "no token: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice has token alice-secret)"
-        );
-    };
+    let token = args::require_token(cli.token.as_deref())?;
     args::check_host(&cli.host)?;
+    args::check_address(&cli.host)?;
     args::check_token(token)?;
     args::check_command(&cli.command)?;
     Client::new(&cli.host, token)

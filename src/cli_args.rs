@@ -10,6 +10,7 @@ use reqwest::header::HeaderValue;
 
 use super::Command;
 use super::GroupCommand;
+use crate::api::MAX_KEY_LEN;
 use crate::client::segment;
 
 /// The most a URL may hold (the `http` crate's limit on a request's URI).
@@ -52,6 +53,26 @@ pub(super) fn check_host(host: &str) -> Result<(), BadInput> {
     )))
 }
 
+/// Refuses a `--host` that is no http(s) address (`ftp://x`, a port out
+/// of range, nothing): no request can go there, so it is a usage error,
+/// not a failed request.
+pub(super) fn check_address(host: &str) -> Result<(), BadInput> {
+    crate::client::base_url(host)
+        .map(drop)
+        .map_err(|e| BadInput(format!("{e:#}")))
+}
+
+/// Refuses a missing or empty token before anything is sent.
+pub(super) fn require_token(token: Option<&str>) -> Result<&str, BadInput> {
+    token.filter(|t| !t.is_empty()).ok_or_else(|| {
+        BadInput(
+            "no token: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice \
+             has token alice-secret)"
+                .to_owned(),
+        )
+    })
+}
+
 /// Refuses a token that cannot go in the `Authorization` header (it is
 /// not repeated: it is a secret).
 pub(super) fn check_token(token: &str) -> Result<(), BadInput> {
@@ -69,15 +90,23 @@ pub(super) fn check_token(token: &str) -> Result<(), BadInput> {
 /// `--nonce` that cannot go in the `Idempotency-Key` header, and ids or
 /// query text too long for a URL (named, the longest first).
 pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
-    if let Some(nonce) = nonce(command)
-        && HeaderValue::from_str(nonce).is_err()
-    {
-        return Err(BadInput(
-            "the --nonce contains characters not allowed in an HTTP header (a newline or \
-             another control character)"
-                .to_owned(),
-        ));
+    if let Some(nonce) = nonce(command) {
+        if HeaderValue::from_str(nonce).is_err() {
+            return Err(BadInput(
+                "the --nonce contains characters not allowed in an HTTP header (a newline or \
+                 another control character)"
+                    .to_owned(),
+            ));
+        }
+        if nonce.is_empty() || nonce.len() > MAX_KEY_LEN {
+            return Err(BadInput(format!(
+                "the --nonce must be 1-{MAX_KEY_LEN} bytes (it is {}); leave it out for a \
+                 fresh one",
+                nonce.len()
+            )));
+        }
     }
+    check_member_lists(command)?;
     let arguments = in_url(command);
     for (what, value) in &arguments {
         check_id_length(what, value)?;
@@ -133,6 +162,46 @@ fn check_id_length(what: &str, value: &str) -> Result<(), BadInput> {
     Err(BadInput(format!(
         "the {what} is too long to send: {chars} characters (it begins {start:?}), where {rule}"
     )))
+}
+
+/// Refuses an empty id in a member list (`--members ''`, `a,,b`, a
+/// trailing comma): sent, it reads as a bot named nothing, and the host's
+/// count of members is not what the user typed.
+fn check_member_lists(command: &Command) -> Result<(), BadInput> {
+    let members = match command {
+        Command::Group {
+            action: GroupCommand::Create { members, .. } | GroupCommand::Members { members, .. },
+        } => members,
+        Command::Group {
+            action:
+                GroupCommand::Send { .. }
+                | GroupCommand::List { .. }
+                | GroupCommand::Transcript { .. }
+                | GroupCommand::Close { .. },
+        }
+        | Command::Run { .. }
+        | Command::CheckConfig { .. }
+        | Command::Send { .. }
+        | Command::Transcript { .. }
+        | Command::Bots { .. }
+        | Command::Retry { .. }
+        | Command::Memory { .. }
+        | Command::Forget { .. }
+        | Command::Cancel { .. }
+        | Command::Approvals { .. }
+        | Command::Approve { .. }
+        | Command::Deny { .. }
+        | Command::Search { .. }
+        | Command::Reindex { .. } => return Ok(()),
+    };
+    match members.iter().position(|m| m.trim().is_empty()) {
+        None => Ok(()),
+        Some(at) => Err(BadInput(format!(
+            "member {} of the list is empty; give bot ids separated by commas, with nothing \
+             between two commas or after the last (e.g. a,b)",
+            at + 1
+        ))),
+    }
 }
 
 fn nonce(command: &Command) -> Option<&str> {

@@ -67,7 +67,7 @@ pub fn segment(value: &str) -> String {
 
 /// The base URL of the host at `address`: `http://HOST:PORT` (or
 /// `https://`) as given, or a bare `HOST:PORT` with `http://` put in front.
-fn base_url(address: &str) -> anyhow::Result<String> {
+pub(crate) fn base_url(address: &str) -> anyhow::Result<String> {
     let address = address.trim().trim_end_matches('/');
     let base = if address.contains("://") {
         address.to_owned()

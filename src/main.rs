@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc instead of glibc's malloc: the turn engine and the store writer
@@ -13,7 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     quiet_broken_pipe();
-    let cli = botfleet::cli::Cli::parse();
+    let cli = botfleet::cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| {
             EnvFilter::new("warn,botfleet=info,botfleet_actors=info,botfleet_memory=info")

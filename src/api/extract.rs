@@ -63,7 +63,7 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
 }
 
 /// Longest `Idempotency-Key` accepted.
-const MAX_KEY_LEN: usize = 200;
+pub(crate) const MAX_KEY_LEN: usize = 200;
 
 /// The value of header `name` (as people spell it: `Authorization`), or
 /// `None` when the request does not send it. Sent more than once it is

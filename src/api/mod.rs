@@ -27,6 +27,7 @@ use botfleet_memory::BotRecord;
 pub use auth::AuthUser;
 pub use auth::Tokens;
 pub use error::ApiError;
+pub(crate) use extract::MAX_KEY_LEN;
 pub use hooks::HookSecret;
 pub use hooks::Hooks;
 pub use hooks::sign as sign_hook;

@@ -237,6 +237,90 @@ async fn arguments_no_request_can_carry_are_usage_errors() {
     host.shutdown().await;
 }
 
+/// Regression: an address no request can go to (`ftp://x`, a port out of
+/// range, nothing), no token, an empty `--nonce`, an empty member id and
+/// `--host` given to `run` were errors with status 1 ("not sent"), or
+/// were sent (an empty member read as a bot named nothing: "at least 2
+/// members; you gave 1"), or were ignored (`run --host` listened on the
+/// fleet's address). Each is a usage error (2) naming what to change.
+#[tokio::test]
+async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
+    let run = |args: &[&str], envs: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(args)
+            .env_remove("BOTFLEET_HOST")
+            .env_remove("BOTFLEET_TOKEN");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let token = [("BOTFLEET_TOKEN", TOKEN)];
+    for (args, envs, says) in [
+        (
+            vec!["--host", "ftp://x", "send", "r", "hi"],
+            &token[..],
+            "is not an http(s) address",
+        ),
+        (
+            vec!["--host", "nohost:99999", "bots"],
+            &token[..],
+            "invalid port number",
+        ),
+        (vec!["--host", "", "bots"], &token[..], "empty host"),
+        (vec!["bots"], &[][..], "no token: pass --token"),
+        (
+            vec!["--token", "", "bots"],
+            &[][..],
+            "no token: pass --token",
+        ),
+        (
+            vec!["send", "r", "hi", "--nonce", ""],
+            &token[..],
+            "the --nonce must be 1-200 bytes (it is 0)",
+        ),
+        (
+            vec!["group", "create", "y", "--members", ""],
+            &token[..],
+            "member 1 of the list is empty",
+        ),
+        (
+            vec!["group", "members", "y", "a,,b"],
+            &token[..],
+            "member 2 of the list is empty",
+        ),
+        (
+            vec!["--host", "127.0.0.1:1", "run", "--fleet", "none.toml"],
+            &[][..],
+            "give the address it listens on with --listen",
+        ),
+        (
+            vec!["run", "--host", "127.0.0.1:1", "--fleet", "none.toml"],
+            &[][..],
+            "give the address it listens on with --listen",
+        ),
+    ] {
+        let (code, err) = run(&args, envs);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let long_nonce = "k".repeat(201);
+    let (code, err) = run(&["send", "r", "hi", "--nonce", &long_nonce], &token);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("(it is 201)"), "{err}");
+    // BOTFLEET_HOST, set for the other commands, does not stop `run`
+    let (code, err) = run(
+        &["run", "--fleet", "none.toml"],
+        &[("BOTFLEET_HOST", "127.0.0.1:1")],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("none.toml"), "{err}");
+}
+
 /// Regression: `--host http://…/v1` was taken, and every request got 404
 /// "no such route" (the CLI puts `/v1/…` after the address). It is
 /// refused naming the base URL to give instead, from `BOTFLEET_HOST` too.

@@ -222,6 +222,15 @@ async fn not_found_hints_name_the_route_and_the_command() {
         err.contains("list your bots with GET /v1/bots or `botfleet bots`"),
         "{err}"
     );
+    // a room (the group routes and `botfleet group`)
+    let (status, v) = host.get("/v1/groups/noroom", TOKEN).await;
+    assert_eq!(status, 404, "{v}");
+    let (code, _, err) = cli(&["group", "send", "noroom", "hi"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("list your rooms with GET /v1/groups or `botfleet group list`"),
+        "{err}"
+    );
     // a bot the scheduler does not know (the routines routes)
     let (status, v) = host.get("/v1/bots/nobot/routines", TOKEN).await;
     assert_eq!(status, 404, "{v}");

@@ -187,7 +187,7 @@ fn closed(room: &RoomRecord) -> GroupError {
 async fn reread(rt: &Runtime, room: &RoomRecord) -> Result<RoomRecord, GroupError> {
     rt.store.get_room(&room.id).await?.ok_or_else(|| {
         GroupError::NotFound(format!(
-            "room {} is gone; list your rooms with GET /v1/groups",
+            "room {} is gone; list your rooms with GET /v1/groups or `botfleet group list`",
             room.id
         ))
     })

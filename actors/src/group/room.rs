@@ -226,7 +226,7 @@ pub(super) async fn check_members(
             _ => {
                 return Err(GroupError::NotFound(format!(
                     "no bot \"{id}\" you may add: add your own bots, or other users' bots marked \
-                     `shareable = true`; list yours with GET /v1/bots"
+                     `shareable = true`; list yours with GET /v1/bots or `botfleet bots`"
                 )));
             }
         }
@@ -255,7 +255,7 @@ fn taken(id: &RoomId) -> GroupError {
 
 fn not_found(room: &str) -> GroupError {
     GroupError::NotFound(format!(
-        "no room {} for you; list your rooms with GET /v1/groups",
+        "no room {} for you; list your rooms with GET /v1/groups or `botfleet group list`",
         botfleet_memory::quote_short(room)
     ))
 }

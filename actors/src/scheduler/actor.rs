@@ -121,7 +121,7 @@ pub enum SchedulerError {
         name: String,
     },
     /// No such bot.
-    #[error("no bot \"{0}\"; list bots with GET /v1/bots")]
+    #[error("no bot \"{0}\"; list bots with GET /v1/bots or `botfleet bots`")]
     UnknownBot(BotId),
     /// The runtime failed.
     #[error(transparent)]

@@ -168,7 +168,7 @@ pub(crate) fn set_members(
     if current != from {
         return Err(StoreError::Rejected(format!(
             "the members of room {room} changed while this change was made; read the room \
-             again (GET /v1/groups/{room}) and send the list again"
+             again (GET /v1/groups/{room} or `botfleet group list`) and send the list again"
         )));
     }
     let members = serde_json::to_string(to).map_err(|e| corrupt("rooms", e))?;
