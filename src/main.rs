@@ -18,6 +18,13 @@ fn main() -> ExitCode {
             EnvFilter::new("warn,botfleet=info,botfleet_actors=info,botfleet_memory=info")
         }))
         .with_writer(std::io::stderr)
+        // a log line that cannot be written (stderr redirected to a file on
+        // a full disk) is dropped; by default the subscriber reports that
+        // with `eprintln!`, which panics when stderr fails, and the panic
+        // took down whichever thread logged: the store's writer, logging
+        // the refused write, so the host stopped storing anything until a
+        // restart, though the disk had space again
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

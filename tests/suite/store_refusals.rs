@@ -350,3 +350,80 @@ async fn a_cancel_while_the_store_refuses_writes_fails_the_waiting_turn_with_its
     assert_eq!(status, 200, "{retried}");
     host.shutdown().await;
 }
+
+/// Regression: with the host's log redirected to a file on the disk that
+/// failed (`botfleet run 2>host.log`, the data directory beside it), the
+/// store's writer logged the refused write, the log line could not be
+/// written, the log subscriber reported that with `eprintln!`, which
+/// panics when stderr fails, and the writer thread died: the message got
+/// no answer at all (the connection dropped), and once the disk worked
+/// again every write failed with "the store writer has stopped; restart
+/// the host". A log line that cannot be written is now dropped.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_log_file_on_the_failing_disk_does_not_stop_the_store() {
+    let fleet = fleet();
+    let config = fleet.write();
+    let log_path = fleet.path().join("host.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let listen = url.trim_start_matches("http://").to_owned();
+    let mut host = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; exec "$0" run --fleet "$1" --listen "$2""#)
+        .arg(BIN)
+        .arg(&config)
+        .arg(&listen)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log_file))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = host.id().unwrap();
+    poll(30, async || {
+        let up = reqwest::get(format!("{url}/healthz"))
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        up.then_some(Value::Null)
+            .ok_or_else(|| "the host did not start".into())
+    })
+    .await;
+    let path = "/v1/bots/a1/messages";
+    let (status, v) = post(&url, path, json!({"text": "before"}), Some("k0")).await;
+    assert_eq!(status, 202, "{v}");
+    // the log file has grown past 1 byte: every write of the host fails
+    limit_file_size(pid, "1");
+    let resp = reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .bearer_auth(TOKEN)
+        .header("Idempotency-Key", "k1")
+        .json(&json!({"text": "during"}))
+        .send()
+        .await
+        .expect("the host answers while its disk fails");
+    assert_eq!(resp.status().as_u16(), 503, "{:?}", resp.text().await);
+    limit_file_size(pid, "unlimited");
+    let (status, v) = post(&url, path, json!({"text": "after"}), Some("k1")).await;
+    assert_eq!(status, 202, "the store takes writes again: {v}");
+    let session = v["session"].as_str().unwrap().to_owned();
+    poll(30, async || {
+        let es = entries(&url, &session).await;
+        es.iter()
+            .find(|e| {
+                e["kind"] == "delivery" && e["text"].as_str().is_some_and(|t| t.contains("after"))
+            })
+            .cloned()
+            .ok_or_else(|| format!("no answer to \"after\" yet: {es:?}"))
+    })
+    .await;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let exited = tokio::time::timeout(Duration::from_secs(20), host.wait()).await;
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(
+        exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
+        "the host did not stop cleanly; log:\n{log}"
+    );
+    assert!(!log.contains("panicked at"), "{log}");
+}
