@@ -80,11 +80,39 @@ pub enum StoreError {
     /// A blocking read task panicked or was cancelled.
     #[error("store reader task failed: {0}")]
     Reader(String),
+    /// The disk holding the store is full (SQLite's `SQLITE_FULL`): the
+    /// transaction was rolled back, nothing of it was saved.
+    #[error(
+        "the disk holding the store is full ({detail}); free disk space in the host's data directory, then retry (nothing was saved)"
+    )]
+    DiskFull {
+        /// SQLite's message.
+        detail: String,
+    },
+    /// The disk failed a read or a write (SQLite's `SQLITE_IOERR`): the
+    /// transaction was rolled back, nothing of it was saved.
+    #[error(
+        "the disk holding the store failed a read or write ({detail}); check the disk (the system log says more), then retry (nothing was saved)"
+    )]
+    DiskIo {
+        /// SQLite's message.
+        detail: String,
+    },
 }
 
+/// A full disk and a failing disk get their own variants, so callers (the
+/// API's `507`) can tell the user what to do without matching messages.
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Sqlite(e)
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull {
+                detail: e.to_string(),
+            },
+            Some(rusqlite::ErrorCode::SystemIoFailure) => StoreError::DiskIo {
+                detail: e.to_string(),
+            },
+            _ => StoreError::Sqlite(e),
+        }
     }
 }
 
@@ -105,7 +133,10 @@ impl StoreError {
             | StoreError::NotFound { .. }
             | StoreError::Rejected(_)
             | StoreError::Taken { .. }
-            | StoreError::Id(_) => false,
+            | StoreError::Id(_)
+            // an immediate retry finds the disk as full or as broken
+            | StoreError::DiskFull { .. }
+            | StoreError::DiskIo { .. } => false,
         }
     }
 }

@@ -38,6 +38,12 @@ pub enum ApiError {
     /// The host cannot serve now; retry later.
     #[error("{0}")]
     Unavailable(String),
+    /// The host's data directory is full: nothing was saved.
+    #[error("{0}")]
+    StorageFull(String),
+    /// The host's disk failed a read or write: nothing was saved.
+    #[error("{0}")]
+    StorageError(String),
     /// A bug or a broken store.
     #[error("{0}")]
     Internal(String),
@@ -53,6 +59,8 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::StorageFull(_) => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
+            ApiError::StorageError(_) => (StatusCode::SERVICE_UNAVAILABLE, "storage_error"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -74,11 +82,33 @@ impl IntoResponse for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        // the store rolled the write back: the same key admits it later
+        if let StoreError::DiskFull { .. } = e {
+            return ApiError::StorageFull(
+                "the host's data directory is full: free disk space, then send again with the same Idempotency-Key (nothing was saved)".into(),
+            );
+        }
+        if let StoreError::DiskIo { detail } = &e {
+            return ApiError::StorageError(format!(
+                "the host's disk failed a read or write ({detail}): check the disk and the host's log, then send again with the same Idempotency-Key (nothing was saved)"
+            ));
+        }
         if e.is_retryable() {
             ApiError::Unavailable(format!("the store is busy ({e}); retry shortly"))
         } else {
             ApiError::Internal(format!("store error: {e}"))
         }
+    }
+}
+
+impl ApiError {
+    /// The `404` for a bot the user may not use: one that does not exist
+    /// and another user's read alike, so ids do not leak across users. It
+    /// names both ways to list one's bots, as the CLI passes it on.
+    pub(crate) fn no_such_bot(bot: &str) -> Self {
+        ApiError::NotFound(format!(
+            "no bot {bot:?} for you; list your bots with GET /v1/bots or `botfleet bots`"
+        ))
     }
 }
 
@@ -96,14 +126,7 @@ impl From<ActorError> for ApiError {
         }
     }
 }
-impl ApiError {
-    /// The `404` for a bot the user may not use: one that does not exist
-    /// and another user's read alike, so ids do not leak across users. It
-    /// names both ways to list one's bots, as the CLI passes it on.
-    pub(crate) fn no_such_bot(bot: &str) -> Self {
-        ApiError::NotFound(format!(
-            "no bot {bot:?} for you; list your bots with GET /v1/bots or `botfleet bots`"
-        ))
-    }
-}
 
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

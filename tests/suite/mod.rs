@@ -34,6 +34,7 @@ mod loops;
 mod memory;
 mod memory_restart;
 mod memory_update;
+mod mirror_repair;
 mod newuser;
 mod openai_credentials;
 mod openai_edges;

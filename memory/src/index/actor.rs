@@ -42,7 +42,8 @@ use super::feed::Feed;
 use super::feed::Resolved;
 use super::feed::Sink;
 use super::feed::blocking;
-use super::jsonl_mirror::JsonlMirror;
+use super::repair::Fresh;
+use super::repair::drop_stale;
 use super::search::TranscriptIndex;
 use super::writer::IndexOptions;
 use super::writer::IndexProgress;
@@ -87,6 +88,10 @@ pub enum IndexerMsg {
 
 /// State of a running [`IndexerActor`].
 pub struct IndexerState {
+    /// The index written (its directory is checked when writes fail).
+    index: TranscriptIndex,
+    /// Whether the deletion of the index directory was logged.
+    index_gone_told: bool,
     /// The writer side; `None` only while a batch runs in the blocking pool
     /// or after such a task panicked.
     sink: Option<Sink>,
@@ -129,7 +134,7 @@ impl Actor for IndexerActor {
         args: IndexerArgs,
     ) -> Result<IndexerState, ActorProcessingErr> {
         let indexer = Indexer::open(&args.index, args.options.clone())?;
-        let mirror = args.mirror_root.map(JsonlMirror::open).transpose()?;
+        let Fresh { indexer, mirror } = drop_stale(indexer, args.mirror_root, &args.store).await?;
         let sink = Sink { indexer, mirror };
         tracing::info!(
             dir = %args.index.dir().display(),
@@ -140,6 +145,8 @@ impl Actor for IndexerActor {
         let signals = forward_signals(&args.store, myself.clone(), catch_up_queued.clone());
         myself.send_message(IndexerMsg::CatchUp)?;
         Ok(IndexerState {
+            index: args.index,
+            index_gone_told: false,
             sink: Some(sink),
             feed: Feed::new(args.store, args.options.catch_up_batch),
             options: args.options,
@@ -299,11 +306,26 @@ impl IndexerState {
 
     /// Applies the exit policy to an error: retry on the next signal or
     /// tick, or stop so that the supervisor restarts the indexer.
-    fn survive(&self, error: IndexError, during: &str) -> Result<(), ActorProcessingErr> {
+    fn survive(&mut self, error: IndexError, during: &str) -> Result<(), ActorProcessingErr> {
         let policy = match self.sink {
             None => OnError::Restart,
             Some(_) => OnError::of(&error),
         };
+        // An index directory deleted under a running host cannot be rebuilt
+        // in place (searches hold the open index), and restarting the actor
+        // cannot open it: say once what to do, instead of a warning every
+        // commit interval.
+        if !self.index.dir().exists() {
+            if !self.index_gone_told {
+                self.index_gone_told = true;
+                tracing::error!(
+                    dir = %self.index.dir().display(),
+                    %error,
+                    "the search index directory was deleted while the host runs: new entries are not searchable until the host restarts, which rebuilds the index from the store; restart the host"
+                );
+            }
+            return Ok(());
+        }
         match policy {
             OnError::Retry => {
                 tracing::warn!(%error, during, "indexer error; retrying on the next signal");
@@ -332,7 +354,8 @@ impl OnError {
             | IndexError::Tantivy(_)
             | IndexError::Timeout { .. }
             | IndexError::Query(_)
-            | IndexError::CorruptMarker { .. } => OnError::Retry,
+            | IndexError::CorruptMarker { .. }
+            | IndexError::MirrorDamaged { .. } => OnError::Retry,
             IndexError::Task(_) | IndexError::IndexerGone | IndexError::Locked { .. } => {
                 OnError::Restart
             }

@@ -240,3 +240,75 @@ async fn reindex_rebuilds_from_the_store_and_reports_progress() -> TestResult {
     assert_eq!(s.total("\"entry 1234\"")?, 1);
     Ok(())
 }
+
+#[tokio::test]
+async fn reindex_rewrites_a_torn_mirror() -> TestResult {
+    let s = Setup::new()?;
+    seed(&s.store, "r", "alice", &["one", "two", "three"]).await?;
+    let (actor, handle) = s.start().await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    stop(actor, handle).await?;
+    // a line torn in the middle of the file (a failed write retried by an
+    // older version), which reading the last line does not see
+    let bot_dir = s.mirror_root().join("r");
+    let file = std::fs::read_dir(&bot_dir)?
+        .next()
+        .ok_or("no mirror file")??
+        .path();
+    let text = std::fs::read_to_string(&file)?;
+    let first = text.lines().next().ok_or("empty mirror file")?;
+    std::fs::write(&file, format!("{}{text}", &first[..first.len() / 2]))?;
+
+    reindex(&s.index, &s.store, IndexOptions::default(), |_, _| {}).await?;
+    let stored = s.store.entries_after_gid(0, 10).await?;
+    let lines: Vec<crate::record::Entry> = std::fs::read_to_string(&file)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(lines, stored);
+    assert_eq!(
+        std::fs::read_to_string(s.mirror_root().join(".mirrored_gid"))?,
+        "3"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_index_and_mirror_ahead_of_a_replaced_database_are_rebuilt() -> TestResult {
+    let s = Setup::new()?;
+    seed(
+        &s.store,
+        "r",
+        "alice",
+        &["alpha one", "alpha two", "alpha three"],
+    )
+    .await?;
+    let (actor, handle) = s.start().await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    stop(actor, handle).await?;
+    s.store.close().await;
+
+    // The database is replaced by an empty one (gids start over at 1).
+    let store = Store::open(StoreOptions::new(s.dir.path().join("other.db")))?;
+    seed(&store, "r", "bob", &["gamma one"]).await?;
+    let args = IndexerArgs {
+        index: s.index.clone(),
+        store: store.clone(),
+        options: IndexOptions::default(),
+        mirror_root: Some(s.mirror_root()),
+    };
+    let (actor, handle) = Actor::spawn(None, IndexerActor, args).await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    assert_eq!(s.total("alpha")?, 0, "entries the database lost are gone");
+    assert_eq!(s.total("gamma")?, 1, "the new entry is searchable");
+    assert_eq!(mirror_lines(&s.mirror_root()), 1);
+    let stale = std::fs::read_dir(s.dir.path())?.flatten().any(|e| {
+        e.file_name()
+            .to_string_lossy()
+            .starts_with("transcripts.stale-")
+    });
+    assert!(stale, "the old mirror is kept aside");
+    stop(actor, handle).await?;
+    store.close().await;
+    Ok(())
+}

@@ -143,6 +143,17 @@ pub enum IndexError {
         /// What failed to parse.
         detail: String,
     },
+    /// A JSONL mirror file is damaged (its last line is not an entry) and
+    /// no store was given to write it again from.
+    #[error(
+        "the JSONL mirror file {path} is damaged ({detail}); move it away (the host writes it again from the store at its next start), or stop the host and run `botfleet reindex`, which rewrites the whole mirror"
+    )]
+    MirrorDamaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// Reading the transcript from the store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -188,9 +199,10 @@ impl IndexError {
                 e,
                 tantivy::TantivyError::IoError(_) | tantivy::TantivyError::LockFailure(..)
             ),
-            IndexError::Query(_) | IndexError::CorruptMarker { .. } | IndexError::IndexerGone => {
-                false
-            }
+            IndexError::Query(_)
+            | IndexError::CorruptMarker { .. }
+            | IndexError::MirrorDamaged { .. }
+            | IndexError::IndexerGone => false,
         }
     }
 

@@ -3,6 +3,8 @@
 //! threads. Shared by the [actor](super::IndexerActor) and [`reindex`].
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -19,6 +21,11 @@ use crate::ids::BotId;
 use crate::ids::SessionId;
 use crate::record::Entry;
 use crate::store::Store;
+
+/// Name of the index directory in a data directory.
+const INDEX_DIR: &str = "index";
+/// Name of the JSONL mirror's directory in a data directory.
+const MIRROR_DIR: &str = "transcripts";
 
 /// Sessions whose bot is remembered before the cache starts over.
 const BOT_CACHE: usize = 65_536;
@@ -111,7 +118,9 @@ impl Sink {
         for (entry, bot) in batch {
             match bot {
                 Some(bot) => {
-                    self.indexer.add(entry, bot)?;
+                    if let Err(e) = self.indexer.add(entry, bot) {
+                        return Err(self.reset(e));
+                    }
                     if let Some(mirror) = &mut self.mirror {
                         mirror.append(entry, bot)?;
                     }
@@ -136,8 +145,42 @@ impl Sink {
         if let Some(mirror) = &mut self.mirror {
             mirror.flush()?;
         }
-        self.indexer.commit()
+        match self.indexer.commit() {
+            Ok(progress) => Ok(progress),
+            Err(e) => Err(self.reset(e)),
+        }
     }
+
+    /// After a failed add or commit, returns the writer to its last commit.
+    /// tantivy's writer does not recover by itself: a worker thread that
+    /// hit an I/O error (a full disk) leaves it refusing every later
+    /// document ("an index writer was killed"). The entries after the
+    /// commit are read from the store again on the next catch-up. A reset
+    /// that fails too leaves the writer unusable: [`IndexError::Task`], on
+    /// which the actor restarts.
+    fn reset(&mut self, e: IndexError) -> IndexError {
+        match self.indexer.rollback() {
+            Ok(_) => e,
+            Err(again) => IndexError::Task(format!(
+                "{e}; returning the index writer to its last commit failed too: {again}"
+            )),
+        }
+    }
+}
+
+/// The JSONL mirror root of a data directory, `<data_dir>/transcripts`, if
+/// `index` is that directory's `index` and the store its `fleet.db`: a
+/// mirror is only ever rewritten where the host keeps it.
+pub(crate) fn mirror_root_of(index: &TranscriptIndex, store: &Store) -> Option<PathBuf> {
+    let data_dir = store.path().parent()?;
+    let index_dir = index.dir();
+    if index_dir.file_name()? != INDEX_DIR {
+        return None;
+    }
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
+    same(index_dir.parent()?, data_dir).then(|| data_dir.join(MIRROR_DIR))
 }
 
 /// Runs `f` on the sink in the blocking pool and hands the sink back.
@@ -189,6 +232,11 @@ mod millis {
 /// catch-up when the indexer next starts). `progress(done, total)` is
 /// called after each batch; `total` is the store's entry count at the
 /// start. Needs the writer lock: run it while the host is stopped.
+///
+/// When the index is a data directory's (`<data_dir>/index` beside the
+/// store's `<data_dir>/fleet.db`), the JSONL mirror at
+/// `<data_dir>/transcripts` is rewritten too: its session files and marker
+/// are deleted and written again from the store, which heals any damage.
 pub async fn reindex(
     index: &TranscriptIndex,
     store: &Store,
@@ -197,10 +245,11 @@ pub async fn reindex(
 ) -> Result<ReindexReport, IndexError> {
     let started = Instant::now();
     let indexer = Indexer::open(index, options.clone())?;
-    let sink = Sink {
-        indexer,
-        mirror: None,
+    let mirror = match mirror_root_of(index, store) {
+        Some(root) => Some(JsonlMirror::open_empty(root)?.with_store(store.clone())),
+        None => None,
     };
+    let sink = Sink { indexer, mirror };
     let (mut sink, cleared) = blocking(sink, |s| s.indexer.clear()).await?;
     cleared?;
     let total = u64::try_from(store.count("entries").await?).unwrap_or(0);

@@ -5,54 +5,70 @@
 //! `created_at`, `kind` and the kind's fields).
 //!
 //! Files are append-only and idempotent by gid: a file's last line tells
-//! its last gid, and an entry at or below it is not written again. A line
-//! cut short by a crash (no final newline) is truncated when the file is
-//! next opened. The file `<root>/.mirrored_gid` records, after each
-//! [`JsonlMirror::flush`] (and when the mirror is dropped), the gid up to
-//! which every file is complete, so a restart resumes from there; deleting
-//! the whole root rebuilds the mirror from the store.
+//! its last gid, and an entry at or below it is not written again. The file
+//! `<root>/.mirrored_gid` records, after each [`JsonlMirror::flush`] (and
+//! when the mirror is dropped), the gid up to which every file is complete,
+//! so a restart resumes from there; deleting the whole root rebuilds the
+//! mirror from the store.
 //!
-//! Like the index, the mirror is derived: SQLite stays the source of truth.
+//! Like the index, the mirror is derived: SQLite stays the source of truth,
+//! and damage heals itself:
+//! - A write or fsync that fails (a full disk) cuts the file back to what
+//!   was durable before it and closes it; what was cut is handed over again
+//!   (the mirror's cursor goes back to its marker), so no partial line stays
+//!   and nothing is skipped.
+//! - A line cut short by a crash (no final newline) is truncated when the
+//!   file is next opened.
+//! - A file whose last line is not an entry is moved to
+//!   `<session>.jsonl.damaged-<UTC time>` and written again from the store
+//!   ([`JsonlMirror::with_store`]), with a `WARN` line.
+//! - A resume marker that does not parse is damage too: the mirror starts
+//!   from gid 0 (every file keeps what it has and gets what it lacks).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::fs::OpenOptions;
-use std::io::BufWriter;
-use std::io::Read;
-use std::io::Seek;
-use std::io::SeekFrom;
-use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 
-use serde::Deserialize;
-
 use super::error::IndexError;
+use super::mirror_file::MirrorFile;
+use super::mirror_file::Opened;
+use super::mirror_file::aside_path;
+use super::mirror_file::cut_back;
+use super::mirror_file::open_file;
+use super::mirror_file::push_line;
+use super::mirror_file::remove_session_files;
+use super::mirror_file::write_from_store;
 use crate::ids::BotId;
 use crate::ids::SessionId;
 use crate::record::Entry;
+use crate::store::Store;
 
 /// Name of the resume marker file in the mirror root.
 const MARKER_FILE: &str = ".mirrored_gid";
-/// Files kept open at once; more are flushed and closed.
+/// The marker is written here first, then renamed over it.
+const MARKER_TMP: &str = ".mirrored_gid.tmp";
+/// Files kept open at once; the least recently used one is closed first.
 const MAX_OPEN_FILES: usize = 128;
-/// Read size when scanning a file backwards for its last line.
-const TAIL_CHUNK: usize = 64 * 1024;
-
-struct MirrorFile {
-    out: BufWriter<File>,
-    last_gid: i64,
-    dirty: bool,
-}
+/// Buffered bytes of one file that are written out before the next flush.
+const WRITE_THROUGH: usize = 64 * 1024;
 
 /// Appends entries to per-session JSONL files; see the module docs.
 pub struct JsonlMirror {
     root: PathBuf,
     files: HashMap<SessionId, MirrorFile>,
-    /// Every entry up to this gid is in its file, durably.
+    /// Files closed with lines written but not fsynced: path and the length
+    /// known durable. The next flush syncs them.
+    unsynced: HashMap<PathBuf, u64>,
+    /// Every entry up to this gid is in its file, durably. Lines written
+    /// beyond a file's durable length all have higher gids.
     mirrored_gid: i64,
     /// Highest gid handed to [`JsonlMirror::append`].
     written_gid: i64,
+    /// Where a damaged file is written again from.
+    store: Option<Store>,
+    /// Use counter for [`MirrorFile::used`].
+    clock: u64,
 }
 
 impl std::fmt::Debug for JsonlMirror {
@@ -64,32 +80,65 @@ impl std::fmt::Debug for JsonlMirror {
     }
 }
 
-#[derive(Deserialize)]
-struct GidOnly {
-    gid: i64,
-}
-
 impl JsonlMirror {
     /// Opens the mirror rooted at `root` (created if needed) and reads its
-    /// resume marker.
+    /// resume marker. A marker that does not parse is logged and removed,
+    /// and the mirror resumes from gid 0.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, IndexError> {
         let root = root.into();
         std::fs::create_dir_all(&root).map_err(|e| IndexError::io(&root, e))?;
         let marker = root.join(MARKER_FILE);
         let mirrored_gid = match std::fs::read_to_string(&marker) {
-            Ok(s) => s.trim().parse().map_err(|e| IndexError::CorruptMarker {
-                dir: marker.clone(),
-                detail: format!("{e}"),
-            })?,
+            Ok(s) => match s.trim().parse::<i64>() {
+                Ok(gid) if gid >= 0 => gid,
+                Ok(_) | Err(_) => {
+                    tracing::warn!(
+                        marker = %marker.display(),
+                        found = %s.chars().take(40).collect::<String>(),
+                        "the JSONL mirror's resume marker is damaged (not a gid); checking every mirror file against the store and completing them"
+                    );
+                    std::fs::remove_file(&marker).map_err(|e| IndexError::io(&marker, e))?;
+                    0
+                }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(IndexError::io(marker, e)),
         };
         Ok(Self {
             root,
             files: HashMap::new(),
+            unsynced: HashMap::new(),
             mirrored_gid,
             written_gid: mirrored_gid,
+            store: None,
+            clock: 0,
         })
+    }
+
+    /// Opens the mirror at `root` emptied of what an earlier mirror wrote
+    /// (the resume marker and every `<bot>/<session>.jsonl`), to be written
+    /// again from the store. Other files (moved-aside damaged ones) stay.
+    pub fn open_empty(root: impl Into<PathBuf>) -> Result<Self, IndexError> {
+        let root = root.into();
+        if root.exists() {
+            for name in [MARKER_FILE, MARKER_TMP] {
+                let path = root.join(name);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(IndexError::io(path, e)),
+                }
+            }
+            remove_session_files(&root)?;
+        }
+        Self::open(root)
+    }
+
+    /// The store a damaged file is written again from. Without one, a
+    /// damaged file is an error that names the fix.
+    pub fn with_store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// The file of a session.
@@ -105,37 +154,39 @@ impl JsonlMirror {
         self.mirrored_gid
     }
 
-    /// Highest gid handed over so far (durable after the next flush).
+    /// Highest gid handed over so far (durable after the next flush). After
+    /// a failed write it goes back to [`JsonlMirror::mirrored_gid`]: read
+    /// the store after it again.
     pub fn written_gid(&self) -> i64 {
         self.written_gid
     }
 
     /// Appends an entry of `bot`'s session unless its file already has it.
     /// Returns whether a line was written. Entries of one session must come
-    /// in gid order.
+    /// in gid order. On an error the entries after
+    /// [`JsonlMirror::written_gid`] must be handed over again.
     pub fn append(&mut self, entry: &Entry, bot: &BotId) -> Result<bool, IndexError> {
-        if !self.files.contains_key(&entry.session) && self.files.len() >= MAX_OPEN_FILES {
-            self.close_all()?;
+        let session = entry.session;
+        if !self.files.contains_key(&session) {
+            self.make_room()?;
+            let path = self.path_of(bot, session);
+            let file = self.open_session(&path, session, entry.gid)?;
+            self.files.insert(session, file);
         }
-        let path = self.path_of(bot, entry.session);
-        let file = match self.files.entry(entry.session) {
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(open_file(&path)?),
+        self.clock += 1;
+        let clock = self.clock;
+        let Some(file) = self.files.get_mut(&session) else {
+            return Err(IndexError::Task("a mirror file vanished".into()));
         };
+        file.used = clock;
         let written = entry.gid > file.last_gid;
         if written {
-            let mut line = serde_json::to_vec(entry).map_err(|e| {
-                IndexError::io(
-                    &path,
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-                )
-            })?;
-            line.push(b'\n');
-            file.out
-                .write_all(&line)
-                .map_err(|e| IndexError::io(&path, e))?;
-            file.last_gid = entry.gid;
-            file.dirty = true;
+            push_line(file, entry)?;
+            if file.buf.len() >= WRITE_THROUGH
+                && let Err(e) = file.write_out()
+            {
+                return Err(self.fail(session, e));
+            }
         }
         // Only now: a failed write must be retried from this entry.
         self.written_gid = self.written_gid.max(entry.gid);
@@ -149,23 +200,35 @@ impl JsonlMirror {
     }
 
     /// Writes buffered lines through to disk (fsync) and records the resume
-    /// marker.
+    /// marker. A failure cuts the failing file back to its durable length
+    /// (see [`JsonlMirror::append`]).
     pub fn flush(&mut self) -> Result<(), IndexError> {
-        for file in self.files.values_mut() {
-            if file.dirty {
-                file.out
-                    .flush()
-                    .map_err(|e| IndexError::io(&self.root, e))?;
-                file.out
-                    .get_ref()
-                    .sync_data()
-                    .map_err(|e| IndexError::io(&self.root, e))?;
-                file.dirty = false;
+        let failed = self
+            .files
+            .iter_mut()
+            .filter(|(_, f)| f.dirty())
+            .find_map(|(session, f)| f.sync().err().map(|e| (*session, e)));
+        if let Some((session, e)) = failed {
+            return Err(self.fail(session, e));
+        }
+        while let Some((path, synced_len)) =
+            self.unsynced.iter().next().map(|(p, l)| (p.clone(), *l))
+        {
+            let synced = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.sync_data());
+            if let Err(e) = synced {
+                cut_back(&path, synced_len);
+                self.unsynced.remove(&path);
+                self.rewind();
+                return Err(IndexError::io(path, e));
             }
+            self.unsynced.remove(&path);
         }
         if self.written_gid != self.mirrored_gid {
             let marker = self.root.join(MARKER_FILE);
-            let tmp = self.root.join(".mirrored_gid.tmp");
+            let tmp = self.root.join(MARKER_TMP);
             std::fs::write(&tmp, self.written_gid.to_string())
                 .map_err(|e| IndexError::io(&tmp, e))?;
             std::fs::rename(&tmp, &marker).map_err(|e| IndexError::io(&marker, e))?;
@@ -176,13 +239,118 @@ impl JsonlMirror {
 
     /// Whether lines or the resume marker wait for a [`JsonlMirror::flush`].
     pub fn has_unflushed(&self) -> bool {
-        self.written_gid != self.mirrored_gid || self.files.values().any(|f| f.dirty)
+        self.written_gid != self.mirrored_gid
+            || !self.unsynced.is_empty()
+            || self.files.values().any(MirrorFile::dirty)
     }
 
-    fn close_all(&mut self) -> Result<(), IndexError> {
-        self.flush()?;
-        self.files.clear();
+    /// Opens a session's file; a damaged one is moved aside and written
+    /// again from the store up to (not including) `before_gid`.
+    fn open_session(
+        &mut self,
+        path: &Path,
+        session: SessionId,
+        before_gid: i64,
+    ) -> Result<MirrorFile, IndexError> {
+        let mut file = match open_file(path)? {
+            Opened::File(file) => file,
+            Opened::Damaged(cause) => self.rebuild(path, session, before_gid, &cause)?,
+        };
+        // closed earlier with lines not yet fsynced: those are not durable
+        if let Some(synced_len) = self.unsynced.remove(path) {
+            file.synced_len = file.synced_len.min(synced_len);
+        }
+        Ok(file)
+    }
+
+    /// Writes a damaged file's session again from the store (its entries
+    /// before `before_gid`) into a temporary file, fsyncs it, then moves
+    /// the damaged file aside and the new one in its place: a failure on
+    /// the way leaves the damaged file where it was, to be tried again.
+    fn rebuild(
+        &mut self,
+        path: &Path,
+        session: SessionId,
+        before_gid: i64,
+        cause: &str,
+    ) -> Result<MirrorFile, IndexError> {
+        let damaged = || IndexError::MirrorDamaged {
+            path: path.to_path_buf(),
+            detail: cause.to_owned(),
+        };
+        let Some(store) = self.store.clone() else {
+            return Err(damaged());
+        };
+        let tmp = PathBuf::from(format!("{}.rebuild", path.display()));
+        if let Err(e) = write_from_store(&store, &tmp, session, before_gid) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        let aside = aside_path(path);
+        std::fs::rename(path, &aside).map_err(|e| IndexError::io(path, e))?;
+        if let Err(e) = std::fs::rename(&tmp, path) {
+            // put the damaged file back: a missing file would be started
+            // empty and miss the session's earlier entries
+            let _ = std::fs::rename(&aside, path);
+            return Err(IndexError::io(path, e));
+        }
+        self.unsynced.remove(path);
+        tracing::warn!(
+            path = %path.display(),
+            moved_to = %aside.display(),
+            cause,
+            "a JSONL mirror file was damaged: moved it aside and wrote it again from the store (delete the moved copy once you no longer need it)"
+        );
+        match open_file(path)? {
+            Opened::File(file) => Ok(file),
+            Opened::Damaged(_) => Err(damaged()),
+        }
+    }
+
+    /// Closes the least recently used file if too many are open: its lines
+    /// are written, their fsync waits for the next flush.
+    fn make_room(&mut self) -> Result<(), IndexError> {
+        if self.files.len() < MAX_OPEN_FILES {
+            return Ok(());
+        }
+        let Some(session) = self
+            .files
+            .iter()
+            .min_by_key(|(_, f)| f.used)
+            .map(|(s, _)| *s)
+        else {
+            return Ok(());
+        };
+        let Some(mut file) = self.files.remove(&session) else {
+            return Ok(());
+        };
+        if let Err(e) = file.write_out() {
+            self.files.insert(session, file);
+            return Err(self.fail(session, e));
+        }
+        if file.dirty() {
+            self.unsynced.insert(file.path.clone(), file.synced_len);
+        }
         Ok(())
+    }
+
+    /// A write or fsync of a session's file failed: cut the file back to
+    /// its durable length (no partial line may stay: the next line would be
+    /// appended to it), close it, and go back to the marker, so that what
+    /// was cut is handed over again.
+    fn fail(&mut self, session: SessionId, e: std::io::Error) -> IndexError {
+        let Some(file) = self.files.remove(&session) else {
+            return IndexError::io(&self.root, e);
+        };
+        cut_back(&file.path, file.synced_len);
+        self.rewind();
+        IndexError::io(file.path, e)
+    }
+
+    /// Goes back to the last durable point: entries after it are handed
+    /// over again (files skip what they already have).
+    fn rewind(&mut self) {
+        self.written_gid = self.mirrored_gid;
     }
 }
 
@@ -199,75 +367,6 @@ impl Drop for JsonlMirror {
             tracing::warn!(%error, "flushing the JSONL mirror on drop failed; the next start rewrites what is missing");
         }
     }
-}
-
-/// Opens a session file for appending, repairing a cut last line and
-/// reading the gid of the last complete one.
-fn open_file(path: &Path) -> Result<MirrorFile, IndexError> {
-    let io = |e| IndexError::io(path, e);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
-    }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(io)?;
-    let mut len = file.metadata().map_err(io)?.len();
-    if len > 0 && read_byte(&mut file, len - 1).map_err(io)? != b'\n' {
-        let keep = rfind_newline(&mut file, len)
-            .map_err(io)?
-            .map_or(0, |p| p + 1);
-        tracing::warn!(path = %path.display(), cut = len - keep, "truncating a partly written mirror line");
-        file.set_len(keep).map_err(io)?;
-        len = keep;
-    }
-    let last_gid = if len == 0 {
-        0
-    } else {
-        let start = rfind_newline(&mut file, len - 1)
-            .map_err(io)?
-            .map_or(0, |p| p + 1);
-        let mut line = vec![0; (len - 1 - start) as usize];
-        file.seek(SeekFrom::Start(start)).map_err(io)?;
-        file.read_exact(&mut line).map_err(io)?;
-        serde_json::from_slice::<GidOnly>(&line)
-            .map_err(|e| IndexError::CorruptMarker {
-                dir: path.to_path_buf(),
-                detail: format!("last line of the mirror file is not an entry ({e}); delete the mirror root to rebuild it"),
-            })?
-            .gid
-    };
-    Ok(MirrorFile {
-        out: BufWriter::new(file),
-        last_gid,
-        dirty: false,
-    })
-}
-
-fn read_byte(file: &mut File, at: u64) -> std::io::Result<u8> {
-    let mut b = [0u8; 1];
-    file.seek(SeekFrom::Start(at))?;
-    file.read_exact(&mut b)?;
-    Ok(b[0])
-}
-
-/// Offset of the last `\n` strictly before `before`, scanning backwards.
-fn rfind_newline(file: &mut File, before: u64) -> std::io::Result<Option<u64>> {
-    let mut end = before;
-    let mut buf = vec![0u8; TAIL_CHUNK];
-    while end > 0 {
-        let start = end.saturating_sub(TAIL_CHUNK as u64);
-        let chunk = &mut buf[..(end - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(chunk)?;
-        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
-            return Ok(Some(start + i as u64));
-        }
-        end = start;
-    }
-    Ok(None)
 }
 
 #[cfg(test)]

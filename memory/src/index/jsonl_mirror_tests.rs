@@ -1,11 +1,17 @@
 use pretty_assertions::assert_eq;
 
+use std::fs::OpenOptions;
+use std::io::Write;
+
 use super::*;
 use crate::ids::EntryId;
+use crate::index::mirror_file::FAIL_NEXT_WRITE;
+use crate::index::mirror_file::TAIL_CHUNK;
 use crate::index::test_support::TestResult;
 use crate::index::test_support::bot;
 use crate::index::test_support::session;
 use crate::index::test_support::user_text;
+use crate::store::Store;
 
 fn entry(gid: i64, seq: i64, text: &str) -> Entry {
     Entry {
@@ -128,5 +134,111 @@ fn a_mirror_dropped_without_a_flush_completes_its_files_and_marker() -> TestResu
     assert_eq!(lines(&path), entries);
     assert_eq!(std::fs::read_to_string(root.join(MARKER_FILE))?, "2");
     assert_eq!(JsonlMirror::open(&root)?.mirrored_gid(), 2);
+    Ok(())
+}
+
+#[test]
+fn a_write_that_fails_partway_leaves_no_partial_line() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("transcripts");
+    let entries: Vec<Entry> = (1..=3).map(|i| entry(i, i, &"z".repeat(9_000))).collect();
+    let mut mirror = JsonlMirror::open(&root)?;
+    mirror.append(&entries[0], &bot("r"))?;
+    mirror.flush()?;
+    let path = mirror.path_of(&bot("r"), session("r", "alice"));
+
+    mirror.append(&entries[1], &bot("r"))?;
+    FAIL_NEXT_WRITE.set(Some(5_750));
+    assert!(mirror.flush().is_err(), "the injected failure is reported");
+    // what was cut is handed over again from the durable point
+    assert_eq!(mirror.written_gid(), 1);
+    assert_eq!(lines(&path), vec![entries[0].clone()]);
+
+    // the retry (the indexer reads the store again after written_gid)
+    assert!(mirror.append(&entries[1], &bot("r"))?);
+    assert!(mirror.append(&entries[2], &bot("r"))?);
+    mirror.flush()?;
+    assert_eq!(lines(&path), entries);
+    assert_eq!(mirror.mirrored_gid(), 3);
+    Ok(())
+}
+
+#[test]
+fn a_garbage_resume_marker_starts_the_mirror_over() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("transcripts");
+    std::fs::create_dir_all(&root)?;
+    std::fs::write(root.join(MARKER_FILE), "zz")?;
+    let mut mirror = JsonlMirror::open(&root)?;
+    assert_eq!(mirror.mirrored_gid(), 0);
+    assert!(
+        !root.join(MARKER_FILE).exists(),
+        "the bad marker is removed"
+    );
+    mirror.append(&entry(1, 1, "x"), &bot("r"))?;
+    mirror.flush()?;
+    assert_eq!(std::fs::read_to_string(root.join(MARKER_FILE))?, "1");
+    Ok(())
+}
+
+/// Writes a line cut by a failed write followed by the whole entry again,
+/// as the mirror did when a retry appended after a partial write.
+fn tear(path: &Path, entry: &Entry) -> TestResult {
+    let full = serde_json::to_string(entry)?;
+    let mut file = OpenOptions::new().append(true).open(path)?;
+    file.write_all(&full.as_bytes()[..full.len() / 2])?;
+    file.write_all(full.as_bytes())?;
+    file.write_all(b"\n")?;
+    Ok(())
+}
+
+#[test]
+fn a_torn_last_line_without_a_store_names_the_fix() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("transcripts");
+    let mut mirror = JsonlMirror::open(&root)?;
+    mirror.append(&entry(1, 1, "kept"), &bot("r"))?;
+    mirror.flush()?;
+    let path = mirror.path_of(&bot("r"), session("r", "alice"));
+    drop(mirror);
+    tear(&path, &entry(2, 2, "torn"))?;
+
+    let mut mirror = JsonlMirror::open(&root)?;
+    let err = mirror
+        .append(&entry(3, 3, "next"), &bot("r"))
+        .expect_err("a damaged file without a store is an error");
+    let text = err.to_string();
+    assert!(matches!(err, IndexError::MirrorDamaged { .. }), "{err:?}");
+    assert!(text.contains("botfleet reindex"), "{text}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_torn_last_line_is_written_again_from_the_store() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(crate::store::StoreOptions::new(dir.path().join("fleet.db")))?;
+    let id =
+        crate::index::test_support::seed(&store, "r", "alice", &["one", "two", "three"]).await?;
+    let stored = store.entries_after_gid(0, 100).await?;
+    let root = dir.path().join("transcripts");
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    mirror.append(&stored[0], &bot("r"))?;
+    mirror.flush()?;
+    let path = mirror.path_of(&bot("r"), id);
+    drop(mirror);
+    tear(&path, &stored[1])?;
+
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    assert!(mirror.append(&stored[2], &bot("r"))?);
+    mirror.flush()?;
+    assert_eq!(lines(&path), stored);
+    let aside: Vec<String> = std::fs::read_dir(dir.path().join("transcripts").join("r"))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    assert!(
+        aside.iter().any(|n| n.contains(".jsonl.damaged-")),
+        "the damaged file is kept aside: {aside:?}"
+    );
+    store.close().await;
     Ok(())
 }

@@ -13,8 +13,8 @@
 //! - [`IndexerActor`] runs the writer in the fleet: it follows the store's
 //!   change signals, catches up after a crash, commits on a short timer and
 //!   keeps the [`JsonlMirror`] beside the index.
-//! - [`reindex`] rebuilds the index from the store (the `botfleet reindex`
-//!   command).
+//! - [`reindex`] rebuilds the index (and a data directory's JSONL mirror)
+//!   from the store (the `botfleet reindex` command).
 //!
 //! How text is tokenized (CJK bigrams in the index, jieba on the query
 //! side, Latin words lowercased and stemmed) and the query language are
@@ -41,6 +41,7 @@ mod actor;
 mod error;
 mod feed;
 mod jsonl_mirror;
+mod mirror_file;
 mod query;
 mod repair;
 mod schema;

@@ -8,6 +8,9 @@
 //! reindex`'s start: it deletes whatever the directory holds, readable or
 //! not. Both first take the directory's writer lock, so an index that
 //! another process (a running host) uses is never touched.
+//!
+//! [`drop_stale`] is the indexer's start: an index or JSONL mirror ahead of
+//! the store (a restored or replaced database) is rebuilt from it.
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -22,7 +25,10 @@ use tantivy::directory::error::LockError;
 use tantivy::directory::error::OpenReadError;
 
 use super::error::IndexError;
+use super::jsonl_mirror::JsonlMirror;
 use super::search::TranscriptIndex;
+use super::writer::Indexer;
+use crate::store::Store;
 
 /// A damaged index that [`TranscriptIndex::open_or_set_aside`] moved away.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,11 +118,17 @@ fn writer_lock(dir: &Path) -> Result<DirectoryLock, IndexError> {
 /// A free name beside `dir` for its damaged index: `index.damaged-<time>`,
 /// with `-2`, `-3`… if that exists.
 fn aside_path(dir: &Path) -> PathBuf {
+    aside_path_named(dir, "damaged")
+}
+
+/// A free name beside `dir`: `<dir>.<why>-<time>`, with `-2`, `-3`… if
+/// that exists.
+fn aside_path_named(dir: &Path, why: &str) -> PathBuf {
     let name = dir
         .file_name()
         .map_or_else(|| "index".into(), |n| n.to_string_lossy().into_owned());
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let base = dir.with_file_name(format!("{name}.damaged-{stamp}"));
+    let base = dir.with_file_name(format!("{name}.{why}-{stamp}"));
     let mut path = base.clone();
     let mut n = 1;
     while path.exists() {
@@ -161,6 +173,7 @@ fn is_damage(e: &IndexError) -> bool {
         },
         IndexError::CorruptMarker { .. } => true,
         IndexError::Query(_)
+        | IndexError::MirrorDamaged { .. }
         | IndexError::Locked { .. }
         | IndexError::Store(_)
         | IndexError::Io { .. }
@@ -181,4 +194,62 @@ fn environmental(kind: ErrorKind) -> bool {
             | ErrorKind::Interrupted
             | ErrorKind::WouldBlock
     )
+}
+
+/// Index and mirror ready for the indexer, after [`drop_stale`].
+pub(crate) struct Fresh {
+    /// The writer (cleared if it was stale).
+    pub(crate) indexer: Indexer,
+    /// The mirror (a new, empty one if it was stale).
+    pub(crate) mirror: Option<JsonlMirror>,
+}
+
+/// Drops an index and a mirror that hold entries the store does not have:
+/// the database was restored from an older snapshot, or replaced (an empty
+/// `fleet.db`). Entry numbers are reused after that, so a stale index would
+/// show lost entries and skip new ones. Entries are never deleted from the
+/// store, so a marker above the store's newest gid is proof. The index is
+/// cleared and the mirror moved to `transcripts.stale-<UTC time>` (it may
+/// hold the only copy of what the restore lost); both are rebuilt from the
+/// store by the indexer's catch-up.
+pub(crate) async fn drop_stale(
+    indexer: Indexer,
+    mirror_root: Option<PathBuf>,
+    store: &Store,
+) -> Result<Fresh, IndexError> {
+    let newest = store.max_gid().await?;
+    let indexed = indexer.progress().committed_gid;
+    let mut mirror = mirror_root
+        .as_ref()
+        .map(|root| JsonlMirror::open(root).map(|m| m.with_store(store.clone())))
+        .transpose()?;
+    let mirrored = mirror.as_ref().map_or(0, JsonlMirror::mirrored_gid);
+    if indexed <= newest && mirrored <= newest {
+        return Ok(Fresh { indexer, mirror });
+    }
+    let restored = store.was_restored();
+    tracing::warn!(
+        newest_in_store = newest,
+        indexed,
+        mirrored,
+        restored,
+        "the search index and the JSONL mirror hold entries the database does not have (it was restored from a snapshot or replaced): rebuilding both from the database"
+    );
+    let indexer = tokio::task::spawn_blocking(move || {
+        let mut indexer = indexer;
+        indexer.clear().map(|_| indexer)
+    })
+    .await
+    .map_err(|e| IndexError::Task(e.to_string()))??;
+    if let (Some(root), Some(stale)) = (mirror_root, mirror.take()) {
+        drop(stale);
+        let aside = aside_path_named(&root, "stale");
+        std::fs::rename(&root, &aside).map_err(|e| IndexError::io(&root, e))?;
+        tracing::warn!(
+            moved_to = %aside.display(),
+            "moved the stale JSONL mirror aside (it may hold transcripts the restored database lost); delete it once you no longer need it"
+        );
+        mirror = Some(JsonlMirror::open(root)?.with_store(store.clone()));
+    }
+    Ok(Fresh { indexer, mirror })
 }

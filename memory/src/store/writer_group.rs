@@ -45,7 +45,7 @@ impl Writer {
         match self.try_group(jobs) {
             Ok(Some((results, touched))) => self.finish_group(jobs, results, touched),
             Ok(None) => self.commit_group_isolated(jobs),
-            Err(e) => self.fail_group(jobs, &format!("transaction failed: {e}")),
+            Err(e) => self.fail_group(jobs, "transaction failed", &e),
         }
     }
 
@@ -83,10 +83,13 @@ impl Writer {
         Ok(Some((results, touched)))
     }
 
-    fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, msg: &str) {
-        tracing::error!(error = %msg, "store group failed");
+    /// Answers every job of a group that could not be committed. A full
+    /// or failing disk keeps its own variant (the API tells the user to
+    /// free space and send again); anything else is a rejected write.
+    fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, during: &str, e: &StoreError) {
+        tracing::error!(error = %e, during, "store group failed");
         for (_, reply) in jobs.drain(..) {
-            answer(reply, Err(StoreError::Rejected(msg.to_owned())));
+            answer(reply, Err(group_failure(during, e)));
         }
     }
 
@@ -138,7 +141,7 @@ impl Writer {
         let mut results: Vec<Result<Vec<MutationResult>>> = Vec::with_capacity(jobs.len());
         let mut touched: Touched = HashMap::new();
         if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
-            self.fail_group(jobs, &format!("begin failed: {e}"));
+            self.fail_group(jobs, "begin failed", &StoreError::from(e));
             return;
         }
         for (batch, _) in jobs.iter() {
@@ -148,7 +151,7 @@ impl Writer {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
-            self.fail_group(jobs, &format!("commit failed: {e}"));
+            self.fail_group(jobs, "commit failed", &StoreError::from(e));
             return;
         }
         self.finish_group(jobs, results, touched);
@@ -192,6 +195,30 @@ impl Writer {
                 Err(e)
             }
         }
+    }
+}
+
+/// The error one job of a failed group is answered with (`StoreError` is
+/// not `Clone`: each job gets its own).
+fn group_failure(during: &str, e: &StoreError) -> StoreError {
+    match e {
+        StoreError::DiskFull { detail } => StoreError::DiskFull {
+            detail: detail.clone(),
+        },
+        StoreError::DiskIo { detail } => StoreError::DiskIo {
+            detail: detail.clone(),
+        },
+        StoreError::Sqlite(_)
+        | StoreError::Io { .. }
+        | StoreError::Corrupt { .. }
+        | StoreError::WriterGone
+        | StoreError::InUse { .. }
+        | StoreError::SchemaTooNew { .. }
+        | StoreError::NotFound { .. }
+        | StoreError::Rejected(_)
+        | StoreError::Taken { .. }
+        | StoreError::Id(_)
+        | StoreError::Reader(_) => StoreError::Rejected(format!("{during}: {e}")),
     }
 }
 
