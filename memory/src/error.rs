@@ -43,6 +43,22 @@ pub enum StoreError {
         /// The database file.
         path: String,
     },
+    /// The database file is missing or empty while the data directory has
+    /// history (its generation sidecar counts earlier starts): opened, it
+    /// would silently start an empty fleet over the old one.
+    #[error(
+        "the store {path} is {state}, but this data directory has history ({sidecar} counts {generation} earlier start(s)): restore {path} from a backup, or, to start over, move the data directory away (or delete {sidecar})"
+    )]
+    HistoryGone {
+        /// The database file.
+        path: String,
+        /// `missing` or `empty (0 bytes)`.
+        state: &'static str,
+        /// The generation sidecar file.
+        sidecar: String,
+        /// The generation it holds.
+        generation: i64,
+    },
     /// The database was written by a newer version of botfleet.
     #[error(
         "database schema version {found} is newer than this binary supports ({supported}); upgrade botfleet"
@@ -129,6 +145,7 @@ impl StoreError {
             StoreError::Corrupt { .. }
             | StoreError::WriterGone
             | StoreError::InUse { .. }
+            | StoreError::HistoryGone { .. }
             | StoreError::SchemaTooNew { .. }
             | StoreError::NotFound { .. }
             | StoreError::Rejected(_)

@@ -102,6 +102,10 @@ async fn a_torn_mirror_file_and_a_garbage_marker_heal_and_indexing_goes_on() {
     assert!(!logged.contains("panicked"), "{logged}");
 }
 
+/// An emptied database is refused at the start (it was taken for a
+/// restore and the host started an empty fleet over the old one); once the
+/// user starts over on purpose (the generation file removed, as the error
+/// says), the index and mirror ahead of the empty database are rebuilt.
 #[tokio::test]
 async fn an_index_ahead_of_an_emptied_database_is_rebuilt() {
     let (fleet, path, log, port) = mirrored_then_stopped().await;
@@ -111,6 +115,26 @@ async fn an_index_ahead_of_an_emptied_database_is_rebuilt() {
     for side in ["fleet.db-wal", "fleet.db-shm"] {
         let _ = std::fs::remove_file(data.join(side));
     }
+    let refused = std::process::Command::new(crate::support::process::BIN)
+        .args(["run", "--fleet"])
+        .arg(&path)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is empty (0 bytes), but this data directory has history")
+            && err.contains("restore")
+            && err.contains("fleet.db.generation"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::metadata(data.join("fleet.db")).unwrap().len(),
+        0,
+        "nothing was written over it"
+    );
+    std::fs::remove_file(data.join("fleet.db.generation")).unwrap();
 
     let mut host = HostProcess::start(&path, port, &log).await;
     host.wait_log("rebuilding both from the database").await;

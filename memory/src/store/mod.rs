@@ -167,6 +167,7 @@ impl Store {
             std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         }
         let lock = lock::StoreLock::acquire(&path)?;
+        check_history(&path)?;
         let mut conn = Connection::open(&path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
@@ -385,6 +386,36 @@ fn check_generation(conn: &Connection, path: &Path, now: i64) -> Result<(i64, bo
     std::fs::write(&tmp, next.to_string()).map_err(|e| io_err(&tmp, e))?;
     std::fs::rename(&tmp, &sidecar).map_err(|e| io_err(&sidecar, e))?;
     Ok((horizon, restored))
+}
+
+/// Refuses to open a database file that is missing or empty (0 bytes)
+/// where the generation sidecar says this directory has run before: that
+/// is lost history (a deleted or truncated file, a failed copy), never a
+/// restore, and opening would create an empty fleet in its place and move
+/// the sidecar on, so that the next start could not tell. (An older
+/// snapshot restored in its place is a restore: [`check_generation`].)
+fn check_history(path: &Path) -> Result<()> {
+    let state = match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => "empty (0 bytes)",
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing",
+        Err(e) => return Err(io_err(path, e)),
+    };
+    let sidecar = sidecar_path(path);
+    let generation: i64 = match std::fs::read_to_string(&sidecar) {
+        Ok(s) => s.trim().parse().unwrap_or(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(io_err(&sidecar, e)),
+    };
+    if generation <= 0 {
+        return Ok(());
+    }
+    Err(StoreError::HistoryGone {
+        path: path.display().to_string(),
+        state,
+        sidecar: sidecar.display().to_string(),
+        generation,
+    })
 }
 
 fn sidecar_path(db: &Path) -> PathBuf {

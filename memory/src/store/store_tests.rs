@@ -143,6 +143,39 @@ async fn a_failing_batch_rolls_back_alone() -> TestResult {
     Ok(())
 }
 
+/// A database file deleted or emptied where the directory has run before
+/// is lost history, not a restore: refused, naming both ways on, and
+/// nothing is written in its place.
+#[tokio::test]
+async fn a_missing_or_empty_database_with_history_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("fleet.db");
+    {
+        let store = open(&dir)?;
+        store.write(vec![admit("old", "x", Some(1_000))]).await?;
+        store.close().await;
+    }
+    let _ = std::fs::remove_file(dir.path().join("fleet.db-wal"));
+    let _ = std::fs::remove_file(dir.path().join("fleet.db-shm"));
+    let refused = |dir: &tempfile::TempDir| match open(dir) {
+        Err(StoreError::HistoryGone {
+            state, generation, ..
+        }) => (state, generation),
+        other => panic!("{:?}", other.map(|_| "opened")),
+    };
+    std::fs::remove_file(&db)?;
+    assert_eq!(refused(&dir), ("missing", 1));
+    assert!(!db.exists(), "nothing is written in its place");
+    std::fs::write(&db, "")?;
+    assert_eq!(refused(&dir), ("empty (0 bytes)", 1));
+    assert_eq!(std::fs::metadata(&db)?.len(), 0);
+    // starting over on purpose: the generation file removed
+    std::fs::remove_file(dir.path().join("fleet.db.generation"))?;
+    let store = open(&dir)?;
+    assert!(!store.was_restored());
+    Ok(())
+}
+
 #[tokio::test]
 async fn restored_snapshot_makes_old_keys_unknown() -> TestResult {
     let dir = tempfile::tempdir()?;

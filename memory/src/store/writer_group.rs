@@ -213,6 +213,7 @@ fn group_failure(during: &str, e: &StoreError) -> StoreError {
         | StoreError::Corrupt { .. }
         | StoreError::WriterGone
         | StoreError::InUse { .. }
+        | StoreError::HistoryGone { .. }
         | StoreError::SchemaTooNew { .. }
         | StoreError::NotFound { .. }
         | StoreError::Rejected(_)
