@@ -147,11 +147,12 @@ mod tests {
         tail.set_memory_update(Some("the user moved to Lisbon".into()));
         let (tokens, request) = tail.assemble();
         assert_eq!(tokens, total);
-        assert_eq!(request.messages.len(), 4);
+        // consecutive user messages go as one (engine/request.rs)
+        assert_eq!(request.messages.len(), 2);
         assert_eq!(
             request.messages.last(),
             Some(&ChatMessage::User {
-                content: "the user moved to Lisbon".into()
+                content: "hello\n\nhow are you\n\nthe user moved to Lisbon".into()
             })
         );
         tail.restore(request);

@@ -240,6 +240,10 @@ prompts! {
     call_cut_off => "call_cut_off.md",
     /// The notice of a model that refused to answer.
     model_refused => "model_refused.md",
+    /// What is left of a refused call's long argument in later requests.
+    argument_cut => "argument_cut.md",
+    /// What an older tool result of a long turn is cut to in its requests.
+    result_cut => "result_cut.md",
     /// The notice of a message to a stopped subagent.
     subagent_stopped => "subagent_stopped.md",
     /// A subagent's report of a task it could not finish.

@@ -58,6 +58,20 @@ fn is_update(m: &Value) -> bool {
     m["role"] == "user" && content(m).starts_with(UPDATE)
 }
 
+/// The memory update in a user message: alone, or joined to the turn's
+/// input before it (requests alternate roles: user messages in a row go
+/// as one, joined by a blank line).
+fn update_in(m: &Value) -> Option<&str> {
+    let text = content(m);
+    if m["role"] != "user" {
+        return None;
+    }
+    if text.starts_with(UPDATE) {
+        return Some(text);
+    }
+    text.find(&format!("\n\n{UPDATE}")).map(|i| &text[i + 2..])
+}
+
 /// A bot's model: `remember: X` → Remember {text: X}, `note: X` →
 /// Remember {text: X} as a note of the user's for an hour, `forget: X` →
 /// Forget {matching: X}, anything else straight to SendMessage; after a
@@ -88,7 +102,11 @@ fn model(body: &Value, extractor: &dyn Fn(&Value) -> Reply) -> Reply {
             send(&format!("done: {}", content(last)))
         };
     }
-    let text = content(last);
+    // the input, without a memory update joined to it
+    let text = content(last)
+        .split("\n\n[memory update]")
+        .next()
+        .unwrap_or("");
     if let Some(fact) = text.strip_prefix("remember: ") {
         Reply::tool_call(&id, "Remember", json!({ "text": fact }).to_string())
     } else if let Some(note) = text.strip_prefix("note: ") {
@@ -143,16 +161,6 @@ async fn turn(host: &TestHost, server: &OpenAiServer, bot: &str, text: &str) -> 
     requests
 }
 
-fn user_texts(body: &Value) -> Vec<&str> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(content)
-        .collect()
-}
-
 #[tokio::test]
 async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     let server = OpenAiServer::builder()
@@ -178,15 +186,21 @@ async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     let r = turn(&host, &server, "a1", "what do I drink?").await;
     assert_eq!(system(&r[0]), a1_system, "the prefix stays byte-identical");
     let last = r[0]["messages"].as_array().unwrap().last().unwrap();
-    assert!(is_update(last) && content(last).contains(TEA), "{last}");
+    assert!(update_in(last).is_some_and(|u| u.contains(TEA)), "{last}");
     // ...which stays right after the turn's input in its later requests,
     // so the model's steps follow it and the request ends with their last
     // tool result, not with what reads as a new message
     assert!(r.len() >= 2, "{r:?}");
     for body in &r[1..] {
         let messages = body["messages"].as_array().unwrap();
-        let at = messages.iter().position(is_update).unwrap();
-        assert_eq!(content(&messages[at - 1]), "what do I drink?");
+        let at = messages
+            .iter()
+            .position(|m| update_in(m).is_some())
+            .unwrap();
+        assert!(
+            content(&messages[at]).starts_with("what do I drink?\n\n[memory update]"),
+            "{body}"
+        );
         assert_eq!(messages.last().unwrap()["role"], "tool", "{body}");
     }
 
@@ -195,7 +209,10 @@ async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     let r = turn(&host, &server, "a2", "anything new?").await;
     assert_eq!(system(&r[0]), a2_system);
     let last = r[0]["messages"].as_array().unwrap().last().unwrap();
-    assert!(is_update(last) && content(last).contains(BERLIN), "{last}");
+    assert!(
+        update_in(last).is_some_and(|u| u.contains(BERLIN)),
+        "{last}"
+    );
 
     // forgotten by a1: a2's system message is rebuilt without it, at once
     turn(&host, &server, "a1", "forget: tea").await;
@@ -213,9 +230,11 @@ async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     let r = turn(&host, &server, "a1", "anything else?").await;
     for body in &r {
         assert!(!system(body).contains(TEA));
-        let updates: Vec<&str> = user_texts(body)
-            .into_iter()
-            .filter(|t| t.starts_with(UPDATE))
+        let updates: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(update_in)
             .collect();
         assert_eq!(updates.len(), 1, "{body}");
         assert!(updates[0].contains(BERLIN) && !updates[0].contains(TEA));
@@ -335,7 +354,10 @@ async fn an_expired_note_leaves_the_system_message_at_its_expiry() {
     let r = fx.turn(&server, 1, "anything new?").await;
     assert_eq!(system(&r[0]), a2_system, "the prefix stays byte-identical");
     let last = r[0]["messages"].as_array().unwrap().last().unwrap();
-    assert!(is_update(last) && content(last).contains(BERLIN), "{last}");
+    assert!(
+        update_in(last).is_some_and(|u| u.contains(BERLIN)),
+        "{last}"
+    );
 
     // past the note's expiry (one hour): a2's system message is rebuilt
     // without it, and it is nowhere in the request

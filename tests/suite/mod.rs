@@ -63,6 +63,7 @@ mod shell_stop;
 mod store_refusals;
 mod subagent_hops;
 mod subagent_reports;
+mod turn_request_bounds;
 mod ui;
 mod ui_browser;
 mod ui_browser_cards;

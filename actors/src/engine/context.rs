@@ -10,9 +10,16 @@
 //! calls are open (a message admitted mid-step) are held back and placed
 //! after the answers; a call that never got an answer (its turn died)
 //! gets a synthetic one, so a request is always well-formed.
+//!
+//! A call refused with an error keeps only the start of each long
+//! argument here ([`cut_refused_arguments`]): a 1 MB SendMessage text the
+//! tool refused for its size was sent back in every later request of the
+//! session, and each failed at the provider as too long. The transcript
+//! keeps the call whole.
 
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use serde_json::Value;
 
 use crate::model::ChatMessage;
 use crate::model::ToolCall;
@@ -31,6 +38,12 @@ pub(crate) struct ContextBuilder {
     pending: Vec<String>,
     /// Seq of the assistant entry whose calls are pending.
     pending_seq: i64,
+    /// Index of that entry's message.
+    pending_at: usize,
+    /// Lowest index of a message changed after it was appended (a refused
+    /// call's arguments cut), since [`ContextBuilder::take_edited`]: its
+    /// cached token count is stale.
+    edited: Option<usize>,
     deferred: Vec<(i64, ChatMessage)>,
 }
 
@@ -43,6 +56,8 @@ impl ContextBuilder {
             head: 1,
             pending: Vec::new(),
             pending_seq: 0,
+            pending_at: 0,
+            edited: None,
             deferred: Vec::new(),
         }
     }
@@ -70,6 +85,7 @@ impl ContextBuilder {
         match &entry.kind {
             EntryKind::Assistant { text, tool_calls } => {
                 self.close_pending();
+                self.pending_at = self.messages.len();
                 self.messages.push(ChatMessage::Assistant {
                     content: text.clone(),
                     tool_calls: tool_calls
@@ -86,10 +102,16 @@ impl ContextBuilder {
                 self.pending_seq = entry.seq;
             }
             EntryKind::ToolResult {
-                call_id, content, ..
+                call_id,
+                content,
+                is_error,
+                ..
             } => {
                 if let Some(pos) = self.pending.iter().position(|p| p == call_id) {
                     self.pending.remove(pos);
+                    if *is_error && content.starts_with(TOOL_ERROR_PREFIX) {
+                        self.cut_refused(call_id);
+                    }
                     self.messages.push(ChatMessage::Tool {
                         tool_call_id: call_id.clone(),
                         content: content.clone(),
@@ -126,6 +148,34 @@ impl ContextBuilder {
             // entries it covers); pushed incrementally it would come too late
             EntryKind::Summary { .. } => {}
         }
+    }
+
+    /// Cuts the long arguments of the pending call `call_id`, refused with
+    /// an error. The assistant message is the newest step's, sent in no
+    /// request yet (its results come before the next one), so the prefix
+    /// the provider cached is untouched.
+    fn cut_refused(&mut self, call_id: &str) {
+        let Some(ChatMessage::Assistant { tool_calls, .. }) =
+            self.messages.get_mut(self.pending_at)
+        else {
+            return;
+        };
+        let Some(call) = tool_calls.iter_mut().find(|c| c.id == call_id) else {
+            return;
+        };
+        if let Some(cut) = cut_refused_arguments(&call.arguments) {
+            call.arguments = cut;
+            self.edited = Some(
+                self.edited
+                    .map_or(self.pending_at, |e| e.min(self.pending_at)),
+            );
+        }
+    }
+
+    /// The lowest index of a message changed since the last call, if any
+    /// (its token count must be taken again).
+    pub(crate) fn take_edited(&mut self) -> Option<usize> {
+        self.edited.take()
     }
 
     /// Appends a compaction summary as the first message after the system
@@ -214,6 +264,12 @@ impl ContextBuilder {
         &self.messages
     }
 
+    /// The seq of each message's entry, parallel to
+    /// [`ContextBuilder::messages`] (0 for the system prompt).
+    pub(crate) fn seqs(&self) -> &[i64] {
+        &self.seqs
+    }
+
     /// The messages, for a request (call [`ContextBuilder::close_pending`] first).
     pub(crate) fn take_messages(&mut self) -> Vec<ChatMessage> {
         std::mem::take(&mut self.messages)
@@ -223,6 +279,77 @@ impl ContextBuilder {
     pub(crate) fn restore_messages(&mut self, messages: Vec<ChatMessage>) {
         self.messages = messages;
     }
+}
+
+/// How a tool's refusal starts: `ToolError`'s display (`error: … Next
+/// step: …`). The tool or the gate refused the call and nothing ran; the
+/// model is not asked to make the same call again, as it is after an
+/// approval (whose result is a prompt of its own, and whose call must be
+/// repeated exactly).
+const TOOL_ERROR_PREFIX: &str = "error: ";
+
+/// An argument string of a refused call longer than this many characters
+/// is cut in the context. The SendMessage limit is 16,000 characters, so a
+/// text refused for its size is always cut; a short argument the model
+/// may want to correct stays whole.
+pub(crate) const CUT_ARGUMENT_CHARS: usize = 2_000;
+
+/// Characters kept at the start of a cut argument.
+pub(crate) const KEPT_ARGUMENT_CHARS: usize = 500;
+
+/// The arguments of a refused call as later requests show them: every
+/// string longer than [`CUT_ARGUMENT_CHARS`] cut to its first
+/// [`KEPT_ARGUMENT_CHARS`] characters and prompts/argument_cut.md; `{}`
+/// for long arguments that are not JSON (what the OpenAI wire sends for
+/// them anyway). `None` when nothing is cut.
+pub(crate) fn cut_refused_arguments(arguments: &str) -> Option<String> {
+    // a string of n bytes has at most n characters
+    if arguments.len() <= CUT_ARGUMENT_CHARS {
+        return None;
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(arguments) else {
+        return Some("{}".to_owned());
+    };
+    if !cut_strings(&mut value) {
+        return None;
+    }
+    Some(value.to_string())
+}
+
+/// Cuts the long strings in `value`; whether any was cut.
+fn cut_strings(value: &mut Value) -> bool {
+    match value {
+        Value::String(s) => {
+            let chars = s.chars().count();
+            if chars <= CUT_ARGUMENT_CHARS {
+                return false;
+            }
+            let kept: String = s.chars().take(KEPT_ARGUMENT_CHARS).collect();
+            let note = prompts()
+                .argument_cut
+                .render(&[("chars", &grouped(chars))])
+                .unwrap_or_default();
+            *s = format!("{kept}{note}");
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |cut, v| cut_strings(v) | cut),
+        Value::Object(map) => map.values_mut().fold(false, |cut, v| cut_strings(v) | cut),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// `n` with its thousands separated by commas (`1,048,576`), as the
+/// notes a model reads write sizes.
+pub(crate) fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Put into a run of `<` or `>` in quoted data to break it up.

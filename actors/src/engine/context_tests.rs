@@ -259,3 +259,99 @@ proptest::proptest! {
         }
     }
 }
+
+/// A step calling `name` with `arguments`, then its result.
+fn refused_step(name: &str, arguments: &str, content: &str, is_error: bool) -> ContextBuilder {
+    let mut b = ContextBuilder::new("sys".into());
+    b.push(&user(1, "hi"));
+    b.push(&entry(
+        2,
+        EntryKind::Assistant {
+            text: String::new(),
+            tool_calls: vec![ToolCallBody {
+                id: "s".into(),
+                name: name.into(),
+                arguments: arguments.into(),
+            }],
+        },
+    ));
+    b.push(&entry(
+        3,
+        EntryKind::ToolResult {
+            call_id: "s".into(),
+            name: name.into(),
+            content: content.into(),
+            is_error,
+        },
+    ));
+    b
+}
+
+fn arguments_of(b: &ContextBuilder) -> String {
+    match &b.messages()[2] {
+        ChatMessage::Assistant { tool_calls, .. } => tool_calls[0].arguments.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Regression: a 1 MB SendMessage text the tool refused for its size
+/// stayed in the assistant message, and every later request of the
+/// session failed at the provider as too long. The context keeps its first
+/// 500 characters and a note of its size; the call stays valid JSON.
+#[test]
+fn a_refused_calls_long_argument_is_cut_in_the_context() {
+    let text = "x".repeat(1_048_576);
+    let arguments = serde_json::json!({ "text": text, "card": { "title": "t" } }).to_string();
+    let refusal = crate::tools::ToolError::new(
+        "the message has 1048576 characters; the limit is 16000",
+        "shorten it, or split it into several SendMessage calls",
+    )
+    .to_string();
+    let mut b = refused_step("SendMessage", &arguments, &refusal, true);
+    let cut = arguments_of(&b);
+    assert!(cut.len() < 1_000, "{}", cut.len());
+    let value: Value = serde_json::from_str(&cut).unwrap();
+    assert_eq!(
+        value["text"],
+        format!("{}… [cut: 1,048,576 characters; refused]", "x".repeat(500))
+    );
+    assert_eq!(value["card"]["title"], "t");
+    // the tail counts the message again
+    assert_eq!(b.take_edited(), Some(2));
+    assert_eq!(b.take_edited(), None);
+    // the result itself is as the tool wrote it
+    assert!(matches!(&b.messages()[3], ChatMessage::Tool { content, .. } if *content == refusal));
+}
+
+/// What is not cut: a short argument of a refused call (the model may
+/// correct it), a long one of a call that ran, and one of a call waiting
+/// for approval (it must be made again exactly).
+#[test]
+fn only_long_arguments_of_refused_calls_are_cut() {
+    let refusal = crate::tools::ToolError::new("no such file", "check the path").to_string();
+    let short = r#"{"path":"a.txt"}"#;
+    assert_eq!(
+        arguments_of(&refused_step("Read", short, &refusal, true)),
+        short
+    );
+    let long = serde_json::json!({ "text": "y".repeat(20_000) }).to_string();
+    assert_eq!(
+        arguments_of(&refused_step("SendMessage", &long, "delivered", false)),
+        long
+    );
+    let approval = "not run: this action needs alice's approval first.";
+    assert_eq!(
+        arguments_of(&refused_step("Write", &long, approval, true)),
+        long
+    );
+    // long arguments that are not JSON go as `{}` (as the wire sends them)
+    let broken = format!("{{\"text\": \"{}", "z".repeat(5_000));
+    assert_eq!(
+        arguments_of(&refused_step("SendMessage", &broken, &refusal, true)),
+        "{}"
+    );
+    assert_eq!(grouped(0), "0");
+    assert_eq!(grouped(999), "999");
+    assert_eq!(grouped(16_000), "16,000");
+    assert_eq!(grouped(3_145_728), "3,145,728");
+}

@@ -561,6 +561,12 @@ impl Runner {
                 return self.fail(reason).await;
             }
             if self.state.step >= self.rt.settings.max_steps {
+                if self.state.delivered > 0 {
+                    // the reply is out: the turn did its job, and a failure
+                    // with retry advice would have a retry answer twice
+                    tracing::info!(bot = %self.bot.id, turn = %self.turn, "step limit reached after the turn delivered: ending it completed");
+                    return self.end(TurnStatus::Completed, None).await;
+                }
                 let error = format!(
                     "the turn took more than {} model steps",
                     self.rt.settings.max_steps

@@ -49,8 +49,12 @@ use botfleet_memory::covers_to_seq;
 
 use super::context::ContextBuilder;
 use super::context::message_text;
-use crate::model::ChatMessage;
 use crate::runtime::StateBlock;
+
+/// Shaping a request from the context (`SessionTail::take_request`).
+#[path = "request.rs"]
+pub(crate) mod request;
+use request::TurnCut;
 
 /// The rendered context of one session and what it already holds.
 #[derive(Debug, Clone)]
@@ -90,6 +94,13 @@ pub(crate) struct SessionTail {
     /// a quarter window: neither the entry count nor the window asks for
     /// another before then (0 after a compaction that wrote a summary).
     compact_retry_at: i64,
+    /// The running turn whose older tool results requests may cut
+    /// ([`SessionTail::shape_requests`]).
+    turn_cut: Option<TurnCut>,
+    /// Whether requests alternate user and assistant roles.
+    alternate: bool,
+    /// How to give the context back its messages while a request is out.
+    undo: Option<request::Undo>,
 }
 
 /// What of a session a turn's context may hold: the entries up to its
@@ -223,6 +234,9 @@ impl SessionTail {
             skipped: HashSet::new(),
             since_load: 0,
             compact_retry_at: 0,
+            turn_cut: None,
+            alternate: true,
+            undo: None,
         }
     }
 
@@ -502,52 +516,11 @@ impl SessionTail {
             return;
         }
         self.context.push(entry);
+        if let Some(i) = self.context.take_edited() {
+            // a refused call's arguments were cut: counted again when needed
+            self.counted.truncate(i);
+        }
         self.since_load += 1;
-    }
-
-    /// The messages of the next model request: open tool calls answered,
-    /// then `memory_update` (memory changed inside the epoch), if any, as a
-    /// user message at `at`. `at` is set by the turn's first request (its
-    /// end: right after the turn's inputs) and kept for the turn's later
-    /// steps, so the update stays put and the steps follow it. At the end
-    /// of every request it read as a new message from the person after each
-    /// tool result, and a model answered again at each step. The context is
-    /// empty until the messages are given back with
-    /// [`SessionTail::restore_request`].
-    pub(crate) fn take_request(
-        &mut self,
-        memory_update: Option<&str>,
-        at: &mut Option<usize>,
-    ) -> Vec<ChatMessage> {
-        self.context.close_pending();
-        let mut messages = self.context.take_messages();
-        if let Some(update) = memory_update {
-            let i = (*at.get_or_insert(messages.len())).min(messages.len());
-            *at = Some(i);
-            messages.insert(
-                i,
-                ChatMessage::User {
-                    content: update.to_owned(),
-                },
-            );
-        }
-        messages
-    }
-
-    /// Gives back the messages of [`SessionTail::take_request`] after the
-    /// call (`update_at`: where a memory update was put, if one was; it is
-    /// taken out again).
-    pub(crate) fn restore_request(
-        &mut self,
-        mut messages: Vec<ChatMessage>,
-        update_at: Option<usize>,
-    ) {
-        if let Some(i) = update_at
-            && i < messages.len()
-        {
-            messages.remove(i);
-        }
-        self.context.restore_messages(messages);
     }
 
     /// Tokens of the first `n` messages (all when `n` is larger), counting

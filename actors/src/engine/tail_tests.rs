@@ -10,6 +10,7 @@ use botfleet_memory::NewEntry;
 use botfleet_memory::TurnId;
 
 use super::*;
+use crate::model::ChatMessage;
 use crate::tools::test_support::ToolFixture;
 
 fn users(tail: &SessionTail) -> Vec<String> {

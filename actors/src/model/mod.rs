@@ -44,6 +44,15 @@ pub trait Model: Send + Sync + 'static {
         true
     }
 
+    /// Whether requests must alternate user and assistant roles: the
+    /// engine sends consecutive user-side messages as one and leaves out
+    /// assistant messages with neither text nor tool calls
+    /// (`engine/request.rs`). The chat templates of many served models
+    /// (Mistral's and Gemma's under vLLM) refuse anything else.
+    fn alternating_roles(&self) -> bool {
+        true
+    }
+
     /// Runs one completion. Text deltas go to `sink` as they arrive; when
     /// the sink answers [`SinkControl::Abort`] or `cancel` fires, the stream
     /// is dropped and the call returns [`ModelError::Aborted`] or
