@@ -21,8 +21,9 @@ Exit status:
   0    the discussion the message started ended; the public replies are printed
   1    an error: the message was not sent (also when the host did not answer within --timeout
        before it was sent), or the host refused a later request (stderr says why)
-  2    a usage error (bad arguments, or one no request can carry: a token with a newline,
-       an over-long id, a --host ending in /v1)
+  2    a usage error (bad arguments, or one no request can carry: no token, a token with a
+       newline, an over-long id or --nonce, an empty member id, a --host ending in /v1 or
+       that is no http(s) address)
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it
 

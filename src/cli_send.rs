@@ -27,8 +27,9 @@ Exit status:
   0    the turn that answered the message completed; its replies are printed
   1    an error: the message was not sent (also when the host did not answer within --timeout
        before it was sent), or the host refused a later request (stderr says why)
-  2    a usage error (bad arguments, or one no request can carry: a token with a newline,
-       an over-long id, a --host ending in /v1)
+  2    a usage error (bad arguments, or one no request can carry: no token, a token with a
+       newline, an over-long id or --nonce, an empty member id, a --host ending in /v1 or
+       that is no http(s) address)
   3    the turn failed or was cancelled; stderr says why and how to retry
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
   5    no reply within --timeout, or none yet because the bot is paused (its daily token budget

@@ -265,7 +265,6 @@ async fn unknown_query_parameters_are_refused() {
         (Method::GET, "/v1/bots/r".into()),
         (Method::GET, "/v1/bots/r/session".into()),
         (Method::GET, "/v1/bots/r/routines".into()),
-        (Method::GET, "/v1/groups".into()),
         (Method::GET, "/v1/groups/room".into()),
         (Method::GET, "/v1/secrets".into()),
         (Method::GET, format!("/v1/turns/{turn}")),
@@ -296,6 +295,10 @@ async fn unknown_query_parameters_are_refused() {
     let a = as_alice(&host, Method::GET, "/v1/bots/r/turns?limt=5", None).await;
     assert_eq!(a.status, 400, "{}", a.body);
     assert!(a.message().contains("?limit=N"), "{}", a.message());
+    // the room list takes `open` and nothing else
+    let a = as_alice(&host, Method::GET, "/v1/groups?limit=5", None).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.message().contains("?open=true"), "{}", a.message());
     host.shutdown().await;
 }
 

@@ -83,7 +83,8 @@ async fn cli_without_a_host_or_token_says_what_to_do() {
         .output()
         .await
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // no token is a usage error, as `send --help` says of bad arguments
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("BOTFLEET_TOKEN"));
 }
 

@@ -120,7 +120,7 @@ async fn send_json_prints_every_failure_as_json() {
     let (code, out, _) = cli(&["send", "r", "x", "--json"], &host.url, "wrong-token").await;
     assert_eq!(code, 1);
     assert_eq!(json(&out)["error"]["http_status"], 401);
-    // no host, and no token: no answer at all, still an object
+    // no host: no answer at all, still an object
     let (code, out, err) = cli(&["send", "r", "x", "--json"], "http://127.0.0.1:9", TOKEN).await;
     assert_eq!(code, 1);
     assert!(err.contains("cannot reach the host"), "{err}");
@@ -134,12 +134,10 @@ async fn send_json_prints_every_failure_as_json() {
         .output()
         .await
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let v = json(&String::from_utf8_lossy(&out.stdout));
-    assert!(
-        v["error"]["message"].as_str().unwrap().contains("no token"),
-        "{v}"
-    );
+    // no token is a usage error (2): no object, as for clap's
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no token"));
     host.shutdown().await;
 }
 
@@ -185,7 +183,7 @@ async fn a_host_address_without_a_scheme_is_http() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("r-name"), "{out}");
     let (code, _, err) = cli(&["bots"], "ftp://127.0.0.1:1", TOKEN).await;
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(
         err.contains("not an http(s) address") && err.contains("http://HOST:PORT"),
         "{err}"
