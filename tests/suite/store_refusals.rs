@@ -222,35 +222,26 @@ fn limit_file_size(pid: u32, soft: &str) {
     );
 }
 
-#[cfg(target_os = "linux")]
-#[tokio::test]
-async fn messages_accepted_before_the_disk_fails_writes_are_answered_once_it_works() {
-    let fleet = fleet();
-    let config = fleet.write();
-    let data = fleet.path().join("data");
+/// Starts a host process on `config` whose file-size limit can be set
+/// ([`limit_file_size`]), its log going to `stderr`; waits until it
+/// answers. Returns the process, its pid and its URL. SIGXFSZ is ignored
+/// (kept across exec): a write past the limit fails with EFBIG, as a
+/// failing disk's, instead of killing the host.
+async fn start_limitable(config: &Path, stderr: Stdio) -> (tokio::process::Child, u32, String) {
     let url = format!("http://127.0.0.1:{}", free_port());
     let listen = url.trim_start_matches("http://").to_owned();
-    // SIGXFSZ ignored (kept across exec): a write past the limit fails
-    // with EFBIG, as a failing disk's, instead of killing the host
-    let mut host = tokio::process::Command::new("sh")
+    let host = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(r#"trap '' XFSZ; exec "$0" run --fleet "$1" --listen "$2""#)
         .arg(BIN)
-        .arg(&config)
+        .arg(config)
         .arg(&listen)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let pid = host.id().unwrap();
-    // its log, read by a task (a full pipe would stop the host)
-    let mut stderr = host.stderr.take().unwrap();
-    let log = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
-        text
-    });
     poll(30, async || {
         let up = reqwest::get(format!("{url}/healthz"))
             .await
@@ -259,6 +250,23 @@ async fn messages_accepted_before_the_disk_fails_writes_are_answered_once_it_wor
             .ok_or_else(|| "the host did not start".into())
     })
     .await;
+    (host, pid, url)
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn messages_accepted_before_the_disk_fails_writes_are_answered_once_it_works() {
+    let fleet = fleet();
+    let config = fleet.write();
+    let data = fleet.path().join("data");
+    let (mut host, pid, url) = start_limitable(&config, Stdio::piped()).await;
+    // its log, read by a task (a full pipe would stop the host)
+    let mut stderr = host.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+        text
+    });
     let (session, seqs) = held_turn(&url, &data, || limit_file_size(pid, "1")).await;
     wait_store_wait(&url).await;
     // the disk works again; the host is not restarted
@@ -366,28 +374,7 @@ async fn a_log_file_on_the_failing_disk_does_not_stop_the_store() {
     let config = fleet.write();
     let log_path = fleet.path().join("host.log");
     let log_file = std::fs::File::create(&log_path).unwrap();
-    let url = format!("http://127.0.0.1:{}", free_port());
-    let listen = url.trim_start_matches("http://").to_owned();
-    let mut host = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(r#"trap '' XFSZ; exec "$0" run --fleet "$1" --listen "$2""#)
-        .arg(BIN)
-        .arg(&config)
-        .arg(&listen)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log_file))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = host.id().unwrap();
-    poll(30, async || {
-        let up = reqwest::get(format!("{url}/healthz"))
-            .await
-            .is_ok_and(|r| r.status().is_success());
-        up.then_some(Value::Null)
-            .ok_or_else(|| "the host did not start".into())
-    })
-    .await;
+    let (mut host, pid, url) = start_limitable(&config, Stdio::from(log_file)).await;
     let path = "/v1/bots/a1/messages";
     let (status, v) = post(&url, path, json!({"text": "before"}), Some("k0")).await;
     assert_eq!(status, 202, "{v}");
