@@ -243,9 +243,9 @@ async fn a_member_change_that_shares_the_room_shares_its_next_turns() {
     host.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_running_discussion_finishes_with_the_members_it_had() {
-    // the change lands while the discussion runs
+/// A host whose room `team` of a and b has a discussion under way (a's
+/// turn is slow) when its members change to c and b; the post's answer.
+async fn changed_during_a_discussion() -> (TestHost, Value) {
     let host = admin_host(SLOW).await;
     create(&host, "team", &["a", "b"]).await;
     let posted = host
@@ -254,6 +254,12 @@ async fn a_running_discussion_finishes_with_the_members_it_had() {
     host.wait_running("a").await;
     let (status, room) = put_members(&host, TOKEN, "team", &["c", "b"]).await;
     assert_eq!(status, 200, "{room}");
+    (host, posted)
+}
+
+#[tokio::test]
+async fn a_running_discussion_finishes_with_the_members_it_had() {
+    let (host, posted) = changed_during_a_discussion().await;
     let session = posted["session"].as_str().unwrap();
     let seq = posted["seq"].as_i64().unwrap();
     let end = host.wait_turn_end(session, seq).await;
@@ -276,14 +282,7 @@ async fn a_running_discussion_finishes_with_the_members_it_had() {
 
 #[tokio::test]
 async fn a_discussion_cut_off_by_a_restart_resumes_with_the_members_it_had() {
-    let host = admin_host(SLOW).await;
-    create(&host, "team", &["a", "b"]).await;
-    let posted = host
-        .post_text("/v1/groups/team/messages", TOKEN, "slow start")
-        .await;
-    host.wait_running("a").await;
-    let (status, room) = put_members(&host, TOKEN, "team", &["c", "b"]).await;
-    assert_eq!(status, 200, "{room}");
+    let (host, posted) = changed_during_a_discussion().await;
     // the host stops with the discussion under way; the next start
     // resumes it from its checkpoint
     let host = restart(host.shutdown().await).await;
