@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serde_json::json;
-use tokio::time::Instant;
 
 use super::crash::send;
 use super::crash::turn_ended;
@@ -23,6 +22,7 @@ use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
+use crate::support::process::poll;
 
 /// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
 const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
@@ -120,15 +120,15 @@ async fn profile(url: &str) -> Vec<String> {
 
 /// Polls (bounded) until alice's profile holds something.
 async fn wait_profile(url: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    poll(30, async || {
         let p = profile(url).await;
-        if !p.is_empty() {
-            return p;
+        if p.is_empty() {
+            Err("the fact was never added".into())
+        } else {
+            Ok(p)
         }
-        assert!(Instant::now() < deadline, "the fact was never added");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await
 }
 
 /// Sets up with an extractor that answers after `delay_ms`, starts the

@@ -8,11 +8,8 @@
 
 use std::path::Path;
 use std::path::PathBuf;
-use std::time::Duration;
-use std::time::Instant;
 
 use serde_json::Value;
-use serde_json::json;
 
 use super::recall::CHAT;
 use super::recall::RECALL_TOOLS;
@@ -20,22 +17,7 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
-
-/// Waits (bounded) until searching `q` finds `total` entries.
-async fn wait_found(client: &botfleet::client::Client, q: &str, total: u64) -> Value {
-    let started = Instant::now();
-    loop {
-        let v = client.get_query("/v1/search", &[("q", q)]).await.unwrap();
-        if v["total"] == json!(total) {
-            return v;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "searching {q:?} never found {total}: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use crate::support::process::wait_found;
 
 /// Sends `text` to bot `r` and expects it accepted.
 async fn send(client: &botfleet::client::Client, text: &str, key: &str) {

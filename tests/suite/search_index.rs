@@ -8,8 +8,6 @@
 
 use std::path::Path;
 use std::path::PathBuf;
-use std::time::Duration;
-use std::time::Instant;
 
 use serde_json::Value;
 use serde_json::json;
@@ -25,6 +23,7 @@ use crate::support::fleet::TestHost;
 use crate::support::process::HostProcess;
 use crate::support::process::cli;
 use crate::support::process::free_port;
+use crate::support::process::wait_found;
 
 /// The names in `dir` that start with `prefix`.
 fn names_starting(dir: &Path, prefix: &str) -> Vec<String> {
@@ -33,22 +32,6 @@ fn names_starting(dir: &Path, prefix: &str) -> Vec<String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(prefix))
         .collect()
-}
-
-/// Waits (bounded) until searching `q` finds `total` entries.
-async fn wait_found(client: &botfleet::client::Client, q: &str, total: u64) -> Value {
-    let started = Instant::now();
-    loop {
-        let v = client.get_query("/v1/search", &[("q", q)]).await.unwrap();
-        if v["total"] == json!(total) {
-            return v;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "searching {q:?} never found {total}: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A host process with two messages about a wombat indexed, stopped

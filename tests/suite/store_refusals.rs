@@ -19,12 +19,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serde_json::json;
-use tokio::time::Instant;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::BIN;
 use crate::support::process::free_port;
+use crate::support::process::poll;
 
 /// A bot whose "hold" message runs a Shell command that waits for the file
 /// `go` in the workspace (it writes `held` first); any other message is
@@ -75,20 +75,6 @@ async fn post(url: &str, path: &str, body: Value, key: Option<&str>) -> (u16, Va
     let resp = req.send().await.unwrap();
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-/// Re-runs `check` every 20 ms until it finds something; fails with its
-/// last state after `secs`.
-async fn poll(secs: u64, mut check: impl AsyncFnMut() -> Result<Value, String>) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let last = match check().await {
-            Ok(found) => return found,
-            Err(last) => last,
-        };
-        assert!(Instant::now() < deadline, "timed out waiting; {last}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// What `GET /v1/bots` says of bot `a1`.

@@ -174,3 +174,39 @@ pub fn alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Re-runs `check` until it finds something, every 20 ms; fails with its
+/// last state after `secs`. For a host in another process: its clock is
+/// the wall clock, which a test cannot pause, so the wait is bounded on a
+/// real condition instead of slept through.
+pub async fn poll<T>(secs: u64, mut check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let last = match check().await {
+            Ok(found) => return found,
+            Err(last) => last,
+        };
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {secs} s waiting; {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Polls (bounded) until searching `q` finds `total` entries; the answer.
+pub async fn wait_found(
+    client: &botfleet::client::Client,
+    q: &str,
+    total: u64,
+) -> serde_json::Value {
+    poll(20, async || {
+        let v = client.get_query("/v1/search", &[("q", q)]).await.unwrap();
+        if v["total"] == serde_json::json!(total) {
+            Ok(v)
+        } else {
+            Err(format!("searching {q:?} never found {total}: {v}"))
+        }
+    })
+    .await
+}
