@@ -157,10 +157,8 @@ impl BotState {
             .remove(&session)
             .unwrap_or_else(|| SessionTail::new(session));
         let started_at = self.rt.store.clock().now_ms();
-        // set before the run when its last run could not write: the
-        // resume does not count this start as one more after a crash
-        // (`engine/recovery.rs`), and a crash of this run is not in a row
-        // with any before the store's refusal
+        // set before the run when its last run could not write: a crash
+        // of this run is not in a row with any before the store's refusal
         let stepped = Arc::new(std::sync::atomic::AtomicBool::new(replaces_start));
         let run_plan = match &kind {
             PlanKind::New { .. } | PlanKind::Resume { .. } => RunPlan::Turn,
@@ -177,6 +175,7 @@ impl BotState {
             hard: hard.clone(),
             started_at,
             stepped: stepped.clone(),
+            replaces_start,
         };
         self.running = Some(Running {
             turn,

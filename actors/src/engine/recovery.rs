@@ -72,13 +72,13 @@ impl Runner {
     /// stops the resumed turn, as it may have taken effect; a call never
     /// started simply runs, or is recorded as not run when the turn stops.
     ///
-    /// A run after one the store refused to write (disk full: its bot set
-    /// `stepped` before it began) is not one more start after a crash: it
+    /// A run after one the store refused to write (disk full:
+    /// `TurnPlan::replaces_start`) is not one more start after a crash: it
     /// takes the refused run's place, and the count stays. (Before, each
     /// run during a full disk counted, and the turn failed as "crashed 3
     /// times in a row at the same step" once the disk had space again.)
     pub(super) async fn resume(&mut self) -> Result<Option<TurnStatus>, StoreError> {
-        let replaces_start = self.stepped.load(std::sync::atomic::Ordering::Relaxed);
+        let replaces_start = self.replaces_start;
         let attempts = if replaces_start {
             self.attempts
         } else {

@@ -132,6 +132,10 @@ pub(crate) struct TurnPlan {
     /// crashes (a crash after a step is not "in a row" with the ones
     /// before it, as the store's `attempts` count).
     pub stepped: Arc<AtomicBool>,
+    /// The run takes the place of one whose writes the store refused (its
+    /// bot waited, `bot_store_wait.rs`): its resume does not count one
+    /// more start (`engine/recovery.rs`).
+    pub replaces_start: bool,
 }
 
 /// How a turn ended, for its bot.
@@ -279,6 +283,8 @@ struct Runner {
     started_at: i64,
     /// Set once this run commits a step (`TurnPlan::stepped`).
     stepped: Arc<AtomicBool>,
+    /// `TurnPlan::replaces_start`.
+    replaces_start: bool,
     soft: CancellationToken,
     hard: CancellationToken,
     error: Option<String>,
@@ -362,6 +368,7 @@ impl Runner {
             hard: plan.hard,
             started_at: plan.started_at,
             stepped: plan.stepped,
+            replaces_start: plan.replaces_start,
             error: None,
         })
     }
