@@ -13,7 +13,6 @@ use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::Endless;
 use crate::support::openai_server::OpenAiServer;
@@ -127,17 +126,6 @@ fn step_of(request: &Value) -> usize {
         .count()
 }
 
-/// Sends `text` to bot `r` and waits for the end of its turn.
-async fn run_turn(host: &TestHost, text: &str) -> (String, Value) {
-    let (status, sent) = host.send("r", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    (session, end)
-}
-
 /// Two Shell steps and a reply, each call with the id `id(step)` (empty:
 /// no id at all), against a strict server; returns the ids the calls ran
 /// under.
@@ -160,7 +148,7 @@ async fn shell_steps_with_ids(id: fn(usize) -> &'static str) -> Vec<String> {
         .bot("r", "main", &["SendMessage", "Shell"])
         .start()
         .await;
-    let (session, end) = run_turn(&host, "run both").await;
+    let (session, end) = host.end_turn("r", "run both").await;
     assert_eq!(end["status"], "completed", "{end}");
     let entries = host.entries(&session).await;
     let results: Vec<(String, String)> = entries
@@ -234,9 +222,9 @@ async fn cut_off_arguments_do_not_poison_later_requests() {
         .bot("r", "main", &["SendMessage"])
         .start()
         .await;
-    let (session, end) = run_turn(&host, "first message").await;
+    let (session, end) = host.end_turn("r", "first message").await;
     assert_eq!(end["status"], "completed", "{end}");
-    let (_, end) = run_turn(&host, "second message").await;
+    let (_, end) = host.end_turn("r", "second message").await;
     assert_eq!(end["status"], "completed", "{end}");
     let entries = host.entries(&session).await;
     assert_eq!(deliveries(&entries), vec!["whole", "again"]);
@@ -269,7 +257,7 @@ async fn failed_turn(reply: Reply, extra: &str) -> String {
         .bot("r", "main", &["SendMessage"])
         .start()
         .await;
-    let (session, end) = run_turn(&host, "go").await;
+    let (session, end) = host.end_turn("r", "go").await;
     assert_eq!(end["status"], "failed", "{end}");
     let entries = host.entries(&session).await;
     let notice = entries
@@ -331,7 +319,7 @@ async fn a_stream_cut_after_text_is_retried_without_doubling_it_for_the_loop_wat
         .bot("r", "main", &["SendMessage"])
         .start()
         .await;
-    let (session, end) = run_turn(&host, "go").await;
+    let (session, end) = host.end_turn("r", "go").await;
     assert_eq!(end["status"], "completed", "{end}");
     let entries = host.entries(&session).await;
     assert_eq!(deliveries(&entries), vec!["done"]);

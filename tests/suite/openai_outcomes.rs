@@ -28,13 +28,8 @@ async fn host(server: &OpenAiServer, stream: bool) -> TestHost {
 
 /// Sends `text` to `r` and waits for the end of the turn answering it;
 /// returns the session's entries and the turn_end entry.
-async fn turn(host: &TestHost, text: &str) -> (Vec<Value>, Value) {
-    let (status, sent) = host.send("r", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
+pub(super) async fn turn(host: &TestHost, text: &str) -> (Vec<Value>, Value) {
+    let (session, end) = host.end_turn("r", text).await;
     (host.entries(&session).await, end)
 }
 

@@ -8,26 +8,14 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;
 
+use super::openai_outcomes::turn;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::RecordedRequest;
 use crate::support::openai_server::Reply;
 
 const RUNTIME: &str = "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n";
-
-/// Sends `text` to `r` and waits for the end of the turn answering it;
-/// returns the session's entries and the turn_end entry.
-async fn turn(host: &TestHost, text: &str) -> (Vec<Value>, Value) {
-    let (status, sent) = host.send("r", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    (host.entries(&session).await, end)
-}
 
 /// Bytes of a request's body.
 fn size(request: &RecordedRequest) -> usize {

@@ -215,15 +215,22 @@ impl TestHost {
         answer
     }
 
-    /// Sends `text` to `bot` as alice and waits until its turn ended,
-    /// checking it completed; returns the DM's session id.
-    pub async fn complete_turn(&self, bot: &str, text: &str) -> String {
+    /// Sends `text` to `bot` as alice and waits until the turn answering
+    /// it ended; returns the DM's session id and the `turn_end` entry.
+    pub async fn end_turn(&self, bot: &str, text: &str) -> (String, Value) {
         let (status, sent) = self.send(bot, text, None).await;
         assert_eq!(status, 202, "{sent}");
         let session = sent["session"].as_str().unwrap().to_owned();
         let end = self
             .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
             .await;
+        (session, end)
+    }
+
+    /// [`TestHost::end_turn`], checking the turn completed; returns the
+    /// DM's session id.
+    pub async fn complete_turn(&self, bot: &str, text: &str) -> String {
+        let (session, end) = self.end_turn(bot, text).await;
         assert_eq!(end["status"], "completed", "{end}");
         session
     }
