@@ -155,12 +155,7 @@ async fn a_failed_turn_and_check_config_show_no_userinfo() {
     assert_no_credentials(&said);
 
     let host = fleet.start().await;
-    let (status, sent) = host.send("r", "hello", None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
+    let (session, end) = host.end_turn("r", "hello").await;
     assert_eq!(end["status"], "failed", "{end}");
     let turn = end["turn"].as_str().unwrap();
     let (_, v) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
@@ -228,12 +223,7 @@ async fn a_failed_turn_shows_no_start_of(
         .openai("main", base_url, &format!("max_retries = 0\n{extra}"))
         .bot("r", "main", &["SendMessage"]);
     let host = start_with_key(fleet).await;
-    let (status, sent) = host.send("r", "hello", None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
+    let (session, end) = host.end_turn("r", "hello").await;
     assert_eq!(end["status"], "failed", "{end}");
     let turn = end["turn"].as_str().unwrap();
     let (_, v) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;

@@ -263,12 +263,7 @@ async fn a_call_without_a_name_gets_an_error_result_and_the_turn_goes_on() {
             .bot("r", "main", &["SendMessage"])
             .start()
             .await;
-        let (status, sent) = host.send("r", "hello", None).await;
-        assert_eq!(status, 202, "{sent}");
-        let session = sent["session"].as_str().unwrap().to_owned();
-        let end = host
-            .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-            .await;
+        let (session, end) = host.end_turn("r", "hello").await;
         assert_eq!(end["status"], "completed", "stream {stream}: {end}");
         let entries = host.entries(&session).await;
         let result = entries
