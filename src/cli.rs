@@ -415,6 +415,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let running = host::start(opts).await?;
+    terminal::serving();
     // listening from now on, so that no signal falls between the first
     // wait and the second (a Ctrl-C just after "stopping…" was lost)
     let mut signals = StopSignals::new()?;

@@ -21,6 +21,10 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
+use std::io;
+use std::io::Write as _;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
@@ -58,14 +62,56 @@ pub(super) fn text(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Set once `botfleet run` serves: from then on a line that cannot be
+/// printed is dropped (see [`unprintable`]).
+static SERVING: AtomicBool = AtomicBool::new(false);
+
+/// Marks this process as the host: its own lines (the banner, "stopping…")
+/// only tell the operator where it listens, and its log goes through
+/// `tracing`, which drops what it cannot write.
+pub(super) fn serving() {
+    SERVING.store(true, Ordering::Relaxed);
+}
+
 /// Prints a line on stdout, made safe with [`text`].
 pub(super) fn out(line: fmt::Arguments<'_>) {
-    println!("{}", text(&line.to_string()));
+    let mut stdout = io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{}", text(&line.to_string())) {
+        unprintable("stdout", &e);
+    }
 }
 
 /// Prints a line on stderr, made safe with [`text`].
 pub(super) fn err(line: fmt::Arguments<'_>) {
-    eprintln!("{}", text(&line.to_string()));
+    let mut stderr = io::stderr().lock();
+    if let Err(e) = writeln!(stderr, "{}", text(&line.to_string())) {
+        unprintable("stderr", &e);
+    }
+}
+
+/// A line that could not be printed. `println!` panicked here, which
+/// stopped `botfleet run > host.out` at its banner when that file was on
+/// a full disk, and printed a panic and a backtrace for `botfleet
+/// transcript | head -0`. The host goes on serving without the line. A
+/// command stops: quietly, as `cat` does (status 141, 128 + SIGPIPE), when
+/// the reader of its output went away; otherwise with status 1 and the
+/// reason on stderr, since what it printed is incomplete (`botfleet
+/// transcript bot > file` on a full disk must not look like a whole
+/// transcript).
+fn unprintable(stream: &str, e: &io::Error) {
+    if SERVING.load(Ordering::Relaxed) {
+        return;
+    }
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        std::process::exit(141);
+    }
+    // stderr may be the stream that failed; nothing more can be said then
+    let _ = writeln!(
+        io::stderr(),
+        "botfleet: cannot write to {stream}: {e}; the output above is incomplete (free space \
+         or redirect it elsewhere, then run the command again)"
+    );
+    std::process::exit(1);
 }
 
 /// `v` as one line of JSON, with DEL, the C1 controls and the bidi

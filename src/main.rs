@@ -11,7 +11,6 @@ use tracing_subscriber::EnvFilter;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    quiet_broken_pipe();
     let cli = botfleet::cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| {
@@ -38,25 +37,4 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(botfleet::cli::main(cli))
-}
-
-/// `botfleet search … | head -3`: when the reader of our stdout goes away,
-/// `println!` panics with "failed printing to stdout: Broken pipe". A
-/// command-line tool should then stop quietly, as `cat` does (status 141,
-/// 128 + SIGPIPE), not print a panic and a backtrace. Every other panic
-/// keeps the default report.
-fn quiet_broken_pipe() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(141);
-        }
-        default(info);
-    }));
 }

@@ -203,6 +203,86 @@ async fn a_reader_that_goes_away_stops_the_cli_quietly() {
     host.shutdown().await;
 }
 
+/// Regression: `botfleet run > host.out` with that file on a full disk
+/// panicked at its banner ("failed printing to stdout"), so the host never
+/// served. It serves without the line, and stops cleanly.
+#[tokio::test]
+async fn a_host_whose_stdout_fails_still_serves() {
+    let fleet = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"]);
+    let config = fleet.write();
+    let port = crate::support::process::free_port();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["run", "--fleet"])
+        .arg(&config)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::from(full))
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let pid = child.id().unwrap();
+    let answered = crate::support::process::poll(30, async || {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(Err(status));
+        }
+        let (code, out, err) = cli(&["send", "r", "hello"], &url, TOKEN).await;
+        if code == 0 {
+            Ok(Ok(out))
+        } else {
+            Err(format!("no answer yet ({code}): {err}"))
+        }
+    })
+    .await;
+    let out = answered.unwrap_or_else(|status| panic!("the host stopped: {status}"));
+    assert_eq!(out.trim(), "echo: hello");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let out = child.wait_with_output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A command whose output cannot be written says so and fails, rather
+/// than panicking (before) or ending with 0 on an incomplete output.
+#[tokio::test]
+async fn a_command_whose_stdout_fails_says_so() {
+    let fleet = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"]);
+    let config = fleet.write();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .args(["check-config", "--fleet"])
+        .arg(&config)
+        .stdout(std::process::Stdio::from(full))
+        .stderr(std::process::Stdio::piped())
+        // not `output()`, which pipes stdout too
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write to stdout") && err.contains("incomplete"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// Regression: `send` to a bot whose daily token budget is spent waited
 /// out the whole `--timeout` and said "no reply within …", although the
 /// host wrote its `budget_exhausted` notice at once (a paused turn writes
