@@ -7,6 +7,7 @@ mod api_input;
 mod api_schema;
 mod approval_expiry;
 mod approvals;
+mod backup_restore;
 mod batching;
 mod budget;
 mod cli;
