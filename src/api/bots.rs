@@ -82,7 +82,10 @@ pub(crate) async fn list(
             // set when the fleet's config stopped listing the bot: it
             // takes no more messages until a config lists it again
             "removed_at": b.removed_at(),
-            "active": live.is_some(),
+            // awake in the fleet (docs/api.md): a removed bot's actor may
+            // be in memory, holding work that waits for a config to list
+            // it again, but it does nothing
+            "active": live.is_some() && b.removed_at().is_none(),
             "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
             // its daily token budget is spent: it answers after this time

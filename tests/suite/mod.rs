@@ -43,6 +43,7 @@ mod openai_faults;
 mod openai_host;
 mod openai_outcomes;
 mod openai_provider;
+mod ops_faults;
 mod owner_change;
 mod recall;
 mod recall_faults;

@@ -190,11 +190,20 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
             || runner
                 .tail
                 .unsummarised_past(runner.rt.settings.context_entries));
-    if !was_compact && matches!(result, Ok(TurnStatus::Completed)) {
+    // a script without an extract rule answers nothing (a failure logged per turn)
+    if !was_compact
+        && matches!(result, Ok(TurnStatus::Completed))
+        && runner.model.answers(Purpose::Extract)
+    {
         runner.spawn_extraction();
     }
     let (status, error) = match result {
         Ok(status) => (Some(status), runner.error.take()),
+        // a planned stop: the turn stays running in the store and resumes
+        Err(e @ StoreError::WriterGone) if runner.rt.store.is_closed() => {
+            tracing::info!(bot = %runner.bot.id, turn = %turn, "turn cut off by the host's stop; it resumes at the next start");
+            (None, Some(e.to_string()))
+        }
         Err(e) => {
             tracing::error!(bot = %runner.bot.id, turn = %turn, error = %e, "turn could not be persisted");
             (None, Some(e.to_string()))

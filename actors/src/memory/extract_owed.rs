@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::extract::ExtractReport;
 use super::extract::extract_after_turn;
+use crate::model::Purpose;
 use crate::runtime::Runtime;
 
 /// Most owed extractions one start runs again (the oldest first); the
@@ -223,7 +224,8 @@ pub fn resume_owed_extractions(rt: Arc<Runtime>) -> tokio::task::JoinHandle<usiz
 }
 
 /// Counts one more run of `o` and answers its bot, or gives it up (clears
-/// it, logged) when it ran [`MAX_RERUNS`] times already or its bot is gone.
+/// it, logged) when it ran [`MAX_RERUNS`] times already, its bot is gone
+/// or its bot's model does not extract.
 async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
     let bumped = rt
         .store
@@ -252,9 +254,31 @@ async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
         (_, 0) => return None,
         (_, n) if n > MAX_RERUNS => "it was cut off too many times",
         (None, _) => "its bot is gone",
+        // owed from before its provider lost its extract rule (a script
+        // without one answers nothing): nothing to warn about, as a turn
+        // of such a bot owes no extraction (`engine/runner.rs`)
+        (Some(b), _) if !can_extract(rt, b) => {
+            tracing::debug!(bot = %o.bot, turn = %o.turn, "fact extraction dropped: the bot's model does not extract");
+            clear(rt, o).await;
+            return None;
+        }
         (Some(_), _) => return bot,
     };
     tracing::warn!(bot = %o.bot, turn = %o.turn, attempts, reason = why, "fact extraction given up; memory unchanged");
+    clear(rt, o).await;
+    None
+}
+
+/// Whether `bot`'s model answers extraction requests (a missing provider
+/// is reported by the extraction itself).
+fn can_extract(rt: &Runtime, bot: &BotRecord) -> bool {
+    rt.models
+        .get(&bot.provider)
+        .is_none_or(|m| m.answers(Purpose::Extract))
+}
+
+/// Ends the owed record of `o` without running it.
+async fn clear(rt: &Runtime, o: &OwedExtraction) {
     if let Err(e) = rt
         .store
         .write(vec![Mutation::ClearExtraction { turn: o.turn }])
@@ -262,7 +286,6 @@ async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
     {
         tracing::warn!(turn = %o.turn, error = %e, "cannot clear a given-up fact extraction");
     }
-    None
 }
 
 #[cfg(test)]

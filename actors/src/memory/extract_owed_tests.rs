@@ -1,6 +1,7 @@
 //! Owed extractions at start: run again once and cleared; given up (and
-//! cleared, without asking the model) when their bot is gone or they were
-//! cut off too often; a second run of a turn adds nothing twice.
+//! cleared, without asking the model) when their bot is gone, they were
+//! cut off too often or the bot's model cannot extract; a second run of a
+//! turn adds nothing twice.
 
 use std::sync::Arc;
 
@@ -108,5 +109,28 @@ async fn owed_extractions_run_again_once_or_are_given_up() {
     assert_eq!(report.unchanged.len(), 1, "{report:?}");
     let items = rt.store.memory_items(bot_scopes(&bot), now).await.unwrap();
     assert_eq!(profile(items), [FACT]);
+    assert_eq!(rt.store.owed_extractions(10).await.unwrap(), []);
+}
+
+/// An extraction owed by a bot whose model has no extract rule (owed from
+/// before its script lost it) is dropped without asking the model, which
+/// would answer nothing and log a failure.
+#[tokio::test]
+async fn an_owed_extraction_of_a_model_that_cannot_extract_is_dropped() {
+    let mut f = ToolFixture::new();
+    let chat_only = "[[rule]]\nsteps = [{ text = \"hi\" }]\n";
+    let model = ScriptedModel::new(Script::parse(chat_only, "test").unwrap());
+    f.rt.models.insert("p".into(), Arc::new(model));
+    f.rt.settings.extract_memory = true;
+    let turn = TurnId::new_v7();
+    let batch = vec![
+        Mutation::UpsertBot(f.bot.clone()),
+        Mutation::OweExtraction(Box::new(owed(turn, &f.bot.id, &f))),
+    ];
+    f.rt.store.write(batch).await.unwrap();
+    let rt = Arc::new(f.rt);
+
+    let ran = resume_owed_extractions(Arc::clone(&rt)).await.unwrap();
+    assert_eq!(ran, 0, "the model was not asked");
     assert_eq!(rt.store.owed_extractions(10).await.unwrap(), []);
 }

@@ -356,9 +356,10 @@ impl OnError {
             | IndexError::Query(_)
             | IndexError::CorruptMarker { .. }
             | IndexError::MirrorDamaged { .. } => OnError::Retry,
-            IndexError::Task(_) | IndexError::IndexerGone | IndexError::Locked { .. } => {
-                OnError::Restart
-            }
+            IndexError::Task(_)
+            | IndexError::IndexerGone
+            | IndexError::Locked { .. }
+            | IndexError::NotWritable { .. } => OnError::Restart,
         }
     }
 }

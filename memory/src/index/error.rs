@@ -166,6 +166,18 @@ pub enum IndexError {
         /// The underlying error.
         cause: std::io::Error,
     },
+    /// The index directory is not a directory the host can write (owned by
+    /// another user, read-only, on a read-only mount, or a file): searches
+    /// would find nothing new while every commit failed.
+    #[error(
+        "the search index directory {dir} cannot be written ({cause}); make it a directory the user running botfleet can write (e.g. `chown -R $(id -un) {dir}` and `chmod -R u+rwX {dir}`; remount a read-only disk read-write), or move it away: the host creates it again and rebuilds it from the store"
+    )]
+    NotWritable {
+        /// Index directory.
+        dir: PathBuf,
+        /// What the write test hit.
+        cause: std::io::Error,
+    },
     /// A blocking index task panicked or was cancelled.
     #[error("index task failed: {0}")]
     Task(String),
@@ -202,6 +214,7 @@ impl IndexError {
             IndexError::Query(_)
             | IndexError::CorruptMarker { .. }
             | IndexError::MirrorDamaged { .. }
+            | IndexError::NotWritable { .. }
             | IndexError::IndexerGone => false,
         }
     }

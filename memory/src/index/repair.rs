@@ -177,6 +177,7 @@ fn is_damage(e: &IndexError) -> bool {
         | IndexError::Locked { .. }
         | IndexError::Store(_)
         | IndexError::Io { .. }
+        | IndexError::NotWritable { .. }
         | IndexError::Task(_)
         | IndexError::IndexerGone
         | IndexError::Timeout { .. } => false,

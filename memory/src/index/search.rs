@@ -115,6 +115,35 @@ impl std::fmt::Debug for TranscriptIndex {
     }
 }
 
+/// A file [`check_writable`] makes and deletes in the index directory.
+const WRITE_PROBE: &str = ".botfleet-write-probe";
+
+/// Fails unless a file can be made in `dir`. An index that opens but
+/// cannot be written (a directory owned by another user, read-only, on a
+/// read-only mount) serves old searches while every commit fails: the
+/// host would run, healthy to `/healthz`, finding nothing new.
+fn check_writable(dir: &Path) -> Result<(), IndexError> {
+    let probe = dir.join(WRITE_PROBE);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .and_then(|file| {
+            drop(file);
+            std::fs::remove_file(&probe)
+        })
+        .map_err(|cause| not_writable(dir, cause))
+}
+
+/// [`IndexError::NotWritable`] of `dir`.
+fn not_writable(dir: &Path, cause: std::io::Error) -> IndexError {
+    IndexError::NotWritable {
+        dir: dir.to_path_buf(),
+        cause,
+    }
+}
+
 fn is_lock_busy(e: &TantivyError) -> bool {
     matches!(e, TantivyError::LockFailure(..))
 }
@@ -125,9 +154,19 @@ impl TranscriptIndex {
     /// and recreated empty, and the indexer fills it again from the store.
     /// Fails with [`IndexError::Locked`] if that needs a writer and another
     /// process holds one.
+    /// Fails with [`IndexError::NotWritable`] when `dir` is not a
+    /// directory this process can write.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, IndexError> {
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| IndexError::io(&dir, e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            if dir.exists() && !dir.is_dir() {
+                // a file where the directory should be
+                not_writable(&dir, std::io::ErrorKind::NotADirectory.into())
+            } else {
+                IndexError::io(&dir, e)
+            }
+        })?;
+        check_writable(&dir)?;
         let (schema, fields) = schema();
         let directory = MmapDirectory::open(&dir).map_err(TantivyError::from)?;
         let index = if Index::exists(&directory).map_err(TantivyError::from)? {

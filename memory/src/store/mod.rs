@@ -132,6 +132,8 @@ struct Inner {
     /// Dropping it stops the checkpoint thread.
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
     /// What the checkpoint thread runs with, for tests that run its
+    /// Set by [`Store::close`] (`Store::is_closed`).
+    closed: std::sync::atomic::AtomicBool,
     /// checkpoints themselves.
     #[cfg(test)]
     checkpoints: checkpointer::Checkpoints,
@@ -241,6 +243,7 @@ impl Store {
                 bots,
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
                 #[cfg(test)]
+                closed: std::sync::atomic::AtomicBool::new(false),
                 checkpoints: by_hand,
             }),
         })
@@ -304,6 +307,9 @@ impl Store {
     /// and stops the writer. Later writes fail with [`StoreError::WriterGone`].
     pub async fn close(&self) {
         self.inner.stop_checkpoints.lock().take();
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
         if self.inner.tx.send(Job::Close(tx)).is_ok() {
             let _ = rx.await;
@@ -311,6 +317,14 @@ impl Store {
     }
 
     /// The writer's counters.
+    /// Whether [`Store::close`] was called: a write that fails with
+    /// [`StoreError::WriterGone`] after it was cut off by a planned stop
+    /// (what it would have written is redone at the next start), not by a
+    /// writer that failed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub fn stats(&self) -> &WriterStats {
         &self.inner.stats
     }
