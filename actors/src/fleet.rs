@@ -12,7 +12,10 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::IndexerActor;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use botfleet_memory::Store;
+use botfleet_memory::StoreError;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnRecord;
@@ -292,7 +295,9 @@ impl FleetHandle {
     /// how many inputs were requeued. Refused with
     /// [`ActorError::Conflict`] for a running or completed turn, and for
     /// one whose inputs were queued again or taken by a later turn since
-    /// (a second click on Retry), so a retry never runs inputs twice.
+    /// (a second click on Retry), so a retry never runs inputs twice, and
+    /// for a subagent's task turn while its parent has
+    /// `runtime.max_subagents` other subagents running.
     pub async fn retry(&self, turn: TurnId) -> Result<usize> {
         let record = self
             .rt
@@ -316,7 +321,8 @@ impl FleetHandle {
             | TurnStatus::Failed
             | TurnStatus::Cancelled => {}
         }
-        if let Some(sub) = self.rt.store.get_subagent(&record.bot).await?
+        let sub = self.rt.store.get_subagent(&record.bot).await?;
+        if let Some(sub) = &sub
             && sub.status == SubagentStatus::Stopped
         {
             // its turns are cancelled as they start: a retry would be too
@@ -325,15 +331,56 @@ impl FleetHandle {
                 sub.id, sub.parent
             )));
         }
-        let n = match self
-            .rt
-            .store
-            .write(vec![Mutation::RequeueInputs { turn }])
-            .await?
-            .pop()
-        {
+        // a retried task runs the subagent again: it counts against its
+        // parent's limit and is `running` again, checked and written by
+        // the store together (a person's message to the subagent bot, in
+        // another session, is not its task and changes neither)
+        let task = sub.as_ref().is_some_and(|s| {
+            let key = SessionKey {
+                bot: s.id.clone(),
+                kind: SessionKind::Subagent,
+                peer: s.parent.to_string(),
+            };
+            key.id() == record.session
+        });
+        let requeue = if task {
+            Mutation::RequeueSubagentTask {
+                turn,
+                max_running: self.rt.settings.max_subagents,
+            }
+        } else {
+            Mutation::RequeueInputs { turn }
+        };
+        let written = match self.rt.store.write(vec![requeue]).await {
+            Ok(written) => written,
+            // a state that changed since it was read above (a stop, an end
+            // or a start of the turn): the store's message says which
+            Err(StoreError::Rejected(m)) => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} was not retried: {m}"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let n = match written.into_iter().next_back() {
             Some(MutationResult::Count(n)) => n,
-            _ => 0,
+            Some(MutationResult::SubagentLimit { parent, running }) => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} is a task of subagent {}, which would run again, and its parent {parent} already has {running} running subagents (the limit is {}, runtime.max_subagents); wait for one of them to finish, or stop one ({parent}'s StopSubagent, or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
+                    record.bot, self.rt.settings.max_subagents
+                )));
+            }
+            // not answers to a requeue
+            Some(
+                MutationResult::Done
+                | MutationResult::Admitted(_)
+                | MutationResult::Appended { .. }
+                | MutationResult::Attempts(_)
+                | MutationResult::Memory(_)
+                | MutationResult::ApprovalRequested(_)
+                | MutationResult::ApprovalChanged(_),
+            )
+            | None => 0,
         };
         if n == 0 {
             return Err(ActorError::Conflict(format!(

@@ -74,6 +74,11 @@ pub(crate) struct RunState {
     /// Mentions that matched nobody.
     #[serde(default)]
     pub unknown: Vec<String>,
+    /// Mentioned members that take no turns (removed from the fleet's
+    /// config, or stopped subagents). With `selected` and `unknown`, what
+    /// a duplicate of the message answers. Empty in runs stored before.
+    #[serde(default)]
+    pub removed: Vec<BotId>,
     /// Set once the coordinator started the run.
     #[serde(default)]
     pub progress: Option<Progress>,

@@ -403,9 +403,15 @@ pub async fn post_message(
             },
         });
     }
+    let removed_mentions = if mentions(text).is_empty() {
+        Vec::new()
+    } else {
+        gone
+    };
     let state = RunState {
         selected: addressed.clone(),
         unknown: selection.unknown.clone(),
+        removed: removed_mentions.clone(),
         progress: None,
     };
     let request = AdmitRequest {
@@ -472,18 +478,42 @@ pub async fn post_message(
         // the run is stored; recovery starts it
         tracing::warn!(room = %room.id, error = %e, "could not wake the room");
     }
-    let removed_mentions = if mentions(text).is_empty() {
-        Vec::new()
-    } else {
-        gone
-    };
-    Ok(Posted {
+    let mut posted = Posted {
         outcome,
         room: room.id,
         addressed,
         unknown_mentions: selection.unknown,
         removed_mentions,
-    })
+    };
+    if let AdmitOutcome::Duplicate(first) = &posted.outcome {
+        // the message as first accepted: whom it addressed then (the
+        // members may have changed since), as stored with its run
+        match first_answer(rt, &posted.room, first.seq).await? {
+            Some(state) => {
+                posted.addressed = state.selected;
+                posted.unknown_mentions = state.unknown;
+                posted.removed_mentions = state.removed;
+            }
+            None => {
+                tracing::warn!(room = %posted.room, seq = first.seq, "no readable run of a duplicate room message; answering from the current members");
+            }
+        }
+    }
+    Ok(posted)
+}
+
+/// The stored state of the run the room message at `seq` started: its
+/// addressed members and mentions as computed when it was accepted (the
+/// coordinator keeps them as they were).
+async fn first_answer(
+    rt: &Runtime,
+    room: &RoomId,
+    seq: i64,
+) -> Result<Option<RunState>, GroupError> {
+    let Some(run) = rt.store.get_room_run(room, seq).await? else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_value(run.state).ok())
 }
 
 #[cfg(test)]

@@ -60,6 +60,7 @@ impl GroupState {
                 RunState {
                     selected: Vec::new(),
                     unknown: Vec::new(),
+                    removed: Vec::new(),
                     progress: None,
                 }
             }

@@ -123,6 +123,24 @@ pub enum Mutation {
         /// Turns this usage is from (0 for work outside a turn).
         turns: u32,
         /// The usage.
+    /// A person's retry of a subagent's task turn (a turn in its session
+    /// with its parent): its inputs back in the inbox as `RequeueInputs`
+    /// does, and the subagent (the turn's bot) set back to `running` when
+    /// any was requeued, so its parent's CheckSubagent and count of
+    /// running subagents see it. Refused with nothing written, answering
+    /// [`MutationResult::SubagentLimit`], when the subagent is not running
+    /// and its parent already has `max_running` running subagents: the
+    /// check and the change in one transaction, so two retries (or a
+    /// retry and a parent's new task committed before it) cannot both
+    /// pass the limit. Fails, rolling back its batch, for a subagent
+    /// stopped (by its parent) since it was read. Otherwise answers
+    /// `Count` as `RequeueInputs`.
+    RequeueSubagentTask {
+        /// The subagent's task turn.
+        turn: TurnId,
+        /// `runtime.max_subagents`: running subagents a parent may have.
+        max_running: usize,
+    },
         usage: crate::record::TokenUsage,
     },
     /// Record that a completed turn's fact extraction has to run (the
@@ -346,3 +364,11 @@ pub enum MutationResult {
     /// An approval after a decision or its use.
     ApprovalChanged(Box<crate::record::ApprovalRecord>),
 }
+    /// A retry of a subagent's task was refused: its parent already has
+    /// `running` running subagents, the limit (nothing was written).
+    SubagentLimit {
+        /// The subagent's parent.
+        parent: BotId,
+        /// Its running subagents (the retried one not among them).
+        running: usize,
+    },

@@ -131,6 +131,9 @@ mod entries;
 #[path = "writer_group.rs"]
 mod group;
 
+#[path = "writer_subagents.rs"]
+mod subagents;
+
 #[cfg(test)]
 #[path = "writer_tests.rs"]
 mod tests;

@@ -235,6 +235,9 @@ impl Writer {
                          ON CONFLICT (bot_id, day) DO UPDATE SET turns = turns + excluded.turns, calls = calls + excluded.calls,
                            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
                            prefix_tokens = prefix_tokens + excluded.prefix_tokens,
+            Mutation::RequeueSubagentTask { turn, max_running } => {
+                self.requeue_subagent_task(*turn, *max_running, touched)
+            }
                            cached_tokens = cached_tokens + excluded.cached_tokens,
                            completion_tokens = completion_tokens + excluded.completion_tokens",
                     )?
