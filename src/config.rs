@@ -143,6 +143,11 @@ pub struct HostConfig {
     /// Most API connections open at once; past it new ones wait.
     #[serde(default = "default_max_connections")]
     pub max_connections: u32,
+    /// Most `/v1/events` streams one user may hold open (the web page
+    /// holds one per tab); all users together hold at most
+    /// `max_connections` less a quarter kept for other requests.
+    #[serde(default = "default_max_streams_per_user")]
+    pub max_streams_per_user: u32,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -166,6 +171,9 @@ fn default_request_timeout() -> u64 {
 fn default_max_connections() -> u32 {
     512
 }
+fn default_max_streams_per_user() -> u32 {
+    16
+}
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -179,6 +187,7 @@ impl Default for HostConfig {
             header_timeout_s: default_header_timeout(),
             request_timeout_s: default_request_timeout(),
             max_connections: default_max_connections(),
+            max_streams_per_user: default_max_streams_per_user(),
         }
     }
 }

@@ -31,6 +31,9 @@ const MIN_CONNECTIONS: u32 = 4;
 /// Most `host.max_connections`: each is a file descriptor, past any
 /// process's usual limit.
 const MAX_CONNECTIONS: u32 = 65_536;
+/// Most `host.max_streams_per_user`: past any number of tabs a person
+/// keeps open; each stream holds a connection.
+const MAX_STREAMS_PER_USER: u32 = 1024;
 
 impl LoadedFleet {
     /// Checks `[host]` and `[runtime]`.
@@ -113,6 +116,21 @@ impl LoadedFleet {
                          needs more for its requests"
                     } else {
                         ": each connection is a file descriptor; keep it well under `ulimit -n`"
+                    }
+                ),
+            ));
+        }
+        if !(1..=MAX_STREAMS_PER_USER).contains(&h.max_streams_per_user) {
+            return Err(self.invalid(
+                "host.max_streams_per_user",
+                format!(
+                    "is {} but must be 1 to {MAX_STREAMS_PER_USER}{}",
+                    h.max_streams_per_user,
+                    if h.max_streams_per_user == 0 {
+                        ": with 0 neither the web page nor a waiting `botfleet send` could follow changes"
+                    } else {
+                        ": each stream holds a connection; a person needs one per open tab \
+                         of the web page"
                     }
                 ),
             ));

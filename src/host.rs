@@ -494,6 +494,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     if let Some(warning) = std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|text| http_server::fd_warning(&text, limits.max_connections))
+            streams: api::EventStreams::for_host(
+                f.host.max_streams_per_user,
+                f.host.max_connections,
+            ),
     {
         banner.push(warning);
     }

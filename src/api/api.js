@@ -171,6 +171,26 @@ const sleep = (ms, signal) =>
 /** No byte for this long (the host sends a keep-alive every 15 s): reconnect. */
 const SILENCE_MS = 45000;
 
+/** Longest wait a host's Retry-After may ask of the stream. */
+const MAX_RETRY_AFTER_MS = 300000;
+
+/**
+ * A refused stream's {message, retryAfterMs}: the host's own words (they
+ * say which cap and what to do) and the seconds of its Retry-After.
+ */
+async function refusal(resp) {
+  let message = `The host refused live updates (${resp.status}).`;
+  try {
+    const err = (await resp.json()).error;
+    if (err && typeof err.message === "string" && err.message) message = err.message;
+  } catch {
+    // not the API's JSON (a proxy's page): the status says enough
+  }
+  const seconds = Number(resp.headers.get("Retry-After"));
+  const retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : 0;
+  return { message, retryAfterMs };
+}
+
 /**
  * GET /v1/events read with fetch() streaming rather than EventSource:
  * EventSource cannot send the Authorization header, and the alternative,
@@ -182,7 +202,11 @@ const SILENCE_MS = 45000;
  * views fetch what they lack after the last seq they hold.
  *
  * Subscribers get {type: "change", session, seq, bot} or
- * {type: "resync", reason}; onState gets "connecting" | "live" | "offline".
+ * {type: "resync", reason}; onState gets "connecting" | "live" | "offline",
+ * or "refused" with the host's message when it holds as many streams as it
+ * allows (429 too_many_streams: this user's other tabs and clients; 503
+ * streams_full: all users'). A refused stream is tried again after the
+ * host's Retry-After at the soonest, backing off as after a failure.
  */
 export class Signals {
   constructor() {
@@ -219,6 +243,7 @@ export class Signals {
 
   async run(signal) {
     let backoff = 1000;
+    let refused = null;
     while (!signal.aborted) {
       this.onState("connecting");
       try {
@@ -232,7 +257,9 @@ export class Signals {
           if (token && token === auth.token) auth.onRefused();
           return;
         }
-        if (resp.ok && resp.body) {
+        if (resp.status === 429 || resp.status === 503) {
+          refused = await refusal(resp);
+        } else if (resp.ok && resp.body) {
           await this.read(resp.body, () => {
             backoff = 1000;
             this.onState("live");
@@ -242,8 +269,15 @@ export class Signals {
         if (signal.aborted) return;
       }
       if (signal.aborted) return;
-      this.onState("offline");
-      await sleep(backoff + Math.random() * 500, signal);
+      let wait = backoff;
+      if (refused) {
+        this.onState("refused", refused.message);
+        wait = Math.max(wait, refused.retryAfterMs);
+        refused = null;
+      } else {
+        this.onState("offline");
+      }
+      await sleep(wait + Math.random() * 500, signal);
       backoff = Math.min(backoff * 2, 30000);
     }
   }

@@ -31,6 +31,8 @@ const botsSoon = debounce(loadBots, 700);
 const approvalsSoon = debounce(refreshApprovals, 1200);
 let view = null;
 let live = false;
+/** The host's message when it last refused the change stream ("" since live). */
+let refusedWith = "";
 
 // ---------- start, sign-in, routing ----------
 
@@ -48,10 +50,15 @@ function boot() {
     ev.preventDefault();
     main.focus();
   });
-  signals.onState = (s) => {
-    conn.className = `conn ${s}`;
-    conn.textContent = s === "live" ? "live" : s === "offline" ? "reconnecting…" : "connecting…";
-    conn.title = s === "live" ? "Receiving live updates" : "Live updates are paused; retrying";
+  signals.onState = (s, message) => {
+    // refused: the host holds as many streams as it allows; say why once
+    // (its message names the cap and what to do), not at every retry
+    if (s === "refused" && refusedWith !== message) toast(message, { error: true });
+    if (s === "refused") refusedWith = message;
+    else if (s === "live") refusedWith = "";
+    conn.className = s === "refused" ? "conn offline refused" : `conn ${s}`;
+    conn.textContent = s === "live" ? "live" : s === "offline" ? "reconnecting…" : s === "refused" ? "no live updates" : "connecting…";
+    conn.title = s === "live" ? "Receiving live updates" : s === "refused" ? message : "Live updates are paused; retrying";
     // back in touch with the host: a view that failed to load (the host
     // did not answer) loads again rather than keep showing the error
     if (s === "live" && !live && view && view.failed && view.failed()) route();

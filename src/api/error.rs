@@ -38,6 +38,12 @@ pub enum ApiError {
     /// The host cannot serve now; retry later.
     #[error("{0}")]
     Unavailable(String),
+    /// The user holds as many `/v1/events` streams as one user may.
+    #[error("{0}")]
+    TooManyStreams(String),
+    /// The host holds as many `/v1/events` streams as it keeps room for.
+    #[error("{0}")]
+    StreamsFull(String),
     /// The host's data directory is full: nothing was saved.
     #[error("{0}")]
     StorageFull(String),
@@ -59,6 +65,8 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::TooManyStreams(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_streams"),
+            ApiError::StreamsFull(_) => (StatusCode::SERVICE_UNAVAILABLE, "streams_full"),
             ApiError::StorageFull(_) => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
             ApiError::StorageError(_) => (StatusCode::SERVICE_UNAVAILABLE, "storage_error"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

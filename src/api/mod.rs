@@ -5,6 +5,7 @@ mod approvals;
 mod auth;
 mod bots;
 mod error;
+mod event_slots;
 mod events;
 mod extract;
 mod groups;
@@ -27,6 +28,7 @@ use botfleet_memory::BotRecord;
 pub use auth::AuthUser;
 pub use auth::Tokens;
 pub use error::ApiError;
+pub use event_slots::EventStreams;
 pub(crate) use extract::MAX_KEY_LEN;
 pub use hooks::HookSecret;
 pub use hooks::Hooks;
@@ -40,6 +42,9 @@ pub struct ApiLimits {
     pub max_body_bytes: usize,
     /// Longest message text in characters.
     pub max_text_chars: usize,
+    /// The caps on open `/v1/events` streams and their counts, shared by
+    /// every clone of the state.
+    pub streams: EventStreams,
 }
 
 /// What every handler shares.

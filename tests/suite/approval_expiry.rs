@@ -99,6 +99,7 @@ impl Clocked {
             limits: api::ApiLimits {
                 max_body_bytes: 1 << 20,
                 max_text_chars: 10_000,
+                streams: api::EventStreams::for_host(16, 512),
             },
             scheduler,
             hooks: api::Hooks::new(Vec::new()),
