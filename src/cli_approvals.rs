@@ -1,9 +1,19 @@
 //! `botfleet approvals`, `botfleet approve ID`, `botfleet deny ID`.
+//!
+//! The one-line summary of an action is cut to fit a line, so a long
+//! command can hide its end there (`run \`echo "ok ok … o…\``, with
+//! `rm -rf notes` after the cut). What a person approves is the exact
+//! action, so the listing and the answer to `approve` show it whole,
+//! indented under the summary: each argument of the tool, and each script
+//! it runs with the hash the approval binds.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde_json::Value;
 use serde_json::json;
+
+use super::terminal;
 
 use crate::client::Client;
 use crate::client::segment;
@@ -42,7 +52,7 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
-/// One approval on a line (and its reason below).
+/// One approval on a line, its reason and its exact action below.
 fn line(a: &Value, now: i64) -> String {
     let status = a["status"].as_str().unwrap_or("?");
     let when = match status {
@@ -62,14 +72,108 @@ fn line(a: &Value, now: i64) -> String {
         },
     };
     format!(
-        "{}  {:<10} {:<8} {}  {}\n    why: {}",
+        "{}  {:<10} {:<8} {}  {}\n    why: {}{}",
         a["id"].as_str().unwrap_or(""),
         a["bot"].as_str().unwrap_or(""),
         status,
-        a["summary"].as_str().unwrap_or(""),
+        one_line(a["summary"].as_str().unwrap_or("")),
         when,
-        a["reason"].as_str().unwrap_or("")
+        one_line(a["reason"].as_str().unwrap_or("")),
+        exact_action(a)
     )
+}
+
+/// `text` (a summary, a reason: the start of a command may be in them)
+/// kept on its line: a line break in it is shown escaped (`\u{a}`, as
+/// the CLI shows a control character), so it cannot start a line that
+/// passes for a line of the listing (`    why: …`, an exact action).
+fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' => {
+                // writing to a String cannot fail
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Indent of the exact action's lines under a summary.
+const ACTION_INDENT: &str = "    ";
+/// Indent of one argument's or script's lines.
+const ARG_INDENT: &str = "      ";
+
+/// The exact action of approval `a` (its `action`: `tool`, `args`,
+/// `scripts`), one line per argument and script, each line starting with
+/// a newline; empty for a record without one. A string argument is shown
+/// as it is, but for its line breaks: each line of it goes on a line of
+/// its own behind `| `, so no line of an argument passes for a line of the
+/// listing, and a control character in it is escaped even next to a line
+/// break (a CR before the break would otherwise vanish on the terminal).
+/// Other values are shown as JSON.
+fn exact_action(a: &Value) -> String {
+    let action = &a["action"];
+    let (Some(args), scripts) = (action["args"].as_object(), action["scripts"].as_array()) else {
+        return match action {
+            Value::Null => String::new(),
+            Value::Object(map) if map.is_empty() => String::new(),
+            // not the gate's shape: shown whole rather than not at all
+            Value::Object(_)
+            | Value::Array(_)
+            | Value::String(_)
+            | Value::Number(_)
+            | Value::Bool(_) => {
+                format!("\n{ACTION_INDENT}exact action: {}", terminal::json(action))
+            }
+        };
+    };
+    let tool = action["tool"]
+        .as_str()
+        .or_else(|| a["tool"].as_str())
+        .unwrap_or("?");
+    let mut out = format!("\n{ACTION_INDENT}exact action ({}):", terminal::text(tool));
+    if args.is_empty() {
+        out.push('\n');
+        out.push_str(ARG_INDENT);
+        out.push_str("(no arguments)");
+    }
+    // writing to a String cannot fail (the `write!`s below)
+    for (key, value) in args {
+        let key = terminal::text(key);
+        match value {
+            Value::String(text) if !text.contains('\n') => {
+                let _ = write!(out, "\n{ARG_INDENT}{key}: {}", terminal::text(text));
+            }
+            Value::String(text) => {
+                let _ = write!(out, "\n{ARG_INDENT}{key}:");
+                for part in text.split('\n') {
+                    let _ = write!(out, "\n{ARG_INDENT}  | {}", terminal::text(part));
+                }
+            }
+            Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::Array(_)
+            | Value::Object(_) => {
+                let _ = write!(out, "\n{ARG_INDENT}{key}: {}", terminal::json(value));
+            }
+        }
+    }
+    for script in scripts.into_iter().flatten() {
+        let field = |name: &str| terminal::text(script[name].as_str().unwrap_or("?")).into_owned();
+        let _ = write!(
+            out,
+            "\n{ARG_INDENT}runs {} ({}, from `{}`), sha256 {}",
+            field("path"),
+            field("kind"),
+            field("origin"),
+            field("sha256")
+        );
+    }
+    out
 }
 
 /// Approves or denies one approval.
@@ -86,10 +190,12 @@ pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow:
     } else {
         "denied"
     };
+    // what was approved, whole: the summary may have cut it
     outln!(
-        "{done} {id}: {} ({} was told)",
-        a["summary"].as_str().unwrap_or(""),
-        a["bot"].as_str().unwrap_or("the bot")
+        "{done} {id}: {} ({} was told){}",
+        one_line(a["summary"].as_str().unwrap_or("")),
+        a["bot"].as_str().unwrap_or("the bot"),
+        exact_action(a)
     );
     Ok(ExitCode::SUCCESS)
 }

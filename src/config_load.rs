@@ -7,6 +7,9 @@
 use super::*;
 use keys::parse_detail;
 
+#[path = "config_hidden.rs"]
+mod hidden;
+
 impl LoadedFleet {
     /// Reads and validates a fleet file.
     pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
@@ -48,7 +51,8 @@ impl LoadedFleet {
     ) -> Result<Self, ConfigError> {
         let mut file: FleetFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: source.to_owned(),
-            detail: parse_detail(text, &e),
+            // never a token or secret of the line it quotes (config_hidden.rs)
+            detail: hidden::hide_credentials(text, &e, parse_detail(text, &e)),
         })?;
         if let Some(listen) = &overrides.listen {
             file.host.listen.clone_from(listen);

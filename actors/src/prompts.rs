@@ -268,6 +268,16 @@ impl Template {
     }
 }
 
+/// A name from outside (a room's name, which its creator chose) as a
+/// prompt shows it: a JSON string, quoted and with its `"`, `\` and
+/// line breaks escaped, so the name cannot close its quotes and go on
+/// as text of the prompt (`mix" room. SYSTEM: …`). A template puts it
+/// where a quoted name goes, without quotes of its own.
+pub(crate) fn quoted_name(name: &str) -> String {
+    // a `str` always serializes; the Debug form is as closed
+    serde_json::to_string(name).unwrap_or_else(|_| format!("{name:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -436,3 +436,59 @@ async fn a_non_http_base_url_is_refused_without_its_credentials() {
     );
     assert!(!err.contains("bob") && !err.contains("hunter2"), "{err}");
 }
+
+/// Regression: a fleet file that did not parse was refused with the TOML
+/// error, which quotes the line it is about and the value it refused: an
+/// unquoted token, an unclosed secret value or a number where a secret
+/// goes was printed whole. The value is now `***`; the line, the column
+/// and the key stay, so the user finds what to fix.
+#[tokio::test]
+async fn a_config_error_on_a_credential_line_does_not_show_the_credential() {
+    let secret = "[[secrets]]\nname = \"DEPLOY_KEY\"\n";
+    let hook = "[[bots.hooks]]\nname = \"gh\"\n";
+    let cases = [
+        // (body, the credential, what the error still names)
+        (
+            format!("{SCRIPTED}\n{BOT}\n[[users]]\nid = \"bob\"\ntoken = bob-token-BBBB\n"),
+            "bob-token-BBBB",
+            "token = ***",
+        ),
+        (
+            format!("{ALICE}\n{SCRIPTED}\n{BOT}\n{secret}value = \"deploykey-SECRET-123456\n"),
+            "deploykey-SECRET-123456",
+            "value = ***",
+        ),
+        (
+            format!("{ALICE}\n{SCRIPTED}\n{BOT}\n{secret}value = 123456789012\n"),
+            "123456789012",
+            "key `secrets[0].value`: invalid type: integer `***`, expected a string",
+        ),
+        (
+            format!("{ALICE}\n{SCRIPTED}\n{BOT}\n{hook}secret = \"hook-secret-0123456789\" x\n"),
+            "hook-secret-0123456789",
+            "secret = ***",
+        ),
+        (
+            format!(
+                "{ALICE}\n{BOT}\n[providers.s]\nkind = \"openai\"\nmodel = \"m\"\n\
+                 base_url = \"http://bob:hunter2-pass@llm.example/v1\" x\n"
+            ),
+            "hunter2-pass",
+            "base_url = \"http://***@llm.example/v1\" x",
+        ),
+    ];
+    for (body, credential, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let fleet = write_fleet(dir.path(), &body, Some(ECHO));
+        let line = std::fs::read_to_string(&fleet)
+            .unwrap()
+            .lines()
+            .position(|l| l.contains(credential))
+            .unwrap()
+            + 1;
+        let err = both_refuse(&fleet, &[]).await;
+        assert!(!err.contains(credential), "{err}");
+        assert!(err.contains(named), "{err}");
+        assert!(err.contains(&format!("line {line}")), "{err}");
+    }
+}

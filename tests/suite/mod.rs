@@ -42,6 +42,7 @@ mod openai_credentials;
 mod openai_edges;
 mod openai_faults;
 mod openai_host;
+mod openai_host_secrets;
 mod openai_outcomes;
 mod openai_provider;
 mod ops_faults;

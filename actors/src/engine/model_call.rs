@@ -34,7 +34,12 @@ impl Runner {
             max_tokens: None,
         };
         let mut sink = LoopSink::new();
-        let mut result = self.model.complete(&request, &mut sink, &self.soft).await;
+        // an error the server sent back may quote the host's credentials
+        // (the ones tool results are scrubbed of): cleaned in the provider
+        let mut result = self
+            .model
+            .complete_hiding(&request, &self.secrets.redactor, &mut sink, &self.soft)
+            .await;
         if let (Err(ModelError::Aborted { .. }), Some(what)) = (&result, sink.tripped.take()) {
             result = Err(ModelError::Aborted {
                 reason: what,

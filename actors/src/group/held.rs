@@ -38,6 +38,7 @@ use botfleet_memory::TurnId;
 use super::member::answers;
 use super::member::input_author;
 use crate::prompts::prompts;
+use crate::prompts::quoted_name;
 
 /// Code of the notice holding a message a member sent out of turn.
 pub const HELD_CODE: &str = "room_message_held";
@@ -120,7 +121,7 @@ pub fn hold(
     let p = prompts();
     let result = p
         .group_held_result
-        .render(&[("room", room)])
+        .render(&[("room", &quoted_name(room))])
         .unwrap_or_default();
     let notice = p
         .group_held_notice

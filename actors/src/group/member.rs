@@ -22,6 +22,7 @@ use serde::Serialize;
 use super::mentions::MemberName;
 use super::run::Limits;
 use crate::prompts::prompts;
+use crate::prompts::quoted_name;
 
 /// Most earlier public messages shown in one member input.
 pub(crate) const MAX_SHOWN: usize = 20;
@@ -217,7 +218,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
     let text = p
         .group_turn
         .render(&[
-            ("room", view.room),
+            ("room", &quoted_name(view.room)),
             ("members", &others.join(", ")),
             ("messages", &lines.join("\n\n")),
             ("notes", &notes),

@@ -63,4 +63,22 @@ pub trait Model: Send + Sync + 'static {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError>;
+
+    /// Runs one completion as [`Model::complete`] does, its error cleaned
+    /// of `hidden`'s secrets as well as of the provider's own: the host's
+    /// credentials, which a server may echo in an error body (and the
+    /// error reaches the turn's notice, the transcript and the log). A
+    /// provider that cuts such texts cleans them before the cut (a cut
+    /// through a secret leaves a start of it no search finds); this
+    /// default cleans the finished error.
+    async fn complete_hiding(
+        &self,
+        request: &ModelRequest,
+        hidden: &crate::safety::Redactor,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let result = self.complete(request, sink, cancel).await;
+        result.map_err(|e| e.scrubbed(hidden))
+    }
 }

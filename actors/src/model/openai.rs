@@ -253,6 +253,7 @@ impl OpenAiModel {
     async fn attempts(
         &self,
         body: Bytes,
+        redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
         attempts: &mut u32,
@@ -267,10 +268,10 @@ impl OpenAiModel {
                 sink.on_restart();
             }
             *attempts += 1;
-            let failure = match self.attempt(body.clone(), sink, cancel).await {
+            let failure = match self.attempt(body.clone(), redactor, sink, cancel).await {
                 Ok(response) => return Ok(response),
                 // before it is logged or becomes the call's error
-                Err(failure) => self.redactor.failure(failure),
+                Err(failure) => redactor.failure(failure),
             };
             let delay = match retry_delay(&failure, *attempts, &self.options, jitter()) {
                 Some(delay) => delay,
@@ -300,10 +301,11 @@ impl OpenAiModel {
         }
     }
 
-    /// One HTTP attempt.
+    /// One HTTP attempt; its texts are cleaned with `redactor`.
     async fn attempt(
         &self,
         body: Bytes,
+        redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
@@ -330,9 +332,9 @@ impl OpenAiModel {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let mut body = self.error_body(response, cancel).await?;
+            let mut body = self.error_body(response, redactor, cancel).await?;
             if status == reqwest::StatusCode::NOT_FOUND {
-                body = not_found(&body, &self.redactor.text(self.url.as_str()), &self.options);
+                body = not_found(&body, &redactor.text(self.url.as_str()), &self.options);
             }
             return Err(Failure::Status {
                 status,
@@ -345,9 +347,9 @@ impl OpenAiModel {
             None => self.options.stream,
         };
         if is_sse {
-            self.read_stream(response, sink, cancel).await
+            self.read_stream(response, redactor, sink, cancel).await
         } else {
-            self.read_completion(response, sink, cancel).await
+            self.read_completion(response, redactor, sink, cancel).await
         }
     }
 
@@ -355,6 +357,7 @@ impl OpenAiModel {
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
+        redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
@@ -388,10 +391,8 @@ impl OpenAiModel {
                 let data = surrogates::mark_lone(&data);
                 let chunk: StreamChunk = serde_json::from_slice(&data).map_err(|e| {
                     // redacted whole before it is cut (redact.rs)
-                    let quoted = self
-                        .redactor
-                        .cut(&String::from_utf8_lossy(&data), QUOTE_LIMIT);
-                    Failure::Final(ModelError::Protocol(self.redactor.text(&format!(
+                    let quoted = redactor.cut(&String::from_utf8_lossy(&data), QUOTE_LIMIT);
+                    Failure::Final(ModelError::Protocol(redactor.text(&format!(
                         "stream event is not a completion chunk ({e}): {quoted}"
                     ))))
                 })?;
@@ -422,6 +423,7 @@ impl OpenAiModel {
     async fn read_completion(
         &self,
         mut response: reqwest::Response,
+        redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
@@ -436,10 +438,8 @@ impl OpenAiModel {
         }
         let completion: Completion = serde_json::from_slice(&body).map_err(|e| {
             // redacted whole before it is cut (redact.rs)
-            let quoted = self
-                .redactor
-                .cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
-            Failure::Final(ModelError::Protocol(self.redactor.text(&format!(
+            let quoted = redactor.cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
+            Failure::Final(ModelError::Protocol(redactor.text(&format!(
                 "response is not a chat completion ({e}): {quoted}"
             ))))
         })?;
@@ -463,12 +463,13 @@ impl OpenAiModel {
     async fn error_body(
         &self,
         mut response: reqwest::Response,
+        redactor: &Redactor,
         cancel: &CancellationToken,
     ) -> Result<String, Failure> {
         let deadline = Instant::now() + self.options.timeout;
         // read on past the limit by the longest credential, so one that
         // crosses the limit is read whole and found
-        let read_limit = ERROR_BODY_LIMIT + self.redactor.longest();
+        let read_limit = ERROR_BODY_LIMIT + redactor.longest();
         let mut body = Vec::new();
         while body.len() < read_limit {
             match next_chunk(&mut response, cancel, deadline).await {
@@ -479,7 +480,7 @@ impl OpenAiModel {
         }
         body.truncate(read_limit);
         let text = String::from_utf8_lossy(&body);
-        Ok(self.redactor.cut(&text, ERROR_BODY_LIMIT).trim().to_owned())
+        Ok(redactor.cut(&text, ERROR_BODY_LIMIT).trim().to_owned())
     }
 }
 
@@ -492,6 +493,36 @@ impl Model for OpenAiModel {
     async fn complete(
         &self,
         request: &ModelRequest,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        self.call(request, &self.redactor, sink, cancel).await
+    }
+
+    async fn complete_hiding(
+        &self,
+        request: &ModelRequest,
+        hidden: &crate::safety::Redactor,
+        sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        if hidden.is_empty() {
+            return self.complete(request, sink, cancel).await;
+        }
+        // the host's credentials are cleaned with the provider's own,
+        // before any cut; what the error holds besides is scrubbed after
+        let redactor = self.redactor.and(hidden);
+        let result = self.call(request, &redactor, sink, cancel).await;
+        result.map_err(|e| e.scrubbed(hidden))
+    }
+}
+
+impl OpenAiModel {
+    /// One call (its attempts), its texts cleaned with `redactor`.
+    async fn call(
+        &self,
+        request: &ModelRequest,
+        redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
@@ -514,7 +545,7 @@ impl Model for OpenAiModel {
         let deadline = Instant::now() + limit;
         let result = tokio::time::timeout_at(
             deadline,
-            self.attempts(body, sink, cancel, &mut attempts, deadline),
+            self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
         )
         .await;
         match result {

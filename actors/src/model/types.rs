@@ -328,6 +328,76 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// The error with each of its texts scrubbed of `redactor`'s secrets.
+    pub fn scrubbed(self, redactor: &crate::safety::Redactor) -> ModelError {
+        if redactor.is_empty() {
+            return self;
+        }
+        let clean = |text: String| match redactor.scrub(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(scrubbed) => scrubbed,
+        };
+        match self {
+            ModelError::Unreachable { attempts, detail } => ModelError::Unreachable {
+                attempts,
+                detail: clean(detail),
+            },
+            ModelError::Http {
+                status,
+                attempts,
+                body,
+            } => ModelError::Http {
+                status,
+                attempts,
+                body: clean(body),
+            },
+            ModelError::WaitTooLong {
+                status,
+                attempts,
+                wait,
+                max_wait,
+                body,
+            } => ModelError::WaitTooLong {
+                status,
+                attempts,
+                wait,
+                max_wait,
+                body: clean(body),
+            },
+            ModelError::WaitPastDeadline {
+                status,
+                attempts,
+                wait,
+                limit,
+                body,
+            } => ModelError::WaitPastDeadline {
+                status,
+                attempts,
+                wait,
+                limit,
+                body: clean(body),
+            },
+            ModelError::StreamBroken { attempts, detail } => ModelError::StreamBroken {
+                attempts,
+                detail: clean(detail),
+            },
+            ModelError::Refused { refusal } => ModelError::Refused {
+                refusal: clean(refusal),
+            },
+            ModelError::Protocol(text) => ModelError::Protocol(clean(text)),
+            ModelError::Aborted { reason, partial } => ModelError::Aborted {
+                reason: clean(reason),
+                partial: clean(partial),
+            },
+            ModelError::Config(text) => ModelError::Config(clean(text)),
+            ModelError::Scripted(text) => ModelError::Scripted(clean(text)),
+            ModelError::TimedOut { .. }
+            | ModelError::TooLarge { .. }
+            | ModelError::ContentFiltered
+            | ModelError::Cancelled => self,
+        }
+    }
+
     /// Whether the same request may succeed if tried again later.
     pub fn is_retryable(&self) -> bool {
         match self {

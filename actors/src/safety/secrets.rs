@@ -190,6 +190,16 @@ impl Redactor {
         self.patterns.is_empty()
     }
 
+    /// The texts it replaces: each secret as is, JSON-escaped and
+    /// percent-encoded. For a scrubber that must search for them itself:
+    /// a model provider cleans an error text of them before it cuts the
+    /// text, as a cut through a secret leaves a start of it that
+    /// [`Redactor::scrub`] no longer finds. Every call site is a place
+    /// where they may leak.
+    pub fn expose_patterns(&self) -> impl Iterator<Item = &str> {
+        self.patterns.iter().map(Secret::expose)
+    }
+
     /// `text` with every secret replaced; borrowed when nothing matched.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let ranges = self.find(text);

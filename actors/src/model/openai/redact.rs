@@ -10,7 +10,10 @@
 //! secret sent with `***` in such texts. A text quoted cut to length is
 //! redacted before it is cut, and loses a start of a secret the cut left
 //! at its end ([`Redactor::cut`]). The same secrets are given to the host
-//! ([`super::OpenAiOptions::credentials`]) to scrub from tool results.
+//! ([`super::OpenAiOptions::credentials`]) to scrub from tool results; and
+//! a turn's call takes the host's credentials in ([`Redactor::and`]: a
+//! user's token, a webhook's secret, a `[[secrets]]` value), so its error
+//! texts are cleaned of every credential the host knows, before any cut.
 
 use reqwest::Url;
 
@@ -38,6 +41,22 @@ impl Redactor {
         Redactor {
             secrets: secrets_of(options, Some(url)),
         }
+    }
+
+    /// This redactor with the secrets of `hidden` too (the host's
+    /// credentials, which a call's texts must not show either).
+    pub(super) fn and(&self, hidden: &crate::safety::Redactor) -> Self {
+        let mut secrets = self.secrets.clone();
+        secrets.extend(
+            hidden
+                .expose_patterns()
+                .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
+                .map(str::to_owned),
+        );
+        // longest first (one may contain a shorter one), each once
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        Redactor { secrets }
     }
 
     /// Bytes of the longest credential (0 without any).

@@ -110,3 +110,30 @@ fn a_cut_text_keeps_no_start_of_a_secret() {
     // multi-byte chars are not split
     assert_eq!(redactor.cut("héé", 2), "h");
 }
+
+/// Regression: a provider's error texts were cleaned of its own
+/// credentials only. With the host's ([`Redactor::and`]) they are cleaned
+/// of those too, before the cut: a cut inside one shows no start of it,
+/// JSON-escaped forms included.
+#[test]
+fn the_hosts_credentials_are_cleaned_before_the_cut_too() {
+    let options = OpenAiOptions {
+        api_key: Some("sk-own-key-0123".into()),
+        ..OpenAiOptions::new("http://127.0.0.1:9/v1", "m")
+    };
+    let url = Url::parse("http://127.0.0.1:9/v1/chat/completions").unwrap();
+    let hidden = crate::safety::Redactor::new(["bob-secret-token", "quote\"d-secret", "ab"]);
+    let redactor = Redactor::new(&options, &url).and(&hidden);
+    assert_eq!(
+        redactor.text(r#"sk-own-key-0123 bob-secret-token quote\"d-secret ab"#),
+        "*** *** *** ab"
+    );
+    let text = format!("{}bob-secret-token tail", "x".repeat(40));
+    for max in 0..text.len() + 1 {
+        let cut = redactor.cut(&text, max);
+        for len in 4.."bob-secret-token".len() {
+            let start = &"bob-secret-token"[..len];
+            assert!(!cut.contains(start), "cut at {max} shows {start:?}: {cut}");
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! A model server's error text is cleaned of every credential the host
+//! knows, not only of the provider's own key. Regression: a server
+//! answering 400 with other secrets in its body (another user's token, a
+//! webhook's signing secret, a `[[secrets]]` value, a user's secret set
+//! through the API) had them copied verbatim into the `turn_failed`
+//! notice, the transcript, the turn's error and the log. They are cleaned
+//! before the body is cut to its 4 KiB, so one the cut runs through shows
+//! no start either.
+
+use serde_json::json;
+
+use super::openai_edges::raw_server;
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+
+/// The signing secret of bot `r`'s webhook.
+const HOOK_SECRET: &str = "hook-signing-secret-0123456789";
+/// The fleet file's `[[secrets]]` value (bot `r` does not list it).
+const FLEET_SECRET: &str = "zq-fleet-secret-value-0123456789";
+/// Alice's own value of a secret bot `r` lists, set through the API.
+const API_SECRET: &str = "alice-api-secret-0123456789";
+
+#[tokio::test]
+async fn a_model_servers_error_shows_none_of_the_hosts_credentials() {
+    let (address, _) = raw_server(|_| {
+        let head = format!(
+            "bad request quokka: tokens {BOB_TOKEN} {TOKEN}, hook {HOOK_SECRET}, api {API_SECRET}; "
+        );
+        // the fleet secret crosses the 4096th byte, where the body is cut
+        let pad = "x".repeat(4096 - head.len() - 10);
+        (400, "text/plain", format!("{head}{pad}{FLEET_SECRET} tail"))
+    })
+    .await;
+    let host = TestFleet::new()
+        .openai("main", &format!("http://{address}/v1"), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .bot_lines(&format!(
+            "secrets = [\"MY_API\"]\n\n[[bots.hooks]]\nname = \"gh\"\nsecret = \"{HOOK_SECRET}\""
+        ))
+        .tables(&format!(
+            "[[secrets]]\nname = \"DEPLOY_KEY\"\nvalue = \"{FLEET_SECRET}\""
+        ))
+        .start()
+        .await;
+    let put = host
+        .http
+        .put(format!("{}/v1/secrets/MY_API", host.url))
+        .bearer_auth(TOKEN)
+        .body(json!({ "value": API_SECRET }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
+
+    let (session, end) = host.end_turn("r", "hello").await;
+    assert_eq!(end["status"], "failed", "{end}");
+    let turn = end["turn"].as_str().unwrap();
+    let (_, record) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
+    let error = record["turn"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("HTTP 400") && error.contains("bad request quokka: tokens "),
+        "{record:#}"
+    );
+    let entries = host.entries(&session).await;
+    let notice = entries
+        .iter()
+        .find(|e| e["code"] == "turn_failed")
+        .unwrap_or_else(|| panic!("{entries:#?}"));
+    assert!(
+        notice["text"].as_str().unwrap().contains("quokka"),
+        "{notice}"
+    );
+    let shown = format!("{record}\n{}", serde_json::to_string(&entries).unwrap());
+    for secret in [BOB_TOKEN, TOKEN, HOOK_SECRET, API_SECRET] {
+        assert!(!shown.contains(secret), "shows {secret}: {shown}");
+    }
+    // nothing of the secret the cut ran through, however little
+    for len in 4..=FLEET_SECRET.len() {
+        let start = &FLEET_SECRET[..len];
+        assert!(!shown.contains(start), "shows {start:?}: {shown}");
+    }
+    host.shutdown().await;
+}
