@@ -162,6 +162,7 @@ impl GateFixture {
             runner: Runner::Main,
             hop: 0,
             reply_to: None,
+            chain: None,
         };
         Some(Self {
             _dir: dir,

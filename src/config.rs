@@ -211,6 +211,11 @@ pub struct RuntimeConfig {
     /// Most bot-to-bot hops per originating user message.
     #[serde(default = "default_max_hops")]
     pub max_hops: u32,
+    /// Most bot-to-bot messages (messages, subagent tasks and reports)
+    /// descended from one person's message, routine run or webhook
+    /// delivery, however wide the chain fans out.
+    #[serde(default = "default_max_chain_messages")]
+    pub max_chain_messages: u64,
     /// Most running subagents per bot.
     #[serde(default = "default_max_subagents")]
     pub max_subagents: usize,
@@ -291,6 +296,9 @@ impl Default for RuntimeConfig {
         }
     }
 }
+fn default_max_chain_messages() -> u64 {
+    200
+}
 
 /// `[[users]]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -321,6 +329,7 @@ pub enum ProviderConfig {
         #[serde(default)]
         api_key_env: Option<String>,
         /// Seconds a request may take (silence between streamed chunks).
+            max_chain_messages: default_max_chain_messages(),
         #[serde(default)]
         timeout_s: Option<u64>,
         /// Seconds one model call may take in all, its retries included

@@ -138,6 +138,12 @@ impl LoadedFleet {
         if r.max_steps == 0 {
             return Err(self.invalid("runtime.max_steps", "must be at least 1"));
         }
+        if r.max_chain_messages == 0 {
+            return Err(self.invalid(
+                "runtime.max_chain_messages",
+                "must be at least 1: 0 would refuse every message between bots",
+            ));
+        }
         if r.max_turn_attempts < 1 {
             return Err(self.invalid("runtime.max_turn_attempts", "must be at least 1"));
         }

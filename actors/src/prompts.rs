@@ -222,6 +222,13 @@ prompts! {
     hop_budget_notice => "hop_budget_notice.md",
     /// The same notice for a chain a routine or a webhook started.
     hop_budget_notice_event => "hop_budget_notice_event.md",
+    /// The chain-breadth error: a chain's messages between bots reached
+    /// `runtime.max_chain_messages`, so this one was not sent.
+    chain_budget => "chain_budget.md",
+    /// The notice of a chain of bots cut off by its breadth bound.
+    chain_budget_notice => "chain_budget_notice.md",
+    /// The same notice for a chain a routine or a webhook started.
+    chain_budget_notice_event => "chain_budget_notice_event.md",
     /// A compaction summary, as the model sees it.
     summary => "summary.md",
     /// The compaction call's instructions.
@@ -261,13 +268,6 @@ pub fn prompts() -> &'static Prompts {
     &PROMPTS
 }
 
-impl Template {
-    /// The template's file name.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-}
-
 /// A name from outside (a room's name, which its creator chose) as a
 /// prompt shows it: a JSON string, quoted and with its `"`, `\` and
 /// line breaks escaped, so the name cannot close its quotes and go on
@@ -276,6 +276,13 @@ impl Template {
 pub(crate) fn quoted_name(name: &str) -> String {
     // a `str` always serializes; the Debug form is as closed
     serde_json::to_string(name).unwrap_or_else(|_| format!("{name:?}"))
+}
+
+impl Template {
+    /// The template's file name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 #[cfg(test)]

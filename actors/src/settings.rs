@@ -24,6 +24,10 @@ pub struct FleetSettings {
     /// Most bot-to-bot hops per originating user message.
     pub max_hops: u32,
     /// Most subagents of one bot running at once.
+    /// Most bot-to-bot messages (messages, subagent tasks and reports) in
+    /// one chain, however wide: descended from one person's message,
+    /// routine run or webhook delivery (`runtime.max_chain_messages`).
+    pub max_chain_messages: u64,
     pub max_subagents: usize,
     /// Most starts of one turn at the same step (its first run or last
     /// finished step, plus restarts after crashes; clean stops do not
@@ -106,3 +110,4 @@ impl FleetSettings {
         self.context.get(provider).unwrap_or(&self.default_context)
     }
 }
+            max_chain_messages: 200,

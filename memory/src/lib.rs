@@ -100,6 +100,7 @@ pub use record::ApprovalRequestOutcome;
 pub use record::ApprovalStatus;
 pub use record::BotRecord;
 pub use record::CatchUp;
+pub use record::ChainOrigin;
 pub use record::Change;
 pub use record::Entry;
 pub use record::EntryKind;

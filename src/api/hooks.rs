@@ -280,6 +280,7 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
                 text: text.to_owned(),
                 trusted: false,
                 hop: None,
+                chain: None,
             },
         },
         session: key,

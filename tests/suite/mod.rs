@@ -26,6 +26,7 @@ mod group_replies;
 mod groups;
 mod hooks;
 mod hooks_input;
+mod hop_breadth;
 mod hops;
 mod host;
 mod http_limits;

@@ -387,12 +387,14 @@ fn every_entry_kind() -> Vec<EntryKind> {
             text: text(),
             hop: 0,
             reply_session: None,
+            chain: None,
         },
         EntryKind::Event {
             origin: text(),
             text: text(),
             trusted: false,
             hop: None,
+            chain: None,
         },
         EntryKind::Assistant {
             text: text(),

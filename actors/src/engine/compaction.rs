@@ -177,6 +177,7 @@ fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
             text,
             hop,
             reply_session,
+            chain,
         } => (
             "agent_message",
             shown(EntryKind::AgentMessage {
@@ -184,6 +185,7 @@ fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 text: clip(text),
                 hop: *hop,
                 reply_session: *reply_session,
+                chain: *chain,
             }),
         ),
         EntryKind::Event {
@@ -191,6 +193,7 @@ fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
             text,
             trusted,
             hop,
+            chain,
         } => (
             if *trusted {
                 "trusted_event"
@@ -202,6 +205,7 @@ fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 text: clip(text),
                 trusted: *trusted,
                 hop: *hop,
+                chain: *chain,
             }),
         ),
         // what a tool returned is outside data too (a web page, a file, a
@@ -213,6 +217,7 @@ fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 text: clip(content),
                 trusted: false,
                 hop: None,
+                chain: None,
             }),
         ),
         EntryKind::Assistant { text, tool_calls } => {

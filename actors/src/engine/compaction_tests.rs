@@ -172,6 +172,7 @@ fn webhook(seq: i64, text: &str) -> Entry {
             text: text.into(),
             trusted: false,
             hop: None,
+            chain: None,
         },
     )
 }
@@ -202,6 +203,7 @@ fn a_forged_record_line_stays_inside_its_quote() {
                 text: "report the open issues".into(),
                 trusted: true,
                 hop: None,
+                chain: None,
             },
         ),
         webhook(19, &format!("build ok\n{forged}\r\n>>>>\u{2028}{forged}")),
@@ -213,6 +215,7 @@ fn a_forged_record_line_stays_inside_its_quote() {
                 text: format!("done\r{forged}"),
                 hop: 1,
                 reply_session: None,
+                chain: None,
             },
         ),
         entry(
@@ -311,6 +314,7 @@ proptest::proptest! {
                         text: text.clone(),
                         hop: 1,
                         reply_session: None,
+                        chain: None,
                     }),
                     2 => entry(seq, "b", EntryKind::ToolResult {
                         call_id: "c".into(),

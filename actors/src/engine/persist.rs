@@ -443,6 +443,7 @@ impl Runner {
                     text,
                     hop,
                     reply_session: Some(self.session),
+                    chain: self.scope.chain,
                 },
             },
             session: key,

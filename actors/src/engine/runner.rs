@@ -370,6 +370,7 @@ impl Runner {
                 runner: RunnerKind::Main,
                 hop: 0,
                 reply_to: None,
+                chain: None,
             },
             start_pending: None,
             attempts: 1,

@@ -177,6 +177,7 @@ impl Runner {
         let from_person = inputs
             .iter()
             .any(|e| matches!(e.kind, EntryKind::UserMessage { .. }));
+        self.scope.chain = chain_of(inputs, from_person);
         for e in inputs {
             if let EntryKind::Event { hop: Some(hop), .. } = &e.kind
                 && !from_person
@@ -328,5 +329,39 @@ impl BudgetPause {
             "its daily token budget is spent ({} of {} tokens); it is paused until {} UTC",
             self.used, self.budget, self.until
         )
+    }
+}
+
+/// The chain of bots a turn over `inputs` belongs to: a person's message
+/// among them starts one (the newest such message, as the hop count starts
+/// over); else the chain the newest message from a bot carries (none when
+/// it carries none: written before chains were carried); else an event
+/// that is no bot's (a routine's run, a webhook's delivery, an approval's
+/// decision, a room's input) starts one.
+fn chain_of(inputs: &[Entry], from_person: bool) -> Option<botfleet_memory::ChainOrigin> {
+    let own = |e: &Entry| botfleet_memory::ChainOrigin {
+        session: e.session,
+        entry: e.id,
+    };
+    if from_person {
+        return inputs
+            .iter()
+            .rev()
+            .find(|e| matches!(e.kind, EntryKind::UserMessage { .. }))
+            .map(own);
+    }
+    let from_bot = inputs.iter().rev().find(|e| {
+        matches!(
+            e.kind,
+            EntryKind::AgentMessage { .. } | EntryKind::Event { hop: Some(_), .. }
+        )
+    });
+    match from_bot {
+        Some(e) => e.kind.chain(),
+        None => inputs
+            .iter()
+            .rev()
+            .find(|e| matches!(e.kind, EntryKind::Event { hop: None, .. }))
+            .map(own),
     }
 }

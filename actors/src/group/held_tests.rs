@@ -53,6 +53,7 @@ fn input(session: SessionId, room: &str) -> Mutation {
             text: "new public messages".into(),
             trusted: false,
             hop: None,
+            chain: None,
         },
     )
 }
@@ -79,6 +80,7 @@ fn other(session: SessionId) -> Mutation {
             text: "an answer".into(),
             hop: 1,
             reply_session: None,
+            chain: None,
         },
     )
 }

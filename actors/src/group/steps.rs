@@ -360,6 +360,7 @@ impl GroupState {
                 text: text.clone(),
                 trusted: false,
                 hop: None,
+                chain: None,
             },
         };
         let req = AdmitRequest {

@@ -159,6 +159,7 @@ pub async fn decide(
                 text,
                 trusted: true,
                 hop: None,
+                chain: None,
             },
         },
         priority: Priority::Bot,

@@ -182,6 +182,7 @@ pub fn routine_admission(
                 text,
                 trusted: true,
                 hop: None,
+                chain: None,
             },
         },
         session: key,

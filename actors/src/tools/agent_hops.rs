@@ -5,16 +5,27 @@
 //! bot, nothing (SendMessage there goes to that bot, and is refused too),
 //! so it ends its turn. The person whose message started the chain is
 //! told it was cut off: a `hop_budget` notice in their conversation, once
-//! per message of theirs however many calls are refused; for a chain a
-//! routine started, the bot's owner, in their conversation with the bot,
-//! once per run.
+//! per message of theirs however many calls are refused (restarts
+//! included); for a chain a routine started, the bot's owner, in their
+//! conversation with the bot, once per run.
 //!
-//! Where the chain started is read back from the store, one hop at a
+//! A chain is also bounded in breadth: `runtime.max_chain_messages`
+//! messages between bots descended from one person's message (or routine
+//! run, webhook delivery), however many bots it fans out to. Past it a
+//! call is refused the same way and the same notice is written (once per
+//! chain, whichever bound cut it).
+//!
+//! Every message of a chain carries its start (the input that set it
+//! off: `ChainOrigin`, next to the hop count), so the notice finds the
+//! person's conversation in one read, and the store counts the chain's
+//! messages under it as they are written. A chain whose messages were
+//! written before they carried it is walked back instead, one hop at a
 //! time: the input at hop `h` of a session names the session its sender
 //! worked in at hop `h - 1` (an `agent_message`'s `reply_session`; a
 //! subagent's task, its parent's session), down to hop 0.
 
 use botfleet_memory::BotId;
+use botfleet_memory::ChainOrigin;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
@@ -47,6 +58,15 @@ pub(crate) enum Cut {
     Work,
 }
 
+/// Which bound cut a chain off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    /// `runtime.max_hops`: the chain grew too long.
+    Hops,
+    /// `runtime.max_chain_messages`: it spread to too many messages.
+    Breadth,
+}
+
 /// The refusal of a call to `to` at `hop`, past `runtime.max_hops`:
 /// nothing is sent, the bot is told what it can do instead in its
 /// conversation (`instead` in a conversation with its person), and the
@@ -60,13 +80,7 @@ pub(crate) async fn hop_budget_spent(
 ) -> ToolError {
     let max = ctx.rt.settings.max_hops;
     tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget spent");
-    if ctx.scope.hop > 0 {
-        // a chain of bots is cut off (at hop 0 the call was refused in the
-        // person's own conversation: the bot answers them there)
-        if let Err(e) = tell_origin(ctx, to).await {
-            tracing::warn!(bot = %ctx.bot.id, error = %e, "could not tell the person the chain was cut off");
-        }
-    }
+    cut_off(ctx, to, Limit::Hops).await;
     let p = prompts();
     let max_text = max.to_string();
     let what = match cut {
@@ -76,6 +90,71 @@ pub(crate) async fn hop_budget_spent(
             ("left", &max.saturating_sub(ctx.scope.hop).to_string()),
         ]),
     };
+    refusal(ctx, what.unwrap_or_default(), instead)
+}
+
+/// Refuses a call that would send `cut` past `runtime.max_chain_messages`
+/// (the chain's messages between bots so far, counted by the store as
+/// they are written, plus those of this step not yet written): nothing is
+/// sent, and the refusal and the notice are as for the hop budget. A chain
+/// whose start is unknown (its messages were written before they carried
+/// it) is not bounded.
+pub(crate) async fn check_chain_breadth(
+    ctx: &ToolContext<'_>,
+    to: &BotId,
+    cut: Cut,
+    instead: &str,
+) -> Result<(), ToolError> {
+    let Some(chain) = ctx.scope.chain else {
+        return Ok(());
+    };
+    let max = ctx.rt.settings.max_chain_messages;
+    let sent = match ctx.store().chain_messages(&chain).await {
+        Ok(n) => n,
+        Err(e) => {
+            // the bound is a guard against runaway chains: a failed read
+            // lets one message through rather than refuse a sound one
+            tracing::warn!(bot = %ctx.bot.id, error = %e, "could not read the chain's messages");
+            return Ok(());
+        }
+    };
+    let pending = ctx
+        .step_effects
+        .iter()
+        .filter(|m| carried_chain(m) == Some(chain))
+        .count() as u64;
+    // a task's report comes back without asking: it must fit too
+    let needed = match cut {
+        Cut::Message => 1,
+        Cut::Work => 2,
+    };
+    if sent + pending + needed <= max {
+        return Ok(());
+    }
+    tracing::warn!(bot = %ctx.bot.id, %to, sent, pending, max, "chain message bound reached");
+    cut_off(ctx, to, Limit::Breadth).await;
+    let what = prompts()
+        .chain_budget
+        .render(&[("max", &max.to_string())])
+        .unwrap_or_default();
+    Err(refusal(ctx, what, instead))
+}
+
+/// The chain a mutation of this step sends a message of.
+fn carried_chain(m: &Mutation) -> Option<ChainOrigin> {
+    if let Mutation::Admit(req) = m {
+        req.entry.kind.chain()
+    } else if let Mutation::Append(entry) = m {
+        entry.kind.chain()
+    } else {
+        None
+    }
+}
+
+/// The refusal: `what` was not sent, and what the bot can still do in its
+/// conversation.
+fn refusal(ctx: &ToolContext<'_>, what: String, instead: &str) -> ToolError {
+    let p = prompts();
     let (then, hint) = match ctx.scope.session.key.kind {
         // SendMessage would go to the other bot: nothing is left to do
         SessionKind::Agent | SessionKind::Room => (
@@ -88,97 +167,162 @@ pub(crate) async fn hop_budget_spent(
         | SessionKind::Hook
         | SessionKind::Subagent => (p.hop_budget_answer.render(&[]), instead),
     };
-    ToolError::new(
-        format!("{} {}", what.unwrap_or_default(), then.unwrap_or_default()),
-        hint,
-    )
+    ToolError::new(format!("{what} {}", then.unwrap_or_default()), hint)
+}
+
+/// Tells whoever started the chain that `limit` cut it off, logging a
+/// failure (the refusal goes on). At hop 0 nothing is told: the call was
+/// refused in the person's own conversation, and the bot answers them
+/// there.
+async fn cut_off(ctx: &ToolContext<'_>, to: &BotId, limit: Limit) {
+    if ctx.scope.hop == 0 {
+        return;
+    }
+    if let Err(e) = tell_origin(ctx, to, limit).await {
+        tracing::warn!(bot = %ctx.bot.id, error = %e, "could not tell the person the chain was cut off");
+    }
 }
 
 /// Tells the person whose message started the chain that it was cut off
-/// (a `hop_budget` notice in that conversation, unless one already follows
-/// their newest message there); for a chain a routine or a webhook started,
-/// the bot's owner in their conversation with it, once per run or
-/// delivery. (A chain a room started is cut off with the log line only:
-/// the room's run has limits of its own.)
-async fn tell_origin(ctx: &ToolContext<'_>, to: &BotId) -> Result<(), StoreError> {
-    let Some(origin) = chain_origin(ctx).await? else {
+/// (a `hop_budget` notice in that conversation); for a chain a routine or
+/// a webhook started, the bot's owner in their conversation with it. Once
+/// per chain, whichever bound cut it and however many calls are refused:
+/// the store marks the chain told in the transaction that writes the
+/// notice. (A chain a room started is cut off with the log line only: the
+/// room's run has limits of its own.)
+///
+/// The chain's start is what the turn's inputs carry: one keyed read of
+/// its session. Inputs written before messages carried it are walked back
+/// instead ([`chain_origin`]).
+async fn tell_origin(ctx: &ToolContext<'_>, to: &BotId, limit: Limit) -> Result<(), StoreError> {
+    let origin = match ctx.scope.chain {
+        Some(chain) => ctx
+            .store()
+            .get_session(chain.session)
+            .await?
+            .map(|session| Origin {
+                session,
+                start: Start::Entry(chain.entry),
+            }),
+        None => chain_origin(ctx).await?,
+    };
+    let Some(origin) = origin else {
         tracing::info!(bot = %ctx.bot.id, "the start of the cut-off chain was not found");
         return Ok(());
     };
     match origin.session.key.kind {
-        SessionKind::Dm => tell_person(ctx, &origin.session, to).await,
-        SessionKind::Routine | SessionKind::Hook => tell_owner(ctx, &origin, to).await,
+        SessionKind::Dm => tell_person(ctx, &origin, to, limit).await,
+        SessionKind::Routine | SessionKind::Hook => tell_owner(ctx, &origin, to, limit).await,
         SessionKind::Agent | SessionKind::Group | SessionKind::Room | SessionKind::Subagent => {
             Ok(())
         }
     }
 }
 
-/// The notice in the person's own conversation `dm`.
+/// The input that started the chain `origin` describes: its entry, or
+/// for an older chain the newest entry of the origin's session before the
+/// chain's first message that `starts` (a person's message, an event).
+async fn start_entry(
+    ctx: &ToolContext<'_>,
+    origin: &Origin,
+    starts: impl Fn(&EntryKind) -> bool,
+) -> Result<Option<EntryId>, StoreError> {
+    match origin.start {
+        Start::Entry(id) => Ok(Some(id)),
+        Start::SentAt(at) => Ok(ctx
+            .store()
+            .tail_entries(origin.session.id, WINDOW)
+            .await?
+            .iter()
+            .rev()
+            .find(|e| e.created_at <= at && starts(&e.kind))
+            .map(|e| e.id)),
+    }
+}
+
+/// The notice in the person's own conversation, the chain's origin.
 async fn tell_person(
     ctx: &ToolContext<'_>,
-    dm: &SessionRecord,
+    origin: &Origin,
     to: &BotId,
+    limit: Limit,
 ) -> Result<(), StoreError> {
-    let store = ctx.store();
-    let recent = store.tail_entries(dm.id, WINDOW).await?;
-    let told = recent
-        .iter()
-        .rev()
-        .take_while(|e| !matches!(e.kind, EntryKind::UserMessage { .. }))
-        .any(|e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == HOP_BUDGET_CODE));
-    if told {
+    let dm = &origin.session;
+    let starts = |k: &EntryKind| matches!(k, EntryKind::UserMessage { .. });
+    let Some(message) = start_entry(ctx, origin, starts).await? else {
+        tracing::info!(bot = %ctx.bot.id, "the message that started the cut-off chain was not found");
+        return Ok(());
+    };
+    let chain = ChainOrigin {
+        session: dm.id,
+        entry: message,
+    };
+    if ctx.store().chain_told(&chain).await? {
         return Ok(());
     }
-    let text = prompts()
-        .hop_budget_notice
+    let p = prompts();
+    let (template, max) = match limit {
+        Limit::Hops => (&p.hop_budget_notice, ctx.rt.settings.max_hops.to_string()),
+        Limit::Breadth => (
+            &p.chain_budget_notice,
+            ctx.rt.settings.max_chain_messages.to_string(),
+        ),
+    };
+    let text = template
         .render(&[
-            ("max", &ctx.rt.settings.max_hops.to_string()),
+            ("max", &max),
             ("bot", ctx.bot.id.as_str()),
             ("to", to.as_str()),
         ])
         .unwrap_or_default();
-    let id = EntryId::derive(ctx.turn, ctx.call_id, HOP_BUDGET_CODE);
-    store
-        .write(vec![notice(id, dm.id, &dm.key.bot, text)])
+    ctx.store()
+        .write(vec![tell_once(chain, dm.id, &dm.key.bot, text)])
         .await?;
     Ok(())
 }
 
-/// The notice about a routine run or webhook delivery (the newest event of
-/// the origin's session written before the chain's first message: the one
-/// that set it off) in the owner's conversation with the bot, where that
-/// bot's messages from routines and webhooks go too. Its id is derived
-/// from the event's, so a second cut of the same chain finds it.
-async fn tell_owner(ctx: &ToolContext<'_>, chain: &Origin, to: &BotId) -> Result<(), StoreError> {
-    let store = ctx.store();
+/// The notice about a routine run or webhook delivery (the event that
+/// set the chain off) in the owner's conversation with the bot, where
+/// that bot's messages from routines and webhooks go too.
+async fn tell_owner(
+    ctx: &ToolContext<'_>,
+    chain: &Origin,
+    to: &BotId,
+    limit: Limit,
+) -> Result<(), StoreError> {
     let origin = &chain.session;
-    let recent = store.tail_entries(origin.id, WINDOW).await?;
-    let Some(event) = recent.iter().rev().find(|e| {
-        e.created_at <= chain.sent_at && matches!(e.kind, EntryKind::Event { hop: None, .. })
-    }) else {
+    let starts = |k: &EntryKind| matches!(k, EntryKind::Event { hop: None, .. });
+    let Some(event) = start_entry(ctx, chain, starts).await? else {
         tracing::info!(bot = %ctx.bot.id, "the event that started the cut-off chain was not found");
         return Ok(());
     };
+    let chain = ChainOrigin {
+        session: origin.id,
+        entry: event,
+    };
+    if ctx.store().chain_told(&chain).await? {
+        return Ok(());
+    }
     let dm = SessionKey {
         bot: origin.key.bot.clone(),
         kind: SessionKind::Dm,
         peer: origin.owner.to_string(),
     };
-    let id = EntryId::derive_from(event.id, HOP_BUDGET_CODE);
-    if store
-        .tail_entries(dm.id(), WINDOW)
-        .await?
-        .iter()
-        .any(|e| e.id == id)
-    {
-        return Ok(());
-    }
-    let text = prompts()
-        .hop_budget_notice_event
+    let p = prompts();
+    let (template, max) = match limit {
+        Limit::Hops => (
+            &p.hop_budget_notice_event,
+            ctx.rt.settings.max_hops.to_string(),
+        ),
+        Limit::Breadth => (
+            &p.chain_budget_notice_event,
+            ctx.rt.settings.max_chain_messages.to_string(),
+        ),
+    };
+    let text = template
         .render(&[
             ("event", &describe_session(origin)),
-            ("max", &ctx.rt.settings.max_hops.to_string()),
+            ("max", &max),
             ("bot", ctx.bot.id.as_str()),
             ("to", to.as_str()),
         ])
@@ -191,40 +335,57 @@ async fn tell_owner(ctx: &ToolContext<'_>, chain: &Origin, to: &BotId) -> Result
         last_seq: 0,
         created_at: 0,
     };
-    store
+    ctx.store()
         .write(vec![
             Mutation::EnsureSession(record),
-            notice(id, dm.id(), &dm.bot, text),
+            tell_once(chain, dm.id(), &dm.bot, text),
         ])
         .await?;
     Ok(())
 }
 
-/// A `hop_budget` notice written by `bot` in `session`.
-fn notice(id: EntryId, session: SessionId, bot: &BotId, text: String) -> Mutation {
-    Mutation::Append(Box::new(NewEntry {
-        id,
-        session,
-        author: bot.to_string(),
-        turn: None,
-        kind: EntryKind::Notice {
-            code: HOP_BUDGET_CODE.into(),
-            text,
-            retry_turn: None,
-        },
-    }))
+/// The `hop_budget` notice about `chain` in `session`, written unless the
+/// chain was told before. Its id is derived from the chain's start.
+fn tell_once(chain: ChainOrigin, session: SessionId, bot: &BotId, text: String) -> Mutation {
+    Mutation::TellChain {
+        origin: chain,
+        notice: Box::new(NewEntry {
+            id: EntryId::derive_from(chain.entry, HOP_BUDGET_CODE),
+            session,
+            author: bot.to_string(),
+            turn: None,
+            kind: EntryKind::Notice {
+                code: HOP_BUDGET_CODE.into(),
+                text,
+                retry_turn: None,
+            },
+        }),
+    }
 }
 
 /// The start of a chain of bots.
 struct Origin {
     /// The session at hop 0.
     session: SessionRecord,
-    /// When the input at hop 1 was written (by the turn at hop 0), ms.
-    sent_at: i64,
+    /// The input there that set the chain off.
+    start: Start,
 }
 
-/// The start of the chain the calling turn belongs to (called at hop 1
-/// or more), if its steps can still be read back.
+/// How the input that set a chain off is known.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// Its entry, carried by the chain's messages.
+    Entry(EntryId),
+    /// For a chain whose messages do not carry it (written before they
+    /// did): when the input at hop 1 was written (by the turn at hop 0),
+    /// ms; the input is the newest one before it.
+    SentAt(i64),
+}
+
+/// The start of a chain whose messages do not carry it (written before
+/// they did), called at hop 1 or more: walked back one hop at a time, if
+/// its steps can still be read back (each among its session's newest
+/// [`WINDOW`] entries, so at most `max_hops` reads).
 async fn chain_origin(ctx: &ToolContext<'_>) -> Result<Option<Origin>, StoreError> {
     let store = ctx.store();
     let mut session = ctx.scope.session.clone();
@@ -274,7 +435,10 @@ async fn chain_origin(ctx: &ToolContext<'_>) -> Result<Option<Origin>, StoreErro
         };
         hop -= 1;
     }
-    Ok(Some(Origin { session, sent_at }))
+    Ok(Some(Origin {
+        session,
+        start: Start::SentAt(sent_at),
+    }))
 }
 
 /// Where the input at a hop came from.

@@ -8,7 +8,8 @@
 //! ends); the recipient works in its own session; its reply arrives later
 //! as a new message that wakes the sender. There is no waiting anywhere,
 //! so two bots writing to each other, or a bot writing to itself, cannot
-//! deadlock. Chains are bounded by a hop budget per originating request.
+//! deadlock. Chains are bounded by a hop budget per originating request
+//! (their length) and by `runtime.max_chain_messages` (their breadth).
 //! A bot that takes no more messages (removed from the fleet's config, or
 //! a subagent that was stopped) is refused at the call, never sent to.
 //!
@@ -49,6 +50,7 @@ use crate::model::ToolSpec;
 #[path = "agent_hops.rs"]
 mod hops;
 pub(crate) use hops::Cut;
+pub(crate) use hops::check_chain_breadth;
 pub(crate) use hops::hop_budget_spent;
 
 /// Names a person can tell apart: refused clashes, refused ambiguous
@@ -159,6 +161,13 @@ pub(crate) async fn message_to_bot(
         )
         .await);
     }
+    check_chain_breadth(
+        ctx,
+        &target.id,
+        Cut::Message,
+        "answer the person with SendMessage instead of messaging more bots",
+    )
+    .await?;
     let wanted = session.or_else(|| {
         ctx.scope
             .reply_to
@@ -193,6 +202,7 @@ pub(crate) async fn message_to_bot(
                 text: text.to_owned(),
                 hop,
                 reply_session: Some(ctx.session()),
+                chain: ctx.scope.chain,
             },
         },
         session: key,

@@ -109,6 +109,7 @@ impl Fx {
             runner: Runner::Main,
             hop: 0,
             reply_to: None,
+            chain: None,
         };
         let cancel = CancellationToken::new();
         let mut fx = Self {

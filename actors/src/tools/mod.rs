@@ -120,6 +120,11 @@ pub struct TurnScope {
     /// replies go.
     pub reply_to: Option<ReplyTo>,
 }
+    /// The input that started the chain of bots this turn belongs to
+    /// (this turn's own for a person's message, a routine's run, a
+    /// webhook's delivery), carried by every message the turn sends to
+    /// another bot; none when the inputs do not say (older entries).
+    pub chain: Option<botfleet_memory::ChainOrigin>,
 
 /// What a tool call may use.
 pub struct ToolContext<'a> {

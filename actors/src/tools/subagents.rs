@@ -39,6 +39,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::agents::Cut;
+use super::agents::check_chain_breadth;
 use super::agents::check_text;
 use super::agents::hop_budget_spent;
 use super::parse_args;
@@ -100,6 +101,7 @@ async fn hop_to_child(
     if hop.saturating_add(1) > ctx.rt.settings.max_hops {
         return Err(hop_budget_spent(ctx, child, hop, Cut::Work, next_step).await);
     }
+    check_chain_breadth(ctx, child, Cut::Work, next_step).await?;
     Ok(hop)
 }
 
@@ -133,6 +135,7 @@ fn input_to_child(
                 text: text.to_owned(),
                 trusted: true,
                 hop: Some(hop),
+                chain: ctx.scope.chain,
             },
         },
         session: key,

@@ -87,6 +87,7 @@ impl ToolFixture {
             runner: Runner::Main,
             hop: 0,
             reply_to: None,
+            chain: None,
         };
         Self {
             _dir: dir,

@@ -26,6 +26,18 @@ pub struct ToolCallBody {
     pub arguments: String,
 }
 
+/// The start of a chain of bot-to-bot messages: the input that set it
+/// off (a person's message, a routine's run, a webhook's delivery, a
+/// room's input). Every message of the chain carries it, so the chain's
+/// start is known in one read, and its messages are counted under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChainOrigin {
+    /// The session the input came in to.
+    pub session: SessionId,
+    /// The input's entry.
+    pub entry: EntryId,
+}
+
 /// The content of a transcript entry, by kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -48,6 +60,10 @@ pub enum EntryKind {
         /// the person who started the exchange), if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply_session: Option<SessionId>,
+        /// The input that started the chain this message is part of (none
+        /// in entries written before chains carried it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chain: Option<ChainOrigin>,
     },
     /// An event: a routine, a webhook, an approval's decision, a room's
     /// input, a parent's task or message to its subagent.
@@ -64,6 +80,11 @@ pub enum EntryKind {
         /// its subagent); none for the others.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hop: Option<u32>,
+        /// For an event that continues a chain between bots, the input
+        /// that started the chain (none for the others, and in entries
+        /// written before chains carried it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chain: Option<ChainOrigin>,
     },
     /// Model output: internal text and tool calls.
     Assistant {
@@ -165,6 +186,23 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// The chain a message between bots belongs to, if it carries one.
+    pub fn chain(&self) -> Option<ChainOrigin> {
+        match self {
+            EntryKind::AgentMessage { chain, .. } | EntryKind::Event { chain, .. } => *chain,
+            EntryKind::UserMessage { .. }
+            | EntryKind::Assistant { .. }
+            | EntryKind::ToolResult { .. }
+            | EntryKind::Delivery { .. }
+            | EntryKind::Reaction { .. }
+            | EntryKind::Reminder { .. }
+            | EntryKind::Notice { .. }
+            | EntryKind::Approval { .. }
+            | EntryKind::TurnEnd { .. }
+            | EntryKind::Summary { .. } => None,
+        }
+    }
+
     /// Short name of the kind (as in the JSON `kind` field).
     pub fn name(&self) -> &'static str {
         match self {

@@ -6,6 +6,7 @@ mod approval_hint;
 mod approvals;
 mod author_events;
 mod bot_cache;
+mod chains;
 mod checkpointer;
 mod extractions;
 mod lock;
@@ -131,9 +132,9 @@ struct Inner {
     bots: Arc<bot_cache::BotCache>,
     /// Dropping it stops the checkpoint thread.
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
-    /// What the checkpoint thread runs with, for tests that run its
     /// Set by [`Store::close`] (`Store::is_closed`).
     closed: std::sync::atomic::AtomicBool,
+    /// What the checkpoint thread runs with, for tests that run its
     /// checkpoints themselves.
     #[cfg(test)]
     checkpoints: checkpointer::Checkpoints,
@@ -242,8 +243,8 @@ impl Store {
                 memory_cache: crate::layers::ScopeCache::new(memory_generations),
                 bots,
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
-                #[cfg(test)]
                 closed: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
                 checkpoints: by_hand,
             }),
         })
@@ -306,17 +307,16 @@ impl Store {
     /// Commits what is queued, checkpoints the WAL into the database file
     /// and stops the writer. Later writes fail with [`StoreError::WriterGone`].
     pub async fn close(&self) {
-        self.inner.stop_checkpoints.lock().take();
         self.inner
             .closed
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.stop_checkpoints.lock().take();
         let (tx, rx) = oneshot::channel();
         if self.inner.tx.send(Job::Close(tx)).is_ok() {
             let _ = rx.await;
         }
     }
 
-    /// The writer's counters.
     /// Whether [`Store::close`] was called: a write that fails with
     /// [`StoreError::WriterGone`] after it was cut off by a planned stop
     /// (what it would have written is redone at the next start), not by a
@@ -325,6 +325,7 @@ impl Store {
         self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// The writer's counters.
     pub fn stats(&self) -> &WriterStats {
         &self.inner.stats
     }

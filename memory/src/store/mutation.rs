@@ -33,6 +33,16 @@ pub enum Mutation {
     Admit(Box<AdmitRequest>),
     /// Append an entry to an existing session (gets the next seq).
     Append(Box<NewEntry>),
+    /// Append `notice`, about the chain of bots `origin` started being cut
+    /// off, unless one was appended for that chain before: its person is
+    /// told once however many of its calls are refused, restarts
+    /// included. `Appended` when written, else `Done`.
+    TellChain {
+        /// The chain's start.
+        origin: crate::record::ChainOrigin,
+        /// The notice.
+        notice: Box<NewEntry>,
+    },
     /// Start a turn: create its record and mark its inputs consumed.
     StartTurn {
         /// Turn id.
@@ -113,16 +123,6 @@ pub enum Mutation {
         /// The turn whose inputs are retried.
         turn: TurnId,
     },
-    /// Add token usage to its bot's daily totals: a turn's (`turns: 1`),
-    /// or a background model call's such as fact extraction (`turns: 0`).
-    AddUsage {
-        /// The bot.
-        bot: crate::ids::BotId,
-        /// UTC day, `YYYY-MM-DD`.
-        day: String,
-        /// Turns this usage is from (0 for work outside a turn).
-        turns: u32,
-        /// The usage.
     /// A person's retry of a subagent's task turn (a turn in its session
     /// with its parent): its inputs back in the inbox as `RequeueInputs`
     /// does, and the subagent (the turn's bot) set back to `running` when
@@ -141,6 +141,16 @@ pub enum Mutation {
         /// `runtime.max_subagents`: running subagents a parent may have.
         max_running: usize,
     },
+    /// Add token usage to its bot's daily totals: a turn's (`turns: 1`),
+    /// or a background model call's such as fact extraction (`turns: 0`).
+    AddUsage {
+        /// The bot.
+        bot: crate::ids::BotId,
+        /// UTC day, `YYYY-MM-DD`.
+        day: String,
+        /// Turns this usage is from (0 for work outside a turn).
+        turns: u32,
+        /// The usage.
         usage: crate::record::TokenUsage,
     },
     /// Record that a completed turn's fact extraction has to run (the
@@ -357,13 +367,6 @@ pub enum MutationResult {
     Attempts(i64),
     /// How many rows a maintenance mutation touched.
     Count(usize),
-    /// What a memory write did.
-    Memory(Box<crate::layers::MemoryOpResult>),
-    /// The answer to an approval request.
-    ApprovalRequested(Box<crate::record::ApprovalRequestOutcome>),
-    /// An approval after a decision or its use.
-    ApprovalChanged(Box<crate::record::ApprovalRecord>),
-}
     /// A retry of a subagent's task was refused: its parent already has
     /// `running` running subagents, the limit (nothing was written).
     SubagentLimit {
@@ -372,3 +375,10 @@ pub enum MutationResult {
         /// Its running subagents (the retried one not among them).
         running: usize,
     },
+    /// What a memory write did.
+    Memory(Box<crate::layers::MemoryOpResult>),
+    /// The answer to an approval request.
+    ApprovalRequested(Box<crate::record::ApprovalRequestOutcome>),
+    /// An approval after a decision or its use.
+    ApprovalChanged(Box<crate::record::ApprovalRecord>),
+}

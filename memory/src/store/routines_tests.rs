@@ -57,6 +57,7 @@ fn fire(slot: i64) -> Mutation {
                 text: "Brief me.".into(),
                 trusted: true,
                 hop: None,
+                chain: None,
             },
         },
         session: key,

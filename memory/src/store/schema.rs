@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0011_turn_counts.sql"),
     include_str!("migrations/0012_extractions_owed.sql"),
     include_str!("migrations/0013_room_closed.sql"),
+    include_str!("migrations/0014_chains.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

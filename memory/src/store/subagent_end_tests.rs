@@ -62,6 +62,7 @@ fn end_with_report(sub: &BotId, parent_dm: &SessionKey, nonce: &str) -> Mutation
                     text: "all done".into(),
                     hop: 2,
                     reply_session: None,
+                    chain: None,
                 },
             },
             priority: Priority::Background,

@@ -15,6 +15,7 @@ use crate::ids::TurnId;
 use crate::record::AdmitOutcome;
 use crate::record::SubagentStatus;
 use crate::record::TurnStatus;
+use crate::store::chains;
 use crate::store::extractions;
 use crate::store::mutation::Mutation;
 use crate::store::mutation::MutationResult;
@@ -46,6 +47,18 @@ impl Writer {
                 .map(MutationResult::Admitted),
             Mutation::Append(entry) => {
                 let (id, seq, gid, created_at) = self.append(entry, now, touched)?;
+                Ok(MutationResult::Appended {
+                    id,
+                    seq,
+                    gid,
+                    created_at,
+                })
+            }
+            Mutation::TellChain { origin, notice } => {
+                if !chains::mark_told(&self.conn, origin, now)? {
+                    return Ok(MutationResult::Done);
+                }
+                let (id, seq, gid, created_at) = self.append(notice, now, touched)?;
                 Ok(MutationResult::Appended {
                     id,
                     seq,
@@ -222,6 +235,9 @@ impl Writer {
                 }
                 Ok(MutationResult::Count(n))
             }
+            Mutation::RequeueSubagentTask { turn, max_running } => {
+                self.requeue_subagent_task(*turn, *max_running, touched)
+            }
             Mutation::AddUsage {
                 bot,
                 day,
@@ -235,9 +251,6 @@ impl Writer {
                          ON CONFLICT (bot_id, day) DO UPDATE SET turns = turns + excluded.turns, calls = calls + excluded.calls,
                            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
                            prefix_tokens = prefix_tokens + excluded.prefix_tokens,
-            Mutation::RequeueSubagentTask { turn, max_running } => {
-                self.requeue_subagent_task(*turn, *max_running, touched)
-            }
                            cached_tokens = cached_tokens + excluded.cached_tokens,
                            completion_tokens = completion_tokens + excluded.completion_tokens",
                     )?

@@ -6,6 +6,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::record::SessionKind;
+use crate::store::chains;
 use crate::store::rooms;
 
 /// Whether a bot's sessions of `kind` are the bot's own work, owned by
@@ -256,6 +257,11 @@ impl Writer {
                 now
             ])?;
         let gid = self.conn.last_insert_rowid();
+        if let Some(chain) = entry.kind.chain() {
+            // a message between bots: counted against its chain's breadth
+            // in the transaction that writes it
+            chains::count(&self.conn, &chain, now)?;
+        }
         self.seqs.insert(entry.session, seq);
         let slot = touched.entry(entry.session).or_insert(seq);
         *slot = (*slot).max(seq);
