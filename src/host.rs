@@ -450,6 +450,18 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let scheduler = botfleet_actors::scheduler::SchedulerHandle::start(
         fleet.runtime().clone(),
         fleet.store().clock().clone(),
+    // each owner's bots work in `<workspace>/<owner id>/`: what an older
+    // version left at the root, shared by all bots, no bot sees any more;
+    // say so (docs/operations.md, Upgrading), moving nothing
+    let stored = fleet.store().list_bots(None).await?;
+    let owners: Vec<&UserId> = users
+        .iter()
+        .map(|(user, _)| user)
+        .chain(stored.iter().map(|b| &b.owner))
+        .collect();
+    if let Some(warning) = fleet.runtime().workspaces.stray_warning(owners) {
+        banner.push(warning);
+    }
         routines,
     )
     .await

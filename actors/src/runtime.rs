@@ -1,5 +1,5 @@
 //! What every actor of a fleet shares: the store, the models, the tools,
-//! the settings, the workspace, and admission (so that any actor can hand
+//! the settings, the owners' workspaces, and admission (so that any actor can hand
 //! an input to another bot the same way the API does).
 
 use std::collections::HashMap;
@@ -33,6 +33,7 @@ use crate::router::RouterMsg;
 use crate::settings::FleetSettings;
 use crate::tools::ToolRegistry;
 use crate::tools::Workspace;
+use crate::tools::Workspaces;
 
 /// The long-lived state block of a bot's prompt (its memory snapshot and
 /// the like), with a hash that says when it changed.
@@ -83,8 +84,9 @@ pub struct Runtime {
     pub tools: ToolRegistry,
     /// Settings.
     pub settings: FleetSettings,
-    /// The workspace of files and Shell.
-    pub workspace: Workspace,
+    /// The workspaces of files and Shell, one per owner (a bot's is
+    /// [`ToolContext::workspace`](crate::tools::ToolContext::workspace)).
+    pub workspaces: Workspaces,
     /// Memory writes (one actor per active scope instance).
     pub memory: MemoryHub,
     /// Group rooms: the rooms supervisor and its watch table.
@@ -127,7 +129,8 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime; the fleet sets its router when it starts.
+    /// A runtime; the fleet sets its router when it starts. `workspace` is
+    /// the fleet's root: each owner's bots work in `<root>/<owner id>/`.
     pub fn new(
         store: Store,
         models: HashMap<String, Arc<dyn Model>>,
@@ -144,7 +147,7 @@ impl Runtime {
             models,
             tools,
             settings,
-            workspace,
+            workspaces: Workspaces::new(workspace),
             groups: GroupRegistry::default(),
             extractions: crate::memory::Extractions::default(),
             safety: crate::tools::gate::Safety::default(),

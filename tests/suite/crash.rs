@@ -146,7 +146,7 @@ steps = [
     let host = HostProcess::start(&path, port, &log).await;
     let es = wait_until(&url, &session, turn_ended(seq)).await;
     let side =
-        std::fs::read_to_string(fleet.path().join("data/workspace/side-effect.txt")).unwrap();
+        std::fs::read_to_string(fleet.path().join("data/workspace/alice/side-effect.txt")).unwrap();
     assert_eq!(side, "ran\n", "the shell command ran exactly once");
     let delivered = deliveries(&es);
     assert_eq!(delivered.len(), 1, "delivered exactly once: {delivered:?}");
@@ -189,7 +189,7 @@ steps = [
     let sent = send(&host.url, "r", "go").await;
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
-    let started = fleet.path().join("data/workspace/started.txt");
+    let started = fleet.path().join("data/workspace/alice/started.txt");
     for _ in 0..200 {
         if started.exists() {
             break;
@@ -246,7 +246,7 @@ steps = [
     let host = HostProcess::start(&path, port, &log).await;
     let sent = send(&host.url, "p", "research this").await;
     let session = sent["session"].as_str().unwrap().to_owned();
-    let marker = fleet.path().join("data/workspace/sub.txt");
+    let marker = fleet.path().join("data/workspace/alice/sub.txt");
     for _ in 0..300 {
         if marker.exists() {
             break;
@@ -316,7 +316,7 @@ steps = [
     let sent = send(&host.url, "r", "run it").await;
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
-    let workspace = fleet.path().join("data/workspace");
+    let workspace = fleet.path().join("data/workspace/alice");
     let read_pid = |name: &str| -> Option<i32> {
         std::fs::read_to_string(workspace.join(name))
             .ok()?

@@ -88,7 +88,7 @@ async fn a_persons_message_interrupts_a_turn_waiting_for_the_workspace_lock() {
         .tables("[review]\nshell = \"off\"\n")
         .start()
         .await;
-    let ws = host.fleet.path().join("data/workspace");
+    let ws = host.fleet.path().join("data/workspace/alice");
 
     // holder's Shell call holds the workspace until the test releases it
     let (holder, hold) = send(&host, "holder", "hold it").await;
@@ -176,7 +176,7 @@ async fn an_approved_call_stopped_while_waiting_for_the_lock_does_not_use_its_ap
         .bot("waiter", "s", &["SendMessage", "Shell"])
         .start()
         .await;
-    let ws = host.fleet.path().join("data/workspace");
+    let ws = host.fleet.path().join("data/workspace/alice");
     let token = crate::support::fleet::TOKEN;
 
     // waiter's command needs a person's approval
@@ -257,7 +257,7 @@ steps = [ { delay_ms = 1000, tool = "SendMessage", args = { text = "hi" } } ]
         .bot("a", "s", &["SendMessage", "SendToAgent"])
         .bot("b", "s", &["SendMessage", "Shell"])
         .tables("[review]\nshell = \"off\"\n");
-    let effect = fleet.path().join("data/workspace/effect.log");
+    let effect = fleet.path().join("data/workspace/alice/effect.log");
     let host = fleet.start().await;
     let (a_dm, seq) = send(&host, "a", "relay").await;
     host.wait_turn_end(&a_dm, seq).await;

@@ -48,6 +48,7 @@ mod openai_outcomes;
 mod openai_provider;
 mod ops_faults;
 mod owner_change;
+mod owner_workspaces;
 mod recall;
 mod recall_faults;
 mod removed_bots;

@@ -100,7 +100,7 @@ async fn reply(host: &TestHost, bot: &str, text: &str) -> Vec<String> {
 async fn the_offline_note_reply_says_what_the_write_did() {
     // a write that fails: the note's path is a folder
     let host = example_fleet(|t| t).await;
-    let workspace = host.fleet.path().join("data/workspace");
+    let workspace = host.fleet.path().join("data/workspace/alice");
     std::fs::create_dir_all(workspace.join("notes/last-note.md")).unwrap();
     let said = reply(&host, "assistant", "note: buy milk").await;
     assert_eq!(said.len(), 1, "{said:?}");
@@ -120,7 +120,7 @@ async fn the_offline_note_reply_says_what_the_write_did() {
 
     // the reviewer enabled, with no API key: the offline model reviews
     let host = example_fleet(|t| edit(&t, "# reviewer = \"main\"", "reviewer = \"main\"")).await;
-    let workspace = host.fleet.path().join("data/workspace");
+    let workspace = host.fleet.path().join("data/workspace/alice");
     let said = reply(&host, "assistant", "note: buy tea").await;
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(

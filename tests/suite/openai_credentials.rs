@@ -337,9 +337,9 @@ async fn the_password_in_a_base_url_is_scrubbed_from_tool_results() {
         .bot("r", "main", &["SendMessage", "Read"]);
     let path = fleet.write();
     let basic = "Ym9iOmh1bnRlcjJwYXNzIQ=="; // bob:hunter2pass!
-    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
     std::fs::write(
-        fleet.path().join("data/workspace/fleet-copy.toml"),
+        fleet.path().join("data/workspace/alice/fleet-copy.toml"),
         format!(
             "{}\n# decoded = {BOB_PASSWORD}!\n# basic = {basic}\n",
             std::fs::read_to_string(&path).unwrap()

@@ -119,7 +119,7 @@ steps = [
     assert_eq!(end["status"], "completed", "{es:#?}");
     assert_eq!(deliveries(&es), vec!["all done".to_owned()]);
     let side =
-        std::fs::read_to_string(fleet.fleet.path().join("data/workspace/multi.txt")).unwrap();
+        std::fs::read_to_string(fleet.fleet.path().join("data/workspace/alice/multi.txt")).unwrap();
     assert_eq!(side, "s1\ns2\ns3\n", "each step ran once");
     let record = turn_record(&host.url, &turn).await;
     assert_eq!(
@@ -166,7 +166,7 @@ async fn a_turn_killed_three_times_at_the_same_step_fails() {
         "{notice}"
     );
     let side =
-        std::fs::read_to_string(fleet.fleet.path().join("data/workspace/multi.txt")).unwrap();
+        std::fs::read_to_string(fleet.fleet.path().join("data/workspace/alice/multi.txt")).unwrap();
     assert_eq!(side, "s1\n", "the first step ran once");
     host.kill9().await;
 }

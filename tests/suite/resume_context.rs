@@ -115,7 +115,7 @@ async fn a_turn_resumed_twice_over_sees_all_the_turns_before_it_did() {
         .tables("[review]\nshell = \"off\"");
     let path = fleet.write();
     let log = fleet.path().join("host.log");
-    let workspace = fleet.path().join("data/workspace");
+    let workspace = fleet.path().join("data/workspace/alice");
     let port = free_port();
 
     let host = HostProcess::start(&path, port, &log).await;

@@ -79,7 +79,7 @@ async fn start(review: &str) -> TestHost {
 }
 
 fn workspace_of(root: &std::path::Path) -> PathBuf {
-    root.join("data/workspace")
+    root.join("data/workspace/alice")
 }
 
 fn workspace(host: &TestHost) -> PathBuf {

@@ -54,9 +54,9 @@ async fn a_config_secret_used_by_shell_never_reaches_the_model_or_the_logs() {
         ),
     )
     .unwrap();
-    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
     std::fs::write(
-        fleet.path().join("data/workspace/creds.txt"),
+        fleet.path().join("data/workspace/alice/creds.txt"),
         format!("password: {SECRET}\n"),
     )
     .unwrap();
@@ -230,9 +230,9 @@ async fn the_hosts_own_credentials_are_scrubbed_from_every_tool_result() {
         ),
     )
     .unwrap();
-    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
     std::fs::write(
-        fleet.path().join("data/workspace/keys.txt"),
+        fleet.path().join("data/workspace/alice/keys.txt"),
         format!(
             "BOTFLEET_TEST_PROVIDER_KEY={PROVIDER_KEY}\nalice={TOKEN}\nbob={}\nother={OTHER_SECRET}\n",
             crate::support::fleet::BOB_TOKEN
@@ -248,6 +248,7 @@ async fn the_hosts_own_credentials_are_scrubbed_from_every_tool_result() {
         data_dir: None,
         listen: None,
         env: Some(env),
+        ..Default::default()
     })
     .await
     .unwrap();

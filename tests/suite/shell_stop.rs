@@ -43,7 +43,7 @@ steps = [
     let (status, body) = c.send_message("r", "run it", "stop-key-1").await.unwrap();
     assert_eq!(status.as_u16(), 202, "{body}");
 
-    let child_pid = fleet.path().join("data/workspace/child.pid");
+    let child_pid = fleet.path().join("data/workspace/alice/child.pid");
     // a file signals nothing: poll, bounded
     let deadline = Instant::now() + Duration::from_secs(30);
     let child = loop {

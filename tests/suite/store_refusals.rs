@@ -114,7 +114,7 @@ async fn held_turn(url: &str, data: &Path, refuse: impl FnOnce()) -> (String, Ve
     assert_eq!(status, 202, "{sent}");
     let session = sent["session"].as_str().unwrap().to_owned();
     seqs.push(sent["seq"].as_i64().unwrap());
-    let held = data.join("workspace/held");
+    let held = data.join("workspace/alice/held");
     poll(30, async || {
         held.exists()
             .then_some(Value::Null)
@@ -133,7 +133,7 @@ async fn held_turn(url: &str, data: &Path, refuse: impl FnOnce()) -> (String, Ve
         seqs.push(sent["seq"].as_i64().unwrap());
     }
     refuse();
-    std::fs::write(data.join("workspace/go"), "").unwrap();
+    std::fs::write(data.join("workspace/alice/go"), "").unwrap();
     (session, seqs)
 }
 

@@ -141,7 +141,7 @@ steps = [
         "progress does not wake the parent"
     );
     // let the subagent finish: its final message is its report
-    std::fs::write(host.fleet.path().join("data/workspace/go"), "go").unwrap();
+    std::fs::write(host.fleet.path().join("data/workspace/alice/go"), "go").unwrap();
     host.wait_for(&session, |es| {
         deliveries(es)
             .iter()
@@ -329,7 +329,7 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }}
         "{heard}"
     );
     // and the person may retry it; it then finishes and reports
-    std::fs::write(host.fleet.path().join("data/workspace/go"), "go").unwrap();
+    std::fs::write(host.fleet.path().join("data/workspace/alice/go"), "go").unwrap();
     let turn = end["turn"].as_str().unwrap();
     let (status, body) = host
         .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")

@@ -217,10 +217,10 @@ async fn a_long_turns_older_tool_results_are_cut_to_stubs() {
             "max_retries = 0\ncompact_at_tokens = 40000",
         )
         .bot("r", "main", &["SendMessage", "Read"]);
-    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
     for n in 0..READS {
         std::fs::write(
-            fleet.path().join(format!("data/workspace/f{n}.txt")),
+            fleet.path().join(format!("data/workspace/alice/f{n}.txt")),
             prose(n, 10_000),
         )
         .unwrap();
@@ -344,9 +344,9 @@ async fn a_turn_that_delivered_ends_completed_at_the_step_limit() {
         .openai("main", &server.base_url(), "max_retries = 0")
         .bot("r", "main", &["SendMessage", "Read"])
         .runtime(&format!("{RUNTIME}max_steps = 4\n"));
-    std::fs::create_dir_all(fleet.path().join("data/workspace")).unwrap();
+    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
     for f in ["a.txt", "b.txt"] {
-        std::fs::write(fleet.path().join("data/workspace").join(f), "text").unwrap();
+        std::fs::write(fleet.path().join("data/workspace/alice").join(f), "text").unwrap();
     }
     let host = fleet.start().await;
     let (entries, end) = turn(&host, "read a and b, then tell me").await;

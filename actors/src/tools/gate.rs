@@ -67,7 +67,6 @@ use super::surface::ToolKind;
 use crate::prompts::prompts;
 use crate::safety::Action;
 use crate::safety::ExclusiveGuard;
-use crate::safety::LockManager;
 use crate::safety::LockMode;
 use crate::safety::PathGuard;
 use crate::safety::ReviewDecision;
@@ -89,13 +88,12 @@ use review::scripts_unchanged;
 /// it waited for the workspace; then it is refused.
 const MAX_REVIEWS: usize = 3;
 
-/// What the gate needs that lives as long as the fleet: the workspace's
-/// file locks and the surface policy. The review settings are in
+/// What the gate needs that lives as long as the fleet: the surface
+/// policy. The file locks are each owner's workspace's
+/// ([`crate::tools::Workspace::locks`]); the review settings are in
 /// [`crate::FleetSettings::review`]; approvals are in the store.
 #[derive(Debug, Clone, Default)]
 pub struct Safety {
-    /// File locks shared by every bot and subagent of the workspace.
-    pub locks: LockManager,
     /// Fleet policy over the tool surfaces.
     pub surfaces: SurfacePolicy,
 }
@@ -470,7 +468,8 @@ async fn take_locks(
     name: &str,
     args: &Value,
 ) -> Result<LockGuards, TurnStop> {
-    let locks = &ctx.rt.safety.locks;
+    // the owner's workspace's: Shell holds only that directory
+    let locks = ctx.workspace().locks();
     let holder = format!("{}/{}/{} {name}", ctx.bot.id, ctx.turn, ctx.call_id);
     // an interrupt fires with a cancel too: the cancel, checked first, wins
     let stopped = async {

@@ -22,9 +22,8 @@ async fn rewritten_while_waiting(
     assert_eq!(shape(&held), Shape::Run("exclusive lock"));
     let rewrite = async {
         while !fx
-            .rt
-            .safety
-            .locks
+            .ws()
+            .locks()
             .snapshot()
             .iter()
             .any(|l| matches!(l.state, LockState::Waiting { .. }))
@@ -156,7 +155,7 @@ async fn notes_stay_unreviewed_and_symlinks_into_git_internals_are_reviewed() {
         Shape::Run("path lock")
     );
     // a link in the notes area leading into the root repository's .git
-    let root = fx.rt.workspace.root().to_path_buf();
+    let root = fx.ws().root().to_path_buf();
     std::fs::create_dir_all(root.join(".git")).unwrap();
     std::fs::create_dir_all(root.join("notes/b")).unwrap();
     std::os::unix::fs::symlink(root.join(".git"), root.join("notes/b/lnk")).unwrap();

@@ -188,8 +188,13 @@ impl Fx {
             .collect()
     }
 
+    /// The bot's workspace (its owner's).
+    fn ws(&self) -> &Workspace {
+        self.rt.workspaces.for_owner(&self.bot.owner)
+    }
+
     fn write_file(&self, path: &str, text: &str) {
-        std::fs::write(self.rt.workspace.root().join(path), text).unwrap();
+        std::fs::write(self.ws().root().join(path), text).unwrap();
     }
 }
 

@@ -65,6 +65,7 @@ pub use visible::VisibleSessions;
 pub use visible::describe_session;
 pub use workspace::Workspace;
 pub use workspace::WorkspaceError;
+pub use workspace::Workspaces;
 
 use crate::model::ToolSpec;
 use crate::runtime::Runtime;
@@ -119,16 +120,16 @@ pub struct TurnScope {
     /// The newest bot that wrote in this turn's inputs, and where its
     /// replies go.
     pub reply_to: Option<ReplyTo>,
-}
     /// The input that started the chain of bots this turn belongs to
     /// (this turn's own for a person's message, a routine's run, a
     /// webhook's delivery), carried by every message the turn sends to
     /// another bot; none when the inputs do not say (older entries).
     pub chain: Option<botfleet_memory::ChainOrigin>,
+}
 
 /// What a tool call may use.
 pub struct ToolContext<'a> {
-    /// The fleet's shared runtime (store, settings, workspace, admission).
+    /// The fleet's shared runtime (store, settings, workspaces, admission).
     pub rt: &'a Runtime,
     /// The bot running the call.
     pub bot: &'a BotRecord,
@@ -158,9 +159,11 @@ impl ToolContext<'_> {
         self.scope.session.id
     }
 
-    /// The fleet workspace.
+    /// The workspace of the bot's owner, `<workspace>/<owner id>/`: the
+    /// files the bot's tools reach, shared with the owner's other bots and
+    /// with no one else's ([`Workspaces`]).
     pub fn workspace(&self) -> &Workspace {
-        &self.rt.workspace
+        self.rt.workspaces.for_owner(&self.bot.owner)
     }
 
     /// The store.

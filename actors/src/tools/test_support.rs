@@ -115,9 +115,9 @@ impl ToolFixture {
         }
     }
 
-    /// The workspace.
+    /// The bot's workspace (its owner's).
     pub(crate) fn ws(&self) -> &Workspace {
-        &self.rt.workspace
+        self.rt.workspaces.for_owner(&self.bot.owner)
     }
 }
 

@@ -1,8 +1,20 @@
-//! The fleet workspace: the directory that file tools and Shell may touch.
+//! The fleet workspace: the directories that file tools and Shell may
+//! touch. Each owner (the user a bot belongs to) has one,
+//! `<workspace>/<owner id>/`: the bots of one owner share theirs, and no
+//! bot sees another owner's files ([`Workspaces`]).
 
+use std::collections::BTreeSet;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Component;
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::OnceLock;
+
+use botfleet_memory::UserId;
+
+use crate::safety::LockManager;
 
 /// A path the workspace refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,12 +35,28 @@ pub enum WorkspaceError {
         /// Why.
         why: &'static str,
     },
+    /// The workspace itself could not be set up (see [`Workspaces::for_owner`]).
+    #[error(
+        "path {path:?} cannot be reached: your workspace is not usable ({why}); tell your owner, the host's operator has to fix it and restart the host"
+    )]
+    Unavailable {
+        /// The path as given.
+        path: String,
+        /// What is wrong with the workspace.
+        why: String,
+    },
 }
 
-/// The workspace root (canonical).
+/// One workspace directory (canonical root) and its file locks.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    /// Locks on the files of this directory; clones share them, so every
+    /// bot working here waits for the same locks (and a Shell call, which
+    /// takes them all, holds only this directory).
+    locks: LockManager,
+    /// Why the directory cannot be used; then `root` is empty.
+    problem: Option<Arc<str>>,
 }
 
 impl Workspace {
@@ -37,12 +65,37 @@ impl Workspace {
         std::fs::create_dir_all(root)?;
         Ok(Self {
             root: root.canonicalize()?,
+            locks: LockManager::new(),
+            problem: None,
         })
     }
 
-    /// The canonical root.
+    /// A workspace that refuses every path, because of `problem`. Its root
+    /// is the empty path: what uses the root without resolving a path
+    /// (Shell's default directory, its `HOME`) fails too, as no file
+    /// operation finds the empty path, rather than reaching somewhere else.
+    fn unavailable(problem: String) -> Self {
+        Self {
+            root: PathBuf::new(),
+            locks: LockManager::new(),
+            problem: Some(problem.into()),
+        }
+    }
+
+    /// The canonical root (empty when the workspace is not usable, see
+    /// [`Workspace::problem`]).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The file locks of this directory.
+    pub fn locks(&self) -> &LockManager {
+        &self.locks
+    }
+
+    /// Why this workspace cannot be used, if it cannot.
+    pub fn problem(&self) -> Option<&str> {
+        self.problem.as_deref()
     }
 
     /// Resolves a path given by the model (relative to the root, or
@@ -50,6 +103,12 @@ impl Workspace {
     /// Symlinks are followed for the part of the path that exists, so a
     /// link pointing out of the workspace is refused too.
     pub fn resolve(&self, given: &str) -> Result<PathBuf, WorkspaceError> {
+        if let Some(why) = &self.problem {
+            return Err(WorkspaceError::Unavailable {
+                path: given.into(),
+                why: why.to_string(),
+            });
+        }
         if given.trim().is_empty() {
             return Err(WorkspaceError::Invalid {
                 path: given.into(),
@@ -118,31 +177,233 @@ fn normalize(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
+/// The fleet workspace: a root holding one directory per owner,
+/// `<root>/<owner id>/`, created (mode 0700) when one of the owner's bots
+/// first needs it. The bots of an owner (also those made by CreateAgent
+/// and its subagents, which belong to the owner of the bot that made
+/// them) share that [`Workspace`] and its locks; no bot reaches another
+/// owner's directory. Every bot has an owner, and every turn (a room's,
+/// a routine's, a webhook's) runs as one of its bots, so there is no
+/// ownerless workspace.
+///
+/// An owner id is one path component as it is: user ids are 1-64 of
+/// ASCII letters, digits, `-`, `_` and `.`, starting with a letter or a
+/// digit (`botfleet_memory::UserId`), so never empty, `.` or `..`, and
+/// never with a `/` or a NUL. What is still refused: a directory entry of
+/// that name that is a symlink or a file, and, on a file system that
+/// ignores case, another user's directory whose name differs only in case.
+pub struct Workspaces {
+    root: PathBuf,
+    /// The owners' workspaces opened so far, in the order first used.
+    /// Each is kept as long as the fleet runs (an owner's bots must share
+    /// one [`LockManager`]), so a tool call can borrow its bot's for the
+    /// whole call (`ToolContext::workspace`). Owners are few (the fleet
+    /// file's users); a lookup walks the list.
+    opened: OnceLock<Box<Slot>>,
+}
 
-    #[test]
-    fn confines_paths() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::open(dir.path()).unwrap();
-        assert!(ws.resolve("a/b.txt").unwrap().starts_with(ws.root()));
-        assert!(ws.resolve("./a/../b.txt").unwrap().starts_with(ws.root()));
-        for bad in ["../x", "/etc/passwd", "a/../../x", ""] {
-            assert!(ws.resolve(bad).is_err(), "{bad} should be refused");
-        }
-        let inside = ws.root().join("ok.txt");
-        assert!(ws.resolve(inside.to_str().unwrap()).is_ok());
-    }
+/// An owner's workspace in [`Workspaces::opened`].
+struct Slot {
+    owner: UserId,
+    workspace: Workspace,
+    /// The owner opened after this one.
+    next: OnceLock<Box<Slot>>,
+}
 
-    #[test]
-    fn refuses_symlinks_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let ws = Workspace::open(dir.path()).unwrap();
-        std::os::unix::fs::symlink(outside.path(), ws.root().join("link")).unwrap();
-        let err = ws.resolve("link/secret.txt").unwrap_err();
-        assert!(matches!(err, WorkspaceError::Outside { .. }));
+impl std::fmt::Debug for Workspaces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspaces")
+            .field("root", &self.root)
+            .field(
+                "opened",
+                &self.opened().map(|s| &s.owner).collect::<Vec<_>>(),
+            )
+            .finish()
     }
 }
+
+impl Workspaces {
+    /// The owners' directories beneath `root`'s.
+    pub fn new(root: Workspace) -> Self {
+        Self {
+            root: root.root,
+            opened: OnceLock::new(),
+        }
+    }
+
+    /// The fleet's root, which holds the owners' directories (no bot works
+    /// in it).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The workspace of `owner`'s bots, created on first use. When its
+    /// directory cannot be used (see [`Workspaces`]) the host's log says
+    /// why and the workspace refuses every path
+    /// ([`WorkspaceError::Unavailable`]) until the host restarts.
+    pub fn for_owner(&self, owner: &UserId) -> &Workspace {
+        let mut cell = &self.opened;
+        // opened before a race for the last place was lost: tried again
+        // at the next place
+        let mut spare: Option<Box<Slot>> = None;
+        loop {
+            let slot = match cell.get() {
+                Some(slot) => slot,
+                None => {
+                    // the directory is made outside the cell's lock
+                    let mut mine = Some(spare.take().unwrap_or_else(|| self.open(owner)));
+                    let slot = cell.get_or_init(|| match mine.take() {
+                        Some(slot) => slot,
+                        None => self.open(owner),
+                    });
+                    spare = mine;
+                    slot
+                }
+            };
+            if slot.owner == *owner {
+                return &slot.workspace;
+            }
+            cell = &slot.next;
+        }
+    }
+
+    /// The workspaces opened so far.
+    fn opened(&self) -> impl Iterator<Item = &Slot> {
+        std::iter::successors(self.opened.get(), |s| s.next.get()).map(|s| &**s)
+    }
+
+    /// `owner`'s workspace, its directory made or checked now.
+    fn open(&self, owner: &UserId) -> Box<Slot> {
+        let dir = self.root.join(owner.as_str());
+        let workspace = match prepare(&self.root, &dir, owner) {
+            Ok(()) => Workspace {
+                root: dir,
+                locks: LockManager::new(),
+                problem: None,
+            },
+            Err(why) => {
+                tracing::error!(
+                    "the workspace of user {owner}, {}, cannot be used: {why}; its bots' file \
+                     tools and Shell refuse to run until it is fixed and the host restarted",
+                    dir.display()
+                );
+                Workspace::unavailable(why)
+            }
+        };
+        Box::new(Slot {
+            owner: owner.clone(),
+            workspace,
+            next: OnceLock::new(),
+        })
+    }
+
+    /// The entries of the root that are not the directory of one of
+    /// `owners`, by name: what an older version left there, when all bots
+    /// shared the root, which no bot sees any more.
+    pub fn strays<'a>(
+        &self,
+        owners: impl IntoIterator<Item = &'a UserId>,
+    ) -> std::io::Result<Vec<String>> {
+        let owners: BTreeSet<&str> = owners.into_iter().map(UserId::as_str).collect();
+        let mut strays = Vec::new();
+        for entry in std::fs::read_dir(&self.root)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            // the entry's own type: a symlink is never an owner's directory
+            let is_dir = entry.file_type()?.is_dir();
+            match name.to_str() {
+                Some(owner) if is_dir && owners.contains(owner) => {}
+                Some(_) | None => strays.push(name.to_string_lossy().into_owned()),
+            }
+        }
+        strays.sort();
+        Ok(strays)
+    }
+
+    /// The warning for the host's start when the root holds [strays]
+    /// (`None` when it holds only owners' directories): it names them and
+    /// says where each owner's files are now. Nothing is moved: which
+    /// owner a file of the shared root belongs to is for people to say.
+    ///
+    /// [strays]: Workspaces::strays
+    pub fn stray_warning<'a>(
+        &self,
+        owners: impl IntoIterator<Item = &'a UserId>,
+    ) -> Option<String> {
+        let root = self.root.display();
+        let strays = match self.strays(owners) {
+            Ok(strays) if strays.is_empty() => return None,
+            Ok(strays) => strays,
+            Err(e) => {
+                return Some(format!(
+                    "WARNING: cannot list the workspace {root} to look for files an older \
+                     version left there: {e}"
+                ));
+            }
+        };
+        let mut named: Vec<String> = strays
+            .iter()
+            .take(STRAYS_NAMED)
+            .map(|s| format!("{s:?}"))
+            .collect();
+        if strays.len() > STRAYS_NAMED {
+            named.push(format!("and {} more", strays.len() - STRAYS_NAMED));
+        }
+        Some(format!(
+            "WARNING: the workspace {root} holds {} entr{} that no bot sees any more: {}. Each \
+             user's bots now work in their own directory, {root}/<user id>/, and the files at \
+             the root (left by an older version, when all bots shared them) were not moved; \
+             move what a user's bots should keep into that user's directory \
+             (docs/operations.md, Upgrading)",
+            strays.len(),
+            if strays.len() == 1 { "y" } else { "ies" },
+            named.join(", ")
+        ))
+    }
+}
+
+/// Most entries [`Workspaces::stray_warning`] names.
+const STRAYS_NAMED: usize = 20;
+
+/// Makes `dir`, `owner`'s directory beneath `root`, private (0700), or
+/// checks that it is a real directory of exactly that name; else says
+/// what is wrong.
+fn prepare(root: &Path, dir: &Path, owner: &UserId) -> Result<(), String> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("its directory cannot be created: {e}")),
+    }
+    let meta =
+        std::fs::symlink_metadata(dir).map_err(|e| format!("its directory cannot be read: {e}"))?;
+    if meta.file_type().is_symlink() {
+        // followed, it would lead the owner's bots anywhere
+        return Err("its directory is a symbolic link; it must be a real directory".into());
+    }
+    if !meta.is_dir() {
+        return Err("a file is where its directory goes".into());
+    }
+    // a file system that ignores case finds `alice` for `Alice`: two users
+    // would share one directory
+    let exact = std::fs::read_dir(root)
+        .map_err(|e| format!("the workspace root cannot be listed: {e}"))?
+        .filter_map(std::result::Result::ok)
+        .any(|entry| entry.file_name() == owner.as_str());
+    if !exact {
+        return Err(
+            "its directory is that of another user whose id differs only in case (the file \
+             system ignores case)"
+                .into(),
+        );
+    }
+    // a directory an older version made is private from now on too
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("its directory cannot be made private (mode 0700): {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "workspace_tests.rs"]
+mod tests;

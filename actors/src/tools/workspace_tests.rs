@@ -1,0 +1,152 @@
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt;
+
+use super::*;
+
+fn user(id: &str) -> UserId {
+    UserId::new(id).unwrap()
+}
+
+#[test]
+fn confines_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    assert!(ws.resolve("a/b.txt").unwrap().starts_with(ws.root()));
+    assert!(ws.resolve("./a/../b.txt").unwrap().starts_with(ws.root()));
+    for bad in ["../x", "/etc/passwd", "a/../../x", ""] {
+        assert!(ws.resolve(bad).is_err(), "{bad} should be refused");
+    }
+    let inside = ws.root().join("ok.txt");
+    assert!(ws.resolve(inside.to_str().unwrap()).is_ok());
+}
+
+#[test]
+fn refuses_symlinks_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.root().join("link")).unwrap();
+    let err = ws.resolve("link/secret.txt").unwrap_err();
+    assert!(matches!(err, WorkspaceError::Outside { .. }));
+}
+
+/// Each owner works in a private directory of its own beneath the root,
+/// made on first use; asking again gives the same workspace (its locks
+/// are shared by the owner's bots), and `..` does not lead to a
+/// neighbour's.
+#[test]
+fn each_owner_has_a_private_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = Workspaces::new(Workspace::open(dir.path()).unwrap());
+    let alice = all.for_owner(&user("alice"));
+    let bob = all.for_owner(&user("bob"));
+    assert_eq!(alice.root(), all.root().join("alice"));
+    assert_eq!(bob.root(), all.root().join("bob"));
+    let mode = std::fs::metadata(alice.root())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(std::ptr::eq(alice, all.for_owner(&user("alice"))));
+    assert!(matches!(
+        alice.resolve("../bob/secret.txt"),
+        Err(WorkspaceError::Outside { .. })
+    ));
+    assert!(alice.resolve(".").is_ok());
+}
+
+/// A directory an older version made (0755) is made private.
+#[test]
+fn an_existing_directory_is_made_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("alice");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(old.join("kept.txt"), "x").unwrap();
+    let all = Workspaces::new(Workspace::open(dir.path()).unwrap());
+    let alice = all.for_owner(&user("alice"));
+    assert!(alice.problem().is_none());
+    assert!(alice.resolve("kept.txt").unwrap().exists());
+    let mode = std::fs::metadata(&old).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
+
+/// A symlink or a file where an owner's directory goes is not followed:
+/// every path is refused, saying why, and the root is empty (so nothing
+/// that uses it unresolved reaches the link's target).
+#[test]
+fn a_link_or_file_in_an_owners_place_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("alice")).unwrap();
+    std::fs::write(dir.path().join("bob"), "not a directory").unwrap();
+    let all = Workspaces::new(Workspace::open(dir.path()).unwrap());
+    for (owner, why) in [("alice", "symbolic link"), ("bob", "a file is where")] {
+        let ws = all.for_owner(&user(owner));
+        assert!(ws.problem().unwrap().contains(why), "{:?}", ws.problem());
+        assert_eq!(ws.root(), Path::new(""));
+        let err = ws.resolve("notes.txt").unwrap_err();
+        assert!(
+            matches!(&err, WorkspaceError::Unavailable { why: w, .. } if w.contains(why)),
+            "{err}"
+        );
+        assert!(err.to_string().contains("tell your owner"), "{err}");
+    }
+}
+
+/// Owners opened from many threads at once: each gets one workspace.
+#[test]
+fn owners_opened_at_once_get_one_workspace_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = Workspaces::new(Workspace::open(dir.path()).unwrap());
+    let owners: Vec<UserId> = (0..8).map(|i| user(&format!("u{i}"))).collect();
+    let seen: Vec<Vec<usize>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let (all, owners) = (&all, &owners);
+                s.spawn(move || {
+                    owners
+                        .iter()
+                        .cycle()
+                        .skip(t)
+                        .take(owners.len())
+                        .map(|o| std::ptr::from_ref(all.for_owner(o)) as usize)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let distinct: BTreeSet<usize> = seen.iter().flatten().copied().collect();
+    assert_eq!(distinct.len(), owners.len());
+    assert_eq!(all.opened().count(), owners.len());
+}
+
+/// Entries at the root that are not a known owner's directory are
+/// named: files, other directories, and links (even under an owner's
+/// name).
+#[test]
+fn strays_are_what_is_not_an_owners_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = Workspaces::new(Workspace::open(dir.path()).unwrap());
+    let (alice, bob) = (user("alice"), user("bob"));
+    all.for_owner(&alice);
+    assert_eq!(all.strays([&alice, &bob]).unwrap(), Vec::<String>::new());
+    assert_eq!(all.stray_warning([&alice, &bob]), None);
+    std::fs::write(all.root().join("deploy.conf"), "token=x").unwrap();
+    std::fs::create_dir_all(all.root().join("notes/ash")).unwrap();
+    std::os::unix::fs::symlink(all.root().join("notes"), all.root().join("bob")).unwrap();
+    assert_eq!(
+        all.strays([&alice, &bob]).unwrap(),
+        vec!["bob", "deploy.conf", "notes"]
+    );
+    let warning = all.stray_warning([&alice, &bob]).unwrap();
+    assert!(
+        warning
+            .contains("3 entries that no bot sees any more: \"bob\", \"deploy.conf\", \"notes\"")
+            && warning.contains("/<user id>/")
+            && warning.contains("Upgrading"),
+        "{warning}"
+    );
+}
