@@ -218,6 +218,27 @@ pub enum Command {
         #[arg(long)]
         fleet: Option<PathBuf>,
     },
+    /// The Shell tool's sandbox (not for people): confine this process
+    /// with Landlock, then run PROGRAM in its place (src/sandbox.rs).
+    #[command(
+        hide = true,
+        arg = not_for_host_commands("host"),
+        arg = not_for_host_commands("token")
+    )]
+    SandboxExec {
+        /// A directory the command may write in (the first holds TMPDIR).
+        #[arg(long)]
+        rw: Vec<PathBuf>,
+        /// A path the command may not read.
+        #[arg(long)]
+        hide: Vec<PathBuf>,
+        /// Only say how far this kernel enforces the sandbox, then exit.
+        #[arg(long, conflicts_with_all = ["rw", "hide", "program"])]
+        probe: bool,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true, required_unless_present = "probe")]
+        program: Vec<std::ffi::OsString>,
+    },
 }
 
 /// The global `--host` or `--token` (`id`) as `run`, `check-config` and
@@ -269,6 +290,9 @@ mod exit {
     /// No answer within `--timeout`, or none yet because the bot is paused
     /// (its daily token budget is spent); the message is saved.
     pub const TIMEOUT: u8 = 5;
+    /// `sandbox-exec` could not confine itself or run its program (as a
+    /// shell says of a command it cannot execute).
+    pub const NOT_RUN: u8 = 126;
     /// `run` stopped at once by a second Ctrl-C (128 + SIGINT).
     pub const INTERRUPTED: i32 = 130;
 }
@@ -317,6 +341,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 data_dir: data.clone(),
                 listen: listen.clone(),
                 env: None,
+                // this binary is the Shell sandbox's launcher (`sandbox-exec`)
+                shell_launcher: std::env::current_exe().ok(),
             })
             .await
         }
@@ -408,6 +434,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Approvals { all, json } => approvals::list(&client(&cli)?, *all, *json).await,
+        Command::SandboxExec {
+            rw,
+            hide,
+            probe,
+            program,
+        } => {
+            if *probe {
+                outln!("{}", crate::sandbox::probe()?.line());
+                return Ok(ExitCode::SUCCESS);
+            }
+            // returns only if the program could not be run
+            let e = crate::sandbox::exec(rw, hide, program);
+            errln!("botfleet sandbox-exec: {e:#}");
+            Ok(ExitCode::from(exit::NOT_RUN))
+        }
         Command::Approve { id } => approvals::decide(&client(&cli)?, id, "approve").await,
         Command::Deny { id } => approvals::decide(&client(&cli)?, id, "deny").await,
     }

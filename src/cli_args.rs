@@ -192,7 +192,8 @@ fn check_member_lists(command: &Command) -> Result<(), BadInput> {
         | Command::Approve { .. }
         | Command::Deny { .. }
         | Command::Search { .. }
-        | Command::Reindex { .. } => return Ok(()),
+        | Command::Reindex { .. }
+        | Command::SandboxExec { .. } => return Ok(()),
     };
     match members.iter().position(|m| m.trim().is_empty()) {
         None => Ok(()),
@@ -230,7 +231,8 @@ fn nonce(command: &Command) -> Option<&str> {
         | Command::Approve { .. }
         | Command::Deny { .. }
         | Command::Search { .. }
-        | Command::Reindex { .. } => None,
+        | Command::Reindex { .. }
+        | Command::SandboxExec { .. } => None,
     }
 }
 
@@ -273,7 +275,8 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
         | Command::CheckConfig { .. }
         | Command::Bots { .. }
         | Command::Approvals { .. }
-        | Command::Reindex { .. } => Vec::new(),
+        | Command::Reindex { .. }
+        | Command::SandboxExec { .. } => Vec::new(),
     }
 }
 

@@ -239,6 +239,46 @@ pub struct RuntimeConfig {
     /// Fact extraction after each completed turn (a model call).
     #[serde(default = "default_extract_memory")]
     pub extract_memory: bool,
+    /// Whether Shell commands run in the OS sandbox (src/sandbox.rs).
+    #[serde(default)]
+    pub shell_sandbox: ShellSandboxMode,
+}
+
+/// `runtime.shell_sandbox`: whether Shell commands run in an OS sandbox
+/// (Landlock) that keeps them out of the host's files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ShellSandboxMode {
+    /// The sandbox when the kernel has Landlock; otherwise Shell runs
+    /// without it and the host warns once at start.
+    #[default]
+    Auto,
+    /// The sandbox, or no Shell: without Landlock every Shell call fails.
+    Required,
+    /// No sandbox: only the path check on the command text.
+    Off,
+}
+
+/// By hand, so that any wrong value (a string or not) is answered with the
+/// three that are right.
+impl<'de> Deserialize<'de> for ShellSandboxMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Mode;
+        impl serde::de::Visitor<'_> for Mode {
+            type Value = ShellSandboxMode;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"auto\", \"required\" or \"off\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                match v {
+                    "auto" => Ok(ShellSandboxMode::Auto),
+                    "required" => Ok(ShellSandboxMode::Required),
+                    "off" => Ok(ShellSandboxMode::Off),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Mode)
+    }
 }
 
 fn default_debounce() -> u64 {
@@ -255,6 +295,9 @@ fn default_max_steps() -> u32 {
 }
 fn default_max_hops() -> u32 {
     8
+}
+fn default_max_chain_messages() -> u64 {
+    200
 }
 fn default_max_subagents() -> usize {
     8
@@ -286,6 +329,7 @@ impl Default for RuntimeConfig {
             idle_timeout_s: default_idle(),
             max_steps: default_max_steps(),
             max_hops: default_max_hops(),
+            max_chain_messages: default_max_chain_messages(),
             max_subagents: default_max_subagents(),
             max_turn_attempts: default_attempts(),
             context_entries: default_context_entries(),
@@ -293,11 +337,9 @@ impl Default for RuntimeConfig {
             shell_max_timeout_s: default_shell_max(),
             ledger_retention_days: default_ledger_days(),
             extract_memory: default_extract_memory(),
+            shell_sandbox: ShellSandboxMode::default(),
         }
     }
-}
-fn default_max_chain_messages() -> u64 {
-    200
 }
 
 /// `[[users]]`.
@@ -329,7 +371,6 @@ pub enum ProviderConfig {
         #[serde(default)]
         api_key_env: Option<String>,
         /// Seconds a request may take (silence between streamed chunks).
-            max_chain_messages: default_max_chain_messages(),
         #[serde(default)]
         timeout_s: Option<u64>,
         /// Seconds one model call may take in all, its retries included

@@ -48,6 +48,9 @@ pub struct HostOptions {
     /// Environment lookup (tests pass their own instead of mutating the
     /// process environment).
     pub env: Option<HashMap<String, String>>,
+    /// The `botfleet` binary, the Shell sandbox's launcher (src/sandbox.rs);
+    /// none: no sandbox (and no Shell if it is required).
+    pub shell_launcher: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -372,10 +375,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.max_steps = r.max_steps;
     settings.review = f.review.to_config();
     settings.max_hops = r.max_hops;
+    settings.max_chain_messages = r.max_chain_messages;
     settings.context = fleet_file.context_settings();
     settings.max_subagents = r.max_subagents;
     settings.max_turn_attempts = r.max_turn_attempts;
-    settings.max_chain_messages = r.max_chain_messages;
     settings.context_entries = r.context_entries;
     settings.extract_memory = r.extract_memory;
     settings.tool_limits = ToolLimits {
@@ -393,6 +396,13 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         ));
     }
     settings.shell_registry = Some(shells);
+    // what Shell commands may not read (the fleet file, if any)
+    let fleet_path = fleet_file.base_dir.as_ref().map(|_| opts.fleet.clone());
+    let hidden = crate::sandbox::hidden_paths(&data_dir, workspace.root(), fleet_path);
+    let launcher = opts.shell_launcher.as_deref();
+    let (sandbox, notes) = crate::sandbox::shell_sandbox(r.shell_sandbox, launcher, hidden).await;
+    settings.shell_sandbox = sandbox;
+    banner.extend(notes);
     let now = chrono::Utc::now().timestamp_millis();
     let bots: Vec<BotRecord> = f
         .bots
@@ -440,16 +450,6 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     start_recall(&rt, &data_dir)?;
     rt.set_vault(vault);
     let fleet = FleetHandle::start(rt, bots).await?;
-    let routines = f
-        .bots
-        .iter()
-        .flat_map(|b| b.routines.iter().map(move |r| (b, r)))
-        .map(|(b, r)| Ok((BotId::new(b.id.clone())?, r.spec())))
-        .collect::<Result<Vec<_>, botfleet_memory::IdError>>()?;
-    let routine_count = routines.len();
-    let scheduler = botfleet_actors::scheduler::SchedulerHandle::start(
-        fleet.runtime().clone(),
-        fleet.store().clock().clone(),
     // each owner's bots work in `<workspace>/<owner id>/`: what an older
     // version left at the root, shared by all bots, no bot sees any more;
     // say so (docs/operations.md, Upgrading), moving nothing
@@ -462,6 +462,16 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     if let Some(warning) = fleet.runtime().workspaces.stray_warning(owners) {
         banner.push(warning);
     }
+    let routines = f
+        .bots
+        .iter()
+        .flat_map(|b| b.routines.iter().map(move |r| (b, r)))
+        .map(|(b, r)| Ok((BotId::new(b.id.clone())?, r.spec())))
+        .collect::<Result<Vec<_>, botfleet_memory::IdError>>()?;
+    let routine_count = routines.len();
+    let scheduler = botfleet_actors::scheduler::SchedulerHandle::start(
+        fleet.runtime().clone(),
+        fleet.store().clock().clone(),
         routines,
     )
     .await
@@ -484,6 +494,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         limits: api::ApiLimits {
             max_body_bytes: f.host.max_body_bytes,
             max_text_chars: f.host.max_text_chars,
+            streams: api::EventStreams::for_host(
+                f.host.max_streams_per_user,
+                f.host.max_connections,
+            ),
         },
         scheduler: scheduler.clone(),
         hooks: api::Hooks::new(hooks),
@@ -507,10 +521,6 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     if let Some(warning) = std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|text| http_server::fd_warning(&text, limits.max_connections))
-            streams: api::EventStreams::for_host(
-                f.host.max_streams_per_user,
-                f.host.max_connections,
-            ),
     {
         banner.push(warning);
     }

@@ -11,6 +11,7 @@ pub mod client;
 pub mod config;
 pub mod host;
 mod http_server;
+pub mod sandbox;
 
 pub use botfleet_actors as actors;
 pub use botfleet_actors::model;

@@ -65,6 +65,8 @@ pub use runtime::StateBlock;
 pub use runtime::StateProvider;
 pub use settings::ContextSettings;
 pub use settings::FleetSettings;
+pub use settings::ShellLauncher;
+pub use settings::ShellSandbox;
 pub use vault::BotSecrets;
 pub use vault::Vault;
 pub use vault::secret_name_problem;

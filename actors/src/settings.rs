@@ -1,6 +1,7 @@
 //! Runtime settings of a fleet (the `[runtime]` part of fleet.toml).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use botfleet_memory::Encoding;
@@ -23,11 +24,11 @@ pub struct FleetSettings {
     pub max_steps: u32,
     /// Most bot-to-bot hops per originating user message.
     pub max_hops: u32,
-    /// Most subagents of one bot running at once.
     /// Most bot-to-bot messages (messages, subagent tasks and reports) in
     /// one chain, however wide: descended from one person's message,
     /// routine run or webhook delivery (`runtime.max_chain_messages`).
     pub max_chain_messages: u64,
+    /// Most subagents of one bot running at once.
     pub max_subagents: usize,
     /// Most starts of one turn at the same step (its first run or last
     /// finished step, plus restarts after crashes; clean stops do not
@@ -43,6 +44,8 @@ pub struct FleetSettings {
     /// after a SIGKILL kills what the dead one left running (none: not
     /// listed; `tools::ShellRegistry`).
     pub shell_registry: Option<crate::tools::ShellRegistry>,
+    /// How Shell confines its commands (the host's `runtime.shell_sandbox`).
+    pub shell_sandbox: ShellSandbox,
     /// Auto-review and approvals (`[review]`).
     pub review: crate::safety::ReviewConfig,
     /// Context economy per model provider (name → settings); providers not
@@ -53,6 +56,40 @@ pub struct FleetSettings {
     /// Run the fact-extraction pass (a model call with purpose `extract`)
     /// after each completed turn that had messages from the bot's owner.
     pub extract_memory: bool,
+}
+
+/// How Shell runs a command: directly, or through a launcher that puts it
+/// in an OS sandbox first.
+#[derive(Debug, Clone, Default)]
+pub enum ShellSandbox {
+    /// `sh` runs directly, confined only by the path check on the command
+    /// text (the default of a runtime built without a host, and
+    /// `runtime.shell_sandbox = "off"`).
+    #[default]
+    Direct,
+    /// `sh` runs through [`ShellLauncher`].
+    Launcher(ShellLauncher),
+    /// Every Shell call fails with this message: a sandbox is required and
+    /// this host cannot have one (it says why and which key to change).
+    Unavailable(String),
+}
+
+/// A program that confines itself and then becomes the command, keeping
+/// its process id (so the process group Shell kills is the command's).
+/// Shell runs `PROGRAM ARGS… --rw WORKSPACE [--hide PATH]… -- sh -c
+/// COMMAND`, with WORKSPACE the calling bot's workspace root at the time
+/// of the call.
+#[derive(Debug, Clone)]
+pub struct ShellLauncher {
+    /// The program (the `botfleet` binary).
+    pub program: PathBuf,
+    /// Its arguments before the `--rw` (the hidden `sandbox-exec`
+    /// subcommand).
+    pub args: Vec<OsString>,
+    /// Paths the command may not read (the data directory, the fleet file,
+    /// the fleet workspace root: the bot's own workspace is granted inside
+    /// it); absolute.
+    pub hidden: Vec<PathBuf>,
 }
 
 /// Token accounting and compaction for one model provider.
@@ -92,12 +129,14 @@ impl FleetSettings {
             idle_timeout: Duration::from_secs(300),
             max_steps: 40,
             max_hops: 8,
+            max_chain_messages: 200,
             max_subagents: 8,
             max_turn_attempts: 3,
             context_entries: 200,
             workspace,
             tool_limits: ToolLimits::default(),
             shell_registry: None,
+            shell_sandbox: ShellSandbox::Direct,
             review: crate::safety::ReviewConfig::default(),
             context: HashMap::new(),
             default_context: ContextSettings::default(),
@@ -110,4 +149,3 @@ impl FleetSettings {
         self.context.get(provider).unwrap_or(&self.default_context)
     }
 }
-            max_chain_messages: 200,

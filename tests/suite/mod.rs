@@ -66,6 +66,7 @@ mod routines_api;
 mod routines_catch_up;
 mod search_index;
 mod secrets;
+mod shell_sandbox;
 mod shell_stop;
 mod store_refusals;
 mod subagent_hops;

@@ -63,6 +63,7 @@ async fn example_fleet(change: impl Fn(String) -> String) -> TestHost {
         data_dir: None,
         listen: None,
         env: Some(HashMap::new()),
+        ..Default::default()
     })
     .await
     .unwrap();

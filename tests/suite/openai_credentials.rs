@@ -198,6 +198,7 @@ async fn start_with_key(fleet: TestFleet) -> TestHost {
         data_dir: None,
         listen: None,
         env: Some(env),
+        ..Default::default()
     })
     .await
     .unwrap();

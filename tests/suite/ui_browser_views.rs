@@ -328,6 +328,7 @@ async fn start_on(fleet: TestFleet, listen: &str) -> TestHost {
         data_dir: None,
         listen: Some(listen.to_owned()),
         env: Some(HashMap::new()),
+        ..Default::default()
     })
     .await
     .unwrap();

@@ -133,6 +133,8 @@ impl TestFleet {
             data_dir: None,
             listen: None,
             env: Some(HashMap::new()),
+            // the Shell sandbox's launcher, as `botfleet run` has it
+            shell_launcher: Some(env!("CARGO_BIN_EXE_botfleet").into()),
         })
         .await
         .unwrap();
@@ -364,6 +366,8 @@ pub async fn restart(fleet: TestFleet) -> TestHost {
         data_dir: None,
         listen: None,
         env: Some(HashMap::new()),
+        // the Shell sandbox's launcher, as `botfleet run` has it
+        shell_launcher: Some(env!("CARGO_BIN_EXE_botfleet").into()),
     })
     .await
     .unwrap();

@@ -11,11 +11,15 @@
 //! bounded time only, so the call ends on time whatever such a process does
 //! (shell_output.rs).
 //!
-//! Confinement here is a path check on the command text (absolute paths and
-//! `..` that leave the workspace are refused; shell_paths.rs), not an OS
-//! sandbox: see docs/security.md for what that does and does not stop.
+//! Confinement is twofold. A path check on the command text refuses
+//! absolute paths and `..` that plainly leave the workspace (shell_paths.rs);
+//! globs and expansions get past it, so when the host gives a launcher
+//! ([`ShellSandbox::Launcher`]) `sh` runs under an OS sandbox (Landlock)
+//! that lets it write only in the workspace and read nothing of the host's
+//! own files: see docs/security.md for what that does and does not stop.
 
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -35,6 +39,8 @@ use super::parse_args;
 use super::shell_registry::GroupGuard;
 use super::shell_registry::pipe_id;
 use super::truncate_output;
+use crate::ShellLauncher;
+use crate::ShellSandbox;
 use crate::model::ToolSpec;
 use output::OutputEnd;
 pub(crate) use paths::check_paths;
@@ -177,7 +183,16 @@ impl Tool for Shell {
         }
         check_paths(ctx.workspace(), &cwd, &args.command)?;
 
-        let mut cmd = tokio::process::Command::new("sh");
+        let mut cmd = match &ctx.rt.settings.shell_sandbox {
+            ShellSandbox::Direct => tokio::process::Command::new("sh"),
+            ShellSandbox::Launcher(launcher) => sandboxed(launcher, ctx.workspace().root()),
+            ShellSandbox::Unavailable(why) => {
+                return Err(ToolError::new(
+                    why.clone(),
+                    "the host cannot run commands safely; tell the user",
+                ));
+            }
+        };
         cmd.arg("-c")
             .arg(&args.command)
             .current_dir(&cwd)
@@ -198,7 +213,10 @@ impl Tool for Shell {
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| {
             ToolError::new(
-                format!("could not start sh: {e}"),
+                format!(
+                    "could not start {}: {e}",
+                    cmd.as_std().get_program().to_string_lossy()
+                ),
                 "the host cannot run commands right now; tell the user",
             )
         })?;
@@ -299,6 +317,20 @@ impl Tool for Shell {
             )),
         }
     }
+}
+
+/// `sh` run through `launcher`, confined to `workspace`: the launcher
+/// sandboxes itself, then becomes `sh` (same process id, same process
+/// group, the environment set here), so the rest of the call is as for
+/// `sh` run directly.
+fn sandboxed(launcher: &ShellLauncher, workspace: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&launcher.program);
+    cmd.args(&launcher.args).arg("--rw").arg(workspace);
+    for hidden in &launcher.hidden {
+        cmd.arg("--hide").arg(hidden);
+    }
+    cmd.arg("--").arg("sh");
+    cmd
 }
 
 #[cfg(test)]
