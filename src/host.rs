@@ -36,6 +36,13 @@ use crate::http_server;
 /// `host.request_timeout_s`: `GET /v1/events` (src/api/events.rs).
 const LONG_LIVED_ROUTES: &[&str] = &["/v1/events"];
 
+/// What a started host runs beside its bots: transcript recall, ledger
+/// pruning.
+#[path = "host_background.rs"]
+mod background;
+use background::start_ledger_pruning;
+use background::start_recall;
+
 /// How to start a host.
 #[derive(Debug, Clone, Default)]
 pub struct HostOptions {
@@ -560,67 +567,4 @@ fn listen_error(addr: SocketAddr, e: &std::io::Error) -> anyhow::Error {
         _ => "",
     };
     anyhow::anyhow!("cannot listen on {addr}: {e}{hint}")
-}
-
-/// Sets up transcript recall: the index at `<data_dir>/index` (searched by
-/// the recall tools and `GET /v1/search`) and the indexer the fleet
-/// supervisor runs over it, which also writes the JSONL mirror at
-/// `<data_dir>/transcripts` and catches up from the store on start. The
-/// index is derived from the store: a damaged one does not stop the host,
-/// it is moved aside (kept for inspection) and rebuilt.
-fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::Result<()> {
-    let dir = data_dir.join("index");
-    let (index, set_aside) = botfleet_memory::TranscriptIndex::open_or_set_aside(&dir)
-        .with_context(|| format!("cannot open the search index in {}", dir.display()))?;
-    if let Some(aside) = set_aside {
-        tracing::warn!(
-            "the search index in {} was damaged ({}); it was moved to {} and is being rebuilt from the store: searches miss older entries until the rebuild is done. Delete the moved copy once you no longer need it.",
-            dir.display(),
-            aside.cause,
-            aside.moved_to.display()
-        );
-    }
-    let warm = index.clone();
-    // loads the jieba dictionary off the first Chinese search
-    tokio::task::spawn_blocking(move || warm.warm_up());
-    rt.set_indexer(botfleet_memory::IndexerArgs {
-        index,
-        store: rt.store.clone(),
-        options: botfleet_memory::IndexOptions::default(),
-        mirror_root: Some(data_dir.join("transcripts")),
-    });
-    Ok(())
-}
-
-/// Prunes the idempotency ledger past its retention now (so the ledger's
-/// horizon holds from the first request on), then hourly.
-async fn start_ledger_pruning(fleet: FleetHandle, retention: Duration) -> anyhow::Result<()> {
-    prune_ledger(&fleet, retention).await?;
-    tokio::spawn(async move {
-        let hour = Duration::from_secs(3600);
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + hour, hour);
-        loop {
-            tick.tick().await;
-            match prune_ledger(&fleet, retention).await {
-                Ok(()) => {}
-                Err(botfleet_memory::StoreError::WriterGone) => return,
-                Err(e) => tracing::warn!(error = %e, "ledger pruning failed"),
-            }
-        }
-    });
-    Ok(())
-}
-
-async fn prune_ledger(
-    fleet: &FleetHandle,
-    retention: Duration,
-) -> Result<(), botfleet_memory::StoreError> {
-    let before = chrono::Utc::now().timestamp_millis() - retention.as_millis() as i64;
-    fleet
-        .store()
-        .write(vec![botfleet_memory::Mutation::PruneLedger {
-            before_ms: before,
-        }])
-        .await
-        .map(|_| ())
 }

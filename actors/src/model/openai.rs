@@ -51,6 +51,7 @@
 //! as `***`, and a credential echoed in an error body as `***` too
 //! (`redact.rs`); reqwest still sends the userinfo as basic auth.
 
+mod body;
 mod endpoint;
 mod redact;
 mod retry;
@@ -58,7 +59,6 @@ mod sse;
 mod surrogates;
 mod wire;
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
@@ -76,8 +76,12 @@ use super::Model;
 use super::ModelError;
 use super::ModelRequest;
 use super::ModelResponse;
-use super::SinkControl;
 use super::StreamSink;
+use body::error_chain;
+use body::finished;
+use body::forward;
+use body::next_chunk;
+use body::too_large;
 use endpoint::chat_completions_url;
 use endpoint::not_found;
 use endpoint::request_headers;
@@ -561,73 +565,6 @@ impl OpenAiModel {
             }
         }
     }
-}
-
-/// The response `assembler` holds. One without any choice (`choices: []`
-/// or none) is no answer: broken and retried, streamed or not.
-fn finished(assembler: Assembler) -> Result<ModelResponse, Failure> {
-    if !assembler.has_choice() {
-        return Err(Failure::Broken {
-            detail: "the answer held no choices (no text, no tool calls, no finish reason)"
-                .to_owned(),
-        });
-    }
-    assembler.into_response().map_err(Failure::Final)
-}
-
-/// Forwards a text delta; an abort from the sink ends the call.
-fn forward(sink: &mut dyn StreamSink, delta: &str, assembler: &Assembler) -> Result<(), Failure> {
-    match sink.on_text(delta) {
-        SinkControl::Continue => Ok(()),
-        SinkControl::Abort { reason } => {
-            debug!(%reason, "model stream aborted by the sink");
-            Err(Failure::Final(ModelError::Aborted {
-                reason,
-                partial: assembler.text().to_owned(),
-            }))
-        }
-    }
-}
-
-/// The next piece of the body, `None` at its end; watches `cancel` and
-/// gives up at `deadline`.
-async fn next_chunk(
-    response: &mut reqwest::Response,
-    cancel: &CancellationToken,
-    deadline: Instant,
-) -> Result<Option<Bytes>, Failure> {
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Err(Failure::Final(ModelError::Cancelled)),
-        read = tokio::time::timeout_at(deadline, response.chunk()) => match read {
-            Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(e)) => Err(Failure::Broken { detail: error_chain(&e) }),
-            Err(_elapsed) => Err(Failure::Broken {
-                detail: "the response body stalled".to_owned(),
-            }),
-        },
-    }
-}
-
-/// The answer passed `max_response_bytes`; not retried.
-fn too_large(limit: usize) -> Failure {
-    Failure::Final(ModelError::TooLarge { limit })
-}
-
-/// An error and its sources, `: `-separated (reqwest's own message alone
-/// rarely says what went wrong).
-fn error_chain(error: &dyn StdError) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

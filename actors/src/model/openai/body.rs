@@ -1,0 +1,88 @@
+//! Reading an answer's body: the next chunk within the deadline, text
+//! deltas forwarded to the sink, the finished response, and the errors
+//! these end in.
+
+use std::error::Error as StdError;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use super::Assembler;
+use super::Failure;
+use crate::model::ModelError;
+use crate::model::ModelResponse;
+use crate::model::SinkControl;
+use crate::model::StreamSink;
+
+/// The response `assembler` holds. One without any choice (`choices: []`
+/// or none) is no answer: broken and retried, streamed or not.
+pub(super) fn finished(assembler: Assembler) -> Result<ModelResponse, Failure> {
+    if !assembler.has_choice() {
+        return Err(Failure::Broken {
+            detail: "the answer held no choices (no text, no tool calls, no finish reason)"
+                .to_owned(),
+        });
+    }
+    assembler.into_response().map_err(Failure::Final)
+}
+
+/// Forwards a text delta; an abort from the sink ends the call.
+pub(super) fn forward(
+    sink: &mut dyn StreamSink,
+    delta: &str,
+    assembler: &Assembler,
+) -> Result<(), Failure> {
+    match sink.on_text(delta) {
+        SinkControl::Continue => Ok(()),
+        SinkControl::Abort { reason } => {
+            debug!(%reason, "model stream aborted by the sink");
+            Err(Failure::Final(ModelError::Aborted {
+                reason,
+                partial: assembler.text().to_owned(),
+            }))
+        }
+    }
+}
+
+/// The next piece of the body, `None` at its end; watches `cancel` and
+/// gives up at `deadline`.
+pub(super) async fn next_chunk(
+    response: &mut reqwest::Response,
+    cancel: &CancellationToken,
+    deadline: Instant,
+) -> Result<Option<Bytes>, Failure> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(Failure::Final(ModelError::Cancelled)),
+        read = tokio::time::timeout_at(deadline, response.chunk()) => match read {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) => Err(Failure::Broken { detail: error_chain(&e) }),
+            Err(_elapsed) => Err(Failure::Broken {
+                detail: "the response body stalled".to_owned(),
+            }),
+        },
+    }
+}
+
+/// The answer passed `max_response_bytes`; not retried.
+pub(super) fn too_large(limit: usize) -> Failure {
+    Failure::Final(ModelError::TooLarge { limit })
+}
+
+/// An error and its sources, `: `-separated (reqwest's own message alone
+/// rarely says what went wrong).
+pub(super) fn error_chain(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
