@@ -53,9 +53,17 @@ use serde_json::json;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
 
+/// A turn answers with one SendMessage; the fact extraction after it (on
+/// unless `--no-extract`) finds nothing to change, as most turns do. The
+/// extract rule matters: a script without one is never asked to extract,
+/// so without it `extract_memory` would measure nothing.
 const SCRIPT: &str = r#"
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
+
+[[rule]]
+purpose = "extract"
+steps = [ { text = '{"add": [], "replace": [], "remove": []}' } ]
 "#;
 
 /// Entries one scripted turn writes after the user message: assistant,

@@ -70,9 +70,17 @@ use tokio::sync::oneshot;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A turn answers with one SendMessage. Plain turns (the baseline phase)
+/// are followed by a fact extraction that finds nothing to change: the
+/// host asks only a script with an extract rule, so without it the
+/// baseline would skip the work a real bot's turn has.
 const SCRIPT: &str = r#"
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
+
+[[rule]]
+purpose = "extract"
+steps = [ { text = '{"add": [], "replace": [], "remove": []}' } ]
 "#;
 
 #[derive(Debug, Parser)]
