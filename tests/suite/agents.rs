@@ -1,11 +1,8 @@
 //! Bots working together: SendToAgent, CreateAgent/UpdateAgent, subagents.
 
-use std::time::Duration;
-
 use botfleet_memory::BotId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
-use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
 
@@ -408,44 +405,14 @@ steps = [
 /// The CreateAgent result of the turn that answers `text`, sent to `bot` as
 /// the user of `token`, once that turn ended.
 async fn create_agent_result(host: &TestHost, bot: &str, token: &str, text: &str) -> Value {
-    let client = botfleet::client::Client::new(&host.url, token).unwrap();
-    let mut events = client.events().await.unwrap();
-    let (status, sent) = host
-        .post_raw(
-            &format!("/v1/bots/{bot}/messages"),
-            Some(token),
-            None,
-            json!({ "text": text }).to_string(),
-        )
-        .await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let seq = json!(sent["seq"].as_i64().unwrap());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let es = client.entries_after(&session, 0).await.unwrap();
-        let end = es.iter().find(|e| {
-            e["kind"] == "turn_end" && e["inputs"].as_array().is_some_and(|a| a.contains(&seq))
-        });
-        if let Some(end) = end {
-            assert_eq!(end["status"], "completed", "{es:#?}");
-            return es
-                .iter()
-                .find(|e| {
-                    e["kind"] == "tool_result"
-                        && e["name"] == "CreateAgent"
-                        && e["turn"] == end["turn"]
-                })
-                .cloned()
-                .unwrap_or_else(|| panic!("{bot} called CreateAgent: {es:#?}"));
-        }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        assert!(
-            !left.is_zero(),
-            "{bot}'s turn on {text:?} never ended: {es:#?}"
-        );
-        let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
-    }
+    let (end, es) = host.end_turn_as(bot, token, text).await;
+    assert_eq!(end["status"], "completed", "{es:#?}");
+    es.iter()
+        .find(|e| {
+            e["kind"] == "tool_result" && e["name"] == "CreateAgent" && e["turn"] == end["turn"]
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("{bot} called CreateAgent: {es:#?}"))
 }
 
 /// Bot ids are global. Two users' bots (and two bots of one user) creating

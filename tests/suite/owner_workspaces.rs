@@ -6,11 +6,8 @@
 //! at the workspace root are named at start and stay where they are.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use futures::StreamExt;
 use serde_json::Value;
-use serde_json::json;
 
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
@@ -59,44 +56,13 @@ fn workspace(host: &TestHost) -> PathBuf {
 /// Sends `text` to `bot` as the user of `token`; once the turn answering
 /// it completed, returns the results of its tool calls (not SendMessage's).
 async fn tool_results(host: &TestHost, bot: &str, token: &str, text: &str) -> Vec<Value> {
-    let client = botfleet::client::Client::new(&host.url, token).unwrap();
-    let mut events = client.events().await.unwrap();
-    let (status, sent) = host
-        .post_raw(
-            &format!("/v1/bots/{bot}/messages"),
-            Some(token),
-            None,
-            json!({ "text": text }).to_string(),
-        )
-        .await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let seq = json!(sent["seq"].as_i64().unwrap());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let es = client.entries_after(&session, 0).await.unwrap();
-        let end = es.iter().find(|e| {
-            e["kind"] == "turn_end" && e["inputs"].as_array().is_some_and(|a| a.contains(&seq))
-        });
-        if let Some(end) = end {
-            assert_eq!(end["status"], "completed", "{es:#?}");
-            return es
-                .iter()
-                .filter(|e| {
-                    e["kind"] == "tool_result"
-                        && e["name"] != "SendMessage"
-                        && e["turn"] == end["turn"]
-                })
-                .cloned()
-                .collect();
-        }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        assert!(
-            !left.is_zero(),
-            "{bot}'s turn on {text:?} never ended: {es:#?}"
-        );
-        let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
-    }
+    let (end, es) = host.end_turn_as(bot, token, text).await;
+    assert_eq!(end["status"], "completed", "{es:#?}");
+    es.into_iter()
+        .filter(|e| {
+            e["kind"] == "tool_result" && e["name"] != "SendMessage" && e["turn"] == end["turn"]
+        })
+        .collect()
 }
 
 /// The one tool result of the turn answering `text`: its text and

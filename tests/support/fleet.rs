@@ -229,6 +229,32 @@ impl TestHost {
         (session, end)
     }
 
+    /// [`TestHost::end_turn`] as the user of `token`; returns the
+    /// `turn_end` entry and the session's entries as that user reads them.
+    pub async fn end_turn_as(&self, bot: &str, token: &str, text: &str) -> (Value, Vec<Value>) {
+        let sent = self
+            .post_text(&format!("/v1/bots/{bot}/messages"), token, text)
+            .await;
+        let session = sent["session"].as_str().unwrap().to_owned();
+        let seq = json!(sent["seq"].as_i64().unwrap());
+        let client = botfleet::client::Client::new(&self.url, token).unwrap();
+        let mut entries = Vec::new();
+        let end = until_signalled(&client, async || {
+            entries = client.entries_after(&session, 0).await.unwrap();
+            entries
+                .iter()
+                .find(|e| {
+                    e["kind"] == "turn_end"
+                        && e["status"] != "interrupted"
+                        && e["inputs"].as_array().is_some_and(|a| a.contains(&seq))
+                })
+                .cloned()
+                .ok_or_else(|| format!("{bot}'s turn on {text:?} never ended: {entries:#?}"))
+        })
+        .await;
+        (end, entries)
+    }
+
     /// [`TestHost::end_turn`], checking the turn completed; returns the
     /// DM's session id.
     pub async fn complete_turn(&self, bot: &str, text: &str) -> String {
@@ -318,21 +344,8 @@ impl TestHost {
 
     /// Re-runs `check` at each change signal of the host (at least every
     /// 2 s) until it succeeds; fails with its last error after 30 s.
-    async fn until_signalled(
-        &self,
-        mut check: impl AsyncFnMut() -> Result<Value, String>,
-    ) -> Value {
-        let mut events = self.client().events().await.unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let last = match check().await {
-                Ok(found) => return found,
-                Err(last) => last,
-            };
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            assert!(!left.is_zero(), "timed out waiting; {last}");
-            let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
-        }
+    async fn until_signalled(&self, check: impl AsyncFnMut() -> Result<Value, String>) -> Value {
+        until_signalled(&self.client(), check).await
     }
 
     /// Waits until `bot` has a running turn ([`wait_running`]).
@@ -345,6 +358,25 @@ impl TestHost {
             h.shutdown().await;
         }
         self.fleet
+    }
+}
+
+/// Runs `check` until it finds something: again whenever `client`'s
+/// change stream signals (or every 2 s), for at most 30 s.
+async fn until_signalled(
+    client: &botfleet::client::Client,
+    mut check: impl AsyncFnMut() -> Result<Value, String>,
+) -> Value {
+    let mut events = client.events().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let last = match check().await {
+            Ok(found) => return found,
+            Err(last) => last,
+        };
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        assert!(!left.is_zero(), "timed out waiting; {last}");
+        let _ = tokio::time::timeout(left.min(Duration::from_secs(2)), events.next()).await;
     }
 }
 
