@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::mirror_repair::send;
 use super::recall::CHAT;
 use super::recall::RECALL_TOOLS;
 use crate::support::fleet::TOKEN;
@@ -14,11 +15,6 @@ use crate::support::process::BIN;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::wait_found;
-
-async fn send(client: &botfleet::client::Client, text: &str, key: &str) {
-    let (status, body) = client.send_message("r", text, key).await.unwrap();
-    assert_eq!(status.as_u16(), 202, "{body}");
-}
 
 #[tokio::test]
 async fn a_backup_taken_under_load_restores_as_documented() {

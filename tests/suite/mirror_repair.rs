@@ -20,7 +20,7 @@ use crate::support::process::free_port;
 use crate::support::process::wait_found;
 
 /// Sends `text` to bot `r` and expects it accepted.
-async fn send(client: &botfleet::client::Client, text: &str, key: &str) {
+pub(super) async fn send(client: &botfleet::client::Client, text: &str, key: &str) {
     let (status, body) = client.send_message("r", text, key).await.unwrap();
     assert_eq!(status.as_u16(), 202, "{body}");
 }
