@@ -163,6 +163,11 @@ impl Runtime {
         *self.vault.write() = Arc::new(vault);
     }
 
+    /// The fleet's secrets as they stand (for [`crate::vault::Vault::host_redactor`]).
+    pub fn vault(&self) -> Arc<crate::vault::Vault> {
+        self.vault.read().clone()
+    }
+
     /// The secrets `bot` may use now.
     pub async fn secrets_for(
         &self,

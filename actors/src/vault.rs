@@ -117,6 +117,8 @@ pub struct Vault {
     config: HashMap<String, Secret>,
     /// Values scrubbed from every bot's tool results, given to none.
     host: Vec<Secret>,
+    /// [`Vault::host_redactor`], built on first use.
+    host_redactor: std::sync::OnceLock<Redactor>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -150,6 +152,7 @@ impl Vault {
         Self {
             config: config.into_iter().collect(),
             host: Vec::new(),
+            host_redactor: std::sync::OnceLock::new(),
         }
     }
 
@@ -159,7 +162,27 @@ impl Vault {
     #[must_use]
     pub fn with_host_secrets(mut self, values: impl IntoIterator<Item = Secret>) -> Self {
         self.host.extend(values);
+        self.host_redactor = std::sync::OnceLock::new();
         self
+    }
+
+    /// Scrubs the values every bot's results are scrubbed of (the fleet
+    /// file's secrets and the host's credentials), but no person's own: for
+    /// the text of model calls that run for no one turn (compaction, fact
+    /// extraction), whose errors reach the log and the transcript.
+    pub fn host_redactor(&self) -> &Redactor {
+        self.host_redactor
+            .get_or_init(|| Redactor::new(self.host_values()))
+    }
+
+    /// The fleet file's secrets and the host's credentials long enough to
+    /// scrub ([`HOST_SECRET_MIN_CHARS`]).
+    fn host_values(&self) -> impl Iterator<Item = &str> {
+        self.config
+            .values()
+            .chain(&self.host)
+            .map(Secret::expose)
+            .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS)
     }
 
     /// The secret names a bot may use (from its settings).
@@ -196,13 +219,12 @@ impl Vault {
                 values.push((name, v));
             }
         }
-        let host = self
-            .config
-            .values()
-            .chain(&self.host)
-            .map(Secret::expose)
-            .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS);
-        let redactor = Redactor::new(values.iter().map(|(_, v)| v.expose()).chain(host));
+        let redactor = Redactor::new(
+            values
+                .iter()
+                .map(|(_, v)| v.expose())
+                .chain(self.host_values()),
+        );
         Ok(BotSecrets { values, redactor })
     }
 }

@@ -82,3 +82,47 @@ async fn a_model_servers_error_shows_none_of_the_hosts_credentials() {
     }
     host.shutdown().await;
 }
+
+/// The same for the reviewer model: its failure becomes the reason of the
+/// approval a person reads. Regression: the reviewer's call (and
+/// compaction's and fact extraction's) went through the provider's own
+/// cleaning only, so a server echoing another user's token put it into
+/// the approval's reason.
+#[tokio::test]
+async fn a_reviewer_models_error_shows_none_of_the_hosts_credentials() {
+    let (address, _) = raw_server(|_| {
+        (
+            400,
+            "text/plain",
+            format!("reviewer refused wombat: {BOB_TOKEN} hook {HOOK_SECRET}"),
+        )
+    })
+    .await;
+    let script = "[[rule]]\nmatch = \"^list\"\n\
+                  steps = [ { tool = \"Shell\", args = { command = \"ls\" } } ]\n\n\
+                  [[rule]]\nsteps = [ { tool = \"SendMessage\", args = { text = \"ok\" } } ]\n";
+    let host = TestFleet::new()
+        .script("s", script)
+        .openai("rev", &format!("http://{address}/v1"), "max_retries = 0")
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .bot_lines(&format!(
+            "\n[[bots.hooks]]\nname = \"gh\"\nsecret = \"{HOOK_SECRET}\""
+        ))
+        .tables("[review]\nshell = \"enforce\"\nreviewer = \"rev\"\n")
+        .start()
+        .await;
+    host.end_turn("r", "list the files").await;
+    let (status, listed) = host.get("/v1/approvals?status=pending", TOKEN).await;
+    assert_eq!(status, 200, "{listed}");
+    let reason = listed["approvals"][0]["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an approval: {listed:#}"));
+    assert!(
+        reason.contains("reviewer model failed") && reason.contains("wombat"),
+        "{reason}"
+    );
+    for secret in [BOB_TOKEN, HOOK_SECRET] {
+        assert!(!reason.contains(secret), "shows {secret}: {reason}");
+    }
+    host.shutdown().await;
+}

@@ -414,11 +414,16 @@ fn chunk_request(
 async fn summarise(
     model: &dyn Model,
     request: &ModelRequest,
+    hidden: &crate::safety::Redactor,
     bounds: &Bounds,
     through: i64,
 ) -> Result<(String, TokenUsage), CompactionError> {
     let cancel = tokio_util::sync::CancellationToken::new();
-    let response = model.complete(request, &mut (), &cancel).await?;
+    // a failure's text reaches the log and the turn's error: cleaned of
+    // the host's credentials
+    let response = model
+        .complete_hiding(request, hidden, &mut (), &cancel)
+        .await?;
     let summary = response.text.trim();
     if summary.is_empty() {
         return Err(CompactionError::Empty);
@@ -495,10 +500,18 @@ pub(crate) async fn compact(
     let chunks = bounds::plan_chunks(&covered, cut, &bounds);
     let count = chunks.len();
     let mut done: Option<Compacted> = None;
+    let vault = rt.vault();
     for (i, chunk) in chunks.iter().enumerate() {
         let request = chunk_request(bot, session, fold.as_ref(), chunk, &bounds);
         let step = async {
-            let (summary, usage) = summarise(model, &request, &bounds, chunk.through).await?;
+            let (summary, usage) = summarise(
+                model,
+                &request,
+                vault.host_redactor(),
+                &bounds,
+                chunk.through,
+            )
+            .await?;
             let epoch = epoch + 1;
             write_summary(rt, session, turn, &summary, chunk.through, epoch).await?;
             Ok::<_, CompactionError>((summary, usage, epoch))

@@ -214,13 +214,16 @@ async fn extract(
         .collect();
     let request = request(bot, &shown_items, user_texts, final_reply);
     let cancel = CancellationToken::new();
-    let response =
-        tokio::time::timeout(EXTRACT_TIMEOUT, model.complete(&request, &mut (), &cancel))
-            .await
-            .map_err(|_| {
-                cancel.cancel();
-                ExtractError::Timeout(EXTRACT_TIMEOUT)
-            })??;
+    // a failure's text goes to the log: cleaned of the host's credentials
+    let vault = rt.vault();
+    let mut sink = ();
+    let call = model.complete_hiding(&request, vault.host_redactor(), &mut sink, &cancel);
+    let response = tokio::time::timeout(EXTRACT_TIMEOUT, call)
+        .await
+        .map_err(|_| {
+            cancel.cancel();
+            ExtractError::Timeout(EXTRACT_TIMEOUT)
+        })??;
     *usage = Some(usage_of(rt, bot, &request, &response));
     let proposal = parse(&response.text)?;
     let seed = turn_seed(session, turn, user_texts, final_reply);

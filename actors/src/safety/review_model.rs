@@ -29,10 +29,14 @@ struct ModelVerdict {
 /// Asks the reviewer model about an action the rules allowed. Any failure
 /// (error, timeout, cancellation, an answer that is not the strict JSON
 /// verdict) is [`ReviewDecision::Ask`]: the model reviewer fails closed.
+/// A failure's text becomes the approval's reason, which people read:
+/// it is cleaned of `hidden` (the bot's secrets and the host's
+/// credentials) first.
 pub async fn review_with_model(
     model: &dyn Model,
     bot: &str,
     action: &Action,
+    hidden: &crate::safety::Redactor,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> ReviewDecision {
@@ -75,7 +79,11 @@ pub async fn review_with_model(
         tools: Vec::new(),
         max_tokens: Some(300),
     };
-    let answer = tokio::time::timeout(timeout, model.complete(&request, &mut (), cancel)).await;
+    let answer = tokio::time::timeout(
+        timeout,
+        model.complete_hiding(&request, hidden, &mut (), cancel),
+    )
+    .await;
     let text = match answer {
         Ok(Ok(response)) => response.text,
         Ok(Err(e)) => {

@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::safety::Redactor;
+
 use super::*;
 
 fn config() -> ReviewConfig {
@@ -509,7 +511,15 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
     );
     let cancel = CancellationToken::new();
     let action = shell("git clean -fdx", Vec::new());
-    let d = review_with_model(&model, "b", &action, Duration::from_secs(5), &cancel).await;
+    let d = review_with_model(
+        &model,
+        "b",
+        &action,
+        &Redactor::default(),
+        Duration::from_secs(5),
+        &cancel,
+    )
+    .await;
     assert_eq!(
         d,
         ReviewDecision::Deny {
@@ -523,7 +533,15 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
         )
         .unwrap(),
     );
-    let d = review_with_model(&failing, "b", &action, Duration::from_secs(5), &cancel).await;
+    let d = review_with_model(
+        &failing,
+        "b",
+        &action,
+        &Redactor::default(),
+        Duration::from_secs(5),
+        &cancel,
+    )
+    .await;
     assert!(
         matches!(&d, ReviewDecision::Ask { reason } if reason.contains("failed")),
         "{d:?}"

@@ -155,6 +155,7 @@ pub(super) async fn review(
                 model.as_ref(),
                 ctx.bot.id.as_str(),
                 action,
+                &ctx.secrets.redactor,
                 config.reviewer_timeout,
                 ctx.cancel,
             )
