@@ -227,31 +227,63 @@ impl Browser {
             .to_owned()
     }
 
+    /// Clicks the element `css` selects. The page may draw that element
+    /// again between finding and clicking it (the bot list is redrawn when
+    /// the change stream connects); the click then goes to the new one, as
+    /// a person's would.
     pub async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.js(
-            "arguments[0].scrollIntoView({block: 'center'})",
-            json!([{ ELEMENT: id }]),
-        )
+        self.on_element(css, "click", async |id| {
+            self.cmd(
+                Method::POST,
+                "/execute/sync",
+                Some(json!({
+                    "script": "arguments[0].scrollIntoView({block: 'center'})",
+                    "args": [{ ELEMENT: id }],
+                })),
+            )
+            .await?;
+            self.cmd(
+                Method::POST,
+                &format!("/element/{id}/click"),
+                Some(json!({})),
+            )
+            .await
+        })
         .await;
-        self.cmd(
-            Method::POST,
-            &format!("/element/{id}/click"),
-            Some(json!({})),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
+    /// Types `text` into the element `css` selects (drawn again meanwhile:
+    /// as [`Browser::click`]).
     pub async fn type_in(&self, css: &str, text: &str) {
-        let id = self.find(css).await;
-        self.cmd(
-            Method::POST,
-            &format!("/element/{id}/value"),
-            Some(json!({ "text": text })),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("typing in {css}: {e}"));
+        self.on_element(css, "typing in", async |id| {
+            self.cmd(
+                Method::POST,
+                &format!("/element/{id}/value"),
+                Some(json!({ "text": text })),
+            )
+            .await
+        })
+        .await;
+    }
+
+    /// Runs `act` on the element `css` selects, finding it again while the
+    /// page replaced the one found (WebDriver's "stale element
+    /// reference"), at most 20 times.
+    async fn on_element(
+        &self,
+        css: &str,
+        what: &str,
+        mut act: impl AsyncFnMut(&str) -> Result<Value, Value>,
+    ) {
+        for _ in 0..20 {
+            let id = self.find(css).await;
+            match act(&id).await {
+                Ok(_) => return,
+                Err(e) if e["value"]["error"] == "stale element reference" => continue,
+                Err(e) => panic!("{what} {css}: {e}"),
+            }
+        }
+        panic!("{what} {css}: the page kept replacing the element");
     }
 
     /// Waits until `script` (a function body over `arguments`) returns
