@@ -141,38 +141,38 @@ impl Client {
         )
     }
 
-    /// GET a JSON document; non-2xx answers are errors.
-    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
-        let resp = self
-            .http
-            .get(self.url(path)?)
+    /// A request to `url` with the token and the request timeout.
+    fn request(&self, method: reqwest::Method, url: reqwest::Url) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, url)
             .bearer_auth(&self.token)
             .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| self.connect_error(e))?;
-        let (status, body) = self.check(resp).await?;
+    }
+
+    /// Sends `req`; returns the status and body whatever the status.
+    async fn answer(&self, req: reqwest::RequestBuilder) -> anyhow::Result<(StatusCode, Value)> {
+        let resp = req.send().await.map_err(|e| self.connect_error(e))?;
+        self.check(resp).await
+    }
+
+    /// The body of a 2xx answer; other answers are errors.
+    fn success((status, body): (StatusCode, Value)) -> anyhow::Result<Value> {
         if !status.is_success() {
             return Err(Self::describe_error(status, &body));
         }
         Ok(body)
     }
 
+    /// GET a JSON document; non-2xx answers are errors.
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        let req = self.request(reqwest::Method::GET, self.url(path)?);
+        Self::success(self.answer(req).await?)
+    }
+
     /// DELETE; non-2xx answers are errors.
     pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
-        let resp = self
-            .http
-            .delete(self.url(path)?)
-            .bearer_auth(&self.token)
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| self.connect_error(e))?;
-        let (status, body) = self.check(resp).await?;
-        if !status.is_success() {
-            return Err(Self::describe_error(status, &body));
-        }
-        Ok(body)
+        let req = self.request(reqwest::Method::DELETE, self.url(path)?);
+        Self::success(self.answer(req).await?)
     }
 
     /// GET a JSON document with query parameters (URL-encoded here);
@@ -182,19 +182,7 @@ impl Client {
         if !params.is_empty() {
             url.query_pairs_mut().extend_pairs(params);
         }
-        let resp = self
-            .http
-            .get(url)
-            .bearer_auth(&self.token)
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| self.connect_error(e))?;
-        let (status, body) = self.check(resp).await?;
-        if !status.is_success() {
-            return Err(Self::describe_error(status, &body));
-        }
-        Ok(body)
+        Self::success(self.answer(self.request(reqwest::Method::GET, url)).await?)
     }
 
     /// POST JSON; returns the status and body whatever the status.
@@ -205,43 +193,25 @@ impl Client {
         idempotency_key: Option<&str>,
     ) -> anyhow::Result<(StatusCode, Value)> {
         let mut req = self
-            .http
-            .post(self.url(path)?)
-            .bearer_auth(&self.token)
-            .timeout(REQUEST_TIMEOUT)
+            .request(reqwest::Method::POST, self.url(path)?)
             .json(body);
         if let Some(k) = idempotency_key {
             req = req.header("Idempotency-Key", k);
         }
-        let resp = req.send().await.map_err(|e| self.connect_error(e))?;
-        self.check(resp).await
+        self.answer(req).await
     }
 
     /// POST JSON; non-2xx answers are errors.
     pub async fn post_ok(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        let (status, body) = self.post(path, body, None).await?;
-        if !status.is_success() {
-            return Err(Self::describe_error(status, &body));
-        }
-        Ok(body)
+        Self::success(self.post(path, body, None).await?)
     }
 
     /// PUT JSON; non-2xx answers are errors.
     pub async fn put_ok(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        let resp = self
-            .http
-            .put(self.url(path)?)
-            .bearer_auth(&self.token)
-            .timeout(REQUEST_TIMEOUT)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| self.connect_error(e))?;
-        let (status, body) = self.check(resp).await?;
-        if !status.is_success() {
-            return Err(Self::describe_error(status, &body));
-        }
-        Ok(body)
+        let req = self
+            .request(reqwest::Method::PUT, self.url(path)?)
+            .json(body);
+        Self::success(self.answer(req).await?)
     }
 
     /// Sends a user message; returns the status and the admission record.

@@ -190,6 +190,29 @@ async fn check_answered_in_order(url: &str, session: &str, seqs: &[i64]) {
 }
 
 /// Opens the store's database and takes its write lock.
+/// A host whose bot `a1` holds a turn while another connection holds the
+/// store's write lock, and waits for the store with its inputs queued;
+/// returns the host, the lock (drop it to let writes in), the DM's
+/// session and the inputs' seqs.
+async fn waiting_on_a_locked_store() -> (
+    crate::support::fleet::TestHost,
+    rusqlite::Connection,
+    String,
+    Vec<i64>,
+) {
+    let fleet = fleet();
+    let data = fleet.path().join("data");
+    let host = fleet.start().await;
+    let mut lock = None;
+    let (session, seqs) = held_turn(&host.url, &data, || {
+        lock = Some(lock_store(&data.join("fleet.db")))
+    })
+    .await;
+    wait_store_wait(&host.url).await;
+    let lock = lock.expect("held_turn locked the store");
+    (host, lock, session, seqs)
+}
+
 fn lock_store(db: &Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -273,16 +296,8 @@ async fn messages_accepted_before_the_disk_fails_writes_are_answered_once_it_wor
 
 #[tokio::test]
 async fn messages_accepted_while_the_store_is_locked_are_answered_in_order() {
-    let fleet = fleet();
-    let data = fleet.path().join("data");
-    let host = fleet.start().await;
+    let (host, lock, session, seqs) = waiting_on_a_locked_store().await;
     let url = host.url.clone();
-    let mut lock = None;
-    let (session, seqs) = held_turn(&url, &data, || {
-        lock = Some(lock_store(&data.join("fleet.db")))
-    })
-    .await;
-    wait_store_wait(&url).await;
     // the store takes writes again; the host is not restarted
     drop(lock);
     check_answered_in_order(&url, &session, &seqs).await;
@@ -291,16 +306,8 @@ async fn messages_accepted_while_the_store_is_locked_are_answered_in_order() {
 
 #[tokio::test]
 async fn a_cancel_while_the_store_refuses_writes_fails_the_waiting_turn_with_its_error() {
-    let fleet = fleet();
-    let data = fleet.path().join("data");
-    let host = fleet.start().await;
+    let (host, lock, session, seqs) = waiting_on_a_locked_store().await;
     let url = host.url.clone();
-    let mut lock = None;
-    let (session, seqs) = held_turn(&url, &data, || {
-        lock = Some(lock_store(&data.join("fleet.db")))
-    })
-    .await;
-    wait_store_wait(&url).await;
     let (status, cancelled) = post(&url, "/v1/bots/a1/cancel", json!({}), None).await;
     assert_eq!(status, 200, "{cancelled}");
     assert_eq!(cancelled["cancelled"], true, "{cancelled}");
