@@ -1,5 +1,18 @@
-//! The vocabulary of memory: scopes, layers, ids, items, the operations a
-//! scope accepts and what they answer.
+//! The vocabulary of memory: layers, limits, importance, ids and items.
+//! Scopes are in `types/scope.rs`, the operations a scope accepts and
+//! what they answer in `types/ops.rs`; both are re-exported here.
+
+mod ops;
+mod scope;
+
+pub use ops::MemoryOp;
+pub use ops::MemoryOpResult;
+pub use ops::MemoryRefusal;
+pub use ops::NewMemory;
+pub use scope::MemoryScope;
+pub use scope::ScopeKind;
+pub use scope::bot_projects;
+pub use scope::bot_scopes;
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,11 +22,7 @@ use serde::Serialize;
 use sha2::Digest;
 use sha2::Sha256;
 
-use crate::ids::BotId;
 use crate::ids::IdError;
-use crate::ids::ProjectId;
-use crate::ids::UserId;
-use crate::record::BotRecord;
 
 /// Most facts in the profile of one scope instance.
 pub const MAX_PROFILE_FACTS: usize = 100;
@@ -34,150 +43,6 @@ pub const DEFAULT_NOTE_HOURS: u32 = 24;
 pub const MAX_NOTE_HOURS: u32 = 24 * 30;
 /// How many facts a refusal suggests replacing.
 pub const SUGGESTIONS: usize = 5;
-
-/// What kind of scope instance a fact belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScopeKind {
-    /// One bot.
-    Agent,
-    /// All bots of one user.
-    User,
-    /// The bots that joined one project.
-    Project,
-}
-
-impl ScopeKind {
-    /// Stable text form (stored).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScopeKind::Agent => "agent",
-            ScopeKind::User => "user",
-            ScopeKind::Project => "project",
-        }
-    }
-
-    /// Parses the stored text form.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "agent" => ScopeKind::Agent,
-            "user" => ScopeKind::User,
-            "project" => ScopeKind::Project,
-            _ => return None,
-        })
-    }
-}
-
-/// One scope instance: whose memory a fact is. Written `agent:<bot>`,
-/// `user:<user>` or `project:<name>`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum MemoryScope {
-    /// One bot's own memory (its work log, what it learned for itself).
-    Agent(BotId),
-    /// What every bot of a user knows about that user.
-    User(UserId),
-    /// What the bots of a project share.
-    Project(ProjectId),
-}
-
-impl MemoryScope {
-    /// The kind of scope.
-    pub fn kind(&self) -> ScopeKind {
-        match self {
-            MemoryScope::Agent(_) => ScopeKind::Agent,
-            MemoryScope::User(_) => ScopeKind::User,
-            MemoryScope::Project(_) => ScopeKind::Project,
-        }
-    }
-
-    /// The bot, user or project name.
-    pub fn key(&self) -> &str {
-        match self {
-            MemoryScope::Agent(b) => b.as_str(),
-            MemoryScope::User(u) => u.as_str(),
-            MemoryScope::Project(p) => p.as_str(),
-        }
-    }
-
-    /// From the stored kind and key.
-    pub fn from_parts(kind: ScopeKind, key: &str) -> Result<Self, IdError> {
-        Ok(match kind {
-            ScopeKind::Agent => MemoryScope::Agent(BotId::new(key)?),
-            ScopeKind::User => MemoryScope::User(UserId::new(key)?),
-            ScopeKind::Project => MemoryScope::Project(ProjectId::new(key)?),
-        })
-    }
-}
-
-impl fmt::Display for MemoryScope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind().as_str(), self.key())
-    }
-}
-
-impl FromStr for MemoryScope {
-    type Err = IdError;
-
-    fn from_str(s: &str) -> Result<Self, IdError> {
-        let bad = || IdError {
-            what: "memory scope",
-            value: s.to_owned(),
-            why: "expected agent:<bot>, user:<user> or project:<name>",
-        };
-        let (kind, key) = s.split_once(':').ok_or_else(bad)?;
-        let kind = ScopeKind::parse(kind).ok_or_else(bad)?;
-        Self::from_parts(kind, key)
-    }
-}
-
-impl Serialize for MemoryScope {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for MemoryScope {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// The scopes a bot reaches, in the fixed order the prompt shows them:
-/// its own (agent), its owner's (user), then its projects by name. The
-/// projects come from `settings.projects` (fleet.toml `projects = [...]`);
-/// names that do not validate are skipped with a warning.
-pub fn bot_scopes(bot: &BotRecord) -> Vec<MemoryScope> {
-    let mut scopes = vec![
-        MemoryScope::Agent(bot.id.clone()),
-        MemoryScope::User(bot.owner.clone()),
-    ];
-    scopes.extend(bot_projects(bot).into_iter().map(MemoryScope::Project));
-    scopes
-}
-
-/// The projects a bot joined (`settings.projects`), sorted, without
-/// duplicates.
-pub fn bot_projects(bot: &BotRecord) -> Vec<ProjectId> {
-    let mut out: Vec<ProjectId> = bot
-        .settings
-        .get("projects")
-        .and_then(|v| v.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|v| match v.as_str().map(ProjectId::new) {
-            Some(Ok(p)) => Some(p),
-            Some(Err(e)) => {
-                tracing::warn!(bot = %bot.id, error = %e, "ignoring an invalid project name");
-                None
-            }
-            None => None,
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
 
 /// A layer of memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -428,216 +293,6 @@ impl MemoryItem {
     /// Whether the item is a note whose expiry has passed at `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at.is_some_and(|t| t <= now_ms)
-    }
-}
-
-/// A new item to write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewMemory {
-    /// Id (derive it from the call that writes it, so a retry is a no-op).
-    pub id: MemoryId,
-    /// Scope.
-    pub scope: MemoryScope,
-    /// Layer.
-    pub layer: Layer,
-    /// Text (whitespace is collapsed when stored).
-    pub text: String,
-    /// Importance.
-    pub importance: Importance,
-    /// Expiry (ms) — required for notes, refused for other layers.
-    pub expires_at: Option<i64>,
-    /// Who writes it.
-    pub source: String,
-}
-
-/// One write to one scope instance, applied by the store writer (limits
-/// are checked inside the transaction, so no two writers can both take the
-/// last slot).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemoryOp {
-    /// Add an item. An item with the same id and text, or with the same
-    /// text in the same scope and layer, answers `Unchanged`.
-    Add(NewMemory),
-    /// Replace the text (and optionally the importance) of an item.
-    Replace {
-        /// The item.
-        id: MemoryId,
-        /// The scope the caller believes it is in (refused if it is not).
-        scope: MemoryScope,
-        /// New text.
-        text: String,
-        /// New importance, or keep.
-        importance: Option<Importance>,
-        /// Who writes it.
-        source: String,
-    },
-    /// Delete an item for good (its text is overwritten in the database
-    /// pages, only its id is kept to answer a repeated forget).
-    Remove {
-        /// The item.
-        id: MemoryId,
-        /// The scope the caller believes it is in (refused if it is not).
-        scope: MemoryScope,
-    },
-    /// Like `Remove`, and keeps which tool call forgot the item: a call
-    /// run again after a crash finds what it already forgot
-    /// ([`Store::memory_forgotten_by`](crate::Store::memory_forgotten_by))
-    /// and answers as the first run did.
-    RemoveByCall {
-        /// The item.
-        id: MemoryId,
-        /// The scope the caller believes it is in (refused if it is not).
-        scope: MemoryScope,
-        /// The call, e.g. `<turn>/<call id>`.
-        call: String,
-    },
-    /// Delete the notes of a scope that expired before `before_ms`.
-    PurgeExpired {
-        /// The scope.
-        scope: MemoryScope,
-        /// Cut-off (ms).
-        before_ms: i64,
-    },
-}
-
-impl MemoryOp {
-    /// The scope instance the op writes to.
-    pub fn scope(&self) -> &MemoryScope {
-        match self {
-            MemoryOp::Add(n) => &n.scope,
-            MemoryOp::Replace { scope, .. }
-            | MemoryOp::Remove { scope, .. }
-            | MemoryOp::RemoveByCall { scope, .. }
-            | MemoryOp::PurgeExpired { scope, .. } => scope,
-        }
-    }
-}
-
-/// What a memory op did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemoryOpResult {
-    /// The item was added.
-    Added(MemoryItem),
-    /// Nothing changed: the item already says this (a retried write, or
-    /// the same text already in that scope and layer).
-    Unchanged(MemoryItem),
-    /// The item's text changed.
-    Replaced {
-        /// As it was.
-        before: MemoryItem,
-        /// As it is now.
-        after: MemoryItem,
-    },
-    /// The item was deleted.
-    Removed(MemoryItem),
-    /// The item had already been forgotten.
-    AlreadyForgotten(MemoryId),
-    /// Expired notes deleted.
-    Purged(usize),
-    /// Refused; nothing changed. The refusal says what to do.
-    Refused(MemoryRefusal),
-}
-
-/// Why a write was refused. Each message says what to do instead.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MemoryRefusal {
-    /// The text is empty after trimming.
-    #[error("the text is empty; give the fact to remember")]
-    Empty,
-    /// The text is longer than one item of its layer may be.
-    #[error(
-        "the text has {chars} characters, more than the {max} one {layer} item may have; shorten it or split it into several"
-    )]
-    TooLong {
-        /// Layer.
-        layer: Layer,
-        /// Characters given.
-        chars: usize,
-        /// Limit.
-        max: usize,
-    },
-    /// The profile has no room.
-    #[error(
-        "the profile of {scope} is full ({count}/{max_facts} facts, {chars}/{max_chars} characters; this needs {needed} characters); replace one of the suggested facts or forget one first"
-    )]
-    ProfileFull {
-        /// Scope.
-        scope: MemoryScope,
-        /// Facts in it.
-        count: usize,
-        /// Characters in it.
-        chars: usize,
-        /// Fact limit.
-        max_facts: usize,
-        /// Character limit.
-        max_chars: usize,
-        /// Characters the write needs.
-        needed: usize,
-        /// Facts worth replacing: lowest importance, then least recently
-        /// changed.
-        suggestion: Vec<(MemoryId, String)>,
-    },
-    /// The log has no room.
-    #[error(
-        "the log of {scope} is full ({count}/{max} entries); forget old entries first (suggested: the least important and oldest)"
-    )]
-    LogFull {
-        /// Scope.
-        scope: MemoryScope,
-        /// Entries in it.
-        count: usize,
-        /// Limit.
-        max: usize,
-        /// Entries worth forgetting.
-        suggestion: Vec<(MemoryId, String)>,
-    },
-    /// Too many live notes.
-    #[error(
-        "{scope} has {count}/{max} live notes; forget a note that is done, or wait for notes to expire"
-    )]
-    NotesFull {
-        /// Scope.
-        scope: MemoryScope,
-        /// Live notes.
-        count: usize,
-        /// Limit.
-        max: usize,
-        /// Notes that expire first.
-        suggestion: Vec<(MemoryId, String)>,
-    },
-    /// Notes need an expiry in the future; other layers take none.
-    #[error("{0}")]
-    BadExpiry(String),
-    /// No item has this id.
-    #[error("no memory item {0}; list what is remembered (the ids are shown beside each fact)")]
-    UnknownId(MemoryId),
-    /// The item exists in another scope than the caller named.
-    #[error("memory item {id} belongs to {actual}, not to the scope named")]
-    WrongScope {
-        /// The item.
-        id: MemoryId,
-        /// Its scope.
-        actual: MemoryScope,
-    },
-    /// The id is used by another item.
-    #[error("the id {0} is already used by another item; write with a new id")]
-    IdTaken(MemoryId),
-}
-
-impl MemoryRefusal {
-    /// Items the refusal suggests replacing or forgetting.
-    pub fn suggestion(&self) -> &[(MemoryId, String)] {
-        match self {
-            MemoryRefusal::ProfileFull { suggestion, .. }
-            | MemoryRefusal::LogFull { suggestion, .. }
-            | MemoryRefusal::NotesFull { suggestion, .. } => suggestion,
-            MemoryRefusal::Empty
-            | MemoryRefusal::TooLong { .. }
-            | MemoryRefusal::BadExpiry(_)
-            | MemoryRefusal::UnknownId(_)
-            | MemoryRefusal::WrongScope { .. }
-            | MemoryRefusal::IdTaken(_) => &[],
-        }
     }
 }
 

@@ -1,0 +1,218 @@
+//! The writes a scope instance accepts ([`MemoryOp`]) and what they answer
+//! ([`MemoryOpResult`], [`MemoryRefusal`]).
+
+use super::Importance;
+use super::Layer;
+use super::MemoryId;
+use super::MemoryItem;
+use super::scope::MemoryScope;
+
+/// A new item to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMemory {
+    /// Id (derive it from the call that writes it, so a retry is a no-op).
+    pub id: MemoryId,
+    /// Scope.
+    pub scope: MemoryScope,
+    /// Layer.
+    pub layer: Layer,
+    /// Text (whitespace is collapsed when stored).
+    pub text: String,
+    /// Importance.
+    pub importance: Importance,
+    /// Expiry (ms) — required for notes, refused for other layers.
+    pub expires_at: Option<i64>,
+    /// Who writes it.
+    pub source: String,
+}
+
+/// One write to one scope instance, applied by the store writer (limits
+/// are checked inside the transaction, so no two writers can both take the
+/// last slot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryOp {
+    /// Add an item. An item with the same id and text, or with the same
+    /// text in the same scope and layer, answers `Unchanged`.
+    Add(NewMemory),
+    /// Replace the text (and optionally the importance) of an item.
+    Replace {
+        /// The item.
+        id: MemoryId,
+        /// The scope the caller believes it is in (refused if it is not).
+        scope: MemoryScope,
+        /// New text.
+        text: String,
+        /// New importance, or keep.
+        importance: Option<Importance>,
+        /// Who writes it.
+        source: String,
+    },
+    /// Delete an item for good (its text is overwritten in the database
+    /// pages, only its id is kept to answer a repeated forget).
+    Remove {
+        /// The item.
+        id: MemoryId,
+        /// The scope the caller believes it is in (refused if it is not).
+        scope: MemoryScope,
+    },
+    /// Like `Remove`, and keeps which tool call forgot the item: a call
+    /// run again after a crash finds what it already forgot
+    /// ([`Store::memory_forgotten_by`](crate::Store::memory_forgotten_by))
+    /// and answers as the first run did.
+    RemoveByCall {
+        /// The item.
+        id: MemoryId,
+        /// The scope the caller believes it is in (refused if it is not).
+        scope: MemoryScope,
+        /// The call, e.g. `<turn>/<call id>`.
+        call: String,
+    },
+    /// Delete the notes of a scope that expired before `before_ms`.
+    PurgeExpired {
+        /// The scope.
+        scope: MemoryScope,
+        /// Cut-off (ms).
+        before_ms: i64,
+    },
+}
+
+impl MemoryOp {
+    /// The scope instance the op writes to.
+    pub fn scope(&self) -> &MemoryScope {
+        match self {
+            MemoryOp::Add(n) => &n.scope,
+            MemoryOp::Replace { scope, .. }
+            | MemoryOp::Remove { scope, .. }
+            | MemoryOp::RemoveByCall { scope, .. }
+            | MemoryOp::PurgeExpired { scope, .. } => scope,
+        }
+    }
+}
+
+/// What a memory op did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryOpResult {
+    /// The item was added.
+    Added(MemoryItem),
+    /// Nothing changed: the item already says this (a retried write, or
+    /// the same text already in that scope and layer).
+    Unchanged(MemoryItem),
+    /// The item's text changed.
+    Replaced {
+        /// As it was.
+        before: MemoryItem,
+        /// As it is now.
+        after: MemoryItem,
+    },
+    /// The item was deleted.
+    Removed(MemoryItem),
+    /// The item had already been forgotten.
+    AlreadyForgotten(MemoryId),
+    /// Expired notes deleted.
+    Purged(usize),
+    /// Refused; nothing changed. The refusal says what to do.
+    Refused(MemoryRefusal),
+}
+
+/// Why a write was refused. Each message says what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryRefusal {
+    /// The text is empty after trimming.
+    #[error("the text is empty; give the fact to remember")]
+    Empty,
+    /// The text is longer than one item of its layer may be.
+    #[error(
+        "the text has {chars} characters, more than the {max} one {layer} item may have; shorten it or split it into several"
+    )]
+    TooLong {
+        /// Layer.
+        layer: Layer,
+        /// Characters given.
+        chars: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// The profile has no room.
+    #[error(
+        "the profile of {scope} is full ({count}/{max_facts} facts, {chars}/{max_chars} characters; this needs {needed} characters); replace one of the suggested facts or forget one first"
+    )]
+    ProfileFull {
+        /// Scope.
+        scope: MemoryScope,
+        /// Facts in it.
+        count: usize,
+        /// Characters in it.
+        chars: usize,
+        /// Fact limit.
+        max_facts: usize,
+        /// Character limit.
+        max_chars: usize,
+        /// Characters the write needs.
+        needed: usize,
+        /// Facts worth replacing: lowest importance, then least recently
+        /// changed.
+        suggestion: Vec<(MemoryId, String)>,
+    },
+    /// The log has no room.
+    #[error(
+        "the log of {scope} is full ({count}/{max} entries); forget old entries first (suggested: the least important and oldest)"
+    )]
+    LogFull {
+        /// Scope.
+        scope: MemoryScope,
+        /// Entries in it.
+        count: usize,
+        /// Limit.
+        max: usize,
+        /// Entries worth forgetting.
+        suggestion: Vec<(MemoryId, String)>,
+    },
+    /// Too many live notes.
+    #[error(
+        "{scope} has {count}/{max} live notes; forget a note that is done, or wait for notes to expire"
+    )]
+    NotesFull {
+        /// Scope.
+        scope: MemoryScope,
+        /// Live notes.
+        count: usize,
+        /// Limit.
+        max: usize,
+        /// Notes that expire first.
+        suggestion: Vec<(MemoryId, String)>,
+    },
+    /// Notes need an expiry in the future; other layers take none.
+    #[error("{0}")]
+    BadExpiry(String),
+    /// No item has this id.
+    #[error("no memory item {0}; list what is remembered (the ids are shown beside each fact)")]
+    UnknownId(MemoryId),
+    /// The item exists in another scope than the caller named.
+    #[error("memory item {id} belongs to {actual}, not to the scope named")]
+    WrongScope {
+        /// The item.
+        id: MemoryId,
+        /// Its scope.
+        actual: MemoryScope,
+    },
+    /// The id is used by another item.
+    #[error("the id {0} is already used by another item; write with a new id")]
+    IdTaken(MemoryId),
+}
+
+impl MemoryRefusal {
+    /// Items the refusal suggests replacing or forgetting.
+    pub fn suggestion(&self) -> &[(MemoryId, String)] {
+        match self {
+            MemoryRefusal::ProfileFull { suggestion, .. }
+            | MemoryRefusal::LogFull { suggestion, .. }
+            | MemoryRefusal::NotesFull { suggestion, .. } => suggestion,
+            MemoryRefusal::Empty
+            | MemoryRefusal::TooLong { .. }
+            | MemoryRefusal::BadExpiry(_)
+            | MemoryRefusal::UnknownId(_)
+            | MemoryRefusal::WrongScope { .. }
+            | MemoryRefusal::IdTaken(_) => &[],
+        }
+    }
+}
