@@ -261,6 +261,11 @@ prompts! {
     subagent_cancelled => "subagent_cancelled.md",
 }
 
+    /// A message over the per-entry cap: its start and its end around a
+    /// note saying what was cut and where the whole is.
+    entry_clipped => "entry_clipped.md",
+    /// The same for a tool's result over the cap.
+    result_clipped => "result_clipped.md",
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);
 
 /// The compiled-in prompts.

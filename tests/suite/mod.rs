@@ -21,6 +21,7 @@ mod config_first_use;
 mod context;
 mod crash;
 mod data_lock;
+mod entry_clip;
 mod event_streams;
 mod group_replies;
 mod groups;

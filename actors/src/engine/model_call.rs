@@ -16,13 +16,7 @@ impl Runner {
             let keep_from = self.state.input_seqs.iter().min().copied();
             self.compact_now(keep_from).await;
         }
-        // the turn's messages start at its first input
-        let budget = crate::engine::tail::request::turn_budget(self.ctx_settings.compact_at_tokens);
-        self.tail.shape_requests(
-            self.state.input_seqs.iter().min().copied(),
-            budget,
-            self.model.alternating_roles(),
-        );
+        self.shape_requests();
         let messages = self
             .tail
             .take_request(self.memory_update.as_deref(), &mut self.memory_update_at);

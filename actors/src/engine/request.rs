@@ -15,12 +15,25 @@
 //!   budget ([`turn_budget`]: half the provider's `compact_at_tokens`),
 //!   its older tool results are sent as a short stub
 //!   (prompts/result_cut.md) until its messages are at half the budget
-//!   again; the newest result stays whole, and every call keeps its
+//!   again; the newest result is never stubbed, and every call keeps its
 //!   result message. A compaction keeps a running turn's entries, so
 //!   before this, ten 32 KB reads grew each request of the turn by 33 KB.
 //!   Results are cut oldest first and stay cut for the rest of the turn
 //!   (a watermark, [`TurnCut`]), so a stub changes the prompt prefix only
 //!   when the budget is passed again, not at every step.
+//! - **No one entry fills the request.** A message over the per-entry
+//!   cap ([`clip::entry_cap`]: a quarter of `compact_at_tokens`) is sent
+//!   as its start and its end around a note saying how much was cut and
+//!   where the whole is (prompts/entry_clipped.md; a tool's result,
+//!   the newest too, prompts/result_clipped.md). A person's 500 KB paste
+//!   went whole into every request until a compaction after a later
+//!   message summarised it. An older result the turn's budget cuts goes
+//!   as its stub instead.
+//!
+//! What compaction compares with `compact_at_tokens` is what a request
+//! sends ([`SessionTail::sent_tokens`]): the context's whole count, stubs
+//! and clips aside, asked a long turn for a compaction at each step
+//! (which keeps the running turn, so it could not bring the count down).
 //!
 //! Nothing is copied but what changes: the messages move into the request
 //! and back ([`Undo`]).
@@ -29,10 +42,15 @@ use std::collections::HashMap;
 
 use botfleet_memory::Encoding;
 
+use self::clip::plan_clips;
 use super::SessionTail;
 use crate::engine::context::grouped;
 use crate::model::ChatMessage;
 use crate::prompts::prompts;
+
+/// The per-entry cap and the clip of a message over it.
+#[path = "entry_clip.rs"]
+pub(crate) mod clip;
 
 /// What joins consecutive user-side messages.
 const JOIN: &str = "\n\n";
@@ -175,13 +193,14 @@ enum Part {
 
 /// Builds the request from the context's `messages`: `update` (a user
 /// message) goes before the message at its index (at the end when the
-/// index is past it), the results in `stubs` are sent as their stub,
-/// and, with `alternate`, consecutive user-side messages as one and empty
+/// index is past it), the messages in `sent` are sent with its text (a
+/// result's stub, a clip; an assistant message keeps its calls), and,
+/// with `alternate`, consecutive user-side messages as one and empty
 /// assistant messages not at all. Returns the request and how to undo it.
 pub(crate) fn shape(
     messages: Vec<ChatMessage>,
     update: Option<(usize, String)>,
-    stubs: &HashMap<usize, String>,
+    sent: &HashMap<usize, String>,
     alternate: bool,
 ) -> (Vec<ChatMessage>, Undo) {
     let len = messages.len();
@@ -199,7 +218,7 @@ pub(crate) fn shape(
         if i == update_at
             && let Some(text) = update.take()
         {
-            b.user(text, false);
+            b.user(text, Source::Request);
         }
         match message {
             ChatMessage::Assistant {
@@ -208,15 +227,37 @@ pub(crate) fn shape(
             } if alternate && content.is_empty() && tool_calls.is_empty() => {
                 b.parts.push(Part::Held(message));
             }
-            ChatMessage::User { content } => b.user(content, true),
+            ChatMessage::User { content } => match sent.get(&i) {
+                Some(text) => b.user(text.clone(), Source::Clipped(content)),
+                None => b.user(content, Source::Context),
+            },
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => match sent.get(&i) {
+                Some(text) => {
+                    b.made(ChatMessage::Assistant {
+                        content: text.clone(),
+                        tool_calls: tool_calls.clone(),
+                    });
+                    b.parts.push(Part::Held(ChatMessage::Assistant {
+                        content,
+                        tool_calls,
+                    }));
+                }
+                None => b.moved(ChatMessage::Assistant {
+                    content,
+                    tool_calls,
+                }),
+            },
             ChatMessage::Tool {
                 tool_call_id,
                 content,
-            } => match stubs.get(&i) {
-                Some(stub) => {
+            } => match sent.get(&i) {
+                Some(text) => {
                     b.made(ChatMessage::Tool {
                         tool_call_id: tool_call_id.clone(),
-                        content: stub.clone(),
+                        content: text.clone(),
                     });
                     b.parts.push(Part::Held(ChatMessage::Tool {
                         tool_call_id,
@@ -228,13 +269,23 @@ pub(crate) fn shape(
                     content,
                 }),
             },
-            other @ (ChatMessage::System { .. } | ChatMessage::Assistant { .. }) => b.moved(other),
+            other @ ChatMessage::System { .. } => b.moved(other),
         }
     }
     if let Some(text) = update {
-        b.user(text, false);
+        b.user(text, Source::Request);
     }
     (b.out, Undo { parts: b.parts })
+}
+
+/// Where a user-side message of the request comes from.
+enum Source {
+    /// The context's message, sent as it is.
+    Context,
+    /// The context's message (this is its original), sent clipped.
+    Clipped(String),
+    /// The request's own (the memory update).
+    Request,
 }
 
 /// The request being built and how to undo it.
@@ -263,9 +314,8 @@ impl Builder {
     }
 
     /// A user-side message, joined to the one before it when that is one
-    /// too. `own`: the context's message (else the memory update, which
-    /// is the request's).
-    fn user(&mut self, content: String, own: bool) {
+    /// too.
+    fn user(&mut self, content: String, source: Source) {
         let last = self.out.len().checked_sub(1);
         let previous = match self.out.last_mut() {
             Some(ChatMessage::User { content }) if self.alternate => Some(content),
@@ -278,10 +328,14 @@ impl Builder {
             | None => None,
         };
         let Some(previous) = previous else {
-            if own {
-                self.moved(ChatMessage::User { content });
-            } else {
-                self.made(ChatMessage::User { content });
+            match source {
+                Source::Context => self.moved(ChatMessage::User { content }),
+                Source::Clipped(original) => {
+                    self.made(ChatMessage::User { content });
+                    self.parts
+                        .push(Part::Held(ChatMessage::User { content: original }));
+                }
+                Source::Request => self.made(ChatMessage::User { content }),
             }
             return;
         };
@@ -296,8 +350,13 @@ impl Builder {
         }
         previous.push_str(JOIN);
         previous.push_str(&content);
-        if own {
-            self.parts.push(Part::Held(ChatMessage::User { content }));
+        match source {
+            Source::Context => self.parts.push(Part::Held(ChatMessage::User { content })),
+            Source::Clipped(original) => {
+                self.parts
+                    .push(Part::Held(ChatMessage::User { content: original }));
+            }
+            Source::Request => {}
         }
     }
 }
@@ -326,10 +385,12 @@ impl SessionTail {
     /// start at its first input (`from_seq`; `None`: no turn, nothing is
     /// cut) and may take `budget` tokens before its older tool results are
     /// cut ([`turn_budget`]; the results cut so far stay cut
-    /// while the turn runs), and whether roles `alternate`
+    /// while the turn runs), no message may take more than half of it
+    /// ([`clip::entry_cap`]), and whether roles `alternate`
     /// (`Model::alternating_roles`).
     pub(crate) fn shape_requests(&mut self, from_seq: Option<i64>, budget: u64, alternate: bool) {
         self.alternate = alternate;
+        self.entry_cap = clip::entry_cap(budget);
         self.turn_cut = match (from_seq, self.turn_cut.take()) {
             (None, _) => None,
             (Some(from), Some(cut)) if cut.from_seq == from => Some(TurnCut { budget, ..cut }),
@@ -358,35 +419,79 @@ impl SessionTail {
         at: &mut Option<usize>,
     ) -> Vec<ChatMessage> {
         self.context.close_pending();
-        if self.turn_cut.is_some() {
-            // every message counted (the compaction check did already)
-            self.tokens();
-        }
-        let stubs = match &mut self.turn_cut {
-            Some(cut) => plan_cuts(
-                self.context.messages(),
-                self.context.seqs(),
-                &self.counted,
-                self.context.head(),
-                cut,
-                self.encoding,
-            ),
-            None => Default::default(),
-        };
+        let sent: HashMap<usize, String> = self
+            .replacements(true)
+            .into_iter()
+            .map(|(i, (text, _))| (i, text))
+            .collect();
         let messages = self.context.take_messages();
         let update = memory_update.map(|update| {
             let i = (*at.get_or_insert(messages.len())).min(messages.len());
             *at = Some(i);
             (i, update.to_owned())
         });
-        let (request, undo) = shape(messages, update, &stubs, self.alternate);
+        let (request, undo) = shape(messages, update, &sent, self.alternate);
         self.undo = Some(undo);
         request
     }
 
+    /// Tokens of what the next request sends of the context: the running
+    /// turn's older results as their stubs and every message over the cap
+    /// clipped, as [`SessionTail::take_request`] will send them (the memory
+    /// update and the joins of roles aside). What the compaction check
+    /// compares with `compact_at_tokens`: the context's whole count kept
+    /// asking a long turn for a compaction at each step, and a compaction
+    /// keeps the running turn, so it could not bring that count down.
+    pub(crate) fn sent_tokens(&mut self) -> u64 {
+        let sent = self.replacements(false);
+        self.counted
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| u64::from(sent.get(&i).map_or(count, |(_, tokens)| *tokens)))
+            .sum()
+    }
+
+    /// What a request sends for the context's messages it does not send
+    /// as they are, with its tokens, by index: the clips of messages over
+    /// the cap, then the stubs of the running turn's older results (a stub
+    /// wins over a clip), planned on the clipped counts. With `advance`
+    /// the turn's watermark moves ([`TurnCut::through`]); without, the plan
+    /// is only looked at.
+    fn replacements(&mut self, advance: bool) -> HashMap<usize, (String, u32)> {
+        // every message counted (the compaction check did already)
+        self.tokens();
+        let messages = self.context.messages();
+        let seqs = self.context.seqs();
+        let mut sent = plan_clips(messages, seqs, &self.counted, self.entry_cap, self.encoding);
+        let Some(cut) = self.turn_cut.as_mut() else {
+            return sent;
+        };
+        let counts: Vec<u32> = self
+            .counted
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| sent.get(&i).map_or(count, |(_, tokens)| *tokens))
+            .collect();
+        let mut looked = cut.clone();
+        let cut = if advance { cut } else { &mut looked };
+        let stubs = plan_cuts(
+            messages,
+            seqs,
+            &counts,
+            self.context.head(),
+            cut,
+            self.encoding,
+        );
+        for (i, stub) in stubs {
+            let tokens = self.encoding.count_message(&stub);
+            sent.insert(i, (stub, tokens));
+        }
+        sent
+    }
+
     /// Gives back the messages of [`SessionTail::take_request`] after the
     /// call: the context's own, as they were (what the request added —
-    /// the memory update at `_update_at`, joined texts, stubs — is
+    /// the memory update at `_update_at`, joined texts, stubs, clips — is
     /// dropped).
     pub(crate) fn restore_request(
         &mut self,

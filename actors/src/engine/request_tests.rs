@@ -328,3 +328,199 @@ fn a_request_is_shaped_and_the_context_kept() {
     assert_eq!(tail.context.messages(), context.as_slice());
     assert_eq!(tail.tokens(), total);
 }
+
+/// The text of each message of `request`.
+fn texts(request: &[ChatMessage]) -> Vec<String> {
+    request
+        .iter()
+        .map(|m| match m {
+            ChatMessage::System { content }
+            | ChatMessage::User { content }
+            | ChatMessage::Assistant { content, .. }
+            | ChatMessage::Tool { content, .. } => content.clone(),
+        })
+        .collect()
+}
+
+/// A tail holding a person's huge message (seq 1), a step whose text is
+/// huge and that read (seq 2) a huge result (seq 3), each of `chars`
+/// characters of words.
+fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
+    let words = |word: &str| format!("{word} ").repeat(chars / (word.len() + 1));
+    let entries = vec![
+        plain_entry(
+            session,
+            1,
+            EntryKind::UserMessage {
+                text: format!("PASTE {} END", words("paste")),
+            },
+        ),
+        plain_entry(
+            session,
+            2,
+            EntryKind::Assistant {
+                text: format!("THOUGHT {} DONE", words("thought")),
+                tool_calls: vec![botfleet_memory::ToolCallBody {
+                    id: "r".into(),
+                    name: "Read".into(),
+                    arguments: r#"{"path":"big.txt"}"#.into(),
+                }],
+            },
+        ),
+        plain_entry(
+            session,
+            3,
+            EntryKind::ToolResult {
+                call_id: "r".into(),
+                name: "Read".into(),
+                content: format!("FILE {} EOF", words("line")),
+                is_error: false,
+            },
+        ),
+    ];
+    let mut tail = SessionTail::new(session);
+    tail.fill(
+        None,
+        "sys",
+        &StateBlock::default(),
+        None,
+        &entries,
+        Encoding::default(),
+    );
+    tail
+}
+
+/// Regression: one huge entry (a person's paste, the newest tool result,
+/// the bot's own long text) went whole into the request. Each is sent as
+/// its start and its end around a note within the cap (half the turn's
+/// budget), the assistant message keeps its call, the compaction check
+/// counts what is sent, and the context gets every message back whole.
+#[test]
+fn a_huge_entry_is_sent_clipped_and_the_context_keeps_it() {
+    let session = SessionId::new_v7();
+    let mut tail = huge_turn(session, 60_000);
+    let context: Vec<ChatMessage> = tail.context.messages().to_vec();
+    let whole = tail.tokens();
+    // a budget of 4,000 for the turn: a cap of 2,000 per message
+    tail.shape_requests(Some(1), 4_000, true);
+    let sent = tail.sent_tokens();
+    assert!(sent < 4 * 2_000, "{sent} of {whole}");
+    assert!(whole > 20_000, "{whole}");
+    let request = tail.take_request(None, &mut None);
+    assert_eq!(request.len(), context.len());
+    let texts = texts(&request);
+    let e = Encoding::default();
+    for (i, (start, end)) in [
+        (1, ("PASTE paste", " END")),
+        (2, ("THOUGHT", "DONE")),
+        (3, ("FILE", "EOF")),
+    ] {
+        let text = &texts[i];
+        assert!(
+            text.starts_with(start) && text.ends_with(end),
+            "{i}: {text:.80}"
+        );
+        assert!(
+            e.count_message(text) <= 2_000,
+            "{i}: {}",
+            e.count_message(text)
+        );
+    }
+    assert!(
+        texts[1].contains("characters are cut here: it is too long for your context")
+            && texts[1].contains("entry #1 of this conversation"),
+        "{:.300}",
+        &texts[1][texts[1].len() / 2 - 150..]
+    );
+    assert!(texts[2].contains("entry #2"), "the step's own text");
+    assert!(
+        texts[3].contains("of this result's") && texts[3].contains("Call Read again"),
+        "the newest result"
+    );
+    let ChatMessage::Assistant { tool_calls, .. } = &request[2] else {
+        panic!("{:?}", request[2]);
+    };
+    assert_eq!(tool_calls[0].arguments, r#"{"path":"big.txt"}"#);
+    let counted: u64 = texts
+        .iter()
+        .map(|t| u64::from(e.count_message(t)))
+        .sum::<u64>()
+        + 10;
+    assert!(sent.abs_diff(counted) < 50, "{sent} counted as {counted}");
+    tail.restore_request(request, None);
+    assert_eq!(tail.context.messages(), context.as_slice());
+    assert_eq!(tail.tokens(), whole);
+    // every request clips the same way (the cached prefix holds)
+    let again = tail.take_request(None, &mut None);
+    assert_eq!(self::texts(&again)[1], texts[1]);
+    tail.restore_request(again, None);
+}
+
+/// Joined to the user-side message before it (roles alternate), a clip
+/// is sent inside the joined message, and the context gets both back.
+#[test]
+fn a_clipped_message_joins_the_one_before_it() {
+    let context = vec![system("sys"), user("before"), user("huge")];
+    let sent = HashMap::from([(2, "clipped".to_owned())]);
+    let (request, undo) = shape(context.clone(), None, &sent, true);
+    assert_eq!(
+        roles(&request),
+        vec!["system:sys", "user:before\n\nclipped"]
+    );
+    assert_eq!(undo.restore(request), context);
+    let (request, undo) = shape(context.clone(), None, &sent, false);
+    assert_eq!(
+        roles(&request),
+        vec!["system:sys", "user:before", "user:clipped"]
+    );
+    assert_eq!(undo.restore(request), context);
+}
+
+/// What the compaction check counts is what the request sends: a long
+/// turn's older results as stubs; looking does not move the turn's
+/// watermark, so the request cuts the same.
+#[test]
+fn sent_tokens_count_the_stubs_and_move_nothing() {
+    let session = SessionId::new_v7();
+    let mut tail = huge_turn(session, 100);
+    for k in 0..6 {
+        let seq = 4 + 2 * k;
+        let id = format!("c{k}");
+        tail.push(&plain_entry(
+            session,
+            seq,
+            EntryKind::Assistant {
+                text: String::new(),
+                tool_calls: vec![botfleet_memory::ToolCallBody {
+                    id: id.clone(),
+                    name: "Read".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+        ));
+        tail.push(&plain_entry(
+            session,
+            seq + 1,
+            EntryKind::ToolResult {
+                call_id: id,
+                name: "Read".into(),
+                content: "word ".repeat(2_000),
+                is_error: false,
+            },
+        ));
+    }
+    let whole = tail.tokens();
+    tail.shape_requests(Some(1), 6_000, true);
+    let sent = tail.sent_tokens();
+    assert_eq!(tail.turn_cut.as_ref().map(|c| c.through), Some(0));
+    assert!(sent < whole / 2, "{sent} of {whole}");
+    let request = tail.take_request(None, &mut None);
+    let e = Encoding::default();
+    let counted: u64 = texts(&request)
+        .iter()
+        .map(|t| u64::from(e.count_message(t)))
+        .sum::<u64>()
+        + 6 * 4;
+    assert!(sent.abs_diff(counted) < 50, "{sent} counted as {counted}");
+    tail.restore_request(request, None);
+}

@@ -99,6 +99,9 @@ pub(crate) struct SessionTail {
     turn_cut: Option<TurnCut>,
     /// Whether requests alternate user and assistant roles.
     alternate: bool,
+    /// The most tokens one message may take in a request
+    /// (`request::clip::entry_cap`, set with the turn's budget).
+    entry_cap: u64,
     /// How to give the context back its messages while a request is out.
     undo: Option<request::Undo>,
 }
@@ -236,6 +239,9 @@ impl SessionTail {
             compact_retry_at: 0,
             turn_cut: None,
             alternate: true,
+            entry_cap: request::clip::entry_cap(request::turn_budget(
+                crate::settings::ContextSettings::default().compact_at_tokens,
+            )),
             undo: None,
         }
     }

@@ -94,16 +94,34 @@ impl Runner {
             .await
     }
 
-    /// Whether the next model call must compact first: its context would
-    /// pass the provider's `compact_at_tokens`, or the window left out
-    /// entries no summary covers (loaded or trimmed at the start of the
-    /// turn, when the background compaction did not run in time: the turn
-    /// began right after the last, or the last wrote more than the window).
-    /// The model must never see a context missing entries that no summary
-    /// holds; within a turn the window only grows, so this compacts for
-    /// the window at most once a turn.
+    /// How the turn's requests are shaped (`SessionTail::shape_requests`):
+    /// its messages start at its first input, and its budget and the
+    /// per-entry cap follow from the provider's `compact_at_tokens`.
+    pub(super) fn shape_requests(&mut self) {
+        let budget = crate::engine::tail::request::turn_budget(self.ctx_settings.compact_at_tokens);
+        self.tail.shape_requests(
+            self.state.input_seqs.iter().min().copied(),
+            budget,
+            self.model.alternating_roles(),
+        );
+    }
+
+    /// Whether the next model call must compact first: what it would send
+    /// (`SessionTail::sent_tokens`: older results of the running turn as
+    /// stubs, messages over the per-entry cap clipped; the requests are
+    /// shaped here first) would pass the provider's `compact_at_tokens`,
+    /// or the window left out entries no summary covers (loaded or trimmed
+    /// at the start of the turn, when the background compaction did not
+    /// run in time: the turn began right after the last, or the last wrote
+    /// more than the window). The model must never see a context missing
+    /// entries that no summary holds; within a turn the window only grows,
+    /// so this compacts for the window at most once a turn. The context's
+    /// whole count asked a long turn for a compaction at each step once
+    /// its results passed the mark, though its requests sent them as
+    /// stubs (and a compaction keeps the running turn).
     pub(super) fn compaction_needed(&mut self) -> bool {
-        self.tail.tokens() > self.ctx_settings.compact_at_tokens
+        self.shape_requests();
+        self.tail.sent_tokens() > self.ctx_settings.compact_at_tokens
             || (self.tail.drops_unsummarised() && self.model.answers(Purpose::Compact))
     }
 
