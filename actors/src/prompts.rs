@@ -162,6 +162,13 @@ prompts! {
     memory => "memory.md",
     /// What changed in memory inside a compaction epoch.
     memory_update => "memory_update.md",
+    /// Remember's error in a shared room when the layer is full (no
+    /// counts: they take in what the bot holds in private).
+    memory_full_room => "memory_full_room.md",
+    /// Its next step: the items remembered in that room to replace.
+    memory_full_room_replace => "memory_full_room_replace.md",
+    /// Its next step when nothing remembered in that room can go.
+    memory_full_room_none => "memory_full_room_none.md",
     /// The fact extractor's instructions (system message).
     extract_facts => "extract_facts.md",
     /// What the fact extractor reads (user message).
@@ -235,6 +242,9 @@ prompts! {
     compact => "compact.md",
     /// The marker ending a summary cut off at its token bound.
     compact_clipped => "compact_clipped.md",
+    /// What stands for the middle of an entry's text cut to fit the
+    /// compaction request (its start and end are kept around it).
+    compact_entry_cut => "compact_entry_cut.md",
     /// The notice of a bot paused by its token budget.
     budget_paused => "budget_paused.md",
     /// The reminder after a looping output.

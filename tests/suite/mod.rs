@@ -62,6 +62,7 @@ mod retry;
 mod review;
 mod review_ttl;
 mod room_duplicates;
+mod room_memory_refusal;
 mod rooms_admin;
 mod rooms_shared;
 mod rooms_small;

@@ -60,7 +60,9 @@ use crate::settings::ContextSettings;
 #[path = "compaction_bounds.rs"]
 mod bounds;
 
-/// Longest text of one entry quoted into the compaction request.
+/// Most characters of one entry's text quoted into the compaction request
+/// (a chunk that needs less lowers it, `compaction_bounds.rs`): a longer
+/// text is quoted as its start and its end around a marker ([`clip`]).
 const MAX_ENTRY_CHARS: usize = 2000;
 
 /// What a compaction did.
@@ -154,9 +156,34 @@ fn one_line(author: &str) -> String {
         .collect()
 }
 
-/// The first `max` characters of an entry's text.
-fn clip(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
+/// An entry's text as the summariser reads it: whole when it has at most
+/// `max` characters, else its first and its last `max / 2` characters on
+/// either side of a marker (prompts/compact_entry_cut.md) saying how many
+/// were cut and that the transcript keeps the entry whole as `seq`. (Its
+/// first `max` characters alone, unmarked, lost what a long message says
+/// at its end, and the summariser, told not to invent anything, took
+/// what it read for the whole message.)
+fn clip(text: &str, max: usize, seq: i64) -> String {
+    let chars = text.chars().count();
+    if chars <= max {
+        return text.to_owned();
+    }
+    let head = max.div_ceil(2);
+    let tail = max - head;
+    let at = |n: usize| text.char_indices().nth(n).map_or(text.len(), |(b, _)| b);
+    let marker = prompts()
+        .compact_entry_cut
+        .render(&[
+            ("cut", &(chars - max).to_string()),
+            ("chars", &chars.to_string()),
+            ("seq", &seq.to_string()),
+        ])
+        .unwrap_or_default();
+    format!(
+        "{}\n{marker}\n{}",
+        &text[..at(head)],
+        &text[at(chars - tail)..]
+    )
 }
 
 /// The label of an entry's record line and its text as the summariser
@@ -164,10 +191,10 @@ fn clip(text: &str, max: usize) -> String {
 /// What is not from the bot's own people is shown as the context shows it,
 /// quoted data with its origin (`render_input`); the label tells trusted
 /// from untrusted events apart, which the kind's name does not.
-/// Texts are clipped to `max` characters ([`MAX_ENTRY_CHARS`] unless a
-/// chunk needs less).
+/// Texts over `max` characters ([`MAX_ENTRY_CHARS`] unless a chunk needs
+/// less) keep that many of their start and end around a marker ([`clip`]).
 fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
-    let clip = |text: &str| clip(text, max);
+    let clip = |text: &str| clip(text, max, e.seq);
     let shown = |kind: EntryKind| render_input(&Entry { kind, ..e.clone() });
     Some(match &e.kind {
         EntryKind::UserMessage { text } => ("user_message", clip(text)),
@@ -244,7 +271,8 @@ fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
 }
 
 /// The transcript record of one entry the summariser reads: a record line
-/// `#seq author [label]:` and its text (clipped to `max` characters)
+/// `#seq author [label]:` and its text (over `max` characters, clipped
+/// around a marker: [`clip`])
 /// indented under it; `None` for an entry that is no transcript line.
 /// Summary entries are left out: one lies after the seq it covers, so it
 /// falls inside the next range, and `compact` already puts the newest

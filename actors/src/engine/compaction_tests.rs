@@ -545,3 +545,52 @@ fn what_stays_verbatim_is_bounded_by_tokens() {
         .collect();
     assert_eq!(cut_within(&steps, 0, 4, 200, None, budget), Some(4));
 }
+
+/// Regression: an entry's text was cut to its first 2,000 characters
+/// with nothing saying so: a fact at the end of a 2,100-character
+/// message never reached the summary, a 31,953-character one was cut
+/// mid-word, and the summariser (told not to invent anything) took what
+/// it read for the whole message. Now a text over the limit keeps its
+/// start and its end around a marker telling how much was cut and where
+/// the whole is; a text within the limit is quoted whole.
+#[test]
+fn a_long_entry_keeps_its_start_and_end_around_a_marker() {
+    let fact = "FACT: the door code is 4711.";
+    for total in [2_100, 31_953] {
+        let start = "START: the plan for the trip. ";
+        let filler = "lorem ipsum ".repeat(total);
+        let filler: String = filler
+            .chars()
+            .take(total - start.len() - fact.len())
+            .collect();
+        let text = format!("{start}{filler}{fact}");
+        assert_eq!(text.chars().count(), total);
+        let rendered = render_entries(&[said(7, &text)]);
+        let marker = prompts()
+            .compact_entry_cut
+            .render(&[
+                ("cut", &(total - MAX_ENTRY_CHARS).to_string()),
+                ("chars", &total.to_string()),
+                ("seq", "7"),
+            ])
+            .unwrap();
+        assert!(
+            rendered.starts_with(&format!("#7 u [user_message]:\n    {start}")),
+            "{rendered}"
+        );
+        assert!(
+            rendered.contains(&format!("\n    {marker}\n")),
+            "{rendered}"
+        );
+        assert!(rendered.ends_with(&format!("{fact}\n")), "{rendered}");
+        // the limit counts what is kept of the text, the marker aside
+        let kept = rendered.replace(&format!("\n    {marker}\n    "), "");
+        let kept = kept.trim_start_matches("#7 u [user_message]:\n    ");
+        assert_eq!(kept.trim_end().chars().count(), MAX_ENTRY_CHARS, "{kept}");
+    }
+    let whole = "a".repeat(MAX_ENTRY_CHARS);
+    assert_eq!(
+        render_entries(&[said(3, &whole)]),
+        format!("#3 u [user_message]:\n    {whole}\n")
+    );
+}

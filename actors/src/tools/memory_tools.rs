@@ -20,14 +20,11 @@ use async_trait::async_trait;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Importance;
 use botfleet_memory::Layer;
-use botfleet_memory::MAX_PROFILE_CHARS;
-use botfleet_memory::MAX_PROFILE_FACTS;
 use botfleet_memory::MemoryId;
 use botfleet_memory::MemoryItem;
 use botfleet_memory::MemoryLookup;
 use botfleet_memory::MemoryOp;
 use botfleet_memory::MemoryOpResult;
-use botfleet_memory::MemoryRefusal;
 use botfleet_memory::MemoryScope;
 use botfleet_memory::NewMemory;
 use botfleet_memory::bot_scopes;
@@ -46,6 +43,12 @@ use crate::memory::note_expiry;
 use crate::memory::tool_source;
 use crate::memory::writable_scope;
 use crate::model::ToolSpec;
+
+#[path = "memory_refusals.rs"]
+mod refusals;
+use refusals::profile_usage;
+use refusals::refusal_error;
+use refusals::refused;
 
 /// Most items one Forget by text removes.
 const MAX_FORGET_MATCHES: usize = 20;
@@ -138,42 +141,6 @@ fn check_shared_scope(ctx: &ToolContext<'_>, scope: &MemoryScope) -> Result<(), 
     }
 }
 
-fn refusal_error(r: &MemoryRefusal) -> ToolError {
-    let listed = |items: &[(MemoryId, String)]| {
-        items
-            .iter()
-            .map(|(id, text)| {
-                let short: String = text.chars().take(100).collect();
-                format!("{id} {}", serde_json::to_string(&short).unwrap_or_default())
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    let hint = match r {
-        MemoryRefusal::ProfileFull { suggestion, .. } => format!(
-            "replace one of these ids with Remember {{\"replaces\": id, \"text\": ...}}, or Forget one first: {}",
-            listed(suggestion)
-        ),
-        MemoryRefusal::LogFull { suggestion, .. } | MemoryRefusal::NotesFull { suggestion, .. } => {
-            format!("Forget one of these ids first: {}", listed(suggestion))
-        }
-        MemoryRefusal::Empty => "call Remember with the fact in `text`".into(),
-        MemoryRefusal::TooLong { max, .. } => {
-            format!("shorten the text to at most {max} characters, or split it")
-        }
-        MemoryRefusal::BadExpiry(_) => {
-            "for a note give expires_in_hours (more than 0, at most 720); other layers take none"
-                .into()
-        }
-        MemoryRefusal::UnknownId(_) | MemoryRefusal::WrongScope { .. } => {
-            "use an id shown beside a fact in the Memory section of your prompt (m- and 12 characters)"
-                .into()
-        }
-        MemoryRefusal::IdTaken(_) => "call Remember again".into(),
-    };
-    ToolError::new(r.to_string(), hint)
-}
-
 fn store_error(e: impl std::fmt::Display) -> ToolError {
     ToolError::new(
         format!("memory could not be written: {e}"),
@@ -212,22 +179,6 @@ fn where_(item: &MemoryItem) -> String {
 
 fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
-}
-
-async fn profile_usage(ctx: &ToolContext<'_>, scope: &MemoryScope) -> String {
-    let now = ctx.store().clock().now_ms();
-    match ctx.store().memory_items(vec![scope.clone()], now).await {
-        Ok(items) => {
-            let facts: Vec<&MemoryItem> =
-                items.iter().filter(|i| i.layer == Layer::Profile).collect();
-            let chars: usize = facts.iter().map(|i| i.chars()).sum();
-            format!(
-                " The profile of {scope} now holds {}/{MAX_PROFILE_FACTS} facts, {chars}/{MAX_PROFILE_CHARS} characters.",
-                facts.len()
-            )
-        }
-        Err(_) => String::new(),
-    }
 }
 
 fn parse_layer(raw: Option<&str>) -> Result<Layer, ToolError> {
@@ -334,7 +285,7 @@ impl Tool for Remember {
                 where_(&item),
                 quoted(&item.text)
             ))),
-            MemoryOpResult::Refused(r) => Err(refusal_error(&r)),
+            MemoryOpResult::Refused(r) => Err(refused(ctx, &r, None).await),
             other @ (MemoryOpResult::Replaced { .. }
             | MemoryOpResult::Removed(_)
             | MemoryOpResult::AlreadyForgotten(_)
@@ -441,7 +392,7 @@ async fn replace(
             where_(&item),
             quoted(&item.text)
         ))),
-        MemoryOpResult::Refused(r) => Err(refusal_error(&r)),
+        MemoryOpResult::Refused(r) => Err(refused(ctx, &r, Some(&item.id)).await),
         other @ (MemoryOpResult::Added(_)
         | MemoryOpResult::Removed(_)
         | MemoryOpResult::AlreadyForgotten(_)

@@ -2,6 +2,8 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use botfleet_memory::Layer;
+use botfleet_memory::MAX_LIVE_NOTES;
+use botfleet_memory::MAX_LOG_ENTRIES;
 use botfleet_memory::MemoryId;
 use botfleet_memory::MemoryItem;
 use botfleet_memory::MemoryOp;
@@ -416,4 +418,112 @@ async fn shared_rooms_write_only_the_bots_own_memory() {
         .await
         .unwrap_err();
     assert!(e.message.contains("not available"), "{e}");
+}
+
+/// Writes `n` items of `layer` to the bot's own memory as written in
+/// private (`tool:<bot>`), each `PRIVATE <layer> <i>` padded to `chars`.
+async fn seed_private(f: &ToolFixture, layer: Layer, n: usize, chars: usize) {
+    let now = f.rt.store.clock().now_ms();
+    let ops = (0..n)
+        .map(|i| {
+            let text = format!("PRIVATE {layer} {i} ");
+            let pad = "x".repeat(chars.saturating_sub(text.chars().count()));
+            MemoryOp::Add(NewMemory {
+                id: MemoryId::derive(&format!("private {layer} {i}")),
+                scope: MemoryScope::Agent(f.bot.id.clone()),
+                layer,
+                text: format!("{text}{pad}"),
+                importance: Importance::NORMAL,
+                expires_at: (layer == Layer::Notes).then_some(now + 3_600_000),
+                source: tool_source(&f.bot.id, None),
+            })
+        })
+        .collect();
+    let results = f.rt.memory.apply_all(ops).await.unwrap();
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, MemoryOpResult::Added(_))),
+        "{results:?}"
+    );
+}
+
+/// The id Remember answered with ("Remembered as m-… in …").
+fn remembered_id(out: &ToolOutput) -> String {
+    out.content.split_whitespace().nth(2).unwrap().to_owned()
+}
+
+/// In a room shared with other people's bots, a full profile, log or
+/// notes of the bot's own memory is answered without its private items
+/// and without counts (they told the room how much it holds in private):
+/// only what was remembered in that room is offered for replacing, and
+/// with none, the owner is the one to make room. A write that fits shows
+/// no counts there either. (Before, the refusal quoted the scope's
+/// private items: a DM's facts posted to the room.)
+#[tokio::test]
+async fn a_full_layer_in_a_shared_room_quotes_nothing_private() {
+    let mut f = ToolFixture::new();
+    f.scope.runner = Runner::GroupMember { shared: true };
+    f.scope.session.key.peer = "r1".into();
+    let fact = remember(&f, "p1", json!({"text": "ROOM fact: standup at nine"}))
+        .await
+        .unwrap();
+    assert!(!fact.content.contains("/100 facts"), "{}", fact.content);
+    let room_fact = remembered_id(&fact);
+    let note = remember(
+        &f,
+        "n1",
+        json!({"text": "ROOM note: bring the slides", "layer": "notes"}),
+    )
+    .await
+    .unwrap();
+    let room_note = remembered_id(&note);
+    seed_private(&f, Layer::Profile, 8, 470).await;
+    seed_private(&f, Layer::Log, MAX_LOG_ENTRIES, 40).await;
+    seed_private(&f, Layer::Notes, MAX_LIVE_NOTES - 1, 40).await;
+
+    let long = "ROOM ".repeat(98);
+    for (call, args, offered) in [
+        ("p2", json!({"text": long}), Some(&room_fact)),
+        ("l1", json!({"text": "ROOM log", "layer": "log"}), None),
+        (
+            "n2",
+            json!({"text": "ROOM note 2", "layer": "notes"}),
+            Some(&room_note),
+        ),
+    ] {
+        let e = remember(&f, call, args.clone()).await.unwrap_err();
+        let shown = e.to_string();
+        assert!(!shown.contains("PRIVATE"), "{args}: {shown}");
+        assert!(
+            !shown.contains('/') && !shown.contains(&MAX_LOG_ENTRIES.to_string()),
+            "counts: {args}: {shown}"
+        );
+        assert!(e.message.contains("no room for this"), "{args}: {shown}");
+        match offered {
+            Some(id) => assert!(
+                e.hint.contains(&format!("{id} \"ROOM")) && e.hint.contains("\"replaces\""),
+                "{args}: {shown}"
+            ),
+            None => assert!(
+                !e.hint.contains("m-") && e.hint.contains("direct message"),
+                "{args}: {shown}"
+            ),
+        }
+    }
+    // a refused replacement does not offer the item it replaces
+    let e = remember(&f, "p3", json!({"text": long, "replaces": room_fact}))
+        .await
+        .unwrap_err();
+    assert!(
+        !e.to_string().contains("PRIVATE") && !e.hint.contains("m-"),
+        "{e}"
+    );
+    // in private, the whole scope is the bot's to see
+    f.scope.runner = Runner::Main;
+    let e = remember(&f, "p4", json!({"text": long, "scope": "agent"}))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("PRIVATE profile"), "{e}");
+    assert!(e.message.contains("/4000 characters"), "{e}");
 }

@@ -1,0 +1,190 @@
+//! Remember's answers in a room shared with other people's bots, as a
+//! loopback OpenAI-compatible server receives the room turns: they tell
+//! the room nothing of what the bot holds in private. (Before, when the
+//! bot's own profile was full, the refusal suggested replacing its oldest
+//! facts, quoted: what its owner told it in a DM, which the model posted
+//! to the room's timeline, started by another user's message; and every
+//! profile write there said how many facts and characters the profile
+//! holds, private ones counted.)
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+
+/// Starts every fact alice tells `a1` in her DM.
+const PRIVATE: &str = "PRIVATEDM";
+/// A fact `a1` remembers in the room.
+const STANDUP: &str = "ROOM: the standup moved to nine";
+
+fn content(m: &Value) -> &str {
+    m["content"].as_str().unwrap_or("")
+}
+
+/// The text between `<<` and `>>` right after `command` in `text`.
+fn after<'t>(text: &'t str, command: &str) -> Option<&'t str> {
+    let rest = &text[text.find(command)? + command.len()..];
+    let rest = rest.strip_prefix("<<")?;
+    Some(&rest[..rest.find(">>")?])
+}
+
+/// The bots' model: `remember <<X>>` → Remember X as a profile fact of
+/// the bot's own; anything else → SendMessage `ok`. After a tool result,
+/// SendMessage `done: <the result>` (after SendMessage, stop): the model
+/// passes on what the tool answered, as the tester's did.
+fn model(body: &Value) -> Reply {
+    let mut messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    while messages
+        .last()
+        .is_some_and(|m| m["role"] == "user" && content(m).starts_with("[memory update]"))
+    {
+        messages.pop();
+    }
+    let id = format!("call_{}", messages.len());
+    let send =
+        |text: &str| Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string());
+    let last = messages.last().unwrap();
+    if last["role"] == "tool" {
+        let asked = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "assistant")
+            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
+            .unwrap_or(Value::Null);
+        return if asked == "SendMessage" {
+            Reply::text("")
+        } else {
+            send(&format!("done: {}", content(last)))
+        };
+    }
+    match after(content(last), "remember ") {
+        Some(fact) => Reply::tool_call(
+            &id,
+            "Remember",
+            json!({ "text": fact, "scope": "agent" }).to_string(),
+        ),
+        None => send("ok"),
+    }
+}
+
+/// A fact of about 470 characters: `PRIVATEDM <n> secret …`.
+fn private_fact(n: usize) -> String {
+    let fact = format!("{PRIVATE} {n} ");
+    format!("{fact}{}", "secret ".repeat(66))
+}
+
+/// Alice tells `a1` to remember `fact` in her DM; the turn completes.
+async fn alice_tells(host: &TestHost, fact: &str) {
+    let (_, end) = host.end_turn("a1", &format!("remember <<{fact}>>")).await;
+    assert_eq!(end["status"], "completed", "{end}");
+}
+
+/// Bob says `text` in room `mixed`; returns `a1`'s requests of the
+/// discussion and its entries as bob reads them.
+async fn bob_says(host: &TestHost, server: &OpenAiServer, text: &str) -> (Vec<Value>, Vec<Value>) {
+    let before = server.request_count();
+    let (answer, run) = host.discuss(BOB_TOKEN, "mixed", text).await;
+    assert_eq!(answer["addressed"], json!(["a1"]), "{answer}");
+    let requests: Vec<Value> = server.requests()[before..]
+        .iter()
+        .map(|r| r.body.clone())
+        .filter(|b| content(&b["messages"][0]).contains("Test bot a1."))
+        .collect();
+    assert!(!requests.is_empty(), "a1 made no model call");
+    (requests, run)
+}
+
+/// The results of Remember calls in `requests` (the tool messages).
+fn results(requests: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for body in requests {
+        for m in body["messages"].as_array().unwrap() {
+            let text = content(m);
+            if m["role"] == "tool" && !out.iter().any(|r| r == text) {
+                out.push(text.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Nothing private, and no count of the profile, in what `a1` read in
+/// the room or what bob reads of the discussion.
+fn assert_private_kept(requests: &[Value], run: &[Value]) {
+    for (what, text) in [
+        ("a1's request", Value::from(requests.to_vec()).to_string()),
+        ("bob's timeline", Value::from(run.to_vec()).to_string()),
+    ] {
+        for private in [PRIVATE, "/100 facts", "/4000 characters"] {
+            assert!(!text.contains(private), "{private:?} in {what}: {text}");
+        }
+    }
+}
+
+/// The tester's case: alice's `a1` fills its own profile in her DM; in a
+/// room with bob's `b1`, bob's messages make `a1` remember a fact there
+/// (the answer says no counts), then one more that does not fit: the
+/// refusal offers only the room's fact, never a private one.
+#[tokio::test]
+async fn a_full_profile_in_a_shared_room_quotes_nothing_private() {
+    let server = OpenAiServer::builder().responder(model).start().await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n")
+        .bot("a1", "main", &["SendMessage", "Remember"])
+        .bot_of("b1", "main", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    for n in 1..=7 {
+        alice_tells(&host, &private_fact(n)).await;
+    }
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "mixed", "members": ["a1", "b1"]}).to_string(),
+        )
+        .await;
+    assert_eq!((status, v["shared"].clone()), (201, json!(true)), "{v}");
+
+    // a fact that fits: remembered, with no count of the profile
+    let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{STANDUP}>>")).await;
+    assert_private_kept(&requests, &run);
+    let added = results(&requests);
+    assert!(
+        added.iter().any(|r| r.starts_with("Remembered as m-")),
+        "{added:#?}"
+    );
+    let standup = added
+        .iter()
+        .find_map(|r| r.strip_prefix("Remembered as "))
+        .and_then(|r| r.get(..14))
+        .unwrap()
+        .to_owned();
+
+    // the profile is full: 8 × 470 characters of private facts and the
+    // room's fact leave no room for 430 more
+    alice_tells(&host, &private_fact(8)).await;
+    let big = format!("ROOM: {}", "agenda ".repeat(60));
+    let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{big}>>")).await;
+    assert_private_kept(&requests, &run);
+    let refused = results(&requests);
+    let refusal = refused
+        .iter()
+        .find(|r| r.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no refusal: {refused:#?}"));
+    assert!(
+        refusal.contains("no room for this in the profile of your own memory")
+            && refusal.contains(&format!("{standup} \"{STANDUP}\"")),
+        "{refusal}"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}
