@@ -47,6 +47,7 @@ mod openai_faults;
 mod openai_host;
 mod openai_host_secrets;
 mod openai_outcomes;
+mod openai_plain_answers;
 mod openai_provider;
 mod openai_turn_faults;
 mod ops_faults;

@@ -52,6 +52,7 @@
 //! (`redact.rs`); reqwest still sends the userinfo as basic auth.
 
 mod body;
+mod encode;
 mod endpoint;
 mod redact;
 mod retry;
@@ -392,8 +393,8 @@ impl OpenAiModel {
                 }
                 // a surrogate pair cut between two events: each half is
                 // marked here and joined when the response is assembled
-                let data = surrogates::mark_lone(&data);
-                let chunk: StreamChunk = serde_json::from_slice(&data).map_err(|e| {
+                let marked = surrogates::mark_lone(&data);
+                let chunk: StreamChunk = serde_json::from_slice(&marked).map_err(|e| {
                     // redacted whole before it is cut (redact.rs)
                     let quoted = redactor.cut(&String::from_utf8_lossy(&data), QUOTE_LIMIT);
                     Failure::Final(ModelError::Protocol(redactor.text(&format!(
@@ -440,7 +441,10 @@ impl OpenAiModel {
             }
             body.extend_from_slice(&bytes);
         }
-        let completion: Completion = serde_json::from_slice(&body).map_err(|e| {
+        // a lone surrogate is marked, as in a stream event, and becomes
+        // U+FFFD when the response is assembled (serde refuses it)
+        let marked = surrogates::mark_lone(&body);
+        let completion: Completion = serde_json::from_slice(&marked).map_err(|e| {
             // redacted whole before it is cut (redact.rs)
             let quoted = redactor.cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
             Failure::Final(ModelError::Protocol(redactor.text(&format!(
@@ -530,7 +534,7 @@ impl OpenAiModel {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let body = Bytes::from(wire::encode_request(
+        let body = Bytes::from(encode::encode_request(
             &self.options.model,
             request,
             self.options.stream,

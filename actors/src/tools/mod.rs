@@ -351,7 +351,7 @@ impl ToolRegistry {
 /// The arguments must be a JSON object (docs/operations.md, Limits): serde
 /// would read an array into the struct by position and the call would run,
 /// yet every later request shows arguments that are not an object as `{}`
-/// (model/openai/wire.rs), so the model's history would not match what ran.
+/// (model/openai/encode.rs), so the model's history would not match what ran.
 pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
     tool: &str,
     args: Value,

@@ -1,4 +1,5 @@
-//! UTF-16 surrogate pairs split across two stream events.
+//! UTF-16 surrogates without their other half: a pair split across two
+//! stream events, or a lone one anywhere in an answer.
 //!
 //! JSON escapes characters outside the Basic Multilingual Plane as a pair
 //! of `\uXXXX` surrogates. A server (or a proxy) that cuts a string by
@@ -7,11 +8,20 @@
 //! starting the next. Each event alone is then invalid JSON (serde refuses
 //! a lone surrogate), although the deltas joined are fine.
 //!
-//! [`mark_lone`] rewrites each lone surrogate escape of an event into two
-//! characters that stand for it (a noncharacter marker and a private-use
-//! character carrying its 10 bits), which are valid JSON; [`join`] turns a
-//! marked high half followed by a marked low half back into the
-//! character, and any half left alone into U+FFFD.
+//! [`mark_lone`] rewrites each lone surrogate escape of an event (or of a
+//! whole completion, where a lone one is as fatal) into two characters
+//! that stand for it (a noncharacter marker and a private-use character
+//! carrying its 10 bits), which are valid JSON; [`join`] turns a marked
+//! high half followed by a marked low half back into the character, and
+//! any half left alone into U+FFFD.
+//!
+//! Tool-call arguments are JSON text inside a JSON string, so a surrogate
+//! escaped in them is only read by the tool. Pieces of arguments are
+//! joined before that, which puts a pair cut between two deltas back
+//! together; [`replace_lone_escapes`] then writes a half still alone as
+//! `\uFFFD`, where it would make the arguments invalid JSON.
+
+use std::borrow::Cow;
 
 /// Marks a lone high surrogate (U+D800..=U+DBFF) in text.
 const HIGH: char = '\u{FDD0}';
@@ -20,14 +30,40 @@ const LOW: char = '\u{FDD1}';
 /// The private-use block that carries a half's 10 bits.
 const PAYLOAD: u32 = 0xE000;
 
-/// `data` (one event's JSON) with each lone surrogate escape replaced by
+/// `data` (one event's JSON, or a whole completion's) with each lone surrogate escape replaced by
 /// its marked form; borrowed unchanged when it has none (the usual case).
-pub(super) fn mark_lone(data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+pub(super) fn mark_lone(data: &[u8]) -> Cow<'_, [u8]> {
+    rewrite_lone(data, |out, unit| match unit {
+        0xD800..=0xDBFF => push_marked(out, HIGH, unit - 0xD800),
+        _ => push_marked(out, LOW, unit - 0xDC00),
+    })
+}
+
+/// `json` (a call's arguments, whole) with each lone surrogate escape
+/// replaced by `\uFFFD`, so the arguments parse and the model's text
+/// keeps a visible mark where the broken character was.
+pub(super) fn replace_lone_escapes(json: String) -> String {
+    let replaced = match rewrite_lone(json.as_bytes(), |out, _| {
+        out.extend_from_slice(b"\\uFFFD");
+    }) {
+        Cow::Borrowed(_) => return json,
+        Cow::Owned(bytes) => bytes,
+    };
+    // only ASCII escapes were replaced, by ASCII, so the bytes are still
+    // UTF-8 and the lossy conversion never replaces anything
+    String::from_utf8(replaced)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// `data` with each lone surrogate escape (`\uD800`..`\uDFFF` without its
+/// other half) replaced by what `write` writes for its code unit; every
+/// other byte copied. Borrowed unchanged when it has none.
+fn rewrite_lone(data: &[u8], mut write: impl FnMut(&mut Vec<u8>, u32)) -> Cow<'_, [u8]> {
     if !data
         .windows(3)
         .any(|w| w[0] == b'\\' && matches!(w[1], b'u' | b'U') && is_surrogate_lead(w[2]))
     {
-        return std::borrow::Cow::Borrowed(data);
+        return Cow::Borrowed(data);
     }
     let mut out = Vec::with_capacity(data.len() + 16);
     let mut i = 0;
@@ -46,18 +82,13 @@ pub(super) fn mark_lone(data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
             continue;
         };
         match unit {
-            0xD800..=0xDBFF => {
-                if let Some(0xDC00..=0xDFFF) = escape_at(data, i + 6) {
-                    // a whole pair: left as it is
-                    out.extend_from_slice(&data[i..i + 12]);
-                    i += 12;
-                } else {
-                    push_marked(&mut out, HIGH, unit - 0xD800);
-                    i += 6;
-                }
+            0xD800..=0xDBFF if matches!(escape_at(data, i + 6), Some(0xDC00..=0xDFFF)) => {
+                // a whole pair: left as it is
+                out.extend_from_slice(&data[i..i + 12]);
+                i += 12;
             }
-            0xDC00..=0xDFFF => {
-                push_marked(&mut out, LOW, unit - 0xDC00);
+            0xD800..=0xDFFF => {
+                write(&mut out, unit);
                 i += 6;
             }
             _ => {
@@ -66,7 +97,7 @@ pub(super) fn mark_lone(data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
             }
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 /// `text` with marked halves joined back into characters; a half without
@@ -171,10 +202,7 @@ mod tests {
         let data = r#""a \ud83d\ude00 b \\ud83d c \" \u00e9""#;
         assert_eq!(mark_lone(data.as_bytes()).as_ref(), data.as_bytes());
         assert_eq!(join(parse(data)), "a 😀 b \\ud83d c \" é");
-        assert!(matches!(
-            mark_lone(br#""plain""#),
-            std::borrow::Cow::Borrowed(_)
-        ));
+        assert!(matches!(mark_lone(br#""plain""#), Cow::Borrowed(_)));
     }
 
     #[test]
@@ -182,5 +210,24 @@ mod tests {
         assert_eq!(join(parse(r#""x \ud83d""#)), "x \u{FFFD}");
         assert_eq!(join(parse(r#""\ude00 y""#)), "\u{FFFD} y");
         assert_eq!(join(parse(r#""\ude00\ud83d""#)), "\u{FFFD}\u{FFFD}");
+    }
+
+    /// Regression: a lone surrogate escaped inside a call's arguments
+    /// (JSON text in a JSON string) made them invalid JSON ("unexpected
+    /// end of hex escape"), so the tool refused them.
+    #[test]
+    fn a_lone_escape_in_arguments_becomes_an_escaped_replacement_character() {
+        let fixed = replace_lone_escapes(r#"{"text":"a \ud800 b \udfff"}"#.to_owned());
+        assert_eq!(fixed, r#"{"text":"a \uFFFD b \uFFFD"}"#);
+        let value: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(value["text"], "a \u{FFFD} b \u{FFFD}");
+        // whole pairs, escaped backslashes and other escapes stay as they are
+        let kept = r#"{"a":"\ud83d\ude00","b":"\\ud800","c":"\u00e9\n"}"#;
+        assert_eq!(replace_lone_escapes(kept.to_owned()), kept);
+        // a high half followed by a whole pair: only the first is alone
+        assert_eq!(
+            replace_lone_escapes(r#""\ud83d\ud83d\ude00""#.to_owned()),
+            r#""\uFFFD\ud83d\ude00""#
+        );
     }
 }

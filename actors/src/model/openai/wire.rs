@@ -1,6 +1,6 @@
-//! The chat-completions wire format: encoding a [`ModelRequest`], decoding
-//! streamed chunks and whole responses, and assembling either into one
-//! [`ModelResponse`].
+//! The chat-completions wire format of answers: decoding streamed chunks
+//! and whole responses, and assembling either into one [`ModelResponse`]
+//! (requests are encoded in `encode.rs`).
 //!
 //! Decoding is lenient where providers differ and the meaning is clear:
 //! `usage` may be null or absent, and one without both `prompt_tokens` and
@@ -10,12 +10,13 @@
 //! `prompt_cache_hit_tokens` (DeepSeek), a tool-call delta without `index`
 //! is placed by its id and its place in the chunk ([`Assembler`]), a
 //! function name may come in pieces, and tool-call arguments may be an
-//! object instead of a JSON string. A call without an id gets a fresh
-//! random one, and one without a function name the name
+//! object instead of a JSON string. Each call of a whole completion is a
+//! call of its own, even when two share an id. A call without an id gets
+//! a fresh random one, and one without a function name the name
 //! `missing_function_name`, which no tool has (it is answered with an
-//! error result, as a call of an unknown tool is). Earlier calls whose arguments are not a JSON object are sent
-//! back with `{}` (strict servers refuse malformed arguments anywhere in a
-//! request).
+//! error result, as a call of an unknown tool is). A lone UTF-16
+//! surrogate, in the answer's JSON or escaped inside a call's arguments,
+//! becomes U+FFFD (`surrogates.rs`).
 //!
 //! Two answers are errors, not responses: a `refusal` (OpenAI's field for
 //! a model that declines, streamed as `delta.refusal`) is
@@ -24,17 +25,12 @@
 //! (a compaction would keep the refusal as its summary).
 
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 
 use serde::Deserialize;
-use serde::Serialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use super::super::ChatMessage;
 use super::super::FinishReason;
 use super::super::ModelError;
-use super::super::ModelRequest;
 use super::super::ModelResponse;
 use super::super::ToolCall;
 use super::super::Usage;
@@ -45,154 +41,6 @@ use super::surrogates;
 /// for a call of an unknown tool; it also stands where a server would
 /// refuse an empty name when the call is sent back.
 const NAMELESS_CALL: &str = "missing_function_name";
-
-/// Encodes the request body. Field order is fixed, so two requests whose
-/// conversations share a prefix share the bytes of that prefix.
-pub(super) fn encode_request(
-    model: &str,
-    request: &ModelRequest,
-    stream: bool,
-    temperature: Option<f32>,
-) -> Result<Vec<u8>, ModelError> {
-    let body = WireRequest {
-        model,
-        messages: request.messages.iter().map(WireMessage::from).collect(),
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                kind: "function",
-                function: WireFunction {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                },
-            })
-            .collect(),
-        stream,
-        stream_options: stream.then_some(StreamOptions {
-            include_usage: true,
-        }),
-        max_tokens: request.max_tokens,
-        temperature,
-    };
-    serde_json::to_vec(&body)
-        .map_err(|e| ModelError::Protocol(format!("request did not encode: {e}")))
-}
-
-#[derive(Serialize)]
-struct WireRequest<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Serialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-enum WireMessage<'a> {
-    System {
-        content: &'a str,
-    },
-    User {
-        content: &'a str,
-    },
-    Assistant {
-        /// `null` when the message is only tool calls; some servers reject
-        /// an empty string there.
-        content: Option<&'a str>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<WireToolCall<'a>>,
-    },
-    Tool {
-        tool_call_id: &'a str,
-        content: &'a str,
-    },
-}
-
-impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
-    fn from(message: &'a ChatMessage) -> Self {
-        match message {
-            ChatMessage::System { content } => WireMessage::System { content },
-            ChatMessage::User { content } => WireMessage::User { content },
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-            } => WireMessage::Assistant {
-                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content),
-                tool_calls: tool_calls
-                    .iter()
-                    .map(|call| WireToolCall {
-                        id: &call.id,
-                        kind: "function",
-                        function: WireFunctionCall {
-                            name: &call.name,
-                            arguments: sendable_arguments(&call.arguments),
-                        },
-                    })
-                    .collect(),
-            },
-            ChatMessage::Tool {
-                tool_call_id,
-                content,
-            } => WireMessage::Tool {
-                tool_call_id,
-                content,
-            },
-        }
-    }
-}
-
-/// The arguments of an earlier call as sent back: `{}` when they are not
-/// a JSON object (cut off, malformed), which strict servers (vLLM,
-/// llama-server) refuse with a 400 in every later request of the session.
-/// The call's result already told the model its arguments were invalid.
-fn sendable_arguments(arguments: &str) -> &str {
-    match serde_json::from_str::<HashMap<String, IgnoredAny>>(arguments) {
-        Ok(_) => arguments,
-        Err(_) => "{}",
-    }
-}
-
-#[derive(Serialize)]
-struct WireToolCall<'a> {
-    id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: WireFunctionCall<'a>,
-}
-
-#[derive(Serialize)]
-struct WireFunctionCall<'a> {
-    name: &'a str,
-    arguments: &'a str,
-}
-
-#[derive(Serialize)]
-struct WireTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: WireFunction<'a>,
-}
-
-#[derive(Serialize)]
-struct WireFunction<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: &'a Value,
-}
 
 /// One streamed `chat.completion.chunk`.
 #[derive(Debug, Deserialize)]
@@ -313,13 +161,13 @@ impl WireUsage {
 
 /// Accumulates a response from chunks (or from one whole completion).
 ///
-/// Tool-call pieces are placed by their `index`. A piece without one
-/// (some servers leave it out) goes to the call with its `id`; a new id
-/// starts a new call; a piece without an id continues the call of the
-/// piece before it, unless a chunk already gave that call a piece (a chunk
-/// holds one piece per call, so a whole completion's calls stay apart) or
-/// it names a function after that call's arguments began (the name comes
-/// before the arguments).
+/// Streamed tool-call pieces are placed by their `index`. A piece without
+/// one (some servers leave it out) goes to the call with its `id`; a new
+/// id starts a new call; a piece without an id continues the call of the
+/// piece before it, unless the chunk already gave that call a piece (a
+/// chunk holds one piece per call) or it names a function after that
+/// call's arguments began (the name comes before the arguments). A whole
+/// completion's calls are not pieces: each is its own call.
 #[derive(Debug, Default)]
 pub(super) struct Assembler {
     text: String,
@@ -422,7 +270,7 @@ impl Assembler {
         let Some(message) = choice.message else {
             return Ok(None);
         };
-        self.apply_calls(message.tool_calls.unwrap_or_default());
+        self.apply_whole_calls(message.tool_calls.unwrap_or_default());
         self.apply_refusal(message.refusal);
         Ok(self.apply_text(message.content))
     }
@@ -444,6 +292,7 @@ impl Assembler {
         }
     }
 
+    /// A chunk's tool-call pieces, each added to the call it belongs to.
     fn apply_calls(&mut self, parts: Vec<ToolCallPart>) {
         // the calls this chunk gave a piece
         let mut touched: Vec<u32> = Vec::new();
@@ -453,42 +302,62 @@ impl Assembler {
                 None => self.place(&part, &touched),
             };
             touched.push(key);
-            self.current = Some(key);
-            let call = self.calls.entry(key).or_default();
-            if let Some(id) = part.id.filter(|id| !id.is_empty() && *id != call.id) {
-                self.size += id.len();
-                call.id = id;
-            }
-            let Some(function) = part.function else {
-                continue;
-            };
-            // Names are appended like arguments, as openai-python's
-            // accumulator does (it concatenates every string field), so a
-            // name split over deltas ("Send", "Message") is whole. vLLM,
-            // llama.cpp and OpenAI send it once; a piece equal to the
-            // whole name so far is a server repeating it in every delta
-            // and is dropped (no tool name is two copies of one word).
-            if let Some(name) = function
-                .name
-                .filter(|name| !name.is_empty() && *name != call.name)
-            {
-                self.size += name.len();
-                call.name.push_str(&name);
-            }
-            let before = call.arguments.len();
-            match function.arguments {
-                Some(Value::String(fragment)) => call.arguments.push_str(&fragment),
-                Some(Value::Null) | None => {}
-                Some(object) => call.arguments.push_str(&object.to_string()),
-            }
-            self.size += call.arguments.len() - before;
+            self.apply_piece(key, part);
         }
+    }
+
+    /// A whole completion's calls: each element is a call of its own,
+    /// whatever its `index` or `id` says (placing by id, as for pieces,
+    /// ran two calls sharing an id together into one). The engine gives a
+    /// repeated id a fresh one, as for streamed calls.
+    fn apply_whole_calls(&mut self, calls: Vec<ToolCallPart>) {
+        for call in calls {
+            self.apply_piece(self.next_key(), call);
+        }
+    }
+
+    /// Adds `part` to the call at `key`.
+    fn apply_piece(&mut self, key: u32, part: ToolCallPart) {
+        self.current = Some(key);
+        let call = self.calls.entry(key).or_default();
+        if let Some(id) = part.id.filter(|id| !id.is_empty() && *id != call.id) {
+            self.size += id.len();
+            call.id = id;
+        }
+        let Some(function) = part.function else {
+            return;
+        };
+        // Names are appended like arguments, as openai-python's
+        // accumulator does (it concatenates every string field), so a
+        // name split over deltas ("Send", "Message") is whole. vLLM,
+        // llama.cpp and OpenAI send it once; a piece equal to the
+        // whole name so far is a server repeating it in every delta
+        // and is dropped (no tool name is two copies of one word).
+        if let Some(name) = function
+            .name
+            .filter(|name| !name.is_empty() && *name != call.name)
+        {
+            self.size += name.len();
+            call.name.push_str(&name);
+        }
+        let before = call.arguments.len();
+        match function.arguments {
+            Some(Value::String(fragment)) => call.arguments.push_str(&fragment),
+            Some(Value::Null) | None => {}
+            Some(object) => call.arguments.push_str(&object.to_string()),
+        }
+        self.size += call.arguments.len() - before;
+    }
+
+    /// The key of a call after all others.
+    fn next_key(&self) -> u32 {
+        self.calls.last_key_value().map_or(0, |(key, _)| key + 1)
     }
 
     /// The call a piece without `index` belongs to (see [`Assembler`]);
     /// `touched` holds the calls this chunk already gave a piece.
     fn place(&self, part: &ToolCallPart, touched: &[u32]) -> u32 {
-        let next = self.calls.last_key_value().map_or(0, |(key, _)| key + 1);
+        let next = self.next_key();
         if let Some(id) = part.id.as_deref().filter(|id| !id.is_empty()) {
             return self
                 .calls
@@ -513,7 +382,8 @@ impl Assembler {
     /// The finished response. A call without an id gets a fresh random one
     /// ([`ToolCall::fresh_id`]: `call_<index>` would repeat in every step),
     /// one without a name [`NAMELESS_CALL`]; empty arguments become `{}`;
-    /// a missing finish reason is inferred.
+    /// a lone surrogate (marked, or escaped in the arguments) becomes
+    /// U+FFFD; a missing finish reason is inferred.
     /// A refusal fails with [`ModelError::Refused`], a content filter's
     /// stop with [`ModelError::ContentFiltered`].
     pub(super) fn into_response(self) -> Result<ModelResponse, ModelError> {
@@ -533,18 +403,20 @@ impl Assembler {
                 id: if call.id.is_empty() {
                     ToolCall::fresh_id()
                 } else {
-                    call.id
+                    surrogates::join(call.id)
                 },
                 // answered like a call of an unknown tool, not a failed turn
                 name: if call.name.is_empty() {
                     NAMELESS_CALL.to_owned()
                 } else {
-                    call.name
+                    surrogates::join(call.name)
                 },
                 arguments: if call.arguments.trim().is_empty() {
                     "{}".to_owned()
                 } else {
-                    surrogates::join(call.arguments)
+                    // the arguments are JSON text, and a lone surrogate
+                    // escaped in it would make them invalid JSON
+                    surrogates::replace_lone_escapes(surrogates::join(call.arguments))
                 },
             });
         }

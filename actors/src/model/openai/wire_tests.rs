@@ -2,137 +2,14 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;
 
-use super::super::super::ChatMessage;
 use super::super::super::FinishReason;
 use super::super::super::ModelError;
-use super::super::super::ModelRequest;
 use super::super::super::ModelResponse;
-use super::super::super::Purpose;
 use super::super::super::ToolCall;
-use super::super::super::ToolSpec;
 use super::super::super::Usage;
 use super::Assembler;
 use super::Completion;
 use super::StreamChunk;
-use super::encode_request;
-
-fn request() -> ModelRequest {
-    ModelRequest {
-        purpose: Purpose::Turn,
-        bot: "ada".to_owned(),
-        messages: vec![
-            ChatMessage::System {
-                content: "be brief".to_owned(),
-            },
-            ChatMessage::User {
-                content: "weather?".to_owned(),
-            },
-            ChatMessage::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: "call_1".to_owned(),
-                    name: "Weather".to_owned(),
-                    arguments: r#"{"city":"Oslo"}"#.to_owned(),
-                }],
-            },
-            ChatMessage::Tool {
-                tool_call_id: "call_1".to_owned(),
-                content: "rain".to_owned(),
-            },
-            ChatMessage::Assistant {
-                content: "It rains.".to_owned(),
-                tool_calls: Vec::new(),
-            },
-        ],
-        tools: vec![ToolSpec {
-            name: "Weather".to_owned(),
-            description: "Forecast".to_owned(),
-            parameters: json!({"type": "object"}),
-        }],
-        max_tokens: Some(100),
-    }
-}
-
-#[test]
-fn encodes_the_chat_completions_shape() {
-    let body: Value =
-        serde_json::from_slice(&encode_request("m", &request(), true, Some(0.5)).unwrap()).unwrap();
-    assert_eq!(
-        body,
-        json!({
-            "model": "m",
-            "messages": [
-                {"role": "system", "content": "be brief"},
-                {"role": "user", "content": "weather?"},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": "Weather", "arguments": "{\"city\":\"Oslo\"}"}}
-                ]},
-                {"role": "tool", "tool_call_id": "call_1", "content": "rain"},
-                {"role": "assistant", "content": "It rains."}
-            ],
-            "tools": [{"type": "function", "function":
-                {"name": "Weather", "description": "Forecast", "parameters": {"type": "object"}}}],
-            "stream": true,
-            "stream_options": {"include_usage": true},
-            "max_tokens": 100,
-            "temperature": 0.5
-        })
-    );
-}
-
-#[test]
-fn omits_empty_tools_and_unset_options() {
-    let request = ModelRequest {
-        messages: vec![ChatMessage::User {
-            content: "hi".to_owned(),
-        }],
-        ..ModelRequest::default()
-    };
-    let body = String::from_utf8(encode_request("m", &request, false, None).unwrap()).unwrap();
-    assert_eq!(
-        body,
-        r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}"#
-    );
-}
-
-#[test]
-fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
-    let call = |id: &str, arguments: &str| ToolCall {
-        id: id.to_owned(),
-        name: "Send".to_owned(),
-        arguments: arguments.to_owned(),
-    };
-    let request = ModelRequest {
-        messages: vec![ChatMessage::Assistant {
-            content: String::new(),
-            tool_calls: vec![
-                call("a", r#"{"text": "cut off"#),
-                call("b", ""),
-                call("c", "[1, 2]"),
-                call("d", r#" {"text": "whole", "n": {"deep": [1]}} "#),
-            ],
-        }],
-        ..ModelRequest::default()
-    };
-    let body: Value =
-        serde_json::from_slice(&encode_request("m", &request, false, None).unwrap()).unwrap();
-    let sent: Vec<&str> = body["messages"][0]["tool_calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["function"]["arguments"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        sent,
-        vec![
-            "{}",
-            "{}",
-            "{}",
-            r#" {"text": "whole", "n": {"deep": [1]}} "#
-        ]
-    );
-}
 
 fn chunk(value: Value) -> StreamChunk {
     serde_json::from_value(value).unwrap()
@@ -553,5 +430,105 @@ fn a_usage_without_token_counts_is_no_usage() {
             completion_tokens: 1,
             cached_prompt_tokens: 0,
         })
+    );
+}
+
+/// A whole completion as the assembler reads it.
+fn completion(value: Value) -> Completion {
+    serde_json::from_value(value).unwrap()
+}
+
+/// Regression: two calls of a whole completion sharing an id were placed
+/// by that id, as stream pieces are, and ran together into one call
+/// (`SendMessage` with arguments `{"text":"first"}{"text":"second"}`).
+/// Each element is its own call; the engine renames the repeated id.
+#[test]
+fn calls_of_a_whole_completion_sharing_an_id_stay_apart() {
+    let call = |name: &str, text: &str| {
+        json!({"id": "same", "type": "function",
+            "function": {"name": name, "arguments": json!({"text": text}).to_string()}})
+    };
+    for (second, expected) in [("SendMessage", "SendMessage"), ("Read", "Read")] {
+        let mut assembler = Assembler::default();
+        assembler
+            .apply_completion(completion(json!({"choices": [{"index": 0,
+                "finish_reason": "tool_calls", "message": {"role": "assistant",
+                "tool_calls": [call("SendMessage", "first"), call(second, "second")]}}]})))
+            .unwrap();
+        assert_eq!(
+            calls_of(assembler.into_response()),
+            vec![
+                triple("same", "SendMessage", r#"{"text":"first"}"#),
+                triple("same", expected, r#"{"text":"second"}"#),
+            ]
+        );
+    }
+    // elements with an index of their own (or the same one) are apart too
+    let mut assembler = Assembler::default();
+    assembler
+        .apply_completion(completion(json!({"choices": [{"message": {"tool_calls": [
+            {"index": 0, "function": {"name": "One", "arguments": "{}"}},
+            {"index": 0, "function": {"name": "Two", "arguments": "{}"}}]}}]})))
+        .unwrap();
+    let names: Vec<String> = calls_of(assembler.into_response())
+        .into_iter()
+        .map(|(_, name, _)| name)
+        .collect();
+    assert_eq!(names, ["One", "Two"]);
+}
+
+/// Regression: a lone surrogate escaped inside a call's arguments (JSON
+/// text in a JSON string) left them invalid JSON ("unexpected end of hex
+/// escape"), streamed or not; it is U+FFFD, while a pair whose halves
+/// came in two pieces is whole.
+#[test]
+fn a_lone_surrogate_escaped_in_arguments_becomes_a_replacement_character() {
+    let piece = |index: u32, arguments: &str| {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index,
+            "id": format!("c{index}"), "function": {"name": "Send", "arguments": arguments}}]}}]})
+    };
+    let streamed = assemble(vec![
+        piece(0, r#"{"text":"a \ud8"#),
+        piece(0, r#"00 b"}"#),
+        piece(1, r#"{"text":"\ud83d"#),
+        piece(1, r#"\ude00"}"#),
+    ]);
+    let mut assembler = Assembler::default();
+    assembler
+        .apply_completion(completion(json!({"choices": [{"message": {"tool_calls": [
+            {"id": "c0", "function": {"name": "Send", "arguments": r#"{"text":"a \ud800 b"}"#}},
+            {"id": "c1", "function": {"name": "Send", "arguments": r#"{"text":"\ud83d\ude00"}"#}},
+        ]}}]})))
+        .unwrap();
+    for response in [streamed, assembler.into_response()] {
+        let texts: Vec<Value> = calls_of(response)
+            .into_iter()
+            .map(|(_, _, arguments)| {
+                serde_json::from_str::<Value>(&arguments).unwrap()["text"].clone()
+            })
+            .collect();
+        assert_eq!(texts, [json!("a \u{FFFD} b"), json!("😀")]);
+    }
+}
+
+/// Regression: a lone surrogate in a whole completion's text failed the
+/// turn ("response is not a chat completion"); marked as a stream event's
+/// is, it becomes U+FFFD, in the text and in a call's name alike.
+#[test]
+fn a_lone_surrogate_in_a_whole_completion_becomes_a_replacement_character() {
+    let body = br#"{"choices":[{"index":0,"finish_reason":"tool_calls","message":{
+        "content":"note \ud800 x","tool_calls":[{"id":"c","function":{
+        "name":"Send\udc00","arguments":{"text":"y \ud83d"}}}]}}]}"#;
+    let marked = super::surrogates::mark_lone(body);
+    let mut assembler = Assembler::default();
+    let text = assembler
+        .apply_completion(serde_json::from_slice(&marked).unwrap())
+        .unwrap();
+    assert!(text.is_some());
+    let response = assembler.into_response().unwrap();
+    assert_eq!(response.text, "note \u{FFFD} x");
+    assert_eq!(
+        calls_of(Ok(response)),
+        vec![triple("c", "Send\u{FFFD}", "{\"text\":\"y \u{FFFD}\"}")]
     );
 }

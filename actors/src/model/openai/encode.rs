@@ -1,0 +1,166 @@
+//! Encoding a [`ModelRequest`] as a chat-completions request body.
+//!
+//! Earlier calls whose arguments are not a JSON object are sent back with
+//! `{}` (strict servers refuse malformed arguments anywhere in a request).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use super::super::ChatMessage;
+use super::super::ModelError;
+use super::super::ModelRequest;
+
+/// Encodes the request body. Field order is fixed, so two requests whose
+/// conversations share a prefix share the bytes of that prefix.
+pub(super) fn encode_request(
+    model: &str,
+    request: &ModelRequest,
+    stream: bool,
+    temperature: Option<f32>,
+) -> Result<Vec<u8>, ModelError> {
+    let body = WireRequest {
+        model,
+        messages: request.messages.iter().map(WireMessage::from).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+        max_tokens: request.max_tokens,
+        temperature,
+    };
+    serde_json::to_vec(&body)
+        .map_err(|e| ModelError::Protocol(format!("request did not encode: {e}")))
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` when the message is only tool calls; some servers reject
+        /// an empty string there.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
+    fn from(message: &'a ChatMessage) -> Self {
+        match message {
+            ChatMessage::System { content } => WireMessage::System { content },
+            ChatMessage::User { content } => WireMessage::User { content },
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => WireMessage::Assistant {
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| WireToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: WireFunctionCall {
+                            name: &call.name,
+                            arguments: sendable_arguments(&call.arguments),
+                        },
+                    })
+                    .collect(),
+            },
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => WireMessage::Tool {
+                tool_call_id,
+                content,
+            },
+        }
+    }
+}
+
+/// The arguments of an earlier call as sent back: `{}` when they are not
+/// a JSON object (cut off, malformed), which strict servers (vLLM,
+/// llama-server) refuse with a 400 in every later request of the session.
+/// The call's result already told the model its arguments were invalid.
+fn sendable_arguments(arguments: &str) -> &str {
+    match serde_json::from_str::<HashMap<String, IgnoredAny>>(arguments) {
+        Ok(_) => arguments,
+        Err(_) => "{}",
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[cfg(test)]
+#[path = "encode_tests.rs"]
+mod tests;
