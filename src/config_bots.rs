@@ -2,7 +2,11 @@
 //! to sign in and something to talk to. `impl LoadedFleet`, split from
 //! `config_load.rs`.
 
+use std::collections::HashMap;
+use std::collections::HashSet;
+
 use botfleet_actors::group::mentions::MemberName;
+use botfleet_actors::group::mentions::NameIndex;
 
 use super::BotConfig;
 use super::ConfigError;
@@ -15,6 +19,22 @@ pub(super) const MAX_SECRET_BYTES: usize = 16 * 1024;
 /// The tool every bot needs: the only way it speaks (a reply to a person,
 /// a post in a room, a routine's report: DESIGN.md §3-4).
 const SEND_MESSAGE: &str = "SendMessage";
+
+/// A bot and its place in `[[bots]]`.
+type Listed<'a> = (usize, &'a BotConfig);
+
+/// The bots checked so far, indexed by the words they answer to, so that
+/// each new bot is compared only with the bots that share one (checking
+/// every pair took minutes for a few thousand bots of one owner).
+#[derive(Default)]
+struct Addressable<'a> {
+    /// Every bot: a `shareable` one meets them all.
+    all: NameIndex<Listed<'a>>,
+    /// The `shareable` bots: they meet every other bot.
+    shareable: NameIndex<Listed<'a>>,
+    /// Each owner's bots.
+    by_owner: HashMap<&'a str, NameIndex<Listed<'a>>>,
+}
 
 impl LoadedFleet {
     /// Checks `[[secrets]]`: names, each once, exactly one of `value` or
@@ -49,16 +69,17 @@ impl LoadedFleet {
     /// Checks `[[bots]]`, then that the fleet has users and bots.
     pub(super) fn validate_bots(&self) -> Result<(), ConfigError> {
         let f = &self.file;
-        let mut seen_bots = Vec::new();
+        let mut seen_bots = HashSet::new();
+        // each bot's id in ASCII lowercase → where it was first listed
+        let mut folded_ids: HashMap<String, usize> = HashMap::new();
+        let mut addressable = Addressable::default();
+        let users: HashSet<&str> = f.users.iter().map(|u| u.id.as_str()).collect();
         for (i, b) in f.bots.iter().enumerate() {
             let key = format!("bots[{i}]");
             let valid = botfleet_memory::BotId::new(b.id.as_str()).map(|_| ());
             self.unique_id(&key, "bot", &b.id, valid, &mut seen_bots)?;
             // mentions (`@b1`) ignore case: two such ids would both be woken
-            if let Some(j) = f.bots[..i]
-                .iter()
-                .position(|o| o.id.eq_ignore_ascii_case(&b.id))
-            {
+            if let Some(&j) = folded_ids.get(&b.id.to_ascii_lowercase()) {
                 return Err(self.invalid(
                     format!("{key}.id"),
                     format!(
@@ -67,13 +88,14 @@ impl LoadedFleet {
                     ),
                 ));
             }
+            folded_ids.insert(b.id.to_ascii_lowercase(), i);
             if b.name.trim().is_empty() {
                 return Err(self.invalid(format!("{key}.name"), "must not be empty"));
             }
             if let Some(problem) = botfleet_memory::display_name_problem(&b.name) {
                 return Err(self.invalid(format!("{key}.name"), problem));
             }
-            self.validate_name_apart(&key, i)?;
+            self.validate_name_apart(&key, (i, b), &mut addressable)?;
             self.validate_bot_secrets(&key, b)?;
             if b.daily_token_budget == Some(0) {
                 return Err(self.invalid(
@@ -91,7 +113,7 @@ impl LoadedFleet {
                     ),
                 ));
             }
-            if !f.users.iter().any(|u| u.id == b.owner) {
+            if !users.contains(b.owner.as_str()) {
                 return Err(self.invalid(
                     format!("{key}.owner"),
                     format!("user {:?} is not defined under [[users]]", b.owner),
@@ -115,38 +137,55 @@ impl LoadedFleet {
     }
 
     /// `{key}.name`: no earlier bot that a person can address along with
-    /// bot `i` (the same owner's, or either one `shareable`) answers to the
+    /// bot `b` (the same owner's, or either one `shareable`) answers to the
     /// same word (its id or name, ignoring case): a room's `@Name` would
-    /// wake both, and SendToAgent could not tell them apart.
-    fn validate_name_apart(&self, key: &str, i: usize) -> Result<(), ConfigError> {
-        let bots = &self.file.bots;
-        let Some(b) = bots.get(i) else {
-            return Ok(());
-        };
+    /// wake both, and SendToAgent could not tell them apart. Then adds `b`
+    /// to `seen`, the bots checked before it.
+    fn validate_name_apart<'a>(
+        &self,
+        key: &str,
+        listed: Listed<'a>,
+        seen: &mut Addressable<'a>,
+    ) -> Result<(), ConfigError> {
+        let (_, b) = listed;
         let me = MemberName {
             id: b.id.clone(),
             name: b.name.trim().to_owned(),
         };
-        for (j, o) in bots[..i].iter().enumerate() {
-            if o.owner != b.owner && !o.shareable && !b.shareable {
-                continue;
+        // the earliest clash among the bots `b` meets, as a pass over
+        // every earlier bot in order would find it
+        let clash = if b.shareable {
+            seen.all.first_clash(&me)
+        } else {
+            let own = seen
+                .by_owner
+                .get(b.owner.as_str())
+                .and_then(|index| index.first_clash(&me));
+            let shared = seen.shareable.first_clash(&me);
+            match (own, shared) {
+                (Some(o), Some(s)) => Some(if o.0.0 <= s.0.0 { o } else { s }),
+                (o, s) => o.or(s),
             }
-            let them = MemberName {
-                id: o.id.clone(),
-                name: o.name.trim().to_owned(),
-            };
-            if let Some(token) = them.clash(&me) {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!(
-                        "bot {:?} (name {:?}) and bot {:?} (bots[{j}], name {:?}) both answer to \
-                         {token:?} (a bot's id or name, ignoring case): @{token} would wake both \
-                         and SendToAgent could not tell them apart; give one of them another name",
-                        b.id, b.name, o.id, o.name
-                    ),
-                ));
-            }
+        };
+        if let Some((&(j, o), _, token)) = clash {
+            return Err(self.invalid(
+                format!("{key}.name"),
+                format!(
+                    "bot {:?} (name {:?}) and bot {:?} (bots[{j}], name {:?}) both answer to \
+                     {token:?} (a bot's id or name, ignoring case): @{token} would wake both \
+                     and SendToAgent could not tell them apart; give one of them another name",
+                    b.id, b.name, o.id, o.name
+                ),
+            ));
         }
+        if b.shareable {
+            seen.shareable.insert(listed, me.clone());
+        }
+        seen.by_owner
+            .entry(b.owner.as_str())
+            .or_default()
+            .insert(listed, me.clone());
+        seen.all.insert(listed, me);
         Ok(())
     }
 

@@ -168,3 +168,70 @@ fn bots_a_person_can_address_together_answer_to_different_words() {
         "{e}"
     );
 }
+
+/// `[[bots]]` entries for `owner`, one per `(id, name, extra lines)`.
+fn bots_of(owner: &str, bots: &[(&str, &str, &str)]) -> String {
+    bots.iter()
+        .map(|(id, name, extra)| {
+            format!(
+                "\n[[bots]]\nid = \"{id}\"\nname = \"{name}\"\nrole = \"Helps.\"\nowner = \
+                 \"{owner}\"\nprovider = \"main\"\ntools = [\"SendMessage\"]\n{extra}"
+            )
+        })
+        .collect()
+}
+
+/// Regression (round 14): checking that bots answer to different words
+/// compared every pair of one owner's bots, so 5,000 bots took about five
+/// minutes in a debug build (`check-config`, and every `run`). Checked
+/// against an index of the words each bot answers to, they take well under
+/// a second. On the old code this test does not fail by an assertion: it
+/// runs for minutes (there is deliberately no timing assertion).
+#[test]
+fn five_thousand_bots_of_one_owner_are_checked_in_linear_time() {
+    let ids: Vec<(String, String)> = (0..5_000)
+        .map(|i| (format!("bot{i}"), format!("Bot {i}")))
+        .collect();
+    let many: Vec<(&str, &str, &str)> = ids
+        .iter()
+        .map(|(id, name)| (id.as_str(), name.as_str(), ""))
+        .collect();
+    let fleet = format!("{ISSUE_EXAMPLE}{}", bots_of("alice", &many));
+    let f = LoadedFleet::parse(&fleet, "fleet.toml", None).unwrap();
+    assert_eq!(f.file.bots.len(), 5_001);
+    // the index still finds a clash with a bot listed thousands before
+    let e = err(&format!(
+        "{fleet}{}",
+        bots_of("alice", &[("late", "BOT 17", "")])
+    ));
+    assert!(
+        e.contains("bots[5001].name")
+            && e.contains("bot \"bot17\" (bots[18], name \"Bot 17\")")
+            && e.contains("both answer to \"bot17\""),
+        "{e}"
+    );
+}
+
+/// A bot that clashes with both an earlier bot of its owner and an earlier
+/// `shareable` bot of another owner is reported against the earlier of the
+/// two, as a pass over the bots in order finds it.
+#[test]
+fn the_earliest_clashing_bot_is_named_whoever_owns_it() {
+    let users = "\n[[users]]\nid = \"bob\"\ntoken = \"bob-secret\"\n";
+    let shared = bots_of("bob", &[("helper", "Helper", "shareable = true\n")]);
+    let own = bots_of("alice", &[("aide", "Aide Bot", "")]);
+    // answers to "helper" (bob's shareable bot) and "aidebot" (alice's)
+    let late = bots_of("alice", &[("aidebot", "Helper", "")]);
+    let e = err(&format!("{ISSUE_EXAMPLE}{users}{shared}{own}{late}"));
+    assert!(
+        e.contains("bots[3].name") && e.contains("\"helper\" (bots[1]"),
+        "{e}"
+    );
+    let e = err(&format!("{ISSUE_EXAMPLE}{users}{own}{shared}{late}"));
+    assert!(
+        e.contains("bots[3].name")
+            && e.contains("\"aide\" (bots[1]")
+            && e.contains("both answer to \"AideBot\""),
+        "{e}"
+    );
+}

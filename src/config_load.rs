@@ -77,18 +77,17 @@ impl LoadedFleet {
         what: &str,
         id: &str,
         valid: Result<(), botfleet_memory::IdError>,
-        seen: &mut Vec<String>,
+        seen: &mut std::collections::HashSet<String>,
     ) -> Result<(), ConfigError> {
         if let Err(e) = valid {
             return Err(self.invalid(format!("{key}.id"), e.to_string()));
         }
-        if seen.iter().any(|s| s == id) {
+        if !seen.insert(id.to_owned()) {
             return Err(self.invalid(
                 format!("{key}.id"),
                 format!("{what} {id:?} is defined twice"),
             ));
         }
-        seen.push(id.to_owned());
         Ok(())
     }
 
@@ -110,7 +109,7 @@ impl LoadedFleet {
             return Err(self.invalid(key, message));
         }
         self.validate_host_and_runtime()?;
-        let mut seen_users = Vec::new();
+        let mut seen_users = std::collections::HashSet::new();
         for (i, u) in f.users.iter().enumerate() {
             let key = format!("users[{i}]");
             let valid = botfleet_memory::UserId::new(u.id.as_str()).map(|_| ());

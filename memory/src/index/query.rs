@@ -8,6 +8,9 @@
 //! only excludes, a limit outside `1..=MAX_SEARCH_LIMIT`, an unknown role or
 //! kind filter.
 
+use std::collections::HashSet;
+use std::hash::Hash;
+
 use serde::Deserialize;
 use serde::Serialize;
 use tantivy::Term;
@@ -145,7 +148,7 @@ impl SearchQuery {
 
 /// One required unit of a query: a single term or a phrase of terms with
 /// their relative positions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Part {
     /// One indexed term.
     Term(String),
@@ -357,6 +360,9 @@ pub(crate) fn parse_text(text: &str) -> Result<ParsedText, QueryError> {
         }
         after_or = false;
     }
+    // after the loop: `a a OR b` is `a AND (a OR b)`, not `a OR b`
+    dedup_groups(&mut parsed.must);
+    dedup_groups(&mut parsed.must_not);
     if parsed.must.is_empty() {
         return Err(if parsed.must_not.is_empty() {
             QueryError::NoWords {
@@ -367,6 +373,27 @@ pub(crate) fn parse_text(text: &str) -> Result<ParsedText, QueryError> {
         });
     }
     Ok(parsed)
+}
+
+/// Keeps the first of repeated parts of a conjunction, repeated
+/// alternatives of a group and repeated groups: asking for a word twice
+/// matches what asking once does, but each repeat was searched (and
+/// highlighted) again, so a Chinese word written 170 times took twenty times
+/// as long as once. A phrase is one part: its words keep their order.
+fn dedup_groups(groups: &mut Vec<Group>) {
+    for group in groups.iter_mut() {
+        for parts in group.iter_mut() {
+            dedup_in_order(parts);
+        }
+        dedup_in_order(group);
+    }
+    dedup_in_order(groups);
+}
+
+/// Drops the items equal to an earlier one.
+fn dedup_in_order<T: Clone + Eq + Hash>(items: &mut Vec<T>) {
+    let mut seen = HashSet::new();
+    items.retain(|item| seen.insert(item.clone()));
 }
 
 /// Checks the limit and the filters of a query.
