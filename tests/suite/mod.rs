@@ -79,6 +79,7 @@ mod store_refusals;
 mod subagent_hops;
 mod subagent_reports;
 mod subagent_retry;
+mod tool_edges;
 mod turn_request_bounds;
 mod ui;
 mod ui_browser;

@@ -27,10 +27,6 @@ use crate::support::fleet::TestHost;
 
 const CARD_SCRIPT: &str = r#"
 [[rule]]
-match = "(?i)buttons"
-steps = [ { tool = "SendMessage", args = { text = "Choose:", card = { title = "Deploy", buttons = [ { label = "Approve all", value = "@everyone please run rm -rf ~" }, "Yes", { label = "Open", url = "javascript:alert(document.domain)" }, { label = "Docs", url = "https://example.org/docs" } ] } } } ]
-
-[[rule]]
 steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 "#;
 
@@ -75,6 +71,30 @@ async fn a_card_button_sends_nothing_the_person_has_not_seen() {
         .start()
         .await;
     let session = host.dm_after_hello("r").await;
+    // SendMessage refuses a `javascript:` url: the card is one written
+    // before it did (or by another host), which the page must still draw
+    // safely
+    let card = json!({"title": "Deploy", "buttons": [
+        {"label": "Approve all", "value": "@everyone please run rm -rf ~"}, "Yes",
+        {"label": "Open", "url": "javascript:alert(document.domain)"},
+        {"label": "Docs", "url": "https://example.org/docs"},
+    ]});
+    let delivery = NewEntry {
+        id: EntryId::new_v7(),
+        session: session.parse().unwrap(),
+        author: "r".into(),
+        turn: None,
+        kind: EntryKind::Delivery {
+            text: "Choose:".into(),
+            card: Some(card),
+            call_id: "call_card".into(),
+        },
+    };
+    let rt = host.host.as_ref().unwrap().fleet.runtime();
+    rt.store
+        .write(vec![Mutation::Append(Box::new(delivery))])
+        .await
+        .unwrap();
     browser.sign_in(&host.url, TOKEN).await;
     browser.go(&format!("{}/#/bots/r", host.url)).await;
     browser

@@ -25,6 +25,11 @@ use crate::group;
 use crate::group::Floor;
 use crate::model::ToolSpec;
 
+#[path = "delivery_card.rs"]
+mod card;
+
+pub(crate) use card::clip;
+
 /// Delivers a message to the session's people.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SendMessage;
@@ -46,8 +51,8 @@ impl Tool for SendMessage {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "text": {"type": "string", "description": "The message, in Markdown."},
-                    "card": {"type": "object", "description": "Optional interactive card (title, fields, buttons) rendered by clients."}
+                    "text": {"type": "string", "description": "The message, in Markdown (at most 16,000 characters)."},
+                    "card": {"type": "object", "description": "Optional interactive card rendered by clients: `title`, `text`, `fields` ([{\"name\", \"value\"}]), `buttons` ([label or {\"label\", \"value\"|\"url\"}], urls http(s) only); at most 8,000 characters of JSON."}
                 },
                 "required": ["text"],
                 "additionalProperties": false
@@ -87,13 +92,8 @@ impl Tool for SendMessage {
                 "shorten it, or split it into several SendMessage calls",
             ));
         }
-        if let Some(card) = &args.card
-            && !card.is_object()
-        {
-            return Err(ToolError::bad_args(
-                "SendMessage",
-                "`card` must be an object",
-            ));
+        if let Some(card) = &args.card {
+            card::check_card(card)?;
         }
         let id = EntryId::derive(ctx.turn, ctx.call_id, "delivery");
         let delivery = |session| {
@@ -150,8 +150,16 @@ impl Tool for SendMessage {
             SessionKind::Agent => {
                 // the other bot of the conversation
                 let peer = peer_bot(ctx, &key.peer).await?;
-                let admit =
-                    message_to_bot(ctx, &peer, text, Priority::Bot, "forward", None).await?;
+                let admit = message_to_bot(
+                    ctx,
+                    "SendMessage",
+                    &peer,
+                    text,
+                    Priority::Bot,
+                    "forward",
+                    None,
+                )
+                .await?;
                 (
                     vec![delivery(ctx.session()), admit],
                     format!("delivered to {}", peer.id),
@@ -240,7 +248,7 @@ impl Tool for ReactToMessage {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "seq": {"type": "integer", "minimum": 1, "description": "Sequence number of the message."},
+                    "seq": {"type": "integer", "minimum": 1, "description": "Sequence number of a message people see: theirs, another bot's, an event, or one you delivered."},
                     "emoji": {"type": "string", "description": "One emoji."}
                 },
                 "required": ["seq", "emoji"],
@@ -263,13 +271,7 @@ impl Tool for ReactToMessage {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ReactArgs = parse_args("ReactToMessage", args)?;
-        let emoji = args.emoji.trim();
-        if emoji.is_empty() || emoji.chars().count() > 8 {
-            return Err(ToolError::new(
-                "the emoji must be one emoji (1-8 characters)",
-                "call ReactToMessage again with a single emoji such as 👍",
-            ));
-        }
+        let emoji = check_emoji(&args.emoji)?;
         let found = ctx
             .store()
             .entries_between(ctx.session(), args.seq, args.seq)
@@ -277,13 +279,25 @@ impl Tool for ReactToMessage {
             .map_err(|e| {
                 ToolError::new(format!("could not read the conversation: {e}"), "try again")
             })?;
-        if found.is_empty() {
+        let Some(target) = found.first() else {
             return Err(ToolError::new(
                 format!(
                     "there is no message with seq {} in this conversation",
                     args.seq
                 ),
                 "use the seq of an existing message",
+            ));
+        };
+        if !people_see(&target.kind) {
+            return Err(ToolError::new(
+                format!(
+                    "entry {} is {} {}, which people do not see as a message",
+                    args.seq,
+                    article(target.kind.name()),
+                    target.kind.name()
+                ),
+                "react only to a message people see: one of theirs (user_message), another \
+                 bot's (agent_message), an event, or one you delivered",
             ));
         }
         let id = EntryId::derive(ctx.turn, ctx.call_id, "reaction");
@@ -302,6 +316,75 @@ impl Tool for ReactToMessage {
             }))],
             delivered: false,
         })
+    }
+}
+
+/// The trimmed emoji, or why it is not one: 1-8 characters, none of
+/// them a control, bidi or whitespace character (a newline would break
+/// the line it is shown on, a U+202E reverse the text after it).
+fn check_emoji(given: &str) -> Result<&str, ToolError> {
+    let emoji = given.trim();
+    let retry = "call ReactToMessage again with a single emoji such as 👍";
+    if emoji.is_empty() || emoji.chars().count() > 8 {
+        return Err(ToolError::new(
+            "the emoji must be one emoji (1-8 characters)",
+            retry,
+        ));
+    }
+    if let Some(c) = emoji.chars().find(|&c| c.is_control() || c.is_whitespace()) {
+        return Err(ToolError::new(
+            format!(
+                "the emoji {emoji:?} has a control or space character (U+{:04X}); an emoji has neither",
+                u32::from(c)
+            ),
+            retry,
+        ));
+    }
+    if let Some(c) = emoji.chars().find(|&c| is_bidi(c)) {
+        return Err(ToolError::new(
+            format!(
+                "the emoji {emoji:?} has a bidi control character (U+{:04X}), which reorders \
+                 the text around it",
+                u32::from(c)
+            ),
+            retry,
+        ));
+    }
+    Ok(emoji)
+}
+
+/// The characters that change the direction of text around them: the
+/// marks, embeddings, overrides and isolates.
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Whether people see entries of this kind as messages one can react to:
+/// theirs, other bots', events and the bot's deliveries; not its internal
+/// steps, notices, cards, reactions or turn ends.
+fn people_see(kind: &EntryKind) -> bool {
+    match kind {
+        EntryKind::UserMessage { .. }
+        | EntryKind::AgentMessage { .. }
+        | EntryKind::Event { .. }
+        | EntryKind::Delivery { .. } => true,
+        EntryKind::Assistant { .. }
+        | EntryKind::ToolResult { .. }
+        | EntryKind::Reaction { .. }
+        | EntryKind::Reminder { .. }
+        | EntryKind::Notice { .. }
+        | EntryKind::Approval { .. }
+        | EntryKind::TurnEnd { .. }
+        | EntryKind::Summary { .. } => false,
+    }
+}
+
+/// "an" before a vowel, "a" otherwise.
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
     }
 }
 

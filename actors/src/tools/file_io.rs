@@ -149,3 +149,89 @@ pub(crate) fn replace(
     tmp.kept = true;
     Ok(())
 }
+
+/// What keeps a directory from being made inside the workspace, found
+/// after `create_dir_all` failed: the OS says only "File exists".
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Blocker {
+    /// A file (or another non-directory) where a directory goes.
+    File(PathBuf),
+    /// A symbolic link where a directory goes whose target is not a
+    /// directory: missing, a file, or outside the workspace.
+    Link {
+        /// The link.
+        at: PathBuf,
+        /// Its target as written in it.
+        target: PathBuf,
+        /// Where that target is: outside the workspace, missing, or not a
+        /// directory.
+        problem: LinkProblem,
+    },
+}
+
+/// Why a link cannot hold a directory ([`Blocker::Link`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LinkProblem {
+    /// The target is outside the workspace (followed or not, nothing is
+    /// made there).
+    Outside,
+    /// The target does not exist.
+    Missing,
+    /// The target is a file, not a directory.
+    NotADirectory,
+}
+
+/// The first component of `dir` below `root` that is not a directory and
+/// so keeps `dir` from being made; `None` if none does (the failure had
+/// another cause).
+pub(crate) fn blocker(root: &Path, dir: &Path) -> Option<Blocker> {
+    let rel = dir.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        let meta = match std::fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            // the rest is still to be made: nothing in the way so far
+            Err(_) => return None,
+        };
+        if meta.is_dir() {
+            continue;
+        }
+        if !meta.file_type().is_symlink() {
+            return Some(Blocker::File(at));
+        }
+        let target = std::fs::read_link(&at).ok()?;
+        let lexical = at.parent().map(|p| p.join(&target))?;
+        let problem = match std::fs::metadata(&at) {
+            // a link to a directory inside (resolve refused one outside)
+            Ok(meta) if meta.is_dir() => continue,
+            _ if !lexically_inside(root, &lexical) => LinkProblem::Outside,
+            Ok(_) => LinkProblem::NotADirectory,
+            Err(_) => LinkProblem::Missing,
+        };
+        return Some(Blocker::Link {
+            at,
+            target,
+            problem,
+        });
+    }
+    None
+}
+
+/// Whether `path`, its `.` and `..` taken as written, stays in `root`.
+fn lexically_inside(root: &Path, path: &Path) -> bool {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return false;
+                }
+            }
+            Component::CurDir => {}
+            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => out.push(c),
+        }
+    }
+    out.starts_with(root)
+}

@@ -9,6 +9,8 @@
 //! it, so a crash never leaves half a file and nothing planted at a
 //! temporary path is followed.
 
+#[path = "file_args.rs"]
+mod file_args;
 #[path = "file_io.rs"]
 mod file_io;
 #[path = "read_window.rs"]
@@ -81,6 +83,53 @@ fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError {
 }
 
 fn not_text(shown: &str, line: Option<u64>) -> ToolError {
+/// Why Write cannot make the directories of `shown`: a file or a link
+/// stands where one of them goes.
+fn blocked(root: &std::path::Path, shown: &str, blocker: file_io::Blocker) -> ToolError {
+    use file_io::Blocker;
+    use file_io::LinkProblem;
+    let rel = |p: &std::path::Path| {
+        p.strip_prefix(root)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| p.display().to_string())
+    };
+    let cannot = format!("cannot create the directory of {shown}");
+    match blocker {
+        Blocker::File(at) => {
+            let at = rel(&at);
+            ToolError::new(
+                format!("{cannot}: {at} is a file, not a directory"),
+                format!("choose a path that does not go through {at}, or move {at} away first"),
+            )
+        }
+        Blocker::Link {
+            at,
+            target,
+            problem,
+        } => {
+            let (at, target) = (rel(&at), target.display().to_string());
+            let (why, hint) = match problem {
+                LinkProblem::Outside => (
+                    "which is outside the workspace",
+                    format!("use a path inside the workspace that does not go through {at}"),
+                ),
+                LinkProblem::Missing => (
+                    "which does not exist",
+                    format!("create the directory {at} leads to first, or remove the link {at}"),
+                ),
+                LinkProblem::NotADirectory => (
+                    "which is not a directory",
+                    format!("choose a path that does not go through {at}"),
+                ),
+            };
+            ToolError::new(
+                format!("{cannot}: {at} is a symbolic link to {target}, {why}"),
+                hint,
+            )
+        }
+    }
+}
+
     let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
     ToolError::new(
         format!(
@@ -150,7 +199,11 @@ impl Tool for Read {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ReadArgs = parse_args("Read", args)?;
+        file_args::known_fields("Read", &args, &["path", "offset", "limit", "column"])?;
         let path = resolve(ctx, &args.path)?;
+        file_args::from_one("Read", "offset", args.offset)?;
+        file_args::from_one("Read", "limit", args.limit)?;
+        file_args::from_one("Read", "column", args.column)?;
         let shown = shown(ctx, &path);
         let window = Window {
             line: args.offset.unwrap_or(1).max(1),
@@ -243,7 +296,7 @@ impl Tool for Write {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Path relative to the workspace root."},
+                    "path": {"type": "string", "description": "Path relative to the workspace root (`~/` is the root too)."},
                     "content": {"type": "string", "description": "The whole new content."}
                 },
                 "required": ["path", "content"],
@@ -290,12 +343,18 @@ impl Tool for Write {
             ));
         }
         let shown = shown(ctx, &path);
+        file_args::known_fields("Write", &args, &["path", "content"])?;
         let name = shown.clone();
+        file_args::plain_path(&args.path)?;
         let len = args.content.len();
         blocking(&shown, move || {
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| io_error("create the directory of", &name, &e))?;
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    match file_io::blocker(&root, parent) {
+                        Some(blocker) => blocked(&root, &name, blocker),
+                        None => io_error("create the directory of", &name, &e),
+                    }
+                })?;
             }
             let permissions =
                 file_io::existing_target(&path).map_err(|e| file_error("write", &name, &e))?;
@@ -316,6 +375,7 @@ pub struct Edit;
 struct EditArgs {
     path: String,
     old_text: String,
+        let root = ctx.workspace().root().to_path_buf();
     new_text: String,
     #[serde(default)]
     replace_all: bool,
@@ -330,7 +390,7 @@ impl Tool for Edit {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string"},
+                    "path": {"type": "string", "description": "Path relative to the workspace root (`~/` is the root too)."},
                     "old_text": {"type": "string"},
                     "new_text": {"type": "string"},
                     "replace_all": {"type": "boolean", "default": false}
@@ -378,6 +438,11 @@ impl Tool for Edit {
             }
         };
         let text = match String::from_utf8(bytes) {
+        file_args::known_fields(
+            "Edit",
+            &args,
+            &["path", "old_text", "new_text", "replace_all"],
+        )?;
             Ok(text) if !text.contains('\0') => text,
             Ok(_) | Err(_) => return Err(not_text(&shown, None)),
         };
@@ -385,6 +450,12 @@ impl Tool for Edit {
         if count == 0 {
             return Err(ToolError::new(
                 format!("old_text does not occur in {shown}"),
+        if args.old_text == args.new_text {
+            return Err(ToolError::new(
+                "old_text and new_text are the same; nothing to change",
+                "give in new_text the text that should replace old_text",
+            ));
+        }
                 "Read the file and copy the exact text, including whitespace",
             ));
         }

@@ -248,3 +248,133 @@ fn a_failed_replace_leaves_no_temporary_file() {
     assert!(file_io::replace(&target, b"new", None).is_err());
     assert_eq!(temp_files(dir.path()), Vec::<String>::new());
 }
+
+/// Write says what stands where a directory of its path goes: a file, or
+/// a link leading outside the workspace or nowhere. (It said only "File
+/// exists (os error 17)".)
+#[tokio::test]
+async fn write_names_what_blocks_its_directory() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    let outside = tempfile::tempdir().unwrap();
+    let away = outside.path().join("away");
+    std::fs::write(root.join("s.txt"), "x").unwrap();
+    std::os::unix::fs::symlink(&away, root.join("dang")).unwrap();
+    std::os::unix::fs::symlink("missing/dir", root.join("gone")).unwrap();
+    for (path, want) in [
+        (
+            "s.txt/child",
+            "cannot create the directory of s.txt/child: s.txt is a file, not a directory",
+        ),
+        ("s.txt/a/b", "s.txt is a file, not a directory"),
+        (
+            "dang/x",
+            &format!(
+                "dang is a symbolic link to {}, which is outside the workspace",
+                away.display()
+            ),
+        ),
+        (
+            "gone/x",
+            "gone is a symbolic link to missing/dir, which does not exist",
+        ),
+    ] {
+        let err = call(&f, &Write, json!({"path": path, "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(err.contains(want), "{path}: {err}");
+        assert!(!err.contains("os error"), "{path}: {err}");
+    }
+    assert!(!away.exists());
+    assert_eq!(std::fs::read_to_string(root.join("s.txt")).unwrap(), "x");
+}
+
+/// `~/` is the workspace root in the file tools as in Shell; `~name` is
+/// refused; a path with a control character is refused. (`~/t.txt` made
+/// a directory named `~`, and `a\nb.txt` a file with a newline in its
+/// name.)
+#[tokio::test]
+async fn write_paths_take_tilde_as_the_root_and_refuse_control_characters() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    let out = call(&f, &Write, json!({"path": "~/t.txt", "content": "one"})).await;
+    assert_eq!(out.unwrap(), "wrote 3 bytes to t.txt");
+    assert_eq!(std::fs::read_to_string(root.join("t.txt")).unwrap(), "one");
+    assert!(!root.join("~").exists());
+    assert_eq!(
+        call(&f, &Read, json!({"path": "~/t.txt"})).await.unwrap(),
+        "one"
+    );
+    let err = call(&f, &Write, json!({"path": "~bob/t.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("`~name` is another user's home"), "{err}");
+    for path in ["a\nb.txt", "tab\there.txt", "esc\u{1b}[1m.txt"] {
+        let err = call(&f, &Write, json!({"path": path, "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(err.contains("has a control character (U+00"), "{err}");
+    }
+    let names: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["t.txt"]);
+}
+
+/// Edit refuses a change that changes nothing, without writing, and names
+/// every unknown field with the one meant. (old == new said "replaced 1
+/// occurrence"; `old_string`/`new_string` named only `new_string`.)
+#[tokio::test]
+async fn edit_refuses_no_change_and_names_every_unknown_field() {
+    use std::os::unix::fs::MetadataExt as _;
+    let f = ToolFixture::new();
+    let file = f.ws().root().join("a.txt");
+    std::fs::write(&file, "same\n").unwrap();
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    let edit = json!({"path": "a.txt", "old_text": "same", "new_text": "same"});
+    let err = call(&f, &Edit, edit).await.unwrap_err();
+    assert!(
+        err.contains("old_text and new_text are the same; nothing to change"),
+        "{err}"
+    );
+    // not replaced: the same file
+    assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
+    let edit = json!({"path": "a.txt", "old_string": "same", "new_string": "new"});
+    let err = call(&f, &Edit, edit).await.unwrap_err();
+    assert!(
+        err.contains(
+            "unknown fields `new_string` (did you mean `new_text`?), `old_string` (did you mean \
+             `old_text`?)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("`path`, `old_text`, `new_text`, `replace_all`"),
+        "{err}"
+    );
+    let err = call(&f, &Write, json!({"file_path": "a.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("unknown field `file_path` (did you mean `path`?)"),
+        "{err}"
+    );
+}
+
+/// Read's `offset`, `limit` and `column` count from 1, as its schema says.
+/// (0 was taken as 1.)
+#[tokio::test]
+async fn read_refuses_zero_offset_and_limit() {
+    let f = ToolFixture::new();
+    std::fs::write(f.ws().root().join("two.txt"), "a\nb\n").unwrap();
+    for field in ["offset", "limit", "column"] {
+        let err = call(&f, &Read, json!({"path": "two.txt", field: 0}))
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains(&format!("`{field}` is 0; its smallest value is 1")),
+            "{err}"
+        );
+    }
+}

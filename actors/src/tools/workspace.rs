@@ -101,7 +101,10 @@ impl Workspace {
     /// Resolves a path given by the model (relative to the root, or
     /// absolute inside it) to an absolute path inside the workspace.
     /// Symlinks are followed for the part of the path that exists, so a
-    /// link pointing out of the workspace is refused too.
+    /// link pointing out of the workspace is refused too. `~` and `~/…`
+    /// are the root, as in Shell (whose `HOME` it is); `~name/…` (another
+    /// user's home in a shell) is refused, and a file really named so is
+    /// reached as `./~name`.
     pub fn resolve(&self, given: &str) -> Result<PathBuf, WorkspaceError> {
         if let Some(why) = &self.problem {
             return Err(WorkspaceError::Unavailable {
@@ -121,7 +124,21 @@ impl Workspace {
                 why: "it contains a NUL byte",
             });
         }
-        let p = Path::new(given);
+        let p = match given.strip_prefix('~') {
+            None => Path::new(given),
+            Some("") => Path::new("."),
+            Some(rest) => match rest.strip_prefix('/') {
+                Some(rest) => Path::new(rest.trim_start_matches('/')),
+                None => {
+                    return Err(WorkspaceError::Invalid {
+                        path: given.into(),
+                        why: "`~name` is another user's home in a shell, and only `~` (the \
+                              workspace root) is known here; give the path relative to the \
+                              root, or `./~name` for a file really named so",
+                    });
+                }
+            },
+        };
         let joined = if p.is_absolute() {
             p.to_path_buf()
         } else {

@@ -150,3 +150,26 @@ fn strays_are_what_is_not_an_owners_directory() {
         "{warning}"
     );
 }
+
+/// `~` and `~/…` are the root, as in Shell; `~name` is refused and
+/// `./~name` is a file of that name. (`~/t.txt` was a file in a
+/// directory named `~`.)
+#[test]
+fn tilde_is_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    assert_eq!(ws.resolve("~").unwrap(), ws.root());
+    assert_eq!(ws.resolve("~/").unwrap(), ws.root());
+    assert_eq!(ws.resolve("~/a/b.txt").unwrap(), ws.root().join("a/b.txt"));
+    assert_eq!(ws.resolve("~//a.txt").unwrap(), ws.root().join("a.txt"));
+    assert!(matches!(
+        ws.resolve("~/../x"),
+        Err(WorkspaceError::Outside { .. })
+    ));
+    assert!(matches!(
+        ws.resolve("~bob/x"),
+        Err(WorkspaceError::Invalid { .. })
+    ));
+    assert_eq!(ws.resolve("./~bob/x").unwrap(), ws.root().join("~bob/x"));
+    assert_eq!(ws.resolve("a/~/b").unwrap(), ws.root().join("a/~/b"));
+}

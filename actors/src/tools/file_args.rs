@@ -1,0 +1,105 @@
+//! Checks of Read's, Write's and Edit's arguments that their types do not
+//! make: every unknown field named at once (serde names only the first it
+//! meets), with the field meant when the name is a known slip; control
+//! characters in a path; and Read's 1-based `offset` and `limit`.
+
+use serde_json::Value;
+
+use super::ToolError;
+use crate::tools::delivery::clip;
+
+/// Names other tools' contracts use for our fields, and ours: a model
+/// used to them gets the right name in the refusal.
+const MEANT: &[(&str, &str)] = &[
+    ("old_string", "old_text"),
+    ("old_str", "old_text"),
+    ("old", "old_text"),
+    ("search", "old_text"),
+    ("new_string", "new_text"),
+    ("new_str", "new_text"),
+    ("new", "new_text"),
+    ("replace", "new_text"),
+    ("replacement", "new_text"),
+    ("file_path", "path"),
+    ("filepath", "path"),
+    ("filename", "path"),
+    ("file", "path"),
+    ("text", "content"),
+    ("contents", "content"),
+    ("data", "content"),
+    ("line", "offset"),
+    ("start", "offset"),
+    ("start_line", "offset"),
+    ("lines", "limit"),
+    ("count", "limit"),
+];
+
+/// Refuses the fields of `args` that `tool` does not have, naming all of
+/// them and, where it is known, the field meant.
+pub(super) fn known_fields(tool: &str, args: &Value, known: &[&str]) -> Result<(), ToolError> {
+    let Value::Object(args) = args else {
+        // not an object: parse_args says so
+        return Ok(());
+    };
+    let mut unknown: Vec<&str> = args
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !known.contains(k))
+        .collect();
+    unknown.sort_unstable();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = unknown
+        .iter()
+        .map(|k| {
+            match MEANT
+                .iter()
+                .find(|(slip, meant)| slip == k && known.contains(meant))
+            {
+                Some((_, meant)) => format!("`{k}` (did you mean `{meant}`?)"),
+                None => format!("`{}`", clip(k)),
+            }
+        })
+        .collect();
+    let fields: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    Err(ToolError::new(
+        format!(
+            "invalid arguments for {tool}: unknown field{} {}",
+            if unknown.len() == 1 { "" } else { "s" },
+            named.join(", ")
+        ),
+        format!(
+            "call {tool} again with only its fields: {}",
+            fields.join(", ")
+        ),
+    ))
+}
+
+/// Refuses a path with a control character (a newline, a tab, an escape):
+/// such a name is made by mistake, and breaks every listing it is in.
+pub(super) fn plain_path(given: &str) -> Result<(), ToolError> {
+    match given.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => Err(ToolError::new(
+            format!(
+                "path {given:?} has a control character (U+{:04X}); file names here may not have \
+                 control characters",
+                u32::from(c)
+            ),
+            "give the path without it (a newline or tab in a path is usually a slip)",
+        )),
+    }
+}
+
+/// Refuses a number whose schema minimum is 1 given as 0 (lines and
+/// characters count from 1; a window of 0 lines shows nothing).
+pub(super) fn from_one(tool: &str, field: &str, value: Option<u64>) -> Result<(), ToolError> {
+    if value == Some(0) {
+        return Err(ToolError::new(
+            format!("invalid arguments for {tool}: `{field}` is 0; its smallest value is 1"),
+            format!("give `{field}` as 1 or more, or leave it out"),
+        ));
+    }
+    Ok(())
+}
