@@ -72,6 +72,7 @@ mod routines_api;
 mod routines_catch_up;
 mod routines_dst;
 mod search_index;
+mod secret_cuts;
 mod secrets;
 mod shell_sandbox;
 mod shell_stop;

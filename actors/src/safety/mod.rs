@@ -73,6 +73,7 @@ pub use review::review_with_model;
 pub use review::sensitive_write_target;
 pub use scripts::may_run_scripts;
 pub use scripts::resolve_scripts;
+pub use secrets::Cuts;
 pub use secrets::REDACTED;
 pub use secrets::Redactor;
 pub use secrets::ScrubStream;

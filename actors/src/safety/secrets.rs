@@ -29,6 +29,20 @@ use serde::Deserializer;
 /// What the wrappers print and what [`Redactor`] writes instead of a secret.
 pub const REDACTED: &str = "[redacted]";
 
+/// The fewest chars of a secret hidden where a cut went through it
+/// ([`Redactor::start_at_end`]).
+pub(crate) const PARTIAL_MIN_CHARS: usize = 4;
+
+/// Which ends of a piece of a longer text were cut out of it, through
+/// whatever was there ([`Redactor::scrub_piece`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cuts {
+    /// The longer text goes on before the piece.
+    pub start: bool,
+    /// The longer text goes on after the piece.
+    pub end: bool,
+}
+
 /// A sensitive value that does not print or serialise.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Sensitive<T>(T);
@@ -206,15 +220,7 @@ impl Redactor {
         if ranges.is_empty() {
             return Cow::Borrowed(text);
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for range in ranges {
-            out.push_str(&text[at..range.start]);
-            out.push_str(REDACTED);
-            at = range.end;
-        }
-        out.push_str(&text[at..]);
-        Cow::Owned(out)
+        Cow::Owned(replaced(text, &ranges))
     }
 
     /// A scrubber for text that arrives in chunks.
@@ -223,6 +229,146 @@ impl Redactor {
             redactor: self,
             pending: String::new(),
         }
+    }
+
+    /// Bytes of the longest text it replaces (0 without secrets): a text
+    /// read this far past where it is cut holds every secret that starts
+    /// before the cut whole ([`Redactor::scrub_cut`]).
+    pub fn longest(&self) -> usize {
+        self.max_len
+    }
+
+    /// `text`, a piece of a longer text, scrubbed: every secret in it is
+    /// replaced, and so is, at an end where it was cut out of the longer
+    /// text (`cuts`), a part of a secret that the cut went through (the
+    /// end of one at its start, the start of one at its end, the whole
+    /// piece when cut at both ends out of one; see
+    /// [`Redactor::start_at_end`]), as no search for the whole secret
+    /// finds such a part. For a window on a file that is not read past.
+    pub fn scrub_piece<'a>(&self, text: &'a str, cuts: Cuts) -> Cow<'a, str> {
+        let patterns = || self.expose_patterns();
+        if cuts.start
+            && cuts.end
+            && text.chars().count() >= PARTIAL_MIN_CHARS
+            && patterns().any(|p| p.contains(text))
+        {
+            // cut out of the middle of a secret (a line of a key file)
+            return Cow::Owned(REDACTED.to_owned());
+        }
+        let mut ranges = self.find(text);
+        let head = if cuts.start {
+            Self::end_at_start(text, patterns())
+        } else {
+            0
+        };
+        let tail = if cuts.end {
+            Self::start_at_end(text, patterns())
+        } else {
+            0
+        };
+        if head == 0 && tail == 0 {
+            return self.scrub(text);
+        }
+        if head > 0 {
+            ranges.insert(0, 0..head);
+        }
+        if tail > 0 {
+            ranges.push(text.len() - tail..text.len());
+        }
+        Cow::Owned(replaced(text, &merged(ranges)))
+    }
+
+    /// `text` scrubbed and cut to at most `max_bytes` of its bytes (on a
+    /// char boundary), and how many of its bytes that shows. The secrets
+    /// are found before the cut: one that the cut would go through is
+    /// left out whole (the cut moves to its start). A secret that goes on
+    /// past the end of `text` cannot be found whole; a start of one that
+    /// the cut leaves at the end is replaced too ([`Redactor::scrub_piece`]).
+    /// A caller that read [`Redactor::longest`] bytes past `max_bytes`
+    /// has every secret that starts before the cut whole.
+    pub fn scrub_cut(&self, text: &str, max_bytes: usize) -> (String, usize) {
+        if text.len() <= max_bytes {
+            return (self.scrub(text).into_owned(), text.len());
+        }
+        let mut end = max_bytes;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if let Some(through) = self
+            .find(text)
+            .into_iter()
+            .find(|r| r.start < end && end < r.end)
+        {
+            end = through.start;
+        }
+        let shown = self.scrub_piece(
+            &text[..end],
+            Cuts {
+                start: false,
+                end: true,
+            },
+        );
+        (shown.into_owned(), end)
+    }
+
+    /// Bytes at the end of `text` that are the start of one of `secrets`
+    /// (a proper prefix of [`PARTIAL_MIN_CHARS`] chars or more), the
+    /// longest such; 0 for none. A text cut there was cut inside that
+    /// secret. Shorter parts are let through: hiding every cut text that
+    /// ends in the first letter of a secret would garble much and hide
+    /// little.
+    pub(crate) fn start_at_end<'s>(
+        text: &str,
+        secrets: impl IntoIterator<Item = &'s str>,
+    ) -> usize {
+        secrets
+            .into_iter()
+            .filter_map(|secret| {
+                // the text's last chars, fewer bytes than the secret
+                let mut from = text.len().saturating_sub(secret.len().saturating_sub(1));
+                while !text.is_char_boundary(from) {
+                    from += 1;
+                }
+                let tail = &text[from..];
+                let chars = tail.chars().count();
+                // the first (longest) part that fits is the one
+                tail.char_indices()
+                    .take(chars.saturating_sub(PARTIAL_MIN_CHARS - 1))
+                    .map(|(at, _)| &tail[at..])
+                    .find(|part| secret.starts_with(part))
+                    .map(str::len)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Bytes at the start of `text` that are the end of one of `secrets`
+    /// (a proper suffix of [`PARTIAL_MIN_CHARS`] chars or more), the
+    /// longest such; 0 for none: the mirror of [`Redactor::start_at_end`],
+    /// for a text cut out after the start of a secret.
+    pub(crate) fn end_at_start<'s>(
+        text: &str,
+        secrets: impl IntoIterator<Item = &'s str>,
+    ) -> usize {
+        secrets
+            .into_iter()
+            .filter_map(|secret| {
+                // the text's first chars, fewer bytes than the secret
+                let mut to = text.len().min(secret.len().saturating_sub(1));
+                while !text.is_char_boundary(to) {
+                    to -= 1;
+                }
+                let head = &text[..to];
+                let chars = head.chars().count();
+                head.char_indices()
+                    .rev()
+                    .take(chars.saturating_sub(PARTIAL_MIN_CHARS - 1))
+                    .map(|(at, c)| &head[..at + c.len_utf8()])
+                    .find(|part| secret.ends_with(part))
+                    .map(str::len)
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// Sorted, merged byte ranges of every (possibly overlapping) occurrence.
@@ -238,16 +384,34 @@ impl Redactor {
                 from = start + step;
             }
         }
-        found.sort_unstable_by_key(|r| r.start);
-        let mut merged: Vec<Range<usize>> = Vec::with_capacity(found.len());
-        for range in found {
-            match merged.last_mut() {
-                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
-                Some(_) | None => merged.push(range),
-            }
-        }
-        merged
+        merged(found)
     }
+}
+
+/// `ranges` sorted, overlapping and adjacent ones merged.
+fn merged(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_unstable_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match merged.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            Some(_) | None => merged.push(range),
+        }
+    }
+    merged
+}
+
+/// `text` with each of `ranges` (sorted, disjoint) replaced by [`REDACTED`].
+fn replaced(text: &str, ranges: &[Range<usize>]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for range in ranges {
+        out.push_str(&text[at..range.start]);
+        out.push_str(REDACTED);
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 impl fmt::Debug for Redactor {

@@ -123,6 +123,72 @@ fn redactor_debug_does_not_show_secrets() {
     assert_eq!(format!("{redactor:?}"), "Redactor { patterns: 1 }");
 }
 
+/// A cut through a secret leaves no part of it of [`PARTIAL_MIN_CHARS`]
+/// chars or more: the end of a piece that starts one, the start of a
+/// piece that ends one; uncut ends are left alone.
+#[test]
+fn scrub_piece_hides_a_secret_at_a_cut_end() {
+    let redactor = Redactor::new(["SUPERSECRET"]);
+    let both = Cuts {
+        start: true,
+        end: true,
+    };
+    assert_eq!(redactor.scrub_piece("aa SUPER", both), "aa [redacted]");
+    assert_eq!(redactor.scrub_piece("CRET bb", both), "[redacted] bb");
+    assert_eq!(
+        redactor.scrub_piece("CRET SUPERSECRET SUPERS", both),
+        "[redacted] [redacted] [redacted]"
+    );
+    // under four chars, or an uncut end, stays
+    assert_eq!(redactor.scrub_piece("aa SUP", both), "aa SUP");
+    assert_eq!(
+        redactor.scrub_piece("aa SUPER", Cuts::default()),
+        "aa SUPER"
+    );
+    assert_eq!(redactor.scrub_piece("CRET bb", Cuts::default()), "CRET bb");
+    // a whole secret merged with a part of another at the cut
+    let redactor = Redactor::new(["abcdXYZW", "XYZW1234"]);
+    assert_eq!(redactor.scrub_piece("- abcdXYZW12", both), "- [redacted]");
+    assert_eq!(Redactor::start_at_end("héSUPé", ["SUPéR"]), "SUPé".len());
+    assert_eq!(Redactor::end_at_start("éRxx", ["SUPéR"]), 0);
+    assert_eq!(Redactor::end_at_start("UPéRxx", ["SUPéR"]), "UPéR".len());
+    // a piece cut out of the middle of a secret (a line of a key file)
+    let key = "BEGIN\nline-one\nline-two\nEND";
+    let redactor = Redactor::new([key]);
+    assert_eq!(redactor.scrub_piece("line-one\n", both), "[redacted]");
+    let end_only = Cuts {
+        start: false,
+        end: true,
+    };
+    assert_eq!(redactor.scrub_piece("line-one\n", end_only), "line-one\n");
+}
+
+/// The secrets are found before the cut: one the cut goes through is
+/// left out whole, and the bytes shown are counted in the text's bytes.
+#[test]
+fn scrub_cut_leaves_a_secret_through_the_cut_out_whole() {
+    let redactor = Redactor::new(["SUPERSECRET"]);
+    assert_eq!(
+        redactor.scrub_cut("ab SUPERSECRET cd", 5),
+        ("ab ".to_owned(), 3)
+    );
+    assert_eq!(
+        redactor.scrub_cut("SUPERSECRET cd SUPERSECRET", 13),
+        ("[redacted] c".to_owned(), 13)
+    );
+    // not cut: scrubbed whole
+    assert_eq!(
+        redactor.scrub_cut("ab SUPERSECRET", 14),
+        ("ab [redacted]".to_owned(), 14)
+    );
+    // a secret going on past the text: its start is hidden
+    assert_eq!(
+        redactor.scrub_cut("ab SUPERSECR", 9),
+        ("ab [redacted]".to_owned(), 9)
+    );
+    assert_eq!(redactor.longest(), "SUPERSECRET".len());
+}
+
 proptest! {
     #[test]
     fn streamed_output_matches_whole_scrub(
@@ -158,5 +224,38 @@ proptest! {
         let redactor = Redactor::new([&secret]);
         let scrubbed = redactor.scrub(&text);
         prop_assert!(!scrubbed.contains(&secret));
+    }
+
+    /// No window of a text, however cut, shows four chars of a secret in
+    /// a row: a window that ends where it is cut, as Read's, or the start
+    /// of a text read past the cut by the longest secret, as Shell's.
+    #[test]
+    fn no_part_of_a_secret_survives_a_cut(
+        secret in "[0-9fghijklmnopqsuvwxyz]{4,16}",
+        // no char of the secrets: a part of one is in the text only where
+        // the secret is
+        parts in prop::collection::vec("[abcde ]{0,20}", 1..6),
+        start in 0usize..200,
+        len in 0usize..200,
+    ) {
+        let text = parts.join(&secret);
+        let redactor = Redactor::new([&secret]);
+        let start = start.min(text.len());
+        let end = (start + len).min(text.len());
+        let chunks: Vec<&str> = (0..=secret.len() - PARTIAL_MIN_CHARS)
+            .map(|i| &secret[i..i + PARTIAL_MIN_CHARS])
+            .collect();
+        let cuts = Cuts { start: start > 0, end: end < text.len() };
+        let piece = redactor.scrub_piece(&text[start..end], cuts);
+        for chunk in &chunks {
+            prop_assert!(!piece.contains(chunk), "{chunk} in {piece}");
+        }
+        // Shell's output, from its start
+        let read = &text[..(end + redactor.longest()).min(text.len())];
+        let (cut, shown) = redactor.scrub_cut(read, end);
+        prop_assert!(shown <= end);
+        for chunk in &chunks {
+            prop_assert!(!cut.contains(chunk), "{chunk} in {cut}");
+        }
     }
 }

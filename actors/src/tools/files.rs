@@ -34,6 +34,7 @@ use super::ToolOutput;
 use super::parse_args;
 use super::show_path;
 use crate::model::ToolSpec;
+use crate::safety::Cuts;
 
 fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, ToolError> {
     ctx.workspace().resolve(path).map_err(|e| {
@@ -82,7 +83,6 @@ fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError {
     }
 }
 
-fn not_text(shown: &str, line: Option<u64>) -> ToolError {
 /// Why Write cannot make the directories of `shown`: a file or a link
 /// stands where one of them goes.
 fn blocked(root: &std::path::Path, shown: &str, blocker: file_io::Blocker) -> ToolError {
@@ -130,6 +130,7 @@ fn blocked(root: &std::path::Path, shown: &str, blocker: file_io::Blocker) -> To
     }
 }
 
+fn not_text(shown: &str, line: Option<u64>) -> ToolError {
     let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
     ToolError::new(
         format!(
@@ -198,12 +199,12 @@ impl Tool for Read {
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-        let args: ReadArgs = parse_args("Read", args)?;
         file_args::known_fields("Read", &args, &["path", "offset", "limit", "column"])?;
-        let path = resolve(ctx, &args.path)?;
+        let args: ReadArgs = parse_args("Read", args)?;
         file_args::from_one("Read", "offset", args.offset)?;
         file_args::from_one("Read", "limit", args.limit)?;
         file_args::from_one("Read", "column", args.column)?;
+        let path = resolve(ctx, &args.path)?;
         let shown = shown(ctx, &path);
         let window = Window {
             line: args.offset.unwrap_or(1).max(1),
@@ -226,8 +227,31 @@ impl Tool for Read {
             })
         })
         .await?;
-        Ok(ToolOutput::text(render(read, &window)))
+        Ok(ToolOutput::text(render(
+            hidden(ctx, read, &window),
+            &window,
+        )))
     }
+}
+
+/// `read` scrubbed of the bot's secrets and the host's credentials here,
+/// where it is known whether the window was cut out of the file: a
+/// window that starts or stops inside a secret shows a part of it that
+/// no later search for the whole secret finds (the scrub of every tool
+/// result), so such a part at a cut end is hidden too.
+fn hidden(ctx: &ToolContext<'_>, read: Shown, window: &Window) -> Shown {
+    let cuts = Cuts {
+        start: window.line > 1 || window.column > 1,
+        end: match read.stop {
+            Stop::Limit { .. } | Stop::Budget { .. } | Stop::MidLine { .. } => true,
+            Stop::Eof | Stop::PastEnd { .. } | Stop::PastLineEnd { .. } => false,
+        },
+    };
+    let text = match ctx.secrets.redactor.scrub_piece(&read.text, cuts) {
+        std::borrow::Cow::Borrowed(_) => read.text,
+        std::borrow::Cow::Owned(text) => text,
+    };
+    Shown { text, ..read }
 }
 
 /// The window's text with a note on where the file goes on.
@@ -319,7 +343,9 @@ impl Tool for Write {
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        file_args::known_fields("Write", &args, &["path", "content"])?;
         let args: WriteArgs = parse_args("Write", args)?;
+        file_args::plain_path(&args.path)?;
         if args.content.len() > ctx.limits().max_file_bytes {
             return Err(ToolError::new(
                 format!(
@@ -343,10 +369,9 @@ impl Tool for Write {
             ));
         }
         let shown = shown(ctx, &path);
-        file_args::known_fields("Write", &args, &["path", "content"])?;
         let name = shown.clone();
-        file_args::plain_path(&args.path)?;
         let len = args.content.len();
+        let root = ctx.workspace().root().to_path_buf();
         blocking(&shown, move || {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| {
@@ -375,7 +400,6 @@ pub struct Edit;
 struct EditArgs {
     path: String,
     old_text: String,
-        let root = ctx.workspace().root().to_path_buf();
     new_text: String,
     #[serde(default)]
     replace_all: bool,
@@ -414,11 +438,22 @@ impl Tool for Edit {
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        file_args::known_fields(
+            "Edit",
+            &args,
+            &["path", "old_text", "new_text", "replace_all"],
+        )?;
         let args: EditArgs = parse_args("Edit", args)?;
         if args.old_text.is_empty() {
             return Err(ToolError::new(
                 "old_text is empty",
                 "give the exact text to replace, or use Write for a new file",
+            ));
+        }
+        if args.old_text == args.new_text {
+            return Err(ToolError::new(
+                "old_text and new_text are the same; nothing to change",
+                "give in new_text the text that should replace old_text",
             ));
         }
         let path = resolve(ctx, &args.path)?;
@@ -438,11 +473,6 @@ impl Tool for Edit {
             }
         };
         let text = match String::from_utf8(bytes) {
-        file_args::known_fields(
-            "Edit",
-            &args,
-            &["path", "old_text", "new_text", "replace_all"],
-        )?;
             Ok(text) if !text.contains('\0') => text,
             Ok(_) | Err(_) => return Err(not_text(&shown, None)),
         };
@@ -450,12 +480,6 @@ impl Tool for Edit {
         if count == 0 {
             return Err(ToolError::new(
                 format!("old_text does not occur in {shown}"),
-        if args.old_text == args.new_text {
-            return Err(ToolError::new(
-                "old_text and new_text are the same; nothing to change",
-                "give in new_text the text that should replace old_text",
-            ));
-        }
                 "Read the file and copy the exact text, including whitespace",
             ));
         }

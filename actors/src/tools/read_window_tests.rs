@@ -170,3 +170,106 @@ fn endless_sources_stop() {
         Err(WindowError::Cancelled)
     ));
 }
+
+/// The tester's file: a secret across the output limit of 32 KiB.
+const SECRET: &str = "SUPERSECRETVALUE_0123456789abcdef";
+
+/// A tool fixture whose bot's results are scrubbed of [`SECRET`], with
+/// `text` in `sec1.txt` of the workspace.
+fn secret_fixture(text: &str) -> crate::tools::test_support::ToolFixture {
+    let mut f = crate::tools::test_support::ToolFixture::new();
+    f.secrets = crate::vault::BotSecrets {
+        values: Vec::new(),
+        redactor: crate::safety::Redactor::new([SECRET]),
+    };
+    std::fs::write(f.ws().root().join("sec1.txt"), text).unwrap();
+    f
+}
+
+/// Read through the tool contract.
+async fn read_tool(f: &crate::tools::test_support::ToolFixture, args: serde_json::Value) -> String {
+    use crate::tools::Tool as _;
+    crate::tools::Read
+        .call(&f.ctx("c1"), args)
+        .await
+        .unwrap()
+        .content
+}
+
+/// Whether `text` shows 4 or more chars of [`SECRET`] in a row.
+fn shows_part_of_secret(text: &str) -> Option<String> {
+    (0..SECRET.len())
+        .flat_map(|start| (start + 4..=SECRET.len()).map(move |end| &SECRET[start..end]))
+        .find(|part| text.contains(part))
+        .map(str::to_owned)
+}
+
+/// Regression (round 14, H2): a window that ends inside a secret showed
+/// its start (`…AAAASUPERSEC`), which no scrub for the whole secret
+/// finds; the window that Read's note points to next began with the rest
+/// (`RETVALUE_0123…`). Neither shows a part of it now, and a window
+/// that holds the secret whole shows it redacted.
+#[tokio::test]
+async fn read_windows_cut_through_a_secret_show_no_part_of_it() {
+    let text = format!("{}{SECRET}{}", "A".repeat(32760), "B".repeat(100));
+    let f = secret_fixture(&text);
+    let first = read_tool(&f, serde_json::json!({"path": "sec1.txt"})).await;
+    assert_eq!(shows_part_of_secret(&first), None, "{}", &first[32700..]);
+    assert!(
+        first.contains("AAAA[redacted]\n[truncated at the output limit of 32768 bytes: line 1 continues at character 32769"),
+        "{}",
+        &first[32700..]
+    );
+    let next = read_tool(
+        &f,
+        serde_json::json!({"path": "sec1.txt", "offset": 1, "column": 32769}),
+    )
+    .await;
+    assert_eq!(shows_part_of_secret(&next), None, "{next}");
+    assert_eq!(next, format!("[redacted]{}", "B".repeat(100)));
+    // a window from anywhere inside the secret
+    for column in 32762..32760 + SECRET.len() as u64 {
+        let from = read_tool(
+            &f,
+            serde_json::json!({"path": "sec1.txt", "offset": 1, "column": column}),
+        )
+        .await;
+        assert_eq!(shows_part_of_secret(&from), None, "column {column}: {from}");
+    }
+    let whole = read_tool(
+        &f,
+        serde_json::json!({"path": "sec1.txt", "offset": 1, "column": 200}),
+    )
+    .await;
+    assert!(
+        whole.ends_with(&format!("AAAA[redacted]{}", "B".repeat(100))),
+        "{}",
+        &whole[whole.len() - 200..]
+    );
+}
+
+/// A secret over several lines (a key file) cut by Read's line limit
+/// shows none of its lines, before or after the cut.
+#[tokio::test]
+async fn read_windows_cut_between_the_lines_of_a_secret_show_none_of_them() {
+    let key = "-----BEGIN KEY-----\nMIIEsecretline1\nMIIEsecretline2\n-----END KEY-----";
+    let mut f = secret_fixture(&format!("intro\n{key}\noutro\n"));
+    f.secrets.redactor = crate::safety::Redactor::new([key]);
+    let head = read_tool(&f, serde_json::json!({"path": "sec1.txt", "limit": 3})).await;
+    assert_eq!(
+        head,
+        "intro\n[redacted]\n[the file continues at line 4; Read again with offset 4 to see more]"
+    );
+    let tail = read_tool(&f, serde_json::json!({"path": "sec1.txt", "offset": 4})).await;
+    assert_eq!(tail, "[redacted]\noutro\n");
+    // one line from its middle
+    let line = read_tool(
+        &f,
+        serde_json::json!({"path": "sec1.txt", "offset": 3, "limit": 1}),
+    )
+    .await;
+    assert_eq!(
+        line,
+        "[redacted]\n[the file continues at line 4; Read again with offset 4 to see more]"
+    );
+}

@@ -146,9 +146,29 @@ impl Tool for Shell {
                 "give a command to run",
             ));
         }
+        if args.command.len() > MAX_COMMAND_BYTES {
+            return Err(ToolError::new(
+                format!(
+                    "the command is {} bytes; the system runs a command of at most {MAX_COMMAND_BYTES} \
+                     bytes (its limit on one argument, 128 KiB)",
+                    args.command.len()
+                ),
+                "Write the long text (a script, a heredoc's content) to a file, then run the file \
+                 with a short command such as `sh script.sh`",
+            ));
+        }
         let limits = ctx.limits();
         let timeout = match args.timeout_s {
             None => limits.shell_default_timeout,
+            Some(s) if s.is_finite() && s > 0.0 && s < MIN_TIMEOUT_S => {
+                return Err(ToolError::new(
+                    format!("timeout_s {s:?} is below the minimum of {MIN_TIMEOUT_S} s"),
+                    format!(
+                        "pass at least {MIN_TIMEOUT_S}, or leave timeout_s out for the default of {} s",
+                        seconds(limits.shell_default_timeout)
+                    ),
+                ));
+            }
             Some(s) if s.is_finite() && s > 0.0 => {
                 // compared before converting: a Duration of 1e30 s panics
                 if s > limits.shell_max_timeout.as_secs_f64() {
@@ -176,10 +196,7 @@ impl Tool for Shell {
             None => ctx.workspace().root().to_path_buf(),
         };
         if !cwd.is_dir() {
-            return Err(ToolError::new(
-                format!("cwd {} is not a directory", cwd.display()),
-                "create it first (Shell `mkdir -p`), or leave cwd out",
-            ));
+            return Err(not_a_directory(&cwd, args.cwd.as_deref().unwrap_or(".")));
         }
         check_paths(ctx.workspace(), &cwd, &args.command)?;
 
@@ -212,13 +229,24 @@ impl Tool for Shell {
             .process_group(0)
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| {
-            ToolError::new(
-                format!(
-                    "could not start {}: {e}",
-                    cmd.as_std().get_program().to_string_lossy()
-                ),
-                "the host cannot run commands right now; tell the user",
-            )
+            if e.kind() == std::io::ErrorKind::ArgumentListTooLong {
+                // the command with the environment (the bot's secrets) is
+                // over the system's total: nothing is wrong with the host
+                ToolError::new(
+                    format!(
+                        "the system refused to start a command this long ({} bytes, with the \
+                         bot's secrets as environment variables): {e}",
+                        args.command.len()
+                    ),
+                    "Write the long text to a file, then run the file with a short command",
+                )
+            } else {
+                // not the program's path: the launcher is the host's binary
+                ToolError::new(
+                    format!("could not start the shell: {e}"),
+                    "the host cannot run commands right now; tell the user",
+                )
+            }
         })?;
         let Some(pgid) = child.id() else {
             return Err(ToolError::new(
@@ -231,7 +259,9 @@ impl Tool for Shell {
         // `kill_on_drop` kills), then taken off the list that the next start
         // reaps if the host dies first (shell_registry.rs)
         let mut group = GroupGuard::new(pgid, ctx.rt.settings.shell_registry.as_ref());
-        let keep = limits.max_output_bytes;
+        // read past the limit by the longest secret: one the cut goes
+        // through is then found whole and left out whole
+        let keep = limits.max_output_bytes + ctx.secrets.redactor.longest();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         group.watch_output(
@@ -265,17 +295,19 @@ impl Tool for Shell {
         group.kill();
         let _ = child.wait().await;
         let (out, err, end) = output::finish(&mut group, &stop, out_task, err_task).await;
+        // scrubbed before it is cut: a cut through a secret leaves a part
+        // of it that no later search for the whole secret finds
         let render = |captured: &output::Captured| {
-            let text = ctx
+            let read = String::from_utf8_lossy(&captured.kept);
+            let (text, shown) = ctx
                 .secrets
                 .redactor
-                .scrub(&String::from_utf8_lossy(&captured.kept))
-                .into_owned();
-            if captured.total > captured.kept.len() {
-                format!(
-                    "{text}\n[... {} more bytes not shown]",
-                    captured.total - captured.kept.len()
-                )
+                .scrub_cut(&read, limits.max_output_bytes);
+            let more = captured
+                .total
+                .saturating_sub(shown.min(captured.kept.len()));
+            if more > 0 {
+                format!("{text}\n[... {more} more bytes not shown]")
             } else {
                 text
             }
@@ -294,10 +326,7 @@ impl Tool for Shell {
         );
         match ending {
             Ending::Exited(status) => {
-                let code = status
-                    .code()
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "killed by a signal".into());
+                let code = exit_code(status);
                 Ok(ToolOutput::text(truncate_output(
                     &format!("exit code: {code}\n{body}"),
                     limits.max_output_bytes * 2 + 256,
@@ -316,6 +345,99 @@ impl Tool for Shell {
                 "do not rely on its effects; check the state before continuing",
             )),
         }
+    }
+}
+
+/// The longest command run: Linux takes one argument of at most 128 KiB
+/// (`MAX_ARG_STRLEN`, its final NUL included), and a longer one fails to
+/// start with `E2BIG`, which says nothing of what to do instead.
+const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
+
+/// The schema's minimum `timeout_s`: a shorter one gives a command no
+/// time to start.
+const MIN_TIMEOUT_S: f64 = 0.1;
+
+/// How a command ended, for its result: its exit code, or the signal that
+/// killed it.
+fn exit_code(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code.to_string(),
+        (None, Some(signal)) => match signal_name(signal) {
+            Some(name) => format!("killed by signal {signal} ({name})"),
+            None => format!("killed by signal {signal}"),
+        },
+        (None, None) => "killed by a signal".into(),
+    }
+}
+
+/// The name of a common signal.
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => return None,
+    })
+}
+
+/// Why `cwd` (as given: `given`), which is no directory, cannot be the
+/// working directory, saying what it is instead: creating it, as for a
+/// path that does not exist, would fail.
+fn not_a_directory(cwd: &Path, given: &str) -> ToolError {
+    let what = match std::fs::symlink_metadata(cwd) {
+        Err(_) => {
+            return ToolError::new(
+                format!("cwd {given} does not exist"),
+                "create it first (Shell `mkdir -p`), or leave cwd out",
+            );
+        }
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(cwd)
+                .map(|t| format!(" to {}", t.display()))
+                .unwrap_or_default();
+            match std::fs::metadata(cwd) {
+                Ok(m) => format!("a symbolic link{target}, which is {}", kind(&m)),
+                Err(_) => format!("a symbolic link{target}, which does not exist"),
+            }
+        }
+        Ok(m) => kind(&m).to_owned(),
+    };
+    ToolError::new(
+        format!("cwd {given} is {what}, not a directory"),
+        "give a directory of the workspace as cwd, or leave cwd out",
+    )
+}
+
+/// What a file that is no directory is, for a message.
+fn kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    if t.is_file() {
+        "a file"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "a special file"
     }
 }
 

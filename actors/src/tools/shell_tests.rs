@@ -346,3 +346,161 @@ fn the_schema_states_the_timeouts_in_use() {
         "Seconds before the command is killed (default 60, at most 600)."
     );
 }
+
+/// The tester's secret, across the output limit of 32 KiB.
+const SECRET: &str = "SUPERSECRETVALUE_0123456789abcdef";
+
+/// Regression (round 14, H2): output cut at the limit was scrubbed after
+/// the cut, so a secret the cut went through showed its start
+/// (`…AAAASUPERSEC`). It is scrubbed before the cut now: the cut moves
+/// to the secret's start, and the note counts the secret as not shown.
+#[tokio::test]
+async fn output_cut_through_a_secret_shows_no_part_of_it() {
+    let mut f = fixture();
+    f.0.secrets = crate::vault::BotSecrets {
+        values: vec![("MYTOK".into(), crate::safety::Secret::new(SECRET))],
+        redactor: crate::safety::Redactor::new([SECRET]),
+    };
+    let text = format!("{}{SECRET}{}", "A".repeat(32760), "B".repeat(100));
+    std::fs::write(f.ws().root().join("sec1.txt"), &text).unwrap();
+    let parts: Vec<&str> = (0..SECRET.len() - 3).map(|i| &SECRET[i..i + 4]).collect();
+    for command in [
+        "cat sec1.txt",
+        // from the environment, cut a few bytes further on
+        "head -c 32765 /dev/zero | tr '\\0' A; printf %s \"$MYTOK\"; head -c 100 /dev/zero | tr '\\0' B",
+    ] {
+        let out = f.run(json!({ "command": command })).await.unwrap().content;
+        for part in &parts {
+            assert!(
+                !out.contains(part),
+                "{command}: {part} in {}",
+                &out[32700..]
+            );
+        }
+        assert!(
+            out.contains("more bytes not shown]") && !out.contains('B'),
+            "{command}: {}",
+            &out[32700..]
+        );
+    }
+    let out = f.run(json!({"command": "cat sec1.txt"})).await.unwrap();
+    assert!(
+        out.content.contains("AAAA\n[... 133 more bytes not shown]"),
+        "{}",
+        &out.content[32700..]
+    );
+    // output under the limit shows the secret redacted, as before
+    let out = f
+        .run(json!({"command": "tail -c 140 sec1.txt"}))
+        .await
+        .unwrap();
+    assert!(
+        out.content.contains("AAAAAAA[redacted]BBB"),
+        "{}",
+        out.content
+    );
+}
+
+/// Regression (round 14, H2): a command over Linux's 128 KiB limit on one
+/// argument failed to start, and the error said the host could not run
+/// commands and showed the host binary's path. It is refused before it
+/// is started, with its size, the limit and the way out.
+#[tokio::test]
+async fn a_command_over_the_argument_limit_is_refused_with_the_way_out() {
+    let f = fixture();
+    let command = format!("cat > big.txt <<'EOF'\n{}\nEOF", "x".repeat(143_000));
+    let err = f.run(json!({ "command": command })).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("the command is {} bytes", command.len()))
+            && text.contains("at most 131071 bytes")
+            && text.contains("Write the long text"),
+        "{text}"
+    );
+    assert!(!text.contains("could not start"), "{text}");
+    assert!(!f.ws().root().join("big.txt").exists());
+    // at the limit it runs
+    let command = format!("echo {} | wc -c", "y".repeat(super::MAX_COMMAND_BYTES - 20));
+    let out = f.run(json!({ "command": command })).await.unwrap();
+    assert!(
+        out.content.starts_with("exit code: 0"),
+        "{}",
+        &out.content[..100]
+    );
+}
+
+/// Regression (round 14, H2): a cwd that exists but is no directory was
+/// answered "create it first", which cannot work; the error says what it
+/// is instead.
+#[tokio::test]
+async fn a_cwd_that_is_no_directory_is_named_for_what_it_is() {
+    let f = fixture();
+    let root = f.ws().root();
+    std::fs::write(root.join("notes.txt"), "x").unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink("gone", root.join("dangling")).unwrap();
+    for (cwd, what) in [
+        ("notes.txt", "cwd notes.txt is a file, not a directory"),
+        ("pipe", "cwd pipe is a FIFO (named pipe), not a directory"),
+        (
+            "dangling",
+            "cwd dangling is a symbolic link to gone, which does not exist",
+        ),
+    ] {
+        let err = f
+            .run(json!({"command": "true", "cwd": cwd}))
+            .await
+            .unwrap_err();
+        assert!(err.message.contains(what), "{cwd}: {err}");
+        assert!(!err.to_string().contains("mkdir"), "{cwd}: {err}");
+    }
+    let err = f
+        .run(json!({"command": "true", "cwd": "missing"}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("cwd missing does not exist"), "{err}");
+    assert!(err.to_string().contains("mkdir -p"), "{err}");
+}
+
+/// Regression (round 14, H2): a command killed by a signal said only
+/// "killed by a signal"; it names the signal now.
+#[tokio::test]
+async fn a_command_killed_by_a_signal_names_it() {
+    let f = fixture();
+    let out = f.run(json!({"command": "kill -9 $$"})).await.unwrap();
+    assert!(
+        out.content
+            .starts_with("exit code: killed by signal 9 (SIGKILL)\n"),
+        "{}",
+        out.content
+    );
+}
+
+/// Regression (round 14, H2): a timeout_s under the schema's minimum of
+/// 0.1 ran (`1e-300` answered "timed out after 0.0 s"); it is refused.
+#[tokio::test]
+async fn a_timeout_under_the_minimum_is_refused() {
+    let f = fixture();
+    for (timeout, shown) in [(0.05, "0.05"), (1e-300, "1e-300")] {
+        let err = f
+            .run(json!({"command": "touch ran", "timeout_s": timeout}))
+            .await
+            .unwrap_err();
+        assert!(
+            err.message
+                .contains(&format!("timeout_s {shown} is below the minimum of 0.1 s")),
+            "{err}"
+        );
+        assert!(err.to_string().contains("default of 60 s"), "{err}");
+    }
+    assert!(!f.ws().root().join("ran").exists());
+    let out = f
+        .run(json!({"command": "true", "timeout_s": 0.1}))
+        .await
+        .unwrap();
+    assert!(out.content.starts_with("exit code: 0"), "{}", out.content);
+}

@@ -97,23 +97,12 @@ impl Redactor {
 
     /// Replaces the end of `text` with [`HIDDEN`] when it is the start
     /// (a proper prefix of [`MIN_SECRET_CHARS`] chars or more) of a secret:
-    /// the text was cut inside that secret.
+    /// the text was cut inside that secret. The search is the one the host
+    /// uses on cut tool results ([`crate::safety::Redactor::start_at_end`]).
     fn hide_cut_secret(&self, text: &mut String) {
-        let longest = self
-            .secrets
-            .iter()
-            .filter_map(|secret| {
-                // the ends of the secret's proper prefixes, shortest
-                // first: the last one the text ends with is the longest
-                secret
-                    .char_indices()
-                    .map(|(at, _)| at)
-                    .skip(MIN_SECRET_CHARS)
-                    .filter(|&at| text.ends_with(&secret[..at]))
-                    .last()
-            })
-            .max();
-        if let Some(len) = longest {
+        let len =
+            crate::safety::Redactor::start_at_end(text, self.secrets.iter().map(String::as_str));
+        if len > 0 {
             text.truncate(text.len() - len);
             text.push_str(HIDDEN);
         }
