@@ -14,7 +14,12 @@
 //!   not seen; at most [`MAX_OPS`] each.
 //!
 //! Removes run first, then replaces, then adds (so a replaced or removed
-//! fact frees its room). Every write goes through the scope actors, so
+//! fact frees its room). An add is a `MemoryOp::AddExtracted` with the
+//! turn: a Forget committed after the turn started wins over it (the
+//! person asked to forget what they had said), answered
+//! `AlreadyForgotten` and logged (`memory/src/layers/forget_marks.rs`).
+//! Replaces and removes are `MemoryOp::ChangeExtracted`: an item changed
+//! after the turn ended keeps its newer text (`Unchanged`). Every write goes through the scope actors, so
 //! limits hold and a full profile comes back as a rejected op. Ids of adds
 //! derive from the session, the turn's id and its text (`turn_seed`), so
 //! running the extraction twice for the same turn adds nothing the second
@@ -22,10 +27,10 @@
 //! own (it may have a new fact to add).
 //!
 //! Nothing here panics or blocks a reply: the engine spawns it after the
-//! turn ([`super::spawn_extract_after_turn`], which records it as owed so
-//! a restart does not lose it, `extract_owed.rs`) and only logs the
-//! outcome. The extraction's token usage and the end of its owed record
-//! are one write.
+//! turn ([`super::spawn_extract_after_turn`]; the turn's end recorded it
+//! as owed so a restart does not lose it, `extract_owed.rs`) and only
+//! logs the outcome. The extraction's token usage and the end of its owed
+//! record are one write.
 
 use std::time::Duration;
 
@@ -112,6 +117,9 @@ pub struct ExtractReport {
     pub removed: Vec<MemoryItem>,
     /// Proposals that were already remembered.
     pub unchanged: Vec<MemoryItem>,
+    /// Adds dropped because a Forget committed after the turn started
+    /// covers them (`MemoryOp::AddExtracted`): the op labels.
+    pub forgotten: Vec<String>,
     /// Proposals refused.
     pub rejected: Vec<RejectedOp>,
 }
@@ -227,7 +235,7 @@ async fn extract(
     *usage = Some(usage_of(rt, bot, &request, &response));
     let proposal = parse(&response.text)?;
     let seed = turn_seed(session, turn, user_texts, final_reply);
-    Ok(apply(rt, bot, &shown_items, proposal, &seed).await)
+    Ok(apply(rt, bot, turn, &shown_items, proposal, &seed).await)
 }
 
 /// Ends the extraction of `turn`: its model call's token usage, if it
@@ -377,6 +385,7 @@ fn turn_seed(session: SessionId, turn: TurnId, user_texts: &[String], final_repl
 async fn apply(
     rt: &Runtime,
     bot: &BotRecord,
+    turn: TurnId,
     shown: &[MemoryItem],
     proposal: Proposal,
     seed: &str,
@@ -400,9 +409,14 @@ async fn apply(
         match shown_item(raw) {
             Ok(item) => ops.push((
                 label,
-                MemoryOp::Remove {
+                MemoryOp::ChangeExtracted {
                     id: item.id.clone(),
                     scope: item.scope.clone(),
+                    text: String::new(),
+                    importance: None,
+                    source: source.clone(),
+                    remove: true,
+                    turn,
                 },
             )),
             Err(reason) => report.reject(label, reason),
@@ -424,12 +438,14 @@ async fn apply(
         match shown_item(&r.id) {
             Ok(item) => ops.push((
                 label,
-                MemoryOp::Replace {
+                MemoryOp::ChangeExtracted {
                     id: item.id.clone(),
                     scope: item.scope.clone(),
                     text: r.text.clone(),
                     importance,
                     source: source.clone(),
+                    remove: false,
+                    turn,
                 },
             )),
             Err(reason) => report.reject(label, reason),
@@ -444,7 +460,8 @@ async fn apply(
             continue;
         }
         match new_memory(bot, a, now, &source, &format!("{seed}\u{0}{i}")) {
-            Ok(n) => ops.push((label, MemoryOp::Add(n))),
+            // a Forget after the turn began wins over what it said
+            Ok(new) => ops.push((label, MemoryOp::AddExtracted { new, turn })),
             Err(reason) => report.reject(label, reason),
         }
     }
@@ -455,7 +472,14 @@ async fn apply(
             Ok(MemoryOpResult::Unchanged(item)) => report.unchanged.push(item),
             Ok(MemoryOpResult::Replaced { before, after }) => report.replaced.push((before, after)),
             Ok(MemoryOpResult::Removed(item)) => report.removed.push(item),
-            Ok(MemoryOpResult::AlreadyForgotten(_)) | Ok(MemoryOpResult::Purged(_)) => {}
+            // a remove of an item forgotten in between answers it too:
+            // nothing to report
+            Ok(MemoryOpResult::AlreadyForgotten(id)) if label.starts_with("add ") => {
+                tracing::info!(bot = %bot.id, turn = %turn, id = %id, "fact extraction: an add dropped, a Forget since the turn began covers it");
+                report.forgotten.push(label);
+            }
+            Ok(MemoryOpResult::AlreadyForgotten(_)) => {}
+            Ok(MemoryOpResult::Purged(_)) => {}
             Ok(MemoryOpResult::Refused(r)) => report.reject(label, r.to_string()),
             Err(e) => report.reject(label, e.to_string()),
         }

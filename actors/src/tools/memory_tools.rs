@@ -54,6 +54,9 @@ use refusals::refused;
 const MAX_FORGET_MATCHES: usize = 20;
 /// Shortest text Forget matches on.
 const MIN_FORGET_CHARS: usize = 3;
+/// Most owed fact extractions a Forget that found nothing looks through
+/// (they live seconds; more are only owed after a long outage).
+const MAX_OWED_READ: i64 = 100;
 
 /// Writes a fact to memory.
 #[derive(Debug, Clone, Copy, Default)]
@@ -487,7 +490,11 @@ async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolE
 /// and changes nothing: the same answer as the first run, even if an item
 /// matching the text was written in between. The answer lists ids and
 /// scopes, not texts: a forgotten text is not kept, so a re-run could not
-/// repeat it.
+/// repeat it. The same write leaves a mark in every reachable scope
+/// (`MemoryOp::ForgetMatching`): a fact extraction of an earlier turn that
+/// lands later does not add back what matches, so when nothing matched
+/// yet but such an extraction is still owed, the answer says so instead
+/// of "nothing you remember contains" (docs/memory.md "Forgetting").
 async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput, ToolError> {
     let needle = botfleet_memory::normalize_text(text);
     if needle.chars().count() < MIN_FORGET_CHARS {
@@ -516,6 +523,14 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             "use a longer, more specific text, or forget by id",
         ));
     }
+    let reach = bot_scopes(ctx.bot);
+    // with the removals, a mark per scope: a fact extraction of an
+    // earlier turn that lands later cannot add back what this forgot
+    // (`MemoryOp::AddExtracted`)
+    let marks = reach.iter().map(|scope| MemoryOp::ForgetMatching {
+        scope: scope.clone(),
+        needle: needle.clone(),
+    });
     let ops = found
         .into_iter()
         .map(|item| MemoryOp::RemoveByCall {
@@ -523,6 +538,7 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             scope: item.scope,
             call: call.clone(),
         })
+        .chain(marks)
         .collect();
     let results = ctx.rt.memory.apply_all(ops).await.map_err(store_error)?;
     // an item another writer forgot or moved in between is not this call's
@@ -538,6 +554,14 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             | MemoryOpResult::Refused(_) => None,
         })
         .collect();
+    if removed.is_empty() && extraction_pending(ctx, &reach).await {
+        return Ok(ToolOutput::text(format!(
+            "Nothing you remember contains {} yet. A fact extraction of an earlier turn is still \
+             running; nothing it finds containing {} will be remembered.",
+            quoted(&needle),
+            quoted(&needle)
+        )));
+    }
     if removed.is_empty() {
         return Err(ToolError::new(
             format!("nothing you remember contains {}", quoted(&needle)),
@@ -545,6 +569,28 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
         ));
     }
     Ok(forgot_matching(&needle, removed))
+}
+
+/// Whether a fact extraction that may write to one of `reach` is still
+/// owed (running, or cut off and waiting for the next start): a Forget
+/// that found nothing is not final then, the extraction may be about to
+/// add what it forgot (and its add will be dropped). A failed read
+/// answers no: the plain "nothing matches" is then said.
+async fn extraction_pending(ctx: &ToolContext<'_>, reach: &[MemoryScope]) -> bool {
+    let Ok(owed) = ctx.store().owed_extractions(MAX_OWED_READ).await else {
+        return false;
+    };
+    for o in owed {
+        let bot = if o.bot == ctx.bot.id {
+            Some(ctx.bot.clone())
+        } else {
+            ctx.store().get_bot(&o.bot).await.ok().flatten()
+        };
+        if bot.is_some_and(|b| bot_scopes(&b).iter().any(|s| reach.contains(s))) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The answer of a Forget by text: the same whether the call removed the

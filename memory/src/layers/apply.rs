@@ -17,6 +17,7 @@ use rusqlite::OptionalExtension;
 use rusqlite::Row;
 use rusqlite::params;
 
+use super::forget_marks;
 use super::recall::stored_terms;
 use super::types::Importance;
 use super::types::Layer;
@@ -147,6 +148,34 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
     purge_expired(conn, op.scope(), now)?;
     match op {
         MemoryOp::Add(new) => add(conn, new, now),
+        MemoryOp::AddExtracted { new, turn } => {
+            if forget_marks::covers(conn, new, *turn, now)? {
+                return Ok(MemoryOpResult::AlreadyForgotten(new.id.clone()));
+            }
+            add(conn, new, now)
+        }
+        MemoryOp::ChangeExtracted {
+            id,
+            scope,
+            text,
+            importance,
+            source,
+            remove: removal,
+            turn,
+        } => {
+            if let Some(newer) = forget_marks::changed_since(conn, id, scope, *turn)? {
+                return Ok(MemoryOpResult::Unchanged(newer));
+            }
+            if *removal {
+                remove(conn, id, scope, None, now)
+            } else {
+                replace(conn, id, scope, text, *importance, source, now)
+            }
+        }
+        MemoryOp::ForgetMatching { scope, needle } => {
+            forget_marks::record_needle(conn, scope, needle, now)?;
+            Ok(MemoryOpResult::Purged(0))
+        }
         MemoryOp::Replace {
             id,
             scope,
@@ -446,6 +475,7 @@ fn remove(
             .execute(params![id.as_str()])?;
         Ok(())
     })?;
+    forget_marks::record_removed(conn, &item, now)?;
     conn.prepare_cached(
         "INSERT INTO memory_forgotten (id, scope_kind, scope_id, forgotten_at, forgotten_by)
          VALUES (?1, ?2, ?3, ?4, ?5)
@@ -475,7 +505,7 @@ fn purge_expired(conn: &Connection, scope: &MemoryScope, before_ms: i64) -> Resu
 }
 
 /// Runs `f` with `secure_delete` on, so freed space is zeroed.
-fn secure<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+pub(super) fn secure<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     conn.execute_batch("PRAGMA secure_delete = ON")?;
     let out = f(conn);
     conn.execute_batch("PRAGMA secure_delete = OFF")?;

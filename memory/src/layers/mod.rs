@@ -17,6 +17,9 @@
 //!   `Mutation::Memory`; the store writer checks limits inside the
 //!   transaction and answers a [`MemoryOpResult`]. A full layer is a
 //!   [`MemoryRefusal`] naming what to replace — never a silent truncation.
+//!   A Forget leaves marks that a fact extraction of an earlier turn,
+//!   landing later, cannot undo (`MemoryOp::AddExtracted`,
+//!   `forget_marks.rs`).
 //! - **Reads** go straight to the store: [`Store::memory_snapshot`]
 //!   (what one prompt shows, hashed), [`Store::memory_items`],
 //!   [`Store::find_memory`] (what "forget X" should remove).
@@ -44,6 +47,7 @@
 
 mod actor;
 mod apply;
+mod forget_marks;
 mod read;
 mod recall;
 mod scope_cache;

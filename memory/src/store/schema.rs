@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_extractions_owed.sql"),
     include_str!("migrations/0013_room_closed.sql"),
     include_str!("migrations/0014_chains.sql"),
+    include_str!("migrations/0015_memory_forget_marks.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

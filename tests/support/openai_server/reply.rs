@@ -32,6 +32,8 @@ pub struct Reply {
     cut_after: Option<usize>,
     delay_headers: Duration,
     endless: Option<(Endless, Duration)>,
+    /// Headers wait until this reads `true` (the test releases them).
+    hold: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -141,6 +143,13 @@ impl Reply {
         self
     }
 
+    /// Holds the response (before its headers) until `gate` reads
+    /// `true`: the test decides when the model answers, without a sleep.
+    pub fn hold_until(mut self, gate: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.hold = Some(gate);
+        self
+    }
+
     fn finish_reason(&self) -> String {
         match (&self.finish, self.tool_calls.is_empty()) {
             (Some(reason), _) => reason.clone(),
@@ -187,6 +196,10 @@ pub(super) struct WireShape {
 pub(super) async fn respond(reply: Reply, request: &Value, shape: &WireShape) -> Response {
     if !reply.delay_headers.is_zero() {
         tokio::time::sleep(reply.delay_headers).await;
+    }
+    if let Some(mut gate) = reply.hold.clone() {
+        // a dropped sender releases it too
+        let _ = gate.wait_for(|open| *open).await;
     }
     if let Some((status, message)) = &reply.error {
         return error_response(*status, message, reply.retry_after.as_deref());

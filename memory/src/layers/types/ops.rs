@@ -6,6 +6,7 @@ use super::Layer;
 use super::MemoryId;
 use super::MemoryItem;
 use super::scope::MemoryScope;
+use crate::ids::TurnId;
 
 /// A new item to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,52 @@ pub enum MemoryOp {
         /// The call, e.g. `<turn>/<call id>`.
         call: String,
     },
+    /// Like `Add`, for a fact the extraction of `turn` drew from what was
+    /// said in it: a Forget committed after the turn started wins over it.
+    /// Answers `AlreadyForgotten` and adds nothing when its id was
+    /// forgotten (the same extraction ran before, and its add was
+    /// forgotten since), or when a Forget of its scope committed at or
+    /// after the turn's start covers its text (a Forget by text whose
+    /// text it contains, a Forget of an item with the same text). A turn
+    /// the store does not know is checked against its id only.
+    AddExtracted {
+        /// The item.
+        new: NewMemory,
+        /// The turn whose extraction proposes it.
+        turn: TurnId,
+    },
+    /// Like `Replace` (`remove: false`) or `Remove` (`remove: true`), for
+    /// the extraction of `turn`: a change of the item committed after the
+    /// turn ended wins (answers `Unchanged` with the item as it is), so an
+    /// older extraction landing late does not overwrite a newer fact. A
+    /// turn the store does not know, or not ended, is not checked.
+    ChangeExtracted {
+        /// The item.
+        id: MemoryId,
+        /// The scope the extractor read it in.
+        scope: MemoryScope,
+        /// New text (ignored for a removal).
+        text: String,
+        /// New importance, or keep.
+        importance: Option<Importance>,
+        /// Who writes it.
+        source: String,
+        /// Remove it instead of replacing it.
+        remove: bool,
+        /// The turn whose extraction proposes it.
+        turn: TurnId,
+    },
+    /// Records a Forget by text in one scope, so that an extraction of a
+    /// turn that started before it cannot add what it forgot
+    /// (`AddExtracted`); removes nothing (the Forget's `RemoveByCall`s
+    /// do). Answers `Purged` with the scope's expired notes purged on the
+    /// way, as any op does.
+    ForgetMatching {
+        /// The scope.
+        scope: MemoryScope,
+        /// The text the Forget matched on (stored in comparison form).
+        needle: String,
+    },
     /// Delete the notes of a scope that expired before `before_ms`.
     PurgeExpired {
         /// The scope.
@@ -80,10 +127,12 @@ impl MemoryOp {
     /// The scope instance the op writes to.
     pub fn scope(&self) -> &MemoryScope {
         match self {
-            MemoryOp::Add(n) => &n.scope,
+            MemoryOp::Add(n) | MemoryOp::AddExtracted { new: n, .. } => &n.scope,
             MemoryOp::Replace { scope, .. }
             | MemoryOp::Remove { scope, .. }
             | MemoryOp::RemoveByCall { scope, .. }
+            | MemoryOp::ForgetMatching { scope, .. }
+            | MemoryOp::ChangeExtracted { scope, .. }
             | MemoryOp::PurgeExpired { scope, .. } => scope,
         }
     }
