@@ -217,7 +217,20 @@ pub struct BotState {
     inputs_seen: u64,
     idle_since: Option<Instant>,
     idle_armed: bool,
+    /// Turn runs in a row that a person's message interrupted before their
+    /// first model step ([`HOLD_AFTER_UNSTEPPED`]).
+    unstepped_interrupts: u32,
 }
+
+/// After this many turn runs in a row were interrupted before their first
+/// model step, the next run does not yield to a person's message until it
+/// has committed one. Under a steady stream of messages (a paste split in
+/// hundreds, 50 a second) each message ended the running turn before it
+/// reached the model and each restart read the whole backlog again: the
+/// bot went 30–40 s without a model call. The messages that came meanwhile
+/// wait in the queue for the next turn; the first one after the step
+/// interrupts as usual.
+const HOLD_AFTER_UNSTEPPED: u32 = 2;
 
 impl Actor for BotActor {
     type Msg = BotMsg;
@@ -254,6 +267,7 @@ impl Actor for BotActor {
             inputs_seen: 0,
             idle_since: None,
             idle_armed: false,
+            unstepped_interrupts: 0,
         })
     }
 
@@ -408,14 +422,23 @@ impl BotState {
     }
 
     /// A person's direct message was queued: it interrupts the running
-    /// turn, and with a debounce window set, the next turn starts when
-    /// the window ends ([`Start::Later`], on a `DebounceDue`).
+    /// turn (unless the run holds interrupts until its first step:
+    /// [`HOLD_AFTER_UNSTEPPED`]), and with a debounce window set, the next
+    /// turn starts when the window ends ([`Start::Later`], on a
+    /// `DebounceDue`).
     fn on_user_dm(&mut self, myself: &ActorRef<BotMsg>) -> Start {
         if let Some(run) = &self.running
             && !run.soft.is_cancelled()
         {
-            tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
-            run.soft.cancel();
+            let holds = self.unstepped_interrupts >= HOLD_AFTER_UNSTEPPED
+                && run.plan == RunPlan::Turn
+                && !run.stepped.load(std::sync::atomic::Ordering::Relaxed);
+            if holds {
+                tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message waits: the running turn makes its first model step first");
+            } else {
+                tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
+                run.soft.cancel();
+            }
         }
         let settings = &self.rt.settings;
         if settings.debounce.is_zero() {

@@ -214,6 +214,19 @@ impl BotState {
         let Some(run) = self.running.take_if(|r| r.turn == turn) else {
             return;
         };
+        if run.plan == RunPlan::Turn {
+            // a run that ended interrupted before its first model step adds
+            // to the string the next run holds interrupts after; any other
+            // end of a turn's run (a step) ends the string
+            let interrupted = matches!(&end.0, TurnEndKind::Ended(r)
+                if r.status == Some(TurnStatus::Interrupted));
+            let stepped = run.stepped.load(std::sync::atomic::Ordering::Relaxed);
+            self.unstepped_interrupts = if interrupted && !stepped {
+                self.unstepped_interrupts.saturating_add(1)
+            } else {
+                0
+            };
+        }
         let crash = match end.0 {
             TurnEndKind::Ended(report) => {
                 let report = *report;

@@ -34,6 +34,7 @@ mod hops;
 mod host;
 mod http_limits;
 mod inbox_order;
+mod input_window;
 mod interrupts;
 mod long_ids;
 mod loops;

@@ -392,11 +392,17 @@ impl Runner {
             let encoding = self.ctx_settings.encoding;
             self.tail
                 .fill_view(view, &self.identity, &self.block, encoding, bound);
-        } else if self.tail.can_trim(window) && self.tail.trim(window, &self.identity, &self.block)
+        } else if self.tail.can_trim(window)
+            && self.tail.trim(
+                window,
+                bound.as_ref().map(|b| b.from),
+                &self.identity,
+                &self.block,
+            )
         {
             // grown past its window: trimmed in memory to what a reload
             // would read, under a fresh state block (the prefix changes
-            // here either way)
+            // here either way), never into the turn's own inputs
         } else {
             self.tail.set_identity(&self.identity);
             // memory changed inside the epoch: an update at the end, or a

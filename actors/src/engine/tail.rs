@@ -256,16 +256,30 @@ impl SessionTail {
     /// Trims a tail grown past its window in memory, to what a reload
     /// would read: the summary and the messages of the newest `window`
     /// entries, under a new system message (`identity`, and `state` for the
-    /// new epoch of the prompt prefix, which changes here anyway). Returns
-    /// false, changing nothing, when the tail cannot tell what a reload
-    /// would read — it skipped entries, holds some out of order, or has
-    /// calls open — and must reload from the store instead.
-    pub(crate) fn trim(&mut self, window: usize, identity: &str, state: &StateBlock) -> bool {
+    /// new epoch of the prompt prefix, which changes here anyway). Like a
+    /// reload bounded by the turn ([`ContextBound`]), it keeps every entry
+    /// from `keep_from` (the first input of the turn about to run) on,
+    /// however many: a compaction keeps the running turn too, so inputs cut
+    /// here would be in neither the context nor a summary (after a string
+    /// of interrupted turns had pushed their inputs, a turn answered 600
+    /// messages having seen the newest 389). Returns false, changing
+    /// nothing, when the tail cannot tell what a reload would read — it
+    /// skipped entries, holds some out of order, or has calls open — and
+    /// must reload from the store instead.
+    pub(crate) fn trim(
+        &mut self,
+        window: usize,
+        keep_from: Option<i64>,
+        identity: &str,
+        state: &StateBlock,
+    ) -> bool {
         let Some(top) = self.held_through() else {
             return false;
         };
         let window = i64::try_from(window).unwrap_or(i64::MAX);
-        let Some((dropped, through)) = self.context.drop_through(top.saturating_sub(window)) else {
+        let cut = top.saturating_sub(window);
+        let cut = keep_from.map_or(cut, |from| cut.min(from.saturating_sub(1)));
+        let Some((dropped, through)) = self.context.drop_through(cut) else {
             return false;
         };
         self.dropped_through = self.dropped_through.max(through);
@@ -560,3 +574,7 @@ impl SessionTail {
 #[cfg(test)]
 #[path = "tail_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tail_trim_tests.rs"]
+mod trim_tests;

@@ -13,7 +13,7 @@ use super::*;
 use crate::model::ChatMessage;
 use crate::tools::test_support::ToolFixture;
 
-fn users(tail: &SessionTail) -> Vec<String> {
+pub(super) fn users(tail: &SessionTail) -> Vec<String> {
     tail.context
         .messages()
         .iter()
@@ -24,7 +24,7 @@ fn users(tail: &SessionTail) -> Vec<String> {
         .collect()
 }
 
-async fn admit(store: &Store, bot: &BotRecord, text: &str) -> (SessionId, i64) {
+pub(super) async fn admit(store: &Store, bot: &BotRecord, text: &str) -> (SessionId, i64) {
     let req = crate::protocol::user_message(&bot.owner, bot, text, None);
     let mut out = store
         .write(vec![Mutation::Admit(Box::new(req))])
@@ -332,7 +332,7 @@ async fn a_trimmed_tail_is_what_a_reload_would_build() {
                 if !tail.can_trim(window) {
                     continue;
                 }
-                assert!(tail.trim(window, "id", &state), "window {window}");
+                assert!(tail.trim(window, None, "id", &state), "window {window}");
                 trims += 1;
                 let mut fresh = SessionTail::new(session);
                 fresh
@@ -390,7 +390,7 @@ async fn a_tail_with_a_skipped_entry_reloads_instead_of_trimming() {
     }
     assert!(tail.needs_load(1));
     assert!(!tail.can_trim(1));
-    assert!(!tail.trim(1, "id", &StateBlock::default()));
+    assert!(!tail.trim(1, None, "id", &StateBlock::default()));
     store.close().await;
 }
 
