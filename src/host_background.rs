@@ -1,5 +1,6 @@
 //! What a started host runs beside its bots: the transcript index and its
-//! indexer, and the hourly pruning of the idempotency ledger.
+//! indexer, and the hourly pruning of the idempotency ledger and of the
+//! counts of chains of bot-to-bot messages that ended.
 
 use std::time::Duration;
 
@@ -37,8 +38,13 @@ pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::
     Ok(())
 }
 
+/// Chains' rows dropped per write: the writer is held for one short
+/// delete at a time, and other writes go in between.
+const CHAIN_ROWS_PER_WRITE: usize = 500;
+
 /// Prunes the idempotency ledger past its retention now (so the ledger's
-/// horizon holds from the first request on), then hourly.
+/// horizon holds from the first request on), then hourly; with it the
+/// rows of chains (`chains`) silent for as long (`prune_chains`).
 pub(super) async fn start_ledger_pruning(
     fleet: FleetHandle,
     retention: Duration,
@@ -52,7 +58,7 @@ pub(super) async fn start_ledger_pruning(
             match prune_ledger(&fleet, retention).await {
                 Ok(()) => {}
                 Err(botfleet_memory::StoreError::WriterGone) => return,
-                Err(e) => tracing::warn!(error = %e, "ledger pruning failed"),
+                Err(e) => tracing::warn!(error = %e, "ledger or chain pruning failed"),
             }
         }
     });
@@ -69,6 +75,34 @@ async fn prune_ledger(
         .write(vec![botfleet_memory::Mutation::PruneLedger {
             before_ms: before,
         }])
-        .await
-        .map(|_| ())
+        .await?;
+    prune_chains(fleet, before).await
+}
+
+/// Drops the rows of chains last written before `before_ms`, a batch per
+/// write until one drops fewer than a full batch. Each message of a chain
+/// writes its row, so a chain still sending is not among them: one silent
+/// for the ledger's whole retention (a day at least) has ended, or, if a
+/// message of it still waits (a paused bot), counts again from 0, at worst
+/// `runtime.max_chain_messages` more messages (memory/src/store/chains.rs).
+async fn prune_chains(
+    fleet: &FleetHandle,
+    before_ms: i64,
+) -> Result<(), botfleet_memory::StoreError> {
+    loop {
+        let results = fleet
+            .store()
+            .write(vec![botfleet_memory::Mutation::PruneChains {
+                before_ms,
+                max: CHAIN_ROWS_PER_WRITE,
+            }])
+            .await?;
+        let full = matches!(
+            results.first(),
+            Some(botfleet_memory::MutationResult::Count(n)) if *n >= CHAIN_ROWS_PER_WRITE
+        );
+        if !full {
+            return Ok(());
+        }
+    }
 }

@@ -376,6 +376,7 @@ impl FleetHandle {
                 | MutationResult::Admitted(_)
                 | MutationResult::Appended { .. }
                 | MutationResult::Attempts(_)
+                | MutationResult::Limited { .. }
                 | MutationResult::Memory(_)
                 | MutationResult::ApprovalRequested(_)
                 | MutationResult::ApprovalChanged(_),

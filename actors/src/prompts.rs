@@ -261,6 +261,11 @@ prompts! {
     argument_cut => "argument_cut.md",
     /// What an older tool result of a long turn is cut to in its requests.
     result_cut => "result_cut.md",
+    /// A message over the per-entry cap: its start and its end around a
+    /// note saying what was cut and where the whole is.
+    entry_clipped => "entry_clipped.md",
+    /// The same for a tool's result over the cap.
+    result_clipped => "result_clipped.md",
     /// The notice of a message to a stopped subagent.
     subagent_stopped => "subagent_stopped.md",
     /// A subagent's report of a task it could not finish.
@@ -271,11 +276,6 @@ prompts! {
     subagent_cancelled => "subagent_cancelled.md",
 }
 
-    /// A message over the per-entry cap: its start and its end around a
-    /// note saying what was cut and where the whole is.
-    entry_clipped => "entry_clipped.md",
-    /// The same for a tool's result over the cap.
-    result_clipped => "result_clipped.md",
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);
 
 /// The compiled-in prompts.

@@ -23,6 +23,7 @@ mod crash;
 mod data_lock;
 mod entry_clip;
 mod event_streams;
+mod extract_owed_crash;
 mod forget_race;
 mod group_replies;
 mod groups;

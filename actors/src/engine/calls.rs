@@ -383,6 +383,61 @@ impl Runner {
             },
         ));
         batch.extend(effects);
-        batch
+        within_limits(batch)
     }
+}
+
+/// A call's outcome whose effects are bounded (`Mutation::Limited`: a
+/// chain's breadth, a parent's running subagents), as one `Limited` with
+/// the call's result and all its effects within every bound: the writer
+/// writes them, or the refusal of the first bound without room as the
+/// call's result and nothing else. (A refused SendMessage to a bot was
+/// counted as delivered above: in a conversation with a bot nothing is
+/// owed to a person.) Other outcomes as they are.
+fn within_limits(batch: Vec<Mutation>) -> Vec<Mutation> {
+    if !batch.iter().any(|m| matches!(m, Mutation::Limited(_))) {
+        return batch;
+    }
+    let mut limits = Vec::new();
+    let mut within = Vec::with_capacity(batch.len());
+    let mut finished = None;
+    for m in batch {
+        if let Mutation::Limited(l) = m {
+            let l = *l;
+            limits.extend(l.limits);
+            within.extend(l.within);
+            continue;
+        }
+        if let Mutation::ToolFinished { turn, call_id, .. } = &m {
+            finished = Some((*turn, call_id.clone()));
+        }
+        within.push(m);
+    }
+    if let Some((turn, call_id)) = finished {
+        // a call recorded as started is closed with what it did
+        for limit in &mut limits {
+            let refusal = limit.refused.iter().find_map(|m| {
+                if let Mutation::Append(e) = m
+                    && let EntryKind::ToolResult { content, .. } = &e.kind
+                {
+                    Some(content.clone())
+                } else {
+                    None
+                }
+            });
+            limit.refused.insert(
+                0,
+                Mutation::ToolFinished {
+                    turn,
+                    call_id: call_id.clone(),
+                    outcome: refusal.unwrap_or_default(),
+                    is_error: true,
+                },
+            );
+        }
+    }
+    vec![Mutation::Limited(Box::new(botfleet_memory::Limited {
+        limits,
+        within,
+    }))]
 }

@@ -1,7 +1,8 @@
 //! Where the turn engine meets memory (`docs/memory.md`): the state block
 //! inside an epoch (append an update, or refresh the system message when
 //! something it showed was forgotten or has expired) and the fact
-//! extraction after a completed turn.
+//! extraction after a completed turn (owed in the write that ends it, run
+//! once it is written).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,14 +11,14 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use botfleet_memory::MemoryId;
-use botfleet_memory::SessionId;
+use botfleet_memory::Mutation;
+use botfleet_memory::OwedExtraction;
 use botfleet_memory::StoreError;
-use botfleet_memory::TurnId;
 
 use super::Runner;
 use crate::memory::spawn_extract_after_turn;
+use crate::model::Purpose;
 use crate::prompts::prompts;
-use crate::runtime::Runtime;
 use crate::tools::Runner as RunnerKind;
 
 impl Runner {
@@ -79,62 +80,114 @@ impl Runner {
         }
     }
 
-    /// Starts the fact extraction for this completed turn in the
-    /// background (when `runtime.extract_memory` is on): what the bot's
-    /// owner wrote in the turn's inputs, the turn's final reply, and the
-    /// ids of the memory items the prompt showed (the frozen block and the
-    /// update), which are the only ones it may replace or remove. Not in
-    /// rooms shared with other users' bots (as the memory tools), nor for
-    /// turns without a message from the owner (routines, hooks, other
-    /// bots). The reply is never affected: a failure is only logged.
-    pub(super) fn spawn_extraction(&self) {
+    /// The fact extraction this completed turn owes, written in the batch
+    /// that ends it (`commit`), so that a crash right after the end finds
+    /// it owed and runs it at the next start (`memory/extract_owed.rs`).
+    /// `None` when no extraction runs for the turn: `runtime.extract_memory`
+    /// is off, the bot's model does not answer extraction (a script
+    /// without an extract rule answers nothing), the turn is in a room
+    /// shared with other users' bots (as the memory tools), or it has no
+    /// message from the bot's owner (routines, hooks, other bots). It
+    /// holds what the extraction reads: what the owner wrote in the
+    /// turn's inputs, the final reply (`batch` is the end's batch, not yet
+    /// written: its last step counts), and the ids of the memory items
+    /// the prompt showed (the frozen block and the update), the only ones
+    /// it may replace or remove.
+    pub(super) async fn owed_extraction(&self, batch: &[Mutation]) -> Option<OwedExtraction> {
         if !self.rt.settings.extract_memory
+            || !self.model.answers(Purpose::Extract)
             || self.scope.runner == (RunnerKind::GroupMember { shared: true })
             || self.state.input_seqs.is_empty()
         {
-            return;
+            return None;
+        }
+        let (user_texts, final_reply) = match &self.texts {
+            // gathered while the turn ran (its end's step included): no read
+            Some(texts) => (texts.user.clone(), texts.reply()),
+            // a resumed turn: read back from the store, plus the end's batch
+            None => match self.stored_texts().await {
+                Ok(mut texts) => {
+                    for m in batch {
+                        if let Mutation::Append(e) = m {
+                            texts.note(&e.kind, false);
+                        }
+                    }
+                    (texts.user.clone(), texts.reply())
+                }
+                Err(e) => {
+                    tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "cannot read the turn for fact extraction; skipped");
+                    return None;
+                }
+            },
+        };
+        if user_texts.is_empty() {
+            return None;
         }
         let mut shown: BTreeSet<&str> = self.tail.state_shown.iter().map(String::as_str).collect();
         if self.memory_update.is_some() {
             shown.extend(self.block.shown.iter().map(String::as_str));
         }
-        let shown: Vec<MemoryId> = shown
+        // kept only if they parse, as the extraction reads them
+        let shown = shown
             .into_iter()
+            .filter(|id| MemoryId::parse(id).is_ok())
+            .map(str::to_owned)
+            .collect();
+        Some(OwedExtraction {
+            turn: self.turn,
+            bot: self.bot.id.clone(),
+            session: self.session,
+            shown,
+            user_texts,
+            final_reply,
+            attempts: 0,
+            // set by the writer
+            created_at: 0,
+        })
+    }
+
+    /// Starts in the background the fact extraction that the turn's end
+    /// recorded as owed (`owed_extraction`). The reply is never affected:
+    /// a failure is only logged, and the extraction clears its owed record
+    /// with its outcome.
+    pub(super) fn spawn_extraction(&self, owed: OwedExtraction) {
+        let shown = owed
+            .shown
+            .iter()
             .filter_map(|id| MemoryId::parse(id).ok())
             .collect();
-        let rt = Arc::clone(&self.rt);
-        let bot = (*self.bot).clone();
-        let (session, turn) = (self.session, self.turn);
-        if let Some(texts) = &self.texts {
-            // gathered while the turn ran: no transcript read
-            if !texts.user.is_empty() {
-                drop(spawn_extract_after_turn(
-                    rt,
-                    bot,
-                    session,
-                    turn,
-                    shown,
-                    texts.user.clone(),
-                    texts.reply(),
-                ));
-            }
-            return;
+        // detached: the extraction logs its own outcome
+        drop(spawn_extract_after_turn(
+            Arc::clone(&self.rt),
+            (*self.bot).clone(),
+            owed.session,
+            owed.turn,
+            shown,
+            owed.user_texts,
+            owed.final_reply,
+        ));
+    }
+
+    /// What fact extraction reads of a resumed turn (its texts were not
+    /// gathered as it ran): the owner's messages among its inputs, its
+    /// deliveries and its last non-empty assistant text, as stored.
+    async fn stored_texts(&self) -> Result<TurnTexts, StoreError> {
+        let inputs = &self.state.input_seqs;
+        let from = inputs.iter().min().copied().unwrap_or(1).saturating_sub(1);
+        let entries = self
+            .rt
+            .store
+            .entries_after(self.session, from, i64::MAX)
+            .await?;
+        let mut texts = TurnTexts::default();
+        for e in entries
+            .iter()
+            .filter(|e| e.turn == Some(self.turn) || inputs.contains(&e.seq))
+        {
+            let owners_input = inputs.contains(&e.seq) && e.author == self.bot.owner.as_str();
+            texts.note(&e.kind, owners_input);
         }
-        let inputs = self.state.input_seqs.clone();
-        tokio::spawn(async move {
-            match turn_texts(&rt, &bot, session, turn, &inputs).await {
-                Ok((user_texts, _)) if user_texts.is_empty() => {}
-                Ok((user_texts, reply)) => {
-                    // detached: the extraction logs its own outcome
-                    drop(spawn_extract_after_turn(
-                        rt, bot, session, turn, shown, user_texts, reply,
-                    ));
-                }
-                Err(e) => {
-                    tracing::warn!(bot = %bot.id, turn = %turn, error = %e, "cannot read the turn for fact extraction; skipped");
-                }
-            }
-        });
+        Ok(texts)
     }
 }
 
@@ -180,6 +233,20 @@ impl TurnTexts {
         self.deliveries.push(text.to_owned());
     }
 
+    /// A stored entry of the turn: an owner's message among its inputs
+    /// (`owners_input`), a delivery, or a model step's text.
+    fn note(&mut self, kind: &EntryKind, owners_input: bool) {
+        if let EntryKind::UserMessage { text } = kind {
+            if owners_input {
+                self.user.push(text.clone());
+            }
+        } else if let EntryKind::Delivery { text, .. } = kind {
+            self.delivered(text);
+        } else if let EntryKind::Assistant { text, .. } = kind {
+            self.assistant(text);
+        }
+    }
+
     /// The final reply: the deliveries one after the other, or the last
     /// assistant text when nothing was delivered.
     fn reply(&self) -> String {
@@ -189,43 +256,4 @@ impl TurnTexts {
             self.deliveries.join("\n\n")
         }
     }
-}
-
-/// The owner's messages among the turn's inputs (`inputs` are their seqs)
-/// and the turn's final reply: its deliveries, one after the other, or
-/// when it delivered nothing its last non-empty assistant text.
-async fn turn_texts(
-    rt: &Runtime,
-    bot: &BotRecord,
-    session: SessionId,
-    turn: TurnId,
-    inputs: &[i64],
-) -> Result<(Vec<String>, String), StoreError> {
-    let from = inputs.iter().min().copied().unwrap_or(1).saturating_sub(1);
-    let entries = rt.store.entries_after(session, from, i64::MAX).await?;
-    let mut user_texts = Vec::new();
-    let mut deliveries = Vec::new();
-    let mut last_text = String::new();
-    for e in entries
-        .iter()
-        .filter(|e| e.turn == Some(turn) || inputs.contains(&e.seq))
-    {
-        if let EntryKind::UserMessage { text } = &e.kind {
-            if inputs.contains(&e.seq) && e.author == bot.owner.as_str() {
-                user_texts.push(text.clone());
-            }
-        } else if let EntryKind::Delivery { text, .. } = &e.kind {
-            deliveries.push(text.clone());
-        } else if let EntryKind::Assistant { text, .. } = &e.kind
-            && !text.trim().is_empty()
-        {
-            last_text = text.clone();
-        }
-    }
-    let reply = if deliveries.is_empty() {
-        last_text
-    } else {
-        deliveries.join("\n\n")
-    };
-    Ok((user_texts, reply))
 }

@@ -8,6 +8,12 @@ use botfleet_memory::AdmitRequest;
 use botfleet_memory::InputDigest;
 use botfleet_memory::SubagentRecord;
 
+/// What a committed batch wrote that the runner follows up on.
+#[path = "written.rs"]
+mod written;
+use written::Shape;
+use written::Written;
+
 impl Runner {
     /// Commits a batch and feeds the entries it appended to the tail.
     pub(super) async fn commit(
@@ -46,84 +52,50 @@ impl Runner {
                 .unwrap_or(batch.len());
             batch.splice(at..at, extra);
         }
-        let appended: Vec<NewEntry> = batch
-            .iter()
-            .filter_map(|m| match m {
-                Mutation::Append(e) => Some((**e).clone()),
-                _ => None,
-            })
-            .collect();
-        // by position in the batch: a subagent's report may be skipped
-        // (`EndSubagentTask` of a stopped subagent), not admitted
-        let admits: Vec<(usize, Priority, NewEntry)> = batch
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| match m {
-                Mutation::Admit(req)
-                | Mutation::EndSubagentTask {
-                    report: Some(req), ..
-                } => Some((i, req.priority, req.entry.clone())),
-                _ => None,
-            })
-            .collect();
-        let upserted: Vec<botfleet_memory::BotId> = batch
-            .iter()
-            .filter_map(|m| match m {
-                Mutation::UpsertBot(b) => Some(b.id.clone()),
-                _ => None,
-            })
-            .collect();
-        let stepped = appended
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::Assistant { .. }));
+        // a completed turn's fact extraction is owed in the transaction
+        // that ends it: a crash after the end cannot lose it (one more row
+        // in this batch, no write of its own)
+        let owed = if ended == Some(TurnStatus::Completed) {
+            self.owed_extraction(&batch).await
+        } else {
+            None
+        };
+        if let Some(owed) = &owed {
+            batch.push(Mutation::OweExtraction(Box::new(owed.clone())));
+        }
+        // what the runner follows up on once the batch commits, taken by
+        // position: a `Limited` wrote only the branch the writer took
+        let shapes = Shape::of(&batch);
+        let stepped = batch.iter().any(
+            |m| matches!(m, Mutation::Append(e) if matches!(e.kind, EntryKind::Assistant { .. })),
+        );
         let results = self.rt.store.write(batch).await?;
         self.start_pending = None;
+        if owed.is_some() {
+            // run by `run_turn` once the turn is over
+            self.owed = owed;
+        }
         if stepped {
             // read by the bot after the run ended or panicked, through its
             // mailbox (which orders it after this store)
             self.stepped
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
+        let written = Written::of(shapes, &results);
         if let Ok(router) = self.rt.router() {
-            for bot in upserted {
+            for bot in written.upserted {
                 // an active bot re-reads its record; an inactive one reads it on activation
                 let _ = router.cast(crate::router::RouterMsg::Reload(bot));
             }
         }
-        if !admits.is_empty() {
+        if !written.admitted.is_empty() {
             // inputs this turn handed to other bots: route them now that
             // they are committed (a crash before this leaves them in the
             // inbox, where recovery finds them)
-            let mut accepted = Vec::new();
-            for (i, priority, entry) in admits {
-                if let Some(MutationResult::Admitted(AdmitOutcome::Accepted(rec))) = results.get(i)
-                {
-                    accepted.push((rec.clone(), priority, entry));
-                }
-            }
-            self.rt.route_committed(accepted);
+            self.rt.route_committed(written.admitted);
         }
-        let mut appended = appended.into_iter();
-        for r in &results {
-            if let MutationResult::Appended {
-                seq,
-                gid,
-                created_at,
-                ..
-            } = r
-                && let Some(ne) = appended.next()
-            {
-                self.tail.push(&Entry {
-                    id: ne.id,
-                    session: ne.session,
-                    seq: *seq,
-                    gid: *gid,
-                    author: ne.author,
-                    turn: ne.turn,
-                    created_at: *created_at,
-                    kind: ne.kind,
-                });
-            }
+        for entry in &written.appended {
+            self.tail.push(entry);
         }
         Ok(results)
     }

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use botfleet_memory::AdmitOutcome;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryId;
@@ -12,6 +11,7 @@ use botfleet_memory::InboxItem;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
+use botfleet_memory::OwedExtraction;
 use botfleet_memory::Priority;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
@@ -124,12 +124,10 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
             || runner
                 .tail
                 .unsummarised_past(runner.rt.settings.context_entries));
-    // a script without an extract rule answers nothing (a failure logged per turn)
-    if !was_compact
-        && matches!(result, Ok(TurnStatus::Completed))
-        && runner.model.answers(Purpose::Extract)
-    {
-        runner.spawn_extraction();
+    // owed in the write that ended the turn (`Runner::owed_extraction`):
+    // it runs now, or after a restart if this process dies first
+    if let Some(owed) = runner.owed.take() {
+        runner.spawn_extraction(owed);
     }
     let (status, error) = match result {
         Ok(status) => (Some(status), runner.error.take()),
@@ -215,6 +213,9 @@ struct Runner {
     /// What fact extraction reads of this turn, gathered as it runs
     /// (`None` for a resumed turn: then it is read from the store).
     texts: Option<memory_hooks::TurnTexts>,
+    /// The fact extraction the committed end of this turn recorded as
+    /// owed, to start once the turn is over.
+    owed: Option<OwedExtraction>,
     /// `StartTurn` not yet written (it goes with the first step): the
     /// time the turn began, which it records as its start.
     start_pending: Option<i64>,
@@ -288,6 +289,7 @@ impl Runner {
             inputs: Vec::new(),
             last_delivery: None,
             texts: None,
+            owed: None,
             scope: TurnScope {
                 session: SessionRecord {
                     id: plan.session,

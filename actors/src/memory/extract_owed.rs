@@ -1,11 +1,12 @@
 //! Fact extraction that survives a restart. An extraction runs in the
 //! background after its turn; a row of the store's `extractions_owed`
 //! (migration 12) says it has not finished:
-//! - written by [`spawn_extract_after_turn`] before the model is asked, a
-//!   small write of its own right after the turn's end (the engine writes
-//!   the end; the reply is out before this write, and the writer's group
-//!   commit batches it with the other hosts' writes, so the turn's end is
-//!   not slowed);
+//! - written by the engine in the batch that ends the turn, when an
+//!   extraction will run for it (`Runner::owed_extraction`,
+//!   `engine/memory_hooks.rs`): one more row in that transaction, no write
+//!   of its own, and no moment after the end at which a crash loses it;
+//!   the engine then starts [`spawn_extract_after_turn`], which only runs
+//!   it;
 //! - deleted with the extraction's token usage when its outcome is
 //!   applied or it failed (a model error, a timeout, an answer that is not
 //!   the JSON asked for: running it again would not do better);
@@ -102,10 +103,13 @@ impl Extractions {
     }
 }
 
-/// Spawns the extraction of a completed turn off the critical path: first
-/// records it as owed, then runs it ([`extract_after_turn`]), which clears
-/// the record with its outcome. The outcome is logged; the handle answers
-/// the report (`None` on failure, or when a shutdown cut it off).
+/// Spawns the extraction of a completed turn off the critical path and
+/// runs it ([`extract_after_turn`]), which clears the turn's owed record
+/// with its outcome. The record is not written here: the engine wrote it
+/// with the turn's end, so a crash before this runs loses nothing (a
+/// turn with no record, as in tests, clears nothing). The outcome is
+/// logged; the handle answers the report (`None` on failure, or when a
+/// shutdown cut it off).
 pub fn spawn_extract_after_turn(
     rt: Arc<Runtime>,
     bot: BotRecord,
@@ -127,13 +131,6 @@ pub fn spawn_extract_after_turn(
             attempts: 0,
             created_at: 0,
         };
-        if let Err(e) = rt
-            .store
-            .write(vec![Mutation::OweExtraction(Box::new(owed.clone()))])
-            .await
-        {
-            tracing::warn!(bot = %bot.id, turn = %turn, error = %e, "cannot record the fact extraction as owed; a restart before it ends loses it");
-        }
         run(&rt, &bot, &owed, shown).await
     })
 }
@@ -256,7 +253,7 @@ async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
         (None, _) => "its bot is gone",
         // owed from before its provider lost its extract rule (a script
         // without one answers nothing): nothing to warn about, as a turn
-        // of such a bot owes no extraction (`engine/runner.rs`)
+        // of such a bot owes no extraction (`engine/memory_hooks.rs`)
         (Some(b), _) if !can_extract(rt, b) => {
             tracing::debug!(bot = %o.bot, turn = %o.turn, "fact extraction dropped: the bot's model does not extract");
             clear(rt, o).await;

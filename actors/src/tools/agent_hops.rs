@@ -11,9 +11,12 @@
 //!
 //! A chain is also bounded in breadth: `runtime.max_chain_messages`
 //! messages between bots descended from one person's message (or routine
-//! run, webhook delivery), however many bots it fans out to. Past it a
-//! call is refused the same way and the same notice is written (once per
-//! chain, whichever bound cut it).
+//! run, webhook delivery), however many bots it fans out to. The store's
+//! writer is the judge: a call's outcome goes to it as a
+//! `Mutation::Limited` with the chain's bound, and past it the writer
+//! writes the call's refusal (as for the hop budget) and the notice
+//! instead of the message (once per chain, whichever bound cut it), so
+//! the bound is exact however many bots send at the same moment.
 //!
 //! Every message of a chain carries its start (the input that set it
 //! off: `ChainOrigin`, next to the hop count), so the notice finds the
@@ -28,6 +31,7 @@ use botfleet_memory::BotId;
 use botfleet_memory::ChainOrigin;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
+use botfleet_memory::Limit;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
 use botfleet_memory::SessionId;
@@ -35,9 +39,11 @@ use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::StoreError;
+use botfleet_memory::WriteLimit;
 
 use super::ToolContext;
 use super::ToolError;
+use super::limits::refused_outcome;
 use crate::prompts::prompts;
 use crate::tools::describe_session;
 
@@ -60,7 +66,7 @@ pub(crate) enum Cut {
 
 /// Which bound cut a chain off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Limit {
+enum CutBy {
     /// `runtime.max_hops`: the chain grew too long.
     Hops,
     /// `runtime.max_chain_messages`: it spread to too many messages.
@@ -80,7 +86,7 @@ pub(crate) async fn hop_budget_spent(
 ) -> ToolError {
     let max = ctx.rt.settings.max_hops;
     tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget spent");
-    cut_off(ctx, to, Limit::Hops).await;
+    cut_off(ctx, to, CutBy::Hops).await;
     let p = prompts();
     let max_text = max.to_string();
     let what = match cut {
@@ -93,62 +99,51 @@ pub(crate) async fn hop_budget_spent(
     refusal(ctx, what.unwrap_or_default(), instead)
 }
 
-/// Refuses a call that would send `cut` past `runtime.max_chain_messages`
-/// (the chain's messages between bots so far, counted by the store as
-/// they are written, plus those of this step not yet written): nothing is
-/// sent, and the refusal and the notice are as for the hop budget. A chain
-/// whose start is unknown (its messages were written before they carried
-/// it) is not bounded.
-pub(crate) async fn check_chain_breadth(
+/// The bound of `runtime.max_chain_messages` on a call of `tool` that
+/// would send `cut` to `to`, for the writer to check as the call's
+/// outcome commits (the chain's messages between bots, counted by the
+/// store as they are written, with those of steps committed before in the
+/// same transaction): past it, nothing is sent and the call's result is
+/// the refusal, as for the hop budget, written with the notice to the
+/// chain's person. `None` for a chain whose start is unknown (its
+/// messages were written before they carried it): not bounded.
+pub(crate) async fn chain_limit(
     ctx: &ToolContext<'_>,
+    tool: &str,
     to: &BotId,
     cut: Cut,
     instead: &str,
-) -> Result<(), ToolError> {
-    let Some(chain) = ctx.scope.chain else {
-        return Ok(());
-    };
+) -> Option<Limit> {
+    let chain = ctx.scope.chain?;
     let max = ctx.rt.settings.max_chain_messages;
-    let sent = match ctx.store().chain_messages(&chain).await {
-        Ok(n) => n,
-        Err(e) => {
-            // the bound is a guard against runaway chains: a failed read
-            // lets one message through rather than refuse a sound one
-            tracing::warn!(bot = %ctx.bot.id, error = %e, "could not read the chain's messages");
-            return Ok(());
-        }
-    };
-    let pending = ctx
-        .step_effects
-        .iter()
-        .filter(|m| carried_chain(m) == Some(chain))
-        .count() as u64;
     // a task's report comes back without asking: it must fit too
     let needed = match cut {
         Cut::Message => 1,
         Cut::Work => 2,
     };
-    if sent + pending + needed <= max {
-        return Ok(());
-    }
-    tracing::warn!(bot = %ctx.bot.id, %to, sent, pending, max, "chain message bound reached");
-    cut_off(ctx, to, Limit::Breadth).await;
     let what = prompts()
         .chain_budget
         .render(&[("max", &max.to_string())])
         .unwrap_or_default();
-    Err(refusal(ctx, what, instead))
-}
-
-/// The chain a mutation of this step sends a message of.
-fn carried_chain(m: &Mutation) -> Option<ChainOrigin> {
-    if let Mutation::Admit(req) = m {
-        req.entry.kind.chain()
-    } else if let Mutation::Append(entry) = m {
-        entry.kind.chain()
-    } else {
-        None
+    let mut refused = vec![refused_outcome(ctx, tool, &refusal(ctx, what, instead))];
+    if ctx.scope.hop > 0 {
+        // read now, written only if the writer refuses (at hop 0 the
+        // bot answers its person itself)
+        match notice_writes(ctx, to, CutBy::Breadth, false).await {
+            Ok(notice) => refused.extend(notice),
+            Err(e) => {
+                tracing::warn!(bot = %ctx.bot.id, error = %e, "could not prepare the notice that the chain was cut off");
+            }
+        }
     }
+    Some(Limit {
+        bound: WriteLimit::ChainMessages {
+            origin: chain,
+            max,
+            needed,
+        },
+        refused,
+    })
 }
 
 /// The refusal: `what` was not sent, and what the bot can still do in its
@@ -170,31 +165,42 @@ fn refusal(ctx: &ToolContext<'_>, what: String, instead: &str) -> ToolError {
     ToolError::new(format!("{what} {}", then.unwrap_or_default()), hint)
 }
 
-/// Tells whoever started the chain that `limit` cut it off, logging a
+/// Tells whoever started the chain that `by` cut it off, logging a
 /// failure (the refusal goes on). At hop 0 nothing is told: the call was
 /// refused in the person's own conversation, and the bot answers them
 /// there.
-async fn cut_off(ctx: &ToolContext<'_>, to: &BotId, limit: Limit) {
+async fn cut_off(ctx: &ToolContext<'_>, to: &BotId, by: CutBy) {
     if ctx.scope.hop == 0 {
         return;
     }
-    if let Err(e) = tell_origin(ctx, to, limit).await {
+    let written = match notice_writes(ctx, to, by, true).await {
+        Ok(writes) if writes.is_empty() => Ok(()),
+        Ok(writes) => ctx.store().write(writes).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = written {
         tracing::warn!(bot = %ctx.bot.id, error = %e, "could not tell the person the chain was cut off");
     }
 }
 
-/// Tells the person whose message started the chain that it was cut off
-/// (a `hop_budget` notice in that conversation); for a chain a routine or
-/// a webhook started, the bot's owner in their conversation with it. Once
-/// per chain, whichever bound cut it and however many calls are refused:
-/// the store marks the chain told in the transaction that writes the
-/// notice. (A chain a room started is cut off with the log line only: the
-/// room's run has limits of its own.)
+/// The writes that tell the person whose message started the chain that
+/// it was cut off (a `hop_budget` notice in that conversation); for a
+/// chain a routine or a webhook started, the bot's owner in their
+/// conversation with it. Once per chain, whichever bound cut it and
+/// however many calls are refused: the store marks the chain told in the
+/// transaction that writes the notice (`if_untold` spares that write when
+/// a read finds it told already). (A chain a room started is cut off with
+/// the log line only: the room's run has limits of its own.)
 ///
 /// The chain's start is what the turn's inputs carry: one keyed read of
 /// its session. Inputs written before messages carried it are walked back
 /// instead ([`chain_origin`]).
-async fn tell_origin(ctx: &ToolContext<'_>, to: &BotId, limit: Limit) -> Result<(), StoreError> {
+async fn notice_writes(
+    ctx: &ToolContext<'_>,
+    to: &BotId,
+    by: CutBy,
+    if_untold: bool,
+) -> Result<Vec<Mutation>, StoreError> {
     let origin = match ctx.scope.chain {
         Some(chain) => ctx
             .store()
@@ -208,13 +214,15 @@ async fn tell_origin(ctx: &ToolContext<'_>, to: &BotId, limit: Limit) -> Result<
     };
     let Some(origin) = origin else {
         tracing::info!(bot = %ctx.bot.id, "the start of the cut-off chain was not found");
-        return Ok(());
+        return Ok(Vec::new());
     };
     match origin.session.key.kind {
-        SessionKind::Dm => tell_person(ctx, &origin, to, limit).await,
-        SessionKind::Routine | SessionKind::Hook => tell_owner(ctx, &origin, to, limit).await,
+        SessionKind::Dm => tell_person(ctx, &origin, to, by, if_untold).await,
+        SessionKind::Routine | SessionKind::Hook => {
+            tell_owner(ctx, &origin, to, by, if_untold).await
+        }
         SessionKind::Agent | SessionKind::Group | SessionKind::Room | SessionKind::Subagent => {
-            Ok(())
+            Ok(Vec::new())
         }
     }
 }
@@ -245,25 +253,26 @@ async fn tell_person(
     ctx: &ToolContext<'_>,
     origin: &Origin,
     to: &BotId,
-    limit: Limit,
-) -> Result<(), StoreError> {
+    by: CutBy,
+    if_untold: bool,
+) -> Result<Vec<Mutation>, StoreError> {
     let dm = &origin.session;
     let starts = |k: &EntryKind| matches!(k, EntryKind::UserMessage { .. });
     let Some(message) = start_entry(ctx, origin, starts).await? else {
         tracing::info!(bot = %ctx.bot.id, "the message that started the cut-off chain was not found");
-        return Ok(());
+        return Ok(Vec::new());
     };
     let chain = ChainOrigin {
         session: dm.id,
         entry: message,
     };
-    if ctx.store().chain_told(&chain).await? {
-        return Ok(());
+    if if_untold && ctx.store().chain_told(&chain).await? {
+        return Ok(Vec::new());
     }
     let p = prompts();
-    let (template, max) = match limit {
-        Limit::Hops => (&p.hop_budget_notice, ctx.rt.settings.max_hops.to_string()),
-        Limit::Breadth => (
+    let (template, max) = match by {
+        CutBy::Hops => (&p.hop_budget_notice, ctx.rt.settings.max_hops.to_string()),
+        CutBy::Breadth => (
             &p.chain_budget_notice,
             ctx.rt.settings.max_chain_messages.to_string(),
         ),
@@ -275,10 +284,7 @@ async fn tell_person(
             ("to", to.as_str()),
         ])
         .unwrap_or_default();
-    ctx.store()
-        .write(vec![tell_once(chain, dm.id, &dm.key.bot, text)])
-        .await?;
-    Ok(())
+    Ok(vec![tell_once(chain, dm.id, &dm.key.bot, text)])
 }
 
 /// The notice about a routine run or webhook delivery (the event that
@@ -288,20 +294,21 @@ async fn tell_owner(
     ctx: &ToolContext<'_>,
     chain: &Origin,
     to: &BotId,
-    limit: Limit,
-) -> Result<(), StoreError> {
+    by: CutBy,
+    if_untold: bool,
+) -> Result<Vec<Mutation>, StoreError> {
     let origin = &chain.session;
     let starts = |k: &EntryKind| matches!(k, EntryKind::Event { hop: None, .. });
     let Some(event) = start_entry(ctx, chain, starts).await? else {
         tracing::info!(bot = %ctx.bot.id, "the event that started the cut-off chain was not found");
-        return Ok(());
+        return Ok(Vec::new());
     };
     let chain = ChainOrigin {
         session: origin.id,
         entry: event,
     };
-    if ctx.store().chain_told(&chain).await? {
-        return Ok(());
+    if if_untold && ctx.store().chain_told(&chain).await? {
+        return Ok(Vec::new());
     }
     let dm = SessionKey {
         bot: origin.key.bot.clone(),
@@ -309,12 +316,12 @@ async fn tell_owner(
         peer: origin.owner.to_string(),
     };
     let p = prompts();
-    let (template, max) = match limit {
-        Limit::Hops => (
+    let (template, max) = match by {
+        CutBy::Hops => (
             &p.hop_budget_notice_event,
             ctx.rt.settings.max_hops.to_string(),
         ),
-        Limit::Breadth => (
+        CutBy::Breadth => (
             &p.chain_budget_notice_event,
             ctx.rt.settings.max_chain_messages.to_string(),
         ),
@@ -335,13 +342,10 @@ async fn tell_owner(
         last_seq: 0,
         created_at: 0,
     };
-    ctx.store()
-        .write(vec![
-            Mutation::EnsureSession(record),
-            tell_once(chain, dm.id(), &dm.bot, text),
-        ])
-        .await?;
-    Ok(())
+    Ok(vec![
+        Mutation::EnsureSession(record),
+        tell_once(chain, dm.id(), &dm.bot, text),
+    ])
 }
 
 /// The `hop_budget` notice about `chain` in `session`, written unless the

@@ -3,8 +3,9 @@
 //!
 //! A message to another bot is admitted through the idempotency ledger
 //! *inside the sender's outcome batch* (`Mutation::Admit` as the call's
-//! effect), so it is sent exactly once and only if the call is recorded;
-//! the engine routes it after the commit. The sender's turn goes on (or
+//! effect, within the chain's bound: `Mutation::Limited`), so it is sent
+//! exactly once and only if the call is recorded as sent; the engine
+//! routes it after the commit. The sender's turn goes on (or
 //! ends); the recipient works in its own session; its reply arrives later
 //! as a new message that wakes the sender. There is no waiting anywhere,
 //! so two bots writing to each other, or a bot writing to itself, cannot
@@ -19,20 +20,11 @@
 //! creates it and the other is told it is taken.
 
 use async_trait::async_trait;
-use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
-use botfleet_memory::EntryId;
-use botfleet_memory::EntryKind;
-use botfleet_memory::InputDigest;
 use botfleet_memory::Mutation;
-use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
-use botfleet_memory::SessionId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use botfleet_memory::StoreError;
-use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -50,8 +42,20 @@ use crate::model::ToolSpec;
 #[path = "agent_hops.rs"]
 mod hops;
 pub(crate) use hops::Cut;
-pub(crate) use hops::check_chain_breadth;
+pub(crate) use hops::chain_limit;
 pub(crate) use hops::hop_budget_spent;
+
+/// A message to another bot (SendToAgent, SendMessage to a bot).
+#[path = "agent_messages.rs"]
+mod messages;
+pub(crate) use messages::message_to_bot;
+
+/// Calls whose writes the store's writer bounds (a chain's breadth, a
+/// parent's running subagents).
+#[path = "call_limits.rs"]
+mod limits;
+pub(crate) use limits::bounded;
+pub(crate) use limits::refused_outcome;
 
 /// Names a person can tell apart: refused clashes, refused ambiguous
 /// lookups.
@@ -103,121 +107,6 @@ pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<Bot
         format!("there is no agent {name:?}"),
         format!("message one of: {}", known.join(", ")),
     ))
-}
-
-/// The admission of a message from the calling bot to `target`. The
-/// message lands in `session` if given, else in the session the target
-/// asked replies to go to (when it is the bot this turn answers), else in
-/// the target's session with the caller.
-pub(crate) async fn message_to_bot(
-    ctx: &ToolContext<'_>,
-    target: &BotRecord,
-    text: &str,
-    priority: Priority,
-    part: &str,
-    session: Option<SessionId>,
-) -> Result<Mutation, ToolError> {
-    if target.removed_at().is_some() {
-        // its inputs would wait unanswered until a config lists it again
-        return Err(ToolError::new(
-            format!(
-                "agent {} is no longer in the fleet and takes no more messages",
-                target.id
-            ),
-            "tell your person instead, or message another agent",
-        ));
-    }
-    if target.origin.starts_with("subagent:")
-        && let Some(sub) = ctx
-            .store()
-            .get_subagent(&target.id)
-            .await
-            .map_err(store_error)?
-        && sub.status == SubagentStatus::Stopped
-    {
-        // its turns are cancelled as they start: the message would be
-        // dropped, and the sender would wait for a reply forever
-        let next_step = if sub.parent == ctx.bot.id {
-            "start a new one with Task".to_owned()
-        } else {
-            format!(
-                "message {}, which started it, or tell your person instead",
-                sub.parent
-            )
-        };
-        return Err(ToolError::new(
-            format!("subagent {} was stopped and takes no more messages", sub.id),
-            next_step,
-        ));
-    }
-    let hop = ctx.scope.hop.saturating_add(1);
-    if hop > ctx.rt.settings.max_hops {
-        return Err(hop_budget_spent(
-            ctx,
-            &target.id,
-            hop,
-            Cut::Message,
-            "answer the person with SendMessage instead of messaging more bots",
-        )
-        .await);
-    }
-    check_chain_breadth(
-        ctx,
-        &target.id,
-        Cut::Message,
-        "answer the person with SendMessage instead of messaging more bots",
-    )
-    .await?;
-    let wanted = session.or_else(|| {
-        ctx.scope
-            .reply_to
-            .as_ref()
-            .filter(|r| r.bot == target.id)
-            .map(|r| r.session)
-    });
-    let key = match wanted {
-        Some(id) => match ctx.store().get_session(id).await.map_err(store_error)? {
-            Some(rec) if rec.key.bot == target.id => rec.key,
-            _ => default_key(ctx, target),
-        },
-        None => default_key(ctx, target),
-    };
-    let id = EntryId::derive(ctx.turn, ctx.call_id, part);
-    let req = AdmitRequest {
-        source: format!("bot:{}", ctx.bot.id),
-        nonce: format!("{}:{}:{part}", ctx.turn, ctx.call_id),
-        nonce_time_ms: None,
-        digest: InputDigest::of_parts([
-            b"agent_message".as_slice(),
-            target.id.as_str().as_bytes(),
-            text.as_bytes(),
-        ]),
-        entry: NewEntry {
-            id,
-            session: key.id(),
-            author: ctx.bot.id.to_string(),
-            turn: None,
-            kind: EntryKind::AgentMessage {
-                from: ctx.bot.id.clone(),
-                text: text.to_owned(),
-                hop,
-                reply_session: Some(ctx.session()),
-                chain: ctx.scope.chain,
-            },
-        },
-        session: key,
-        owner: target.owner.clone(),
-        priority,
-    };
-    Ok(Mutation::Admit(Box::new(req)))
-}
-
-fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {
-    SessionKey {
-        bot: target.id.clone(),
-        kind: SessionKind::Agent,
-        peer: ctx.bot.id.to_string(),
-    }
 }
 
 pub(crate) fn check_text(tool: &str, text: &str, max: usize) -> Result<String, ToolError> {
@@ -283,7 +172,16 @@ impl Tool for SendToAgent {
         let args: SendToAgentArgs = parse_args("SendToAgent", args)?;
         let text = check_text("SendToAgent", &args.text, ctx.limits().max_message_chars)?;
         let target = resolve_bot(ctx, &args.agent).await?;
-        let admit = message_to_bot(ctx, &target, &text, Priority::Bot, "agent", None).await?;
+        let admit = message_to_bot(
+            ctx,
+            "SendToAgent",
+            &target,
+            &text,
+            Priority::Bot,
+            "agent",
+            None,
+        )
+        .await?;
         Ok(ToolOutput {
             content: format!(
                 "delivered to {}; its reply will arrive later as a new message",

@@ -1,5 +1,8 @@
 #![allow(clippy::unwrap_used)]
 
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::SubagentStatus;
 use botfleet_memory::UserId;
 
 use super::*;

@@ -95,7 +95,12 @@ pub(super) async fn child_id(ctx: &ToolContext<'_>) -> Result<ChildId, ToolError
     for n in 0..MAX_CANDIDATES {
         let id = candidate(&ctx.bot.id, ctx.turn, ctx.call_id, n)
             .map_err(|e| ToolError::new(format!("cannot name the subagent: {e}"), "try again"))?;
-        if ctx.step_effects.iter().any(|m| creates(m, &id)) {
+        if ctx
+            .step_effects
+            .iter()
+            .flat_map(Mutation::within_limits)
+            .any(|m| creates(m, &id))
+        {
             continue;
         }
         match ctx.store().get_bot(&id).await.map_err(store_error)? {

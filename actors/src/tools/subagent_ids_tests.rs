@@ -19,6 +19,8 @@ fn created(out: &ToolOutput) -> BotId {
     let bots: Vec<&BotRecord> = out
         .effects
         .iter()
+        // within the writer's limits (`Mutation::Limited`)
+        .flat_map(Mutation::within_limits)
         .filter_map(|m| match m {
             Mutation::CreateBot(b) | Mutation::UpsertBot(b) => Some(b),
             _ => None,

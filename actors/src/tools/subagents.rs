@@ -14,6 +14,11 @@
 //! bot, and the report one more: a parent woken by a report that delegates
 //! again continues the count of the person's request, so a chain of tasks
 //! stops at `runtime.max_hops` like a chain of SendToAgent.
+//!
+//! `runtime.max_subagents` is checked twice: by the call (its refusal
+//! names how many run), and by the store's writer as the call's outcome
+//! commits (`WriteLimit::RunningSubagents`), where a person's retry of a
+//! subagent's task committed since the call's read is counted too.
 
 use async_trait::async_trait;
 use botfleet_memory::AdmitRequest;
@@ -22,6 +27,7 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::InputDigest;
+use botfleet_memory::Limit;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
@@ -29,6 +35,7 @@ use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
+use botfleet_memory::WriteLimit;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -39,9 +46,11 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::agents::Cut;
-use super::agents::check_chain_breadth;
+use super::agents::bounded;
+use super::agents::chain_limit;
 use super::agents::check_text;
 use super::agents::hop_budget_spent;
+use super::agents::refused_outcome;
 use super::parse_args;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
@@ -91,18 +100,23 @@ pub(crate) fn subagent_session(child: &BotId, parent: &BotId) -> SessionKey {
 /// parent's turn, like a message to another bot. The subagent's report is
 /// one hop more and must fit in the budget too (a parent that delegated
 /// counts on it), so an input whose report could not come back is not
-/// sent: the hop-budget refusal.
+/// sent: the hop-budget refusal. With it, the chain's bound on its
+/// breadth for the call of `tool` (the input and its report must fit),
+/// which the writer checks.
 async fn hop_to_child(
     ctx: &ToolContext<'_>,
+    tool: &str,
     child: &BotId,
     next_step: &str,
-) -> Result<u32, ToolError> {
+) -> Result<(u32, Option<Limit>), ToolError> {
     let hop = ctx.scope.hop.saturating_add(1);
     if hop.saturating_add(1) > ctx.rt.settings.max_hops {
         return Err(hop_budget_spent(ctx, child, hop, Cut::Work, next_step).await);
     }
-    check_chain_breadth(ctx, child, Cut::Work, next_step).await?;
-    Ok(hop)
+    Ok((
+        hop,
+        chain_limit(ctx, tool, child, Cut::Work, next_step).await,
+    ))
 }
 
 /// A parent's input to its subagent (the task or a steering message) at
@@ -228,14 +242,19 @@ impl Tool for Task {
             // this call made it before a crash cut the turn off
             ChildId::Made(id) => return Ok(ToolOutput::text(started(&id))),
         };
-        let hop = hop_to_child(
+        let (hop, chain) = hop_to_child(
             ctx,
+            "Task",
             &id,
             "answer the person with SendMessage with what you have instead of delegating more",
         )
         .await?;
-        check_room_for_one_more(ctx, "wait for their reports, or stop one with StopSubagent")
-            .await?;
+        let more = "wait for their reports, or stop one with StopSubagent";
+        check_room_for_one_more(ctx, more).await?;
+        let limits = chain
+            .into_iter()
+            .chain([subagent_limit(ctx, "Task", &id, more)])
+            .collect();
         let role = prompts()
             .subagent_role
             .render(&[
@@ -292,14 +311,17 @@ impl Tool for Task {
         );
         Ok(ToolOutput {
             content: started(&id),
-            effects: vec![
-                // never an upsert: a bot that took the id since it was
-                // read is not taken over (the step fails to commit, and
-                // its call, run again, takes the next id)
-                Mutation::CreateBot(child),
-                Mutation::CreateSubagent(record),
-                task,
-            ],
+            effects: bounded(
+                vec![
+                    // never an upsert: a bot that took the id since it was
+                    // read is not taken over (the step fails to commit, and
+                    // its call, run again, takes the next id)
+                    Mutation::CreateBot(child),
+                    Mutation::CreateSubagent(record),
+                    task,
+                ],
+                limits,
+            ),
             delivered: false,
         })
     }
@@ -461,7 +483,9 @@ impl Tool for MessageSubagent {
             ctx.limits().max_message_chars,
         )?;
         let sub = own_subagent(ctx, &args.id).await?;
-        match sub.status {
+        let more = "wait for their reports, or stop one with StopSubagent, before giving a \
+                    finished subagent more work";
+        let restart = match sub.status {
             SubagentStatus::Stopped => {
                 return Err(ToolError::new(
                     format!("subagent {} was stopped", sub.id),
@@ -470,17 +494,14 @@ impl Tool for MessageSubagent {
             }
             // a finished subagent runs again: it counts like a new one
             SubagentStatus::Done | SubagentStatus::Failed => {
-                check_room_for_one_more(
-                    ctx,
-                    "wait for their reports, or stop one with StopSubagent, before giving a \
-                     finished subagent more work",
-                )
-                .await?;
+                check_room_for_one_more(ctx, more).await?;
+                Some(subagent_limit(ctx, "MessageSubagent", &sub.id, more))
             }
-            SubagentStatus::Running => {}
-        }
-        let hop = hop_to_child(
+            SubagentStatus::Running => None,
+        };
+        let (hop, chain) = hop_to_child(
             ctx,
+            "MessageSubagent",
             &sub.id,
             "answer the person with SendMessage with what you have instead of steering the subagent",
         )
@@ -495,14 +516,17 @@ impl Tool for MessageSubagent {
         );
         Ok(ToolOutput {
             content: format!("sent to subagent {}", sub.id),
-            effects: vec![
-                msg,
-                Mutation::SetSubagentStatus {
-                    id: sub.id,
-                    status: SubagentStatus::Running,
-                    result: None,
-                },
-            ],
+            effects: bounded(
+                vec![
+                    msg,
+                    Mutation::SetSubagentStatus {
+                        id: sub.id,
+                        status: SubagentStatus::Running,
+                        result: None,
+                    },
+                ],
+                chain.into_iter().chain(restart).collect(),
+            ),
             delivered: false,
         })
     }
@@ -524,6 +548,7 @@ async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Resu
         + ctx
             .step_effects
             .iter()
+            .flat_map(Mutation::within_limits)
             .filter(|m| {
                 matches!(m, Mutation::CreateSubagent(_))
                     || matches!(m, Mutation::SetSubagentStatus {
@@ -535,10 +560,33 @@ async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Resu
             .count();
     let max = ctx.rt.settings.max_subagents;
     if running >= max {
-        return Err(ToolError::new(
-            format!("you already have {running} running subagents (the limit is {max})"),
-            next_step,
-        ));
+        return Err(too_many(running, max, next_step));
     }
     Ok(())
+}
+
+/// The refusal of one more running subagent.
+fn too_many(running: usize, max: usize, next_step: &str) -> ToolError {
+    ToolError::new(
+        format!("you already have {running} running subagents (the limit is {max})"),
+        next_step,
+    )
+}
+
+/// `runtime.max_subagents` for the writer to check as the outcome of the
+/// call of `tool` that would run `subagent` commits: a person's retry of
+/// another subagent's task may have taken the last place since
+/// [`check_room_for_one_more`] read. Then the call is refused the same way
+/// (its parent has the limit's count running: the writer lets no more
+/// run).
+fn subagent_limit(ctx: &ToolContext<'_>, tool: &str, subagent: &BotId, next_step: &str) -> Limit {
+    let max = ctx.rt.settings.max_subagents;
+    Limit {
+        bound: WriteLimit::RunningSubagents {
+            parent: ctx.bot.id.clone(),
+            subagent: subagent.clone(),
+            max,
+        },
+        refused: vec![refused_outcome(ctx, tool, &too_many(max, max, next_step))],
+    }
 }

@@ -2,7 +2,18 @@
 //! messages each has sent, and whether its person was told it was cut off.
 //! A message is counted in the transaction that appends it (one upsert
 //! beside the entry), so the count is exact and survives restarts; the
-//! actors read it in one keyed read before they send another.
+//! writer checks it, in the transaction that would append the next one,
+//! before it appends it (`WriteLimit::ChainMessages`), so the bound is
+//! exact however many bots send at the same moment.
+//!
+//! A chain's row goes once it was last written longer ago than the
+//! ledger's retention (`PruneChains`, with the ledger's hourly pruning):
+//! every message of a chain writes its row, so a chain still sending is
+//! never pruned. A chain silent that long whose last messages still wait
+//! (a paused bot, a host stopped for longer) counts again from 0 if it
+//! wakes: at worst `runtime.max_chain_messages` more messages, after a
+//! silence of at least a day, and a runaway chain is never silent; its
+//! length stays bounded by the hop budget.
 
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
@@ -33,6 +44,31 @@ pub(crate) fn mark_told(conn: &Connection, origin: &ChainOrigin, now: i64) -> Re
         )?
         .execute(params![origin.entry.to_string(), now])?;
     Ok(n > 0)
+}
+
+/// Whether `needed` more messages of the chain `origin` started fit in
+/// `max`.
+pub(crate) fn has_room(
+    conn: &Connection,
+    origin: &ChainOrigin,
+    max: u64,
+    needed: u64,
+) -> Result<bool> {
+    Ok(messages(conn, origin)?.saturating_add(needed) <= max)
+}
+
+/// Drops at most `max` rows of chains last written before `before_ms`;
+/// how many went. The scan stops once `max` are found (chains start at
+/// entry ids, mostly UUIDv7s: in key order the oldest come first), so
+/// each call holds the writer briefly however large the table is.
+pub(crate) fn prune(conn: &Connection, before_ms: i64, max: usize) -> Result<usize> {
+    let max = i64::try_from(max).unwrap_or(i64::MAX);
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM chains WHERE origin IN
+               (SELECT origin FROM chains WHERE updated_at < ?1 LIMIT ?2)",
+        )?
+        .execute(params![before_ms, max])?)
 }
 
 /// Messages the chain `origin` started has sent so far.

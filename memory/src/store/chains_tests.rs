@@ -132,3 +132,117 @@ async fn messages_are_counted_by_chain_and_the_chain_is_told_once() -> TestResul
     assert_eq!(store.chain_messages(&unknown).await?, 0);
     Ok(())
 }
+
+/// `PruneChains`: rows last written before the cut-off go, a batch at a
+/// time; a chain written since (still sending) stays, its count kept.
+#[tokio::test]
+async fn chains_silent_past_the_horizon_are_pruned_in_batches() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
+    let leaf = session("leaf");
+    let old: Vec<ChainOrigin> = (0..3)
+        .map(|_| ChainOrigin {
+            session: leaf.id,
+            entry: EntryId::new_v7(),
+        })
+        .collect();
+    let mut batch = vec![Mutation::EnsureSession(leaf.clone())];
+    batch.extend(old.iter().map(|o| message(leaf.id, Some(*o))));
+    store.write(batch).await?;
+    let horizon = store.clock().now_ms() + 1;
+    let running = ChainOrigin {
+        session: leaf.id,
+        entry: old[0].entry,
+    };
+    let prune = Mutation::PruneChains {
+        before_ms: horizon,
+        max: 2,
+    };
+    assert_eq!(
+        store.write(vec![prune.clone()]).await?,
+        vec![MutationResult::Count(2)]
+    );
+    assert_eq!(
+        store.write(vec![prune.clone()]).await?,
+        vec![MutationResult::Count(1)]
+    );
+    assert_eq!(
+        store.write(vec![prune]).await?,
+        vec![MutationResult::Count(0)]
+    );
+    for o in &old {
+        assert_eq!(store.chain_messages(o).await?, 0);
+    }
+    // a chain that sent after the cut-off is kept
+    store.write(vec![message(leaf.id, Some(running))]).await?;
+    let kept = store
+        .write(vec![Mutation::PruneChains {
+            before_ms: horizon - 1,
+            max: 10,
+        }])
+        .await?;
+    assert_eq!(kept, vec![MutationResult::Count(0)]);
+    assert_eq!(store.chain_messages(&running).await?, 1);
+    Ok(())
+}
+
+/// `WriteLimit::ChainMessages`: of two batches that each fit alone, the
+/// second, applied after the first, is refused: its `refused` writes go in
+/// instead of its message, and the count stops at the bound.
+#[tokio::test]
+async fn the_writer_refuses_a_message_past_the_chains_bound() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
+    let leaf = session("leaf");
+    let origin = ChainOrigin {
+        session: leaf.id,
+        entry: EntryId::new_v7(),
+    };
+    store
+        .write(vec![
+            Mutation::EnsureSession(leaf.clone()),
+            message(leaf.id, Some(origin)),
+        ])
+        .await?;
+    let limited = || {
+        Mutation::Limited(Box::new(crate::store::Limited {
+            limits: vec![crate::store::Limit {
+                bound: crate::store::WriteLimit::ChainMessages {
+                    origin,
+                    max: 2,
+                    needed: 1,
+                },
+                refused: vec![Mutation::Append(notice(leaf.id))],
+            }],
+            within: vec![message(leaf.id, Some(origin))],
+        }))
+    };
+    let (a, b) = tokio::join!(store.write(vec![limited()]), store.write(vec![limited()]));
+    let mut refused: Vec<Option<usize>> = [a?, b?]
+        .into_iter()
+        .flatten()
+        .map(|r| match r {
+            MutationResult::Limited { refused, .. } => refused,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    refused.sort();
+    assert_eq!(refused, vec![None, Some(0)]);
+    assert_eq!(store.chain_messages(&origin).await?, 2);
+    let kinds: Vec<EntryKind> = store
+        .tail_entries(leaf.id, 100)
+        .await?
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    let messages = kinds
+        .iter()
+        .filter(|k| matches!(k, EntryKind::AgentMessage { .. }))
+        .count();
+    let notices = kinds
+        .iter()
+        .filter(|k| matches!(k, EntryKind::Notice { .. }))
+        .count();
+    assert_eq!((messages, notices), (2, 1));
+    Ok(())
+}

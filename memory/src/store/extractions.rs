@@ -2,7 +2,7 @@
 //! completed turns that have not finished yet. Writes are applied by the
 //! writer inside its transaction, reads run on a reader connection.
 //!
-//! A row is written right after its turn ends and deleted when the
+//! A row is written with its turn's end and deleted when the
 //! extraction's outcome is recorded, so only an extraction cut off by a
 //! crash or a restart outlives its host; the next start runs it again
 //! (`botfleet_actors::memory`), counting each such re-run in `attempts`.

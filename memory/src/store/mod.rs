@@ -36,8 +36,11 @@ use tokio::sync::oneshot;
 
 pub use author_events::SinceEvent;
 pub use extractions::OwedExtraction;
+pub use mutation::Limit;
+pub use mutation::Limited;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
+pub use mutation::WriteLimit;
 pub use store_bots::BotActivity;
 pub use writer::Callback;
 pub use writer::WriterStats;

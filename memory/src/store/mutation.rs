@@ -141,6 +141,15 @@ pub enum Mutation {
         /// `runtime.max_subagents`: running subagents a parent may have.
         max_running: usize,
     },
+    /// Writes bounded by limits the writer checks as it applies them, in
+    /// their transaction: `within` when every limit has room, else the
+    /// `refused` writes of the first limit that has none (for a tool call:
+    /// its result and effects, or its refusal as its result). The writer
+    /// applies batches one after another, so steps committed at the same
+    /// moment cannot pass a limit together. Answers
+    /// [`MutationResult::Limited`]; a failing write of the branch taken
+    /// fails the batch as any other.
+    Limited(Box<Limited>),
     /// Add token usage to its bot's daily totals: a turn's (`turns: 1`),
     /// or a background model call's such as fact extraction (`turns: 0`).
     AddUsage {
@@ -155,8 +164,9 @@ pub enum Mutation {
     },
     /// Record that a completed turn's fact extraction has to run (the
     /// row of `extractions_owed`, migration 12); a turn already owed is
-    /// left as it is. Written right after the turn ends, so an extraction
-    /// cut off by a crash or a restart runs again at the next start.
+    /// left as it is. Written in the batch that ends the turn, so an
+    /// extraction cut off by a crash or a restart runs again at the next
+    /// start.
     OweExtraction(Box<crate::store::OwedExtraction>),
     /// The turn's extraction has finished (applied, or failed for good):
     /// it is no longer owed. Answers `Count` (rows removed, 0 or 1).
@@ -317,6 +327,15 @@ pub enum Mutation {
         /// Cut-off time (ms).
         before_ms: i64,
     },
+    /// Drop at most `max` rows of chains (table `chains`) last written
+    /// before `before_ms`: a batch, so the writer is not held long (the
+    /// host repeats it until fewer go). Answers `Count`.
+    PruneChains {
+        /// Cut-off time (ms).
+        before_ms: i64,
+        /// Most rows dropped by this mutation.
+        max: usize,
+    },
     /// Create or replace a routine: its definition and schedule state (the
     /// creation time of an existing one is kept).
     PutRoutine(Box<crate::record::RoutineRecord>),
@@ -375,10 +394,93 @@ pub enum MutationResult {
         /// Its running subagents (the retried one not among them).
         running: usize,
     },
+    /// What a [`Mutation::Limited`] wrote: the index of the limit that
+    /// had no room (its `refused` writes were applied), `None` when
+    /// `within` was; the results of the writes applied, in order.
+    Limited {
+        /// The limit that refused, by its place in `limits`.
+        refused: Option<usize>,
+        /// The results of the branch applied.
+        results: Vec<MutationResult>,
+    },
     /// What a memory write did.
     Memory(Box<crate::layers::MemoryOpResult>),
     /// The answer to an approval request.
     ApprovalRequested(Box<crate::record::ApprovalRequestOutcome>),
     /// An approval after a decision or its use.
     ApprovalChanged(Box<crate::record::ApprovalRecord>),
+}
+
+/// Writes bounded by limits ([`Mutation::Limited`]).
+#[derive(Debug, Clone)]
+pub struct Limited {
+    /// The limits, checked in order.
+    pub limits: Vec<Limit>,
+    /// Written when every limit has room.
+    pub within: Vec<Mutation>,
+}
+
+/// One limit of a [`Limited`] and what is written when it has no room.
+#[derive(Debug, Clone)]
+pub struct Limit {
+    /// What is bounded.
+    pub bound: WriteLimit,
+    /// Written instead of `within` when `bound` has no room.
+    pub refused: Vec<Mutation>,
+}
+
+/// A limit the writer checks in the transaction that applies the writes
+/// it bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteLimit {
+    /// `runtime.max_chain_messages`: the chain `origin` started has sent
+    /// (table `chains`) at most `max - needed` messages between bots, so
+    /// `needed` more fit (the message written, and what comes back
+    /// without asking: a task's report).
+    ChainMessages {
+        /// The chain's start.
+        origin: crate::record::ChainOrigin,
+        /// The chain's bound.
+        max: u64,
+        /// Messages that must fit.
+        needed: u64,
+    },
+    /// `runtime.max_subagents`: `subagent` is running already, or its
+    /// parent has fewer than `max` other subagents running (so one more
+    /// may start: a new one, or a finished one given more work).
+    RunningSubagents {
+        /// The parent.
+        parent: BotId,
+        /// The subagent that would run.
+        subagent: BotId,
+        /// Running subagents the parent may have.
+        max: usize,
+    },
+}
+
+impl Mutation {
+    /// The writes this mutation makes when its limits have room: itself,
+    /// or a [`Mutation::Limited`]'s `within` (flattened). What a limit
+    /// counted before the batch commits (a step's earlier calls) counts.
+    pub fn within_limits(&self) -> Vec<&Mutation> {
+        match self {
+            Mutation::Limited(l) => l.within.iter().flat_map(Mutation::within_limits).collect(),
+            other => vec![other],
+        }
+    }
+
+    /// Every write this mutation may make, whichever branch of a
+    /// [`Mutation::Limited`] is taken (flattened): what a cache kept
+    /// beside the store must forget.
+    pub fn every_write(&self) -> Vec<&Mutation> {
+        match self {
+            Mutation::Limited(l) => l
+                .within
+                .iter()
+                .chain(l.limits.iter().flat_map(|limit| &limit.refused))
+                .flat_map(Mutation::every_write)
+                .collect(),
+            other => vec![other],
+        }
+    }
 }

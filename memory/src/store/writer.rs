@@ -131,6 +131,9 @@ mod entries;
 #[path = "writer_group.rs"]
 mod group;
 
+#[path = "writer_limits.rs"]
+mod limits;
+
 #[path = "writer_subagents.rs"]
 mod subagents;
 

@@ -235,6 +235,7 @@ impl Writer {
                 }
                 Ok(MutationResult::Count(n))
             }
+            Mutation::Limited(limited) => self.apply_limited(limited, touched),
             Mutation::RequeueSubagentTask { turn, max_running } => {
                 self.requeue_subagent_task(*turn, *max_running, touched)
             }
@@ -427,6 +428,9 @@ impl Writer {
             }
             Mutation::Memory(op) => crate::layers::apply(&self.conn, op, now)
                 .map(|r| MutationResult::Memory(Box::new(r))),
+            Mutation::PruneChains { before_ms, max } => Ok(MutationResult::Count(chains::prune(
+                &self.conn, *before_ms, *max,
+            )?)),
             Mutation::PruneLedger { before_ms } => {
                 let before_ms = *before_ms;
                 // A row goes when both its admission and its key's own time

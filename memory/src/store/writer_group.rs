@@ -103,7 +103,12 @@ impl Writer {
         // stale before anyone who wrote them hears back
         let mut scopes = Vec::new();
         let mut bots_written = false;
-        for m in jobs.iter().flat_map(|(batch, _)| batch) {
+        // (a `Limited`'s writes too, whichever branch it took)
+        for m in jobs
+            .iter()
+            .flat_map(|(batch, _)| batch)
+            .flat_map(Mutation::every_write)
+        {
             if let Mutation::Memory(op) = m {
                 scopes.push(op.scope());
             } else if let Mutation::UpsertBot(_) | Mutation::CreateBot(_) = m {

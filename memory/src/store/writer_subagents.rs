@@ -1,6 +1,7 @@
-//! The writer's retry of a subagent's task: the limit on its parent's
-//! running subagents checked, its inputs requeued and its status set back
-//! to `running`, in the one transaction. `impl Writer`, split from
+//! The writer's limit on a parent's running subagents: a retry of a
+//! subagent's task (the limit checked, its inputs requeued and its status
+//! set back to `running`, in the one transaction), and the check of a
+//! start (`WriteLimit::RunningSubagents`). `impl Writer`, split from
 //! `writer_apply.rs`.
 
 use rusqlite::OptionalExtension;
@@ -58,16 +59,7 @@ impl Writer {
         }
         let was_running = status == SubagentStatus::Running.as_str();
         if !was_running {
-            let running: i64 = self
-                .conn
-                .prepare_cached(
-                    "SELECT COUNT(*) FROM subagents WHERE parent = ?1 AND status = ?2 AND id != ?3",
-                )?
-                .query_row(
-                    params![parent, SubagentStatus::Running.as_str(), bot],
-                    |r| r.get(0),
-                )?;
-            let running = usize::try_from(running).unwrap_or(usize::MAX);
+            let running = self.running_besides(&parent, &bot)?;
             if running >= max_running {
                 return Ok(MutationResult::SubagentLimit {
                     parent: BotId::new(parent)?,
@@ -89,6 +81,42 @@ impl Writer {
                 ])?;
         }
         Ok(requeued)
+    }
+
+    /// `WriteLimit::RunningSubagents`: whether `subagent` may run, read in
+    /// the transaction that would start it (a new task, a finished one
+    /// given more work): it runs already, or `parent` has fewer than `max`
+    /// others running. Checked by the writer, so a start and a person's
+    /// retry committed at the same moment cannot both pass the limit.
+    pub(super) fn subagent_has_room(
+        &mut self,
+        parent: &BotId,
+        subagent: &BotId,
+        max: usize,
+    ) -> Result<bool> {
+        let status: Option<String> = self
+            .conn
+            .prepare_cached("SELECT status FROM subagents WHERE id = ?1")?
+            .query_row(params![subagent.as_str()], |r| r.get(0))
+            .optional()?;
+        if status.as_deref() == Some(SubagentStatus::Running.as_str()) {
+            return Ok(true);
+        }
+        Ok(self.running_besides(parent.as_str(), subagent.as_str())? < max)
+    }
+
+    /// Running subagents of `parent` other than `subagent`.
+    fn running_besides(&mut self, parent: &str, subagent: &str) -> Result<usize> {
+        let running: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM subagents WHERE parent = ?1 AND status = ?2 AND id != ?3",
+            )?
+            .query_row(
+                params![parent, SubagentStatus::Running.as_str(), subagent],
+                |r| r.get(0),
+            )?;
+        Ok(usize::try_from(running).unwrap_or(usize::MAX))
     }
 }
 

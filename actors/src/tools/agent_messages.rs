@@ -1,0 +1,152 @@
+//! A message from the calling bot to another bot: its admission through
+//! the idempotency ledger, inside the sender's outcome batch, within the
+//! hop budget and the chain's bound on its breadth (SendToAgent, and
+//! SendMessage in a conversation with a bot).
+
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::Limited;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::SubagentStatus;
+
+use super::Cut;
+use super::ToolContext;
+use super::ToolError;
+use super::chain_limit;
+use super::hop_budget_spent;
+use super::store_error;
+
+/// The admission of a message from the calling bot to `target`, bounded
+/// by the chain's breadth (checked by the writer: past it, the call of
+/// `tool` is refused instead, `Mutation::Limited`). The message lands in
+/// `session` if given, else in the session the target asked replies to go
+/// to (when it is the bot this turn answers), else in the target's
+/// session with the caller.
+pub(crate) async fn message_to_bot(
+    ctx: &ToolContext<'_>,
+    tool: &str,
+    target: &BotRecord,
+    text: &str,
+    priority: Priority,
+    part: &str,
+    session: Option<SessionId>,
+) -> Result<Mutation, ToolError> {
+    if target.removed_at().is_some() {
+        // its inputs would wait unanswered until a config lists it again
+        return Err(ToolError::new(
+            format!(
+                "agent {} is no longer in the fleet and takes no more messages",
+                target.id
+            ),
+            "tell your person instead, or message another agent",
+        ));
+    }
+    if target.origin.starts_with("subagent:")
+        && let Some(sub) = ctx
+            .store()
+            .get_subagent(&target.id)
+            .await
+            .map_err(store_error)?
+        && sub.status == SubagentStatus::Stopped
+    {
+        // its turns are cancelled as they start: the message would be
+        // dropped, and the sender would wait for a reply forever
+        let next_step = if sub.parent == ctx.bot.id {
+            "start a new one with Task".to_owned()
+        } else {
+            format!(
+                "message {}, which started it, or tell your person instead",
+                sub.parent
+            )
+        };
+        return Err(ToolError::new(
+            format!("subagent {} was stopped and takes no more messages", sub.id),
+            next_step,
+        ));
+    }
+    let hop = ctx.scope.hop.saturating_add(1);
+    if hop > ctx.rt.settings.max_hops {
+        return Err(hop_budget_spent(
+            ctx,
+            &target.id,
+            hop,
+            Cut::Message,
+            "answer the person with SendMessage instead of messaging more bots",
+        )
+        .await);
+    }
+    let limit = chain_limit(
+        ctx,
+        tool,
+        &target.id,
+        Cut::Message,
+        "answer the person with SendMessage instead of messaging more bots",
+    )
+    .await;
+    let wanted = session.or_else(|| {
+        ctx.scope
+            .reply_to
+            .as_ref()
+            .filter(|r| r.bot == target.id)
+            .map(|r| r.session)
+    });
+    let key = match wanted {
+        Some(id) => match ctx.store().get_session(id).await.map_err(store_error)? {
+            Some(rec) if rec.key.bot == target.id => rec.key,
+            _ => default_key(ctx, target),
+        },
+        None => default_key(ctx, target),
+    };
+    let id = EntryId::derive(ctx.turn, ctx.call_id, part);
+    let req = AdmitRequest {
+        source: format!("bot:{}", ctx.bot.id),
+        nonce: format!("{}:{}:{part}", ctx.turn, ctx.call_id),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([
+            b"agent_message".as_slice(),
+            target.id.as_str().as_bytes(),
+            text.as_bytes(),
+        ]),
+        entry: NewEntry {
+            id,
+            session: key.id(),
+            author: ctx.bot.id.to_string(),
+            turn: None,
+            kind: EntryKind::AgentMessage {
+                from: ctx.bot.id.clone(),
+                text: text.to_owned(),
+                hop,
+                reply_session: Some(ctx.session()),
+                chain: ctx.scope.chain,
+            },
+        },
+        session: key,
+        owner: target.owner.clone(),
+        priority,
+    };
+    let admit = Mutation::Admit(Box::new(req));
+    Ok(match limit {
+        // the call's other effects join it (`engine/calls.rs`)
+        Some(limit) => Mutation::Limited(Box::new(Limited {
+            limits: vec![limit],
+            within: vec![admit],
+        })),
+        None => admit,
+    })
+}
+
+fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {
+    SessionKey {
+        bot: target.id.clone(),
+        kind: SessionKind::Agent,
+        peer: ctx.bot.id.to_string(),
+    }
+}
