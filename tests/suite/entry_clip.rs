@@ -6,9 +6,12 @@
 //! each step.
 
 use serde_json::Value;
-use serde_json::json;
 
 use super::openai_outcomes::turn;
+use super::turn_request_bounds::prose;
+use super::turn_request_bounds::reading_fleet;
+use super::turn_request_bounds::reading_step;
+use super::turn_request_bounds::size;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
@@ -16,11 +19,6 @@ use crate::support::openai_server::RecordedRequest;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
 use crate::support::openai_server::last_user_text;
-
-/// Bytes of a request's body.
-fn size(request: &RecordedRequest) -> usize {
-    request.body.to_string().len()
-}
 
 /// Whether a request is a compaction's (its system prompt, compact.md).
 fn is_compaction(request: &Value) -> bool {
@@ -43,22 +41,6 @@ fn steps_since_input(request: &Value) -> usize {
         .iter()
         .filter(|m| m["role"] == "tool")
         .count()
-}
-
-/// English-like text of about `chars` characters, different for each `seed`.
-fn prose(seed: usize, chars: usize) -> String {
-    let words = [
-        "alpha", "river", "stone", "garden", "window", "market", "silver", "engine",
-    ];
-    let mut out = String::with_capacity(chars + 16);
-    let mut k = seed;
-    while out.len() < chars {
-        out.push_str(words[k % words.len()]);
-        out.push_str(&(k % 97).to_string());
-        out.push(' ');
-        k = k.wrapping_mul(31).wrapping_add(7);
-    }
-    out
 }
 
 /// Regression: a person's 300 KB paste went whole into the turn's
@@ -163,36 +145,11 @@ async fn a_long_turn_under_the_mark_as_sent_asks_for_no_compaction() {
                 }
                 return Reply::tool_call("n", "SendMessage", r#"{"text":"noted"}"#);
             }
-            match steps_since_input(request) {
-                n if n < READS => Reply::tool_call(
-                    &format!("r{n}"),
-                    "Read",
-                    json!({ "path": format!("f{n}.txt") }).to_string(),
-                ),
-                n if n == READS => {
-                    Reply::tool_call("send", "SendMessage", r#"{"text":"read them all"}"#)
-                }
-                _ => Reply::text(""),
-            }
+            reading_step(steps_since_input(request), READS)
         })
         .start()
         .await;
-    let fleet = TestFleet::new()
-        .openai(
-            "main",
-            &server.base_url(),
-            "max_retries = 0\ncompact_at_tokens = 40000",
-        )
-        .bot("r", "main", &["SendMessage", "Read"]);
-    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
-    for n in 0..READS {
-        std::fs::write(
-            fleet.path().join(format!("data/workspace/alice/f{n}.txt")),
-            prose(n, 10_000),
-        )
-        .unwrap();
-    }
-    let host = fleet.start().await;
+    let host = reading_fleet(&server.base_url(), READS).start().await;
     // a conversation before the turn that no summary covers yet: a
     // compaction during the turn would have something to summarise
     for i in 0..6 {

@@ -20,80 +20,42 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use serde_json::json;
 
 use super::crash::send;
 use super::crash::turn_ended;
 use super::crash::wait_until;
-use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
-use crate::support::openai_server::OpenAiServer;
+use super::memory_restart::answers_once;
+use super::memory_restart::extracting_setup;
+use super::memory_restart::profile;
+use crate::support::memory_model::adds;
+use crate::support::memory_model::is_extraction;
 use crate::support::openai_server::Reply;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
 
-/// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
-const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
 const FACT: &str = "Alice owns a green kayak";
-
-fn is_extraction(body: &Value) -> bool {
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with(EXTRACTOR))
-}
 
 /// The bot answers with SendMessage, then stops; the extractor adds
 /// [`FACT`] once `answer` is set, and until then holds the request (its
 /// headers come after a minute, long after the host is killed).
 fn model(body: &Value, answer: &AtomicBool) -> Reply {
     if is_extraction(body) {
-        let added = json!({ "add": [{ "text": FACT }], "replace": [], "remove": [] });
-        let reply = Reply::text(added.to_string());
+        let reply = adds(FACT);
         return if answer.load(Ordering::SeqCst) {
             reply
         } else {
             reply.delay_headers(Duration::from_secs(60))
         };
     }
-    let messages = body["messages"].as_array().unwrap();
-    if messages.last().is_some_and(|m| m["role"] == "tool") {
-        return Reply::text("");
-    }
-    let id = format!("call_{}", messages.len());
-    Reply::tool_call(
-        &id,
-        "SendMessage",
-        json!({ "text": "A fine boat!" }).to_string(),
-    )
-}
-
-/// The profile texts of alice's user scope, as the memory API shows them.
-async fn profile(url: &str) -> Vec<String> {
-    let c = botfleet::client::Client::new(url, TOKEN).unwrap();
-    let mem = c.get("/v1/bots/a1/memory").await.unwrap();
-    mem["scopes"][1]["profile"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["text"].as_str().unwrap().to_owned())
-        .collect()
+    answers_once(body, "A fine boat!")
 }
 
 #[tokio::test]
 async fn a_host_killed_as_its_turn_ends_runs_the_turns_extraction_after_restart() {
     let answer = Arc::new(AtomicBool::new(false));
     let shared = Arc::clone(&answer);
-    let server = OpenAiServer::builder()
-        .responder(move |b| model(b, &shared))
-        .start()
-        .await;
-    let fleet = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = true\n")
-        .bot("a1", "main", &["SendMessage"]);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
+    let (server, fleet, path, log) = extracting_setup(move |b| model(b, &shared)).await;
     let port = free_port();
 
     let host = HostProcess::start(&path, port, &log).await;

@@ -13,11 +13,13 @@ use tokio::sync::watch;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::memory_model::bot_step;
+use crate::support::memory_model::content;
+use crate::support::memory_model::is_extraction;
+use crate::support::memory_model::send_message;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 
-/// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
-const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
 /// What alice says first.
 const SAID: &str = "my dog is called Zed";
 /// What the held extraction proposes.
@@ -25,16 +27,6 @@ const FACT: &str = "Alice's dog is called Zed";
 /// Prompt tokens the held extraction reports: its usage in the bot's
 /// counts says its outcome was applied (usage and outcome end it together).
 const HELD_TOKENS: u64 = 5_000_000;
-
-fn is_extraction(body: &Value) -> bool {
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with(EXTRACTOR))
-}
-
-fn content(m: &Value) -> &str {
-    m["content"].as_str().unwrap_or("")
-}
 
 /// The bot: `forget: X` → Forget {matching: X}, anything else →
 /// SendMessage; after a tool result, SendMessage quoting it (after
@@ -51,24 +43,12 @@ fn model(body: &Value, gate: &watch::Receiver<bool>) -> Reply {
         }
         return Reply::text("{}");
     }
-    let messages = body["messages"].as_array().unwrap();
-    let id = format!("call_{}", messages.len());
-    let send =
-        |text: &str| Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string());
-    let last = messages.last().unwrap();
-    if last["role"] == "tool" {
-        let asked = messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
-            .unwrap_or(Value::Null);
-        return if asked == "SendMessage" {
-            Reply::text("")
-        } else {
-            send(&format!("done: {}", content(last)))
-        };
-    }
+    let messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    let (id, last) = match bot_step(&messages) {
+        Ok(step) => step,
+        Err(reply) => return *reply,
+    };
+    let send = |text: &str| send_message(&id, text);
     match content(last).strip_prefix("forget: ") {
         Some(what) => Reply::tool_call(&id, "Forget", json!({ "matching": what }).to_string()),
         None => send("noted"),

@@ -33,29 +33,19 @@ use crate::support::clocked::clocked_parts;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::memory_model::UPDATE;
+use crate::support::memory_model::content;
+use crate::support::memory_model::is_extraction;
+use crate::support::memory_model::send_message;
+use crate::support::memory_model::step_past_updates;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::RecordedRequest;
 use crate::support::openai_server::Reply;
-
-/// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
-const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
-/// How a memory update at the end of a context starts.
-const UPDATE: &str = "[memory update]";
-
-fn is_extraction(body: &Value) -> bool {
-    system(body).starts_with(EXTRACTOR)
-}
+use crate::support::shared_room::mixed_fleet;
+use crate::support::shared_room::post_mixed_room;
 
 fn system(body: &Value) -> &str {
     body["messages"][0]["content"].as_str().unwrap_or("")
-}
-
-fn content(m: &Value) -> &str {
-    m["content"].as_str().unwrap_or("")
-}
-
-fn is_update(m: &Value) -> bool {
-    m["role"] == "user" && content(m).starts_with(UPDATE)
 }
 
 /// The memory update in a user message: alone, or joined to the turn's
@@ -81,27 +71,11 @@ fn model(body: &Value, extractor: &dyn Fn(&Value) -> Reply) -> Reply {
     if is_extraction(body) {
         return extractor(body);
     }
-    let mut messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
-    while messages.last().is_some_and(|m| is_update(m)) {
-        messages.pop();
-    }
-    let id = format!("call_{}", messages.len());
-    let send =
-        |text: &str| Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string());
-    let last = messages.last().unwrap();
-    if last["role"] == "tool" {
-        let asked = messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
-            .unwrap_or(Value::Null);
-        return if asked == "SendMessage" {
-            Reply::text("")
-        } else {
-            send(&format!("done: {}", content(last)))
-        };
-    }
+    let (id, last) = match step_past_updates(body) {
+        Ok(step) => step,
+        Err(reply) => return *reply,
+    };
+    let send = |text: &str| send_message(&id, text);
     // the input, without a memory update joined to it
     let text = content(last)
         .split("\n\n[memory update]")
@@ -526,27 +500,14 @@ async fn a_room_shared_with_other_peoples_bots_does_not_see_the_owners_memory() 
         .start()
         .await;
     let tools = &["SendMessage", "Remember", "Forget"];
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("a1", "main", tools)
-        .bot_of("b1", "main", tools, "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+    let host = mixed_fleet(&server.base_url(), tools, tools).start().await;
     const TEA: &str = "Prefers tea over coffee";
     // a fact of alice's (user scope), in every private prompt of her bots
     turn(&host, &server, "a1", &format!("remember: {TEA}")).await;
     let r = turn(&host, &server, "a1", "hello").await;
     assert!(r[0].to_string().contains(TEA), "{}", r[0]);
 
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "mixed", "members": ["a1", "b1"]}).to_string(),
-        )
-        .await;
+    let (status, v) = post_mixed_room(&host).await;
     assert_eq!(status, 201, "{v}");
     let before = server.request_count();
     let (status, v) = host

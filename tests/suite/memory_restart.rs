@@ -5,6 +5,7 @@
 //! the fact is added, once. A clean stop waits a little for a running
 //! extraction, so a short one is not asked again.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
@@ -18,64 +19,71 @@ use super::crash::turn_ended;
 use super::crash::wait_until;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::memory_model::adds;
+use crate::support::memory_model::is_extraction;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
 
-/// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
-const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
 const FACT: &str = "Alice owns a red bicycle";
-
-fn is_extraction(body: &Value) -> bool {
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with(EXTRACTOR))
-}
 
 /// The bot answers with SendMessage, then stops; the extractor adds
 /// [`FACT`] after `delay_ms` (a shared, changeable delay).
 fn model(body: &Value, delay_ms: &AtomicU64) -> Reply {
     if is_extraction(body) {
-        let answer = json!({ "add": [{ "text": FACT }], "replace": [], "remove": [] });
         let delay = Duration::from_millis(delay_ms.load(Ordering::SeqCst));
-        return Reply::text(answer.to_string()).delay_headers(delay);
+        return adds(FACT).delay_headers(delay);
     }
+    answers_once(body, "Nice bike!")
+}
+
+/// A bot's turn that answers with SendMessage `text`, then stops.
+pub(super) fn answers_once(body: &Value, text: &str) -> Reply {
     let messages = body["messages"].as_array().unwrap();
     if messages.last().is_some_and(|m| m["role"] == "tool") {
         return Reply::text("");
     }
     let id = format!("call_{}", messages.len());
-    Reply::tool_call(
-        &id,
-        "SendMessage",
-        json!({ "text": "Nice bike!" }).to_string(),
-    )
+    Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string())
+}
+
+/// A fleet of bot `a1` (SendMessage) on the OpenAI-compatible server at
+/// `base_url`, with fact extraction after turns on.
+pub(super) fn extracting_fleet(base_url: &str) -> TestFleet {
+    TestFleet::new()
+        .openai("main", base_url, "max_retries = 0")
+        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = true\n")
+        .bot("a1", "main", &["SendMessage"])
+}
+
+/// A loopback OpenAI-compatible server answering with `responder`, an
+/// [`extracting_fleet`] on it written out, and the paths of its
+/// fleet.toml and of the log a host process is to write.
+pub(super) async fn extracting_setup(
+    responder: impl Fn(&Value) -> Reply + Send + Sync + 'static,
+) -> (OpenAiServer, TestFleet, PathBuf, PathBuf) {
+    let server = OpenAiServer::builder().responder(responder).start().await;
+    let fleet = extracting_fleet(&server.base_url());
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    (server, fleet, path, log)
 }
 
 struct Setup {
     server: OpenAiServer,
     delay_ms: Arc<AtomicU64>,
     fleet: TestFleet,
-    path: std::path::PathBuf,
-    log: std::path::PathBuf,
+    path: PathBuf,
+    log: PathBuf,
     port: u16,
 }
 
 async fn setup(delay_ms: u64) -> Setup {
     let delay = Arc::new(AtomicU64::new(delay_ms));
     let shared = Arc::clone(&delay);
-    let server = OpenAiServer::builder()
-        .responder(move |b| model(b, &shared))
-        .start()
-        .await;
-    let fleet = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = true\n")
-        .bot("a1", "main", &["SendMessage"]);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
+    let (server, fleet, path, log) = extracting_setup(move |b| model(b, &shared)).await;
     Setup {
         server,
         delay_ms: delay,
@@ -107,7 +115,7 @@ async fn wait_extractions(server: &OpenAiServer, n: usize) {
 }
 
 /// The profile texts of alice's user scope, as the memory API shows them.
-async fn profile(url: &str) -> Vec<String> {
+pub(super) async fn profile(url: &str) -> Vec<String> {
     let c = botfleet::client::Client::new(url, TOKEN).unwrap();
     let mem = c.get("/v1/bots/a1/memory").await.unwrap();
     mem["scopes"][1]["profile"]["items"]

@@ -14,10 +14,15 @@ use serde_json::json;
 
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::memory_model::after;
+use crate::support::memory_model::content;
+use crate::support::memory_model::send_message;
+use crate::support::memory_model::step_past_updates;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
+use crate::support::shared_room::mixed_fleet;
+use crate::support::shared_room::open_mixed_room;
 
 /// Told to `b1` by bob in his DM (agent scope, log layer).
 const DOOR: &str = "The door code of bob's flat is 4711";
@@ -25,18 +30,6 @@ const DOOR: &str = "The door code of bob's flat is 4711";
 const SISTER: &str = "Bob's sister is called Evelyn";
 /// Told to `b1` in alice's room.
 const STANDUP: &str = "The standup moved to nine";
-
-fn content(m: &Value) -> &str {
-    m["content"].as_str().unwrap_or("")
-}
-
-/// The text between `<<` and `>>` right after `command` in `text` (a
-/// room turn's input frames the messages in quotes of its own).
-fn after<'t>(text: &'t str, command: &str) -> Option<&'t str> {
-    let rest = &text[text.find(command)? + command.len()..];
-    let rest = rest.strip_prefix("<<")?;
-    Some(&rest[..rest.find(">>")?])
-}
 
 /// `(id, text)` of `replace m-… <<text>>` in `text`.
 fn replacement(text: &str) -> Option<(&str, &str)> {
@@ -51,30 +44,11 @@ fn replacement(text: &str) -> Option<(&str, &str)> {
 /// SendMessage `ok`. After a tool result, SendMessage (after SendMessage,
 /// stop).
 fn model(body: &Value) -> Reply {
-    let mut messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
-    while messages
-        .last()
-        .is_some_and(|m| m["role"] == "user" && content(m).starts_with("[memory update]"))
-    {
-        messages.pop();
-    }
-    let id = format!("call_{}", messages.len());
-    let send =
-        |text: &str| Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string());
-    let last = messages.last().unwrap();
-    if last["role"] == "tool" {
-        let asked = messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
-            .unwrap_or(Value::Null);
-        return if asked == "SendMessage" {
-            Reply::text("")
-        } else {
-            send(&format!("done: {}", content(last)))
-        };
-    }
+    let (id, last) = match step_past_updates(body) {
+        Ok(step) => step,
+        Err(reply) => return *reply,
+    };
+    let send = |text: &str| send_message(&id, text);
     let text = content(last);
     let remember = |args: Value| Reply::tool_call(&id, "Remember", args.to_string());
     if let Some(fact) = after(text, "remember log ") {
@@ -166,14 +140,7 @@ fn assert_lacks(requests: &[Value], private: &[&str]) {
 async fn a_shared_room_shows_only_what_the_bot_remembered_there() {
     let server = OpenAiServer::builder().responder(model).start().await;
     let tools = &["SendMessage", "Remember"];
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n")
-        .bot("a1", "main", tools)
-        .bot_of("b1", "main", tools, "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+    let host = mixed_fleet(&server.base_url(), tools, tools).start().await;
     // bob tells his bot two private things; both are b1's own memory
     bob_says(&host, &server, &format!("remember log <<{DOOR}>>")).await;
     bob_says(&host, &server, &format!("remember agent <<{SISTER}>>")).await;
@@ -189,15 +156,7 @@ async fn a_shared_room_shows_only_what_the_bot_remembered_there() {
         .map(str::to_owned)
         .unwrap_or_else(|| panic!("no door code in {memory:#}"));
 
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "mixed", "members": ["a1", "b1"]}).to_string(),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (201, json!(true)), "{v}");
+    open_mixed_room(&host).await;
     let private = [DOOR, SISTER, "4711"];
     // b1 remembers something in the room: its own memory there
     let r = alice_says(&host, &server, &format!("@b1 remember log <<{STANDUP}>>")).await;

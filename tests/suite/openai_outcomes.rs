@@ -14,7 +14,7 @@ use crate::support::openai_server::RecordedRequest;
 use crate::support::openai_server::Reply;
 
 /// A host whose bot `r` (SendMessage) talks to `server`.
-async fn host(server: &OpenAiServer, stream: bool) -> TestHost {
+pub(super) async fn host(server: &OpenAiServer, stream: bool) -> TestHost {
     TestFleet::new()
         .openai(
             "main",

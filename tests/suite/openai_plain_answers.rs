@@ -5,26 +5,14 @@
 //! the turn or the call.
 
 use pretty_assertions::assert_eq;
-use serde_json::Value;
 
 use super::openai_faults::serve_completions;
+use super::openai_outcomes::host;
+use super::openai_outcomes::turn;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
-
-/// Sends `text` to bot `r` and waits for the end of its turn; returns the
-/// session's entries and the turn's end.
-async fn one_turn(host: &TestHost, text: &str) -> (Vec<Value>, Value) {
-    let (status, sent) = host.send("r", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    (host.entries(&session).await, end)
-}
 
 /// Regression: in a plain answer, two tool calls with one id were placed by
 /// that id, as stream pieces are, and ran together into one SendMessage
@@ -46,16 +34,8 @@ async fn two_calls_sharing_an_id_in_a_plain_answer_both_run() {
         .responder(|_| Reply::text(""))
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai(
-            "main",
-            &server.base_url(),
-            "stream = false\nmax_retries = 0",
-        )
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
-    let (entries, end) = one_turn(&host, "say two things").await;
+    let host = host(&server, false).await;
+    let (entries, end) = turn(&host, "say two things").await;
     assert_eq!(end["status"], "completed", "{end}");
     assert_eq!(deliveries(&entries), ["first", "second"]);
 
@@ -114,7 +94,7 @@ async fn a_lone_surrogate_in_a_plain_answers_text_becomes_a_replacement_characte
         .bot("r", "main", &["SendMessage"])
         .start()
         .await;
-    let (entries, end) = one_turn(&host, "note it").await;
+    let (entries, end) = turn(&host, "note it").await;
     assert_eq!(end["status"], "undelivered", "{end}");
     let said = entries
         .iter()
@@ -141,16 +121,8 @@ async fn a_lone_surrogate_escaped_in_arguments_becomes_a_replacement_character()
             .responder(|_| Reply::text(""))
             .start()
             .await;
-        let host = TestFleet::new()
-            .openai(
-                "main",
-                &server.base_url(),
-                &format!("stream = {stream}\nmax_retries = 0"),
-            )
-            .bot("r", "main", &["SendMessage"])
-            .start()
-            .await;
-        let (entries, end) = one_turn(&host, "send it").await;
+        let host = host(&server, stream).await;
+        let (entries, end) = turn(&host, "send it").await;
         assert_eq!(end["status"], "completed", "stream = {stream}: {end}");
         assert_eq!(
             deliveries(&entries),

@@ -11,57 +11,31 @@ use serde_json::Value;
 use serde_json::json;
 
 use crate::support::fleet::BOB_TOKEN;
-use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::memory_model::after;
+use crate::support::memory_model::content;
+use crate::support::memory_model::send_message;
+use crate::support::memory_model::step_past_updates;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
+use crate::support::shared_room::mixed_fleet;
+use crate::support::shared_room::open_mixed_room;
 
 /// Starts every fact alice tells `a1` in her DM.
 const PRIVATE: &str = "PRIVATEDM";
 /// A fact `a1` remembers in the room.
 const STANDUP: &str = "ROOM: the standup moved to nine";
 
-fn content(m: &Value) -> &str {
-    m["content"].as_str().unwrap_or("")
-}
-
-/// The text between `<<` and `>>` right after `command` in `text`.
-fn after<'t>(text: &'t str, command: &str) -> Option<&'t str> {
-    let rest = &text[text.find(command)? + command.len()..];
-    let rest = rest.strip_prefix("<<")?;
-    Some(&rest[..rest.find(">>")?])
-}
-
 /// The bots' model: `remember <<X>>` → Remember X as a profile fact of
 /// the bot's own; anything else → SendMessage `ok`. After a tool result,
 /// SendMessage `done: <the result>` (after SendMessage, stop): the model
 /// passes on what the tool answered, as the tester's did.
 fn model(body: &Value) -> Reply {
-    let mut messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
-    while messages
-        .last()
-        .is_some_and(|m| m["role"] == "user" && content(m).starts_with("[memory update]"))
-    {
-        messages.pop();
-    }
-    let id = format!("call_{}", messages.len());
-    let send =
-        |text: &str| Reply::tool_call(&id, "SendMessage", json!({ "text": text }).to_string());
-    let last = messages.last().unwrap();
-    if last["role"] == "tool" {
-        let asked = messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
-            .unwrap_or(Value::Null);
-        return if asked == "SendMessage" {
-            Reply::text("")
-        } else {
-            send(&format!("done: {}", content(last)))
-        };
-    }
+    let (id, last) = match step_past_updates(body) {
+        Ok(step) => step,
+        Err(reply) => return *reply,
+    };
+    let send = |text: &str| send_message(&id, text);
     match after(content(last), "remember ") {
         Some(fact) => Reply::tool_call(
             &id,
@@ -133,26 +107,17 @@ fn assert_private_kept(requests: &[Value], run: &[Value]) {
 #[tokio::test]
 async fn a_full_profile_in_a_shared_room_quotes_nothing_private() {
     let server = OpenAiServer::builder().responder(model).start().await;
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n")
-        .bot("a1", "main", &["SendMessage", "Remember"])
-        .bot_of("b1", "main", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+    let host = mixed_fleet(
+        &server.base_url(),
+        &["SendMessage", "Remember"],
+        &["SendMessage"],
+    )
+    .start()
+    .await;
     for n in 1..=7 {
         alice_tells(&host, &private_fact(n)).await;
     }
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "mixed", "members": ["a1", "b1"]}).to_string(),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (201, json!(true)), "{v}");
+    open_mixed_room(&host).await;
 
     // a fact that fits: remembered, with no count of the profile
     let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{STANDUP}>>")).await;

@@ -8,6 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;
 
+use super::openai_outcomes::host;
 use super::openai_outcomes::turn;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
@@ -18,7 +19,7 @@ use crate::support::openai_server::Reply;
 const RUNTIME: &str = "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n";
 
 /// Bytes of a request's body.
-fn size(request: &RecordedRequest) -> usize {
+pub(super) fn size(request: &RecordedRequest) -> usize {
     request.body.to_string().len()
 }
 
@@ -114,15 +115,7 @@ async fn a_refused_huge_argument_is_not_sent_again() {
         .reply(Reply::text(""))
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai(
-            "main",
-            &server.base_url(),
-            "stream = false\nmax_retries = 0",
-        )
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
+    let host = host(&server, false).await;
     let (entries, end) = turn(&host, "write me a novel").await;
     assert_eq!(end["status"], "completed", "{end}");
     let (entries2, end) = turn(&host, "and now?").await;
@@ -168,7 +161,7 @@ async fn a_refused_huge_argument_is_not_sent_again() {
 }
 
 /// English-like text of about `chars` characters, different for each `seed`.
-fn prose(seed: usize, chars: usize) -> String {
+pub(super) fn prose(seed: usize, chars: usize) -> String {
     let words = [
         "alpha", "river", "stone", "garden", "window", "market", "silver", "engine",
     ];
@@ -183,6 +176,44 @@ fn prose(seed: usize, chars: usize) -> String {
     out
 }
 
+/// What a reading bot answers at step `n` of a turn (after `n` tool
+/// results): Read `f{n}.txt` while `n < reads`, then SendMessage "read
+/// them all", then stop.
+pub(super) fn reading_step(n: usize, reads: usize) -> Reply {
+    match n {
+        n if n < reads => Reply::tool_call(
+            &format!("r{n}"),
+            "Read",
+            json!({ "path": format!("f{n}.txt") }).to_string(),
+        ),
+        n if n == reads => Reply::tool_call("send", "SendMessage", r#"{"text":"read them all"}"#),
+        _ => Reply::text(""),
+    }
+}
+
+/// A fleet with bot `r` (SendMessage, Read) on the OpenAI-compatible
+/// server at `base_url`, compacting at 40,000 tokens, and `files` prose
+/// files `f0.txt`… of ~10,000 characters (~2,500 tokens) each in alice's
+/// workspace.
+pub(super) fn reading_fleet(base_url: &str, files: usize) -> TestFleet {
+    let fleet = TestFleet::new()
+        .openai(
+            "main",
+            base_url,
+            "max_retries = 0\ncompact_at_tokens = 40000",
+        )
+        .bot("r", "main", &["SendMessage", "Read"]);
+    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
+    for n in 0..files {
+        std::fs::write(
+            fleet.path().join(format!("data/workspace/alice/f{n}.txt")),
+            prose(n, 10_000),
+        )
+        .unwrap();
+    }
+    fleet
+}
+
 /// Regression: within one turn tool results piled up without bound: ten
 /// reads of 32 KB grew each request by ~33 KB (to ~1.3 MB with the
 /// default 40 steps), and a compaction keeps the running turn. Past half
@@ -192,40 +223,12 @@ fn prose(seed: usize, chars: usize) -> String {
 async fn a_long_turns_older_tool_results_are_cut_to_stubs() {
     const READS: usize = 10;
     let server = OpenAiServer::builder()
-        .responder(|request| {
-            let done = tool_messages(request);
-            match done {
-                n if n < READS => Reply::tool_call(
-                    &format!("r{n}"),
-                    "Read",
-                    json!({ "path": format!("f{n}.txt") }).to_string(),
-                ),
-                n if n == READS => {
-                    Reply::tool_call("send", "SendMessage", r#"{"text":"read them all"}"#)
-                }
-                _ => Reply::text(""),
-            }
-        })
+        .responder(|request| reading_step(tool_messages(request), READS))
         .start()
         .await;
     // a budget of 20,000 tokens for the turn; ten reads of ~2,500 tokens
     // pass it without reaching the compaction mark
-    let fleet = TestFleet::new()
-        .openai(
-            "main",
-            &server.base_url(),
-            "max_retries = 0\ncompact_at_tokens = 40000",
-        )
-        .bot("r", "main", &["SendMessage", "Read"]);
-    std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();
-    for n in 0..READS {
-        std::fs::write(
-            fleet.path().join(format!("data/workspace/alice/f{n}.txt")),
-            prose(n, 10_000),
-        )
-        .unwrap();
-    }
-    let host = fleet.start().await;
+    let host = reading_fleet(&server.base_url(), READS).start().await;
     let (entries, end) = turn(&host, "read f0.txt to f9.txt").await;
     assert_eq!(end["status"], "completed", "{end}");
     assert_eq!(deliveries(&entries), ["read them all"]);

@@ -3,5 +3,7 @@
 pub mod browser;
 pub mod clocked;
 pub mod fleet;
+pub mod memory_model;
 pub mod openai_server;
 pub mod process;
+pub mod shared_room;

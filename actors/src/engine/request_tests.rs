@@ -237,6 +237,37 @@ fn plain_entry(session: SessionId, seq: i64, kind: EntryKind) -> Entry {
 /// count is taken again (the tail's total is what a fresh tail counts),
 /// and a request over the turn's budget cuts the turn's older results
 /// while the context gets its messages back unchanged.
+/// Pushes `count` Read calls of the running turn onto `tail` from seq 4
+/// on, ids `{prefix}0`…, each answered by `result`.
+fn push_reads(tail: &mut SessionTail, session: SessionId, prefix: &str, count: i64, result: &str) {
+    for k in 0..count {
+        let seq = 4 + 2 * k;
+        let id = format!("{prefix}{k}");
+        tail.push(&plain_entry(
+            session,
+            seq,
+            EntryKind::Assistant {
+                text: String::new(),
+                tool_calls: vec![botfleet_memory::ToolCallBody {
+                    id: id.clone(),
+                    name: "Read".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+        ));
+        tail.push(&plain_entry(
+            session,
+            seq + 1,
+            EntryKind::ToolResult {
+                call_id: id,
+                name: "Read".into(),
+                content: result.into(),
+                is_error: false,
+            },
+        ));
+    }
+}
+
 #[test]
 fn a_request_is_shaped_and_the_context_kept() {
     let session = SessionId::new_v7();
@@ -282,32 +313,7 @@ fn a_request_is_shaped_and_the_context_kept() {
     assert_eq!(after, fill(&entries).tokens());
 
     // four reads of 3,000 characters in the turn, over a budget of 2,000
-    for k in 0..4 {
-        let seq = 4 + 2 * k;
-        let id = format!("r{k}");
-        tail.push(&plain_entry(
-            session,
-            seq,
-            EntryKind::Assistant {
-                text: String::new(),
-                tool_calls: vec![botfleet_memory::ToolCallBody {
-                    id: id.clone(),
-                    name: "Read".into(),
-                    arguments: "{}".into(),
-                }],
-            },
-        ));
-        tail.push(&plain_entry(
-            session,
-            seq + 1,
-            EntryKind::ToolResult {
-                call_id: id,
-                name: "Read".into(),
-                content: "word ".repeat(600),
-                is_error: false,
-            },
-        ));
-    }
+    push_reads(&mut tail, session, "r", 4, &"word ".repeat(600));
     let context: Vec<ChatMessage> = tail.context.messages().to_vec();
     let total = tail.tokens();
     tail.shape_requests(Some(1), 2_000, true);
@@ -483,32 +489,7 @@ fn a_clipped_message_joins_the_one_before_it() {
 fn sent_tokens_count_the_stubs_and_move_nothing() {
     let session = SessionId::new_v7();
     let mut tail = huge_turn(session, 100);
-    for k in 0..6 {
-        let seq = 4 + 2 * k;
-        let id = format!("c{k}");
-        tail.push(&plain_entry(
-            session,
-            seq,
-            EntryKind::Assistant {
-                text: String::new(),
-                tool_calls: vec![botfleet_memory::ToolCallBody {
-                    id: id.clone(),
-                    name: "Read".into(),
-                    arguments: "{}".into(),
-                }],
-            },
-        ));
-        tail.push(&plain_entry(
-            session,
-            seq + 1,
-            EntryKind::ToolResult {
-                call_id: id,
-                name: "Read".into(),
-                content: "word ".repeat(2_000),
-                is_error: false,
-            },
-        ));
-    }
+    push_reads(&mut tail, session, "c", 6, &"word ".repeat(2_000));
     let whole = tail.tokens();
     tail.shape_requests(Some(1), 6_000, true);
     let sent = tail.sent_tokens();

@@ -71,6 +71,20 @@ steps = [{{ text = '{{"add": [{{"text": "{FACT}"}}]}}' }}]
     )
 }
 
+/// The purposes the tests' own models answer: a bot's turns and its
+/// fact extractions.
+fn turns_and_extractions(purpose: Purpose) -> bool {
+    matches!(purpose, Purpose::Turn | Purpose::Extract)
+}
+
+/// An extraction's answer that adds [`FACT`].
+fn adds_fact() -> ModelResponse {
+    ModelResponse {
+        text: json!({ "add": [{ "text": FACT }] }).to_string(),
+        ..done()
+    }
+}
+
 fn owed(turn: TurnId, bot: &BotId, f: &ToolFixture) -> OwedExtraction {
     OwedExtraction {
         turn,
@@ -243,7 +257,7 @@ impl Model for EndHeld {
     }
 
     fn answers(&self, purpose: Purpose) -> bool {
-        matches!(purpose, Purpose::Turn | Purpose::Extract)
+        turns_and_extractions(purpose)
     }
 
     async fn complete(
@@ -253,10 +267,7 @@ impl Model for EndHeld {
         _cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         if matches!(request.purpose, Purpose::Extract) {
-            return Ok(ModelResponse {
-                text: json!({ "add": [{ "text": FACT }] }).to_string(),
-                ..done()
-            });
+            return Ok(adds_fact());
         }
         Ok(match next_call(&self.calls) {
             0 => tool_step("call-0", "SendMessage", json!({ "text": REPLY })),
@@ -403,7 +414,7 @@ impl Model for LooksFirst {
     }
 
     fn answers(&self, purpose: Purpose) -> bool {
-        matches!(purpose, Purpose::Turn | Purpose::Extract)
+        turns_and_extractions(purpose)
     }
 
     async fn complete(
@@ -415,10 +426,7 @@ impl Model for LooksFirst {
         if matches!(request.purpose, Purpose::Extract) {
             let asked = serde_json::to_string(&request.messages).unwrap();
             self.asked.lock().unwrap().push(asked);
-            return Ok(ModelResponse {
-                text: json!({ "add": [{ "text": FACT }] }).to_string(),
-                ..done()
-            });
+            return Ok(adds_fact());
         }
         let answered = request
             .messages

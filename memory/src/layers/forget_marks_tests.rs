@@ -52,6 +52,11 @@ async fn apply(f: &Fixture, op: MemoryOp) -> MemoryOpResult {
     f.hub.apply(op).await.unwrap()
 }
 
+/// An extraction's add of `new` for `turn`, as the writer answers it.
+async fn add_extracted(f: &Fixture, new: NewMemory, turn: TurnId) -> MemoryOpResult {
+    apply(f, MemoryOp::AddExtracted { new, turn }).await
+}
+
 async fn forget_matching(f: &Fixture, needle: &str) {
     let op = MemoryOp::ForgetMatching {
         scope: alice(),
@@ -83,28 +88,15 @@ async fn a_forget_by_text_drops_the_add_of_a_turn_that_started_before_it() {
     forget_matching(&f, "ZED").await;
     f.clock.advance_ms(8_000);
     let new = fact("t1", "Dog is called Zed");
-    let r = apply(
-        &f,
-        MemoryOp::AddExtracted {
-            new: new.clone(),
-            turn: said,
-        },
-    )
-    .await;
+    let r = add_extracted(&f, new.clone(), said).await;
     assert_eq!(r, MemoryOpResult::AlreadyForgotten(new.id));
     // another fact of the same turn is not covered
-    let other = MemoryOp::AddExtracted {
-        new: fact("t1b", "Likes tea"),
-        turn: said,
-    };
-    assert!(added(&apply(&f, other).await));
+    let other = add_extracted(&f, fact("t1b", "Likes tea"), said).await;
+    assert!(added(&other));
     // said again after the Forget: remembered
     let later = start_turn(&f).await;
-    let again = MemoryOp::AddExtracted {
-        new: fact("t2", "Dog is called Zed"),
-        turn: later,
-    };
-    assert!(added(&apply(&f, again).await));
+    let again = add_extracted(&f, fact("t2", "Dog is called Zed"), later).await;
+    assert!(added(&again));
     // a plain add (Remember, the API) is not checked
     assert!(added(&f.add(fact("r", "Zed the second")).await));
 }
@@ -128,14 +120,7 @@ async fn a_forget_by_id_drops_the_same_text_and_keeps_only_its_hash() {
     assert!(matches!(removed, MemoryOpResult::Removed(_)));
     // the extraction proposes the same fact, in other case and spacing
     let new = fact("t1", "dog  is called ZED");
-    let r = apply(
-        &f,
-        MemoryOp::AddExtracted {
-            new: new.clone(),
-            turn: said,
-        },
-    )
-    .await;
+    let r = add_extracted(&f, new.clone(), said).await;
     assert_eq!(r, MemoryOpResult::AlreadyForgotten(new.id));
     let m = marks(&f);
     assert_eq!(m.len(), 1);
@@ -188,14 +173,7 @@ async fn marks_go_once_no_extraction_can_predate_them() {
         marks(&f),
         [(Some("third".into()), None), (Some("fourth".into()), None)]
     );
-    let r = apply(
-        &f,
-        MemoryOp::AddExtracted {
-            new: fact("x", "The third of May"),
-            turn: running,
-        },
-    )
-    .await;
+    let r = add_extracted(&f, fact("x", "The third of May"), running).await;
     assert!(matches!(r, MemoryOpResult::AlreadyForgotten(_)), "{r:?}");
 }
 

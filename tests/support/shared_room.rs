@@ -1,0 +1,40 @@
+//! A room that alice shares with bob's bot, as the suites on memory in
+//! shared rooms set it up.
+
+use serde_json::Value;
+use serde_json::json;
+
+use super::fleet::TOKEN;
+use super::fleet::TestFleet;
+use super::fleet::TestHost;
+
+/// A fleet of alice's `a1` and bob's shareable `b1` (with these tools)
+/// on the OpenAI-compatible server at `base_url`, without fact
+/// extraction.
+pub fn mixed_fleet(base_url: &str, a1_tools: &[&str], b1_tools: &[&str]) -> TestFleet {
+    TestFleet::new()
+        .openai("main", base_url, "max_retries = 0")
+        .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n")
+        .bot("a1", "main", a1_tools)
+        .bot_of("b1", "main", b1_tools, "bob")
+        .bot_lines("shareable = true")
+}
+
+/// Alice asks to open room `mixed` of `a1` and `b1`; returns the HTTP
+/// status and the answer.
+pub async fn post_mixed_room(host: &TestHost) -> (u16, Value) {
+    host.post_raw(
+        "/v1/groups",
+        Some(TOKEN),
+        None,
+        json!({"name": "mixed", "members": ["a1", "b1"]}).to_string(),
+    )
+    .await
+}
+
+/// Alice opens room `mixed` of `a1` and `b1`; it is shared (another
+/// user's bot is in it).
+pub async fn open_mixed_room(host: &TestHost) {
+    let (status, v) = post_mixed_room(host).await;
+    assert_eq!((status, v["shared"].clone()), (201, json!(true)), "{v}");
+}
