@@ -25,6 +25,7 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
+use crate::support::process::poll;
 
 /// Every member wants to say three things each turn.
 const CHATTY: &str = r#"
@@ -294,18 +295,19 @@ async fn an_unfinished_run_resumes_after_a_sigkill() {
             .clone()
     };
     // kill it once some, but not all, replies are out
-    let mut published = 0;
-    for _ in 0..400 {
-        published = timeline(client.clone())
+    let published = poll(4, async || {
+        let published = timeline(client.clone())
             .await
             .iter()
             .filter(|e| e["kind"] == "delivery")
             .count();
         if published >= 2 {
-            break;
+            Ok(published)
+        } else {
+            Err(format!("published {published} before the kill"))
         }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert!(
         (2..9).contains(&published),
         "published {published} before the kill"
@@ -314,17 +316,18 @@ async fn an_unfinished_run_resumes_after_a_sigkill() {
 
     let host = HostProcess::start(&path, port, &log).await;
     let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
-    let mut entries = Vec::new();
-    for _ in 0..600 {
-        entries = timeline(client.clone()).await;
+    let entries = poll(12, async || {
+        let entries = timeline(client.clone()).await;
         if entries
             .iter()
             .any(|e| e["kind"] == "turn_end" && e["inputs"] == json!([seq]))
         {
-            break;
+            Ok(entries)
+        } else {
+            Err(format!("the run of #{seq} did not end: {entries:#?}"))
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     let authors: Vec<&str> = entries
         .iter()
         .filter(|e| e["kind"] == "delivery")

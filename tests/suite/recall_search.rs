@@ -3,7 +3,6 @@
 //! `botfleet reindex`. The bots' own recall tools and who may find what
 //! are in `recall.rs`, which holds the helpers shared here.
 
-use std::time::Duration;
 use std::time::Instant;
 
 use botfleet::memory::SearchQuery;
@@ -20,6 +19,7 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::restart;
 use crate::support::process::cli;
+use crate::support::process::poll;
 
 #[tokio::test]
 async fn search_through_the_api_and_the_cli_with_clear_errors() {
@@ -35,18 +35,15 @@ async fn search_through_the_api_and_the_cli_with_clear_errors() {
     // a new entry becomes searchable within about a second, no flush
     let sent = Instant::now();
     chat(&host, TOKEN, "r", "the pelican report is ready").await;
-    loop {
+    poll(3, async || {
         let (_, v) = host.get("/v1/search?q=pelican", TOKEN).await;
         if v["total"] == json!(1) {
-            break;
+            Ok(())
+        } else {
+            Err(format!("not searchable after {:?}: {v}", sent.elapsed()))
         }
-        assert!(
-            sent.elapsed() < Duration::from_secs(3),
-            "not searchable after {:?}",
-            sent.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     eprintln!("searchable {:?} after sending", sent.elapsed());
     flush(&host).await;
 

@@ -85,6 +85,14 @@ impl Extractions {
         Running(self)
     }
 
+    /// Waits until no extraction runs (for a test that knows one entered:
+    /// its model was asked). Unlike [`Extractions::wait`], cuts nothing off.
+    #[cfg(test)]
+    pub(crate) async fn idle(&self) {
+        let mut rx = self.running.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
     /// Waits until no extraction runs, at most `limit`, then cuts off the
     /// ones still running (they stay owed and run again at the next
     /// start) and refuses new ones. Answers how many were cut off.

@@ -203,6 +203,8 @@ struct Hold {
 #[derive(Default)]
 struct EndHeld {
     calls: Mutex<usize>,
+    /// Told when the extraction is asked.
+    asked: tokio::sync::Notify,
     store: OnceLock<Store>,
     hold: Mutex<Option<Hold>>,
 }
@@ -267,6 +269,7 @@ impl Model for EndHeld {
         _cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         if matches!(request.purpose, Purpose::Extract) {
+            self.asked.notify_one();
             return Ok(adds_fact());
         }
         Ok(match next_call(&self.calls) {
@@ -333,34 +336,38 @@ async fn a_completed_turn_owes_its_extraction_in_the_commit_that_ends_it() {
 
     release.send(()).unwrap();
     // the extraction runs (it writes no owed row of its own) and clears it
-    extracted(&store, &bot).await;
+    extracted(&fleet, &model.asked, &bot).await;
     fleet.shutdown().await;
 }
 
-/// Polls (bounded) until the extraction added [`FACT`] to `bot`'s profile
-/// and is no longer owed.
-async fn extracted(store: &Store, bot: &BotRecord) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = store.clock().now_ms();
-        let facts: Vec<String> = store
-            .memory_items(bot_scopes(bot), now)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|i| i.layer == Layer::Profile)
-            .map(|i| i.text)
-            .collect();
-        let owed = store.owed_extractions(10).await.unwrap();
-        if facts == [FACT] && owed.is_empty() {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the extraction did not end: facts {facts:?}, owed {owed:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Waits until the extraction its model was asked for (`asked`) has
+/// ended, then checks that it added [`FACT`] to `bot`'s profile and is no
+/// longer owed. No poll: the model tells when it was asked, which is
+/// after the extraction counted itself running, and the running count
+/// falls only once its outcome is written.
+async fn extracted(fleet: &FleetHandle, asked: &tokio::sync::Notify, bot: &BotRecord) {
+    let ended = async {
+        asked.notified().await;
+        fleet.runtime().extractions.idle().await;
+    };
+    tokio::time::timeout(Duration::from_secs(30), ended)
+        .await
+        .expect("the extraction did not end");
+    let store = fleet.store();
+    let now = store.clock().now_ms();
+    let facts: Vec<String> = store
+        .memory_items(bot_scopes(bot), now)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|i| i.layer == Layer::Profile)
+        .map(|i| i.text)
+        .collect();
+    let owed = store.owed_extractions(10).await.unwrap();
+    assert!(
+        facts == [FACT] && owed.is_empty(),
+        "the extraction did not end: facts {facts:?}, owed {owed:?}"
+    );
 }
 
 /// A tool whose first run dies (the turn's task panics, and its bot
@@ -405,6 +412,8 @@ impl Tool for DiesOnce {
 struct LooksFirst {
     calls: Mutex<usize>,
     asked: Mutex<Vec<String>>,
+    /// Told when the extraction is asked.
+    extracting: tokio::sync::Notify,
 }
 
 #[async_trait]
@@ -426,6 +435,7 @@ impl Model for LooksFirst {
         if matches!(request.purpose, Purpose::Extract) {
             let asked = serde_json::to_string(&request.messages).unwrap();
             self.asked.lock().unwrap().push(asked);
+            self.extracting.notify_one();
             return Ok(adds_fact());
         }
         let answered = request
@@ -479,7 +489,7 @@ async fn a_resumed_turn_owes_its_extraction_with_the_texts_it_read_back() {
         })
         .unwrap();
     assert_eq!(ended, TurnStatus::Completed, "{entries:#?}");
-    extracted(&store, &bot).await;
+    extracted(&fleet, &model.extracting, &bot).await;
     let asked = model.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "asked once: {asked:#?}");
     assert!(asked[0].contains(SAID), "{}", asked[0]);
