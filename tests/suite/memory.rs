@@ -169,8 +169,14 @@ async fn a_preference_told_once_is_known_days_later_to_the_users_bots_only() {
     let snap = snapshot_at(&host, "a1", "what should I drink?", later).await;
     assert_eq!(profile_texts(&snap), vec!["Prefers tea over coffee"]);
     let rendered = render_memory(&snap);
+    // with the day it was set, so a later fact that disagrees is told apart
+    let set = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(snap.profile[0].updated_at)
+        .unwrap()
+        .format("%Y-%m-%d");
     assert!(
-        rendered.contains("(user:alice) \"Prefers tea over coffee\""),
+        rendered.contains(&format!(
+            "(user:alice, set {set}) \"Prefers tea over coffee\""
+        )),
         "{rendered}"
     );
     // another bot of the same user sees it, a bot of another user does not

@@ -153,7 +153,7 @@ async fn remembered_facts_reach_the_prompt_and_forgotten_ones_leave_it() {
     // a new context, here a2's first, has it in its system message
     let r = turn(&host, &server, "a2", "hello").await;
     assert!(system(&r[0]).contains(TEA), "{}", system(&r[0]));
-    assert!(system(&r[0]).contains("(user:alice)"));
+    assert!(system(&r[0]).contains("(user:alice, set "));
     let a2_system = system(&r[0]).to_owned();
 
     // a1's running context keeps its prefix and gets the fact as an update

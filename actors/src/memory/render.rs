@@ -5,7 +5,8 @@
 //! text JSON-quoted (stored texts are single-line already; quoting also
 //! escapes quotes and control characters), so a remembered sentence can
 //! never pose as a heading or an instruction of the prompt. Dates are
-//! absolute UTC days (log) and minutes (note expiry), never "x days ago":
+//! absolute UTC days (the day a profile fact was last set, the day of a
+//! log entry) and minutes (note expiry), never "x days ago":
 //! the rendering is a pure function of the snapshot, so its bytes change
 //! exactly when `MemorySnapshot::hash` does.
 
@@ -73,7 +74,12 @@ fn line(item: &MemoryItem) -> String {
 fn describe(item: &MemoryItem) -> String {
     let mut meta = item.scope.to_string();
     match item.layer {
-        botfleet_memory::Layer::Profile => {}
+        botfleet_memory::Layer::Profile => {
+            // the day it was last set: two facts that disagree (one added
+            // instead of replacing the other) can then be ordered
+            meta.push_str(", set ");
+            meta.push_str(&day(item.updated_at));
+        }
         botfleet_memory::Layer::Log => {
             meta.push_str(", ");
             meta.push_str(&day(item.created_at));

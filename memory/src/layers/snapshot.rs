@@ -107,13 +107,16 @@ fn content_hash(profile: &[MemoryItem], log: &[MemoryItem], notes: &[MemoryItem]
         h.update(section.as_bytes());
         h.update([0x1e]);
         for i in items {
+            // a profile fact shows the UTC day it was last set: hash the
+            // day, so a fact set again on the same day renders the same
             let line = format!(
-                "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1e}",
+                "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1e}",
                 i.id,
                 i.scope,
                 i.layer,
                 i.importance.get(),
                 i.created_at,
+                i.updated_at.div_euclid(86_400_000),
                 i.expires_at.map(|t| t.to_string()).unwrap_or_default(),
                 i.text
             );
