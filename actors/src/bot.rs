@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bot_queue::BotQueue;
 use crate::bot_queue::Pushed;
 use crate::bot_queue::QueuedInput;
+use crate::engine::FirstStep;
 use crate::engine::PlanKind;
 use crate::engine::SessionTail;
 use crate::engine::TurnPlan;
@@ -128,8 +129,8 @@ struct Running {
     hard: CancellationToken,
     inputs: Vec<QueuedInput>,
     started_at: i64,
-    /// Set once the run commits a step (`TurnPlan::stepped`).
-    stepped: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the run committed a step (`TurnPlan::first_step`).
+    first_step: Arc<FirstStep>,
     /// What the run was started for: what runs again when the store
     /// refuses its writes.
     plan: RunPlan,
@@ -227,9 +228,8 @@ pub struct BotState {
 /// has committed one. Under a steady stream of messages (a paste split in
 /// hundreds, 50 a second) each message ended the running turn before it
 /// reached the model and each restart read the whole backlog again: the
-/// bot went 30–40 s without a model call. The messages that came meanwhile
-/// wait in the queue for the next turn; the first one after the step
-/// interrupts as usual.
+/// bot went 30–40 s without a model call. A message that comes meanwhile
+/// interrupts the run once its first step is committed (`FirstStep`).
 const HOLD_AFTER_UNSTEPPED: u32 = 2;
 
 impl Actor for BotActor {
@@ -432,9 +432,9 @@ impl BotState {
         {
             let holds = self.unstepped_interrupts >= HOLD_AFTER_UNSTEPPED
                 && run.plan == RunPlan::Turn
-                && !run.stepped.load(std::sync::atomic::Ordering::Relaxed);
+                && run.first_step.hold();
             if holds {
-                tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message waits: the running turn makes its first model step first");
+                tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message waits: the running turn interrupts after its first model step");
             } else {
                 tracing::debug!(bot = %self.record.id, turn = %run.turn, "user message interrupts the running turn");
                 run.soft.cancel();

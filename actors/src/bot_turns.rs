@@ -159,7 +159,7 @@ impl BotState {
         let started_at = self.rt.store.clock().now_ms();
         // set before the run when its last run could not write: a crash
         // of this run is not in a row with any before the store's refusal
-        let stepped = Arc::new(std::sync::atomic::AtomicBool::new(replaces_start));
+        let first_step = Arc::new(FirstStep::new(replaces_start));
         let run_plan = match &kind {
             PlanKind::New { .. } | PlanKind::Resume { .. } => RunPlan::Turn,
             PlanKind::Fail { error, .. } => RunPlan::Fail(error.clone()),
@@ -174,7 +174,7 @@ impl BotState {
             soft: soft.clone(),
             hard: hard.clone(),
             started_at,
-            stepped: stepped.clone(),
+            first_step: first_step.clone(),
             replaces_start,
         };
         self.running = Some(Running {
@@ -184,7 +184,7 @@ impl BotState {
             hard,
             inputs,
             started_at,
-            stepped,
+            first_step,
             plan: run_plan,
         });
         let rt = self.rt.clone();
@@ -220,7 +220,7 @@ impl BotState {
             // end of a turn's run (a step) ends the string
             let interrupted = matches!(&end.0, TurnEndKind::Ended(r)
                 if r.status == Some(TurnStatus::Interrupted));
-            let stepped = run.stepped.load(std::sync::atomic::Ordering::Relaxed);
+            let stepped = run.first_step.stepped();
             self.unstepped_interrupts = if interrupted && !stepped {
                 self.unstepped_interrupts.saturating_add(1)
             } else {
@@ -310,7 +310,7 @@ impl BotState {
             }
         };
         if let Some((inputs, error)) = crash {
-            if run.stepped.load(std::sync::atomic::Ordering::Relaxed) {
+            if run.first_step.stepped() {
                 // the run finished a step before it crashed: the crashes
                 // before it were not in a row with this one (as the
                 // store's count, reset by a step)

@@ -248,3 +248,80 @@ async fn a_stream_of_messages_interrupts_at_most_two_runs_in_a_row_before_a_step
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Tool results the model was given since the newest person's message of
+/// the request: the steps this turn already made.
+fn steps_since_input(request: &Value) -> usize {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] != "user")
+        .filter(|m| m["role"] == "tool")
+        .count()
+}
+
+/// Regression (round 14, left open): a message that came while a run held
+/// interrupts until its first step waited for the whole turn — a turn of
+/// five model steps answered it only after all five. Now it interrupts the
+/// run once the first step is committed, as it would have on arrival.
+#[tokio::test]
+async fn a_message_held_until_the_first_step_interrupts_right_after_it() {
+    // every answer streams for about a second; a turn makes five steps
+    let server = OpenAiServer::builder()
+        .responder(|request| {
+            if is_compaction(request) {
+                return Reply::text(SUMMARY);
+            }
+            let steps = steps_since_input(request);
+            if steps >= 4 {
+                return Reply::text("");
+            }
+            // a different text each step (the loop detector ends a turn
+            // that repeats itself)
+            Reply::tool_call(
+                "call_1",
+                "SendMessage",
+                json!({ "text": format!("step {steps}") }).to_string(),
+            )
+        })
+        .arg_chunk_bytes(1)
+        .chunk_delay(Duration::from_millis(60))
+        .start()
+        .await;
+    let host = fleet(&server, 200).await;
+    // two runs interrupted before their first step: the third holds
+    for i in 0..3 {
+        let before = server.request_count();
+        send(&host, i).await;
+        wait_requests(&server, |bodies| bodies.len() > before).await;
+    }
+    // message 3 comes while the third run streams its first answer
+    let (session, last) = send(&host, 3).await;
+    let end = host.wait_turn_end(&session, last).await;
+    assert_eq!(end["status"], "completed", "{end}");
+    // the third run's requests: they hold message 2 but not message 3
+    let third: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| !is_compaction(b))
+        .filter(|b| {
+            let text = b.to_string();
+            text.contains(&message(2)) && !text.contains(&message(3))
+        })
+        .collect();
+    assert!(
+        !third.is_empty() && third.len() <= 2,
+        "the held message waited for {} model calls of the running turn: {third:#?}",
+        third.len()
+    );
+    let entries = host.entries(&session).await;
+    let interrupted = entries
+        .iter()
+        .filter(|e| e["kind"] == "turn_end" && e["status"] == "interrupted")
+        .count();
+    assert!(interrupted >= 1, "{entries:#?}");
+    host.shutdown().await;
+    server.shutdown().await;
+}

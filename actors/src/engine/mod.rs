@@ -22,6 +22,7 @@ mod watch;
 
 pub(crate) use context::quoted;
 pub(crate) use runner::BudgetPause;
+pub(crate) use runner::FirstStep;
 pub(crate) use runner::PlanKind;
 pub(crate) use runner::TurnPlan;
 pub(crate) use runner::TurnReport;

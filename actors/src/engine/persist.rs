@@ -75,11 +75,11 @@ impl Runner {
             // run by `run_turn` once the turn is over
             self.owed = owed;
         }
-        if stepped {
-            // read by the bot after the run ended or panicked, through its
-            // mailbox (which orders it after this store)
-            self.stepped
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+        if stepped && self.first_step.mark_stepped() {
+            // a person's message waited for this step (its bot held the
+            // interrupt until the run made progress): it interrupts now,
+            // at the run's next safe point, as it would have on arrival
+            self.soft.cancel();
         }
         let written = Written::of(shapes, &results);
         if let Ok(router) = self.rt.router() {

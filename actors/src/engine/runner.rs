@@ -1,7 +1,6 @@
 //! One turn, from plan to report.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
@@ -91,6 +90,7 @@ mod model_call;
 /// What a turn task is given and what it reports.
 #[path = "turn_plan.rs"]
 mod turn_plan;
+pub(crate) use turn_plan::FirstStep;
 pub(crate) use turn_plan::PlanKind;
 pub(crate) use turn_plan::TurnPlan;
 pub(crate) use turn_plan::TurnReport;
@@ -225,8 +225,8 @@ struct Runner {
     attempts: i64,
     /// When the bot started the turn.
     started_at: i64,
-    /// Set once this run commits a step (`TurnPlan::stepped`).
-    stepped: Arc<AtomicBool>,
+    /// `TurnPlan::first_step`.
+    first_step: Arc<FirstStep>,
     /// `TurnPlan::replaces_start`.
     replaces_start: bool,
     soft: CancellationToken,
@@ -313,7 +313,7 @@ impl Runner {
             soft: plan.soft,
             hard: plan.hard,
             started_at: plan.started_at,
-            stepped: plan.stepped,
+            first_step: plan.first_step,
             replaces_start: plan.replaces_start,
             error: None,
         })

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
 
 use botfleet_memory::BotRecord;
 use botfleet_memory::Entry;
@@ -54,14 +55,58 @@ pub(crate) struct TurnPlan {
     /// When the bot started it (what the API shows while it runs, and what
     /// its row records when a new turn is first written).
     pub started_at: i64,
-    /// Set once this run commits a step: its bot reads it when the run
+    /// Whether this run committed a step: its bot reads it when the run
     /// crashes (a crash after a step is not "in a row" with the ones
-    /// before it, as the store's `attempts` count).
-    pub stepped: Arc<AtomicBool>,
+    /// before it, as the store's `attempts` count), and holds a person's
+    /// message on it.
+    pub first_step: Arc<FirstStep>,
     /// The run takes the place of one whose writes the store refused (its
     /// bot waited, `bot_store_wait.rs`): its resume does not count one
     /// more start (`engine/recovery.rs`).
     pub replaces_start: bool,
+}
+
+/// Whether a run has committed a model step, and whether a person's
+/// message waits for that step before it interrupts the run (its bot held
+/// the interrupt: `HOLD_AFTER_UNSTEPPED` in `bot.rs`).
+///
+/// Both sides store their flag, then load the other's, all `SeqCst`: of a
+/// `hold` and a `mark_stepped` racing, at least one sees the other's store,
+/// so a held message is never left waiting past the step (both seeing it
+/// only cancels the run twice, which is harmless).
+#[derive(Debug, Default)]
+pub(crate) struct FirstStep {
+    stepped: AtomicBool,
+    held: AtomicBool,
+}
+
+impl FirstStep {
+    /// A run that counts as stepped from its start when `stepped`.
+    pub(crate) fn new(stepped: bool) -> Self {
+        Self {
+            stepped: AtomicBool::new(stepped),
+            held: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the run committed a step.
+    pub(crate) fn stepped(&self) -> bool {
+        self.stepped.load(SeqCst)
+    }
+
+    /// Records a committed step. True when a person's message was held
+    /// for it: the run then yields to that message at its next safe point.
+    pub(crate) fn mark_stepped(&self) -> bool {
+        self.stepped.store(true, SeqCst);
+        self.held.load(SeqCst)
+    }
+
+    /// Holds a person's message until the run's first step. False when
+    /// that step is already committed: the message interrupts now.
+    pub(crate) fn hold(&self) -> bool {
+        self.held.store(true, SeqCst);
+        !self.stepped.load(SeqCst)
+    }
 }
 
 /// How a turn ended, for its bot.
