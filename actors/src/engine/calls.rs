@@ -342,10 +342,10 @@ impl Runner {
         started: bool,
     ) -> Vec<Mutation> {
         // a tool may have printed a secret (Shell, Read of a file): the model,
-        // the transcript and the logs only ever see it redacted. A part of
-        // one left where a tool cut its output is not found here: a tool
-        // that cuts scrubs before its cut (`Redactor::scrub_cut`,
-        // `Redactor::scrub_piece`)
+        // the transcript and the logs only ever see it redacted. This is the
+        // one scrub of a Read window. A part of one left where a tool cut
+        // its output is not found here: a tool that cuts hides it itself
+        // (Shell: `Redactor::scrub_cut`; Read: `Redactor::hide_cut_parts`)
         let content = if self.secrets.redactor.is_empty() {
             content
         } else {

@@ -244,7 +244,8 @@ impl Redactor {
     /// end of one at its start, the start of one at its end, the whole
     /// piece when cut at both ends out of one; see
     /// [`Redactor::start_at_end`]), as no search for the whole secret
-    /// finds such a part. For a window on a file that is not read past.
+    /// finds such a part. For a piece whose text around it is not known;
+    /// where it is, [`Redactor::hide_cut_parts`] need not guess.
     pub fn scrub_piece<'a>(&self, text: &'a str, cuts: Cuts) -> Cow<'a, str> {
         let patterns = || self.expose_patterns();
         if cuts.start
@@ -491,6 +492,11 @@ fn percent_encoded(raw: &str) -> Option<String> {
     }
     (out != raw).then_some(out)
 }
+
+/// Parts of secrets at the cut ends of a piece whose surroundings are
+/// known ([`Redactor::hide_cut_parts`]).
+#[path = "secrets_cut.rs"]
+mod cut;
 
 #[cfg(test)]
 #[path = "secrets_tests.rs"]

@@ -189,7 +189,85 @@ fn scrub_cut_leaves_a_secret_through_the_cut_out_whole() {
     assert_eq!(redactor.longest(), "SUPERSECRET".len());
 }
 
+/// With the bytes around a piece known, every char of a secret that a
+/// cut goes through is hidden, a start of a secret of any length
+/// included, and text that only looks like one is not; a secret inside
+/// is left whole for the scrub.
+#[test]
+fn hide_cut_parts_hides_exactly_the_parts_at_the_cuts() {
+    let redactor = Redactor::new(["SUPERSECRET"]);
+    let hide = |piece, before: &str, after: &str| {
+        redactor
+            .hide_cut_parts(piece, before.as_bytes(), after.as_bytes())
+            .into_owned()
+    };
+    assert_eq!(hide("aa S", "", "UPERSECRET"), "aa [redacted]");
+    assert_eq!(hide("aa SUPERSECRE", "", "T"), "aa [redacted]");
+    assert_eq!(hide("T bb", "xSUPERSECRE", ""), "[redacted] bb");
+    assert_eq!(hide("ECR", "SUPERS", "ET"), "[redacted]");
+    // looks like a start, is not one
+    assert_eq!(hide("aa SUPER", "", "SECRXT"), "aa SUPER");
+    assert_eq!(hide("aa SUP", "", ""), "aa SUP");
+    // inside: for the scrub
+    assert_eq!(hide("a SUPERSECRET b", "xx", "yy"), "a SUPERSECRET b");
+    // a secret overlapping the part at the cut goes with it: the part
+    // would leave it no longer whole
+    let redactor = Redactor::new(["abcdXYZW", "XYZW1234"]);
+    let hidden = redactor.hide_cut_parts("- abcdXYZW12", b"", b"34");
+    assert_eq!(hidden, "- [redacted]");
+    // chars of several bytes; `before` may start inside one
+    let redactor = Redactor::new(["éSUPé"]);
+    let before = &"éxéS".as_bytes()[1..];
+    assert_eq!(
+        redactor.hide_cut_parts("UPé x", before, b""),
+        "[redacted] x"
+    );
+    assert_eq!(
+        redactor.hide_cut_parts("x é", b"", "SUPé".as_bytes()),
+        "x [redacted]"
+    );
+}
+
 proptest! {
+    /// A piece of a text, its cut parts hidden and then scrubbed, is the
+    /// text scrubbed as a whole seen through the piece: each run of
+    /// secret chars in it one redaction, all other text as it is.
+    #[test]
+    fn hidden_cut_parts_and_a_scrub_show_the_piece_of_the_whole_scrub(
+        // no letter of "[redacted]", which could spell a secret itself
+        secrets in prop::collection::vec("[xy€]{1,6}", 1..4),
+        text in "[xyz€ ]{0,120}",
+        start in 0usize..120,
+        len in 0usize..120,
+    ) {
+        let redactor = Redactor::new(&secrets);
+        let context = redactor.longest().saturating_sub(1);
+        let mut start = start.min(text.len());
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (start + len).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let bytes = text.as_bytes();
+        let before = &bytes[start.saturating_sub(context)..start];
+        let after = &bytes[end..text.len().min(end + context)];
+        let hidden = redactor.hide_cut_parts(&text[start..end], before, after);
+        let mut shown = redactor.scrub(&hidden).into_owned();
+        let twice = format!("{REDACTED}{REDACTED}");
+        while shown.contains(&twice) {
+            shown = shown.replace(&twice, REDACTED);
+        }
+        let in_piece: Vec<Range<usize>> = redactor
+            .find(&text)
+            .into_iter()
+            .map(|r| r.start.max(start) - start..r.end.min(end).max(start) - start)
+            .filter(|r| !r.is_empty())
+            .collect();
+        prop_assert_eq!(shown, replaced(&text[start..end], &in_piece));
+    }
+
     #[test]
     fn streamed_output_matches_whole_scrub(
         secrets in prop::collection::vec("[ab€]{1,6}", 1..4),

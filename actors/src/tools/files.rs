@@ -34,7 +34,6 @@ use super::ToolOutput;
 use super::parse_args;
 use super::show_path;
 use crate::model::ToolSpec;
-use crate::safety::Cuts;
 
 fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, ToolError> {
     ctx.workspace().resolve(path).map_err(|e| {
@@ -211,6 +210,8 @@ impl Tool for Read {
             column: args.column.unwrap_or(1).max(1),
             limit: args.limit.unwrap_or(u64::MAX).max(1),
             budget: ctx.limits().max_output_bytes,
+            // a secret through a cut end is found whole in this much more
+            context: ctx.secrets.redactor.longest().saturating_sub(1),
         };
         let cancel = ctx.cancel.clone();
         let name = shown.clone();
@@ -227,27 +228,22 @@ impl Tool for Read {
             })
         })
         .await?;
-        Ok(ToolOutput::text(render(
-            hidden(ctx, read, &window),
-            &window,
-        )))
+        Ok(ToolOutput::text(render(hidden(ctx, read), &window)))
     }
 }
 
-/// `read` scrubbed of the bot's secrets and the host's credentials here,
-/// where it is known whether the window was cut out of the file: a
-/// window that starts or stops inside a secret shows a part of it that
-/// no later search for the whole secret finds (the scrub of every tool
-/// result), so such a part at a cut end is hidden too.
-fn hidden(ctx: &ToolContext<'_>, read: Shown, window: &Window) -> Shown {
-    let cuts = Cuts {
-        start: window.line > 1 || window.column > 1,
-        end: match read.stop {
-            Stop::Limit { .. } | Stop::Budget { .. } | Stop::MidLine { .. } => true,
-            Stop::Eof | Stop::PastEnd { .. } | Stop::PastLineEnd { .. } => false,
-        },
-    };
-    let text = match ctx.secrets.redactor.scrub_piece(&read.text, cuts) {
+/// `read` with every part of a secret (the bot's or the host's) that a
+/// cut end of the window goes through hidden, here where the file's bytes
+/// around the window are known: no later search for the whole secret
+/// finds such a part. The secrets inside the window are left to the one
+/// scrub of every tool result (`outcome_batch` in `engine/calls.rs`), so
+/// the window is searched once.
+fn hidden(ctx: &ToolContext<'_>, read: Shown) -> Shown {
+    let text = match ctx
+        .secrets
+        .redactor
+        .hide_cut_parts(&read.text, &read.before, &read.after)
+    {
         std::borrow::Cow::Borrowed(_) => read.text,
         std::borrow::Cow::Owned(text) => text,
     };
@@ -256,7 +252,7 @@ fn hidden(ctx: &ToolContext<'_>, read: Shown, window: &Window) -> Shown {
 
 /// The window's text with a note on where the file goes on.
 fn render(read: Shown, window: &Window) -> String {
-    let Shown { mut text, stop } = read;
+    let Shown { mut text, stop, .. } = read;
     let budget = window.budget;
     let note = match stop {
         Stop::Eof => return text,

@@ -10,6 +10,12 @@
 //!
 //! Text is UTF-8 without NUL bytes; the bytes scanned (skipped lines
 //! included) are checked as they stream by.
+//!
+//! A window also keeps [`Window::context`] bytes of the file from just
+//! before it and reads as many past its end ([`Shown::before`],
+//! [`Shown::after`]): a secret that a cut goes through is found whole
+//! there, so the part of it in the window can be hidden, and nothing else
+//! (`Redactor::hide_cut_parts`).
 
 use std::io::ErrorKind;
 
@@ -29,6 +35,9 @@ pub(crate) struct Window {
     pub limit: u64,
     /// Most bytes of text shown (a line's final newline may go one over).
     pub budget: usize,
+    /// Most bytes of the file kept from before the window, and read past
+    /// its end where it was cut.
+    pub context: usize,
 }
 
 /// Where a window stopped.
@@ -76,6 +85,16 @@ pub(crate) struct Shown {
     pub text: String,
     /// Where it stopped.
     pub stop: Stop,
+    /// The file's bytes just before the window, at most
+    /// [`Window::context`] of them (fewer where the file starts; the first
+    /// may be a part of a character).
+    pub before: Vec<u8>,
+    /// The file's bytes just after the window where it was cut out of the
+    /// file ([`Stop::Limit`], [`Stop::Budget`], [`Stop::MidLine`]), at
+    /// most [`Window::context`] of them (fewer where the file ends, or
+    /// where bytes that are not UTF-8 cut them short: no secret goes on
+    /// through those); none otherwise.
+    pub after: Vec<u8>,
 }
 
 /// Why a window could not be read.
@@ -126,6 +145,7 @@ pub(crate) fn read_window(
         let valid = match std::str::from_utf8(&buf[..total]) {
             Ok(text) => {
                 cursor.feed(text)?;
+                cursor.remember(text);
                 total
             }
             Err(e) => {
@@ -133,7 +153,9 @@ pub(crate) fn read_window(
                 let text = std::str::from_utf8(&buf[..valid])
                     .map_err(|_| WindowError::NotText { line: cursor.line })?;
                 cursor.feed(text)?;
+                cursor.remember(text);
                 if e.error_len().is_some() {
+                    // no text, so no secret, goes on through these bytes
                     return cursor.not_text_follows();
                 }
                 valid
@@ -142,7 +164,37 @@ pub(crate) fn read_window(
         buf.copy_within(valid..total, 0);
         carry = total - valid;
     }
+    if cursor.wants_after() {
+        // the start of a character split across chunks, then on
+        cursor.add_after(&buf[..carry]);
+        while cursor.wants_after() {
+            if cancel.is_cancelled() {
+                return Err(WindowError::Cancelled);
+            }
+            let n = match source.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if n == 0 {
+                break;
+            }
+            cursor.add_after(&buf[..n]);
+        }
+    }
     Ok(cursor.shown())
+}
+
+/// `kept` followed by `more`, cut to its last `most` bytes.
+fn keep_last(kept: &mut Vec<u8>, more: &[u8], most: usize) {
+    if more.len() >= most {
+        kept.clear();
+        kept.extend_from_slice(&more[more.len() - most..]);
+    } else {
+        kept.extend_from_slice(more);
+        let over = kept.len().saturating_sub(most);
+        kept.drain(..over);
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -175,6 +227,12 @@ struct Cursor {
     /// Whole lines in `out`.
     shown_lines: u64,
     stop: Stop,
+    /// The last bytes fed while the window had not started yet.
+    history: Vec<u8>,
+    /// The bytes just before the window.
+    before: Vec<u8>,
+    /// The bytes just after the window, once it is cut.
+    after: Vec<u8>,
 }
 
 impl Cursor {
@@ -189,7 +247,35 @@ impl Cursor {
             line_column: window.column.max(1),
             shown_lines: 0,
             stop: Stop::Eof,
+            history: Vec::new(),
+            before: Vec::new(),
+            after: Vec::new(),
         }
+    }
+
+    /// Keeps the end of `fed` while the window has not started: the
+    /// bytes before it are the last ones fed then.
+    fn remember(&mut self, fed: &str) {
+        if matches!(self.phase, Phase::Skip | Phase::Column { .. }) {
+            keep_last(&mut self.history, fed.as_bytes(), self.window.context);
+        }
+    }
+
+    /// Whether the window was cut out of the file and fewer than
+    /// [`Window::context`] bytes after it are known.
+    fn wants_after(&self) -> bool {
+        let cut = match self.stop {
+            Stop::Limit { .. } | Stop::Budget { .. } | Stop::MidLine { .. } => true,
+            Stop::Eof | Stop::PastEnd { .. } | Stop::PastLineEnd { .. } => false,
+        };
+        cut && matches!(self.phase, Phase::Done) && self.after.len() < self.window.context
+    }
+
+    /// Takes bytes that follow the window, as many as are wanted.
+    fn add_after(&mut self, bytes: &[u8]) {
+        let room = self.window.context.saturating_sub(self.after.len());
+        self.after
+            .extend_from_slice(&bytes[..room.min(bytes.len())]);
     }
 
     fn finish(&mut self, stop: Stop) {
@@ -206,12 +292,14 @@ impl Cursor {
     }
 
     /// Takes the next piece of the file.
-    fn feed(&mut self, mut text: &str) -> Result<(), WindowError> {
+    fn feed(&mut self, chunk: &str) -> Result<(), WindowError> {
+        let mut text = chunk;
         while !text.is_empty() {
             match self.phase {
                 Phase::Done => return Ok(()),
                 Phase::AfterLimit => {
                     self.finish(Stop::Limit { next: self.line });
+                    self.add_after(text.as_bytes());
                     return Ok(());
                 }
                 Phase::Skip if self.line >= self.window.line => {
@@ -232,7 +320,15 @@ impl Cursor {
                         self.at_line_start = false;
                     }
                 },
-                Phase::Column { left: 0 } => self.phase = Phase::Emit,
+                Phase::Column { left: 0 } => {
+                    // the window starts here: what came before it is the
+                    // kept history and this chunk so far
+                    let fed = &chunk.as_bytes()[..chunk.len() - text.len()];
+                    let mut before = std::mem::take(&mut self.history);
+                    keep_last(&mut before, fed, self.window.context);
+                    self.before = before;
+                    self.phase = Phase::Emit;
+                }
                 Phase::Column { mut left } => {
                     let mut rest = None;
                     for (i, ch) in text.char_indices() {
@@ -275,8 +371,11 @@ impl Cursor {
         if self.out.len() + content > self.window.budget {
             if self.shown_lines > 0 {
                 // end after the last whole line
-                self.out.truncate(self.line_start);
+                let cut_off = self.out.split_off(self.line_start);
                 self.finish(Stop::Budget { next: self.line });
+                for bytes in [cut_off.as_str(), piece, rest] {
+                    self.add_after(bytes.as_bytes());
+                }
             } else {
                 // the first line alone is over the budget: cut it
                 let room = self.window.budget.saturating_sub(self.out.len());
@@ -294,6 +393,9 @@ impl Cursor {
                     line: self.line,
                     column: self.line_column + chars,
                 });
+                for bytes in [&piece[cut..], rest] {
+                    self.add_after(bytes.as_bytes());
+                }
             }
             return Ok("");
         }
@@ -355,6 +457,8 @@ impl Cursor {
         Shown {
             text: self.out,
             stop: self.stop,
+            before: self.before,
+            after: self.after,
         }
     }
 }

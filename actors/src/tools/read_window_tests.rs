@@ -12,6 +12,7 @@ fn window(line: u64, column: u64, limit: u64, budget: usize) -> Window {
         column,
         limit,
         budget,
+        context: 0,
     }
 }
 
@@ -23,6 +24,8 @@ fn shown(text: &str, stop: Stop) -> Shown {
     Shown {
         text: text.into(),
         stop,
+        before: Vec::new(),
+        after: Vec::new(),
     }
 }
 
@@ -86,7 +89,8 @@ fn budget_ends_after_whole_lines_or_inside_a_long_first_line() {
 }
 
 /// Following each window's end reads every byte of the file once, with
-/// chunk boundaries splitting characters and lines.
+/// chunk boundaries splitting characters and lines; each window keeps the
+/// bytes just before it and those just after it where it is cut.
 #[test]
 fn following_the_ends_reads_the_whole_file() {
     let file = |lines: usize, long: usize| {
@@ -98,15 +102,28 @@ fn following_the_ends_reads_the_whole_file() {
         file.push_str("\nlast line without newline");
         file
     };
-    for (budget, file) in [
-        (7, file(20, 50)),
-        (1000, file(3000, 100_000)),
-        (32 * 1024, file(3000, 100_000)),
+    for (budget, context, file) in [
+        (7, 5, file(20, 50)),
+        (1000, 0, file(3000, 100_000)),
+        (1000, 300, file(3000, 100_000)),
+        (32 * 1024, 70_000, file(3000, 100_000)),
     ] {
         let mut got = String::new();
         let (mut line, mut column) = (1, 1);
         for _ in 0..10_000 {
-            let s = read(file.as_bytes(), window(line, column, u64::MAX, budget)).unwrap();
+            let w = Window {
+                context,
+                ..window(line, column, u64::MAX, budget)
+            };
+            let s = read(file.as_bytes(), w).unwrap();
+            let (start, end) = (got.len(), got.len() + s.text.len());
+            let before = &file.as_bytes()[start.saturating_sub(context)..start];
+            assert!(s.before == before, "budget {budget}: before byte {start}");
+            let after = match s.stop {
+                Stop::Eof => &[][..],
+                _ => &file.as_bytes()[end..file.len().min(end + context)],
+            };
+            assert!(s.after == after, "budget {budget}: after byte {end}");
             got.push_str(&s.text);
             match s.stop {
                 Stop::Eof => break,
@@ -117,6 +134,22 @@ fn following_the_ends_reads_the_whole_file() {
         }
         assert!(got == file, "budget {budget}: not the same text");
     }
+}
+
+/// The bytes around a window cut by its line limit: those after it go on
+/// over lines, and stop where the file stops being text.
+#[test]
+fn a_window_keeps_the_bytes_around_it() {
+    let w = |line, limit| Window {
+        context: 4,
+        ..window(line, 1, limit, 1000)
+    };
+    let s = read(b"aaaa\nbb\ncc\ndddd\n", w(2, 1)).unwrap();
+    assert_eq!((s.before, s.after), (b"aaa\n".to_vec(), b"cc\nd".to_vec()));
+    let s = read(b"a\nbb\nc\xff\n", w(2, 1)).unwrap();
+    assert_eq!((s.before, s.after), (b"a\n".to_vec(), b"c".to_vec()));
+    let s = read(b"a\nbb\n", w(2, 1)).unwrap();
+    assert_eq!((s.before, s.after), (b"a\n".to_vec(), Vec::new()));
 }
 
 #[test]
@@ -236,7 +269,8 @@ async fn read_windows_cut_through_a_secret_show_no_part_of_it() {
         .await;
         assert_eq!(shows_part_of_secret(&from), None, "column {column}: {from}");
     }
-    let whole = read_tool(
+    // a secret inside the window is left to the scrub of every result
+    let whole = seen(
         &f,
         serde_json::json!({"path": "sec1.txt", "offset": 1, "column": 200}),
     )
@@ -272,4 +306,91 @@ async fn read_windows_cut_between_the_lines_of_a_secret_show_none_of_them() {
         line,
         "[redacted]\n[the file continues at line 4; Read again with offset 4 to see more]"
     );
+}
+
+/// What the model is given of Read's output: the tool's text scrubbed
+/// like every tool result (`outcome_batch` in `engine/calls.rs`).
+async fn seen(f: &crate::tools::test_support::ToolFixture, args: serde_json::Value) -> String {
+    let out = read_tool(f, args).await;
+    f.secrets.redactor.scrub(&out).into_owned()
+}
+
+/// The text of a window, without Read's note on where the file goes on.
+fn window_text(out: &str) -> &str {
+    ["\n[truncated at the output limit", "\n[the file continues"]
+        .iter()
+        .find_map(|note| out.find(note))
+        .map_or(out, |at| &out[..at])
+}
+
+/// Whether `text` shows nothing but `filler` chars, newlines and
+/// redactions: no char of [`SECRET`] (whose chars `filler` is not).
+fn only(filler: &str, text: &str) -> bool {
+    text.replace(crate::safety::REDACTED, "")
+        .chars()
+        .all(|c| c == '\n' || filler.contains(c))
+}
+
+/// Regression (round 15, F3): a window that ended 1 to 3 chars into a
+/// secret showed them (`…xxxSUP`), as a start of a secret was hidden only
+/// from 4 chars on; a window that began 1 to 3 chars before a secret's
+/// end showed them (`def…`). A window ending, or beginning, at any char
+/// of a secret shows no char of it now, and the text around it whole.
+#[tokio::test]
+async fn read_windows_cut_anywhere_in_a_secret_show_no_char_of_it() {
+    const LIMIT: usize = 32 * 1024;
+    for into in 0..=SECRET.len() {
+        let text = format!("{}{SECRET}{}", "x".repeat(LIMIT - into), "z".repeat(100));
+        let f = secret_fixture(&text);
+        let first = seen(&f, serde_json::json!({"path": "sec1.txt"})).await;
+        let shown = window_text(&first);
+        assert!(
+            only("x", shown) && shown.starts_with(&"x".repeat(LIMIT - into)),
+            "ending {into} chars into the secret: …{}",
+            &shown[shown.len().saturating_sub(40)..]
+        );
+        let column = LIMIT + 1;
+        let next = seen(
+            &f,
+            serde_json::json!({"path": "sec1.txt", "offset": 1, "column": column}),
+        )
+        .await;
+        let rest = "z".repeat(100);
+        let expected = if into == SECRET.len() {
+            rest
+        } else {
+            format!("[redacted]{rest}")
+        };
+        assert_eq!(next, expected, "the window after one {into} chars in");
+    }
+    // a window from every char of the secret, and the one after it
+    let text = format!("{}{SECRET}{}", "x".repeat(100), "z".repeat(100));
+    let f = secret_fixture(&text);
+    for column in 101..=101 + SECRET.len() as u64 {
+        let from = seen(
+            &f,
+            serde_json::json!({"path": "sec1.txt", "offset": 1, "column": column}),
+        )
+        .await;
+        assert!(
+            only("z", &from) && from.ends_with(&"z".repeat(100)),
+            "column {column}: {from}"
+        );
+    }
+}
+
+/// A line limit that ends a window 1 to 3 chars into a secret over lines
+/// shows none of them; the window on from there neither.
+#[tokio::test]
+async fn read_windows_ending_at_a_line_a_few_chars_into_a_secret_show_none_of_it() {
+    let key = "K1\nMIIEsecretline\nK2";
+    let mut f = secret_fixture("xxxK1\nMIIEsecretline\nK2zz\n");
+    f.secrets.redactor = crate::safety::Redactor::new([key]);
+    let head = seen(&f, serde_json::json!({"path": "sec1.txt", "limit": 1})).await;
+    assert_eq!(
+        head,
+        "xxx[redacted]\n[the file continues at line 2; Read again with offset 2 to see more]"
+    );
+    let tail = seen(&f, serde_json::json!({"path": "sec1.txt", "offset": 3})).await;
+    assert_eq!(tail, "[redacted]zz\n");
 }
