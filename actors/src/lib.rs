@@ -70,4 +70,5 @@ pub use settings::ShellSandbox;
 pub use vault::BotSecrets;
 pub use vault::Vault;
 pub use vault::secret_name_problem;
+pub use vault::secret_name_shape_problem;
 pub use vault::valid_secret_name;

@@ -21,89 +21,12 @@ use botfleet_memory::StoreError;
 use crate::safety::Redactor;
 use crate::safety::Secret;
 
-/// Whether `name` is a usable secret name ([`secret_name_problem`] finds
-/// nothing wrong with it).
-pub fn valid_secret_name(name: &str) -> bool {
-    secret_name_problem(name).is_none()
-}
+#[path = "vault_names.rs"]
+mod names;
 
-/// Environment variables that steer how the shell, the dynamic loader or
-/// an interpreter runs every command: a secret reaches Shell as an
-/// environment variable of that name, so one named `PATH` would break
-/// every command and one named `LD_PRELOAD` would load code into commands
-/// that passed review.
-const RESERVED_NAMES: &[&str] = &[
-    "PATH",
-    "HOME",
-    "SHELL",
-    "USER",
-    "LOGNAME",
-    "PWD",
-    "OLDPWD",
-    "TMPDIR",
-    "IFS",
-    "ENV",
-    "BASH_ENV",
-    "CDPATH",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "GLOBIGNORE",
-    "PS4",
-    "PROMPT_COMMAND",
-    "POSIXLY_CORRECT",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "HOSTALIASES",
-    "GCONV_PATH",
-    "LOCPATH",
-    "NLSPATH",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PERL5LIB",
-    "PERL5OPT",
-    "PERLLIB",
-    "RUBYLIB",
-    "RUBYOPT",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "JAVA_TOOL_OPTIONS",
-    "GIT_SSH_COMMAND",
-    "GIT_EXEC_PATH",
-];
-
-/// Prefixes of reserved names ([`RESERVED_NAMES`]): the dynamic loader's
-/// (`LD_PRELOAD`, `LD_LIBRARY_PATH`, macOS's `DYLD_*`), the C library's,
-/// the locale's and bash's exported functions.
-const RESERVED_PREFIXES: &[&str] = &["LD_", "DYLD_", "GLIBC_", "MALLOC_", "LC_", "BASH_FUNC_"];
-
-/// What is wrong with `name` as a secret name, if anything: it must be an
-/// environment-variable name (`A-Z`, `0-9`, `_`, not starting with a
-/// digit, at most 64 characters) and not one that steers how commands run
-/// (`PATH`, `HOME`, `LD_*`, …). The message names the rule.
-pub fn secret_name_problem(name: &str) -> Option<String> {
-    let mut chars = name.chars();
-    let shaped = matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        && name.len() <= 64;
-    if !shaped {
-        return Some(format!(
-            "{name:?} is not a secret name; use an environment-variable name such as \
-             GITHUB_TOKEN (A-Z, 0-9 and _, not starting with a digit, at most 64 characters)"
-        ));
-    }
-    let reserved =
-        RESERVED_NAMES.contains(&name) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p));
-    reserved.then(|| {
-        format!(
-            "{name:?} is reserved: commands get each secret as an environment variable of its \
-             name, and {name} steers how the shell or the system runs every command; use a \
-             name of your own such as MY_{name}"
-        )
-    })
-}
+pub use names::secret_name_problem;
+pub use names::secret_name_shape_problem;
+pub use names::valid_secret_name;
 
 /// Host credentials shorter than this are not scrubbed from other bots'
 /// results (a value of a few characters would redact innocent text
@@ -210,6 +133,19 @@ impl Vault {
         };
         let mut values = Vec::new();
         for name in names {
+            // a name reserved since the secret was stored (or the bot's
+            // list written): never injected, however it got here — it
+            // would change what the bot's reviewed commands run or trust
+            if let Some(problem) = secret_name_problem(&name) {
+                tracing::warn!(
+                    bot = %bot.id,
+                    secret = %name,
+                    %problem,
+                    "secret not given to the bot's commands: its name is reserved; \
+                     store it under another name and list that in fleet.toml"
+                );
+                continue;
+            }
             let own = supplied
                 .iter()
                 .find(|(n, _, _)| *n == name)
@@ -230,56 +166,5 @@ impl Vault {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_look_like_env_vars() {
-        assert!(valid_secret_name("GITHUB_TOKEN"));
-        assert!(valid_secret_name("_X1"));
-        for bad in ["", "github", "1X", "A-B", "A B"] {
-            assert!(!valid_secret_name(bad), "{bad}");
-        }
-    }
-
-    /// A secret becomes an environment variable of the commands that use
-    /// it: one named after a variable that steers how they run is refused.
-    #[test]
-    fn names_that_steer_commands_are_reserved() {
-        for name in [
-            "PATH",
-            "HOME",
-            "LD_PRELOAD",
-            "LD_LIBRARY_PATH",
-            "DYLD_INSERT_LIBRARIES",
-            "SHELL",
-            "IFS",
-            "PWD",
-            "USER",
-            "TMPDIR",
-            "BASH_ENV",
-            "ENV",
-            "LC_ALL",
-        ] {
-            let problem = secret_name_problem(name).unwrap_or_default();
-            assert!(problem.contains("reserved"), "{name}: {problem:?}");
-            assert!(!valid_secret_name(name), "{name}");
-        }
-        // only whole names and the listed prefixes
-        for fine in [
-            "PATHS",
-            "MY_PATH",
-            "HOME_URL",
-            "LDAP_TOKEN",
-            "ENVIRONMENT",
-            "USER_TOKEN",
-        ] {
-            assert_eq!(secret_name_problem(fine), None, "{fine}");
-        }
-        assert!(
-            secret_name_problem("a-b")
-                .unwrap_or_default()
-                .contains("not a secret name")
-        );
-    }
-}
+#[path = "vault_tests.rs"]
+mod tests;

@@ -28,7 +28,11 @@ const MAX_SECRET_BYTES: usize = 16 * 1024;
 /// Longest secret name (`secret_name_problem`'s rule).
 const MAX_NAME_CHARS: usize = 64;
 
-fn check_name(name: &str) -> Result<(), ApiError> {
+/// Checks a secret name: `reserved_too` also refuses the names that steer
+/// what commands run or trust (for a new value); without it, only the
+/// shape is checked, so a secret stored before its name was reserved can
+/// still be deleted.
+fn check_name(name: &str, reserved_too: bool) -> Result<(), ApiError> {
     // the rule's own refusal quotes the name whole, however long
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::BadRequest(format!(
@@ -37,7 +41,12 @@ fn check_name(name: &str) -> Result<(), ApiError> {
             botfleet_memory::quote_short(name)
         )));
     }
-    match botfleet_actors::secret_name_problem(name) {
+    let problem = if reserved_too {
+        botfleet_actors::secret_name_problem(name)
+    } else {
+        botfleet_actors::secret_name_shape_problem(name)
+    };
+    match problem {
         None => Ok(()),
         Some(problem) => Err(ApiError::BadRequest(problem)),
     }
@@ -56,7 +65,7 @@ pub(crate) async fn put(
     _: NoQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    check_name(&name)?;
+    check_name(&name, true)?;
     let body = read_body(body, state.limits.max_body_bytes)?;
     let parsed: SecretBody = json_object(&body, "a secret", r#"{"value": "..."}"#)?;
     if parsed.value.is_empty() || parsed.value.len() > MAX_SECRET_BYTES {
@@ -106,7 +115,7 @@ pub(crate) async fn delete(
     Path(name): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    check_name(&name)?;
+    check_name(&name, false)?;
     let n = match state
         .fleet
         .store()

@@ -116,9 +116,9 @@ pub async fn create_room(
         })
     })?;
     let (members, shared) = check_members(rt, user, &new.members).await?;
-    if rt.store.get_room(&id).await?.is_some() {
-        return Err(taken(&id));
-    }
+    // a taken id is refused by the store, in the write's transaction: its
+    // message names the existing room only to that room's owner (room ids
+    // are one namespace for the fleet; another user's must not leak)
     let now = rt.store.clock().now_ms();
     let room = RoomRecord {
         id: id.clone(),
@@ -148,8 +148,8 @@ pub async fn create_room(
         .await
     {
         Ok(_) => Ok(room),
-        // the store names the room that holds the id (perhaps in another
-        // case: ids ignore case)
+        // the store refuses an id taken (ignoring case), naming the room
+        // that holds it only to that room's owner
         Err(StoreError::Rejected(m)) => Err(GroupError::Conflict(m)),
         Err(e) => Err(e.into()),
     }
@@ -245,12 +245,6 @@ pub(super) async fn check_members(
         members.push(id);
     }
     Ok((members, shared))
-}
-
-fn taken(id: &RoomId) -> GroupError {
-    GroupError::Conflict(format!(
-        "a room \"{id}\" already exists; choose another name or id"
-    ))
 }
 
 fn not_found(room: &str) -> GroupError {

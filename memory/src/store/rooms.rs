@@ -29,14 +29,19 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
 /// Inserts a new room; refuses an id that is taken, ignoring case: bot
 /// ids and mentions ignore case, so rooms `r1` and `R1` side by side
 /// could not be told apart by people. Checked here, in the writer's
-/// transaction, so two creations cannot both pass.
+/// transaction, so two creations cannot both pass. Room ids are one
+/// namespace for the whole fleet: a clash with another user's room must
+/// not tell the creator that room's spelling or whose it is.
 pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Result<()> {
-    let existing: Option<String> = conn
-        .prepare_cached("SELECT id FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?
-        .query_row(params![room.id.as_str()], |r| r.get(0))
+    let existing: Option<(String, String)> = conn
+        .prepare_cached("SELECT id, owner FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?
+        .query_row(params![room.id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    if let Some(existing) = existing {
-        return Err(taken(&existing, room.id.as_str()));
+    if let Some((existing, owner)) = existing {
+        // only the room's owner is told its spelling (a member's owner,
+        // who sees a shared room too, lists it with GET /v1/groups)
+        let seen = (owner == room.owner.as_str()).then_some(existing.as_str());
+        return Err(taken(seen, room.id.as_str()));
     }
     let members = serde_json::to_string(&room.members).map_err(|e| corrupt("rooms", e))?;
     let inserted = conn
@@ -55,23 +60,34 @@ pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Res
     match inserted {
         Ok(_) => Ok(()),
         Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == ErrorCode::ConstraintViolation => {
-            Err(taken(room.id.as_str(), room.id.as_str()))
+            Err(taken(None, room.id.as_str()))
         }
         Err(e) => Err(e.into()),
     }
 }
 
-/// The refusal of room id `wanted` because room `existing` holds it
-/// (perhaps in another case).
-fn taken(existing: &str, wanted: &str) -> StoreError {
-    StoreError::Rejected(if existing == wanted {
-        format!("a room \"{existing}\" already exists; choose another name or id")
-    } else {
-        format!(
+/// The refusal of room id `wanted` because a room holds it (perhaps in
+/// another case): `seen` is that room's id when the creator may see the
+/// room, `None` when not (then only the id asked for is named).
+fn taken(seen: Option<&str>, wanted: &str) -> StoreError {
+    StoreError::Rejected(taken_message(seen, wanted))
+}
+
+/// The text of [`taken`].
+fn taken_message(seen: Option<&str>, wanted: &str) -> String {
+    match seen {
+        Some(existing) if existing == wanted => {
+            format!("a room \"{existing}\" already exists; choose another name or id")
+        }
+        Some(existing) => format!(
             "a room \"{existing}\" already exists, and room ids ignore case, so \"{wanted}\" \
              would be taken for it; choose another name or id"
-        )
-    })
+        ),
+        None => format!(
+            "the room id \"{wanted}\" is taken: room ids are shared by all users of the fleet \
+             and ignore case; choose another name or id"
+        ),
+    }
 }
 
 /// Decides again whether each room with `bot` or one of its subagents as
@@ -277,8 +293,16 @@ fn query_rooms(
     Ok(out)
 }
 
+/// The room with id `id`, ignoring case as creation does (`create_room`
+/// keeps ids that differ only in case from both existing, so at most one
+/// matches): a room made as `Mix` is found as `mix` too.
 pub(crate) fn get_room(conn: &Connection, id: &RoomId) -> Result<Option<RoomRecord>> {
-    Ok(query_rooms(conn, "WHERE id = ?1", params![id.as_str()])?.pop())
+    Ok(query_rooms(
+        conn,
+        "WHERE id = ?1 COLLATE NOCASE LIMIT 1",
+        params![id.as_str()],
+    )?
+    .pop())
 }
 
 /// Rooms a user owns, plus every shared room (the caller decides which of

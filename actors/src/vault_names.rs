@@ -1,0 +1,196 @@
+//! The rule for secret names: a secret reaches Shell as an environment
+//! variable of its name, so a name must be an environment-variable name
+//! and not one that common tools read to choose a program, library or
+//! config to run or load, or where to send traffic and whom to trust
+//! (docs/security.md, "Reserved secret names").
+
+/// Whole names that steer how the shell, the dynamic loader, an
+/// interpreter or a common tool runs a command: one named `PATH` would
+/// break every command, `LD_PRELOAD` would load code into commands that
+/// passed review, `PAGER` or `LESSOPEN` would run a program when a
+/// reviewed `git log` or `less` runs, `SSL_CERT_FILE` or `HTTPS_PROXY`
+/// would send a reviewed `curl` through someone else's hands.
+const RESERVED_NAMES: &[&str] = &[
+    // the shell and the system
+    "PATH",
+    "HOME",
+    "SHELL",
+    "USER",
+    "LOGNAME",
+    "PWD",
+    "OLDPWD",
+    "TMPDIR",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "ZDOTDIR",
+    "CDPATH",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "GLOBIGNORE",
+    "PS4",
+    "PROMPT_COMMAND",
+    "POSIXLY_CORRECT",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "HOSTALIASES",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    // programs other programs start: pagers, editors, password prompts
+    "PAGER",
+    "MANPAGER",
+    "MANOPT",
+    "LESS",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LESSKEY",
+    "LESSKEYIN",
+    "LESSEDIT",
+    "EDITOR",
+    "VISUAL",
+    "BROWSER",
+    "SYSTEMD_PAGER",
+    "SYSTEMD_EDITOR",
+    "SSH_ASKPASS",
+    "SSH_ASKPASS_REQUIRE",
+    "SUDO_ASKPASS",
+    "SSH_AUTH_SOCK",
+    "GNUPGHOME",
+    // interpreters and build tools: code or options they load
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERL5DB",
+    "PERLLIB",
+    "RUBYLIB",
+    "RUBYOPT",
+    "GEM_HOME",
+    "GEM_PATH",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CC",
+    "CXX",
+    "MAKEFLAGS",
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_HOME",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "GOFLAGS",
+    "GOTOOLCHAIN",
+    "GOPROXY",
+    "GOSUMDB",
+    "GONOSUMDB",
+    "GOINSECURE",
+    "DOCKER_HOST",
+    "DOCKER_CONFIG",
+    // network traffic and trust (the `*_PROXY` family is a suffix below)
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "SSLKEYLOGFILE",
+    "CURL_CA_BUNDLE",
+    "CURL_HOME",
+    "WGETRC",
+    "NETRC",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+];
+
+/// Families of reserved names, by prefix: the dynamic loader's
+/// (`LD_PRELOAD`, macOS's `DYLD_*`), the C library's, the locale's and
+/// bash's exported functions; all of git's (`GIT_CONFIG_*` and
+/// `GIT_DIR` pick the config and repository a reviewed `git status`
+/// reads, `GIT_SSH_COMMAND`, `GIT_PAGER`, `GIT_ASKPASS`, `GIT_EDITOR`,
+/// `GIT_EXEC_PATH` the programs it runs, and new ones come with new
+/// versions), Python's, OpenSSL's (`OPENSSL_CONF` loads engines), pip's
+/// and npm's settings (package index, certificates, scripts' shell), and
+/// the XDG directories (`XDG_CONFIG_HOME` holds git's config too).
+const RESERVED_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "GLIBC_",
+    "MALLOC_",
+    "LC_",
+    "BASH_FUNC_",
+    "GIT_",
+    "PYTHON",
+    "OPENSSL_",
+    "PIP_",
+    "NPM_CONFIG_",
+    "XDG_",
+];
+
+/// Families of reserved names, by suffix: `HTTP_PROXY`, `HTTPS_PROXY`,
+/// `ALL_PROXY`, `NO_PROXY`, `FTP_PROXY` and curl's `<SCHEME>_PROXY` for
+/// every scheme it speaks. (The lower-case spellings tools also read are
+/// no secret names at all: a name is upper case.)
+const RESERVED_SUFFIXES: &[&str] = &["_PROXY"];
+
+/// Longest secret name.
+const MAX_NAME_LEN: usize = 64;
+
+/// Whether `name` is a usable secret name ([`secret_name_problem`] finds
+/// nothing wrong with it).
+pub fn valid_secret_name(name: &str) -> bool {
+    secret_name_problem(name).is_none()
+}
+
+/// Whether `name` is one of the reserved names or families.
+fn reserved(name: &str) -> bool {
+    RESERVED_NAMES.contains(&name)
+        || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
+        || RESERVED_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// What is wrong with the shape of `name` as a secret name, if anything:
+/// it must be an environment-variable name (`A-Z`, `0-9`, `_`, not
+/// starting with a digit, at most 64 characters). Reserved names pass:
+/// a stored secret whose name became reserved can still be deleted.
+pub fn secret_name_shape_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let shaped = matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= MAX_NAME_LEN;
+    (!shaped).then(|| {
+        format!(
+            "{name:?} is not a secret name; use an environment-variable name such as \
+             GITHUB_TOKEN (A-Z, 0-9 and _, not starting with a digit, at most 64 characters)"
+        )
+    })
+}
+
+/// What is wrong with `name` as a secret name, if anything: its shape
+/// ([`secret_name_shape_problem`]), or it is reserved because it steers
+/// what commands run, load or trust (`PATH`, `LD_*`, `GIT_*`, `PAGER`,
+/// `*_PROXY`, `SSL_CERT_FILE`, …). The message names the rule and what to
+/// do instead.
+pub fn secret_name_problem(name: &str) -> Option<String> {
+    if let Some(problem) = secret_name_shape_problem(name) {
+        return Some(problem);
+    }
+    reserved(name).then(|| {
+        let instead = [format!("MY_{name}"), format!("{name}_VALUE")]
+            .into_iter()
+            .find(|n| n.len() <= MAX_NAME_LEN && !reserved(n))
+            .unwrap_or_else(|| "MY_SECRET".to_owned());
+        format!(
+            "{name:?} is reserved: commands get each secret as an environment variable of its \
+             name, and {name} would change what the bot's commands run, load or trust (a \
+             program, library or config the shell and common tools (git, ssh, less, curl, \
+             interpreters) pick from it, or where their network traffic goes), even \
+             for commands that passed review; store it under a name of your own such as \
+             {instead}, and let a command that needs it set it openly \
+             (`{name}=\"${instead}\" …`), where review sees it"
+        )
+    })
+}
+
+#[cfg(test)]
+#[path = "vault_names_tests.rs"]
+mod tests;

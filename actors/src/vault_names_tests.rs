@@ -1,0 +1,135 @@
+//! The secret-name rule: environment-variable names, and none that
+//! steers what commands run, load or trust.
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+#[test]
+fn names_look_like_env_vars() {
+    assert!(valid_secret_name("GITHUB_TOKEN"));
+    assert!(valid_secret_name("_X1"));
+    for bad in ["", "github", "1X", "A-B", "A B", "https_proxy"] {
+        assert!(!valid_secret_name(bad), "{bad}");
+        assert!(secret_name_shape_problem(bad).is_some(), "{bad}");
+    }
+}
+
+/// A secret becomes an environment variable of the commands that use
+/// it: one named after a variable that steers how they run is refused.
+#[test]
+fn names_that_steer_commands_are_reserved() {
+    for name in [
+        "PATH",
+        "HOME",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "DYLD_INSERT_LIBRARIES",
+        "SHELL",
+        "IFS",
+        "PWD",
+        "USER",
+        "TMPDIR",
+        "BASH_ENV",
+        "ENV",
+        "LC_ALL",
+    ] {
+        let problem = secret_name_problem(name).unwrap_or_default();
+        assert!(problem.contains("reserved"), "{name}: {problem:?}");
+        assert!(!valid_secret_name(name), "{name}");
+    }
+    // only whole names and the listed families
+    for fine in [
+        "PATHS",
+        "MY_PATH",
+        "HOME_URL",
+        "LDAP_TOKEN",
+        "ENVIRONMENT",
+        "USER_TOKEN",
+        "GITHUB_TOKEN",
+        "GITLAB_TOKEN",
+        "NODE_AUTH_TOKEN",
+        "SSH_PRIVATE_KEY",
+        "CARGO_REGISTRY_TOKEN",
+        "PROXY_PASSWORD",
+        "LESSON_KEY",
+        "EDITOR_TOKEN",
+    ] {
+        assert_eq!(secret_name_problem(fine), None, "{fine}");
+    }
+    assert!(
+        secret_name_problem("a-b")
+            .unwrap_or_default()
+            .contains("not a secret name")
+    );
+}
+
+/// Before, these were accepted: `GIT_CONFIG_GLOBAL` (a config with
+/// `core.fsmonitor` runs code in a reviewed `git status`), `LESSOPEN`,
+/// `PAGER`, the proxies and the certificate stores (a reviewed `curl`
+/// talks through someone else).
+#[test]
+fn names_that_change_what_commands_run_or_trust_are_reserved() {
+    for name in [
+        "GIT_CONFIG",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_KEY_0",
+        "GIT_CONFIG_VALUE_0",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_TEMPLATE_DIR",
+        "GIT_ASKPASS",
+        "GIT_PAGER",
+        "GIT_EDITOR",
+        "GIT_SSH_COMMAND",
+        "GIT_EXEC_PATH",
+        "SSH_ASKPASS",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "PAGER",
+        "EDITOR",
+        "VISUAL",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "FTP_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "CURL_CA_BUNDLE",
+        "REQUESTS_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "XDG_CONFIG_HOME",
+        "OPENSSL_CONF",
+    ] {
+        let problem = secret_name_problem(name).unwrap_or_default();
+        assert!(
+            problem.contains("is reserved")
+                && problem.contains("would change what the bot's commands run, load or trust"),
+            "{name}: {problem:?}"
+        );
+        // the name it suggests instead is a usable one
+        let instead = problem
+            .split("such as ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_default();
+        assert!(valid_secret_name(instead), "{name}: suggests {instead:?}");
+        // reserved names keep their shape: one stored before can be deleted
+        assert_eq!(secret_name_shape_problem(name), None, "{name}");
+    }
+}
