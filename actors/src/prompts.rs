@@ -266,6 +266,8 @@ prompts! {
     entry_clipped => "entry_clipped.md",
     /// The same for a tool's result over the cap.
     result_clipped => "result_clipped.md",
+    /// A long string of a call's arguments over the per-entry budget.
+    argument_clipped => "argument_clipped.md",
     /// The notice of a message to a stopped subagent.
     subagent_stopped => "subagent_stopped.md",
     /// A subagent's report of a task it could not finish.

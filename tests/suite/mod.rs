@@ -86,6 +86,7 @@ mod subagent_hops;
 mod subagent_reports;
 mod subagent_retry;
 mod tool_edges;
+mod turn_clip_budget;
 mod turn_request_bounds;
 mod ui;
 mod ui_browser;

@@ -9,23 +9,36 @@
 //! turn's entries). A message over the cap goes as its start and its end
 //! around a note (prompts/entry_clipped.md, prompts/result_clipped.md for
 //! a tool's result) saying how much was cut and how to get at the rest.
+//! The running turn's user-side messages share one cap between them
+//! (several huge inputs batched into one turn), and a call's long
+//! arguments are clipped inside their JSON (prompts/argument_clipped.md).
 //! Only the request is clipped: the transcript and the session's context
 //! keep the entry whole, and the clip of a message is the same in every
-//! request (the prompt prefix a provider cached stays byte-identical).
+//! request while the same messages share its budget (the prompt prefix a
+//! provider cached stays byte-identical; a reminder joining the running
+//! turn changes its inputs' shares once).
 
 use std::collections::HashMap;
 
 use botfleet_memory::Encoding;
+use serde_json::Value;
 
+use super::Sent;
 use super::tool_name;
 use crate::engine::context::grouped;
 use crate::model::ChatMessage;
+use crate::model::ToolCall;
 use crate::prompts::prompts;
 
 /// The fewest tokens the cap allows, whatever the provider's
 /// `compact_at_tokens`: with a tiny threshold (tests use 1,000) a lower
 /// cap would leave of a message little more than its note.
 pub(crate) const MIN_ENTRY_TOKENS: u64 = 1_000;
+
+/// The fewest tokens a shared budget leaves one clipped part
+/// ([`fair_shares`]): the notes take about 80, and a clip much shorter
+/// would show little of its text.
+pub(crate) const MIN_SHARE_TOKENS: u64 = 256;
 
 /// How many times the kept length is narrowed before giving up on a text
 /// whose start and end count more tokens than its share (each try scales
@@ -102,61 +115,240 @@ pub(crate) fn clip(
 }
 
 /// Which of `messages` (with their `seqs` and token `counts`, all three
-/// parallel) take more than `cap` tokens, and what a request sends for
-/// each instead, with its tokens, by index: a user-side message or a
-/// tool's result clipped to its start and its end around a note, an
-/// assistant message with its text clipped (its calls stay whole: the
-/// model's own output, bounded by its output limit). The system prompt is
-/// the bot's own, not an entry, and is never clipped.
+/// parallel) take more than their budget, and what a request sends for
+/// each instead, by index: a user-side message or a tool's result clipped
+/// to its start and its end around a note, an assistant message with its
+/// text and its calls' long arguments clipped ([`clip_calls`]: a call's
+/// arguments are re-sent in every later request, and a Write of 1 MB
+/// went whole into each). The system prompt is the bot's own, not an
+/// entry, and is never clipped.
+///
+/// A message's budget is `cap`, but the running turn's user-side messages
+/// (from `turn_start`, the index of its first message) share one `cap`
+/// between them ([`fair_shares`]): each was clipped to the cap alone, so
+/// ten huge inputs batched into one turn sent ten caps, two and a half
+/// times `compact_at_tokens`, and a compaction keeps the running turn.
 pub(crate) fn plan_clips(
     messages: &[ChatMessage],
     seqs: &[i64],
     counts: &[u32],
     cap: u64,
+    turn_start: Option<usize>,
     encoding: Encoding,
-) -> HashMap<usize, (String, u32)> {
+) -> HashMap<usize, Sent> {
+    let count_of = |i: usize| counts.get(i).copied().unwrap_or(0);
+    let mut budgets: HashMap<usize, u64> = HashMap::new();
+    if let Some(start) = turn_start {
+        let inputs: Vec<usize> = (start..messages.len())
+            .filter(|&i| matches!(messages[i], ChatMessage::User { .. }))
+            .collect();
+        let sizes: Vec<u64> = inputs.iter().map(|&i| u64::from(count_of(i))).collect();
+        for (&i, share) in inputs.iter().zip(fair_shares(&sizes, cap)) {
+            if let Some(share) = share {
+                budgets.insert(i, share);
+            }
+        }
+    }
     let mut out = HashMap::new();
     for (i, message) in messages.iter().enumerate() {
-        let count = counts.get(i).copied().unwrap_or(0);
-        if u64::from(count) <= cap {
+        let count = count_of(i);
+        let budget = budgets.get(&i).copied().unwrap_or(cap);
+        if u64::from(count) <= budget {
             continue;
         }
         let seq = seqs.get(i).copied().unwrap_or(0).to_string();
         // a message's count is its text's and 4 for its role
-        let text_cap = cap.saturating_sub(4);
+        let text_cap = budget.saturating_sub(4);
         let clipped = match message {
             ChatMessage::System { .. } => None,
             ChatMessage::User { content } => {
-                clip(content, text_cap, encoding, &|c| entry_note(c, &seq)).map(|text| {
-                    let tokens = encoding.count_message(&text);
-                    (text, tokens)
-                })
+                clip(content, text_cap, encoding, &|c| entry_note(c, &seq))
+                    .map(|text| Sent::text(text, encoding))
             }
             ChatMessage::Tool {
                 tool_call_id,
                 content,
             } => {
                 let tool = tool_name(&messages[..i], tool_call_id).unwrap_or("the tool");
-                clip(content, text_cap, encoding, &|c| result_note(c, tool, &seq)).map(|text| {
-                    let tokens = encoding.count_message(&text);
-                    (text, tokens)
-                })
+                clip(content, text_cap, encoding, &|c| result_note(c, tool, &seq))
+                    .map(|text| Sent::text(text, encoding))
             }
-            ChatMessage::Assistant { content, .. } => {
-                let own = encoding.count(content);
-                let calls = count.saturating_sub(own);
-                let share = text_cap.saturating_sub(u64::from(calls)).max(cap / 2);
-                clip(content, share, encoding, &|c| entry_note(c, &seq)).map(|text| {
-                    let tokens = calls.saturating_add(encoding.count(&text));
-                    (text, tokens)
-                })
-            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => clip_assistant(content, tool_calls, count, budget, encoding, &seq),
         };
         if let Some(clipped) = clipped {
             out.insert(i, clipped);
         }
     }
     out
+}
+
+/// An assistant message of `count` tokens over its `budget`: its calls
+/// take what its text leaves (at least half the budget) and their long
+/// arguments are clipped to it; its text takes what the calls then leave
+/// (at least half the budget). `None` when neither is clipped.
+fn clip_assistant(
+    content: &str,
+    tool_calls: &[ToolCall],
+    count: u32,
+    budget: u64,
+    encoding: Encoding,
+    seq: &str,
+) -> Option<Sent> {
+    let text_cap = budget.saturating_sub(4);
+    let own = u64::from(encoding.count(content));
+    let calls_tokens = u64::from(count).saturating_sub(own);
+    let calls_cap = text_cap.saturating_sub(own).max(budget / 2);
+    let calls = if calls_tokens > calls_cap {
+        clip_calls(tool_calls, calls_cap, encoding, seq)
+    } else {
+        None
+    };
+    let calls_sent = calls.as_ref().map_or(calls_tokens, |calls| {
+        calls
+            .iter()
+            .map(|c| u64::from(encoding.count(&c.arguments)) + u64::from(encoding.count(&c.name)))
+            .sum()
+    });
+    let share = text_cap.saturating_sub(calls_sent).max(budget / 2);
+    let text = clip(content, share, encoding, &|c| entry_note(c, seq));
+    if text.is_none() && calls.is_none() {
+        return None;
+    }
+    let text = text.unwrap_or_else(|| content.to_owned());
+    // counted as the context counts it (`ChatMessage::token_text`)
+    let mut counted = text.clone();
+    for c in calls.as_deref().unwrap_or(tool_calls) {
+        counted.push(' ');
+        counted.push_str(&c.name);
+        counted.push(' ');
+        counted.push_str(&c.arguments);
+    }
+    Some(Sent {
+        text,
+        calls,
+        tokens: encoding.count_message(&counted),
+    })
+}
+
+/// `calls` with their arguments clipped to `budget` tokens together
+/// ([`fair_shares`] among the calls, then [`clip_arguments`]); `None`
+/// when none is clipped.
+pub(crate) fn clip_calls(
+    calls: &[ToolCall],
+    budget: u64,
+    encoding: Encoding,
+    seq: &str,
+) -> Option<Vec<ToolCall>> {
+    let names: u64 = calls
+        .iter()
+        .map(|c| u64::from(encoding.count(&c.name)) + 1)
+        .sum();
+    let sizes: Vec<u64> = calls
+        .iter()
+        .map(|c| u64::from(encoding.count(&c.arguments)))
+        .collect();
+    let shares = fair_shares(&sizes, budget.saturating_sub(names));
+    let mut out = calls.to_vec();
+    let mut any = false;
+    for (call, share) in out.iter_mut().zip(shares) {
+        let Some(share) = share else { continue };
+        if let Some(arguments) = clip_arguments(&call.arguments, share, encoding, &call.name, seq) {
+            call.arguments = arguments;
+            any = true;
+        }
+    }
+    any.then_some(out)
+}
+
+/// A call's `arguments` in about `budget` tokens, still JSON (servers
+/// refuse a request whose arguments are not, and the OpenAI wire sends
+/// arguments that are no JSON object as `{}`): the long strings of the
+/// JSON value clipped to their start and their end around
+/// prompts/argument_clipped.md, sharing what the value's other parts
+/// leave ([`fair_shares`]); arguments that are no JSON at all as a JSON
+/// string of their clip. Object keys, numbers and the structure stay.
+/// `None` when they fit or nothing could be clipped.
+pub(crate) fn clip_arguments(
+    arguments: &str,
+    budget: u64,
+    encoding: Encoding,
+    tool: &str,
+    seq: &str,
+) -> Option<String> {
+    let tokens = u64::from(encoding.count(arguments));
+    if tokens <= budget {
+        return None;
+    }
+    let note = |c: Cut<'_>| argument_note(c, tool, seq);
+    let Ok(mut value) = serde_json::from_str::<Value>(arguments) else {
+        return clip(arguments, budget, encoding, &note)
+            .map(|text| Value::String(text).to_string());
+    };
+    let mut sizes = Vec::new();
+    each_string(&mut value, &mut |s| {
+        sizes.push(u64::from(encoding.count(s)))
+    });
+    let skeleton = tokens.saturating_sub(sizes.iter().sum());
+    let shares = fair_shares(&sizes, budget.saturating_sub(skeleton));
+    let mut k = 0;
+    let mut any = false;
+    each_string(&mut value, &mut |s| {
+        if let Some(Some(share)) = shares.get(k)
+            && let Some(text) = clip(s, *share, encoding, &note)
+        {
+            *s = text;
+            any = true;
+        }
+        k += 1;
+    });
+    any.then(|| value.to_string())
+}
+
+/// Calls `f` on every string value of `value` (not object keys), in one
+/// fixed order.
+fn each_string(value: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| each_string(v, f)),
+        Value::Object(map) => map.values_mut().for_each(|v| each_string(v, f)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// How `budget` tokens are shared among parts of `sizes` tokens, in
+/// order: `None` for a part that stays whole, `Some(share)` for one
+/// clipped to `share`. Max-min fair: the parts that fit an even share
+/// stay whole, and the others (the largest) take equal shares of what is
+/// left, never less than [`MIN_SHARE_TOKENS`] (so with very many large
+/// parts the sum passes `budget`: a clip that small would be little but
+/// its note). Nothing is clipped when all fit `budget` together.
+/// Deterministic: the same sizes give the same shares.
+pub(crate) fn fair_shares(sizes: &[u64], budget: u64) -> Vec<Option<u64>> {
+    let mut shares = vec![None; sizes.len()];
+    if sizes.iter().sum::<u64>() <= budget {
+        return shares;
+    }
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&k| (sizes[k], k));
+    let mut left = budget;
+    for (n, &k) in order.iter().enumerate() {
+        let parts = u64::try_from(order.len() - n).unwrap_or(u64::MAX);
+        let even = left / parts;
+        if sizes[k] <= even {
+            left -= sizes[k];
+            continue;
+        }
+        // this part and every larger one take the even share
+        let share = even.max(MIN_SHARE_TOKENS);
+        for &j in &order[n..] {
+            shares[j] = Some(share);
+        }
+        break;
+    }
+    shares
 }
 
 /// A clipped message: prompts/entry_clipped.md.
@@ -168,6 +360,21 @@ fn entry_note(c: Cut<'_>, seq: &str) -> String {
             ("tail", c.tail),
             ("cut", &grouped(c.cut)),
             ("chars", &grouped(c.chars)),
+            ("seq", seq),
+        ])
+        .unwrap_or_else(|e| format!("{}\n[{e}]\n{}", c.head, c.tail))
+}
+
+/// A clipped argument of a call of `tool`: prompts/argument_clipped.md.
+fn argument_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
+    prompts()
+        .argument_clipped
+        .render(&[
+            ("head", c.head),
+            ("tail", c.tail),
+            ("cut", &grouped(c.cut)),
+            ("chars", &grouped(c.chars)),
+            ("tool", tool),
             ("seq", seq),
         ])
         .unwrap_or_else(|e| format!("{}\n[{e}]\n{}", c.head, c.tail))

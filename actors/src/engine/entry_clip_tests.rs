@@ -68,3 +68,120 @@ fn wide_characters_are_cut_whole_and_fit() {
     let (head, _) = out.split_once("|[").unwrap();
     assert!(head.starts_with("漢字"), "{head:.20}");
 }
+
+#[test]
+fn fair_shares_keep_small_parts_whole_and_split_the_rest_evenly() {
+    // all fit together: nothing clipped
+    assert_eq!(fair_shares(&[500, 400], 1_000), vec![None, None]);
+    // the small ones whole, the two large ones half of what is left
+    assert_eq!(
+        fair_shares(&[100, 5_000, 8_000, 50], 2_000),
+        vec![None, Some(925), Some(925), None]
+    );
+    // never a share under the floor, however many parts
+    assert_eq!(
+        fair_shares(&[1_000; 20], 1_000),
+        vec![Some(MIN_SHARE_TOKENS); 20]
+    );
+}
+
+fn user(text: String) -> ChatMessage {
+    ChatMessage::User { content: text }
+}
+
+/// Regression: each input of a turn was clipped to the cap alone, so ten
+/// huge inputs batched into one turn sent ten caps. The running turn's
+/// user-side messages share one cap (a small one stays whole); a message
+/// before the turn keeps a cap of its own.
+#[test]
+fn a_turns_inputs_share_one_cap() {
+    let e = Encoding::default();
+    let mut messages = vec![
+        ChatMessage::System {
+            content: "sys".into(),
+        },
+        user(format!("EARLIER {}", words(20_000))),
+        user("a short one".into()),
+    ];
+    for k in 0..10 {
+        messages.push(user(format!("INPUT{k} {} END{k}", words(20_000))));
+    }
+    let seqs: Vec<i64> = (0..messages.len() as i64).collect();
+    let counts: Vec<u32> = messages
+        .iter()
+        .map(|m| e.count_message(&m.token_text()))
+        .collect();
+    let sent = plan_clips(&messages, &seqs, &counts, 4_000, Some(2), e);
+    assert!(!sent.contains_key(&2), "the short input stays whole");
+    let earlier = sent[&1].tokens;
+    assert!(earlier > 3_500 && earlier <= 4_000, "{earlier}");
+    let turn: u64 = (2..messages.len())
+        .map(|i| u64::from(sent.get(&i).map_or(counts[i], |s| s.tokens)))
+        .sum();
+    assert!(turn <= 4_000, "the turn's inputs sent {turn} tokens");
+    for k in 0..10 {
+        let text = &sent[&(3 + k)].text;
+        assert!(text.starts_with(&format!("INPUT{k} ")), "{text:.50}");
+        assert!(text.ends_with(&format!("END{k}")));
+    }
+}
+
+/// A call's huge argument is clipped inside its JSON: the other fields
+/// and the structure stay, the string keeps its start and end around the
+/// note; arguments that are no JSON go as a JSON string.
+#[test]
+fn long_arguments_are_clipped_inside_their_json() {
+    let e = Encoding::default();
+    let content = format!("BEGIN {} FINISH", words(100_000));
+    let arguments =
+        serde_json::json!({ "path": "big.txt", "content": content, "n": 3 }).to_string();
+    let out = clip_arguments(&arguments, 1_000, e, "Write", "7").unwrap();
+    assert!(u64::from(e.count(&out)) <= 1_100, "{}", e.count(&out));
+    let value: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value["path"], "big.txt");
+    assert_eq!(value["n"], 3);
+    let sent = value["content"].as_str().unwrap();
+    assert!(sent.starts_with("BEGIN word0") && sent.ends_with(" FINISH"));
+    assert!(sent.contains("characters are cut here") && sent.contains("entry #7"));
+    assert!(sent.contains("The Write call was made with it whole"));
+    assert_eq!(
+        clip_arguments(r#"{"path":"a"}"#, 1_000, e, "Write", "7"),
+        None
+    );
+    let raw = clip_arguments(&content, 1_000, e, "Write", "7").unwrap();
+    assert!(serde_json::from_str::<Value>(&raw).unwrap().is_string());
+}
+
+/// An assistant message whose call carries a huge argument is sent with
+/// the argument clipped, within the cap, its text and the call's id kept.
+#[test]
+fn an_assistant_messages_huge_call_is_clipped_within_the_cap() {
+    let e = Encoding::default();
+    let arguments = serde_json::json!({ "path": "big.txt", "content": words(100_000) }).to_string();
+    let call = ToolCall {
+        id: "w".into(),
+        name: "Write".into(),
+        arguments,
+    };
+    let messages = vec![
+        ChatMessage::System {
+            content: "sys".into(),
+        },
+        ChatMessage::Assistant {
+            content: "writing it".into(),
+            tool_calls: vec![call],
+        },
+    ];
+    let counts: Vec<u32> = messages
+        .iter()
+        .map(|m| e.count_message(&m.token_text()))
+        .collect();
+    let sent = plan_clips(&messages, &[0, 5], &counts, 2_000, None, e);
+    let clipped = &sent[&1];
+    assert_eq!(clipped.text, "writing it");
+    assert!(clipped.tokens <= 2_100, "{}", clipped.tokens);
+    let calls = clipped.calls.as_ref().unwrap();
+    assert_eq!(calls[0].id, "w");
+    let value: Value = serde_json::from_str(&calls[0].arguments).unwrap();
+    assert!(value["content"].as_str().unwrap().contains("entry #5"));
+}

@@ -66,7 +66,9 @@ impl Runner {
             }
             None => {
                 let encoding = self.tail.encoding();
-                self.usage.prompt_tokens += self.tail.tokens();
+                // what this request sent (clipped, stubbed), not the
+                // context's whole count
+                self.usage.prompt_tokens += self.tail.last_request_tokens();
                 let mut out = response.text.clone();
                 for c in &response.tool_calls {
                     out.push_str(&c.arguments);

@@ -28,12 +28,18 @@
 //!   the newest too, prompts/result_clipped.md). A person's 500 KB paste
 //!   went whole into every request until a compaction after a later
 //!   message summarised it. An older result the turn's budget cuts goes
-//!   as its stub instead.
+//!   as its stub instead. The running turn's user-side messages share one
+//!   cap (ten huge inputs batched into a turn each took a cap, 2.5 times
+//!   `compact_at_tokens`), and an assistant message's calls have their
+//!   long argument strings clipped inside their JSON (a Write of 1 MB went
+//!   whole into every later request).
 //!
 //! What compaction compares with `compact_at_tokens` is what a request
 //! sends ([`SessionTail::sent_tokens`]): the context's whole count, stubs
 //! and clips aside, asked a long turn for a compaction at each step
 //! (which keeps the running turn, so it could not bring the count down).
+//! The plan it makes is kept for the step's request ([`Shaping`]), which
+//! clipped every huge message a second time.
 //!
 //! Nothing is copied but what changes: the messages move into the request
 //! and back ([`Undo`]).
@@ -42,15 +48,21 @@ use std::collections::HashMap;
 
 use botfleet_memory::Encoding;
 
-use self::clip::plan_clips;
 use super::SessionTail;
 use crate::engine::context::grouped;
 use crate::model::ChatMessage;
+use crate::model::ToolCall;
 use crate::prompts::prompts;
 
 /// The per-entry cap and the clip of a message over it.
 #[path = "entry_clip.rs"]
 pub(crate) mod clip;
+
+/// The step's plan of what is sent, made once for the compaction check
+/// and the request.
+#[path = "request_plan.rs"]
+mod plan;
+pub(crate) use plan::Shaping;
 
 /// What joins consecutive user-side messages.
 const JOIN: &str = "\n\n";
@@ -66,6 +78,31 @@ pub(crate) const MIN_CUT_CHARS: usize = 1_000;
 /// that mark however many steps the turn takes.
 pub(crate) fn turn_budget(compact_at_tokens: u64) -> u64 {
     compact_at_tokens / 2
+}
+
+/// What a request sends for a context message it does not send as it
+/// is: a clip or a stub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// Its text.
+    pub(crate) text: String,
+    /// An assistant message's calls with long arguments clipped (`None`:
+    /// its calls as they are).
+    pub(crate) calls: Option<Vec<ToolCall>>,
+    /// Its tokens as sent.
+    pub(crate) tokens: u32,
+}
+
+impl Sent {
+    /// A message sent as `text` (its calls, if any, as they are).
+    pub(crate) fn text(text: String, encoding: Encoding) -> Self {
+        let tokens = encoding.count_message(&text);
+        Self {
+            text,
+            calls: None,
+            tokens,
+        }
+    }
 }
 
 /// The running turn whose older tool results may be cut, and how far
@@ -193,14 +230,15 @@ enum Part {
 
 /// Builds the request from the context's `messages`: `update` (a user
 /// message) goes before the message at its index (at the end when the
-/// index is past it), the messages in `sent` are sent with its text (a
-/// result's stub, a clip; an assistant message keeps its calls), and,
+/// index is past it), the messages in `sent` are sent as it says (a
+/// result's stub, a clip; an assistant message with its calls, clipped
+/// or not), and,
 /// with `alternate`, consecutive user-side messages as one and empty
 /// assistant messages not at all. Returns the request and how to undo it.
 pub(crate) fn shape(
     messages: Vec<ChatMessage>,
     update: Option<(usize, String)>,
-    sent: &HashMap<usize, String>,
+    sent: &HashMap<usize, Sent>,
     alternate: bool,
 ) -> (Vec<ChatMessage>, Undo) {
     let len = messages.len();
@@ -228,17 +266,17 @@ pub(crate) fn shape(
                 b.parts.push(Part::Held(message));
             }
             ChatMessage::User { content } => match sent.get(&i) {
-                Some(text) => b.user(text.clone(), Source::Clipped(content)),
+                Some(sent) => b.user(sent.text.clone(), Source::Clipped(content)),
                 None => b.user(content, Source::Context),
             },
             ChatMessage::Assistant {
                 content,
                 tool_calls,
             } => match sent.get(&i) {
-                Some(text) => {
+                Some(sent) => {
                     b.made(ChatMessage::Assistant {
-                        content: text.clone(),
-                        tool_calls: tool_calls.clone(),
+                        content: sent.text.clone(),
+                        tool_calls: sent.calls.clone().unwrap_or_else(|| tool_calls.clone()),
                     });
                     b.parts.push(Part::Held(ChatMessage::Assistant {
                         content,
@@ -254,10 +292,10 @@ pub(crate) fn shape(
                 tool_call_id,
                 content,
             } => match sent.get(&i) {
-                Some(text) => {
+                Some(sent) => {
                     b.made(ChatMessage::Tool {
                         tool_call_id: tool_call_id.clone(),
-                        content: text.clone(),
+                        content: sent.text.clone(),
                     });
                     b.parts.push(Part::Held(ChatMessage::Tool {
                         tool_call_id,
@@ -419,11 +457,17 @@ impl SessionTail {
         at: &mut Option<usize>,
     ) -> Vec<ChatMessage> {
         self.context.close_pending();
-        let sent: HashMap<usize, String> = self
-            .replacements(true)
-            .into_iter()
-            .map(|(i, (text, _))| (i, text))
-            .collect();
+        // the compaction check's plan when nothing changed since (no
+        // compaction ran, no call was open): planned once a step
+        self.plan();
+        let planned = self.shaping.planned.take();
+        let (sent, through) =
+            planned.map_or_else(|| (HashMap::new(), None), |p| (p.sent, p.through));
+        if let (Some(cut), Some(through)) = (self.turn_cut.as_mut(), through) {
+            cut.through = through;
+        }
+        let update_tokens = memory_update.map_or(0, |u| u64::from(self.encoding.count_message(u)));
+        self.shaping.last_sent = self.sent_with(&sent) + update_tokens;
         let messages = self.context.take_messages();
         let update = memory_update.map(|update| {
             let i = (*at.get_or_insert(messages.len())).min(messages.len());
@@ -433,60 +477,6 @@ impl SessionTail {
         let (request, undo) = shape(messages, update, &sent, self.alternate);
         self.undo = Some(undo);
         request
-    }
-
-    /// Tokens of what the next request sends of the context: the running
-    /// turn's older results as their stubs and every message over the cap
-    /// clipped, as [`SessionTail::take_request`] will send them (the memory
-    /// update and the joins of roles aside). What the compaction check
-    /// compares with `compact_at_tokens`: the context's whole count kept
-    /// asking a long turn for a compaction at each step, and a compaction
-    /// keeps the running turn, so it could not bring that count down.
-    pub(crate) fn sent_tokens(&mut self) -> u64 {
-        let sent = self.replacements(false);
-        self.counted
-            .iter()
-            .enumerate()
-            .map(|(i, &count)| u64::from(sent.get(&i).map_or(count, |(_, tokens)| *tokens)))
-            .sum()
-    }
-
-    /// What a request sends for the context's messages it does not send
-    /// as they are, with its tokens, by index: the clips of messages over
-    /// the cap, then the stubs of the running turn's older results (a stub
-    /// wins over a clip), planned on the clipped counts. With `advance`
-    /// the turn's watermark moves ([`TurnCut::through`]); without, the plan
-    /// is only looked at.
-    fn replacements(&mut self, advance: bool) -> HashMap<usize, (String, u32)> {
-        // every message counted (the compaction check did already)
-        self.tokens();
-        let messages = self.context.messages();
-        let seqs = self.context.seqs();
-        let mut sent = plan_clips(messages, seqs, &self.counted, self.entry_cap, self.encoding);
-        let Some(cut) = self.turn_cut.as_mut() else {
-            return sent;
-        };
-        let counts: Vec<u32> = self
-            .counted
-            .iter()
-            .enumerate()
-            .map(|(i, &count)| sent.get(&i).map_or(count, |(_, tokens)| *tokens))
-            .collect();
-        let mut looked = cut.clone();
-        let cut = if advance { cut } else { &mut looked };
-        let stubs = plan_cuts(
-            messages,
-            seqs,
-            &counts,
-            self.context.head(),
-            cut,
-            self.encoding,
-        );
-        for (i, stub) in stubs {
-            let tokens = self.encoding.count_message(&stub);
-            sent.insert(i, (stub, tokens));
-        }
-        sent
     }
 
     /// Gives back the messages of [`SessionTail::take_request`] after the

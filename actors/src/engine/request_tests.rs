@@ -8,8 +8,24 @@ use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 
 use super::*;
-use crate::model::ToolCall;
 use crate::runtime::StateBlock;
+
+/// `texts` as a plan of what is sent instead (their tokens unknown).
+fn sent_of(texts: &HashMap<usize, String>) -> HashMap<usize, Sent> {
+    texts
+        .iter()
+        .map(|(&i, text)| {
+            (
+                i,
+                Sent {
+                    text: text.clone(),
+                    calls: None,
+                    tokens: 0,
+                },
+            )
+        })
+        .collect()
+}
 
 fn system(text: &str) -> ChatMessage {
     ChatMessage::System {
@@ -167,7 +183,7 @@ fn a_long_turn_cuts_its_older_results_to_stubs() {
         stubs[&results[2]],
         "[result of Read call #3 cut to save context: 4,000 characters; call it again if you need it]"
     );
-    let (request, undo) = shape(messages.clone(), None, &stubs, true);
+    let (request, undo) = shape(messages.clone(), None, &sent_of(&stubs), true);
     // pairing: every call still has its result, in place
     for (i, m) in request.iter().enumerate() {
         if let ChatMessage::Assistant { tool_calls, .. } = m {
@@ -468,13 +484,13 @@ fn a_huge_entry_is_sent_clipped_and_the_context_keeps_it() {
 fn a_clipped_message_joins_the_one_before_it() {
     let context = vec![system("sys"), user("before"), user("huge")];
     let sent = HashMap::from([(2, "clipped".to_owned())]);
-    let (request, undo) = shape(context.clone(), None, &sent, true);
+    let (request, undo) = shape(context.clone(), None, &sent_of(&sent), true);
     assert_eq!(
         roles(&request),
         vec!["system:sys", "user:before\n\nclipped"]
     );
     assert_eq!(undo.restore(request), context);
-    let (request, undo) = shape(context.clone(), None, &sent, false);
+    let (request, undo) = shape(context.clone(), None, &sent_of(&sent), false);
     assert_eq!(
         roles(&request),
         vec!["system:sys", "user:before", "user:clipped"]

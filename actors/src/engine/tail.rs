@@ -104,6 +104,8 @@ pub(crate) struct SessionTail {
     entry_cap: u64,
     /// How to give the context back its messages while a request is out.
     undo: Option<request::Undo>,
+    /// The step's plan of what requests send, and the last one's tokens.
+    shaping: request::Shaping,
 }
 
 /// What of a session a turn's context may hold: the entries up to its
@@ -243,6 +245,7 @@ impl SessionTail {
                 crate::settings::ContextSettings::default().compact_at_tokens,
             )),
             undo: None,
+            shaping: request::Shaping::default(),
         }
     }
 
