@@ -109,19 +109,30 @@ pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<Bot
     ))
 }
 
-pub(crate) fn check_text(tool: &str, text: &str, max: usize) -> Result<String, ToolError> {
+/// Trims the text argument `arg` of a call of `tool` and refuses it empty
+/// or over `max` characters. The errors name the argument as the tool
+/// contract does (`text`, Task's `prompt`), and `what` says what belongs
+/// in it: "the text" of a Task call left the model looking for an
+/// argument it never passed.
+pub(crate) fn check_text(
+    tool: &str,
+    arg: &str,
+    what: &str,
+    text: &str,
+    max: usize,
+) -> Result<String, ToolError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(ToolError::new(
-            "the text is empty",
-            format!("call {tool} with the text to send"),
+            format!("`{arg}` is empty"),
+            format!("call {tool} again with `{arg}` set to {what}"),
         ));
     }
     let chars = text.chars().count();
     if chars > max {
         return Err(ToolError::new(
-            format!("the text has {chars} characters; the limit is {max}"),
-            "shorten it or split it",
+            format!("`{arg}` has {chars} characters; the limit is {max}"),
+            format!("shorten `{arg}` or split it over several calls"),
         ));
     }
     Ok(text.to_owned())
@@ -170,7 +181,13 @@ impl Tool for SendToAgent {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: SendToAgentArgs = parse_args("SendToAgent", args)?;
-        let text = check_text("SendToAgent", &args.text, ctx.limits().max_message_chars)?;
+        let text = check_text(
+            "SendToAgent",
+            "text",
+            "the message to send",
+            &args.text,
+            ctx.limits().max_message_chars,
+        )?;
         let target = resolve_bot(ctx, &args.agent).await?;
         let admit = message_to_bot(
             ctx,
@@ -216,20 +233,21 @@ fn slug(name: &str) -> String {
     out.trim_end_matches('-').chars().take(48).collect()
 }
 
-/// Checks a tool list against what the caller itself may use.
+/// Checks a tool list against what the caller itself may use: a bot gives
+/// only tools it has.
 fn check_tools(ctx: &ToolContext<'_>, tools: &[String]) -> Result<Vec<String>, ToolError> {
     let mut out = Vec::new();
     for t in tools {
         if !ctx.rt.tools.contains(t) {
             return Err(ToolError::new(
                 format!("unknown tool {t:?}"),
-                format!("choose from: {}", ctx.rt.tools.names().join(", ")),
+                choose_from(ctx),
             ));
         }
         if !ctx.bot.tools.contains(t) {
             return Err(ToolError::new(
                 format!("you cannot give the tool {t:?}: you do not have it yourself"),
-                format!("choose from your tools: {}", ctx.bot.tools.join(", ")),
+                choose_from(ctx),
             ));
         }
         if !out.contains(t) {
@@ -237,6 +255,24 @@ fn check_tools(ctx: &ToolContext<'_>, tools: &[String]) -> Result<Vec<String>, T
         }
     }
     Ok(out)
+}
+
+/// The next step of a refused tool list: the tools the caller may give,
+/// its own that the fleet knows. It used to offer every tool of the fleet
+/// for an unknown name, so the model picked one it lacked and was refused
+/// again.
+fn choose_from(ctx: &ToolContext<'_>) -> String {
+    let own: Vec<&str> = ctx
+        .bot
+        .tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| ctx.rt.tools.contains(t))
+        .collect();
+    format!(
+        "choose from your tools (you can give only tools you have): {}",
+        own.join(", ")
+    )
 }
 
 /// The tool every bot needs: the only way it speaks (a reply to a person,

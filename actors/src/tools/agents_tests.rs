@@ -63,6 +63,79 @@ async fn an_agent_without_send_message_is_refused() {
         if b.tools == ["UpdateAgent", "SendMessage"]));
 }
 
+/// Regression: a tool name CreateAgent did not know was answered with
+/// every tool of the fleet to choose from, tools the caller lacks among
+/// them, which it is then refused for giving. Both refusals offer only
+/// the caller's own tools, the ones it may give.
+#[tokio::test]
+async fn a_refused_tool_list_offers_only_the_callers_own_tools() {
+    let f = speaker();
+    let own = "choose from your tools (you can give only tools you have): \
+               SendMessage, CreateAgent, UpdateAgent";
+    for (call, tool, message) in [
+        ("c1", "Teleport", "unknown tool \"Teleport\""),
+        (
+            "c2",
+            "Shell",
+            "you cannot give the tool \"Shell\": you do not have it yourself",
+        ),
+    ] {
+        let args =
+            json!({"name": "Scout", "role": "Finds things.", "tools": ["SendMessage", tool]});
+        let err = CreateAgent.call(&f.ctx(call), args).await.unwrap_err();
+        assert_eq!(err.message, message);
+        assert_eq!(err.hint, own, "{tool}");
+    }
+    f.rt.store
+        .write(vec![Mutation::UpsertBot(f.bot.clone())])
+        .await
+        .unwrap();
+    let args = json!({"agent": "b", "tools": ["SendMessage", "Teleport"]});
+    let err = UpdateAgent.call(&f.ctx("c3"), args).await.unwrap_err();
+    assert_eq!(err.hint, own);
+}
+
+/// Regression: Task's errors about its `prompt` spoke of "the text", an
+/// argument Task does not have. They name `prompt`, as the tool contract
+/// does, and say what belongs in it.
+#[tokio::test]
+async fn task_errors_name_the_prompt_argument() {
+    let f = speaker();
+    let task = |prompt: String| json!({"description": "Audit", "prompt": prompt});
+    let err = super::super::Task
+        .call(&f.ctx("c1"), task(" \n ".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "error: `prompt` is empty. Next step: call Task again with `prompt` set to \
+         everything the subagent needs to know to do the task"
+    );
+    let max = f.ctx("c2").limits().max_message_chars;
+    let err = super::super::Task
+        .call(&f.ctx("c2"), task("x".repeat(max + 1)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "error: `prompt` has {} characters; the limit is {max}. Next step: shorten \
+             `prompt` or split it over several calls",
+            max + 1
+        )
+    );
+    // SendToAgent's argument is `text`
+    let err = SendToAgent
+        .call(&f.ctx("c3"), json!({"agent": "b", "text": ""}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "error: `text` is empty. Next step: call SendToAgent again with `text` set to the \
+         message to send"
+    );
+}
+
 #[tokio::test]
 async fn a_taken_id_is_named_plainly_and_says_nothing_of_its_owner() {
     let f = speaker();

@@ -2,11 +2,14 @@
 //! store before the subagent's running turn is cancelled, so that turn
 //! ends as the stop of a subagent (no report, no retry), never as a
 //! person's cancel of its task (`engine/persist.rs`, `subagent_end`).
+//! A subagent already stopped is left alone: the call says when it was
+//! stopped and its last result.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use botfleet_memory::Mutation;
+use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
 use serde_json::Value;
@@ -57,9 +60,11 @@ impl Tool for StopSubagent {
         Effect::External
     }
 
-    /// A call cut off by a crash runs again: the stop is written again
-    /// and the cancel sent again (a stopped subagent's turn that resumes
-    /// is cancelled as it starts anyway), and its outcome is recorded once.
+    /// A call cut off by a crash runs again: if its stop was written, the
+    /// call finds the subagent stopped and answers so (a stopped
+    /// subagent's turn that resumes is cancelled as it starts, so the
+    /// cancel it may not have sent is not missed); else it stops it. Its
+    /// outcome is recorded once.
     fn idempotent(&self) -> bool {
         true
     }
@@ -74,21 +79,25 @@ impl Tool for StopSubagent {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: StopArgs = parse_args("StopSubagent", args)?;
         let sub = own_subagent(ctx, &args.id).await?;
-        if sub.status != SubagentStatus::Stopped {
-            ctx.store()
-                .write(vec![Mutation::SetSubagentStatus {
-                    id: sub.id.clone(),
-                    status: SubagentStatus::Stopped,
-                    result: None,
-                }])
-                .await
-                .map_err(|e| {
-                    ToolError::new(
-                        format!("could not stop subagent {}: {e}", sub.id),
-                        "try again",
-                    )
-                })?;
+        match sub.status {
+            // Stopped before: nothing to write or cancel. Saying "stopped"
+            // again read as if this call had stopped it.
+            SubagentStatus::Stopped => return Ok(ToolOutput::text(already_stopped(&sub))),
+            SubagentStatus::Running | SubagentStatus::Done | SubagentStatus::Failed => {}
         }
+        ctx.store()
+            .write(vec![Mutation::SetSubagentStatus {
+                id: sub.id.clone(),
+                status: SubagentStatus::Stopped,
+                result: None,
+            }])
+            .await
+            .map_err(|e| {
+                ToolError::new(
+                    format!("could not stop subagent {}: {e}", sub.id),
+                    "try again",
+                )
+            })?;
         if let Ok(router) = ctx.rt.router() {
             let bot = sub.id.clone();
             // best effort: a subagent that is not active has nothing to
@@ -103,3 +112,34 @@ impl Tool for StopSubagent {
         Ok(ToolOutput::text(format!("stopped subagent {}", sub.id)))
     }
 }
+
+/// Most characters of a stopped subagent's last result (report or error)
+/// quoted in the answer to another stop (CheckSubagent shows it whole).
+const RESULT_CHARS: usize = 300;
+
+/// The answer to a stop of a subagent that is stopped already: since when
+/// (its record's last change is the stop: a stopped subagent's record
+/// changes no more) and its last result (report or error), if any.
+fn already_stopped(sub: &SubagentRecord) -> String {
+    let when = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(sub.updated_at)
+        .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| format!("{} ms", sub.updated_at));
+    let last = match sub.result.as_deref().map(str::trim) {
+        Some(r) if !r.is_empty() => {
+            let mut quoted: String = r.chars().take(RESULT_CHARS).collect();
+            if r.chars().count() > RESULT_CHARS {
+                quoted.push_str("… (CheckSubagent shows it whole)");
+            }
+            format!("last result: {quoted}")
+        }
+        Some(_) | None => "no result (it never reported)".to_owned(),
+    };
+    format!(
+        "subagent {} ({:?}) was already stopped at {when}; nothing was done. Final state: stopped, {last}",
+        sub.id, sub.description
+    )
+}
+
+#[cfg(test)]
+#[path = "subagent_stop_tests.rs"]
+mod tests;

@@ -231,7 +231,13 @@ impl Tool for Task {
                 "give the task a short title and put the details in `prompt`",
             ));
         }
-        let prompt = check_text("Task", &args.prompt, ctx.limits().max_message_chars)?;
+        let prompt = check_text(
+            "Task",
+            "prompt",
+            "everything the subagent needs to know to do the task",
+            &args.prompt,
+            ctx.limits().max_message_chars,
+        )?;
         let started = |id: &BotId| {
             format!(
                 "started subagent {id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
@@ -479,6 +485,8 @@ impl Tool for MessageSubagent {
         let args: MessageArgs = parse_args("MessageSubagent", args)?;
         let text = check_text(
             "MessageSubagent",
+            "text",
+            "the message to send",
             &args.text,
             ctx.limits().max_message_chars,
         )?;

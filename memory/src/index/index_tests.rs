@@ -35,6 +35,36 @@ fn english_is_found_case_and_inflection_insensitive() -> TestResult {
     Ok(())
 }
 
+/// Regression: `2.3.1` did not find `release v2.3.1` (the index held
+/// `v2`, the query asked for `2`). Now a number finds the same number with
+/// a letter prefix, the prefixed word still finds only itself, and numbers
+/// inside hashes stay unfound.
+#[test]
+fn a_number_finds_the_same_number_with_a_letter_prefix() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("release v2.3.1 is out")?;
+    docs.add("the 2.3.1 notes are short")?;
+    docs.add("v2.3.10 comes next")?;
+    docs.add("the R2 bucket is full")?;
+    docs.add("build for x86 only")?;
+    docs.add("commit 3fa85f64 broke it")?;
+    docs.commit()?;
+    assert_eq!(
+        docs.find_sorted("2.3.1")?,
+        strings(&["release v2.3.1 is out", "the 2.3.1 notes are short"])
+    );
+    assert_eq!(docs.find("v2.3.1")?, vec!["release v2.3.1 is out"]);
+    assert_eq!(docs.find("\"v2.3.1\"")?, vec!["release v2.3.1 is out"]);
+    assert_eq!(docs.find("r2")?, vec!["the R2 bucket is full"]);
+    assert_eq!(docs.find("86")?, vec!["build for x86 only"]);
+    assert_eq!(docs.find("85")?, Vec::<String>::new());
+    // the whole prefixed word is marked
+    let hits = docs.search(SearchQuery::new("2.3.1 release"))?.hits;
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].snippet, "«release» «v2».«3».«1» is out");
+    Ok(())
+}
+
 #[test]
 fn chinese_words_are_found_inside_sentences() -> TestResult {
     let mut docs = Docs::new()?;

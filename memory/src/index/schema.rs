@@ -33,7 +33,10 @@ use crate::record::Entry;
 /// Version of what the index holds and how it is tokenized. Bump it when
 /// the schema, the tokenizer or the text taken from an entry changes: an
 /// index of another format is rebuilt from the store.
-pub(crate) const FORMAT: u32 = 1;
+///
+/// 2: a letter-prefixed number (`v2`, `x86`) is also indexed as its digits
+/// (format 1 indexes lacked them: `2.3.1` did not find `v2.3.1`).
+pub(crate) const FORMAT: u32 = 2;
 
 /// Handles of the schema's fields.
 #[derive(Debug, Clone, Copy)]

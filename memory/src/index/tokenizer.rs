@@ -9,6 +9,15 @@
 //!   `supplier` meet. Only words are stemmed: running the stemmer on CJK
 //!   tokens as a filter would cost ~15% of indexing throughput for nothing. Words longer than
 //!   [`MAX_WORD_BYTES`] (hashes, base64 blobs) are dropped.
+//! - **letter-prefixed numbers**: in the index, a word of letters followed
+//!   by digits (`v2`, `r2`, `x86`, `rfc9110`) also gives its digits as a
+//!   term at the same position, so the query `2.3.1` (the phrase `2 3 1`)
+//!   finds `v2.3.1`, and `86` finds `x86`. The word stays a term too, so
+//!   `v2.3.1` finds only the entries that say `v2.3.1`. Only that one shape
+//!   is split: a word that starts with digits (`100ms`, `3rd`) or where
+//!   letters and digits alternate more than once (`3fa85f64`, `a1b2`, hash
+//!   and id fragments) is not, so a number query does not match random
+//!   pieces of hashes. Queries are not split: `v2` asks for `v2`.
 //! - **CJK runs**: maximal runs of Han, kana and hangul characters. In the
 //!   index a run of n characters gives every character (unigram) *and* every
 //!   pair of neighbours (bigram), the pair at the position of its first
@@ -113,6 +122,18 @@ pub(crate) fn has_overlong_word(text: &str) -> bool {
     false
 }
 
+/// The digits of a word made of letters followed by ASCII digits (`v2` →
+/// `2`, `x86` → `86`), `None` for any other word (`2`, `100ms`, `a1b2`).
+/// `word` is lowercased and width-folded.
+fn prefixed_number(word: &str) -> Option<&str> {
+    let split = word.find(|c: char| c.is_ascii_digit())?;
+    let (letters, digits) = word.split_at(split);
+    let shape = !letters.is_empty()
+        && letters.chars().all(char::is_alphabetic)
+        && digits.bytes().all(|b| b.is_ascii_digit());
+    shape.then_some(digits)
+}
+
 /// Which side of the index a token stream is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -159,6 +180,7 @@ impl Tokenizer for TranscriptTokenizer {
             steps: 0,
             token: Token::default(),
             stemmer: Stemmer::new(Algorithm::English),
+            number: String::new(),
         }
     }
 }
@@ -181,6 +203,9 @@ pub(crate) struct TranscriptTokenStream<'a> {
     token: Token,
     /// Stems words (CJK tokens are not stemmed: it would only cost time).
     stemmer: Stemmer,
+    /// The digits of the letter-prefixed number just emitted (index mode),
+    /// to emit next at the same position; empty when there are none.
+    number: String,
 }
 
 impl TranscriptTokenStream<'_> {
@@ -248,6 +273,11 @@ impl TranscriptTokenStream<'_> {
         if self.token.text.len() > MAX_WORD_BYTES {
             return false;
         }
+        if self.mode == Mode::Index
+            && let Some(digits) = prefixed_number(&self.token.text)
+        {
+            self.number.push_str(digits);
+        }
         if let Cow::Owned(stem) = self.stemmer.stem(&self.token.text) {
             self.token.text = stem;
         }
@@ -257,6 +287,13 @@ impl TranscriptTokenStream<'_> {
 
 impl TokenStream for TranscriptTokenStream<'_> {
     fn advance(&mut self) -> bool {
+        if !self.number.is_empty() {
+            // The number of the word just emitted: same position and
+            // offsets, so a snippet marks the whole word (`«v2»`).
+            std::mem::swap(&mut self.token.text, &mut self.number);
+            self.number.clear();
+            return true;
+        }
         loop {
             if self.step < self.steps {
                 self.emit_run_token(self.step);

@@ -27,6 +27,7 @@ fn latin_words_are_lowercased_split_and_stemmed() {
             ("mail", 2),
             ("deploy", 3),
             ("v2", 4),
+            ("2", 4),
             ("1", 5)
         ])
     );
@@ -37,11 +38,60 @@ fn latin_words_are_lowercased_split_and_stemmed() {
     );
 }
 
+/// Regression: `2.3.1` did not find `v2.3.1` (the index had `v2`, never
+/// `2`). A word of letters then digits also gives its digits, at the same
+/// position and over the same text; no other mix of letters and digits is
+/// split, and a query keeps the word whole.
+#[test]
+fn a_letter_prefixed_number_is_also_indexed_as_its_digits() {
+    assert_eq!(
+        tokens(index_analyzer(), "v2.3.1 R2 x86 RFC9110 ｖ２"),
+        owned(&[
+            ("v2", 0),
+            ("2", 0),
+            ("3", 1),
+            ("1", 2),
+            ("r2", 3),
+            ("2", 3),
+            ("x86", 4),
+            ("86", 4),
+            ("rfc9110", 5),
+            ("9110", 5),
+            ("v2", 6),
+            ("2", 6),
+        ])
+    );
+    let mut analyzer = index_analyzer();
+    let mut stream = analyzer.token_stream("see v10");
+    let mut spans = Vec::new();
+    while let Some(t) = stream.next() {
+        spans.push((t.text.clone(), t.offset_from, t.offset_to));
+    }
+    assert_eq!(
+        spans,
+        vec![
+            ("see".to_owned(), 0, 3),
+            ("v10".to_owned(), 4, 7),
+            ("10".to_owned(), 4, 7)
+        ]
+    );
+    // digits first, letters and digits alternating, digits alone: whole
+    assert_eq!(
+        tokens(index_analyzer(), "100ms 3fa85f64 a1b2 2024"),
+        owned(&[("100ms", 0), ("3fa85f64", 1), ("a1b2", 2), ("2024", 3)])
+    );
+    // the query side asks for the word itself
+    assert_eq!(
+        tokens(query_analyzer(), "v2.3.1"),
+        owned(&[("v2", 0), ("3", 1), ("1", 2)])
+    );
+}
+
 #[test]
 fn fullwidth_ascii_is_folded() {
     assert_eq!(
         tokens(index_analyzer(), "ＡＰＩ２０２４"),
-        owned(&[("api2024", 0)])
+        owned(&[("api2024", 0), ("2024", 0)])
     );
 }
 

@@ -1,0 +1,112 @@
+#![allow(clippy::unwrap_used)]
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+
+use super::*;
+use crate::tools::test_support::ToolFixture;
+
+/// Subagent `b.sub-abc` of the fixture's bot, running, with `result`.
+async fn with_subagent(f: &ToolFixture, result: Option<&str>) -> BotId {
+    let sub = BotId::new("b.sub-abc").unwrap();
+    f.rt.store
+        .write(vec![
+            Mutation::UpsertBot(BotRecord {
+                id: sub.clone(),
+                name: "B · audit".into(),
+                owner: f.bot.owner.clone(),
+                role: String::new(),
+                provider: "p".into(),
+                tools: vec!["SendMessage".into()],
+                settings: json!({ "parent": "b" }),
+                origin: "subagent:b".into(),
+                created_at: 0,
+                updated_at: 0,
+            }),
+            Mutation::CreateSubagent(SubagentRecord {
+                id: sub.clone(),
+                parent: f.bot.id.clone(),
+                parent_session: f.scope.session.id,
+                description: "audit the logs".into(),
+                status: SubagentStatus::Running,
+                result: result.map(Into::into),
+                created_at: 0,
+                updated_at: 0,
+            }),
+        ])
+        .await
+        .unwrap();
+    sub
+}
+
+/// The minute `ms` as the tools write times.
+fn minute(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+        .unwrap()
+        .format("%Y-%m-%d %H:%M UTC")
+        .to_string()
+}
+
+/// Regression: a second StopSubagent of the same subagent answered
+/// "stopped subagent …" again, as if it had stopped it. It says it was
+/// already stopped, when, and what its final state is, and changes
+/// nothing.
+#[tokio::test]
+async fn a_second_stop_says_it_was_already_stopped_and_does_nothing() {
+    let f = ToolFixture::new();
+    let sub = with_subagent(&f, None).await;
+    let args = json!({ "id": sub.as_str() });
+    let first = StopSubagent.call(&f.ctx("c1"), args.clone()).await.unwrap();
+    assert_eq!(first.content, format!("stopped subagent {sub}"));
+    let stopped = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(stopped.status, SubagentStatus::Stopped);
+
+    let again = StopSubagent.call(&f.ctx("c2"), args).await.unwrap();
+    assert_eq!(
+        again.content,
+        format!(
+            "subagent {sub} (\"audit the logs\") was already stopped at {}; nothing was done. \
+             Final state: stopped, no result (it never reported)",
+            minute(stopped.updated_at)
+        )
+    );
+    assert!(again.effects.is_empty());
+    let after = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(after, stopped, "the record is left as it was");
+}
+
+/// A stopped subagent's last result is quoted, cut at 300 characters.
+#[tokio::test]
+async fn a_second_stop_quotes_the_last_result() {
+    let f = ToolFixture::new();
+    let sub = with_subagent(&f, Some("found 3 errors")).await;
+    let args = json!({ "id": sub.as_str() });
+    StopSubagent.call(&f.ctx("c1"), args.clone()).await.unwrap();
+    let again = StopSubagent.call(&f.ctx("c2"), args).await.unwrap();
+    assert!(
+        again
+            .content
+            .ends_with("Final state: stopped, last result: found 3 errors"),
+        "{}",
+        again.content
+    );
+
+    let long = "x".repeat(RESULT_CHARS + 1);
+    let record = SubagentRecord {
+        id: sub,
+        parent: f.bot.id.clone(),
+        parent_session: f.scope.session.id,
+        description: "audit the logs".into(),
+        status: SubagentStatus::Stopped,
+        result: Some(long),
+        created_at: 0,
+        updated_at: 0,
+    };
+    let text = already_stopped(&record);
+    let quoted = format!(
+        "last result: {}… (CheckSubagent shows it whole)",
+        "x".repeat(RESULT_CHARS)
+    );
+    assert!(text.ends_with(&quoted), "{text}");
+    assert!(text.contains("at 1970-01-01 00:00 UTC"), "{text}");
+}
