@@ -103,9 +103,10 @@ pub enum Command {
         bot: String,
         /// Message text.
         text: String,
-        /// Idempotency key (default: a new UUIDv7). Reuse it to retry safely:
-        /// within `runtime.ledger_retention_days` for any key, and after that a
-        /// UUIDv7 key is answered `unknown` while any other is taken as new.
+        /// Idempotency key, 1-200 printable ASCII characters (default: a new
+        /// UUIDv7). Reuse it to retry safely: within
+        /// `runtime.ledger_retention_days` for any key, and after that a UUIDv7
+        /// key is answered `unknown` while any other is taken as new.
         #[arg(long)]
         nonce: Option<String>,
         /// Print JSON instead of text.
@@ -123,7 +124,8 @@ pub enum Command {
         /// compaction summaries).
         #[arg(long)]
         all: bool,
-        /// Print JSON lines.
+        /// Print JSON lines, one per entry (the same entries: `--all` adds the
+        /// internal steps).
         #[arg(long)]
         json: bool,
     },
@@ -536,7 +538,10 @@ async fn transcript(
         .context("no session id in the answer")?;
     for e in client.entries_after(id, 0).await? {
         if as_json {
-            outln!("{}", terminal::json(&e));
+            // the same entries as the text, without `--all` too
+            if all || is_public(e["kind"].as_str().unwrap_or("")) {
+                outln!("{}", terminal::json(&e));
+            }
             continue;
         }
         let seq = e["seq"].as_i64().unwrap_or(0);
@@ -588,4 +593,15 @@ async fn transcript(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `transcript` shows entries of `kind` without `--all`: what was
+/// said to and by people and bots, not the bot's internal steps (notes,
+/// tool calls and results, turn ends, reminders, events, summaries) nor
+/// kinds this CLI does not know.
+fn is_public(kind: &str) -> bool {
+    matches!(
+        kind,
+        "user_message" | "delivery" | "notice" | "reaction" | "agent_message" | "approval"
+    )
 }

@@ -10,6 +10,7 @@ use reqwest::header::HeaderValue;
 
 use super::Command;
 use super::GroupCommand;
+use crate::api::KEY_RULE;
 use crate::api::MAX_KEY_LEN;
 use crate::client::segment;
 
@@ -91,18 +92,26 @@ pub(super) fn check_token(token: &str) -> Result<(), BadInput> {
 /// query text too long for a URL (named, the longest first).
 pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
     if let Some(nonce) = nonce(command) {
-        if HeaderValue::from_str(nonce).is_err() {
-            return Err(BadInput(
-                "the --nonce contains characters not allowed in an HTTP header (a newline or \
-                 another control character)"
-                    .to_owned(),
-            ));
-        }
-        if nonce.is_empty() || nonce.len() > MAX_KEY_LEN {
+        let Ok(header) = HeaderValue::from_str(nonce) else {
             return Err(BadInput(format!(
-                "the --nonce must be 1-{MAX_KEY_LEN} bytes (it is {}); leave it out for a \
-                 fresh one",
-                nonce.len()
+                "the --nonce contains characters not allowed in an HTTP header (a newline or \
+                 another control character); it must be {KEY_RULE}"
+            )));
+        };
+        // a header carries bytes past ASCII, but the host reads the key as
+        // printable ASCII only (`é` would be refused after sending)
+        if header.to_str().is_err() {
+            return Err(BadInput(format!(
+                "the --nonce holds a character that is not printable ASCII (such as `é`); it \
+                 must be {KEY_RULE}"
+            )));
+        }
+        // the host trims the key
+        let len = nonce.trim().len();
+        if len == 0 || len > MAX_KEY_LEN {
+            return Err(BadInput(format!(
+                "the --nonce has {len} characters; it must be {KEY_RULE}, or leave it out for a \
+                 fresh one"
             )));
         }
     }

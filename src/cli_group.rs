@@ -22,8 +22,9 @@ Exit status:
   1    an error: the message was not sent (also when the host did not answer within --timeout
        before it was sent), or the host refused a later request (stderr says why)
   2    a usage error (bad arguments, or one no request can carry: no token, a token with a
-       newline, an over-long id or --nonce, an empty member id, a --host ending in /v1 or
-       that is no http(s) address)
+       newline, an over-long id, a --nonce that is not 1-200 printable ASCII characters, an
+       empty member id, a --host ending in /v1, that is no http(s) address or that holds a
+       user:password@, a ?query or a #fragment)
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it
 
@@ -56,7 +57,8 @@ pub enum GroupCommand {
         room: String,
         /// Message text.
         text: String,
-        /// Idempotency key (default: a new UUIDv7). Reuse it to retry safely.
+        /// Idempotency key, 1-200 printable ASCII characters (default: a new
+        /// UUIDv7). Reuse it to retry safely.
         #[arg(long)]
         nonce: Option<String>,
         /// Print JSON instead of text.
@@ -66,7 +68,7 @@ pub enum GroupCommand {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
-    /// List your rooms.
+    /// List your rooms, closed ones too (STATE says which).
     List {
         /// Print JSON.
         #[arg(long)]
@@ -160,7 +162,15 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                 outln!("{}", super::terminal::json_pretty(&v));
                 return Ok(ExitCode::SUCCESS);
             }
-            outln!("{:<20} {:<24} {:<8} MEMBERS", "ID", "NAME", "SHARED");
+            // closed rooms are listed too (their timelines stay readable):
+            // the STATE column says which take no more messages
+            outln!(
+                "{:<20} {:<24} {:<8} {:<8} MEMBERS",
+                "ID",
+                "NAME",
+                "SHARED",
+                "STATE"
+            );
             for g in v["groups"].as_array().into_iter().flatten() {
                 let ids: Vec<&str> = g["members"]
                     .as_array()
@@ -169,13 +179,18 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                     .filter_map(|m| m["id"].as_str())
                     .collect();
                 outln!(
-                    "{:<20} {:<24} {:<8} {}",
+                    "{:<20} {:<24} {:<8} {:<8} {}",
                     g["id"].as_str().unwrap_or(""),
                     g["name"].as_str().unwrap_or(""),
                     if g["shared"] == json!(true) {
                         "yes"
                     } else {
                         "no"
+                    },
+                    if g["closed_at"].is_null() {
+                        "open"
+                    } else {
+                        "closed"
                     },
                     ids.join(", ")
                 );

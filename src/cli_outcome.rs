@@ -24,6 +24,15 @@ impl Ended<'_> {
     /// subagent's turn, say, would be cancelled again; and only when the
     /// notice does not give it already, as those of a failed or cancelled
     /// turn do), else the status.
+    /// The turn to retry, if a retry could help: the one the notice names,
+    /// or without a notice the turn itself ([`Ended::explain`] suggests it).
+    fn retry_turn(&self) -> Option<&str> {
+        match self.notice {
+            Some(n) => n["retry_turn"].as_str(),
+            None => Some(self.turn),
+        }
+    }
+
     fn explain(&self) -> String {
         let turn = self.turn;
         let retry = format!("retry with `botfleet retry {turn}`");
@@ -56,13 +65,22 @@ pub(super) fn report(
 ) -> ExitCode {
     let (turn, status) = (ended.turn, ended.status);
     if as_json {
-        let out = json!({
+        let mut out = json!({
             "status": status,
             "turn": turn,
             "session": session,
             "seq": seq,
             "deliveries": deliveries.iter().map(|d| json!({"id": d["id"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
         });
+        // what stderr says without --json, so that a script can show why
+        // and retry (stderr stays silent: stdout is the whole answer)
+        if status != "completed" {
+            out["notice"] = json!(ended.explain());
+            if let Some(t) = ended.retry_turn() {
+                out["retry_turn"] = json!(t);
+                out["retry_command"] = json!(format!("botfleet retry {t}"));
+            }
+        }
         outln!("{}", super::terminal::json(&out));
     } else {
         let texts: Vec<&str> = deliveries

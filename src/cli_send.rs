@@ -28,16 +28,18 @@ Exit status:
   1    an error: the message was not sent (also when the host did not answer within --timeout
        before it was sent), or the host refused a later request (stderr says why)
   2    a usage error (bad arguments, or one no request can carry: no token, a token with a
-       newline, an over-long id or --nonce, an empty member id, a --host ending in /v1 or
-       that is no http(s) address)
+       newline, an over-long id, a --nonce that is not 1-200 printable ASCII characters, an
+       empty member id, a --host ending in /v1, that is no http(s) address or that holds a
+       user:password@, a ?query or a #fragment)
   3    the turn failed or was cancelled; stderr says why and how to retry
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
   5    no reply within --timeout, or none yet because the bot is paused (its daily token budget
        is spent; stderr says until when, at once); the message is saved (`botfleet transcript BOT`)
   130  interrupted (Ctrl-C), as a shell reports it
 
-With --json, stdout holds one JSON object in cases 0, 1 and 3-5 (none for 2 or 130): the turn, \
-{\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", \"paused_until\", ...}, the host's \
+With --json, stdout holds one JSON object in cases 0, 1 and 3-5 (none for 2 or 130): the turn \
+(for 3 and 4 with \"notice\", what stderr would say, and \"retry_turn\" and \"retry_command\" \
+when a retry can help; stderr stays silent), {\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", \"paused_until\", ...}, the host's \
 refusal ({\"status\": \"conflict\", ...}) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
 
 /// The host's answer to a message: `accepted` or `duplicate`, with its

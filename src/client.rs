@@ -81,6 +81,21 @@ pub(crate) fn base_url(address: &str) -> anyhow::Result<String> {
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         bail!("the host address {address:?} is not an http(s) address; {hint}");
     }
+    // the CLI puts `/v1/…` after the address as text: a query or a
+    // fragment would swallow it, and credentials in it would be sent
+    // with every request besides the token (and show in errors)
+    if !url.username().is_empty() || url.password().is_some() {
+        bail!(
+            "the host address holds a user name or password (user:password@); the API takes \
+             only the token (--token or BOTFLEET_TOKEN): drop them; {hint}"
+        );
+    }
+    if url.query().is_some() {
+        bail!("the host address {address:?} has a query (?…); drop it; {hint}");
+    }
+    if url.fragment().is_some() {
+        bail!("the host address {address:?} has a fragment (#…); drop it; {hint}");
+    }
     Ok(base)
 }
 

@@ -2,15 +2,20 @@
 //! body — read so that every failure is answered in the API's one error
 //! shape ([`ApiError`]), never as axum's plain-text rejections.
 
+use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::FromRequestParts;
 use axum::extract::Query;
+use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::rejection::PathRejection;
 use axum::http::HeaderMap;
 use axum::http::HeaderValue;
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::IntoResponse;
+use axum::response::Response;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde::de::IgnoredAny;
@@ -62,6 +67,34 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
     }
 }
 
+/// Most of a body [`no_body`] reads: more is refused unread.
+const NO_BODY_PEEK: usize = 1024;
+
+/// Middleware of the routes that take no body (`POST …/cancel`, `DELETE
+/// …`, every `GET`): a body is refused (`400`), as an unknown query
+/// parameter is, so that a client never mistakes an ignored body for one
+/// that was read. Nothing, whitespace, or an empty JSON object (`{}`, what
+/// many clients send by default) passes.
+pub(crate) async fn no_body(req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, NO_BODY_PEEK).await.ok();
+    let empty = bytes.as_ref().is_some_and(|b| {
+        b.iter().all(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+            || serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(b)
+                .is_ok_and(|m| m.is_empty())
+    });
+    let Some(bytes) = bytes.filter(|_| empty) else {
+        return ApiError::BadRequest(format!(
+            "{} {} takes no body; send none (or {{}}) (docs/api.md)",
+            parts.method,
+            parts.uri.path()
+        ))
+        .into_response();
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
 /// Longest `Idempotency-Key` accepted.
 pub(crate) const MAX_KEY_LEN: usize = 200;
 
@@ -84,19 +117,35 @@ pub(crate) fn single_header<'a>(
     Ok(first)
 }
 
+/// What an `Idempotency-Key` may be, as refusals say it (docs/api.md,
+/// docs/openapi.yaml and `botfleet send --nonce` say the same).
+pub(crate) const KEY_RULE: &str = "1-200 printable ASCII characters (letters, digits, \
+     punctuation and spaces; a UUID is a good key)";
+
+// [`KEY_RULE`] spells the limit out: it must change with it
+const _: () = assert!(MAX_KEY_LEN == 200);
+
 /// The `Idempotency-Key` header, trimmed, or `None` without one; `400`
-/// when it is not text, empty, longer than [`MAX_KEY_LEN`] or sent twice.
+/// when it is not printable ASCII (a header carries other bytes, but
+/// `é` would arrive as whatever encoding the client chose), empty,
+/// longer than [`MAX_KEY_LEN`] or sent twice.
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(v) = single_header(headers, "Idempotency-Key")? else {
         return Ok(None);
     };
     let k = v
         .to_str()
-        .map_err(|_| ApiError::BadRequest("the Idempotency-Key header is not text".into()))?
+        .map_err(|_| {
+            ApiError::BadRequest(format!(
+                "the Idempotency-Key holds a character that is not printable ASCII; it must \
+                 be {KEY_RULE}"
+            ))
+        })?
         .trim();
     if k.is_empty() || k.len() > MAX_KEY_LEN {
         return Err(ApiError::BadRequest(format!(
-            "the Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
+            "the Idempotency-Key has {} characters; it must be {KEY_RULE}",
+            k.len()
         )));
     }
     Ok(Some(k.to_owned()))

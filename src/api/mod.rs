@@ -29,6 +29,7 @@ pub use auth::AuthUser;
 pub use auth::Tokens;
 pub use error::ApiError;
 pub use event_slots::EventStreams;
+pub(crate) use extract::KEY_RULE;
 pub(crate) use extract::MAX_KEY_LEN;
 pub use hooks::HookSecret;
 pub use hooks::Hooks;
@@ -97,7 +98,7 @@ fn table() -> Table {
         .get("/v1/bots/{bot}", bots::get_one)
         .post("/v1/bots/{bot}/messages", bots::post_message)
         .get("/v1/bots/{bot}/session", bots::dm_session)
-        .post("/v1/bots/{bot}/cancel", bots::cancel)
+        .post_bare("/v1/bots/{bot}/cancel", bots::cancel)
         .get("/v1/bots/{bot}/turns", sessions::turns_of_bot)
         .get("/v1/bots/{bot}/memory", memory::of_bot)
         .get("/v1/bots/{bot}/reviews", approvals::reviews_of_bot)
@@ -108,7 +109,7 @@ fn table() -> Table {
         .post("/v1/hooks/{bot}/{hook}", hooks::deliver)
         .get("/v1/sessions/{session}/entries", sessions::entries)
         .get("/v1/turns/{turn}", sessions::turn)
-        .post("/v1/turns/{turn}/retry", sessions::retry)
+        .post_bare("/v1/turns/{turn}/retry", sessions::retry)
         .get("/v1/approvals", approvals::list)
         .get("/v1/approvals/{id}", approvals::get_one)
         .post("/v1/approvals/{id}", approvals::decide)
@@ -146,12 +147,22 @@ impl Table {
         self
     }
 
+    /// A route that takes no body: [`extract::no_body`] refuses one.
+    fn bare(route: MethodRouter<ApiState>) -> MethodRouter<ApiState> {
+        route.route_layer(axum::middleware::from_fn(extract::no_body))
+    }
+
     fn get<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add("GET", path, axum::routing::get(h))
+        self.add("GET", path, Self::bare(axum::routing::get(h)))
     }
 
     fn post<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
         self.add("POST", path, axum::routing::post(h))
+    }
+
+    /// A `POST` that takes no body (an action on the path's thing).
+    fn post_bare<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add("POST", path, Self::bare(axum::routing::post(h)))
     }
 
     fn put<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
@@ -159,7 +170,7 @@ impl Table {
     }
 
     fn delete<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add("DELETE", path, axum::routing::delete(h))
+        self.add("DELETE", path, Self::bare(axum::routing::delete(h)))
     }
 }
 

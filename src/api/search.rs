@@ -16,11 +16,14 @@ use axum::extract::rejection::QueryRejection;
 use botfleet_actors::tools::VisibleSessions;
 use botfleet_actors::tools::describe_session;
 use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
 use botfleet_memory::IndexError;
 use botfleet_memory::MAX_SEARCH_LIMIT;
 use botfleet_memory::MAX_SEARCH_OFFSET;
 use botfleet_memory::SearchQuery;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use botfleet_memory::TranscriptSearch;
 use serde::Deserialize;
 use serde_json::Value;
@@ -162,6 +165,52 @@ fn percent_decode(text: &str) -> Vec<u8> {
     out
 }
 
+/// Whether `id` is a session the caller may read that nobody has written
+/// in yet, so that it has no record (and no hits): the user's DM with one
+/// of their bots (`GET /v1/bots/{bot}/session` names it, and
+/// `GET /v1/sessions/{id}/entries` answers it empty) or the timeline of a
+/// room they may use; with `bot`, only that bot's DM and its rooms. Such
+/// a session is searched (no hits), not refused as someone else's.
+async fn unwritten_but_readable(
+    state: &ApiState,
+    user: &AuthUser,
+    bot: Option<&BotRecord>,
+    id: SessionId,
+) -> Result<bool, ApiError> {
+    let rt = state.fleet.runtime();
+    match bot {
+        Some(bot) => {
+            if dm_of(&bot.id, user) == id {
+                return Ok(true);
+            }
+            let rooms = rt.store.rooms_for(&bot.owner).await?;
+            Ok(rooms
+                .iter()
+                .any(|r| r.members.contains(&bot.id) && r.timeline().id() == id))
+        }
+        None => {
+            if super::sessions::unwritten_dm(state, user, id)
+                .await?
+                .is_some()
+            {
+                return Ok(true);
+            }
+            let rooms = botfleet_actors::group::rooms_for(rt, &user.0).await?;
+            Ok(rooms.iter().any(|r| r.timeline().id() == id))
+        }
+    }
+}
+
+/// The id of `bot`'s DM with `user`, as `GET /v1/bots/{bot}/session` derives it.
+fn dm_of(bot: &BotId, user: &AuthUser) -> SessionId {
+    SessionKey {
+        bot: bot.clone(),
+        kind: SessionKind::Dm,
+        peer: user.0.to_string(),
+    }
+    .id()
+}
+
 pub(crate) async fn search(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -185,11 +234,12 @@ pub(crate) async fn search(
     let index = rt.transcript_index().ok_or_else(|| {
         ApiError::Unavailable("transcript search is not running on this host".into())
     })?;
-    let visible = match &p.bot {
-        Some(bot) => {
-            let record = owned_bot(&state, &user, bot).await?;
-            VisibleSessions::of_bot(&rt.store, &record).await?
-        }
+    let bot = match &p.bot {
+        Some(bot) => Some(owned_bot(&state, &user, bot).await?),
+        None => None,
+    };
+    let visible = match &bot {
+        Some(record) => VisibleSessions::of_bot(&rt.store, record).await?,
         None => VisibleSessions::of_user(rt, &user.0).await?,
     };
     let sessions = match &p.session {
@@ -211,7 +261,9 @@ pub(crate) async fn search(
                     botfleet_memory::quote_short(raw)
                 ))
             })?;
-            if !visible.contains(id) {
+            if !visible.contains(id)
+                && !unwritten_but_readable(&state, &user, bot.as_ref(), id).await?
+            {
                 return Err(not_yours());
             }
             vec![id]

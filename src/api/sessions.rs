@@ -91,7 +91,7 @@ fn no_session(session: &str) -> ApiError {
 
 /// The bot whose DM with `user` is session `id`, among the user's bots
 /// (the id is derived from the key, as `GET /v1/bots/{bot}/session` does).
-async fn unwritten_dm(
+pub(crate) async fn unwritten_dm(
     state: &ApiState,
     user: &AuthUser,
     id: SessionId,

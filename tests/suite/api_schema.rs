@@ -317,3 +317,92 @@ fn the_checker_catches_what_it_should() {
         ]
     );
 }
+
+/// The schema of `POST path`'s `409` answer.
+fn conflict_schema<'a>(doc: &'a Value, path: &str) -> &'a Value {
+    let schema =
+        &doc["paths"][path]["post"]["responses"]["409"]["content"]["application/json"]["schema"];
+    assert!(schema.is_object(), "no 409 schema for POST {path}");
+    schema
+}
+
+/// Regression: the `409` of a message to a bot no longer in the config
+/// and to a closed room is the plain error shape (no `status`), which the
+/// documented `AdmitRefused` (`status` required) did not admit; every
+/// real `409` of the two message routes follows the document.
+#[tokio::test]
+async fn message_conflicts_follow_the_documented_schema() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    let doc = openapi();
+    let mut problems = Vec::new();
+    let mut answers = Vec::new();
+    // a key reused with other text: AdmitRefused, to a bot and to a room
+    let (status, v) = host.send("r", "hello", Some("k-1")).await;
+    assert_eq!(status, 202, "{v}");
+    let (status, v) = host.send("r", "other", Some("k-1")).await;
+    assert_eq!(status, 409, "{v}");
+    answers.push(("/v1/bots/{bot}/messages", v));
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            r#"{"name": "pair", "members": ["r", "b"]}"#,
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            Some("k-1"),
+            r#"{"text": "yet another"}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{v}");
+    answers.push(("/v1/groups/{group}/messages", v));
+    // a closed room: the plain error shape
+    let closed = host
+        .http
+        .delete(format!("{}/v1/groups/pair", host.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200);
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            None,
+            r#"{"text": "anyone?"}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{v}");
+    assert!(v.get("status").is_none(), "{v}");
+    answers.push(("/v1/groups/{group}/messages", v));
+    // a bot the config no longer lists: the plain error shape
+    let fleet = host.shutdown().await.without_bot("b");
+    fleet.write();
+    let host = crate::support::fleet::restart(fleet).await;
+    let (status, v) = host.send("b", "still there?", None).await;
+    assert_eq!(status, 409, "{v}");
+    assert!(v.get("status").is_none(), "{v}");
+    answers.push(("/v1/bots/{bot}/messages", v));
+    for (template, body) in &answers {
+        check(
+            &doc,
+            conflict_schema(&doc, template),
+            body,
+            &format!("409 of POST {template}"),
+            &mut problems,
+        );
+    }
+    assert!(problems.is_empty(), "docs/openapi.yaml: {problems:#?}");
+    host.shutdown().await;
+}

@@ -279,7 +279,7 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
         (
             vec!["send", "r", "hi", "--nonce", ""],
             &token[..],
-            "the --nonce must be 1-200 bytes (it is 0)",
+            "the --nonce has 0 characters; it must be 1-200 printable ASCII characters",
         ),
         (
             vec!["group", "create", "y", "--members", ""],
@@ -309,7 +309,7 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
     let long_nonce = "k".repeat(201);
     let (code, err) = run(&["send", "r", "hi", "--nonce", &long_nonce], &token);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("(it is 201)"), "{err}");
+    assert!(err.contains("has 201 characters"), "{err}");
     // BOTFLEET_HOST, set for the other commands, does not stop `run`
     let (code, err) = run(
         &["run", "--fleet", "none.toml"],

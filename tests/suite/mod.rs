@@ -2,6 +2,7 @@
 
 mod agents;
 mod agents_speak;
+mod api_contract;
 mod api_headers;
 mod api_input;
 mod api_schema;
@@ -11,6 +12,7 @@ mod backup_restore;
 mod batching;
 mod budget;
 mod cli;
+mod cli_contract;
 mod cli_input;
 mod cli_restart;
 mod cli_timeout;
