@@ -43,6 +43,9 @@ mod background;
 use background::start_ledger_pruning;
 use background::start_recall;
 
+#[path = "host_file_size.rs"]
+mod file_size;
+
 /// How to start a host.
 #[derive(Debug, Clone, Default)]
 pub struct HostOptions {
@@ -354,6 +357,8 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| listen_error(listen, &e))?;
+    // before the store's first write
+    file_size::survive_file_size_limit();
     let data_dir = f.host.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;

@@ -108,15 +108,51 @@ pub enum StoreError {
     /// The disk failed a read or a write (SQLite's `SQLITE_IOERR`): the
     /// transaction was rolled back, nothing of it was saved.
     #[error(
-        "the disk holding the store failed a read or write ({detail}); check the disk (the system log says more), then retry (nothing was saved)"
+        "the disk holding the store failed a read or write ({detail}); check the disk (the system log says more) and any file-size limit on the host process (`ulimit -f`, systemd `LimitFSIZE=`), then retry (nothing was saved)"
     )]
     DiskIo {
         /// SQLite's message.
         detail: String,
     },
+    /// The database file the store writes is no longer the file at its
+    /// path (deleted, or replaced by another file, while the store ran):
+    /// what it committed would go to a file nothing can open again, so
+    /// every later write is refused.
+    #[error(
+        "the store's file {path} {what} while the host ran, so nothing more can be saved (what went into the old, unlinked file is lost when the host stops); restart the host, after putting fleet.db back from a backup if it is gone (docs/operations.md, \"Backups and restore\")"
+    )]
+    FileGone {
+        /// The database file or its WAL.
+        path: String,
+        /// `was deleted` or `was replaced by another file`.
+        what: &'static str,
+    },
+    /// SQLite found the database damaged (`SQLITE_CORRUPT`,
+    /// `SQLITE_NOTADB`): a page it read is not what it wrote, or the file
+    /// is no SQLite database at all.
+    #[error(
+        "the store's database is damaged ({detail}); stop the host and restore fleet.db from a backup (docs/operations.md, \"Backups and restore\")"
+    )]
+    Damaged {
+        /// SQLite's message.
+        detail: String,
+    },
+    /// The data directory cannot be written (a read-only mount, or
+    /// permissions): the store cannot create its files there.
+    #[error(
+        "the data directory {dir} must be writable by the host, but {path}: {cause}; make it writable for the user the host runs as (or mount it read-write), or set `[host] data_dir` to a writable directory"
+    )]
+    NotWritable {
+        /// The data directory.
+        dir: String,
+        /// The file that could not be opened for writing.
+        path: String,
+        /// The underlying error.
+        cause: std::io::Error,
+    },
 }
 
-/// A full disk and a failing disk get their own variants, so callers (the
+/// A full disk, a failing disk and a damaged database get their own variants, so callers (the
 /// API's `507`) can tell the user what to do without matching messages.
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
@@ -127,6 +163,11 @@ impl From<rusqlite::Error> for StoreError {
             Some(rusqlite::ErrorCode::SystemIoFailure) => StoreError::DiskIo {
                 detail: e.to_string(),
             },
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                StoreError::Damaged {
+                    detail: e.to_string(),
+                }
+            }
             _ => StoreError::Sqlite(e),
         }
     }
@@ -153,7 +194,11 @@ impl StoreError {
             | StoreError::Id(_)
             // an immediate retry finds the disk as full or as broken
             | StoreError::DiskFull { .. }
-            | StoreError::DiskIo { .. } => false,
+            | StoreError::DiskIo { .. }
+            // only a restart (after a restore) helps
+            | StoreError::FileGone { .. }
+            | StoreError::Damaged { .. }
+            | StoreError::NotWritable { .. } => false,
         }
     }
 }

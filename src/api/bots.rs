@@ -146,7 +146,11 @@ pub(crate) async fn post_message(
     let key = idempotency_key(&headers)?;
     let req = botfleet_actors::user_message(&user.0, &record, text, key.as_deref());
     let target = req.session.id();
-    let outcome = state.fleet.admit(req).await?;
+    let outcome = state
+        .fleet
+        .admit(req)
+        .await
+        .map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     let (status, body) = match &outcome {
         AdmitOutcome::Accepted(_) => (
             StatusCode::ACCEPTED,

@@ -88,23 +88,77 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The advice that ends a storage error's message: resending is safe
+/// (nothing was saved). [`ApiError::resend_with_key`] names the key on the
+/// routes that take one.
+const RESEND: &str = "then send the request again (nothing was saved)";
+
+/// [`RESEND`] on a request that carried an `Idempotency-Key`.
+const RESEND_WITH_KEY: &str =
+    "then send it again with the same Idempotency-Key (nothing was saved)";
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        // the store rolled the write back: the same key admits it later
-        if let StoreError::DiskFull { .. } = e {
-            return ApiError::StorageFull(
-                "the host's data directory is full: free disk space, then send again with the same Idempotency-Key (nothing was saved)".into(),
-            );
-        }
-        if let StoreError::DiskIo { detail } = &e {
-            return ApiError::StorageError(format!(
-                "the host's disk failed a read or write ({detail}): check the disk and the host's log, then send again with the same Idempotency-Key (nothing was saved)"
-            ));
+        // the store rolled the write back: sending it again is safe
+        match &e {
+            StoreError::DiskFull { .. } => {
+                return ApiError::StorageFull(format!(
+                    "the host's data directory is full: free disk space, {RESEND}"
+                ));
+            }
+            StoreError::DiskIo { detail } => {
+                return ApiError::StorageError(format!(
+                    "the host's disk failed a read or write ({detail}): check the disk, the host's file-size limit (`ulimit -f`, systemd `LimitFSIZE=`) and the host's log, {RESEND}"
+                ));
+            }
+            // no retry helps: the operator restarts (after a restore)
+            StoreError::FileGone { .. } | StoreError::Damaged { .. } => {
+                return ApiError::StorageError(format!("{e}; nothing of this request was saved"));
+            }
+            StoreError::Sqlite(_)
+            | StoreError::Io { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::WriterGone
+            | StoreError::InUse { .. }
+            | StoreError::HistoryGone { .. }
+            | StoreError::NotWritable { .. }
+            | StoreError::SchemaTooNew { .. }
+            | StoreError::NotFound { .. }
+            | StoreError::Rejected(_)
+            | StoreError::Taken { .. }
+            | StoreError::Id(_)
+            | StoreError::Reader(_) => {}
         }
         if e.is_retryable() {
             ApiError::Unavailable(format!("the store is busy ({e}); retry shortly"))
         } else {
             ApiError::Internal(format!("store error: {e}"))
+        }
+    }
+}
+
+impl ApiError {
+    /// On a route that takes an `Idempotency-Key` (a message), a storage
+    /// error's advice names the key when the request carried one: sent
+    /// again with it, the message is admitted once however often it is
+    /// retried. Other errors are returned as they are.
+    pub(crate) fn resend_with_key(self, has_key: bool) -> Self {
+        if !has_key {
+            return self;
+        }
+        match self {
+            ApiError::StorageFull(m) => ApiError::StorageFull(m.replace(RESEND, RESEND_WITH_KEY)),
+            ApiError::StorageError(m) => ApiError::StorageError(m.replace(RESEND, RESEND_WITH_KEY)),
+            other @ (ApiError::Unauthorized(_)
+            | ApiError::BadRequest(_)
+            | ApiError::TooLarge { .. }
+            | ApiError::NotFound(_)
+            | ApiError::MethodNotAllowed(_)
+            | ApiError::Conflict(_)
+            | ApiError::Unavailable(_)
+            | ApiError::TooManyStreams(_)
+            | ApiError::StreamsFull(_)
+            | ApiError::Internal(_)) => other,
         }
     }
 }

@@ -268,7 +268,8 @@ pub(crate) async fn post_message(
         &parsed.text,
         key.as_deref(),
     )
-    .await?;
+    .await
+    .map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     let (status, body) = match &posted.outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(posted)),
         AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(posted)),

@@ -85,6 +85,7 @@ mod secrets;
 mod shell_sandbox;
 mod shell_stop;
 mod store_refusals;
+mod store_files;
 mod subagent_hops;
 mod subagent_reports;
 mod subagent_retry;

@@ -9,6 +9,7 @@ mod bot_cache;
 mod chains;
 mod checkpointer;
 mod extractions;
+mod file_identity;
 mod lock;
 mod mutation;
 mod reader;
@@ -172,8 +173,9 @@ impl Store {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         }
-        let lock = lock::StoreLock::acquire(&path)?;
+        let mut lock = lock::StoreLock::acquire(&path)?;
         check_history(&path)?;
+        lock.lock_database(&path)?;
         let mut conn = Connection::open(&path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
@@ -194,6 +196,8 @@ impl Store {
         let now = options.clock.now_ms();
         let (horizon, restored) = check_generation(&conn, &path, now)?;
         let approval_hint = approval_hint::OpenApprovalHint::load(&conn)?;
+        // after the writes above: the WAL exists
+        let files = file_identity::FileIdentity::of(&path);
 
         let (changes, _) = broadcast::channel(options.change_capacity.max(16));
         let (tx, rx) = mpsc::channel::<Job>();
@@ -209,6 +213,7 @@ impl Store {
             horizon,
             writer::WriterShared {
                 lock,
+                files,
                 stats: stats.clone(),
                 memory_generations: memory_generations.clone(),
                 catch_up: catch_up.clone(),
@@ -445,3 +450,7 @@ fn sidecar_path(db: &Path) -> PathBuf {
 #[cfg(test)]
 #[path = "store_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "store_files_tests.rs"]
+mod files_tests;

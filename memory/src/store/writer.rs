@@ -114,6 +114,9 @@ pub(crate) struct Writer {
     bots: Arc<super::bot_cache::BotCache>,
     /// Held until the connection is closed (`lock.rs`).
     lock: Option<super::lock::StoreLock>,
+    /// The database and WAL files as opened: checked before each commit
+    /// (`file_identity.rs`).
+    files: super::file_identity::FileIdentity,
 }
 
 /// Sessions a job touched: session → newest seq.
@@ -150,6 +153,8 @@ pub(crate) struct WriterShared {
     pub(crate) bots: Arc<super::bot_cache::BotCache>,
     /// The store's process lock, released when the writer stops.
     pub(crate) lock: super::lock::StoreLock,
+    /// The files the connection writes, as opened.
+    pub(crate) files: super::file_identity::FileIdentity,
 }
 
 impl Writer {
@@ -167,6 +172,7 @@ impl Writer {
             catch_up,
             bots,
             lock,
+            files,
         } = shared;
         Self {
             stats,
@@ -182,6 +188,7 @@ impl Writer {
             catch_up,
             bots,
             lock: Some(lock),
+            files,
         }
     }
 

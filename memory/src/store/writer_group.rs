@@ -37,6 +37,13 @@ impl Writer {
         }
     }
 
+    /// Whether the database and its WAL are still the files at their
+    /// paths; asked before each `COMMIT`, so that nothing is acknowledged
+    /// into a deleted or replaced file (`file_identity.rs`).
+    fn files_in_place(&self) -> Result<()> {
+        self.files.check()
+    }
+
     pub(super) fn commit_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>) {
         // Fast path: every batch in one transaction, no savepoints. A batch
         // that fails is rare (a caller bug or a race it must resolve); then
@@ -74,6 +81,12 @@ impl Writer {
             }
             results.push(Ok(out));
         }
+        if let Err(e) = self.files_in_place() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.seqs.clear();
+            self.sessions.clear();
+            return Err(e);
+        }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
@@ -84,8 +97,9 @@ impl Writer {
     }
 
     /// Answers every job of a group that could not be committed. A full
-    /// or failing disk keeps its own variant (the API tells the user to
-    /// free space and send again); anything else is a rejected write.
+    /// or failing disk, a damaged database and a deleted one keep their
+    /// own variant (the API tells the user what to do); anything else is a
+    /// rejected write.
     fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, during: &str, e: &StoreError) {
         tracing::error!(error = %e, during, "store group failed");
         for (_, reply) in jobs.drain(..) {
@@ -152,11 +166,14 @@ impl Writer {
         for (batch, _) in jobs.iter() {
             results.push(self.apply_job(batch, &mut touched));
         }
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
+        if let Err(e) = self
+            .files_in_place()
+            .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?))
+        {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
-            self.fail_group(jobs, "commit failed", &StoreError::from(e));
+            self.fail_group(jobs, "commit failed", &e);
             return;
         }
         self.finish_group(jobs, results, touched);
@@ -213,6 +230,13 @@ fn group_failure(during: &str, e: &StoreError) -> StoreError {
         StoreError::DiskIo { detail } => StoreError::DiskIo {
             detail: detail.clone(),
         },
+        StoreError::FileGone { path, what } => StoreError::FileGone {
+            path: path.clone(),
+            what,
+        },
+        StoreError::Damaged { detail } => StoreError::Damaged {
+            detail: detail.clone(),
+        },
         StoreError::Sqlite(_)
         | StoreError::Io { .. }
         | StoreError::Corrupt { .. }
@@ -224,6 +248,7 @@ fn group_failure(during: &str, e: &StoreError) -> StoreError {
         | StoreError::Rejected(_)
         | StoreError::Taken { .. }
         | StoreError::Id(_)
+        | StoreError::NotWritable { .. }
         | StoreError::Reader(_) => StoreError::Rejected(format!("{during}: {e}")),
     }
 }

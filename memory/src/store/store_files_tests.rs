@@ -1,0 +1,161 @@
+//! The store's files under it: deleted or replaced while it runs, locked
+//! through a deleted lock file, damaged, in a directory it may not write.
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::digest::InputDigest;
+use crate::ids::BotId;
+use crate::ids::EntryId;
+use crate::ids::UserId;
+use crate::record::AdmitRequest;
+use crate::record::EntryKind;
+use crate::record::NewEntry;
+use crate::record::Priority;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+
+type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+fn open(dir: &tempfile::TempDir) -> Result<Store> {
+    Store::open(StoreOptions::new(dir.path().join("fleet.db")))
+}
+
+/// A message from alice to bot `r`, with key `nonce`.
+fn admit(nonce: &str, text: &str) -> Mutation {
+    let key = SessionKey {
+        bot: BotId::new("r").unwrap_or_else(|e| panic!("{e}")),
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    };
+    Mutation::Admit(Box::new(AdmitRequest {
+        source: "user:alice".into(),
+        nonce: nonce.into(),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([text.as_bytes()]),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session: key.id(),
+            author: "alice".into(),
+            turn: None,
+            kind: EntryKind::UserMessage { text: text.into() },
+        },
+        session: key,
+        owner: UserId::new("alice").unwrap_or_else(|e| panic!("{e}")),
+        priority: Priority::UserDm,
+    }))
+}
+
+/// A write after the database was deleted is refused, not committed into
+/// the unlinked file; so is every one after it.
+#[tokio::test]
+async fn writes_after_the_database_is_deleted_are_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("a", "kept")]).await?;
+    std::fs::remove_file(dir.path().join("fleet.db"))?;
+    for nonce in ["b", "c"] {
+        match store.write(vec![admit(nonce, "lost")]).await {
+            Err(StoreError::FileGone { path, what }) => {
+                assert!(path.ends_with("fleet.db"), "{path}");
+                assert_eq!(what, "was deleted");
+            }
+            other => panic!("expected FileGone, got {other:?}"),
+        }
+    }
+    store.close().await;
+    Ok(())
+}
+
+/// A database replaced by another file (a copy put in its place) is told
+/// from a deleted one.
+#[tokio::test]
+async fn writes_after_the_database_is_replaced_are_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("a", "kept")]).await?;
+    let db = dir.path().join("fleet.db");
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy)?;
+    std::fs::rename(&copy, &db)?;
+    match store.write(vec![admit("b", "lost")]).await {
+        Err(StoreError::FileGone { what, .. }) => {
+            assert_eq!(what, "was replaced by another file")
+        }
+        other => panic!("expected FileGone, got {other:?}"),
+    }
+    store.close().await;
+    Ok(())
+}
+
+/// A second open is refused even when the lock file was deleted under
+/// the first (it then locks a new file at the path).
+#[tokio::test]
+async fn a_deleted_lock_file_does_not_let_a_second_store_in() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    std::fs::remove_file(dir.path().join("fleet.db.lock"))?;
+    match open(&dir) {
+        Err(StoreError::InUse { path }) => assert!(path.ends_with("fleet.db"), "{path}"),
+        other => panic!("expected InUse, got {other:?}"),
+    }
+    store.close().await;
+    let again = open(&dir)?;
+    again.close().await;
+    Ok(())
+}
+
+/// A data directory the store may not create files in is named as such.
+/// (`/sys` refuses new files even to root, which a `chmod` would not.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_directory_the_store_cannot_write_is_named() {
+    let sys = Path::new("/sys");
+    if !sys.is_dir() {
+        return;
+    }
+    match Store::open(StoreOptions::new(sys.join("fleet.db"))) {
+        Err(e @ StoreError::NotWritable { .. }) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("the data directory /sys must be writable"),
+                "{message}"
+            );
+        }
+        other => panic!("expected NotWritable, got {other:?}"),
+    }
+}
+
+/// A damaged page met by a read is a `Damaged` error (the API's storage
+/// error, which says to restore a backup), not an unexplained SQLite one.
+#[tokio::test]
+async fn a_damaged_page_is_told_as_damage() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let text = "x".repeat(3000);
+    for i in 0..200 {
+        store.write(vec![admit(&format!("k{i}"), &text)]).await?;
+    }
+    store.close().await;
+    drop(store);
+    // the second half of the file (the entries' pages) overwritten
+    let db = dir.path().join("fleet.db");
+    let mut bytes = std::fs::read(&db)?;
+    let half = (bytes.len() / 2) / 4096 * 4096;
+    for b in &mut bytes[half..] {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, bytes)?;
+    let result = open(&dir).and_then(|store| {
+        let counted = store.read_blocking(|c| reader::count(c, "entries"));
+        drop(store);
+        counted
+    });
+    match result {
+        Err(e @ StoreError::Damaged { .. }) => {
+            assert!(e.to_string().contains("Backups and restore"), "{e}")
+        }
+        other => panic!("expected Damaged, got {other:?}"),
+    }
+    Ok(())
+}
