@@ -12,6 +12,7 @@ use axum::response::IntoResponse;
 use axum::response::Response;
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::AdmittedRecord;
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
@@ -218,16 +219,35 @@ pub(crate) async fn dm_session(
     Path(bot): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let b = owned_bot(&state, &user, &bot).await?;
-    let id = SessionKey {
-        bot: b.id.clone(),
-        kind: SessionKind::Dm,
-        peer: user.0.to_string(),
-    }
-    .id();
-    let last_seq = state
-        .fleet
-        .store()
+    let dm = |bot: &BotId| {
+        SessionKey {
+            bot: bot.clone(),
+            kind: SessionKind::Dm,
+            peer: user.0.to_string(),
+        }
+        .id()
+    };
+    let store = state.fleet.store();
+    let b = match owned_bot(&state, &user, &bot).await {
+        Ok(b) => b,
+        Err(refused) => {
+            // a bot given to another owner: the person's DM with it stays
+            // theirs (operations.md, "Changing a bot's owner"), and this is
+            // the route that names it (`botfleet transcript` starts here);
+            // anyone else learns nothing (no DM of theirs, the same 404)
+            let Ok(id) = BotId::new(&bot) else {
+                return Err(refused);
+            };
+            return match store.get_session(dm(&id)).await? {
+                Some(s) if s.owner == user.0 => Ok(Json(
+                    json!({"session": s.id, "bot": id, "kind": "dm", "last_seq": s.last_seq}),
+                )),
+                Some(_) | None => Err(refused),
+            };
+        }
+    };
+    let id = dm(&b.id);
+    let last_seq = store
         .get_session(id)
         .await?
         .map(|s| s.last_seq)

@@ -450,5 +450,14 @@ async fn a_new_owner_does_not_read_the_former_owners_dm_through_a_subagent() {
     let (status, v) = host.get("/v1/search?q=passport", TOKEN).await;
     assert_eq!(status, 200, "{v}");
     assert!(hit_in(&v, &dm), "alice lost her DM: {v:#}");
+    // and to reach: the bot's session route still names it for her (the
+    // CLI's `transcript` starts there; it answered 404, the bot not hers),
+    // and names bob's own DM for bob
+    let (status, v) = host.get("/v1/bots/p/session", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["session"], dm.as_str(), "{v}");
+    let (status, v) = host.get("/v1/bots/p/session", BOB_TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert_ne!(v["session"], dm.as_str(), "{v}");
     host.shutdown().await;
 }
