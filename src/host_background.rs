@@ -26,6 +26,10 @@ pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::
             aside.moved_to.display()
         );
     }
+    // a mirror that cannot be written would keep the indexer from starting
+    // while searches answered from an index that no longer grows
+    let mirror_root = data_dir.join("transcripts");
+    botfleet_memory::JsonlMirror::check_root(&mirror_root)?;
     let warm = index.clone();
     // loads the jieba dictionary off the first Chinese search
     tokio::task::spawn_blocking(move || warm.warm_up());
@@ -33,7 +37,7 @@ pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::
         index,
         store: rt.store.clone(),
         options: botfleet_memory::IndexOptions::default(),
-        mirror_root: Some(data_dir.join("transcripts")),
+        mirror_root: Some(mirror_root),
     });
     Ok(())
 }

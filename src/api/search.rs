@@ -55,6 +55,16 @@ fn index_error(e: IndexError) -> ApiError {
     if let IndexError::Query(q) = &e {
         return ApiError::BadRequest(format!("q: {q}"));
     }
+    // a damaged index (being rebuilt), a search past its deadline, or every
+    // search slot taken: 503 with the index's own words, which say how long
+    if matches!(
+        e,
+        IndexError::Damaged { .. }
+            | IndexError::SearchTimeout { .. }
+            | IndexError::SearchesBusy { .. }
+    ) {
+        return ApiError::Unavailable(e.to_string());
+    }
     if e.is_retryable() {
         ApiError::Unavailable(format!("the search index is busy ({e}); retry shortly"))
     } else {

@@ -78,6 +78,7 @@ mod routines_api;
 mod routines_catch_up;
 mod routines_dst;
 mod search_index;
+mod search_index_damage;
 mod search_numbers;
 mod secret_cuts;
 mod secret_names;

@@ -158,6 +158,17 @@ fn search_error(e: &IndexError) -> ToolError {
     if let IndexError::Query(q) = e {
         return query_error(q);
     }
+    if matches!(
+        e,
+        IndexError::Damaged { .. } | IndexError::SearchTimeout { .. }
+    ) {
+        // the index is being rebuilt from the store: a retry in this turn
+        // would likely fail again, or miss older entries
+        return ToolError::new(
+            format!("the transcript search is unavailable: {e}"),
+            "answer without searching for now; the search works again after the rebuild",
+        );
+    }
     let hint = if e.is_retryable() {
         "try again in a moment; if it keeps failing, answer without it"
     } else {
@@ -226,7 +237,18 @@ impl Tool for SearchTranscript {
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
             .with_limit(limit);
-        let results = index.search(query).await.map_err(|e| search_error(&e))?;
+        // a search has a deadline, but a cancelled turn does not wait for it
+        let results = tokio::select! {
+            // a turn already cancelled does not start a search
+            biased;
+            () = ctx.cancel.cancelled() => {
+                return Err(ToolError::new(
+                    "the search was stopped: the turn was cancelled",
+                    "nothing to do",
+                ));
+            }
+            results = index.search(query) => results.map_err(|e| search_error(&e))?,
+        };
         let mut out = String::new();
         if results.hits.is_empty() {
             out.push_str(&format!(

@@ -15,6 +15,11 @@
 //!   index is complete as soon.
 //! - Searches do not go through the actor: they use a clone of the
 //!   [`TranscriptIndex`].
+//! - A damaged index (a segment that fails its checksum, checked in the
+//!   background after start, or a search that panicked or passed its
+//!   deadline) becomes a [`IndexerMsg::Repair`]: the actor drops its
+//!   writer, moves the index aside, opens a new one for every clone and
+//!   fills it from the store (`health.rs`, `repair.rs`).
 //!
 //! Exit policy (`OnError`): an error that leaves the writer in a known
 //! state (a failed store read, a failed commit, a mirror file that cannot
@@ -84,6 +89,10 @@ pub enum IndexerMsg {
     /// Catch up with the store completely, commit, and answer where the
     /// index stands. Call it with a timeout ([`IndexerActor::flush`]).
     Flush(RpcReplyPort<Result<IndexProgress, IndexError>>),
+    /// The index was found damaged (a search panicked or passed its
+    /// deadline, or a segment failed its checksum): drop the writer, move
+    /// the index aside, open a new one and fill it from the store.
+    Repair,
 }
 
 /// State of a running [`IndexerActor`].
@@ -103,6 +112,8 @@ pub struct IndexerState {
     catch_up_queued: Arc<AtomicBool>,
     /// Whether a `Tick` is scheduled.
     tick_armed: bool,
+    /// Turns damage found by searches into `Repair`.
+    damage: JoinHandle<()>,
 }
 
 impl IndexerActor {
@@ -133,6 +144,13 @@ impl Actor for IndexerActor {
         myself: ActorRef<IndexerMsg>,
         args: IndexerArgs,
     ) -> Result<IndexerState, ActorProcessingErr> {
+        if let Some(cause) = args.index.damage() {
+            // found while the indexer was down (or a repair failed)
+            let index = args.index.clone();
+            tokio::task::spawn_blocking(move || index.set_aside_damaged(&cause))
+                .await
+                .map_err(|e| IndexError::Task(e.to_string()))??;
+        }
         let indexer = Indexer::open(&args.index, args.options.clone())?;
         let Fresh { indexer, mirror } = drop_stale(indexer, args.mirror_root, &args.store).await?;
         let sink = Sink { indexer, mirror };
@@ -143,6 +161,8 @@ impl Actor for IndexerActor {
         );
         let catch_up_queued = Arc::new(AtomicBool::new(true));
         let signals = forward_signals(&args.store, myself.clone(), catch_up_queued.clone());
+        let damage = forward_damage(&args.index, myself.clone());
+        check_in_background(args.index.clone());
         myself.send_message(IndexerMsg::CatchUp)?;
         Ok(IndexerState {
             index: args.index,
@@ -153,6 +173,7 @@ impl Actor for IndexerActor {
             signals,
             catch_up_queued,
             tick_armed: false,
+            damage,
         })
     }
 
@@ -193,6 +214,11 @@ impl Actor for IndexerActor {
                     return Err(IndexError::Task("the index writer was lost".into()).into());
                 }
             }
+            IndexerMsg::Repair => {
+                if let Err(e) = state.repair(&myself).await {
+                    state.survive(e, "rebuilding the damaged index")?;
+                }
+            }
         }
         state.arm_tick(&myself);
         Ok(())
@@ -204,6 +230,7 @@ impl Actor for IndexerActor {
         state: &mut IndexerState,
     ) -> Result<(), ActorProcessingErr> {
         state.signals.abort();
+        state.damage.abort();
         if let Err(e) = state.commit().await {
             tracing::warn!(error = %e, "final index commit failed; the next start catches up");
         }
@@ -231,7 +258,72 @@ fn forward_signals(
     })
 }
 
+/// Turns damage found in the index (by a search, or the checksum check)
+/// into a [`IndexerMsg::Repair`], once per damage.
+fn forward_damage(index: &TranscriptIndex, actor: ActorRef<IndexerMsg>) -> JoinHandle<()> {
+    let mut damage = index.health().watch();
+    tokio::spawn(async move {
+        // ends when the actor is gone
+        loop {
+            if damage.wait_for(Option::is_some).await.is_err()
+                || actor.send_message(IndexerMsg::Repair).is_err()
+                || damage.wait_for(Option::is_none).await.is_err()
+            {
+                break;
+            }
+        }
+    })
+}
+
+/// Checks the segment files' checksums in the blocking pool, without
+/// delaying the start: it reads the whole index (see the report of the
+/// check's cost in `docs/operations.md`). Damage found starts a repair
+/// through [`forward_damage`].
+fn check_in_background(index: TranscriptIndex) {
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        match index.check_segments() {
+            Ok(None) => tracing::debug!(
+                elapsed_ms = started.elapsed().as_millis(),
+                "the search index's segment files passed their checksums"
+            ),
+            // the repair says it in a WARN line
+            Ok(Some(cause)) => tracing::debug!(cause, "a segment of the search index is damaged"),
+            // e.g. a segment merged away while it was read: the next start
+            // checks again
+            Err(error) => tracing::debug!(%error, "the search index's checksums were not checked"),
+        }
+    });
+}
+
 impl IndexerState {
+    /// Replaces a damaged index: drops the writer (and with it the
+    /// directory lock), moves the index aside, opens a new one for every
+    /// clone and queues a catch-up, which fills it from the store. The
+    /// mirror is kept: it skips the entries it already holds.
+    async fn repair(&mut self, myself: &ActorRef<IndexerMsg>) -> Result<(), IndexError> {
+        let Some(cause) = self.index.damage() else {
+            return Ok(());
+        };
+        let Sink { indexer, mirror } = self.sink()?;
+        let index = self.index.clone();
+        let options = self.options.clone();
+        let indexer = tokio::task::spawn_blocking(move || {
+            drop(indexer);
+            index.set_aside_damaged(&cause)?;
+            Indexer::open(&index, options)
+        })
+        .await
+        .map_err(|e| IndexError::Task(e.to_string()))??;
+        self.sink = Some(Sink { indexer, mirror });
+        if !self.catch_up_queued.swap(true, Ordering::SeqCst) {
+            myself
+                .send_message(IndexerMsg::CatchUp)
+                .map_err(|_| IndexError::IndexerGone)?;
+        }
+        Ok(())
+    }
+
     fn sink(&mut self) -> Result<Sink, IndexError> {
         self.sink
             .take()
@@ -355,10 +447,14 @@ impl OnError {
             | IndexError::Timeout { .. }
             | IndexError::Query(_)
             | IndexError::CorruptMarker { .. }
+            | IndexError::SearchTimeout { .. }
+            | IndexError::SearchesBusy { .. }
             | IndexError::MirrorDamaged { .. } => OnError::Retry,
             IndexError::Task(_)
             | IndexError::IndexerGone
             | IndexError::Locked { .. }
+            | IndexError::Damaged { .. }
+            | IndexError::MirrorNotWritable { .. }
             | IndexError::NotWritable { .. } => OnError::Restart,
         }
     }

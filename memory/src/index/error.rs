@@ -178,6 +178,48 @@ pub enum IndexError {
         /// What the write test hit.
         cause: std::io::Error,
     },
+    /// The JSONL mirror's directory (`<data_dir>/transcripts`) is not a
+    /// directory the host can write (a plain file, another user's, on a
+    /// read-only mount).
+    #[error(
+        "the JSONL mirror directory {dir} cannot be used ({cause}); it must be a directory the user running botfleet can write: move away whatever is there (the host creates it again and writes the mirror from the store), or fix its owner and permissions (`chown -R $(id -un) {dir}`, `chmod -R u+rwX {dir}`)"
+    )]
+    MirrorNotWritable {
+        /// The mirror's root directory.
+        dir: PathBuf,
+        /// What the check hit.
+        cause: std::io::Error,
+    },
+    /// The index was found damaged (a search panicked or never finished,
+    /// or a segment file failed its checksum): the indexer moves it aside
+    /// and rebuilds it from the store; searches are refused until the new
+    /// index is open.
+    #[error(
+        "the search index is damaged ({cause}) and is being rebuilt from the store; searches work again within moments and find older entries once the rebuild has caught up (if this persists, restart the host)"
+    )]
+    Damaged {
+        /// What was found.
+        cause: String,
+    },
+    /// A search did not finish within the search deadline; the index is
+    /// treated as damaged and rebuilt.
+    #[error(
+        "the search did not finish within {after_ms} ms, which points to a damaged index: it is being rebuilt from the store; search again in a moment"
+    )]
+    SearchTimeout {
+        /// The deadline.
+        after_ms: u64,
+    },
+    /// Every search slot stayed taken for the whole search deadline.
+    #[error(
+        "the search could not start within {after_ms} ms: {running} searches are already running (some may be stuck on a damaged index); retry shortly, and restart the host if it persists"
+    )]
+    SearchesBusy {
+        /// How many searches may run at once.
+        running: usize,
+        /// The deadline.
+        after_ms: u64,
+    },
     /// A blocking index task panicked or was cancelled.
     #[error("index task failed: {0}")]
     Task(String),
@@ -206,6 +248,7 @@ impl IndexError {
             IndexError::Io { .. }
             | IndexError::Task(_)
             | IndexError::Timeout { .. }
+            | IndexError::SearchesBusy { .. }
             | IndexError::Locked { .. } => true,
             IndexError::Tantivy(e) => matches!(
                 e,
@@ -215,6 +258,11 @@ impl IndexError {
             | IndexError::CorruptMarker { .. }
             | IndexError::MirrorDamaged { .. }
             | IndexError::NotWritable { .. }
+            | IndexError::MirrorNotWritable { .. }
+            // a retry succeeds only once the index is rebuilt, which
+            // can take minutes: not a "retry shortly"
+            | IndexError::Damaged { .. }
+            | IndexError::SearchTimeout { .. }
             | IndexError::IndexerGone => false,
         }
     }

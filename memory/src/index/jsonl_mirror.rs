@@ -81,11 +81,39 @@ impl std::fmt::Debug for JsonlMirror {
 }
 
 impl JsonlMirror {
+    /// Checks, before the host starts, that `root` can hold the mirror: a
+    /// directory the process can write, created if missing. Anything else
+    /// (a plain file where the directory should be, a directory of another
+    /// user) would stop the indexer at every start while searches answered
+    /// from an index that no longer grows, so the host refuses to start
+    /// with [`IndexError::MirrorNotWritable`], which says what to do.
+    pub fn check_root(root: impl AsRef<Path>) -> Result<(), IndexError> {
+        let root = root.as_ref();
+        let refuse = |cause: std::io::Error| IndexError::MirrorNotWritable {
+            dir: root.to_path_buf(),
+            cause,
+        };
+        if root.exists() && !root.is_dir() {
+            return Err(refuse(std::io::ErrorKind::NotADirectory.into()));
+        }
+        std::fs::create_dir_all(root).map_err(refuse)?;
+        let probe = root.join(".botfleet-write-probe");
+        std::fs::write(&probe, b"")
+            .and_then(|()| std::fs::remove_file(&probe))
+            .map_err(refuse)
+    }
+
     /// Opens the mirror rooted at `root` (created if needed) and reads its
     /// resume marker. A marker that does not parse is logged and removed,
     /// and the mirror resumes from gid 0.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, IndexError> {
         let root = root.into();
+        if root.exists() && !root.is_dir() {
+            return Err(IndexError::MirrorNotWritable {
+                dir: root,
+                cause: std::io::ErrorKind::NotADirectory.into(),
+            });
+        }
         std::fs::create_dir_all(&root).map_err(|e| IndexError::io(&root, e))?;
         let marker = root.join(MARKER_FILE);
         let mirrored_gid = match std::fs::read_to_string(&marker) {

@@ -40,6 +40,7 @@
 mod actor;
 mod error;
 mod feed;
+mod health;
 mod jsonl_mirror;
 mod mirror_file;
 mod query;
@@ -97,3 +98,7 @@ mod snippet_tests;
 #[cfg(test)]
 #[path = "repair_tests.rs"]
 mod repair_tests;
+
+#[cfg(test)]
+#[path = "damage_tests.rs"]
+mod damage_tests;

@@ -56,19 +56,23 @@ impl TranscriptIndex {
             Err(e) if is_damage(&e) => e.to_string(),
             Err(e) => return Err(e),
         };
-        let lock = writer_lock(dir)?;
-        let moved_to = aside_path(dir);
-        std::fs::rename(dir, &moved_to).map_err(|e| IndexError::io(dir, e))?;
-        // the lock file moved with the index; releasing it there is harmless
-        drop(lock);
-        tracing::warn!(
-            dir = %dir.display(),
-            moved_to = %moved_to.display(),
-            cause,
-            "the search index is damaged: moved it aside and rebuilding it from the store"
-        );
+        let moved_to = move_aside(dir, &cause)?;
         let index = Self::open(dir)?;
         Ok((index, Some(SetAside { moved_to, cause })))
+    }
+
+    /// The running host's repair of an index found damaged (see
+    /// `health.rs`): moves the directory aside like
+    /// [`TranscriptIndex::open_or_set_aside`] and opens a new, empty index
+    /// for every clone. The caller (the indexer) must have dropped its
+    /// writer, and fills the new index from the store.
+    pub(crate) fn set_aside_damaged(&self, cause: &str) -> Result<SetAside, IndexError> {
+        let moved_to = move_aside(self.dir(), cause)?;
+        self.reopen()?;
+        Ok(SetAside {
+            moved_to,
+            cause: cause.to_owned(),
+        })
     }
 
     /// Deletes everything in `dir` (an index, damaged or not) and opens a
@@ -97,6 +101,42 @@ impl TranscriptIndex {
         drop(lock);
         Self::open(dir)
     }
+
+    /// Reads every file of the index's segments and checks its checksum;
+    /// if any fails, marks the index damaged (the indexer then sets it
+    /// aside and rebuilds it) and says which. It reads the whole index, so
+    /// the indexer runs it in the background after it starts.
+    pub(crate) fn check_segments(&self) -> Result<Option<String>, IndexError> {
+        let inner = self.current();
+        let damaged = inner.index().validate_checksum()?;
+        if damaged.is_empty() {
+            return Ok(None);
+        }
+        let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+        names.sort();
+        let cause = format!("segment files fail their checksum: {}", names.join(", "));
+        self.health()
+            .mark_damaged(inner.generation(), cause.clone());
+        Ok(Some(cause))
+    }
+}
+
+/// Moves the index in `dir` to a free `<dir>.damaged-<time>` beside it,
+/// after taking its writer lock (an index another process writes is never
+/// moved), and says so in a `WARN` line.
+fn move_aside(dir: &Path, cause: &str) -> Result<PathBuf, IndexError> {
+    let lock = writer_lock(dir)?;
+    let moved_to = aside_path(dir);
+    std::fs::rename(dir, &moved_to).map_err(|e| IndexError::io(dir, e))?;
+    // the lock file moved with the index; releasing it there is harmless
+    drop(lock);
+    tracing::warn!(
+        dir = %dir.display(),
+        moved_to = %moved_to.display(),
+        cause,
+        "the search index is damaged: moved it aside and rebuilding it from the store"
+    );
+    Ok(moved_to)
 }
 
 /// Takes the writer lock of the index directory `dir` without reading the
@@ -178,6 +218,10 @@ fn is_damage(e: &IndexError) -> bool {
         | IndexError::Store(_)
         | IndexError::Io { .. }
         | IndexError::NotWritable { .. }
+        | IndexError::MirrorNotWritable { .. }
+        | IndexError::Damaged { .. }
+        | IndexError::SearchTimeout { .. }
+        | IndexError::SearchesBusy { .. }
         | IndexError::Task(_)
         | IndexError::IndexerGone
         | IndexError::Timeout { .. } => false,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use parking_lot::RwLock;
 use serde::Deserialize;
 use serde::Serialize;
 use tantivy::DocAddress;
@@ -24,6 +25,7 @@ use tantivy::schema::Field;
 use tantivy::schema::Value;
 
 use super::error::IndexError;
+use super::health::Health;
 use super::query::SearchQuery;
 use super::query::compile;
 use super::query::parse_text;
@@ -93,24 +95,48 @@ pub trait TranscriptSearch: Send + Sync {
     fn search(&self, query: SearchQuery) -> BoxFuture<'static, Result<SearchResults, IndexError>>;
 }
 
-struct Inner {
+/// One opened index directory. A damaged index is replaced by a new
+/// generation (see `repair.rs`); searches that still run on the old one
+/// keep it alive until they end.
+pub(crate) struct Inner {
     index: Index,
     reader: IndexReader,
-    fields: Fields,
+    /// Counts the replacements, from 0.
+    generation: u64,
+}
+
+impl Inner {
+    /// The tantivy index of this generation.
+    pub(crate) fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Which generation this is (0 for the index opened first).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+/// What every clone of a [`TranscriptIndex`] shares.
+struct Shared {
     dir: PathBuf,
+    fields: Fields,
+    current: RwLock<Arc<Inner>>,
+    health: Health,
 }
 
 /// An opened transcript index. Cheap to clone; every clone shares one
-/// reader, which the [`Indexer`](super::Indexer) reloads after each commit.
+/// reader, which the [`Indexer`](super::Indexer) reloads after each commit,
+/// and the index that replaces a damaged one.
 #[derive(Clone)]
 pub struct TranscriptIndex {
-    inner: Arc<Inner>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for TranscriptIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TranscriptIndex")
-            .field("dir", &self.inner.dir)
+            .field("dir", &self.shared.dir)
             .finish()
     }
 }
@@ -158,6 +184,24 @@ impl TranscriptIndex {
     /// directory this process can write.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, IndexError> {
         let dir = dir.as_ref().to_path_buf();
+        let (index, reader, fields) = Self::open_parts(&dir)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                dir,
+                fields,
+                current: RwLock::new(Arc::new(Inner {
+                    index,
+                    reader,
+                    generation: 0,
+                })),
+                health: Health::new(),
+            }),
+        })
+    }
+
+    /// Opens (or creates) the index in `dir`; see [`TranscriptIndex::open`].
+    fn open_parts(dir: &Path) -> Result<(Index, IndexReader, Fields), IndexError> {
+        let dir = dir.to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| {
             if dir.exists() && !dir.is_dir() {
                 // a file where the directory should be
@@ -190,30 +234,61 @@ impl TranscriptIndex {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                index,
-                reader,
-                fields,
-                dir,
-            }),
-        })
+        Ok((index, reader, fields))
+    }
+
+    /// Replaces the opened index with the one now in the directory (after
+    /// a damaged one was moved aside), and clears the damage.
+    pub(crate) fn reopen(&self) -> Result<(), IndexError> {
+        let (index, reader, _) = Self::open_parts(&self.shared.dir)?;
+        let mut current = self.shared.current.write();
+        let generation = current.generation + 1;
+        *current = Arc::new(Inner {
+            index,
+            reader,
+            generation,
+        });
+        self.shared.health.replaced(generation);
+        Ok(())
+    }
+
+    /// The index searches use now.
+    pub(crate) fn current(&self) -> Arc<Inner> {
+        self.shared.current.read().clone()
+    }
+
+    pub(crate) fn health(&self) -> &Health {
+        &self.shared.health
+    }
+
+    /// Sets how long an async search may take before the caller gets
+    /// [`IndexError::SearchTimeout`] and the index is treated as damaged
+    /// (default 10 s);
+    /// it applies to every clone.
+    pub fn set_search_deadline(&self, deadline: std::time::Duration) {
+        self.shared.health.set_deadline(deadline);
+    }
+
+    /// Why the index is being rebuilt, if it was found damaged and the
+    /// indexer has not replaced it yet.
+    pub fn damage(&self) -> Option<String> {
+        self.shared.health.damage().map(|d| d.cause)
     }
 
     /// The index directory.
     pub fn dir(&self) -> &Path {
-        &self.inner.dir
+        &self.shared.dir
     }
 
     /// Number of entries the reader currently sees.
     pub fn num_entries(&self) -> u64 {
-        self.inner.reader.searcher().num_docs()
+        self.current().reader.searcher().num_docs()
     }
 
     /// The last gid durably in the index (every entry up to it is indexed),
     /// read from the last commit.
     pub fn committed_gid(&self) -> Result<i64, IndexError> {
-        Ok(read_marker(&self.inner.index, &self.inner.dir)?.map_or(0, |m| m.last_gid))
+        Ok(read_marker(&self.current().index, &self.shared.dir)?.map_or(0, |m| m.last_gid))
     }
 
     /// Loads the jieba dictionary (~0.1 s) now instead of on the first
@@ -222,58 +297,77 @@ impl TranscriptIndex {
         warm_up();
     }
 
-    pub(crate) fn index(&self) -> &Index {
-        &self.inner.index
+    /// The tantivy index searches use now (a cheap handle).
+    pub(crate) fn index(&self) -> Index {
+        self.current().index.clone()
     }
 
     pub(crate) fn fields(&self) -> Fields {
-        self.inner.fields
+        self.shared.fields
     }
 
     /// Makes the last commit visible to every clone.
     pub(crate) fn reload(&self) -> Result<(), IndexError> {
-        Ok(self.inner.reader.reload()?)
+        Ok(self.current().reader.reload()?)
     }
 
     /// Runs a search on the calling thread. It is CPU work of a few
     /// milliseconds; async callers use [`TranscriptSearch::search`], which
     /// moves it to the blocking pool.
+    ///
+    /// It has no deadline and no bound on how many run at once: a damaged
+    /// index can make it panic or never return. Hosts use the async search.
     pub fn search_blocking(&self, query: &SearchQuery) -> Result<SearchResults, IndexError> {
-        validate(query)?;
-        let text = parse_text(&query.text)?;
-        if query.sessions.as_ref().is_some_and(Vec::is_empty) {
-            return Ok(SearchResults::empty());
-        }
-        let fields = self.inner.fields;
-        let tantivy_query = compile(&fields, query, &text);
-        let searcher = self.inner.reader.searcher();
-        let (top, total) = searcher.search(
-            &tantivy_query,
-            // ties in score fall back to the document address, a total
-            // order: pages of one reader neither repeat nor skip a hit
-            &(
-                TopDocs::with_limit(query.limit)
-                    .and_offset(query.offset)
-                    .order_by_score(),
-                Count,
-            ),
-        )?;
-        let snippets = Snippets::new(&searcher, fields.text, text.positive_parts())?;
-        let hits = top
-            .into_iter()
-            .map(|(score, address)| hit(&searcher, &fields, &snippets, score, address))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(SearchResults { hits, total })
+        search_in(&self.current(), self.shared.fields, query)
     }
 }
 
+/// Runs `query` on one generation of the index.
+fn search_in(
+    inner: &Inner,
+    fields: Fields,
+    query: &SearchQuery,
+) -> Result<SearchResults, IndexError> {
+    validate(query)?;
+    let text = parse_text(&query.text)?;
+    if query.sessions.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(SearchResults::empty());
+    }
+    let tantivy_query = compile(&fields, query, &text);
+    let searcher = inner.reader.searcher();
+    let (top, total) = searcher.search(
+        &tantivy_query,
+        // ties in score fall back to the document address, a total
+        // order: pages of one reader neither repeat nor skip a hit
+        &(
+            TopDocs::with_limit(query.limit)
+                .and_offset(query.offset)
+                .order_by_score(),
+            Count,
+        ),
+    )?;
+    let snippets = Snippets::new(&searcher, fields.text, text.positive_parts())?;
+    let hits = top
+        .into_iter()
+        .map(|(score, address)| hit(&searcher, &fields, &snippets, score, address))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SearchResults { hits, total })
+}
+
 impl TranscriptSearch for TranscriptIndex {
+    /// Runs the search in the blocking pool, bounded (see `health.rs`): at
+    /// most 8 at once, each within the search deadline. A search that panics or
+    /// passes the deadline marks the index damaged, and the indexer
+    /// rebuilds it.
     fn search(&self, query: SearchQuery) -> BoxFuture<'static, Result<SearchResults, IndexError>> {
         let index = self.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || index.search_blocking(&query))
+            let inner = index.current();
+            let fields = index.shared.fields;
+            index
+                .health()
+                .run_bounded(inner.generation, move || search_in(&inner, fields, &query))
                 .await
-                .map_err(|e| IndexError::Task(e.to_string()))?
         })
     }
 }

@@ -74,6 +74,10 @@ pub struct Indexer {
     added_gid: i64,
     committed_gid: i64,
     pending: usize,
+    /// Set when a rollback failed: tantivy's writer then has no directory
+    /// lock, and touching it again panics ("This is a bug, please
+    /// report"), so every later call fails with this instead.
+    broken: Option<String>,
 }
 
 impl std::fmt::Debug for Indexer {
@@ -95,7 +99,7 @@ impl Indexer {
             .index()
             .writer_with_num_threads(threads, memory)
             .map_err(|e| lock_error(index.dir(), e))?;
-        let last = read_marker(index.index(), index.dir())?.map_or(0, |m| m.last_gid);
+        let last = read_marker(&index.index(), index.dir())?.map_or(0, |m| m.last_gid);
         Ok(Self {
             index: index.clone(),
             writer,
@@ -103,6 +107,7 @@ impl Indexer {
             added_gid: last,
             committed_gid: last,
             pending: 0,
+            broken: None,
         })
     }
 
@@ -132,6 +137,7 @@ impl Indexer {
         if entry.gid <= self.added_gid {
             return Ok(false);
         }
+        self.check_usable()?;
         if let Some(doc) = self.index.fields().document(entry, bot) {
             self.writer.add_document(doc)?;
         }
@@ -172,6 +178,7 @@ impl Indexer {
         if self.added_gid == self.committed_gid && self.pending == 0 {
             return Ok(self.progress());
         }
+        self.check_usable()?;
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&Marker::new(self.added_gid).to_payload());
         prepared.commit()?;
@@ -184,7 +191,11 @@ impl Indexer {
     /// Drops everything uncommitted (as a crash would) and returns to the
     /// last commit's marker.
     pub fn rollback(&mut self) -> Result<IndexProgress, IndexError> {
-        self.writer.rollback()?;
+        self.check_usable()?;
+        if let Err(e) = self.writer.rollback() {
+            self.broken = Some(e.to_string());
+            return Err(e.into());
+        }
         self.added_gid = self.committed_gid;
         self.pending = 0;
         Ok(self.progress())
@@ -193,10 +204,23 @@ impl Indexer {
     /// Deletes every document and resets the mark to 0 (committed, so a
     /// crash during a rebuild resumes as a catch-up from the start).
     pub fn clear(&mut self) -> Result<IndexProgress, IndexError> {
+        self.check_usable()?;
         self.writer.delete_all_documents()?;
         self.added_gid = 0;
         self.pending = 1;
         self.commit()
+    }
+}
+
+impl Indexer {
+    /// Fails if a failed rollback left the writer unusable.
+    fn check_usable(&self) -> Result<(), IndexError> {
+        match &self.broken {
+            None => Ok(()),
+            Some(cause) => Err(IndexError::Task(format!(
+                "the index writer is unusable since returning it to its last commit failed ({cause})"
+            ))),
+        }
     }
 }
 

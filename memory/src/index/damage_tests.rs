@@ -1,0 +1,374 @@
+//! A damaged index while the host runs: segment files that fail their
+//! checksum, searches that panic or never end, a writer whose rollback
+//! failed, and the JSONL mirror's directory replaced by a file.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ractor::Actor;
+use ractor::ActorRef;
+
+use crate::ids::EntryId;
+use crate::index::IndexError;
+use crate::index::IndexOptions;
+use crate::index::Indexer;
+use crate::index::IndexerActor;
+use crate::index::IndexerArgs;
+use crate::index::IndexerMsg;
+use crate::index::JsonlMirror;
+use crate::index::SearchQuery;
+use crate::index::TranscriptIndex;
+use crate::index::TranscriptSearch;
+use crate::index::health::MAX_RUNNING_SEARCHES;
+use crate::index::test_support::TestResult;
+use crate::index::test_support::bot;
+use crate::index::test_support::seed;
+use crate::index::test_support::session;
+use crate::index::test_support::user_text;
+use crate::record::Entry;
+use crate::store::Store;
+use crate::store::StoreOptions;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Setup {
+    dir: tempfile::TempDir,
+    store: Store,
+    index: TranscriptIndex,
+}
+
+impl Setup {
+    fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
+        let index = TranscriptIndex::open(dir.path().join("index"))?;
+        Ok(Self { dir, store, index })
+    }
+
+    async fn start(
+        &self,
+        index: &TranscriptIndex,
+    ) -> Result<(ActorRef<IndexerMsg>, tokio::task::JoinHandle<()>), Box<dyn std::error::Error>>
+    {
+        let args = IndexerArgs {
+            index: index.clone(),
+            store: self.store.clone(),
+            options: IndexOptions::default(),
+            mirror_root: Some(self.dir.path().join("transcripts")),
+        };
+        Ok(Actor::spawn(None, IndexerActor, args).await?)
+    }
+
+    /// The directories the damaged index was moved to.
+    fn set_aside(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("index.damaged-"))
+            })
+            .collect()
+    }
+}
+
+/// Texts with enough shared words that the postings span many blocks.
+fn texts(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("supplier audit number {i} for the quarterly review of vendor {i}"))
+        .collect()
+}
+
+/// Overwrites the middle half of the largest `.idx` file with bytes that
+/// are not what was written, keeping its end (the footer) intact.
+fn damage_largest_idx(dir: &Path) -> TestResult {
+    let largest = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .ok_or("no .idx file")?;
+    let mut bytes = std::fs::read(&largest)?;
+    let len = bytes.len();
+    let mut x: u32 = 0x9e37_79b9;
+    for b in &mut bytes[len / 4..len * 3 / 4] {
+        // xorshift: the same "random" bytes every run
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x.to_le_bytes()[0];
+    }
+    std::fs::write(&largest, bytes)?;
+    Ok(())
+}
+
+/// A user message of alice in bot r's DM session.
+fn entry(gid: i64, text: &str) -> Entry {
+    Entry {
+        id: EntryId::new_v7(),
+        session: session("r", "alice"),
+        seq: gid,
+        gid,
+        author: "alice".into(),
+        turn: None,
+        created_at: 1_700_000_000_000 + gid,
+        kind: user_text(text),
+    }
+}
+
+/// Polls `check` until it holds, for at most [`WAIT`].
+async fn until(mut check: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < WAIT {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+async fn stop(actor: ActorRef<IndexerMsg>, handle: tokio::task::JoinHandle<()>) -> TestResult {
+    actor.stop(None);
+    handle.await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_segment_that_fails_its_checksum_is_set_aside_at_start_and_rebuilt() -> TestResult {
+    let s = Setup::new()?;
+    let all = texts(300);
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    seed(&s.store, "r", "alice", &refs).await?;
+    let (actor, handle) = s.start(&s.index).await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    stop(actor, handle).await?;
+    drop(s.index.clone());
+
+    // the host stopped; the disk damaged a segment file
+    damage_largest_idx(&s.dir.path().join("index"))?;
+    let (index, aside) = TranscriptIndex::open_or_set_aside(s.dir.path().join("index"))?;
+    assert_eq!(
+        aside, None,
+        "the damage is inside a segment, not in meta.json"
+    );
+    let (actor, handle) = s.start(&index).await?;
+    assert!(
+        until(|| !s.set_aside().is_empty()).await,
+        "the damaged index was never moved to index.damaged-*"
+    );
+    assert!(
+        until(|| index.damage().is_none()).await,
+        "{:?}",
+        index.damage()
+    );
+    IndexerActor::flush(&actor, WAIT).await?;
+    let found = index.search(SearchQuery::new("supplier audit")).await?;
+    assert_eq!(found.total, 300, "every entry is searchable again");
+    stop(actor, handle).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_search_marks_the_index_damaged_and_the_indexer_rebuilds_it() -> TestResult {
+    let s = Setup::new()?;
+    seed(
+        &s.store,
+        "r",
+        "alice",
+        &["the supplier list", "a supplier audit"],
+    )
+    .await?;
+    let (actor, handle) = s.start(&s.index).await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+
+    let generation = s.index.current().generation();
+    let failed = s
+        .index
+        .health()
+        .run_bounded(generation, || -> Result<(), IndexError> {
+            panic!("Compressed array seems too small (test)")
+        })
+        .await;
+    let Err(IndexError::Damaged { cause }) = failed else {
+        panic!("a panicking search is not reported as damage: {failed:?}");
+    };
+    assert!(cause.contains("Compressed array"), "{cause}");
+    let err = IndexError::Damaged { cause };
+    assert!(!err.is_retryable(), "a panic is not a retry-shortly error");
+    assert!(err.to_string().contains("being rebuilt"), "{err}");
+
+    assert!(
+        until(|| !s.set_aside().is_empty() && s.index.damage().is_none()).await,
+        "the index was not set aside and replaced"
+    );
+    IndexerActor::flush(&actor, WAIT).await?;
+    let found = s.index.search(SearchQuery::new("supplier")).await?;
+    assert_eq!(found.total, 2, "the new index was filled from the store");
+    stop(actor, handle).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_past_its_deadline_ends_with_a_clear_error_and_marks_damage() -> TestResult {
+    let s = Setup::new()?;
+    s.index.set_search_deadline(Duration::from_millis(50));
+    let (release, stuck) = std::sync::mpsc::channel::<()>();
+    let generation = s.index.current().generation();
+    let result = s
+        .index
+        .health()
+        .run_bounded(generation, move || {
+            // a search spinning on a damaged skip list, until the test ends
+            let _ = stuck.recv();
+            Ok(())
+        })
+        .await;
+    assert!(
+        matches!(result, Err(IndexError::SearchTimeout { after_ms: 50 })),
+        "{result:?}"
+    );
+    assert!(s.index.damage().is_some(), "a stuck search marks damage");
+    // searches are refused while the index waits for its rebuild
+    let refused = s.index.search(SearchQuery::new("supplier")).await;
+    assert!(
+        matches!(refused, Err(IndexError::Damaged { .. })),
+        "{refused:?}"
+    );
+    drop(release);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stuck_searches_cannot_take_more_than_their_permits() -> TestResult {
+    let s = Setup::new()?;
+    s.index.set_search_deadline(Duration::from_millis(100));
+    let mut releases = Vec::new();
+    let mut stuck = Vec::new();
+    // an older generation: its stuck searches do not mark the current one
+    let old = s.index.current().generation() + 1;
+    for _ in 0..MAX_RUNNING_SEARCHES {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        releases.push(release);
+        let index = s.index.clone();
+        stuck.push(tokio::spawn(async move {
+            index
+                .health()
+                .run_bounded(old, move || {
+                    let _ = wait.recv();
+                    Ok(())
+                })
+                .await
+        }));
+    }
+    for task in stuck {
+        let result = task.await?;
+        assert!(
+            matches!(result, Err(IndexError::SearchTimeout { .. })),
+            "{result:?}"
+        );
+    }
+    let refused = s.index.search(SearchQuery::new("supplier")).await;
+    assert!(
+        matches!(refused, Err(IndexError::SearchesBusy { .. })),
+        "{refused:?}"
+    );
+    drop(releases);
+    // once they end, their permits come back
+    let mut ok = false;
+    for _ in 0..100 {
+        if s.index.search(SearchQuery::new("supplier")).await.is_ok() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "searches did not come back after the stuck ones ended");
+    Ok(())
+}
+
+#[test]
+fn a_writer_whose_rollback_failed_errors_instead_of_panicking() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let index = TranscriptIndex::open(dir.path().join("index"))?;
+    let mut indexer = Indexer::open(&index, IndexOptions::default())?;
+    // the index directory deleted while the host runs
+    std::fs::remove_dir_all(dir.path().join("index"))?;
+    let _ = indexer.rollback();
+    let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| indexer.rollback()));
+    assert!(
+        matches!(again, Ok(Err(IndexError::Task(_)))),
+        "a second rollback panicked or succeeded"
+    );
+    let first = entry(1, "the supplier list");
+    let add = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        indexer.add(&first, &bot("r"))
+    }));
+    assert!(
+        matches!(add, Ok(Err(_))),
+        "an add after it did not fail cleanly"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_mirror_directory_that_is_a_file_is_refused_with_what_to_do() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("transcripts");
+    std::fs::write(&root, "not a directory")?;
+    let err = JsonlMirror::check_root(&root)
+        .err()
+        .ok_or("a file was accepted")?;
+    assert!(
+        matches!(err, IndexError::MirrorNotWritable { .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("transcripts") && text.contains("move away"),
+        "{text}"
+    );
+    // a missing directory is fine: it is created
+    std::fs::remove_file(&root)?;
+    JsonlMirror::check_root(&root)?;
+    assert!(root.is_dir());
+    Ok(())
+}
+
+/// Not a test of behaviour: measures the checksum check on a large index
+/// (run with `--ignored --nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement"]
+async fn measure_the_checksum_check() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let index = TranscriptIndex::open(dir.path().join("index"))?;
+    let mut indexer = Indexer::open(&index, IndexOptions::default())?;
+    let n: i64 = std::env::var("ENTRIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    for gid in 1..=n {
+        let text = format!(
+            "entry {gid}: the supplier audit of vendor {} found {} issues in the quarterly review; 供应商 {}",
+            gid % 977,
+            gid % 13,
+            gid % 31
+        );
+        indexer.add(&entry(gid, &text), &bot("r"))?;
+    }
+    indexer.commit()?;
+    drop(indexer);
+    let bytes: u64 = std::fs::read_dir(dir.path().join("index"))?
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let started = std::time::Instant::now();
+    let found = index.check_segments()?;
+    println!(
+        "{n} entries, {} MB: checksum check took {:?} ({found:?})",
+        bytes >> 20,
+        started.elapsed()
+    );
+    Ok(())
+}
