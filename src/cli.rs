@@ -43,6 +43,8 @@ mod group;
 mod memory;
 #[path = "cli_outcome.rs"]
 mod outcome;
+#[path = "cli_run.rs"]
+mod run_host;
 #[path = "cli_search.rs"]
 mod search;
 #[path = "cli_send.rs"]
@@ -338,7 +340,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             data,
             listen,
         } => {
-            run(host::HostOptions {
+            run_host::run(host::HostOptions {
                 fleet: fleet.clone(),
                 data_dir: data.clone(),
                 listen: listen.clone(),
@@ -453,74 +455,6 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Approve { id } => approvals::decide(&client(&cli)?, id, "approve").await,
         Command::Deny { id } => approvals::decide(&client(&cli)?, id, "deny").await,
-    }
-}
-
-async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
-    let running = host::start(opts).await?;
-    terminal::serving();
-    // listening from now on, so that no signal falls between the first
-    // wait and the second (a Ctrl-C just after "stopping…" was lost)
-    let mut signals = StopSignals::new()?;
-    for line in &running.banner {
-        outln!("{line}");
-    }
-    outln!("{}", host::send_hint(running.addr));
-    signals.next().await;
-    outln!("stopping… (Ctrl-C again to stop at once)");
-    // a task of its own, so that a second signal is seen however the stop
-    // goes (the server waits up to 5 s for requests in flight)
-    let stopping = tokio::spawn(running.shutdown());
-    tokio::select! {
-        _ = stopping => Ok(ExitCode::SUCCESS),
-        () = signals.next() => {
-            // at once: no waiting for turns, tasks or blocking threads (the
-            // runtime would on its way out); what is committed is safe, the
-            // next start resumes the rest as after a crash
-            errln!("stopped at once; the next start resumes what was running");
-            std::process::exit(exit::INTERRUPTED);
-        }
-    }
-}
-
-/// SIGINT (Ctrl-C) and SIGTERM, each received from the moment this is made.
-struct StopSignals {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-}
-
-impl StopSignals {
-    fn new() -> anyhow::Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::SignalKind;
-            use tokio::signal::unix::signal;
-            Ok(Self {
-                int: signal(SignalKind::interrupt())?,
-                term: signal(SignalKind::terminate())?,
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Self {})
-        }
-    }
-
-    /// The next SIGINT or SIGTERM.
-    async fn next(&mut self) {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.int.recv() => {}
-                _ = self.term.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }
 

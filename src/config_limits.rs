@@ -138,6 +138,15 @@ impl LoadedFleet {
         if r.max_steps == 0 {
             return Err(self.invalid("runtime.max_steps", "must be at least 1"));
         }
+        // a hop is one bot-to-bot message (a Task and its report are two);
+        // the first is hop 1, so 0 refused every one
+        if r.max_hops == 0 {
+            return Err(self.invalid(
+                "runtime.max_hops",
+                "must be at least 1: 0 would refuse every message between bots \
+                 (a subagent's task and its report need 2)",
+            ));
+        }
         if r.max_chain_messages == 0 {
             return Err(self.invalid(
                 "runtime.max_chain_messages",

@@ -296,6 +296,11 @@ fn numbers_that_break_the_host_are_refused() {
             "is 4000 but must be 1 to 3650 (ten years)",
         ),
         (
+            with("runtime", "max_hops = 0"),
+            "runtime.max_hops",
+            "at least 1: 0 would refuse every message between bots",
+        ),
+        (
             with("runtime", "debounce_max_ms = 3600000"),
             "runtime.debounce_max_ms",
             "at most 60000 ms",
@@ -320,7 +325,7 @@ fn numbers_that_break_the_host_are_refused() {
         host("max_text_chars = 100"),
         with(
             "runtime",
-            "shell_timeout_s = 1\nshell_max_timeout_s = 1\nidle_timeout_s = 1\nledger_retention_days = 3650\ndebounce_ms = 60000\ndebounce_max_ms = 60000",
+            "shell_timeout_s = 1\nshell_max_timeout_s = 1\nidle_timeout_s = 1\nledger_retention_days = 3650\ndebounce_ms = 60000\ndebounce_max_ms = 60000\nmax_hops = 1",
         ),
     ];
     for text in edges {

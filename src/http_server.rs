@@ -13,7 +13,8 @@
 //!   backlog), so file descriptors are left for the store, the index and
 //!   Shell;
 //! - after an accept error (`EMFILE` …) a pause that doubles up to a
-//!   second, logged once per run of errors rather than at full speed;
+//!   second, logged once per episode (until accepts have gone a minute
+//!   without an error) rather than at every error;
 //! - graceful shutdown as `axum::serve` had it: once `stop` is cancelled
 //!   the listener closes, idle connections close, requests in flight end,
 //!   and [`serve`] returns when every connection has closed.
@@ -22,6 +23,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::Request;
@@ -77,7 +79,7 @@ pub(crate) async fn serve(
         };
         match accepted {
             Ok((stream, _)) => {
-                errors.recovered();
+                errors.recovered(Instant::now());
                 tokio::spawn(serve_connection(
                     stream,
                     app.clone(),
@@ -88,7 +90,7 @@ pub(crate) async fn serve(
             }
             Err(e) => {
                 drop(slot);
-                let pause = errors.failed(&e);
+                let pause = errors.failed(&e, Instant::now());
                 tokio::select! {
                     () = stop.cancelled() => break,
                     () = tokio::time::sleep(pause) => {}
@@ -134,21 +136,41 @@ async fn serve_connection(
     drop(slot);
 }
 
-/// Accept errors in a row: how long to pause before the next accept, and
-/// logging once per run of errors.
+/// Accept errors: how long to pause before the next accept, and logging
+/// once per episode. At the open-file limit accepts flap (one fails, a
+/// connection closes, the next succeeds, the next fails), so an episode is
+/// not a run of errors in a row: it lasts until accepts have gone
+/// [`ACCEPT_QUIET`] without an error.
 #[derive(Debug, Default)]
 struct AcceptErrors {
     in_a_row: u32,
+    /// The episode going on, if any.
+    episode: Option<AcceptEpisode>,
+    /// Episodes reported so far (one ERROR line each).
+    reported: u64,
+}
+
+/// An episode of accept errors.
+#[derive(Debug)]
+struct AcceptEpisode {
+    /// Errors in it.
+    errors: u64,
+    /// When the last one happened.
+    last: Instant,
 }
 
 /// First pause after an accept error; each further error in a row doubles
 /// it up to [`MAX_ACCEPT_PAUSE`].
 const FIRST_ACCEPT_PAUSE: Duration = Duration::from_millis(10);
 const MAX_ACCEPT_PAUSE: Duration = Duration::from_secs(1);
+/// How long accepts go without an error before an episode of errors is
+/// over (the next error is logged again).
+const ACCEPT_QUIET: Duration = Duration::from_secs(60);
 
 impl AcceptErrors {
-    /// Records a failed accept; returns the pause before the next one.
-    fn failed(&mut self, e: &std::io::Error) -> Duration {
+    /// Records a failed accept at `now`; returns the pause before the next
+    /// one.
+    fn failed(&mut self, e: &std::io::Error, now: Instant) -> Duration {
         use std::io::ErrorKind;
         // the client gave up before we accepted: not the host's trouble
         if matches!(
@@ -159,12 +181,29 @@ impl AcceptErrors {
         ) {
             return Duration::ZERO;
         }
-        if self.in_a_row == 0 {
-            tracing::error!(
-                error = %e,
-                "accept error; pausing accepts (at most 1 s at a time) until it passes. \
-                 Too many open files: raise `ulimit -n` or lower host.max_connections"
-            );
+        // an error long after the last one: that episode ended unnoticed
+        // (no accept came after the quiet time to say so)
+        if self.in_a_row == 0 && self.episode_over(now) {
+            self.end_episode();
+        }
+        match &mut self.episode {
+            Some(episode) => {
+                episode.errors = episode.errors.saturating_add(1);
+                episode.last = now;
+            }
+            None => {
+                tracing::error!(
+                    error = %e,
+                    "accept error; pausing accepts (at most 1 s at a time) until it passes, \
+                     logged once until accepts have gone a minute without one. \
+                     Too many open files: raise `ulimit -n` or lower host.max_connections"
+                );
+                self.reported = self.reported.saturating_add(1);
+                self.episode = Some(AcceptEpisode {
+                    errors: 1,
+                    last: now,
+                });
+            }
         }
         self.in_a_row = self.in_a_row.saturating_add(1);
         FIRST_ACCEPT_PAUSE
@@ -172,11 +211,26 @@ impl AcceptErrors {
             .min(MAX_ACCEPT_PAUSE)
     }
 
-    /// Records a successful accept.
-    fn recovered(&mut self) {
-        if self.in_a_row > 0 {
-            tracing::warn!(errors = self.in_a_row, "accepting connections again");
-            self.in_a_row = 0;
+    /// Records a successful accept at `now`.
+    fn recovered(&mut self, now: Instant) {
+        self.in_a_row = 0;
+        if self.episode_over(now) {
+            self.end_episode();
+        }
+    }
+
+    fn episode_over(&self, now: Instant) -> bool {
+        self.episode
+            .as_ref()
+            .is_some_and(|e| now.saturating_duration_since(e.last) >= ACCEPT_QUIET)
+    }
+
+    fn end_episode(&mut self) {
+        if let Some(episode) = self.episode.take() {
+            tracing::warn!(
+                errors = episode.errors,
+                "accepting connections again: no accept error for a minute"
+            );
         }
     }
 }
@@ -274,14 +328,43 @@ mod tests {
     #[test]
     fn accept_errors_back_off_up_to_a_second() {
         let mut errors = AcceptErrors::default();
+        let now = Instant::now();
         let emfile = std::io::Error::from_raw_os_error(24);
         let pauses: Vec<u128> = (0..10)
-            .map(|_| errors.failed(&emfile).as_millis())
+            .map(|_| errors.failed(&emfile, now).as_millis())
             .collect();
         assert_eq!(pauses, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
-        errors.recovered();
-        assert_eq!(errors.failed(&emfile).as_millis(), 10);
+        errors.recovered(now);
+        assert_eq!(errors.failed(&emfile, now).as_millis(), 10);
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionAborted);
-        assert_eq!(errors.failed(&reset), Duration::ZERO);
+        assert_eq!(errors.failed(&reset, now), Duration::ZERO);
+    }
+
+    /// At the open-file limit accepts flap: fail, succeed, fail… That is
+    /// one episode, logged once (it was logged at every failure after a
+    /// success: 64 times in 35 s); a minute without an error ends it, and
+    /// the next error is logged again.
+    #[test]
+    fn flapping_accept_errors_are_logged_once_per_episode() {
+        let mut errors = AcceptErrors::default();
+        let start = Instant::now();
+        let emfile = std::io::Error::from_raw_os_error(24);
+        for i in 0..64 {
+            let at = start + Duration::from_millis(500 * i);
+            errors.failed(&emfile, at);
+            errors.recovered(at + Duration::from_millis(100));
+        }
+        assert_eq!(errors.reported, 1);
+        let last = start + Duration::from_millis(500 * 63);
+        // accepts go on without an error for a minute: the episode is over
+        errors.recovered(last + ACCEPT_QUIET);
+        assert!(errors.episode.is_none());
+        errors.failed(&emfile, last + ACCEPT_QUIET + Duration::from_secs(1));
+        assert_eq!(errors.reported, 2);
+        // an error long after the last, with no accept between to end it
+        let later = last + ACCEPT_QUIET * 3;
+        errors.recovered(last + ACCEPT_QUIET + Duration::from_secs(2));
+        errors.failed(&emfile, later);
+        assert_eq!(errors.reported, 3);
     }
 }

@@ -85,6 +85,7 @@ mod secret_names;
 mod secrets;
 mod shell_sandbox;
 mod shell_stop;
+mod stop_twice;
 mod store_refusals;
 mod store_files;
 mod subagent_hops;

@@ -259,13 +259,37 @@ fn render_value(value: &Value, vars: &Vars<'_>) -> Value {
     }
 }
 
-/// Whether `m` is a user-side message other than a memory update (a
-/// runtime note that memory changed, not something anyone said: it is
-/// neither matched nor echoed, and the steps after it are the turn's).
+/// Whether `m` is a user-side message a step counts from: anything but a
+/// memory update or a compaction summary (the runtime's notes that memory
+/// changed and of what came before, not something anyone said: they are
+/// neither matched nor echoed, and the steps after them are the turn's).
+/// A runtime reminder counts: it asks for a new answer.
 fn is_input(m: &ChatMessage) -> bool {
     match m {
-        ChatMessage::User { content } => !prompts().memory_update.rendered_in(content),
-        _ => false,
+        ChatMessage::User { content } => {
+            let p = prompts();
+            !p.memory_update.rendered_in(content) && !p.summary.rendered_in(content)
+        }
+        ChatMessage::System { .. } | ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => {
+            false
+        }
+    }
+}
+
+/// Whether `m` is a user-side message someone sent (a person, another
+/// bot, an event): an input that is not a runtime reminder either.
+fn is_said(m: &ChatMessage) -> bool {
+    match m {
+        ChatMessage::User { content } => {
+            let p = prompts();
+            is_input(m)
+                && !p.delivery_reminder.rendered_in(content)
+                && !p.loop_reminder.rendered_in(content)
+                && !p.cut_off.rendered_in(content)
+        }
+        ChatMessage::System { .. } | ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => {
+            false
+        }
     }
 }
 
@@ -289,15 +313,22 @@ fn conversation_position(messages: &[ChatMessage]) -> (Option<usize>, usize, &st
     (last_user, step, tool_result)
 }
 
+/// `{{inputs}}`: what was said since the bot's last output before the
+/// newest of it, one per line. Runtime texts (a summary, a memory update,
+/// a reminder) are left out: after a reminder, what it reminds of is the
+/// messages said before the step that did not answer them.
 fn user_texts_since_assistant(messages: &[ChatMessage]) -> String {
-    let start = messages
+    let Some(newest) = messages.iter().rposition(is_said) else {
+        return String::new();
+    };
+    let start = messages[..newest]
         .iter()
         .rposition(|m| matches!(m, ChatMessage::Assistant { .. } | ChatMessage::Tool { .. }))
         .map(|i| i + 1)
         .unwrap_or(0);
-    messages[start..]
+    messages[start..=newest]
         .iter()
-        .filter(|m| is_input(m))
+        .filter(|m| is_said(m))
         .filter_map(|m| match m {
             ChatMessage::User { content } => Some(content.as_str()),
             _ => None,

@@ -162,3 +162,80 @@ fn a_script_answers_only_the_purposes_it_has_rules_for() {
     assert!(without.answers(Purpose::Turn));
     assert!(!without.answers(Purpose::Compact));
 }
+
+/// The offline fleet's echo rule: `{{inputs}}` is what people said.
+const INPUTS: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "You said: {{inputs}}" } } ]
+"#;
+
+fn said(r: &ModelResponse) -> String {
+    let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
+    args["text"].as_str().unwrap().to_owned()
+}
+
+fn assistant_sent(id: &str) -> [ChatMessage; 2] {
+    [
+        ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "SendMessage".into(),
+                arguments: "{}".into(),
+            }],
+        },
+        ChatMessage::Tool {
+            tool_call_id: id.into(),
+            content: "sent".into(),
+        },
+    ]
+}
+
+/// After a compaction the summary leads the context: it is the runtime's,
+/// not something anyone said, so `{{inputs}}` leaves it out (it quoted the
+/// whole summary back, until SendMessage refused the length).
+#[tokio::test]
+async fn inputs_leave_out_a_compaction_summary() {
+    let model = ScriptedModel::new(Script::parse(INPUTS, "t").unwrap());
+    let summary = prompts()
+        .summary
+        .render(&[
+            ("text", "they said hello 14 times"),
+            ("covers_to_seq", "40"),
+            ("epoch", "2"),
+        ])
+        .unwrap();
+    let r = ask(&model, vec![user(&summary), user("random words")]).await;
+    assert_eq!(said(&r), "You said: random words");
+    // a summary alone is no input: nothing to echo, no step 0 of it
+    let r = ask(&model, vec![user(&summary)]).await;
+    assert_eq!(said(&r), "You said: ");
+}
+
+/// A runtime reminder (the turn ended without a reply) asks for the answer
+/// again: `{{inputs}}` is the person's message it reminds of, not the
+/// reminder's text.
+#[tokio::test]
+async fn inputs_leave_out_a_runtime_reminder() {
+    let model = ScriptedModel::new(Script::parse(INPUTS, "t").unwrap());
+    let p = prompts();
+    let reminders = [
+        p.delivery_reminder.render(&[]).unwrap(),
+        p.cut_off.render(&[]).unwrap(),
+        p.loop_reminder
+            .render(&[("what", "the same line")])
+            .unwrap(),
+    ];
+    for reminder in reminders {
+        let mut history = vec![user("earlier")];
+        history.extend(assistant_sent("c1"));
+        history.push(user("random words"));
+        history.push(ChatMessage::Assistant {
+            content: "thinking".into(),
+            tool_calls: vec![],
+        });
+        history.push(user(&reminder));
+        let r = ask(&model, history).await;
+        assert_eq!(said(&r), "You said: random words", "{reminder}");
+    }
+}

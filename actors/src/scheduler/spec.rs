@@ -223,6 +223,40 @@ impl TimeKind {
     }
 }
 
+/// The `@` nicknames a cron expression may be, as croner reads them, with
+/// `@midnight` (cron's name for `@daily`, which croner lacks) added.
+const NICKNAMES: &str = "@yearly (or @annually), @monthly, @weekly, @daily (or @midnight), @hourly";
+
+/// `cron` with `@midnight` read as `@daily`; an unknown `@` nickname is
+/// refused with the list (croner took it for a pattern and complained
+/// about its number of fields).
+fn expand_nickname(cron: &str) -> Result<&str, RoutineError> {
+    let name = cron.trim();
+    if !name.starts_with('@') {
+        return Ok(cron);
+    }
+    let known = [
+        "@yearly",
+        "@annually",
+        "@monthly",
+        "@weekly",
+        "@daily",
+        "@hourly",
+    ];
+    if name.eq_ignore_ascii_case("@midnight") {
+        Ok("@daily")
+    } else if known.iter().any(|k| name.eq_ignore_ascii_case(k)) {
+        Ok(cron)
+    } else {
+        Err(RoutineError::Cron {
+            cron: cron.to_owned(),
+            detail: format!(
+                "{name:?} is not a nickname this host knows; the nicknames are {NICKNAMES}"
+            ),
+        })
+    }
+}
+
 impl Schedule {
     /// Parses a cron expression (5 fields, or 6 with seconds first) and an
     /// IANA time zone name, and checks that the expression ever fires.
@@ -235,7 +269,7 @@ impl Schedule {
             .seconds(Seconds::Optional)
             .year(Year::Disallowed)
             .build()
-            .parse(cron)
+            .parse(expand_nickname(cron)?)
             .map_err(|e| RoutineError::Cron {
                 cron: cron.to_owned(),
                 detail: e.to_string(),

@@ -499,3 +499,28 @@ fn next_after_is_strictly_later_and_monotonic_across_transitions() {
         }
     }
 }
+
+/// `@midnight` is `@daily` (croner lacks it and said "Pattern must have 5
+/// or 6 fields"); an unknown nickname is refused with the list.
+#[test]
+fn midnight_is_daily_and_unknown_nicknames_are_listed() {
+    let from = "2026-03-01T10:00:00Z";
+    assert_eq!(
+        slots("@midnight", "Asia/Shanghai", from, 2),
+        slots("@daily", "Asia/Shanghai", from, 2)
+    );
+    assert_eq!(
+        slots("@MIDNIGHT", "UTC", from, 1),
+        vec!["2026-03-02T00:00:00Z".to_owned()]
+    );
+    let e = Schedule::parse("@fortnightly", "UTC").unwrap_err();
+    assert_eq!(e.field(), "cron");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"@fortnightly\" is not a nickname")
+            && msg.contains(
+                "@yearly (or @annually), @monthly, @weekly, @daily (or @midnight), @hourly"
+            ),
+        "{msg}"
+    );
+}

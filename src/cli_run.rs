@@ -1,0 +1,182 @@
+//! `botfleet run`: start a host, serve until SIGINT or SIGTERM, stop it;
+//! a second signal, or blocking work that outlives the stop, does not
+//! keep the process alive.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::exit;
+use super::terminal;
+use crate::host;
+
+/// Runs a host until SIGINT or SIGTERM, then stops it: success once the
+/// store is closed, 130 on a second signal.
+pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
+    let running = host::start(opts).await?;
+    terminal::serving();
+    // listening from now on, so that no signal falls between the first
+    // wait and the second (a Ctrl-C just after "stopping…" was lost)
+    let mut signals = StopSignals::new()?;
+    for line in &running.banner {
+        outln!("{line}");
+    }
+    outln!("{}", host::send_hint(running.addr));
+    signals.next().await;
+    outln!("stopping… (Ctrl-C again to stop at once)");
+    // what the warning names if the exit is held up: the runtime keeps no
+    // list of its blocking work, the fleet knows whose turns it cancels
+    let running_turns = turns_running(&running.fleet).await;
+    // on a thread of its own, so that it outlives this runtime: once `run`
+    // returns, dropping the runtime waits for every blocking task (a
+    // search that never ends held the process forever, deaf to signals)
+    let guard = ExitGuard::start(signals, running_turns);
+    // a task, as before: a panic in the stop is reported by the panic hook
+    // and the exit goes on
+    let _ = tokio::spawn(running.shutdown()).await;
+    guard.done();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How long the process may take to exit once the stop is done (the store
+/// closed and flushed) before it exits without waiting for the blocking
+/// work still running.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// The bots whose turns are running, to name them if the exit is held up.
+async fn turns_running(fleet: &botfleet_actors::FleetHandle) -> Vec<String> {
+    let active = tokio::time::timeout(Duration::from_secs(1), fleet.active()).await;
+    match active {
+        Ok(Ok(bots)) => bots
+            .into_iter()
+            .filter(|b| b.turn.is_some())
+            .map(|b| b.id.to_string())
+            .collect(),
+        Ok(Err(_)) | Err(_) => Vec::new(),
+    }
+}
+
+/// Watches a stopping host from a thread with its own runtime: a second
+/// SIGINT or SIGTERM exits at once with status 130 (while the stop runs
+/// and while the runtime is dropped after it), and once the stop is done
+/// the process exits at the latest [`EXIT_GRACE`] later.
+struct ExitGuard {
+    done: tokio::sync::oneshot::Sender<()>,
+}
+
+impl ExitGuard {
+    /// Starts watching. If no thread can be started, a second signal is
+    /// still seen while the stop runs (by a task), but not after it.
+    fn start(signals: StopSignals, running_turns: Vec<String>) -> Self {
+        let (done, stopped) = tokio::sync::oneshot::channel();
+        let started = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| {
+                std::thread::Builder::new()
+                    .name("botfleet-exit".into())
+                    .spawn(move || rt.block_on(watch_exit(signals, stopped, running_turns)))
+                    .map_err(anyhow::Error::from)
+            });
+        if let Err(e) = started {
+            tracing::warn!(
+                error = %e,
+                "cannot watch the exit from a thread of its own: a second Ctrl-C is seen only while the host stops, and the exit may wait for blocking work"
+            );
+            // the signals went with the failed start: listen anew
+            match StopSignals::new() {
+                Ok(mut signals) => {
+                    tokio::spawn(async move {
+                        signals.next().await;
+                        stop_at_once();
+                    });
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot listen for a second Ctrl-C"),
+            }
+        }
+        Self { done }
+    }
+
+    /// The stop is done: the store is closed and flushed.
+    fn done(self) {
+        let _ = self.done.send(());
+    }
+}
+
+/// The exit watch's thread: a second signal, or the grace after the stop.
+async fn watch_exit(
+    mut signals: StopSignals,
+    stopped: tokio::sync::oneshot::Receiver<()>,
+    running_turns: Vec<String>,
+) {
+    let held_up = async {
+        // an error: the stop itself ended (a panic), so `run` returns and
+        // the runtime's drop is what is waited for, as after a stop
+        let _ = stopped.await;
+        tokio::time::sleep(EXIT_GRACE).await;
+    };
+    tokio::select! {
+        () = signals.next() => stop_at_once(),
+        () = held_up => {
+            let turns = if running_turns.is_empty() {
+                "none".to_owned()
+            } else {
+                running_turns.join(", ")
+            };
+            tracing::warn!(
+                "the host stopped (its store is closed) but blocking work was still running {} s later: a search, a file tool or a script check of a cancelled turn (bots with a turn running at the stop: {turns}); exiting without waiting for it",
+                EXIT_GRACE.as_secs()
+            );
+            std::process::exit(0);
+        }
+    }
+}
+
+/// A second signal: out at once, without waiting for turns, tasks or
+/// blocking threads (the runtime would on its way out); what is committed
+/// is safe, the next start resumes the rest as after a crash.
+fn stop_at_once() -> ! {
+    errln!("stopped at once; the next start resumes what was running");
+    std::process::exit(exit::INTERRUPTED);
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM, each received from the moment this is made.
+struct StopSignals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::SignalKind;
+            use tokio::signal::unix::signal;
+            Ok(Self {
+                int: signal(SignalKind::interrupt())?,
+                term: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
+        }
+    }
+
+    /// The next SIGINT or SIGTERM.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => {}
+                _ = self.term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

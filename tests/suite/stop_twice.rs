@@ -1,0 +1,92 @@
+//! A second SIGTERM while a real host (`botfleet run`) stops slowly (it
+//! waits for a fact extraction whose model answers in a minute) exits at
+//! once with status 130, as docs/operations.md says; the wait is watched
+//! from a thread of the exit's own (src/cli_run.rs), which also bounds the
+//! exit after the stop when blocking work outlives it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::memory_restart::answers_once;
+use super::memory_restart::extracting_setup;
+use crate::support::fleet::TOKEN;
+use crate::support::memory_model::adds;
+use crate::support::memory_model::is_extraction;
+use crate::support::openai_server::Reply;
+use crate::support::process::HostProcess;
+use crate::support::process::free_port;
+use crate::support::process::poll;
+
+/// The bot answers; the extractor answers a minute later.
+fn slow_extractor(body: &Value) -> Reply {
+    if is_extraction(body) {
+        return adds("Alice keeps bees").delay_headers(Duration::from_secs(60));
+    }
+    answers_once(body, "Noted.")
+}
+
+/// Sends `signal` (e.g. "TERM") to `pid` with kill(1).
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}
+
+#[tokio::test]
+async fn a_second_sigterm_while_the_stop_waits_for_an_extraction_exits_at_once() {
+    let (server, _fleet, path, log) = extracting_setup(slow_extractor).await;
+    let mut host = HostProcess::start(&path, free_port(), &log).await;
+    let c = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let (status, body) = c
+        .send_message("a1", "I keep bees", "stop-twice-1")
+        .await
+        .unwrap();
+    assert_eq!(status.as_u16(), 202, "{body}");
+    // the extraction runs (its answer is a minute away)
+    let wait = async {
+        while !server.requests().iter().any(|r| is_extraction(&r.body)) {
+            server.wait_for_requests(server.request_count() + 1).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .expect("the extractor was never asked");
+
+    let pid = host.child.id().unwrap();
+    signal(pid, "TERM");
+    // the first signal is taken once the API stops answering: the stop
+    // then waits (up to 5 s) for the extraction
+    let http = reqwest::Client::new();
+    poll(20, async || {
+        match http
+            .get(format!("{}/healthz", host.url))
+            .timeout(Duration::from_secs(1))
+            .send()
+            .await
+        {
+            Ok(_) => Err("the API still answers".to_owned()),
+            Err(_) => Ok(()),
+        }
+    })
+    .await;
+    let started = Instant::now();
+    signal(pid, "TERM");
+    let status = tokio::time::timeout(Duration::from_secs(20), host.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    host.wait_log("stopped at once").await;
+}
