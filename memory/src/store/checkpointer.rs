@@ -80,9 +80,18 @@ impl Checkpoints {
         }
     }
 
-    /// The connection checkpoints run on.
+    /// The connection checkpoints run on. It never creates the database:
+    /// the store made it before this thread started, so a missing file was
+    /// deleted since, and an empty one made here would pose as the store
+    /// (the writer would see it as the database "replaced by another file").
     pub(crate) fn connect(&self) -> rusqlite::Result<Connection> {
-        let conn = Connection::open(&self.path)?;
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )?;
         let _ = conn.busy_timeout(Duration::from_millis(100));
         Ok(conn)
     }

@@ -159,3 +159,22 @@ async fn a_damaged_page_is_told_as_damage() -> TestResult {
     }
     Ok(())
 }
+
+/// The checkpoint thread never makes a database. It connects once its
+/// thread runs, which under load can be after the file was deleted: it
+/// then made an empty `fleet.db`, and the writer told the deletion as the
+/// database "replaced by another file" (a flaky `was deleted` above).
+#[test]
+fn the_checkpointer_does_not_create_a_deleted_database() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("fleet.db");
+    let checkpoints = checkpointer::Checkpoints {
+        path: path.clone(),
+        period: std::time::Duration::from_secs(1),
+        restart_frames: 1,
+        catch_up: std::sync::Arc::default(),
+        stats: std::sync::Arc::default(),
+    };
+    assert!(checkpoints.connect().is_err());
+    assert!(!path.exists(), "the checkpointer made {}", path.display());
+}
