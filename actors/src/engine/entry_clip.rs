@@ -28,6 +28,7 @@ use super::tool_name;
 use crate::engine::context::grouped;
 use crate::model::ChatMessage;
 use crate::model::ToolCall;
+use crate::prompts::Template;
 use crate::prompts::prompts;
 
 /// The fewest tokens the cap allows, whatever the provider's
@@ -353,45 +354,40 @@ pub(crate) fn fair_shares(sizes: &[u64], budget: u64) -> Vec<Option<u64>> {
 
 /// A clipped message: prompts/entry_clipped.md.
 fn entry_note(c: Cut<'_>, seq: &str) -> String {
-    prompts()
-        .entry_clipped
-        .render(&[
-            ("head", c.head),
-            ("tail", c.tail),
-            ("cut", &grouped(c.cut)),
-            ("chars", &grouped(c.chars)),
-            ("seq", seq),
-        ])
-        .unwrap_or_else(|e| format!("{}\n[{e}]\n{}", c.head, c.tail))
+    note(&prompts().entry_clipped, c, &[("seq", seq)])
 }
 
 /// A clipped argument of a call of `tool`: prompts/argument_clipped.md.
 fn argument_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
-    prompts()
-        .argument_clipped
-        .render(&[
-            ("head", c.head),
-            ("tail", c.tail),
-            ("cut", &grouped(c.cut)),
-            ("chars", &grouped(c.chars)),
-            ("tool", tool),
-            ("seq", seq),
-        ])
-        .unwrap_or_else(|e| format!("{}\n[{e}]\n{}", c.head, c.tail))
+    note(
+        &prompts().argument_clipped,
+        c,
+        &[("tool", tool), ("seq", seq)],
+    )
 }
 
 /// A clipped result of `tool`: prompts/result_clipped.md.
 fn result_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
-    prompts()
-        .result_clipped
-        .render(&[
-            ("head", c.head),
-            ("tail", c.tail),
-            ("cut", &grouped(c.cut)),
-            ("chars", &grouped(c.chars)),
-            ("tool", tool),
-            ("seq", seq),
-        ])
+    note(
+        &prompts().result_clipped,
+        c,
+        &[("tool", tool), ("seq", seq)],
+    )
+}
+
+/// The cut's start and end around `template`, which also gets `more`.
+fn note(template: &Template, c: Cut<'_>, more: &[(&str, &str)]) -> String {
+    let cut = grouped(c.cut);
+    let chars = grouped(c.chars);
+    let mut vars = vec![
+        ("head", c.head),
+        ("tail", c.tail),
+        ("cut", cut.as_str()),
+        ("chars", chars.as_str()),
+    ];
+    vars.extend_from_slice(more);
+    template
+        .render(&vars)
         .unwrap_or_else(|e| format!("{}\n[{e}]\n{}", c.head, c.tail))
 }
 
