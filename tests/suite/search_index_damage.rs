@@ -7,7 +7,6 @@
 
 use std::path::Path;
 use std::time::Duration;
-use std::time::Instant;
 
 use serde_json::json;
 
@@ -87,8 +86,7 @@ async fn a_segment_damaged_on_disk_is_found_after_start_and_rebuilt() {
     damage_largest_pos(&data.join("index"));
     let mut host = HostProcess::start(&path, port, &log).await;
     // searches never hang and never say "busy, retry shortly" about damage
-    let started = Instant::now();
-    loop {
+    crate::support::process::poll(30, async || {
         let answer = tokio::time::timeout(
             Duration::from_secs(20),
             client.get_query("/v1/search", &[("q", "wombat manifest")]),
@@ -96,22 +94,19 @@ async fn a_segment_damaged_on_disk_is_found_after_start_and_rebuilt() {
         .await
         .expect("a search on the damaged index never answered");
         match answer {
-            Ok(v) if v["total"] == json!(12) => break,
-            Ok(_) => {}
+            Ok(v) if v["total"] == json!(12) => Ok(()),
+            Ok(v) => Err(format!("the damaged index was not rebuilt: {v}")),
             Err(e) => {
                 let text = format!("{e:#}");
                 assert!(
                     text.contains("503") && text.contains("being rebuilt"),
                     "{text}"
                 );
+                Err(text)
             }
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the damaged index was not rebuilt"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     host.wait_log("segment files fail their checksum").await;
     assert_eq!(names_starting(&data, "index.damaged-").len(), 1);
     host.stop(&log).await;
