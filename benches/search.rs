@@ -166,5 +166,19 @@ fn searching(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, indexing, searching);
+/// The check of every segment's checksum the indexer runs after each start
+/// (`TranscriptIndex::check_segments`): it reads the whole index.
+fn checksum_check(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let index = build(dir.path(), &entries(ENTRIES));
+    let mut group = c.benchmark_group("index");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(ENTRIES as u64));
+    group.bench_function(format!("checksum check, {ENTRIES} entries"), |b| {
+        b.iter(|| black_box(index.check_segments().unwrap_or_else(|e| panic!("{e}"))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, indexing, searching, checksum_check);
 criterion_main!(benches);

@@ -15,8 +15,6 @@ use botfleet_memory::AdmittedRecord;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::SessionId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -219,14 +217,7 @@ pub(crate) async fn dm_session(
     Path(bot): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let dm = |bot: &BotId| {
-        SessionKey {
-            bot: bot.clone(),
-            kind: SessionKind::Dm,
-            peer: user.0.to_string(),
-        }
-        .id()
-    };
+    let dm = |bot: &BotId| super::dm_of(bot, &user);
     let store = state.fleet.store();
     let b = match owned_bot(&state, &user, &bot).await {
         Ok(b) => b,

@@ -214,3 +214,14 @@ pub(crate) async fn owned_bot(
         _ => Err(ApiError::no_such_bot(bot)),
     }
 }
+
+/// The id of `bot`'s direct-message session with `user` (derived from its
+/// key: the session need not exist yet).
+pub(crate) fn dm_of(bot: &BotId, user: &AuthUser) -> botfleet_memory::SessionId {
+    botfleet_memory::SessionKey {
+        bot: bot.clone(),
+        kind: botfleet_memory::SessionKind::Dm,
+        peer: user.0.to_string(),
+    }
+    .id()
+}

@@ -22,8 +22,6 @@ use botfleet_memory::MAX_SEARCH_LIMIT;
 use botfleet_memory::MAX_SEARCH_OFFSET;
 use botfleet_memory::SearchQuery;
 use botfleet_memory::SessionId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use botfleet_memory::TranscriptSearch;
 use serde::Deserialize;
 use serde_json::Value;
@@ -190,7 +188,7 @@ async fn unwritten_but_readable(
     let rt = state.fleet.runtime();
     match bot {
         Some(bot) => {
-            if dm_of(&bot.id, user) == id {
+            if super::dm_of(&bot.id, user) == id {
                 return Ok(true);
             }
             let rooms = rt.store.rooms_for(&bot.owner).await?;
@@ -209,16 +207,6 @@ async fn unwritten_but_readable(
             Ok(rooms.iter().any(|r| r.timeline().id() == id))
         }
     }
-}
-
-/// The id of `bot`'s DM with `user`, as `GET /v1/bots/{bot}/session` derives it.
-fn dm_of(bot: &BotId, user: &AuthUser) -> SessionId {
-    SessionKey {
-        bot: bot.clone(),
-        kind: SessionKind::Dm,
-        peer: user.0.to_string(),
-    }
-    .id()
 }
 
 pub(crate) async fn search(

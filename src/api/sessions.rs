@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::extract::rejection::QueryRejection;
 use botfleet_memory::BotId;
 use botfleet_memory::SessionId;
-use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
@@ -97,15 +96,10 @@ pub(crate) async fn unwritten_dm(
     id: SessionId,
 ) -> Result<Option<BotId>, ApiError> {
     let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
-    Ok(bots.into_iter().map(|b| b.id).find(|bot| {
-        SessionKey {
-            bot: bot.clone(),
-            kind: SessionKind::Dm,
-            peer: user.0.to_string(),
-        }
-        .id()
-            == id
-    }))
+    Ok(bots
+        .into_iter()
+        .map(|b| b.id)
+        .find(|bot| super::dm_of(bot, user) == id))
 }
 
 async fn owned_turn(

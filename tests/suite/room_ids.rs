@@ -35,26 +35,6 @@ fn message(body: &Value) -> String {
         .to_owned()
 }
 
-/// Sends `method` to `path` as the user of `token`; the status and body.
-async fn call(
-    host: &TestHost,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = host
-        .http
-        .request(method, format!("{}{path}", host.url))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn a_clash_with_another_users_room_does_not_tell_its_spelling_or_owner() {
     let host = two_users().await;
@@ -140,14 +120,14 @@ async fn every_room_route_finds_a_room_in_any_case() {
     let (status, body) = host.get("/v1/groups/MIX/entries", BOB_TOKEN).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["room"], "Mix", "{body}");
-    let (status, body) = call(
-        &host,
-        reqwest::Method::PUT,
-        "/v1/groups/mIx/members",
-        BOB_TOKEN,
-        Some(json!({"members": ["x", "y", "z"]})),
-    )
-    .await;
+    let (status, body) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/groups/mIx/members",
+            BOB_TOKEN,
+            Some(json!({"members": ["x", "y", "z"]})),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["members"].as_array().map(Vec::len), Some(3), "{body}");
     let (status, body) = host
@@ -167,14 +147,9 @@ async fn every_room_route_finds_a_room_in_any_case() {
         assert_eq!(status, 404, "{path}: {body}");
     }
 
-    let (status, body) = call(
-        &host,
-        reqwest::Method::DELETE,
-        "/v1/groups/MIX",
-        BOB_TOKEN,
-        None,
-    )
-    .await;
+    let (status, body) = host
+        .call(reqwest::Method::DELETE, "/v1/groups/MIX", BOB_TOKEN, None)
+        .await;
     assert_eq!(status, 200, "{body}");
     assert!(body["closed_at"].is_i64(), "{body}");
     host.shutdown().await;

@@ -39,28 +39,6 @@ async fn admin_host(script: &str) -> TestHost {
         .await
 }
 
-/// Sends `method path` with a JSON body (if any) as the user of `token`.
-async fn call(
-    host: &TestHost,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = host
-        .http
-        .request(method, format!("{}{path}", host.url))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        req = req
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 async fn create(host: &TestHost, id: &str, members: &[&str]) -> Value {
     let (status, room) = host
         .post_raw(
@@ -75,8 +53,7 @@ async fn create(host: &TestHost, id: &str, members: &[&str]) -> Value {
 }
 
 async fn put_members(host: &TestHost, token: &str, room: &str, members: &[&str]) -> (u16, Value) {
-    call(
-        host,
+    host.call(
         reqwest::Method::PUT,
         &format!("/v1/groups/{room}/members"),
         token,
@@ -86,8 +63,7 @@ async fn put_members(host: &TestHost, token: &str, room: &str, members: &[&str])
 }
 
 async fn close(host: &TestHost, token: &str, room: &str) -> (u16, Value) {
-    call(
-        host,
+    host.call(
         reqwest::Method::DELETE,
         &format!("/v1/groups/{room}"),
         token,
@@ -371,14 +347,14 @@ async fn bad_member_lists_get_the_errors_of_creation() {
     assert_eq!(status, 404);
     assert!(message(&body).contains("shareable = true"), "{body}");
     // a body that is no member list
-    let (status, body) = call(
-        &host,
-        reqwest::Method::PUT,
-        "/v1/groups/team/members",
-        TOKEN,
-        Some(json!({"members": ["a", "b"], "extra": 1})),
-    )
-    .await;
+    let (status, body) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/groups/team/members",
+            TOKEN,
+            Some(json!({"members": ["a", "b"], "extra": 1})),
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     let (_, got) = host.get("/v1/groups/team", TOKEN).await;
     assert_eq!(member_ids(&got), ["a", "b"]);

@@ -11,12 +11,10 @@ use botfleet_memory::SecretValue;
 use botfleet_memory::Store;
 use botfleet_memory::StoreOptions;
 use botfleet_memory::UserId;
-use serde_json::Value;
 use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::TestHost;
 use crate::support::process::BIN;
 
 const ECHO: &str = r#"
@@ -46,24 +44,6 @@ const RESERVED: &[&str] = &[
     "NODE_EXTRA_CA_CERTS",
 ];
 
-async fn call(
-    host: &TestHost,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = host
-        .http
-        .request(method, format!("{}{path}", host.url))
-        .bearer_auth(TOKEN);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn put_refuses_names_that_change_what_commands_run_or_trust() {
     let fleet = TestFleet::new()
@@ -82,13 +62,14 @@ async fn put_refuses_names_that_change_what_commands_run_or_trust() {
     drop(store);
     let host = fleet.start().await;
     for name in RESERVED {
-        let (status, body) = call(
-            &host,
-            reqwest::Method::PUT,
-            &format!("/v1/secrets/{name}"),
-            Some(json!({"value": "x"})),
-        )
-        .await;
+        let (status, body) = host
+            .call(
+                reqwest::Method::PUT,
+                &format!("/v1/secrets/{name}"),
+                TOKEN,
+                Some(json!({"value": "x"})),
+            )
+            .await;
         assert_eq!(status, 400, "{name}: {body}");
         let msg = body["error"]["message"].as_str().unwrap_or_default();
         assert!(
@@ -99,13 +80,14 @@ async fn put_refuses_names_that_change_what_commands_run_or_trust() {
         );
     }
     // the name it suggests is taken
-    let (status, body) = call(
-        &host,
-        reqwest::Method::PUT,
-        "/v1/secrets/MY_GIT_CONFIG_GLOBAL",
-        Some(json!({"value": "x"})),
-    )
-    .await;
+    let (status, body) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/secrets/MY_GIT_CONFIG_GLOBAL",
+            TOKEN,
+            Some(json!({"value": "x"})),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     // the one stored before is listed, and can be deleted
     let (_, list) = host.get("/v1/secrets", TOKEN).await;
@@ -116,13 +98,14 @@ async fn put_refuses_names_that_change_what_commands_run_or_trust() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"GIT_CONFIG_GLOBAL"), "{list}");
-    let (status, body) = call(
-        &host,
-        reqwest::Method::DELETE,
-        "/v1/secrets/GIT_CONFIG_GLOBAL",
-        None,
-    )
-    .await;
+    let (status, body) = host
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/secrets/GIT_CONFIG_GLOBAL",
+            TOKEN,
+            None,
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     let (_, list) = host.get("/v1/secrets", TOKEN).await;
     assert!(

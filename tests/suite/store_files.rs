@@ -78,15 +78,20 @@ async fn refused_storage_error(url: &str, file: &str) -> String {
     message.to_owned()
 }
 
-#[tokio::test]
-async fn a_data_directory_deleted_under_the_host_refuses_messages() {
+/// A host process of [`fleet`] that accepted one message.
+async fn running_with_a_message() -> (TestFleet, HostProcess) {
     let fleet = fleet();
     let config = fleet.write();
-    let data = fleet.path().join("data");
-    let log = fleet.path().join("host.log");
-    let host = HostProcess::start(&config, free_port(), &log).await;
+    let host = HostProcess::start(&config, free_port(), &fleet.path().join("host.log")).await;
     let (status, body) = send(&host.url, "before", "before").await;
     assert_eq!(status, 202, "{body}");
+    (fleet, host)
+}
+
+#[tokio::test]
+async fn a_data_directory_deleted_under_the_host_refuses_messages() {
+    let (fleet, host) = running_with_a_message().await;
+    let data = fleet.path().join("data");
 
     // the host may write a file into it meanwhile (the index, the mirror)
     poll(20, async || match std::fs::remove_dir_all(&data) {
@@ -100,13 +105,9 @@ async fn a_data_directory_deleted_under_the_host_refuses_messages() {
 
 #[tokio::test]
 async fn a_database_deleted_under_the_host_refuses_messages_and_the_next_start() {
-    let fleet = fleet();
-    let config = fleet.write();
+    let (fleet, host) = running_with_a_message().await;
+    let config = fleet.path().join("fleet.toml");
     let data = fleet.path().join("data");
-    let log = fleet.path().join("host.log");
-    let host = HostProcess::start(&config, free_port(), &log).await;
-    let (status, body) = send(&host.url, "before", "before").await;
-    assert_eq!(status, 202, "{body}");
 
     for name in ["fleet.db", "fleet.db-wal", "fleet.db-shm"] {
         let _ = std::fs::remove_file(data.join(name));

@@ -183,6 +183,27 @@ impl TestHost {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// Sends `method path` as the user of `token`, with a JSON body if
+    /// any; the status and the body (`null` when it is not JSON).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
         let resp = self
             .http

@@ -9,45 +9,27 @@ use pretty_assertions::assert_eq;
 use super::*;
 use crate::index::SearchQuery;
 use crate::index::feed::reindex;
+use crate::index::test_support::IndexerSetup;
 use crate::index::test_support::TestResult;
 use crate::index::test_support::bot;
 use crate::index::test_support::seed;
+use crate::index::test_support::stop;
 use crate::store::StoreOptions;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-struct Setup {
-    dir: tempfile::TempDir,
-    store: Store,
-    index: TranscriptIndex,
-}
+type Setup = IndexerSetup;
 
-impl Setup {
-    fn new() -> Result<Self, Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
-        let index = TranscriptIndex::open(dir.path().join("index"))?;
-        Ok(Self { dir, store, index })
-    }
-
-    fn mirror_root(&self) -> PathBuf {
-        self.dir.path().join("transcripts")
-    }
-
+impl IndexerSetup {
     async fn start(
         &self,
     ) -> Result<(ActorRef<IndexerMsg>, tokio::task::JoinHandle<()>), Box<dyn std::error::Error>>
     {
-        let args = IndexerArgs {
-            index: self.index.clone(),
-            store: self.store.clone(),
-            options: IndexOptions {
-                catch_up_batch: 2,
-                ..IndexOptions::default()
-            },
-            mirror_root: Some(self.mirror_root()),
+        let options = IndexOptions {
+            catch_up_batch: 2,
+            ..IndexOptions::default()
         };
-        Ok(Actor::spawn(None, IndexerActor, args).await?)
+        self.spawn(&self.index, options).await
     }
 
     fn total(&self, text: &str) -> Result<usize, IndexError> {
@@ -72,12 +54,6 @@ fn mirror_lines(root: &Path) -> usize {
         }
     }
     n
-}
-
-async fn stop(actor: ActorRef<IndexerMsg>, handle: tokio::task::JoinHandle<()>) -> TestResult {
-    actor.stop(None);
-    handle.await?;
-    Ok(())
 }
 
 #[tokio::test]

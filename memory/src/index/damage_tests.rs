@@ -6,7 +6,6 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ractor::Actor;
 use ractor::ActorRef;
 
 use crate::ids::EntryId;
@@ -14,50 +13,32 @@ use crate::index::IndexError;
 use crate::index::IndexOptions;
 use crate::index::Indexer;
 use crate::index::IndexerActor;
-use crate::index::IndexerArgs;
 use crate::index::IndexerMsg;
 use crate::index::JsonlMirror;
 use crate::index::SearchQuery;
 use crate::index::TranscriptIndex;
 use crate::index::TranscriptSearch;
 use crate::index::health::MAX_RUNNING_SEARCHES;
+use crate::index::test_support::IndexerSetup;
 use crate::index::test_support::TestResult;
 use crate::index::test_support::bot;
 use crate::index::test_support::seed;
 use crate::index::test_support::session;
+use crate::index::test_support::stop;
 use crate::index::test_support::user_text;
 use crate::record::Entry;
-use crate::store::Store;
-use crate::store::StoreOptions;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-struct Setup {
-    dir: tempfile::TempDir,
-    store: Store,
-    index: TranscriptIndex,
-}
+type Setup = IndexerSetup;
 
-impl Setup {
-    fn new() -> Result<Self, Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
-        let index = TranscriptIndex::open(dir.path().join("index"))?;
-        Ok(Self { dir, store, index })
-    }
-
-    async fn start(
+impl IndexerSetup {
+    async fn start_on(
         &self,
         index: &TranscriptIndex,
     ) -> Result<(ActorRef<IndexerMsg>, tokio::task::JoinHandle<()>), Box<dyn std::error::Error>>
     {
-        let args = IndexerArgs {
-            index: index.clone(),
-            store: self.store.clone(),
-            options: IndexOptions::default(),
-            mirror_root: Some(self.dir.path().join("transcripts")),
-        };
-        Ok(Actor::spawn(None, IndexerActor, args).await?)
+        self.spawn(index, IndexOptions::default()).await
     }
 
     /// The directories the damaged index was moved to.
@@ -119,22 +100,20 @@ fn entry(gid: i64, text: &str) -> Entry {
     }
 }
 
-/// Polls `check` until it holds, for at most [`WAIT`].
-async fn until(mut check: impl FnMut() -> bool) -> bool {
-    let start = std::time::Instant::now();
-    while start.elapsed() < WAIT {
-        if check() {
-            return true;
+/// Waits until `check` holds, for at most [`WAIT`]: checked again each
+/// time `index`'s damage state changes (marked damaged, then cleared when
+/// the set-aside index is replaced: the last step of a repair).
+async fn until(index: &TranscriptIndex, check: impl Fn() -> bool) -> bool {
+    let mut changes = index.health().watch();
+    let waited = tokio::time::timeout(WAIT, async {
+        while !check() {
+            if changes.changed().await.is_err() {
+                return;
+            }
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
-}
-
-async fn stop(actor: ActorRef<IndexerMsg>, handle: tokio::task::JoinHandle<()>) -> TestResult {
-    actor.stop(None);
-    handle.await?;
-    Ok(())
+    })
+    .await;
+    waited.is_ok() && check()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,7 +122,7 @@ async fn a_segment_that_fails_its_checksum_is_set_aside_at_start_and_rebuilt() -
     let all = texts(300);
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();
     seed(&s.store, "r", "alice", &refs).await?;
-    let (actor, handle) = s.start(&s.index).await?;
+    let (actor, handle) = s.start_on(&s.index).await?;
     IndexerActor::flush(&actor, WAIT).await?;
     stop(actor, handle).await?;
     drop(s.index.clone());
@@ -155,13 +134,13 @@ async fn a_segment_that_fails_its_checksum_is_set_aside_at_start_and_rebuilt() -
         aside, None,
         "the damage is inside a segment, not in meta.json"
     );
-    let (actor, handle) = s.start(&index).await?;
+    let (actor, handle) = s.start_on(&index).await?;
     assert!(
-        until(|| !s.set_aside().is_empty()).await,
+        until(&index, || !s.set_aside().is_empty()).await,
         "the damaged index was never moved to index.damaged-*"
     );
     assert!(
-        until(|| index.damage().is_none()).await,
+        until(&index, || index.damage().is_none()).await,
         "{:?}",
         index.damage()
     );
@@ -181,7 +160,7 @@ async fn a_panicking_search_marks_the_index_damaged_and_the_indexer_rebuilds_it(
         &["the supplier list", "a supplier audit"],
     )
     .await?;
-    let (actor, handle) = s.start(&s.index).await?;
+    let (actor, handle) = s.start_on(&s.index).await?;
     IndexerActor::flush(&actor, WAIT).await?;
 
     let generation = s.index.current().generation();
@@ -201,7 +180,9 @@ async fn a_panicking_search_marks_the_index_damaged_and_the_indexer_rebuilds_it(
     assert!(err.to_string().contains("being rebuilt"), "{err}");
 
     assert!(
-        until(|| !s.set_aside().is_empty() && s.index.damage().is_none()).await,
+        until(&s.index, || !s.set_aside().is_empty()
+            && s.index.damage().is_none())
+        .await,
         "the index was not set aside and replaced"
     );
     IndexerActor::flush(&actor, WAIT).await?;
@@ -332,43 +313,5 @@ fn a_mirror_directory_that_is_a_file_is_refused_with_what_to_do() -> TestResult 
     std::fs::remove_file(&root)?;
     JsonlMirror::check_root(&root)?;
     assert!(root.is_dir());
-    Ok(())
-}
-
-/// Not a test of behaviour: measures the checksum check on a large index
-/// (run with `--ignored --nocapture`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement"]
-async fn measure_the_checksum_check() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let index = TranscriptIndex::open(dir.path().join("index"))?;
-    let mut indexer = Indexer::open(&index, IndexOptions::default())?;
-    let n: i64 = std::env::var("ENTRIES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200_000);
-    for gid in 1..=n {
-        let text = format!(
-            "entry {gid}: the supplier audit of vendor {} found {} issues in the quarterly review; 供应商 {}",
-            gid % 977,
-            gid % 13,
-            gid % 31
-        );
-        indexer.add(&entry(gid, &text), &bot("r"))?;
-    }
-    indexer.commit()?;
-    drop(indexer);
-    let bytes: u64 = std::fs::read_dir(dir.path().join("index"))?
-        .flatten()
-        .filter_map(|e| e.metadata().ok())
-        .map(|m| m.len())
-        .sum();
-    let started = std::time::Instant::now();
-    let found = index.check_segments()?;
-    println!(
-        "{n} entries, {} MB: checksum check took {:?} ({found:?})",
-        bytes >> 20,
-        started.elapsed()
-    );
     Ok(())
 }

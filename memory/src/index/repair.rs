@@ -105,8 +105,9 @@ impl TranscriptIndex {
     /// Reads every file of the index's segments and checks its checksum;
     /// if any fails, marks the index damaged (the indexer then sets it
     /// aside and rebuilds it) and says which. It reads the whole index, so
-    /// the indexer runs it in the background after it starts.
-    pub(crate) fn check_segments(&self) -> Result<Option<String>, IndexError> {
+    /// the indexer runs it in the background after it starts
+    /// (`benches/search.rs` measures it).
+    pub fn check_segments(&self) -> Result<Option<String>, IndexError> {
         let inner = self.current();
         let damaged = inner.index().validate_checksum()?;
         if damaged.is_empty() {

@@ -3,9 +3,15 @@
 
 use std::collections::HashMap;
 
+use ractor::Actor;
+use ractor::ActorRef;
+
 use super::IndexError;
 use super::IndexOptions;
 use super::Indexer;
+use super::IndexerActor;
+use super::IndexerArgs;
+use super::IndexerMsg;
 use super::SearchQuery;
 use super::SearchResults;
 use super::TranscriptIndex;
@@ -152,4 +158,53 @@ pub(crate) async fn seed(
     }
     store.write(batch).await?;
     Ok(id)
+}
+
+/// A store, an index in the same temporary directory, and the indexer
+/// actor started over them (the indexer's tests).
+pub(crate) struct IndexerSetup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) store: Store,
+    pub(crate) index: TranscriptIndex,
+}
+
+impl IndexerSetup {
+    pub(crate) fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(crate::store::StoreOptions::new(dir.path().join("fleet.db")))?;
+        let index = TranscriptIndex::open(dir.path().join("index"))?;
+        Ok(Self { dir, store, index })
+    }
+
+    /// Where the JSONL mirror is written.
+    pub(crate) fn mirror_root(&self) -> std::path::PathBuf {
+        self.dir.path().join("transcripts")
+    }
+
+    /// Starts the indexer over `index` (this setup's, or one opened again
+    /// in its directory) with `options`.
+    pub(crate) async fn spawn(
+        &self,
+        index: &TranscriptIndex,
+        options: IndexOptions,
+    ) -> Result<(ActorRef<IndexerMsg>, tokio::task::JoinHandle<()>), Box<dyn std::error::Error>>
+    {
+        let args = IndexerArgs {
+            index: index.clone(),
+            store: self.store.clone(),
+            options,
+            mirror_root: Some(self.mirror_root()),
+        };
+        Ok(Actor::spawn(None, IndexerActor, args).await?)
+    }
+}
+
+/// Stops the indexer and waits for it.
+pub(crate) async fn stop(
+    actor: ActorRef<IndexerMsg>,
+    handle: tokio::task::JoinHandle<()>,
+) -> TestResult {
+    actor.stop(None);
+    handle.await?;
+    Ok(())
 }
