@@ -67,6 +67,7 @@ mod resume_context;
 mod retry;
 mod review;
 mod review_ttl;
+mod review_untrusted;
 mod room_duplicates;
 mod room_ids;
 mod room_memory_refusal;

@@ -60,6 +60,11 @@ use crate::prompts::prompts;
 mod stop;
 pub use stop::StopSubagent;
 
+/// CheckSubagent.
+#[path = "subagent_check.rs"]
+mod check;
+pub use check::CheckSubagent;
+
 /// A subagent's id, derived from the Task call, and what a call does when
 /// it is held.
 #[path = "subagent_ids.rs"]
@@ -330,116 +335,6 @@ impl Tool for Task {
             ),
             delivered: false,
         })
-    }
-}
-
-/// Shows the subagents (all, or one in detail).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CheckSubagent;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CheckArgs {
-    #[serde(default)]
-    id: Option<String>,
-}
-
-#[async_trait]
-impl Tool for CheckSubagent {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "CheckSubagent".into(),
-            description: "Show your delegated tasks and their status, or one subagent's status and latest progress.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"id": {"type": "string"}},
-                "additionalProperties": false
-            }),
-        }
-    }
-
-    fn effect(&self) -> Effect {
-        Effect::Internal
-    }
-
-    fn idempotent(&self) -> bool {
-        true
-    }
-
-    fn mutates(&self) -> bool {
-        false
-    }
-
-    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-        let args: CheckArgs = parse_args("CheckSubagent", args)?;
-        let Some(id) = args.id else {
-            let list = ctx
-                .store()
-                .subagents_of(&ctx.bot.id)
-                .await
-                .map_err(store_error)?;
-            if list.is_empty() {
-                return Ok(ToolOutput::text(
-                    "you have not delegated anything (start with Task)",
-                ));
-            }
-            let lines: Vec<String> = list
-                .iter()
-                .map(|s| format!("- {} [{}] {}", s.id, s.status.as_str(), s.description))
-                .collect();
-            return Ok(ToolOutput::text(format!(
-                "your delegated tasks:\n{}",
-                lines.join("\n")
-            )));
-        };
-        let sub = own_subagent(ctx, &id).await?;
-        let session = subagent_session(&sub.id, &ctx.bot.id).id();
-        let recent = ctx
-            .store()
-            .tail_entries(session, 64)
-            .await
-            .map_err(store_error)?;
-        // its last message: progress while it works, its report once done
-        let last_message = recent.iter().rev().find_map(|e| match &e.kind {
-            EntryKind::Delivery { text, .. } => Some(text.chars().take(300).collect::<String>()),
-            _ => None,
-        });
-        let progress: Vec<String> = recent
-            .iter()
-            .skip(recent.len().saturating_sub(8))
-            .filter_map(|e| match &e.kind {
-                EntryKind::Assistant { text, tool_calls }
-                    if !text.is_empty() || !tool_calls.is_empty() =>
-                {
-                    let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
-                    Some(format!(
-                        "#{} {} {}",
-                        e.seq,
-                        text.chars().take(200).collect::<String>(),
-                        calls.join(" ")
-                    ))
-                }
-                EntryKind::Delivery { text, .. } => Some(format!(
-                    "#{} reported: {}",
-                    e.seq,
-                    text.chars().take(300).collect::<String>()
-                )),
-                _ => None,
-            })
-            .collect();
-        Ok(ToolOutput::text(format!(
-            "subagent {} [{}]: {}\nresult: {}\nlast message: {}\nlatest progress:\n{}",
-            sub.id,
-            sub.status.as_str(),
-            sub.description,
-            sub.result.as_deref().unwrap_or("(none yet)"),
-            last_message.as_deref().unwrap_or("(none yet)"),
-            if progress.is_empty() {
-                "(nothing yet)".to_owned()
-            } else {
-                progress.join("\n")
-            }
-        )))
     }
 }
 
