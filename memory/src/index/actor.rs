@@ -449,6 +449,7 @@ impl OnError {
             | IndexError::CorruptMarker { .. }
             | IndexError::SearchTimeout { .. }
             | IndexError::SearchesBusy { .. }
+            | IndexError::SearchFailed { .. }
             | IndexError::MirrorDamaged { .. } => OnError::Retry,
             IndexError::Task(_)
             | IndexError::IndexerGone

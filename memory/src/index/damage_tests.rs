@@ -2,6 +2,9 @@
 //! checksum, searches that panic or never end, a writer whose rollback
 //! failed, and the JSONL mirror's directory replaced by a file.
 
+use std::io::Seek;
+use std::io::SeekFrom;
+use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,6 +22,8 @@ use crate::index::SearchQuery;
 use crate::index::TranscriptIndex;
 use crate::index::TranscriptSearch;
 use crate::index::health::MAX_RUNNING_SEARCHES;
+use crate::index::health::Searched;
+use crate::index::repair::KEPT_DAMAGED_COPIES;
 use crate::index::test_support::IndexerSetup;
 use crate::index::test_support::TestResult;
 use crate::index::test_support::bot;
@@ -64,7 +69,9 @@ fn texts(n: usize) -> Vec<String> {
 }
 
 /// Overwrites the middle half of the largest `.idx` file with bytes that
-/// are not what was written, keeping its end (the footer) intact.
+/// are not what was written, keeping its end (the footer) intact. It is
+/// written in place (not truncated first), as a disk would: an open index
+/// maps the file.
 fn damage_largest_idx(dir: &Path) -> TestResult {
     let largest = std::fs::read_dir(dir)?
         .flatten()
@@ -72,17 +79,21 @@ fn damage_largest_idx(dir: &Path) -> TestResult {
         .filter(|p| p.extension().is_some_and(|x| x == "idx"))
         .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .ok_or("no .idx file")?;
-    let mut bytes = std::fs::read(&largest)?;
+    let bytes = std::fs::read(&largest)?;
     let len = bytes.len();
+    let mut middle = bytes[len / 4..len * 3 / 4].to_vec();
     let mut x: u32 = 0x9e37_79b9;
-    for b in &mut bytes[len / 4..len * 3 / 4] {
+    for b in &mut middle {
         // xorshift: the same "random" bytes every run
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
         *b = x.to_le_bytes()[0];
     }
-    std::fs::write(&largest, bytes)?;
+    let mut file = std::fs::OpenOptions::new().write(true).open(&largest)?;
+    file.seek(SeekFrom::Start(u64::try_from(len / 4)?))?;
+    file.write_all(&middle)?;
+    file.sync_all()?;
     Ok(())
 }
 
@@ -150,31 +161,44 @@ async fn a_segment_that_fails_its_checksum_is_set_aside_at_start_and_rebuilt() -
     stop(actor, handle).await
 }
 
+/// What a test search ran on: the index's current generation.
+fn searched(index: &TranscriptIndex, query: &str) -> Searched {
+    let inner = index.current();
+    Searched {
+        generation: inner.generation(),
+        index: inner.index().clone(),
+        query: query.to_owned(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_search_marks_the_index_damaged_and_the_indexer_rebuilds_it() -> TestResult {
+async fn a_search_that_panics_on_damaged_files_marks_the_index_damaged_and_it_is_rebuilt()
+-> TestResult {
     let s = Setup::new()?;
-    seed(
-        &s.store,
-        "r",
-        "alice",
-        &["the supplier list", "a supplier audit"],
-    )
-    .await?;
+    let all = texts(300);
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    seed(&s.store, "r", "alice", &refs).await?;
     let (actor, handle) = s.start_on(&s.index).await?;
     IndexerActor::flush(&actor, WAIT).await?;
 
-    let generation = s.index.current().generation();
+    // the disk damages a segment file while the host runs; a search on it
+    // panics
+    damage_largest_idx(s.index.dir())?;
     let failed = s
         .index
         .health()
-        .run_bounded(generation, || -> Result<(), IndexError> {
-            panic!("Compressed array seems too small (test)")
-        })
+        .run_bounded(
+            searched(&s.index, "supplier"),
+            || -> Result<(), IndexError> { panic!("Compressed array seems too small (test)") },
+        )
         .await;
     let Err(IndexError::Damaged { cause }) = failed else {
-        panic!("a panicking search is not reported as damage: {failed:?}");
+        panic!("a panic on damaged files is not reported as damage: {failed:?}");
     };
-    assert!(cause.contains("Compressed array"), "{cause}");
+    assert!(
+        cause.contains("Compressed array") && cause.contains("checksum"),
+        "{cause}"
+    );
     let err = IndexError::Damaged { cause };
     assert!(!err.is_retryable(), "a panic is not a retry-shortly error");
     assert!(err.to_string().contains("being rebuilt"), "{err}");
@@ -186,9 +210,100 @@ async fn a_panicking_search_marks_the_index_damaged_and_the_indexer_rebuilds_it(
         "the index was not set aside and replaced"
     );
     IndexerActor::flush(&actor, WAIT).await?;
-    let found = s.index.search(SearchQuery::new("supplier")).await?;
-    assert_eq!(found.total, 2, "the new index was filled from the store");
+    let found = s.index.search(SearchQuery::new("supplier audit")).await?;
+    assert_eq!(found.total, 300, "the new index was filled from the store");
     stop(actor, handle).await
+}
+
+/// Regression (round 16): every search that panicked was taken for damage,
+/// so one query excluding a phrase (a tantivy panic in debug builds) set
+/// the whole index aside and rebuilt it, again on every repeat: all users'
+/// searches missed hits meanwhile. A panic on files that pass their
+/// checksums now fails that search alone, naming the query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_that_panics_on_intact_files_fails_alone_and_keeps_the_index() -> TestResult {
+    let s = Setup::new()?;
+    seed(
+        &s.store,
+        "r",
+        "alice",
+        &["zebra yak zoo", "zebra one", "zebra two"],
+    )
+    .await?;
+    let (actor, handle) = s.start_on(&s.index).await?;
+    IndexerActor::flush(&actor, WAIT).await?;
+    let generation = s.index.current().generation();
+
+    // the tester's query: it panicked tantivy, and the host rebuilt the index
+    let query = "zebra -\"yak zoo\"";
+    let found = s.index.search(SearchQuery::new(query)).await?;
+    assert_eq!(found.total, 2, "{found:?}");
+
+    let failed = s
+        .index
+        .health()
+        .run_bounded(searched(&s.index, query), || -> Result<(), IndexError> {
+            panic!("target (63) should be greater than or equal to doc (2147483647)")
+        })
+        .await;
+    let Err(err @ IndexError::SearchFailed { .. }) = failed else {
+        panic!("a panic on intact files is not a failed search: {failed:?}");
+    };
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("{query:?}")),
+        "the error names the query: {text}"
+    );
+    assert!(
+        text.contains("target (63)") && text.contains("intact"),
+        "{text}"
+    );
+    assert!(!err.is_retryable(), "the same query fails the same way");
+    assert_eq!(s.index.damage(), None, "intact files are not damage");
+    assert!(s.set_aside().is_empty(), "the index was moved aside");
+    assert_eq!(
+        s.index.current().generation(),
+        generation,
+        "the index was replaced"
+    );
+    let found = s.index.search(SearchQuery::new("zebra")).await?;
+    assert_eq!(found.total, 3, "the index still serves every entry");
+    stop(actor, handle).await
+}
+
+/// Regression (round 16): a damaged copy was kept per repair, never
+/// deleted (13 copies of the index after 13 queries). Only the newest
+/// [`KEPT_DAMAGED_COPIES`] set aside are kept; names the host did not make
+/// are left alone.
+#[test]
+fn only_the_newest_damaged_copies_are_kept() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let dir = root.path().join("index");
+    let older = root.path().join("index.damaged-20200101T000000Z");
+    let by_hand = root.path().join("index.damaged-keep-me");
+    std::fs::create_dir_all(&older)?;
+    std::fs::create_dir_all(&by_hand)?;
+    let mut moved = Vec::new();
+    for _ in 0..4 {
+        drop(TranscriptIndex::open(&dir)?);
+        std::fs::write(dir.join("meta.json"), "garbage\n")?;
+        let (_, aside) = TranscriptIndex::open_or_set_aside(&dir)?;
+        moved.push(aside.ok_or("nothing was set aside")?.moved_to);
+    }
+    let mut kept: Vec<PathBuf> = std::fs::read_dir(root.path())?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("index.damaged-"))
+        })
+        .collect();
+    kept.sort();
+    let mut expected = moved[moved.len() - KEPT_DAMAGED_COPIES..].to_vec();
+    expected.push(by_hand);
+    expected.sort();
+    assert_eq!(kept, expected, "set aside: {moved:?}");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,11 +311,10 @@ async fn a_search_past_its_deadline_ends_with_a_clear_error_and_marks_damage() -
     let s = Setup::new()?;
     s.index.set_search_deadline(Duration::from_millis(50));
     let (release, stuck) = std::sync::mpsc::channel::<()>();
-    let generation = s.index.current().generation();
     let result = s
         .index
         .health()
-        .run_bounded(generation, move || {
+        .run_bounded(searched(&s.index, "supplier"), move || {
             // a search spinning on a damaged skip list, until the test ends
             let _ = stuck.recv();
             Ok(())
@@ -236,10 +350,16 @@ async fn stuck_searches_cannot_take_more_than_their_permits() -> TestResult {
         stuck.push(tokio::spawn(async move {
             index
                 .health()
-                .run_bounded(old, move || {
-                    let _ = wait.recv();
-                    Ok(())
-                })
+                .run_bounded(
+                    Searched {
+                        generation: old,
+                        ..searched(&index, "supplier")
+                    },
+                    move || {
+                        let _ = wait.recv();
+                        Ok(())
+                    },
+                )
                 .await
         }));
     }

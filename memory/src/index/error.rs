@@ -190,8 +190,9 @@ pub enum IndexError {
         /// What the check hit.
         cause: std::io::Error,
     },
-    /// The index was found damaged (a search panicked or never finished,
-    /// or a segment file failed its checksum): the indexer moves it aside
+    /// The index was found damaged (a search never finished, or a segment
+    /// file failed its checksum, checked in the background or after a
+    /// search panicked): the indexer moves it aside
     /// and rebuilds it from the store; searches are refused until the new
     /// index is open.
     #[error(
@@ -209,6 +210,18 @@ pub enum IndexError {
     SearchTimeout {
         /// The deadline.
         after_ms: u64,
+    },
+    /// A search panicked, but the index files pass their checksums: a bug
+    /// set off by this query, not damage, so the index is kept and only
+    /// this search failed (a retry of the same query fails the same way).
+    #[error(
+        "the search for {query:?} failed: the search engine hit an internal error ({cause}); the search index is intact and was kept. This is a bug: rephrase the query (for instance without an excluded phrase) and report it with the query"
+    )]
+    SearchFailed {
+        /// The query text.
+        query: String,
+        /// The panic's message.
+        cause: String,
     },
     /// Every search slot stayed taken for the whole search deadline.
     #[error(
@@ -263,6 +276,7 @@ impl IndexError {
             // can take minutes: not a "retry shortly"
             | IndexError::Damaged { .. }
             | IndexError::SearchTimeout { .. }
+            | IndexError::SearchFailed { .. }
             | IndexError::IndexerGone => false,
         }
     }

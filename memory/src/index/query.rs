@@ -24,6 +24,7 @@ use tantivy::query::TermSetQuery;
 use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::TextAnalyzer;
 
+use self::exclusion::Excluded;
 use super::error::MAX_QUERY_CHARS;
 use super::error::MAX_SEARCH_LIMIT;
 use super::error::MAX_SEARCH_OFFSET;
@@ -489,6 +490,13 @@ fn filter<'a>(
 /// summaries.
 const UNLESS_ASKED: &str = "summary";
 
+/// A `MustNot` clause of `query`. Every exclusion goes through
+/// [`Excluded`]: tantivy's exclusion seeks excluded phrases backwards,
+/// which panicked debug builds (see `query_exclusion.rs`).
+fn excluded(query: Box<dyn Query>) -> (Occur, Box<dyn Query>) {
+    (Occur::MustNot, Box::new(Excluded::new(query)))
+}
+
 /// The tantivy query for a validated request.
 pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -> Box<dyn Query> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -496,7 +504,7 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
         clauses.push((Occur::Must, group_query(fields, group)));
     }
     for group in &text.must_not {
-        clauses.push((Occur::MustNot, group_query(fields, group)));
+        clauses.push(excluded(group_query(fields, group)));
     }
     if let Some(sessions) = &query.sessions {
         let ids: Vec<String> = sessions.iter().map(ToString::to_string).collect();
@@ -522,10 +530,7 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
         // it, so a fact of a long conversation matched every summary since
         // and crowded out what was really said; the newest summary is in
         // the bot's prompt anyway. Asked for by kind, they are found.
-        clauses.push((
-            Occur::MustNot,
-            filter(fields.kind, std::iter::once(UNLESS_ASKED)),
-        ));
+        clauses.push(excluded(filter(fields.kind, std::iter::once(UNLESS_ASKED))));
     } else {
         clauses.push((
             Occur::Must,
@@ -540,6 +545,9 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
     }
     Box::new(BooleanQuery::new(clauses))
 }
+
+#[path = "query_exclusion.rs"]
+mod exclusion;
 
 #[cfg(test)]
 #[path = "query_tests.rs"]

@@ -257,3 +257,90 @@ fn repeated_terms_are_searched_once() {
     let built = format!("{:?}", compile(&fields, &SearchQuery::new("供应商"), &text));
     assert_eq!(built.matches("PhraseQuery").count(), 1, "{built}");
 }
+
+/// Docs holding `texts`, committed.
+fn docs_of(texts: &[&str]) -> Result<crate::index::test_support::Docs, Box<dyn std::error::Error>> {
+    let mut docs = crate::index::test_support::Docs::new()?;
+    for text in texts {
+        docs.add(text)?;
+    }
+    docs.commit()?;
+    Ok(docs)
+}
+
+/// Regression (round 16): an excluded phrase made tantivy's exclusion ask
+/// the phrase scorer for a document behind the one it stood on (its first
+/// match, or the end), a `debug_assert!` that panicked every such search,
+/// and the host then rebuilt the index. The phrase stands first, in the
+/// middle and last, so the scorer is behind, on and past the candidates.
+#[test]
+fn an_excluded_phrase_drops_only_entries_with_that_phrase() -> crate::index::test_support::TestResult
+{
+    let orders: [&[&str]; 3] = [
+        &["zebra yak zoo", "zebra one", "zebra two", "zebra zoo yak"],
+        &["zebra one", "zebra yak zoo", "zebra two", "zebra zoo yak"],
+        &["zebra one", "zebra two", "zebra zoo yak", "zebra yak zoo"],
+    ];
+    for texts in orders {
+        let docs = docs_of(texts)?;
+        assert_eq!(
+            docs.find_sorted("zebra -\"yak zoo\"")?,
+            vec!["zebra one", "zebra two", "zebra zoo yak"],
+            "{texts:?}"
+        );
+        // a phrase excluded next to a term, and with a filter clause
+        assert_eq!(
+            docs.find_sorted("zebra -\"yak zoo\" -two")?,
+            vec!["zebra one", "zebra zoo yak"],
+            "{texts:?}"
+        );
+        let filtered = docs.search(
+            SearchQuery::new("zebra -\"yak zoo\"")
+                .with_kinds(["user_message"])
+                .with_limit(100),
+        )?;
+        assert_eq!(filtered.total, 3, "{texts:?}");
+    }
+    Ok(())
+}
+
+/// Both words of the phrase occur, never next to each other: the phrase
+/// scorer is exhausted before the first candidate.
+#[test]
+fn an_excluded_phrase_that_never_occurs_excludes_nothing() -> crate::index::test_support::TestResult
+{
+    let docs = docs_of(&["zebra lime and mango", "zebra one", "zebra two"])?;
+    assert_eq!(
+        docs.find_sorted("zebra -\"mango lime\"")?,
+        vec!["zebra lime and mango", "zebra one", "zebra two"]
+    );
+    // words of the phrase that are not in the index at all
+    assert_eq!(
+        docs.find_sorted("zebra -\"kiwi plum\"")?,
+        vec!["zebra lime and mango", "zebra one", "zebra two"]
+    );
+    Ok(())
+}
+
+/// An unquoted Chinese word is a phrase of its bigrams: excluding one was
+/// the same panic.
+#[test]
+fn an_excluded_chinese_word_drops_only_entries_with_it() -> crate::index::test_support::TestResult {
+    for texts in [
+        ["供应商送来的西瓜", "西瓜很甜", "西瓜和供应链", "买西瓜"],
+        ["西瓜很甜", "西瓜和供应链", "买西瓜", "供应商送来的西瓜"],
+    ] {
+        let docs = docs_of(&texts)?;
+        assert_eq!(
+            docs.find_sorted("西瓜 -供应商")?,
+            vec!["买西瓜", "西瓜和供应链", "西瓜很甜"],
+            "{texts:?}"
+        );
+        assert_eq!(
+            docs.find_sorted("西瓜 -“供应商送”")?,
+            vec!["买西瓜", "西瓜和供应链", "西瓜很甜"],
+            "{texts:?}"
+        );
+    }
+    Ok(())
+}

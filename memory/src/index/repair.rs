@@ -3,8 +3,9 @@
 //! The index is derived data (the store is the truth), so a damaged index
 //! must not keep the host from starting: [`TranscriptIndex::open_or_set_aside`]
 //! moves an index that cannot be opened to `index.damaged-<time>` beside it
-//! (kept for inspection) and opens a new, empty one, which the indexer fills
-//! again from the store. [`TranscriptIndex::open_empty`] is `botfleet
+//! (kept for inspection; only the newest [`KEPT_DAMAGED_COPIES`] are kept)
+//! and opens a new, empty one, which the indexer fills again from the
+//! store. [`TranscriptIndex::open_empty`] is `botfleet
 //! reindex`'s start: it deletes whatever the directory holds, readable or
 //! not. Both first take the directory's writer lock, so an index that
 //! another process (a running host) uses is never touched.
@@ -16,6 +17,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::path::PathBuf;
 
+use tantivy::Index;
 use tantivy::TantivyError;
 use tantivy::directory::Directory;
 use tantivy::directory::DirectoryLock;
@@ -109,17 +111,29 @@ impl TranscriptIndex {
     /// (`benches/search.rs` measures it).
     pub fn check_segments(&self) -> Result<Option<String>, IndexError> {
         let inner = self.current();
-        let damaged = inner.index().validate_checksum()?;
-        if damaged.is_empty() {
+        let Some(cause) = damaged_segments(inner.index())? else {
             return Ok(None);
-        }
-        let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
-        names.sort();
-        let cause = format!("segment files fail their checksum: {}", names.join(", "));
+        };
         self.health()
             .mark_damaged(inner.generation(), cause.clone());
         Ok(Some(cause))
     }
+}
+
+/// Reads every file of `index`'s segments and checks its checksum; `Some`
+/// says which fail. Also the evidence asked for when a search panics
+/// (`health.rs`).
+pub(crate) fn damaged_segments(index: &Index) -> Result<Option<String>, IndexError> {
+    let damaged = index.validate_checksum()?;
+    if damaged.is_empty() {
+        return Ok(None);
+    }
+    let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+    names.sort();
+    Ok(Some(format!(
+        "segment files fail their checksum: {}",
+        names.join(", ")
+    )))
 }
 
 /// Moves the index in `dir` to a free `<dir>.damaged-<time>` beside it,
@@ -137,8 +151,73 @@ fn move_aside(dir: &Path, cause: &str) -> Result<PathBuf, IndexError> {
         cause,
         "the search index is damaged: moved it aside and rebuilding it from the store"
     );
+    prune_damaged(dir);
     Ok(moved_to)
 }
+
+/// How many damaged indexes set aside beside the index are kept: the
+/// newest, for inspection, and the one before (was it the same damage?).
+/// Each is a whole index: a repair repeated on every search once left a
+/// copy per search until the disk filled.
+pub(crate) const KEPT_DAMAGED_COPIES: usize = 2;
+
+/// Deletes the damaged indexes set aside beside `dir` but the newest
+/// [`KEPT_DAMAGED_COPIES`]. Only names [`aside_path`] makes are touched;
+/// a failure is logged, not returned: the repair itself succeeded.
+fn prune_damaged(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return;
+    };
+    let prefix = format!("{}.damaged-", name.to_string_lossy());
+    let entries = match std::fs::read_dir(parent) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!(dir = %parent.display(), error = %e, "cannot list the damaged indexes set aside, to delete the older ones");
+            return;
+        }
+    };
+    let mut copies: Vec<((String, u32), PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let key = aside_order(e.file_name().to_str()?.strip_prefix(&prefix)?)?;
+            Some((key, e.path()))
+        })
+        .collect();
+    // oldest first
+    copies.sort();
+    let excess = copies.len().saturating_sub(KEPT_DAMAGED_COPIES);
+    for (_, path) in copies.into_iter().take(excess) {
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => tracing::info!(
+                deleted = %path.display(),
+                kept = KEPT_DAMAGED_COPIES,
+                "deleted an older damaged index set aside (the newest ones are kept)"
+            ),
+            Err(e) => tracing::warn!(
+                path = %path.display(),
+                error = %e,
+                "cannot delete an older damaged index set aside; delete it by hand"
+            ),
+        }
+    }
+}
+
+/// Where a name [`aside_path_named`] made sorts, from what follows its
+/// `<dir>.<why>-`: its UTC time, then its `-n` (1 when absent). `None` for
+/// a name it did not make (kept whatever it is).
+fn aside_order(rest: &str) -> Option<(String, u32)> {
+    let (stamp, n) = match rest.split_once('-') {
+        Some((stamp, n)) => (stamp, n.parse().ok()?),
+        None => (rest, 1),
+    };
+    chrono::NaiveDateTime::parse_from_str(stamp, ASIDE_STAMP)
+        .ok()
+        .map(|_| (stamp.to_owned(), n))
+}
+
+/// The time stamp of a set-aside name: it sorts as text in time order.
+const ASIDE_STAMP: &str = "%Y%m%dT%H%M%SZ";
 
 /// Takes the writer lock of the index directory `dir` without reading the
 /// index (it may be unreadable).
@@ -168,21 +247,44 @@ fn aside_path_named(dir: &Path, why: &str) -> PathBuf {
     let name = dir
         .file_name()
         .map_or_else(|| "index".into(), |n| n.to_string_lossy().into_owned());
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let base = dir.with_file_name(format!("{name}.{why}-{stamp}"));
-    let mut path = base.clone();
-    let mut n = 1;
+    let stamp = chrono::Utc::now().format(ASIDE_STAMP);
+    let base_name = format!("{name}.{why}-{stamp}");
+    let base = dir.with_file_name(&base_name);
+    // after the highest `-n` of this second, not in the first gap: a name
+    // freed by [`prune_damaged`] is not reused, so names sort in the order
+    // they were made and the newest copy is never the one deleted
+    let highest = dir
+        .parent()
+        .and_then(|parent| std::fs::read_dir(parent).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            match name.to_str()?.strip_prefix(&base_name)? {
+                "" => Some(1),
+                rest => rest.strip_prefix('-')?.parse::<u32>().ok(),
+            }
+        })
+        .max();
+    let numbered = |n: u32| match n {
+        1 => base.clone(),
+        n => PathBuf::from(format!("{}-{n}", base.display())),
+    };
+    let mut n = highest.map_or(1, |h| h + 1);
+    let mut path = numbered(n);
     while path.exists() {
         n += 1;
-        path = PathBuf::from(format!("{}-{n}", base.display()));
+        path = numbered(n);
     }
     path
 }
 
-/// Whether opening failed because of what the index files hold (moving
-/// them aside and starting over cures it), rather than because of the
-/// environment: a held lock, permissions, a directory that cannot be read.
-fn is_damage(e: &IndexError) -> bool {
+/// Whether opening (or checking, after a search panicked) failed because
+/// of what the index files hold (moving them aside and starting over cures
+/// it), rather than because of the environment: a held lock, permissions,
+/// a directory that cannot be read.
+pub(crate) fn is_damage(e: &IndexError) -> bool {
     match e {
         IndexError::Tantivy(t) => match t {
             TantivyError::LockFailure(..)
@@ -225,6 +327,7 @@ fn is_damage(e: &IndexError) -> bool {
         | IndexError::SearchesBusy { .. }
         | IndexError::Task(_)
         | IndexError::IndexerGone
+        | IndexError::SearchFailed { .. }
         | IndexError::Timeout { .. } => false,
     }
 }

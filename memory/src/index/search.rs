@@ -26,6 +26,7 @@ use tantivy::schema::Value;
 
 use super::error::IndexError;
 use super::health::Health;
+use super::health::Searched;
 use super::query::SearchQuery;
 use super::query::compile;
 use super::query::parse_text;
@@ -356,17 +357,23 @@ fn search_in(
 
 impl TranscriptSearch for TranscriptIndex {
     /// Runs the search in the blocking pool, bounded (see `health.rs`): at
-    /// most 8 at once, each within the search deadline. A search that panics or
-    /// passes the deadline marks the index damaged, and the indexer
-    /// rebuilds it.
+    /// most 8 at once, each within the search deadline. A search that
+    /// passes the deadline, or panics on segment files that fail their
+    /// checksum, marks the index damaged, and the indexer rebuilds it; one
+    /// that panics on intact files fails alone ([`IndexError::SearchFailed`]).
     fn search(&self, query: SearchQuery) -> BoxFuture<'static, Result<SearchResults, IndexError>> {
         let index = self.clone();
         Box::pin(async move {
             let inner = index.current();
             let fields = index.shared.fields;
+            let searched = Searched {
+                generation: inner.generation,
+                index: inner.index.clone(),
+                query: query.text.clone(),
+            };
             index
                 .health()
-                .run_bounded(inner.generation, move || search_in(&inner, fields, &query))
+                .run_bounded(searched, move || search_in(&inner, fields, &query))
                 .await
         })
     }
