@@ -172,8 +172,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Approve a pending action (an id from `botfleet approvals`); the bot
-    /// is told and may run it once.
+    /// Approve a pending action (an id from `botfleet approvals`); a note
+    /// goes to the bot's conversation, and the action runs once if the bot
+    /// repeats the exact call in time.
     Approve {
         /// Approval id.
         id: String,

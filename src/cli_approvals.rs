@@ -192,10 +192,38 @@ pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow:
     };
     // what was approved, whole: the summary may have cut it
     outln!(
-        "{done} {id}: {} ({} was told){}",
+        "{done} {id}: {}{}",
         one_line(a["summary"].as_str().unwrap_or("")),
-        a["bot"].as_str().unwrap_or("the bot"),
         exact_action(a)
     );
+    outln!("{}", what_follows(a));
     Ok(ExitCode::SUCCESS)
+}
+
+/// What follows a decision, said from the host's answer (the decided
+/// approval) alone. The answer does not say whether the bot is still in
+/// the fleet or still has the tool: a removed bot reads the note only once
+/// it is listed again, and a bot that lost the tool cannot run the
+/// action. So this says what the host did (a note in the bot's
+/// conversation) and what must still happen, never that the bot was told
+/// or may run it.
+fn what_follows(a: &Value) -> String {
+    let bot = terminal::text(a["bot"].as_str().unwrap_or("the bot")).into_owned();
+    let noted =
+        format!("a note of it is queued in {bot}'s conversation, read when {bot} next runs");
+    if a["status"].as_str() != Some("approved") {
+        return noted;
+    }
+    let tool = a["action"]["tool"]
+        .as_str()
+        .or_else(|| a["tool"].as_str())
+        .unwrap_or("its tool");
+    let by = a["expires_at"]
+        .as_i64()
+        .and_then(terminal::minute_utc)
+        .map_or_else(String::new, |t| format!(" by {t}"));
+    format!(
+        "{noted}; the action runs only if {bot} repeats this exact call{by}, with {} still among its tools",
+        terminal::text(tool)
+    )
 }

@@ -169,7 +169,7 @@ fn check_id_length(what: &str, value: &str) -> Result<(), BadInput> {
     }
     let start: String = value.chars().take(PREFIX_CHARS).collect();
     Err(BadInput(format!(
-        "the {what} is too long to send: {chars} characters (it begins {start:?}), where {rule}"
+        "the {what} is too long to send: {chars} characters (it begins \"{start}\"), where {rule}"
     )))
 }
 

@@ -73,7 +73,7 @@ fn print_prompt(v: &Value, input: &str) {
         n => format!("{n} log entries, best first:"),
     };
     outln!(
-        "the prompt for {input:?} shows {shown} item(s): every profile fact and live note, and {entries}"
+        "the prompt for \"{input}\" shows {shown} item(s): every profile fact and live note, and {entries}"
     );
     for r in &recall {
         let id = r["id"].as_str().unwrap_or("?");

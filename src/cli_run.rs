@@ -1,6 +1,14 @@
-//! `botfleet run`: start a host, serve until SIGINT or SIGTERM, stop it;
-//! a second signal, or blocking work that outlives the stop, does not
-//! keep the process alive.
+//! `botfleet run`: start a host, serve until SIGINT, SIGTERM or SIGHUP,
+//! stop it; a second signal, or blocking work that outlives the stop, does
+//! not keep the process alive.
+//!
+//! SIGHUP stops the host as SIGTERM does: its default action killed the
+//! process outright (a closed terminal, an SSH session that dropped, a
+//! `kill -HUP` meant as "reload"), with no checkpoint, fact extractions cut and Shell
+//! commands left running until the next start. A host started with SIGHUP
+//! ignored (`nohup botfleet run`) keeps ignoring it, as `nohup` asks.
+//! There is no configuration reload: a changed fleet.toml takes effect at
+//! the next start.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,8 +17,8 @@ use super::exit;
 use super::terminal;
 use crate::host;
 
-/// Runs a host until SIGINT or SIGTERM, then stops it: success once the
-/// store is closed, 130 on a second signal.
+/// Runs a host until SIGINT, SIGTERM or SIGHUP, then stops it: success
+/// once the store is closed, 130 on a second signal.
 pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let running = host::start(opts).await?;
     terminal::serving();
@@ -56,7 +64,7 @@ async fn turns_running(fleet: &botfleet_actors::FleetHandle) -> Vec<String> {
 }
 
 /// Watches a stopping host from a thread with its own runtime: a second
-/// SIGINT or SIGTERM exits at once with status 130 (while the stop runs
+/// SIGINT, SIGTERM or SIGHUP exits at once with status 130 (while the stop runs
 /// and while the runtime is dropped after it), and once the stop is done
 /// the process exits at the latest [`EXIT_GRACE`] later.
 struct ExitGuard {
@@ -140,12 +148,17 @@ fn stop_at_once() -> ! {
     std::process::exit(exit::INTERRUPTED);
 }
 
-/// SIGINT (Ctrl-C) and SIGTERM, each received from the moment this is made.
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP, each received from the moment
+/// this is made (listening replaces the signal's default action, which
+/// for SIGHUP, as for SIGTERM, is to kill the process). SIGHUP is not
+/// listened to when it was ignored at the start ([`hangup_ignored`]).
 struct StopSignals {
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl StopSignals {
@@ -157,6 +170,11 @@ impl StopSignals {
             Ok(Self {
                 int: signal(SignalKind::interrupt())?,
                 term: signal(SignalKind::terminate())?,
+                hup: if hangup_ignored() {
+                    None
+                } else {
+                    Some(signal(SignalKind::hangup())?)
+                },
             })
         }
         #[cfg(not(unix))]
@@ -165,13 +183,21 @@ impl StopSignals {
         }
     }
 
-    /// The next SIGINT or SIGTERM.
+    /// The next SIGINT, SIGTERM or SIGHUP.
     async fn next(&mut self) {
         #[cfg(unix)]
         {
             tokio::select! {
                 _ = self.int.recv() => {}
                 _ = self.term.recv() => {}
+                () = async {
+                    match &mut self.hup {
+                        Some(hup) => {
+                            hup.recv().await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                } => {}
             }
         }
         #[cfg(not(unix))]
@@ -179,4 +205,27 @@ impl StopSignals {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// Whether SIGHUP was ignored when this process started, as `nohup` and
+/// some supervisors start it: such a host must outlive the terminal it
+/// was started from. Read once, before this process listens for SIGHUP
+/// (which clears the ignore), from the kernel's `SigIgn` mask of
+/// `/proc/self/status` (bit 0 is SIGHUP): the disposition itself can only
+/// be read through `sigaction`, which needs `unsafe`. Elsewhere, and when
+/// the file cannot be read, SIGHUP counts as not ignored.
+#[cfg(unix)]
+fn hangup_ignored() -> bool {
+    static IGNORED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IGNORED.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("SigIgn:"))
+                    .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            })
+            .is_some_and(|mask| mask & 1 != 0)
+    })
 }

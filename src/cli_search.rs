@@ -1,14 +1,15 @@
 //! `botfleet search` (over the API) and `botfleet reindex` (offline: the
 //! store and the index opened directly, with a progress bar).
 
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use anyhow::bail;
 use botfleet_memory::IndexError;
 use botfleet_memory::IndexOptions;
 use botfleet_memory::Store;
+use botfleet_memory::StoreError;
 use botfleet_memory::StoreOptions;
 use botfleet_memory::TranscriptIndex;
 use serde_json::Value;
@@ -59,15 +60,18 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
     let hits = v["hits"].as_array().cloned().unwrap_or_default();
     let total = v["total"].as_u64().unwrap_or(0);
     if hits.is_empty() {
+        // the query as typed: `outln!` escapes its controls and bidi
+        // characters (terminal::text) and nothing else, where `{:?}`
+        // escaped the vowel signs of Hindi, Thai or NFD text too
         if total > 0 {
             // a page past the end: the matches exist, the offset skipped them all
             outln!(
-                "{total} match(es) for {:?}, none after offset {}",
+                "{total} match(es) for \"{}\", none after offset {}",
                 args.query,
                 v["offset"]
             );
         } else {
-            outln!("no matches for {:?}", args.query);
+            outln!("no matches for \"{}\"", args.query);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -129,13 +133,21 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
         );
     }
     let index_dir = data_dir.join("index");
-    // Takes the writer lock before touching anything, so that a running
-    // host is reported before anything else happens; the rebuild starts
-    // from an empty directory, so an index that cannot be read is no
-    // obstacle.
-    let index = TranscriptIndex::open_empty(&index_dir).map_err(|e| locked_or(e, &data_dir))?;
-    let store = Store::open(StoreOptions::new(&db))
-        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    // The store first: opening it is what finds a running host (its lock)
+    // and a store this binary cannot read (a newer schema, a missing
+    // database with history); only then is the index emptied, so a
+    // refusal leaves the index as it was.
+    let store =
+        Store::open(StoreOptions::new(&db)).map_err(|e| store_refused(e, &db, &data_dir))?;
+    // the rebuild starts from an empty directory, so an index that cannot
+    // be read is no obstacle
+    let index = match TranscriptIndex::open_empty(&index_dir) {
+        Ok(index) => index,
+        Err(e) => {
+            store.close().await;
+            return Err(locked_or(e, &data_dir));
+        }
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .clamp(1, 4);
@@ -174,12 +186,30 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
 
 /// A held writer lock means a host (or another reindex) runs on the data
 /// directory: say so, and what to do.
-fn locked_or(e: IndexError, data_dir: &std::path::Path) -> anyhow::Error {
+fn locked_or(e: IndexError, data_dir: &Path) -> anyhow::Error {
     match e {
-        IndexError::Locked { .. } => anyhow::anyhow!(
-            "a botfleet host (or another reindex) is running on {} — it holds the search index's writer lock; stop it (Ctrl-C), then run `botfleet reindex` again",
-            data_dir.display()
-        ),
+        IndexError::Locked { .. } => running_on(data_dir, "the search index's writer lock"),
         other => anyhow::Error::new(other).context("rebuilding the search index failed"),
     }
+}
+
+/// The store could not be opened: held by a running host (said as for
+/// the index's lock), or refused for what it holds (the store's own
+/// message: a newer schema, history without a database…).
+fn store_refused(e: StoreError, db: &Path, data_dir: &Path) -> anyhow::Error {
+    if matches!(e, StoreError::InUse { .. }) {
+        return running_on(data_dir, "the store's lock");
+    }
+    anyhow::Error::new(e).context(format!(
+        "cannot open the store {} (the search index was left as it was)",
+        db.display()
+    ))
+}
+
+/// A host (or another reindex) holds `what` on the data directory.
+fn running_on(data_dir: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "a botfleet host (or another reindex) is running on {} — it holds {what}; stop it (Ctrl-C), then run `botfleet reindex` again",
+        data_dir.display()
+    )
 }

@@ -18,6 +18,42 @@ const nextId = (p) => `${p}-${++uid}`;
 /** Characters that are not shown as written: controls, bidi embeddings,
  * overrides and isolates. */
 const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+/** What an approval card writes as an escape: controls but newline and
+ * tab (C0, DEL, C1) and format characters (Unicode Cf: the bidi
+ * embeddings, overrides, isolates and marks U+202A–U+202E, U+2066–U+2069,
+ * U+200E/F, U+061C; zero-width and invisible ones). Shown as written, a
+ * U+202E in a command makes it read as something else (Trojan Source), and
+ * the person approves what they read. */
+const HIDDEN = /(?![\n\t])[\p{Cc}\p{Cf}]/gu;
+/** {@link HIDDEN} and the line breaks, for text kept on one line. */
+const HIDDEN_OR_BREAK = /(?!\t)[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+
+/**
+ * `text` as an approval card shows it: each character of {@link HIDDEN}
+ * written `\u{202e}`, as the CLI writes it; a CR LF is a line end.
+ * `oneLine`: line breaks are escaped too (a summary, a reason: as the CLI
+ * lists them).
+ */
+export function escapeHidden(text, { oneLine = false } = {}) {
+  const s = String(text).replace(/\r\n/g, "\n");
+  return s.replace(oneLine ? HIDDEN_OR_BREAK : HIDDEN, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+}
+
+/**
+ * An approval's exact action as indented JSON, with what JSON.stringify
+ * leaves as it is (DEL, C1 controls, format characters) escaped as JSON
+ * escapes (`\u202e`, as `botfleet approvals --json` prints it): the same
+ * value, every character visible.
+ */
+function actionJson(action) {
+  // JSON.stringify escapes the C0 controls of strings: a newline left is
+  // the indentation's
+  return JSON.stringify(action, null, 2).replace(/(?!\n)[\p{Cc}\p{Cf}]/gu, (c) => {
+    const units = [];
+    for (let i = 0; i < c.length; i++) units.push(`\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`);
+    return units.join("");
+  });
+}
 
 /** Human words for an approval's status. */
 function approvalStatusText(a, now = Date.now()) {
@@ -52,11 +88,11 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
   const pending = a.status === "pending" && Date.now() < a.expires_at;
   box.className = `card approval-card ${a.status}`;
   box.replaceChildren(h("div", { class: "card-body" },
-    h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, str(a.tool))),
-    h("p", { class: "text" }, str(a.summary)),
-    a.reason ? h("p", { class: "hint" }, `Why it asks: ${str(a.reason)}`) : null,
+    h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, escapeHidden(str(a.tool), { oneLine: true }))),
+    h("p", { class: "text" }, escapeHidden(str(a.summary), { oneLine: true })),
+    a.reason ? h("p", { class: "hint" }, `Why it asks: ${escapeHidden(str(a.reason), { oneLine: true })}`) : null,
     details && a.action !== undefined
-      ? h("details", null, h("summary", null, "Exact action"), h("pre", null, JSON.stringify(a.action, null, 2)))
+      ? h("details", null, h("summary", null, "Exact action"), h("pre", null, actionJson(a.action)))
       : null,
     h(
       "p",

@@ -2,7 +2,7 @@
 // with its idempotency key.
 
 import { auth, uuidv7 } from "./api.js";
-import { h } from "./dom.js";
+import { firstChars, h } from "./dom.js";
 
 let composerIds = 0;
 
@@ -76,7 +76,8 @@ export async function deliver(timeline, text, post, { onAccepted = () => {}, onS
       // the host refused the token this tab holds (call() signed it out)
       shown.failed("Not sent: the host refused your token.", () => attempt(key));
       if (!auth.token) {
-        const quoted = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+        const cut = firstChars(text, 200);
+        const quoted = cut === null ? text : `${cut}…`;
         onSignedOut(`Your message was not sent: the host refused your token (it may have changed, or you logged out). Sign in, then send it again: “${quoted}”`);
       }
     }

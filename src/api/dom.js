@@ -189,6 +189,23 @@ export function safeUrl(url) {
   }
 }
 
+/**
+ * The first `n` characters of `text`, counted in code points, or `null`
+ * when it has no more than `n`. `slice` and `length` count UTF-16 units:
+ * a cut there could split an emoji or a rarer CJK character, leaving a
+ * lone surrogate (drawn as �), and text of such characters counted double.
+ */
+export function firstChars(text, n) {
+  let units = 0;
+  let chars = 0;
+  for (const c of text) {
+    if (chars === n) return text.slice(0, units);
+    units += c.length;
+    chars++;
+  }
+  return null;
+}
+
 /** A centred note in an empty panel. */
 export function placeholder(...text) {
   return h("div", { class: "placeholder" }, ...text);

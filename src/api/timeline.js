@@ -15,8 +15,8 @@
 // newest" (or sending a message) starts over from the newest page.
 
 import { call } from "./api.js";
-import { botCard, fillApproval, tickExpiries } from "./cards.js";
-import { clock, count, h, prettyJson, richText, timeEl, toast } from "./dom.js";
+import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
+import { clock, count, firstChars, h, prettyJson, richText, timeEl, toast } from "./dom.js";
 import { loadBotsUntilStarted } from "./state.js";
 
 /** Entries shown when a conversation opens, and per "Show earlier" or
@@ -24,8 +24,10 @@ import { loadBotsUntilStarted } from "./state.js";
 const PAGE = 200;
 /** Entries per request while catching up. */
 const FETCH = 500;
-/** Longest event text shown before it folds. */
+/** Longest event text (in characters: code points) shown before it folds. */
 const FOLD_CHARS = 480;
+/** Characters of a folded event text shown above the fold. */
+const FOLD_SHOWN = 160;
 const STEPS_KEY = "botfleet.steps";
 
 const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "");
@@ -432,10 +434,12 @@ export class Timeline {
   }
 
   event(e) {
-    const text = str(e.text);
+    // what an approval event quotes (the action's summary) is shown as
+    // the approval's card shows it, bidi overrides and all escaped
+    const text = e.origin === "approval" ? escapeHidden(str(e.text)) : str(e.text);
     const body =
-      text.length > FOLD_CHARS
-        ? h("details", null, h("summary", null, `${text.slice(0, 160)}…`), h("div", { class: "text" }, text))
+      firstChars(text, FOLD_CHARS) !== null
+        ? h("details", null, h("summary", null, `${firstChars(text, FOLD_SHOWN)}…`), h("div", { class: "text" }, text))
         : h("div", { class: "text" }, text);
     return h(
       "li",

@@ -1,0 +1,168 @@
+//! What the CLI prints about what people typed and what the host did:
+//! the query of `botfleet search` as typed (Hindi, Thai, NFD text whole;
+//! only controls and bidi characters escaped), `botfleet reindex` leaving
+//! the index alone when it cannot open the store, and `botfleet approve`
+//! saying what the host did rather than that the bot was told.
+
+use botfleet_memory::ApprovalId;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewApproval;
+use botfleet_memory::SearchQuery;
+use botfleet_memory::TranscriptIndex;
+use serde_json::json;
+
+use super::recall::CHAT;
+use super::recall::flush;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::restart;
+use crate::support::process::cli;
+
+/// Sends `text` to bot `r` and waits for the turn that answers it; returns
+/// the session's id.
+async fn talk(host: &TestHost, text: &str) -> String {
+    let (status, v) = host.send("r", text, None).await;
+    assert_eq!(status, 202, "{v}");
+    let session = v["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&session, v["seq"].as_i64().unwrap())
+        .await;
+    session
+}
+
+/// `botfleet search` with no hit echoes the query as typed: `{:?}` wrote
+/// the vowel signs of "किताबें" as `\u{947}\u{902}`, and Thai and NFD
+/// accents the same way, though only controls and bidi characters are to
+/// be escaped (docs/operations.md); those still are.
+#[tokio::test]
+async fn search_without_matches_echoes_the_query_as_typed() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    talk(&host, "hello").await;
+    flush(&host).await;
+    for (query, shown) in [
+        ("किताबें", "किताबें"),
+        ("ภาษาไทยที่นี่", "ภาษาไทยที่นี่"),
+        (
+            "cafe\u{301} re\u{301}sume\u{301}",
+            "cafe\u{301} re\u{301}sume\u{301}",
+        ),
+        ("zebra\u{202e}fish", "zebra\\u{202e}fish"),
+    ] {
+        let (code, out, err) = cli(&["search", query], &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{query}: {err}");
+        assert_eq!(out.trim(), format!("no matches for \"{shown}\""), "{query}");
+    }
+    host.shutdown().await;
+}
+
+/// `botfleet reindex` on a data directory whose store it cannot open (a
+/// schema version newer than the binary's) exits 1 with the store's
+/// reason and leaves the index as it was. (It emptied the index first,
+/// then found it could not open the store.)
+#[tokio::test]
+async fn reindex_that_cannot_open_the_store_leaves_the_index_as_it_was() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    talk(&host, "the narwhal ledger is overdue").await;
+    flush(&host).await;
+    let fleet = host.shutdown().await;
+    let data = fleet.path().join("data");
+    let found = |index_dir: &std::path::Path| {
+        let index = TranscriptIndex::open(index_dir).unwrap();
+        index
+            .search_blocking(&SearchQuery::new("narwhal").with_limit(10))
+            .unwrap()
+            .total
+    };
+    assert_eq!(found(&data.join("index")), 1);
+    // what a newer botfleet would leave
+    let conn = rusqlite::Connection::open(data.join("fleet.db")).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    conn.pragma_update(None, "user_version", version + 1)
+        .unwrap();
+    drop(conn);
+
+    let (code, out, err) = cli(&["reindex", "--data", data.to_str().unwrap()], "", "").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("newer than this binary supports")
+            && err.contains("the search index was left as it was"),
+        "{err}"
+    );
+    assert_eq!(
+        found(&data.join("index")),
+        1,
+        "the index still finds what it held"
+    );
+}
+
+/// An approval of bot `r` in `session`, pending, as the gate asks it.
+async fn ask(host: &TestHost, session: &str) -> ApprovalId {
+    let rt = host.host.as_ref().unwrap().fleet.runtime();
+    let id = ApprovalId::new_v7();
+    let new = NewApproval {
+        id,
+        bot: "r".parse().unwrap(),
+        session: session.parse().unwrap(),
+        turn: None,
+        call_id: "call_1".into(),
+        tool: "Shell".into(),
+        fingerprint: "fp-ls".into(),
+        summary: "run `ls`".into(),
+        reason: "lists the workspace".into(),
+        action: json!({"tool": "Shell", "args": {"command": "ls"}}),
+        ttl_ms: 600_000,
+        max_pending: 4,
+    };
+    rt.store
+        .write(vec![Mutation::RequestApproval(Box::new(new))])
+        .await
+        .unwrap();
+    id
+}
+
+/// `botfleet approve` of an approval whose bot was taken out of the fleet
+/// says what the host did (a note queued in the bot's conversation) and
+/// what must still happen, not "(r was told)": nothing is told until the
+/// bot is listed again, and a bot without the tool cannot run it.
+#[tokio::test]
+async fn approve_says_what_the_host_did_not_that_the_bot_was_told() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    let session = talk(&host, "hello").await;
+    let approval = ask(&host, &session).await;
+    let fleet = host.shutdown().await.without_bot("r");
+    fleet.write();
+    let host = restart(fleet).await;
+
+    let (code, out, err) = cli(&["approve", &approval.to_string()], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("approved {approval}: run `ls`\n")),
+        "{out}"
+    );
+    assert!(
+        !out.contains("was told") && !out.contains("may run"),
+        "approve claims what the host does not know: {out}"
+    );
+    assert!(
+        out.contains(
+            "a note of it is queued in r's conversation, read when r next runs; the action runs only if r repeats this exact call by "
+        ) && out.trim_end().ends_with(", with Shell still among its tools"),
+        "{out}"
+    );
+    host.shutdown().await;
+}
