@@ -5,7 +5,9 @@
 //! A stream that has ended is dropped, never polled again; while the host
 //! is unreachable, each wait tries to reopen it after a short, growing
 //! backoff. The caller keeps polling on its own schedule and only its
-//! overall timeout ends the wait.
+//! overall timeout ends the wait. The same backoff paces the message's
+//! POST when it got no answer and is sent again
+//! ([`Changes::pause_after_no_answer`]).
 
 use std::time::Duration;
 
@@ -127,6 +129,15 @@ impl<'a> Changes<'a> {
         }
         self.lost();
         Ok(())
+    }
+
+    /// A request that must be sent again got no answer (the message's
+    /// POST while the host restarts): says so once, then waits the next
+    /// backoff pause, never past `deadline`.
+    pub(crate) async fn pause_after_no_answer(&mut self, deadline: Instant) {
+        self.lost();
+        self.retry_later();
+        tokio::time::sleep_until(self.retry_at.min(deadline)).await;
     }
 
     fn lost(&mut self) {

@@ -318,6 +318,7 @@ async fn send(
         body,
         mut changes,
         deadline,
+        own_duplicate,
     } = match posted {
         Ok(posted) => posted,
         Err(code) => return Ok(code),
@@ -337,7 +338,7 @@ async fn send(
         .filter_map(|v| v.as_str().map(str::to_owned))
         .collect();
     if !as_json {
-        if outcome == "duplicate" {
+        if outcome == "duplicate" && !own_duplicate {
             errln!("(already sent with this key as message {seq}; waiting for its discussion)");
         }
         if !unknown.is_empty() {

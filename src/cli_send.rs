@@ -19,6 +19,7 @@ use super::exit;
 use super::outcome;
 use crate::client::Client;
 use crate::client::HostAnswered;
+use crate::client::NoAnswer;
 
 /// `botfleet send --help`: what the exit status says (2 is clap's usage
 /// error, so the turn's outcomes start at 3).
@@ -129,6 +130,7 @@ pub(super) async fn send(
         body,
         mut changes,
         deadline,
+        own_duplicate,
     } = match posted {
         Ok(posted) => posted,
         Err(code) => return Ok(code),
@@ -141,7 +143,7 @@ pub(super) async fn send(
         .context("the answer has no session")?
         .to_owned();
     let seq = body["seq"].as_i64().context("the answer has no seq")?;
-    if outcome == "duplicate" && !as_json {
+    if outcome == "duplicate" && !as_json && !own_duplicate {
         errln!("(already sent with this key as message {seq}; waiting for its reply)");
     }
     // the bot is paused by its daily token budget: the message waits for
@@ -248,12 +250,21 @@ pub(super) struct Posted<'a> {
     pub changes: events::Changes<'a>,
     /// When `--timeout` runs out, counted from the start of the command.
     pub deadline: Instant,
+    /// A `duplicate` answer is this command's own attempt that got no
+    /// answer (the key is one it made up, and it sent the message again):
+    /// no news to the person, unlike a key they reused.
+    pub own_duplicate: bool,
 }
 
 /// Subscribes to the host's change signals (so none is missed), then posts
 /// `{"text": text}` to `path` with the idempotency key `nonce` (or a new
 /// one), both within `timeout`. When it runs out first, the command ends:
 /// `Err` with its exit code, what happened printed.
+///
+/// A post that got no answer (the host went away after the subscription:
+/// it may have taken the message, and died before its answer reached us)
+/// is sent again with the same key until `timeout`: the host admits a key
+/// once, and answers `duplicate` if the lost attempt got through.
 pub(super) async fn subscribe_and_post<'a>(
     client: &'a Client,
     path: &str,
@@ -266,19 +277,30 @@ pub(super) async fn subscribe_and_post<'a>(
     let key = nonce
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    let Some(changes) = events::Changes::subscribe(client, deadline).await? else {
+    let Some(mut changes) = events::Changes::subscribe(client, deadline).await? else {
         return Ok(Err(not_sent_in_time(timeout, as_json)));
     };
     let body = json!({ "text": text });
-    let Ok(posted) = timeout_at(deadline, client.post(path, &body, Some(&key))).await else {
-        return Ok(Err(post_unanswered(timeout, &key, as_json)));
+    let mut resent = false;
+    let (status, body) = loop {
+        let Ok(posted) = timeout_at(deadline, client.post(path, &body, Some(&key))).await else {
+            return Ok(Err(post_unanswered(timeout, &key, as_json)));
+        };
+        match posted {
+            Ok(answer) => break answer,
+            Err(e) if e.is::<NoAnswer>() => {
+                changes.pause_after_no_answer(deadline).await;
+                resent = true;
+            }
+            Err(e) => return Err(e),
+        }
     };
-    let (status, body) = posted?;
     Ok(Ok(Posted {
         status,
         body,
         changes,
         deadline,
+        own_duplicate: resent && nonce.is_none(),
     }))
 }
 

@@ -33,6 +33,24 @@ impl std::fmt::Display for HostAnswered {
 
 impl std::error::Error for HostAnswered {}
 
+/// The host gave no answer to a request: it could not be reached, the
+/// connection broke before the whole answer came, or the answer took
+/// longer than the request timeout. Unlike [`HostAnswered`], the request
+/// may or may not have taken effect (the CLI sends a message again only
+/// with its idempotency key, which the host admits once).
+#[derive(Debug)]
+pub struct NoAnswer {
+    message: String,
+}
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NoAnswer {}
+
 /// An API client bound to one host and token.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -129,7 +147,11 @@ impl Client {
 
     async fn check(&self, resp: reqwest::Response) -> anyhow::Result<(StatusCode, Value)> {
         let status = resp.status();
-        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        // a body cut off (the host went away while answering) is no
+        // answer, which the caller may wait out; one that is not JSON is
+        // an answer without details
+        let bytes = resp.bytes().await.map_err(|e| self.cut_off(e))?;
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Ok((status, body))
     }
 
@@ -143,16 +165,36 @@ impl Client {
     }
 
     fn connect_error(&self, e: reqwest::Error) -> anyhow::Error {
-        if e.is_timeout() && !e.is_connect() {
-            return anyhow!(
-                "the host at {} did not answer within {} s ({e}); is it stopped or overloaded?",
-                self.base,
-                REQUEST_TIMEOUT.as_secs()
-            );
-        }
-        anyhow!(
-            "cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)",
-            self.base
+        let message = if e.is_timeout() && !e.is_connect() {
+            self.too_slow(&e)
+        } else {
+            format!(
+                "cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)",
+                self.base
+            )
+        };
+        anyhow::Error::new(NoAnswer { message })
+    }
+
+    /// The body of an answer could not be read to its end.
+    fn cut_off(&self, e: reqwest::Error) -> anyhow::Error {
+        let message = if e.is_timeout() {
+            self.too_slow(&e)
+        } else {
+            format!(
+                "the connection to the host at {} broke before its answer was complete ({e}); \
+                 is it restarting?",
+                self.base
+            )
+        };
+        anyhow::Error::new(NoAnswer { message })
+    }
+
+    fn too_slow(&self, e: &reqwest::Error) -> String {
+        format!(
+            "the host at {} did not answer within {} s ({e}); is it stopped or overloaded?",
+            self.base,
+            REQUEST_TIMEOUT.as_secs()
         )
     }
 

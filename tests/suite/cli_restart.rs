@@ -1,7 +1,9 @@
 //! A waiting `botfleet send` / `botfleet group send` survives a restart of
 //! the host (SIGKILL, then a new host on the same data dir and port): it
 //! keeps polling, reopens its change stream, and prints the reply that the
-//! restarted host delivers, once.
+//! restarted host delivers, once. Also when the host dies after taking
+//! the message and before its answer reaches the CLI: the CLI sends it
+//! again with the same idempotency key, and the host admits it once.
 
 use std::process::ExitStatus;
 use std::process::Stdio;
@@ -17,6 +19,11 @@ use crate::support::process::BIN;
 use crate::support::process::HostProcess;
 use crate::support::process::cli;
 use crate::support::process::free_port;
+
+#[path = "cli_restart_proxy.rs"]
+mod proxy;
+use proxy::Cut;
+use proxy::CutProxy;
 
 /// Every bot answers after a pause, so the kill lands while the CLI waits
 /// (and the resumed turn answers again after the same pause).
@@ -124,20 +131,24 @@ enum Restart {
     AfterTheCliNoticed,
 }
 
-/// Starts a host with the slow script and bots `a`, `b`; runs `setup`
-/// commands; starts `command` and kills the host once `busy` is in its
-/// turn; restarts it on the same data dir and port; returns how the
-/// command ended.
+/// The fleet of these tests: the slow script and bots `a`, `b`.
+fn slow_fleet() -> TestFleet {
+    TestFleet::new()
+        .script("s", SLOW)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+}
+
+/// Starts a host with [`slow_fleet`]; runs `setup` commands; starts
+/// `command` and kills the host once `busy` is in its turn; restarts it on
+/// the same data dir and port; returns how the command ended.
 async fn across_a_restart(
     setup: &[&[&str]],
     command: &[&str],
     busy: &str,
     restart: Restart,
 ) -> (ExitStatus, String, String) {
-    let fleet = TestFleet::new()
-        .script("s", SLOW)
-        .bot("a", "s", &["SendMessage"])
-        .bot("b", "s", &["SendMessage"]);
+    let fleet = slow_fleet();
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
@@ -150,6 +161,9 @@ async fn across_a_restart(
     let mut waiting = Waiting::spawn(command, &url);
     wait_running(&url, busy).await;
     waiting.assert_waiting("before the kill");
+    // the turn may start before the host has written its answer to the
+    // message's POST, so this kill may also land before the CLI has read
+    // it: `killed_before_its_answer` makes that case happen every time
     host.kill9().await;
     if restart == Restart::AfterTheCliNoticed {
         waiting.wait_lost_note().await;
@@ -158,6 +172,38 @@ async fn across_a_restart(
     let ended = waiting.finish().await;
     host.kill9().await;
     ended
+}
+
+/// Starts a host with [`slow_fleet`]; runs `setup` commands; starts
+/// `command` through a [`CutProxy`] that loses the host's answer to the
+/// request starting with `lost` as `how` says, and kills the host right
+/// then (it has taken the request); restarts it on the same data dir and
+/// port; returns how the command ended and `a`'s transcript.
+async fn killed_before_its_answer(
+    setup: &[&[&str]],
+    command: &[&str],
+    lost: &'static str,
+    how: Cut,
+) -> (ExitStatus, String, String, String) {
+    let fleet = slow_fleet();
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    for args in setup {
+        let (code, _, err) = cli(args, &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let proxy = CutProxy::start(port, lost, how).await;
+    let waiting = Waiting::spawn(command, &proxy.url);
+    proxy.wait_cut().await;
+    host.kill9().await;
+    let host = HostProcess::start(&path, port, &log).await;
+    let ended = waiting.finish().await;
+    let (code, transcript, err) = cli(&["transcript", "a"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    host.kill9().await;
+    (ended.0, ended.1, ended.2, transcript)
 }
 
 fn assert_clean(err: &str) {
@@ -207,4 +253,60 @@ async fn group_send_survives_a_host_restart() {
     assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert_eq!(out, "a ▸ a speaks late\n", "the reply, once");
     assert_clean(&err);
+}
+
+/// The message reached the host, which died before its answer (202, the
+/// admission) reached the CLI: the CLI sends it again with its key and
+/// waits for the reply (before: "cannot reach the host", exit 1, the
+/// message saved all the same: the flake of this test's first sibling
+/// when the kill landed before the CLI had read the admission).
+#[tokio::test]
+async fn send_sends_again_when_the_host_dies_before_answering() {
+    let (status, out, err, transcript) = killed_before_its_answer(
+        &[],
+        &["send", "a", "hello", "--timeout", "40"],
+        "POST /v1/bots/a/messages ",
+        Cut::Whole,
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out, "a speaks late\n", "the reply, once");
+    assert_clean(&err);
+    // its own first attempt is no news to the person
+    assert!(!err.contains("already sent"), "{err}");
+    assert_eq!(transcript.matches(": hello").count(), 1, "{transcript}");
+}
+
+/// As above, with the answer's head received and its body cut off
+/// (before: "the host answered 202 Accepted: no details", exit 1).
+#[tokio::test]
+async fn send_sends_again_when_the_answer_is_cut_off() {
+    let (status, out, err, transcript) = killed_before_its_answer(
+        &[],
+        &["send", "a", "hello", "--timeout", "40"],
+        "POST /v1/bots/a/messages ",
+        Cut::Body,
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out, "a speaks late\n", "the reply, once");
+    assert_clean(&err);
+    assert!(!err.contains("already sent"), "{err}");
+    assert_eq!(transcript.matches(": hello").count(), 1, "{transcript}");
+}
+
+/// `group send` posts the same way.
+#[tokio::test]
+async fn group_send_sends_again_when_the_host_dies_before_answering() {
+    let (status, out, err, _) = killed_before_its_answer(
+        &[&["group", "create", "team", "--members", "a,b"]],
+        &["group", "send", "team", "@a hello", "--timeout", "40"],
+        "POST /v1/groups/team/messages ",
+        Cut::Whole,
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out, "a ▸ a speaks late\n", "the reply, once");
+    assert_clean(&err);
+    assert!(!err.contains("already sent"), "{err}");
 }
