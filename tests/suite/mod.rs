@@ -72,6 +72,7 @@ mod review_untrusted;
 mod room_duplicates;
 mod room_ids;
 mod room_memory_refusal;
+mod room_races;
 mod rooms_admin;
 mod rooms_shared;
 mod rooms_small;

@@ -79,6 +79,15 @@ pub(crate) struct RunState {
     /// a duplicate of the message answers. Empty in runs stored before.
     #[serde(default)]
     pub removed: Vec<BotId>,
+    /// Whether the message was posted to a shared room or by a user other
+    /// than the room's owner: its discussion runs with the shared surface
+    /// even if the room is no longer shared when it starts (the message's
+    /// text, and the timeline it reads, come from other users; what the
+    /// discussion publishes is read by them once their bot is back).
+    /// `false` in runs stored before; the coordinator then goes by the
+    /// message's author.
+    #[serde(default)]
+    pub shared: bool,
     /// Set once the coordinator started the run.
     #[serde(default)]
     pub progress: Option<Progress>,
@@ -314,6 +323,19 @@ impl GroupState {
             self.owners = owners;
         }
         Ok(())
+    }
+
+    /// Runs the discussion about to start (or resume) of a message
+    /// posted by `author` (its run's stored `shared` is `shared`) with
+    /// the shared surface if it was posted to a shared room or by another
+    /// user than the room's owner, whatever the room is now
+    /// ([`RunState::shared`]), or if its members make it so.
+    pub(super) fn follow_input(&mut self, shared: bool, author: Option<&str>) {
+        let by_other = author.is_some_and(|a| a != self.room.owner.as_str());
+        self.room.shared = self.room.shared || shared || by_other;
+        self.rt
+            .groups
+            .note_run_shared(&self.room.id, self.room.shared);
     }
 
     /// Runs with `members`, the list a resumed run started with, when the

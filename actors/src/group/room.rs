@@ -309,6 +309,11 @@ pub async fn rooms_for(rt: &Runtime, user: &UserId) -> Result<Vec<RoomRecord>, G
 /// semantics as for direct messages), and an accepted message is written
 /// with the run it starts and, if some mentions match nobody, a notice
 /// naming them. Answers after the commit; the run happens afterwards.
+///
+/// Who may post and whom the message addresses are decided from one read
+/// of the room; the write refuses the message if the room changed since
+/// (its members, or its being shared): then the poster is told the room
+/// is gone (404) if they may no longer use it, or to post again (409).
 pub async fn post_message(
     rt: &Runtime,
     user: &UserId,
@@ -316,6 +321,34 @@ pub async fn post_message(
     text: &str,
     key: Option<&str>,
 ) -> Result<Posted, GroupError> {
+    let planned = plan_post(rt, user, room, text, key).await?;
+    commit_post(rt, user, planned).await
+}
+
+/// A room message as decided from one read of the room, not yet written.
+#[derive(Debug)]
+pub(super) struct PlannedPost {
+    /// The room as read.
+    room: RoomRecord,
+    /// The admission, with the members and `shared` it was decided from.
+    write: Mutation,
+    /// Members it addresses, in the order they run.
+    addressed: Vec<BotId>,
+    /// Mentions that match no member.
+    unknown: Vec<String>,
+    /// Members it mentions that take no turns.
+    removed: Vec<BotId>,
+}
+
+/// Reads the room and decides the message: may `user` post, whom it
+/// addresses, which notices go with it.
+pub(super) async fn plan_post(
+    rt: &Runtime,
+    user: &UserId,
+    room: &str,
+    text: &str,
+    key: Option<&str>,
+) -> Result<PlannedPost, GroupError> {
     let room = room_for(rt, user, room).await?;
     let text = text.trim();
     if text.is_empty() {
@@ -406,6 +439,10 @@ pub async fn post_message(
         selected: addressed.clone(),
         unknown: selection.unknown.clone(),
         removed: removed_mentions.clone(),
+        // another user's message, or one to a shared room, is discussed
+        // with the shared surface even if the room stops being shared
+        // before its discussion starts (its text may come from anyone)
+        shared: room.shared || room.owner != *user,
         progress: None,
     };
     let request = AdmitRequest {
@@ -432,27 +469,48 @@ pub async fn post_message(
     };
     let state =
         serde_json::to_value(&state).map_err(|e| GroupError::Invalid(format!("run state: {e}")))?;
-    let written = rt
-        .store
-        .write(vec![Mutation::AdmitToRoom {
+    Ok(PlannedPost {
+        write: Mutation::AdmitToRoom {
             request: Box::new(request),
             room: room.id.clone(),
+            poster: user.clone(),
+            members: room.members.clone(),
+            shared: room.shared,
             state,
             notices,
-        }])
-        .await;
-    let written = match written {
+        },
+        room,
+        addressed,
+        unknown: selection.unknown,
+        removed: removed_mentions,
+    })
+}
+
+/// Writes a planned message; the store refuses it if the room changed
+/// since it was read.
+pub(super) async fn commit_post(
+    rt: &Runtime,
+    user: &UserId,
+    planned: PlannedPost,
+) -> Result<Posted, GroupError> {
+    let PlannedPost {
+        room,
+        write,
+        addressed,
+        unknown,
+        removed,
+    } = planned;
+    let written = match rt.store.write(vec![write]).await {
         Ok(results) => results,
-        // the writer refuses a new message to a room closed since it was
-        // read (its message says so); any other refusal is the store's
-        Err(StoreError::Rejected(m))
-            if rt
-                .store
-                .get_room(&room.id)
-                .await?
-                .is_some_and(|r| r.closed_at.is_some()) =>
-        {
-            return Err(GroupError::Conflict(m));
+        // the writer refuses a new message to a room closed, or whose
+        // members changed, since it was read (its message says so and
+        // what to do); one the poster may no longer use is missing to
+        // them, as it is to any later request
+        Err(StoreError::Rejected(m)) => {
+            return match room_for(rt, user, room.id.as_str()).await {
+                Ok(_) => Err(GroupError::Conflict(m)),
+                Err(e) => Err(e),
+            };
         }
         Err(e) => return Err(e.into()),
     };
@@ -476,8 +534,8 @@ pub async fn post_message(
         outcome,
         room: room.id,
         addressed,
-        unknown_mentions: selection.unknown,
-        removed_mentions,
+        unknown_mentions: unknown,
+        removed_mentions: removed,
     };
     if let AdmitOutcome::Duplicate(first) = &posted.outcome {
         // the message as first accepted: whom it addressed then (the

@@ -56,6 +56,12 @@ pub struct GroupRegistry {
     /// by the change and by the coordinator when it takes up a
     /// discussion).
     shared: DashMap<RoomId, bool>,
+    /// Whether the discussion a room's coordinator took up last runs
+    /// with the shared surface ([`GroupRegistry::note_run_shared`]): a
+    /// member turn gets the shared surface if this or `shared` says so,
+    /// so a change that makes the room private does not open the
+    /// private surface to a discussion of another user's message.
+    run_shared: DashMap<RoomId, bool>,
 }
 
 impl std::fmt::Debug for GroupRegistry {
@@ -107,13 +113,24 @@ impl GroupRegistry {
         self.shared.insert(room.clone(), shared);
     }
 
+    /// Sets whether the discussion `room`'s coordinator takes up runs
+    /// with the shared surface (its message came from another user or a
+    /// shared room, or its members make it so), until the next one.
+    pub(crate) fn note_run_shared(&self, room: &RoomId, shared: bool) {
+        self.run_shared.insert(room.clone(), shared);
+    }
+
     /// Who runs a member's turn in room `room` (the peer of its group
-    /// session): a member of a shared room gets the shared surface (no
-    /// private connectors, no state-changing tools; tools/surface.rs).
+    /// session): a member of a shared room, or of a discussion that runs
+    /// with the shared surface, gets it (no private connectors, no
+    /// state-changing tools; tools/surface.rs).
     pub async fn member_runner(&self, store: &Store, room: &str) -> Result<Runner, StoreError> {
         let Ok(id) = RoomId::new(room) else {
             return Ok(Runner::GroupMember { shared: false });
         };
+        if self.run_shared.get(&id).is_some_and(|s| *s) {
+            return Ok(Runner::GroupMember { shared: true });
+        }
         if let Some(shared) = self.shared.get(&id) {
             return Ok(Runner::GroupMember { shared: *shared });
         }

@@ -61,6 +61,7 @@ impl GroupState {
                     selected: Vec::new(),
                     unknown: Vec::new(),
                     removed: Vec::new(),
+                    shared: true,
                     progress: None,
                 }
             }
@@ -89,6 +90,13 @@ impl GroupState {
                 }
             }
         }
+        // the surface follows the message, not the room as it is now
+        let author = self
+            .tail
+            .iter()
+            .find(|e| e.seq == trigger_seq)
+            .map(|e| e.author.clone());
+        self.follow_input(state.shared, author.as_deref());
         self.pending.clear();
         self.current = Some(Current {
             trigger_seq,

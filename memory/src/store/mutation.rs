@@ -237,13 +237,24 @@ pub enum Mutation {
     /// ledger. No inbox row is written (no bot runs a timeline; the room's
     /// coordinator does). On `accepted` the ledger row, the entry, the run
     /// it starts (with the coordinator's initial `state`) and `notices`
-    /// (appended right after it) are written together; an accepted
-    /// message to a closed room fails instead, rolling back its batch.
+    /// (appended right after it) are written together. An accepted
+    /// message fails instead, rolling back its batch, when the room is
+    /// closed, its members or `shared` are no longer `members` and
+    /// `shared` (a change landed since they were read: the addressed
+    /// members and notices were decided from them), or `poster` may not
+    /// use it (checked in the same transaction that gives the message its
+    /// seq).
     AdmitToRoom {
         /// The admission (its session is the room's timeline).
         request: Box<AdmitRequest>,
         /// The room.
         room: crate::ids::RoomId,
+        /// The user who posts.
+        poster: crate::ids::UserId,
+        /// The room's members the message was decided from.
+        members: Vec<BotId>,
+        /// The room's `shared` flag the message was decided from.
+        shared: bool,
         /// Initial coordinator state of the run.
         state: Value,
         /// Entries appended after the message when it is accepted (e.g.

@@ -150,14 +150,64 @@ fn members_and_closed(conn: &Connection, room: &RoomId) -> Result<(Vec<BotId>, O
     Ok((members, closed_at))
 }
 
-/// Refuses a message to a closed room. Checked in the writer's
-/// transaction, after the ledger accepted the message, so a message
-/// cannot slip in after the close commits (a retry of one sent before
-/// the close still answers `duplicate`).
-pub(crate) fn ensure_open(conn: &Connection, room: &RoomId) -> Result<()> {
-    match members_and_closed(conn, room)?.1 {
-        Some(_) => Err(closed(room, "takes no more messages")),
-        None => Ok(()),
+/// Refuses a message to room `room` from `poster` unless the room, read
+/// in the writer's transaction (after the ledger accepted the message),
+/// still is as the message was decided from: open, with `members` and
+/// `shared`, and usable by `poster` (its owner, or in a shared room the
+/// owner of one of its members). The caller picked the addressed members
+/// and may-use from an earlier read; checked here, no post can land
+/// after a member change with members or an access from before it (a
+/// retry of one accepted before still answers `duplicate`).
+pub(crate) fn ensure_postable(
+    conn: &Connection,
+    room: &RoomId,
+    poster: &UserId,
+    members: &[BotId],
+    shared: bool,
+) -> Result<()> {
+    let row: Option<(String, String, bool, Option<i64>)> = conn
+        .prepare_cached("SELECT owner, members, shared, closed_at FROM rooms WHERE id = ?1")?
+        .query_row(params![room.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    let Some((owner, current, current_shared, closed_at)) = row else {
+        return Err(StoreError::NotFound {
+            what: "room",
+            id: room.to_string(),
+        });
+    };
+    if closed_at.is_some() {
+        return Err(closed(room, "takes no more messages"));
+    }
+    let current: Vec<BotId> = serde_json::from_str(&current).map_err(|e| corrupt("rooms", e))?;
+    if current != members || current_shared != shared {
+        return Err(StoreError::Rejected(format!(
+            "the members of room {room} changed while this message was posted, so it was not \
+             posted; read the room again (GET /v1/groups/{room}) and post it again"
+        )));
+    }
+    if owner == poster.as_str() {
+        return Ok(());
+    }
+    let member_owner: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM json_each(?1) m JOIN bots b ON b.id = m.value
+             WHERE b.owner = ?2)",
+        )?
+        .query_row(
+            params![
+                serde_json::to_string(members).map_err(|e| corrupt("rooms", e))?,
+                poster.as_str()
+            ],
+            |r| r.get(0),
+        )?;
+    if shared && member_owner {
+        Ok(())
+    } else {
+        Err(StoreError::Rejected(format!(
+            "{poster} may not post in room {room}: none of its members is theirs any more"
+        )))
     }
 }
 

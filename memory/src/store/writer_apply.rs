@@ -368,12 +368,15 @@ impl Writer {
             Mutation::AdmitToRoom {
                 request,
                 room,
+                poster,
+                members,
+                shared,
                 state,
                 notices,
             } => {
                 let outcome = self.admit(request, now, touched, false)?;
                 if let AdmitOutcome::Accepted(rec) = &outcome {
-                    rooms::ensure_open(&self.conn, room)?;
+                    rooms::ensure_postable(&self.conn, room, poster, members, *shared)?;
                     rooms::insert_run(&self.conn, room, rec.seq, state, now)?;
                     for notice in notices {
                         self.append(notice, now, touched)?;
