@@ -58,6 +58,7 @@ mod openai_provider;
 mod openai_turn_faults;
 mod ops_faults;
 mod owner_change;
+mod owner_change_owed;
 mod owner_workspaces;
 mod recall;
 mod recall_faults;

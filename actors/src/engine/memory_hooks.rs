@@ -16,6 +16,7 @@ use botfleet_memory::OwedExtraction;
 use botfleet_memory::StoreError;
 
 use super::Runner;
+use crate::memory::extracts_from;
 use crate::memory::spawn_extract_after_turn;
 use crate::model::Purpose;
 use crate::prompts::prompts;
@@ -137,6 +138,7 @@ impl Runner {
             turn: self.turn,
             bot: self.bot.id.clone(),
             session: self.session,
+            owner: self.bot.owner.clone(),
             shown,
             user_texts,
             final_reply,
@@ -184,7 +186,7 @@ impl Runner {
             .iter()
             .filter(|e| e.turn == Some(self.turn) || inputs.contains(&e.seq))
         {
-            let owners_input = inputs.contains(&e.seq) && e.author == self.bot.owner.as_str();
+            let owners_input = inputs.contains(&e.seq) && extracts_from(&self.bot, &e.author);
             texts.note(&e.kind, owners_input);
         }
         Ok(texts)
@@ -206,7 +208,7 @@ impl TurnTexts {
     pub(super) fn of_inputs(bot: &BotRecord, inputs: &[Entry]) -> Self {
         let user = inputs
             .iter()
-            .filter(|e| e.author == bot.owner.as_str())
+            .filter(|e| extracts_from(bot, &e.author))
             .filter_map(|e| {
                 if let EntryKind::UserMessage { text } = &e.kind {
                     Some(text.clone())

@@ -165,6 +165,17 @@ struct ReplaceProposal {
     importance: Option<u8>,
 }
 
+/// Whether fact extraction for `bot` reads a message written by
+/// `author`: only the bot's current owner's. What an extraction learns
+/// goes to the owner's memory, so another person's words (another user in
+/// a room, the former owner after the bot changed hands) never do. The
+/// engine picks a turn's texts with it (`engine/memory_hooks.rs`), and a
+/// re-run after a restart checks the owner the turn was owed for
+/// (`extract_owed.rs`).
+pub(crate) fn extracts_from(bot: &BotRecord, author: &str) -> bool {
+    author == bot.owner.as_str()
+}
+
 /// Runs the extraction for the finished turn `turn` of `bot` in
 /// `session`. `shown` are the ids of the memory items the turn's context
 /// showed (`MemorySnapshot::shown_ids`, plus items added by an update);

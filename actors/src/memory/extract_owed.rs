@@ -13,7 +13,11 @@
 //! - still there when a crash or a stop cut the extraction off: the next
 //!   start runs it again ([`resume_owed_extractions`]), in the
 //!   background, one at a time, at most [`RESUME_LIMIT`] per start and
-//!   [`MAX_RERUNS`] times per turn.
+//!   [`MAX_RERUNS`] times per turn, and only while the bot's owner is
+//!   the one the row records (the person whose messages it holds, the
+//!   same rule as a live turn's, [`extracts_from`]): after an owner
+//!   change it is dropped, or the former owner's words would land in the
+//!   new owner's memory.
 //!
 //! Running an extraction twice adds nothing twice: the ids of its adds
 //! derive from the turn (`turn_seed`), and an add whose text is already in
@@ -38,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::extract::ExtractReport;
 use super::extract::extract_after_turn;
+use super::extract::extracts_from;
 use crate::model::Purpose;
 use crate::runtime::Runtime;
 
@@ -133,6 +138,7 @@ pub fn spawn_extract_after_turn(
             turn,
             bot: bot.id.clone(),
             session,
+            owner: bot.owner.clone(),
             shown: shown.iter().map(ToString::to_string).collect(),
             user_texts,
             final_reply,
@@ -229,8 +235,9 @@ pub fn resume_owed_extractions(rt: Arc<Runtime>) -> tokio::task::JoinHandle<usiz
 }
 
 /// Counts one more run of `o` and answers its bot, or gives it up (clears
-/// it, logged) when it ran [`MAX_RERUNS`] times already, its bot is gone
-/// or its bot's model does not extract.
+/// it, logged) when it ran [`MAX_RERUNS`] times already, its bot is gone,
+/// its bot has another owner than the turn's or its bot's model does not
+/// extract.
 async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
     let bumped = rt
         .store
@@ -259,6 +266,20 @@ async fn rerunnable(rt: &Runtime, o: &OwedExtraction) -> Option<BotRecord> {
         (_, 0) => return None,
         (_, n) if n > MAX_RERUNS => "it was cut off too many times",
         (None, _) => "its bot is gone",
+        // the bot changed hands since the turn (fleet.toml, at a start):
+        // what the turn's owner wrote must not reach the new owner's
+        // memory, as a live turn reads no message of the former owner
+        (Some(b), _) if !extracts_from(b, o.owner.as_str()) => {
+            tracing::info!(
+                bot = %o.bot,
+                turn = %o.turn,
+                turn_owner = %o.owner,
+                owner = %b.owner,
+                "fact extraction dropped: the bot has another owner than when the turn ran; memory unchanged"
+            );
+            clear(rt, o).await;
+            return None;
+        }
         // owed from before its provider lost its extract rule (a script
         // without one answers nothing): nothing to warn about, as a turn
         // of such a bot owes no extraction (`engine/memory_hooks.rs`)

@@ -90,6 +90,7 @@ fn owed(turn: TurnId, bot: &BotId, f: &ToolFixture) -> OwedExtraction {
         turn,
         bot: bot.clone(),
         session: f.scope.session.id,
+        owner: f.bot.owner.clone(),
         shown: Vec::new(),
         user_texts: vec![SAID.into()],
         final_reply: "Nice bike!".into(),
@@ -183,6 +184,43 @@ async fn an_owed_extraction_of_a_model_that_cannot_extract_is_dropped() {
     let ran = resume_owed_extractions(Arc::clone(&rt)).await.unwrap();
     assert_eq!(ran, 0, "the model was not asked");
     assert_eq!(rt.store.owed_extractions(10).await.unwrap(), []);
+}
+
+/// An extraction owed for a turn of the bot's owner (user `u`), whose
+/// bot is bob's by the next start (fleet.toml changed its owner), is
+/// dropped without asking the model: what `u` said must not reach bob's
+/// memory, as a turn run after the change reads no message of `u`.
+#[tokio::test]
+async fn an_owed_extraction_of_a_bot_that_changed_hands_is_dropped() {
+    let mut f = ToolFixture::new();
+    let model = ScriptedModel::new(Script::parse(&script(), "test").unwrap());
+    f.rt.models.insert("p".into(), Arc::new(model));
+    f.rt.settings.extract_memory = true;
+    let turn = TurnId::new_v7();
+    let before = owed(turn, &f.bot.id, &f);
+    assert_eq!(before.owner.as_str(), "u");
+    let bobs_bot = BotRecord {
+        owner: UserId::new("bob").unwrap(),
+        ..f.bot.clone()
+    };
+    let batch = vec![
+        Mutation::UpsertBot(f.bot.clone()),
+        Mutation::OweExtraction(Box::new(before)),
+        Mutation::UpsertBot(bobs_bot.clone()),
+    ];
+    f.rt.store.write(batch).await.unwrap();
+    let rt = Arc::new(f.rt);
+
+    let ran = resume_owed_extractions(Arc::clone(&rt)).await.unwrap();
+    assert_eq!(ran, 0, "the model was not asked");
+    assert_eq!(rt.store.owed_extractions(10).await.unwrap(), []);
+    let now = rt.store.clock().now_ms();
+    let items = rt
+        .store
+        .memory_items(bot_scopes(&bobs_bot), now)
+        .await
+        .unwrap();
+    assert_eq!(items, [], "bob's bot's memory");
 }
 
 const REPLY: &str = "Nice bike!";
@@ -324,13 +362,13 @@ async fn a_completed_turn_owes_its_extraction_in_the_commit_that_ends_it() {
         .unwrap_or_else(|| panic!("the turn's end is not committed: {entries:#?}"));
     assert_eq!(status, TurnStatus::Completed);
     let owed = store.owed_extractions(10).await.unwrap();
-    let owed: Vec<(TurnId, Vec<String>, String)> = owed
+    let owed: Vec<(TurnId, UserId, Vec<String>, String)> = owed
         .into_iter()
-        .map(|o| (o.turn, o.user_texts, o.final_reply))
+        .map(|o| (o.turn, o.owner, o.user_texts, o.final_reply))
         .collect();
     assert_eq!(
         owed,
-        [(turn, vec![SAID.to_owned()], REPLY.to_owned())],
+        [(turn, alice, vec![SAID.to_owned()], REPLY.to_owned())],
         "the extraction is owed in the commit that ends the turn"
     );
 

@@ -1,11 +1,13 @@
-//! The `extractions_owed` table (migration 12): the fact extractions of
-//! completed turns that have not finished yet. Writes are applied by the
+//! The `extractions_owed` table (migrations 12 and 16): the fact
+//! extractions of completed turns that have not finished yet. Writes are applied by the
 //! writer inside its transaction, reads run on a reader connection.
 //!
 //! A row is written with its turn's end and deleted when the
 //! extraction's outcome is recorded, so only an extraction cut off by a
 //! crash or a restart outlives its host; the next start runs it again
-//! (`botfleet_actors::memory`), counting each such re-run in `attempts`.
+//! (`botfleet_actors::memory`), counting each such re-run in `attempts`,
+//! unless the bot's owner is no longer the one recorded (`owner_id`,
+//! migration 16): the row holds that owner's messages.
 
 use rusqlite::Connection;
 use rusqlite::params;
@@ -18,6 +20,7 @@ use crate::error::StoreError;
 use crate::ids::BotId;
 use crate::ids::SessionId;
 use crate::ids::TurnId;
+use crate::ids::UserId;
 
 /// A completed turn's fact extraction that has not finished: what it
 /// reads, so that it can run again after a restart exactly as it would
@@ -33,6 +36,11 @@ pub struct OwedExtraction {
     /// Ids of the memory items the turn showed (the only ones the
     /// extraction may replace or remove), as text.
     pub shown: Vec<String>,
+    /// The bot's owner when the turn ended: the person who wrote
+    /// `user_texts`, whose memory the extraction writes. A re-run after
+    /// the bot went to another owner is dropped, or the former owner's
+    /// words would land in the new owner's memory.
+    pub owner: UserId,
     /// What the bot's owner wrote in the turn.
     pub user_texts: Vec<String>,
     /// The turn's final reply.
@@ -64,15 +72,16 @@ pub(crate) fn owe(conn: &Connection, owed: &OwedExtraction, now: i64) -> Result<
         detail: e.to_string(),
     })?;
     conn.prepare_cached(
-        "INSERT INTO extractions_owed (turn_id, bot_id, session_id, job, attempts, created_at)
-         VALUES (?1, ?2, ?3, ?4, 0, ?5) ON CONFLICT (turn_id) DO NOTHING",
+        "INSERT INTO extractions_owed (turn_id, bot_id, session_id, job, attempts, created_at, owner_id)
+         VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6) ON CONFLICT (turn_id) DO NOTHING",
     )?
     .execute(params![
         owed.turn.to_string(),
         owed.bot.as_str(),
         owed.session.to_string(),
         job,
-        now
+        now,
+        owed.owner.as_str()
     ])?;
     Ok(())
 }
@@ -103,8 +112,8 @@ pub(crate) fn bump(conn: &Connection, turn: TurnId) -> Result<i64> {
 /// The oldest `limit` owed extractions.
 fn list(conn: &Connection, limit: i64) -> Result<Vec<OwedExtraction>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT turn_id, bot_id, session_id, job, attempts, created_at FROM extractions_owed
-         ORDER BY created_at, turn_id LIMIT ?1",
+        "SELECT turn_id, bot_id, session_id, job, attempts, created_at, owner_id
+         FROM extractions_owed ORDER BY created_at, turn_id LIMIT ?1",
     )?;
     let rows = stmt.query_map(params![limit], |r| {
         Ok((
@@ -114,17 +123,19 @@ fn list(conn: &Connection, limit: i64) -> Result<Vec<OwedExtraction>> {
             r.get::<_, String>(3)?,
             r.get::<_, i64>(4)?,
             r.get::<_, i64>(5)?,
+            r.get::<_, String>(6)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (turn, bot, session, job, attempts, created_at) = row?;
+        let (turn, bot, session, job, attempts, created_at, owner) = row?;
         let job: Job = serde_json::from_str(&job)
             .map_err(|e| reader_corrupt(format!("job of turn {turn}: {e}")))?;
         out.push(OwedExtraction {
             turn: turn.parse()?,
             bot: BotId::new(bot)?,
             session: session.parse()?,
+            owner: UserId::new(owner)?,
             shown: job.shown,
             user_texts: job.user_texts,
             final_reply: job.reply,

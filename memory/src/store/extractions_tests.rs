@@ -8,6 +8,7 @@ use super::OwedExtraction;
 use crate::ids::BotId;
 use crate::ids::SessionId;
 use crate::ids::TurnId;
+use crate::ids::UserId;
 use crate::store::Mutation;
 use crate::store::MutationResult;
 use crate::store::Store;
@@ -24,6 +25,7 @@ fn owed(turn: TurnId, reply: &str) -> crate::error::Result<OwedExtraction> {
         turn,
         bot: BotId::new("r")?,
         session: SessionId::new_v7(),
+        owner: UserId::new("alice")?,
         shown: vec!["m-aaaaaaaaaaaa".into()],
         user_texts: vec!["I bought a red bicycle".into()],
         final_reply: reply.into(),

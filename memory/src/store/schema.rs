@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0013_room_closed.sql"),
     include_str!("migrations/0014_chains.sql"),
     include_str!("migrations/0015_memory_forget_marks.sql"),
+    include_str!("migrations/0016_extractions_owed_owner.sql"),
 ];
 
 /// Number of the newest migration this binary knows.
@@ -133,6 +134,38 @@ mod tests {
         ]
         .map(|(b, s, n)| (b.to_owned(), s.to_owned(), n));
         assert_eq!(counts, want);
+        Ok(())
+    }
+
+    /// Migration 16 records the owner of an owed extraction: a row owed
+    /// before it gets its bot's owner as stored (a migration runs before
+    /// the start applies an owner change), a row of a bot not stored is
+    /// dropped.
+    #[test]
+    fn owed_extractions_get_their_bots_owner_at_migration_16() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        for sql in &MIGRATIONS[..15] {
+            conn.execute_batch(sql)?;
+        }
+        conn.pragma_update(None, "user_version", 15)?;
+        conn.execute(
+            "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
+             VALUES ('ann', 'Ann', 'alice', 'helps', 'main', '[]', '{}', 'config', 0, 0)",
+            [],
+        )?;
+        for (turn, bot) in [("t1", "ann"), ("t2", "gone")] {
+            conn.execute(
+                "INSERT INTO extractions_owed (turn_id, bot_id, session_id, job, attempts, created_at)
+                 VALUES (?1, ?2, 's', '{}', 0, 0)",
+                rusqlite::params![turn, bot],
+            )?;
+        }
+        migrate(&mut conn)?;
+        let mut stmt = conn.prepare("SELECT turn_id, owner_id FROM extractions_owed")?;
+        let rows: Vec<(String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        assert_eq!(rows, [("t1".to_owned(), "alice".to_owned())]);
         Ok(())
     }
 }
