@@ -276,6 +276,9 @@ prompts! {
     subagent_unfinished_progress => "subagent_unfinished_progress.md",
     /// Why a subagent's task ended unfinished when a person cancelled it.
     subagent_cancelled => "subagent_cancelled.md",
+    /// The notice ending a turn in the DM of a person who no longer owns
+    /// the bot (its owner changed in fleet.toml).
+    owner_changed => "owner_changed.md",
 }
 
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);

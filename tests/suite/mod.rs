@@ -59,6 +59,7 @@ mod openai_turn_faults;
 mod ops_faults;
 mod owner_change;
 mod owner_change_owed;
+mod owner_change_pending;
 mod owner_workspaces;
 mod recall;
 mod recall_faults;

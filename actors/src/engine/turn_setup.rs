@@ -9,6 +9,9 @@ use super::*;
 /// Code of the notice telling people a bot is paused by its budget.
 const BUDGET_CODE: &str = "budget_exhausted";
 
+/// Code of the notice ending a turn in a former owner's DM.
+const OWNER_CHANGED_CODE: &str = "owner_changed";
+
 impl Runner {
     /// Whether the bot's daily token budget is spent; if so, sets
     /// `paused_until` (next UTC midnight) and, with `notice_after` (the
@@ -244,6 +247,51 @@ impl Runner {
 }
 
 impl Runner {
+    /// Whether `session` is a DM with a person who is not the bot's owner
+    /// (any more: the owner changed in fleet.toml, and the DM stays that
+    /// person's). A turn there would run with the owner's private surface
+    /// (their user memory, transcripts, workspace and secrets) and answer
+    /// someone else.
+    pub(super) fn former_owners_dm(&self, session: &SessionRecord) -> bool {
+        session.key.kind == SessionKind::Dm && session.key.peer != self.bot.owner.as_str()
+    }
+
+    /// Ends this turn in a former owner's DM without a model call: its
+    /// inputs (their messages, a subagent's report, an approval's
+    /// decision) stay recorded, and a notice says they were not answered.
+    /// A resumed turn ends where it stopped (its calls that never got a
+    /// result stay without one). A compaction of the DM does not run.
+    pub(super) async fn end_for_former_owner(
+        &mut self,
+        session: SessionRecord,
+    ) -> Result<TurnStatus, StoreError> {
+        self.scope.session = session;
+        match self.kind.take() {
+            Some(PlanKind::New { inputs }) => self.begin(inputs),
+            Some(PlanKind::Resume { inputs } | PlanKind::Fail { inputs, .. }) => {
+                if !self.load_record().await? {
+                    self.begin(inputs);
+                }
+            }
+            Some(PlanKind::Compact) | None => return Ok(TurnStatus::Completed),
+        }
+        tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, "the DM's person no longer owns the bot: the turn ends unanswered");
+        // the notice below says why; no `turn_cancelled` notice offering
+        // a retry, which would end the same way
+        self.state.owes_delivery = false;
+        let text = prompts().owner_changed.render(&[]).unwrap_or_default();
+        let notice = self.entry(
+            EntryId::derive(self.turn, "end", OWNER_CHANGED_CODE),
+            EntryKind::Notice {
+                code: OWNER_CHANGED_CODE.into(),
+                text,
+                retry_turn: None,
+            },
+        );
+        let error = "the bot now belongs to another user".to_owned();
+        self.end(TurnStatus::Cancelled, Some((error, notice))).await
+    }
+
     /// Whether an earlier turn over one of this turn's inputs delivered a
     /// reply (a retried input: the failed turn answered, then failed).
     pub(super) fn answered_before(&self) -> Result<bool, StoreError> {

@@ -27,6 +27,7 @@ use botfleet_memory::ApprovalDecision;
 use botfleet_memory::ApprovalId;
 use botfleet_memory::ApprovalRecord;
 use botfleet_memory::ApprovalStatus;
+use botfleet_memory::BotId;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::ExpiryCause;
@@ -35,6 +36,7 @@ use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
+use botfleet_memory::SessionKind;
 use botfleet_memory::StoreError;
 use botfleet_memory::UserId;
 
@@ -61,6 +63,19 @@ pub enum ApprovalError {
         status: ApprovalStatus,
         /// Why it expired, if it did.
         expired_by: Option<ExpiryCause>,
+    },
+    /// It was asked in the decider's DM with a bot that now belongs to
+    /// another user (its owner changed in fleet.toml): no turn runs there
+    /// any more, so its action never runs, and deciding it would record a
+    /// decision nobody acts on.
+    #[error(
+        "approval {id} was asked by bot {bot} in your conversation with it, but {bot} now belongs to another user: it can no longer be decided and its action will not run; ask {bot}'s new owner if it is still needed"
+    )]
+    OwnerChanged {
+        /// The approval.
+        id: ApprovalId,
+        /// The bot that asked it.
+        bot: BotId,
     },
     /// A prompt did not render (a bug in prompts/).
     #[error(transparent)]
@@ -116,6 +131,17 @@ pub async fn decide(
         .get_session(record.session)
         .await?
         .ok_or(ApprovalError::NotFound(id))?;
+    if session.key.kind == SessionKind::Dm
+        && let Some(bot) = rt.store.get_bot(&record.bot).await?
+        && bot.owner.as_str() != session.key.peer
+    {
+        // the DM's person no longer owns the bot: the decision's event
+        // would start no turn there (`Runner::former_owners_dm`)
+        return Err(ApprovalError::OwnerChanged {
+            id,
+            bot: record.bot,
+        });
+    }
     let p = prompts();
     let ttl = minutes(rt.settings.review.approval_ttl.as_millis() as i64);
     let id_text = id.to_string();
