@@ -1,11 +1,12 @@
 //! Work still waiting in a person's DM with a bot when fleet.toml gives
 //! the bot to someone else: a turn the restart cut off, a message queued
-//! behind it, a subagent's report, an approval's decision. None of it
-//! reaches the model: each turn there ends `cancelled` with an
-//! `owner_changed` notice in the DM, and an approval pending there can no
-//! longer be decided. (Before, it ran as a private turn of the bot's new
-//! owner and answered the old one: `Read diary.txt` in bob's workspace
-//! and its text sent to alice.)
+//! behind it, an approval's decision. None of it reaches the model: each
+//! turn there ends `cancelled` with an `owner_changed` notice in the DM,
+//! and an approval pending there can no longer be decided; a subagent's
+//! report goes to the bot's own session with the subagent instead of the
+//! DM. (Before, it ran as a private turn of the bot's new owner and
+//! answered the old one: `Read diary.txt` in bob's workspace and its text
+//! sent to alice.)
 //!
 //! After the restart the script answers anything by reading `diary.txt`
 //! (bob's, in his workspace) and sending it: a model call in alice's DM
@@ -20,6 +21,7 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::fleet::restart;
+use crate::support::process::poll;
 
 /// What bob's diary holds.
 const DIARY: &str = "HUNTER2 is bob's pin";
@@ -207,9 +209,10 @@ async fn a_message_queued_before_the_owner_change_ends_unanswered() {
 }
 
 /// A subagent alice's turn started finishes after the change: its report
-/// is recorded in her DM, and no turn runs on it there.
+/// (its work ran with bob's workspace by then) goes to `p`'s own session
+/// with the subagent, bob's now, not to her DM; nothing runs in her DM.
 #[tokio::test]
-async fn a_subagent_report_after_the_owner_change_starts_no_turn() {
+async fn a_subagent_report_after_the_owner_change_goes_to_the_bots_own_session() {
     let host = start().await;
     let (dm, seq) = send(&host, "delegate it").await;
     let end = host.wait_turn_end(&dm, seq).await;
@@ -229,14 +232,25 @@ async fn a_subagent_report_after_the_owner_change_starts_no_turn() {
     host.wait_running(&sub).await;
 
     let host = give_p_to_bob(host).await;
-    let report = host
-        .wait_for(&dm, |es| {
-            es.iter()
-                .find(|e| e["kind"] == "agent_message" && e["from"] == sub.as_str())
-                .cloned()
-        })
-        .await;
-    ended_unanswered(&host, &dm, report["seq"].as_i64().unwrap()).await;
+    let hit = poll(30, async || {
+        let (_, v) = host.get("/v1/search?q=subtask+done&bot=p", BOB_TOKEN).await;
+        v["hits"]
+            .as_array()
+            .and_then(|hits| hits.iter().find(|h| h["kind"] == "agent_message").cloned())
+            .ok_or_else(|| format!("bob's search for the report: {v}"))
+    })
+    .await;
+    assert_ne!(
+        hit["session"],
+        dm.as_str(),
+        "the report landed in alice's DM: {hit}"
+    );
+    assert_eq!(hit["session_kind"], "agent", "{hit}");
+    let entries = host.entries(&dm).await;
+    assert!(
+        !entries.iter().any(|e| e["kind"] == "agent_message"),
+        "a report reached alice's DM: {entries:#?}"
+    );
     nothing_of_bob_in(&host, &dm).await;
     host.shutdown().await;
 }

@@ -388,8 +388,15 @@ impl Runner {
         let Some(parent) = self.rt.store.get_bot(&sub.parent).await? else {
             return Ok(None);
         };
+        // the session the task came from, unless it is the DM of someone
+        // who no longer owns the parent: the report (written with the new
+        // owner's workspace) would land with the former owner
         let key = match self.rt.store.get_session(sub.parent_session).await? {
-            Some(rec) if rec.key.bot == parent.id => rec.key,
+            Some(rec)
+                if rec.key.bot == parent.id && !rec.key.is_former_owners_dm(&parent.owner) =>
+            {
+                rec.key
+            }
             _ => SessionKey {
                 bot: parent.id.clone(),
                 kind: SessionKind::Agent,

@@ -253,7 +253,7 @@ impl Runner {
     /// (their user memory, transcripts, workspace and secrets) and answer
     /// someone else.
     pub(super) fn former_owners_dm(&self, session: &SessionRecord) -> bool {
-        session.key.kind == SessionKind::Dm && session.key.peer != self.bot.owner.as_str()
+        session.key.is_former_owners_dm(&self.bot.owner)
     }
 
     /// Ends this turn in a former owner's DM without a model call: its

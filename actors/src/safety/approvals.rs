@@ -133,7 +133,7 @@ pub async fn decide(
         .ok_or(ApprovalError::NotFound(id))?;
     if session.key.kind == SessionKind::Dm
         && let Some(bot) = rt.store.get_bot(&record.bot).await?
-        && bot.owner.as_str() != session.key.peer
+        && session.key.is_former_owners_dm(&bot.owner)
     {
         // the DM's person no longer owns the bot: the decision's event
         // would start no turn there (`Runner::former_owners_dm`)

@@ -77,6 +77,16 @@ impl SessionKey {
     pub fn id(&self) -> SessionId {
         SessionId::derive(&self.bot, self.kind.as_str(), &self.peer)
     }
+
+    /// Whether this is a DM with a person other than `owner`, the bot's
+    /// owner now: the DM of a former owner (the owner changed in
+    /// fleet.toml; the DM stays that person's to read). Nothing runs or
+    /// lands there with the bot's private surface: its turns end
+    /// unanswered, approvals there cannot be decided, and a subagent's
+    /// report goes to the bot's own session with the subagent instead.
+    pub fn is_former_owners_dm(&self, owner: &UserId) -> bool {
+        self.kind == SessionKind::Dm && self.peer != owner.as_str()
+    }
 }
 
 /// A session as stored.
