@@ -1,6 +1,7 @@
 //! The Fleet: root supervisor of a running fleet, and [`FleetHandle`], the
 //! surface the host (HTTP API, CLI) drives it through.
 
+use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +33,10 @@ use crate::error::Result;
 use crate::router::RouterActor;
 use crate::router::RouterMsg;
 use crate::runtime::Runtime;
+
+/// Subagents brought in line with their parents at each start.
+#[path = "fleet_derived.rs"]
+mod derived;
 
 /// The root supervisor: it owns the router and restarts it if it fails.
 #[derive(Debug, Clone, Copy, Default)]
@@ -230,18 +235,43 @@ impl FleetHandle {
     /// A bot of an earlier config that `bots` no longer lists is marked
     /// removed ([`BotRecord::removed_at`]): it takes no more messages and
     /// runs no turns, what it was sent stays in its inbox and its sessions
-    /// stay readable, until a config lists it again.
+    /// stay readable, until a config lists it again. Its subagents are
+    /// removed with it; every subagent keeps only the tools its parent
+    /// has and runs on its parent's provider (`fleet_derived.rs`).
     pub async fn start(rt: Runtime, bots: Vec<BotRecord>) -> Result<Self> {
         let rt = Arc::new(rt);
         let listed: HashSet<BotId> = bots.iter().map(|b| b.id.clone()).collect();
         let now = rt.store.clock().now_ms();
-        let mut writes: Vec<Mutation> = bots.into_iter().map(Mutation::UpsertBot).collect();
+        let mut writes: Vec<Mutation> = bots.iter().cloned().map(Mutation::UpsertBot).collect();
+        // every bot as it is once this config applies: the stored ones,
+        // the config's, and those the config dropped marked removed
+        let mut all: HashMap<BotId, BotRecord> = HashMap::new();
         for b in rt.store.list_bots(None).await? {
-            if b.from_config() && b.removed_at().is_none() && !listed.contains(&b.id) {
+            if listed.contains(&b.id) {
+                continue;
+            }
+            let b = if b.from_config() && b.removed_at().is_none() {
                 tracing::warn!(bot = %b.id, "bot is no longer in the fleet's config: it takes no more messages; its sessions are kept");
-                writes.push(Mutation::UpsertBot(b.mark_removed(now)));
+                let removed = b.mark_removed(now);
+                writes.push(Mutation::UpsertBot(removed.clone()));
+                removed
+            } else {
+                b
+            };
+            all.insert(b.id.clone(), b);
+        }
+        all.extend(bots.into_iter().map(|b| (b.id.clone(), b)));
+        // subagents follow their parents (removed with them, their tools
+        // and provider), written after the config's bots
+        let follow = derived::follow_parents(&all, now);
+        for w in &follow {
+            if let Mutation::UpsertBot(b) = w {
+                all.insert(b.id.clone(), b.clone());
             }
         }
+        writes.extend(follow);
+        let providers: HashSet<&str> = rt.models.keys().map(String::as_str).collect();
+        derived::warn_missing_providers(all.values(), &providers);
         if !writes.is_empty() {
             rt.store.write(writes).await?;
         }

@@ -179,6 +179,17 @@ impl Table {
 /// are cancelled as they start), and a bot the fleet's config no longer
 /// lists (it runs no turns until a config lists it again).
 pub(crate) async fn refuse_retired(state: &ApiState, bot: &BotRecord) -> Result<(), ApiError> {
+    if let Some(parent) = bot.origin.strip_prefix("subagent:")
+        && bot.removed_at().is_some()
+    {
+        // removed with its parent (it is in no config of its own)
+        return Err(ApiError::Conflict(format!(
+            "subagent {} takes no more messages: its parent {parent} is no longer in the \
+             fleet's config; its conversations are kept and readable. List {parent} in \
+             fleet.toml again and restart the host to talk to it",
+            bot.id
+        )));
+    }
     if bot.removed_at().is_some() {
         return Err(ApiError::Conflict(format!(
             "bot {} is no longer in the fleet's config and takes no more messages; its \

@@ -97,6 +97,7 @@ mod store_refusals;
 mod subagent_hops;
 mod subagent_reports;
 mod subagent_retry;
+mod subagents_config;
 mod tool_edges;
 mod turn_clip_budget;
 mod turn_request_bounds;
