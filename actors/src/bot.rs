@@ -347,9 +347,18 @@ impl Actor for BotActor {
             BotMsg::TurnEnded(end) => state.on_turn_end(&myself, end),
             BotMsg::IdleCheck => state.on_idle_check(&myself),
             BotMsg::Cancel(reply) => {
-                let running = state.running.as_ref().map(|r| r.hard.cancel()).is_some()
-                    || state.cancel_waiting(&myself);
-                let _ = reply.send(running);
+                // `true` only for the request that cancelled: a turn already
+                // cancelled stays `running` until it ends, and a second
+                // request cancels nothing
+                let cancelled = match &state.running {
+                    Some(r) if r.hard.is_cancelled() => false,
+                    Some(r) => {
+                        r.hard.cancel();
+                        true
+                    }
+                    None => state.cancel_waiting(&myself),
+                };
+                let _ = reply.send(cancelled);
             }
             BotMsg::Status(reply) => {
                 let _ = reply.send(BotStatus {

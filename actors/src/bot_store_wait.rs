@@ -136,30 +136,37 @@ impl BotState {
 
     /// A cancel while the bot waits for its store: the waiting turn fails
     /// for good now (it runs at once to record that, and again after each
-    /// wait until the store takes it). Returns whether a turn was waiting.
+    /// wait until the store takes it). Returns whether this cancel failed a
+    /// waiting turn (not when it was already being failed).
     pub(super) fn cancel_waiting(&mut self, myself: &ActorRef<BotMsg>) -> bool {
         let Some(wait) = &mut self.store_wait else {
             return false;
         };
-        match self.pending.pop_front() {
+        let cancelled = match self.pending.pop_front() {
             Some(Pending::Resume {
                 turn,
                 session,
                 inputs,
                 ..
-            }) => self.pending.push_front(Pending::Fail {
-                turn,
-                session,
-                inputs,
-                error: cancelled_error(&wait.error),
-            }),
+            }) => {
+                self.pending.push_front(Pending::Fail {
+                    turn,
+                    session,
+                    inputs,
+                    error: cancelled_error(&wait.error),
+                });
+                true
+            }
             // already being failed: the cancel changes nothing
-            Some(fail @ Pending::Fail { .. }) => self.pending.push_front(fail),
+            Some(fail @ Pending::Fail { .. }) => {
+                self.pending.push_front(fail);
+                false
+            }
             None => return false,
-        }
+        };
         wait.due = true;
         self.schedule(myself);
-        true
+        cancelled
     }
 }
 

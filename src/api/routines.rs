@@ -132,12 +132,6 @@ pub(crate) async fn put(
         "a routine",
         r#"{"cron": "0 8 * * *", "timezone": "Asia/Shanghai", "prompt": "..."} and optionally "silent_ok" (true/false) and "catch_up" ("once"/"skip")"#,
     )?;
-    let existed = state
-        .fleet
-        .store()
-        .get_routine(&b.id, &name)
-        .await?
-        .is_some();
     let spec = RoutineSpec {
         name,
         cron: parsed.cron,
@@ -146,13 +140,15 @@ pub(crate) async fn put(
         silent_ok: parsed.silent_ok,
         catch_up: parsed.catch_up,
     };
-    let record = state.scheduler.put(&b.id, spec).await?;
-    let status = if existed {
-        StatusCode::OK
-    } else {
+    // the write that created the routine says so, not a read before it:
+    // of parallel puts of a new routine exactly one answers 201
+    let put = state.scheduler.put(&b.id, spec).await?;
+    let status = if put.created {
         StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
-    Ok((status, Json(json!({ "routine": view(&record) }))).into_response())
+    Ok((status, Json(json!({ "routine": view(&put.record) }))).into_response())
 }
 
 pub(crate) async fn delete(

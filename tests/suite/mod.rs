@@ -28,6 +28,7 @@ mod entry_clip;
 mod event_streams;
 mod extract_owed_crash;
 mod forget_race;
+mod gate_races;
 mod group_replies;
 mod groups;
 mod groups_runs;

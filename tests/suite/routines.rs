@@ -367,14 +367,16 @@ async fn api_routines_persist_and_config_routines_are_owned_by_the_file() {
         .put(&rig.bot, spec("api", "0 10 * * *", "UTC"))
         .await
         .unwrap();
-    assert_eq!(put.origin, RoutineOrigin::Api);
-    assert_eq!(put.next_fire_ms, Some(ms("2026-06-01T10:00:00Z")));
+    assert_eq!(put.record.origin, RoutineOrigin::Api);
+    assert!(put.created);
+    assert_eq!(put.record.next_fire_ms, Some(ms("2026-06-01T10:00:00Z")));
     // replacing with another schedule re-plans it
     let put = h
         .put(&rig.bot, spec("api", "0 7 * * *", "Asia/Shanghai"))
         .await
         .unwrap();
-    assert_eq!(put.next_fire_ms, Some(ms("2026-06-01T23:00:00Z")));
+    assert_eq!(put.record.next_fire_ms, Some(ms("2026-06-01T23:00:00Z")));
+    assert!(!put.created, "a replace");
     assert!(matches!(
         h.put(&rig.bot, spec("cfg", "0 1 * * *", "UTC")).await,
         Err(SchedulerError::ConfigOwned { .. })

@@ -91,8 +91,8 @@ pub enum SchedulerMsg {
         bot: BotId,
         /// The definition.
         spec: RoutineSpec,
-        /// The stored routine, or why not.
-        reply: RpcReplyPort<Result<RoutineRecord, SchedulerError>>,
+        /// The stored routine and whether this put created it, or why not.
+        reply: RpcReplyPort<Result<PutRoutine, SchedulerError>>,
     },
     /// Delete an API routine of a bot; answers whether it existed.
     Delete {
@@ -103,6 +103,17 @@ pub enum SchedulerMsg {
         /// Whether it existed, or why it cannot be deleted.
         reply: RpcReplyPort<Result<bool, SchedulerError>>,
     },
+}
+
+/// What a put of an API routine did.
+#[derive(Debug, Clone)]
+pub struct PutRoutine {
+    /// The routine as stored.
+    pub record: RoutineRecord,
+    /// Whether this put created it (`false`: it replaced one). Decided by
+    /// the scheduler, which handles one put at a time, so of parallel puts
+    /// of a new routine exactly one created it.
+    pub created: bool,
 }
 
 /// Why a routine cannot be changed.

@@ -9,6 +9,7 @@ use botfleet_memory::StoreError;
 
 use super::actor::Key;
 use super::actor::Loaded;
+use super::actor::PutRoutine;
 use super::actor::SchedulerError;
 use super::actor::SchedulerState;
 use super::fire::commit;
@@ -110,7 +111,7 @@ pub(super) async fn put(
     state: &mut SchedulerState,
     bot: BotId,
     spec: RoutineSpec,
-) -> Result<RoutineRecord, SchedulerError> {
+) -> Result<PutRoutine, SchedulerError> {
     let schedule = spec.validate()?;
     if state.args.rt.store.get_bot(&bot).await?.is_none() {
         return Err(SchedulerError::UnknownBot(bot));
@@ -120,6 +121,9 @@ pub(super) async fn put(
     if existing.is_some_and(|e| e.origin == RoutineOrigin::Config) {
         return Err(SchedulerError::ConfigOwned { name: spec.name });
     }
+    // the scheduler handles one message at a time: no other put can
+    // create the routine between this lookup and the commit
+    let created = existing.is_none();
     let now = state.args.clock.now_ms();
     let record = build_record(existing, &bot, &spec, RoutineOrigin::Api, &schedule, now);
     commit(
@@ -134,7 +138,7 @@ pub(super) async fn put(
             schedule: Some(schedule),
         },
     );
-    Ok(record)
+    Ok(PutRoutine { record, created })
 }
 
 pub(super) async fn delete(

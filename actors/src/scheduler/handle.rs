@@ -21,6 +21,7 @@ use ractor::ActorRef;
 use ractor::SupervisionEvent;
 
 use super::actor::Firing;
+use super::actor::PutRoutine;
 use super::actor::SchedulerActor;
 use super::actor::SchedulerArgs;
 use super::actor::SchedulerError;
@@ -110,12 +111,9 @@ impl SchedulerHandle {
         .map_err(|_| ActorError::ActorGone("scheduler"))
     }
 
-    /// Creates or replaces an API routine of `bot`.
-    pub async fn put(
-        &self,
-        bot: &BotId,
-        spec: RoutineSpec,
-    ) -> Result<RoutineRecord, SchedulerError> {
+    /// Creates or replaces an API routine of `bot`; says whether this put
+    /// created it.
+    pub async fn put(&self, bot: &BotId, spec: RoutineSpec) -> Result<PutRoutine, SchedulerError> {
         let actor = self.actor()?;
         ractor::call_t!(
             actor,

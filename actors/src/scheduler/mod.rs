@@ -31,6 +31,7 @@ mod spec;
 pub use actor::FireOutcome;
 pub use actor::Firing;
 pub use actor::MAX_SLEEP;
+pub use actor::PutRoutine;
 pub use actor::RETRY_AFTER;
 pub use actor::SchedulerActor;
 pub use actor::SchedulerArgs;

@@ -377,9 +377,12 @@ async fn approval_stage(
         };
     };
     let fingerprint = action.fingerprint();
+    // An approval covers the action in the session it was asked in: its
+    // owner decided for that conversation, not for the bot's others.
+    let session = ctx.session();
     if let Some(approved) = open
         .iter()
-        .find(|a| a.is_usable() && a.fingerprint == fingerprint)
+        .find(|a| a.is_usable() && a.fingerprint == fingerprint && a.session == session)
     {
         // used up by the caller when the call starts, with its start record
         // (a call stopped while waiting for its locks did not use it)
@@ -390,7 +393,7 @@ async fn approval_stage(
     let new = NewApproval {
         id: ApprovalId::new_v7(),
         bot: ctx.bot.id.clone(),
-        session: ctx.session(),
+        session,
         turn: Some(ctx.turn),
         call_id: ctx.call_id.to_owned(),
         tool: action.tool.clone(),
@@ -409,8 +412,11 @@ async fn approval_stage(
     match outcome {
         Some(MutationResult::ApprovalRequested(o)) => match *o {
             ApprovalRequestOutcome::Created(r) | ApprovalRequestOutcome::Existing(r) => {
-                // in a DM the owner is the person there: their next
-                // message expires it, and SendMessage reaches them
+                // the store reuses an approval only within its session, so
+                // this session is the approval's own: in a DM the owner is
+                // the person there, their next message expires it, and
+                // SendMessage reaches them
+                debug_assert_eq!(r.session, session, "an approval of another session");
                 let p = prompts();
                 let template = match ctx.scope.session.key.kind {
                     SessionKind::Dm => &p.approval_requested,

@@ -545,3 +545,6 @@ mod review;
 
 #[path = "gate_lock_tests.rs"]
 mod locks;
+
+#[path = "gate_session_tests.rs"]
+mod sessions;

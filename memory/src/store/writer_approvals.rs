@@ -30,8 +30,9 @@ const CARD_AUTHOR: &str = "system";
 
 impl Writer {
     /// Creates a pending approval unless the same action is already
-    /// pending or the bot has `max_pending` pending ones. Stale approvals of
-    /// the bot are expired first, so they do not count.
+    /// pending in the same session or the bot has `max_pending` pending
+    /// ones. Stale approvals of the bot are expired first, so they do not
+    /// count.
     pub(super) fn request_approval(
         &mut self,
         new: &NewApproval,
@@ -41,7 +42,14 @@ impl Writer {
         self.expire_approvals(Some(&new.bot), now, touched)?;
         let open = approvals::open_of_bot(&self.conn, &new.bot, now)?;
         let pending: Vec<ApprovalRecord> = open.into_iter().filter(|a| a.is_pending()).collect();
-        if let Some(same) = pending.iter().find(|a| a.fingerprint == new.fingerprint) {
+        // Only within the session: an approval belongs to its session's
+        // owner and expires with that session's user messages, so another
+        // session of the bot (another person's DM, a routine) asking the
+        // same action gets its own approval, card and expiry.
+        if let Some(same) = pending
+            .iter()
+            .find(|a| a.fingerprint == new.fingerprint && a.session == new.session)
+        {
             return Ok(ApprovalRequestOutcome::Existing(same.clone()));
         }
         if pending.len() >= new.max_pending as usize {
