@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::tokenizer::MAX_WORD_BYTES;
+use super::tokenizer::MAX_WORD_CHARS;
 use super::tokenizer::has_overlong_word;
 use crate::error::StoreError;
 
@@ -24,7 +24,7 @@ pub enum QueryError {
     #[error("the search query is empty: give at least one word to search for")]
     Empty,
     /// The query has text, but no searchable word in it: punctuation
-    /// alone, or words longer than [`MAX_WORD_BYTES`] (the message says
+    /// alone, or words longer than [`MAX_WORD_CHARS`] (the message says
     /// which).
     #[error("the search query {query:?} has no searchable words {}", no_words_hint(.query))]
     NoWords {
@@ -106,7 +106,7 @@ pub enum QueryError {
 fn no_words_hint(query: &str) -> String {
     if has_overlong_word(query) {
         format!(
-            "(words longer than {MAX_WORD_BYTES} bytes are not indexed): give at least one shorter word"
+            "(words longer than {MAX_WORD_CHARS} characters are not indexed): give at least one shorter word"
         )
     } else {
         "(punctuation and symbols are ignored): give at least one word".to_owned()

@@ -72,7 +72,7 @@ pub use search::TranscriptIndex;
 pub use search::TranscriptSearch;
 pub use snippet::HIGHLIGHT_CLOSE;
 pub use snippet::HIGHLIGHT_OPEN;
-pub use tokenizer::MAX_WORD_BYTES;
+pub use tokenizer::MAX_WORD_CHARS;
 /// Cuts text into the units queries use (stemmed words, CJK bigrams); the
 /// memory log ranks its entries with the same units.
 pub(crate) use tokenizer::query_analyzer;

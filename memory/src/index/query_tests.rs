@@ -177,20 +177,23 @@ fn a_query_of_overlong_words_says_they_are_not_indexed() {
     assert_eq!(
         msg(&long),
         format!(
-            "the search query {long:?} has no searchable words (words longer than 64 bytes are not indexed): give at least one shorter word"
+            "the search query {long:?} has no searchable words (words longer than 64 characters are not indexed): give at least one shorter word"
         )
     );
     assert!(
-        msg(&format!("?! -{}", "ü".repeat(33))).contains("longer than 64 bytes"),
-        "a non-ASCII word is measured in bytes"
+        msg(&format!("?! -{}", "ü".repeat(65))).contains("longer than 64 characters"),
+        "a non-ASCII word is measured in characters"
     );
+    // 33 two-byte letters, a 32-letter Georgian word: searchable words
+    assert!(parse_text(&"ü".repeat(33)).is_ok());
+    assert!(parse_text("სამშობლოსთვისთავდადებულისთვისაც").is_ok());
     assert_eq!(
         msg("?!"),
         "the search query \"?!\" has no searchable words (punctuation and symbols are ignored): give at least one word"
     );
-    // 64 bytes is still a word.
+    // 64 characters is still a word.
     assert!(parse_text(&"a".repeat(64)).is_ok());
-    assert!(msg(&"a".repeat(65)).contains("longer than 64 bytes"));
+    assert!(msg(&"a".repeat(65)).contains("longer than 64 characters"));
 }
 
 #[test]

@@ -36,7 +36,13 @@ use crate::record::Entry;
 ///
 /// 2: a letter-prefixed number (`v2`, `x86`) is also indexed as its digits
 /// (format 1 indexes lacked them: `2.3.1` did not find `v2.3.1`).
-pub(crate) const FORMAT: u32 = 2;
+///
+/// 3: words are put in NFC and fully case-folded (`ς`→`σ`, `ß`→`ss`),
+/// combining marks and invisible (Default_Ignorable) characters stay
+/// inside the word or CJK run they are in, and the word limit counts
+/// characters instead of bytes (format 2 held `σίσυφος` and `σίσυφοσ`
+/// apart and cut `nai\u{308}ve` into `nai` and `ve`).
+pub(crate) const FORMAT: u32 = 3;
 
 /// Handles of the schema's fields.
 #[derive(Debug, Clone, Copy)]

@@ -3,12 +3,20 @@
 //! Text is cut into units of two kinds:
 //!
 //! - **words**: runs of letters and digits in any script without CJK
-//!   (Latin, Cyrillic, Greek, ...). Fullwidth ASCII is folded to ASCII,
-//!   everything is lowercased, and the English Snowball stemmer (frostem,
-//!   what tantivy's `Stemmer` filter runs) stems the word, so `Suppliers` and
-//!   `supplier` meet. Only words are stemmed: running the stemmer on CJK
-//!   tokens as a filter would cost ~15% of indexing throughput for nothing. Words longer than
-//!   [`MAX_WORD_BYTES`] (hashes, base64 blobs) are dropped.
+//!   (Latin, Cyrillic, Greek, ...). A combining mark (general category Mn,
+//!   Mc, Me: accents, Indic vowel signs and viramas, Thai tone marks)
+//!   belongs to the word it follows, and a Default_Ignorable code point
+//!   (zero-width space, soft hyphen, word joiner, BOM, ...) inside a word is
+//!   dropped from it, so `soft\u{AD}ware` is `software`. The word is put in
+//!   NFC (an NFD `nai\u{308}ve` is the NFC `naïve`), fullwidth ASCII is
+//!   folded to ASCII, and the word is case-folded with Unicode's full
+//!   mappings (`ς`→`σ`, `ß`→`ss`; `İ` becomes `i`, not `i̇`), so text and
+//!   query meet whatever their case or normal form. The English Snowball
+//!   stemmer (frostem, what tantivy's `Stemmer` filter runs) then stems the
+//!   word, so `Suppliers` and `supplier` meet. Only words are stemmed:
+//!   running the stemmer on CJK tokens as a filter would cost ~15% of
+//!   indexing throughput for nothing. Words longer than [`MAX_WORD_CHARS`]
+//!   characters (hashes, base64 blobs) are dropped.
 //! - **letter-prefixed numbers**: in the index, a word of letters followed
 //!   by digits (`v2`, `r2`, `x86`, `rfc9110`) also gives its digits as a
 //!   term at the same position, so the query `2.3.1` (the phrase `2 3 1`)
@@ -25,18 +33,30 @@
 //!   (or the unigram of a one-character run) with the same positions, so a
 //!   query run becomes a phrase of bigrams that matches exactly where its
 //!   text occurs, and a one-character query finds the character anywhere.
+//!   A "character" here is one with the marks and ignorables after it, in
+//!   NFC: `か\u{3099}` is `が`, decomposed hangul jamo are their syllable,
+//!   and a zero-width space inside a run does not cut it.
 //!
 //! Everything else (spaces, punctuation, symbols, emoji) separates units.
-//! docs/search.md explains the choice against jieba word segmentation with
-//! measured recall; jieba is used on the query side only, see
-//! [`han_words`].
-
-use std::sync::LazyLock;
+//! Token offsets always point into the original text (normalisation is done
+//! per word and per character, never on the whole text), so snippets mark
+//! what was written. docs/search.md explains the choice against jieba word
+//! segmentation with measured recall; jieba is used on the query side only,
+//! see [`han_words`].
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use frostem::Algorithm;
 use frostem::Stemmer;
+use icu_casemap::CaseMapper;
+use icu_casemap::CaseMapperBorrowed;
+use icu_normalizer::ComposingNormalizerBorrowed;
+use icu_properties::CodePointMapData;
+use icu_properties::CodePointSetData;
+use icu_properties::props::DefaultIgnorableCodePoint;
+use icu_properties::props::GeneralCategory;
+use icu_properties::props::GeneralCategoryGroup;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::tokenizer::Token;
 use tantivy::tokenizer::TokenStream;
@@ -45,8 +65,18 @@ use tantivy::tokenizer::Tokenizer;
 /// Name under which the index analyzer is registered (stored in the schema).
 pub(crate) const TOKENIZER_NAME: &str = "botfleet_cjk_bigram";
 
-/// Longest word indexed, in bytes (after lowercasing).
-pub const MAX_WORD_BYTES: usize = 64;
+/// Longest word indexed, in characters (after case folding). Counted in
+/// characters, not bytes, so a word of a non-Latin alphabet (Georgian takes
+/// 3 bytes a letter) is allowed as many letters as an English one; a term
+/// stays at most 256 bytes.
+pub const MAX_WORD_CHARS: usize = 64;
+
+/// NFC, which text and queries are put in word by word (and CJK character by
+/// character) before they are compared.
+const NFC: ComposingNormalizerBorrowed<'static> = ComposingNormalizerBorrowed::new_nfc();
+
+/// Unicode's full case folding.
+const CASE: CaseMapperBorrowed<'static> = CaseMapper::new();
 
 /// The script of a CJK character, as far as query segmentation cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,9 +100,14 @@ pub(crate) enum CharClass {
     Other,
 }
 
-/// Classifies a character.
+/// Classifies a character. Default_Ignorable code points (the hangul
+/// fillers are letters by category) are separators when they start a unit;
+/// after a letter they [join](joins) it.
 pub(crate) fn classify(c: char) -> CharClass {
     let cp = u32::from(c);
+    if is_ignorable(c) {
+        return CharClass::Other;
+    }
     let script = match cp {
         0x3005..=0x3007 | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => Some(Script::Han),
         0x20000..=0x3134F => Some(Script::Han),
@@ -89,6 +124,74 @@ pub(crate) fn classify(c: char) -> CharClass {
     }
 }
 
+/// Whether `c` is a Default_Ignorable code point: invisible, it neither
+/// splits a word nor is part of its term.
+fn is_ignorable(c: char) -> bool {
+    match u32::from(c) {
+        // Latin to Arabic, Han, hangul syllables: none there but U+AD and
+        // U+34F (checked without the lookup, which costs on every character)
+        0..=0xAC | 0xAE..=0x34E | 0x350..=0x61B | 0x3400..=0x9FFF | 0xAC00..=0xD7A3 => false,
+        _ => CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c),
+    }
+}
+
+/// Whether `c` belongs to the letter or CJK character before it instead of
+/// starting a unit of its own: combining marks (Mn, Mc, Me), so an accent
+/// of NFD text, a virama or a Thai tone mark does not split a word;
+/// Default_Ignorable code points (zero-width space, soft hyphen), dropped
+/// from the term; and the medial vowel and final consonant jamo of a
+/// decomposed hangul syllable, which NFC composes with the jamo before them.
+fn joins(c: char) -> bool {
+    match u32::from(c) {
+        // letters of Latin, Greek, Cyrillic, Han and hangul syllables, the
+        // common case, without the lookups (U+AD is the soft hyphen)
+        0..=0xAC | 0xAE..=0x2FF | 0x370..=0x482 | 0x3400..=0x9FFF | 0xAC00..=0xD7A3 => {
+            return false;
+        }
+        _ => {}
+    }
+    matches!(u32::from(c), 0x1161..=0x1175 | 0x11A8..=0x11C2)
+        || GeneralCategoryGroup::Mark.contains(CodePointMapData::<GeneralCategory>::new().get(c))
+        || is_ignorable(c)
+}
+
+/// Where the unit starting at byte `start` of `text` ends: after its first
+/// character and every character that [joins](joins) it.
+fn unit_end(text: &str, start: usize) -> usize {
+    let mut chars = text[start..].char_indices();
+    let Some((_, first)) = chars.next() else {
+        return start;
+    };
+    let mut end = start + first.len_utf8();
+    for (i, c) in chars {
+        if !joins(c) {
+            break;
+        }
+        end = start + i + c.len_utf8();
+    }
+    end
+}
+
+/// Appends the folded form of a non-ASCII word (or CJK character) to
+/// `out`: ignorables dropped, fullwidth ASCII folded, NFC, then (if `fold`)
+/// full case folding. `İ` folds to `i`, as in Turkish, rather than to
+/// Unicode's default `i̇` (i + combining dot): nobody types the dot in a
+/// query, and `İSTANBUL` should be found by `istanbul`. `buf` is scratch.
+fn fold_into(raw: &str, fold: bool, buf: &mut String, out: &mut String) {
+    buf.clear();
+    buf.extend(raw.chars().filter(|&c| !is_ignorable(c)).map(fold_width));
+    let nfc = NFC.normalize(buf);
+    if !fold {
+        out.push_str(&nfc);
+        return;
+    }
+    if nfc.contains('\u{130}') {
+        out.push_str(&CASE.fold_string(&nfc.replace('\u{130}', "i")));
+    } else {
+        out.push_str(&CASE.fold_string(&nfc));
+    }
+}
+
 /// Folds fullwidth ASCII letters and digits (`Ｆ`, `２`) to ASCII.
 fn fold_width(c: char) -> char {
     match u32::from(c) {
@@ -99,27 +202,14 @@ fn fold_width(c: char) -> char {
     }
 }
 
-/// Whether `text` has a word longer than [`MAX_WORD_BYTES`] (folded and
-/// lowercased, as [`TranscriptTokenStream`] measures it), which the
+/// Whether `text` has a word longer than [`MAX_WORD_CHARS`] (as
+/// [`TranscriptTokenStream`] measures it, after folding), which the
 /// tokenizer drops.
 pub(crate) fn has_overlong_word(text: &str) -> bool {
-    let mut len = 0;
-    for c in text.chars() {
-        if classify(c) != CharClass::Word {
-            len = 0;
-            continue;
-        }
-        let c = fold_width(c);
-        len += if c.is_ascii() {
-            1
-        } else {
-            c.to_lowercase().map(char::len_utf8).sum()
-        };
-        if len > MAX_WORD_BYTES {
-            return true;
-        }
-    }
-    false
+    let mut tokenizer = TranscriptTokenizer::new(Mode::Query);
+    let mut stream = tokenizer.token_stream(text);
+    while stream.advance() {}
+    stream.dropped
 }
 
 /// The digits of a word made of letters followed by ASCII digits (`v2` →
@@ -175,12 +265,15 @@ impl Tokenizer for TranscriptTokenizer {
             cursor: 0,
             next_position: 0,
             run: Vec::new(),
+            run_text: String::new(),
+            scratch: String::new(),
             run_base: 0,
             step: 0,
             steps: 0,
             token: Token::default(),
             stemmer: Stemmer::new(Algorithm::English),
             number: String::new(),
+            dropped: false,
         }
     }
 }
@@ -193,8 +286,12 @@ pub(crate) struct TranscriptTokenStream<'a> {
     cursor: usize,
     /// Position of the next unit.
     next_position: usize,
-    /// Byte ranges of the characters of the current CJK run.
-    run: Vec<(usize, usize)>,
+    /// The characters of the current CJK run.
+    run: Vec<RunChar>,
+    /// The folded text of the run's characters, one after the other.
+    run_text: String,
+    /// Scratch space of [`fold_into`].
+    scratch: String,
     /// Position of the run's first character.
     run_base: usize,
     /// Next token of the run to emit, and how many there are.
@@ -206,6 +303,19 @@ pub(crate) struct TranscriptTokenStream<'a> {
     /// The digits of the letter-prefixed number just emitted (index mode),
     /// to emit next at the same position; empty when there are none.
     number: String,
+    /// Whether a word was dropped for being longer than [`MAX_WORD_CHARS`].
+    dropped: bool,
+}
+
+/// One character of a CJK run (with the marks and ignorables after it).
+#[derive(Debug, Clone, Copy)]
+struct RunChar {
+    /// Byte range in the source text.
+    from: usize,
+    to: usize,
+    /// Byte range of its folded form in `run_text`.
+    folded_from: usize,
+    folded_to: usize,
 }
 
 impl TranscriptTokenStream<'_> {
@@ -216,28 +326,50 @@ impl TranscriptTokenStream<'_> {
             (Mode::Query, 1) => (0, false),
             (Mode::Query, _) => (step, true),
         };
-        let (from, mut to) = self.run[first];
-        if bigram {
-            to = self.run[first + 1].1;
-        }
-        self.token.offset_from = from;
-        self.token.offset_to = to;
+        let head = self.run[first];
+        let tail = if bigram { self.run[first + 1] } else { head };
+        self.token.offset_from = head.from;
+        self.token.offset_to = tail.to;
         self.token.position = self.run_base + first;
         self.token.text.clear();
-        self.token.text.push_str(&self.text[from..to]);
+        self.token
+            .text
+            .push_str(&self.run_text[head.folded_from..tail.folded_to]);
     }
 
     /// Reads the CJK run starting at the cursor.
     fn load_run(&mut self) {
         self.run.clear();
-        for (i, c) in self.text[self.cursor..].char_indices() {
+        self.run_text.clear();
+        let mut from = self.cursor;
+        while let Some(c) = self.text[from..].chars().next() {
             if !matches!(classify(c), CharClass::Cjk(_)) {
                 break;
             }
-            let from = self.cursor + i;
-            self.run.push((from, from + c.len_utf8()));
+            let to = unit_end(self.text, from);
+            let folded_from = self.run_text.len();
+            // Kana, hangul syllables and the main Han blocks are NFC by
+            // themselves; a character with marks after it, a jamo or a
+            // compatibility ideograph (U+F900…) is normalised.
+            if to - from == c.len_utf8() && (0x3040..=0xD7A3).contains(&u32::from(c)) {
+                self.run_text.push(c);
+            } else {
+                fold_into(
+                    &self.text[from..to],
+                    false,
+                    &mut self.scratch,
+                    &mut self.run_text,
+                );
+            }
+            self.run.push(RunChar {
+                from,
+                to,
+                folded_from,
+                folded_to: self.run_text.len(),
+            });
+            from = to;
         }
-        self.cursor = self.run.last().map_or(self.cursor, |r| r.1);
+        self.cursor = from;
         self.run_base = self.next_position;
         self.next_position += self.run.len();
         self.step = 0;
@@ -253,24 +385,28 @@ impl TranscriptTokenStream<'_> {
     /// too long to index.
     fn load_word(&mut self) -> bool {
         let start = self.cursor;
+        let rest = &self.text[start..];
+        let len = rest
+            .char_indices()
+            .find(|&(_, c)| classify(c) != CharClass::Word && !joins(c))
+            .map_or(rest.len(), |(i, _)| i);
+        let raw = &rest[..len];
+        self.cursor = start + len;
         self.token.text.clear();
-        for (i, c) in self.text[start..].char_indices() {
-            if classify(c) != CharClass::Word {
-                break;
-            }
-            self.cursor = start + i + c.len_utf8();
-            let c = fold_width(c);
-            if c.is_ascii() {
-                self.token.text.push(c.to_ascii_lowercase());
-            } else {
-                self.token.text.extend(c.to_lowercase());
-            }
+        if raw.is_ascii() {
+            self.token.text.push_str(raw);
+            self.token.text.make_ascii_lowercase();
+        } else {
+            fold_into(raw, true, &mut self.scratch, &mut self.token.text);
         }
         self.token.offset_from = start;
         self.token.offset_to = self.cursor;
         self.token.position = self.next_position;
         self.next_position += 1;
-        if self.token.text.len() > MAX_WORD_BYTES {
+        if self.token.text.len() > MAX_WORD_CHARS
+            && self.token.text.chars().count() > MAX_WORD_CHARS
+        {
+            self.dropped = true;
             return false;
         }
         if self.mode == Mode::Index

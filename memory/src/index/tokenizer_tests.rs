@@ -2,6 +2,9 @@ use pretty_assertions::assert_eq;
 use tantivy::tokenizer::TextAnalyzer;
 
 use super::*;
+use crate::index::SearchQuery;
+use crate::index::test_support::Docs;
+use crate::index::test_support::TestResult;
 
 /// (text, position) of every token.
 fn tokens(mut analyzer: TextAnalyzer, text: &str) -> Vec<(String, usize)> {
@@ -31,10 +34,11 @@ fn latin_words_are_lowercased_split_and_stemmed() {
             ("1", 5)
         ])
     );
-    // Non-English Latin and other alphabets stay whole words.
+    // Non-English Latin and other alphabets stay whole words (case-folded:
+    // `ß` is `ss`).
     assert_eq!(
         tokens(index_analyzer(), "Größe Привет"),
-        owned(&[("größe", 0), ("привет", 1)])
+        owned(&[("grösse", 0), ("привет", 1)])
     );
 }
 
@@ -97,12 +101,146 @@ fn fullwidth_ascii_is_folded() {
 
 #[test]
 fn overlong_words_are_dropped() {
-    let long = "a".repeat(MAX_WORD_BYTES + 1);
+    let long = "a".repeat(MAX_WORD_CHARS + 1);
     let text = format!("before {long} after");
     assert_eq!(
         tokens(index_analyzer(), &text),
         owned(&[("befor", 0), ("after", 2)])
     );
+    assert!(has_overlong_word(&text));
+}
+
+/// Regression: the limit was 64 bytes, so a Georgian word of 22 letters
+/// (3 bytes each) was not indexed and refused as a query. It counts
+/// characters now.
+#[test]
+fn the_word_limit_counts_characters() {
+    let georgian = "სამშობლოსთვისთავდადებულისთვისაც";
+    assert_eq!(tokens(index_analyzer(), georgian), owned(&[(georgian, 0)]));
+    assert!(!has_overlong_word(georgian));
+    let long = "ж".repeat(MAX_WORD_CHARS);
+    assert_eq!(tokens(index_analyzer(), &long).len(), 1);
+    let longer = "ж".repeat(MAX_WORD_CHARS + 1);
+    assert_eq!(tokens(index_analyzer(), &longer), vec![]);
+    assert!(has_overlong_word(&longer));
+}
+
+/// The (stemmed) term of each word of `text`, as the query side cuts it.
+fn terms(text: &str) -> Vec<String> {
+    tokens(query_analyzer(), text)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect()
+}
+
+/// Regression: each character was lowercased on its own, so a final `ς`
+/// stayed `ς` while `Σ` became `σ`, `ß` never met `SS`, and `İ` became
+/// `i̇` (with a combining dot). Words are fully case-folded now.
+#[test]
+fn words_are_fully_case_folded() {
+    assert_eq!(terms("ΣΊΣΥΦΟΣ Σίσυφος"), terms("σίσυφος σίσυφοσ"));
+    assert_eq!(terms("σίσυφος"), vec!["σίσυφοσ"]);
+    assert_eq!(terms("ΟΔΥΣΣΕΑΣ"), terms("οδυσσεας"));
+    assert_eq!(terms("İSTANBUL"), vec!["istanbul"]);
+    assert_eq!(terms("Straße STRASSE ẞ"), terms("strasse strasse ss"));
+    // other full mappings: ligature, long s, micro sign, Kelvin sign
+    assert_eq!(terms("ﬁle ſun µ K"), terms("file sun μ k"));
+    // the index side folds the same way
+    assert_eq!(
+        tokens(index_analyzer(), "ΣΊΣΥΦΟΣ"),
+        tokens(query_analyzer(), "σίσυφος")
+    );
+}
+
+/// Regression: a zero-width space, soft hyphen or word joiner split words
+/// (and CJK runs) in two. Now they join and are left out of the term.
+#[test]
+fn invisible_characters_do_not_split_words() {
+    assert_eq!(
+        tokens(index_analyzer(), "苹\u{200B}果公司 soft\u{AD}ware"),
+        tokens(index_analyzer(), "苹果公司 software")
+    );
+    assert_eq!(
+        terms("a\u{2060}b\u{FEFF}c\u{200C}d\u{200D}e\u{180E}f"),
+        vec!["abcdef"]
+    );
+    // alone, or after a space, they are separators
+    assert_eq!(terms("\u{200B} x \u{FEFF}"), vec!["x"]);
+    assert_eq!(classify('\u{200B}'), CharClass::Other);
+    assert_eq!(classify('\u{3164}'), CharClass::Other);
+    // offsets still cover the source text, invisible characters included
+    let text = "soft\u{AD}ware!";
+    let mut analyzer = index_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let token = stream.next().map(|t| (t.offset_from, t.offset_to));
+    assert_eq!(token, Some((0, text.len() - 1)));
+}
+
+/// Regression: a combining mark split the word it belongs to: NFD
+/// `nai\u{308}ve` was `nai` + `ve`, Devanagari `हिन्दी` was `हिन` + `दी`
+/// (the virama), Thai was cut at its tone marks. Marks now stay in their
+/// word, and words and CJK characters are compared in NFC.
+#[test]
+fn combining_marks_stay_in_their_word_and_text_is_compared_in_nfc() {
+    assert_eq!(terms("nai\u{308}ve"), terms("naïve"));
+    assert_eq!(terms("NAI\u{308}VE"), terms("naïve"));
+    assert_eq!(terms("हिन्दी"), vec!["हिन्दी"]);
+    assert_eq!(terms("ข้าวผัด"), vec!["ข้าวผัด"]);
+    assert_eq!(terms("ฉันชอบกิน ข้าวผัด"), vec!["ฉันชอบกิน", "ข้าวผัด"]);
+    // NFD kana and hangul are their composed characters
+    assert_eq!(
+        tokens(index_analyzer(), "か\u{3099}っこう"),
+        tokens(index_analyzer(), "がっこう")
+    );
+    assert_eq!(
+        tokens(
+            index_analyzer(),
+            "\u{1112}\u{1161}\u{11AB}\u{1100}\u{116E}\u{11A8}"
+        ),
+        tokens(index_analyzer(), "한국")
+    );
+    // a compatibility ideograph is its unified one
+    assert_eq!(terms("\u{F900}"), terms("\u{8C48}"));
+    // the token of an NFD word spans the word with its marks
+    let text = "a nai\u{308}ve plan";
+    let mut analyzer = index_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut spans = Vec::new();
+    while let Some(t) = stream.next() {
+        spans.push(text[t.offset_from..t.offset_to].to_owned());
+    }
+    assert_eq!(spans, vec!["a", "nai\u{308}ve", "plan"]);
+}
+
+/// Through the index: a Greek word found across case and final sigma, a
+/// CJK word with a zero-width space inside, an NFD query finding NFC text
+/// (and the reverse), with the whole word marked in the snippet.
+#[test]
+fn searches_meet_across_case_invisible_characters_and_normal_forms() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("ΣΊΣΥΦΟΣ ήταν εδώ")?;
+    docs.add("苹\u{200B}果公司 released soft\u{AD}ware")?;
+    docs.add("a naïve plan")?;
+    docs.add("cafe\u{301} au lait")?;
+    docs.add("İSTANBUL in spring")?;
+    docs.commit()?;
+    assert_eq!(docs.find("σίσυφος")?, vec!["ΣΊΣΥΦΟΣ ήταν εδώ"]);
+    let apple = "苹\u{200B}果公司 released soft\u{AD}ware";
+    assert_eq!(docs.find("苹果公司")?, vec![apple]);
+    assert_eq!(docs.find("苹果")?, vec![apple]);
+    assert_eq!(docs.find("\"苹果公司\"")?, vec![apple]);
+    assert_eq!(docs.find("software")?, vec![apple]);
+    assert_eq!(docs.find("nai\u{308}ve")?, vec!["a naïve plan"]);
+    assert_eq!(docs.find("café")?, vec!["cafe\u{301} au lait"]);
+    assert_eq!(docs.find("istanbul")?, vec!["İSTANBUL in spring"]);
+    let hits = docs.search(SearchQuery::new("café"))?.hits;
+    assert_eq!(hits[0].snippet, "«cafe\u{301}» au lait");
+    let hits = docs.search(SearchQuery::new("software"))?.hits;
+    assert_eq!(
+        hits[0].snippet,
+        "苹\u{200B}果公司 released «soft\u{AD}ware»"
+    );
+    Ok(())
 }
 
 #[test]
