@@ -33,6 +33,7 @@ pub use ids::SessionId;
 pub use ids::TurnId;
 pub use ids::UserId;
 pub use ids::display_name_problem;
+pub use ids::name_key;
 pub use ids::quote_short;
 pub use index::DEFAULT_SEARCH_LIMIT;
 pub use index::HIGHLIGHT_CLOSE;

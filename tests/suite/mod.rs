@@ -75,6 +75,7 @@ mod review_untrusted;
 mod room_duplicates;
 mod room_ids;
 mod room_memory_refusal;
+mod room_names;
 mod room_races;
 mod rooms_admin;
 mod rooms_shared;

@@ -61,13 +61,15 @@ async fn a_room_name_with_nothing_visible_is_refused() {
             "{name:?}: {msg}"
         );
     }
-    // an invisible character among visible ones is fine
+    // an invisible character among visible ones is refused too: `a\u{200b}b`
+    // passes for `ab`
     let (status, body) = create(
         &host,
         json!({"name": "a\u{200b}b", "id": "ab", "members": ["a", "b"]}),
     )
     .await;
-    assert_eq!(status, 201, "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("U+200B"), "{body}");
     host.shutdown().await;
 }
 

@@ -1,17 +1,26 @@
 //! Mentions in a user's room message: who is addressed.
 //!
-//! `@Name` addresses a member whose bot id or display name is `Name`
-//! (case-insensitive; a display name with spaces matches without them).
-//! `@everyone`, or no mention at all, addresses every member. A mention
-//! that matches nobody is reported back, never silently dropped; if every
-//! mention is unknown, nobody runs (the user meant someone specific).
+//! `@Name` addresses a member whose bot id or display name is `Name`,
+//! compared by [`name_key`] (ignoring case, width, spaces and invisible
+//! characters: `@researchbot` and `@ＲｅｓｅａｒｃｈＢｏｔ` both address
+//! "Research Bot"). `@everyone`, or no mention at all, addresses every
+//! member. A mention that matches nobody is reported back, never silently
+//! dropped; if every mention is unknown, nobody runs (the user meant
+//! someone specific).
 //!
-//! A mention starts at `@` at the start of the text or after a character
-//! that cannot be part of a name (so `alice@example.com` is no mention),
-//! and takes letters, digits, `.`, `_` and `-`; trailing `.`, `_` and `-`
-//! are sentence punctuation, not part of the name.
+//! A mention starts at `@` or the full-width `＠` at the start of the
+//! text, after a character that cannot be part of a name (so
+//! `alice@example.com` is no mention), or after a CJK character (Chinese
+//! and Japanese put no space before it: `你好@记忆`). It takes letters,
+//! digits, `.`, `_` and `-`; trailing `.`, `_` and `-` are sentence
+//! punctuation, not part of the name. As CJK text has no spaces either,
+//! a mention that matches nobody whole but goes on in CJK characters
+//! (`@回声机器人你好`) addresses the member with the longest name or id
+//! that the mention starts with, ending right before a CJK character.
 
 use std::collections::HashMap;
+
+use botfleet_memory::name_key;
 
 /// The names a member answers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,43 +33,43 @@ pub struct MemberName {
 
 impl MemberName {
     /// A mention both `self` and `other` would answer to, if any (a room
-    /// with both would wake the two for it).
+    /// with both would wake the two for it): as written when one of their
+    /// ids or names is it, else the [`name_key`] they share.
     pub fn clash(&self, other: &MemberName) -> Option<String> {
+        let mine = mention_keys(self);
+        let theirs = mention_keys(other);
+        let shared = mine.iter().find(|k| theirs.contains(k))?.clone();
         let squeezed =
             |n: &MemberName| -> String { n.name.chars().filter(|c| !c.is_whitespace()).collect() };
-        [
-            self.id.clone(),
-            squeezed(self),
-            other.id.clone(),
-            squeezed(other),
-        ]
-        .into_iter()
-        .find(|token| !token.is_empty() && self.answers_to(token) && other.answers_to(token))
+        Some(
+            [
+                self.id.clone(),
+                squeezed(self),
+                other.id.clone(),
+                squeezed(other),
+            ]
+            .into_iter()
+            .find(|token| {
+                let key = name_key(token);
+                mine.contains(&key) && theirs.contains(&key)
+            })
+            .unwrap_or(shared),
+        )
     }
 
-    fn answers_to(&self, token: &str) -> bool {
-        let squeezed: String = self.name.chars().filter(|c| !c.is_whitespace()).collect();
-        token.eq_ignore_ascii_case(&self.id)
-            || token.to_lowercase() == self.name.to_lowercase()
-            || token.to_lowercase() == squeezed.to_lowercase()
+    /// Whether `token` (a mention, or the name SendToAgent was given)
+    /// addresses this member: its [`name_key`] is the id's or the name's.
+    pub fn answers_to(&self, token: &str) -> bool {
+        let key = name_key(token);
+        !key.is_empty() && mention_keys(self).contains(&key)
     }
 }
 
-/// The words `m` answers to, lowercased and each once: its id, its name,
-/// and its name without whitespace (empty ones left out).
-///
-/// Two members that [`MemberName::clash`] share one of them: each clause
-/// of `answers_to(token)` (the id ignoring ASCII case, the name or the
-/// squeezed name ignoring case) implies that `token.to_lowercase()` is one
-/// of these words, so a token both answer to is, lowercased, in both sets.
-/// The converse need not hold; [`NameIndex`] confirms with `clash`.
+/// The words `m` answers to: the [`name_key`]s of its id and its name
+/// (empty ones left out, each once). Two members [`MemberName::clash`]
+/// exactly when they share one; [`NameIndex`] looks members up by them.
 fn mention_keys(m: &MemberName) -> Vec<String> {
-    let squeezed: String = m.name.chars().filter(|c| !c.is_whitespace()).collect();
-    let mut keys = vec![
-        m.id.to_lowercase(),
-        m.name.to_lowercase(),
-        squeezed.to_lowercase(),
-    ];
+    let mut keys = vec![name_key(&m.id), name_key(&m.name)];
     keys.retain(|k| !k.is_empty());
     keys.sort_unstable();
     keys.dedup();
@@ -134,13 +143,35 @@ fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '.' | '_' | '-')
 }
 
-/// The `@` mentions of `text`, in order, as written.
+/// Whether `c` is written without spaces around words: Han, kana,
+/// Hangul and Bopomofo (a mention may follow or be followed by one).
+fn is_cjk(c: char) -> bool {
+    matches!(
+        c,
+        '\u{1100}'..='\u{11ff}'
+            | '\u{3005}'..='\u{3007}'
+            | '\u{3040}'..='\u{30ff}'
+            | '\u{3100}'..='\u{312f}'
+            | '\u{3130}'..='\u{318f}'
+            | '\u{31a0}'..='\u{31bf}'
+            | '\u{31f0}'..='\u{31ff}'
+            | '\u{3400}'..='\u{4dbf}'
+            | '\u{4e00}'..='\u{9fff}'
+            | '\u{a960}'..='\u{a97f}'
+            | '\u{ac00}'..='\u{d7ff}'
+            | '\u{f900}'..='\u{faff}'
+            | '\u{ff66}'..='\u{ff9f}'
+            | '\u{20000}'..='\u{3134f}'
+    )
+}
+
+/// The `@` (or `＠`) mentions of `text`, in order, as written.
 pub fn mentions(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut prev: Option<char> = None;
     for (i, c) in text.char_indices() {
-        if c == '@' && !prev.is_some_and(is_name_char) {
-            let rest = &text[i + 1..];
+        if matches!(c, '@' | '＠') && prev.is_none_or(|p| !is_name_char(p) || is_cjk(p)) {
+            let rest = &text[i + c.len_utf8()..];
             let end = rest
                 .char_indices()
                 .find(|(_, c)| !is_name_char(*c))
@@ -156,6 +187,40 @@ pub fn mentions(text: &str) -> Vec<&str> {
     out
 }
 
+/// Whom one mention addresses.
+#[derive(Debug, PartialEq, Eq)]
+enum Addressed {
+    /// `@everyone`.
+    Everyone,
+    /// These members (indices into the room's members).
+    Members(Vec<usize>),
+}
+
+/// Whom `token` addresses among `members`: those answering to it whole,
+/// else to its longest start that a CJK character follows (`回声机器人`
+/// of `回声机器人你好`); `None` if nobody.
+fn resolve(token: &str, members: &[MemberName]) -> Option<Addressed> {
+    let whole = std::iter::once(token.len());
+    let cjk_cuts = token
+        .char_indices()
+        .filter(|(at, c)| *at > 0 && is_cjk(*c))
+        .map(|(at, _)| at)
+        .rev();
+    for cut in whole.chain(cjk_cuts) {
+        let head = &token[..cut];
+        if name_key(head) == EVERYONE {
+            return Some(Addressed::Everyone);
+        }
+        let found: Vec<usize> = (0..members.len())
+            .filter(|i| members[*i].answers_to(head))
+            .collect();
+        if !found.is_empty() {
+            return Some(Addressed::Members(found));
+        }
+    }
+    None
+}
+
 /// Who `text` addresses among `members` (the room's members in order).
 pub fn select(text: &str, members: &[MemberName]) -> Selection {
     let tokens = mentions(text);
@@ -163,23 +228,18 @@ pub fn select(text: &str, members: &[MemberName]) -> Selection {
     let mut chosen = vec![false; members.len()];
     let mut unknown: Vec<String> = Vec::new();
     for token in tokens {
-        if token.eq_ignore_ascii_case(EVERYONE) {
-            everyone = true;
-            continue;
-        }
-        let mut found = false;
-        for (i, m) in members.iter().enumerate() {
-            if m.answers_to(token) {
-                chosen[i] = true;
-                found = true;
+        match resolve(token, members) {
+            Some(Addressed::Everyone) => everyone = true,
+            Some(Addressed::Members(found)) => {
+                for i in found {
+                    chosen[i] = true;
+                }
             }
-        }
-        if !found
-            && !unknown
-                .iter()
-                .any(|u| u.to_lowercase() == token.to_lowercase())
-        {
-            unknown.push(token.to_owned());
+            None => {
+                if !unknown.iter().any(|u| name_key(u) == name_key(token)) {
+                    unknown.push(token.to_owned());
+                }
+            }
         }
     }
     let members = if everyone {
@@ -225,6 +285,77 @@ mod tests {
             vec!["a", "B", "c-d"]
         );
         assert_eq!(mentions("@张三 你好"), vec!["张三"]);
+    }
+
+    /// Mentions as Chinese users type them: right after a CJK character,
+    /// with the full-width `＠`, and with no space before the text that
+    /// follows (each was ignored, or an unknown mention).
+    #[test]
+    fn mentions_in_cjk_text_find_their_members() {
+        assert_eq!(mentions("你好@记忆 请记住"), vec!["记忆"]);
+        assert_eq!(mentions("＠记忆 请记住"), vec!["记忆"]);
+        assert_eq!(mentions("你好＠记忆，请记住"), vec!["记忆"]);
+        assert_eq!(mentions("mail bob@example.com"), Vec::<&str>::new());
+        let m = vec![
+            MemberName {
+                id: "echo".into(),
+                name: "回声机器人".into(),
+            },
+            MemberName {
+                id: "mem".into(),
+                name: "记忆".into(),
+            },
+            MemberName {
+                id: "mem2".into(),
+                name: "记忆助手".into(),
+            },
+        ];
+        for (text, want) in [
+            ("你好@记忆 请记住", vec![1]),
+            ("＠记忆 请记住", vec![1]),
+            ("@回声机器人你好", vec![0]),
+            ("@echo你好", vec![0]),
+            // the longest name the mention starts with
+            ("@记忆助手请记住", vec![2]),
+            ("@记忆请记住", vec![1]),
+        ] {
+            let s = select(text, &m);
+            assert_eq!((s.members, s.unknown), (want, vec![]), "{text}");
+        }
+        assert_eq!(select("@Everyone大家好", &m).members, vec![0, 1, 2]);
+        // a start that a CJK character does not follow is no match
+        let s = select("@echoes你好", &m);
+        assert_eq!(s.unknown, vec!["echoes你好".to_owned()]);
+    }
+
+    /// Names that read the same clash: full width, invisible characters,
+    /// case beyond ASCII (each passed for another bot's name).
+    #[test]
+    fn names_that_read_the_same_clash() {
+        let helper = MemberName {
+            id: "helper".into(),
+            name: "Helper".into(),
+        };
+        for name in ["Ｈｅｌｐｅｒ", "Helper\u{200b}", "HELPER", "Hel per"] {
+            let other = MemberName {
+                id: "hy".into(),
+                name: name.into(),
+            };
+            assert!(helper.clash(&other).is_some(), "{name:?}");
+            assert!(other.clash(&helper).is_some(), "{name:?}");
+        }
+        let greek = MemberName {
+            id: "sis".into(),
+            name: "ΣΊΣΥΦΟΣ".into(),
+        };
+        assert!(greek.answers_to("σίσυφος"));
+        assert!(greek.answers_to("σίσυφοσ"));
+        let cyrillic = MemberName {
+            id: "hy".into(),
+            name: "H\u{435}lper".into(),
+        };
+        // left to the name rule, which refuses a word mixing alphabets
+        assert_eq!(helper.clash(&cyrillic), None);
     }
 
     #[test]

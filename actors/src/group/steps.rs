@@ -364,7 +364,9 @@ impl GroupState {
             author: input_author(self.room.id.as_str()),
             turn: None,
             kind: EntryKind::Event {
-                origin: format!("room {}", self.room.name),
+                // quoted: the name is its creator's words, and the
+                // header this goes into is the prompt's own
+                origin: format!("room {}", crate::prompts::quoted_name(&self.room.name)),
                 text: text.clone(),
                 trusted: false,
                 hop: None,

@@ -1,13 +1,17 @@
 //! Bot names a person can tell apart. A room's `@Name` and SendToAgent's
 //! `agent` address a bot by its id or display name, ignoring case: two bots
 //! that answer to the same word would both be woken by a mention, and a
-//! message would go to whichever came first. So CreateAgent and UpdateAgent
+//! message would go to whichever came first. Names compare by
+//! [`name_key`] everywhere (case, full width, spaces and invisible
+//! characters aside: `Ｈｅｌｐｅｒ` is `Helper`, `σίσυφος` is `ΣΊΣΥΦΟΣ`),
+//! the one folding rooms use for mentions. So CreateAgent and UpdateAgent
 //! refuse a name (or id) another bot already answers to, among the bots a
 //! person can address together (the same owner's, and bots marked
 //! `shareable`); and a lookup that still finds several bots (records made
 //! before this check) is refused, not guessed.
 
 use botfleet_memory::BotRecord;
+use botfleet_memory::name_key;
 use serde_json::Value;
 
 use super::ToolContext;
@@ -23,8 +27,8 @@ fn shareable(bot: &BotRecord) -> bool {
 
 /// Refuses giving bot `target` (being created, or renamed) the display
 /// name `name` when another bot that a person could address
-/// along with it answers to the same mention (its id or name, ignoring
-/// case; a name with spaces also without them).
+/// along with it answers to the same mention (its id or name, compared by
+/// [`name_key`]).
 pub(super) async fn check_name_free(
     ctx: &ToolContext<'_>,
     target: &BotRecord,
@@ -52,7 +56,7 @@ pub(super) async fn check_name_free(
                      {token:?} could not tell them apart",
                     other.id, other.name
                 ),
-                if me.id.eq_ignore_ascii_case(&token) && !name.eq_ignore_ascii_case(&token) {
+                if name_key(&me.id) == name_key(&token) && name_key(name) != name_key(&token) {
                     "choose another `id`"
                 } else {
                     "choose another name"
@@ -64,7 +68,8 @@ pub(super) async fn check_name_free(
 }
 
 /// The one bot of `bots` that answers to `name` (its id, else its id or
-/// display name ignoring case), `None` if none does; several is an error
+/// display name as a mention matches them: [`MemberName::answers_to`]),
+/// `None` if none does; several is an error
 /// naming them, so a message never goes to whichever was listed first.
 pub(super) fn pick<'a>(
     bots: &'a [BotRecord],
@@ -75,7 +80,13 @@ pub(super) fn pick<'a>(
     }
     let found: Vec<&BotRecord> = bots
         .iter()
-        .filter(|b| b.id.as_str().eq_ignore_ascii_case(name) || b.name.eq_ignore_ascii_case(name))
+        .filter(|b| {
+            MemberName {
+                id: b.id.to_string(),
+                name: b.name.clone(),
+            }
+            .answers_to(name)
+        })
         .collect();
     match found.as_slice() {
         [] => Ok(None),
@@ -94,5 +105,37 @@ pub(super) fn pick<'a>(
                 "pass the id of the one you mean",
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use botfleet_memory::UserId;
+
+    use super::*;
+    use crate::tools::test_support::bot_record;
+
+    /// SendToAgent finds a bot as a room's mention does: `σίσυφος` is the
+    /// bot named `ΣΊΣΥΦΟΣ`, full-width and spaced spellings find theirs
+    /// (it compared ignoring ASCII case only).
+    #[test]
+    fn a_name_finds_its_bot_in_any_case_and_width() {
+        let owner = UserId::new("alice").unwrap();
+        let bots = vec![
+            bot_record("sis", "ΣΊΣΥΦΟΣ", &owner, &["SendMessage"]),
+            bot_record("r2", "Research Bot", &owner, &["SendMessage"]),
+        ];
+        for (name, want) in [
+            ("σίσυφος", "sis"),
+            ("ＳＩＳ", "sis"),
+            ("researchbot", "r2"),
+            ("Ｒｅｓｅａｒｃｈ Ｂｏｔ", "r2"),
+        ] {
+            let found = pick(&bots, name).unwrap().map(|b| b.id.to_string());
+            assert_eq!(found.as_deref(), Some(want), "{name}");
+        }
+        assert!(pick(&bots, "nobody").unwrap().is_none());
     }
 }
