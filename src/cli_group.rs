@@ -119,7 +119,15 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             if let Some(id) = id {
                 body["id"] = json!(id);
             }
-            let v = client.post_ok("/v1/groups", &body).await?;
+            // the API names its `id` field; here it is the --id flag
+            let v = client.post_ok("/v1/groups", &body).await.map_err(|e| {
+                let said = format!("{e:#}");
+                if id.is_none() && said.contains("pass an `id`") {
+                    anyhow::anyhow!(said.replace("pass an `id`", "pass --id"))
+                } else {
+                    e
+                }
+            })?;
             if *json {
                 outln!("{}", super::terminal::json(&v));
             } else {

@@ -15,6 +15,8 @@ use botfleet_memory::AdmittedRecord;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::SessionId;
+use icu_properties::CodePointSetData;
+use icu_properties::props::DefaultIgnorableCodePoint;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -130,9 +132,11 @@ pub(crate) async fn post_message(
     super::refuse_retired(&state, &record).await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = parsed.text.trim();
-    if text.is_empty() {
+    if is_blank(text) {
         return Err(ApiError::BadRequest(
-            "`text` is empty; send the message text".into(),
+            "`text` is empty (nothing but spaces or invisible characters such as U+200B or \
+             U+FEFF); send the message text"
+                .into(),
         ));
     }
     let chars = text.chars().count();
@@ -176,6 +180,16 @@ pub(crate) async fn post_message(
         ),
     };
     Ok((status, Json(body)).into_response())
+}
+
+/// Whether a message text shows nothing: only whitespace and
+/// Default_Ignorable code points (a zero-width space, a BOM, a soft
+/// hyphen), which a bot would get as a message it cannot see. The text
+/// is kept as sent otherwise.
+fn is_blank(text: &str) -> bool {
+    let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
+    text.chars()
+        .all(|c| c.is_whitespace() || ignorable.contains(c))
 }
 
 /// The answer to an admitted message, with `paused_until` (ms since the

@@ -178,10 +178,24 @@ pub(crate) fn json_object<T: DeserializeOwned>(
     example: &str,
 ) -> Result<T, ApiError> {
     let not_json = |e: serde_json::Error| {
+        let hint = if e.to_string().contains("escape") && has_surrogate_escape(body) {
+            "; a lone UTF-16 surrogate? \\uD800-\\uDFFF escapes must come in pairs"
+        } else {
+            ""
+        };
         ApiError::BadRequest(format!(
-            "the body is not valid JSON for {what} ({e}); send {example}"
+            "the body is not valid JSON for {what} ({e}{hint}); send {example}"
         ))
     };
+    // a BOM is no JSON whitespace (RFC 8259 §8.1): an editor or a
+    // PowerShell pipe adds it unseen, so the parser's "expected value at
+    // column 1" alone does not tell what to do
+    if body.starts_with(b"\xEF\xBB\xBF") {
+        return Err(ApiError::BadRequest(format!(
+            "the body starts with a byte order mark (BOM, bytes EF BB BF), which JSON does not \
+             allow; remove it and send {example}"
+        )));
+    }
     // JSON's whitespace is these four bytes (RFC 8259 §2)
     let first = body
         .iter()
@@ -198,6 +212,17 @@ pub(crate) fn json_object<T: DeserializeOwned>(
         }
     }
     serde_json::from_slice(body).map_err(not_json)
+}
+
+/// Whether `body` has a `\\uD800`-`\\uDFFF` escape (either case): the
+/// likely cause of an escape error, cheap to look for only then.
+fn has_surrogate_escape(body: &[u8]) -> bool {
+    body.windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && w[2].eq_ignore_ascii_case(&b'd')
+            && matches!(w[3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f')
+    })
 }
 
 /// The error for a body that is no JSON object: valid JSON of another
@@ -248,6 +273,24 @@ mod tests {
         assert!(
             e.starts_with("the body is not valid JSON for a message"),
             "{e}"
+        );
+        // a BOM is named, and a lone surrogate suspected
+        let e = parse("\u{feff}{\"text\": \"hi\"}")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.starts_with("the body starts with a byte order mark (BOM") && e.contains("remove it"),
+            "{e}"
+        );
+        for lone in [r#"{"text": "\ud800"}"#, r#"{"text": "a\uDC00b"}"#] {
+            let e = parse(lone).err().unwrap_or_default();
+            assert!(e.contains("a lone UTF-16 surrogate?"), "{lone}: {e}");
+        }
+        assert_eq!(
+            parse(r#"{"text": "\ud83d\udc4d"}"#),
+            Ok(Body {
+                text: "👍".into()
+            })
         );
         let e = parse(r#"{"txt": "x"}"#).err().unwrap_or_default();
         assert!(e.contains("unknown field `txt`"), "{e}");

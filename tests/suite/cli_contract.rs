@@ -210,3 +210,35 @@ async fn group_list_says_which_rooms_are_closed() {
     assert!(line("gone").contains(" closed "), "{out}");
     host.shutdown().await;
 }
+
+/// Regression: `group create 房间` (a name that is no room id) said
+/// "pass an `id`", the API's field; the CLI's flag is `--id`.
+#[tokio::test]
+async fn group_create_names_the_id_flag() {
+    let host = fleet().start().await;
+    let (code, out, err) = cli(
+        &["group", "create", "房间", "--members", "r,b"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 1, "{out} {err}");
+    assert!(err.contains("pass --id"), "{err}");
+    assert!(!err.contains("pass an `id`"), "{err}");
+    let (code, _, err) = cli(
+        &[
+            "group",
+            "create",
+            "房间",
+            "--members",
+            "r,b",
+            "--id",
+            "room",
+        ],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    host.shutdown().await;
+}

@@ -298,6 +298,61 @@ async fn a_body_that_is_not_json_is_told_so() {
     host.shutdown().await;
 }
 
+/// Regression: a body starting with a BOM was told only "not valid JSON
+/// (expected value at line 1 column 1)", not what is wrong; and a
+/// message of nothing but a zero-width space or a BOM was admitted (202)
+/// while whitespace alone is refused as empty.
+#[tokio::test]
+async fn a_bom_and_an_invisible_message_are_told_clearly() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, v) = host
+        .post_raw(
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            None,
+            "\u{feff}{\"text\": \"hi\"}",
+        )
+        .await;
+    assert_eq!(status, 400, "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("the body starts with a byte order mark (BOM")
+            && message.contains("remove it"),
+        "{message}"
+    );
+    for text in ["\u{200b}", "\u{feff}", " \u{200b}\u{2060} "] {
+        let (status, v) = host
+            .post_raw(
+                "/v1/bots/r/messages",
+                Some(TOKEN),
+                None,
+                json!({ "text": text }).to_string(),
+            )
+            .await;
+        assert_eq!(status, 400, "{text:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("`text` is empty"),
+            "{text:?}: {message}"
+        );
+    }
+    // a visible text with invisible characters in it is kept as sent
+    let (status, v) = host
+        .post_raw(
+            "/v1/bots/r/messages",
+            Some(TOKEN),
+            None,
+            json!({ "text": "hi\u{200b}" }).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    host.shutdown().await;
+}
+
 /// Regression: the scripted model counted only a step's text as completion
 /// tokens, so a turn that only calls SendMessage (every reply of the
 /// offline model) generated 0 tokens and `daily_token_budget` under-counted.

@@ -21,6 +21,7 @@ use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use serde_json::Value;
 
+use super::tail::request::clip::grapheme_prefix;
 use crate::model::ChatMessage;
 use crate::model::ToolCall;
 use crate::prompts::prompts;
@@ -324,7 +325,9 @@ fn cut_strings(value: &mut Value) -> bool {
             if chars <= CUT_ARGUMENT_CHARS {
                 return false;
             }
-            let kept: String = s.chars().take(KEPT_ARGUMENT_CHARS).collect();
+            // cut between grapheme clusters: an accent or half a flag
+            // is not left to join the note
+            let kept = grapheme_prefix(s, KEPT_ARGUMENT_CHARS).to_owned();
             let note = prompts()
                 .argument_cut
                 .render(&[("chars", &grouped(chars))])

@@ -360,3 +360,18 @@ fn only_long_arguments_of_refused_calls_are_cut() {
     assert_eq!(grouped(16_000), "16,000");
     assert_eq!(grouped(3_145_728), "3,145,728");
 }
+
+/// Regression: a refused call's long argument was cut at a char count,
+/// splitting the accent of its last kept letter into the note.
+#[test]
+fn a_cut_argument_keeps_grapheme_clusters_whole() {
+    // an odd start puts a char-count cut between "e" and its accent
+    let text = format!("x{}", "e\u{301}".repeat(1_500));
+    let args = serde_json::json!({ "text": text }).to_string();
+    let cut = cut_refused_arguments(&args).unwrap();
+    let value: Value = serde_json::from_str(&cut).unwrap();
+    let kept = value["text"].as_str().unwrap();
+    let start = format!("x{}", "e\u{301}".repeat((KEPT_ARGUMENT_CHARS - 1) / 2));
+    assert!(kept.starts_with(&start), "{kept:?}");
+    assert!(!kept[start.len()..].starts_with('e'), "{kept:?}");
+}

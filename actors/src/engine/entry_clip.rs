@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use botfleet_memory::Encoding;
 use serde_json::Value;
+use unicode_segmentation::GraphemeCursor;
 
 use super::Sent;
 use super::tool_name;
@@ -398,13 +399,51 @@ fn scale(n: usize, wanted: u64, found: u64) -> usize {
 }
 
 /// The first half of `keep` characters of `text` (of `chars` characters)
-/// and its last other half.
+/// and its last other half, each cut at a grapheme-cluster boundary
+/// inside it: an accent, a skin tone or half a flag is never split from
+/// what it belongs to (so a part may be a few characters shorter).
 fn split(text: &str, chars: usize, keep: usize) -> (&str, &str) {
     let keep = keep.min(chars);
     let head = keep.div_ceil(2);
     let tail = keep - head;
     let at = |n: usize| text.char_indices().nth(n).map_or(text.len(), |(b, _)| b);
-    (&text[..at(head)], &text[at(chars - tail)..])
+    let head_end = floor_grapheme(text, at(head));
+    let tail_start = ceil_grapheme(text, at(chars - tail)).max(head_end);
+    (&text[..head_end], &text[tail_start..])
+}
+
+/// The longest start of `text` of at most `max` characters that ends at
+/// a grapheme-cluster boundary: a clip that keeps "e" drops the accent
+/// U+0301 after it too, not leave it to combine with what follows.
+pub(crate) fn grapheme_prefix(text: &str, max: usize) -> &str {
+    let at = text.char_indices().nth(max).map_or(text.len(), |(b, _)| b);
+    &text[..floor_grapheme(text, at)]
+}
+
+/// The last grapheme-cluster boundary of `text` at or before the char
+/// boundary `at`.
+fn floor_grapheme(text: &str, at: usize) -> usize {
+    let mut cursor = GraphemeCursor::new(at, text.len(), true);
+    // the whole text is the one chunk, so the cursor never asks for more
+    // context; were it to, the char boundary is the fallback
+    match cursor.is_boundary(text, 0) {
+        Ok(true) | Err(_) => at,
+        Ok(false) => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
+    }
+}
+
+/// The first grapheme-cluster boundary of `text` at or after the char
+/// boundary `at`.
+fn ceil_grapheme(text: &str, at: usize) -> usize {
+    let mut cursor = GraphemeCursor::new(at, text.len(), true);
+    match cursor.is_boundary(text, 0) {
+        Ok(true) | Err(_) => at,
+        Ok(false) => cursor
+            .next_boundary(text, 0)
+            .ok()
+            .flatten()
+            .unwrap_or(text.len()),
+    }
 }
 
 #[cfg(test)]

@@ -185,3 +185,36 @@ fn an_assistant_messages_huge_call_is_clipped_within_the_cap() {
     let value: Value = serde_json::from_str(&calls[0].arguments).unwrap();
     assert!(value["content"].as_str().unwrap().contains("entry #5"));
 }
+
+/// Regression: the clip cut at a char count, so "e" + U+0301 repeated
+/// lost the accent of the head's last "e" to the note (where it sat
+/// orphaned at the tail's start), and flags and ZWJ emoji were split in
+/// half the same way. Cuts fall on grapheme-cluster boundaries now.
+#[test]
+fn a_clip_never_splits_a_grapheme_cluster() {
+    let e = Encoding::O200kBase;
+    for unit in ["e\u{301}", "🇫🇷", "👩🏽\u{200d}❤\u{fe0f}\u{200d}💋\u{200d}👨🏿"]
+    {
+        let text = unit.repeat(16_000);
+        let clipped = clip(&text, 1_000, e, &note).unwrap();
+        let (head, rest) = clipped.split_once('|').unwrap();
+        let (_, tail) = rest.rsplit_once('|').unwrap();
+        assert!(!head.is_empty() && !tail.is_empty(), "{unit:?}");
+        assert_eq!(head.len() % unit.len(), 0, "{unit:?}: head {head:?}");
+        assert_eq!(head, unit.repeat(head.len() / unit.len()), "{unit:?}");
+        assert_eq!(tail, unit.repeat(tail.len() / unit.len()), "{unit:?}");
+    }
+}
+
+/// A prefix for a character budget ends at a grapheme boundary and is
+/// never longer than the budget.
+#[test]
+fn a_grapheme_prefix_stays_within_its_chars() {
+    let text = "ae\u{301}e\u{301}";
+    assert_eq!(grapheme_prefix(text, 0), "");
+    assert_eq!(grapheme_prefix(text, 2), "a");
+    assert_eq!(grapheme_prefix(text, 3), "ae\u{301}");
+    assert_eq!(grapheme_prefix(text, 4), "ae\u{301}");
+    assert_eq!(grapheme_prefix(text, 9), text);
+    assert_eq!(grapheme_prefix("🇫🇷🇩🇪", 3), "🇫🇷");
+}

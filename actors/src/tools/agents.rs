@@ -382,6 +382,16 @@ impl Tool for CreateAgent {
             ));
         }
         let raw_id = args.id.clone().unwrap_or_else(|| slug(name));
+        if args.id.is_none() && raw_id.is_empty() {
+            // a name of Chinese, Cyrillic… letters makes no id: say so,
+            // not `invalid bot id ""`
+            return Err(ToolError::new(
+                format!(
+                    "the name {name:?} has no ASCII letters or digits, so no id can be made of it"
+                ),
+                "pass an `id` made of letters, digits, '-', '_' or '.', e.g. \"researcher\"",
+            ));
+        }
         let id = BotId::new(raw_id.clone()).map_err(|e| {
             ToolError::new(
                 e.to_string(),

@@ -399,3 +399,22 @@ async fn a_name_another_bot_answers_to_is_refused_and_never_guessed() {
         "{sent:?}"
     );
 }
+
+/// Regression: a name with no ASCII letters or digits (研究员) without an
+/// `id` failed with `invalid bot id ""`, which says neither what is wrong
+/// nor what to do.
+#[tokio::test]
+async fn a_name_that_makes_no_id_asks_for_one() {
+    let f = speaker();
+    let err = CreateAgent
+        .call(&f.ctx("c1"), json!({"name": "研究员", "role": "Researches."}))
+        .await
+        .unwrap_err();
+    let shown = format!("{} / {}", err.message, err.hint);
+    assert!(
+        err.message.contains("\"研究员\" has no ASCII letters or digits"),
+        "{shown}"
+    );
+    assert!(err.hint.starts_with("pass an `id`"), "{shown}");
+    assert!(!shown.contains("invalid bot id"), "{shown}");
+}

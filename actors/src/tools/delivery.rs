@@ -10,9 +10,12 @@ use botfleet_memory::Priority;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::SessionRecord;
+use icu_properties::CodePointSetData;
+use icu_properties::props::ExtendedPictographic;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
+use unicode_segmentation::UnicodeSegmentation;
 
 use super::Effect;
 use super::Tool;
@@ -319,17 +322,21 @@ impl Tool for ReactToMessage {
     }
 }
 
-/// The trimmed emoji, or why it is not one: 1-8 characters, none of
-/// them a control, bidi or whitespace character (a newline would break
+/// Most code points one emoji may have: the longest real ones (a kiss
+/// with two skin tones, a subdivision flag) have 10; a base with a
+/// hundred variation selectors is one cluster too, but no emoji.
+const MAX_EMOJI_CHARS: usize = 16;
+
+/// The trimmed emoji, or why it is not one: exactly one grapheme cluster
+/// (what people see as one symbol: 👩🏽‍❤️‍💋‍👨🏿 is ten code points) that
+/// is an emoji ([`is_emoji`]: "abc", "中文" or a lone U+200B are not),
+/// with no control, bidi or whitespace character (a newline would break
 /// the line it is shown on, a U+202E reverse the text after it).
 fn check_emoji(given: &str) -> Result<&str, ToolError> {
     let emoji = given.trim();
     let retry = "call ReactToMessage again with a single emoji such as 👍";
-    if emoji.is_empty() || emoji.chars().count() > 8 {
-        return Err(ToolError::new(
-            "the emoji must be one emoji (1-8 characters)",
-            retry,
-        ));
+    if emoji.is_empty() {
+        return Err(ToolError::new("the emoji is empty; give one emoji", retry));
     }
     if let Some(c) = emoji.chars().find(|&c| c.is_control() || c.is_whitespace()) {
         return Err(ToolError::new(
@@ -350,7 +357,37 @@ fn check_emoji(given: &str) -> Result<&str, ToolError> {
             retry,
         ));
     }
+    let symbols = emoji.graphemes(true).count();
+    if symbols != 1 {
+        return Err(ToolError::new(
+            format!("{emoji:?} is {symbols} symbols; the emoji must be exactly one"),
+            retry,
+        ));
+    }
+    let chars = emoji.chars().count();
+    if chars > MAX_EMOJI_CHARS {
+        return Err(ToolError::new(
+            format!("{emoji:?} has {chars} code points; an emoji has at most {MAX_EMOJI_CHARS}"),
+            retry,
+        ));
+    }
+    if !is_emoji(emoji) {
+        return Err(ToolError::new(format!("{emoji:?} is not an emoji"), retry));
+    }
     Ok(emoji)
+}
+
+/// Whether one grapheme cluster is an emoji: it has an
+/// Extended_Pictographic character (👍, 👍🏽, ❤️, ZWJ sequences), is a
+/// flag (two regional indicators) or a keycap (0-9, # or * with U+20E3).
+fn is_emoji(cluster: &str) -> bool {
+    let pictographic = CodePointSetData::new::<ExtendedPictographic>();
+    let regional = |c: char| ('\u{1F1E6}'..='\u{1F1FF}').contains(&c);
+    let chars: Vec<char> = cluster.chars().collect();
+    let flag = chars.len() == 2 && chars.iter().all(|&c| regional(c));
+    let keycap =
+        matches!(chars.first(), Some('0'..='9' | '#' | '*')) && chars.last() == Some(&'\u{20E3}');
+    flag || keycap || chars.iter().any(|&c| pictographic.contains(c))
 }
 
 /// The characters that change the direction of text around them: the

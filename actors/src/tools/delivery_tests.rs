@@ -215,3 +215,34 @@ async fn reactions_go_on_messages_people_see_with_a_plain_emoji() {
         assert!(got.contains(want), "{emoji:?}: {got}");
     }
 }
+
+/// Regression: the one-emoji check counted code points (1-8), so the
+/// kiss 👩🏽‍❤️‍💋‍👨🏿 (one emoji, ten code points) was refused, and "abc",
+/// "中文" or a lone U+200B were taken as one emoji. It is one grapheme
+/// cluster that is an emoji now.
+#[tokio::test]
+async fn a_reaction_is_exactly_one_emoji_as_people_see_it() {
+    let f = ToolFixture::new();
+    append(&f, vec![EntryKind::UserMessage { text: "hi".into() }]).await;
+    let kiss = "👩🏽\u{200d}❤\u{fe0f}\u{200d}💋\u{200d}👨🏿";
+    for ok in [kiss, "🇫🇷", "1\u{fe0f}\u{20e3}", "❤\u{fe0f}", "👍🏽"] {
+        assert_eq!(react(&f, 1, ok).await, format!("reacted {ok} to message 1"));
+    }
+    for (bad, want) in [
+        ("abc", "is 3 symbols; the emoji must be exactly one"),
+        ("中文", "is 2 symbols"),
+        ("👍👍", "is 2 symbols"),
+        ("\u{200b}", "is not an emoji"),
+        ("a", "is not an emoji"),
+        ("\u{1f1eb}", "is not an emoji"),
+    ] {
+        let got = react(&f, 1, bad).await;
+        assert!(got.contains(want), "{bad:?}: {got}");
+    }
+    let long = format!("👍{}", "\u{fe0f}".repeat(20));
+    let got = react(&f, 1, &long).await;
+    assert!(
+        got.contains("code points; an emoji has at most 16"),
+        "{got}"
+    );
+}

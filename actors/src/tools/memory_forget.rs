@@ -10,6 +10,8 @@ use botfleet_memory::MemoryOp;
 use botfleet_memory::MemoryOpResult;
 use botfleet_memory::MemoryScope;
 use botfleet_memory::bot_scopes;
+use icu_properties::CodePointMapData;
+use icu_properties::props::Script;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -31,8 +33,12 @@ use crate::tools::parse_args;
 
 /// Most items one Forget by text removes.
 const MAX_FORGET_MATCHES: usize = 20;
-/// Shortest text Forget matches on.
+/// Shortest text Forget matches on: shorter would match by accident.
 const MIN_FORGET_CHARS: usize = 3;
+/// Shortest text Forget matches on when it is all Chinese, Japanese or
+/// Korean characters: one of them carries about a syllable or a word, so
+/// two make a whole word (绿茶, 张伟).
+const MIN_FORGET_CJK_CHARS: usize = 2;
 /// Most owed fact extractions a Forget that found nothing looks through
 /// (they live seconds; more are only owed after a long outage).
 const MAX_OWED_READ: i64 = 100;
@@ -74,7 +80,7 @@ impl Tool for Forget {
                 "type": "object",
                 "properties": {
                     "id": {"type": "string", "description": "Id of one item (m-…), as shown in your Memory."},
-                    "matching": {"type": "string", "description": "Instead of id: forget every item whose text contains this (case-insensitive, at least 3 characters)."}
+                    "matching": {"type": "string", "description": "Instead of id: forget every item whose text contains this (ignoring case, spacing and full-width or composed forms; at least 3 characters, or 2 Chinese, Japanese or Korean ones)."}
                 },
                 "additionalProperties": false
             }),
@@ -158,10 +164,13 @@ async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolE
 /// of "nothing you remember contains" (docs/memory.md "Forgetting").
 async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput, ToolError> {
     let needle = botfleet_memory::normalize_text(text);
-    if needle.chars().count() < MIN_FORGET_CHARS {
+    if !long_enough(&needle) {
         return Err(ToolError::bad_args(
             "Forget",
-            format!("`matching` needs at least {MIN_FORGET_CHARS} characters"),
+            format!(
+                "`matching` needs at least {MIN_FORGET_CHARS} characters \
+                 ({MIN_FORGET_CJK_CHARS} when all are Chinese, Japanese or Korean)"
+            ),
         ));
     }
     let call = format!("{}/{}", ctx.turn, ctx.call_id);
@@ -230,6 +239,24 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
         ));
     }
     Ok(forgot_matching(&needle, removed))
+}
+
+/// Whether `needle` is long enough to forget by: [`MIN_FORGET_CHARS`]
+/// characters, or [`MIN_FORGET_CJK_CHARS`] when every one is Han, Kana or
+/// Hangul (docs/memory.md "Forgetting").
+fn long_enough(needle: &str) -> bool {
+    let chars = needle.chars().count();
+    chars >= MIN_FORGET_CHARS || (chars >= MIN_FORGET_CJK_CHARS && needle.chars().all(is_cjk))
+}
+
+/// Whether `c` is of a script written without spaces whose one character
+/// is about a syllable or a word: Han, Hiragana, Katakana, Hangul.
+fn is_cjk(c: char) -> bool {
+    let script = CodePointMapData::<Script>::new().get(c);
+    script == Script::Han
+        || script == Script::Hiragana
+        || script == Script::Katakana
+        || script == Script::Hangul
 }
 
 /// Whether a fact extraction that may write to one of `reach` is still

@@ -297,6 +297,52 @@ async fn forget_matching_removes_the_text_from_every_reachable_scope() {
     assert!(e.message.contains("at least 3"), "{e}");
 }
 
+/// Regression: Forget by text refused every text under 3 characters, so
+/// a two-character Chinese word (绿茶, a whole word) could not be
+/// forgotten; and it matched the raw text, so full-width digits or a
+/// decomposed accent in the memory did not match the plain text.
+#[tokio::test]
+async fn forget_matching_takes_two_cjk_characters_and_normalized_forms() {
+    let f = ToolFixture::new();
+    seed(&f, "tea", user("u"), "喜欢喝绿茶").await;
+    seed(&f, "port", user("u"), "服务器端口是８０８０").await;
+    seed(&f, "cafe", user("u"), "Meets at Cafe\u{301} Bleu").await;
+    seed(&f, "keep", user("u"), "Likes jazz").await;
+    let out = forget(&f, "c1", json!({"matching": "绿茶"})).await.unwrap();
+    assert!(
+        out.content.starts_with("Forgot 1 item(s)"),
+        "{}",
+        out.content
+    );
+    let out = forget(&f, "c2", json!({"matching": "8080"})).await.unwrap();
+    assert!(
+        out.content.starts_with("Forgot 1 item(s)"),
+        "{}",
+        out.content
+    );
+    let out = forget(&f, "c3", json!({"matching": "caf\u{e9}"}))
+        .await
+        .unwrap();
+    assert!(
+        out.content.starts_with("Forgot 1 item(s)"),
+        "{}",
+        out.content
+    );
+    let left: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
+    assert_eq!(left, vec!["Likes jazz".to_string()]);
+    // one CJK character, or two characters not all CJK, is still too short
+    for short in ["茶", "a茶", "ab"] {
+        let e = forget(&f, "c4", json!({"matching": short}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("at least 3 characters (2 when all are Chinese"),
+            "{short}: {e}"
+        );
+    }
+}
+
 /// Regression: Forget by text removed its items one store write at a
 /// time. Cut off by a crash (kill -9) and run again by the engine, the
 /// call answered "Forgot 13 item(s)" (what was left), or, when all were

@@ -26,6 +26,7 @@ use botfleet_memory::TranscriptSearch;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
+use unicode_segmentation::UnicodeSegmentation;
 
 use super::Effect;
 use super::Tool;
@@ -297,14 +298,26 @@ fn around(tool: &str, name: &str, value: Option<i64>) -> Result<i64, ToolError> 
     }
 }
 
-/// Cuts `text` to `max` characters, saying how much was left out.
+/// Cuts `text` to at most `max` characters, saying how much was left
+/// out. The cut falls between grapheme clusters (an accent, a skin tone
+/// or half a flag stays with what it belongs to), so a few characters
+/// fewer may be kept.
 fn clip(text: &str, max: usize) -> String {
     let count = text.chars().count();
     if count <= max {
         return text.to_owned();
     }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}… [{} more characters]", count - max)
+    let mut end = 0;
+    let mut kept = 0;
+    for g in text.graphemes(true) {
+        let n = g.chars().count();
+        if kept + n > max {
+            break;
+        }
+        kept += n;
+        end += g.len();
+    }
+    format!("{}… [{} more characters]", &text[..end], count - kept)
 }
 
 /// One entry as a compact line for the model.

@@ -554,3 +554,13 @@ async fn a_cancelled_turn_ends_the_search() {
     let err = w.search(json!({"query": "supplier"})).await.unwrap_err();
     assert!(err.message.contains("cancelled"), "{err}");
 }
+
+/// Regression: ReadTranscript cut an entry at a char count, so a flag or
+/// an accented letter at the cut was split and its half sat before the
+/// "…". The cut falls between grapheme clusters, within the budget.
+#[test]
+fn a_transcript_clip_keeps_grapheme_clusters_whole() {
+    assert_eq!(clip("e\u{301}e\u{301}", 3), "e\u{301}… [2 more characters]");
+    assert_eq!(clip("🇫🇷🇩🇪", 3), "🇫🇷… [2 more characters]");
+    assert_eq!(clip("abc", 3), "abc");
+}

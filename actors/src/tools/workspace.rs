@@ -358,25 +358,52 @@ impl Workspaces {
                 ));
             }
         };
-        let mut named: Vec<String> = strays
-            .iter()
-            .take(STRAYS_NAMED)
-            .map(|s| format!("{s:?}"))
-            .collect();
-        if strays.len() > STRAYS_NAMED {
-            named.push(format!("and {} more", strays.len() - STRAYS_NAMED));
+        // a directory named like a user id is most likely the workspace
+        // of a user removed from the config (or renamed): theirs again if
+        // the same id comes back, so it is never called an old version's
+        let (former, old): (Vec<String>, Vec<String>) = strays.into_iter().partition(|s| {
+            UserId::new(s.as_str()).is_ok()
+                && std::fs::symlink_metadata(self.root.join(s)).is_ok_and(|m| m.is_dir())
+        });
+        let mut out = Vec::new();
+        if !former.is_empty() {
+            out.push(format!(
+                "WARNING: the workspace {root} holds {} director{} named like a user id that \
+                 is not a configured user's: {}. No bot sees it now; it is most likely the \
+                 workspace of a user removed from the config or renamed. Keep it if that user \
+                 may come back (the same id gets it back) (docs/operations.md, Users)",
+                former.len(),
+                if former.len() == 1 { "y" } else { "ies" },
+                named(&former)
+            ));
         }
-        Some(format!(
-            "WARNING: the workspace {root} holds {} entr{} that no bot sees any more: {}. Each \
-             user's bots now work in their own directory, {root}/<user id>/, and the files at \
-             the root (left by an older version, when all bots shared them) were not moved; \
-             move what a user's bots should keep into that user's directory \
-             (docs/operations.md, Upgrading)",
-            strays.len(),
-            if strays.len() == 1 { "y" } else { "ies" },
-            named.join(", ")
-        ))
+        if !old.is_empty() {
+            out.push(format!(
+                "WARNING: the workspace {root} holds {} entr{} that no bot sees any more: {}. \
+                 Each user's bots now work in their own directory, {root}/<user id>/, and the \
+                 files at the root (left by an older version, when all bots shared them) were \
+                 not moved; move what a user's bots should keep into that user's directory \
+                 (docs/operations.md, Upgrading)",
+                old.len(),
+                if old.len() == 1 { "y" } else { "ies" },
+                named(&old)
+            ));
+        }
+        Some(out.join("\n"))
     }
+}
+
+/// The first [`STRAYS_NAMED`] of `strays`, quoted, and how many more.
+fn named(strays: &[String]) -> String {
+    let mut named: Vec<String> = strays
+        .iter()
+        .take(STRAYS_NAMED)
+        .map(|s| format!("{s:?}"))
+        .collect();
+    if strays.len() > STRAYS_NAMED {
+        named.push(format!("and {} more", strays.len() - STRAYS_NAMED));
+    }
+    named.join(", ")
 }
 
 /// Most entries [`Workspaces::stray_warning`] names.

@@ -142,13 +142,41 @@ fn strays_are_what_is_not_an_owners_directory() {
         vec!["bob", "deploy.conf", "notes"]
     );
     let warning = all.stray_warning([&alice, &bob]).unwrap();
+    let (former, old) = warning.split_once('\n').unwrap();
+    // "notes" is named like a user id: a removed user's, maybe
     assert!(
-        warning
-            .contains("3 entries that no bot sees any more: \"bob\", \"deploy.conf\", \"notes\"")
-            && warning.contains("/<user id>/")
-            && warning.contains("Upgrading"),
+        former.contains(
+            "1 directory named like a user id that is not a configured user's: \"notes\""
+        ) && former.contains("Keep it if that user may come back")
+            && !former.contains("older version"),
+        "{former}"
+    );
+    assert!(
+        old.contains("2 entries that no bot sees any more: \"bob\", \"deploy.conf\"")
+            && old.contains("/<user id>/")
+            && old.contains("Upgrading"),
+        "{old}"
+    );
+}
+
+/// Regression: the workspace of a user removed from the config was
+/// called a file "left by an older version" to be moved away; it is a
+/// user's who may come back, and is named so.
+#[test]
+fn a_removed_users_workspace_is_not_called_an_old_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = Workspaces::new(Workspace::open(dir.path()).unwrap());
+    let (alice, carol) = (user("alice"), user("carol"));
+    all.for_owner(&alice);
+    all.for_owner(&carol);
+    std::fs::write(all.root().join("carol/notes.txt"), "mine").unwrap();
+    let warning = all.stray_warning([&alice]).unwrap();
+    assert!(
+        warning.contains("named like a user id that is not a configured user's: \"carol\"")
+            && warning.contains("Keep it if that user may come back"),
         "{warning}"
     );
+    assert!(!warning.contains("older version"), "{warning}");
 }
 
 /// `~` and `~/…` are the root, as in Shell; `~name` is refused and

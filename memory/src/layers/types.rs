@@ -17,6 +17,7 @@ pub use scope::bot_scopes;
 use std::fmt;
 use std::str::FromStr;
 
+use icu_normalizer::ComposingNormalizerBorrowed;
 use serde::Deserialize;
 use serde::Serialize;
 use sha2::Digest;
@@ -303,7 +304,12 @@ pub fn normalize_text(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The comparison key of a text: normalized and lowercased.
+/// The comparison key of a text: NFKC (full-width "８０８０" is "8080",
+/// a decomposed "Café" the composed one), spacing normalized and
+/// lowercased, NFKC again (lowercasing can leave a text unnormalized).
+/// Only compared, never shown.
 pub(crate) fn comparison_key(text: &str) -> String {
-    normalize_text(text).to_lowercase()
+    let nfkc = ComposingNormalizerBorrowed::new_nfkc();
+    let lower = normalize_text(&nfkc.normalize(text)).to_lowercase();
+    nfkc.normalize(&lower).into_owned()
 }
