@@ -48,6 +48,7 @@
 mod actor;
 mod apply;
 mod forget_marks;
+mod keys_refresh;
 mod read;
 mod recall;
 mod scope_cache;
@@ -57,6 +58,7 @@ mod types;
 pub use actor::DEFAULT_SCOPE_IDLE;
 pub use actor::MemoryError;
 pub use actor::MemoryHub;
+pub(crate) use keys_refresh::refresh as refresh_memory_keys;
 pub use read::MemoryLookup;
 pub use recall::LOG_PROMPT_CAP;
 pub use recall::RecallParams;

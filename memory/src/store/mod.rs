@@ -16,7 +16,7 @@ mod reader;
 mod reader_pool;
 mod rooms;
 mod routines;
-mod schema;
+pub(crate) mod schema;
 mod store_approvals;
 mod store_bots;
 mod store_rooms;
@@ -192,6 +192,8 @@ impl Store {
         )?;
         conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn)?;
+        // rows written with keys an older binary computed
+        crate::layers::refresh_memory_keys(&mut conn)?;
 
         let now = options.clock.now_ms();
         let (horizon, restored) = check_generation(&conn, &path, now)?;
