@@ -407,12 +407,16 @@ async fn a_name_another_bot_answers_to_is_refused_and_never_guessed() {
 async fn a_name_that_makes_no_id_asks_for_one() {
     let f = speaker();
     let err = CreateAgent
-        .call(&f.ctx("c1"), json!({"name": "研究员", "role": "Researches."}))
+        .call(
+            &f.ctx("c1"),
+            json!({"name": "研究员", "role": "Researches."}),
+        )
         .await
         .unwrap_err();
     let shown = format!("{} / {}", err.message, err.hint);
     assert!(
-        err.message.contains("\"研究员\" has no ASCII letters or digits"),
+        err.message
+            .contains("\"研究员\" has no ASCII letters or digits"),
         "{shown}"
     );
     assert!(err.hint.starts_with("pass an `id`"), "{shown}");
