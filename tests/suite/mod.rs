@@ -92,7 +92,6 @@ mod secret_names;
 mod secrets;
 mod shell_sandbox;
 mod shell_stop;
-mod sighup;
 mod stop_twice;
 mod store_files;
 mod store_refusals;

@@ -217,18 +217,7 @@ async fn a_subagent_report_after_the_owner_change_goes_to_the_bots_own_session()
     let (dm, seq) = send(&host, "delegate it").await;
     let end = host.wait_turn_end(&dm, seq).await;
     assert_eq!(end["status"], "completed", "{end}");
-    let sub = host
-        .wait_get("/v1/bots", |v| {
-            v["bots"]
-                .as_array()?
-                .iter()
-                .find(|b| b["origin"] == "subagent:p")
-                .map(|b| b["id"].clone())
-        })
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sub = host.wait_subagent_of("p").await;
     host.wait_running(&sub).await;
 
     let host = give_p_to_bob(host).await;

@@ -226,18 +226,7 @@ async fn delegate(host: &TestHost) -> (String, String) {
             .then_some(json!(true))
     })
     .await;
-    let sub = host
-        .wait_get("/v1/bots", |v| {
-            v["bots"]
-                .as_array()?
-                .iter()
-                .find(|b| b["origin"] == "subagent:p")
-                .map(|b| b["id"].clone())
-        })
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sub = host.wait_subagent_of("p").await;
     (dm, sub)
 }
 

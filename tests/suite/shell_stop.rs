@@ -1,31 +1,57 @@
-//! A host stopped cleanly (SIGTERM, as Ctrl-C) in the middle of a Shell
-//! call: the command's whole process group dies with the call, its
-//! background children included. (Before, only `sh` died: its children ran
-//! on, reparented to init, and the list the next start reaps was cleared.)
+//! A host stopped cleanly in the middle of a Shell call, by SIGTERM (as
+//! Ctrl-C) or by SIGHUP (a closed terminal, a dropped SSH session): it
+//! says "stopping…", the command's whole process group dies with the
+//! call, its background children included, nothing is left listed for the
+//! next start to reap, and the process exits with success. (Before, only
+//! `sh` died on SIGTERM: its children ran on, reparented to init, and the
+//! list the next start reaps was cleared; SIGHUP's default action killed
+//! the host outright: no stop, no checkpoint, Shell commands running on
+//! until the next start.)
 
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::HostProcess;
 use crate::support::process::alive;
 use crate::support::process::free_port;
-
-/// Sends `signal` (e.g. "TERM") to `pid` with kill(1).
-fn signal(pid: i32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{signal} {pid}: {status}");
-}
+use crate::support::process::poll;
+use crate::support::process::signal;
 
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_clean_stop_kills_a_running_shell_commands_children() {
+    stop_during_a_shell_call("TERM", "stop-key-1").await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn sighup_stops_the_host_cleanly_and_its_shell_command_with_it() {
+    if hangup_ignored_here() {
+        eprintln!(
+            "skipping the SIGHUP test: this test process ignores SIGHUP (nohup?), so the host would too"
+        );
+        return;
+    }
+    stop_during_a_shell_call("HUP", "hup-key-1").await;
+}
+
+/// Whether this test process ignores SIGHUP (run under `nohup`): the host
+/// it starts would inherit that and, as documented, keep ignoring it.
+fn hangup_ignored_here() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & 1 != 0)
+}
+
+/// Sends `sig` to a host whose Shell call runs a command with a background
+/// child, and checks the stop: said, clean, the child gone, nothing listed.
+async fn stop_during_a_shell_call(sig: &str, key: &str) {
     let script = r#"
 [[rule]]
 steps = [
@@ -40,43 +66,41 @@ steps = [
     let log = fleet.path().join("host.log");
     let mut host = HostProcess::start(&path, free_port(), &log).await;
     let c = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
-    let (status, body) = c.send_message("r", "run it", "stop-key-1").await.unwrap();
+    let (status, body) = c.send_message("r", "run it", key).await.unwrap();
     assert_eq!(status.as_u16(), 202, "{body}");
 
-    let child_pid = fleet.path().join("data/workspace/alice/child.pid");
     // a file signals nothing: poll, bounded
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let child = loop {
-        if let Some(pid) = std::fs::read_to_string(&child_pid)
+    let child_pid = fleet.path().join("data/workspace/alice/child.pid");
+    let child = poll(30, async || {
+        std::fs::read_to_string(&child_pid)
             .ok()
             .and_then(|s| s.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "the command never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+            .ok_or_else(|| "the command never started".to_owned())
+    })
+    .await;
     assert!(alive(child), "the command's child runs");
 
-    let host_pid = i32::try_from(host.child.id().unwrap()).unwrap();
-    signal(host_pid, "TERM");
+    signal(host.child.id().unwrap(), sig);
+    host.wait_log("stopping…").await;
     let exited = tokio::time::timeout(Duration::from_secs(20), host.child.wait()).await;
     assert!(
         exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
-        "the host did not stop cleanly; log:\n{}",
+        "the host did not stop cleanly on SIG{sig}; log:\n{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
 
     // SIGKILL is delivered before the host exits; init reaps the orphan
     // soon after
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(child) {
-        if Instant::now() >= deadline {
-            signal(child, "KILL");
-            panic!("the command's child {child} outlived the stopped host");
+    poll(5, async || {
+        if alive(child) {
+            Err(format!(
+                "the command's child {child} outlived the stopped host"
+            ))
+        } else {
+            Ok(())
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     // nothing is left listed for the next start to reap
     let listed = std::fs::read_dir(fleet.path().join("data/shell"))
         .map(|d| d.count())

@@ -18,6 +18,7 @@ use crate::support::openai_server::Reply;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
+use crate::support::process::signal;
 
 /// The bot answers; the extractor answers a minute later.
 fn slow_extractor(body: &Value) -> Reply {
@@ -25,16 +26,6 @@ fn slow_extractor(body: &Value) -> Reply {
         return adds("Alice keeps bees").delay_headers(Duration::from_secs(60));
     }
     answers_once(body, "Noted.")
-}
-
-/// Sends `signal` (e.g. "TERM") to `pid` with kill(1).
-fn signal(pid: u32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{signal} {pid}: {status}");
 }
 
 #[tokio::test]

@@ -105,18 +105,7 @@ async fn listed(host: &TestHost, id: &str) -> Value {
 async fn delegate(host: &TestHost, status: &str) -> (String, String) {
     let (session, end) = host.end_turn("ann", "delegate please").await;
     assert_eq!(end["status"], "completed", "{end}");
-    let sub = host
-        .wait_get("/v1/bots", |v| {
-            v["bots"]
-                .as_array()?
-                .iter()
-                .find(|b| b["origin"] == "subagent:ann")
-                .map(|b| b["id"].clone())
-        })
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sub = host.wait_subagent_of("ann").await;
     host.wait_get(&format!("/v1/bots/{sub}/turns"), |v| {
         v["turns"]
             .as_array()?

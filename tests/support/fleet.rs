@@ -354,6 +354,22 @@ impl TestHost {
         .await
     }
 
+    /// Waits until `parent` has a subagent in `GET /v1/bots`; its id.
+    pub async fn wait_subagent_of(&self, parent: &str) -> String {
+        let origin = format!("subagent:{parent}");
+        self.wait_get("/v1/bots", |v| {
+            v["bots"]
+                .as_array()?
+                .iter()
+                .find(|b| b["origin"] == origin.as_str())
+                .map(|b| b["id"].clone())
+        })
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+    }
+
     /// Waits until `pick` finds something in what `GET path` answers.
     pub async fn wait_get(&self, path: &str, pick: impl Fn(&Value) -> Option<Value>) -> Value {
         self.until_signalled(async || {

@@ -20,10 +20,12 @@ pub fn free_port() -> u16 {
 pub struct HostProcess {
     pub child: tokio::process::Child,
     pub url: String,
-    /// What this process has logged so far (its stderr, also appended to
-    /// the log file), updated line by line.
+    /// What this process has logged so far (its stderr, and what it
+    /// prints on stdout, also appended to the log file), updated line by
+    /// line.
     log: tokio::sync::watch::Receiver<String>,
-    /// The task copying stderr; done once the process's log is all written.
+    /// The tasks copying stderr and stdout; done once the process's log is
+    /// all written.
     follower: tokio::task::JoinHandle<()>,
 }
 
@@ -46,12 +48,16 @@ impl HostProcess {
             .arg(fleet)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env("RUST_LOG", level)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let (logged, follower) = follow(child.stderr.take().unwrap(), log_file);
+        let (logged, follower) = follow(
+            child.stderr.take().unwrap(),
+            child.stdout.take().unwrap(),
+            log_file,
+        );
         let url = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         for _ in 0..300 {
@@ -105,12 +111,7 @@ impl HostProcess {
     /// SIGTERM (as Ctrl-C): a clean stop; fails unless the host exits with
     /// success within 20 s.
     pub async fn stop(mut self, log: &Path) {
-        let pid = self.child.id().unwrap();
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -TERM {pid}: {status}");
+        signal(self.child.id().unwrap(), "TERM");
         let exited = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
         assert!(
             exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
@@ -121,30 +122,52 @@ impl HostProcess {
     }
 }
 
-/// Copies a child's stderr line by line into `file` and into the returned
-/// channel (the text so far), until it ends.
+/// Copies a child's stderr and stdout line by line into `file` and into
+/// the returned channel (the text so far), until both end.
 fn follow(
     stderr: tokio::process::ChildStderr,
-    mut file: std::fs::File,
+    stdout: tokio::process::ChildStdout,
+    file: std::fs::File,
 ) -> (
     tokio::sync::watch::Receiver<String>,
     tokio::task::JoinHandle<()>,
 ) {
     use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::Mutex;
     use tokio::io::AsyncBufReadExt;
 
     let (tx, rx) = tokio::sync::watch::channel(String::new());
-    let task = tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let _ = writeln!(file, "{line}");
-            tx.send_modify(|logged| {
-                logged.push_str(&line);
-                logged.push('\n');
-            });
+    let tx = Arc::new(tx);
+    let file = Arc::new(Mutex::new(file));
+    let copy = |stream: Box<dyn tokio::io::AsyncRead + Send + Unpin>| {
+        let (tx, file) = (tx.clone(), file.clone());
+        async move {
+            let mut lines = tokio::io::BufReader::new(stream).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = writeln!(file.lock().unwrap(), "{line}");
+                tx.send_modify(|logged| {
+                    logged.push_str(&line);
+                    logged.push('\n');
+                });
+            }
         }
+    };
+    let (err, out) = (copy(Box::new(stderr)), copy(Box::new(stdout)));
+    let task = tokio::spawn(async move {
+        tokio::join!(err, out);
     });
     (rx, task)
+}
+
+/// Sends `signal` (e.g. "TERM", "HUP", "KILL") to `pid` with kill(1).
+pub fn signal(pid: impl std::fmt::Display, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
 }
 
 /// Runs the CLI; returns (exit code, stdout, stderr).
