@@ -168,7 +168,7 @@ impl BotState {
         let plan = TurnPlan {
             turn,
             session,
-            bot: self.run_record(&kind),
+            bot: self.record.clone(),
             kind,
             tail,
             soft: soft.clone(),
@@ -343,27 +343,6 @@ impl BotState {
             }
         }
         self.schedule(myself);
-    }
-}
-
-impl BotState {
-    /// The bot's record as a run of `kind` is given it. A turn's failure
-    /// makes no model call: when the bot's provider is not configured (a
-    /// config dropped it since the bot was made, e.g. by CreateAgent with
-    /// its creator's), the failure is written through one that is, so the
-    /// turn ends `failed` with its `turn_failed` notice and retry (and a
-    /// subagent's parent gets its report) rather than staying `running`
-    /// because it could not begin even to fail.
-    fn run_record(&self, kind: &PlanKind) -> Arc<BotRecord> {
-        if matches!(kind, PlanKind::Fail { .. })
-            && !self.rt.models.contains_key(&self.record.provider)
-            && let Some(configured) = self.rt.models.keys().min()
-        {
-            let mut bot = (*self.record).clone();
-            bot.provider.clone_from(configured);
-            return Arc::new(bot);
-        }
-        self.record.clone()
     }
 }
 

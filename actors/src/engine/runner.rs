@@ -253,7 +253,7 @@ enum Stop {
 
 impl Runner {
     fn new(rt: Arc<Runtime>, plan: TurnPlan) -> Result<Self, Box<(SessionTail, String)>> {
-        let Some(model) = rt.models.get(&plan.bot.provider).cloned() else {
+        let Some(model) = turn_setup::model_for(&rt, &plan) else {
             let error = format!(
                 "bot {} uses provider {:?}, which is not configured",
                 plan.bot.id, plan.bot.provider

@@ -431,3 +431,17 @@ fn chain_of(inputs: &[Entry], from_person: bool) -> Option<botfleet_memory::Chai
             .map(own),
     }
 }
+
+/// The model a run of `plan` calls: its bot's provider's. A turn that
+/// fails makes no model call, so when that provider is no longer
+/// configured (a config dropped it since the bot was made, e.g. by
+/// CreateAgent with its creator's) any configured one lets it write its
+/// failure, `turn_failed` notice and retry (and a subagent's report)
+/// rather than stay `running`, unable to begin even to fail.
+pub(super) fn model_for(rt: &Runtime, plan: &TurnPlan) -> Option<Arc<dyn Model>> {
+    let configured = rt.models.get(&plan.bot.provider);
+    let failing = matches!(plan.kind, PlanKind::Fail { .. });
+    configured
+        .or_else(|| failing.then(|| rt.models.values().next()).flatten())
+        .cloned()
+}
