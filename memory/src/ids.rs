@@ -6,6 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use icu_normalizer::ComposingNormalizerBorrowed;
+use icu_properties::CodePointMapData;
+use icu_properties::props::GeneralCategory;
 use serde::Deserialize;
 use serde::Serialize;
 use uuid::Uuid;
@@ -286,33 +288,10 @@ pub fn name_key(name: &str) -> String {
     out
 }
 
-/// Whether `c` is an invisible formatting character (Unicode general
-/// category Cf, as of Unicode 16).
+/// Whether `c` is an invisible formatting character (Unicode's general
+/// category Cf, from ICU's data).
 fn is_format(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00ad}'
-            | '\u{0600}'..='\u{0605}'
-            | '\u{061c}'
-            | '\u{06dd}'
-            | '\u{070f}'
-            | '\u{0890}'..='\u{0891}'
-            | '\u{08e2}'
-            | '\u{180e}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206f}'
-            | '\u{feff}'
-            | '\u{fff9}'..='\u{fffb}'
-            | '\u{110bd}'
-            | '\u{110cd}'
-            | '\u{13430}'..='\u{1343f}'
-            | '\u{1bca0}'..='\u{1bca3}'
-            | '\u{1d173}'..='\u{1d17a}'
-            | '\u{e0001}'
-            | '\u{e0020}'..='\u{e007f}'
-    )
+    CodePointMapData::<GeneralCategory>::new().get(c) == GeneralCategory::Format
 }
 
 /// The alphabets whose letters pass for each other's.
