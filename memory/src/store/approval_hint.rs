@@ -3,9 +3,13 @@
 //!
 //! A bot enters the set when a batch that requests an approval for it is
 //! submitted (before the writer commits it: the set may over-approximate,
-//! never miss), and at open for every bot with an open row. A read that
-//! finds none of the bot's approvals open removes it, unless a request for
-//! it was submitted since the read began (the generation says so). An
+//! never miss), again right after that batch's commit (on the writer
+//! thread, before anyone is answered), and at open for every bot with an
+//! open row. A read that finds none of the bot's approvals open removes it,
+//! unless a request for it was submitted or committed since the read began
+//! (the generation says so). The second entry matters: a read that began
+//! after the submission but read the database before the commit finds
+//! nothing and removes the bot; the commit puts it back. An
 //! approval that expired by time stays open in the store until its expiry
 //! is persisted, so the bot stays in the set and is read: the read reports
 //! the effective status.
@@ -48,13 +52,33 @@ impl OpenApprovalHint {
         })
     }
 
-    /// Notes the approval requests of a batch about to be submitted.
-    pub(crate) fn note(&self, batch: &[Mutation]) {
-        for m in batch {
-            if let Mutation::RequestApproval(new) = m {
-                let g = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-                self.bots.lock().insert(new.bot.clone(), g);
-            }
+    /// Notes the approval requests of a batch about to be submitted; the
+    /// bots it names, to hand to [`Self::committed`] after its commit.
+    pub(crate) fn note(&self, batch: &[Mutation]) -> Vec<BotId> {
+        let bots: Vec<BotId> = batch
+            .iter()
+            .filter_map(|m| {
+                if let Mutation::RequestApproval(new) = m {
+                    Some(new.bot.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        self.enter(&bots);
+        bots
+    }
+
+    /// After the commit (or failure) of a batch [`Self::note`]d: a read
+    /// that raced it may have removed these bots, so they enter again.
+    pub(crate) fn committed(&self, bots: &[BotId]) {
+        self.enter(bots);
+    }
+
+    fn enter(&self, bots: &[BotId]) {
+        for bot in bots {
+            let g = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+            self.bots.lock().insert(bot.clone(), g);
         }
     }
 
@@ -74,3 +98,7 @@ impl OpenApprovalHint {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "approval_hint_tests.rs"]
+mod tests;

@@ -129,7 +129,7 @@ struct Inner {
     restored: bool,
     stats: Arc<WriterStats>,
     /// Bots that may have open approvals (`approval_hint.rs`).
-    approval_hint: approval_hint::OpenApprovalHint,
+    approval_hint: Arc<approval_hint::OpenApprovalHint>,
     /// What snapshots read of each memory scope (`layers/scope_cache.rs`).
     memory_cache: crate::layers::ScopeCache,
     /// Bot records read (`bot_cache.rs`).
@@ -197,7 +197,7 @@ impl Store {
 
         let now = options.clock.now_ms();
         let (horizon, restored) = check_generation(&conn, &path, now)?;
-        let approval_hint = approval_hint::OpenApprovalHint::load(&conn)?;
+        let approval_hint = Arc::new(approval_hint::OpenApprovalHint::load(&conn)?);
         // after the writes above: the WAL exists
         let files = file_identity::FileIdentity::of(&path);
 
@@ -279,14 +279,22 @@ impl Store {
     /// Commits `batch` atomically (in a group with whatever else is
     /// waiting) and answers after the commit.
     pub async fn write(&self, batch: Vec<Mutation>) -> Result<Vec<MutationResult>> {
-        self.inner.approval_hint.note(&batch);
+        let requested = self.inner.approval_hint.note(&batch);
         let (tx, rx) = oneshot::channel();
+        let reply = if requested.is_empty() {
+            Reply::Oneshot(tx)
+        } else {
+            // on the writer thread, after the commit: a continuation runs
+            // even when this future is dropped before the answer
+            let hint = Arc::clone(&self.inner.approval_hint);
+            Reply::Callback(Box::new(move |result| {
+                hint.committed(&requested);
+                let _ = tx.send(result);
+            }))
+        };
         self.inner
             .tx
-            .send(Job::Batch {
-                batch,
-                reply: Reply::Oneshot(tx),
-            })
+            .send(Job::Batch { batch, reply })
             .map_err(|_| StoreError::WriterGone)?;
         rx.await.map_err(|_| StoreError::WriterGone)?
     }
@@ -295,7 +303,16 @@ impl Store {
     /// after the commit. Continuations run in submission order, which lets
     /// a caller keep order without waiting.
     pub fn write_then(&self, batch: Vec<Mutation>, then: Callback) -> Result<()> {
-        self.inner.approval_hint.note(&batch);
+        let requested = self.inner.approval_hint.note(&batch);
+        let then: Callback = if requested.is_empty() {
+            then
+        } else {
+            let hint = Arc::clone(&self.inner.approval_hint);
+            Box::new(move |result| {
+                hint.committed(&requested);
+                then(result);
+            })
+        };
         self.inner
             .tx
             .send(Job::Batch {
