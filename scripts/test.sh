@@ -34,6 +34,20 @@ fi
 
 export RUST_BACKTRACE=1
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# A fresh clone builds once: incremental caches would only cost disk and time.
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+fi
+
+# A build that runs out of disk fails deep inside cargo with "No space left on
+# device"; say so up front. A fresh build and test run takes about 12 GiB.
+target_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target_dir"
+free_kib=$(df -Pk "$target_dir" 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ -n "$free_kib" ] && [ "$free_kib" -lt $((12 * 1024 * 1024)) ]; then
+  echo "warning: only $((free_kib / 1024 / 1024)) GiB free where cargo builds ($target_dir);" \
+    "a fresh build and test run needs about 12 GiB: free some space (cargo clean in other checkouts) if the build fails with 'No space left on device'" >&2
+fi
 
 if [ "$quick" = 0 ]; then
   echo "== cargo fmt --check"
