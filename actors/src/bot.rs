@@ -35,6 +35,7 @@ use crate::engine::TurnPlan;
 use crate::engine::TurnReport;
 use crate::engine::run_turn;
 use crate::router::RouterMsg;
+use crate::router::live::LiveCell;
 use crate::runtime::Runtime;
 
 /// The Bot actor (configuration only; state lives in [`BotState`]).
@@ -49,6 +50,9 @@ pub struct BotArgs {
     pub rt: Arc<Runtime>,
     /// The router, for passivation.
     pub router: ActorRef<RouterMsg>,
+    /// Where the bot publishes its status (the router's live board), so
+    /// that nobody has to ask the actor, which may be busy.
+    pub(crate) live: Arc<LiveCell>,
 }
 
 /// How a turn task ended (opaque outside the crate).
@@ -75,6 +79,23 @@ pub struct BotStatus {
     /// Until when the bot is paused because its daily token budget is
     /// spent (ms since the epoch; `None` when it is not).
     pub paused_until: Option<i64>,
+    /// The bot's actor is starting: it has not read its queue and its
+    /// unfinished turns from the store yet, so `turn` and `queued` say
+    /// nothing (they are `None` and 0 without the bot being idle).
+    pub starting: bool,
+}
+
+impl BotStatus {
+    /// The status of a bot whose actor is still starting.
+    pub(crate) fn starting(id: BotId) -> Self {
+        Self {
+            id,
+            turn: None,
+            queued: 0,
+            paused_until: None,
+            starting: true,
+        }
+    }
 }
 
 /// A running turn as its bot knows it.
@@ -108,7 +129,8 @@ pub enum BotMsg {
     IdleCheck,
     /// Cancel the running turn for good; answers whether one was running.
     Cancel(RpcReplyPort<bool>),
-    /// Report what the bot is doing.
+    /// Report what the bot is doing (the same status it publishes on the
+    /// router's live board after each message).
     Status(RpcReplyPort<BotStatus>),
     /// Re-read the bot's record (role, tools) from the store.
     Reload,
@@ -196,6 +218,8 @@ struct Window {
 pub struct BotState {
     rt: Arc<Runtime>,
     router: ActorRef<RouterMsg>,
+    /// Where the status is published after each message.
+    live: Arc<LiveCell>,
     record: Arc<BotRecord>,
     queue: BotQueue,
     running: Option<Running>,
@@ -251,6 +275,7 @@ impl Actor for BotActor {
         Ok(BotState {
             rt: args.rt,
             router: args.router,
+            live: args.live,
             record: Arc::new(record),
             queue: BotQueue::default(),
             running: None,
@@ -295,10 +320,40 @@ impl Actor for BotActor {
             tracing::info!(bot = %id, queued = state.queue.len(), resuming = state.pending.len(), "bot is no longer in the fleet's config: its work waits until a config lists it again");
         }
         state.schedule(&myself);
+        state.publish();
         Ok(())
     }
 
     async fn handle(
+        &self,
+        myself: ActorRef<BotMsg>,
+        msg: BotMsg,
+        state: &mut BotState,
+    ) -> Result<(), ActorProcessingErr> {
+        let handled = self.dispatch(myself, msg, state).await;
+        // whatever the message changed (a turn started or ended, inputs
+        // queued), status readers see it without asking this actor
+        state.publish();
+        handled
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<BotMsg>,
+        state: &mut BotState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(r) = &state.running {
+            // the turn task holds no lock on the actor; cancel it so it ends
+            // (its state is in the store and resumes on the next activation)
+            r.hard.cancel();
+        }
+        Ok(())
+    }
+}
+
+impl BotActor {
+    /// Handles one message (the status is published after it).
+    async fn dispatch(
         &self,
         myself: ActorRef<BotMsg>,
         msg: BotMsg,
@@ -361,24 +416,7 @@ impl Actor for BotActor {
                 let _ = reply.send(cancelled);
             }
             BotMsg::Status(reply) => {
-                let _ = reply.send(BotStatus {
-                    id: state.record.id.clone(),
-                    turn: state.running.as_ref().map(|r| RunningTurn {
-                        turn: r.turn,
-                        session: r.session,
-                        inputs: r.inputs.iter().map(|i| i.item.gid).collect(),
-                        started_at: r.started_at,
-                    }),
-                    // the inputs of a turn waiting to run again (after a
-                    // crash, or while the store refuses writes) wait too
-                    queued: state.queue.len()
-                        + state
-                            .pending
-                            .iter()
-                            .map(|p| p.inputs().len())
-                            .sum::<usize>(),
-                    paused_until: state.paused_until,
-                });
+                let _ = reply.send(state.status());
             }
             BotMsg::StoreRetry { generation } => state.on_store_retry(&myself, generation),
             BotMsg::Unpause => {
@@ -394,22 +432,32 @@ impl Actor for BotActor {
         }
         Ok(())
     }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<BotMsg>,
-        state: &mut BotState,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(r) = &state.running {
-            // the turn task holds no lock on the actor; cancel it so it ends
-            // (its state is in the store and resumes on the next activation)
-            r.hard.cancel();
-        }
-        Ok(())
-    }
 }
 
 impl BotState {
+    /// What the bot is doing now.
+    fn status(&self) -> BotStatus {
+        BotStatus {
+            id: self.record.id.clone(),
+            turn: self.running.as_ref().map(|r| RunningTurn {
+                turn: r.turn,
+                session: r.session,
+                inputs: r.inputs.iter().map(|i| i.item.gid).collect(),
+                started_at: r.started_at,
+            }),
+            // the inputs of a turn waiting to run again (after a crash, or
+            // while the store refuses writes) wait too
+            queued: self.queue.len() + self.pending.iter().map(|p| p.inputs().len()).sum::<usize>(),
+            paused_until: self.paused_until,
+            starting: false,
+        }
+    }
+
+    /// Publishes the status on the router's live board.
+    fn publish(&self) {
+        self.live.publish(self.status());
+    }
+
     fn on_input(&mut self, myself: &ActorRef<BotMsg>, input: QueuedInput) {
         self.inputs_seen += 1;
         let priority = input.item.priority;

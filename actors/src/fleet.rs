@@ -31,7 +31,9 @@ use crate::bot::BotStatus;
 use crate::error::ActorError;
 use crate::error::Result;
 use crate::router::RouterActor;
+use crate::router::RouterArgs;
 use crate::router::RouterMsg;
+use crate::router::live::LiveBoard;
 use crate::runtime::Runtime;
 
 /// Subagents brought in line with their parents at each start.
@@ -51,14 +53,26 @@ pub enum FleetMsg {
     RestartIndexer,
 }
 
+/// Start arguments of the fleet supervisor.
+pub struct FleetArgs {
+    /// Shared runtime.
+    pub rt: Arc<Runtime>,
+    /// The live board its routers file the active bots on.
+    pub(crate) board: Arc<LiveBoard>,
+}
+
 /// State of the fleet supervisor.
 pub struct FleetState {
     rt: Arc<Runtime>,
+    board: Arc<LiveBoard>,
     /// Restarts of the indexer in a row (for its backoff).
     indexer_failures: u32,
     /// When the indexer last started.
     indexer_started: Option<std::time::Instant>,
 }
+
+/// How long a cancel waits for the bot's answer.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// How long a stopping fleet waits for the indexer's last commit.
 const INDEX_FLUSH_AT_STOP: Duration = Duration::from_secs(5);
@@ -110,6 +124,17 @@ impl FleetState {
         myself.send_after(delay, || FleetMsg::RestartIndexer);
     }
 
+    /// Starts a router (at the start, and after one failed).
+    async fn start_router(&self, myself: &ActorRef<FleetMsg>) -> Result<(), ActorProcessingErr> {
+        let args = RouterArgs {
+            rt: self.rt.clone(),
+            board: self.board.clone(),
+        };
+        let (router, _) = Actor::spawn_linked(None, RouterActor, args, myself.get_cell()).await?;
+        self.rt.set_router(router);
+        Ok(())
+    }
+
     fn is_indexer(&self, cell: &ActorCell) -> bool {
         self.rt
             .indexer()
@@ -120,22 +145,21 @@ impl FleetState {
 impl Actor for FleetActor {
     type Msg = FleetMsg;
     type State = FleetState;
-    type Arguments = Arc<Runtime>;
+    type Arguments = FleetArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<FleetMsg>,
-        rt: Arc<Runtime>,
+        args: FleetArgs,
     ) -> Result<FleetState, ActorProcessingErr> {
-        let (router, _) =
-            Actor::spawn_linked(None, RouterActor, rt.clone(), myself.get_cell()).await?;
-        rt.set_router(router);
-        crate::group::start_supervisor(&rt, myself.get_cell()).await?;
         let mut state = FleetState {
-            rt,
+            rt: args.rt,
+            board: args.board,
             indexer_failures: 0,
             indexer_started: None,
         };
+        state.start_router(&myself).await?;
+        crate::group::start_supervisor(&state.rt, myself.get_cell()).await?;
         state.start_indexer(&myself).await;
         Ok(state)
     }
@@ -200,10 +224,7 @@ impl Actor for FleetActor {
             }
             SupervisionEvent::ActorFailed(cell, error) => {
                 tracing::error!(actor = %cell.get_id(), %error, "router failed; restarting it");
-                let (router, _) =
-                    Actor::spawn_linked(None, RouterActor, state.rt.clone(), myself.get_cell())
-                        .await?;
-                state.rt.set_router(router);
+                state.start_router(&myself).await?;
                 let _ = myself.cast(FleetMsg::Recover);
             }
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
@@ -220,6 +241,8 @@ impl Actor for FleetActor {
 pub struct FleetHandle {
     rt: Arc<Runtime>,
     fleet: ActorRef<FleetMsg>,
+    /// What the active bots are doing, as they publish it.
+    board: Arc<LiveBoard>,
 }
 
 impl std::fmt::Debug for FleetHandle {
@@ -275,16 +298,22 @@ impl FleetHandle {
         if !writes.is_empty() {
             rt.store.write(writes).await?;
         }
-        let (fleet, _) = Actor::spawn(None, FleetActor, rt.clone())
-            .await
-            .map_err(|e| ActorError::Spawn {
-                what: "fleet",
-                detail: e.to_string(),
-            })?;
+        let board = Arc::new(LiveBoard::default());
+        let args = FleetArgs {
+            rt: rt.clone(),
+            board: board.clone(),
+        };
+        let (fleet, _) =
+            Actor::spawn(None, FleetActor, args)
+                .await
+                .map_err(|e| ActorError::Spawn {
+                    what: "fleet",
+                    detail: e.to_string(),
+                })?;
         let _ = fleet.cast(FleetMsg::Recover);
         // fact extractions a crash or a stop cut off (background, bounded)
         drop(crate::memory::resume_owed_extractions(rt.clone()));
-        Ok(Self { rt, fleet })
+        Ok(Self { rt, fleet, board })
     }
 
     /// The shared runtime.
@@ -306,18 +335,28 @@ impl FleetHandle {
         self.rt.admit(req).await
     }
 
-    /// Cancels a bot's running turn; `true` if one was running.
+    /// Cancels a bot's running turn; `true` if one was running. The bot
+    /// answers (the router hands the question on without waiting): a bot
+    /// that stops before it reads the cancel cancelled nothing, one that
+    /// does not answer within 10 s is a [`ActorError::Timeout`] (the
+    /// cancel stays in its mailbox and is done when it gets to it).
     pub async fn cancel(&self, bot: &BotId) -> Result<bool> {
         let router = self.router()?;
-        ractor::call_t!(
-            router,
-            |reply| RouterMsg::Cancel {
-                bot: bot.clone(),
-                reply
-            },
-            10_000
-        )
-        .map_err(|_| ActorError::ActorGone("router"))
+        let answer = router
+            .call(
+                |reply| RouterMsg::Cancel {
+                    bot: bot.clone(),
+                    reply,
+                },
+                Some(CANCEL_WAIT),
+            )
+            .await
+            .map_err(|_| ActorError::ActorGone("router"))?;
+        match answer {
+            ractor::rpc::CallResult::Success(cancelled) => Ok(cancelled),
+            ractor::rpc::CallResult::SenderError => Ok(false),
+            ractor::rpc::CallResult::Timeout => Err(ActorError::Timeout("bot")),
+        }
     }
 
     /// Puts the inputs of an ended turn back in its bot's queue (a person's
@@ -373,6 +412,21 @@ impl FleetHandle {
             };
             key.id() == record.session
         });
+        // a later turn of the conversation running before its first step
+        // is stored (the store checks the stored ones with the requeue):
+        // its context holds these inputs, so the retried turn would
+        // answer them again without what it answers
+        if let Some(first) = record.inputs.iter().min()
+            && let Some(running) = self.status(&record.bot).await?.and_then(|s| s.turn)
+            && running.session == record.session
+            && running.turn != turn
+            && running.inputs.iter().any(|g| g > first)
+        {
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} was not retried: a later turn of this conversation ({}) is running with these messages before the model: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time without what came after)",
+                running.turn
+            )));
+        }
         let requeue = if task {
             Mutation::RequeueSubagentTask {
                 turn,
@@ -469,25 +523,38 @@ impl FleetHandle {
         }))
     }
 
-    /// What `bot` is doing, if it is active.
+    /// What `bot` is doing, if it is active, as it last published it (see
+    /// [`FleetHandle::active`]).
     pub async fn status(&self, bot: &BotId) -> Result<Option<BotStatus>> {
-        let router = self.router()?;
-        ractor::call_t!(
-            router,
-            |reply| RouterMsg::Status {
-                bot: bot.clone(),
-                reply
-            },
-            10_000
-        )
-        .map_err(|_| ActorError::Timeout("router"))
+        self.live_router()?;
+        Ok(self.board.get(bot))
     }
 
-    /// What every active bot is doing.
+    /// What every active bot is doing, by id: read from what the bots
+    /// publish after each message they handle, so it answers at once
+    /// however busy they are, and lists every active bot (one whose actor
+    /// is still starting says so: [`BotStatus::starting`]). Fails with
+    /// [`ActorError::ActorGone`] while no router runs (it is restarting
+    /// after a failure, or the fleet is stopping): then which bots are
+    /// active is not known.
     pub async fn active(&self) -> Result<Vec<BotStatus>> {
-        let router = self.router()?;
-        ractor::call_t!(router, RouterMsg::Active, 10_000)
-            .map_err(|_| ActorError::Timeout("router"))
+        self.live_router()?;
+        Ok(self.board.all())
+    }
+
+    /// Fails unless a router is running: the board lists the bots of the
+    /// running router (a new one starts with none active and clears it).
+    fn live_router(&self) -> Result<()> {
+        match self.router()?.get_status() {
+            // a starting router has cleared the board already
+            ractor::ActorStatus::Starting
+            | ractor::ActorStatus::Running
+            | ractor::ActorStatus::Upgrading => Ok(()),
+            ractor::ActorStatus::Unstarted
+            | ractor::ActorStatus::Draining
+            | ractor::ActorStatus::Stopping
+            | ractor::ActorStatus::Stopped => Err(ActorError::ActorGone("router")),
+        }
     }
 
     /// Stops every actor (running turns are cancelled and resume on the

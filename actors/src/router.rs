@@ -5,6 +5,12 @@
 //! inbox row in one transaction); the store's post-commit continuation sends
 //! the router a `Route` in commit order, so a bot sees its inputs in the
 //! order they were committed without anyone waiting on a commit.
+//!
+//! The router never waits for a bot inside its handler: one busy bot would
+//! hold up every user's routing behind it. Bots publish what they are doing
+//! on the live board (`router_live.rs`), which status questions read
+//! without messaging anyone, and a cancel is handed to the bot with the
+//! caller's reply port, for the bot to answer the caller itself.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,9 +29,19 @@ use tokio::time::Instant;
 use crate::bot::BotActor;
 use crate::bot::BotArgs;
 use crate::bot::BotMsg;
-use crate::bot::BotStatus;
 use crate::bot_queue::QueuedInput;
 use crate::runtime::Runtime;
+
+/// What the active bots are doing, published by the bots themselves.
+#[path = "router_live.rs"]
+pub(crate) mod live;
+
+use live::LiveBoard;
+use live::LiveCell;
+
+#[cfg(test)]
+#[path = "router_tests.rs"]
+mod tests;
 
 /// Restarts of one bot actor allowed per minute before the router stops
 /// reviving it (its work stays in the store).
@@ -48,21 +64,22 @@ pub enum RouterMsg {
         /// Inputs it had received when it went idle.
         seen: u64,
     },
-    /// Cancel a bot's running turn; answers whether one was running.
+    /// Cancel a bot's running turn; answers whether one was running. The
+    /// bot answers `reply` itself: the router only hands it on.
     Cancel {
         /// The bot.
         bot: BotId,
         /// Answer.
         reply: RpcReplyPort<bool>,
     },
-    /// The status of every active bot.
-    Active(RpcReplyPort<Vec<BotStatus>>),
-    /// The status of one bot, if it is active.
-    Status {
+    /// A cancel for a bot that was not active and has unfinished turns in
+    /// the store (the router sends it to itself once a task read them):
+    /// the bot is started, resumes them, and then reads the cancel.
+    CancelOpen {
         /// The bot.
         bot: BotId,
         /// Answer.
-        reply: RpcReplyPort<Option<BotStatus>>,
+        reply: RpcReplyPort<bool>,
     },
     /// A bot's record changed in the store.
     Reload(BotId),
@@ -71,11 +88,22 @@ pub enum RouterMsg {
 struct Slot {
     actor: ActorRef<BotMsg>,
     routed: u64,
+    /// The actor's cell on the live board.
+    live: Arc<LiveCell>,
+}
+
+/// Start arguments of the router.
+pub struct RouterArgs {
+    /// Shared runtime.
+    pub rt: Arc<Runtime>,
+    /// Where the bots the router starts publish their status.
+    pub(crate) board: Arc<LiveBoard>,
 }
 
 /// State of the router.
 pub struct RouterState {
     rt: Arc<Runtime>,
+    board: Arc<LiveBoard>,
     bots: HashMap<BotId, Slot>,
     by_actor: HashMap<ActorId, BotId>,
     restarts: HashMap<BotId, (Instant, u32)>,
@@ -84,15 +112,18 @@ pub struct RouterState {
 impl Actor for RouterActor {
     type Msg = RouterMsg;
     type State = RouterState;
-    type Arguments = Arc<Runtime>;
+    type Arguments = RouterArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<RouterMsg>,
-        rt: Arc<Runtime>,
+        args: RouterArgs,
     ) -> Result<RouterState, ActorProcessingErr> {
+        // the bots of a router before this one stopped with it
+        args.board.clear();
         Ok(RouterState {
-            rt,
+            rt: args.rt,
+            board: args.board,
             bots: HashMap::new(),
             by_actor: HashMap::new(),
             restarts: HashMap::new(),
@@ -120,10 +151,10 @@ impl Actor for RouterActor {
                         Ok(()) => break,
                         Err(ractor::MessagingErr::SendErr(BotMsg::Input(i))) => {
                             input = Some(i);
-                            state.forget(&bot);
+                            drop(state.forget(&bot));
                         }
                         Err(_) => {
-                            state.forget(&bot);
+                            drop(state.forget(&bot));
                             break;
                         }
                     }
@@ -135,54 +166,26 @@ impl Actor for RouterActor {
                 }
             }
             RouterMsg::Idle { bot, seen } => {
-                if state.bots.get(&bot).is_some_and(|s| s.routed == seen)
-                    && let Some(slot) = state.bots.remove(&bot)
-                {
-                    state.by_actor.remove(&slot.actor.get_id());
+                if state.bots.get(&bot).is_some_and(|s| s.routed == seen) {
                     tracing::debug!(%bot, "passivating idle bot");
-                    slot.actor.stop(Some("idle".into()));
-                }
-            }
-            RouterMsg::Cancel { bot, reply } => match state.awake_for_cancel(&myself, &bot).await {
-                Some(slot) => {
-                    let answer = slot
-                        .actor
-                        .call(BotMsg::Cancel, Some(Duration::from_secs(5)))
-                        .await
-                        .ok()
-                        .and_then(|r| r.success_or(()).ok())
-                        .unwrap_or(false);
-                    let _ = reply.send(answer);
-                }
-                None => {
-                    let _ = reply.send(false);
-                }
-            },
-            RouterMsg::Status { bot, reply } => {
-                let status = match state.bots.get(&bot) {
-                    Some(slot) => slot
-                        .actor
-                        .call(BotMsg::Status, Some(Duration::from_secs(2)))
-                        .await
-                        .ok()
-                        .and_then(|r| r.success_or(()).ok()),
-                    None => None,
-                };
-                let _ = reply.send(status);
-            }
-            RouterMsg::Active(reply) => {
-                let mut out = Vec::with_capacity(state.bots.len());
-                for slot in state.bots.values() {
-                    if let Ok(ractor::rpc::CallResult::Success(s)) = slot
-                        .actor
-                        .call(BotMsg::Status, Some(Duration::from_secs(2)))
-                        .await
-                    {
-                        out.push(s);
+                    if let Some(slot) = state.forget(&bot) {
+                        slot.actor.stop(Some("idle".into()));
                     }
                 }
-                out.sort_by(|a, b| a.id.cmp(&b.id));
-                let _ = reply.send(out);
+            }
+            RouterMsg::Cancel { bot, reply } => {
+                if state.bots.contains_key(&bot) {
+                    state.hand_cancel(&bot, reply);
+                } else {
+                    state.cancel_asleep(&myself, bot, reply);
+                }
+            }
+            RouterMsg::CancelOpen { bot, reply } => {
+                if state.activate(&myself, &bot).await.is_some() {
+                    state.hand_cancel(&bot, reply);
+                } else {
+                    let _ = reply.send(false);
+                }
             }
             RouterMsg::Reload(bot) => {
                 if let Some(slot) = state.bots.get(&bot) {
@@ -226,15 +229,25 @@ impl RouterState {
     /// unknown bot or a store failure; logged).
     async fn activate(&mut self, myself: &ActorRef<RouterMsg>, bot: &BotId) -> Option<&mut Slot> {
         if !self.bots.contains_key(bot) {
+            let live = Arc::new(LiveCell::default());
             let args = BotArgs {
                 id: bot.clone(),
                 rt: self.rt.clone(),
                 router: myself.clone(),
+                live: live.clone(),
             };
             match Actor::spawn_linked(None, BotActor, args, myself.get_cell()).await {
                 Ok((actor, _)) => {
                     self.by_actor.insert(actor.get_id(), bot.clone());
-                    self.bots.insert(bot.clone(), Slot { actor, routed: 0 });
+                    self.board.insert(bot.clone(), live.clone());
+                    self.bots.insert(
+                        bot.clone(),
+                        Slot {
+                            actor,
+                            routed: 0,
+                            live,
+                        },
+                    );
                 }
                 Err(e) => {
                     tracing::error!(%bot, error = %e, "could not activate bot");
@@ -245,34 +258,68 @@ impl RouterState {
         self.bots.get_mut(bot)
     }
 
-    /// The bot's actor for a cancel: an active bot's, or, for a bot with
-    /// an unfinished turn in the store, one started now. Right after a
-    /// restart a bot sleeps until the fleet's recovery wakes it to resume
-    /// that turn; a cancel arriving first found no actor, answered that
-    /// nothing ran, and the turn resumed after. Woken here, the bot resumes
-    /// the turn as it starts, before it reads the cancel, which stops it.
-    async fn awake_for_cancel(
-        &mut self,
-        myself: &ActorRef<RouterMsg>,
-        bot: &BotId,
-    ) -> Option<&mut Slot> {
-        if !self.bots.contains_key(bot) {
-            match self.rt.store.open_turns(bot).await {
-                Ok(open) if open.is_empty() => return None,
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::error!(%bot, %error, "could not read the bot's unfinished turns for a cancel");
-                    return None;
-                }
+    /// Hands a cancel to `bot`'s active actor, which answers `reply`
+    /// itself (the router does not wait for it). An actor that is gone
+    /// cancels nothing.
+    fn hand_cancel(&mut self, bot: &BotId, reply: RpcReplyPort<bool>) {
+        let Some(slot) = self.bots.get(bot) else {
+            let _ = reply.send(false);
+            return;
+        };
+        match slot.actor.cast(BotMsg::Cancel(reply)) {
+            Ok(()) => {}
+            Err(ractor::MessagingErr::SendErr(BotMsg::Cancel(reply))) => {
+                self.forget(bot);
+                let _ = reply.send(false);
+            }
+            // the port went with the message: dropped, it ends the
+            // caller's wait with nothing cancelled (`FleetHandle::cancel`)
+            Err(_) => {
+                self.forget(bot);
             }
         }
-        self.activate(myself, bot).await
     }
 
-    fn forget(&mut self, bot: &BotId) {
-        if let Some(slot) = self.bots.remove(bot) {
-            self.by_actor.remove(&slot.actor.get_id());
-        }
+    /// A cancel for a bot that is not active: it has something to cancel
+    /// only if it has an unfinished turn in the store. Right after a
+    /// restart a bot sleeps until the fleet's recovery wakes it to resume
+    /// that turn; a cancel arriving first found no actor, answered that
+    /// nothing ran, and the turn resumed after. So the store is read (by a
+    /// task: the router waits for no one) and, for a bot with an
+    /// unfinished turn, [`RouterMsg::CancelOpen`] starts it: the bot
+    /// resumes the turn as it starts, before it reads the cancel, which
+    /// stops it.
+    fn cancel_asleep(&self, myself: &ActorRef<RouterMsg>, bot: BotId, reply: RpcReplyPort<bool>) {
+        let rt = self.rt.clone();
+        let router = myself.clone();
+        tokio::spawn(async move {
+            match rt.store.open_turns(&bot).await {
+                Ok(open) if open.is_empty() => {
+                    let _ = reply.send(false);
+                }
+                Ok(_) => {
+                    if let Err(ractor::MessagingErr::SendErr(RouterMsg::CancelOpen {
+                        reply, ..
+                    })) = router.cast(RouterMsg::CancelOpen { bot, reply })
+                    {
+                        let _ = reply.send(false);
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(%bot, %error, "could not read the bot's unfinished turns for a cancel");
+                    let _ = reply.send(false);
+                }
+            }
+        });
+    }
+
+    /// Forgets `bot`'s actor (it stopped, or is being stopped) and takes
+    /// its cell off the live board.
+    fn forget(&mut self, bot: &BotId) -> Option<Slot> {
+        let slot = self.bots.remove(bot)?;
+        self.by_actor.remove(&slot.actor.get_id());
+        self.board.remove(bot, &slot.live);
+        Some(slot)
     }
 
     fn forget_actor(&mut self, cell: &ActorCell) -> Option<BotId> {
@@ -281,8 +328,9 @@ impl RouterState {
             .bots
             .get(&bot)
             .is_some_and(|s| s.actor.get_id() == cell.get_id())
+            && let Some(slot) = self.bots.remove(&bot)
         {
-            self.bots.remove(&bot);
+            self.board.remove(&bot, &slot.live);
         }
         Some(bot)
     }

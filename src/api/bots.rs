@@ -48,11 +48,19 @@ pub(crate) async fn list(
         .store()
         .list_bots_with_activity(Some(&user.0), &today)
         .await?;
+    // what the bots publish (docs/architecture.md, "Router"): read at
+    // once however busy they are. With no router running, which bots are
+    // awake is not known, and a list that showed them all idle would be
+    // wrong: the whole answer is refused instead, to be asked again
     let active: HashMap<_, _> = state
         .fleet
         .active()
         .await
-        .unwrap_or_default()
+        .map_err(|e| {
+            ApiError::Unavailable(format!(
+                "what the bots are doing is not known right now ({e}); retry shortly"
+            ))
+        })?
         .into_iter()
         .map(|s| (s.id.clone(), s))
         .collect();
@@ -89,6 +97,10 @@ pub(crate) async fn list(
             "active": live.is_some() && b.removed_at().is_none(),
             "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
+            // false while the bot's actor is starting (reading its queue
+            // and unfinished turns): `running_turn` and `queued` are not
+            // known yet, which does not make it idle
+            "live": live.is_none_or(|s| !s.starting),
             // its daily token budget is spent: it answers after this time
             "paused_until": paused_until,
             "turns": counts,

@@ -197,8 +197,21 @@ async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
             let req = crate::protocol::user_message(&alice, &bot, "are you there?", Some("2"));
             fleet.admit(req).await.unwrap();
             // routed before the admission answered: the bot has it once
-            // it answers a status asked after
-            fleet.status(&bot.id).await.unwrap();
+            // it publishes it queued (the status is what the bot last
+            // published, no longer an answer that waits for the bot)
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while fleet
+                .status(&bot.id)
+                .await
+                .unwrap()
+                .is_none_or(|s| s.queued == 0)
+            {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the bot never queued the message"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
         StopBy::Cancel => assert!(fleet.cancel(&bot.id).await.unwrap()),
         StopBy::ApprovalPending => {

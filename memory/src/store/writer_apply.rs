@@ -22,6 +22,9 @@ use crate::store::mutation::MutationResult;
 use crate::store::rooms;
 use crate::store::routines;
 
+#[path = "writer_requeue.rs"]
+mod requeue;
+
 impl Writer {
     pub(super) fn apply(
         &mut self,
@@ -194,47 +197,7 @@ impl Writer {
                 self.count_turn_end(&bot, &was, *status)?;
                 Ok(MutationResult::Done)
             }
-            Mutation::RequeueInputs { turn } => {
-                let row: Option<(String, String, String)> = self
-                    .conn
-                    .prepare_cached("SELECT bot_id, inputs, status FROM turns WHERE id = ?1")?
-                    .query_row(params![turn.to_string()], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
-                    .optional()?;
-                let Some((bot, inputs, status)) = row else {
-                    return Err(StoreError::NotFound {
-                        what: "turn",
-                        id: turn.to_string(),
-                    });
-                };
-                if status == TurnStatus::Running.as_str() {
-                    return Err(StoreError::Rejected(format!(
-                        "turn {turn} is still running; wait for it to end before retrying"
-                    )));
-                }
-                if status == TurnStatus::Completed.as_str() {
-                    return Err(StoreError::Rejected(format!(
-                        "turn {turn} completed: its inputs were answered"
-                    )));
-                }
-                let gids: Vec<i64> =
-                    serde_json::from_str(&inputs).map_err(|e| StoreError::Corrupt {
-                        table: "turns",
-                        detail: e.to_string(),
-                    })?;
-                // only inputs this turn still holds: one queued again or
-                // claimed by a later turn since is not this turn's to retry
-                let mut requeue = self.conn.prepare_cached(
-                    "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
-                )?;
-                let mut n = 0;
-                let turn = turn.to_string();
-                for gid in gids {
-                    n += requeue.execute(params![bot, gid, turn])?;
-                }
-                Ok(MutationResult::Count(n))
-            }
+            Mutation::RequeueInputs { turn } => self.requeue_inputs(*turn),
             Mutation::Limited(limited) => self.apply_limited(limited, touched),
             Mutation::RequeueSubagentTask { turn, max_running } => {
                 self.requeue_subagent_task(*turn, *max_running, touched)

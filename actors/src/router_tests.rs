@@ -1,0 +1,190 @@
+//! The router under a busy fleet, through the fleet's messages: a bot
+//! whose actor is held up (waiting for a store reader, as under load)
+//! holds up neither status questions nor another bot's routing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use botfleet_memory::BotId;
+use botfleet_memory::StoreOptions;
+use botfleet_memory::UserId;
+use tokio_util::sync::CancellationToken;
+
+use crate::bot::BotStatus;
+use crate::fleet::FleetHandle;
+use crate::model::Model;
+use crate::model::ModelError;
+use crate::model::ModelRequest;
+use crate::model::ModelResponse;
+use crate::model::Purpose;
+use crate::model::StreamSink;
+use crate::tools::ToolRegistry;
+use crate::tools::test_support::bot_record;
+use crate::tools::test_support::done;
+use crate::tools::test_support::fleet_runtime;
+use crate::tools::test_support::turn_ended;
+
+/// A model whose calls for bot `a` wait for `release` (after signalling
+/// `entered`); other bots' calls answer at once.
+struct HeldForA {
+    entered: Arc<tokio::sync::Notify>,
+    release: CancellationToken,
+}
+
+#[async_trait]
+impl Model for HeldForA {
+    fn describe(&self) -> String {
+        "held for a".into()
+    }
+
+    fn answers(&self, purpose: Purpose) -> bool {
+        matches!(purpose, Purpose::Turn)
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        _sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        if request.bot == "a" {
+            self.entered.notify_one();
+            tokio::select! {
+                () = self.release.cancelled() => {}
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+            }
+        }
+        Ok(done())
+    }
+}
+
+/// Every reader connection of the store, taken by threads until
+/// [`HeldReaders::release`]: what long reads of a loaded fleet do to
+/// everyone else's reads.
+struct HeldReaders {
+    release: Vec<std::sync::mpsc::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl HeldReaders {
+    async fn take(store: &botfleet_memory::Store, readers: usize) -> Self {
+        let (held_tx, mut held_rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut release = Vec::new();
+        let mut threads = Vec::new();
+        for _ in 0..readers {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            release.push(tx);
+            let store = store.clone();
+            let held = held_tx.clone();
+            threads.push(std::thread::spawn(move || {
+                store
+                    .read_blocking(|_| {
+                        held.send(()).unwrap();
+                        // until the sender is dropped
+                        let _ = rx.recv();
+                        Ok(())
+                    })
+                    .unwrap();
+            }));
+        }
+        for _ in 0..readers {
+            tokio::time::timeout(Duration::from_secs(30), held_rx.recv())
+                .await
+                .expect("the store's readers were not all taken within 30 s");
+        }
+        Self { release, threads }
+    }
+
+    fn release(self) {
+        drop(self.release);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+    }
+}
+
+fn find<'a>(all: &'a [BotStatus], bot: &str) -> Option<&'a BotStatus> {
+    all.iter().find(|s| s.id.as_str() == bot)
+}
+
+/// Bot `a` runs a turn and its actor is held up reading the store (a
+/// wake-up's inbox read waits for a reader: all are taken). The status of
+/// every bot answers at once and lists `a` as running its turn, and a
+/// message to bot `b` reaches `b` at once. The router used to ask each bot
+/// in turn, waiting up to 2 s for each: the list took that long, left `a`
+/// out (read as idle by `GET /v1/bots`), and `b`'s message waited behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_up_bot_holds_up_neither_the_status_nor_another_bots_routing() {
+    let dir = tempfile::tempdir().unwrap();
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let release = CancellationToken::new();
+    let model: Arc<dyn Model> = Arc::new(HeldForA {
+        entered: entered.clone(),
+        release: release.clone(),
+    });
+    // the readers the fleet's store opens at most (`fleet_runtime` opens
+    // it with the defaults)
+    let readers = StoreOptions::new(dir.path().join("db.sqlite")).readers;
+    let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
+    let alice = UserId::new("alice").unwrap();
+    let a = bot_record("a", "A", &alice, &[]);
+    let b = bot_record("b", "B", &alice, &[]);
+    let fleet = FleetHandle::start(rt, vec![a.clone(), b.clone()])
+        .await
+        .unwrap();
+
+    // b answers a first message and stays active, idle
+    let req = crate::protocol::user_message(&alice, &b, "hello", None);
+    let b_dm = req.entry.session;
+    fleet.admit(req).await.unwrap();
+    turn_ended(fleet.store(), b_dm).await;
+    // a starts a turn, held in its model call
+    let entered_a = entered.notified();
+    fleet
+        .admit(crate::protocol::user_message(&alice, &a, "work", None))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), entered_a)
+        .await
+        .expect("a's turn never called the model");
+
+    let held = HeldReaders::take(fleet.store(), readers).await;
+    // a's actor now waits for a reader to read its inbox
+    fleet.wake(BotId::new("a").unwrap()).unwrap();
+
+    let all = tokio::time::timeout(Duration::from_millis(500), fleet.active())
+        .await
+        .expect("the status of the bots did not answer within 500 ms while a's actor was busy")
+        .unwrap();
+    let a_now = find(&all, "a").unwrap_or_else(|| panic!("a is not listed: {all:#?}"));
+    assert!(a_now.turn.is_some(), "a runs a turn: {all:#?}");
+    assert!(!a_now.starting, "{all:#?}");
+    let b_now = find(&all, "b").unwrap_or_else(|| panic!("b is not listed: {all:#?}"));
+    assert_eq!((b_now.turn.as_ref(), b_now.queued), (None, 0), "{all:#?}");
+
+    // a message to b reaches b, which starts its turn at once
+    fleet
+        .admit(crate::protocol::user_message(&alice, &b, "again", None))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let status = fleet.status(&b.id).await.unwrap().expect("b is active");
+        if status.turn.is_some() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "b's message did not reach b within 1 s while a's actor was busy: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let a_still = fleet.status(&a.id).await.unwrap().expect("a is active");
+    assert!(a_still.turn.is_some(), "{a_still:#?}");
+
+    held.release();
+    release.cancel();
+    fleet.shutdown().await;
+}

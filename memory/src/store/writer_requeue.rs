@@ -1,0 +1,193 @@
+//! [`Mutation::RequeueInputs`](crate::store::mutation::Mutation): a
+//! finished turn's inputs back in the inbox, refused once a later turn of
+//! its conversation had them before the model. `impl Writer`, split from
+//! `writer_apply.rs`.
+
+use std::collections::HashSet;
+
+use rusqlite::OptionalExtension;
+use rusqlite::params;
+
+use super::super::Writer;
+use crate::error::Result;
+use crate::error::StoreError;
+use crate::ids::TurnId;
+use crate::record::TurnStatus;
+use crate::store::mutation::MutationResult;
+
+/// One of the turn's inputs it still holds.
+struct Held {
+    gid: i64,
+    seq: i64,
+}
+
+/// A later turn of the conversation whose context held the inputs.
+struct Later {
+    turn: String,
+    running: bool,
+}
+
+impl Writer {
+    /// Puts the inputs `turn` still holds back in the inbox, answering
+    /// their count. Refused while the turn runs, for a completed turn, and
+    /// once a later turn of the same bot and session (its inputs come
+    /// after these, so its context held them) runs or had the model
+    /// answer: the retried turn's context ends at its own inputs
+    /// (`ContextBound`), so it would answer them again without the rest
+    /// of the conversation. Read in the transaction of the requeue, so a
+    /// later turn's first step committed before it is seen.
+    pub(super) fn requeue_inputs(&mut self, turn: TurnId) -> Result<MutationResult> {
+        let row: Option<(String, String, String, String)> = self
+            .conn
+            .prepare_cached("SELECT bot_id, session_id, inputs, status FROM turns WHERE id = ?1")?
+            .query_row(params![turn.to_string()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        let Some((bot, session, inputs, status)) = row else {
+            return Err(StoreError::NotFound {
+                what: "turn",
+                id: turn.to_string(),
+            });
+        };
+        if status == TurnStatus::Running.as_str() {
+            return Err(StoreError::Rejected(format!(
+                "turn {turn} is still running; wait for it to end before retrying"
+            )));
+        }
+        if status == TurnStatus::Completed.as_str() {
+            return Err(StoreError::Rejected(format!(
+                "turn {turn} completed: its inputs were answered"
+            )));
+        }
+        let gids = parse_inputs(&inputs)?;
+        let turn = turn.to_string();
+        // only inputs this turn still holds: one queued again or claimed
+        // by a later turn since is not this turn's to retry (the caller
+        // says so when none is left)
+        let mut held = Vec::with_capacity(gids.len());
+        {
+            let mut read = self.conn.prepare_cached(
+                "SELECT seq FROM inbox WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
+            )?;
+            for gid in gids {
+                if let Some(seq) = read
+                    .query_row(params![bot, gid, turn], |r| r.get(0))
+                    .optional()?
+                {
+                    held.push(Held { gid, seq });
+                }
+            }
+        }
+        let Some(first) = held.iter().min_by_key(|h| h.gid) else {
+            return Ok(MutationResult::Count(0));
+        };
+        // an interrupted turn requeues its own inputs in the batch that
+        // ends it (a person's retry finds none held after that): its end
+        // must not fail on this check, and no later turn can have run
+        // while it did
+        if status != TurnStatus::Interrupted.as_str()
+            && let Some(later) = self.later_turn(&bot, &session, &turn, first)?
+        {
+            return Err(StoreError::Rejected(later_message(&later)));
+        }
+        let mut requeue = self.conn.prepare_cached(
+            "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
+        )?;
+        let mut n = 0;
+        for h in &held {
+            n += requeue.execute(params![bot, h.gid, turn])?;
+        }
+        Ok(MutationResult::Count(n))
+    }
+
+    /// A turn of `bot` in `session` other than `turn` over an input after
+    /// `first` (so its context held `first`) that is running or in which
+    /// the model answered (it wrote an assistant entry).
+    fn later_turn(
+        &mut self,
+        bot: &str,
+        session: &str,
+        turn: &str,
+        first: &Held,
+    ) -> Result<Option<Later>> {
+        // a running turn is stored from its first step on; one running
+        // before that is the caller's to check (the bot knows it)
+        let running: Vec<(String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, inputs FROM turns
+                 WHERE bot_id = ?1 AND status = 'running' AND session_id = ?2 AND id != ?3",
+            )?
+            .query_map(params![bot, session, turn], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, inputs) in running {
+            if parse_inputs(&inputs)?.iter().any(|g| *g > first.gid) {
+                return Ok(Some(Later {
+                    turn: id,
+                    running: true,
+                }));
+            }
+        }
+        // the model's answers after the input, read by the session's
+        // (session, seq) index; a turn is looked at once
+        let answered: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT turn_id FROM entries
+                 WHERE session_id = ?1 AND seq > ?2 AND kind = 'assistant' AND author = ?3
+                   AND turn_id IS NOT NULL AND turn_id != ?4
+                 ORDER BY seq",
+            )?
+            .query_map(params![session, first.seq, bot, turn], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut seen = HashSet::new();
+        let mut read = self
+            .conn
+            .prepare_cached("SELECT inputs FROM turns WHERE id = ?1 AND session_id = ?2")?;
+        for id in answered {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let Some(inputs) = read
+                .query_row(params![id, session], |r| r.get::<_, String>(0))
+                .optional()?
+            else {
+                continue;
+            };
+            // an earlier turn retried since answers after these inputs
+            // too, but over its own older inputs: its context stops
+            // before these, and the retried turn sees its answer
+            if parse_inputs(&inputs)?.iter().any(|g| *g > first.gid) {
+                return Ok(Some(Later {
+                    turn: id,
+                    running: false,
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A turn's stored `inputs` (gids).
+fn parse_inputs(inputs: &str) -> Result<Vec<i64>> {
+    serde_json::from_str(inputs).map_err(|e| StoreError::Corrupt {
+        table: "turns",
+        detail: e.to_string(),
+    })
+}
+
+/// Why a later turn blocks the retry, and what to do instead.
+fn later_message(later: &Later) -> String {
+    if later.running {
+        format!(
+            "a later turn of this conversation ({}) is running with these messages before the model: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time without what came after)",
+            later.turn
+        )
+    } else {
+        format!(
+            "a later turn of this conversation ({}) already answered with these messages before the model; retrying would answer them a second time without what came after: send a new message instead",
+            later.turn
+        )
+    }
+}
