@@ -188,7 +188,9 @@ fn call(id: String, name: &str, arguments: serde_json::Value) -> ToolCallBody {
 fn entry_tokens(encoding: Encoding, kind: &EntryKind) -> u64 {
     let text = match kind {
         EntryKind::UserMessage { text } => text.clone(),
-        EntryKind::Assistant { text, tool_calls } => {
+        EntryKind::Assistant {
+            text, tool_calls, ..
+        } => {
             let mut t = text.clone();
             for c in tool_calls {
                 t.push(' ');
@@ -293,6 +295,7 @@ fn session_entries(rng: &mut Rng, encoding: Encoding, system_tokens: u64) -> Vec
             EntryKind::Assistant {
                 text: rng.text(ENGLISH, " ", len),
                 tool_calls: calls.clone(),
+                reasoning: String::new(),
             },
         );
         for c in &calls {
@@ -332,6 +335,7 @@ fn session_entries(rng: &mut Rng, encoding: Encoding, system_tokens: u64) -> Vec
                     "SendMessage",
                     serde_json::json!({ "text": reply }),
                 )],
+                reasoning: String::new(),
             },
         );
         s.push(
@@ -444,6 +448,7 @@ fn session_costs(c: &mut Criterion) {
                         "Read",
                         serde_json::json!({ "path": "src/importer/parser.rs" }),
                     )],
+                    reasoning: String::new(),
                 },
             ),
             entry(

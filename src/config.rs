@@ -388,10 +388,21 @@ pub enum ProviderConfig {
         /// Retries on 429, 5xx and connection errors (default 4).
         #[serde(default)]
         max_retries: Option<u32>,
+        /// The request field of the token limit compaction and memory
+        /// extraction set: `max_tokens` (default) or
+        /// `max_completion_tokens` (OpenAI's o-series and gpt-5 models
+        /// refuse `max_tokens`). Checked when the file is read.
+        #[serde(default)]
+        max_tokens_field: Option<String>,
         /// Another provider to use when `api_key_env` is not set (announced
         /// at start), e.g. the offline scripted model.
         #[serde(default)]
         fallback: Option<String>,
+        /// Extra headers sent with every request (`X-Title`,
+        /// `HTTP-Referer`, `OpenAI-Organization`), e.g.
+        /// `headers = { "X-Title" = "botfleet" }`; never logged.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
         /// Tokenizer encoding (`o200k_base` default, or `cl100k_base`).
         #[serde(default)]
         encoding: Option<String>,

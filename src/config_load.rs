@@ -161,8 +161,22 @@ impl LoadedFleet {
                     timeout_s,
                     call_timeout_s,
                     max_response_bytes,
+                    headers,
                     ..
                 } => {
+                    for (header, value) in headers {
+                        if let Some(problem) = provider::header_problem(header, value) {
+                            return Err(self.invalid(format!("{key}.headers"), problem));
+                        }
+                    }
+                    if let Some((a, b)) = provider::repeated_header(headers) {
+                        return Err(self.invalid(
+                            format!("{key}.headers"),
+                            format!(
+                                "headers {a:?} and {b:?} are one header (names ignore case); keep one"
+                            ),
+                        ));
+                    }
                     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
                         return Err(self.invalid(
                             format!("{key}.base_url"),
@@ -266,20 +280,38 @@ impl LoadedFleet {
 
     /// Resolves what the file refers to outside itself, as a start needs
     /// it: `token_env`, `secret_env` and `value_env` through `env` (which
-    /// answers `None` for a variable that is unset or empty), each
-    /// `scripted` provider's script file, each `openai` provider's
-    /// `api_key_env`. Refuses two users with one token. Reports every
-    /// problem, each naming its key; never a token or secret value.
+    /// answers as `std::env::var` does; an empty value counts as unset),
+    /// each `scripted` provider's script file, each `openai` provider's
+    /// `api_key_env` (trimmed of the whitespace around it). Refuses two
+    /// users with one token. Reports every problem, each naming its key;
+    /// never a token or secret value.
     pub fn resolve_external(
         &self,
-        env: impl Fn(&str) -> Option<String>,
+        env: impl Fn(&str) -> Result<String, std::env::VarError>,
     ) -> Result<ResolvedFleet, ConfigError> {
         const START: &str = " before starting the host";
         let f = &self.file;
         let mut problems = Vec::new();
+        // a value that is not UTF-8 is set, just unusable: say so, rather
+        // than "not set" to someone looking at it set
+        let read = |problems: &mut Vec<ConfigError>, key: &str, var: &str| match env(var) {
+            Ok(value) => Some(value).filter(|v| !v.is_empty()),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => {
+                problems.push(self.invalid(
+                    key,
+                    format!(
+                        "environment variable {var} is set but its value is not valid UTF-8; \
+                         set it to the value as plain text"
+                    ),
+                ));
+                None
+            }
+        };
         let lookup = |problems: &mut Vec<ConfigError>, key: String, var: &str, hint: &str| {
-            let value = env(var);
-            if value.is_none() {
+            let before = problems.len();
+            let value = read(problems, &key, var);
+            if value.is_none() && problems.len() == before {
                 problems.push(self.invalid(
                     key,
                     format!("environment variable {var} is not set (or is empty); set it{hint}"),
@@ -330,16 +362,27 @@ impl LoadedFleet {
                     fallback,
                     ..
                 } => {
+                    let key_name = format!("providers.{name}.api_key_env");
                     let key = match (api_key_env, fallback) {
                         (None, _) => None,
                         // unset with a fallback: its bots run offline (announced at start)
-                        (Some(var), Some(_)) => env(var),
+                        (Some(var), Some(_)) => read(&mut problems, &key_name, var),
                         (Some(var), None) => lookup(
                             &mut problems,
-                            format!("providers.{name}.api_key_env"),
+                            key_name.clone(),
                             var,
                             ", or remove api_key_env for a server without keys",
                         ),
+                    };
+                    let key = match (key, api_key_env) {
+                        (Some(key), Some(var)) => match provider::api_key(&key, var) {
+                            Ok(key) => key,
+                            Err(problem) => {
+                                problems.push(self.invalid(key_name, problem));
+                                None
+                            }
+                        },
+                        (key, _) => key,
                     };
                     api_keys.insert(name.clone(), key);
                 }

@@ -2,7 +2,10 @@
 //! every key (so a wrong type is reported at its key, with its line:
 //! serde's internally tagged enums buffer the table and lose both), then
 //! `kind` picks the variant and the keys the other kind has are refused.
+//! Also the checks of an `openai` provider's `headers` and of its API key
+//! as read from `api_key_env`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -50,7 +53,11 @@ pub(super) struct RawProvider {
     #[serde(default)]
     max_retries: Option<u32>,
     #[serde(default)]
+    max_tokens_field: Option<String>,
+    #[serde(default)]
     fallback: Option<String>,
+    #[serde(default)]
+    headers: Option<BTreeMap<String, String>>,
     #[serde(default)]
     script: Option<PathBuf>,
     #[serde(default)]
@@ -81,7 +88,9 @@ impl RawProvider {
             ("max_response_bytes", self.max_response_bytes.is_some()),
             ("stream", self.stream.is_some()),
             ("max_retries", self.max_retries.is_some()),
+            ("max_tokens_field", self.max_tokens_field.is_some()),
             ("fallback", self.fallback.is_some()),
+            ("headers", self.headers.is_some()),
         ];
         let scripted = [("script", self.script.is_some())];
         let foreign: &[(&'static str, bool)] = match self.kind {
@@ -107,7 +116,9 @@ impl RawProvider {
                 "max_response_bytes",
                 "stream",
                 "max_retries",
+                "max_tokens_field",
                 "fallback",
+                "headers",
             ],
             ProviderKind::Scripted => &["script"],
         };
@@ -139,6 +150,10 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 RawProvider::keys_of(kind)
             ));
         }
+        if let Some(field) = &raw.max_tokens_field {
+            botfleet_actors::model::MaxTokensField::parse(field)
+                .map_err(|e| format!("max_tokens_field: {e}"))?;
+        }
         Ok(match kind {
             ProviderKind::Openai => ProviderConfig::Openai {
                 base_url: raw.base_url.ok_or_else(|| missing("base_url", kind))?,
@@ -149,7 +164,9 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 max_response_bytes: raw.max_response_bytes,
                 stream: raw.stream,
                 max_retries: raw.max_retries,
+                max_tokens_field: raw.max_tokens_field,
                 fallback: raw.fallback,
+                headers: raw.headers.unwrap_or_default(),
                 encoding: raw.encoding,
                 compact_at_tokens: raw.compact_at_tokens,
                 background_compact_at_tokens: raw.background_compact_at_tokens,
@@ -163,3 +180,90 @@ impl TryFrom<RawProvider> for ProviderConfig {
         })
     }
 }
+
+/// Headers botfleet sets itself (or must not be set by hand), with what
+/// to use instead.
+const RESERVED_HEADERS: &[(&str, &str)] = &[
+    ("authorization", "give the key with api_key_env"),
+    ("content-type", "botfleet sends JSON"),
+    ("accept", "botfleet asks for SSE or JSON as `stream` says"),
+    ("content-length", "the HTTP client sets it"),
+    ("transfer-encoding", "the HTTP client sets it"),
+    ("host", "it follows base_url"),
+    ("connection", "the HTTP client sets it"),
+];
+
+/// What is wrong with header `name` of a provider's `headers`, whose value
+/// is `value`; `None` when it can be sent. The message never quotes the
+/// value (it may be a credential).
+pub(super) fn header_problem(name: &str, value: &str) -> Option<String> {
+    // RFC 9110 `token`: what reqwest accepts as a header name
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(tchar) {
+        return Some(format!(
+            "{name:?} is not a header name; use letters, digits and - (e.g. \"X-Title\")"
+        ));
+    }
+    let lower = name.to_ascii_lowercase();
+    if let Some((_, instead)) = RESERVED_HEADERS.iter().find(|(n, _)| *n == lower) {
+        return Some(format!("header {name:?} is set by botfleet; {instead}"));
+    }
+    if value.trim().is_empty() {
+        return Some(format!(
+            "header {name:?} has an empty value; give one, or remove the header"
+        ));
+    }
+    // visible ASCII and spaces: what every server reads the same way
+    if !value
+        .chars()
+        .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
+    {
+        return Some(format!(
+            "the value of header {name:?} holds a line break, a control character or a \
+             non-ASCII character; header values are single-line ASCII"
+        ));
+    }
+    None
+}
+
+/// The first header of `headers` whose name another one repeats, ignoring
+/// case (HTTP header names are case-insensitive; TOML keys are not).
+pub(super) fn repeated_header(headers: &BTreeMap<String, String>) -> Option<(&str, &str)> {
+    let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+    names.iter().enumerate().find_map(|(i, a)| {
+        names[i + 1..]
+            .iter()
+            .find(|b| a.eq_ignore_ascii_case(b))
+            .map(|b| (*a, *b))
+    })
+}
+
+/// The API key read from environment variable `var`, without the
+/// whitespace around it (a key pasted with a space or a line break, or
+/// read from a file with its newline); `None` when nothing else is left.
+/// A key with whitespace or a control character inside is refused: no
+/// provider issues one, so it is a mistake (two keys, a broken paste).
+/// The message names the variable, never the value.
+pub(super) fn api_key(value: &str, var: &str) -> Result<Option<String>, String> {
+    let key = value.trim();
+    if key.is_empty() {
+        return Err(format!(
+            "environment variable {var} holds only whitespace; set it to the API key"
+        ));
+    }
+    if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the value of environment variable {var} has whitespace or a control character \
+             inside it; an API key has none: set {var} to the key alone"
+        ));
+    }
+    Ok(Some(key.to_owned()))
+}
+
+#[cfg(test)]
+#[path = "config_provider_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "config_provider_field_tests.rs"]
+mod field_tests;

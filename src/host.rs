@@ -64,12 +64,13 @@ pub struct HostOptions {
 }
 
 impl HostOptions {
-    fn env_var(&self, name: &str) -> Option<String> {
+    /// As `std::env::var` answers: a value that is not UTF-8 is reported
+    /// as such, not as unset.
+    fn env_var(&self, name: &str) -> Result<String, std::env::VarError> {
         match &self.env {
-            Some(map) => map.get(name).cloned(),
-            None => std::env::var(name).ok(),
+            Some(map) => map.get(name).cloned().ok_or(std::env::VarError::NotPresent),
+            None => std::env::var(name),
         }
-        .filter(|v| !v.is_empty())
     }
 }
 
@@ -242,7 +243,9 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             max_response_bytes,
             stream,
             max_retries,
+            max_tokens_field,
             fallback,
+            headers,
             ..
         } = p
         {
@@ -267,6 +270,11 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             }
             let mut o = OpenAiOptions::new(base_url.clone(), model.clone());
             o.api_key = key;
+            o.provider = Some(name.clone());
+            o.extra_headers = headers
+                .iter()
+                .map(|(n, v)| (n.clone(), v.trim().to_owned()))
+                .collect();
             if let Some(t) = timeout_s {
                 o.timeout = Duration::from_secs(*t);
             }
@@ -283,6 +291,11 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             }
             if let Some(r) = max_retries {
                 o.max_retries = *r;
+            }
+            if let Some(field) = max_tokens_field {
+                // checked when fleet.toml was read (config_provider.rs)
+                o.max_tokens_field = botfleet_actors::model::MaxTokensField::parse(field)
+                    .map_err(|e| anyhow::anyhow!("providers.{name}.max_tokens_field: {e}"))?;
             }
             let m = OpenAiModel::new(o).with_context(|| format!("provider {name:?}"))?;
             // the endpoint without its userinfo: notes reach the log

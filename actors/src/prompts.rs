@@ -140,6 +140,8 @@ prompts! {
     turn_cancelled => "turn_cancelled.md",
     /// A message from another bot, as data.
     agent_message => "agent_message.md",
+    /// The same for a bot that has no SendToAgent to answer with.
+    agent_message_plain => "agent_message_plain.md",
     /// Outside data (webhooks, reports), as data.
     untrusted_event => "untrusted_event.md",
     /// An event the owner configured.
@@ -177,14 +179,24 @@ prompts! {
     group_turn => "group_turn.md",
     /// Note to a room member that some of its messages were withheld.
     group_withheld => "group_withheld.md",
+    /// The same note when one message was withheld (its grammar).
+    group_withheld_one => "group_withheld_one.md",
     /// Note to a room member that messages it sent outside its turn were
     /// not published.
     group_held => "group_held.md",
+    /// The same note when one message was held (its grammar).
+    group_held_one => "group_held_one.md",
     /// Result of a room member's SendMessage outside its turn.
     group_held_result => "group_held_result.md",
     /// Notice in a room member's session of a message it was not allowed
     /// to publish (people read it; the room counts it).
     group_held_notice => "group_held_notice.md",
+    /// Result of a room member's SendMessage past the room's limit of
+    /// messages per member turn: not published.
+    group_over_limit_result => "group_over_limit_result.md",
+    /// Notice in a room member's session keeping a message it sent past
+    /// that limit (people read it).
+    group_over_limit_notice => "group_over_limit_notice.md",
     /// Timeline notice of a member turn that failed or was cancelled.
     group_member_failed => "group_member_failed.md",
     /// The same in a shared room: where the member's owner reads why (the

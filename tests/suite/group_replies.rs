@@ -55,8 +55,8 @@ steps = [ { fail = "boom in room" } ]
 steps = [ { text = "nothing to add" } ]
 "#;
 
-/// The note a member's next room input carries for held messages.
-const HELD_NOTE: &str = "when it was not your turn in this room were not published";
+/// The note a member's next room input carries for one held message.
+const HELD_NOTE: &str = "when it was not your turn in this room was not published";
 
 async fn create(host: &TestHost, room: &str, members: &[&str]) {
     let (status, body) = host

@@ -53,7 +53,8 @@ async fn chatty_members_yield_exactly_the_capped_replies() {
     assert_eq!(answer["status"], "accepted");
     assert_eq!(answer["addressed"], json!(["a", "b", "c"]));
     assert_eq!(answer["unknown_mentions"], json!([]));
-    // 3 wanted per turn, 2 published; the 10-reply cap stops it in round 2
+    // 3 wanted per turn, 2 published (the third refused when called); the
+    // 10-reply cap stops it in round 2
     assert_eq!(
         replies(&run),
         pairs(&[
@@ -76,8 +77,8 @@ async fn chatty_members_yield_exactly_the_capped_replies() {
         (Some("turn_end"), Some(10))
     );
 
-    // a ran twice, c once; each saw the new messages of the others, and
-    // a's second input says that one of its messages was withheld
+    // a ran twice, c once; each saw the new messages of the others; its
+    // third message was refused when sent, so no input says it was withheld
     let a = member_inputs(&host, "a", "standup").await;
     assert_eq!(a.len(), 2, "{a:#?}");
     assert!(
@@ -95,13 +96,21 @@ async fn chatty_members_yield_exactly_the_capped_replies() {
         "own messages are not repeated: {}",
         a[1]
     );
-    assert!(a[1].contains("Note: 1 of your messages"), "{}", a[1]);
+    assert!(!a[1].contains("Note: 1 of your messages"), "{}", a[1]);
     assert_eq!(member_inputs(&host, "c", "standup").await.len(), 1);
-    // the member's private session keeps all three deliveries
+    // the member's private session keeps the two deliveries of each turn,
+    // and the third message in a notice
     let a_private = host.entries(&member_session("a", "standup")).await;
     assert_eq!(
         a_private.iter().filter(|e| e["kind"] == "delivery").count(),
-        6
+        4
+    );
+    assert_eq!(
+        a_private
+            .iter()
+            .filter(|e| e["code"] == "room_message_over_limit")
+            .count(),
+        2
     );
     host.shutdown().await;
 }

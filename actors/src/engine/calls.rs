@@ -56,6 +56,9 @@ impl Runner {
             .filter(|name| surface::is_visible(self.scope.runner, name, policy))
             .filter_map(|name| self.rt.tools.spec(name).cloned())
             .collect();
+        // a message from a bot says to answer with SendToAgent only if shown
+        let replies = self.specs.iter().any(|s| s.name == "SendToAgent");
+        self.tail.context.set_agent_replies(replies);
         let index = self
             .specs
             .iter()

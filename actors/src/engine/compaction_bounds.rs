@@ -148,7 +148,9 @@ pub(crate) fn verbatim_tokens(e: &Entry, encoding: Encoding) -> u64 {
         | EntryKind::AgentMessage { .. }
         | EntryKind::Event { .. }
         | EntryKind::Reminder { .. } => render_input(e),
-        EntryKind::Assistant { text, tool_calls } => {
+        EntryKind::Assistant {
+            text, tool_calls, ..
+        } => {
             let mut t = text.clone();
             for c in tool_calls {
                 t.push(' ');

@@ -166,7 +166,9 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 chain: None,
             }),
         ),
-        EntryKind::Assistant { text, tool_calls } => {
+        EntryKind::Assistant {
+            text, tool_calls, ..
+        } => {
             let calls: Vec<String> = tool_calls
                 .iter()
                 .map(|c| format!("{}({})", c.name, c.arguments))

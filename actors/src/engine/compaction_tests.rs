@@ -39,6 +39,7 @@ fn turn(seq: i64, calls: usize) -> Vec<Entry> {
             seq + 1,
             "b",
             EntryKind::Assistant {
+                reasoning: String::new(),
                 text: String::new(),
                 tool_calls: ids
                     .iter()
@@ -68,6 +69,7 @@ fn turn(seq: i64, calls: usize) -> Vec<Entry> {
         next,
         "b",
         EntryKind::Assistant {
+            reasoning: String::new(),
             text: "done".into(),
             tool_calls: Vec::new(),
         },
@@ -523,6 +525,7 @@ fn what_stays_verbatim_is_bounded_by_tokens() {
         15,
         "b",
         EntryKind::Assistant {
+            reasoning: String::new(),
             text: big.repeat(10),
             tool_calls: Vec::new(),
         },
@@ -537,6 +540,7 @@ fn what_stays_verbatim_is_bounded_by_tokens() {
                 s,
                 "b",
                 EntryKind::Assistant {
+                    reasoning: String::new(),
                     text: big.clone(),
                     tool_calls: Vec::new(),
                 },

@@ -19,6 +19,9 @@
 
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use botfleet_memory::TurnId;
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::tail::request::clip::grapheme_prefix;
@@ -46,6 +49,14 @@ pub(crate) struct ContextBuilder {
     /// cached token count is stale.
     edited: Option<usize>,
     deferred: Vec<(i64, ChatMessage)>,
+    /// Whether the bot can answer another bot's message with SendToAgent
+    /// (it is among the tools it is shown): only then does a message from
+    /// a bot (a subagent's report too) say to answer with it
+    /// ([`ContextBuilder::set_agent_replies`]).
+    agent_replies: bool,
+    /// The turn of each assistant message still carrying reasoning, by
+    /// its entry's seq ([`ContextBuilder::keep_reasoning_of`]).
+    reasoning_turns: HashMap<i64, TurnId>,
 }
 
 impl ContextBuilder {
@@ -60,6 +71,8 @@ impl ContextBuilder {
             pending_at: 0,
             edited: None,
             deferred: Vec::new(),
+            agent_replies: false,
+            reasoning_turns: HashMap::new(),
         }
     }
 
@@ -81,11 +94,33 @@ impl ContextBuilder {
         }
     }
 
+    /// Sets whether the bot is shown SendToAgent, for the messages from
+    /// bots pushed from now on (those already in keep their text: the
+    /// prefix a provider cached stays the same).
+    pub(crate) fn set_agent_replies(&mut self, shown: bool) {
+        self.agent_replies = shown;
+    }
+
+    /// Whether the bot is shown SendToAgent
+    /// ([`ContextBuilder::set_agent_replies`]).
+    pub(crate) fn agent_replies(&self) -> bool {
+        self.agent_replies
+    }
+
     /// Appends one entry.
     pub(crate) fn push(&mut self, entry: &Entry) {
         match &entry.kind {
-            EntryKind::Assistant { text, tool_calls } => {
+            EntryKind::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
                 self.close_pending();
+                if !reasoning.is_empty()
+                    && let Some(turn) = entry.turn
+                {
+                    self.reasoning_turns.insert(entry.seq, turn);
+                }
                 self.pending_at = self.messages.len();
                 self.messages.push(ChatMessage::Assistant {
                     content: text.clone(),
@@ -97,6 +132,7 @@ impl ContextBuilder {
                             arguments: c.arguments.clone(),
                         })
                         .collect(),
+                    reasoning: reasoning.clone(),
                 });
                 self.seqs.push(entry.seq);
                 self.pending = tool_calls.iter().map(|c| c.id.clone()).collect();
@@ -128,7 +164,7 @@ impl ContextBuilder {
             | EntryKind::Event { .. }
             | EntryKind::Reminder { .. } => {
                 let msg = ChatMessage::User {
-                    content: render_input(entry),
+                    content: render_input_for(entry, self.agent_replies),
                 };
                 if self.pending.is_empty() {
                     self.messages.push(msg);
@@ -271,6 +307,27 @@ impl ContextBuilder {
         &self.seqs
     }
 
+    /// Clears the reasoning of every assistant message not made by `turn`
+    /// (`None`: of all). Thinking-mode servers want the reasoning of the
+    /// running turn's tool-call messages back, and DeepSeek documents that
+    /// earlier turns' reasoning is not to be sent; it is dropped for good,
+    /// as no later request sends it. Reasoning is not counted in tokens
+    /// ([`ChatMessage::token_text`]), so no count goes stale.
+    pub(crate) fn keep_reasoning_of(&mut self, turn: Option<TurnId>) {
+        if self.reasoning_turns.is_empty() {
+            return;
+        }
+        for (message, seq) in self.messages.iter_mut().zip(&self.seqs) {
+            if let ChatMessage::Assistant { reasoning, .. } = message
+                && !reasoning.is_empty()
+                && self.reasoning_turns.get(seq).copied() != turn
+            {
+                reasoning.clear();
+            }
+        }
+        self.reasoning_turns.retain(|_, of| Some(*of) == turn);
+    }
+
     /// The messages, for a request (call [`ContextBuilder::close_pending`] first).
     pub(crate) fn take_messages(&mut self) -> Vec<ChatMessage> {
         std::mem::take(&mut self.messages)
@@ -392,15 +449,27 @@ pub(crate) fn quoted(text: &str) -> String {
 }
 
 /// How an input entry reads to the model. Anything not from the bot's own
-/// people is quoted data with its origin.
+/// people is quoted data with its origin. A message from a bot says to
+/// answer with SendToAgent (a compaction's transcript shows it so).
 pub(crate) fn render_input(entry: &Entry) -> String {
+    render_input_for(entry, true)
+}
+
+/// [`render_input`] for a bot that is shown SendToAgent (`agent_replies`)
+/// or not: a message from a bot names the tool only to a bot that has it
+/// (a parent with only Task and CheckSubagent was told to answer its
+/// subagent's report with a tool it did not have).
+pub(crate) fn render_input_for(entry: &Entry, agent_replies: bool) -> String {
     let p = prompts();
     let rendered = match &entry.kind {
         EntryKind::UserMessage { text } => return text.clone(),
         EntryKind::Reminder { text } => return text.clone(),
-        EntryKind::AgentMessage { from, text, .. } => p
-            .agent_message
-            .render(&[("from", from.as_str()), ("text", &quoted(text))]),
+        EntryKind::AgentMessage { from, text, .. } => if agent_replies {
+            &p.agent_message
+        } else {
+            &p.agent_message_plain
+        }
+        .render(&[("from", from.as_str()), ("text", &quoted(text))]),
         EntryKind::Event {
             origin,
             text,

@@ -64,6 +64,7 @@ fn a_message_that_lands_between_call_and_result_waits() {
     b.push(&entry(
         2,
         EntryKind::Assistant {
+            reasoning: String::new(),
             text: String::new(),
             tool_calls: vec![call("a"), call("b")],
         },
@@ -90,6 +91,7 @@ fn unanswered_calls_get_a_synthetic_answer() {
     b.push(&entry(
         1,
         EntryKind::Assistant {
+            reasoning: String::new(),
             text: String::new(),
             tool_calls: vec![call("a")],
         },
@@ -272,6 +274,7 @@ fn refused_step(name: &str, arguments: &str, content: &str, is_error: bool) -> C
     b.push(&entry(
         2,
         EntryKind::Assistant {
+            reasoning: String::new(),
             text: String::new(),
             tool_calls: vec![ToolCallBody {
                 id: "s".into(),

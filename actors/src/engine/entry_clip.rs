@@ -178,6 +178,7 @@ pub(crate) fn plan_clips(
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning: _,
             } => clip_assistant(content, tool_calls, count, budget, encoding, &seq),
         };
         if let Some(clipped) = clipped {

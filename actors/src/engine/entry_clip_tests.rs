@@ -168,6 +168,7 @@ fn an_assistant_messages_huge_call_is_clipped_within_the_cap() {
             content: "sys".into(),
         },
         ChatMessage::Assistant {
+            reasoning: String::new(),
             content: "writing it".into(),
             tool_calls: vec![call],
         },

@@ -132,6 +132,12 @@ impl Runner {
                             arguments: c.arguments.clone(),
                         })
                         .collect(),
+                    // only calls need it back (see EntryKind::Assistant)
+                    reasoning: if response.tool_calls.is_empty() {
+                        String::new()
+                    } else {
+                        response.reasoning.clone()
+                    },
                 },
             ),
         ];

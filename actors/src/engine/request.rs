@@ -262,6 +262,7 @@ pub(crate) fn shape(
             ChatMessage::Assistant {
                 ref content,
                 ref tool_calls,
+                reasoning: _,
             } if alternate && content.is_empty() && tool_calls.is_empty() => {
                 b.parts.push(Part::Held(message));
             }
@@ -272,20 +273,24 @@ pub(crate) fn shape(
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => match sent.get(&i) {
                 Some(sent) => {
                     b.made(ChatMessage::Assistant {
                         content: sent.text.clone(),
                         tool_calls: sent.calls.clone().unwrap_or_else(|| tool_calls.clone()),
+                        reasoning: reasoning.clone(),
                     });
                     b.parts.push(Part::Held(ChatMessage::Assistant {
                         content,
                         tool_calls,
+                        reasoning,
                     }));
                 }
                 None => b.moved(ChatMessage::Assistant {
                     content,
                     tool_calls,
+                    reasoning,
                 }),
             },
             ChatMessage::Tool {

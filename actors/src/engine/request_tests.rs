@@ -41,6 +41,7 @@ fn user(text: &str) -> ChatMessage {
 
 fn assistant(text: &str, calls: &[(&str, &str)]) -> ChatMessage {
     ChatMessage::Assistant {
+        reasoning: String::new(),
         content: text.into(),
         tool_calls: calls
             .iter()
@@ -69,6 +70,7 @@ fn roles(messages: &[ChatMessage]) -> Vec<String> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => format!("assistant:{content}:{}", tool_calls.len()),
             ChatMessage::Tool {
                 tool_call_id,
@@ -263,6 +265,7 @@ fn push_reads(tail: &mut SessionTail, session: SessionId, prefix: &str, count: i
             session,
             seq,
             EntryKind::Assistant {
+                reasoning: String::new(),
                 text: String::new(),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: id.clone(),
@@ -294,6 +297,7 @@ fn a_request_is_shaped_and_the_context_kept() {
             session,
             2,
             EntryKind::Assistant {
+                reasoning: String::new(),
                 text: String::new(),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: "s".into(),
@@ -381,6 +385,7 @@ fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
             session,
             2,
             EntryKind::Assistant {
+                reasoning: String::new(),
                 text: format!("THOUGHT {} DONE", words("thought")),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: "r".into(),

@@ -481,6 +481,8 @@ impl SessionTail {
         self.state_shown = state.shown.clone();
         self.encoding = encoding;
         let mut context = ContextBuilder::new(self.system());
+        // the tools the bot is shown did not change with the reload
+        context.set_agent_replies(self.context.agent_replies());
         if let Some(s) = summary {
             context.push_summary(s);
         }

@@ -215,6 +215,7 @@ async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
     let (prior, later, own) = (TurnId::new_v7(), TurnId::new_v7(), TurnId::new_v7());
     let (session, first) = admit(store, bot, "first").await;
     let assistant = |id: &str| EntryKind::Assistant {
+        reasoning: String::new(),
         text: String::new(),
         tool_calls: vec![call(id)],
     };
@@ -298,6 +299,7 @@ async fn a_trimmed_tail_is_what_a_reload_would_build() {
             let steps: Vec<Option<EntryKind>> = vec![
                 None, // the user's message, admitted
                 Some(EntryKind::Assistant {
+                    reasoning: String::new(),
                     text: String::new(),
                     tool_calls: vec![call(&a), call(&b)],
                 }),
@@ -305,6 +307,7 @@ async fn a_trimmed_tail_is_what_a_reload_would_build() {
                 Some(result(&a)),
                 Some(result(&b)),
                 Some(EntryKind::Assistant {
+                    reasoning: String::new(),
                     text: String::new(),
                     tool_calls: vec![call(&c)],
                 }),
@@ -522,6 +525,7 @@ async fn a_compaction_for_the_window_covers_up_to_where_it_starts() {
                     session,
                     turn,
                     EntryKind::Assistant {
+                        reasoning: String::new(),
                         text: String::new(),
                         tool_calls,
                     },

@@ -63,9 +63,23 @@ pub enum Floor {
 /// it (one indexed read, on the calling thread: this runs in every member's SendMessage), not
 /// the session's tail.
 pub fn floor(store: &Store, session: SessionId, room: &str) -> Result<Floor, StoreError> {
+    Ok(match floor_input(store, session, room)? {
+        Some(_) => Floor::Yours,
+        None => Floor::NotYours,
+    })
+}
+
+/// The seq of the coordinator input the member answers when it has the
+/// floor ([`Floor::Yours`]), `None` when it does not: what it delivered
+/// after that seq is what its turn sent to the room so far.
+pub fn floor_input(
+    store: &Store,
+    session: SessionId,
+    room: &str,
+) -> Result<Option<i64>, StoreError> {
     let Some(since) = store.since_newest_event_now(session, &input_author(room))? else {
         // never given an input: nobody asked it to speak
-        return Ok(Floor::NotYours);
+        return Ok(None);
     };
     // one read: the turn ends and notices after the input
     let answered = since.after.iter().any(|e| {
@@ -73,11 +87,7 @@ pub fn floor(store: &Store, session: SessionId, room: &str) -> Result<Floor, Sto
             if answers(*status) && inputs.contains(&since.seq))
             || matches!(&e.kind, EntryKind::Notice { code, .. } if code == SKIPPED_CODE)
     });
-    Ok(if answered {
-        Floor::NotYours
-    } else {
-        Floor::Yours
-    })
+    Ok((!answered).then_some(since.seq))
 }
 
 /// How many messages the member sent out of turn in `session` after

@@ -197,20 +197,29 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
     let per_turn = view.limits.max_per_turn.to_string();
     let mut notes = Vec::new();
     if view.withheld > 0 {
+        // "1 … was", "2 … were"
+        let note = if view.withheld == 1 {
+            &p.group_withheld_one
+        } else {
+            &p.group_withheld
+        };
         notes.push(
-            p.group_withheld
-                .render(&[
-                    ("withheld", &view.withheld.to_string()),
-                    ("max_per_turn", &per_turn),
-                    ("max_replies", &view.limits.max_replies.to_string()),
-                ])
-                .unwrap_or_default(),
+            note.render(&[
+                ("withheld", &view.withheld.to_string()),
+                ("max_per_turn", &per_turn),
+                ("max_replies", &view.limits.max_replies.to_string()),
+            ])
+            .unwrap_or_default(),
         );
     }
     if view.held > 0 {
+        let note = if view.held == 1 {
+            &p.group_held_one
+        } else {
+            &p.group_held
+        };
         notes.push(
-            p.group_held
-                .render(&[("held", &view.held.to_string())])
+            note.render(&[("held", &view.held.to_string())])
                 .unwrap_or_default(),
         );
     }

@@ -180,8 +180,27 @@ fn input_shows_new_messages_of_others_up_to_the_run() {
     let (text, _) = render_input(&view(&names, &messages, 0, covered, 7, 1, 0));
     assert!(text.contains("a later question"), "{text}");
     assert!(!text.contains("first question"), "{text}");
-    assert!(text.contains("Note: 1 of your messages"), "{text}");
+    assert!(
+        text.contains(
+            "Note: 1 of your messages from your last turn in this room was not published"
+        ),
+        "{text}"
+    );
     assert!(!text.contains("not your turn"), "{text}");
+    // "1 … was", "2 … were"
+    let (text, _) = render_input(&view(&names, &messages, 0, covered, 7, 2, 1));
+    assert!(
+        text.contains(
+            "Note: 2 of your messages from your last turn in this room were not published"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Note: 1 of your messages sent when it was not your turn in this room was not published"
+        ),
+        "{text}"
+    );
     // messages sent out of turn are noted too, and the cursor keeps the
     // end of the member's last answered input
     let at = Cursor {
@@ -190,7 +209,9 @@ fn input_shows_new_messages_of_others_up_to_the_run() {
     };
     let (text, next) = render_input(&view(&names, &messages, 0, at, 7, 0, 2));
     assert!(
-        text.contains("Note: 2 of your messages sent when it was not your turn"),
+        text.contains(
+            "Note: 2 of your messages sent when it was not your turn in this room were not published"
+        ),
         "{text}"
     );
     assert_eq!(next.answered, 12);

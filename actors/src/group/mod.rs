@@ -16,6 +16,8 @@
 //! - `member`: a member's turn input and reading the end of its turn.
 //! - [`held`]: what a member sends when it is not its turn (held, and
 //!   said so), and whose turn it is.
+//! - [`publish`]: what a member sends in its turn past the room's limit
+//!   per member turn (kept back, and said so when it sends it).
 //! - `absent`: members that take no turns (removed from the config, or
 //!   stopped subagents).
 //! - `failure`: the timeline notice of a member turn that failed (its
@@ -38,6 +40,7 @@ mod failure;
 pub mod held;
 mod member;
 pub mod mentions;
+pub mod publish;
 pub mod room;
 mod rooms;
 pub mod run;

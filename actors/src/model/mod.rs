@@ -9,6 +9,7 @@ mod openai;
 mod scripted;
 mod types;
 
+pub use openai::MaxTokensField;
 pub use openai::OpenAiModel;
 pub use openai::OpenAiOptions;
 pub use scripted::Script;

@@ -13,11 +13,19 @@
 //!    [`ModelError::WaitTooLong`], which names the wait asked and is
 //!    retryable, so the caller can schedule it later; nor is one whose
 //!    wait would end past `call_timeout` ([`ModelError::WaitPastDeadline`]).
-//!    `Retry-After` may be seconds or an HTTP date. Other statuses fail at
-//!    once, with the start of the response body (the provider's message).
+//!    `Retry-After` may be seconds or an HTTP date. A 429 without one is
+//!    waited out longer (`rate_limit_backoff_base`, 2 s, doubling, plus up
+//!    to half again), and given up at once when that wait would end past
+//!    `call_timeout`. Other statuses fail at once, with the start of the
+//!    response body (the provider's message). So do, whatever their status
+//!    says of retrying, a request longer than the model's context window
+//!    ([`ModelError::ContextOverflow`], naming `compact_at_tokens`) and an
+//!    account out of credit ([`ModelError::QuotaExhausted`]), read off the
+//!    body (`rejection.rs`).
 //! 2. Read the body as SSE (`text/event-stream`) or as one JSON completion,
 //!    whichever the response's content type says, so a server that ignores
-//!    `stream` still works. Text deltas go to the [`StreamSink`] as they
+//!    `stream` still works. An HTML page in its place is a wrong `base_url`
+//!    ([`ModelError::Config`], naming the URL). Text deltas go to the [`StreamSink`] as they
 //!    arrive. While streaming, `timeout` bounds the silence between two
 //!    pieces of the body rather than the whole stream, so a long generation
 //!    is not cut off while it is still producing.
@@ -44,6 +52,8 @@
 //!    [`ModelError::TooLarge`], not retried (the same request would grow
 //!    the same way).
 //!
+//! Every request says `User-Agent: botfleet/VERSION` (an extra header may
+//! replace it) and sends the key without the whitespace around it.
 //! The cancellation token is watched while connecting, while reading and
 //! while waiting to retry. Neither the API key nor request bodies are
 //! logged; the key is marked sensitive in the header map and redacted from
@@ -54,14 +64,15 @@
 mod body;
 mod encode;
 mod endpoint;
+mod options;
 mod redact;
+mod rejection;
 mod retry;
 mod sse;
 mod surrogates;
 mod wire;
 
 use std::fmt;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -84,10 +95,12 @@ use body::forward;
 use body::next_chunk;
 use body::too_large;
 use endpoint::chat_completions_url;
+use endpoint::html_page;
 use endpoint::not_found;
 use endpoint::request_headers;
 use redact::Redactor;
 use redact::shown_base_url;
+use rejection::rejection;
 use retry::Failure;
 use retry::jitter;
 use retry::retry_after;
@@ -97,113 +110,15 @@ use wire::Assembler;
 use wire::Completion;
 use wire::StreamChunk;
 
+pub use encode::MaxTokensField;
+pub use options::OpenAiOptions;
+
 /// How much of an error response body is kept.
 const ERROR_BODY_LIMIT: usize = 4 * 1024;
 
 /// How much of a body that is not a completion (or of such a streamed
 /// event) an error quotes.
 const QUOTE_LIMIT: usize = 200;
-
-/// Settings of an [`OpenAiModel`]. Build with [`OpenAiOptions::new`] and
-/// override fields with struct update syntax.
-#[derive(Clone)]
-pub struct OpenAiOptions {
-    /// API root, e.g. `http://127.0.0.1:8000/v1` (a trailing `/` is fine).
-    pub base_url: String,
-    /// Model name sent with each request (`grok-4`, `gpt-4.1`, `qwen3:8b`).
-    pub model: String,
-    /// Bearer token, read from the environment by the caller. `None` or an
-    /// empty string sends no `Authorization` header (Ollama, llama.cpp).
-    pub api_key: Option<String>,
-    /// Time allowed for the response headers, then for each silence between
-    /// two pieces of a streamed body, or for a whole non-streamed body.
-    /// Default 120 s.
-    pub timeout: Duration,
-    /// Time allowed for the whole call: every attempt, and the waits
-    /// between them. Default 300 s.
-    pub call_timeout: Duration,
-    /// Most bytes of an answer (text and tool-call arguments), of a
-    /// non-streamed body, and of one streamed event. Default 4 MiB.
-    pub max_response_bytes: usize,
-    /// Time allowed to open the TCP (and TLS) connection. Default 10 s.
-    pub connect_timeout: Duration,
-    /// Attempts after the first one. Default 4.
-    pub max_retries: u32,
-    /// First backoff delay; it doubles per attempt. Default 500 ms.
-    pub backoff_base: Duration,
-    /// Longest backoff delay, and the longest `Retry-After` honoured.
-    /// Default 30 s.
-    pub backoff_max: Duration,
-    /// Ask for a streamed (SSE) response. Default `true`.
-    pub stream: bool,
-    /// Extra headers sent with every request (`OpenAI-Organization`,
-    /// `HTTP-Referer`); values are treated as secrets.
-    pub extra_headers: Vec<(String, String)>,
-    /// Sampling temperature; the server's default when `None`.
-    pub temperature: Option<f32>,
-}
-
-impl OpenAiOptions {
-    /// Default of [`OpenAiOptions::timeout`].
-    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-    /// Default of [`OpenAiOptions::call_timeout`].
-    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
-    /// Default of [`OpenAiOptions::max_response_bytes`].
-    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
-
-    /// Options with the defaults above for `model` at `base_url`, no key.
-    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        OpenAiOptions {
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            timeout: Self::DEFAULT_TIMEOUT,
-            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
-            max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
-            connect_timeout: Duration::from_secs(10),
-            max_retries: 4,
-            backoff_base: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(30),
-            stream: true,
-            extra_headers: Vec::new(),
-            temperature: None,
-        }
-    }
-}
-
-impl OpenAiOptions {
-    /// Every credential these options send, as the provider hides them in
-    /// what it says: the key, the extra header values, and the base URL's
-    /// password (as written and percent-decoded) with the basic-auth value
-    /// made of its userinfo. Secrets shorter than 4 chars are left out.
-    /// The host scrubs them from tool results (a bot may read the fleet
-    /// file or the host's environment).
-    pub fn credentials(&self) -> Vec<String> {
-        redact::secrets_of(self, Url::parse(&self.base_url).ok().as_ref())
-    }
-}
-
-/// Redacts the key and header values.
-impl fmt::Debug for OpenAiOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header_names: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
-        f.debug_struct("OpenAiOptions")
-            .field("base_url", &shown_base_url(&self.base_url))
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
-            .field("call_timeout", &self.call_timeout)
-            .field("max_response_bytes", &self.max_response_bytes)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("backoff_base", &self.backoff_base)
-            .field("backoff_max", &self.backoff_max)
-            .field("stream", &self.stream)
-            .field("extra_headers", &header_names)
-            .field("temperature", &self.temperature)
-            .finish()
-    }
-}
 
 /// A [`Model`] served by an OpenAI-compatible `/chat/completions` endpoint.
 /// Cheap to share behind an `Arc`; connections are pooled.
@@ -291,6 +206,11 @@ impl OpenAiModel {
                     self.options.call_timeout,
                 ));
             }
+            // nor our own rate-limit backoff: the 429 now, rather than a
+            // time-out at the deadline that does not say it was rate limited
+            if failure.rate_limited_without_wait() && Instant::now() + delay > deadline {
+                return Err(failure.into_error(*attempts, self.options.backoff_max));
+            }
             warn!(
                 model = %self.options.model,
                 attempt = *attempts,
@@ -338,6 +258,11 @@ impl OpenAiModel {
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             let mut body = self.error_body(response, redactor, cancel).await?;
+            // a request too long for the model, an account out of credit:
+            // no retry helps, the error says what does
+            if let Some(error) = rejection(status, &body, &self.options) {
+                return Err(Failure::Final(error));
+            }
             if status == reqwest::StatusCode::NOT_FOUND {
                 body = not_found(&body, &redactor.text(self.url.as_str()), &self.options);
             }
@@ -378,11 +303,16 @@ impl OpenAiModel {
                 Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
                     return finished(assembler);
                 }
+                // a server that answered a failure with a bare JSON error
+                // under the SSE content type: its message, not "ended early"
                 Ok(None) => {
-                    return Err(Failure::Broken {
-                        detail: "the stream ended early, before the finish reason and [DONE]"
-                            .to_owned(),
-                    });
+                    let detail = match wire::bare_error(&decoder.unread()) {
+                        Some(message) => format!("the provider sent an error: {message}"),
+                        None => {
+                            "the stream ended early, before the finish reason and [DONE]".to_owned()
+                        }
+                    };
+                    return Err(Failure::Broken { detail });
                 }
                 Err(failure) => return Err(failure),
             };
@@ -445,6 +375,13 @@ impl OpenAiModel {
         // U+FFFD when the response is assembled (serde refuses it)
         let marked = surrogates::mark_lone(&body);
         let completion: Completion = serde_json::from_slice(&marked).map_err(|e| {
+            if body.trim_ascii_start().starts_with(b"<") {
+                // a web page (a web UI, a proxy's page): base_url is wrong
+                return Failure::Final(ModelError::Config(html_page(
+                    &redactor.text(self.url.as_str()),
+                    &self.options,
+                )));
+            }
             // redacted whole before it is cut (redact.rs)
             let quoted = redactor.cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
             Failure::Final(ModelError::Protocol(redactor.text(&format!(
@@ -539,6 +476,7 @@ impl OpenAiModel {
             request,
             self.options.stream,
             self.options.temperature,
+            self.options.max_tokens_field,
         )?);
         debug!(
             model = %self.options.model,

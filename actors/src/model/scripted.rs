@@ -468,6 +468,7 @@ impl Model for ScriptedModel {
                 cached_prompt_tokens: 0,
             }),
             text,
+            reasoning: String::new(),
             tool_calls,
         })
     }
@@ -479,6 +480,7 @@ fn message_len(m: &ChatMessage) -> usize {
         ChatMessage::Assistant {
             content,
             tool_calls,
+            reasoning: _,
         } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),
         ChatMessage::Tool { content, .. } => content.len(),
     }

@@ -42,6 +42,12 @@ pub enum ChatMessage {
         /// Tool calls it made.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The thinking that led to the calls (`reasoning_content`), sent
+        /// back only within the turn that made them: thinking-mode
+        /// servers (DeepSeek, Kimi) refuse a request whose tool-call
+        /// message of the running turn lacks it. Empty otherwise.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
     },
     /// A tool's answer to one call.
     Tool {
@@ -55,6 +61,8 @@ pub enum ChatMessage {
 impl ChatMessage {
     /// The text of the message that counts toward its tokens: its content,
     /// and for an assistant message the names and arguments of its calls.
+    /// An assistant message's reasoning is not counted: it is sent only
+    /// within its own turn, whose requests the provider's usage counts.
     pub fn token_text(&self) -> String {
         match self {
             ChatMessage::System { content }
@@ -63,6 +71,7 @@ impl ChatMessage {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning: _,
             } => {
                 let mut t = content.clone();
                 for c in tool_calls {
@@ -167,6 +176,11 @@ pub enum FinishReason {
 pub struct ModelResponse {
     /// Text produced.
     pub text: String,
+    /// The model's thinking (`reasoning_content` or `reasoning`), apart
+    /// from the text: never shown to people nor streamed to the sink, and
+    /// not counted in tokens beyond the provider's own usage.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
     /// Tool calls, complete and in order.
     pub tool_calls: Vec<ToolCall>,
     /// Why it stopped.
@@ -264,6 +278,33 @@ pub enum ModelError {
         wait: Duration,
         /// The call's deadline (`call_timeout`).
         limit: Duration,
+        /// Start of the response body.
+        body: String,
+    },
+    /// The request was longer than the model's context window (OpenAI's
+    /// `context_length_exceeded`, vLLM's `maximum context length`): sent
+    /// again it fails again; the context must shrink first.
+    #[error(
+        "the conversation no longer fits the model's context window: {advice}. The provider said: {body}"
+    )]
+    ContextOverflow {
+        /// Status code.
+        status: u16,
+        /// The window in tokens, when the provider named it.
+        window: Option<u64>,
+        /// What to change (the provider's `compact_at_tokens`).
+        advice: String,
+        /// Start of the response body.
+        body: String,
+    },
+    /// The provider's account has no credit or quota left (OpenAI's 429
+    /// `insufficient_quota`, a 402): no retry helps until someone adds some.
+    #[error(
+        "the provider's account is out of quota or credit (HTTP {status}): add credit or raise the account's limits with the provider, then retry; retrying before that fails the same way. The provider said: {body}"
+    )]
+    QuotaExhausted {
+        /// Status code.
+        status: u16,
         /// Start of the response body.
         body: String,
     },
@@ -377,6 +418,21 @@ impl ModelError {
                 limit,
                 body: clean(body),
             },
+            ModelError::ContextOverflow {
+                status,
+                window,
+                advice,
+                body,
+            } => ModelError::ContextOverflow {
+                status,
+                window,
+                advice: clean(advice),
+                body: clean(body),
+            },
+            ModelError::QuotaExhausted { status, body } => ModelError::QuotaExhausted {
+                status,
+                body: clean(body),
+            },
             ModelError::StreamBroken { attempts, detail } => ModelError::StreamBroken {
                 attempts,
                 detail: clean(detail),
@@ -405,6 +461,9 @@ impl ModelError {
             ModelError::Http { status, .. } => *status == 429 || *status >= 500,
             ModelError::WaitTooLong { .. } => true,
             ModelError::WaitPastDeadline { .. } => true,
+            // the same request is as long, the account as empty
+            ModelError::ContextOverflow { .. } => false,
+            ModelError::QuotaExhausted { .. } => false,
             ModelError::TimedOut { .. } => true,
             ModelError::TooLarge { .. } => false,
             ModelError::StreamBroken { .. } => true,

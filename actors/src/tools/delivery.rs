@@ -25,7 +25,6 @@ use super::ToolOutput;
 use super::agents::message_to_bot;
 use super::parse_args;
 use crate::group;
-use crate::group::Floor;
 use crate::model::ToolSpec;
 
 #[path = "delivery_card.rs"]
@@ -124,31 +123,58 @@ impl Tool for SendMessage {
             SessionKind::Group => {
                 // a room member speaks only in its turn of a discussion;
                 // otherwise nobody would read it: hold it, and say so
-                let floor =
-                    group::held::floor(ctx.store(), ctx.session(), &key.peer).map_err(|e| {
-                        ToolError::new(
-                            format!("cannot read the room conversation: {e}"),
-                            "try again",
+                let unreadable = |e: botfleet_memory::StoreError| {
+                    ToolError::new(
+                        format!("cannot read the room conversation: {e}"),
+                        "try again",
+                    )
+                };
+                let floor = group::held::floor_input(ctx.store(), ctx.session(), &key.peer)
+                    .map_err(unreadable)?;
+                let held = match floor {
+                    Some(input_seq) => {
+                        // past the room's limit per member turn it would be
+                        // withheld after the turn: say so now, not "delivered"
+                        let limits = group::publish::limits();
+                        let sent = group::publish::sent_in_turn(
+                            ctx.store(),
+                            ctx.session(),
+                            input_seq,
+                            ctx.step_effects,
                         )
-                    })?;
-                match floor {
-                    Floor::Yours => (vec![delivery(ctx.session())], "delivered".to_owned()),
-                    Floor::NotYours => {
-                        let held = group::held::hold(
+                        .await
+                        .map_err(unreadable)?;
+                        if sent < limits.max_per_turn {
+                            return Ok(ToolOutput {
+                                content: "delivered".to_owned(),
+                                effects: vec![delivery(ctx.session())],
+                                delivered: true,
+                            });
+                        }
+                        group::publish::over_limit(
                             ctx.session(),
                             &key.peer,
                             &ctx.bot.id,
                             ctx.turn,
                             ctx.call_id,
                             text,
-                        );
-                        return Ok(ToolOutput {
-                            content: held.result,
-                            effects: vec![Mutation::Append(Box::new(held.notice))],
-                            delivered: false,
-                        });
+                            &limits,
+                        )
                     }
-                }
+                    None => group::held::hold(
+                        ctx.session(),
+                        &key.peer,
+                        &ctx.bot.id,
+                        ctx.turn,
+                        ctx.call_id,
+                        text,
+                    ),
+                };
+                return Ok(ToolOutput {
+                    content: held.result,
+                    effects: vec![Mutation::Append(Box::new(held.notice))],
+                    delivered: false,
+                });
             }
             SessionKind::Agent => {
                 // the other bot of the conversation

@@ -328,7 +328,9 @@ fn render_entry(entry: &Entry, max: usize) -> String {
             format!("(message from bot {from}) {}", clip(text, max))
         }
         EntryKind::Event { origin, text, .. } => format!("(event {origin}) {}", clip(text, max)),
-        EntryKind::Assistant { text, tool_calls } => {
+        EntryKind::Assistant {
+            text, tool_calls, ..
+        } => {
             let mut s = String::from("(note)");
             if !text.is_empty() {
                 s.push(' ');

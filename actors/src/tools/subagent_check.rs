@@ -95,9 +95,9 @@ impl Tool for CheckSubagent {
             .iter()
             .skip(recent.len().saturating_sub(8))
             .filter_map(|e| match &e.kind {
-                EntryKind::Assistant { text, tool_calls }
-                    if !text.is_empty() || !tool_calls.is_empty() =>
-                {
+                EntryKind::Assistant {
+                    text, tool_calls, ..
+                } if !text.is_empty() || !tool_calls.is_empty() => {
                     let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
                     Some(format!(
                         "#{} {} {}",

@@ -93,6 +93,12 @@ pub enum EntryKind {
         /// Tool calls it asked for.
         #[serde(default)]
         tool_calls: Vec<ToolCallBody>,
+        /// The model's thinking behind the calls (`reasoning_content`),
+        /// kept only for a step with calls: thinking-mode servers want it
+        /// back in the turn's later requests, a resumed turn's too. Never
+        /// shown to people nor searched; empty in older entries.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
     },
     /// What a tool call returned to the model.
     ToolResult {

@@ -28,6 +28,8 @@ pub struct Reply {
     cached: Option<CachedTokens>,
     finish: Option<String>,
     error: Option<(u16, String)>,
+    /// Status, content type and body sent as they are.
+    raw: Option<(u16, String, String)>,
     retry_after: Option<String>,
     cut_after: Option<usize>,
     delay_headers: Duration,
@@ -81,6 +83,15 @@ impl Reply {
     pub fn error(status: u16, message: impl Into<String>) -> Self {
         Reply {
             error: Some((status, message.into())),
+            ..Reply::default()
+        }
+    }
+
+    /// A response with this status, content type and body, sent as they
+    /// are: a provider's own error shape (`code`, `type`), a web page.
+    pub fn raw(status: u16, content_type: &str, body: impl Into<String>) -> Self {
+        Reply {
+            raw: Some((status, content_type.to_owned(), body.into())),
             ..Reply::default()
         }
     }
@@ -203,6 +214,15 @@ pub(super) async fn respond(reply: Reply, request: &Value, shape: &WireShape) ->
     }
     if let Some((status, message)) = &reply.error {
         return error_response(*status, message, reply.retry_after.as_deref());
+    }
+    if let Some((status, content_type, body)) = &reply.raw {
+        let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return (
+            status,
+            [(header::CONTENT_TYPE, content_type.clone())],
+            body.clone(),
+        )
+            .into_response();
     }
     if let Some((kind, pause)) = reply.endless {
         return super::endless::respond(kind, pause);

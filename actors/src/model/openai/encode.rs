@@ -2,6 +2,9 @@
 //!
 //! Earlier calls whose arguments are not a JSON object are sent back with
 //! `{}` (strict servers refuse malformed arguments anywhere in a request).
+//! An assistant message's reasoning goes back as `reasoning_content` (the
+//! engine keeps it only within its own turn), and the limit on generated
+//! tokens under the field the provider names ([`MaxTokensField`]).
 
 use std::collections::HashMap;
 
@@ -13,14 +16,55 @@ use super::super::ChatMessage;
 use super::super::ModelError;
 use super::super::ModelRequest;
 
-/// Encodes the request body. Field order is fixed, so two requests whose
-/// conversations share a prefix share the bytes of that prefix.
+/// Which request field carries [`ModelRequest::max_tokens`]
+/// (`max_tokens_field` in fleet.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MaxTokensField {
+    /// `max_tokens`: what most OpenAI-compatible servers take.
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's reasoning models (o-series,
+    /// the gpt-5 family) take; they refuse `max_tokens` as an
+    /// unsupported parameter.
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    /// The field's name on the wire (and in fleet.toml).
+    pub fn name(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+
+    /// The field named `name`, or an error naming the accepted values.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        [MaxTokensField::MaxTokens, MaxTokensField::MaxCompletionTokens]
+            .into_iter()
+            .find(|field| field.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "{name:?} is not a field for the token limit; use \"max_tokens\" (most servers) or \"max_completion_tokens\" (OpenAI's o-series and gpt-5 models)"
+                )
+            })
+    }
+}
+
+/// Encodes the request body, its token limit under `max_tokens_field`.
+/// Field order is fixed, so two requests whose conversations share a
+/// prefix share the bytes of that prefix.
 pub(super) fn encode_request(
     model: &str,
     request: &ModelRequest,
     stream: bool,
     temperature: Option<f32>,
+    max_tokens_field: MaxTokensField,
 ) -> Result<Vec<u8>, ModelError> {
+    let (max_tokens, max_completion_tokens) = match max_tokens_field {
+        MaxTokensField::MaxTokens => (request.max_tokens, None),
+        MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
+    };
     let body = WireRequest {
         model,
         messages: request.messages.iter().map(WireMessage::from).collect(),
@@ -40,7 +84,8 @@ pub(super) fn encode_request(
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
         }),
-        max_tokens: request.max_tokens,
+        max_tokens,
+        max_completion_tokens,
         temperature,
     };
     serde_json::to_vec(&body)
@@ -58,6 +103,8 @@ struct WireRequest<'a> {
     stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
 }
@@ -82,6 +129,10 @@ enum WireMessage<'a> {
         content: Option<&'a str>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireToolCall<'a>>,
+        /// The thinking behind the calls, for thinking-mode servers
+        /// (DeepSeek, Kimi) that refuse a tool-call message without it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<&'a str>,
     },
     Tool {
         tool_call_id: &'a str,
@@ -97,6 +148,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => WireMessage::Assistant {
                 content: (!content.is_empty() || tool_calls.is_empty()).then_some(content),
                 tool_calls: tool_calls
@@ -110,6 +162,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                         },
                     })
                     .collect(),
+                reasoning_content: (!reasoning.is_empty()).then_some(reasoning.as_str()),
             },
             ChatMessage::Tool {
                 tool_call_id,

@@ -7,6 +7,7 @@ use super::super::super::ModelRequest;
 use super::super::super::Purpose;
 use super::super::super::ToolCall;
 use super::super::super::ToolSpec;
+use super::MaxTokensField;
 use super::encode_request;
 
 fn request() -> ModelRequest {
@@ -21,6 +22,7 @@ fn request() -> ModelRequest {
                 content: "weather?".to_owned(),
             },
             ChatMessage::Assistant {
+                reasoning: String::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: "call_1".to_owned(),
@@ -33,6 +35,7 @@ fn request() -> ModelRequest {
                 content: "rain".to_owned(),
             },
             ChatMessage::Assistant {
+                reasoning: String::new(),
                 content: "It rains.".to_owned(),
                 tool_calls: Vec::new(),
             },
@@ -48,8 +51,10 @@ fn request() -> ModelRequest {
 
 #[test]
 fn encodes_the_chat_completions_shape() {
-    let body: Value =
-        serde_json::from_slice(&encode_request("m", &request(), true, Some(0.5)).unwrap()).unwrap();
+    let body: Value = serde_json::from_slice(
+        &encode_request("m", &request(), true, Some(0.5), MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         body,
         json!({
@@ -82,7 +87,10 @@ fn omits_empty_tools_and_unset_options() {
         }],
         ..ModelRequest::default()
     };
-    let body = String::from_utf8(encode_request("m", &request, false, None).unwrap()).unwrap();
+    let body = String::from_utf8(
+        encode_request("m", &request, false, None, MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         body,
         r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}"#
@@ -98,6 +106,7 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
     };
     let request = ModelRequest {
         messages: vec![ChatMessage::Assistant {
+            reasoning: String::new(),
             content: String::new(),
             tool_calls: vec![
                 call("a", r#"{"text": "cut off"#),
@@ -108,8 +117,10 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
         }],
         ..ModelRequest::default()
     };
-    let body: Value =
-        serde_json::from_slice(&encode_request("m", &request, false, None).unwrap()).unwrap();
+    let body: Value = serde_json::from_slice(
+        &encode_request("m", &request, false, None, MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
     let sent: Vec<&str> = body["messages"][0]["tool_calls"]
         .as_array()
         .unwrap()
@@ -125,4 +136,73 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
             r#" {"text": "whole", "n": {"deep": [1]}} "#
         ]
     );
+}
+
+/// Regression: an assistant message's reasoning was never sent back, and
+/// thinking-mode servers (DeepSeek, Kimi) refused the turn's second step
+/// ("The reasoning_content in the thinking mode must be passed back").
+#[test]
+fn reasoning_goes_back_as_reasoning_content() {
+    let request = ModelRequest {
+        messages: vec![
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".to_owned(),
+                    name: "Read".to_owned(),
+                    arguments: "{}".to_owned(),
+                }],
+                reasoning: "I should read it.".to_owned(),
+            },
+            ChatMessage::Assistant {
+                content: "done".to_owned(),
+                tool_calls: Vec::new(),
+                reasoning: String::new(),
+            },
+        ],
+        ..ModelRequest::default()
+    };
+    let body: Value = serde_json::from_slice(
+        &encode_request("m", &request, false, None, MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        body["messages"][0]["reasoning_content"],
+        "I should read it."
+    );
+    assert!(body["messages"][1].get("reasoning_content").is_none());
+}
+
+/// Regression: compaction and extraction sent `max_tokens`, which
+/// OpenAI's reasoning models refuse (`unsupported_parameter`).
+#[test]
+fn the_token_limit_goes_under_the_chosen_field() {
+    let request = ModelRequest {
+        max_tokens: Some(700),
+        ..ModelRequest::default()
+    };
+    for (field, name, other) in [
+        (
+            MaxTokensField::MaxTokens,
+            "max_tokens",
+            "max_completion_tokens",
+        ),
+        (
+            MaxTokensField::MaxCompletionTokens,
+            "max_completion_tokens",
+            "max_tokens",
+        ),
+    ] {
+        let body: Value =
+            serde_json::from_slice(&encode_request("m", &request, false, None, field).unwrap())
+                .unwrap();
+        assert_eq!(body[name], 700, "{name}");
+        assert!(body.get(other).is_none(), "{other} sent with {name}");
+    }
+    assert_eq!(
+        MaxTokensField::parse("max_completion_tokens"),
+        Ok(MaxTokensField::MaxCompletionTokens)
+    );
+    let error = MaxTokensField::parse("max_output_tokens").unwrap_err();
+    assert!(error.contains("\"max_output_tokens\"") && error.contains("max_completion_tokens"));
 }

@@ -1,6 +1,7 @@
 //! Where and how requests go: the `/chat/completions` URL made of the
 //! base URL, the headers every request carries (the key and the extra
-//! header values marked sensitive), and what a 404 tells the operator.
+//! header values marked sensitive, `User-Agent: botfleet/VERSION`), and
+//! what a 404 or a web page in place of an answer tells the operator.
 
 use reqwest::Url;
 use reqwest::header::ACCEPT;
@@ -9,6 +10,7 @@ use reqwest::header::CONTENT_TYPE;
 use reqwest::header::HeaderMap;
 use reqwest::header::HeaderName;
 use reqwest::header::HeaderValue;
+use reqwest::header::USER_AGENT;
 
 use super::super::ModelError;
 use super::OpenAiOptions;
@@ -34,6 +36,29 @@ pub(super) fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> Strin
     format!("POST {url} was not found{said}; {hint}")
 }
 
+/// What a 200 answer that is an HTML page, not a completion, tells the
+/// operator: `base_url` points at a web page (a web UI, a proxy's login
+/// page) rather than the API, whose root usually ends in `/v1`.
+pub(super) fn html_page(url: &str, options: &OpenAiOptions) -> String {
+    let shown = shown_base_url(&options.base_url);
+    let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
+        format!(
+            "check that base_url {shown:?} is the API root of an OpenAI-compatible server, not a \
+             web UI in front of it"
+        )
+    } else {
+        format!(
+            "base_url {shown:?} should be the API root, which usually ends in /v1 \
+             (e.g. http://127.0.0.1:8000/v1), not a web UI"
+        )
+    };
+    format!("POST {url} answered with an HTML page, not a chat completion; {hint}")
+}
+
+/// The `User-Agent` of every request, so a provider's logs tell botfleet's
+/// traffic apart; an extra header may replace it.
+const BOTFLEET_AGENT: &str = concat!("botfleet/", env!("CARGO_PKG_VERSION"));
+
 /// `{base_url}/chat/completions`; a base URL that is not http(s) is a
 /// configuration error naming it without its userinfo.
 pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
@@ -49,10 +74,13 @@ pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
     }
 }
 
-/// The headers of every request: JSON in, SSE or JSON out, the key as a
-/// bearer token, the extra headers; credentials marked sensitive.
+/// The headers of every request: JSON in, SSE or JSON out, botfleet as
+/// the user agent, the key as a bearer token (without the whitespace
+/// around it, which a key pasted into a variable often brings), the extra
+/// headers; credentials marked sensitive.
 pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, ModelError> {
     let mut headers = HeaderMap::new();
+    headers.insert(USER_AGENT, HeaderValue::from_static(BOTFLEET_AGENT));
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(
         ACCEPT,
@@ -62,7 +90,17 @@ pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, Mode
             "application/json"
         }),
     );
-    if let Some(key) = options.api_key.as_deref().filter(|key| !key.is_empty()) {
+    if let Some(key) = options
+        .api_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|key| !key.is_empty())
+    {
+        if key.chars().any(char::is_whitespace) {
+            return Err(ModelError::Config(
+                "the API key has whitespace inside it; set it to the key alone".into(),
+            ));
+        }
         let mut value = HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| {
             ModelError::Config("the API key contains characters not allowed in a header".into())
         })?;

@@ -135,7 +135,8 @@ impl Redactor {
 pub(super) fn secrets_of(options: &OpenAiOptions, url: Option<&Url>) -> Vec<String> {
     let mut secrets: Vec<String> = Vec::new();
     if let Some(key) = &options.api_key {
-        secrets.push(key.clone());
+        // as sent (endpoint.rs trims it)
+        secrets.push(key.trim().to_owned());
     }
     secrets.extend(options.extra_headers.iter().map(|(_, value)| value.clone()));
     if let Some(url) = url {

@@ -83,6 +83,19 @@ impl Failure {
         }
     }
 
+    /// Whether this is a 429 without `Retry-After`, waited out with the
+    /// longer backoff of [`rate_limit_backoff`].
+    pub(super) fn rate_limited_without_wait(&self) -> bool {
+        match self {
+            Failure::Status {
+                status,
+                retry_after,
+                ..
+            } => *status == StatusCode::TOO_MANY_REQUESTS && retry_after.is_none(),
+            Failure::Unreachable(_) | Failure::Broken { .. } | Failure::Final(_) => false,
+        }
+    }
+
     /// Whether the server said how long to wait (`Retry-After`).
     pub(super) fn asked_to_wait(&self) -> bool {
         match self {
@@ -144,8 +157,27 @@ pub(super) fn retry_delay(
     match asked {
         Some(wait) if wait > options.backoff_max => None,
         Some(wait) => Some(wait),
+        None if failure.rate_limited_without_wait() => {
+            Some(rate_limit_backoff(options, attempts, jitter))
+        }
         None => Some(backoff(options, attempts, jitter)),
     }
+}
+
+/// The wait after a 429 that did not say how long: `rate_limit_backoff_base`
+/// doubled per attempt after the first, capped at `backoff_max`, plus up to half of it again
+/// at random (so clients limited together do not return together), capped
+/// at `backoff_max`. From the default 2 s the four retries wait 2-3, 4-6,
+/// 8-12 and 16-24 s, about half a minute in all: long enough for a
+/// per-minute limit to free up, where the backoff of other failures would
+/// spend every retry inside the same minute.
+pub(super) fn rate_limit_backoff(options: &OpenAiOptions, attempt: u32, jitter: f64) -> Duration {
+    let doublings = attempt.saturating_sub(1).min(20);
+    let full = options
+        .rate_limit_backoff_base
+        .saturating_mul(1u32 << doublings)
+        .min(options.backoff_max);
+    (full + (full / 2).mul_f64(jitter.clamp(0.0, 1.0))).min(options.backoff_max)
 }
 
 /// Equal-jitter exponential backoff: half of `base * 2^(attempt-1)`

@@ -9,6 +9,11 @@
 //! field matters to chat completions, so `event`, `id` and `retry` are read
 //! and ignored. An event cut off by the end of the body is discarded, as the
 //! SSE specification says.
+//!
+//! Lines that are no SSE field at all are kept (up to [`STRAY_LIMIT`]
+//! bytes) with the unfinished rest, for [`SseDecoder::unread`]: a server
+//! that fails may answer a streamed request with a bare JSON error under
+//! the SSE content type, and its message is in those lines.
 
 /// Incremental SSE decoder; see the module docs.
 #[derive(Debug, Default)]
@@ -21,7 +26,15 @@ pub(super) struct SseDecoder {
     data: Vec<u8>,
     /// Whether the event being read has a `data` field at all.
     has_data: bool,
+    /// Lines that are no SSE field (`{"error": …}`), joined with `\n`.
+    stray: Vec<u8>,
 }
+
+/// Most bytes of stray lines kept.
+pub(super) const STRAY_LIMIT: usize = 16 * 1024;
+
+/// The fields of the SSE specification; a line naming another is stray.
+const FIELDS: [&[u8]; 4] = [b"data", b"event", b"id", b"retry"];
 
 /// Past this many consumed bytes, `buf` is compacted.
 const COMPACT_AFTER: usize = 8 * 1024;
@@ -37,6 +50,14 @@ impl SseDecoder {
     /// line or an event without end grows.
     pub(super) fn pending(&self) -> usize {
         self.buf.len() - self.start + self.data.len()
+    }
+
+    /// What the body held besides SSE: its stray lines and the unfinished
+    /// last line, for when it ends without an event (see the module docs).
+    pub(super) fn unread(&self) -> Vec<u8> {
+        let mut unread = self.stray.clone();
+        unread.extend_from_slice(&self.buf[self.start..]);
+        unread
     }
 
     /// The `data` of the next complete event, if one is buffered.
@@ -67,6 +88,9 @@ impl SseDecoder {
                 }
                 self.data.extend_from_slice(value);
                 self.has_data = true;
+            } else if !FIELDS.contains(&field) && self.stray.len() + line.len() < STRAY_LIMIT {
+                self.stray.extend_from_slice(line);
+                self.stray.push(b'\n');
             }
         }
         self.compact();
@@ -167,6 +191,29 @@ mod tests {
     #[test]
     fn an_event_cut_off_by_the_end_of_the_body_is_discarded() {
         assert_eq!(decode(b"data: 1\n\ndata: {\"half", 4), vec!["1"]);
+    }
+
+    /// Regression: a bare JSON error sent as the body of an SSE response
+    /// was dropped with its message ("the stream ended early").
+    #[test]
+    fn lines_that_are_no_field_are_kept_for_a_bare_error() {
+        let body = b"{\n  \"error\": {\"message\": \"model overloaded\"}\n}";
+        for piece in [1, 7, body.len()] {
+            let mut decoder = SseDecoder::default();
+            for bytes in body.chunks(piece) {
+                decoder.push(bytes);
+                assert_eq!(decoder.next_event(), None);
+            }
+            assert_eq!(
+                super::super::wire::bare_error(&decoder.unread()).as_deref(),
+                Some("model overloaded"),
+                "pieces of {piece} bytes"
+            );
+        }
+        let mut decoder = SseDecoder::default();
+        decoder.push(b"data: {\"choices\": []}\n\nevent: x\n");
+        while decoder.next_event().is_some() {}
+        assert_eq!(super::super::wire::bare_error(&decoder.unread()), None);
     }
 
     #[test]

@@ -10,8 +10,10 @@ use super::super::ModelError;
 use super::OpenAiModel;
 use super::OpenAiOptions;
 use super::chat_completions_url;
+use super::endpoint::request_headers;
 use super::retry::Failure;
 use super::retry::backoff;
+use super::retry::rate_limit_backoff;
 use super::retry::retry_after;
 use super::retry::retry_after_at;
 use super::retry::retry_delay;
@@ -21,6 +23,7 @@ fn options() -> OpenAiOptions {
         max_retries: 2,
         backoff_base: Duration::from_millis(100),
         backoff_max: Duration::from_secs(1),
+        rate_limit_backoff_base: Duration::from_millis(400),
         ..OpenAiOptions::new("http://127.0.0.1:1/v1", "m")
     }
 }
@@ -43,7 +46,10 @@ fn which_failures_are_retried() {
             1,
             Some(ms(50)),
         ),
-        ("429", status(429, None), 1, Some(ms(50))),
+        // the longer backoff of a rate limit
+        ("429", status(429, None), 1, Some(ms(400))),
+        ("429, second attempt", status(429, None), 2, Some(ms(800))),
+        ("429 after the last retry", status(429, None), 3, None),
         ("500, second attempt", status(500, None), 2, Some(ms(100))),
         ("503 after the last retry", status(503, None), 3, None),
         ("400", status(400, None), 1, None),
@@ -272,4 +278,66 @@ fn malformed_headers_are_config_errors() {
         OpenAiModel::new(bad_name),
         Err(ModelError::Config(_))
     ));
+}
+
+/// Regression: a 429 without `Retry-After` was retried after the backoff
+/// of any failure, about 0.3 s then 1 s, 7.5 s for all four retries:
+/// inside the minute a rate limit is counted over.
+#[test]
+fn a_rate_limit_backs_off_for_seconds_with_jitter() {
+    let secs = Duration::from_secs;
+    let defaults = OpenAiOptions::new("http://127.0.0.1:1/v1", "m");
+    let waits: Vec<Duration> = (1..=defaults.max_retries)
+        .map(|attempt| retry_delay(&status(429, None), attempt, &defaults, 0.0).unwrap())
+        .collect();
+    assert_eq!(waits, vec![secs(2), secs(4), secs(8), secs(16)]);
+    assert!(waits.iter().sum::<Duration>() >= secs(30));
+    // jitter adds up to half again, never past backoff_max
+    assert_eq!(
+        rate_limit_backoff(&defaults, 1, 0.5),
+        Duration::from_millis(2500)
+    );
+    let last = rate_limit_backoff(&defaults, 4, 0.999);
+    assert!(last > secs(23) && last < secs(24), "{last:?}");
+    assert_eq!(rate_limit_backoff(&defaults, 9, 0.999), secs(30));
+    // other failures keep the short backoff
+    assert_eq!(
+        retry_delay(&status(503, None), 1, &defaults, 0.0),
+        Some(Duration::from_millis(250))
+    );
+    assert!(status(429, None).rate_limited_without_wait());
+    assert!(!status(429, Some(secs(1))).rate_limited_without_wait());
+    assert!(!status(503, None).rate_limited_without_wait());
+}
+
+/// Regression: no `User-Agent` was sent, and a key with spaces around it
+/// (`KEY=' sk-abc '`) went out as `Bearer  sk-abc `.
+#[test]
+fn requests_say_botfleet_and_send_the_key_trimmed() {
+    let headers = request_headers(&OpenAiOptions {
+        api_key: Some(" sk-abc\n".into()),
+        ..options()
+    })
+    .unwrap();
+    assert_eq!(
+        headers["user-agent"],
+        concat!("botfleet/", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(headers["authorization"], "Bearer sk-abc");
+    // an extra header may name another agent
+    let headers = request_headers(&OpenAiOptions {
+        extra_headers: vec![("User-Agent".into(), "mine/1".into())],
+        ..options()
+    })
+    .unwrap();
+    assert_eq!(headers["user-agent"], "mine/1");
+    // whitespace inside the key is no trimming matter
+    let Err(ModelError::Config(message)) = OpenAiModel::new(OpenAiOptions {
+        api_key: Some("sk-abc def".into()),
+        ..options()
+    }) else {
+        panic!("a key with a space inside was accepted");
+    };
+    assert!(message.contains("whitespace inside"), "{message}");
+    assert!(!message.contains("sk-abc"), "{message}");
 }

@@ -36,6 +36,10 @@ use super::super::ToolCall;
 use super::super::Usage;
 use super::surrogates;
 
+/// Content as a string, `null` or an array of typed parts.
+#[path = "content.rs"]
+mod content;
+
 /// The name a tool call that came without one is given. No tool has it,
 /// so the call gets an error result naming it and the turn goes on, as
 /// for a call of an unknown tool; it also stands where a server would
@@ -65,12 +69,22 @@ struct StreamChoice {
 
 #[derive(Debug, Deserialize)]
 struct Delta {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "content::text")]
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    /// The model's thinking (DeepSeek, Qwen, Kimi thinking mode).
+    #[serde(default, deserialize_with = "content::text")]
+    reasoning_content: Option<String>,
+    /// The same under the name some servers use (vLLM, OpenRouter); a
+    /// server may send both, and `reasoning_content` wins.
+    #[serde(default, deserialize_with = "content::text")]
+    reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallPart>>,
+    /// The legacy single call (`function_call`), taken as one tool call.
+    #[serde(default)]
+    function_call: Option<FunctionPart>,
 }
 
 /// A tool call, or a streamed piece of one.
@@ -115,12 +129,22 @@ struct CompletionChoice {
 
 #[derive(Debug, Deserialize)]
 struct CompletionMessage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "content::text")]
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    /// The model's thinking (DeepSeek, Qwen, Kimi thinking mode).
+    #[serde(default, deserialize_with = "content::text")]
+    reasoning_content: Option<String>,
+    /// The same under the name some servers use (vLLM, OpenRouter); a
+    /// server may send both, and `reasoning_content` wins.
+    #[serde(default, deserialize_with = "content::text")]
+    reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallPart>>,
+    /// The legacy single call (`function_call`), taken as one tool call.
+    #[serde(default)]
+    function_call: Option<FunctionPart>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -165,17 +189,31 @@ impl WireUsage {
 /// one (some servers leave it out) goes to the call with its `id`; a new
 /// id starts a new call; a piece without an id continues the call of the
 /// piece before it, unless the chunk already gave that call a piece (a
-/// chunk holds one piece per call) or it names a function after that
-/// call's arguments began (the name comes before the arguments). A whole
-/// completion's calls are not pieces: each is its own call.
+/// chunk holds one piece per call). Whichever way a piece is placed, it
+/// starts a new call instead when it cannot belong to the one it was
+/// placed in ([`starts_new_call`]): its id differs from that call's, or
+/// it names a function after that call's arguments began with another
+/// name or were already a whole JSON object. Some servers (Ollama behind
+/// LiteLLM, some Qwen setups) give every parallel call index 0, and
+/// placing by index alone ran them into one call. A whole completion's
+/// calls are not pieces: each is its own call. The legacy `function_call`
+/// is one call at index 0.
+///
+/// Reasoning text (`reasoning_content`, or `reasoning`) is kept apart
+/// from the text: it is neither streamed to the sink nor shown, only sent
+/// back with the step's calls in the turn's later requests.
 #[derive(Debug, Default)]
 pub(super) struct Assembler {
     text: String,
+    /// The model's thinking, joined.
+    reasoning: String,
     /// The model's refusal, if it declined (`refusal` pieces, joined).
     refusal: String,
-    calls: BTreeMap<u32, PartialCall>,
+    /// The calls by (wire index, how many calls at that index came
+    /// before): in index order, and at one index in arrival order.
+    calls: BTreeMap<CallKey, PartialCall>,
     /// The call the last tool-call piece went to.
-    current: Option<u32>,
+    current: Option<CallKey>,
     finish: Option<Finish>,
     /// Whether a choice came (an answer with none is no answer at all).
     has_choice: bool,
@@ -184,6 +222,10 @@ pub(super) struct Assembler {
     /// arguments received.
     size: usize,
 }
+
+/// Where a call is kept: its wire index (or the place given to a piece
+/// without one), then its rank among the calls at that index.
+type CallKey = (u32, u32);
 
 /// Why a choice stopped, as the provider said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,8 +290,11 @@ impl Assembler {
         let Some(delta) = choice.delta else {
             return Ok(None);
         };
-        self.apply_calls(delta.tool_calls.unwrap_or_default());
+        let mut parts = delta.tool_calls.unwrap_or_default();
+        parts.extend(delta.function_call.map(legacy_call));
+        self.apply_calls(parts);
         self.apply_refusal(delta.refusal);
+        self.apply_reasoning(delta.reasoning_content.or(delta.reasoning));
         Ok(self.apply_text(delta.content))
     }
 
@@ -270,8 +315,11 @@ impl Assembler {
         let Some(message) = choice.message else {
             return Ok(None);
         };
-        self.apply_whole_calls(message.tool_calls.unwrap_or_default());
+        let mut calls = message.tool_calls.unwrap_or_default();
+        calls.extend(message.function_call.map(legacy_call));
+        self.apply_whole_calls(calls);
         self.apply_refusal(message.refusal);
+        self.apply_reasoning(message.reasoning_content.or(message.reasoning));
         Ok(self.apply_text(message.content))
     }
 
@@ -292,15 +340,37 @@ impl Assembler {
         }
     }
 
+    /// Reasoning pieces, kept apart from the text (see [`Assembler`]).
+    fn apply_reasoning(&mut self, reasoning: Option<String>) {
+        if let Some(piece) = reasoning.filter(|piece| !piece.is_empty()) {
+            self.size += piece.len();
+            self.reasoning.push_str(&piece);
+        }
+    }
+
     /// A chunk's tool-call pieces, each added to the call it belongs to.
     fn apply_calls(&mut self, parts: Vec<ToolCallPart>) {
         // the calls this chunk gave a piece
-        let mut touched: Vec<u32> = Vec::new();
+        let mut touched: Vec<CallKey> = Vec::new();
         for part in parts {
-            let key = match part.index {
-                Some(index) => index,
+            let mut key = match part.index {
+                Some(index) => self
+                    .calls
+                    .range((index, 0)..=(index, u32::MAX))
+                    .next_back()
+                    .map_or((index, 0), |(key, _)| *key),
                 None => self.place(&part, &touched),
             };
+            if self
+                .calls
+                .get(&key)
+                .is_some_and(|call| starts_new_call(call, &part))
+            {
+                key = match part.index {
+                    Some(_) => (key.0, key.1 + 1),
+                    None => self.next_key(),
+                };
+            }
             touched.push(key);
             self.apply_piece(key, part);
         }
@@ -317,7 +387,7 @@ impl Assembler {
     }
 
     /// Adds `part` to the call at `key`.
-    fn apply_piece(&mut self, key: u32, part: ToolCallPart) {
+    fn apply_piece(&mut self, key: CallKey, part: ToolCallPart) {
         self.current = Some(key);
         let call = self.calls.entry(key).or_default();
         if let Some(id) = part.id.filter(|id| !id.is_empty() && *id != call.id) {
@@ -350,13 +420,15 @@ impl Assembler {
     }
 
     /// The key of a call after all others.
-    fn next_key(&self) -> u32 {
-        self.calls.last_key_value().map_or(0, |(key, _)| key + 1)
+    fn next_key(&self) -> CallKey {
+        self.calls
+            .last_key_value()
+            .map_or((0, 0), |(key, _)| (key.0 + 1, 0))
     }
 
     /// The call a piece without `index` belongs to (see [`Assembler`]);
     /// `touched` holds the calls this chunk already gave a piece.
-    fn place(&self, part: &ToolCallPart, touched: &[u32]) -> u32 {
+    fn place(&self, part: &ToolCallPart, touched: &[CallKey]) -> CallKey {
         let next = self.next_key();
         if let Some(id) = part.id.as_deref().filter(|id| !id.is_empty()) {
             return self
@@ -365,18 +437,9 @@ impl Assembler {
                 .find(|(_, call)| call.id == id)
                 .map_or(next, |(key, _)| *key);
         }
-        let Some(current) = self.current.filter(|key| !touched.contains(key)) else {
-            return next;
-        };
-        let names_another = self.calls.get(&current).is_some_and(|call| {
-            !call.arguments.is_empty()
-                && part
-                    .function
-                    .as_ref()
-                    .and_then(|f| f.name.as_deref())
-                    .is_some_and(|name| !name.is_empty() && name != call.name)
-        });
-        if names_another { next } else { current }
+        self.current
+            .filter(|key| !touched.contains(key))
+            .unwrap_or(next)
     }
 
     /// The finished response. A call without an id gets a fresh random one
@@ -427,11 +490,69 @@ impl Assembler {
         });
         Ok(ModelResponse {
             text: surrogates::join(self.text),
+            reasoning: surrogates::join(self.reasoning),
             tool_calls,
             finish,
             usage: self.usage,
         })
     }
+}
+
+/// Whether `part`, placed in `call`, is the start of another call: its id
+/// differs from the call's, or it names a function once the call's
+/// arguments began under another name (the name comes before the
+/// arguments) or are already a whole JSON object and the piece brings
+/// arguments of its own (a server repeating the name with an empty
+/// piece continues the call).
+fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
+    if let Some(id) = part.id.as_deref()
+        && !id.is_empty()
+        && !call.id.is_empty()
+        && id != call.id
+    {
+        return true;
+    }
+    let Some(function) = &part.function else {
+        return false;
+    };
+    let Some(name) = function.name.as_deref().filter(|name| !name.is_empty()) else {
+        return false;
+    };
+    if call.arguments.is_empty() {
+        return false;
+    }
+    if name != call.name {
+        return true;
+    }
+    let brings_arguments = match &function.arguments {
+        Some(Value::String(fragment)) => !fragment.is_empty(),
+        Some(Value::Null) | None => false,
+        Some(_) => true,
+    };
+    brings_arguments && is_whole_object(&call.arguments)
+}
+
+/// Whether `arguments` is already one whole JSON object.
+fn is_whole_object(arguments: &str) -> bool {
+    serde_json::from_str::<serde_json::Map<String, Value>>(arguments).is_ok()
+}
+
+/// The legacy `function_call` as a tool call at index 0 (it has no id and
+/// no index: a message holds at most one).
+fn legacy_call(function: FunctionPart) -> ToolCallPart {
+    ToolCallPart {
+        index: Some(0),
+        id: None,
+        function: Some(function),
+    }
+}
+
+/// The provider's message when a body that should have been SSE holds a
+/// bare JSON error object instead (`{"error": …}`, no `data:` lines), as
+/// some servers send on failure; `None` when it holds anything else.
+pub(super) fn bare_error(body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body.trim_ascii()).ok()?;
+    value.get("error").map(error_message)
 }
 
 /// The choice with index 0 (we never ask for more than one).
@@ -467,3 +588,7 @@ pub(super) fn error_message(error: &Value) -> String {
 #[cfg(test)]
 #[path = "wire_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "wire_dialect_tests.rs"]
+mod dialect_tests;

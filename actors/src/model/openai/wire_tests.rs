@@ -46,6 +46,7 @@ fn assembles_interleaved_tool_call_deltas() {
     assert_eq!(
         assembler.into_response().unwrap(),
         ModelResponse {
+            reasoning: String::new(),
             text: "Let me check.".to_owned(),
             tool_calls: vec![
                 ToolCall {
@@ -372,6 +373,7 @@ fn decodes_a_whole_completion() {
     assert_eq!(
         assembler.into_response().unwrap(),
         ModelResponse {
+            reasoning: String::new(),
             text: String::new(),
             tool_calls: vec![ToolCall {
                 id: "c".to_owned(),

@@ -1,0 +1,168 @@
+//! What an error response says beyond its status, when that changes what
+//! to do about it: a request longer than the model's context window (sent
+//! again it fails again, the context must shrink), an account out of
+//! credit (retrying only spends the retries). Both end the call at once
+//! with their own [`ModelError`], which says what to change.
+//!
+//! Providers word these differently: OpenAI and OpenRouter send
+//! `{"error": {"code": "context_length_exceeded", "message": ..}}`, vLLM
+//! `{"message": "This model's maximum context length is N tokens..", ..}`
+//! or `.. the maximum model length of N ..`, llama.cpp's server
+//! `{"error": {"type": "exceed_context_size_error", "n_ctx": N, ..}}`,
+//! xAI `maximum prompt length is N`; OpenAI's empty account is a 429 with
+//! `code: "insufficient_quota"`, OpenRouter's a 402.
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use super::super::ModelError;
+use super::OpenAiOptions;
+
+/// What the provider's error says, read off its JSON body (any of the
+/// shapes above) or, when the body is not JSON, its text.
+#[derive(Debug, Default, PartialEq)]
+struct Said {
+    /// `error.code` or `code`, when a string.
+    code: String,
+    /// `error.type` or `type`.
+    kind: String,
+    /// `error.message`, `message`, `error` as a string, else the body.
+    message: String,
+    /// llama.cpp's `n_ctx`.
+    n_ctx: Option<u64>,
+}
+
+impl Said {
+    fn of(body: &str) -> Said {
+        let Ok(value) = serde_json::from_str::<Value>(body) else {
+            return Said {
+                message: body.to_owned(),
+                ..Said::default()
+            };
+        };
+        let error = match value.get("error") {
+            Some(inner @ Value::Object(_)) => inner,
+            Some(Value::String(message)) => {
+                return Said {
+                    message: message.clone(),
+                    ..Said::default()
+                };
+            }
+            Some(_) | None => &value,
+        };
+        let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+        Said {
+            code: text("code").to_owned(),
+            kind: text("type").to_owned(),
+            message: match error.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => body.to_owned(),
+            },
+            n_ctx: error.get("n_ctx").and_then(Value::as_u64),
+        }
+    }
+}
+
+/// What the providers say of a request too long for the context window,
+/// lowercase.
+const OVERFLOW_WORDS: &[&str] = &[
+    "context_length_exceeded",
+    "maximum context length",
+    "maximum model length",
+    "max-model-len",
+    "max_model_len",
+    "maximum prompt length",
+    "exceeds the available context size",
+    "exceed_context_size",
+    "context window",
+    "prompt is too long",
+];
+
+/// Phrases followed by the window's size in tokens, lowercase.
+const WINDOW_BEFORE: &[&str] = &[
+    "maximum context length is",
+    "maximum model length of",
+    "maximum model length is",
+    "maximum prompt length is",
+    "max-model-len",
+    "max_model_len",
+];
+
+/// The error an HTTP error status ends the call with at once, when its
+/// body says the request is too long or the account empty; `None` for
+/// every other error (retried or reported as it is).
+pub(super) fn rejection(
+    status: StatusCode,
+    body: &str,
+    options: &OpenAiOptions,
+) -> Option<ModelError> {
+    let said = Said::of(body);
+    let code = status.as_u16();
+    let quota = said.code == "insufficient_quota" || said.kind == "insufficient_quota";
+    if status == StatusCode::PAYMENT_REQUIRED || (status.is_client_error() && quota) {
+        return Some(ModelError::QuotaExhausted {
+            status: code,
+            body: body.to_owned(),
+        });
+    }
+    if !status.is_client_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let message = said.message.to_lowercase();
+    let overflow = [said.code.as_str(), said.kind.as_str()]
+        .iter()
+        .any(|c| OVERFLOW_WORDS.contains(&c.to_lowercase().as_str()))
+        || OVERFLOW_WORDS.iter().any(|w| message.contains(w));
+    if !overflow {
+        return None;
+    }
+    let window = said.n_ctx.or_else(|| window_in(&message));
+    Some(ModelError::ContextOverflow {
+        status: code,
+        window,
+        advice: advice(window, options.provider.as_deref()),
+        body: body.to_owned(),
+    })
+}
+
+/// The number after the first of [`WINDOW_BEFORE`] in `message` (digits,
+/// maybe grouped with `,` or `_`, after spaces, `=` or `:`).
+fn window_in(message: &str) -> Option<u64> {
+    WINDOW_BEFORE.iter().find_map(|phrase| {
+        let start = message.find(phrase)? + phrase.len();
+        let rest = message[start..].trim_start_matches([' ', '=', ':', '(']);
+        let digits: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',' || *c == '_')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok().filter(|n| *n > 0)
+    })
+}
+
+/// What to change: the provider's `compact_at_tokens`, below the window,
+/// so the context is compacted before it outgrows it.
+fn advice(window: Option<u64>, provider: Option<&str>) -> String {
+    let key = match provider {
+        Some(name) => format!("providers.{name}.compact_at_tokens in the fleet file"),
+        None => "compact_at_tokens of this bot's provider in the fleet file".to_owned(),
+    };
+    match window {
+        // three quarters leaves room for the answer and for the
+        // difference between botfleet's token count and the model's;
+        // compact_at_tokens is at least 1000
+        Some(window) => format!(
+            "the model's window is {window} tokens; set {key} below it (e.g. {}, the default is \
+             100000) so the context is compacted before it grows past the window, then retry",
+            (window / 4 * 3).max(1000)
+        ),
+        None => format!(
+            "set {key} (default 100000) below the model's context window so the context is \
+             compacted before it grows past the window, then retry"
+        ),
+    }
+}
+
+#[cfg(test)]
+#[path = "rejection_tests.rs"]
+mod tests;

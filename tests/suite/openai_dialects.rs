@@ -1,0 +1,154 @@
+//! OpenAI-compatible dialects through a whole bot and the loopback OpenAI
+//! server: parallel tool calls that all come at index 0 (Ollama behind
+//! LiteLLM, some Qwen setups) each run, and the reasoning of a thinking
+//! model (DeepSeek, Kimi) goes back with its tool calls in the turn's
+//! next request, and not in a later turn's.
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::deliveries;
+use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::Reply;
+
+/// An SSE body of these chunk deltas, then the finish reason and `[DONE]`.
+fn sse(deltas: &[Value], finish: &str) -> Reply {
+    let mut body = String::new();
+    let chunk = |delta: &Value, finish: Option<&str>| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    for delta in deltas {
+        body.push_str(&format!("data: {}\n\n", chunk(delta, None)));
+    }
+    body.push_str(&format!("data: {}\n\n", chunk(&json!({}), Some(finish))));
+    body.push_str("data: [DONE]\n\n");
+    Reply::raw(200, "text/event-stream", body)
+}
+
+/// A SendMessage call piece at index 0 with its own id.
+fn send_at_zero(id: &str, text: &str) -> Value {
+    json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+        "function": {"name": "SendMessage",
+            "arguments": json!({"text": text}).to_string()}}]})
+}
+
+/// Regression: two parallel calls at index 0 with distinct ids ran as one
+/// call with both names and arguments run together, and neither message
+/// was delivered.
+#[tokio::test]
+async fn parallel_calls_sharing_index_zero_both_run() {
+    let server = OpenAiServer::builder()
+        .replies([
+            sse(
+                &[
+                    json!({"role": "assistant", "content": null}),
+                    send_at_zero("call_a", "likes jazz, noted"),
+                    send_at_zero("call_b", "anything else?"),
+                ],
+                "tool_calls",
+            ),
+            Reply::text(""),
+        ])
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (session, end) = host.end_turn("r", "I like jazz").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let entries = host.entries(&session).await;
+    assert_eq!(
+        deliveries(&entries),
+        ["likes jazz, noted", "anything else?"],
+        "{entries:#?}"
+    );
+    let requests = server.requests();
+    let calls = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .map(|m| m["tool_calls"].clone())
+        .unwrap();
+    assert_eq!(calls[0]["id"], "call_a");
+    assert_eq!(calls[1]["id"], "call_b");
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression: `reasoning_content` was dropped, and thinking-mode servers
+/// refused the second request of every turn with tool calls ("The
+/// reasoning_content in the thinking mode must be passed back to the
+/// API"). It goes back with the calls within the turn, and not in the
+/// next turn; it is never delivered.
+#[tokio::test]
+async fn reasoning_goes_back_with_the_calls_of_its_turn_only() {
+    let thinking = |id: &str, text: &str, thought: &str| {
+        sse(
+            &[
+                json!({"role": "assistant", "reasoning_content": thought}),
+                json!({"reasoning_content": " Then answer."}),
+                send_at_zero(id, text),
+            ],
+            "tool_calls",
+        )
+    };
+    let server = OpenAiServer::builder()
+        .replies([
+            thinking("call_1", "hello", "They greet me."),
+            Reply::text(""),
+            thinking("call_2", "fine", "They ask how I am."),
+            Reply::text(""),
+        ])
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (session, end) = host.end_turn("r", "hi").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (_, end) = host.end_turn("r", "how are you?").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let assistant_of = |request: usize, call: &str| -> Value {
+        requests[request].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == call)
+            .cloned()
+            .unwrap_or_else(|| panic!("no call {call} in request {request}"))
+    };
+    // the turn's second request carries the first step's reasoning
+    assert_eq!(
+        assistant_of(1, "call_1")["reasoning_content"],
+        "They greet me. Then answer."
+    );
+    // the next turn sends the earlier turn's calls without it, its own
+    // with it
+    assert!(
+        assistant_of(2, "call_1").get("reasoning_content").is_none(),
+        "{}",
+        assistant_of(2, "call_1")
+    );
+    assert!(assistant_of(3, "call_1").get("reasoning_content").is_none());
+    assert_eq!(
+        assistant_of(3, "call_2")["reasoning_content"],
+        "They ask how I am. Then answer."
+    );
+    let entries = host.entries(&session).await;
+    assert_eq!(deliveries(&entries), ["hello", "fine"]);
+    for entry in &entries {
+        let text = entry["text"].as_str().unwrap_or("");
+        assert!(!text.contains("greet me"), "reasoning shown: {entry}");
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -1,0 +1,257 @@
+//! A room member's messages past the room's limit of 2 per member turn:
+//! the SendMessage that goes over it is told `not published` when it is
+//! called, whether the calls come in one step or in several; the note on a
+//! member's next input about messages kept back is grammatical for one;
+//! and a subagent's report tells its parent to answer with SendToAgent
+//! only if the parent has that tool.
+//!
+//! (Before, the third SendMessage of a turn answered `delivered` and was
+//! dropped after the turn, the next input said "1 of your messages … were
+//! not published", and a parent with only Task was told to answer its
+//! subagent with SendToAgent.)
+
+use serde_json::json;
+
+use super::groups::create;
+use super::groups::discuss;
+use super::groups::member_inputs;
+use super::groups::member_session;
+use super::groups::notice_codes;
+use super::groups::pairs;
+use super::groups::replies;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+/// `a` says three things in one step (parallel calls); `b` says one thing,
+/// then two more in its next step.
+const OVER_THE_LIMIT: &str = r#"
+[[rule]]
+bot = "a"
+steps = [ { calls = [
+  { tool = "SendMessage", args = { text = "a one" } },
+  { tool = "SendMessage", args = { text = "a two" } },
+  { tool = "SendMessage", args = { text = "a three" } },
+] } ]
+
+[[rule]]
+bot = "b"
+steps = [
+  { tool = "SendMessage", args = { text = "b one" } },
+  { calls = [
+    { tool = "SendMessage", args = { text = "b two" } },
+    { tool = "SendMessage", args = { text = "b three" } },
+  ] },
+]
+"#;
+
+/// The results of a member's SendMessage calls in its room session, in
+/// order, and the texts of its `room_message_over_limit` notices.
+async fn send_results(host: &TestHost, bot: &str, room: &str) -> (Vec<String>, Vec<String>) {
+    let entries = host.entries(&member_session(bot, room)).await;
+    let results = entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "SendMessage")
+        .map(|e| e["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let notices = entries
+        .iter()
+        .filter(|e| e["kind"] == "notice" && e["code"] == "room_message_over_limit")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (results, notices)
+}
+
+/// The `deliveries` of each turn end in a member's room session.
+async fn turn_deliveries(host: &TestHost, bot: &str, room: &str) -> Vec<i64> {
+    host.entries(&member_session(bot, room))
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "turn_end")
+        .map(|e| e["deliveries"].as_i64().unwrap_or(-1))
+        .collect()
+}
+
+fn assert_third_refused(results: &[String], turns: usize) {
+    assert_eq!(results.len(), 3 * turns, "{results:#?}");
+    for turn in results.chunks(3) {
+        assert_eq!(turn[0], "delivered", "{results:#?}");
+        assert_eq!(turn[1], "delivered", "{results:#?}");
+        assert!(
+            turn[2].starts_with("not published: you already sent 2 messages to the room")
+                && turn[2].contains("the most the room publishes per member turn"),
+            "{results:#?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_send_past_the_per_turn_limit_is_told_not_published_when_called() {
+    let host = TestFleet::new()
+        .script("s", OVER_THE_LIMIT)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, room) = create(&host, TOKEN, json!({"name": "pair", "members": ["a", "b"]})).await;
+    assert_eq!(status, 201, "{room}");
+
+    let (_, run) = discuss(&host, "pair", "what is new?", "k1").await;
+    // two messages a turn: a, b, a, b, a reach the 10-reply cap; the third
+    // of each turn was refused
+    let want: Vec<(&str, &str)> = [
+        ("a", "a one"),
+        ("a", "a two"),
+        ("b", "b one"),
+        ("b", "b two"),
+    ]
+    .into_iter()
+    .cycle()
+    .take(10)
+    .collect();
+    assert_eq!(replies(&run), pairs(&want));
+    assert_eq!(notice_codes(&run), vec!["room_run_reply_limit"]);
+
+    for (bot, third, turns) in [("a", "a three", 3), ("b", "b three", 2)] {
+        // in one step (a) and across steps (b), the third call of every
+        // turn was told at once that it was not published
+        let (results, notices) = send_results(&host, bot, "pair").await;
+        assert_third_refused(&results, turns);
+        // its text is kept for the owner, and only what went out counts
+        assert_eq!(notices.len(), turns, "{notices:#?}");
+        assert!(
+            notices
+                .iter()
+                .all(|n| n.contains(third) && n.starts_with("Not published in room pair")),
+            "{notices:#?}"
+        );
+        assert_eq!(turn_deliveries(&host, bot, "pair").await, vec![2; turns]);
+        let session = host.entries(&member_session(bot, "pair")).await;
+        assert_eq!(
+            session.iter().filter(|e| e["kind"] == "delivery").count(),
+            2 * turns,
+            "{bot}"
+        );
+        // nothing was kept back after the turn, so no input says so
+        let inputs = member_inputs(&host, bot, "pair").await;
+        assert_eq!(inputs.len(), turns);
+        assert!(
+            inputs.iter().all(|i| !i.contains("not published")),
+            "{inputs:#?}"
+        );
+    }
+    host.shutdown().await;
+}
+
+/// Members `a`, `b`, `c` say two things a turn, `d` one.
+const TWO_AND_ONE: &str = r#"
+[[rule]]
+bot = "d"
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} alone" } } ]
+
+[[rule]]
+steps = [ { calls = [
+  { tool = "SendMessage", args = { text = "{{bot}} first" } },
+  { tool = "SendMessage", args = { text = "{{bot}} second" } },
+] } ]
+"#;
+
+#[tokio::test]
+async fn one_message_kept_back_by_the_reply_cap_is_noted_in_the_singular() {
+    let host = TestFleet::new()
+        .script("s", TWO_AND_ONE)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .bot("c", "s", &["SendMessage"])
+        .bot("d", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, room) = create(
+        &host,
+        TOKEN,
+        json!({"name": "four", "members": ["a", "b", "c", "d"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{room}");
+    // round 1: 2 + 2 + 2 + 1 = 7; round 2: a brings 9, and only one of b's
+    // two fits under the 10-reply cap
+    let (_, run) = discuss(&host, "four", "go", "k1").await;
+    assert_eq!(replies(&run).len(), 10);
+    assert_eq!(replies(&run)[9], ("b".to_owned(), "b first".to_owned()));
+    assert_eq!(notice_codes(&run), vec!["room_run_reply_limit"]);
+    // b's next input says so, in the singular
+    discuss(&host, "four", "@b again", "k2").await;
+    let inputs = member_inputs(&host, "b", "four").await;
+    let last = inputs.last().unwrap();
+    assert!(
+        last.contains(
+            "Note: 1 of your messages from your last turn in this room was not published"
+        ),
+        "{last}"
+    );
+    host.shutdown().await;
+}
+
+/// The report of `p`'s subagent as `p` saw it: `p` answers a message from
+/// a bot by quoting it.
+async fn report_as_seen(host: &TestHost, parent: &str) -> String {
+    let (status, sent) = host.send(parent, "research please", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seen = host
+        .wait_for(&session, |es| {
+            es.iter()
+                .filter(|e| e["kind"] == "delivery")
+                .find(|e| e["text"].as_str().unwrap_or("").starts_with("seen: "))
+                .cloned()
+        })
+        .await;
+    seen["text"].as_str().unwrap_or_default().to_owned()
+}
+
+const DELEGATES: &str = r#"
+[[rule]]
+match = "^research"
+steps = [
+  { tool = "Task", args = { description = "look", prompt = "SUBTASK look" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+match = "SUBTASK look"
+steps = [ { tool = "SendMessage", args = { text = "REPORT found it" } } ]
+
+[[rule]]
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "seen: {{input}}" } } ]
+"#;
+
+#[tokio::test]
+async fn a_report_names_send_to_agent_only_to_a_parent_that_has_it() {
+    let host = TestFleet::new()
+        .script("s", DELEGATES)
+        .bot("p", "s", &["SendMessage", "Task", "CheckSubagent"])
+        .bot(
+            "q",
+            "s",
+            &["SendMessage", "Task", "CheckSubagent", "SendToAgent"],
+        )
+        .start()
+        .await;
+    // p has no SendToAgent: the report is quoted data, with no tool to
+    // answer it named
+    let seen = report_as_seen(&host, "p").await;
+    assert!(
+        seen.contains("Message from bot `p.") && seen.contains("REPORT found it"),
+        "{seen}"
+    );
+    assert!(!seen.contains("SendToAgent"), "{seen}");
+    // q has it, and is told it may answer with it
+    let seen = report_as_seen(&host, "q").await;
+    assert!(
+        seen.contains("answer with SendToAgent if a reply is useful")
+            && seen.contains("REPORT found it"),
+        "{seen}"
+    );
+    host.shutdown().await;
+}
