@@ -80,12 +80,24 @@ export class ApiError extends Error {
   }
 }
 
-/** The path of API[name] with its {placeholders} filled in. */
+/** What a {placeholder} names, as a refusal says it. */
+const NAMED = { bot: "bot", session: "conversation", turn: "turn", id: "approval", group: "room", name: "secret" };
+
+/**
+ * The path of API[name] with its {placeholders} filled in. A value "",
+ * "." or ".." (from an address like #/bots/..) is refused with a 404:
+ * encodeURIComponent leaves dots as they are, and fetch would resolve
+ * the segment away and ask another route (%2E is resolved alike).
+ */
 export function pathOf(name, params = {}) {
   const [, template] = API[name];
   return template.replace(/\{(\w+)\}/g, (_, k) => {
     if (params[k] === undefined || params[k] === null) throw new Error(`${name}: missing ${k}`);
-    return encodeURIComponent(params[k]);
+    const v = String(params[k]);
+    if (v === "" || v === "." || v === "..") {
+      throw new ApiError(404, "not_found", `No such page: no ${NAMED[k] || k} is called “${v}”. Check the address, or go back to your bots.`, null);
+    }
+    return encodeURIComponent(v);
   });
 }
 

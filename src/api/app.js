@@ -7,15 +7,14 @@ import { Signals, auth, call } from "./api.js";
 import { composer, deliver } from "./compose.js";
 import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
 import { approvalsView, searchView, secretsView, sessionView } from "./pages.js";
+import { roomsView } from "./rooms.js";
 import {
   botName,
   botWatchers,
   debounce,
   ensureBots,
   loadBots,
-  loadRooms,
   refreshApprovals,
-  roomWatchers,
   sessionEntries,
   setTitle,
   store,
@@ -163,7 +162,7 @@ function route() {
   }
   const views = {
     bots: () => botsView(id, seq),
-    rooms: () => roomsView(id, seq),
+    rooms: () => roomsView(id, seq, { signedOut }),
     approvals: () => approvalsView(query),
     search: () => searchView(query),
     secrets: () => secretsView(),
@@ -256,8 +255,8 @@ function paintBotList(list, current) {
           "a",
           { href: `#/bots/${encodeURIComponent(b.id)}`, "aria-current": b.id === current ? "page" : null },
           avatar(b.name),
-          h("span", { class: "name" }, b.name),
-          h("span", { class: `state ${cls}` }, label),
+          // the badge moves under the name when both do not fit on a line
+          h("span", { class: "head" }, h("span", { class: "name" }, b.name), h("span", { class: `state ${cls}` }, label)),
           h("span", { class: "sub" }, `${b.id} · ${usageText(b)}${b.queued && cls === "paused" ? ` · ${b.queued} waiting` : ""}`),
         ),
       );
@@ -331,10 +330,33 @@ async function openBot(ctx, detail, id, seq) {
     role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
     role.title = b ? b.role : "";
     stop.hidden = !(b && b.running_turn);
+    // the turn ended meanwhile: nothing is left to stop
+    if (stop.hidden) {
+      asking.hidden = true;
+      stop.disabled = false;
+    }
     timeline.setPaused(b && b.paused_until);
   };
-  stop.addEventListener("click", async () => {
-    stop.disabled = true;
+  // stopping is for good (the turn does not answer; its running tools
+  // are killed): one more click, saying so, before it happens
+  const stopIt = h("button", { type: "button", class: "small danger" }, "Stop it");
+  const keep = h("button", { type: "button", class: "small" }, "Keep working");
+  const asking = h(
+    "div",
+    { class: "stop-confirm", role: "group", "aria-label": "Stop the turn?", hidden: true },
+    h("span", null, `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; Retry on its notice starts it again.`),
+    stopIt,
+    keep,
+  );
+  const ask = (on) => {
+    asking.hidden = !on;
+    stop.disabled = on;
+    (on ? stopIt : stop).focus();
+  };
+  stop.addEventListener("click", () => ask(true));
+  keep.addEventListener("click", () => ask(false));
+  stopIt.addEventListener("click", async () => {
+    stopIt.disabled = true;
     try {
       const { data } = await call("botCancel", { bot: id });
       toast(data.cancelled ? `Stopped ${name}'s turn.` : `${name} was not working on anything.`);
@@ -342,6 +364,8 @@ async function openBot(ctx, detail, id, seq) {
     } catch (e) {
       toast(e.message, { error: true });
     } finally {
+      stopIt.disabled = false;
+      asking.hidden = true;
       stop.disabled = false;
     }
   });
@@ -375,6 +399,7 @@ async function openBot(ctx, detail, id, seq) {
     h("div", { class: "conv-title" }, avatar(name), h("div", null, title, role)),
     stop,
     timeline.stepsToggle,
+    asking,
   );
   paintHead();
   botWatchers.add(paintHead);
@@ -386,178 +411,6 @@ async function openBot(ctx, detail, id, seq) {
   detail.replaceChildren(head, timeline.el, box.el);
   try {
     await timeline.open(session.last_seq, seq);
-  } catch {
-    // reported by the timeline
-  }
-  if (!ctx.closed && !seq) box.focus();
-}
-
-// ---------- rooms ----------
-
-function roomsView(id, seq) {
-  setTitle("Rooms");
-  const ctx = { closed: false, timeline: null, poll: 0, failed: false };
-  const list = h("ul", { class: "list", "aria-label": "Your rooms" });
-  const heading = h("h1", { tabindex: "-1" }, "Rooms");
-  const aside = h(
-    "aside",
-    { "aria-label": "Rooms" },
-    h("div", { class: "aside-head" }, heading, h("a", { class: "button small", href: "#/rooms/new" }, "New room")),
-    list,
-  );
-  const detail = h("section", { class: "detail", "aria-label": "Room" });
-  main.replaceChildren(h("div", { class: `split${id ? " has-detail" : ""}` }, aside, detail));
-  const paint = () => paintRoomList(list, id);
-  paint();
-  roomWatchers.add(paint);
-  loadRooms();
-  if (id === "new") newRoomForm(ctx, detail);
-  else if (id) openRoom(ctx, detail, id, seq);
-  else {
-    detail.replaceChildren(placeholder(h("p", null, "A room is a shared timeline where 2–6 bots discuss what you post, one at a time. Choose a room or create one.")));
-    heading.focus();
-  }
-  return {
-    unmount() {
-      ctx.closed = true;
-      roomWatchers.delete(paint);
-      clearInterval(ctx.poll);
-      if (ctx.timeline) ctx.timeline.close();
-    },
-    onSignal(ev) {
-      if (ctx.timeline) ctx.timeline.onSignal(ev);
-    },
-    failed: () => ctx.failed,
-  };
-}
-
-function paintRoomList(list, current) {
-  if (!store.roomsLoaded) return list.replaceChildren(h("li", { class: "list-empty" }, "Loading…"));
-  if (!store.rooms.length) return list.replaceChildren(h("li", { class: "list-empty" }, "No rooms yet."));
-  list.replaceChildren(
-    ...store.rooms.map((r) =>
-      h(
-        "li",
-        null,
-        h(
-          "a",
-          { href: `#/rooms/${encodeURIComponent(r.id)}`, "aria-current": r.id === current ? "page" : null },
-          avatar(r.name, true),
-          h("span", { class: "name" }, r.name),
-          r.shared ? h("span", { class: "state" }, "shared") : h("span"),
-          h("span", { class: "sub" }, (r.members || []).map((m) => m.name || m.id).join(", ")),
-        ),
-      ),
-    ),
-  );
-}
-
-async function newRoomForm(ctx, detail) {
-  setTitle("New room");
-  await ensureBots();
-  if (ctx.closed) return;
-  const title = h("h2", { tabindex: "-1" }, "New room");
-  const name = h("input", { id: "room-name", required: true, maxlength: "100", placeholder: "standup" });
-  const rid = h("input", { id: "room-id", maxlength: "64", placeholder: "defaults to the name", spellcheck: "false" });
-  const others = h("input", { id: "room-others", placeholder: "e.g. helper, reviewer", spellcheck: "false" });
-  const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), `${b.name} `, h("span", { class: "hint" }, b.id)));
-  const error = h("p", { class: "error-text", role: "alert" });
-  const submit = h("button", { type: "submit", class: "primary" }, "Create room");
-  const form = h(
-    "form",
-    { class: "panel" },
-    h("label", { class: "field", for: "room-name" }, h("span", null, "Name"), name),
-    h("label", { class: "field", for: "room-id" }, h("span", null, "Id (optional)"), rid, h("span", { class: "hint" }, "Letters, digits, - _ . — used in links and @mentions of the room.")),
-    h("fieldset", null, h("legend", null, "Members (2–6; they speak in this order)"), checks.length ? h("div", { class: "checks" }, checks) : h("p", { class: "hint" }, "You have no bots to add.")),
-    h("label", { class: "field", for: "room-others" }, h("span", null, "Other users' bots (optional)"), others, h("span", { class: "hint" }, "Ids of bots marked shareable in fleet.toml, separated by commas.")),
-    error,
-    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/rooms" }, "Cancel")),
-  );
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    const members = [
-      ...checks.map((l) => l.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
-      ...others.value.split(",").map((s) => s.trim()).filter(Boolean),
-    ];
-    const body = { name: name.value.trim(), members };
-    if (rid.value.trim()) body.id = rid.value.trim();
-    submit.disabled = true;
-    error.textContent = "";
-    try {
-      const { data } = await call("groupCreate", {}, { body });
-      await loadRooms();
-      location.hash = `#/rooms/${encodeURIComponent(data.id)}`;
-    } catch (e) {
-      error.textContent = e.message;
-      submit.disabled = false;
-    }
-  });
-  detail.replaceChildren(h("div", { class: "page" }, backLink("#/rooms", "Rooms"), title, form));
-  title.focus();
-}
-
-async function openRoom(ctx, detail, id, seq) {
-  detail.replaceChildren(placeholder("Loading…"));
-  let room;
-  try {
-    await ensureBots();
-    ({ data: room } = await call("group", { group: id }));
-  } catch (e) {
-    if (!ctx.closed) detail.replaceChildren(errorBox(e));
-    ctx.failed = true;
-    return;
-  }
-  if (ctx.closed) return;
-  setTitle(room.name);
-  const names = new Map((room.members || []).map((m) => [m.id, m.name || m.id]));
-  const nameOf = (author) => names.get(author) || botName(author);
-  const note = h("p", { class: "composer-note", role: "status" });
-  const timeline = new Timeline({
-    label: `Room ${room.name}`,
-    session: room.session,
-    me: store.me,
-    nameOf,
-    load: (after, limit) => call("groupEntries", { group: id }, { query: { after, limit } }).then((r) => r.data),
-    send: (text) => send(text),
-    draft: (text) => box.draft(text),
-    working: "The members are discussing",
-    empty: "No messages yet. Everyone in the room reads what you post; @Name addresses one member.",
-  });
-  ctx.timeline = timeline;
-  const send = (text) =>
-    deliver(
-      timeline,
-      text,
-      (key) => call("groupMessage", { group: id }, { body: { text }, key, accept: [409] }),
-      {
-        onAccepted: (data) => {
-          const addressed = (data.addressed || []).map(nameOf);
-          const unknown = data.unknown_mentions || [];
-          note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
-          if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
-        },
-        onSignedOut: signedOut,
-      },
-    );
-  const box = composer({ label: `Message to room ${room.name}`, placeholder: "Message the room (@Name for one member)", onSend: send });
-  const title = h("h1", { tabindex: "-1" }, h("bdi", null, room.name), room.shared ? h("span", { class: "state" }, "shared") : null);
-  const head = h(
-    "header",
-    { class: "conv-head" },
-    backLink("#/rooms", "Rooms"),
-    h(
-      "div",
-      { class: "conv-title" },
-      avatar(room.name, true),
-      h("div", null, title, h("div", { class: "members", "aria-label": "Members in speaking order" }, (room.members || []).map((m) => h("span", { class: "chip" }, m.name || m.id)))),
-    ),
-    timeline.stepsToggle,
-  );
-  detail.replaceChildren(head, timeline.el, box.el, note);
-  // change signals of a timeline go to the room's owner; others poll
-  if (store.me !== room.owner) ctx.poll = setInterval(() => timeline.sync().catch(() => {}), 5000);
-  try {
-    await timeline.open(room.last_seq, seq);
   } catch {
     // reported by the timeline
   }

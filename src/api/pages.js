@@ -2,7 +2,7 @@
 // approvals, transcript search and secrets.
 
 import { call } from "./api.js";
-import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, timeEl, toast } from "./dom.js";
+import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, timeEl } from "./dom.js";
 import { botName, botWatchers, debounce, ensureBots, loadBots, refreshApprovals, sessionEntries, setTitle, store } from "./state.js";
 import { fillApproval, tickExpiries } from "./cards.js";
 import { Timeline } from "./timeline.js";
@@ -283,6 +283,13 @@ export function secretsView() {
   );
   const table = h("div", { "aria-live": "polite" });
   const status = h("p", { class: "hint", role: "status" });
+  // errors show next to the form and the list, not in a toast that would
+  // cover the Save and Delete buttons
+  const problem = h("p", { class: "error-text", role: "alert" });
+  const say = (ok, bad = "") => {
+    status.textContent = ok;
+    problem.textContent = bad;
+  };
   main.replaceChildren(
     h(
       "div",
@@ -290,6 +297,7 @@ export function secretsView() {
       title,
       h("p", { class: "hint" }, "Your bots' tools use secrets by name. Values are write-only: botfleet never shows them again, and they never pass through a bot."),
       form,
+      problem,
       status,
       h("h2", null, "Stored"),
       table,
@@ -316,10 +324,10 @@ export function secretsView() {
                 if (!confirm(`Delete the secret ${s.name}? Tools that use it will fail until it is set again.`)) return;
                 try {
                   await call("secretDelete", { name: s.name });
-                  status.textContent = `Deleted ${s.name}.`;
+                  say(`Deleted ${s.name}.`);
                   load();
                 } catch (e) {
-                  toast(e.message, { error: true });
+                  say("", `${s.name} was not deleted: ${e.message}`);
                 }
               });
               return h("tr", null, h("td", null, h("code", null, s.name)), h("td", null, typeof s.updated_at === "number" ? relative(s.updated_at) : ""), h("td", null, del));
@@ -335,12 +343,13 @@ export function secretsView() {
     ev.preventDefault();
     try {
       await call("secretPut", { name: name.value.trim() }, { body: { value: value.value } });
-      status.textContent = `Saved ${name.value.trim()}.`;
+      say(`Saved ${name.value.trim()}.`);
       name.value = "";
       value.value = "";
       load();
     } catch (e) {
-      toast(e.message, { error: true });
+      say("", e.message);
+      name.focus();
     }
   });
   load();

@@ -36,13 +36,16 @@ export function loadBots() {
 
 /**
  * Loads the bots, and again shortly while one has inputs queued but no
- * turn running yet: a turn's start sends no change signal (after a retry,
- * the header would say queued or idle until the turn's first step).
+ * turn running yet, or its actor is starting (`live` false: what it does
+ * is not known yet), or `waiting()` says a turn is still to start: a
+ * turn's start sends no change signal (after a retry or a first message,
+ * the header would say queued, idle or asleep until the turn's first
+ * step, which may be a slow model call away).
  */
-export async function loadBotsUntilStarted(tries = 10) {
+export async function loadBotsUntilStarted(tries = 10, waiting = () => false) {
   for (let i = 0; i < tries; i++) {
     await loadBots();
-    if (!store.bots.some((b) => b.queued && !b.running_turn)) return;
+    if (!store.bots.some((b) => b.live === false || (b.queued && !b.running_turn)) && !waiting()) return;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }

@@ -45,6 +45,11 @@ export class Timeline {
   constructor(opts) {
     this.opts = opts;
     this.expected = new Map();
+    // outgoing messages whose send got no answer (compose.js): each is
+    // asked of every entry shown whether it may be that message
+    // (`arrived(e)`), and told when the host answers again (`reachable()`)
+    this.unconfirmed = new Set();
+    this.closed = false;
     this.forget();
     this.syncing = null;
     this.again = false;
@@ -93,6 +98,8 @@ export class Timeline {
 
   /** Stops timers. */
   close() {
+    this.closed = true;
+    this.unconfirmed.clear();
     clearInterval(this.ticker);
   }
 
@@ -115,6 +122,9 @@ export class Timeline {
   /** Loads the newest entries (or a page around `focus`) and shows them. */
   async open(lastSeq, focus) {
     this.last = lastSeq || 0;
+    // a link past the end (a mistyped or made-up seq): the newest page
+    const missing = focus > this.last ? focus : 0;
+    if (missing) focus = undefined;
     this.log.setAttribute("aria-busy", "true");
     try {
       if (focus) {
@@ -139,10 +149,12 @@ export class Timeline {
     } else {
       this.toEnd();
     }
+    if (missing) toast(`There is no message #${missing} here${this.last ? ` (the newest is #${this.last})` : ""}: showing the newest.`);
   }
 
   /** Reacts to a change signal or a resync. */
   onSignal(ev) {
+    if (ev.type === "resync") this.reachable();
     if (ev.type === "change" && ev.session === this.opts.session) this.last = Math.max(this.last, ev.seq || 0);
     if (!this.follows) return this.paintLater();
     if (ev.type === "resync" || (ev.type === "change" && ev.session === this.opts.session && ev.seq > this.held)) {
@@ -200,11 +212,18 @@ export class Timeline {
       const li = this.render(e, false);
       if (li) frag.append(li);
       added++;
+      for (const out of this.unconfirmed) if (out.arrived(e)) break;
     }
     this.log.append(frag);
     this.refresh();
     if (added && stick && this.follows) this.toEnd();
     if (added) this.checkApproved();
+    this.reachable();
+  }
+
+  /** The host answered: messages sent without an answer are asked again. */
+  reachable() {
+    for (const out of [...this.unconfirmed]) out.reachable();
   }
 
   /**
@@ -294,13 +313,18 @@ export class Timeline {
     this.paintWorking();
   }
 
+  /** Whether messages of the newest entries wait for an answer. */
+  awaitsTurn() {
+    return this.follows && this.unanswered.size > 0;
+  }
+
   /**
    * The line under the log: the bot works on the messages it has not
    * answered, or they wait while it is paused. Only said of the newest
    * entries (a page further back may end on a message answered later).
    */
   paintWorking() {
-    const waiting = this.follows && this.unanswered.size > 0;
+    const waiting = this.awaitsTurn();
     this.working.hidden = !waiting;
     if (!waiting) return;
     const paused = this.pausedUntil > Date.now();
@@ -313,35 +337,21 @@ export class Timeline {
     this.working.replaceChildren(paused ? h("span", null, text) : h("span", { class: "dots" }, text));
   }
 
-  /** An outgoing message shown until its entry arrives. */
-  pending(text) {
-    // a message is answered at the end of the conversation: show it there
+  /** Shows an outgoing message's bubble (compose.js) at the end of the
+   * conversation, where messages are answered. */
+  addOutgoing(li) {
     if (!this.follows) this.toNewest();
-    const meta = h("div", { class: "meta" }, h("span", { class: "who" }, "You"), h("span", null, "Sending…"));
-    const actions = h("div", { class: "outbox-actions" });
-    const li = h("li", { class: "entry mine sending" }, h("div", { class: "bubble" }, meta, h("div", { class: "text" }, text)), actions);
     this.outbox.append(li);
     this.refresh();
     this.toEnd();
-    return {
-      sent: (entryId) => {
-        if (!entryId || this.ids.has(entryId)) li.remove();
-        else {
-          meta.lastChild.textContent = "Sent";
-          this.expected.set(entryId, li);
-        }
-        this.refresh();
-      },
-      failed: (message, retry) => {
-        li.className = "entry mine unsent";
-        meta.lastChild.textContent = "Not sent";
-        actions.replaceChildren(
-          h("span", { class: "error-text" }, message),
-          h("button", { type: "button", class: "small", onclick: () => { li.remove(); retry(); } }, "Retry"),
-          h("button", { type: "button", class: "small link", onclick: () => { li.remove(); this.refresh(); } }, "Discard"),
-        );
-      },
-    };
+  }
+
+  /** An outgoing bubble the host stored as entry `entryId`: it goes when
+   * that entry is shown (now, when it already is). */
+  confirmed(entryId, li) {
+    if (!entryId || this.ids.has(entryId)) li.remove();
+    else this.expected.set(entryId, li);
+    this.refresh();
   }
 
   /** The element of one entry, or null when it changes another one. */

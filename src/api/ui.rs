@@ -33,6 +33,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("compose.js", JS, include_str!("compose.js")),
     ("dom.js", JS, include_str!("dom.js")),
     ("pages.js", JS, include_str!("pages.js")),
+    ("rooms.js", JS, include_str!("rooms.js")),
     ("state.js", JS, include_str!("state.js")),
     ("timeline.js", JS, include_str!("timeline.js")),
     ("ui.css", CSS, include_str!("ui.css")),

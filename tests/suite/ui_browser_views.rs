@@ -156,6 +156,11 @@ steps = [ { text = "thinking slowly", delay_ms = 4000 } ]
         .wait_js("the working line and Stop turn", working, json!([]))
         .await;
     browser.click(".conv-head button.danger").await;
+    // Stop turn asks first, saying what stops
+    browser
+        .wait_text(".stop-confirm:not([hidden])", "Stop r-name's turn now?")
+        .await;
+    browser.click(".stop-confirm button.danger").await;
     browser.wait_js("the turn stopped", idle, json!([])).await;
     browser.click(".log .notice button").await;
     browser

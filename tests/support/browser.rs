@@ -193,6 +193,17 @@ impl Browser {
             .unwrap();
     }
 
+    /// Sets the window's size in CSS pixels (a phone's width, say).
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.cmd(
+            Method::POST,
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("resizing the window: {e}"));
+    }
+
     /// Closes the current tab (switch to another one after).
     pub async fn close_tab(&self) {
         self.cmd(Method::DELETE, "/window", None).await.unwrap();

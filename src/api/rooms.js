@@ -1,0 +1,304 @@
+// Group rooms: the list, the "New room" form and a room's timeline with
+// its message box. A closed room keeps its timeline readable; its box is
+// replaced by a line saying who closed it and when.
+
+import { call } from "./api.js";
+import { composer, deliver } from "./compose.js";
+import { avatar, backLink, clock, errorBox, h, placeholder } from "./dom.js";
+import { botName, ensureBots, loadRooms, roomWatchers, setTitle, store } from "./state.js";
+import { Timeline } from "./timeline.js";
+
+const main = document.getElementById("main");
+
+/** The API's id rule (memory/src/ids.rs): 1–64 ASCII letters, digits,
+ * `-`, `_` or `.`, starting with a letter or digit. */
+const ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * The room id the form sends for a room `name` when no id is typed: the
+ * name itself when it is a valid id (what the API does without an id),
+ * else its ASCII letters and digits, lowercased, runs of anything else
+ * made one `-` ("Team Standup ✨" → "team-standup"). "" when nothing is
+ * left (a name in another script): the person then types an id.
+ */
+export function roomIdFrom(name) {
+  const trimmed = name.trim();
+  if (ROOM_ID.test(trimmed)) return trimmed;
+  return trimmed
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "") // accents of decomposed letters: "é" → "e"
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+/, "")
+    .slice(0, 64)
+    .replace(/-+$/, "");
+}
+
+/** Who closed a room (only its owner may) as the page names them. */
+const closer = (room) => (room.owner === store.me ? "You" : room.owner);
+
+/**
+ * The #/rooms views. `signedOut(why)` shows the sign-in page with why a
+ * message was not sent.
+ */
+export function roomsView(id, seq, { signedOut }) {
+  setTitle("Rooms");
+  const ctx = { closed: false, timeline: null, poll: 0, failed: false };
+  const list = h("ul", { class: "list", "aria-label": "Your rooms" });
+  const heading = h("h1", { tabindex: "-1" }, "Rooms");
+  const aside = h(
+    "aside",
+    { "aria-label": "Rooms" },
+    h("div", { class: "aside-head" }, heading, h("a", { class: "button small", href: "#/rooms/new" }, "New room")),
+    list,
+  );
+  const detail = h("section", { class: "detail", "aria-label": "Room" });
+  main.replaceChildren(h("div", { class: `split${id ? " has-detail" : ""}` }, aside, detail));
+  const paint = () => paintRoomList(list, id);
+  paint();
+  roomWatchers.add(paint);
+  loadRooms();
+  if (id === "new") newRoomForm(ctx, detail);
+  else if (id) openRoom(ctx, detail, id, seq, signedOut);
+  else {
+    detail.replaceChildren(placeholder(h("p", null, "A room is a shared timeline where 2–6 bots discuss what you post, one at a time. Choose a room or create one.")));
+    heading.focus();
+  }
+  return {
+    unmount() {
+      ctx.closed = true;
+      roomWatchers.delete(paint);
+      clearInterval(ctx.poll);
+      if (ctx.timeline) ctx.timeline.close();
+    },
+    onSignal(ev) {
+      if (ctx.timeline) ctx.timeline.onSignal(ev);
+    },
+    failed: () => ctx.failed,
+  };
+}
+
+/** The badge of a room in the list and its header: closed, else shared. */
+function roomBadge(room) {
+  if (room.closed_at) return h("span", { class: "state closed", title: `Closed ${clock(room.closed_at)}` }, "closed");
+  return room.shared ? h("span", { class: "state" }, "shared") : null;
+}
+
+function paintRoomList(list, current) {
+  if (!store.roomsLoaded) return list.replaceChildren(h("li", { class: "list-empty" }, "Loading…"));
+  if (!store.rooms.length) return list.replaceChildren(h("li", { class: "list-empty" }, "No rooms yet."));
+  list.replaceChildren(
+    ...store.rooms.map((r) =>
+      h(
+        "li",
+        { class: r.closed_at ? "closed" : null },
+        h(
+          "a",
+          { href: `#/rooms/${encodeURIComponent(r.id)}`, "aria-current": r.id === current ? "page" : null },
+          avatar(r.name, true),
+          h("span", { class: "head" }, h("span", { class: "name" }, r.name), roomBadge(r)),
+          h("span", { class: "sub" }, (r.members || []).map((m) => m.name || m.id).join(", ")),
+        ),
+      ),
+    ),
+  );
+}
+
+async function newRoomForm(ctx, detail) {
+  setTitle("New room");
+  await ensureBots();
+  if (ctx.closed) return;
+  const title = h("h2", { tabindex: "-1" }, "New room");
+  const name = h("input", { id: "room-name", required: true, maxlength: "100", placeholder: "standup" });
+  const rid = h("input", { id: "room-id", maxlength: "64", placeholder: "made from the name", spellcheck: "false", "aria-describedby": "room-id-hint" });
+  const idHint = h("span", { class: "hint", id: "room-id-hint" }, "Letters, digits, - _ . — used in links and @mentions of the room.");
+  const others = h("input", { id: "room-others", placeholder: "e.g. helper, reviewer", spellcheck: "false" });
+  const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), `${b.name} `, h("span", { class: "hint" }, b.id)));
+  const error = h("p", { class: "error-text", role: "alert" });
+  const submit = h("button", { type: "submit", class: "primary" }, "Create room");
+  // the id the name gives, shown where the id is typed
+  const suggest = () => {
+    const made = roomIdFrom(name.value);
+    rid.placeholder = made || (name.value.trim() ? "type one: the name has no letters or digits to make it from" : "made from the name");
+  };
+  name.addEventListener("input", suggest);
+  const form = h(
+    "form",
+    { class: "panel" },
+    h("label", { class: "field", for: "room-name" }, h("span", null, "Name"), name),
+    h("label", { class: "field", for: "room-id" }, h("span", null, "Id (optional)"), rid, idHint),
+    h("fieldset", null, h("legend", null, "Members (2–6; they speak in this order)"), checks.length ? h("div", { class: "checks" }, checks) : h("p", { class: "hint" }, "You have no bots to add.")),
+    h("label", { class: "field", for: "room-others" }, h("span", null, "Other users' bots (optional)"), others, h("span", { class: "hint" }, "Ids of bots marked shareable in fleet.toml, separated by commas.")),
+    error,
+    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/rooms" }, "Cancel")),
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const members = [
+      ...checks.map((l) => l.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
+      ...others.value.split(",").map((s) => s.trim()).filter(Boolean),
+    ];
+    const body = { name: name.value.trim(), members };
+    const id = rid.value.trim() || roomIdFrom(body.name);
+    if (!id) {
+      error.textContent = "Give the room an Id: its name has no letters or digits to make one from. Use letters, digits, - _ . (e.g. standup).";
+      rid.focus();
+      return;
+    }
+    body.id = id;
+    submit.disabled = true;
+    error.textContent = "";
+    try {
+      const { data } = await call("groupCreate", {}, { body });
+      await loadRooms();
+      location.hash = `#/rooms/${encodeURIComponent(data.id)}`;
+    } catch (e) {
+      error.textContent = e.message;
+      submit.disabled = false;
+    }
+  });
+  detail.replaceChildren(h("div", { class: "page" }, backLink("#/rooms", "Rooms"), title, form));
+  title.focus();
+}
+
+async function openRoom(ctx, detail, id, seq, signedOut) {
+  detail.replaceChildren(placeholder("Loading…"));
+  let room;
+  try {
+    await ensureBots();
+    ({ data: room } = await call("group", { group: id }));
+  } catch (e) {
+    if (!ctx.closed) detail.replaceChildren(errorBox(e));
+    ctx.failed = true;
+    return;
+  }
+  if (ctx.closed) return;
+  setTitle(room.name);
+  const names = new Map((room.members || []).map((m) => [m.id, m.name || m.id]));
+  const nameOf = (author) => names.get(author) || botName(author);
+  const note = h("p", { class: "composer-note", role: "status" });
+  // what replaces the message box once the room is closed
+  const closedLine = h("div", { class: "room-closed", role: "status" });
+  const unsent = h("div", { class: "unsent-list" });
+  const title = h("h1", { tabindex: "-1" });
+  const paintTitle = () => title.replaceChildren(h("bdi", null, room.name), roomBadge(room));
+  /** The room is closed (at `at`, ms): no box, a line instead. */
+  const markClosed = (at) => {
+    if (room.closed_at) return;
+    room.closed_at = typeof at === "number" ? at : Date.now();
+    paintClosed();
+    paintTitle();
+    note.textContent = "";
+    if (box.el.isConnected) box.el.replaceWith(closedLine);
+    loadRooms();
+  };
+  const paintClosed = () => {
+    closedLine.replaceChildren(
+      h("p", null, h("strong", null, `${closer(room)} closed this room`), ` at ${clock(room.closed_at)}. It takes no more messages; its timeline stays readable and searchable. `, h("a", { href: "#/rooms/new" }, "Start a new room")),
+      unsent,
+    );
+  };
+  // a message refused because the room closed meanwhile: said beside the
+  // closed line, with its text to copy, and no Retry (it would be refused
+  // again)
+  const refusedAsClosed = (text) => {
+    unsent.append(h("p", { class: "hint" }, "Not sent, the room was closed: ", h("q", null, text)));
+  };
+  // the close is an entry of the timeline: whoever sees it (the owner
+  // through the change signals, others by polling) learns it is closed
+  const load = (after, limit) =>
+    call("groupEntries", { group: id }, { query: { after, limit } }).then(({ data }) => {
+      const closing = (data.entries || []).find((e) => e.kind === "notice" && e.code === "room_closed");
+      if (closing) markClosed(closing.created_at);
+      return data;
+    });
+  const timeline = new Timeline({
+    label: `Room ${room.name}`,
+    session: room.session,
+    me: store.me,
+    nameOf,
+    load,
+    send: (text) => send(text),
+    draft: (text) => (room.closed_at ? null : box.draft(text)),
+    working: "The members are discussing",
+    empty: "No messages yet. Everyone in the room reads what you post; @Name addresses one member.",
+  });
+  ctx.timeline = timeline;
+  // a refusal may be the room's close, not yet seen: read the room again
+  const recheck = async () => {
+    try {
+      const { data } = await call("group", { group: id });
+      if (data.closed_at) markClosed(data.closed_at);
+    } catch {
+      // the refusal's own message is shown
+    }
+  };
+  // a message refused because the room closed meanwhile: its bubble (with
+  // a Retry that could only be refused again) gives way to the closed line
+  const dropBubble = (text) => {
+    const li = [...timeline.outbox.children].reverse().find((el) => {
+      const shown = el.querySelector(".text");
+      return shown && shown.textContent === text;
+    });
+    if (!li) return;
+    li.remove();
+    if (typeof timeline.refresh === "function") timeline.refresh();
+  };
+  const send = async (text) => {
+    // the mention note is about one post: the next one starts without it
+    note.textContent = "";
+    if (room.closed_at) return refusedAsClosed(text);
+    let closedOnIt = false;
+    const post = async (key) => {
+      const answer = await call("groupMessage", { group: id }, { body: { text }, key, accept: [409] });
+      if (answer.status === 409) {
+        await recheck();
+        closedOnIt = Boolean(room.closed_at);
+      }
+      return answer;
+    };
+    await deliver(timeline, text, post, {
+      onAccepted: (data) => {
+        const addressed = (data.addressed || []).map(nameOf);
+        const unknown = data.unknown_mentions || [];
+        note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
+        if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
+      },
+      onSignedOut: signedOut,
+    });
+    if (closedOnIt) {
+      dropBubble(text);
+      refusedAsClosed(text);
+    }
+  };
+  // a small screen cuts a long placeholder: the short one says enough
+  const narrow = window.matchMedia("(max-width: 480px)").matches;
+  const box = composer({ label: `Message to room ${room.name}`, placeholder: narrow ? "Message the room" : "Message the room (@Name for one member)", onSend: send });
+  // typing the next message: the note about the last one no longer applies
+  box.el.addEventListener("input", () => {
+    note.textContent = "";
+  });
+  paintTitle();
+  if (room.closed_at) paintClosed();
+  const head = h(
+    "header",
+    { class: "conv-head" },
+    backLink("#/rooms", "Rooms"),
+    h(
+      "div",
+      { class: "conv-title" },
+      avatar(room.name, true),
+      h("div", null, title, h("div", { class: "members", "aria-label": "Members in speaking order" }, (room.members || []).map((m) => h("span", { class: "chip" }, m.name || m.id)))),
+    ),
+    timeline.stepsToggle,
+  );
+  detail.replaceChildren(head, timeline.el, room.closed_at ? closedLine : box.el, note);
+  // change signals of a timeline go to the room's owner; others poll
+  if (store.me !== room.owner) ctx.poll = setInterval(() => timeline.sync().catch(() => {}), 5000);
+  try {
+    await timeline.open(room.last_seq, seq);
+  } catch {
+    // reported by the timeline
+  }
+  if (!ctx.closed && !seq && !room.closed_at) box.focus();
+}

@@ -1,0 +1,317 @@
+//! The web page in a real browser: sending a message when the answer does
+//! not come, and addresses that name nothing. A message whose answer was
+//! lost is "not confirmed", never "not sent" beside its own delivered
+//! entry, and is sent again by itself with the same key; a link past the
+//! end of a conversation shows its newest page; an address with a `..`
+//! shows "No such page" rather than asking another route; the header
+//! reads "working" while the bot works on a first message.
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`Browser::start`]).
+
+use serde_json::Value;
+use serde_json::json;
+
+use super::ui_browser::SCRIPT;
+use crate::support::browser::Browser;
+use crate::support::browser::ENTER;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+/// Records, from now on, whether the outbox ever showed a bubble marked
+/// not sent (`.unsent`) or a "Discard" button, in `window.seen`.
+const WATCH_OUTBOX: &str = r#"
+    window.seen = { unsent: false, discard: false };
+    const look = () => {
+      if (document.querySelector(".outbox li.unsent")) window.seen.unsent = true;
+      if ([...document.querySelectorAll(".outbox button")].some((b) => b.textContent === "Discard")) window.seen.discard = true;
+    };
+    new MutationObserver(look).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+"#;
+
+/// The user messages of `session` whose text is `text`.
+async fn stored(host: &TestHost, session: &str, text: &str) -> usize {
+    host.entries(session)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message" && e["text"] == text)
+        .count()
+}
+
+/// Waits until the outbox holds no bubble.
+async fn outbox_empty(browser: &Browser) {
+    browser
+        .wait_js(
+            "no bubble left in the outbox",
+            "return document.querySelectorAll('.outbox li').length === 0",
+            json!([]),
+        )
+        .await;
+}
+
+/// The host stores the message but its answer is lost (the connection
+/// fails after the request went out): the page shows the message once,
+/// delivered, with the reply, and no bubble saying it was not sent nor
+/// offering to discard it. (A red "Not sent … [Retry] [Discard]" bubble
+/// stayed under the delivered message and its reply.)
+#[tokio::test]
+async fn a_message_whose_answer_was_lost_is_not_shown_as_not_sent() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser.find("#conn.live").await;
+    let lose_answer = r#"
+        window.drops = 1;
+        const f = window.fetch;
+        window.fetch = async function (url, opts) {
+          const answer = await f.apply(this, arguments);
+          if (opts && opts.method === "POST" && String(url).includes("/messages") && window.drops > 0) {
+            window.drops--;
+            throw new TypeError("Failed to fetch");
+          }
+          return answer;
+        };"#;
+    browser
+        .js(&format!("{WATCH_OUTBOX}{lose_answer}"), json!([]))
+        .await;
+    browser
+        .type_in(".composer textarea", &format!("lost answer{ENTER}"))
+        .await;
+    browser.wait_text(".log", "echo: lost answer").await;
+    outbox_empty(&browser).await;
+    let shown = browser
+        .js(
+            r#"return {
+                 seen: window.seen,
+                 drops: window.drops,
+                 mine: [...document.querySelectorAll(".log li.mine .text")].map((t) => t.textContent),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!({"seen": {"unsent": false, "discard": false}, "drops": 0, "mine": ["lost answer"]})
+    );
+    assert_eq!(stored(&host, &session, "lost answer").await, 1);
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// The host cannot be reached when the message is sent: the bubble says
+/// it is not confirmed (the host may have it), offers no "Discard", and
+/// once the host answers again the page sends it by itself, with the same
+/// key: it arrives once and is answered. (It read "Not sent" and waited
+/// for a click on Retry.)
+#[tokio::test]
+async fn a_message_sent_while_the_host_is_unreachable_goes_when_it_is_back() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser.find("#conn.live").await;
+    // every request fails as if the host were gone (the change stream,
+    // already open, stays); each message sent is recorded with its key
+    let unreachable = r#"
+        window.down = true;
+        window.keys = [];
+        const f = window.fetch;
+        window.fetch = function (url, opts) {
+          if (opts && opts.method === "POST" && String(url).includes("/messages")) window.keys.push(opts.headers["Idempotency-Key"]);
+          if (window.down) return Promise.reject(new TypeError("Failed to fetch"));
+          return f.apply(this, arguments);
+        };"#;
+    browser
+        .js(&format!("{WATCH_OUTBOX}{unreachable}"), json!([]))
+        .await;
+    browser
+        .type_in(".composer textarea", &format!("while away{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    assert_eq!(stored(&host, &session, "while away").await, 0);
+
+    browser.js("window.down = false", json!([])).await;
+    browser.wait_text(".log", "echo: while away").await;
+    outbox_empty(&browser).await;
+    let shown = browser
+        .js(
+            "return { seen: window.seen, keys: new Set(window.keys).size, tries: window.keys.length > 1 }",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!({"seen": {"unsent": false, "discard": false}, "keys": 1, "tries": true})
+    );
+    assert_eq!(stored(&host, &session, "while away").await, 1);
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// A link to an entry past the end of the conversation (`?seq=99999`)
+/// shows the newest page and says there is no such message. (It showed
+/// "Show earlier messages" above "No messages yet", and no way to the
+/// newest.)
+#[tokio::test]
+async fn a_link_past_the_end_shows_the_newest_messages() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    host.dm_after_hello("r").await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser
+        .go(&format!("{}/#/bots/r?seq=99999", host.url))
+        .await;
+    browser.wait_text(".log", "echo: hello").await;
+    browser.wait_text(".toast", "no message #99999").await;
+    let shown = browser
+        .js(
+            r#"const t = document.querySelector(".timeline");
+               return {
+                 earlier: !t.querySelector(".earlier").hidden,
+                 empty: !t.querySelector(".empty").hidden,
+                 newer: !t.querySelector(".later").hidden,
+                 first: Number(t.querySelector(".log li").dataset.seq),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!({"earlier": false, "empty": false, "newer": false, "first": 1})
+    );
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// An address whose id is `..` (or `.`) says "No such page" and asks the
+/// host nothing in its name: fetch would resolve the segment away
+/// (`/v1/bots/../session` is `/v1/session`). (The page asked
+/// `/v1/session` and showed the host's "no such route".)
+#[tokio::test]
+async fn an_address_with_dot_segments_is_no_such_page() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser
+        .js(
+            r#"window.asked = [];
+               const f = window.fetch;
+               window.fetch = function (url) {
+                 window.asked.push(new URL(String(url), location.href).pathname);
+                 return f.apply(this, arguments);
+               };"#,
+            json!([]),
+        )
+        .await;
+    for hash in [
+        "#/bots/..",
+        "#/bots/../secrets",
+        "#/rooms/.",
+        "#/sessions/..",
+    ] {
+        // the page before is dropped, so its answer cannot pass for this one's
+        browser
+            .js(
+                "document.getElementById('main').replaceChildren(); location.hash = arguments[0]",
+                json!([hash]),
+            )
+            .await;
+        browser.wait_text("main [role=alert]", "No such page").await;
+    }
+    let asked = browser.js("return window.asked", json!([])).await;
+    let stray: Vec<&Value> = asked
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let p = p.as_str().unwrap_or_default();
+            !["/v1/bots", "/v1/groups", "/v1/approvals", "/v1/events"].contains(&p)
+        })
+        .collect();
+    assert!(stray.is_empty(), "asked {asked}");
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// A bot that takes a while over its first step.
+const SLOW: &str = r#"
+[[rule]]
+steps = [ { text = "thinking", delay_ms = 3000, tool = "SendMessage", args = { text = "slow: {{input}}" } } ]
+"#;
+
+/// While a bot works on the first message sent to it, its header and its
+/// row in the list read "working", as the conversation does. (A tester
+/// saw "asleep" until the reply on a busy host, whose bot list left out
+/// bots that were slow to answer; this host is not busy, so this guards
+/// the page's side: the bots are read again after a message is accepted.)
+#[tokio::test]
+async fn a_bot_working_on_a_first_message_reads_working() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SLOW)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser.find("#conn.live").await;
+    browser.wait_text(".conv-head h1 .state", "asleep").await;
+    browser
+        .type_in(".composer textarea", &format!("take your time{ENTER}"))
+        .await;
+    browser
+        .wait_text(".timeline .working", "working on it")
+        .await;
+    browser
+        .wait_js(
+            "the header and the list reading working",
+            r#"const head = document.querySelector(".conv-head h1 .state");
+               const row = document.querySelector(".list a[href='#/bots/r'] .state");
+               const working = document.querySelector(".timeline .working");
+               return !working.hidden && head.textContent === "working" && row.textContent === "working""#,
+            json!([]),
+        )
+        .await;
+    browser.wait_text(".log", "slow: take your time").await;
+    browser.quit().await;
+    host.shutdown().await;
+}
