@@ -214,3 +214,51 @@ async fn a_summary_longer_than_its_bound_is_cut_and_marked() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Regression: OpenAI's reasoning models refuse `max_tokens`, so
+/// compaction always failed on them. With `max_tokens_field =
+/// "max_completion_tokens"` in fleet.toml the compaction's limit goes
+/// under that name, and no request carries `max_tokens` (the key was read
+/// and checked, but once not handed from the config to the model client).
+#[tokio::test]
+async fn the_token_limit_goes_under_the_field_fleet_toml_names() {
+    let server = OpenAiServer::builder()
+        .responder(|request| {
+            if is_compaction(request) {
+                Reply::text("SUMMARY: the person keeps sending notes.")
+            } else {
+                turn_reply(request)
+            }
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai(
+            "main",
+            &server.base_url(),
+            &format!(
+                "max_retries = 0\ncompact_at_tokens = {THRESHOLD}\nmax_tokens_field = \"max_completion_tokens\""
+            ),
+        )
+        .bot("r", "main", &["SendMessage"])
+        .runtime("debounce_ms = 0\nextract_memory = false")
+        .start()
+        .await;
+    let (session, _) = chat(&host, 0, 20).await;
+    assert!(
+        !summaries(&host.entries(&session).await).is_empty(),
+        "no summary"
+    );
+    let requests = server.requests();
+    let compactions: Vec<_> = requests.iter().filter(|r| is_compaction(&r.body)).collect();
+    assert!(!compactions.is_empty());
+    for c in &compactions {
+        assert_eq!(c.body["max_completion_tokens"], THRESHOLD / 5, "{}", c.body);
+    }
+    assert!(
+        requests.iter().all(|r| r.body.get("max_tokens").is_none()),
+        "a request sent max_tokens"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

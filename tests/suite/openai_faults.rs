@@ -125,9 +125,10 @@ async fn server_errors_exhaust_the_retries() {
 
 #[tokio::test]
 async fn a_bad_request_is_not_retried_and_carries_the_message() {
+    // (a context overflow is its own error: suite::openai_errors)
     let (server, model) = serve(OpenAiServer::builder().reply(Reply::error(
         400,
-        "This model's maximum context length is 8192 tokens",
+        "Invalid value for 'temperature': must be at most 2",
     )))
     .await;
     let (result, _) = complete(&model, &request("x")).await;
@@ -141,7 +142,7 @@ async fn a_bad_request_is_not_retried_and_carries_the_message() {
         panic!("{error:?}");
     };
     assert_eq!((*status, *attempts), (400, 1));
-    assert!(body.contains("maximum context length is 8192"), "{body}");
+    assert!(body.contains("Invalid value for 'temperature'"), "{body}");
     assert!(!error.is_retryable());
     assert_eq!(server.request_count(), 1);
 }

@@ -346,9 +346,30 @@ async fn a_cancel_while_the_store_refuses_writes_fails_the_waiting_turn_with_its
     let error = record["turn"]["error"].as_str().unwrap();
     assert!(error.contains("database is locked"), "{error}");
     assert_eq!(record["turn"]["attempts"], 1, "{record:#}");
-    // its input can be retried
+    // the messages queued behind it were answered by a later turn, with
+    // its input before the model: a retry would answer it twice
+    let later = poll(40, async || {
+        let now = self::entries(&url, &session).await;
+        now.iter()
+            .find(|e| {
+                e["kind"] == "turn_end"
+                    && e["status"] == "completed"
+                    && e["inputs"]
+                        .as_array()
+                        .is_some_and(|a| a.contains(&Value::from(seqs[1])))
+            })
+            .cloned()
+            .ok_or_else(|| format!("entries: {now:#?}"))
+    })
+    .await;
     let (status, retried) = post(&url, &format!("/v1/turns/{turn}/retry"), json!({}), None).await;
-    assert_eq!(status, 200, "{retried}");
+    assert_eq!(status, 409, "{retried}");
+    let message = retried["error"]["message"].as_str().unwrap();
+    assert!(message.contains("already answered"), "{message}");
+    assert!(
+        message.contains(later["turn"].as_str().unwrap()),
+        "{message} does not name {later:#}"
+    );
     host.shutdown().await;
 }
 
