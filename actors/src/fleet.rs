@@ -530,6 +530,13 @@ impl FleetHandle {
         Ok(self.board.get(bot))
     }
 
+    /// Changes each time a bot publishes its status (after each message it
+    /// handles): wait on it for a status to come about, rather than
+    /// looking again and again.
+    pub fn status_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.board.changes()
+    }
+
     /// What every active bot is doing, by id: read from what the bots
     /// publish after each message they handle, so it answers at once
     /// however busy they are, and lists every active bot (one whose actor

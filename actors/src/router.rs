@@ -229,7 +229,7 @@ impl RouterState {
     /// unknown bot or a store failure; logged).
     async fn activate(&mut self, myself: &ActorRef<RouterMsg>, bot: &BotId) -> Option<&mut Slot> {
         if !self.bots.contains_key(bot) {
-            let live = Arc::new(LiveCell::default());
+            let live = self.board.new_cell();
             let args = BotArgs {
                 id: bot.clone(),
                 rt: self.rt.clone(),

@@ -16,27 +16,42 @@ use std::sync::Arc;
 use botfleet_memory::BotId;
 use parking_lot::Mutex;
 use parking_lot::RwLock;
+use tokio::sync::watch;
 
 use crate::bot::BotStatus;
 
 /// The cells of the active bots, by bot. Cheap to read: a read lock over
 /// the map and one short lock per cell, never held across an await.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LiveBoard {
     bots: RwLock<HashMap<BotId, Arc<LiveCell>>>,
+    /// Counts the statuses published, so a caller can wait for the next
+    /// one instead of looking again and again (`FleetHandle::status_changes`).
+    published: Arc<watch::Sender<u64>>,
+}
+
+impl Default for LiveBoard {
+    fn default() -> Self {
+        Self {
+            bots: RwLock::default(),
+            published: Arc::new(watch::Sender::new(0)),
+        }
+    }
 }
 
 /// One bot actor's published status. `None` until the actor has read its
 /// queue and unfinished turns from the store (it is starting).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LiveCell {
     status: Mutex<Option<BotStatus>>,
+    published: Arc<watch::Sender<u64>>,
 }
 
 impl LiveCell {
     /// Replaces the published status (the bot actor, after each message).
     pub(crate) fn publish(&self, status: BotStatus) {
         *self.status.lock() = Some(status);
+        self.published.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// What the bot last published, or a status that says it is starting.
@@ -49,6 +64,19 @@ impl LiveCell {
 }
 
 impl LiveBoard {
+    /// A new cell for a bot actor about to start (filed with [`Self::insert`]).
+    pub(crate) fn new_cell(&self) -> Arc<LiveCell> {
+        Arc::new(LiveCell {
+            status: Mutex::new(None),
+            published: Arc::clone(&self.published),
+        })
+    }
+
+    /// Changes each time any bot publishes its status.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.published.subscribe()
+    }
+
     /// Files the cell of a bot actor the router just started.
     pub(crate) fn insert(&self, bot: BotId, cell: Arc<LiveCell>) {
         self.bots.write().insert(bot, cell);
