@@ -39,6 +39,23 @@ async fn stored(host: &TestHost, session: &str, text: &str) -> usize {
         .count()
 }
 
+/// A host with the echo bot `r`, its DM open in `browser`, live; the DM's
+/// session.
+async fn open_dm(browser: &Browser) -> (TestHost, String) {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.find(".composer textarea").await;
+    browser.find("#conn.live").await;
+    (host, session)
+}
+
 /// Waits until the outbox holds no bubble.
 async fn outbox_empty(browser: &Browser) {
     browser
@@ -60,17 +77,7 @@ async fn a_message_whose_answer_was_lost_is_not_shown_as_not_sent() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
-    let session = dm["session"].as_str().unwrap().to_owned();
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
-    browser.find(".composer textarea").await;
-    browser.find("#conn.live").await;
+    let (host, session) = open_dm(&browser).await;
     let lose_answer = r#"
         window.drops = 1;
         const f = window.fetch;
@@ -119,17 +126,7 @@ async fn a_message_sent_while_the_host_is_unreachable_goes_when_it_is_back() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
-    let session = dm["session"].as_str().unwrap().to_owned();
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
-    browser.find(".composer textarea").await;
-    browser.find("#conn.live").await;
+    let (host, session) = open_dm(&browser).await;
     // every request fails as if the host were gone (the change stream,
     // already open, stays); each message sent is recorded with its key
     let unreachable = r#"
