@@ -51,7 +51,12 @@ impl LiveCell {
     /// Replaces the published status (the bot actor, after each message).
     pub(crate) fn publish(&self, status: BotStatus) {
         *self.status.lock() = Some(status);
-        self.published.send_modify(|n| *n = n.wrapping_add(1));
+        // after the status is in place: one who subscribed later reads it
+        // before waiting, so nobody waiting means nothing to tell (most
+        // of the time, on this path of every message a bot handles)
+        if self.published.receiver_count() > 0 {
+            self.published.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 
     /// What the bot last published, or a status that says it is starting.
