@@ -4,8 +4,9 @@
 // from the change signals. No framework and no build step.
 
 import { Signals, auth, call } from "./api.js";
-import { composer, deliver } from "./compose.js";
+import { composer, outboxView } from "./compose.js";
 import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
+import { outbox } from "./outbox.js";
 import { approvalsView, searchView, secretsView, sessionView } from "./pages.js";
 import { roomsView } from "./rooms.js";
 import {
@@ -37,6 +38,7 @@ let refusedWith = "";
 
 function boot() {
   auth.onRefused = () => logout(REFUSED);
+  outbox.onSignedOut = signedOut;
   auth.onStoredChange = (stored) => {
     if (!stored) return logout("You logged out in another tab.");
     // another tab signed in, perhaps as someone else: start over as that
@@ -64,6 +66,9 @@ function boot() {
     live = s === "live";
   };
   signals.subscribe((ev) => {
+    // the host answers again: the messages waiting for an answer, in
+    // whatever conversation, are asked now
+    if (ev.type === "resync") outbox.reachable();
     if (view && view.onSignal) view.onSignal(ev);
     botsSoon();
     approvalsSoon();
@@ -78,6 +83,8 @@ function start() {
   signals.start();
   loadBots();
   refreshApprovals();
+  // what an earlier load of the page left unconfirmed is sent again
+  outbox.resume();
   if (!location.hash.startsWith("#/")) history.replaceState(null, "", "#/bots");
   route();
 }
@@ -85,6 +92,8 @@ function start() {
 function logout(message) {
   auth.clear();
   signals.stop();
+  // nothing more is sent for this account, nor kept in this browser
+  outbox.clear();
   // a load the last signals scheduled has no token to send any more
   botsSoon.cancel();
   approvalsSoon.cancel();
@@ -162,7 +171,7 @@ function route() {
   }
   const views = {
     bots: () => botsView(id, seq),
-    rooms: () => roomsView(id, seq, { signedOut }),
+    rooms: () => roomsView(id, seq),
     approvals: () => approvalsView(query),
     search: () => searchView(query),
     secrets: () => secretsView(),
@@ -375,23 +384,13 @@ async function openBot(ctx, detail, id, seq) {
     me: store.me,
     nameOf: botName,
     load: (after, limit) => sessionEntries(session.session, after, limit, true),
-    send: (text) => send(text),
+    send: (text) => outgoing.send(text),
     draft: (text) => box.draft(text),
     working: `${name} is working on it`,
     empty: `No messages yet. Say hello to ${name}.`,
   });
   ctx.timeline = timeline;
-  const send = (text) =>
-    deliver(timeline, text, (key) => call("botMessage", { bot: id }, { body: { text }, key, accept: [409] }), {
-      // the answer says whether the bot is paused (no signal says so)
-      onAccepted: (data) => {
-        const b = store.bots.find((x) => x.id === id);
-        if (b) b.paused_until = data.paused_until ?? null;
-        paintHead();
-      },
-      onSignedOut: signedOut,
-    });
-  const box = composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: send });
+  const box = composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: (text) => outgoing.send(text) });
   const head = h(
     "header",
     { class: "conv-head" },
@@ -404,13 +403,27 @@ async function openBot(ctx, detail, id, seq) {
   paintHead();
   botWatchers.add(paintHead);
   const closeTimeline = timeline.close.bind(timeline);
+  let outgoing = null;
   timeline.close = () => {
     botWatchers.delete(paintHead);
+    // the messages being sent go on without the view
+    if (outgoing) outgoing.close();
     closeTimeline();
   };
   detail.replaceChildren(head, timeline.el, box.el);
+  // open() learns the newest seq first: an entry past it may be a message
+  // the outbox holds
+  const opening = timeline.open(session.last_seq, seq);
+  outgoing = outboxView(timeline, { kind: "bot", id }, {
+    // the answer says whether the bot is paused (no signal says so)
+    onAccepted: (data) => {
+      const b = store.bots.find((x) => x.id === id);
+      if (b) b.paused_until = data.paused_until ?? null;
+      paintHead();
+    },
+  });
   try {
-    await timeline.open(session.last_seq, seq);
+    await opening;
   } catch {
     // reported by the timeline
   }

@@ -60,8 +60,15 @@ function approvalStatusText(a, now = Date.now()) {
   switch (a.status) {
     case "pending":
       return now >= a.expires_at ? "Expired: nobody decided in time" : `Waiting for your decision · expires ${relative(a.expires_at, now)}`;
-    case "approved":
-      return a.consumed_at ? "Approved · the action ran" : "Approved · the bot may run it once";
+    case "approved": {
+      if (a.consumed_at) return "Approved · the action ran";
+      // the gate runs it once, when the bot makes this exact call again in
+      // this conversation, until the approval's window to use it ends
+      // (docs/security.md, "Approvals"): it does not run by itself
+      if (typeof a.expires_at !== "number") return "Approved · runs once if the bot makes this exact call again";
+      if (now >= a.expires_at) return "Approved · not used before it expired";
+      return `Approved · runs once if the bot makes this exact call again before ${clock(a.expires_at)}`;
+    }
     case "denied":
       return "Denied";
     case "expired":

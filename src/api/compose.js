@@ -1,8 +1,8 @@
-// Writing to a bot or a room: the message box, and delivering a message
-// with its idempotency key.
+// Writing to a bot or a room: the message box, and a conversation's view
+// of the page's outbox (outbox.js): a bubble per message being sent.
 
-import { auth, uuidv7 } from "./api.js";
-import { firstChars, h } from "./dom.js";
+import { h } from "./dom.js";
+import { convOf, outbox } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
 let composerIds = 0;
@@ -53,45 +53,44 @@ export function composer({ label, placeholder: hint, onSend }) {
   return { el: form, focus: () => area.focus(), draft };
 }
 
-/** The first automatic resend of a message whose answer was lost waits
- * this long (ms); each next one waits twice as long, up to RESEND_MAX_MS. */
-const RESEND_MIN_MS = 2000;
-const RESEND_MAX_MS = 30000;
-/** Fewest ms between two sends of one message that the host's signs of
- * life (a page of entries, the change stream back) bring forward. */
-const NUDGE_MS = 1000;
-
 /**
- * Whether the host may hold a message whose send failed with `e`: the
- * request may have reached it and its answer been lost (no answer at
- * all), or the host failed or timed out while admitting it (5xx, 408),
- * or asked to be asked later (429). Any other refusal stored nothing.
- */
-function mayHaveReached(e) {
-  return e.status === 0 || e.status === 408 || e.status === 429 || e.status >= 500;
-}
-
-/**
- * An outgoing message's bubble, shown until its entry arrives.
- * Its states: sending, sent (the host stored it: the bubble goes when the
- * entry is shown), unconfirmed (no answer: the host may hold it; sent
- * again by itself with the same key, so it cannot arrive twice, and never
- * offered to be discarded) and failed (the host refused it: Retry, and
- * Discard unless an earlier try may have reached the host).
+ * An outgoing message's bubble, shown until its entry arrives. It paints
+ * the states of its outbox message `p`: sending, sent (the host stored
+ * it: the bubble goes when the entry is shown), unconfirmed (no answer:
+ * the host may hold it; sent again by itself with the same key, so it
+ * cannot arrive twice, and never offered to be discarded) and failed (the
+ * host refused it: Retry, and Discard unless an earlier try may have
+ * reached the host).
  */
 class Outgoing {
-  constructor(timeline, text) {
+  constructor(timeline, p) {
     this.timeline = timeline;
-    this.text = text.trim();
+    this.p = p;
+    this.text = p.text.trim();
     this.state = "sending";
     this.claimed = false;
     this.status = h("span", null, "Sending…");
     this.actions = h("div", { class: "outbox-actions" });
-    this.li = h("li", { class: "entry mine sending" }, h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "who" }, "You"), this.status), h("div", { class: "text" }, text)), this.actions);
+    this.li = h("li", { class: "entry mine sending" }, h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "who" }, "You"), this.status), h("div", { class: "text" }, p.text)), this.actions);
     timeline.addOutgoing(this.li);
     // an entry of the page's user with this text and a seq above `after`
     // may be this message (an entry does not carry its Idempotency-Key)
     this.after = Math.max(timeline.last, timeline.held);
+  }
+
+  /** Shows the state of its message. */
+  follow() {
+    const p = this.p;
+    switch (p.state) {
+      case "sending":
+        return this.sending();
+      case "sent":
+        return this.sent(p.entryId);
+      case "unconfirmed":
+        return this.unconfirmed(p.message);
+      case "failed":
+        return this.failed(p.message, !p.reached);
+    }
   }
 
   paint(state, cls, label, ...actions) {
@@ -102,7 +101,6 @@ class Outgoing {
   }
 
   sending() {
-    // an unconfirmed bubble keeps its words while it is asked again
     if (this.state !== "unconfirmed") this.paint("sending", "sending", "Sending…");
   }
 
@@ -112,7 +110,7 @@ class Outgoing {
     this.timeline.confirmed(entryId, this.li);
   }
 
-  unconfirmed(message, now) {
+  unconfirmed(message) {
     this.timeline.unconfirmed.add(this);
     // an entry taken for this message shows it: asked again unseen
     if (!this.claimed) this.show();
@@ -120,12 +118,12 @@ class Outgoing {
       "unconfirmed",
       "sending unconfirmed",
       "Not confirmed yet",
-      h("span", { class: "hint" }, `${message} The host may already have this message: the page asks again with the same key until it answers, so it cannot arrive twice.`),
-      h("button", { type: "button", class: "small", onclick: now }, "Ask again now"),
+      h("span", { class: "hint" }, `${message} The host may already have this message: the page asks again with the same key until it answers, so it cannot arrive twice, also while you are elsewhere on the page.`),
+      h("button", { type: "button", class: "small", onclick: () => outbox.attempt(this.p) }, "Ask again now"),
     );
   }
 
-  failed(message, retry, discard) {
+  failed(message, discard) {
     this.timeline.unconfirmed.delete(this);
     this.show();
     this.paint(
@@ -133,12 +131,14 @@ class Outgoing {
       "unsent",
       discard ? "Not sent" : "Not confirmed",
       h("span", { class: "error-text" }, message),
-      h("button", { type: "button", class: "small", onclick: retry }, "Retry"),
-      discard ? h("button", { type: "button", class: "small link", onclick: () => this.drop() }, "Discard") : null,
+      h("button", { type: "button", class: "small", onclick: () => outbox.retry(this.p) }, "Retry"),
+      discard ? h("button", { type: "button", class: "small link", onclick: () => outbox.discard(this.p) }, "Discard") : null,
     );
   }
 
+  /** Takes the bubble away (the message left the outbox unsent). */
   drop() {
+    this.timeline.unconfirmed.delete(this);
     this.li.remove();
     this.timeline.refresh();
   }
@@ -151,9 +151,9 @@ class Outgoing {
 
   /**
    * Whether entry `e`, new in the timeline, may be this unconfirmed
-   * message: then its bubble goes (the entry shows it) and `onArrived`
-   * asks the host which entry the key stored. Should the host answer
-   * otherwise, `sent` or `failed` shows the bubble's state again.
+   * message: then its bubble goes (the entry shows it) and the host is
+   * asked which entry the key stored. Should the host answer otherwise,
+   * `sent` or `failed` shows the bubble's state again.
    */
   arrived(e) {
     const mine = e.kind === "user_message" && e.author === this.timeline.opts.me && e.text === this.text && e.seq > this.after;
@@ -161,82 +161,56 @@ class Outgoing {
     this.claimed = true;
     this.li.remove();
     this.timeline.refresh();
-    this.onArrived();
+    if (!this.p.busy) outbox.attempt(this.p);
     return true;
+  }
+
+  /** The host answers again: ask now rather than at the next interval. */
+  reachable() {
+    outbox.nudge(this.p);
   }
 }
 
 /**
- * Posts `text` with a fresh UUIDv7 Idempotency-Key and shows it as pending
- * until its entry arrives. Without an answer (the connection failed, the
- * host failed or timed out) the host may have stored it: it is sent again
- * by itself with the same key (the host answers `duplicate` or accepts
- * it) as the host shows signs of life, and at growing intervals. A
- * refusal keeps the key too, so "Retry" cannot deliver the message twice;
- * a 409 (the key's fate is unknown) offers to send it again as a new
- * message, with a new key. `onSignedOut(why)`: the host refused the token
- * and this tab signed out.
+ * Shows in `timeline` the page outbox's messages to `to` ({kind: "bot" |
+ * "room", id}): those sent from an earlier visit of the view (or kept
+ * from before a reload) and the new ones. Hooks: onAccepted(data), the
+ * host stored a message; refused(p) → Promise<boolean>, the host refused
+ * one with a 409: true when the view says so itself (the bubble and the
+ * message go). Returns {send(text), close()}: close() stops showing, not
+ * sending.
  */
-export async function deliver(timeline, text, post, { onAccepted = () => {}, onSignedOut }) {
-  const out = new Outgoing(timeline, text);
-  let key = uuidv7();
-  // a try of this key may have reached the host
-  let reached = false;
-  let busy = false;
-  let timer = 0;
-  let wait = RESEND_MIN_MS;
-  let last = 0;
-  const attempt = async () => {
-    clearTimeout(timer);
-    if (busy || timeline.closed) return;
-    busy = true;
-    last = Date.now();
-    out.sending();
-    try {
-      const { status, data } = await post(key);
-      if (status === 409) {
-        const again = () => {
-          key = uuidv7();
-          reached = false;
-          attempt();
-        };
-        out.failed((data && data.error && data.error.message) || "The host could not accept this message.", again, !reached);
-        return;
-      }
-      out.sent(data.entry_id);
-      onAccepted(data);
-      // the bots' states follow the turn this message starts
-      timeline
-        .sync()
-        .catch(() => {})
-        .then(() => loadBotsUntilStarted(10, () => timeline.awaitsTurn() && !store.bots.some((b) => b.running_turn || b.paused_until > Date.now())));
-    } catch (e) {
-      if (e.status === 401) return refused();
-      if (!mayHaveReached(e)) return out.failed(e.message, attempt, !reached);
-      reached = true;
-      out.unconfirmed(e.message, attempt);
-      if (!timeline.closed) timer = setTimeout(attempt, wait);
-      wait = Math.min(wait * 2, RESEND_MAX_MS);
-    } finally {
-      busy = false;
+export function outboxView(timeline, to, { onAccepted = () => {}, refused = async () => false } = {}) {
+  const bubbles = new Map();
+  const changed = async (p, what) => {
+    let out = bubbles.get(p);
+    if (what === "removed") {
+      if (out) out.drop();
+      bubbles.delete(p);
+      return;
     }
-  };
-  // the host refused the token this tab holds (call() signed it out)
-  const refused = () => {
-    const what = reached ? "may not have been sent" : "was not sent";
-    out.failed(reached ? "Not confirmed: the host refused your token." : "Not sent: the host refused your token.", attempt, !reached);
-    if (!auth.token) {
-      const cut = firstChars(text, 200);
-      const quoted = cut === null ? text : `${cut}…`;
-      onSignedOut(`Your message ${what}: the host refused your token (it may have changed, or you logged out). Sign in, then send it again: “${quoted}”`);
+    if (!out) {
+      out = new Outgoing(timeline, p);
+      bubbles.set(p, out);
     }
+    if (p.state === "failed" && p.renew && p.answer && (await refused(p))) return outbox.discard(p);
+    out.follow();
+    if (p.state !== "sent") return;
+    bubbles.delete(p);
+    onAccepted(p.answer);
+    // the bots' states follow the turn this message starts
+    timeline
+      .sync()
+      .catch(() => {})
+      .then(() => loadBotsUntilStarted(10, () => timeline.awaitsTurn() && !store.bots.some((b) => b.running_turn || b.paused_until > Date.now())));
   };
-  out.onArrived = () => {
-    if (!busy) attempt();
+  const stop = outbox.watch(convOf(to), changed);
+  for (const p of outbox.of(convOf(to))) changed(p, "added");
+  return {
+    send: (text) => outbox.send(to, text),
+    close() {
+      stop();
+      bubbles.clear();
+    },
   };
-  // the host answers again: ask now rather than at the next interval
-  out.reachable = () => {
-    if (out.state === "unconfirmed" && !busy && Date.now() - last >= NUDGE_MS) attempt();
-  };
-  await attempt();
 }

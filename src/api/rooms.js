@@ -3,7 +3,7 @@
 // replaced by a line saying who closed it and when.
 
 import { call } from "./api.js";
-import { composer, deliver } from "./compose.js";
+import { composer, outboxView } from "./compose.js";
 import { avatar, backLink, clock, errorBox, h, placeholder } from "./dom.js";
 import { botName, ensureBots, loadRooms, roomWatchers, setTitle, store } from "./state.js";
 import { Timeline } from "./timeline.js";
@@ -37,11 +37,8 @@ export function roomIdFrom(name) {
 /** Who closed a room (only its owner may) as the page names them. */
 const closer = (room) => (room.owner === store.me ? "You" : room.owner);
 
-/**
- * The #/rooms views. `signedOut(why)` shows the sign-in page with why a
- * message was not sent.
- */
-export function roomsView(id, seq, { signedOut }) {
+/** The #/rooms views. */
+export function roomsView(id, seq) {
   setTitle("Rooms");
   const ctx = { closed: false, timeline: null, poll: 0, failed: false };
   const list = h("ul", { class: "list", "aria-label": "Your rooms" });
@@ -59,7 +56,7 @@ export function roomsView(id, seq, { signedOut }) {
   roomWatchers.add(paint);
   loadRooms();
   if (id === "new") newRoomForm(ctx, detail);
-  else if (id) openRoom(ctx, detail, id, seq, signedOut);
+  else if (id) openRoom(ctx, detail, id, seq);
   else {
     detail.replaceChildren(placeholder(h("p", null, "A room is a shared timeline where 2–6 bots discuss what you post, one at a time. Choose a room or create one.")));
     heading.focus();
@@ -161,7 +158,7 @@ async function newRoomForm(ctx, detail) {
   title.focus();
 }
 
-async function openRoom(ctx, detail, id, seq, signedOut) {
+async function openRoom(ctx, detail, id, seq) {
   detail.replaceChildren(placeholder("Loading…"));
   let room;
   try {
@@ -233,43 +230,11 @@ async function openRoom(ctx, detail, id, seq, signedOut) {
       // the refusal's own message is shown
     }
   };
-  // a message refused because the room closed meanwhile: its bubble (with
-  // a Retry that could only be refused again) gives way to the closed line
-  const dropBubble = (text) => {
-    const li = [...timeline.outbox.children].reverse().find((el) => {
-      const shown = el.querySelector(".text");
-      return shown && shown.textContent === text;
-    });
-    if (!li) return;
-    li.remove();
-    if (typeof timeline.refresh === "function") timeline.refresh();
-  };
   const send = async (text) => {
     // the mention note is about one post: the next one starts without it
     note.textContent = "";
     if (room.closed_at) return refusedAsClosed(text);
-    let closedOnIt = false;
-    const post = async (key) => {
-      const answer = await call("groupMessage", { group: id }, { body: { text }, key, accept: [409] });
-      if (answer.status === 409) {
-        await recheck();
-        closedOnIt = Boolean(room.closed_at);
-      }
-      return answer;
-    };
-    await deliver(timeline, text, post, {
-      onAccepted: (data) => {
-        const addressed = (data.addressed || []).map(nameOf);
-        const unknown = data.unknown_mentions || [];
-        note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
-        if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
-      },
-      onSignedOut: signedOut,
-    });
-    if (closedOnIt) {
-      dropBubble(text);
-      refusedAsClosed(text);
-    }
+    await outgoing.send(text);
   };
   // a small screen cuts a long placeholder: the short one says enough
   const narrow = window.matchMedia("(max-width: 480px)").matches;
@@ -295,8 +260,34 @@ async function openRoom(ctx, detail, id, seq, signedOut) {
   detail.replaceChildren(head, timeline.el, room.closed_at ? closedLine : box.el, note);
   // change signals of a timeline go to the room's owner; others poll
   if (store.me !== room.owner) ctx.poll = setInterval(() => timeline.sync().catch(() => {}), 5000);
+  // open() learns the newest seq first: an entry past it may be a message
+  // the outbox holds
+  const opening = timeline.open(room.last_seq, seq);
+  const outgoing = outboxView(timeline, { kind: "room", id }, {
+    onAccepted: (data) => {
+      const addressed = (data.addressed || []).map(nameOf);
+      const unknown = data.unknown_mentions || [];
+      note.textContent = addressed.length ? `Addressed to ${addressed.join(", ")}.` : "";
+      if (unknown.length) note.textContent += ` Nobody here is called ${unknown.map((m) => `@${m}`).join(", ")}.`;
+    },
+    // a message refused because the room closed meanwhile: its bubble
+    // (with a Retry that could only be refused again) gives way to the
+    // closed line, which quotes it
+    refused: async (p) => {
+      await recheck();
+      if (!room.closed_at) return false;
+      refusedAsClosed(p.text);
+      return true;
+    },
+  });
+  const closeTimeline = timeline.close.bind(timeline);
+  timeline.close = () => {
+    // the messages being sent go on without the view
+    outgoing.close();
+    closeTimeline();
+  };
   try {
-    await timeline.open(room.last_seq, seq);
+    await opening;
   } catch {
     // reported by the timeline
   }

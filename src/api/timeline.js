@@ -17,6 +17,7 @@
 import { call } from "./api.js";
 import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
 import { clock, count, firstChars, h, prettyJson, richText, timeEl, toast } from "./dom.js";
+import { noticeItem } from "./notices.js";
 import { loadBotsUntilStarted } from "./state.js";
 
 /** Entries shown when a conversation opens, and per "Show earlier" or
@@ -476,28 +477,7 @@ export class Timeline {
   }
 
   notice(e) {
-    const quiet = e.code === "unknown_mention" || str(e.code).startsWith("room_run_");
-    const bad = e.code === "turn_failed" || e.code === "budget_exhausted";
-    const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, h("span", null, str(e.text)));
-    if (e.retry_turn) {
-      const retry = h("button", { type: "button", class: "small" }, "Retry");
-      retry.addEventListener("click", async () => {
-        retry.disabled = true;
-        try {
-          const { data } = await call("retryTurn", { turn: e.retry_turn });
-          retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
-          if (data.requeued) this.retried(e.retry_turn);
-        } catch (err) {
-          retry.disabled = false;
-          // a shared room shows other people's bots' failures too: their
-          // turns are theirs to retry
-          const theirs = err.status === 404 && str(e.code).startsWith("room_run_");
-          toast(theirs ? "Only the owner of that bot can retry its turn." : err.message, { error: true });
-        }
-      });
-      line.append(retry);
-    }
-    return h("li", { class: `entry notice${bad ? " bad" : ""}`, role: quiet ? null : "note" }, line);
+    return noticeItem(e, (turn) => this.retried(turn));
   }
 
   /**

@@ -32,6 +32,8 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("cards.js", JS, include_str!("cards.js")),
     ("compose.js", JS, include_str!("compose.js")),
     ("dom.js", JS, include_str!("dom.js")),
+    ("notices.js", JS, include_str!("notices.js")),
+    ("outbox.js", JS, include_str!("outbox.js")),
     ("pages.js", JS, include_str!("pages.js")),
     ("rooms.js", JS, include_str!("rooms.js")),
     ("state.js", JS, include_str!("state.js")),

@@ -417,3 +417,72 @@ async fn what_bots_wrote_stays_in_its_box() {
     browser.quit().await;
     host.shutdown().await;
 }
+
+/// An approved action's card says what the approval allows, as the gate
+/// uses it: the action runs once if the bot makes this exact call again,
+/// before the approval's window to be used ends (its `expires_at`, shown
+/// as a time) — in the conversation, on the approvals page, and after the
+/// page reads it again. (It said "the bot may run it once": no deadline,
+/// and as if the bot might run it whenever it liked.)
+#[tokio::test]
+async fn an_approved_card_says_when_and_how_the_action_may_run() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", CARD_SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let session = host.dm_after_hello("r").await;
+    let id = ask_about(&host, &session, "run `env`", 600_000).await;
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser.click(".log .approval button.primary").await;
+    let said = "Approved · runs once if the bot makes this exact call again before ";
+    browser.wait_text(".log .approval .status", said).await;
+    let (_, a) = host.get(&format!("/v1/approvals/{id}"), TOKEN).await;
+    assert_eq!(a["approval"]["status"], "approved", "{a}");
+    // the deadline is the approval's, as the page writes a time
+    let expected = browser
+        .js_async(
+            r#"const done = arguments[arguments.length - 1];
+               import("/ui/dom.js").then((m) => done(arguments[0] + m.clock(arguments[1])), (e) => done(String(e)));"#,
+            json!([said, a["approval"]["expires_at"]]),
+        )
+        .await;
+    let status = |css: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .js(
+                    "return [...document.querySelectorAll(arguments[0])].map((s) => s.textContent)",
+                    json!([css]),
+                )
+                .await
+        }
+    };
+    assert_eq!(
+        status(".log .approval .status").await,
+        json!([expected.clone()])
+    );
+    // read again from the transcript, and on the approvals page
+    browser
+        .js(
+            "document.getElementById('main').replaceChildren(); location.reload()",
+            json!([]),
+        )
+        .await;
+    browser.wait_text(".log .approval .status", said).await;
+    assert_eq!(
+        status(".log .approval .status").await,
+        json!([expected.clone()])
+    );
+    browser
+        .go(&format!("{}/#/approvals?show=all", host.url))
+        .await;
+    browser.wait_text(".approvals .panel .status", said).await;
+    assert_eq!(status(".approvals .panel .status").await, json!([expected]));
+    browser.quit().await;
+    host.shutdown().await;
+}

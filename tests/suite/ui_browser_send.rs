@@ -16,8 +16,9 @@ use super::ui_browser::SCRIPT;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::ui_page;
+use crate::support::ui_page::host_with_r;
 
 /// Records, from now on, whether the outbox ever showed a bubble marked
 /// not sent (`.unsent`) or a "Discard" button, in `window.seen`.
@@ -42,16 +43,10 @@ async fn stored(host: &TestHost, session: &str, text: &str) -> usize {
 /// A host with the echo bot `r`, its DM open in `browser`, live; the DM's
 /// session.
 async fn open_dm(browser: &Browser) -> (TestHost, String) {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
+    let host = host_with_r(SCRIPT).await;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
-    browser.find(".composer textarea").await;
+    ui_page::open_dm(browser, &host, "r").await;
     browser.find("#conn.live").await;
     (host, session)
 }
@@ -176,11 +171,7 @@ async fn a_link_past_the_end_shows_the_newest_messages() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
+    let host = host_with_r(SCRIPT).await;
     host.dm_after_hello("r").await;
     browser.sign_in(&host.url, TOKEN).await;
     browser
@@ -217,14 +208,8 @@ async fn an_address_with_dot_segments_is_no_such_page() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
-    browser.find(".composer textarea").await;
+    let host = host_with_r(SCRIPT).await;
+    ui_page::open_dm(&browser, &host, "r").await;
     browser
         .js(
             r#"window.asked = [];
@@ -282,14 +267,8 @@ async fn a_bot_working_on_a_first_message_reads_working() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SLOW)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
-    browser.find(".composer textarea").await;
+    let host = host_with_r(SLOW).await;
+    ui_page::open_dm(&browser, &host, "r").await;
     browser.find("#conn.live").await;
     browser.wait_text(".conv-head h1 .state", "asleep").await;
     browser
@@ -309,6 +288,146 @@ async fn a_bot_working_on_a_first_message_reads_working() {
         )
         .await;
     browser.wait_text(".log", "slow: take your time").await;
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// While `window.down` is true, each message sent fails as if the
+/// connection dropped (the page's other requests go through: the views
+/// still open); the key of each one is recorded in `window.keys`.
+const MESSAGES_LOST: &str = r#"
+    window.down = true;
+    window.keys = [];
+    const f = window.fetch;
+    window.fetch = function (url, opts) {
+      const message = opts && opts.method === "POST" && String(url).includes("/messages");
+      if (message) window.keys.push(opts.headers["Idempotency-Key"]);
+      if (message && window.down) return Promise.reject(new TypeError("Failed to fetch"));
+      return f.apply(this, arguments);
+    };"#;
+
+/// Goes to `hash` in the page (the same document: what a click on a link
+/// does) and waits until no conversation is shown, or one is.
+async fn go_to(browser: &Browser, hash: &str, conversation: bool) {
+    browser
+        .js("location.hash = arguments[0]", json!([hash]))
+        .await;
+    browser
+        .wait_js(
+            "the view of the address",
+            "return (document.querySelector('.timeline') !== null) === arguments[0] && document.querySelector('.list a') !== null",
+            json!([conversation]),
+        )
+        .await;
+}
+
+/// Waits until the host stored the echo bot's answer to `text`.
+async fn answered(host: &TestHost, session: &str, text: &str) {
+    let reply = format!("echo: {text}");
+    host.wait_for(session, |entries| {
+        entries
+            .iter()
+            .find(|e| e["kind"] == "delivery" && e["text"] == reply.as_str())
+            .cloned()
+    })
+    .await;
+}
+
+/// A message not confirmed when the person leaves its conversation is
+/// still sent again, with its key, until the host takes it; coming back
+/// shows where it stands: "Not confirmed yet" while the host is away, then
+/// the message once, answered. (The resends stopped with the view: the
+/// message never reached the host, and the conversation no longer showed
+/// it at all.)
+#[tokio::test]
+async fn a_message_left_unconfirmed_is_sent_after_leaving_its_conversation() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let (host, session) = open_dm(&browser).await;
+    browser
+        .js(&format!("{WATCH_OUTBOX}{MESSAGES_LOST}"), json!([]))
+        .await;
+    browser
+        .type_in(".composer textarea", &format!("while elsewhere{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    go_to(&browser, "#/bots", false).await;
+    go_to(&browser, "#/bots/r", true).await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "while elsewhere")
+        .await;
+
+    // away from the conversation when the host answers again
+    go_to(&browser, "#/bots", false).await;
+    browser.js("window.down = false", json!([])).await;
+    answered(&host, &session, "while elsewhere").await;
+    go_to(&browser, "#/bots/r", true).await;
+    browser.wait_text(".log", "echo: while elsewhere").await;
+    outbox_empty(&browser).await;
+    let shown = browser
+        .js(
+            r#"return {
+                 seen: window.seen,
+                 keys: new Set(window.keys).size,
+                 tries: window.keys.length > 1,
+                 mine: [...document.querySelectorAll(".log li.mine .text")].map((t) => t.textContent),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!({"seen": {"unsent": false, "discard": false}, "keys": 1, "tries": true, "mine": ["while elsewhere"]})
+    );
+    assert_eq!(stored(&host, &session, "while elsewhere").await, 1);
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// A message not confirmed when the page is reloaded is sent again by the
+/// reloaded page, with the same key (the host answers a send of that key
+/// `duplicate`), and arrives once; the page then keeps nothing of it.
+/// (The reload lost it: the page had shown it as being sent, and it never
+/// reached the host.)
+#[tokio::test]
+async fn a_message_left_unconfirmed_is_sent_after_a_reload() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let (host, session) = open_dm(&browser).await;
+    browser.js(MESSAGES_LOST, json!([])).await;
+    browser
+        .type_in(".composer textarea", &format!("across a reload{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    let key = browser.js("return window.keys[0]", json!([])).await;
+    let key = key.as_str().unwrap().to_owned();
+    assert_eq!(stored(&host, &session, "across a reload").await, 0);
+
+    // the reloaded page has the network back
+    browser.js("location.reload()", json!([])).await;
+    answered(&host, &session, "across a reload").await;
+    browser.wait_text(".log", "echo: across a reload").await;
+    outbox_empty(&browser).await;
+    browser
+        .wait_js(
+            "nothing kept in localStorage",
+            "return localStorage.getItem('botfleet.outbox') === null",
+            json!([]),
+        )
+        .await;
+    let (status, again) = host.send("r", "across a reload", Some(&key)).await;
+    assert_eq!(
+        (status, &again["status"]),
+        (200, &json!("duplicate")),
+        "{again}"
+    );
+    assert_eq!(stored(&host, &session, "across a reload").await, 1);
     browser.quit().await;
     host.shutdown().await;
 }

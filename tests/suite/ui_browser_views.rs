@@ -18,6 +18,8 @@ use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::ui_page;
+use crate::support::ui_page::host_with_r;
 
 /// In a shared room, the page names another user's bot in search hits,
 /// and Retry on that bot's failed turn says that only its owner can.
@@ -381,6 +383,62 @@ async fn a_view_that_failed_while_the_host_was_down_opens_when_it_is_back() {
     browser.find("#conn.live").await;
     browser.find(".detail .composer textarea").await;
     assert_eq!(browser.count(".detail [role=alert]").await, 0);
+    browser.quit().await;
+    host.shutdown().await;
+}
+
+/// A failed turn's notice points to its Retry button, not to a command or
+/// an API route: `botfleet retry …` is only a quieter line under it, for a
+/// terminal; and the button retries. (The notice told the person on the
+/// page to run `botfleet retry …` or `POST /v1/turns/…/retry`.)
+#[tokio::test]
+async fn a_failed_turn_notice_points_to_its_retry_button() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = host_with_r(SCRIPT).await;
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser
+        .type_in(".composer textarea", &format!("please fail{ENTER}"))
+        .await;
+    browser
+        .wait_text(".log .notice.bad .line", "use the Retry button")
+        .await;
+    let notice = browser
+        .js(
+            r#"const n = document.querySelector(".log .notice.bad");
+               return {
+                 line: n.querySelector(".line span").textContent,
+                 buttons: [...n.querySelectorAll("button")].map((b) => b.textContent),
+                 cli: n.querySelector(".hint.cli code").textContent,
+               }"#,
+            json!([]),
+        )
+        .await;
+    let line = notice["line"].as_str().unwrap();
+    assert!(
+        line.contains("the endpoint answered 500")
+            && !line.contains("botfleet")
+            && !line.contains("/v1/")
+            && !line.contains("POST"),
+        "{notice}"
+    );
+    assert_eq!(notice["buttons"], json!(["Retry"]), "{notice}");
+    assert!(
+        notice["cli"]
+            .as_str()
+            .unwrap()
+            .starts_with("botfleet retry "),
+        "{notice}"
+    );
+    browser.click(".log .notice.bad button").await;
+    browser
+        .wait_js(
+            "a second failure notice",
+            "return document.querySelectorAll('.log .notice.bad').length === 2",
+            json!([]),
+        )
+        .await;
     browser.quit().await;
     host.shutdown().await;
 }

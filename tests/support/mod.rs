@@ -7,3 +7,4 @@ pub mod memory_model;
 pub mod openai_server;
 pub mod process;
 pub mod shared_room;
+pub mod ui_page;

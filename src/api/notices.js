@@ -1,0 +1,76 @@
+// A notice in a transcript (a failed or stopped turn, a member's failure
+// in a room, …) as the page shows it: its words, and a button for what it
+// offers (Retry), done through the API the page uses.
+//
+// The host writes one text for every client, so a notice that offers a
+// retry names the ways to do it outside the page (`botfleet retry T`, an
+// API route). On the page the button does it: those words are taken out
+// of the sentence, which points to the button instead, and the command
+// stays below as a quieter line for someone at a terminal.
+
+import { call } from "./api.js";
+import { h, toast } from "./dom.js";
+
+const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "");
+/** `text` as a regular expression matching it literally. */
+const literal = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The words of notice `text` for someone on the page, where a Retry button
+ * retries turn `turn` (null: there is no button): {text, command}, where
+ * `command` is the CLI command taken out ("" when none was).
+ */
+export function forPeople(text, turn) {
+  let out = text;
+  let command = "";
+  if (turn) {
+    const t = literal(turn);
+    const cli = `botfleet retry ${turn}`;
+    // "retry it with `botfleet retry T` or `POST …/T/retry`": the button
+    const offered = new RegExp(`retry it with \`botfleet retry ${t}\`(?: or \`POST [^\`]*${t}[^\`]*\`)?`);
+    // "can retry its turn T (`botfleet retry T`)": the button beside it
+    const aside = new RegExp(` \\(\`botfleet retry ${t}\`\\)`);
+    if (offered.test(out)) {
+      out = out.replace(offered, "use the Retry button");
+      command = cli;
+    } else if (aside.test(out)) {
+      out = out.replace(aside, "");
+      command = cli;
+    }
+  }
+  // "…, and in `GET …`": an API route nobody on the page reads; what it
+  // holds is in the owner's own conversation, which the notice names
+  out = out.replace(/, and in `GET [^`]*`/, "");
+  return { text: out, command };
+}
+
+/**
+ * The list item of notice entry `e`. `retried(turn)`: the host queued
+ * turn `turn` again (the view shows the bot working again).
+ */
+export function noticeItem(e, retried) {
+  const quiet = e.code === "unknown_mention" || str(e.code).startsWith("room_run_");
+  const bad = e.code === "turn_failed" || e.code === "budget_exhausted";
+  const { text, command } = forPeople(str(e.text), e.retry_turn ? str(e.retry_turn) : null);
+  const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, h("span", null, text));
+  if (e.retry_turn) {
+    const retry = h("button", { type: "button", class: "small" }, "Retry");
+    retry.addEventListener("click", async () => {
+      retry.disabled = true;
+      try {
+        const { data } = await call("retryTurn", { turn: e.retry_turn });
+        retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
+        if (data.requeued) retried(e.retry_turn);
+      } catch (err) {
+        retry.disabled = false;
+        // a shared room shows other people's bots' failures too: their
+        // turns are theirs to retry
+        const theirs = err.status === 404 && str(e.code).startsWith("room_run_");
+        toast(theirs ? "Only the owner of that bot can retry its turn." : err.message, { error: true });
+      }
+    });
+    line.append(retry);
+  }
+  const cli = command ? h("p", { class: "hint cli" }, "From a terminal: ", h("code", null, command)) : null;
+  return h("li", { class: `entry notice${bad ? " bad" : ""}`, role: quiet ? null : "note" }, line, cli);
+}

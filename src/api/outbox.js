@@ -1,0 +1,292 @@
+// The page's outbox: every message sent from the page until the host
+// confirms or refuses it. It belongs to the page, not to a conversation's
+// view: leaving the view does not stop the resends of a message whose
+// answer was lost (it would read "sending" and might never reach the
+// host), and the view shows where each one stands when the person comes
+// back. What is not confirmed is kept in localStorage too, so a reload
+// sends it again with the same Idempotency-Key (the host answers
+// `duplicate` or accepts it: it cannot arrive twice).
+
+import { auth, call, uuidv7 } from "./api.js";
+import { firstChars } from "./dom.js";
+
+const STORE_KEY = "botfleet.outbox";
+/** The first automatic resend of a message whose answer was lost waits
+ * this long (ms); each next one waits twice as long, up to RESEND_MAX_MS. */
+const RESEND_MIN_MS = 2000;
+const RESEND_MAX_MS = 30000;
+/** Fewest ms between two sends of one message that the host's signs of
+ * life (a page of entries, the change stream back) bring forward. */
+const NUDGE_MS = 1000;
+
+/**
+ * Whether the host may hold a message whose send failed with `e`: the
+ * request may have reached it and its answer been lost (no answer at
+ * all), or the host failed or timed out while admitting it (5xx, 408),
+ * or asked to be asked later (429). Any other refusal stored nothing.
+ */
+function mayHaveReached(e) {
+  return e.status === 0 || e.status === 408 || e.status === 429 || e.status >= 500;
+}
+
+/**
+ * A short tag of a token (32-bit FNV-1a), stored with each kept message:
+ * after a reload only the account that wrote a message sends it again
+ * (another tab may have signed in as someone else meanwhile). It tells
+ * tokens apart; it does not keep a token secret, nor need to.
+ */
+function tokenTag(token) {
+  let x = 0x811c9dc5;
+  for (let i = 0; i < token.length; i++) {
+    x ^= token.charCodeAt(i);
+    x = Math.imul(x, 0x01000193) >>> 0;
+  }
+  return x.toString(16);
+}
+
+/** The conversation a message goes to, as a string: "bot:ID" or "room:ID". */
+export const convOf = (to) => `${to.kind}:${to.id}`;
+
+/** Posts `text` to `to` ({kind: "bot" | "room", id}) with `key`. */
+function post(to, text, key) {
+  const opts = { body: { text }, key, accept: [409] };
+  return to.kind === "room" ? call("groupMessage", { group: to.id }, opts) : call("botMessage", { bot: to.id }, opts);
+}
+
+let uid = 0;
+
+/**
+ * One message in the outbox. `state`: "sending"; "sent" (the host stored
+ * it, as entry `entryId`; it then leaves the outbox); "unconfirmed" (no
+ * answer: the host may hold it; sent again by itself with the same key);
+ * "failed" (the host refused it: `message` says why; `renew` when a retry
+ * takes a new key, after a 409 whose key's fate is unknown). `reached`:
+ * a try of this key may have reached the host, so it is never offered to
+ * be discarded.
+ */
+class Pending {
+  constructor({ to, text, key = uuidv7(), reached = false, failed = null, renew = false }) {
+    this.id = ++uid;
+    this.to = to;
+    this.conv = convOf(to);
+    this.text = text;
+    this.key = key;
+    this.reached = reached;
+    this.state = failed === null ? "sending" : "failed";
+    this.message = failed || "";
+    this.renew = renew;
+    this.entryId = null;
+    this.answer = null;
+    this.busy = false;
+    this.timer = 0;
+    this.wait = RESEND_MIN_MS;
+    this.last = 0;
+  }
+
+  /** What localStorage keeps of it. */
+  record() {
+    const failed = this.state === "failed" ? this.message : null;
+    return { key: this.key, to: this.to, text: this.text, reached: this.reached, failed, renew: this.renew, tag: tokenTag(auth.token) };
+  }
+}
+
+/** The stored records, [] when there are none or they do not parse. */
+function stored() {
+  try {
+    const list = JSON.parse(localStorage.getItem(STORE_KEY) || "[]");
+    return Array.isArray(list) ? list : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Writes `p`'s record, or takes it out (`keep` false). The list is read
+ * again each time: other tabs of this browser keep theirs in it too.
+ */
+function persist(p, keep) {
+  const others = stored().filter((r) => r && r.key !== p.key);
+  const list = keep ? [...others, p.record()] : others;
+  try {
+    if (list.length) localStorage.setItem(STORE_KEY, JSON.stringify(list));
+    else localStorage.removeItem(STORE_KEY);
+  } catch {
+    // storage full or refused: the message is still sent from memory
+  }
+}
+
+/**
+ * The messages in flight, and who watches them. A view watches one
+ * conversation (`watch(conv, fn)`): fn(p, what) hears "added",
+ * "changed" and "removed".
+ */
+class Outbox {
+  constructor() {
+    this.items = new Map();
+    this.watchers = new Map();
+    /** Set by the app: the host refused the token and the tab signed out;
+     * called with what to tell the person (which message, its text). */
+    this.onSignedOut = () => {};
+  }
+
+  /** The messages to `conv`, oldest first. */
+  of(conv) {
+    return [...this.items.values()].filter((p) => p.conv === conv);
+  }
+
+  /** Tells `fn(p, what)` of the changes to the messages to `conv`; returns
+   * a function that stops it. */
+  watch(conv, fn) {
+    if (!this.watchers.has(conv)) this.watchers.set(conv, new Set());
+    this.watchers.get(conv).add(fn);
+    return () => this.watchers.get(conv).delete(fn);
+  }
+
+  tell(p, what) {
+    for (const fn of [...(this.watchers.get(p.conv) || [])]) {
+      try {
+        fn(p, what);
+      } catch (e) {
+        console.error("outbox watcher failed", e);
+      }
+    }
+  }
+
+  /** Sends `text` to `to` with a fresh key; resolves once the first try
+   * is answered (or given up on). */
+  async send(to, text) {
+    const p = new Pending({ to, text });
+    this.items.set(p.id, p);
+    // kept before the first try: a reload while it is in flight sends it
+    // again, with this key
+    persist(p, true);
+    this.tell(p, "added");
+    await this.attempt(p);
+    return p;
+  }
+
+  /**
+   * Takes up what an earlier load of the page (or another tab) kept for
+   * the account signed in now, and sends each again with its key; a
+   * refused one is shown as refused. Records of another account are left
+   * alone (that account's tabs take them up).
+   */
+  resume() {
+    const tag = tokenTag(auth.token);
+    const held = new Set([...this.items.values()].map((p) => p.key));
+    for (const r of stored()) {
+      if (!r || r.tag !== tag || held.has(r.key) || !r.to || typeof r.text !== "string") continue;
+      // in flight or unanswered when it was kept: it may have reached
+      const p = new Pending({ to: r.to, text: r.text, key: r.key, reached: r.failed ? Boolean(r.reached) : true, failed: r.failed || null, renew: Boolean(r.renew) });
+      if (p.state !== "failed") p.state = "unconfirmed";
+      this.items.set(p.id, p);
+      this.tell(p, "added");
+      if (p.state !== "failed") this.attempt(p);
+    }
+  }
+
+  /** Forgets every message, here and in localStorage ("Log out"). */
+  clear() {
+    for (const p of this.items.values()) {
+      clearTimeout(p.timer);
+      this.tell(p, "removed");
+    }
+    this.items.clear();
+    try {
+      localStorage.removeItem(STORE_KEY);
+    } catch {
+      // nothing kept
+    }
+  }
+
+  /** Takes `p` out ("Discard", or a view said what became of it). */
+  discard(p) {
+    clearTimeout(p.timer);
+    if (!this.items.delete(p.id)) return;
+    persist(p, false);
+    this.tell(p, "removed");
+  }
+
+  /** Sends `p` again now; after a 409, as a new message with a new key. */
+  retry(p) {
+    if (p.state === "failed" && p.renew) {
+      p.key = uuidv7();
+      p.reached = false;
+      p.renew = false;
+    }
+    return this.attempt(p);
+  }
+
+  /** The host answers again: what waits for an answer is asked now
+   * rather than at its next interval. */
+  reachable() {
+    for (const p of this.items.values()) this.nudge(p);
+  }
+
+  /** Asks `p` again now if it waits for an answer and was not just asked. */
+  nudge(p) {
+    if (p.state === "unconfirmed" && !p.busy && Date.now() - p.last >= NUDGE_MS) this.attempt(p);
+  }
+
+  set(p, state, message = "") {
+    p.state = state;
+    p.message = message;
+    if (state === "sent") {
+      this.items.delete(p.id);
+      persist(p, false);
+    } else if (this.items.has(p.id)) {
+      persist(p, true);
+    }
+    this.tell(p, "changed");
+  }
+
+  async attempt(p) {
+    clearTimeout(p.timer);
+    if (p.busy || !this.items.has(p.id)) return;
+    // signed out: nothing is sent without a token ("Log out" cleared the
+    // outbox; a load of another account resumes only its own)
+    if (!auth.token) return;
+    p.busy = true;
+    p.last = Date.now();
+    // an unconfirmed message keeps its words while it is asked again
+    if (p.state !== "unconfirmed") this.set(p, "sending");
+    try {
+      const { status, data } = await post(p.to, p.text, p.key);
+      if (!this.items.has(p.id)) return;
+      if (status === 409) {
+        p.renew = true;
+        p.answer = data;
+        this.set(p, "failed", (data && data.error && data.error.message) || "The host could not accept this message.");
+        return;
+      }
+      p.entryId = data.entry_id;
+      p.answer = data;
+      this.set(p, "sent");
+    } catch (e) {
+      if (e.status === 401) return this.refused(p);
+      if (!this.items.has(p.id)) return;
+      if (!mayHaveReached(e)) return this.set(p, "failed", e.message);
+      p.reached = true;
+      this.set(p, "unconfirmed", e.message);
+      if (this.items.has(p.id)) p.timer = setTimeout(() => this.attempt(p), p.wait);
+      p.wait = Math.min(p.wait * 2, RESEND_MAX_MS);
+    } finally {
+      p.busy = false;
+    }
+  }
+
+  /** The host refused the token this tab holds (call() signed it out,
+   * which cleared the outbox): the person is told, with the text. */
+  refused(p) {
+    const what = p.reached ? "may not have been sent" : "was not sent";
+    if (this.items.has(p.id)) this.set(p, "failed", p.reached ? "Not confirmed: the host refused your token." : "Not sent: the host refused your token.");
+    if (!auth.token) {
+      const cut = firstChars(p.text, 200);
+      const quoted = cut === null ? p.text : `${cut}…`;
+      this.onSignedOut(`Your message ${what}: the host refused your token (it may have changed, or you logged out). Sign in, then send it again: “${quoted}”`);
+    }
+  }
+}
+
+/** The page's outbox. */
+export const outbox = new Outbox();
