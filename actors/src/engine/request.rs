@@ -42,7 +42,8 @@
 //! clipped every huge message a second time.
 //!
 //! Nothing is copied but what changes: the messages move into the request
-//! and back ([`Undo`]).
+//! and back ([`Undo`]); with nothing to shape, the request is the
+//! context's own vector and goes back whole.
 
 use std::collections::HashMap;
 
@@ -213,15 +214,21 @@ fn tool_name<'a>(before: &'a [ChatMessage], id: &str) -> Option<&'a str> {
     })
 }
 
-/// How the context gets its messages back from a request: one part per
-/// message of the context, in order.
+/// How the context gets its messages back from a request.
 #[derive(Debug, Clone)]
-pub(crate) struct Undo {
-    parts: Vec<Part>,
+pub(crate) enum Undo {
+    /// The request is the context's messages as they are (no update, no
+    /// clip or stub, roles not joined), this many: the same vector goes
+    /// back. The common step moves no message and keeps the vector's
+    /// spare room, where rebuilding it copied the whole context twice a
+    /// step and the next entry pushed copied it once more to grow it.
+    Same(usize),
+    /// One part per message of the context, in order.
+    Parts(Vec<Part>),
 }
 
 #[derive(Debug, Clone)]
-enum Part {
+pub(crate) enum Part {
     /// The request holds the message unchanged, at this index.
     At(usize),
     /// The request holds it changed or not at all; this is the original.
@@ -242,6 +249,10 @@ pub(crate) fn shape(
     alternate: bool,
 ) -> (Vec<ChatMessage>, Undo) {
     let len = messages.len();
+    if update.is_none() && sent.is_empty() && !alternate {
+        // nothing to shape: every message would move as it is, in order
+        return (messages, Undo::Same(len));
+    }
     let mut b = Builder {
         out: Vec::with_capacity(len + 1),
         origin: Vec::with_capacity(len + 1),
@@ -318,7 +329,7 @@ pub(crate) fn shape(
     if let Some(text) = update {
         b.user(text, Source::Request);
     }
-    (b.out, Undo { parts: b.parts })
+    (b.out, Undo::Parts(b.parts))
 }
 
 /// Where a user-side message of the request comes from.
@@ -404,12 +415,25 @@ impl Builder {
     }
 }
 
+/// Spare room, in messages, of a context rebuilt from a shaped request.
+const RESTORE_ROOM: usize = 16;
+
 impl Undo {
     /// The context's messages, from the request's.
     pub(crate) fn restore(self, request: Vec<ChatMessage>) -> Vec<ChatMessage> {
+        let parts = match self {
+            Undo::Same(len) => {
+                let mut request = request;
+                request.truncate(len);
+                return request;
+            }
+            Undo::Parts(parts) => parts,
+        };
         let mut request = request.into_iter().enumerate();
-        let mut out = Vec::with_capacity(self.parts.len());
-        for part in self.parts {
+        // room for the entries the turn pushes next (a step's message and
+        // its results), which would otherwise copy the context to grow it
+        let mut out = Vec::with_capacity(parts.len() + RESTORE_ROOM);
+        for part in parts {
             match part {
                 Part::Held(m) => out.push(m),
                 Part::At(j) => {

@@ -526,3 +526,41 @@ fn sent_tokens_count_the_stubs_and_move_nothing() {
     assert!(sent.abs_diff(counted) < 50, "{sent} counted as {counted}");
     tail.restore_request(request, None);
 }
+
+/// A request with nothing to shape (no update, no clip or stub, roles not
+/// joined) is the context's own vector, and it goes back as it came: no
+/// message moves and the vector keeps its spare room, so the entries a
+/// step pushes next do not copy the context to grow it. A shaped request
+/// gives the context back with room too.
+#[test]
+fn an_unshaped_request_moves_no_message() {
+    let mut context = Vec::with_capacity(64);
+    context.extend([
+        system("sys"),
+        user("a"),
+        assistant("", &[("c1", "Read")]),
+        tool("c1", "r1"),
+        assistant("", &[]),
+    ]);
+    let (at, room) = (context.as_ptr(), context.capacity());
+    let (request, undo) = shape(context, None, &HashMap::new(), false);
+    assert_eq!(request.as_ptr(), at, "the request is the context's vector");
+    let back = undo.restore(request);
+    assert_eq!(back.as_ptr(), at, "the context gets its vector back");
+    assert_eq!(back.capacity(), room);
+    assert_eq!(
+        roles(&back),
+        vec![
+            "system:sys",
+            "user:a",
+            "assistant::1",
+            "tool:c1:r1",
+            "assistant::0"
+        ]
+    );
+    // shaped (an update added): rebuilt, with room for the next entries
+    let (request, undo) = shape(back, Some((2, "u".into())), &HashMap::new(), false);
+    let back = undo.restore(request);
+    assert_eq!(back.len(), 5);
+    assert!(back.capacity() >= 5 + RESTORE_ROOM, "{}", back.capacity());
+}
