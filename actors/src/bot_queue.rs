@@ -1,5 +1,9 @@
-//! A bot's queue of admitted inputs: three priority classes, FIFO inside a
-//! class, batched by session.
+//! A bot's queue of admitted inputs: three priority classes, batched by
+//! session. Bots and background work are FIFO inside their class; direct
+//! messages take turns by session (each is one person's, or a parent
+//! bot's task to a subagent): the session served longest ago goes first,
+//! so one conversation's stream of messages cannot keep another waiting
+//! behind it turn after turn.
 
 use std::collections::VecDeque;
 
@@ -25,7 +29,16 @@ pub(crate) struct BotQueue {
     /// always: each sender routes what it admitted after its own commit
     /// returns, so a lower gid can come after a higher one.
     last_gid: i64,
+    /// Sessions whose direct messages were taken for a turn, the one
+    /// taken last at the back, at most [`SERVED_KEPT`]: a session not
+    /// here was served longer ago than any that is.
+    served: VecDeque<SessionId>,
 }
+
+/// Most sessions [`BotQueue`] remembers serving. Past it the oldest is
+/// forgotten, which only ranks it with the sessions never served: still
+/// behind none that waits.
+const SERVED_KEPT: usize = 64;
 
 /// What [`BotQueue::push`] did with an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +86,9 @@ impl BotQueue {
     }
 
     /// Puts inputs of an interrupted turn back, ahead of their class
-    /// (skipping any already queued).
+    /// (skipping any already queued); a session whose direct messages were
+    /// just served still lets other sessions' go first
+    /// ([`BotQueue::next_batch`]).
     pub(crate) fn requeue(&mut self, inputs: Vec<QueuedInput>) {
         for input in inputs.into_iter().rev() {
             if self.contains(input.item.gid) {
@@ -144,16 +159,43 @@ impl BotQueue {
         Some((session, self.take_session(session)))
     }
 
-    /// The next turn's inputs: the session at the head of the highest
-    /// non-empty class, and every queued input of that session (any class),
-    /// in gid order.
+    /// The next turn's inputs: a session of the highest non-empty class,
+    /// and every queued input of that session (any class), in gid order.
+    /// Bots and background work go in queue order; direct messages take
+    /// turns by session: of the sessions with one waiting, the one served
+    /// longest ago (never, first), ties in queue order. A turn interrupted
+    /// by another session's message so lets that message go next, and is
+    /// run again after it.
     pub(crate) fn next_batch(&mut self) -> Option<(SessionId, Vec<QueuedInput>)> {
-        let session = self.classes.iter().find_map(|c| c.front())?.item.session;
+        let session = match self.fairest_dm() {
+            Some(session) => session,
+            None => self.classes.iter().find_map(|c| c.front())?.item.session,
+        };
         Some((session, self.take_session(session)))
     }
 
-    /// Every queued input of `session` (any class), in gid order.
+    /// The session of the direct messages to serve next: the one whose
+    /// last turn is longest ago, of those with one waiting.
+    fn fairest_dm(&self) -> Option<SessionId> {
+        // a session's rank: not served lately first, then the oldest
+        // served; `min_by_key` keeps the first of equals, in queue order
+        let rank = |s: &SessionId| self.served.iter().position(|x| x == s);
+        self.classes[0]
+            .iter()
+            .map(|q| q.item.session)
+            .min_by_key(|s| rank(s).map_or(0, |at| at + 1))
+    }
+
+    /// Every queued input of `session` (any class), in gid order; the
+    /// session is noted as served when it had a direct message.
     fn take_session(&mut self, session: SessionId) -> Vec<QueuedInput> {
+        if self.classes[0].iter().any(|q| q.item.session == session) {
+            self.served.retain(|s| *s != session);
+            if self.served.len() == SERVED_KEPT {
+                self.served.pop_front();
+            }
+            self.served.push_back(session);
+        }
         let mut batch = Vec::new();
         for c in &mut self.classes {
             let mut keep = VecDeque::with_capacity(c.len());
@@ -208,6 +250,48 @@ mod tests {
             .map(|(s, v)| (s, v.iter().map(|i| i.item.gid).collect()))
             .collect();
         assert_eq!(order, vec![(a, vec![3, 4]), (b, vec![2]), (c, vec![1])]);
+    }
+
+    /// Two people's DMs (or a person's and a parent bot's task) with one
+    /// bot: the one who sent a stream of messages while a turn ran does
+    /// not go again before the other, whose message was in the queue
+    /// behind theirs. Before, the queue was first come first served, and
+    /// `b` waited behind `a`'s backlog.
+    #[test]
+    fn direct_messages_take_turns_by_session() {
+        let (a, b) = (SessionId::new_v7(), SessionId::new_v7());
+        let mut q = BotQueue::default();
+        q.push(input(1, a, Priority::UserDm));
+        assert_eq!(q.next_batch().unwrap().0, a);
+        // while a's turn runs: a sends more, then b, then a again
+        q.push(input(2, a, Priority::UserDm));
+        q.push(input(3, a, Priority::UserDm));
+        q.push(input(4, b, Priority::UserDm));
+        q.push(input(5, a, Priority::UserDm));
+        let (session, batch) = q.next_batch().unwrap();
+        assert_eq!(session, b, "b's message goes in the next turn");
+        assert_eq!(batch.len(), 1);
+        // a's messages are one turn (debounce batching is kept)
+        let (session, batch) = q.next_batch().unwrap();
+        assert_eq!(session, a);
+        let gids: Vec<i64> = batch.iter().map(|i| i.item.gid).collect();
+        assert_eq!(gids, [2, 3, 5]);
+        // a turn of a interrupted by b's message: b goes next, then a's
+        // requeued inputs (with what a sent meanwhile)
+        q.push(input(6, b, Priority::UserDm));
+        q.requeue(batch);
+        q.push(input(7, a, Priority::UserDm));
+        assert_eq!(q.next_batch().unwrap().0, b);
+        let (session, batch) = q.next_batch().unwrap();
+        assert_eq!(session, a);
+        assert_eq!(batch.len(), 4);
+        // the classes keep their order: a DM before a bot's message
+        // however lately its session was served
+        q.push(input(8, b, Priority::Bot));
+        q.push(input(9, a, Priority::UserDm));
+        assert_eq!(q.next_batch().unwrap().0, a);
+        assert_eq!(q.next_batch().unwrap().0, b);
+        assert!(q.is_empty());
     }
 
     #[test]

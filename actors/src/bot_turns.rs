@@ -17,6 +17,12 @@ impl BotState {
         if self.running.is_some() {
             return;
         }
+        if self.rt.is_stopping() {
+            // the host stops: no turn starts, so no model request is made
+            // for one; what is queued is pending in the store's inbox and
+            // runs after the next start
+            return;
+        }
         if self.record.removed_at().is_some() {
             // no longer in the config: its inputs and open turns wait in
             // the store until a config lists it again
@@ -189,8 +195,24 @@ impl BotState {
         });
         let rt = self.rt.clone();
         let me = myself.clone();
+        let stopping = self.rt.stopping();
+        let bot = self.record.id.clone();
         tokio::spawn(async move {
-            let end = match AssertUnwindSafe(run_turn(rt, plan)).catch_unwind().await {
+            let run = AssertUnwindSafe(run_turn(rt, plan)).catch_unwind();
+            // the host's stop drops the run where it waits, at once: what
+            // it committed stays and it resumes from there at the next
+            // start (`Runtime::stop_turns`); its bot is told nothing, as
+            // it starts no more turns
+            let ended = tokio::select! {
+                biased;
+                () = stopping.cancelled() => None,
+                ended = run => Some(ended),
+            };
+            let Some(ended) = ended else {
+                tracing::info!(%bot, %turn, "turn cut off by the host's stop; it resumes at the next start");
+                return;
+            };
+            let end = match ended {
                 Ok(report) => TurnEndKind::Ended(Box::new(report)),
                 Err(panic) => TurnEndKind::Panicked {
                     turn,

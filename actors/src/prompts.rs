@@ -164,6 +164,9 @@ prompts! {
     memory => "memory.md",
     /// What changed in memory inside a compaction epoch.
     memory_update => "memory_update.md",
+    /// Ends the memory block when items did not fit its share of the
+    /// context: how many were left out.
+    memory_left_out => "memory_left_out.md",
     /// Remember's error in a shared room when the layer is full (no
     /// counts: they take in what the bot holds in private).
     memory_full_room => "memory_full_room.md",
@@ -175,6 +178,8 @@ prompts! {
     extract_facts => "extract_facts.md",
     /// What the fact extractor reads (user message).
     extract_input => "extract_input.md",
+    /// The middle of a text cut from the fact extractor's request.
+    extract_clipped => "extract_clipped.md",
     /// A member's turn in a group room: the new public messages.
     group_turn => "group_turn.md",
     /// Note to a room member that some of its messages were withheld.
@@ -197,6 +202,12 @@ prompts! {
     /// Notice in a room member's session keeping a message it sent past
     /// that limit (people read it).
     group_over_limit_notice => "group_over_limit_notice.md",
+    /// Result of a room member's SendMessage once the discussion has the
+    /// room's cap of replies: not published.
+    group_room_full_result => "group_room_full_result.md",
+    /// Notice in a room member's session keeping a message it sent past
+    /// that cap (people read it).
+    group_room_full_notice => "group_room_full_notice.md",
     /// Timeline notice of a member turn that failed or was cancelled.
     group_member_failed => "group_member_failed.md",
     /// The same in a shared room: where the member's owner reads why (the

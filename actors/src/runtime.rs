@@ -23,6 +23,7 @@ use botfleet_memory::TranscriptIndex;
 use parking_lot::RwLock;
 use ractor::ActorRef;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use crate::bot_queue::QueuedInput;
 use crate::error::ActorError;
@@ -105,6 +106,10 @@ pub struct Runtime {
     recall: RwLock<Recall>,
     /// Secrets declared in the fleet file.
     vault: RwLock<Arc<crate::vault::Vault>>,
+    /// Cancelled when the host begins to stop ([`Runtime::stop_turns`]):
+    /// from then on no turn starts, and a running turn's task is dropped
+    /// where it waits (`bot_turns.rs`).
+    stopping: CancellationToken,
 }
 
 /// Transcript recall as the runtime holds it.
@@ -155,7 +160,33 @@ impl Runtime {
             state: RwLock::new(None),
             recall: RwLock::new(Recall::default()),
             vault: RwLock::new(Arc::new(crate::vault::Vault::default())),
+            stopping: CancellationToken::new(),
         }
+    }
+
+    /// The host begins to stop: from now on no turn starts, so no model
+    /// request is made for one, and each running turn's task is dropped
+    /// where it waits (a model call, a tool, a write), at once rather than
+    /// when the store closes (before, turns kept calling their models and
+    /// their bots kept starting new ones for as long as the rest of the
+    /// stop took: 20–30 s under load). What a turn committed stays; it is
+    /// still `running` in the store and resumes from its last step at the
+    /// next start, as after a crash (the store's clean close takes its
+    /// start back, so the stop does not count against
+    /// `runtime.max_turn_attempts`). Inputs no turn has committed stay
+    /// pending in the inbox for the next start. Cannot be undone.
+    pub fn stop_turns(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Whether the host is stopping ([`Runtime::stop_turns`]).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_cancelled()
+    }
+
+    /// Cancelled when the host begins to stop (a turn's task waits on it).
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.stopping.clone()
     }
 
     /// Sets the fleet file's secrets.

@@ -17,9 +17,9 @@ use botfleet_memory::StoreError;
 
 use super::Runner;
 use crate::memory::extracts_from;
+use crate::memory::render_memory_changes;
 use crate::memory::spawn_extract_after_turn;
 use crate::model::Purpose;
-use crate::prompts::prompts;
 use crate::tools::Runner as RunnerKind;
 
 impl Runner {
@@ -31,8 +31,10 @@ impl Runner {
     ///   re-rendered now, one prompt-cache miss, because a forgotten fact
     ///   must leave the prompt and a note disappears at its expiry;
     /// - otherwise (items added or changed, a different choice of log
-    ///   entries): the prefix stays byte-identical and the fresh block goes
-    ///   in as a short update after the turn's inputs in each request.
+    ///   entries): the prefix stays byte-identical and the fresh block's
+    ///   items the frozen one does not show as they are go in as a short
+    ///   update after the turn's inputs in each request (both blocks are
+    ///   bounded, `memory::render_memory_within`, so the update is too).
     pub(super) async fn reconcile_state_block(&mut self) {
         self.memory_update = None;
         if self.tail.state_hash == self.block.hash {
@@ -42,10 +44,9 @@ impl Runner {
             self.tail.refresh_state(&self.block);
             return;
         }
-        self.memory_update = prompts()
-            .memory_update
-            .render(&[("changes", &self.block.text)])
-            .ok();
+        // only what the frozen block does not show: the whole fresh block
+        // sent memory twice in every request of the epoch
+        self.memory_update = render_memory_changes(&self.tail.state, &self.block.text);
     }
 
     /// Whether an item of the tail's frozen state block is gone: it no

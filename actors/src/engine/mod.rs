@@ -31,3 +31,7 @@ pub use runner::budget_paused_until;
 pub(crate) use runner::run_turn;
 pub use runner::stored_budget_pause;
 pub(crate) use tail::SessionTail;
+/// The per-message clip and the turn's budget, which also bound the fact
+/// extraction's request (`memory/extract_bounds.rs`).
+pub(crate) use tail::request::clip as request_clip;
+pub(crate) use tail::request::turn_budget;

@@ -11,11 +11,26 @@ use super::*;
 use crate::model::ChatMessage;
 
 impl Runner {
-    pub(super) async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
+    /// What comes before a step's model request: the daily budget check
+    /// (`Runner::budget_checkpoint`), a compaction when one is due, and
+    /// the budget check again after it (a compaction's calls count toward
+    /// the turn's usage). `Some` when the turn stopped there.
+    pub(super) async fn before_request(&mut self) -> Result<Option<TurnStatus>, StoreError> {
+        if let Some(status) = self.budget_checkpoint().await? {
+            return Ok(Some(status));
+        }
         if self.compaction_needed() {
             let keep_from = self.state.input_seqs.iter().min().copied();
             self.compact_now(keep_from).await;
+            return self.budget_checkpoint().await;
         }
+        Ok(None)
+    }
+
+    /// The model request of a step, over the session tail as it is (the
+    /// step loop compacts first when it must, `Runner::compaction_needed`,
+    /// checking the daily budget before each of the two).
+    pub(super) async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
         self.shape_requests();
         // the running turn's reasoning goes back with its calls, earlier
         // turns' not at all (ContextBuilder::keep_reasoning_of)

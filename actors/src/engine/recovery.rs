@@ -95,23 +95,10 @@ impl Runner {
         };
         tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, replaces_start, "resuming turn from its checkpoint");
         self.attempts = attempts;
-        if attempts > self.rt.settings.max_turn_attempts {
-            // every start since the turn's last step was cut off by a
-            // crash (a clean stop takes its start back, a step resets the
-            // count): it would most likely crash there again
-            return self
-                .fail(format!(
-                    "the turn crashed {} times in a row at the same step",
-                    attempts - 1
-                ))
-                .await
-                .map(Some);
-        }
         let mine = self.own_entries().await?;
         let mut last_calls = Vec::new();
         let mut answered = std::collections::HashSet::new();
         self.state.step = 0;
-        self.state.delivered = 0;
         for e in &mine {
             match &e.kind {
                 EntryKind::Assistant { tool_calls, .. } => {
@@ -121,11 +108,20 @@ impl Runner {
                 EntryKind::ToolResult { call_id, .. } => {
                     answered.insert(call_id.clone());
                 }
-                EntryKind::Delivery { .. } => self.state.delivered += 1,
                 EntryKind::Reminder { .. } => self.state.reminded = true,
                 _ => {}
             }
         }
+        // its deliveries wherever they went (a webhook's or a routine's
+        // turn delivers to the owner's DM): counted from its own session
+        // only, a resumed one that then hit max_steps read as "not
+        // delivered", failed, and a retry messaged the owner again
+        let first_input = self.inputs.iter().map(|i| i.gid).min().unwrap_or(1);
+        self.state.delivered = self
+            .rt
+            .store
+            .deliveries_of_turn(self.turn, first_input.saturating_sub(1))
+            .await?;
         let started: std::collections::HashMap<String, ToolCallStatus> = self
             .rt
             .store
@@ -134,6 +130,19 @@ impl Runner {
             .into_iter()
             .map(|c| (c.call_id, c.status))
             .collect();
+        if attempts > self.rt.settings.max_turn_attempts {
+            // every start since the turn's last step was cut off by a
+            // crash (a clean stop takes its start back, a step resets the
+            // count): it would most likely crash there again
+            self.close_started_calls().await?;
+            return self
+                .fail(format!(
+                    "the turn crashed {} times in a row at the same step",
+                    attempts - 1
+                ))
+                .await
+                .map(Some);
+        }
         for (ordinal, body) in last_calls.iter().enumerate() {
             if answered.contains(&body.id) {
                 continue;
@@ -157,6 +166,46 @@ impl Runner {
             }
         }
         Ok(None)
+    }
+
+    /// Records the calls of the turn's last step that started and have no
+    /// result as "outcome unknown", before the turn fails for its crashes:
+    /// they may have taken effect, and their rows stayed `started` under a
+    /// failed turn forever.
+    pub(super) async fn close_started_calls(&mut self) -> Result<(), StoreError> {
+        let mine = self.own_entries().await?;
+        let answered: std::collections::HashSet<&str> = mine
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let last_calls = mine.iter().rev().find_map(|e| match &e.kind {
+            EntryKind::Assistant { tool_calls, .. } => Some(tool_calls.clone()),
+            _ => None,
+        });
+        let started: std::collections::HashSet<String> = self
+            .rt
+            .store
+            .tool_calls(self.turn)
+            .await?
+            .into_iter()
+            .filter(|c| c.status == ToolCallStatus::Started)
+            .map(|c| c.call_id)
+            .collect();
+        for body in last_calls.unwrap_or_default() {
+            if answered.contains(body.id.as_str()) || !started.contains(&body.id) {
+                continue;
+            }
+            let call = ToolCall {
+                id: body.id,
+                name: body.name,
+                arguments: body.arguments,
+            };
+            self.outcome_unknown(&call).await?;
+        }
+        Ok(())
     }
 
     /// Records a call that started before a crash and is not run again

@@ -325,3 +325,80 @@ async fn a_started_idempotent_call_the_gate_refuses_on_resume_is_closed_as_outco
     assert_eq!(s.status, TurnStatus::Completed);
     assert_eq!(s.runs, 1, "not run again");
 }
+
+/// An idempotent tool with an external effect whose every run dies.
+struct AlwaysDies;
+
+#[async_trait]
+impl Tool for AlwaysDies {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "Launch".into(),
+            description: "Launch it.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::External
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, _ctx: &ToolContext<'_>, _args: Value) -> Result<ToolOutput, ToolError> {
+        panic!("the host dies in the middle of the call, every time");
+    }
+}
+
+/// Regression (round 18, F8 finding 3): a turn that failed as "crashed 3
+/// times in a row" left its started call's row `started` forever (the
+/// turn's API showed a failed turn with a call still running). The call
+/// is closed as outcome unknown before the turn fails.
+#[tokio::test]
+async fn a_turn_that_crashed_too_often_closes_its_started_call_before_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let model: Arc<dyn Model> = Arc::new(LaunchModel {
+        next: Mutex::new(0),
+    });
+    let mut tools = ToolRegistry::builtin();
+    tools.register(Arc::new(AlwaysDies));
+    let rt = fleet_runtime(dir.path(), model, tools);
+    let bot = alices_bot(&["SendMessage", "Launch"]);
+    let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
+    let alice = UserId::new("alice").unwrap();
+    let req = crate::protocol::user_message(&alice, &bot, "launch it", None);
+    let session: SessionId = req.entry.session;
+    fleet.admit(req).await.unwrap();
+    let entries = turn_ended(fleet.store(), session).await;
+    let (turn, status) = entries
+        .iter()
+        .find_map(|e| match &e.kind {
+            EntryKind::TurnEnd { status, .. } => Some((e.turn.unwrap(), *status)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(status, TurnStatus::Failed, "{entries:#?}");
+    let row = fleet
+        .store()
+        .tool_calls(turn)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "Launch")
+        .unwrap();
+    assert_eq!(row.status, ToolCallStatus::Done, "the row got its outcome");
+    assert!(
+        row.outcome
+            .as_deref()
+            .is_some_and(|o| o.starts_with("outcome unknown")),
+        "{:?}",
+        row.outcome
+    );
+    fleet.shutdown().await;
+}

@@ -120,15 +120,11 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let compaction_due = result.is_ok()
         && !was_compact
         && runner.model.answers(Purpose::Compact)
-        && (runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens
+        && ((runner.tail.tokens() > runner.ctx_settings.background_compact_at_tokens
+            && !runner.tail.compaction_held())
             || runner
                 .tail
                 .unsummarised_past(runner.rt.settings.context_entries));
-    // owed in the write that ended the turn (`Runner::owed_extraction`):
-    // it runs now, or after a restart if this process dies first
-    if let Some(owed) = runner.owed.take() {
-        runner.spawn_extraction(owed);
-    }
     let (status, error) = match result {
         Ok(status) => (Some(status), runner.error.take()),
         // a planned stop: the turn stays running in the store and resumes
@@ -148,6 +144,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     } else {
         None
     };
+    runner.extract_after(spent_until).await;
     TurnReport {
         turn,
         status,
@@ -497,6 +494,8 @@ impl Runner {
             Some(PlanKind::Fail { error, inputs }) => {
                 if !self.load_record().await? {
                     self.begin(inputs);
+                } else {
+                    self.close_started_calls().await?;
                 }
                 return self.fail(error).await;
             }
@@ -537,6 +536,9 @@ impl Runner {
                     self.rt.settings.max_steps
                 );
                 return self.fail(error).await;
+            }
+            if let Some(status) = self.before_request().await? {
+                return Ok(status);
             }
             let response = match self.call_model().await {
                 Ok(r) => r,

@@ -28,12 +28,14 @@
 //! stays bounded: within a turn the window only grows (a turn compacts
 //! for the window at most once, at its first request), a compaction
 //! leaves at most a quarter window for the next, and after one that
-//! fails or finds nothing both checks wait a quarter window of entries
+//! fails or finds nothing every check (the token marks before a step and
+//! after a turn too) waits a quarter window of entries
 //! ([`SessionTail::hold_compaction`]). While the summariser
 //! is down, entries do leave the window unsummarised; the next summary
 //! covers them (it reads every entry after the previous one from the
 //! store).
 
+use std::collections::HashMap;
 use std::collections::HashSet;
 
 use botfleet_memory::Encoding;
@@ -143,6 +145,8 @@ struct Others {
     same: HashSet<TurnId>,
     /// Prior turns over inputs the turn sees (none of its own).
     prior: HashSet<TurnId>,
+    /// The inputs of each turn in `same` and `prior` (their `turn_end`s).
+    inputs: HashMap<TurnId, Vec<i64>>,
 }
 
 impl ContextBound {
@@ -172,6 +176,7 @@ impl ContextBound {
         let mut others = Others {
             same: HashSet::new(),
             prior: HashSet::new(),
+            inputs: HashMap::new(),
         };
         for e in entries {
             let (EntryKind::TurnEnd { inputs, .. }, Some(turn)) = (&e.kind, e.turn) else {
@@ -184,7 +189,10 @@ impl ContextBound {
                 others.same.insert(turn);
             } else if !inputs.is_empty() && inputs.iter().all(|&s| s <= self.upto) {
                 others.prior.insert(turn);
+            } else {
+                continue;
             }
+            others.inputs.insert(turn, inputs.clone());
         }
         others
     }
@@ -196,25 +204,43 @@ impl ContextBound {
                 .is_some_and(|t| others.same.contains(&t) || others.prior.contains(&t))
     }
 
-    /// Puts the turn's inputs after what prior turns wrote after them, as
-    /// a tail kept in memory holds them (a turn's inputs join it when the
-    /// turn starts): a context that showed the input before the prior
-    /// turn's last steps ended with that turn's reply, and read as if the
-    /// input were answered.
-    fn order(&self, entries: &mut Vec<Entry>, prior: &HashSet<TurnId>) {
-        let Some(last) = entries
-            .iter()
-            .rposition(|e| e.turn.is_some_and(|t| prior.contains(&t)))
-        else {
-            return;
+    /// Puts each of the turn's inputs after what the other turns it lets
+    /// in wrote, unless that turn had the input too, as a tail kept in
+    /// memory holds them (a turn's inputs join it when the turn starts):
+    /// a context that showed an input before another turn's last steps
+    /// ended with that turn's reply, and read as if the input were
+    /// answered — also when that turn was an interrupted run over some of
+    /// the inputs (webhook B came while run A worked; after a restart the
+    /// model saw A's reply last and never answered B).
+    fn order(&self, entries: &mut Vec<Entry>, others: &Others) {
+        // the index of each other turn's last entry
+        let mut last: HashMap<TurnId, usize> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(t) = e.turn.filter(|t| others.inputs.contains_key(t)) {
+                last.insert(t, i);
+            }
+        }
+        // the last entry of a turn that did not have input `seq`
+        let after = |seq: i64| {
+            others
+                .inputs
+                .iter()
+                .filter(|(_, inputs)| !inputs.contains(&seq))
+                .filter_map(|(t, _)| last.get(t).copied())
+                .max()
         };
-        let after = entries.split_off(last + 1);
-        let (mine, before): (Vec<Entry>, Vec<Entry>) = std::mem::take(entries)
+        // each entry keyed by where it goes: its own place, or just after
+        // the entry it must follow (inputs moved there keep seq order)
+        let mut keyed: Vec<((usize, bool, usize), Entry)> = std::mem::take(entries)
             .into_iter()
-            .partition(|e| self.is_input(e.seq));
-        *entries = before;
-        entries.extend(mine);
-        entries.extend(after);
+            .enumerate()
+            .map(|(i, e)| {
+                let to = after(e.seq).filter(|&a| a > i && self.is_input(e.seq));
+                (to.map_or((i, false, i), |a| (a, true, i)), e)
+            })
+            .collect();
+        keyed.sort_by_key(|(key, _)| *key);
+        *entries = keyed.into_iter().map(|(_, e)| e).collect();
     }
 }
 
@@ -343,20 +369,29 @@ impl SessionTail {
     pub(crate) fn unsummarised_past(&self, window: usize) -> bool {
         let window = i64::try_from(window).unwrap_or(i64::MAX);
         let newest = self.newest_seq();
-        (newest - self.covers_to_seq).saturating_mul(2) > window && newest >= self.compact_retry_at
+        (newest - self.covers_to_seq).saturating_mul(2) > window && !self.compaction_held()
     }
 
     /// Whether the window left out entries no summary covers: the next
     /// model request must compact first (unless a compaction failed or
     /// found nothing less than a quarter window ago).
     pub(crate) fn drops_unsummarised(&self) -> bool {
-        self.dropped_through > self.covers_to_seq && self.newest_seq() >= self.compact_retry_at
+        self.dropped_through > self.covers_to_seq && !self.compaction_held()
     }
 
-    /// A compaction found nothing to summarise, or failed: neither the
-    /// entry count nor the window asks for the next before another quarter
-    /// `window` of entries, so a summariser that is down is not called
-    /// at every step or after every turn.
+    /// Whether a compaction that failed or found nothing holds the next
+    /// one off ([`SessionTail::hold_compaction`]): until a quarter window
+    /// of entries more, no check asks for one — the token marks before a
+    /// step and after a turn included, or a summariser that is down was
+    /// called before every step of every turn of a long session.
+    pub(crate) fn compaction_held(&self) -> bool {
+        self.newest_seq() < self.compact_retry_at
+    }
+
+    /// A compaction found nothing to summarise, or failed: no check (the
+    /// entry count, the window, the token marks) asks for the next before
+    /// another quarter `window` of entries, so a summariser that is down
+    /// is not called at every step or after every turn.
     pub(crate) fn hold_compaction(&mut self, window: usize) {
         let quarter = i64::try_from(window / 4).unwrap_or(i64::MAX).max(1);
         self.compact_retry_at = self.newest_seq().saturating_add(quarter);
@@ -438,7 +473,7 @@ impl SessionTail {
                 }
                 keep
             });
-            bound.order(&mut entries, &others.prior);
+            bound.order(&mut entries, &others);
         }
         self.fill(
             record,
@@ -583,3 +618,7 @@ mod tests;
 #[cfg(test)]
 #[path = "tail_trim_tests.rs"]
 mod trim_tests;
+
+#[cfg(test)]
+#[path = "tail_order_tests.rs"]
+mod order_tests;

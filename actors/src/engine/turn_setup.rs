@@ -23,54 +23,140 @@ impl Runner {
         &mut self,
         notice_after: Option<i64>,
     ) -> Result<Option<BudgetPause>, StoreError> {
-        let Some(pause) = budget_pause(&self.rt.store, &self.bot).await? else {
+        let Some(pause) = budget_pause(&self.rt.store, &self.bot, 0).await? else {
             return Ok(None);
         };
         self.paused_until = Some(pause.until_ms);
-        let told = match notice_after {
-            Some(seq) => self
-                .rt
-                .store
-                .notices_after_now(self.session, seq.saturating_sub(1))?
-                .iter()
-                .any(|e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == BUDGET_CODE)),
-            None => true,
-        };
-        if !told {
-            let text = prompts()
-                .budget_paused
-                .render(&[
-                    ("bot", self.bot.id.as_str()),
-                    ("used", &pause.used.to_string()),
-                    ("budget", &pause.budget.to_string()),
-                    ("until", &pause.until),
-                ])
-                .unwrap_or_default();
-            self.rt
-                .store
-                .write(vec![self.entry(
-                    EntryId::derive(self.turn, "budget", &pause.day),
-                    EntryKind::Notice {
-                        code: BUDGET_CODE.into(),
-                        text,
-                        retry_turn: None,
-                    },
-                )])
-                .await?;
+        if let Some(notice) = self.budget_notice(&pause, notice_after)? {
+            self.rt.store.write(vec![notice]).await?;
         }
         Ok(Some(pause))
+    }
+
+    /// The `budget_exhausted` notice telling the session's people that the
+    /// bot is paused by `pause`, with `notice_after` the seq of the turn's
+    /// first input; `None` without one, or when such a notice already
+    /// follows that input (written before a restart, or by an earlier
+    /// turn over the same input: people are told once).
+    fn budget_notice(
+        &self,
+        pause: &BudgetPause,
+        notice_after: Option<i64>,
+    ) -> Result<Option<Mutation>, StoreError> {
+        let Some(seq) = notice_after else {
+            return Ok(None);
+        };
+        let told = self
+            .rt
+            .store
+            .notices_after_now(self.session, seq.saturating_sub(1))?
+            .iter()
+            .any(|e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == BUDGET_CODE));
+        if told {
+            return Ok(None);
+        }
+        let text = prompts()
+            .budget_paused
+            .render(&[
+                ("bot", self.bot.id.as_str()),
+                ("used", &pause.used.to_string()),
+                ("budget", &pause.budget.to_string()),
+                ("until", &pause.until),
+            ])
+            .unwrap_or_default();
+        Ok(Some(self.entry(
+            EntryId::derive(self.turn, "budget", &pause.day),
+            EntryKind::Notice {
+                code: BUDGET_CODE.into(),
+                text,
+                retry_turn: None,
+            },
+        )))
+    }
+
+    /// The budget check before each model request of a running turn (a
+    /// step's, or a compaction's): the usage stored today plus what this
+    /// turn's calls used so far, not yet committed. The turn-start check
+    /// alone let a turn of many steps run to its end far past the budget;
+    /// now the overshoot is at most the one request after the last check.
+    /// When the budget is spent the turn stops at its checkpoint: a turn
+    /// that delivered ends completed (its reply is out); one that did not
+    /// ends as a turn that finds the budget spent as it begins would: in a
+    /// room it fails saying why (a discussion cannot wait); elsewhere it
+    /// ends interrupted with its usage, its inputs go back to the queue
+    /// for when the pause ends, and a person whose message it held is
+    /// told with the same `budget_exhausted` notice, in the same commit.
+    /// `None` while the turn may go on (always without a budget).
+    pub(super) async fn budget_checkpoint(&mut self) -> Result<Option<TurnStatus>, StoreError> {
+        if budget_of(&self.bot).is_none() {
+            return Ok(None);
+        }
+        let spent = self.usage.total();
+        let Some(pause) = budget_pause(&self.rt.store, &self.bot, spent).await? else {
+            return Ok(None);
+        };
+        tracing::info!(bot = %self.bot.id, turn = %self.turn, used = pause.used, budget = pause.budget,
+            "daily token budget spent during the turn: it stops before its next model request");
+        if self.state.delivered > 0 {
+            // the reply is out: the turn did its job (as at the step
+            // limit), and a retry after the pause would answer twice; the
+            // bot pauses as it ends (`budget_spent_at_end`), and people
+            // are told when they write next
+            return self.end(TurnStatus::Completed, None).await.map(Some);
+        }
+        self.paused_until = Some(pause.until_ms);
+        if self.scope.session.key.kind == SessionKind::Group {
+            return self.fail(pause.reason()).await.map(Some);
+        }
+        let person = self.inputs.iter().any(|i| i.priority == Priority::UserDm);
+        let first = self.state.input_seqs.iter().min().copied();
+        let notice = self.budget_notice(&pause, first.filter(|_| person))?;
+        if self.start_pending.is_some() {
+            // no step was written (only a compaction ran): the inputs are
+            // still pending in the inbox, as for the turn-start check
+            if let Some(notice) = notice {
+                self.rt.store.write(vec![notice]).await?;
+            }
+            return Ok(Some(TurnStatus::Interrupted));
+        }
+        let mut batch: Vec<Mutation> = notice.into_iter().collect();
+        batch.extend(self.end_batch(TurnStatus::Interrupted, None));
+        self.commit(batch).await?;
+        Ok(Some(TurnStatus::Interrupted))
     }
 
     /// Whether this turn's usage, committed with its end, spent the bot's
     /// daily token budget: until when it is paused if so. A failed read
     /// only logs (the next turn finds the budget spent as it begins).
     pub(super) async fn budget_spent_at_end(&self) -> Option<i64> {
-        match budget_pause(&self.rt.store, &self.bot).await {
+        match budget_pause(&self.rt.store, &self.bot, 0).await {
             Ok(pause) => pause.map(|p| p.until_ms),
             Err(e) => {
                 tracing::warn!(bot = %self.bot.id, error = %e, "reading the daily token usage after a turn failed");
                 None
             }
+        }
+    }
+
+    /// Starts the fact extraction owed in the write that ended the turn
+    /// (`Runner::owed_extraction`): it runs now, or after a restart if
+    /// this process dies first. Not once the bot's daily budget is spent
+    /// (`spent_until`, or the pause this turn found): its model call
+    /// counts toward the budget and would pass it further. Then its owed
+    /// record is dropped too, or the next start would run it (a failed
+    /// write only logs: a restart runs it then).
+    pub(super) async fn extract_after(&mut self, spent_until: Option<i64>) {
+        let Some(owed) = self.owed.take() else {
+            return;
+        };
+        if self.paused_until.or(spent_until).is_none() {
+            self.spawn_extraction(owed);
+            return;
+        }
+        tracing::info!(bot = %self.bot.id, turn = %owed.turn, "daily token budget spent: no fact extraction after the turn");
+        let clear = Mutation::ClearExtraction { turn: owed.turn };
+        if let Err(e) = self.rt.store.write(vec![clear]).await {
+            tracing::warn!(bot = %self.bot.id, turn = %owed.turn, error = %e, "could not drop the fact extraction of a turn past the budget");
         }
     }
 
@@ -113,6 +199,8 @@ impl Runner {
     /// (`SessionTail::sent_tokens`: older results of the running turn as
     /// stubs, messages over the per-entry cap clipped; the requests are
     /// shaped here first) would pass the provider's `compact_at_tokens`,
+    /// (unless a compaction that failed or found nothing holds it off,
+    /// `SessionTail::compaction_held`),
     /// or the window left out entries no summary covers (loaded or trimmed
     /// at the start of the turn, when the background compaction did not
     /// run in time: the turn began right after the last, or the last wrote
@@ -124,7 +212,8 @@ impl Runner {
     /// stubs (and a compaction keeps the running turn).
     pub(super) fn compaction_needed(&mut self) -> bool {
         self.shape_requests();
-        self.tail.sent_tokens() > self.ctx_settings.compact_at_tokens
+        (self.tail.sent_tokens() > self.ctx_settings.compact_at_tokens
+            && !self.tail.compaction_held())
             || (self.tail.drops_unsummarised() && self.model.answers(Purpose::Compact))
     }
 
@@ -315,27 +404,34 @@ pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool 
     inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
 }
 
+/// `bot`'s daily token budget (setting `daily_token_budget`), if it has one.
+fn budget_of(bot: &BotRecord) -> Option<u64> {
+    bot.settings
+        .get("daily_token_budget")
+        .and_then(|v| v.as_u64())
+}
+
 /// Whether `bot`'s daily token budget (setting `daily_token_budget`) is
-/// spent today (UTC), and until when it is paused if so.
+/// spent today (UTC), counting `pending` tokens besides its stored usage
+/// (a running turn's, committed only with its end), and until when it is
+/// paused if so.
 pub(crate) async fn budget_pause(
     store: &botfleet_memory::Store,
     bot: &BotRecord,
+    pending: u64,
 ) -> Result<Option<BudgetPause>, StoreError> {
-    let Some(budget) = bot
-        .settings
-        .get("daily_token_budget")
-        .and_then(|v| v.as_u64())
-    else {
+    let Some(budget) = budget_of(bot) else {
         return Ok(None);
     };
     let now = store.clock().now();
     let day = now.format("%Y-%m-%d").to_string();
-    let (_, used, _) = store.bot_usage(&bot.id, &day).await?;
-    let Some(midnight) = budget_paused_until(now, used.total(), Some(budget)) else {
+    let (_, stored, _) = store.bot_usage(&bot.id, &day).await?;
+    let used = stored.total().saturating_add(pending);
+    let Some(midnight) = budget_paused_until(now, used, Some(budget)) else {
         return Ok(None);
     };
     Ok(Some(BudgetPause {
-        used: used.total(),
+        used,
         budget,
         until: midnight.format("%Y-%m-%d %H:%M").to_string(),
         until_ms: midnight.timestamp_millis(),
@@ -370,7 +466,7 @@ pub async fn stored_budget_pause(
     store: &botfleet_memory::Store,
     bot: &BotRecord,
 ) -> Result<Option<i64>, StoreError> {
-    Ok(budget_pause(store, bot).await?.map(|p| p.until_ms))
+    Ok(budget_pause(store, bot, 0).await?.map(|p| p.until_ms))
 }
 
 /// A bot paused because its daily token budget is spent.

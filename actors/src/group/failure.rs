@@ -81,7 +81,7 @@ impl GroupState {
         // a spent budget fails every turn until midnight: say so, rather
         // than advising a mention that cannot help before then
         let paused: Option<BudgetPause> = match &record {
-            Some(b) => engine::budget_pause(&self.rt.store, b).await?,
+            Some(b) => engine::budget_pause(&self.rt.store, b, 0).await?,
             None => None,
         };
         let stopped = match &record {

@@ -15,17 +15,28 @@
 //! it): the model is told it was not published, and a
 //! [`OVER_LIMIT_CODE`] notice in the member's session keeps the text for
 //! the member's owner, as a held message's does ([`super::held`]).
+//!
+//! The room's cap of [`Limits::max_replies`] replies per user message is
+//! decided the same way ([`kept_back`]): the run's checkpoint, committed
+//! with the member's input, holds the replies published before its turn,
+//! and the coordinator publishes no more than the cap. Counted only after
+//! the turn, the message past the cap was answered `delivered` and then
+//! withheld (the model went on believing the room had read it); now it
+//! is refused when sent ([`ROOM_FULL_CODE`]), and the run ends after the
+//! turn with its `room_run_reply_limit` notice as before.
 
 use botfleet_memory::BotId;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
+use botfleet_memory::RoomId;
 use botfleet_memory::SessionId;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 use botfleet_memory::TurnId;
 
+use super::actor::RunState;
 use super::held::Held;
 use super::run::Limits;
 use crate::prompts::prompts;
@@ -34,6 +45,69 @@ use crate::prompts::quoted_name;
 /// Code of the notice keeping a message a member sent past the room's
 /// limit of messages per member turn.
 pub const OVER_LIMIT_CODE: &str = "room_message_over_limit";
+
+/// Code of the notice keeping a message a member sent once the room's
+/// run had published its cap of replies.
+pub const ROOM_FULL_CODE: &str = "room_message_over_reply_cap";
+
+/// Why a member's message is not published though it has the floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// Its turn already sent `max_per_turn` messages.
+    PerTurn {
+        /// The room's limits.
+        limits: Limits,
+    },
+    /// The run already has `max_replies` replies with the ones its turn
+    /// sent.
+    RoomFull {
+        /// The room's limits.
+        limits: Limits,
+    },
+}
+
+/// Whether the next message of a member that has the floor in `room` (its
+/// input at `input_seq` of its `session`; `step`: the earlier calls of
+/// the running step) is kept back, and why: past the limit per member
+/// turn, or past the run's reply cap (the replies published before the
+/// turn, from the run's checkpoint, plus the turn's own). `None`: it is
+/// published.
+pub async fn kept_back(
+    store: &Store,
+    session: SessionId,
+    room: &str,
+    input_seq: i64,
+    step: &[Mutation],
+) -> Result<Option<Kept>, StoreError> {
+    let sent = sent_in_turn(store, session, input_seq, step).await?;
+    let (before, limits) = published_before(store, room).await?;
+    if sent >= limits.max_per_turn {
+        return Ok(Some(Kept::PerTurn { limits }));
+    }
+    if before.saturating_add(sent) >= limits.max_replies {
+        return Ok(Some(Kept::RoomFull { limits }));
+    }
+    Ok(None)
+}
+
+/// The replies the running discussion of `room` published before the
+/// member turn it awaits, and the limits it runs under: from the run's
+/// checkpoint, committed in the transaction that gave the member its
+/// input (runs are sequential: the oldest open run that has started is
+/// the one awaiting it). `(0, limits())` when none is found (no run in
+/// progress, or a checkpoint that cannot be read).
+async fn published_before(store: &Store, room: &str) -> Result<(u32, Limits), StoreError> {
+    let Ok(id) = RoomId::new(room) else {
+        return Ok((0, limits()));
+    };
+    let runs = store.open_room_runs(&id).await?;
+    let progress = runs.into_iter().find_map(|r| {
+        serde_json::from_value::<RunState>(r.state)
+            .ok()
+            .and_then(|s| s.progress)
+    });
+    Ok(progress.map_or_else(|| (0, limits()), |p| (p.run.replies(), p.run.limits())))
+}
 
 /// The limits member turns run under: every room runs with the default
 /// ones (the coordinator's, `actor.rs`).
@@ -69,9 +143,9 @@ pub async fn sent_in_turn(
     Ok(u32::try_from(stored + pending).unwrap_or(u32::MAX))
 }
 
-/// Keeps back `text`, sent by `bot` in call `call_id` of `turn` after its
-/// turn in room `room` already sent `limits.max_per_turn` messages: what
-/// the model is told, and the notice keeping the text in `session`.
+/// Keeps back `text`, sent by `bot` in call `call_id` of `turn` in its
+/// turn in room `room` for the reason `kept` ([`kept_back`]): what the
+/// model is told, and the notice keeping the text in `session`.
 pub fn over_limit(
     session: SessionId,
     room: &str,
@@ -79,20 +153,38 @@ pub fn over_limit(
     turn: TurnId,
     call_id: &str,
     text: &str,
-    limits: &Limits,
+    kept: Kept,
 ) -> Held {
     let p = prompts();
+    let (result, notice, code, limits) = match kept {
+        Kept::PerTurn { limits } => (
+            &p.group_over_limit_result,
+            &p.group_over_limit_notice,
+            OVER_LIMIT_CODE,
+            limits,
+        ),
+        Kept::RoomFull { limits } => (
+            &p.group_room_full_result,
+            &p.group_room_full_notice,
+            ROOM_FULL_CODE,
+            limits,
+        ),
+    };
     let per_turn = limits.max_per_turn.to_string();
-    let result = p
-        .group_over_limit_result
-        .render(&[("room", &quoted_name(room)), ("max_per_turn", &per_turn)])
+    let replies = limits.max_replies.to_string();
+    let result = result
+        .render(&[
+            ("room", &quoted_name(room)),
+            ("max_per_turn", &per_turn),
+            ("max_replies", &replies),
+        ])
         .unwrap_or_default();
-    let notice = p
-        .group_over_limit_notice
+    let notice = notice
         .render(&[
             ("room", room),
             ("bot", bot.as_str()),
             ("max_per_turn", &per_turn),
+            ("max_replies", &replies),
             ("text", text),
         ])
         .unwrap_or_default();
@@ -104,7 +196,7 @@ pub fn over_limit(
             author: bot.to_string(),
             turn: Some(turn),
             kind: EntryKind::Notice {
-                code: OVER_LIMIT_CODE.into(),
+                code: code.into(),
                 text: notice,
                 retry_turn: None,
             },

@@ -56,6 +56,7 @@ use sha2::Digest;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
+use super::extract_bounds::ExtractBounds;
 use super::writable_scope;
 use crate::engine::quoted;
 use crate::model::ChatMessage;
@@ -231,7 +232,9 @@ async fn extract(
         .into_iter()
         .filter(|i| reachable.contains(&i.scope))
         .collect();
-    let request = request(bot, &shown_items, user_texts, final_reply);
+    let ctx = rt.settings.context_for(&bot.provider);
+    let bounds = ExtractBounds::of(ctx.compact_at_tokens, ctx.encoding);
+    let request = request(bot, &shown_items, (user_texts, final_reply), &bounds);
     let cancel = CancellationToken::new();
     // a failure's text goes to the log: cleaned of the host's credentials
     let vault = rt.vault();
@@ -299,11 +302,12 @@ fn usage_of(
     }
 }
 
+/// The extraction's request, within `bounds` (`extract_bounds.rs`).
 fn request(
     bot: &BotRecord,
     shown: &[MemoryItem],
-    user_texts: &[String],
-    final_reply: &str,
+    (user_texts, final_reply): (&[String], &str),
+    bounds: &ExtractBounds,
 ) -> ModelRequest {
     let scopes = bot_scopes(bot)
         .iter()
@@ -321,7 +325,7 @@ fn request(
     let shown_lines = if shown.is_empty() {
         "(none)".to_owned()
     } else {
-        shown
+        let lines = shown
             .iter()
             .map(|i| {
                 format!(
@@ -332,15 +336,16 @@ fn request(
                     serde_json::to_string(&i.text).unwrap_or_default()
                 )
             })
-            .collect::<Vec<_>>()
-            .join("\n")
+            .collect();
+        bounds.shown(lines).join("\n")
     };
+    let (user_texts, final_reply) = bounds.texts(user_texts, final_reply);
     let user = prompts()
         .extract_input
         .render(&[
             ("shown", &shown_lines),
             ("user_texts", &quoted(&user_texts.join("\n"))),
-            ("reply", &quoted(final_reply)),
+            ("reply", &quoted(&final_reply)),
         ])
         .unwrap_or_default();
     ModelRequest {

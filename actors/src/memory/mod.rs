@@ -19,6 +19,7 @@
 //!   showed (`MemorySnapshot::shown_ids`).
 
 mod extract;
+mod extract_bounds;
 mod extract_owed;
 mod render;
 mod state;
@@ -43,6 +44,7 @@ pub(crate) use extract_owed::SHUTDOWN_WAIT as EXTRACTION_SHUTDOWN_WAIT;
 pub use extract_owed::resume_owed_extractions;
 pub use extract_owed::spawn_extract_after_turn;
 pub use render::render_memory;
+pub(crate) use render::render_memory_changes;
 pub use render::render_memory_update;
 pub use state::MemoryState;
 

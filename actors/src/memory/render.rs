@@ -10,7 +10,12 @@
 //! the rendering is a pure function of the snapshot, so its bytes change
 //! exactly when `MemorySnapshot::hash` does.
 
+use std::collections::HashSet;
+
+use botfleet_memory::Encoding;
+use botfleet_memory::Layer;
 use botfleet_memory::MemoryDelta;
+use botfleet_memory::MemoryId;
 use botfleet_memory::MemoryItem;
 use botfleet_memory::MemorySnapshot;
 use chrono::DateTime;
@@ -18,8 +23,117 @@ use chrono::Utc;
 
 use crate::prompts::prompts;
 
-/// The memory block of the prompt.
+/// The fewest tokens [`memory_budget`] allows, whatever the threshold:
+/// with a tiny `compact_at_tokens` (tests use 1,000) an eighth would hold
+/// hardly one item.
+pub(crate) const MIN_MEMORY_TOKENS: u64 = 256;
+
+/// The most tokens the memory block may take in a prompt: an eighth of
+/// the provider's `compact_at_tokens`, at least [`MIN_MEMORY_TOKENS`].
+/// Compaction cannot shrink the block, so a block near the threshold made
+/// every turn compact (summarising only that turn) and still pass it; at
+/// an eighth, the block, a summary (a fifth), the entries kept verbatim (a
+/// quarter) and the newest exchange stay under the threshold together.
+pub(crate) fn memory_budget(compact_at_tokens: u64) -> u64 {
+    (compact_at_tokens / 8).max(MIN_MEMORY_TOKENS)
+}
+
+/// The memory block of the prompt, every item of the snapshot.
 pub fn render_memory(snapshot: &MemorySnapshot) -> String {
+    render_sections(&snapshot.profile, &snapshot.log, &snapshot.notes)
+}
+
+/// The memory block of the prompt within `budget` tokens (counted with
+/// `encoding`), and the ids of the items it shows. When the snapshot does
+/// not fit, the most important items go in first (by importance, then
+/// profile facts, notes and log entries, the log by its ranking for the
+/// input), each only if it still fits, and the block ends with how many
+/// were left out (`prompts/memory_left_out.md`). Kept items stay in the
+/// snapshot's order, so the block is a pure function of the snapshot.
+pub(crate) fn render_memory_within(
+    snapshot: &MemorySnapshot,
+    budget: u64,
+    encoding: Encoding,
+) -> (String, Vec<MemoryId>) {
+    let whole = render_memory(snapshot);
+    if u64::from(encoding.count(&whole)) <= budget {
+        return (whole, snapshot.shown_ids());
+    }
+    let total = snapshot.items().count();
+    let frame = render_sections(&[], &[], &[]);
+    let note = left_out(total);
+    let mut left = budget
+        .saturating_sub(u64::from(encoding.count(&frame)))
+        .saturating_sub(u64::from(encoding.count(&note)));
+    let mut kept: HashSet<&MemoryId> = HashSet::new();
+    for item in by_priority(snapshot) {
+        // the line and its newline
+        let tokens = u64::from(encoding.count(&line(item))) + 1;
+        if tokens <= left {
+            left -= tokens;
+            kept.insert(&item.id);
+        }
+    }
+    let pick = |items: &[MemoryItem]| -> Vec<MemoryItem> {
+        items
+            .iter()
+            .filter(|i| kept.contains(&i.id))
+            .cloned()
+            .collect()
+    };
+    let (profile, log, notes) = (
+        pick(&snapshot.profile),
+        pick(&snapshot.log),
+        pick(&snapshot.notes),
+    );
+    let shown: Vec<MemoryId> = profile
+        .iter()
+        .chain(&log)
+        .chain(&notes)
+        .map(|i| i.id.clone())
+        .collect();
+    let text = format!(
+        "{}\n\n{}",
+        render_sections(&profile, &log, &notes),
+        left_out(total - shown.len())
+    );
+    (text, shown)
+}
+
+/// The snapshot's items, most important first: by importance, then
+/// profile facts (always meant to be shown), notes (short-lived, so
+/// current), log entries in their ranking for the input; in the
+/// snapshot's order among equals.
+fn by_priority(snapshot: &MemorySnapshot) -> Vec<&MemoryItem> {
+    let ranked_log: Vec<&MemoryItem> = if snapshot.ranking.len() == snapshot.log.len() {
+        snapshot.ranking.iter().map(|s| &s.item).collect()
+    } else {
+        snapshot.log.iter().collect()
+    };
+    let mut items: Vec<&MemoryItem> = snapshot
+        .profile
+        .iter()
+        .chain(&snapshot.notes)
+        .chain(ranked_log)
+        .collect();
+    let layer_rank = |l: Layer| match l {
+        Layer::Profile => 0,
+        Layer::Notes => 1,
+        Layer::Log => 2,
+    };
+    items.sort_by_key(|i| (std::cmp::Reverse(i.importance.get()), layer_rank(i.layer)));
+    items
+}
+
+/// The note ending a block that left `count` items out.
+fn left_out(count: usize) -> String {
+    prompts()
+        .memory_left_out
+        .render(&[("count", &count.to_string())])
+        .unwrap_or_default()
+}
+
+fn render_sections(profile: &[MemoryItem], log: &[MemoryItem], notes: &[MemoryItem]) -> String {
     let section = |items: &[MemoryItem]| {
         if items.is_empty() {
             "(none)".to_owned()
@@ -30,12 +144,38 @@ pub fn render_memory(snapshot: &MemorySnapshot) -> String {
     prompts()
         .memory
         .render(&[
-            ("profile", &section(&snapshot.profile)),
-            ("log", &section(&snapshot.log)),
-            ("notes", &section(&snapshot.notes)),
+            ("profile", &section(profile)),
+            ("log", &section(log)),
+            ("notes", &section(notes)),
         ])
         .unwrap_or_default()
 }
+
+/// The update for a turn whose fresh memory block (`fresh`) differs from
+/// the one its context froze (`frozen`), both rendered by
+/// [`render_memory_within`]: only the item lines of the fresh block the
+/// frozen one does not hold as they are (added or changed items, log
+/// entries chosen for this input), so memory is never sent twice, and the
+/// update is bounded like the block. `None` when there are none (items
+/// only left the block: a forgotten one refreshes it instead).
+pub(crate) fn render_memory_changes(frozen: &str, fresh: &str) -> Option<String> {
+    let before: HashSet<&str> = frozen.lines().collect();
+    let changes: Vec<&str> = fresh
+        .lines()
+        .filter(|l| l.starts_with(ITEM_LINE) && !before.contains(l))
+        .collect();
+    if changes.is_empty() {
+        return None;
+    }
+    prompts()
+        .memory_update
+        .render(&[("changes", &changes.join("\n"))])
+        .ok()
+}
+
+/// How an item's line starts in the block ([`line`]); no other line of
+/// `prompts/memory.md` does.
+const ITEM_LINE: &str = "- ";
 
 /// The short update appended at the end of the context when memory
 /// changed inside an epoch; `None` when nothing changed.
@@ -67,7 +207,7 @@ pub fn render_memory_update(delta: &MemoryDelta) -> Option<String> {
 }
 
 fn line(item: &MemoryItem) -> String {
-    format!("- {}", describe(item))
+    format!("{ITEM_LINE}{}", describe(item))
 }
 
 /// `<id> (<scope>[, <date>]) "<text>"`.
@@ -112,3 +252,7 @@ fn day(ms: i64) -> String {
 fn minute(ms: i64) -> String {
     at(ms).format("%Y-%m-%d %H:%M UTC").to_string()
 }
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;

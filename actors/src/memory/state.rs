@@ -9,11 +9,16 @@ use botfleet_memory::bot_scopes;
 use sha2::Digest;
 use sha2::Sha256;
 
-use super::render::render_memory;
+use std::collections::HashMap;
+
+use super::render::memory_budget;
+use super::render::render_memory_within;
 use super::tool_source;
 use crate::runtime::MemoryReach;
 use crate::runtime::StateBlock;
 use crate::runtime::StateProvider;
+use crate::settings::ContextSettings;
+use crate::settings::FleetSettings;
 
 /// Supplies a bot's memory snapshot, rendered through `prompts/memory.md`,
 /// as the state block of its prompt. Install it with
@@ -25,6 +30,11 @@ use crate::runtime::StateProvider;
 /// its own written anywhere else — a DM, another room, a routine, a
 /// hook, a task, fact extraction, the API.
 ///
+/// The block takes at most `memory_budget(compact_at_tokens)` tokens of
+/// the bot's provider (`render_memory_within`: the most important items,
+/// and how many were left out), so however much a bot remembers, its
+/// prompt stays within what compaction can keep under the threshold.
+///
 /// The block is empty when the bot remembers nothing. Its hash is the
 /// SHA-256 of the rendered text, which changes exactly when the shown
 /// items change (log entries are shown oldest first, so a different
@@ -33,12 +43,29 @@ use crate::runtime::StateProvider;
 #[derive(Debug, Clone)]
 pub struct MemoryState {
     store: Store,
+    /// The context settings of each provider, for the block's budget.
+    context: HashMap<String, ContextSettings>,
+    /// Those of a provider not in `context`.
+    default_context: ContextSettings,
 }
 
 impl MemoryState {
-    /// A provider reading `store`.
+    /// A provider reading `store`, bounding blocks by the default context
+    /// settings (see [`MemoryState::bounded_by`]).
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            store,
+            context: HashMap::new(),
+            default_context: ContextSettings::default(),
+        }
+    }
+
+    /// Bounds each bot's block by its provider's `compact_at_tokens` (and
+    /// counts it with that provider's encoding), as `settings` has them.
+    pub fn bounded_by(mut self, settings: &FleetSettings) -> Self {
+        self.context = settings.context.clone();
+        self.default_context = settings.default_context.clone();
+        self
     }
 }
 
@@ -71,10 +98,18 @@ impl StateProvider for MemoryState {
         match snapshot {
             Ok(snapshot) if snapshot.is_empty() => StateBlock::default(),
             Ok(snapshot) => {
-                let text = render_memory(&snapshot);
+                let ctx = self
+                    .context
+                    .get(&bot.provider)
+                    .unwrap_or(&self.default_context);
+                let (text, shown) = render_memory_within(
+                    &snapshot,
+                    memory_budget(ctx.compact_at_tokens),
+                    ctx.encoding,
+                );
                 StateBlock {
                     hash: Sha256::digest(text.as_bytes()).into(),
-                    shown: snapshot.shown_ids().into_iter().map(String::from).collect(),
+                    shown: shown.into_iter().map(String::from).collect(),
                     text,
                 }
             }

@@ -133,24 +133,25 @@ impl Tool for SendMessage {
                     .map_err(unreadable)?;
                 let held = match floor {
                     Some(input_seq) => {
-                        // past the room's limit per member turn it would be
-                        // withheld after the turn: say so now, not "delivered"
-                        let limits = group::publish::limits();
-                        let sent = group::publish::sent_in_turn(
+                        // past the room's limit per member turn or its reply
+                        // cap it would be withheld after the turn: say so
+                        // now, not "delivered"
+                        let kept = group::publish::kept_back(
                             ctx.store(),
                             ctx.session(),
+                            &key.peer,
                             input_seq,
                             ctx.step_effects,
                         )
                         .await
                         .map_err(unreadable)?;
-                        if sent < limits.max_per_turn {
+                        let Some(kept) = kept else {
                             return Ok(ToolOutput {
                                 content: "delivered".to_owned(),
                                 effects: vec![delivery(ctx.session())],
                                 delivered: true,
                             });
-                        }
+                        };
                         group::publish::over_limit(
                             ctx.session(),
                             &key.peer,
@@ -158,7 +159,7 @@ impl Tool for SendMessage {
                             ctx.turn,
                             ctx.call_id,
                             text,
-                            &limits,
+                            kept,
                         )
                     }
                     None => group::held::hold(

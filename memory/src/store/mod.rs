@@ -19,6 +19,8 @@ mod routines;
 pub(crate) mod schema;
 mod store_approvals;
 mod store_bots;
+mod store_deliveries;
+mod store_ledger;
 mod store_rooms;
 mod store_sessions;
 mod store_turns;

@@ -1,0 +1,123 @@
+#![allow(clippy::unwrap_used)]
+
+use botfleet_memory::EntryId;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::NewEntry;
+use botfleet_memory::TurnStatus;
+
+use super::tests::admit;
+use super::tests::users;
+use super::*;
+use crate::tools::test_support::ToolFixture;
+
+/// One entry of turn `turn`, written to the store; its seq.
+async fn append(store: &Store, session: SessionId, turn: TurnId, kind: EntryKind) -> i64 {
+    let mut out = store
+        .write(vec![Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "b".into(),
+            turn: Some(turn),
+            kind,
+        }))])
+        .await
+        .unwrap();
+    match out.pop() {
+        Some(MutationResult::Appended { seq, .. }) => seq,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A run of `turn` that answered with `reply` and was interrupted: its
+/// step, the call's result, its reply and its end over `inputs`.
+async fn interrupted_run(
+    store: &Store,
+    session: SessionId,
+    turn: TurnId,
+    reply: &str,
+    inputs: Vec<i64>,
+) {
+    let call = botfleet_memory::ToolCallBody {
+        id: format!("call-{reply}"),
+        name: "Read".into(),
+        arguments: "{}".into(),
+    };
+    let step = EntryKind::Assistant {
+        reasoning: String::new(),
+        text: String::new(),
+        tool_calls: vec![call.clone()],
+    };
+    append(store, session, turn, step).await;
+    let result = EntryKind::ToolResult {
+        call_id: call.id,
+        name: call.name,
+        content: "ok".into(),
+        is_error: false,
+    };
+    append(store, session, turn, result).await;
+    let reply = EntryKind::Reminder { text: reply.into() };
+    append(store, session, turn, reply).await;
+    let end = EntryKind::TurnEnd {
+        status: TurnStatus::Interrupted,
+        inputs,
+        deliveries: 1,
+        usage: None,
+    };
+    append(store, session, turn, end).await;
+}
+
+/// The user-side messages of the context a turn over `inputs` loads.
+async fn loaded(
+    store: &Store,
+    session: SessionId,
+    inputs: &[i64],
+    own: Option<TurnId>,
+) -> Vec<String> {
+    let mut tail = SessionTail::new(session);
+    let bound = ContextBound::of_inputs(inputs.iter().copied(), own);
+    tail.load(
+        store,
+        "id",
+        &StateBlock::default(),
+        50,
+        Encoding::default(),
+        bound,
+    )
+    .await
+    .unwrap();
+    users(&tail)
+}
+
+/// Regression (round 18, F8 finding 1): an input that arrived before an
+/// interrupted run's steps but was not among its inputs (webhook B while
+/// run A worked; a person's message held back until A's first step) was
+/// left before those steps when the next turn over both was rebuilt from
+/// the store after a restart: the request ended with A's reply, read as if
+/// B were answered, and B never was. Rebuilt, the context is what the tail
+/// kept in memory holds: each input after the runs that did not have it.
+#[tokio::test]
+async fn an_input_a_run_did_not_have_comes_after_its_steps() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (one, two) = (TurnId::new_v7(), TurnId::new_v7());
+    let (session, first) = admit(store, bot, "first").await;
+    let (_, second) = admit(store, bot, "second").await;
+    interrupted_run(store, session, one, "reply one", vec![first]).await;
+    let inputs = [first, second];
+    for own in [None, Some(TurnId::new_v7())] {
+        let got = loaded(store, session, &inputs, own).await;
+        assert_eq!(got, ["first", "reply one", "second"], "{own:?}");
+    }
+
+    // a second interrupted run over both, while a third message came
+    let (_, third) = admit(store, bot, "third").await;
+    interrupted_run(store, session, two, "reply two", vec![first, second]).await;
+    let inputs = [first, second, third];
+    for own in [None, Some(TurnId::new_v7())] {
+        let got = loaded(store, session, &inputs, own).await;
+        let want = ["first", "reply one", "second", "reply two", "third"];
+        assert_eq!(got, want, "{own:?}");
+    }
+    store.close().await;
+}
