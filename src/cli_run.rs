@@ -30,14 +30,21 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     }
     outln!("{}", host::send_hint(running.addr));
     signals.next().await;
-    outln!("stopping… (Ctrl-C again to stop at once)");
+    // the whole stop is bounded from here
+    let deadline = tokio::time::Instant::now() + STOP_LIMIT;
     // what the warning names if the exit is held up: the runtime keeps no
-    // list of its blocking work, the fleet knows whose turns it cancels
+    // list of its blocking work, the fleet knows whose turns it cuts off
+    // (read before they are, from what the bots last published)
     let running_turns = turns_running(&running.fleet).await;
+    // at once: from now on no turn starts and no model request is made,
+    // running turns are cut off beside the API's drain (not after it),
+    // and new requests are answered 503
+    running.begin_stop();
+    outln!("stopping… (Ctrl-C again to stop at once)");
     // on a thread of its own, so that it outlives this runtime: once `run`
     // returns, dropping the runtime waits for every blocking task (a
     // search that never ends held the process forever, deaf to signals)
-    let guard = ExitGuard::start(signals, running_turns);
+    let guard = ExitGuard::start(signals, running_turns, deadline);
     // a task, as before: a panic in the stop is reported by the panic hook
     // and the exit goes on
     let _ = tokio::spawn(running.shutdown()).await;
@@ -49,6 +56,14 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
 /// closed and flushed) before it exits without waiting for the blocking
 /// work still running.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// The longest a stop takes, from the signal to the exit
+/// (docs/operations.md): the API's drain (5 s) beside the turns' cut-off,
+/// the scheduler's stop and the fact extractions' wait (5 s), then the
+/// fleet's stop and the store's close. A stop still not done then (a
+/// store writer stuck on a slow disk) is left: the process exits, and the
+/// next start resumes what was running as after a crash.
+const STOP_LIMIT: Duration = Duration::from_secs(15);
 
 /// The bots whose turns are running, to name them if the exit is held up.
 async fn turns_running(fleet: &botfleet_actors::FleetHandle) -> Vec<String> {
@@ -65,8 +80,9 @@ async fn turns_running(fleet: &botfleet_actors::FleetHandle) -> Vec<String> {
 
 /// Watches a stopping host from a thread with its own runtime: a second
 /// SIGINT, SIGTERM or SIGHUP exits at once with status 130 (while the stop runs
-/// and while the runtime is dropped after it), and once the stop is done
-/// the process exits at the latest [`EXIT_GRACE`] later.
+/// and while the runtime is dropped after it), once the stop is done the
+/// process exits at the latest [`EXIT_GRACE`] later, and in any case at
+/// [`STOP_LIMIT`] after the signal.
 struct ExitGuard {
     done: tokio::sync::oneshot::Sender<()>,
 }
@@ -74,7 +90,11 @@ struct ExitGuard {
 impl ExitGuard {
     /// Starts watching. If no thread can be started, a second signal is
     /// still seen while the stop runs (by a task), but not after it.
-    fn start(signals: StopSignals, running_turns: Vec<String>) -> Self {
+    fn start(
+        signals: StopSignals,
+        running_turns: Vec<String>,
+        deadline: tokio::time::Instant,
+    ) -> Self {
         let (done, stopped) = tokio::sync::oneshot::channel();
         let started = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -83,7 +103,9 @@ impl ExitGuard {
             .and_then(|rt| {
                 std::thread::Builder::new()
                     .name("botfleet-exit".into())
-                    .spawn(move || rt.block_on(watch_exit(signals, stopped, running_turns)))
+                    .spawn(move || {
+                        rt.block_on(watch_exit(signals, stopped, running_turns, deadline))
+                    })
                     .map_err(anyhow::Error::from)
             });
         if let Err(e) = started {
@@ -111,31 +133,57 @@ impl ExitGuard {
     }
 }
 
-/// The exit watch's thread: a second signal, or the grace after the stop.
+/// Why the exit watch ends the process.
+enum HeldUp {
+    /// The stop is done but blocking work keeps the process up.
+    BlockingWork,
+    /// The stop itself is not done by [`STOP_LIMIT`].
+    Stop,
+}
+
+/// The exit watch's thread: a second signal, the grace after the stop, or
+/// the stop's limit (`deadline`), whichever comes first.
 async fn watch_exit(
     mut signals: StopSignals,
     stopped: tokio::sync::oneshot::Receiver<()>,
     running_turns: Vec<String>,
+    deadline: tokio::time::Instant,
 ) {
     let held_up = async {
         // an error: the stop itself ended (a panic), so `run` returns and
         // the runtime's drop is what is waited for, as after a stop
-        let _ = stopped.await;
-        tokio::time::sleep(EXIT_GRACE).await;
+        match tokio::time::timeout_at(deadline, stopped).await {
+            Ok(_) => {
+                let grace = tokio::time::Instant::now() + EXIT_GRACE;
+                tokio::time::sleep_until(grace.min(deadline)).await;
+                HeldUp::BlockingWork
+            }
+            Err(_) => HeldUp::Stop,
+        }
     };
     tokio::select! {
         () = signals.next() => stop_at_once(),
-        () = held_up => {
+        held = held_up => {
             let turns = if running_turns.is_empty() {
                 "none".to_owned()
             } else {
                 running_turns.join(", ")
             };
-            tracing::warn!(
-                "the host stopped (its store is closed) but blocking work was still running {} s later: a search, a file tool or a script check of a cancelled turn (bots with a turn running at the stop: {turns}); exiting without waiting for it",
-                EXIT_GRACE.as_secs()
-            );
-            std::process::exit(0);
+            match held {
+                HeldUp::BlockingWork => {
+                    tracing::warn!(
+                        "the host stopped (its store is closed) but blocking work was still running: a search, a file tool or a script check of a cancelled turn (bots with a turn running at the stop: {turns}); exiting without waiting for it"
+                    );
+                    std::process::exit(0);
+                }
+                HeldUp::Stop => {
+                    tracing::warn!(
+                        "the stop was not done {} s after the signal (the store had not closed); exiting: what was committed is safe, and the next start resumes the rest as after a crash (bots with a turn running at the stop: {turns})",
+                        STOP_LIMIT.as_secs()
+                    );
+                    std::process::exit(i32::from(exit::ERROR));
+                }
+            }
         }
     }
 }

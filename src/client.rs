@@ -15,6 +15,10 @@ use serde_json::json;
 /// no limit: see [`Client::events`]).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Entries [`Client::entries_after`] asks for per page: the API's most
+/// (`GET /v1/sessions/{session}/entries`, docs/api.md).
+const ENTRIES_PAGE: i64 = 1000;
+
 /// The host answered a request with an error status (the CLI tells a
 /// refusal it would get again, a 4xx, from a host that is failing).
 #[derive(Debug)]
@@ -286,25 +290,39 @@ impl Client {
         .await
     }
 
-    /// Entries of a session after `after`, all pages.
+    /// Entries of a session after `after`, all pages. Pages are read until
+    /// one reaches the session's `last_seq` (or is empty), so a host that
+    /// answers fewer than [`ENTRIES_PAGE`] per page is read to the end too.
+    /// An answer without an `entries` list (a proxy's page, another
+    /// server) is an error, never "no entries".
     pub async fn entries_after(&self, session: &str, after: i64) -> anyhow::Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut cursor = after;
         loop {
-            let page = self
-                .get(&format!(
-                    "/v1/sessions/{}/entries?after={cursor}&limit=1000",
-                    segment(session)
-                ))
-                .await?;
-            let entries = page["entries"].as_array().cloned().unwrap_or_default();
-            let n = entries.len();
-            if let Some(last) = entries.last().and_then(|e| e["seq"].as_i64()) {
-                cursor = last;
-            }
-            out.extend(entries);
-            if n < 1000 {
-                return Ok(out);
+            let path = format!(
+                "/v1/sessions/{}/entries?after={cursor}&limit={ENTRIES_PAGE}",
+                segment(session)
+            );
+            let page = self.get(&path).await?;
+            let Some(entries) = page.get("entries").and_then(Value::as_array) else {
+                bail!(
+                    "the host at {} answered GET {path} without an `entries` list, so the \
+                     entries cannot be shown; is it a botfleet host (check --host or \
+                     BOTFLEET_HOST, and any proxy in front of it)?",
+                    self.base
+                );
+            };
+            let last = entries.last().and_then(|e| e["seq"].as_i64());
+            out.extend(entries.iter().cloned());
+            let more = match (last, page["last_seq"].as_i64()) {
+                (None, _) => false,
+                (Some(last), Some(last_seq)) => last < last_seq,
+                // no `last_seq`: a full page may have more after it
+                (Some(_), None) => entries.len() >= ENTRIES_PAGE as usize,
+            };
+            match last {
+                Some(last) if more && last > cursor => cursor = last,
+                Some(_) | None => return Ok(out),
             }
         }
     }

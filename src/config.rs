@@ -148,6 +148,13 @@ pub struct HostConfig {
     /// `max_connections` less a quarter kept for other requests.
     #[serde(default = "default_max_streams_per_user")]
     pub max_streams_per_user: u32,
+    /// Most messages one user may send (to bots and rooms, all together)
+    /// per minute: a token bucket holding a minute's worth, so one user's
+    /// flood cannot fill the store's one writer that every other user's
+    /// messages and turns wait on. Past it the API answers `429
+    /// rate_limited` with `Retry-After`.
+    #[serde(default = "default_user_messages_per_minute")]
+    pub user_messages_per_minute: u32,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -174,6 +181,9 @@ fn default_max_connections() -> u32 {
 fn default_max_streams_per_user() -> u32 {
     16
 }
+fn default_user_messages_per_minute() -> u32 {
+    600
+}
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -188,6 +198,7 @@ impl Default for HostConfig {
             request_timeout_s: default_request_timeout(),
             max_connections: default_max_connections(),
             max_streams_per_user: default_max_streams_per_user(),
+            user_messages_per_minute: default_user_messages_per_minute(),
         }
     }
 }
@@ -360,6 +371,9 @@ pub struct UserConfig {
 /// table so that errors name the key: `config_provider.rs`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "provider::RawProvider")]
+// read once per start, a few per fleet: boxing the `openai` variant's keys
+// would only make every match on it longer
+#[allow(clippy::large_enum_variant)]
 pub enum ProviderConfig {
     /// An OpenAI-compatible chat-completions endpoint.
     Openai {
@@ -403,6 +417,15 @@ pub enum ProviderConfig {
         /// `headers = { "X-Title" = "botfleet" }`; never logged.
         #[serde(default)]
         headers: BTreeMap<String, String>,
+        /// Extra headers whose values are read from environment variables
+        /// at start, header name to variable, e.g.
+        /// `headers_env = { "X-Api-Key" = "GATEWAY_KEY" }`: a credential
+        /// in a custom header stays out of the file. A variable that is
+        /// not set is refused at start (naming the header and the
+        /// variable); values are never logged and are scrubbed from tool
+        /// results like the API key.
+        #[serde(default)]
+        headers_env: BTreeMap<String, String>,
         /// Tokenizer encoding (`o200k_base` default, or `cl100k_base`).
         #[serde(default)]
         encoding: Option<String>,
@@ -513,6 +536,10 @@ pub struct ResolvedFleet {
     /// `api_key_env`, or when it is not set and the provider has a
     /// `fallback` (its bots then run on that scripted provider).
     pub api_keys: BTreeMap<String, Option<String>>,
+    /// The headers of each `openai` provider's `headers_env`, by provider
+    /// name: `(header, value)` with the value read from its variable
+    /// (none for a provider whose bots run on its `fallback`).
+    pub provider_headers: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// A webhook with its signing secret resolved.

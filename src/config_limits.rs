@@ -34,6 +34,10 @@ const MAX_CONNECTIONS: u32 = 65_536;
 /// Most `host.max_streams_per_user`: past any number of tabs a person
 /// keeps open; each stream holds a connection.
 const MAX_STREAMS_PER_USER: u32 = 1024;
+/// Most `host.user_messages_per_minute`: a thousand a second, past what
+/// any person types or a script of theirs needs; more would not limit a
+/// flood at all.
+const MAX_USER_MESSAGES_PER_MINUTE: u32 = 60_000;
 
 impl LoadedFleet {
     /// Checks `[host]` and `[runtime]`.
@@ -131,6 +135,21 @@ impl LoadedFleet {
                     } else {
                         ": each stream holds a connection; a person needs one per open tab \
                          of the web page"
+                    }
+                ),
+            ));
+        }
+        if !(1..=MAX_USER_MESSAGES_PER_MINUTE).contains(&h.user_messages_per_minute) {
+            return Err(self.invalid(
+                "host.user_messages_per_minute",
+                format!(
+                    "is {} but must be 1 to {MAX_USER_MESSAGES_PER_MINUTE}{}",
+                    h.user_messages_per_minute,
+                    if h.user_messages_per_minute == 0 {
+                        ": with 0 every message of every user would be refused"
+                    } else {
+                        ": more would not hold back one user's flood of messages, which \
+                         every other user's messages wait behind"
                     }
                 ),
             ));

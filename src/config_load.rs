@@ -162,6 +162,7 @@ impl LoadedFleet {
                     call_timeout_s,
                     max_response_bytes,
                     headers,
+                    headers_env,
                     ..
                 } => {
                     for (header, value) in headers {
@@ -176,6 +177,9 @@ impl LoadedFleet {
                                 "headers {a:?} and {b:?} are one header (names ignore case); keep one"
                             ),
                         ));
+                    }
+                    if let Some(problem) = provider::headers_env_problem(headers, headers_env) {
+                        return Err(self.invalid(format!("{key}.headers_env"), problem));
                     }
                     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
                         return Err(self.invalid(
@@ -282,7 +286,8 @@ impl LoadedFleet {
     /// it: `token_env`, `secret_env` and `value_env` through `env` (which
     /// answers as `std::env::var` does; an empty value counts as unset),
     /// each `scripted` provider's script file, each `openai` provider's
-    /// `api_key_env` (trimmed of the whitespace around it). Refuses two
+    /// `api_key_env` and `headers_env` (trimmed of the whitespace around
+    /// them; not the headers of one whose bots run on its `fallback`). Refuses two
     /// users with one token. Reports every problem, each naming its key;
     /// never a token or secret value.
     pub fn resolve_external(
@@ -347,6 +352,7 @@ impl LoadedFleet {
         }
         let mut scripts = BTreeMap::new();
         let mut api_keys = BTreeMap::new();
+        let mut provider_headers = BTreeMap::new();
         for (name, p) in &f.providers {
             match p {
                 ProviderConfig::Scripted { script, .. } => match self.load_script(script) {
@@ -360,6 +366,7 @@ impl LoadedFleet {
                 ProviderConfig::Openai {
                     api_key_env,
                     fallback,
+                    headers_env,
                     ..
                 } => {
                     let key_name = format!("providers.{name}.api_key_env");
@@ -384,6 +391,20 @@ impl LoadedFleet {
                         },
                         (key, _) => key,
                     };
+                    // its bots run on the fallback: its headers are not needed
+                    let offline = api_key_env.is_some() && fallback.is_some() && key.is_none();
+                    let mut values = Vec::new();
+                    for (header, var) in headers_env.iter().filter(|_| !offline) {
+                        let key = format!("providers.{name}.headers_env.\"{header}\"");
+                        let Some(value) = lookup(&mut problems, key.clone(), var, START) else {
+                            continue;
+                        };
+                        match provider::header_env_value(header, var, &value) {
+                            Ok(value) => values.push((header.clone(), value)),
+                            Err(problem) => problems.push(self.invalid(key, problem)),
+                        }
+                    }
+                    provider_headers.insert(name.clone(), values);
                     api_keys.insert(name.clone(), key);
                 }
             }
@@ -456,6 +477,7 @@ impl LoadedFleet {
                 secrets,
                 scripts,
                 api_keys,
+                provider_headers,
             }),
             1 => Err(problems.remove(0)),
             _ => Err(ConfigError::Several(problems)),

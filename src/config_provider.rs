@@ -2,7 +2,8 @@
 //! every key (so a wrong type is reported at its key, with its line:
 //! serde's internally tagged enums buffer the table and lose both), then
 //! `kind` picks the variant and the keys the other kind has are refused.
-//! Also the checks of an `openai` provider's `headers` and of its API key
+//! Also the checks of an `openai` provider's `headers` and `headers_env`
+//! (and of their values as read from the environment) and of its API key
 //! as read from `api_key_env`.
 
 use std::collections::BTreeMap;
@@ -59,6 +60,8 @@ pub(super) struct RawProvider {
     #[serde(default)]
     headers: Option<BTreeMap<String, String>>,
     #[serde(default)]
+    headers_env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
     script: Option<PathBuf>,
     #[serde(default)]
     encoding: Option<String>,
@@ -91,6 +94,7 @@ impl RawProvider {
             ("max_tokens_field", self.max_tokens_field.is_some()),
             ("fallback", self.fallback.is_some()),
             ("headers", self.headers.is_some()),
+            ("headers_env", self.headers_env.is_some()),
         ];
         let scripted = [("script", self.script.is_some())];
         let foreign: &[(&'static str, bool)] = match self.kind {
@@ -119,6 +123,7 @@ impl RawProvider {
                 "max_tokens_field",
                 "fallback",
                 "headers",
+                "headers_env",
             ],
             ProviderKind::Scripted => &["script"],
         };
@@ -167,6 +172,7 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 max_tokens_field: raw.max_tokens_field,
                 fallback: raw.fallback,
                 headers: raw.headers.unwrap_or_default(),
+                headers_env: raw.headers_env.unwrap_or_default(),
                 encoding: raw.encoding,
                 compact_at_tokens: raw.compact_at_tokens,
                 background_compact_at_tokens: raw.background_compact_at_tokens,
@@ -230,12 +236,66 @@ pub(super) fn header_problem(name: &str, value: &str) -> Option<String> {
 /// case (HTTP header names are case-insensitive; TOML keys are not).
 pub(super) fn repeated_header(headers: &BTreeMap<String, String>) -> Option<(&str, &str)> {
     let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+    repeated_name(&names)
+}
+
+/// The first of `names` another one repeats, ignoring case.
+fn repeated_name<'a>(names: &[&'a str]) -> Option<(&'a str, &'a str)> {
     names.iter().enumerate().find_map(|(i, a)| {
         names[i + 1..]
             .iter()
             .find(|b| a.eq_ignore_ascii_case(b))
             .map(|b| (*a, *b))
     })
+}
+
+/// What is wrong with a provider's `headers_env` (header name to
+/// environment variable) beside its `headers`; `None` when nothing is.
+/// Names are checked as in `headers`; a header may be given in one of the
+/// two only.
+pub(super) fn headers_env_problem(
+    headers: &BTreeMap<String, String>,
+    headers_env: &BTreeMap<String, String>,
+) -> Option<String> {
+    for (name, var) in headers_env {
+        // the name's rules; the value comes from the variable at start
+        if let Some(problem) = header_problem(name, "checked at start") {
+            return Some(problem);
+        }
+        if var.is_empty()
+            || var.contains('=')
+            || var.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Some(format!(
+                "header {name:?}: {var:?} is not an environment variable name; name the \
+                 variable that holds the value (e.g. \"GATEWAY_KEY\")"
+            ));
+        }
+    }
+    for name in headers_env.keys() {
+        if let Some(inline) = headers.keys().find(|h| h.eq_ignore_ascii_case(name)) {
+            return Some(format!(
+                "header {name:?} is also in `headers` (as {inline:?}; names ignore case); give \
+                 it in one of them"
+            ));
+        }
+    }
+    let names: Vec<&str> = headers_env.keys().map(String::as_str).collect();
+    repeated_name(&names).map(|(a, b)| {
+        format!("headers {a:?} and {b:?} are one header (names ignore case); keep one")
+    })
+}
+
+/// The value of header `name` read from environment variable `var`, as
+/// it is sent: without the whitespace around it, and checked as a value
+/// of `headers` is. The message names the header and the variable, never
+/// the value.
+pub(super) fn header_env_value(name: &str, var: &str, value: &str) -> Result<String, String> {
+    let value = value.trim();
+    match header_problem(name, value) {
+        Some(problem) => Err(format!("{problem} (read from environment variable {var})")),
+        None => Ok(value.to_owned()),
+    }
 }
 
 /// The API key read from environment variable `var`, without the

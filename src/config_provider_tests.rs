@@ -118,3 +118,112 @@ fn the_api_key_is_trimmed_and_a_broken_one_named() {
     let e = resolve_key(Ok(String::new())).unwrap_err();
     assert!(e.contains("is not set"), "{e}");
 }
+
+/// The example fleet with `lines` added to its provider, resolved with
+/// `XAI_API_KEY` set and `env` answering the other variables.
+fn resolve_with(lines: &str, env: &[(&str, &str)]) -> Result<super::super::ResolvedFleet, String> {
+    let fleet = LoadedFleet::parse(&with(lines), "fleet.toml", None).map_err(|e| e.to_string())?;
+    fleet
+        .resolve_external(|var| match (var, env.iter().find(|(n, _)| *n == var)) {
+            ("XAI_API_KEY", _) => Ok("sk-key".to_owned()),
+            (_, Some((_, value))) => Ok((*value).to_owned()),
+            (_, None) => Err(VarError::NotPresent),
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// `headers_env`: a header's value from the environment (a gateway key
+/// kept out of the file), trimmed as the API key is.
+#[test]
+fn headers_env_values_are_read_from_the_environment() {
+    let resolved = resolve_with(
+        r#"headers_env = { "X-Api-Key" = "GATEWAY_KEY" }"#,
+        &[("GATEWAY_KEY", " gw-1234 \n")],
+    )
+    .unwrap();
+    assert_eq!(
+        resolved.provider_headers["main"],
+        [("X-Api-Key".to_owned(), "gw-1234".to_owned())]
+    );
+}
+
+/// A variable that is not set stops the start, naming the header's key
+/// and the variable; a bad value is named, never shown.
+#[test]
+fn a_missing_or_bad_headers_env_variable_is_named() {
+    let lines = r#"headers_env = { "X-Api-Key" = "GATEWAY_KEY" }"#;
+    let e = resolve_with(lines, &[]).err().unwrap();
+    assert!(
+        e.contains(r#"providers.main.headers_env."X-Api-Key""#)
+            && e.contains("GATEWAY_KEY")
+            && e.contains("is not set"),
+        "{e}"
+    );
+    let e = resolve_with(lines, &[("GATEWAY_KEY", "gw-hidden\nline")])
+        .err()
+        .unwrap();
+    assert!(
+        e.contains("X-Api-Key") && e.contains("GATEWAY_KEY") && e.contains("line break"),
+        "{e}"
+    );
+    assert!(!e.contains("hidden"), "the value shows: {e}");
+}
+
+/// A provider whose bots run offline on its fallback (its key unset)
+/// needs no header values either.
+#[test]
+fn an_offline_provider_needs_no_headers_env() {
+    let text = format!(
+        "{}\n[providers.offline]\nkind = \"scripted\"\nscript = \"s.toml\"\n",
+        with("fallback = \"offline\"\nheaders_env = { \"X-Api-Key\" = \"GATEWAY_KEY\" }")
+    );
+    let fleet = LoadedFleet::parse(&text, "fleet.toml", None).unwrap();
+    let e = fleet
+        .resolve_external(|_| Err(VarError::NotPresent))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    // only the script file is missing here, not the variables
+    assert!(
+        !e.contains("GATEWAY_KEY") && !e.contains("XAI_API_KEY"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_headers_env_are_refused_naming_the_header() {
+    let cases = [
+        (r#"headers_env = { "X Key" = "K" }"#, "is not a header name"),
+        (
+            r#"headers_env = { "Authorization" = "K" }"#,
+            "give the key with api_key_env",
+        ),
+        (
+            r#"headers_env = { "X-Key" = "" }"#,
+            "is not an environment variable name",
+        ),
+        (
+            r#"headers_env = { "X-Key" = "A=B" }"#,
+            "is not an environment variable name",
+        ),
+        (
+            "headers = { \"X-Key\" = \"v\" }\nheaders_env = { \"x-key\" = \"K\" }",
+            "is also in `headers`",
+        ),
+        (
+            r#"headers_env = { "X-Key" = "A", "x-key" = "B" }"#,
+            "are one header",
+        ),
+    ];
+    for (lines, expected) in cases {
+        let e = err(&with(lines));
+        assert!(
+            e.contains("providers.main.headers_env") && e.contains(expected),
+            "{lines}: {e}"
+        );
+    }
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[providers.s]\nkind = \"scripted\"\nscript = \"s.toml\"\nheaders_env = {{ \"X-A\" = \"B\" }}\n"
+    ));
+    assert!(e.contains("unknown field `headers_env`"), "{e}");
+}

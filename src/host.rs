@@ -32,6 +32,10 @@ use crate::config::Overrides;
 use crate::config::ProviderConfig;
 use crate::http_server;
 
+/// How long running fact extractions get at a stop (docs/operations.md),
+/// waited for beside the API's drain rather than after it.
+const EXTRACTION_STOP_WAIT: Duration = Duration::from_secs(5);
+
 /// Routes whose responses are open-ended streams, exempt from
 /// `host.request_timeout_s`: `GET /v1/events` (src/api/events.rs).
 const LONG_LIVED_ROUTES: &[&str] = &["/v1/events"];
@@ -89,11 +93,38 @@ pub struct RunningHost {
 }
 
 impl RunningHost {
-    /// Stops the server and the fleet, and closes the store.
-    pub async fn shutdown(self) {
+    /// Begins the stop, at once and all together: the API answers new
+    /// requests `503 unavailable` ("the host is stopping") and its listener
+    /// closes, and the fleet starts no turn and drops its running ones
+    /// where they wait (they resume at the next start:
+    /// `Runtime::stop_turns`). Calling it again does nothing;
+    /// [`RunningHost::shutdown`] does the rest.
+    pub fn begin_stop(&self) {
+        self.fleet.runtime().stop_turns();
         self.stop.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
-        self.scheduler.stop().await;
+    }
+
+    /// Stops the host ([`RunningHost::begin_stop`] if not begun): requests
+    /// in flight get up to [`api::STOP_DRAIN`] while, beside them, the
+    /// scheduler stops and running fact extractions get up to their 5 s;
+    /// then the fleet stops and the store closes. (Before, these ran one
+    /// after the other, after the drain, while turns went on starting.)
+    pub async fn shutdown(mut self) {
+        self.begin_stop();
+        let server = async {
+            // the API answers what is still in flight once the drain is
+            // over; a connection still open past it (a client that reads
+            // nothing) holds nothing the stop needs
+            let margin = Duration::from_millis(500);
+            if tokio::time::timeout(api::STOP_DRAIN + margin, &mut self.server)
+                .await
+                .is_err()
+            {
+                self.server.abort();
+            }
+        };
+        let extractions = self.fleet.runtime().extractions.wait(EXTRACTION_STOP_WAIT);
+        tokio::join!(server, self.scheduler.stop(), extractions);
         self.fleet.shutdown().await;
     }
 
@@ -191,6 +222,13 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
         .map(|(_, token)| token.as_str())
         .chain(resolved.hooks.iter().map(|h| h.secret.as_str()))
         .chain(resolved.api_keys.values().flatten().map(String::as_str))
+        .chain(
+            resolved
+                .provider_headers
+                .values()
+                .flatten()
+                .map(|(_, v)| v.as_str()),
+        )
         .chain(url_credentials.iter().map(String::as_str))
         .map(botfleet_actors::safety::Secret::from)
         .collect();
@@ -271,9 +309,12 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             let mut o = OpenAiOptions::new(base_url.clone(), model.clone());
             o.api_key = key;
             o.provider = Some(name.clone());
+            // `headers_env`'s values were read (and trimmed) at start
+            let from_env = resolved.provider_headers.get(name).into_iter().flatten();
             o.extra_headers = headers
                 .iter()
                 .map(|(n, v)| (n.clone(), v.trim().to_owned()))
+                .chain(from_env.cloned())
                 .collect();
             if let Some(t) = timeout_s {
                 o.timeout = Duration::from_secs(*t);
@@ -468,10 +509,11 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         .collect::<Result<_, botfleet_memory::IdError>>()?;
     let bot_count = bots.len();
     let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, workspace);
-    // memory in the prompt: the bot's snapshot is the state block of its context
-    rt.set_state_provider(Arc::new(botfleet_actors::MemoryState::new(
-        rt.store.clone(),
-    )));
+    // memory in the prompt: the bot's snapshot is the state block of its
+    // context, bounded by its provider's compact_at_tokens
+    rt.set_state_provider(Arc::new(
+        botfleet_actors::MemoryState::new(rt.store.clone()).bounded_by(&rt.settings),
+    ));
     start_recall(&rt, &data_dir)?;
     rt.set_vault(vault);
     let fleet = FleetHandle::start(rt, bots).await?;
@@ -523,6 +565,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
                 f.host.max_streams_per_user,
                 f.host.max_connections,
             ),
+            messages: api::MessageRate::new(f.host.user_messages_per_minute),
         },
         scheduler: scheduler.clone(),
         hooks: api::Hooks::new(hooks),
@@ -534,6 +577,9 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // shutdown below waits for every open response, and a change stream
     // would otherwise keep it waiting until its timeout
     let app = api::router(state).layer(axum::Extension(stop.clone()));
+    // from the stop on, a new request is answered 503 at once and one in
+    // flight is answered so after the drain (src/api/mod.rs)
+    let app = api::refuse_while_stopping(app, stop.clone());
     let app = http_server::with_request_timeout(
         app,
         Duration::from_secs(f.host.request_timeout_s),

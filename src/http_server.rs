@@ -19,6 +19,9 @@
 //!   the listener closes, idle connections close, requests in flight end,
 //!   and [`serve`] returns when every connection has closed.
 //!
+//! - hyper's own answers to a request it cannot read (`400`, `414`, `431`)
+//!   carry the API's JSON error shape (`http_parse_errors.rs`).
+//!
 //! The request timeout ([`with_request_timeout`]) is a layer on the router.
 
 use std::sync::Arc;
@@ -41,6 +44,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::ApiError;
+
+#[path = "http_parse_errors.rs"]
+mod parse_errors;
+
+use parse_errors::JsonParseErrors;
+use parse_errors::MAX_HEAD_BYTES;
 
 /// Limits of the connections [`serve`] accepts.
 #[derive(Debug, Clone, Copy)]
@@ -115,8 +124,10 @@ async fn serve_connection(
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(header_timeout)
+            .max_buf_size(MAX_HEAD_BYTES)
             .keep_alive(true);
-        let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+        let io = TokioIo::new(JsonParseErrors::new(stream));
+        let conn = builder.serve_connection(io, TowerToHyperService::new(app));
         let mut conn = std::pin::pin!(conn);
         let result = tokio::select! {
             result = conn.as_mut() => result,

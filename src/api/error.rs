@@ -3,6 +3,7 @@
 
 use axum::Json;
 use axum::http::StatusCode;
+use axum::http::header;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use botfleet_actors::ActorError;
@@ -27,6 +28,15 @@ pub enum ApiError {
     /// No such thing (or not yours).
     #[error("{0}")]
     NotFound(String),
+    /// The request's URI is longer than the host reads (hyper refuses it
+    /// before the router sees it; `http_server.rs` gives its answer this
+    /// shape).
+    #[error("{0}")]
+    UriTooLong(String),
+    /// The request's headers are more or larger than the host reads (as
+    /// with [`ApiError::UriTooLong`]).
+    #[error("{0}")]
+    HeadersTooLarge(String),
     /// The path exists, the method does not (the `allow` header lists
     /// those that do).
     #[error("{0}")]
@@ -41,6 +51,19 @@ pub enum ApiError {
     /// The user holds as many `/v1/events` streams as one user may.
     #[error("{0}")]
     TooManyStreams(String),
+    /// The user sent as many messages as `host.user_messages_per_minute`
+    /// allows: answered `429` with `Retry-After`.
+    #[error("{message}")]
+    RateLimited {
+        /// What happened and what to do.
+        message: String,
+        /// The limit's name (`user_messages_per_minute`).
+        limit: &'static str,
+        /// The config key that sets it.
+        key: &'static str,
+        /// Seconds until a message is taken again.
+        retry_after_s: u64,
+    },
     /// The host holds as many `/v1/events` streams as it keeps room for.
     #[error("{0}")]
     StreamsFull(String),
@@ -62,10 +85,16 @@ impl ApiError {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri_too_long"),
+            ApiError::HeadersTooLarge(_) => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+            ),
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::TooManyStreams(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_streams"),
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::StreamsFull(_) => (StatusCode::SERVICE_UNAVAILABLE, "streams_full"),
             ApiError::StorageFull(_) => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
             ApiError::StorageError(_) => (StatusCode::SERVICE_UNAVAILABLE, "storage_error"),
@@ -74,17 +103,48 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The status of the answer.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status_and_code().0
+    }
+
+    /// The body of the answer: `{"error": {"code", "message"}}`.
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let (_, code) = self.status_and_code();
+        if let ApiError::RateLimited {
+            limit,
+            key,
+            retry_after_s,
+            ..
+        } = self
+        {
+            // the limit and its key as fields too, for clients that act
+            // on them
+            return json!({"error": {
+                "code": code,
+                "message": self.to_string(),
+                "limit": limit,
+                "key": key,
+                "retry_after_s": retry_after_s,
+            }});
+        }
+        json!({"error": {"code": code, "message": self.to_string()}})
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
+        let status = self.status();
         if status.is_server_error() {
             tracing::error!(error = %self, "API error");
         }
-        (
-            status,
-            Json(json!({"error": {"code": code, "message": self.to_string()}})),
-        )
-            .into_response()
+        if let ApiError::RateLimited { retry_after_s, .. } = &self {
+            // as every 429 of the API has it
+            let wait = [(header::RETRY_AFTER, retry_after_s.to_string())];
+            return (status, wait, Json(self.body())).into_response();
+        }
+        (status, Json(self.body())).into_response()
     }
 }
 
@@ -153,10 +213,13 @@ impl ApiError {
             | ApiError::BadRequest(_)
             | ApiError::TooLarge { .. }
             | ApiError::NotFound(_)
+            | ApiError::UriTooLong(_)
+            | ApiError::HeadersTooLarge(_)
             | ApiError::MethodNotAllowed(_)
             | ApiError::Conflict(_)
             | ApiError::Unavailable(_)
             | ApiError::TooManyStreams(_)
+            | ApiError::RateLimited { .. }
             | ApiError::StreamsFull(_)
             | ApiError::Internal(_)) => other,
         }

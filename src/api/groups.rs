@@ -261,6 +261,12 @@ pub(crate) async fn post_message(
         )));
     }
     let key = idempotency_key(&headers)?;
+    // one rate for a user's messages to bots and rooms together
+    // (host.user_messages_per_minute)
+    let rate = &state.limits.messages;
+    let taken = rate
+        .admit(state.fleet.store(), &user.0, key.as_deref())
+        .await?;
     let posted = group::post_message(
         state.fleet.runtime(),
         &user.0,
@@ -268,8 +274,13 @@ pub(crate) async fn post_message(
         &parsed.text,
         key.as_deref(),
     )
-    .await
-    .map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
+    .await;
+    if let Some(taken) = taken
+        && !matches!(&posted, Ok(p) if matches!(p.outcome, AdmitOutcome::Accepted(_)))
+    {
+        rate.give_back(taken);
+    }
+    let posted = posted.map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     let (status, body) = match &posted.outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(posted)),
         AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(posted)),
@@ -334,6 +345,6 @@ pub(crate) async fn entries(
         "room": room.id,
         "session": session,
         "last_seq": last_seq,
-        "entries": entries,
+        "entries": super::sessions::shown_to_people(entries),
     })))
 }

@@ -11,6 +11,7 @@ mod extract;
 mod groups;
 mod hooks;
 mod memory;
+mod message_rate;
 mod routines;
 mod search;
 mod secrets;
@@ -34,6 +35,7 @@ pub(crate) use extract::MAX_KEY_LEN;
 pub use hooks::HookSecret;
 pub use hooks::Hooks;
 pub use hooks::sign as sign_hook;
+pub use message_rate::MessageRate;
 pub use ui::ASSETS as UI_ASSETS;
 
 /// Limits the API enforces.
@@ -46,6 +48,9 @@ pub struct ApiLimits {
     /// The caps on open `/v1/events` streams and their counts, shared by
     /// every clone of the state.
     pub streams: EventStreams,
+    /// Each user's messages per minute (`host.user_messages_per_minute`),
+    /// shared by every clone of the state.
+    pub messages: MessageRate,
 }
 
 /// What every handler shares.
@@ -85,6 +90,52 @@ pub fn router(state: ApiState) -> Router {
         })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+}
+
+/// How long a request in flight when the host begins to stop may take to
+/// finish (docs/operations.md); then it is answered `503 unavailable` and
+/// the stop goes on.
+pub const STOP_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Refuses requests while the host stops (`stop` cancelled): one that
+/// arrives then is answered `503 unavailable` at once, saying the host is
+/// stopping, and one in flight gets [`STOP_DRAIN`] to finish, then is
+/// answered the same way. (Before, requests kept being served, and
+/// messages admitted, until the server's last connection closed, seconds
+/// past the documented 5 s.)
+pub fn refuse_while_stopping(app: Router, stop: tokio_util::sync::CancellationToken) -> Router {
+    app.layer(axum::middleware::from_fn_with_state(stop, while_running))
+}
+
+/// [`refuse_while_stopping`]'s middleware.
+async fn while_running(
+    axum::extract::State(stop): axum::extract::State<tokio_util::sync::CancellationToken>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if stop.is_cancelled() {
+        return ApiError::Unavailable(
+            "the host is stopping; send the request again once it is back (a message with \
+             the same Idempotency-Key is not admitted twice)"
+                .into(),
+        )
+        .into_response();
+    }
+    let drained = async {
+        stop.cancelled().await;
+        tokio::time::sleep(STOP_DRAIN).await;
+    };
+    tokio::select! {
+        response = next.run(request) => response,
+        () = drained => ApiError::Unavailable(format!(
+            "the host stopped before this request was done (requests in flight get {} s); \
+             send it again once the host is back (a message with the same Idempotency-Key \
+             is not admitted twice)",
+            STOP_DRAIN.as_secs()
+        ))
+        .into_response(),
+    }
 }
 
 /// The route table. A new route goes here, in docs/api.md and in

@@ -5,6 +5,8 @@ use axum::extract::Query;
 use axum::extract::State;
 use axum::extract::rejection::QueryRejection;
 use botfleet_memory::BotId;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
@@ -52,7 +54,8 @@ pub(crate) async fn entries(
     let limit = q.limit.unwrap_or(200);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
-            "`limit` must be 1-{MAX_PAGE}"
+            "`limit` {limit} is out of range: give 1 to {MAX_PAGE} entries per page (default \
+             200), and read on with `after` set to the last `seq` of the page"
         )));
     }
     let store = state.fleet.store();
@@ -80,8 +83,21 @@ pub(crate) async fn entries(
         "bot": record.key.bot,
         "kind": record.key.kind,
         "last_seq": record.last_seq,
-        "entries": entries,
+        "entries": shown_to_people(entries),
     })))
+}
+
+/// `entries` as the API shows them to people: without the reasoning of a
+/// thinking model's steps (`reasoning_content`), which the store keeps
+/// for the model's own later requests of the turn only. Emptied, the
+/// field is left out of the JSON.
+pub(crate) fn shown_to_people(mut entries: Vec<Entry>) -> Vec<Entry> {
+    for entry in &mut entries {
+        if let EntryKind::Assistant { reasoning, .. } = &mut entry.kind {
+            reasoning.clear();
+        }
+    }
+    entries
 }
 
 fn no_session(session: &str) -> ApiError {

@@ -100,6 +100,7 @@ impl Clocked {
                 max_body_bytes: 1 << 20,
                 max_text_chars: 10_000,
                 streams: api::EventStreams::for_host(16, 512),
+                messages: api::MessageRate::new(600),
             },
             scheduler,
             hooks: api::Hooks::new(Vec::new()),

@@ -1,0 +1,224 @@
+//! hyper answers a request it cannot read by itself, before the router
+//! sees it: `400` (a request line or header it cannot parse), `414` (a URI
+//! longer than [`MAX_URI_BYTES`]) or `431` (more than [`MAX_HEADERS`]
+//! headers, or a head over [`MAX_HEAD_BYTES`]), all with an empty body.
+//! [`JsonParseErrors`] wraps a connection's socket and writes, in place of
+//! such an answer, the same status with the API's JSON error shape
+//! (docs/api.md, Errors), so that a client can tell what to shorten.
+//!
+//! hyper offers no hook for these answers; it writes them as a bare head
+//! (`content-length: 0`) and then closes the connection. The router never
+//! answers an error without a body, so a bodiless 400, 414 or 431 head
+//! written at the start of a write is always one of hyper's.
+
+use std::io;
+use std::pin::Pin;
+use std::task::Context;
+use std::task::Poll;
+use std::task::ready;
+
+use tokio::io::AsyncRead;
+use tokio::io::AsyncWrite;
+use tokio::io::ReadBuf;
+
+use crate::api::ApiError;
+
+/// The longest URI (path and query) hyper reads; fixed in hyper.
+pub(crate) const MAX_URI_BYTES: usize = 65_534;
+/// The most headers hyper reads in a request; hyper's default.
+pub(crate) const MAX_HEADERS: usize = 100;
+/// The most bytes of request line and headers together: the size of a
+/// connection's read buffer (hyper's default, set explicitly so that the
+/// answer can name it).
+pub(crate) const MAX_HEAD_BYTES: usize = 8192 + 4096 * 100;
+
+/// A connection's socket whose hyper-made error answers get a JSON body.
+#[derive(Debug)]
+pub(crate) struct JsonParseErrors<S> {
+    inner: S,
+    /// The answer written in place of hyper's, and how much of it is out.
+    pending: Vec<u8>,
+    sent: usize,
+}
+
+impl<S> JsonParseErrors<S> {
+    /// Wraps `inner`.
+    pub(crate) fn new(inner: S) -> Self {
+        Self {
+            inner,
+            pending: Vec::new(),
+            sent: 0,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> JsonParseErrors<S> {
+    /// Writes what is left of the replacement answer.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.sent < self.pending.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.sent += n;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Takes `written` (hyper's bytes) as written when it is one of
+    /// hyper's error answers, its replacement to be written instead.
+    fn replace(&mut self, cx: &mut Context<'_>, written: &[u8]) -> Option<io::Result<()>> {
+        self.pending = replacement(written)?;
+        self.sent = 0;
+        // a pending write goes on at the next write, flush or shutdown
+        match self.poll_pending(cx) {
+            Poll::Ready(Err(e)) => Some(Err(e)),
+            Poll::Ready(Ok(())) | Poll::Pending => Some(Ok(())),
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for JsonParseErrors<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for JsonParseErrors<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        match this.replace(cx, buf) {
+            Some(result) => Poll::Ready(result.map(|()| buf.len())),
+            None => Pin::new(&mut this.inner).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        // hyper's bare head is the one slice with bytes
+        let mut full = bufs.iter().filter(|b| !b.is_empty());
+        if let (Some(only), None) = (full.next(), full.next())
+            && let Some(result) = this.replace(cx, only)
+        {
+            return Poll::Ready(result.map(|()| only.len()));
+        }
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
+/// The error of a hyper-made answer by its status code.
+fn error_of(code: &str) -> Option<ApiError> {
+    Some(match code {
+        "400" => ApiError::BadRequest(
+            "the request is not valid HTTP/1.1: its request line or a header could not be \
+             read (a bad method, URI, header or version); send a well-formed request"
+                .into(),
+        ),
+        "414" => ApiError::UriTooLong(format!(
+            "the request's URI (path and query) is longer than {MAX_URI_BYTES} bytes; shorten \
+             it (send long text in a POST body)"
+        )),
+        "431" => ApiError::HeadersTooLarge(format!(
+            "the request's headers are too large: send at most {MAX_HEADERS} headers and at \
+             most {MAX_HEAD_BYTES} bytes of request line and headers together (large cookies \
+             are a usual cause)"
+        )),
+        _ => return None,
+    })
+}
+
+/// The answer to write instead of `written` when `written` is a bare
+/// 400, 414 or 431 head (no body, nothing after it); `None` otherwise.
+/// The replacement keeps the status line and hyper's other headers
+/// (`date`), and says that the connection closes, as hyper closes it.
+fn replacement(written: &[u8]) -> Option<Vec<u8>> {
+    let head = std::str::from_utf8(written.strip_suffix(b"\r\n\r\n")?).ok()?;
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next()?;
+    let code = status_line
+        .strip_prefix("HTTP/1.1 ")
+        .or_else(|| status_line.strip_prefix("HTTP/1.0 "))?
+        .get(..3)?;
+    let error = error_of(code)?;
+    let headers: Vec<&str> = lines.collect();
+    let bodiless = headers
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case("content-length: 0"));
+    if !bodiless || headers.iter().any(|h| h.is_empty()) {
+        return None;
+    }
+    let body = error.body().to_string();
+    let mut out = format!("{status_line}\r\n");
+    for header in headers {
+        let name = header.split(':').next().unwrap_or_default().trim();
+        if !(name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("connection"))
+        {
+            out.push_str(header);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str(&format!(
+        "content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    Some(out.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn only_a_bare_error_head_is_replaced() {
+        let head = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: Wed, 02 Dec 2026 07:00:00 GMT\r\n\r\n";
+        let out = String::from_utf8(replacement(head).unwrap()).unwrap();
+        let (top, body) = out.split_once("\r\n\r\n").unwrap();
+        assert!(top.starts_with("HTTP/1.1 431 "), "{top}");
+        assert!(top.contains("date: Wed"), "{top}");
+        assert!(
+            top.contains(&format!("content-length: {}", body.len())),
+            "{top}"
+        );
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["error"]["code"], "headers_too_large");
+        // the router's own answers pass as they are
+        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+        assert!(replacement(ok).is_none());
+        let with_body = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\n{}";
+        assert!(replacement(with_body).is_none());
+        let head_only = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\n";
+        assert!(replacement(head_only).is_none());
+    }
+}
