@@ -50,6 +50,29 @@ async fn slow_model() -> OpenAiServer {
         .await
 }
 
+/// Bot `r` on `server`'s model, with webhook `gh`, answering each input
+/// at once (no debounce) and extracting nothing.
+fn hook_fleet(server: &OpenAiServer) -> TestFleet {
+    TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
+        ))
+        .runtime("debounce_ms = 0\nextract_memory = false")
+}
+
+/// The id of `r`'s webhook session.
+fn hook_session() -> String {
+    botfleet_memory::SessionKey {
+        bot: botfleet_memory::BotId::new("r").unwrap(),
+        kind: botfleet_memory::SessionKind::Hook,
+        peer: "gh".into(),
+    }
+    .id()
+    .to_string()
+}
+
 /// Posts a signed webhook delivery with `marker` in its payload; its seq.
 async fn hook(url: &str, delivery: &str, marker: &str) -> i64 {
     let body = json!({ "note": format!("{marker}-marker") }).to_string();
@@ -80,16 +103,8 @@ async fn hook(url: &str, delivery: &str, marker: &str) -> i64 {
 #[tokio::test]
 async fn an_input_that_came_during_an_interrupted_run_is_answered_after_a_restart() {
     let server = slow_model().await;
-    let fleet = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .bot_lines(&format!(
-            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
-        ))
-        .runtime("debounce_ms = 0\nextract_memory = false");
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let port = free_port();
+    let (fleet, port) = (hook_fleet(&server), free_port());
+    let (path, log) = (fleet.write(), fleet.path().join("host.log"));
     let host = HostProcess::start(&path, port, &log).await;
     let url = host.url.clone();
 
@@ -104,13 +119,7 @@ async fn an_input_that_came_during_an_interrupted_run_is_answered_after_a_restar
     let (status, dm) = client.send_message("r", "hello", "k-dm").await.unwrap();
     assert_eq!(status.as_u16(), 202, "{dm}");
     let dm_session = dm["session"].as_str().unwrap().to_owned();
-    let hook_session = botfleet_memory::SessionKey {
-        bot: botfleet_memory::BotId::new("r").unwrap(),
-        kind: botfleet_memory::SessionKind::Hook,
-        peer: "gh".into(),
-    }
-    .id()
-    .to_string();
+    let hook_session = hook_session();
     // killed once A's run has ended: the next turn over A and B builds its
     // context from the store after the restart
     let interrupted = |es: &[Value]| {
@@ -176,25 +185,11 @@ async fn an_input_that_came_during_an_interrupted_run_is_answered_after_a_restar
 #[tokio::test]
 async fn a_resumed_webhook_turn_counts_the_message_it_delivered_before_the_crash() {
     let server = slow_model().await;
-    let fleet = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .bot_lines(&format!(
-            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
-        ))
-        .runtime("debounce_ms = 0\nextract_memory = false");
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let port = free_port();
+    let (fleet, port) = (hook_fleet(&server), free_port());
+    let (path, log) = (fleet.write(), fleet.path().join("host.log"));
     let host = HostProcess::start(&path, port, &log).await;
     let url = host.url.clone();
-    let hook_session = botfleet_memory::SessionKey {
-        bot: botfleet_memory::BotId::new("r").unwrap(),
-        kind: botfleet_memory::SessionKind::Hook,
-        peer: "gh".into(),
-    }
-    .id()
-    .to_string();
+    let hook_session = hook_session();
 
     let qa = hook(&url, "d-a", "qa").await;
     // the step with SendMessage is committed once the second model call
