@@ -526,8 +526,10 @@ async fn the_approvals_badge_counts_again_when_an_approval_expires() {
         .start()
         .await;
     let session = host.dm_after_hello("r").await;
-    // long enough for the refresh after the page's first change signals
-    ask_for(&host, &session, 4_000).await;
+    // long enough for a browser to start and sign in on a loaded machine
+    // (at 4 s it once expired before the page had counted it), and short
+    // of the page wait (20 s) for its expiry after that
+    ask_for(&host, &session, 10_000).await;
     browser.go(&format!("{}/", host.url)).await;
     browser.sign_in(&host.url, TOKEN).await;
     browser
