@@ -5,6 +5,7 @@
 
 use axum::Json;
 use axum::extract::Query;
+use axum::extract::RawQuery;
 use axum::extract::State;
 use botfleet_memory::Layer;
 use botfleet_memory::MAX_LIVE_NOTES;
@@ -58,8 +59,10 @@ pub(crate) async fn of_bot(
     State(state): State<ApiState>,
     user: AuthUser,
     Path(bot): Path<String>,
+    RawQuery(raw): RawQuery,
     query: Result<Query<MemoryQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    super::query_text::check_utf8(raw.as_deref())?;
     let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?input=TEXT")))?;
     let bot = owned_bot(&state, &user, &bot).await?;
     let input = q.input.unwrap_or_default();

@@ -12,6 +12,7 @@ mod groups;
 mod hooks;
 mod memory;
 mod message_rate;
+mod query_text;
 mod routines;
 mod search;
 mod secrets;

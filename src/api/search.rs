@@ -123,56 +123,6 @@ fn parse_offset(raw: Option<&str>) -> Result<usize, ApiError> {
     )))
 }
 
-/// Refuses a query string with a percent-escape that does not decode to
-/// UTF-8: the query parser would silently turn it into U+FFFD and search
-/// for something the client never sent.
-fn check_utf8(raw: Option<&str>) -> Result<(), ApiError> {
-    for pair in raw.unwrap_or_default().split('&') {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        for part in [name, value] {
-            if std::str::from_utf8(&percent_decode(part)).is_err() {
-                return Err(ApiError::BadRequest(format!(
-                    "the query parameter {} is not UTF-8 text once its percent-escapes are \
-                     decoded; encode the text as UTF-8 (e.g. encodeURIComponent)",
-                    botfleet_memory::quote_short(&String::from_utf8_lossy(&percent_decode(name)))
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The bytes of a form-encoded query component: `%XX` decoded, `+` a space;
-/// a `%` not followed by two hex digits stays as it is (as the query parser
-/// keeps it).
-fn percent_decode(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (other, _) => {
-                out.push(other);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// Whether `id` is a session the caller may read that nobody has written
 /// in yet, so that it has no record (and no hits): the user's DM with one
 /// of their bots (`GET /v1/bots/{bot}/session` names it, and
@@ -215,7 +165,7 @@ pub(crate) async fn search(
     RawQuery(raw): RawQuery,
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    check_utf8(raw.as_deref())?;
+    super::query_text::check_utf8(raw.as_deref())?;
     let Query(p) = params.map_err(|e| {
         ApiError::BadRequest(format!(
             "{e}; use ?q=WORDS with optional &bot=ID&session=ID&limit=N&offset=N"

@@ -448,6 +448,17 @@ async fn the_memory_api_refuses_bad_queries_clearly() {
         .get(&format!("/v1/bots/a1/memory?input={long}"), TOKEN)
         .await;
     assert_eq!(status, 400, "{body}");
+    // a preview text that is not UTF-8 is refused, as search refuses it
+    // (it was decoded lossily and previewed for U+FFFD)
+    let (status, body) = host.get("/v1/bots/a1/memory?input=%FF", TOKEN).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not UTF-8 text"),
+        "{body}"
+    );
     let (status, _) = host.get("/v1/bots/nobody/memory", TOKEN).await;
     assert_eq!(status, 404);
     host.shutdown().await;
