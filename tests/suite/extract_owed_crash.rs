@@ -82,3 +82,60 @@ async fn a_host_killed_as_its_turn_ends_runs_the_turns_extraction_after_restart(
     drop(fleet);
     server.shutdown().await;
 }
+
+/// An owed extraction is a model request that counts toward its bot's
+/// daily token budget: a restarted host whose bot has spent it (here the
+/// operator lowered the budget below what the turn used) puts the
+/// extraction off, owed, instead of running it past the budget. (It ran
+/// at every start, budget or not.)
+#[tokio::test]
+async fn an_owed_extraction_waits_while_its_bots_budget_is_spent() {
+    let answer = Arc::new(AtomicBool::new(false));
+    let shared = Arc::clone(&answer);
+    let (server, fleet, path, log) = extracting_setup(move |b| model(b, &shared)).await;
+    let port = free_port();
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "a1", "I bought a green kayak").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    wait_until(&host.url, &session, turn_ended(seq)).await;
+    host.kill9().await;
+    let asked_before = extraction_requests(&server);
+
+    // the bot's table is the file's last: the key joins it
+    let mut toml = std::fs::read_to_string(&path).unwrap();
+    toml.push_str("\ndaily_token_budget = 10\n");
+    std::fs::write(&path, toml).unwrap();
+    answer.store(true, Ordering::SeqCst);
+    let host = HostProcess::start(&path, port, &log).await;
+    // whichever comes first: the extraction's request, or the host saying
+    // it put the extraction off
+    poll(30, async || {
+        let asked = extraction_requests(&server);
+        assert_eq!(
+            asked, asked_before,
+            "the owed extraction ran although the bot's budget was spent"
+        );
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        if logged.contains("fact extraction put off: the bot's daily token budget is spent") {
+            Ok(())
+        } else {
+            Err("the host neither ran nor put off the owed extraction".to_owned())
+        }
+    })
+    .await;
+    assert!(profile(&host.url).await.is_empty());
+    host.kill9().await;
+    drop(fleet);
+    server.shutdown().await;
+}
+
+/// How many extraction requests `server` received.
+fn extraction_requests(server: &crate::support::openai_server::OpenAiServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| is_extraction(&r.body))
+        .count()
+}

@@ -157,7 +157,9 @@ async fn run(
     owed: &OwedExtraction,
     shown: Vec<MemoryId>,
 ) -> Option<ExtractReport> {
-    if rt.extractions.stop.is_cancelled() {
+    // from the host's stop on no model request starts (an extraction not
+    // run stays owed and runs at the next start)
+    if rt.extractions.stop.is_cancelled() || rt.is_stopping() {
         return None;
     }
     let outcome = tokio::select! {
@@ -217,8 +219,11 @@ pub fn resume_owed_extractions(rt: Arc<Runtime>) -> tokio::task::JoinHandle<usiz
         }
         let mut ran = 0;
         for o in owed {
-            if rt.extractions.stop.is_cancelled() {
+            if rt.extractions.stop.is_cancelled() || rt.is_stopping() {
                 break;
+            }
+            if put_off_by_budget(&rt, &o).await {
+                continue;
             }
             if let Some(bot) = rerunnable(&rt, &o).await {
                 let shown = o
@@ -232,6 +237,32 @@ pub fn resume_owed_extractions(rt: Arc<Runtime>) -> tokio::task::JoinHandle<usiz
         }
         ran
     })
+}
+
+/// Whether `o`'s bot has spent its daily token budget: the extraction, a
+/// model request that counts toward it, stays owed (not counted as a run)
+/// for a start after the budget resets, as the bot's turns wait for it.
+async fn put_off_by_budget(rt: &Runtime, o: &OwedExtraction) -> bool {
+    let bot = match rt.store.get_bot(&o.bot).await {
+        Ok(Some(bot)) => bot,
+        // a bot that is gone is given up by `rerunnable`
+        Ok(None) => return false,
+        Err(e) => {
+            tracing::warn!(bot = %o.bot, error = %e, "cannot read the bot of an owed fact extraction; it waits for the next start");
+            return true;
+        }
+    };
+    match crate::engine::stored_budget_pause(&rt.store, &bot).await {
+        Ok(None) => false,
+        Ok(Some(_)) => {
+            tracing::info!(bot = %o.bot, turn = %o.turn, "fact extraction put off: the bot's daily token budget is spent; it runs at a start after the budget resets");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(bot = %o.bot, error = %e, "cannot read the bot's token usage for an owed fact extraction; it waits for the next start");
+            true
+        }
+    }
 }
 
 /// Counts one more run of `o` and answers its bot, or gives it up (clears
