@@ -214,16 +214,18 @@ fn unique_call_ids(messages: &[ChatMessage], response: &mut ModelResponse) {
     if response.tool_calls.is_empty() {
         return;
     }
-    // the response's ids are few and the context's calls many: look the
-    // context's calls up in the response's ids, not the other way round
-    let given: HashSet<&str> = response.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    // the response's ids are few (one to a handful) and the context's
+    // calls many: each context call is compared with the response's ids
+    // directly, which is cheaper than hashing every id of the context at
+    // every model call (2.4% of fleet-load's samples when it hashed them)
+    let given: Vec<&str> = response.tool_calls.iter().map(|c| c.id.as_str()).collect();
     let earlier: HashSet<String> = messages
         .iter()
         .flat_map(|m| match m {
             ChatMessage::Assistant { tool_calls, .. } => tool_calls.as_slice(),
             ChatMessage::System { .. } | ChatMessage::User { .. } | ChatMessage::Tool { .. } => &[],
         })
-        .filter(|c| given.contains(c.id.as_str()))
+        .filter(|c| given.contains(&c.id.as_str()))
         .map(|c| c.id.clone())
         .collect();
     let mut taken: HashSet<String> = HashSet::with_capacity(response.tool_calls.len());
