@@ -14,6 +14,7 @@
 //! the end-to-end proof that what the end commits is enough to finish the
 //! extraction after a crash.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
@@ -27,8 +28,10 @@ use super::crash::wait_until;
 use super::memory_restart::answers_once;
 use super::memory_restart::extracting_setup;
 use super::memory_restart::profile;
+use crate::support::fleet::TestFleet;
 use crate::support::memory_model::adds;
 use crate::support::memory_model::is_extraction;
+use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
@@ -51,20 +54,48 @@ fn model(body: &Value, answer: &AtomicBool) -> Reply {
     answers_once(body, "A fine boat!")
 }
 
-#[tokio::test]
-async fn a_host_killed_as_its_turn_ends_runs_the_turns_extraction_after_restart() {
-    let answer = Arc::new(AtomicBool::new(false));
-    let shared = Arc::clone(&answer);
+/// What a host killed by [`killed_as_its_turn_ends`] leaves.
+struct Killed {
+    server: OpenAiServer,
+    fleet: TestFleet,
+    path: PathBuf,
+    log: PathBuf,
+    port: u16,
+}
+
+/// A host whose extractor answers once `answer` is set, killed with
+/// SIGKILL as soon as the API shows its one turn ended: whether or not
+/// the extractor was asked yet, nothing answered it, so the turn's
+/// extraction is owed.
+async fn killed_as_its_turn_ends(answer: &Arc<AtomicBool>) -> Killed {
+    let shared = Arc::clone(answer);
     let (server, fleet, path, log) = extracting_setup(move |b| model(b, &shared)).await;
     let port = free_port();
-
     let host = HostProcess::start(&path, port, &log).await;
     let sent = send(&host.url, "a1", "I bought a green kayak").await;
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
     wait_until(&host.url, &session, turn_ended(seq)).await;
-    // at once: whether or not the extractor was asked yet, nothing answered it
     host.kill9().await;
+    Killed {
+        server,
+        fleet,
+        path,
+        log,
+        port,
+    }
+}
+
+#[tokio::test]
+async fn a_host_killed_as_its_turn_ends_runs_the_turns_extraction_after_restart() {
+    let answer = Arc::new(AtomicBool::new(false));
+    let Killed {
+        server,
+        fleet,
+        path,
+        log,
+        port,
+    } = killed_as_its_turn_ends(&answer).await;
 
     answer.store(true, Ordering::SeqCst);
     let host = HostProcess::start(&path, port, &log).await;
@@ -91,16 +122,13 @@ async fn a_host_killed_as_its_turn_ends_runs_the_turns_extraction_after_restart(
 #[tokio::test]
 async fn an_owed_extraction_waits_while_its_bots_budget_is_spent() {
     let answer = Arc::new(AtomicBool::new(false));
-    let shared = Arc::clone(&answer);
-    let (server, fleet, path, log) = extracting_setup(move |b| model(b, &shared)).await;
-    let port = free_port();
-
-    let host = HostProcess::start(&path, port, &log).await;
-    let sent = send(&host.url, "a1", "I bought a green kayak").await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let seq = sent["seq"].as_i64().unwrap();
-    wait_until(&host.url, &session, turn_ended(seq)).await;
-    host.kill9().await;
+    let Killed {
+        server,
+        fleet,
+        path,
+        log,
+        port,
+    } = killed_as_its_turn_ends(&answer).await;
     let asked_before = extraction_requests(&server);
 
     // the bot's table is the file's last: the key joins it
@@ -132,7 +160,7 @@ async fn an_owed_extraction_waits_while_its_bots_budget_is_spent() {
 }
 
 /// How many extraction requests `server` received.
-fn extraction_requests(server: &crate::support::openai_server::OpenAiServer) -> usize {
+fn extraction_requests(server: &OpenAiServer) -> usize {
     server
         .requests()
         .iter()
