@@ -177,13 +177,30 @@ impl BotQueue {
     /// The session of the direct messages to serve next: the one whose
     /// last turn is longest ago, of those with one waiting.
     fn fairest_dm(&self) -> Option<SessionId> {
-        // a session's rank: not served lately first, then the oldest
-        // served; `min_by_key` keeps the first of equals, in queue order
-        let rank = |s: &SessionId| self.served.iter().position(|x| x == s);
-        self.classes[0]
-            .iter()
-            .map(|q| q.item.session)
-            .min_by_key(|s| rank(s).map_or(0, |at| at + 1))
+        // a session's rank: not served lately (0) first, then the oldest
+        // served; the first of equals in queue order. A flooded queue is
+        // long runs of one session: each run is ranked once, and a session
+        // never served lately ends the search (nothing ranks before it)
+        let mut best: Option<(usize, SessionId)> = None;
+        let mut last = None;
+        for session in self.classes[0].iter().map(|q| q.item.session) {
+            if last == Some(session) {
+                continue;
+            }
+            last = Some(session);
+            let rank = self
+                .served
+                .iter()
+                .position(|s| *s == session)
+                .map_or(0, |at| at + 1);
+            if rank == 0 {
+                return Some(session);
+            }
+            if best.is_none_or(|(r, _)| rank < r) {
+                best = Some((rank, session));
+            }
+        }
+        best.map(|(_, session)| session)
     }
 
     /// Every queued input of `session` (any class), in gid order; the
