@@ -1,5 +1,7 @@
 //! SearchTranscript and ReadTranscript: the bot's way back into the archive
-//! (every transcript entry, indexed by tantivy; docs/search.md).
+//! (every transcript entry, indexed by tantivy; docs/search.md). Their own
+//! results are not indexed (`TranscriptIndex::QUOTING_TOOLS`): they only
+//! quote entries, and would come back as hits of later searches.
 //!
 //! Visibility is [`VisibleSessions::of_bot`]: the bot's own sessions, the
 //! rooms it is a member of, and for subagents the parent session that

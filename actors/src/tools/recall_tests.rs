@@ -564,3 +564,20 @@ fn a_transcript_clip_keeps_grapheme_clusters_whole() {
     assert_eq!(clip("🇫🇷🇩🇪", 3), "🇫🇷… [2 more characters]");
     assert_eq!(clip("abc", 3), "abc");
 }
+
+/// The index leaves out the results of the tools it names by name
+/// (botfleet-memory cannot see the registry): each must be a built-in
+/// tool, so a renamed tool fails here instead of being indexed again.
+#[test]
+fn the_tools_the_index_leaves_out_are_built_in() {
+    let tools = ToolRegistry::builtin();
+    for name in TranscriptIndex::QUOTING_TOOLS {
+        assert!(tools.contains(name), "{name} is not a built-in tool");
+    }
+    for tool in [SearchTranscript.spec().name, ReadTranscript.spec().name] {
+        assert!(
+            TranscriptIndex::QUOTING_TOOLS.contains(&tool.as_str()),
+            "{tool}"
+        );
+    }
+}

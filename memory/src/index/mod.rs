@@ -102,3 +102,7 @@ mod repair_tests;
 #[cfg(test)]
 #[path = "damage_tests.rs"]
 mod damage_tests;
+
+#[cfg(test)]
+#[path = "quoting_tests.rs"]
+mod quoting_tests;

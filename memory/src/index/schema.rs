@@ -29,6 +29,7 @@ use tantivy::schema::TextOptions;
 use super::tokenizer::TOKENIZER_NAME;
 use crate::ids::BotId;
 use crate::record::Entry;
+use crate::record::EntryKind;
 
 /// Version of what the index holds and how it is tokenized. Bump it when
 /// the schema, the tokenizer or the text taken from an entry changes: an
@@ -42,7 +43,46 @@ use crate::record::Entry;
 /// inside the word or CJK run they are in, and the word limit counts
 /// characters instead of bytes (format 2 held `σίσυφος` and `σίσυφοσ`
 /// apart and cut `nai\u{308}ve` into `nai` and `ve`).
-pub(crate) const FORMAT: u32 = 3;
+///
+/// 4: the results of [`QUOTING_TOOLS`] are left out (format 3 held them,
+/// so each search found the quotes of the searches before it).
+pub(crate) const FORMAT: u32 = 4;
+
+/// The tools whose results only quote what the index already holds, so
+/// their results are not indexed:
+///
+/// - `SearchTranscript`: its hits' snippets; indexed, a search for a word
+///   found every earlier search for it, one more copy each time;
+/// - `ReadTranscript`: the entries around one entry, as they are;
+/// - `CheckSubagent`: a subagent's task, report and latest steps, which
+///   its own session holds (and its parent may search), plus a status
+///   that is stale by the next call; a parent polls it while it waits.
+///
+/// The memory tools stay indexed: `Remember` and `Forget` results are the
+/// transcript's only record of what a bot wrote to or removed from its
+/// memory, which the index does not hold. Each name is a built-in tool's
+/// (a test in `actors/src/tools/recall_tests.rs` checks it).
+pub(crate) const QUOTING_TOOLS: &[&str] = &["SearchTranscript", "ReadTranscript", "CheckSubagent"];
+
+/// Whether `kind` only quotes other entries (see [`QUOTING_TOOLS`]). Read
+/// from the entry alone (a tool result names its tool), so a rebuild
+/// leaves out exactly what live indexing left out.
+pub(crate) fn quotes_the_transcript(kind: &EntryKind) -> bool {
+    match kind {
+        EntryKind::ToolResult { name, .. } => QUOTING_TOOLS.contains(&name.as_str()),
+        EntryKind::UserMessage { .. }
+        | EntryKind::AgentMessage { .. }
+        | EntryKind::Event { .. }
+        | EntryKind::Assistant { .. }
+        | EntryKind::Delivery { .. }
+        | EntryKind::Reaction { .. }
+        | EntryKind::Reminder { .. }
+        | EntryKind::Notice { .. }
+        | EntryKind::Approval { .. }
+        | EntryKind::TurnEnd { .. }
+        | EntryKind::Summary { .. } => false,
+    }
+}
 
 /// Handles of the schema's fields.
 #[derive(Debug, Clone, Copy)]
@@ -84,10 +124,11 @@ pub(crate) fn schema() -> (Schema, Fields) {
 
 impl Fields {
     /// The document of an entry, or `None` for an entry without searchable
-    /// text (turn ends): it is skipped, only its gid moves the marker.
+    /// text (turn ends) or one that only quotes others (the results of
+    /// [`QUOTING_TOOLS`]): it is skipped, only its gid moves the marker.
     pub(crate) fn document(&self, entry: &Entry, bot: &BotId) -> Option<TantivyDocument> {
         let text = entry.kind.text();
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || quotes_the_transcript(&entry.kind) {
             return None;
         }
         let mut doc = TantivyDocument::default();
@@ -162,7 +203,6 @@ pub(crate) const KINDS_LIST: &str = "user_message, agent_message, event, assista
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::EntryKind;
 
     /// The kind filter knows every `EntryKind`: the names are read from
     /// serde's "unknown variant" message, so a new variant fails this test

@@ -34,6 +34,7 @@ use super::query::validate;
 use super::schema::FORMAT;
 use super::schema::Fields;
 use super::schema::Marker;
+use super::schema::QUOTING_TOOLS;
 use super::schema::schema;
 use super::snippet::Snippets;
 use super::tokenizer::TOKENIZER_NAME;
@@ -176,6 +177,12 @@ fn is_lock_busy(e: &TantivyError) -> bool {
 }
 
 impl TranscriptIndex {
+    /// The tools whose results are not indexed: they only quote entries
+    /// the index holds (a search's hits, the entries ReadTranscript shows,
+    /// a subagent's steps), so indexed they would crowd out what they
+    /// quote. The JSONL mirror keeps them. See docs/search.md.
+    pub const QUOTING_TOOLS: &'static [&'static str] = QUOTING_TOOLS;
+
     /// Opens the index in `dir`, creating it if needed. An index written by
     /// another format (schema or tokenizer) is derived data: it is deleted
     /// and recreated empty, and the indexer fills it again from the store.
