@@ -5,6 +5,8 @@
 
 use async_trait::async_trait;
 use botfleet_memory::EntryKind;
+use botfleet_memory::SubagentRecord;
+use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -19,6 +21,12 @@ use super::own_subagent;
 use super::store_error;
 use super::subagent_session;
 use crate::model::ToolSpec;
+
+/// Finished subagents the list shows, the latest ones: a bot that
+/// delegates for months has thousands, and the list is read into its
+/// context at every check. Running ones are all shown (at most
+/// `runtime.max_subagents`).
+const FINISHED_SHOWN: usize = 20;
 
 /// Shows the subagents (all, or one in detail).
 #[derive(Debug, Clone, Copy, Default)]
@@ -70,14 +78,7 @@ impl Tool for CheckSubagent {
                     "you have not delegated anything (start with Task)",
                 ));
             }
-            let lines: Vec<String> = list
-                .iter()
-                .map(|s| format!("- {} [{}] {}", s.id, s.status.as_str(), s.description))
-                .collect();
-            return Ok(ToolOutput::text(format!(
-                "your delegated tasks:\n{}",
-                lines.join("\n")
-            )));
+            return Ok(ToolOutput::text(task_list(&list)));
         };
         let sub = own_subagent(ctx, &id).await?;
         let session = subagent_session(&sub.id, &ctx.bot.id).id();
@@ -129,3 +130,38 @@ impl Tool for CheckSubagent {
         )))
     }
 }
+
+/// The list view: every running subagent and the [`FINISHED_SHOWN`]
+/// latest finished ones, oldest first (`list` is in creation order), and
+/// how many earlier finished ones are left out.
+fn task_list(list: &[SubagentRecord]) -> String {
+    let finished = list
+        .iter()
+        .filter(|s| s.status != SubagentStatus::Running)
+        .count();
+    let left_out = finished.saturating_sub(FINISHED_SHOWN);
+    let mut skipped = 0;
+    let mut lines = Vec::with_capacity(list.len().min(FINISHED_SHOWN + 8) + 1);
+    for s in list {
+        if s.status != SubagentStatus::Running && skipped < left_out {
+            skipped += 1;
+            continue;
+        }
+        lines.push(format!(
+            "- {} [{}] {}",
+            s.id,
+            s.status.as_str(),
+            s.description
+        ));
+    }
+    if left_out > 0 {
+        lines.push(format!(
+            "({left_out} earlier finished tasks not shown; CheckSubagent with an id shows any of them)"
+        ));
+    }
+    format!("your delegated tasks:\n{}", lines.join("\n"))
+}
+
+#[cfg(test)]
+#[path = "subagent_check_tests.rs"]
+mod tests;

@@ -1,0 +1,97 @@
+#![allow(clippy::unwrap_used)]
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Mutation;
+
+use super::*;
+use crate::tools::test_support::ToolFixture;
+
+/// `n` subagents of the fixture's bot, `b.sub-0` … created in that order;
+/// those whose index `running` accepts are running, the rest done.
+async fn with_subagents(f: &ToolFixture, n: usize, running: impl Fn(usize) -> bool) {
+    let mut batch = Vec::new();
+    for i in 0..n {
+        let id = BotId::new(format!("b.sub-{i}")).unwrap();
+        let at = i64::try_from(i).unwrap();
+        batch.push(Mutation::UpsertBot(BotRecord {
+            id: id.clone(),
+            name: format!("B · task {i}"),
+            owner: f.bot.owner.clone(),
+            role: String::new(),
+            provider: "p".into(),
+            tools: vec!["SendMessage".into()],
+            settings: json!({ "parent": "b" }),
+            origin: "subagent:b".into(),
+            created_at: at,
+            updated_at: at,
+        }));
+        batch.push(Mutation::CreateSubagent(SubagentRecord {
+            id,
+            parent: f.bot.id.clone(),
+            parent_session: f.scope.session.id,
+            description: format!("task {i}"),
+            status: if running(i) {
+                SubagentStatus::Running
+            } else {
+                SubagentStatus::Done
+            },
+            result: None,
+            created_at: at,
+            updated_at: at,
+        }));
+    }
+    f.rt.store.write(batch).await.unwrap();
+}
+
+async fn list(f: &ToolFixture) -> Vec<String> {
+    let out = CheckSubagent
+        .call(&f.ctx("c1"), json!({}))
+        .await
+        .unwrap()
+        .content;
+    out.lines().map(str::to_owned).collect()
+}
+
+/// Regression (round 19, H1): the list named every subagent the bot ever
+/// made, 300 lines (15 KB) after 300 tasks, read into its context at each
+/// check. It shows every running one and the 20 latest finished ones, in
+/// creation order, and says how many it left out.
+#[tokio::test]
+async fn the_list_shows_running_tasks_and_the_latest_finished_ones() {
+    let f = ToolFixture::new();
+    // 300 tasks; 3 still running, one of them among the oldest
+    with_subagents(&f, 300, |i| matches!(i, 5 | 150 | 299)).await;
+    let lines = list(&f).await;
+    assert_eq!(lines[0], "your delegated tasks:");
+    let shown: Vec<&str> = lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    let mut expected = vec!["b.sub-5".to_owned(), "b.sub-150".to_owned()];
+    expected.extend((279..299).map(|i| format!("b.sub-{i}")));
+    expected.push("b.sub-299".into());
+    assert_eq!(shown, expected);
+    assert!(lines[2].ends_with("[running] task 150"), "{}", lines[2]);
+    assert_eq!(
+        lines.last().unwrap(),
+        "(277 earlier finished tasks not shown; CheckSubagent with an id shows any of them)"
+    );
+    // one left out is still shown in detail by its id
+    let one = CheckSubagent
+        .call(&f.ctx("c2"), json!({ "id": "b.sub-7" }))
+        .await
+        .unwrap()
+        .content;
+    assert!(one.starts_with("subagent b.sub-7 [done]: task 7"), "{one}");
+}
+
+/// Twenty finished tasks or fewer: all shown, no note.
+#[tokio::test]
+async fn a_short_list_is_shown_whole() {
+    let f = ToolFixture::new();
+    with_subagents(&f, 21, |i| i == 0).await;
+    let lines = list(&f).await;
+    assert_eq!(lines.len(), 22, "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains("not shown")));
+}
