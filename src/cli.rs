@@ -133,6 +133,10 @@ pub enum Command {
     },
     /// List your bots.
     Bots {
+        /// Also every finished subagent (by default a parent's 20 latest
+        /// finished ones are listed, and running ones).
+        #[arg(long)]
+        all: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -395,7 +399,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Transcript { bot, all, json } => {
             transcript(&client(&cli)?, bot, *all, *json).await
         }
-        Command::Bots { json } => bots::bots(&client(&cli)?, *json).await,
+        Command::Bots { all, json } => bots::bots(&client(&cli)?, *all, *json).await,
         Command::Retry { turn } => {
             let v = client(&cli)?
                 .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))

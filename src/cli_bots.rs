@@ -34,9 +34,15 @@ const COLUMNS: [(&str, Align); 6] = [
     ("COMPLETED", Align::Right),
 ];
 
-/// Prints the bots the token's user may see (`--json`: the API's answer).
-pub(super) async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitCode> {
-    let v = client.get("/v1/bots").await?;
+/// Prints the bots the token's user may see (`--json`: the API's answer;
+/// `--all`: every finished subagent too).
+pub(super) async fn bots(client: &Client, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
+    let path = if all {
+        "/v1/bots?subagents=all"
+    } else {
+        "/v1/bots"
+    };
+    let v = client.get(path).await?;
     if as_json {
         outln!("{}", terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
@@ -54,6 +60,12 @@ pub(super) async fn bots(client: &Client, as_json: bool) -> anyhow::Result<ExitC
     }
     for line in table(&rows) {
         outln!("{line}");
+    }
+    let left_out = v["subagents_left_out"].as_u64().unwrap_or(0);
+    if left_out > 0 {
+        outln!(
+            "({left_out} older finished subagents not listed: `botfleet bots --all` lists them)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -134,6 +134,7 @@ pub use record::TurnStatus;
 pub use record::covers_to_seq;
 pub use record::room_timeline;
 pub use store::BotActivity;
+pub use store::BotListing;
 pub use store::Limit;
 pub use store::Limited;
 pub use store::Mutation;

@@ -4,8 +4,10 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::Query;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::QueryRejection;
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -31,11 +33,37 @@ use super::extract::json_object;
 use super::extract::read_body;
 use super::owned_bot;
 
+/// Finished subagents of a parent that `GET /v1/bots` lists, the latest
+/// ones (as CheckSubagent's list): each Task makes a bot, and a bot that
+/// delegates for months would list thousands, refetched by the web page at
+/// every change.
+const FINISHED_SUBAGENTS_LISTED: usize = 20;
+
+/// `GET /v1/bots?subagents=recent|all`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    subagents: Option<String>,
+}
+
 pub(crate) async fn list(
     State(state): State<ApiState>,
     user: AuthUser,
-    _: NoQuery,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(q) =
+        query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?subagents=recent or all")))?;
+    let keep = match q.subagents.as_deref() {
+        None | Some("recent") => FINISHED_SUBAGENTS_LISTED,
+        Some("all") => usize::MAX,
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "`subagents` is {other:?}; use `recent` (the default: running subagents and the \
+                 {FINISHED_SUBAGENTS_LISTED} latest finished ones of each parent) or `all`"
+            )));
+        }
+    };
     // counts and usage of every bot in one read: a few index lookups per
     // bot (the store keeps turn counts as turns end, migration 11), where
     // counting each bot's turns used to scan the whole `turns` table
@@ -43,10 +71,10 @@ pub(crate) async fn list(
     // the day of the store's clock, which usage is counted by
     let now = state.fleet.store().clock().now();
     let today = now.format("%Y-%m-%d").to_string();
-    let bots = state
+    let listing = state
         .fleet
         .store()
-        .list_bots_with_activity(Some(&user.0), &today)
+        .list_bots_keeping(Some(&user.0), &today, keep)
         .await?;
     // what the bots publish (docs/architecture.md, "Router"): read at
     // once however busy they are. With no router running, which bots are
@@ -64,8 +92,8 @@ pub(crate) async fn list(
         .into_iter()
         .map(|s| (s.id.clone(), s))
         .collect();
-    let mut out = Vec::with_capacity(bots.len());
-    for (b, activity) in bots {
+    let mut out = Vec::with_capacity(listing.bots.len());
+    for (b, activity) in listing.bots {
         let counts: serde_json::Map<String, Value> = activity
             .turns
             .into_iter()
@@ -112,7 +140,10 @@ pub(crate) async fn list(
             },
         }));
     }
-    Ok(Json(json!({ "bots": out })))
+    Ok(Json(json!({
+        "bots": out,
+        "subagents_left_out": listing.left_out,
+    })))
 }
 
 pub(crate) async fn get_one(

@@ -12,6 +12,7 @@ mod approvals;
 mod backup_restore;
 mod batching;
 mod bot_list_live;
+mod bot_list_subagents;
 mod budget;
 mod budget_steps;
 mod cli;

@@ -45,6 +45,7 @@ pub use mutation::Mutation;
 pub use mutation::MutationResult;
 pub use mutation::WriteLimit;
 pub use store_bots::BotActivity;
+pub use store_bots::BotListing;
 pub use writer::Callback;
 pub use writer::WriterStats;
 

@@ -1,6 +1,8 @@
 //! Reads of what belongs to a bot: its record (`bots`), its subagents,
 //! its token usage (`bot_usage`), and its owner's secrets (`user_secrets`).
 
+use std::collections::HashSet;
+
 use rusqlite::Connection;
 use rusqlite::Row;
 use rusqlite::params;
@@ -136,6 +138,46 @@ pub(crate) fn subagents_of(
         "WHERE parent = ?1 ORDER BY created_at",
         params![parent.as_str()],
     )
+}
+
+/// The finished subagents (not `running`) of `owner`'s bots (all bots
+/// with `None`) past the `keep` latest of each parent, by creation.
+pub(crate) fn finished_subagents_past(
+    conn: &Connection,
+    owner: Option<&UserId>,
+    keep: usize,
+) -> Result<HashSet<BotId>> {
+    let rows: Vec<(String, String)> = match owner {
+        Some(owner) => conn
+            .prepare_cached(
+                "SELECT s.id, s.parent FROM subagents s JOIN bots b ON b.id = s.id
+                 WHERE b.owner = ?1 AND s.status <> 'running'
+                 ORDER BY s.parent, s.created_at DESC, s.id DESC",
+            )?
+            .query_map(params![owner.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?,
+        None => conn
+            .prepare_cached(
+                "SELECT id, parent FROM subagents WHERE status <> 'running'
+                 ORDER BY parent, created_at DESC, id DESC",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?,
+    };
+    let mut out = HashSet::new();
+    let mut parent = String::new();
+    let mut seen = 0usize;
+    for (id, of) in rows {
+        if of != parent {
+            parent = of;
+            seen = 0;
+        }
+        seen += 1;
+        if seen > keep {
+            out.insert(BotId::new(id)?);
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn get_subagent(

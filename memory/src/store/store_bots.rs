@@ -1,6 +1,8 @@
 //! The [`Store`]'s reads of bots and what belongs to them: token usage,
 //! their owners' secrets, subagents and routines.
 
+use std::collections::HashSet;
+
 use super::Store;
 use super::reader;
 use super::routines;
@@ -22,6 +24,16 @@ pub struct BotActivity {
     pub usage_today: TokenUsage,
     /// Turns whose usage was counted.
     pub usage_turns: i64,
+}
+
+/// The bot list with the finished subagents it leaves out
+/// ([`Store::list_bots_keeping`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BotListing {
+    /// The bots listed, by id, with their activity.
+    pub bots: Vec<(BotRecord, BotActivity)>,
+    /// Finished subagents not listed.
+    pub left_out: usize,
 }
 
 impl Store {
@@ -59,12 +71,33 @@ impl Store {
         owner: Option<&UserId>,
         today: &str,
     ) -> Result<Vec<(BotRecord, BotActivity)>> {
+        Ok(self.list_bots_keeping(owner, today, usize::MAX).await?.bots)
+    }
+
+    /// [`Store::list_bots_with_activity`] without the finished subagents
+    /// (done, failed, stopped) of a parent past its `keep` latest ones: a
+    /// bot that delegates for months has thousands, each a bot record of
+    /// its own (`GET /v1/bots`, docs/api.md).
+    pub async fn list_bots_keeping(
+        &self,
+        owner: Option<&UserId>,
+        today: &str,
+        keep: usize,
+    ) -> Result<BotListing> {
         let owner = owner.cloned();
         let today = today.to_owned();
         self.read(move |c| {
+            let left_out = if keep == usize::MAX {
+                HashSet::new()
+            } else {
+                reader::finished_subagents_past(c, owner.as_ref(), keep)?
+            };
             let bots = reader::list_bots(c, owner.as_ref())?;
-            let mut out = Vec::with_capacity(bots.len());
+            let mut out = Vec::with_capacity(bots.len().saturating_sub(left_out.len()));
             for bot in bots {
+                if left_out.contains(&bot.id) {
+                    continue;
+                }
                 let turns = reader::turn_status_counts(c, &bot.id)?;
                 let (usage_total, usage_today, usage_turns) =
                     reader::bot_usage(c, &bot.id, &today)?;
@@ -76,7 +109,10 @@ impl Store {
                 };
                 out.push((bot, activity));
             }
-            Ok(out)
+            Ok(BotListing {
+                bots: out,
+                left_out: left_out.len(),
+            })
         })
         .await
     }
