@@ -71,9 +71,9 @@ impl VisibleSessions {
             // stays theirs (the same rule as the subagent's own sessions)
             v.extend_owned(vec![parent], &bot.owner);
         }
-        for child in store.subagents_of(&bot.id).await? {
-            v.extend_owned(store.sessions_of_bot(&child.id).await?, &bot.owner);
-        }
+        // one read for all its subagents: one per subagent made a search by
+        // a bot that had delegated 1,500 tasks take 86-180 ms
+        v.extend_owned(store.sessions_of_subagents(&bot.id).await?, &bot.owner);
         Ok(v)
     }
 

@@ -115,3 +115,54 @@ async fn a_subagent_reaches_its_parent_dm_only_while_its_owner_owns_it() {
     let err = ReadTranscript.call(&fx.ctx("c2"), read).await.unwrap_err();
     assert!(!err.to_string().contains("X1234567"), "{err}");
 }
+
+/// A parent sees the sessions of each of its subagents that its owner
+/// owns, read in one query for all of them (one read per subagent made a
+/// search by a bot with 1,500 subagents take 86–180 ms); not those of
+/// another bot's subagents, nor a subagent session another owner holds.
+#[tokio::test]
+async fn a_parent_sees_its_subagents_sessions_its_owner_owns() {
+    use super::VisibleSessions;
+
+    let fx = ToolFixture::new();
+    let mut writes = Vec::new();
+    let mut mine = Vec::new();
+    let mut others = Vec::new();
+    for (sub, parent, owner) in [
+        ("b.sub-1", "b", "u"),
+        ("b.sub-2", "b", "u"),
+        ("b.sub-3", "b", "v"),
+        ("c.sub-1", "c", "u"),
+    ] {
+        let task = session(sub, SessionKind::Subagent, parent, owner);
+        writes.push(Mutation::EnsureSession(task.clone()));
+        writes.push(Mutation::CreateSubagent(SubagentRecord {
+            id: BotId::new(sub).unwrap(),
+            parent: BotId::new(parent).unwrap(),
+            parent_session: session(parent, SessionKind::Dm, "u", "u").id,
+            description: "t".into(),
+            status: SubagentStatus::Done,
+            result: None,
+            created_at: 0,
+            updated_at: 0,
+        }));
+        if parent == "b" && owner == "u" {
+            mine.push(task.id);
+        } else {
+            others.push(task.id);
+        }
+    }
+    fx.rt.store.write(writes).await.unwrap();
+    let mut parent = fx.bot.clone();
+    parent.id = BotId::new("b").unwrap();
+    parent.owner = UserId::new("u").unwrap();
+    let visible = VisibleSessions::of_bot(&fx.rt.store, &parent)
+        .await
+        .unwrap();
+    for id in &mine {
+        assert!(visible.contains(*id), "{id} is its subagent's");
+    }
+    for id in &others {
+        assert!(!visible.contains(*id), "{id} is not");
+    }
+}

@@ -37,6 +37,7 @@ pub(crate) use sessions::get_session;
 pub(crate) use sessions::session_page;
 pub(crate) use sessions::session_view;
 pub(crate) use sessions::sessions_of_bot;
+pub(crate) use sessions::sessions_of_subagents;
 pub(crate) use sessions::sessions_of_owner;
 pub(crate) use turns::bots_with_work;
 pub(crate) use turns::get_turn;

@@ -81,6 +81,21 @@ pub(crate) fn sessions_of_bot(conn: &Connection, bot: &BotId) -> Result<Vec<Sess
     )
 }
 
+/// The sessions of every subagent `parent` delegated to (room timelines
+/// left out, as in [`sessions_of_bot`]), in one read: a parent that
+/// delegated for months has thousands of subagents.
+pub(crate) fn sessions_of_subagents(
+    conn: &Connection,
+    parent: &BotId,
+) -> Result<Vec<SessionRecord>> {
+    query_sessions(
+        conn,
+        "WHERE s.bot_id IN (SELECT id FROM subagents WHERE parent = ?1) AND s.kind != 'room'
+         ORDER BY s.created_at",
+        params![parent.as_str()],
+    )
+}
+
 /// The sessions `owner` owns (`sessions.owner`), room timelines left out
 /// (as in [`sessions_of_bot`]): their bots' sessions, and their DMs with a
 /// bot that has since been given to someone else.

@@ -59,6 +59,13 @@ impl Store {
         self.read(move |c| reader::sessions_of_bot(c, &bot)).await
     }
 
+    /// The sessions of every subagent `parent` delegated to, in one read.
+    pub async fn sessions_of_subagents(&self, parent: &BotId) -> Result<Vec<SessionRecord>> {
+        let parent = parent.clone();
+        self.read(move |c| reader::sessions_of_subagents(c, &parent))
+            .await
+    }
+
     /// Entries of a session with seq > `after`, oldest first, at most `limit`.
     pub async fn entries_after(
         &self,
