@@ -14,6 +14,7 @@ mod batching;
 mod bot_list_live;
 mod bot_list_subagents;
 mod budget;
+mod budget_compaction;
 mod budget_steps;
 mod cli;
 mod cli_contract;

@@ -28,6 +28,14 @@
 //! provider's `compact_at_tokens` (`compaction_bounds.rs`): the entries
 //! are summarised in chunks, each stored as it succeeds, so a backlog left
 //! by a summariser outage never makes one request too large to take.
+//!
+//! Each chunk's summariser request is checked against the bot's daily
+//! token budget like a turn's model request (`engine/budget.rs`), counting the
+//! chunks before it: a compaction of many chunks was checked once, before
+//! it started, and ran all of them past the budget. A spent budget ends
+//! the round between chunks as a failed chunk does: what the chunks before
+//! summarised stays (each summary covers its whole range; no entry is
+//! lost, the transcript keeps them all), the rest waits for a later round.
 
 use std::collections::HashMap;
 
@@ -42,6 +50,7 @@ use botfleet_memory::SessionId;
 use botfleet_memory::StoreError;
 use botfleet_memory::TokenUsage;
 use botfleet_memory::TurnId;
+use tokio_util::sync::CancellationToken;
 
 use self::bounds::Bounds;
 use self::bounds::Chunk;
@@ -58,6 +67,7 @@ use self::records::breaks_line;
 use self::records::record;
 #[cfg(test)]
 use self::records::render_entries;
+use super::budget;
 use super::tail::SessionTail;
 use crate::model::ChatMessage;
 use crate::model::FinishReason;
@@ -99,6 +109,27 @@ pub(crate) enum CompactionError {
     /// The model returned nothing.
     #[error("the summariser returned an empty summary")]
     Empty,
+    /// The bot's daily token budget was spent before the first chunk's
+    /// request (`BudgetPause::reason`): nothing was asked or written.
+    #[error("the summariser was not asked: {0}")]
+    BudgetSpent(String),
+}
+
+/// Whom a compaction runs for and what its summariser requests count
+/// against.
+pub(crate) struct ChunkBudget<'a> {
+    /// The turn the summaries are written under (`None`: a fresh id each,
+    /// for a turn whose start is not written yet).
+    pub turn: Option<TurnId>,
+    /// Tokens the running turn used and has not stored yet (0 in the
+    /// background).
+    pub pending: u64,
+    /// Whether each chunk's usage is stored with its summary: a
+    /// background compaction's, which no turn's end stores. A turn's
+    /// compaction adds its usage to the turn's (`Compacted::usage`).
+    pub stores_usage: bool,
+    /// Ends a wait for the bot's extractions in flight (the turn's cancel).
+    pub stop: &'a CancellationToken,
 }
 
 fn is_input(kind: &EntryKind) -> bool {
@@ -285,8 +316,11 @@ async fn summarise(
 /// and is stored at once (a `summary` entry, a new epoch), so what a
 /// round summarised stays summarised: a chunk that fails ends the round
 /// (an error when it was the first, else what the chunks before did), and
-/// the next round goes on from there. Reloads nothing itself: the caller
-/// invalidates the tail.
+/// the next round goes on from there. Before each chunk's request the
+/// bot's daily budget is checked (`budget::pause_before_request`, with
+/// `account`'s pending tokens and the chunks before): spent, the round
+/// ends there the same way (`CompactionError::BudgetSpent` before the
+/// first). Reloads nothing itself: the caller invalidates the tail.
 pub(crate) async fn compact(
     rt: &Runtime,
     bot: &BotRecord,
@@ -294,7 +328,7 @@ pub(crate) async fn compact(
     tail: &SessionTail,
     settings: &ContextSettings,
     keep_from: Option<i64>,
-    turn: Option<TurnId>,
+    account: &ChunkBudget<'_>,
 ) -> Result<Option<Compacted>, CompactionError> {
     let session = tail.session;
     let bounds = Bounds::of(settings);
@@ -339,6 +373,20 @@ pub(crate) async fn compact(
     let mut done: Option<Compacted> = None;
     let vault = rt.vault();
     for (i, chunk) in chunks.iter().enumerate() {
+        // the chunks before count once: stored with their summaries, or
+        // pending with the turn's usage
+        let spent = done.as_ref().map_or(0, |d| d.usage.total());
+        let pending = account
+            .pending
+            .saturating_add(if account.stores_usage { 0 } else { spent });
+        if let Some(pause) = budget::pause_before_request(rt, bot, pending, account.stop).await? {
+            tracing::info!(bot = %bot.id, %session, chunk = i + 1, chunks = count, used = pause.used, budget = pause.budget,
+                "daily token budget spent: the compaction stops before its next summariser request");
+            if done.is_none() {
+                return Err(CompactionError::BudgetSpent(pause.reason()));
+            }
+            break;
+        }
         let request = chunk_request(bot, session, fold.as_ref(), chunk, &bounds);
         let step = async {
             let (summary, usage) = summarise(
@@ -350,7 +398,9 @@ pub(crate) async fn compact(
             )
             .await?;
             let epoch = epoch + 1;
-            write_summary(rt, session, turn, &summary, chunk.through, epoch).await?;
+            let stored = account.stores_usage.then(|| usage_row(rt, bot, usage));
+            let at = (chunk.through, epoch);
+            write_summary(rt, session, account.turn, &summary, at, stored).await?;
             Ok::<_, CompactionError>((summary, usage, epoch))
         };
         match step.await {
@@ -382,36 +432,46 @@ pub(crate) async fn compact(
     Ok(done)
 }
 
-/// Stores a summary through `covers_to_seq` and its epoch as the session's.
+/// The summariser call's `usage` as the bot's daily usage (no turn).
+fn usage_row(rt: &Runtime, bot: &BotRecord, usage: TokenUsage) -> Mutation {
+    Mutation::AddUsage {
+        bot: bot.id.clone(),
+        day: rt.store.clock().now().format("%Y-%m-%d").to_string(),
+        turns: 0,
+        usage,
+    }
+}
+
+/// Stores a summary through `covers_to_seq` and its epoch as the
+/// session's, with its call's usage (`stored`) when no turn stores it.
 async fn write_summary(
     rt: &Runtime,
     session: SessionId,
     turn: Option<TurnId>,
     summary: &str,
-    covers_to_seq: i64,
-    epoch: i64,
+    (covers_to_seq, epoch): (i64, i64),
+    stored: Option<Mutation>,
 ) -> Result<(), StoreError> {
     let id = match turn {
         Some(t) => EntryId::derive(t, "compaction", &epoch.to_string()),
         None => EntryId::new_v7(),
     };
-    rt.store
-        .write(vec![
-            Mutation::Append(Box::new(NewEntry {
-                id,
-                session,
-                author: "system".into(),
-                turn,
-                kind: EntryKind::Summary {
-                    text: summary.to_owned(),
-                    covers_to_seq,
-                    epoch,
-                },
-            })),
-            Mutation::SetEpoch { session, epoch },
-        ])
-        .await
-        .map(|_| ())
+    let mut batch = vec![
+        Mutation::Append(Box::new(NewEntry {
+            id,
+            session,
+            author: "system".into(),
+            turn,
+            kind: EntryKind::Summary {
+                text: summary.to_owned(),
+                covers_to_seq,
+                epoch,
+            },
+        })),
+        Mutation::SetEpoch { session, epoch },
+    ];
+    batch.extend(stored);
+    rt.store.write(batch).await.map(|_| ())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! outcome is reported to the model as "outcome unknown" unless the tool is
 //! idempotent.
 
+mod budget;
 mod compaction;
 mod context;
 mod runner;

@@ -5,6 +5,12 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+pub(crate) use crate::engine::budget::BudgetPause;
+use crate::engine::budget::budget_of;
+pub(crate) use crate::engine::budget::budget_pause;
+pub use crate::engine::budget::budget_paused_until;
+use crate::engine::budget::pause_before_request;
+pub use crate::engine::budget::stored_budget_pause;
 
 /// Code of the notice telling people a bot is paused by its budget.
 const BUDGET_CODE: &str = "budget_exhausted";
@@ -18,12 +24,14 @@ impl Runner {
     /// seq of the turn's first input), tells the session's people — once:
     /// not again when a `budget_exhausted` notice already follows that
     /// input (written before a restart; the bot's own record of whom it
-    /// told is in memory).
+    /// told is in memory). Counts the bot's fact extractions in flight
+    /// (`budget::pause_before_request`): the turn waits for their usage
+    /// when it could spend what is left.
     pub(super) async fn budget_spent(
         &mut self,
         notice_after: Option<i64>,
     ) -> Result<Option<BudgetPause>, StoreError> {
-        let Some(pause) = budget_pause(&self.rt.store, &self.bot, 0).await? else {
+        let Some(pause) = pause_before_request(&self.rt, &self.bot, 0, &self.hard).await? else {
             return Ok(None);
         };
         self.paused_until = Some(pause.until_ms);
@@ -75,8 +83,10 @@ impl Runner {
     }
 
     /// The budget check before each model request of a running turn (a
-    /// step's, or a compaction's): the usage stored today plus what this
-    /// turn's calls used so far, not yet committed. The turn-start check
+    /// step's, or a compaction's, whose chunks are checked each again):
+    /// the usage stored today plus what this turn's calls used so far, not
+    /// yet committed, and what the bot's fact extractions in flight may
+    /// spend (`budget::pause_before_request`). The turn-start check
     /// alone let a turn of many steps run to its end far past the budget;
     /// now the overshoot is at most the one request after the last check.
     /// When the budget is spent the turn stops at its checkpoint: a turn
@@ -92,7 +102,8 @@ impl Runner {
             return Ok(None);
         }
         let spent = self.usage.total();
-        let Some(pause) = budget_pause(&self.rt.store, &self.bot, spent).await? else {
+        let Some(pause) = pause_before_request(&self.rt, &self.bot, spent, &self.hard).await?
+        else {
             return Ok(None);
         };
         tracing::info!(bot = %self.bot.id, turn = %self.turn, used = pause.used, budget = pause.budget,
@@ -220,10 +231,27 @@ impl Runner {
     /// Compacts the session now (before a model call that would exceed the
     /// threshold or miss unsummarised entries, or in the background). A
     /// failure only logs: the session stays long and the turn goes on.
+    /// Each chunk's request is checked against the daily budget: a spent
+    /// budget ends the compaction as a failed chunk does (the summaries
+    /// stored stay; none stored holds compaction off, as a failure does),
+    /// and the turn's own check after it stops the turn. A background
+    /// compaction (a run without inputs: every turn has one) stores each
+    /// chunk's usage with its summary, as no turn's end stores it.
     pub(super) async fn compact_now(&mut self, keep_from: Option<i64>) {
         if !self.model.answers(Purpose::Compact) {
             return;
         }
+        let background = self.state.input_seqs.is_empty();
+        let account = compaction::ChunkBudget {
+            turn: if self.start_pending.is_some() {
+                None
+            } else {
+                Some(self.turn)
+            },
+            pending: if background { 0 } else { self.usage.total() },
+            stores_usage: background,
+            stop: &self.hard,
+        };
         let result = compaction::compact(
             &self.rt,
             &self.bot,
@@ -231,16 +259,14 @@ impl Runner {
             &self.tail,
             &self.ctx_settings,
             keep_from,
-            if self.start_pending.is_some() {
-                None
-            } else {
-                Some(self.turn)
-            },
+            &account,
         )
         .await;
         match result {
             Ok(Some(done)) => {
-                self.usage.add(&done.usage);
+                if !background {
+                    self.usage.add(&done.usage);
+                }
                 self.memory_update = None;
                 self.tail.invalidate();
                 let bound = self.own_bound();
@@ -251,6 +277,10 @@ impl Runner {
                 self.tail.release_compaction();
             }
             Ok(None) => self.tail.hold_compaction(self.rt.settings.context_entries),
+            Err(compaction::CompactionError::BudgetSpent(why)) => {
+                tracing::info!(bot = %self.bot.id, session = %self.session, %why, "no compaction: the daily token budget is spent");
+                self.tail.hold_compaction(self.rt.settings.context_entries);
+            }
             Err(e) => {
                 tracing::warn!(bot = %self.bot.id, session = %self.session, error = %e, "compaction failed");
                 self.tail.hold_compaction(self.rt.settings.context_entries);
@@ -402,96 +432,6 @@ impl Runner {
 /// wait on).
 pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool {
     inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
-}
-
-/// `bot`'s daily token budget (setting `daily_token_budget`), if it has one.
-fn budget_of(bot: &BotRecord) -> Option<u64> {
-    bot.settings
-        .get("daily_token_budget")
-        .and_then(|v| v.as_u64())
-}
-
-/// Whether `bot`'s daily token budget (setting `daily_token_budget`) is
-/// spent today (UTC), counting `pending` tokens besides its stored usage
-/// (a running turn's, committed only with its end), and until when it is
-/// paused if so.
-pub(crate) async fn budget_pause(
-    store: &botfleet_memory::Store,
-    bot: &BotRecord,
-    pending: u64,
-) -> Result<Option<BudgetPause>, StoreError> {
-    let Some(budget) = budget_of(bot) else {
-        return Ok(None);
-    };
-    let now = store.clock().now();
-    let day = now.format("%Y-%m-%d").to_string();
-    let (_, stored, _) = store.bot_usage(&bot.id, &day).await?;
-    let used = stored.total().saturating_add(pending);
-    let Some(midnight) = budget_paused_until(now, used, Some(budget)) else {
-        return Ok(None);
-    };
-    Ok(Some(BudgetPause {
-        used,
-        budget,
-        until: midnight.format("%Y-%m-%d %H:%M").to_string(),
-        until_ms: midnight.timestamp_millis(),
-        day,
-    }))
-}
-
-/// Until when a bot that used `used` tokens on `now`'s UTC day is paused
-/// by its daily token `budget`: the next UTC midnight once the budget is
-/// spent, `None` while it is not (or without a budget). The one rule for
-/// the engine (which holds the bot's turns) and the API (which shows the
-/// pause, also of a bot that is not active).
-pub fn budget_paused_until(
-    now: chrono::DateTime<chrono::Utc>,
-    used: u64,
-    budget: Option<u64>,
-) -> Option<chrono::DateTime<chrono::Utc>> {
-    if used < budget? {
-        return None;
-    }
-    Some(
-        (now.date_naive() + chrono::Days::new(1))
-            .and_hms_opt(0, 0, 0)
-            .map_or(now, |t| t.and_utc()),
-    )
-}
-
-/// Until when (ms since the epoch) `bot` is paused by its daily token
-/// budget, from its usage stored today (by the store's clock): what its
-/// next turn would find, whether or not the bot is active.
-pub async fn stored_budget_pause(
-    store: &botfleet_memory::Store,
-    bot: &BotRecord,
-) -> Result<Option<i64>, StoreError> {
-    Ok(budget_pause(store, bot, 0).await?.map(|p| p.until_ms))
-}
-
-/// A bot paused because its daily token budget is spent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BudgetPause {
-    /// Tokens used today.
-    pub used: u64,
-    /// The daily budget.
-    pub budget: u64,
-    /// When it runs again (UTC, `%Y-%m-%d %H:%M`).
-    pub until: String,
-    /// When it runs again (ms since the epoch).
-    pub until_ms: i64,
-    /// The day whose budget is spent (UTC, `%Y-%m-%d`).
-    pub day: String,
-}
-
-impl BudgetPause {
-    /// Why a turn it cannot put off fails.
-    pub(crate) fn reason(&self) -> String {
-        format!(
-            "its daily token budget is spent ({} of {} tokens); it is paused until {} UTC",
-            self.used, self.budget, self.until
-        )
-    }
 }
 
 /// The chain of bots a turn over `inputs` belongs to: a person's message

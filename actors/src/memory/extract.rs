@@ -30,7 +30,8 @@
 //! turn ([`super::spawn_extract_after_turn`]; the turn's end recorded it
 //! as owed so a restart does not lose it, `extract_owed.rs`) and only
 //! logs the outcome. The extraction's token usage and the end of its owed
-//! record are one write.
+//! record are one write; until then its tokens are reserved
+//! (`extract_reserved.rs`), so the bot's budget check counts them.
 
 use std::time::Duration;
 
@@ -57,6 +58,7 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use super::extract_bounds::ExtractBounds;
+use super::extract_owed::Reservation;
 use super::writable_scope;
 use crate::engine::quoted;
 use crate::model::ChatMessage;
@@ -192,18 +194,46 @@ pub async fn extract_after_turn(
     user_texts: &[String],
     final_reply: &str,
 ) -> Result<ExtractReport, ExtractError> {
+    let texts = (shown, user_texts, final_reply);
+    extract_reserved(rt, bot, (session, turn), texts, None).await
+}
+
+/// [`extract_after_turn`], narrowing `reserved` (the tokens it reserved
+/// for the bot's budget check, released by the caller after this) to its
+/// request's tokens and its answer's limit once its request is built.
+pub(super) async fn extract_reserved(
+    rt: &Runtime,
+    bot: &BotRecord,
+    (session, turn): (SessionId, TurnId),
+    texts: (&[MemoryId], &[String], &str),
+    reserved: Option<&Reservation>,
+) -> Result<ExtractReport, ExtractError> {
     let mut usage = None;
-    let outcome = extract(
-        rt,
-        bot,
-        session,
-        turn,
-        (shown, user_texts, final_reply),
-        &mut usage,
-    )
-    .await;
+    let outcome = extract(rt, bot, (session, turn), texts, &mut usage, reserved).await;
     finish(rt, bot, turn, usage).await;
     outcome
+}
+
+/// The most tokens an extraction of `bot` can spend before its request is
+/// built: its request bare, the bounds of its texts and shown memory
+/// (`extract_bounds.rs`), and the answer's limit.
+pub(super) fn reservation_bound(rt: &Runtime, bot: &BotRecord) -> u64 {
+    let ctx = rt.settings.context_for(&bot.provider);
+    let bounds = ExtractBounds::of(ctx.compact_at_tokens, ctx.encoding);
+    let bare = request(bot, &[], (&[], ""), &bounds);
+    request_tokens(&bare, ctx.encoding)
+        .saturating_add(bounds.texts_budget)
+        .saturating_add(bounds.shown_budget)
+        .saturating_add(u64::from(EXTRACT_MAX_TOKENS))
+}
+
+/// The tokens of `request`'s messages, counted with `encoding`.
+fn request_tokens(request: &ModelRequest, encoding: botfleet_memory::Encoding) -> u64 {
+    request
+        .messages
+        .iter()
+        .map(|m| u64::from(encoding.count_message(&m.token_text())))
+        .sum()
 }
 
 /// [`extract_after_turn`] up to its last write; `usage` gets the model
@@ -211,10 +241,10 @@ pub async fn extract_after_turn(
 async fn extract(
     rt: &Runtime,
     bot: &BotRecord,
-    session: SessionId,
-    turn: TurnId,
+    (session, turn): (SessionId, TurnId),
     (shown, user_texts, final_reply): (&[MemoryId], &[String], &str),
     usage: &mut Option<Mutation>,
+    reserved: Option<&Reservation>,
 ) -> Result<ExtractReport, ExtractError> {
     let model = rt
         .models
@@ -235,6 +265,11 @@ async fn extract(
     let ctx = rt.settings.context_for(&bot.provider);
     let bounds = ExtractBounds::of(ctx.compact_at_tokens, ctx.encoding);
     let request = request(bot, &shown_items, (user_texts, final_reply), &bounds);
+    if let Some(r) = reserved {
+        r.narrow(
+            request_tokens(&request, ctx.encoding).saturating_add(u64::from(EXTRACT_MAX_TOKENS)),
+        );
+    }
     let cancel = CancellationToken::new();
     // a failure's text goes to the log: cleaned of the host's credentials
     let vault = rt.vault();
@@ -285,11 +320,7 @@ fn usage_of(
         }
         None => {
             let encoding = rt.settings.context_for(&bot.provider).encoding;
-            usage.prompt_tokens = request
-                .messages
-                .iter()
-                .map(|m| u64::from(encoding.count_message(&m.token_text())))
-                .sum();
+            usage.prompt_tokens = request_tokens(request, encoding);
             usage.completion_tokens = u64::from(encoding.count(&response.text));
         }
     }

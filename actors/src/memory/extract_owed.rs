@@ -26,10 +26,16 @@
 //! A clean shutdown waits at most [`SHUTDOWN_WAIT`] for running
 //! extractions ([`Extractions::wait`]); the ones still running are cut off
 //! and stay owed.
+//!
+//! Each running extraction reserves the tokens it may spend until its
+//! usage is stored (`extract_reserved.rs`), from before it is spawned: the
+//! bot's budget check before a model request counts them
+//! (`engine/budget.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::MemoryId;
 use botfleet_memory::Mutation;
@@ -40,11 +46,19 @@ use botfleet_memory::TurnId;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use self::reserved::Reservation;
+use self::reserved::Reserved;
+pub(crate) use self::reserved::ReservedWatch;
 use super::extract::ExtractReport;
-use super::extract::extract_after_turn;
+use super::extract::extract_reserved;
 use super::extract::extracts_from;
+use super::extract::reservation_bound;
 use crate::model::Purpose;
 use crate::runtime::Runtime;
+
+/// What the extractions in flight may still spend.
+#[path = "extract_reserved.rs"]
+mod reserved;
 
 /// Most owed extractions one start runs again (the oldest first); the
 /// rest wait for the next start.
@@ -63,6 +77,8 @@ pub struct Extractions {
     running: watch::Sender<usize>,
     /// Cancelled when the shutdown stops waiting.
     stop: CancellationToken,
+    /// The tokens each bot's extractions in flight may still spend.
+    reserved: watch::Sender<Reserved>,
 }
 
 impl Default for Extractions {
@@ -70,6 +86,7 @@ impl Default for Extractions {
         Self {
             running: watch::Sender::new(0),
             stop: CancellationToken::new(),
+            reserved: watch::Sender::new(Reserved::default()),
         }
     }
 }
@@ -88,6 +105,18 @@ impl Extractions {
     fn enter(&self) -> Running<'_> {
         self.running.send_modify(|n| *n += 1);
         Running(self)
+    }
+
+    /// Reserves `tokens` for an extraction of `bot` until the reservation
+    /// is dropped (after its usage is stored).
+    pub(crate) fn reserve(&self, bot: &BotId, tokens: u64) -> Reservation {
+        Reservation::new(&self.reserved, bot, tokens)
+    }
+
+    /// The tokens each bot's extractions in flight may still spend, and
+    /// their changes.
+    pub(crate) fn reserved_watch(&self) -> ReservedWatch {
+        ReservedWatch::new(&self.reserved)
     }
 
     /// Waits until no extraction runs (for a test that knows one entered:
@@ -117,10 +146,12 @@ impl Extractions {
 }
 
 /// Spawns the extraction of a completed turn off the critical path and
-/// runs it ([`extract_after_turn`]), which clears the turn's owed record
+/// runs it ([`super::extract_after_turn`]), which clears the turn's owed record
 /// with its outcome. The record is not written here: the engine wrote it
 /// with the turn's end, so a crash before this runs loses nothing (a
-/// turn with no record, as in tests, clears nothing). The outcome is
+/// turn with no record, as in tests, clears nothing). Its tokens are
+/// reserved before it is spawned, so the bot's next turn, which may start
+/// before the task runs, counts them. The outcome is
 /// logged; the handle answers the report (`None` on failure, or when a
 /// shutdown cut it off).
 pub fn spawn_extract_after_turn(
@@ -132,6 +163,9 @@ pub fn spawn_extract_after_turn(
     user_texts: Vec<String>,
     final_reply: String,
 ) -> tokio::task::JoinHandle<Option<ExtractReport>> {
+    let reserved = rt
+        .extractions
+        .reserve(&bot.id, reservation_bound(&rt, &bot));
     tokio::spawn(async move {
         let _running = rt.extractions.enter();
         let owed = OwedExtraction {
@@ -145,17 +179,19 @@ pub fn spawn_extract_after_turn(
             attempts: 0,
             created_at: 0,
         };
-        run(&rt, &bot, &owed, shown).await
+        run(&rt, &bot, &owed, shown, reserved).await
     })
 }
 
 /// Runs an owed extraction unless a shutdown cuts it off, and logs its
-/// outcome.
+/// outcome; `reserved` is released once its usage is stored (or it ends
+/// without any).
 async fn run(
     rt: &Runtime,
     bot: &BotRecord,
     owed: &OwedExtraction,
     shown: Vec<MemoryId>,
+    reserved: Reservation,
 ) -> Option<ExtractReport> {
     // from the host's stop on no model request starts (an extraction not
     // run stays owed and runs at the next start)
@@ -163,14 +199,12 @@ async fn run(
         return None;
     }
     let outcome = tokio::select! {
-        outcome = extract_after_turn(
+        outcome = extract_reserved(
             rt,
             bot,
-            owed.session,
-            owed.turn,
-            &shown,
-            &owed.user_texts,
-            &owed.final_reply,
+            (owed.session, owed.turn),
+            (&shown, &owed.user_texts, &owed.final_reply),
+            Some(&reserved),
         ) => outcome,
         () = rt.extractions.stop.cancelled() => return None,
     };
@@ -231,7 +265,10 @@ pub fn resume_owed_extractions(rt: Arc<Runtime>) -> tokio::task::JoinHandle<usiz
                     .iter()
                     .filter_map(|id| MemoryId::parse(id).ok())
                     .collect();
-                run(&rt, &bot, &o, shown).await;
+                let reserved = rt
+                    .extractions
+                    .reserve(&bot.id, reservation_bound(&rt, &bot));
+                run(&rt, &bot, &o, shown, reserved).await;
                 ran += 1;
             }
         }
