@@ -1,19 +1,35 @@
 //! How the file tools touch files: only regular files are opened (a FIFO
 //! blocks its reader until someone writes, a device may never end), and a
 //! file is replaced through a temporary file created exclusively beside it.
+//! Every path is opened beneath the workspace root ([`Beneath`]), and a
+//! file is created, renamed and removed in its directory opened so: a
+//! directory swapped for a symlink out after the path was checked leads
+//! nowhere ([`FileError::Outside`]).
 //!
 //! The functions block: call them from `spawn_blocking`.
 
+use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::fs::File;
 use std::fs::Metadata;
-use std::fs::OpenOptions;
 use std::fs::Permissions;
 use std::io::ErrorKind;
 use std::io::Write as _;
+use std::os::fd::AsFd as _;
+use std::os::fd::BorrowedFd;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::fs::FileTypeExt as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::path::PathBuf;
+
+use rustix::fs::AtFlags;
+use rustix::fs::Mode;
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+
+use crate::tools::workspace::Beneath;
+use crate::tools::workspace::is_outside;
 
 /// Why a file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -24,9 +40,23 @@ pub(crate) enum FileError {
     /// The path is a FIFO, a socket or a device.
     #[error("{0}, not a regular file")]
     Special(&'static str),
+    /// The path leads out of the workspace (a directory of it became a
+    /// symlink out after it was checked).
+    #[error("outside the workspace")]
+    Outside,
     /// The operating system refused.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// An error of a lookup beneath the root: [`FileError::Outside`] if it
+/// would have left it.
+fn beneath(e: std::io::Error) -> FileError {
+    if is_outside(&e) {
+        FileError::Outside
+    } else {
+        FileError::Io(e)
+    }
 }
 
 /// Refuses anything but a regular file, saying what it is.
@@ -47,42 +77,98 @@ fn regular_only(meta: &Metadata) -> Result<(), FileError> {
     }
 }
 
-/// Opens an existing regular file for reading. Its metadata (symlinks
-/// followed) is checked before the open, and the open itself does not
-/// block (`O_NONBLOCK`), so a FIFO swapped in between cannot hang the
-/// call; the opened file is checked again.
-pub(crate) fn open_regular(path: &Path) -> Result<(File, Metadata), FileError> {
-    regular_only(&std::fs::metadata(path)?)?;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
+/// The metadata of what `fd` is (an `O_PATH` handle will do).
+fn metadata(fd: OwnedFd) -> std::io::Result<Metadata> {
+    File::from(fd).metadata()
+}
+
+/// Opens an existing regular file for reading, beneath the root. What is
+/// there (symlinks followed) is looked at first through an `O_PATH`
+/// handle, which opens nothing, and the open itself does not block
+/// (`O_NONBLOCK`), so a FIFO swapped in between cannot hang the call; the
+/// opened file is checked again.
+pub(crate) fn open_regular(ws: &Beneath, path: &Path) -> Result<(File, Metadata), FileError> {
+    regular_only(&metadata(ws.open(path, OFlags::PATH).map_err(beneath)?)?)?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let file = File::from(ws.open(path, flags).map_err(beneath)?);
     let meta = file.metadata()?;
     regular_only(&meta)?;
     Ok((file, meta))
 }
 
-/// The permissions of the regular file at `path`, `None` if there is no
-/// file there yet (a dangling symlink counts as none: it is replaced).
-pub(crate) fn existing_target(path: &Path) -> Result<Option<Permissions>, FileError> {
-    match std::fs::metadata(path) {
-        Ok(meta) => {
-            regular_only(&meta)?;
-            Ok(Some(meta.permissions()))
-        }
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.into()),
+/// The directory of the file at `path` and the file's name in it.
+pub(crate) fn split(path: &Path) -> Result<(&Path, &OsStr), FileError> {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir, name)),
+        _ => Err(FileError::Directory),
     }
+}
+
+/// The directory `path`, opened beneath the root (for [`replace`]).
+pub(crate) fn open_dir(ws: &Beneath, path: &Path) -> Result<OwnedFd, FileError> {
+    ws.dir(path).map_err(beneath)
+}
+
+/// Makes the directory `path` and those above it that are missing, one at
+/// a time, each in its parent opened beneath the root, and opens it (for
+/// [`replace`]).
+pub(crate) fn make_dirs(ws: &Beneath, path: &Path) -> Result<OwnedFd, FileError> {
+    let rel = path
+        .strip_prefix(ws.root())
+        .map_err(|_| FileError::Outside)?;
+    let mut at = ws.root().to_path_buf();
+    let mut dir = open_dir(ws, &at)?;
+    for part in rel.components() {
+        at.push(part);
+        match ws.dir(&at) {
+            Ok(fd) => {
+                dir = fd;
+                continue;
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(beneath(e)),
+        }
+        match rustix::fs::mkdirat(&dir, part.as_os_str(), Mode::from_bits_truncate(0o777)) {
+            // made meanwhile: opened (and so checked) next like any other
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(FileError::Io(e.into())),
+        }
+        dir = open_dir(ws, &at)?;
+    }
+    Ok(dir)
+}
+
+/// The permissions of the regular file `name` in `dir`, `None` if there
+/// is no file there yet. A symlink there counts as none: the rename
+/// replaces the link itself (a path checked by
+/// [`Workspace::resolve`](crate::tools::workspace::Workspace::resolve)
+/// ends in one only when it dangles, or was swapped in since).
+pub(crate) fn existing_target(
+    dir: &OwnedFd,
+    name: &OsStr,
+) -> Result<Option<Permissions>, FileError> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let meta = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => metadata(fd)?,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(FileError::Io(e.into())),
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(None);
+    }
+    regular_only(&meta)?;
+    Ok(Some(meta.permissions()))
 }
 
 /// Reads a regular file of at most `max` bytes; `Ok(Err(size))` when it
 /// is larger (nothing more than `max + 1` bytes is read).
 pub(crate) fn read_bounded(
+    ws: &Beneath,
     path: &Path,
     max: usize,
 ) -> Result<Result<(Vec<u8>, Permissions), u64>, FileError> {
     use std::io::Read as _;
-    let (file, meta) = open_regular(path)?;
+    let (file, meta) = open_regular(ws, path)?;
     if meta.len() > max as u64 {
         return Ok(Err(meta.len()));
     }
@@ -95,57 +181,58 @@ pub(crate) fn read_bounded(
 }
 
 /// A temporary file that is removed unless it was renamed into place.
-struct TempFile {
-    path: PathBuf,
+struct TempFile<'a> {
+    dir: BorrowedFd<'a>,
+    name: OsString,
     kept: bool,
 }
 
-impl Drop for TempFile {
+impl Drop for TempFile<'_> {
     fn drop(&mut self) {
         if !self.kept {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = rustix::fs::unlinkat(self.dir, &self.name, AtFlags::empty());
         }
     }
 }
 
-/// Replaces (or creates) the file at `path` with `content`, atomically: a
-/// crash leaves the old file or the new one, never half of one.
+/// Replaces (or creates) the file `name` in the directory `dir` with
+/// `content`, atomically: a crash leaves the old file or the new one,
+/// never half of one.
 ///
 /// The content goes to a temporary file in the same directory, under a
-/// random name and created with `O_EXCL` (`create_new`), which never
-/// follows a symlink or reuses a file planted there; it is synced, given
-/// `permissions` (the old file's, so a script stays executable), and
-/// renamed over `path`. It is removed on every error.
+/// random name and created with `O_EXCL`, which never follows a symlink
+/// or reuses a file planted there; it is synced, given `permissions` (the
+/// old file's, so a script stays executable), and renamed over `name`.
+/// It is removed on every error. Everything happens in `dir`, opened
+/// beneath the root, whatever its path leads to meanwhile.
 pub(crate) fn replace(
-    path: &Path,
+    dir: &OwnedFd,
+    name: &OsStr,
     content: &[u8],
     permissions: Option<Permissions>,
 ) -> Result<(), FileError> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(FileError::Directory);
-    };
     // short enough that the temporary name stays under NAME_MAX
     let stem: String = name.to_string_lossy().chars().take(64).collect();
+    let temp = OsString::from(format!(
+        ".{stem}.{}.botfleet-tmp",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, &temp, flags, Mode::from_bits_truncate(0o666))
+        .map_err(std::io::Error::from)?;
     let mut tmp = TempFile {
-        path: dir.join(format!(
-            ".{stem}.{}.botfleet-tmp",
-            uuid::Uuid::new_v4().simple()
-        )),
+        dir: dir.as_fd(),
+        name: temp,
         kept: false,
     };
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp.path)?;
+    let mut file = File::from(fd);
     file.write_all(content)?;
     if let Some(permissions) = permissions {
         file.set_permissions(permissions)?;
     }
     file.sync_all()?;
     drop(file);
-    std::fs::rename(&tmp.path, path)?;
+    rustix::fs::renameat(dir, &tmp.name, dir, name).map_err(std::io::Error::from)?;
     tmp.kept = true;
     Ok(())
 }
@@ -181,30 +268,40 @@ pub(crate) enum LinkProblem {
     NotADirectory,
 }
 
-/// The first component of `dir` below `root` that is not a directory and
-/// so keeps `dir` from being made; `None` if none does (the failure had
-/// another cause).
-pub(crate) fn blocker(root: &Path, dir: &Path) -> Option<Blocker> {
+/// The first component of `dir` below the root that is not a directory
+/// and so keeps `dir` from being made; `None` if none does (the failure
+/// had another cause). Each component is looked at in its parent opened
+/// beneath the root, and a link is followed beneath it too.
+pub(crate) fn blocker(ws: &Beneath, dir: &Path) -> Option<Blocker> {
+    let root = ws.root();
     let rel = dir.strip_prefix(root).ok()?;
     let mut at = root.to_path_buf();
+    let mut parent = ws.dir(&at).ok()?;
     for part in rel.components() {
         at.push(part);
-        let meta = match std::fs::symlink_metadata(&at) {
-            Ok(meta) => meta,
+        let name = part.as_os_str();
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let meta = match rustix::fs::openat(&parent, name, flags, Mode::empty()) {
+            Ok(fd) => metadata(fd).ok()?,
             // the rest is still to be made: nothing in the way so far
             Err(_) => return None,
         };
         if meta.is_dir() {
+            parent = ws.dir(&at).ok()?;
             continue;
         }
         if !meta.file_type().is_symlink() {
             return Some(Blocker::File(at));
         }
-        let target = std::fs::read_link(&at).ok()?;
+        let target = rustix::fs::readlinkat(&parent, name, Vec::new()).ok()?;
+        let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
         let lexical = at.parent().map(|p| p.join(&target))?;
-        let problem = match std::fs::metadata(&at) {
+        let problem = match ws.open(&at, OFlags::PATH).and_then(metadata) {
             // a link to a directory inside (resolve refused one outside)
-            Ok(meta) if meta.is_dir() => continue,
+            Ok(meta) if meta.is_dir() => {
+                parent = ws.dir(&at).ok()?;
+                continue;
+            }
             _ if !lexically_inside(root, &lexical) => LinkProblem::Outside,
             Ok(_) => LinkProblem::NotADirectory,
             Err(_) => LinkProblem::Missing,

@@ -33,16 +33,23 @@ use super::ToolError;
 use super::ToolOutput;
 use super::parse_args;
 use super::show_path;
+use super::workspace::WorkspaceError;
 use crate::model::ToolSpec;
 
 fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, ToolError> {
-    ctx.workspace().resolve(path).map_err(|e| {
-        ToolError::new(
-            e.to_string(),
-            "use a path relative to the workspace root; files outside it cannot be reached",
-        )
-    })
+    let path = ctx
+        .workspace()
+        .resolve(path)
+        .map_err(|e| ToolError::new(e.to_string(), OUTSIDE_HINT))?;
+    // a test swaps a directory for a symlink here, between check and open
+    #[cfg(test)]
+    tests::between_check_and_open();
+    Ok(path)
 }
+
+/// What to do about a path outside the workspace.
+const OUTSIDE_HINT: &str =
+    "use a path relative to the workspace root; files outside it cannot be reached";
 
 /// A path for messages; the workspace root is `.`.
 fn shown(ctx: &ToolContext<'_>, path: &std::path::Path) -> String {
@@ -77,6 +84,10 @@ fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError {
         FileError::Special(kind) => ToolError::new(
             format!("{shown} is {kind}, not a regular file"),
             "Read, Write and Edit work on regular files only; choose another path",
+        ),
+        FileError::Outside => ToolError::new(
+            WorkspaceError::Outside { path: shown.into() }.to_string(),
+            OUTSIDE_HINT,
         ),
         FileError::Io(e) => io_error(action, shown, e),
     }
@@ -215,9 +226,13 @@ impl Tool for Read {
         };
         let cancel = ctx.cancel.clone();
         let name = shown.clone();
+        let workspace = ctx.workspace().clone();
         let read = blocking(&shown, move || {
+            let ws = workspace
+                .beneath()
+                .map_err(|e| io_error("read", &name, &e))?;
             let (file, _) =
-                file_io::open_regular(&path).map_err(|e| file_error("read", &name, &e))?;
+                file_io::open_regular(&ws, &path).map_err(|e| file_error("read", &name, &e))?;
             read_window::read_window(file, window, &cancel).map_err(|e| match e {
                 WindowError::NotText { line } => not_text(&name, Some(line)),
                 WindowError::Cancelled => ToolError::new(
@@ -367,19 +382,22 @@ impl Tool for Write {
         let shown = shown(ctx, &path);
         let name = shown.clone();
         let len = args.content.len();
-        let root = ctx.workspace().root().to_path_buf();
+        let workspace = ctx.workspace().clone();
         blocking(&shown, move || {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    match file_io::blocker(&root, parent) {
-                        Some(blocker) => blocked(&root, &name, blocker),
-                        None => io_error("create the directory of", &name, &e),
-                    }
-                })?;
-            }
+            let ws = workspace
+                .beneath()
+                .map_err(|e| io_error("write", &name, &e))?;
+            let (parent, file) =
+                file_io::split(&path).map_err(|e| file_error("write", &name, &e))?;
+            let dir = file_io::make_dirs(&ws, parent).map_err(|e| {
+                match file_io::blocker(&ws, parent) {
+                    Some(blocker) => blocked(ws.root(), &name, blocker),
+                    None => file_error("create the directory of", &name, &e),
+                }
+            })?;
             let permissions =
-                file_io::existing_target(&path).map_err(|e| file_error("write", &name, &e))?;
-            file_io::replace(&path, args.content.as_bytes(), permissions)
+                file_io::existing_target(&dir, file).map_err(|e| file_error("write", &name, &e))?;
+            file_io::replace(&dir, file, args.content.as_bytes(), permissions)
                 .map_err(|e| file_error("write", &name, &e))
         })
         .await?;
@@ -455,9 +473,12 @@ impl Tool for Edit {
         let path = resolve(ctx, &args.path)?;
         let shown = shown(ctx, &path);
         let max = ctx.limits().max_file_bytes;
-        let (name, at) = (shown.clone(), path.clone());
+        let (name, at, workspace) = (shown.clone(), path.clone(), ctx.workspace().clone());
         let read = blocking(&shown, move || {
-            file_io::read_bounded(&at, max).map_err(|e| file_error("edit", &name, &e))
+            let ws = workspace
+                .beneath()
+                .map_err(|e| io_error("edit", &name, &e))?;
+            file_io::read_bounded(&ws, &at, max).map_err(|e| file_error("edit", &name, &e))
         });
         let (bytes, permissions) = match read.await? {
             Ok(read) => read,
@@ -498,9 +519,15 @@ impl Tool for Edit {
         } else {
             text.replacen(&args.old_text, &args.new_text, 1)
         };
-        let name = shown.clone();
+        let (name, workspace) = (shown.clone(), ctx.workspace().clone());
         blocking(&shown, move || {
-            file_io::replace(&path, new.as_bytes(), Some(permissions))
+            let ws = workspace
+                .beneath()
+                .map_err(|e| io_error("write", &name, &e))?;
+            let (parent, file) =
+                file_io::split(&path).map_err(|e| file_error("write", &name, &e))?;
+            let dir = file_io::open_dir(&ws, parent).map_err(|e| file_error("write", &name, &e))?;
+            file_io::replace(&dir, file, new.as_bytes(), Some(permissions))
                 .map_err(|e| file_error("write", &name, &e))
         })
         .await?;

@@ -245,7 +245,9 @@ fn a_failed_replace_leaves_no_temporary_file() {
     let target = dir.path().join("full");
     std::fs::create_dir(&target).unwrap();
     std::fs::write(target.join("x"), "x").unwrap();
-    assert!(file_io::replace(&target, b"new", None).is_err());
+    let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY;
+    let fd = rustix::fs::open(dir.path(), flags, rustix::fs::Mode::empty()).unwrap();
+    assert!(file_io::replace(&fd, "full".as_ref(), b"new", None).is_err());
     assert_eq!(temp_files(dir.path()), Vec::<String>::new());
 }
 
@@ -377,4 +379,166 @@ async fn read_refuses_zero_offset_and_limit() {
             "{err}"
         );
     }
+}
+
+thread_local! {
+    /// What [`between_check_and_open`] runs once, on this test's thread.
+    static BETWEEN: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by the file tools after the path check, before the file is
+/// opened: runs the hook a test set, if any.
+pub(super) fn between_check_and_open() {
+    if let Some(hook) = BETWEEN.with_borrow_mut(Option::take) {
+        hook();
+    }
+}
+
+/// A directory swapped for a link to another owner's directory after the
+/// path check and before the open (a process the bot started earlier can
+/// do so in a loop, and win the race now and then): Read, Write and Edit
+/// refuse the path as outside the workspace, and the other owner's files
+/// are neither read nor changed. (Read returned bob's file; Write and Edit
+/// replaced it, or made directories in bob's workspace.)
+#[tokio::test]
+async fn a_directory_swapped_for_a_link_out_after_the_check_is_not_followed() {
+    let f = ToolFixture::new();
+    let root = f.ws().root().to_path_buf();
+    let bob = root.parent().unwrap().join("bob");
+    std::fs::create_dir(&bob).unwrap();
+    std::fs::write(bob.join("bobfile.txt"), "bob-secret\n").unwrap();
+    let cases: [(&dyn Tool, Value); 4] = [
+        (&Read, json!({"path": "d/bobfile.txt"})),
+        (
+            &Write,
+            json!({"path": "d/bobfile.txt", "content": "alice\n"}),
+        ),
+        (
+            &Write,
+            json!({"path": "d/sub/new.txt", "content": "alice\n"}),
+        ),
+        (
+            &Edit,
+            json!({"path": "d/bobfile.txt", "old_text": "bob", "new_text": "alice"}),
+        ),
+    ];
+    for (tool, args) in cases {
+        // `d` is a real directory when the path is checked ...
+        let d = root.join("d");
+        if d.is_symlink() {
+            std::fs::remove_file(&d).unwrap();
+        }
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("bobfile.txt"), "bob-decoy\n").unwrap();
+        // ... and a link to bob's directory when it is opened
+        BETWEEN.with_borrow_mut(|hook| {
+            *hook = Some(Box::new(move || {
+                std::fs::remove_dir_all(&d).unwrap();
+                std::os::unix::fs::symlink("../bob", &d).unwrap();
+            }));
+        });
+        let name = tool.spec().name;
+        let out = call(&f, tool, args).await;
+        let err = out.expect_err(&format!("{name} reached bob's directory"));
+        assert!(err.contains("outside the workspace"), "{name}: {err}");
+        assert!(!err.contains("bob-secret"), "{name}: {err}");
+        assert_eq!(
+            std::fs::read_to_string(bob.join("bobfile.txt")).unwrap(),
+            "bob-secret\n",
+            "{name} changed bob's file"
+        );
+        let mut names: Vec<String> = std::fs::read_dir(&bob)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["bobfile.txt"],
+            "{name} made files in bob's directory"
+        );
+    }
+}
+
+/// Each way the file tools reach a file, given a path checked while it
+/// was inside and then swapped for a link out, refuses it: opening a file
+/// or a directory, and making the directories of a path (Edit's write
+/// opens the file's directory so after its read).
+#[test]
+fn every_open_beneath_the_root_refuses_a_link_out() {
+    let f = ToolFixture::new();
+    let root = f.ws().root().to_path_buf();
+    let bob = root.parent().unwrap().join("bob");
+    std::fs::create_dir_all(bob.join("sub")).unwrap();
+    std::fs::write(bob.join("bobfile.txt"), "bob-secret\n").unwrap();
+    std::os::unix::fs::symlink("../bob", root.join("d")).unwrap();
+    std::os::unix::fs::symlink(&bob, root.join("abs")).unwrap();
+    let ws = f.ws().beneath().unwrap();
+    for d in ["d", "abs"] {
+        let d = root.join(d);
+        let outside = |e: Result<(), FileError>| matches!(e, Err(FileError::Outside));
+        assert!(outside(
+            file_io::open_regular(&ws, &d.join("bobfile.txt")).map(drop)
+        ));
+        assert!(outside(
+            file_io::read_bounded(&ws, &d.join("bobfile.txt"), 99).map(drop)
+        ));
+        assert!(outside(file_io::open_dir(&ws, &d).map(drop)));
+        assert!(outside(file_io::open_dir(&ws, &d.join("sub")).map(drop)));
+        assert!(outside(
+            file_io::make_dirs(&ws, &d.join("sub/new")).map(drop)
+        ));
+    }
+    assert!(!bob.join("sub/new").exists());
+}
+
+/// Symlinks that stay inside the workspace keep working in every tool,
+/// also when one is swapped in after the check: relative or absolute, to
+/// a directory or to a file.
+#[tokio::test]
+async fn links_inside_the_workspace_are_followed() {
+    let f = ToolFixture::new();
+    let root = f.ws().root().to_path_buf();
+    std::fs::create_dir(root.join("real")).unwrap();
+    std::fs::write(root.join("real/f.txt"), "one\n").unwrap();
+    std::os::unix::fs::symlink("real", root.join("rel")).unwrap();
+    std::os::unix::fs::symlink(root.join("real"), root.join("abs")).unwrap();
+    std::os::unix::fs::symlink(root.join("real/f.txt"), root.join("f-abs.txt")).unwrap();
+    for path in ["rel/f.txt", "abs/f.txt", "f-abs.txt"] {
+        assert_eq!(
+            call(&f, &Read, json!({"path": path})).await.unwrap(),
+            "one\n"
+        );
+    }
+    let edit = json!({"path": "f-abs.txt", "old_text": "one", "new_text": "two"});
+    call(&f, &Edit, edit).await.unwrap();
+    let write = json!({"path": "abs/new/g.txt", "content": "three"});
+    call(&f, &Write, write).await.unwrap();
+    let write = json!({"path": "rel/h.txt", "content": "four"});
+    call(&f, &Write, write).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("real/f.txt")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("real/new/g.txt")).unwrap(),
+        "three"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("real/h.txt")).unwrap(),
+        "four"
+    );
+    assert!(root.join("f-abs.txt").is_symlink());
+    // swapped in after the check, a relative link inside is followed too
+    let d = root.join("d");
+    std::fs::create_dir(&d).unwrap();
+    BETWEEN.with_borrow_mut(|hook| {
+        *hook = Some(Box::new(move || {
+            std::fs::remove_dir(&d).unwrap();
+            std::os::unix::fs::symlink("real", &d).unwrap();
+        }));
+    });
+    let out = call(&f, &Read, json!({"path": "d/h.txt"})).await;
+    assert_eq!(out.unwrap(), "four");
 }

@@ -16,6 +16,12 @@ use botfleet_memory::UserId;
 
 use crate::safety::LockManager;
 
+#[path = "workspace_beneath.rs"]
+mod beneath;
+
+pub(crate) use self::beneath::Beneath;
+pub(crate) use self::beneath::is_outside;
+
 /// A path the workspace refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkspaceError {
@@ -98,6 +104,12 @@ impl Workspace {
         self.problem.as_deref()
     }
 
+    /// The root opened, to open paths beneath it: what [`Workspace::resolve`]
+    /// checked cannot be swapped for a way out before it is used.
+    pub(crate) fn beneath(&self) -> std::io::Result<Beneath> {
+        Beneath::new(&self.root)
+    }
+
     /// Resolves a path given by the model (relative to the root, or
     /// absolute inside it) to an absolute path inside the workspace.
     /// Symlinks are followed for the part of the path that exists, so a
@@ -105,6 +117,10 @@ impl Workspace {
     /// are the root, as in Shell (whose `HOME` it is); `~name/…` (another
     /// user's home in a shell) is refused, and a file really named so is
     /// reached as `./~name`.
+    ///
+    /// This is a check by name: the file tools open what it returns
+    /// beneath the root ([`Workspace::beneath`]), so nothing swapped in
+    /// after it leads them out.
     pub fn resolve(&self, given: &str) -> Result<PathBuf, WorkspaceError> {
         if let Some(why) = &self.problem {
             return Err(WorkspaceError::Unavailable {
