@@ -261,8 +261,7 @@ async fn unknown_query_parameters_are_refused() {
         .await;
     let turn = end["turn"].as_str().unwrap().to_owned();
     let none = [
-        (Method::GET, "/v1/bots".to_owned()),
-        (Method::GET, "/v1/bots/r".into()),
+        (Method::GET, "/v1/bots/r".to_owned()),
         (Method::GET, "/v1/bots/r/session".into()),
         (Method::GET, "/v1/bots/r/routines".into()),
         (Method::GET, "/v1/groups/room".into()),
@@ -295,6 +294,14 @@ async fn unknown_query_parameters_are_refused() {
     let a = as_alice(&host, Method::GET, "/v1/bots/r/turns?limt=5", None).await;
     assert_eq!(a.status, 400, "{}", a.body);
     assert!(a.message().contains("?limit=N"), "{}", a.message());
+    // the bot list takes `subagents` and nothing else
+    let a = as_alice(&host, Method::GET, "/v1/bots?limit=5", None).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(
+        a.message().contains("?subagents=recent or all"),
+        "{}",
+        a.message()
+    );
     // the room list takes `open` and nothing else
     let a = as_alice(&host, Method::GET, "/v1/groups?limit=5", None).await;
     assert_eq!(a.status, 400, "{}", a.body);
