@@ -141,7 +141,9 @@ pub(crate) struct ReviewsQuery {
 
 /// `GET /v1/bots/{bot}/reviews`: the bot's review log, newest first: what
 /// auto-review asked about or blocked, in `shadow` mode (logged only, the
-/// action ran) as in `enforce` mode. Allowed actions are not logged.
+/// action ran) as in `enforce` mode. Allowed actions are not logged. Only
+/// the rows of sessions the user owns, as for the bot's turns: not those
+/// of a DM that stayed with the bot's former owner.
 pub(crate) async fn reviews_of_bot(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -159,7 +161,7 @@ pub(crate) async fn reviews_of_bot(
     let reviews = state
         .fleet
         .store()
-        .reviews_of_bot(&record.id, limit)
+        .reviews_of_bot_for_owner(&record.id, &user.0, limit)
         .await?;
     Ok(Json(json!({ "reviews": reviews })))
 }

@@ -9,6 +9,7 @@ use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKind;
+use botfleet_memory::SessionRecord;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use serde::Deserialize;
@@ -118,21 +119,27 @@ pub(crate) async fn unwritten_dm(
         .find(|bot| super::dm_of(bot, user) == id))
 }
 
-async fn owned_turn(
+/// A turn `user` may read, with its session: one in a session they own
+/// (the rule of `entries`). A bot given to another owner keeps its DMs
+/// with its former owner, and their turns, the person's: the new owner
+/// gets the `404` of an unknown id for them, the person still reads them.
+/// Any other turn is missing too, with the same body, so ids do not leak
+/// across users.
+async fn visible_turn(
     state: &ApiState,
     user: &AuthUser,
     turn: &str,
-) -> Result<botfleet_memory::TurnRecord, ApiError> {
+) -> Result<(botfleet_memory::TurnRecord, SessionRecord), ApiError> {
     let id: TurnId = turn
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
-    let record = match state.fleet.store().get_turn(id).await? {
+    let missing = || ApiError::NotFound(format!("no turn {turn}"));
+    let store = state.fleet.store();
+    let record = match store.get_turn(id).await? {
         Some(record) => record,
         // not stored yet: it may be running its first step
         None => {
-            let mine: Vec<BotId> = state
-                .fleet
-                .store()
+            let mine: Vec<BotId> = store
                 .list_bots(Some(&user.0))
                 .await?
                 .into_iter()
@@ -142,13 +149,13 @@ async fn owned_turn(
                 .fleet
                 .turn_record(id, &mine)
                 .await?
-                .ok_or_else(|| ApiError::NotFound(format!("no turn {turn}")))?
+                .ok_or_else(missing)?
         }
     };
-    owned_bot(state, user, record.bot.as_str())
-        .await
-        .map_err(|_| ApiError::NotFound(format!("no turn {turn}")))?;
-    Ok(record)
+    match store.get_session(record.session).await? {
+        Some(session) if session.owner == user.0 => Ok((record, session)),
+        Some(_) | None => Err(missing()),
+    }
 }
 
 pub(crate) async fn turn(
@@ -157,7 +164,7 @@ pub(crate) async fn turn(
     Path(turn): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let record = owned_turn(&state, &user, &turn).await?;
+    let (record, _) = visible_turn(&state, &user, &turn).await?;
     let calls = state.fleet.store().tool_calls(record.id).await?;
     Ok(Json(json!({ "turn": record, "tool_calls": calls })))
 }
@@ -169,7 +176,9 @@ pub(crate) struct TurnsQuery {
     limit: Option<i64>,
 }
 
-/// `GET /v1/bots/{bot}/turns?limit=N`: the bot's last turns, newest first.
+/// `GET /v1/bots/{bot}/turns?limit=N`: the bot's last turns in sessions
+/// the user owns, newest first (not those of a DM that stayed with the
+/// bot's former owner: [`visible_turn`]).
 pub(crate) async fn turns_of_bot(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -184,10 +193,15 @@ pub(crate) async fn turns_of_bot(
         )));
     }
     let b = owned_bot(&state, &user, &bot).await?;
-    let mut turns = state.fleet.store().turns_of_bot(&b.id, limit).await?;
+    let store = state.fleet.store();
+    let mut turns = store.turns_of_bot_for_owner(&b.id, &user.0, limit).await?;
     // a running turn is listed before its first step is stored
     if let Some(running) = state.fleet.running_record(&b.id).await?
         && !turns.iter().any(|t| t.id == running.id)
+        && store
+            .get_session(running.session)
+            .await?
+            .is_some_and(|s| s.owner == user.0)
     {
         turns.insert(0, running);
         turns.truncate(limit as usize);
@@ -201,7 +215,21 @@ pub(crate) async fn retry(
     Path(turn): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let record = owned_turn(&state, &user, &turn).await?;
+    let (record, session) = visible_turn(&state, &user, &turn).await?;
+    if session.key.kind == SessionKind::Dm
+        && let Some(bot) = state.fleet.store().get_bot(&record.bot).await?
+        && session.key.is_former_owners_dm(&bot.owner)
+    {
+        // the person's DM with a bot since given to someone else: theirs
+        // to read, but no turn runs there any more (a retried one would
+        // end unanswered, docs/operations.md "Changing a bot's owner")
+        return Err(ApiError::Conflict(format!(
+            "turn {turn} was in your conversation with bot {bot_id}, but {bot_id} now belongs to \
+             another user: nothing runs in that conversation any more, so it cannot be retried; \
+             ask {bot_id}'s new owner if the work is still needed",
+            bot_id = record.bot
+        )));
+    }
     if record.status == TurnStatus::Running {
         return Err(ApiError::Conflict(format!(
             "turn {turn} is still running; wait for it to end, or cancel it first"

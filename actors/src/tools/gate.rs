@@ -54,6 +54,7 @@ use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewApproval;
 use botfleet_memory::SessionKind;
+use botfleet_memory::UserId;
 use serde_json::Value;
 
 use super::Effect;
@@ -373,7 +374,7 @@ async fn approval_stage(
         // allowed: it may start unless a person is deciding on something
         return match pending.first() {
             None => Ok(Stage::Proceed(None)),
-            Some(p) => Err(waiting(p, pending.len())),
+            Some(p) => Err(waiting(p, pending.len(), &ctx.scope.session.owner)),
         };
     };
     let fingerprint = action.fingerprint();
@@ -455,11 +456,19 @@ async fn approval_stage(
     }
 }
 
-fn waiting(first: &ApprovalRecord, n: usize) -> ToolError {
+/// The refusal of a side effect while `n` approvals of the bot wait,
+/// `first` the oldest. Its action is quoted only to a turn of the person
+/// who decides it (`reader`, the owner of the turn's session): what the
+/// bot asked in one person's conversation is not told in another's.
+fn waiting(first: &ApprovalRecord, n: usize, reader: &UserId) -> ToolError {
+    let first_one = if first.owner == *reader {
+        format!("{} — {}", first.id, first.summary)
+    } else {
+        format!("{}, asked in a conversation of another person", first.id)
+    };
     ToolError::new(
         format!(
-            "not run: {n} approval(s) of yours are waiting for a decision (first: {} — {}), and no new action with side effects starts until they are decided",
-            first.id, first.summary
+            "not run: {n} approval(s) of yours are waiting for a decision (first: {first_one}), and no new action with side effects starts until they are decided",
         ),
         "wait for the decision; you may read and look things up meanwhile, or tell your owner with SendMessage what is waiting",
     )

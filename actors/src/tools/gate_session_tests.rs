@@ -134,3 +134,28 @@ async fn an_approval_decided_for_one_session_does_not_run_the_action_in_another(
     };
     assert_eq!(*approval, Some(first));
 }
+
+/// A side effect refused while an approval waits quotes that approval's
+/// action only to a turn of the person who decides it: a turn in a
+/// session of someone else (a room's discussion owned by another user, a
+/// DM kept by a former owner) learns its id, not what was asked.
+#[tokio::test]
+async fn the_waiting_refusal_quotes_the_action_only_to_its_decider() {
+    let mut fx = Fx::new(ReviewModes::default()).await;
+    let id = approval_of(&fx.shell(PASTE_PIPE).await);
+    let own = refused(&fx.shell("ls").await);
+    assert!(
+        own.contains("paste.example") && own.contains(&id.to_string()),
+        "{own}"
+    );
+
+    let mut elsewhere = fx.scope.session.clone();
+    elsewhere.owner = UserId::new("v").unwrap();
+    let other = shell_in(&mut fx, &elsewhere, "ls").await;
+    let other = refused(&other);
+    assert!(
+        other.contains("1 approval(s) of yours are waiting") && other.contains(&id.to_string()),
+        "{other}"
+    );
+    assert!(!other.contains("paste.example"), "{other}");
+}

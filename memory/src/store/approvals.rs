@@ -250,13 +250,33 @@ pub(crate) fn of_owner_with_status(
     Ok(rows.into_iter().map(|r| r.effective(now)).collect())
 }
 
+/// Whether approval `a` was asked in a DM whose person no longer owns its
+/// bot (`SessionKey::is_former_owners_dm`: fleet.toml gave the bot to
+/// someone else, and the DM stayed that person's). Such an approval can
+/// no longer be decided (its person gets `409`, nobody else sees it) and
+/// its action never runs: no turn runs in that DM any more.
+const IN_FORMER_OWNERS_DM: &str = "EXISTS (SELECT 1 FROM sessions s JOIN bots b ON b.id = s.bot_id
+        WHERE s.id = a.session_id AND s.kind = 'dm' AND s.peer != b.owner)";
+
 /// A bot's open approvals (stored pending, or approved and unused) with
-/// their effective status, oldest first. Uses the partial index.
+/// their effective status, oldest first: the ones its turns wait for and
+/// may use, and that count toward its pending limit. Uses the partial
+/// index. Those asked in a former owner's DM ([`IN_FORMER_OWNERS_DM`])
+/// are left out: they can never be decided or used, so they do not hold
+/// the bot's side effects for its new owner, do not take a place of the
+/// limit, and their action's text reaches none of the new owner's turns
+/// (they stay listed for their person until their TTL expires them).
 pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Vec<ApprovalRecord>> {
-    Ok(open_rows(conn, Some(bot))?
-        .into_iter()
-        .map(|r| r.effective(now))
-        .collect())
+    Ok(query(
+        conn,
+        &format!(
+            "WHERE a.bot_id = ?1 AND {OPEN} AND NOT {IN_FORMER_OWNERS_DM} ORDER BY a.created_at"
+        ),
+        params![bot.as_str()],
+    )?
+    .into_iter()
+    .map(|r| r.effective(now))
+    .collect())
 }
 
 /// The bots of `owner` with an open row (stored pending, or approved and
@@ -312,39 +332,57 @@ pub(crate) fn pending_off_session(conn: &Connection, bot: &BotId) -> Result<Vec<
     )
 }
 
-/// A bot's newest review log rows, newest first.
+/// The review log's columns.
+const REVIEW_COLUMNS: &str =
+    "bot_id, session_id, turn_id, call_id, tool, surface, mode, decision, reason, fingerprint, at";
+
+type ReviewRaw = (String, String, Option<String>, [String; 7], i64);
+
+fn review_raw(r: &Row<'_>) -> rusqlite::Result<ReviewRaw> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        [
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+            r.get(9)?,
+        ],
+        r.get(10)?,
+    ))
+}
+
+/// A bot's newest review log rows, newest first; with `owner`, only the
+/// rows of sessions that user owns (filtered before the limit): a review
+/// names a conversation's turn and says what the bot tried there, which
+/// only the conversation's owner reads (after an owner change, the bot's
+/// former owner keeps their DM, and the new owner does not see it).
 pub(crate) fn reviews_of_bot(
     conn: &Connection,
     bot: &BotId,
+    owner: Option<&UserId>,
     limit: i64,
 ) -> Result<Vec<ReviewRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT bot_id, session_id, turn_id, call_id, tool, surface, mode, decision, reason, fingerprint, at
-         FROM reviews WHERE bot_id = ?1 ORDER BY id DESC LIMIT ?2",
-    )?;
-    type ReviewRaw = (String, String, Option<String>, [String; 7], i64);
-    let raws = stmt
-        .query_map(
-            params![bot.as_str(), limit],
-            |r| -> rusqlite::Result<ReviewRaw> {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    [
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                        r.get(8)?,
-                        r.get(9)?,
-                    ],
-                    r.get(10)?,
-                ))
-            },
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let raws = match owner {
+        None => conn
+            .prepare_cached(&format!(
+                "SELECT {REVIEW_COLUMNS} FROM reviews WHERE bot_id = ?1 ORDER BY id DESC LIMIT ?2"
+            ))?
+            .query_map(params![bot.as_str(), limit], review_raw)?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+        Some(owner) => conn
+            .prepare_cached(&format!(
+                "SELECT {REVIEW_COLUMNS} FROM reviews WHERE bot_id = ?1
+                   AND session_id IN (SELECT id FROM sessions WHERE bot_id = ?1 AND owner = ?3)
+                 ORDER BY id DESC LIMIT ?2"
+            ))?
+            .query_map(params![bot.as_str(), limit, owner.as_str()], review_raw)?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+    };
     raws.into_iter()
         .map(
             |(

@@ -8,6 +8,7 @@ use super::corrupt;
 use crate::error::Result;
 use crate::ids::BotId;
 use crate::ids::TurnId;
+use crate::ids::UserId;
 use crate::record::InboxItem;
 use crate::record::Priority;
 use crate::record::ToolCallRecord;
@@ -117,12 +118,32 @@ pub(crate) fn get_turn(conn: &Connection, id: TurnId) -> Result<Option<TurnRecor
 /// that worked lately among 360,000 turns, where sorting on `started_at`
 /// read all of them (~75 ms); a bot that did little still reads the
 /// table back to its first turn.
-pub(crate) fn turns_of_bot(conn: &Connection, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
-    query_turns(
-        conn,
-        "WHERE bot_id = ?1 ORDER BY rowid DESC LIMIT ?2",
-        params![bot.as_str(), limit],
-    )
+///
+/// With `owner`, only the turns in sessions that user owns, counted after
+/// that filter (the few session ids of the bot with that owner are read
+/// first): the API's rule, under which a user reads a turn only when they
+/// read its session (a bot given to another owner keeps its DMs with its
+/// former owner, and their turns, from the new owner).
+pub(crate) fn turns_of_bot(
+    conn: &Connection,
+    bot: &BotId,
+    owner: Option<&UserId>,
+    limit: i64,
+) -> Result<Vec<TurnRecord>> {
+    match owner {
+        None => query_turns(
+            conn,
+            "WHERE bot_id = ?1 ORDER BY rowid DESC LIMIT ?2",
+            params![bot.as_str(), limit],
+        ),
+        Some(owner) => query_turns(
+            conn,
+            "WHERE bot_id = ?1
+               AND session_id IN (SELECT id FROM sessions WHERE bot_id = ?1 AND owner = ?3)
+             ORDER BY rowid DESC LIMIT ?2",
+            params![bot.as_str(), limit, owner.as_str()],
+        ),
+    }
 }
 
 pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCallRecord>> {

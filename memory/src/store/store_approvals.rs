@@ -49,7 +49,9 @@ impl Store {
 
     /// A bot's open approvals as of now (stored pending, or approved and
     /// unused; each with its effective status, so some may read
-    /// `expired`), oldest first.
+    /// `expired`), oldest first: what its side effects wait for. Those
+    /// asked in a DM whose person no longer owns the bot are left out:
+    /// they can never be decided or used.
     pub async fn open_approvals(&self, bot: &BotId) -> Result<Vec<crate::record::ApprovalRecord>> {
         // most bots never had an approval: no read before their side effects
         let Some(at) = self.inner.approval_hint.check(bot) else {
@@ -84,7 +86,23 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<crate::record::ReviewRecord>> {
         let bot = bot.clone();
-        self.read(move |c| approvals::reviews_of_bot(c, &bot, limit))
+        self.read(move |c| approvals::reviews_of_bot(c, &bot, None, limit))
+            .await
+    }
+
+    /// [`Store::reviews_of_bot`], only the rows of sessions `owner` owns
+    /// (counted after that filter): what the API shows a user. A bot given
+    /// to another owner keeps its former owner's DM, and the reviews there,
+    /// from the new owner.
+    pub async fn reviews_of_bot_for_owner(
+        &self,
+        bot: &BotId,
+        owner: &UserId,
+        limit: i64,
+    ) -> Result<Vec<crate::record::ReviewRecord>> {
+        let bot = bot.clone();
+        let owner = owner.clone();
+        self.read(move |c| approvals::reviews_of_bot(c, &bot, Some(&owner), limit))
             .await
     }
 }

@@ -6,6 +6,7 @@ use super::reader;
 use crate::error::Result;
 use crate::ids::BotId;
 use crate::ids::TurnId;
+use crate::ids::UserId;
 use crate::record::InboxItem;
 use crate::record::ToolCallRecord;
 use crate::record::TurnRecord;
@@ -37,7 +38,22 @@ impl Store {
     /// A bot's newest turns.
     pub async fn turns_of_bot(&self, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
         let bot = bot.clone();
-        self.read(move |c| reader::turns_of_bot(c, &bot, limit))
+        self.read(move |c| reader::turns_of_bot(c, &bot, None, limit))
+            .await
+    }
+
+    /// [`Store::turns_of_bot`], only those in sessions `owner` owns
+    /// (counted after that filter): what the API lists for a user, who
+    /// reads a turn only when they read its session.
+    pub async fn turns_of_bot_for_owner(
+        &self,
+        bot: &BotId,
+        owner: &UserId,
+        limit: i64,
+    ) -> Result<Vec<TurnRecord>> {
+        let bot = bot.clone();
+        let owner = owner.clone();
+        self.read(move |c| reader::turns_of_bot(c, &bot, Some(&owner), limit))
             .await
     }
 
