@@ -11,6 +11,16 @@
 //! fleet file's secrets (a bot not listing one is not given it either),
 //! the providers' API keys, the users' tokens and the webhooks' signing
 //! secrets ([`Vault::with_host_secrets`]).
+//!
+//! And of every person's secrets that the vault has read for one of their
+//! bots: a person's value reaches only their own bots' commands, but a
+//! command that puts it in an argument shows it to every other command on
+//! the machine (`/proc/<pid>/cmdline`, `ps`). [`Vault::for_bot`] puts the
+//! values of the bot's person in that fleet-wide set before it hands any
+//! of them out, and takes out those the person deleted (values under 8
+//! characters excepted); every redactor it makes scrubs the
+//! set as it stands at each scrub, so a turn that began before a value
+//! was added scrubs it too ([`Redactor::shared_set`]).
 
 use std::collections::HashMap;
 
@@ -28,20 +38,33 @@ pub use names::secret_name_problem;
 pub use names::secret_name_shape_problem;
 pub use names::valid_secret_name;
 
-/// Host credentials shorter than this are not scrubbed from other bots'
-/// results (a value of a few characters would redact innocent text
-/// everywhere, and is no secret anyway).
+/// Host credentials and people's secrets shorter than this are not
+/// scrubbed from other bots' results (a value of a few characters would
+/// redact innocent text everywhere, and is no secret anyway).
 const HOST_SECRET_MIN_CHARS: usize = 8;
 
-/// Secrets declared in the fleet file, and the host's credentials that
-/// every tool result is scrubbed of.
-#[derive(Default)]
+/// Secrets declared in the fleet file, and the host's credentials and
+/// people's secrets that every tool result is scrubbed of.
 pub struct Vault {
     config: HashMap<String, Secret>,
     /// Values scrubbed from every bot's tool results, given to none.
     host: Vec<Secret>,
+    /// The values of every person's secrets read for one of their bots,
+    /// scrubbed from every bot's tool results (module docs): a
+    /// [`Redactor::shared_set`].
+    people: Redactor,
+    /// Held from a read of a person's secrets until `people` has it: a
+    /// read made before a value was stored never replaces, in the set,
+    /// one made after (whose turn holds the value).
+    people_order: tokio::sync::Mutex<()>,
     /// [`Vault::host_redactor`], built on first use.
     host_redactor: std::sync::OnceLock<Redactor>,
+}
+
+impl Default for Vault {
+    fn default() -> Self {
+        Self::new([])
+    }
 }
 
 impl std::fmt::Debug for Vault {
@@ -75,6 +98,8 @@ impl Vault {
         Self {
             config: config.into_iter().collect(),
             host: Vec::new(),
+            people: Redactor::shared_set(),
+            people_order: tokio::sync::Mutex::new(()),
             host_redactor: std::sync::OnceLock::new(),
         }
     }
@@ -90,12 +115,13 @@ impl Vault {
     }
 
     /// Scrubs the values every bot's results are scrubbed of (the fleet
-    /// file's secrets and the host's credentials), but no person's own: for
+    /// file's secrets, the host's credentials and the people's secrets
+    /// read so far), but none that only one bot's are: for
     /// the text of model calls that run for no one turn (compaction, fact
     /// extraction), whose errors reach the log and the transcript.
     pub fn host_redactor(&self) -> &Redactor {
         self.host_redactor
-            .get_or_init(|| Redactor::new(self.host_values()))
+            .get_or_init(|| Redactor::new(self.host_values()).also_scrubbing(&self.people))
     }
 
     /// The fleet file's secrets and the host's credentials long enough to
@@ -123,13 +149,26 @@ impl Vault {
 
     /// The values of the bot's secrets: the person's own value wins over the
     /// fleet file's; a name with no value is left out.
-    /// The redactor also scrubs the host's credentials (module docs).
+    /// The redactor also scrubs the host's credentials and every person's
+    /// secrets; the person's, as just read, are in that set before this
+    /// returns (module docs).
     pub async fn for_bot(&self, store: &Store, bot: &BotRecord) -> Result<BotSecrets, StoreError> {
         let names = Self::names_of(bot);
         let supplied = if names.is_empty() {
             Vec::new()
         } else {
-            store.user_secrets(&bot.owner).await?
+            let _order = self.people_order.lock().await;
+            let supplied = store.user_secrets(&bot.owner).await?;
+            // before any is handed out: from now on every bot's output is
+            // scrubbed of them, whoever's command shows them
+            self.people.set_shared(
+                bot.owner.as_str(),
+                supplied
+                    .iter()
+                    .map(|(_, v, _)| v.expose())
+                    .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS),
+            );
+            supplied
         };
         let mut values = Vec::new();
         for name in names {
@@ -160,7 +199,8 @@ impl Vault {
                 .iter()
                 .map(|(_, v)| v.expose())
                 .chain(self.host_values()),
-        );
+        )
+        .also_scrubbing(&self.people);
         Ok(BotSecrets { values, redactor })
     }
 }

@@ -106,6 +106,7 @@ mod secret_cuts;
 mod secret_names;
 mod secrets;
 mod shell_sandbox;
+mod shell_secret_scrub;
 mod shell_stop;
 mod stop_twice;
 mod stop_under_load;

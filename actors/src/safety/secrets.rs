@@ -12,6 +12,10 @@
 //!   enough text that a secret split across chunks is still caught. A secret
 //!   handed to a Shell command through its environment is scrubbed from the
 //!   command's output before the model or a log sees it.
+//! - A redactor may also scrub a set of values shared with others and
+//!   changed while they live ([`Redactor::shared_set`]): every person's
+//!   secrets, which a command of one person's bot may find in the
+//!   argument list of another's (`/proc/<pid>/cmdline`).
 //!
 //! ```compile_fail
 //! // No `Serialize` impl: this does not compile.
@@ -22,6 +26,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::Deserializer;
@@ -163,10 +168,15 @@ impl<'de> Deserialize<'de> for Secret {
 /// secret survives next to a redaction. Empty secrets are ignored; very short
 /// ones redact a lot of innocent text, which is the safe side to err on.
 /// Secrets transformed in other ways (base64, reversed) are not found.
+///
+/// Besides its own secrets it may scrub those of a shared set, as that set
+/// stands at each scrub ([`Redactor::shared_set`]).
 #[derive(Clone, Default)]
 pub struct Redactor {
     patterns: Vec<Secret>,
     max_len: usize,
+    /// Values shared with other redactors, changed while they live.
+    shared: Option<Arc<shared::SharedSecrets>>,
 }
 
 impl Redactor {
@@ -182,30 +192,70 @@ impl Redactor {
             if raw.is_empty() {
                 continue;
             }
-            for form in [
-                Some(raw.to_owned()),
-                json_escaped(raw),
-                percent_encoded(raw),
-            ]
-            .into_iter()
-            .flatten()
-            {
+            for form in forms(raw) {
                 if !patterns.iter().any(|p| p.expose() == form) {
                     patterns.push(Secret::new(form));
                 }
             }
         }
         let max_len = patterns.iter().map(|p| p.expose().len()).max().unwrap_or(0);
-        Self { patterns, max_len }
+        Self {
+            patterns,
+            max_len,
+            shared: None,
+        }
     }
 
-    /// True when there is nothing to redact.
+    /// A redactor with no secret of its own and a new, empty shared set
+    /// of values, which [`Redactor::set_shared`] changes and which every
+    /// redactor given it ([`Redactor::also_scrubbing`]) scrubs too, as the
+    /// set stands when it scrubs: the vault's set of every person's
+    /// secrets (`vault.rs`).
+    pub fn shared_set() -> Self {
+        Self {
+            shared: Some(Arc::default()),
+            ..Self::default()
+        }
+    }
+
+    /// This redactor, scrubbing the values of `other`'s shared set too
+    /// ([`Redactor::shared_set`]); unchanged when `other` has none.
+    #[must_use]
+    pub fn also_scrubbing(mut self, other: &Redactor) -> Self {
+        if let Some(shared) = &other.shared {
+            self.shared = Some(Arc::clone(shared));
+        }
+        self
+    }
+
+    /// Makes `values` the values of `owner` in its shared set (none:
+    /// `owner` has none now), for every redactor sharing it from its next
+    /// scrub on; true when that changed the set. False, and nothing
+    /// changes, without a shared set.
+    pub fn set_shared<'v>(&self, owner: &str, values: impl IntoIterator<Item = &'v str>) -> bool {
+        self.shared
+            .as_ref()
+            .is_some_and(|shared| shared.set_owner(owner, values))
+    }
+
+    /// True when there is nothing to redact (nor a shared set that may
+    /// come to hold something).
     pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty()
+        self.patterns.is_empty() && self.shared.is_none()
     }
 
-    /// The texts it replaces: each secret as is, JSON-escaped and
-    /// percent-encoded. For a scrubber that must search for them itself:
+    /// The shared set's search as the set stands, if it has one that is
+    /// not empty.
+    fn shared_now(&self) -> Option<Arc<shared::Matcher>> {
+        self.shared
+            .as_ref()
+            .map(|shared| shared.current())
+            .filter(|now| !now.is_empty())
+    }
+
+    /// The texts it replaces: each of its own secrets as is, JSON-escaped
+    /// and percent-encoded; not those of a shared set, which change while
+    /// it lives. For a scrubber that must search for them itself:
     /// a model provider cleans an error text of them before it cuts the
     /// text, as a cut through a secret leaves a start of it that
     /// [`Redactor::scrub`] no longer finds. Every call site is a place
@@ -231,11 +281,13 @@ impl Redactor {
         }
     }
 
-    /// Bytes of the longest text it replaces (0 without secrets): a text
-    /// read this far past where it is cut holds every secret that starts
-    /// before the cut whole ([`Redactor::scrub_cut`]).
+    /// Bytes of the longest text it replaces (0 without secrets), its
+    /// shared set's as it stands included: a text read this far past where
+    /// it is cut holds every secret that starts before the cut whole
+    /// ([`Redactor::scrub_cut`]).
     pub fn longest(&self) -> usize {
-        self.max_len
+        let shared = self.shared_now().map_or(0, |now| now.longest());
+        self.max_len.max(shared)
     }
 
     /// `text`, a piece of a longer text, scrubbed: every secret in it is
@@ -247,7 +299,11 @@ impl Redactor {
     /// finds such a part. For a piece whose text around it is not known;
     /// where it is, [`Redactor::hide_cut_parts`] need not guess.
     pub fn scrub_piece<'a>(&self, text: &'a str, cuts: Cuts) -> Cow<'a, str> {
-        let patterns = || self.expose_patterns();
+        let shared = self.shared_now();
+        let patterns = || {
+            self.expose_patterns()
+                .chain(shared.iter().flat_map(|now| now.patterns()))
+        };
         if cuts.start
             && cuts.end
             && text.chars().count() >= PARTIAL_MIN_CHARS
@@ -372,9 +428,13 @@ impl Redactor {
             .unwrap_or(0)
     }
 
-    /// Sorted, merged byte ranges of every (possibly overlapping) occurrence.
+    /// Sorted, merged byte ranges of every (possibly overlapping)
+    /// occurrence, of its own secrets and of its shared set's.
     fn find(&self, text: &str) -> Vec<Range<usize>> {
-        let mut found: Vec<Range<usize>> = Vec::new();
+        let mut found: Vec<Range<usize>> = match self.shared_now() {
+            Some(now) => now.occurrences(text.as_bytes()),
+            None => Vec::new(),
+        };
         for pattern in &self.patterns {
             let pattern = pattern.expose();
             let step = pattern.chars().next().map_or(1, char::len_utf8);
@@ -438,7 +498,7 @@ impl ScrubStream<'_> {
     /// Takes the next chunk and returns the text that is now safe to pass on.
     pub fn push(&mut self, chunk: &str) -> String {
         self.pending.push_str(chunk);
-        let hold = self.redactor.max_len.saturating_sub(1);
+        let hold = self.redactor.longest().saturating_sub(1);
         let mut boundary = self.pending.len().saturating_sub(hold);
         while !self.pending.is_char_boundary(boundary) {
             boundary -= 1;
@@ -472,6 +532,18 @@ impl ScrubStream<'_> {
     }
 }
 
+/// The texts a secret is searched for as: `raw` as is, JSON-escaped and
+/// percent-encoded (those that differ from `raw`).
+fn forms(raw: &str) -> impl Iterator<Item = String> {
+    [
+        Some(raw.to_owned()),
+        json_escaped(raw),
+        percent_encoded(raw),
+    ]
+    .into_iter()
+    .flatten()
+}
+
 /// `raw` as it appears inside a JSON string, when that differs from `raw`.
 fn json_escaped(raw: &str) -> Option<String> {
     let quoted = serde_json::to_string(raw).ok()?;
@@ -497,6 +569,11 @@ fn percent_encoded(raw: &str) -> Option<String> {
 /// known ([`Redactor::hide_cut_parts`]).
 #[path = "secrets_cut.rs"]
 mod cut;
+
+/// A set of values shared by redactors and changed while they live
+/// ([`Redactor::shared_set`]).
+#[path = "secrets_shared.rs"]
+mod shared;
 
 #[cfg(test)]
 #[path = "secrets_tests.rs"]

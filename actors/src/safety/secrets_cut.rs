@@ -110,10 +110,25 @@ impl Redactor {
     /// first start to the last end; `None` for no such occurrence.
     fn through(&self, joined: &Joined<'_>, at: usize) -> Option<Range<usize>> {
         // every occurrence through `at` lies in this region
-        let reach = self.max_len.saturating_sub(1);
+        let shared = self.shared_now();
+        let longest = self
+            .max_len
+            .max(shared.as_ref().map_or(0, |now| now.longest()));
+        let reach = longest.saturating_sub(1);
         let lo = at.saturating_sub(reach);
         let region = joined.bytes(lo..joined.len().min(at + reach));
         let mut span: Option<Range<usize>> = None;
+        // the shared set's, the longest at each start (which covers the
+        // others there)
+        for found in shared.iter().flat_map(|now| now.occurrences(&region)) {
+            let (s, e) = (lo + found.start, lo + found.end);
+            if s < at && at < e {
+                span = Some(match span {
+                    Some(span) => span.start.min(s)..span.end.max(e),
+                    None => s..e,
+                });
+            }
+        }
         for pattern in &self.patterns {
             let pattern = pattern.expose().as_bytes();
             if pattern.is_empty() {
