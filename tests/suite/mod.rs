@@ -54,6 +54,7 @@ mod memory_bounds;
 mod memory_restart;
 mod memory_update;
 mod mirror_repair;
+mod moved_bot_agents;
 mod newuser;
 mod openai_credentials;
 mod openai_dialects;

@@ -7,7 +7,9 @@
 //! told it was cut off: a `hop_budget` notice in their conversation, once
 //! per message of theirs however many calls are refused (restarts
 //! included); for a chain a routine started, the bot's owner, in their
-//! conversation with the bot, once per run.
+//! conversation with the bot, once per run. Only a person (or owner) who
+//! owns the cut-off bot is told: a chain its former owner started does not
+//! tell them what the bot, given to someone else since, does now.
 //!
 //! A chain is also bounded in breadth: `runtime.max_chain_messages`
 //! messages between bots descended from one person's message (or routine
@@ -216,6 +218,13 @@ async fn notice_writes(
         tracing::info!(bot = %ctx.bot.id, "the start of the cut-off chain was not found");
         return Ok(Vec::new());
     };
+    if origin.session.owner != ctx.bot.owner {
+        // a chain a former owner started, still carried by the bot fleet.toml
+        // gave to someone else: what it does now (and which bots it
+        // messages) is not theirs to be told
+        tracing::info!(bot = %ctx.bot.id, "the cut-off chain was started by another user than the bot's owner: not told");
+        return Ok(Vec::new());
+    }
     match origin.session.key.kind {
         SessionKind::Dm => tell_person(ctx, &origin, to, by, if_untold).await,
         SessionKind::Routine | SessionKind::Hook => {

@@ -1,7 +1,8 @@
 //! A message from the calling bot to another bot: its admission through
 //! the idempotency ledger, inside the sender's outcome batch, within the
 //! hop budget and the chain's bound on its breadth (SendToAgent, and
-//! SendMessage in a conversation with a bot).
+//! SendMessage in a conversation with a bot), between bots of one owner
+//! at the time it is sent.
 
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotRecord;
@@ -39,6 +40,12 @@ pub(crate) async fn message_to_bot(
     part: &str,
     session: Option<SessionId>,
 ) -> Result<Mutation, ToolError> {
+    // checked at every message, not when the conversation began: fleet.toml
+    // may have given one of the two bots to another user since (the
+    // sender's record is the host's, read at its start, where owners change)
+    if target.owner != ctx.bot.owner {
+        return Err(other_owners_bot(target));
+    }
     if target.removed_at().is_some() {
         // its inputs would wait unanswered until a config lists it again
         return Err(ToolError::new(
@@ -99,8 +106,10 @@ pub(crate) async fn message_to_bot(
             .map(|r| r.session)
     });
     let key = match wanted {
+        // a session of the target that is no longer its owner's (a former
+        // owner's DM with it) is not: the reply goes to the bots' own one
         Some(id) => match ctx.store().get_session(id).await.map_err(store_error)? {
-            Some(rec) if rec.key.bot == target.id => rec.key,
+            Some(rec) if rec.key.bot == target.id && rec.owner == target.owner => rec.key,
             _ => default_key(ctx, target),
         },
         None => default_key(ctx, target),
@@ -141,6 +150,26 @@ pub(crate) async fn message_to_bot(
         })),
         None => admit,
     })
+}
+
+/// The refusal of a message to `target`, a bot of another user than the
+/// sender's owner: bots message only bots of their own owner (a room
+/// shared between users has rules of its own). The bot is named only to a
+/// sender that knows it already (SendToAgent finds only its owner's bots):
+/// the other bot of its conversation, given to someone else since.
+fn other_owners_bot(target: &BotRecord) -> ToolError {
+    ToolError::new(
+        format!(
+            "{} no longer belongs to your owner, and a bot messages only bots of its own \
+             owner: nothing was sent to it",
+            target.id
+        ),
+        format!(
+            "do not write to {} again; if a person is waiting for you, tell them instead, \
+             otherwise end your turn now",
+            target.id
+        ),
+    )
 }
 
 fn default_key(ctx: &ToolContext<'_>, target: &BotRecord) -> SessionKey {

@@ -12,12 +12,16 @@
 //! deadlock. Chains are bounded by a hop budget per originating request
 //! (their length) and by `runtime.max_chain_messages` (their breadth).
 //! A bot that takes no more messages (removed from the fleet's config, or
-//! a subagent that was stopped) is refused at the call, never sent to.
+//! a subagent that was stopped) is refused at the call, never sent to; so
+//! is a bot of another owner than the sender's, compared at each message
+//! (fleet.toml may have given one of two bots in a conversation to
+//! someone else since it began).
 //!
 //! CreateAgent inserts its bot during the call (an external, idempotent
 //! effect, like Remember): the store refuses a taken id in the transaction
 //! that inserts it, so of two callers racing for one new id exactly one
-//! creates it and the other is told it is taken.
+//! creates it and the other is told it is taken. An id differing from
+//! another bot's only in case is refused the same way, before.
 
 use async_trait::async_trait;
 use botfleet_memory::BotId;
@@ -208,6 +212,16 @@ impl Tool for SendToAgent {
             delivered: false,
         })
     }
+}
+
+/// The refusal of a new bot's id another bot holds (or one differing from
+/// it only in case). Ids are global: the id may be another person's bot,
+/// so the refusal says only that it is taken, never whose it is.
+fn id_taken(id: &BotId) -> ToolError {
+    ToolError::new(
+        format!("the agent id \"{id}\" is already taken"),
+        "choose another name for the new agent (or pass another `id`)",
+    )
 }
 
 /// Refuses a display name no prompt or page could show on one line.
@@ -423,6 +437,7 @@ impl Tool for CreateAgent {
             updated_at: now,
         };
         names::check_name_free(ctx, &record, name).await?;
+        names::check_id_free(ctx, &id).await?;
         // The store decides, in the transaction that inserts it, whether
         // the id is free: a read before the write would let two callers
         // both see it free and the later one take the record over.
@@ -431,14 +446,7 @@ impl Tool for CreateAgent {
             Err(StoreError::Taken { .. }) if created_by_this_call(ctx, &id).await? => {
                 // this call made it before a crash cut it off
             }
-            Err(StoreError::Taken { .. }) => {
-                // Ids are global: the id may be another person's bot, so
-                // the refusal says only that it is taken, never whose it is.
-                return Err(ToolError::new(
-                    format!("the agent id \"{id}\" is already taken"),
-                    "choose another name for the new agent (or pass another `id`)",
-                ));
-            }
+            Err(StoreError::Taken { .. }) => return Err(id_taken(&id)),
             Err(e) => {
                 return Err(ToolError::new(
                     format!("could not create the agent {id}: {e}"),
@@ -564,3 +572,7 @@ impl Tool for UpdateAgent {
 #[cfg(test)]
 #[path = "agents_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "agents_owner_tests.rs"]
+mod owner_tests;

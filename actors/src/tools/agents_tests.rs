@@ -10,7 +10,7 @@ use crate::tools::test_support::ToolFixture;
 
 /// A fixture whose bot has SendMessage (as every bot of a fleet does), so
 /// the agents it creates get it by default.
-fn speaker() -> ToolFixture {
+pub(super) fn speaker() -> ToolFixture {
     let mut f = ToolFixture::new();
     f.bot.tools = vec![
         "SendMessage".into(),
@@ -292,7 +292,7 @@ fn slugs_are_valid_ids() {
 
 /// A bot record of `owner`, for bots made outside the tools (fleet.toml,
 /// or before a check existed).
-fn bot_of(id: &str, name: &str, owner: &str, settings: Value) -> BotRecord {
+pub(super) fn bot_of(id: &str, name: &str, owner: &str, settings: Value) -> BotRecord {
     BotRecord {
         id: BotId::new(id).unwrap(),
         name: name.into(),

@@ -1,0 +1,241 @@
+//! A bot fleet.toml gives to another user keeps its conversations with its
+//! former owner's bots (its side goes to the new owner, theirs stays with
+//! them: docs/operations.md, "Changing a bot's owner"), but from the
+//! change on no message passes between it and them, whatever turn it
+//! comes from: bots message only bots of their own owner, checked as each
+//! message is sent. Here alice's `a3` is given to bob while a turn of each
+//! direction is cut off by the restart: `a3` answering `a1`'s question,
+//! `a1` answering `a3`'s message. Both resume after the restart and reply
+//! with SendMessage into their conversation; both are refused with a tool
+//! error, and nothing reaches the other bot. (Before, `a3`'s reply, bob's
+//! bot's text, landed in alice's DM with `a1` as a message from `a3` and
+//! woke `a1` with her tools; `a1`'s landed with `a3`.)
+
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use serde_json::Value;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+use crate::support::fleet::restart;
+use crate::support::process::poll;
+
+/// Before the restart: `a1` asks `a3` (`ask`), `a3` writes to `a1`
+/// (`tell`); whichever bot is asked hangs in its model call, so the
+/// restart cuts its turn off.
+const BEFORE: &str = r#"
+[[rule]]
+bot = "a1"
+match = "^ask"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "a3", text = "QUESTION-FROM-A1" } },
+  { tool = "SendMessage", args = { text = "asked a3" } },
+] } ]
+
+[[rule]]
+bot = "a3"
+match = "^tell"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "a1", text = "HELLO-FROM-A3" } },
+  { tool = "SendMessage", args = { text = "told a1" } },
+] } ]
+
+[[rule]]
+match = "QUESTION-FROM-A1|HELLO-FROM-A3"
+steps = [ { delay_ms = 600000, tool = "SendMessage", args = { text = "too late" } } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// After the restart: each bot answers with SendMessage (in a
+/// conversation with a bot, to that bot); `a1` told to `ping` messages
+/// `a3` with SendToAgent and reports what it got.
+const AFTER: &str = r#"
+[[rule]]
+bot = "a1"
+match = "^ping"
+steps = [ { tool = "SendToAgent", args = { agent = "a3", text = "PING-FROM-A1" } },
+          { tool = "SendMessage", args = { text = "PINGED {{tool_result}}" } } ]
+
+[[rule]]
+bot = "a3"
+steps = [ { tool = "SendMessage", args = { text = "REPLY-FROM-A3" } } ]
+
+[[rule]]
+bot = "a1"
+steps = [ { tool = "SendMessage", args = { text = "REPLY-FROM-A1" } } ]
+"#;
+
+const TOOLS: &[&str] = &["SendMessage", "SendToAgent"];
+
+/// Alice's `a1` and `a3`.
+async fn start() -> TestHost {
+    TestFleet::new()
+        .script("s", BEFORE)
+        .bot("a1", "s", TOOLS)
+        .bot("a3", "s", TOOLS)
+        .start()
+        .await
+}
+
+/// Stops the host, puts the script of after the restart in place, gives
+/// `a3` to bob in fleet.toml and starts again.
+async fn give_a3_to_bob(host: TestHost) -> TestHost {
+    let fleet = host.shutdown().await;
+    std::fs::write(fleet.path().join("scripts/s.toml"), AFTER).unwrap();
+    let fleet = fleet.without_bot("a3").bot_of("a3", "s", TOOLS, "bob");
+    fleet.write();
+    restart(fleet).await
+}
+
+/// The session of `bot` with bot `peer`.
+fn agent_session(bot: &str, peer: &str) -> String {
+    SessionKey {
+        bot: BotId::new(bot).unwrap(),
+        kind: SessionKind::Agent,
+        peer: peer.into(),
+    }
+    .id()
+    .to_string()
+}
+
+/// The entries of `session` as the user of `token` reads them; none for
+/// a session that does not exist (yet).
+async fn entries_as(host: &TestHost, token: &str, session: &str) -> Vec<Value> {
+    let path = format!("/v1/sessions/{session}/entries?after=0&limit=500");
+    let (status, v) = host.get(&path, token).await;
+    if status == 404 {
+        return Vec::new();
+    }
+    assert_eq!(status, 200, "{path}: {v}");
+    v["entries"].as_array().unwrap().clone()
+}
+
+/// Waits until the session's turn resumed after the restart ended (its
+/// only `turn_end`); its entries, as `token`'s user reads them.
+async fn resumed_turn_ended(host: &TestHost, token: &str, session: &str) -> Vec<Value> {
+    poll(30, async || {
+        let entries = entries_as(host, token, session).await;
+        if entries.iter().any(|e| e["kind"] == "turn_end") {
+            Ok(entries)
+        } else {
+            Err(format!("{session}: {entries:#?}"))
+        }
+    })
+    .await
+}
+
+/// The tool results of `entries`.
+fn tool_results(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result")
+        .map(|e| e["content"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Messages from bot `from` in `entries`.
+fn messages_from(entries: &[Value], from: &str) -> Vec<Value> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "agent_message" && e["from"] == from)
+        .cloned()
+        .collect()
+}
+
+/// The tool error of a message to `to`, a bot of another owner now.
+fn refused_to(to: &str) -> String {
+    format!(
+        "{to} no longer belongs to your owner, and a bot messages only bots of its own owner: \
+         nothing was sent to it"
+    )
+}
+
+/// (1) `a3`'s turn answering `a1`, cut off by the restart that gives `a3`
+/// to bob, resumes for bob; its reply (SendMessage in its conversation
+/// with `a1`) is refused, and nothing of it reaches `a1` or alice's DM
+/// with `a1`.
+#[tokio::test]
+async fn a_moved_bots_reply_does_not_reach_its_former_owners_bot() {
+    let host = start().await;
+    let dm_a1 = host.complete_turn("a1", "ask a3 something").await;
+    host.wait_running("a3").await;
+
+    let host = give_a3_to_bob(host).await;
+    // a3's side of the conversation is bob's now; alice no longer reads it
+    let a3_side = agent_session("a3", "a1");
+    let entries = resumed_turn_ended(&host, BOB_TOKEN, &a3_side).await;
+    assert!(entries_as(&host, TOKEN, &a3_side).await.is_empty());
+
+    let dm = host.entries(&dm_a1).await;
+    assert!(
+        messages_from(&dm, "a3").is_empty(),
+        "bob's a3 wrote into alice's DM with a1: {dm:#?}"
+    );
+    assert!(
+        !deliveries(&dm).iter().any(|d| d == "REPLY-FROM-A1"),
+        "a1 was woken for bob's a3: {dm:#?}"
+    );
+    let a1_side = entries_as(&host, TOKEN, &agent_session("a1", "a3")).await;
+    assert!(messages_from(&a1_side, "a3").is_empty(), "{a1_side:#?}");
+    let results = tool_results(&entries);
+    assert!(
+        results.iter().any(|r| r.contains(&refused_to("a1"))),
+        "a3 is told why: {entries:#?}"
+    );
+    host.shutdown().await;
+}
+
+/// (2) `a1`'s turn answering `a3`, cut off by the restart that gives `a3`
+/// to bob, resumes for alice; its reply is refused and reaches no session
+/// of `a3`. A later SendToAgent of `a1` to `a3` is refused too, naming no
+/// owner, and sends nothing.
+#[tokio::test]
+async fn a_former_owners_bot_cannot_message_the_moved_bot() {
+    let host = start().await;
+    let dm_a3 = host.complete_turn("a3", "tell a1 hello").await;
+    host.wait_running("a1").await;
+
+    let host = give_a3_to_bob(host).await;
+    // a1's side of the conversation stays alice's
+    let a1_side = agent_session("a1", "a3");
+    let entries = resumed_turn_ended(&host, TOKEN, &a1_side).await;
+    let a3_side = agent_session("a3", "a1");
+    let reached = [
+        host.entries(&dm_a3).await,
+        entries_as(&host, BOB_TOKEN, &a3_side).await,
+    ]
+    .concat();
+    assert!(
+        messages_from(&reached, "a1").is_empty(),
+        "alice's a1 wrote to bob's a3: {reached:#?}"
+    );
+    let results = tool_results(&entries);
+    assert!(
+        results.iter().any(|r| r.contains(&refused_to("a3"))),
+        "a1 is told why: {entries:#?}"
+    );
+
+    let dm_a1 = host.complete_turn("a1", "ping a3").await;
+    let dm = host.entries(&dm_a1).await;
+    let pinged: Vec<String> = deliveries(&dm)
+        .into_iter()
+        .filter(|d| d.starts_with("PINGED"))
+        .collect();
+    assert!(
+        matches!(&pinged[..], [d] if d.contains("there is no agent \"a3\"") && !d.contains("bob")),
+        "{dm:#?}"
+    );
+    let reached = [
+        host.entries(&dm_a3).await,
+        entries_as(&host, BOB_TOKEN, &a3_side).await,
+    ]
+    .concat();
+    assert!(messages_from(&reached, "a1").is_empty(), "{reached:#?}");
+    host.shutdown().await;
+}
