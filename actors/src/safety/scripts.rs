@@ -11,13 +11,19 @@
 //! given as a string (`sh -c './x.sh'`, `flock lk -c …`, `script -c …`,
 //! `watch …`, `eval …`). Shell scripts are resolved recursively (a package
 //! script running `./deploy.sh`). Files are read only inside the
-//! workspace.
+//! workspace: each path is checked by name ([`Workspace::resolve`]) and
+//! then opened beneath the root ([`Workspace::open_regular`]), so a
+//! directory swapped for a symlink out in between (by a process the bot
+//! left running) leads nowhere: the file counts as missing. Only regular
+//! files are read, never more than a bound.
 //!
 //! What it does not cover: scripts a resolved script reaches through
 //! variables or other programs, dependencies' install scripts, and anything
 //! fetched from the network at run time (docs/security.md).
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read as _;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -175,11 +181,11 @@ impl Resolver<'_> {
         as_kind: Option<ScriptKind>,
         depth: u8,
     ) {
-        let Ok(path) = self.workspace.resolve(&cwd.join(given).to_string_lossy()) else {
+        let Some((path, file)) = open(self.workspace, &cwd.join(given)) else {
             return;
         };
         let shown = self.shown(&path);
-        let script = match read(&path) {
+        let script = match read(file) {
             Read::Missing => ResolvedScript {
                 origin: origin.to_owned(),
                 path: shown,
@@ -315,12 +321,9 @@ impl Resolver<'_> {
                 .collect(),
         };
         let Some((path, bytes)) = candidates.into_iter().find_map(|p| {
-            let p = self.workspace.resolve(&p.to_string_lossy()).ok()?;
-            let meta = std::fs::metadata(&p).ok()?;
-            if meta.len() > MAX_REVIEW_BYTES {
-                return None;
-            }
-            std::fs::read(&p).ok().map(|b| (p, b))
+            let (p, file) = open(self.workspace, &p)?;
+            let bytes = read_at_most(file?, MAX_REVIEW_BYTES)?;
+            Some((p, bytes))
         }) else {
             return;
         };
@@ -360,20 +363,52 @@ enum Read {
     Text(String, String),
 }
 
-fn read(path: &Path) -> Read {
-    let Ok(meta) = std::fs::metadata(path) else {
+/// `given` checked by name ([`Workspace::resolve`]; `None` if it is
+/// refused) and the regular file there opened beneath the root: `None`
+/// when there is none, also when the path leads out of the workspace by
+/// now (a directory of it swapped for a symlink out since the check).
+fn open(workspace: &Workspace, given: &Path) -> Option<(PathBuf, Option<File>)> {
+    let path = workspace.resolve(&given.to_string_lossy()).ok()?;
+    // a test swaps a directory for a symlink here, between check and open
+    #[cfg(test)]
+    tests::between_check_and_open();
+    let file = workspace.open_regular(&path).ok().flatten();
+    Some((path, file))
+}
+
+/// The content of `file`, `None` if it is larger than `max` bytes (at
+/// most `max + 1` are read) or cannot be read.
+fn read_at_most(file: File, max: u64) -> Option<Vec<u8>> {
+    if file.metadata().ok()?.len() > max {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
+}
+
+/// What the script file `file` (see [`open`]) holds.
+fn read(file: Option<File>) -> Read {
+    let Some(file) = file else {
         return Read::Missing;
     };
-    if !meta.is_file() {
+    let Ok(meta) = file.metadata() else {
         return Read::Missing;
-    }
-    if meta.len() > MAX_HASH_BYTES {
+    };
+    let too_large = || {
         let id = format!("{}:{:?}", meta.len(), meta.modified().ok());
-        return Read::TooLarge(hex::encode(Sha256::digest(id.as_bytes())));
-    }
-    let Ok(bytes) = std::fs::read(path) else {
-        return Read::Missing;
+        Read::TooLarge(hex::encode(Sha256::digest(id.as_bytes())))
     };
+    if meta.len() > MAX_HASH_BYTES {
+        return too_large();
+    }
+    let mut bytes = Vec::new();
+    match file.take(MAX_HASH_BYTES + 1).read_to_end(&mut bytes) {
+        // grown since
+        Ok(_) if bytes.len() as u64 > MAX_HASH_BYTES => return too_large(),
+        Ok(_) => {}
+        Err(_) => return Read::Missing,
+    }
     let sha256 = hex::encode(Sha256::digest(&bytes));
     if bytes.len() as u64 > MAX_REVIEW_BYTES {
         return Read::TooLarge(sha256);
@@ -412,7 +447,7 @@ fn kind_of(path: &Path, text: &str) -> ScriptKind {
 }
 
 /// The nearest package.json at or above `cwd` (inside the workspace) and
-/// its `scripts`.
+/// its `scripts`; none if the nearest is larger than [`MAX_HASH_BYTES`].
 fn package_scripts(
     workspace: &Workspace,
     cwd: &Path,
@@ -422,10 +457,24 @@ fn package_scripts(
         if !d.starts_with(workspace.root()) {
             return None;
         }
-        let candidate = d.join("package.json");
-        if let Ok(p) = workspace.resolve(&candidate.to_string_lossy())
-            && let Ok(text) = std::fs::read_to_string(&p)
+        if let Some((p, Some(file))) = open(workspace, &d.join("package.json"))
+            && let Ok(meta) = file.metadata()
         {
+            // a larger one is not looked past: npm would run its scripts,
+            // not those of a package.json above
+            if meta.len() > MAX_HASH_BYTES {
+                return None;
+            }
+            let mut text = String::new();
+            match file.take(MAX_HASH_BYTES + 1).read_to_string(&mut text) {
+                Ok(n) if n as u64 > MAX_HASH_BYTES => return None,
+                Ok(_) => {}
+                // unreadable, or not UTF-8: as if there were none
+                Err(_) => {
+                    dir = d.parent();
+                    continue;
+                }
+            }
             let value: serde_json::Value = serde_json::from_str(&text).ok()?;
             let scripts = value
                 .get("scripts")?

@@ -179,3 +179,146 @@ fn only_commands_that_may_run_scripts_touch_files() {
         assert!(!may_run_scripts(no), "{no}");
     }
 }
+
+thread_local! {
+    /// What [`between_check_and_open`] runs once, on this test's thread.
+    static BETWEEN: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by the resolver after a path is checked, before the file is
+/// opened: runs the hook a test set, if any.
+pub(super) fn between_check_and_open() {
+    if let Some(hook) = BETWEEN.with_borrow_mut(Option::take) {
+        hook();
+    }
+}
+
+/// A workspace `alice/` (with a directory `inside/`) beside another
+/// owner's `bob/`.
+struct Swapped {
+    _dir: tempfile::TempDir,
+    ws: Workspace,
+}
+
+impl Swapped {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(&dir.path().join("alice")).unwrap();
+        let bob = dir.path().join("bob");
+        std::fs::create_dir(&bob).unwrap();
+        for (name, text) in [
+            ("deploy.sh", "echo bob-secret\n"),
+            ("package.json", r#"{"scripts": {"x": "echo bob-secret"}}"#),
+            ("GNUmakefile", "all:\n\techo bob-secret\n"),
+        ] {
+            std::fs::write(bob.join(name), text).unwrap();
+        }
+        let inside = ws.root().join("inside");
+        std::fs::create_dir(&inside).unwrap();
+        std::fs::write(inside.join("deploy.sh"), "echo inside\n").unwrap();
+        Self { _dir: dir, ws }
+    }
+
+    /// The scripts `command` runs from `cwd` (relative to the root), with
+    /// `d` a real directory (of decoys) when the first path is checked and
+    /// from then on a link to `target` (relative to the root).
+    fn resolve(&self, cwd: &str, command: &str, target: &'static str) -> Vec<ResolvedScript> {
+        let d = self.ws.root().join("d");
+        if d.is_symlink() {
+            std::fs::remove_file(&d).unwrap();
+        }
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("deploy.sh"), "echo decoy\n").unwrap();
+        std::fs::write(
+            d.join("package.json"),
+            r#"{"scripts": {"x": "echo decoy"}}"#,
+        )
+        .unwrap();
+        std::fs::write(d.join("GNUmakefile"), "all:\n\techo decoy\n").unwrap();
+        let link = d.clone();
+        BETWEEN.with_borrow_mut(|hook| {
+            *hook = Some(Box::new(move || {
+                std::fs::remove_dir_all(&link).unwrap();
+                std::os::unix::fs::symlink(target, &link).unwrap();
+            }));
+        });
+        let got = resolve_scripts(&self.ws, &self.ws.root().join(cwd), command);
+        assert!(
+            BETWEEN.with_borrow(Option::is_none),
+            "{command}: the swap never ran"
+        );
+        got
+    }
+}
+
+/// A directory of a script's path swapped for a link to another owner's
+/// directory after the path check (a process the bot left running can do
+/// so in a loop, and win now and then): the script is not read there, so
+/// no text of bob's reaches the review (and through its reason the bot);
+/// a script run directly counts as missing. (Each was read in bob's
+/// directory: "echo bob-secret".)
+#[test]
+fn a_directory_swapped_for_a_link_out_after_the_check_is_not_followed() {
+    let ws = Swapped::new();
+    let mut leaks = Vec::new();
+    for (cwd, command) in [
+        ("", "./d/deploy.sh"),
+        ("", "bash d/deploy.sh"),
+        ("d", "npm run x"),
+        ("", "make -C d"),
+        ("", "make -f d/GNUmakefile"),
+    ] {
+        let got = ws.resolve(cwd, command, "../bob");
+        for s in &got {
+            if s.text.contains("bob-secret") {
+                leaks.push(format!("{command}: {} read as {:?}", s.path, s.text));
+            }
+        }
+        if command.contains("deploy.sh") {
+            let kinds: Vec<(&str, ScriptKind)> =
+                got.iter().map(|s| (s.path.as_str(), s.kind)).collect();
+            if kinds != [("d/deploy.sh", ScriptKind::Missing)] {
+                leaks.push(format!("{command}: not missing but {kinds:?}"));
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "review got bob's scripts: {leaks:#?}");
+}
+
+/// A directory swapped for a link that stays inside the workspace is
+/// followed, as links inside always are.
+#[test]
+fn a_directory_swapped_for_a_link_inside_is_followed() {
+    let ws = Swapped::new();
+    let got = ws.resolve("", "./d/deploy.sh", "inside");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].kind, ScriptKind::Shell);
+    assert_eq!(got[0].text, "echo inside\n");
+}
+
+/// A FIFO where a script, a Makefile or a package.json goes is not opened
+/// (its reader would wait for a writer, and hold the review, forever): it
+/// counts as missing. (make and npm blocked on it.)
+#[test]
+fn fifos_named_like_scripts_are_not_opened() {
+    let ws = Ws::new(&[]);
+    for name in ["run.sh", "Makefile", "package.json"] {
+        let status = std::process::Command::new("mkfifo")
+            .arg(ws.ws.root().join(name))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    assert_eq!(
+        ws.resolve("./run.sh"),
+        vec![(
+            "./run.sh".into(),
+            "run.sh".into(),
+            ScriptKind::Missing,
+            String::new()
+        )]
+    );
+    assert_eq!(ws.resolve("make"), vec![]);
+    assert_eq!(ws.resolve("npm run x"), vec![]);
+}

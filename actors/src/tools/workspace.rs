@@ -110,6 +110,15 @@ impl Workspace {
         Beneath::new(&self.root)
     }
 
+    /// Opens the regular file at `path`, as [`Workspace::resolve`] gave it,
+    /// for reading beneath the root ([`Beneath::open_regular`]): `Ok(None)`
+    /// when what is there is not a regular file, an error when it is
+    /// missing or (a directory swapped for a symlink out since the check)
+    /// outside the workspace ([`is_outside`]).
+    pub(crate) fn open_regular(&self, path: &Path) -> std::io::Result<Option<std::fs::File>> {
+        self.beneath()?.open_regular(path)
+    }
+
     /// Resolves a path given by the model (relative to the root, or
     /// absolute inside it) to an absolute path inside the workspace.
     /// Symlinks are followed for the part of the path that exists, so a

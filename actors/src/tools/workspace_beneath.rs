@@ -18,6 +18,7 @@
 //! descriptor, the check before being the only one (the host's log says so
 //! once).
 
+use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -94,6 +95,24 @@ impl Beneath {
     pub(crate) fn dir(&self, path: &Path) -> io::Result<OwnedFd> {
         self.open(path, OFlags::PATH | OFlags::DIRECTORY)
     }
+
+    /// Opens the regular file `path` (absolute inside the root) for
+    /// reading; `Ok(None)` when what is there is not a regular file. What
+    /// is there is looked at first through an `O_PATH` handle, which opens
+    /// nothing, and the open itself does not block (`O_NONBLOCK`), so a
+    /// FIFO or a device swapped in between neither hangs the reader nor is
+    /// opened for real; the opened file is checked again.
+    pub(crate) fn open_regular(&self, path: &Path) -> io::Result<Option<File>> {
+        if !File::from(self.open(path, OFlags::PATH)?)
+            .metadata()?
+            .is_file()
+        {
+            return Ok(None);
+        }
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+        let file = File::from(self.open(path, flags)?);
+        Ok(file.metadata()?.is_file().then_some(file))
+    }
 }
 
 /// Whether `e` says a lookup would have left the root.
@@ -106,9 +125,10 @@ fn without_openat2() {
     if !NO_OPENAT2.swap(true, Ordering::Relaxed) {
         tracing::warn!(
             "this kernel has no openat2 (Linux 5.6 or later has it, unless a seccomp filter \
-             hides it): Read, Write and Edit check a path and then open it by name, so a process \
-             in a workspace that swaps a directory for a symlink between the two steps can lead \
-             them outside it (docs/security.md, Workspace files)"
+             hides it): Read, Write and Edit, and auto-review reading the scripts a command runs, \
+             check a path and then open it by name, so a process in a workspace that swaps a \
+             directory for a symlink between the two steps can lead them outside it \
+             (docs/security.md, Workspace files)"
         );
     }
 }
