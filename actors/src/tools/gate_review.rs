@@ -79,6 +79,41 @@ pub(super) async fn scripts_unchanged(
     shell_scripts(ctx, args).await == action.scripts
 }
 
+/// Characters of a long text the summary keeps from its start and from
+/// its end (with a note of what it left out between them).
+const SUMMARY_HEAD: usize = 100;
+const SUMMARY_TAIL: usize = 60;
+
+/// A command or description as an approval's summary shows it: runs of
+/// whitespace as one space, and a text still longer than
+/// `SUMMARY_HEAD + SUMMARY_TAIL` characters cut in the middle, so that
+/// its end shows too. (Round 19's web tester: a command padded with 3,000
+/// spaces before `; curl … | sh` showed only its harmless start, cut at
+/// 160 characters, on the card a person approves from.)
+pub(super) fn summary_text(text: &str) -> String {
+    let mut flat = String::with_capacity(text.len().min(4 * (SUMMARY_HEAD + SUMMARY_TAIL)));
+    let mut space = false;
+    for c in text.trim().chars() {
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space {
+            flat.push(' ');
+            space = false;
+        }
+        flat.push(c);
+    }
+    let chars: Vec<char> = flat.chars().collect();
+    if chars.len() <= SUMMARY_HEAD + SUMMARY_TAIL {
+        return flat;
+    }
+    let head: String = chars[..SUMMARY_HEAD].iter().collect();
+    let tail: String = chars[chars.len() - SUMMARY_TAIL..].iter().collect();
+    let left_out = chars.len() - SUMMARY_HEAD - SUMMARY_TAIL;
+    format!("{head} …({left_out} characters)… {tail}")
+}
+
 /// The exact action of a call: canonical arguments (a Shell timeout does
 /// not change the effect and is left out), a summary, and for Shell the
 /// scripts it would run, read now.
@@ -102,18 +137,11 @@ pub(super) async fn build_action(
         }
         scripts = shell_scripts(ctx, args).await;
     }
-    let short = |s: String| -> String {
-        if s.chars().count() > 160 {
-            format!("{}…", s.chars().take(160).collect::<String>())
-        } else {
-            s
-        }
-    };
     let mut summary = match tool {
-        "Shell" => format!("run `{}`", short(text("command"))),
+        "Shell" => format!("run `{}`", summary_text(&text("command"))),
         "Write" => format!("write {} ({} bytes)", text("path"), text("content").len()),
         "Edit" => format!("edit {}", text("path")),
-        "Task" => format!("start a subagent: {}", short(text("description"))),
+        "Task" => format!("start a subagent: {}", summary_text(&text("description"))),
         "SendToAgent" => format!("send a message to {}", text("agent")),
         "SendMessage" if ctx.scope.session.key.kind == SessionKind::Agent => {
             format!("reply to {}", ctx.scope.session.key.peer)
@@ -243,3 +271,7 @@ pub(super) fn denied(ctx: &ToolContext<'_>, reason: &str) -> ToolError {
         "do not retry it or reach the same result another way; tell your owner what you need",
     )
 }
+
+#[cfg(test)]
+#[path = "gate_summary_tests.rs"]
+mod summary_tests;
