@@ -24,6 +24,9 @@ fi
 # headless chromium through chromedriver; without them it skips, saying why.
 # Install them where we can (root with apt-get, about a minute once);
 # BOTFLEET_BROWSER=off skips the install.
+# BOTFLEET_BROWSER_LATENCY_MS=N cargo test --test all -- suite::ui_browser
+# runs the browser tests with every request of the page answered N ms late,
+# as on a slow machine: a test that only passes on a fast one shows up.
 if [ "${BOTFLEET_BROWSER:-auto}" != "off" ] && ! command -v chromedriver >/dev/null 2>&1 \
   && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "== installing chromium and chromedriver for the browser test (BOTFLEET_BROWSER=off skips)"

@@ -11,11 +11,7 @@
 //! scripts/test.sh installs them where it can).
 
 use botfleet_memory::ApprovalId;
-use botfleet_memory::EntryId;
-use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
-use botfleet_memory::NewApproval;
-use botfleet_memory::NewEntry;
 use serde_json::Value;
 use serde_json::json;
 
@@ -25,79 +21,27 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
+use crate::support::ui_page::append_notices;
+use crate::support::ui_page::fleet_with_r;
 
-pub(super) const SCRIPT: &str = r#"
-[[rule]]
-match = "(?i)token card"
-steps = [ { tool = "SendMessage", args = { text = "I need a token.", card = { type = "secret_request", name = "GITHUB_TOKEN", description = "repo scope" } } } ]
+/// A pending approval of bot `r` in `session` to run `env`, created as
+/// the gate does; it expires after `ttl_ms`.
+async fn ask_for(host: &TestHost, session: &str, ttl_ms: i64) -> ApprovalId {
+    let reason = "dumps the environment, which holds secrets";
+    ui_page::ask(host, session, "run `env`", reason, "env", ttl_ms).await
+}
 
-[[rule]]
-match = "(?i)please fail"
-steps = [ { fail = "the endpoint answered 500" } ]
-
-[[rule]]
-steps = [ { text = "thinking about it", tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
-"#;
-
-/// A pending approval of bot `r` in `session`, created as the gate does.
+/// [`ask_for`] an approval that waits for ten minutes.
 async fn ask(host: &TestHost, session: &str) -> ApprovalId {
     ask_for(host, session, 600_000).await
-}
-
-/// [`ask`] with an approval that expires after `ttl_ms`.
-pub(super) async fn ask_for(host: &TestHost, session: &str, ttl_ms: i64) -> ApprovalId {
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    let id = ApprovalId::new_v7();
-    let new = NewApproval {
-        id,
-        bot: "r".parse().unwrap(),
-        session: session.parse().unwrap(),
-        turn: None,
-        call_id: "call_1".into(),
-        tool: "Shell".into(),
-        fingerprint: "fp-env".into(),
-        summary: "run `env`".into(),
-        reason: "dumps the environment, which holds secrets".into(),
-        action: json!({"tool": "Shell", "args": {"command": "env"}}),
-        ttl_ms,
-        max_pending: 4,
-    };
-    rt.store
-        .write(vec![Mutation::RequestApproval(Box::new(new))])
-        .await
-        .unwrap();
-    id
-}
-
-/// `n` notices appended to `session`, as the host appends its own.
-pub(super) async fn append_notices(host: &TestHost, session: &str, n: usize) {
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    let batch = (0..n)
-        .map(|i| {
-            Mutation::Append(Box::new(NewEntry {
-                id: EntryId::new_v7(),
-                session: session.parse().unwrap(),
-                author: "system".into(),
-                turn: None,
-                kind: EntryKind::Notice {
-                    code: "test".into(),
-                    text: format!("notice {i}"),
-                    retry_turn: None,
-                },
-            }))
-        })
-        .collect();
-    rt.store.write(batch).await.unwrap();
 }
 
 /// The approved action runs: the approval is used, which appends no card
 /// (a notice stands for the tool's result that would follow).
 async fn run_approved(host: &TestHost, id: ApprovalId, session: &str) {
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    rt.store
-        .write(vec![Mutation::ConsumeApproval { id }])
-        .await
-        .unwrap();
+    ui_page::write(host, vec![Mutation::ConsumeApproval { id }]).await;
     append_notices(host, session, 1).await;
 }
 
@@ -121,14 +65,9 @@ async fn tick_an_hour_later(browser: &Browser, css: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_works_in_a_browser() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
 
@@ -306,20 +245,14 @@ async fn the_page_works_in_a_browser() {
             .await,
         Value::Null
     );
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_cards_show_the_approvals_state() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
     // the conversation starts with a message (a DM's session starts so)
@@ -341,8 +274,7 @@ async fn approval_cards_show_the_approvals_state() {
     // and one waiting now
     ask(&host, &session).await;
 
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
     browser
         .wait_text(".log .approval", "Approve this action?")
         .await;
@@ -376,21 +308,15 @@ async fn approval_cards_show_the_approvals_state() {
         tick_an_hour_later(&browser, ".approvals button").await,
         json!([true, true])
     );
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_tab_keeps_the_account_it_signed_in_with() {
-    let Some(browser) = Browser::start().await else {
+    let fleet = fleet_with_r(SCRIPT).bot_of("b", "s", &["SendMessage"], "bob");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .bot_of("b", "s", &["SendMessage"], "bob")
-        .start()
-        .await;
 
     // a token that is not ASCII cannot be a header: said so, not sent
     browser.go(&format!("{}/", host.url)).await;
@@ -469,8 +395,7 @@ async fn each_tab_keeps_the_account_it_signed_in_with() {
         .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
         .collect();
     assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A bot out of its daily token budget: the page shows the notice, and
@@ -478,17 +403,14 @@ async fn each_tab_keeps_the_account_it_signed_in_with() {
 /// (The "working" line stayed forever: only a turn end cleared it.)
 #[tokio::test]
 async fn a_paused_bot_is_not_shown_as_working() {
-    let Some(browser) = Browser::start().await else {
-        return;
-    };
-    let host = TestFleet::new()
+    let fleet = TestFleet::new()
         .script("s", SCRIPT)
         .bot("cheap", "s", &["SendMessage"])
-        .bot_lines("daily_token_budget = 1")
-        .start()
-        .await;
-    browser.go(&format!("{}/", host.url)).await;
-    browser.sign_in(&host.url, TOKEN).await;
+        .bot_lines("daily_token_budget = 1");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    ui_page::open(&browser, &host, "#/bots").await;
     browser.click(".list a[href='#/bots/cheap']").await;
     // the first message spends the budget
     browser
@@ -509,29 +431,26 @@ async fn a_paused_bot_is_not_shown_as_working() {
             json!([]),
         )
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// The approvals badge counts a pending approval and, as an expiry sends
 /// no change signal, counts again when it expires.
 #[tokio::test]
 async fn the_approvals_badge_counts_again_when_an_approval_expires() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
-    // long enough for a browser to start and sign in on a loaded machine
-    // (at 4 s it once expired before the page had counted it), and short
-    // of the page wait (20 s) for its expiry after that
+    // the page is signed in and hears the change signals before the
+    // approval is asked: its time runs from a change signal the page
+    // answers at once, not from a browser's start and a sign-in (on a
+    // loaded machine those took longer than its time, and it expired
+    // before the page had counted it); 10 s is short of the page wait
+    // (20 s) for its expiry after that
+    ui_page::open(&browser, &host, "#/bots").await;
+    browser.find("#conn.live").await;
     ask_for(&host, &session, 10_000).await;
-    browser.go(&format!("{}/", host.url)).await;
-    browser.sign_in(&host.url, TOKEN).await;
     browser
         .wait_js(
             "the badge counting one approval",
@@ -546,6 +465,5 @@ async fn the_approvals_badge_counts_again_when_an_approval_expires() {
             json!([]),
         )
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

@@ -7,23 +7,19 @@
 //! role.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
-//! installed ([`Browser::start`]).
+//! installed ([`ui_page::start`]).
 
 use botfleet_memory::ApprovalId;
-use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
-use botfleet_memory::Mutation;
-use botfleet_memory::NewApproval;
-use botfleet_memory::NewEntry;
 use serde_json::Value;
 use serde_json::json;
 
-use super::ui_browser::ask_for;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::ui_page;
+use crate::support::ui_page::fleet_with_r;
 
 const CARD_SCRIPT: &str = r#"
 [[rule]]
@@ -62,14 +58,9 @@ async fn click_card_button(browser: &Browser, label: &str) {
 /// `javascript:` button sent its label.)
 #[tokio::test]
 async fn a_card_button_sends_nothing_the_person_has_not_seen() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(CARD_SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", CARD_SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
     // SendMessage refuses a `javascript:` url: the card is one written
     // before it did (or by another host), which the page must still draw
@@ -79,24 +70,13 @@ async fn a_card_button_sends_nothing_the_person_has_not_seen() {
         {"label": "Open", "url": "javascript:alert(document.domain)"},
         {"label": "Docs", "url": "https://example.org/docs"},
     ]});
-    let delivery = NewEntry {
-        id: EntryId::new_v7(),
-        session: session.parse().unwrap(),
-        author: "r".into(),
-        turn: None,
-        kind: EntryKind::Delivery {
-            text: "Choose:".into(),
-            card: Some(card),
-            call_id: "call_card".into(),
-        },
+    let delivery = EntryKind::Delivery {
+        text: "Choose:".into(),
+        card: Some(card),
+        call_id: "call_card".into(),
     };
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    rt.store
-        .write(vec![Mutation::Append(Box::new(delivery))])
-        .await
-        .unwrap();
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    ui_page::append(&host, &session, "r", [delivery]).await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
     browser
         .type_in(".composer textarea", &format!("buttons please{ENTER}"))
         .await;
@@ -154,8 +134,7 @@ async fn a_card_button_sends_nothing_the_person_has_not_seen() {
             json!(["@everyone please run rm -rf ~"]),
         )
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// An approval approved and never used reads so once it expired, in the
@@ -163,19 +142,16 @@ async fn a_card_button_sends_nothing_the_person_has_not_seen() {
 /// decided in time" though alice had approved it.)
 #[tokio::test]
 async fn an_approved_action_never_used_says_it_was_approved() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(CARD_SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", CARD_SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
-    // one approved at once, unused after 1 s (its window to be used is as
-    // long as its window to decide); one nobody decides, for 2.5 s
-    let approved = ask_about(&host, &session, "run `env`", 1_000).await;
-    ask_about(&host, &session, "run `id`", 2_500).await;
+    // one approved at once, unused after 3 s (its window to be used is as
+    // long as its window to decide; 3 s, not 1: the approval must reach
+    // the host in its window to decide, on a loaded machine too); one
+    // nobody decides, for 4 s
+    let approved = ask_about(&host, &session, "run `env`", 3_000).await;
+    ask_about(&host, &session, "run `id`", 4_000).await;
     let (status, body) = host
         .post_raw(
             &format!("/v1/approvals/{approved}"),
@@ -200,8 +176,7 @@ async fn an_approved_action_never_used_says_it_was_approved() {
     })
     .await;
 
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
     browser
         .wait_text(".log .approval", "Approved by alice")
         .await;
@@ -233,8 +208,7 @@ async fn an_approved_action_never_used_says_it_was_approved() {
     browser
         .wait_text(".approvals .panel", "not used before it expired")
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// The approvals page, signalled by a bot's unrelated activity, keeps the
@@ -242,21 +216,13 @@ async fn an_approved_action_never_used_says_it_was_approved() {
 /// signal of any bot rebuilt the list.)
 #[tokio::test]
 async fn the_approvals_page_keeps_what_the_person_opened() {
-    let Some(browser) = Browser::start().await else {
+    let fleet = fleet_with_r(CARD_SCRIPT).bot("o", "s", &["SendMessage"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", CARD_SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .bot("o", "s", &["SendMessage"])
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
-    ask_for(&host, &session, 600_000).await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser
-        .go(&format!("{}/#/approvals?show=all", host.url))
-        .await;
+    ask_about(&host, &session, "run `env`", 600_000).await;
+    ui_page::open(&browser, &host, "#/approvals?show=all").await;
     browser.wait_text(".approvals .panel", "run `env`").await;
     browser.click(".approvals details summary").await;
     // the page's loads of the list are counted once drawn (the count is
@@ -302,34 +268,13 @@ async fn the_approvals_page_keeps_what_the_person_opened() {
         )
         .await;
     assert_eq!(kept, json!({"open": true, "focused": true}));
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A pending approval of bot `r` for `summary` (also its reason and its
-/// fingerprint: each summary is another action), created as the gate does.
+/// command), created as the gate does.
 async fn ask_about(host: &TestHost, session: &str, summary: &str, ttl_ms: i64) -> ApprovalId {
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    let id = ApprovalId::new_v7();
-    let new = NewApproval {
-        id,
-        bot: "r".parse().unwrap(),
-        session: session.parse().unwrap(),
-        turn: None,
-        call_id: format!("call_{id}"),
-        tool: "Shell".into(),
-        fingerprint: summary.to_owned(),
-        summary: summary.to_owned(),
-        reason: summary.to_owned(),
-        action: json!({"tool": "Shell", "args": {"command": summary}}),
-        ttl_ms,
-        max_pending: 4,
-    };
-    rt.store
-        .write(vec![Mutation::RequestApproval(Box::new(new))])
-        .await
-        .unwrap();
-    id
+    ui_page::ask(host, session, summary, summary, summary, ttl_ms).await
 }
 
 /// Long unbroken text wraps inside approval cards and notices, and a bidi
@@ -338,39 +283,24 @@ async fn ask_about(host: &TestHost, session: &str, summary: &str, ttl_ms: i64) -
 /// line's text.)
 #[tokio::test]
 async fn what_bots_wrote_stays_in_its_box() {
-    let Some(browser) = Browser::start().await else {
+    let fleet = fleet_with_r(CARD_SCRIPT).tables(
+        "[[bots]]\nid = \"e\"\nname = \"Evil\"\nrole = \"\\u202Eevil\"\nowner = \"alice\"\n\
+             provider = \"s\"\ntools = [\"SendMessage\"]\n",
+    );
+    let Some((browser, host)) = ui_page::start(fleet).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", CARD_SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .tables(
-            "[[bots]]\nid = \"e\"\nname = \"Evil\"\nrole = \"\\u202Eevil\"\nowner = \"alice\"\n\
-             provider = \"s\"\ntools = [\"SendMessage\"]\n",
-        )
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
     let word = "x".repeat(600);
     ask_about(&host, &session, &word, 600_000).await;
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    rt.store
-        .write(vec![Mutation::Append(Box::new(NewEntry {
-            id: EntryId::new_v7(),
-            session: session.parse().unwrap(),
-            author: "system".into(),
-            turn: None,
-            kind: EntryKind::Notice {
-                code: "test".into(),
-                text: word.clone(),
-                retry_turn: None,
-            },
-        }))])
-        .await
-        .unwrap();
+    let notice = EntryKind::Notice {
+        code: "test".into(),
+        text: word.clone(),
+        retry_turn: None,
+    };
+    ui_page::append(&host, &session, "system", [notice]).await;
 
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
     browser.wait_text(".log .notice", "xxxx").await;
     browser.wait_text(".log .approval", "xxxx").await;
     let wide = browser
@@ -414,8 +344,7 @@ async fn what_bots_wrote_stays_in_its_box() {
         .map(Value::String)
         .collect();
     assert_eq!(console, Vec::<Value>::new());
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// An approved action's card says what the approval allows, as the gate
@@ -426,18 +355,12 @@ async fn what_bots_wrote_stays_in_its_box() {
 /// and as if the bot might run it whenever it liked.)
 #[tokio::test]
 async fn an_approved_card_says_when_and_how_the_action_may_run() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(CARD_SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", CARD_SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
     let id = ask_about(&host, &session, "run `env`", 600_000).await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
     browser.click(".log .approval button.primary").await;
     let said = "Approved · runs once if the bot makes this exact call again before ";
     browser.wait_text(".log .approval .status", said).await;
@@ -483,6 +406,5 @@ async fn an_approved_card_says_when_and_how_the_action_may_run() {
         .await;
     browser.wait_text(".approvals .panel .status", said).await;
     assert_eq!(status(".approvals .panel .status").await, json!([expected]));
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

@@ -7,33 +7,34 @@
 //! beside the form, and the main menu fits a phone's width.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
-//! installed ([`Browser::start`]).
+//! installed ([`ui_page::start`]).
 
 use reqwest::Method;
 use serde_json::Value;
 use serde_json::json;
 
-use super::ui_browser::SCRIPT;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
 
-/// Alice's bot `b` and bob's shareable bot `t`; alice's room `id` holds
-/// both (a shared room bob reads too).
-async fn shared_room(id: &str) -> TestHost {
-    let host = TestFleet::new()
+/// The browser, and a host of alice's bots `b` and `c` and bob's
+/// shareable bot `t`; alice's room `id` holds `b` and `t` (a shared room
+/// bob reads too). `None` when the browser is not installed.
+async fn shared_room(id: &str) -> Option<(Browser, TestHost)> {
+    let fleet = TestFleet::new()
         .script("s", SCRIPT)
         .bot("b", "s", &["SendMessage"])
         .bot("c", "s", &["SendMessage"])
         .bot_of("t", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+        .bot_lines("shareable = true");
+    let (browser, host) = ui_page::start(fleet).await?;
     create_room(&host, id, &["b", "t"]).await;
-    host
+    Some((browser, host))
 }
 
 async fn create_room(host: &TestHost, id: &str, members: &[&str]) {
@@ -76,10 +77,9 @@ async fn has_button(browser: &Browser, label: &str) -> bool {
 /// nothing said the room was closed.)
 #[tokio::test]
 async fn a_closed_room_says_so_and_has_no_message_box() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = shared_room("standup").await else {
         return;
     };
-    let host = shared_room("standup").await;
     browser.sign_in(&host.url, BOB_TOKEN).await;
     // no poll: the page learns of the close only from the refusal
     browser
@@ -121,20 +121,17 @@ async fn a_closed_room_says_so_and_has_no_message_box() {
         .wait_text(".conv-head h1 .state.closed", "closed")
         .await;
     assert_eq!(browser.count(".composer").await, 0);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// The owner's open room learns of its close live (the close notice's
 /// change signal): the box gives way to the closed line at once.
 #[tokio::test]
 async fn a_room_closed_while_open_loses_its_message_box() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = shared_room("standup").await else {
         return;
     };
-    let host = shared_room("standup").await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/rooms/standup", host.url)).await;
+    ui_page::open(&browser, &host, "#/rooms/standup").await;
     browser.find("#conn.live").await;
     browser.find(".detail .composer textarea").await;
     close_room(&host, "standup").await;
@@ -145,8 +142,7 @@ async fn a_room_closed_while_open_loses_its_message_box() {
     browser
         .wait_text(".list a[href='#/rooms/standup'] .state.closed", "closed")
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// Sets the value of the input `css` as typing would (an `input` event).
@@ -166,17 +162,14 @@ async fn fill(browser: &Browser, css: &str, value: &str) {
 /// no id and showed the API's "invalid room id".)
 #[tokio::test]
 async fn a_new_room_gets_an_id_made_from_its_name() {
-    let Some(browser) = Browser::start().await else {
-        return;
-    };
-    let host = TestFleet::new()
+    let fleet = TestFleet::new()
         .script("s", SCRIPT)
         .bot("b", "s", &["SendMessage"])
-        .bot("c", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/rooms/new", host.url)).await;
+        .bot("c", "s", &["SendMessage"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    ui_page::open(&browser, &host, "#/rooms/new").await;
     fill(&browser, "#room-name", "✨✨").await;
     browser.click("input[type=checkbox][value=b]").await;
     browser.click("input[type=checkbox][value=c]").await;
@@ -209,8 +202,7 @@ async fn a_new_room_gets_an_id_made_from_its_name() {
     let (status, room) = host.get("/v1/groups/team-standup", TOKEN).await;
     assert_eq!(status, 200, "{room}");
     assert_eq!(room["name"], "Team Standup ✨", "{room}");
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// The note under the room's box ("Addressed to …, Nobody here is called
@@ -218,12 +210,10 @@ async fn a_new_room_gets_an_id_made_from_its_name() {
 /// (Before, it stayed under later messages.)
 #[tokio::test]
 async fn the_mention_note_goes_with_the_next_message() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = shared_room("zoo").await else {
         return;
     };
-    let host = shared_room("zoo").await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/rooms/zoo", host.url)).await;
+    ui_page::open(&browser, &host, "#/rooms/zoo").await;
     browser
         .type_in(".composer textarea", &format!("@b hi @nobody{ENTER}"))
         .await;
@@ -241,8 +231,7 @@ async fn the_mention_note_goes_with_the_next_message() {
         )
         .await;
     assert_eq!(note, json!(["", 0]), "the note is gone while typing");
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A bot paused for the day keeps its name readable in the list beside
@@ -250,15 +239,13 @@ async fn the_mention_note_goes_with_the_next_message() {
 /// the name was cut to one letter.)
 #[tokio::test]
 async fn a_paused_bots_name_stays_readable_in_the_list() {
-    let Some(browser) = Browser::start().await else {
-        return;
-    };
-    let host = TestFleet::new()
+    let fleet = TestFleet::new()
         .script("s", SCRIPT)
         .bot("budget", "s", &["SendMessage"])
-        .bot_lines("daily_token_budget = 1")
-        .start()
-        .await;
+        .bot_lines("daily_token_budget = 1");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
     let (_, dm) = host.get("/v1/bots/budget/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
     host.send("budget", "first", None).await;
@@ -267,7 +254,7 @@ async fn a_paused_bots_name_stays_readable_in_the_list() {
         b["bots"][0]["paused_until"].as_i64().map(Value::from)
     })
     .await;
-    browser.sign_in(&host.url, TOKEN).await;
+    ui_page::open(&browser, &host, "#/bots").await;
     browser
         .wait_text(".list a[href='#/bots/budget'] .state", "paused until")
         .await;
@@ -284,30 +271,25 @@ async fn a_paused_bots_name_stays_readable_in_the_list() {
         json!({"cut": false, "wide": true, "badge_cut": false}),
         "the name and the badge both readable"
     );
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// Saving a secret the host refuses shows the error beside the form, not
 /// in a toast over the Save and Delete buttons.
 #[tokio::test]
 async fn a_refused_secret_says_why_beside_the_form() {
-    let Some(browser) = Browser::start().await else {
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("b", "s", &["SendMessage"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("b", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/secrets", host.url)).await;
+    ui_page::open(&browser, &host, "#/secrets").await;
     browser.type_in("#secret-name", "PATH").await;
     browser.type_in("#secret-value", &format!("x{ENTER}")).await;
     browser.wait_text(".page > .error-text", "PATH").await;
     assert_eq!(browser.count(".toast").await, 0);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// On a phone (375 px), every item of the main menu is in view (none
@@ -316,13 +298,11 @@ async fn a_refused_secret_says_why_beside_the_form() {
 /// placeholder was cut.)
 #[tokio::test]
 async fn the_menu_and_the_room_box_fit_a_phone() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = shared_room("zoo").await else {
         return;
     };
-    let host = shared_room("zoo").await;
     browser.resize(375, 800).await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/rooms/zoo", host.url)).await;
+    ui_page::open(&browser, &host, "#/rooms/zoo").await;
     browser.find(".composer textarea").await;
     let fit = browser
         .js(
@@ -344,6 +324,5 @@ async fn the_menu_and_the_room_box_fit_a_phone() {
         json!({"narrow": true, "out": [], "placeholder_fits": true}),
         "menu items in view, placeholder whole"
     );
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

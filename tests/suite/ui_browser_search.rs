@@ -5,16 +5,16 @@
 //! error.)
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
-//! installed ([`Browser::start`]).
+//! installed ([`ui_page::start`]).
 
 use serde_json::json;
 
-use super::ui_browser::SCRIPT;
 use crate::support::browser::Browser;
-use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::restart;
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
 
 /// Alice talks to `a2` and `b`; then fleet.toml gives `a2` to bob.
 async fn alice_gave_a2_away() -> TestHost {
@@ -50,9 +50,7 @@ async fn a_hit_in_a_dm_with_a_bot_given_away_opens_the_dm_read_only() {
         return;
     };
     let host = alice_gave_a2_away().await;
-    browser.go(&format!("{}/", host.url)).await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/search?q=wombat", host.url)).await;
+    ui_page::open(&browser, &host, "#/search?q=wombat").await;
     browser.wait_text(".hits", "echo: wombat for a2").await;
     browser.wait_text(".hits", "echo: wombat for b").await;
     let links = browser
@@ -88,6 +86,5 @@ async fn a_hit_in_a_dm_with_a_bot_given_away_opens_the_dm_read_only() {
         )
         .await;
     assert_eq!(state, json!([given, 0]), "stays on the session, no error");
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

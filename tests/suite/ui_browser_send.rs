@@ -7,18 +7,21 @@
 //! reads "working" while the bot works on a first message.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
-//! installed ([`Browser::start`]).
+//! installed ([`ui_page::start`]).
 
 use serde_json::Value;
 use serde_json::json;
+use tokio::sync::watch;
 
-use super::ui_browser::SCRIPT;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestHost;
+use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_message;
 use crate::support::ui_page;
-use crate::support::ui_page::host_with_r;
+use crate::support::ui_page::SCRIPT;
+use crate::support::ui_page::fleet_with_r;
 
 /// Records, from now on, whether the outbox ever showed a bubble marked
 /// not sent (`.unsent`) or a "Discard" button, in `window.seen`.
@@ -40,15 +43,15 @@ async fn stored(host: &TestHost, session: &str, text: &str) -> usize {
         .count()
 }
 
-/// A host with the echo bot `r`, its DM open in `browser`, live; the DM's
-/// session.
-async fn open_dm(browser: &Browser) -> (TestHost, String) {
-    let host = host_with_r(SCRIPT).await;
+/// The browser, and a host with the echo bot `r` whose DM is open in it,
+/// live; the DM's session. `None` when the browser is not installed.
+async fn live_dm() -> Option<(Browser, TestHost, String)> {
+    let (browser, host) = ui_page::start(fleet_with_r(SCRIPT)).await?;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
-    ui_page::open_dm(browser, &host, "r").await;
+    ui_page::open_dm(&browser, &host, "r").await;
     browser.find("#conn.live").await;
-    (host, session)
+    Some((browser, host, session))
 }
 
 /// Waits until the outbox holds no bubble.
@@ -69,10 +72,9 @@ async fn outbox_empty(browser: &Browser) {
 /// stayed under the delivered message and its reply.)
 #[tokio::test]
 async fn a_message_whose_answer_was_lost_is_not_shown_as_not_sent() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host, session)) = live_dm().await else {
         return;
     };
-    let (host, session) = open_dm(&browser).await;
     let lose_answer = r#"
         window.drops = 1;
         const f = window.fetch;
@@ -107,8 +109,7 @@ async fn a_message_whose_answer_was_lost_is_not_shown_as_not_sent() {
         json!({"seen": {"unsent": false, "discard": false}, "drops": 0, "mine": ["lost answer"]})
     );
     assert_eq!(stored(&host, &session, "lost answer").await, 1);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// The host cannot be reached when the message is sent: the bubble says
@@ -118,23 +119,13 @@ async fn a_message_whose_answer_was_lost_is_not_shown_as_not_sent() {
 /// for a click on Retry.)
 #[tokio::test]
 async fn a_message_sent_while_the_host_is_unreachable_goes_when_it_is_back() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host, session)) = live_dm().await else {
         return;
     };
-    let (host, session) = open_dm(&browser).await;
     // every request fails as if the host were gone (the change stream,
-    // already open, stays); each message sent is recorded with its key
-    let unreachable = r#"
-        window.down = true;
-        window.keys = [];
-        const f = window.fetch;
-        window.fetch = function (url, opts) {
-          if (opts && opts.method === "POST" && String(url).includes("/messages")) window.keys.push(opts.headers["Idempotency-Key"]);
-          if (window.down) return Promise.reject(new TypeError("Failed to fetch"));
-          return f.apply(this, arguments);
-        };"#;
+    // already open, stays)
     browser
-        .js(&format!("{WATCH_OUTBOX}{unreachable}"), json!([]))
+        .js(&format!("{WATCH_OUTBOX}{MESSAGES_LOST}"), json!([true]))
         .await;
     browser
         .type_in(".composer textarea", &format!("while away{ENTER}"))
@@ -158,8 +149,7 @@ async fn a_message_sent_while_the_host_is_unreachable_goes_when_it_is_back() {
         json!({"seen": {"unsent": false, "discard": false}, "keys": 1, "tries": true})
     );
     assert_eq!(stored(&host, &session, "while away").await, 1);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A link to an entry past the end of the conversation (`?seq=99999`)
@@ -168,15 +158,11 @@ async fn a_message_sent_while_the_host_is_unreachable_goes_when_it_is_back() {
 /// newest.)
 #[tokio::test]
 async fn a_link_past_the_end_shows_the_newest_messages() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = host_with_r(SCRIPT).await;
     host.dm_after_hello("r").await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser
-        .go(&format!("{}/#/bots/r?seq=99999", host.url))
-        .await;
+    ui_page::open(&browser, &host, "#/bots/r?seq=99999").await;
     browser.wait_text(".log", "echo: hello").await;
     browser.wait_text(".toast", "no message #99999").await;
     let shown = browser
@@ -195,8 +181,7 @@ async fn a_link_past_the_end_shows_the_newest_messages() {
         shown,
         json!({"earlier": false, "empty": false, "newer": false, "first": 1})
     );
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// An address whose id is `..` (or `.`) says "No such page" and asks the
@@ -205,10 +190,9 @@ async fn a_link_past_the_end_shows_the_newest_messages() {
 /// `/v1/session` and showed the host's "no such route".)
 #[tokio::test]
 async fn an_address_with_dot_segments_is_no_such_page() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = host_with_r(SCRIPT).await;
     ui_page::open_dm(&browser, &host, "r").await;
     browser
         .js(
@@ -247,27 +231,36 @@ async fn an_address_with_dot_segments_is_no_such_page() {
         })
         .collect();
     assert!(stray.is_empty(), "asked {asked}");
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
-/// A bot that takes a while over its first step.
-const SLOW: &str = r#"
-[[rule]]
-steps = [ { text = "thinking", delay_ms = 3000, tool = "SendMessage", args = { text = "slow: {{input}}" } } ]
-"#;
+/// A model that answers a message only once `gate` opens ("thinking",
+/// and SendMessage "slow: take your time"), and a tool's result with a
+/// plain stop.
+fn held_model(request: &Value, gate: &watch::Receiver<bool>) -> Reply {
+    if last_message(request).is_some_and(|m| m["role"] == "tool") {
+        return Reply::text("");
+    }
+    let args = json!({"text": "slow: take your time"}).to_string();
+    Reply::tool_call("call_1", "SendMessage", args)
+        .with_text("thinking")
+        .hold_until(gate.clone())
+}
 
 /// While a bot works on the first message sent to it, its header and its
 /// row in the list read "working", as the conversation does. (A tester
 /// saw "asleep" until the reply on a busy host, whose bot list left out
 /// bots that were slow to answer; this host is not busy, so this guards
 /// the page's side: the bots are read again after a message is accepted.)
+/// The model answers once the page said so: on a slow machine the turn
+/// cannot end first (it took 3 s, and a slow page missed it).
 #[tokio::test]
 async fn a_bot_working_on_a_first_message_reads_working() {
-    let Some(browser) = Browser::start().await else {
+    let (open, gate) = watch::channel(false);
+    let model = move |body: &Value| held_model(body, &gate);
+    let Some((browser, host, server)) = ui_page::start_with_model(model).await else {
         return;
     };
-    let host = host_with_r(SLOW).await;
     ui_page::open_dm(&browser, &host, "r").await;
     browser.find("#conn.live").await;
     browser.wait_text(".conv-head h1 .state", "asleep").await;
@@ -287,22 +280,26 @@ async fn a_bot_working_on_a_first_message_reads_working() {
             json!([]),
         )
         .await;
+    open.send_replace(true);
     browser.wait_text(".log", "slow: take your time").await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
+    server.shutdown().await;
 }
 
 /// While `window.down` is true, each message sent fails as if the
-/// connection dropped (the page's other requests go through: the views
-/// still open); the key of each one is recorded in `window.keys`.
+/// connection dropped, and so does every other request when the script's
+/// argument is true (the host is gone); when it is false they go through
+/// (the views still open). The key of each message is recorded in
+/// `window.keys`.
 const MESSAGES_LOST: &str = r#"
+    const everything = arguments[0];
     window.down = true;
     window.keys = [];
     const f = window.fetch;
     window.fetch = function (url, opts) {
       const message = opts && opts.method === "POST" && String(url).includes("/messages");
       if (message) window.keys.push(opts.headers["Idempotency-Key"]);
-      if (message && window.down) return Promise.reject(new TypeError("Failed to fetch"));
+      if (window.down && (message || everything)) return Promise.reject(new TypeError("Failed to fetch"));
       return f.apply(this, arguments);
     };"#;
 
@@ -341,12 +338,11 @@ async fn answered(host: &TestHost, session: &str, text: &str) {
 /// it at all.)
 #[tokio::test]
 async fn a_message_left_unconfirmed_is_sent_after_leaving_its_conversation() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host, session)) = live_dm().await else {
         return;
     };
-    let (host, session) = open_dm(&browser).await;
     browser
-        .js(&format!("{WATCH_OUTBOX}{MESSAGES_LOST}"), json!([]))
+        .js(&format!("{WATCH_OUTBOX}{MESSAGES_LOST}"), json!([false]))
         .await;
     browser
         .type_in(".composer textarea", &format!("while elsewhere{ENTER}"))
@@ -383,8 +379,7 @@ async fn a_message_left_unconfirmed_is_sent_after_leaving_its_conversation() {
         json!({"seen": {"unsent": false, "discard": false}, "keys": 1, "tries": true, "mine": ["while elsewhere"]})
     );
     assert_eq!(stored(&host, &session, "while elsewhere").await, 1);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A message not confirmed when the page is reloaded is sent again by the
@@ -394,11 +389,10 @@ async fn a_message_left_unconfirmed_is_sent_after_leaving_its_conversation() {
 /// reached the host.)
 #[tokio::test]
 async fn a_message_left_unconfirmed_is_sent_after_a_reload() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host, session)) = live_dm().await else {
         return;
     };
-    let (host, session) = open_dm(&browser).await;
-    browser.js(MESSAGES_LOST, json!([])).await;
+    browser.js(MESSAGES_LOST, json!([false])).await;
     browser
         .type_in(".composer textarea", &format!("across a reload{ENTER}"))
         .await;
@@ -428,6 +422,5 @@ async fn a_message_left_unconfirmed_is_sent_after_a_reload() {
         "{again}"
     );
     assert_eq!(stored(&host, &session, "across a reload").await, 1);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

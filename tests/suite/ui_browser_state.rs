@@ -4,15 +4,16 @@
 //! there; logging out right after activity sends nothing without a token.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
-//! installed ([`Browser::start`]).
+//! installed ([`ui_page::start`]).
 
 use serde_json::json;
 
-use super::ui_browser::SCRIPT;
-use super::ui_browser::append_notices;
-use crate::support::browser::Browser;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
+use crate::support::ui_page::append_notices;
+use crate::support::ui_page::fleet_with_r;
 
 /// A bot out of its daily token budget, with a message that came after the
 /// budget's notice: the page says it is paused until the budget's reset,
@@ -20,15 +21,13 @@ use crate::support::fleet::TestFleet;
 /// "working on it": the page never read `paused_until`.)
 #[tokio::test]
 async fn a_paused_bot_reads_paused_until_its_budget_resets() {
-    let Some(browser) = Browser::start().await else {
-        return;
-    };
-    let host = TestFleet::new()
+    let fleet = TestFleet::new()
         .script("s", SCRIPT)
         .bot("cheap", "s", &["SendMessage"])
-        .bot_lines("daily_token_budget = 1")
-        .start()
-        .await;
+        .bot_lines("daily_token_budget = 1");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
     let (_, dm) = host.get("/v1/bots/cheap/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
     // the first message spends the budget; the second is told it waits
@@ -47,8 +46,7 @@ async fn a_paused_bot_reads_paused_until_its_budget_resets() {
     assert_eq!(status, 202, "{third}");
     assert!(third["paused_until"].is_i64(), "{third}");
 
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/cheap", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/cheap").await;
     browser
         .wait_text(".conv-head h1 .state", "paused until")
         .await;
@@ -65,8 +63,7 @@ async fn a_paused_bot_reads_paused_until_its_budget_resets() {
         )
         .await;
     assert_eq!(shown, json!({"working": false, "list": true}));
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A link to entry 100 of 1,500 (what a search hit opens) shows a page
@@ -75,21 +72,15 @@ async fn a_paused_bot_reads_paused_until_its_budget_resets() {
 /// (It loaded every entry after the linked one, up to 50,000.)
 #[tokio::test]
 async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
     let session = host.dm_after_hello("r").await;
     append_notices(&host, &session, 1_500).await;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let last = dm["last_seq"].as_i64().unwrap();
 
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r?seq=100", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/r?seq=100").await;
     browser.find(".log li.target[data-seq='100']").await;
     // [at most a page of entries, the first one's seq, the last one's]
     let seqs = "const s = [...document.querySelectorAll('.log li')].map((li) => Number(li.dataset.seq)); \
@@ -135,9 +126,52 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
             json!([last + 1]),
         )
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
+
+/// Records in `window.tokenless` each request the page sends with an
+/// Authorization header that holds no token, and keeps in the body's
+/// `data-busy` (an attribute: the test's waits see the document) how much
+/// the page has yet to do: its timeouts of at most 2 s (the debounced
+/// reloads, the short waits between loads) neither run nor dropped, and
+/// its requests not yet answered in full (the change stream aside, which
+/// is read as long as it lasts). Its errors' toasts stay 8 s: longer.
+const WATCH_REQUESTS: &str = r#"
+    window.tokenless = [];
+    const [setT, clearT, f] = [window.setTimeout, window.clearTimeout, window.fetch];
+    const timers = new Set();
+    let requests = 0;
+    const show = () => { document.body.dataset.busy = String(timers.size + requests); };
+    window.setTimeout = function (fn, ms, ...rest) {
+      const id = setT.call(window, () => {
+        if (timers.delete(id)) show();
+        if (typeof fn === "function") fn(...rest);
+      }, ms);
+      if (!(Number(ms) > 2000)) { timers.add(id); show(); }
+      return id;
+    };
+    window.clearTimeout = function (id) {
+      if (timers.delete(id)) show();
+      return clearT.call(window, id);
+    };
+    window.fetch = function (url, opts) {
+      const auth = opts && opts.headers && opts.headers.Authorization;
+      if (auth !== undefined && !/^Bearer \S/.test(auth)) window.tokenless.push(String(url));
+      const answer = f.apply(this, arguments);
+      if (String(url).includes("/v1/events")) return answer;
+      requests++;
+      show();
+      // counted down a task after the body is read: what the page does
+      // with the answer (a toast) is done by then
+      const done = () => setT.call(window, () => { requests--; show(); }, 0);
+      return answer.then((r) => {
+        const text = r.text.bind(r);
+        r.text = () => { const t = text(); t.then(done, done); return t; };
+        return r;
+      }, (e) => { done(); throw e; });
+    };
+    show();
+"#;
 
 /// "Log out" right after a change signal: the bots' reload that signal
 /// scheduled is dropped, so no request goes out without a token and no
@@ -145,30 +179,12 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
 /// <token>`" appeared on the sign-in page.)
 #[tokio::test]
 async fn logging_out_right_after_activity_sends_nothing_without_a_token() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
-    browser.find(".composer textarea").await;
+    ui_page::open_dm(&browser, &host, "r").await;
     browser.find("#conn.live").await;
-    browser
-        .js(
-            r#"window.tokenless = [];
-               const f = window.fetch;
-               window.fetch = function (url, opts) {
-                 const auth = opts && opts.headers && opts.headers.Authorization;
-                 if (auth !== undefined && !/^Bearer \S/.test(auth)) window.tokenless.push(String(url));
-                 return f.apply(this, arguments);
-               };"#,
-            json!([]),
-        )
-        .await;
+    browser.js(WATCH_REQUESTS, json!([])).await;
     // the reply arrives on a change signal: log out at that moment
     host.send("r", "hello", None).await;
     browser
@@ -181,18 +197,25 @@ async fn logging_out_right_after_activity_sends_nothing_without_a_token() {
         )
         .await;
     browser.find("#token").await;
-    // longer than the debounced reloads wait (0.7 s, 1.2 s)
+    // the reloads the signals scheduled (0.7 s, 1.2 s after them) ran or
+    // were dropped, and what the page asked was answered, on a slow
+    // machine too (a fixed 2.5 s could end before a late one ran)
+    browser
+        .wait_js(
+            "nothing left to run or answered after Log out",
+            "return document.body.dataset.busy === '0'",
+            json!([]),
+        )
+        .await;
     let after = browser
-        .js_async(
-            r#"const done = arguments[arguments.length - 1];
-               setTimeout(() => done({
+        .js(
+            r#"return {
                  tokenless: window.tokenless,
                  errors: [...document.querySelectorAll(".toast.error")].map((t) => t.textContent),
-               }), 2500);"#,
+               }"#,
             json!([]),
         )
         .await;
     assert_eq!(after, json!({"tokenless": [], "errors": []}));
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

@@ -4,30 +4,29 @@
 //! that failed while the host was down opening once it is back.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
-//! installed ([`Browser::start`]).
+//! installed ([`ui_page::start`]).
 
 use std::collections::HashMap;
 
 use botfleet::host::HostOptions;
 use serde_json::Value;
 use serde_json::json;
+use tokio::sync::watch;
 
-use super::ui_browser::SCRIPT;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::openai_server::Reply;
 use crate::support::ui_page;
-use crate::support::ui_page::host_with_r;
+use crate::support::ui_page::SCRIPT;
+use crate::support::ui_page::fleet_with_r;
 
 /// In a shared room, the page names another user's bot in search hits,
 /// and Retry on that bot's failed turn says that only its owner can.
 #[tokio::test]
 async fn a_shared_room_shows_other_users_bots_by_name_and_their_retry_as_theirs() {
-    let Some(browser) = Browser::start().await else {
-        return;
-    };
     let script = r#"
 [[rule]]
 match = "break"
@@ -37,13 +36,14 @@ steps = [ { fail = "the model is down" } ]
 steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
 "#;
     // b is alice's; t is bob's and may join other people's rooms
-    let host = TestFleet::new()
+    let fleet = TestFleet::new()
         .script("s", script)
         .bot("b", "s", &["SendMessage"])
         .bot_of("t", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
+        .bot_lines("shareable = true");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
     let (status, room) = host
         .post_raw(
             "/v1/groups",
@@ -71,9 +71,7 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
     }
     super::recall::flush(&host).await;
 
-    browser.go(&format!("{}/", host.url)).await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/search?q=wombat", host.url)).await;
+    ui_page::open(&browser, &host, "#/search?q=wombat").await;
     browser.wait_text(".hits", "t saw the wombat").await;
     let who = browser
         .js(
@@ -120,31 +118,23 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
             "Only the owner of that bot can retry its turn.",
         )
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// Retry on a stopped turn's notice: the page shows the bot working again
 /// until the retried turn ends. (A retry writes no entry, and the stopped
 /// turn's end had taken its input off the unanswered ones: the page said
-/// the bot was idle for the whole retried turn.)
+/// the bot was idle for the whole retried turn.) The model answers once
+/// the page said the retried turn runs: on a slow machine no turn ends
+/// before the page saw it (each took 4 s, which a slow page could miss).
 #[tokio::test]
 async fn a_retried_turn_shows_the_bot_working() {
-    let Some(browser) = Browser::start().await else {
+    let (open, gate) = watch::channel(false);
+    let model = move |_: &Value| Reply::text("thinking slowly").hold_until(gate.clone());
+    let Some((browser, host, server)) = ui_page::start_with_model(model).await else {
         return;
     };
-    let script = r#"
-[[rule]]
-match = "(?i)slow"
-steps = [ { text = "thinking slowly", delay_ms = 4000 } ]
-"#;
-    let host = TestFleet::new()
-        .script("s", script)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
-    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
     browser
         .type_in(".composer textarea", &format!("slow please{ENTER}"))
         .await;
@@ -178,11 +168,12 @@ steps = [ { text = "thinking slowly", delay_ms = 4000 } ]
         .await;
     browser.wait_text(".conv-head h1 .state", "working").await;
     // and stops saying so when it ends
+    open.send_replace(true);
     browser
         .wait_js("the retried turn's end", idle, json!([]))
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
+    server.shutdown().await;
 }
 
 /// What the page's own richText() makes of `text`: the element names of
@@ -211,15 +202,10 @@ async fn rich_text(browser: &Browser, text: &str) -> Value {
 /// URL keeps its balanced parentheses but not the sentence's.
 #[tokio::test]
 async fn bot_markdown_keeps_its_text() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    browser.sign_in(&host.url, TOKEN).await;
+    ui_page::open(&browser, &host, "#/bots").await;
 
     // inline triple backticks are inline code; the rest of the line stays
     let v = rich_text(&browser, "Run ```ls -la``` now please").await;
@@ -322,8 +308,7 @@ async fn bot_markdown_keeps_its_text() {
             .await,
         json!(["ls -la"])
     );
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// Starts the host of `fleet` on `listen`, so that it can come back on the
@@ -361,13 +346,8 @@ async fn a_view_that_failed_while_the_host_was_down_opens_when_it_is_back() {
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let fleet = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"]);
-    let host = start_on(fleet, &listen).await;
-    let url = host.url.clone();
-    browser.sign_in(&url, TOKEN).await;
-    browser.go(&format!("{url}/#/rooms")).await;
+    let host = start_on(fleet_with_r(SCRIPT), &listen).await;
+    ui_page::open(&browser, &host, "#/rooms").await;
     browser.find("#conn.live").await;
     browser.wait_text(".list", "No rooms yet.").await;
 
@@ -383,8 +363,7 @@ async fn a_view_that_failed_while_the_host_was_down_opens_when_it_is_back() {
     browser.find("#conn.live").await;
     browser.find(".detail .composer textarea").await;
     assert_eq!(browser.count(".detail [role=alert]").await, 0);
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }
 
 /// A failed turn's notice points to its Retry button, not to a command or
@@ -393,10 +372,9 @@ async fn a_view_that_failed_while_the_host_was_down_opens_when_it_is_back() {
 /// page to run `botfleet retry …` or `POST /v1/turns/…/retry`.)
 #[tokio::test]
 async fn a_failed_turn_notice_points_to_its_retry_button() {
-    let Some(browser) = Browser::start().await else {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let host = host_with_r(SCRIPT).await;
     ui_page::open_dm(&browser, &host, "r").await;
     browser
         .type_in(".composer textarea", &format!("please fail{ENTER}"))
@@ -439,6 +417,5 @@ async fn a_failed_turn_notice_points_to_its_retry_button() {
             json!([]),
         )
         .await;
-    browser.quit().await;
-    host.shutdown().await;
+    ui_page::finish(browser, host).await;
 }

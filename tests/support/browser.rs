@@ -1,5 +1,6 @@
 //! A headless Chromium driven through chromedriver's WebDriver API, for
-//! the web page's tests (`suite::ui_browser`, `suite::ui_browser_views`).
+//! the web page's tests (`suite::ui_browser*`, set up by
+//! `support::ui_page`).
 //!
 //! [`Browser::start`] answers `None`, after printing why, when chromium or
 //! chromedriver is not installed (Debian: `apt-get install chromium
@@ -126,7 +127,37 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("chromedriver did not start a session: {resp}"))
             .to_owned();
+        browser.slow_network().await;
         Some(browser)
+    }
+
+    /// With `BOTFLEET_BROWSER_LATENCY_MS` set, each request of the page
+    /// (its files, its API calls) answers that much later: the browser
+    /// tests as on a slow machine or network, to look for waits that only
+    /// hold on a fast one. Applies to the first tab.
+    async fn slow_network(&self) {
+        let Some(ms) = std::env::var("BOTFLEET_BROWSER_LATENCY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            return;
+        };
+        for (cmd, params) in [
+            ("Network.enable", json!({})),
+            (
+                "Network.emulateNetworkConditions",
+                json!({"offline": false, "latency": ms, "downloadThroughput": -1, "uploadThroughput": -1}),
+            ),
+        ] {
+            self.cmd(
+                Method::POST,
+                "/goog/cdp/execute",
+                Some(json!({"cmd": cmd, "params": params})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        }
+        eprintln!("the page's requests answer {ms} ms late (BOTFLEET_BROWSER_LATENCY_MS)");
     }
 
     async fn cmd(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, Value> {
