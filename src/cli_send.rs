@@ -152,6 +152,10 @@ pub(super) async fn send(
     let paused_until = body["paused_until"].as_i64();
     let mut cursor = seq;
     let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
+    // what runs over this message sent before another message interrupted
+    // them: the reply it got may be there (the next turn sees it sent and
+    // answers only the newer message)
+    let mut earlier: Vec<Value> = Vec::new();
     let mut notices: HashMap<String, Value> = HashMap::new();
     loop {
         // the host may be restarting: a failed poll waits for the next one
@@ -192,13 +196,16 @@ pub(super) async fn send(
                         .map(|a| a.iter().filter_map(Value::as_i64).collect())
                         .unwrap_or_default();
                     let ended = e["status"].as_str().unwrap_or("").to_owned();
-                    if !inputs.contains(&seq) || ended == "interrupted" {
-                        if ended != "interrupted" {
-                            deliveries.remove(&turn);
-                        }
+                    let sent = deliveries.remove(&turn).unwrap_or_default();
+                    if !inputs.contains(&seq) {
                         continue;
                     }
-                    let mine = deliveries.remove(&turn).unwrap_or_default();
+                    if ended == "interrupted" {
+                        earlier.extend(sent);
+                        continue;
+                    }
+                    let mut mine = std::mem::take(&mut earlier);
+                    mine.extend(sent);
                     let ended = outcome::Ended {
                         turn: &turn,
                         status: &ended,

@@ -20,6 +20,7 @@ mod cli;
 mod cli_contract;
 mod cli_input;
 mod cli_restart;
+mod cli_send_interrupted;
 mod cli_text_out;
 mod cli_timeout;
 mod cli_transcript;
