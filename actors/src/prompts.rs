@@ -302,6 +302,9 @@ prompts! {
     /// The notice ending a turn in the DM of a person who no longer owns
     /// the bot (its owner changed in fleet.toml).
     owner_changed => "owner_changed.md",
+    /// The notice ending a turn in a bot's conversation with a bot that
+    /// belongs to another user now (an owner changed in fleet.toml).
+    owner_changed_bot => "owner_changed_bot.md",
 }
 
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);

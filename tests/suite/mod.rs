@@ -56,6 +56,7 @@ mod memory_restart;
 mod memory_update;
 mod mirror_repair;
 mod moved_bot_agents;
+mod moved_bot_inputs;
 mod newuser;
 mod openai_credentials;
 mod openai_dialects;

@@ -368,7 +368,8 @@ impl Runner {
     }
 
     /// The subagent's report, as a message to its parent in the session it
-    /// delegated from (`None` when the parent no longer exists).
+    /// delegated from (`None` when the parent no longer exists, or belongs
+    /// to another user than the subagent).
     ///
     /// The report is one hop more than the turn (whose hop comes from the
     /// parent's task and messages, `tools/subagents.rs`). Past
@@ -394,6 +395,18 @@ impl Runner {
         let Some(parent) = self.rt.store.get_bot(&sub.parent).await? else {
             return Ok(None);
         };
+        if parent.owner != self.bot.owner {
+            // a subagent moves with its parent, in the transaction that
+            // changes the parent's owner (`follow_owner`): a parent of
+            // another user is a record out of step, and the report (work
+            // done with this owner's workspace and secrets) is not theirs
+            tracing::warn!(
+                bot = %self.bot.id,
+                to = %sub.parent,
+                "the parent belongs to another user: the subagent's report is not sent"
+            );
+            return Ok(None);
+        }
         // the session the task came from, unless it is the DM of someone
         // who no longer owns the parent: the report (written with the new
         // owner's workspace) would land with the former owner

@@ -357,11 +357,12 @@ impl Runner {
                 what: "session",
                 id: self.session.to_string(),
             })?;
-        // a DM whose person no longer owns the bot (its owner changed in
-        // fleet.toml): checked as the turn starts and as it resumes, before
-        // the new owner's identity, memory, secrets or tools are read
-        if self.former_owners_dm(&record) {
-            return self.end_for_former_owner(record).await;
+        // a DM whose person no longer owns the bot, or a conversation with
+        // a bot of another owner (an owner changed in fleet.toml): checked
+        // as the turn starts and as it resumes, before the new owner's
+        // identity, memory, secrets or tools are read
+        if let Some(why) = self.owner_changed(&record).await? {
+            return self.end_for_former_owner(record, why).await;
         }
         // who runs the turn decides which tools the model is shown
         self.scope.runner = self.runner_for(&record).await?;

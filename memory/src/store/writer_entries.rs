@@ -138,16 +138,20 @@ impl Writer {
         Ok(())
     }
 
-    /// Inserts a new bot; [`StoreError::Taken`] if its id is held. Decided
-    /// here, in the transaction, so two creations of one id cannot both
-    /// succeed (a read before the write could not tell).
+    /// Inserts a new bot; [`StoreError::Taken`] if its id is held, or
+    /// differs from a bot's only in case (`B1` while `b1` exists: mentions
+    /// ignore case; ids are ASCII, which `lower` folds). Decided here, in
+    /// the one statement that inserts it, so two creations of one id (or
+    /// of `B1` and `b1`) cannot both succeed (a read before the write
+    /// could not tell).
     pub(super) fn create_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
         let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
         let inserted = self
             .conn
             .prepare_cached(
                 "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9
+                 WHERE NOT EXISTS (SELECT 1 FROM bots WHERE lower(id) = lower(?1))
                  ON CONFLICT (id) DO NOTHING",
             )?
             .execute(params![

@@ -1,7 +1,8 @@
 //! What the writer counts of a turn's starts: a step resets the count, a
 //! clean close takes back the starts it recorded of turns still running.
 //! What the ledger keeps when pruned, and whose a bot's sessions are when
-//! its owner changes.
+//! its owner changes. A new bot's id that differs from a bot's only in
+//! case is refused as it is inserted.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use pretty_assertions::assert_eq;
 use crate::clock::Clock;
 use crate::clock::ManualClock;
 use crate::digest::InputDigest;
+use crate::error::StoreError;
 use crate::ids::BotId;
 use crate::ids::EntryId;
 use crate::ids::SessionId;
@@ -349,6 +351,49 @@ async fn a_session_created_by_a_failed_batch_is_created_again_by_the_next() -> T
     assert_eq!(a.session, session);
     let record = store.get_session(session).await?;
     assert_eq!(record.map(|r| r.last_seq), Some(a.seq));
+    store.close().await;
+    Ok(())
+}
+
+/// Two racing creations of `B1` and `b1` (CreateAgent's check of the
+/// other ids is a read before the write, so both pass it): the store
+/// inserts one and refuses the other as taken, in the transaction; later
+/// ones in either case are refused too, and an id that differs in more
+/// than case is not.
+#[tokio::test]
+async fn a_bot_id_differing_from_another_only_in_case_is_refused_as_taken() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let (upper, lower) = tokio::join!(
+        store.write(vec![Mutation::CreateBot(bot_of("B1", "alice")?)]),
+        store.write(vec![Mutation::CreateBot(bot_of("b1", "bob")?)]),
+    );
+    let refused = |r: &crate::error::Result<Vec<MutationResult>>| {
+        matches!(r, Err(StoreError::Taken { what: "bot", .. }))
+    };
+    assert!(
+        (upper.is_ok() && refused(&lower)) || (lower.is_ok() && refused(&upper)),
+        "B1: {upper:?}, b1: {lower:?}"
+    );
+    let ids = |bots: Vec<BotRecord>| bots.into_iter().map(|b| b.id.to_string()).collect();
+    let created: Vec<String> = ids(store.list_bots(None).await?);
+    assert_eq!(created.len(), 1, "{created:?}");
+
+    for id in ["b1", "B1"] {
+        let again = store
+            .write(vec![Mutation::CreateBot(bot_of(id, "carol")?)])
+            .await;
+        assert!(refused(&again), "{id}: {again:?}");
+    }
+    store
+        .write(vec![Mutation::CreateBot(bot_of("b12", "carol")?)])
+        .await?;
+    let mut after: Vec<String> = ids(store.list_bots(None).await?);
+    after.sort();
+    let mut expected = created;
+    expected.push("b12".to_owned());
+    expected.sort();
+    assert_eq!(after, expected);
     store.close().await;
     Ok(())
 }
