@@ -95,6 +95,7 @@ impl LoadedFleet {
             if let Some(problem) = botfleet_memory::display_name_problem(&b.name) {
                 return Err(self.invalid(format!("{key}.name"), problem));
             }
+            self.validate_not_a_user(&key, b)?;
             self.validate_name_apart(&key, (i, b), &mut addressable)?;
             self.validate_bot_secrets(&key, b)?;
             if b.daily_token_budget == Some(0) {
@@ -187,6 +188,29 @@ impl LoadedFleet {
             .insert(listed, me.clone());
         seen.all.insert(listed, me);
         Ok(())
+    }
+
+    /// `{key}.name`: not a user's id (compared as names are, ignoring
+    /// case and spaces): in a room a bot named `alice` would post under
+    /// the name people know alice by.
+    fn validate_not_a_user(&self, key: &str, b: &BotConfig) -> Result<(), ConfigError> {
+        let name = botfleet_memory::name_key(&b.name);
+        let Some(user) = self
+            .file
+            .users
+            .iter()
+            .find(|u| botfleet_memory::name_key(u.id.as_str()) == name)
+        else {
+            return Ok(());
+        };
+        Err(self.invalid(
+            format!("{key}.name"),
+            format!(
+                "bot {:?} is named {:?}, which reads as the user {:?}: in a room its messages \
+                 could pass for that person's; give the bot another name",
+                b.id, b.name, user.id
+            ),
+        ))
     }
 
     /// `{key}.secrets`: names, each once.

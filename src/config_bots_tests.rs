@@ -235,3 +235,37 @@ fn the_earliest_clashing_bot_is_named_whoever_owns_it() {
         "{e}"
     );
 }
+
+/// Regression (round 19): a bot could be named after a user ("alice"),
+/// "You" (what the page calls the viewer) or with 3,000 characters, and
+/// `check-config` said ok; in a room its messages passed for alice's or
+/// the viewer's own.
+#[test]
+fn a_bot_name_cannot_pass_for_a_person_or_run_on() {
+    let named =
+        |name: &str| ISSUE_EXAMPLE.replace("name = \"Researcher\"", &format!("name = \"{name}\""));
+    for name in ["alice", "Alice", "A LICE", "ａｌｉｃｅ"] {
+        let e = err(&named(name));
+        assert!(
+            e.contains("bots[0].name")
+                && e.contains("reads as the user \"alice\"")
+                && e.contains("give the bot another name"),
+            "{name}: {e}"
+        );
+    }
+    let e = err(&named("You"));
+    assert!(
+        e.contains("bots[0].name") && e.contains("reads as \"You\""),
+        "{e}"
+    );
+    let e = err(&named(&"W".repeat(3_000)));
+    assert!(
+        e.contains("bots[0].name")
+            && e.contains("is 3000 characters long")
+            && e.contains("at most 100"),
+        "{e}"
+    );
+    // a name that only holds a user's id is fine
+    LoadedFleet::parse(&named("Alice's helper"), "fleet.toml", None).unwrap();
+    LoadedFleet::parse(&named(&"W".repeat(100)), "fleet.toml", None).unwrap();
+}

@@ -279,13 +279,17 @@ async fn time_request(
     }
     match tokio::time::timeout(limit.timeout, next.run(request)).await {
         Ok(response) => response,
-        Err(_) => ApiError::Unavailable(format!(
-            "the request was not answered within {} s (host.request_timeout_s): its body \
-             came too slowly or the host is busy; retry it (a message with the same \
-             Idempotency-Key)",
-            limit.timeout.as_secs()
-        ))
-        .into_response(),
+        Err(_) => {
+            let mut refused = ApiError::Unavailable(format!(
+                "the request was not answered within {} s (host.request_timeout_s): its body \
+                 came too slowly or the host is busy; retry it (a message with the same \
+                 Idempotency-Key)",
+                limit.timeout.as_secs()
+            ))
+            .into_response();
+            crate::api::mark_answer(&mut refused);
+            refused
+        }
     }
 }
 

@@ -213,8 +213,19 @@ uuid_id!(
 /// are judged on [`name_key`], so full-width `（person）` counts too.
 /// A name that is not empty must show something: one made only of
 /// spaces and invisible characters (U+3164 …) reads as blank. Callers
-/// refuse an empty name themselves, with their own wording.
+/// refuse an empty name themselves, with their own wording. A name has at
+/// most [`MAX_DISPLAY_NAME_CHARS`] characters (a page's title and a
+/// prompt's speaker label are one line), and may not read as "You"
+/// (judged on [`name_key`]): the web page labels the viewer's own
+/// messages so.
 pub fn display_name_problem(name: &str) -> Option<String> {
+    let chars = name.chars().count();
+    if chars > MAX_DISPLAY_NAME_CHARS {
+        return Some(format!(
+            "is {chars} characters long; a name has at most {MAX_DISPLAY_NAME_CHARS}, \
+             so shorten it"
+        ));
+    }
     if !name.is_empty() && name.chars().all(invisible) {
         let first = name.chars().next().map_or(0, u32::from);
         return Some(format!(
@@ -235,6 +246,13 @@ pub fn display_name_problem(name: &str) -> Option<String> {
         ));
     }
     let key = name_key(name);
+    if key == VIEWER {
+        return Some(
+            "reads as \"You\", which the web page writes for the viewer's own messages, so it \
+             could pass for them; choose another name"
+                .to_owned(),
+        );
+    }
     if let Some(marker) = SPEAKER_MARKERS.iter().find(|m| key.contains(*m)) {
         return Some(format!(
             "holds {marker:?}, which marks who speaks in a room (\"alice (person)\", \
@@ -259,6 +277,15 @@ fn joiner_between(c: char, prev: char, next: Option<char>) -> bool {
     let visible = |c: char| !c.is_ascii() && !c.is_whitespace() && !invisible(c) && !c.is_control();
     matches!(c, '\u{200c}' | '\u{200d}') && visible(prev) && next.is_some_and(visible)
 }
+
+/// Most characters of a display name (a bot's or a room's): a room's
+/// name had this cap, a bot's none (a model could name a bot with 20,000
+/// characters).
+const MAX_DISPLAY_NAME_CHARS: usize = 100;
+
+/// The name the web page gives the viewer's own messages ("You"), as
+/// [`name_key`] writes it: no bot may take it.
+const VIEWER: &str = "you";
 
 /// The parts of a room's speaker labels (`alice (person)`, `Helper
 /// (@helper)`, rendered by `group::member`) that a name must not hold, as
@@ -482,9 +509,34 @@ mod tests {
             // Latin with a Cyrillic or Greek look-alike letter
             ("H\u{435}lper", "Latin and Cyrillic"),
             ("\u{3b1}lpha", "Greek and Latin"),
+            // what the web page calls the viewer, however spelled
+            ("You", "reads as \"You\""),
+            ("Y O U", "reads as \"You\""),
+            ("ＹＯＵ", "reads as \"You\""),
         ] {
             let problem = display_name_problem(bad).unwrap_or_default();
             assert!(problem.contains(code), "{bad:?}: {problem}");
+        }
+    }
+
+    /// A name has at most 100 characters, counted as characters (not
+    /// bytes): 20,000 were taken from CreateAgent and ran off the page.
+    #[test]
+    fn display_names_have_at_most_a_hundred_characters() {
+        assert_eq!(display_name_problem(&"W".repeat(100)), None);
+        assert_eq!(display_name_problem(&"é".repeat(100)), None);
+        for long in ["W".repeat(101), "W".repeat(20_000), "é".repeat(101)] {
+            let problem = display_name_problem(&long).unwrap_or_default();
+            let chars = long.chars().count();
+            assert!(
+                problem.contains(&format!("is {chars} characters long"))
+                    && problem.contains("at most 100"),
+                "{problem}"
+            );
+        }
+        // "You" only as the whole name
+        for good in ["Young", "You Two", "Bayou"] {
+            assert_eq!(display_name_problem(good), None, "{good:?}");
         }
     }
 

@@ -4,7 +4,10 @@
 //
 // A card's buttons never send anything the person has not seen: a button
 // whose reply is its own one-line label sends that label; any other reply
-// goes into the message box, for the person to read, change or send.
+// goes into the message box, for the person to read, change or send. Such
+// a reply is also written out in the card under its buttons ("Yes" puts
+// in your message box: …), whole and with hidden characters escaped, so
+// what a button proposes is seen before the click, however long.
 // Links open only http(s) addresses; another `url` (javascript:, data:…)
 // is shown as text and does nothing.
 
@@ -160,14 +163,20 @@ export function botCard(card, botName, ctx) {
   const buttons = Array.isArray(card.buttons) ? card.buttons : [];
   if (buttons.length) {
     const row = h("div", { class: "actions" });
-    for (const b of buttons) row.append(cardButton(b, row, ctx));
+    const drafts = [];
+    for (const b of buttons) row.append(cardButton(b, row, ctx, drafts));
     box.append(row);
+    for (const [label, reply] of drafts) {
+      box.append(h("div", { class: "draft-preview" }, h("p", { class: "hint" }, h("q", null, label), " puts in your message box:"), h("p", { class: "text" }, escapeHidden(reply))));
+    }
   }
   if (!box.childElementCount) box.append(h("pre", null, JSON.stringify(card, null, 2)));
   return box;
 }
 
-function cardButton(b, row, { send, draft }) {
+/** A card's button; a reply that goes into the message box is added to
+ * `drafts` as [label, reply], for the card to show. */
+function cardButton(b, row, { send, draft }, drafts) {
   const spec = typeof b === "string" ? { label: b } : b && typeof b === "object" ? b : { label: str(b) };
   const label = str(spec.label ?? spec.text ?? spec.title) || "Choose";
   if (spec.url !== undefined && spec.url !== null && spec.url !== "") {
@@ -190,6 +199,7 @@ function cardButton(b, row, { send, draft }) {
     return button;
   }
   // another reply: into the message box, to read before sending
+  drafts.push([label, reply]);
   const button = h("button", { type: "button", class: "draft", disabled: !draft, title: `Puts this in your message box: ${reply}` }, label);
   button.addEventListener("click", () => draft(reply));
   return button;

@@ -10,7 +10,11 @@ let composerIds = 0;
 /**
  * A message box: Enter sends, Shift+Enter is a new line. `draft(text)`
  * puts text in it (after what is there) for the person to read, change
- * and send: what a bot's card button proposes.
+ * and send: what a bot's card button proposes. A draft is shown whole:
+ * its runs of blank lines become one and trailing spaces go (30 line
+ * breaks pushed an instruction below the box's first line, and Enter sent
+ * it unseen), and the box grows to hold all of it (up to most of the
+ * window, where it scrolls).
  */
 export function composer({ label, placeholder: hint, onSend }) {
   const id = `composer-${++composerIds}`;
@@ -23,9 +27,12 @@ export function composer({ label, placeholder: hint, onSend }) {
     area,
     h("button", { type: "submit", class: "primary" }, "Send"),
   );
+  // typed text grows the box up to 192px; a draft up to 60% of the window
+  let tallest = 192;
   const grow = () => {
     area.style.height = "auto";
-    area.style.height = `${Math.min(area.scrollHeight + 2, 192)}px`;
+    area.style.maxHeight = `${tallest}px`;
+    area.style.height = `${Math.min(area.scrollHeight + 2, tallest)}px`;
   };
   area.addEventListener("input", grow);
   area.addEventListener("keydown", (ev) => {
@@ -39,13 +46,16 @@ export function composer({ label, placeholder: hint, onSend }) {
     const text = area.value.trim();
     if (!text) return;
     area.value = "";
+    tallest = 192;
     grow();
     onSend(text);
     area.focus();
   });
   const draft = (text) => {
     const kept = area.value.replace(/\s+$/, "");
-    area.value = kept ? `${kept}\n${text}` : text;
+    const shown = String(text).replace(/[ \t]+$/gm, "").replace(/\n{3,}/g, "\n\n").trim();
+    area.value = kept ? `${kept}\n${shown}` : shown;
+    tallest = Math.max(192, Math.round(window.innerHeight * 0.6));
     grow();
     area.focus();
     area.setSelectionRange(area.value.length, area.value.length);

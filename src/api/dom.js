@@ -69,7 +69,7 @@ const FENCE_CLOSE = /^ *``` *$/;
 
 /**
  * A bot's Markdown as safe DOM: ``` fences become <pre>, `code`, **bold**,
- * [text](https://…) and bare http(s) URLs become elements; everything else
+ * [text](https://…) (see {@link link}) and bare http(s) URLs become elements; everything else
  * (lists, headings, HTML tags) stays literal text, line breaks kept by CSS.
  * Only a line that is ``` (and a language word) opens a block, and only a
  * line that is ``` alone closes it (an unclosed one runs to the end): a
@@ -108,12 +108,33 @@ function inlineText(text) {
     plain(text.slice(at, m.index));
     if (m[1]) out.append(h("code", null, m[2]));
     else if (m[3]) out.append(h("strong", null, m[3]));
-    else if (m[4]) out.append(h("a", { href: safeUrl(m[5]), target: "_blank", rel: "noopener noreferrer" }, m[4]));
-    else out.append(h("a", { href: safeUrl(m[6]), target: "_blank", rel: "noopener noreferrer" }, m[6]));
+    else if (m[4]) out.append(link(m[5], m[4]));
+    else out.append(link(m[6], m[6]));
     at = m.index + m[0].length;
   }
   plain(text.slice(at));
   return out;
+}
+
+/** What a host-like word looks like: `good.example`, `https://a.b/c`. */
+const URLISH = /^\s*(?:[a-z][a-z0-9+.-]*:\/\/)?[^\s/@]+\.[^\s/@]+(?:[/?#]\S*)?\s*$/i;
+
+/**
+ * A link to `url` reading `text`. Its title is the address as the browser
+ * will open it (an IDN host in punycode: `аррle.com` is
+ * `xn--le-6kc8da.com`). Text that reads as another address than the
+ * target (`[https://good.example](https://evil.example)`), and blank text
+ * (an invisible link), give way to the target itself.
+ */
+function link(url, text) {
+  const href = safeUrl(url);
+  let shown = text;
+  if (!text.trim()) shown = href || url;
+  else if (href && URLISH.test(text)) {
+    const said = safeUrl(/^\s*[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text.trim() : `https://${text.trim()}`);
+    if (!said || new URL(said).host !== new URL(href).host) shown = href;
+  }
+  return h("a", { href, title: href, target: "_blank", rel: "noopener noreferrer" }, shown);
 }
 
 const timeFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });

@@ -90,7 +90,33 @@ pub fn router(state: ApiState) -> Router {
             ))
         })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::map_response(api_headers))
         .with_state(state)
+}
+
+/// Marks an answer as one no cache may keep and no browser may read as
+/// another type than it says (`Cache-Control: no-store`,
+/// `X-Content-Type-Options: nosniff`): the API's answers hold transcripts,
+/// secret names and approvals. An answer that sets its own cache rule (the
+/// page's files revalidate, an event stream is `no-cache`) keeps it.
+pub(crate) fn mark_answer(response: &mut axum::response::Response) {
+    use axum::http::HeaderValue;
+    use axum::http::header;
+    let headers = response.headers_mut();
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+/// [`mark_answer`] as a layer: every route's answer, the fallback's and
+/// the refusals of the extractors and body limit.
+async fn api_headers(mut response: axum::response::Response) -> axum::response::Response {
+    mark_answer(&mut response);
+    response
 }
 
 /// How long a request in flight when the host begins to stop may take to
@@ -116,12 +142,14 @@ async fn while_running(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     if stop.is_cancelled() {
-        return ApiError::Unavailable(
+        let mut refused = ApiError::Unavailable(
             "the host is stopping; send the request again once it is back (a message with \
              the same Idempotency-Key is not admitted twice)"
                 .into(),
         )
         .into_response();
+        mark_answer(&mut refused);
+        return refused;
     }
     let drained = async {
         stop.cancelled().await;
@@ -129,13 +157,17 @@ async fn while_running(
     };
     tokio::select! {
         response = next.run(request) => response,
-        () = drained => ApiError::Unavailable(format!(
-            "the host stopped before this request was done (requests in flight get {} s); \
-             send it again once the host is back (a message with the same Idempotency-Key \
-             is not admitted twice)",
-            STOP_DRAIN.as_secs()
-        ))
-        .into_response(),
+        () = drained => {
+            let mut refused = ApiError::Unavailable(format!(
+                "the host stopped before this request was done (requests in flight get {} s); \
+                 send it again once the host is back (a message with the same Idempotency-Key \
+                 is not admitted twice)",
+                STOP_DRAIN.as_secs()
+            ))
+            .into_response();
+            mark_answer(&mut refused);
+            refused
+        }
     }
 }
 

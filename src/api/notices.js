@@ -6,9 +6,12 @@
 // retry names the ways to do it outside the page (`botfleet retry T`, an
 // API route). On the page the button does it: those words are taken out
 // of the sentence, which points to the button instead, and the command
-// stays below as a quieter line for someone at a terminal.
+// stays below as a quieter line for someone at a terminal. Control and
+// invisible formatting characters in a notice (an upstream error it
+// quotes) are shown escaped, `\u{202e}`.
 
 import { call } from "./api.js";
+import { escapeHidden } from "./cards.js";
 import { h, toast } from "./dom.js";
 
 const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "");
@@ -52,7 +55,9 @@ export function noticeItem(e, retried) {
   const quiet = e.code === "unknown_mention" || str(e.code).startsWith("room_run_");
   const bad = e.code === "turn_failed" || e.code === "budget_exhausted";
   const { text, command } = forPeople(str(e.text), e.retry_turn ? str(e.retry_turn) : null);
-  const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, h("span", null, text));
+  // a notice may quote an upstream error: a bidi override in it is shown
+  // escaped (as approval cards show one), never reversing the host's words
+  const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, h("span", null, escapeHidden(text)));
   if (e.retry_turn) {
     const retry = h("button", { type: "button", class: "small" }, "Retry");
     retry.addEventListener("click", async () => {

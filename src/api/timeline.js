@@ -16,8 +16,9 @@
 
 import { call } from "./api.js";
 import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
-import { clock, count, firstChars, h, prettyJson, richText, timeEl, toast } from "./dom.js";
+import { clock, count, firstChars, h, richText, timeEl, toast } from "./dom.js";
 import { noticeItem } from "./notices.js";
+import { stepItem } from "./steps.js";
 import { loadBotsUntilStarted } from "./state.js";
 
 /** Entries shown when a conversation opens, and per "Show earlier" or
@@ -370,16 +371,35 @@ export class Timeline {
     return li;
   }
 
+  /**
+   * Who says an entry, as its bubble labels it. A person's message reads
+   * "You" (and sits on the right, in the page's colour) when it is the
+   * viewer's, else the person's id with a "person" tag; a bot's (a reply,
+   * a message to another bot) carries a "bot" tag and, when its name is
+   * not its id, the id: a bot named "alice" or "You" cannot pass for a
+   * person, nor for the viewer (docs/api.md, "The web page").
+   */
+  speaker(kind, author) {
+    const bot = kind === "delivery" || kind === "agent_message";
+    if (!bot && author === this.opts.me) return { who: "You", mine: true, tags: [] };
+    if (!bot) return { who: str(author), mine: false, tags: [h("span", { class: "tag speaker person" }, "person")] };
+    const name = str(this.opts.nameOf(author));
+    const id = str(author);
+    const same = name.toLowerCase().replace(/\s+/g, "") === id.toLowerCase();
+    const tags = [same ? null : h("span", { class: "bot-id" }, `@${id}`), h("span", { class: "tag speaker bot" }, "bot")];
+    return { who: name, mine: false, tags };
+  }
+
   renderKind(e, older) {
     const who = (author) => (author === this.opts.me ? "You" : this.opts.nameOf(author));
     switch (e.kind) {
       case "user_message":
         if (!older) this.unanswered.add(e.seq);
-        return this.bubble(e, { who: who(e.author), mine: e.author === this.opts.me, text: e.text });
+        return this.bubble(e, { ...this.speaker(e.kind, e.author), text: e.text });
       case "delivery":
-        return this.bubble(e, { who: who(e.author), text: richText(e.text), card: e.card });
+        return this.bubble(e, { ...this.speaker(e.kind, e.author), text: richText(e.text), card: e.card });
       case "agent_message":
-        return this.bubble(e, { who: `${this.opts.nameOf(e.from)} (bot)`, text: richText(e.text), cls: "agent" });
+        return this.bubble(e, { ...this.speaker(e.kind, e.from), text: richText(e.text), cls: "agent" });
       case "event":
         return this.event(e);
       case "reaction":
@@ -391,26 +411,10 @@ export class Timeline {
       case "approval":
         return this.approval(e);
       case "assistant":
-        return this.assistant(e);
       case "tool_result":
-        return h(
-          "li",
-          { class: "entry internal" },
-          h(
-            "details",
-            { class: `step${e.is_error ? " error" : ""}` },
-            h("summary", null, h("span", { class: "step-label" }, e.is_error ? "error" : "result"), h("code", null, str(e.name))),
-            h("pre", null, str(e.content)),
-          ),
-        );
       case "reminder":
-        return h("li", { class: "entry internal" }, h("div", { class: "step" }, h("span", { class: "step-label" }, "runtime"), h("span", { class: "text" }, str(e.text))));
       case "summary":
-        return h(
-          "li",
-          { class: "entry internal" },
-          h("details", { class: "step" }, h("summary", null, h("span", { class: "step-label" }, "summary"), `of the conversation up to #${e.covers_to_seq}`), h("div", { class: "text" }, str(e.text))),
-        );
+        return stepItem(e);
       case "turn_end": {
         if (e.status !== "interrupted") {
           for (const s of e.inputs || []) {
@@ -425,18 +429,18 @@ export class Timeline {
         return h("li", { class: "entry internal" }, h("div", { class: "divider" }, parts.join(" · ")));
       }
       default:
-        return h("li", { class: "entry internal" }, h("div", { class: "step" }, h("span", { class: "step-label" }, str(e.kind)), h("span", { class: "text" }, str(e.text))));
+        return stepItem(e);
     }
   }
 
-  bubble(e, { who, mine = false, text, card, cls = "" }) {
+  bubble(e, { who, mine = false, tags = [], text, card, cls = "" }) {
     return h(
       "li",
       { class: `entry${mine ? " mine" : ""} ${cls}` },
       h(
         "div",
         { class: "bubble" },
-        h("div", { class: "meta" }, h("span", { class: "who" }, who), timeEl(e.created_at)),
+        h("div", { class: "meta" }, h("span", { class: "who" }, who), tags, timeEl(e.created_at)),
         h("div", { class: "text" }, text instanceof Node ? text : str(text)),
         card ? botCard(card, who, this.cardCtx) : null,
       ),
@@ -445,9 +449,10 @@ export class Timeline {
   }
 
   event(e) {
-    // what an approval event quotes (the action's summary) is shown as
-    // the approval's card shows it, bidi overrides and all escaped
-    const text = e.origin === "approval" ? escapeHidden(str(e.text)) : str(e.text);
+    // an event's text (a webhook's payload, an approval's summary) is
+    // shown as the approval's card shows an action, bidi overrides and
+    // all escaped: it is not the host's to reorder
+    const text = escapeHidden(str(e.text));
     const body =
       firstChars(text, FOLD_CHARS) !== null
         ? h("details", null, h("summary", null, `${firstChars(text, FOLD_SHOWN)}…`), h("div", { class: "text" }, text))
@@ -566,16 +571,6 @@ export class Timeline {
           known.asking = false;
         });
     }
-  }
-
-  assistant(e) {
-    if (!str(e.text).trim() && !(e.tool_calls || []).length) return null;
-    const step = h("div", { class: "step" });
-    if (str(e.text).trim()) step.append(h("div", null, h("span", { class: "step-label" }, "note"), h("span", { class: "text" }, e.text)));
-    for (const c of e.tool_calls || []) {
-      step.append(h("details", null, h("summary", null, h("span", { class: "step-label" }, "call"), h("code", null, str(c.name))), h("pre", null, prettyJson(c.arguments))));
-    }
-    return h("li", { class: "entry internal" }, step);
   }
 
   /** The person's secret names (asked once), for secret_request cards. */

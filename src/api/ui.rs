@@ -37,6 +37,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("pages.js", JS, include_str!("pages.js")),
     ("rooms.js", JS, include_str!("rooms.js")),
     ("state.js", JS, include_str!("state.js")),
+    ("steps.js", JS, include_str!("steps.js")),
     ("timeline.js", JS, include_str!("timeline.js")),
     ("ui.css", CSS, include_str!("ui.css")),
 ];

@@ -151,3 +151,71 @@ async fn a_header_sent_twice_is_refused_naming_it() {
     assert_eq!(status, 202, "{body}");
     host.shutdown().await;
 }
+
+/// Regression (round 19): the API's JSON answers carried neither
+/// `Cache-Control: no-store` nor `X-Content-Type-Options: nosniff` (the
+/// page's own files did), so a cache that ignores `Authorization` could
+/// keep transcripts and secret names. Every `/v1` answer carries both,
+/// refusals included; the page and the event stream keep their own cache
+/// rule.
+#[tokio::test]
+async fn api_answers_are_not_stored_nor_sniffed() {
+    let host = host().await;
+    let alice = format!("Bearer {TOKEN}");
+    let get = |path: &str, token: Option<&str>| {
+        let mut req = host.http.get(format!("{}{path}", host.url));
+        if let Some(token) = token {
+            req = req.header("Authorization", token);
+        }
+        req.send()
+    };
+    let header = |resp: &reqwest::Response, name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let answers = [
+        ("/v1/bots", Some(alice.as_str()), 200),
+        ("/v1/secrets", Some(alice.as_str()), 200),
+        ("/v1/bots", None, 401),
+        ("/v1/bots/nobody", Some(alice.as_str()), 404),
+        ("/v1/no-such-route", Some(alice.as_str()), 404),
+    ];
+    for (path, token, status) in answers {
+        let resp = get(path, token).await.unwrap();
+        assert_eq!(resp.status().as_u16(), status, "{path}");
+        assert_eq!(header(&resp, "cache-control"), "no-store", "{path}");
+        assert_eq!(header(&resp, "x-content-type-options"), "nosniff", "{path}");
+        assert!(
+            header(&resp, "content-type").starts_with("application/json"),
+            "{path}"
+        );
+    }
+    // a method the route does not take: refused by the router itself
+    let resp = host
+        .http
+        .delete(format!("{}/v1/bots", host.url))
+        .header("Authorization", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 405);
+    assert_eq!(header(&resp, "cache-control"), "no-store");
+    assert_eq!(header(&resp, "x-content-type-options"), "nosniff");
+    // the page revalidates its files; the event stream keeps its own rule
+    let resp = get("/", None).await.unwrap();
+    assert_eq!(header(&resp, "cache-control"), "no-cache");
+    assert_eq!(header(&resp, "x-content-type-options"), "nosniff");
+    let resp = get("/v1/events", Some(alice.as_str())).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(
+        header(&resp, "content-type").starts_with("text/event-stream"),
+        "{:?}",
+        resp.headers()
+    );
+    assert_eq!(header(&resp, "cache-control"), "no-cache");
+    drop(resp);
+    host.shutdown().await;
+}

@@ -128,6 +128,7 @@ mod ui_browser_cards;
 mod ui_browser_rooms;
 mod ui_browser_search;
 mod ui_browser_send;
+mod ui_browser_speakers;
 mod ui_browser_state;
 mod ui_browser_text;
 mod ui_browser_views;

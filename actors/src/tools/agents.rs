@@ -229,7 +229,7 @@ fn check_name(name: &str) -> Result<(), ToolError> {
     match botfleet_memory::display_name_problem(name) {
         Some(problem) => Err(ToolError::new(
             format!("the name {problem}"),
-            "give a name of plain text on one line",
+            "give a name of plain text on one line, at most 100 characters",
         )),
         None => Ok(()),
     }
