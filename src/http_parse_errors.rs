@@ -160,7 +160,9 @@ fn error_of(code: &str) -> Option<ApiError> {
 /// The answer to write instead of `written` when `written` is a bare
 /// 400, 414 or 431 head (no body, nothing after it); `None` otherwise.
 /// The replacement keeps the status line and hyper's other headers
-/// (`date`), and says that the connection closes, as hyper closes it.
+/// (`date`), has the headers of every other `/v1` answer
+/// (`x-content-type-options: nosniff`, `cache-control: no-store`), and
+/// says that the connection closes, as hyper closes it.
 fn replacement(written: &[u8]) -> Option<Vec<u8>> {
     // every write of every answer comes here: all but hyper's errors
     // leave at this byte comparison (the code follows `HTTP/1.x `)
@@ -193,7 +195,8 @@ fn replacement(written: &[u8]) -> Option<Vec<u8>> {
         }
     }
     out.push_str(&format!(
-        "content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "content-type: application/json\r\ncontent-length: {}\r\nx-content-type-options: nosniff\r\n\
+         cache-control: no-store\r\nconnection: close\r\n\r\n{body}",
         body.len()
     ));
     Some(out.into_bytes())
@@ -212,6 +215,8 @@ mod tests {
         let (top, body) = out.split_once("\r\n\r\n").unwrap();
         assert!(top.starts_with("HTTP/1.1 431 "), "{top}");
         assert!(top.contains("date: Wed"), "{top}");
+        assert!(top.contains("x-content-type-options: nosniff"), "{top}");
+        assert!(top.contains("cache-control: no-store"), "{top}");
         assert!(
             top.contains(&format!("content-length: {}", body.len())),
             "{top}"

@@ -177,7 +177,9 @@ function route() {
     secrets: () => secretsView(),
     sessions: () => sessionView(id, seq),
   };
-  view = (views[section] || notFound)();
+  // an own property only: "#/constructor", "#/__proto__" and the like
+  // name no page, not what every object inherits
+  view = (Object.hasOwn(views, section) ? views[section] : notFound)();
 }
 
 function notFound() {

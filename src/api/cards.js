@@ -92,6 +92,9 @@ function approvalStatusText(a, now = Date.now()) {
  * Fills `box` with an approval: tool, summary, reason, status and, while
  * pending, Approve/Deny. `a` is an approval record or an `approval` entry
  * (whose id is in `approval`). `onDecided(record)` gets the host's answer.
+ * `details`: the exact action is shown (under "Exact action"), and a
+ * pending `a` without it gets no buttons, only a link to the approvals
+ * page, which shows it: nobody decides on a summary alone.
  */
 export function fillApproval(box, a, { onDecided = refreshApprovals, details = false } = {}) {
   const id = a.approval || a.id;
@@ -111,6 +114,10 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
     ),
   ));
   if (!pending) return;
+  if (details && a.action === undefined) {
+    box.append(h("p", { class: "hint see-action" }, h("a", { href: "#/approvals" }, "See the exact action on the approvals page"), " to decide."));
+    return;
+  }
   const decide = async (decision, button) => {
     for (const b of box.querySelectorAll("button")) b.disabled = true;
     button.textContent = decision === "approve" ? "Approving…" : "Denying…";

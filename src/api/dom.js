@@ -171,6 +171,22 @@ export function count(n) {
   return typeof n === "number" ? compact.format(n) : "0";
 }
 
+/**
+ * Who wrote an entry, as a bubble (and a search hit) names them: `bot`
+ * when a bot wrote it (its name, `@id` when the name is not the id, and a
+ * "bot" tag), else a person ("You" for `me`, or their id with a "person"
+ * tag). `nameOf(id)` is a bot's display name. → {who, mine, tags}
+ */
+export function speaker(bot, author, me, nameOf) {
+  if (!bot && author === me) return { who: "You", mine: true, tags: [] };
+  if (!bot) return { who: String(author ?? ""), mine: false, tags: [h("span", { class: "tag speaker person" }, "person")] };
+  const name = String(nameOf(author) ?? "");
+  const id = String(author ?? "");
+  const same = name.toLowerCase().replace(/\s+/g, "") === id.toLowerCase();
+  const tags = [same ? null : h("span", { class: "bot-id" }, `@${id}`), h("span", { class: "tag speaker bot" }, "bot")];
+  return { who: name, mine: false, tags };
+}
+
 /** A round avatar with the name's initial and a stable colour. */
 export function avatar(name, room = false) {
   const s = String(name || "?");

@@ -2,7 +2,7 @@
 // approvals, transcript search and secrets.
 
 import { call } from "./api.js";
-import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, timeEl } from "./dom.js";
+import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, speaker, timeEl } from "./dom.js";
 import { botName, botWatchers, debounce, ensureBots, loadBots, refreshApprovals, sessionEntries, setTitle, store } from "./state.js";
 import { fillApproval, tickExpiries } from "./cards.js";
 import { Timeline } from "./timeline.js";
@@ -154,6 +154,21 @@ const KIND_LABELS = {
   tool_result: "tool result",
 };
 
+/** Entry kinds a bot writes (its replies and messages, its notes and
+ * tool results); a person writes a user_message. */
+const BOT_KINDS = new Set(["delivery", "agent_message", "assistant", "tool_result"]);
+
+/** A hit's author as the timeline names a speaker: with a "bot" or
+ * "person" tag, by the entry's kind (a person may share a bot's id). A
+ * room's input to a member reads as the room's ("Room zoo"). */
+function hitAuthor(hit) {
+  const bot = BOT_KINDS.has(hit.kind);
+  const person = hit.kind === "user_message" && !String(hit.author).startsWith("room:");
+  if (!bot && !person) return h("span", { class: "who" }, hit.author === store.me ? "You" : botName(hit.author));
+  const { who, tags } = speaker(bot, hit.author, store.me, (id) => hit.author_name || botName(id));
+  return [h("span", { class: "who" }, who), tags];
+}
+
 // A DM opens in its bot's conversation only while the bot is the person's
 // (in their bot list); an old DM with a bot they gave away opens read-only
 // as a session (its bot's conversation would answer 404).
@@ -207,7 +222,7 @@ export function searchView(query) {
       h(
         "a",
         { href: hitLink(hit) },
-        h("div", { class: "meta" }, h("span", { class: "who" }, hit.author === store.me ? "You" : hit.author_name || botName(hit.author)), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, KIND_LABELS[hit.kind] || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
+        h("div", { class: "meta" }, hitAuthor(hit), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, (Object.hasOwn(KIND_LABELS, hit.kind) ? KIND_LABELS[hit.kind] : "") || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
         h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet)),
       ),
     );

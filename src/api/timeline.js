@@ -16,7 +16,7 @@
 
 import { call } from "./api.js";
 import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
-import { clock, count, firstChars, h, richText, timeEl, toast } from "./dom.js";
+import { clock, count, firstChars, h, richText, speaker, timeEl, toast } from "./dom.js";
 import { noticeItem } from "./notices.js";
 import { stepItem } from "./steps.js";
 import { loadBotsUntilStarted } from "./state.js";
@@ -380,14 +380,7 @@ export class Timeline {
    * person, nor for the viewer (docs/api.md, "The web page").
    */
   speaker(kind, author) {
-    const bot = kind === "delivery" || kind === "agent_message";
-    if (!bot && author === this.opts.me) return { who: "You", mine: true, tags: [] };
-    if (!bot) return { who: str(author), mine: false, tags: [h("span", { class: "tag speaker person" }, "person")] };
-    const name = str(this.opts.nameOf(author));
-    const id = str(author);
-    const same = name.toLowerCase().replace(/\s+/g, "") === id.toLowerCase();
-    const tags = [same ? null : h("span", { class: "bot-id" }, `@${id}`), h("span", { class: "tag speaker bot" }, "bot")];
-    return { who: name, mine: false, tags };
+    return speaker(kind === "delivery" || kind === "agent_message", author, this.opts.me, this.opts.nameOf);
   }
 
   renderKind(e, older) {
@@ -524,10 +517,31 @@ export class Timeline {
       known.checked = false;
       paint = true;
     }
-    if (paint) fillApproval(known.box, this.decidedEntry(known));
+    if (paint) this.paintApproval(known, this.decidedEntry(known));
     if (!fresh) return null;
     this.approvals.set(e.approval, known);
     return h("li", { class: "entry approval" }, known.box);
+  }
+
+  /**
+   * Draws an approval's card with its exact action, as the approvals page
+   * does. An entry does not carry the action: while the approval waits it
+   * is asked of the host (once), and until it is shown the card has no
+   * Approve/Deny, only a link to the approvals page.
+   */
+  paintApproval(known, a) {
+    const shown = a.action === undefined && known.action !== undefined ? { ...a, action: known.action } : a;
+    known.shown = shown;
+    fillApproval(known.box, shown, { details: true });
+    if (shown.action !== undefined || shown.status !== "pending" || known.askedAction) return;
+    known.askedAction = true;
+    call("approval", { id: shown.approval || shown.id })
+      .then(({ data }) => {
+        if (data.approval.action === undefined) return;
+        known.action = data.approval.action;
+        if (known.shown.action === undefined) this.paintApproval(known, known.shown);
+      })
+      .catch(() => {});
   }
 
   /** The newest entry of an approval, with who decided it when known
@@ -557,12 +571,12 @@ export class Timeline {
           if (a.status === "expired") {
             known.checked = true;
             known.status = "expired";
-            if (a.decided_at) fillApproval(known.box, a);
+            if (a.decided_at) this.paintApproval(known, a);
             return;
           }
           if (!(a.consumed_at || a.status !== "approved")) return;
           known.status = a.consumed_at ? "ran" : a.status;
-          fillApproval(known.box, a);
+          this.paintApproval(known, a);
         })
         .catch((e) => {
           if (e.status === 404) known.status = "unknown";

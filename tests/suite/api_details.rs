@@ -390,6 +390,12 @@ async fn answers_to_requests_the_host_cannot_read_have_the_json_error_shape() {
                     && head.contains("connection: close"),
                 "{what}: {head}"
             );
+            // the headers of every other /v1 answer
+            assert!(
+                head.contains("x-content-type-options: nosniff")
+                    && head.contains("cache-control: no-store"),
+                "{what}: {head}"
+            );
         }
     }
     // the host goes on answering

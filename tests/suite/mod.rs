@@ -126,6 +126,7 @@ mod ui;
 mod ui_browser;
 mod ui_browser_cards;
 mod ui_browser_rooms;
+mod ui_browser_routes;
 mod ui_browser_search;
 mod ui_browser_send;
 mod ui_browser_speakers;
