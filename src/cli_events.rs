@@ -20,6 +20,12 @@ use crate::client::HostAnswered;
 use crate::client::ServerEvent;
 use reqwest::StatusCode;
 
+/// How often a wait with no stream (the user's streams are all in use:
+/// `429 too_many_streams`) lets the caller poll.
+const POLL_EVERY: Duration = Duration::from_secs(1);
+/// How often such a wait tries to open a stream again (a slot may free).
+const REOPEN_EVERY: Duration = Duration::from_secs(5);
+
 /// The first pause before reopening a stream that ended or failed to open.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest pause between two attempts.
@@ -37,6 +43,9 @@ pub(crate) struct Changes<'a> {
     backoff: Duration,
     /// The loss of the host was told on stderr (once per outage).
     told: bool,
+    /// No stream could be opened because the user's are all in use: the
+    /// caller polls every [`POLL_EVERY`] instead.
+    polling: bool,
 }
 
 impl<'a> Changes<'a> {
@@ -50,12 +59,26 @@ impl<'a> Changes<'a> {
         let Ok(stream) = tokio::time::timeout_at(deadline, client.events()).await else {
             return Ok(None);
         };
+        // every stream the user may open is in use (other waiting sends,
+        // open pages): the message still goes, and its reply is polled for
+        let (stream, polling) = match stream {
+            Ok(stream) => (Some(stream.boxed_local()), false),
+            Err(e) if is_stream_cap(&e) => {
+                errln!(
+                    "(all your event streams are in use; checking for the reply every {} s instead)",
+                    POLL_EVERY.as_secs()
+                );
+                (None, true)
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Some(Self {
             client,
-            stream: Some(stream?.boxed_local()),
-            retry_at: Instant::now(),
+            stream,
+            retry_at: Instant::now() + REOPEN_EVERY,
             backoff: FIRST_BACKOFF,
             told: false,
+            polling,
         }))
     }
 
@@ -66,6 +89,10 @@ impl<'a> Changes<'a> {
     /// retries until `wait` has passed.
     pub(crate) async fn wait(&mut self, session: &str, wait: Duration) {
         let deadline = Instant::now() + wait;
+        if self.polling {
+            self.poll_wait(deadline).await;
+            return;
+        }
         loop {
             let Some(stream) = self.stream.as_mut() else {
                 if self.reopen(deadline).await || Instant::now() >= deadline {
@@ -114,6 +141,21 @@ impl<'a> Changes<'a> {
         }
     }
 
+    /// A wait without a stream: at most [`POLL_EVERY`], then, every
+    /// [`REOPEN_EVERY`], one quiet try to open a stream (a slot may have
+    /// freed); with one open the waits are on its signals again.
+    async fn poll_wait(&mut self, deadline: Instant) {
+        tokio::time::sleep_until(deadline.min(Instant::now() + POLL_EVERY)).await;
+        if Instant::now() < self.retry_at {
+            return;
+        }
+        self.retry_at = Instant::now() + REOPEN_EVERY;
+        if let Ok(Ok(stream)) = tokio::time::timeout(POLL_EVERY, self.client.events()).await {
+            self.stream = Some(stream.boxed_local());
+            self.polling = false;
+        }
+    }
+
     fn retry_later(&mut self) {
         self.retry_at = Instant::now() + self.backoff;
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
@@ -146,6 +188,13 @@ impl<'a> Changes<'a> {
             errln!("(lost the connection to the host; still waiting, reconnecting…)");
         }
     }
+}
+
+/// Whether the host refused a stream because the user's are all open
+/// (`host.max_streams_per_user`).
+fn is_stream_cap(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<HostAnswered>()
+        .is_some_and(|a| a.status == StatusCode::TOO_MANY_REQUESTS)
 }
 
 /// Whether the host answered with a client error it would give again.

@@ -332,3 +332,22 @@ async fn the_page_says_why_its_stream_is_refused_and_goes_live_later() {
     browser.quit().await;
     host.shutdown().await;
 }
+
+/// Regression (round 19's race tester): a `botfleet send` past the
+/// user's stream cap exited 1 with the message not sent ("waiting" sends
+/// of one user, each holding a stream, used them up). The message is
+/// sent, and its reply polled for.
+#[tokio::test]
+async fn a_send_past_the_stream_cap_is_sent_and_polls_for_its_reply() {
+    let host = start("max_streams_per_user = 1").await;
+    let _held = streams(&host, TOKEN, 1).await;
+    let (code, out, err) =
+        crate::support::process::cli(&["send", "r", "over the cap"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("over the cap"), "the echo reply: {out:?}");
+    assert!(
+        err.contains("all your event streams are in use"),
+        "says why it polls: {err:?}"
+    );
+    host.shutdown().await;
+}
