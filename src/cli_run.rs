@@ -27,6 +27,11 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let mut signals = StopSignals::new()?;
     for line in &running.banner {
         outln!("{line}");
+        // a warning reaches the log too (stderr), for an operator who
+        // reads only that
+        if let Some(warning) = line.strip_prefix("WARNING: ") {
+            tracing::warn!("{warning}");
+        }
     }
     outln!("{}", host::send_hint(running.addr));
     signals.next().await;

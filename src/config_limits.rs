@@ -3,7 +3,9 @@
 //! kill every command at once or forget every idempotency key within the
 //! hour, is refused, and so are values past any use; every error names
 //! its key. And the paths of `[host]`: not empty, and directories where
-//! something already exists ([`LoadedFleet::check_dirs`]).
+//! something already exists ([`LoadedFleet::check_dirs`]). What is
+//! accepted but most likely not meant is a warning instead
+//! ([`LoadedFleet::warnings`]).
 //! `impl LoadedFleet`, split from `config_load.rs`.
 
 use std::net::SocketAddr;
@@ -40,6 +42,40 @@ const MAX_STREAMS_PER_USER: u32 = 1024;
 const MAX_USER_MESSAGES_PER_MINUTE: u32 = 60_000;
 
 impl LoadedFleet {
+    /// What in `[runtime]` a host starts with but most likely does not do
+    /// what the operator meant, one line each naming the key: printed by
+    /// `botfleet check-config` and in the banner of `botfleet run`.
+    pub fn warnings(&self) -> Vec<String> {
+        let r = &self.file.runtime;
+        let mut out = Vec::new();
+        // a Task (or MessageSubagent) and its report are two hops, so a
+        // budget of 1 refuses every one (`actors/src/tools/subagents.rs`)
+        if r.max_hops < 2 {
+            let delegating: Vec<&str> = self
+                .file
+                .bots
+                .iter()
+                .filter(|b| {
+                    b.tools
+                        .iter()
+                        .any(|t| t == "Task" || t == "MessageSubagent")
+                })
+                .map(|b| b.id.as_str())
+                .collect();
+            if !delegating.is_empty() {
+                out.push(format!(
+                    "WARNING: {}: key `runtime.max_hops` is {} but a subagent's task and its \
+                     report need 2 hops: every Task of {} will be refused; set max_hops to at \
+                     least 2, or take Task away from these bots",
+                    self.source,
+                    r.max_hops,
+                    delegating.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
     /// Checks `[host]` and `[runtime]`.
     pub(super) fn validate_host_and_runtime(&self) -> Result<(), ConfigError> {
         let (h, r) = (&self.file.host, &self.file.runtime);

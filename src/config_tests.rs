@@ -235,6 +235,48 @@ fn a_secret_value_with_a_nul_byte_is_refused() {
     assert!(e.contains("secrets[0].value") && e.contains("NUL"), "{e}");
 }
 
+/// `runtime.max_hops = 1` is accepted but refuses every Task (a task and
+/// its report are two hops): a warning names the key and the bots with
+/// Task. (Before, `check-config` said only "ok".)
+#[test]
+fn max_hops_below_a_tasks_two_hops_is_a_warning_naming_the_bots_with_task() {
+    let fleet = |max_hops: &str, tools: &str| {
+        let text = ISSUE_EXAMPLE
+            .replace(
+                "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
+                &format!("tools = [{tools}]"),
+            )
+            .replace(
+                "listen = \"127.0.0.1:7878\"\n",
+                "listen = \"127.0.0.1:7878\"\n\n[runtime]\n",
+            );
+        let text = text.replace("[runtime]\n", &format!("[runtime]\n{max_hops}\n"));
+        LoadedFleet::parse(&text, "fleet.toml", None).unwrap()
+    };
+    let warned = fleet("max_hops = 1", "\"SendMessage\", \"Task\"").warnings();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    let w = &warned[0];
+    assert!(
+        w.contains("fleet.toml")
+            && w.contains("runtime.max_hops")
+            && w.contains("researcher")
+            && w.contains("at least 2"),
+        "{w}"
+    );
+    // not for a budget that fits a task, nor for bots without Task
+    assert!(
+        fleet("max_hops = 2", "\"SendMessage\", \"Task\"")
+            .warnings()
+            .is_empty()
+    );
+    assert!(fleet("", "\"SendMessage\", \"Task\"").warnings().is_empty());
+    assert!(
+        fleet("max_hops = 1", "\"SendMessage\"")
+            .warnings()
+            .is_empty()
+    );
+}
+
 /// Numbers that would leave a host that refuses every message, kills
 /// every command at once or forgets its idempotency keys are refused,
 /// naming the key; the documented bounds themselves are accepted.

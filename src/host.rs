@@ -232,8 +232,8 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
         .chain(url_credentials.iter().map(String::as_str))
         .map(botfleet_actors::safety::Secret::from)
         .collect();
+    let mut notes = fleet_file.warnings();
     let f = &fleet_file.file;
-    let mut notes = Vec::new();
     let listen: SocketAddr = f
         .host
         .listen

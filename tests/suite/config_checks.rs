@@ -492,3 +492,25 @@ async fn a_config_error_on_a_credential_line_does_not_show_the_credential() {
         assert!(err.contains(&format!("line {line}")), "{err}");
     }
 }
+
+/// `max_hops = 1` with a bot that has Task is accepted, with a warning
+/// naming the key and the bot (every Task would be refused: a subagent's
+/// task and its report need 2 hops).
+#[tokio::test]
+async fn check_config_warns_when_max_hops_leaves_no_room_for_a_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "{ALICE}{SCRIPTED}[runtime]\nmax_hops = 1\n\n{}",
+        BOT.replace("[\"SendMessage\"]", "[\"SendMessage\", \"Task\"]")
+    );
+    let fleet = write_fleet(dir.path(), &body, Some(ECHO));
+    let (code, out, err) = botfleet("check-config", &fleet, &[]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let warning = out
+        .lines()
+        .find(|l| l.starts_with("WARNING:"))
+        .unwrap_or_else(|| panic!("no warning: {out}"));
+    for says in ["`runtime.max_hops` is 1", "every Task of r will be refused"] {
+        assert!(warning.contains(says), "{says:?}: {warning}");
+    }
+}

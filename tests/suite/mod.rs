@@ -115,6 +115,7 @@ mod stop_twice;
 mod stop_under_load;
 mod store_files;
 mod store_refusals;
+mod subagent_hop_report;
 mod subagent_hops;
 mod subagent_reports;
 mod subagent_retry;

@@ -372,11 +372,15 @@ impl Runner {
     /// to another user than the subagent).
     ///
     /// The report is one hop more than the turn (whose hop comes from the
-    /// parent's task and messages, `tools/subagents.rs`). Past
-    /// `runtime.max_hops` it is not sent, like a SendToAgent past the
-    /// budget; the parent can still read it with CheckSubagent. (Task and
-    /// MessageSubagent leave room for the report, so this happens only when
-    /// the budget was lowered while the subagent worked.)
+    /// parent's task and messages, `tools/subagents.rs`). It is always
+    /// sent, even past `runtime.max_hops`: Task and MessageSubagent are
+    /// accepted only with room for their report (a task needs two hops),
+    /// so a report past the budget is one of work accepted under a larger
+    /// budget, lowered (with a restart) while the subagent worked; dropping
+    /// it would lose that work from the person's view. The chain still ends
+    /// there: the parent's turn that reads the report is past the budget,
+    /// so every message it would send to another bot is refused (with the
+    /// `hop_budget` notice to the person, `tools/agent_hops.rs`).
     async fn report_to_parent(
         &self,
         sub: &SubagentRecord,
@@ -384,13 +388,13 @@ impl Runner {
     ) -> Result<Option<AdmitRequest>, StoreError> {
         let hop = self.scope.hop.saturating_add(1);
         if hop > self.rt.settings.max_hops {
-            tracing::warn!(
+            tracing::info!(
                 bot = %self.bot.id,
                 to = %sub.parent,
                 hop,
-                "hop budget spent: the subagent's report is not sent"
+                max_hops = self.rt.settings.max_hops,
+                "the subagent's report is sent past runtime.max_hops: its task was accepted under a larger budget"
             );
-            return Ok(None);
         }
         let Some(parent) = self.rt.store.get_bot(&sub.parent).await? else {
             return Ok(None);
