@@ -36,7 +36,8 @@ use crate::router::RouterMsg;
 use crate::router::live::LiveBoard;
 use crate::runtime::Runtime;
 
-/// Subagents brought in line with their parents at each start.
+/// Bots made by CreateAgent and subagents brought in line with their
+/// makers and parents at each start.
 #[path = "fleet_derived.rs"]
 mod derived;
 
@@ -260,7 +261,8 @@ impl FleetHandle {
     /// runs no turns, what it was sent stays in its inbox and its sessions
     /// stay readable, until a config lists it again. Its subagents are
     /// removed with it; every subagent keeps only the tools its parent
-    /// has and runs on its parent's provider (`fleet_derived.rs`).
+    /// has and runs on its parent's provider, and every bot made by
+    /// CreateAgent only the tools its maker has (`fleet_derived.rs`).
     pub async fn start(rt: Runtime, bots: Vec<BotRecord>) -> Result<Self> {
         let rt = Arc::new(rt);
         let listed: HashSet<BotId> = bots.iter().map(|b| b.id.clone()).collect();
@@ -269,7 +271,10 @@ impl FleetHandle {
         // every bot as it is once this config applies: the stored ones,
         // the config's, and those the config dropped marked removed
         let mut all: HashMap<BotId, BotRecord> = HashMap::new();
+        // every stored bot as it was before this config applies
+        let mut before: HashMap<BotId, BotRecord> = HashMap::new();
         for b in rt.store.list_bots(None).await? {
+            before.insert(b.id.clone(), b.clone());
             if listed.contains(&b.id) {
                 continue;
             }
@@ -283,10 +288,14 @@ impl FleetHandle {
             };
             all.insert(b.id.clone(), b);
         }
+        // a bot its owner no longer shares leaves the rooms of other
+        // users, in the same transaction (`group/unshared.rs`)
+        writes.extend(crate::group::withdraw_unshared(&rt.store, &before, &bots).await?);
         all.extend(bots.into_iter().map(|b| (b.id.clone(), b)));
+        // bots made by CreateAgent keep only their makers' tools, and
         // subagents follow their parents (removed with them, their tools
         // and provider), written after the config's bots
-        let follow = derived::follow_parents(&all, now);
+        let follow = derived::follow_origins(&all, now);
         for w in &follow {
             if let Mutation::UpsertBot(b) = w {
                 all.insert(b.id.clone(), b.clone());

@@ -1,5 +1,6 @@
 //! Bots the config does not list, brought in line with it at each start:
-//! a subagent follows its parent (removed with it, back with it, never a
+//! a bot made by CreateAgent keeps only the tools its maker still has, a
+//! subagent follows its parent (removed with it, back with it, never a
 //! tool or a provider its parent no longer has), and a bot whose provider
 //! the config no longer has is named in the log.
 
@@ -15,6 +16,106 @@ use serde_json::Value;
 /// The tool every bot keeps: a subagent is given it even when its parent's
 /// list (which the config requires to have it) did not name it.
 const ALWAYS: &str = "SendMessage";
+
+/// The writes that bring the bots among `bots` that the config does not
+/// list in line with it, at `now_ms`: first the bots made by CreateAgent
+/// ([`follow_makers`]), then the subagents ([`follow_parents`]), so a
+/// subagent of a made bot follows its parent's tools as they now are.
+pub(crate) fn follow_origins(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Vec<Mutation> {
+    let mut writes = follow_makers(bots, now_ms);
+    let mut now = bots.clone();
+    for w in &writes {
+        if let Mutation::UpsertBot(b) = w {
+            now.insert(b.id.clone(), b.clone());
+        }
+    }
+    writes.extend(follow_parents(&now, now_ms));
+    writes
+}
+
+/// The writes that cut the tools of each bot among `bots` made by
+/// CreateAgent (origin `agent:<maker>`) to those its maker still has, at
+/// `now_ms`. CreateAgent gives only tools the maker has; the cap holds
+/// over time, so a tool taken from a bot in fleet.toml is taken from the
+/// bots it made too (and from theirs, down a chain of makers). A maker
+/// that is removed (or gone) has no tools: its bots keep only
+/// [`ALWAYS`], so they can still answer their owner. Nothing comes back
+/// by itself when the maker gets a tool again. One `WARN` per bot whose
+/// tools shrank, naming what it lost and why.
+pub(crate) fn follow_makers(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Vec<Mutation> {
+    let made: Vec<&BotRecord> = bots
+        .values()
+        .filter(|b| b.origin.starts_with(MADE_BY))
+        .collect();
+    // a made bot's maker may be a made bot whose tools shrink here too:
+    // cut again until nothing shrinks (each pass that goes on takes at
+    // least one tool, so this ends)
+    let mut tools: HashMap<&BotId, Vec<String>> =
+        made.iter().map(|b| (&b.id, b.tools.clone())).collect();
+    loop {
+        let mut shrank = false;
+        for bot in &made {
+            let kept = maker_tools(bot, bots, &tools);
+            let mut want = tools.get(&bot.id).cloned().unwrap_or_default();
+            let before = want.len();
+            want.retain(|t| t == ALWAYS || kept.as_ref().is_some_and(|k| k.contains(t)));
+            if want.len() < before {
+                shrank = true;
+                tools.insert(&bot.id, want);
+            }
+        }
+        if !shrank {
+            break;
+        }
+    }
+    let mut writes = Vec::new();
+    for bot in made {
+        let Some(want) = tools.get(&bot.id) else {
+            continue;
+        };
+        if *want == bot.tools {
+            continue;
+        }
+        let lost: Vec<&str> = bot
+            .tools
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !want.iter().any(|k| k == t))
+            .collect();
+        let maker = bot.origin.strip_prefix(MADE_BY).unwrap_or_default();
+        let listed = BotId::new(maker)
+            .ok()
+            .and_then(|id| bots.get(&id))
+            .is_some_and(|m| m.removed_at().is_none());
+        if listed {
+            tracing::warn!(bot = %bot.id, maker, lost = %lost.join(", "), "bot made by CreateAgent loses the tools its maker no longer has in the fleet's config (nothing comes back by itself: a bot of its owner with UpdateAgent and the tool can give it again)");
+        } else {
+            tracing::warn!(bot = %bot.id, maker, lost = %lost.join(", "), "bot made by CreateAgent keeps only SendMessage: its maker is no longer in the fleet's config (the bot stays its owner's and still answers them; nothing comes back by itself)");
+        }
+        writes.push(Mutation::UpsertBot(BotRecord {
+            tools: want.clone(),
+            updated_at: now_ms,
+            ..bot.clone()
+        }));
+    }
+    writes
+}
+
+/// The prefix of the origin of a bot made by CreateAgent.
+const MADE_BY: &str = "agent:";
+
+/// The tools the maker of `bot` has now (`made`: the made bots' tools as
+/// cut so far), or `None` if it is removed or gone.
+fn maker_tools(
+    bot: &BotRecord,
+    bots: &HashMap<BotId, BotRecord>,
+    made: &HashMap<&BotId, Vec<String>>,
+) -> Option<HashSet<String>> {
+    let id = BotId::new(bot.origin.strip_prefix(MADE_BY)?).ok()?;
+    let maker = bots.get(&id).filter(|m| m.removed_at().is_none())?;
+    let tools = made.get(&maker.id).unwrap_or(&maker.tools);
+    Some(tools.iter().cloned().collect())
+}
 
 /// The writes that bring the subagents among `bots` (every bot, as it is
 /// once this start's config is applied) in line with their parents, at
@@ -99,3 +200,7 @@ pub(crate) fn warn_missing_providers<'a>(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "fleet_derived_tests.rs"]
+mod tests;

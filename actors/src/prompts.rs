@@ -222,6 +222,9 @@ prompts! {
     /// The same in a shared room: until when, not the member's token use
     /// (its owner's to read).
     group_member_paused_shared => "group_member_paused_shared.md",
+    /// Notice in a room of another user when its owner stopped sharing a
+    /// member (`shareable = false`): it left the room.
+    group_member_unshared => "group_member_unshared.md",
     /// Notice in a member's session closing an input its discussion no
     /// longer awaits (the member was removed while it had the floor).
     group_member_skipped => "group_member_skipped.md",

@@ -20,6 +20,8 @@
 //!   per member turn (kept back, and said so when it sends it).
 //! - `absent`: members that take no turns (removed from the config, or
 //!   stopped subagents).
+//! - `unshared`: a member whose owner stopped sharing it leaves the rooms
+//!   of other users at the next start.
 //! - `failure`: the timeline notice of a member turn that failed (its
 //!   error only where its owner alone reads it).
 //! - `actor`: the coordinator; `rooms`: the supervisor and registry.
@@ -45,6 +47,7 @@ pub mod room;
 mod rooms;
 pub mod run;
 mod steps;
+mod unshared;
 
 pub use actor::GroupActor;
 pub use actor::GroupArgs;
@@ -68,3 +71,4 @@ pub use rooms::RoomsActor;
 pub use rooms::RoomsMsg;
 pub(crate) use rooms::start_supervisor;
 pub use run::Limits;
+pub(crate) use unshared::withdraw_unshared;

@@ -83,7 +83,7 @@ pub struct Posted {
     pub removed_mentions: Vec<BotId>,
 }
 
-fn shareable(bot: &BotRecord) -> bool {
+pub(super) fn shareable(bot: &BotRecord) -> bool {
     bot.settings.get("shareable").and_then(Value::as_bool) == Some(true)
 }
 

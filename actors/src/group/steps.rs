@@ -44,6 +44,7 @@ use super::member::render_input;
 use super::run::End;
 use super::run::Run;
 use super::run::Turn;
+use super::unshared::withdrawn;
 use crate::prompts::prompts;
 
 impl GroupState {
@@ -282,17 +283,22 @@ impl GroupState {
         };
         let record = self.rt.store.get_bot(&bot).await?;
         let gone = match &record {
-            Some(b) => absent(&self.rt.store, b).await?,
-            None => None,
+            Some(b) => {
+                absent(&self.rt.store, b).await?.is_some()
+                    || withdrawn(&self.rt.store, &self.room, b).await?
+            }
+            None => false,
         };
-        if gone.is_some() {
+        if gone {
             // no longer in the fleet's config, or a subagent that was
-            // stopped (since the message was posted): it runs no turns, so
-            // the discussion goes on without it. A run resumed after a restart
-            // comes here again for the member that had the floor (a
-            // resumed run starts with no wait), so this covers that too:
-            // its input is closed, so a turn of it resumed later (listed
-            // again) has what it sends held, not told it was delivered
+            // stopped, or its owner no longer shares it and the start took
+            // it out of the room (since the message was posted): it runs
+            // no turns, so the discussion goes on without it. A run
+            // resumed after a restart comes here again for the member that
+            // had the floor (a resumed run starts with no wait), so this
+            // covers that too: its input is closed, so a turn of it resumed
+            // later (listed again) has what it sends held, not told it was
+            // delivered
             self.close_input(&bot).await?;
             if let Some(progress) = self
                 .current
