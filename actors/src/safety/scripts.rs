@@ -371,7 +371,7 @@ fn open(workspace: &Workspace, given: &Path) -> Option<(PathBuf, Option<File>)> 
     let path = workspace.resolve(&given.to_string_lossy()).ok()?;
     // a test swaps a directory for a symlink here, between check and open
     #[cfg(test)]
-    tests::between_check_and_open();
+    crate::tools::test_support::between_check_and_open();
     let file = workspace.open_regular(&path).ok().flatten();
     Some((path, file))
 }

@@ -3,6 +3,8 @@
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::tools::test_support::swap_between_check_and_open;
+use crate::tools::test_support::swap_pending;
 
 struct Ws {
     _dir: tempfile::TempDir,
@@ -180,20 +182,6 @@ fn only_commands_that_may_run_scripts_touch_files() {
     }
 }
 
-thread_local! {
-    /// What [`between_check_and_open`] runs once, on this test's thread.
-    static BETWEEN: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Called by the resolver after a path is checked, before the file is
-/// opened: runs the hook a test set, if any.
-pub(super) fn between_check_and_open() {
-    if let Some(hook) = BETWEEN.with_borrow_mut(Option::take) {
-        hook();
-    }
-}
-
 /// A workspace `alice/` (with a directory `inside/`) beside another
 /// owner's `bob/`.
 struct Swapped {
@@ -237,17 +225,12 @@ impl Swapped {
         .unwrap();
         std::fs::write(d.join("GNUmakefile"), "all:\n\techo decoy\n").unwrap();
         let link = d.clone();
-        BETWEEN.with_borrow_mut(|hook| {
-            *hook = Some(Box::new(move || {
-                std::fs::remove_dir_all(&link).unwrap();
-                std::os::unix::fs::symlink(target, &link).unwrap();
-            }));
+        swap_between_check_and_open(move || {
+            std::fs::remove_dir_all(&link).unwrap();
+            std::os::unix::fs::symlink(target, &link).unwrap();
         });
         let got = resolve_scripts(&self.ws, &self.ws.root().join(cwd), command);
-        assert!(
-            BETWEEN.with_borrow(Option::is_none),
-            "{command}: the swap never ran"
-        );
+        assert!(!swap_pending(), "{command}: the swap never ran");
         got
     }
 }

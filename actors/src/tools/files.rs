@@ -43,7 +43,7 @@ fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, Tool
         .map_err(|e| ToolError::new(e.to_string(), OUTSIDE_HINT))?;
     // a test swaps a directory for a symlink here, between check and open
     #[cfg(test)]
-    tests::between_check_and_open();
+    crate::tools::test_support::between_check_and_open();
     Ok(path)
 }
 

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::*;
 use crate::tools::test_support::ToolFixture;
+use crate::tools::test_support::swap_between_check_and_open;
 
 async fn call(f: &ToolFixture, tool: &dyn Tool, args: Value) -> Result<String, String> {
     // a call that blocks (a FIFO opened for reading) fails the test instead
@@ -381,20 +382,6 @@ async fn read_refuses_zero_offset_and_limit() {
     }
 }
 
-thread_local! {
-    /// What [`between_check_and_open`] runs once, on this test's thread.
-    static BETWEEN: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Called by the file tools after the path check, before the file is
-/// opened: runs the hook a test set, if any.
-pub(super) fn between_check_and_open() {
-    if let Some(hook) = BETWEEN.with_borrow_mut(Option::take) {
-        hook();
-    }
-}
-
 /// A directory swapped for a link to another owner's directory after the
 /// path check and before the open (a process the bot started earlier can
 /// do so in a loop, and win the race now and then): Read, Write and Edit
@@ -432,11 +419,9 @@ async fn a_directory_swapped_for_a_link_out_after_the_check_is_not_followed() {
         std::fs::create_dir(&d).unwrap();
         std::fs::write(d.join("bobfile.txt"), "bob-decoy\n").unwrap();
         // ... and a link to bob's directory when it is opened
-        BETWEEN.with_borrow_mut(|hook| {
-            *hook = Some(Box::new(move || {
-                std::fs::remove_dir_all(&d).unwrap();
-                std::os::unix::fs::symlink("../bob", &d).unwrap();
-            }));
+        swap_between_check_and_open(move || {
+            std::fs::remove_dir_all(&d).unwrap();
+            std::os::unix::fs::symlink("../bob", &d).unwrap();
         });
         let name = tool.spec().name;
         let out = call(&f, tool, args).await;
@@ -533,11 +518,9 @@ async fn links_inside_the_workspace_are_followed() {
     // swapped in after the check, a relative link inside is followed too
     let d = root.join("d");
     std::fs::create_dir(&d).unwrap();
-    BETWEEN.with_borrow_mut(|hook| {
-        *hook = Some(Box::new(move || {
-            std::fs::remove_dir(&d).unwrap();
-            std::os::unix::fs::symlink("real", &d).unwrap();
-        }));
+    swap_between_check_and_open(move || {
+        std::fs::remove_dir(&d).unwrap();
+        std::os::unix::fs::symlink("real", &d).unwrap();
     });
     let out = call(&f, &Read, json!({"path": "d/h.txt"})).await;
     assert_eq!(out.unwrap(), "four");

@@ -217,3 +217,29 @@ pub(crate) async fn turn_ended(store: &Store, session: SessionId) -> Vec<Entry> 
         next_change(&mut changes, "no turn ended within 30 s").await;
     }
 }
+
+thread_local! {
+    /// What [`between_check_and_open`] runs once, on this test's thread.
+    static BETWEEN: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by the file tools and auto-review's script reader after a path
+/// is checked by name, before it is opened: runs the hook a test set with
+/// [`swap_between_check_and_open`], if any (a directory swapped for a
+/// symlink there is the race `workspace_beneath.rs` closes).
+pub(crate) fn between_check_and_open() {
+    if let Some(hook) = BETWEEN.with_borrow_mut(Option::take) {
+        hook();
+    }
+}
+
+/// Runs `hook` at the next [`between_check_and_open`] on this thread.
+pub(crate) fn swap_between_check_and_open(hook: impl FnOnce() + 'static) {
+    BETWEEN.with_borrow_mut(|h| *h = Some(Box::new(hook)));
+}
+
+/// Whether a hook set with [`swap_between_check_and_open`] has not run.
+pub(crate) fn swap_pending() -> bool {
+    BETWEEN.with_borrow(Option::is_some)
+}
