@@ -131,15 +131,15 @@ fn maker_tools(
 pub(crate) fn follow_parents(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Vec<Mutation> {
     let mut writes = Vec::new();
     for bot in bots.values() {
-        let Some(parent) = bot.origin.strip_prefix("subagent:") else {
+        let Some(parent_id) = bot.origin.strip_prefix("subagent:") else {
             continue;
         };
-        let parent = BotId::new(parent).ok().and_then(|id| bots.get(&id));
+        let parent = BotId::new(parent_id).ok().and_then(|id| bots.get(&id));
         let want = match parent {
             Some(p) if p.removed_at().is_none() => follow(bot, p),
             Some(_) | None if bot.removed_at().is_some() => continue,
             Some(_) | None => {
-                tracing::warn!(bot = %bot.id, parent = %bot.origin, "subagent's parent is no longer in the fleet's config: the subagent takes no more messages and runs no turns; its sessions are kept");
+                tracing::warn!(bot = %bot.id, parent = %parent_id, "subagent's parent is no longer in the fleet's config: the subagent takes no more messages and runs no turns; its sessions are kept");
                 bot.clone().mark_removed(now_ms)
             }
         };
