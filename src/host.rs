@@ -49,6 +49,10 @@ use background::start_recall;
 
 #[path = "host_file_size.rs"]
 mod file_size;
+#[path = "host_notes.rs"]
+mod notes;
+use notes::holds_files;
+use notes::moved_workspace_warning;
 
 /// How to start a host.
 #[derive(Debug, Clone, Default)]
@@ -418,19 +422,42 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
 
     // store, workspace, runtime
-    let store = Store::open(StoreOptions {
-        synchronous: f.host.synchronous,
-        ..StoreOptions::new(data_dir.join("fleet.db"))
-    })
-    .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
-    if store.was_restored() {
-        banner.push("WARNING: the database is older than this data directory (restored from a snapshot); idempotency keys from before now answer `unknown`".into());
-    }
+    let default_workspace = data_dir.join("workspace");
     let workspace_dir = f
         .host
         .workspace
         .clone()
-        .unwrap_or_else(|| data_dir.join("workspace"));
+        .unwrap_or_else(|| default_workspace.clone());
+    let store = Store::open(StoreOptions {
+        synchronous: f.host.synchronous,
+        // remembered only while it holds files: a move to an empty one is
+        // told at every start until the files follow
+        workspace: holds_files(&workspace_dir)
+            .then(|| workspace_dir.canonicalize().ok())
+            .flatten()
+            .map(|p| p.display().to_string()),
+        ..StoreOptions::new(data_dir.join("fleet.db"))
+    })
+    .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
+    if store.was_created() {
+        let note = format!(
+            "new data directory {}: starting with no history",
+            data_dir.display()
+        );
+        tracing::info!("{note}");
+        banner.push(note);
+    }
+    if store.was_restored() {
+        banner.push("WARNING: the database is older than this data directory (restored from a snapshot); idempotency keys from before now answer `unknown`".into());
+    }
+    // an older store remembers no workspace: it was the default one
+    let previous = match store.previous_workspace() {
+        Some(p) => Some(PathBuf::from(p)),
+        None => (!store.was_created()).then_some(default_workspace),
+    };
+    if let Some(warning) = previous.and_then(|old| moved_workspace_warning(&old, &workspace_dir)) {
+        banner.push(warning);
+    }
     let workspace = Workspace::open(&workspace_dir)
         .with_context(|| format!("cannot create the workspace {}", workspace_dir.display()))?;
     let r = &f.runtime;

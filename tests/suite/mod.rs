@@ -30,6 +30,7 @@ mod config_first_use;
 mod context;
 mod crash;
 mod created_agent_tools;
+mod data_dir_notes;
 mod data_lock;
 mod entry_clip;
 mod event_streams;

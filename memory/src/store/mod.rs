@@ -104,6 +104,11 @@ pub struct StoreOptions {
     /// checkpoint itself between two groups, so that its next write starts
     /// the WAL over from the beginning (see `checkpointer.rs`).
     pub wal_restart_frames: i64,
+    /// A workspace directory to remember in the meta table (`workspace`)
+    /// as the one the bots' files were last seen in; `None` keeps what is
+    /// remembered. What was remembered before is
+    /// [`Store::previous_workspace`].
+    pub workspace: Option<String>,
 }
 
 impl StoreOptions {
@@ -119,6 +124,7 @@ impl StoreOptions {
             checkpoint_period: checkpointer::PERIOD,
             // 64 MiB of 4 KiB pages: `journal_size_limit` below
             wal_restart_frames: 16_384,
+            workspace: None,
         }
     }
 }
@@ -130,6 +136,10 @@ struct Inner {
     clock: Arc<dyn Clock>,
     path: PathBuf,
     restored: bool,
+    /// No database file (or an empty one) was there before this open.
+    created: bool,
+    /// The workspace remembered before this open.
+    previous_workspace: Option<String>,
     stats: Arc<WriterStats>,
     /// Bots that may have open approvals (`approval_hint.rs`).
     approval_hint: Arc<approval_hint::OpenApprovalHint>,
@@ -178,6 +188,8 @@ impl Store {
         }
         let mut lock = lock::StoreLock::acquire(&path)?;
         check_history(&path)?;
+        // missing or 0 bytes with no history (`check_history`): new
+        let created = !std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         lock.lock_database(&path)?;
         let mut conn = Connection::open(&path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -200,6 +212,10 @@ impl Store {
 
         let now = options.clock.now_ms();
         let (horizon, restored) = check_generation(&conn, &path, now)?;
+        let previous_workspace = writer::get_meta(&conn, "workspace")?;
+        if let Some(workspace) = &options.workspace {
+            writer::set_meta(&conn, "workspace", workspace)?;
+        }
         let approval_hint = Arc::new(approval_hint::OpenApprovalHint::load(&conn)?);
         // after the writes above: the WAL exists
         let files = file_identity::FileIdentity::of(&path);
@@ -251,6 +267,8 @@ impl Store {
                 clock: options.clock,
                 path,
                 restored,
+                created,
+                previous_workspace,
                 stats,
                 approval_hint,
                 memory_cache: crate::layers::ScopeCache::new(memory_generations),
@@ -272,6 +290,18 @@ impl Store {
     /// snapshot than the last one this data directory ran.
     pub fn was_restored(&self) -> bool {
         self.inner.restored
+    }
+
+    /// Whether this open created the database: no file (or an empty one,
+    /// with no history behind it) was there before.
+    pub fn was_created(&self) -> bool {
+        self.inner.created
+    }
+
+    /// The workspace directory remembered before this open (see
+    /// [`StoreOptions::workspace`]); `None` if none was.
+    pub fn previous_workspace(&self) -> Option<&str> {
+        self.inner.previous_workspace.as_deref()
     }
 
     /// The clock stored times come from.
