@@ -72,15 +72,25 @@ fn line(a: &Value, now: i64) -> String {
         },
     };
     format!(
-        "{}  {:<10} {:<8} {}  {}\n    why: {}{}",
+        "{}  {:<10} {:<8} {}  {}\n    why: {}{}{}",
         a["id"].as_str().unwrap_or(""),
         a["bot"].as_str().unwrap_or(""),
         status,
         one_line(a["summary"].as_str().unwrap_or("")),
         when,
         one_line(a["reason"].as_str().unwrap_or("")),
+        cannot_run(a).map_or_else(String::new, |why| format!("\n    cannot run: {why}")),
         exact_action(a)
     )
+}
+
+/// Why approval `a`'s action cannot run as things stand (the host's
+/// `cannot_run`: its bot left the fleet's config, or lost the tool), shown
+/// on one line.
+fn cannot_run(a: &Value) -> Option<String> {
+    a["cannot_run"]
+        .as_str()
+        .map(|why| one_line(&terminal::text(why)))
 }
 
 /// `text` (a summary, a reason: the start of a command may be in them)
@@ -201,14 +211,15 @@ pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow:
 }
 
 /// What follows a decision, said from the host's answer (the decided
-/// approval) alone. The answer does not say whether the bot is still in
-/// the fleet or still has the tool: a removed bot reads the note only once
-/// it is listed again, and a bot that lost the tool cannot run the
-/// action. So this says what the host did (a note in the bot's
-/// conversation) and what must still happen, never that the bot was told
-/// or may run it.
+/// approval) alone: what the host did (a note in the bot's conversation)
+/// and what must still happen, never that the bot was told or may run it.
+/// When the answer's `cannot_run` says the bot left the fleet's config or
+/// lost the tool, that is said instead of how the action runs.
 fn what_follows(a: &Value) -> String {
     let bot = terminal::text(a["bot"].as_str().unwrap_or("the bot")).into_owned();
+    if let Some(why) = cannot_run(a) {
+        return format!("a note of it is queued in {bot}'s conversation; but {why}");
+    }
     let noted =
         format!("a note of it is queued in {bot}'s conversation, read when {bot} next runs");
     if a["status"].as_str() != Some("approved") {

@@ -156,6 +156,9 @@ prompts! {
     approval_requested_elsewhere => "approval_requested_elsewhere.md",
     /// The event telling a bot its action was approved.
     approval_approved => "approval_approved.md",
+    /// The same when the approved call's tool is no longer among the
+    /// bot's tools: the action can no longer run.
+    approval_approved_tool_gone => "approval_approved_tool_gone.md",
     /// The event telling a bot its action was denied.
     approval_denied => "approval_denied.md",
     /// Result of a call auto-review refused outright.

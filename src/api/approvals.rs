@@ -11,7 +11,12 @@ use botfleet_actors::safety::approvals;
 use botfleet_actors::safety::approvals::ApprovalError;
 use botfleet_memory::ApprovalDecision;
 use botfleet_memory::ApprovalId;
+use botfleet_memory::ApprovalRecord;
 use botfleet_memory::ApprovalStatus;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use std::collections::HashMap;
+
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -69,7 +74,37 @@ pub(crate) async fn list(
         }
         None => store.approvals_of_owner(&user.0, limit).await?,
     };
-    Ok(Json(json!({ "approvals": listed })))
+    let mut bots = HashMap::new();
+    let mut shown = Vec::with_capacity(listed.len());
+    for a in listed {
+        shown.push(with_obstacle(&state, &mut bots, a).await?);
+    }
+    Ok(Json(json!({ "approvals": shown })))
+}
+
+/// Approval `a` as the API shows it: the record, and `cannot_run`, why
+/// its action cannot run as things stand (its bot is no longer in the
+/// fleet's config, or the tool is no longer among the bot's tools), or
+/// `null`. `bots` keeps the bots already read, for a listing.
+async fn with_obstacle(
+    state: &ApiState,
+    bots: &mut HashMap<BotId, Option<BotRecord>>,
+    a: ApprovalRecord,
+) -> Result<Value, ApiError> {
+    let bot = match bots.get(&a.bot) {
+        Some(b) => b.clone(),
+        None => {
+            let b = state.fleet.store().get_bot(&a.bot).await?;
+            bots.insert(a.bot.clone(), b.clone());
+            b
+        }
+    };
+    let cannot_run = bot.and_then(|b| approvals::obstacle(&a, &b));
+    let mut v = serde_json::to_value(&a).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if let Value::Object(map) = &mut v {
+        map.insert("cannot_run".to_owned(), json!(cannot_run));
+    }
+    Ok(v)
 }
 
 fn parse_id(id: &str) -> Result<ApprovalId, ApiError> {
@@ -88,7 +123,10 @@ pub(crate) async fn get_one(
     // as the listing does: its card says what this answer does
     approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
     match state.fleet.store().approval(parsed).await? {
-        Some(a) if a.owner == user.0 => Ok(Json(json!({ "approval": a }))),
+        Some(a) if a.owner == user.0 => {
+            let shown = with_obstacle(&state, &mut HashMap::new(), a).await?;
+            Ok(Json(json!({ "approval": shown })))
+        }
         _ => Err(ApiError::NotFound(
             ApprovalError::NotFound(parsed).to_string(),
         )),
@@ -119,7 +157,10 @@ pub(crate) async fn decide(
     )?;
     approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
     match approvals::decide(state.fleet.runtime(), &user.0, parsed, body.decision).await {
-        Ok(a) => Ok(Json(json!({ "approval": a }))),
+        Ok(a) => {
+            let shown = with_obstacle(&state, &mut HashMap::new(), a).await?;
+            Ok(Json(json!({ "approval": shown })))
+        }
         Err(e) => Err(match e {
             ApprovalError::NotFound(_) => ApiError::NotFound(e.to_string()),
             ApprovalError::NotPending { .. } | ApprovalError::OwnerChanged { .. } => {

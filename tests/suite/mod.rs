@@ -8,6 +8,7 @@ mod api_headers;
 mod api_input;
 mod api_schema;
 mod approval_expiry;
+mod approval_gone;
 mod approvals;
 mod backup_restore;
 mod batching;

@@ -28,6 +28,7 @@ use botfleet_memory::ApprovalId;
 use botfleet_memory::ApprovalRecord;
 use botfleet_memory::ApprovalStatus;
 use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::ExpiryCause;
@@ -131,8 +132,9 @@ pub async fn decide(
         .get_session(record.session)
         .await?
         .ok_or(ApprovalError::NotFound(id))?;
+    let bot = rt.store.get_bot(&record.bot).await?;
     if session.key.kind == SessionKind::Dm
-        && let Some(bot) = rt.store.get_bot(&record.bot).await?
+        && let Some(bot) = &bot
         && session.key.is_former_owners_dm(&bot.owner)
     {
         // the DM's person no longer owns the bot: the decision's event
@@ -145,7 +147,19 @@ pub async fn decide(
     let p = prompts();
     let ttl = minutes(rt.settings.review.approval_ttl.as_millis() as i64);
     let id_text = id.to_string();
+    // a tool taken out of the bot's `tools` while the approval waited:
+    // the repeat would be refused (`there is no tool …`), so the bot is
+    // not asked to make it
+    let tool_gone = bot
+        .as_ref()
+        .is_some_and(|b| !b.tools.iter().any(|t| *t == record.tool));
     let text = match decision {
+        ApprovalDecision::Approve if tool_gone => p.approval_approved_tool_gone.render(&[
+            ("owner", user.as_str()),
+            ("id", &id_text),
+            ("summary", &record.summary),
+            ("tool", &record.tool),
+        ])?,
         ApprovalDecision::Approve => p.approval_approved.render(&[
             ("owner", user.as_str()),
             ("id", &id_text),
@@ -223,6 +237,48 @@ pub async fn decide(
             .await?
             .ok_or(ApprovalError::NotFound(id)),
     }
+}
+
+/// Why an approval's action cannot run as things stand, for the person
+/// who decides it, or `None` when nothing stands in its way: its bot is no
+/// longer in the fleet's config (it runs no turns, so it neither reads a
+/// decision nor repeats the call until a config lists it again), or the
+/// approved call's tool is no longer among the bot's tools (the repeat
+/// would be refused). Said only of a pending or approved approval: the
+/// others cannot run anyway.
+/// `bot` is the approval's bot as the store has it now.
+pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
+    match record.status {
+        ApprovalStatus::Pending | ApprovalStatus::Approved => {}
+        ApprovalStatus::Denied | ApprovalStatus::Expired => return None,
+    }
+    let bot_id = &record.bot;
+    // a subagent is in no config of its own: its parent's table lists it
+    let parent = bot.origin.strip_prefix("subagent:");
+    let table = parent.map_or_else(|| bot_id.to_string(), str::to_owned);
+    if bot.removed_at().is_some() {
+        let listed = match parent {
+            Some(parent) => format!(
+                "subagent {bot_id} was removed with its parent {parent}, which is no longer in \
+                 the fleet's config"
+            ),
+            None => format!("bot {bot_id} is no longer in the fleet's config"),
+        };
+        return Some(format!(
+            "{listed}: it runs no turns, so it will not read the decision on this approval \
+             or run its action; list {table} in fleet.toml again and restart the host before \
+             the approval expires if the action is still needed"
+        ));
+    }
+    if !bot.tools.iter().any(|t| *t == record.tool) {
+        let tool = &record.tool;
+        return Some(format!(
+            "{tool} is no longer among bot {bot_id}'s tools, so this action can no longer \
+             run; add {tool} to the `tools` of {table} in fleet.toml again and restart the \
+             host if it is still needed"
+        ));
+    }
+    None
 }
 
 /// Writes the expiry of `owner`'s approvals that expired since they were

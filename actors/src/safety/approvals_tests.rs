@@ -55,7 +55,9 @@ impl Fx {
             owner: UserId::new("alice").unwrap(),
             role: String::new(),
             provider: "p".into(),
-            tools: vec!["SendMessage".into()],
+            // Shell: the tool of the approvals below, so the approved
+            // action can run (`decide` says so otherwise)
+            tools: vec!["SendMessage".into(), "Shell".into()],
             settings: json!({}),
             origin: "test".into(),
             created_at: 0,
