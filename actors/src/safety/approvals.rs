@@ -152,7 +152,7 @@ pub async fn decide(
     // not asked to make it
     let tool_gone = bot
         .as_ref()
-        .is_some_and(|b| !b.tools.iter().any(|t| *t == record.tool));
+        .is_some_and(|b| !b.tools.contains(&record.tool));
     let text = match decision {
         ApprovalDecision::Approve if tool_gone => p.approval_approved_tool_gone.render(&[
             ("owner", user.as_str()),
@@ -270,7 +270,7 @@ pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
              the approval expires if the action is still needed"
         ));
     }
-    if !bot.tools.iter().any(|t| *t == record.tool) {
+    if !bot.tools.contains(&record.tool) {
         let tool = &record.tool;
         return Some(format!(
             "{tool} is no longer among bot {bot_id}'s tools, so this action can no longer \
