@@ -4,13 +4,7 @@
 //! decision say the action cannot run and what to do; the event the bot
 //! gets does not steer it into a call that must be refused.
 
-use botfleet_memory::ApprovalId;
-use botfleet_memory::ApprovalRequestOutcome;
-use botfleet_memory::Mutation;
-use botfleet_memory::MutationResult;
-use botfleet_memory::NewApproval;
 use serde_json::Value;
-use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -18,6 +12,8 @@ use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::fleet::restart;
 use crate::support::process::cli;
+
+use super::approvals::ask;
 
 /// Echoes user messages; answers approval events by what they say.
 const SCRIPT: &str = r#"
@@ -48,38 +44,6 @@ async fn start() -> (TestHost, String) {
     host.wait_turn_end(&session, body["seq"].as_i64().unwrap())
         .await;
     (host, session)
-}
-
-/// A pending approval of a Shell call of bot `r` in `session`, as the
-/// gate would ask.
-async fn ask(host: &TestHost, session: &str, command: &str) -> ApprovalId {
-    let rt = host.host.as_ref().unwrap().fleet.runtime();
-    let new = NewApproval {
-        id: ApprovalId::new_v7(),
-        bot: "r".parse().unwrap(),
-        session: session.parse().unwrap(),
-        turn: None,
-        call_id: "call_1".into(),
-        tool: "Shell".into(),
-        fingerprint: format!("fp-{command}"),
-        summary: format!("run `{command}`"),
-        reason: "pipes a download into sh, running code nobody reviewed".into(),
-        action: json!({"tool": "Shell", "args": {"command": command}}),
-        ttl_ms: 600_000,
-        max_pending: 4,
-    };
-    let r = rt
-        .store
-        .write(vec![Mutation::RequestApproval(Box::new(new))])
-        .await
-        .unwrap();
-    match r.into_iter().next() {
-        Some(MutationResult::ApprovalRequested(o)) => match *o {
-            ApprovalRequestOutcome::Created(a) => a.id,
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
 }
 
 #[tokio::test]

@@ -47,8 +47,9 @@ async fn start() -> (TestHost, String) {
     (host, session)
 }
 
-/// A pending approval of bot `r` in `session`, as the gate would ask.
-async fn ask(host: &TestHost, session: &str, command: &str) -> ApprovalId {
+/// A pending approval of bot `r` in `session`, as the gate would ask
+/// (also `approval_gone.rs`).
+pub(super) async fn ask(host: &TestHost, session: &str, command: &str) -> ApprovalId {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
     let new = new_approval(session, command);
     let r = rt

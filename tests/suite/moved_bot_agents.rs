@@ -76,28 +76,29 @@ steps = [ { tool = "SendMessage", args = { text = "REPLY-FROM-A1" } } ]
 
 const TOOLS: &[&str] = &["SendMessage", "SendToAgent"];
 
-/// Alice's `a1` and `a3`.
-async fn start() -> TestHost {
+/// Alice's `a1` and `a3` with `tools`, on the scripted model's `before`
+/// (also `moved_bot_inputs.rs`).
+pub(super) async fn start(before: &str, tools: &[&str]) -> TestHost {
     TestFleet::new()
-        .script("s", BEFORE)
-        .bot("a1", "s", TOOLS)
-        .bot("a3", "s", TOOLS)
+        .script("s", before)
+        .bot("a1", "s", tools)
+        .bot("a3", "s", tools)
         .start()
         .await
 }
 
-/// Stops the host, puts the script of after the restart in place, gives
-/// `a3` to bob in fleet.toml and starts again.
-async fn give_a3_to_bob(host: TestHost) -> TestHost {
+/// Stops the host, puts the script of after the restart (`after`) in
+/// place, gives `a3` (with `tools`) to bob in fleet.toml and starts again.
+pub(super) async fn give_a3_to_bob(host: TestHost, after: &str, tools: &[&str]) -> TestHost {
     let fleet = host.shutdown().await;
-    std::fs::write(fleet.path().join("scripts/s.toml"), AFTER).unwrap();
-    let fleet = fleet.without_bot("a3").bot_of("a3", "s", TOOLS, "bob");
+    std::fs::write(fleet.path().join("scripts/s.toml"), after).unwrap();
+    let fleet = fleet.without_bot("a3").bot_of("a3", "s", tools, "bob");
     fleet.write();
     restart(fleet).await
 }
 
 /// The session of `bot` with bot `peer`.
-fn agent_session(bot: &str, peer: &str) -> String {
+pub(super) fn agent_session(bot: &str, peer: &str) -> String {
     SessionKey {
         bot: BotId::new(bot).unwrap(),
         kind: SessionKind::Agent,
@@ -109,7 +110,7 @@ fn agent_session(bot: &str, peer: &str) -> String {
 
 /// The entries of `session` as the user of `token` reads them; none for
 /// a session that does not exist (yet).
-async fn entries_as(host: &TestHost, token: &str, session: &str) -> Vec<Value> {
+pub(super) async fn entries_as(host: &TestHost, token: &str, session: &str) -> Vec<Value> {
     let path = format!("/v1/sessions/{session}/entries?after=0&limit=500");
     let (status, v) = host.get(&path, token).await;
     if status == 404 {
@@ -155,11 +156,11 @@ fn messages_from(entries: &[Value], from: &str) -> Vec<Value> {
 /// DM with `a1`, and bob is told why.
 #[tokio::test]
 async fn a_moved_bots_reply_does_not_reach_its_former_owners_bot() {
-    let host = start().await;
+    let host = start(BEFORE, TOOLS).await;
     let dm_a1 = host.complete_turn("a1", "ask a3 something").await;
     host.wait_running("a3").await;
 
-    let host = give_a3_to_bob(host).await;
+    let host = give_a3_to_bob(host, AFTER, TOOLS).await;
     // a3's side of the conversation is bob's now; alice no longer reads it
     let a3_side = agent_session("a3", "a1");
     let entries = resumed_turn_ended(&host, BOB_TOKEN, &a3_side).await;
@@ -189,11 +190,11 @@ async fn a_moved_bots_reply_does_not_reach_its_former_owners_bot() {
 /// refused, naming no owner, and sends nothing.
 #[tokio::test]
 async fn a_former_owners_bot_cannot_message_the_moved_bot() {
-    let host = start().await;
+    let host = start(BEFORE, TOOLS).await;
     let dm_a3 = host.complete_turn("a3", "tell a1 hello").await;
     host.wait_running("a1").await;
 
-    let host = give_a3_to_bob(host).await;
+    let host = give_a3_to_bob(host, AFTER, TOOLS).await;
     // a1's side of the conversation stays alice's
     let a1_side = agent_session("a1", "a3");
     let entries = resumed_turn_ended(&host, TOKEN, &a1_side).await;

@@ -16,17 +16,17 @@
 
 use std::path::PathBuf;
 
-use botfleet_memory::BotId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use serde_json::Value;
 
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
-use crate::support::fleet::restart;
 use crate::support::process::poll;
+
+use super::moved_bot_agents::agent_session;
+use super::moved_bot_agents::entries_as;
+use super::moved_bot_agents::give_a3_to_bob;
+use super::moved_bot_agents::start;
 
 /// Before the restart: `a1` told to `ask` (or `ask again`) sends `a3` an
 /// instruction; `a3` told to `tell` sends `a1` one; whichever bot gets an
@@ -71,54 +71,11 @@ steps = [ { text = "noted" } ]
 
 const TOOLS: &[&str] = &["SendMessage", "SendToAgent", "Shell"];
 
-/// Alice's `a1` and `a3`.
-async fn start() -> TestHost {
-    TestFleet::new()
-        .script("s", BEFORE)
-        .bot("a1", "s", TOOLS)
-        .bot("a3", "s", TOOLS)
-        .start()
-        .await
-}
-
-/// Stops the host, puts the script of after the restart in place, gives
-/// `a3` to bob in fleet.toml and starts again.
-async fn give_a3_to_bob(host: TestHost) -> TestHost {
-    let fleet = host.shutdown().await;
-    std::fs::write(fleet.path().join("scripts/s.toml"), AFTER).unwrap();
-    let fleet = fleet.without_bot("a3").bot_of("a3", "s", TOOLS, "bob");
-    fleet.write();
-    restart(fleet).await
-}
-
-/// The session of `bot` with bot `peer`.
-fn agent_session(bot: &str, peer: &str) -> String {
-    SessionKey {
-        bot: BotId::new(bot).unwrap(),
-        kind: SessionKind::Agent,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
-}
-
 /// The marker file in the workspace of `user`.
 fn marker(host: &TestHost, user: &str) -> PathBuf {
     host.fleet
         .path()
         .join(format!("data/workspace/{user}/marker.txt"))
-}
-
-/// The entries of `session` as the user of `token` reads them; none for
-/// a session that does not exist (or that they do not read).
-async fn entries_as(host: &TestHost, token: &str, session: &str) -> Vec<Value> {
-    let path = format!("/v1/sessions/{session}/entries?after=0&limit=500");
-    let (status, v) = host.get(&path, token).await;
-    if status == 404 {
-        return Vec::new();
-    }
-    assert_eq!(status, 200, "{path}: {v}");
-    v["entries"].as_array().unwrap().clone()
 }
 
 /// The seqs of the messages from bot `from` in `entries`.
@@ -225,14 +182,14 @@ async fn owner_runs(host: &TestHost, bot: &str, token: &str) {
 /// nothing of it.
 #[tokio::test]
 async fn a_former_owners_bots_instructions_do_not_run_for_the_new_owner() {
-    let host = start().await;
+    let host = start(BEFORE, TOOLS).await;
     host.complete_turn("a1", "ask first").await;
     host.wait_running("a3").await;
     host.complete_turn("a1", "ask again").await;
     let a3_side = agent_session("a3", "a1");
     let inputs = wait_messages(&host, TOKEN, &a3_side, "a1", 2).await;
 
-    let host = give_a3_to_bob(host).await;
+    let host = give_a3_to_bob(host, AFTER, TOOLS).await;
     let entries = inputs_ended(&host, BOB_TOKEN, &a3_side, &inputs).await;
     ended_unanswered(&entries, "a1");
     assert!(!marker(&host, "bob").exists(), "{entries:#?}");
@@ -257,13 +214,13 @@ async fn a_former_owners_bots_instructions_do_not_run_for_the_new_owner() {
 /// in `a1`'s conversation with `a3`.
 #[tokio::test]
 async fn a_moved_bots_instructions_do_not_run_for_its_former_owner() {
-    let host = start().await;
+    let host = start(BEFORE, TOOLS).await;
     host.complete_turn("a3", "tell a1").await;
     host.wait_running("a1").await;
     let a1_side = agent_session("a1", "a3");
     let inputs = wait_messages(&host, TOKEN, &a1_side, "a3", 1).await;
 
-    let host = give_a3_to_bob(host).await;
+    let host = give_a3_to_bob(host, AFTER, TOOLS).await;
     let entries = inputs_ended(&host, TOKEN, &a1_side, &inputs).await;
     ended_unanswered(&entries, "a3");
     assert!(!marker(&host, "alice").exists(), "{entries:#?}");
