@@ -9,9 +9,9 @@
 //! person can address together (the same owner's, and bots marked
 //! `shareable`); and a lookup that still finds several bots (records made
 //! before this check) is refused, not guessed. Ids are global: a new id
-//! may not differ from any bot's only in case, whoever owns that bot.
+//! may not differ from any bot's only in case, whoever owns that bot (the
+//! store refuses it as it inserts the bot).
 
-use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::name_key;
 use serde_json::Value;
@@ -65,24 +65,6 @@ pub(super) async fn check_name_free(
                 },
             ));
         }
-    }
-    Ok(())
-}
-
-/// Refuses the id `id` for a new bot when another bot's id differs from it
-/// only in case (`B1` while `b1` exists), whoever owns that bot: mentions
-/// ignore case, and fleet.toml refuses such ids too. The refusal is the
-/// one of a taken id (`id_taken`): it says nothing of whose bot
-/// it is. (A bot of the caller's owner, or a shareable one, is refused
-/// before, by [`check_name_free`], which names it.) The id itself is the
-/// store's to check, as it inserts the bot.
-pub(super) async fn check_id_free(ctx: &ToolContext<'_>, id: &BotId) -> Result<(), ToolError> {
-    let bots = ctx.store().list_bots(None).await.map_err(store_error)?;
-    let folded = bots
-        .iter()
-        .any(|b| b.id != *id && b.id.as_str().eq_ignore_ascii_case(id.as_str()));
-    if folded {
-        return Err(super::id_taken(id));
     }
     Ok(())
 }

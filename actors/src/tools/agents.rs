@@ -437,10 +437,11 @@ impl Tool for CreateAgent {
             updated_at: now,
         };
         names::check_name_free(ctx, &record, name).await?;
-        names::check_id_free(ctx, &id).await?;
         // The store decides, in the transaction that inserts it, whether
-        // the id is free: a read before the write would let two callers
-        // both see it free and the later one take the record over.
+        // the id is free, also of another bot's id in another case (`B1`
+        // and `b1`; migration 17 indexes the folded ids): a read before
+        // the write would let two callers both see it free and the later
+        // one take the record over.
         match ctx.rt.store.write(vec![Mutation::CreateBot(record)]).await {
             Ok(_) => {}
             Err(StoreError::Taken { .. }) if created_by_this_call(ctx, &id).await? => {
