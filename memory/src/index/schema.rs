@@ -68,20 +68,12 @@ pub(crate) const QUOTING_TOOLS: &[&str] = &["SearchTranscript", "ReadTranscript"
 /// from the entry alone (a tool result names its tool), so a rebuild
 /// leaves out exactly what live indexing left out.
 pub(crate) fn quotes_the_transcript(kind: &EntryKind) -> bool {
-    match kind {
-        EntryKind::ToolResult { name, .. } => QUOTING_TOOLS.contains(&name.as_str()),
-        EntryKind::UserMessage { .. }
-        | EntryKind::AgentMessage { .. }
-        | EntryKind::Event { .. }
-        | EntryKind::Assistant { .. }
-        | EntryKind::Delivery { .. }
-        | EntryKind::Reaction { .. }
-        | EntryKind::Reminder { .. }
-        | EntryKind::Notice { .. }
-        | EntryKind::Approval { .. }
-        | EntryKind::TurnEnd { .. }
-        | EntryKind::Summary { .. } => false,
-    }
+    // only a tool result names a tool: any other kind, a new one too, is
+    // the text of the conversation itself
+    let EntryKind::ToolResult { name, .. } = kind else {
+        return false;
+    };
+    QUOTING_TOOLS.contains(&name.as_str())
 }
 
 /// Handles of the schema's fields.
