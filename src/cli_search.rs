@@ -113,7 +113,8 @@ fn print_hit(h: &Value) {
 /// Rebuilds the search index of a data directory from its store, offline:
 /// whatever the index directory holds (a damaged index too) is deleted
 /// first. Refuses while a host runs on the directory (it holds the index's
-/// writer lock).
+/// writer lock), and refuses a database of an older schema unchanged:
+/// upgrading it is the host's start, never this command's.
 pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let data_dir = match data {
         Some(d) => d,
@@ -137,8 +138,13 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
     // and a store this binary cannot read (a newer schema, a missing
     // database with history); only then is the index emptied, so a
     // refusal leaves the index as it was.
-    let store =
-        Store::open(StoreOptions::new(&db)).map_err(|e| store_refused(e, &db, &data_dir))?;
+    // never migrated here: a database restored to roll back to an older
+    // botfleet would no longer open in it
+    let store = Store::open(StoreOptions {
+        migrate: false,
+        ..StoreOptions::new(&db)
+    })
+    .map_err(|e| store_refused(e, &db, &data_dir))?;
     // the rebuild starts from an empty directory, so an index that cannot
     // be read is no obstacle
     let index = match TranscriptIndex::open_empty(&index_dir) {
@@ -199,6 +205,16 @@ fn locked_or(e: IndexError, data_dir: &Path) -> anyhow::Error {
 fn store_refused(e: StoreError, db: &Path, data_dir: &Path) -> anyhow::Error {
     if matches!(e, StoreError::InUse { .. }) {
         return running_on(data_dir, "the store's lock");
+    }
+    if let StoreError::SchemaOlder { found, supported } = e {
+        return anyhow::anyhow!(
+            "the store {} is at schema version {found}, written by an older botfleet; this one \
+             uses version {supported} and reindex does not upgrade a database (an older botfleet \
+             could no longer open it). To keep the older botfleet, run its own `botfleet reindex`; \
+             to upgrade, start the host with this version once (`botfleet run`), which migrates \
+             the database and rebuilds the index itself. Nothing was changed",
+            db.display()
+        );
     }
     anyhow::Error::new(e).context(format!(
         "cannot open the store {} (the search index was left as it was)",

@@ -69,6 +69,18 @@ pub enum StoreError {
         /// Highest version this binary knows.
         supported: i64,
     },
+    /// The database was written by an older version of botfleet, and it
+    /// was opened without migrating (`StoreOptions::migrate` off: an
+    /// offline command such as `reindex`, which must not upgrade it).
+    #[error(
+        "database schema version {found} is older than this binary's ({supported}), and this command does not upgrade it"
+    )]
+    SchemaOlder {
+        /// Version found in the file.
+        found: i64,
+        /// Version this binary migrates to.
+        supported: i64,
+    },
     /// A referenced record does not exist.
     #[error("{what} not found: {id}")]
     NotFound {
@@ -188,6 +200,7 @@ impl StoreError {
             | StoreError::InUse { .. }
             | StoreError::HistoryGone { .. }
             | StoreError::SchemaTooNew { .. }
+            | StoreError::SchemaOlder { .. }
             | StoreError::NotFound { .. }
             | StoreError::Rejected(_)
             | StoreError::Taken { .. }

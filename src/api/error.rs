@@ -183,6 +183,7 @@ impl From<StoreError> for ApiError {
             | StoreError::HistoryGone { .. }
             | StoreError::NotWritable { .. }
             | StoreError::SchemaTooNew { .. }
+            | StoreError::SchemaOlder { .. }
             | StoreError::NotFound { .. }
             | StoreError::Rejected(_)
             | StoreError::Taken { .. }

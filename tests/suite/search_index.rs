@@ -123,6 +123,47 @@ async fn reindex_rebuilds_an_index_it_cannot_read() {
     assert!(!logged.contains("was damaged"), "{logged}");
 }
 
+/// A database restored to roll back an upgrade is older than the binary:
+/// `reindex` refuses it without changing a byte (it used to migrate it,
+/// and the older botfleet then refused the database as too new), and the
+/// host's start is what upgrades it.
+#[tokio::test]
+async fn reindex_refuses_an_older_database_and_changes_nothing() {
+    let (fleet, path, log, port) = indexed_then_stopped().await;
+    let data = fleet.path().join("data");
+    let db = data.join("fleet.db");
+    // the database as migration 16 left it: migration 17 only adds an index
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("DROP INDEX bots_id_folded; PRAGMA user_version = 16;")
+            .unwrap();
+        conn.pragma_update(None, "wal_checkpoint", "TRUNCATE")
+            .unwrap();
+    }
+    let version = || -> i64 {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = std::fs::read(&db).unwrap();
+    let (code, out, err) = cli(&["reindex", "--data", data.to_str().unwrap()], "", "").await;
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("is at schema version 16")
+            && err.contains("reindex does not upgrade a database")
+            && err.contains("start the host with this version once"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before, "the database changed");
+    assert_eq!(version(), 16);
+    // the way the message gives: the host's start migrates and searches
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    wait_found(&client, "wombat", 2).await;
+    host.stop(&log).await;
+    assert!(version() > 16);
+}
+
 /// A host (in-process) with alice's bot `r` on [`CHAT`], with the recall
 /// tools.
 async fn recall_host() -> TestHost {

@@ -109,6 +109,12 @@ pub struct StoreOptions {
     /// remembered. What was remembered before is
     /// [`Store::previous_workspace`].
     pub workspace: Option<String>,
+    /// Whether opening applies the migrations this binary has (the
+    /// host). Off, a database of an older schema is refused unchanged
+    /// ([`StoreError::SchemaOlder`]): an offline command that rebuilds
+    /// derived data (`reindex`) must not upgrade a database an operator
+    /// may have restored to roll back to an older botfleet.
+    pub migrate: bool,
 }
 
 impl StoreOptions {
@@ -125,6 +131,7 @@ impl StoreOptions {
             // 64 MiB of 4 KiB pages: `journal_size_limit` below
             wal_restart_frames: 16_384,
             workspace: None,
+            migrate: true,
         }
     }
 }
@@ -192,6 +199,10 @@ impl Store {
         let created = !std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         lock.lock_database(&path)?;
         let mut conn = Connection::open(&path)?;
+        if !options.migrate {
+            // before any pragma that could write the file
+            schema::require_current(&conn)?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;

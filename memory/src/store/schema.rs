@@ -35,6 +35,22 @@ pub(crate) fn latest_version() -> i64 {
     MIGRATIONS.len() as i64
 }
 
+/// Refuses a database older than this binary without changing it, for
+/// a store opened with `StoreOptions::migrate` off. A database with no
+/// migration applied (version 0: new or empty) passes: migrating it
+/// changes no data.
+pub(crate) fn require_current(conn: &Connection) -> Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let latest = latest_version();
+    if current > 0 && current < latest {
+        return Err(StoreError::SchemaOlder {
+            found: current,
+            supported: latest,
+        });
+    }
+    Ok(())
+}
+
 /// Brings the database up to date.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -72,6 +88,28 @@ mod tests {
             migrate(&mut conn),
             Err(StoreError::SchemaTooNew { .. })
         ));
+        Ok(())
+    }
+
+    #[test]
+    fn an_older_database_is_refused_unchanged_when_not_migrating() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        require_current(&conn)?;
+        for sql in &MIGRATIONS[..10] {
+            conn.execute_batch(sql)?;
+        }
+        conn.pragma_update(None, "user_version", 10)?;
+        assert!(matches!(
+            require_current(&conn),
+            Err(StoreError::SchemaOlder {
+                found: 10,
+                supported
+            }) if supported == latest_version()
+        ));
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        assert_eq!(v, 10);
+        migrate(&mut conn)?;
+        require_current(&conn)?;
         Ok(())
     }
 

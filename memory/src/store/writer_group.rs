@@ -244,6 +244,7 @@ fn group_failure(during: &str, e: &StoreError) -> StoreError {
         | StoreError::InUse { .. }
         | StoreError::HistoryGone { .. }
         | StoreError::SchemaTooNew { .. }
+        | StoreError::SchemaOlder { .. }
         | StoreError::NotFound { .. }
         | StoreError::Rejected(_)
         | StoreError::Taken { .. }
