@@ -82,6 +82,8 @@ async fn a_damaged_index_is_set_aside_and_rebuilt_when_the_host_starts() {
     host.wait_log("was damaged").await;
     let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     wait_found(&client, "wombat", 2).await;
+    // the operator is told when the rebuilt index holds everything
+    host.wait_log("search index caught up with the store").await;
     // the damaged index is kept beside the new one, as it was
     let aside = names_starting(&data, "index.damaged-");
     assert_eq!(aside.len(), 1, "{aside:?}");

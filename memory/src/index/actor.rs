@@ -114,6 +114,10 @@ pub struct IndexerState {
     tick_armed: bool,
     /// Turns damage found by searches into `Repair`.
     damage: JoinHandle<()>,
+    /// Until the catch-up of the start has read the store's end: when it
+    /// began and the cursor then, for the log line that says it is done
+    /// (after a rebuild, the index answers in full only from then on).
+    starting: Option<(std::time::Instant, i64)>,
 }
 
 impl IndexerActor {
@@ -154,9 +158,10 @@ impl Actor for IndexerActor {
         let indexer = Indexer::open(&args.index, args.options.clone())?;
         let Fresh { indexer, mirror } = drop_stale(indexer, args.mirror_root, &args.store).await?;
         let sink = Sink { indexer, mirror };
+        let from_gid = sink.cursor();
         tracing::info!(
             dir = %args.index.dir().display(),
-            from_gid = sink.cursor(),
+            from_gid,
             "indexer started"
         );
         let catch_up_queued = Arc::new(AtomicBool::new(true));
@@ -174,6 +179,7 @@ impl Actor for IndexerActor {
             catch_up_queued,
             tick_armed: false,
             damage,
+            starting: Some((std::time::Instant::now(), from_gid)),
         })
     }
 
@@ -191,7 +197,7 @@ impl Actor for IndexerActor {
                         state.catch_up_queued.store(true, Ordering::SeqCst);
                         myself.send_message(IndexerMsg::CatchUp)?;
                     }
-                    Ok(false) => {}
+                    Ok(false) => state.log_caught_up(),
                     Err(e) => state.survive(e, "catch-up")?,
                 }
             }
@@ -335,6 +341,24 @@ impl IndexerState {
         let (sink, result) = blocking(self.sink()?, move |s| s.apply(&batch)).await?;
         self.sink = Some(sink);
         result
+    }
+
+    /// Logs, once, that the catch-up of the start has read the store's
+    /// end, when it had anything to read (an index rebuilt at this start,
+    /// or one left behind the store by a crash).
+    fn log_caught_up(&mut self) {
+        let Some((began, from_gid)) = self.starting.take() else {
+            return;
+        };
+        let to_gid = self.sink.as_ref().map_or(from_gid, Sink::cursor);
+        if to_gid > from_gid {
+            tracing::info!(
+                from_gid,
+                to_gid,
+                elapsed_ms = began.elapsed().as_millis() as u64,
+                "search index caught up with the store"
+            );
+        }
     }
 
     /// Reads and applies one batch; true if more may remain.
