@@ -7,6 +7,7 @@ use botfleet_memory::Mutation;
 use botfleet_memory::ReviewRecord;
 use botfleet_memory::SessionKind;
 use serde_json::Value;
+use unicode_segmentation::UnicodeSegmentation;
 
 use super::super::ToolContext;
 use super::super::ToolError;
@@ -79,8 +80,9 @@ pub(super) async fn scripts_unchanged(
     shell_scripts(ctx, args).await == action.scripts
 }
 
-/// Characters of a long text the summary keeps from its start and from
-/// its end (with a note of what it left out between them).
+/// Characters (grapheme clusters: what a reader counts as one) of a long
+/// text the summary keeps from its start and from its end (with a note of
+/// how many characters it left out between them).
 const SUMMARY_HEAD: usize = 100;
 const SUMMARY_TAIL: usize = 60;
 
@@ -104,13 +106,16 @@ pub(super) fn summary_text(text: &str) -> String {
         }
         flat.push(c);
     }
-    let chars: Vec<char> = flat.chars().collect();
-    if chars.len() <= SUMMARY_HEAD + SUMMARY_TAIL {
+    // whole grapheme clusters on each side of the cut: an emoji sequence
+    // (👨‍👩‍👧‍👦) or a letter with its marks (é, न्दी) is kept or left out whole,
+    // never shown as a dangling joiner or a mark with no letter
+    let clusters: Vec<&str> = flat.graphemes(true).collect();
+    if clusters.len() <= SUMMARY_HEAD + SUMMARY_TAIL {
         return flat;
     }
-    let head: String = chars[..SUMMARY_HEAD].iter().collect();
-    let tail: String = chars[chars.len() - SUMMARY_TAIL..].iter().collect();
-    let left_out = chars.len() - SUMMARY_HEAD - SUMMARY_TAIL;
+    let head = clusters[..SUMMARY_HEAD].concat();
+    let tail = clusters[clusters.len() - SUMMARY_TAIL..].concat();
+    let left_out = flat.chars().count() - head.chars().count() - tail.chars().count();
     format!("{head} …({left_out} characters)… {tail}")
 }
 

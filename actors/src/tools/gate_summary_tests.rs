@@ -34,3 +34,24 @@ fn a_short_text_is_shown_whole() {
     assert_eq!(summary_text("ls\n-la"), "ls -la");
     assert_eq!(summary_text(""), "");
 }
+
+/// Regression (round 20, Chinese-user tester): the cut counted chars, so a
+/// family emoji (7 chars) or a letter with a combining mark was split: the
+/// head ended in a dangling zero-width joiner, the tail began with half a
+/// family or an accent with no letter.
+#[test]
+fn the_cut_keeps_emoji_sequences_and_marks_whole() {
+    let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
+    let accented = "e\u{301}";
+    let text = format!("x{}{}", family.repeat(120), accented.repeat(90));
+    let shown = summary_text(&text);
+    let (head, rest) = shown.split_once(" …(").expect("cut in the middle");
+    let (_, tail) = rest.split_once(")… ").expect("cut in the middle");
+    assert_eq!(head, format!("x{}", family.repeat(99)));
+    assert_eq!(tail, accented.repeat(60));
+    let left_out = family.chars().count() * 21 + accented.chars().count() * 30;
+    assert!(
+        shown.contains(&format!(" …({left_out} characters)… ")),
+        "{shown}"
+    );
+}
