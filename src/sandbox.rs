@@ -16,6 +16,10 @@
 //!   (Landlock ABI 6 and later): no `kill` of the host. Landlock always
 //!   denies tracing a process outside the sandbox, which covers reading the
 //!   host's `/proc/<pid>/environ` (API keys, tokens), memory and open files;
+//! - see only its own processes: `/proc` is a private one listing only
+//!   what the command may trace (sandbox_proc.rs), so `ps ax` shows neither
+//!   the host nor other commands with their arguments, when the host may
+//!   mount it (root) or the machine's `/proc` hides so already;
 //! - hold no capability: a host run as root would hand its commands
 //!   root's, which Landlock does not confine (`CAP_SYS_PTRACE` gets past
 //!   its ptrace scoping to read the host's `/proc/<pid>/environ`,
@@ -54,11 +58,14 @@ use landlock::Scope;
 
 #[path = "sandbox_host.rs"]
 mod host;
+#[path = "sandbox_proc.rs"]
+mod proc;
 #[path = "sandbox_walk.rs"]
 mod walk;
 
 pub use host::hidden_paths;
 pub use host::shell_sandbox;
+pub use proc::ProcessView;
 
 /// The Landlock ABI whose rights the sandbox asks for (tested on a kernel
 /// with ABI 7): every filesystem right up to device ioctls (ABI 5) and the
@@ -87,22 +94,30 @@ pub struct Probe {
     pub enforcement: Enforcement,
     /// The kernel's Landlock ABI as the crate knows it (0: none).
     pub abi: u32,
+    /// What a command sees of the machine's processes.
+    pub processes: ProcessView,
 }
 
 impl Probe {
-    /// The line `--probe` prints, read back by the host ([`Probe::parse`]).
+    /// The lines `--probe` prints, read back by the host ([`Probe::parse`]).
     pub fn line(&self) -> String {
         let enforced = match self.enforcement {
             Enforcement::Full => "full",
             Enforcement::Partial => "partial",
             Enforcement::None => "none",
         };
-        format!("landlock enforced={enforced} abi={}", self.abi)
+        format!(
+            "landlock enforced={enforced} abi={}\n{}",
+            self.abi,
+            self.processes.line()
+        )
     }
 
-    /// Reads a [`Probe::line`].
-    pub fn parse(line: &str) -> Option<Self> {
-        let rest = line.trim().strip_prefix("landlock enforced=")?;
+    /// Reads a [`Probe::line`]. Without its second line (what commands
+    /// see of the processes), they see every process.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut lines = text.trim().lines();
+        let rest = lines.next()?.trim().strip_prefix("landlock enforced=")?;
         let (enforced, abi) = rest.split_once(" abi=")?;
         let enforcement = match enforced {
             "full" => Enforcement::Full,
@@ -110,13 +125,18 @@ impl Probe {
             "none" => Enforcement::None,
             _ => return None,
         };
+        let processes = match lines.next() {
+            Some(line) => ProcessView::parse(line)?,
+            None => ProcessView::All("the launcher did not say what commands see".to_owned()),
+        };
         Some(Self {
             enforcement,
             abi: abi.parse().ok()?,
+            processes,
         })
     }
 
-    fn of(status: &RestrictionStatus) -> Self {
+    fn of(status: &RestrictionStatus, processes: ProcessView) -> Self {
         let enforcement = match status.ruleset {
             RulesetStatus::FullyEnforced => Enforcement::Full,
             RulesetStatus::PartiallyEnforced => Enforcement::Partial,
@@ -128,24 +148,34 @@ impl Probe {
             }
             LandlockStatus::NotEnabled | LandlockStatus::NotImplemented => 0,
         };
-        Self { enforcement, abi }
+        Self {
+            enforcement,
+            abi,
+            processes,
+        }
     }
 }
 
-/// Restricts this process as the sandbox does (with no rule: nothing of
-/// the filesystem is left) and says how far the kernel enforced it. The
-/// process is of no use afterwards but to print the answer and exit.
+/// Gives this process the private `/proc` a command gets, then restricts
+/// it as the sandbox does (with no rule: nothing of the filesystem is
+/// left) and says how far the kernel enforced both. The process is of no
+/// use afterwards but to print the answer and exit.
 pub fn probe() -> anyhow::Result<Probe> {
+    // first: Landlock forbids mounting once it restricts
+    let processes = proc::private_proc();
     let status = ruleset()?
         .restrict_self()
         .context("cannot restrict the probe with Landlock")?;
-    Ok(Probe::of(&status))
+    Ok(Probe::of(&status, processes))
 }
 
 /// Confines this process (module doc) and replaces it with `program`
 /// (its name, then its arguments). Returns only on failure, with what went
 /// wrong: then nothing was run.
 pub fn exec(rw: &[PathBuf], hide: &[PathBuf], program: &[OsString]) -> anyhow::Error {
+    // before Landlock, which forbids mounting; where it cannot be had the
+    // command sees every process, as the probe told the host at its start
+    proc::private_proc();
     match confine(rw, hide) {
         Ok(tmp) => {
             let Some((name, args)) = program.split_first() else {

@@ -1,6 +1,8 @@
 //! The host's side of the Shell sandbox: at start, `runtime.shell_sandbox`
 //! and a probe of the launcher decide how the Shell tool runs commands
-//! ([`ShellSandbox`]).
+//! ([`ShellSandbox`]); the probe also says whether commands see only
+//! their own processes (sandbox_proc.rs), and the host logs it once when
+//! they see every process.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -12,12 +14,13 @@ use botfleet_actors::ShellSandbox;
 
 use super::Enforcement;
 use super::Probe;
+use super::ProcessView;
 use crate::config::ShellSandboxMode;
 
 /// The hidden subcommand of the `botfleet` binary that is the launcher.
 const SUBCOMMAND: &str = "sandbox-exec";
 
-/// Longest the probe may take (a process start and two syscalls).
+/// Longest the probe may take (a process start and a few syscalls).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the Shell tool runs commands under `mode`, with `launcher` the
@@ -54,10 +57,26 @@ pub async fn shell_sandbox(
                     probe.abi
                 ));
             }
-            tracing::info!(
-                abi = probe.abi,
-                "Shell commands run in the Landlock sandbox"
-            );
+            match &probe.processes {
+                ProcessView::Own => tracing::info!(
+                    abi = probe.abi,
+                    "Shell commands run in the Landlock sandbox, each seeing only its own \
+                     processes"
+                ),
+                ProcessView::All(why) => {
+                    tracing::info!(
+                        abi = probe.abi,
+                        "Shell commands run in the Landlock sandbox"
+                    );
+                    let message = format!(
+                        "Shell commands see every process of the machine with its arguments \
+                         (ps ax, /proc/<pid>/cmdline), other users' bots' commands included: \
+                         {why}"
+                    );
+                    tracing::warn!("{message}");
+                    notes.push(format!("Shell sandbox: {message}"));
+                }
+            }
             let sandbox = ShellSandbox::Launcher(ShellLauncher {
                 program: launcher.map(Path::to_path_buf).unwrap_or_default(),
                 args: vec![OsString::from(SUBCOMMAND)],

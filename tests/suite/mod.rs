@@ -112,6 +112,7 @@ mod search_self_hits;
 mod secret_cuts;
 mod secret_names;
 mod secrets;
+mod shell_pid_namespace;
 mod shell_sandbox;
 mod shell_secret_scrub;
 mod shell_stop;

@@ -2,7 +2,10 @@
 //! readable by every other command on the machine (`ps`,
 //! `/proc/<pid>/cmdline`): another person's bot that lists processes gets
 //! it scrubbed, in its tool result and its transcript (the vault's
-//! fleet-wide set of people's secrets, actors/src/vault.rs).
+//! fleet-wide set of people's secrets, actors/src/vault.rs). Without the
+//! Shell sandbox, or on a host that cannot give its commands a private
+//! /proc: with it a command lists only its own processes
+//! (suite::shell_pid_namespace), so this runs with the sandbox off.
 
 use serde_json::json;
 
@@ -45,6 +48,9 @@ async fn another_persons_secret_in_a_command_line_is_scrubbed_from_a_bots_proces
         .bot_of("b1", "s", &["SendMessage", "Shell"], "bob")
         .bot_lines("secrets = [\"BOB_SECRET\"]")
         .tables(NO_REVIEW)
+        .runtime(
+            "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\nshell_sandbox = \"off\"\n",
+        )
         .start()
         .await;
     let put = host
