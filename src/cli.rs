@@ -369,7 +369,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 loaded.file.providers.len(),
                 loaded.file.bots.len()
             );
-            for note in &checked.notes {
+            // and what a start would say of the data directory now
+            for note in checked
+                .notes
+                .iter()
+                .chain(&host::check_notes(&loaded.file.host))
+            {
                 outln!("{note}");
             }
             Ok(ExitCode::SUCCESS)

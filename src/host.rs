@@ -51,8 +51,8 @@ use background::start_recall;
 mod file_size;
 #[path = "host_notes.rs"]
 mod notes;
+pub use notes::check_notes;
 use notes::holds_files;
-use notes::moved_workspace_warning;
 
 /// How to start a host.
 #[derive(Debug, Clone, Default)]
@@ -422,12 +422,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
 
     // store, workspace, runtime
-    let default_workspace = data_dir.join("workspace");
-    let workspace_dir = f
-        .host
-        .workspace
-        .clone()
-        .unwrap_or_else(|| default_workspace.clone());
+    let (_, workspace_dir) = notes::data_and_workspace(&f.host);
     let store = Store::open(StoreOptions {
         synchronous: f.host.synchronous,
         // remembered only while it holds files: a move to an empty one is
@@ -436,27 +431,21 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             .then(|| workspace_dir.canonicalize().ok())
             .flatten()
             .map(|p| p.display().to_string()),
-        ..StoreOptions::new(data_dir.join("fleet.db"))
+        ..StoreOptions::new(data_dir.join(notes::STORE_FILE))
     })
     .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
-    if store.was_created() {
-        let note = format!(
-            "new data directory {}: starting with no history",
-            data_dir.display()
-        );
-        tracing::info!("{note}");
-        banner.push(note);
-    }
     if store.was_restored() {
         banner.push("WARNING: the database is older than this data directory (restored from a snapshot); idempotency keys from before now answer `unknown`".into());
     }
-    // an older store remembers no workspace: it was the default one
-    let previous = match store.previous_workspace() {
-        Some(p) => Some(PathBuf::from(p)),
-        None => (!store.was_created()).then_some(default_workspace),
-    };
-    if let Some(warning) = previous.and_then(|old| moved_workspace_warning(&old, &workspace_dir)) {
-        banner.push(warning);
+    // a new data directory, a workspace moved without its files (as
+    // `check-config` says them)
+    let history = store.history();
+    for note in notes::data_dir_notes(&data_dir, &workspace_dir, &history) {
+        // `run` logs the banner's warnings itself (src/cli_run.rs)
+        if !note.starts_with("WARNING: ") {
+            tracing::info!("{note}");
+        }
+        banner.push(note);
     }
     let workspace = Workspace::open(&workspace_dir)
         .with_context(|| format!("cannot create the workspace {}", workspace_dir.display()))?;
@@ -474,6 +463,8 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.max_turn_attempts = r.max_turn_attempts;
     settings.context_entries = r.context_entries;
     settings.extract_memory = r.extract_memory;
+    // a bot made or renamed by a bot may not be named like a user
+    settings.user_ids = users.iter().map(|(user, _)| user.clone()).collect();
     settings.tool_limits = ToolLimits {
         shell_default_timeout: Duration::from_secs(r.shell_timeout_s),
         shell_max_timeout: Duration::from_secs(r.shell_max_timeout_s),

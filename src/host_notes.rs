@@ -1,7 +1,76 @@
-//! The start's notes about the data directory and the workspace: a new
-//! data directory, and a workspace moved without its files.
+//! The notes about the data directory and the workspace: a new data
+//! directory, and a workspace moved without its files. A start says them
+//! from the store it opened; `botfleet check-config` says the same ones
+//! from the files as they are ([`check_notes`]), so a wrong
+//! `host.data_dir` or `host.workspace` shows before the start.
 
 use std::path::Path;
+use std::path::PathBuf;
+
+use botfleet_memory::StoreHistory;
+
+use crate::config::HostConfig;
+
+/// The store's file in a data directory.
+pub(super) const STORE_FILE: &str = "fleet.db";
+
+/// The data directory of `host` and its workspace (`host.workspace`, by
+/// default `<data_dir>/workspace`), as a start uses them.
+pub(super) fn data_and_workspace(host: &HostConfig) -> (PathBuf, PathBuf) {
+    let data_dir = host.data_dir.clone();
+    let workspace = host
+        .workspace
+        .clone()
+        .unwrap_or_else(|| default_workspace(&data_dir));
+    (data_dir, workspace)
+}
+
+/// The workspace of a data directory without `host.workspace`.
+fn default_workspace(data_dir: &Path) -> PathBuf {
+    data_dir.join("workspace")
+}
+
+/// The notes about `data_dir` and `workspace` whose store remembers
+/// `history`: that the data directory is new (a start creates its store:
+/// said once), and the warning of [`moved_workspace_warning`] against the
+/// workspace the files were last seen in (an older store remembers none:
+/// it was the default one).
+pub(super) fn data_dir_notes(
+    data_dir: &Path,
+    workspace: &Path,
+    history: &StoreHistory,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if history.created {
+        notes.push(format!(
+            "new data directory {}: starting with no history",
+            data_dir.display()
+        ));
+    }
+    let previous = match &history.previous_workspace {
+        Some(p) => Some(PathBuf::from(p)),
+        None => (!history.created).then(|| default_workspace(data_dir)),
+    };
+    notes.extend(previous.and_then(|old| moved_workspace_warning(&old, workspace)));
+    notes
+}
+
+/// `botfleet check-config`'s notes about the data directory and the
+/// workspace of `host`: those a start would give now. A store that cannot
+/// be read is a warning of its own (the start would say why it cannot
+/// open it).
+pub fn check_notes(host: &HostConfig) -> Vec<String> {
+    let (data_dir, workspace) = data_and_workspace(host);
+    // read without a lock, a migration or a file created: a host may run
+    match botfleet_memory::peek_store(&data_dir.join(STORE_FILE)) {
+        Ok(history) => data_dir_notes(&data_dir, &workspace, &history),
+        Err(e) => vec![format!(
+            "WARNING: cannot read the store {}: {e}; whether the data directory is new or its \
+             workspace moved is not checked",
+            data_dir.join(STORE_FILE).display()
+        )],
+    }
+}
 
 /// Whether `dir` is a directory with anything in it.
 pub(super) fn holds_files(dir: &Path) -> bool {

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use botfleet_memory::Encoding;
+use botfleet_memory::UserId;
 use std::time::Duration;
 
 use crate::tools::ToolLimits;
@@ -56,6 +57,11 @@ pub struct FleetSettings {
     /// Run the fact-extraction pass (a model call with purpose `extract`)
     /// after each completed turn that had messages from the bot's owner.
     pub extract_memory: bool,
+    /// The fleet's users (`[[users]]`, fixed until the next start): a bot
+    /// that CreateAgent makes or UpdateAgent renames may not be named like
+    /// one of them, as fleet.toml refuses for its own bots (in a room its
+    /// messages could pass for that person's).
+    pub user_ids: Vec<UserId>,
 }
 
 /// How Shell runs a command: directly, or through a launcher that puts it
@@ -141,6 +147,7 @@ impl FleetSettings {
             context: HashMap::new(),
             default_context: ContextSettings::default(),
             extract_memory: true,
+            user_ids: Vec::new(),
         }
     }
 

@@ -65,6 +65,8 @@ function approvalStatusText(a, now = Date.now()) {
       return now >= a.expires_at ? "Expired: nobody decided in time" : `Waiting for your decision · expires ${relative(a.expires_at, now)}`;
     case "approved": {
       if (a.consumed_at) return "Approved · the action ran";
+      // its bot left the config or lost the tool (`cannot_run`, shown below)
+      if (cannotRun(a)) return "Approved · cannot run as things stand";
       // the gate runs it once, when the bot makes this exact call again in
       // this conversation, until the approval's window to use it ends
       // (docs/security.md, "Approvals"): it does not run by itself
@@ -88,10 +90,21 @@ function approvalStatusText(a, now = Date.now()) {
   }
 }
 
+/** Why approval `a`'s action cannot run as things stand (the host's
+ * `cannot_run`: its bot left the fleet's config, or lost the tool, with
+ * what to do), or null: said only while it waits or is approved unused. */
+function cannotRun(a) {
+  if (a.status !== "pending" && !(a.status === "approved" && !a.consumed_at)) return null;
+  return typeof a.cannot_run === "string" && a.cannot_run ? a.cannot_run : null;
+}
+
 /**
  * Fills `box` with an approval: tool, summary, reason, status and, while
- * pending, Approve/Deny. `a` is an approval record or an `approval` entry
- * (whose id is in `approval`). `onDecided(record)` gets the host's answer.
+ * pending, Approve/Deny. One whose action cannot run (`cannot_run`) says
+ * why and what to do, and its Approve is disabled, described by that
+ * reason: approving would run nothing (once the bot or tool is back, the
+ * host no longer says it and Approve is offered); Deny stays. `a` is an
+ * approval record or an `approval` entry (whose id is in `approval`). `onDecided(record)` gets the host's answer.
  * `details`: the exact action is shown (under "Exact action"), and a
  * pending `a` without it gets no buttons, only a link to the approvals
  * page, which shows it: nobody decides on a summary alone.
@@ -99,6 +112,8 @@ function approvalStatusText(a, now = Date.now()) {
 export function fillApproval(box, a, { onDecided = refreshApprovals, details = false } = {}) {
   const id = a.approval || a.id;
   const pending = a.status === "pending" && Date.now() < a.expires_at;
+  const gone = cannotRun(a);
+  const goneId = nextId("cannot-run");
   box.className = `card approval-card ${a.status}`;
   box.replaceChildren(h("div", { class: "card-body" },
     h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, escapeHidden(str(a.tool), { oneLine: true }))),
@@ -112,6 +127,7 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
       { class: "status", ...(a.status === "pending" ? { dataset: { expires: String(a.expires_at) } } : {}) },
       h("span", { class: "status-pill" }, approvalStatusText(a)),
     ),
+    gone ? h("p", { class: "cannot-run", id: goneId }, `Cannot run: ${escapeHidden(gone, { oneLine: true })}`) : null,
   ));
   if (!pending) return;
   if (details && a.action === undefined) {
@@ -130,7 +146,9 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
       fillApproval(box, a, { onDecided, details });
     }
   };
-  const approve = h("button", { type: "button", class: "primary" }, "Approve");
+  const approve = gone
+    ? h("button", { type: "button", class: "primary", disabled: true, "aria-describedby": goneId, title: "It cannot run: see why above" }, "Approve")
+    : h("button", { type: "button", class: "primary" }, "Approve");
   const deny = h("button", { type: "button", class: "danger" }, "Deny");
   approve.addEventListener("click", () => decide("approve", approve));
   deny.addEventListener("click", () => decide("deny", deny));

@@ -530,7 +530,9 @@ export class Timeline {
    * Approve/Deny, only a link to the approvals page.
    */
   paintApproval(known, a) {
-    const shown = a.action === undefined && known.action !== undefined ? { ...a, action: known.action } : a;
+    let shown = a.action === undefined && known.action !== undefined ? { ...a, action: known.action } : a;
+    // nor whether it can run: the record asked says (`cannot_run`)
+    if (shown.cannot_run === undefined && known.cannotRun !== undefined) shown = { ...shown, cannot_run: known.cannotRun };
     known.shown = shown;
     fillApproval(known.box, shown, { details: true });
     if (shown.action !== undefined || shown.status !== "pending" || known.askedAction) return;
@@ -539,6 +541,7 @@ export class Timeline {
       .then(({ data }) => {
         if (data.approval.action === undefined) return;
         known.action = data.approval.action;
+        known.cannotRun = data.approval.cannot_run ?? null;
         if (known.shown.action === undefined) this.paintApproval(known, known.shown);
       })
       .catch(() => {});
@@ -568,13 +571,18 @@ export class Timeline {
           const a = data.approval;
           if (known.seq !== seq) return;
           if (a.decided_at) known.decided = { decided_at: a.decided_at, decided_by: a.decided_by };
+          known.cannotRun = a.cannot_run ?? null;
           if (a.status === "expired") {
             known.checked = true;
             known.status = "expired";
             if (a.decided_at) this.paintApproval(known, a);
             return;
           }
-          if (!(a.consumed_at || a.status !== "approved")) return;
+          if (!(a.consumed_at || a.status !== "approved")) {
+            // approved, unused: said once if its action cannot run
+            if (known.cannotRun && known.shown.cannot_run !== known.cannotRun) this.paintApproval(known, a);
+            return;
+          }
           known.status = a.consumed_at ? "ran" : a.status;
           this.paintApproval(known, a);
         })

@@ -2,10 +2,13 @@
 //! directory with no store yet is named as new (once), and a
 //! `host.workspace` moved to an empty directory while the previous one
 //! still holds the bots' files is a warning naming both paths.
+//! `botfleet check-config` says the same two, from the files as they are
+//! (before, it said nothing of them).
 
 use std::path::Path;
 
 use crate::support::fleet::TestFleet;
+use crate::support::process::BIN;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
@@ -74,4 +77,86 @@ async fn a_new_data_dir_is_told_once_and_a_moved_workspace_names_both_paths() {
     std::fs::rename(old.join("alice"), moved.join("alice")).unwrap();
     let fifth = banner_of(&path, &dir.join("fifth.log")).await;
     assert!(!fifth.contains("WARNING: the workspace "), "{fifth}");
+}
+
+/// Runs `botfleet check-config --fleet FLEET`; returns its exit code and
+/// what it printed (stdout, then stderr).
+async fn check_config(fleet: &Path) -> (i32, String) {
+    let out = tokio::process::Command::new(BIN)
+        .arg("check-config")
+        .arg("--fleet")
+        .arg(fleet)
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The line of `text` that starts with `prefix`.
+fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{text}"))
+}
+
+#[tokio::test]
+async fn check_config_says_what_a_start_would_of_the_data_dir_and_workspace() {
+    let fleet = TestFleet::new()
+        .script("m", SCRIPT)
+        .bot("a1", "m", &["SendMessage"]);
+    let path = fleet.write();
+    let dir = fleet.path();
+    let data = dir.join("data");
+
+    // before any start: a new data directory (a note: exit 0), and the
+    // check creates nothing
+    let (code, out) = check_config(&path).await;
+    assert_eq!(code, 0, "{out}");
+    let new = format!(
+        "new data directory {}: starting with no history",
+        data.display()
+    );
+    assert!(out.lines().any(|l| l == new), "no {new:?} in:\n{out}");
+    assert!(!data.exists(), "{out}");
+
+    // after starts, with a bot's file in the (default) workspace: nothing
+    banner_of(&path, &dir.join("first.log")).await;
+    let old = data.join("workspace");
+    std::fs::create_dir_all(old.join("alice")).unwrap();
+    std::fs::write(old.join("alice/notes.txt"), "keep me").unwrap();
+    banner_of(&path, &dir.join("second.log")).await;
+    let (code, out) = check_config(&path).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains("new data directory") && !out.contains("WARNING"),
+        "{out}"
+    );
+
+    // `host.workspace` moved, the files not: the start's warning, word for
+    // word, and still exit 0
+    let moved = dir.join("elsewhere");
+    let fleet = fleet.host(&format!("workspace = \"{}\"", moved.display()));
+    fleet.write();
+    let (code, out) = check_config(&path).await;
+    assert_eq!(code, 0, "{out}");
+    let warning = line_of(&out, "WARNING: the workspace ").to_owned();
+    assert!(!out.contains("new data directory"), "{out}");
+    let started = banner_of(&path, &dir.join("third.log")).await;
+    assert_eq!(line_of(&started, "WARNING: the workspace "), warning);
+
+    // and while a host runs on the data directory (its WAL is read, its
+    // lock is not taken)
+    let log = dir.join("fourth.log");
+    let mut host = HostProcess::start(&path, free_port(), &log).await;
+    host.wait_log("send a message:").await;
+    let (code, out) = check_config(&path).await;
+    host.stop(&log).await;
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(line_of(&out, "WARNING: the workspace "), warning);
 }

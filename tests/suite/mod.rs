@@ -1,5 +1,6 @@
 //! The integration suite, compiled as one binary by `tests/all.rs`.
 
+mod agent_names_users;
 mod agents;
 mod agents_speak;
 mod api_contract;
@@ -130,6 +131,7 @@ mod turn_clip_budget;
 mod turn_request_bounds;
 mod ui;
 mod ui_browser;
+mod ui_browser_approval_gone;
 mod ui_browser_cards;
 mod ui_browser_rooms;
 mod ui_browser_routes;

@@ -40,12 +40,13 @@ steps = [ { fail = "the endpoint answered 500" } ]
 steps = [ { text = "thinking about it", tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 "#;
 
-/// A fleet whose bot `r` (alice's, with SendMessage) follows the scripted
-/// model's `script`.
+/// A fleet whose bot `r` (alice's, with SendMessage, and Shell: the tool
+/// of [`ask`]'s approvals, whose cards would otherwise say the action
+/// cannot run) follows the scripted model's `script`.
 pub fn fleet_with_r(script: &str) -> TestFleet {
     TestFleet::new()
         .script("s", script)
-        .bot("r", "s", &["SendMessage"])
+        .bot("r", "s", &["SendMessage", "Shell"])
 }
 
 /// Starts the browser, then the host of `fleet`; `None` (the reason

@@ -10,7 +10,10 @@
 //! `shareable`); and a lookup that still finds several bots (records made
 //! before this check) is refused, not guessed. Ids are global: a new id
 //! may not differ from any bot's only in case, whoever owns that bot (the
-//! store refuses it as it inserts the bot).
+//! store refuses it as it inserts the bot). Nor may a bot be named like
+//! one of the fleet's users (`[[users]]` ids, by the same folding), as
+//! fleet.toml refuses for its own bots: in a room its messages could pass
+//! for that person's.
 
 use botfleet_memory::BotRecord;
 use botfleet_memory::name_key;
@@ -67,6 +70,32 @@ pub(super) async fn check_name_free(
         }
     }
     Ok(())
+}
+
+/// Refuses the display name `name` for a bot (being created, or renamed)
+/// when it reads as the id of one of the fleet's users (compared by
+/// [`name_key`], as fleet.toml compares its own bots' names): in a room
+/// the bot's messages could pass for that person's.
+pub(super) fn check_not_a_user(ctx: &ToolContext<'_>, name: &str) -> Result<(), ToolError> {
+    let key = name_key(name);
+    match ctx
+        .rt
+        .settings
+        .user_ids
+        .iter()
+        .find(|user| name_key(user.as_str()) == key)
+    {
+        Some(user) => Err(ToolError::new(
+            format!(
+                "the name {name:?} reads as the user {:?}: in a room the agent's messages \
+                 could pass for that person's",
+                user.as_str()
+            ),
+            "choose another name, one that is not a person's id (e.g. one that says what \
+             the agent does)",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The one bot of `bots` that answers to `name` (its id, else its id or

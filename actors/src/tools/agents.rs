@@ -388,6 +388,7 @@ impl Tool for CreateAgent {
             ));
         }
         check_name(name)?;
+        names::check_not_a_user(ctx, name)?;
         let role = args.role.trim();
         if role.is_empty() || role.chars().count() > MAX_ROLE_CHARS {
             return Err(ToolError::new(
@@ -537,6 +538,7 @@ impl Tool for UpdateAgent {
                 ));
             }
             check_name(name)?;
+            names::check_not_a_user(ctx, name)?;
             names::check_name_free(ctx, &record, name).await?;
             record.name = name.to_owned();
             changed.push("name");

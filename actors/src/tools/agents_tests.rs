@@ -422,3 +422,54 @@ async fn a_name_that_makes_no_id_asks_for_one() {
     assert!(err.hint.starts_with("pass an `id`"), "{shown}");
     assert!(!shown.contains("invalid bot id"), "{shown}");
 }
+
+/// Regression: fleet.toml refuses a bot named like a user (in a room its
+/// messages could pass for that person's), but CreateAgent made one and
+/// UpdateAgent renamed one so. Both refuse now, in any case, width or
+/// spacing of the user's id, naming the user and what to do, and write
+/// nothing.
+#[tokio::test]
+async fn an_agent_may_not_be_named_like_a_user() {
+    let mut f = speaker();
+    f.rt.settings.user_ids = vec![UserId::new("alice").unwrap(), UserId::new("bob").unwrap()];
+    let err = CreateAgent
+        .call(
+            &f.ctx("c1"),
+            json!({"name": "Alice", "role": "Poses as a person.", "id": "poser"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "error: the name \"Alice\" reads as the user \"alice\": in a room the agent's \
+         messages could pass for that person's. Next step: choose another name, one that \
+         is not a person's id (e.g. one that says what the agent does)"
+    );
+    for (call, name) in [("c2", "ＢＯＢ"), ("c3", " b o b ")] {
+        let args = json!({"name": name, "role": "Poses as a person.", "id": "poser"});
+        let err = CreateAgent.call(&f.ctx(call), args).await.unwrap_err();
+        assert!(
+            err.message.contains("reads as the user \"bob\""),
+            "{name}: {err}"
+        );
+    }
+    let poser = BotId::new("poser").unwrap();
+    assert!(f.rt.store.get_bot(&poser).await.unwrap().is_none());
+
+    // a name that is no user's id is made, and cannot be renamed to one
+    let scout = json!({"name": "Scout", "role": "Finds things.", "id": "scout"});
+    CreateAgent.call(&f.ctx("c4"), scout).await.unwrap();
+    let rename = json!({"agent": "scout", "name": "BOB"});
+    let err = UpdateAgent.call(&f.ctx("c5"), rename).await.unwrap_err();
+    assert!(
+        err.message
+            .starts_with("the name \"BOB\" reads as the user \"bob\"")
+            && err.hint.starts_with("choose another name"),
+        "{err}"
+    );
+    let kept = f.rt.store.get_bot(&BotId::new("scout").unwrap()).await;
+    assert_eq!(kept.unwrap().unwrap().name, "Scout");
+    let rename = json!({"agent": "scout", "name": "Bobby"});
+    let out = UpdateAgent.call(&f.ctx("c6"), rename).await.unwrap();
+    assert!(matches!(&out.effects[..], [Mutation::UpsertBot(b)] if b.name == "Bobby"));
+}

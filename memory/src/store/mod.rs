@@ -12,6 +12,7 @@ mod extractions;
 mod file_identity;
 mod lock;
 mod mutation;
+mod peek;
 mod reader;
 mod reader_pool;
 mod rooms;
@@ -44,6 +45,8 @@ pub use mutation::Limited;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
 pub use mutation::WriteLimit;
+pub use peek::StoreHistory;
+pub use peek::peek;
 pub use store_bots::BotActivity;
 pub use store_bots::BotListing;
 pub use writer::Callback;
@@ -313,6 +316,15 @@ impl Store {
     /// [`StoreOptions::workspace`]); `None` if none was.
     pub fn previous_workspace(&self) -> Option<&str> {
         self.inner.previous_workspace.as_deref()
+    }
+
+    /// [`Self::was_created`] and [`Self::previous_workspace`] together, as
+    /// [`peek`] reads them without an open.
+    pub fn history(&self) -> StoreHistory {
+        StoreHistory {
+            created: self.inner.created,
+            previous_workspace: self.inner.previous_workspace.clone(),
+        }
     }
 
     /// The clock stored times come from.
