@@ -1,6 +1,7 @@
 //! What a started host runs beside its bots: the transcript index and its
-//! indexer, and the hourly pruning of the idempotency ledger and of the
-//! counts of chains of bot-to-bot messages that ended.
+//! indexer (with the warm-up of what the first search and the first turn
+//! would otherwise wait for), and the hourly pruning of the idempotency
+//! ledger and of the counts of chains of bot-to-bot messages that ended.
 
 use std::time::Duration;
 
@@ -33,6 +34,16 @@ pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::
     let warm = index.clone();
     // loads the jieba dictionary off the first Chinese search
     tokio::task::spawn_blocking(move || warm.warm_up());
+    // builds the providers' token encodings off the first turn, which
+    // counts its context's tokens (a first message after each start waited
+    // for them); beside the dictionary, not behind it, and neither holds
+    // up the start
+    let encodings = provider_encodings(rt);
+    tokio::task::spawn_blocking(move || {
+        for encoding in encodings {
+            encoding.warm_up();
+        }
+    });
     rt.set_indexer(botfleet_memory::IndexerArgs {
         index,
         store: rt.store.clone(),
@@ -40,6 +51,19 @@ pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::
         mirror_root: Some(mirror_root),
     });
     Ok(())
+}
+
+/// The token encodings of the fleet's providers (the default's first),
+/// each once.
+fn provider_encodings(rt: &Runtime) -> Vec<botfleet_memory::Encoding> {
+    let settings = &rt.settings;
+    let mut encodings = vec![settings.default_context.encoding];
+    for context in settings.context.values() {
+        if !encodings.contains(&context.encoding) {
+            encodings.push(context.encoding);
+        }
+    }
+    encodings
 }
 
 /// Chains' rows dropped per write: the writer is held for one short

@@ -238,6 +238,10 @@ pub struct BotState {
     /// Sessions told about the pause (the budget notice) since it began.
     paused_told: HashSet<SessionId>,
     window: Option<Window>,
+    /// When a person's direct message last reached the bot (routed, found
+    /// in the store, or waiting when it woke): the debounce window's
+    /// quiet is counted from it ([`BotState::quiet`]).
+    last_user_dm: Option<Instant>,
     generation: u64,
     inputs_seen: u64,
     idle_since: Option<Instant>,
@@ -288,6 +292,7 @@ impl Actor for BotActor {
             paused_until: None,
             paused_told: HashSet::new(),
             window: None,
+            last_user_dm: None,
             generation: 0,
             inputs_seen: 0,
             idle_since: None,
@@ -312,6 +317,12 @@ impl Actor for BotActor {
             });
         }
         for item in state.rt.store.pending_inbox(id).await? {
+            // a person's message that wakes the bot starts its turn at
+            // once, and the window counts from it: one that follows
+            // within the window is folded as on an awake bot
+            if item.priority == Priority::UserDm {
+                state.last_user_dm = Some(Instant::now());
+            }
             // in gid order from the store: each is new
             let _ = state.queue.push(QueuedInput { item, entry: None });
         }
@@ -381,8 +392,9 @@ impl BotActor {
                 if added.count > 0 {
                     state.idle_since = None;
                     // a person's message routed after a later input is
-                    // still a person's message: it interrupts, and waits
-                    // out the debounce window, as if routed in order
+                    // still a person's message: it interrupts, and starts
+                    // or waits for the debounce window, as if routed in
+                    // order
                     if added.user_dm && state.on_user_dm(&myself) == Start::Later {
                         return Ok(());
                     }
@@ -480,10 +492,15 @@ impl BotState {
 
     /// A person's direct message was queued: it interrupts the running
     /// turn (unless the run holds interrupts until its first step:
-    /// [`HOLD_AFTER_UNSTEPPED`]), and with a debounce window set, the next
-    /// turn starts when the window ends ([`Start::Later`], on a
-    /// `DebounceDue`).
+    /// [`HOLD_AFTER_UNSTEPPED`]). With a debounce window set, a message
+    /// that finds the bot quiet ([`BotState::quiet`]) starts its turn at
+    /// once, as the message that wakes a bot does (the window's leading
+    /// edge); any other opens or extends the window, and the next turn
+    /// starts when it ends ([`Start::Later`], on a `DebounceDue`).
     fn on_user_dm(&mut self, myself: &ActorRef<BotMsg>) -> Start {
+        let now = Instant::now();
+        let quiet = self.quiet(now);
+        self.last_user_dm = Some(now);
         if let Some(run) = &self.running
             && !run.soft.is_cancelled()
         {
@@ -498,10 +515,9 @@ impl BotState {
             }
         }
         let settings = &self.rt.settings;
-        if settings.debounce.is_zero() {
+        if settings.debounce.is_zero() || quiet {
             return Start::Now;
         }
-        let now = Instant::now();
         self.generation += 1;
         let generation = self.generation;
         let window = self.window.get_or_insert(Window {
@@ -520,6 +536,24 @@ impl BotState {
         );
         myself.send_after(wait, move || BotMsg::DebounceDue { generation });
         Start::Later
+    }
+
+    /// Whether a person's message arriving `now` finds the bot quiet, and
+    /// so starts its turn at once: no turn runs (a background compaction
+    /// may: the turn starts when it ends, with no window), no debounce
+    /// window is open, and no person's message (in any session) reached
+    /// the bot within the last `debounce`. A message that follows a lone
+    /// one within the window interrupts the turn it started, or, when that
+    /// turn already ended, waits for the window with whatever comes after
+    /// it.
+    fn quiet(&self, now: Instant) -> bool {
+        self.running
+            .as_ref()
+            .is_none_or(|r| r.plan == RunPlan::Compact)
+            && self.window.is_none()
+            && self
+                .last_user_dm
+                .is_none_or(|at| now.duration_since(at) >= self.rt.settings.debounce)
     }
 
     fn become_idle(&mut self, myself: &ActorRef<BotMsg>) {

@@ -13,10 +13,13 @@ use crate::tools::ToolLimits;
 /// How the fleet behaves.
 #[derive(Debug, Clone)]
 pub struct FleetSettings {
-    /// Quiet time after a user message before its turn starts, so rapid
-    /// messages fold into one turn. Zero turns batching off.
+    /// The debounce window. A person's message to a bot that runs no turn
+    /// and had no person's message within this time starts its turn at
+    /// once; one that comes sooner (or while a turn runs) waits until this
+    /// much time passes with no more, so rapid messages fold into one
+    /// turn. Zero turns batching off.
     pub debounce: Duration,
-    /// Longest a first message waits while more keep arriving.
+    /// Longest the first waiting message waits while more keep arriving.
     pub debounce_max: Duration,
     /// Idle time after which a bot's actor is stopped (its state stays in
     /// the store).

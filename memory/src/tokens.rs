@@ -77,11 +77,22 @@ impl Encoding {
 
     /// Tokens in `text`, always encoding it (no cache).
     pub fn encode_count(self, text: &str) -> u32 {
-        let bpe = match self {
+        u32::try_from(self.bpe().encode_ordinary(text).len()).unwrap_or(u32::MAX)
+    }
+
+    /// Builds the encoding's BPE tables now (they are built once per
+    /// process, on first use): a host calls it at start, on the blocking
+    /// pool, so that its first turn does not wait for them (a quarter of a
+    /// second in a debug build). Blocking; cheap once built.
+    pub fn warm_up(self) {
+        let _ = self.bpe();
+    }
+
+    fn bpe(self) -> &'static tiktoken_rs::CoreBPE {
+        match self {
             Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-        };
-        u32::try_from(bpe.encode_ordinary(text).len()).unwrap_or(u32::MAX)
+        }
     }
 
     /// Tokens of one chat message: its text plus the per-message framing
@@ -203,6 +214,19 @@ mod tests {
         assert!(Encoding::Cl100kBase.count("hello world") >= 2);
         assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100kBase));
         assert_eq!(Encoding::parse("gpt2"), None);
+    }
+
+    /// A host warms its encodings up on a blocking thread at start; the
+    /// turns that count on other threads then find them built.
+    #[test]
+    fn encodings_warmed_up_on_another_thread_count_as_ever() {
+        let warm = std::thread::spawn(|| {
+            Encoding::O200kBase.warm_up();
+            Encoding::Cl100kBase.warm_up();
+        });
+        warm.join().unwrap();
+        assert_eq!(Encoding::O200kBase.encode_count("hello world"), 2);
+        assert_eq!(Encoding::Cl100kBase.encode_count("hello world"), 2);
     }
 
     #[test]

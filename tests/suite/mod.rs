@@ -34,6 +34,7 @@ mod crash;
 mod created_agent_tools;
 mod data_dir_notes;
 mod data_lock;
+mod debounce_leading;
 mod entry_clip;
 mod event_streams;
 mod extract_owed_crash;
