@@ -142,6 +142,12 @@ prompts! {
     agent_message => "agent_message.md",
     /// The same for a bot that has no SendToAgent to answer with.
     agent_message_plain => "agent_message_plain.md",
+    /// How its own subagent's report is shown to a parent that is shown
+    /// MessageSubagent: quoted data, and to steer it with MessageSubagent
+    /// or a new Task (not as a message from any bot).
+    subagent_report => "subagent_report.md",
+    /// The same for a parent that is not shown MessageSubagent.
+    subagent_report_plain => "subagent_report_plain.md",
     /// Outside data (webhooks, reports), as data.
     untrusted_event => "untrusted_event.md",
     /// An event the owner configured.
@@ -265,6 +271,12 @@ prompts! {
     chain_budget_notice => "chain_budget_notice.md",
     /// The same notice for a chain a routine or a webhook started.
     chain_budget_notice_event => "chain_budget_notice_event.md",
+    /// What a chain-cut notice says a bot could not do: send one more
+    /// message to a bot (`{{cut}}` of the notices above).
+    chain_cut_message => "chain_cut_message.md",
+    /// The same for a Task refused: start a subagent for its task (the
+    /// subagent was never made, so no id is named).
+    chain_cut_task => "chain_cut_task.md",
     /// A compaction summary, as the model sees it.
     summary => "summary.md",
     /// The compaction call's instructions.

@@ -124,6 +124,7 @@ mod store_files;
 mod store_refusals;
 mod subagent_hop_report;
 mod subagent_hops;
+mod subagent_report_notices;
 mod subagent_reports;
 mod subagent_retry;
 mod subagents_config;

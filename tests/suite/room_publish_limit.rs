@@ -179,7 +179,7 @@ steps = [ { tool = "SendMessage", args = { text = "seen: {{input}}" } } ]
 "#;
 
 #[tokio::test]
-async fn a_report_names_send_to_agent_only_to_a_parent_that_has_it() {
+async fn a_report_never_names_send_to_agent() {
     let host = TestFleet::new()
         .script("s", DELEGATES)
         .bot("p", "s", &["SendMessage", "Task", "CheckSubagent"])
@@ -198,12 +198,15 @@ async fn a_report_names_send_to_agent_only_to_a_parent_that_has_it() {
         "{seen}"
     );
     assert!(!seen.contains("SendToAgent"), "{seen}");
-    // q has it, and is told it may answer with it
+    // q has SendToAgent, but its own subagent's report is not a bot
+    // message to answer with it (that ran the finished subagent outside
+    // its task): it reads as its subagent's report
     let seen = report_as_seen(&host, "q").await;
     assert!(
-        seen.contains("answer with SendToAgent if a reply is useful")
+        seen.contains("`, your subagent: its report on the task you gave it")
             && seen.contains("REPORT found it"),
         "{seen}"
     );
+    assert!(!seen.contains("SendToAgent"), "{seen}");
     host.shutdown().await;
 }

@@ -4,6 +4,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::engine::context::Replies;
 use crate::tools::gate::TurnStop;
 
 impl From<TurnStop> for Stop {
@@ -56,8 +57,14 @@ impl Runner {
             .filter(|name| surface::is_visible(self.scope.runner, name, policy))
             .filter_map(|name| self.rt.tools.spec(name).cloned())
             .collect();
-        // a message from a bot says to answer with SendToAgent only if shown
-        let replies = self.specs.iter().any(|s| s.name == "SendToAgent");
+        // a message from a bot names the tools to answer it with only if
+        // shown; a report of its own subagent is told apart by the reader
+        let shown = |tool: &str| self.specs.iter().any(|s| s.name == tool);
+        let replies = Replies {
+            reader: Some(self.bot.id.clone()),
+            send_to_agent: shown("SendToAgent"),
+            message_subagent: shown("MessageSubagent"),
+        };
         self.tail.context.set_agent_replies(replies);
         let index = self
             .specs

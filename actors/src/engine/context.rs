@@ -17,8 +17,12 @@
 //! session, and each failed at the provider as too long. The transcript
 //! keeps the call whole.
 
+use botfleet_memory::BotId;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
 use std::collections::HashMap;
 
@@ -49,11 +53,9 @@ pub(crate) struct ContextBuilder {
     /// cached token count is stale.
     edited: Option<usize>,
     deferred: Vec<(i64, ChatMessage)>,
-    /// Whether the bot can answer another bot's message with SendToAgent
-    /// (it is among the tools it is shown): only then does a message from
-    /// a bot (a subagent's report too) say to answer with it
-    /// ([`ContextBuilder::set_agent_replies`]).
-    agent_replies: bool,
+    /// Who reads the context and which tools it is shown to answer
+    /// messages from bots with ([`ContextBuilder::set_agent_replies`]).
+    agent_replies: Replies,
     /// The turn of each assistant message still carrying reasoning, by
     /// its entry's seq ([`ContextBuilder::keep_reasoning_of`]).
     reasoning_turns: HashMap<i64, TurnId>,
@@ -71,7 +73,7 @@ impl ContextBuilder {
             pending_at: 0,
             edited: None,
             deferred: Vec::new(),
-            agent_replies: false,
+            agent_replies: Replies::default(),
             reasoning_turns: HashMap::new(),
         }
     }
@@ -94,17 +96,18 @@ impl ContextBuilder {
         }
     }
 
-    /// Sets whether the bot is shown SendToAgent, for the messages from
-    /// bots pushed from now on (those already in keep their text: the
-    /// prefix a provider cached stays the same).
-    pub(crate) fn set_agent_replies(&mut self, shown: bool) {
-        self.agent_replies = shown;
+    /// Sets who reads the context and the tools it is shown to answer
+    /// bots with, for the messages from bots pushed from now on (those
+    /// already in keep their text: the prefix a provider cached stays the
+    /// same).
+    pub(crate) fn set_agent_replies(&mut self, replies: Replies) {
+        self.agent_replies = replies;
     }
 
-    /// Whether the bot is shown SendToAgent
+    /// Who reads the context and what it answers bots with
     /// ([`ContextBuilder::set_agent_replies`]).
-    pub(crate) fn agent_replies(&self) -> bool {
-        self.agent_replies
+    pub(crate) fn agent_replies(&self) -> Replies {
+        self.agent_replies.clone()
     }
 
     /// Appends one entry.
@@ -164,7 +167,7 @@ impl ContextBuilder {
             | EntryKind::Event { .. }
             | EntryKind::Reminder { .. } => {
                 let msg = ChatMessage::User {
-                    content: render_input_for(entry, self.agent_replies),
+                    content: render_input_for(entry, &self.agent_replies),
                 };
                 if self.pending.is_empty() {
                     self.messages.push(msg);
@@ -448,23 +451,91 @@ pub(crate) fn quoted(text: &str) -> String {
     out
 }
 
-/// How an input entry reads to the model. Anything not from the bot's own
-/// people is quoted data with its origin. A message from a bot says to
-/// answer with SendToAgent (a compaction's transcript shows it so).
-pub(crate) fn render_input(entry: &Entry) -> String {
-    render_input_for(entry, true)
+/// Who reads a context, and the tools it is shown to answer messages from
+/// bots with: how such a message is framed names only tools the reader
+/// has (a parent with only Task and CheckSubagent was told to answer its
+/// subagent's report with SendToAgent, a tool it did not have).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Replies {
+    /// The bot whose context it is, once known: a report of its own
+    /// subagent is told apart by it. Unknown, a subagent's id names its
+    /// parent (see [`report_of_own_subagent`]).
+    pub(crate) reader: Option<BotId>,
+    /// Whether it is shown SendToAgent (answers another bot's message).
+    pub(crate) send_to_agent: bool,
+    /// Whether it is shown MessageSubagent (gives its subagent more work).
+    pub(crate) message_subagent: bool,
 }
 
-/// [`render_input`] for a bot that is shown SendToAgent (`agent_replies`)
-/// or not: a message from a bot names the tool only to a bot that has it
-/// (a parent with only Task and CheckSubagent was told to answer its
-/// subagent's report with a tool it did not have).
-pub(crate) fn render_input_for(entry: &Entry, agent_replies: bool) -> String {
+/// How an input entry reads to the model. Anything not from the bot's own
+/// people is quoted data with its origin. A message from a bot says to
+/// answer with SendToAgent, a report of one's subagent to steer it with
+/// MessageSubagent (a compaction's transcript shows them so).
+pub(crate) fn render_input(entry: &Entry) -> String {
+    render_input_for(
+        entry,
+        &Replies {
+            reader: None,
+            send_to_agent: true,
+            message_subagent: true,
+        },
+    )
+}
+
+/// Whether a message from bot `from` that replies go to in
+/// `reply_session` is the report of a subagent of `reader` (or, with no
+/// reader known, of the parent its id names). A report's replies go to
+/// the subagent's session with its parent, which only a report names (a
+/// subagent's progress stays in its session; a message a subagent was
+/// made to send by other means replies to another session). Its id
+/// `<parent>.sub-<hash>` names the parent, cut to fit an id for a long
+/// one: the reader, when known, is what decides.
+fn report_of_own_subagent(
+    from: &BotId,
+    reply_session: Option<SessionId>,
+    reader: Option<&BotId>,
+) -> bool {
+    let Some(reply) = reply_session else {
+        return false;
+    };
+    let parent = match reader {
+        Some(r) => r.as_str(),
+        None => match from.as_str().rsplit_once(".sub-") {
+            Some((parent, _)) => parent,
+            None => return false,
+        },
+    };
+    let session = SessionKey {
+        bot: from.clone(),
+        kind: SessionKind::Subagent,
+        peer: parent.to_owned(),
+    };
+    session.id() == reply
+}
+
+/// [`render_input`] for a reader shown the tools of `replies`: a message
+/// from a bot names SendToAgent only to a bot that has it; a report of the
+/// reader's own subagent is framed as such, naming MessageSubagent only to
+/// a bot that has it, and never SendToAgent (a finished subagent a
+/// message from its parent reached that way ran outside its task: no
+/// status, no limit on running subagents).
+pub(crate) fn render_input_for(entry: &Entry, replies: &Replies) -> String {
     let p = prompts();
     let rendered = match &entry.kind {
         EntryKind::UserMessage { text } => return text.clone(),
         EntryKind::Reminder { text } => return text.clone(),
-        EntryKind::AgentMessage { from, text, .. } => if agent_replies {
+        EntryKind::AgentMessage {
+            from,
+            text,
+            reply_session,
+            ..
+        } => if report_of_own_subagent(from, *reply_session, replies.reader.as_ref()) {
+            if replies.message_subagent {
+                &p.subagent_report
+            } else {
+                &p.subagent_report_plain
+            }
+        } else if replies.send_to_agent {
             &p.agent_message
         } else {
             &p.agent_message_plain

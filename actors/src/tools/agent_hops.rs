@@ -58,12 +58,38 @@ const WINDOW: i64 = 100;
 
 /// What a refused call would have sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cut {
+pub(crate) enum Cut<'a> {
     /// A message to another bot (SendToAgent, SendMessage to a bot).
     Message,
-    /// Work for a subagent (Task, MessageSubagent): the input and its
+    /// More work for a subagent (MessageSubagent): the input and its
     /// report, two hops.
     Work,
+    /// A new subagent's task (Task), titled so: two hops like
+    /// [`Cut::Work`], but the subagent is never made, so the person's
+    /// notice names the task, not the id it would have had.
+    Task(&'a str),
+}
+
+impl Cut<'_> {
+    /// The bot-to-bot messages the call needs: a task's report comes back
+    /// without asking, so it must fit too.
+    fn messages(self) -> u64 {
+        match self {
+            Cut::Message => 1,
+            Cut::Work | Cut::Task(_) => 2,
+        }
+    }
+
+    /// What the person's notice says the bot could not do, `to` being
+    /// the recipient.
+    fn notice_part(self, to: &BotId) -> String {
+        let p = prompts();
+        match self {
+            Cut::Message | Cut::Work => p.chain_cut_message.render(&[("to", to.as_str())]),
+            Cut::Task(description) => p.chain_cut_task.render(&[("description", description)]),
+        }
+        .unwrap_or_default()
+    }
 }
 
 /// Which bound cut a chain off.
@@ -83,17 +109,17 @@ pub(crate) async fn hop_budget_spent(
     ctx: &ToolContext<'_>,
     to: &BotId,
     hop: u32,
-    cut: Cut,
+    cut: Cut<'_>,
     instead: &str,
 ) -> ToolError {
     let max = ctx.rt.settings.max_hops;
     tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget spent");
-    cut_off(ctx, to, CutBy::Hops).await;
+    cut_off(ctx, &cut.notice_part(to), CutBy::Hops).await;
     let p = prompts();
     let max_text = max.to_string();
     let what = match cut {
         Cut::Message => p.hop_budget.render(&[("max", &max_text)]),
-        Cut::Work => p.hop_budget_task.render(&[
+        Cut::Work | Cut::Task(_) => p.hop_budget_task.render(&[
             ("max", &max_text),
             ("left", &max.saturating_sub(ctx.scope.hop).to_string()),
         ]),
@@ -113,16 +139,12 @@ pub(crate) async fn chain_limit(
     ctx: &ToolContext<'_>,
     tool: &str,
     to: &BotId,
-    cut: Cut,
+    cut: Cut<'_>,
     instead: &str,
 ) -> Option<Limit> {
     let chain = ctx.scope.chain?;
     let max = ctx.rt.settings.max_chain_messages;
-    // a task's report comes back without asking: it must fit too
-    let needed = match cut {
-        Cut::Message => 1,
-        Cut::Work => 2,
-    };
+    let needed = cut.messages();
     let what = prompts()
         .chain_budget
         .render(&[("max", &max.to_string())])
@@ -131,7 +153,7 @@ pub(crate) async fn chain_limit(
     if ctx.scope.hop > 0 {
         // read now, written only if the writer refuses (at hop 0 the
         // bot answers its person itself)
-        match notice_writes(ctx, to, CutBy::Breadth, false).await {
+        match notice_writes(ctx, &cut.notice_part(to), CutBy::Breadth, false).await {
             Ok(notice) => refused.extend(notice),
             Err(e) => {
                 tracing::warn!(bot = %ctx.bot.id, error = %e, "could not prepare the notice that the chain was cut off");
@@ -167,15 +189,15 @@ fn refusal(ctx: &ToolContext<'_>, what: String, instead: &str) -> ToolError {
     ToolError::new(format!("{what} {}", then.unwrap_or_default()), hint)
 }
 
-/// Tells whoever started the chain that `by` cut it off, logging a
-/// failure (the refusal goes on). At hop 0 nothing is told: the call was
-/// refused in the person's own conversation, and the bot answers them
-/// there.
-async fn cut_off(ctx: &ToolContext<'_>, to: &BotId, by: CutBy) {
+/// Tells whoever started the chain that `by` cut it off, where the bot
+/// could not do `what` ([`Cut::notice_part`]), logging a failure (the
+/// refusal goes on). At hop 0 nothing is told: the call was refused in
+/// the person's own conversation, and the bot answers them there.
+async fn cut_off(ctx: &ToolContext<'_>, what: &str, by: CutBy) {
     if ctx.scope.hop == 0 {
         return;
     }
-    let written = match notice_writes(ctx, to, by, true).await {
+    let written = match notice_writes(ctx, what, by, true).await {
         Ok(writes) if writes.is_empty() => Ok(()),
         Ok(writes) => ctx.store().write(writes).await.map(|_| ()),
         Err(e) => Err(e),
@@ -199,7 +221,7 @@ async fn cut_off(ctx: &ToolContext<'_>, to: &BotId, by: CutBy) {
 /// instead ([`chain_origin`]).
 async fn notice_writes(
     ctx: &ToolContext<'_>,
-    to: &BotId,
+    what: &str,
     by: CutBy,
     if_untold: bool,
 ) -> Result<Vec<Mutation>, StoreError> {
@@ -226,9 +248,9 @@ async fn notice_writes(
         return Ok(Vec::new());
     }
     match origin.session.key.kind {
-        SessionKind::Dm => tell_person(ctx, &origin, to, by, if_untold).await,
+        SessionKind::Dm => tell_person(ctx, &origin, what, by, if_untold).await,
         SessionKind::Routine | SessionKind::Hook => {
-            tell_owner(ctx, &origin, to, by, if_untold).await
+            tell_owner(ctx, &origin, what, by, if_untold).await
         }
         SessionKind::Agent | SessionKind::Group | SessionKind::Room | SessionKind::Subagent => {
             Ok(Vec::new())
@@ -261,7 +283,7 @@ async fn start_entry(
 async fn tell_person(
     ctx: &ToolContext<'_>,
     origin: &Origin,
-    to: &BotId,
+    what: &str,
     by: CutBy,
     if_untold: bool,
 ) -> Result<Vec<Mutation>, StoreError> {
@@ -287,11 +309,7 @@ async fn tell_person(
         ),
     };
     let text = template
-        .render(&[
-            ("max", &max),
-            ("bot", ctx.bot.id.as_str()),
-            ("to", to.as_str()),
-        ])
+        .render(&[("max", &max), ("bot", ctx.bot.id.as_str()), ("cut", what)])
         .unwrap_or_default();
     Ok(vec![tell_once(chain, dm.id, &dm.key.bot, text)])
 }
@@ -302,7 +320,7 @@ async fn tell_person(
 async fn tell_owner(
     ctx: &ToolContext<'_>,
     chain: &Origin,
-    to: &BotId,
+    what: &str,
     by: CutBy,
     if_untold: bool,
 ) -> Result<Vec<Mutation>, StoreError> {
@@ -340,7 +358,7 @@ async fn tell_owner(
             ("event", &describe_session(origin)),
             ("max", &max),
             ("bot", ctx.bot.id.as_str()),
-            ("to", to.as_str()),
+            ("cut", what),
         ])
         .unwrap_or_default();
     let record = SessionRecord {

@@ -28,6 +28,10 @@ use crate::model::ToolSpec;
 /// `runtime.max_subagents`).
 const FINISHED_SHOWN: usize = 20;
 
+/// Finished subagents whose ids the refusal of an unknown id names, the
+/// latest ones ([`ids_to_use`]).
+const FINISHED_NAMED: usize = 5;
+
 /// Shows the subagents (all, or one in detail).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CheckSubagent;
@@ -160,6 +164,46 @@ fn task_list(list: &[SubagentRecord]) -> String {
         ));
     }
     format!("your delegated tasks:\n{}", lines.join("\n"))
+}
+
+/// The next step of a call naming a subagent the caller does not have:
+/// the ids it may have meant, every running subagent's and the
+/// [`FINISHED_NAMED`] latest finished ones' (`list` is in creation
+/// order), and how many earlier ones are not named. The refusal stays in
+/// the parent's context for good: naming every subagent ever made grew
+/// it by 23 KB after a thousand tasks, at each mistyped id.
+pub(super) fn ids_to_use(list: &[SubagentRecord]) -> String {
+    if list.is_empty() {
+        return "start one with Task".to_owned();
+    }
+    let running: Vec<&str> = list
+        .iter()
+        .filter(|s| s.status == SubagentStatus::Running)
+        .map(|s| s.id.as_str())
+        .collect();
+    let finished: Vec<&str> = list
+        .iter()
+        .filter(|s| s.status != SubagentStatus::Running)
+        .map(|s| s.id.as_str())
+        .collect();
+    let left_out = finished.len().saturating_sub(FINISHED_NAMED);
+    let mut known = Vec::with_capacity(2);
+    if !running.is_empty() {
+        known.push(format!("running: {}", running.join(", ")));
+    }
+    if !finished.is_empty() {
+        known.push(format!(
+            "latest finished: {}",
+            finished[left_out..].join(", ")
+        ));
+    }
+    let mut next = format!("use the id of one of your subagents ({})", known.join("; "));
+    if left_out > 0 {
+        next.push_str(&format!(
+            "; {left_out} earlier finished ones are not named here: CheckSubagent without an id lists your tasks"
+        ));
+    }
+    next
 }
 
 #[cfg(test)]

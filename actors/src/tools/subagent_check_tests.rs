@@ -95,3 +95,54 @@ async fn a_short_list_is_shown_whole() {
     assert_eq!(lines.len(), 22, "{lines:?}");
     assert!(lines.iter().all(|l| !l.contains("not shown")));
 }
+
+/// Regression (round 20, H4 finding 6): an unknown id's refusal named
+/// every subagent ever made (2.7 KB after 117 tasks, 23 KB after a
+/// thousand), in the parent's context for good, from CheckSubagent,
+/// StopSubagent and MessageSubagent alike. It names the running ones and
+/// the five latest finished ones, and says how many it left out.
+#[tokio::test]
+async fn an_unknown_id_names_the_running_and_the_latest_finished_subagents_only() {
+    let f = ToolFixture::new();
+    with_subagents(&f, 1000, |i| matches!(i, 3 | 500)).await;
+    let expected = "use the id of one of your subagents (running: b.sub-3, b.sub-500; \
+                    latest finished: b.sub-995, b.sub-996, b.sub-997, b.sub-998, b.sub-999); \
+                    993 earlier finished ones are not named here: CheckSubagent without an id \
+                    lists your tasks";
+    let check = CheckSubagent
+        .call(&f.ctx("c1"), json!({ "id": "nope" }))
+        .await
+        .unwrap_err();
+    let stop = super::super::StopSubagent
+        .call(&f.ctx("c2"), json!({ "id": "nope" }))
+        .await
+        .unwrap_err();
+    let message = super::super::MessageSubagent
+        .call(&f.ctx("c3"), json!({ "id": "nope", "text": "x" }))
+        .await
+        .unwrap_err();
+    for e in [check, stop, message] {
+        assert_eq!(e.message, "you have no subagent \"nope\"");
+        assert_eq!(e.hint, expected);
+    }
+}
+
+/// A few subagents: all named, no count of left-out ones; none: start one.
+#[tokio::test]
+async fn an_unknown_id_among_few_subagents_names_them_all() {
+    let f = ToolFixture::new();
+    let none = CheckSubagent
+        .call(&f.ctx("c1"), json!({ "id": "nope" }))
+        .await
+        .unwrap_err();
+    assert_eq!(none.hint, "start one with Task");
+    with_subagents(&f, 3, |_| false).await;
+    let few = CheckSubagent
+        .call(&f.ctx("c2"), json!({ "id": "nope" }))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        few.hint,
+        "use the id of one of your subagents (latest finished: b.sub-0, b.sub-1, b.sub-2)"
+    );
+}

@@ -2,8 +2,11 @@
 //! store before the subagent's running turn is cancelled, so that turn
 //! ends as the stop of a subagent (no report, no retry), never as a
 //! person's cancel of its task (`engine/persist.rs`, `subagent_end`).
-//! A subagent already stopped is left alone: the call says when it was
-//! stopped and its last result.
+//! A subagent already stopped, or finished (done, failed), is left alone:
+//! the call says when it stopped or finished, its final state and its
+//! last result. A finished subagent has nothing running to stop, and
+//! marking it stopped lost what became of its task (CheckSubagent showed
+//! a task done as `[stopped]`).
 
 use std::time::Duration;
 
@@ -80,10 +83,13 @@ impl Tool for StopSubagent {
         let args: StopArgs = parse_args("StopSubagent", args)?;
         let sub = own_subagent(ctx, &args.id).await?;
         match sub.status {
-            // Stopped before: nothing to write or cancel. Saying "stopped"
-            // again read as if this call had stopped it.
+            // Stopped or finished before: nothing to write or cancel.
+            // Saying "stopped" read as if this call had stopped it.
             SubagentStatus::Stopped => return Ok(ToolOutput::text(already_stopped(&sub))),
-            SubagentStatus::Running | SubagentStatus::Done | SubagentStatus::Failed => {}
+            SubagentStatus::Done | SubagentStatus::Failed => {
+                return Ok(ToolOutput::text(already_finished(&sub)));
+            }
+            SubagentStatus::Running => {}
         }
         ctx.store()
             .write(vec![Mutation::SetSubagentStatus {
@@ -121,10 +127,40 @@ const RESULT_CHARS: usize = 300;
 /// (its record's last change is the stop: a stopped subagent's record
 /// changes no more) and its last result (report or error), if any.
 fn already_stopped(sub: &SubagentRecord) -> String {
-    let when = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(sub.updated_at)
+    format!(
+        "subagent {} ({:?}) was already stopped at {}; nothing was done. Final state: stopped, {}",
+        sub.id,
+        sub.description,
+        when(sub),
+        last_result(sub)
+    )
+}
+
+/// The answer to a stop of a subagent that finished its task (done or
+/// failed): when (its record's last change is its end, until it is given
+/// more work), its final state, kept, and its last result.
+fn already_finished(sub: &SubagentRecord) -> String {
+    let state = sub.status.as_str();
+    format!(
+        "subagent {} ({:?}) had already finished ({state}) at {}; nothing was running, so nothing was stopped. Final state: {state}, {}",
+        sub.id,
+        sub.description,
+        when(sub),
+        last_result(sub)
+    )
+}
+
+/// The minute of a subagent record's last change.
+fn when(sub: &SubagentRecord) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(sub.updated_at)
         .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
-        .unwrap_or_else(|| format!("{} ms", sub.updated_at));
-    let last = match sub.result.as_deref().map(str::trim) {
+        .unwrap_or_else(|| format!("{} ms", sub.updated_at))
+}
+
+/// A subagent's last result (report or error), quoted short, or that it
+/// never reported.
+fn last_result(sub: &SubagentRecord) -> String {
+    match sub.result.as_deref().map(str::trim) {
         Some(r) if !r.is_empty() => {
             let mut quoted: String = r.chars().take(RESULT_CHARS).collect();
             if r.chars().count() > RESULT_CHARS {
@@ -133,11 +169,7 @@ fn already_stopped(sub: &SubagentRecord) -> String {
             format!("last result: {quoted}")
         }
         Some(_) | None => "no result (it never reported)".to_owned(),
-    };
-    format!(
-        "subagent {} ({:?}) was already stopped at {when}; nothing was done. Final state: stopped, {last}",
-        sub.id, sub.description
-    )
+    }
 }
 
 #[cfg(test)]

@@ -110,3 +110,45 @@ async fn a_second_stop_quotes_the_last_result() {
     assert!(text.ends_with(&quoted), "{text}");
     assert!(text.contains("at 1970-01-01 00:00 UTC"), "{text}");
 }
+
+/// Regression (round 20, H4 finding 4): a stop of a subagent that had
+/// finished (done, failed) rewrote its status to `stopped` and answered
+/// "stopped subagent …", so CheckSubagent lost that its task succeeded.
+/// It says the subagent had already finished, when, with its final state
+/// and last result, and changes nothing.
+#[tokio::test]
+async fn a_stop_of_a_finished_subagent_keeps_its_state_and_says_it_had_finished() {
+    for (status, state) in [
+        (SubagentStatus::Done, "done"),
+        (SubagentStatus::Failed, "failed"),
+    ] {
+        let f = ToolFixture::new();
+        let sub = with_subagent(&f, None).await;
+        f.rt.store
+            .write(vec![Mutation::SetSubagentStatus {
+                id: sub.clone(),
+                status,
+                result: Some("found 3 errors".into()),
+            }])
+            .await
+            .unwrap();
+        let finished = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+        let out = StopSubagent
+            .call(&f.ctx("c1"), json!({ "id": sub.as_str() }))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.content,
+            format!(
+                "subagent {sub} (\"audit the logs\") had already finished ({state}) at {}; \
+                 nothing was running, so nothing was stopped. Final state: {state}, \
+                 last result: found 3 errors",
+                minute(finished.updated_at)
+            )
+        );
+        assert!(out.effects.is_empty());
+        let after = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+        assert_eq!(after, finished, "the record is left as it was");
+        assert_eq!(after.status, status);
+    }
+}

@@ -71,6 +71,10 @@ pub use check::CheckSubagent;
 mod ids;
 use ids::ChildId;
 
+/// A subagent's display name, from its parent's and its task's title.
+#[path = "subagent_names.rs"]
+mod names;
+
 /// Tools a subagent may have (of its parent's).
 const SUBAGENT_TOOLS: &[&str] = &[
     "SendMessage",
@@ -107,21 +111,21 @@ pub(crate) fn subagent_session(child: &BotId, parent: &BotId) -> SessionKey {
 /// counts on it), so an input whose report could not come back is not
 /// sent: the hop-budget refusal. With it, the chain's bound on its
 /// breadth for the call of `tool` (the input and its report must fit),
-/// which the writer checks.
+/// which the writer checks. `cut` is what a refusal cuts off: a new
+/// subagent's task ([`Cut::Task`]: the person's notice names the task,
+/// the subagent is never made) or more work for one ([`Cut::Work`]).
 async fn hop_to_child(
     ctx: &ToolContext<'_>,
     tool: &str,
     child: &BotId,
+    cut: Cut<'_>,
     next_step: &str,
 ) -> Result<(u32, Option<Limit>), ToolError> {
     let hop = ctx.scope.hop.saturating_add(1);
     if hop.saturating_add(1) > ctx.rt.settings.max_hops {
-        return Err(hop_budget_spent(ctx, child, hop, Cut::Work, next_step).await);
+        return Err(hop_budget_spent(ctx, child, hop, cut, next_step).await);
     }
-    Ok((
-        hop,
-        chain_limit(ctx, tool, child, Cut::Work, next_step).await,
-    ))
+    Ok((hop, chain_limit(ctx, tool, child, cut, next_step).await))
 }
 
 /// A parent's input to its subagent (the task or a steering message) at
@@ -174,14 +178,9 @@ async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord,
         .find(|s| s.id.as_str() == id.trim())
         .cloned()
         .ok_or_else(|| {
-            let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
             ToolError::new(
                 format!("you have no subagent {id:?}"),
-                if ids.is_empty() {
-                    "start one with Task".to_owned()
-                } else {
-                    format!("your subagents: {}", ids.join(", "))
-                },
+                check::ids_to_use(&list),
             )
         })
 }
@@ -206,7 +205,7 @@ impl Tool for Task {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "description": {"type": "string", "description": "A short title of the task."},
+                    "description": {"type": "string", "description": "A short title of the task: one line of plain text (it names the subagent)."},
                     "prompt": {"type": "string", "description": "Everything the subagent needs to know to do it."}
                 },
                 "required": ["description", "prompt"],
@@ -236,6 +235,7 @@ impl Tool for Task {
                 "give the task a short title and put the details in `prompt`",
             ));
         }
+        let name = names::subagent_name(&ctx.bot.name, description)?;
         let prompt = check_text(
             "Task",
             "prompt",
@@ -257,6 +257,7 @@ impl Tool for Task {
             ctx,
             "Task",
             &id,
+            Cut::Task(description),
             "answer the person with SendMessage with what you have instead of delegating more",
         )
         .await?;
@@ -283,7 +284,7 @@ impl Tool for Task {
             .collect();
         let child = BotRecord {
             id: id.clone(),
-            name: format!("{} · {description}", ctx.bot.name),
+            name,
             owner: ctx.bot.owner.clone(),
             role,
             provider: ctx.bot.provider.clone(),
@@ -406,6 +407,7 @@ impl Tool for MessageSubagent {
             ctx,
             "MessageSubagent",
             &sub.id,
+            Cut::Work,
             "answer the person with SendMessage with what you have instead of steering the subagent",
         )
         .await?;
