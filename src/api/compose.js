@@ -1,14 +1,15 @@
 // Writing to a bot or a room: the message box, and a conversation's view
 // of the page's outbox (outbox.js): a bubble per message being sent.
 
-import { h } from "./dom.js";
+import { fill, h } from "./dom.js";
 import { convOf, outbox } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
 let composerIds = 0;
 
 /**
- * A message box: Enter sends, Shift+Enter is a new line. `draft(text)`
+ * A message box: Enter sends (not the one confirming an input method's
+ * candidate), Shift+Enter is a new line. `draft(text)`
  * puts text in it (after what is there) for the person to read, change
  * and send: what a bot's card button proposes. A draft is shown whole:
  * its runs of blank lines become one and trailing spaces go (30 line
@@ -35,8 +36,24 @@ export function composer({ label, placeholder: hint, onSend }) {
     area.style.height = `${Math.min(area.scrollHeight + 2, tallest)}px`;
   };
   area.addEventListener("input", grow);
+  // the Enter that confirms an input method's candidate (pinyin, kana)
+  // does not send: Chrome and Firefox mark its keydown isComposing;
+  // Safari ends the composition first, so its keydown has isComposing
+  // false and keyCode 229 ("being processed by an IME"). A keydown in the
+  // task of compositionend (`composing` is cleared on the next one) is
+  // taken as that Enter too.
+  let composing = false;
+  area.addEventListener("compositionstart", () => {
+    composing = true;
+  });
+  area.addEventListener("compositionend", () => {
+    setTimeout(() => {
+      composing = false;
+    }, 0);
+  });
   area.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+    const ime = ev.isComposing || ev.keyCode === 229 || composing;
+    if (ev.key === "Enter" && !ev.shiftKey && !ime) {
       ev.preventDefault();
       form.requestSubmit();
     }
@@ -107,7 +124,7 @@ class Outgoing {
     this.state = state;
     this.li.className = `entry mine ${cls}`;
     this.status.textContent = label;
-    this.actions.replaceChildren(...actions);
+    fill(this.actions, ...actions);
   }
 
   sending() {

@@ -13,10 +13,22 @@ export function h(tag, attrs, ...children) {
     else if (v === true) el.setAttribute(k, "");
     else el.setAttribute(k, String(v));
   }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
-  }
+  el.append(...nodes(children));
+  return el;
+}
+
+/**
+ * `children` as h() adds them: arrays flattened, null, undefined and
+ * false left out (DOM `append` and `replaceChildren` would write the word
+ * "null"), anything else not a node as its text.
+ */
+function nodes(children) {
+  return children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false).map((c) => (c instanceof Node ? c : String(c)));
+}
+
+/** Replaces the children of `el` with `children`, taken as h() takes them. */
+export function fill(el, ...children) {
+  el.replaceChildren(...nodes(children));
   return el;
 }
 
@@ -46,21 +58,37 @@ export function markSnippet(snippet) {
   }
 }
 
+// The address of a [text](https://…) link runs to its ")" (it may hold
+// balanced parentheses).
+const LINK_PART = /(?:[^\s<>()]|\([^\s<>()]*\))/.source;
 // A bare URL may hold balanced parentheses (…/Rust_(programming_language))
 // but never ends with an unbalanced ")" (the one closing "(see https://…)")
-// or with punctuation ending the sentence.
-const URL_PART = /(?:[^\s<>()]|\([^\s<>()]*\))/.source;
-const URL_END = /(?:[^\s<>().,;:!?'"]|\([^\s<>()]*\))/.source;
+// or with punctuation ending the sentence. Chinese and Japanese put no
+// space around a URL: it ends at punctuation beyond ASCII (CJK_STOP: ，。、
+// ；：！？（）「」《》【】, U+3000, curly quotes, …) and at Chinese, Japanese or
+// Korean text (CJK) right after a Latin letter or digit
+// ("https://x.cn/docs然后回复" links …/docs). A run of CJK text that starts
+// a host label or a path segment, query value or the like (after "://",
+// ".", "/", "?", "#", "=", "&", "_", "~", "+", "-") is the URL's own: an IDN
+// host "https://例子.中国/路径", "…/wiki/中国", up to the space or the
+// punctuation after it.
+// (the contents of character classes; INLINE has the "u" flag)
+const CJK = String.raw`\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Hangul}\p{sc=Bopomofo}\u30fc`;
+const CJK_STOP = String.raw`\u00b7\u2014\u2015\u2018-\u201f\u2026\u3000-\u303f\ufe10-\ufe1f\ufe30-\ufe6b\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65\uffe0-\uffee`;
+const CJK_RUN = `(?<=[/.?#=&_~+-])[${CJK}]+`;
+const PAREN = `\\([^\\s<>()${CJK_STOP}]*\\)`;
+const URL_PART = `(?:[^\\s<>()${CJK_STOP}${CJK}]|${CJK_RUN}|${PAREN})`;
+const URL_END = `(?:[^\\s<>().,;:!?'"${CJK_STOP}${CJK}]|${CJK_RUN}|${PAREN})`;
 // code is a run of backticks closed by a run of the same length (`x`,
 // ```x```), so a lone ``` in a sentence stays text
 const INLINE = new RegExp(
   [
     /(?<!`)(`+)(?!`)([^\n]*?[^\n`]|[^\n`])\1(?!`)/.source,
     /\*\*([^*\n]+)\*\*/.source,
-    `\\[([^\\]\\n]+)\\]\\((https?:\\/\\/${URL_PART}+)\\)`,
+    `\\[([^\\]\\n]+)\\]\\((https?:\\/\\/${LINK_PART}+)\\)`,
     `(https?:\\/\\/${URL_PART}*${URL_END})`,
   ].join("|"),
-  "g",
+  "gu",
 );
 /** A line opening a fenced block: ``` and at most a language word. */
 const FENCE_OPEN = /^ *```([\w+#.-]*) *$/;

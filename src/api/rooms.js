@@ -4,7 +4,7 @@
 
 import { call } from "./api.js";
 import { composer, outboxView } from "./compose.js";
-import { avatar, backLink, clock, errorBox, h, placeholder } from "./dom.js";
+import { avatar, backLink, clock, errorBox, fill, h, placeholder } from "./dom.js";
 import { botName, ensureBots, loadRooms, roomWatchers, setTitle, store } from "./state.js";
 import { Timeline } from "./timeline.js";
 
@@ -19,7 +19,7 @@ const ROOM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
  * name itself when it is a valid id (what the API does without an id),
  * else its ASCII letters and digits, lowercased, runs of anything else
  * made one `-` ("Team Standup ✨" → "team-standup"). "" when nothing is
- * left (a name in another script): the person then types an id.
+ * left (a name in another script, "产品组周会"): the person then types an id.
  */
 export function roomIdFrom(name) {
   const trimmed = name.trim();
@@ -75,7 +75,8 @@ export function roomsView(id, seq) {
   };
 }
 
-/** The badge of a room in the list and its header: closed, else shared. */
+/** The badge of a room in the list and its header: closed, else shared,
+ * else null (no badge). */
 function roomBadge(room) {
   if (room.closed_at) return h("span", { class: "state closed", title: `Closed ${clock(room.closed_at)}` }, "closed");
   return room.shared ? h("span", { class: "state" }, "shared") : null;
@@ -108,7 +109,7 @@ async function newRoomForm(ctx, detail) {
   const title = h("h2", { tabindex: "-1" }, "New room");
   const name = h("input", { id: "room-name", required: true, maxlength: "100", placeholder: "standup" });
   const rid = h("input", { id: "room-id", maxlength: "64", placeholder: "made from the name", spellcheck: "false", "aria-describedby": "room-id-hint" });
-  const idHint = h("span", { class: "hint", id: "room-id-hint" }, "Letters, digits, - _ . — used in links and @mentions of the room.");
+  const idHint = h("span", { class: "hint", id: "room-id-hint" }, "ASCII letters, digits, - _ . — used in links and @mentions of the room.");
   const others = h("input", { id: "room-others", placeholder: "e.g. helper, reviewer", spellcheck: "false" });
   const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), `${b.name} `, h("span", { class: "hint" }, b.id)));
   const error = h("p", { class: "error-text", role: "alert" });
@@ -116,7 +117,7 @@ async function newRoomForm(ctx, detail) {
   // the id the name gives, shown where the id is typed
   const suggest = () => {
     const made = roomIdFrom(name.value);
-    rid.placeholder = made || (name.value.trim() ? "type one: the name has no letters or digits to make it from" : "made from the name");
+    rid.placeholder = made || (name.value.trim() ? "type one: the name has no ASCII letters or digits to make it from" : "made from the name");
   };
   name.addEventListener("input", suggest);
   const form = h(
@@ -138,7 +139,7 @@ async function newRoomForm(ctx, detail) {
     const body = { name: name.value.trim(), members };
     const id = rid.value.trim() || roomIdFrom(body.name);
     if (!id) {
-      error.textContent = "Give the room an Id: its name has no letters or digits to make one from. Use letters, digits, - _ . (e.g. standup).";
+      error.textContent = "Give the room an Id: ids use ASCII letters, digits, - _ . and the name has none of them to make one from. Type one, e.g. standup.";
       rid.focus();
       return;
     }
@@ -178,7 +179,7 @@ async function openRoom(ctx, detail, id, seq) {
   const closedLine = h("div", { class: "room-closed", role: "status" });
   const unsent = h("div", { class: "unsent-list" });
   const title = h("h1", { tabindex: "-1" });
-  const paintTitle = () => title.replaceChildren(h("bdi", null, room.name), roomBadge(room));
+  const paintTitle = () => fill(title, h("bdi", null, room.name), roomBadge(room));
   /** The room is closed (at `at`, ms): no box, a line instead. */
   const markClosed = (at) => {
     if (room.closed_at) return;

@@ -135,6 +135,7 @@ mod ui;
 mod ui_browser;
 mod ui_browser_approval_gone;
 mod ui_browser_cards;
+mod ui_browser_cjk;
 mod ui_browser_rooms;
 mod ui_browser_routes;
 mod ui_browser_search;
