@@ -15,7 +15,7 @@ use uuid::Uuid;
 /// An id that did not validate. Its message quotes the value, shortened
 /// when long (an id of 65,000 characters would otherwise be echoed whole).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {what} {}: {why}", quote_short(.value))]
+#[error("invalid {what} {}: {why}", crate::quote::quote_short(.value))]
 pub struct IdError {
     /// Kind of id.
     pub what: &'static str,
@@ -23,23 +23,6 @@ pub struct IdError {
     pub value: String,
     /// What is expected.
     pub why: &'static str,
-}
-
-/// Most characters of a value [`quote_short`] shows.
-const SHORT_PREFIX_CHARS: usize = 24;
-
-/// `value` quoted for a message: whole when short, else its first
-/// characters and its length (`"aaaa…" (65000 characters)`), so that a
-/// message about a huge value stays short and still says which it was.
-pub fn quote_short(value: &str) -> String {
-    let chars = value.chars().count();
-    if chars <= 2 * SHORT_PREFIX_CHARS {
-        return format!("{value:?}");
-    }
-    let prefix: String = value.chars().take(SHORT_PREFIX_CHARS).collect();
-    let quoted = format!("{prefix:?}");
-    // the closing quote goes after the ellipsis: `"abc…"`
-    format!("{}…\" ({chars} characters)", &quoted[..quoted.len() - 1])
 }
 
 const NAME_RULE: &str =
@@ -459,7 +442,6 @@ mod tests {
                 "x".repeat(24)
             ))
         );
-        assert_eq!(quote_short("a\"b"), "\"a\\\"b\"");
     }
 
     #[test]

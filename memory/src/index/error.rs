@@ -26,7 +26,7 @@ pub enum QueryError {
     /// The query has text, but no searchable word in it: punctuation
     /// alone, or words longer than [`MAX_WORD_CHARS`] (the message says
     /// which).
-    #[error("the search query {query:?} has no searchable words {}", no_words_hint(.query))]
+    #[error("the search query {} has no searchable words {}", crate::quote::quote_as_written(.query), no_words_hint(.query))]
     NoWords {
         /// The query as given.
         query: String,
@@ -215,7 +215,8 @@ pub enum IndexError {
     /// set off by this query, not damage, so the index is kept and only
     /// this search failed (a retry of the same query fails the same way).
     #[error(
-        "the search for {query:?} failed: the search engine hit an internal error ({cause}); the search index is intact and was kept. This is a bug: rephrase the query (for instance without an excluded phrase) and report it with the query"
+        "the search for {} failed: the search engine hit an internal error ({cause}); the search index is intact and was kept. This is a bug: rephrase the query (for instance without an excluded phrase) and report it with the query",
+        crate::quote::quote_as_written(.query)
     )]
     SearchFailed {
         /// The query text.
