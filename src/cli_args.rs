@@ -7,6 +7,7 @@
 //! that as a host it could not reach.
 
 use reqwest::header::HeaderValue;
+use unicode_segmentation::UnicodeSegmentation;
 
 use super::Command;
 use super::GroupCommand;
@@ -139,7 +140,7 @@ pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
 /// at most 64 characters, a UUID at most 45 as `urn:uuid:…`).
 const MAX_ID_CHARS: usize = 64;
 
-/// How much of an over-long id its refusal shows.
+/// How much of an over-long id its refusal shows (grapheme clusters).
 const PREFIX_CHARS: usize = 24;
 
 /// What an id argument named `what` (as [`in_url`] calls it) must be, or
@@ -167,7 +168,8 @@ fn check_id_length(what: &str, value: &str) -> Result<(), BadInput> {
     if chars <= MAX_ID_CHARS {
         return Ok(());
     }
-    let start: String = value.chars().take(PREFIX_CHARS).collect();
+    // whole grapheme clusters: an emoji sequence is not shown in half
+    let start: String = value.graphemes(true).take(PREFIX_CHARS).collect();
     Err(BadInput(format!(
         "the {what} is too long to send: {chars} characters (it begins \"{start}\"), where {rule}"
     )))
@@ -314,5 +316,20 @@ mod tests {
         ] {
             assert!(check_host(host).is_ok(), "{host}");
         }
+    }
+
+    /// Regression (round 20, Chinese-user tester): the prefix was cut by
+    /// chars and showed half a family emoji.
+    #[test]
+    fn an_over_long_ids_start_is_shown_in_whole_characters() {
+        let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
+        let e = check_id_length("bot id", &family.repeat(20))
+            .unwrap_err()
+            .to_string();
+        // 20 clusters of 7 characters each: all of them, not 3½
+        assert!(
+            e.contains(&format!("(it begins \"{}\")", family.repeat(20))),
+            "{e}"
+        );
     }
 }
