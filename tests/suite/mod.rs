@@ -58,6 +58,7 @@ mod loops;
 mod memory;
 mod memory_bounds;
 mod memory_restart;
+mod memory_small_budget;
 mod memory_update;
 mod mirror_repair;
 mod moved_bot_agents;

@@ -28,12 +28,17 @@ use crate::prompts::prompts;
 /// hardly one item.
 pub(crate) const MIN_MEMORY_TOKENS: u64 = 256;
 
-/// The most tokens the memory block may take in a prompt: an eighth of
-/// the provider's `compact_at_tokens`, at least [`MIN_MEMORY_TOKENS`].
-/// Compaction cannot shrink the block, so a block near the threshold made
-/// every turn compact (summarising only that turn) and still pass it; at
-/// an eighth, the block, a summary (a fifth), the entries kept verbatim (a
-/// quarter) and the newest exchange stay under the threshold together.
+/// The most tokens the items of the memory block may take in a prompt:
+/// an eighth of the provider's `compact_at_tokens`, at least
+/// [`MIN_MEMORY_TOKENS`]. The block's fixed text (the headings of
+/// `prompts/memory.md`, about 170 tokens, and the left-out note, about
+/// 70) comes on top: charged to the share, it left items nothing below
+/// a `compact_at_tokens` of about 2,000 (the block was all headings, and
+/// no update reached the model). Compaction cannot shrink the block, so a
+/// block near the threshold made every turn compact (summarising only
+/// that turn) and still pass it; at an eighth, the block, a summary (a
+/// fifth), the entries kept verbatim (a quarter) and the newest exchange
+/// stay under the threshold together.
 pub(crate) fn memory_budget(compact_at_tokens: u64) -> u64 {
     (compact_at_tokens / 8).max(MIN_MEMORY_TOKENS)
 }
@@ -43,28 +48,22 @@ pub fn render_memory(snapshot: &MemorySnapshot) -> String {
     render_sections(&snapshot.profile, &snapshot.log, &snapshot.notes)
 }
 
-/// The memory block of the prompt within `budget` tokens (counted with
-/// `encoding`), and the ids of the items it shows. When the snapshot does
-/// not fit, the most important items go in first (by importance, then
-/// profile facts, notes and log entries, the log by its ranking for the
-/// input), each only if it still fits, and the block ends with how many
-/// were left out (`prompts/memory_left_out.md`). Kept items stay in the
-/// snapshot's order, so the block is a pure function of the snapshot.
+/// The memory block of the prompt whose item lines take at most `budget`
+/// tokens (counted with `encoding`, each line with its newline; the
+/// headings and the left-out note are not charged), and the ids of the
+/// items it shows. When the items do not fit, the most important go in
+/// first (profile facts, always shown, then by importance, notes before
+/// log entries, the log by its ranking for the input), each only if it
+/// still fits, and the block ends with how many were left out
+/// (`prompts/memory_left_out.md`). Kept items stay in the snapshot's
+/// order, so the block is a pure function of the snapshot.
 pub(crate) fn render_memory_within(
     snapshot: &MemorySnapshot,
     budget: u64,
     encoding: Encoding,
 ) -> (String, Vec<MemoryId>) {
-    let whole = render_memory(snapshot);
-    if u64::from(encoding.count(&whole)) <= budget {
-        return (whole, snapshot.shown_ids());
-    }
     let total = snapshot.items().count();
-    let frame = render_sections(&[], &[], &[]);
-    let note = left_out(total);
-    let mut left = budget
-        .saturating_sub(u64::from(encoding.count(&frame)))
-        .saturating_sub(u64::from(encoding.count(&note)));
+    let mut left = budget;
     let mut kept: HashSet<&MemoryId> = HashSet::new();
     for item in by_priority(snapshot) {
         // the line and its newline
@@ -73,6 +72,9 @@ pub(crate) fn render_memory_within(
             left -= tokens;
             kept.insert(&item.id);
         }
+    }
+    if kept.len() == total {
+        return (render_memory(snapshot), snapshot.shown_ids());
     }
     let pick = |items: &[MemoryItem]| -> Vec<MemoryItem> {
         items
@@ -100,10 +102,11 @@ pub(crate) fn render_memory_within(
     (text, shown)
 }
 
-/// The snapshot's items, most important first: by importance, then
-/// profile facts (always meant to be shown), notes (short-lived, so
-/// current), log entries in their ranking for the input; in the
-/// snapshot's order among equals.
+/// The snapshot's items, most important first: profile facts (the
+/// prompt promises them always shown; a fact of importance 3 went after
+/// every note of 4), then by importance, notes (short-lived, so current)
+/// before log entries in their ranking for the input; by importance among
+/// profile facts, and in the snapshot's order among equals.
 fn by_priority(snapshot: &MemorySnapshot) -> Vec<&MemoryItem> {
     let ranked_log: Vec<&MemoryItem> = if snapshot.ranking.len() == snapshot.log.len() {
         snapshot.ranking.iter().map(|s| &s.item).collect()
@@ -121,7 +124,13 @@ fn by_priority(snapshot: &MemorySnapshot) -> Vec<&MemoryItem> {
         Layer::Notes => 1,
         Layer::Log => 2,
     };
-    items.sort_by_key(|i| (std::cmp::Reverse(i.importance.get()), layer_rank(i.layer)));
+    items.sort_by_key(|i| {
+        (
+            i.layer != Layer::Profile,
+            std::cmp::Reverse(i.importance.get()),
+            layer_rank(i.layer),
+        )
+    });
     items
 }
 
@@ -156,13 +165,16 @@ fn render_sections(profile: &[MemoryItem], log: &[MemoryItem], notes: &[MemoryIt
 /// [`render_memory_within`]: only the item lines of the fresh block the
 /// frozen one does not hold as they are (added or changed items, log
 /// entries chosen for this input), so memory is never sent twice, and the
-/// update is bounded like the block. `None` when there are none (items
+/// update is bounded like the block; and the fresh block's left-out note
+/// when the frozen block does not end with the same one, so the model
+/// learns that items it is not shown exist (an update of item lines only
+/// said nothing once nothing new fit). `None` when there are none (items
 /// only left the block: a forgotten one refreshes it instead).
 pub(crate) fn render_memory_changes(frozen: &str, fresh: &str) -> Option<String> {
     let before: HashSet<&str> = frozen.lines().collect();
     let changes: Vec<&str> = fresh
         .lines()
-        .filter(|l| l.starts_with(ITEM_LINE) && !before.contains(l))
+        .filter(|l| (l.starts_with(ITEM_LINE) || is_left_out(l)) && !before.contains(l))
         .collect();
     if changes.is_empty() {
         return None;
@@ -171,6 +183,17 @@ pub(crate) fn render_memory_changes(frozen: &str, fresh: &str) -> Option<String>
         .memory_update
         .render(&[("changes", &changes.join("\n"))])
         .ok()
+}
+
+/// Whether `line` is the note [`left_out`] renders, for the first number
+/// in it.
+fn is_left_out(line: &str) -> bool {
+    let digits: String = line
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse::<usize>().is_ok_and(|n| line == left_out(n))
 }
 
 /// How an item's line starts in the block ([`line`]); no other line of

@@ -65,7 +65,18 @@ async fn a_block_over_its_budget_keeps_the_most_important_items_and_counts_the_r
     assert!(u64::from(encoding.count(&whole)) > 1_000);
 
     let (text, shown) = render_memory_within(&snap, 1_000, encoding);
-    assert!(u64::from(encoding.count(&text)) <= 1_000, "{text}");
+    // the items take the budget; the headings and the note come on top
+    let lines: u64 = text
+        .lines()
+        .filter(|l| l.starts_with("- "))
+        .map(|l| u64::from(encoding.count(l)) + 1)
+        .sum();
+    assert!(lines <= 1_000, "{text}");
+    let fixed = encoding.count(&render_sections(&[], &[], &[])) + encoding.count(&left_out(11));
+    assert!(
+        u64::from(encoding.count(&text)) <= 1_000 + u64::from(fixed),
+        "{text}"
+    );
     assert!(shown.contains(&key), "the important note goes in first");
     assert!(shown.len() < 11);
     assert!(
@@ -99,6 +110,121 @@ async fn an_update_holds_only_the_items_the_frozen_block_lacks() {
     assert!(!update.contains("Prefers tea"), "{update}");
     assert!(!update.contains("Meeting at noon"), "{update}");
     assert!(!update.contains("## Profile"), "{update}");
+}
+
+/// A Chinese profile fact of 36 characters (about one token each).
+fn zh_fact(i: usize) -> String {
+    format!("第{i}条：小明每周去健身房锻炼身体，喜欢跑步和游泳，周末和朋友爬山。")
+}
+
+/// The tokens of an item's line with its newline, as the budget counts it.
+fn line_tokens(text: &str, id: &MemoryId, encoding: Encoding) -> u64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("- {id} ")))
+        .unwrap_or_else(|| panic!("{id} is not shown: {text}"));
+    u64::from(encoding.count(line)) + 1
+}
+
+/// Regression (round 20, H3): the headings and the left-out note (about
+/// 240 tokens) were charged to the block's budget, whose floor is 256
+/// tokens, so with a `compact_at_tokens` under about 2,000 no item fit
+/// once the items did not all fit: the block was all headings, "(none)"
+/// under each, and the model saw none of what was remembered. Now the
+/// items have the whole budget and profile facts go in first.
+#[tokio::test]
+async fn a_small_budget_shows_the_items_that_fit_and_profile_facts_first() {
+    let f = ToolFixture::new();
+    let mut facts = Vec::new();
+    for i in 1..=7 {
+        facts.push(add(&f, &format!("p{i}"), Layer::Profile, 3, &zh_fact(i)).await);
+    }
+    let urgent = add(
+        &f,
+        "n",
+        Layer::Notes,
+        5,
+        "明天上午十点和供应商开会，带上合同。",
+    )
+    .await;
+    let snap = snapshot(&f).await;
+    let encoding = Encoding::O200kBase;
+
+    let (text, shown) = render_memory_within(&snap, MIN_MEMORY_TOKENS, encoding);
+    assert!(!shown.is_empty(), "no item fits 256 tokens: {text}");
+    assert!(shown.len() < 8, "{text}");
+    assert!(
+        shown.iter().all(|id| facts.contains(id)),
+        "profile facts go in before a note of importance 5: {text}"
+    );
+    assert!(!shown.contains(&urgent));
+    // as many facts as fit: none of those left out would
+    let used: u64 = shown
+        .iter()
+        .map(|id| line_tokens(&text, id, encoding))
+        .sum();
+    assert!(used <= MIN_MEMORY_TOKENS, "{used} tokens: {text}");
+    let whole = render_memory(&snap);
+    for id in facts.iter().filter(|id| !shown.contains(id)) {
+        let next = line_tokens(&whole, id, encoding);
+        assert!(used + next > MIN_MEMORY_TOKENS, "{id} fits too: {text}");
+    }
+    assert!(text.ends_with(&left_out(8 - shown.len())), "{text}");
+    for id in &shown {
+        assert!(text.contains(id.as_str()), "{text}");
+    }
+}
+
+/// A profile fact goes in before a more important note, within the
+/// items' own budget: exactly the fact's line.
+#[tokio::test]
+async fn a_profile_fact_goes_in_before_a_more_important_note() {
+    let f = ToolFixture::new();
+    let fact = add(&f, "p", Layer::Profile, 1, &zh_fact(1)).await;
+    add(&f, "n", Layer::Notes, 5, "开会").await;
+    let snap = snapshot(&f).await;
+    let encoding = Encoding::O200kBase;
+    let budget = line_tokens(&render_memory(&snap), &fact, encoding);
+    let (text, shown) = render_memory_within(&snap, budget, encoding);
+    assert_eq!(shown, vec![fact], "{text}");
+    assert!(text.ends_with(&left_out(1)), "{text}");
+}
+
+/// Regression (round 20, H3): an update held only item lines, so once
+/// new items no longer fit, the turn got no update at all, not even the
+/// note that items were left out. Now the fresh block's note goes in
+/// when the frozen block does not end with the same one.
+#[tokio::test]
+async fn an_update_carries_the_left_out_note() {
+    let f = ToolFixture::new();
+    let encoding = Encoding::O200kBase;
+    let a = add(&f, "a", Layer::Profile, 3, &zh_fact(1)).await;
+    let b = add(&f, "b", Layer::Profile, 3, &zh_fact(2)).await;
+    let snap = snapshot(&f).await;
+    let whole = render_memory(&snap);
+    let budget = line_tokens(&whole, &a, encoding) + line_tokens(&whole, &b, encoding);
+    let (frozen, shown) = render_memory_within(&snap, budget, encoding);
+    assert_eq!(shown.len(), 2, "{frozen}");
+    assert!(!frozen.contains("more remembered items"), "{frozen}");
+
+    // two less important facts that no longer fit: no item line is new
+    add(&f, "c", Layer::Profile, 2, &zh_fact(3)).await;
+    add(&f, "d", Layer::Profile, 2, &zh_fact(4)).await;
+    let (fresh, shown) = render_memory_within(&snapshot(&f).await, budget, encoding);
+    assert!(
+        shown.len() == 2 && shown.contains(&a) && shown.contains(&b),
+        "{fresh}"
+    );
+    let update = render_memory_changes(&frozen, &fresh).expect("no update");
+    assert!(update.ends_with(&left_out(2)), "{update}");
+    assert!(!update.contains(&zh_fact(1)), "{update}");
+    // sent once: a frozen block ending with the same note needs none
+    assert_eq!(render_memory_changes(&fresh, &fresh), None);
+
+    assert!(is_left_out(&left_out(2)));
+    assert!(is_left_out(&left_out(1234)));
+    assert!(!is_left_out(&format!("{} 2", left_out(2))));
+    assert!(!is_left_out("## Profile"));
 }
 
 #[test]

@@ -30,10 +30,12 @@ use crate::settings::FleetSettings;
 /// its own written anywhere else — a DM, another room, a routine, a
 /// hook, a task, fact extraction, the API.
 ///
-/// The block takes at most `memory_budget(compact_at_tokens)` tokens of
-/// the bot's provider (`render_memory_within`: the most important items,
-/// and how many were left out), so however much a bot remembers, its
-/// prompt stays within what compaction can keep under the threshold.
+/// The block's items take at most `memory_budget(compact_at_tokens)`
+/// tokens of the bot's provider, the headings and the left-out note on
+/// top (`render_memory_within`: profile facts first, then the most
+/// important items, and how many were left out), so however much a bot
+/// remembers, its prompt stays within what compaction can keep under the
+/// threshold.
 ///
 /// The block is empty when the bot remembers nothing. Its hash is the
 /// SHA-256 of the rendered text, which changes exactly when the shown

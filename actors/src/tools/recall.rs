@@ -195,7 +195,7 @@ impl Tool for SearchTranscript {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "Words that must all occur (any order; English words match other inflections). \"exact phrase\" in double quotes, -word to exclude, a OR b for either. Chinese/Japanese text matches as written. At most 512 characters."},
+                    "query": {"type": "string", "description": "Words that must all occur (any order; English words match other inflections; unquoted Chinese text is cut into words that also match in any order, e.g. 排除供应商 finds 供应商被排除了). \"exact phrase\" in double quotes requires the words in order and adjacent, for Chinese or Japanese text exactly as written; -word to exclude, a OR b for either. At most 512 characters."},
                     "session": {"type": "string", "description": "Only this session (the `session` of an earlier hit)."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_LIMIT, "description": format!("Most hits to return (default {SEARCH_DEFAULT_LIMIT}).")}
                 },

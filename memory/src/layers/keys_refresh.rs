@@ -23,8 +23,9 @@ use crate::error::Result;
 /// The way `norm` and `terms` are computed now. 1: lowercased, words
 /// lowercased character by character (until 2026-12); 2: NFKC comparison
 /// keys, recall terms fully case-folded, NFC and unbroken by invisible
-/// characters and combining marks (search index format 3).
-pub(crate) const KEYS_FORMAT: &str = "2";
+/// characters and combining marks (search index format 3); 3: spaces next
+/// to CJK text dropped from comparison keys (项目代号 Alpha = 项目代号Alpha).
+pub(crate) const KEYS_FORMAT: &str = "3";
 
 /// The `meta` key holding the format of the stored keys.
 const META_KEY: &str = "memory_keys_format";

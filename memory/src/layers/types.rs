@@ -306,10 +306,68 @@ pub fn normalize_text(text: &str) -> String {
 
 /// The comparison key of a text: NFKC (full-width "８０８０" is "8080",
 /// a decomposed "Café" the composed one), spacing normalized and
-/// lowercased, NFKC again (lowercasing can leave a text unnormalized).
-/// Only compared, never shown.
+/// lowercased, NFKC again (lowercasing can leave a text unnormalized),
+/// and without the spaces that are optional typography next to CJK text
+/// ([`optional_space`]): "项目代号Alpha" is in "项目代号 Alpha 2026".
+/// Latin word boundaries stay: "a b" is not "ab". Only compared, never
+/// shown.
 pub(crate) fn comparison_key(text: &str) -> String {
     let nfkc = ComposingNormalizerBorrowed::new_nfkc();
     let lower = normalize_text(&nfkc.normalize(text)).to_lowercase();
-    nfkc.normalize(&lower).into_owned()
+    without_optional_spaces(&nfkc.normalize(&lower))
 }
+
+/// `text` (single spaces between words, trimmed) without each space
+/// between two characters for which [`optional_space`] holds.
+fn without_optional_spaces(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut before: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let optional = c == ' '
+            && before
+                .zip(chars.peek().copied())
+                .is_some_and(|(a, b)| optional_space(a, b));
+        if !optional {
+            out.push(c);
+        }
+        before = Some(c);
+    }
+    out
+}
+
+/// Whether a space between `a` and `b` is only typography: Chinese and
+/// Japanese are written without spaces, so one next to a Han or kana
+/// character (or CJK punctuation) is optional, as is the space between
+/// Chinese and Latin or digits (盘古之白: people and models write
+/// "项目代号 Alpha" and "项目代号Alpha" alike). Korean separates its words
+/// with spaces, so one between two hangul characters counts; one between
+/// hangul and anything else does not.
+fn optional_space(a: char, b: char) -> bool {
+    unspaced(a) || unspaced(b) || is_hangul(a) != is_hangul(b)
+}
+
+/// Han (hanzi, kanji, hanja and their marks 々 〇), kana and CJK
+/// punctuation: scripts written without spaces between words.
+fn unspaced(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x3001..=0x303F
+            | 0x3400..=0x4DBF
+            | 0x4E00..=0x9FFF
+            | 0xF900..=0xFAFF
+            | 0x20000..=0x3134F
+            | 0x3041..=0x30FF
+            | 0x31F0..=0x31FF
+            | 0xFF61..=0xFF9F
+    )
+}
+
+/// Hangul syllables and jamo.
+fn is_hangul(c: char) -> bool {
+    matches!(u32::from(c), 0x1100..=0x11FF | 0x3131..=0x318E | 0xAC00..=0xD7A3)
+}
+
+#[cfg(test)]
+#[path = "types_tests.rs"]
+mod tests;
