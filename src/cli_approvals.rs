@@ -62,6 +62,10 @@ fn line(a: &Value, now: i64) -> String {
         }
         "expired" => match (a["expired_by"].as_str(), a["decided_at"].as_i64()) {
             (Some("user_message"), _) => "expired: a newer message was sent".to_owned(),
+            // a stopped subagent never reads a decision nor repeats the call
+            (Some("subagent_stopped"), _) => {
+                "expired: its subagent was stopped, so its action will not run".to_owned()
+            }
             // approved, then its window to be used ran out
             (_, Some(_)) => "expired: approved but not used in time".to_owned(),
             (_, None) => "expired: nobody decided in time".to_owned(),

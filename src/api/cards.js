@@ -78,6 +78,7 @@ function approvalStatusText(a, now = Date.now()) {
       return "Denied";
     case "expired":
       if (a.expired_by === "user_message") return "Expired: a newer message came first";
+      if (a.expired_by === "subagent_stopped") return "Expired: its subagent was stopped, so its action will not run";
       // approved, then its window to be used ran out
       if (a.decided_at || a.decided_by) {
         const by = a.decided_by ? ` by ${str(a.decided_by)}` : "";

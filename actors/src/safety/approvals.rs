@@ -97,6 +97,10 @@ fn not_pending_hint(status: ApprovalStatus, expired_by: Option<ExpiryCause>) -> 
         (ApprovalStatus::Expired, Some(ExpiryCause::Ttl) | None) => {
             "nobody decided within its time to live; the bot will ask again if it still needs to"
         }
+        (ApprovalStatus::Expired, Some(ExpiryCause::SubagentStopped)) => {
+            "the subagent that asked it was stopped by its parent and takes no more work, so its \
+             action can no longer run; ask the parent for a new task if it is still needed"
+        }
         (ApprovalStatus::Pending, _) => "try again",
         (ApprovalStatus::Approved | ApprovalStatus::Denied, _) => "a decision is final",
     }
@@ -244,13 +248,21 @@ pub async fn decide(
 /// longer in the fleet's config (it runs no turns, so it neither reads a
 /// decision nor repeats the call until a config lists it again), or the
 /// approved call's tool is no longer among the bot's tools (the repeat
-/// would be refused). Said only of a pending or approved approval: the
-/// others cannot run anyway.
+/// would be refused). Said only of a pending approval or an approved one
+/// not used yet: the others cannot run anyway, and one whose action ran
+/// (`consumed_at`) has nothing left to run. A stopped subagent's open
+/// approvals read `expired` (`subagent_stopped`), so nothing is said of
+/// them here. A subagent's tools are only ever cut (`fleet_derived.rs`):
+/// for a tool it lost, the advice is a new task of its parent, never to
+/// give the tool back.
 /// `bot` is the approval's bot as the store has it now.
 pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     match record.status {
-        ApprovalStatus::Pending | ApprovalStatus::Approved => {}
-        ApprovalStatus::Denied | ApprovalStatus::Expired => return None,
+        ApprovalStatus::Pending => {}
+        ApprovalStatus::Approved if record.consumed_at.is_none() => {}
+        ApprovalStatus::Approved | ApprovalStatus::Denied | ApprovalStatus::Expired => {
+            return None;
+        }
     }
     let bot_id = &record.bot;
     // a subagent is in no config of its own: its parent's table lists it
@@ -272,6 +284,13 @@ pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     }
     if !bot.tools.contains(&record.tool) {
         let tool = &record.tool;
+        if let Some(parent) = parent {
+            return Some(format!(
+                "{tool} is no longer among subagent {bot_id}'s tools (a subagent's tools are \
+                 only ever cut, never given back), so this action can no longer run; ask \
+                 {parent} for a new task if it is still needed"
+            ));
+        }
         return Some(format!(
             "{tool} is no longer among bot {bot_id}'s tools, so this action can no longer \
              run; add {tool} to the `tools` of {table} in fleet.toml again and restart the \

@@ -253,3 +253,73 @@ fn minutes_round_up() {
     assert_eq!(minutes(1), "1");
     assert_eq!(minutes(0), "1");
 }
+
+/// An approval of `bot`'s Shell call, `status`, as of now.
+fn record_of(bot: &str, status: ApprovalStatus) -> ApprovalRecord {
+    ApprovalRecord {
+        id: ApprovalId::new_v7(),
+        bot: BotId::new(bot).unwrap(),
+        session: botfleet_memory::SessionId::new_v7(),
+        owner: UserId::new("alice").unwrap(),
+        turn: None,
+        call_id: "c1".into(),
+        tool: "Shell".into(),
+        fingerprint: "fp".into(),
+        summary: "run `./deploy.sh`".into(),
+        reason: "deploys".into(),
+        action: json!({}),
+        epoch: 0,
+        status,
+        expired_by: None,
+        created_at: 0,
+        expires_at: 1,
+        decided_at: None,
+        decided_by: None,
+        consumed_at: None,
+    }
+}
+
+/// Bot `id` of `origin` with `tools` (Shell cut).
+fn bot_of(id: &str, origin: &str) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap(),
+        name: id.into(),
+        owner: UserId::new("alice").unwrap(),
+        role: String::new(),
+        provider: "p".into(),
+        tools: vec!["SendMessage".into()],
+        settings: json!({}),
+        origin: origin.into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+/// Regression (round 20, H4 finding 13): an approval whose action ran
+/// (`consumed_at`) still said it could not run once the tool was cut, and
+/// a subagent's was told to give the tool back in fleet.toml, which never
+/// gives a subagent a tool again (its tools are only cut).
+#[test]
+fn an_approval_that_ran_has_no_obstacle_and_a_subagent_is_not_told_to_restore_a_tool() {
+    let mut used = record_of("b.sub-abc", ApprovalStatus::Approved);
+    used.consumed_at = Some(1);
+    let sub = bot_of("b.sub-abc", "subagent:b");
+    assert_eq!(obstacle(&used, &sub), None);
+
+    let unused = record_of("b.sub-abc", ApprovalStatus::Approved);
+    assert_eq!(
+        obstacle(&unused, &sub).as_deref(),
+        Some(
+            "Shell is no longer among subagent b.sub-abc's tools (a subagent's tools are only \
+             ever cut, never given back), so this action can no longer run; ask b for a new \
+             task if it is still needed"
+        )
+    );
+    // a bot of the config is told how to give it back
+    let own = bot_of("b", "config");
+    let text = obstacle(&record_of("b", ApprovalStatus::Pending), &own).unwrap();
+    assert!(
+        text.contains("add Shell to the `tools` of b in fleet.toml again"),
+        "{text}"
+    );
+}

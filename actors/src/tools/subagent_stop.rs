@@ -7,11 +7,20 @@
 //! last result. A finished subagent has nothing running to stop, and
 //! marking it stopped lost what became of its task (CheckSubagent showed
 //! a task done as `[stopped]`).
+//!
+//! The stop expires the subagent's open approvals (pending, or approved
+//! and not used yet) in the same write, with their cards: a stopped
+//! subagent takes no more work, so it never reads a decision or repeats
+//! the call, and the person must not be asked to decide something moot
+//! (every read already reports them `expired`, `subagent_stopped`:
+//! memory `store/approvals.rs`).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use botfleet_memory::BotId;
 use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
 use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
@@ -91,12 +100,19 @@ impl Tool for StopSubagent {
             }
             SubagentStatus::Running => {}
         }
-        ctx.store()
-            .write(vec![Mutation::SetSubagentStatus {
-                id: sub.id.clone(),
-                status: SubagentStatus::Stopped,
-                result: None,
-            }])
+        // one transaction: the expiry reads the subagent stopped
+        let written = ctx
+            .store()
+            .write(vec![
+                Mutation::SetSubagentStatus {
+                    id: sub.id.clone(),
+                    status: SubagentStatus::Stopped,
+                    result: None,
+                },
+                Mutation::ExpireApprovals {
+                    bot: Some(sub.id.clone()),
+                },
+            ])
             .await
             .map_err(|e| {
                 ToolError::new(
@@ -104,6 +120,12 @@ impl Tool for StopSubagent {
                     "try again",
                 )
             })?;
+        // `ExpireApprovals` answers `Count`
+        let expired = if let Some(MutationResult::Count(n)) = written.get(1) {
+            *n
+        } else {
+            0
+        };
         if let Ok(router) = ctx.rt.router() {
             let bot = sub.id.clone();
             // best effort: a subagent that is not active has nothing to
@@ -115,7 +137,22 @@ impl Tool for StopSubagent {
                 )
                 .await;
         }
-        Ok(ToolOutput::text(format!("stopped subagent {}", sub.id)))
+        Ok(ToolOutput::text(stopped(&sub.id, expired)))
+    }
+}
+
+/// The answer to a stop: the subagent, and how many of its approvals the
+/// stop's write expired (a person was asked to decide them; they are
+/// void now).
+fn stopped(id: &BotId, expired: usize) -> String {
+    match expired {
+        0 => format!("stopped subagent {id}"),
+        1 => format!(
+            "stopped subagent {id}; 1 approval it asked for is expired now: its action will not run"
+        ),
+        n => format!(
+            "stopped subagent {id}; {n} approvals it asked for are expired now: their actions will not run"
+        ),
     }
 }
 

@@ -18,8 +18,8 @@
 //! | shell (Shell) | ✓ | ✓ | ✓ | – | ✓ | – |
 //! | agent message (SendToAgent) | ✓ | – | ✓ | – | ✓ | – |
 //! | agent admin (CreateAgent, UpdateAgent) | ✓ | – | – | – | – | – |
-//! | subagent launch (Task) | ✓ | – | ✓ | – | ✓ | – |
-//! | subagent control (Check/Message/StopSubagent) | ✓ | – | ✓ | – | ✓ | – |
+//! | subagent launch (Task) | ✓ | – | – | – | ✓ | – |
+//! | subagent control (Check/Message/StopSubagent) | ✓ | – | check, stop² | – | ✓ | – |
 //! | recall (SearchTranscript, ReadTranscript) | ✓ | ✓ | ✓ | – | ✓ | ✓ |
 //! | memory write (Remember, Forget) | ✓ | – | ✓ | agent scope¹ | ✓ | – |
 //! | extension (MCP, script, any other name) | ✓ | ✓ | ✓ | – | ✓ | – |
@@ -28,6 +28,13 @@
 //! and may not `Forget` (an id does not say which scope it deletes from):
 //! `Forget` is not shown there ([`tool_access`]), so neither the tool list
 //! nor a refusal's advice offers a tool that is always refused.
+//!
+//! ² A room member's turn may not give a subagent work (Task,
+//! MessageSubagent): the subagent's report comes back to the
+//! conversation that gave the work, later, as a new turn; in a room that
+//! turn runs after the discussion ended, when nothing it says can be
+//! published, so the result never reached the room and the person was not
+//! told. CheckSubagent and StopSubagent answer within the turn: shown.
 
 use std::collections::BTreeSet;
 
@@ -119,7 +126,8 @@ pub const RUNNERS: [Runner; 6] = [
 pub enum Access {
     /// Shown and usable.
     Yes,
-    /// Shown; some arguments are refused.
+    /// Shown with limits: some arguments are refused, or only some tools
+    /// of the kind are shown ([`tool_access`]).
     Partial,
     /// Not shown, refused.
     No,
@@ -140,8 +148,8 @@ const MATRIX: [[Access; 6]; 12] = {
         [Y, Y, Y, N, Y, N], // shell
         [Y, N, Y, N, Y, N], // agent message
         [Y, N, N, N, N, N], // agent admin
-        [Y, N, Y, N, Y, N], // subagent launch
-        [Y, N, Y, N, Y, N], // subagent control
+        [Y, N, N, N, Y, N], // subagent launch
+        [Y, N, P, N, Y, N], // subagent control
         [Y, Y, Y, N, Y, Y], // recall
         [Y, N, Y, P, Y, N], // memory write
         [Y, Y, Y, N, Y, N], // extension
@@ -217,11 +225,16 @@ pub fn visible_tools<'a>(
 /// Whether `runner` may use the tool `name`: its kind's [`access`],
 /// narrowed per tool where a `Partial` kind leaves a tool no call that
 /// [`check_call`] accepts (`Forget` in a shared room: it is always refused,
-/// so it is [`Access::No`] there, and not shown).
+/// so it is [`Access::No`] there, and not shown), or every call
+/// (CheckSubagent and StopSubagent in a room: [`Access::Yes`], while
+/// MessageSubagent, which gives work whose report cannot reach the room,
+/// is [`Access::No`]).
 pub fn tool_access(runner: Runner, name: &str) -> Access {
     match (access(runner, ToolKind::of(name)), name) {
         // agent scope only
         (Access::Partial, "Remember") => Access::Partial,
+        // answered within the turn
+        (Access::Partial, "CheckSubagent" | "StopSubagent") => Access::Yes,
         // no other tool of a partial kind has an allowed call
         (Access::Partial, _) => Access::No,
         (Access::Yes, _) => Access::Yes,
@@ -249,8 +262,9 @@ pub fn check_call(
         let usable = visible_tools(runner, allowed, policy);
         return Err(ToolError::new(
             format!(
-                "the tool {name} is not available in {} turns",
-                runner_name(runner)
+                "the tool {name} is not available in {} turns{}",
+                runner_name(runner),
+                why_not(runner, name)
             ),
             if usable.is_empty() {
                 "answer without tools".to_owned()
@@ -282,6 +296,26 @@ pub fn check_call(
             "leave it for a private conversation with your owner",
         )),
         (Access::Yes | Access::No, _) => Ok(()),
+    }
+}
+
+/// Why a tool is not available on a surface, where the name alone does
+/// not say it (empty otherwise): a room member that gives a subagent work
+/// would get its report after the discussion ended, in a turn that can
+/// publish nothing to the room.
+fn why_not(runner: Runner, name: &str) -> &'static str {
+    let gives_work = matches!(name, "Task" | "MessageSubagent");
+    match runner {
+        Runner::GroupMember { shared: false } if gives_work => {
+            ": a subagent's report comes back after the room's discussion has ended, when \
+             nothing can be published to the room; do the work yourself in this turn, or \
+             offer to do it in a private conversation with your owner"
+        }
+        Runner::Main
+        | Runner::Subagent
+        | Runner::GroupMember { .. }
+        | Runner::Routine
+        | Runner::Hook => "",
     }
 }
 

@@ -33,12 +33,13 @@ fn all() -> Vec<String> {
 
 #[test]
 fn the_matrix_as_a_table() {
-    // the same table as docs/security.md and the module docs
+    // the same table as docs/security.md and the module docs, per tool
+    // (a `Partial` kind narrowed by `tool_access`)
     let mut out = format!("{:<26}main sub grp shr rtn hook\n", "tool");
     for name in NAMES {
         out.push_str(&format!("{name:<26}"));
         for runner in RUNNERS {
-            let cell = match access(runner, ToolKind::of(name)) {
+            let cell = match tool_access(runner, name) {
                 Access::Yes => "Y",
                 Access::Partial => "P",
                 Access::No => "-",
@@ -59,14 +60,14 @@ Shell                     Y   Y   Y   -   Y   -
 SendToAgent               Y   -   Y   -   Y   -
 CreateAgent               Y   -   -   -   -   -
 UpdateAgent               Y   -   -   -   -   -
-Task                      Y   -   Y   -   Y   -
+Task                      Y   -   -   -   Y   -
 CheckSubagent             Y   -   Y   -   Y   -
-MessageSubagent           Y   -   Y   -   Y   -
+MessageSubagent           Y   -   -   -   Y   -
 StopSubagent              Y   -   Y   -   Y   -
 SearchTranscript          Y   Y   Y   -   Y   Y
 ReadTranscript            Y   Y   Y   -   Y   Y
 Remember                  Y   -   Y   P   Y   -
-Forget                    Y   -   Y   P   Y   -
+Forget                    Y   -   Y   -   Y   -
 mcp__github__create_issue Y   Y   Y   -   Y   -
 ";
     assert_eq!(out, expected);
@@ -243,5 +244,50 @@ fn a_tool_always_refused_on_a_surface_is_not_shown_there() {
                 runner_name(runner)
             );
         }
+    }
+}
+
+/// Regression: a room member could call Task (and MessageSubagent), but
+/// the subagent's report woke it in the room after the discussion ended,
+/// where nothing it said could be published: the result never reached
+/// the room. Neither is shown to a room member; CheckSubagent and
+/// StopSubagent, answered within the turn, are; a call anyway is refused
+/// saying why.
+#[test]
+fn a_room_member_gives_no_subagent_work() {
+    let allowed = all();
+    let none = SurfacePolicy::default();
+    let room = Runner::GroupMember { shared: false };
+    let shown = visible_tools(room, &allowed, &none);
+    for never in ["Task", "MessageSubagent"] {
+        assert!(!shown.contains(&never), "{never} in {shown:?}");
+    }
+    for kept in ["CheckSubagent", "StopSubagent", "Shell", "SendToAgent"] {
+        assert!(shown.contains(&kept), "{kept} not in {shown:?}");
+    }
+    let err = check_call(
+        room,
+        &allowed,
+        "Task",
+        &json!({"description": "d", "prompt": "p"}),
+        &none,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "the tool Task is not available in a group room's turns: a subagent's report comes \
+         back after the room's discussion has ended, when nothing can be published to the \
+         room; do the work yourself in this turn, or offer to do it in a private conversation \
+         with your owner"
+    );
+    assert!(
+        !err.hint.contains("Task") && !err.hint.contains("MessageSubagent"),
+        "{err}"
+    );
+    assert!(check_call(room, &allowed, "MessageSubagent", &json!({}), &none).is_err());
+    assert!(check_call(room, &allowed, "StopSubagent", &json!({"id": "x"}), &none).is_ok());
+    // a bot's own, and a routine's, turns still delegate
+    for runner in [Runner::Main, Runner::Routine] {
+        assert!(check_call(runner, &allowed, "Task", &json!({}), &none).is_ok());
     }
 }

@@ -28,8 +28,9 @@ pub enum ApprovalStatus {
     Approved,
     /// The person refused the action.
     Denied,
-    /// Nobody decided in time, or a newer user message changed the
-    /// conversation first (see [`ExpiryCause`]).
+    /// Nobody decided in time, a newer user message changed the
+    /// conversation first, or its subagent was stopped (see
+    /// [`ExpiryCause`]).
     Expired,
 }
 
@@ -64,6 +65,10 @@ pub enum ExpiryCause {
     Ttl,
     /// A newer user message arrived in its session.
     UserMessage,
+    /// The subagent that asked it was stopped by its parent: a stopped
+    /// subagent takes no more work, so it never reads a decision or
+    /// repeats the call (open approvals of a stopped subagent read so).
+    SubagentStopped,
 }
 
 impl ExpiryCause {
@@ -72,6 +77,7 @@ impl ExpiryCause {
         match self {
             ExpiryCause::Ttl => "ttl",
             ExpiryCause::UserMessage => "user_message",
+            ExpiryCause::SubagentStopped => "subagent_stopped",
         }
     }
 
@@ -80,6 +86,7 @@ impl ExpiryCause {
         Some(match s {
             "ttl" => ExpiryCause::Ttl,
             "user_message" => ExpiryCause::UserMessage,
+            "subagent_stopped" => ExpiryCause::SubagentStopped,
             _ => return None,
         })
     }

@@ -4,7 +4,11 @@
 //! `approved` left unused past its window, read as `expired`: every read
 //! computes the state from the stored times, so no read depends on whether
 //! the expiry was written yet. The writer persists it (`ExpireApprovals`)
-//! only so the session's card says so too.
+//! only so the session's card says so too. An open approval (pending, or
+//! approved and unused) of a subagent its parent stopped reads `expired`
+//! too (`subagent_stopped`): a stopped subagent takes no more work, so it
+//! never reads a decision or repeats the call; StopSubagent writes that
+//! expiry in the transaction of the stop.
 
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
@@ -32,28 +36,51 @@ macro_rules! newer_user_message {
     };
 }
 
+/// Whether the approval's bot is a subagent its parent stopped (a lookup
+/// of the subagents' primary key). A macro, as [`newer_user_message`].
+macro_rules! subagent_stopped {
+    () => {
+        "EXISTS (SELECT 1 FROM subagents sa WHERE sa.id = a.bot_id AND sa.status = 'stopped')"
+    };
+}
+
 /// The columns of an approval, then whether a user message newer than its
-/// epoch exists in its session.
+/// epoch exists in its session, then whether its bot is a stopped
+/// subagent.
 const SELECT: &str = concat!(
     "SELECT a.id, a.bot_id, a.session_id, a.owner, a.turn_id, a.call_id, a.tool,
         a.fingerprint, a.summary, a.reason, a.action, a.epoch, a.status, a.expired_by,
         a.created_at, a.expires_at, a.decided_at, a.decided_by, a.consumed_at,
         ",
     newer_user_message!(),
+    ",
+        ",
+    subagent_stopped!(),
     "
     FROM approvals a"
 );
 
-/// An approval as stored, plus whether a newer user message exists.
+/// An approval as stored, plus whether a newer user message exists and
+/// whether its bot is a stopped subagent.
 pub(crate) struct Stored {
     pub(crate) record: ApprovalRecord,
     pub(crate) newer_user_message: bool,
+    pub(crate) subagent_stopped: bool,
 }
 
 impl Stored {
-    /// The record with its effective status as of `now`.
+    /// The record with its effective status as of `now`: an open one
+    /// (pending, or approved and unused) of a stopped subagent is expired
+    /// by the stop, whatever its times say (the stop is final; its cause
+    /// says more than a TTL that also ran out); else
+    /// [`ApprovalRecord::effective`].
     pub(crate) fn effective(mut self, now: i64) -> ApprovalRecord {
-        let (status, cause) = self.record.effective(now, self.newer_user_message);
+        let open = self.record.is_pending() || self.record.is_usable();
+        let (status, cause) = if self.subagent_stopped && open {
+            (ApprovalStatus::Expired, Some(ExpiryCause::SubagentStopped))
+        } else {
+            self.record.effective(now, self.newer_user_message)
+        };
         self.record.status = status;
         self.record.expired_by = cause;
         self.record
@@ -75,7 +102,7 @@ type Raw = (
     String,
     Option<String>,
     (i64, i64, Option<i64>, Option<String>, Option<i64>),
-    bool,
+    (bool, bool),
 );
 
 fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
@@ -94,7 +121,7 @@ fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
         r.get(12)?,
         r.get(13)?,
         (r.get(14)?, r.get(15)?, r.get(16)?, r.get(17)?, r.get(18)?),
-        r.get(19)?,
+        (r.get(19)?, r.get(20)?),
     ))
 }
 
@@ -107,7 +134,7 @@ fn parse(raw: Raw) -> Result<Stored> {
         status,
         expired_by,
         times,
-        newer,
+        (newer, stopped),
     ) = raw;
     let (created_at, expires_at, decided_at, decided_by, consumed_at) = times;
     Ok(Stored {
@@ -136,6 +163,7 @@ fn parse(raw: Raw) -> Result<Stored> {
             consumed_at,
         },
         newer_user_message: newer,
+        subagent_stopped: stopped,
     })
 }
 
@@ -205,19 +233,29 @@ pub(crate) fn of_owner(
 fn effective_is(status: ApprovalStatus) -> &'static str {
     match status {
         ApprovalStatus::Pending => concat!(
-            "a.status = 'pending' AND a.expires_at > ?2 AND NOT ",
-            newer_user_message!()
+            "(a.status = 'pending' AND a.expires_at > ?2 AND NOT ",
+            newer_user_message!(),
+            " AND NOT ",
+            subagent_stopped!(),
+            ")"
         ),
-        ApprovalStatus::Approved => {
-            "a.status = 'approved' AND (a.consumed_at IS NOT NULL OR a.expires_at > ?2)"
-        }
+        ApprovalStatus::Approved => concat!(
+            "(a.status = 'approved' AND (a.consumed_at IS NOT NULL
+               OR (a.expires_at > ?2 AND NOT ",
+            subagent_stopped!(),
+            ")))"
+        ),
         ApprovalStatus::Denied => "a.status = 'denied'",
         ApprovalStatus::Expired => concat!(
-            "a.status = 'expired'
+            "(a.status = 'expired'
              OR (a.status = 'pending' AND (a.expires_at <= ?2 OR ",
             newer_user_message!(),
+            " OR ",
+            subagent_stopped!(),
             "))
-             OR (a.status = 'approved' AND a.consumed_at IS NULL AND a.expires_at <= ?2)"
+             OR (a.status = 'approved' AND a.consumed_at IS NULL AND (a.expires_at <= ?2 OR ",
+            subagent_stopped!(),
+            ")))"
         ),
     }
 }

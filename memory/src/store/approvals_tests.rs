@@ -579,3 +579,6 @@ async fn owner_listing_orders_by_the_status_as_of_now_before_its_limit() {
     );
     assert_eq!(page(3).await, all, "the same once written");
 }
+
+#[path = "approvals_stopped_tests.rs"]
+mod stopped;

@@ -321,7 +321,8 @@ pub enum Mutation {
         id: crate::ids::ApprovalId,
     },
     /// Persist the expiry of open approvals that are expired as of now
-    /// (TTL passed or a newer user message), with their cards; of one bot
+    /// (TTL passed, a newer user message, or its subagent was stopped),
+    /// with their cards; of one bot
     /// or all. Answers `Count`.
     ExpireApprovals {
         /// The bot, or every bot.
