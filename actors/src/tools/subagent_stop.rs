@@ -2,11 +2,12 @@
 //! store before the subagent's running turn is cancelled, so that turn
 //! ends as the stop of a subagent (no report, no retry), never as a
 //! person's cancel of its task (`engine/persist.rs`, `subagent_end`).
-//! A subagent already stopped, or finished (done, failed), is left alone:
-//! the call says when it stopped or finished, its final state and its
-//! last result. A finished subagent has nothing running to stop, and
-//! marking it stopped lost what became of its task (CheckSubagent showed
-//! a task done as `[stopped]`).
+//! A subagent already stopped is left alone: the call says when it
+//! stopped and its last result. A finished one (done, failed) is stopped
+//! too — it may still be given work: a room it is a member of, an
+//! approval that wakes it to repeat a call — and the answer says it had
+//! finished, when, and its last result (kept: CheckSubagent shows it), so
+//! that what became of its task is not lost in `[stopped]`.
 //!
 //! The stop expires the subagent's open approvals (pending, or approved
 //! and not used yet) in the same write, with their cards: a stopped
@@ -91,15 +92,13 @@ impl Tool for StopSubagent {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: StopArgs = parse_args("StopSubagent", args)?;
         let sub = own_subagent(ctx, &args.id).await?;
-        match sub.status {
-            // Stopped or finished before: nothing to write or cancel.
-            // Saying "stopped" read as if this call had stopped it.
+        let finished = match sub.status {
+            // Stopped before: nothing to write or cancel. Saying
+            // "stopped" read as if this call had stopped it.
             SubagentStatus::Stopped => return Ok(ToolOutput::text(already_stopped(&sub))),
-            SubagentStatus::Done | SubagentStatus::Failed => {
-                return Ok(ToolOutput::text(already_finished(&sub)));
-            }
-            SubagentStatus::Running => {}
-        }
+            SubagentStatus::Done | SubagentStatus::Failed => true,
+            SubagentStatus::Running => false,
+        };
         // one transaction: the expiry reads the subagent stopped
         let written = ctx
             .store()
@@ -137,7 +136,11 @@ impl Tool for StopSubagent {
                 )
                 .await;
         }
-        Ok(ToolOutput::text(stopped(&sub.id, expired)))
+        let mut answer = stopped(&sub.id, expired);
+        if finished {
+            answer.push_str(&had_finished(&sub));
+        }
+        Ok(ToolOutput::text(answer))
     }
 }
 
@@ -173,16 +176,15 @@ fn already_stopped(sub: &SubagentRecord) -> String {
     )
 }
 
-/// The answer to a stop of a subagent that finished its task (done or
-/// failed): when (its record's last change is its end, until it is given
-/// more work), its final state, kept, and its last result.
-fn already_finished(sub: &SubagentRecord) -> String {
-    let state = sub.status.as_str();
+/// What the answer to a stop adds for a subagent that had finished its
+/// task (done or failed): when (its record's last change was its end),
+/// how, and its last result, which the stop keeps.
+fn had_finished(sub: &SubagentRecord) -> String {
     format!(
-        "subagent {} ({:?}) had already finished ({state}) at {}; nothing was running, so nothing was stopped. Final state: {state}, {}",
-        sub.id,
+        ". It had finished its task ({:?}) at {}: {}, {}; now it takes no more work",
         sub.description,
         when(sub),
+        sub.status.as_str(),
         last_result(sub)
     )
 }
