@@ -323,6 +323,12 @@ prompts! {
     /// The notice ending a turn in a bot's conversation with a bot that
     /// belongs to another user now (an owner changed in fleet.toml).
     owner_changed_bot => "owner_changed_bot.md",
+    /// The notice ending a turn of a subagent's task that came from a
+    /// conversation of its parent's former owner (an owner changed in
+    /// fleet.toml).
+    owner_changed_task => "owner_changed_task.md",
+    /// Why such a task failed, in its parent's report and CheckSubagent.
+    owner_changed_task_report => "owner_changed_task_report.md",
 }
 
 static PROMPTS: LazyLock<Prompts> = LazyLock::new(Prompts::load);

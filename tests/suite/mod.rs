@@ -79,6 +79,7 @@ mod ops_faults;
 mod owner_change;
 mod owner_change_owed;
 mod owner_change_pending;
+mod owner_change_subagent;
 mod owner_change_turns;
 mod owner_workspaces;
 mod recall;

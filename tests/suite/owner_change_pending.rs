@@ -208,9 +208,11 @@ async fn a_message_queued_before_the_owner_change_ends_unanswered() {
     host.shutdown().await;
 }
 
-/// A subagent alice's turn started finishes after the change: its report
-/// (its work ran with bob's workspace by then) goes to `p`'s own session
-/// with the subagent, bob's now, not to her DM; nothing runs in her DM.
+/// A subagent alice's turn started is still at work when the change comes:
+/// its task does not run on with bob's workspace (the script would answer
+/// it `subtask done`, `owner_change_subagent.rs`); its report saying so goes
+/// to `p`'s own session with the subagent, bob's now, not to her DM;
+/// nothing runs in her DM.
 #[tokio::test]
 async fn a_subagent_report_after_the_owner_change_goes_to_the_bots_own_session() {
     let host = start().await;
@@ -222,7 +224,7 @@ async fn a_subagent_report_after_the_owner_change_goes_to_the_bots_own_session()
 
     let host = give_p_to_bob(host).await;
     let hit = poll(30, async || {
-        let (_, v) = host.get("/v1/search?q=subtask+done&bot=p", BOB_TOKEN).await;
+        let (_, v) = host.get("/v1/search?q=former+owner&bot=p", BOB_TOKEN).await;
         v["hits"]
             .as_array()
             .and_then(|hits| hits.iter().find(|h| h["kind"] == "agent_message").cloned())

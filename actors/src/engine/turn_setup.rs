@@ -11,7 +11,6 @@ pub(crate) use crate::engine::budget::budget_pause;
 pub use crate::engine::budget::budget_paused_until;
 use crate::engine::budget::pause_before_request;
 pub use crate::engine::budget::stored_budget_pause;
-use botfleet_memory::BotId;
 
 /// Code of the notice telling people a bot is paused by its budget.
 const BUDGET_CODE: &str = "budget_exhausted";
@@ -368,111 +367,11 @@ impl Runner {
     }
 }
 
-/// Why a turn's work is no longer its bot's to do: fleet.toml changed an
-/// owner since it was queued or cut off.
-pub(super) enum OwnerChanged {
-    /// The session is the DM of a person who no longer owns the bot.
-    FormerOwnersDm,
-    /// The session is the bot's conversation with this bot, which now
-    /// belongs to another user than the bot does.
-    OtherOwnersBot(BotId),
-}
+/// Work that is no longer its bot's to do since an owner changed.
+#[path = "owner_changed.rs"]
+mod owner_changed;
 
 impl Runner {
-    /// Whether the turn in `session` would work for someone who is not
-    /// the bot's owner (any more: an owner changed in fleet.toml). A DM
-    /// with a person who no longer owns the bot stays that person's: a
-    /// turn there would run with the owner's private surface (their user
-    /// memory, transcripts, workspace and secrets) and answer someone
-    /// else. A conversation with a bot of another owner holds what that
-    /// bot (its owner's instructions) asked before the change: carried
-    /// out now, it would run with the new owner's tools, workspace and
-    /// secrets. Only a conversation with a bot reads the store (the other
-    /// bot's record, cached).
-    pub(super) async fn owner_changed(
-        &self,
-        session: &SessionRecord,
-    ) -> Result<Option<OwnerChanged>, StoreError> {
-        if session.key.is_former_owners_dm(&self.bot.owner) {
-            return Ok(Some(OwnerChanged::FormerOwnersDm));
-        }
-        match session.key.kind {
-            SessionKind::Agent => {}
-            SessionKind::Dm
-            | SessionKind::Group
-            | SessionKind::Routine
-            | SessionKind::Hook
-            | SessionKind::Subagent
-            | SessionKind::Room => return Ok(None),
-        }
-        // a peer that names no bot (or no bot any more) has no owner to
-        // differ: its inputs run as before
-        let Ok(peer) = BotId::new(session.key.peer.clone()) else {
-            return Ok(None);
-        };
-        Ok(self
-            .rt
-            .store
-            .get_bot(&peer)
-            .await?
-            .filter(|other| other.owner != self.bot.owner)
-            .map(|other| OwnerChanged::OtherOwnersBot(other.id)))
-    }
-
-    /// Ends this turn, whose work is another user's since an owner
-    /// changed (`why`), without a model call: its inputs (a person's or
-    /// the other bot's messages, a subagent's report, an approval's
-    /// decision) stay recorded and are closed, and a notice in the
-    /// session (read by its own owner only) says they were not answered.
-    /// A resumed turn ends where it stopped (its calls that never got a
-    /// result stay without one). A compaction of the session does not run.
-    pub(super) async fn end_for_former_owner(
-        &mut self,
-        session: SessionRecord,
-        why: OwnerChanged,
-    ) -> Result<TurnStatus, StoreError> {
-        self.scope.session = session;
-        match self.kind.take() {
-            Some(PlanKind::New { inputs }) => self.begin(inputs),
-            Some(PlanKind::Resume { inputs } | PlanKind::Fail { inputs, .. }) => {
-                if !self.load_record().await? {
-                    self.begin(inputs);
-                }
-            }
-            Some(PlanKind::Compact) | None => return Ok(TurnStatus::Completed),
-        }
-        // the notice below says why; no `turn_cancelled` notice offering
-        // a retry, which would end the same way
-        self.state.owes_delivery = false;
-        let (text, error) = match &why {
-            OwnerChanged::FormerOwnersDm => {
-                tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, "the DM's person no longer owns the bot: the turn ends unanswered");
-                (
-                    prompts().owner_changed.render(&[]),
-                    "the bot now belongs to another user".to_owned(),
-                )
-            }
-            OwnerChanged::OtherOwnersBot(peer) => {
-                tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, %peer, "the other bot of the conversation belongs to another user now: the turn ends unanswered");
-                (
-                    prompts()
-                        .owner_changed_bot
-                        .render(&[("peer", peer.as_str())]),
-                    format!("{peer} and this bot no longer belong to the same user"),
-                )
-            }
-        };
-        let notice = self.entry(
-            EntryId::derive(self.turn, "end", OWNER_CHANGED_CODE),
-            EntryKind::Notice {
-                code: OWNER_CHANGED_CODE.into(),
-                text: text.unwrap_or_default(),
-                retry_turn: None,
-            },
-        );
-        self.end(TurnStatus::Cancelled, Some((error, notice))).await
-    }
-
     /// Whether an earlier turn over one of this turn's inputs delivered a
     /// reply (a retried input: the failed turn answered, then failed).
     pub(super) fn answered_before(&self) -> Result<bool, StoreError> {

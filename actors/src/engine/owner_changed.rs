@@ -1,0 +1,178 @@
+//! Work that is no longer its bot's to do since fleet.toml changed an
+//! owner: a DM of a person who no longer owns the bot, a conversation with
+//! a bot of another owner, and a subagent's task delegated from either.
+//! Checked as a turn starts and as it resumes (`Runner::run`), before the
+//! new owner's identity, memory, secrets or tools are read: such a turn
+//! ends without a model call. `impl Runner`, split from `turn_setup.rs`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+use botfleet_memory::BotId;
+
+/// Why a turn's work is no longer its bot's to do: fleet.toml changed an
+/// owner since it was queued or cut off.
+pub(in crate::engine::runner) enum OwnerChanged {
+    /// The session is the DM of a person who no longer owns the bot.
+    FormerOwnersDm,
+    /// The session is the bot's conversation with this bot, which now
+    /// belongs to another user than the bot does.
+    OtherOwnersBot(BotId),
+    /// The session is a subagent's task that this parent delegated from
+    /// one of the two above: the task is the former owner's (or their
+    /// bot's) instruction, and its conversation holds it.
+    FormerOwnersTask(BotId),
+}
+
+impl Runner {
+    /// Whether the turn in `session` would work for someone who is not
+    /// the bot's owner (any more: an owner changed in fleet.toml). A DM
+    /// with a person who no longer owns the bot stays that person's: a
+    /// turn there would run with the owner's private surface (their user
+    /// memory, transcripts, workspace and secrets) and answer someone
+    /// else. A conversation with a bot of another owner holds what that
+    /// bot (its owner's instructions) asked before the change: carried
+    /// out now, it would run with the new owner's tools, workspace and
+    /// secrets. So does a subagent's task delegated from either of them
+    /// (`SubagentRecord::parent_session`), whatever runs in its session:
+    /// the task itself (a turn the restart cut off, or still queued), its
+    /// parent's steering, an approval's decision. A conversation with a
+    /// bot reads the store (the other bot's record, cached), a subagent's
+    /// task its record and the session it was delegated from.
+    pub(in crate::engine::runner) async fn owner_changed(
+        &self,
+        session: &SessionRecord,
+    ) -> Result<Option<OwnerChanged>, StoreError> {
+        if session.key.kind == SessionKind::Subagent {
+            return self.task_owner_changed().await;
+        }
+        self.work_owner_changed(session).await
+    }
+
+    /// [`Self::owner_changed`] of a session that is no subagent's task.
+    async fn work_owner_changed(
+        &self,
+        session: &SessionRecord,
+    ) -> Result<Option<OwnerChanged>, StoreError> {
+        if session.key.is_former_owners_dm(&self.bot.owner) {
+            return Ok(Some(OwnerChanged::FormerOwnersDm));
+        }
+        match session.key.kind {
+            SessionKind::Agent => {}
+            SessionKind::Dm
+            | SessionKind::Group
+            | SessionKind::Routine
+            | SessionKind::Hook
+            | SessionKind::Subagent
+            | SessionKind::Room => return Ok(None),
+        }
+        // a peer that names no bot (or no bot any more) has no owner to
+        // differ: its inputs run as before
+        let Ok(peer) = BotId::new(session.key.peer.clone()) else {
+            return Ok(None);
+        };
+        Ok(self
+            .rt
+            .store
+            .get_bot(&peer)
+            .await?
+            .filter(|other| other.owner != self.bot.owner)
+            .map(|other| OwnerChanged::OtherOwnersBot(other.id)))
+    }
+
+    /// Whether this subagent's task was delegated from work that is not
+    /// its owner's any more: its parent's session it came from is the DM
+    /// of a person who no longer owns the parent, or the parent's
+    /// conversation with a bot of another owner (the subagent moves with
+    /// its parent, so its owner is the parent's).
+    async fn task_owner_changed(&self) -> Result<Option<OwnerChanged>, StoreError> {
+        // a subagent's bot is made with its record, in one write: a bot
+        // without one is no subagent of Task's, and has no task to check
+        let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await? else {
+            return Ok(None);
+        };
+        let Some(from) = self.rt.store.get_session(sub.parent_session).await? else {
+            return Ok(None);
+        };
+        // one level: a subagent delegates no further, so the session it
+        // came from is no task of its own
+        Ok(self
+            .work_owner_changed(&from)
+            .await?
+            .map(|_| OwnerChanged::FormerOwnersTask(sub.parent)))
+    }
+
+    /// Ends this turn, whose work is another user's since an owner
+    /// changed (`why`), without a model call: its inputs (a person's or
+    /// the other bot's messages, a subagent's report, an approval's
+    /// decision, a parent's task or steering) stay recorded and are
+    /// closed, and a notice in the session (read by its own owner only)
+    /// says they were not answered. A resumed turn ends where it stopped
+    /// (its calls that never got a result stay without one). A compaction
+    /// of the session does not run.
+    ///
+    /// A subagent's task ends `failed`, saying why: its status and result
+    /// (CheckSubagent) and the report its parent gets, in the same commit
+    /// (`persist.rs`); the report goes to the parent's own session with
+    /// the subagent, never to the former owner's DM.
+    pub(in crate::engine::runner) async fn end_for_former_owner(
+        &mut self,
+        session: SessionRecord,
+        why: OwnerChanged,
+    ) -> Result<TurnStatus, StoreError> {
+        self.scope.session = session;
+        match self.kind.take() {
+            Some(PlanKind::New { inputs }) => self.begin(inputs),
+            Some(PlanKind::Resume { inputs } | PlanKind::Fail { inputs, .. }) => {
+                if !self.load_record().await? {
+                    self.begin(inputs);
+                }
+            }
+            Some(PlanKind::Compact) | None => return Ok(TurnStatus::Completed),
+        }
+        // the notice below says why; no `turn_cancelled` notice offering
+        // a retry, which would end the same way
+        self.state.owes_delivery = false;
+        let (text, error, status) = match &why {
+            OwnerChanged::FormerOwnersDm => {
+                tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, "the DM's person no longer owns the bot: the turn ends unanswered");
+                (
+                    prompts().owner_changed.render(&[]),
+                    "the bot now belongs to another user".to_owned(),
+                    TurnStatus::Cancelled,
+                )
+            }
+            OwnerChanged::OtherOwnersBot(peer) => {
+                tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, %peer, "the other bot of the conversation belongs to another user now: the turn ends unanswered");
+                (
+                    prompts()
+                        .owner_changed_bot
+                        .render(&[("peer", peer.as_str())]),
+                    format!("{peer} and this bot no longer belong to the same user"),
+                    TurnStatus::Cancelled,
+                )
+            }
+            OwnerChanged::FormerOwnersTask(parent) => {
+                tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, %parent, "the subagent's task came from work of its parent's former owner: the turn ends without running");
+                let p = prompts();
+                // why the task failed, for its parent (`subagent_end`)
+                self.error = p.owner_changed_task_report.render(&[]).ok();
+                (
+                    p.owner_changed_task.render(&[("parent", parent.as_str())]),
+                    format!(
+                        "the task came from a conversation of {parent}'s former owner, and {parent} now belongs to another user"
+                    ),
+                    TurnStatus::Failed,
+                )
+            }
+        };
+        let notice = self.entry(
+            EntryId::derive(self.turn, "end", OWNER_CHANGED_CODE),
+            EntryKind::Notice {
+                code: OWNER_CHANGED_CODE.into(),
+                text: text.unwrap_or_default(),
+                retry_turn: None,
+            },
+        );
+        self.end(status, Some((error, notice))).await
+    }
+}
