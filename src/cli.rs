@@ -35,6 +35,8 @@ mod approvals;
 mod args;
 #[path = "cli_bots.rs"]
 mod bots;
+#[path = "cli_columns.rs"]
+mod columns;
 #[path = "cli_events.rs"]
 mod events;
 #[path = "cli_group.rs"]

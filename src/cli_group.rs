@@ -12,8 +12,17 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio::time::timeout_at;
 
+use super::columns::Align;
+use super::columns::cell;
+use super::columns::cut;
+use super::columns::table;
 use crate::client::Client;
 use crate::client::segment;
+
+/// Most terminal cells a room's name takes in `botfleet group list`
+/// (a name of 100 Chinese characters is 200 wide): a longer one is cut
+/// with `…`; `--json` gives it whole.
+const NAME_CELLS: usize = 40;
 
 /// `botfleet group send --help`: what the exit status says.
 const GROUP_SEND_EXIT_CODES: &str = "\
@@ -172,13 +181,7 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             }
             // closed rooms are listed too (their timelines stay readable):
             // the STATE column says which take no more messages
-            outln!(
-                "{:<20} {:<24} {:<8} {:<8} MEMBERS",
-                "ID",
-                "NAME",
-                "SHARED",
-                "STATE"
-            );
+            let mut rows = vec![["ID", "NAME", "SHARED", "STATE", "MEMBERS"].map(str::to_owned)];
             for g in v["groups"].as_array().into_iter().flatten() {
                 let ids: Vec<&str> = g["members"]
                     .as_array()
@@ -186,22 +189,26 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                     .flatten()
                     .filter_map(|m| m["id"].as_str())
                     .collect();
-                outln!(
-                    "{:<20} {:<24} {:<8} {:<8} {}",
-                    g["id"].as_str().unwrap_or(""),
-                    g["name"].as_str().unwrap_or(""),
+                rows.push([
+                    cell(g["id"].as_str().unwrap_or("")),
+                    cut(&cell(g["name"].as_str().unwrap_or("")), NAME_CELLS),
                     if g["shared"] == json!(true) {
                         "yes"
                     } else {
                         "no"
-                    },
+                    }
+                    .to_owned(),
                     if g["closed_at"].is_null() {
                         "open"
                     } else {
                         "closed"
-                    },
-                    ids.join(", ")
-                );
+                    }
+                    .to_owned(),
+                    cell(&ids.join(", ")),
+                ]);
+            }
+            for line in table(&rows, &[Align::Left; 5]) {
+                outln!("{line}");
             }
             Ok(ExitCode::SUCCESS)
         }

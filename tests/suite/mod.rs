@@ -98,6 +98,7 @@ mod room_cap;
 mod room_duplicates;
 mod room_ids;
 mod room_memory_refusal;
+mod room_mentions_cjk;
 mod room_member_task;
 mod room_names;
 mod room_publish_limit;

@@ -8,19 +8,33 @@
 //! dropped; if every mention is unknown, nobody runs (the user meant
 //! someone specific).
 //!
+//! A mention can hold only letters and digits, so a display name also
+//! answers to its short forms: its letters and digits alone (`@小助手`
+//! for "小助手🤖", `@研究员Researcher` for "研究员 (Researcher)"), and
+//! those of the name without its bracketed parts (`@研究员`). A short
+//! form counts only when no member's id or name is the mention itself and
+//! exactly one member has it (two bots "Bot (A)" and "Bot (B)" in a room
+//! make `@Bot` unknown, not both addressed): a mention wakes one member,
+//! and rooms and fleets accepted before short forms existed stay valid,
+//! as [`MemberName::clash`] still compares whole names only.
+//!
 //! A mention starts at `@` or the full-width `＠` at the start of the
 //! text, after a character that cannot be part of a name (so
 //! `alice@example.com` is no mention), or after a CJK character (Chinese
 //! and Japanese put no space before it: `你好@记忆`). It takes letters,
-//! digits, `.`, `_` and `-`; trailing `.`, `_` and `-` are sentence
-//! punctuation, not part of the name. As CJK text has no spaces either,
-//! a mention that matches nobody whole but goes on in CJK characters
-//! (`@回声机器人你好`) addresses the member with the longest name or id
-//! that the mention starts with, ending right before a CJK character.
+//! digits, combining marks, `.`, `_` and `-`; trailing `.`, `_` and `-`
+//! are sentence punctuation, not part of the name. As CJK text has no
+//! spaces either, a mention that matches nobody whole but goes on in CJK
+//! characters (`@回声机器人你好`, `@研究员查一下`) addresses the member
+//! with the longest name, id or short form that the mention starts with,
+//! ending right before a CJK character; at each length an id or whole
+//! name wins over a short form.
 
 use std::collections::HashMap;
 
 use botfleet_memory::name_key;
+use icu_properties::CodePointMapData;
+use icu_properties::props::GeneralCategory;
 
 /// The names a member answers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +154,61 @@ pub struct Selection {
 pub const EVERYONE: &str = "everyone";
 
 fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '.' | '_' | '-')
+    is_letter_or_digit(c) || matches!(c, '.' | '_' | '-')
+}
+
+/// Whether `c` is a letter, a digit or a combining mark (Hindi's vowel
+/// signs and virama are part of the word they are written in), but not
+/// a variation selector (which only picks how an emoji looks).
+fn is_letter_or_digit(c: char) -> bool {
+    let selector = matches!(c, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}');
+    let mark = || {
+        matches!(
+            CodePointMapData::<GeneralCategory>::new().get(c),
+            GeneralCategory::NonspacingMark | GeneralCategory::SpacingMark
+        )
+    };
+    c.is_alphanumeric() || (!selector && mark())
+}
+
+/// Brackets whose contents a name's short form may leave out (after
+/// NFKC, which makes the full-width `（` and `［` ASCII).
+fn opens(c: char) -> bool {
+    matches!(c, '(' | '[' | '{' | '【' | '〔' | '〖' | '〘')
+}
+
+/// See [`opens`].
+fn closes(c: char) -> bool {
+    matches!(c, ')' | ']' | '}' | '】' | '〕' | '〗' | '〙')
+}
+
+/// The letters and digits of `key` (a [`name_key`]), in order.
+fn letters_and_digits(key: &str) -> String {
+    key.chars().filter(|c| is_letter_or_digit(*c)).collect()
+}
+
+/// The mentions display name `name` answers to besides its
+/// [`name_key`] (see the module docs): its letters and digits, and those
+/// outside its brackets (each once, none empty).
+fn short_forms(name: &str) -> Vec<String> {
+    let key = name_key(name);
+    let mut depth = 0usize;
+    let unbracketed: String = key
+        .chars()
+        .filter(|c| {
+            if opens(*c) {
+                depth += 1;
+            } else if closes(*c) {
+                depth = depth.saturating_sub(1);
+                return false;
+            }
+            depth == 0
+        })
+        .collect();
+    let mut forms = vec![letters_and_digits(&key), letters_and_digits(&unbracketed)];
+    forms.retain(|f| !f.is_empty());
+    forms.dedup();
+    forms
 }
 
 /// Whether `c` is written without spaces around words: Han, kana,
@@ -198,8 +266,10 @@ enum Addressed {
 
 /// Whom `token` addresses among `members`: those answering to it whole,
 /// else to its longest start that a CJK character follows (`回声机器人`
-/// of `回声机器人你好`); `None` if nobody.
+/// of `回声机器人你好`); at each length an id or a whole name first, then
+/// a short form only one member has; `None` if nobody.
 fn resolve(token: &str, members: &[MemberName]) -> Option<Addressed> {
+    let forms: Vec<Vec<String>> = members.iter().map(|m| short_forms(&m.name)).collect();
     let whole = std::iter::once(token.len());
     let cjk_cuts = token
         .char_indices()
@@ -216,6 +286,13 @@ fn resolve(token: &str, members: &[MemberName]) -> Option<Addressed> {
             .collect();
         if !found.is_empty() {
             return Some(Addressed::Members(found));
+        }
+        let short = letters_and_digits(&name_key(head));
+        let having: Vec<usize> = (0..members.len())
+            .filter(|i| !short.is_empty() && forms[*i].contains(&short))
+            .collect();
+        if let [only] = having[..] {
+            return Some(Addressed::Members(vec![only]));
         }
     }
     None
@@ -272,171 +349,5 @@ pub(crate) mod tests_support {
 }
 
 #[cfg(test)]
-mod tests {
-    use pretty_assertions::assert_eq;
-
-    use super::tests_support::members;
-    use super::*;
-
-    #[test]
-    fn finds_mentions_but_not_emails() {
-        assert_eq!(
-            mentions("@a, hi @B. mail bob@example.com (@c-d_) @ @..."),
-            vec!["a", "B", "c-d"]
-        );
-        assert_eq!(mentions("@张三 你好"), vec!["张三"]);
-    }
-
-    /// Mentions as Chinese users type them: right after a CJK character,
-    /// with the full-width `＠`, and with no space before the text that
-    /// follows (each was ignored, or an unknown mention).
-    #[test]
-    fn mentions_in_cjk_text_find_their_members() {
-        assert_eq!(mentions("你好@记忆 请记住"), vec!["记忆"]);
-        assert_eq!(mentions("＠记忆 请记住"), vec!["记忆"]);
-        assert_eq!(mentions("你好＠记忆，请记住"), vec!["记忆"]);
-        assert_eq!(mentions("mail bob@example.com"), Vec::<&str>::new());
-        let m = vec![
-            MemberName {
-                id: "echo".into(),
-                name: "回声机器人".into(),
-            },
-            MemberName {
-                id: "mem".into(),
-                name: "记忆".into(),
-            },
-            MemberName {
-                id: "mem2".into(),
-                name: "记忆助手".into(),
-            },
-        ];
-        for (text, want) in [
-            ("你好@记忆 请记住", vec![1]),
-            ("＠记忆 请记住", vec![1]),
-            ("@回声机器人你好", vec![0]),
-            ("@echo你好", vec![0]),
-            // the longest name the mention starts with
-            ("@记忆助手请记住", vec![2]),
-            ("@记忆请记住", vec![1]),
-        ] {
-            let s = select(text, &m);
-            assert_eq!((s.members, s.unknown), (want, vec![]), "{text}");
-        }
-        assert_eq!(select("@Everyone大家好", &m).members, vec![0, 1, 2]);
-        // a start that a CJK character does not follow is no match
-        let s = select("@echoes你好", &m);
-        assert_eq!(s.unknown, vec!["echoes你好".to_owned()]);
-    }
-
-    /// Names that read the same clash: full width, invisible characters,
-    /// case beyond ASCII (each passed for another bot's name).
-    #[test]
-    fn names_that_read_the_same_clash() {
-        let helper = MemberName {
-            id: "helper".into(),
-            name: "Helper".into(),
-        };
-        for name in ["Ｈｅｌｐｅｒ", "Helper\u{200b}", "HELPER", "Hel per"] {
-            let other = MemberName {
-                id: "hy".into(),
-                name: name.into(),
-            };
-            assert!(helper.clash(&other).is_some(), "{name:?}");
-            assert!(other.clash(&helper).is_some(), "{name:?}");
-        }
-        let greek = MemberName {
-            id: "sis".into(),
-            name: "ΣΊΣΥΦΟΣ".into(),
-        };
-        assert!(greek.answers_to("σίσυφος"));
-        assert!(greek.answers_to("σίσυφοσ"));
-        let cyrillic = MemberName {
-            id: "hy".into(),
-            name: "H\u{435}lper".into(),
-        };
-        // left to the name rule, which refuses a word mixing alphabets
-        assert_eq!(helper.clash(&cyrillic), None);
-    }
-
-    #[test]
-    fn selects_by_id_or_name_case_insensitively() {
-        let m = members(&["alpha", "beta", "gamma"]);
-        let s = select("@BETA what do you think, @gamma-name?", &m);
-        assert_eq!(s.members, vec![1, 2]);
-        assert!(s.unknown.is_empty());
-        let spaced = vec![MemberName {
-            id: "r2".into(),
-            name: "Research Bot".into(),
-        }];
-        assert_eq!(select("@researchbot go", &spaced).members, vec![0]);
-    }
-
-    #[test]
-    fn everyone_or_no_mention_selects_all() {
-        let m = members(&["alpha", "beta"]);
-        assert_eq!(select("hello", &m).members, vec![0, 1]);
-        assert_eq!(select("@Everyone hello @beta", &m).members, vec![0, 1]);
-    }
-
-    /// The index finds what comparing with every earlier member in turn
-    /// finds: the same member, the same mention, for names that differ in
-    /// case, spaces, non-ASCII case rules, or are blank.
-    #[test]
-    fn the_name_index_finds_the_first_clash_like_a_pairwise_pass() {
-        let names: Vec<MemberName> = [
-            ("alpha", "Alpha"),
-            ("beta", "Al Pha"),
-            ("gamma", "BETA"),
-            ("delta", "Beta Bot"),
-            ("betabot", "Other"),
-            ("kelvin", "Temp"),
-            ("temp2", "\u{212A}elvin"),
-            ("blank1", "   "),
-            ("blank2", "  "),
-            ("empty", ""),
-            ("sigma", "ΟΔΟΣ"),
-            ("sigma2", "οδος"),
-            ("strasse", "Straße"),
-            ("s2", "STRASSE"),
-            ("x", "X"),
-            ("ALPHA", "New"),
-        ]
-        .into_iter()
-        .map(|(id, name)| MemberName {
-            id: id.into(),
-            name: name.into(),
-        })
-        .collect();
-        let mut index = NameIndex::default();
-        let mut clashes = 0;
-        for (i, me) in names.iter().enumerate() {
-            let pairwise = names[..i]
-                .iter()
-                .enumerate()
-                .find_map(|(j, them)| them.clash(me).map(|token| (j, token)));
-            let indexed = index
-                .first_clash(me)
-                .map(|(j, _, token): (&usize, _, _)| (*j, token));
-            assert_eq!(indexed, pairwise, "{me:?}");
-            clashes += usize::from(pairwise.is_some());
-            index.insert(i, me.clone());
-        }
-        assert!(clashes >= 4, "the names should clash now and then");
-    }
-
-    #[test]
-    fn unknown_names_are_reported() {
-        let m = members(&["alpha", "beta"]);
-        let s = select("@Zed and @zed and @beta", &m);
-        assert_eq!(s.members, vec![1]);
-        assert_eq!(s.unknown, vec!["Zed".to_owned()]);
-        let s = select("@Zed only", &m);
-        assert_eq!(
-            s,
-            Selection {
-                members: vec![],
-                unknown: vec!["Zed".into()]
-            }
-        );
-    }
-}
+#[path = "mentions_tests.rs"]
+mod tests;
