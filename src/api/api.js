@@ -5,6 +5,8 @@
 // test tests/suite/ui.rs reads this table and checks that each route
 // exists in the router (docs/openapi.yaml documents them).
 
+import { shareStream } from "./tabs.js";
+
 export const API = Object.freeze({
   bots: ["GET", "/v1/bots"],
   botSession: ["GET", "/v1/bots/{bot}/session"],
@@ -219,12 +221,25 @@ async function refusal(resp) {
  * allows (429 too_many_streams: this user's other tabs and clients; 503
  * streams_full: all users'). A refused stream is tried again after the
  * host's Retry-After at the soonest, backing off as after a failure.
+ *
+ * The tabs of a browser share one stream (tabs.js): a browser allows 6
+ * HTTP/1.1 connections per host, and a stream held by every tab left the
+ * other requests of 5 or 6 tabs waiting for one. One tab, the leader,
+ * reads the stream and forwards its signals and states to the others;
+ * each tab's subscribers and onState see what they saw with a stream of
+ * their own. Without the browser features this needs, each tab reads its
+ * own, as before.
  */
 export class Signals {
   constructor() {
     this.subscribers = new Set();
     this.onState = () => {};
     this.abort = null;
+    /** The state last set: [state, message]. */
+    this.now = ["connecting", undefined];
+    /** Set by the leading tab (tabs.js): forwards {kind: "state", state,
+     * message} and {kind: "event", event} to the other tabs. */
+    this.relay = null;
   }
 
   subscribe(fn) {
@@ -232,6 +247,7 @@ export class Signals {
     return () => this.subscribers.delete(fn);
   }
 
+  /** Tells this tab's subscribers. */
   emit(event) {
     for (const fn of [...this.subscribers]) {
       try {
@@ -242,10 +258,32 @@ export class Signals {
     }
   }
 
+  /** Sets this tab's state. */
+  show(state, message) {
+    this.now = [state, message];
+    this.onState(state, message);
+  }
+
+  /** A signal of the stream this tab reads: here, and to the other tabs. */
+  signal(event) {
+    this.emit(event);
+    if (this.relay) this.relay({ kind: "event", event });
+  }
+
+  /** A state of the stream this tab reads: here, and to the other tabs. */
+  state(state, message) {
+    this.show(state, message);
+    if (this.relay) this.relay({ kind: "state", state, message });
+  }
+
+  /**
+   * Starts receiving the signals of the signed-in user: from the stream
+   * the tabs share, or from one of this tab's own.
+   */
   start() {
     if (this.abort) return;
     this.abort = new AbortController();
-    this.run(this.abort.signal);
+    if (!shareStream(this, auth.token, this.abort.signal)) this.run(this.abort.signal);
   }
 
   stop() {
@@ -257,7 +295,7 @@ export class Signals {
     let backoff = 1000;
     let refused = null;
     while (!signal.aborted) {
-      this.onState("connecting");
+      this.state("connecting");
       try {
         const token = auth.token;
         const resp = await fetch(pathOf("events"), {
@@ -274,7 +312,7 @@ export class Signals {
         } else if (resp.ok && resp.body) {
           await this.read(resp.body, () => {
             backoff = 1000;
-            this.onState("live");
+            this.state("live");
           });
         }
       } catch (e) {
@@ -283,11 +321,11 @@ export class Signals {
       if (signal.aborted) return;
       let wait = backoff;
       if (refused) {
-        this.onState("refused", refused.message);
+        this.state("refused", refused.message);
         wait = Math.max(wait, refused.retryAfterMs);
         refused = null;
       } else {
-        this.onState("offline");
+        this.state("offline");
       }
       await sleep(wait + Math.random() * 500, signal);
       backoff = Math.min(backoff * 2, 30000);
@@ -344,11 +382,11 @@ export class Signals {
     }
     if (event === "ready") {
       onReady();
-      this.emit({ type: "resync", reason: "connected" });
+      this.signal({ type: "resync", reason: "connected" });
     } else if (event === "change") {
-      this.emit({ type: "change", session: payload.session, seq: payload.seq, bot: payload.bot });
+      this.signal({ type: "change", session: payload.session, seq: payload.seq, bot: payload.bot });
     } else if (event === "resync") {
-      this.emit({ type: "resync", reason: "lagged", missed: payload.missed });
+      this.signal({ type: "resync", reason: "lagged", missed: payload.missed });
     }
   }
 }

@@ -27,7 +27,15 @@ const main = document.getElementById("main");
 const top = document.getElementById("top");
 const conn = document.getElementById("conn");
 const signals = new Signals();
-const botsSoon = debounce(loadBots, 700);
+/** Signals came while the tab was hidden: it fetches the bots when shown. */
+let botsStale = false;
+// the whole bot list (half a megabyte for a thousand bots), at most every
+// 2.8 s while the fleet is busy: only in a tab that shows it, not in every
+// hidden tab of the browser
+const botsSoon = debounce(() => {
+  if (document.hidden) botsStale = true;
+  else loadBots();
+}, 700);
 const approvalsSoon = debounce(refreshApprovals, 1200);
 let view = null;
 let live = false;
@@ -73,6 +81,11 @@ function boot() {
     botsSoon();
     approvalsSoon();
   });
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden || !botsStale || !auth.token) return;
+    botsStale = false;
+    loadBots();
+  });
   window.addEventListener("hashchange", route);
   if (auth.token) start();
   else showLogin();
@@ -96,6 +109,7 @@ function logout(message) {
   outbox.clear();
   // a load the last signals scheduled has no token to send any more
   botsSoon.cancel();
+  botsStale = false;
   approvalsSoon.cancel();
   Object.assign(store, { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 });
   history.replaceState(null, "", location.pathname);

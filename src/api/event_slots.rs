@@ -4,8 +4,9 @@
 //! the host accepts (`host.max_connections`) and leave the API silent for
 //! everyone. Two caps apply when a stream opens:
 //!
-//! - per user, `host.max_streams_per_user` (the web page holds one per
-//!   open tab, a waiting `botfleet send` one): past it `429 too_many_streams`;
+//! - per user, `host.max_streams_per_user` (a browser with the web page
+//!   open holds one, shared by its tabs, or one per tab where it cannot
+//!   share; a waiting `botfleet send` one): past it `429 too_many_streams`;
 //! - in all, `host.max_connections` less a reserve (a quarter, at least
 //!   [`MIN_RESERVE`]) that only ordinary requests can use, so they always
 //!   find a connection: past it `503 streams_full`.
@@ -76,8 +77,9 @@ impl EventStreams {
         let mine = open.by_user.get(user).copied().unwrap_or(0);
         if mine >= self.per_user {
             return Err(ApiError::TooManyStreams(format!(
-                "you already have {mine} event streams open (GET /v1/events: each tab of the \
-                 web page and each waiting `botfleet send` holds one) and host.max_streams_per_user \
+                "you already have {mine} event streams open (GET /v1/events: a browser with the \
+                 web page open holds one, shared by its tabs, and each waiting `botfleet send` \
+                 one) and host.max_streams_per_user \
                  allows {}; close other tabs or clients and retry in {RETRY_AFTER_S} s, or ask \
                  the operator to raise host.max_streams_per_user in fleet.toml",
                 self.per_user

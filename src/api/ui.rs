@@ -38,6 +38,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("rooms.js", JS, include_str!("rooms.js")),
     ("state.js", JS, include_str!("state.js")),
     ("steps.js", JS, include_str!("steps.js")),
+    ("tabs.js", JS, include_str!("tabs.js")),
     ("timeline.js", JS, include_str!("timeline.js")),
     ("ui.css", CSS, include_str!("ui.css")),
 ];

@@ -147,6 +147,7 @@ mod ui_browser_search;
 mod ui_browser_send;
 mod ui_browser_speakers;
 mod ui_browser_state;
+mod ui_browser_tabs;
 mod ui_browser_text;
 mod ui_browser_views;
 mod user_fairness;
