@@ -45,6 +45,8 @@ mod group;
 mod memory;
 #[path = "cli_outcome.rs"]
 mod outcome;
+#[path = "cli_remove.rs"]
+mod remove;
 #[path = "cli_run.rs"]
 mod run_host;
 #[path = "cli_search.rs"]
@@ -54,6 +56,7 @@ mod send;
 #[path = "cli_terminal.rs"]
 mod terminal;
 pub use group::GroupCommand;
+pub use remove::BotsCommand;
 
 /// botfleet: a host for a fleet of long-lived LLM bots.
 #[derive(Debug, Parser)]
@@ -133,7 +136,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List your bots.
+    /// List your bots, or remove one made by CreateAgent (`bots remove BOT`).
+    #[command(args_conflicts_with_subcommands = true)]
     Bots {
         /// Also every finished subagent (by default a parent's 20 latest
         /// finished ones are listed, and running ones).
@@ -142,6 +146,9 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Instead of listing.
+        #[command(subcommand)]
+        action: Option<BotsCommand>,
     },
     /// Retry the inputs of a failed or undelivered turn.
     Retry {
@@ -406,7 +413,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Transcript { bot, all, json } => {
             transcript(&client(&cli)?, bot, *all, *json).await
         }
-        Command::Bots { all, json } => bots::bots(&client(&cli)?, *all, *json).await,
+        Command::Bots {
+            action: Some(BotsCommand::Remove { bot }),
+            ..
+        } => remove::remove(&client(&cli)?, bot).await,
+        Command::Bots {
+            all,
+            json,
+            action: None,
+        } => bots::bots(&client(&cli)?, *all, *json).await,
         Command::Retry { turn } => {
             let v = client(&cli)?
                 .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))

@@ -282,9 +282,13 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
             }
             GroupCommand::Create { .. } | GroupCommand::List { .. } => Vec::new(),
         },
+        Command::Bots {
+            action: Some(super::BotsCommand::Remove { bot }),
+            ..
+        } => vec![("bot id", bot)],
         Command::Run { .. }
         | Command::CheckConfig { .. }
-        | Command::Bots { .. }
+        | Command::Bots { action: None, .. }
         | Command::Approvals { .. }
         | Command::Reindex { .. }
         | Command::SandboxExec { .. } => Vec::new(),

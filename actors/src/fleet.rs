@@ -41,6 +41,10 @@ use crate::runtime::Runtime;
 #[path = "fleet_derived.rs"]
 mod derived;
 
+/// A bot made by CreateAgent removed at its owner's request.
+#[path = "bot_remove.rs"]
+mod remove;
+
 /// The root supervisor: it owns the router and restarts it if it fails.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FleetActor;

@@ -1,4 +1,5 @@
-//! `/v1/bots`: list bots, send a message, find the DM session, cancel.
+//! `/v1/bots`: list bots, send a message, find the DM session, cancel,
+//! remove a bot made by CreateAgent.
 
 use std::collections::HashMap;
 
@@ -154,6 +155,24 @@ pub(crate) async fn get_one(
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     Ok(Json(json!(b)))
+}
+
+/// `DELETE /v1/bots/{bot}`: removes a bot made by CreateAgent (its
+/// owner's only: another user's bot is the same `404` as an unknown one),
+/// as a start removes a bot the fleet's config dropped
+/// ([`botfleet_actors::FleetHandle::remove_made_bot`]); answers its record
+/// as `GET /v1/bots/{bot}` gives it, with `settings.removed_at`. A second
+/// removal answers the same record. A bot of fleet.toml and a subagent are
+/// `409`, saying how they go.
+pub(crate) async fn remove(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+    _: NoQuery,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    let removed = state.fleet.remove_made_bot(&b.id).await?;
+    Ok(Json(json!(removed)))
 }
 
 #[derive(Debug, Deserialize)]

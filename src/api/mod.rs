@@ -180,6 +180,7 @@ fn table() -> Table {
         .get("/healthz", || async { "ok" })
         .get("/v1/bots", bots::list)
         .get("/v1/bots/{bot}", bots::get_one)
+        .delete("/v1/bots/{bot}", bots::remove)
         .post("/v1/bots/{bot}/messages", bots::post_message)
         .get("/v1/bots/{bot}/session", bots::dm_session)
         .post_bare("/v1/bots/{bot}/cancel", bots::cancel)
@@ -260,17 +261,29 @@ impl Table {
 
 /// A bot that takes no more work is refused a message rather than sent
 /// one that nobody would answer: a subagent that was stopped (its turns
-/// are cancelled as they start), and a bot the fleet's config no longer
-/// lists (it runs no turns until a config lists it again).
+/// are cancelled as they start), a bot the fleet's config no longer lists
+/// (it runs no turns until a config lists it again), and a bot made by
+/// CreateAgent that its owner removed (for good).
 pub(crate) async fn refuse_retired(state: &ApiState, bot: &BotRecord) -> Result<(), ApiError> {
     if let Some(parent) = bot.origin.strip_prefix("subagent:")
         && bot.removed_at().is_some()
     {
         // removed with its parent (it is in no config of its own)
         return Err(ApiError::Conflict(format!(
-            "subagent {} takes no more messages: its parent {parent} is no longer in the \
-             fleet's config; its conversations are kept and readable. List {parent} in \
-             fleet.toml again and restart the host to talk to it",
+            "subagent {} takes no more messages: its parent {parent} was removed (taken out \
+             of the fleet's config, or, made by CreateAgent, removed by its owner); its \
+             conversations are kept and readable. If {parent} was in fleet.toml, list it \
+             there again and restart the host to talk to it",
+            bot.id
+        )));
+    }
+    if bot.origin.starts_with("agent:") && bot.removed_at().is_some() {
+        // a made bot its owner removed (`DELETE /v1/bots/{bot}`): no
+        // config lists it, so it cannot come back
+        return Err(ApiError::Conflict(format!(
+            "bot {} was removed by its owner and takes no more messages; its conversations \
+             are kept and readable. Talk to another of your bots, or have one make a new \
+             bot with CreateAgent",
             bot.id
         )));
     }

@@ -55,6 +55,7 @@ mod input_window;
 mod interrupts;
 mod long_ids;
 mod loops;
+mod made_bot_removal;
 mod memory;
 mod memory_bounds;
 mod memory_restart;

@@ -1,0 +1,224 @@
+//! Removing a bot made by CreateAgent at its owner's request
+//! (`DELETE /v1/bots/{bot}`, `botfleet bots remove`): the bot is marked
+//! removed as a start marks a bot the fleet's config no longer lists
+//! ([`BotRecord::mark_removed`]), and the running host takes it in at
+//! once. A bot of fleet.toml is removed there; a subagent with its parent.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Mutation;
+
+use super::FleetHandle;
+use super::derived;
+use crate::error::ActorError;
+use crate::error::Result;
+
+/// The prefix of the origin of a bot made by CreateAgent.
+const MADE_BY: &str = "agent:";
+
+/// The prefix of the origin of a subagent.
+const SUBAGENT_OF: &str = "subagent:";
+
+impl FleetHandle {
+    /// Marks `bot`, made by CreateAgent, removed, and answers its record
+    /// as it now is (with `removed_at`). Everything a removed bot is holds
+    /// from then on (docs/operations.md, "Removing a bot"): it takes no
+    /// more messages and runs no turns, what it was sent waits in the
+    /// store, its sessions stay readable; its subagents are removed with
+    /// it, and the bots it made keep only `SendMessage`, as the next start
+    /// would have them.
+    ///
+    /// In the running host: each bot whose record changed re-reads it,
+    /// and the running turn of the bot and of each of its subagents is
+    /// cancelled as `POST /v1/bots/{bot}/cancel` does (it ends `cancelled`
+    /// at its next safe point, its running tools killed), so nothing goes
+    /// on working after the answer. Removing a removed bot changes nothing
+    /// and answers the same record. Refused with [`ActorError::Conflict`]
+    /// for a bot of fleet.toml and a subagent, with what to do instead;
+    /// [`ActorError::UnknownBot`] for no such bot.
+    pub async fn remove_made_bot(&self, bot: &BotId) -> Result<BotRecord> {
+        let store = &self.rt.store;
+        let record = store
+            .get_bot(bot)
+            .await?
+            .ok_or_else(|| ActorError::UnknownBot(bot.clone()))?;
+        refuse_unmade(&record)?;
+        if record.removed_at().is_some() {
+            return Ok(record);
+        }
+        let now = store.clock().now_ms();
+        let removed = record.mark_removed(now);
+        let mut all: HashMap<BotId, BotRecord> = store
+            .list_bots(None)
+            .await?
+            .into_iter()
+            .map(|b| (b.id.clone(), b))
+            .collect();
+        let before = all.clone();
+        all.insert(removed.id.clone(), removed.clone());
+        // what the next start would write for the bots that follow this
+        // one (its subagents removed with it, the bots it made cut to
+        // SendMessage, and theirs), and nothing for any other bot
+        let below = followers(&all, &removed.id);
+        let mut records = vec![removed.clone()];
+        for w in derived::follow_origins(&all, now) {
+            // `follow_origins` writes only bot records
+            if let Mutation::UpsertBot(b) = w
+                && below.contains(&b.id)
+            {
+                records.push(b);
+            }
+        }
+        store
+            .write(records.iter().cloned().map(Mutation::UpsertBot).collect())
+            .await?;
+        tracing::warn!(bot = %removed.id, owner = %removed.owner, origin = %removed.origin, "bot made by CreateAgent removed by its owner: it takes no more messages; its sessions are kept");
+        for b in &records {
+            // an active bot re-reads its record (a sleeping one reads it
+            // as it wakes): a removed one starts no more turns; a router
+            // that is restarting starts its bots with the stored records
+            if let Err(error) = self.reload(b.id.clone()) {
+                tracing::debug!(bot = %b.id, %error, "a removed bot's actor was not told (its router is restarting)");
+            }
+        }
+        let newly_removed = records.iter().filter(|b| {
+            b.removed_at().is_some()
+                && before
+                    .get(&b.id)
+                    .is_some_and(|was| was.removed_at().is_none())
+        });
+        for b in newly_removed {
+            // after the reload above (the same mailbox): the turn ends and
+            // no other starts
+            match self.cancel(&b.id).await {
+                Ok(true) => {
+                    tracing::info!(bot = %b.id, "the running turn of a removed bot was cancelled");
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(bot = %b.id, %error, "the running turn of a removed bot was not cancelled yet; it is cancelled when the bot reads the cancel");
+                }
+            }
+        }
+        // as stored (the store stamps `updated_at` as it writes)
+        Ok(store.get_bot(bot).await?.unwrap_or(removed))
+    }
+}
+
+/// Refuses to remove a bot that CreateAgent did not make, saying how such
+/// a bot goes.
+fn refuse_unmade(bot: &BotRecord) -> Result<()> {
+    if bot.origin.starts_with(MADE_BY) {
+        return Ok(());
+    }
+    if let Some(parent) = bot.origin.strip_prefix(SUBAGENT_OF) {
+        return Err(ActorError::Conflict(format!(
+            "bot {} is a subagent of {parent} and is not removed on its own: it goes with its \
+             parent. To end its task, ask {parent} to stop it (StopSubagent), or cancel its \
+             running turn (POST /v1/bots/{}/cancel, `botfleet cancel {}`)",
+            bot.id, bot.id, bot.id
+        )));
+    }
+    if bot.from_config() {
+        return Err(ActorError::Conflict(format!(
+            "bot {} comes from the fleet's config: delete its [[bots]] table from fleet.toml \
+             and restart the host (docs/operations.md, \"Removing a bot\"); only a bot made by \
+             CreateAgent is removed with DELETE /v1/bots/{{bot}}",
+            bot.id
+        )));
+    }
+    Err(ActorError::Conflict(format!(
+        "bot {} has origin {:?}: only a bot made by CreateAgent (origin agent:<maker>) is \
+         removed with DELETE /v1/bots/{{bot}}",
+        bot.id, bot.origin
+    )))
+}
+
+/// The bots among `bots` that follow `root` down its chains of origins:
+/// its subagents and the bots it made, theirs, and so on (not `root`).
+fn followers(bots: &HashMap<BotId, BotRecord>, root: &BotId) -> HashSet<BotId> {
+    let mut found: HashSet<BotId> = HashSet::from([root.clone()]);
+    // each pass that goes on adds at least one bot, so this ends
+    loop {
+        let more: Vec<BotId> = bots
+            .values()
+            .filter(|b| !found.contains(&b.id))
+            .filter(|b| {
+                b.origin
+                    .strip_prefix(MADE_BY)
+                    .or_else(|| b.origin.strip_prefix(SUBAGENT_OF))
+                    .is_some_and(|up| found.iter().any(|f| f.as_str() == up))
+            })
+            .map(|b| b.id.clone())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        found.extend(more);
+    }
+    found.remove(root);
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    fn bot(id: &str, origin: &str) -> BotRecord {
+        BotRecord {
+            id: BotId::new(id).unwrap(),
+            name: id.into(),
+            owner: botfleet_memory::UserId::new("alice").unwrap(),
+            role: "r".into(),
+            provider: "p".into(),
+            tools: vec!["SendMessage".into()],
+            settings: json!({}),
+            origin: origin.into(),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    /// A made bot's subagents and the bots it made follow it, down the
+    /// chain; its maker and other bots do not.
+    #[test]
+    fn followers_are_the_chain_below_the_bot() {
+        let bots: HashMap<BotId, BotRecord> = [
+            bot("boss", "config"),
+            bot("made", "agent:boss"),
+            bot("made.sub-1", "subagent:made"),
+            bot("grand", "agent:made"),
+            bot("grand.sub-1", "subagent:grand"),
+            bot("other", "agent:boss"),
+        ]
+        .into_iter()
+        .map(|b| (b.id.clone(), b))
+        .collect();
+        let mut got: Vec<String> = followers(&bots, &BotId::new("made").unwrap())
+            .into_iter()
+            .map(|b| b.to_string())
+            .collect();
+        got.sort();
+        assert_eq!(got, vec!["grand", "grand.sub-1", "made.sub-1"]);
+    }
+
+    /// Only a made bot is removed this way; the others are told how.
+    #[test]
+    fn a_config_bot_and_a_subagent_are_refused_with_what_to_do() {
+        assert!(refuse_unmade(&bot("made", "agent:boss")).is_ok());
+        let config = refuse_unmade(&bot("boss", "config"))
+            .unwrap_err()
+            .to_string();
+        assert!(config.contains("[[bots]] table"), "{config}");
+        let sub = refuse_unmade(&bot("boss.sub-1", "subagent:boss"))
+            .unwrap_err()
+            .to_string();
+        assert!(sub.contains("StopSubagent"), "{sub}");
+    }
+}

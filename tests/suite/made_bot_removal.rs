@@ -1,0 +1,290 @@
+//! An owner removes a bot made by CreateAgent (`DELETE /v1/bots/{bot}`,
+//! `botfleet bots remove`): it is marked removed at once, as a start marks
+//! a bot taken out of fleet.toml, and stays removed after a restart. A bot
+//! of fleet.toml is refused, saying to delete its `[[bots]]` table.
+//!
+//! (Before, a made bot could not be removed at all: no route, no command,
+//! and the operations guide covered only fleet.toml's bots.)
+
+use serde_json::Value;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+use crate::support::fleet::restart;
+use crate::support::process::cli;
+
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "maker"
+match = "^mkagent"
+steps = [
+  { tool = "CreateAgent", args = { id = "helper", name = "Helper", role = "Helps.", tools = ["SendMessage"] } },
+  { tool = "SendMessage", args = { text = "made: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "maker"
+match = "^ask helper"
+steps = [
+  { tool = "SendToAgent", args = { agent = "helper", text = "are you there?" } },
+  { tool = "SendMessage", args = { text = "asked helper" } },
+]
+
+[[rule]]
+bot = "maker"
+match = "^mkworker"
+steps = [
+  { tool = "CreateAgent", args = { id = "worker", name = "Worker", role = "Delegates.", tools = ["SendMessage", "Task"] } },
+  { tool = "SendMessage", args = { text = "made: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "worker"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "slow job", prompt = "SUBTASK slowjob" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+match = "SUBTASK slowjob"
+steps = [ { delay_ms = 120000, tool = "SendMessage", args = { text = "job done" } } ]
+
+[[rule]]
+bot = "helper"
+match = "^slow"
+steps = [
+  { tool = "SendMessage", args = { text = "starting" } },
+  { delay_ms = 120000, tool = "SendMessage", args = { text = "much later" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
+"#;
+
+const MAKER_TOOLS: &[&str] = &["SendMessage", "SendToAgent", "CreateAgent", "Task"];
+
+/// A host where alice's `maker` (fleet.toml) made `helper` with
+/// CreateAgent; returns it and alice's DM with `helper`, begun with a
+/// "hello" it answered.
+async fn with_helper() -> (TestHost, String) {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("maker", "s", MAKER_TOOLS)
+        .start()
+        .await;
+    let (_, end) = host.end_turn("maker", "mkagent now").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (status, helper) = host.get("/v1/bots/helper", TOKEN).await;
+    assert_eq!(status, 200, "{helper}");
+    assert_eq!(helper["origin"], "agent:maker", "{helper:#}");
+    let dm = host.dm_after_hello("helper").await;
+    assert_eq!(deliveries(&host.entries(&dm).await), vec!["helper here"]);
+    (host, dm)
+}
+
+/// `DELETE path` as the user of `token`.
+async fn delete(host: &TestHost, path: &str, token: &str) -> (u16, Value) {
+    host.call(reqwest::Method::DELETE, path, token, None).await
+}
+
+/// The record of `id` in `GET /v1/bots`.
+async fn listed(host: &TestHost, id: &str) -> Value {
+    let (status, list) = host.get("/v1/bots", TOKEN).await;
+    assert_eq!(status, 200, "{list}");
+    list["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no bot {id} in {list:#}"))
+}
+
+/// A person's message to `helper` is refused with 409.
+async fn message_refused(host: &TestHost) {
+    let (status, v) = host.send("helper", "still there?", None).await;
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["error"]["code"], "conflict", "{v}");
+    // not "list it in fleet.toml again": no config ever listed it
+    let said = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("was removed by its owner") && !said.contains("fleet.toml"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn an_owner_removes_a_bot_made_by_create_agent_and_it_stays_removed() {
+    let (host, dm) = with_helper().await;
+    // helper is in the middle of a long turn
+    let (status, slow) = host.send("helper", "slow please", None).await;
+    assert_eq!(status, 202, "{slow}");
+    host.wait_running("helper").await;
+
+    // another user cannot remove it: the same 404 as for a bot that is not
+    let (status, bobs) = delete(&host, "/v1/bots/helper", BOB_TOKEN).await;
+    assert_eq!(status, 404, "{bobs}");
+    let (_, unknown) = delete(&host, "/v1/bots/helper", BOB_TOKEN).await;
+    let (_, looked) = host.get("/v1/bots/helper", BOB_TOKEN).await;
+    assert_eq!(bobs, looked);
+    assert_eq!(bobs, unknown);
+    let (status, none) = delete(&host, "/v1/bots/nobody", TOKEN).await;
+    assert_eq!(status, 404, "{none}");
+    assert!(listed(&host, "helper").await["removed_at"].is_null());
+
+    // its owner can: the answer is its record, removed
+    let (status, removed) = delete(&host, "/v1/bots/helper", TOKEN).await;
+    assert_eq!(status, 200, "{removed}");
+    assert_eq!(removed["id"], "helper", "{removed:#}");
+    assert!(removed["settings"]["removed_at"].is_i64(), "{removed:#}");
+    let (_, record) = host.get("/v1/bots/helper", TOKEN).await;
+    assert_eq!(record, removed);
+    // its running turn was cancelled
+    let end = host.wait_turn_end(&dm, slow["seq"].as_i64().unwrap()).await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+
+    // it takes no more messages, from a person or from a bot
+    message_refused(&host).await;
+    let (maker_dm, end) = host.end_turn("maker", "ask helper").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let entries = host.entries(&maker_dm).await;
+    let refused = entries
+        .iter()
+        .find(|e| e["kind"] == "tool_result" && e["name"] == "SendToAgent")
+        .unwrap_or_else(|| panic!("no SendToAgent result in {entries:#?}"));
+    assert_eq!(refused["is_error"], true, "{refused:#}");
+    assert!(
+        refused["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no longer in the fleet"),
+        "{refused:#}"
+    );
+    // the list says so; what it said stays readable
+    let listed_helper = listed(&host, "helper").await;
+    assert!(listed_helper["removed_at"].is_i64(), "{listed_helper:#}");
+    assert_eq!(listed_helper["active"], false, "{listed_helper:#}");
+    assert_eq!(
+        deliveries(&host.entries(&dm).await),
+        vec!["helper here", "starting"]
+    );
+
+    // removing it again changes nothing
+    let (status, again) = delete(&host, "/v1/bots/helper", TOKEN).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again, removed);
+
+    // a bot of fleet.toml is removed there
+    let (status, refused) = delete(&host, "/v1/bots/maker", TOKEN).await;
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("[[bots]] table") && message.contains("fleet.toml"),
+        "{message}"
+    );
+    assert!(listed(&host, "maker").await["removed_at"].is_null());
+
+    // a restart keeps it removed, its history with it
+    let fleet = host.shutdown().await;
+    let host = restart(fleet).await;
+    let (_, record) = host.get("/v1/bots/helper", TOKEN).await;
+    assert_eq!(
+        record["settings"]["removed_at"],
+        removed["settings"]["removed_at"]
+    );
+    message_refused(&host).await;
+    assert_eq!(
+        deliveries(&host.entries(&dm).await),
+        vec!["helper here", "starting"]
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn botfleet_bots_remove_removes_a_made_bot_and_says_so() {
+    let (host, _) = with_helper().await;
+    let (code, out, err) = cli(&["bots", "remove", "helper"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("removed helper:"), "{out}");
+    assert!(listed(&host, "helper").await["removed_at"].is_i64());
+    message_refused(&host).await;
+    // again: nothing more to do, and it says so
+    let (code, out, err) = cli(&["bots", "remove", "helper"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("already removed"), "{out}");
+    // a bot of fleet.toml: the error says what to do
+    let (code, out, err) = cli(&["bots", "remove", "maker"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("[[bots]] table"), "{err}");
+    // another user's bot is not theirs to remove
+    let (code, _, err) = cli(&["bots", "remove", "helper"], &host.url, BOB_TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no bot \"helper\" for you"), "{err}");
+    // the list is as it was
+    let (code, out, err) = cli(&["bots", "--json"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let mut ids: Vec<&str> = v["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["id"].as_str())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["helper", "maker"]);
+    host.shutdown().await;
+}
+
+/// The entry of `id` in `GET /v1/bots?subagents=all`, once `pick` finds
+/// what it waits for in it.
+async fn wait_listed(host: &TestHost, id: &str, pick: impl Fn(&Value) -> bool) -> Value {
+    host.wait_get("/v1/bots?subagents=all", |v| {
+        v["bots"]
+            .as_array()?
+            .iter()
+            .find(|b| b["id"] == id && pick(b))
+            .cloned()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("maker", "s", MAKER_TOOLS)
+        .start()
+        .await;
+    let (_, end) = host.end_turn("maker", "mkworker now").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (_, end) = host.end_turn("worker", "delegate a job").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let sub = host.wait_subagent_of("worker").await;
+    host.wait_running(&sub).await;
+
+    // a subagent goes with its parent, not alone
+    let (status, refused) = delete(&host, &format!("/v1/bots/{sub}"), TOKEN).await;
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("StopSubagent") && message.contains("worker"),
+        "{message}"
+    );
+
+    // its parent, made by CreateAgent, is removed, and the subagent with it:
+    // its running task is cancelled and it takes no more messages
+    let (status, removed) = delete(&host, "/v1/bots/worker", TOKEN).await;
+    assert_eq!(status, 200, "{removed}");
+    let listed_sub = wait_listed(&host, &sub, |b| b["turns"]["cancelled"] == 1).await;
+    assert!(listed_sub["removed_at"].is_i64(), "{listed_sub:#}");
+    assert!(listed_sub["running_turn"].is_null(), "{listed_sub:#}");
+    let (status, v) = host.send(&sub, "still there?", None).await;
+    assert_eq!(status, 409, "{v}");
+    // the maker stays as it was
+    assert!(listed(&host, "maker").await["removed_at"].is_null());
+    host.shutdown().await;
+}
