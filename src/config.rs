@@ -230,6 +230,10 @@ pub struct RuntimeConfig {
     /// Most running subagents per bot.
     #[serde(default = "default_max_subagents")]
     pub max_subagents: usize,
+    /// Most bots made by CreateAgent per owner, not counting removed ones
+    /// (0: CreateAgent makes none).
+    #[serde(default = "default_max_created_agents")]
+    pub max_created_agents: usize,
     /// Most starts of one turn at the same step (crashes in a row with no
     /// step finished between; clean stops do not count) before it fails
     /// for good.
@@ -313,6 +317,9 @@ fn default_max_chain_messages() -> u64 {
 fn default_max_subagents() -> usize {
     8
 }
+fn default_max_created_agents() -> usize {
+    100
+}
 fn default_attempts() -> i64 {
     3
 }
@@ -342,6 +349,7 @@ impl Default for RuntimeConfig {
             max_hops: default_max_hops(),
             max_chain_messages: default_max_chain_messages(),
             max_subagents: default_max_subagents(),
+            max_created_agents: default_max_created_agents(),
             max_turn_attempts: default_attempts(),
             context_entries: default_context_entries(),
             shell_timeout_s: default_shell_timeout(),

@@ -78,6 +78,17 @@ impl LoadedFleet {
             let key = format!("bots[{i}]");
             let valid = botfleet_memory::BotId::new(b.id.as_str()).map(|_| ());
             self.unique_id(&key, "bot", &b.id, valid, &mut seen_bots)?;
+            if botfleet_actors::tools::subagent_shaped(&b.id) {
+                return Err(self.invalid(
+                    format!("{key}.id"),
+                    format!(
+                        "{:?} has the form of a subagent's id (`<bot>.sub-<hex digits>`), which \
+                         the host gives the subagents a bot's Task starts: the bot would read as \
+                         one of them, or take a subagent's id; choose another id, without `.sub-`",
+                        b.id
+                    ),
+                ));
+            }
             // mentions (`@b1`) ignore case: two such ids would both be woken
             if let Some(&j) = folded_ids.get(&b.id.to_ascii_lowercase()) {
                 return Err(self.invalid(

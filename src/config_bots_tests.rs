@@ -269,3 +269,25 @@ fn a_bot_name_cannot_pass_for_a_person_or_run_on() {
     LoadedFleet::parse(&named("Alice's helper"), "fleet.toml", None).unwrap();
     LoadedFleet::parse(&named(&"W".repeat(100)), "fleet.toml", None).unwrap();
 }
+
+/// Regression (round 20): fleet.toml took a bot id of a subagent's form
+/// (`boss.sub-000000000000`, as Task names the subagents it starts): the
+/// bot read as one of boss's subagents, or took a subagent's id over.
+/// Refused, naming the key and what to do; other ids with `sub` are fine.
+#[test]
+fn a_bot_id_of_a_subagents_form_is_refused() {
+    let with_id =
+        |id: &str| ISSUE_EXAMPLE.replace("id = \"researcher\"", &format!("id = \"{id}\""));
+    for id in ["boss.sub-000000000000", "researcher.SUB-a1b2c3"] {
+        let e = err(&with_id(id));
+        assert!(
+            e.contains("bots[0].id")
+                && e.contains("has the form of a subagent's id")
+                && e.contains("choose another id, without `.sub-`"),
+            "{id}: {e}"
+        );
+    }
+    for id in ["boss.sub-team", "sub-abc", "boss-sub-abc"] {
+        LoadedFleet::parse(&with_id(id), "fleet.toml", None).unwrap();
+    }
+}

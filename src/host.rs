@@ -460,6 +460,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.max_chain_messages = r.max_chain_messages;
     settings.context = fleet_file.context_settings();
     settings.max_subagents = r.max_subagents;
+    settings.max_created_agents = r.max_created_agents;
     settings.max_turn_attempts = r.max_turn_attempts;
     settings.context_entries = r.context_entries;
     settings.extract_memory = r.extract_memory;

@@ -34,6 +34,10 @@ pub struct FleetSettings {
     pub max_chain_messages: u64,
     /// Most subagents of one bot running at once.
     pub max_subagents: usize,
+    /// Most bots made by CreateAgent per owner that are still in the
+    /// fleet (not removed): past it CreateAgent is refused
+    /// (`runtime.max_created_agents`).
+    pub max_created_agents: usize,
     /// Most starts of one turn at the same step (its first run or last
     /// finished step, plus restarts after crashes; clean stops do not
     /// count) before it fails for good.
@@ -140,6 +144,7 @@ impl FleetSettings {
             max_hops: 8,
             max_chain_messages: 200,
             max_subagents: 8,
+            max_created_agents: 100,
             max_turn_attempts: 3,
             context_entries: 200,
             workspace,

@@ -480,12 +480,15 @@ steps = [
     host.shutdown().await;
 }
 
-/// A message to a subagent its parent stopped is refused at the call: it
-/// takes no more work, so nothing is sent and the sender does not wait for
-/// a reply. (Before, SendToAgent said "delivered", the message was
-/// cancelled in the subagent's session, and the sender was never told.)
+/// A message to a subagent is refused at the call, stopped or not: its
+/// parent steers it with MessageSubagent (checked against
+/// `runtime.max_subagents`) or starts a new Task, so nothing is sent and
+/// the sender does not wait for a reply. (Before, SendToAgent to a
+/// finished subagent said "delivered" and ran it again outside its task,
+/// while CheckSubagent said `done`; one to a stopped subagent was
+/// cancelled in its session, and the sender was never told.)
 #[tokio::test]
-async fn send_to_agent_refuses_a_stopped_subagent_and_sends_nothing() {
+async fn send_to_agent_refuses_a_subagent_and_sends_nothing() {
     let script = r#"
 [[rule]]
 bot = "p"
@@ -504,8 +507,9 @@ steps = [ { tool = "SendMessage", args = { text = "got report" } } ]
 bot = "p"
 match = "^p\\.sub-"
 steps = [
-  { tool = "StopSubagent", args = { id = "{{input}}" } },
   { tool = "SendToAgent", args = { agent = "{{input}}", text = "one more thing" } },
+  { tool = "StopSubagent", args = { id = "{{input}}" } },
+  { tool = "SendToAgent", args = { agent = "{{input}}", text = "and another" } },
   { tool = "SendMessage", args = { text = "sent: {{tool_result}}" } },
 ]
 
@@ -518,7 +522,13 @@ steps = [ { tool = "SendMessage", args = { text = "REPORT done" } } ]
         .bot(
             "p",
             "s",
-            &["SendMessage", "Task", "StopSubagent", "SendToAgent"],
+            &[
+                "SendMessage",
+                "Task",
+                "MessageSubagent",
+                "StopSubagent",
+                "SendToAgent",
+            ],
         )
         .start()
         .await;
@@ -532,40 +542,41 @@ steps = [ { tool = "SendMessage", args = { text = "REPORT done" } } ]
             .then_some(json!(true))
     })
     .await;
-    let (_, bots) = host.get("/v1/bots", TOKEN).await;
-    let sub = bots["bots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["origin"] == "subagent:p")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // the parent stops it, then messages it
+    let sub = host.wait_subagent_of("p").await;
+    // the parent messages it (it had finished), stops it, and messages it
+    // again
     let (_, sent) = host.send("p", &sub, None).await;
     let end = host
         .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
         .await;
     assert_eq!(end["status"], "completed", "{end}");
     let es = host.entries(&session).await;
-    let result = |tool: &str| {
-        es.iter()
-            .find(|e| e["kind"] == "tool_result" && e["name"] == tool && e["turn"] == end["turn"])
-            .unwrap_or_else(|| panic!("{tool} result: {es:#?}"))
-            .clone()
-    };
-    let stop = result("StopSubagent");
-    assert_eq!(stop["content"], format!("stopped subagent {sub}"), "{stop}");
-    let send = result("SendToAgent");
-    assert_eq!(send["is_error"], true, "{send}");
+    let results: Vec<&Value> = es
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["turn"] == end["turn"])
+        .collect();
+    let names: Vec<&str> = results.iter().filter_map(|e| e["name"].as_str()).collect();
     assert_eq!(
-        send["content"],
-        format!(
-            "error: subagent {sub} was stopped and takes no more messages. Next step: start a new one with Task"
-        ),
-        "{send}"
+        names,
+        ["SendToAgent", "StopSubagent", "SendToAgent", "SendMessage"],
+        "{es:#?}"
     );
+    let refusal = format!(
+        "error: {sub} is your subagent: it takes work only as a task, through your subagent \
+         tools (so its status and your limit of running subagents hold); nothing was sent. \
+         Next step: give it more work with MessageSubagent (it counts against your running \
+         subagents), or start a new subagent with Task"
+    );
+    let stopped = format!(
+        "error: subagent {sub} was stopped and takes no more messages: nothing was sent. \
+         Next step: start a new subagent with Task"
+    );
+    for (send, want) in [(results[0], &refusal), (results[2], &stopped)] {
+        assert_eq!(send["is_error"], true, "{send}");
+        assert_eq!(send["content"], want.as_str(), "{send}");
+    }
+    let stop = results[1]["content"].as_str().unwrap();
+    assert!(stop.contains("It had finished its task"), "{stop}");
     // nothing was admitted: the conversation it would have gone to was
     // never opened
     let rt = host.host.as_ref().unwrap().fleet.runtime().clone();

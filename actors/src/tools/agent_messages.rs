@@ -2,7 +2,7 @@
 //! the idempotency ledger, inside the sender's outcome batch, within the
 //! hop budget and the chain's bound on its breadth (SendToAgent, and
 //! SendMessage in a conversation with a bot), between bots of one owner
-//! at the time it is sent.
+//! at the time it is sent, never to a subagent.
 
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotRecord;
@@ -16,7 +16,6 @@ use botfleet_memory::Priority;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
-use botfleet_memory::SubagentStatus;
 
 use super::Cut;
 use super::ToolContext;
@@ -56,29 +55,9 @@ pub(crate) async fn message_to_bot(
             "tell your person instead, or message another agent",
         ));
     }
-    if target.origin.starts_with("subagent:")
-        && let Some(sub) = ctx
-            .store()
-            .get_subagent(&target.id)
-            .await
-            .map_err(store_error)?
-        && sub.status == SubagentStatus::Stopped
-    {
-        // its turns are cancelled as they start: the message would be
-        // dropped, and the sender would wait for a reply forever
-        let next_step = if sub.parent == ctx.bot.id {
-            "start a new one with Task".to_owned()
-        } else {
-            format!(
-                "message {}, which started it, or tell your person instead",
-                sub.parent
-            )
-        };
-        return Err(ToolError::new(
-            format!("subagent {} was stopped and takes no more messages", sub.id),
-            next_step,
-        ));
-    }
+    // a subagent works on its parent's task, steered with the subagent
+    // tools: a message would run it outside the task
+    super::targets::refuse_message_to_subagent(ctx, target).await?;
     let hop = ctx.scope.hop.saturating_add(1);
     if hop > ctx.rt.settings.max_hops {
         return Err(hop_budget_spent(

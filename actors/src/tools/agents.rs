@@ -11,17 +11,21 @@
 //! so two bots writing to each other, or a bot writing to itself, cannot
 //! deadlock. Chains are bounded by a hop budget per originating request
 //! (their length) and by `runtime.max_chain_messages` (their breadth).
-//! A bot that takes no more messages (removed from the fleet's config, or
-//! a subagent that was stopped) is refused at the call, never sent to; so
-//! is a bot of another owner than the sender's, compared at each message
+//! A bot that takes no more messages (removed from the fleet's config) is
+//! refused at the call, never sent to; so is a subagent (its parent
+//! steers it with the subagent tools, nobody else: `agent_targets.rs`),
+//! and a bot of another owner than the sender's, compared at each message
 //! (fleet.toml may have given one of two bots in a conversation to
-//! someone else since it began).
+//! someone else since it began). UpdateAgent does not change a subagent
+//! either.
 //!
 //! CreateAgent inserts its bot during the call (an external, idempotent
 //! effect, like Remember): the store refuses a taken id in the transaction
 //! that inserts it, so of two callers racing for one new id exactly one
 //! creates it and the other is told it is taken. An id differing from
-//! another bot's only in case is refused the same way, before.
+//! another bot's only in case is refused the same way, before. It makes
+//! at most `runtime.max_created_agents` bots per owner, and no id of a
+//! subagent's form (`agent_made.rs`).
 
 use async_trait::async_trait;
 use botfleet_memory::BotId;
@@ -66,6 +70,16 @@ pub(crate) use limits::refused_outcome;
 #[path = "agent_names.rs"]
 mod names;
 
+/// Which bot SendToAgent and UpdateAgent address (never a subagent).
+#[path = "agent_targets.rs"]
+mod targets;
+pub(crate) use targets::resolve_bot;
+
+/// What CreateAgent may make (how many, which ids).
+#[path = "agent_made.rs"]
+mod made;
+pub use made::subagent_shaped;
+
 /// Tools an agent created by another agent never gets by default.
 const MANAGEMENT_TOOLS: &[&str] = &["CreateAgent", "UpdateAgent", "Task"];
 
@@ -82,35 +96,6 @@ fn store_error(e: impl std::fmt::Display) -> ToolError {
         format!("could not read the fleet's records: {e}"),
         "try again",
     )
-}
-
-/// Finds a bot the caller may talk to: same owner, by id or display name.
-pub(crate) async fn resolve_bot(ctx: &ToolContext<'_>, name: &str) -> Result<BotRecord, ToolError> {
-    let name = name.trim();
-    // the usual case, an exact id: one keyed read, not the owner's whole list
-    if let Ok(id) = BotId::new(name)
-        && let Some(b) = ctx.store().get_bot(&id).await.map_err(store_error)?
-        && b.owner == ctx.bot.owner
-    {
-        return Ok(b);
-    }
-    let bots = ctx
-        .store()
-        .list_bots(Some(&ctx.bot.owner))
-        .await
-        .map_err(store_error)?;
-    if let Some(b) = names::pick(&bots, name)? {
-        return Ok(b.clone());
-    }
-    let known: Vec<&str> = bots
-        .iter()
-        .filter(|b| !b.origin.starts_with("subagent:") && b.removed_at().is_none())
-        .map(|b| b.id.as_str())
-        .collect();
-    Err(ToolError::new(
-        format!("there is no agent {name:?}"),
-        format!("message one of: {}", known.join(", ")),
-    ))
 }
 
 /// Trims the text argument `arg` of a call of `tool` and refuses it empty
@@ -158,7 +143,7 @@ impl Tool for SendToAgent {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "SendToAgent".into(),
-            description: "Send a message to another bot. Returns at once with \"delivered\"; the bot's reply arrives later as a new message that wakes you. Do not wait for it in this turn.".into(),
+            description: "Send a message to another bot (not to a subagent: only its parent steers it, with MessageSubagent). Returns at once with \"delivered\"; the bot's reply arrives later as a new message that wakes you. Do not wait for it in this turn.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -192,7 +177,7 @@ impl Tool for SendToAgent {
             &args.text,
             ctx.limits().max_message_chars,
         )?;
-        let target = resolve_bot(ctx, &args.agent).await?;
+        let target = resolve_bot(ctx, &args.agent, "message one of").await?;
         let admit = message_to_bot(
             ctx,
             "SendToAgent",
@@ -413,6 +398,7 @@ impl Tool for CreateAgent {
                 "pass an `id` made of letters, digits, '-', '_' or '.'",
             )
         })?;
+        made::check_not_subagent_shaped(id.as_str())?;
         let tools = match &args.tools {
             Some(t) => check_tools(ctx, t)?,
             None => ctx
@@ -432,12 +418,24 @@ impl Tool for CreateAgent {
             role: role.to_owned(),
             provider: ctx.bot.provider.clone(),
             tools: tools.clone(),
-            settings: json!({ CREATED_BY_CALL: creating_call(ctx) }),
+            // a made bot spends at most what its maker may a day: it takes
+            // its maker's daily token budget (each start keeps it so,
+            // `fleet_derived.rs`)
+            settings: match ctx.bot.settings.get("daily_token_budget") {
+                Some(budget) => {
+                    json!({ CREATED_BY_CALL: creating_call(ctx), "daily_token_budget": budget })
+                }
+                None => json!({ CREATED_BY_CALL: creating_call(ctx) }),
+            },
             origin: format!("agent:{}", ctx.bot.id),
             created_at: now,
             updated_at: now,
         };
         names::check_name_free(ctx, &record, name).await?;
+        // a call run again after a crash finds its bot among those counted
+        if !created_by_this_call(ctx, &id).await? {
+            made::check_room_to_make(ctx).await?;
+        }
         // The store decides, in the transaction that inserts it, whether
         // the id is free, also of another bot's id in another case (`B1`
         // and `b1`; migration 17 indexes the folded ids): a read before
@@ -519,7 +517,8 @@ impl Tool for UpdateAgent {
                 "pass at least one of name, role, tools",
             ));
         }
-        let mut record = resolve_bot(ctx, &args.agent).await?;
+        let mut record = resolve_bot(ctx, &args.agent, "pass one of").await?;
+        targets::refuse_update_of_subagent(ctx, &record).await?;
         if record.origin == "config" && args.tools.is_some() && record.id != ctx.bot.id {
             return Err(ToolError::new(
                 format!(

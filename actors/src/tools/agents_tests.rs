@@ -216,10 +216,12 @@ async fn a_name_that_is_not_one_line_of_plain_text_is_refused() {
 }
 
 /// SendMessage in a conversation with another bot forwards through
-/// `message_to_bot`: a stopped subagent on the other end is refused
-/// there too, and nothing is delivered or sent.
+/// `message_to_bot`: a subagent on the other end (another bot's) is
+/// refused there, running or stopped, and nothing is delivered or sent.
+/// (A reply to a running one was delivered: it ran the subagent outside
+/// its task, for a bot that can neither check nor stop it.)
 #[tokio::test]
-async fn a_reply_forwarded_to_a_stopped_subagent_is_refused() {
+async fn a_reply_forwarded_to_a_subagent_is_refused() {
     let mut f = ToolFixture::new();
     let sub = BotId::new("p.sub-abc").unwrap();
     f.rt.store
@@ -256,12 +258,16 @@ async fn a_reply_forwarded_to_a_stopped_subagent_is_refused() {
     };
     f.scope.session.id = key.id();
     f.scope.session.key = key;
+    let refusal = format!(
+        "error: {sub} is a subagent of p, and only p gives it work: nothing was sent. Next \
+         step: message p, which started it, or tell your person instead"
+    );
     let reply = json!({"text": "here is what you asked"});
-    let sent = super::super::SendMessage
+    let err = super::super::SendMessage
         .call(&f.ctx("c1"), reply.clone())
         .await
-        .unwrap();
-    assert_eq!(sent.content, format!("delivered to {sub}"));
+        .unwrap_err();
+    assert_eq!(err.to_string(), refusal);
     f.rt.store
         .write(vec![Mutation::SetSubagentStatus {
             id: sub.clone(),
@@ -274,13 +280,7 @@ async fn a_reply_forwarded_to_a_stopped_subagent_is_refused() {
         .call(&f.ctx("c2"), reply)
         .await
         .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "error: subagent {sub} was stopped and takes no more messages. Next step: \
-             message p, which started it, or tell your person instead"
-        )
-    );
+    assert_eq!(err.to_string(), refusal);
 }
 
 #[test]

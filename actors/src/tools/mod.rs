@@ -43,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 pub use agents::CreateAgent;
 pub use agents::SendToAgent;
 pub use agents::UpdateAgent;
+pub use agents::subagent_shaped;
 pub use delivery::ReactToMessage;
 pub use delivery::SendMessage;
 pub use files::Edit;

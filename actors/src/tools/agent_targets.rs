@@ -1,0 +1,207 @@
+//! Which bot SendToAgent and UpdateAgent address: a bot of the caller's
+//! owner, by id or display name ([`resolve_bot`]). A name that finds none
+//! is answered with the bots most likely meant, at most [`MAX_LISTED`]:
+//! fleet.toml bots first, then the latest of the others (made by
+//! CreateAgent), never a subagent or a removed bot, and how many more
+//! there are. (It listed every bot of the owner: 3 KB at 327 bots, read
+//! into the model's context for good.)
+//!
+//! A subagent is no target of theirs. It works on its parent's task,
+//! which the parent steers with MessageSubagent (checked against
+//! `runtime.max_subagents`) and stops with StopSubagent. A message from
+//! SendToAgent (or SendMessage in a conversation with it) ran it again
+//! outside its task: CheckSubagent said `done` while it worked, past the
+//! limit, and another bot could give work to a subagent it could neither
+//! check nor stop. UpdateAgent wrote tools it can never use into its
+//! record and rewrote its task (its role).
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::SubagentStatus;
+
+use super::ToolContext;
+use super::ToolError;
+use super::names;
+use super::store_error;
+
+/// Most bots an unknown agent's refusal names.
+pub(super) const MAX_LISTED: usize = 10;
+
+/// Finds a bot the caller may address: same owner, by id or display name.
+/// `lead` starts the next step of an unknown name, before the bots most
+/// likely meant ("message one of").
+pub(crate) async fn resolve_bot(
+    ctx: &ToolContext<'_>,
+    name: &str,
+    lead: &str,
+) -> Result<BotRecord, ToolError> {
+    let name = name.trim();
+    // the usual case, an exact id: one keyed read, not the owner's whole list
+    if let Ok(id) = BotId::new(name)
+        && let Some(b) = ctx.store().get_bot(&id).await.map_err(store_error)?
+        && b.owner == ctx.bot.owner
+    {
+        return Ok(b);
+    }
+    let bots = ctx
+        .store()
+        .list_bots(Some(&ctx.bot.owner))
+        .await
+        .map_err(store_error)?;
+    if let Some(b) = names::pick(&bots, name)? {
+        return Ok(b.clone());
+    }
+    Err(ToolError::new(
+        format!("there is no agent {name:?}"),
+        likely_meant(&bots, lead),
+    ))
+}
+
+/// The parent of `bot` when it is a subagent (origin `subagent:<parent>`).
+fn parent_of(bot: &BotRecord) -> Option<&str> {
+    bot.origin.strip_prefix("subagent:")
+}
+
+/// The next step of an unknown agent: `lead` and at most [`MAX_LISTED`]
+/// of `bots` (an owner's), fleet.toml bots first (by id), then the others
+/// latest first; subagents and removed bots left out, and a count of the
+/// rest with how to reach them.
+pub(super) fn likely_meant(bots: &[BotRecord], lead: &str) -> String {
+    let mut listed: Vec<&BotRecord> = bots
+        .iter()
+        .filter(|b| parent_of(b).is_none() && b.removed_at().is_none())
+        .collect();
+    listed.sort_by(|a, b| {
+        let newer_first = if a.from_config() {
+            std::cmp::Ordering::Equal
+        } else {
+            b.created_at.cmp(&a.created_at)
+        };
+        b.from_config()
+            .cmp(&a.from_config())
+            .then(newer_first)
+            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
+    });
+    let more = listed.len().saturating_sub(MAX_LISTED);
+    let ids: Vec<&str> = listed
+        .iter()
+        .take(MAX_LISTED)
+        .map(|b| b.id.as_str())
+        .collect();
+    let hint = format!("{lead}: {}", ids.join(", "));
+    if more == 0 {
+        return hint;
+    }
+    format!(
+        "{hint} ({more} more not listed: pass the exact id or name of the one you mean; your \
+         person sees them all with `botfleet bots`)"
+    )
+}
+
+/// What the caller may do with its own subagent instead, of the tools it
+/// has: MessageSubagent (not to a `stopped` one), Task, else its person.
+fn own_subagent_next_step(ctx: &ToolContext<'_>, stopped: bool) -> String {
+    let has = |tool: &str| ctx.bot.tools.iter().any(|t| t == tool);
+    match (has("MessageSubagent") && !stopped, has("Task")) {
+        (true, true) => {
+            "give it more work with MessageSubagent (it counts against your running \
+             subagents), or start a new subagent with Task"
+        }
+        (true, false) => {
+            "give it more work with MessageSubagent (it counts against your running subagents)"
+        }
+        (false, true) => "start a new subagent with Task",
+        (false, false) => "tell your person instead",
+    }
+    .to_owned()
+}
+
+/// A subagent's parent and whether it was stopped; `None` for a bot that
+/// is no subagent.
+async fn as_subagent(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+) -> Result<Option<(String, bool)>, ToolError> {
+    let Some(origin_parent) = parent_of(target) else {
+        return Ok(None);
+    };
+    let sub = ctx
+        .store()
+        .get_subagent(&target.id)
+        .await
+        .map_err(store_error)?;
+    Ok(Some(match sub {
+        Some(s) => (s.parent.to_string(), s.status == SubagentStatus::Stopped),
+        None => (origin_parent.to_owned(), false),
+    }))
+}
+
+/// Refuses a message from the calling bot to `target` when it is a
+/// subagent (SendToAgent, SendMessage in a conversation with it): its own
+/// is steered with its subagent tools, another bot's only by that bot.
+pub(super) async fn refuse_message_to_subagent(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+) -> Result<(), ToolError> {
+    let Some((parent, stopped)) = as_subagent(ctx, target).await? else {
+        return Ok(());
+    };
+    if parent != ctx.bot.id.as_str() {
+        return Err(ToolError::new(
+            format!(
+                "{} is a subagent of {parent}, and only {parent} gives it work: nothing was sent",
+                target.id
+            ),
+            format!("message {parent}, which started it, or tell your person instead"),
+        ));
+    }
+    let message = if stopped {
+        format!(
+            "subagent {} was stopped and takes no more messages: nothing was sent",
+            target.id
+        )
+    } else {
+        format!(
+            "{} is your subagent: it takes work only as a task, through your subagent tools \
+             (so its status and your limit of running subagents hold); nothing was sent",
+            target.id
+        )
+    };
+    Err(ToolError::new(
+        message,
+        own_subagent_next_step(ctx, stopped),
+    ))
+}
+
+/// Refuses UpdateAgent on `target` when it is a subagent: its role is its
+/// task, and its tools were set (of its parent's) when Task made it.
+pub(super) async fn refuse_update_of_subagent(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+) -> Result<(), ToolError> {
+    let Some((parent, stopped)) = as_subagent(ctx, target).await? else {
+        return Ok(());
+    };
+    if parent != ctx.bot.id.as_str() {
+        return Err(ToolError::new(
+            format!(
+                "{} is a subagent of {parent}: its task defines it and only {parent} steers it; \
+                 nothing was changed",
+                target.id
+            ),
+            format!("update an agent that is not a subagent, or message {parent}"),
+        ));
+    }
+    Err(ToolError::new(
+        format!(
+            "{} is your subagent: its role is its task and its tools were set when Task made it, \
+             so UpdateAgent does not change it; nothing was changed",
+            target.id
+        ),
+        own_subagent_next_step(ctx, stopped),
+    ))
+}
+
+#[cfg(test)]
+#[path = "agent_targets_tests.rs"]
+mod tests;
