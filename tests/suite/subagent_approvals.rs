@@ -98,8 +98,7 @@ async fn stopping_a_subagent_expires_the_approvals_it_waited_for() {
         .entries(session)
         .await
         .into_iter()
-        .filter(|e| e["kind"] == "approval" && e["approval"] == id.as_str())
-        .next_back()
+        .rfind(|e| e["kind"] == "approval" && e["approval"] == id.as_str())
         .unwrap();
     assert_eq!(last_card["status"], "expired", "{last_card}");
     assert_eq!(last_card["expired_by"], "subagent_stopped", "{last_card}");
