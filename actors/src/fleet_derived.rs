@@ -1,6 +1,7 @@
 //! Bots the config does not list, brought in line with it at each start:
-//! a bot made by CreateAgent keeps only the tools its maker still has, a
-//! subagent follows its parent (removed with it, back with it, never a
+//! a bot made by CreateAgent keeps only the tools its maker still has and
+//! takes its maker's daily token budget as it now is, a subagent follows
+//! its parent (removed with it, back with it, never a
 //! tool or a provider its parent no longer has), and a bot whose provider
 //! the config no longer has is named in the log.
 
@@ -42,6 +43,10 @@ pub(crate) fn follow_origins(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> V
 /// [`ALWAYS`], so they can still answer their owner. Nothing comes back
 /// by itself when the maker gets a tool again. One `WARN` per bot whose
 /// tools shrank, naming what it lost and why.
+///
+/// In the same writes, each such bot takes its maker's daily token budget
+/// as it now is ([`maker_budgets`]), with one `WARN` per bot whose budget
+/// changed.
 pub(crate) fn follow_makers(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Vec<Mutation> {
     let made: Vec<&BotRecord> = bots
         .values()
@@ -68,12 +73,31 @@ pub(crate) fn follow_makers(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Ve
             break;
         }
     }
+    let budgets = maker_budgets(&made, bots);
     let mut writes = Vec::new();
     for bot in made {
         let Some(want) = tools.get(&bot.id) else {
             continue;
         };
+        let budget = budgets
+            .get(&bot.id)
+            .copied()
+            .unwrap_or_else(|| budget_of(bot));
+        if *want == bot.tools && budget == budget_of(bot) {
+            continue;
+        }
+        let maker = bot.origin.strip_prefix(MADE_BY).unwrap_or_default();
+        let mut settings = bot.settings.clone();
+        if budget != budget_of(bot) {
+            tracing::warn!(bot = %bot.id, maker, from = ?budget_of(bot), to = ?budget, "bot made by CreateAgent takes its maker's daily_token_budget as it now is");
+            settings = with_budget(settings, budget);
+        }
         if *want == bot.tools {
+            writes.push(Mutation::UpsertBot(BotRecord {
+                settings,
+                updated_at: now_ms,
+                ..bot.clone()
+            }));
             continue;
         }
         let lost: Vec<&str> = bot
@@ -82,7 +106,6 @@ pub(crate) fn follow_makers(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Ve
             .map(String::as_str)
             .filter(|t| !want.iter().any(|k| k == t))
             .collect();
-        let maker = bot.origin.strip_prefix(MADE_BY).unwrap_or_default();
         let listed = BotId::new(maker)
             .ok()
             .and_then(|id| bots.get(&id))
@@ -94,11 +117,88 @@ pub(crate) fn follow_makers(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> Ve
         }
         writes.push(Mutation::UpsertBot(BotRecord {
             tools: want.clone(),
+            settings,
             updated_at: now_ms,
             ..bot.clone()
         }));
     }
     writes
+}
+
+/// The setting of a bot's daily token budget.
+const DAILY_TOKEN_BUDGET: &str = "daily_token_budget";
+
+/// `bot`'s daily token budget, if it has one.
+fn budget_of(bot: &BotRecord) -> Option<u64> {
+    bot.settings.get(DAILY_TOKEN_BUDGET).and_then(Value::as_u64)
+}
+
+/// `settings` with the daily token budget `budget` (none: the setting
+/// dropped).
+fn with_budget(settings: Value, budget: Option<u64>) -> Value {
+    let mut map = match settings {
+        Value::Object(map) => map,
+        // settings are always an object; anything else holds nothing
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            serde_json::Map::new()
+        }
+    };
+    match budget {
+        Some(b) => {
+            map.insert(DAILY_TOKEN_BUDGET.to_owned(), Value::from(b));
+        }
+        None => {
+            map.remove(DAILY_TOKEN_BUDGET);
+        }
+    }
+    Value::Object(map)
+}
+
+/// The daily token budget each bot among `made` (made by CreateAgent)
+/// takes from its maker at this start: its maker's as it now is (down a
+/// chain of makers, a maker's own as taken here), so a made bot never
+/// spends more a day than its maker may — a budget lowered in fleet.toml
+/// is lowered for the bots the bot made too, and a raised one raised: a
+/// made bot has no budget of its own (CreateAgent gives it its maker's,
+/// and neither it nor UpdateAgent takes settings). The budget is a
+/// separate one, counted on the made bot's own usage. A bot whose maker
+/// is removed (or gone) keeps the budget it has.
+fn maker_budgets<'a>(
+    made: &[&'a BotRecord],
+    bots: &HashMap<BotId, BotRecord>,
+) -> HashMap<&'a BotId, Option<u64>> {
+    let mut budgets: HashMap<&BotId, Option<u64>> =
+        made.iter().map(|b| (&b.id, budget_of(b))).collect();
+    // a maker that is itself made takes its maker's first: pass again
+    // until nothing changes (a chain of n makers needs n passes; the
+    // bound guards against a cycle of origins, which CreateAgent cannot
+    // make)
+    for _ in 0..=made.len() {
+        let mut changed = false;
+        for bot in made {
+            let Some(maker) = bot
+                .origin
+                .strip_prefix(MADE_BY)
+                .and_then(|m| BotId::new(m).ok())
+                .and_then(|id| bots.get(&id))
+                .filter(|m| m.removed_at().is_none())
+            else {
+                continue;
+            };
+            let want = budgets
+                .get(&maker.id)
+                .copied()
+                .unwrap_or_else(|| budget_of(maker));
+            if budgets.get(&bot.id) != Some(&want) {
+                budgets.insert(&bot.id, want);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    budgets
 }
 
 /// The prefix of the origin of a bot made by CreateAgent.

@@ -110,3 +110,108 @@ fn follow_origins_cuts_a_subagent_of_a_made_bot_to_its_parents_tools_as_cut() {
     assert_eq!(got["helper"], ["SendMessage", "Task"]);
     assert_eq!(got["helper.1"], ["SendMessage"]);
 }
+
+/// `bot` with a daily token budget.
+fn budgeted(mut b: BotRecord, budget: u64) -> BotRecord {
+    b.settings = json!({ "daily_token_budget": budget, "created_by_call": "t:c" });
+    b
+}
+
+/// The daily token budget each write gives, by bot id (the record's other
+/// settings kept).
+fn written_budgets(writes: &[Mutation]) -> HashMap<String, Option<u64>> {
+    writes
+        .iter()
+        .map(|w| {
+            let Mutation::UpsertBot(b) = w else {
+                panic!("not a bot's record: {w:?}");
+            };
+            assert_eq!(b.updated_at, NOW);
+            assert_eq!(b.settings["created_by_call"], "t:c", "{b:?}");
+            (
+                b.id.to_string(),
+                b.settings
+                    .get("daily_token_budget")
+                    .and_then(|v| v.as_u64()),
+            )
+        })
+        .collect()
+}
+
+/// A bot made by a budgeted bot spends at most what its maker may: when
+/// the maker's budget is lowered in fleet.toml, the next start lowers its
+/// bots' (and theirs, down the chain), leaving their tools alone; a bot
+/// made before budgets were copied takes its maker's; a bot whose maker is
+/// removed keeps its own; one already at its maker's budget is not written.
+#[test]
+fn follow_makers_gives_a_made_bot_its_makers_budget_as_it_now_is() {
+    let tools = &["SendMessage", "CreateAgent"];
+    let bots = fleet(vec![
+        // lowered from 5,000 to 300 in fleet.toml
+        budgeted(bot("maker", "config", tools), 300),
+        budgeted(bot("helper", "agent:maker", tools), 5_000),
+        budgeted(bot("helper2", "agent:helper", tools), 5_000),
+        // made before a made bot took its maker's budget: none
+        bot("older", "agent:maker", tools),
+        budgeted(bot("gone", "config", tools), 10).mark_removed(10),
+        budgeted(bot("orphan", "agent:gone", &["SendMessage"]), 900),
+        budgeted(bot("within", "config", tools), 700),
+        budgeted(bot("kept", "agent:within", tools), 700),
+    ]);
+    let mut older = bots[&BotId::new("older").unwrap()].clone();
+    older.settings = json!({ "created_by_call": "t:c" });
+    let bots = fleet(
+        bots.into_values()
+            .map(|b| {
+                if b.id.as_str() == "older" {
+                    older.clone()
+                } else {
+                    b
+                }
+            })
+            .collect(),
+    );
+    let writes = follow_makers(&bots, NOW);
+    let got = written_budgets(&writes);
+    let want: HashMap<String, Option<u64>> = [
+        ("helper".to_owned(), Some(300)),
+        ("helper2".to_owned(), Some(300)),
+        ("older".to_owned(), Some(300)),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(got, want);
+    for w in &writes {
+        if let Mutation::UpsertBot(b) = w {
+            assert_eq!(b.tools, ["SendMessage", "CreateAgent"], "{b:?}");
+        }
+    }
+    // brought in line: the next start writes nothing
+    let after = fleet(
+        bots.into_values()
+            .map(|b| {
+                writes
+                    .iter()
+                    .find_map(|w| match w {
+                        Mutation::UpsertBot(n) if n.id == b.id => Some(n.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or(b)
+            })
+            .collect(),
+    );
+    assert!(follow_makers(&after, NOW).is_empty());
+}
+
+/// A maker without a budget: its bots have none either (the cap of no
+/// budget); tools cut and budget dropped in one write.
+#[test]
+fn follow_makers_drops_the_budget_of_a_bot_whose_maker_has_none() {
+    let bots = fleet(vec![
+        bot("maker", "config", &["SendMessage"]),
+        budgeted(bot("helper", "agent:maker", &["SendMessage", "Write"]), 50),
+    ]);
+    let writes = follow_makers(&bots, NOW);
+    assert_eq!(written_budgets(&writes)["helper"], None);
+    assert_eq!(written(&writes)["helper"], ["SendMessage"]);
+}

@@ -97,6 +97,9 @@ pub struct Runtime {
     pub extractions: crate::memory::Extractions,
     /// What the tool gate shares across bots: file locks, surface policy.
     pub safety: crate::tools::gate::Safety,
+    /// The tokens running turns used and have not stored yet, for the
+    /// daily budget of their family (`engine/budget.rs`).
+    pub(crate) running_budget: crate::engine::RunningTurns,
     /// The current router (set by the fleet supervisor).
     router: RwLock<Option<ActorRef<RouterMsg>>>,
     /// Where the prompt's long-lived state block comes from (memory).
@@ -156,6 +159,7 @@ impl Runtime {
             groups: GroupRegistry::default(),
             extractions: crate::memory::Extractions::default(),
             safety: crate::tools::gate::Safety::default(),
+            running_budget: crate::engine::RunningTurns::default(),
             router: RwLock::new(None),
             state: RwLock::new(None),
             recall: RwLock::new(Recall::default()),

@@ -18,6 +18,7 @@ mod bot_list_live;
 mod bot_list_subagents;
 mod budget;
 mod budget_compaction;
+mod budget_family;
 mod budget_steps;
 mod cli;
 mod cli_contract;

@@ -21,6 +21,7 @@ mod state;
 mod tail;
 mod watch;
 
+pub(crate) use budget::RunningTurns;
 pub(crate) use context::quoted;
 pub(crate) use runner::BudgetPause;
 pub(crate) use runner::FirstStep;

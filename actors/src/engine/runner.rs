@@ -26,6 +26,7 @@ use botfleet_memory::TurnStatus;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::RunningUsage;
 use super::compaction;
 use super::state::TurnState;
 use super::tail::ContextBound;
@@ -100,6 +101,9 @@ pub(crate) use turn_plan::TurnReport;
 pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
     let turn = plan.turn;
     let was_compact = matches!(plan.kind, PlanKind::Compact);
+    // what the turn used and has not stored yet, for the budget checks of
+    // the other bots of its family while it runs (`engine/budget.rs`)
+    let running = RunningUsage::enter(&rt, &plan.bot);
     let mut runner = match Runner::new(rt, plan) {
         Ok(r) => r,
         Err(failed) => {
@@ -117,6 +121,8 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
         }
     };
     let result = runner.run().await;
+    // its usage is stored with its end by now (or never): counted there
+    drop(running);
     let compaction_due = result.is_ok()
         && !was_compact
         && runner.model.answers(Purpose::Compact)
@@ -439,9 +445,11 @@ impl Runner {
                     .then(|| inputs.iter().map(|(i, _)| i.seq).min())
                     .flatten();
                 if let Some(pause) = self.budget_spent(notice).await? {
-                    if room {
+                    if room || self.scope.session.key.kind == SessionKind::Subagent {
                         // a discussion cannot wait for tomorrow: the member's
-                        // turn fails now, saying why, and the room goes on
+                        // turn fails now, saying why, and the room goes on;
+                        // nor can a subagent's task (its parent's budget):
+                        // it fails, and its report tells the parent why
                         self.begin(inputs);
                         return self.fail(pause.reason()).await;
                     }

@@ -6,7 +6,6 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 pub(crate) use crate::engine::budget::BudgetPause;
-use crate::engine::budget::budget_of;
 pub(crate) use crate::engine::budget::budget_pause;
 pub use crate::engine::budget::budget_paused_until;
 use crate::engine::budget::pause_before_request;
@@ -94,23 +93,24 @@ impl Runner {
     /// When the budget is spent the turn stops at its checkpoint: a turn
     /// that delivered ends completed (its reply is out); one that did not
     /// ends as a turn that finds the budget spent as it begins would: in a
-    /// room it fails saying why (a discussion cannot wait); elsewhere it
+    /// room it fails saying why (a discussion cannot wait), and so does a
+    /// subagent's task, whether it delivered or not (its parent's budget
+    /// is spent: its report tells the parent why, with its last progress,
+    /// `persist.rs`); elsewhere it
     /// ends interrupted with its usage, its inputs go back to the queue
     /// for when the pause ends, and a person whose message it held is
     /// told with the same `budget_exhausted` notice, in the same commit.
     /// `None` while the turn may go on (always without a budget).
     pub(super) async fn budget_checkpoint(&mut self) -> Result<Option<TurnStatus>, StoreError> {
-        if budget_of(&self.bot).is_none() {
-            return Ok(None);
-        }
         let spent = self.usage.total();
         let Some(pause) = pause_before_request(&self.rt, &self.bot, spent, &self.hard).await?
         else {
             return Ok(None);
         };
         tracing::info!(bot = %self.bot.id, turn = %self.turn, used = pause.used, budget = pause.budget,
-            "daily token budget spent during the turn: it stops before its next model request");
-        if self.state.delivered > 0 {
+            payer = ?pause.payer, "daily token budget spent during the turn: it stops before its next model request");
+        let task = self.scope.session.key.kind == SessionKind::Subagent;
+        if self.state.delivered > 0 && !task {
             // the reply is out: the turn did its job (as at the step
             // limit), and a retry after the pause would answer twice; the
             // bot pauses as it ends (`budget_spent_at_end`), and people
@@ -118,7 +118,7 @@ impl Runner {
             return self.end(TurnStatus::Completed, None).await.map(Some);
         }
         self.paused_until = Some(pause.until_ms);
-        if self.scope.session.key.kind == SessionKind::Group {
+        if self.scope.session.key.kind == SessionKind::Group || task {
             return self.fail(pause.reason()).await.map(Some);
         }
         let person = self.inputs.iter().any(|i| i.priority == Priority::UserDm);

@@ -19,6 +19,7 @@ use rusqlite::OptionalExtension;
 use rusqlite::params;
 
 pub(crate) use bots::bot_usage;
+pub(crate) use bots::family_usage;
 pub(crate) use bots::finished_subagents_past;
 pub(crate) use bots::get_bot;
 pub(crate) use bots::get_subagent;

@@ -228,6 +228,49 @@ pub(crate) fn bot_usage(
     Ok((all, day, turns))
 }
 
+/// The usage on `day` of `root` and of each subagent it delegated to
+/// (the bots whose model calls its daily token budget counts), one row
+/// per bot that used tokens that day, by bot id. One keyed read of
+/// `bot_usage` (its primary key is `(bot_id, day)`) over the subagents
+/// table's index on `parent`.
+pub(crate) fn family_usage(
+    conn: &Connection,
+    root: &BotId,
+    day: &str,
+) -> Result<Vec<(BotId, crate::record::TokenUsage)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT bot_id, calls, prompt_tokens, prefix_tokens, cached_tokens, completion_tokens \
+         FROM bot_usage WHERE day = ?2 \
+         AND (bot_id = ?1 OR bot_id IN (SELECT id FROM subagents WHERE parent = ?1)) \
+         ORDER BY bot_id",
+    )?;
+    let rows = stmt.query_map(params![root.as_str(), day], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, i64>(4)?,
+            r.get::<_, i64>(5)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, calls, prompt, prefix, cached, completion) = row?;
+        out.push((
+            BotId::new(id)?,
+            crate::record::TokenUsage {
+                calls: u32::try_from(calls).unwrap_or(u32::MAX),
+                prompt_tokens: prompt.max(0) as u64,
+                prefix_tokens: prefix.max(0) as u64,
+                cached_tokens: cached.max(0) as u64,
+                completion_tokens: completion.max(0) as u64,
+            },
+        ));
+    }
+    Ok(out)
+}
+
 pub(crate) fn user_secrets(
     conn: &Connection,
     owner: &UserId,

@@ -129,6 +129,17 @@ impl Store {
         self.read(move |c| reader::bot_usage(c, &bot, &today)).await
     }
 
+    /// The token usage on `day` (UTC `YYYY-MM-DD`) of `root` and of every
+    /// subagent it delegated to (whichever their status): the usage its
+    /// daily token budget counts. One row per bot that used tokens that
+    /// day, by bot id; sum them for the family's.
+    pub async fn family_usage(&self, root: &BotId, day: &str) -> Result<Vec<(BotId, TokenUsage)>> {
+        let root = root.clone();
+        let day = day.to_owned();
+        self.read(move |c| reader::family_usage(c, &root, &day))
+            .await
+    }
+
     /// The secrets a person supplied: (name, value, updated_at).
     pub async fn user_secrets(
         &self,
@@ -167,3 +178,7 @@ impl Store {
         self.read(move |c| routines::get(c, &bot, &name)).await
     }
 }
+
+#[cfg(test)]
+#[path = "store_usage_tests.rs"]
+mod usage_tests;
