@@ -16,6 +16,8 @@ use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
+use crate::support::openai_server::results_since_input;
+use crate::support::openai_server::user_texts;
 
 /// The parent's budget.
 const BUDGET: u64 = 500;
@@ -26,31 +28,6 @@ const USAGE: (u64, u64) = (100, 10);
 const SUBTASK_STEPS: usize = 10;
 /// Subagents the parent starts at once.
 const TASKS: usize = 3;
-
-/// The text of each user-side message of `request`.
-fn user_texts(request: &Value) -> Vec<&str> {
-    request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect()
-}
-
-/// Tool results since the newest user-side message of `request`.
-fn results_since_input(request: &Value) -> usize {
-    request["messages"]
-        .as_array()
-        .map(|ms| {
-            ms.iter()
-                .rev()
-                .take_while(|m| m["role"] != "user")
-                .filter(|m| m["role"] == "tool")
-                .count()
-        })
-        .unwrap_or_default()
-}
 
 /// The model: the parent starts [`TASKS`] subagents and says so; each
 /// subagent runs [`SUBTASK_STEPS`] Shell steps, then reports. Every

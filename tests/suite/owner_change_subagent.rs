@@ -34,6 +34,8 @@ use crate::support::fleet::restart;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
+use crate::support::openai_server::results_since_input;
+use crate::support::openai_server::user_texts;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
@@ -48,31 +50,6 @@ const PROGRESS: &str = "progress.txt";
 const DONE: &str = "SUBDONE";
 
 const TOOLS: &[&str] = &["SendMessage", "Task", "CheckSubagent", "Shell"];
-
-/// The text of each user-side message of `request`.
-fn user_texts(request: &Value) -> Vec<&str> {
-    request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect()
-}
-
-/// Tool results since the newest user-side message of `request`.
-fn results_since_input(request: &Value) -> usize {
-    request["messages"]
-        .as_array()
-        .map(|ms| {
-            ms.iter()
-                .rev()
-                .take_while(|m| m["role"] != "user")
-                .filter(|m| m["role"] == "tool")
-                .count()
-        })
-        .unwrap_or_default()
-}
 
 /// Whether `request` is one of the subagent's (its task is in it).
 fn is_subagent(request: &Value) -> bool {

@@ -98,6 +98,32 @@ pub fn last_user_text(request: &Value) -> Option<&str> {
         .as_str()
 }
 
+/// The text of each user-side message of a request body.
+pub fn user_texts(request: &Value) -> Vec<&str> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect()
+}
+
+/// The tool results since the newest user-side message of a request body:
+/// how many steps the turn has taken since its input.
+pub fn results_since_input(request: &Value) -> usize {
+    request["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .rev()
+                .take_while(|m| m["role"] != "user")
+                .filter(|m| m["role"] == "tool")
+                .count()
+        })
+        .unwrap_or_default()
+}
+
 /// Configures and starts an [`OpenAiServer`].
 pub struct OpenAiServerBuilder {
     script: Script,

@@ -212,13 +212,7 @@ pub(crate) fn bot_usage(
     let mut turns = 0;
     for row in rows {
         let (d, t, calls, prompt, prefix, cached, completion) = row?;
-        let u = crate::record::TokenUsage {
-            calls: u32::try_from(calls).unwrap_or(u32::MAX),
-            prompt_tokens: prompt.max(0) as u64,
-            prefix_tokens: prefix.max(0) as u64,
-            cached_tokens: cached.max(0) as u64,
-            completion_tokens: completion.max(0) as u64,
-        };
+        let u = usage_of([calls, prompt, prefix, cached, completion]);
         all.add(&u);
         turns += t;
         if d == today {
@@ -259,16 +253,24 @@ pub(crate) fn family_usage(
         let (id, calls, prompt, prefix, cached, completion) = row?;
         out.push((
             BotId::new(id)?,
-            crate::record::TokenUsage {
-                calls: u32::try_from(calls).unwrap_or(u32::MAX),
-                prompt_tokens: prompt.max(0) as u64,
-                prefix_tokens: prefix.max(0) as u64,
-                cached_tokens: cached.max(0) as u64,
-                completion_tokens: completion.max(0) as u64,
-            },
+            usage_of([calls, prompt, prefix, cached, completion]),
         ));
     }
     Ok(out)
+}
+
+/// A `bot_usage` row's counts (`calls`, `prompt_tokens`,
+/// `prefix_tokens`, `cached_tokens`, `completion_tokens`) as usage; a
+/// negative count (never written) reads as 0.
+fn usage_of([calls, prompt, prefix, cached, completion]: [i64; 5]) -> crate::record::TokenUsage {
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    crate::record::TokenUsage {
+        calls: u32::try_from(calls).unwrap_or(u32::MAX),
+        prompt_tokens: count(prompt),
+        prefix_tokens: count(prefix),
+        cached_tokens: count(cached),
+        completion_tokens: count(completion),
+    }
 }
 
 pub(crate) fn user_secrets(
