@@ -135,6 +135,10 @@ pub enum Command {
         /// internal steps).
         #[arg(long)]
         json: bool,
+        /// Only the conversation's last N entries (counted with the internal
+        /// steps, which `--all` shows), not its whole history.
+        #[arg(long, value_name = "N")]
+        last: Option<u32>,
     },
     /// List your bots, or remove one made by CreateAgent (`bots remove BOT`).
     #[command(args_conflicts_with_subcommands = true)]
@@ -410,9 +414,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             sent
         }
-        Command::Transcript { bot, all, json } => {
-            transcript(&client(&cli)?, bot, *all, *json).await
-        }
+        Command::Transcript {
+            bot,
+            all,
+            json,
+            last,
+        } => transcript(&client(&cli)?, bot, *all, *json, *last).await,
         Command::Bots {
             action: Some(BotsCommand::Remove { bot }),
             ..
@@ -490,6 +497,7 @@ async fn transcript(
     bot: &str,
     all: bool,
     as_json: bool,
+    last: Option<u32>,
 ) -> anyhow::Result<ExitCode> {
     let session = client
         .get(&format!("/v1/bots/{}/session", segment(bot)))
@@ -497,7 +505,17 @@ async fn transcript(
     let id = session["session"]
         .as_str()
         .context("no session id in the answer")?;
-    for e in client.entries_after(id, 0).await? {
+    // `--last N`: from the N-th entry before the end (a long conversation
+    // was printed whole, 10,776 lines for 32,000 entries)
+    let after = match last {
+        Some(n) => session["last_seq"]
+            .as_i64()
+            .context("no last_seq in the answer")?
+            .saturating_sub(i64::from(n))
+            .max(0),
+        None => 0,
+    };
+    for e in client.entries_after(id, after).await? {
         if as_json {
             // the same entries as the text, without `--all` too
             if all || is_public(e["kind"].as_str().unwrap_or("")) {

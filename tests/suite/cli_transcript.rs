@@ -210,3 +210,72 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
     assert!(!out.contains("\\u{d}\n"), "{out}");
     host.shutdown().await;
 }
+
+/// `--last N` prints only the conversation's last N entries (H2 of round
+/// 20: a 32,000-entry conversation was printed whole, 10,776 lines, with
+/// no way to see only its end); N larger than the conversation prints it
+/// all, and `0` prints nothing.
+#[tokio::test]
+async fn transcript_last_prints_only_the_end() {
+    let script = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    for i in 0..5 {
+        let (_, sent) = host.send("r", &format!("message {i}"), None).await;
+        let session = sent["session"].as_str().unwrap().to_owned();
+        host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+    }
+    let (code, whole, err) = cli(&["transcript", "r", "--all"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let whole: Vec<&str> = whole.lines().collect();
+    // the last three entries, with the internal steps: the last turn's
+    // delivery, its tool result and its turn end, or as the turn wrote them
+    let (code, out, err) = cli(
+        &["transcript", "r", "--all", "--last", "3"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let seqs = |lines: &[&str]| -> Vec<i64> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix('#')?.split(' ').next()?.parse().ok())
+            .collect()
+    };
+    let last: Vec<&str> = out.lines().collect();
+    let all_seqs = seqs(&whole);
+    let max = *all_seqs.iter().max().unwrap();
+    assert!(!seqs(&last).is_empty(), "{out}");
+    assert!(
+        seqs(&last).iter().all(|s| *s > max - 3),
+        "only entries after #{}: {out}",
+        max - 3
+    );
+    assert!(out.contains("echo: message 4"), "{out}");
+    assert!(!out.contains("message 3"), "{out}");
+    // without --all, the same end, public entries only
+    let (_, out, _) = cli(&["transcript", "r", "--last", "3"], &host.url, TOKEN).await;
+    assert!(
+        out.contains("echo: message 4") && !out.contains("message 3"),
+        "{out}"
+    );
+    // more than there is: all of it; 0: nothing
+    let (_, out, _) = cli(
+        &["transcript", "r", "--all", "--last", "100000"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(out.lines().collect::<Vec<_>>(), whole);
+    let (code, out, _) = cli(&["transcript", "r", "--last", "0"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""));
+    host.shutdown().await;
+}
