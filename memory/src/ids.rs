@@ -264,7 +264,7 @@ fn joiner_between(c: char, prev: char, next: Option<char>) -> bool {
 /// Most characters of a display name (a bot's or a room's): a room's
 /// name had this cap, a bot's none (a model could name a bot with 20,000
 /// characters).
-const MAX_DISPLAY_NAME_CHARS: usize = 100;
+pub const MAX_DISPLAY_NAME_CHARS: usize = 100;
 
 /// The name the web page gives the viewer's own messages ("You"), as
 /// [`name_key`] writes it: no bot may take it.

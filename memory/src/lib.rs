@@ -28,6 +28,7 @@ pub use ids::ApprovalId;
 pub use ids::BotId;
 pub use ids::EntryId;
 pub use ids::IdError;
+pub use ids::MAX_DISPLAY_NAME_CHARS;
 pub use ids::ProjectId;
 pub use ids::RoomId;
 pub use ids::SessionId;

@@ -18,7 +18,7 @@ use crate::support::process::poll;
 const HOLDING: &str = r#"
 [[rule]]
 steps = [
-  { tool = "Shell", args = { command = "echo started > started.txt; sleep 60; echo marker-xyz-done", timeout_s = 120 } },
+  { tool = "Shell", args = { command = "echo started > started.txt; i=0; while [ ! -f go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; echo marker-xyz-done", timeout_s = 120 } },
   { tool = "SendMessage", args = { text = "{{tool_result}}" } },
 ]
 "#;
@@ -115,5 +115,7 @@ async fn a_command_sees_neither_another_users_running_command_nor_the_host() {
         .find_map(|l| l.strip_prefix("me="))
         .unwrap_or_else(|| panic!("no me= in {out}"));
     assert!(out.contains(&format!("proc/{me}/cmdline:sh -c ")), "{out}");
+    // bot a's command ends when told, not at a fixed time
+    std::fs::write(started.with_file_name("go"), "").unwrap();
     host.shutdown().await;
 }

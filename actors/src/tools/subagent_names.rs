@@ -17,9 +17,9 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::ToolError;
 
-/// Most characters of a display name (`MAX_DISPLAY_NAME_CHARS` of
-/// `memory/src/ids.rs`, which `display_name_problem` enforces).
-const NAME_CHARS: usize = 100;
+/// Most characters of a display name (which `display_name_problem`
+/// enforces).
+const NAME_CHARS: usize = botfleet_memory::MAX_DISPLAY_NAME_CHARS;
 
 /// Between the parent's name and the title.
 const SEPARATOR: &str = " · ";

@@ -72,7 +72,10 @@ pub use search::TranscriptIndex;
 pub use search::TranscriptSearch;
 pub use snippet::HIGHLIGHT_CLOSE;
 pub use snippet::HIGHLIGHT_OPEN;
+pub(crate) use tokenizer::CharClass;
 pub use tokenizer::MAX_WORD_CHARS;
+pub(crate) use tokenizer::Script;
+pub(crate) use tokenizer::classify;
 /// Cuts text into the units queries use (stemmed words, CJK bigrams); the
 /// memory log ranks its entries with the same units.
 pub(crate) use tokenizer::query_analyzer;

@@ -24,6 +24,9 @@ use sha2::Digest;
 use sha2::Sha256;
 
 use crate::ids::IdError;
+use crate::index::CharClass;
+use crate::index::Script;
+use crate::index::classify;
 
 /// Most facts in the profile of one scope instance.
 pub const MAX_PROFILE_FACTS: usize = 100;
@@ -347,25 +350,18 @@ fn optional_space(a: char, b: char) -> bool {
     unspaced(a) || unspaced(b) || is_hangul(a) != is_hangul(b)
 }
 
-/// Han (hanzi, kanji, hanja and their marks 々 〇), kana and CJK
-/// punctuation: scripts written without spaces between words.
+/// Han (hanzi, kanji, hanja and their marks 々 〇) and kana, as the search
+/// tokenizer classifies them, and CJK punctuation (、。「」…, the katakana
+/// middle dot ・, half-width ｡｢｣､･): scripts written without spaces between
+/// words.
 fn unspaced(c: char) -> bool {
-    matches!(
-        u32::from(c),
-        0x3001..=0x303F
-            | 0x3400..=0x4DBF
-            | 0x4E00..=0x9FFF
-            | 0xF900..=0xFAFF
-            | 0x20000..=0x3134F
-            | 0x3041..=0x30FF
-            | 0x31F0..=0x31FF
-            | 0xFF61..=0xFF9F
-    )
+    matches!(classify(c), CharClass::Cjk(Script::Han | Script::Kana))
+        || matches!(u32::from(c), 0x3001..=0x303F | 0x30FB | 0xFF61..=0xFF65)
 }
 
-/// Hangul syllables and jamo.
+/// Hangul syllables and jamo, as the search tokenizer classifies them.
 fn is_hangul(c: char) -> bool {
-    matches!(u32::from(c), 0x1100..=0x11FF | 0x3131..=0x318E | 0xAC00..=0xD7A3)
+    classify(c) == CharClass::Cjk(Script::Hangul)
 }
 
 #[cfg(test)]
