@@ -537,6 +537,82 @@ async fn a_room_shared_with_other_peoples_bots_does_not_see_the_owners_memory() 
     server.shutdown().await;
 }
 
+/// A room of alice's own bots that later takes in bob's bot: a1's state
+/// block was frozen with alice's memory while the room was hers alone, and
+/// it left the prompt at the first turn after the room became shared.
+/// (Before, the frozen block stayed until the room session compacted: bob's
+/// messages reached a prompt holding alice's profile.)
+#[tokio::test]
+async fn a_room_that_becomes_shared_drops_the_owners_memory_from_the_prompt() {
+    let server = OpenAiServer::builder()
+        .responder(|b| model(b, &no_extraction))
+        .start()
+        .await;
+    let tools = &["SendMessage", "Remember", "Forget"];
+    let host = mixed_fleet(&server.base_url(), tools, tools)
+        .bot("a2", "main", tools)
+        .start()
+        .await;
+    const TEA: &str = "Prefers tea over coffee";
+    turn(&host, &server, "a1", &format!("remember: {TEA}")).await;
+
+    let room_turn = |text: &'static str, key: &'static str| {
+        let host = &host;
+        let server = &server;
+        async move {
+            let before = server.request_count();
+            let (status, v) = host
+                .post_raw(
+                    "/v1/groups/own/messages",
+                    Some(TOKEN),
+                    Some(key),
+                    json!({ "text": text }).to_string(),
+                )
+                .await;
+            assert_eq!(status, 202, "{v}");
+            host.wait_turn_end(v["session"].as_str().unwrap(), v["seq"].as_i64().unwrap())
+                .await;
+            let requests: Vec<Value> = server.requests()[before..]
+                .iter()
+                .map(|r| r.body.clone())
+                .filter(|b| system(b).contains("Test bot a1."))
+                .collect();
+            assert!(!requests.is_empty(), "a1 spoke in the room");
+            requests
+        }
+    };
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "own", "members": ["a1", "a2"]}).to_string(),
+        )
+        .await;
+    assert_eq!((status, v["shared"].clone()), (201, json!(false)), "{v}");
+    // alice's own room: a1's prompt shows her memory
+    let private = room_turn("@a1 hello", "k1").await;
+    assert!(system(&private[0]).contains(TEA), "{}", private[0]);
+
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/groups/own/members",
+            TOKEN,
+            Some(json!({"members": ["a1", "a2", "b1"]})),
+        )
+        .await;
+    assert_eq!((status, v["shared"].clone()), (200, json!(true)), "{v}");
+    for body in room_turn("@a1 what do you know about alice?", "k2").await {
+        assert!(
+            !system(&body).contains(TEA),
+            "the owner's profile left the prompt once the room was shared: {body}"
+        );
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
 /// What the person wrote reaches the extractor as quoted data that cannot
 /// close its quote: the input holds the prompt's two frames and no more.
 /// (Before, `>>>>` in a message ended the frame early and what followed

@@ -30,6 +30,9 @@ impl Runner {
     ///   in the store) or is a note past its expiry: the system message is
     ///   re-rendered now, one prompt-cache miss, because a forgotten fact
     ///   must leave the prompt and a note disappears at its expiry;
+    /// - in a room shared with other people's bots, an item the frozen
+    ///   block shows that this turn's may not (the room was its owner's
+    ///   alone when the block was frozen): re-rendered now, the same way;
     /// - otherwise (items added or changed, a different choice of log
     ///   entries): the prefix stays byte-identical and the fresh block's
     ///   items the frozen one does not show as they are go in as a short
@@ -40,13 +43,31 @@ impl Runner {
         if self.tail.state_hash == self.block.hash {
             return;
         }
-        if self.frozen_items_gone().await {
+        if self.frozen_items_out_of_reach() || self.frozen_items_gone().await {
             self.tail.refresh_state(&self.block);
             return;
         }
         // only what the frozen block does not show: the whole fresh block
         // sent memory twice in every request of the epoch
         self.memory_update = render_memory_changes(&self.tail.state, &self.block.text);
+    }
+
+    /// Whether the frozen state block shows an item this turn may not
+    /// show: in a room shared with other people's bots the prompt holds
+    /// only what the bot remembered in that room, but a block frozen
+    /// while the room was its owner's alone (members added since) showed
+    /// the owner's and the bot's private memory, and kept showing it to
+    /// the new members' people until the session compacted. Any frozen
+    /// item the fresh (room-only) block does not show counts: one of the
+    /// room's own left out by the block's bound costs a prompt-cache
+    /// miss, a private one left in would be read by the room.
+    fn frozen_items_out_of_reach(&self) -> bool {
+        self.scope.runner == (RunnerKind::GroupMember { shared: true })
+            && self
+                .tail
+                .state_shown
+                .iter()
+                .any(|id| !self.block.shown.contains(id))
     }
 
     /// Whether an item of the tail's frozen state block is gone: it no
