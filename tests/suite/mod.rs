@@ -100,6 +100,7 @@ mod review_untrusted;
 mod room_cap;
 mod room_duplicates;
 mod room_ids;
+mod room_live_replies;
 mod room_member_task;
 mod room_memory_refusal;
 mod room_mentions_cjk;

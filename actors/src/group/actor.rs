@@ -12,10 +12,14 @@
 //!    answers `duplicate` and the coordinator simply waits again;
 //! 3. watches the member's session (change signals through the rooms
 //!    dispatcher, plus a slow re-check) until the turn that consumed the
-//!    input ended, and reads its deliveries;
-//! 4. records the turn in the machine, and publishes the allowed
-//!    deliveries to the timeline **in the same transaction** as the run's
-//!    new checkpoint, so a reply is published exactly once;
+//!    input ended, and publishes each delivery it reads there while the
+//!    turn runs (within the limits the machine will apply), **in the same
+//!    transaction** as a checkpoint listing it (`Progress::live`), so a
+//!    reply reaches the room when SendMessage's outcome is recorded, not
+//!    after the member's closing model call, and is published once;
+//! 4. records the turn in the machine, and publishes what was not yet
+//!    published (a turn whose end was read with its deliveries) in the
+//!    same transaction as the run's new checkpoint;
 //! 5. at the end, appends a notice (why it stopped) and a `turn_end` entry
 //!    listing the user message, with the run marked done.
 //!
@@ -34,6 +38,7 @@ use std::time::Duration;
 
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
+use botfleet_memory::EntryId;
 use botfleet_memory::NewEntry;
 use botfleet_memory::RoomId;
 use botfleet_memory::RoomRecord;
@@ -109,6 +114,12 @@ pub(crate) struct Progress {
     /// before members could change: the room's list then.
     #[serde(default)]
     pub members: Option<Vec<BotId>>,
+    /// Timeline ids of the replies of the awaited member turn already
+    /// published while it ran (`super::live`), written with each of them:
+    /// after a restart they are not published again, and the turn's end
+    /// publishes only the rest. Empty between member turns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<EntryId>,
 }
 
 /// Start arguments of a room's coordinator.
@@ -393,8 +404,12 @@ impl GroupState {
                         self.complete_member(done).await?;
                         continue;
                     }
-                    None if full => continue,
                     None => {
+                        // the turn runs on: its replies so far go out now
+                        self.publish_live().await?;
+                        if full {
+                            continue;
+                        }
                         if !self.recheck_armed {
                             self.recheck_armed = true;
                             myself.send_after(RECHECK, || GroupMsg::Recheck);

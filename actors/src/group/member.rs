@@ -8,7 +8,9 @@
 //! hands the input to the member's next turn, so deliveries of every turn
 //! up to the one that answers count. SendMessage writes a `Delivery` only
 //! while the member has the floor; otherwise it holds the message
-//! ([`super::held`]).
+//! ([`super::held`]). The coordinator publishes each delivery to the
+//! timeline as soon as it reads it (`super::live`), not when the turn
+//! ends.
 
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
@@ -254,6 +256,10 @@ pub(crate) struct MemberWait {
     pub scanned: i64,
     /// Deliveries after the input, in order.
     deliveries: Vec<Entry>,
+    /// What its input showed it: its cursor once the turn is recorded
+    /// (not before, so a checkpoint taken while the turn runs renders the
+    /// same input again after a restart).
+    pub shown: Cursor,
 }
 
 /// How a member's turn ended.
@@ -276,7 +282,14 @@ impl MemberWait {
             input_seq,
             scanned: input_seq,
             deliveries: Vec::new(),
+            shown: Cursor::default(),
         }
+    }
+
+    /// The deliveries read so far, in order: the replies of the running
+    /// turn, published as they come (`super::live`).
+    pub(crate) fn deliveries(&self) -> &[Entry] {
+        &self.deliveries
     }
 
     /// Reads entries after [`MemberWait::scanned`] (oldest first); returns

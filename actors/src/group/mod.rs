@@ -14,6 +14,7 @@
 //! - [`mentions`]: `@Name` / `@everyone` → who is addressed.
 //! - [`run`]: the pure state machine of one run (rounds, limits, order).
 //! - `member`: a member's turn input and reading the end of its turn.
+//! - `live`: a member's replies published while its turn runs.
 //! - [`held`]: what a member sends when it is not its turn (held, and
 //!   said so), and whose turn it is.
 //! - [`publish`]: what a member sends in its turn past the room's limit
@@ -40,6 +41,7 @@ mod admin;
 mod error;
 mod failure;
 pub mod held;
+mod live;
 mod member;
 pub mod mentions;
 pub mod publish;

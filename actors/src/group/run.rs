@@ -238,8 +238,7 @@ impl Run {
             self.round_failed += 1;
             self.failed += 1;
         }
-        let room_left = self.limits.max_replies.saturating_sub(self.replies());
-        let published = delivered.min(self.limits.max_per_turn).min(room_left);
+        let published = self.publishable(delivered);
         let Some(slot) = self.slots.get_mut(self.position) else {
             return Recorded::default();
         };
@@ -258,6 +257,19 @@ impl Run {
             published,
             withheld: delivered - published,
         }
+    }
+
+    /// How many of the first `delivered` messages of the pending member's
+    /// turn [`Run::record`] publishes: within the limit per member turn
+    /// and the run's reply cap (none once the run is over). The
+    /// coordinator publishes a turn's messages while it runs, as they come,
+    /// up to this many, so the timeline and the machine agree.
+    pub fn publishable(&self, delivered: u32) -> u32 {
+        if self.end.is_some() {
+            return 0;
+        }
+        let room_left = self.limits.max_replies.saturating_sub(self.replies());
+        delivered.min(self.limits.max_per_turn).min(room_left)
     }
 
     /// Whether the log has messages after what `slot` saw, by someone else

@@ -191,6 +191,26 @@ fn withheld_messages_are_counted() {
 }
 
 #[test]
+fn what_a_running_turn_may_publish_stops_at_both_limits() {
+    let limits = Limits {
+        max_members: 6,
+        max_rounds: 3,
+        max_replies: 3,
+        max_per_turn: 2,
+    };
+    let mut run = Run::new(vec![0, 1], limits);
+    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
+    assert_eq!(run.publishable(1), 1);
+    assert_eq!(run.publishable(3), 2);
+    run.record(Turn::Spoke(2));
+    assert!(matches!(run.advance(), Next::Run { member: 1, .. }));
+    // one reply left in the run
+    assert_eq!(run.publishable(2), 1);
+    run.record(Turn::Spoke(2));
+    assert_eq!(run.publishable(1), 0);
+}
+
+#[test]
 fn the_state_survives_serialization_mid_run() {
     let mut run = Run::new(vec![0, 1, 2], Limits::default());
     run.advance();
@@ -268,6 +288,9 @@ proptest! {
                     let (n, fails) = acts[i % acts.len()];
                     i += 1;
                     let before = run.replies();
+                    // what the coordinator publishes while the turn runs,
+                    // message by message, is what recording it publishes
+                    let live: Vec<u32> = (0..=n).map(|k| run.publishable(k)).collect();
                     let rec = run.record(match (n, fails) {
                         (n, true) => Turn::Failed(n),
                         (0, false) => Turn::Skipped,
@@ -276,6 +299,8 @@ proptest! {
                     if fails {
                         failed.push(member);
                     }
+                    prop_assert_eq!(live.last().copied(), Some(rec.published));
+                    prop_assert!(live.windows(2).all(|w| w[1] >= w[0] && w[1] - w[0] <= 1));
                     prop_assert!(rec.published <= per_turn);
                     prop_assert_eq!(rec.published + rec.withheld, n);
                     prop_assert_eq!(run.replies(), before + rec.published);

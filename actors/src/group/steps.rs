@@ -1,12 +1,14 @@
 //! The steps of a room run, as the coordinator takes them: start a run,
 //! hand a member its input, record its turn, end the run.
 //!
-//! Writes are few and atomic. A member's recorded replies are not
-//! committed on their own: they go out in the same transaction as the run's
-//! checkpoint and the *next* member's input (or the run's end), so every
-//! member turn costs the coordinator one commit. The checkpoint in that
-//! transaction is taken before the next member's cursor moves, so after a
-//! restart the next member's input renders to the same text and its
+//! Writes are few and atomic. A member's replies are published while its
+//! turn runs, each with a checkpoint listing it (`super::live`); what the
+//! end of its turn finds unpublished (a turn whose end was read with its
+//! deliveries) goes out in the same transaction as the run's checkpoint
+//! and the *next* member's input (or the run's end). The checkpoint in
+//! that transaction is taken before the next member's cursor moves (and a
+//! member's cursor moves only when its turn is recorded), so after a
+//! restart the awaited member's input renders to the same text and its
 //! admission (same nonce) answers `duplicate`.
 
 use botfleet_memory::AdmitOutcome;
@@ -36,6 +38,8 @@ use super::actor::RunState;
 use super::error::GroupError;
 use super::held;
 use super::held::count_held;
+use super::live::reply_entry;
+use super::member::Cursor;
 use super::member::InputView;
 use super::member::MemberDone;
 use super::member::MemberWait;
@@ -81,6 +85,7 @@ impl GroupState {
                     cursors: self.cursors.clone(),
                     withheld: self.withheld.clone(),
                     members: Some(self.room.members.clone()),
+                    live: Vec::new(),
                 });
             }
             Some(progress) => {
@@ -108,8 +113,9 @@ impl GroupState {
     }
 
     /// Records a member's finished turn in the machine; its allowed
-    /// deliveries, and a notice if the turn failed, become pending entries
-    /// (committed with the next step).
+    /// deliveries not yet published while it ran (`super::live`), and a
+    /// notice if the turn failed, become pending entries (committed with
+    /// the next step).
     pub(super) async fn complete_member(&mut self, done: MemberDone) -> Result<(), GroupError> {
         let failure = match done.status {
             TurnStatus::Failed | TurnStatus::Cancelled => Some(self.failure_reason(&done).await?),
@@ -134,44 +140,29 @@ impl GroupState {
             (None, 0) => Turn::Skipped,
             (None, n) => Turn::Spoke(n),
         });
+        // its cursor moves now that its turn is recorded; what it sends
+        // from now on, until its next input, is held
+        progress.cursors.insert(
+            wait.bot.clone(),
+            Cursor {
+                answered: wait.scanned,
+                ..wait.shown
+            },
+        );
+        progress.withheld.remove(&wait.bot);
         if recorded.withheld > 0 {
             progress
                 .withheld
                 .insert(wait.bot.clone(), recorded.withheld);
         }
-        // what it sends from now on, until its next input, is held
-        progress
-            .cursors
-            .entry(wait.bot.clone())
-            .or_default()
-            .answered = wait.scanned;
-        for d in done
-            .deliveries
-            .into_iter()
-            .take(recorded.published as usize)
-        {
-            let (
-                EntryKind::Delivery {
-                    text,
-                    card,
-                    call_id,
-                },
-                Some(turn),
-            ) = (d.kind, d.turn)
-            else {
-                continue;
-            };
-            self.pending.push(NewEntry {
-                id: EntryId::derive(turn, &call_id, "room"),
-                session: self.timeline,
-                author: wait.bot.to_string(),
-                turn: Some(turn),
-                kind: EntryKind::Delivery {
-                    text,
-                    card,
-                    call_id,
-                },
-            });
+        // published while the turn ran: not again
+        let live = std::mem::take(&mut progress.live);
+        for d in done.deliveries.iter().take(recorded.published as usize) {
+            if let Some(reply) = reply_entry(d, self.timeline, &wait.bot)
+                && !live.contains(&reply.id)
+            {
+                self.pending.push(reply);
+            }
         }
         if let Some(reason) = failure {
             tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
@@ -184,7 +175,7 @@ impl GroupState {
     /// Commits the pending replies, `entries` and the run's checkpoint
     /// (serialized now) with `status`, plus `extra` mutations after them.
     /// Returns the results of `extra`.
-    async fn commit(
+    pub(super) async fn commit(
         &mut self,
         entries: Vec<NewEntry>,
         status: RoomRunStatus,
@@ -305,7 +296,13 @@ impl GroupState {
                 .as_mut()
                 .and_then(|c| c.state.progress.as_mut())
             {
-                progress.run.record(Turn::Skipped);
+                // what it published while its turn ran before the
+                // restart stays published, and counts
+                let live = std::mem::take(&mut progress.live);
+                progress.run.record(match live.len() {
+                    0 => Turn::Skipped,
+                    n => Turn::Spoke(u32::try_from(n).unwrap_or(u32::MAX)),
+                });
             }
             return Ok(());
         }
@@ -434,11 +431,12 @@ impl GroupState {
         let Some(cur) = self.current.as_mut() else {
             return Ok(());
         };
-        if let Some(progress) = cur.state.progress.as_mut() {
-            progress.cursors.insert(bot.clone(), covered);
-            progress.withheld.remove(&bot);
-        }
-        cur.wait = Some(MemberWait::new(bot, session, record.seq));
+        // its cursor and withheld count change when its turn is recorded
+        // (`complete_member`): a checkpoint taken while the turn runs
+        // renders this same input after a restart
+        let mut wait = MemberWait::new(bot, session, record.seq);
+        wait.shown = covered;
+        cur.wait = Some(wait);
         Ok(())
     }
 
