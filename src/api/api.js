@@ -12,6 +12,7 @@ export const API = Object.freeze({
   botSession: ["GET", "/v1/bots/{bot}/session"],
   botMessage: ["POST", "/v1/bots/{bot}/messages"],
   botCancel: ["POST", "/v1/bots/{bot}/cancel"],
+  botRemove: ["DELETE", "/v1/bots/{bot}"],
   entries: ["GET", "/v1/sessions/{session}/entries"],
   retryTurn: ["POST", "/v1/turns/{turn}/retry"],
   approvals: ["GET", "/v1/approvals"],

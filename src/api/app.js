@@ -6,6 +6,7 @@
 import { Signals, auth, call } from "./api.js";
 import { composer, outboxView } from "./compose.js";
 import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
+import { leftOutNote, originLabel, originOf, originWords, removable, removeButton } from "./origins.js";
 import { outbox } from "./outbox.js";
 import { approvalsView, searchView, secretsView, sessionView } from "./pages.js";
 import { roomsView } from "./rooms.js";
@@ -111,7 +112,7 @@ function logout(message) {
   botsSoon.cancel();
   botsStale = false;
   approvalsSoon.cancel();
-  Object.assign(store, { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 });
+  Object.assign(store, { me: null, bots: [], botsLoaded: false, subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
   history.replaceState(null, "", location.pathname);
   showLogin(message);
 }
@@ -213,8 +214,9 @@ function signedOut(why) {
 }
 
 function botState(b) {
-  // no longer in fleet.toml: it takes no messages until listed again
-  if (b.removed_at) return ["asleep", "removed from fleet.toml"];
+  // no longer in fleet.toml, or removed by its owner (a bot made by
+  // CreateAgent; a subagent goes with its parent): it takes no messages
+  if (b.removed_at) return ["asleep", originOf(b).kind === "config" ? "removed from fleet.toml" : "removed"];
   if (b.running_turn) return ["working", "working"];
   // its daily token budget is spent: what waits, waits until then
   if (b.paused_until > Date.now()) return ["paused", `paused until ${clock(b.paused_until)}`];
@@ -241,12 +243,15 @@ function botsView(id, seq) {
   setTitle(id ? botName(id) : "Bots");
   const ctx = { closed: false, timeline: null, failed: false };
   const list = h("ul", { class: "list", "aria-label": "Your bots" });
+  // the finished subagents the list leaves out, and how to list them
+  const note = h("div", { class: "list-notes" });
   const heading = h("h1", { tabindex: "-1" }, "Bots");
-  const aside = h("aside", { "aria-label": "Bots" }, h("div", { class: "aside-head" }, heading), list);
+  const aside = h("aside", { "aria-label": "Bots" }, h("div", { class: "aside-head" }, heading), list, note);
   const detail = h("section", { class: "detail", "aria-label": id ? "Conversation" : "Fleet" });
   main.replaceChildren(h("div", { class: `split${id ? " has-detail" : ""}` }, aside, detail));
   const paint = () => {
     paintBotList(list, id);
+    note.replaceChildren(...(store.botsLoaded ? [leftOutNote()].filter(Boolean) : []));
     if (!id) paintFleet(detail);
   };
   paint();
@@ -273,17 +278,24 @@ function paintBotList(list, current) {
   list.replaceChildren(
     ...store.bots.map((b) => {
       const [cls, label] = botState(b);
+      // where it came from: a made bot or a subagent says by whom
+      const origin = originLabel(b);
+      // a bot made by CreateAgent may be removed here; one of fleet.toml
+      // is removed there, a subagent with its parent
+      const remove = removable(b) ? removeButton(b) : null;
       return h(
         "li",
-        null,
+        { class: remove ? "removable" : null, dataset: { bot: b.id } },
         h(
           "a",
           { href: `#/bots/${encodeURIComponent(b.id)}`, "aria-current": b.id === current ? "page" : null },
           avatar(b.name),
           // the badge moves under the name when both do not fit on a line
           h("span", { class: "head" }, h("span", { class: "name" }, b.name), h("span", { class: `state ${cls}` }, label)),
+          origin ? h("span", { class: "from" }, origin) : null,
           h("span", { class: "sub" }, `${b.id} · ${usageText(b)}${b.queued && cls === "paused" ? ` · ${b.queued} waiting` : ""}`),
         ),
+        remove,
       );
     }),
   );
@@ -303,6 +315,7 @@ function paintFleet(detail) {
       "tr",
       null,
       h("td", null, h("a", { href: `#/bots/${encodeURIComponent(b.id)}` }, b.name)),
+      h("td", null, originWords(b) || String(b.origin ?? "")),
       h("td", null, h("span", { class: `state ${cls}` }, label)),
       h("td", null, String(b.queued || 0)),
       h("td", null, `${turns.completed || 0} done${turns.failed ? ` · ${turns.failed} failed` : ""}`),
@@ -322,7 +335,7 @@ function paintFleet(detail) {
         h(
           "table",
           null,
-          h("thead", null, h("tr", null, ["Bot", "State", "Queued", "Turns", "Today", "Usage"].map((t) => h("th", { scope: "col" }, t)))),
+          h("thead", null, h("tr", null, ["Bot", "From", "State", "Queued", "Turns", "Today", "Usage"].map((t) => h("th", { scope: "col" }, t)))),
           h("tbody", null, rows),
         ),
       ),
@@ -352,7 +365,9 @@ async function openBot(ctx, detail, id, seq) {
     const [cls, label] = b ? botState(b) : ["asleep", ""];
     // names and roles are isolated: their bidi controls stay inside them
     title.replaceChildren(h("bdi", null, name), h("span", { class: `state ${cls}` }, label));
-    role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
+    // a made bot or a subagent says where it came from
+    const from = b ? originLabel(b) : null;
+    role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(from ? [" · ", from] : []), ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
     role.title = b ? b.role : "";
     stop.hidden = !(b && b.running_turn);
     // the turn ended meanwhile: nothing is left to stop

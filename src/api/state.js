@@ -8,7 +8,18 @@ import { toast } from "./dom.js";
 const badge = document.getElementById("approval-count");
 
 /** The signed-in user's data. */
-export const store = { me: null, bots: [], botsLoaded: false, rooms: [], roomsLoaded: false, pending: 0 };
+export const store = {
+  me: null,
+  bots: [],
+  botsLoaded: false,
+  // finished subagents the list leaves out (`subagents_left_out`), and
+  // whether the person asked for them all (`?subagents=all`)
+  subagentsLeftOut: 0,
+  allSubagents: false,
+  rooms: [],
+  roomsLoaded: false,
+  pending: 0,
+};
 /** Called after the bots list changed. */
 export const botWatchers = new Set();
 /** Called after the rooms list changed. */
@@ -18,9 +29,14 @@ let botsLoading = null;
 /** Fetches the bots (one request at a time) and tells the watchers. */
 export function loadBots() {
   if (!auth.token) return Promise.resolve();
-  botsLoading ??= call("bots")
+  if (botsLoading) return botsLoading;
+  const all = store.allSubagents;
+  botsLoading = call("bots", {}, all ? { query: { subagents: "all" } } : {})
     .then(({ data }) => {
+      // asked for the other list meanwhile: this answer is not it
+      if (store.allSubagents !== all) return;
       store.bots = data.bots || [];
+      store.subagentsLeftOut = data.subagents_left_out || 0;
       store.botsLoaded = true;
       if (store.bots.length) store.me = store.bots[0].owner;
       for (const fn of botWatchers) fn();
@@ -30,7 +46,8 @@ export function loadBots() {
     })
     .finally(() => {
       botsLoading = null;
-    });
+    })
+    .then(() => (store.allSubagents !== all ? loadBots() : undefined));
   return botsLoading;
 }
 

@@ -33,6 +33,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("compose.js", JS, include_str!("compose.js")),
     ("dom.js", JS, include_str!("dom.js")),
     ("notices.js", JS, include_str!("notices.js")),
+    ("origins.js", JS, include_str!("origins.js")),
     ("outbox.js", JS, include_str!("outbox.js")),
     ("pages.js", JS, include_str!("pages.js")),
     ("rooms.js", JS, include_str!("rooms.js")),

@@ -154,4 +154,5 @@ mod ui_browser_state;
 mod ui_browser_tabs;
 mod ui_browser_text;
 mod ui_browser_views;
+mod ui_made_bots;
 mod user_fairness;
