@@ -57,6 +57,7 @@ use sha2::Digest;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
+use super::extract_answer::proposal_json;
 use super::extract_bounds::ExtractBounds;
 use super::extract_owed::Reservation;
 use super::writable_scope;
@@ -391,23 +392,11 @@ fn request(
     }
 }
 
-/// The JSON object in the answer (a Markdown fence around it is
-/// tolerated, nothing else).
+/// The proposal in the answer (`extract_answer.rs`: after a reasoning
+/// block, in a fence or in prose).
 fn parse(text: &str) -> Result<Proposal, ExtractError> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("```json")
-        .or_else(|| t.strip_prefix("```"))
-        .map(|rest| rest.trim_end().trim_end_matches("```"))
-        .unwrap_or(t)
-        .trim();
-    if t.is_empty() {
-        return Err(ExtractError::NotJson("the answer is empty".into()));
-    }
-    serde_json::from_str(t).map_err(|e| {
-        let start: String = t.chars().take(120).collect();
-        ExtractError::NotJson(format!("{e} (answer starts {start:?})"))
-    })
+    let value = proposal_json(text).map_err(ExtractError::NotJson)?;
+    serde_json::from_value(value).map_err(|e| ExtractError::NotJson(e.to_string()))
 }
 
 /// What the ids of one extraction's adds derive from (with each add's

@@ -219,6 +219,11 @@ async fn run(
                 rejected = report.rejected.len(),
                 "fact extraction done"
             );
+            // nobody else hears of a refused op (a full profile): the log
+            // is where an operator finds why a bot did not remember
+            for r in &report.rejected {
+                tracing::warn!(bot = %bot.id, turn = %owed.turn, op = %r.op, reason = %r.reason, "fact extraction: an op was refused; memory unchanged by it");
+            }
             Some(report)
         }
         Err(e) => {

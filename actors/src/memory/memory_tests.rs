@@ -534,3 +534,44 @@ async fn the_state_block_is_the_rendered_snapshot() {
         assert!(all.text.contains(text), "{}", all.text);
     }
 }
+
+/// A thinking model served without a reasoning parser, and a small model
+/// that talks around its JSON: both answers' facts are stored. (Before,
+/// each answer was refused whole as "not the JSON asked for" and such a
+/// bot never remembered anything.)
+const WRAPPED_ANSWERS: &str = r#"
+[[rule]]
+purpose = "extract"
+match = "(?s)green tea"
+steps = [{ text = '''<think>
+The person says they drink green tea {maybe}. That is a stable fact.
+</think>
+
+{"add": [{"text": "Drinks green tea", "layer": "profile"}]}''' }]
+
+[[rule]]
+purpose = "extract"
+match = "(?s)a cat"
+steps = [{ text = '''Here are the changes:
+```json
+{"add": [{"text": "Has a cat", "layer": "profile"}]}
+```
+Let me know if you need anything else.''' }]
+"#;
+
+#[tokio::test]
+async fn an_answer_with_a_reasoning_block_or_prose_around_its_json_is_read() {
+    let f = with_extractor(WRAPPED_ANSWERS);
+    let session = f.scope.session.id;
+    let said = vec!["I drink green tea".to_string()];
+    let report = extract_after_turn(&f.rt, &f.bot, session, f.turn, &[], &said, "ok")
+        .await
+        .unwrap();
+    assert_eq!(report.rejected, vec![]);
+    assert_eq!(added_texts(&report), ["Drinks green tea"]);
+    let said = vec!["I have a cat".to_string()];
+    let report = extract_after_turn(&f.rt, &f.bot, session, TurnId::new_v7(), &[], &said, "ok")
+        .await
+        .unwrap();
+    assert_eq!(added_texts(&report), ["Has a cat"]);
+}

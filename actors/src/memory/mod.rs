@@ -19,6 +19,7 @@
 //!   showed (`MemorySnapshot::shown_ids`).
 
 mod extract;
+mod extract_answer;
 mod extract_bounds;
 mod extract_owed;
 mod render;

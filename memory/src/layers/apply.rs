@@ -147,12 +147,12 @@ pub(crate) fn layer_items(
 pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<MemoryOpResult> {
     purge_expired(conn, op.scope(), now)?;
     match op {
-        MemoryOp::Add(new) => add(conn, new, now),
+        MemoryOp::Add(new) => add(conn, new, now, Full::Refuse),
         MemoryOp::AddExtracted { new, turn } => {
             if forget_marks::covers(conn, new, *turn, now)? {
                 return Ok(MemoryOpResult::AlreadyForgotten(new.id.clone()));
             }
-            add(conn, new, now)
+            add(conn, new, now, Full::RollLog)
         }
         MemoryOp::ChangeExtracted {
             id,
@@ -208,7 +208,22 @@ fn checked_text(text: &str, layer: Layer) -> Result<String, MemoryRefusal> {
     Ok(text)
 }
 
-fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
+/// What an add does when its layer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    /// Refuses, naming what to replace (a bot's Remember: the model
+    /// chooses).
+    Refuse,
+    /// A log entry takes the place of the log's least important, oldest
+    /// entry when that one is not more important than it (fact
+    /// extraction, which nobody answers: a full log refused every new
+    /// entry for good, silently). The conversation it came from stays in
+    /// the transcripts, which SearchTranscript reaches. Other layers
+    /// refuse.
+    RollLog,
+}
+
+fn add(conn: &Connection, new: &NewMemory, now: i64, full: Full) -> Result<MemoryOpResult> {
     let text = match checked_text(&new.text, new.layer) {
         Ok(t) => t,
         Err(r) => return Ok(MemoryOpResult::Refused(r)),
@@ -257,7 +272,15 @@ fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
     }
     let chars = text.chars().count();
     if let Some(refusal) = room_for(&new.scope, new.layer, &items, chars, now) {
-        return Ok(refused(refusal));
+        let Some(oldest) = rolled_out(new, &items, full) else {
+            return Ok(refused(refusal));
+        };
+        secure(conn, |conn| {
+            conn.prepare_cached("DELETE FROM memory WHERE id = ?1")?
+                .execute(params![oldest.id.as_str()])?;
+            Ok(())
+        })?;
+        tracing::info!(scope = %new.scope, rolled_out = %oldest.id, added = %new.id, "memory log full: its least important, oldest entry made room for an extracted one");
     }
     let item = MemoryItem {
         id: new.id.clone(),
@@ -292,6 +315,25 @@ fn add(conn: &Connection, new: &NewMemory, now: i64) -> Result<MemoryOpResult> {
         item.expires_at
     ])?;
     Ok(MemoryOpResult::Added(item))
+}
+
+/// The log entry `new` takes the place of in a full log, if it may
+/// (`Full::RollLog`): the least important, then oldest, when it is not
+/// more important than `new`.
+fn rolled_out<'a>(new: &NewMemory, items: &'a [MemoryItem], full: Full) -> Option<&'a MemoryItem> {
+    match (full, new.layer) {
+        (Full::RollLog, Layer::Log) => items
+            .iter()
+            .min_by(|a, b| {
+                (a.importance, a.created_at, a.id.as_str()).cmp(&(
+                    b.importance,
+                    b.created_at,
+                    b.id.as_str(),
+                ))
+            })
+            .filter(|oldest| oldest.importance <= new.importance),
+        (Full::Refuse, _) | (Full::RollLog, Layer::Profile | Layer::Notes) => None,
+    }
 }
 
 fn refused(r: MemoryRefusal) -> MemoryOpResult {

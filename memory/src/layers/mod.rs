@@ -107,3 +107,7 @@ mod forget_tests;
 #[cfg(test)]
 #[path = "source_tests.rs"]
 mod source_tests;
+
+#[cfg(test)]
+#[path = "log_roll_tests.rs"]
+mod log_roll_tests;
