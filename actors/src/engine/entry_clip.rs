@@ -356,7 +356,14 @@ pub(crate) fn fair_shares(sizes: &[u64], budget: u64) -> Vec<Option<u64>> {
 
 /// A clipped message: prompts/entry_clipped.md.
 fn entry_note(c: Cut<'_>, seq: &str) -> String {
-    note(&prompts().entry_clipped, c, &[("seq", seq)])
+    // where the cut begins in the message (the text ReadTranscript's
+    // `offset` counts in, give or take what renders the message)
+    let from = c.head.chars().count().to_string();
+    note(
+        &prompts().entry_clipped,
+        c,
+        &[("seq", seq), ("from", &from)],
+    )
 }
 
 /// A clipped argument of a call of `tool`: prompts/argument_clipped.md.

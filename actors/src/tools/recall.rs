@@ -75,8 +75,13 @@ struct SearchArgs {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
-    session: String,
+    /// `None`: this conversation.
+    #[serde(default)]
+    session: Option<String>,
     seq: i64,
+    /// Character of the asked entry's text to show from.
+    #[serde(default)]
+    offset: Option<usize>,
     #[serde(default)]
     before: Option<i64>,
     #[serde(default)]
@@ -300,43 +305,116 @@ fn around(tool: &str, name: &str, value: Option<i64>) -> Result<i64, ToolError> 
     }
 }
 
+/// What of an entry's text ReadTranscript shows: `max` characters from
+/// character `from`, and whether the note after a cut says how to read
+/// on (the asked entry).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    from: usize,
+    max: usize,
+    read_on: bool,
+}
+
+impl Window {
+    /// A neighbouring entry: its start.
+    fn neighbour() -> Self {
+        Self {
+            from: 0,
+            max: READ_ENTRY_CHARS,
+            read_on: false,
+        }
+    }
+}
+
 /// Cuts `text` to at most `max` characters, saying how much was left
 /// out. The cut falls between grapheme clusters (an accent, a skin tone
 /// or half a flag stays with what it belongs to), so a few characters
 /// fewer may be kept.
 fn clip(text: &str, max: usize) -> String {
+    clip_window(
+        text,
+        Window {
+            from: 0,
+            max,
+            read_on: false,
+        },
+    )
+}
+
+/// `text` from character `w.from` (the grapheme cluster holding it on),
+/// at most `w.max` characters, with what was left out before and after.
+fn clip_window(text: &str, w: Window) -> String {
     let count = text.chars().count();
-    if count <= max {
+    if w.from == 0 && count <= w.max {
         return text.to_owned();
     }
-    let mut end = 0;
-    let mut kept = 0;
+    let (mut start, mut skipped) = (0, 0);
+    let (mut end, mut kept) = (0, 0);
     for g in text.graphemes(true) {
         let n = g.chars().count();
-        if kept + n > max {
+        if kept == 0 && skipped + n <= w.from {
+            skipped += n;
+            start += g.len();
+            end = start;
+            continue;
+        }
+        if kept + n > w.max {
             break;
         }
         kept += n;
         end += g.len();
     }
-    format!("{}… [{} more characters]", &text[..end], count - kept)
+    let mut out = String::new();
+    if skipped > 0 {
+        out.push_str(&format!("[{skipped} characters before] …"));
+    }
+    out.push_str(&text[start..end]);
+    let after = count - skipped - kept;
+    if after > 0 && w.read_on {
+        out.push_str(&format!(
+            "… [{after} more characters: ReadTranscript with \"offset\": {} reads on]",
+            skipped + kept
+        ));
+    } else if after > 0 {
+        out.push_str(&format!("… [{after} more characters]"));
+    }
+    out
+}
+
+/// The text of `entry` ReadTranscript clips (what `offset` counts in).
+fn entry_text(entry: &Entry) -> &str {
+    match &entry.kind {
+        EntryKind::UserMessage { text }
+        | EntryKind::AgentMessage { text, .. }
+        | EntryKind::Event { text, .. }
+        | EntryKind::Assistant { text, .. }
+        | EntryKind::Delivery { text, .. }
+        | EntryKind::Reminder { text }
+        | EntryKind::Notice { text, .. }
+        | EntryKind::Summary { text, .. } => text,
+        EntryKind::ToolResult { content, .. } => content,
+        EntryKind::Approval { summary, .. } => summary,
+        EntryKind::Reaction { .. } | EntryKind::TurnEnd { .. } => "",
+    }
 }
 
 /// One entry as a compact line for the model.
-fn render_entry(entry: &Entry, max: usize) -> String {
+fn render_entry(entry: &Entry, w: Window) -> String {
     let body = match &entry.kind {
-        EntryKind::UserMessage { text } => format!("(user message) {}", clip(text, max)),
+        EntryKind::UserMessage { text } => format!("(user message) {}", clip_window(text, w)),
         EntryKind::AgentMessage { from, text, .. } => {
-            format!("(message from bot {from}) {}", clip(text, max))
+            format!("(message from bot {from}) {}", clip_window(text, w))
         }
-        EntryKind::Event { origin, text, .. } => format!("(event {origin}) {}", clip(text, max)),
+        EntryKind::Event { origin, text, .. } => {
+            format!("(event {origin}) {}", clip_window(text, w))
+        }
         EntryKind::Assistant {
             text, tool_calls, ..
         } => {
             let mut s = String::from("(note)");
             if !text.is_empty() {
                 s.push(' ');
-                s.push_str(&clip(text, max));
+                s.push_str(&clip_window(text, w));
             }
             for call in tool_calls {
                 s.push_str(&format!(
@@ -354,19 +432,19 @@ fn render_entry(entry: &Entry, max: usize) -> String {
             ..
         } => {
             let what = if *is_error { "error of" } else { "result of" };
-            format!("({what} {name}) {}", clip(content, max))
+            format!("({what} {name}) {}", clip_window(content, w))
         }
-        EntryKind::Delivery { text, .. } => format!("(sent) {}", clip(text, max)),
+        EntryKind::Delivery { text, .. } => format!("(sent) {}", clip_window(text, w)),
         EntryKind::Reaction {
             target_seq, emoji, ..
         } => format!("(reacted {emoji} to #{target_seq})"),
-        EntryKind::Reminder { text } => format!("(reminder) {}", clip(text, max)),
-        EntryKind::Notice { code, text, .. } => format!("(notice {code}) {}", clip(text, max)),
+        EntryKind::Reminder { text } => format!("(reminder) {}", clip_window(text, w)),
+        EntryKind::Notice { code, text, .. } => format!("(notice {code}) {}", clip_window(text, w)),
         EntryKind::Approval {
             status, summary, ..
-        } => format!("(approval {}) {}", status.as_str(), clip(summary, max)),
+        } => format!("(approval {}) {}", status.as_str(), clip_window(summary, w)),
         EntryKind::TurnEnd { status, .. } => format!("(turn ended: {})", status.as_str()),
-        EntryKind::Summary { text, .. } => format!("(summary) {}", clip(text, max)),
+        EntryKind::Summary { text, .. } => format!("(summary) {}", clip_window(text, w)),
     };
     format!(
         "#{} {} {}: {}",
@@ -383,17 +461,18 @@ impl Tool for ReadTranscript {
         ToolSpec {
             name: "ReadTranscript".into(),
             description: format!(
-                "Read the entries around one entry of a transcript you may see (e.g. a SearchTranscript hit): by default {READ_DEFAULT_AROUND} before and {READ_DEFAULT_AROUND} after it."
+                "Read the entries around one entry of a transcript you may see (e.g. a SearchTranscript hit): by default {READ_DEFAULT_AROUND} before and {READ_DEFAULT_AROUND} after it. A long entry's text is shown {READ_TARGET_CHARS} characters at a time: `offset` reads on from any character."
             ),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "session": {"type": "string", "description": "The session (from a SearchTranscript hit)."},
+                    "session": {"type": "string", "description": "The session (from a SearchTranscript hit); leave it out for this conversation."},
                     "seq": {"type": "integer", "minimum": 1, "description": "The entry's seq in that session."},
+                    "offset": {"type": "integer", "minimum": 0, "description": format!("Show the entry's text from this character on ({READ_TARGET_CHARS} characters at a time; default 0): to read a long entry's middle or end.")},
                     "before": {"type": "integer", "minimum": 0, "maximum": READ_MAX_AROUND, "description": format!("Entries before it (default {READ_DEFAULT_AROUND}).")},
                     "after": {"type": "integer", "minimum": 0, "maximum": READ_MAX_AROUND, "description": format!("Entries after it (default {READ_DEFAULT_AROUND}).")}
                 },
-                "required": ["session", "seq"],
+                "required": ["seq"],
                 "additionalProperties": false
             }),
         }
@@ -417,7 +496,8 @@ impl Tool for ReadTranscript {
         let before = around(TOOL, "before", args.before)?;
         let after = around(TOOL, "after", args.after)?;
         let visible = visible(ctx).await?;
-        let session = visible_session(TOOL, &args.session, &visible)?;
+        let this = ctx.session().to_string();
+        let session = visible_session(TOOL, args.session.as_deref().unwrap_or(&this), &visible)?;
         let last = session.last_seq;
         if last == 0 {
             return Err(ToolError::new(
@@ -455,14 +535,32 @@ impl Tool for ReadTranscript {
             "Session {} ({place}), entries {from} to {to} of {last}; → marks seq {}:\n",
             session.id, args.seq
         );
+        let offset = args.offset.unwrap_or(0);
+        if let Some(target) = entries.iter().find(|e| e.seq == args.seq) {
+            let chars = entry_text(target).chars().count();
+            if offset > 0 && offset >= chars {
+                return Err(ToolError::bad_args(
+                    TOOL,
+                    format!(
+                        "offset {offset} is past the end of entry #{}'s text ({chars} characters); give an offset below {chars}, or leave it out to read from the start",
+                        args.seq
+                    ),
+                ));
+            }
+        }
         for entry in &entries {
-            let (mark, max) = if entry.seq == args.seq {
-                ("→ ", READ_TARGET_CHARS)
+            let (mark, window) = if entry.seq == args.seq {
+                let target = Window {
+                    from: offset,
+                    max: READ_TARGET_CHARS,
+                    read_on: true,
+                };
+                ("→ ", target)
             } else {
-                ("  ", READ_ENTRY_CHARS)
+                ("  ", Window::neighbour())
             };
             out.push_str(mark);
-            out.push_str(&render_entry(entry, max));
+            out.push_str(&render_entry(entry, window));
             out.push('\n');
         }
         if to < last {

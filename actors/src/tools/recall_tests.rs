@@ -581,3 +581,41 @@ fn the_tools_the_index_leaves_out_are_built_in() {
         );
     }
 }
+
+/// A message longer than ReadTranscript shows at once can be read to its
+/// end with `offset`, in this conversation without naming it. (Before,
+/// only its first 6,000 characters could ever be read: the middle of a
+/// long message was out of reach but for a search snippet.)
+#[tokio::test]
+async fn read_transcript_reads_a_long_entry_on_from_an_offset() {
+    let w = World::new().await;
+    let dm = w.my_dm();
+    let text: String = (0..1_400).map(|i| format!("w{i:04} ")).collect();
+    assert_eq!(text.chars().count(), 8_400);
+    let seq = w.say(&dm, "u", &text).await;
+
+    let first = w
+        .read(json!({"seq": seq, "before": 0, "after": 0}))
+        .await
+        .unwrap();
+    assert!(first.contains("w0000 "), "{first}");
+    assert!(!first.contains("w1000 "), "{first}");
+    assert!(
+        first.contains("… [2400 more characters: ReadTranscript with \"offset\": 6000 reads on]"),
+        "{first}"
+    );
+
+    let rest = w
+        .read(json!({"session": dm.id.to_string(), "seq": seq, "offset": 6000, "before": 0, "after": 0}))
+        .await
+        .unwrap();
+    assert!(rest.contains("[6000 characters before] …w1000 "), "{rest}");
+    assert!(rest.contains("w1399 "), "{rest}");
+    assert!(!rest.contains("more characters"), "{rest}");
+
+    let err = w
+        .read(json!({"seq": seq, "offset": 8_400}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("past the end"), "{err}");
+}
