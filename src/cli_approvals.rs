@@ -66,6 +66,10 @@ fn line(a: &Value, now: i64) -> String {
             (Some("subagent_stopped"), _) => {
                 "expired: its subagent was stopped, so its action will not run".to_owned()
             }
+            (Some("owner_changed"), _) => {
+                "expired: its subagent's task came from the bot's former owner, so its action will not run"
+                    .to_owned()
+            }
             // approved, then its window to be used ran out
             (_, Some(_)) => "expired: approved but not used in time".to_owned(),
             (_, None) => "expired: nobody decided in time".to_owned(),

@@ -79,6 +79,7 @@ function approvalStatusText(a, now = Date.now()) {
     case "expired":
       if (a.expired_by === "user_message") return "Expired: a newer message came first";
       if (a.expired_by === "subagent_stopped") return "Expired: its subagent was stopped, so its action will not run";
+      if (a.expired_by === "owner_changed") return "Expired: its subagent's task came from the bot's former owner, so its action will not run";
       // approved, then its window to be used ran out
       if (a.decided_at || a.decided_by) {
         const by = a.decided_by ? ` by ${str(a.decided_by)}` : "";

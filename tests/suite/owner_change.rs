@@ -179,8 +179,8 @@ async fn a_new_owner_decides_what_the_bot_asked_in_its_own_sessions() {
 
 /// `p` delegates a task to a subagent, which asks for an approval. `p`
 /// goes to bob: the subagent is bob's (its turns, its transcript, which
-/// he finds by search, and its pending approval); alice reads and finds
-/// none of it.
+/// he finds by search, and its approval, expired: the task was alice's);
+/// alice reads and finds none of it.
 #[tokio::test]
 async fn a_new_owner_takes_the_bots_subagents_and_their_approvals() {
     let p_tools = &["SendMessage", "Task", "CheckSubagent", "Shell"];
@@ -224,9 +224,16 @@ async fn a_new_owner_takes_the_bots_subagents_and_their_approvals() {
     let (status, v) = host.get("/v1/search?q=zebra", TOKEN).await;
     assert_eq!(status, 200, "{v}");
     assert!(!hit_in_task(&v), "alice finds the task: {v:#}");
-    // and so is what it asked
-    only_bob_decides(&host, &id).await;
-    bob_reads_the_decision(&host, &session).await;
+    // and so is what it asked, which no longer waits for anyone: the task
+    // came from alice's DM, so it expired with the owner change
+    // (`owner_change_approvals.rs`)
+    let path = format!("/v1/approvals/{id}");
+    let (status, v) = host.get(&path, BOB_TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["approval"]["status"], "expired", "{v}");
+    assert_eq!(v["approval"]["expired_by"], "owner_changed", "{v}");
+    let (status, v) = host.get(&path, TOKEN).await;
+    assert_eq!(status, 404, "alice reads it: {v}");
     host.shutdown().await;
 }
 

@@ -101,6 +101,12 @@ fn not_pending_hint(status: ApprovalStatus, expired_by: Option<ExpiryCause>) -> 
             "the subagent that asked it was stopped by its parent and takes no more work, so its \
              action can no longer run; ask the parent for a new task if it is still needed"
         }
+        (ApprovalStatus::Expired, Some(ExpiryCause::OwnerChanged)) => {
+            "the subagent that asked it was working on a task from its parent's former owner, \
+             and fleet.toml has since given the parent to a new owner: that task ended without \
+             running, so its action can no longer run; ask the parent for a new task if it is \
+             still needed"
+        }
         (ApprovalStatus::Pending, _) => "try again",
         (ApprovalStatus::Approved | ApprovalStatus::Denied, _) => "a decision is final",
     }
@@ -251,10 +257,11 @@ pub async fn decide(
 /// would be refused). Said only of a pending approval or an approved one
 /// not used yet: the others cannot run anyway, and one whose action ran
 /// (`consumed_at`) has nothing left to run. A stopped subagent's open
-/// approvals read `expired` (`subagent_stopped`), so nothing is said of
-/// them here. A subagent's tools are only ever cut (`fleet_derived.rs`):
-/// for a tool it lost, the advice is a new task of its parent, never to
-/// give the tool back.
+/// approvals read `expired` (`subagent_stopped`), and so do those of a
+/// subagent whose task came from its parent's former owner
+/// (`owner_changed`), so nothing is said of them here. A subagent's tools
+/// are only ever cut (`fleet_derived.rs`): for a tool it lost, the advice
+/// is a new task of its parent, never to give the tool back.
 /// `bot` is the approval's bot as the store has it now.
 pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     match record.status {

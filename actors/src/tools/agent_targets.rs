@@ -14,14 +14,22 @@
 //! limit, and another bot could give work to a subagent it could neither
 //! check nor stop. UpdateAgent wrote tools it can never use into its
 //! record and rewrote its task (its role).
+//!
+//! Nor is a removed bot UpdateAgent's: refused as the call reads it, and
+//! by the writer as the call's write commits, when its owner removed it
+//! in between (the record read before the removal, written after it,
+//! dropped `removed_at` and brought the bot back).
 
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::Limit;
 use botfleet_memory::SubagentStatus;
+use botfleet_memory::WriteLimit;
 
 use super::ToolContext;
 use super::ToolError;
 use super::names;
+use super::refused_outcome;
 use super::store_error;
 
 /// Most bots an unknown agent's refusal names.
@@ -200,6 +208,54 @@ pub(super) async fn refuse_update_of_subagent(
         ),
         own_subagent_next_step(ctx, stopped),
     ))
+}
+
+/// Refuses UpdateAgent on `target` when it is removed: it runs no turns,
+/// so a change would apply to nothing, and a bot made by CreateAgent that
+/// its owner removed does not come back.
+pub(super) fn refuse_update_of_removed(target: &BotRecord) -> Result<(), ToolError> {
+    match target.removed_at() {
+        Some(_) => Err(removed(target)),
+        None => Ok(()),
+    }
+}
+
+/// The bound UpdateAgent's write of `target` (read as not removed)
+/// commits under: the writer refuses it, with [`removed`] as the call's
+/// result and nothing written, when the bot was removed since it was read
+/// (its owner's `DELETE /v1/bots/{bot}` landed meanwhile). The record as
+/// read, without `removed_at`, would otherwise be written over the
+/// removal and bring the bot back.
+pub(super) fn not_removed(ctx: &ToolContext<'_>, target: &BotRecord) -> Limit {
+    Limit {
+        bound: WriteLimit::BotNotRemoved {
+            bot: target.id.clone(),
+        },
+        refused: vec![refused_outcome(ctx, "UpdateAgent", &removed(target))],
+    }
+}
+
+/// The refusal of UpdateAgent on `target`, removed: by its owner (a bot
+/// made by CreateAgent, for good), or from the fleet's config (until it
+/// lists the bot again).
+fn removed(target: &BotRecord) -> ToolError {
+    let id = &target.id;
+    if target.origin.starts_with("agent:") {
+        return ToolError::new(
+            format!(
+                "{id} was removed by its owner: it runs no turns and does not come back, so \
+                 UpdateAgent does not change it; nothing was changed"
+            ),
+            "update another of your agents, or make a new one with CreateAgent if you have it",
+        );
+    }
+    ToolError::new(
+        format!(
+            "{id} is no longer in the fleet's config: it runs no turns until fleet.toml lists it \
+             again, so UpdateAgent does not change it; nothing was changed"
+        ),
+        "update another of your agents, or ask your person to list it in fleet.toml again",
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //! and a bot of another owner than the sender's, compared at each message
 //! (fleet.toml may have given one of two bots in a conversation to
 //! someone else since it began). UpdateAgent does not change a subagent
-//! either.
+//! either, nor a removed bot (also one removed while the call ran: its
+//! write is bounded by `WriteLimit::BotNotRemoved`).
 //!
 //! CreateAgent inserts its bot during the call (an external, idempotent
 //! effect, like Remember): the store refuses a taken id in the transaction
@@ -519,6 +520,7 @@ impl Tool for UpdateAgent {
         }
         let mut record = resolve_bot(ctx, &args.agent, "pass one of").await?;
         targets::refuse_update_of_subagent(ctx, &record).await?;
+        targets::refuse_update_of_removed(&record)?;
         if record.origin == "config" && args.tools.is_some() && record.id != ctx.bot.id {
             return Err(ToolError::new(
                 format!(
@@ -559,13 +561,15 @@ impl Tool for UpdateAgent {
             changed.push("tools");
         }
         record.updated_at = ctx.rt.store.clock().now_ms();
+        // its owner may remove it before this write commits
+        let limit = targets::not_removed(ctx, &record);
         Ok(ToolOutput {
             content: format!(
                 "updated {} ({}); it applies from its next turn",
                 record.id,
                 changed.join(", ")
             ),
-            effects: vec![Mutation::UpsertBot(record)],
+            effects: bounded(vec![Mutation::UpsertBot(record)], vec![limit]),
             delivered: false,
         })
     }
@@ -578,3 +582,7 @@ mod tests;
 #[cfg(test)]
 #[path = "agents_owner_tests.rs"]
 mod owner_tests;
+
+#[cfg(test)]
+#[path = "agents_removed_tests.rs"]
+mod removed_tests;

@@ -59,7 +59,12 @@ async fn an_agent_without_send_message_is_refused() {
     }
     let keep = json!({"agent": "scout", "tools": ["UpdateAgent", "SendMessage"]});
     let out = UpdateAgent.call(&f.ctx("c5"), keep).await.unwrap();
-    assert!(matches!(&out.effects[..], [Mutation::UpsertBot(b)]
+    let written: Vec<&Mutation> = out
+        .effects
+        .iter()
+        .flat_map(Mutation::within_limits)
+        .collect();
+    assert!(matches!(&written[..], [Mutation::UpsertBot(b)]
         if b.tools == ["UpdateAgent", "SendMessage"]));
 }
 
@@ -471,5 +476,10 @@ async fn an_agent_may_not_be_named_like_a_user() {
     assert_eq!(kept.unwrap().unwrap().name, "Scout");
     let rename = json!({"agent": "scout", "name": "Bobby"});
     let out = UpdateAgent.call(&f.ctx("c6"), rename).await.unwrap();
-    assert!(matches!(&out.effects[..], [Mutation::UpsertBot(b)] if b.name == "Bobby"));
+    let written: Vec<&Mutation> = out
+        .effects
+        .iter()
+        .flat_map(Mutation::within_limits)
+        .collect();
+    assert!(matches!(&written[..], [Mutation::UpsertBot(b)] if b.name == "Bobby"));
 }

@@ -29,8 +29,8 @@ pub enum ApprovalStatus {
     /// The person refused the action.
     Denied,
     /// Nobody decided in time, a newer user message changed the
-    /// conversation first, or its subagent was stopped (see
-    /// [`ExpiryCause`]).
+    /// conversation first, its subagent was stopped, or its subagent's
+    /// task was a former owner's (see [`ExpiryCause`]).
     Expired,
 }
 
@@ -69,6 +69,14 @@ pub enum ExpiryCause {
     /// subagent takes no more work, so it never reads a decision or
     /// repeats the call (open approvals of a stopped subagent read so).
     SubagentStopped,
+    /// The subagent that asked it works on a task delegated from work
+    /// that is no longer its parent's owner's (fleet.toml gave the parent
+    /// to another user: the task came from a DM of its former owner, or
+    /// from a conversation with a bot that now belongs to someone else).
+    /// Every turn of such a task ends `owner_changed` without running,
+    /// so it never reads a decision or repeats the call (open approvals
+    /// of such a subagent read so).
+    OwnerChanged,
 }
 
 impl ExpiryCause {
@@ -78,6 +86,7 @@ impl ExpiryCause {
             ExpiryCause::Ttl => "ttl",
             ExpiryCause::UserMessage => "user_message",
             ExpiryCause::SubagentStopped => "subagent_stopped",
+            ExpiryCause::OwnerChanged => "owner_changed",
         }
     }
 
@@ -87,6 +96,7 @@ impl ExpiryCause {
             "ttl" => ExpiryCause::Ttl,
             "user_message" => ExpiryCause::UserMessage,
             "subagent_stopped" => ExpiryCause::SubagentStopped,
+            "owner_changed" => ExpiryCause::OwnerChanged,
             _ => return None,
         })
     }

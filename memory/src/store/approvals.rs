@@ -8,7 +8,10 @@
 //! approved and unused) of a subagent its parent stopped reads `expired`
 //! too (`subagent_stopped`): a stopped subagent takes no more work, so it
 //! never reads a decision or repeats the call; StopSubagent writes that
-//! expiry in the transaction of the stop.
+//! expiry in the transaction of the stop. So does an open approval of a
+//! subagent whose task was delegated from work that is no longer its
+//! parent's owner's (`owner_changed`: fleet.toml gave the parent to
+//! another user, and every turn of that task ends without running).
 
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
@@ -44,9 +47,29 @@ macro_rules! subagent_stopped {
     };
 }
 
+/// Whether the approval's bot is a subagent whose task (its record's
+/// `parent_session`) is work that is no longer its parent's owner's: the
+/// DM of a person who no longer owns the parent, or the parent's
+/// conversation with a bot that belongs to another user (fleet.toml gave
+/// one of them to someone else). Every turn of such a task ends
+/// `owner_changed` without running (`engine/owner_changed.rs`,
+/// `FormerOwnersTask`), so it never reads a decision nor repeats the call.
+/// Lookups of primary keys. A macro, as [`newer_user_message`].
+macro_rules! former_owners_task {
+    () => {
+        "EXISTS (SELECT 1 FROM subagents sa
+           JOIN bots pb ON pb.id = sa.parent
+           JOIN sessions ps ON ps.id = sa.parent_session
+           WHERE sa.id = a.bot_id
+             AND ((ps.kind = 'dm' AND ps.peer != pb.owner)
+               OR (ps.kind = 'agent' AND EXISTS (SELECT 1 FROM bots ob
+                     WHERE ob.id = ps.peer AND ob.owner != pb.owner))))"
+    };
+}
+
 /// The columns of an approval, then whether a user message newer than its
-/// epoch exists in its session, then whether its bot is a stopped
-/// subagent.
+/// epoch exists in its session, whether its bot is a stopped subagent,
+/// and whether its bot is a subagent working on a former owner's task.
 const SELECT: &str = concat!(
     "SELECT a.id, a.bot_id, a.session_id, a.owner, a.turn_id, a.call_id, a.tool,
         a.fingerprint, a.summary, a.reason, a.action, a.epoch, a.status, a.expired_by,
@@ -56,28 +79,36 @@ const SELECT: &str = concat!(
     ",
         ",
     subagent_stopped!(),
+    ",
+        ",
+    former_owners_task!(),
     "
     FROM approvals a"
 );
 
-/// An approval as stored, plus whether a newer user message exists and
-/// whether its bot is a stopped subagent.
+/// An approval as stored, plus whether a newer user message exists,
+/// whether its bot is a stopped subagent, and whether its bot is a
+/// subagent whose task is a former owner's ([`former_owners_task`]).
 pub(crate) struct Stored {
     pub(crate) record: ApprovalRecord,
     pub(crate) newer_user_message: bool,
     pub(crate) subagent_stopped: bool,
+    pub(crate) former_owners_task: bool,
 }
 
 impl Stored {
     /// The record with its effective status as of `now`: an open one
     /// (pending, or approved and unused) of a stopped subagent is expired
     /// by the stop, whatever its times say (the stop is final; its cause
-    /// says more than a TTL that also ran out); else
-    /// [`ApprovalRecord::effective`].
+    /// says more than a TTL that also ran out), and one of a subagent
+    /// whose task is a former owner's by the owner change (its action can
+    /// never run, whoever decides); else [`ApprovalRecord::effective`].
     pub(crate) fn effective(mut self, now: i64) -> ApprovalRecord {
         let open = self.record.is_pending() || self.record.is_usable();
         let (status, cause) = if self.subagent_stopped && open {
             (ApprovalStatus::Expired, Some(ExpiryCause::SubagentStopped))
+        } else if self.former_owners_task && open {
+            (ApprovalStatus::Expired, Some(ExpiryCause::OwnerChanged))
         } else {
             self.record.effective(now, self.newer_user_message)
         };
@@ -102,7 +133,7 @@ type Raw = (
     String,
     Option<String>,
     (i64, i64, Option<i64>, Option<String>, Option<i64>),
-    (bool, bool),
+    (bool, bool, bool),
 );
 
 fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
@@ -121,7 +152,7 @@ fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
         r.get(12)?,
         r.get(13)?,
         (r.get(14)?, r.get(15)?, r.get(16)?, r.get(17)?, r.get(18)?),
-        (r.get(19)?, r.get(20)?),
+        (r.get(19)?, r.get(20)?, r.get(21)?),
     ))
 }
 
@@ -134,7 +165,7 @@ fn parse(raw: Raw) -> Result<Stored> {
         status,
         expired_by,
         times,
-        (newer, stopped),
+        (newer, stopped, former_owners),
     ) = raw;
     let (created_at, expires_at, decided_at, decided_by, consumed_at) = times;
     Ok(Stored {
@@ -164,6 +195,7 @@ fn parse(raw: Raw) -> Result<Stored> {
         },
         newer_user_message: newer,
         subagent_stopped: stopped,
+        former_owners_task: former_owners,
     })
 }
 
@@ -237,12 +269,16 @@ fn effective_is(status: ApprovalStatus) -> &'static str {
             newer_user_message!(),
             " AND NOT ",
             subagent_stopped!(),
+            " AND NOT ",
+            former_owners_task!(),
             ")"
         ),
         ApprovalStatus::Approved => concat!(
             "(a.status = 'approved' AND (a.consumed_at IS NOT NULL
                OR (a.expires_at > ?2 AND NOT ",
             subagent_stopped!(),
+            " AND NOT ",
+            former_owners_task!(),
             ")))"
         ),
         ApprovalStatus::Denied => "a.status = 'denied'",
@@ -252,9 +288,13 @@ fn effective_is(status: ApprovalStatus) -> &'static str {
             newer_user_message!(),
             " OR ",
             subagent_stopped!(),
+            " OR ",
+            former_owners_task!(),
             "))
              OR (a.status = 'approved' AND a.consumed_at IS NULL AND (a.expires_at <= ?2 OR ",
             subagent_stopped!(),
+            " OR ",
+            former_owners_task!(),
             ")))"
         ),
     }

@@ -582,3 +582,6 @@ async fn owner_listing_orders_by_the_status_as_of_now_before_its_limit() {
 
 #[path = "approvals_stopped_tests.rs"]
 mod stopped;
+
+#[path = "approvals_owner_tests.rs"]
+mod owner;

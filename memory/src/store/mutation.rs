@@ -468,6 +468,16 @@ pub enum WriteLimit {
         /// Running subagents the parent may have.
         max: usize,
     },
+    /// The stored record of `bot` is not marked removed
+    /// ([`BotRecord::removed_at`]): UpdateAgent's write of a bot it read
+    /// before its owner removed it (`DELETE /v1/bots/{bot}`) would put
+    /// back the record as read, without `removed_at`, and so bring back
+    /// a bot removed for good. A bot with no record has room (nothing to
+    /// bring back).
+    BotNotRemoved {
+        /// The bot written.
+        bot: BotId,
+    },
 }
 
 impl Mutation {

@@ -142,14 +142,24 @@ async fn a_new_owner_takes_the_pending_approvals_and_the_subagents_along() {
     let carols_dm = session("p", SessionKind::Dm, "carol", "carol");
     let child_task = session("p.sub-1", SessionKind::Subagent, "p", "alice");
     let others_task = session("b.sub-1", SessionKind::Subagent, "b", "alice");
+    // a task of p's own work (a task from alice's DM is hers, and its
+    // approvals expire with the change: `approvals_owner_tests.rs`)
+    let nightly = session("p", SessionKind::Routine, "nightly", "alice");
     let mut batch = vec![
         Mutation::UpsertBot(bot("p", "alice", "config")),
         Mutation::UpsertBot(bot("b", "alice", "config")),
         Mutation::UpsertBot(bot("p.sub-1", "alice", "subagent:p")),
         Mutation::UpsertBot(bot("b.sub-1", "alice", "subagent:b")),
-        Mutation::CreateSubagent(subagent("p.sub-1", &alices_dm)),
+        Mutation::CreateSubagent(subagent("p.sub-1", &nightly)),
     ];
-    for s in [&work, &alices_dm, &carols_dm, &child_task, &others_task] {
+    for s in [
+        &work,
+        &alices_dm,
+        &carols_dm,
+        &child_task,
+        &others_task,
+        &nightly,
+    ] {
         batch.push(Mutation::EnsureSession(s.clone()));
     }
     let others_dm = session("b", SessionKind::Dm, "alice", "alice");

@@ -20,6 +20,7 @@ use crate::record::ApprovalRecord;
 use crate::record::ApprovalRequestOutcome;
 use crate::record::ApprovalStatus;
 use crate::record::EntryKind;
+use crate::record::ExpiryCause;
 use crate::record::NewApproval;
 use crate::record::NewEntry;
 use crate::record::ReviewRecord;
@@ -211,12 +212,19 @@ impl Writer {
     /// decides what the bot asks there, so a person's DM keeps its
     /// approvals with that person. Approvals already decided or expired
     /// stay with the owner they had: the record of what they decided (or
-    /// let lapse). Returns how many moved.
+    /// let lapse). One that the owner change itself expires (a subagent's
+    /// whose task came from its parent's former owner: `owner_changed`)
+    /// before its TTL moves with its session too, so the session's owner reads it, and
+    /// is answered why it can no longer be decided. Returns how many
+    /// moved.
     pub(super) fn approvals_follow_sessions(&mut self, bot: &BotId, now: i64) -> Result<usize> {
         let pending: Vec<ApprovalId> = approvals::pending_off_session(&self.conn, bot)?
             .into_iter()
             .map(|r| r.effective(now))
-            .filter(ApprovalRecord::is_pending)
+            .filter(|a| {
+                a.is_pending()
+                    || (a.expired_by == Some(ExpiryCause::OwnerChanged) && now < a.expires_at)
+            })
             .map(|a| a.id)
             .collect();
         let mut moved = 0;

@@ -9,6 +9,7 @@ use crate::store::chains;
 use crate::store::mutation::Limited;
 use crate::store::mutation::MutationResult;
 use crate::store::mutation::WriteLimit;
+use crate::store::reader;
 
 impl Writer {
     /// [`Mutation::Limited`](crate::Mutation::Limited). What a limit reads holds until the batch
@@ -58,6 +59,14 @@ impl Writer {
                 subagent,
                 max,
             } => self.subagent_has_room(parent, subagent, *max),
+            WriteLimit::BotNotRemoved { bot } => {
+                let stored = reader::get_bot(&self.conn, bot)?;
+                let room = stored.is_none_or(|b| b.removed_at().is_none());
+                if !room {
+                    tracing::info!(%bot, "a write of a removed bot's record was refused");
+                }
+                Ok(room)
+            }
         }
     }
 }

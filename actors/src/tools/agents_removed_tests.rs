@@ -1,0 +1,121 @@
+//! UpdateAgent and a bot its owner removed (`DELETE /v1/bots/{bot}`):
+//! refused as the call reads the bot, and by the writer when the removal
+//! lands between the call's read and its write's commit. Before, the
+//! write put back the record as read, without `removed_at`: the removed
+//! bot came back, taking messages and running turns again.
+#![allow(clippy::unwrap_used)]
+
+use botfleet_memory::EntryKind;
+use botfleet_memory::MutationResult;
+use pretty_assertions::assert_eq;
+
+use super::tests::speaker;
+use super::*;
+
+/// `f`'s caller, stored with its DM, and `scout`, made by it with
+/// CreateAgent; `scout` as stored.
+async fn with_scout(f: &crate::tools::test_support::ToolFixture) -> BotRecord {
+    f.rt.store
+        .write(vec![
+            Mutation::UpsertBot(f.bot.clone()),
+            Mutation::EnsureSession(f.scope.session.clone()),
+        ])
+        .await
+        .unwrap();
+    let scout = json!({"name": "Scout", "role": "Finds things.", "id": "scout"});
+    CreateAgent.call(&f.ctx("c0"), scout).await.unwrap();
+    let made = f.rt.store.get_bot(&BotId::new("scout").unwrap()).await;
+    let made = made.unwrap().unwrap();
+    assert_eq!(made.origin, "agent:b");
+    made
+}
+
+/// What `DELETE /v1/bots/scout` writes for it (`bot_remove.rs`).
+async fn remove(f: &crate::tools::test_support::ToolFixture, scout: BotRecord) {
+    let now = f.rt.store.clock().now_ms();
+    f.rt.store
+        .write(vec![Mutation::UpsertBot(scout.mark_removed(now))])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_update_committed_after_the_bots_removal_does_not_bring_it_back() {
+    let f = speaker();
+    let scout = with_scout(&f).await;
+    let args = json!({"agent": "scout", "role": "Finds things fast."});
+    let out = UpdateAgent.call(&f.ctx("c1"), args).await.unwrap();
+
+    // its owner removes it before the call's write commits
+    remove(&f, scout).await;
+    let results = f.rt.store.write(out.effects).await.unwrap();
+
+    let stored = f.rt.store.get_bot(&BotId::new("scout").unwrap()).await;
+    let stored = stored.unwrap().unwrap();
+    assert!(
+        stored.removed_at().is_some(),
+        "the removed bot came back: {stored:?}"
+    );
+    assert_eq!(stored.role, "Finds things.", "nothing was changed");
+    assert!(
+        matches!(
+            &results[..],
+            [MutationResult::Limited {
+                refused: Some(0),
+                ..
+            }]
+        ),
+        "{results:?}"
+    );
+    // the call's result is the refusal, naming why
+    let entries = f.rt.store.tail_entries(f.scope.session.id, 10).await;
+    let said: Vec<String> = entries
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| {
+            if let EntryKind::ToolResult {
+                content, is_error, ..
+            } = e.kind
+            {
+                is_error.then_some(content)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(
+        said,
+        vec![
+            "error: scout was removed by its owner: it runs no turns and does not come back, \
+             so UpdateAgent does not change it; nothing was changed. Next step: update another \
+             of your agents, or make a new one with CreateAgent if you have it"
+                .to_owned()
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_update_of_a_removed_bot_is_refused_and_one_of_a_kept_bot_commits() {
+    let f = speaker();
+    let scout = with_scout(&f).await;
+
+    // not removed: the write commits as before
+    let args = json!({"agent": "scout", "role": "Finds things fast."});
+    let out = UpdateAgent.call(&f.ctx("c1"), args).await.unwrap();
+    f.rt.store.write(out.effects).await.unwrap();
+    let stored = f.rt.store.get_bot(&scout.id).await.unwrap().unwrap();
+    assert_eq!(stored.role, "Finds things fast.");
+    assert!(stored.removed_at().is_none());
+
+    remove(&f, stored).await;
+    let args = json!({"agent": "scout", "name": "Seeker"});
+    let err = UpdateAgent.call(&f.ctx("c2"), args).await.unwrap_err();
+    assert!(
+        err.message.starts_with("scout was removed by its owner")
+            && err.message.ends_with("nothing was changed"),
+        "{err}"
+    );
+    let stored = f.rt.store.get_bot(&scout.id).await.unwrap().unwrap();
+    assert_eq!(stored.name, "Scout");
+    assert!(stored.removed_at().is_some());
+}
