@@ -1,8 +1,8 @@
 //! Where the turn engine meets memory (`docs/memory.md`): the state block
 //! inside an epoch (append an update, or refresh the system message when
-//! something it showed was forgotten or has expired) and the fact
-//! extraction after a completed turn (owed in the write that ends it, run
-//! once it is written).
+//! something it showed was forgotten, has expired or was replaced) and
+//! the fact extraction after a completed turn (owed in the write that
+//! ends it, run once it is written).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,9 +27,12 @@ impl Runner {
     /// turn's fresh one (`self.block`), inside an epoch:
     /// - unchanged: nothing;
     /// - an item the frozen block shows was forgotten (it no longer exists
-    ///   in the store) or is a note past its expiry: the system message is
-    ///   re-rendered now, one prompt-cache miss, because a forgotten fact
-    ///   must leave the prompt and a note disappears at its expiry;
+    ///   in the store), is a note past its expiry, or has another text now
+    ///   (replaced): the system message is re-rendered now, one
+    ///   prompt-cache miss, because a forgotten fact must leave the prompt,
+    ///   a note disappears at its expiry, and a replaced text (maybe a
+    ///   detail the person asked to scrub) must not stay beside its new
+    ///   one for the rest of the epoch;
     /// - in a room shared with other people's bots, an item the frozen
     ///   block shows that this turn's may not (the room was its owner's
     ///   alone when the block was frozen): re-rendered now, the same way;
@@ -43,7 +46,7 @@ impl Runner {
         if self.tail.state_hash == self.block.hash {
             return;
         }
-        if self.frozen_items_out_of_reach() || self.frozen_items_gone().await {
+        if self.frozen_items_out_of_reach() || self.frozen_items_stale().await {
             self.tail.refresh_state(&self.block);
             return;
         }
@@ -70,13 +73,16 @@ impl Runner {
                 .any(|id| !self.block.shown.contains(id))
     }
 
-    /// Whether an item of the tail's frozen state block is gone: it no
-    /// longer exists (forgotten or removed), or it is a note whose expiry
-    /// has passed by the store's clock (an expired note stays in the store
-    /// until it is purged, but no snapshot shows it any more). A failed
-    /// read answers yes: refreshing costs a cache miss, keeping a
-    /// forgotten fact in the prompt is wrong.
-    async fn frozen_items_gone(&self) -> bool {
+    /// Whether an item of the tail's frozen state block is gone or
+    /// changed its text: it no longer exists (forgotten or removed), it is
+    /// a note whose expiry has passed by the store's clock (an expired
+    /// note stays in the store until it is purged, but no snapshot shows
+    /// it any more), or its text is not the one the frozen block quotes
+    /// (Remember or an extraction replaced it; only the update showed the
+    /// new text, beside the old one in the system message). A failed read
+    /// answers yes: refreshing costs a cache miss, keeping a forgotten
+    /// fact in the prompt is wrong.
+    async fn frozen_items_stale(&self) -> bool {
         let frozen: Vec<MemoryId> = self
             .tail
             .state_shown
@@ -95,9 +101,12 @@ impl Runner {
                     .map(|i| &i.id)
                     .collect();
                 frozen.iter().any(|id| !live.contains(id))
+                    || items
+                        .iter()
+                        .any(|i| !shows_text(&self.tail.state, &i.id, &i.text))
             }
             Err(e) => {
-                tracing::warn!(bot = %self.bot.id, error = %e, "cannot check the prompt's memory for forgotten or expired items; refreshing it");
+                tracing::warn!(bot = %self.bot.id, error = %e, "cannot check the prompt's memory for forgotten, expired or replaced items; refreshing it");
                 true
             }
         }
@@ -213,6 +222,20 @@ impl Runner {
         }
         Ok(texts)
     }
+}
+
+/// Whether the memory block `block` shows item `id` with `text`: its
+/// line (`- <id> (<scope>[, <date>]) "<text>"`, `memory/render.rs`) ends
+/// with the text JSON-quoted as the block quotes it. A block without a
+/// line for `id` does not (it is only asked about ids it shows).
+fn shows_text(block: &str, id: &MemoryId, text: &str) -> bool {
+    let Ok(quoted) = serde_json::to_string(text) else {
+        return false;
+    };
+    let (start, end) = (format!("- {id} ("), format!(") {quoted}"));
+    block
+        .lines()
+        .any(|l| l.starts_with(&start) && l.ends_with(&end))
 }
 
 /// What fact extraction reads of a turn, gathered while it runs: the

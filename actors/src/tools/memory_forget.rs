@@ -2,13 +2,17 @@
 //! it writes during the call and how a re-run answers the same is told
 //! in `memory_tools.rs`, with the helpers it shares with Remember.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::MemoryId;
 use botfleet_memory::MemoryItem;
 use botfleet_memory::MemoryOp;
 use botfleet_memory::MemoryOpResult;
 use botfleet_memory::MemoryScope;
+use botfleet_memory::UserId;
 use botfleet_memory::bot_scopes;
 use icu_properties::CodePointMapData;
 use icu_properties::props::Script;
@@ -42,6 +46,11 @@ const MIN_FORGET_CJK_CHARS: usize = 2;
 /// Most owed fact extractions a Forget that found nothing looks through
 /// (they live seconds; more are only owed after a long outage).
 const MAX_OWED_READ: i64 = 100;
+/// Most characters of an item's text a Forget by text quotes back.
+const MAX_QUOTED_CHARS: usize = 100;
+/// Most left-out items (other people's project facts) a Forget by text
+/// lists; the rest are counted.
+const MAX_LEFT_OUT_LISTED: usize = 10;
 
 /// Removes facts from memory.
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,12 +84,12 @@ impl Tool for Forget {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "Forget".into(),
-            description: "Remove facts from your memory for good, by id or by text (every layer and scope you reach). Use it when a person asks you to forget something.".into(),
+            description: "Remove facts from your memory for good, by id or by text (every layer and scope you reach). Use it when a person asks you to forget something, and tell them what went: the answer lists it. Facts of a project (scope \"project:<name>\") are shared with every user who has a bot in that project: forgetting one removes it for all of them, so a text match leaves out the ones other people's bots wrote (forget such a fact by id, only when the person means that very fact).".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "id": {"type": "string", "description": "Id of one item (m-…), as shown in your Memory."},
-                    "matching": {"type": "string", "description": "Instead of id: forget every item whose text contains this (ignoring case, spacing and full-width or composed forms; at least 3 characters, or 2 Chinese, Japanese or Korean ones)."}
+                    "matching": {"type": "string", "description": "Instead of id: forget every item whose text contains this (ignoring case, spacing and full-width or composed forms; at least 3 characters, or 2 Chinese, Japanese or Korean ones), also items your Memory section did not show; project facts other people's bots wrote are left out."}
                 },
                 "additionalProperties": false
             }),
@@ -151,17 +160,29 @@ async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolE
 }
 
 /// Forgets every reachable item whose text contains `text`, in one store
-/// write (all of them or none). The items are forgotten with the call's
-/// identity, so the same call run again (the engine re-runs a call cut off
-/// by a crash before its result was recorded) answers from what it forgot
-/// and changes nothing: the same answer as the first run, even if an item
-/// matching the text was written in between. The answer lists ids and
-/// scopes, not texts: a forgotten text is not kept, so a re-run could not
-/// repeat it. The same write leaves a mark in every reachable scope
-/// (`MemoryOp::ForgetMatching`): a fact extraction of an earlier turn that
-/// lands later does not add back what matches, so when nothing matched
-/// yet but such an extraction is still owed, the answer says so instead
-/// of "nothing you remember contains" (docs/memory.md "Forgetting").
+/// write (all of them or none), and answers with what went: each item's
+/// id, scope, layer and text (clipped), so the model can tell the person
+/// and remember again what was not meant (the current fact "Lives in
+/// Berlin (moved from Paris)" went with "forget Paris", unseen). A text
+/// match reaches items the prompt did not show (log entries not chosen
+/// for the conversation, items left out by the block's bound); the answer
+/// says so. It leaves out the items of a project scope that another
+/// user's bot wrote (`leave_out_others_project_items`): a project is
+/// shared, any of its users may forget its facts (docs/api.md), but by
+/// id, one the person means, not as the casualties of a broad text; the
+/// answer lists them with how to forget one.
+///
+/// The items are forgotten with the call's identity, so the same call
+/// run again (the engine re-runs a call cut off by a crash before its
+/// result was recorded) answers from what it forgot and changes nothing,
+/// even if an item matching the text was written in between. A forgotten
+/// text is not kept, so that answer lists ids and scopes and says the
+/// texts are not kept. The same write leaves a mark in every reachable
+/// scope (`MemoryOp::ForgetMatching`): a fact extraction of an earlier
+/// turn that lands later does not add back what matches, so when nothing
+/// matched yet but such an extraction is still owed, the answer says so
+/// instead of "nothing you remember contains" (docs/memory.md
+/// "Forgetting").
 async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput, ToolError> {
     let needle = botfleet_memory::normalize_text(text);
     if !long_enough(&needle) {
@@ -180,9 +201,10 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
         .await
         .map_err(store_error)?;
     if !done.is_empty() {
-        return Ok(forgot_matching(&needle, done));
+        return Ok(forgot_again(&needle, done));
     }
     let found = matching_items(ctx.bot, ctx, &needle).await?;
+    let (found, left_out) = leave_out_others_project_items(ctx, found).await;
     if found.len() > MAX_FORGET_MATCHES {
         return Err(ToolError::new(
             format!(
@@ -212,10 +234,10 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
         .collect();
     let results = ctx.rt.memory.apply_all(ops).await.map_err(store_error)?;
     // an item another writer forgot or moved in between is not this call's
-    let removed: Vec<(MemoryId, MemoryScope)> = results
+    let removed: Vec<MemoryItem> = results
         .into_iter()
         .filter_map(|r| match r {
-            MemoryOpResult::Removed(item) => Some((item.id, item.scope)),
+            MemoryOpResult::Removed(item) => Some(item),
             MemoryOpResult::Added(_)
             | MemoryOpResult::Unchanged(_)
             | MemoryOpResult::Replaced { .. }
@@ -224,6 +246,16 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             | MemoryOpResult::Refused(_) => None,
         })
         .collect();
+    if removed.is_empty() && !left_out.is_empty() {
+        return Err(ToolError::new(
+            format!(
+                "nothing was forgotten: {}",
+                left_out_text(&needle, &left_out)
+            ),
+            "forget one of them by id only if the person means that very fact; otherwise use a \
+             more specific text",
+        ));
+    }
     if removed.is_empty() && extraction_pending(ctx, &reach).await {
         return Ok(ToolOutput::text(format!(
             "Nothing you remember contains {} yet. A fact extraction of an earlier turn is still \
@@ -238,7 +270,7 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             "check the wording against your Memory section, or forget by id",
         ));
     }
-    Ok(forgot_matching(&needle, removed))
+    Ok(forgot_matching(&needle, removed, &left_out))
 }
 
 /// Whether `needle` is long enough to forget by: [`MIN_FORGET_CHARS`]
@@ -281,9 +313,41 @@ async fn extraction_pending(ctx: &ToolContext<'_>, reach: &[MemoryScope]) -> boo
     false
 }
 
-/// The answer of a Forget by text: the same whether the call removed the
-/// items just now or on an earlier run.
-fn forgot_matching(needle: &str, mut items: Vec<(MemoryId, MemoryScope)>) -> ToolOutput {
+/// The answer of a Forget by text that removed `items` just now: each
+/// with its id, scope, layer and text (clipped), then the items it left
+/// out (`left_out`).
+fn forgot_matching(
+    needle: &str,
+    mut items: Vec<MemoryItem>,
+    left_out: &[(MemoryItem, String)],
+) -> ToolOutput {
+    items.sort_by(|a, b| a.scope.cmp(&b.scope).then_with(|| a.id.cmp(&b.id)));
+    let lines: Vec<String> = items
+        .iter()
+        .map(|i| format!("- {} ({}) {}", i.id, where_(i), clipped(&i.text)))
+        .collect();
+    let mut text = format!(
+        "Forgot {} item(s) containing {}; they are gone from your Memory from the next turn on:\n{}\n\
+         A text match reaches every item you remember, also ones your Memory section did not show: \
+         tell the person what was forgotten, and Remember again anything they did not mean to lose.",
+        lines.len(),
+        quoted(needle),
+        lines.join("\n")
+    );
+    if !left_out.is_empty() {
+        text.push('\n');
+        text.push_str(&left_out_text(needle, left_out));
+        text.push_str(
+            "\nTo forget one of them, Forget it by id, only if the person means that very fact.",
+        );
+    }
+    ToolOutput::text(text)
+}
+
+/// The answer of a Forget by text run again (its first run's result was
+/// not recorded): what the call forgot, by id and scope; the texts are
+/// not kept.
+fn forgot_again(needle: &str, mut items: Vec<(MemoryId, MemoryScope)>) -> ToolOutput {
     items.sort_by(|(a_id, a_scope), (b_id, b_scope)| {
         a_scope.cmp(b_scope).then_with(|| a_id.cmp(b_id))
     });
@@ -292,11 +356,128 @@ fn forgot_matching(needle: &str, mut items: Vec<(MemoryId, MemoryScope)>) -> Too
         .map(|(id, scope)| format!("- {id} ({scope})"))
         .collect();
     ToolOutput::text(format!(
-        "Forgot {} item(s) containing {}; they are gone from your Memory from the next turn on:\n{}",
+        "Forgot {} item(s) containing {}; they are gone from your Memory from the next turn on \
+         (this call ran before its answer was recorded, and forgotten texts are not kept, so only \
+         their ids are listed):\n{}",
         lines.len(),
         quoted(needle),
         lines.join("\n")
     ))
+}
+
+/// What a Forget by text left out: the items of a shared project other
+/// people's bots wrote, each with who wrote it (at most
+/// [`MAX_LEFT_OUT_LISTED`], the rest counted).
+fn left_out_text(needle: &str, left_out: &[(MemoryItem, String)]) -> String {
+    let mut lines: Vec<String> = left_out
+        .iter()
+        .take(MAX_LEFT_OUT_LISTED)
+        .map(|(i, writer)| {
+            format!(
+                "- {} ({}, written by {writer}) {}",
+                i.id,
+                where_(i),
+                clipped(&i.text)
+            )
+        })
+        .collect();
+    if left_out.len() > MAX_LEFT_OUT_LISTED {
+        lines.push(format!(
+            "- and {} more",
+            left_out.len() - MAX_LEFT_OUT_LISTED
+        ));
+    }
+    format!(
+        "{} item(s) containing {} were left out, kept: other people's bots wrote them in a \
+         project, which every user with a bot in it shares (forgetting one removes it for all of \
+         them):\n{}",
+        left_out.len(),
+        quoted(needle),
+        lines.join("\n")
+    )
+}
+
+/// `text` JSON-quoted, at most [`MAX_QUOTED_CHARS`] characters of it.
+fn clipped(text: &str) -> String {
+    if text.chars().count() <= MAX_QUOTED_CHARS {
+        return quoted(text);
+    }
+    let head: String = text.chars().take(MAX_QUOTED_CHARS).collect();
+    format!("{}…", quoted(&head))
+}
+
+/// `found` split into what a Forget by text forgets and what it leaves
+/// out: an item of a project scope whose writer (its `source`) is not a
+/// bot of this bot's owner nor the owner, with how to name the writer. A
+/// writer that cannot be told (a bot no longer in the fleet, a source of
+/// another form) counts as another's: the item stays, and can be
+/// forgotten by id.
+async fn leave_out_others_project_items(
+    ctx: &ToolContext<'_>,
+    found: Vec<MemoryItem>,
+) -> (Vec<MemoryItem>, Vec<(MemoryItem, String)>) {
+    let mut writers: HashMap<String, (Option<UserId>, String)> = HashMap::new();
+    let mut mine = Vec::new();
+    let mut others = Vec::new();
+    for item in found {
+        match &item.scope {
+            MemoryScope::Project(_) => {}
+            MemoryScope::Agent(_) | MemoryScope::User(_) => {
+                mine.push(item);
+                continue;
+            }
+        }
+        let (user, named) = match writers.get(&item.source) {
+            Some(known) => known.clone(),
+            None => {
+                let writer = writer_of(ctx, &item.source).await;
+                writers.insert(item.source.clone(), writer.clone());
+                writer
+            }
+        };
+        if user.as_ref() == Some(&ctx.bot.owner) {
+            mine.push(item);
+        } else {
+            others.push((item, named));
+        }
+    }
+    others.sort_by(|(a, _), (b, _)| a.scope.cmp(&b.scope).then_with(|| a.id.cmp(&b.id)));
+    (mine, others)
+}
+
+/// The user who wrote an item of this `source` (`MemoryItem::source`:
+/// `tool:<bot>`, `tool:<bot>@room:<room>`, `extract:<bot>`,
+/// `api:<user>`), and how to name the writer to the model; no user when
+/// it cannot be told.
+async fn writer_of(ctx: &ToolContext<'_>, source: &str) -> (Option<UserId>, String) {
+    let unknown = || (None, "an unknown writer".to_owned());
+    let Some((kind, rest)) = source.split_once(':') else {
+        return unknown();
+    };
+    let who = rest.split_once("@room:").map_or(rest, |(who, _)| who);
+    match kind {
+        "tool" | "extract" => {
+            let Ok(bot) = BotId::new(who) else {
+                return unknown();
+            };
+            match ctx.store().get_bot(&bot).await {
+                Ok(Some(record)) => (
+                    Some(record.owner.clone()),
+                    format!("{}'s bot {}", record.owner, record.id),
+                ),
+                Ok(None) => (None, format!("bot {who}, no longer in the fleet")),
+                Err(_) => unknown(),
+            }
+        }
+        "api" => match UserId::new(who) {
+            Ok(user) => {
+                let named = user.to_string();
+                (Some(user), named)
+            }
+            Err(_) => unknown(),
+        },
+        _ => unknown(),
+    }
 }
 
 async fn matching_items(

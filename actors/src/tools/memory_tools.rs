@@ -175,7 +175,7 @@ impl Tool for Remember {
                 "properties": {
                     "text": {"type": "string", "description": "One fact, short and self-contained (profile ≤500 characters, log and notes ≤1000)."},
                     "layer": {"type": "string", "enum": ["profile", "log", "notes"], "description": "profile (default): durable facts, always shown, ≤100 facts and ≤4000 characters per scope; log: dated entries, the most relevant are shown; notes: working facts that expire."},
-                    "scope": {"type": "string", "description": "Whose memory: \"user\" (your owner's, shared by all their bots; default for profile), \"agent\" (yours alone; default for log and notes), or \"project:<name>\" for a project you joined."},
+                    "scope": {"type": "string", "description": "Whose memory: \"user\" (your owner's, shared by all their bots; default for profile), \"agent\" (yours alone; default for log and notes), or \"project:<name>\" for a project you joined: every user with a bot in that project reads its facts (and may forget them), so put there only what all of them may know."},
                     "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "1 trivia … 5 critical (default 3); important log entries are recalled more."},
                     "expires_in_hours": {"type": "number", "description": "Notes only: lifetime in hours (default 24, at most 720)."},
                     "replaces": {"type": "string", "description": "Id of a fact (m-…) this text replaces, e.g. when a fact changed or the profile is full."}

@@ -395,14 +395,41 @@ async fn forget_matching_run_again_answers_the_same() {
     let left: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
     assert_eq!(left, vec!["Likes jazz".to_owned()]);
 
-    // the engine runs the call again: its result was not recorded
+    // the first run quotes what went
+    assert!(
+        first.content.contains("\"crashme fact 7\""),
+        "{}",
+        first.content
+    );
+
+    // the engine runs the call again: its result was not recorded; the
+    // same items, by id (their texts are not kept)
     let again = forget(&f, "c1", args.clone()).await.unwrap();
-    assert_eq!(again.content, first.content);
+    assert!(
+        again
+            .content
+            .starts_with("Forgot 20 item(s) containing \"crashme\""),
+        "{}",
+        again.content
+    );
+    assert!(
+        again.content.contains("texts are not kept"),
+        "{}",
+        again.content
+    );
+    for id in &ids {
+        assert!(
+            again.content.contains(id.as_str()),
+            "{id}: {}",
+            again.content
+        );
+    }
+    assert!(!again.content.contains("crashme fact"), "{}", again.content);
 
     // a matching fact written in between is not that call's to forget
     seed(&f, "later", user("u"), "crashme again").await;
     let third = forget(&f, "c1", args.clone()).await.unwrap();
-    assert_eq!(third.content, first.content);
+    assert_eq!(third.content, again.content);
     assert_eq!(items(&f).await.len(), 2);
     // another call is
     let other = forget(&f, "c2", args).await.unwrap();
