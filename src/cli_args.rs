@@ -107,6 +107,12 @@ pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
                  must be {KEY_RULE}"
             )));
         }
+        // a header carries a tab, but the host refuses one in the key
+        if nonce.trim().contains('\t') {
+            return Err(BadInput(format!(
+                "the --nonce contains a tab (a control character); it must be {KEY_RULE}"
+            )));
+        }
         // the host trims the key
         let len = nonce.trim().len();
         if len == 0 || len > MAX_KEY_LEN {

@@ -12,12 +12,7 @@ use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::IndexerActor;
 use botfleet_memory::Mutation;
-use botfleet_memory::MutationResult;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use botfleet_memory::Store;
-use botfleet_memory::StoreError;
-use botfleet_memory::SubagentStatus;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnRecord;
 use botfleet_memory::TurnStatus;
@@ -44,6 +39,10 @@ mod derived;
 /// A bot made by CreateAgent removed at its owner's request.
 #[path = "bot_remove.rs"]
 mod remove;
+
+/// A person's retry of an ended turn.
+#[path = "fleet_retry.rs"]
+mod retry;
 
 /// The root supervisor: it owns the router and restarts it if it fails.
 #[derive(Debug, Clone, Copy, Default)]
@@ -370,123 +369,6 @@ impl FleetHandle {
             ractor::rpc::CallResult::SenderError => Ok(false),
             ractor::rpc::CallResult::Timeout => Err(ActorError::Timeout("bot")),
         }
-    }
-
-    /// Puts the inputs of an ended turn back in its bot's queue (a person's
-    /// retry after a failure, an undelivered reply or a cancel). Returns
-    /// how many inputs were requeued. Refused with
-    /// [`ActorError::Conflict`] for a running or completed turn, and for
-    /// one whose inputs were queued again or taken by a later turn since
-    /// (a second click on Retry), so a retry never runs inputs twice, and
-    /// for a subagent's task turn while its parent has
-    /// `runtime.max_subagents` other subagents running.
-    pub async fn retry(&self, turn: TurnId) -> Result<usize> {
-        let record = self
-            .rt
-            .store
-            .get_turn(turn)
-            .await?
-            .ok_or_else(|| ActorError::Invalid(format!("no turn {turn}")))?;
-        match record.status {
-            TurnStatus::Running => {
-                return Err(ActorError::Conflict(format!(
-                    "turn {turn} is still running; wait for it to end, or cancel it first"
-                )));
-            }
-            TurnStatus::Completed => {
-                return Err(ActorError::Conflict(format!(
-                    "turn {turn} completed: it answered its inputs; send a new message to ask again"
-                )));
-            }
-            TurnStatus::Undelivered
-            | TurnStatus::Interrupted
-            | TurnStatus::Failed
-            | TurnStatus::Cancelled => {}
-        }
-        let sub = self.rt.store.get_subagent(&record.bot).await?;
-        if let Some(sub) = &sub
-            && sub.status == SubagentStatus::Stopped
-        {
-            // its turns are cancelled as they start: a retry would be too
-            return Err(ActorError::Conflict(format!(
-                "turn {turn} is of subagent {}, which was stopped and takes no more work; ask {} to start a new task",
-                sub.id, sub.parent
-            )));
-        }
-        // a retried task runs the subagent again: it counts against its
-        // parent's limit and is `running` again, checked and written by
-        // the store together (a person's message to the subagent bot, in
-        // another session, is not its task and changes neither)
-        let task = sub.as_ref().is_some_and(|s| {
-            let key = SessionKey {
-                bot: s.id.clone(),
-                kind: SessionKind::Subagent,
-                peer: s.parent.to_string(),
-            };
-            key.id() == record.session
-        });
-        // a later turn of the conversation running before its first step
-        // is stored (the store checks the stored ones with the requeue):
-        // its context holds these inputs, so the retried turn would
-        // answer them again without what it answers
-        if let Some(first) = record.inputs.iter().min()
-            && let Some(running) = self.status(&record.bot).await?.and_then(|s| s.turn)
-            && running.session == record.session
-            && running.turn != turn
-            && running.inputs.iter().any(|g| g > first)
-        {
-            return Err(ActorError::Conflict(format!(
-                "turn {turn} was not retried: a later turn of this conversation ({}) is running with these messages before the model: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time without what came after)",
-                running.turn
-            )));
-        }
-        let requeue = if task {
-            Mutation::RequeueSubagentTask {
-                turn,
-                max_running: self.rt.settings.max_subagents,
-            }
-        } else {
-            Mutation::RequeueInputs { turn }
-        };
-        let written = match self.rt.store.write(vec![requeue]).await {
-            Ok(written) => written,
-            // a state that changed since it was read above (a stop, an end
-            // or a start of the turn): the store's message says which
-            Err(StoreError::Rejected(m)) => {
-                return Err(ActorError::Conflict(format!(
-                    "turn {turn} was not retried: {m}"
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let n = match written.into_iter().next_back() {
-            Some(MutationResult::Count(n)) => n,
-            Some(MutationResult::SubagentLimit { parent, running }) => {
-                return Err(ActorError::Conflict(format!(
-                    "turn {turn} is a task of subagent {}, which would run again, and its parent {parent} already has {running} running subagents (the limit is {}, runtime.max_subagents); wait for one of them to finish, or stop one ({parent}'s StopSubagent, or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
-                    record.bot, self.rt.settings.max_subagents
-                )));
-            }
-            // not answers to a requeue
-            Some(
-                MutationResult::Done
-                | MutationResult::Admitted(_)
-                | MutationResult::Appended { .. }
-                | MutationResult::Attempts(_)
-                | MutationResult::Limited { .. }
-                | MutationResult::Memory(_)
-                | MutationResult::ApprovalRequested(_)
-                | MutationResult::ApprovalChanged(_),
-            )
-            | None => 0,
-        };
-        if n == 0 {
-            return Err(ActorError::Conflict(format!(
-                "the inputs of turn {turn} were already retried or taken by a later turn; nothing to retry (see the transcript)"
-            )));
-        }
-        self.router()?.cast(RouterMsg::Wake(record.bot))?;
-        Ok(n)
     }
 
     /// Wakes a bot so it reads its inbox (e.g. after its record changed).

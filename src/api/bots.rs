@@ -117,6 +117,9 @@ pub(crate) async fn list(
             "provider": b.provider,
             "tools": b.tools,
             "origin": b.origin,
+            // a subagent's task: running, done, failed or stopped (null
+            // for any other bot)
+            "subagent_status": activity.subagent_status.map(|s| s.as_str()),
             // set when the fleet's config stopped listing the bot: it
             // takes no more messages until a config lists it again
             "removed_at": b.removed_at(),

@@ -139,6 +139,12 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %self, "API error");
         }
+        if let ApiError::Unauthorized(_) = &self {
+            // the challenge every 401 carries (RFC 9110 §11.6.1, RFC 6750
+            // §3): the API's scheme is `Bearer`
+            let challenge = [(header::WWW_AUTHENTICATE, BEARER_CHALLENGE)];
+            return (status, challenge, Json(self.body())).into_response();
+        }
         if let ApiError::RateLimited { retry_after_s, .. } = &self {
             // as every 429 of the API has it
             let wait = [(header::RETRY_AFTER, retry_after_s.to_string())];
@@ -147,6 +153,9 @@ impl IntoResponse for ApiError {
         (status, Json(self.body())).into_response()
     }
 }
+
+/// The `WWW-Authenticate` value of a `401` (docs/api.md, docs/openapi.yaml).
+const BEARER_CHALLENGE: &str = r#"Bearer realm="botfleet""#;
 
 /// The advice that ends a storage error's message: resending is safe
 /// (nothing was saved). [`ApiError::resend_with_key`] names the key on the

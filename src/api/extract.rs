@@ -126,9 +126,9 @@ pub(crate) const KEY_RULE: &str = "1-200 printable ASCII characters (letters, di
 const _: () = assert!(MAX_KEY_LEN == 200);
 
 /// The `Idempotency-Key` header, trimmed, or `None` without one; `400`
-/// when it is not printable ASCII (a header carries other bytes, but
-/// `é` would arrive as whatever encoding the client chose), empty,
-/// longer than [`MAX_KEY_LEN`] or sent twice.
+/// when it is not printable ASCII (a tab inside it included; a header
+/// carries other bytes, but `é` would arrive as whatever encoding the
+/// client chose), empty, longer than [`MAX_KEY_LEN`] or sent twice.
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(v) = single_header(headers, "Idempotency-Key")? else {
         return Ok(None);
@@ -142,6 +142,14 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
             ))
         })?
         .trim();
+    // `to_str` admits a tab (HTTP allows one inside a header value), but
+    // the key is printable ASCII only, as docs/openapi.yaml's pattern says
+    if k.contains('\t') {
+        return Err(ApiError::BadRequest(format!(
+            "the Idempotency-Key must not contain control characters (a tab included); it \
+             must be {KEY_RULE}"
+        )));
+    }
     if k.is_empty() || k.len() > MAX_KEY_LEN {
         return Err(ApiError::BadRequest(format!(
             "the Idempotency-Key has {} characters; it must be {KEY_RULE}",

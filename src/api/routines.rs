@@ -113,7 +113,15 @@ pub(crate) async fn put(
     let body = read_body(body, state.limits.max_body_bytes)?;
     let b = owned_bot(&state, &user, &bot).await?;
     check_name(&name)?;
-    if b.removed_at().is_some() {
+    if b.removed_at().is_some() && b.origin.starts_with("agent:") {
+        // made by CreateAgent: no config lists it, so it does not come back
+        return Err(ApiError::Conflict(format!(
+            "bot {} was removed by its owner and runs no routines (it runs no more turns); \
+             put the routine on another of your bots",
+            b.id
+        )));
+    }
+    if b.removed_at().is_some() && !b.origin.starts_with("subagent:") {
         return Err(ApiError::Conflict(format!(
             "bot {} is no longer in the fleet's config and runs no routines; list it in \
              fleet.toml again and restart the host first",

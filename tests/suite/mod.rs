@@ -5,6 +5,7 @@ mod agent_targets;
 mod agents;
 mod agents_speak;
 mod api_contract;
+mod api_contract_fixes;
 mod api_details;
 mod api_headers;
 mod api_input;

@@ -130,12 +130,10 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
         .cloned()
         .unwrap_or_else(|| panic!("no subagent for job 20 in {list:#}"));
     let sub_id = sub["id"].as_str().unwrap().to_owned();
-    // its status as the host gives it (`subagent_status`); without it the
-    // label says whose subagent it is
-    let sub_from = match sub["subagent_status"].as_str() {
-        Some(status) => format!("subagent of maker-name · {status}"),
-        None => "subagent of maker-name".to_owned(),
-    };
+    // its status as the host gives it (`subagent_status`: its report is
+    // written with the end of its task), shown in the label
+    assert_eq!(sub["subagent_status"], "done", "{sub:#}");
+    let sub_from = "subagent of maker-name · done";
 
     ui_page::open(&browser, &host, "#/bots").await;
     browser

@@ -1,5 +1,6 @@
 //! Members that take no turns: a bot the fleet's config no longer lists,
-//! and a subagent its parent stopped (its turns would be cancelled as they
+//! a bot made by CreateAgent that its owner removed (for good), and a
+//! subagent its parent stopped (its turns would be cancelled as they
 //! start, and a retry of them is refused). A post does not address them
 //! and says so when it mentions them (`removed_member`, and the answer's
 //! `removed_mentions`); a discussion goes on without them.
@@ -20,6 +21,9 @@ pub(crate) const ABSENT_CODE: &str = "removed_member";
 pub(crate) enum Absent {
     /// The fleet's config no longer lists it.
     Removed,
+    /// Made by CreateAgent, removed by its owner: no config lists it, it
+    /// does not come back.
+    RemovedByOwner,
     /// A subagent `parent` stopped: it takes no more work.
     Stopped {
         /// The bot that started and stopped it.
@@ -29,6 +33,9 @@ pub(crate) enum Absent {
 
 /// Whether `bot` takes no turns, and why.
 pub(crate) async fn absent(store: &Store, bot: &BotRecord) -> Result<Option<Absent>, GroupError> {
+    if bot.removed_at().is_some() && bot.origin.starts_with("agent:") {
+        return Ok(Some(Absent::RemovedByOwner));
+    }
     if bot.removed_at().is_some() {
         return Ok(Some(Absent::Removed));
     }
@@ -46,15 +53,29 @@ pub(crate) async fn absent(store: &Store, bot: &BotRecord) -> Result<Option<Abse
 /// `gone`: one sentence per reason.
 pub(crate) fn absent_text(gone: &[(BotId, Absent)]) -> String {
     let mut removed = Vec::new();
+    let mut by_owner = Vec::new();
     let mut sentences = Vec::new();
     for (id, why) in gone {
         match why {
             Absent::Removed => removed.push(format!("@{id}")),
+            Absent::RemovedByOwner => by_owner.push(format!("@{id}")),
             Absent::Stopped { parent } => sentences.push(format!(
                 "@{id} is a subagent that {parent} stopped and takes no more turns in this room; \
                  ask {parent} to start a new task, or mention another member."
             )),
         }
+    }
+    if !by_owner.is_empty() {
+        sentences.insert(
+            0,
+            format!(
+                "{} {} removed by {} owner and {} no turns in this room.",
+                by_owner.join(", "),
+                if by_owner.len() == 1 { "was" } else { "were" },
+                if by_owner.len() == 1 { "its" } else { "their" },
+                if by_owner.len() == 1 { "takes" } else { "take" }
+            ),
+        );
     }
     if !removed.is_empty() {
         sentences.insert(

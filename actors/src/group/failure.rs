@@ -87,7 +87,7 @@ impl GroupState {
         let stopped = match &record {
             Some(b) => match absent(&self.rt.store, b).await? {
                 Some(Absent::Stopped { parent }) => Some(parent),
-                Some(Absent::Removed) | None => None,
+                Some(Absent::Removed | Absent::RemovedByOwner) | None => None,
             },
             None => None,
         };

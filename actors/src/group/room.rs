@@ -211,6 +211,12 @@ pub(super) async fn check_members(
             && (b.owner == *user || shareable(b))
         {
             // it runs no turns: the discussion would skip it every time
+            if b.origin.starts_with("agent:") {
+                // made by CreateAgent: no config lists it, it does not come back
+                return Err(GroupError::Conflict(format!(
+                    "member {id} was removed by its owner and takes no turns; add another bot"
+                )));
+            }
             return Err(GroupError::Conflict(format!(
                 "member {id} is no longer in the fleet's config and takes no turns; list it \
                  in fleet.toml again, or add another bot"

@@ -323,3 +323,19 @@ fn an_approval_that_ran_has_no_obstacle_and_a_subagent_is_not_told_to_restore_a_
         "{text}"
     );
 }
+
+/// Regression (round 21, H3): a bot made by CreateAgent that its owner
+/// removed was told to be listed in fleet.toml again, which never listed
+/// it; a bot taken out of fleet.toml still is.
+#[test]
+fn a_bot_removed_by_its_owner_is_not_told_to_be_listed_in_fleet_toml() {
+    let made = bot_of("helper", "agent:b").mark_removed(1);
+    let text = obstacle(&record_of("helper", ApprovalStatus::Pending), &made).unwrap();
+    assert!(
+        text.contains("bot helper was removed by its owner") && !text.contains("fleet.toml"),
+        "{text}"
+    );
+    let listed = bot_of("b", "config").mark_removed(1);
+    let text = obstacle(&record_of("b", ApprovalStatus::Pending), &listed).unwrap();
+    assert!(text.contains("list b in fleet.toml again"), "{text}");
+}

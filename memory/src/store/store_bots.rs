@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::ids::BotId;
 use crate::ids::UserId;
 use crate::record::BotRecord;
+use crate::record::SubagentStatus;
 use crate::record::TokenUsage;
 use crate::record::TurnStatus;
 
@@ -24,6 +25,9 @@ pub struct BotActivity {
     pub usage_today: TokenUsage,
     /// Turns whose usage was counted.
     pub usage_turns: i64,
+    /// A subagent's status (running, done, failed, stopped); `None` for
+    /// any other bot.
+    pub subagent_status: Option<SubagentStatus>,
 }
 
 /// The bot list with the finished subagents it leaves out
@@ -101,11 +105,18 @@ impl Store {
                 let turns = reader::turn_status_counts(c, &bot.id)?;
                 let (usage_total, usage_today, usage_turns) =
                     reader::bot_usage(c, &bot.id, &today)?;
+                // one lookup by primary key, on this connection
+                let subagent_status = if bot.origin.starts_with("subagent:") {
+                    reader::get_subagent(c, &bot.id)?.map(|s| s.status)
+                } else {
+                    None
+                };
                 let activity = BotActivity {
                     turns,
                     usage_total,
                     usage_today,
                     usage_turns,
+                    subagent_status,
                 };
                 out.push((bot, activity));
             }

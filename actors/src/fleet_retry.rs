@@ -1,0 +1,191 @@
+//! A person's retry of an ended turn (`POST /v1/turns/{turn}/retry`,
+//! `botfleet retry`, the web page's Retry): its inputs go back in its
+//! bot's queue, unless nothing would ever answer them there.
+
+use botfleet_memory::BotId;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::StoreError;
+use botfleet_memory::SubagentStatus;
+use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
+
+use super::FleetHandle;
+use crate::error::ActorError;
+use crate::error::Result;
+use crate::router::RouterMsg;
+
+/// The prefix of the origin of a bot made by CreateAgent.
+const MADE_BY: &str = "agent:";
+
+/// The prefix of the origin of a subagent.
+const SUBAGENT_OF: &str = "subagent:";
+
+impl FleetHandle {
+    /// Puts the inputs of an ended turn back in its bot's queue (a person's
+    /// retry after a failure, an undelivered reply or a cancel). Returns
+    /// how many inputs were requeued. Refused with
+    /// [`ActorError::Conflict`] for a running or completed turn, and for
+    /// one whose inputs were queued again or taken by a later turn since
+    /// (a second click on Retry), so a retry never runs inputs twice, and
+    /// for a subagent's task turn while its parent has
+    /// `runtime.max_subagents` other subagents running. Refused too for a
+    /// turn of a bot that will never run one again
+    /// ([`FleetHandle::removed_for_good`]).
+    pub async fn retry(&self, turn: TurnId) -> Result<usize> {
+        let record = self
+            .rt
+            .store
+            .get_turn(turn)
+            .await?
+            .ok_or_else(|| ActorError::Invalid(format!("no turn {turn}")))?;
+        match record.status {
+            TurnStatus::Running => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} is still running; wait for it to end, or cancel it first"
+                )));
+            }
+            TurnStatus::Completed => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} completed: it answered its inputs; send a new message to ask again"
+                )));
+            }
+            TurnStatus::Undelivered
+            | TurnStatus::Interrupted
+            | TurnStatus::Failed
+            | TurnStatus::Cancelled => {}
+        }
+        if let Some(why) = self.removed_for_good(&record.bot).await? {
+            // its inputs, requeued, would wait unanswered for good
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} cannot be retried: {why}"
+            )));
+        }
+        let sub = self.rt.store.get_subagent(&record.bot).await?;
+        if let Some(sub) = &sub
+            && sub.status == SubagentStatus::Stopped
+        {
+            // its turns are cancelled as they start: a retry would be too
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} is of subagent {}, which was stopped and takes no more work; ask {} to start a new task",
+                sub.id, sub.parent
+            )));
+        }
+        // a retried task runs the subagent again: it counts against its
+        // parent's limit and is `running` again, checked and written by
+        // the store together (a person's message to the subagent bot, in
+        // another session, is not its task and changes neither)
+        let task = sub.as_ref().is_some_and(|s| {
+            let key = SessionKey {
+                bot: s.id.clone(),
+                kind: SessionKind::Subagent,
+                peer: s.parent.to_string(),
+            };
+            key.id() == record.session
+        });
+        // a later turn of the conversation running before its first step
+        // is stored (the store checks the stored ones with the requeue):
+        // its context holds these inputs, so the retried turn would
+        // answer them again without what it answers
+        if let Some(first) = record.inputs.iter().min()
+            && let Some(running) = self.status(&record.bot).await?.and_then(|s| s.turn)
+            && running.session == record.session
+            && running.turn != turn
+            && running.inputs.iter().any(|g| g > first)
+        {
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} was not retried: a later turn of this conversation ({}) is running with these messages before the model: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time without what came after)",
+                running.turn
+            )));
+        }
+        let requeue = if task {
+            Mutation::RequeueSubagentTask {
+                turn,
+                max_running: self.rt.settings.max_subagents,
+            }
+        } else {
+            Mutation::RequeueInputs { turn }
+        };
+        let written = match self.rt.store.write(vec![requeue]).await {
+            Ok(written) => written,
+            // a state that changed since it was read above (a stop, an end
+            // or a start of the turn): the store's message says which
+            Err(StoreError::Rejected(m)) => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} was not retried: {m}"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let n = match written.into_iter().next_back() {
+            Some(MutationResult::Count(n)) => n,
+            Some(MutationResult::SubagentLimit { parent, running }) => {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} is a task of subagent {}, which would run again, and its parent {parent} already has {running} running subagents (the limit is {}, runtime.max_subagents); wait for one of them to finish, or stop one ({parent}'s StopSubagent, or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
+                    record.bot, self.rt.settings.max_subagents
+                )));
+            }
+            // not answers to a requeue
+            Some(
+                MutationResult::Done
+                | MutationResult::Admitted(_)
+                | MutationResult::Appended { .. }
+                | MutationResult::Attempts(_)
+                | MutationResult::Limited { .. }
+                | MutationResult::Memory(_)
+                | MutationResult::ApprovalRequested(_)
+                | MutationResult::ApprovalChanged(_),
+            )
+            | None => 0,
+        };
+        if n == 0 {
+            return Err(ActorError::Conflict(format!(
+                "the inputs of turn {turn} were already retried or taken by a later turn; nothing to retry (see the transcript)"
+            )));
+        }
+        self.router()?.cast(RouterMsg::Wake(record.bot))?;
+        Ok(n)
+    }
+
+    /// Why `bot` will never run a turn again, if it will not: a bot made
+    /// by CreateAgent that its owner removed (no config lists it, so
+    /// nothing brings it back: docs/operations.md, "Removing a bot"), or a
+    /// subagent removed with such a bot. A bot the fleet's config no
+    /// longer lists is not one: its requeued inputs run when a config
+    /// lists it (or its parent) again.
+    async fn removed_for_good(&self, bot: &BotId) -> Result<Option<String>> {
+        let store = &self.rt.store;
+        let Some(record) = store.get_bot(bot).await? else {
+            return Ok(None);
+        };
+        if record.removed_at().is_none() {
+            return Ok(None);
+        }
+        if record.origin.starts_with(MADE_BY) {
+            return Ok(Some(format!(
+                "bot {bot} was removed by its owner and runs no more turns (its conversations \
+                 are kept and readable); send the message to another of your bots, or have \
+                 one make a new bot with CreateAgent"
+            )));
+        }
+        let Some(parent) = record.origin.strip_prefix(SUBAGENT_OF) else {
+            return Ok(None);
+        };
+        let Ok(parent_id) = BotId::new(parent) else {
+            return Ok(None);
+        };
+        let parent_gone = store
+            .get_bot(&parent_id)
+            .await?
+            .is_some_and(|p| p.origin.starts_with(MADE_BY) && p.removed_at().is_some());
+        Ok(parent_gone.then(|| {
+            format!(
+                "subagent {bot} was removed with its parent {parent}, which its owner removed, \
+                 and runs no more turns (its conversations are kept and readable); give the \
+                 task to another of your bots"
+            )
+        }))
+    }
+}
