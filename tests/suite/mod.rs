@@ -88,6 +88,7 @@ mod owner_change_pending;
 mod owner_change_subagent;
 mod owner_change_turns;
 mod owner_workspaces;
+mod provider_quirks;
 mod recall;
 mod recall_faults;
 mod recall_search;

@@ -14,8 +14,7 @@
 
 use serde_json::Value;
 
-/// Opening and closing tags of the reasoning blocks models inline.
-const REASONING_TAGS: [(&str, &str); 2] = [("<think>", "</think>"), ("<thinking>", "</thinking>")];
+use crate::model::reasoning_text;
 
 /// The keys of a proposal (`prompts/extract_facts.md`).
 const PROPOSAL_KEYS: [&str; 3] = ["add", "replace", "remove"];
@@ -26,7 +25,14 @@ const MAX_EMBEDDED_TRIES: usize = 32;
 
 /// The proposal object in `answer`, or why there is none.
 pub(super) fn proposal_json(answer: &str) -> Result<Value, String> {
-    let text = after_reasoning(answer.trim())?;
+    let text = reasoning_text::after_reasoning(answer).map_err(|unclosed| {
+        format!(
+            "the answer is a reasoning block ({}) that never closes: the model ran out of \
+             tokens while thinking; turn its reasoning off for short answers or use a model \
+             that answers with the JSON",
+            unclosed.open
+        )
+    })?;
     if text.is_empty() {
         return Err("the answer is empty".into());
     }
@@ -42,36 +48,6 @@ pub(super) fn proposal_json(answer: &str) -> Result<Value, String> {
         Err(e) => format!("{e} (answer starts {start:?})"),
         Ok(_) => format!("the answer is JSON but not an object (answer starts {start:?})"),
     })
-}
-
-/// `text` after a leading reasoning block; an error when the block never
-/// closes (the model spent its tokens thinking).
-fn after_reasoning(text: &str) -> Result<&str, String> {
-    for (open, close) in REASONING_TAGS {
-        let Some(head) = text.get(..open.len()) else {
-            continue;
-        };
-        if !head.eq_ignore_ascii_case(open) {
-            continue;
-        }
-        let rest = &text[open.len()..];
-        return match find_ignore_case(rest, close) {
-            Some(i) => Ok(rest[i + close.len()..].trim()),
-            None => Err(format!(
-                "the answer is a reasoning block ({open}) that never closes: the model ran out of \
-                 tokens while thinking; turn its reasoning off for short answers or use a model \
-                 that answers with the JSON"
-            )),
-        };
-    }
-    Ok(text)
-}
-
-/// Byte index of `needle` (ASCII) in `hay`, ignoring ASCII case.
-fn find_ignore_case(hay: &str, needle: &str) -> Option<usize> {
-    let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
-    hay.windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// The first Markdown code fence whose content is a JSON object.

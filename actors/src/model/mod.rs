@@ -6,6 +6,7 @@
 //! stream (loop detection) and abort it (interrupts).
 
 mod openai;
+pub(crate) mod reasoning_text;
 mod scripted;
 mod types;
 

@@ -4,8 +4,10 @@
 //! One call of [`Model::complete`] is one logical request, made in up to
 //! `1 + max_retries` HTTP attempts:
 //!
-//! 1. POST `{base_url}/chat/completions`. A connection error, no response
-//!    headers within `timeout`, HTTP 429 or 5xx is retried after a backoff
+//! 1. POST `{base_url}/chat/completions` (the segments go at the end of the
+//!    base URL's path, before a query it has: Azure's `?api-version=`). A
+//!    connection error, no response headers within `timeout`, HTTP 408,
+//!    429 or 5xx is retried after a backoff
 //!    (exponential from `backoff_base`, equal jitter, capped at
 //!    `backoff_max`), or after the server's `Retry-After` / `retry-after-ms`
 //!    when it sends one. A server that asks for more than `backoff_max` is
@@ -30,7 +32,8 @@
 //!    pieces of the body rather than the whole stream, so a long generation
 //!    is not cut off while it is still producing.
 //! 3. A body that breaks off (network error, idle timeout, an `error` event,
-//!    end of body) before the finish reason arrived, or an answer without
+//!    end of body; for a whole completion, a body empty or ending before
+//!    its JSON does) before the finish reason arrived, or an answer without
 //!    any choice (streamed or not), is retried as a whole request, even after text reached the sink: that text is the model's
 //!    working output, seen by nobody but the sink, which is told to start
 //!    over ([`StreamSink::on_restart`]) before the deltas of the new attempt.
@@ -52,6 +55,11 @@
 //!    [`ModelError::TooLarge`], not retried (the same request would grow
 //!    the same way).
 //!
+//! 5. A provider that knows its name in the fleet file (`provider`) ends a
+//!    failed call with [`ModelError::AtProvider`]: the provider, the URL
+//!    and the likely fix named by the fleet file's key, before the failure
+//!    (`advice.rs`); its retry WARN names the provider too.
+//!
 //! Every request says `User-Agent: botfleet/VERSION` (an extra header may
 //! replace it) and sends the key without the whitespace around it.
 //! The cancellation token is watched while connecting, while reading and
@@ -61,6 +69,7 @@
 //! as `***`, and a credential echoed in an error body as `***` too
 //! (`redact.rs`); reqwest still sends the userinfo as basic auth.
 
+mod advice;
 mod body;
 mod encode;
 mod endpoint;
@@ -98,6 +107,7 @@ use endpoint::chat_completions_url;
 use endpoint::html_page;
 use endpoint::not_found;
 use endpoint::request_headers;
+use endpoint::shown_url;
 use redact::Redactor;
 use redact::shown_base_url;
 use rejection::rejection;
@@ -136,7 +146,7 @@ impl fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiModel")
             .field("options", &self.options)
-            .field("url", &self.redactor.text(self.url.as_str()))
+            .field("url", &self.shown_url(&self.redactor))
             .finish_non_exhaustive()
     }
 }
@@ -163,9 +173,15 @@ impl OpenAiModel {
     }
 
     /// The base URL as it may be shown in logs and status: its userinfo,
-    /// if any, as `***`.
+    /// if any, and a credential in its query as `***`.
     pub fn endpoint(&self) -> String {
-        shown_base_url(&self.options.base_url)
+        shown_url(&shown_base_url(&self.options.base_url))
+    }
+
+    /// The URL requests go to as texts show it: without its userinfo and
+    /// without `redactor`'s secrets, a credential in its query as `***`.
+    fn shown_url(&self, redactor: &Redactor) -> String {
+        shown_url(&redactor.text(self.url.as_str()))
     }
 
     /// The attempts of one call, counted in `attempts`, until one succeeds
@@ -212,7 +228,9 @@ impl OpenAiModel {
                 return Err(failure.into_error(*attempts, self.options.backoff_max));
             }
             warn!(
+                provider = self.options.provider.as_deref().unwrap_or(""),
                 model = %self.options.model,
+                url = %self.shown_url(redactor),
                 attempt = *attempts,
                 delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                 failure = %failure,
@@ -246,7 +264,8 @@ impl OpenAiModel {
             sent = tokio::time::timeout(self.options.timeout, send) => match sent {
                 Err(_elapsed) => {
                     return Err(Failure::Unreachable(format!(
-                        "no response within {:?}",
+                        "{} {:?}",
+                        advice::NO_RESPONSE,
                         self.options.timeout
                     )));
                 }
@@ -264,7 +283,7 @@ impl OpenAiModel {
                 return Err(Failure::Final(error));
             }
             if status == reqwest::StatusCode::NOT_FOUND {
-                body = not_found(&body, &redactor.text(self.url.as_str()), &self.options);
+                body = not_found(&body, &self.shown_url(redactor), &self.options);
             }
             return Err(Failure::Status {
                 status,
@@ -301,13 +320,13 @@ impl OpenAiModel {
                 // The finish reason came; at most the usage chunk and
                 // `[DONE]` are missing.
                 Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
-                    return finished(assembler);
+                    return finished(assembler, &self.options);
                 }
                 // a server that answered a failure with a bare JSON error
                 // under the SSE content type: its message, not "ended early"
                 Ok(None) => {
                     let detail = match wire::bare_error(&decoder.unread()) {
-                        Some(message) => format!("the provider sent an error: {message}"),
+                        Some(message) => format!("{}: {message}", advice::SENT_AN_ERROR),
                         None => {
                             "the stream ended early, before the finish reason and [DONE]".to_owned()
                         }
@@ -319,7 +338,7 @@ impl OpenAiModel {
             decoder.push(&bytes);
             while let Some(data) = decoder.next_event() {
                 if data.trim_ascii() == b"[DONE]" {
-                    return finished(assembler);
+                    return finished(assembler, &self.options);
                 }
                 // a surrogate pair cut between two events: each half is
                 // marked here and joined when the response is assembled
@@ -336,7 +355,7 @@ impl OpenAiModel {
                     Ok(None) => {}
                     Err(message) => {
                         return Err(Failure::Broken {
-                            detail: format!("the provider sent an error: {message}"),
+                            detail: format!("{}: {message}", advice::SENT_AN_ERROR),
                         });
                     }
                 }
@@ -375,10 +394,30 @@ impl OpenAiModel {
         // U+FFFD when the response is assembled (serde refuses it)
         let marked = surrogates::mark_lone(&body);
         let completion: Completion = serde_json::from_slice(&marked).map_err(|e| {
+            // a body that ends before its JSON does (empty, or cut off by
+            // a connection closed early without a Content-Length) broke
+            // off in transit: retried, as a broken stream is
+            // (asked of the JSON alone: an error inside a field, such as
+            // the content's own reader, hides that the text ran out)
+            let cut = e.is_eof()
+                || serde_json::from_slice::<serde::de::IgnoredAny>(&marked)
+                    .is_err_and(|e| e.is_eof());
+            if cut {
+                return Failure::Broken {
+                    detail: if body.trim_ascii().is_empty() {
+                        "the answer's body was empty".to_owned()
+                    } else {
+                        format!(
+                            "the answer's body ended after {} bytes, before its JSON did",
+                            body.len()
+                        )
+                    },
+                };
+            }
             if body.trim_ascii_start().starts_with(b"<") {
                 // a web page (a web UI, a proxy's page): base_url is wrong
                 return Failure::Final(ModelError::Config(html_page(
-                    &redactor.text(self.url.as_str()),
+                    &self.shown_url(redactor),
                     &self.options,
                 )));
             }
@@ -394,11 +433,11 @@ impl OpenAiModel {
             Ok(None) => {}
             Err(message) => {
                 return Err(Failure::Broken {
-                    detail: format!("the provider sent an error: {message}"),
+                    detail: format!("{}: {message}", advice::SENT_AN_ERROR),
                 });
             }
         }
-        finished(assembler)
+        finished(assembler, &self.options)
     }
 
     /// The start of an error response's body (the provider's message),
@@ -494,16 +533,19 @@ impl OpenAiModel {
             self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
         )
         .await;
+        // which provider, where, and what to change (advice.rs)
+        let located = |error| advice::located(error, &self.shown_url(redactor), &self.options);
         match result {
-            Ok(result) => result,
+            Ok(result) => result.map_err(located),
             Err(_elapsed) => {
                 warn!(
+                    provider = self.options.provider.as_deref().unwrap_or(""),
                     model = %self.options.model,
                     attempts,
                     limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                     "model call ran past its deadline"
                 );
-                Err(ModelError::TimedOut { limit, attempts })
+                Err(located(ModelError::TimedOut { limit, attempts }))
             }
         }
     }

@@ -232,7 +232,8 @@ pub enum ModelError {
         /// Last error.
         detail: String,
     },
-    /// The endpoint answered with an HTTP error (after retries for 429/5xx).
+    /// The endpoint answered with an HTTP error (after retries for
+    /// 408/429/5xx).
     #[error("model endpoint answered HTTP {status} after {attempts} attempt(s): {body}")]
     Http {
         /// Status code.
@@ -366,6 +367,39 @@ pub enum ModelError {
     /// A scripted model was told to fail.
     #[error("scripted failure: {0}")]
     Scripted(String),
+    /// A failure of a fleet's provider (`[providers.NAME]`) as the
+    /// operator reads it: which provider, the URL it posted to and the
+    /// likely fix, before the failure itself. Only a provider that knows
+    /// its name in the fleet file wraps its errors so; what a caller acts
+    /// on (cancelled, aborted, refused) is never wrapped.
+    #[error("{}", at_provider_text(provider, url, advice, error))]
+    AtProvider {
+        /// The provider's name in the fleet file.
+        provider: String,
+        /// The URL posted to, without its userinfo; empty when the
+        /// failure's own text names it.
+        url: String,
+        /// What to change or check, a sentence; empty when the failure's
+        /// own text says it.
+        advice: String,
+        /// The failure.
+        error: Box<ModelError>,
+    },
+}
+
+/// The text of [`ModelError::AtProvider`]: `providers.NAME (POST URL):`,
+/// the advice, then the failure.
+fn at_provider_text(provider: &str, url: &str, advice: &str, error: &ModelError) -> String {
+    let place = if url.is_empty() {
+        format!("providers.{provider}")
+    } else {
+        format!("providers.{provider} (POST {url})")
+    };
+    if advice.is_empty() {
+        format!("{place}: {error}")
+    } else {
+        format!("{place}: {advice}. Error: {error}")
+    }
 }
 
 impl ModelError {
@@ -447,6 +481,17 @@ impl ModelError {
             },
             ModelError::Config(text) => ModelError::Config(clean(text)),
             ModelError::Scripted(text) => ModelError::Scripted(clean(text)),
+            ModelError::AtProvider {
+                provider,
+                url,
+                advice,
+                error,
+            } => ModelError::AtProvider {
+                provider,
+                url: clean(url),
+                advice: clean(advice),
+                error: Box::new(error.scrubbed(redactor)),
+            },
             ModelError::TimedOut { .. }
             | ModelError::TooLarge { .. }
             | ModelError::ContentFiltered
@@ -458,7 +503,7 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ModelError::Unreachable { .. } => true,
-            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
+            ModelError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
             ModelError::WaitTooLong { .. } => true,
             ModelError::WaitPastDeadline { .. } => true,
             // the same request is as long, the account as empty
@@ -475,6 +520,7 @@ impl ModelError {
             ModelError::Cancelled => false,
             ModelError::Config(_) => false,
             ModelError::Scripted(_) => false,
+            ModelError::AtProvider { error, .. } => error.is_retryable(),
         }
     }
 }

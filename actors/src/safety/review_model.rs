@@ -15,6 +15,7 @@ use crate::model::ChatMessage;
 use crate::model::Model;
 use crate::model::ModelRequest;
 use crate::model::Purpose;
+use crate::model::reasoning_text;
 use crate::prompts::prompts;
 
 /// The reviewer model's answer.
@@ -103,10 +104,23 @@ pub async fn review_with_model(
     parse_verdict(&text)
 }
 
-/// Parses the reviewer model's strict JSON verdict (a fenced block is
-/// tolerated); anything else is `Ask`.
+/// Parses the reviewer model's strict JSON verdict (a leading reasoning
+/// block, which a thinking model served without a reasoning parser writes
+/// into its answer, is skipped; a fenced block is tolerated); anything
+/// else is `Ask`.
 pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
-    let trimmed = text.trim();
+    let trimmed = match reasoning_text::after_reasoning(text) {
+        Ok(answer) => answer,
+        Err(unclosed) => {
+            return ReviewDecision::Ask {
+                reason: format!(
+                    "the reviewer model's answer was a reasoning block ({}) that never closed, \
+                     with no verdict after it, so a person must decide",
+                    unclosed.open
+                ),
+            };
+        }
+    };
     let body = trimmed
         .strip_prefix("```json")
         .or_else(|| trimmed.strip_prefix("```"))

@@ -547,3 +547,31 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
         "{d:?}"
     );
 }
+
+/// Regression (tester H2): a thinking reviewer served without a reasoning
+/// parser (vLLM, llama.cpp, LM Studio, Ollama) writes `<think>…</think>`
+/// before its verdict; the verdict was "not a valid verdict", so every
+/// action the rules allowed became an approval.
+#[test]
+fn a_verdict_after_a_reasoning_block_is_read() {
+    assert_eq!(
+        parse_verdict(
+            "<think>\nls is harmless; {\"decision\": \"deny\"} would be wrong.\n</think>\n\n\
+             {\"decision\": \"allow\", \"reason\": \"local listing\"}"
+        ),
+        ReviewDecision::Allow
+    );
+    assert_eq!(
+        parse_verdict(
+            "<THINK>hmm</THINK>\n```json\n{\"decision\": \"deny\", \"reason\": \"wipes it\"}\n```"
+        ),
+        ReviewDecision::Deny {
+            reason: "reviewer model: wipes it".into()
+        }
+    );
+    // thinking that never ends holds no verdict: a person decides
+    let ReviewDecision::Ask { reason } = parse_verdict("<think>\nls is harmless") else {
+        panic!("an unclosed reasoning block must fail closed");
+    };
+    assert!(reason.contains("never closed"), "{reason}");
+}

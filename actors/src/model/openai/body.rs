@@ -8,17 +8,33 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
+use tracing::warn;
 
 use super::Assembler;
 use super::Failure;
+use super::OpenAiOptions;
 use crate::model::ModelError;
 use crate::model::ModelResponse;
 use crate::model::SinkControl;
 use crate::model::StreamSink;
 
 /// The response `assembler` holds. One without any choice (`choices: []`
-/// or none) is no answer: broken and retried, streamed or not.
-pub(super) fn finished(assembler: Assembler) -> Result<ModelResponse, Failure> {
+/// or none) is no answer: broken and retried, streamed or not. Odd token
+/// counts in its usage are logged once, naming the provider (`options`).
+pub(super) fn finished(
+    assembler: Assembler,
+    options: &OpenAiOptions,
+) -> Result<ModelResponse, Failure> {
+    if let Some(odd) = assembler.odd_usage() {
+        warn!(
+            provider = options.provider.as_deref().unwrap_or(""),
+            model = %options.model,
+            odd,
+            "the model's answer reported token counts that are not whole numbers of 0 or more; \
+             a fraction was rounded, and usage with a negative or non-number count is counted \
+             by botfleet instead"
+        );
+    }
     if !assembler.has_choice() {
         return Err(Failure::Broken {
             detail: "the answer held no choices (no text, no tool calls, no finish reason)"
@@ -60,7 +76,7 @@ pub(super) async fn next_chunk(
             Ok(Ok(bytes)) => Ok(bytes),
             Ok(Err(e)) => Err(Failure::Broken { detail: error_chain(&e) }),
             Err(_elapsed) => Err(Failure::Broken {
-                detail: "the response body stalled".to_owned(),
+                detail: super::advice::STALLED.to_owned(),
             }),
         },
     }

@@ -20,7 +20,7 @@ use super::redact::shown_base_url;
 /// likely fix: a `base_url` without its `/v1` (the usual one), else a
 /// model the server lacks.
 pub(super) fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> String {
-    let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
+    let hint = if ends_in_v1(&options.base_url) {
         format!("check that the server has model {:?}", options.model)
     } else {
         format!(
@@ -41,7 +41,7 @@ pub(super) fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> Strin
 /// page) rather than the API, whose root usually ends in `/v1`.
 pub(super) fn html_page(url: &str, options: &OpenAiOptions) -> String {
     let shown = shown_base_url(&options.base_url);
-    let hint = if options.base_url.trim_end_matches('/').ends_with("/v1") {
+    let hint = if ends_in_v1(&options.base_url) {
         format!(
             "check that base_url {shown:?} is the API root of an OpenAI-compatible server, not a \
              web UI in front of it"
@@ -59,18 +59,72 @@ pub(super) fn html_page(url: &str, options: &OpenAiOptions) -> String {
 /// traffic apart; an extra header may replace it.
 const BOTFLEET_AGENT: &str = concat!("botfleet/", env!("CARGO_PKG_VERSION"));
 
-/// `{base_url}/chat/completions`; a base URL that is not http(s) is a
-/// configuration error naming it without its userinfo.
+/// `{base_url}/chat/completions`: the segments are added to the base
+/// URL's path, so a query it carries (Azure OpenAI's
+/// `?api-version=2024-10-21`) stays the query and reaches the server. A
+/// base URL that is not http(s), or that has a fragment (`#…`, never
+/// sent), is a configuration error naming it without its userinfo.
 pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
-    let joined = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let shown = shown_base_url(base_url);
-    let url = Url::parse(&joined)
+    let mut url = Url::parse(base_url.trim())
         .map_err(|e| ModelError::Config(format!("model base URL {shown:?}: {e}")))?;
     match url.scheme() {
-        "http" | "https" => Ok(url),
-        other => Err(ModelError::Config(format!(
-            "model base URL {shown:?}: scheme {other:?} is not http or https"
-        ))),
+        "http" | "https" => {}
+        other => {
+            return Err(ModelError::Config(format!(
+                "model base URL {shown:?}: scheme {other:?} is not http or https"
+            )));
+        }
+    }
+    if url.fragment().is_some() {
+        return Err(ModelError::Config(format!(
+            "model base URL {shown:?}: the part from `#` on is never sent to a server; remove it \
+             (a query such as ?api-version=… is kept)"
+        )));
+    }
+    // `/v1/` as `/v1`; the query and its place are the URL's own
+    let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// Words in the name of a query parameter whose value is a credential
+/// (some gateways take the key as `?key=…` or `?token=…`, a signed URL a
+/// `sig`), lowercase.
+const SECRET_QUERY_WORDS: [&str; 6] = ["key", "token", "secret", "sig", "pass", "auth"];
+
+/// `url` (already without its userinfo) as texts show it: the value of
+/// each query parameter that looks like a credential as `***`. A query
+/// such as `api-version=2024-10-21` is shown as it is.
+pub(super) fn shown_url(url: &str) -> String {
+    let secret = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        SECRET_QUERY_WORDS.iter().any(|w| name.contains(w))
+    };
+    let Ok(mut parsed) = Url::parse(url) else {
+        return url.to_owned();
+    };
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if !pairs.iter().any(|(k, _)| secret(k)) {
+        return url.to_owned();
+    }
+    parsed.query_pairs_mut().clear().extend_pairs(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), if secret(k) { "***" } else { v.as_str() })),
+    );
+    parsed.to_string()
+}
+
+/// Whether the path of `base_url` ends in `/v1` (a query after it aside),
+/// as the API root of an OpenAI-compatible server usually does.
+fn ends_in_v1(base_url: &str) -> bool {
+    match Url::parse(base_url.trim()) {
+        Ok(url) => url.path().trim_end_matches('/').ends_with("/v1"),
+        Err(_) => base_url.trim_end_matches('/').ends_with("/v1"),
     }
 }
 

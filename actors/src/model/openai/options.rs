@@ -56,8 +56,13 @@ pub struct OpenAiOptions {
     /// set one). Default `max_tokens`.
     pub max_tokens_field: MaxTokensField,
     /// The provider's name in the fleet file (`[providers.NAME]`), so an
-    /// error can name the key to change; `None` outside a fleet.
+    /// error can name the key to change; `None` outside a fleet. With a
+    /// name, the provider's errors say which provider failed, the URL and
+    /// the likely fix ([`super::super::ModelError::AtProvider`]).
     pub provider: Option<String>,
+    /// The environment variable the key was read from (`api_key_env`), so
+    /// an error about the key can name it; `None` when not known.
+    pub api_key_env: Option<String>,
 }
 
 impl OpenAiOptions {
@@ -89,6 +94,7 @@ impl OpenAiOptions {
             temperature: None,
             max_tokens_field: MaxTokensField::MaxTokens,
             provider: None,
+            api_key_env: None,
         }
     }
 }
@@ -126,6 +132,7 @@ impl fmt::Debug for OpenAiOptions {
             .field("temperature", &self.temperature)
             .field("max_tokens_field", &self.max_tokens_field)
             .field("provider", &self.provider)
+            .field("api_key_env", &self.api_key_env)
             .finish()
     }
 }

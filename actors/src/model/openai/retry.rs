@@ -47,8 +47,12 @@ impl Failure {
     pub(super) fn is_transient(&self) -> bool {
         match self {
             Failure::Unreachable(_) => true,
+            // 408: the server or a proxy in front of it gave up waiting
+            // (OpenAI's own clients retry it too)
             Failure::Status { status, .. } => {
-                *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+                *status == StatusCode::REQUEST_TIMEOUT
+                    || *status == StatusCode::TOO_MANY_REQUESTS
+                    || status.is_server_error()
             }
             Failure::Broken { .. } => true,
             Failure::Final(_) => false,

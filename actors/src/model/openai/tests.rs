@@ -53,6 +53,8 @@ fn which_failures_are_retried() {
         ("500, second attempt", status(500, None), 2, Some(ms(100))),
         ("503 after the last retry", status(503, None), 3, None),
         ("400", status(400, None), 1, None),
+        // Regression (tester H2): a 408 failed at once
+        ("408", status(408, None), 1, Some(ms(50))),
         ("401", status(401, None), 1, None),
         ("404", status(404, None), 1, None),
         (
@@ -235,6 +237,32 @@ fn joins_the_base_url() {
             "http://h:8000/v1/chat/completions"
         );
     }
+    // Regression (tester H2): the query of an Azure OpenAI base URL got
+    // `/chat/completions` appended to it, leaving the path without it
+    for (base, joined) in [
+        (
+            "https://r.openai.azure.com/openai/deployments/gpt4o?api-version=2024-10-21",
+            "https://r.openai.azure.com/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21",
+        ),
+        (
+            "http://h:8000/v1/?a=1&b=x%2Fy",
+            "http://h:8000/v1/chat/completions?a=1&b=x%2Fy",
+        ),
+        ("http://h:8000", "http://h:8000/chat/completions"),
+    ] {
+        assert_eq!(chat_completions_url(base).unwrap().as_str(), joined);
+    }
+    // a key in the query is not shown; the api-version is
+    assert_eq!(
+        super::endpoint::shown_url(
+            "https://g.example/v1/chat/completions?api-version=1&key=s3cr3t&X-Auth-Token=t0k"
+        ),
+        "https://g.example/v1/chat/completions?api-version=1&key=***&X-Auth-Token=***"
+    );
+    let Err(ModelError::Config(message)) = chat_completions_url("http://h:8000/v1#frag") else {
+        panic!("a fragment must be refused");
+    };
+    assert!(message.contains("never sent"), "{message}");
     assert!(matches!(
         chat_completions_url("localhost:8000"),
         Err(ModelError::Config(_))

@@ -5,7 +5,8 @@
 //! Decoding is lenient where providers differ and the meaning is clear:
 //! `usage` may be null or absent, and one without both `prompt_tokens` and
 //! `completion_tokens` (`{}`, nulls) counts as absent (the engine then
-//! counts the tokens itself), cached prompt tokens arrive as
+//! counts the tokens itself), as does one with a negative count or one
+//! that is no number; a non-integer count is rounded (`usage.rs`); cached prompt tokens arrive as
 //! `prompt_tokens_details.cached_tokens` (OpenAI, xAI, vLLM) or
 //! `prompt_cache_hit_tokens` (DeepSeek), a tool-call delta without `index`
 //! is placed by its id and its place in the chunk ([`Assembler`]), a
@@ -39,6 +40,12 @@ use super::surrogates;
 /// Content as a string, `null` or an array of typed parts.
 #[path = "content.rs"]
 mod content;
+
+/// `usage`, read leniently.
+#[path = "usage.rs"]
+mod usage;
+
+use usage::WireUsage;
 
 /// The name a tool call that came without one is given. No tool has it,
 /// so the call gets an error result naming it and the turn goes on, as
@@ -147,42 +154,6 @@ struct CompletionMessage {
     function_call: Option<FunctionPart>,
 }
 
-#[derive(Debug, Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptTokensDetails>,
-    #[serde(default)]
-    prompt_cache_hit_tokens: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct PromptTokensDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-impl WireUsage {
-    /// The usage, or `None` when the provider left out (or sent `null` for)
-    /// `prompt_tokens` or `completion_tokens`: `"usage": {}` is no usage,
-    /// and the engine counts the tokens itself (as 0 tokens, a
-    /// `daily_token_budget` would never be spent).
-    fn into_usage(self) -> Option<Usage> {
-        Some(Usage {
-            prompt_tokens: self.prompt_tokens?,
-            completion_tokens: self.completion_tokens?,
-            cached_prompt_tokens: self
-                .prompt_tokens_details
-                .and_then(|details| details.cached_tokens)
-                .or(self.prompt_cache_hit_tokens)
-                .unwrap_or(0),
-        })
-    }
-}
-
 /// Accumulates a response from chunks (or from one whole completion).
 ///
 /// Streamed tool-call pieces are placed by their `index`. A piece without
@@ -218,6 +189,8 @@ pub(super) struct Assembler {
     /// Whether a choice came (an answer with none is no answer at all).
     has_choice: bool,
     usage: Option<Usage>,
+    /// The odd counts of the last `usage` that had any (`usage.rs`).
+    odd_usage: Option<String>,
     /// Bytes of text, of the refusal and of tool-call ids, names and
     /// arguments received.
     size: usize,
@@ -255,6 +228,12 @@ impl Assembler {
         self.size
     }
 
+    /// The odd token counts the answer's usage had, if any: rounded, or
+    /// the usage left out (`usage.rs`).
+    pub(super) fn odd_usage(&self) -> Option<&str> {
+        self.odd_usage.as_deref()
+    }
+
     /// Whether a choice has said why it stopped (so a body that ends
     /// without `[DONE]` is still complete).
     pub(super) fn has_finished(&self) -> bool {
@@ -277,8 +256,9 @@ impl Assembler {
             return Err(error_message(&error));
         }
         // a chunk whose usage lacks the counts keeps what an earlier one said
-        if let Some(usage) = chunk.usage.and_then(WireUsage::into_usage) {
-            self.usage = Some(usage);
+        if let Some(read) = chunk.usage.map(WireUsage::read) {
+            self.usage = read.usage.or(self.usage);
+            self.odd_usage = read.odd.or(self.odd_usage.take());
         }
         let Some(choice) = first_choice(chunk.choices, |c| c.index) else {
             return Ok(None);
@@ -306,7 +286,8 @@ impl Assembler {
         if let Some(error) = completion.error {
             return Err(error_message(&error));
         }
-        self.usage = completion.usage.and_then(WireUsage::into_usage);
+        let read = completion.usage.map(WireUsage::read).unwrap_or_default();
+        (self.usage, self.odd_usage) = (read.usage, read.odd);
         let Some(choice) = first_choice(completion.choices, |c| c.index) else {
             return Ok(None);
         };

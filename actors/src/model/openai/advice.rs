@@ -1,0 +1,248 @@
+//! What a fleet provider's failure tells the operator: which provider
+//! (`providers.NAME`), the URL it posted to, and the likely fix, named by
+//! the fleet file's key (`api_key_env`, `timeout_s`, `stream`, ...). With
+//! several providers (a reviewer, fallbacks, made bots keeping theirs) a
+//! bare "HTTP 401" does not say which endpoint refused what.
+//!
+//! Only a provider that knows its name in the fleet file
+//! ([`OpenAiOptions::provider`]) wraps its errors
+//! ([`ModelError::AtProvider`]); errors a caller acts on (cancelled,
+//! aborted by the stream's watcher, refused by the model) are kept as
+//! they are, and so are the texts that already name the URL and the fix
+//! (a 404, an HTML page in place of an answer).
+
+use std::time::Duration;
+
+use super::super::ModelError;
+use super::MaxTokensField;
+use super::OpenAiOptions;
+
+/// The start of an attempt's detail when no response headers came within
+/// `timeout` (the server took the connection and said nothing).
+pub(super) const NO_RESPONSE: &str = "no response within";
+
+/// The detail of a body that went silent for `timeout` mid-answer.
+pub(super) const STALLED: &str = "the response body stalled";
+
+/// The start of the detail of an answer that carried an error.
+pub(super) const SENT_AN_ERROR: &str = "the provider sent an error";
+
+/// `error` as the operator reads it: wrapped with the provider's name,
+/// `url` (already without credentials) and the fix, when the options name
+/// the provider; as it is otherwise.
+pub(super) fn located(error: ModelError, url: &str, options: &OpenAiOptions) -> ModelError {
+    let Some(provider) = options.provider.as_deref() else {
+        return error;
+    };
+    let advice = match &error {
+        // what the caller acts on, and what is wrapped already
+        ModelError::Cancelled
+        | ModelError::Aborted { .. }
+        | ModelError::Refused { .. }
+        | ModelError::ContentFiltered
+        | ModelError::Scripted(_)
+        | ModelError::AtProvider { .. } => return error,
+        // these name the URL and the fix themselves
+        ModelError::Http { status: 404, .. } | ModelError::Config(_) => {
+            return wrap(error, provider, "", String::new());
+        }
+        ModelError::Http { status, body, .. } => http(*status, body, provider, options),
+        ModelError::Unreachable { detail, .. } => unreachable(detail, provider, options),
+        ModelError::StreamBroken { detail, .. } => broken(detail, provider, options),
+        ModelError::TimedOut { limit, .. } => format!(
+            "the whole call, its retries and their waits included, may take \
+             providers.{provider}.call_timeout_s ({} s): raise it for a slow model or server \
+             (providers.{provider}.timeout_s, {} s, bounds each silence within it)",
+            seconds(*limit),
+            seconds(options.timeout)
+        ),
+        ModelError::TooLarge { .. } => format!(
+            "raise providers.{provider}.max_response_bytes if answers this long are expected; \
+             otherwise the model ran away"
+        ),
+        ModelError::Protocol(_) => format!(
+            "the answer is not an OpenAI chat completion: check that providers.{provider}.base_url \
+             is the API root of an OpenAI-compatible server (it usually ends in /v1)"
+        ),
+        // these say what to change (compact_at_tokens, call_timeout_s,
+        // the account's credit, the wait asked)
+        ModelError::ContextOverflow { .. }
+        | ModelError::QuotaExhausted { .. }
+        | ModelError::WaitTooLong { .. }
+        | ModelError::WaitPastDeadline { .. } => String::new(),
+    };
+    wrap(error, provider, url, advice)
+}
+
+fn wrap(error: ModelError, provider: &str, url: &str, advice: String) -> ModelError {
+    ModelError::AtProvider {
+        provider: provider.to_owned(),
+        url: url.to_owned(),
+        advice,
+        error: Box::new(error),
+    }
+}
+
+/// `d` in seconds as the fleet file writes it (`10`, `0.4`).
+fn seconds(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Whether the requests carry a key (`Authorization`).
+fn sends_key(options: &OpenAiOptions) -> bool {
+    options
+        .api_key
+        .as_deref()
+        .is_some_and(|key| !key.trim().is_empty())
+}
+
+/// The key's variable as the operator sets it: `$VAR
+/// (providers.NAME.api_key_env)`.
+fn key_variable(provider: &str, options: &OpenAiOptions) -> String {
+    match options.api_key_env.as_deref() {
+        Some(var) => format!("${var} (providers.{provider}.api_key_env)"),
+        None => format!("the environment variable providers.{provider}.api_key_env names"),
+    }
+}
+
+/// The fix an HTTP error status (and its body) points at.
+fn http(status: u16, body: &str, provider: &str, options: &OpenAiOptions) -> String {
+    let model = &options.model;
+    match status {
+        401 if sends_key(options) => format!(
+            "the server refused the API key: check that {} holds a key this server accepts",
+            key_variable(provider, options)
+        ),
+        401 => format!(
+            "the server asks for an API key and providers.{provider} sends none: set \
+             providers.{provider}.api_key_env to the name of the environment variable that holds \
+             it"
+        ),
+        403 if sends_key(options) => format!(
+            "the server refused the request made with the key in {}: check that the key may use \
+             model {model:?} (its project, permissions or region), and the gateway headers in \
+             providers.{provider}.headers / headers_env if the server needs any",
+            key_variable(provider, options)
+        ),
+        403 => format!(
+            "the server refused the request: it may need a key (providers.{provider}.api_key_env) \
+             or a gateway header (providers.{provider}.headers_env)"
+        ),
+        400 | 422 => refused_request(body, provider, options),
+        408 => format!(
+            "the server, or a proxy in front of it, gave up waiting for the request on every \
+             attempt (providers.{provider}.max_retries = {}): check its load, then retry",
+            options.max_retries
+        ),
+        413 => format!(
+            "the request is larger than the server (or a proxy in front of it) takes: lower \
+             providers.{provider}.compact_at_tokens, or raise the proxy's body limit"
+        ),
+        429 => format!(
+            "the server rate-limited every attempt (providers.{provider}.max_retries = {}): \
+             retry later, spread the bots over more providers, or raise the key's limits with \
+             the provider",
+            options.max_retries
+        ),
+        500..=599 => format!(
+            "the server failed on every attempt (providers.{provider}.max_retries = {}): check \
+             that it is up and healthy (its logs, its load), then retry",
+            options.max_retries
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The fix a 400 or 422 points at: a field botfleet sends that the
+/// server does not take (`stream_options`, `max_tokens`), tool calls it
+/// cannot do, or else its message.
+fn refused_request(body: &str, provider: &str, options: &OpenAiOptions) -> String {
+    let said = body.to_lowercase();
+    let model = &options.model;
+    if options.stream && said.contains("stream_options") {
+        return format!(
+            "the server does not take the stream_options field botfleet sends when streaming: \
+             set providers.{provider}.stream = false"
+        );
+    }
+    if options.max_tokens_field == MaxTokensField::MaxTokens
+        && said.contains("max_tokens")
+        && (said.contains("max_completion_tokens") || said.contains("unsupported"))
+    {
+        return format!(
+            "the model takes its token limit as max_completion_tokens: set \
+             providers.{provider}.max_tokens_field = \"max_completion_tokens\""
+        );
+    }
+    let tools = [
+        "tool-call-parser",
+        "tool choice",
+        "support tools",
+        "tools are not supported",
+    ];
+    if tools.iter().any(|t| said.contains(t)) {
+        return format!(
+            "the server does not take tool calls for model {model:?}, and bots need them: start \
+             it with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME; \
+             llama.cpp: --jinja), or set providers.{provider}.model to a model with tools"
+        );
+    }
+    format!(
+        "the server refused the request; its message says what it did not accept (check \
+         providers.{provider}.model = {model:?}, and that the server speaks the OpenAI \
+         chat-completions API)"
+    )
+}
+
+/// The fix when no response came: a silent server (`timeout_s`) or none
+/// at all (`base_url`, a proxy).
+fn unreachable(detail: &str, provider: &str, options: &OpenAiOptions) -> String {
+    if detail.starts_with(NO_RESPONSE) {
+        return format!(
+            "no answer came within providers.{provider}.timeout_s ({} s) on any attempt: a \
+             slow server (a long prompt on a CPU), or one with stream = false, where timeout_s \
+             bounds the whole answer, needs a higher timeout_s; one that does not answer at all, \
+             a look at providers.{provider}.base_url",
+            seconds(options.timeout)
+        );
+    }
+    let proxy = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"]
+        .into_iter()
+        .chain(["https_proxy", "http_proxy", "all_proxy"])
+        .find(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
+    let via = match proxy {
+        Some(var) => format!(
+            "; the host's {var} is set, so requests go through that proxy (NO_PROXY exempts \
+             hosts)"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "check that the server is running and reachable at this address \
+         (providers.{provider}.base_url){via}"
+    )
+}
+
+/// The fix when the answer broke off on every attempt.
+fn broken(detail: &str, provider: &str, options: &OpenAiOptions) -> String {
+    if detail == STALLED {
+        return format!(
+            "the server went silent for providers.{provider}.timeout_s ({} s) in the middle of \
+             its answer on every attempt: raise timeout_s for a slow server (with stream = false \
+             it bounds the whole answer)",
+            seconds(options.timeout)
+        );
+    }
+    if detail.starts_with(SENT_AN_ERROR) {
+        return "the server reported an error instead of finishing its answer, on every \
+                attempt: check its logs"
+            .to_owned();
+    }
+    "the answer broke off on every attempt: check the server's logs, and anything between \
+     botfleet and it (a proxy, a load balancer's idle timeout)"
+        .to_owned()
+}
+
+#[cfg(test)]
+#[path = "advice_tests.rs"]
+mod tests;

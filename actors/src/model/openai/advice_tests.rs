@@ -1,0 +1,180 @@
+use std::time::Duration;
+
+use super::super::super::ModelError;
+use super::NO_RESPONSE;
+use super::OpenAiOptions;
+use super::STALLED;
+use super::located;
+
+const URL: &str = "http://127.0.0.1:9/v1/chat/completions";
+
+fn options(key: bool) -> OpenAiOptions {
+    OpenAiOptions {
+        provider: Some("s".into()),
+        api_key: key.then(|| "sk-test".to_owned()),
+        api_key_env: key.then(|| "H2KEY".to_owned()),
+        timeout: Duration::from_secs(10),
+        max_retries: 2,
+        ..OpenAiOptions::new("http://127.0.0.1:9/v1", "mock-model")
+    }
+}
+
+fn http(status: u16, body: &str) -> ModelError {
+    ModelError::Http {
+        status,
+        attempts: 1,
+        body: body.into(),
+    }
+}
+
+fn text(error: ModelError, options: &OpenAiOptions) -> String {
+    located(error, URL, options).to_string()
+}
+
+/// Regression (tester H2): provider errors named neither the provider
+/// nor the fix ("model endpoint answered HTTP 401 after 1 attempt(s): …").
+#[test]
+fn each_failure_names_the_provider_the_url_and_the_key_to_change() {
+    let keyed = options(true);
+    let keyless = options(false);
+    let cases: Vec<(ModelError, &OpenAiOptions, &str)> = vec![
+        (
+            http(401, "bad key"),
+            &keyed,
+            "$H2KEY (providers.s.api_key_env)",
+        ),
+        (
+            http(401, "no key"),
+            &keyless,
+            "set providers.s.api_key_env to the name",
+        ),
+        (
+            http(403, "Forbidden."),
+            &keyed,
+            "may use model \"mock-model\"",
+        ),
+        (
+            http(
+                400,
+                "Unrecognized request argument supplied: stream_options",
+            ),
+            &keyed,
+            "set providers.s.stream = false",
+        ),
+        (
+            http(422, r#"{"detail":[{"loc":["body","stream_options"]}]}"#),
+            &keyed,
+            "set providers.s.stream = false",
+        ),
+        (
+            http(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use \
+                 'max_completion_tokens' instead.",
+            ),
+            &keyed,
+            "providers.s.max_tokens_field = \"max_completion_tokens\"",
+        ),
+        (
+            http(
+                400,
+                "\"auto\" tool choice requires --enable-auto-tool-choice and \
+                 --tool-call-parser to be set",
+            ),
+            &keyed,
+            "--tool-call-parser",
+        ),
+        (
+            http(400, "nope"),
+            &keyed,
+            "providers.s.model = \"mock-model\"",
+        ),
+        (http(408, ""), &keyed, "gave up waiting"),
+        (http(429, "slow down"), &keyed, "rate-limited every attempt"),
+        (http(502, "<html>"), &keyed, "providers.s.max_retries = 2"),
+        (
+            ModelError::Unreachable {
+                attempts: 3,
+                detail: format!("{NO_RESPONSE} 10s"),
+            },
+            &keyed,
+            "no answer came within providers.s.timeout_s (10 s)",
+        ),
+        (
+            ModelError::Unreachable {
+                attempts: 3,
+                detail: "tcp connect error: Connection refused".into(),
+            },
+            &keyed,
+            "(providers.s.base_url)",
+        ),
+        (
+            ModelError::StreamBroken {
+                attempts: 3,
+                detail: STALLED.into(),
+            },
+            &keyed,
+            "silent for providers.s.timeout_s (10 s)",
+        ),
+        (
+            ModelError::TimedOut {
+                limit: Duration::from_secs(40),
+                attempts: 1,
+            },
+            &keyed,
+            "providers.s.call_timeout_s (40 s)",
+        ),
+        (
+            ModelError::TooLarge { limit: 1024 },
+            &keyed,
+            "providers.s.max_response_bytes",
+        ),
+        (
+            ModelError::Protocol("x".into()),
+            &keyed,
+            "providers.s.base_url",
+        ),
+    ];
+    for (error, options, advice) in cases {
+        let shown = error.to_string();
+        let text = text(error, options);
+        assert!(
+            text.starts_with(&format!("providers.s (POST {URL}): ")),
+            "{text}"
+        );
+        assert!(text.contains(advice), "{advice:?} in {text}");
+        // the failure itself, as it was
+        assert!(text.ends_with(&format!("Error: {shown}")), "{text}");
+    }
+}
+
+#[test]
+fn what_callers_act_on_and_errors_outside_a_fleet_are_kept() {
+    for error in [
+        ModelError::Cancelled,
+        ModelError::ContentFiltered,
+        ModelError::Refused {
+            refusal: "no".into(),
+        },
+        ModelError::Aborted {
+            reason: "loop".into(),
+            partial: String::new(),
+        },
+    ] {
+        assert_eq!(located(error.clone(), URL, &options(true)), error);
+    }
+    let outside = OpenAiOptions {
+        provider: None,
+        ..options(true)
+    };
+    assert_eq!(located(http(401, "x"), URL, &outside), http(401, "x"));
+    // a 404 names the URL itself: only the provider is added
+    let text = text(http(404, "POST … was not found"), &options(true));
+    assert_eq!(
+        text,
+        "providers.s: model endpoint answered HTTP 404 after 1 attempt(s): POST … was not found"
+    );
+    // retryable as the failure is
+    assert!(located(http(503, "x"), URL, &options(true)).is_retryable());
+    assert!(!located(http(401, "x"), URL, &options(true)).is_retryable());
+}
