@@ -373,6 +373,10 @@ pub struct UserConfig {
     /// Or the name of an environment variable holding it.
     #[serde(default)]
     pub token_env: Option<String>,
+    /// The user's IANA time zone (`Asia/Shanghai`; default UTC): the times
+    /// the user's bots read their inputs in.
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 /// `[providers.NAME]`, chosen by its `kind` key (read through a flat

@@ -114,6 +114,11 @@ impl LoadedFleet {
             let key = format!("users[{i}]");
             let valid = botfleet_memory::UserId::new(u.id.as_str()).map(|_| ());
             self.unique_id(&key, "user", &u.id, valid, &mut seen_users)?;
+            if let Some(tz) = &u.timezone
+                && let Err(problem) = botfleet_actors::FleetSettings::parse_timezone(tz)
+            {
+                return Err(self.invalid(format!("{key}.timezone"), problem));
+            }
             match (&u.token, &u.token_env) {
                 (Some(_), Some(_)) => {
                     return Err(self.invalid(
@@ -509,6 +514,22 @@ impl LoadedFleet {
             }
         })?;
         Script::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+    }
+
+    /// Puts each user's time zone (`[[users]] timezone`, checked by
+    /// `validate`) in `settings`.
+    pub fn set_user_timezones(&self, settings: &mut botfleet_actors::FleetSettings) {
+        for u in &self.file.users {
+            let (Ok(id), Some(Ok(tz))) = (
+                botfleet_memory::UserId::new(u.id.as_str()),
+                u.timezone
+                    .as_deref()
+                    .map(botfleet_actors::FleetSettings::parse_timezone),
+            ) else {
+                continue;
+            };
+            settings.user_timezones.insert(id, tz);
+        }
     }
 
     /// The context settings of each provider.

@@ -313,6 +313,8 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             let mut o = OpenAiOptions::new(base_url.clone(), model.clone());
             o.api_key = key;
             o.provider = Some(name.clone());
+            // named in the advice of a refused key (`model/openai/advice.rs`)
+            o.api_key_env = api_key_env.clone();
             // `headers_env`'s values were read (and trimmed) at start
             let from_env = resolved.provider_headers.get(name).into_iter().flatten();
             o.extra_headers = headers
@@ -466,6 +468,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.extract_memory = r.extract_memory;
     // a bot made or renamed by a bot may not be named like a user
     settings.user_ids = users.iter().map(|(user, _)| user.clone()).collect();
+    fleet_file.set_user_timezones(&mut settings);
     settings.tool_limits = ToolLimits {
         shell_default_timeout: Duration::from_secs(r.shell_timeout_s),
         shell_max_timeout: Duration::from_secs(r.shell_max_timeout_s),

@@ -140,7 +140,8 @@ mod tests {
         let state = StateBlock::default();
         let mut tail =
             BenchTail::from_entries(session, "You are b.", &state, &entries, Encoding::O200kBase);
-        assert_eq!(tail.len(), 3);
+        // the system message, and each input after its time note
+        assert_eq!(tail.len(), 5);
         let total = tail.tokens();
         assert!(total > 12, "{total}");
 
@@ -152,18 +153,21 @@ mod tests {
         assert_eq!(
             request.messages.last(),
             Some(&ChatMessage::User {
-                content: "hello\n\nhow are you\n\nthe user moved to Lisbon".into()
+                content: "[time: Thursday 1970-01-01 00:00 (UTC)]\n\nhello\n\n\
+                          [time: Thursday 1970-01-01 00:00 (UTC)]\n\nhow are you\n\n\
+                          the user moved to Lisbon"
+                    .into()
             })
         );
         tail.restore(request);
-        assert_eq!(tail.len(), 3);
+        assert_eq!(tail.len(), 5);
         assert_eq!(tail.tokens(), total);
 
         // an entry already loaded is ignored; a new one is counted once
         tail.push(&entries[1]);
-        assert_eq!(tail.len(), 3);
+        assert_eq!(tail.len(), 5);
         tail.push(&entry(session, 3, "fine"));
-        assert_eq!(tail.len(), 4);
+        assert_eq!(tail.len(), 7);
         assert!(tail.tokens() > total);
     }
 }

@@ -173,6 +173,9 @@ prompts! {
     memory => "memory.md",
     /// What changed in memory inside a compaction epoch.
     memory_update => "memory_update.md",
+    /// The line before an input saying when it arrived, in the bot's
+    /// owner's time zone.
+    time_note => "time_note.md",
     /// Ends the memory block when items did not fit its share of the
     /// context: how many were left out.
     memory_left_out => "memory_left_out.md",

@@ -3,6 +3,9 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::str::FromStr;
+
+use chrono_tz::Tz;
 
 use botfleet_memory::Encoding;
 use botfleet_memory::UserId;
@@ -69,6 +72,9 @@ pub struct FleetSettings {
     /// one of them, as fleet.toml refuses for its own bots (in a room its
     /// messages could pass for that person's).
     pub user_ids: Vec<UserId>,
+    /// Each user's time zone (`[[users]] timezone`); a user not listed
+    /// has UTC ([`FleetSettings::timezone_of`]).
+    pub user_timezones: HashMap<UserId, Tz>,
 }
 
 /// How Shell runs a command: directly, or through a launcher that puts it
@@ -156,11 +162,34 @@ impl FleetSettings {
             default_context: ContextSettings::default(),
             extract_memory: true,
             user_ids: Vec::new(),
+            user_timezones: HashMap::new(),
         }
     }
 
     /// The context settings of a provider.
     pub fn context_for(&self, provider: &str) -> &ContextSettings {
         self.context.get(provider).unwrap_or(&self.default_context)
+    }
+
+    /// The time zone of `user` (UTC when none is set): what a bot of
+    /// theirs reads its inputs' times in.
+    pub fn timezone_of(&self, user: &UserId) -> Tz {
+        self.user_timezones.get(user).copied().unwrap_or(Tz::UTC)
+    }
+
+    /// An IANA time zone name (`Asia/Shanghai`), or what is wrong with it and
+    /// what is expected.
+    pub fn parse_timezone(name: &str) -> Result<Tz, String> {
+        Tz::from_str(name).map_err(|_| {
+            let hint = chrono_tz::TZ_VARIANTS
+                .iter()
+                .find(|tz| tz.name().eq_ignore_ascii_case(name.trim()))
+                .map(|tz| format!(" (did you mean {:?}?)", tz.name()))
+                .unwrap_or_default();
+            format!(
+                "time zone {name:?} is not an IANA time zone name{hint}; expected e.g. \
+                 \"Asia/Shanghai\", \"America/New_York\", \"Europe/Berlin\" or \"UTC\""
+            )
+        })
     }
 }

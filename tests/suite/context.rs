@@ -11,6 +11,7 @@ use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
+use crate::support::openai_server::without_time;
 
 fn echo_model(request: &Value) -> Reply {
     let last = last_message(request).cloned().unwrap_or(Value::Null);
@@ -351,6 +352,7 @@ fn assert_fact_kept(server: &OpenAiServer, window: usize) -> (bool, usize, usize
             .iter()
             .filter(|m| m["role"] == "user")
             .filter_map(|m| m["content"].as_str())
+            .map(without_time)
             .collect();
         let verbatim = users.contains(&FACT);
         let summarised = users
@@ -510,7 +512,10 @@ async fn a_compaction_quotes_a_webhook_payload_and_no_line_of_it_is_a_record() {
     // the payload's record, then its quote with its origin, line by line
     let at = lines
         .iter()
-        .position(|l| *l == format!("#{hook_seq} hook:gh [untrusted_event]:"))
+        .position(|l| {
+            // the record line, with the entry's date and time
+            l.starts_with(&format!("#{hook_seq} hook:gh [untrusted_event] ")) && l.ends_with(':')
+        })
         .unwrap_or_else(|| panic!("no untrusted record line in {transcript}"));
     assert!(
         lines[at + 1].starts_with("    Untrusted data from webhook gh"),

@@ -26,6 +26,7 @@ use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
 use crate::support::openai_server::last_user_text;
+use crate::support::openai_server::without_times;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
@@ -179,7 +180,7 @@ fn shape(messages: &[Value]) -> Vec<String> {
                 format!("assistant: {} [{}]", text(m), calls.join(", "))
             }
             "tool" => format!("tool: {}", m["tool_call_id"].as_str().unwrap_or("")),
-            role => format!("{role}: {}", text(m)),
+            role => format!("{role}: {}", without_times(&text(m))),
         })
         .collect()
 }

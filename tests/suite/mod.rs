@@ -141,6 +141,7 @@ mod subagent_report_notices;
 mod subagent_reports;
 mod subagent_retry;
 mod subagents_config;
+mod time_in_context;
 mod tool_edges;
 mod turn_clip_budget;
 mod turn_request_bounds;

@@ -19,6 +19,7 @@ use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
 use crate::support::openai_server::last_user_text;
+use crate::support::openai_server::without_time;
 use crate::support::process::cli;
 
 /// Answers a user message with a SendMessage tool call quoting it, and a
@@ -28,7 +29,7 @@ fn echo_model(request: &Value) -> Reply {
     if last["role"] == "tool" {
         return Reply::text("").usage(100, 1);
     }
-    let text = last["content"].as_str().unwrap_or("").to_owned();
+    let text = without_time(last["content"].as_str().unwrap_or("")).to_owned();
     let args = json!({ "text": format!("model says: {text}") }).to_string();
     Reply::tool_call("call_1", "SendMessage", args)
         .usage(120, 9)

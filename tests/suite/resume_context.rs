@@ -16,6 +16,8 @@ use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
+use crate::support::openai_server::without_time;
+use crate::support::openai_server::without_times;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
@@ -32,7 +34,7 @@ fn model(request: &Value) -> Reply {
     let last = last_message(request).cloned().unwrap_or(Value::Null);
     match last["role"].as_str() {
         Some("user") => {
-            let text = last["content"].as_str().unwrap_or("").to_owned();
+            let text = without_time(last["content"].as_str().unwrap_or("")).to_owned();
             Reply::tool_call(
                 &format!("shell-{text}"),
                 "Shell",
@@ -48,9 +50,10 @@ fn model(request: &Value) -> Reply {
             let todo: Vec<String> = ASKED
                 .iter()
                 .filter(|a| {
-                    messages
-                        .iter()
-                        .any(|m| m["role"] == "user" && m["content"] == **a)
+                    messages.iter().any(|m| {
+                        m["role"] == "user"
+                            && m["content"].as_str().map(without_times).as_deref() == Some(*a)
+                    })
                 })
                 .map(|a| format!("[{a}]"))
                 .filter(|tag| !said.contains(tag.as_str()))
@@ -174,8 +177,12 @@ async fn a_turn_resumed_twice_over_sees_all_the_turns_before_it_did() {
     };
     let result =
         |id: &'static str| at(&move |m: &Value| m["role"] == "tool" && m["tool_call_id"] == id);
-    let input =
-        |text: &'static str| at(&move |m: &Value| m["role"] == "user" && m["content"] == text);
+    // an input after its time line
+    let input = |text: &'static str| {
+        at(&move |m: &Value| {
+            m["role"] == "user" && m["content"].as_str().map(without_times).as_deref() == Some(text)
+        })
+    };
     // A's call has its recorded result, and so has B's (written after
     // "third"): none is made up
     let a_result = &messages[result("shell-first")];

@@ -7,6 +7,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use super::openai_server::Reply;
+use super::openai_server::without_time;
 
 /// How the extraction's system prompt (`prompts/extract_facts.md`) starts.
 pub const EXTRACTOR: &str = "You maintain the long-term memory of the bot";
@@ -18,9 +19,10 @@ pub fn is_extraction(body: &Value) -> bool {
         .is_some_and(|s| s.starts_with(EXTRACTOR))
 }
 
-/// A message's text content ("" when it has none).
+/// A message's text content ("" when it has none), without the time
+/// lines at its start ([`without_time`]).
 pub fn content(m: &Value) -> &str {
-    m["content"].as_str().unwrap_or("")
+    without_time(m["content"].as_str().unwrap_or(""))
 }
 
 /// The text between `<<` and `>>` right after `command` in `text` (a

@@ -88,7 +88,8 @@ pub fn last_message(request: &Value) -> Option<&Value> {
     request["messages"].as_array()?.last()
 }
 
-/// The text of the last `user` message of a request body.
+/// The text of the last `user` message of a request body, without the
+/// time lines at its start ([`without_time`]).
 pub fn last_user_text(request: &Value) -> Option<&str> {
     request["messages"]
         .as_array()?
@@ -96,9 +97,11 @@ pub fn last_user_text(request: &Value) -> Option<&str> {
         .rev()
         .find(|m| m["role"] == "user")?["content"]
         .as_str()
+        .map(without_time)
 }
 
-/// The text of each user-side message of a request body.
+/// The text of each user-side message of a request body, without the
+/// time lines at its start ([`without_time`]).
 pub fn user_texts(request: &Value) -> Vec<&str> {
     request["messages"]
         .as_array()
@@ -106,7 +109,35 @@ pub fn user_texts(request: &Value) -> Vec<&str> {
         .flatten()
         .filter(|m| m["role"] == "user")
         .filter_map(|m| m["content"].as_str())
+        .map(without_time)
         .collect()
+}
+
+/// How the line saying when an input arrived starts
+/// (`prompts/time_note.md`); requests alternate roles, so it is joined to
+/// its input by a blank line.
+pub const TIME: &str = "[time: ";
+
+/// `text` without any of its time lines (each with the blank line after
+/// it): the inputs of a message that joins several, as they were said.
+pub fn without_times(text: &str) -> String {
+    text.split("\n\n")
+        .filter(|p| !(p.starts_with(TIME) && p.ends_with(']') && !p.contains('\n')))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// `text` without the time lines (and the blank line after each) at its
+/// start: what was said.
+pub fn without_time(text: &str) -> &str {
+    let mut text = text;
+    while let Some(rest) = text.strip_prefix(TIME) {
+        match rest.split_once("]\n\n") {
+            Some((_, said)) => text = said,
+            None => return "",
+        }
+    }
+    text
 }
 
 /// The tool results since the newest user-side message of a request body:

@@ -60,10 +60,13 @@ impl Runner {
         // a message from a bot names the tools to answer it with only if
         // shown; a report of its own subagent is told apart by the reader
         let shown = |tool: &str| self.specs.iter().any(|s| s.name == tool);
+        // the owner's time zone: inputs' times and the identity name it
+        let timezone = self.rt.settings.timezone_of(&self.bot.owner);
         let replies = Replies {
             reader: Some(self.bot.id.clone()),
             send_to_agent: shown("SendToAgent"),
             message_subagent: shown("MessageSubagent"),
+            timezone,
         };
         self.tail.context.set_agent_replies(replies);
         let index = self
@@ -78,6 +81,7 @@ impl Runner {
                 ("name", &self.bot.name),
                 ("bot_id", self.bot.id.as_str()),
                 ("owner", self.bot.owner.as_str()),
+                ("timezone", timezone.name()),
                 ("role", &self.bot.role),
                 ("tools", if index.is_empty() { "(none)" } else { &index }),
             ])

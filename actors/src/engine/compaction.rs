@@ -261,6 +261,7 @@ fn chunk_request(
             ("bot", bot.id.as_str()),
             ("session", &session.to_string()),
             ("words", &bounds.summary_words().to_string()),
+            ("timezone", bounds.timezone.name()),
         ])
         .unwrap_or_default();
     ModelRequest {
@@ -331,7 +332,11 @@ pub(crate) async fn compact(
     account: &ChunkBudget<'_>,
 ) -> Result<Option<Compacted>, CompactionError> {
     let session = tail.session;
-    let bounds = Bounds::of(settings);
+    // the records' times read in the owner's time zone
+    let bounds = Bounds {
+        timezone: rt.settings.timezone_of(&bot.owner),
+        ..Bounds::of(settings)
+    };
     let entries = rt
         .store
         .entries_after(session, tail.covers_to_seq, i64::MAX)

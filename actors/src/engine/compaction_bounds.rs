@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use chrono_tz::Tz;
 
 use super::MAX_ENTRY_CHARS;
 use super::render_entry;
@@ -58,6 +59,9 @@ pub(crate) struct Bounds {
     pub(crate) verbatim_tokens: u64,
     /// The provider's tokenizer.
     pub(crate) encoding: Encoding,
+    /// The time zone the records' times are in (the bot's owner's; UTC
+    /// from [`Bounds::of`]).
+    pub(crate) timezone: Tz,
 }
 
 impl Bounds {
@@ -71,6 +75,7 @@ impl Bounds {
             summary_tokens: (t / 5).min(MAX_SUMMARY_TOKENS),
             verbatim_tokens: t / 4,
             encoding: settings.encoding,
+            timezone: Tz::UTC,
         }
     }
 
@@ -203,7 +208,7 @@ pub(crate) struct Chunk {
 fn fitted(e: &Entry, budget: u64, bounds: &Bounds) -> Option<(String, u64)> {
     let mut chars = MAX_ENTRY_CHARS;
     loop {
-        let record = render_entry(e, chars)?;
+        let record = render_entry(e, chars, bounds.timezone)?;
         let tokens = bounds.count(&record);
         if tokens <= budget || chars <= MIN_ENTRY_CHARS {
             return Some((record, tokens));

@@ -1,5 +1,7 @@
 //! The transcript as the summariser reads it: one record line per entry,
-//! `#seq author [label]:`, its text indented under it, so that no text an
+//! `#seq author [label] YYYY-MM-DD HH:MM:` (when it was written, in the
+//! owner's time zone, so a summary can date what it keeps), its text
+//! indented under it, so that no text an
 //! entry holds (a webhook's payload, another bot's message) can start a
 //! record of its own and pose as the bot's people; what is not from them
 //! is quoted with its origin as the context quotes it, and a long text is
@@ -7,7 +9,9 @@
 
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use chrono_tz::Tz;
 
+use crate::engine::context::local_time;
 use crate::engine::context::render_input;
 use crate::prompts::prompts;
 
@@ -198,7 +202,7 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
 /// Summary entries are left out: one lies after the seq it covers, so it
 /// falls inside the next range, and `compact` already puts the newest
 /// summary at the top.
-pub(super) fn render_entry(e: &Entry, max: usize) -> Option<String> {
+pub(super) fn render_entry(e: &Entry, max: usize, tz: Tz) -> Option<String> {
     let (label, text) = record(e, max)?;
     // a step of calls with no text still tells what the bot did
     let calls =
@@ -206,16 +210,20 @@ pub(super) fn render_entry(e: &Entry, max: usize) -> Option<String> {
     if !calls && e.kind.text().trim().is_empty() {
         return None;
     }
-    let mut out = format!("#{} {} [{label}]:\n", e.seq, one_line(&e.author));
+    let stamp = local_time::stamp(e.created_at, tz);
+    let mut out = match stamp.as_str() {
+        "" => format!("#{} {} [{label}]:\n", e.seq, one_line(&e.author)),
+        _ => format!("#{} {} [{label}] {stamp}:\n", e.seq, one_line(&e.author)),
+    };
     push_indented(&mut out, &text);
     Some(out)
 }
 
-/// The transcript records of `entries` ([`render_entry`]).
+/// The transcript records of `entries` ([`render_entry`], times in UTC).
 #[cfg(test)]
 pub(super) fn render_entries(entries: &[Entry]) -> String {
     entries
         .iter()
-        .filter_map(|e| render_entry(e, MAX_ENTRY_CHARS))
+        .filter_map(|e| render_entry(e, MAX_ENTRY_CHARS, Tz::UTC))
         .collect()
 }

@@ -16,13 +16,18 @@
 //! tool refused for its size was sent back in every later request of the
 //! session, and each failed at the provider as too long. The transcript
 //! keeps the call whole.
+//!
+//! Each input (a message, an event) is preceded by a line saying when it
+//! arrived, in the owner's time zone (prompts/time_note.md, [`local_time`]).
+//! It is taken from the entry's stored time alone, so it is part of the
+//! context like the input itself: the same in every request, after a
+//! reload or a trim (which must build what a reload builds: a line left
+//! out when it repeated the one before would come back at a reload) and
+//! when a turn resumes, and past the cached prefix (the system prompt only
+//! names the time zone).
 
-use botfleet_memory::BotId;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
-use botfleet_memory::SessionId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
 use std::collections::HashMap;
 
@@ -32,6 +37,17 @@ use super::tail::request::clip::grapheme_prefix;
 use crate::model::ChatMessage;
 use crate::model::ToolCall;
 use crate::prompts::prompts;
+
+/// An entry's time as the bot reads it.
+#[path = "local_time.rs"]
+pub(crate) mod local_time;
+
+/// How an input entry reads to the model, by who reads it.
+#[path = "context_input.rs"]
+mod input;
+pub(crate) use input::Replies;
+pub(crate) use input::render_input;
+pub(crate) use input::render_input_for;
 
 /// Incremental context of one session.
 #[derive(Debug, Clone)]
@@ -164,17 +180,17 @@ impl ContextBuilder {
             }
             EntryKind::UserMessage { .. }
             | EntryKind::AgentMessage { .. }
-            | EntryKind::Event { .. }
-            | EntryKind::Reminder { .. } => {
-                let msg = ChatMessage::User {
-                    content: render_input_for(entry, &self.agent_replies),
-                };
-                if self.pending.is_empty() {
-                    self.messages.push(msg);
-                    self.seqs.push(entry.seq);
-                } else {
-                    self.deferred.push((entry.seq, msg));
+            | EntryKind::Event { .. } => {
+                // when it arrived
+                if let Some(note) = local_time::note(entry.created_at, self.agent_replies.timezone)
+                {
+                    self.push_input(entry.seq, note);
                 }
+                self.push_input(entry.seq, render_input_for(entry, &self.agent_replies));
+            }
+            // the runtime's own reminder inside a turn: no time of its own
+            EntryKind::Reminder { .. } => {
+                self.push_input(entry.seq, render_input_for(entry, &self.agent_replies));
             }
             // approval cards are for people: the model learns of the
             // request from its tool result and of the decision from the
@@ -187,6 +203,17 @@ impl ContextBuilder {
             // a summary is placed by the tail when it loads (it replaces the
             // entries it covers); pushed incrementally it would come too late
             EntryKind::Summary { .. } => {}
+        }
+    }
+
+    /// A user-side message of entry `seq`, held back while calls are open.
+    fn push_input(&mut self, seq: i64, content: String) {
+        let msg = ChatMessage::User { content };
+        if self.pending.is_empty() {
+            self.messages.push(msg);
+            self.seqs.push(seq);
+        } else {
+            self.deferred.push((seq, msg));
         }
     }
 
@@ -451,136 +478,16 @@ pub(crate) fn quoted(text: &str) -> String {
     out
 }
 
-/// Who reads a context, and the tools it is shown to answer messages from
-/// bots with: how such a message is framed names only tools the reader
-/// has (a parent with only Task and CheckSubagent was told to answer its
-/// subagent's report with SendToAgent, a tool it did not have).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Replies {
-    /// The bot whose context it is, once known: a report of its own
-    /// subagent is told apart by it. Unknown, a subagent's id names its
-    /// parent (see [`report_of_own_subagent`]).
-    pub(crate) reader: Option<BotId>,
-    /// Whether it is shown SendToAgent (answers another bot's message).
-    pub(crate) send_to_agent: bool,
-    /// Whether it is shown MessageSubagent (gives its subagent more work).
-    pub(crate) message_subagent: bool,
-}
-
-/// How an input entry reads to the model. Anything not from the bot's own
-/// people is quoted data with its origin. A message from a bot says to
-/// answer with SendToAgent, a report of one's subagent to steer it with
-/// MessageSubagent (a compaction's transcript shows them so).
-pub(crate) fn render_input(entry: &Entry) -> String {
-    render_input_for(
-        entry,
-        &Replies {
-            reader: None,
-            send_to_agent: true,
-            message_subagent: true,
-        },
-    )
-}
-
-/// Whether a message from bot `from` that replies go to in
-/// `reply_session` is the report of a subagent of `reader` (or, with no
-/// reader known, of the parent its id names). A report's replies go to
-/// the subagent's session with its parent, which only a report names (a
-/// subagent's progress stays in its session; a message a subagent was
-/// made to send by other means replies to another session). Its id
-/// `<parent>.sub-<hash>` names the parent, cut to fit an id for a long
-/// one: the reader, when known, is what decides.
-fn report_of_own_subagent(
-    from: &BotId,
-    reply_session: Option<SessionId>,
-    reader: Option<&BotId>,
-) -> bool {
-    let Some(reply) = reply_session else {
-        return false;
-    };
-    let parent = match reader {
-        Some(r) => r.as_str(),
-        None => match from.as_str().rsplit_once(".sub-") {
-            Some((parent, _)) => parent,
-            None => return false,
-        },
-    };
-    let session = SessionKey {
-        bot: from.clone(),
-        kind: SessionKind::Subagent,
-        peer: parent.to_owned(),
-    };
-    session.id() == reply
-}
-
-/// [`render_input`] for a reader shown the tools of `replies`: a message
-/// from a bot names SendToAgent only to a bot that has it; a report of the
-/// reader's own subagent is framed as such, naming MessageSubagent only to
-/// a bot that has it, and never SendToAgent (a finished subagent a
-/// message from its parent reached that way ran outside its task: no
-/// status, no limit on running subagents).
-pub(crate) fn render_input_for(entry: &Entry, replies: &Replies) -> String {
-    let p = prompts();
-    let rendered = match &entry.kind {
-        EntryKind::UserMessage { text } => return text.clone(),
-        EntryKind::Reminder { text } => return text.clone(),
-        EntryKind::AgentMessage {
-            from,
-            text,
-            reply_session,
-            ..
-        } => if report_of_own_subagent(from, *reply_session, replies.reader.as_ref()) {
-            if replies.message_subagent {
-                &p.subagent_report
-            } else {
-                &p.subagent_report_plain
-            }
-        } else if replies.send_to_agent {
-            &p.agent_message
-        } else {
-            &p.agent_message_plain
-        }
-        .render(&[("from", from.as_str()), ("text", &quoted(text))]),
-        EntryKind::Event {
-            origin,
-            text,
-            trusted: true,
-            ..
-        } => p
-            .trusted_event
-            .render(&[("origin", origin), ("text", text)]),
-        EntryKind::Event {
-            origin,
-            text,
-            trusted: false,
-            ..
-        } => p
-            .untrusted_event
-            // the origin may hold outside text too (a room's name)
-            .render(&[("origin", &quoted(origin)), ("text", &quoted(text))]),
-        EntryKind::Summary {
-            text,
-            covers_to_seq,
-            epoch,
-        } => p.summary.render(&[
-            ("text", text),
-            ("covers_to_seq", &covers_to_seq.to_string()),
-            ("epoch", &epoch.to_string()),
-        ]),
-        EntryKind::Assistant { .. }
-        | EntryKind::ToolResult { .. }
-        | EntryKind::Delivery { .. }
-        | EntryKind::Reaction { .. }
-        | EntryKind::Notice { .. }
-        | EntryKind::Approval { .. }
-        | EntryKind::TurnEnd { .. } => return entry.kind.text().to_owned(),
-    };
-    rendered.unwrap_or_else(|e| format!("[{e}] {}", entry.kind.text()))
-}
-
 #[cfg(test)]
 #[path = "context_tests.rs"]
 mod tests;
+
+/// Whether `m` is an input's time note (prompts/time_note.md), which
+/// tests that look at what was said leave out.
+#[cfg(test)]
+pub(crate) fn is_time_note(m: &ChatMessage) -> bool {
+    matches!(m, ChatMessage::User { content } if prompts().time_note.rendered_in(content))
+}
 
 /// The text of a message that counts toward its tokens.
 pub(crate) fn message_text(m: &ChatMessage) -> String {

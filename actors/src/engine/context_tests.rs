@@ -45,9 +45,11 @@ fn result(seq: i64, id: &str) -> Entry {
     )
 }
 
+/// The messages by role (the inputs' time notes left out).
 fn roles(b: &ContextBuilder) -> Vec<String> {
     b.messages
         .iter()
+        .filter(|m| !is_time_note(m))
         .map(|m| match m {
             ChatMessage::System { .. } => "system".to_string(),
             ChatMessage::User { content } => format!("user:{content}"),
@@ -296,8 +298,12 @@ fn refused_step(name: &str, arguments: &str, content: &str, is_error: bool) -> C
 }
 
 fn arguments_of(b: &ContextBuilder) -> String {
-    match &b.messages()[2] {
-        ChatMessage::Assistant { tool_calls, .. } => tool_calls[0].arguments.clone(),
+    match b
+        .messages()
+        .iter()
+        .find(|m| matches!(m, ChatMessage::Assistant { .. }))
+    {
+        Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls[0].arguments.clone(),
         other => panic!("{other:?}"),
     }
 }
@@ -324,11 +330,19 @@ fn a_refused_calls_long_argument_is_cut_in_the_context() {
         format!("{}… [cut: 1,048,576 characters; refused]", "x".repeat(500))
     );
     assert_eq!(value["card"]["title"], "t");
-    // the tail counts the message again
-    assert_eq!(b.take_edited(), Some(2));
+    // the tail counts the message again (the step's, after the input and
+    // its time note)
+    let at = b
+        .messages()
+        .iter()
+        .position(|m| matches!(m, ChatMessage::Assistant { .. }))
+        .unwrap();
+    assert_eq!(b.take_edited(), Some(at));
     assert_eq!(b.take_edited(), None);
     // the result itself is as the tool wrote it
-    assert!(matches!(&b.messages()[3], ChatMessage::Tool { content, .. } if *content == refusal));
+    assert!(
+        matches!(&b.messages()[at + 1], ChatMessage::Tool { content, .. } if *content == refusal)
+    );
 }
 
 /// What is not cut: a short argument of a refused call (the model may

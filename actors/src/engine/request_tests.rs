@@ -349,7 +349,9 @@ fn a_request_is_shaped_and_the_context_kept() {
         .collect();
     assert_eq!(stubs.len(), 3, "{request:#?}");
     assert!(stubs[0].contains("call #2"), "{stubs:?}");
-    assert_eq!(request.len(), context.len());
+    // every message is sent, the input's time note joined to it (roles
+    // alternate)
+    assert_eq!(request.len(), context.len() - 1);
     tail.restore_request(request, None);
     assert_eq!(tail.context.messages(), context.as_slice());
     assert_eq!(tail.tokens(), total);
@@ -434,11 +436,13 @@ fn a_huge_entry_is_sent_clipped_and_the_context_keeps_it() {
     assert!(sent < 4 * 2_000, "{sent} of {whole}");
     assert!(whole > 20_000, "{whole}");
     let request = tail.take_request(None, &mut None);
-    assert_eq!(request.len(), context.len());
+    // every message is sent, the paste's time note joined to it (roles
+    // alternate)
+    assert_eq!(request.len(), context.len() - 1);
     let texts = texts(&request);
     let e = Encoding::default();
     for (i, (start, end)) in [
-        (1, ("PASTE paste", " END")),
+        (1, ("[time: ", " END")),
         (2, ("THOUGHT", "DONE")),
         (3, ("FILE", "EOF")),
     ] {
@@ -459,6 +463,7 @@ fn a_huge_entry_is_sent_clipped_and_the_context_keeps_it() {
         "{:.300}",
         &texts[1][texts[1].len() / 2 - 150..]
     );
+    assert!(texts[1].contains(")]\n\nPASTE paste"), "{:.200}", texts[1]);
     assert!(texts[2].contains("entry #2"), "the step's own text");
     assert!(
         texts[3].contains("of this result's") && texts[3].contains("Call Read again"),

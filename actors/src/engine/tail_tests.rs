@@ -17,6 +17,7 @@ pub(super) fn users(tail: &SessionTail) -> Vec<String> {
     tail.context
         .messages()
         .iter()
+        .filter(|m| !crate::engine::context::is_time_note(m))
         .filter_map(|m| match m {
             ChatMessage::User { content } => Some(content.clone()),
             _ => None,

@@ -260,15 +260,18 @@ fn render_value(value: &Value, vars: &Vars<'_>) -> Value {
 }
 
 /// Whether `m` is a user-side message a step counts from: anything but a
-/// memory update or a compaction summary (the runtime's notes that memory
-/// changed and of what came before, not something anyone said: they are
+/// memory update, a compaction summary or an input's time note (the
+/// runtime's notes that memory changed, of what came before and of when
+/// an input arrived, not something anyone said: they are
 /// neither matched nor echoed, and the steps after them are the turn's).
 /// A runtime reminder counts: it asks for a new answer.
 fn is_input(m: &ChatMessage) -> bool {
     match m {
         ChatMessage::User { content } => {
             let p = prompts();
-            !p.memory_update.rendered_in(content) && !p.summary.rendered_in(content)
+            !p.memory_update.rendered_in(content)
+                && !p.summary.rendered_in(content)
+                && !p.time_note.rendered_in(content)
         }
         ChatMessage::System { .. } | ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => {
             false

@@ -1,0 +1,155 @@
+//! How an input entry (a person's message, another bot's, an event, a
+//! summary) reads to the model: quoted data with its origin when it is
+//! not from the bot's own people, framed by the tools the reader has.
+
+use botfleet_memory::BotId;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use chrono_tz::Tz;
+
+use super::quoted;
+use crate::prompts::prompts;
+
+/// Who reads a context, and the tools it is shown to answer messages from
+/// bots with: how such a message is framed names only tools the reader
+/// has (a parent with only Task and CheckSubagent was told to answer its
+/// subagent's report with SendToAgent, a tool it did not have).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Replies {
+    /// The bot whose context it is, once known: a report of its own
+    /// subagent is told apart by it. Unknown, a subagent's id names its
+    /// parent (see [`report_of_own_subagent`]).
+    pub(crate) reader: Option<BotId>,
+    /// Whether it is shown SendToAgent (answers another bot's message).
+    pub(crate) send_to_agent: bool,
+    /// Whether it is shown MessageSubagent (gives its subagent more work).
+    pub(crate) message_subagent: bool,
+    /// The time zone its inputs' times are shown in (its owner's).
+    pub(crate) timezone: Tz,
+}
+
+impl Default for Replies {
+    fn default() -> Self {
+        Self {
+            reader: None,
+            send_to_agent: false,
+            message_subagent: false,
+            timezone: Tz::UTC,
+        }
+    }
+}
+
+/// How an input entry reads to the model. Anything not from the bot's own
+/// people is quoted data with its origin. A message from a bot says to
+/// answer with SendToAgent, a report of one's subagent to steer it with
+/// MessageSubagent (a compaction's transcript shows them so).
+pub(crate) fn render_input(entry: &Entry) -> String {
+    render_input_for(
+        entry,
+        &Replies {
+            reader: None,
+            send_to_agent: true,
+            message_subagent: true,
+            timezone: Tz::UTC,
+        },
+    )
+}
+
+/// Whether a message from bot `from` that replies go to in
+/// `reply_session` is the report of a subagent of `reader` (or, with no
+/// reader known, of the parent its id names). A report's replies go to
+/// the subagent's session with its parent, which only a report names (a
+/// subagent's progress stays in its session; a message a subagent was
+/// made to send by other means replies to another session). Its id
+/// `<parent>.sub-<hash>` names the parent, cut to fit an id for a long
+/// one: the reader, when known, is what decides.
+fn report_of_own_subagent(
+    from: &BotId,
+    reply_session: Option<SessionId>,
+    reader: Option<&BotId>,
+) -> bool {
+    let Some(reply) = reply_session else {
+        return false;
+    };
+    let parent = match reader {
+        Some(r) => r.as_str(),
+        None => match from.as_str().rsplit_once(".sub-") {
+            Some((parent, _)) => parent,
+            None => return false,
+        },
+    };
+    let session = SessionKey {
+        bot: from.clone(),
+        kind: SessionKind::Subagent,
+        peer: parent.to_owned(),
+    };
+    session.id() == reply
+}
+
+/// [`render_input`] for a reader shown the tools of `replies`: a message
+/// from a bot names SendToAgent only to a bot that has it; a report of the
+/// reader's own subagent is framed as such, naming MessageSubagent only to
+/// a bot that has it, and never SendToAgent (a finished subagent a
+/// message from its parent reached that way ran outside its task: no
+/// status, no limit on running subagents).
+pub(crate) fn render_input_for(entry: &Entry, replies: &Replies) -> String {
+    let p = prompts();
+    let rendered = match &entry.kind {
+        EntryKind::UserMessage { text } => return text.clone(),
+        EntryKind::Reminder { text } => return text.clone(),
+        EntryKind::AgentMessage {
+            from,
+            text,
+            reply_session,
+            ..
+        } => if report_of_own_subagent(from, *reply_session, replies.reader.as_ref()) {
+            if replies.message_subagent {
+                &p.subagent_report
+            } else {
+                &p.subagent_report_plain
+            }
+        } else if replies.send_to_agent {
+            &p.agent_message
+        } else {
+            &p.agent_message_plain
+        }
+        .render(&[("from", from.as_str()), ("text", &quoted(text))]),
+        EntryKind::Event {
+            origin,
+            text,
+            trusted: true,
+            ..
+        } => p
+            .trusted_event
+            .render(&[("origin", origin), ("text", text)]),
+        EntryKind::Event {
+            origin,
+            text,
+            trusted: false,
+            ..
+        } => p
+            .untrusted_event
+            // the origin may hold outside text too (a room's name)
+            .render(&[("origin", &quoted(origin)), ("text", &quoted(text))]),
+        EntryKind::Summary {
+            text,
+            covers_to_seq,
+            epoch,
+        } => p.summary.render(&[
+            ("text", text),
+            ("covers_to_seq", &covers_to_seq.to_string()),
+            ("epoch", &epoch.to_string()),
+        ]),
+        EntryKind::Assistant { .. }
+        | EntryKind::ToolResult { .. }
+        | EntryKind::Delivery { .. }
+        | EntryKind::Reaction { .. }
+        | EntryKind::Notice { .. }
+        | EntryKind::Approval { .. }
+        | EntryKind::TurnEnd { .. } => return entry.kind.text().to_owned(),
+    };
+    rendered.unwrap_or_else(|e| format!("[{e}] {}", entry.kind.text()))
+}
