@@ -75,6 +75,7 @@ use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
 use crate::model::Purpose;
+use crate::model::reasoning_text::after_reasoning;
 use crate::prompts::prompts;
 use crate::runtime::Runtime;
 use crate::settings::ContextSettings;
@@ -293,7 +294,10 @@ async fn summarise(
     let response = model
         .complete_hiding(request, hidden, &mut (), &cancel)
         .await?;
-    let summary = response.text.trim();
+    // a thinking model served without a reasoning parser puts its
+    // reasoning first (`<think>…</think>`): it is not the summary; one
+    // that never closes leaves no summary
+    let summary = after_reasoning(&response.text).unwrap_or_default();
     if summary.is_empty() {
         return Err(CompactionError::Empty);
     }

@@ -347,3 +347,71 @@ async fn a_spent_budget_stops_a_compaction_between_its_chunks() {
         "{latest:?}"
     );
 }
+
+/// A summariser that thinks aloud first, as a thinking model served
+/// without a reasoning parser does.
+struct Thinking;
+
+#[async_trait]
+impl Model for Thinking {
+    fn describe(&self) -> String {
+        "thinking".into()
+    }
+
+    async fn complete(
+        &self,
+        _request: &ModelRequest,
+        _sink: &mut dyn StreamSink,
+        _cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        Ok(ModelResponse {
+            text: "<think>\nThe person keeps writing notes; private musings.\n</think>\n\nNotes 0 to 11 were written."
+                .into(),
+            ..ModelResponse::default()
+        })
+    }
+}
+
+/// Regression (round 21, H2): a summary kept the summariser's
+/// `<think>…</think>` block, which then went into every later request of
+/// the session.
+#[tokio::test]
+async fn a_summariser_s_reasoning_block_is_not_kept_in_the_summary() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let filler = "lorem ipsum dolor sit amet ".repeat(30);
+    let mut session = None;
+    for i in 0..12 {
+        session = Some(admit(store, bot, &format!("note {i}: {filler}")).await);
+    }
+    let session = session.unwrap();
+    let settings = ContextSettings {
+        compact_at_tokens: 1000,
+        ..ContextSettings::default()
+    };
+    let mut tail = SessionTail::new(session);
+    let state = StateBlock::default();
+    tail.load(store, "id", &state, 200, settings.encoding, None)
+        .await
+        .unwrap();
+    let stop = CancellationToken::new();
+    compact(
+        &fx.rt,
+        bot,
+        &Thinking,
+        &tail,
+        &settings,
+        None,
+        &in_turn(&stop),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let summary = store.latest_summary(session).await.unwrap().unwrap();
+    let text = summary.kind.text();
+    assert!(text.contains("Notes 0 to 11 were written."), "{text}");
+    assert!(
+        !text.contains("think") && !text.contains("musings"),
+        "{text}"
+    );
+}
