@@ -6,6 +6,8 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use botfleet_memory::Mutation;
+use botfleet_memory::MutationResult;
 
 #[cfg(test)]
 #[path = "bot_turns_tests.rs"]
@@ -198,7 +200,7 @@ impl BotState {
         let stopping = self.rt.stopping();
         let bot = self.record.id.clone();
         tokio::spawn(async move {
-            let run = AssertUnwindSafe(run_turn(rt, plan)).catch_unwind();
+            let run = AssertUnwindSafe(run_counted(rt, plan)).catch_unwind();
             // the host's stop drops the run where it waits, at once: what
             // it committed stays and it resumes from there at the next
             // start (`Runtime::stop_turns`); its bot is told nothing, as
@@ -366,6 +368,70 @@ impl BotState {
         }
         self.schedule(myself);
     }
+}
+
+/// Runs `plan` once its start is counted ([`count_start`]).
+async fn run_counted(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
+    let plan = count_start(&rt, plan).await;
+    run_turn(rt, plan).await
+}
+
+/// Counts the start of a turn over inputs read back from the inbox
+/// (`Mutation::CountStart`), and makes it fail at once, with its
+/// retryable notice, past `runtime.max_turn_attempts` such starts.
+///
+/// A turn is stored with its first step: a host killed during a turn's
+/// first model call left no turn counting its starts, and its inputs,
+/// still pending, came back as a new turn at each restart, forever (a
+/// message whose answer crashes the host crashed it at every start, and
+/// nobody was told). An input is read back (it comes without its entry)
+/// after a restart, a retry, a late arrival or the bot's activation, so
+/// each restart of such a crash loop counts one more start; a turn over
+/// inputs routed to its running bot, the throughput path, writes nothing
+/// more. (The start a crash cut off before any restart is not counted:
+/// counting it would cost a write at the start of every turn.) A count
+/// the store does not take leaves the turn as planned: its own writes
+/// meet the same refusal.
+async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> TurnPlan {
+    let inputs = match &plan.kind {
+        PlanKind::New { inputs } | PlanKind::Resume { inputs } => inputs,
+        PlanKind::Fail { .. } | PlanKind::Compact => return plan,
+    };
+    if !inputs.iter().any(|(_, entry)| entry.is_none()) {
+        return plan;
+    }
+    let count = Mutation::CountStart {
+        bot: plan.bot.id.clone(),
+        inputs: inputs.iter().map(|(item, _)| item.gid).collect(),
+    };
+    let starts = match rt.store.write(vec![count]).await {
+        Ok(mut results) => {
+            if let Some(MutationResult::Attempts(n)) = results.pop() {
+                n
+            } else {
+                0
+            }
+        }
+        Err(e) => {
+            tracing::warn!(bot = %plan.bot.id, turn = %plan.turn, error = %e, "could not count a turn's start");
+            return plan;
+        }
+    };
+    if starts <= rt.settings.max_turn_attempts {
+        return plan;
+    }
+    tracing::warn!(bot = %plan.bot.id, turn = %plan.turn, starts,
+        "a turn over these inputs was cut off before its first step at each of its last starts: failing it");
+    let error = format!(
+        "the turn crashed at least {} times in a row before its first step",
+        starts - 1
+    );
+    let kind = std::mem::replace(&mut plan.kind, PlanKind::Compact);
+    plan.kind = match kind {
+        PlanKind::New { inputs } | PlanKind::Resume { inputs } => PlanKind::Fail { error, inputs },
+        other @ (PlanKind::Fail { .. } | PlanKind::Compact) => other,
+    };
+    plan
 }
 
 /// Whether `input` is a room coordinator's input to this bot: by its entry

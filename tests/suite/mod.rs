@@ -41,6 +41,7 @@ mod debounce_leading;
 mod entry_clip;
 mod event_streams;
 mod extract_owed_crash;
+mod first_call_crash;
 mod forget_matching;
 mod forget_race;
 mod gate_races;

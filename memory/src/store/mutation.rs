@@ -82,6 +82,22 @@ pub enum Mutation {
         /// Turn.
         turn: TurnId,
     },
+    /// Count one more start of a turn over `inputs` (gids of `bot`'s
+    /// inbox) that no stored turn has taken yet: a turn is stored with its
+    /// first step, so a crash during its first model call leaves only
+    /// this count. Each input is counted at most once per process (a
+    /// panic resumed or an interrupt in the same process is counted by
+    /// its bot, or is no crash), and a clean close of the store takes
+    /// back what it counted for inputs still pending; the turn whose row
+    /// takes an input (`StartTurn`) sets its count back to 0. Answers
+    /// `Attempts` with the highest count among the inputs still pending
+    /// (0 when none is).
+    CountStart {
+        /// The inputs' bot.
+        bot: BotId,
+        /// The inputs' gids.
+        inputs: Vec<i64>,
+    },
     /// Record that a tool call with an external effect is starting. Calls
     /// with only internal effects are not recorded here: their outcome and
     /// effects commit together, and the transcript says whether they ran.

@@ -12,9 +12,10 @@
 //!
 //! A clean close (`Job::Close`) also takes back the count of each turn
 //! start it committed (`StartTurn`, `BumpAttempts`) whose turn is still
-//! running: the host stopped those turns, they did not crash, and
-//! `runtime.max_turn_attempts` counts crashes. A killed process never gets
-//! there, so its starts stay counted.
+//! running, and of each start counted on inputs no stored turn has taken
+//! yet (`CountStart`) that are still pending: the host stopped those
+//! turns, they did not crash, and `runtime.max_turn_attempts` counts
+//! crashes. A killed process never gets there, so its starts stay counted.
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -102,6 +103,10 @@ pub(crate) struct Writer {
     /// Turns whose start (new or resumed) this writer committed and whose
     /// end it has not: a clean close takes those starts back.
     started: HashSet<TurnId>,
+    /// Inbox gids whose start this writer counted (`CountStart`) and that
+    /// no stored turn has taken since: counted once per process, and taken
+    /// back at a clean close.
+    counted: HashSet<i64>,
     /// Nonces made before this time and not in the ledger answer `unknown`.
     horizon_ms: i64,
     /// Bumped for each memory scope a committed group wrote to, before
@@ -183,6 +188,7 @@ impl Writer {
             seqs: HashMap::new(),
             sessions: HashMap::new(),
             started: HashSet::new(),
+            counted: HashSet::new(),
             horizon_ms,
             memory_generations,
             catch_up,
@@ -245,26 +251,43 @@ impl Writer {
         tracing::debug!("store writer stopped");
     }
 
-    /// Notes the turn starts and ends a committed batch wrote.
+    /// Notes the turn starts and ends a committed batch wrote, and the
+    /// starts it counted on inputs no stored turn has taken.
     pub(super) fn note_starts(&mut self, batch: &[Mutation]) {
         for m in batch {
-            if let Mutation::StartTurn { turn, .. } | Mutation::BumpAttempts { turn } = m {
+            if let Mutation::StartTurn { turn, inputs, .. } = m {
+                self.started.insert(*turn);
+                for gid in inputs {
+                    self.counted.remove(gid);
+                }
+            } else if let Mutation::BumpAttempts { turn } = m {
                 self.started.insert(*turn);
             } else if let Mutation::EndTurn { turn, .. } = m {
                 self.started.remove(turn);
+            } else if let Mutation::CountStart { inputs, .. } = m {
+                self.counted.extend(inputs.iter().copied());
             }
         }
+    }
+
+    /// Whether this writer counted a start of a turn over inbox row `gid`
+    /// that no stored turn has taken since (`Mutation::CountStart`).
+    pub(super) fn counted_start(&self, gid: i64) -> bool {
+        self.counted.contains(&gid)
     }
 
     /// At a clean close: each turn this writer started that is still
     /// running has one start less, so that the next start does not count
     /// this one as a crash. (A start whose run already crashed in this
     /// process, a panic waiting to be resumed, is forgiven too.)
+    /// Each input whose start it counted and that no stored turn took
+    /// since has that count taken back too.
     fn take_back_starts(&mut self) {
-        if self.started.is_empty() {
+        if self.started.is_empty() && self.counted.is_empty() {
             return;
         }
         let turns: Vec<TurnId> = self.started.drain().collect();
+        let inputs: Vec<i64> = self.counted.drain().collect();
         let result = self.conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
             let mut n = 0;
             let mut stmt = self.conn.prepare_cached(
@@ -274,10 +297,17 @@ impl Writer {
             for turn in &turns {
                 n += stmt.execute(params![turn.to_string()])?;
             }
+            let mut stmt = self.conn.prepare_cached(
+                "UPDATE inbox SET starts = starts - 1
+                 WHERE gid = ?1 AND turn_id IS NULL AND starts > 0",
+            )?;
+            for gid in &inputs {
+                n += stmt.execute(params![gid])?;
+            }
             Ok(n)
         });
         match result.and_then(|n| self.conn.execute_batch("COMMIT").map(|()| n)) {
-            Ok(n) => tracing::debug!(turns = n, "clean close: starts of running turns taken back"),
+            Ok(n) => tracing::debug!(rows = n, "clean close: starts of running turns taken back"),
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");
                 tracing::warn!(error = %e, "clean close: the starts of running turns stay counted");

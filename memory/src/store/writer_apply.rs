@@ -91,8 +91,11 @@ impl Writer {
                         checkpoint.to_string(),
                         started_at
                     ])?;
+                // the stored turn counts its own starts (`attempts`): the
+                // inputs' count of starts before it is over
                 let mut consume = self.conn.prepare_cached(
-                    "UPDATE inbox SET turn_id = ?1 WHERE gid = ?2 AND bot_id = ?3 AND turn_id IS NULL",
+                    "UPDATE inbox SET turn_id = ?1, starts = 0
+                     WHERE gid = ?2 AND bot_id = ?3 AND turn_id IS NULL",
                 )?;
                 for gid in inputs {
                     consume.execute(params![turn.to_string(), *gid, bot.as_str()])?;
@@ -131,6 +134,7 @@ impl Writer {
                 expect_row(n, "turn", *turn)?;
                 Ok(MutationResult::Done)
             }
+            Mutation::CountStart { bot, inputs } => self.count_start(bot, inputs),
             Mutation::ToolStarted {
                 turn,
                 call_id,
@@ -475,6 +479,32 @@ impl Writer {
                 .execute(params![bot, status.as_str()])?;
         }
         Ok(())
+    }
+
+    /// [`Mutation::CountStart`]: one more start of a turn over each of
+    /// `inputs` still pending, unless this writer counted it already
+    /// (once per process); the highest count among them.
+    fn count_start(&self, bot: &BotId, inputs: &[i64]) -> Result<MutationResult> {
+        let mut bump = self.conn.prepare_cached(
+            "UPDATE inbox SET starts = starts + 1
+             WHERE gid = ?1 AND bot_id = ?2 AND turn_id IS NULL RETURNING starts",
+        )?;
+        let mut read = self.conn.prepare_cached(
+            "SELECT starts FROM inbox WHERE gid = ?1 AND bot_id = ?2 AND turn_id IS NULL",
+        )?;
+        let mut most = 0;
+        for gid in inputs {
+            let stmt = if self.counted_start(*gid) {
+                &mut read
+            } else {
+                &mut bump
+            };
+            let starts: Option<i64> = stmt
+                .query_row(params![gid, bot.as_str()], |r| r.get(0))
+                .optional()?;
+            most = most.max(starts.unwrap_or(0));
+        }
+        Ok(MutationResult::Attempts(most))
     }
 }
 

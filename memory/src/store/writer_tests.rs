@@ -1,5 +1,6 @@
 //! What the writer counts of a turn's starts: a step resets the count, a
-//! clean close takes back the starts it recorded of turns still running.
+//! clean close takes back the starts it recorded of turns still running;
+//! a start before a turn is stored is counted on its inputs.
 //! What the ledger keeps when pruned, and whose a bot's sessions are when
 //! its owner changes. A new bot's id that differs from a bot's only in
 //! case is refused as it is inserted.
@@ -101,6 +102,85 @@ async fn a_clean_close_takes_back_the_starts_of_running_turns() -> TestResult {
         vec![1, 1, 0],
         "c was not started by the last process: its count stays"
     );
+    store.close().await;
+    Ok(())
+}
+
+/// `CountStart` of `r`'s `inputs`: the count it answers.
+async fn count_start(store: &Store, inputs: &[i64]) -> Result<i64, Box<dyn std::error::Error>> {
+    let count = Mutation::CountStart {
+        bot: BotId::new("r")?,
+        inputs: inputs.to_vec(),
+    };
+    match store.write(vec![count]).await?.pop() {
+        Some(MutationResult::Attempts(n)) => Ok(n),
+        other => Err(format!("expected a count, got {other:?}").into()),
+    }
+}
+
+/// The `starts` of inbox rows, in the order given.
+fn starts(store: &Store, gids: &[i64]) -> crate::error::Result<Vec<i64>> {
+    store.read_blocking(|c| {
+        let mut out = Vec::new();
+        for gid in gids {
+            out.push(
+                c.query_row("SELECT starts FROM inbox WHERE gid = ?1", [gid], |r| {
+                    r.get(0)
+                })?,
+            );
+        }
+        Ok(out)
+    })
+}
+
+/// A turn over inputs no stored turn has taken counts its start on them
+/// (a turn is stored with its first step: a crash before it left no
+/// count, and the inputs came back as a new turn forever). Once per
+/// process; a clean close takes it back; the turn that takes the inputs
+/// sets their count back to 0.
+#[tokio::test]
+async fn a_start_before_the_first_step_is_counted_on_its_inputs() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let mut gids = Vec::new();
+    for nonce in ["a", "b"] {
+        let AdmitOutcome::Accepted(rec) = admit(&store, user_message(nonce, None)?).await? else {
+            return Err("not accepted".into());
+        };
+        gids.push(rec.gid);
+    }
+    let (a, b) = (gids[0], gids[1]);
+    assert_eq!(count_start(&store, &[a]).await?, 1);
+    assert_eq!(count_start(&store, &[a]).await?, 1, "once per process");
+    assert_eq!(count_start(&store, &[a, b]).await?, 1);
+    assert_eq!(starts(&store, &[a, b])?, vec![1, 1]);
+    store.close().await;
+
+    // the host stopped those turns: not crashes
+    let store = open(&dir)?;
+    assert_eq!(starts(&store, &[a, b])?, vec![0, 0]);
+    assert_eq!(count_start(&store, &[b]).await?, 1);
+    let turn = TurnId::new_v7();
+    store
+        .write(vec![Mutation::StartTurn {
+            turn,
+            bot: BotId::new("r")?,
+            session: SessionId::new_v7(),
+            inputs: vec![b],
+            checkpoint: serde_json::json!({}),
+            started_at: 0,
+        }])
+        .await?;
+    assert_eq!(starts(&store, &[a, b])?, vec![0, 0], "b's turn is stored");
+    assert_eq!(
+        count_start(&store, &[b]).await?,
+        0,
+        "b is no longer pending"
+    );
+    assert_eq!(count_start(&store, &[a]).await?, 1);
+    store.close().await;
+    let store = open(&dir)?;
+    assert_eq!(starts(&store, &[a, b])?, vec![0, 0]);
     store.close().await;
     Ok(())
 }
