@@ -227,14 +227,15 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                 outln!("{}", super::terminal::json(&v));
             } else {
                 outln!(
-                    "room {} now has {}{}",
+                    "room {} now has {}{}{}",
                     v["id"].as_str().unwrap_or(room),
                     member_ids(&v).join(", "),
                     if v["shared"] == json!(true) {
                         " (shared)"
                     } else {
                         " (not shared)"
-                    }
+                    },
+                    readers(&v)
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -254,6 +255,16 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             Ok(ExitCode::SUCCESS)
         }
         GroupCommand::Transcript { room, json } => {
+            if !*json {
+                let first = client
+                    .get(&format!("/v1/groups/{}/entries?limit=1", segment(room)))
+                    .await?;
+                if let Some(from) = first["visible_from"].as_i64().filter(|f| *f > 1) {
+                    outln!(
+                        "(the room's entries before #{from} are not shown: it was shared with you there)"
+                    );
+                }
+            }
             for e in entries_after(client, room, 0).await? {
                 if *json {
                     outln!("{}", super::terminal::json(&e));
@@ -264,6 +275,23 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// For a change of members' answer: from where each other user reads
+/// the room, when not from its start (`; bob reads it from #7 on, …`).
+fn readers(answer: &Value) -> String {
+    let Some(map) = answer["visible_from"].as_object() else {
+        return String::new();
+    };
+    map.iter()
+        .filter_map(|(user, from)| from.as_i64().filter(|f| *f > 1).map(|f| (user, f)))
+        .map(|(user, from)| {
+            format!(
+                "; {user} reads it from #{from} on (its earlier entries stay hidden from {user} \
+                 and {user}'s bots)"
+            )
+        })
+        .collect()
 }
 
 /// The member ids of a room as the API shows it, in speaking order.

@@ -237,6 +237,10 @@ prompts! {
     /// Notice in a room of another user when its owner stopped sharing a
     /// member (`shareable = false`): it left the room.
     group_member_unshared => "group_member_unshared.md",
+    /// The summary that starts a new context epoch in each member's
+    /// session of a room when a change of members gives it to other
+    /// people: nothing said there before is carried over.
+    group_now_shared => "group_now_shared.md",
     /// Notice in a member's session closing an input its discussion no
     /// longer awaits (the member was removed while it had the floor).
     group_member_skipped => "group_member_skipped.md",

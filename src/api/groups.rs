@@ -18,6 +18,7 @@ use botfleet_actors::group::GroupError;
 use botfleet_actors::group::NewRoom;
 use botfleet_memory::AdmitOutcome;
 use botfleet_memory::RoomRecord;
+use botfleet_memory::UserId;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -94,8 +95,12 @@ impl IntoResponse for AdminError {
     }
 }
 
-/// A room as the API shows it.
-async fn room_json(state: &ApiState, room: &RoomRecord) -> Result<Value, ApiError> {
+/// A room as the API shows it to `viewer`.
+async fn room_json(
+    state: &ApiState,
+    room: &RoomRecord,
+    viewer: &UserId,
+) -> Result<Value, ApiError> {
     let store = state.fleet.store();
     let mut members = Vec::with_capacity(room.members.len());
     for id in &room.members {
@@ -116,6 +121,7 @@ async fn room_json(state: &ApiState, room: &RoomRecord) -> Result<Value, ApiErro
         "shared": room.shared,
         "session": session,
         "last_seq": last_seq,
+        "visible_from": visible_from(state, room, viewer).await?,
         "created_at": room.created_at,
         "closed_at": room.closed_at,
     }))
@@ -152,7 +158,7 @@ pub(crate) async fn create(
         },
     )
     .await?;
-    let body = room_json(&state, &room).await?;
+    let body = room_json(&state, &room, &user.0).await?;
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
@@ -180,7 +186,7 @@ pub(crate) async fn list(
         if q.open == Some(true) && r.closed_at.is_some() {
             continue;
         }
-        out.push(room_json(&state, r).await?);
+        out.push(room_json(&state, r, &user.0).await?);
     }
     Ok(Json(json!({ "groups": out })))
 }
@@ -192,7 +198,7 @@ pub(crate) async fn get_one(
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
     let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
-    Ok(Json(room_json(&state, &room).await?))
+    Ok(Json(room_json(&state, &room, &user.0).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -221,7 +227,7 @@ pub(crate) async fn set_members(
         &parsed.members,
     )
     .await?;
-    Ok(Json(room_json(&state, &room).await?))
+    Ok(Json(room_json(&state, &room, &user.0).await?))
 }
 
 /// `DELETE /v1/groups/{group}`: the owner closes the room.
@@ -232,7 +238,7 @@ pub(crate) async fn close(
     _: NoQuery,
 ) -> Result<Json<Value>, AdminError> {
     let room = group::close_room(state.fleet.runtime(), &user.0, &room).await?;
-    Ok(Json(room_json(&state, &room).await?))
+    Ok(Json(room_json(&state, &room, &user.0).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -335,6 +341,13 @@ pub(crate) async fn entries(
     let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
     let store = state.fleet.store();
     let session = room.timeline().id();
+    // a user who gained the room with a change of members reads it from
+    // that change's notice on: what was said before stays hidden
+    let visible_from = store
+        .room_visible_from(&room.id, &user.0)
+        .await?
+        .unwrap_or(1);
+    let after = after.max(visible_from - 1);
     // one read: `last_seq` is never older than the entries beside it (a
     // room nobody wrote in has no session yet: empty so far)
     let (last_seq, entries) = match store.session_page(session, after, limit).await? {
@@ -345,6 +358,36 @@ pub(crate) async fn entries(
         "room": room.id,
         "session": session,
         "last_seq": last_seq,
+        "visible_from": visible_from,
         "entries": super::sessions::shown_to_people(entries),
     })))
+}
+
+/// Where users other than the owner with a bot in `room` read its
+/// timeline from: `{user: first seq}`, 1 for the whole timeline — every
+/// such user for the room's owner (a change of members shows her that
+/// the earlier history stays hidden from the users it gave the room to),
+/// only themselves for anyone else (who else is in the room is not theirs
+/// to learn).
+async fn visible_from(
+    state: &ApiState,
+    room: &RoomRecord,
+    viewer: &UserId,
+) -> Result<Value, ApiError> {
+    let store = state.fleet.store();
+    let mut out = serde_json::Map::new();
+    for id in &room.members {
+        let Some(bot) = store.get_bot(id).await? else {
+            continue;
+        };
+        if bot.owner == room.owner
+            || out.contains_key(bot.owner.as_str())
+            || (*viewer != room.owner && bot.owner != *viewer)
+        {
+            continue;
+        }
+        let from = store.room_visible_from(&room.id, &bot.owner).await?;
+        out.insert(bot.owner.to_string(), json!(from.unwrap_or(1)));
+    }
+    Ok(Value::Object(out))
 }

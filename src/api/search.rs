@@ -3,7 +3,9 @@
 //!
 //! Visibility is [`VisibleSessions`]: the sessions of the user's bots and
 //! the timelines of the rooms they may use; `bot` narrows it to what that
-//! bot itself may search (the same rule as its SearchTranscript tool).
+//! bot itself may search (the same rule as its SearchTranscript tool). A
+//! room another user shared with them after it began is searched from the
+//! change that gave it to them on (`Store::room_history_floors`).
 
 use std::collections::HashMap;
 use std::num::IntErrorKind;
@@ -218,8 +220,17 @@ pub(crate) async fn search(
         }
         None => visible.ids(),
     };
+    // rooms shared with the user after they began: read from the change
+    // that gave them the room on, the history before it is not found
+    let floors = rt
+        .store
+        .room_history_floors(&user.0)
+        .await?
+        .into_iter()
+        .map(|(room, from)| (botfleet_memory::room_timeline(&room).id(), from));
     let query = SearchQuery::new(q.clone())
         .in_sessions(sessions)
+        .visible_from(floors)
         .with_limit(limit)
         .with_offset(offset);
     let results = index.search(query).await.map_err(index_error)?;

@@ -102,6 +102,7 @@ mod retry_after_later_turn;
 mod review;
 mod review_ttl;
 mod review_untrusted;
+mod room_becomes_shared;
 mod room_cap;
 mod room_duplicates;
 mod room_ids;

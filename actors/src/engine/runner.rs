@@ -338,6 +338,22 @@ impl Runner {
                 None
             }
         };
+        // a summary another writer stored moved the session's epoch past
+        // the loaded tail's: a room that became shared cut its members'
+        // sessions (group/admin.rs, the store's writer_newcomers.rs), so
+        // nothing the tail holds from before may be sent (or trimmed to)
+        // again; it is read from the store, from that summary on
+        let cut_elsewhere = self
+            .tail
+            .record
+            .as_ref()
+            .is_some_and(|r| r.key.kind == SessionKind::Group)
+            && self
+                .rt
+                .store
+                .get_session(self.session)
+                .await?
+                .is_some_and(|stored| stored.epoch > self.tail.epoch);
         // a tail holding messages after the turn's last input (a retried
         // input) is read again, up to that input
         let past_inputs = bound
@@ -345,7 +361,10 @@ impl Runner {
             .is_some_and(|b| self.tail.holds_input_after(b.upto));
         // a tail to (re)load is read first, in one read: its record says
         // who runs the turn, before the identity that names the tools
-        let view = if past_inputs || (self.tail.needs_load(window) && !self.tail.can_trim(window)) {
+        let view = if past_inputs
+            || cut_elsewhere
+            || (self.tail.needs_load(window) && !self.tail.can_trim(window))
+        {
             Some(
                 self.rt
                     .store

@@ -11,12 +11,23 @@
 //! `actor.rs`), so its member indices never point at another bot. A
 //! removed member's own session of the room is kept (its owner reads it).
 //!
+//! A change that gives the room to a user who could not read it (their
+//! first bot joins) is a new audience: in the same write, that user reads
+//! the timeline from the change's notice on, and each member's own session
+//! of the room starts a new context epoch (a `summary` entry,
+//! prompts/group_now_shared.md), so nothing said there before — perhaps
+//! while the room was its owner's alone, with her private memory and
+//! tools — is sent to the model again or summarised into the room's
+//! later summaries (`memory::store::writer_newcomers`).
+//!
 //! A closed room keeps everything (timeline, runs, member sessions) and
 //! takes no more messages or member changes; the writer checks it in the
 //! transaction of each message. A discussion running at the close, and
 //! those of messages posted before it, still run to their end: they were
 //! asked for while the room was open, and cutting one off would leave its
 //! member turns half-published.
+
+use std::collections::BTreeSet;
 
 use botfleet_memory::BotId;
 use botfleet_memory::EntryId;
@@ -30,6 +41,7 @@ use botfleet_memory::UserId;
 use super::error::GroupError;
 use super::room::check_members;
 use super::room::room_for;
+use crate::prompts::prompts;
 use crate::runtime::Runtime;
 
 /// Code of the timeline notice of a change of members.
@@ -90,6 +102,49 @@ async fn members_text(
     ))
 }
 
+/// The owners of `bots` (a bot without a record: nobody's).
+async fn owners(rt: &Runtime, bots: &[BotId]) -> Result<BTreeSet<UserId>, GroupError> {
+    let mut out = BTreeSet::new();
+    for id in bots {
+        if let Some(b) = rt.store.get_bot(id).await? {
+            out.insert(b.owner);
+        }
+    }
+    Ok(out)
+}
+
+/// The text that starts a new context epoch in each member's session of
+/// `room` (prompts/group_now_shared.md) when members `to` give the room
+/// to users who could not read it (a user's first bot joins), `None`
+/// when they give it to nobody. The writer decides again who gains the
+/// room, in the change's transaction, and cuts only then: this names
+/// them.
+async fn fresh_start(
+    rt: &Runtime,
+    room: &RoomRecord,
+    to: &[BotId],
+) -> Result<Option<String>, GroupError> {
+    let before = owners(rt, &room.members).await?;
+    let newcomers: Vec<String> = owners(rt, to)
+        .await?
+        .into_iter()
+        .filter(|u| *u != room.owner && !before.contains(u))
+        .map(|u| u.to_string())
+        .collect();
+    if newcomers.is_empty() {
+        return Ok(None);
+    }
+    // both placeholders given (a test renders every template with its own)
+    let text = prompts()
+        .group_now_shared
+        .render(&[
+            ("owner", room.owner.as_str()),
+            ("newcomers", &newcomers.join(", ")),
+        ])
+        .unwrap_or_default();
+    Ok(Some(text))
+}
+
 /// Replaces the members of `room` with `members` (same rules as at
 /// creation, [`check_members`]) and answers the room. The same list again
 /// writes nothing.
@@ -118,6 +173,7 @@ pub async fn set_members(
             retry_turn: None,
         },
     };
+    let fresh_start = fresh_start(rt, &record, &to).await?;
     let written = rt
         .store
         .write(vec![Mutation::SetRoomMembers {
@@ -126,6 +182,7 @@ pub async fn set_members(
             to,
             shared,
             notice: Box::new(notice),
+            fresh_start,
         }])
         .await;
     match written {

@@ -11,6 +11,8 @@
 //! - [`room`]: creating rooms, who may use them, posting a user message
 //!   (ledger + the run it starts, one transaction).
 //! - `admin`: the owner changes a room's members or closes it.
+//! - `audience`: a member of a user who gained the room later is shown
+//!   it from where its owner reads it.
 //! - [`mentions`]: `@Name` / `@everyone` → who is addressed.
 //! - [`run`]: the pure state machine of one run (rounds, limits, order).
 //! - `member`: a member's turn input and reading the end of its turn.
@@ -38,6 +40,7 @@
 mod absent;
 mod actor;
 mod admin;
+mod audience;
 mod error;
 mod failure;
 pub mod held;

@@ -335,6 +335,8 @@ impl GroupState {
             peer: self.room.id.to_string(),
         };
         let cursor = progress.cursors.get(&bot).copied().unwrap_or_default();
+        // a member of a user who gained the room later starts there
+        let cursor = self.within_audience(member, cursor).await?;
         let held = count_held(
             &self.rt.store,
             key.id(),

@@ -66,6 +66,8 @@ pub(crate) async fn withdraw_unshared(
                 to: to.clone(),
                 shared,
                 notice: Box::new(notice(&room, bot, &to, &bots)),
+                // a member leaves: nobody gains the room
+                fresh_start: None,
             });
             changed.insert(room.id.to_string(), to);
         }

@@ -108,6 +108,27 @@ async fn visible(ctx: &ToolContext<'_>) -> Result<VisibleSessions, ToolError> {
         })
 }
 
+/// Per room timeline, the first seq the bot's owner reads when it is not
+/// the first: a room another user shared with them after it began is
+/// searched and read from the change that gave it to them on
+/// (`Store::room_history_floors`, as `GET /v1/search` does).
+async fn room_floors(ctx: &ToolContext<'_>) -> Result<Vec<(SessionId, i64)>, ToolError> {
+    let floors = ctx
+        .store()
+        .room_history_floors(&ctx.bot.owner)
+        .await
+        .map_err(|e| {
+            ToolError::new(
+                format!("could not read which conversations you may see: {e}"),
+                "try again in a moment",
+            )
+        })?;
+    Ok(floors
+        .into_iter()
+        .map(|(room, from)| (botfleet_memory::room_timeline(&room).id(), from))
+        .collect())
+}
+
 /// Parses a `session` argument and checks that the bot may read it.
 fn visible_session<'v>(
     tool: &str,
@@ -244,6 +265,7 @@ impl Tool for SearchTranscript {
         };
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
+            .visible_from(room_floors(ctx).await?)
             .with_limit(limit);
         // a search has a deadline, but a cancelled turn does not wait for it
         let results = tokio::select! {
@@ -505,16 +527,22 @@ impl Tool for ReadTranscript {
                 "search for another entry with SearchTranscript",
             ));
         }
-        if !(1..=last).contains(&args.seq) {
+        // a room shared with the owner after it began: from then on
+        let first = room_floors(ctx)
+            .await?
+            .into_iter()
+            .find(|(s, _)| *s == session.id)
+            .map_or(1, |(_, from)| from);
+        if !(first..=last).contains(&args.seq) {
             return Err(ToolError::bad_args(
                 TOOL,
                 format!(
-                    "seq {} is out of range: session {} has entries 1 to {last}; use the seq of a SearchTranscript hit",
+                    "seq {} is out of range: session {} has entries {first} to {last} for you; use the seq of a SearchTranscript hit",
                     args.seq, session.id
                 ),
             ));
         }
-        let from = (args.seq - before).max(1);
+        let from = (args.seq - before).max(first);
         let to = (args.seq + after).min(last);
         let entries = ctx
             .store()

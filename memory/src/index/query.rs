@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 use std::hash::Hash;
+use std::ops::Bound;
 
 use serde::Deserialize;
 use serde::Serialize;
@@ -19,6 +20,7 @@ use tantivy::query::ConstScoreQuery;
 use tantivy::query::Occur;
 use tantivy::query::PhraseQuery;
 use tantivy::query::Query;
+use tantivy::query::RangeQuery;
 use tantivy::query::TermQuery;
 use tantivy::query::TermSetQuery;
 use tantivy::schema::IndexRecordOption;
@@ -87,6 +89,11 @@ pub struct SearchQuery {
     /// means any but `summary` (compaction summaries restate each other).
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// Per session, the first seq the asker may read: entries of that
+    /// session before it are left out (the history of a room from before
+    /// it was shared with the asker). Sessions not listed: every seq.
+    #[serde(default)]
+    pub visible_from: Vec<(SessionId, i64)>,
     /// Most hits to return, `1..=MAX_SEARCH_LIMIT`.
     #[serde(default = "default_limit")]
     pub limit: usize,
@@ -105,6 +112,7 @@ impl SearchQuery {
             bot: None,
             roles: Vec::new(),
             kinds: Vec::new(),
+            visible_from: Vec::new(),
             limit: DEFAULT_SEARCH_LIMIT,
             offset: 0,
         }
@@ -113,6 +121,13 @@ impl SearchQuery {
     /// Restricts the search to these sessions.
     pub fn in_sessions(mut self, sessions: impl IntoIterator<Item = SessionId>) -> Self {
         self.sessions = Some(sessions.into_iter().collect());
+        self
+    }
+
+    /// Leaves out the entries of each `(session, seq)` before `seq`
+    /// ([`SearchQuery::visible_from`]).
+    pub fn visible_from(mut self, floors: impl IntoIterator<Item = (SessionId, i64)>) -> Self {
+        self.visible_from.extend(floors);
         self
     }
 
@@ -486,6 +501,23 @@ fn filter<'a>(
     Box::new(ConstScoreQuery::new(matcher, 0.0))
 }
 
+/// The entries of `session` before seq `from` (the field `seq` is fast:
+/// the range is read from its column).
+fn before(fields: &Fields, session: SessionId, from: i64) -> Box<dyn Query> {
+    let id = session.to_string();
+    let range = RangeQuery::new(
+        Bound::Included(Term::from_field_i64(fields.seq, 0)),
+        Bound::Excluded(Term::from_field_i64(fields.seq, from)),
+    );
+    Box::new(BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            filter(fields.session, std::iter::once(id.as_str())),
+        ),
+        (Occur::Must, Box::new(range)),
+    ]))
+}
+
 /// The kind a search without a `kinds` filter leaves out: compaction
 /// summaries.
 const UNLESS_ASKED: &str = "summary";
@@ -512,6 +544,9 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
             Occur::Must,
             filter(fields.session, ids.iter().map(String::as_str)),
         ));
+    }
+    for (session, from) in &query.visible_from {
+        clauses.push(excluded(before(fields, *session, *from)));
     }
     if let Some(bot) = &query.bot {
         clauses.push((

@@ -347,3 +347,44 @@ fn an_excluded_chinese_word_drops_only_entries_with_it() -> crate::index::test_s
     }
     Ok(())
 }
+
+/// A room shared with the asker at seq 3 of its timeline: its entries
+/// before that are not found, its later ones and other sessions' are
+/// (tester H4: bob's search found what alice's bot wrote in her room
+/// before she added bob's bot).
+#[test]
+fn entries_before_a_sessions_visible_seq_are_not_found() -> crate::index::test_support::TestResult {
+    use crate::index::test_support::session;
+    use crate::index::test_support::user_text;
+    let mut docs = crate::index::test_support::Docs::new()?;
+    let room = session("room-own", "timeline");
+    let dm = session("r", "bob");
+    for text in [
+        "walrus private one",
+        "walrus private two",
+        "walrus shared three",
+    ] {
+        docs.add_kind("room-own", room, "alice", user_text(text))?;
+    }
+    docs.add_kind("r", dm, "bob", user_text("walrus in a dm"))?;
+    docs.commit()?;
+    let found = |query: SearchQuery| -> Result<Vec<i64>, crate::index::IndexError> {
+        let mut seqs: Vec<i64> = docs
+            .search(query.with_limit(100))?
+            .hits
+            .iter()
+            .map(|h| if h.session == room { h.seq } else { -h.seq })
+            .collect();
+        seqs.sort();
+        Ok(seqs)
+    };
+    assert_eq!(found(SearchQuery::new("walrus"))?, vec![-1, 1, 2, 3]);
+    let limited = SearchQuery::new("walrus").visible_from([(room, 3)]);
+    assert_eq!(found(limited.clone())?, vec![-1, 3]);
+    assert_eq!(found(limited.in_sessions([room, dm]))?, vec![-1, 3]);
+    assert_eq!(
+        found(SearchQuery::new("walrus -dm").visible_from([(room, 3)]))?,
+        vec![3]
+    );
+    Ok(())
+}

@@ -294,6 +294,14 @@ pub enum Mutation {
         shared: bool,
         /// The timeline notice of the change.
         notice: Box<NewEntry>,
+        /// When the change gives the room to users who could not read it
+        /// (a user's first bot joins): the text of the `summary` entry
+        /// that starts a new context epoch in each member's session of the
+        /// room, in the same transaction, so nothing said there before
+        /// reaches the new audience through a member. Those users read the
+        /// timeline from the notice on (`room_audience`), with or without
+        /// it.
+        fresh_start: Option<String>,
     },
     /// Close a room and append `notice` to its timeline, together.
     /// Answers `Count(1)`, or `Count(0)` with nothing written when it was

@@ -444,6 +444,9 @@ pub(crate) fn rooms_with_open_runs(conn: &Connection) -> Result<Vec<RoomId>> {
     Ok(out)
 }
 
+#[path = "room_audience.rs"]
+pub(crate) mod audience;
+
 #[cfg(test)]
 #[path = "rooms_tests.rs"]
 mod tests;

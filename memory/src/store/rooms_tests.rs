@@ -57,6 +57,7 @@ fn set(room: &RoomRecord, from: &[&str], to: &[&str], shared: bool) -> Mutation 
         to: ids(to),
         shared,
         notice: notice(room, "members_changed"),
+        fresh_start: None,
     }
 }
 
@@ -164,5 +165,138 @@ async fn a_closed_room_is_closed_once_and_refuses_changes() {
     );
     assert_eq!(again.members, ids(&["a", "b"]));
     assert_eq!(notices(&store).await, ["room_closed"]);
+    store.close().await;
+}
+
+fn bot_of(id: &str, owner: &str) -> crate::record::BotRecord {
+    crate::record::BotRecord {
+        id: BotId::new(id).unwrap(),
+        name: id.into(),
+        owner: UserId::new(owner).unwrap(),
+        role: String::new(),
+        provider: "p".into(),
+        tools: vec![],
+        settings: serde_json::json!({}),
+        origin: "test".into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+/// Tester H4: alice's room `team` (her bots a, b) gets bob's c. In the
+/// change's transaction bob reads the timeline from the change's notice
+/// on, and each member's session of the room starts a new epoch with the
+/// summary given: a reload of it shows none of what came before (a tool
+/// result of a's private turn). A later change that gives nobody the
+/// room cuts nothing.
+#[tokio::test]
+async fn a_change_that_gives_a_user_the_room_cuts_the_members_sessions() {
+    use crate::record::SessionKey;
+    use crate::record::SessionKind;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir).await;
+    let room = room();
+    let alice = UserId::new("alice").unwrap();
+    let bob = UserId::new("bob").unwrap();
+    let key = SessionKey {
+        bot: BotId::new("a").unwrap(),
+        kind: SessionKind::Group,
+        peer: room.id.to_string(),
+    };
+    let member = key.id();
+    let private = |text: &str| {
+        Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session: member,
+            author: "room:team".into(),
+            turn: None,
+            kind: EntryKind::UserMessage { text: text.into() },
+        }))
+    };
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot_of("a", "alice")),
+            Mutation::UpsertBot(bot_of("b", "alice")),
+            Mutation::UpsertBot(bot_of("c", "bob")),
+            Mutation::EnsureSession(SessionRecord {
+                id: member,
+                key,
+                owner: alice.clone(),
+                epoch: 0,
+                last_seq: 0,
+                created_at: 0,
+            }),
+            private("the cabin address is 12 Birchwood Lane"),
+            private("another private line"),
+            Mutation::Append(notice(&room, "before")),
+        ])
+        .await
+        .unwrap();
+    let mut change = set(&room, &["a", "b"], &["a", "b", "c"], true);
+    if let Mutation::SetRoomMembers { fresh_start, .. } = &mut change {
+        *fresh_start = Some("now shared".into());
+    }
+    store.write(vec![change]).await.unwrap();
+    // the notice is seq 2 of the timeline (after "before")
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(2)
+    );
+    assert_eq!(
+        store.room_visible_from(&room.id, &alice).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.room_history_floors(&bob).await.unwrap(),
+        vec![(room.id.clone(), 2)]
+    );
+    let view = store.session_view(member, 100, None).await.unwrap();
+    assert_eq!(view.record.as_ref().map(|r| r.epoch), Some(1));
+    assert_eq!(view.covers_to_seq(), 2);
+    assert!(
+        matches!(&view.summary, Some(e) if e.kind.text() == "now shared"),
+        "{view:?}"
+    );
+    // only the summary itself (a context shows it once, as the summary)
+    assert!(
+        view.entries
+            .iter()
+            .all(|e| matches!(e.kind, EntryKind::Summary { .. })),
+        "{:?}",
+        view.entries
+    );
+    // nobody gains the room: no new cut, bob keeps his start
+    let mut change = set(&room, &["a", "b", "c"], &["b", "a", "c"], true);
+    if let Mutation::SetRoomMembers { fresh_start, .. } = &mut change {
+        *fresh_start = Some("again".into());
+    }
+    store.write(vec![change]).await.unwrap();
+    let view = store.session_view(member, 100, None).await.unwrap();
+    assert_eq!(view.record.map(|r| r.epoch), Some(1));
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(2)
+    );
+    // bob's bot leaves (seq 4) and joins again (seq 5): bob starts again
+    // there, not where he read from before, and a's session is cut again
+    store
+        .write(vec![set(&room, &["b", "a", "c"], &["b", "a"], false)])
+        .await
+        .unwrap();
+    let mut change = set(&room, &["b", "a"], &["b", "a", "c"], true);
+    if let Mutation::SetRoomMembers { fresh_start, .. } = &mut change {
+        *fresh_start = Some("shared again".into());
+    }
+    store.write(vec![change]).await.unwrap();
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(5)
+    );
+    let view = store.session_view(member, 100, None).await.unwrap();
+    assert_eq!(view.record.as_ref().map(|r| r.epoch), Some(2));
+    assert!(
+        matches!(&view.summary, Some(e) if e.kind.text() == "shared again"),
+        "{view:?}"
+    );
     store.close().await;
 }

@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0016_extractions_owed_owner.sql"),
     include_str!("migrations/0017_bots_id_folded.sql"),
     include_str!("migrations/0018_inbox_starts.sql"),
+    include_str!("migrations/0019_room_audience.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

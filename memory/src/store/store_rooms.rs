@@ -51,6 +51,30 @@ impl Store {
             .await
     }
 
+    /// The first timeline seq of `room` that `user` may read when it is
+    /// not the first: the notice of the change that gave them the room
+    /// (migration 0019). `None` for its owner and for a user who reads it
+    /// from the start.
+    pub async fn room_visible_from(
+        &self,
+        room: &crate::ids::RoomId,
+        user: &UserId,
+    ) -> Result<Option<i64>> {
+        let (room, user) = (room.clone(), user.clone());
+        self.read(move |c| rooms::audience::visible_from(c, &room, &user))
+            .await
+    }
+
+    /// Every room (not their own) `user` reads from a later seq than its
+    /// start, with that seq ([`Store::room_visible_from`]).
+    pub async fn room_history_floors(
+        &self,
+        user: &UserId,
+    ) -> Result<Vec<(crate::ids::RoomId, i64)>> {
+        let user = user.clone();
+        self.read(move |c| rooms::audience::floors(c, &user)).await
+    }
+
     /// Rooms with unfinished runs (resumed after a restart).
     pub async fn rooms_with_open_runs(&self) -> Result<Vec<crate::ids::RoomId>> {
         self.read(rooms::rooms_with_open_runs).await

@@ -357,10 +357,13 @@ impl Writer {
                 to,
                 shared,
                 notice,
+                fresh_start,
             } => {
                 let changed = rooms::set_members(&self.conn, room, from, to, *shared, now)?;
                 if changed {
-                    self.append(notice, now, touched)?;
+                    let (_, seq, _, _) = self.append(notice, now, touched)?;
+                    let change = newcomers::Change { room, from, to };
+                    self.welcome_newcomers(&change, seq, fresh_start.as_deref(), now, touched)?;
                 }
                 Ok(MutationResult::Count(usize::from(changed)))
             }
@@ -522,3 +525,7 @@ fn expect_row(n: usize, what: &'static str, id: TurnId) -> Result<()> {
 #[cfg(test)]
 #[path = "subagent_end_tests.rs"]
 mod subagent_end_tests;
+
+/// A change of members that gives users a room (`Mutation::SetRoomMembers`).
+#[path = "writer_newcomers.rs"]
+mod newcomers;
