@@ -14,6 +14,10 @@
 //! `exec`, so the Shell tool's commands still get the default `SIGXFSZ`,
 //! where an ignored one would be inherited.
 
+/// How often a write past the limit is logged again while it lasts.
+#[cfg(unix)]
+const REPEAT_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Installs the handler, and a task that logs each `SIGXFSZ`: the host
 /// then keeps running and its writes past the limit fail. Unix only.
 #[cfg(unix)]
@@ -27,12 +31,40 @@ pub(super) fn survive_file_size_limit() {
         }
     };
     tokio::spawn(async move {
+        // the store's checkpoint thread and every retry hit the limit again,
+        // several times a second: one line, then one a minute with a count
+        let mut logged: Option<std::time::Instant> = None;
+        let mut repeats: u64 = 0;
         while signals.recv().await.is_some() {
+            if logged.is_some_and(|at| at.elapsed() < REPEAT_LOG_EVERY) {
+                repeats += 1;
+                continue;
+            }
+            let before = stderr_file_len();
             tracing::error!(
-                "a write went past the host's file-size limit (RLIMIT_FSIZE: `ulimit -f`, systemd `LimitFSIZE=`) and failed; raise or remove the limit (`ulimit -f unlimited`, `LimitFSIZE=infinity`)"
+                repeats,
+                "a write went past the host's file-size limit (RLIMIT_FSIZE: `ulimit -f`, systemd `LimitFSIZE=`) and failed; nothing more is saved while the limit lasts. Restart the host without the limit (`ulimit -f unlimited`, `LimitFSIZE=infinity`): a running process's limit can be raised only up to its hard limit (`prlimit --pid PID --fsize=unlimited:`), which `ulimit -f` and `LimitFSIZE=` set too. Logged again at most once a minute; `repeats` counts the writes since the last line"
             );
+            // a log file under the same limit did not take the line: this
+            // write raised the signal again, and the line is tried again
+            // until the limit is lifted (as each signal was logged before)
+            if before.is_some() && stderr_file_len() == before {
+                continue;
+            }
+            logged = Some(std::time::Instant::now());
+            repeats = 0;
         }
     });
+}
+
+/// The length of the file stderr writes to, if it is a regular file (the
+/// host's log redirected to a file); `None` for a pipe or a terminal.
+#[cfg(unix)]
+fn stderr_file_len() -> Option<u64> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stderr().as_fd().try_clone_to_owned().ok()?;
+    let meta = std::fs::File::from(fd).metadata().ok()?;
+    meta.is_file().then_some(meta.len())
 }
 
 #[cfg(not(unix))]

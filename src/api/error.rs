@@ -137,7 +137,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         if status.is_server_error() {
-            tracing::error!(error = %self, "API error");
+            log_server_error(&self);
         }
         if let ApiError::Unauthorized(_) = &self {
             // the challenge every 401 carries (RFC 9110 §11.6.1, RFC 6750
@@ -153,6 +153,42 @@ impl IntoResponse for ApiError {
         (status, Json(self.body())).into_response()
     }
 }
+
+/// Logs a server error answered to a client. A storage error, which every
+/// request repeats while the disk is full or the store damaged, is logged
+/// once, then at most once a minute with the count of those not logged
+/// since (`repeats`).
+fn log_server_error(e: &ApiError) {
+    if !matches!(e, ApiError::StorageFull(_) | ApiError::StorageError(_)) {
+        tracing::error!(error = %e, "API error");
+        return;
+    }
+    let message = e.to_string();
+    let mut last = STORAGE_LOGGED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((logged, at, repeats)) = last.as_mut()
+        && *logged == message
+        && at.elapsed() < STORAGE_LOG_EVERY
+    {
+        *repeats += 1;
+        return;
+    }
+    let repeats = last
+        .as_ref()
+        .filter(|(logged, ..)| *logged == message)
+        .map_or(0, |(_, _, repeats)| *repeats);
+    tracing::error!(error = %e, repeats, "API error");
+    *last = Some((message, std::time::Instant::now(), 0));
+}
+
+/// The last storage error logged, when, and how many times it was
+/// answered since without a line.
+static STORAGE_LOGGED: std::sync::Mutex<Option<(String, std::time::Instant, u64)>> =
+    std::sync::Mutex::new(None);
+
+/// How often a repeated storage error is logged again.
+const STORAGE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The `WWW-Authenticate` value of a `401` (docs/api.md, docs/openapi.yaml).
 const BEARER_CHALLENGE: &str = r#"Bearer realm="botfleet""#;

@@ -9,6 +9,7 @@ mod event_slots;
 mod events;
 mod extract;
 mod groups;
+mod health;
 mod hooks;
 mod memory;
 mod message_rate;
@@ -177,7 +178,7 @@ fn table() -> Table {
     Table::default()
         .get("/", ui::page)
         .get("/ui/{asset}", ui::file)
-        .get("/healthz", || async { "ok" })
+        .get("/healthz", health::healthz)
         .get("/v1/bots", bots::list)
         .get("/v1/bots/{bot}", bots::get_one)
         .delete("/v1/bots/{bot}", bots::remove)

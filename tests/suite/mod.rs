@@ -135,6 +135,7 @@ mod shell_stop;
 mod stop_twice;
 mod stop_under_load;
 mod store_files;
+mod store_health;
 mod store_refusals;
 mod subagent_approvals;
 mod subagent_hop_report;

@@ -434,11 +434,13 @@ impl IndexerState {
         if !self.index.dir().exists() {
             if !self.index_gone_told {
                 self.index_gone_told = true;
-                tracing::error!(
-                    dir = %self.index.dir().display(),
-                    %error,
-                    "the search index directory was deleted while the host runs: new entries are not searchable until the host restarts, which rebuilds the index from the store; restart the host"
-                );
+                let why = "the search index directory was deleted while the host runs: new entries are not searchable until the host restarts, which rebuilds the index from the store; restart the host";
+                tracing::error!(dir = %self.index.dir().display(), %error, "{why}");
+                self.feed
+                    .store()
+                    .stats()
+                    .health
+                    .note_stopped("search index", why.to_owned());
             }
             return Ok(());
         }

@@ -49,6 +49,11 @@ impl Feed {
         }
     }
 
+    /// The store read from.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// The next entries after `after`, oldest first (empty when caught up).
     pub(crate) async fn next_batch(&mut self, after: i64) -> Result<Vec<Resolved>, IndexError> {
         let limit = i64::try_from(self.batch).unwrap_or(i64::MAX);
@@ -121,8 +126,10 @@ impl Sink {
                     if let Err(e) = self.indexer.add(entry, bot) {
                         return Err(self.reset(e));
                     }
-                    if let Some(mirror) = &mut self.mirror {
-                        mirror.append(entry, bot)?;
+                    if let Some(mirror) = &mut self.mirror
+                        && let Err(e) = mirror.append(entry, bot)
+                    {
+                        self.mirror_failed(e)?;
                     }
                 }
                 None => {
@@ -142,12 +149,28 @@ impl Sink {
     /// Makes everything durable: the mirror first, then the index commit,
     /// so the index never claims more than the mirror holds.
     pub(crate) fn commit(&mut self) -> Result<IndexProgress, IndexError> {
-        if let Some(mirror) = &mut self.mirror {
-            mirror.flush()?;
+        if let Some(mirror) = &mut self.mirror
+            && let Err(e) = mirror.flush()
+        {
+            self.mirror_failed(e)?;
         }
         match self.indexer.commit() {
             Ok(progress) => Ok(progress),
             Err(e) => Err(self.reset(e)),
+        }
+    }
+
+    /// A mirror whose root was deleted while the host runs is dropped
+    /// (it says so once, [`JsonlMirror::abandon`]): the index goes on
+    /// without it, rather than waiting for a directory that only a restart
+    /// brings back. Any other mirror error is the caller's.
+    fn mirror_failed(&mut self, e: IndexError) -> Result<(), IndexError> {
+        match self.mirror.take_if(|m| m.root_gone()) {
+            Some(mirror) => {
+                mirror.abandon(&e);
+                Ok(())
+            }
+            None => Err(e),
         }
     }
 

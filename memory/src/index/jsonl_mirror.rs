@@ -24,6 +24,14 @@
 //!   ([`JsonlMirror::with_store`]), with a `WARN` line.
 //! - A resume marker that does not parse is damage too: the mirror starts
 //!   from gid 0 (every file keeps what it has and gets what it lacks).
+//! - A session file deleted (while the host runs, or while it is stopped)
+//!   is written again whole from the store, with a `WARN` line, when its
+//!   session is next written: at the next flush of a file the host still
+//!   had open (it was appending to the unlinked file), or when the file is
+//!   opened again.
+//! - The whole root deleted while the host runs stops the mirror until the
+//!   host restarts (which rebuilds it), with one `ERROR` line: the indexer
+//!   drops it ([`JsonlMirror::abandon`]) and search indexing goes on.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -196,9 +204,12 @@ impl JsonlMirror {
     pub fn append(&mut self, entry: &Entry, bot: &BotId) -> Result<bool, IndexError> {
         let session = entry.session;
         if !self.files.contains_key(&session) {
+            // opening would make the bot's directory, and so a root with
+            // none of the other files and no resume marker
+            self.check_root_in_place()?;
             self.make_room()?;
             let path = self.path_of(bot, session);
-            let file = self.open_session(&path, session, entry.gid)?;
+            let file = self.open_session(&path, session, entry.gid, entry.seq > 1)?;
             self.files.insert(session, file);
         }
         self.clock += 1;
@@ -231,6 +242,11 @@ impl JsonlMirror {
     /// marker. A failure cuts the failing file back to its durable length
     /// (see [`JsonlMirror::append`]).
     pub fn flush(&mut self) -> Result<(), IndexError> {
+        self.check_root_in_place()?;
+        if let Err(e) = self.rewrite_deleted_files() {
+            self.rewind();
+            return Err(e);
+        }
         let failed = self
             .files
             .iter_mut()
@@ -272,14 +288,127 @@ impl JsonlMirror {
             || self.files.values().any(MirrorFile::dirty)
     }
 
+    /// Whether the mirror's root was deleted (while the host runs): the
+    /// mirror cannot go on until a restart rebuilds it.
+    pub fn root_gone(&self) -> bool {
+        !self.root.is_dir()
+    }
+
+    /// Stops a mirror whose root was deleted while the host runs
+    /// ([`JsonlMirror::root_gone`]): says once, at `ERROR`, what to do,
+    /// and drops what waits to be written without writing it (the restart
+    /// writes the whole mirror again from the store).
+    pub fn abandon(mut self, error: &IndexError) {
+        let why = format!(
+            "the JSONL mirror's directory {} was deleted while the host runs: the mirror stops (search indexing goes on); restart the host, which writes the mirror again from the store (or stop it and run `botfleet reindex`)",
+            self.root.display()
+        );
+        tracing::error!(%error, "{why}");
+        if let Some(store) = &self.store {
+            store.stats().health.note_stopped("JSONL mirror", why);
+        }
+        self.files.clear();
+        self.unsynced.clear();
+        self.rewind();
+    }
+
+    fn check_root_in_place(&self) -> Result<(), IndexError> {
+        if self.root_gone() {
+            return Err(IndexError::io(
+                &self.root,
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes again, whole from the store, each file with lines to flush
+    /// that is no longer at its path (deleted while the host runs: its
+    /// lines went to the unlinked file).
+    fn rewrite_deleted_files(&mut self) -> Result<(), IndexError> {
+        let gone: Vec<SessionId> = self
+            .files
+            .iter()
+            .filter(|(_, f)| f.dirty() && !f.path.exists())
+            .map(|(session, _)| *session)
+            .collect();
+        for session in gone {
+            let Some(file) = self.files.remove(&session) else {
+                continue;
+            };
+            self.unsynced.remove(&file.path);
+            let path = file.path.clone();
+            drop(file);
+            self.restore_missing(
+                &path,
+                session,
+                self.written_gid + 1,
+                "was deleted while the host ran",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A session file that is missing though the store may have entries
+    /// of it before `before_gid` that the mirror handed over: writes them
+    /// from the store into a temporary file, then moves it in place. None
+    /// (a new session) leaves the path free. Without a store, says what to
+    /// do.
+    fn restore_missing(
+        &mut self,
+        path: &Path,
+        session: SessionId,
+        before_gid: i64,
+        what: &str,
+    ) -> Result<(), IndexError> {
+        let Some(store) = self.store.clone() else {
+            tracing::warn!(
+                path = %path.display(),
+                "a JSONL mirror file {what}: its session's earlier entries are not in it; stop the host and run `botfleet reindex` to write the mirror again"
+            );
+            return Ok(());
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+        }
+        let tmp = PathBuf::from(format!("{}.rebuild", path.display()));
+        let written = match write_from_store(&store, &tmp, session, before_gid) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        if written == 0 {
+            let _ = std::fs::remove_file(&tmp);
+            return Ok(());
+        }
+        std::fs::rename(&tmp, path).map_err(|e| IndexError::io(path, e))?;
+        // written whole and fsynced: what an earlier close left unsynced is
+        // in the new file
+        self.unsynced.remove(path);
+        tracing::warn!(
+            path = %path.display(),
+            entries = written,
+            "a JSONL mirror file {what}: wrote it again from the store"
+        );
+        Ok(())
+    }
+
     /// Opens a session's file; a damaged one is moved aside and written
-    /// again from the store up to (not including) `before_gid`.
+    /// again from the store up to (not including) `before_gid`, and so is a
+    /// missing one whose session has entries before it (`not_first`: the
+    /// entry to append is not the session's first).
     fn open_session(
         &mut self,
         path: &Path,
         session: SessionId,
         before_gid: i64,
+        not_first: bool,
     ) -> Result<MirrorFile, IndexError> {
+        if not_first && !path.exists() {
+            self.restore_missing(path, session, before_gid, "was missing")?;
+        }
         let mut file = match open_file(path)? {
             Opened::File(file) => file,
             Opened::Damaged(cause) => self.rebuild(path, session, before_gid, &cause)?,

@@ -112,15 +112,16 @@ pub(super) fn push_line(file: &mut MirrorFile, entry: &Entry) -> Result<(), Inde
 }
 
 /// Writes a session's entries before `before_gid`, read from the store,
-/// into `path` and fsyncs it.
+/// into `path` and fsyncs it; returns how many it wrote.
 pub(super) fn write_from_store(
     store: &Store,
     path: &Path,
     session: SessionId,
     before_gid: i64,
-) -> Result<(), IndexError> {
+) -> Result<usize, IndexError> {
     let io = |e| IndexError::io(path, e);
     let mut out = std::io::BufWriter::new(File::create(path).map_err(io)?);
+    let mut written = 0;
     let mut after_seq = 0;
     'pages: loop {
         let page = store.entries_after_now(session, after_seq, BACKFILL_PAGE)?;
@@ -133,10 +134,12 @@ pub(super) fn write_from_store(
             serde_json::to_writer(&mut out, entry)
                 .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
             out.write_all(b"\n").map_err(io)?;
+            written += 1;
         }
     }
     out.flush().map_err(io)?;
-    out.get_ref().sync_data().map_err(io)
+    out.get_ref().sync_data().map_err(io)?;
+    Ok(written)
 }
 
 /// Cuts a file back to `len` after a failed write. If even that fails the

@@ -87,6 +87,10 @@ pub struct WriterStats {
     pub wal_catch_up_us: std::sync::atomic::AtomicU64,
     /// Most frames (pages) the checkpoint thread found in the WAL.
     pub wal_frames_peak: std::sync::atomic::AtomicU64,
+    /// What the writer (and the indexer) saw of the store's health: read
+    /// by `GET /healthz`; a damaged database latched here refuses every
+    /// later write (`writer_health.rs`).
+    pub health: health::StoreHealth,
 }
 
 pub(crate) struct Writer {
@@ -138,6 +142,9 @@ mod entries;
 
 #[path = "writer_group.rs"]
 mod group;
+
+#[path = "writer_health.rs"]
+pub mod health;
 
 #[path = "writer_limits.rs"]
 mod limits;

@@ -49,6 +49,13 @@ impl Writer {
         // that fails is rare (a caller bug or a race it must resolve); then
         // the whole group is rolled back and replayed with one savepoint per
         // batch, so the failing one fails alone.
+        // A database found damaged takes no more writes until the host
+        // stops: what it took would be lost by the restore from a backup
+        // (`writer_health.rs`).
+        if let Some(damaged) = self.stats.health.damaged() {
+            self.fail_group(jobs, "refused (the database is damaged)", &damaged);
+            return;
+        }
         match self.try_group(jobs) {
             Ok(Some((results, touched))) => self.finish_group(jobs, results, touched),
             Ok(None) => self.commit_group_isolated(jobs),
@@ -101,7 +108,19 @@ impl Writer {
     /// own variant (the API tells the user what to do); anything else is a
     /// rejected write.
     fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, during: &str, e: &StoreError) {
-        tracing::error!(error = %e, during, "store group failed");
+        self.stats.health.note_write_failure(e);
+        // the same failure at every retry and every request: once, then
+        // once a minute with the count (`writer_health.rs`)
+        match self.stats.health.log_now(&format!("{during}: {e}")) {
+            Some(0) => tracing::error!(error = %e, during, "store group failed"),
+            Some(repeats) => tracing::error!(
+                error = %e,
+                during,
+                repeats,
+                "store group failed (the same failure again; `repeats` counts the ones not logged since the last line)"
+            ),
+            None => {}
+        }
         for (_, reply) in jobs.drain(..) {
             answer(reply, Err(group_failure(during, e)));
         }
@@ -113,6 +132,7 @@ impl Writer {
         results: Vec<Result<Vec<MutationResult>>>,
         touched: Touched,
     ) {
+        self.stats.health.note_written();
         // cached memory snapshots of a written scope and kept bot records go
         // stale before anyone who wrote them hears back
         let mut scopes = Vec::new();
@@ -165,6 +185,18 @@ impl Writer {
         }
         for (batch, _) in jobs.iter() {
             results.push(self.apply_job(batch, &mut touched));
+        }
+        // a job that found the database damaged: none of the group is
+        // committed, the damage is latched (`writer_health.rs`)
+        for e in results.iter().filter_map(|r| r.as_ref().err()) {
+            self.stats.health.note_write_failure(e);
+        }
+        if let Some(damaged) = self.stats.health.damaged() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.seqs.clear();
+            self.sessions.clear();
+            self.fail_group(jobs, "a write found the database damaged", &damaged);
+            return;
         }
         if let Err(e) = self
             .files_in_place()
