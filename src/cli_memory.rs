@@ -1,6 +1,7 @@
 //! `botfleet memory BOT` (what a bot remembers, with ids) and
 //! `botfleet forget ID`.
 
+use std::collections::HashSet;
 use std::process::ExitCode;
 
 use serde_json::Value;
@@ -9,9 +10,12 @@ use super::terminal;
 use crate::client::Client;
 use crate::client::segment;
 
-/// Prints what `bot` remembers, scope by scope and layer by layer; with
-/// `input`, also what the prompt would show for it and the log entries it
-/// would take, best first with their scores.
+/// Prints what `bot` remembers, scope by scope and layer by layer (an
+/// item remembered in a room shared with other people's bots says which);
+/// with `input`, also what the prompt would show for it: how many items
+/// of each layer the bounded memory block holds and which it leaves out
+/// (marked in the listing), and the log entries recalled, best first with
+/// their scores.
 pub(super) async fn show(
     client: &Client,
     bot: &str,
@@ -25,6 +29,7 @@ pub(super) async fn show(
         outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
+    let shown = shown_ids(&v);
     for scope in v["scopes"].as_array().into_iter().flatten() {
         let p = &scope["profile"];
         outln!(
@@ -39,46 +44,141 @@ pub(super) async fn show(
         );
         for layer in ["profile", "log", "notes"] {
             for item in scope[layer]["items"].as_array().into_iter().flatten() {
-                outln!("  {layer:<7} {}", line(item));
+                // a profile fact or note the block leaves out (a log entry
+                // not recalled is not a candidate: the recall list says)
+                let left_out = input.is_some()
+                    && layer != "log"
+                    && item["id"].as_str().is_some_and(|id| !shown.contains(id));
+                let mark = if left_out {
+                    "  [left out of the prompt]"
+                } else {
+                    ""
+                };
+                outln!("  {layer:<7} {}{mark}", line(item));
             }
         }
     }
     if let Some(input) = input {
-        print_prompt(&v, input);
+        print_prompt(&v, input, &shown);
     }
     outln!("forget an item with: botfleet forget <id>");
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the prompt would take for `input` (`prompt.shown` and
-/// `prompt.recall` of the answer): how many items it shows, and the log
-/// entries it takes with their scores and text.
-fn print_prompt(v: &Value, input: &str) {
+/// The ids `prompt.shown` of the answer: those the memory block holds.
+fn shown_ids(v: &Value) -> HashSet<&str> {
+    v["prompt"]["shown"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// How many of one layer's candidates the block shows, and the ids it
+/// leaves out.
+#[derive(Default)]
+struct LayerCount<'a> {
+    candidates: usize,
+    left_out: Vec<&'a str>,
+}
+
+impl<'a> LayerCount<'a> {
+    /// A candidate `id`, shown when among `shown`.
+    fn add(&mut self, id: &'a str, shown: &HashSet<&str>) {
+        self.candidates += 1;
+        if !shown.contains(id) {
+            self.left_out.push(id);
+        }
+    }
+
+    fn shown(&self) -> usize {
+        self.candidates - self.left_out.len()
+    }
+}
+
+/// What the prompt would show for `input` (`prompt` of the answer): the
+/// candidates of the block (every profile fact and live note, and the log
+/// entries recalled for `input`), how many of each layer the bounded
+/// block holds and which it leaves out, and the recalled entries with
+/// their scores and text, best first.
+fn print_prompt(v: &Value, input: &str, shown: &HashSet<&str>) {
     let prompt = &v["prompt"];
+    let items = || {
+        v["scopes"].as_array().into_iter().flatten().flat_map(|s| {
+            ["profile", "log", "notes"]
+                .into_iter()
+                .flat_map(move |l| s[l]["items"].as_array().into_iter().flatten())
+        })
+    };
     let text_of = |id: &str| -> &str {
-        v["scopes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|s| s["log"]["items"].as_array().into_iter().flatten())
+        items()
             .find(|i| i["id"].as_str() == Some(id))
             .and_then(|i| i["text"].as_str())
             .unwrap_or("")
     };
-    let shown = prompt["shown"].as_array().map_or(0, Vec::len);
     let recall = prompt["recall"].as_array().cloned().unwrap_or_default();
-    let entries = match recall.len() {
-        0 => "no log entry".to_owned(),
-        1 => "1 log entry:".to_owned(),
-        n => format!("{n} log entries, best first:"),
-    };
-    outln!(
-        "the prompt for \"{input}\" shows {shown} item(s): every profile fact and live note, and {entries}"
+    let recall_ids: Vec<&str> = prompt["recall"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    let (mut profile, mut notes, mut log) = (
+        LayerCount::default(),
+        LayerCount::default(),
+        LayerCount::default(),
     );
+    for item in items() {
+        let count = match item["layer"].as_str() {
+            Some("profile") => &mut profile,
+            Some("notes") => &mut notes,
+            // log entries count by the recall list below
+            _ => continue,
+        };
+        if let Some(id) = item["id"].as_str() {
+            count.add(id, shown);
+        }
+    }
+    for id in recall_ids {
+        log.add(id, shown);
+    }
+    let layers = [
+        ("profile facts", profile),
+        ("notes", notes),
+        ("log entries recalled", log),
+    ];
+    let candidates: usize = layers.iter().map(|(_, c)| c.candidates).sum();
+    let left: usize = layers.iter().map(|(_, c)| c.left_out.len()).sum();
+    if left == 0 {
+        outln!(
+            "the prompt for \"{input}\" shows all {candidates} item(s) it would take: every profile fact and live note, and the log entries recalled for it"
+        );
+    } else {
+        outln!(
+            "the prompt for \"{input}\" shows {} of the {candidates} item(s) it would take: the memory block is kept to a share of the context (the most important first), so {left} are left out",
+            candidates - left
+        );
+    }
+    for (name, c) in &layers {
+        let mut row = format!("  {name}: {} of {} shown", c.shown(), c.candidates);
+        if !c.left_out.is_empty() {
+            row.push_str(&format!("; left out: {}", c.left_out.join(", ")));
+        }
+        outln!("{row}");
+    }
+    if !recall.is_empty() {
+        outln!("log entries recalled for \"{input}\", best first:");
+    }
     for r in &recall {
         let id = r["id"].as_str().unwrap_or("?");
+        let where_ = if shown.contains(id) {
+            "shown"
+        } else {
+            "left out"
+        };
         outln!(
-            "  recall  {id}  {}  (score {:.3}: relevance {:.3}, recency {:.3}, weight {:.2})",
+            "  recall  {id}  {}  (score {:.3}: relevance {:.3}, recency {:.3}, weight {:.2}; {where_})",
             text_of(id),
             r["score"].as_f64().unwrap_or(0.0),
             r["relevance"].as_f64().unwrap_or(0.0),
@@ -88,6 +188,9 @@ fn print_prompt(v: &Value, input: &str) {
     }
 }
 
+/// An item of the listing: id, text, expiry of a note, and the shared
+/// room it was remembered in (its `source`, `tool:<bot>@room:<room>`):
+/// someone in that room may have told it, not the owner.
 fn line(item: &Value) -> String {
     let mut out = format!(
         "{}  {}",
@@ -96,6 +199,14 @@ fn line(item: &Value) -> String {
     );
     if let Some(at) = item["expires_at"].as_i64().and_then(terminal::minute_utc) {
         out.push_str(&format!("  (until {at})"));
+    }
+    if let Some(room) = item["source"]
+        .as_str()
+        .and_then(|s| s.split_once("@room:"))
+        .map(|(_, room)| room)
+        .filter(|r| !r.is_empty())
+    {
+        out.push_str(&format!("  (remembered in shared room {room})"));
     }
     out
 }

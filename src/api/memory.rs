@@ -7,6 +7,8 @@ use axum::Json;
 use axum::extract::Query;
 use axum::extract::RawQuery;
 use axum::extract::State;
+use botfleet_actors::MemoryReach;
+use botfleet_actors::MemoryState;
 use botfleet_memory::Layer;
 use botfleet_memory::MAX_LIVE_NOTES;
 use botfleet_memory::MAX_LOG_ENTRIES;
@@ -49,12 +51,19 @@ impl From<MemoryError> for ApiError {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct MemoryQuery {
-    /// Preview which log entries the prompt would take for this input.
+    /// Preview the memory block a DM turn with this input would get.
     #[serde(default)]
     input: Option<String>,
 }
 
-/// `GET /v1/bots/{bot}/memory[?input=...]`.
+/// `GET /v1/bots/{bot}/memory[?input=...]`: every item of every scope
+/// the bot reaches, and `prompt`, the memory block its prompt would hold
+/// for `input` in a DM, rendered as the turn renders it
+/// (`MemoryState::preview`: bounded by its provider's budget): `shown`
+/// are the ids the block holds (items of `scopes` not among them, and
+/// `recall` entries not among them, are left out of the prompt), `hash`
+/// the SHA-256 of the block's text, `recall` the log entries recalled
+/// for `input`, best first, before the bound.
 pub(crate) async fn of_bot(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -100,8 +109,14 @@ pub(crate) async fn of_bot(
             "notes": {"items": notes, "count": notes.len(), "max": MAX_LIVE_NOTES},
         }));
     }
-    let snapshot = store.bot_memory_snapshot(&bot, &input, now).await?;
-    let recall: Vec<Value> = snapshot
+    // the block exactly as the bot's next turn with this input renders it
+    // in a DM: the same code, bounded by its provider's settings
+    let preview = MemoryState::new(store.clone())
+        .bounded_by(&state.fleet.runtime().settings)
+        .preview(&bot, &input, MemoryReach::All)
+        .await?;
+    let recall: Vec<Value> = preview
+        .snapshot
         .ranking
         .iter()
         .map(|s| {
@@ -118,8 +133,8 @@ pub(crate) async fn of_bot(
         "bot": bot.id,
         "scopes": out,
         "prompt": {
-            "hash": snapshot.hash,
-            "shown": snapshot.shown_ids(),
+            "hash": hex::encode(preview.block.hash),
+            "shown": preview.block.shown,
             "recall": recall,
         },
     })))

@@ -66,6 +66,7 @@ mod memory_bounds;
 mod memory_restart;
 mod memory_small_budget;
 mod memory_update;
+mod memory_view;
 mod mirror_repair;
 mod moved_bot_agents;
 mod moved_bot_inputs;

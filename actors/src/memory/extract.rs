@@ -60,6 +60,8 @@ use tokio_util::sync::CancellationToken;
 use super::extract_answer::proposal_json;
 use super::extract_bounds::ExtractBounds;
 use super::extract_owed::Reservation;
+use super::render::extraction_line;
+use super::render::oldest_set_first;
 use super::writable_scope;
 use crate::engine::quoted;
 use crate::model::ChatMessage;
@@ -354,20 +356,14 @@ fn request(
             ("scopes", &scopes),
         ])
         .unwrap_or_default();
+    // oldest first, each with the minute it was last set: two items that
+    // disagree (set the same day) can be ordered
     let shown_lines = if shown.is_empty() {
         "(none)".to_owned()
     } else {
-        let lines = shown
-            .iter()
-            .map(|i| {
-                format!(
-                    "- {} ({} {}) {}",
-                    i.id,
-                    i.scope,
-                    i.layer,
-                    serde_json::to_string(&i.text).unwrap_or_default()
-                )
-            })
+        let lines = oldest_set_first(shown)
+            .into_iter()
+            .map(extraction_line)
             .collect();
         bounds.shown(lines).join("\n")
     };
@@ -585,3 +581,7 @@ impl ExtractReport {
         self.rejected.push(RejectedOp { op, reason });
     }
 }
+
+#[cfg(test)]
+#[path = "extract_tests.rs"]
+mod tests;

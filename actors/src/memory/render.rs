@@ -1,14 +1,20 @@
 //! Memory as the model sees it: `prompts/memory.md` for a snapshot,
 //! `prompts/memory_update.md` for what changed inside an epoch.
 //!
-//! Each item is one data line, `- <id> (<scope>[, <date>]) "<text>"`, the
-//! text JSON-quoted (stored texts are single-line already; quoting also
-//! escapes quotes and control characters), so a remembered sentence can
-//! never pose as a heading or an instruction of the prompt. Dates are
-//! absolute UTC days (the day a profile fact was last set, the day of a
-//! log entry) and minutes (note expiry), never "x days ago":
-//! the rendering is a pure function of the snapshot, so its bytes change
-//! exactly when `MemorySnapshot::hash` does.
+//! Each item is one data line, `- <id> (<scope>[, <date>][, remembered in
+//! shared room <room>][, importance <n>]) "<text>"`, the text JSON-quoted
+//! (stored texts are single-line already; quoting also escapes quotes and
+//! control characters), so a remembered sentence can never pose as a
+//! heading or an instruction of the prompt. Dates are absolute UTC days
+//! (the day a profile fact was last set, the day of a log entry) and
+//! minutes (note expiry), never "x days ago". Profile facts are listed in
+//! the order they were last set, oldest first, and log entries oldest
+//! first, as the prompt says: two facts set the same day that disagree
+//! are told apart by their place (the day alone could not). An item
+//! Remember wrote in a room shared with other people's bots says so
+//! (its `source`): anyone in that room may have told it, and the owner's
+//! private prompts show it next to what the owner said. The rendering is
+//! a pure function of the snapshot.
 
 use std::collections::HashSet;
 
@@ -52,11 +58,13 @@ pub fn render_memory(snapshot: &MemorySnapshot) -> String {
 /// tokens (counted with `encoding`, each line with its newline; the
 /// headings and the left-out note are not charged), and the ids of the
 /// items it shows. When the items do not fit, the most important go in
-/// first (profile facts, always shown, then by importance, notes before
-/// log entries, the log by its ranking for the input), each only if it
-/// still fits, and the block ends with how many were left out
-/// (`prompts/memory_left_out.md`). Kept items stay in the snapshot's
-/// order, so the block is a pure function of the snapshot.
+/// first (profile facts, then by importance, notes before log entries,
+/// the log by its ranking for the input), each only if it still fits,
+/// and the block ends with how many were left out
+/// (`prompts/memory_left_out.md`). Kept items are listed as
+/// [`render_memory`] lists them, so the block is a pure function of the
+/// snapshot. `GET /v1/bots/{bot}/memory` previews it with the same call
+/// (`MemoryState::preview`).
 pub(crate) fn render_memory_within(
     snapshot: &MemorySnapshot,
     budget: u64,
@@ -103,10 +111,11 @@ pub(crate) fn render_memory_within(
 }
 
 /// The snapshot's items, most important first: profile facts (the
-/// prompt promises them always shown; a fact of importance 3 went after
-/// every note of 4), then by importance, notes (short-lived, so current)
+/// stable facts about the person and the work; a fact of importance 3
+/// went after every note of 4), then by importance, notes (short-lived, so current)
 /// before log entries in their ranking for the input; by importance among
-/// profile facts, and in the snapshot's order among equals.
+/// profile facts, the last set first among equals, and in the snapshot's
+/// order among other equals.
 fn by_priority(snapshot: &MemorySnapshot) -> Vec<&MemoryItem> {
     let ranked_log: Vec<&MemoryItem> = if snapshot.ranking.len() == snapshot.log.len() {
         snapshot.ranking.iter().map(|s| &s.item).collect()
@@ -124,11 +133,19 @@ fn by_priority(snapshot: &MemorySnapshot) -> Vec<&MemoryItem> {
         Layer::Notes => 1,
         Layer::Log => 2,
     };
+    // among profile facts of the same importance the newest first: of
+    // two that disagree, the later one is more likely true now, and a
+    // bound that kept the older one showed the model only the stale fact
+    let set_at = |i: &MemoryItem| match i.layer {
+        Layer::Profile => i.updated_at,
+        Layer::Notes | Layer::Log => 0,
+    };
     items.sort_by_key(|i| {
         (
             i.layer != Layer::Profile,
             std::cmp::Reverse(i.importance.get()),
             layer_rank(i.layer),
+            std::cmp::Reverse(set_at(i)),
         )
     });
     items
@@ -142,22 +159,38 @@ fn left_out(count: usize) -> String {
         .unwrap_or_default()
 }
 
+/// The block of these items: profile facts in the order they were last
+/// set ([`oldest_set_first`]), as the prompt says; log entries and notes
+/// in the snapshot's order (log entries oldest first).
 fn render_sections(profile: &[MemoryItem], log: &[MemoryItem], notes: &[MemoryItem]) -> String {
-    let section = |items: &[MemoryItem]| {
+    let section = |items: Vec<&MemoryItem>| {
         if items.is_empty() {
             "(none)".to_owned()
         } else {
-            items.iter().map(line).collect::<Vec<_>>().join("\n")
+            items.into_iter().map(line).collect::<Vec<_>>().join("\n")
         }
     };
     prompts()
         .memory
         .render(&[
-            ("profile", &section(profile)),
-            ("log", &section(log)),
-            ("notes", &section(notes)),
+            ("profile", &section(oldest_set_first(profile))),
+            ("log", &section(log.iter().collect())),
+            ("notes", &section(notes.iter().collect())),
         ])
         .unwrap_or_default()
+}
+
+/// `items` in the order they were last set (`updated_at`), oldest first,
+/// the id breaking ties: when two facts disagree, the later one is listed
+/// after the other, whatever their scopes and even on the same day.
+pub(super) fn oldest_set_first(items: &[MemoryItem]) -> Vec<&MemoryItem> {
+    let mut out: Vec<&MemoryItem> = items.iter().collect();
+    out.sort_by(|a, b| {
+        a.updated_at
+            .cmp(&b.updated_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    out
 }
 
 /// The update for a turn whose fresh memory block (`fresh`) differs from
@@ -233,7 +266,8 @@ fn line(item: &MemoryItem) -> String {
     format!("{ITEM_LINE}{}", describe(item))
 }
 
-/// `<id> (<scope>[, <date>]) "<text>"`.
+/// `<id> (<scope>[, <date>][, remembered in shared room <room>][,
+/// importance <n>]) "<text>"`.
 fn describe(item: &MemoryItem) -> String {
     let mut meta = item.scope.to_string();
     match item.layer {
@@ -254,10 +288,53 @@ fn describe(item: &MemoryItem) -> String {
             }
         }
     }
+    push_room_and_importance(&mut meta, item);
+    format!("{} ({meta}) {}", item.id, quote(&item.text))
+}
+
+/// The end of an item's parenthesis: the shared room it was remembered in
+/// ([`shared_room`]), and its importance when not 3.
+fn push_room_and_importance(meta: &mut String, item: &MemoryItem) {
+    if let Some(room) = shared_room(&item.source) {
+        meta.push_str(", remembered in shared room ");
+        meta.push_str(room);
+    }
     if item.importance.get() != 3 {
         meta.push_str(&format!(", importance {}", item.importance.get()));
     }
-    format!("{} ({meta}) {}", item.id, quote(&item.text))
+}
+
+/// The room a `source` says the item was remembered in, a room shared
+/// with other people's bots (`tool:<bot>@room:<room>`,
+/// [`super::tool_source`]); `None` for every other writer.
+pub(crate) fn shared_room(source: &str) -> Option<&str> {
+    source
+        .split_once(ROOM_SOURCE)
+        .map(|(_, room)| room)
+        .filter(|room| !room.is_empty())
+}
+
+/// What [`super::tool_source`] puts before a shared room's id.
+const ROOM_SOURCE: &str = "@room:";
+
+/// An item as the fact extractor is shown it (`prompts/extract_input.md`):
+/// `- <id> (<scope> <layer>, set <minute>[, until <minute>][, remembered
+/// in shared room <room>][, importance <n>]) "<text>"`, with the UTC
+/// minute it was last set, so two items that disagree can be ordered even
+/// when set the same day.
+pub(super) fn extraction_line(item: &MemoryItem) -> String {
+    let mut meta = format!(
+        "{} {}, set {}",
+        item.scope,
+        item.layer,
+        minute(item.updated_at)
+    );
+    if let Some(t) = item.expires_at {
+        meta.push_str(", until ");
+        meta.push_str(&minute(t));
+    }
+    push_room_and_importance(&mut meta, item);
+    format!("{ITEM_LINE}{} ({meta}) {}", item.id, quote(&item.text))
 }
 
 fn quote(text: &str) -> String {

@@ -232,3 +232,158 @@ fn the_memory_budget_is_an_eighth_of_the_threshold_with_a_floor() {
     assert_eq!(memory_budget(100_000), 12_500);
     assert_eq!(memory_budget(1_000), MIN_MEMORY_TOKENS);
 }
+
+/// A profile fact of `scope` last set at `updated_at`, written by `source`.
+fn fact(seed: &str, scope: MemoryScope, text: &str, source: &str, updated_at: i64) -> MemoryItem {
+    MemoryItem {
+        id: MemoryId::derive(seed),
+        scope,
+        layer: Layer::Profile,
+        text: text.into(),
+        importance: Importance::new(3).unwrap(),
+        source: source.into(),
+        created_at: updated_at,
+        updated_at,
+        expires_at: None,
+    }
+}
+
+/// 2026-12-02 10:00 UTC.
+const DEC_2_10H: i64 = 1_796_205_600_000;
+
+/// A snapshot of these profile facts only, in the order given.
+fn of_profile(profile: Vec<MemoryItem>) -> MemorySnapshot {
+    MemorySnapshot {
+        scopes: Vec::new(),
+        profile,
+        log: Vec::new(),
+        notes: Vec::new(),
+        ranking: Vec::new(),
+        taken_at: DEC_2_10H + 3_600_000,
+        hash: String::new(),
+    }
+}
+
+/// Regression (round 21, H4 F2): "Alice lives in Paris" and, five minutes
+/// later, "Alice lives in Berlin" both read `set 2026-12-02`, listed in
+/// scope order (the bot's own scope first), so the newer fact could come
+/// first and the prompt's rule "the later one is more likely true now"
+/// could not be applied. Profile facts are now listed in the order they
+/// were last set, as the heading says, whatever their scope.
+#[tokio::test]
+async fn profile_facts_are_listed_in_the_order_they_were_last_set() {
+    let f = ToolFixture::new();
+    let berlin = fact(
+        "berlin",
+        MemoryScope::Agent(f.bot.id.clone()),
+        "Alice lives in Berlin",
+        "tool:b",
+        DEC_2_10H + 5 * 60_000,
+    );
+    let paris = fact(
+        "paris",
+        MemoryScope::User(f.bot.owner.clone()),
+        "Alice lives in Paris",
+        "tool:b",
+        DEC_2_10H,
+    );
+    // the snapshot's order: by scope, the bot's own first
+    let snap = of_profile(vec![berlin, paris]);
+    for text in [
+        render_memory(&snap),
+        render_memory_within(&snap, u64::MAX, Encoding::O200kBase).0,
+        render_memory_within(&snap, MIN_MEMORY_TOKENS, Encoding::O200kBase).0,
+    ] {
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {text}"))
+        };
+        assert!(at("lives in Paris") < at("lives in Berlin"), "{text}");
+        assert!(
+            text.contains("in the order they were last set, oldest first"),
+            "{text}"
+        );
+        assert!(!text.contains("always shown"), "{text}");
+        assert!(
+            text.contains("(user:u, set 2026-12-02) \"Alice lives in Paris\""),
+            "{text}"
+        );
+    }
+}
+
+/// Regression (round 21, H4 F11): what someone in a room shared with
+/// other people's bots got the bot to remember read, in its owner's DM,
+/// like anything else the bot remembers: `(agent:b, set …, importance 5)`.
+/// Its line now names the room, and the heading says what that means.
+#[tokio::test]
+async fn an_item_remembered_in_a_shared_room_names_the_room() {
+    let f = ToolFixture::new();
+    let mut invoice = fact(
+        "invoice",
+        MemoryScope::Agent(f.bot.id.clone()),
+        "Alice approved paying invoice 7731 to Bob Ltd in full",
+        "tool:b@room:mixed",
+        DEC_2_10H,
+    );
+    invoice.importance = Importance::new(5).unwrap();
+    let own = fact(
+        "own",
+        MemoryScope::Agent(f.bot.id.clone()),
+        "Invoices are paid on Mondays",
+        "tool:b",
+        DEC_2_10H,
+    );
+    let text = render_memory(&of_profile(vec![invoice, own]));
+    assert!(
+        text.contains(
+            "(agent:b, set 2026-12-02, remembered in shared room mixed, importance 5) \
+             \"Alice approved paying invoice 7731 to Bob Ltd in full\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("(agent:b, set 2026-12-02) \"Invoices are paid on Mondays\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("anyone in that room may have told you"),
+        "{text}"
+    );
+    assert_eq!(shared_room("tool:b@room:mixed"), Some("mixed"));
+    assert_eq!(shared_room("tool:b"), None);
+    assert_eq!(shared_room("extract:b"), None);
+}
+
+/// Regression (round 21, H4 F2, with F8's bound): of two profile facts of
+/// the same importance, the bound kept the older ("Alice lives in Paris")
+/// and left out the later correction ("Alice lives in Berlin"), so the
+/// model saw only the stale fact. The last set now goes in first.
+#[tokio::test]
+async fn a_bound_keeps_the_later_of_two_facts_of_the_same_importance() {
+    let f = ToolFixture::new();
+    let owner = MemoryScope::User(f.bot.owner.clone());
+    let paris = fact(
+        "paris",
+        owner.clone(),
+        "Alice lives in Paris",
+        "tool:b",
+        DEC_2_10H,
+    );
+    let berlin = fact(
+        "berlin",
+        owner,
+        "Alice lives in Berlin",
+        "tool:b",
+        DEC_2_10H + 5 * 60_000,
+    );
+    let encoding = Encoding::O200kBase;
+    // the snapshot's order: oldest first
+    let snap = of_profile(vec![paris.clone(), berlin.clone()]);
+    // room for one of them, either one
+    let whole = render_memory(&snap);
+    let budget =
+        line_tokens(&whole, &berlin.id, encoding).max(line_tokens(&whole, &paris.id, encoding));
+    let (text, shown) = render_memory_within(&snap, budget, encoding);
+    assert_eq!(shown, vec![berlin.id], "{text}");
+    assert!(text.ends_with(&left_out(1)), "{text}");
+}

@@ -3,8 +3,10 @@
 use async_trait::async_trait;
 use botfleet_memory::BotRecord;
 use botfleet_memory::MemoryScope;
+use botfleet_memory::MemorySnapshot;
 use botfleet_memory::RecallParams;
 use botfleet_memory::Store;
+use botfleet_memory::StoreError;
 use botfleet_memory::bot_scopes;
 use sha2::Digest;
 use sha2::Sha256;
@@ -36,6 +38,9 @@ use crate::settings::FleetSettings;
 /// important items, and how many were left out), so however much a bot
 /// remembers, its prompt stays within what compaction can keep under the
 /// threshold.
+///
+/// [`MemoryState::preview`] renders the same block for the API's preview
+/// (`GET /v1/bots/{bot}/memory?input=…`), with what it left out.
 ///
 /// The block is empty when the bot remembers nothing. Its hash is the
 /// SHA-256 of the rendered text, which changes exactly when the shown
@@ -71,13 +76,50 @@ impl MemoryState {
     }
 }
 
-#[async_trait]
-impl StateProvider for MemoryState {
-    async fn state_block(&self, bot: &BotRecord, input: &str, reach: MemoryReach) -> StateBlock {
+/// A bot's memory block as a turn renders it for an input
+/// ([`MemoryState::preview`]), and what it was cut from: what
+/// `GET /v1/bots/{bot}/memory?input=…` and `botfleet memory BOT --input`
+/// report, so the operator is told what the prompt holds, not what it
+/// could hold.
+#[derive(Debug, Clone)]
+pub struct MemoryPreview {
+    /// The block, its hash and the ids it shows, as the turn's prompt
+    /// gets them (empty when the bot remembers nothing).
+    pub block: StateBlock,
+    /// What the block was cut from: every profile fact and live note, and
+    /// the log entries recalled for the input (`ranking`, best first);
+    /// those not among `block.shown` are left out of the prompt.
+    pub snapshot: MemorySnapshot,
+}
+
+impl MemoryState {
+    /// The block a turn of `bot` with `input` would get where `reach`
+    /// holds, rendered by the same code as [`StateProvider::state_block`],
+    /// with what it was cut from. A failed read is an error here (the
+    /// caller reports it), where a turn goes on without memory.
+    pub async fn preview(
+        &self,
+        bot: &BotRecord,
+        input: &str,
+        reach: MemoryReach,
+    ) -> Result<MemoryPreview, StoreError> {
+        let snapshot = self.snapshot(bot, input, reach).await?;
+        let block = self.block_of(bot, &snapshot);
+        Ok(MemoryPreview { block, snapshot })
+    }
+
+    /// The snapshot a turn of `bot` with `input` renders where `reach`
+    /// holds.
+    async fn snapshot(
+        &self,
+        bot: &BotRecord,
+        input: &str,
+        reach: MemoryReach,
+    ) -> Result<MemorySnapshot, StoreError> {
         let now = self.store.clock().now_ms();
         let input = input.to_owned();
         let params = RecallParams::default();
-        let snapshot = match reach {
+        match reach {
             MemoryReach::All => {
                 self.store
                     .memory_snapshot(bot_scopes(bot), input, now, params)
@@ -96,25 +138,38 @@ impl StateProvider for MemoryState {
                     )
                     .await
             }
-        };
-        match snapshot {
-            Ok(snapshot) if snapshot.is_empty() => StateBlock::default(),
-            Ok(snapshot) => {
-                let ctx = self
-                    .context
-                    .get(&bot.provider)
-                    .unwrap_or(&self.default_context);
-                let (text, shown) = render_memory_within(
-                    &snapshot,
-                    memory_budget(ctx.compact_at_tokens),
-                    ctx.encoding,
-                );
-                StateBlock {
-                    hash: Sha256::digest(text.as_bytes()).into(),
-                    shown: shown.into_iter().map(String::from).collect(),
-                    text,
-                }
-            }
+        }
+    }
+
+    /// The context settings of `bot`'s provider.
+    fn settings_of(&self, bot: &BotRecord) -> &ContextSettings {
+        self.context
+            .get(&bot.provider)
+            .unwrap_or(&self.default_context)
+    }
+
+    /// `snapshot` as the prompt's block, within the budget of `bot`'s
+    /// provider; empty when the bot remembers nothing.
+    fn block_of(&self, bot: &BotRecord, snapshot: &MemorySnapshot) -> StateBlock {
+        if snapshot.is_empty() {
+            return StateBlock::default();
+        }
+        let ctx = self.settings_of(bot);
+        let (text, shown) =
+            render_memory_within(snapshot, memory_budget(ctx.compact_at_tokens), ctx.encoding);
+        StateBlock {
+            hash: Sha256::digest(text.as_bytes()).into(),
+            shown: shown.into_iter().map(String::from).collect(),
+            text,
+        }
+    }
+}
+
+#[async_trait]
+impl StateProvider for MemoryState {
+    async fn state_block(&self, bot: &BotRecord, input: &str, reach: MemoryReach) -> StateBlock {
+        match self.snapshot(bot, input, reach).await {
+            Ok(snapshot) => self.block_of(bot, &snapshot),
             Err(e) => {
                 tracing::warn!(bot = %bot.id, error = %e, "memory snapshot failed; the prompt goes without memory");
                 StateBlock::default()
