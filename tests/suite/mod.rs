@@ -122,6 +122,7 @@ mod routines;
 mod routines_api;
 mod routines_catch_up;
 mod routines_dst;
+mod search_accents;
 mod search_index;
 mod search_index_damage;
 mod search_numbers;

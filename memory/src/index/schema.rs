@@ -46,7 +46,11 @@ use crate::record::EntryKind;
 ///
 /// 4: the results of [`QUOTING_TOOLS`] are left out (format 3 held them,
 /// so each search found the quotes of the searches before it).
-pub(crate) const FORMAT: u32 = 4;
+///
+/// 5: accents are folded in words (`Zürich` is `zurich`, `Tromsø` is
+/// `tromso`, Greek tonos dropped; format 4 held the accented terms, so
+/// `Zurich` did not find `Zürich`).
+pub(crate) const FORMAT: u32 = 5;
 
 /// The tools whose results only quote what the index already holds, so
 /// their results are not indexed:

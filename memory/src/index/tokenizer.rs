@@ -11,9 +11,13 @@
 //!   NFC (an NFD `nai\u{308}ve` is the NFC `naïve`), fullwidth ASCII is
 //!   folded to ASCII, and the word is case-folded with Unicode's full
 //!   mappings (`ς`→`σ`, `ß`→`ss`; `İ` becomes `i`, not `i̇`), so text and
-//!   query meet whatever their case or normal form. The English Snowball
-//!   stemmer (frostem, what tantivy's `Stemmer` filter runs) then stems the
-//!   word, so `Suppliers` and `supplier` meet. Only words are stemmed:
+//!   query meet whatever their case or normal form. Then its accents are
+//!   folded (see [`fold_accents`]: `Zürich` is `zurich`, `Tromsø` is
+//!   `tromso`, `Ελλάδα` is `ελλαδα`), on both sides, so a query typed
+//!   without accents finds the accented text and the reverse; the marks of
+//!   other scripts (Indic vowel signs, Thai tone marks) stay. The English
+//!   Snowball stemmer (frostem, what tantivy's `Stemmer` filter runs) then
+//!   stems the word, so `Suppliers` and `supplier` meet. Only words are stemmed:
 //!   running the stemmer on CJK tokens as a filter would cost ~15% of
 //!   indexing throughput for nothing. Words longer than [`MAX_WORD_CHARS`]
 //!   characters (hashes, base64 blobs) are dropped.
@@ -62,13 +66,19 @@ use tantivy::tokenizer::Token;
 use tantivy::tokenizer::TokenStream;
 use tantivy::tokenizer::Tokenizer;
 
+use self::accents::fold_accents;
+use self::accents::may_fold_accent;
+
+#[path = "tokenizer_accents.rs"]
+mod accents;
+
 /// Name under which the index analyzer is registered (stored in the schema).
 pub(crate) const TOKENIZER_NAME: &str = "botfleet_cjk_bigram";
 
-/// Longest word indexed, in characters (after case folding). Counted in
-/// characters, not bytes, so a word of a non-Latin alphabet (Georgian takes
-/// 3 bytes a letter) is allowed as many letters as an English one; a term
-/// stays at most 256 bytes.
+/// Longest word indexed, in characters (after case and accent folding).
+/// Counted in characters, not bytes, so a word of a non-Latin alphabet
+/// (Georgian takes 3 bytes a letter) is allowed as many letters as an
+/// English one; a term stays at most 256 bytes.
 pub const MAX_WORD_CHARS: usize = 64;
 
 /// NFC, which text and queries are put in word by word (and CJK character by
@@ -174,9 +184,11 @@ fn unit_end(text: &str, start: usize) -> usize {
 
 /// Appends the folded form of a non-ASCII word (or CJK character) to
 /// `out`: ignorables dropped, fullwidth ASCII folded, NFC, then (if `fold`)
-/// full case folding. `İ` folds to `i`, as in Turkish, rather than to
-/// Unicode's default `i̇` (i + combining dot): nobody types the dot in a
-/// query, and `İSTANBUL` should be found by `istanbul`. `buf` is scratch.
+/// full case folding and [accent folding](fold_accents), in that order (so
+/// `Ø` is first `ø`, then `o`; CJK characters are never accent-folded).
+/// `İ` folds to `i`, as in Turkish, rather than to Unicode's default `i̇`
+/// (i + combining dot): nobody types the dot in a query, and `İSTANBUL`
+/// should be found by `istanbul`. `buf` is scratch.
 fn fold_into(raw: &str, fold: bool, buf: &mut String, out: &mut String) {
     buf.clear();
     buf.extend(raw.chars().filter(|&c| !is_ignorable(c)).map(fold_width));
@@ -185,10 +197,18 @@ fn fold_into(raw: &str, fold: bool, buf: &mut String, out: &mut String) {
         out.push_str(&nfc);
         return;
     }
-    if nfc.contains('\u{130}') {
-        out.push_str(&CASE.fold_string(&nfc.replace('\u{130}', "i")));
+    let dotted;
+    let nfc = if nfc.contains('\u{130}') {
+        dotted = nfc.replace('\u{130}', "i");
+        dotted.as_str()
     } else {
-        out.push_str(&CASE.fold_string(&nfc));
+        &*nfc
+    };
+    let folded = CASE.fold_string(nfc);
+    if folded.chars().any(may_fold_accent) {
+        fold_accents(&folded, out);
+    } else {
+        out.push_str(&folded);
     }
 }
 

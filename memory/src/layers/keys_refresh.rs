@@ -24,8 +24,10 @@ use crate::error::Result;
 /// lowercased character by character (until 2026-12); 2: NFKC comparison
 /// keys, recall terms fully case-folded, NFC and unbroken by invisible
 /// characters and combining marks (search index format 3); 3: spaces next
-/// to CJK text dropped from comparison keys (项目代号 Alpha = 项目代号Alpha).
-pub(crate) const KEYS_FORMAT: &str = "3";
+/// to CJK text dropped from comparison keys (项目代号 Alpha = 项目代号Alpha);
+/// 4: recall terms accent-folded (`Zürich` → `zurich`, search index
+/// format 5), comparison keys unchanged.
+pub(crate) const KEYS_FORMAT: &str = "4";
 
 /// The `meta` key holding the format of the stored keys.
 const META_KEY: &str = "memory_keys_format";
@@ -124,6 +126,37 @@ mod tests {
             })?;
         assert_eq!(format, KEYS_FORMAT);
         assert_eq!(refresh(&mut conn)?, 0);
+        Ok(())
+    }
+
+    /// Regression: a log entry written at keys format 3 kept its accented
+    /// terms (`zürich`), so it never ranked for `Zurich`; its terms are
+    /// recomputed, accent-folded, at the next open.
+    #[test]
+    fn accented_terms_of_format_3_are_folded() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        crate::store::schema::migrate(&mut conn)?;
+        let text = "Booked the hotel in Zürich";
+        conn.execute(
+            "INSERT INTO memory (id, scope_kind, scope_id, layer, text, norm, chars, terms,
+                                 importance, source, created_at, updated_at)
+             VALUES ('m-bbbbbbbbbbbb', 'user', 'alice', 'log', ?1, ?2, 26,
+                     'book hotel zürich', 1, 'test', 0, 0)",
+            params![text, comparison_key(text)],
+        )?;
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, '3')
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [META_KEY],
+        )?;
+        assert_eq!(refresh(&mut conn)?, 1);
+        let terms: String = conn.query_row(
+            "SELECT terms FROM memory WHERE id = 'm-bbbbbbbbbbbb'",
+            [],
+            |r| r.get(0),
+        )?;
+        assert_eq!(terms, "book hotel zurich");
+        assert_eq!(terms, stored_terms("booked the hotel in Zurich"));
         Ok(())
     }
 }

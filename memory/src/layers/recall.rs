@@ -12,9 +12,10 @@
 //!   with the entries of the candidate set as the corpus (k1 = 1.2,
 //!   b = 0.75, idf = ln(1 + (N − n + ½)/(n + ½)), each distinct query term
 //!   counted once). Terms are the transcript index's query units: Latin
-//!   words lowercased and stemmed, CJK runs as overlapping bigrams (one
-//!   character alone as itself), so `供应商` matches `新供应商名单` and
-//!   `Suppliers` matches `supplier`. A short list of English function
+//!   words case- and accent-folded and stemmed, CJK runs as overlapping
+//!   bigrams (one character alone as itself), so `供应商` matches
+//!   `新供应商名单`, `Suppliers` matches `supplier` and `Zurich` matches
+//!   `Zürich`. A short list of English function
 //!   words (`the`, `with`, `what`, …) is left out: in a log of a few dozen
 //!   entries their idf does not push them down enough. The `1 +` keeps an entry that shares
 //!   nothing with the input in the running, ranked by recency and weight,
