@@ -134,11 +134,15 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migration 17 only adds an index
+    // the database as migration 16 left it: migrations 17 to 19 add an
+    // index, a column and a table, taken back here
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch("DROP INDEX bots_id_folded; PRAGMA user_version = 16;")
-            .unwrap();
+        conn.execute_batch(
+            "DROP INDEX bots_id_folded; ALTER TABLE inbox DROP COLUMN starts; \
+             DROP TABLE room_audience; PRAGMA user_version = 16;",
+        )
+        .unwrap();
         conn.pragma_update(None, "wal_checkpoint", "TRUNCATE")
             .unwrap();
     }
