@@ -354,8 +354,8 @@ async fn memory_with_input_shows_what_the_prompt_takes() {
     let (code, out, err) = cli(&["memory", "r", "--input", "green tea"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("the prompt for \"green tea\" shows 1 item(s)")
-            && out.contains("1 log entry:"),
+        out.contains("the prompt for \"green tea\" shows all 1 item(s)")
+            && out.contains("log entries recalled: 1 of 1 shown"),
         "{out}"
     );
     let recall = out
@@ -363,7 +363,9 @@ async fn memory_with_input_shows_what_the_prompt_takes() {
         .find(|l| l.starts_with("  recall  m-"))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(
-        recall.contains("Bought green tea on Monday") && recall.contains("score "),
+        recall.contains("Bought green tea on Monday")
+            && recall.contains("score ")
+            && recall.ends_with("shown)"),
         "{recall}"
     );
     // without --input, no preview
