@@ -16,6 +16,11 @@ pub enum ApiError {
     /// No or wrong bearer token.
     #[error("{0}")]
     Unauthorized(String),
+    /// A webhook delivery whose signature does not match: `401` like a
+    /// wrong token, but without the `Bearer` challenge, as the hook's
+    /// route takes no token.
+    #[error("{0}")]
+    BadSignature(String),
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),
@@ -81,7 +86,9 @@ pub enum ApiError {
 impl ApiError {
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Unauthorized(_) | ApiError::BadSignature(_) => {
+                (StatusCode::UNAUTHORIZED, "unauthorized")
+            }
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
@@ -256,6 +263,7 @@ impl ApiError {
             ApiError::StorageFull(m) => ApiError::StorageFull(m.replace(RESEND, RESEND_WITH_KEY)),
             ApiError::StorageError(m) => ApiError::StorageError(m.replace(RESEND, RESEND_WITH_KEY)),
             other @ (ApiError::Unauthorized(_)
+            | ApiError::BadSignature(_)
             | ApiError::BadRequest(_)
             | ApiError::TooLarge { .. }
             | ApiError::NotFound(_)

@@ -206,7 +206,7 @@ pub(crate) async fn deliver(
     let mut mac = new_mac(&secret.secret)?;
     mac.update(&body);
     if mac.verify_slice(&tag).is_err() {
-        return Err(ApiError::Unauthorized(
+        return Err(ApiError::BadSignature(
             "the X-Botfleet-Signature does not match: sign the exact raw body with HMAC-SHA256 \
              and the hook's secret, and send sha256=<hex>"
                 .into(),

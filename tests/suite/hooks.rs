@@ -444,3 +444,40 @@ async fn hook_config_errors_name_the_key() {
     assert_eq!(status, 202, "{body}");
     host.shutdown().await;
 }
+
+/// A wrong signature is `401` without a `Bearer` challenge: the hook's
+/// route takes no token (round 21 gave every 401 the API's challenge,
+/// which told a webhook sender to send a bearer token).
+#[tokio::test]
+async fn a_wrong_signature_is_401_without_a_bearer_challenge() {
+    let host = hooked_host().await;
+    let payload = r#"{"ok":true}"#;
+    let resp = host
+        .http
+        .post(format!("{}/v1/hooks/r/gh", host.url))
+        .header("X-Botfleet-Delivery", "d-9")
+        .header(
+            "X-Botfleet-Signature",
+            sign_hook(b"not-the-secret-at-all", payload.as_bytes()),
+        )
+        .body(payload)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    assert!(
+        resp.headers().get("www-authenticate").is_none(),
+        "{:?}",
+        resp.headers()
+    );
+    // a request of the API without a token still gets the challenge
+    let resp = host
+        .http
+        .get(format!("{}/v1/bots", host.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    assert!(resp.headers().get("www-authenticate").is_some());
+    host.shutdown().await;
+}
