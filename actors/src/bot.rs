@@ -142,6 +142,13 @@ pub enum BotMsg {
         /// Timer generation; older ones are stale.
         generation: u64,
     },
+    /// The bot's probe of its store after such a wait ended.
+    StoreProbed {
+        /// Timer generation of the wait; older ones are stale.
+        generation: u64,
+        /// The store's error when it refused the probe.
+        refused: Option<String>,
+    },
 }
 
 struct Running {
@@ -231,6 +238,9 @@ pub struct BotState {
     store_wait: Option<store_wait::StoreWait>,
     /// Generation of the last store-wait timer.
     store_timers: u64,
+    /// A refresh skipped inputs the running turn held: the store's pending
+    /// inputs are read again when it ends (`BotState::on_turn_end`).
+    recheck_after_run: bool,
     /// Sessions whose context passed the background compaction mark.
     compact_due: Vec<SessionId>,
     /// Paused by the daily token budget until this time (ms since epoch).
@@ -288,6 +298,7 @@ impl Actor for BotActor {
             crashes: HashMap::new(),
             store_wait: None,
             store_timers: 0,
+            recheck_after_run: false,
             compact_due: Vec::new(),
             paused_until: None,
             paused_told: HashSet::new(),
@@ -372,35 +383,7 @@ impl BotActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             BotMsg::Input(input) => state.on_input(&myself, *input),
-            BotMsg::Refresh => {
-                let pending = state.rt.store.pending_inbox(&state.record.id).await?;
-                // inputs a turn holds (running, or waiting to run again)
-                // are pending in the store until the turn's record is
-                // written: they are not queued a second time
-                let running: Vec<i64> = state
-                    .running
-                    .iter()
-                    .flat_map(|r| r.inputs.iter())
-                    .chain(state.pending.iter().flat_map(Pending::inputs))
-                    .map(|i| i.item.gid)
-                    .collect();
-                let found = pending
-                    .into_iter()
-                    .map(|item| QueuedInput { item, entry: None })
-                    .collect();
-                let added = state.queue.refresh(found, &running);
-                if added.count > 0 {
-                    state.idle_since = None;
-                    // a person's message routed after a later input is
-                    // still a person's message: it interrupts, and starts
-                    // or waits for the debounce window, as if routed in
-                    // order
-                    if added.user_dm && state.on_user_dm(&myself) == Start::Later {
-                        return Ok(());
-                    }
-                    state.schedule(&myself);
-                }
-            }
+            BotMsg::Refresh => state.on_refresh(&myself).await?,
             BotMsg::DebounceDue { generation } => {
                 if state
                     .window
@@ -431,6 +414,10 @@ impl BotActor {
                 let _ = reply.send(state.status());
             }
             BotMsg::StoreRetry { generation } => state.on_store_retry(&myself, generation),
+            BotMsg::StoreProbed {
+                generation,
+                refused,
+            } => state.on_store_probed(&myself, generation, refused),
             BotMsg::Unpause => {
                 state.paused_until = None;
                 state.paused_told.clear();

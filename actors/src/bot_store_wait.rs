@@ -1,26 +1,33 @@
 //! A bot whose turn the store refused to write (disk full, an I/O error, a
 //! database locked by another process): the turn keeps its inputs and runs
-//! again after a wait ([`STORE_RETRY_SCHEDULE`]), until the store accepts
-//! its writes. Nothing else runs meanwhile, so no newer input is answered
-//! before the turn's own; the inputs show as `queued`. A cancel fails the
-//! waiting turn for good with a notice that names the store's error.
+//! again after a wait ([`STORE_RETRY_SCHEDULE`]), once the store accepts a
+//! write of the bot's own (a probe, `Mutation::Probe`). Nothing else runs
+//! meanwhile, so no newer input is answered before the turn's own; the
+//! inputs show as `queued`. A cancel fails the waiting turn for good with a
+//! notice that names the store's error.
 //!
 //! (Before, three runs failed within milliseconds and the bot gave the turn
 //! up until it restarted: its inputs were answered by nobody, its record
 //! said `running` with no task behind it, and the next activation failed
-//! it as "crashed 3 times in a row".)
+//! it as "crashed 3 times in a row". Then each wait ran the turn again,
+//! and each run asked the model again with the whole request, a full-price
+//! call a minute for as long as the disk stayed full, its usage lost with
+//! the rest of the run's writes and so not counted by the daily budget:
+//! the probe costs no model call.)
 
 use std::time::Duration;
+
+use botfleet_memory::Mutation;
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
 /// Waits between runs of a turn the store refused to write: the n-th
-/// refusal in a row waits the n-th entry, the last one repeating. A full
-/// disk is usually freed by a person, in minutes: a run a minute at most
-/// costs nothing, and the answers follow within a minute of the space.
-/// The waits are timed on tokio's clock (`send_after`), which a test can
-/// pause.
+/// refusal in a row waits the n-th entry, the last one repeating (a
+/// refused probe counts as a refusal). A full disk is usually freed by a
+/// person, in minutes: a probe a minute at most costs one tiny write, and
+/// the answers follow within a minute of the space. The waits are timed
+/// on tokio's clock (`send_after`), which a test can pause.
 pub const STORE_RETRY_SCHEDULE: [Duration; 7] = [
     Duration::from_secs(1),
     Duration::from_secs(2),
@@ -123,15 +130,64 @@ impl BotState {
         myself.send_after(delay, move || BotMsg::StoreRetry { generation });
     }
 
-    /// The wait of timer `generation` is over: the waiting turn runs.
+    /// The wait of timer `generation` is over: the store is probed with a
+    /// write of the bot's own ([`BotMsg::StoreProbed`] says how it went).
+    /// The bot waits for this write, not for anyone else's: the turn runs
+    /// again once its own probe commits.
     pub(super) fn on_store_retry(&mut self, myself: &ActorRef<BotMsg>, generation: u64) {
-        if generation != self.store_timers {
+        if generation != self.store_timers || self.store_wait.is_none() {
             return;
         }
-        if let Some(wait) = &mut self.store_wait {
+        let store = self.rt.store.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let at = store.clock().now_ms();
+            let refused = store
+                .write(vec![Mutation::Probe { at }])
+                .await
+                .err()
+                .map(|e| e.to_string());
+            // the bot may be gone (stopped); its turn waits in the store
+            let _ = me.cast(BotMsg::StoreProbed {
+                generation,
+                refused,
+            });
+        });
+    }
+
+    /// The probe of timer `generation` ended: committed, the waiting turn
+    /// runs; `refused`, the bot waits the next delay, with no model call.
+    pub(super) fn on_store_probed(
+        &mut self,
+        myself: &ActorRef<BotMsg>,
+        generation: u64,
+        refused: Option<String>,
+    ) {
+        if generation != self.store_timers {
+            // a cancel ran the waiting turn meanwhile
+            return;
+        }
+        let Some(wait) = &mut self.store_wait else {
+            return;
+        };
+        let Some(error) = refused else {
             wait.due = true;
             self.schedule(myself);
-        }
+            return;
+        };
+        wait.failures = wait.failures.saturating_add(1);
+        wait.error = error;
+        let delay = store_retry_delay(wait.failures);
+        tracing::error!(
+            bot = %self.record.id,
+            error = %wait.error,
+            failures = wait.failures,
+            ?delay,
+            "the store still refuses writes; the waiting turn runs again once it takes one (no model call meanwhile)"
+        );
+        self.store_timers += 1;
+        let generation = self.store_timers;
+        myself.send_after(delay, move || BotMsg::StoreRetry { generation });
     }
 
     /// A cancel while the bot waits for its store: the waiting turn fails
@@ -165,6 +221,8 @@ impl BotState {
             None => return false,
         };
         wait.due = true;
+        // a probe under way is over: the failure is written now
+        self.store_timers += 1;
         self.schedule(myself);
         cancelled
     }

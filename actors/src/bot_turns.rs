@@ -13,6 +13,10 @@ use botfleet_memory::MutationResult;
 #[path = "bot_turns_tests.rs"]
 mod tests;
 
+#[cfg(test)]
+#[path = "bot_retry_race_tests.rs"]
+mod retry_race_tests;
+
 impl BotState {
     /// Starts the next turn if none runs and nothing holds it back.
     pub(super) fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
@@ -147,6 +151,51 @@ impl BotState {
         }
     }
 
+    /// Re-reads the inputs pending in the store (after a retry, a
+    /// wake-up, an input routed out of order) and queues those no turn
+    /// holds.
+    pub(super) async fn on_refresh(
+        &mut self,
+        myself: &ActorRef<BotMsg>,
+    ) -> Result<(), botfleet_memory::StoreError> {
+        let pending = self.rt.store.pending_inbox(&self.record.id).await?;
+        // inputs a turn holds (running, or waiting to run again) are
+        // pending in the store until the turn's record is written: they
+        // are not queued a second time
+        let running: Vec<i64> = self
+            .running
+            .iter()
+            .flat_map(|r| r.inputs.iter())
+            .chain(self.pending.iter().flat_map(Pending::inputs))
+            .map(|i| i.item.gid)
+            .collect();
+        // an input of the running turn pending in the store may be one the
+        // turn let go already: its end is written, and a person's retry
+        // requeued it before the turn's task told this bot it ended; the
+        // store is read again then ([`BotState::on_turn_end`])
+        self.recheck_after_run |= self.running.as_ref().is_some_and(|r| {
+            r.inputs
+                .iter()
+                .any(|q| pending.iter().any(|p| p.gid == q.item.gid))
+        });
+        let found = pending
+            .into_iter()
+            .map(|item| QueuedInput { item, entry: None })
+            .collect();
+        let added = self.queue.refresh(found, &running);
+        if added.count > 0 {
+            self.idle_since = None;
+            // a person's message routed after a later input is still a
+            // person's message: it interrupts, and starts or waits for the
+            // debounce window, as if routed in order
+            if added.user_dm && self.on_user_dm(myself) == Start::Later {
+                return Ok(());
+            }
+            self.schedule(myself);
+        }
+        Ok(())
+    }
+
     /// Spawns a run of `turn`. `replaces_start`: the turn's last run ended
     /// because the store refused its writes; this run takes its place.
     fn start(
@@ -238,6 +287,12 @@ impl BotState {
         let Some(run) = self.running.take_if(|r| r.turn == turn) else {
             return;
         };
+        if std::mem::take(&mut self.recheck_after_run) {
+            // a retry's wake-up came before this end: the inputs it
+            // requeued were skipped as the run's own (a run that keeps
+            // them, below, holds them again and the refresh skips them)
+            let _ = myself.cast(BotMsg::Refresh);
+        }
         if run.plan == RunPlan::Turn {
             // a run that ended interrupted before its first model step adds
             // to the string the next run holds interrupts after; any other

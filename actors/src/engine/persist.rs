@@ -5,6 +5,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
 use botfleet_memory::InputDigest;
 use botfleet_memory::SubagentRecord;
 
@@ -178,9 +179,45 @@ impl Runner {
             // nothing was persisted: the inputs are still pending in the inbox
             return Ok(status);
         }
-        let batch = self.end_batch(status, failure);
+        let mut batch = self.end_batch(status, failure);
+        if status == TurnStatus::Cancelled {
+            self.removed_by_owner(&mut batch).await;
+        }
         self.commit(batch).await?;
         Ok(status)
+    }
+
+    /// A turn cancelled because its owner removed its bot (made by
+    /// CreateAgent, `DELETE /v1/bots/{bot}`) is not offered a retry: the
+    /// bot runs no more turns, and a retry or a new message to it answers
+    /// 409. Its `turn_cancelled` notice in `batch` says so instead.
+    async fn removed_by_owner(&self, batch: &mut [Mutation]) {
+        let removed = match self.rt.store.get_bot(&self.bot.id).await {
+            Ok(Some(record)) => {
+                record.removed_at().is_some() && record.origin.starts_with(MADE_BY_AGENT)
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not read the bot's record as its turn was cancelled");
+                false
+            }
+        };
+        if !removed {
+            return;
+        }
+        for m in batch.iter_mut() {
+            if let Mutation::Append(entry) = m
+                && let EntryKind::Notice {
+                    code,
+                    text,
+                    retry_turn,
+                } = &mut entry.kind
+                && code == "turn_cancelled"
+            {
+                *text = removed_cancelled_text(&self.bot.id);
+                *retry_turn = None;
+            }
+        }
     }
 
     /// The writes that end a turn: its status, notices, the turn_end entry
@@ -453,4 +490,19 @@ impl Runner {
             priority: Priority::Background,
         }))
     }
+}
+
+/// The origin of a bot made by CreateAgent starts with this (as in
+/// `bot_remove.rs`).
+const MADE_BY_AGENT: &str = "agent:";
+
+/// The notice of a turn cancelled, before it answered, by its owner's
+/// removal of its bot (text for people, as the other notices of a turn's
+/// end shown in clients).
+fn removed_cancelled_text(bot: &BotId) -> String {
+    format!(
+        "{bot} was removed by its owner before it answered your message, and runs no more turns. \
+         Your message and this conversation are kept and readable; send the message to another \
+         of your bots, or have one make a new bot with CreateAgent."
+    )
 }

@@ -398,6 +398,15 @@ pub enum Mutation {
         /// The next slot, if the schedule has one.
         next_fire_ms: Option<i64>,
     },
+    /// A write of its own that tells whether the store takes writes now:
+    /// one row of `meta` set to `at` (ms). A bot whose turn the store
+    /// refused writes this before it runs the turn again, so that a store
+    /// still refusing costs no model call (`bot_store_wait.rs`).
+    Probe {
+        /// When the probe was written (ms): the row changes each time,
+        /// so the write reaches the database's file.
+        at: i64,
+    },
 }
 
 /// What one mutation produced.

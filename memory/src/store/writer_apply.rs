@@ -428,6 +428,10 @@ impl Writer {
                 }
                 Ok(MutationResult::Count(n))
             }
+            Mutation::Probe { at } => {
+                set_meta(&self.conn, "store_probe_ms", &at.to_string())?;
+                Ok(MutationResult::Done)
+            }
         }
     }
 }
