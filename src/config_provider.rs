@@ -155,6 +155,9 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 RawProvider::keys_of(kind)
             ));
         }
+        if let Some(name) = &raw.api_key_env {
+            env_name_problem(name).map_err(|e| format!("api_key_env: {e}"))?;
+        }
         if let Some(field) = &raw.max_tokens_field {
             botfleet_actors::model::MaxTokensField::parse(field)
                 .map_err(|e| format!("max_tokens_field: {e}"))?;
@@ -185,6 +188,47 @@ impl TryFrom<RawProvider> for ProviderConfig {
             },
         })
     }
+}
+
+/// Why `name`, given as `api_key_env`, is not the name of an environment
+/// variable (`[A-Za-z_][A-Za-z0-9_]*`). The message never quotes a value
+/// that is not a name: it is most often the key itself, pasted in.
+fn env_name_problem(name: &str) -> Result<(), String> {
+    let is_name = |s: &str| {
+        let mut chars = s.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if is_name(name) {
+        return Ok(());
+    }
+    const TAKES: &str = "api_key_env takes the NAME of an environment variable that holds \
+                         the key (letters, digits and _, e.g. \"OPENAI_API_KEY\")";
+    if name.trim().is_empty() {
+        return Err(format!(
+            "it is empty; {TAKES}, or remove api_key_env for a server without keys"
+        ));
+    }
+    let bare = name.trim();
+    let bare = bare
+        .strip_prefix("${")
+        .and_then(|s| s.strip_suffix('}'))
+        .or_else(|| bare.strip_prefix('$'))
+        .unwrap_or(bare);
+    if is_name(bare) {
+        // a name, written as a shell would expand it or with spaces
+        return Err(format!(
+            "{TAKES}, written as it is: api_key_env = \"{bare}\" (no $, braces or spaces)"
+        ));
+    }
+    Err(format!(
+        "this is not a variable name, it looks like a key itself (the value is not shown); \
+         {TAKES}. Never write the key into the fleet file: export it, e.g. \
+         `export OPENAI_API_KEY=...`, and set api_key_env = \"OPENAI_API_KEY\" (if the key \
+         was shared along with this file, replace it)"
+    ))
 }
 
 /// Headers botfleet sets itself (or must not be set by hand), with what

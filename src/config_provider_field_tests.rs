@@ -38,3 +38,41 @@ fn the_token_limit_field_is_read_and_checked() {
         "{error}"
     );
 }
+
+/// `ISSUE_EXAMPLE` with its `api_key_env` value replaced by `value`.
+fn key_env(value: &str) -> String {
+    ISSUE_EXAMPLE.replace(
+        "api_key_env = \"XAI_API_KEY\"",
+        &format!("api_key_env = \"{value}\""),
+    )
+}
+
+/// Regression (round 21, H2): the key itself in `api_key_env` was reported
+/// as "environment variable sk-proj-… is not set", printing the key; `$VAR`
+/// and `""` as variables `$VAR` and `` that were not set.
+#[test]
+fn api_key_env_must_be_a_variable_name_and_a_key_is_never_echoed() {
+    let error = err(&key_env("sk-proj-AbCdEf0123456789SECRET"));
+    assert!(
+        error.contains("providers.main")
+            && error.contains("api_key_env takes the NAME of an environment variable")
+            && error.contains("looks like a key itself"),
+        "{error}"
+    );
+    assert!(!error.contains("SECRET"), "the key shows: {error}");
+    for written in ["$XAI_API_KEY", "${XAI_API_KEY}", " XAI_API_KEY "] {
+        let error = err(&key_env(written));
+        assert!(
+            error.contains("api_key_env = \"XAI_API_KEY\" (no $, braces or spaces)"),
+            "{written}: {error}"
+        );
+    }
+    let error = err(&key_env(""));
+    assert!(
+        error.contains("it is empty") && error.contains("remove api_key_env"),
+        "{error}"
+    );
+    for name in ["XAI_API_KEY", "_K", "key2"] {
+        LoadedFleet::parse(&key_env(name), "fleet.toml", None).unwrap();
+    }
+}

@@ -68,6 +68,7 @@ mod memory_small_budget;
 mod memory_update;
 mod memory_view;
 mod mirror_repair;
+mod model_behaviour;
 mod moved_bot_agents;
 mod moved_bot_inputs;
 mod newuser;

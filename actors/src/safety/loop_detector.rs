@@ -34,6 +34,12 @@
 //!   or tildes, closed by the same character at least as many times) the
 //!   higher `*_in_fence` thresholds apply: code legitimately repeats lines and
 //!   literal patterns.
+//! - Whitespace is padding, not a loop: the line matcher skips blank and
+//!   whitespace-only lines as if they were not there (a run of them resets
+//!   the border count, as any non-border line does), and the character
+//!   matcher does not report a unit made only of whitespace. Local models
+//!   pad a complete answer with hundreds of newlines or spaces before a
+//!   tool call; that answer must run, not fail as a loop.
 //! - Table and box border lines (only characters like `-=+|_*~:#.` and the
 //!   Unicode box-drawing block, plus whitespace; e.g. `|---|:--:|`,
 //!   `+-----+`, `───────`, `═══`) are skipped by the line matcher as if they
@@ -274,6 +280,12 @@ impl LoopDetector {
         if self.line.is_border(self.config.border_line_max_chars) {
             return None;
         }
+        // spaces or tabs repeated: padding (the unit is at most
+        // `max_char_period` characters, checked only once a run trips)
+        let blank = |u: &u32| char::from_u32(*u).is_some_and(char::is_whitespace);
+        if self.chars.tail(hit.period).iter().all(blank) {
+            return None;
+        }
         let sample: String = self
             .chars
             .tail(hit.period)
@@ -301,6 +313,10 @@ impl LoopDetector {
                 repeats: self.border_lines,
                 sample: self.line.prefix.clone(),
             })
+        } else if self.line.blank {
+            // padding: not a line of the text for the line matcher
+            self.border_lines = 0;
+            None
         } else {
             self.border_lines = 0;
             self.record_line(in_fence)
@@ -471,6 +487,8 @@ struct LineState {
     chars: usize,
     has_border: bool,
     border_only: bool,
+    /// Only whitespace so far (an empty line too).
+    blank: bool,
 }
 
 impl LineState {
@@ -484,6 +502,7 @@ impl LineState {
             chars: 0,
             has_border: false,
             border_only: true,
+            blank: true,
         }
     }
 
@@ -495,6 +514,9 @@ impl LineState {
             self.prefix_chars += 1;
         }
         self.chars += 1;
+        if !c.is_whitespace() {
+            self.blank = false;
+        }
         if is_border_char(c) {
             self.has_border = true;
         } else if !c.is_whitespace() {
@@ -513,6 +535,7 @@ impl LineState {
         self.chars = 0;
         self.has_border = false;
         self.border_only = true;
+        self.blank = true;
     }
 }
 

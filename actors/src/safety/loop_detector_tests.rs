@@ -262,6 +262,32 @@ fn fences_raise_the_thresholds() {
     assert_eq!(kind_period(&stream(&lines).0), Some((LoopKind::Lines, 1)));
 }
 
+/// Regression (round 21, H2): a complete answer padded with 300 newlines,
+/// spaces, tabs or CRLFs before its tool call failed the turn as "the same
+/// 1 line(s) 12 times"; local models served by llama.cpp pad like that.
+#[test]
+fn whitespace_padding_never_trips() {
+    for pad in [
+        "\n", " ", "\t", "\r\n", " \n", "\t \n", "\u{3000}", "  \r\n",
+    ] {
+        let text = format!("ok{}", pad.repeat(5000));
+        assert_eq!(stream(&text).0, LoopVerdict::Continue, "{pad:?}");
+        let text = format!("Here it is.\n\n{}\nDone.", pad.repeat(5000));
+        assert_eq!(
+            stream_with(config(), &text, usize::MAX).0,
+            LoopVerdict::Continue,
+            "{pad:?} in one delta"
+        );
+    }
+    // a line repeated with blank lines between its copies still trips, as
+    // the line alone (the blank lines are not there for the line matcher)
+    let text = format!("{SENTENCE}\n\n").repeat(40);
+    assert_eq!(kind_period(&stream(&text).0), Some((LoopKind::Lines, 1)));
+    // and a run of zeros after the padding is still a run of zeros
+    let text = format!("ok{}{}", "\n".repeat(300), "0".repeat(300));
+    assert_eq!(kind_period(&stream(&text).0), Some((LoopKind::Chars, 1)));
+}
+
 #[test]
 fn border_lines_are_skipped_by_the_line_matcher() {
     // Identical rows separated by borders still trip: the borders are invisible.
@@ -460,6 +486,8 @@ proptest! {
         unit in "[a-z .,:|`\\-\n─]{1,30}",
         chunk in 1usize..64,
     ) {
+        // whitespace alone is padding, never a loop
+        prop_assume!(!unit.trim().is_empty());
         let len = unit.chars().count();
         let text = unit.repeat(300 + 8000 / len);
         let verdict = stream_with(config(), &text, chunk).0;

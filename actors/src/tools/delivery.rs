@@ -97,6 +97,16 @@ impl Tool for SendMessage {
         if let Some(card) = &args.card {
             card::check_card(card)?;
         }
+        let key = &ctx.scope.session.key;
+        let target = match key.kind {
+            SessionKind::Routine | SessionKind::Hook => owner_dm(ctx).id(),
+            SessionKind::Dm
+            | SessionKind::Room
+            | SessionKind::Group
+            | SessionKind::Agent
+            | SessionKind::Subagent => ctx.session(),
+        };
+        refuse_repeat(ctx, target, text).await?;
         let id = EntryId::derive(ctx.turn, ctx.call_id, "delivery");
         let delivery = |session| {
             Mutation::Append(Box::new(NewEntry {
@@ -115,7 +125,6 @@ impl Tool for SendMessage {
         // The result names no entry id: the model has no use for it, and a
         // unique id in every result would be resent (~25 tokens) in every
         // later prompt of the session; the id lives in the delivery entry.
-        let key = &ctx.scope.session.key;
         let (effects, content) = match key.kind {
             SessionKind::Dm | SessionKind::Room => {
                 (vec![delivery(ctx.session())], "delivered".to_owned())
@@ -211,11 +220,7 @@ impl Tool for SendMessage {
             }
             SessionKind::Routine | SessionKind::Hook => {
                 // nobody reads a routine's session: deliver to the owner's DM
-                let dm = SessionKey {
-                    bot: ctx.bot.id.clone(),
-                    kind: SessionKind::Dm,
-                    peer: ctx.bot.owner.to_string(),
-                };
+                let dm = owner_dm(ctx);
                 let record = SessionRecord {
                     id: dm.id(),
                     key: dm.clone(),
@@ -236,6 +241,71 @@ impl Tool for SendMessage {
             delivered: true,
         })
     }
+}
+
+/// The DM of the bot with its owner, where a routine's or a webhook's
+/// messages go.
+fn owner_dm(ctx: &ToolContext<'_>) -> SessionKey {
+    SessionKey {
+        bot: ctx.bot.id.clone(),
+        kind: SessionKind::Dm,
+        peer: ctx.bot.owner.to_string(),
+    }
+}
+
+/// Most recent entries of the conversation searched for this turn's
+/// deliveries: a turn's own entries are the newest ones of its session.
+const REPEAT_WINDOW: i64 = 256;
+
+/// Refuses `text` when this turn already delivered it, word for word
+/// (trimmed), to `target`: small models often send their answer again in
+/// the next step, and the person would read it twice. Counted: the
+/// deliveries of the step's earlier calls (not yet committed) and those of
+/// the turn's earlier steps in the store. A delivery of this very call id
+/// (the same call run again) is not a repeat.
+async fn refuse_repeat(
+    ctx: &ToolContext<'_>,
+    target: botfleet_memory::SessionId,
+    text: &str,
+) -> Result<(), ToolError> {
+    let same = |turn: Option<botfleet_memory::TurnId>, session, kind: &EntryKind| {
+        turn == Some(ctx.turn)
+            && session == target
+            && if let EntryKind::Delivery {
+                text: sent,
+                call_id,
+                ..
+            } = kind
+            {
+                call_id != ctx.call_id && sent.trim() == text
+            } else {
+                false
+            }
+    };
+    let in_step = ctx.step_effects.iter().any(|m| {
+        if let Mutation::Append(e) = m {
+            same(e.turn, e.session, &e.kind)
+        } else {
+            false
+        }
+    });
+    let earlier = in_step
+        || ctx
+            .store()
+            .tail_entries(target, REPEAT_WINDOW)
+            .await
+            .map_err(|e| ToolError::new(format!("cannot read the conversation: {e}"), "try again"))?
+            .iter()
+            .any(|e| same(e.turn, e.session, &e.kind));
+    if earlier {
+        return Err(ToolError::new(
+            "this exact message was already delivered in this turn; the person already \
+             sees it, and sending it again would show it twice",
+            "do not send it again: if your reply is complete, end your turn now (answer \
+             without calling a tool); otherwise send only something new",
+        ));
+    }
+    Ok(())
 }
 
 async fn peer_bot(

@@ -8,6 +8,7 @@
 //! `call`. Errors are [`ToolError`]s that tell the model the next step.
 
 mod agents;
+mod arg_errors;
 mod delivery;
 mod files;
 pub mod gate;
@@ -358,8 +359,11 @@ pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
     args: Value,
 ) -> Result<T, ToolError> {
     let kind = match &args {
-        Value::Object(_) => {
-            return serde_json::from_value(args).map_err(|e| ToolError::bad_args(tool, e));
+        // read from a reference: no copy of the arguments (a Write's
+        // content) on the way in; a wrong type names the field
+        Value::Object(map) => {
+            return T::deserialize(&args)
+                .map_err(|e| ToolError::bad_args(tool, arg_errors::explain::<T>(map, &e)));
         }
         Value::Array(_) => "an array",
         Value::String(_) => "a string",
