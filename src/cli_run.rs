@@ -20,6 +20,8 @@ use crate::host;
 /// Runs a host until SIGINT, SIGTERM or SIGHUP, then stops it: success
 /// once the store is closed, 130 on a second signal.
 pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
+    // before the start, whose banner warns from the limit as raised
+    raise_open_file_limit();
     let running = host::start(opts).await?;
     terminal::serving();
     // listening from now on, so that no signal falls between the first
@@ -55,6 +57,62 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let _ = tokio::spawn(running.shutdown()).await;
     guard.done();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The most open files [`raise_open_file_limit`] raises the soft limit
+/// to: a hard limit may be "unlimited" or huge, and a million descriptors
+/// is more than a host uses.
+const MAX_OPEN_FILES: nix::libc::rlim_t = 1 << 20;
+
+/// Raises this process's soft open-file limit (`RLIMIT_NOFILE`, `ulimit
+/// -n`) to its hard limit, at most [`MAX_OPEN_FILES`], and logs it. A
+/// shell's soft limit is often 1024 or less while its hard limit is far
+/// higher (systemd's default is 1024:524288): the host ran with the soft
+/// one, so that idle event streams could take every descriptor and leave
+/// `/healthz` and new messages unanswered until they closed. The hard
+/// limit is the operator's (`ulimit -Hn`, systemd `LimitNOFILE=`); the
+/// start banner's warning (`http_server::fd_warning`) compares the cap on
+/// connections with the limit as raised.
+fn raise_open_file_limit() {
+    use nix::sys::resource::Resource;
+    use nix::sys::resource::getrlimit;
+    use nix::sys::resource::setrlimit;
+    let (soft, hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(limits) => limits,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the open-file limit (RLIMIT_NOFILE); it stays as it is");
+            return;
+        }
+    };
+    let Some(raised) = raised_soft_limit(soft, hard) else {
+        return;
+    };
+    match setrlimit(Resource::RLIMIT_NOFILE, raised, hard) {
+        Ok(()) => tracing::info!(
+            "raised the open-file limit (RLIMIT_NOFILE, `ulimit -n`) from {soft} to {raised}{}",
+            if raised == hard {
+                ", its hard limit".to_owned()
+            } else {
+                format!(" (its hard limit is {hard}, more than the host needs)")
+            }
+        ),
+        Err(e) => tracing::warn!(
+            error = %e,
+            "cannot raise the open-file limit (RLIMIT_NOFILE, `ulimit -n`) from {soft} to its hard limit {raised}; the host runs with {soft}"
+        ),
+    }
+}
+
+/// The soft open-file limit to raise `soft` to, given the hard limit
+/// `hard`: the hard limit, at most [`MAX_OPEN_FILES`]; `None` when `soft`
+/// is that already or more (it is never lowered). `RLIM_INFINITY` is the
+/// largest value, so an unlimited hard limit gives [`MAX_OPEN_FILES`].
+fn raised_soft_limit(
+    soft: nix::libc::rlim_t,
+    hard: nix::libc::rlim_t,
+) -> Option<nix::libc::rlim_t> {
+    let target = hard.min(MAX_OPEN_FILES);
+    (soft < target).then_some(target)
 }
 
 /// How long the process may take to exit once the stop is done (the store
@@ -281,4 +339,27 @@ fn hangup_ignored() -> bool {
             })
             .is_some_and(|mask| mask & 1 != 0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The soft limit goes up to the hard one, capped, and never down.
+    #[test]
+    fn the_soft_open_file_limit_is_raised_to_the_hard_one() {
+        assert_eq!(raised_soft_limit(64, 20_000), Some(20_000));
+        assert_eq!(raised_soft_limit(1024, 524_288), Some(524_288));
+        assert_eq!(
+            raised_soft_limit(1024, nix::libc::RLIM_INFINITY),
+            Some(MAX_OPEN_FILES)
+        );
+        assert_eq!(raised_soft_limit(1024, 4_000_000), Some(MAX_OPEN_FILES));
+        assert_eq!(raised_soft_limit(20_000, 20_000), None);
+        assert_eq!(raised_soft_limit(2_000_000, 4_000_000), None);
+        assert_eq!(
+            raised_soft_limit(nix::libc::RLIM_INFINITY, nix::libc::RLIM_INFINITY),
+            None
+        );
+    }
 }

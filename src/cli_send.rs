@@ -304,11 +304,29 @@ pub(super) async fn subscribe_and_post<'a>(
     };
     Ok(Ok(Posted {
         status,
-        body,
+        body: name_the_key(body, &key),
         changes,
         deadline,
         own_duplicate: resent && nonce.is_none(),
     }))
+}
+
+/// What the host's refusal of a message says to do when sending it again
+/// is safe (`507 storage_full`, `503 storage_error`: nothing was saved).
+const SAME_KEY: &str = "the same Idempotency-Key";
+
+/// The host's answer `body`, its advice to send the message again with
+/// [`SAME_KEY`] naming the key this command used (`--nonce KEY`): one the
+/// CLI made up (no `--nonce`) was never shown to the person told to reuse
+/// it.
+fn name_the_key(mut body: Value, key: &str) -> Value {
+    if let Some(Value::String(message)) = body.pointer_mut("/error/message")
+        && message.contains(SAME_KEY)
+        && !message.contains("--nonce")
+    {
+        *message = message.replacen(SAME_KEY, &format!("{SAME_KEY} (`--nonce {key}`)"), 1);
+    }
+    body
 }
 
 /// Ends a `send` or `group send` whose `--timeout` passed before the host

@@ -449,8 +449,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         }
         banner.push(note);
     }
-    let workspace = Workspace::open(&workspace_dir)
-        .with_context(|| format!("cannot create the workspace {}", workspace_dir.display()))?;
+    // the error names the directory and what to do: one the host may not
+    // write stops the start (its bots' file tools and Shell failed at
+    // every call)
+    let workspace = Workspace::open(&workspace_dir)?;
     let r = &f.runtime;
     let mut settings = FleetSettings::new(workspace.root().to_path_buf());
     settings.debounce = Duration::from_millis(r.debounce_ms);

@@ -84,6 +84,7 @@ mod openai_plain_answers;
 mod openai_provider;
 mod openai_turn_faults;
 mod ops_faults;
+mod ops_start_checks;
 mod owner_change;
 mod owner_change_approvals;
 mod owner_change_owed;

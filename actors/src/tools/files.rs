@@ -40,7 +40,7 @@ fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, Tool
     let path = ctx
         .workspace()
         .resolve(path)
-        .map_err(|e| ToolError::new(e.to_string(), OUTSIDE_HINT))?;
+        .map_err(|e| workspace_error(&e))?;
     // a test swaps a directory for a symlink here, between check and open
     #[cfg(test)]
     crate::tools::test_support::between_check_and_open();
@@ -51,6 +51,54 @@ fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, Tool
 const OUTSIDE_HINT: &str =
     "use a path relative to the workspace root; files outside it cannot be reached";
 
+/// What to do when the workspace itself cannot be used: no path helps (the
+/// hint said to use a path relative to the root, after the message had
+/// said to tell the owner).
+pub(super) const UNUSABLE_HINT: &str = "nothing to retry now, no path works: tell the person \
+     that your files cannot be reached until the host's operator fixes the workspace (the \
+     host's log says what is wrong with it)";
+
+/// A path the workspace refused, with what to do about it.
+fn workspace_error(e: &WorkspaceError) -> ToolError {
+    let hint = match e {
+        WorkspaceError::Unavailable { .. } => UNUSABLE_HINT,
+        WorkspaceError::Outside { .. } | WorkspaceError::Invalid { .. } => OUTSIDE_HINT,
+    };
+    ToolError::new(e.to_string(), hint)
+}
+
+/// When the host, not the path, is what failed a file tool or Shell: the
+/// disk is full, its quota used up or read-only, or the host has no file
+/// descriptor left. What is wrong, and what to do: nothing the model does
+/// with the path helps, and trying again at once meets the same (the
+/// hint was to check the path and try again).
+pub(super) fn host_failure(e: &std::io::Error) -> Option<(&'static str, &'static str)> {
+    Some(match e.raw_os_error()? {
+        libc::ENOSPC => (
+            "the disk holding the workspace is full",
+            "nothing to retry now: tell the person that the disk is full and that the host's \
+             operator has to free space on it",
+        ),
+        libc::EDQUOT => (
+            "the host's disk quota is used up",
+            "nothing to retry now: tell the person that the host's disk quota is used up and \
+             that its operator has to free space or raise the quota",
+        ),
+        libc::EROFS => (
+            "the disk holding the workspace is read-only",
+            "nothing to retry now: tell the person that the workspace's disk is read-only and \
+             that the host's operator has to make it writable",
+        ),
+        libc::EMFILE | libc::ENFILE => (
+            "the host has run out of file descriptors (too many connections or files open)",
+            "nothing to retry now: tell the person that the host ran out of file descriptors; \
+             it passes when connections close, or the host's operator raises its open-file \
+             limit (`ulimit -n`)",
+        ),
+        _ => return None,
+    })
+}
+
 /// A path for messages; the workspace root is `.`.
 fn shown(ctx: &ToolContext<'_>, path: &std::path::Path) -> String {
     let shown = show_path(ctx.workspace(), path);
@@ -58,6 +106,9 @@ fn shown(ctx: &ToolContext<'_>, path: &std::path::Path) -> String {
 }
 
 fn io_error(action: &str, shown: &str, e: &std::io::Error) -> ToolError {
+    if let Some((cause, hint)) = host_failure(e) {
+        return ToolError::new(format!("cannot {action} {shown}: {cause} ({e})"), hint);
+    }
     let hint = match e.kind() {
         std::io::ErrorKind::NotFound => {
             "check the path (list the directory with Shell `ls`), or Write the file first"

@@ -525,3 +525,33 @@ async fn links_inside_the_workspace_are_followed() {
     let out = call(&f, &Read, json!({"path": "d/h.txt"})).await;
     assert_eq!(out.unwrap(), "four");
 }
+
+/// A full disk, a used-up quota, a read-only disk or no file descriptor
+/// left is said as such, with what to do: nothing to retry now, tell the
+/// person (the hint was "check the path and try again", though the path
+/// was fine).
+#[test]
+fn a_full_disk_or_no_descriptor_left_is_not_a_path_problem() {
+    for (errno, says) in [
+        (libc::ENOSPC, "the disk holding the workspace is full"),
+        (libc::EDQUOT, "disk quota is used up"),
+        (libc::EROFS, "the disk holding the workspace is read-only"),
+        (libc::EMFILE, "the host has run out of file descriptors"),
+        (libc::ENFILE, "the host has run out of file descriptors"),
+    ] {
+        let e = std::io::Error::from_raw_os_error(errno);
+        let told = io_error("create the directory of", "big.txt", &e).to_string();
+        assert!(
+            told.starts_with("error: cannot create the directory of big.txt: ")
+                && told.contains(says)
+                && told.contains(&e.to_string())
+                && told.contains("Next step: nothing to retry now: tell the person")
+                && !told.contains("check the path"),
+            "{told}"
+        );
+    }
+    // a path that is wrong is still the path's problem
+    let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+    let told = io_error("read", "gone.txt", &missing).to_string();
+    assert!(told.contains("check the path"), "{told}");
+}

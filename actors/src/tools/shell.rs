@@ -189,6 +189,17 @@ impl Tool for Shell {
                 ));
             }
         };
+        // the workspace itself unusable: said as such (it was "cwd . does
+        // not exist", with a hint to `mkdir -p` it)
+        if let Some(why) = ctx.workspace().problem() {
+            return Err(ToolError::new(
+                format!(
+                    "commands cannot run: your workspace is not usable ({why}); tell your \
+                     owner, the host's operator has to fix it and restart the host"
+                ),
+                super::files::UNUSABLE_HINT,
+            ));
+        }
         let cwd = match &args.cwd {
             Some(c) => ctx.workspace().resolve(c).map_err(|e| {
                 ToolError::new(e.to_string(), "give cwd relative to the workspace root")
@@ -240,6 +251,9 @@ impl Tool for Shell {
                     ),
                     "Write the long text to a file, then run the file with a short command",
                 )
+            } else if let Some((cause, hint)) = super::files::host_failure(&e) {
+                // no descriptor left for its pipes, no room on the disk
+                ToolError::new(format!("could not start the shell: {cause} ({e})"), hint)
             } else {
                 // not the program's path: the launcher is the host's binary
                 ToolError::new(

@@ -66,11 +66,30 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Uses `root`, creating it if needed.
+    /// Uses `root`, creating it if needed, and checks that the host can
+    /// create files in it (the owners' directories go there): a workspace
+    /// it may not write (another user's, a read-only mount) was found only
+    /// by the first file tool or Shell call. The error names the
+    /// directory and what to do.
     pub fn open(root: &Path) -> std::io::Result<Self> {
-        std::fs::create_dir_all(root)?;
+        let unusable = |e: std::io::Error, what: &str| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "the workspace {} {what} ({e}); it must be a directory the user running                      botfleet can write: fix its owner and permissions (e.g. `chown -R $(id -un)                      {}` and `chmod u+rwx {}`; remount a read-only disk read-write), or set                      `host.workspace` to such a directory",
+                    root.display(),
+                    root.display(),
+                    root.display()
+                ),
+            )
+        };
+        std::fs::create_dir_all(root).map_err(|e| unusable(e, "cannot be created"))?;
+        let root = root
+            .canonicalize()
+            .map_err(|e| unusable(e, "cannot be read"))?;
+        writable(&root).map_err(|e| unusable(e, "cannot be written by the host"))?;
         Ok(Self {
-            root: root.canonicalize()?,
+            root,
             locks: LockManager::new(),
             problem: None,
         })
@@ -197,6 +216,36 @@ impl Workspace {
             out.push(name);
         }
         Ok(out)
+    }
+}
+
+/// Checks that the host may create files in `dir`: creates an empty file
+/// there and removes it. (The permission bits would answer wrong for root,
+/// ACLs and read-only mounts.) Only a refusal is an error: a full disk or
+/// no descriptor left passes, as it passes when it is over, and a
+/// workspace found unusable stays so until the host restarts.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    let probe = dir.join(format!(".botfleet-write-check-{}", std::process::id()));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe);
+    match created {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            Err(e)
+        }
+        Err(_) => Ok(()),
     }
 }
 
@@ -470,6 +519,9 @@ fn prepare(root: &Path, dir: &Path, owner: &UserId) -> Result<(), String> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| format!("its directory cannot be made private (mode 0700): {e}"))?;
     }
+    // one the host may not write (another user's) failed at each Write
+    // with a hint to choose another path, and at each Shell call
+    writable(dir).map_err(|e| format!("its directory cannot be written by the host: {e}"))?;
     Ok(())
 }
 

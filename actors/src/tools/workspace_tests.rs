@@ -201,3 +201,33 @@ fn tilde_is_the_root() {
     assert_eq!(ws.resolve("./~bob/x").unwrap(), ws.root().join("~bob/x"));
     assert_eq!(ws.resolve("a/~/b").unwrap(), ws.root().join("a/~/b"));
 }
+
+/// A workspace root the host may not create files in is refused when it
+/// is opened (at the host's start), naming it and what to do; it was found
+/// only by the bots' first Write or Shell. (`/sys` refuses new files even
+/// to root, which a `chmod` would not.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_root_the_host_cannot_write_is_refused_at_open() {
+    let sys = Path::new("/sys");
+    if !sys.is_dir() {
+        return;
+    }
+    let err = Workspace::open(sys).unwrap_err().to_string();
+    assert!(
+        err.contains("the workspace /sys cannot be written by the host (")
+            && err.contains("chown")
+            && err.contains("host.workspace"),
+        "{err}"
+    );
+    assert!(std::fs::read_dir(sys).unwrap().all(|e| {
+        !e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".botfleet-write-check")
+    }));
+    // a writable one leaves nothing behind
+    let dir = tempfile::tempdir().unwrap();
+    Workspace::open(dir.path()).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -182,6 +182,17 @@ impl std::fmt::Debug for Store {
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> StoreError {
+    // a full disk is said as such, with what to do, as SQLite's is (it
+    // was "store i/o on …/fleet.db.generation.tmp: No space left on
+    // device" at a start on a full disk)
+    if matches!(
+        source.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) {
+        return StoreError::DiskFull {
+            detail: format!("{}: {source}", path.display()),
+        };
+    }
     StoreError::Io {
         path: path.display().to_string(),
         cause: source,
@@ -481,8 +492,15 @@ fn check_generation(conn: &Connection, path: &Path, now: i64) -> Result<(i64, bo
     let next = db_gen.max(file_gen) + 1;
     writer::set_meta(conn, "generation", &next.to_string())?;
     let tmp = sidecar.with_extension("generation.tmp");
-    std::fs::write(&tmp, next.to_string()).map_err(|e| io_err(&tmp, e))?;
-    std::fs::rename(&tmp, &sidecar).map_err(|e| io_err(&sidecar, e))?;
+    // a failed write (a full disk) leaves no temporary file behind: the
+    // next start writes it anew
+    let written = std::fs::write(&tmp, next.to_string())
+        .map_err(|e| io_err(&tmp, e))
+        .and_then(|()| std::fs::rename(&tmp, &sidecar).map_err(|e| io_err(&sidecar, e)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
     Ok((horizon, restored))
 }
 
@@ -525,6 +543,48 @@ fn sidecar_path(db: &Path) -> PathBuf {
 #[cfg(test)]
 #[path = "store_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+mod generation_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A start on a full disk says the disk is full (what to do included)
+    /// and leaves no `fleet.db.generation.tmp` behind. (`/dev/full` fails
+    /// every write with `ENOSPC`, for anyone: the temporary file is a link
+    /// to it.)
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_full_disk_at_start_is_said_and_leaves_no_temporary_file() {
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("fleet.db.generation.tmp");
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let message = match Store::open(StoreOptions::new(dir.path().join("fleet.db"))) {
+            Err(e @ StoreError::DiskFull { .. }) => e.to_string(),
+            Err(e) => panic!("expected DiskFull, got {e:?}: {e}"),
+            Ok(_) => panic!("the store opened with its generation file unwritable"),
+        };
+        assert!(
+            message.contains("the disk holding the store is full")
+                && message.contains("free disk space")
+                && message.contains("fleet.db.generation.tmp"),
+            "{message}"
+        );
+        assert!(
+            std::fs::symlink_metadata(&tmp).is_err(),
+            "the temporary file was left behind"
+        );
+        // space back: the next start writes it and opens
+        let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+        store.close().await;
+        assert!(std::fs::symlink_metadata(&tmp).is_err());
+        assert!(dir.path().join("fleet.db.generation").is_file());
+    }
+}
 
 #[cfg(test)]
 #[path = "store_files_tests.rs"]
