@@ -403,23 +403,6 @@ fn clip_window(text: &str, w: Window) -> String {
     out
 }
 
-/// The text of `entry` ReadTranscript clips (what `offset` counts in).
-fn entry_text(entry: &Entry) -> &str {
-    match &entry.kind {
-        EntryKind::UserMessage { text }
-        | EntryKind::AgentMessage { text, .. }
-        | EntryKind::Event { text, .. }
-        | EntryKind::Assistant { text, .. }
-        | EntryKind::Delivery { text, .. }
-        | EntryKind::Reminder { text }
-        | EntryKind::Notice { text, .. }
-        | EntryKind::Summary { text, .. } => text,
-        EntryKind::ToolResult { content, .. } => content,
-        EntryKind::Approval { summary, .. } => summary,
-        EntryKind::Reaction { .. } | EntryKind::TurnEnd { .. } => "",
-    }
-}
-
 /// One entry as a compact line for the model.
 fn render_entry(entry: &Entry, w: Window) -> String {
     let body = match &entry.kind {
@@ -565,7 +548,8 @@ impl Tool for ReadTranscript {
         );
         let offset = args.offset.unwrap_or(0);
         if let Some(target) = entries.iter().find(|e| e.seq == args.seq) {
-            let chars = entry_text(target).chars().count();
+            // the text `offset` counts in: the entry's (`EntryKind::text`)
+            let chars = target.kind.text().chars().count();
             if offset > 0 && offset >= chars {
                 return Err(ToolError::bad_args(
                     TOOL,
