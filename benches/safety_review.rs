@@ -188,6 +188,7 @@ impl GateFixture {
             interrupt: &self.cancel,
             secrets: &self.secrets,
             step_effects: &[],
+            delivered_before: 0,
         };
         matches!(
             Gate::check(&ctx, tool, t.as_ref(), args).await,

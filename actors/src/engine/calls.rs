@@ -100,6 +100,7 @@ impl Runner {
             interrupt: &self.soft,
             secrets: &self.secrets,
             step_effects: &[],
+            delivered_before: self.state.delivered,
         }
     }
 

@@ -289,14 +289,19 @@ async fn refuse_repeat(
             false
         }
     });
+    // nothing delivered in a committed step (the common first send of a
+    // turn): no store read on every turn's path
     let earlier = in_step
-        || ctx
-            .store()
-            .tail_entries(target, REPEAT_WINDOW)
-            .await
-            .map_err(|e| ToolError::new(format!("cannot read the conversation: {e}"), "try again"))?
-            .iter()
-            .any(|e| same(e.turn, e.session, &e.kind));
+        || ctx.delivered_before > 0
+            && ctx
+                .store()
+                .tail_entries(target, REPEAT_WINDOW)
+                .await
+                .map_err(|e| {
+                    ToolError::new(format!("cannot read the conversation: {e}"), "try again")
+                })?
+                .iter()
+                .any(|e| same(e.turn, e.session, &e.kind));
     if earlier {
         return Err(ToolError::new(
             "this exact message was already delivered in this turn; the person already \

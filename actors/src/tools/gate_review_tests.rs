@@ -127,6 +127,7 @@ async fn git_internals_in_the_notes_area_are_reviewed() {
             interrupt: &fx.interrupt,
             secrets: &fx.secrets,
             step_effects: &[],
+            delivered_before: 0,
         };
         assert!(
             Gate::reviewed(&ctx, "Write", &json!({"path": path})),

@@ -155,6 +155,7 @@ impl Fx {
             interrupt: &self.interrupt,
             secrets: &self.secrets,
             step_effects: &[],
+            delivered_before: 0,
         };
         Gate::check(&ctx, tool, t.as_ref(), &args).await
     }
@@ -448,6 +449,7 @@ async fn reviewed_calls_are_known_up_front() {
         interrupt: &fx.interrupt,
         secrets: &fx.secrets,
         step_effects: &[],
+        delivered_before: 0,
     };
     assert!(Gate::reviewed(&ctx, "Shell", &json!({"command": "ls"})));
     assert!(Gate::reviewed(&ctx, "Task", &json!({})));

@@ -153,6 +153,10 @@ pub struct ToolContext<'a> {
     /// calls of a step that only touch the store commit together): a
     /// limit counted from the store counts these too.
     pub step_effects: &'a [Mutation],
+    /// Messages the turn delivered in its committed steps (its state's
+    /// count, kept across a resume): 0 spares SendMessage's look for a
+    /// repeat in the store.
+    pub delivered_before: u32,
 }
 
 impl ToolContext<'_> {

@@ -118,6 +118,7 @@ async fn an_id_a_call_of_the_same_step_creates_is_held() {
     let earlier = [Mutation::CreateBot(mallorys(&wanted))];
     let ctx = ToolContext {
         step_effects: &earlier,
+        delivered_before: 0,
         ..f.ctx("c1")
     };
     let out = Task.call(&ctx, task()).await.unwrap();

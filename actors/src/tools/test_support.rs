@@ -112,6 +112,7 @@ impl ToolFixture {
             interrupt: &self.cancel,
             secrets: &self.secrets,
             step_effects: &[],
+            delivered_before: 0,
         }
     }
 
