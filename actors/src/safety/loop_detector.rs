@@ -35,8 +35,8 @@
 //!   higher `*_in_fence` thresholds apply: code legitimately repeats lines and
 //!   literal patterns.
 //! - Whitespace is padding, not a loop: the line matcher skips blank and
-//!   whitespace-only lines as if they were not there (a run of them resets
-//!   the border count, as any non-border line does), and the character
+//!   whitespace-only lines as if they were not there (they neither end nor
+//!   extend a run of border lines), and the character
 //!   matcher does not report a unit made only of whitespace. Local models
 //!   pad a complete answer with hundreds of newlines or spaces before a
 //!   tool call; that answer must run, not fail as a loop.
@@ -314,8 +314,9 @@ impl LoopDetector {
                 sample: self.line.prefix.clone(),
             })
         } else if self.line.blank {
-            // padding: not a line of the text for the line matcher
-            self.border_lines = 0;
+            // padding: not a line of the text for the line matcher, and
+            // neither ends nor extends a run of border lines (border lines
+            // with blank lines between them are still a run of borders)
             None
         } else {
             self.border_lines = 0;

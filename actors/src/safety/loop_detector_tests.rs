@@ -288,6 +288,27 @@ fn whitespace_padding_never_trips() {
     assert_eq!(kind_period(&stream(&text).0), Some((LoopKind::Chars, 1)));
 }
 
+/// CI's proptest found `"|\n\n"` repeated 3,000 times passing after
+/// blank lines became padding: each blank line ended the run of border lines.
+/// Blank lines between border lines neither end nor extend the run.
+#[test]
+fn border_lines_with_blank_lines_between_them_are_still_a_run() {
+    for unit in ["|\n\n", "---\n \n", "\u{2500}\n\n\n"] {
+        let text = unit.repeat(3000);
+        assert_eq!(
+            kind_period(&stream(&text).0),
+            Some((LoopKind::Lines, 1)),
+            "{unit:?}"
+        );
+    }
+    // a few separators between paragraphs are not a run
+    let mut text = String::new();
+    for i in 0..300 {
+        let _ = write!(text, "Paragraph {i} says something new.\n\n---\n\n");
+    }
+    assert_eq!(stream(&text).0, LoopVerdict::Continue);
+}
+
 #[test]
 fn border_lines_are_skipped_by_the_line_matcher() {
     // Identical rows separated by borders still trip: the borders are invisible.
