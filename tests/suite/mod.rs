@@ -133,6 +133,7 @@ mod search_self_hits;
 mod secret_cuts;
 mod secret_names;
 mod secrets;
+mod session_order;
 mod shell_pid_namespace;
 mod shell_sandbox;
 mod shell_secret_scrub;

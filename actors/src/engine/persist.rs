@@ -70,7 +70,31 @@ impl Runner {
         let stepped = batch.iter().any(
             |m| matches!(m, Mutation::Append(e) if matches!(e.kind, EntryKind::Assistant { .. })),
         );
-        let results = self.rt.store.write(batch).await?;
+        // inputs this turn hands to other bots are routed on the writer's
+        // thread as the batch commits, in commit order, as an admission
+        // through the API is (`Runtime::admit`): routed once the write had
+        // returned here, two bots' messages to one session committed back
+        // to back could reach it in the other order, and the later one had
+        // its turn first (tester H1, round 22). Routed so, they are routed
+        // even when this run is dropped while it waits (a crash before the
+        // commit leaves nothing to route)
+        let rt = Arc::clone(&self.rt);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.rt.store.write_then(
+            batch,
+            Box::new(move |result| {
+                let out = result.map(|results| {
+                    let mut written = Written::of(shapes, &results);
+                    let admitted = std::mem::take(&mut written.admitted);
+                    if !admitted.is_empty() {
+                        rt.route_committed(admitted);
+                    }
+                    (results, written)
+                });
+                let _ = tx.send(out);
+            }),
+        )?;
+        let (results, written) = rx.await.map_err(|_| StoreError::WriterGone)??;
         self.start_pending = None;
         if owed.is_some() {
             // run by `run_turn` once the turn is over
@@ -82,18 +106,11 @@ impl Runner {
             // at the run's next safe point, as it would have on arrival
             self.soft.cancel();
         }
-        let written = Written::of(shapes, &results);
         if let Ok(router) = self.rt.router() {
             for bot in written.upserted {
                 // an active bot re-reads its record; an inactive one reads it on activation
                 let _ = router.cast(crate::router::RouterMsg::Reload(bot));
             }
-        }
-        if !written.admitted.is_empty() {
-            // inputs this turn handed to other bots: route them now that
-            // they are committed (a crash before this leaves them in the
-            // inbox, where recovery finds them)
-            self.rt.route_committed(written.admitted);
         }
         for entry in &written.appended {
             self.tail.push(entry);

@@ -35,18 +35,15 @@
 //! covers them (it reads every entry after the previous one from the
 //! store).
 
-use std::collections::HashMap;
 use std::collections::HashSet;
 
 use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
-use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::SessionView;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
-use botfleet_memory::TurnId;
 use botfleet_memory::covers_to_seq;
 
 use super::context::ContextBuilder;
@@ -110,139 +107,10 @@ pub(crate) struct SessionTail {
     shaping: request::Shaping,
 }
 
-/// What of a session a turn's context may hold: the entries up to its
-/// last input, its own entries after that, those of earlier turns over the
-/// same inputs (a turn interrupted by a person's message, whose inputs went
-/// back to the queue; a failed turn retried), and those of prior turns over
-/// inputs it sees (up to its last input, none of its own: the turn before
-/// it, still working when this one's input arrived): what they did is
-/// done, and a context without it would do it again. Never a message
-/// admitted after its inputs, nor what a turn over one did: that belongs
-/// to the turn that claims it. And what it must hold: its inputs, from the
-/// first on, whatever the window.
-///
-/// (A context rebuilt from the store — a turn resumed after a crash, a
-/// new turn after a restart — left out what the turn before it wrote
-/// after its input arrived: that turn's call got a made-up "no result
-/// recorded" and its reply was gone, so the model answered its message
-/// again.)
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ContextBound {
-    /// Seq of the turn's first input in the session.
-    pub(crate) from: i64,
-    /// Seq of the turn's last input in the session.
-    pub(crate) upto: i64,
-    /// The turn, once it has entries of its own (a resumed turn, or a
-    /// reload in the middle of one).
-    pub(crate) own: Option<TurnId>,
-    /// Seqs of the turn's inputs in the session.
-    inputs: Vec<i64>,
-}
-
-/// The other turns a bound lets in, by their ends among the entries read.
-struct Others {
-    /// Earlier turns over some of the turn's inputs.
-    same: HashSet<TurnId>,
-    /// Prior turns over inputs the turn sees (none of its own).
-    prior: HashSet<TurnId>,
-    /// The inputs of each turn in `same` and `prior` (their `turn_end`s).
-    inputs: HashMap<TurnId, Vec<i64>>,
-}
-
-impl ContextBound {
-    /// The bound of a turn over inputs at `seqs` (`None` without inputs).
-    pub(crate) fn of_inputs(seqs: impl Iterator<Item = i64>, own: Option<TurnId>) -> Option<Self> {
-        let mut inputs: Vec<i64> = seqs.collect();
-        inputs.sort_unstable();
-        inputs.dedup();
-        Some(Self {
-            from: *inputs.first()?,
-            upto: *inputs.last()?,
-            own,
-            inputs,
-        })
-    }
-
-    fn is_input(&self, seq: i64) -> bool {
-        self.inputs.binary_search(&seq).is_ok()
-    }
-
-    /// The other turns whose entries the context holds, by their ends
-    /// among `entries` (every turn ends with a `turn_end` naming its
-    /// inputs; one without an end yet is not let in). The view reads from
-    /// the turn's first input on, so the end of a turn with entries after
-    /// it is among them.
-    fn others(&self, entries: &[Entry]) -> Others {
-        let mut others = Others {
-            same: HashSet::new(),
-            prior: HashSet::new(),
-            inputs: HashMap::new(),
-        };
-        for e in entries {
-            let (EntryKind::TurnEnd { inputs, .. }, Some(turn)) = (&e.kind, e.turn) else {
-                continue;
-            };
-            if Some(turn) == self.own {
-                continue;
-            }
-            if inputs.iter().any(|&s| self.is_input(s)) {
-                others.same.insert(turn);
-            } else if !inputs.is_empty() && inputs.iter().all(|&s| s <= self.upto) {
-                others.prior.insert(turn);
-            } else {
-                continue;
-            }
-            others.inputs.insert(turn, inputs.clone());
-        }
-        others
-    }
-
-    fn admits(&self, e: &Entry, others: &Others) -> bool {
-        e.seq <= self.upto
-            || (self.own.is_some() && e.turn == self.own)
-            || e.turn
-                .is_some_and(|t| others.same.contains(&t) || others.prior.contains(&t))
-    }
-
-    /// Puts each of the turn's inputs after what the other turns it lets
-    /// in wrote, unless that turn had the input too, as a tail kept in
-    /// memory holds them (a turn's inputs join it when the turn starts):
-    /// a context that showed an input before another turn's last steps
-    /// ended with that turn's reply, and read as if the input were
-    /// answered — also when that turn was an interrupted run over some of
-    /// the inputs (webhook B came while run A worked; after a restart the
-    /// model saw A's reply last and never answered B).
-    fn order(&self, entries: &mut Vec<Entry>, others: &Others) {
-        // the index of each other turn's last entry
-        let mut last: HashMap<TurnId, usize> = HashMap::new();
-        for (i, e) in entries.iter().enumerate() {
-            if let Some(t) = e.turn.filter(|t| others.inputs.contains_key(t)) {
-                last.insert(t, i);
-            }
-        }
-        // the last entry of a turn that did not have input `seq`
-        let after = |seq: i64| {
-            others
-                .inputs
-                .iter()
-                .filter(|(_, inputs)| !inputs.contains(&seq))
-                .filter_map(|(t, _)| last.get(t).copied())
-                .max()
-        };
-        // each entry keyed by where it goes: its own place, or just after
-        // the entry it must follow (inputs moved there keep seq order)
-        let mut keyed: Vec<((usize, bool, usize), Entry)> = std::mem::take(entries)
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let to = after(e.seq).filter(|&a| a > i && self.is_input(e.seq));
-                (to.map_or((i, false, i), |a| (a, true, i)), e)
-            })
-            .collect();
-        keyed.sort_by_key(|(key, _)| *key);
-        *entries = keyed.into_iter().map(|(_, e)| e).collect();
-    }
-}
+/// What of a session a turn's context may hold (`tail_bound.rs`).
+#[path = "tail_bound.rs"]
+mod bound;
+pub(crate) use bound::ContextBound;
 
 impl SessionTail {
     /// An empty tail that loads from the store before first use.

@@ -1,9 +1,11 @@
 #![allow(clippy::unwrap_used)]
 
 use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
+use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 
 use super::tests::admit;
@@ -38,6 +40,25 @@ async fn interrupted_run(
     reply: &str,
     inputs: Vec<i64>,
 ) {
+    ended_run(
+        store,
+        session,
+        turn,
+        (reply, TurnStatus::Interrupted),
+        inputs,
+    )
+    .await;
+}
+
+/// A run of `turn` that answered with `reply` and ended with `status`:
+/// its step, the call's result, its reply and its end over `inputs`.
+async fn ended_run(
+    store: &Store,
+    session: SessionId,
+    turn: TurnId,
+    (reply, status): (&str, TurnStatus),
+    inputs: Vec<i64>,
+) {
     let call = botfleet_memory::ToolCallBody {
         id: format!("call-{reply}"),
         name: "Read".into(),
@@ -59,7 +80,7 @@ async fn interrupted_run(
     let reply = EntryKind::Reminder { text: reply.into() };
     append(store, session, turn, reply).await;
     let end = EntryKind::TurnEnd {
-        status: TurnStatus::Interrupted,
+        status,
         inputs,
         deliveries: 1,
         usage: None,
@@ -118,6 +139,36 @@ async fn an_input_a_run_did_not_have_comes_after_its_steps() {
         let got = loaded(store, session, &inputs, own).await;
         let want = ["first", "reply one", "second", "reply two", "third"];
         assert_eq!(got, want, "{own:?}");
+    }
+    store.close().await;
+}
+
+/// Regression (round 22, H1 "seen once" A): two messages of one session
+/// committed back to back reached their bot in the other order (each
+/// sender routes what it admitted after its own commit returns), so the
+/// later one had a turn first, and the turn over the earlier one, bounded
+/// at its own input, was sent the session only up to that input: the
+/// model answered without the later message and its own reply to it. Now
+/// a turn that ended for good over later inputs is in the context with
+/// them, and the input after its steps; a later turn that failed (a retry
+/// may answer its input again) and a later message no turn ended over are
+/// not.
+#[tokio::test]
+async fn a_turn_over_an_earlier_input_sees_the_later_turn_that_ran_first() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (first_turn, failed_turn) = (TurnId::new_v7(), TurnId::new_v7());
+    let (session, from_c) = admit(store, bot, "from c").await;
+    let (_, from_r2) = admit(store, bot, "from r2").await;
+    let completed = ("reply to r2", TurnStatus::Completed);
+    ended_run(store, session, first_turn, completed, vec![from_r2]).await;
+    let (_, from_b) = admit(store, bot, "from b").await;
+    let failed = ("reply to b", TurnStatus::Failed);
+    ended_run(store, session, failed_turn, failed, vec![from_b]).await;
+    admit(store, bot, "not claimed yet").await;
+    for own in [None, Some(TurnId::new_v7())] {
+        let got = loaded(store, session, &[from_c], own).await;
+        assert_eq!(got, ["from r2", "reply to r2", "from c"], "{own:?}");
     }
     store.close().await;
 }

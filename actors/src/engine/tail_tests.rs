@@ -207,8 +207,9 @@ fn result(id: &str) -> EntryKind {
 /// crash, a new turn after a restart) left out what the turn before it
 /// wrote after its input arrived: that turn's call got a made-up "no
 /// result recorded" and its reply was gone. The prior turn is all there,
-/// the input after it (as a tail kept in memory holds it); a later input,
-/// and what a turn over it did, are not.
+/// the input after it (as a tail kept in memory holds it); a later input
+/// whose turn failed (a retry may answer it again), and what that turn
+/// did, are not (`tail_order_tests.rs` has a later turn that completed).
 #[tokio::test]
 async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
     let fx = ToolFixture::new();
@@ -220,8 +221,8 @@ async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
         text: String::new(),
         tool_calls: vec![call(id)],
     };
-    let end = |inputs: Vec<i64>| EntryKind::TurnEnd {
-        status: botfleet_memory::TurnStatus::Completed,
+    let end = |inputs: Vec<i64>, status| EntryKind::TurnEnd {
+        status,
         inputs,
         deliveries: 1,
         usage: None,
@@ -233,13 +234,15 @@ async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
         text: "the prior turn's reply".into(),
     };
     append(store, session, prior, reply).await;
-    append(store, session, prior, end(vec![first])).await;
+    let completed = botfleet_memory::TurnStatus::Completed;
+    append(store, session, prior, end(vec![first], completed)).await;
     let (_, third) = admit(store, bot, "third").await;
     let step = EntryKind::Reminder {
         text: "a later turn's step".into(),
     };
     append(store, session, later, step).await;
-    append(store, session, later, end(vec![third])).await;
+    let failed = botfleet_memory::TurnStatus::Failed;
+    append(store, session, later, end(vec![third], failed)).await;
 
     for mine in [None, Some(own)] {
         let mut tail = SessionTail::new(session);

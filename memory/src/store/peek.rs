@@ -81,3 +81,48 @@ fn uri_path(path: &Path) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::store::Store;
+    use crate::store::StoreOptions;
+
+    /// What a SIGKILL right after a new store was made leaves (tester H1,
+    /// round 22, suspected "new data directory" said again on the restart):
+    /// the store's files copied while it is open, before any checkpoint.
+    /// The database file is never empty then: SQLite writes its first page
+    /// to it when the store turns WAL on, before the schema or any row goes
+    /// to the WAL. So "an empty `fleet.db` is a new store" stays true (and
+    /// SQLite itself drops a WAL beside an empty database file: no history
+    /// could come from one), and both the peek and an open read the copy as
+    /// a store with history.
+    #[tokio::test]
+    async fn a_store_copied_before_its_first_checkpoint_is_not_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let (live, copy) = (dir.path().join("live"), dir.path().join("copy"));
+        std::fs::create_dir_all(&copy).unwrap();
+        let store = Store::open(StoreOptions {
+            workspace: Some("/old/ws".into()),
+            ..StoreOptions::new(live.join("fleet.db"))
+        })
+        .unwrap();
+        assert!(store.was_created());
+        for name in ["fleet.db", "fleet.db-wal"] {
+            std::fs::copy(live.join(name), copy.join(name)).unwrap();
+        }
+        let db = copy.join("fleet.db");
+        assert!(std::fs::metadata(&db).unwrap().len() > 0);
+        assert!(std::fs::metadata(copy.join("fleet.db-wal")).unwrap().len() > 0);
+        let seen = peek(&db).unwrap();
+        assert!(!seen.created, "{seen:?}");
+        assert_eq!(seen.previous_workspace.as_deref(), Some("/old/ws"));
+        let reopened = Store::open(StoreOptions::new(&db)).unwrap();
+        assert!(!reopened.was_created());
+        assert_eq!(reopened.previous_workspace(), Some("/old/ws"));
+        reopened.close().await;
+        store.close().await;
+    }
+}

@@ -1,0 +1,176 @@
+//! What of a session a turn's context may hold ([`ContextBound`]), split
+//! from `tail.rs`.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
+use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
+
+/// What of a session a turn's context may hold: the entries up to its
+/// last input, its own entries after that, those of earlier turns over the
+/// same inputs (a turn interrupted by a person's message, whose inputs went
+/// back to the queue; a failed turn retried), and those of prior turns over
+/// inputs it sees (up to its last input, none of its own: the turn before
+/// it, still working when this one's input arrived): what they did is
+/// done, and a context without it would do it again. And a turn that ended
+/// before this one began over later inputs, none of this one's, for good
+/// (completed, undelivered or cancelled), with those inputs: a message
+/// routed after a later one of its session (each sender routes what it
+/// admitted after its own commit returns) is answered by the turn after
+/// the later one's, and must see what the bot said there. Never a message
+/// admitted after its inputs that no turn ended over for good, nor what a
+/// turn over one did: that belongs to the turn that claims it. And what
+/// it must hold: its inputs, from the first on, whatever the window.
+///
+/// (A context rebuilt from the store — a turn resumed after a crash, a
+/// new turn after a restart — left out what the turn before it wrote
+/// after its input arrived: that turn's call got a made-up "no result
+/// recorded" and its reply was gone, so the model answered its message
+/// again. And a turn over a bot's message that reached its bot after a
+/// later message of the same session had had its turn stopped at its own
+/// input: the model answered without seeing what it had just said.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContextBound {
+    /// Seq of the turn's first input in the session.
+    pub(crate) from: i64,
+    /// Seq of the turn's last input in the session.
+    pub(crate) upto: i64,
+    /// The turn, once it has entries of its own (a resumed turn, or a
+    /// reload in the middle of one).
+    pub(crate) own: Option<TurnId>,
+    /// Seqs of the turn's inputs in the session.
+    inputs: Vec<i64>,
+}
+
+/// The other turns a bound lets in, by their ends among the entries read.
+pub(super) struct Others {
+    /// Earlier turns over some of the turn's inputs.
+    same: HashSet<TurnId>,
+    /// Prior turns over inputs the turn sees (none of its own).
+    prior: HashSet<TurnId>,
+    /// Turns over inputs after the turn's last (none of its own) that
+    /// ended for good.
+    later: HashSet<TurnId>,
+    /// The inputs of the turns in `later`: let in with them.
+    later_inputs: HashSet<i64>,
+    /// The inputs of each turn in `same`, `prior` and `later` (their
+    /// `turn_end`s).
+    inputs: HashMap<TurnId, Vec<i64>>,
+}
+
+/// Whether a turn that ended with `status` is done with its inputs for
+/// good: no other turn will claim them. An interrupted turn's inputs go
+/// back to the queue and a failed turn's may be retried: the turn that
+/// takes them again answers them.
+fn done_with_inputs(status: TurnStatus) -> bool {
+    match status {
+        TurnStatus::Completed | TurnStatus::Undelivered | TurnStatus::Cancelled => true,
+        TurnStatus::Running | TurnStatus::Interrupted | TurnStatus::Failed => false,
+    }
+}
+
+impl ContextBound {
+    /// The bound of a turn over inputs at `seqs` (`None` without inputs).
+    pub(crate) fn of_inputs(seqs: impl Iterator<Item = i64>, own: Option<TurnId>) -> Option<Self> {
+        let mut inputs: Vec<i64> = seqs.collect();
+        inputs.sort_unstable();
+        inputs.dedup();
+        Some(Self {
+            from: *inputs.first()?,
+            upto: *inputs.last()?,
+            own,
+            inputs,
+        })
+    }
+
+    fn is_input(&self, seq: i64) -> bool {
+        self.inputs.binary_search(&seq).is_ok()
+    }
+
+    /// The other turns whose entries the context holds, by their ends
+    /// among `entries` (every turn ends with a `turn_end` naming its
+    /// inputs; one without an end yet is not let in). The view reads from
+    /// the turn's first input on, so the end of a turn with entries after
+    /// it is among them.
+    pub(super) fn others(&self, entries: &[Entry]) -> Others {
+        let mut others = Others {
+            same: HashSet::new(),
+            prior: HashSet::new(),
+            later: HashSet::new(),
+            later_inputs: HashSet::new(),
+            inputs: HashMap::new(),
+        };
+        for e in entries {
+            let (EntryKind::TurnEnd { inputs, status, .. }, Some(turn)) = (&e.kind, e.turn) else {
+                continue;
+            };
+            if Some(turn) == self.own || inputs.is_empty() {
+                continue;
+            }
+            if inputs.iter().any(|&s| self.is_input(s)) {
+                others.same.insert(turn);
+            } else if inputs.iter().all(|&s| s <= self.upto) {
+                others.prior.insert(turn);
+            } else if done_with_inputs(*status) {
+                others.later.insert(turn);
+                others.later_inputs.extend(inputs.iter().copied());
+            } else {
+                continue;
+            }
+            others.inputs.insert(turn, inputs.clone());
+        }
+        others
+    }
+
+    pub(super) fn admits(&self, e: &Entry, others: &Others) -> bool {
+        e.seq <= self.upto
+            || (self.own.is_some() && e.turn == self.own)
+            || others.later_inputs.contains(&e.seq)
+            || e.turn.is_some_and(|t| {
+                others.same.contains(&t) || others.prior.contains(&t) || others.later.contains(&t)
+            })
+    }
+
+    /// Puts each of the turn's inputs after what the other turns it lets
+    /// in wrote, unless that turn had the input too, as a tail kept in
+    /// memory holds them (a turn's inputs join it when the turn starts):
+    /// a context that showed an input before another turn's last steps
+    /// ended with that turn's reply, and read as if the input were
+    /// answered — also when that turn was an interrupted run over some of
+    /// the inputs (webhook B came while run A worked; after a restart the
+    /// model saw A's reply last and never answered B), or a turn over a
+    /// later input that ran first.
+    pub(super) fn order(&self, entries: &mut Vec<Entry>, others: &Others) {
+        // the index of each other turn's last entry
+        let mut last: HashMap<TurnId, usize> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(t) = e.turn.filter(|t| others.inputs.contains_key(t)) {
+                last.insert(t, i);
+            }
+        }
+        // the last entry of a turn that did not have input `seq`
+        let after = |seq: i64| {
+            others
+                .inputs
+                .iter()
+                .filter(|(_, inputs)| !inputs.contains(&seq))
+                .filter_map(|(t, _)| last.get(t).copied())
+                .max()
+        };
+        // each entry keyed by where it goes: its own place, or just after
+        // the entry it must follow (inputs moved there keep seq order)
+        let mut keyed: Vec<((usize, bool, usize), Entry)> = std::mem::take(entries)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let to = after(e.seq).filter(|&a| a > i && self.is_input(e.seq));
+                (to.map_or((i, false, i), |a| (a, true, i)), e)
+            })
+            .collect();
+        keyed.sort_by_key(|(key, _)| *key);
+        *entries = keyed.into_iter().map(|(_, e)| e).collect();
+    }
+}
