@@ -411,6 +411,12 @@ pub enum ProviderConfig {
         /// Stream responses (default true).
         #[serde(default)]
         stream: Option<bool>,
+        /// With `stream`, ask for the token counts in a last chunk
+        /// (`stream_options.include_usage`; default true). `false` sends
+        /// no `stream_options`, for servers and proxies that refuse it;
+        /// the tokens are then counted by botfleet.
+        #[serde(default)]
+        stream_usage: Option<bool>,
         /// Retries on 429, 5xx and connection errors (default 4).
         #[serde(default)]
         max_retries: Option<u32>,

@@ -52,6 +52,8 @@ pub(super) struct RawProvider {
     #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
+    stream_usage: Option<bool>,
+    #[serde(default)]
     max_retries: Option<u32>,
     #[serde(default)]
     max_tokens_field: Option<String>,
@@ -90,6 +92,7 @@ impl RawProvider {
             ("call_timeout_s", self.call_timeout_s.is_some()),
             ("max_response_bytes", self.max_response_bytes.is_some()),
             ("stream", self.stream.is_some()),
+            ("stream_usage", self.stream_usage.is_some()),
             ("max_retries", self.max_retries.is_some()),
             ("max_tokens_field", self.max_tokens_field.is_some()),
             ("fallback", self.fallback.is_some()),
@@ -119,6 +122,7 @@ impl RawProvider {
                 "call_timeout_s",
                 "max_response_bytes",
                 "stream",
+                "stream_usage",
                 "max_retries",
                 "max_tokens_field",
                 "fallback",
@@ -171,6 +175,7 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 call_timeout_s: raw.call_timeout_s,
                 max_response_bytes: raw.max_response_bytes,
                 stream: raw.stream,
+                stream_usage: raw.stream_usage,
                 max_retries: raw.max_retries,
                 max_tokens_field: raw.max_tokens_field,
                 fallback: raw.fallback,

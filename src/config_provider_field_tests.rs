@@ -1,4 +1,5 @@
-//! `providers.NAME.max_tokens_field`: read, and a bad value refused.
+//! `providers.NAME.max_tokens_field` and `stream_usage`: read, and a bad
+//! value refused.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,6 +36,36 @@ fn the_token_limit_field_is_read_and_checked() {
         error.contains("max_tokens_field")
             && error.contains("\"max_output_tokens\"")
             && error.contains("max_completion_tokens"),
+        "{error}"
+    );
+}
+
+/// `stream_usage` (round 22, F1): read as a bool, refused as anything
+/// else (naming the key) and on a scripted provider, listed among an
+/// openai provider's keys in the message of a key it does not have.
+#[test]
+fn stream_usage_is_read_and_checked() {
+    for (line, expected) in [
+        ("stream_usage = false", Some(false)),
+        ("stream_usage = true", Some(true)),
+        ("", None),
+    ] {
+        let f = LoadedFleet::parse(&with(line), "fleet.toml", None).unwrap();
+        let Some(ProviderConfig::Openai { stream_usage, .. }) = f.file.providers.get("main") else {
+            panic!("{:?}", f.file.providers);
+        };
+        assert_eq!(*stream_usage, expected, "{line}");
+    }
+    let error = err(&with(r#"stream_usage = "no""#));
+    assert!(error.contains("stream_usage"), "{error}");
+    let error = err(&with("script = \"s.toml\""));
+    assert!(error.contains("`stream_usage`"), "{error}");
+    let scripted =
+        "[providers.s]\nkind = \"scripted\"\nscript = \"s.toml\"\nstream_usage = false\n";
+    let error =
+        err(&ISSUE_EXAMPLE.replace("[providers.main]", &format!("{scripted}\n[providers.main]")));
+    assert!(
+        error.contains("unknown field `stream_usage` for kind = \"scripted\""),
         "{error}"
     );
 }

@@ -284,6 +284,7 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             call_timeout_s,
             max_response_bytes,
             stream,
+            stream_usage,
             max_retries,
             max_tokens_field,
             fallback,
@@ -335,6 +336,9 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             }
             if let Some(s) = stream {
                 o.stream = *s;
+            }
+            if let Some(u) = stream_usage {
+                o.stream_usage = *u;
             }
             if let Some(r) = max_retries {
                 o.max_retries = *r;

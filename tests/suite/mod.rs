@@ -93,6 +93,7 @@ mod owner_change_subagent;
 mod owner_change_turns;
 mod owner_workspaces;
 mod provider_quirks;
+mod provider_quirks2;
 mod recall;
 mod recall_faults;
 mod recall_search;

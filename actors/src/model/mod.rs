@@ -58,7 +58,10 @@ pub trait Model: Send + Sync + 'static {
     /// Runs one completion. Text deltas go to `sink` as they arrive; when
     /// the sink answers [`SinkControl::Abort`] or `cancel` fires, the stream
     /// is dropped and the call returns [`ModelError::Aborted`] or
-    /// [`ModelError::Cancelled`].
+    /// [`ModelError::Cancelled`]. An answer that arrives whole (not
+    /// streamed) is complete and paid for already: a provider may then
+    /// cut its text where the sink aborted and return it, its tool calls
+    /// included (the OpenAI provider does, `openai/body.rs`).
     async fn complete(
         &self,
         request: &ModelRequest,

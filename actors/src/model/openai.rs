@@ -28,7 +28,10 @@
 //!    whichever the response's content type says, so a server that ignores
 //!    `stream` still works. An HTML page in its place is a wrong `base_url`
 //!    ([`ModelError::Config`], naming the URL). Text deltas go to the [`StreamSink`] as they
-//!    arrive. While streaming, `timeout` bounds the silence between two
+//!    arrive; a sink's abort (the loop detector) ends a stream at once,
+//!    which saves the tokens still to come, but only cuts the text of a
+//!    whole answer, which is used with its tool calls (`body.rs`,
+//!    `forward_whole`). While streaming, `timeout` bounds the silence between two
 //!    pieces of the body rather than the whole stream, so a long generation
 //!    is not cut off while it is still producing.
 //! 3. A body that breaks off (network error, idle timeout, an `error` event,
@@ -101,6 +104,7 @@ use super::StreamSink;
 use body::error_chain;
 use body::finished;
 use body::forward;
+use body::forward_whole;
 use body::next_chunk;
 use body::too_large;
 use endpoint::chat_completions_url;
@@ -373,7 +377,8 @@ impl OpenAiModel {
         }
     }
 
-    /// Reads a whole JSON completion; its text goes to `sink` as one delta.
+    /// Reads a whole JSON completion; its text goes to `sink` in pieces
+    /// (`forward_whole`): an abort cuts the text there, the call goes on.
     async fn read_completion(
         &self,
         mut response: reqwest::Response,
@@ -429,7 +434,12 @@ impl OpenAiModel {
         })?;
         let mut assembler = Assembler::default();
         match assembler.apply_completion(completion) {
-            Ok(Some(text)) => forward(sink, &text, &assembler)?,
+            // complete already: a loop in it cuts the text, not the call
+            Ok(Some(text)) => {
+                if let Some(cut) = forward_whole(sink, &text, &self.options) {
+                    assembler.cut_text(cut);
+                }
+            }
             Ok(None) => {}
             Err(message) => {
                 return Err(Failure::Broken {
@@ -514,6 +524,7 @@ impl OpenAiModel {
             &self.options.model,
             request,
             self.options.stream,
+            self.options.stream_usage,
             self.options.temperature,
             self.options.max_tokens_field,
         )?);

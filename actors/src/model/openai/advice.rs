@@ -1,6 +1,6 @@
 //! What a fleet provider's failure tells the operator: which provider
 //! (`providers.NAME`), the URL it posted to, and the likely fix, named by
-//! the fleet file's key (`api_key_env`, `timeout_s`, `stream`, ...). With
+//! the fleet file's key (`api_key_env`, `timeout_s`, `stream_usage`, ...). With
 //! several providers (a reviewer, fallbacks, made bots keeping theirs) a
 //! bare "HTTP 401" does not say which endpoint refused what.
 //!
@@ -154,15 +154,20 @@ fn http(status: u16, body: &str, provider: &str, options: &OpenAiOptions) -> Str
 }
 
 /// The fix a 400 or 422 points at: a field botfleet sends that the
-/// server does not take (`stream_options`, `max_tokens`), tool calls it
+/// server does not take (`stream_options`: `stream_usage`, then
+/// `stream`; `max_tokens`), tool calls it
 /// cannot do, or else its message.
 fn refused_request(body: &str, provider: &str, options: &OpenAiOptions) -> String {
     let said = body.to_lowercase();
     let model = &options.model;
-    if options.stream && said.contains("stream_options") {
+    // the lesser change first: without the field the answers still
+    // stream, only their token counts are botfleet's own
+    if options.stream && options.stream_usage && said.contains("stream_options") {
         return format!(
-            "the server does not take the stream_options field botfleet sends when streaming: \
-             set providers.{provider}.stream = false"
+            "the server does not take the stream_options field botfleet sends when streaming \
+             (to ask for token counts): set providers.{provider}.stream_usage = false (botfleet \
+             then counts the tokens itself); if the server still refuses, set \
+             providers.{provider}.stream = false"
         );
     }
     if options.max_tokens_field == MaxTokensField::MaxTokens

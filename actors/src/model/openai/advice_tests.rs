@@ -178,3 +178,32 @@ fn what_callers_act_on_and_errors_outside_a_fleet_are_kept() {
     assert!(located(http(503, "x"), URL, &options(true)).is_retryable());
     assert!(!located(http(401, "x"), URL, &options(true)).is_retryable());
 }
+
+/// A server or proxy that refuses `stream_options` (older vLLM and TGI)
+/// is first told to drop the field (`stream_usage = false`), which keeps
+/// the answers streaming; `stream = false` only if it still refuses.
+/// Once the field is off, a message naming it is not blamed on it.
+#[test]
+fn a_refused_stream_options_names_stream_usage_first() {
+    let refusals = [
+        "Unrecognized request argument supplied: stream_options",
+        r#"{"detail":[{"type":"extra_forbidden","loc":["body","stream_options"]}]}"#,
+    ];
+    for body in refusals {
+        for status in [400, 422] {
+            let text = text(http(status, body), &options(true));
+            let usage = text.find("set providers.s.stream_usage = false");
+            let stream = text.find("set providers.s.stream = false");
+            assert!(
+                matches!((usage, stream), (Some(u), Some(s)) if u < s),
+                "{text}"
+            );
+        }
+    }
+    let without = OpenAiOptions {
+        stream_usage: false,
+        ..options(true)
+    };
+    let text = text(http(400, refusals[0]), &without);
+    assert!(!text.contains("stream_usage"), "{text}");
+}

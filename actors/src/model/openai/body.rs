@@ -62,6 +62,47 @@ pub(super) fn forward(
     }
 }
 
+/// Bytes of a whole answer's text given to the sink at a time (cut at a
+/// character boundary), so a sink that aborts says where.
+const WHOLE_PIECE: usize = 64;
+
+/// Gives the text of a whole (non-streamed) answer to the sink, piece by
+/// piece. An abort (the loop detector seeing a run of 256 zeros, a base64
+/// blob) does not end the call, as it does while streaming: the answer
+/// is complete and its tokens spent, so nothing is saved by dropping it,
+/// and its tool calls must run. Returns where the text is to be cut: the
+/// end of the piece the sink aborted on (logged at WARN, naming the
+/// provider and the model); `None` when it took the whole text.
+pub(super) fn forward_whole(
+    sink: &mut dyn StreamSink,
+    text: &str,
+    options: &OpenAiOptions,
+) -> Option<usize> {
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + WHOLE_PIECE).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        match sink.on_text(&text[start..end]) {
+            SinkControl::Continue => start = end,
+            SinkControl::Abort { reason } => {
+                warn!(
+                    provider = options.provider.as_deref().unwrap_or(""),
+                    model = %options.model,
+                    %reason,
+                    kept = end,
+                    dropped = text.len() - end,
+                    "the model's whole (non-streamed) answer was stopped by the stream watcher; \
+                     its text is cut there and the answer used, its tool calls included"
+                );
+                return Some(end);
+            }
+        }
+    }
+    None
+}
+
 /// The next piece of the body, `None` at its end; watches `cancel` and
 /// gives up at `deadline`.
 pub(super) async fn next_chunk(

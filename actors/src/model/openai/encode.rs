@@ -52,12 +52,15 @@ impl MaxTokensField {
 }
 
 /// Encodes the request body, its token limit under `max_tokens_field`.
+/// A streamed request asks for the usage chunk (`stream_options`) when
+/// `stream_usage` says so (some servers and proxies refuse the field).
 /// Field order is fixed, so two requests whose conversations share a
 /// prefix share the bytes of that prefix.
 pub(super) fn encode_request(
     model: &str,
     request: &ModelRequest,
     stream: bool,
+    stream_usage: bool,
     temperature: Option<f32>,
     max_tokens_field: MaxTokensField,
 ) -> Result<Vec<u8>, ModelError> {
@@ -81,7 +84,7 @@ pub(super) fn encode_request(
             })
             .collect(),
         stream,
-        stream_options: stream.then_some(StreamOptions {
+        stream_options: (stream && stream_usage).then_some(StreamOptions {
             include_usage: true,
         }),
         max_tokens,

@@ -52,7 +52,15 @@ fn request() -> ModelRequest {
 #[test]
 fn encodes_the_chat_completions_shape() {
     let body: Value = serde_json::from_slice(
-        &encode_request("m", &request(), true, Some(0.5), MaxTokensField::MaxTokens).unwrap(),
+        &encode_request(
+            "m",
+            &request(),
+            true,
+            true,
+            Some(0.5),
+            MaxTokensField::MaxTokens,
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -79,6 +87,26 @@ fn encodes_the_chat_completions_shape() {
     );
 }
 
+/// `stream_usage = false` (for servers that refuse `stream_options`):
+/// the request still streams, without asking for the usage chunk.
+#[test]
+fn a_stream_without_usage_sends_no_stream_options() {
+    let request = ModelRequest {
+        messages: vec![ChatMessage::User {
+            content: "hi".to_owned(),
+        }],
+        ..ModelRequest::default()
+    };
+    let body = String::from_utf8(
+        encode_request("m", &request, true, false, None, MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}"#
+    );
+}
+
 #[test]
 fn omits_empty_tools_and_unset_options() {
     let request = ModelRequest {
@@ -88,7 +116,7 @@ fn omits_empty_tools_and_unset_options() {
         ..ModelRequest::default()
     };
     let body = String::from_utf8(
-        encode_request("m", &request, false, None, MaxTokensField::MaxTokens).unwrap(),
+        encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -118,7 +146,7 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
         ..ModelRequest::default()
     };
     let body: Value = serde_json::from_slice(
-        &encode_request("m", &request, false, None, MaxTokensField::MaxTokens).unwrap(),
+        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
     )
     .unwrap();
     let sent: Vec<&str> = body["messages"][0]["tool_calls"]
@@ -163,7 +191,7 @@ fn reasoning_goes_back_as_reasoning_content() {
         ..ModelRequest::default()
     };
     let body: Value = serde_json::from_slice(
-        &encode_request("m", &request, false, None, MaxTokensField::MaxTokens).unwrap(),
+        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -193,9 +221,10 @@ fn the_token_limit_goes_under_the_chosen_field() {
             "max_tokens",
         ),
     ] {
-        let body: Value =
-            serde_json::from_slice(&encode_request("m", &request, false, None, field).unwrap())
-                .unwrap();
+        let body: Value = serde_json::from_slice(
+            &encode_request("m", &request, false, true, None, field).unwrap(),
+        )
+        .unwrap();
         assert_eq!(body[name], 700, "{name}");
         assert!(body.get(other).is_none(), "{other} sent with {name}");
     }

@@ -47,6 +47,12 @@ pub struct OpenAiOptions {
     pub rate_limit_backoff_base: Duration,
     /// Ask for a streamed (SSE) response. Default `true`.
     pub stream: bool,
+    /// With `stream`, ask for the token counts in a last chunk
+    /// (`stream_options: {"include_usage": true}`). Default `true`;
+    /// `false` sends no `stream_options`, for servers and proxies that
+    /// refuse the field (older vLLM and TGI): an answer without usage has
+    /// its tokens counted by the engine.
+    pub stream_usage: bool,
     /// Extra headers sent with every request (`OpenAI-Organization`,
     /// `HTTP-Referer`); values are treated as secrets.
     pub extra_headers: Vec<(String, String)>,
@@ -90,6 +96,7 @@ impl OpenAiOptions {
             backoff_max: Duration::from_secs(30),
             rate_limit_backoff_base: Self::DEFAULT_RATE_LIMIT_BACKOFF_BASE,
             stream: true,
+            stream_usage: true,
             extra_headers: Vec::new(),
             temperature: None,
             max_tokens_field: MaxTokensField::MaxTokens,
@@ -128,6 +135,7 @@ impl fmt::Debug for OpenAiOptions {
             .field("backoff_max", &self.backoff_max)
             .field("rate_limit_backoff_base", &self.rate_limit_backoff_base)
             .field("stream", &self.stream)
+            .field("stream_usage", &self.stream_usage)
             .field("extra_headers", &header_names)
             .field("temperature", &self.temperature)
             .field("max_tokens_field", &self.max_tokens_field)

@@ -9,8 +9,17 @@
 //! `{"message": "This model's maximum context length is N tokens..", ..}`
 //! or `.. the maximum model length of N ..`, llama.cpp's server
 //! `{"error": {"type": "exceed_context_size_error", "n_ctx": N, ..}}`,
-//! xAI `maximum prompt length is N`; OpenAI's empty account is a 429 with
-//! `code: "insufficient_quota"`, OpenRouter's a 402.
+//! xAI `maximum prompt length is N`, LM Studio `{"error": "Trying to keep
+//! the first N tokens when context the overflows. However, the model is
+//! loaded with context length of only N tokens, .."}`, SGLang `The input
+//! (N tokens) is longer than the model's context length (N tokens).` or
+//! `Requested token count exceeds the model's maximum context length of N
+//! tokens. ..`, TGI a 422 `{"error": "Input validation error: `inputs`
+//! tokens + `max_new_tokens` must be <= N. ..", "error_type":
+//! "validation"}`, and Gemini's OpenAI endpoint a list of one error,
+//! `[{"error": {"message": "The input token count (N) exceeds the maximum
+//! number of tokens allowed (N).", ..}}]`; OpenAI's empty account is a 429
+//! with `code: "insufficient_quota"`, OpenRouter's a 402.
 
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -34,12 +43,18 @@ struct Said {
 
 impl Said {
     fn of(body: &str) -> Said {
-        let Ok(value) = serde_json::from_str::<Value>(body) else {
+        let Ok(mut value) = serde_json::from_str::<Value>(body) else {
             return Said {
                 message: body.to_owned(),
                 ..Said::default()
             };
         };
+        // Gemini's OpenAI endpoint answers a list of one error
+        if let Value::Array(list) = &mut value
+            && list.len() == 1
+        {
+            value = list.swap_remove(0);
+        }
         let error = match value.get("error") {
             Some(inner @ Value::Object(_)) => inner,
             Some(Value::String(message)) => {
@@ -76,6 +91,17 @@ const OVERFLOW_WORDS: &[&str] = &[
     "exceed_context_size",
     "context window",
     "prompt is too long",
+    // LM Studio (its words, in this order), and its later wording
+    "when context the overflows",
+    "when context overflows",
+    "tokens to keep from the initial prompt is greater than the context length",
+    // SGLang (and Together, which serves with it)
+    "is longer than the model's context length",
+    // TGI (and the Hugging Face router in front of it)
+    "tokens + `max_new_tokens` must be <=",
+    "`inputs` must have less than",
+    // Gemini
+    "exceeds the maximum number of tokens allowed",
 ];
 
 /// Phrases followed by the window's size in tokens, lowercase.
@@ -84,8 +110,14 @@ const WINDOW_BEFORE: &[&str] = &[
     "maximum model length of",
     "maximum model length is",
     "maximum prompt length is",
+    "maximum context length of",
     "max-model-len",
     "max_model_len",
+    "context length of only",
+    "is longer than the model's context length",
+    "tokens + `max_new_tokens` must be <=",
+    "`inputs` must have less than",
+    "maximum number of tokens allowed",
 ];
 
 /// The error an HTTP error status ends the call with at once, when its

@@ -117,3 +117,119 @@ fn the_overflow_error_names_the_key_to_lower() {
         "{text}"
     );
 }
+
+/// The real bodies (status, body, window) of LM Studio, SGLang, TGI and
+/// Gemini's OpenAI endpoint for a request longer than the window. Before,
+/// each was an ordinary 400 or 422 ("the server refused the request"),
+/// which said nothing of the window or of `compact_at_tokens`.
+const MORE_OVERFLOWS: &[(&str, u16, &str, Option<u64>)] = &[
+    // lmstudio-ai/lmstudio-bug-tracker#237 (its own words, in this order)
+    (
+        "LM Studio",
+        400,
+        r#"{"error":"Trying to keep the first 6269 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"}"#,
+        Some(4096),
+    ),
+    // LM Studio's later wording (as quoted by clients' overflow tables)
+    (
+        "LM Studio, later",
+        400,
+        r#"{"error":"The number of tokens to keep from the initial prompt is greater than the context length. Try to load the model with a larger context length, or provide a shorter input."}"#,
+        None,
+    ),
+    // QwenLM/Qwen3#1321, served by SGLang
+    (
+        "SGLang",
+        400,
+        r#"{"object":"error","message":"The input (61709 tokens) is longer than the model's context length (40960 tokens).","type":"BadRequestError","param":null,"code":400}"#,
+        Some(40960),
+    ),
+    // SGLang's tokenizer_manager, when the prompt and max_tokens pass it
+    (
+        "SGLang, with the completion",
+        400,
+        r#"{"object":"error","message":"Requested token count exceeds the model's maximum context length of 64000 tokens. You requested a total of 71897 tokens: 7897 tokens from the input messages and 64000 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.","type":"BadRequestError","param":null,"code":400}"#,
+        Some(64000),
+    ),
+    // huggingface/text-generation-inference: validation.rs MaxTotalTokens
+    (
+        "TGI",
+        422,
+        r#"{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 1512. Given: 30 `inputs` tokens and 3984 `max_new_tokens`","error_type":"validation"}"#,
+        Some(1512),
+    ),
+    // huggingface/text-generation-inference#695: InputLength
+    (
+        "TGI, the input alone",
+        422,
+        r#"{"error":"Input validation error: `inputs` must have less than 1024 tokens. Given: 1168","error_type":"validation"}"#,
+        Some(1024),
+    ),
+    // google-gemini/gemini-cli#6678's message, in the list the OpenAI
+    // endpoint (v1beta/openai) answers with
+    (
+        "Gemini",
+        400,
+        r#"[{"error":{"code":400,"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]"#,
+        Some(1048576),
+    ),
+];
+
+#[test]
+fn lm_studio_sglang_tgi_and_gemini_overflows_are_recognised_with_their_window() {
+    for (server, code, body, expected) in MORE_OVERFLOWS {
+        assert_eq!(window(*code, body), Some(*expected), "{server}: {body}");
+        let error = rejection(status(*code), body, &options(Some("p"))).unwrap();
+        assert!(!error.is_retryable(), "{server}");
+        assert!(
+            error.to_string().contains("providers.p.compact_at_tokens"),
+            "{server}: {error}"
+        );
+    }
+}
+
+/// Other refusals of the same servers stay what they are.
+#[test]
+fn other_refusals_of_these_servers_are_not_overflows() {
+    let o = options(None);
+    for (code, body) in [
+        // Gemini's OpenAI endpoint (ComfyUI-NewBie-LLM-Formatter#3)
+        (
+            400,
+            r#"[{"error":{"code":400,"message":"Invalid JSON payload received. Unknown name \"reasoning\": Cannot find field.","status":"INVALID_ARGUMENT"}}]"#,
+        ),
+        (
+            400,
+            r#"[{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}]"#,
+        ),
+        (
+            429,
+            r#"[{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]"#,
+        ),
+        // TGI: the output limit alone, and another field
+        (
+            422,
+            r#"{"error":"Input validation error: `max_new_tokens` must be <= 4096. Given: 8192","error_type":"validation"}"#,
+        ),
+        (
+            422,
+            r#"{"error":"Input validation error: `temperature` must be strictly positive","error_type":"validation"}"#,
+        ),
+        // SGLang and LM Studio
+        (
+            400,
+            r#"{"object":"error","message":"The model `gpt-4` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
+        ),
+        (
+            400,
+            r#"{"error":"No models loaded. Please load a model in the developer page or use the `lms load` command."}"#,
+        ),
+        // a server error is retried whatever it says
+        (
+            500,
+            r#"{"error":"Trying to keep the first 6269 tokens when context the overflows."}"#,
+        ),
+    ] {
+        assert_eq!(rejection(status(code), body, &o), None, "{code} {body}");
+    }
+}

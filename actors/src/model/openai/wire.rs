@@ -222,6 +222,14 @@ impl Assembler {
         &self.text
     }
 
+    /// Cuts the text received so far at byte `at` (kept when `at` is past
+    /// its end or not at a character boundary).
+    pub(super) fn cut_text(&mut self, at: usize) {
+        if self.text.is_char_boundary(at) {
+            self.text.truncate(at);
+        }
+    }
+
     /// Bytes of text and of tool-call ids, names and arguments received so
     /// far (what a runaway answer grows); a repeated id or name counts once.
     pub(super) fn size(&self) -> usize {
