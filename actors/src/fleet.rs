@@ -294,6 +294,10 @@ impl FleetHandle {
         // a bot its owner no longer shares leaves the rooms of other
         // users, in the same transaction (`group/unshared.rs`)
         writes.extend(crate::group::withdraw_unshared(&rt.store, &before, &bots).await?);
+        // a member given to another user makes a room of one owner shared:
+        // a new audience, from a notice, with a new context epoch in each
+        // member's session of it, in the same transaction (`group/given.rs`)
+        writes.extend(crate::group::share_given_rooms(&rt.store, &before, &bots).await?);
         all.extend(bots.into_iter().map(|b| (b.id.clone(), b)));
         // bots made by CreateAgent keep only their makers' tools, and
         // subagents follow their parents (removed with them, their tools

@@ -241,6 +241,10 @@ prompts! {
     /// session of a room when a change of members gives it to other
     /// people: nothing said there before is carried over.
     group_now_shared => "group_now_shared.md",
+    /// `members_changed` notice in a room of one owner that a start makes
+    /// shared because fleet.toml gave one of its members to another user:
+    /// whose it is now, who reads the room from there on.
+    group_member_given => "group_member_given.md",
     /// Notice in a member's session closing an input its discussion no
     /// longer awaits (the member was removed while it had the floor).
     group_member_skipped => "group_member_skipped.md",

@@ -11,6 +11,8 @@
 //! - [`room`]: creating rooms, who may use them, posting a user message
 //!   (ledger + the run it starts, one transaction).
 //! - `admin`: the owner changes a room's members or closes it.
+//! - `given`: a start whose config gives a member of a room of one owner
+//!   to another user shares the room as a change of members would.
 //! - `audience`: a member of a user who gained the room later is shown
 //!   it from where its owner reads it.
 //! - [`mentions`]: `@Name` / `@everyone` → who is addressed.
@@ -43,6 +45,7 @@ mod admin;
 mod audience;
 mod error;
 mod failure;
+mod given;
 pub mod held;
 mod live;
 mod member;
@@ -63,6 +66,7 @@ pub use admin::MEMBERS_CHANGED_CODE;
 pub use admin::close_room;
 pub use admin::set_members;
 pub use error::GroupError;
+pub(crate) use given::share_given_rooms;
 pub use held::Floor;
 pub(crate) use member::is_input_author;
 pub use room::NewRoom;

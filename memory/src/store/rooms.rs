@@ -97,6 +97,13 @@ fn taken_message(seen: Option<&str>, wanted: &str) -> String {
 /// `bot`'s owner (and so its subagents') may have changed, in the
 /// writer's transaction. Returns the rooms that changed, with their new
 /// value.
+///
+/// A room that becomes shared this way (a member given to another user
+/// in fleet.toml) was its owner's alone until now: as with a change of
+/// members that gives it to someone (`audience::newcomers`), each other
+/// user with a member in it reads its timeline from the next entry on
+/// (the start's notice of it, `actors/src/group/given.rs`), not what was
+/// said while it was private.
 pub(crate) fn follow_member_owners(
     conn: &Connection,
     bot: &BotId,
@@ -123,7 +130,38 @@ pub(crate) fn follow_member_owners(
         let (id, shared) = row?;
         changed.push((RoomId::new(id)?, shared));
     }
+    for (room, shared) in &changed {
+        if *shared {
+            admit_other_owners(conn, room, now)?;
+        }
+    }
     Ok(changed)
+}
+
+/// Every user but its owner with a member in `room` (a room that was
+/// its owner's alone) reads its timeline from the next entry on.
+fn admit_other_owners(conn: &Connection, room: &RoomId, now: i64) -> Result<()> {
+    let users: Vec<String> = conn
+        .prepare_cached(
+            "SELECT DISTINCT b.owner FROM rooms r, json_each(r.members) m
+             JOIN bots b ON b.id = m.value
+             WHERE r.id = ?1 AND b.owner != r.owner ORDER BY b.owner",
+        )?
+        .query_map(params![room.as_str()], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let users = users
+        .into_iter()
+        .map(UserId::new)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    // the writer's next seq of the timeline: this connection sees the
+    // entries its open transaction wrote
+    let next: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM entries WHERE session_id = ?1")?
+        .query_row(
+            params![crate::record::room_timeline(room).id().to_string()],
+            |r| r.get(0),
+        )?;
+    audience::admit(conn, room, &users, next, now)
 }
 
 /// The refusal of a change to a closed room (`what` is refused).

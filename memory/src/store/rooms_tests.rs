@@ -300,3 +300,74 @@ async fn a_change_that_gives_a_user_the_room_cuts_the_members_sessions() {
     );
     store.close().await;
 }
+
+/// Round 22 (F2): alice's room `team` of her a and b, with two entries
+/// in its timeline, becomes shared when an `UpsertBot` gives b to bob
+/// (an owner change in fleet.toml): in that write bob reads the timeline
+/// from its next entry on (the start's notice), as after a change of
+/// members that gives him the room; alice reads all of it. The same
+/// record again, or b back to alice and a room of hers alone, gives
+/// nobody anything; b given to bob again starts him at the entry after
+/// that. (Before, the room only turned `shared`, and bob read it from
+/// its first entry.)
+#[tokio::test]
+async fn an_owner_change_that_shares_the_room_gives_the_new_owner_its_timeline_from_then_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir).await;
+    let room = room();
+    let alice = UserId::new("alice").unwrap();
+    let bob = UserId::new("bob").unwrap();
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot_of("a", "alice")),
+            Mutation::UpsertBot(bot_of("b", "alice")),
+            Mutation::Append(notice(&room, "private one")),
+            Mutation::Append(notice(&room, "private two")),
+        ])
+        .await
+        .unwrap();
+    assert!(!store.get_room(&room.id).await.unwrap().unwrap().shared);
+    store
+        .write(vec![Mutation::UpsertBot(bot_of("b", "bob"))])
+        .await
+        .unwrap();
+    assert!(store.get_room(&room.id).await.unwrap().unwrap().shared);
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(3)
+    );
+    assert_eq!(
+        store.room_visible_from(&room.id, &alice).await.unwrap(),
+        None
+    );
+    // the start's notice, then the same config again: bob keeps his start
+    store
+        .write(vec![
+            Mutation::Append(notice(&room, "members_changed")),
+            Mutation::UpsertBot(bot_of("b", "bob")),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(3)
+    );
+    // b back to alice: hers alone again; then bob's again, from seq 5
+    store
+        .write(vec![Mutation::UpsertBot(bot_of("b", "alice"))])
+        .await
+        .unwrap();
+    assert!(!store.get_room(&room.id).await.unwrap().unwrap().shared);
+    store
+        .write(vec![
+            Mutation::Append(notice(&room, "while hers")),
+            Mutation::UpsertBot(bot_of("b", "bob")),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(5)
+    );
+    store.close().await;
+}

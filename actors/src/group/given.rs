@@ -1,0 +1,197 @@
+//! A member given to another user in fleet.toml (its `owner` changed, or
+//! its parent's) makes a room that was its former owner's alone shared at
+//! the next start (`rooms::follow_member_owners`, in the transaction that
+//! applies the config). That is a new audience, as when a change of
+//! members gives the room to someone (`admin.rs`), and it is handled the
+//! same way in the same transaction: the writer lets the new users read
+//! the timeline from the next entry on — the `members_changed` notice
+//! written here, saying whose the member is now
+//! (prompts/group_member_given.md) — and each member's own session of
+//! the room starts a new context epoch (a `summary` entry,
+//! prompts/group_now_shared.md), so nothing said or done there while the
+//! room was private (its owner's memory, DM search results, drafts) is
+//! sent to the model for the new audience or summarised into the room's
+//! later summaries.
+
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewEntry;
+use botfleet_memory::RoomRecord;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::Store;
+use botfleet_memory::StoreError;
+use botfleet_memory::UserId;
+
+use super::admin::MEMBERS_CHANGED_CODE;
+use crate::prompts::prompts;
+
+/// Origin of a subagent's record: `subagent:<parent>`.
+const SUBAGENT_OF: &str = "subagent:";
+
+/// The writes that start the shared era of each room of one owner that
+/// `config` makes shared by giving one of its members (or a member's
+/// parent) to another user; `stored` holds every bot's record before this
+/// config. Written after the config's bots, in their transaction.
+pub(crate) async fn share_given_rooms(
+    store: &Store,
+    stored: &HashMap<BotId, BotRecord>,
+    config: &[BotRecord],
+) -> Result<Vec<Mutation>, StoreError> {
+    let owners = owners_after(stored, config);
+    let mut former: BTreeSet<&UserId> = BTreeSet::new();
+    for (id, before) in stored {
+        if owners.get(id).is_some_and(|now| *now != before.owner) {
+            former.insert(&before.owner);
+        }
+    }
+    let mut writes = Vec::new();
+    for owner in former {
+        for room in store.rooms_for(owner).await? {
+            if room.owner != *owner || room.shared {
+                continue;
+            }
+            let newcomers: BTreeSet<&UserId> = room
+                .members
+                .iter()
+                .filter_map(|m| owners.get(m))
+                .filter(|u| **u != room.owner)
+                .collect();
+            if newcomers.is_empty() {
+                continue;
+            }
+            let newcomers: Vec<&str> = newcomers.into_iter().map(UserId::as_str).collect();
+            tracing::info!(room = %room.id, newcomers = %newcomers.join(", "), "a member given to another owner shares the room: its members start a new context");
+            let given: Vec<&BotId> = room
+                .members
+                .iter()
+                .filter(|m| owners.get(*m).is_some_and(|u| *u != room.owner))
+                .collect();
+            writes.push(notice(&room, &given, &newcomers, stored, config));
+            writes.extend(cuts(store, &room, &newcomers).await?);
+        }
+    }
+    Ok(writes)
+}
+
+/// Each bot's owner once `config` applies: the config's, a subagent its
+/// parent's (the writer moves it with its parent), else as stored.
+fn owners_after(
+    stored: &HashMap<BotId, BotRecord>,
+    config: &[BotRecord],
+) -> HashMap<BotId, UserId> {
+    let mut owners: HashMap<BotId, UserId> = stored
+        .iter()
+        .map(|(id, b)| (id.clone(), b.owner.clone()))
+        .collect();
+    owners.extend(config.iter().map(|b| (b.id.clone(), b.owner.clone())));
+    for bot in stored.values() {
+        let parent = bot
+            .origin
+            .strip_prefix(SUBAGENT_OF)
+            .and_then(|p| BotId::new(p).ok());
+        if let Some(owner) = parent.and_then(|p| owners.get(&p).cloned()) {
+            owners.insert(bot.id.clone(), owner);
+        }
+    }
+    owners
+}
+
+/// The timeline's `members_changed` notice: `given` belong to other users
+/// now, who read the room from here on.
+fn notice(
+    room: &RoomRecord,
+    given: &[&BotId],
+    newcomers: &[&str],
+    stored: &HashMap<BotId, BotRecord>,
+    config: &[BotRecord],
+) -> Mutation {
+    let record = |id: &BotId| {
+        config
+            .iter()
+            .find(|b| b.id == *id)
+            .or_else(|| stored.get(id))
+    };
+    let label = |id: &BotId| match record(id) {
+        Some(b) => format!("{} (@{id}, now {}'s)", b.name, b.owner),
+        None => format!("@{id}"),
+    };
+    let given: Vec<String> = given.iter().map(|id| label(id)).collect();
+    let members: Vec<String> = room.members.iter().map(label).collect();
+    // every placeholder given (a test renders every template with its own)
+    let text = prompts()
+        .group_member_given
+        .render(&[
+            ("owner", room.owner.as_str()),
+            ("given", &given.join(", ")),
+            ("newcomers", &newcomers.join(", ")),
+            ("members", &members.join(", ")),
+        ])
+        .unwrap_or_default();
+    Mutation::Append(Box::new(NewEntry {
+        id: EntryId::new_v7(),
+        session: room.timeline().id(),
+        author: "system".into(),
+        turn: None,
+        kind: EntryKind::Notice {
+            code: MEMBERS_CHANGED_CODE.into(),
+            text,
+            retry_turn: None,
+        },
+    }))
+}
+
+/// A new context epoch in each member's own session of `room` that has
+/// entries: a `summary` covering all of them
+/// (prompts/group_now_shared.md), as the writer cuts them for a change of
+/// members (`memory::store::writer_newcomers`). Read at the start, before
+/// any turn runs, so nothing lands in those sessions in between.
+async fn cuts(
+    store: &Store,
+    room: &RoomRecord,
+    newcomers: &[&str],
+) -> Result<Vec<Mutation>, StoreError> {
+    // both placeholders given (a test renders every template with its own)
+    let text = prompts()
+        .group_now_shared
+        .render(&[
+            ("owner", room.owner.as_str()),
+            ("newcomers", &newcomers.join(", ")),
+        ])
+        .unwrap_or_default();
+    let mut writes = Vec::new();
+    for member in &room.members {
+        let session = SessionKey {
+            bot: member.clone(),
+            kind: SessionKind::Group,
+            peer: room.id.to_string(),
+        }
+        .id();
+        let Some(record) = store.get_session(session).await? else {
+            continue;
+        };
+        if record.last_seq <= 0 {
+            continue;
+        }
+        let epoch = record.epoch + 1;
+        writes.push(Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::Summary {
+                text: text.clone(),
+                covers_to_seq: record.last_seq,
+                epoch,
+            },
+        })));
+        writes.push(Mutation::SetEpoch { session, epoch });
+    }
+    Ok(writes)
+}
