@@ -19,6 +19,7 @@ use botfleet_actors::safety::ReviewSurface;
 use botfleet_actors::safety::ScriptKind;
 use botfleet_actors::safety::review_rules;
 use botfleet_actors::tools::Runner;
+use botfleet_actors::tools::ShownMemory;
 use botfleet_actors::tools::ToolContext;
 use botfleet_actors::tools::ToolRegistry;
 use botfleet_actors::tools::TurnScope;
@@ -189,6 +190,7 @@ impl GateFixture {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: 0,
+            memory_shown: ShownMemory::default(),
         };
         matches!(
             Gate::check(&ctx, tool, t.as_ref(), args).await,

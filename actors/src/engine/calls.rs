@@ -101,6 +101,14 @@ impl Runner {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: self.state.delivered,
+            memory_shown: crate::tools::ShownMemory {
+                frozen: &self.tail.state_shown,
+                update: if self.memory_update.is_some() {
+                    &self.block.shown
+                } else {
+                    &[]
+                },
+            },
         }
     }
 

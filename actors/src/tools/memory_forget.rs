@@ -48,8 +48,8 @@ const MIN_FORGET_CJK_CHARS: usize = 2;
 const MAX_OWED_READ: i64 = 100;
 /// Most characters of an item's text a Forget by text quotes back.
 const MAX_QUOTED_CHARS: usize = 100;
-/// Most left-out items (other people's project facts) a Forget by text
-/// lists; the rest are counted.
+/// Most kept items of one kind (not shown, other people's project facts,
+/// replaced meanwhile) a Forget by text lists; the rest are counted.
 const MAX_LEFT_OUT_LISTED: usize = 10;
 
 /// Removes facts from memory.
@@ -84,12 +84,12 @@ impl Tool for Forget {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "Forget".into(),
-            description: "Remove facts from your memory for good, by id or by text (every layer and scope you reach). Use it when a person asks you to forget something, and tell them what went: the answer lists it. Facts of a project (scope \"project:<name>\") are shared with every user who has a bot in that project: forgetting one removes it for all of them, so a text match leaves out the ones other people's bots wrote (forget such a fact by id, only when the person means that very fact).".into(),
+            description: "Remove facts from your memory for good, by id or by text. Use it when a person asks you to forget something, and tell them what went: the answer lists it. By text it removes only facts your Memory section shows, and lists the other matching facts it kept (forget one by id only when the person means it). Facts of a project (scope \"project:<name>\") are shared with every user who has a bot in that project: forgetting one removes it for all of them, so a text match leaves out the ones other people's bots wrote (forget such a fact by id, only when the person means that very fact).".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "id": {"type": "string", "description": "Id of one item (m-…), as shown in your Memory."},
-                    "matching": {"type": "string", "description": "Instead of id: forget every item whose text contains this (ignoring case, spacing and full-width or composed forms; at least 3 characters, or 2 Chinese, Japanese or Korean ones), also items your Memory section did not show; project facts other people's bots wrote are left out."}
+                    "matching": {"type": "string", "description": "Instead of id: forget every item your Memory section shows whose text contains this (ignoring case, accents, spacing and full-width or composed forms; at least 3 characters, or 2 Chinese, Japanese or Korean ones); matching items it did not show, and project facts other people's bots wrote, are kept and listed."}
                 },
                 "additionalProperties": false
             }),
@@ -159,18 +159,24 @@ async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolE
     }
 }
 
-/// Forgets every reachable item whose text contains `text`, in one store
-/// write (all of them or none), and answers with what went: each item's
-/// id, scope, layer and text (clipped), so the model can tell the person
-/// and remember again what was not meant (the current fact "Lives in
-/// Berlin (moved from Paris)" went with "forget Paris", unseen). A text
-/// match reaches items the prompt did not show (log entries not chosen
-/// for the conversation, items left out by the block's bound); the answer
-/// says so. It leaves out the items of a project scope that another
-/// user's bot wrote (`leave_out_others_project_items`): a project is
-/// shared, any of its users may forget its facts (docs/api.md), but by
-/// id, one the person means, not as the casualties of a broad text; the
-/// answer lists them with how to forget one.
+/// Forgets the items whose text contains `text` and that this turn's
+/// prompt shows (`ToolContext::memory_shown`), in one store write (all of
+/// them or none), and answers with what went: each item's id, scope,
+/// layer and text (clipped), so the model can tell the person and
+/// remember again what was not meant. It keeps, and lists with how to
+/// forget one by id:
+/// - the matching items the prompt did not show (log entries not chosen
+///   for the conversation, items left out by the block's bound): the bot
+///   cannot have meant a fact it was not shown (a broad text took "Lives
+///   in Berlin (moved from Paris)", the current fact, with "forget
+///   Paris");
+/// - the items of a project scope that another user's bot wrote
+///   (`leave_out_others_project_items`): a project is shared, any of its
+///   users may forget its facts (docs/api.md), but by id, one the person
+///   means, not as the casualties of a broad text;
+/// - an item another writer replaced between this call's read and its
+///   write (the store compares the text read at commit,
+///   `MemoryOp::RemoveByCall`): its new text is not what was matched.
 ///
 /// The items are forgotten with the call's identity, so the same call
 /// run again (the engine re-runs a call cut off by a crash before its
@@ -205,11 +211,14 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
     }
     let found = matching_items(ctx.bot, ctx, &needle).await?;
     let (found, left_out) = leave_out_others_project_items(ctx, found).await;
-    if found.len() > MAX_FORGET_MATCHES {
+    let (shown, unshown): (Vec<MemoryItem>, Vec<MemoryItem>) = found
+        .into_iter()
+        .partition(|i| ctx.memory_shown.contains(i.id.as_str()));
+    if shown.len() > MAX_FORGET_MATCHES {
         return Err(ToolError::new(
             format!(
                 "{} items contain {}, more than {MAX_FORGET_MATCHES} at once",
-                found.len(),
+                shown.len(),
                 quoted(&needle)
             ),
             "use a longer, more specific text, or forget by id",
@@ -223,37 +232,42 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
         scope: scope.clone(),
         needle: needle.clone(),
     });
-    let ops = found
+    let ops = shown
         .into_iter()
         .map(|item| MemoryOp::RemoveByCall {
             id: item.id,
             scope: item.scope,
             call: call.clone(),
+            text: item.text,
         })
         .chain(marks)
         .collect();
     let results = ctx.rt.memory.apply_all(ops).await.map_err(store_error)?;
-    // an item another writer forgot or moved in between is not this call's
-    let removed: Vec<MemoryItem> = results
-        .into_iter()
-        .filter_map(|r| match r {
-            MemoryOpResult::Removed(item) => Some(item),
+    // an item another writer forgot, moved or replaced in between is not
+    // this call's
+    let mut removed = Vec::new();
+    let mut changed = Vec::new();
+    for result in results {
+        match result {
+            MemoryOpResult::Removed(item) => removed.push(item),
+            MemoryOpResult::Unchanged(item) => changed.push(item),
             MemoryOpResult::Added(_)
-            | MemoryOpResult::Unchanged(_)
             | MemoryOpResult::Replaced { .. }
             | MemoryOpResult::AlreadyForgotten(_)
             | MemoryOpResult::Purged(_)
-            | MemoryOpResult::Refused(_) => None,
-        })
-        .collect();
-    if removed.is_empty() && !left_out.is_empty() {
+            | MemoryOpResult::Refused(_) => {}
+        }
+    }
+    let kept = Kept {
+        unshown,
+        changed,
+        left_out,
+    };
+    if removed.is_empty() && !kept.is_empty() {
         return Err(ToolError::new(
-            format!(
-                "nothing was forgotten: {}",
-                left_out_text(&needle, &left_out)
-            ),
-            "forget one of them by id only if the person means that very fact; otherwise use a \
-             more specific text",
+            format!("nothing was forgotten: {}", kept.text(&needle)),
+            "forget one of them by id only if the person means that very fact (tell them what it \
+             says first); otherwise use a more specific text",
         ));
     }
     if removed.is_empty() && extraction_pending(ctx, &reach).await {
@@ -270,7 +284,7 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
             "check the wording against your Memory section, or forget by id",
         ));
     }
-    Ok(forgot_matching(&needle, removed, &left_out))
+    Ok(forgot_matching(&needle, removed, &kept))
 }
 
 /// Whether `needle` is long enough to forget by: [`MIN_FORGET_CHARS`]
@@ -314,29 +328,24 @@ async fn extraction_pending(ctx: &ToolContext<'_>, reach: &[MemoryScope]) -> boo
 }
 
 /// The answer of a Forget by text that removed `items` just now: each
-/// with its id, scope, layer and text (clipped), then the items it left
-/// out (`left_out`).
-fn forgot_matching(
-    needle: &str,
-    mut items: Vec<MemoryItem>,
-    left_out: &[(MemoryItem, String)],
-) -> ToolOutput {
+/// with its id, scope, layer and text (clipped), then what it kept.
+fn forgot_matching(needle: &str, mut items: Vec<MemoryItem>, kept: &Kept) -> ToolOutput {
     items.sort_by(|a, b| a.scope.cmp(&b.scope).then_with(|| a.id.cmp(&b.id)));
     let lines: Vec<String> = items
         .iter()
         .map(|i| format!("- {} ({}) {}", i.id, where_(i), clipped(&i.text)))
         .collect();
     let mut text = format!(
-        "Forgot {} item(s) containing {}; they are gone from your Memory from the next turn on:\n{}\n\
-         A text match reaches every item you remember, also ones your Memory section did not show: \
-         tell the person what was forgotten, and Remember again anything they did not mean to lose.",
+        "Forgot {} item(s) containing {} that your Memory section showed; they are gone from \
+         your Memory from the next turn on:\n{}\nTell the person what was forgotten, and \
+         Remember again anything they did not mean to lose.",
         lines.len(),
         quoted(needle),
         lines.join("\n")
     );
-    if !left_out.is_empty() {
+    if !kept.is_empty() {
         text.push('\n');
-        text.push_str(&left_out_text(needle, left_out));
+        text.push_str(&kept.text(needle));
         text.push_str(
             "\nTo forget one of them, Forget it by id, only if the person means that very fact.",
         );
@@ -365,36 +374,79 @@ fn forgot_again(needle: &str, mut items: Vec<(MemoryId, MemoryScope)>) -> ToolOu
     ))
 }
 
-/// What a Forget by text left out: the items of a shared project other
-/// people's bots wrote, each with who wrote it (at most
-/// [`MAX_LEFT_OUT_LISTED`], the rest counted).
-fn left_out_text(needle: &str, left_out: &[(MemoryItem, String)]) -> String {
-    let mut lines: Vec<String> = left_out
-        .iter()
+/// The matching items a Forget by text kept, by why.
+#[derive(Debug, Default)]
+struct Kept {
+    /// Items this turn's prompt did not show.
+    unshown: Vec<MemoryItem>,
+    /// Items another writer replaced between the read and the write, as
+    /// they are now.
+    changed: Vec<MemoryItem>,
+    /// Items of a shared project other people's bots wrote, with who.
+    left_out: Vec<(MemoryItem, String)>,
+}
+
+impl Kept {
+    fn is_empty(&self) -> bool {
+        self.unshown.is_empty() && self.changed.is_empty() && self.left_out.is_empty()
+    }
+
+    /// What was kept and why, a paragraph per reason (each lists at most
+    /// [`MAX_LEFT_OUT_LISTED`] items, the rest counted).
+    fn text(&self, needle: &str) -> String {
+        let needle = quoted(needle);
+        let mut parts = Vec::new();
+        if !self.unshown.is_empty() {
+            let mut items = self.unshown.iter().collect::<Vec<_>>();
+            items.sort_by(|a, b| a.scope.cmp(&b.scope).then_with(|| a.id.cmp(&b.id)));
+            parts.push(format!(
+                "{} more item(s) containing {needle} were kept: your Memory section did not show \
+                 them, so the person cannot have meant them by what you were shown:\n{}",
+                items.len(),
+                listed(items.into_iter().map(|i| (i, None)))
+            ));
+        }
+        if !self.changed.is_empty() {
+            parts.push(format!(
+                "{} item(s) containing {needle} were kept: their text was replaced while this \
+                 Forget ran, and the new text is not what was matched (now):\n{}",
+                self.changed.len(),
+                listed(self.changed.iter().map(|i| (i, None)))
+            ));
+        }
+        if !self.left_out.is_empty() {
+            parts.push(format!(
+                "{} item(s) containing {needle} were left out, kept: other people's bots wrote \
+                 them in a project, which every user with a bot in it shares (forgetting one \
+                 removes it for all of them):\n{}",
+                self.left_out.len(),
+                listed(self.left_out.iter().map(|(i, w)| (i, Some(w.as_str()))))
+            ));
+        }
+        parts.join("\n")
+    }
+}
+
+/// Lines `- <id> (<where>[, written by <writer>]) "<text>"`, at most
+/// [`MAX_LEFT_OUT_LISTED`], then how many more.
+fn listed<'a>(items: impl ExactSizeIterator<Item = (&'a MemoryItem, Option<&'a str>)>) -> String {
+    let total = items.len();
+    let mut lines: Vec<String> = items
         .take(MAX_LEFT_OUT_LISTED)
-        .map(|(i, writer)| {
-            format!(
-                "- {} ({}, written by {writer}) {}",
+        .map(|(i, writer)| match writer {
+            Some(w) => format!(
+                "- {} ({}, written by {w}) {}",
                 i.id,
                 where_(i),
                 clipped(&i.text)
-            )
+            ),
+            None => format!("- {} ({}) {}", i.id, where_(i), clipped(&i.text)),
         })
         .collect();
-    if left_out.len() > MAX_LEFT_OUT_LISTED {
-        lines.push(format!(
-            "- and {} more",
-            left_out.len() - MAX_LEFT_OUT_LISTED
-        ));
+    if total > MAX_LEFT_OUT_LISTED {
+        lines.push(format!("- and {} more", total - MAX_LEFT_OUT_LISTED));
     }
-    format!(
-        "{} item(s) containing {} were left out, kept: other people's bots wrote them in a \
-         project, which every user with a bot in it shares (forgetting one removes it for all of \
-         them):\n{}",
-        left_out.len(),
-        quoted(needle),
-        lines.join("\n")
-    )
+    lines.join("\n")
 }
 
 /// `text` JSON-quoted, at most [`MAX_QUOTED_CHARS`] characters of it.

@@ -21,8 +21,21 @@ async fn remember(f: &ToolFixture, call: &str, args: Value) -> Result<ToolOutput
     Remember.call(&f.ctx(call), args).await
 }
 
+/// Forget, run by a turn whose prompt shows every item the bot reaches.
 async fn forget(f: &ToolFixture, call: &str, args: Value) -> Result<ToolOutput, ToolError> {
-    Forget.call(&f.ctx(call), args).await
+    let shown: Vec<String> = items(f)
+        .await
+        .into_iter()
+        .map(|i| i.id.to_string())
+        .collect();
+    let ctx = ToolContext {
+        memory_shown: crate::tools::ShownMemory {
+            frozen: &shown,
+            update: &[],
+        },
+        ..f.ctx(call)
+    };
+    Forget.call(&ctx, args).await
 }
 
 async fn items(f: &ToolFixture) -> Vec<MemoryItem> {

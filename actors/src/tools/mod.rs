@@ -157,6 +157,29 @@ pub struct ToolContext<'a> {
     /// count, kept across a resume): 0 spares SendMessage's look for a
     /// repeat in the store.
     pub delivered_before: u32,
+    /// The memory items this turn's prompt shows: Forget by text forgets
+    /// only those (the bot cannot have meant a fact it was not shown).
+    pub memory_shown: ShownMemory<'a>,
+}
+
+/// The ids of the memory items a turn's prompt shows (`memory/render.rs`
+/// lines `- <id> (…) "…"`): those of the context's frozen memory block,
+/// and those of this turn's fresh block when its update goes in the
+/// requests. Fact extraction may change only these, for the same reason.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShownMemory<'a> {
+    /// Ids the frozen block of the context shows.
+    pub frozen: &'a [String],
+    /// Ids of the turn's fresh block, when its update is sent (else
+    /// empty).
+    pub update: &'a [String],
+}
+
+impl ShownMemory<'_> {
+    /// Whether the prompt shows item `id`.
+    pub fn contains(&self, id: &str) -> bool {
+        self.frozen.iter().chain(self.update).any(|s| s == id)
+    }
 }
 
 impl ToolContext<'_> {

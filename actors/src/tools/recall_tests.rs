@@ -27,6 +27,14 @@ use crate::tools::Tool;
 use crate::tools::ToolRegistry;
 use crate::tools::test_support::ToolFixture;
 
+/// ReadTranscript: neighbours, offsets, clipping.
+#[path = "recall_read_tests.rs"]
+mod read;
+
+/// A damaged index and a cancelled turn.
+#[path = "recall_fault_tests.rs"]
+mod faults;
+
 fn bot(id: &str) -> BotId {
     BotId::new(id).unwrap()
 }
@@ -345,50 +353,6 @@ async fn a_subagent_sees_its_own_sessions_and_the_delegating_one_only() {
 }
 
 #[tokio::test]
-async fn read_transcript_returns_the_neighbours_of_a_seq() {
-    let w = World::new().await;
-    let dm = w.my_dm();
-    for i in 1..=12 {
-        w.say(&dm, "u", &format!("message number {i}")).await;
-    }
-    let out = w
-        .read(json!({"session": dm.id.to_string(), "seq": 6}))
-        .await
-        .unwrap();
-    let shown: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("  #") || l.starts_with("→ #"))
-        .collect();
-    assert_eq!(shown.len(), 7, "{out}");
-    assert!(out.ends_with("(more after #9: call ReadTranscript with a later seq)\n"));
-    assert!(out.starts_with(&format!(
-        "Session {} (this conversation), entries 3 to 9 of 12; → marks seq 6:",
-        dm.id
-    )));
-    assert!(shown[0].starts_with("  #3 "), "{out}");
-    assert!(shown[3].starts_with("→ #6 "), "{out}");
-    assert!(
-        shown[3].ends_with("u: (user message) message number 6"),
-        "{out}"
-    );
-    assert!(shown[6].starts_with("  #9 "), "{out}");
-
-    // clamped at the ends; before/after chosen by the model
-    let out = w
-        .read(json!({"session": dm.id.to_string(), "seq": 2, "before": 5, "after": 20}))
-        .await
-        .unwrap();
-    assert!(out.contains("entries 1 to 12 of 12"), "{out}");
-    assert!(!out.contains("more after"), "{out}");
-    let out = w
-        .read(json!({"session": dm.id.to_string(), "seq": 1, "before": 0, "after": 0}))
-        .await
-        .unwrap();
-    assert!(out.contains("entries 1 to 1 of 12"), "{out}");
-    assert!(out.contains("(more after #1"), "{out}");
-}
-
-#[tokio::test]
 async fn bad_input_gets_errors_that_say_what_to_do() {
     let w = World::new().await;
     let dm = w.my_dm();
@@ -483,88 +447,6 @@ fn recall_tools_are_read_only_internal_and_registered() {
     }
 }
 
-/// Overwrites the middle half of the largest `.idx` file in `index` with
-/// other bytes, keeping the file's end (its footer) intact.
-fn damage_largest_idx(index: &std::path::Path) {
-    let largest = std::fs::read_dir(index)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .unwrap();
-    let mut bytes = std::fs::read(&largest).unwrap();
-    let len = bytes.len();
-    let mut x: u32 = 0x9e37_79b9;
-    for b in &mut bytes[len / 4..len * 3 / 4] {
-        // xorshift: the same bytes every run
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        *b = x.to_le_bytes()[0];
-    }
-    std::fs::write(&largest, bytes).unwrap();
-}
-
-/// A search on a damaged index (tantivy panics or loops in it) is a clear
-/// tool error that says the index is being rebuilt, within the search
-/// deadline, and the turn goes on (before: "index task failed: … panicked"
-/// with "try again", or a call that never returned).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_index_is_a_clear_tool_error_within_the_deadline() {
-    let w = World::new().await;
-    let dm = w.my_dm();
-    for i in 0..300 {
-        w.say(
-            &dm,
-            "u",
-            &format!("supplier audit number {i} for the quarterly review of vendor {i}"),
-        )
-        .await;
-    }
-    w.index_all().await;
-    let dir = w.fx._dir.path().join("index");
-    damage_largest_idx(&dir);
-    let damaged = TranscriptIndex::open(&dir).unwrap();
-    damaged.set_search_deadline(std::time::Duration::from_secs(2));
-    w.fx.rt.set_transcript_index(damaged);
-
-    let err = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        w.search(json!({"query": "\"supplier audit number\""})),
-    )
-    .await
-    .expect("the search never returned")
-    .unwrap_err();
-    assert!(
-        err.message.contains("unavailable") && err.message.contains("being rebuilt"),
-        "{err}"
-    );
-    assert!(err.hint.contains("answer without searching"), "{err}");
-}
-
-/// Cancelling the turn ends a SearchTranscript call (before, the call
-/// waited for the search, which on a damaged index never ended).
-#[tokio::test]
-async fn a_cancelled_turn_ends_the_search() {
-    let w = World::new().await;
-    let dm = w.my_dm();
-    w.say(&dm, "u", "the supplier list").await;
-    w.index_all().await;
-    w.fx.cancel.cancel();
-    let err = w.search(json!({"query": "supplier"})).await.unwrap_err();
-    assert!(err.message.contains("cancelled"), "{err}");
-}
-
-/// Regression: ReadTranscript cut an entry at a char count, so a flag or
-/// an accented letter at the cut was split and its half sat before the
-/// "…". The cut falls between grapheme clusters, within the budget.
-#[test]
-fn a_transcript_clip_keeps_grapheme_clusters_whole() {
-    assert_eq!(clip("e\u{301}e\u{301}", 3), "e\u{301}… [2 more characters]");
-    assert_eq!(clip("🇫🇷🇩🇪", 3), "🇫🇷… [2 more characters]");
-    assert_eq!(clip("abc", 3), "abc");
-}
-
 /// The index leaves out the results of the tools it names by name
 /// (botfleet-memory cannot see the registry): each must be a built-in
 /// tool, so a renamed tool fails here instead of being indexed again.
@@ -580,42 +462,4 @@ fn the_tools_the_index_leaves_out_are_built_in() {
             "{tool}"
         );
     }
-}
-
-/// A message longer than ReadTranscript shows at once can be read to its
-/// end with `offset`, in this conversation without naming it. (Before,
-/// only its first 6,000 characters could ever be read: the middle of a
-/// long message was out of reach but for a search snippet.)
-#[tokio::test]
-async fn read_transcript_reads_a_long_entry_on_from_an_offset() {
-    let w = World::new().await;
-    let dm = w.my_dm();
-    let text: String = (0..1_400).map(|i| format!("w{i:04} ")).collect();
-    assert_eq!(text.chars().count(), 8_400);
-    let seq = w.say(&dm, "u", &text).await;
-
-    let first = w
-        .read(json!({"seq": seq, "before": 0, "after": 0}))
-        .await
-        .unwrap();
-    assert!(first.contains("w0000 "), "{first}");
-    assert!(!first.contains("w1000 "), "{first}");
-    assert!(
-        first.contains("… [2400 more characters: ReadTranscript with \"offset\": 6000 reads on]"),
-        "{first}"
-    );
-
-    let rest = w
-        .read(json!({"session": dm.id.to_string(), "seq": seq, "offset": 6000, "before": 0, "after": 0}))
-        .await
-        .unwrap();
-    assert!(rest.contains("[6000 characters before] …w1000 "), "{rest}");
-    assert!(rest.contains("w1399 "), "{rest}");
-    assert!(!rest.contains("more characters"), "{rest}");
-
-    let err = w
-        .read(json!({"seq": seq, "offset": 8_400}))
-        .await
-        .unwrap_err();
-    assert!(err.message.contains("past the end"), "{err}");
 }

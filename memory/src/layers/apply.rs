@@ -184,7 +184,18 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
             source,
         } => replace(conn, id, scope, text, *importance, source, now),
         MemoryOp::Remove { id, scope } => remove(conn, id, scope, None, now),
-        MemoryOp::RemoveByCall { id, scope, call } => remove(conn, id, scope, Some(call), now),
+        MemoryOp::RemoveByCall {
+            id,
+            scope,
+            call,
+            text,
+        } => match get_item(conn, id)? {
+            // replaced since the caller read it: not what it meant
+            Some(item) if &item.scope == scope && &item.text != text => {
+                Ok(MemoryOpResult::Unchanged(item))
+            }
+            Some(_) | None => remove(conn, id, scope, Some(call), now),
+        },
         MemoryOp::PurgeExpired { scope, before_ms } => {
             purge_expired(conn, scope, *before_ms).map(MemoryOpResult::Purged)
         }

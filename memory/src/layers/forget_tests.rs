@@ -29,6 +29,7 @@ fn remove_by(item: &MemoryItem, call: &str) -> MemoryOp {
         id: item.id.clone(),
         scope: item.scope.clone(),
         call: call.into(),
+        text: item.text.clone(),
     }
 }
 
@@ -116,4 +117,64 @@ async fn a_failure_in_the_middle_forgets_nothing_and_the_call_is_recorded() {
         "{again:?}"
     );
     assert_eq!(f.store.memory_forgotten_by("t/c1").await.unwrap(), expected);
+}
+
+/// Regression (round 22): a project fact bob's bot replaced between
+/// alice's Forget by text reading it and its removal committing was
+/// deleted with bob's new text, which alice's bot never read nor matched.
+/// The removal now compares the text it read at commit, and keeps an item
+/// replaced since.
+#[tokio::test]
+async fn a_removal_keeps_an_item_replaced_since_it_was_read() {
+    let f = fixture();
+    let a = bot("a", "alice", &["apollo"]);
+    let apollo = MemoryScope::Project(crate::ids::ProjectId::new("apollo").unwrap());
+    f.add(fact("launch", &apollo, "Apollo launch is on 2027-03-14"))
+        .await;
+    // alice's Forget reads what matches
+    let found = f
+        .store
+        .find_memory(bot_scopes(&a), "Apollo launch", f.now())
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    // bob's bot replaces it before alice's removal commits
+    const BOBS: &str = "Apollo launch moved to 2027-04-01 (Bob)";
+    let replaced = f
+        .hub
+        .apply(MemoryOp::Replace {
+            id: found[0].id.clone(),
+            scope: apollo.clone(),
+            text: BOBS.into(),
+            importance: None,
+            source: "tool:b1".into(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(replaced, MemoryOpResult::Replaced { .. }),
+        "{replaced:?}"
+    );
+    let results = f
+        .hub
+        .apply_all(vec![remove_by(&found[0], "t/c1")])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&results[..], [MemoryOpResult::Unchanged(i)] if i.text == BOBS),
+        "{results:?}"
+    );
+    let left = f.store.memory_items(bot_scopes(&a), f.now()).await.unwrap();
+    assert_eq!(
+        left.iter().map(|i| i.text.as_str()).collect::<Vec<_>>(),
+        [BOBS],
+        "bob's fact is kept"
+    );
+    assert!(
+        f.store
+            .memory_forgotten_by("t/c1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -16,6 +16,7 @@ use rusqlite::Connection;
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 
+use super::apply::secure;
 use super::recall::stored_terms;
 use super::types::comparison_key;
 use crate::error::Result;
@@ -26,8 +27,14 @@ use crate::error::Result;
 /// characters and combining marks (search index format 3); 3: spaces next
 /// to CJK text dropped from comparison keys (项目代号 Alpha = 项目代号Alpha);
 /// 4: recall terms accent-folded (`Zürich` → `zurich`, search index
-/// format 5), comparison keys unchanged.
-pub(crate) const KEYS_FORMAT: &str = "4";
+/// format 5), comparison keys unchanged; 5: comparison keys case- and
+/// accent-folded as recall terms are (Forget `Zurich` finds `Zürich`), and
+/// the texts Forget by text left as marks (`memory_forget_marks.needle`,
+/// kept in comparison form) folded with them. A mark of an item forgotten
+/// by id keeps only its text's hash: one made before the refresh matches
+/// only its text with its own accents until it is pruned (an hour, or
+/// once no extraction owed predates it).
+pub(crate) const KEYS_FORMAT: &str = "5";
 
 /// The `meta` key holding the format of the stored keys.
 const META_KEY: &str = "memory_keys_format";
@@ -66,6 +73,7 @@ pub(crate) fn refresh(conn: &mut Connection) -> Result<usize> {
             }
         }
     }
+    changed += refresh_marks(&tx)?;
     tx.execute(
         "INSERT INTO meta (key, value) VALUES (?1, ?2)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -80,6 +88,30 @@ pub(crate) fn refresh(conn: &mut Connection) -> Result<usize> {
         );
     }
     Ok(changed)
+}
+
+/// Brings the needles of the Forget marks (`forget_marks.rs`) to the
+/// current comparison form: a needle is a comparison key, and the key of
+/// a key is the key of the text it came from. Answers how many changed.
+fn refresh_marks(tx: &rusqlite::Transaction<'_>) -> Result<usize> {
+    let needles = tx
+        .prepare("SELECT rowid, needle FROM memory_forget_marks WHERE needle IS NOT NULL")?
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    // a needle is (part of) a forgotten text: its old form is zeroed
+    secure(tx, |conn| {
+        let mut update =
+            conn.prepare("UPDATE memory_forget_marks SET needle = ?2 WHERE rowid = ?1")?;
+        let mut changed = 0;
+        for (row, needle) in needles {
+            let key = comparison_key(&needle);
+            if key != needle {
+                update.execute(params![row, key])?;
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    })
 }
 
 #[cfg(test)]
@@ -157,6 +189,45 @@ mod tests {
         )?;
         assert_eq!(terms, "book hotel zurich");
         assert_eq!(terms, stored_terms("booked the hotel in Zurich"));
+        Ok(())
+    }
+
+    /// Regression (round 22): comparison keys were not accent-folded
+    /// while recall terms were, so Forget `Zurich` did not find "Lives in
+    /// Zürich" that recall ranked for `Zurich`. A store at keys format 4
+    /// gets its rows' keys and its Forget marks' needles folded at open.
+    #[test]
+    fn comparison_keys_and_marks_of_format_4_are_accent_folded() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        crate::store::schema::migrate(&mut conn)?;
+        conn.execute(
+            "INSERT INTO memory (id, scope_kind, scope_id, layer, text, norm, chars, terms,
+                                 importance, source, created_at, updated_at)
+             VALUES ('m-cccccccccccc', 'user', 'alice', 'profile', 'Lives in Zürich',
+                     'lives in zürich', 15, 'live zurich', 1, 'test', 0, 0)",
+            [],
+        )?;
+        conn.execute(
+            "INSERT INTO memory_forget_marks (scope_kind, scope_id, needle, forgotten_at)
+             VALUES ('user', 'alice', 'tromsø', 0)",
+            [],
+        )?;
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, '4')
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [META_KEY],
+        )?;
+        assert_eq!(refresh(&mut conn)?, 2);
+        let norm: String = conn.query_row(
+            "SELECT norm FROM memory WHERE id = 'm-cccccccccccc'",
+            [],
+            |r| r.get(0),
+        )?;
+        assert_eq!(norm, "lives in zurich");
+        assert_eq!(norm, comparison_key("LIVES IN ZURICH"));
+        let needle: String =
+            conn.query_row("SELECT needle FROM memory_forget_marks", [], |r| r.get(0))?;
+        assert_eq!(needle, "tromso");
         Ok(())
     }
 }

@@ -18,15 +18,20 @@ use std::fmt;
 use std::str::FromStr;
 
 use icu_normalizer::ComposingNormalizerBorrowed;
+use icu_properties::CodePointMapData;
+use icu_properties::props::GeneralCategory;
+use icu_properties::props::GeneralCategoryGroup;
 use serde::Deserialize;
 use serde::Serialize;
 use sha2::Digest;
 use sha2::Sha256;
+use tantivy::tokenizer::TokenStream;
 
 use crate::ids::IdError;
 use crate::index::CharClass;
 use crate::index::Script;
 use crate::index::classify;
+use crate::index::query_analyzer;
 
 /// Most facts in the profile of one scope instance.
 pub const MAX_PROFILE_FACTS: usize = 100;
@@ -312,12 +317,53 @@ pub fn normalize_text(text: &str) -> String {
 /// lowercased, NFKC again (lowercasing can leave a text unnormalized),
 /// and without the spaces that are optional typography next to CJK text
 /// ([`optional_space`]): "项目代号Alpha" is in "项目代号 Alpha 2026".
-/// Latin word boundaries stay: "a b" is not "ab". Only compared, never
-/// shown.
+/// Latin word boundaries stay: "a b" is not "ab". Then its letters are
+/// case- and accent-folded as recall's terms are ([`folded_letters`]):
+/// "Lives in Zürich" contains "zurich", "Straße" is "STRASSE". Only
+/// compared, never shown.
 pub(crate) fn comparison_key(text: &str) -> String {
     let nfkc = ComposingNormalizerBorrowed::new_nfkc();
     let lower = normalize_text(&nfkc.normalize(text)).to_lowercase();
-    without_optional_spaces(&nfkc.normalize(&lower))
+    folded_letters(&without_optional_spaces(&nfkc.normalize(&lower)))
+}
+
+/// `key` with each letter outside ASCII (and each letter followed by a
+/// combining mark) replaced by what the transcript tokenizer makes of it
+/// as a word of its own: case-folded, its accents folded (`ü` → `u`, `ø`
+/// → `o`, `ς` → `σ`, `ß` → `ss`, Cyrillic letters but `ё` kept). Each
+/// letter goes alone so that the stemmer, which leaves words of one or
+/// two letters as they are, changes nothing, and so that spaces and
+/// punctuation stay: a key is matched as a substring. The tokenizer's own
+/// folding, not a copy of it, so Forget matches as recall ranks.
+fn folded_letters(key: &str) -> String {
+    if key.is_ascii() {
+        return key.to_owned();
+    }
+    let marks = CodePointMapData::<GeneralCategory>::new();
+    let is_mark = |c: char| GeneralCategoryGroup::Mark.contains(marks.get(c));
+    let mut analyzer = query_analyzer();
+    let mut out = String::with_capacity(key.len());
+    let mut chars = key.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        let mut end = start + c.len_utf8();
+        while let Some(&(i, m)) = chars.peek().filter(|&&(_, m)| is_mark(m)) {
+            end = i + m.len_utf8();
+            chars.next();
+        }
+        let letter = &key[start..end];
+        if letter.is_ascii() || classify(c) != CharClass::Word {
+            out.push_str(letter);
+            continue;
+        }
+        let mut stream = analyzer.token_stream(letter);
+        let first = stream.advance().then(|| stream.token().text.clone());
+        match first {
+            Some(folded) if !stream.advance() => out.push_str(&folded),
+            // dropped (an ignorable) or cut in two: kept as written
+            Some(_) | None => out.push_str(letter),
+        }
+    }
+    out
 }
 
 /// `text` (single spaces between words, trimmed) without each space

@@ -69,3 +69,23 @@ async fn forget_and_duplicates_ignore_the_spacing_next_to_chinese() {
         .unwrap();
     assert!(found.is_empty());
 }
+
+/// Regression (round 22): the key kept accents while recall terms fold
+/// them, so Forget `Zurich` did not find "Lives in Zürich", which recall
+/// ranked for `Zurich`. Letters are folded as the tokenizer folds them;
+/// spaces, punctuation and CJK text stay as they were.
+#[test]
+fn the_key_folds_case_and_accents_as_recall_does() {
+    let key = comparison_key;
+    assert_eq!(key("Lives in Zürich"), "lives in zurich");
+    assert!(key("Lives in Zürich").contains(&key("in Zurich")));
+    assert!(key("Lives in Zurich").contains(&key("ZÜRICH")));
+    assert_eq!(key("Tromsø, Straße"), key("TROMSO, STRASSE"));
+    assert_eq!(key("ΣΊΣΥΦΟΣ"), key("σισυφοσ"));
+    // a mark NFKC cannot compose is folded with its letter
+    assert_eq!(key("q\u{301}uery"), "query");
+    // Cyrillic letters stay letters of their own, but ё is е
+    assert_ne!(key("й"), key("и"));
+    assert_eq!(key("ёлка"), key("елка"));
+    assert_eq!(key("项目代号 Alpha 2026"), "项目代号alpha 2026");
+}

@@ -59,7 +59,10 @@ pub enum MemoryOp {
     /// Like `Remove`, and keeps which tool call forgot the item: a call
     /// run again after a crash finds what it already forgot
     /// ([`Store::memory_forgotten_by`](crate::Store::memory_forgotten_by))
-    /// and answers as the first run did.
+    /// and answers as the first run did. Removes the item only if its
+    /// text is still `text`, the one the caller read and matched: an item
+    /// another writer replaced since is not what the caller meant, and
+    /// answers `Unchanged` with the item as it is now.
     RemoveByCall {
         /// The item.
         id: MemoryId,
@@ -67,6 +70,8 @@ pub enum MemoryOp {
         scope: MemoryScope,
         /// The call, e.g. `<turn>/<call id>`.
         call: String,
+        /// The item's text as the caller read it.
+        text: String,
     },
     /// Like `Add`, for a fact the extraction of `turn` drew from what was
     /// said in it: a Forget committed after the turn started wins over it.
