@@ -257,6 +257,11 @@ pub struct RuntimeConfig {
     /// Whether Shell commands run in the OS sandbox (src/sandbox.rs).
     #[serde(default)]
     pub shell_sandbox: ShellSandboxMode,
+    /// MiB the file tools and Shell leave free on the workspace's file
+    /// system (0: none; unset: 512 MiB or 5 % of it, whichever is less):
+    /// by default it is the store's (actors/src/tools/workspace_disk.rs).
+    #[serde(default)]
+    pub tools_min_free_disk_mb: Option<u64>,
 }
 
 /// `runtime.shell_sandbox`: whether Shell commands run in an OS sandbox
@@ -357,6 +362,7 @@ impl Default for RuntimeConfig {
             ledger_retention_days: default_ledger_days(),
             extract_memory: default_extract_memory(),
             shell_sandbox: ShellSandboxMode::default(),
+            tools_min_free_disk_mb: None,
         }
     }
 }

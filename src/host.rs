@@ -456,8 +456,9 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // the error names the directory and what to do: one the host may not
     // write stops the start (its bots' file tools and Shell failed at
     // every call)
-    let workspace = Workspace::open(&workspace_dir)?;
     let r = &f.runtime;
+    let workspace =
+        Workspace::open(&workspace_dir)?.with_min_free_disk_mb(r.tools_min_free_disk_mb);
     let mut settings = FleetSettings::new(workspace.root().to_path_buf());
     settings.debounce = Duration::from_millis(r.debounce_ms);
     settings.debounce_max = Duration::from_millis(r.debounce_max_ms);
@@ -494,7 +495,8 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let fleet_path = fleet_file.base_dir.as_ref().map(|_| opts.fleet.clone());
     let hidden = crate::sandbox::hidden_paths(&data_dir, workspace.root(), fleet_path);
     let launcher = opts.shell_launcher.as_deref();
-    let (sandbox, notes) = crate::sandbox::shell_sandbox(r.shell_sandbox, launcher, hidden).await;
+    let (sandbox, notes, isolated) =
+        crate::sandbox::shell_sandbox(r.shell_sandbox, launcher, hidden).await;
     settings.shell_sandbox = sandbox;
     banner.extend(notes);
     let now = chrono::Utc::now().timestamp_millis();
@@ -543,7 +545,9 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         botfleet_actors::MemoryState::new(rt.store.clone()).bounded_by(&rt.settings),
     ));
     start_recall(&rt, &data_dir)?;
-    rt.set_vault(vault);
+    // commands that see neither the host's secrets nor each other's
+    // arguments: each bot's results scrubbed of its owner's secrets only
+    rt.set_vault(vault.with_isolated_commands(isolated));
     let fleet = FleetHandle::start(rt, bots).await?;
     // each owner's bots work in `<workspace>/<owner id>/`: what an older
     // version left at the root, shared by all bots, no bot sees any more;

@@ -313,8 +313,10 @@ pub(crate) fn fd_warning(limits: &str, max_connections: u32) -> Option<String> {
         format!(
             "WARNING: this process may open {soft} files and host.max_connections is \
              {max_connections}: with the API's connections all open, fewer than \
-             {FDS_FOR_THE_REST} are left for the store, the index and Shell; raise \
-             `ulimit -n` or lower host.max_connections"
+             {FDS_FOR_THE_REST} are left for the store, the index and Shell; the host \
+             raises its soft limit to the hard one at start, so raise the hard limit \
+             (`ulimit -Hn` before starting it, systemd `LimitNOFILE=`) or lower \
+             host.max_connections"
         )
     })
 }

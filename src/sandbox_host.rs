@@ -28,14 +28,18 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// paths commands may not read. Probes the launcher once. `auto` without
 /// Landlock logs one warning and runs commands directly; `required`
 /// without it makes every Shell call fail, saying so. Returns lines for
-/// the start banner too.
+/// the start banner too, and whether commands are isolated: confined by
+/// Landlock and seeing only their own processes, so that they can read
+/// neither the host's credentials nor other commands' arguments (then
+/// each bot's results are scrubbed only of its owner's secrets,
+/// actors/src/vault.rs).
 pub async fn shell_sandbox(
     mode: ShellSandboxMode,
     launcher: Option<&Path>,
     hidden: Vec<PathBuf>,
-) -> (ShellSandbox, Vec<String>) {
+) -> (ShellSandbox, Vec<String>, bool) {
     let required = match mode {
-        ShellSandboxMode::Off => return (ShellSandbox::Direct, Vec::new()),
+        ShellSandboxMode::Off => return (ShellSandbox::Direct, Vec::new(), false),
         ShellSandboxMode::Auto => false,
         ShellSandboxMode::Required => true,
     };
@@ -82,7 +86,8 @@ pub async fn shell_sandbox(
                 args: vec![OsString::from(SUBCOMMAND)],
                 hidden,
             });
-            return (sandbox, notes);
+            let isolated = probe.processes == ProcessView::Own;
+            return (sandbox, notes, isolated);
         }
         Ok(_) => "this kernel has no Landlock (Linux 5.13 or later, enabled in the `lsm=` \
                   boot parameter)"
@@ -96,14 +101,14 @@ pub async fn shell_sandbox(
              commands without it"
         );
         tracing::warn!("{message}");
-        (ShellSandbox::Unavailable(message), Vec::new())
+        (ShellSandbox::Unavailable(message), Vec::new(), false)
     } else {
         tracing::warn!(
             "Shell commands run WITHOUT the OS sandbox: {why}; only the path check on the \
              command text confines them (runtime.shell_sandbox = \"auto\"; \"required\" \
              disables Shell instead)"
         );
-        (ShellSandbox::Direct, Vec::new())
+        (ShellSandbox::Direct, Vec::new(), false)
     }
 }
 

@@ -90,10 +90,12 @@ async fn the_host_says_once_at_start_when_commands_see_every_process_and_why() {
         dir.path(),
         "landlock enforced=full abi=6\\nprocesses=all cannot mount it: advice\\n",
     );
-    let (sandbox, notes) =
+    let (sandbox, notes, isolated) =
         crate::sandbox::shell_sandbox(ShellSandboxMode::Auto, Some(&all), Vec::new()).await;
-    // commands still run in the sandbox
+    // commands still run in the sandbox, but may read others' arguments:
+    // every person's secrets stay scrubbed from every bot
     assert!(matches!(sandbox, ShellSandbox::Launcher(_)), "{sandbox:?}");
+    assert!(!isolated);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0].contains("see every process") && notes[0].contains("cannot mount it: advice"),
@@ -105,8 +107,9 @@ async fn the_host_says_once_at_start_when_commands_see_every_process_and_why() {
         dir.path(),
         "landlock enforced=full abi=6\\nprocesses=own\\n",
     );
-    let (sandbox, notes) =
+    let (sandbox, notes, isolated) =
         crate::sandbox::shell_sandbox(ShellSandboxMode::Required, Some(&own), Vec::new()).await;
     assert!(matches!(sandbox, ShellSandbox::Launcher(_)), "{sandbox:?}");
+    assert!(isolated);
     assert!(notes.is_empty(), "{notes:?}");
 }

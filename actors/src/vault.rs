@@ -21,6 +21,21 @@
 //! characters excepted); every redactor it makes scrubs the
 //! set as it stands at each scrub, so a turn that began before a value
 //! was added scrubs it too ([`Redactor::shared_set`]).
+//!
+//! Scrubbing a value from a bot that cannot see it lets that bot test
+//! guesses of it: it prints candidates, and the one that comes back
+//! `[redacted]` is someone's secret. So where the host's Shell commands
+//! run in the sandbox and see only their own processes
+//! ([`Vault::with_isolated_commands`]: Landlock keeps them from the fleet
+//! file, the data directory and the host's environment, and the private
+//! `/proc` from other commands' arguments), a bot's results are scrubbed
+//! only of the values its owner's bots can reach: its own secrets and its
+//! owner's stored ones (shared in the owner's workspace). The host's
+//! credentials and other people's secrets, which no command can read
+//! there, are not; a model server's error texts, which may quote anything
+//! the host sent it, are still cleaned of the host's credentials
+//! ([`Redactor::also_hiding_from_model_errors`]). Elsewhere every value above is scrubbed from every bot, and
+//! the guessing stays possible (docs/security.md).
 
 use std::collections::HashMap;
 
@@ -59,6 +74,9 @@ pub struct Vault {
     people_order: tokio::sync::Mutex<()>,
     /// [`Vault::host_redactor`], built on first use.
     host_redactor: std::sync::OnceLock<Redactor>,
+    /// Whether commands can read neither the host's credentials nor other
+    /// commands' arguments ([`Vault::with_isolated_commands`]).
+    isolated: bool,
 }
 
 impl Default for Vault {
@@ -101,7 +119,19 @@ impl Vault {
             people: Redactor::shared_set(),
             people_order: tokio::sync::Mutex::new(()),
             host_redactor: std::sync::OnceLock::new(),
+            isolated: false,
         }
+    }
+
+    /// Says whether the host's Shell commands are isolated: they run in
+    /// the OS sandbox that hides the host's files and environment from
+    /// them, and see only their own processes (the launcher's probe at
+    /// start). Then each bot's results are scrubbed only of what its
+    /// owner's bots can reach (module docs); by default, of everything.
+    #[must_use]
+    pub fn with_isolated_commands(mut self, isolated: bool) -> Self {
+        self.isolated = isolated;
+        self
     }
 
     /// Adds the host's credentials (API keys, user tokens, webhook secrets)
@@ -194,13 +224,15 @@ impl Vault {
                 values.push((name, v));
             }
         }
-        let redactor = Redactor::new(
-            values
-                .iter()
-                .map(|(_, v)| v.expose())
-                .chain(self.host_values()),
-        )
-        .also_scrubbing(&self.people);
+        let given = values.iter().map(|(_, v)| v.expose());
+        let redactor = if self.isolated {
+            // no command of this bot can read the others (module docs)
+            Redactor::new(given)
+                .also_scrubbing_of(&self.people, bot.owner.as_str())
+                .also_hiding_from_model_errors(self.host_values())
+        } else {
+            Redactor::new(given.chain(self.host_values())).also_scrubbing(&self.people)
+        };
         Ok(BotSecrets { values, redactor })
     }
 }

@@ -136,6 +136,7 @@ mod secret_cuts;
 mod secret_names;
 mod secrets;
 mod session_order;
+mod shell_limits;
 mod shell_pid_namespace;
 mod shell_sandbox;
 mod shell_secret_scrub;

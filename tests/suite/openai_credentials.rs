@@ -335,7 +335,14 @@ async fn the_password_in_a_base_url_is_scrubbed_from_tool_results() {
         .replace("http://", &format!("http://bob:{BOB_PASSWORD}%21@"));
     let fleet = TestFleet::new()
         .openai("main", &base_url, "max_retries = 0")
-        .bot("r", "main", &["SendMessage", "Read"]);
+        .bot("r", "main", &["SendMessage", "Read"])
+        // commands that may read the host's files: every bot's results are
+        // scrubbed of the host's credentials (with isolated commands,
+        // which cannot, they are not: suite::shell_limits)
+        .runtime(
+            "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n\
+             shell_sandbox = \"off\"\n",
+        );
     let path = fleet.write();
     let basic = "Ym9iOmh1bnRlcjJwYXNzIQ=="; // bob:hunter2pass!
     std::fs::create_dir_all(fleet.path().join("data/workspace/alice")).unwrap();

@@ -68,6 +68,13 @@ async fn tool_results_cut_through_a_secret_show_no_part_of_it() {
     let fleet = TestFleet::new()
         .openai("main", &server.base_url(), "max_retries = 0")
         .bot("r", "main", &["SendMessage", "Read", "Shell"])
+        // commands that may read others' arguments: every bot's results
+        // are scrubbed of the host's and other people's secrets (with
+        // isolated commands only of its owner's: suite::shell_limits)
+        .runtime(
+            "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n\
+             shell_sandbox = \"off\"\n",
+        )
         // the commands run (shadow review) so that their output is seen
         .tables(&format!(
             "[[secrets]]\nname = \"DEPLOY_KEY\"\nvalue = \"{FLEET_SECRET}\"\n\n\

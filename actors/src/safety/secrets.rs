@@ -177,6 +177,12 @@ pub struct Redactor {
     max_len: usize,
     /// Values shared with other redactors, changed while they live.
     shared: Option<Arc<shared::SharedSecrets>>,
+    /// Only this person's values of `shared` are scrubbed
+    /// ([`Redactor::also_scrubbing_of`]); `None`: every person's.
+    shared_owner: Option<Arc<str>>,
+    /// Values hidden only from a model server's error texts, not scrubbed
+    /// from tool output ([`Redactor::also_hiding_from_model_errors`]).
+    model_only: Vec<Secret>,
 }
 
 impl Redactor {
@@ -203,6 +209,8 @@ impl Redactor {
             patterns,
             max_len,
             shared: None,
+            shared_owner: None,
+            model_only: Vec::new(),
         }
     }
 
@@ -241,7 +249,7 @@ impl Redactor {
     /// True when there is nothing to redact (nor a shared set that may
     /// come to hold something).
     pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty() && self.shared.is_none()
+        self.patterns.is_empty() && self.shared.is_none() && self.model_only.is_empty()
     }
 
     /// The shared set's search as the set stands, if it has one that is
@@ -249,19 +257,26 @@ impl Redactor {
     fn shared_now(&self) -> Option<Arc<shared::Matcher>> {
         self.shared
             .as_ref()
-            .map(|shared| shared.current())
+            .map(|shared| match &self.shared_owner {
+                Some(owner) => shared.current_of(owner),
+                None => shared.current(),
+            })
             .filter(|now| !now.is_empty())
     }
 
-    /// The texts it replaces: each of its own secrets as is, JSON-escaped
-    /// and percent-encoded; not those of a shared set, which change while
-    /// it lives. For a scrubber that must search for them itself:
-    /// a model provider cleans an error text of them before it cuts the
-    /// text, as a cut through a secret leaves a start of it that
-    /// [`Redactor::scrub`] no longer finds. Every call site is a place
-    /// where they may leak.
+    /// The texts it hides from a model server's errors: each of its own
+    /// secrets as is, JSON-escaped and percent-encoded, and those it hides
+    /// only there ([`Redactor::also_hiding_from_model_errors`]); not those
+    /// of a shared set, which change while it lives. For a scrubber that
+    /// must search for them itself: a model provider cleans an error text
+    /// of them before it cuts the text, as a cut through a secret leaves a
+    /// start of it that [`Redactor::scrub`] no longer finds. Every call
+    /// site is a place where they may leak.
     pub fn expose_patterns(&self) -> impl Iterator<Item = &str> {
-        self.patterns.iter().map(Secret::expose)
+        self.patterns
+            .iter()
+            .chain(&self.model_only)
+            .map(Secret::expose)
     }
 
     /// `text` with every secret replaced; borrowed when nothing matched.
@@ -300,8 +315,12 @@ impl Redactor {
     /// where it is, [`Redactor::hide_cut_parts`] need not guess.
     pub fn scrub_piece<'a>(&self, text: &'a str, cuts: Cuts) -> Cow<'a, str> {
         let shared = self.shared_now();
+        // not the values hidden only from model errors: a cut through one
+        // hidden here would tell its start
         let patterns = || {
-            self.expose_patterns()
+            self.patterns
+                .iter()
+                .map(Secret::expose)
                 .chain(shared.iter().flat_map(|now| now.patterns()))
         };
         if cuts.start
@@ -572,6 +591,8 @@ mod cut;
 
 /// A set of values shared by redactors and changed while they live
 /// ([`Redactor::shared_set`]).
+#[path = "secrets_scope.rs"]
+mod scope;
 #[path = "secrets_shared.rs"]
 mod shared;
 

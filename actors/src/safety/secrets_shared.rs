@@ -43,6 +43,10 @@ pub(crate) struct SharedSecrets {
     /// The searcher over every value in `by_owner`, replaced whole when
     /// they change.
     current: RwLock<Arc<Matcher>>,
+    /// A searcher over each person's values alone, replaced when theirs
+    /// change: what a bot of theirs scrubs where commands cannot see each
+    /// other's arguments (`Redactor::also_scrubbing_of`).
+    of_owner: RwLock<HashMap<String, Arc<Matcher>>>,
 }
 
 impl std::fmt::Debug for SharedSecrets {
@@ -65,6 +69,7 @@ impl SharedSecrets {
         new.sort_unstable();
         new.dedup();
         let mut by_owner = self.by_owner.lock();
+        let own = Matcher::new(new.iter().copied());
         let old: Vec<&str> = by_owner
             .get(owner)
             .map(|v| v.iter().map(Secret::expose).collect())
@@ -82,12 +87,23 @@ impl SharedSecrets {
         // order they were made, the later one last
         let matcher = Matcher::new(by_owner.values().flatten().map(Secret::expose));
         *self.current.write() = Arc::new(matcher);
+        let mut of_owner = self.of_owner.write();
+        if own.is_empty() {
+            of_owner.remove(owner);
+        } else {
+            of_owner.insert(owner.to_owned(), Arc::new(own));
+        }
         true
     }
 
     /// The searcher as the set stands.
     pub(crate) fn current(&self) -> Arc<Matcher> {
         self.current.read().clone()
+    }
+
+    /// The searcher over `owner`'s values alone, as they stand.
+    pub(crate) fn current_of(&self, owner: &str) -> Arc<Matcher> {
+        self.of_owner.read().get(owner).cloned().unwrap_or_default()
     }
 }
 

@@ -92,6 +92,49 @@ pub(super) fn plain_path(given: &str) -> Result<(), ToolError> {
     }
 }
 
+/// The longest path the system opens (`PATH_MAX`, its final NUL included).
+const PATH_MAX: usize = 4096;
+/// The longest name of one file or directory (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// Refuses a path the system would refuse as too long once joined to the
+/// workspace `root`, before anything of it is made: a Write of one left
+/// every directory it could make on the way (2,048 of them) and echoed
+/// the whole path (tester H3, round 22). The error shows a short form.
+pub(super) fn short_enough(given: &str, root: &std::path::Path) -> Result<(), ToolError> {
+    let total = root.as_os_str().len() + 1 + given.len();
+    let long_name = given.split('/').find(|name| name.len() > NAME_MAX);
+    let why = match long_name {
+        Some(name) => format!(
+            "has a name of {} bytes ({}); the system allows {NAME_MAX} per name",
+            name.len(),
+            shortened(name)
+        ),
+        None if total >= PATH_MAX => format!(
+            "is {total} bytes long within the workspace; the system allows {} in all",
+            PATH_MAX - 1
+        ),
+        None => return Ok(()),
+    };
+    Err(ToolError::new(
+        format!("path {} {why}; nothing was created", shortened(given)),
+        "use a shorter path: fewer or shorter directory names",
+    ))
+}
+
+/// `text` as a message shows it: whole when short, else its start and
+/// end around the count of what is left out.
+fn shortened(text: &str) -> String {
+    const KEEP: usize = 40;
+    let chars = text.chars().count();
+    if chars <= 2 * KEEP + 20 {
+        return format!("{text:?}");
+    }
+    let start: String = text.chars().take(KEEP).collect();
+    let end: String = text.chars().skip(chars - KEEP).collect();
+    format!("{start:?}…({} chars)…{end:?}", chars - 2 * KEEP)
+}
+
 /// Refuses a number whose schema minimum is 1 given as 0 (lines and
 /// characters count from 1; a window of 0 lines shows nothing).
 pub(super) fn from_one(tool: &str, field: &str, value: Option<u64>) -> Result<(), ToolError> {

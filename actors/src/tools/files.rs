@@ -408,6 +408,7 @@ impl Tool for Write {
         file_args::known_fields("Write", &args, &["path", "content"])?;
         let args: WriteArgs = parse_args("Write", args)?;
         file_args::plain_path(&args.path)?;
+        file_args::short_enough(&args.path, ctx.workspace().root())?;
         if args.content.len() > ctx.limits().max_file_bytes {
             return Err(ToolError::new(
                 format!(
@@ -433,6 +434,12 @@ impl Tool for Write {
         let shown = shown(ctx, &path);
         let name = shown.clone();
         let len = args.content.len();
+        // the disk the store is on, in the default layout (workspace_disk.rs)
+        if let Some(space) = ctx.workspace().disk_space()
+            && !space.allows(u64::try_from(len).unwrap_or(u64::MAX))
+        {
+            return Err(space.write_refused(&shown, len));
+        }
         let workspace = ctx.workspace().clone();
         blocking(&shown, move || {
             let ws = workspace
@@ -564,6 +571,14 @@ impl Tool for Edit {
                 format!("{shown} would have {new_len} bytes after the edit; the limit is {max}"),
                 "replace less at a time, or change the file with Shell",
             ));
+        }
+        // a file that grows: not past the disk's reserve (workspace_disk.rs);
+        // one that shrinks may always be written, to free space
+        if new_len > text.len()
+            && let Some(space) = ctx.workspace().disk_space()
+            && !space.allows(u64::try_from(new_len).unwrap_or(u64::MAX))
+        {
+            return Err(space.write_refused(&shown, new_len));
         }
         let new = if args.replace_all {
             text.replace(&args.old_text, &args.new_text)

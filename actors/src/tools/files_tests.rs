@@ -555,3 +555,32 @@ fn a_full_disk_or_no_descriptor_left_is_not_a_path_problem() {
     let told = io_error("read", "gone.txt", &missing).to_string();
     assert!(told.contains("check the path"), "{told}");
 }
+
+/// A path too long for the system is refused before any directory of it
+/// is made, and the error shows a short form of it (tester H3, round 22:
+/// 2,048 empty directories left, the whole 4,200-char path echoed).
+#[tokio::test]
+async fn a_path_too_long_makes_nothing_and_is_shown_short() {
+    let f = ToolFixture::new();
+    let long = format!("{}x", "a/".repeat(2100));
+    let err = call(&f, &Write, json!({"path": long, "content": "pwn"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("nothing was created") && err.len() < 600,
+        "{err}"
+    );
+    assert!(!f.ws().root().join("a").exists(), "{err}");
+    let name = "n".repeat(300);
+    let err = call(
+        &f,
+        &Write,
+        json!({"path": format!("d/{name}"), "content": "x"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("300 bytes") && !f.ws().root().join("d").exists(),
+        "{err}"
+    );
+}

@@ -45,6 +45,8 @@ use crate::model::ToolSpec;
 use output::OutputEnd;
 pub(crate) use paths::check_paths;
 
+#[path = "shell_disk.rs"]
+mod disk;
 #[path = "shell_output.rs"]
 mod output;
 #[path = "shell_paths.rs"]
@@ -101,6 +103,8 @@ enum Ending {
     Exited(std::process::ExitStatus),
     TimedOut,
     Cancelled,
+    /// The workspace's disk went below the tools' reserve (shell_disk.rs).
+    DiskLow(super::workspace::DiskSpace),
 }
 
 #[async_trait]
@@ -210,6 +214,7 @@ impl Tool for Shell {
             return Err(not_a_directory(&cwd, args.cwd.as_deref().unwrap_or(".")));
         }
         check_paths(ctx.workspace(), &cwd, &args.command)?;
+        let floor = disk::floor(ctx.workspace())?;
 
         let mut cmd = match &ctx.rt.settings.shell_sandbox {
             ShellSandbox::Direct => tokio::process::Command::new("sh"),
@@ -303,6 +308,12 @@ impl Tool for Shell {
             },
             _ = tokio::time::sleep(timeout) => Ending::TimedOut,
             _ = ctx.cancel.cancelled() => Ending::Cancelled,
+            now = async {
+                match floor {
+                    Some(floor) => floor.crossed(ctx.workspace()).await,
+                    None => std::future::pending().await,
+                }
+            } => Ending::DiskLow(now),
         };
         // kill the group in every case: on timeout/cancel the command itself,
         // after a normal exit whatever it left running in the background
@@ -333,6 +344,7 @@ impl Tool for Shell {
             ),
             OutputEnd::LeftOpen => "\n[a background process that left the command's process group (setsid) keeps its output open and could not be killed: output it writes from now on is not read]".to_owned(),
         };
+        let note = format!("{note}{}", floor.map(|f| f.note()).unwrap_or_default());
         let body = format!(
             "--- stdout ---\n{}\n--- stderr ---\n{}{note}",
             render(&out),
@@ -357,6 +369,10 @@ impl Tool for Shell {
             Ending::Cancelled => Err(ToolError::new(
                 "the turn was cancelled; the command was killed with its process group",
                 "do not rely on its effects; check the state before continuing",
+            )),
+            Ending::DiskLow(now) => Err(disk::stopped(
+                &now,
+                &truncate_output(&body, limits.max_output_bytes),
             )),
         }
     }

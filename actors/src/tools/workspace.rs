@@ -18,9 +18,16 @@ use crate::safety::LockManager;
 
 #[path = "workspace_beneath.rs"]
 mod beneath;
+#[path = "workspace_disk.rs"]
+mod disk;
 
 pub(crate) use self::beneath::Beneath;
 pub(crate) use self::beneath::is_outside;
+pub(crate) use self::disk::BELOW_RESERVE_SLACK;
+pub(crate) use self::disk::DiskReserve;
+pub(crate) use self::disk::DiskSpace;
+pub(crate) use self::disk::FREE_SPACE_HINT;
+pub(crate) use self::disk::size as disk_size;
 
 /// A path the workspace refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +70,8 @@ pub struct Workspace {
     locks: LockManager,
     /// Why the directory cannot be used; then `root` is empty.
     problem: Option<Arc<str>>,
+    /// The free space the tools leave on its file system (workspace_disk.rs).
+    reserve: DiskReserve,
 }
 
 impl Workspace {
@@ -92,7 +101,24 @@ impl Workspace {
             root,
             locks: LockManager::new(),
             problem: None,
+            reserve: DiskReserve::Default,
         })
+    }
+
+    /// This workspace, and the owners' ones made from it ([`Workspaces`]),
+    /// leaving `mib` MiB free on their file system (`runtime.
+    /// tools_min_free_disk_mb`; 0: none; `None`: 512 MiB or 5 % of the
+    /// file system, whichever is less), see workspace_disk.rs.
+    #[must_use]
+    pub fn with_min_free_disk_mb(mut self, mib: Option<u64>) -> Self {
+        self.reserve = mib.map_or(DiskReserve::Default, DiskReserve::Mib);
+        self
+    }
+
+    /// The free space on its file system against the tools' reserve
+    /// (`None`: no reserve, or the file system cannot say).
+    pub(crate) fn disk_space(&self) -> Option<DiskSpace> {
+        DiskSpace::of(&self.root, self.reserve)
     }
 
     /// A workspace that refuses every path, because of `problem`. Its root
@@ -104,6 +130,7 @@ impl Workspace {
             root: PathBuf::new(),
             locks: LockManager::new(),
             problem: Some(problem.into()),
+            reserve: DiskReserve::Mib(0),
         }
     }
 
@@ -285,6 +312,8 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 /// ignores case, another user's directory whose name differs only in case.
 pub struct Workspaces {
     root: PathBuf,
+    /// The reserve of every owner's workspace.
+    reserve: DiskReserve,
     /// The owners' workspaces opened so far, in the order first used.
     /// Each is kept as long as the fleet runs (an owner's bots must share
     /// one [`LockManager`]), so a tool call can borrow its bot's for the
@@ -318,6 +347,7 @@ impl Workspaces {
     pub fn new(root: Workspace) -> Self {
         Self {
             root: root.root,
+            reserve: root.reserve,
             opened: OnceLock::new(),
         }
     }
@@ -371,6 +401,7 @@ impl Workspaces {
                 root: dir,
                 locks: LockManager::new(),
                 problem: None,
+                reserve: self.reserve,
             },
             Err(why) => {
                 tracing::error!(
