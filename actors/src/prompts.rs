@@ -126,6 +126,8 @@ prompts! {
     system => "system.md",
     /// The reminder injected when a reply is owed.
     delivery_reminder => "delivery_reminder.md",
+    /// The reminder after a step that wrote a tool call as text.
+    written_call_reminder => "written_call_reminder.md",
     /// Result of a call cut off by a crash.
     outcome_unknown => "outcome_unknown.md",
     /// Result of a call that was skipped.
@@ -134,6 +136,8 @@ prompts! {
     missing_result => "missing_result.md",
     /// Notice of a failed turn.
     turn_failed => "turn_failed.md",
+    /// Notice of a model call that failed after the turn delivered.
+    failed_after_reply => "failed_after_reply.md",
     /// Notice of an undelivered turn.
     undelivered => "undelivered.md",
     /// Notice of a turn stopped before it answered a person.

@@ -157,6 +157,7 @@ mod subagents_config;
 mod time_in_context;
 mod tool_edges;
 mod turn_clip_budget;
+mod turn_endings;
 mod turn_request_bounds;
 mod ui;
 mod ui_browser;

@@ -296,13 +296,14 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     use std::sync::atomic::AtomicUsize;
     use std::sync::atomic::Ordering;
 
-    // the reply, then the provider down for the next step, then a stop
+    // the reply, then a refusal of the next step (a provider down for it
+    // ends the turn completed: turn_endings.rs), then a stop
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
     let server = OpenAiServer::builder()
         .responder(move |_| match counter.fetch_add(1, Ordering::SeqCst) {
             0 => Reply::tool_call("call_1", "SendMessage", r#"{"text": "the answer is 42"}"#),
-            1 => Reply::error(500, "down"),
+            1 => Reply::refusal("I can't continue with this"),
             _ => Reply::text("done"),
         })
         .start()

@@ -583,7 +583,7 @@ impl Runner {
                     self.loop_reminder(&reason).await?;
                     continue;
                 }
-                Err(e) => return self.fail(e.to_string()).await,
+                Err(e) => return self.model_failed(e).await,
             };
             if response.finish == FinishReason::Length {
                 match self.cut_off(&response).await? {
@@ -593,9 +593,9 @@ impl Runner {
             }
             let mut batch = self.step_batch(&response);
             if response.tool_calls.is_empty() {
-                if self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded {
+                if let Some(reminder) = self.reminder_due(&response.text) {
                     self.commit(batch).await?;
-                    self.remind().await?;
+                    self.remind(reminder).await?;
                     continue;
                 }
                 let status = if self.state.owes_delivery && self.state.delivered == 0 {

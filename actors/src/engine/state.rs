@@ -16,6 +16,11 @@ pub(crate) struct TurnState {
     pub delivered: u32,
     /// Whether the delivery reminder was injected.
     pub reminded: bool,
+    /// Whether the turn was told that a call it wrote as text did not run
+    /// (prompts/written_call_reminder.md; once a turn, apart from the
+    /// delivery reminder).
+    #[serde(default)]
+    pub written_call_reminded: bool,
     /// Seqs of the inputs the turn answers (in its session).
     pub input_seqs: Vec<i64>,
     /// Whether a loop in the model's output was already retried once.
