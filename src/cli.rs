@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Parser;
 use clap::Subcommand;
 use serde_json::json;
@@ -41,6 +40,8 @@ mod columns;
 mod events;
 #[path = "cli_group.rs"]
 mod group;
+#[path = "cli_hints.rs"]
+mod hints;
 #[path = "cli_memory.rs"]
 mod memory;
 #[path = "cli_outcome.rs"]
@@ -55,6 +56,8 @@ mod search;
 mod send;
 #[path = "cli_terminal.rs"]
 mod terminal;
+#[path = "cli_transcript.rs"]
+mod transcript;
 pub use group::GroupCommand;
 pub use remove::BotsCommand;
 
@@ -119,8 +122,9 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Seconds to wait for the reply.
-        #[arg(long, default_value_t = 300)]
+        /// Seconds to wait for the reply (at least 1; the message is
+        /// saved when the wait ends first).
+        #[arg(long, default_value_t = 300, value_parser = args::wait_seconds)]
         timeout: u64,
     },
     /// Print your conversation with a bot.
@@ -135,8 +139,8 @@ pub enum Command {
         /// internal steps).
         #[arg(long)]
         json: bool,
-        /// Only the conversation's last N entries (counted with the internal
-        /// steps, which `--all` shows), not its whole history.
+        /// Only the last N entries it would print, not the whole history
+        /// (with `--all`, the internal steps count among them).
         #[arg(long, value_name = "N")]
         last: Option<u32>,
     },
@@ -220,11 +224,11 @@ pub enum Command {
         #[arg(long)]
         session: Option<String>,
         /// Most hits (1-100, default 10).
-        #[arg(long)]
-        limit: Option<usize>,
+        #[arg(long, value_parser = args::search_limit)]
+        limit: Option<u64>,
         /// Best hits to skip, for the next page (0-10000, default 0).
-        #[arg(long)]
-        offset: Option<usize>,
+        #[arg(long, value_parser = args::search_offset)]
+        offset: Option<u64>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -305,7 +309,8 @@ mod exit {
     /// A usage error: clap's for bad arguments, ours for an argument no
     /// request can carry ([`super::args::BadInput`]).
     pub const USAGE: u8 = 2;
-    /// The turn that answered the message failed or was cancelled.
+    /// The turn that answered the message failed or was cancelled; for
+    /// `group send`, no member answered because member turns failed.
     pub const TURN_FAILED: u8 = 3;
     /// The bot ended its turn without replying.
     pub const UNDELIVERED: u8 = 4;
@@ -324,7 +329,8 @@ pub async fn main(cli: Cli) -> ExitCode {
     match dispatch(cli).await {
         Ok(code) => code,
         Err(e) => {
-            errln!("error: {e:#}");
+            // the host's hints name API routes; a CLI user reads commands
+            errln!("error: {}", hints::for_cli(&format!("{e:#}")));
             if is_bad_input(&e) {
                 ExitCode::from(exit::USAGE)
             } else {
@@ -419,7 +425,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             all,
             json,
             last,
-        } => transcript(&client(&cli)?, bot, *all, *json, *last).await,
+        } => transcript::transcript(&client(&cli)?, bot, *all, *json, *last).await,
         Command::Bots {
             action: Some(BotsCommand::Remove { bot }),
             ..
@@ -490,97 +496,4 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Approve { id } => approvals::decide(&client(&cli)?, id, "approve").await,
         Command::Deny { id } => approvals::decide(&client(&cli)?, id, "deny").await,
     }
-}
-
-async fn transcript(
-    client: &Client,
-    bot: &str,
-    all: bool,
-    as_json: bool,
-    last: Option<u32>,
-) -> anyhow::Result<ExitCode> {
-    let session = client
-        .get(&format!("/v1/bots/{}/session", segment(bot)))
-        .await?;
-    let id = session["session"]
-        .as_str()
-        .context("no session id in the answer")?;
-    // `--last N`: from the N-th entry before the end (a long conversation
-    // was printed whole, 10,776 lines for 32,000 entries)
-    let after = match last {
-        Some(n) => session["last_seq"]
-            .as_i64()
-            .context("no last_seq in the answer")?
-            .saturating_sub(i64::from(n))
-            .max(0),
-        None => 0,
-    };
-    for e in client.entries_after(id, after).await? {
-        if as_json {
-            // the same entries as the text, without `--all` too
-            if all || is_public(e["kind"].as_str().unwrap_or("")) {
-                outln!("{}", terminal::json(&e));
-            }
-            continue;
-        }
-        let seq = e["seq"].as_i64().unwrap_or(0);
-        let who = e["author"].as_str().unwrap_or("?");
-        let text = e["text"].as_str().unwrap_or("");
-        match e["kind"].as_str().unwrap_or("") {
-            "user_message" => outln!("#{seq} {who}: {text}"),
-            "delivery" => outln!("#{seq} {who} ▸ {text}"),
-            "notice" => outln!("#{seq} [{}] {text}", e["code"].as_str().unwrap_or("notice")),
-            "reaction" => outln!(
-                "#{seq} {who} reacted {} to #{}",
-                e["emoji"].as_str().unwrap_or(""),
-                e["target_seq"]
-            ),
-            "assistant" if all => {
-                if !text.is_empty() {
-                    outln!("#{seq} ({who} thinks) {text}");
-                }
-                for c in e["tool_calls"].as_array().into_iter().flatten() {
-                    outln!(
-                        "#{seq} ({who} calls) {} {}",
-                        c["name"].as_str().unwrap_or(""),
-                        c["arguments"].as_str().unwrap_or("")
-                    );
-                }
-            }
-            "tool_result" if all => outln!(
-                "#{seq} (result of {}) {}",
-                e["name"].as_str().unwrap_or(""),
-                e["content"].as_str().unwrap_or("")
-            ),
-            "turn_end" if all => outln!(
-                "#{seq} (turn {} {})",
-                e["turn"].as_str().unwrap_or(""),
-                e["status"].as_str().unwrap_or("")
-            ),
-            "reminder" if all => outln!("#{seq} (reminder) {text}"),
-            "agent_message" => outln!("#{seq} {who} (bot): {text}"),
-            "event" if all => outln!("#{seq} (event from {who}) {text}"),
-            "summary" if all => outln!("#{seq} (summary up to #{}) {text}", e["covers_to_seq"]),
-            "approval" => outln!(
-                "#{seq} [approval {} {}] {} — {}",
-                e["status"].as_str().unwrap_or(""),
-                e["approval"].as_str().unwrap_or(""),
-                e["summary"].as_str().unwrap_or(""),
-                e["reason"].as_str().unwrap_or("")
-            ),
-            _ => {}
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `transcript` shows entries of `kind` without `--all`: what was
-/// said to and by people and bots, not the bot's internal steps (notes,
-/// tool calls and results, turn ends, reminders, events, summaries) nor
-/// kinds this CLI does not know.
-fn is_public(kind: &str) -> bool {
-    matches!(
-        kind,
-        "user_message" | "delivery" | "notice" | "reaction" | "agent_message" | "approval"
-    )
 }

@@ -35,6 +35,68 @@ impl std::fmt::Display for BadInput {
 
 impl std::error::Error for BadInput {}
 
+/// The longest `--timeout` of `send` and `group send`: a year, far past
+/// any wait a person or script means (a deadline past the clock's range
+/// would panic).
+const MAX_WAIT_S: u64 = 365 * 24 * 3600;
+
+/// Reads the `--timeout` of `send` and `group send`: seconds to wait, at
+/// least 1. `0` was taken and never sent anything (the wait ended before
+/// the message was posted, "the host did not answer within 0 s"); the
+/// message is always sent, and `--timeout` bounds only the wait, so there
+/// is no "do not wait" (a script that does not want the reply ignores it,
+/// or reads it later with `botfleet transcript`).
+pub(super) fn wait_seconds(value: &str) -> Result<u64, String> {
+    let seconds = number(value, "seconds to wait for the answer", 1, MAX_WAIT_S)?;
+    if seconds == 0 {
+        return Err(format!(
+            "the smallest --timeout is 1 (seconds to wait for the answer, 1 to {MAX_WAIT_S}): \
+             the message is always sent, and a wait of 0 s would end before it was"
+        ));
+    }
+    if seconds > MAX_WAIT_S {
+        return Err(format!(
+            "the largest --timeout is {MAX_WAIT_S} (a year); the message is saved whatever the \
+             wait, and `botfleet transcript` shows its reply later"
+        ));
+    }
+    Ok(seconds)
+}
+
+/// Reads `search --limit`: 1 to the most hits the host answers. `0` was
+/// sent and refused by the host (exit 1), where a bad argument is a usage
+/// error (2) for the CLI's other flags.
+pub(super) fn search_limit(value: &str) -> Result<u64, String> {
+    let most = botfleet_memory::MAX_SEARCH_LIMIT as u64;
+    in_range(value, "hits to show", "--limit", 1, most)
+}
+
+/// Reads `search --offset`: 0 to the most hits the host skips.
+pub(super) fn search_offset(value: &str) -> Result<u64, String> {
+    let most = botfleet_memory::MAX_SEARCH_OFFSET as u64;
+    in_range(value, "best hits to skip", "--offset", 0, most)
+}
+
+/// `value` as a whole number of `what` (for the message), any size.
+fn number(value: &str, what: &str, least: u64, most: u64) -> Result<u64, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of {what}, {least} to {most}"))
+}
+
+/// `value` as a number of `what` from `least` to `most`, else why not,
+/// naming `flag`.
+fn in_range(value: &str, what: &str, flag: &str, least: u64, most: u64) -> Result<u64, String> {
+    let n = number(value, what, least, most)?;
+    if n < least || n > most {
+        return Err(format!(
+            "{flag} takes {least} to {most} ({what}); {n} is out of that range"
+        ));
+    }
+    Ok(n)
+}
+
 /// Refuses a `--host` (or `BOTFLEET_HOST`) that ends in the API's `/v1`:
 /// every request would get 404 "no such route", since the CLI puts the
 /// API's paths (`/v1/…`) after it.

@@ -34,6 +34,8 @@ Exit status:
        newline, an over-long id, a --nonce that is not 1-200 printable ASCII characters, an
        empty member id, a --host ending in /v1, that is no http(s) address or that holds a
        user:password@, a ?query or a #fragment)
+  3    no member answered: the discussion ended with no public reply because member turns
+       failed (a model endpoint down, a spent budget); the notices on stderr say whose and why
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it
 
@@ -73,8 +75,9 @@ pub enum GroupCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Seconds to wait for the discussion to end.
-        #[arg(long, default_value_t = 600)]
+        /// Seconds to wait for the discussion to end (at least 1; the
+        /// message is saved when the wait ends first).
+        #[arg(long, default_value_t = 600, value_parser = super::args::wait_seconds)]
         timeout: u64,
     },
     /// List your rooms, closed ones too (STATE says which).
@@ -423,6 +426,9 @@ async fn send(
                     .is_some_and(|a| a.contains(&json!(seq)));
             if ends_mine {
                 print_discussion(room, seq, &unknown, &seen, as_json);
+                if no_member_answered(&seen) {
+                    return Ok(ExitCode::from(super::exit::TURN_FAILED));
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             if e["kind"] == "turn_end" {
@@ -456,6 +462,19 @@ async fn send(
             .wait(&session, left.min(Duration::from_secs(1)))
             .await;
     }
+}
+
+/// Whether the discussion of `entries` ended with no public reply because
+/// member turns failed (`room_run_failed_round`: a round in which nobody
+/// spoke and turns failed; with no reply at all, the first round). It
+/// exited 0 as a discussion that ended, so a script could not tell a room
+/// whose every member's model was down from one that answered.
+fn no_member_answered(entries: &[Value]) -> bool {
+    let replied = entries.iter().any(|e| e["kind"] == "delivery");
+    let failed = entries
+        .iter()
+        .any(|e| e["kind"] == "notice" && e["code"] == "room_run_failed_round");
+    failed && !replied
 }
 
 fn print_discussion(room: &str, seq: i64, unknown: &[String], entries: &[Value], as_json: bool) {

@@ -22,12 +22,18 @@ use crate::host;
 pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     // before the start, whose banner warns from the limit as raised
     raise_open_file_limit();
+    // read before the start takes the options (a file it cannot load stops
+    // the start, which says why)
+    let published = published_tokens(&opts);
     let running = host::start(opts).await?;
     terminal::serving();
     // listening from now on, so that no signal falls between the first
     // wait and the second (a Ctrl-C just after "stopping…" was lost)
     let mut signals = StopSignals::new()?;
-    for line in &running.banner {
+    let exposed = exposed_warning(running.addr, &published);
+    // after the first line, which says where the host listens
+    let (first, rest) = running.banner.split_at(running.banner.len().min(1));
+    for line in first.iter().chain(&exposed).chain(rest) {
         outln!("{line}");
         // a warning reaches the log too (stderr), for an operator who
         // reads only that
@@ -57,6 +63,58 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let _ = tokio::spawn(running.shutdown()).await;
     guard.done();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tokens anyone can read in botfleet's docs and its built-in example
+/// fleet (`examples/fleet.toml`, README, docs/api.md).
+const PUBLISHED_TOKENS: &[&str] = &["alice-secret"];
+
+/// The users of the fleet `opts` start whose token is one of
+/// [`PUBLISHED_TOKENS`] (inline, or from `token_env`). A fleet that does
+/// not load has none: the start refuses it.
+fn published_tokens(opts: &host::HostOptions) -> Vec<String> {
+    let Ok(loaded) = host::load_fleet(opts) else {
+        return Vec::new();
+    };
+    loaded
+        .file
+        .users
+        .iter()
+        .filter(|u| {
+            let token = match (&u.token, &u.token_env) {
+                (Some(t), _) => Some(t.clone()),
+                (None, Some(var)) => std::env::var(var).ok(),
+                (None, None) => None,
+            };
+            token.is_some_and(|t| PUBLISHED_TOKENS.contains(&t.as_str()))
+        })
+        .map(|u| u.id.clone())
+        .collect()
+}
+
+/// A warning when the host listens beyond loopback (`--listen
+/// 0.0.0.0:PORT`, a LAN address) while `users` sign in with a token from
+/// the docs: anyone who reaches the port could act as them, and the
+/// example fleet's bots have Shell. It started silently (round 22, H4).
+fn exposed_warning(addr: std::net::SocketAddr, users: &[String]) -> Option<String> {
+    if addr.ip().is_loopback() || users.is_empty() {
+        return None;
+    }
+    let reach = if addr.ip().is_unspecified() {
+        "every network interface of this machine"
+    } else {
+        "an address other machines can reach"
+    };
+    Some(format!(
+        "WARNING: listening on {addr}, {reach}, while user(s) {} sign in with a token \
+         published in botfleet's docs ({}): anyone who reaches this port can act as them, \
+         through their bots' tools too (Shell where a bot has it). Give each user a token of \
+         their own (`token_env` in your fleet.toml), or listen on loopback only (--listen \
+         127.0.0.1:{})",
+        users.join(", "),
+        PUBLISHED_TOKENS.join(", "),
+        addr.port()
+    ))
 }
 
 /// The most open files [`raise_open_file_limit`] raises the soft limit

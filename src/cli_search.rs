@@ -28,9 +28,9 @@ pub struct SearchArgs {
     /// Only this session.
     pub session: Option<String>,
     /// Most hits.
-    pub limit: Option<usize>,
+    pub limit: Option<u64>,
     /// Best hits to skip (the start of a page).
-    pub offset: Option<usize>,
+    pub offset: Option<u64>,
     /// Print the API's JSON.
     pub json: bool,
 }
@@ -116,22 +116,19 @@ fn print_hit(h: &Value) {
 /// writer lock), and refuses a database of an older schema unchanged:
 /// upgrading it is the host's start, never this command's.
 pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let data_dir = match data {
-        Some(d) => d,
+    let (data_dir, from_fleet) = match data {
+        Some(d) => (d, None),
         None => {
             let loaded = host::load_fleet(&host::HostOptions {
                 fleet,
                 ..Default::default()
             })?;
-            loaded.file.host.data_dir.clone()
+            (loaded.file.host.data_dir.clone(), Some(loaded.source))
         }
     };
     let db = data_dir.join("fleet.db");
     if !db.exists() {
-        bail!(
-            "no store at {}: pass --data with the host's data directory (host.data_dir in fleet.toml), or --fleet with its fleet file",
-            db.display()
-        );
+        bail!("{}", no_store(&db, &data_dir, from_fleet.as_deref()));
     }
     let index_dir = data_dir.join("index");
     // The store first: opening it is what finds a running host (its lock)
@@ -188,6 +185,44 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
         index_dir.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why there is no store at `db`, and what to do: for a `data_dir` of the
+/// fleet file `fleet` (`None`: `--data`) that is relative, that it is read
+/// from the current directory, as `botfleet run` reads it (the hint said
+/// to pass `--fleet` to one who had).
+fn no_store(db: &Path, data_dir: &Path, fleet: Option<&str>) -> String {
+    let Some(fleet) = fleet else {
+        return format!(
+            "no store at {}: --data takes the host's data directory (the one its start banner \
+             names: \"data in …\")",
+            db.display()
+        );
+    };
+    if data_dir.is_absolute() {
+        return format!(
+            "no store at {}: host.data_dir of {fleet} is {}, where no host has run yet; pass \
+             --data with the directory the host's start banner names (\"data in …\")",
+            db.display(),
+            data_dir.display()
+        );
+    }
+    let here = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "unknown".to_owned());
+    let folder = Path::new(fleet)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| format!(" ({})", p.display()))
+        .unwrap_or_default();
+    format!(
+        "no store at {}: data_dir = {:?} in {fleet} is read from the current directory \
+         ({here}), as `botfleet run` reads it: run reindex from the directory the host was \
+         started in (usually the fleet file's{folder}), pass --data with the directory its \
+         start banner names (\"data in …\"), or make data_dir absolute",
+        db.display(),
+        data_dir.display().to_string()
+    )
 }
 
 /// A held writer lock means a host (or another reindex) runs on the data

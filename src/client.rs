@@ -296,11 +296,25 @@ impl Client {
     /// An answer without an `entries` list (a proxy's page, another
     /// server) is an error, never "no entries".
     pub async fn entries_after(&self, session: &str, after: i64) -> anyhow::Result<Vec<Value>> {
+        self.entries_between(session, after, None).await
+    }
+
+    /// Entries of a session after `after`, up to `until` (inclusive) when
+    /// given, else to the end: as [`Client::entries_after`], reading no
+    /// page past `until` (`botfleet transcript --last N` reads a long
+    /// conversation's end this way, a window at a time).
+    pub async fn entries_between(
+        &self,
+        session: &str,
+        after: i64,
+        until: Option<i64>,
+    ) -> anyhow::Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut cursor = after;
         loop {
+            let limit = until.map_or(ENTRIES_PAGE, |u| (u - cursor).clamp(1, ENTRIES_PAGE));
             let path = format!(
-                "/v1/sessions/{}/entries?after={cursor}&limit={ENTRIES_PAGE}",
+                "/v1/sessions/{}/entries?after={cursor}&limit={limit}",
                 segment(session)
             );
             let page = self.get(&path).await?;
@@ -313,12 +327,15 @@ impl Client {
                 );
             };
             let last = entries.last().and_then(|e| e["seq"].as_i64());
-            out.extend(entries.iter().cloned());
+            let within =
+                |e: &&Value| until.is_none_or(|u| e["seq"].as_i64().is_some_and(|s| s <= u));
+            out.extend(entries.iter().filter(within).cloned());
             let more = match (last, page["last_seq"].as_i64()) {
                 (None, _) => false,
+                (Some(last), _) if until.is_some_and(|u| last >= u) => false,
                 (Some(last), Some(last_seq)) => last < last_seq,
                 // no `last_seq`: a full page may have more after it
-                (Some(_), None) => entries.len() >= ENTRIES_PAGE as usize,
+                (Some(_), None) => entries.len() >= usize::try_from(limit).unwrap_or(0),
             };
             match last {
                 Some(last) if more && last > cursor => cursor = last,

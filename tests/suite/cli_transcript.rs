@@ -211,7 +211,7 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
     host.shutdown().await;
 }
 
-/// `--last N` prints only the conversation's last N entries (H2 of round
+/// `--last N` prints only the conversation's last N printed entries (H2 of round
 /// 20: a 32,000-entry conversation was printed whole, 10,776 lines, with
 /// no way to see only its end); N larger than the conversation prints it
 /// all, and `0` prints nothing.
@@ -250,21 +250,27 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
             .filter_map(|l| l.strip_prefix('#')?.split(' ').next()?.parse().ok())
             .collect()
     };
+    // the last three entries it prints (round 22: it counted entries
+    // printed or not, and a turn ends with two it never prints): the
+    // whole output's lines of its last three entries
     let last: Vec<&str> = out.lines().collect();
-    let all_seqs = seqs(&whole);
-    let max = *all_seqs.iter().max().unwrap();
-    assert!(!seqs(&last).is_empty(), "{out}");
-    assert!(
-        seqs(&last).iter().all(|s| *s > max - 3),
-        "only entries after #{}: {out}",
-        max - 3
-    );
+    let mut printed = seqs(&whole);
+    printed.dedup();
+    let from = printed[printed.len() - 3];
+    let tail: Vec<&str> = whole
+        .iter()
+        .copied()
+        .filter(|l| seqs(&[l]).first().is_some_and(|s| *s >= from))
+        .collect();
+    assert_eq!(last, tail, "{out}");
     assert!(out.contains("echo: message 4"), "{out}");
     assert!(!out.contains("message 3"), "{out}");
-    // without --all, the same end, public entries only
-    let (_, out, _) = cli(&["transcript", "r", "--last", "3"], &host.url, TOKEN).await;
+    // without --all, public entries only: the last message and its reply
+    let (_, out, _) = cli(&["transcript", "r", "--last", "2"], &host.url, TOKEN).await;
     assert!(
-        out.contains("echo: message 4") && !out.contains("message 3"),
+        out.contains("alice: message 4")
+            && out.contains("echo: message 4")
+            && !out.contains("message 3"),
         "{out}"
     );
     // more than there is: all of it; 0: nothing

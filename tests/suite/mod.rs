@@ -23,6 +23,7 @@ mod budget_family;
 mod budget_steps;
 mod cli;
 mod cli_contract;
+mod cli_first_hour;
 mod cli_input;
 mod cli_restart;
 mod cli_send_interrupted;

@@ -162,10 +162,77 @@ impl GroupState {
     }
 }
 
-/// `reason` cut to [`MAX_REASON_CHARS`].
+/// `reason` cut to about [`MAX_REASON_CHARS`], at spaces, keeping its
+/// start (what failed, and where) and its end: an error's chain ends in
+/// its cause (`…: client error (Connect): dns error: failed to lookup
+/// address information: …`), which the notice cut off mid-word
+/// ("client error (Connect): dn…"). The middle goes, marked ` … `; its
+/// owner reads the whole error in the member's own session and in
+/// `GET /v1/turns/{turn}`.
 fn cut(reason: String) -> String {
-    match reason.char_indices().nth(MAX_REASON_CHARS) {
-        Some((at, _)) => format!("{}…", &reason[..at]),
-        None => reason,
+    let chars = reason.chars().count();
+    if chars <= MAX_REASON_CHARS {
+        return reason;
+    }
+    // room for the mark; the cause usually is the longer part
+    let keep = MAX_REASON_CHARS - 3;
+    let head_chars = keep * 2 / 5;
+    let tail_chars = keep - head_chars;
+    let at = |n: usize| {
+        reason
+            .char_indices()
+            .nth(n)
+            .map_or(reason.len(), |(i, _)| i)
+    };
+    let head = &reason[..at(head_chars)];
+    // back to the last space (a word cut in half is dropped); a head with
+    // none (one long token) is kept as it is
+    let head = head
+        .rfind(char::is_whitespace)
+        .map_or(head, |i| &head[..i])
+        .trim_end();
+    let tail = &reason[at(chars - tail_chars)..];
+    let tail = tail
+        .find(char::is_whitespace)
+        .map_or(tail, |i| &tail[i..])
+        .trim_start();
+    format!("{head} … {tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (round 22, H4): the cut kept the first 300 characters and
+    /// ended mid-word before the cause: "client error (Connect): dn…".
+    #[test]
+    fn a_long_reason_keeps_its_cause_and_whole_words() {
+        let reason = "providers.xai (POST https://api.x.ai/v1/chat/completions): check that the \
+                      server is running and reachable at this address (providers.xai.base_url). \
+                      Error: model endpoint unreachable after 5 attempt(s): error sending request \
+                      for url (https://api.x.ai/v1/chat/completions): client error (Connect): dns \
+                      error: failed to lookup address information: Temporary failure in name \
+                      resolution";
+        assert!(reason.chars().count() > MAX_REASON_CHARS);
+        let cut = cut(reason.to_owned());
+        assert!(cut.chars().count() <= MAX_REASON_CHARS, "{cut}");
+        assert!(
+            cut.ends_with("dns error: failed to lookup address information: Temporary failure in name resolution"),
+            "{cut}"
+        );
+        assert!(cut.starts_with("providers.xai (POST "), "{cut}");
+        let (head, tail) = cut.split_once(" … ").unwrap();
+        // whole words on both sides of the mark
+        assert!(reason.contains(&format!("{head} ")), "{head}");
+        assert!(reason.contains(&format!(" {tail}")), "{tail}");
+    }
+
+    #[test]
+    fn a_short_reason_is_kept_whole_and_a_wordless_one_is_cut() {
+        assert_eq!(cut("timed out".to_owned()), "timed out");
+        let token = "x".repeat(1000);
+        let cut = cut(token);
+        assert_eq!(cut.chars().count(), MAX_REASON_CHARS);
+        assert!(cut.contains(" … "), "{cut}");
     }
 }

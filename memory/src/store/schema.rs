@@ -69,7 +69,15 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", version)?;
         tx.commit()?;
-        tracing::info!(version, "applied store migration");
+        // a new store is one event, not one line per migration (a first
+        // start printed 19 of them before its banner); an upgrade names
+        // each step it took
+        if current > 0 {
+            tracing::info!(version, "applied store migration");
+        }
+    }
+    if current == 0 {
+        tracing::info!(schema = latest, "created a new store");
     }
     Ok(())
 }

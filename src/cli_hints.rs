@@ -1,0 +1,119 @@
+//! The host's error messages as the CLI prints them: where a hint names
+//! an API route that a CLI command does (`create a new room (POST
+//! /v1/groups)`), the command instead (`botfleet group create`). The
+//! host's text is written for API clients and stays theirs; a CLI user
+//! had to translate it. A route the CLI has no command for, or one the
+//! message pairs with its command already (`GET /v1/bots or `botfleet
+//! bots``), is left as it is.
+
+/// `message` with each API route it names replaced by the CLI command
+/// that does the same, where there is one.
+pub(super) fn for_cli(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some((at, method)) = next_route(rest) {
+        let after_method = &rest[at + method.len() + 1..];
+        let path_len = after_method
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | ',' | ';' | '`' | '"'))
+            .unwrap_or(after_method.len());
+        // a sentence's full stop is not part of the path
+        let path = after_method[..path_len].trim_end_matches('.');
+        out.push_str(&rest[..at]);
+        match command(method, path).filter(|c| !message.contains(&said(c))) {
+            Some(cli) => out.push_str(&format!("`{cli}`")),
+            None => out.push_str(&rest[at..at + method.len() + 1 + path.len()]),
+        }
+        rest = &rest[at + method.len() + 1 + path.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the next `METHOD /v1/` of `text` starts, and its method.
+fn next_route(text: &str) -> Option<(usize, &'static str)> {
+    ["GET", "POST", "PUT", "DELETE"]
+        .into_iter()
+        .filter_map(|m| text.find(&format!("{m} /v1/")).map(|at| (at, m)))
+        .min_by_key(|(at, _)| *at)
+}
+
+/// How a message that names command `cli` already would say it: its words
+/// before the first argument (`botfleet bots remove` of `botfleet bots
+/// remove BOT`), after a backtick.
+fn said(cli: &str) -> String {
+    let words: Vec<&str> = cli
+        .split(' ')
+        .take_while(|w| !w.chars().any(|c| c.is_ascii_uppercase()))
+        .collect();
+    format!("`{}", words.join(" "))
+}
+
+/// The CLI command that does what `method path` does, if there is one.
+fn command(method: &str, path: &str) -> Option<String> {
+    let segments: Vec<&str> = path.trim_start_matches("/v1/").split('/').collect();
+    // a placeholder (`{bot}`, `<subagent>`) reads as the argument's name
+    let arg = |s: &str, name: &str| {
+        if s.starts_with(['{', '<']) {
+            name.to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    Some(match (method, segments.as_slice()) {
+        ("POST", ["groups"]) => "botfleet group create NAME --members BOT,BOT".to_owned(),
+        ("GET", ["groups"] | ["groups", _]) => "botfleet group list".to_owned(),
+        ("GET", ["bots"]) => "botfleet bots".to_owned(),
+        ("DELETE", ["bots", bot]) => format!("botfleet bots remove {}", arg(bot, "BOT")),
+        ("POST", ["bots", bot, "cancel"]) => format!("botfleet cancel {}", arg(bot, "BOT")),
+        ("GET", ["approvals"]) => "botfleet approvals".to_owned(),
+        ("POST", ["turns", turn, "retry"]) => format!("botfleet retry {}", arg(turn, "TURN")),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_with_a_command_read_as_the_command() {
+        let cases = [
+            (
+                "the room is closed: standup takes no more messages. Its timeline stays \
+                 readable; create a new room (POST /v1/groups) to go on",
+                "the room is closed: standup takes no more messages. Its timeline stays \
+                 readable; create a new room (`botfleet group create NAME --members BOT,BOT`) \
+                 to go on",
+            ),
+            (
+                "only a bot made by CreateAgent is removed with DELETE /v1/bots/{bot}",
+                "only a bot made by CreateAgent is removed with `botfleet bots remove BOT`",
+            ),
+            (
+                "read the room again (GET /v1/groups/r) and post it again",
+                "read the room again (`botfleet group list`) and post it again",
+            ),
+            (
+                "or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
+                "or cancel its turn with `botfleet cancel BOT`), then retry",
+            ),
+            // paired with its command already, or no command: as it was
+            (
+                "no bot \"x\" for you; list your bots with GET /v1/bots or `botfleet bots`",
+                "no bot \"x\" for you; list your bots with GET /v1/bots or `botfleet bots`",
+            ),
+            (
+                "running turn (POST /v1/bots/s/cancel, `botfleet cancel s`)",
+                "running turn (POST /v1/bots/s/cancel, `botfleet cancel s`)",
+            ),
+            (
+                "list them with GET /v1/bots/b/routines.",
+                "list them with GET /v1/bots/b/routines.",
+            ),
+            ("nothing to change", "nothing to change"),
+        ];
+        for (host, cli) in cases {
+            assert_eq!(for_cli(host), cli);
+        }
+    }
+}

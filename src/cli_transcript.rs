@@ -1,0 +1,162 @@
+//! `botfleet transcript BOT`: a conversation with a bot, as text (one
+//! line or more per entry) or JSON lines, with or without the bot's
+//! internal steps (`--all`), whole or only its end (`--last N`).
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::terminal;
+use crate::client::Client;
+use crate::client::segment;
+
+/// How many entries before the end `--last N` reads first, per entry it
+/// prints: most entries of a turn are internal steps (a tool call, its
+/// result, the turn's end), and some print nothing at all (an `assistant`
+/// entry with no text and no call ends each turn).
+const ENTRIES_PER_SHOWN: i64 = 4;
+
+/// The fewest entries `--last N` reads at a time.
+const MIN_WINDOW: i64 = 64;
+
+/// Prints the conversation of the user with `bot`: the whole of it, or its
+/// last `last` printed entries.
+pub(super) async fn transcript(
+    client: &Client,
+    bot: &str,
+    all: bool,
+    as_json: bool,
+    last: Option<u32>,
+) -> anyhow::Result<ExitCode> {
+    let session = client
+        .get(&format!("/v1/bots/{}/session", segment(bot)))
+        .await?;
+    let id = session["session"]
+        .as_str()
+        .context("no session id in the answer")?;
+    let shown = |e: &Value| !lines(e, all, as_json).is_empty();
+    let entries = match last {
+        None => client.entries_after(id, 0).await?,
+        Some(n) => {
+            let last_seq = session["last_seq"]
+                .as_i64()
+                .context("no last_seq in the answer")?;
+            last_shown(client, id, last_seq, n, shown).await?
+        }
+    };
+    for e in &entries {
+        for line in lines(e, all, as_json) {
+            outln!("{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The last `n` entries of `session` (whose last entry is `last_seq`) that
+/// `shown` keeps, oldest first. `--last N` counts what it prints: it
+/// counted entries back from the end, printed or not, so `--last 2` after
+/// a reply printed nothing (the turn's end and its empty `assistant`
+/// entry). Read back from the end in growing windows until `n` are found
+/// or the conversation's start is reached (a long conversation is not read
+/// whole for its end).
+async fn last_shown(
+    client: &Client,
+    session: &str,
+    last_seq: i64,
+    n: u32,
+    shown: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Vec<Value>> {
+    let wanted = usize::try_from(n).unwrap_or(usize::MAX);
+    if wanted == 0 {
+        return Ok(Vec::new());
+    }
+    let mut found: Vec<Value> = Vec::new();
+    let mut until = last_seq;
+    let mut window = (i64::from(n) * ENTRIES_PER_SHOWN).max(MIN_WINDOW);
+    while until > 0 && found.len() < wanted {
+        let after = until.saturating_sub(window).max(0);
+        let mut older: Vec<Value> = client
+            .entries_between(session, after, Some(until))
+            .await?
+            .into_iter()
+            .filter(|e| shown(e))
+            .collect();
+        older.append(&mut found);
+        found = older;
+        until = after;
+        window = window.saturating_mul(2);
+    }
+    let skip = found.len().saturating_sub(wanted);
+    Ok(found.split_off(skip))
+}
+
+/// What `transcript` prints of entry `e`: nothing, one line or more (a
+/// message of several lines, a bot's note and its tool calls).
+fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
+    let kind = e["kind"].as_str().unwrap_or("");
+    if as_json {
+        // the same entries as the text, without `--all` too
+        return if all || is_public(kind) {
+            vec![terminal::json(e)]
+        } else {
+            Vec::new()
+        };
+    }
+    let seq = e["seq"].as_i64().unwrap_or(0);
+    let who = e["author"].as_str().unwrap_or("?");
+    let text = e["text"].as_str().unwrap_or("");
+    let s = |key: &str| e[key].as_str().unwrap_or("");
+    match kind {
+        "user_message" => vec![format!("#{seq} {who}: {text}")],
+        "delivery" => vec![format!("#{seq} {who} ▸ {text}")],
+        "notice" => vec![format!(
+            "#{seq} [{}] {text}",
+            e["code"].as_str().unwrap_or("notice")
+        )],
+        "reaction" => vec![format!(
+            "#{seq} {who} reacted {} to #{}",
+            s("emoji"),
+            e["target_seq"]
+        )],
+        "assistant" if all => {
+            let note = (!text.is_empty()).then(|| format!("#{seq} ({who} thinks) {text}"));
+            let calls = e["tool_calls"].as_array().into_iter().flatten().map(|c| {
+                format!(
+                    "#{seq} ({who} calls) {} {}",
+                    c["name"].as_str().unwrap_or(""),
+                    c["arguments"].as_str().unwrap_or("")
+                )
+            });
+            note.into_iter().chain(calls).collect()
+        }
+        "tool_result" if all => vec![format!("#{seq} (result of {}) {}", s("name"), s("content"))],
+        "turn_end" if all => vec![format!("#{seq} (turn {} {})", s("turn"), s("status"))],
+        "reminder" if all => vec![format!("#{seq} (reminder) {text}")],
+        "agent_message" => vec![format!("#{seq} {who} (bot): {text}")],
+        "event" if all => vec![format!("#{seq} (event from {who}) {text}")],
+        "summary" if all => vec![format!(
+            "#{seq} (summary up to #{}) {text}",
+            e["covers_to_seq"]
+        )],
+        "approval" => vec![format!(
+            "#{seq} [approval {} {}] {} — {}",
+            s("status"),
+            s("approval"),
+            s("summary"),
+            s("reason")
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `transcript` shows entries of `kind` without `--all`: what was
+/// said to and by people and bots, not the bot's internal steps (notes,
+/// tool calls and results, turn ends, reminders, events, summaries) nor
+/// kinds this CLI does not know.
+fn is_public(kind: &str) -> bool {
+    matches!(
+        kind,
+        "user_message" | "delivery" | "notice" | "reaction" | "agent_message" | "approval"
+    )
+}

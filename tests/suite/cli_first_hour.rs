@@ -1,0 +1,286 @@
+//! A new user's first hour with the CLI (round 22, tester H4): what
+//! `transcript --last`, `send --timeout`, `reindex`, `group send`, the
+//! host's hints and a start on a public address say.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::BIN;
+use crate::support::process::cli;
+use crate::support::process::free_port;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+
+/// The lines of `out` that show an entry (`#SEQ …`).
+fn entry_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.starts_with('#')).collect()
+}
+
+/// Regression (H4 #1): `--last N` counted entries back from the end,
+/// printed or not, so `--last 1` and `--last 2` after a reply printed
+/// nothing (the turn's end and an empty `assistant` entry are never
+/// shown). It prints the last N entries it shows.
+#[tokio::test]
+async fn transcript_last_counts_the_entries_it_prints() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    for text in ["first", "second"] {
+        let (_, sent) = host.send("r", text, None).await;
+        let session = sent["session"].as_str().unwrap().to_owned();
+        host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+    }
+    let (code, out, err) = cli(&["transcript", "r", "--last", "1"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let lines = entry_lines(&out);
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(lines[0].ends_with("r ▸ echo: second"), "{out}");
+    let (_, out, _) = cli(&["transcript", "r", "--last", "2"], &host.url, TOKEN).await;
+    let lines = entry_lines(&out);
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].ends_with("alice: second"), "{out}");
+    // with --all the internal steps count: the last is the turn's end
+    let (_, out, _) = cli(
+        &["transcript", "r", "--all", "--last", "2"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    let lines = entry_lines(&out);
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[1].contains("completed)"), "{out}");
+    // JSON lines: the same count
+    let (_, out, _) = cli(
+        &["transcript", "r", "--json", "--last", "3"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(out.lines().count(), 3, "{out}");
+    host.shutdown().await;
+}
+
+/// Regression (H4 #2, #7d): `send --timeout 0` was taken and never sent
+/// anything ("the host did not answer within 0 s", exit 1), and `search
+/// --limit 0` was refused by the host (exit 1). Both are usage errors
+/// (2), naming the flag and the smallest value, before any request.
+#[tokio::test]
+async fn out_of_range_flags_are_usage_errors() {
+    // no host listens there: nothing may be sent
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    for args in [
+        &["send", "r", "hi", "--timeout", "0"][..],
+        &["group", "send", "room", "hi", "--timeout", "0"],
+    ] {
+        let (code, out, err) = cli(args, &nowhere, TOKEN).await;
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(
+            err.contains("--timeout") && err.contains("the smallest --timeout is 1"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, _, err) = cli(&["search", "x", "--limit", "0"], &nowhere, TOKEN).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--limit takes 1 to 100"), "{err}");
+    let (code, _, err) = cli(&["search", "x", "--offset", "10001"], &nowhere, TOKEN).await;
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Regression (H4 #3): `cd /tmp && botfleet reindex --fleet DIR/fleet.toml`
+/// with `data_dir = "./botfleet-data"` said "pass … --fleet with its fleet
+/// file" to one who had. It says the relative data_dir is read from the
+/// current directory, as `run` reads it, and what to do.
+#[tokio::test]
+async fn reindex_says_a_relative_data_dir_is_read_from_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet_dir = dir.path().join("fleet");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(fleet_dir.join("scripts")).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        fleet_dir.join("scripts/offline.toml"),
+        botfleet::config::EMBEDDED_OFFLINE_SCRIPT,
+    )
+    .unwrap();
+    let fleet = fleet_dir.join("fleet.toml");
+    std::fs::write(&fleet, botfleet::config::EMBEDDED_FLEET).unwrap();
+    assert!(botfleet::config::EMBEDDED_FLEET.contains("data_dir = \"./botfleet-data\""));
+    let out = tokio::process::Command::new(BIN)
+        .args(["reindex", "--fleet"])
+        .arg(&fleet)
+        .current_dir(&elsewhere)
+        .env_remove("XAI_API_KEY")
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let expected = format!(
+        "data_dir = \"./botfleet-data\" in {} is read from the current directory ({})",
+        fleet.display(),
+        elsewhere.display()
+    );
+    assert!(err.contains(&expected), "{expected:?} not in: {err}");
+    assert!(err.contains("make data_dir absolute"), "{err}");
+    assert!(!err.contains("or --fleet with its fleet file"), "{err}");
+}
+
+/// Every member's model call fails; `ok` (if a member) answers.
+const ALL_FAIL_BUT_OK: &str = r#"
+[[rule]]
+bot = "ok"
+steps = [ { tool = "SendMessage", args = { text = "here" } } ]
+
+[[rule]]
+steps = [ { fail = "client error (Connect): dns error: failed to lookup address" } ]
+"#;
+
+/// Regression (H4 #4): `group send` exited 0 when every member's turn
+/// failed, so a script could not tell it from a discussion. It exits 3
+/// (as `send` does for a failed turn) when no member answered because
+/// turns failed, and 0 when one answered.
+#[tokio::test]
+async fn group_send_exits_3_when_every_member_turn_failed() {
+    let host = TestFleet::new()
+        .script("s", ALL_FAIL_BUT_OK)
+        .bot("m1", "s", &["SendMessage"])
+        .bot("m2", "s", &["SendMessage"])
+        .bot("ok", "s", &["SendMessage"])
+        .start()
+        .await;
+    let run = async |args: &[&str]| cli(args, &host.url, TOKEN).await;
+    let (code, _, err) = run(&["group", "create", "down", "--members", "m1,m2"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&["group", "send", "down", "hello"]).await;
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(err.contains("2 of 2 member turns failed"), "{err}");
+    let (code, _, err) = run(&["group", "send", "down", "hello", "--json"]).await;
+    assert_eq!(code, 3, "{err}");
+    // one member answered: the discussion is no failure
+    let (code, _, err) = run(&["group", "create", "half", "--members", "m1,ok"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&["group", "send", "half", "hello"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("ok ▸ here"), "{out}");
+    host.shutdown().await;
+}
+
+/// Regression (H4 #5): the CLI printed the host's hints for API clients
+/// ("removed with DELETE /v1/bots/{bot}", "create a new room (POST
+/// /v1/groups)"); it names its own commands instead.
+#[tokio::test]
+async fn cli_errors_name_cli_commands_not_api_routes() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .bot("q", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (code, _, err) = cli(&["bots", "remove", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`botfleet bots remove BOT`"), "{err}");
+    assert!(!err.contains("/v1/"), "{err}");
+    for args in [
+        &["group", "create", "standup", "--members", "r,q"][..],
+        &["group", "close", "standup"],
+    ] {
+        let (code, _, err) = cli(args, &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let (code, _, err) = cli(&["group", "send", "standup", "x"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`botfleet group create"), "{err}");
+    assert!(!err.contains("POST /v1/groups"), "{err}");
+    // the API's own text is unchanged for API clients
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            "/v1/groups/standup/messages",
+            TOKEN,
+            Some(serde_json::json!({"text": "x"})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("POST /v1/groups")),
+        "{body}"
+    );
+    host.shutdown().await;
+}
+
+/// The lines `botfleet run` prints up to its `send a message` line, from a
+/// start with `--listen ADDR` on the example fleet (its token
+/// `alice-secret`) in a fresh data directory; the host is then killed.
+async fn banner(listen: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    std::fs::write(
+        dir.path().join("scripts/offline.toml"),
+        botfleet::config::EMBEDDED_OFFLINE_SCRIPT,
+    )
+    .unwrap();
+    let fleet = dir.path().join("fleet.toml");
+    std::fs::write(&fleet, botfleet::config::EMBEDDED_FLEET).unwrap();
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["run", "--fleet"])
+        .arg(&fleet)
+        .args(["--listen", listen])
+        .current_dir(dir.path())
+        .env_remove("XAI_API_KEY")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut out = String::new();
+    let read = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            out.push_str(&line);
+            out.push('\n');
+            if line.starts_with("send a message:") {
+                return;
+            }
+        }
+    };
+    let done = tokio::time::timeout(Duration::from_secs(60), read).await;
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    assert!(done.is_ok(), "no banner in time: {out}");
+    out
+}
+
+/// Regression (H4 #6): `run --listen 0.0.0.0:PORT` on the example fleet
+/// served every interface with the published token `alice-secret`, and
+/// said nothing. The banner warns, naming the user, the risk and the fix;
+/// on loopback it does not.
+#[tokio::test]
+async fn a_public_address_with_a_published_token_is_warned_about() {
+    let out = banner(&format!("0.0.0.0:{}", free_port())).await;
+    let warning = out
+        .lines()
+        .find(|l| l.starts_with("WARNING: listening on 0.0.0.0:"))
+        .unwrap_or_else(|| panic!("no warning in:\n{out}"));
+    assert!(
+        warning.contains("alice")
+            && warning.contains("alice-secret")
+            && warning.contains("token_env")
+            && warning.contains("--listen 127.0.0.1:"),
+        "{warning}"
+    );
+    let out = banner(&format!("127.0.0.1:{}", free_port())).await;
+    assert!(!out.contains("WARNING: listening on"), "{out}");
+}
