@@ -62,7 +62,22 @@ pub struct HookConfig {
     /// (default: 64 KiB, or `host.max_body_bytes` when that is smaller).
     #[serde(default)]
     pub max_payload_bytes: Option<usize>,
+    /// How far a timestamped signature's `X-Botfleet-Timestamp` may be
+    /// from the host's clock, in seconds (default 300).
+    #[serde(default)]
+    pub timestamp_tolerance_s: Option<u64>,
+    /// Whether only timestamped signatures are accepted (default false:
+    /// body-only signatures, as GitHub sends them, are too).
+    #[serde(default)]
+    pub require_timestamp: bool,
+    /// New deliveries admitted per minute, a minute's worth at once
+    /// (default 120).
+    #[serde(default)]
+    pub deliveries_per_minute: Option<u32>,
 }
+
+/// Longest timestamp tolerance a hook may set: a day.
+const MAX_TIMESTAMP_TOLERANCE_S: u64 = 86_400;
 
 /// A hook's payload limit when fleet.toml sets none.
 const DEFAULT_HOOK_PAYLOAD: usize = 64 * 1024;
@@ -72,6 +87,17 @@ impl HookConfig {
     pub fn payload_limit(&self, max_body: usize) -> usize {
         self.max_payload_bytes
             .unwrap_or(DEFAULT_HOOK_PAYLOAD.min(max_body))
+    }
+}
+
+impl super::FleetFile {
+    /// The `[[bots.hooks]]` entry `hook` of bot `bot`, if there is one.
+    pub fn hook(&self, bot: &str, hook: &str) -> Option<&HookConfig> {
+        self.bots
+            .iter()
+            .filter(|b| b.id == bot)
+            .flat_map(|b| b.hooks.iter())
+            .find(|h| h.name == hook)
     }
 }
 
@@ -133,6 +159,23 @@ impl LoadedFleet {
                 }
                 _ => {}
             }
+            if h.timestamp_tolerance_s
+                .is_some_and(|t| t == 0 || t > MAX_TIMESTAMP_TOLERANCE_S)
+            {
+                return Err(self.invalid(
+                    format!("{key}.timestamp_tolerance_s"),
+                    format!(
+                        "must be between 1 and {MAX_TIMESTAMP_TOLERANCE_S} seconds (default 300)"
+                    ),
+                ));
+            }
+            if h.deliveries_per_minute == Some(0) {
+                return Err(self.invalid(
+                    format!("{key}.deliveries_per_minute"),
+                    "must be at least 1 (default 120); a hook that should take nothing is \
+                     better removed",
+                ));
+            }
             let limit = h.payload_limit(self.file.host.max_body_bytes);
             if limit == 0 || limit > self.file.host.max_body_bytes {
                 return Err(self.invalid(
@@ -145,5 +188,67 @@ impl LoadedFleet {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::super::LoadedFleet;
+    use super::super::tests::ISSUE_EXAMPLE;
+    use super::super::tests::err;
+
+    fn hooked(lines: &str) -> String {
+        format!(
+            "{ISSUE_EXAMPLE}[[bots.hooks]]\nname = \"gh\"\nsecret = \"a-long-enough-hook-secret\"\n{lines}"
+        )
+    }
+
+    /// The replay and flood settings of a hook: read, found by bot and
+    /// name, and refused out of range naming the key.
+    #[test]
+    fn a_hooks_timestamp_and_rate_settings() {
+        let text = hooked(
+            "timestamp_tolerance_s = 60\nrequire_timestamp = true\ndeliveries_per_minute = 5\n",
+        );
+        let f = LoadedFleet::parse(&text, "fleet.toml", None).unwrap();
+        let h = f.file.hook("researcher", "gh").unwrap();
+        assert_eq!(
+            (
+                h.timestamp_tolerance_s,
+                h.require_timestamp,
+                h.deliveries_per_minute
+            ),
+            (Some(60), true, Some(5))
+        );
+        assert!(f.file.hook("researcher", "other").is_none());
+        let plain = LoadedFleet::parse(&hooked(""), "fleet.toml", None).unwrap();
+        let h = plain.file.hook("researcher", "gh").unwrap();
+        assert_eq!(
+            (
+                h.timestamp_tolerance_s,
+                h.require_timestamp,
+                h.deliveries_per_minute
+            ),
+            (None, false, None)
+        );
+        for (line, key) in [
+            (
+                "timestamp_tolerance_s = 0",
+                "bots[0].hooks[0].timestamp_tolerance_s",
+            ),
+            (
+                "timestamp_tolerance_s = 86401",
+                "bots[0].hooks[0].timestamp_tolerance_s",
+            ),
+            (
+                "deliveries_per_minute = 0",
+                "bots[0].hooks[0].deliveries_per_minute",
+            ),
+        ] {
+            let e = err(&hooked(&format!("{line}\n")));
+            assert!(e.contains(key), "{line}: {e}");
+        }
     }
 }

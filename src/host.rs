@@ -252,11 +252,13 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
         .hooks
         .into_iter()
         .map(|h| {
-            (
-                h.bot,
-                h.name,
-                api::HookSecret::new(h.secret, h.max_payload_bytes),
-            )
+            let secret = api::HookSecret::new(h.secret, h.max_payload_bytes);
+            // its timestamp tolerance and rate (src/api/hooks.rs)
+            let secret = match f.hook(&h.bot, &h.name) {
+                Some(config) => secret.with_config(config),
+                None => secret,
+            };
+            (h.bot, h.name, secret)
         })
         .collect();
     let vault = botfleet_actors::Vault::new(
@@ -612,6 +614,8 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // from the stop on, a new request is answered 503 at once and one in
     // flight is answered so after the drain (src/api/mod.rs)
     let app = api::refuse_while_stopping(app, stop.clone());
+    // a body declared over host.max_body_bytes is refused from the headers
+    let app = http_server::with_declared_length_limit(app, f.host.max_body_bytes);
     let app = http_server::with_request_timeout(
         app,
         Duration::from_secs(f.host.request_timeout_s),

@@ -293,6 +293,51 @@ async fn time_request(
     }
 }
 
+/// Refuses, from its headers, a request whose declared `Content-Length`
+/// is over `limit` bytes: `413 too_large` at once, where reading the body
+/// first held the connection until the whole body came (or, for a client
+/// that never sends it, until `host.request_timeout_s`).
+pub(crate) fn refuse_declared_over(
+    headers: &axum::http::HeaderMap,
+    limit: usize,
+) -> Result<(), ApiError> {
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(length) if length > u64::try_from(limit).unwrap_or(u64::MAX) => {
+            Err(ApiError::TooLarge { limit })
+        }
+        Some(_) | None => Ok(()),
+    }
+}
+
+/// [`refuse_declared_over`] as a layer over every route, with the host's
+/// body limit (`host.max_body_bytes`); a route with a smaller limit (a
+/// webhook's `max_payload_bytes`) checks its own.
+pub(crate) fn with_declared_length_limit(app: Router, max_body_bytes: usize) -> Router {
+    app.layer(axum::middleware::from_fn_with_state(
+        max_body_bytes,
+        refuse_declared_length,
+    ))
+}
+
+async fn refuse_declared_length(
+    State(limit): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match refuse_declared_over(request.headers(), limit) {
+        Ok(()) => next.run(request).await,
+        Err(too_large) => {
+            let mut refused = too_large.into_response();
+            crate::api::mark_answer(&mut refused);
+            refused
+        }
+    }
+}
+
 /// File descriptors to leave for the store, the index, Shell and model
 /// connections when the API has all its connections open.
 const FDS_FOR_THE_REST: u64 = 256;
@@ -330,6 +375,39 @@ mod tests {
     const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\
         Max processes             127431               127431               processes \n\
         Max open files            1024                 524288               files     \n";
+
+    /// A body declared over the limit is refused from the headers: the
+    /// route never runs, and the body (here one that never comes) is not
+    /// waited for.
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_unread() {
+        use axum::body::Body;
+        use tower::ServiceExt;
+        let app = Router::new().route(
+            "/",
+            axum::routing::post(|body: axum::body::Bytes| async move { body.len().to_string() }),
+        );
+        let app = with_declared_length_limit(app, 1024);
+        let never =
+            Body::from_stream(futures::stream::pending::<Result<Vec<u8>, std::io::Error>>());
+        let over = Request::post("/")
+            .header("content-length", "10000000")
+            .body(never)
+            .unwrap();
+        let answer = app.clone().oneshot(over).await.unwrap();
+        assert_eq!(answer.status(), axum::http::StatusCode::PAYLOAD_TOO_LARGE);
+        let body = axum::body::to_bytes(answer.into_body(), 4096)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "too_large", "{body}");
+        let within = Request::post("/")
+            .header("content-length", "5")
+            .body(Body::from("hello"))
+            .unwrap();
+        let answer = app.oneshot(within).await.unwrap();
+        assert_eq!(answer.status(), axum::http::StatusCode::OK);
+    }
 
     #[test]
     fn a_cap_near_the_fd_limit_is_warned_about() {

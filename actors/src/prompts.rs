@@ -136,6 +136,8 @@ prompts! {
     missing_result => "missing_result.md",
     /// Notice of a failed turn.
     turn_failed => "turn_failed.md",
+    /// Notice of a failed turn of a routine, naming the routine.
+    routine_failed => "routine_failed.md",
     /// Notice of a model call that failed after the turn delivered.
     failed_after_reply => "failed_after_reply.md",
     /// Notice of an undelivered turn.

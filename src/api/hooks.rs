@@ -1,23 +1,35 @@
 //! `POST /v1/hooks/{bot}/{hook}`: webhooks. No bearer token: a delivery is
 //! authenticated by `X-Botfleet-Signature: sha256=<hex>`, the HMAC-SHA256
-//! of the raw body with the hook's secret (compared in constant time), and
-//! deduplicated by `X-Botfleet-Delivery` through the idempotency ledger
-//! (source `hook:<bot>/<hook>`). The payload becomes an *untrusted* event
-//! in the session `{bot, hook, <hook>}` at background priority; the engine
-//! shows it to the model as quoted data.
+//! with the hook's secret (compared in constant time) of the raw body, or,
+//! when the sender also sends `X-Botfleet-Timestamp: <Unix seconds>`, of
+//! `"{timestamp}.{raw body}"` (Stripe's scheme: a captured request is
+//! refused once its timestamp is past the hook's tolerance). Deliveries
+//! are deduplicated by `X-Botfleet-Delivery` through the idempotency
+//! ledger (source `hook:<bot>/<hook>`), and by their signature: one sent
+//! again under another delivery id (a replay of a captured request) is
+//! answered as a duplicate of the first. The payload becomes an
+//! *untrusted* event in the session `{bot, hook, <hook>}` at background
+//! priority; the engine shows it to the model as quoted data.
 //!
-//! Checks, in order: unknown bot or hook → 404; missing or malformed
-//! headers → 400; payload over the hook's limit → 413; wrong signature →
-//! 401; payload not UTF-8, or empty or only whitespace → 400; then
+//! Checks, in order: unknown bot or hook → 404; a declared
+//! `Content-Length` over the hook's limit → 413 before the body is read;
+//! missing or malformed headers → 400; payload over the hook's limit →
+//! 413; wrong signature, a timestamp outside the tolerance, or none where
+//! the hook requires one → 401; payload not UTF-8, or empty or only
+//! whitespace → 400; no token left in the hook's rate → 429; then
 //! admission.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::FromRequest;
+use axum::extract::Request;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -44,28 +56,195 @@ use super::extract::Path;
 use super::extract::read_body;
 use super::extract::single_header;
 
+#[path = "hook_rate.rs"]
+mod hook_rate;
+
+use hook_rate::DEFAULT_DELIVERIES_PER_MINUTE;
+use hook_rate::HookRate;
+use hook_rate::Seen;
+
 /// Header with the delivery id (the idempotency key of a delivery).
 pub const DELIVERY_HEADER: &str = "x-botfleet-delivery";
 /// Header with the signature, `sha256=<hex>`.
 pub const SIGNATURE_HEADER: &str = "x-botfleet-signature";
+/// Header with the time a timestamped signature was made, Unix seconds.
+pub const TIMESTAMP_HEADER: &str = "x-botfleet-timestamp";
 /// Longest delivery id.
 const MAX_DELIVERY_LEN: usize = 200;
+/// A hook's timestamp tolerance when fleet.toml sets none, in seconds.
+const DEFAULT_TIMESTAMP_TOLERANCE_S: u64 = 300;
+/// How long a body-only signature is remembered, to answer a replay of it
+/// under another delivery id as a duplicate.
+const BODY_ONLY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
-/// One hook's secret and limit.
+/// A hook's settings beyond its secret and payload limit (fleet.toml
+/// `[[bots.hooks]]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HookOptions {
+    /// How far a signature's `X-Botfleet-Timestamp` may be from the host's
+    /// clock, in seconds (`timestamp_tolerance_s`).
+    timestamp_tolerance_s: u64,
+    /// Whether a body-only signature is refused (`require_timestamp`).
+    require_timestamp: bool,
+    /// New deliveries admitted per minute (`deliveries_per_minute`).
+    deliveries_per_minute: u32,
+}
+
+impl Default for HookOptions {
+    fn default() -> Self {
+        Self {
+            timestamp_tolerance_s: DEFAULT_TIMESTAMP_TOLERANCE_S,
+            require_timestamp: false,
+            deliveries_per_minute: DEFAULT_DELIVERIES_PER_MINUTE,
+        }
+    }
+}
+
+/// One hook's secret, limits, and what it remembers of recent deliveries.
 #[derive(Clone)]
 pub struct HookSecret {
     secret: Vec<u8>,
     max_payload_bytes: usize,
+    options: HookOptions,
+    /// Shared by every clone of the API state.
+    seen: Arc<Mutex<Seen>>,
+    rate: Arc<HookRate>,
 }
 
 impl HookSecret {
-    /// A secret and the largest payload the hook accepts.
+    /// A secret and the largest payload the hook accepts, with the default
+    /// [`HookOptions`].
     pub fn new(secret: impl Into<Vec<u8>>, max_payload_bytes: usize) -> Self {
         Self {
             secret: secret.into(),
             max_payload_bytes,
+            options: HookOptions::default(),
+            seen: Arc::default(),
+            rate: Arc::new(HookRate::new(DEFAULT_DELIVERIES_PER_MINUTE)),
         }
     }
+
+    /// The same hook with the settings of its `[[bots.hooks]]` entry.
+    pub fn with_config(self, config: &crate::config::HookConfig) -> Self {
+        let defaults = HookOptions::default();
+        self.with_options(HookOptions {
+            timestamp_tolerance_s: config
+                .timestamp_tolerance_s
+                .unwrap_or(defaults.timestamp_tolerance_s),
+            require_timestamp: config.require_timestamp,
+            deliveries_per_minute: config
+                .deliveries_per_minute
+                .unwrap_or(defaults.deliveries_per_minute),
+        })
+    }
+
+    /// The same hook with `options`.
+    fn with_options(self, options: HookOptions) -> Self {
+        Self {
+            options,
+            rate: Arc::new(HookRate::new(options.deliveries_per_minute)),
+            ..self
+        }
+    }
+
+    /// Checks the signature `tag` of `body`, made at `timestamp` (the
+    /// header's text) if the sender sent one, against the secret and the
+    /// clock (`now_ms`); how long to remember the signature for.
+    fn verify(
+        &self,
+        tag: &[u8],
+        timestamp: Option<&str>,
+        body: &[u8],
+        now_ms: i64,
+    ) -> Result<Duration, ApiError> {
+        let Some(timestamp) = timestamp else {
+            if self.options.require_timestamp {
+                return Err(ApiError::BadSignature(
+                    "this webhook requires a timestamped signature (require_timestamp): send \
+                     X-Botfleet-Timestamp: <Unix time in seconds> and sign \"{timestamp}.{raw \
+                     body}\" (the header's value, a dot, the exact raw body) with HMAC-SHA256 \
+                     and the hook's secret"
+                        .into(),
+                ));
+            }
+            let mut mac = new_mac(&self.secret)?;
+            mac.update(body);
+            return match mac.verify_slice(tag) {
+                Ok(()) => Ok(BODY_ONLY_WINDOW),
+                Err(_) => Err(ApiError::BadSignature(
+                    "the X-Botfleet-Signature does not match: sign the exact raw body with \
+                     HMAC-SHA256 and the hook's secret, and send sha256=<hex> (or send \
+                     X-Botfleet-Timestamp and sign \"{timestamp}.{raw body}\")"
+                        .into(),
+                )),
+            };
+        };
+        let seconds = parse_timestamp(timestamp)?;
+        let mut mac = new_mac(&self.secret)?;
+        mac.update(timestamp.as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        if mac.verify_slice(tag).is_err() {
+            return Err(ApiError::BadSignature(
+                "the X-Botfleet-Signature does not match: with X-Botfleet-Timestamp, sign \
+                 \"{timestamp}.{raw body}\" (the header's value exactly as sent, a dot, the \
+                 exact raw body) with HMAC-SHA256 and the hook's secret, and send sha256=<hex>"
+                    .into(),
+            ));
+        }
+        let tolerance = i64::try_from(self.options.timestamp_tolerance_s).unwrap_or(i64::MAX);
+        let now = now_ms.div_euclid(1000);
+        let age = now.saturating_sub(seconds);
+        if age > tolerance {
+            return Err(ApiError::BadSignature(format!(
+                "the X-Botfleet-Timestamp is {age} s old, past this webhook's tolerance of \
+                 {tolerance} s (timestamp_tolerance_s): an old signed request is refused so \
+                 that a captured one cannot be replayed; sign the delivery again with the \
+                 current time (and check the sender's clock)"
+            )));
+        }
+        if -age > tolerance {
+            return Err(ApiError::BadSignature(format!(
+                "the X-Botfleet-Timestamp is {} s ahead of this host's clock, past this \
+                 webhook's tolerance of {tolerance} s (timestamp_tolerance_s): check the \
+                 sender's clock (Unix time in seconds, not milliseconds)",
+                -age
+            )));
+        }
+        // a replay is refused for its age once the tolerance is past: it
+        // is remembered until then
+        let left = seconds.saturating_add(tolerance).saturating_sub(now).max(1);
+        Ok(Duration::from_secs(u64::try_from(left).unwrap_or(1)))
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        // each change leaves the two maps consistent before it can panic
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The Unix seconds of an `X-Botfleet-Timestamp`.
+fn parse_timestamp(text: &str) -> Result<i64, ApiError> {
+    let seconds = text
+        .parse::<i64>()
+        .ok()
+        .filter(|_| text.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "the X-Botfleet-Timestamp header must be the Unix time in seconds, digits \
+                 only (e.g. 1764700000)"
+                    .into(),
+            )
+        })?;
+    // 10^11 s is the year 5138: milliseconds, most likely
+    if seconds >= 100_000_000_000 {
+        return Err(ApiError::BadRequest(
+            "the X-Botfleet-Timestamp header must be the Unix time in seconds, not \
+             milliseconds (e.g. 1764700000)"
+                .into(),
+        ));
+    }
+    Ok(seconds)
 }
 
 /// The configured webhooks, by (bot, hook).
@@ -160,7 +339,7 @@ pub(crate) async fn deliver(
     State(state): State<ApiState>,
     Path((bot, hook)): Path<(String, String)>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     let Some(secret) = state.hooks.get(&bot, &hook) else {
         return Err(ApiError::NotFound(format!(
@@ -169,7 +348,12 @@ pub(crate) async fn deliver(
             botfleet_memory::quote_short(&bot)
         )));
     };
-    let body = read_body(body, secret.max_payload_bytes)?;
+    // refused from the headers, before a byte of the body is waited for
+    crate::http_server::refuse_declared_over(&headers, secret.max_payload_bytes)?;
+    let body = read_body(
+        Bytes::from_request(request, &state).await,
+        secret.max_payload_bytes,
+    )?;
     let delivery = header(&headers, DELIVERY_HEADER)?.ok_or_else(|| {
         ApiError::BadRequest(format!(
             "missing the X-Botfleet-Delivery header: a unique id per delivery (1-{MAX_DELIVERY_LEN} \
@@ -198,20 +382,14 @@ pub(crate) async fn deliver(
                 "the X-Botfleet-Signature header must be sha256=<64 hex digits>".into(),
             )
         })?;
+    let timestamp = header(&headers, TIMESTAMP_HEADER)?.map(str::trim);
     if body.len() > secret.max_payload_bytes {
         return Err(ApiError::TooLarge {
             limit: secret.max_payload_bytes,
         });
     }
-    let mut mac = new_mac(&secret.secret)?;
-    mac.update(&body);
-    if mac.verify_slice(&tag).is_err() {
-        return Err(ApiError::BadSignature(
-            "the X-Botfleet-Signature does not match: sign the exact raw body with HMAC-SHA256 \
-             and the hook's secret, and send sha256=<hex>"
-                .into(),
-        ));
-    }
+    let now_ms = state.fleet.store().clock().now_ms();
+    let keep = secret.verify(&tag, timestamp, &body, now_ms)?;
     let text = std::str::from_utf8(&body).map_err(|_| {
         ApiError::BadRequest("the payload is not UTF-8 text; send JSON or text".into())
     })?;
@@ -227,9 +405,46 @@ pub(crate) async fn deliver(
     let record = state.fleet.store().get_bot(&id).await?.ok_or_else(|| {
         ApiError::NotFound(format!("bot {bot:?} of webhook {hook:?} does not exist"))
     })?;
-    let req = hook_event(&record, &hook, delivery, text);
-    let outcome = state.fleet.admit(req).await?;
-    let (status, body) = match &outcome {
+    // the same signature under another id: a replay of the delivery it
+    // first came with, admitted (so answered) as that delivery
+    let first = secret.seen().first_or_remember(&tag, delivery, keep);
+    let fresh = first.is_none();
+    let replay_of = first.filter(|d| d != delivery);
+    let nonce = replay_of.as_deref().unwrap_or(delivery);
+    let taken = match secret.rate.try_take() {
+        Ok(taken) => Some(taken),
+        // a retry of a delivery already admitted is answered, not counted
+        Err(_) if !fresh => None,
+        Err(wait) => {
+            let source = hook_source(&record, &hook);
+            let known = state.fleet.store().ledger_has_key(&source, delivery).await;
+            if !matches!(known, Ok(true)) {
+                secret.seen().forget(&tag, delivery);
+            }
+            if !known? {
+                return Err(secret.rate.refusal(record.id.as_str(), &hook, wait));
+            }
+            None
+        }
+    };
+    let outcome = state
+        .fleet
+        .admit(hook_event(&record, &hook, nonce, text))
+        .await;
+    let admitted = matches!(
+        outcome,
+        Ok(AdmitOutcome::Accepted(_) | AdmitOutcome::Duplicate(_))
+    );
+    if fresh && !admitted {
+        secret.seen().forget(&tag, delivery);
+    }
+    if let Some(taken) = taken
+        && !matches!(outcome, Ok(AdmitOutcome::Accepted(_)))
+    {
+        secret.rate.give_back(taken);
+    }
+    let outcome = outcome?;
+    let (status, mut body) = match &outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(outcome)),
         AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(outcome)),
         AdmitOutcome::Conflict(original) => (
@@ -250,7 +465,16 @@ pub(crate) async fn deliver(
             )}}),
         ),
     };
+    if let (Some(first), Some(fields)) = (replay_of, body.as_object_mut()) {
+        // the delivery this one repeats, signature and all
+        fields.insert("replay_of".into(), json!(first));
+    }
     Ok((status, Json(body)).into_response())
+}
+
+/// The ledger source of a hook's deliveries.
+fn hook_source(bot: &BotRecord, hook: &str) -> String {
+    format!("hook:{}/{hook}", bot.id)
 }
 
 /// The admission of one delivery: an untrusted `webhook <hook>` event.
@@ -261,7 +485,7 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
         peer: hook.to_owned(),
     };
     AdmitRequest {
-        source: format!("hook:{}/{hook}", bot.id),
+        source: hook_source(bot, hook),
         nonce: delivery.to_owned(),
         nonce_time_ms: botfleet_actors::nonce_time_ms(delivery),
         digest: InputDigest::of_parts([
@@ -288,3 +512,7 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
         priority: Priority::Background,
     }
 }
+
+#[cfg(test)]
+#[path = "hooks_tests.rs"]
+mod tests;

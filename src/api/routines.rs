@@ -13,6 +13,7 @@ use botfleet_actors::scheduler::SchedulerError;
 use botfleet_actors::scheduler::local_rfc3339;
 use botfleet_memory::CatchUp;
 use botfleet_memory::RoutineRecord;
+use botfleet_memory::TurnRecord;
 use chrono::DateTime;
 use chrono::Utc;
 use serde::Deserialize;
@@ -42,8 +43,13 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// How a routine looks over the API: the record, plus its next and last
-/// slots as RFC 3339 times in UTC and in the routine's time zone.
-fn view(r: &RoutineRecord) -> Value {
+/// slots as RFC 3339 times in UTC and in the routine's time zone, and how
+/// its last run went (`runs`, from [`botfleet_memory::Store::routine_runs`]):
+/// `last_status` is the status of the turn that took the last fire
+/// (`running`, `completed`, `failed`, …), `waiting` while no turn has taken
+/// it, `null` before the first fire; `last_turn` that turn's id (what
+/// `botfleet retry` takes), `last_error` why it failed.
+fn view(r: &RoutineRecord, runs: &[(String, Option<TurnRecord>)]) -> Value {
     let times = |ms: Option<i64>| {
         (
             ms.and_then(DateTime::<Utc>::from_timestamp_millis)
@@ -59,6 +65,18 @@ fn view(r: &RoutineRecord) -> Value {
         o.insert("next_fire_local".into(), json!(next_local));
         o.insert("last_fire".into(), json!(last_utc));
         o.insert("last_fire_local".into(), json!(last_local));
+        let run = runs
+            .iter()
+            .find(|(name, _)| *name == r.name)
+            .map(|(_, t)| t);
+        let (status, turn, error) = match run {
+            None => (json!(null), json!(null), json!(null)),
+            Some(None) => (json!("waiting"), json!(null), json!(null)),
+            Some(Some(t)) => (json!(t.status.as_str()), json!(t.id), json!(t.error)),
+        };
+        o.insert("last_status".into(), status);
+        o.insert("last_turn".into(), turn);
+        o.insert("last_error".into(), error);
     }
     v
 }
@@ -82,9 +100,9 @@ pub(crate) async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     let routines = state.scheduler.list(&b.id).await?;
-    Ok(Json(
-        json!({ "bot": b.id, "routines": routines.iter().map(view).collect::<Vec<_>>() }),
-    ))
+    let runs = state.fleet.store().routine_runs(&b.id).await?;
+    let views: Vec<Value> = routines.iter().map(|r| view(r, &runs)).collect();
+    Ok(Json(json!({ "bot": b.id, "routines": views })))
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,7 +174,8 @@ pub(crate) async fn put(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(json!({ "routine": view(&put.record) }))).into_response())
+    let runs = state.fleet.store().routine_runs(&b.id).await?;
+    Ok((status, Json(json!({ "routine": view(&put.record, &runs) }))).into_response())
 }
 
 pub(crate) async fn delete(

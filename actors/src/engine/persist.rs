@@ -172,10 +172,20 @@ impl Runner {
         tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "turn failed");
         self.error = Some(error.clone());
         let turn = self.turn.to_string();
-        let text = prompts()
-            .turn_failed
-            .render(&[("error", &error), ("turn", &turn)])
-            .unwrap_or_default();
+        let key = &self.scope.session.key;
+        // a routine's run names the routine: nobody sent "a message" there
+        let text = if key.kind == SessionKind::Routine {
+            prompts().routine_failed.render(&[
+                ("routine", &key.peer),
+                ("error", &error),
+                ("turn", &turn),
+            ])
+        } else {
+            prompts()
+                .turn_failed
+                .render(&[("error", &error), ("turn", &turn)])
+        }
+        .unwrap_or_default();
         let notice = self.entry(
             EntryId::derive(self.turn, "end", "failure"),
             EntryKind::Notice {

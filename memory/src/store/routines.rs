@@ -12,6 +12,7 @@ use crate::ids::BotId;
 use crate::record::CatchUp;
 use crate::record::RoutineOrigin;
 use crate::record::RoutineRecord;
+use crate::record::TurnRecord;
 
 const COLUMNS: &str = "bot_id, name, cron, timezone, prompt, silent_ok, catch_up, origin, \
                        next_fire_ms, last_fire_ms, created_at, updated_at";
@@ -172,6 +173,68 @@ pub(crate) fn get(conn: &Connection, bot: &BotId, name: &str) -> Result<Option<R
     .optional()?
     .map(RawRoutine::into_record)
     .transpose()
+}
+
+/// The runs of `bot`'s routines: for each routine that has fired, its
+/// name and the turn that took its last fire (the newest, when a retry
+/// took it again), or `None` while no turn has taken it yet. The turn is
+/// found through the entries of the routine's session after the fire (the
+/// `(session_id, seq)` index), not by scanning the turns table, which has
+/// no index on the session.
+pub(crate) fn last_runs(
+    conn: &Connection,
+    bot: &BotId,
+) -> Result<Vec<(String, Option<TurnRecord>)>> {
+    let sessions: Vec<(String, String)> = conn
+        .prepare_cached("SELECT peer, id FROM sessions WHERE bot_id = ?1 AND kind = 'routine'")?
+        .query_map(params![bot.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut runs = Vec::new();
+    for (name, session) in sessions {
+        let fire: Option<(i64, i64)> = conn
+            .prepare_cached(
+                "SELECT gid, seq FROM entries
+                 WHERE session_id = ?1 AND kind = 'event' AND json_extract(body, '$.origin') = ?2
+                 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row(params![session, format!("routine:{name}")], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        let Some((gid, seq)) = fire else { continue };
+        let turn_ids: Vec<String> = conn
+            .prepare_cached(
+                "SELECT DISTINCT turn_id FROM entries
+                 WHERE session_id = ?1 AND seq > ?2 AND turn_id IS NOT NULL",
+            )?
+            .query_map(params![session, seq], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut taken: Option<TurnRecord> = None;
+        for id in turn_ids {
+            let Some(turn) = super::reader::get_turn(conn, id.parse()?)? else {
+                continue;
+            };
+            let newer = taken
+                .as_ref()
+                .is_none_or(|t| (turn.started_at, turn.id) > (t.started_at, t.id));
+            if turn.inputs.contains(&gid) && newer {
+                taken = Some(turn);
+            }
+        }
+        runs.push((name, taken));
+    }
+    Ok(runs)
+}
+
+impl super::Store {
+    /// The runs of `bot`'s routines: for each routine that has fired, its
+    /// name and the turn that took its last fire (the newest, when a retry
+    /// took it again), or `None` while no turn has taken it yet (the bot
+    /// is busy, or the fire was just admitted).
+    pub async fn routine_runs(&self, bot: &BotId) -> Result<Vec<(String, Option<TurnRecord>)>> {
+        let bot = bot.clone();
+        self.read(move |c| last_runs(c, &bot)).await
+    }
 }
 
 #[cfg(test)]

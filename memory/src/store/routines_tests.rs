@@ -138,3 +138,80 @@ async fn a_fire_commits_with_its_advance_or_not_at_all() {
     assert_eq!(deleted, vec![crate::store::MutationResult::Count(1)]);
     assert!(store.routines(Some(&bot)).await.unwrap().is_empty());
 }
+
+/// The run of a routine's last fire: none before it fires, `None`
+/// (waiting) until a turn takes the fire, then that turn, failed here; a
+/// later fire waits again.
+#[tokio::test]
+async fn a_routines_last_run_is_the_turn_that_took_its_last_fire() {
+    use crate::ids::TurnId;
+    use crate::record::TurnStatus;
+    use crate::store::MutationResult;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let bot = BotId::new("r").unwrap();
+    store
+        .write(vec![Mutation::PutRoutine(Box::new(routine(Some(100))))])
+        .await
+        .unwrap();
+    assert_eq!(store.routine_runs(&bot).await.unwrap(), vec![]);
+    let written = store
+        .write(vec![fire(100), advance(100, 200)])
+        .await
+        .unwrap();
+    let Some(MutationResult::Admitted(crate::record::AdmitOutcome::Accepted(fired))) =
+        written.first()
+    else {
+        panic!("{written:?}");
+    };
+    assert_eq!(
+        store.routine_runs(&bot).await.unwrap(),
+        vec![("brief".to_owned(), None)]
+    );
+    let turn = TurnId::new_v7();
+    store
+        .write(vec![
+            Mutation::StartTurn {
+                turn,
+                bot: bot.clone(),
+                session: fired.session,
+                inputs: vec![fired.gid],
+                checkpoint: serde_json::json!({}),
+                started_at: 1,
+            },
+            Mutation::Append(Box::new(NewEntry {
+                id: EntryId::new_v7(),
+                session: fired.session,
+                author: "system".into(),
+                turn: Some(turn),
+                kind: EntryKind::Notice {
+                    code: "turn_failed".into(),
+                    text: "failed".into(),
+                    retry_turn: Some(turn),
+                },
+            })),
+            Mutation::EndTurn {
+                turn,
+                status: TurnStatus::Failed,
+                error: Some("boom".into()),
+            },
+        ])
+        .await
+        .unwrap();
+    let runs = store.routine_runs(&bot).await.unwrap();
+    let [(name, Some(run))] = runs.as_slice() else {
+        panic!("{runs:?}");
+    };
+    assert_eq!(
+        (name.as_str(), run.id, run.status, run.error.as_deref()),
+        ("brief", turn, TurnStatus::Failed, Some("boom"))
+    );
+    store
+        .write(vec![fire(200), advance(200, 300)])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.routine_runs(&bot).await.unwrap(),
+        vec![("brief".to_owned(), None)]
+    );
+}

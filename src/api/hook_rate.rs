@@ -1,0 +1,265 @@
+//! `[[bots.hooks]] deliveries_per_minute`: how many new deliveries one
+//! webhook admits. Every delivery is a write through the store's one
+//! writer and wakes its bot: 400 signed deliveries from 16 threads were all
+//! admitted in 0.7 s, and one captured request, replayed under fresh
+//! delivery ids, could flood a bot the same way. A token bucket per hook,
+//! holding a minute's worth, keeps a sender's bursts and refuses a flood
+//! with `429 rate_limited` and `Retry-After`, as a user's messages are
+//! (`message_rate.rs`).
+//!
+//! Only an accepted delivery takes a token: a sender's retry of one
+//! already admitted (its delivery id, or its signature replayed) is
+//! answered `duplicate` however empty the bucket.
+//!
+//! [`Seen`] is the other half of that guard: the signatures of a hook's
+//! recent deliveries, so that a captured request sent again under a fresh
+//! delivery id is answered as the delivery it repeats rather than admitted
+//! again. It is kept in memory, bounded ([`MAX_REMEMBERED`] per hook), and
+//! forgotten at a restart (docs/security.md, Webhooks, says what that
+//! leaves open).
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::ApiError;
+
+/// The config key, as errors name it.
+pub(crate) const KEY: &str = "bots[].hooks[].deliveries_per_minute";
+
+/// A hook's deliveries per minute when fleet.toml sets none.
+pub const DEFAULT_DELIVERIES_PER_MINUTE: u32 = 120;
+
+/// Most signatures remembered per hook (the oldest are forgotten first):
+/// about 1 MB.
+const MAX_REMEMBERED: usize = 10_000;
+
+/// One hook's bucket.
+#[derive(Debug)]
+pub(crate) struct HookRate {
+    per_minute: u32,
+    /// Tokens as of an instant; `None` while full.
+    bucket: Mutex<Option<(f64, Instant)>>,
+}
+
+/// A token taken for a delivery: [`HookRate::give_back`] returns it when
+/// the delivery was not accepted after all.
+#[derive(Debug)]
+#[must_use = "give the token back when the delivery was not accepted"]
+pub(crate) struct Taken;
+
+impl HookRate {
+    /// `per_minute` deliveries a minute (at least 1), up to a minute's
+    /// worth at once.
+    pub(crate) fn new(per_minute: u32) -> Self {
+        Self {
+            per_minute: per_minute.max(1),
+            bucket: Mutex::new(None),
+        }
+    }
+
+    fn capacity(&self) -> f64 {
+        f64::from(self.per_minute)
+    }
+
+    /// Tokens added per second.
+    fn refill(&self) -> f64 {
+        f64::from(self.per_minute) / 60.0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<(f64, Instant)>> {
+        // each change is one assignment of the whole bucket
+        self.bucket.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tokens there are now.
+    fn tokens(&self, bucket: Option<(f64, Instant)>, now: Instant) -> f64 {
+        match bucket {
+            None => self.capacity(),
+            Some((tokens, at)) => {
+                let elapsed = now.saturating_duration_since(at).as_secs_f64();
+                (tokens + elapsed * self.refill()).min(self.capacity())
+            }
+        }
+    }
+
+    /// Takes a token for a delivery, or says how long until one is there.
+    pub(crate) fn try_take(&self) -> Result<Taken, Duration> {
+        let now = Instant::now();
+        let mut bucket = self.lock();
+        let tokens = self.tokens(*bucket, now);
+        if tokens >= 1.0 {
+            *bucket = Some((tokens - 1.0, now));
+            return Ok(Taken);
+        }
+        *bucket = Some((tokens, now));
+        Err(Duration::from_secs_f64((1.0 - tokens) / self.refill()))
+    }
+
+    /// Returns the token of a delivery that was not accepted.
+    pub(crate) fn give_back(&self, _taken: Taken) {
+        let now = Instant::now();
+        let mut bucket = self.lock();
+        let tokens = (self.tokens(*bucket, now) + 1.0).min(self.capacity());
+        *bucket = (tokens < self.capacity()).then_some((tokens, now));
+    }
+
+    /// The refusal of a delivery that finds no token, `wait` before one
+    /// is there.
+    pub(crate) fn refusal(&self, bot: &str, hook: &str, wait: Duration) -> ApiError {
+        // whole seconds, rounded up: a sender that waits `Retry-After`
+        // finds a token
+        let retry_after_s = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+        ApiError::RateLimited {
+            message: format!(
+                "webhook {hook} of bot {bot} took {per} deliveries in the last minute, all \
+                 that its deliveries_per_minute allows; nothing of this delivery was saved: \
+                 send it again (same X-Botfleet-Delivery) in {retry_after_s} s, or ask the \
+                 operator to raise deliveries_per_minute of this hook in fleet.toml",
+                per = self.per_minute,
+            ),
+            limit: "deliveries_per_minute",
+            key: KEY,
+            retry_after_s,
+        }
+    }
+}
+
+/// Signatures of a hook's recent deliveries, each with the delivery id it
+/// first came under: the same signature under another id is a replay of
+/// that delivery (the same body, signed at the same time).
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    by_tag: HashMap<Vec<u8>, (String, Instant)>,
+    /// Tags in the order they were first remembered.
+    order: VecDeque<Vec<u8>>,
+}
+
+impl Seen {
+    /// The delivery id `tag` was first seen under, if it is remembered;
+    /// else it is remembered now under `delivery` for `keep`.
+    pub(crate) fn first_or_remember(
+        &mut self,
+        tag: &[u8],
+        delivery: &str,
+        keep: Duration,
+    ) -> Option<String> {
+        let now = Instant::now();
+        self.forget_expired(now);
+        if let Some((first, until)) = self.by_tag.get(tag)
+            && *until > now
+        {
+            return Some(first.clone());
+        }
+        if self
+            .by_tag
+            .insert(tag.to_vec(), (delivery.to_owned(), now + keep))
+            .is_none()
+        {
+            self.order.push_back(tag.to_vec());
+        }
+        while self.order.len() > MAX_REMEMBERED {
+            if let Some(oldest) = self.order.pop_front() {
+                self.by_tag.remove(&oldest);
+            }
+        }
+        None
+    }
+
+    /// Forgets `tag` remembered under `delivery` (a delivery that was not
+    /// admitted after all).
+    pub(crate) fn forget(&mut self, tag: &[u8], delivery: &str) {
+        if self.by_tag.get(tag).is_some_and(|(d, _)| d == delivery) {
+            self.by_tag.remove(tag);
+            self.order.retain(|t| t != tag);
+        }
+    }
+
+    /// Forgets the oldest tags while they are expired.
+    fn forget_expired(&mut self, now: Instant) {
+        while let Some(oldest) = self.order.front() {
+            if self
+                .by_tag
+                .get(oldest)
+                .is_some_and(|(_, until)| *until > now)
+            {
+                break;
+            }
+            if let Some(oldest) = self.order.pop_front() {
+                self.by_tag.remove(&oldest);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A minute's worth at once, then one token every 60/n seconds; a
+    /// token given back is there again.
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_a_minute_then_the_refill() {
+        let rate = HookRate::new(6);
+        let taken: Vec<Taken> = (0..6).map(|_| rate.try_take().unwrap()).collect();
+        let wait = rate.try_take().unwrap_err();
+        assert_eq!(wait, Duration::from_secs(10));
+        let e = rate.refusal("r", "gh", wait);
+        assert!(
+            e.to_string().contains("6 deliveries") && e.to_string().contains("in 10 s"),
+            "{e}"
+        );
+        tokio::time::advance(Duration::from_secs(10)).await;
+        let one = rate.try_take().unwrap();
+        assert!(rate.try_take().is_err());
+        rate.give_back(one);
+        let _again = rate.try_take().unwrap();
+        assert!(rate.try_take().is_err());
+        drop(taken);
+        // a full minute later the whole burst is there again
+        tokio::time::advance(Duration::from_secs(60)).await;
+        for _ in 0..6 {
+            let _t = rate.try_take().unwrap();
+        }
+        assert!(rate.try_take().is_err());
+    }
+
+    /// A signature is answered with the delivery it first came under while
+    /// it is remembered; a forgotten or expired one is new again, and the
+    /// oldest go first past the cap.
+    #[tokio::test(start_paused = true)]
+    async fn signatures_are_remembered_for_a_while() {
+        let mut seen = Seen::default();
+        let hour = Duration::from_secs(3600);
+        assert_eq!(seen.first_or_remember(b"a", "d1", hour), None);
+        assert_eq!(
+            seen.first_or_remember(b"a", "d2", hour).as_deref(),
+            Some("d1")
+        );
+        seen.forget(b"a", "d2");
+        assert_eq!(
+            seen.first_or_remember(b"a", "d3", hour).as_deref(),
+            Some("d1")
+        );
+        seen.forget(b"a", "d1");
+        assert_eq!(seen.first_or_remember(b"a", "d4", hour), None);
+        tokio::time::advance(hour).await;
+        assert_eq!(seen.first_or_remember(b"a", "d5", hour), None);
+        for i in 0..=MAX_REMEMBERED {
+            let _ = seen.first_or_remember(format!("t{i}").as_bytes(), "d", hour);
+        }
+        assert!(seen.by_tag.len() <= MAX_REMEMBERED && seen.order.len() <= MAX_REMEMBERED);
+        assert_eq!(
+            seen.first_or_remember(b"a", "d6", hour),
+            None,
+            "the oldest went"
+        );
+    }
+}

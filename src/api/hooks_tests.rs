@@ -1,0 +1,96 @@
+//! Unit tests of `hooks.rs`: signatures with and without a timestamp,
+//! and a hook's settings from fleet.toml.
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+const KEY: &[u8] = b"a-hook-secret-of-some-length";
+const NOW_MS: i64 = 1_764_700_000_123;
+
+fn tag(signature: &str) -> Vec<u8> {
+    hex::decode(signature.trim_start_matches("sha256=")).unwrap()
+}
+
+fn refusal(r: Result<Duration, ApiError>) -> String {
+    r.err().map(|e| e.to_string()).unwrap_or_default()
+}
+
+/// Body-only signatures work as before (unless the hook requires a
+/// timestamp); a timestamped one covers "{timestamp}.{body}" and is
+/// refused outside the tolerance, either way.
+#[test]
+fn timestamps_bound_a_signature_in_time() {
+    let hook = HookSecret::new(KEY, 1024);
+    let body = b"{\"a\":1}";
+    assert_eq!(
+        hook.verify(&tag(&sign(KEY, body)), None, body, NOW_MS)
+            .unwrap(),
+        BODY_ONLY_WINDOW
+    );
+    let now = NOW_MS / 1000;
+    let at = |s: i64| {
+        let signed = [format!("{s}.").as_bytes(), body.as_slice()].concat();
+        (tag(&sign(KEY, &signed)), s.to_string())
+    };
+    let (t, ts) = at(now - 10);
+    assert_eq!(
+        hook.verify(&t, Some(&ts), body, NOW_MS).unwrap(),
+        Duration::from_secs(290)
+    );
+    // the body-only signature under a timestamp, or another time
+    let e = refusal(hook.verify(&tag(&sign(KEY, body)), Some(&ts), body, NOW_MS));
+    assert!(e.contains("sign \"{timestamp}.{raw body}\""), "{e}");
+    let e = refusal(hook.verify(&t, Some(&(now - 9).to_string()), body, NOW_MS));
+    assert!(e.contains("does not match"), "{e}");
+    let (t, ts) = at(now - 301);
+    let e = refusal(hook.verify(&t, Some(&ts), body, NOW_MS));
+    assert!(
+        e.contains("301 s old") && e.contains("tolerance of 300 s"),
+        "{e}"
+    );
+    let (t, ts) = at(now + 301);
+    let e = refusal(hook.verify(&t, Some(&ts), body, NOW_MS));
+    assert!(e.contains("301 s ahead"), "{e}");
+    let e = refusal(hook.verify(&t, Some("17647000001230"), body, NOW_MS));
+    assert!(e.contains("not milliseconds"), "{e}");
+    let e = refusal(hook.verify(&t, Some("-5"), body, NOW_MS));
+    assert!(e.contains("digits only"), "{e}");
+
+    let strict = HookSecret::new(KEY, 1024).with_options(HookOptions {
+        require_timestamp: true,
+        timestamp_tolerance_s: 60,
+        ..HookOptions::default()
+    });
+    let e = refusal(strict.verify(&tag(&sign(KEY, body)), None, body, NOW_MS));
+    assert!(
+        e.contains("requires a timestamped signature") && e.contains("X-Botfleet-Timestamp"),
+        "{e}"
+    );
+    let (t, ts) = at(now - 61);
+    assert!(refusal(strict.verify(&t, Some(&ts), body, NOW_MS)).contains("tolerance of 60 s"));
+    let (t, ts) = at(now);
+    assert_eq!(
+        strict.verify(&t, Some(&ts), body, NOW_MS).unwrap(),
+        Duration::from_secs(60)
+    );
+}
+
+/// fleet.toml's settings reach the hook; unset ones keep the defaults.
+#[test]
+fn a_hooks_settings_come_from_its_config() {
+    let config: crate::config::HookConfig = toml::from_str(
+        "name = \"gh\"\nsecret = \"x\"\nrequire_timestamp = true\ndeliveries_per_minute = 7\n",
+    )
+    .unwrap();
+    let hook = HookSecret::new(KEY, 1024).with_config(&config);
+    let expected = HookOptions {
+        timestamp_tolerance_s: 300,
+        require_timestamp: true,
+        deliveries_per_minute: 7,
+    };
+    assert_eq!(hook.options, expected);
+    let body = b"x";
+    let e = refusal(hook.verify(&tag(&sign(KEY, body)), None, body, NOW_MS));
+    assert!(e.contains("require_timestamp"), "{e}");
+}

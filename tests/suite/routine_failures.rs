@@ -1,0 +1,103 @@
+//! A routine whose run fails is seen where routines are looked at:
+//! `GET /v1/bots/{bot}/routines` gives the last run's status, turn and
+//! error (the turn its last fire started), not only when it last fired.
+
+use chrono::Duration as ChronoDuration;
+use chrono::Timelike;
+use chrono::Utc;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+
+/// A routine's input fails the model; anything else is noted.
+const FAILING: &str = r#"
+[[rule]]
+match = "FAILME"
+steps = [ { fail = "boom model error" } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// A 6-field cron that fires once, `ahead` seconds from now (UTC), and
+/// not again for a year.
+fn once_in(ahead: i64) -> String {
+    let at = Utc::now() + ChronoDuration::seconds(ahead);
+    format!(
+        "{} {} {} {} {} *",
+        at.second(),
+        at.minute(),
+        at.hour(),
+        chrono::Datelike::day(&at),
+        chrono::Datelike::month(&at)
+    )
+}
+
+/// Regression: after a routine's run failed, the routine view showed
+/// `last_fire` moved on and nothing else; a user who looks at routines
+/// (and not at every turn of the bot) never learnt it failed.
+#[tokio::test]
+async fn a_failed_run_shows_in_the_routine_view() {
+    let host = TestFleet::new()
+        .script("s", FAILING)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, body) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/bots/r/routines/failer",
+            TOKEN,
+            Some(
+                json!({"cron": once_in(3), "timezone": "UTC", "prompt": "FAILME now",
+                        "silent_ok": false}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    // before its first fire there is no run to tell of
+    assert_eq!(body["routine"]["last_status"], Value::Null, "{body}");
+    assert_eq!(body["routine"]["last_turn"], Value::Null, "{body}");
+
+    let failed = host
+        .wait_get("/v1/bots/r/turns", |v| {
+            v["turns"]
+                .as_array()?
+                .iter()
+                .find(|t| t["status"] == "failed")
+                .cloned()
+        })
+        .await;
+    let (status, body) = host.get("/v1/bots/r/routines", TOKEN).await;
+    assert_eq!(status, 200, "{body}");
+    let routine = &body["routines"][0];
+    assert_eq!(routine["name"], "failer", "{body}");
+    assert_eq!(
+        (
+            &routine["last_status"],
+            &routine["last_turn"],
+            routine["last_error"].as_str().map(|e| e.contains("boom")),
+        ),
+        (&json!("failed"), &failed["id"], Some(true)),
+        "{body}"
+    );
+    // the failure notice in the routine's session names the routine, not
+    // "your message"
+    let session = failed["session"].as_str().unwrap();
+    let notice = host
+        .entries(session)
+        .await
+        .into_iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap();
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("routine failer") && !text.contains("your message"),
+        "{text}"
+    );
+    assert_eq!(notice["retry_turn"], failed["id"], "{notice}");
+    host.shutdown().await;
+}
