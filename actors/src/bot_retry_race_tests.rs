@@ -34,7 +34,8 @@ use crate::tools::test_support::next_change;
 use crate::tools::test_support::tool_step;
 
 /// Call 0 sends "first"; call 1 says it began (`entered`), waits for
-/// `release` and fails (HTTP 400: the turn fails); call 2 sends "again";
+/// `release` and fails (HTTP 400: the turn, which delivered, ends
+/// `completed` with a `failed_after_reply` notice); call 2 sends "again";
 /// later calls end their turn.
 struct HeldModel {
     calls: Mutex<usize>,
@@ -142,14 +143,17 @@ async fn an_input_retried_before_its_turn_told_its_bot_it_ended_runs_again() {
     let mut changes = fleet.store().subscribe();
     let entries = loop {
         let entries = fleet.store().entries_after(session, 0, 1000).await.unwrap();
+        // the held turn ends `completed` too (its call failed after it
+        // delivered: failed_after_reply): wait for the retry's own turn
         if entries.iter().any(|e| {
-            matches!(
-                e.kind,
-                EntryKind::TurnEnd {
-                    status: TurnStatus::Completed,
-                    ..
-                }
-            )
+            e.turn != Some(turn)
+                && matches!(
+                    e.kind,
+                    EntryKind::TurnEnd {
+                        status: TurnStatus::Completed,
+                        ..
+                    }
+                )
         }) {
             break entries;
         }
