@@ -161,6 +161,16 @@ mod tests {
         Ok(())
     }
 
+    /// Marks the store's keys as written at `format`, as an older host left them.
+    fn set_keys_format(conn: &Connection, format: u32) -> Result<()> {
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![META_KEY, format.to_string()],
+        )?;
+        Ok(())
+    }
+
     /// Regression: a log entry written at keys format 3 kept its accented
     /// terms (`zürich`), so it never ranked for `Zurich`; its terms are
     /// recomputed, accent-folded, at the next open.
@@ -176,11 +186,7 @@ mod tests {
                      'book hotel zürich', 1, 'test', 0, 0)",
             params![text, comparison_key(text)],
         )?;
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, '3')
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [META_KEY],
-        )?;
+        set_keys_format(&conn, 3)?;
         assert_eq!(refresh(&mut conn)?, 1);
         let terms: String = conn.query_row(
             "SELECT terms FROM memory WHERE id = 'm-bbbbbbbbbbbb'",
@@ -212,11 +218,7 @@ mod tests {
              VALUES ('user', 'alice', 'tromsø', 0)",
             [],
         )?;
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, '4')
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [META_KEY],
-        )?;
+        set_keys_format(&conn, 4)?;
         assert_eq!(refresh(&mut conn)?, 2);
         let norm: String = conn.query_row(
             "SELECT norm FROM memory WHERE id = 'm-cccccccccccc'",
