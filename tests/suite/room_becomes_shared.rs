@@ -12,14 +12,11 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::restart;
-use crate::support::memory_model::content;
-use crate::support::memory_model::send_message;
-use crate::support::memory_model::without_updates;
 use crate::support::openai_server::OpenAiServer;
-use crate::support::openai_server::Reply;
 use crate::support::process::cli;
 use crate::support::process::poll;
 use crate::support::process::wait_found;
+use crate::support::shared_room::cabin_model;
 use crate::support::shared_room::mixed_fleet;
 
 /// In alice's DM, found by a1's SearchTranscript in the private room.
@@ -28,38 +25,6 @@ const CABIN: &str = "BIRCHWOODLANE7731";
 const EARLY: &str = "KIWIPRESHARE";
 /// In bob's message after the change.
 const LATE: &str = "PLUMPOSTSHARE";
-
-/// A member's model: `look up the cabin` → SearchTranscript "cabin",
-/// then a reply that does not quote what it found; anything else →
-/// SendMessage "hello"; after SendMessage, stop.
-fn model(body: &Value) -> Reply {
-    let messages = without_updates(body);
-    let id = format!("call_{}", messages.len());
-    let Some(last) = messages.last() else {
-        return Reply::text("");
-    };
-    if last["role"] == "tool" {
-        let asked = messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
-            .unwrap_or(Value::Null);
-        return if asked == "SendMessage" {
-            Reply::text("")
-        } else {
-            send_message(&id, "found it, not posting it here")
-        };
-    }
-    if content(last).contains("look up the cabin") {
-        return Reply::tool_call(
-            &id,
-            "SearchTranscript",
-            json!({ "query": "cabin" }).to_string(),
-        );
-    }
-    send_message(&id, "hello")
-}
 
 fn system(body: &Value) -> &str {
     body["messages"][0]["content"].as_str().unwrap_or("")
@@ -127,7 +92,7 @@ async fn private_then_shared(host: &TestHost, server: &OpenAiServer) -> Value {
 /// it.)
 #[tokio::test]
 async fn a_member_of_another_user_reads_the_room_from_its_joining() {
-    let server = OpenAiServer::builder().responder(model).start().await;
+    let server = OpenAiServer::builder().responder(cabin_model).start().await;
     let host = start(&server).await;
     let change = private_then_shared(&host, &server).await;
     let from = change["visible_from"]["bob"].as_i64().unwrap_or(0);
@@ -238,7 +203,7 @@ async fn a_members_private_era_is_not_sent_once_the_room_is_shared_live() {
 }
 
 async fn private_era_not_sent(restarted: bool) {
-    let server = OpenAiServer::builder().responder(model).start().await;
+    let server = OpenAiServer::builder().responder(cabin_model).start().await;
     let host = start(&server).await;
     private_then_shared(&host, &server).await;
     let host = if restarted {

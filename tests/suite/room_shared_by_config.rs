@@ -13,12 +13,9 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::restart;
-use crate::support::memory_model::content;
-use crate::support::memory_model::send_message;
-use crate::support::memory_model::without_updates;
 use crate::support::openai_server::OpenAiServer;
-use crate::support::openai_server::Reply;
 use crate::support::process::wait_found;
+use crate::support::shared_room::cabin_model;
 use crate::support::shared_room::mixed_fleet;
 
 /// In alice's DM, found by a1's SearchTranscript in the private room.
@@ -27,38 +24,6 @@ const CABIN: &str = "BIRCHWOODLANE4417";
 const EARLY: &str = "FIGPRESHARE";
 /// In bob's message after the restart.
 const LATE: &str = "DATEPOSTSHARE";
-
-/// A member's model: `look up the cabin` → SearchTranscript "cabin",
-/// then a reply that does not quote what it found; anything else →
-/// SendMessage "hello"; after SendMessage, stop.
-fn model(body: &Value) -> Reply {
-    let messages = without_updates(body);
-    let id = format!("call_{}", messages.len());
-    let Some(last) = messages.last() else {
-        return Reply::text("");
-    };
-    if last["role"] == "tool" {
-        let asked = messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
-            .unwrap_or(Value::Null);
-        return if asked == "SendMessage" {
-            Reply::text("")
-        } else {
-            send_message(&id, "found it, not posting it here")
-        };
-    }
-    if content(last).contains("look up the cabin") {
-        return Reply::tool_call(
-            &id,
-            "SearchTranscript",
-            json!({ "query": "cabin" }).to_string(),
-        );
-    }
-    send_message(&id, "hello")
-}
 
 /// The request bodies from index `from` on of bot `bot`'s turns.
 fn requests_of(server: &OpenAiServer, from: usize, bot: &str) -> Vec<Value> {
@@ -123,7 +88,7 @@ async fn private_then_given(server: &OpenAiServer) -> TestHost {
 /// her DM.)
 #[tokio::test]
 async fn a_room_shared_by_an_owner_change_in_the_config_starts_a_new_audience() {
-    let server = OpenAiServer::builder().responder(model).start().await;
+    let server = OpenAiServer::builder().responder(cabin_model).start().await;
     let host = private_then_given(&server).await;
 
     let (status, room) = host.get("/v1/groups/own", BOB_TOKEN).await;

@@ -4,6 +4,11 @@
 use serde_json::Value;
 use serde_json::json;
 
+use super::memory_model::content;
+use super::memory_model::send_message;
+use super::memory_model::without_updates;
+use super::openai_server::Reply;
+
 use super::fleet::TOKEN;
 use super::fleet::TestFleet;
 use super::fleet::TestHost;
@@ -37,4 +42,36 @@ pub async fn post_mixed_room(host: &TestHost) -> (u16, Value) {
 pub async fn open_mixed_room(host: &TestHost) {
     let (status, v) = post_mixed_room(host).await;
     assert_eq!((status, v["shared"].clone()), (201, json!(true)), "{v}");
+}
+
+/// A member's model of the shared-room suites: `look up the cabin` → SearchTranscript "cabin",
+/// then a reply that does not quote what it found; anything else →
+/// SendMessage "hello"; after SendMessage, stop.
+pub fn cabin_model(body: &Value) -> Reply {
+    let messages = without_updates(body);
+    let id = format!("call_{}", messages.len());
+    let Some(last) = messages.last() else {
+        return Reply::text("");
+    };
+    if last["role"] == "tool" {
+        let asked = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "assistant")
+            .map(|m| m["tool_calls"][0]["function"]["name"].clone())
+            .unwrap_or(Value::Null);
+        return if asked == "SendMessage" {
+            Reply::text("")
+        } else {
+            send_message(&id, "found it, not posting it here")
+        };
+    }
+    if content(last).contains("look up the cabin") {
+        return Reply::tool_call(
+            &id,
+            "SearchTranscript",
+            json!({ "query": "cabin" }).to_string(),
+        );
+    }
+    send_message(&id, "hello")
 }
