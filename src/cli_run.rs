@@ -25,11 +25,15 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     // read before the start takes the options (a file it cannot load stops
     // the start, which says why)
     let published = published_tokens(&opts);
+    // listening from now on: before the start, which serves HTTP before it
+    // returns (a SIGTERM sent once /healthz answered, and before this,
+    // killed the process by the default action instead of stopping it; a
+    // signal during the start stops the host once it is up), and so that
+    // no signal falls between the first wait and the second (a Ctrl-C
+    // just after "stopping…" was lost)
+    let mut signals = StopSignals::new()?;
     let running = host::start(opts).await?;
     terminal::serving();
-    // listening from now on, so that no signal falls between the first
-    // wait and the second (a Ctrl-C just after "stopping…" was lost)
-    let mut signals = StopSignals::new()?;
     let exposed = exposed_warning(running.addr, &published);
     // after the first line, which says where the host listens
     let (first, rest) = running.banner.split_at(running.banner.len().min(1));

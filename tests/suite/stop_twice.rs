@@ -81,3 +81,54 @@ async fn a_second_sigterm_while_the_stop_waits_for_an_extraction_exits_at_once()
     assert!(took < Duration::from_secs(2), "{took:?}");
     host.wait_log("stopped at once").await;
 }
+
+/// Replies to every message.
+const REPLY: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+"#;
+
+/// A SIGTERM that comes while `botfleet run` is starting (here once its
+/// store is made, found in its log) stops the host once it is up, with
+/// success. Before, the start served HTTP before the stop signals were
+/// listened for: a SIGTERM in between (a service manager's stop right
+/// after a start; the open-file test's stop on a loaded machine, which
+/// CI-like runs hit) killed the process by the signal's default action.
+#[tokio::test]
+async fn a_sigterm_during_the_start_stops_the_host_once_it_is_up() {
+    let fleet = crate::support::fleet::TestFleet::new()
+        .script("s", REPLY)
+        .bot("r", "s", &["SendMessage"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let mut child = tokio::process::Command::new(crate::support::process::BIN)
+        .args(["run", "--fleet"])
+        .arg(&path)
+        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::from(out.try_clone().unwrap()))
+        .stderr(std::process::Stdio::from(out))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    // the store is made inside the start, well before it serves
+    poll(30, async || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("created a new store") {
+            Ok(())
+        } else {
+            Err(format!("the start never made its store; log:\n{text}"))
+        }
+    })
+    .await;
+    signal(pid, "TERM");
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the host did not exit within 30 s of the SIGTERM")
+        .unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "{status:?}; log:\n{logged}");
+    assert!(logged.contains("stopping…"), "{logged}");
+}
