@@ -133,7 +133,7 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
         "tool_result" if all => vec![format!("#{seq} (result of {}) {}", s("name"), s("content"))],
         "turn_end" if all => vec![format!("#{seq} (turn {} {})", s("turn"), s("status"))],
         "reminder" if all => vec![format!("#{seq} (reminder) {text}")],
-        "agent_message" => vec![format!("#{seq} {who} (bot): {text}")],
+        "agent_message" => vec![format!("#{seq} {} {text}", sender(e))],
         "event" if all => vec![format!("#{seq} (event from {who}) {text}")],
         "summary" if all => vec![format!(
             "#{seq} (summary up to #{}) {text}",
@@ -148,6 +148,31 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
         )],
         _ => Vec::new(),
     }
+}
+
+/// Who sent a message from a bot, as `transcript` labels it: its name
+/// next to its id, `Boss · job six (bot boss.sub-334003c86248):`, or its
+/// id alone, `b (bot):`, when it has no name (`author_name`) or the name
+/// is its id. Eight reports of a bot's subagents read
+/// `boss.sub-… (bot):` alike, and only `botfleet bots` told which task
+/// each was.
+fn sender(e: &Value) -> String {
+    let id = e["from"]
+        .as_str()
+        .or_else(|| e["author"].as_str())
+        .unwrap_or("?");
+    match e["author_name"].as_str() {
+        // the web page's rule: a name that only spells the id adds nothing
+        Some(name) if !same_as_id(name, id) => format!("{name} (bot {id}):"),
+        Some(_) | None => format!("{id} (bot):"),
+    }
+}
+
+/// Whether display name `name` only spells bot id `id` (case and white
+/// space aside), as the web page tells them apart (`dom.js`, `speaker`).
+fn same_as_id(name: &str, id: &str) -> bool {
+    let spelled: String = name.chars().filter(|c| !c.is_whitespace()).collect();
+    spelled.to_lowercase() == id.to_lowercase()
 }
 
 /// Whether `transcript` shows entries of `kind` without `--all`: what was

@@ -138,6 +138,8 @@ prompts! {
     turn_failed => "turn_failed.md",
     /// Notice of a failed turn of a routine, naming the routine.
     routine_failed => "routine_failed.md",
+    /// Notice of a failed turn of a webhook's run, naming the webhook.
+    hook_failed => "hook_failed.md",
     /// Notice of a model call that failed after the turn delivered.
     failed_after_reply => "failed_after_reply.md",
     /// Notice of an undelivered turn.
@@ -154,6 +156,11 @@ prompts! {
     subagent_report => "subagent_report.md",
     /// The same for a parent that is not shown MessageSubagent.
     subagent_report_plain => "subagent_report_plain.md",
+    /// A subagent's report that names the task it reports on (its title),
+    /// to a parent shown MessageSubagent.
+    subagent_report_task => "subagent_report_task.md",
+    /// The same for a parent that is not shown MessageSubagent.
+    subagent_report_task_plain => "subagent_report_task_plain.md",
     /// Outside data (webhooks, reports), as data.
     untrusted_event => "untrusted_event.md",
     /// An event the owner configured.

@@ -1,5 +1,7 @@
 //! Sessions and turns: entries after a seq, turn records, retries.
 
+use std::collections::HashMap;
+
 use axum::Json;
 use axum::extract::Query;
 use axum::extract::State;
@@ -84,8 +86,60 @@ pub(crate) async fn entries(
         "bot": record.key.bot,
         "kind": record.key.kind,
         "last_seq": record.last_seq,
-        "entries": shown_to_people(entries),
+        "entries": with_author_names(&state, shown_to_people(entries)).await?,
     })))
+}
+
+/// `entries` as JSON, each message a bot wrote (`delivery`,
+/// `agent_message`) with `author_name`, the bot's display name when it
+/// has a record: a subagent's report read only `boss.sub-334003c86248`
+/// in `botfleet transcript` (and on the web page, once the bot list
+/// leaves the finished subagent out), eight of them alike, where
+/// `botfleet bots` names it `Boss · job six`. A person's entries get
+/// none: a person's id may also be a bot's.
+async fn with_author_names(state: &ApiState, entries: Vec<Entry>) -> Result<Vec<Value>, ApiError> {
+    let store = state.fleet.store();
+    let mut names: HashMap<String, Option<String>> = HashMap::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let bot = match &entry.kind {
+            EntryKind::AgentMessage { from, .. } => Some(from.clone()),
+            EntryKind::Delivery { .. } => BotId::new(&entry.author).ok(),
+            EntryKind::UserMessage { .. }
+            | EntryKind::Event { .. }
+            | EntryKind::Assistant { .. }
+            | EntryKind::ToolResult { .. }
+            | EntryKind::Reaction { .. }
+            | EntryKind::Reminder { .. }
+            | EntryKind::Notice { .. }
+            | EntryKind::Approval { .. }
+            | EntryKind::TurnEnd { .. }
+            | EntryKind::Summary { .. } => None,
+        };
+        let name = match bot {
+            Some(bot) => match names.get(bot.as_str()) {
+                Some(name) => name.clone(),
+                None => {
+                    // served from the store's cache of bot records
+                    let name = store.get_bot(&bot).await?.map(|b| b.name);
+                    names.insert(bot.to_string(), name.clone());
+                    name
+                }
+            },
+            None => None,
+        };
+        let mut value = serde_json::to_value(&entry).map_err(|e| {
+            ApiError::Internal(format!(
+                "entry {} could not be written as JSON: {e}",
+                entry.id
+            ))
+        })?;
+        if let (Some(name), Value::Object(map)) = (name, &mut value) {
+            map.insert("author_name".into(), json!(name));
+        }
+        out.push(value);
+    }
+    Ok(out)
 }
 
 /// `entries` as the API shows them to people: without the reasoning of a

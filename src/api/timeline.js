@@ -377,10 +377,17 @@ export class Timeline {
    * viewer's, else the person's id with a "person" tag; a bot's (a reply,
    * a message to another bot) carries a "bot" tag and, when its name is
    * not its id, the id: a bot named "alice" or "You" cannot pass for a
-   * person, nor for the viewer (docs/api.md, "The web page").
+   * person, nor for the viewer (docs/api.md, "The web page"). A bot's
+   * name is the one its entry carries (`author_name`) when the bot list
+   * has none: a finished subagent the list leaves out was labelled by
+   * its id alone.
    */
-  speaker(kind, author) {
-    return speaker(kind === "delivery" || kind === "agent_message", author, this.opts.me, this.opts.nameOf);
+  speaker(kind, author, authorName) {
+    const nameOf = (id) => {
+      const known = this.opts.nameOf(id);
+      return authorName && known === id ? authorName : known;
+    };
+    return speaker(kind === "delivery" || kind === "agent_message", author, this.opts.me, nameOf);
   }
 
   renderKind(e, older) {
@@ -390,9 +397,9 @@ export class Timeline {
         if (!older) this.unanswered.add(e.seq);
         return this.bubble(e, { ...this.speaker(e.kind, e.author), text: e.text });
       case "delivery":
-        return this.bubble(e, { ...this.speaker(e.kind, e.author), text: richText(e.text), card: e.card });
+        return this.bubble(e, { ...this.speaker(e.kind, e.author, e.author_name), text: richText(e.text), card: e.card });
       case "agent_message":
-        return this.bubble(e, { ...this.speaker(e.kind, e.from), text: richText(e.text), cls: "agent" });
+        return this.bubble(e, { ...this.speaker(e.kind, e.from, e.author_name), text: richText(e.text), cls: "agent" });
       case "event":
         return this.event(e);
       case "reaction":

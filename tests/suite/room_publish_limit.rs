@@ -203,7 +203,7 @@ async fn a_report_never_names_send_to_agent() {
     // its task): it reads as its subagent's report
     let seen = report_as_seen(&host, "q").await;
     assert!(
-        seen.contains("`, your subagent: its report on the task you gave it")
+        seen.contains("`, your subagent for the task \"look\": its report on that task")
             && seen.contains("REPORT found it"),
         "{seen}"
     );

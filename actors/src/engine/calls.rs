@@ -47,8 +47,9 @@ impl Runner {
 
     /// The tool specs the model is shown (the bot's tools its runner may
     /// use, per [`surface::visible_tools`]) and the identity naming them.
-    /// A tool left out is still refused by the gate if called.
-    pub(super) fn show_tools(&mut self) {
+    /// A tool left out is still refused by the gate if called. The bot's
+    /// `subagents` name the tasks their reports are about.
+    pub(super) fn show_tools(&mut self, subagents: Vec<(botfleet_memory::BotId, String)>) {
         let policy = &self.rt.safety.surfaces;
         self.specs = self
             .bot
@@ -67,6 +68,7 @@ impl Runner {
             send_to_agent: shown("SendToAgent"),
             message_subagent: shown("MessageSubagent"),
             timezone,
+            tasks: Arc::new(subagents.into_iter().collect()),
         };
         self.tail.context.set_agent_replies(replies);
         let index = self

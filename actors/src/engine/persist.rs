@@ -173,17 +173,24 @@ impl Runner {
         self.error = Some(error.clone());
         let turn = self.turn.to_string();
         let key = &self.scope.session.key;
-        // a routine's run names the routine: nobody sent "a message" there
-        let text = if key.kind == SessionKind::Routine {
-            prompts().routine_failed.render(&[
+        // a routine's or a webhook's run names it: nobody sent "a message"
+        // there (the session's peer is the routine's or the hook's name)
+        let p = prompts();
+        let text = match key.kind {
+            SessionKind::Routine => p.routine_failed.render(&[
                 ("routine", &key.peer),
                 ("error", &error),
                 ("turn", &turn),
-            ])
-        } else {
-            prompts()
-                .turn_failed
-                .render(&[("error", &error), ("turn", &turn)])
+            ]),
+            SessionKind::Hook => {
+                p.hook_failed
+                    .render(&[("hook", &key.peer), ("error", &error), ("turn", &turn)])
+            }
+            SessionKind::Dm
+            | SessionKind::Agent
+            | SessionKind::Group
+            | SessionKind::Subagent
+            | SessionKind::Room => p.turn_failed.render(&[("error", &error), ("turn", &turn)]),
         }
         .unwrap_or_default();
         let notice = self.entry(

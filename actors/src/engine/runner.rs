@@ -389,9 +389,11 @@ impl Runner {
         if let Some(why) = self.owner_changed(&record).await? {
             return self.end_for_former_owner(record, why).await;
         }
-        // who runs the turn decides which tools the model is shown
+        // who runs the turn decides which tools the model is shown; its
+        // subagents' tasks name their reports (`context_input.rs`)
         self.scope.runner = self.runner_for(&record).await?;
-        self.show_tools();
+        let subagents = self.rt.store.subagent_tasks_of(&self.bot.id).await?;
+        self.show_tools(subagents);
         // a new turn's inputs decide which memories are relevant
         let new_inputs = match &self.kind {
             Some(PlanKind::New { inputs }) => Some(self.input_entries(inputs).await?),

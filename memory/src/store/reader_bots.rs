@@ -140,6 +140,19 @@ pub(crate) fn subagents_of(
     )
 }
 
+/// The task (its description) of each subagent of `parent`, by id: what a
+/// turn of the parent needs to name its subagents' reports, without their
+/// results and progress (a parent may keep thousands of finished ones).
+pub(crate) fn subagent_tasks_of(conn: &Connection, parent: &BotId) -> Result<Vec<(BotId, String)>> {
+    let rows: Vec<(String, String)> = conn
+        .prepare_cached("SELECT id, description FROM subagents WHERE parent = ?1")?
+        .query_map(params![parent.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    rows.into_iter()
+        .map(|(id, description)| Ok((BotId::new(id)?, description)))
+        .collect()
+}
+
 /// The finished subagents (not `running`) of `owner`'s bots (all bots
 /// with `None`) past the `keep` latest of each parent, by creation.
 pub(crate) fn finished_subagents_past(

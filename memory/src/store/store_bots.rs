@@ -166,6 +166,14 @@ impl Store {
         self.read(move |c| reader::subagents_of(c, &parent)).await
     }
 
+    /// The task of each subagent of `parent`, by id (reader_bots.rs
+    /// `subagent_tasks_of`: ids and descriptions only).
+    pub async fn subagent_tasks_of(&self, parent: &BotId) -> Result<Vec<(BotId, String)>> {
+        let parent = parent.clone();
+        self.read(move |c| reader::subagent_tasks_of(c, &parent))
+            .await
+    }
+
     /// A subagent by its bot id.
     pub async fn get_subagent(&self, id: &BotId) -> Result<Option<crate::record::SubagentRecord>> {
         let id = id.clone();
