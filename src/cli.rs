@@ -48,6 +48,8 @@ mod memory;
 mod outcome;
 #[path = "cli_remove.rs"]
 mod remove;
+#[path = "cli_routines.rs"]
+mod routines;
 #[path = "cli_run.rs"]
 mod run_host;
 #[path = "cli_search.rs"]
@@ -60,6 +62,7 @@ mod terminal;
 mod transcript;
 pub use group::GroupCommand;
 pub use remove::BotsCommand;
+pub use routines::RoutinesCommand;
 
 /// botfleet: a host for a fleet of long-lived LLM bots.
 #[derive(Debug, Parser)]
@@ -157,6 +160,21 @@ pub enum Command {
         /// Instead of listing.
         #[command(subcommand)]
         action: Option<BotsCommand>,
+    },
+    /// List a bot's routines (when each fires next, in its time zone, and
+    /// how its last run went), or change them (`routines put`, `routines
+    /// remove`).
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+    Routines {
+        /// Bot id.
+        #[arg(required = true)]
+        bot: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Instead of listing.
+        #[command(subcommand)]
+        action: Option<RoutinesCommand>,
     },
     /// Retry the inputs of a failed or undelivered turn.
     Retry {
@@ -258,8 +276,12 @@ pub enum Command {
         /// A path the command may not read.
         #[arg(long)]
         hide: Vec<PathBuf>,
+        /// The soft open-file limit (`ulimit -n`) to give the program: the
+        /// host's at its start, before `run` raised it.
+        #[arg(long, value_name = "N")]
+        open_files: Option<u64>,
         /// Only say how far this kernel enforces the sandbox, then exit.
-        #[arg(long, conflicts_with_all = ["rw", "hide", "program"])]
+        #[arg(long, conflicts_with_all = ["rw", "hide", "open_files", "program"])]
         probe: bool,
         /// The program and its arguments, after `--`.
         #[arg(last = true, required_unless_present = "probe")]
@@ -435,6 +457,20 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             action: None,
         } => bots::bots(&client(&cli)?, *all, *json).await,
+        Command::Routines {
+            action: Some(action),
+            ..
+        } => routines::run(&client(&cli)?, action).await,
+        Command::Routines {
+            bot: Some(bot),
+            json,
+            action: None,
+        } => routines::list(&client(&cli)?, bot, *json).await,
+        Command::Routines {
+            bot: None,
+            action: None,
+            ..
+        } => Err(args::no_bot("routines").into()),
         Command::Retry { turn } => {
             let v = client(&cli)?
                 .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))
@@ -481,6 +517,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::SandboxExec {
             rw,
             hide,
+            open_files,
             probe,
             program,
         } => {
@@ -489,7 +526,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             // returns only if the program could not be run
-            let e = crate::sandbox::exec(rw, hide, program);
+            let e = crate::sandbox::exec(rw, hide, *open_files, program);
             errln!("botfleet sandbox-exec: {e:#}");
             Ok(ExitCode::from(exit::NOT_RUN))
         }

@@ -11,6 +11,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::Command;
 use super::GroupCommand;
+use super::RoutinesCommand;
 use crate::api::KEY_RULE;
 use crate::api::MAX_KEY_LEN;
 use crate::client::segment;
@@ -126,6 +127,14 @@ pub(super) fn check_address(host: &str) -> Result<(), BadInput> {
         .map_err(|e| BadInput(format!("{e:#}")))
 }
 
+/// `command` given without the bot it is about (clap requires it, but
+/// not beside a subcommand, so the type cannot say so).
+pub(super) fn no_bot(command: &str) -> BadInput {
+    BadInput(format!(
+        "give the bot: botfleet {command} BOT (`botfleet bots` lists yours)"
+    ))
+}
+
 /// Refuses a missing or empty token before anything is sent.
 pub(super) fn require_token(token: Option<&str>) -> Result<&str, BadInput> {
     token.filter(|t| !t.is_empty()).ok_or_else(|| {
@@ -221,6 +230,7 @@ fn id_rule(what: &str) -> Option<&'static str> {
         "approval id" => "an approval id is a UUID of 36 characters",
         "--session id" => "a session id is a UUID of 36 characters",
         "memory item id" => "a memory item id is m- and 12 letters or digits",
+        "routine name" => "a routine name has 1 to 64 characters",
         _ => return None,
     })
 }
@@ -263,6 +273,7 @@ fn check_member_lists(command: &Command) -> Result<(), BadInput> {
         | Command::Send { .. }
         | Command::Transcript { .. }
         | Command::Bots { .. }
+        | Command::Routines { .. }
         | Command::Retry { .. }
         | Command::Memory { .. }
         | Command::Forget { .. }
@@ -302,6 +313,7 @@ fn nonce(command: &Command) -> Option<&str> {
         | Command::CheckConfig { .. }
         | Command::Transcript { .. }
         | Command::Bots { .. }
+        | Command::Routines { .. }
         | Command::Retry { .. }
         | Command::Memory { .. }
         | Command::Forget { .. }
@@ -354,6 +366,14 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
             action: Some(super::BotsCommand::Remove { bot }),
             ..
         } => vec![("bot id", bot)],
+        Command::Routines {
+            action:
+                Some(RoutinesCommand::Put { bot, name, .. } | RoutinesCommand::Remove { bot, name }),
+            ..
+        } => vec![("bot id", bot), ("routine name", name)],
+        Command::Routines {
+            bot, action: None, ..
+        } => bot.iter().map(|b| ("bot id", b.as_str())).collect(),
         Command::Run { .. }
         | Command::CheckConfig { .. }
         | Command::Bots { action: None, .. }

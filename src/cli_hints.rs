@@ -64,6 +64,17 @@ fn command(method: &str, path: &str) -> Option<String> {
         ("GET", ["groups"] | ["groups", _]) => "botfleet group list".to_owned(),
         ("GET", ["bots"]) => "botfleet bots".to_owned(),
         ("DELETE", ["bots", bot]) => format!("botfleet bots remove {}", arg(bot, "BOT")),
+        ("GET", ["bots", bot, "routines"]) => format!("botfleet routines {}", arg(bot, "BOT")),
+        ("PUT", ["bots", bot, "routines", name]) => format!(
+            "botfleet routines put {} {} --cron CRON --timezone ZONE --prompt TEXT",
+            arg(bot, "BOT"),
+            arg(name, "NAME")
+        ),
+        ("DELETE", ["bots", bot, "routines", name]) => format!(
+            "botfleet routines remove {} {}",
+            arg(bot, "BOT"),
+            arg(name, "NAME")
+        ),
         ("POST", ["bots", bot, "cancel"]) => format!("botfleet cancel {}", arg(bot, "BOT")),
         ("GET", ["approvals"]) => "botfleet approvals".to_owned(),
         ("POST", ["turns", turn, "retry"]) => format!("botfleet retry {}", arg(turn, "TURN")),
@@ -107,8 +118,17 @@ mod tests {
                 "running turn (POST /v1/bots/s/cancel, `botfleet cancel s`)",
             ),
             (
-                "list them with GET /v1/bots/b/routines.",
-                "list them with GET /v1/bots/b/routines.",
+                "bot \"b\" has no routine \"x\"; list them with GET /v1/bots/b/routines.",
+                "bot \"b\" has no routine \"x\"; list them with `botfleet routines b`.",
+            ),
+            (
+                "change it with PUT /v1/bots/{bot}/routines/{name}",
+                "change it with `botfleet routines put BOT NAME --cron CRON --timezone ZONE \
+                 --prompt TEXT`",
+            ),
+            (
+                "no routine; GET /v1/webhooks lists hooks",
+                "no routine; GET /v1/webhooks lists hooks",
             ),
             ("nothing to change", "nothing to change"),
         ];

@@ -134,7 +134,9 @@ const MAX_OPEN_FILES: nix::libc::rlim_t = 1 << 20;
 /// `/healthz` and new messages unanswered until they closed. The hard
 /// limit is the operator's (`ulimit -Hn`, systemd `LimitNOFILE=`); the
 /// start banner's warning (`http_server::fd_warning`) compares the cap on
-/// connections with the limit as raised.
+/// connections with the limit as raised. The soft limit it started with
+/// is recorded for the Shell sandbox's launcher, which gives it back to
+/// each command (src/sandbox.rs).
 fn raise_open_file_limit() {
     use nix::sys::resource::Resource;
     use nix::sys::resource::getrlimit;
@@ -146,6 +148,8 @@ fn raise_open_file_limit() {
             return;
         }
     };
+    // given back to Shell commands, which would inherit the raised one
+    crate::sandbox::record_starting_open_files(soft);
     let Some(raised) = raised_soft_limit(soft, hard) else {
         return;
     };

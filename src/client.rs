@@ -269,10 +269,17 @@ impl Client {
 
     /// PUT JSON; non-2xx answers are errors.
     pub async fn put_ok(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        Ok(self.put(path, body).await?.1)
+    }
+
+    /// PUT JSON; returns the status of a 2xx answer (`201` created, `200`
+    /// replaced) and its body; other answers are errors.
+    pub async fn put(&self, path: &str, body: &Value) -> anyhow::Result<(StatusCode, Value)> {
         let req = self
             .request(reqwest::Method::PUT, self.url(path)?)
             .json(body);
-        Self::success(self.answer(req).await?)
+        let (status, body) = self.answer(req).await?;
+        Ok((status, Self::success((status, body))?))
     }
 
     /// Sends a user message; returns the status and the admission record.

@@ -20,6 +20,9 @@
 //!   what the command may trace (sandbox_proc.rs), so `ps ax` shows neither
 //!   the host nor other commands with their arguments, when the host may
 //!   mount it (root) or the machine's `/proc` hides so already;
+//! - open as many files at once as the host could when it started: its
+//!   soft open-file limit (`ulimit -n`) from before `botfleet run` raised
+//!   its own to the hard one (`--open-files`, [`starting_open_files`]);
 //! - hold no capability: a host run as root would hand its commands
 //!   root's, which Landlock does not confine (`CAP_SYS_PTRACE` gets past
 //!   its ptrace scoping to read the host's `/proc/<pid>/environ`,
@@ -64,7 +67,9 @@ mod proc;
 mod walk;
 
 pub use host::hidden_paths;
+pub use host::record_starting_open_files;
 pub use host::shell_sandbox;
+pub use host::starting_open_files;
 pub use proc::ProcessView;
 
 /// The Landlock ABI whose rights the sandbox asks for (tested on a kernel
@@ -169,10 +174,16 @@ pub fn probe() -> anyhow::Result<Probe> {
     Ok(Probe::of(&status, processes))
 }
 
-/// Confines this process (module doc) and replaces it with `program`
-/// (its name, then its arguments). Returns only on failure, with what went
-/// wrong: then nothing was run.
-pub fn exec(rw: &[PathBuf], hide: &[PathBuf], program: &[OsString]) -> anyhow::Error {
+/// Confines this process (module doc), gives it the soft open-file limit
+/// `open_files` when given, and replaces it with `program` (its name, then
+/// its arguments). Returns only on failure, with what went wrong: then
+/// nothing was run.
+pub fn exec(
+    rw: &[PathBuf],
+    hide: &[PathBuf],
+    open_files: Option<u64>,
+    program: &[OsString],
+) -> anyhow::Error {
     // before Landlock, which forbids mounting; where it cannot be had the
     // command sees every process, as the probe told the host at its start
     proc::private_proc();
@@ -181,6 +192,12 @@ pub fn exec(rw: &[PathBuf], hide: &[PathBuf], program: &[OsString]) -> anyhow::E
             let Some((name, args)) = program.split_first() else {
                 return anyhow::anyhow!("no program to run: give it after `--`");
             };
+            // after the walk of the rules, which opens paths one at a time
+            if let Some(soft) = open_files
+                && let Err(e) = limit_open_files(soft)
+            {
+                return e;
+            }
             let e = std::process::Command::new(name)
                 .args(args)
                 .env("TMPDIR", tmp)
@@ -189,6 +206,23 @@ pub fn exec(rw: &[PathBuf], hide: &[PathBuf], program: &[OsString]) -> anyhow::E
         }
         Err(e) => e,
     }
+}
+
+/// Sets this process's soft open-file limit (`RLIMIT_NOFILE`, `ulimit
+/// -n`) to `soft`, at most its hard limit, which stays: the host raised
+/// its own soft limit to the hard one for its connections (src/cli_run.rs),
+/// and a command inherited it, so a bot's command could hold that many
+/// files open. The program may raise it again up to the hard limit, as in
+/// any shell.
+fn limit_open_files(soft: u64) -> anyhow::Result<()> {
+    use nix::sys::resource::Resource;
+    use nix::sys::resource::getrlimit;
+    use nix::sys::resource::setrlimit;
+    let (_, hard) =
+        getrlimit(Resource::RLIMIT_NOFILE).context("cannot read the open-file limit")?;
+    let soft = soft.min(hard);
+    setrlimit(Resource::RLIMIT_NOFILE, soft, hard)
+        .with_context(|| format!("cannot set the open-file limit (`ulimit -n`) to {soft}"))
 }
 
 /// Restricts this process; returns the temporary directory to use.

@@ -7,6 +7,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use botfleet_actors::ShellLauncher;
@@ -22,6 +23,36 @@ const SUBCOMMAND: &str = "sandbox-exec";
 
 /// Longest the probe may take (a process start and a few syscalls).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The soft open-file limit (`ulimit -n`) this process started with,
+/// before `botfleet run` raised it ([`record_starting_open_files`]).
+static STARTING_OPEN_FILES: OnceLock<u64> = OnceLock::new();
+
+/// Records the soft open-file limit the process started with, before
+/// `botfleet run` raises it to the hard limit for the host's connections:
+/// the launcher gives it back to each Shell command (`sandbox-exec
+/// --open-files`), which would otherwise inherit the raised one. The
+/// first record stays.
+pub fn record_starting_open_files(soft: u64) {
+    let _first = STARTING_OPEN_FILES.set(soft);
+}
+
+/// The soft open-file limit recorded at start, if any (none in a host
+/// embedded without `botfleet run`, which raises nothing).
+pub fn starting_open_files() -> Option<u64> {
+    STARTING_OPEN_FILES.get().copied()
+}
+
+/// The launcher's arguments before those of each call: the subcommand,
+/// and the open-file limit to give back to the command.
+fn launcher_args() -> Vec<OsString> {
+    let mut args = vec![OsString::from(SUBCOMMAND)];
+    if let Some(soft) = starting_open_files() {
+        args.push(OsString::from("--open-files"));
+        args.push(OsString::from(soft.to_string()));
+    }
+    args
+}
 
 /// How the Shell tool runs commands under `mode`, with `launcher` the
 /// `botfleet` binary (none: a host embedded without it) and `hidden` the
@@ -83,7 +114,7 @@ pub async fn shell_sandbox(
             }
             let sandbox = ShellSandbox::Launcher(ShellLauncher {
                 program: launcher.map(Path::to_path_buf).unwrap_or_default(),
-                args: vec![OsString::from(SUBCOMMAND)],
+                args: launcher_args(),
                 hidden,
             });
             let isolated = probe.processes == ProcessView::Own;

@@ -11,6 +11,8 @@
 
 #[path = "file_args.rs"]
 mod file_args;
+#[path = "file_errors.rs"]
+mod file_errors;
 #[path = "file_io.rs"]
 mod file_io;
 #[path = "read_window.rs"]
@@ -21,7 +23,13 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
-use self::file_io::FileError;
+pub(super) use self::file_errors::UNUSABLE_HINT;
+use self::file_errors::blocked;
+use self::file_errors::file_error;
+pub(super) use self::file_errors::host_failure;
+use self::file_errors::io_error;
+use self::file_errors::not_text;
+use self::file_errors::workspace_error;
 use self::read_window::Shown;
 use self::read_window::Stop;
 use self::read_window::Window;
@@ -33,172 +41,34 @@ use super::ToolError;
 use super::ToolOutput;
 use super::parse_args;
 use super::show_path;
-use super::workspace::WorkspaceError;
 use crate::model::ToolSpec;
 
-fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<std::path::PathBuf, ToolError> {
+/// `path` checked and made absolute in the workspace, for `action`
+/// ("read", "write", "edit"): refused when it is outside, or when a
+/// symbolic link on its way loops (named, where the system's error names
+/// no link).
+fn resolve(
+    ctx: &ToolContext<'_>,
+    path: &str,
+    action: &str,
+) -> Result<std::path::PathBuf, ToolError> {
     let path = ctx
         .workspace()
         .resolve(path)
         .map_err(|e| workspace_error(&e))?;
+    if let Some(refused) = file_errors::looped(action, ctx.workspace().root(), &path) {
+        return Err(refused);
+    }
     // a test swaps a directory for a symlink here, between check and open
     #[cfg(test)]
     crate::tools::test_support::between_check_and_open();
     Ok(path)
 }
 
-/// What to do about a path outside the workspace.
-const OUTSIDE_HINT: &str =
-    "use a path relative to the workspace root; files outside it cannot be reached";
-
-/// What to do when the workspace itself cannot be used: no path helps (the
-/// hint said to use a path relative to the root, after the message had
-/// said to tell the owner).
-pub(super) const UNUSABLE_HINT: &str = "nothing to retry now, no path works: tell the person \
-     that your files cannot be reached until the host's operator fixes the workspace (the \
-     host's log says what is wrong with it)";
-
-/// A path the workspace refused, with what to do about it.
-fn workspace_error(e: &WorkspaceError) -> ToolError {
-    let hint = match e {
-        WorkspaceError::Unavailable { .. } => UNUSABLE_HINT,
-        WorkspaceError::Outside { .. } | WorkspaceError::Invalid { .. } => OUTSIDE_HINT,
-    };
-    ToolError::new(e.to_string(), hint)
-}
-
-/// When the host, not the path, is what failed a file tool or Shell: the
-/// disk is full, its quota used up or read-only, or the host has no file
-/// descriptor left. What is wrong, and what to do: nothing the model does
-/// with the path helps, and trying again at once meets the same (the
-/// hint was to check the path and try again).
-pub(super) fn host_failure(e: &std::io::Error) -> Option<(&'static str, &'static str)> {
-    Some(match e.raw_os_error()? {
-        libc::ENOSPC => (
-            "the disk holding the workspace is full",
-            "nothing to retry now: tell the person that the disk is full and that the host's \
-             operator has to free space on it",
-        ),
-        libc::EDQUOT => (
-            "the host's disk quota is used up",
-            "nothing to retry now: tell the person that the host's disk quota is used up and \
-             that its operator has to free space or raise the quota",
-        ),
-        libc::EROFS => (
-            "the disk holding the workspace is read-only",
-            "nothing to retry now: tell the person that the workspace's disk is read-only and \
-             that the host's operator has to make it writable",
-        ),
-        libc::EMFILE | libc::ENFILE => (
-            "the host has run out of file descriptors (too many connections or files open)",
-            "nothing to retry now: tell the person that the host ran out of file descriptors; \
-             it passes when connections close, or the host's operator raises its open-file \
-             limit (`ulimit -n`)",
-        ),
-        _ => return None,
-    })
-}
-
 /// A path for messages; the workspace root is `.`.
 fn shown(ctx: &ToolContext<'_>, path: &std::path::Path) -> String {
     let shown = show_path(ctx.workspace(), path);
     if shown.is_empty() { ".".into() } else { shown }
-}
-
-fn io_error(action: &str, shown: &str, e: &std::io::Error) -> ToolError {
-    if let Some((cause, hint)) = host_failure(e) {
-        return ToolError::new(format!("cannot {action} {shown}: {cause} ({e})"), hint);
-    }
-    let hint = match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            "check the path (list the directory with Shell `ls`), or Write the file first"
-        }
-        std::io::ErrorKind::PermissionDenied => {
-            "the host may not touch this file; choose another path"
-        }
-        std::io::ErrorKind::IsADirectory => "this is a directory; give a file path",
-        _ => "check the path and try again",
-    };
-    ToolError::new(format!("cannot {action} {shown}: {e}"), hint)
-}
-
-fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError {
-    match e {
-        FileError::Directory if action == "read" => ToolError::new(
-            format!("{shown} is a directory"),
-            "list it with Shell `ls`, then Read a file in it",
-        ),
-        FileError::Directory => ToolError::new(
-            format!("{shown} is a directory, not a file"),
-            format!("give the path of a file, such as `{shown}/notes.md`"),
-        ),
-        FileError::Special(kind) => ToolError::new(
-            format!("{shown} is {kind}, not a regular file"),
-            "Read, Write and Edit work on regular files only; choose another path",
-        ),
-        FileError::Outside => ToolError::new(
-            WorkspaceError::Outside { path: shown.into() }.to_string(),
-            OUTSIDE_HINT,
-        ),
-        FileError::Io(e) => io_error(action, shown, e),
-    }
-}
-
-/// Why Write cannot make the directories of `shown`: a file or a link
-/// stands where one of them goes.
-fn blocked(root: &std::path::Path, shown: &str, blocker: file_io::Blocker) -> ToolError {
-    use file_io::Blocker;
-    use file_io::LinkProblem;
-    let rel = |p: &std::path::Path| {
-        p.strip_prefix(root)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| p.display().to_string())
-    };
-    let cannot = format!("cannot create the directory of {shown}");
-    match blocker {
-        Blocker::File(at) => {
-            let at = rel(&at);
-            ToolError::new(
-                format!("{cannot}: {at} is a file, not a directory"),
-                format!("choose a path that does not go through {at}, or move {at} away first"),
-            )
-        }
-        Blocker::Link {
-            at,
-            target,
-            problem,
-        } => {
-            let (at, target) = (rel(&at), target.display().to_string());
-            let (why, hint) = match problem {
-                LinkProblem::Outside => (
-                    "which is outside the workspace",
-                    format!("use a path inside the workspace that does not go through {at}"),
-                ),
-                LinkProblem::Missing => (
-                    "which does not exist",
-                    format!("create the directory {at} leads to first, or remove the link {at}"),
-                ),
-                LinkProblem::NotADirectory => (
-                    "which is not a directory",
-                    format!("choose a path that does not go through {at}"),
-                ),
-            };
-            ToolError::new(
-                format!("{cannot}: {at} is a symbolic link to {target}, {why}"),
-                hint,
-            )
-        }
-    }
-}
-
-fn not_text(shown: &str, line: Option<u64>) -> ToolError {
-    let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
-    ToolError::new(
-        format!(
-            "{shown} is not a text file: it has bytes that are not UTF-8 text, or NUL bytes{at}"
-        ),
-        "inspect binary files with Shell (e.g. `file` or `xxd | head`)",
-    )
 }
 
 /// A blocking file job, run off the async threads.
@@ -265,7 +135,7 @@ impl Tool for Read {
         file_args::from_one("Read", "offset", args.offset)?;
         file_args::from_one("Read", "limit", args.limit)?;
         file_args::from_one("Read", "column", args.column)?;
-        let path = resolve(ctx, &args.path)?;
+        let path = resolve(ctx, &args.path, "read")?;
         let shown = shown(ctx, &path);
         let window = Window {
             line: args.offset.unwrap_or(1).max(1),
@@ -419,7 +289,7 @@ impl Tool for Write {
                 "write the file in parts with Edit, or generate it with Shell",
             ));
         }
-        let path = resolve(ctx, &args.path)?;
+        let path = resolve(ctx, &args.path, "write")?;
         if path == ctx.workspace().root() || names_directory(&args.path) {
             let what = if path == ctx.workspace().root() {
                 "the workspace root"
@@ -528,7 +398,7 @@ impl Tool for Edit {
                 "give in new_text the text that should replace old_text",
             ));
         }
-        let path = resolve(ctx, &args.path)?;
+        let path = resolve(ctx, &args.path, "edit")?;
         let shown = shown(ctx, &path);
         let max = ctx.limits().max_file_bytes;
         let (name, at, workspace) = (shown.clone(), path.clone(), ctx.workspace().clone());

@@ -7,6 +7,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use super::file_io::FileError;
 use super::*;
 use crate::tools::test_support::ToolFixture;
 use crate::tools::test_support::swap_between_check_and_open;
