@@ -258,6 +258,15 @@ prompts! {
     /// shared because fleet.toml gave one of its members to another user:
     /// whose it is now, who reads the room from there on.
     group_member_given => "group_member_given.md",
+    /// Result of a room member's SendMessage in a turn that began before
+    /// the room was given to more people: not published.
+    group_era_result => "group_era_result.md",
+    /// Notice in a room member's session keeping that message (people
+    /// read it; the coordinator counts it).
+    group_era_notice => "group_era_notice.md",
+    /// Timeline notice: what such a turn sent is not published, and where
+    /// its owner reads it.
+    group_era_timeline => "group_era_timeline.md",
     /// Notice in a member's session closing an input its discussion no
     /// longer awaits (the member was removed while it had the floor).
     group_member_skipped => "group_member_skipped.md",

@@ -123,6 +123,7 @@ mod room_names;
 mod room_publish_limit;
 mod room_races;
 mod room_shared_by_config;
+mod room_shared_late;
 mod room_unshared;
 mod rooms_admin;
 mod rooms_shared;

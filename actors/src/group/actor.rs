@@ -120,6 +120,14 @@ pub(crate) struct Progress {
     /// publishes only the rest. Empty between member turns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<EntryId>,
+    /// The room's latest audience change (its notice's timeline seq, 0
+    /// for none, `Store::room_audience_seq`) when the awaited member was
+    /// given its input, written with the input: if the room was given to
+    /// someone since, that turn's replies are not published (`super::era`).
+    /// `None` between member turns (and in older checkpoints: read again
+    /// as the input is given again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<i64>,
 }
 
 /// Start arguments of a room's coordinator.

@@ -12,6 +12,12 @@
 //! room was private (its owner's memory, DM search results, drafts) is
 //! sent to the model for the new audience or summarised into the room's
 //! later summaries.
+//!
+//! A room that is shared already is a new audience for a user who gains
+//! it this way too (carol's bot in alice's room given to bob): the writer
+//! reads the bot's former owner before its upsert
+//! (`rooms::admit_new_owner`) and admits bob from the next entry on; the
+//! notice and the cut here are the same.
 
 use std::collections::BTreeSet;
 use std::collections::HashMap;
@@ -22,6 +28,7 @@ use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
+use botfleet_memory::RoomId;
 use botfleet_memory::RoomRecord;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
@@ -35,10 +42,11 @@ use crate::prompts::prompts;
 /// Origin of a subagent's record: `subagent:<parent>`.
 const SUBAGENT_OF: &str = "subagent:";
 
-/// The writes that start the shared era of each room of one owner that
-/// `config` makes shared by giving one of its members (or a member's
-/// parent) to another user; `stored` holds every bot's record before this
-/// config. Written after the config's bots, in their transaction.
+/// The writes that start the new audience of each room that `config`
+/// gives to another user by giving them one of its members (or a
+/// member's parent): a room of one owner it makes shared, or a shared
+/// room a user gains this way; `stored` holds every bot's record before
+/// this config. Written after the config's bots, in their transaction.
 pub(crate) async fn share_given_rooms(
     store: &Store,
     stored: &HashMap<BotId, BotRecord>,
@@ -52,26 +60,41 @@ pub(crate) async fn share_given_rooms(
         }
     }
     let mut writes = Vec::new();
+    let mut seen: BTreeSet<RoomId> = BTreeSet::new();
     for owner in former {
         for room in store.rooms_for(owner).await? {
-            if room.owner != *owner || room.shared {
+            if !seen.insert(room.id.clone()) {
                 continue;
             }
+            // the users who gain the room with this config: a member of
+            // theirs now, none before, and not the room's owner — in a
+            // room of one owner, or one shared already (carol's bot in
+            // alice's room given to bob), as the writer admits them
+            // (`rooms::follow_member_owners`, `rooms::admit_new_owner`)
+            let before: BTreeSet<&UserId> = room
+                .members
+                .iter()
+                .filter_map(|m| stored.get(m).map(|b| &b.owner))
+                .collect();
             let newcomers: BTreeSet<&UserId> = room
                 .members
                 .iter()
                 .filter_map(|m| owners.get(m))
-                .filter(|u| **u != room.owner)
+                .filter(|u| **u != room.owner && !before.contains(u))
                 .collect();
             if newcomers.is_empty() {
                 continue;
             }
             let newcomers: Vec<&str> = newcomers.into_iter().map(UserId::as_str).collect();
-            tracing::info!(room = %room.id, newcomers = %newcomers.join(", "), "a member given to another owner shares the room: its members start a new context");
+            tracing::info!(room = %room.id, newcomers = %newcomers.join(", "), "a member given to another owner gives the room to them: its members start a new context");
             let given: Vec<&BotId> = room
                 .members
                 .iter()
-                .filter(|m| owners.get(*m).is_some_and(|u| *u != room.owner))
+                .filter(|m| {
+                    owners
+                        .get(*m)
+                        .is_some_and(|u| stored.get(*m).is_some_and(|b| b.owner != *u))
+                })
                 .collect();
             writes.push(notice(&room, &given, &newcomers, stored, config));
             writes.extend(cuts(store, &room, &newcomers).await?);

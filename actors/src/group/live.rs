@@ -71,12 +71,14 @@ impl GroupState {
     /// Publishes the replies of the awaited member turn read so far that
     /// are not published yet and that the limits let through, with the
     /// run's checkpoint listing them (one transaction). Does nothing
-    /// without a turn awaited or anything new to publish.
+    /// without a turn awaited or anything new to publish, nor once the
+    /// room was given to more people since the member got its input
+    /// (`super::era`).
     pub(super) async fn publish_live(&mut self) -> Result<(), GroupError> {
         let Some(cur) = self.current.as_mut() else {
             return Ok(());
         };
-        let (Some(wait), Some(progress)) = (cur.wait.as_ref(), cur.state.progress.as_mut()) else {
+        let (Some(wait), Some(progress)) = (cur.wait.as_ref(), cur.state.progress.as_ref()) else {
             return Ok(());
         };
         let delivered = u32::try_from(wait.deliveries().len()).unwrap_or(u32::MAX);
@@ -91,8 +93,20 @@ impl GroupState {
         if fresh.is_empty() {
             return Ok(());
         }
+        // the room was given to more people since the turn began: what it
+        // writes now is held (`super::era`), its end says so
+        if self.input_outlived().await? {
+            return Ok(());
+        }
+        let Some(progress) = self
+            .current
+            .as_mut()
+            .and_then(|c| c.state.progress.as_mut())
+        else {
+            return Ok(());
+        };
         progress.live.extend(fresh.iter().map(|e| e.id));
-        tracing::debug!(room = %self.room.id, member = %wait.bot, replies = fresh.len(), "publishing a running member turn's replies");
+        tracing::debug!(room = %self.room.id, replies = fresh.len(), "publishing a running member turn's replies");
         self.commit(fresh, RoomRunStatus::Running, Vec::new())
             .await?;
         Ok(())

@@ -21,6 +21,7 @@ use botfleet_memory::TurnStatus;
 use serde::Deserialize;
 use serde::Serialize;
 
+use super::era::BEFORE_SHARING_CODE;
 use super::mentions::MemberName;
 use super::run::Limits;
 use crate::prompts::prompts;
@@ -256,6 +257,9 @@ pub(crate) struct MemberWait {
     pub scanned: i64,
     /// Deliveries after the input, in order.
     deliveries: Vec<Entry>,
+    /// Messages after the input that SendMessage refused because the room
+    /// was given to more people since (`super::era`).
+    refused: usize,
     /// What its input showed it: its cursor once the turn is recorded
     /// (not before, so a checkpoint taken while the turn runs renders the
     /// same input again after a restart).
@@ -271,6 +275,9 @@ pub(crate) struct MemberDone {
     pub status: TurnStatus,
     /// The turn that answered the input.
     pub turn: Option<TurnId>,
+    /// Its messages SendMessage refused because the room was given to
+    /// more people since the input (`super::era`).
+    pub refused: usize,
 }
 
 impl MemberWait {
@@ -282,6 +289,7 @@ impl MemberWait {
             input_seq,
             scanned: input_seq,
             deliveries: Vec::new(),
+            refused: 0,
             shown: Cursor::default(),
         }
     }
@@ -310,6 +318,11 @@ impl MemberWait {
             {
                 self.deliveries.push(e.clone());
             }
+            if let EntryKind::Notice { code, .. } = &e.kind
+                && code == BEFORE_SHARING_CODE
+            {
+                self.refused += 1;
+            }
             if let EntryKind::TurnEnd { status, inputs, .. } = &e.kind
                 && inputs.contains(&self.input_seq)
                 && answers(*status)
@@ -318,6 +331,7 @@ impl MemberWait {
                     deliveries: std::mem::take(&mut self.deliveries),
                     status: *status,
                     turn: e.turn,
+                    refused: std::mem::take(&mut self.refused),
                 });
             }
         }

@@ -37,6 +37,8 @@ use botfleet_memory::StoreError;
 use botfleet_memory::TurnId;
 
 use super::actor::RunState;
+use super::era::BEFORE_SHARING_CODE;
+use super::era::outlived;
 use super::held::Held;
 use super::run::Limits;
 use crate::prompts::prompts;
@@ -64,14 +66,18 @@ pub enum Kept {
         /// The room's limits.
         limits: Limits,
     },
+    /// The room was given to more people since the member got its input:
+    /// its turn began with what they may not read (`super::era`).
+    BeforeSharing,
 }
 
 /// Whether the next message of a member that has the floor in `room` (its
 /// input at `input_seq` of its `session`; `step`: the earlier calls of
-/// the running step) is kept back, and why: past the limit per member
-/// turn, or past the run's reply cap (the replies published before the
-/// turn, from the run's checkpoint, plus the turn's own). `None`: it is
-/// published.
+/// the running step) is kept back, and why: the room was given to more
+/// people since the member got its input (`super::era`), or past the
+/// limit per member turn, or past the run's reply cap (the replies
+/// published before the turn, from the run's checkpoint, plus the turn's
+/// own). `None`: it is published.
 pub async fn kept_back(
     store: &Store,
     session: SessionId,
@@ -79,8 +85,15 @@ pub async fn kept_back(
     input_seq: i64,
     step: &[Mutation],
 ) -> Result<Option<Kept>, StoreError> {
+    let checkpoint = awaiting(store, room).await?;
+    if let Some(c) = &checkpoint
+        && c.era.is_some()
+        && outlived(c.era, store.room_audience_seq(&c.room).await?)
+    {
+        return Ok(Some(Kept::BeforeSharing));
+    }
     let sent = sent_in_turn(store, session, input_seq, step).await?;
-    let (before, limits) = published_before(store, room).await?;
+    let (before, limits) = checkpoint.map_or_else(|| (0, limits()), |c| (c.replies, c.limits));
     if sent >= limits.max_per_turn {
         return Ok(Some(Kept::PerTurn { limits }));
     }
@@ -90,15 +103,28 @@ pub async fn kept_back(
     Ok(None)
 }
 
-/// The replies the running discussion of `room` published before the
-/// member turn it awaits, and the limits it runs under: from the run's
-/// checkpoint, committed in the transaction that gave the member its
-/// input (runs are sequential: the oldest open run that has started is
-/// the one awaiting it). `(0, limits())` when none is found (no run in
-/// progress, or a checkpoint that cannot be read).
-async fn published_before(store: &Store, room: &str) -> Result<(u32, Limits), StoreError> {
+/// What the running discussion of a room says about the member turn it
+/// awaits, from the run's checkpoint.
+struct Awaiting {
+    /// The room.
+    room: RoomId,
+    /// The replies it published before the turn.
+    replies: u32,
+    /// The limits it runs under.
+    limits: Limits,
+    /// The room's latest audience change when the member got its input
+    /// (`Progress::era`).
+    era: Option<i64>,
+}
+
+/// The running discussion of `room` as its checkpoint was committed in
+/// the transaction that gave the awaited member its input (runs are
+/// sequential: the oldest open run that has started is the one awaiting
+/// it). `None` when none is found (no run in progress, or a checkpoint
+/// that cannot be read): then the default limits apply.
+async fn awaiting(store: &Store, room: &str) -> Result<Option<Awaiting>, StoreError> {
     let Ok(id) = RoomId::new(room) else {
-        return Ok((0, limits()));
+        return Ok(None);
     };
     let runs = store.open_room_runs(&id).await?;
     let progress = runs.into_iter().find_map(|r| {
@@ -106,7 +132,12 @@ async fn published_before(store: &Store, room: &str) -> Result<(u32, Limits), St
             .ok()
             .and_then(|s| s.progress)
     });
-    Ok(progress.map_or_else(|| (0, limits()), |p| (p.run.replies(), p.run.limits())))
+    Ok(progress.map(|p| Awaiting {
+        room: id,
+        replies: p.run.replies(),
+        limits: p.run.limits(),
+        era: p.era,
+    }))
 }
 
 /// The limits member turns run under: every room runs with the default
@@ -168,6 +199,12 @@ pub fn over_limit(
             &p.group_room_full_notice,
             ROOM_FULL_CODE,
             limits,
+        ),
+        Kept::BeforeSharing => (
+            &p.group_era_result,
+            &p.group_era_notice,
+            BEFORE_SHARING_CODE,
+            limits(),
         ),
     };
     let per_turn = limits.max_per_turn.to_string();

@@ -86,6 +86,7 @@ impl GroupState {
                     withheld: self.withheld.clone(),
                     members: Some(self.room.members.clone()),
                     live: Vec::new(),
+                    era: None,
                 });
             }
             Some(progress) => {
@@ -124,9 +125,14 @@ impl GroupState {
             | TurnStatus::Interrupted
             | TurnStatus::Running => None,
         };
+        // the room was given to more people since the member got its
+        // input: what the turn had not published by then is held
+        // (`super::era`)
+        let outlived = self.input_outlived().await?;
         let Some(cur) = self.current.as_mut() else {
             return Ok(());
         };
+        let trigger = cur.trigger_seq;
         let Some(wait) = cur.wait.take() else {
             return Ok(());
         };
@@ -134,7 +140,20 @@ impl GroupState {
         let Some(progress) = cur.state.progress.as_mut() else {
             return Ok(());
         };
-        let delivered = done.deliveries.len() as u32;
+        progress.era = None;
+        // published while the turn ran: not again
+        let live = std::mem::take(&mut progress.live);
+        let held = if outlived {
+            done.deliveries
+                .iter()
+                .filter_map(|d| reply_entry(d, self.timeline, &wait.bot))
+                .filter(|r| !live.contains(&r.id))
+                .count()
+        } else {
+            0
+        };
+        let delivered = (done.deliveries.len() - held) as u32;
+        let held = held + done.refused;
         let recorded = progress.run.record(match (&failure, delivered) {
             (Some(_), n) => Turn::Failed(n),
             (None, 0) => Turn::Skipped,
@@ -155,14 +174,18 @@ impl GroupState {
                 .withheld
                 .insert(wait.bot.clone(), recorded.withheld);
         }
-        // published while the turn ran: not again
-        let live = std::mem::take(&mut progress.live);
         for d in done.deliveries.iter().take(recorded.published as usize) {
             if let Some(reply) = reply_entry(d, self.timeline, &wait.bot)
                 && !live.contains(&reply.id)
+                && !outlived
             {
                 self.pending.push(reply);
             }
+        }
+        if held > 0 {
+            tracing::info!(room = %self.room.id, member = %wait.bot, held, "the room was given to more people during the member's turn; its replies are held");
+            let notice = self.outlived_notice(&wait.bot, trigger, held);
+            self.pending.push(notice);
         }
         if let Some(reason) = failure {
             tracing::info!(room = %self.room.id, member = %wait.bot, status = done.status.as_str(), "member turn did not complete; what it delivered counts");
@@ -299,6 +322,7 @@ impl GroupState {
                 // what it published while its turn ran before the
                 // restart stays published, and counts
                 let live = std::mem::take(&mut progress.live);
+                progress.era = None;
                 progress.run.record(match live.len() {
                     0 => Turn::Skipped,
                     n => Turn::Spoke(u32::try_from(n).unwrap_or(u32::MAX)),
@@ -393,6 +417,18 @@ impl GroupState {
             entry: entry.clone(),
             priority: Priority::Background,
         };
+        // the audience the input is given under, written with it (kept if
+        // this input was given before a restart): if the room is given to
+        // more people before the turn ends, the turn publishes nothing
+        // more (`super::era`)
+        let mark = self.audience_mark().await?;
+        if let Some(progress) = self
+            .current
+            .as_mut()
+            .and_then(|c| c.state.progress.as_mut())
+        {
+            progress.era.get_or_insert(mark);
+        }
         // watch before admitting: a signal that lands meanwhile waits in
         // the mailbox, and the first read after this sees what came before
         self.rt.groups.watches().insert(session, myself.clone());

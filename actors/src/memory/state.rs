@@ -5,6 +5,7 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::MemoryScope;
 use botfleet_memory::MemorySnapshot;
 use botfleet_memory::RecallParams;
+use botfleet_memory::RoomId;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 use botfleet_memory::bot_scopes;
@@ -30,7 +31,10 @@ use crate::settings::FleetSettings;
 /// the block shows only what the bot remembered in that room
 /// ([`super::tool_source`]): not its owner's or its projects' memory, nor
 /// its own written anywhere else — a DM, another room, a routine, a
-/// hook, a task, fact extraction, the API.
+/// hook, a task, fact extraction, the API — and of that, only what it
+/// remembered since the room was last given to more people (a change of
+/// members or of a member's owner: `Store::room_audience_since`), not
+/// what it remembered while the room was its owner's alone.
 ///
 /// The block's items take at most `memory_budget(compact_at_tokens)`
 /// tokens of the bot's provider, the headings and the left-out note on
@@ -126,12 +130,19 @@ impl MemoryState {
                     .await
             }
             // only what the bot remembered in this room: its agent scope
-            // also holds what people told it elsewhere, in private
+            // also holds what people told it elsewhere, in private; and
+            // only since the room was last given to more people: what it
+            // remembered there before was its owner's room's
             MemoryReach::SharedRoom(room) => {
+                let since = match RoomId::new(&room) {
+                    Ok(id) => self.store.room_audience_since(&id).await?,
+                    Err(_) => None,
+                };
                 self.store
-                    .memory_snapshot_of_source(
+                    .memory_snapshot_of_source_since(
                         MemoryScope::Agent(bot.id.clone()),
                         tool_source(&bot.id, Some(&room)),
+                        since,
                         input,
                         now,
                         params,

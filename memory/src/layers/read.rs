@@ -280,6 +280,24 @@ impl Store {
         now_ms: i64,
         params: RecallParams,
     ) -> Result<MemorySnapshot> {
+        self.memory_snapshot_of_source_since(scope, source, None, input, now_ms, params)
+            .await
+    }
+
+    /// [`Store::memory_snapshot_of_source`] without the items created
+    /// before `since` (ms, the store's clock, that millisecond included;
+    /// `None`: every item): a room
+    /// given to more people at `since` (`Store::room_audience_since`)
+    /// shows them none of what its members remembered there before.
+    pub async fn memory_snapshot_of_source_since(
+        &self,
+        scope: MemoryScope,
+        source: String,
+        since: Option<i64>,
+        input: String,
+        now_ms: i64,
+        params: RecallParams,
+    ) -> Result<MemorySnapshot> {
         let query = query_terms(&input);
         self.memory_read(move |c| {
             let mut profile = Vec::new();
@@ -287,6 +305,11 @@ impl Store {
             let mut log = Vec::new();
             let mut candidates = Vec::new();
             for (item, terms) in items_of_source(c, &scope, &source)? {
+                // one of the same millisecond as the change counts as
+                // before it: the side that shows nothing it should not
+                if since.is_some_and(|since| item.created_at <= since) {
+                    continue;
+                }
                 match item.layer {
                     Layer::Profile => profile.push(item),
                     Layer::Notes if item.is_expired(now_ms) => {}

@@ -153,15 +153,64 @@ fn admit_other_owners(conn: &Connection, room: &RoomId, now: i64) -> Result<()> 
         .into_iter()
         .map(UserId::new)
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    // the writer's next seq of the timeline: this connection sees the
-    // entries its open transaction wrote
-    let next: i64 = conn
+    audience::admit(conn, room, &users, next_timeline_seq(conn, room)?, now)
+}
+
+/// The writer's next seq of `room`'s timeline: this connection sees the
+/// entries its open transaction wrote.
+fn next_timeline_seq(conn: &Connection, room: &RoomId) -> Result<i64> {
+    Ok(conn
         .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM entries WHERE session_id = ?1")?
         .query_row(
             params![crate::record::room_timeline(room).id().to_string()],
             |r| r.get(0),
-        )?;
-    audience::admit(conn, room, &users, next, now)
+        )?)
+}
+
+/// `bot` (and its subagents, which follow it) went from `former` to
+/// another owner in the fleet's config, in the writer's transaction,
+/// after [`follow_member_owners`]. In each shared room it or one of its
+/// subagents is in, not the new owner's, where no other member is theirs,
+/// the new owner gains the room with this change, as with a change of
+/// members (`audience::newcomers`): they read its timeline from the next
+/// entry on (the start's notice, `actors/src/group/given.rs`), not what
+/// was said there before. This covers a room that was shared already
+/// (carol's bot in alice's room given to bob); one that was its owner's
+/// alone got the same floor from `follow_member_owners`.
+pub(crate) fn admit_new_owner(
+    conn: &Connection,
+    bot: &BotId,
+    former: &UserId,
+    now: i64,
+) -> Result<()> {
+    let Some(owner) = conn
+        .prepare_cached("SELECT owner FROM bots WHERE id = ?1")?
+        .query_row(params![bot.as_str()], |r| r.get::<_, String>(0))
+        .optional()?
+    else {
+        return Ok(());
+    };
+    let rooms: Vec<String> = conn
+        .prepare_cached(
+            "WITH moved (id) AS (SELECT ?1 UNION SELECT id FROM subagents WHERE parent = ?1)
+             SELECT r.id FROM rooms r
+             WHERE r.shared = 1 AND r.owner != ?2
+               AND EXISTS (SELECT 1 FROM json_each(r.members) m WHERE m.value IN moved)
+               AND NOT EXISTS (
+                 SELECT 1 FROM json_each(r.members) m JOIN bots b ON b.id = m.value
+                 WHERE b.owner = ?2 AND m.value NOT IN moved)
+             ORDER BY r.id",
+        )?
+        .query_map(params![bot.as_str(), owner], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let user = UserId::new(owner)?;
+    for room in rooms {
+        let room = RoomId::new(room)?;
+        tracing::info!(%bot, %former, owner = %user, %room, "a member given to another owner gives them the room from its next entry on");
+        let next = next_timeline_seq(conn, &room)?;
+        audience::admit(conn, &room, std::slice::from_ref(&user), next, now)?;
+    }
+    Ok(())
 }
 
 /// The refusal of a change to a closed room (`what` is refused).
@@ -484,6 +533,9 @@ pub(crate) fn rooms_with_open_runs(conn: &Connection) -> Result<Vec<RoomId>> {
 
 #[path = "room_audience.rs"]
 pub(crate) mod audience;
+
+#[path = "room_era.rs"]
+mod era;
 
 #[cfg(test)]
 #[path = "rooms_tests.rs"]

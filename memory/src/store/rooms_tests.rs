@@ -236,12 +236,17 @@ async fn a_change_that_gives_a_user_the_room_cuts_the_members_sessions() {
     if let Mutation::SetRoomMembers { fresh_start, .. } = &mut change {
         *fresh_start = Some("now shared".into());
     }
+    assert_eq!(store.room_audience_seq(&room.id).await.unwrap(), None);
+    assert_eq!(store.room_audience_since(&room.id).await.unwrap(), None);
     store.write(vec![change]).await.unwrap();
     // the notice is seq 2 of the timeline (after "before")
     assert_eq!(
         store.room_visible_from(&room.id, &bob).await.unwrap(),
         Some(2)
     );
+    // the room's latest audience change: that notice, and when
+    assert_eq!(store.room_audience_seq(&room.id).await.unwrap(), Some(2));
+    assert!(store.room_audience_since(&room.id).await.unwrap().is_some());
     assert_eq!(
         store.room_visible_from(&room.id, &alice).await.unwrap(),
         None
@@ -368,6 +373,53 @@ async fn an_owner_change_that_shares_the_room_gives_the_new_owner_its_timeline_f
     assert_eq!(
         store.room_visible_from(&room.id, &bob).await.unwrap(),
         Some(5)
+    );
+    store.close().await;
+}
+
+/// A room already shared (alice's a, carol's b) whose b the config gives
+/// to bob: bob gains the room with that start and reads it from its next
+/// entry on, as a change of members would give it to him; the same
+/// config again changes nothing. (Before, the writer could not see b's
+/// former owner and bob read the whole timeline.)
+#[tokio::test]
+async fn an_owner_change_in_a_shared_room_gives_the_new_owner_its_timeline_from_then_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir).await;
+    let room = room();
+    let bob = UserId::new("bob").unwrap();
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot_of("a", "alice")),
+            Mutation::UpsertBot(bot_of("b", "carol")),
+            Mutation::Append(notice(&room, "carol's era")),
+            Mutation::Append(notice(&room, "more of it")),
+        ])
+        .await
+        .unwrap();
+    assert!(store.get_room(&room.id).await.unwrap().unwrap().shared);
+    assert_eq!(store.room_visible_from(&room.id, &bob).await.unwrap(), None);
+    store
+        .write(vec![Mutation::UpsertBot(bot_of("b", "bob"))])
+        .await
+        .unwrap();
+    assert!(store.get_room(&room.id).await.unwrap().unwrap().shared);
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(3)
+    );
+    assert_eq!(store.room_audience_seq(&room.id).await.unwrap(), Some(3));
+    // the start's notice, then the same config again: bob keeps his start
+    store
+        .write(vec![
+            Mutation::Append(notice(&room, "members_changed")),
+            Mutation::UpsertBot(bot_of("b", "bob")),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.room_visible_from(&room.id, &bob).await.unwrap(),
+        Some(3)
     );
     store.close().await;
 }

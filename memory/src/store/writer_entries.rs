@@ -31,6 +31,13 @@ fn follows_bot_owner(kind: SessionKind) -> bool {
 
 impl Writer {
     pub(super) fn upsert_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
+        // its owner before this upsert: a room already shared that its new
+        // owner gains through it is a new audience for them
+        let former: Option<String> = self
+            .conn
+            .prepare_cached("SELECT owner FROM bots WHERE id = ?1")?
+            .query_row(params![bot.id.as_str()], |r| r.get(0))
+            .optional()?;
         let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
         self.conn
             .prepare_cached(
@@ -51,7 +58,11 @@ impl Writer {
                 bot.origin,
                 now
             ])?;
-        self.follow_owner(bot, now)
+        self.follow_owner(bot, now)?;
+        if let Some(former) = former.filter(|f| f != bot.owner.as_str()) {
+            rooms::admit_new_owner(&self.conn, &bot.id, &UserId::new(former)?, now)?;
+        }
+        Ok(())
     }
 
     /// Moves the bot's own work to its owner (the bot's `owner` changed in
