@@ -457,12 +457,30 @@ impl BotState {
         self.live.publish(self.status());
     }
 
+    /// Whether the running turn, or a turn waiting to run again, holds the
+    /// input with `gid`.
+    fn holds(&self, gid: i64) -> bool {
+        self.running
+            .iter()
+            .flat_map(|r| r.inputs.iter())
+            .chain(self.pending.iter().flat_map(Pending::inputs))
+            .any(|i| i.item.gid == gid)
+    }
+
     fn on_input(&mut self, myself: &ActorRef<BotMsg>, input: QueuedInput) {
         self.inputs_seen += 1;
         let priority = input.item.priority;
+        let gid = input.item.gid;
         match self.queue.push(input) {
             Pushed::Added => {}
             Pushed::Copy => return,
+            // the router's copy of an input a run holds already (the
+            // activation read it from the inbox and its turn took it before
+            // the routed copy came): nothing to ask the store. Asked, the
+            // store still lists it as pending, which had the run's end read
+            // the inbox again too, and that read queued an input committed
+            // since and not yet routed ahead of one routed before it
+            Pushed::OutOfOrder if self.holds(gid) => return,
             Pushed::OutOfOrder => {
                 // routed after a later input: the store says whether it is
                 // still pending (a refresh queues it) or a turn took it

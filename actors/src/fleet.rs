@@ -51,8 +51,13 @@ pub struct FleetActor;
 /// Messages of the fleet supervisor.
 #[derive(Debug)]
 pub enum FleetMsg {
-    /// Wake every bot that has pending inputs or unfinished turns.
-    Recover,
+    /// Wake every bot that has pending inputs or unfinished turns: those
+    /// `found` as the fleet started (before it routed anything), or with
+    /// `None` those the store lists now (after the router failed).
+    Recover {
+        /// Bots with work found before the message was sent.
+        found: Option<Vec<BotId>>,
+    },
     /// Start the transcript indexer again (after it failed, with backoff).
     RestartIndexer,
 }
@@ -175,8 +180,11 @@ impl Actor for FleetActor {
         state: &mut FleetState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            FleetMsg::Recover => {
-                let bots = state.rt.store.bots_with_work().await?;
+            FleetMsg::Recover { found } => {
+                let bots = match found {
+                    Some(bots) => bots,
+                    None => state.rt.store.bots_with_work().await?,
+                };
                 if !bots.is_empty() {
                     tracing::info!(count = bots.len(), "waking bots with unfinished work");
                 }
@@ -229,7 +237,7 @@ impl Actor for FleetActor {
             SupervisionEvent::ActorFailed(cell, error) => {
                 tracing::error!(actor = %cell.get_id(), %error, "router failed; restarting it");
                 state.start_router(&myself).await?;
-                let _ = myself.cast(FleetMsg::Recover);
+                let _ = myself.cast(FleetMsg::Recover { found: None });
             }
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
                 tracing::debug!(actor = %cell.get_id(), ?reason, "child of the fleet stopped");
@@ -326,7 +334,14 @@ impl FleetHandle {
                     what: "fleet",
                     detail: e.to_string(),
                 })?;
-        let _ = fleet.cast(FleetMsg::Recover);
+        // the work of before this start, read before it returns: read when
+        // the message is handled (later, by then inputs were admitted and
+        // routed), it woke the bots of those inputs too, and a wake of a
+        // bot running a turn has it read its inbox again at the turn's
+        // end, which queued an input committed since and not routed yet
+        // ahead of one routed before it
+        let found = rt.store.bots_with_work().await?;
+        let _ = fleet.cast(FleetMsg::Recover { found: Some(found) });
         // fact extractions a crash or a stop cut off (background, bounded)
         drop(crate::memory::resume_owed_extractions(rt.clone()));
         Ok(Self { rt, fleet, board })
