@@ -293,18 +293,21 @@ async fn a_retried_turn_answers_its_input_not_later_messages() {
 #[tokio::test]
 async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::AtomicBool;
     use std::sync::atomic::Ordering;
 
-    // the reply, then a refusal of the next step (a provider down for it
-    // ends the turn completed: turn_endings.rs), then a stop
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = calls.clone();
+    // the reply, sent again and again until the repeated-call guard fails
+    // the turn (a provider down, a refusal or a second loop after the
+    // reply end it completed: turn_endings.rs), then, retried, a stop
+    let retried = Arc::new(AtomicBool::new(false));
+    let after_retry = retried.clone();
     let server = OpenAiServer::builder()
-        .responder(move |_| match counter.fetch_add(1, Ordering::SeqCst) {
-            0 => Reply::tool_call("call_1", "SendMessage", r#"{"text": "the answer is 42"}"#),
-            1 => Reply::refusal("I can't continue with this"),
-            _ => Reply::text("done"),
+        .responder(move |_| {
+            if after_retry.load(Ordering::SeqCst) {
+                Reply::text("done")
+            } else {
+                Reply::tool_call("call_1", "SendMessage", r#"{"text": "the answer is 42"}"#)
+            }
         })
         .start()
         .await;
@@ -319,6 +322,7 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
         ["the answer is 42"]
     );
 
+    retried.store(true, Ordering::SeqCst);
     let (status, body) = retry(&host, &turn).await;
     assert_eq!(status, 200, "{body}");
     host.wait_for(&session, |es| {

@@ -117,6 +117,51 @@ fn message_from(from: &str, fan: &BotRecord, text: &str) -> AdmitRequest {
     }
 }
 
+/// Bot `fan` (SendMessage, SendToAgent) on a strict loopback server
+/// answering with [`model`], on a clock set to the hour of H1's run.
+struct Fan {
+    server: OpenAiServer,
+    _dir: tempfile::TempDir,
+    fleet: FleetHandle,
+    store: Store,
+    fan: BotRecord,
+}
+
+impl Fan {
+    async fn start() -> Self {
+        let server = OpenAiServer::builder()
+            .strict()
+            .responder(model())
+            .start()
+            .await;
+        let ClockedParts {
+            dir,
+            store,
+            ws,
+            mut settings,
+            ..
+        } = clocked_parts("2026-12-02T18:27:06Z");
+        settings.extract_memory = false;
+        let openai = OpenAiModel::new(OpenAiOptions {
+            max_retries: 0,
+            ..OpenAiOptions::new(server.base_url(), "test-model")
+        })
+        .unwrap();
+        let models = HashMap::from([("main".to_owned(), Arc::new(openai) as Arc<dyn Model>)]);
+        let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, ws);
+        let fan = bot_record("fan", "main", &["SendMessage", "SendToAgent"]);
+        let fleet = FleetHandle::start(rt, vec![fan.clone()]).await.unwrap();
+        let store = fleet.store().clone();
+        Self {
+            server,
+            _dir: dir,
+            fleet,
+            store,
+            fan,
+        }
+    }
+}
+
 /// Waits (on the store's change signals, 30 s at most) until a turn over
 /// input `seq` of `session` ended; its status.
 async fn turn_end(store: &Store, session: SessionId, seq: i64) -> TurnStatus {
@@ -139,29 +184,13 @@ async fn turn_end(store: &Store, session: SessionId, seq: i64) -> TurnStatus {
 
 #[tokio::test]
 async fn a_message_answered_after_a_later_one_sees_that_answer() {
-    let server = OpenAiServer::builder()
-        .strict()
-        .responder(model())
-        .start()
-        .await;
-    let ClockedParts {
-        dir: _dir,
+    let Fan {
+        server,
+        _dir,
+        fleet,
         store,
-        ws,
-        mut settings,
-        ..
-    } = clocked_parts("2026-12-02T18:27:06Z");
-    settings.extract_memory = false;
-    let openai = OpenAiModel::new(OpenAiOptions {
-        max_retries: 0,
-        ..OpenAiOptions::new(server.base_url(), "test-model")
-    })
-    .unwrap();
-    let models = HashMap::from([("main".to_owned(), Arc::new(openai) as Arc<dyn Model>)]);
-    let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, ws);
-    let fan = bot_record("fan", "main", &["SendMessage", "SendToAgent"]);
-    let fleet = FleetHandle::start(rt, vec![fan.clone()]).await.unwrap();
-    let store = fleet.store().clone();
+        fan,
+    } = Fan::start().await;
 
     // alice's message starts the DM (fan sends to c and r2 from there, in
     // H1's run); the bot keeps the session's context in memory after it
@@ -247,6 +276,104 @@ async fn a_message_answered_after_a_later_one_sees_that_answer() {
             "the request answering {note} does not show r2-note and the answer to it: {request:#}"
         );
     }
+    fleet.shutdown().await;
+    server.shutdown().await;
+}
+
+/// The admission of bot `from`'s message `text` to its own conversation
+/// with `fan` (a session other than alice's DM).
+fn agent_message(from: &str, fan: &BotRecord, text: &str) -> AdmitRequest {
+    let mut req = message_from(from, fan, text);
+    req.session = SessionKey {
+        bot: fan.id.clone(),
+        kind: SessionKind::Agent,
+        peer: from.to_owned(),
+    };
+    req.entry.session = req.session.id();
+    req
+}
+
+/// Regression (round 22's f8 report, "left undone"): the later message's
+/// turn read alice's DM from the store (the bot had no context of it in
+/// memory), up to that message, and so also the earlier message, which no
+/// turn had claimed yet: the model was sent c-note above r2-note, free to
+/// answer both, and c-note's own turn then answered it again. A message
+/// waiting in the inbox belongs to the turn that claims it.
+#[tokio::test]
+async fn a_reloaded_turn_leaves_out_an_earlier_message_still_waiting() {
+    let Fan {
+        server,
+        _dir,
+        fleet,
+        store,
+        fan,
+    } = Fan::start().await;
+
+    // z's message in another session wakes the bot; it has no context of
+    // alice's DM in memory after that turn
+    let sent = fleet
+        .admit(agent_message("z", &fan, "z-note"))
+        .await
+        .unwrap();
+    let AdmitOutcome::Accepted(z) = sent else {
+        panic!("z's message not admitted: {sent:?}");
+    };
+    assert_eq!(
+        turn_end(&store, z.session, z.seq).await,
+        TurnStatus::Completed
+    );
+
+    // c's message is committed first, not routed; r2's after it, routed
+    let written = store
+        .write(vec![Mutation::Admit(Box::new(message_from(
+            "c", &fan, "c-note",
+        )))])
+        .await
+        .unwrap();
+    let Some(MutationResult::Admitted(AdmitOutcome::Accepted(c))) = written.last() else {
+        panic!("c's message not admitted: {written:?}");
+    };
+    let sent = fleet
+        .admit(message_from("r2", &fan, "r2-note"))
+        .await
+        .unwrap();
+    let AdmitOutcome::Accepted(r2) = sent else {
+        panic!("r2's message not admitted: {sent:?}");
+    };
+    assert!(c.seq < r2.seq && c.session == r2.session);
+    assert_eq!(
+        turn_end(&store, r2.session, r2.seq).await,
+        TurnStatus::Completed
+    );
+    // c's message reaches the bot now
+    fleet.wake(fan.id.clone()).unwrap();
+    assert_eq!(
+        turn_end(&store, c.session, c.seq).await,
+        TurnStatus::Completed
+    );
+
+    let requests: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    let answering_r2: Vec<&Value> = requests
+        .iter()
+        .filter(|b| user_texts(b).last().is_some_and(|t| t.contains("r2-note")))
+        .collect();
+    assert!(!answering_r2.is_empty(), "{requests:#?}");
+    for request in answering_r2 {
+        assert!(
+            !user_texts(request).iter().any(|t| t.contains("c-note")),
+            "r2-note's turn was shown c-note, which no turn had claimed: {request:#}"
+        );
+    }
+    // each message answered once, by its own turn
+    let entries = store.entries_after(c.session, 0, 1000).await.unwrap();
+    let delivered: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::Delivery { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(delivered, ["answer to r2", "answer to c"], "{entries:#?}");
     fleet.shutdown().await;
     server.shutdown().await;
 }

@@ -198,3 +198,115 @@ async fn a_failed_call_after_the_reply_ends_the_turn_completed_without_a_retry()
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// The notices of a session's entries: their codes and `retry_turn`s.
+fn notices(entries: &[Value]) -> Vec<(&str, &Value)> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "notice")
+        .map(|e| (e["code"].as_str().unwrap_or(""), &e["retry_turn"]))
+        .collect()
+}
+
+/// The notice text and the turn's error after a turn that ended
+/// `completed` past its reply.
+async fn after_reply(host: &TestHost, entries: &[Value], end: &Value) -> (String, String) {
+    let notice = entries
+        .iter()
+        .find(|e| e["kind"] == "notice")
+        .and_then(|e| e["text"].as_str())
+        .unwrap_or("")
+        .to_owned();
+    let turn = end["turn"].as_str().unwrap_or("");
+    let (status, body) = host.get(&format!("/v1/turns/{turn}"), TOKEN).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["turn"]["status"], "completed", "{body}");
+    let error = body["turn"]["error"].as_str().unwrap_or("").to_owned();
+    (notice, error)
+}
+
+/// Regression (round 23): as with a failed call, the model refusing the
+/// step after the reply failed the turn with a `model_refused` notice
+/// offering a retry, which would answer twice. The turn ends `completed`,
+/// the refusal kept as the step's text and on the turn, with one notice
+/// without a retry.
+#[tokio::test]
+async fn a_refusal_after_the_reply_ends_the_turn_completed_without_a_retry() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::tool_call(
+            "c1",
+            "SendMessage",
+            r#"{"text": "the answer is 42"}"#,
+        ))
+        .responder(|_| Reply::refusal("I can't continue with this"))
+        .start()
+        .await;
+    let host = host(&server, "max_retries = 0").await;
+    let (session, end) = host.end_turn("r", "what is the answer?").await;
+    let entries = host.entries(&session).await;
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(end["status"], "completed", "{entries:#?}");
+    assert_eq!(deliveries(&entries), ["the answer is 42"]);
+    assert_eq!(
+        notices(&entries),
+        [("failed_after_reply", &Value::Null)],
+        "{entries:#?}"
+    );
+    // the refusal is the step's text: later turns see that it declined
+    assert!(
+        entries.iter().any(|e| e["kind"] == "assistant"
+            && e["text"].as_str() == Some("I can't continue with this")),
+        "{entries:#?}"
+    );
+    let (notice, error) = after_reply(&host, &entries, &end).await;
+    assert!(
+        notice.starts_with("The bot's reply above was delivered")
+            && notice.contains("I can't continue with this"),
+        "{notice}"
+    );
+    assert!(error.contains("refused"), "{error}");
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression (round 23): the model's output looping again after its loop
+/// reminder, once the reply was out, failed the turn with a retry. The
+/// turn ends `completed`, with one notice without a retry; the looping
+/// text is not kept.
+#[tokio::test]
+async fn a_second_loop_after_the_reply_ends_the_turn_completed_without_a_retry() {
+    let looping = "I will repeat this sentence forever. ".repeat(500);
+    let server = OpenAiServer::builder()
+        .reply(Reply::tool_call(
+            "c1",
+            "SendMessage",
+            r#"{"text": "the answer is 42"}"#,
+        ))
+        .responder(move |_| Reply::text(looping.clone()))
+        .start()
+        .await;
+    let host = host(&server, "max_retries = 0").await;
+    let (session, end) = host.end_turn("r", "what is the answer?").await;
+    let entries = host.entries(&session).await;
+    // the reply, the loop, the loop after its reminder
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(end["status"], "completed", "{entries:#?}");
+    assert_eq!(deliveries(&entries), ["the answer is 42"]);
+    assert_eq!(reminders(&entries).len(), 1, "{entries:#?}");
+    assert_eq!(
+        notices(&entries),
+        [("failed_after_reply", &Value::Null)],
+        "{entries:#?}"
+    );
+    let (notice, error) = after_reply(&host, &entries, &end).await;
+    assert!(notice.contains("kept looping"), "{notice}");
+    assert!(error.contains("kept looping"), "{error}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| !e["text"].as_str().unwrap_or("").contains("forever. I will")),
+        "{entries:#?}"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

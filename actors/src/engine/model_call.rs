@@ -11,6 +11,13 @@ use std::collections::HashSet;
 use super::*;
 use crate::model::ChatMessage;
 
+/// A tool call written as text: the detector and the operator's warning
+/// (`written_call.rs`).
+#[path = "written_call.rs"]
+mod written_call;
+use written_call::warn_written_call;
+use written_call::written_call;
+
 impl Runner {
     /// What comes before a step's model request: the daily budget check
     /// (`Runner::budget_checkpoint`), a compaction when one is due, and
@@ -162,17 +169,24 @@ impl Runner {
     /// Ends a turn whose model refused to answer: the refusal is kept as
     /// the step's text (later turns see that it declined) and shown to
     /// people in a `model_refused` notice with a retry; the turn fails.
+    /// After the turn delivered, it ends `completed` instead, as after a
+    /// failed call (`Runner::model_failed`): the person has the reply, and
+    /// a retry would answer twice.
     pub(super) async fn refused(&mut self, refusal: String) -> Result<TurnStatus, StoreError> {
         let error = ModelError::Refused {
             refusal: refusal.clone(),
         }
         .to_string();
-        tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "turn failed");
-        self.error = Some(error.clone());
-        let mut batch = self.step_batch(&ModelResponse {
+        let step = self.step_batch(&ModelResponse {
             text: refusal.clone(),
             ..ModelResponse::default()
         });
+        if self.reply_stands() {
+            return self.end_after_reply(error, step).await;
+        }
+        tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "turn failed");
+        self.error = Some(error.clone());
+        let mut batch = step;
         let turn = self.turn.to_string();
         let text = prompts()
             .model_refused
@@ -190,6 +204,17 @@ impl Runner {
         batch.extend(self.end_batch(TurnStatus::Failed, Some((error, notice))));
         self.commit(batch).await?;
         Ok(TurnStatus::Failed)
+    }
+
+    /// Ends a turn whose model's output looped again after its loop
+    /// reminder: it fails, with a retry; after it delivered, it ends
+    /// `completed`, as after a failed call (`Runner::model_failed`).
+    pub(super) async fn looped_again(&mut self, reason: &str) -> Result<TurnStatus, StoreError> {
+        let error = format!("the model's output kept looping ({reason}); not retrying");
+        if self.reply_stands() {
+            return self.end_after_reply(error, Vec::new()).await;
+        }
+        self.fail(error).await
     }
 
     /// The reminder a step without tool calls (its text `text`) is
@@ -246,29 +271,47 @@ impl Runner {
 
     /// Ends a turn whose model call failed for good (after the provider's
     /// retries). Before the turn delivered anything, it fails and the
-    /// person is offered a retry (`Runner::fail`). After it delivered, the
-    /// person has its reply, and the failed call is most often the one
-    /// that would only have ended the turn: a failure offering a retry
-    /// under a complete answer reads as if the answer were wrong, and the
-    /// retry would answer twice. The turn ends `completed` (its
-    /// obligation is met: clients, `botfleet send` and a room's discussion
-    /// take it as answered), with the error kept on the turn
-    /// (`GET /v1/turns/{turn}`) and logged, and a notice without a retry
-    /// (prompts/failed_after_reply.md) says the bot stopped there, so a
-    /// reply that was only a first part (a progress message before more
-    /// work) is not taken for all of it. A subagent's task still fails:
-    /// its report then tells its parent the task is unfinished, with its
-    /// last progress, where `completed` would report that progress as
-    /// the result.
+    /// person is offered a retry (`Runner::fail`); after, it ends
+    /// `completed` (`Runner::end_after_reply`).
     pub(super) async fn model_failed(
         &mut self,
         error: ModelError,
     ) -> Result<TurnStatus, StoreError> {
         let error = error.to_string();
-        if self.state.delivered == 0 || self.scope.session.key.kind == SessionKind::Subagent {
-            return self.fail(error).await;
+        if self.reply_stands() {
+            return self.end_after_reply(error, Vec::new()).await;
         }
-        tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "the model call after the turn's reply failed: the reply stands, ending the turn completed without offering a retry");
+        self.fail(error).await
+    }
+
+    /// Whether a turn that cannot go on (its model call failed for good,
+    /// the model refused, or its output looped a second time) ends
+    /// `completed` rather than failed: it delivered, and it is not a
+    /// subagent's task. A subagent's task still fails: its report then
+    /// tells its parent the task is unfinished, with its last progress,
+    /// where `completed` would report that progress as the result.
+    fn reply_stands(&self) -> bool {
+        self.state.delivered > 0 && self.scope.session.key.kind != SessionKind::Subagent
+    }
+
+    /// Ends a turn that cannot go on after it delivered (`reply_stands`),
+    /// with `batch` (a refusal's step) committed with its end. The person
+    /// has its reply, and the step that went wrong is most often the one
+    /// that would only have ended the turn: a failure offering a retry
+    /// under a complete answer reads as if the answer were wrong, and the
+    /// retry would answer twice. The turn ends `completed` (its obligation
+    /// is met: clients, `botfleet send` and a room's discussion take it as
+    /// answered), with `error` kept on the turn (`GET /v1/turns/{turn}`)
+    /// and logged, and a notice without a retry
+    /// (prompts/failed_after_reply.md) says the bot stopped there, so a
+    /// reply that was only a first part (a progress message before more
+    /// work) is not taken for all of it.
+    async fn end_after_reply(
+        &mut self,
+        error: String,
+        mut batch: Vec<Mutation>,
+    ) -> Result<TurnStatus, StoreError> {
+        tracing::warn!(bot = %self.bot.id, turn = %self.turn, %error, "the turn's step after its reply went wrong: the reply stands, ending the turn completed without offering a retry");
         self.error = Some(error.clone());
         let text = prompts()
             .failed_after_reply
@@ -282,7 +325,9 @@ impl Runner {
                 retry_turn: None,
             },
         );
-        self.end(TurnStatus::Completed, Some((error, notice))).await
+        batch.extend(self.end_batch(TurnStatus::Completed, Some((error, notice))));
+        self.commit(batch).await?;
+        Ok(TurnStatus::Completed)
     }
 }
 
@@ -298,138 +343,6 @@ pub(super) enum Reminder {
         /// The tool named in the text.
         tool: String,
     },
-}
-
-/// Markers of the tool-call syntax of chat templates, which a model
-/// writes when its server does not parse calls out of its output: the
-/// call follows, naming its tool somewhere in the next `WINDOW` bytes
-/// (Hermes and Qwen `<tool_call>{"name": …}`, Mistral
-/// `[TOOL_CALLS][{"name": …}]` or `[TOOL_CALLS]Name[ARGS]{…}`).
-const CALL_MARKERS: [&str; 2] = ["<tool_call>", "[TOOL_CALLS]"];
-
-/// Markers the tool's name follows at once (gpt-oss harmony
-/// `<|channel|>commentary to=functions.Name`, `functions.Name:`, the
-/// `<function=Name>` of Llama 3.1 and Qwen3-Coder).
-const NAME_MARKERS: [&str; 2] = ["functions.", "<function="];
-
-/// How far after a `CALL_MARKERS` marker the tool's name is looked for.
-const WINDOW: usize = 200;
-
-/// The tool of `tools` that `text` writes a call to, if it holds one in
-/// a shape a model uses for calls: a marker of `CALL_MARKERS` with a
-/// tool's name after it, a tool's name right after a marker of
-/// `NAME_MARKERS`, or (the whole text, or a fenced block in it) a JSON
-/// object `{"name": tool, "arguments" | "parameters": …}` (also an array
-/// of them, or one wrapped as `{"type": "function", "function": {…}}`).
-/// Conservative: nothing without one of the turn's tool names.
-fn written_call<'a>(text: &str, tools: &[&'a str]) -> Option<&'a str> {
-    for marker in CALL_MARKERS {
-        for (at, _) in text.match_indices(marker) {
-            let rest = &text[at + marker.len()..];
-            let window = &rest[..floor_boundary(rest, WINDOW)];
-            if let Some(tool) = tools.iter().find(|t| holds_word(window, t)) {
-                return Some(tool);
-            }
-        }
-    }
-    for marker in NAME_MARKERS {
-        for (at, _) in text.match_indices(marker) {
-            let rest = &text[at + marker.len()..];
-            if let Some(tool) = tools.iter().find(|t| {
-                rest.strip_prefix(**t)
-                    .is_some_and(|after| !after.starts_with(is_name_char))
-            }) {
-                return Some(tool);
-            }
-        }
-    }
-    let trimmed = text.trim();
-    std::iter::once(trimmed)
-        .chain(fenced_blocks(trimmed))
-        .find_map(|json| json_call(json, tools))
-}
-
-/// The contents of the ```` ``` ```` fenced blocks of `text` (the fence
-/// line's language tag, `json` or another, left out).
-fn fenced_blocks(text: &str) -> impl Iterator<Item = &str> {
-    text.split("```").skip(1).step_by(2).map(|block| {
-        // the first line is the language tag (empty for a bare fence)
-        block
-            .split_once('\n')
-            .map_or(block, |(_, body)| body)
-            .trim()
-    })
-}
-
-/// The tool of `tools` that a JSON call in `json` names.
-fn json_call<'a>(json: &str, tools: &[&'a str]) -> Option<&'a str> {
-    if !(json.starts_with('{') || json.starts_with('[')) {
-        return None;
-    }
-    let value: Value = serde_json::from_str(json).ok()?;
-    let calls = match &value {
-        Value::Array(items) => items.as_slice(),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_) => {
-            std::slice::from_ref(&value)
-        }
-    };
-    calls.iter().find_map(|call| {
-        let call = call
-            .get("function")
-            .filter(|f| f.is_object())
-            .unwrap_or(call);
-        let name = call.get("name")?.as_str()?;
-        let has_arguments = call.get("arguments").is_some() || call.get("parameters").is_some();
-        tools.iter().find(|t| **t == name && has_arguments).copied()
-    })
-}
-
-/// Whether `text` holds `word` with no name character on either side.
-fn holds_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(at, _)| {
-        !text[..at].ends_with(is_name_char) && !text[at + word.len()..].starts_with(is_name_char)
-    })
-}
-
-fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// The largest char boundary of `text` at or below `at`.
-fn floor_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-/// Bots and providers already warned of calls written as text. Process
-/// wide: the operator needs the warning once per bot and provider in a
-/// host's run, not once per turn (bounded by bots × providers).
-static WARNED: std::sync::LazyLock<std::sync::Mutex<HashSet<(String, String)>>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// Warns the operator, once per bot and provider, that the bot wrote a
-/// tool call as text: its server most likely does not parse the model's
-/// calls, and every turn of the bot will miss its tools.
-fn warn_written_call(bot: &str, provider: &str, tool: &str) {
-    let first = WARNED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert((bot.to_owned(), provider.to_owned()));
-    if first {
-        tracing::warn!(
-            bot,
-            provider,
-            tool,
-            "the model wrote a call to {tool} as text instead of through the tools interface; it \
-             was not run (the bot is reminded once per turn). The model server probably lacks its \
-             tool-call parser: vLLM needs --enable-auto-tool-choice --tool-call-parser <parser of \
-             the model>, llama.cpp's llama-server --jinja, Ollama a model template that handles \
-             tools. Logged once per bot and provider"
-        );
-    }
 }
 
 /// Gives each call of `response` an id that no call in `messages` (the
@@ -465,57 +378,6 @@ fn unique_call_ids(messages: &[ChatMessage], response: &mut ModelResponse) {
             tracing::debug!(given = %call.id, %fresh, "repeated tool call id renamed");
             call.id = fresh;
             taken.insert(call.id.clone());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::written_call;
-
-    const TOOLS: [&str; 2] = ["SendMessage", "Remember"];
-
-    #[test]
-    fn calls_written_as_text_are_found_by_their_tool() {
-        let cases = [
-            (
-                "<tool_call>\n{\"name\": \"Remember\", \"arguments\": {}}\n</tool_call>",
-                Some("Remember"),
-            ),
-            (
-                "{\"name\": \"SendMessage\", \"arguments\": {\"text\": \"hi\"}}",
-                Some("SendMessage"),
-            ),
-            (
-                "[{\"type\": \"function\", \"function\": {\"name\": \"SendMessage\", \"arguments\": \"{}\"}}]",
-                Some("SendMessage"),
-            ),
-            (
-                "Here:\n```json\n{\"name\": \"SendMessage\", \"parameters\": {}}\n```\ndone",
-                Some("SendMessage"),
-            ),
-            (
-                "<|channel|>commentary to=functions.SendMessage <|constrain|>json<|message|>{}",
-                Some("SendMessage"),
-            ),
-            ("functions.Remember:\n{}", Some("Remember")),
-            ("<function=SendMessage>{}</function>", Some("SendMessage")),
-            (
-                "[TOOL_CALLS]SendMessage[ARGS]{\"text\": \"hi\"}",
-                Some("SendMessage"),
-            ),
-            // prose, a tool the bot lacks, a longer name, JSON without
-            // arguments, a marker without a tool: no call
-            ("I will reply with SendMessage soon.", None),
-            ("{\"name\": \"Shell\", \"arguments\": {}}", None),
-            ("functions.SendMessageLater: {}", None),
-            ("{\"name\": \"SendMessage\"}", None),
-            ("<tool_call>{\"name\": \"Shell\"}</tool_call>", None),
-            ("```json\n{\"text\": \"SendMessage\"}\n```", None),
-            ("", None),
-        ];
-        for (text, tool) in cases {
-            assert_eq!(written_call(text, &TOOLS), tool, "{text}");
         }
     }
 }

@@ -422,9 +422,7 @@ impl Runner {
         self.block = self.rt.state_block(&self.bot, &input_text, reach).await;
         self.secrets = self.rt.secrets_for(&self.bot).await?;
         if let Some(view) = view {
-            let encoding = self.ctx_settings.encoding;
-            self.tail
-                .fill_view(view, &self.identity, &self.block, encoding, bound);
+            self.fill_tail(view, bound).await?;
         } else if self.tail.can_trim(window)
             && self.tail.trim(
                 window,
@@ -576,11 +574,7 @@ impl Runner {
                 Err(ModelError::Refused { refusal }) => return self.refused(refusal).await,
                 Err(ModelError::Aborted { reason, .. }) if std::mem::take(&mut self.looped) => {
                     if self.state.loop_retried {
-                        return self
-                            .fail(format!(
-                                "the model's output kept looping ({reason}); not retrying"
-                            ))
-                            .await;
+                        return self.looped_again(&reason).await;
                     }
                     self.loop_reminder(&reason).await?;
                     continue;

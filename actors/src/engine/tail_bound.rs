@@ -24,6 +24,11 @@ use botfleet_memory::TurnStatus;
 /// admitted after its inputs that no turn ended over for good, nor what a
 /// turn over one did: that belongs to the turn that claims it. And what
 /// it must hold: its inputs, from the first on, whatever the window.
+/// Nor an earlier input still waiting in the inbox, not the turn's own,
+/// nor what a turn over one did ([`ContextBound::without_pending`]): a
+/// message routed after a later one is still unclaimed when the later
+/// one's turn reads the session from the store, and the model answered it
+/// there, then again in its own turn.
 ///
 /// (A context rebuilt from the store — a turn resumed after a crash, a
 /// new turn after a restart — left out what the turn before it wrote
@@ -43,6 +48,9 @@ pub(crate) struct ContextBound {
     pub(crate) own: Option<TurnId>,
     /// Seqs of the turn's inputs in the session.
     inputs: Vec<i64>,
+    /// Seqs of the session's inputs still waiting in the inbox, none of
+    /// the turn's own (`without_pending`).
+    pending: Vec<i64>,
 }
 
 /// The other turns a bound lets in, by their ends among the entries read.
@@ -59,6 +67,9 @@ pub(super) struct Others {
     /// The inputs of each turn in `same`, `prior` and `later` (their
     /// `turn_end`s).
     inputs: HashMap<TurnId, Vec<i64>>,
+    /// Earlier runs over an input that waits in the inbox again (none of
+    /// the turn's own): left out with it.
+    waiting: HashSet<TurnId>,
 }
 
 /// Whether a turn that ended with `status` is done with its inputs for
@@ -83,11 +94,31 @@ impl ContextBound {
             upto: *inputs.last()?,
             own,
             inputs,
+            pending: Vec::new(),
         })
+    }
+
+    /// The bound without the session's inputs at `seqs` that wait in the
+    /// inbox (no turn claimed them, or their turn was interrupted or is
+    /// retried), unless they are the turn's own: the turn that claims one
+    /// pushes it then, as a tail kept in memory only ever holds inputs
+    /// some turn claimed. Left out with each such input is what an earlier
+    /// run over it did. Read from the store as the context is (a bot that
+    /// had not routed the input yet does not know of it).
+    pub(crate) fn without_pending(mut self, seqs: impl Iterator<Item = i64>) -> Self {
+        let mut pending: Vec<i64> = seqs.filter(|&s| !self.is_input(s)).collect();
+        pending.sort_unstable();
+        pending.dedup();
+        self.pending = pending;
+        self
     }
 
     fn is_input(&self, seq: i64) -> bool {
         self.inputs.binary_search(&seq).is_ok()
+    }
+
+    fn is_pending(&self, seq: i64) -> bool {
+        self.pending.binary_search(&seq).is_ok()
     }
 
     /// The other turns whose entries the context holds, by their ends
@@ -102,6 +133,7 @@ impl ContextBound {
             later: HashSet::new(),
             later_inputs: HashSet::new(),
             inputs: HashMap::new(),
+            waiting: HashSet::new(),
         };
         for e in entries {
             let (EntryKind::TurnEnd { inputs, status, .. }, Some(turn)) = (&e.kind, e.turn) else {
@@ -112,6 +144,11 @@ impl ContextBound {
             }
             if inputs.iter().any(|&s| self.is_input(s)) {
                 others.same.insert(turn);
+            } else if inputs.iter().any(|&s| self.is_pending(s)) {
+                // an earlier run over a waiting input: the turn that
+                // claims it sees what that run did
+                others.waiting.insert(turn);
+                continue;
             } else if inputs.iter().all(|&s| s <= self.upto) {
                 others.prior.insert(turn);
             } else if done_with_inputs(*status) {
@@ -126,6 +163,9 @@ impl ContextBound {
     }
 
     pub(super) fn admits(&self, e: &Entry, others: &Others) -> bool {
+        if self.is_pending(e.seq) || e.turn.is_some_and(|t| others.waiting.contains(&t)) {
+            return false;
+        }
         e.seq <= self.upto
             || (self.own.is_some() && e.turn == self.own)
             || others.later_inputs.contains(&e.seq)

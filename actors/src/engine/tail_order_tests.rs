@@ -172,3 +172,37 @@ async fn a_turn_over_an_earlier_input_sees_the_later_turn_that_ran_first() {
     }
     store.close().await;
 }
+
+/// Round 22's f8 report ("left undone"): a turn over a later message that
+/// reads the session from the store, while an earlier message waits in
+/// the inbox (routed after it, or put back by an interrupted run), held
+/// that message, and the earlier run's steps, up to its last input: the
+/// model could answer it there and again in its own turn. Without the
+/// waiting input, it holds neither; its own inputs never count as waiting.
+#[tokio::test]
+async fn a_waiting_input_and_a_run_over_it_stay_out() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let run = TurnId::new_v7();
+    let (session, first) = admit(store, bot, "first").await;
+    let (_, second) = admit(store, bot, "second").await;
+    interrupted_run(store, session, run, "reply one", vec![first]).await;
+    let (_, third) = admit(store, bot, "third").await;
+    let bound = |inputs: &[i64]| {
+        ContextBound::of_inputs(inputs.iter().copied(), None)
+            .map(|b| b.without_pending([first, third].into_iter()))
+    };
+    let mut tail = SessionTail::new(session);
+    let state = StateBlock::default();
+    let encoding = Encoding::default();
+    tail.load(store, "id", &state, 50, encoding, bound(&[second]))
+        .await
+        .unwrap();
+    assert_eq!(users(&tail), ["second"]);
+    // the turn that claims the first sees it, and the run over it
+    tail.load(store, "id", &state, 50, encoding, bound(&[first]))
+        .await
+        .unwrap();
+    assert_eq!(users(&tail), ["first", "reply one"]);
+    store.close().await;
+}

@@ -179,11 +179,46 @@ impl Runner {
         ContextBound::of_inputs(self.state.input_seqs.iter().copied(), Some(self.turn))
     }
 
+    /// `bound` without the session's inputs that wait in the bot's inbox,
+    /// not the turn's own (`ContextBound::without_pending`): a context
+    /// read from the store holds every entry up to the turn's last input,
+    /// and one of them may be a message no turn claimed yet (routed after
+    /// a later one, the bot just activated or its tail not in memory).
+    pub(super) async fn unclaimed_left_out(
+        &self,
+        bound: Option<ContextBound>,
+    ) -> Result<Option<ContextBound>, StoreError> {
+        let Some(bound) = bound else {
+            return Ok(None);
+        };
+        let waiting = self.rt.store.pending_inbox(&self.bot.id).await?;
+        let seqs = waiting
+            .iter()
+            .filter(|i| i.session == self.session)
+            .map(|i| i.seq);
+        Ok(Some(bound.without_pending(seqs)))
+    }
+
+    /// Builds the tail from `view`, what `Runner::run` read of the session,
+    /// within `bound` (less the inputs waiting in the inbox).
+    pub(super) async fn fill_tail(
+        &mut self,
+        view: botfleet_memory::SessionView,
+        bound: Option<ContextBound>,
+    ) -> Result<(), StoreError> {
+        let bound = self.unclaimed_left_out(bound).await?;
+        let encoding = self.ctx_settings.encoding;
+        self.tail
+            .fill_view(view, &self.identity, &self.block, encoding, bound);
+        Ok(())
+    }
+
     pub(super) async fn load_tail(
         &mut self,
         bound: Option<ContextBound>,
     ) -> Result<(), StoreError> {
         let window = self.rt.settings.context_entries;
+        let bound = self.unclaimed_left_out(bound).await?;
         self.tail
             .load(
                 &self.rt.store,
