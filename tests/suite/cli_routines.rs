@@ -2,9 +2,6 @@
 //! host (the API had them, the CLI had no view: a user learnt when a
 //! routine fires next, or that its last run failed, only with curl).
 
-use chrono::Duration as ChronoDuration;
-use chrono::Timelike;
-use chrono::Utc;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -12,30 +9,8 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::cli;
-
-/// A routine's input fails the model; anything else is noted.
-const FAILING: &str = r#"
-[[rule]]
-match = "FAILME"
-steps = [ { fail = "boom model error" } ]
-
-[[rule]]
-steps = [ { text = "noted" } ]
-"#;
-
-/// A 6-field cron that fires once, `ahead` seconds from now (UTC), and
-/// not again for a year.
-fn once_in(ahead: i64) -> String {
-    let at = Utc::now() + ChronoDuration::seconds(ahead);
-    format!(
-        "{} {} {} {} {} *",
-        at.second(),
-        at.minute(),
-        at.hour(),
-        chrono::Datelike::day(&at),
-        chrono::Datelike::month(&at)
-    )
-}
+use crate::support::routines::FAILING;
+use crate::support::routines::once_in;
 
 /// Put, list (text and `--json`), remove, and the refusals with their
 /// exit codes: a routine's next fire shows in its own time zone.

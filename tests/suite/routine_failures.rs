@@ -2,39 +2,14 @@
 //! `GET /v1/bots/{bot}/routines` gives the last run's status, turn and
 //! error (the turn its last fire started), not only when it last fired.
 
-use chrono::Duration as ChronoDuration;
-use chrono::Timelike;
-use chrono::Utc;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-
-/// A routine's input fails the model; anything else is noted.
-const FAILING: &str = r#"
-[[rule]]
-match = "FAILME"
-steps = [ { fail = "boom model error" } ]
-
-[[rule]]
-steps = [ { text = "noted" } ]
-"#;
-
-/// A 6-field cron that fires once, `ahead` seconds from now (UTC), and
-/// not again for a year.
-fn once_in(ahead: i64) -> String {
-    let at = Utc::now() + ChronoDuration::seconds(ahead);
-    format!(
-        "{} {} {} {} {} *",
-        at.second(),
-        at.minute(),
-        at.hour(),
-        chrono::Datelike::day(&at),
-        chrono::Datelike::month(&at)
-    )
-}
+use crate::support::routines::FAILING;
+use crate::support::routines::once_in;
 
 /// Regression: after a routine's run failed, the routine view showed
 /// `last_fire` moved on and nothing else; a user who looks at routines

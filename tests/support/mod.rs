@@ -6,5 +6,6 @@ pub mod fleet;
 pub mod memory_model;
 pub mod openai_server;
 pub mod process;
+pub mod routines;
 pub mod shared_room;
 pub mod ui_page;
