@@ -392,7 +392,14 @@ impl Runner {
         // who runs the turn decides which tools the model is shown; its
         // subagents' tasks name their reports (`context_input.rs`)
         self.scope.runner = self.runner_for(&record).await?;
-        let subagents = self.rt.store.subagent_tasks_of(&self.bot.id).await?;
+        // only a bot with Task makes subagents: the others spare the read
+        // (a report of one made before Task was taken away reads without
+        // its task's title, as in a compaction's transcript)
+        let subagents = if self.bot.tools.iter().any(|t| t == "Task") {
+            self.rt.store.subagent_tasks_of(&self.bot.id).await?
+        } else {
+            Vec::new()
+        };
         self.show_tools(subagents);
         // a new turn's inputs decide which memories are relevant
         let new_inputs = match &self.kind {
