@@ -27,6 +27,7 @@ use botfleet::actors::Runtime;
 use botfleet::actors::user_message;
 use botfleet::memory::AdmitOutcome;
 use botfleet::memory::AdmitRequest;
+use botfleet::memory::AdmittedRecord;
 use botfleet::memory::BotId;
 use botfleet::memory::BotRecord;
 use botfleet::memory::EntryId;
@@ -162,6 +163,34 @@ impl Fan {
     }
 }
 
+/// c's message to alice's DM with `fan` committed through the store (not
+/// routed: the bot learns of it only when it reads its inbox), then r2's
+/// admitted and routed; both records, c's the earlier.
+async fn c_then_r2(
+    fleet: &FleetHandle,
+    store: &Store,
+    fan: &BotRecord,
+) -> (AdmittedRecord, AdmittedRecord) {
+    let written = store
+        .write(vec![Mutation::Admit(Box::new(message_from(
+            "c", fan, "c-note",
+        )))])
+        .await
+        .unwrap();
+    let Some(MutationResult::Admitted(AdmitOutcome::Accepted(c))) = written.last() else {
+        panic!("c's message not admitted: {written:?}");
+    };
+    let sent = fleet
+        .admit(message_from("r2", fan, "r2-note"))
+        .await
+        .unwrap();
+    let AdmitOutcome::Accepted(r2) = sent else {
+        panic!("r2's message not admitted: {sent:?}");
+    };
+    assert!(c.seq < r2.seq && c.session == r2.session);
+    (c.clone(), r2)
+}
+
 /// Waits (on the store's change signals, 30 s at most) until a turn over
 /// input `seq` of `session` ended; its status.
 async fn turn_end(store: &Store, session: SessionId, seq: i64) -> TurnStatus {
@@ -206,24 +235,8 @@ async fn a_message_answered_after_a_later_one_sees_that_answer() {
         TurnStatus::Completed
     );
 
-    // c's message is committed first; r2's after it, and routed
-    let written = store
-        .write(vec![Mutation::Admit(Box::new(message_from(
-            "c", &fan, "c-note",
-        )))])
-        .await
-        .unwrap();
-    let Some(MutationResult::Admitted(AdmitOutcome::Accepted(c))) = written.last() else {
-        panic!("c's message not admitted: {written:?}");
-    };
-    let sent = fleet
-        .admit(message_from("r2", &fan, "r2-note"))
-        .await
-        .unwrap();
-    let AdmitOutcome::Accepted(r2) = sent else {
-        panic!("r2's message not admitted: {sent:?}");
-    };
-    assert!(c.seq < r2.seq);
+    // c's message is committed first, not routed; r2's after it, routed
+    let (c, r2) = c_then_r2(&fleet, &store, &fan).await;
     assert_eq!(
         turn_end(&store, r2.session, r2.seq).await,
         TurnStatus::Completed
@@ -324,23 +337,7 @@ async fn a_reloaded_turn_leaves_out_an_earlier_message_still_waiting() {
     );
 
     // c's message is committed first, not routed; r2's after it, routed
-    let written = store
-        .write(vec![Mutation::Admit(Box::new(message_from(
-            "c", &fan, "c-note",
-        )))])
-        .await
-        .unwrap();
-    let Some(MutationResult::Admitted(AdmitOutcome::Accepted(c))) = written.last() else {
-        panic!("c's message not admitted: {written:?}");
-    };
-    let sent = fleet
-        .admit(message_from("r2", &fan, "r2-note"))
-        .await
-        .unwrap();
-    let AdmitOutcome::Accepted(r2) = sent else {
-        panic!("r2's message not admitted: {sent:?}");
-    };
-    assert!(c.seq < r2.seq && c.session == r2.session);
+    let (c, r2) = c_then_r2(&fleet, &store, &fan).await;
     assert_eq!(
         turn_end(&store, r2.session, r2.seq).await,
         TurnStatus::Completed
