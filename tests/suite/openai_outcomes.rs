@@ -127,6 +127,38 @@ async fn an_answer_cut_off_at_the_token_limit_is_retried_with_a_reminder() {
     server.shutdown().await;
 }
 
+/// A second cut-off after the turn delivered ends it `completed`, as a
+/// model call that fails after the reply does (5fe6031): the person has
+/// the reply, and a retry would answer twice. (Before, the turn failed
+/// with a retry.)
+#[tokio::test]
+async fn a_second_cut_off_after_the_reply_ends_the_turn_completed_without_a_retry() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::tool_call(
+            "c1",
+            "SendMessage",
+            r#"{"text":"the answer"}"#,
+        ))
+        .reply(Reply::text("and more").finish("length"))
+        .reply(Reply::text("and more again").finish("length"))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (entries, end) = turn(&host, "write an essay").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(deliveries(&entries), ["the answer"]);
+    let [(code, text)] = notices(&entries)
+        .try_into()
+        .unwrap_or_else(|n| panic!("{n:?}"));
+    assert_eq!(code, "failed_after_reply");
+    assert!(text.contains("a second time in this turn"), "{text}");
+    let notice = entries.iter().find(|e| e["kind"] == "notice").unwrap();
+    assert!(notice["retry_turn"].is_null(), "{notice}");
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
 /// Regression: a tool call cut off at the token limit was answered
 /// "arguments are not valid JSON", and an answer that kept hitting the
 /// limit ended `undelivered` with no word of it. The call is answered as

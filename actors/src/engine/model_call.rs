@@ -141,7 +141,7 @@ impl Runner {
             let error = "the model's answer was cut off at its output token limit (max tokens, \
                          finish reason length) a second time in this turn; not retrying"
                 .to_owned();
-            return self.fail(error).await.map(Some);
+            return self.cannot_go_on(error).await.map(Some);
         }
         self.state.cut_off_retried = true;
         let mut batch = self.step_batch(response);
@@ -211,10 +211,7 @@ impl Runner {
     /// `completed`, as after a failed call (`Runner::model_failed`).
     pub(super) async fn looped_again(&mut self, reason: &str) -> Result<TurnStatus, StoreError> {
         let error = format!("the model's output kept looping ({reason}); not retrying");
-        if self.reply_stands() {
-            return self.end_after_reply(error, Vec::new()).await;
-        }
-        self.fail(error).await
+        self.cannot_go_on(error).await
     }
 
     /// The reminder a step without tool calls (its text `text`) is
@@ -277,7 +274,14 @@ impl Runner {
         &mut self,
         error: ModelError,
     ) -> Result<TurnStatus, StoreError> {
-        let error = error.to_string();
+        self.cannot_go_on(error.to_string()).await
+    }
+
+    /// Ends a turn that cannot go on for `error` (its model call failed for
+    /// good, its output looped or was cut off a second time): `completed`
+    /// after its reply (`reply_stands`,
+    /// `end_after_reply`), else failed with a retry.
+    pub(super) async fn cannot_go_on(&mut self, error: String) -> Result<TurnStatus, StoreError> {
         if self.reply_stands() {
             return self.end_after_reply(error, Vec::new()).await;
         }
@@ -285,7 +289,8 @@ impl Runner {
     }
 
     /// Whether a turn that cannot go on (its model call failed for good,
-    /// the model refused, or its output looped a second time) ends
+    /// the model refused, or its output looped or was cut off a second
+    /// time) ends
     /// `completed` rather than failed: it delivered, and it is not a
     /// subagent's task. A subagent's task still fails: its report then
     /// tells its parent the task is unfinished, with its last progress,
