@@ -323,10 +323,11 @@ async fn a_shared_room_a_user_gains_through_the_config_is_read_from_then_on() {
     assert!(!page.to_string().contains(CAROLS_ERA), "{page}");
     let first = &page["entries"][0];
     assert_eq!(first["code"], json!("members_changed"), "{page}");
-    assert!(
-        first["text"].as_str().unwrap_or("").contains("bob"),
-        "{first}"
-    );
+    // the room was shared already: it reaches one more user, not "is
+    // shared from here on" (the notice's first wording)
+    let text = first["text"].as_str().unwrap_or("");
+    assert!(text.contains("now reaches bob"), "{first}");
+    assert!(!text.contains("shared from here on"), "{first}");
     // alice still reads everything
     let (_, hers) = host.get("/v1/groups/own/entries", TOKEN).await;
     assert!(hers.to_string().contains(CAROLS_ERA), "{hers}");
