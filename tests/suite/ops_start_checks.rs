@@ -21,28 +21,16 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::BIN;
 use crate::support::process::HostProcess;
+use crate::support::process::RunProcess;
 use crate::support::process::cli;
 use crate::support::process::free_port;
-use crate::support::process::poll;
-use crate::support::process::signal;
+use crate::support::process::open_file_limits;
 
 /// Replies to every message.
 const REPLY: &str = r#"
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
 "#;
-
-/// The soft and hard "Max open files" of `/proc/PID/limits` (`None`:
-/// unlimited or unreadable).
-fn open_file_limits(pid: &str) -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
-    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-    let mut fields = line
-        .trim_start_matches("Max open files")
-        .split_whitespace()
-        .map(str::parse::<u64>);
-    Some((fields.next()?.ok()?, fields.next()?.ok()?))
-}
 
 /// A `botfleet run` started with its soft open-file limit lowered to 400
 /// (as a shell's `ulimit -S -n` does) runs with the hard limit (at most
@@ -63,42 +51,11 @@ async fn run_raises_its_soft_open_file_limit_to_the_hard_one() {
         .script("s", REPLY)
         .bot("r", "s", &["SendMessage"]);
     let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let port = free_port();
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -S -n {soft} && exec \"$0\" \"$@\""))
-        .arg(BIN)
-        .args(["run", "--fleet"])
-        .arg(&path)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::from(out.try_clone().unwrap()))
-        .stderr(Stdio::from(out))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    // `exec`: the shell's process is the host's
-    let pid = child.id().unwrap().to_string();
-    let http = reqwest::Client::new();
-    let health = format!("http://127.0.0.1:{port}/healthz");
-    poll(30, async || match http.get(&health).send().await {
-        Ok(r) if r.status().is_success() => Ok(()),
-        other => Err(format!(
-            "the host never answered /healthz ({other:?}); log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )),
-    })
-    .await;
-    let (running, _) = open_file_limits(&pid).unwrap();
-    signal(&pid, "TERM");
-    let exited = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
-    let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
-        "{logged}"
-    );
+    let host = RunProcess::spawn(&path, &fleet.path().join("host.log"), Some(soft));
+    host.wait_healthy().await;
+    let (running, _) = open_file_limits(&host.pid).unwrap();
+    let (stopped, logged) = host.stop(20).await;
+    assert!(stopped, "{logged}");
     let expected = hard.min(1 << 20);
     assert_eq!(running, expected, "{logged}");
     assert!(

@@ -16,6 +16,7 @@ use crate::support::memory_model::adds;
 use crate::support::memory_model::is_extraction;
 use crate::support::openai_server::Reply;
 use crate::support::process::HostProcess;
+use crate::support::process::RunProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
 use crate::support::process::signal;
@@ -100,22 +101,10 @@ async fn a_sigterm_during_the_start_stops_the_host_once_it_is_up() {
         .script("s", REPLY)
         .bot("r", "s", &["SendMessage"]);
     let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let mut child = tokio::process::Command::new(crate::support::process::BIN)
-        .args(["run", "--fleet"])
-        .arg(&path)
-        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::from(out.try_clone().unwrap()))
-        .stderr(std::process::Stdio::from(out))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().unwrap();
+    let host = RunProcess::spawn(&path, &fleet.path().join("host.log"), None);
     // the store is made inside the start, well before it serves
     poll(30, async || {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let text = host.logged();
         if text.contains("created a new store") {
             Ok(())
         } else {
@@ -123,12 +112,10 @@ async fn a_sigterm_during_the_start_stops_the_host_once_it_is_up() {
         }
     })
     .await;
-    signal(pid, "TERM");
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("the host did not exit within 30 s of the SIGTERM")
-        .unwrap();
-    let logged = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(status.success(), "{status:?}; log:\n{logged}");
+    let (stopped, logged) = host.stop(30).await;
+    assert!(
+        stopped,
+        "the host did not stop cleanly within 30 s; log:\n{logged}"
+    );
     assert!(logged.contains("stopping…"), "{logged}");
 }

@@ -233,3 +233,88 @@ pub async fn wait_found(
     })
     .await
 }
+
+/// The soft and hard "Max open files" of `/proc/PID/limits` (`None`:
+/// unlimited or unreadable).
+pub fn open_file_limits(pid: &str) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    let mut fields = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .map(str::parse::<u64>);
+    Some((fields.next()?.ok()?, fields.next()?.ok()?))
+}
+
+/// `botfleet run --fleet FLEET` as a process of its own on a free port,
+/// logging at info into `log`, optionally started with a lowered soft
+/// open-file limit (as a shell's `ulimit -S -n` leaves it; `exec`, so the
+/// shell's process is the host's).
+pub struct RunProcess {
+    pub child: tokio::process::Child,
+    pub pid: String,
+    pub url: String,
+    pub log: std::path::PathBuf,
+}
+
+impl RunProcess {
+    pub fn spawn(fleet: &Path, log: &Path, soft_open_files: Option<u64>) -> Self {
+        let out = std::fs::File::create(log).unwrap();
+        let port = free_port();
+        let mut command = match soft_open_files {
+            Some(soft) => {
+                let mut c = tokio::process::Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -S -n {soft} && exec \"$0\" \"$@\""))
+                    .arg(BIN);
+                c
+            }
+            None => tokio::process::Command::new(BIN),
+        };
+        let child = command
+            .args(["run", "--fleet"])
+            .arg(fleet)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::from(out.try_clone().unwrap()))
+            .stderr(Stdio::from(out))
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap().to_string();
+        Self {
+            child,
+            pid,
+            url: format!("http://127.0.0.1:{port}"),
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// What the host logged so far.
+    pub fn logged(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Polls (bounded) until the host answers `/healthz`.
+    pub async fn wait_healthy(&self) {
+        let http = reqwest::Client::new();
+        let health = format!("{}/healthz", self.url);
+        poll(30, async || match http.get(&health).send().await {
+            Ok(r) if r.status().is_success() => Ok(()),
+            other => Err(format!(
+                "the host never answered /healthz ({other:?}); log:\n{}",
+                self.logged()
+            )),
+        })
+        .await;
+    }
+
+    /// SIGTERM, then the exit (within `secs`): whether it succeeded, and
+    /// the log.
+    pub async fn stop(mut self, secs: u64) -> (bool, String) {
+        signal(&self.pid, "TERM");
+        let exited = tokio::time::timeout(Duration::from_secs(secs), self.child.wait()).await;
+        let success = exited.is_ok_and(|s| s.is_ok_and(|s| s.success()));
+        (success, self.logged())
+    }
+}
