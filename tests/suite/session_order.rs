@@ -163,14 +163,24 @@ impl Fan {
     }
 }
 
+/// Admits `req` (routed) and waits until its turn completed.
+async fn answered(fleet: &FleetHandle, store: &Store, req: AdmitRequest) -> AdmittedRecord {
+    let sent = fleet.admit(req).await.unwrap();
+    let AdmitOutcome::Accepted(admitted) = sent else {
+        panic!("not admitted: {sent:?}");
+    };
+    assert_eq!(
+        turn_end(store, admitted.session, admitted.seq).await,
+        TurnStatus::Completed
+    );
+    admitted
+}
+
 /// c's message to alice's DM with `fan` committed through the store (not
 /// routed: the bot learns of it only when it reads its inbox), then r2's
-/// admitted and routed; both records, c's the earlier.
-async fn c_then_r2(
-    fleet: &FleetHandle,
-    store: &Store,
-    fan: &BotRecord,
-) -> (AdmittedRecord, AdmittedRecord) {
+/// admitted and routed; once r2's turn completed, the bot is woken and
+/// c's turn completes. c's record.
+async fn c_then_r2(fleet: &FleetHandle, store: &Store, fan: &BotRecord) -> AdmittedRecord {
     let written = store
         .write(vec![Mutation::Admit(Box::new(message_from(
             "c", fan, "c-note",
@@ -188,7 +198,17 @@ async fn c_then_r2(
         panic!("r2's message not admitted: {sent:?}");
     };
     assert!(c.seq < r2.seq && c.session == r2.session);
-    (c.clone(), r2)
+    assert_eq!(
+        turn_end(store, r2.session, r2.seq).await,
+        TurnStatus::Completed
+    );
+    // c's message reaches the bot now
+    fleet.wake(fan.id.clone()).unwrap();
+    assert_eq!(
+        turn_end(store, c.session, c.seq).await,
+        TurnStatus::Completed
+    );
+    c.clone()
 }
 
 /// Waits (on the store's change signals, 30 s at most) until a turn over
@@ -223,30 +243,16 @@ async fn a_message_answered_after_a_later_one_sees_that_answer() {
 
     // alice's message starts the DM (fan sends to c and r2 from there, in
     // H1's run); the bot keeps the session's context in memory after it
-    let sent = fleet
-        .admit(user_message(&fan.owner, &fan, "fan out", None))
-        .await
-        .unwrap();
-    let AdmitOutcome::Accepted(first) = sent else {
-        panic!("alice's message not admitted: {sent:?}");
-    };
-    assert_eq!(
-        turn_end(&store, first.session, first.seq).await,
-        TurnStatus::Completed
-    );
+    answered(
+        &fleet,
+        &store,
+        user_message(&fan.owner, &fan, "fan out", None),
+    )
+    .await;
 
-    // c's message is committed first, not routed; r2's after it, routed
-    let (c, r2) = c_then_r2(&fleet, &store, &fan).await;
-    assert_eq!(
-        turn_end(&store, r2.session, r2.seq).await,
-        TurnStatus::Completed
-    );
-    // c's message reaches the bot now
-    fleet.wake(fan.id.clone()).unwrap();
-    assert_eq!(
-        turn_end(&store, c.session, c.seq).await,
-        TurnStatus::Completed
-    );
+    // c's message is committed first, not routed; r2's after it, routed,
+    // and answered; then c's reaches the bot and is answered
+    c_then_r2(&fleet, &store, &fan).await;
 
     // and b's, routed in order, after both (the tail kept in memory after
     // c's turn used to leave r2's message and answer out too)
@@ -324,30 +330,11 @@ async fn a_reloaded_turn_leaves_out_an_earlier_message_still_waiting() {
 
     // z's message in another session wakes the bot; it has no context of
     // alice's DM in memory after that turn
-    let sent = fleet
-        .admit(agent_message("z", &fan, "z-note"))
-        .await
-        .unwrap();
-    let AdmitOutcome::Accepted(z) = sent else {
-        panic!("z's message not admitted: {sent:?}");
-    };
-    assert_eq!(
-        turn_end(&store, z.session, z.seq).await,
-        TurnStatus::Completed
-    );
+    answered(&fleet, &store, agent_message("z", &fan, "z-note")).await;
 
-    // c's message is committed first, not routed; r2's after it, routed
-    let (c, r2) = c_then_r2(&fleet, &store, &fan).await;
-    assert_eq!(
-        turn_end(&store, r2.session, r2.seq).await,
-        TurnStatus::Completed
-    );
-    // c's message reaches the bot now
-    fleet.wake(fan.id.clone()).unwrap();
-    assert_eq!(
-        turn_end(&store, c.session, c.seq).await,
-        TurnStatus::Completed
-    );
+    // c's message is committed first, not routed; r2's after it, routed,
+    // and answered; then c's reaches the bot and is answered
+    let c = c_then_r2(&fleet, &store, &fan).await;
 
     let requests: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
     let answering_r2: Vec<&Value> = requests
