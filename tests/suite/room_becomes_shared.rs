@@ -15,9 +15,11 @@ use crate::support::fleet::restart;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::process::cli;
 use crate::support::process::poll;
-use crate::support::process::wait_found;
 use crate::support::shared_room::cabin_model;
+use crate::support::shared_room::cabin_searched_in_own_room;
 use crate::support::shared_room::mixed_fleet;
+use crate::support::shared_room::requests_of;
+use crate::support::shared_room::share_with_bob;
 
 /// In alice's DM, found by a1's SearchTranscript in the private room.
 const CABIN: &str = "BIRCHWOODLANE7731";
@@ -25,20 +27,6 @@ const CABIN: &str = "BIRCHWOODLANE7731";
 const EARLY: &str = "KIWIPRESHARE";
 /// In bob's message after the change.
 const LATE: &str = "PLUMPOSTSHARE";
-
-fn system(body: &Value) -> &str {
-    body["messages"][0]["content"].as_str().unwrap_or("")
-}
-
-/// The request bodies from index `from` on of bot `bot`'s turns.
-fn requests_of(server: &OpenAiServer, from: usize, bot: &str) -> Vec<Value> {
-    let role = format!("Test bot {bot}.");
-    server.requests()[from..]
-        .iter()
-        .map(|r| r.body.clone())
-        .filter(|b| system(b).contains(&role))
-        .collect()
-}
 
 async fn start(server: &OpenAiServer) -> TestHost {
     let a1 = &["SendMessage", "SearchTranscript"];
@@ -52,37 +40,8 @@ async fn start(server: &OpenAiServer) -> TestHost {
 /// she posted [`EARLY`]; then b1 (bob's) joins. Returns the change's
 /// answer.
 async fn private_then_shared(host: &TestHost, server: &OpenAiServer) -> Value {
-    host.complete_turn("a1", &format!("the cabin address is {CABIN}"))
-        .await;
-    wait_found(&host.client(), CABIN, 1).await;
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "own", "members": ["a1", "a2"]}).to_string(),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (201, json!(false)), "{v}");
-    let before = server.request_count();
-    host.discuss(TOKEN, "own", &format!("@a1 look up the cabin {EARLY}"))
-        .await;
-    // the private turn did see the DM: what must not reach bob
-    let private = requests_of(server, before, "a1");
-    assert!(
-        private.iter().any(|b| b.to_string().contains(CABIN)),
-        "a1's private turn searched alice's DM: {private:?}"
-    );
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            "/v1/groups/own/members",
-            TOKEN,
-            Some(json!({"members": ["a1", "a2", "b1"]})),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (200, json!(true)), "{v}");
-    v
+    cabin_searched_in_own_room(host, server, CABIN, EARLY).await;
+    share_with_bob(host).await
 }
 
 /// Bob's b1 joins alice's room: its first input starts at the change

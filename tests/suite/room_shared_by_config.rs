@@ -6,7 +6,6 @@
 //! start's notice on, and alice's a1 starts a new context epoch: nothing
 //! of the private era is sent to the model for the shared room.
 
-use serde_json::Value;
 use serde_json::json;
 
 use crate::support::fleet::BOB_TOKEN;
@@ -14,9 +13,10 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::restart;
 use crate::support::openai_server::OpenAiServer;
-use crate::support::process::wait_found;
 use crate::support::shared_room::cabin_model;
+use crate::support::shared_room::cabin_searched_in_own_room;
 use crate::support::shared_room::mixed_fleet;
+use crate::support::shared_room::requests_of;
 
 /// In alice's DM, found by a1's SearchTranscript in the private room.
 const CABIN: &str = "BIRCHWOODLANE4417";
@@ -24,20 +24,6 @@ const CABIN: &str = "BIRCHWOODLANE4417";
 const EARLY: &str = "FIGPRESHARE";
 /// In bob's message after the restart.
 const LATE: &str = "DATEPOSTSHARE";
-
-/// The request bodies from index `from` on of bot `bot`'s turns.
-fn requests_of(server: &OpenAiServer, from: usize, bot: &str) -> Vec<Value> {
-    let role = format!("Test bot {bot}.");
-    server.requests()[from..]
-        .iter()
-        .map(|r| r.body.clone())
-        .filter(|b| {
-            b["messages"][0]["content"]
-                .as_str()
-                .is_some_and(|s| s.contains(&role))
-        })
-        .collect()
-}
 
 /// Alice's room `own` of a1 and a2 (b1 is bob's, outside it), in which
 /// a1 searched her DM and she posted [`EARLY`]; then a start whose
@@ -51,26 +37,7 @@ async fn private_then_given(server: &OpenAiServer) -> TestHost {
     .bot("a2", "main", &["SendMessage"])
     .start()
     .await;
-    host.complete_turn("a1", &format!("the cabin address is {CABIN}"))
-        .await;
-    wait_found(&host.client(), CABIN, 1).await;
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "own", "members": ["a1", "a2"]}).to_string(),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (201, json!(false)), "{v}");
-    let before = server.request_count();
-    host.discuss(TOKEN, "own", &format!("@a1 look up the cabin {EARLY}"))
-        .await;
-    let private = requests_of(server, before, "a1");
-    assert!(
-        private.iter().any(|b| b.to_string().contains(CABIN)),
-        "a1's private turn searched alice's DM: {private:?}"
-    );
+    cabin_searched_in_own_room(&host, server, CABIN, EARLY).await;
     let fleet =
         host.shutdown()
             .await

@@ -19,41 +19,14 @@ use crate::support::memory_model::without_updates;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::shared_room::mixed_fleet;
+use crate::support::shared_room::own_room;
+use crate::support::shared_room::share_with_bob;
+use crate::support::shared_room::system;
 
 /// In alice's message that starts a1's turn while the room is hers.
 const ASK: &str = "tell the room the door code";
 /// In a1's reply to it, written after bob's bot joined.
 const SECRET: &str = "DOORCODE4417";
-
-fn system(body: &Value) -> &str {
-    body["messages"][0]["content"].as_str().unwrap_or("")
-}
-
-/// Alice's room `own` of her a1 and a2 (private).
-async fn own_room(host: &TestHost) {
-    let (status, v) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "own", "members": ["a1", "a2"]}).to_string(),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (201, json!(false)), "{v}");
-}
-
-/// Bob's b1 joins `own`: the room is shared from the change's notice on.
-async fn share_with_bob(host: &TestHost) {
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            "/v1/groups/own/members",
-            TOKEN,
-            Some(json!({"members": ["a1", "a2", "b1"]})),
-        )
-        .await;
-    assert_eq!((status, v["shared"].clone()), (200, json!(true)), "{v}");
-}
 
 /// a1's turn on alice's message starts while the room is hers (its
 /// model call waits on `gate`); bob's b1 joins; then the model answers

@@ -7,7 +7,9 @@ use serde_json::json;
 use super::memory_model::content;
 use super::memory_model::send_message;
 use super::memory_model::without_updates;
+use super::openai_server::OpenAiServer;
 use super::openai_server::Reply;
+use super::process::wait_found;
 
 use super::fleet::TOKEN;
 use super::fleet::TestFleet;
@@ -74,4 +76,71 @@ pub fn cabin_model(body: &Value) -> Reply {
         );
     }
     send_message(&id, "hello")
+}
+
+/// The system prompt of a request body.
+pub fn system(body: &Value) -> &str {
+    body["messages"][0]["content"].as_str().unwrap_or("")
+}
+
+/// The request bodies from index `from` on of bot `bot`'s turns.
+pub fn requests_of(server: &OpenAiServer, from: usize, bot: &str) -> Vec<Value> {
+    let role = format!("Test bot {bot}.");
+    server.requests()[from..]
+        .iter()
+        .map(|r| r.body.clone())
+        .filter(|b| system(b).contains(&role))
+        .collect()
+}
+
+/// Alice's room `own` of her a1 and a2 (private).
+pub async fn own_room(host: &TestHost) {
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "own", "members": ["a1", "a2"]}).to_string(),
+        )
+        .await;
+    assert_eq!((status, v["shared"].clone()), (201, json!(false)), "{v}");
+}
+
+/// Bob's b1 joins `own`: the room is shared from the change's notice on.
+/// The change's answer.
+pub async fn share_with_bob(host: &TestHost) -> Value {
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/groups/own/members",
+            TOKEN,
+            Some(json!({"members": ["a1", "a2", "b1"]})),
+        )
+        .await;
+    assert_eq!((status, v["shared"].clone()), (200, json!(true)), "{v}");
+    v
+}
+
+/// Alice tells a1 `cabin` in her DM, opens `own` (a1, a2), and asks a1
+/// there to look up the cabin with `early` in her message: a1's private
+/// turn (on [`cabin_model`]) searches her DM and sees `cabin`.
+pub async fn cabin_searched_in_own_room(
+    host: &TestHost,
+    server: &OpenAiServer,
+    cabin: &str,
+    early: &str,
+) {
+    host.complete_turn("a1", &format!("the cabin address is {cabin}"))
+        .await;
+    wait_found(&host.client(), cabin, 1).await;
+    own_room(host).await;
+    let before = server.request_count();
+    host.discuss(TOKEN, "own", &format!("@a1 look up the cabin {early}"))
+        .await;
+    // the private turn did see the DM: what must not reach the new readers
+    let private = requests_of(server, before, "a1");
+    assert!(
+        private.iter().any(|b| b.to_string().contains(cabin)),
+        "a1's private turn searched alice's DM: {private:?}"
+    );
 }
