@@ -306,6 +306,21 @@ async fn a_change_that_gives_a_user_the_room_cuts_the_members_sessions() {
     store.close().await;
 }
 
+/// Commits `batch`.
+async fn write(store: &Store, batch: Vec<Mutation>) {
+    store.write(batch).await.unwrap();
+}
+
+/// The seq `user` reads `room`'s timeline from (`None`: all of it).
+async fn visible_from(store: &Store, room: &RoomRecord, user: &UserId) -> Option<i64> {
+    store.room_visible_from(&room.id, user).await.unwrap()
+}
+
+/// Whether `room` is shared.
+async fn shared(store: &Store, room: &RoomRecord) -> bool {
+    store.get_room(&room.id).await.unwrap().unwrap().shared
+}
+
 /// Round 22 (F2): alice's room `team` of her a and b, with two entries
 /// in its timeline, becomes shared when an `UpsertBot` gives b to bob
 /// (an owner change in fleet.toml): in that write bob reads the timeline
@@ -322,58 +337,43 @@ async fn an_owner_change_that_shares_the_room_gives_the_new_owner_its_timeline_f
     let room = room();
     let alice = UserId::new("alice").unwrap();
     let bob = UserId::new("bob").unwrap();
-    store
-        .write(vec![
+    write(
+        &store,
+        vec![
             Mutation::UpsertBot(bot_of("a", "alice")),
             Mutation::UpsertBot(bot_of("b", "alice")),
             Mutation::Append(notice(&room, "private one")),
             Mutation::Append(notice(&room, "private two")),
-        ])
-        .await
-        .unwrap();
-    assert!(!store.get_room(&room.id).await.unwrap().unwrap().shared);
-    store
-        .write(vec![Mutation::UpsertBot(bot_of("b", "bob"))])
-        .await
-        .unwrap();
-    assert!(store.get_room(&room.id).await.unwrap().unwrap().shared);
-    assert_eq!(
-        store.room_visible_from(&room.id, &bob).await.unwrap(),
-        Some(3)
-    );
-    assert_eq!(
-        store.room_visible_from(&room.id, &alice).await.unwrap(),
-        None
-    );
+        ],
+    )
+    .await;
+    assert!(!shared(&store, &room).await);
+    write(&store, vec![Mutation::UpsertBot(bot_of("b", "bob"))]).await;
+    assert!(shared(&store, &room).await);
+    assert_eq!(visible_from(&store, &room, &bob).await, Some(3));
+    assert_eq!(visible_from(&store, &room, &alice).await, None);
     // the start's notice, then the same config again: bob keeps his start
-    store
-        .write(vec![
+    write(
+        &store,
+        vec![
             Mutation::Append(notice(&room, "members_changed")),
             Mutation::UpsertBot(bot_of("b", "bob")),
-        ])
-        .await
-        .unwrap();
-    assert_eq!(
-        store.room_visible_from(&room.id, &bob).await.unwrap(),
-        Some(3)
-    );
+        ],
+    )
+    .await;
+    assert_eq!(visible_from(&store, &room, &bob).await, Some(3));
     // b back to alice: hers alone again; then bob's again, from seq 5
-    store
-        .write(vec![Mutation::UpsertBot(bot_of("b", "alice"))])
-        .await
-        .unwrap();
-    assert!(!store.get_room(&room.id).await.unwrap().unwrap().shared);
-    store
-        .write(vec![
+    write(&store, vec![Mutation::UpsertBot(bot_of("b", "alice"))]).await;
+    assert!(!shared(&store, &room).await);
+    write(
+        &store,
+        vec![
             Mutation::Append(notice(&room, "while hers")),
             Mutation::UpsertBot(bot_of("b", "bob")),
-        ])
-        .await
-        .unwrap();
-    assert_eq!(
-        store.room_visible_from(&room.id, &bob).await.unwrap(),
-        Some(5)
-    );
+        ],
+    )
+    .await;
+    assert_eq!(visible_from(&store, &room, &bob).await, Some(5));
     store.close().await;
 }
 
@@ -388,38 +388,31 @@ async fn an_owner_change_in_a_shared_room_gives_the_new_owner_its_timeline_from_
     let store = open_store(&dir).await;
     let room = room();
     let bob = UserId::new("bob").unwrap();
-    store
-        .write(vec![
+    write(
+        &store,
+        vec![
             Mutation::UpsertBot(bot_of("a", "alice")),
             Mutation::UpsertBot(bot_of("b", "carol")),
             Mutation::Append(notice(&room, "carol's era")),
             Mutation::Append(notice(&room, "more of it")),
-        ])
-        .await
-        .unwrap();
-    assert!(store.get_room(&room.id).await.unwrap().unwrap().shared);
-    assert_eq!(store.room_visible_from(&room.id, &bob).await.unwrap(), None);
-    store
-        .write(vec![Mutation::UpsertBot(bot_of("b", "bob"))])
-        .await
-        .unwrap();
-    assert!(store.get_room(&room.id).await.unwrap().unwrap().shared);
-    assert_eq!(
-        store.room_visible_from(&room.id, &bob).await.unwrap(),
-        Some(3)
-    );
+        ],
+    )
+    .await;
+    assert!(shared(&store, &room).await);
+    assert_eq!(visible_from(&store, &room, &bob).await, None);
+    write(&store, vec![Mutation::UpsertBot(bot_of("b", "bob"))]).await;
+    assert!(shared(&store, &room).await);
+    assert_eq!(visible_from(&store, &room, &bob).await, Some(3));
     assert_eq!(store.room_audience_seq(&room.id).await.unwrap(), Some(3));
     // the start's notice, then the same config again: bob keeps his start
-    store
-        .write(vec![
+    write(
+        &store,
+        vec![
             Mutation::Append(notice(&room, "members_changed")),
             Mutation::UpsertBot(bot_of("b", "bob")),
-        ])
-        .await
-        .unwrap();
-    assert_eq!(
-        store.room_visible_from(&room.id, &bob).await.unwrap(),
-        Some(3)
-    );
+        ],
+    )
+    .await;
+    assert_eq!(visible_from(&store, &room, &bob).await, Some(3));
     store.close().await;
 }
