@@ -49,6 +49,32 @@ pub const MEMBERS_CHANGED_CODE: &str = "members_changed";
 /// Code of the timeline notice of a room's close.
 pub const CLOSED_CODE: &str = "room_closed";
 
+/// The `members_changed` notice of `room`'s timeline saying `text`.
+pub(super) fn members_changed_notice(room: &RoomRecord, text: String) -> NewEntry {
+    NewEntry {
+        id: EntryId::new_v7(),
+        session: room.timeline().id(),
+        author: "system".into(),
+        turn: None,
+        kind: EntryKind::Notice {
+            code: MEMBERS_CHANGED_CODE.into(),
+            text,
+            retry_turn: None,
+        },
+    }
+}
+
+/// The summary that starts a new context epoch in each member's session
+/// of `room` when `newcomers` (listed, comma-separated) gain it
+/// (prompts/group_now_shared.md).
+pub(super) fn now_shared_text(room: &RoomRecord, newcomers: &str) -> String {
+    // both placeholders given (a test renders every template with its own)
+    prompts()
+        .group_now_shared
+        .render(&[("owner", room.owner.as_str()), ("newcomers", newcomers)])
+        .unwrap_or_default()
+}
+
 /// The room `room` if `user` owns it: `NotFound` when they cannot see it,
 /// `Forbidden` when they read it as a member's owner.
 async fn owned_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
@@ -134,15 +160,7 @@ async fn fresh_start(
     if newcomers.is_empty() {
         return Ok(None);
     }
-    // both placeholders given (a test renders every template with its own)
-    let text = prompts()
-        .group_now_shared
-        .render(&[
-            ("owner", room.owner.as_str()),
-            ("newcomers", &newcomers.join(", ")),
-        ])
-        .unwrap_or_default();
-    Ok(Some(text))
+    Ok(Some(now_shared_text(room, &newcomers.join(", "))))
 }
 
 /// Replaces the members of `room` with `members` (same rules as at
@@ -162,17 +180,8 @@ pub async fn set_members(
     if to == record.members {
         return Ok(record);
     }
-    let notice = NewEntry {
-        id: EntryId::new_v7(),
-        session: record.timeline().id(),
-        author: "system".into(),
-        turn: None,
-        kind: EntryKind::Notice {
-            code: MEMBERS_CHANGED_CODE.into(),
-            text: members_text(rt, user, &record.members, &to).await?,
-            retry_turn: None,
-        },
-    };
+    let notice =
+        members_changed_notice(&record, members_text(rt, user, &record.members, &to).await?);
     let fresh_start = fresh_start(rt, &record, &to).await?;
     let written = rt
         .store

@@ -36,7 +36,8 @@ use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 use botfleet_memory::UserId;
 
-use super::admin::MEMBERS_CHANGED_CODE;
+use super::admin::members_changed_notice;
+use super::admin::now_shared_text;
 use crate::prompts::prompts;
 
 /// Origin of a subagent's record: `subagent:<parent>`.
@@ -157,17 +158,7 @@ fn notice(
             ("members", &members.join(", ")),
         ])
         .unwrap_or_default();
-    Mutation::Append(Box::new(NewEntry {
-        id: EntryId::new_v7(),
-        session: room.timeline().id(),
-        author: "system".into(),
-        turn: None,
-        kind: EntryKind::Notice {
-            code: MEMBERS_CHANGED_CODE.into(),
-            text,
-            retry_turn: None,
-        },
-    }))
+    Mutation::Append(Box::new(members_changed_notice(room, text)))
 }
 
 /// A new context epoch in each member's own session of `room` that has
@@ -180,14 +171,7 @@ async fn cuts(
     room: &RoomRecord,
     newcomers: &[&str],
 ) -> Result<Vec<Mutation>, StoreError> {
-    // both placeholders given (a test renders every template with its own)
-    let text = prompts()
-        .group_now_shared
-        .render(&[
-            ("owner", room.owner.as_str()),
-            ("newcomers", &newcomers.join(", ")),
-        ])
-        .unwrap_or_default();
+    let text = now_shared_text(room, &newcomers.join(", "));
     let mut writes = Vec::new();
     for member in &room.members {
         let session = SessionKey {

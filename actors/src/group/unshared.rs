@@ -11,15 +11,13 @@ use std::collections::HashMap;
 
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
-use botfleet_memory::EntryId;
-use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
 use botfleet_memory::RoomRecord;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 
-use super::admin::MEMBERS_CHANGED_CODE;
+use super::admin::members_changed_notice;
 use super::room::shareable;
 use crate::prompts::prompts;
 
@@ -102,17 +100,7 @@ fn notice(
             ("members", &members),
         ])
         .unwrap_or_default();
-    NewEntry {
-        id: EntryId::new_v7(),
-        session: room.timeline().id(),
-        author: "system".into(),
-        turn: None,
-        kind: EntryKind::Notice {
-            code: MEMBERS_CHANGED_CODE.into(),
-            text,
-            retry_turn: None,
-        },
-    }
+    members_changed_notice(room, text)
 }
 
 /// Whether `bot`, listed by a discussion of `room` that started before,
