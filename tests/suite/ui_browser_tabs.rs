@@ -78,11 +78,12 @@ async fn page_streams(host: &TestHost) -> usize {
     CAP - mine.len()
 }
 
-/// Opens the page at `hash` in a new tab (signed in: the browser keeps
-/// the token) and waits for its message box; returns the tab's handle.
-async fn open_tab(browser: &Browser, host: &TestHost, hash: &str) -> String {
+/// Opens the page at `base` (the host's address) and `hash` in a new tab
+/// (signed in: the browser keeps the token) and waits for its message
+/// box; returns the tab's handle.
+async fn open_tab(browser: &Browser, base: &str, hash: &str) -> String {
     let tab = browser.new_tab().await;
-    browser.go(&format!("{}/{hash}", host.url)).await;
+    browser.go(&format!("{base}/{hash}")).await;
     browser.find(".composer textarea").await;
     tab
 }
@@ -126,7 +127,7 @@ async fn seven_tabs_share_one_change_stream_and_hand_it_over() {
     let first = browser.tab().await;
     let mut tabs = vec![first.clone()];
     for _ in 1..TABS {
-        tabs.push(open_tab(&browser, &host, "#/bots/r").await);
+        tabs.push(open_tab(&browser, &host.url, "#/bots/r").await);
     }
 
     // the last tab is live (a stream of its own past the 3rd was refused
@@ -186,6 +187,115 @@ async fn seven_tabs_share_one_change_stream_and_hand_it_over() {
         TABS - 2,
         "{after}"
     );
+
+    let bad: Vec<String> = browser
+        .console()
+        .await
+        .into_iter()
+        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
+        .collect();
+    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
+    ui_page::finish(browser, host).await;
+}
+
+/// The host's name in [`tabs_over_plain_http_to_a_lan_name_share_one_stream`]:
+/// chromium resolves it to the loopback address, and a page from it is
+/// not a secure context (it is not localhost), as a host on a LAN reached
+/// over plain http is not.
+const LAN_NAME: &str = "botfleet-lan.test";
+
+/// Over plain http to a name that is not localhost, the page has no Web
+/// Locks (nor SubtleCrypto): each tab read a stream of its own, so the
+/// 4th tab on was refused here, and with 5 or 6 tabs a browser's other
+/// requests to the host waited for a connection. The tabs now elect their
+/// leader with a lease in localStorage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_over_plain_http_to_a_lan_name_share_one_stream() {
+    let resolve = format!("--host-resolver-rules=MAP {LAN_NAME} 127.0.0.1");
+    let Some(browser) = Browser::start_with_args(&[resolve]).await else {
+        return;
+    };
+    let host = fleet_with_r(SCRIPT)
+        .host(&format!("max_streams_per_user = {CAP}"))
+        .start()
+        .await;
+    let lan = host.url.replace("127.0.0.1", LAN_NAME);
+    assert_ne!(lan, host.url, "the host's address is {}", host.url);
+    let session = host.dm_after_hello("r").await;
+
+    browser.sign_in(&lan, TOKEN).await;
+    browser.go(&format!("{lan}/#/bots/r")).await;
+    browser.find(".composer textarea").await;
+    let context = browser
+        .js(
+            "return [window.isSecureContext, typeof navigator.locks];",
+            serde_json::json!([]),
+        )
+        .await;
+    assert_eq!(
+        context,
+        serde_json::json!([false, "undefined"]),
+        "the page at {lan} is meant to be a plain-http page without Web Locks"
+    );
+    browser.find("#conn.live").await;
+    let first = browser.tab().await;
+    let mut tabs = vec![first.clone()];
+    for _ in 1..TABS {
+        tabs.push(open_tab(&browser, &lan, "#/bots/r").await);
+    }
+
+    // the last tab is live, sends, and sees the reply and what the host
+    // writes after it; so does another tab
+    browser.find("#conn.live").await;
+    browser
+        .type_in(".composer textarea", &format!("from the last tab{ENTER}"))
+        .await;
+    browser.wait_text(".log", "echo: from the last tab").await;
+    notice(&host, &session, "written while seven tabs are open").await;
+    browser
+        .wait_text(".log", "written while seven tabs are open")
+        .await;
+    browser.switch_to(&tabs[3]).await;
+    browser.find("#conn.live").await;
+    browser
+        .wait_text(".log", "written while seven tabs are open")
+        .await;
+    // the seven tabs hold one stream between them
+    poll(BOUND.as_secs(), async || match page_streams(&host).await {
+        1 => Ok(()),
+        n => Err(format!("the page holds {n} streams with seven tabs open")),
+    })
+    .await;
+
+    // the first tab leads (it was alone when it claimed the lease): closed,
+    // it gives the lease up, another tab opens the stream at once (not when
+    // the lease would have run out), and what the host writes shows live
+    browser.switch_to(&first).await;
+    browser.close_tab().await;
+    browser.switch_to(&tabs[TABS - 1]).await;
+    notice(&host, &session, "written after the first tab closed").await;
+    browser
+        .wait_text(".log", "written after the first tab closed")
+        .await;
+    browser.find("#conn.live").await;
+    browser.switch_to(&tabs[1]).await;
+    browser
+        .wait_text(".log", "written after the first tab closed")
+        .await;
+    poll(BOUND.as_secs(), async || match page_streams(&host).await {
+        1 => Ok(()),
+        n => Err(format!("the page holds {n} streams after the hand-over")),
+    })
+    .await;
+    // nothing the page keeps names the token
+    let kept = browser
+        .js(
+            "return Object.keys(localStorage).filter((k) => k.startsWith('botfleet.events.'));",
+            serde_json::json!([]),
+        )
+        .await;
+    assert_eq!(kept.as_array().map(Vec::len), Some(1), "{kept}");
+    assert!(!kept.to_string().contains(TOKEN), "{kept}");
 
     let bad: Vec<String> = browser
         .console()
@@ -262,7 +372,7 @@ async fn a_hidden_tab_fetches_the_bot_list_when_shown_not_at_each_signal() {
     let a = browser.tab().await;
     browser.js(PROBE, serde_json::json!([])).await;
     // tab B in front: A is hidden
-    open_tab(&browser, &host, "#/bots/r").await;
+    open_tab(&browser, &host.url, "#/bots/r").await;
     browser.find("#conn.live").await;
     probe(&browser, "mark", "r.hidden && r.since.length === 0").await;
 

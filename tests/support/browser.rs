@@ -43,6 +43,13 @@ pub struct Browser {
 impl Browser {
     /// None (after printing why) when the browser is not installed.
     pub async fn start() -> Option<Browser> {
+        Browser::start_with_args(&[]).await
+    }
+
+    /// [`Browser::start`], chromium run with `extra` arguments too (say,
+    /// `--host-resolver-rules` to reach the host under a name that is not
+    /// localhost).
+    pub async fn start_with_args(extra: &[String]) -> Option<Browser> {
         let chromium = find_program("BOTFLEET_CHROMIUM", &["chromium", "chromium-browser"]);
         let driver = find_program("BOTFLEET_CHROMEDRIVER", &["chromedriver"]);
         let (Some(chromium), Some(driver)) = (chromium, driver) else {
@@ -107,6 +114,7 @@ impl Browser {
             "--user-data-dir={}",
             browser._profile.path().display()
         )])
+        .chain(extra.iter().cloned())
         .collect::<Vec<_>>();
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
