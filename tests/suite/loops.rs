@@ -1,6 +1,7 @@
 //! Loop detection: a looping stream is cut, retried once with a reminder,
 //! then the turn fails cleanly; legitimate repetition is not cut; the same
-//! tool call repeated is refused, then ends the turn.
+//! tool call repeated is refused, then ends the turn (failed, or
+//! `completed` once the turn delivered its reply).
 
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
@@ -112,7 +113,10 @@ async fn the_same_tool_call_repeated_is_refused_then_ends_the_turn() {
 
 /// The same reply sent again and again in one turn is a loop like any
 /// other repeated call: refused, then the turn ends, after one delivery
-/// (the second send is refused as already delivered in this turn).
+/// (the second send is refused as already delivered in this turn). The
+/// reply is out, so it ends `completed` with a `failed_after_reply`
+/// notice and no retry, as a failed call after the reply does
+/// (turn_endings.rs); before a delivery the guard fails the turn (above).
 #[tokio::test]
 async fn the_same_reply_sent_again_and_again_is_refused_then_ends_the_turn() {
     let step = r#"{ tool = "SendMessage", args = { text = "hello again" } }"#;
@@ -129,7 +133,17 @@ async fn the_same_reply_sent_again_and_again_is_refused_then_ends_the_turn() {
         .await;
     let es = host.entries(&session).await;
     let delivered = es.iter().filter(|e| e["kind"] == "delivery").count();
-    assert_eq!(end["status"], "failed", "{es:#?}");
+    assert_eq!(end["status"], "completed", "{es:#?}");
     assert_eq!(delivered, 1, "{es:#?}");
+    let notices: Vec<(&str, &serde_json::Value)> = es
+        .iter()
+        .filter(|e| e["kind"] == "notice")
+        .map(|e| (e["code"].as_str().unwrap_or(""), &e["retry_turn"]))
+        .collect();
+    assert_eq!(
+        notices,
+        [("failed_after_reply", &serde_json::Value::Null)],
+        "{es:#?}"
+    );
     host.shutdown().await;
 }

@@ -289,48 +289,87 @@ async fn a_retried_turn_answers_its_input_not_later_messages() {
 
 /// A turn that replied and then failed, retried: the person has the reply,
 /// so the retried turn is not told it sent nothing (a real model would
-/// send the reply again), and it does not end `undelivered`.
+/// send the reply again), and it does not end `undelivered`. A failed
+/// call, a refusal, a second loop or the repeated-call guard after the
+/// reply end a turn `completed`, without a retry (turn_endings.rs); a
+/// turn that crashes at its step after the reply more often than
+/// `runtime.max_turn_attempts` allows (here 1: the host killed once while
+/// the model thinks) still fails with a retry.
 #[tokio::test]
 async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
     use std::sync::atomic::Ordering;
 
-    // the reply, sent again and again until the repeated-call guard fails
-    // the turn (a provider down, a refusal or a second loop after the
-    // reply end it completed: turn_endings.rs), then, retried, a stop
+    use tokio::sync::watch;
+
+    use super::crash::send;
+    use super::crash::turn_ended;
+    use super::crash::wait_until;
+    use crate::support::process::HostProcess;
+    use crate::support::process::free_port;
+    use crate::support::process::poll;
+
+    // the reply; the step after it never answers (its gate stays shut):
+    // the host is killed while it waits; retried, a stop
     let retried = Arc::new(AtomicBool::new(false));
     let after_retry = retried.clone();
+    let (_open, shut) = watch::channel(false);
     let server = OpenAiServer::builder()
-        .responder(move |_| {
+        .responder(move |request| {
             if after_retry.load(Ordering::SeqCst) {
                 Reply::text("done")
+            } else if last_message(request).is_some_and(|m| m["role"] == "tool") {
+                Reply::text("never").hold_until(shut.clone())
             } else {
                 Reply::tool_call("call_1", "SendMessage", r#"{"text": "the answer is 42"}"#)
             }
         })
         .start()
         .await;
-    let host = TestFleet::new()
+    let fleet = TestFleet::new()
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_turn_attempts = 1\n")
         .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
-    let (turn, session) = failed_turn(&host, "what is the answer?").await;
-    assert_eq!(
-        deliveries(&host.entries(&session).await),
-        ["the answer is 42"]
-    );
+        .bot("r", "main", &["SendMessage"]);
+    let (path, log, port) = (fleet.write(), fleet.path().join("host.log"), free_port());
+    let host = HostProcess::start(&path, port, &log).await;
+    let sent = send(&host.url, "r", "what is the answer?").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    // the reply is stored and the next step's model call is out
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        server.wait_for_requests(2),
+    )
+    .await;
+    assert!(out.is_ok(), "model requests: {}", server.request_count());
+    host.kill9().await;
+    let host = HostProcess::start(&path, port, &log).await;
+    let es = wait_until(&host.url, &session, turn_ended(seq)).await;
+    let failed = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
+    assert_eq!(failed["status"], "failed", "{es:#?}");
+    assert_eq!(deliveries(&es), ["the answer is 42"]);
+    let turn = failed["turn"].as_str().unwrap().to_owned();
 
-    retried.store(true, Ordering::SeqCst);
-    let (status, body) = retry(&host, &turn).await;
-    assert_eq!(status, 200, "{body}");
-    host.wait_for(&session, |es| {
-        let ends = turn_ends(es);
-        (ends.len() == 2).then_some(Value::Bool(true))
+    // retried once its bot has seen the turn end (a retry in between is
+    // not queued: first_call_crash.rs)
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    poll(20, async || {
+        let bots = client.get("/v1/bots").await.unwrap();
+        if bots["bots"][0]["running_turn"].is_null() {
+            Ok(())
+        } else {
+            Err(format!("the failed turn still runs for its bot: {bots}"))
+        }
     })
     .await;
-    let entries = host.entries(&session).await;
+    retried.store(true, Ordering::SeqCst);
+    let body = client
+        .post_ok(&format!("/v1/turns/{turn}/retry"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(body["requeued"], 1, "{body}");
+    let entries = wait_until(&host.url, &session, |es| turn_ends(es).len() == 2).await;
     let ends = turn_ends(&entries);
     assert_eq!(ends[1]["status"], "completed", "{entries:#?}");
     assert!(
@@ -338,6 +377,6 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
         "{entries:#?}"
     );
     assert_eq!(deliveries(&entries), ["the answer is 42"]);
-    host.shutdown().await;
+    host.kill9().await;
     server.shutdown().await;
 }

@@ -3,7 +3,8 @@
 //! parse it into a call) is answered with its own reminder and never run;
 //! a plain text reply still gets the delivery reminder; a model call that
 //! fails after the reply was delivered ends the turn `completed`, with a
-//! notice that offers no retry.
+//! notice that offers no retry, and so do a refusal, a second loop and the
+//! repeated-call guard's end after the reply.
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -307,6 +308,49 @@ async fn a_second_loop_after_the_reply_ends_the_turn_completed_without_a_retry()
             .all(|e| !e["text"].as_str().unwrap_or("").contains("forever. I will")),
         "{entries:#?}"
     );
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression (round 24): the model sending its reply again and again
+/// after it was delivered: the repeated-call guard refused the call, then
+/// ended the turn `failed` with a `turn_failed` notice offering a retry,
+/// which would answer twice (a failed call, a refusal or a second loop
+/// after the reply already ended it `completed`). It ends `completed`,
+/// with the guard's reason kept on the turn and one notice without a
+/// retry, and a retry of it is refused as for any completed turn.
+#[tokio::test]
+async fn the_repeated_call_guard_after_the_reply_ends_the_turn_completed_without_a_retry() {
+    let server = OpenAiServer::builder()
+        .responder(|_| Reply::tool_call("c1", "SendMessage", r#"{"text": "the answer is 42"}"#))
+        .start()
+        .await;
+    let host = host(&server, "max_retries = 0").await;
+    let (session, end) = host.end_turn("r", "what is the answer?").await;
+    let entries = host.entries(&session).await;
+    assert_eq!(end["status"], "completed", "{entries:#?}");
+    assert_eq!(deliveries(&entries), ["the answer is 42"]);
+    assert_eq!(
+        notices(&entries),
+        [("failed_after_reply", &Value::Null)],
+        "{entries:#?}"
+    );
+    let (notice, error) = after_reply(&host, &entries, &end).await;
+    assert!(
+        notice.starts_with("The bot's reply above was delivered")
+            && notice.contains("repeating the same SendMessage call"),
+        "{notice}"
+    );
+    assert!(
+        error.contains("repeating the same SendMessage call"),
+        "{error}"
+    );
+    let turn = end["turn"].as_str().unwrap_or("");
+    let (status, refused) = host
+        .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused.to_string().contains("completed"), "{refused}");
     host.shutdown().await;
     server.shutdown().await;
 }

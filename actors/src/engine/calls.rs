@@ -159,7 +159,8 @@ impl Runner {
             }
         };
         if let ToolLoopVerdict::Loop { repeats, .. } = self.tool_guard.observe(&call.name, &args) {
-            // the same call again and again: refuse it; a second time ends the turn
+            // the same call again and again: refuse it; a second time ends
+            // the turn (`step_loop`: failed, or `completed` after its reply)
             let text = prompts()
                 .tool_loop
                 .render(&[("repeats", &repeats.to_string())])

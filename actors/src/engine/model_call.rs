@@ -2,7 +2,8 @@
 //! loop watch on its stream, the token usage it adds to the turn, the
 //! reminders that answer a looping output, an undelivered reply or a
 //! tool call written as text, and what follows an answer cut off at the
-//! token limit, a refusal or a call that failed after the turn's reply.
+//! token limit, a refusal, or a call that failed or a tool call repeated
+//! after the guard's warning once the turn replied.
 //! `impl Runner`, split from `runner.rs`.
 
 use std::collections::HashSet;
@@ -278,9 +279,10 @@ impl Runner {
     }
 
     /// Ends a turn that cannot go on for `error` (its model call failed for
-    /// good, its output looped or was cut off a second time): `completed`
-    /// after its reply (`reply_stands`,
-    /// `end_after_reply`), else failed with a retry.
+    /// good, its output looped or was cut off a second time, or it repeated
+    /// a tool call after the guard's warning, `calls.rs`): `completed` after
+    /// its reply (`reply_stands`, `end_after_reply`), else failed with a
+    /// retry.
     pub(super) async fn cannot_go_on(&mut self, error: String) -> Result<TurnStatus, StoreError> {
         if self.reply_stands() {
             return self.end_after_reply(error, Vec::new()).await;
@@ -289,8 +291,8 @@ impl Runner {
     }
 
     /// Whether a turn that cannot go on (its model call failed for good,
-    /// the model refused, or its output looped or was cut off a second
-    /// time) ends
+    /// the model refused, its output looped or was cut off a second time,
+    /// or it repeated a tool call after the guard's warning) ends
     /// `completed` rather than failed: it delivered, and it is not a
     /// subagent's task. A subagent's task still fails: its report then
     /// tells its parent the task is unfinished, with its last progress,

@@ -88,6 +88,10 @@ pub use turn_setup::stored_budget_pause;
 #[path = "model_call.rs"]
 mod model_call;
 
+/// The step loop and how each step may end the turn (`impl Runner`).
+#[path = "step_loop.rs"]
+mod step_loop;
+
 /// What a turn task is given and what it reports.
 #[path = "turn_plan.rs"]
 mod turn_plan;
@@ -197,7 +201,9 @@ struct Runner {
     tool_guard: ToolCallLoopGuard,
     /// Whether the turn was already told to stop repeating a tool call.
     tool_loop_warned: bool,
-    /// Set to end the turn as failed at the next step (a non-retryable loop).
+    /// Set to end the turn at the next step (the same tool call repeated
+    /// after its warning): failed, or `completed` after its reply
+    /// (`Runner::cannot_go_on`).
     abort: Option<String>,
     /// The secrets the bot may use; every tool result is scrubbed of them.
     secrets: BotSecrets,
@@ -537,96 +543,5 @@ impl Runner {
             None => {}
         }
         self.step_loop().await
-    }
-
-    fn stop_reason(&self) -> Option<Stop> {
-        if self.hard.is_cancelled() {
-            Some(Stop::Cancelled)
-        } else if self.soft.is_cancelled() {
-            Some(Stop::Interrupted)
-        } else {
-            None
-        }
-    }
-
-    async fn step_loop(&mut self) -> Result<TurnStatus, StoreError> {
-        loop {
-            match self.stop_reason() {
-                Some(Stop::Cancelled) => return self.end(TurnStatus::Cancelled, None).await,
-                Some(Stop::Interrupted) => return self.end(TurnStatus::Interrupted, None).await,
-                None => {}
-            }
-            if let Some(reason) = self.abort.take() {
-                return self.fail(reason).await;
-            }
-            if self.state.step >= self.rt.settings.max_steps {
-                if self.state.delivered > 0 {
-                    // the reply is out: the turn did its job, and a failure
-                    // with retry advice would have a retry answer twice
-                    tracing::info!(bot = %self.bot.id, turn = %self.turn, "step limit reached after the turn delivered: ending it completed");
-                    return self.end(TurnStatus::Completed, None).await;
-                }
-                let error = format!(
-                    "the turn took more than {} model steps",
-                    self.rt.settings.max_steps
-                );
-                return self.fail(error).await;
-            }
-            if let Some(status) = self.before_request().await? {
-                return Ok(status);
-            }
-            let response = match self.call_model().await {
-                Ok(r) => r,
-                Err(ModelError::Cancelled) => continue,
-                Err(ModelError::Refused { refusal }) => return self.refused(refusal).await,
-                Err(ModelError::Aborted { reason, .. }) if std::mem::take(&mut self.looped) => {
-                    if self.state.loop_retried {
-                        return self.looped_again(&reason).await;
-                    }
-                    self.loop_reminder(&reason).await?;
-                    continue;
-                }
-                Err(e) => return self.model_failed(e).await,
-            };
-            if response.finish == FinishReason::Length {
-                match self.cut_off(&response).await? {
-                    Some(status) => return Ok(status),
-                    None => continue,
-                }
-            }
-            let mut batch = self.step_batch(&response);
-            if response.tool_calls.is_empty() {
-                if let Some(reminder) = self.reminder_due(&response.text) {
-                    self.commit(batch).await?;
-                    self.remind(reminder).await?;
-                    continue;
-                }
-                let status = if self.state.owes_delivery && self.state.delivered == 0 {
-                    TurnStatus::Undelivered
-                } else {
-                    TurnStatus::Completed
-                };
-                // the last step and the end of the turn commit together
-                batch.extend(self.end_batch(status, None));
-                self.commit(batch).await?;
-                return Ok(status);
-            }
-            if self.stop_reason().is_none()
-                && let Some(outcomes) = self.run_internal_calls(&response.tool_calls).await
-            {
-                // every call only writes to the store: the step and its
-                // outcomes commit together, one commit instead of 1 + n
-                batch.extend(outcomes);
-                self.commit(batch).await?;
-                continue;
-            }
-            self.commit(batch).await?;
-            for (ordinal, call) in response.tool_calls.iter().enumerate() {
-                match self.stop_reason() {
-                    Some(stop) => self.skip_call(call, &stop).await?,
-                    None => self.execute(call, ordinal, false).await?,
-                }
-            }
-        }
     }
 }
