@@ -57,6 +57,14 @@ pub struct FleetSettings {
     pub shell_registry: Option<crate::tools::ShellRegistry>,
     /// How Shell confines its commands (the host's `runtime.shell_sandbox`).
     pub shell_sandbox: ShellSandbox,
+    /// The soft open-file limit (`ulimit -n`) the host process started
+    /// with, before `botfleet run` raised its own for its connections:
+    /// every Shell command is given it back (a [`ShellSandbox::Launcher`]
+    /// by its `--open-files` argument, a direct `sh` by a `ulimit` before
+    /// the command), so that a bot's command cannot open as many files as
+    /// the hard limit allows. `None`: nothing was raised (a host embedded
+    /// without `botfleet run`); commands inherit the host's limit.
+    pub shell_open_files: Option<u64>,
     /// Auto-review and approvals (`[review]`).
     pub review: crate::safety::ReviewConfig,
     /// Context economy per model provider (name → settings); providers not
@@ -157,6 +165,7 @@ impl FleetSettings {
             tool_limits: ToolLimits::default(),
             shell_registry: None,
             shell_sandbox: ShellSandbox::Direct,
+            shell_open_files: None,
             review: crate::safety::ReviewConfig::default(),
             context: HashMap::new(),
             default_context: ContextSettings::default(),

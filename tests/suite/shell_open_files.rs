@@ -1,6 +1,9 @@
 //! A Shell command gets the open-file limit the host started with, not
 //! the one `botfleet run` raised for its connections (round 22, f4 "Fix
-//! 3": a bot's command could open as many files as the hard limit allows).
+//! 3": a bot's command could open as many files as the hard limit allows),
+//! through the sandbox's launcher and, with `runtime.shell_sandbox =
+//! "off"` or no Landlock, from a direct `sh` too (round 24: it inherited
+//! the raised limit).
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -38,9 +41,26 @@ fn landlock() -> bool {
 
 /// A host started with a soft limit of 400 (a shell's `ulimit -S -n`)
 /// raises its own to the hard limit, and `ulimit -n` in a bot's Shell
-/// command still prints 400.
+/// command still prints 400: through the launcher (when this kernel has
+/// Landlock)…
 #[tokio::test]
 async fn a_shell_command_gets_the_open_file_limit_the_host_started_with() {
+    if !landlock() {
+        return;
+    }
+    shell_prints_the_starting_limit("required").await;
+}
+
+/// …and run directly, with the sandbox off (as `auto` runs commands on a
+/// kernel without Landlock).
+#[tokio::test]
+async fn a_direct_shell_command_gets_the_open_file_limit_the_host_started_with() {
+    shell_prints_the_starting_limit("off").await;
+}
+
+/// Starts a host with a soft limit of 400 and `runtime.shell_sandbox =
+/// sandbox`, and checks that its bot's `ulimit -n` prints 400.
+async fn shell_prints_the_starting_limit(sandbox: &str) {
     let Some((_, hard)) = open_file_limits("self") else {
         eprintln!("skipped: no /proc/self/limits, or an unlimited open-file limit");
         return;
@@ -50,12 +70,10 @@ async fn a_shell_command_gets_the_open_file_limit_the_host_started_with() {
         eprintln!("skipped: the hard open-file limit ({hard}) leaves nothing to raise");
         return;
     }
-    if !landlock() {
-        return;
-    }
     let fleet = TestFleet::new()
         .script("s", SCRIPT)
         .bot("r", "s", &["SendMessage", "Shell"])
+        .runtime(&format!("shell_sandbox = \"{sandbox}\"\n"))
         .tables(NO_REVIEW);
     let path = fleet.write();
     let host = RunProcess::spawn(&path, &fleet.path().join("host.log"), Some(soft));
@@ -72,6 +90,6 @@ async fn a_shell_command_gets_the_open_file_limit_the_host_started_with() {
         .map(str::trim)
         .filter(|l| l.parse::<u64>().is_ok())
         .collect();
-    assert_eq!(printed, vec![soft.to_string()], "{said}");
+    assert_eq!(printed, vec![soft.to_string()], "{sandbox}: {said}");
     assert!(stopped, "{logged}");
 }

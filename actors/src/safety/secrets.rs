@@ -28,9 +28,6 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde::Deserializer;
-
 /// What the wrappers print and what [`Redactor`] writes instead of a secret.
 pub const REDACTED: &str = "[redacted]";
 
@@ -46,118 +43,6 @@ pub struct Cuts {
     pub start: bool,
     /// The longer text goes on after the piece.
     pub end: bool,
-}
-
-/// A sensitive value that does not print or serialise.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Sensitive<T>(T);
-
-impl<T> Sensitive<T> {
-    /// Wraps `value`.
-    pub const fn new(value: T) -> Self {
-        Self(value)
-    }
-
-    /// The value. Every call site is a place where it may leak: keep them few.
-    pub const fn expose(&self) -> &T {
-        &self.0
-    }
-
-    /// Unwraps the value.
-    pub fn into_exposed(self) -> T {
-        self.0
-    }
-}
-
-impl<T> From<T> for Sensitive<T> {
-    fn from(value: T) -> Self {
-        Self(value)
-    }
-}
-
-impl<T> fmt::Debug for Sensitive<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl<T> fmt::Display for Sensitive<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sensitive<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(Self)
-    }
-}
-
-/// A string credential: prints as `[redacted]`, does not serialise, and
-/// overwrites its buffer with zeros when dropped.
-///
-/// The wipe is best effort: copies made by the caller from
-/// [`expose`](Self::expose), or left behind by reallocations before the
-/// value was wrapped, are not reached.
-#[derive(Clone, Default)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps `value`.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret text. Every call site is a place where it may leak.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// True for the empty secret.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl From<String> for Secret {
-    fn from(value: String) -> Self {
-        Self(value)
-    }
-}
-
-impl From<&str> for Secret {
-    fn from(value: &str) -> Self {
-        Self(value.to_owned())
-    }
-}
-
-impl Drop for Secret {
-    fn drop(&mut self) {
-        let mut bytes = std::mem::take(&mut self.0).into_bytes();
-        bytes.fill(0);
-        let capacity = bytes.capacity();
-        bytes.resize(capacity, 0);
-        // Keeps the zeroing stores from being optimised away as dead.
-        std::hint::black_box(&mut bytes);
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl<'de> Deserialize<'de> for Secret {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Self)
-    }
 }
 
 /// Replaces known secret values in text with [`REDACTED`].
@@ -583,6 +468,12 @@ fn percent_encoded(raw: &str) -> Option<String> {
     }
     (out != raw).then_some(out)
 }
+
+/// The wrappers that refuse to print.
+#[path = "secrets_wrappers.rs"]
+mod wrappers;
+pub use wrappers::Secret;
+pub use wrappers::Sensitive;
 
 /// Parts of secrets at the cut ends of a piece whose surroundings are
 /// known ([`Redactor::hide_cut_parts`]).

@@ -217,7 +217,7 @@ impl Tool for Shell {
         let floor = disk::floor(ctx.workspace())?;
 
         let mut cmd = match &ctx.rt.settings.shell_sandbox {
-            ShellSandbox::Direct => tokio::process::Command::new("sh"),
+            ShellSandbox::Direct => direct(ctx.rt.settings.shell_open_files),
             ShellSandbox::Launcher(launcher) => sandboxed(launcher, ctx.workspace().root()),
             ShellSandbox::Unavailable(why) => {
                 return Err(ToolError::new(
@@ -475,6 +475,23 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
 /// sandboxes itself, then becomes `sh` (same process id, same process
 /// group, the environment set here), so the rest of the call is as for
 /// `sh` run directly.
+/// `sh` run directly, to be given `-c COMMAND`; with `open_files`, a
+/// first `sh` lowers the soft open-file limit to it (the host's raised
+/// one is inherited otherwise) and `exec`s the real one, which keeps the
+/// process id and so the process group Shell kills, and says what it
+/// says (`sh: 1: …`) as if started directly. The limit is only ever
+/// lowered, so `ulimit` cannot fail for want of a privilege; if it fails
+/// anyway the command still runs, with the host's limit.
+fn direct(open_files: Option<u64>) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("sh");
+    if let Some(soft) = open_files {
+        cmd.arg("-c")
+            .arg(format!("ulimit -S -n {soft} 2>/dev/null; exec sh \"$@\""))
+            .arg("sh");
+    }
+    cmd
+}
+
 fn sandboxed(launcher: &ShellLauncher, workspace: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&launcher.program);
     cmd.args(&launcher.args).arg("--rw").arg(workspace);
