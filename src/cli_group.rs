@@ -34,8 +34,9 @@ Exit status:
        newline, an over-long id, a --nonce that is not 1-200 printable ASCII characters, an
        empty member id, a --host ending in /v1, that is no http(s) address or that holds a
        user:password@, a ?query or a #fragment)
-  3    no member answered: the discussion ended with no public reply because member turns
-       failed (a model endpoint down, a spent budget); the notices on stderr say whose and why
+  3    no member answered: every member that took a turn in the discussion failed (a model
+       endpoint down, a spent budget), so it ended with no public reply; the notices on stderr
+       say whose and why. A member that took its turn and chose to say nothing answered: 0
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it
 
@@ -314,13 +315,22 @@ fn render(e: &Value) -> Option<String> {
     let text = e["text"].as_str().unwrap_or("");
     match e["kind"].as_str().unwrap_or("") {
         "user_message" => Some(format!("#{seq} {who}: {text}")),
-        "delivery" => Some(format!("#{seq} {who} ▸ {text}")),
+        "delivery" => Some(format!("#{seq} {} ▸ {text}", speaker(e))),
         "notice" => Some(format!(
             "#{seq} [{}] {text}",
             e["code"].as_str().unwrap_or("notice")
         )),
         _ => None,
     }
+}
+
+/// The member that published reply `e`, by its name with its id beside
+/// it (`Bob's helper (bot b1)`) as `botfleet transcript` labels a bot, or
+/// its id when it has no other name: in a shared room another user's bot,
+/// which the viewer does not list, read as its bare id.
+fn speaker(e: &Value) -> String {
+    let id = e["author"].as_str().unwrap_or("?");
+    super::transcript::named_bot(id, e["author_name"].as_str()).unwrap_or_else(|| id.to_owned())
 }
 
 /// Entries of a room's timeline after `after`, all pages.
@@ -425,8 +435,8 @@ async fn send(
                     .as_array()
                     .is_some_and(|a| a.contains(&json!(seq)));
             if ends_mine {
-                print_discussion(room, seq, &unknown, &seen, as_json);
-                if no_member_answered(&seen) {
+                print_discussion(room, seq, &unknown, &seen, &e, as_json);
+                if every_turn_failed(&e) {
                     return Ok(ExitCode::from(super::exit::TURN_FAILED));
                 }
                 return Ok(ExitCode::SUCCESS);
@@ -464,20 +474,32 @@ async fn send(
     }
 }
 
-/// Whether the discussion of `entries` ended with no public reply because
-/// member turns failed (`room_run_failed_round`: a round in which nobody
-/// spoke and turns failed; with no reply at all, the first round). It
-/// exited 0 as a discussion that ended, so a script could not tell a room
-/// whose every member's model was down from one that answered.
-fn no_member_answered(entries: &[Value]) -> bool {
-    let replied = entries.iter().any(|e| e["kind"] == "delivery");
-    let failed = entries
-        .iter()
-        .any(|e| e["kind"] == "notice" && e["code"] == "room_run_failed_round");
-    failed && !replied
+/// Whether no member answered in the discussion that `end` (its
+/// `turn_end`) closed because every member that took a turn failed: by
+/// the members' outcomes the host gives there (`members`), none spoke or
+/// passed, and one failed. (It exited 0 as a discussion that ended, so a
+/// script could not tell a room whose every member's model was down from
+/// one that answered; then 3 on a `room_run_failed_round` notice with no
+/// reply, also when another member had taken its turn and said nothing.)
+fn every_turn_failed(end: &Value) -> bool {
+    let outcomes: Vec<&str> = end["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["outcome"].as_str())
+        .collect();
+    let answered = outcomes.iter().any(|o| matches!(*o, "spoke" | "passed"));
+    outcomes.contains(&"failed") && !answered
 }
 
-fn print_discussion(room: &str, seq: i64, unknown: &[String], entries: &[Value], as_json: bool) {
+fn print_discussion(
+    room: &str,
+    seq: i64,
+    unknown: &[String],
+    entries: &[Value],
+    end: &Value,
+    as_json: bool,
+) {
     let replies: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "delivery").collect();
     // the notice of why the discussion ended (unknown mentions were said
     // from the answer to the post)
@@ -496,18 +518,15 @@ fn print_discussion(room: &str, seq: i64, unknown: &[String], entries: &[Value],
             "room": room,
             "seq": seq,
             "unknown_mentions": unknown,
-            "replies": replies.iter().map(|d| json!({"author": d["author"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
+            "replies": replies.iter().map(|d| json!({"author": d["author"], "author_name": d["author_name"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
             "notices": notices.iter().map(|n| json!({"code": n["code"], "text": n["text"]})).collect::<Vec<_>>(),
+            "members": end["members"],
         });
         outln!("{}", super::terminal::json(&out));
         return;
     }
     for d in &replies {
-        outln!(
-            "{} ▸ {}",
-            d["author"].as_str().unwrap_or("?"),
-            d["text"].as_str().unwrap_or("")
-        );
+        outln!("{} ▸ {}", speaker(d), d["text"].as_str().unwrap_or(""));
     }
     for n in &notices {
         errln!("({})", n["text"].as_str().unwrap_or(""));

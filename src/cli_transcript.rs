@@ -161,11 +161,20 @@ fn sender(e: &Value) -> String {
         .as_str()
         .or_else(|| e["author"].as_str())
         .unwrap_or("?");
-    match e["author_name"].as_str() {
-        // the web page's rule: a name that only spells the id adds nothing
-        Some(name) if !same_as_id(name, id) => format!("{name} (bot {id}):"),
-        Some(_) | None => format!("{id} (bot):"),
+    match named_bot(id, e["author_name"].as_str()) {
+        Some(label) => format!("{label}:"),
+        None => format!("{id} (bot):"),
     }
+}
+
+/// Bot `id` by its display name `name` (an entry's `author_name`) with
+/// its id beside it, `Boss · job six (bot boss.sub-334003c86248)`; `None`
+/// when it has no name or the name only spells its id (the web page's
+/// rule: such a name adds nothing). `transcript` and `group transcript`
+/// / `group send` label bots this way.
+pub(super) fn named_bot(id: &str, name: Option<&str>) -> Option<String> {
+    name.filter(|name| !same_as_id(name, id))
+        .map(|name| format!("{name} (bot {id})"))
 }
 
 /// Whether display name `name` only spells bot id `id` (case and white

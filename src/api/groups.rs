@@ -354,13 +354,52 @@ pub(crate) async fn entries(
         Some((s, entries)) => (s.last_seq, entries),
         None => (0, Vec::new()),
     };
+    let shown = super::sessions::shown_to_people(entries);
+    let mut entries = super::sessions::with_author_names(&state, shown).await?;
+    with_member_outcomes(&state, &room, &mut entries).await?;
     Ok(Json(json!({
         "room": room.id,
         "session": session,
         "last_seq": last_seq,
         "visible_from": visible_from,
-        "entries": super::sessions::shown_to_people(entries),
+        "entries": entries,
     })))
+}
+
+/// Adds to each run's `turn_end` among `entries` (JSON, as the page
+/// returns them) the run's `members`: `[{"id", "outcome"}]`, each member
+/// the message addressed, in speaking order, with how its part went
+/// (`spoke`, `failed`, `passed`, `no_turn`: [`group::run::MemberOutcome`]).
+/// `botfleet group send` exits 3 when every member that took a turn
+/// failed; it guessed that from a `room_run_failed_round` notice with no
+/// reply, which also ends a round in which one member failed and another
+/// chose to say nothing. One read per run ended in the page.
+async fn with_member_outcomes(
+    state: &ApiState,
+    room: &RoomRecord,
+    entries: &mut [Value],
+) -> Result<(), ApiError> {
+    for entry in entries.iter_mut() {
+        if entry["kind"] != "turn_end" {
+            continue;
+        }
+        // a run's end lists the one message that started it
+        let Some(trigger) = entry["inputs"].get(0).and_then(Value::as_i64) else {
+            continue;
+        };
+        let Some(outcomes) = group::member_outcomes(state.fleet.store(), &room.id, trigger).await?
+        else {
+            continue;
+        };
+        let members: Vec<Value> = outcomes
+            .into_iter()
+            .map(|(id, outcome)| json!({"id": id, "outcome": outcome}))
+            .collect();
+        if let Value::Object(map) = entry {
+            map.insert("members".into(), Value::Array(members));
+        }
+    }
+    Ok(())
 }
 
 /// Where users other than the owner with a bot in `room` read its

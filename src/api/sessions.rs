@@ -95,9 +95,14 @@ pub(crate) async fn entries(
 /// has a record: a subagent's report read only `boss.sub-334003c86248`
 /// in `botfleet transcript` (and on the web page, once the bot list
 /// leaves the finished subagent out), eight of them alike, where
-/// `botfleet bots` names it `Boss · job six`. A person's entries get
-/// none: a person's id may also be a bot's.
-async fn with_author_names(state: &ApiState, entries: Vec<Entry>) -> Result<Vec<Value>, ApiError> {
+/// `botfleet bots` names it `Boss · job six`; in a room's timeline
+/// (groups.rs), another user's bot or a member since removed read as its
+/// bare id. A person's entries get none: a person's id may also be a
+/// bot's.
+pub(crate) async fn with_author_names(
+    state: &ApiState,
+    entries: Vec<Entry>,
+) -> Result<Vec<Value>, ApiError> {
     let store = state.fleet.store();
     let mut names: HashMap<String, Option<String>> = HashMap::new();
     let mut out = Vec::with_capacity(entries.len());

@@ -173,7 +173,10 @@ async fn offline_members_answer_a_person_once_per_message() {
     .await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 1, "{out}");
-    assert!(out.starts_with("b ▸ (offline) b here."), "{out}");
+    assert!(
+        out.starts_with("b-name (bot b) ▸ (offline) b here."),
+        "{out}"
+    );
     host.shutdown().await;
 }
 

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 
+use serde_json::Value;
+use serde_json::json;
+
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::BIN;
@@ -135,11 +138,16 @@ async fn reindex_says_a_relative_data_dir_is_read_from_the_current_directory() {
     assert!(!err.contains("or --fleet with its fleet file"), "{err}");
 }
 
-/// Every member's model call fails; `ok` (if a member) answers.
+/// Every member's model call fails; `ok` (if a member) answers, `quiet`
+/// takes its turn and says nothing.
 const ALL_FAIL_BUT_OK: &str = r#"
 [[rule]]
 bot = "ok"
 steps = [ { tool = "SendMessage", args = { text = "here" } } ]
+
+[[rule]]
+bot = "quiet"
+steps = [ { text = "nothing to add" } ]
 
 [[rule]]
 steps = [ { fail = "client error (Connect): dns error: failed to lookup address" } ]
@@ -171,7 +179,57 @@ async fn group_send_exits_3_when_every_member_turn_failed() {
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = run(&["group", "send", "half", "hello"]).await;
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("ok ▸ here"), "{out}");
+    assert!(out.contains("ok-name (bot ok) ▸ here"), "{out}");
+    host.shutdown().await;
+}
+
+/// Regression (round 24): a member whose turn failed and one that took its
+/// turn and chose to say nothing: the discussion ended with no public
+/// reply and a `room_run_failed_round` notice, and `group send` exited 3
+/// as if no member could answer. It exits 0: one member answered, by
+/// passing. The run's `turn_end` on the timeline lists how each member
+/// did, which is what the exit status is decided from.
+#[tokio::test]
+async fn group_send_exits_0_when_a_member_passed_while_another_failed() {
+    let host = TestFleet::new()
+        .script("s", ALL_FAIL_BUT_OK)
+        .bot("m1", "s", &["SendMessage"])
+        .bot("quiet", "s", &["SendMessage"])
+        .start()
+        .await;
+    let run = async |args: &[&str]| cli(args, &host.url, TOKEN).await;
+    let (code, _, err) = run(&["group", "create", "mixed", "--members", "m1,quiet"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&["group", "send", "mixed", "hello", "--json"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["replies"], json!([]), "{v}");
+    assert_eq!(
+        v["members"],
+        json!([
+            {"id": "m1", "outcome": "failed"},
+            {"id": "quiet", "outcome": "passed"},
+        ]),
+        "{v}"
+    );
+    // the same on the timeline, for any client
+    let (status, page) = host
+        .call(
+            reqwest::Method::GET,
+            "/v1/groups/mixed/entries",
+            TOKEN,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let ends: Vec<&Value> = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "turn_end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{page}");
+    assert_eq!(ends[0]["members"], v["members"], "{page}");
     host.shutdown().await;
 }
 

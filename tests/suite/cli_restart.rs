@@ -251,7 +251,7 @@ async fn group_send_survives_a_host_restart() {
     )
     .await;
     assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(out, "a ▸ a speaks late\n", "the reply, once");
+    assert_eq!(out, "a-name (bot a) ▸ a speaks late\n", "the reply, once");
     assert_clean(&err);
 }
 
@@ -301,7 +301,7 @@ async fn group_send_sends_again_when_the_host_dies_before_answering() {
     )
     .await;
     assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(out, "a ▸ a speaks late\n", "the reply, once");
+    assert_eq!(out, "a-name (bot a) ▸ a speaks late\n", "the reply, once");
     assert_clean(&err);
     assert!(!err.contains("already sent"), "{err}");
 }

@@ -129,7 +129,7 @@ steps = [ { calls = [
     // indents the rest: no text starts a line of its own there)
     let (before_cr, after_cr) = shown.split_once("\\u{d}").unwrap();
     assert!(
-        out.starts_with("r ▸ echo: ")
+        out.starts_with("r-name (bot r) ▸ echo: ")
             && out.contains(&format!("alice (person): {before_cr}\n  {after_cr}")),
         "{out}"
     );

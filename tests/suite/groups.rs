@@ -337,7 +337,7 @@ async fn cli_group_create_and_send() {
 
     let (code, out, err) = cli(&["group", "send", "team", "@a hello"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), "a ▸ a speaks");
+    assert_eq!(out.trim(), "a-name (bot a) ▸ a speaks");
     assert!(
         err.contains("no member had anything new to answer"),
         "{err}"
@@ -378,7 +378,7 @@ async fn cli_group_create_and_send() {
     let (code, out, _) = cli(&["group", "transcript", "team"], &host.url, TOKEN).await;
     assert_eq!(code, 0);
     assert!(
-        out.contains("alice: @a hello") && out.contains("a ▸ a speaks"),
+        out.contains("alice: @a hello") && out.contains("a-name (bot a) ▸ a speaks"),
         "{out}"
     );
     host.shutdown().await;
@@ -402,7 +402,7 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
     let (code, out, err) = cli(&["group", "send", "team", "@b second"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
     // not a's reply to the first message, nor its end
-    assert_eq!(out.trim(), "b ▸ b speaks", "{out}");
+    assert_eq!(out.trim(), "b-name (bot b) ▸ b speaks", "{out}");
     assert!(!err.contains("message #1"), "{err}");
     host.shutdown().await;
 }

@@ -29,6 +29,7 @@
 //!   of other users at the next start.
 //! - `failure`: the timeline notice of a member turn that failed (its
 //!   error only where its owner alone reads it).
+//! - `outcome`: how each member of a finished run did, for clients.
 //! - `actor`: the coordinator; `rooms`: the supervisor and registry.
 //!
 //! A room's public timeline is the session `{bot: <room id>, kind: Room,
@@ -51,6 +52,7 @@ pub mod held;
 mod live;
 mod member;
 pub mod mentions;
+mod outcome;
 pub mod publish;
 pub mod room;
 mod rooms;
@@ -71,6 +73,7 @@ pub use error::GroupError;
 pub(crate) use given::share_given_rooms;
 pub use held::Floor;
 pub(crate) use member::is_input_author;
+pub use outcome::member_outcomes;
 pub use room::NewRoom;
 pub use room::Posted;
 pub use room::create_room;

@@ -111,6 +111,29 @@ pub enum Turn {
     /// It failed or was cancelled after delivering this many messages
     /// (they count as if it had spoken).
     Failed(u32),
+    /// It took no turn: it takes none any more (removed from the fleet's
+    /// config, a stopped subagent, withdrawn by its owner). The machine
+    /// moves on as for [`Turn::Skipped`], but the member did not pass:
+    /// [`MemberOutcome`] does not count it as answering.
+    Absent,
+}
+
+/// How a member's part in a run went, as clients read it (the room's
+/// `turn_end` entry, `botfleet group send`'s exit status): whether a
+/// discussion with no public reply had members that chose to say
+/// nothing or only turns that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberOutcome {
+    /// It published at least one reply (whatever failed after).
+    Spoke,
+    /// A turn of it failed or was cancelled, and it published nothing.
+    Failed,
+    /// It ran its turns and published nothing: it had nothing to add.
+    Passed,
+    /// It ran no turn: nothing new to answer when its turn came, or it
+    /// takes no turns ([`Turn::Absent`]).
+    NoTurn,
 }
 
 /// What happened to a member's messages.
@@ -136,6 +159,11 @@ struct Slot {
     /// Its turn failed: it takes no more turns in this run.
     #[serde(default)]
     out: bool,
+    /// Turns it ran to their end without publishing (0 in checkpoints
+    /// written before: a run resumed across the upgrade may call such a
+    /// member's part [`MemberOutcome::NoTurn`]).
+    #[serde(default)]
+    passed: u32,
 }
 
 /// One run's state. See the module docs for the rules.
@@ -186,6 +214,7 @@ impl Run {
                     turns: 0,
                     published: 0,
                     out: false,
+                    passed: 0,
                 })
                 .collect(),
             round: 0,
@@ -228,10 +257,11 @@ impl Run {
         if self.end.is_some() {
             return Recorded::default();
         }
-        let (delivered, failed) = match turn {
-            Turn::Spoke(n) => (n, false),
-            Turn::Skipped => (0, false),
-            Turn::Failed(n) => (n, true),
+        let (delivered, failed, ran) = match turn {
+            Turn::Spoke(n) => (n, false, true),
+            Turn::Skipped => (0, false, true),
+            Turn::Failed(n) => (n, true, true),
+            Turn::Absent => (0, false, false),
         };
         self.round_turns += 1;
         if failed {
@@ -245,6 +275,9 @@ impl Run {
         slot.turns += 1;
         slot.published += published;
         slot.out |= failed;
+        if ran && !failed && published == 0 {
+            slot.passed += 1;
+        }
         for _ in 0..published {
             self.log.push(Some(slot.member));
         }
@@ -343,6 +376,26 @@ impl Run {
     /// Turns each selected member ran, as `(member, turns)`.
     pub fn turns(&self) -> Vec<(usize, u32)> {
         self.slots.iter().map(|s| (s.member, s.turns)).collect()
+    }
+
+    /// How each selected member's part went so far, as `(member,
+    /// outcome)` in speaking order ([`MemberOutcome`]).
+    pub fn outcomes(&self) -> Vec<(usize, MemberOutcome)> {
+        self.slots
+            .iter()
+            .map(|s| {
+                let outcome = if s.published > 0 {
+                    MemberOutcome::Spoke
+                } else if s.out {
+                    MemberOutcome::Failed
+                } else if s.passed > 0 {
+                    MemberOutcome::Passed
+                } else {
+                    MemberOutcome::NoTurn
+                };
+                (s.member, outcome)
+            })
+            .collect()
     }
 
     /// Authors of the public messages: `None` is the user's message.

@@ -324,7 +324,7 @@ impl GroupState {
                 let live = std::mem::take(&mut progress.live);
                 progress.era = None;
                 progress.run.record(match live.len() {
-                    0 => Turn::Skipped,
+                    0 => Turn::Absent,
                     n => Turn::Spoke(u32::try_from(n).unwrap_or(u32::MAX)),
                 });
             }
