@@ -14,9 +14,11 @@
 //! [`Seen`] is the other half of that guard: the signatures of a hook's
 //! recent deliveries, so that a captured request sent again under a fresh
 //! delivery id is answered as the delivery it repeats rather than admitted
-//! again. It is kept in memory, bounded ([`MAX_REMEMBERED`] per hook), and
-//! forgotten at a restart (docs/security.md, Webhooks, says what that
-//! leaves open).
+//! again. It is bounded ([`MAX_REMEMBERED`] per hook) and kept in memory as
+//! a cache of the store's (`memory/src/store/signatures.rs`, written with
+//! each delivery's admission, bounded alike): the memory orders the
+//! deliveries of one process, the store answers for those before a
+//! restart (docs/security.md, Webhooks).
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -25,9 +27,12 @@ use std::sync::MutexGuard;
 use std::sync::PoisonError;
 use std::time::Duration;
 
+use botfleet_memory::InputDigest;
 use tokio::time::Instant;
 
 use super::ApiError;
+use super::ApiState;
+use super::HookSecret;
 
 /// The config key, as errors name it.
 pub(crate) const KEY: &str = "bots[].hooks[].deliveries_per_minute";
@@ -35,9 +40,9 @@ pub(crate) const KEY: &str = "bots[].hooks[].deliveries_per_minute";
 /// A hook's deliveries per minute when fleet.toml sets none.
 pub const DEFAULT_DELIVERIES_PER_MINUTE: u32 = 120;
 
-/// Most signatures remembered per hook (the oldest are forgotten first):
-/// about 1 MB.
-const MAX_REMEMBERED: usize = 10_000;
+/// Most signatures remembered per hook, in memory and in the store (the
+/// oldest are forgotten first): about 1 MB in memory, 2 MB in the store.
+pub(crate) const MAX_REMEMBERED: usize = 10_000;
 
 /// One hook's bucket.
 #[derive(Debug)]
@@ -141,6 +146,16 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
+    /// The delivery id `tag` was first seen under, if it is remembered.
+    pub(crate) fn known(&mut self, tag: &[u8]) -> Option<String> {
+        let now = Instant::now();
+        self.forget_expired(now);
+        self.by_tag
+            .get(tag)
+            .filter(|(_, until)| *until > now)
+            .map(|(first, _)| first.clone())
+    }
+
     /// The delivery id `tag` was first seen under, if it is remembered;
     /// else it is remembered now under `delivery` for `keep`.
     pub(crate) fn first_or_remember(
@@ -195,6 +210,54 @@ impl Seen {
             }
         }
     }
+}
+
+/// A delivery's signature, as the ledger and the store know it.
+pub(crate) struct Signed {
+    /// The ledger source of the hook's deliveries.
+    pub(crate) source: String,
+    /// What the store keeps of the signature (not the signature itself).
+    pub(crate) signature: InputDigest,
+    /// The digest of the delivery's admission.
+    pub(crate) digest: InputDigest,
+    /// The signature (the HMAC), as the memory keeps it.
+    pub(crate) tag: Vec<u8>,
+}
+
+/// The delivery `signed` first came with, if it is remembered: by this
+/// process (the memory), else by the store (what came before a restart),
+/// then remembered in the memory for what is left of its window. Else it
+/// is remembered in the memory now, under `delivery` for `keep`, and
+/// `None`: the caller admits it with its row in the store.
+pub(crate) async fn first_delivery(
+    state: &ApiState,
+    secret: &HookSecret,
+    signed: &Signed,
+    delivery: &str,
+    keep: Duration,
+    now_ms: i64,
+) -> Result<Option<String>, ApiError> {
+    if let Some(first) = secret.seen().known(&signed.tag) {
+        return Ok(Some(first));
+    }
+    let stored = state
+        .fleet
+        .store()
+        .remembered_signature(&signed.source, &signed.signature, &signed.digest)
+        .await?;
+    let mut seen = secret.seen();
+    Ok(match stored {
+        Some((first, until_ms)) => {
+            let left = u64::try_from(until_ms.saturating_sub(now_ms)).unwrap_or(0);
+            let left = Duration::from_millis(left.max(1));
+            // one remembered meanwhile by another request is the same
+            Some(
+                seen.first_or_remember(&signed.tag, &first, left)
+                    .unwrap_or(first),
+            )
+        }
+        None => seen.first_or_remember(&signed.tag, delivery, keep),
+    })
 }
 
 #[cfg(test)]

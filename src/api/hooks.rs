@@ -7,7 +7,9 @@
 //! are deduplicated by `X-Botfleet-Delivery` through the idempotency
 //! ledger (source `hook:<bot>/<hook>`), and by their signature: one sent
 //! again under another delivery id (a replay of a captured request) is
-//! answered as a duplicate of the first. The payload becomes an
+//! answered as a duplicate of the first, after a restart too (the store
+//! remembers a signature in the transaction that admits its delivery;
+//! `memory/src/store/signatures.rs`). The payload becomes an
 //! *untrusted* event in the session `{bot, hook, <hook>}` at background
 //! priority; the engine shows it to the model as quoted data.
 //!
@@ -40,6 +42,7 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::InputDigest;
+use botfleet_memory::Mutation;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
 use botfleet_memory::SessionKey;
@@ -61,7 +64,10 @@ mod hook_rate;
 
 use hook_rate::DEFAULT_DELIVERIES_PER_MINUTE;
 use hook_rate::HookRate;
+use hook_rate::MAX_REMEMBERED;
 use hook_rate::Seen;
+use hook_rate::Signed;
+use hook_rate::first_delivery;
 
 /// Header with the delivery id (the idempotency key of a delivery).
 pub const DELIVERY_HEADER: &str = "x-botfleet-delivery";
@@ -405,9 +411,16 @@ pub(crate) async fn deliver(
     let record = state.fleet.store().get_bot(&id).await?.ok_or_else(|| {
         ApiError::NotFound(format!("bot {bot:?} of webhook {hook:?} does not exist"))
     })?;
+    let signed = Signed {
+        source: hook_source(&record, &hook),
+        signature: InputDigest::of_parts([b"hook-signature".as_slice(), &tag]),
+        digest: hook_digest(&record, &hook, text),
+        tag,
+    };
     // the same signature under another id: a replay of the delivery it
     // first came with, admitted (so answered) as that delivery
-    let first = secret.seen().first_or_remember(&tag, delivery, keep);
+    let first = first_delivery(&state, secret, &signed, delivery, keep, now_ms).await?;
+    let tag = &signed.tag;
     let fresh = first.is_none();
     let replay_of = first.filter(|d| d != delivery);
     let nonce = replay_of.as_deref().unwrap_or(delivery);
@@ -416,10 +429,13 @@ pub(crate) async fn deliver(
         // a retry of a delivery already admitted is answered, not counted
         Err(_) if !fresh => None,
         Err(wait) => {
-            let source = hook_source(&record, &hook);
-            let known = state.fleet.store().ledger_has_key(&source, delivery).await;
+            let known = state
+                .fleet
+                .store()
+                .ledger_has_key(&signed.source, delivery)
+                .await;
             if !matches!(known, Ok(true)) {
-                secret.seen().forget(&tag, delivery);
+                secret.seen().forget(tag, delivery);
             }
             if !known? {
                 return Err(secret.rate.refusal(record.id.as_str(), &hook, wait));
@@ -427,16 +443,29 @@ pub(crate) async fn deliver(
             None
         }
     };
-    let outcome = state
-        .fleet
-        .admit(hook_event(&record, &hook, nonce, text))
-        .await;
+    let event = hook_event(&record, &hook, nonce, text);
+    let outcome = if fresh {
+        // remembered by the store in the transaction that admits it: a
+        // crash leaves both or neither
+        let remember = Mutation::RememberSignature {
+            source: signed.source.clone(),
+            signature: signed.signature,
+            delivery: delivery.to_owned(),
+            digest: signed.digest,
+            until_ms: now_ms.saturating_add(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX)),
+            max_kept: MAX_REMEMBERED,
+        };
+        let admitted = state.fleet.runtime().admit_after(vec![remember], event);
+        admitted.await.map(|(_, outcome)| outcome)
+    } else {
+        state.fleet.admit(event).await
+    };
     let admitted = matches!(
         outcome,
         Ok(AdmitOutcome::Accepted(_) | AdmitOutcome::Duplicate(_))
     );
     if fresh && !admitted {
-        secret.seen().forget(&tag, delivery);
+        secret.seen().forget(tag, delivery);
     }
     if let Some(taken) = taken
         && !matches!(outcome, Ok(AdmitOutcome::Accepted(_)))
@@ -477,6 +506,16 @@ fn hook_source(bot: &BotRecord, hook: &str) -> String {
     format!("hook:{}/{hook}", bot.id)
 }
 
+/// The ledger digest of a delivery of `text` to `hook` of `bot`.
+fn hook_digest(bot: &BotRecord, hook: &str, text: &str) -> InputDigest {
+    InputDigest::of_parts([
+        b"hook".as_slice(),
+        bot.id.as_str().as_bytes(),
+        hook.as_bytes(),
+        text.as_bytes(),
+    ])
+}
+
 /// The admission of one delivery: an untrusted `webhook <hook>` event.
 fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitRequest {
     let key = SessionKey {
@@ -488,12 +527,7 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
         source: hook_source(bot, hook),
         nonce: delivery.to_owned(),
         nonce_time_ms: botfleet_actors::nonce_time_ms(delivery),
-        digest: InputDigest::of_parts([
-            b"hook".as_slice(),
-            bot.id.as_str().as_bytes(),
-            hook.as_bytes(),
-            text.as_bytes(),
-        ]),
+        digest: hook_digest(bot, hook, text),
         entry: NewEntry {
             id: EntryId::new_v7(),
             session: key.id(),

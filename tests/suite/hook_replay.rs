@@ -3,7 +3,8 @@
 //! new event), a timestamped signature is refused once its timestamp is
 //! past the tolerance, a flood meets the hook's rate (429 with
 //! `Retry-After`), and a body declared over the limit is refused from the
-//! headers, before it is read.
+//! headers, before it is read. A replay is answered so after a restart of
+//! the host too.
 
 use std::time::Duration;
 use std::time::SystemTime;
@@ -15,8 +16,11 @@ use tokio::io::AsyncReadExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::process::HostProcess;
+use crate::support::process::free_port;
 
 const SECRET: &str = "a-hook-secret-of-some-length";
 
@@ -26,7 +30,8 @@ const NOTE: &str = r#"
 steps = [ { text = "saw: {{input}}" } ]
 "#;
 
-async fn hooked_host(host_lines: &str) -> TestHost {
+/// Bot `r` with the hook `gh`.
+fn hooked_fleet(host_lines: &str) -> TestFleet {
     TestFleet::new()
         .host(host_lines)
         .script("s", NOTE)
@@ -34,8 +39,10 @@ async fn hooked_host(host_lines: &str) -> TestHost {
         .bot_lines(&format!(
             "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\nmax_payload_bytes = 2048\n"
         ))
-        .start()
-        .await
+}
+
+async fn hooked_host(host_lines: &str) -> TestHost {
+    hooked_fleet(host_lines).start().await
 }
 
 /// Posts `body` to the hook with these headers; the status, the
@@ -50,9 +57,18 @@ async fn post_full(
     headers: &[(&str, String)],
     body: &str,
 ) -> (u16, Option<String>, Value) {
-    let mut req = host
-        .http
-        .post(format!("{}/v1/hooks/r/gh", host.url))
+    post_to(&host.http, &host.url, headers, body).await
+}
+
+/// Posts `body` to the hook of the host at `url`.
+async fn post_to(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> (u16, Option<String>, Value) {
+    let mut req = http
+        .post(format!("{url}/v1/hooks/r/gh"))
         .header("content-type", "application/json")
         .body(body.to_owned());
     for (name, value) in headers {
@@ -138,6 +154,59 @@ async fn a_replayed_signature_under_a_new_delivery_id_is_a_duplicate() {
         .await;
     assert_eq!(events_in(&host, &session).await, 2);
     host.shutdown().await;
+}
+
+/// Regression: the signatures were remembered in memory only, so after a
+/// restart a captured body-only request (no timestamp, so no age limit)
+/// sent again under a new delivery id was a new 202, a new event and a new
+/// turn. The store remembers a signature with its delivery's admission:
+/// after the host process stopped and started again, the replay is still
+/// the first delivery's duplicate, and so is a timestamped one within its
+/// tolerance.
+#[tokio::test]
+async fn a_replay_after_a_restart_is_still_a_duplicate() {
+    let fleet = hooked_fleet("");
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let http = reqwest::Client::new();
+    let body = r#"{"action":"opened","title":"Replay me after a restart"}"#;
+    let stamped = r#"{"event":"deploy","id":7}"#;
+    let now = unix_now();
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let (status, _, first) = post_to(&http, &host.url, &body_only("d-1", body), body).await;
+    assert_eq!(status, 202, "{first}");
+    let session = first["session"].as_str().unwrap().to_owned();
+    let headers = timestamped("t-1", now, stamped);
+    let (status, _, first_stamped) = post_to(&http, &host.url, &headers, stamped).await;
+    assert_eq!(status, 202, "{first_stamped}");
+    host.stop(&log).await;
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let (status, _, again) = post_to(&http, &host.url, &body_only("d-2", body), body).await;
+    assert_eq!(
+        (status, &again["status"], &again["replay_of"]),
+        (200, &Value::from("duplicate"), &Value::from("d-1")),
+        "{again}"
+    );
+    assert_eq!(again["seq"], first["seq"], "{again}");
+    let headers = timestamped("t-2", now, stamped);
+    let (status, _, again) = post_to(&http, &host.url, &headers, stamped).await;
+    assert_eq!(
+        (status, &again["replay_of"], &again["seq"]),
+        (200, &Value::from("t-1"), &first_stamped["seq"]),
+        "{again}"
+    );
+    // the sender's own retry is still a plain duplicate
+    let (status, _, retry) = post_to(&http, &host.url, &body_only("d-1", body), body).await;
+    assert_eq!((status, retry.get("replay_of")), (200, None), "{retry}");
+    // one event per delivery: the replays admitted nothing
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let entries = client.entries_after(&session, 0).await.unwrap();
+    let events = entries.iter().filter(|e| e["kind"] == "event").count();
+    assert_eq!(events, 2, "{entries:#?}");
+    host.stop(&log).await;
 }
 
 /// A sender that also sends `X-Botfleet-Timestamp` signs

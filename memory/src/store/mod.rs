@@ -18,6 +18,7 @@ mod reader_pool;
 mod rooms;
 mod routines;
 pub(crate) mod schema;
+mod signatures;
 mod store_approvals;
 mod store_bots;
 mod store_deliveries;

@@ -357,8 +357,32 @@ pub enum Mutation {
     /// A write to one memory scope instance (limits are checked in the
     /// transaction; a refusal is a result, not an error).
     Memory(Box<crate::layers::MemoryOp>),
+    /// Remember a webhook delivery's signature with the delivery id (the
+    /// ledger nonce) it came with, so that a replay of it under another id
+    /// is answered as that delivery after a restart too (table
+    /// `hook_signatures`, migration 20; `Store::remembered_signature`).
+    /// Batched before the delivery's `Admit`: the row counts only while
+    /// the ledger holds `delivery` with `digest`. A signature remembered
+    /// already (not expired, its delivery in the ledger) keeps its first
+    /// delivery; past `max_kept` rows of `source`, the oldest go.
+    RememberSignature {
+        /// The ledger source of the delivery (`hook:<bot>/<hook>`).
+        source: String,
+        /// A digest of the signature as sent (the signature itself is not
+        /// stored).
+        signature: crate::digest::InputDigest,
+        /// The delivery id.
+        delivery: String,
+        /// The digest of the delivery's admission.
+        digest: crate::digest::InputDigest,
+        /// Remembered until then (ms).
+        until_ms: i64,
+        /// Most signatures kept for `source`.
+        max_kept: usize,
+    },
     /// Drop ledger rows older than `before_ms`; later lookups of nonces
-    /// from before that time answer `unknown`.
+    /// from before that time answer `unknown`. Expired webhook signatures
+    /// (`RememberSignature`) go too.
     PruneLedger {
         /// Cut-off time (ms).
         before_ms: i64,

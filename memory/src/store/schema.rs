@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0017_bots_id_folded.sql"),
     include_str!("migrations/0018_inbox_starts.sql"),
     include_str!("migrations/0019_room_audience.sql"),
+    include_str!("migrations/0020_hook_signatures.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

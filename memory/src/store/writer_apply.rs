@@ -21,6 +21,7 @@ use crate::store::mutation::Mutation;
 use crate::store::mutation::MutationResult;
 use crate::store::rooms;
 use crate::store::routines;
+use crate::store::signatures;
 
 #[path = "writer_requeue.rs"]
 mod requeue;
@@ -404,8 +405,28 @@ impl Writer {
             Mutation::PruneChains { before_ms, max } => Ok(MutationResult::Count(chains::prune(
                 &self.conn, *before_ms, *max,
             )?)),
+            Mutation::RememberSignature {
+                source,
+                signature,
+                delivery,
+                digest,
+                until_ms,
+                max_kept,
+            } => {
+                let signed = signatures::Signed {
+                    source,
+                    signature,
+                    delivery,
+                    digest,
+                    until_ms: *until_ms,
+                    max_kept: *max_kept,
+                };
+                signatures::remember(&self.conn, &signed, now)?;
+                Ok(MutationResult::Done)
+            }
             Mutation::PruneLedger { before_ms } => {
                 let before_ms = *before_ms;
+                signatures::prune_expired(&self.conn, now)?;
                 // A row goes when both its admission and its key's own time
                 // (a UUIDv7's) are past the new horizon. A key stamped ahead
                 // of this host's clock (a sender's clock running fast) is
