@@ -203,16 +203,29 @@ impl Actor for FleetActor {
 
     /// Before its children are killed (ractor kills them when a supervisor
     /// stops, so their own `post_stop` never runs): the indexer commits
-    /// what it has, so a clean stop leaves the search index caught up.
+    /// what it has, so a clean stop leaves the search index caught up, and
+    /// is then stopped and waited for, so that its writer (and the index
+    /// directory's lock) is let go before `shutdown` returns. Killed, it
+    /// let go only when its task next ran, or after a batch it had in the
+    /// blocking pool: a host started again at once in the same process
+    /// found the lock taken and ran without an indexer until the retry.
     async fn post_stop(
         &self,
         _myself: ActorRef<FleetMsg>,
         state: &mut FleetState,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(indexer) = state.rt.indexer()
-            && let Err(error) = IndexerActor::flush(&indexer, INDEX_FLUSH_AT_STOP).await
-        {
+        let Some(indexer) = state.rt.indexer() else {
+            return Ok(());
+        };
+        if let Err(error) = IndexerActor::flush(&indexer, INDEX_FLUSH_AT_STOP).await {
             tracing::warn!(%error, "the search index was not flushed at shutdown; the next start catches up");
+        }
+        state.rt.set_indexer_ref(None);
+        if let Err(error) = indexer
+            .stop_and_wait(Some("shutdown".into()), Some(INDEX_FLUSH_AT_STOP))
+            .await
+        {
+            tracing::warn!(%error, "the search indexer did not stop in time at shutdown; it is killed");
         }
         Ok(())
     }
