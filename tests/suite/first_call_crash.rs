@@ -173,15 +173,7 @@ async fn a_host_killed_in_each_first_model_call_fails_the_message_visibly() {
     // a retry runs it again, its count started over: answered once (once
     // its bot has seen the turn end: a retry in between is not queued,
     // see the report of this change)
-    poll(20, async || {
-        let bots = client.get("/v1/bots").await.unwrap();
-        if bots["bots"][0]["running_turn"].is_null() {
-            Ok(())
-        } else {
-            Err(format!("the failed turn still runs for its bot: {bots}"))
-        }
-    })
-    .await;
+    until_its_bot_saw_the_end(&client).await;
     let retried = client
         .post_ok(&format!("/v1/turns/{turn}/retry"), &json!({}))
         .await
@@ -241,4 +233,19 @@ async fn clean_stops_in_the_first_model_call_do_not_count() {
         "{es:#?}"
     );
     host.kill9().await;
+}
+
+/// Waits until the fleet's one bot no longer lists a running turn: it has
+/// seen its failed turn end, and a retry is queued (a retry before that
+/// is not).
+pub(super) async fn until_its_bot_saw_the_end(client: &botfleet::client::Client) {
+    poll(20, async || {
+        let bots = client.get("/v1/bots").await.unwrap();
+        if bots["bots"][0]["running_turn"].is_null() {
+            Ok(())
+        } else {
+            Err(format!("the failed turn still runs for its bot: {bots}"))
+        }
+    })
+    .await;
 }

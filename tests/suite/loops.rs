@@ -135,13 +135,8 @@ async fn the_same_reply_sent_again_and_again_is_refused_then_ends_the_turn() {
     let delivered = es.iter().filter(|e| e["kind"] == "delivery").count();
     assert_eq!(end["status"], "completed", "{es:#?}");
     assert_eq!(delivered, 1, "{es:#?}");
-    let notices: Vec<(&str, &serde_json::Value)> = es
-        .iter()
-        .filter(|e| e["kind"] == "notice")
-        .map(|e| (e["code"].as_str().unwrap_or(""), &e["retry_turn"]))
-        .collect();
     assert_eq!(
-        notices,
+        super::turn_endings::notices(&es),
         [("failed_after_reply", &serde_json::Value::Null)],
         "{es:#?}"
     );

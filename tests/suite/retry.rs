@@ -308,7 +308,6 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     use super::crash::wait_until;
     use crate::support::process::HostProcess;
     use crate::support::process::free_port;
-    use crate::support::process::poll;
 
     // the reply; the step after it never answers (its gate stays shut):
     // the host is killed while it waits; retried, a stop
@@ -354,15 +353,7 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     // retried once its bot has seen the turn end (a retry in between is
     // not queued: first_call_crash.rs)
     let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
-    poll(20, async || {
-        let bots = client.get("/v1/bots").await.unwrap();
-        if bots["bots"][0]["running_turn"].is_null() {
-            Ok(())
-        } else {
-            Err(format!("the failed turn still runs for its bot: {bots}"))
-        }
-    })
-    .await;
+    super::first_call_crash::until_its_bot_saw_the_end(&client).await;
     retried.store(true, Ordering::SeqCst);
     let body = client
         .post_ok(&format!("/v1/turns/{turn}/retry"), &json!({}))

@@ -164,18 +164,7 @@ async fn a_failed_call_after_the_reply_ends_the_turn_completed_without_a_retry()
     let entries = host.entries(&session).await;
     // the reply, then the call that failed and its one retry
     assert_eq!(server.requests().len(), 3);
-    assert_eq!(end["status"], "completed", "{entries:#?}");
-    assert_eq!(deliveries(&entries), ["the answer is 42"]);
-    let notices: Vec<(&str, &Value)> = entries
-        .iter()
-        .filter(|e| e["kind"] == "notice")
-        .map(|e| (e["code"].as_str().unwrap_or(""), &e["retry_turn"]))
-        .collect();
-    assert_eq!(
-        notices,
-        [("failed_after_reply", &Value::Null)],
-        "{entries:#?}"
-    );
+    replied_then_completed(&entries, &end);
     let notice = entries
         .iter()
         .find(|e| e["kind"] == "notice")
@@ -201,7 +190,21 @@ async fn a_failed_call_after_the_reply_ends_the_turn_completed_without_a_retry()
 }
 
 /// The notices of a session's entries: their codes and `retry_turn`s.
-fn notices(entries: &[Value]) -> Vec<(&str, &Value)> {
+/// Asserts that the turn `end` closed ended `completed` after its one
+/// reply, "the answer is 42", with one `failed_after_reply` notice that
+/// offers no retry.
+fn replied_then_completed(entries: &[Value], end: &Value) {
+    assert_eq!(end["status"], "completed", "{entries:#?}");
+    assert_eq!(deliveries(entries), ["the answer is 42"]);
+    assert_eq!(
+        notices(entries),
+        [("failed_after_reply", &Value::Null)],
+        "{entries:#?}"
+    );
+}
+
+/// The notices of `entries`: their code, and the turn they offer to retry.
+pub(super) fn notices(entries: &[Value]) -> Vec<(&str, &Value)> {
     entries
         .iter()
         .filter(|e| e["kind"] == "notice")
@@ -246,13 +249,7 @@ async fn a_refusal_after_the_reply_ends_the_turn_completed_without_a_retry() {
     let (session, end) = host.end_turn("r", "what is the answer?").await;
     let entries = host.entries(&session).await;
     assert_eq!(server.requests().len(), 2);
-    assert_eq!(end["status"], "completed", "{entries:#?}");
-    assert_eq!(deliveries(&entries), ["the answer is 42"]);
-    assert_eq!(
-        notices(&entries),
-        [("failed_after_reply", &Value::Null)],
-        "{entries:#?}"
-    );
+    replied_then_completed(&entries, &end);
     // the refusal is the step's text: later turns see that it declined
     assert!(
         entries.iter().any(|e| e["kind"] == "assistant"
@@ -328,13 +325,7 @@ async fn the_repeated_call_guard_after_the_reply_ends_the_turn_completed_without
     let host = host(&server, "max_retries = 0").await;
     let (session, end) = host.end_turn("r", "what is the answer?").await;
     let entries = host.entries(&session).await;
-    assert_eq!(end["status"], "completed", "{entries:#?}");
-    assert_eq!(deliveries(&entries), ["the answer is 42"]);
-    assert_eq!(
-        notices(&entries),
-        [("failed_after_reply", &Value::Null)],
-        "{entries:#?}"
-    );
+    replied_then_completed(&entries, &end);
     let (notice, error) = after_reply(&host, &entries, &end).await;
     assert!(
         notice.starts_with("The bot's reply above was delivered")

@@ -228,13 +228,7 @@ async fn the_page_works_in_a_browser() {
     }
 
     // no script errors, no CSP refusals
-    let bad: Vec<String> = browser
-        .console()
-        .await
-        .into_iter()
-        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
-        .collect();
-    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
+    ui_page::no_page_errors(&browser).await;
 
     // log out forgets the token
     browser.click("#logout").await;
@@ -388,13 +382,7 @@ async fn each_tab_keeps_the_account_it_signed_in_with() {
         .wait_text(".login [role=alert]", "are you there?")
         .await;
 
-    let bad: Vec<String> = browser
-        .console()
-        .await
-        .into_iter()
-        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
-        .collect();
-    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
+    ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
 

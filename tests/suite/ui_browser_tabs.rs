@@ -113,6 +113,35 @@ async fn notice(host: &TestHost, session: &str, text: &str) {
     ui_page::append(host, session, "system", [kind]).await;
 }
 
+/// Closes tab `first`, the one holding the stream; then what the host
+/// writes shows live in the last tab and in the second, and the page holds
+/// one stream again.
+async fn close_the_leader(
+    browser: &Browser,
+    host: &TestHost,
+    session: &str,
+    first: &str,
+    tabs: &[String],
+) {
+    browser.switch_to(first).await;
+    browser.close_tab().await;
+    browser.switch_to(&tabs[TABS - 1]).await;
+    notice(host, session, "written after the first tab closed").await;
+    browser
+        .wait_text(".log", "written after the first tab closed")
+        .await;
+    browser.find("#conn.live").await;
+    browser.switch_to(&tabs[1]).await;
+    browser
+        .wait_text(".log", "written after the first tab closed")
+        .await;
+    poll(BOUND.as_secs(), async || match page_streams(host).await {
+        1 => Ok(()),
+        n => Err(format!("the page holds {n} streams after the hand-over")),
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seven_tabs_share_one_change_stream_and_hand_it_over() {
     let fleet = fleet_with_r(SCRIPT).host(&format!("max_streams_per_user = {CAP}"));
@@ -161,25 +190,9 @@ async fn seven_tabs_share_one_change_stream_and_hand_it_over() {
 
     // the first tab leads (it held the stream alone): closed, another tab
     // opens the stream, and what the host writes still shows up live
-    browser.switch_to(&first).await;
-    browser.close_tab().await;
-    browser.switch_to(&tabs[TABS - 1]).await;
-    notice(&host, &session, "written after the first tab closed").await;
-    browser
-        .wait_text(".log", "written after the first tab closed")
-        .await;
-    browser.find("#conn.live").await;
-    browser.switch_to(&tabs[1]).await;
-    browser
-        .wait_text(".log", "written after the first tab closed")
-        .await;
     // one stream again (the closed tab's slot frees when the host sees
     // its connection closed), read by the one tab holding the lock
-    poll(BOUND.as_secs(), async || match page_streams(&host).await {
-        1 => Ok(()),
-        n => Err(format!("the page holds {n} streams after the hand-over")),
-    })
-    .await;
+    close_the_leader(&browser, &host, &session, &first, &tabs).await;
     let after = locks(&browser).await;
     assert_eq!(after["held"].as_array().unwrap().len(), 1, "{after}");
     assert_eq!(
@@ -188,13 +201,7 @@ async fn seven_tabs_share_one_change_stream_and_hand_it_over() {
         "{after}"
     );
 
-    let bad: Vec<String> = browser
-        .console()
-        .await
-        .into_iter()
-        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
-        .collect();
-    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
+    ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
 
@@ -270,23 +277,7 @@ async fn tabs_over_plain_http_to_a_lan_name_share_one_stream() {
     // the first tab leads (it was alone when it claimed the lease): closed,
     // it gives the lease up, another tab opens the stream at once (not when
     // the lease would have run out), and what the host writes shows live
-    browser.switch_to(&first).await;
-    browser.close_tab().await;
-    browser.switch_to(&tabs[TABS - 1]).await;
-    notice(&host, &session, "written after the first tab closed").await;
-    browser
-        .wait_text(".log", "written after the first tab closed")
-        .await;
-    browser.find("#conn.live").await;
-    browser.switch_to(&tabs[1]).await;
-    browser
-        .wait_text(".log", "written after the first tab closed")
-        .await;
-    poll(BOUND.as_secs(), async || match page_streams(&host).await {
-        1 => Ok(()),
-        n => Err(format!("the page holds {n} streams after the hand-over")),
-    })
-    .await;
+    close_the_leader(&browser, &host, &session, &first, &tabs).await;
     // nothing the page keeps names the token
     let kept = browser
         .js(
@@ -297,13 +288,7 @@ async fn tabs_over_plain_http_to_a_lan_name_share_one_stream() {
     assert_eq!(kept.as_array().map(Vec::len), Some(1), "{kept}");
     assert!(!kept.to_string().contains(TOKEN), "{kept}");
 
-    let bad: Vec<String> = browser
-        .console()
-        .await
-        .into_iter()
-        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
-        .collect();
-    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
+    ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
 

@@ -87,6 +87,17 @@ pub async fn open_dm(browser: &Browser, host: &TestHost, bot: &str) {
     browser.find(".composer textarea").await;
 }
 
+/// Asserts the page logged no script errors and no CSP refusals.
+pub async fn no_page_errors(browser: &Browser) {
+    let bad: Vec<String> = browser
+        .console()
+        .await
+        .into_iter()
+        .filter(|m| m.contains("Uncaught") || m.contains("Refused") || m.contains("Error:"))
+        .collect();
+    assert!(bad.is_empty(), "the page logged errors: {bad:#?}");
+}
+
 /// Ends a test: closes the browser, then stops the host.
 pub async fn finish(browser: Browser, host: TestHost) {
     browser.quit().await;
