@@ -113,6 +113,37 @@ async fn notice(host: &TestHost, session: &str, text: &str) {
     ui_page::append(host, session, "system", [kind]).await;
 }
 
+/// From the open tab (the first), opens the other six on `base`; in the
+/// last, sends a message and sees the reply, then sees a notice the host
+/// writes, live, as the fourth tab does. The first tab and all seven.
+async fn open_seven_and_talk(
+    browser: &Browser,
+    host: &TestHost,
+    base: &str,
+    session: &str,
+) -> (String, Vec<String>) {
+    let first = browser.tab().await;
+    let mut tabs = vec![first.clone()];
+    for _ in 1..TABS {
+        tabs.push(open_tab(browser, base, "#/bots/r").await);
+    }
+    browser.find("#conn.live").await;
+    browser
+        .type_in(".composer textarea", &format!("from the last tab{ENTER}"))
+        .await;
+    browser.wait_text(".log", "echo: from the last tab").await;
+    notice(host, session, "written while seven tabs are open").await;
+    browser
+        .wait_text(".log", "written while seven tabs are open")
+        .await;
+    browser.switch_to(&tabs[3]).await;
+    browser.find("#conn.live").await;
+    browser
+        .wait_text(".log", "written while seven tabs are open")
+        .await;
+    (first, tabs)
+}
+
 /// Closes tab `first`, the one holding the stream; then what the host
 /// writes shows live in the last tab and in the second, and the page holds
 /// one stream again.
@@ -153,29 +184,10 @@ async fn seven_tabs_share_one_change_stream_and_hand_it_over() {
     // the first tab, alone, reads the stream
     ui_page::open_dm(&browser, &host, "r").await;
     browser.find("#conn.live").await;
-    let first = browser.tab().await;
-    let mut tabs = vec![first.clone()];
-    for _ in 1..TABS {
-        tabs.push(open_tab(&browser, &host.url, "#/bots/r").await);
-    }
-
     // the last tab is live (a stream of its own past the 3rd was refused
-    // 429 too_many_streams: "no live updates"), sends, and sees the reply
-    browser.find("#conn.live").await;
-    browser
-        .type_in(".composer textarea", &format!("from the last tab{ENTER}"))
-        .await;
-    browser.wait_text(".log", "echo: from the last tab").await;
-    // and what the host writes after reaches it, and another tab, live
-    notice(&host, &session, "written while seven tabs are open").await;
-    browser
-        .wait_text(".log", "written while seven tabs are open")
-        .await;
-    browser.switch_to(&tabs[3]).await;
-    browser.find("#conn.live").await;
-    browser
-        .wait_text(".log", "written while seven tabs are open")
-        .await;
+    // 429 too_many_streams: "no live updates"), sends, and sees the reply;
+    // what the host writes after reaches it, and another tab, live
+    let (first, tabs) = open_seven_and_talk(&browser, &host, &host.url, &session).await;
 
     // all seven tabs hold one stream between them: one tab holds the
     // lock, six wait for it; its name does not carry the token
@@ -245,28 +257,9 @@ async fn tabs_over_plain_http_to_a_lan_name_share_one_stream() {
         "the page at {lan} is meant to be a plain-http page without Web Locks"
     );
     browser.find("#conn.live").await;
-    let first = browser.tab().await;
-    let mut tabs = vec![first.clone()];
-    for _ in 1..TABS {
-        tabs.push(open_tab(&browser, &lan, "#/bots/r").await);
-    }
-
     // the last tab is live, sends, and sees the reply and what the host
     // writes after it; so does another tab
-    browser.find("#conn.live").await;
-    browser
-        .type_in(".composer textarea", &format!("from the last tab{ENTER}"))
-        .await;
-    browser.wait_text(".log", "echo: from the last tab").await;
-    notice(&host, &session, "written while seven tabs are open").await;
-    browser
-        .wait_text(".log", "written while seven tabs are open")
-        .await;
-    browser.switch_to(&tabs[3]).await;
-    browser.find("#conn.live").await;
-    browser
-        .wait_text(".log", "written while seven tabs are open")
-        .await;
+    let (first, tabs) = open_seven_and_talk(&browser, &host, &lan, &session).await;
     // the seven tabs hold one stream between them
     poll(BOUND.as_secs(), async || match page_streams(&host).await {
         1 => Ok(()),
