@@ -163,6 +163,9 @@ struct Running {
     /// What the run was started for: what runs again when the store
     /// refuses its writes.
     plan: RunPlan,
+    /// The cancel that stopped the run, answered `true` once the run has
+    /// ended (`BotMsg::Cancel`).
+    cancelled_by: Option<RpcReplyPort<bool>>,
 }
 
 /// What a run was started for.
@@ -381,12 +384,17 @@ impl BotActor {
             BotMsg::Cancel(reply) => {
                 // `true` only for the request that cancelled: a turn already
                 // cancelled stays `running` until it ends, and a second
-                // request cancels nothing
-                let cancelled = match &state.running {
+                // request cancels nothing. The one that cancels is answered
+                // once the run has stopped and its end is committed
+                // (`on_turn_end`): answered at once, a host killed before
+                // that commit resumed the turn at its next start, and the
+                // work the person was told was cancelled ran on.
+                let cancelled = match &mut state.running {
                     Some(r) if r.hard.is_cancelled() => false,
                     Some(r) => {
                         r.hard.cancel();
-                        true
+                        r.cancelled_by = Some(reply);
+                        return Ok(());
                     }
                     None => state.cancel_waiting(&myself),
                 };

@@ -17,6 +17,10 @@ mod tests;
 #[path = "bot_retry_race_tests.rs"]
 mod retry_race_tests;
 
+#[cfg(test)]
+#[path = "bot_cancel_tests.rs"]
+mod cancel_tests;
+
 impl BotState {
     /// Starts the next turn if none runs and nothing holds it back.
     pub(super) fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
@@ -243,6 +247,7 @@ impl BotState {
             started_at,
             first_step,
             plan: run_plan,
+            cancelled_by: None,
         });
         let rt = self.rt.clone();
         let me = myself.clone();
@@ -284,9 +289,14 @@ impl BotState {
             TurnEndKind::Ended(r) => r.turn,
             TurnEndKind::Panicked { turn, .. } => *turn,
         };
-        let Some(run) = self.running.take_if(|r| r.turn == turn) else {
+        let Some(mut run) = self.running.take_if(|r| r.turn == turn) else {
             return;
         };
+        // the run has stopped: what it committed is all it does, so a
+        // restart does not resume what was cancelled
+        if let Some(reply) = run.cancelled_by.take() {
+            let _ = reply.send(true);
+        }
         if std::mem::take(&mut self.recheck_after_run) {
             // a retry's wake-up came before this end: the inputs it
             // requeued were skipped as the run's own (a run that keeps

@@ -120,7 +120,7 @@ impl Runner {
         if self.start_pending.is_none() {
             batch.push(Mutation::Checkpoint {
                 turn: self.turn,
-                checkpoint: self.state.to_value(),
+                checkpoint: self.checkpoint(),
             });
         }
         self.commit(batch).await.map(|_| ())
@@ -161,7 +161,7 @@ impl Runner {
         if self.start_pending.is_none() {
             batch.push(Mutation::Checkpoint {
                 turn: self.turn,
-                checkpoint: self.state.to_value(),
+                checkpoint: self.checkpoint(),
             });
         }
         self.commit(batch).await.map(|_| None)
@@ -261,7 +261,7 @@ impl Runner {
         if self.start_pending.is_none() {
             batch.push(Mutation::Checkpoint {
                 turn: self.turn,
-                checkpoint: self.state.to_value(),
+                checkpoint: self.checkpoint(),
             });
         }
         self.commit(batch).await.map(|_| ())

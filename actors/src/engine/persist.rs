@@ -29,7 +29,7 @@ impl Runner {
                     bot: self.bot.id.clone(),
                     session: self.session,
                     inputs: self.inputs.iter().map(|i| i.gid).collect(),
-                    checkpoint: self.state.to_value(),
+                    checkpoint: self.checkpoint(),
                     started_at,
                 },
             );
@@ -165,7 +165,24 @@ impl Runner {
             batch.push(Mutation::ResetAttempts { turn: self.turn });
             self.attempts = 1;
         }
+        // the usage with the step it paid for (a turn not stored yet gets
+        // it with its start, `commit`): before, it was stored only with
+        // the turn's end, and a crash lost what the steps before it used
+        if self.start_pending.is_none() {
+            batch.push(Mutation::Checkpoint {
+                turn: self.turn,
+                checkpoint: self.checkpoint(),
+            });
+        }
         batch
+    }
+
+    /// The checkpoint as stored: the state, with the usage of the turn's
+    /// calls so far.
+    pub(super) fn checkpoint(&self) -> serde_json::Value {
+        let mut state = self.state.clone();
+        state.usage = self.usage;
+        state.to_value()
     }
 
     pub(super) async fn fail(&mut self, error: String) -> Result<TurnStatus, StoreError> {

@@ -37,6 +37,9 @@ impl Runner {
             return Ok(false);
         };
         self.state = TurnState::from_value(&record.checkpoint);
+        // what its stored steps' calls used: counted with its end as this
+        // start's calls are (before, a crash lost it from every count)
+        self.usage = self.state.usage;
         // the starts counted so far (a resume that replaces a start the
         // store refused to write goes on with them: `resume`)
         self.attempts = record.attempts;

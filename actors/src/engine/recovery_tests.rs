@@ -212,7 +212,17 @@ async fn launch_cut_off_then(stop: StopBy, idempotent: bool) -> Settled {
                     .unwrap();
             }
         }
-        StopBy::Cancel => assert!(fleet.cancel(&bot.id).await.unwrap()),
+        StopBy::Cancel => {
+            // a cancel is answered once the run it stops has ended, so the
+            // run is let go once the cancel reached the bot: a second
+            // cancel, sent after it, is answered at once then (it finds
+            // the run already being cancelled)
+            let (cancelled, ()) = tokio::join!(fleet.cancel(&bot.id), async {
+                assert!(!fleet.cancel(&bot.id).await.unwrap());
+                hold.release.notify_one();
+            });
+            assert!(cancelled.unwrap());
+        }
         StopBy::ApprovalPending => {
             let new = NewApproval {
                 id: ApprovalId::new_v7(),

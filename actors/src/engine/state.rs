@@ -1,5 +1,6 @@
 //! The engine's checkpoint: what a turn must remember to resume.
 
+use botfleet_memory::TokenUsage;
 use serde::Deserialize;
 use serde::Serialize;
 
@@ -29,6 +30,11 @@ pub(crate) struct TurnState {
     /// Whether an answer cut off at the token limit was already retried.
     #[serde(default)]
     pub cut_off_retried: bool,
+    /// The tokens of the model calls whose steps are stored (written with
+    /// each step: `Runner::checkpoint`), so a turn resumed after a crash
+    /// still counts them, in its end's usage, the bot's and its budget.
+    #[serde(default)]
+    pub usage: TokenUsage,
 }
 
 impl TurnState {
