@@ -49,6 +49,31 @@ pub(crate) struct SearchParams {
     offset: Option<String>,
 }
 
+/// When `bot` names no bot of the user but a room whose timeline they may
+/// search (a room hit's `bot` is its room id), the error that says so and
+/// how to search only that room: `bot` takes a bot, `session` the room's
+/// timeline. `None` for anything else (the caller's "no bot" stands, with
+/// the same answer whether a room of another user has that id or not).
+async fn room_as_bot(
+    state: &ApiState,
+    user: &AuthUser,
+    bot: &str,
+) -> Result<Option<ApiError>, ApiError> {
+    let Ok(room) = botfleet_memory::RoomId::new(bot) else {
+        return Ok(None);
+    };
+    let timeline = botfleet_memory::room_timeline(&room).id();
+    let visible = VisibleSessions::of_user(state.fleet.runtime(), &user.0).await?;
+    if !visible.contains(timeline) {
+        return Ok(None);
+    }
+    Ok(Some(ApiError::NotFound(format!(
+        "no bot {bot:?} for you: {bot:?} is a room; `bot` takes one of your bots. To search \
+         only the room's public timeline pass session={timeline} (`botfleet search WORDS \
+         --session {timeline}`)"
+    ))))
+}
+
 /// Maps an index error to the API's answer: a refused query is the
 /// client's to fix (400, the message says what to change).
 fn index_error(e: IndexError) -> ApiError {
@@ -185,7 +210,10 @@ pub(crate) async fn search(
         ApiError::Unavailable("transcript search is not running on this host".into())
     })?;
     let bot = match &p.bot {
-        Some(bot) => Some(owned_bot(&state, &user, bot).await?),
+        Some(bot) => match owned_bot(&state, &user, bot).await {
+            Ok(record) => Some(record),
+            Err(e) => return Err(room_as_bot(&state, &user, bot).await?.unwrap_or(e)),
+        },
         None => None,
     };
     let visible = match &bot {

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
 use botfleet_memory::IndexError;
+use botfleet_memory::MAX_SEARCH_OFFSET;
 use botfleet_memory::QueryError;
 use botfleet_memory::SearchQuery;
 use botfleet_memory::SessionId;
@@ -70,6 +71,9 @@ struct SearchArgs {
     session: Option<String>,
     #[serde(default)]
     limit: Option<i64>,
+    /// Best hits to skip: the start of the next page.
+    #[serde(default)]
+    offset: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,9 +176,10 @@ fn query_error(e: &QueryError) -> ToolError {
         QueryError::OnlyExclusions => {
             "call SearchTranscript again with at least one word to find besides the -excluded ones"
         }
-        // the tool never sets an offset; listed so that a new variant is a compile error
+        // the tool checks both before searching; listed so that a new
+        // variant is a compile error
         QueryError::LimitOutOfRange { .. } | QueryError::OffsetOutOfRange { .. } => {
-            "call SearchTranscript again with a smaller limit"
+            "call SearchTranscript again with a smaller limit or offset"
         }
         QueryError::UnknownRole { .. } | QueryError::UnknownKind { .. } => {
             "call SearchTranscript again without the filter"
@@ -223,7 +228,8 @@ impl Tool for SearchTranscript {
                 "properties": {
                     "query": {"type": "string", "description": "Words that must all occur (any order; English words match other inflections; unquoted Chinese text is cut into words that also match in any order, e.g. 排除供应商 finds 供应商被排除了). \"exact phrase\" in double quotes requires the words in order and adjacent, for Chinese or Japanese text exactly as written; -word to exclude, a OR b for either. At most 512 characters."},
                     "session": {"type": "string", "description": "Only this session (the `session` of an earlier hit)."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_LIMIT, "description": format!("Most hits to return (default {SEARCH_DEFAULT_LIMIT}).")}
+                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_LIMIT, "description": format!("Most hits to return (default {SEARCH_DEFAULT_LIMIT}).")},
+                    "offset": {"type": "integer", "minimum": 0, "maximum": MAX_SEARCH_OFFSET, "description": "Best hits to skip (default 0): the next page of a search with more matches than hits, as its output says."}
                 },
                 "required": ["query"],
                 "additionalProperties": false
@@ -257,6 +263,20 @@ impl Tool for SearchTranscript {
                     )
                 })?,
         };
+        let offset = match args.offset {
+            None => 0,
+            Some(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| *n <= MAX_SEARCH_OFFSET)
+                .ok_or_else(|| {
+                    ToolError::bad_args(
+                        "SearchTranscript",
+                        format!(
+                            "offset {n} is out of range; skip 0 to {MAX_SEARCH_OFFSET} hits, or narrow the query with more words or a `session`"
+                        ),
+                    )
+                })?,
+        };
         let index = index_of(ctx, "SearchTranscript")?;
         let visible = visible(ctx).await?;
         let sessions = match &args.session {
@@ -266,7 +286,8 @@ impl Tool for SearchTranscript {
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
             .visible_from(room_floors(ctx).await?)
-            .with_limit(limit);
+            .with_limit(limit)
+            .with_offset(offset);
         // a search has a deadline, but a cancelled turn does not wait for it
         let results = tokio::select! {
             // a turn already cancelled does not start a search
@@ -280,18 +301,43 @@ impl Tool for SearchTranscript {
             results = index.search(query) => results.map_err(|e| search_error(&e))?,
         };
         let mut out = String::new();
-        if results.hits.is_empty() {
+        let query_json = serde_json::to_string(&args.query).unwrap_or_default();
+        if results.hits.is_empty() && results.total > 0 {
+            // a page past the end: the matches exist, the offset skipped them
             out.push_str(&format!(
-                "No entries match {} in the conversations you may read. Try fewer or other words, or drop quotes and -exclusions.",
-                serde_json::to_string(&args.query).unwrap_or_default()
+                "No more entries: {} match {query_json}, all of them before offset {offset}. Call SearchTranscript with a smaller offset (0 for the best ones).",
+                results.total
             ));
             return Ok(ToolOutput::text(out));
         }
-        out.push_str(&format!(
-            "{} of {} matching entries, best first. Read around one with ReadTranscript {{\"session\": …, \"seq\": …}}.\n",
-            results.hits.len(),
-            results.total
-        ));
+        if results.hits.is_empty() {
+            out.push_str(&format!(
+                "No entries match {query_json} in the conversations you may read. Try fewer or other words, or drop quotes and -exclusions."
+            ));
+            return Ok(ToolOutput::text(out));
+        }
+        let end = offset + results.hits.len();
+        if offset == 0 {
+            out.push_str(&format!(
+                "{} of {} matching entries, best first.",
+                results.hits.len(),
+                results.total
+            ));
+        } else {
+            out.push_str(&format!(
+                "Entries {} to {end} of {} matching, best first.",
+                offset + 1,
+                results.total
+            ));
+        }
+        out.push_str(" Read around one with ReadTranscript {\"session\": …, \"seq\": …}.\n");
+        if results.total > end && end <= MAX_SEARCH_OFFSET {
+            // hits past the first page were out of the model's reach:
+            // say how to get them (as the API's next_offset does)
+            out.push_str(&format!(
+                "More match: call SearchTranscript again with the same query and \"offset\": {end} for the next ones, or add words to narrow it.\n"
+            ));
+        }
         for (i, hit) in results.hits.iter().enumerate() {
             let place = match visible.get(hit.session) {
                 Some(s) if s.id == ctx.session() => "this conversation".to_owned(),
@@ -300,7 +346,7 @@ impl Tool for SearchTranscript {
             };
             out.push_str(&format!(
                 "\n[{}] {{\"session\": \"{}\", \"seq\": {}}} · {place} · {} ({}) · {}\n    {}\n",
-                i + 1,
+                offset + i + 1,
                 hit.session,
                 hit.seq,
                 hit.author,

@@ -194,6 +194,76 @@ async fn finds_own_entries_with_session_seq_and_highlighted_snippet() {
     assert!(out.starts_with("No entries match \"kangaroo\""), "{out}");
 }
 
+/// A word said more often than one search shows: the output says how
+/// many match and how to get the next ones, and `offset` pages on until
+/// every mention was seen once (the best 30 were all a bot could reach).
+#[tokio::test]
+async fn pages_past_the_most_hits_one_search_shows() {
+    let w = World::new().await;
+    let dm = w.my_dm();
+    let mut said = Vec::new();
+    for i in 0..40 {
+        said.push(
+            w.say(
+                &dm,
+                "u",
+                &format!("pelican sighting number {i} at the pier"),
+            )
+            .await,
+        );
+    }
+    w.index_all().await;
+
+    let first = w
+        .search(json!({"query": "pelican", "limit": 30}))
+        .await
+        .unwrap();
+    assert!(first.starts_with("30 of 40 matching entries"), "{first}");
+    assert!(
+        first.contains("\"offset\": 30 for the next ones"),
+        "{first}"
+    );
+    let next = w
+        .search(json!({"query": "pelican", "limit": 30, "offset": 30}))
+        .await
+        .unwrap();
+    assert!(
+        next.starts_with("Entries 31 to 40 of 40 matching, best first."),
+        "{next}"
+    );
+    assert!(!next.contains("More match"), "{next}");
+    assert!(next.contains("\n[31] {"), "{next}");
+    let mut seen: Vec<i64> = hits(&first)
+        .into_iter()
+        .chain(hits(&next))
+        .map(|(_, seq)| seq)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, said, "every mention once, over two pages");
+
+    let past = w
+        .search(json!({"query": "pelican", "offset": 40}))
+        .await
+        .unwrap();
+    assert!(
+        past.starts_with("No more entries: 40 match \"pelican\", all of them before offset 40."),
+        "{past}"
+    );
+    let err = w
+        .search(json!({"query": "pelican", "offset": -1}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("offset -1 is out of range"), "{err}");
+    let err = w
+        .search(json!({"query": "pelican", "offset": 10_001}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("offset 10001 is out of range"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn never_finds_another_bots_private_dm() {
     let mut w = World::new().await;
