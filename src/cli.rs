@@ -344,6 +344,9 @@ mod exit {
     pub const NOT_RUN: u8 = 126;
     /// `run` stopped at once by a second Ctrl-C (128 + SIGINT).
     pub const INTERRUPTED: i32 = 130;
+    /// `send` interrupted (Ctrl-C) while it waited for the answer to a
+    /// saved message: the code a shell reports for a SIGINT.
+    pub const INTERRUPTED_SEND: u8 = 130;
 }
 
 /// Runs a parsed command line.

@@ -38,7 +38,8 @@ Exit status:
        endpoint down, a spent budget), so it ended with no public reply; the notices on stderr
        say whose and why. A member that took its turn and chose to say nothing answered: 0
   5    the discussion did not end within --timeout; the message is saved
-  130  interrupted (Ctrl-C), as a shell reports it
+  130  interrupted (Ctrl-C), as a shell reports it; once the message is saved, stderr says so
+       and names its key, to wait for the discussion's end again with --nonce KEY
 
 With --json, stdout holds one JSON object in each of these cases but 2 and 130.";
 
@@ -375,6 +376,7 @@ async fn send(
         mut changes,
         deadline,
         own_duplicate,
+        key,
     } = match posted {
         Ok(posted) => posted,
         Err(code) => return Ok(code),
@@ -415,11 +417,25 @@ async fn send(
             );
         }
     }
+    // from here on the message is saved: a Ctrl-C says so (as `send`)
+    let mut sigint = super::send::sigint();
+    let interrupted = || {
+        errln!(
+            "interrupted: your message is saved (#{seq}) and its discussion goes on; read it \
+             with `botfleet group transcript {room}`, or wait for its end with `botfleet group \
+             send {room} TEXT --nonce {key}` (the same text)"
+        );
+        ExitCode::from(super::exit::INTERRUPTED_SEND)
+    };
     let mut seen: Vec<Value> = Vec::new();
     let mut cursor = seq;
     loop {
         // the host may be restarting: a failed poll waits for the next one
-        let polled = match timeout_at(deadline, entries_after(client, room, cursor)).await {
+        let polled = timeout_at(deadline, entries_after(client, room, cursor));
+        let Some(polled) = super::send::or_interrupt(&mut sigint, polled).await else {
+            return Ok(interrupted());
+        };
+        let polled = match polled {
             Ok(Ok(entries)) => entries,
             Ok(Err(e)) => {
                 changes.poll_failed(e)?;
@@ -455,12 +471,14 @@ async fn send(
                 outln!(
                     "{}",
                     super::terminal::json(
-                        &json!({"status": "timeout", "room": room, "session": session, "seq": seq})
+                        &json!({"status": "timeout", "room": room, "session": session, "seq": seq, "nonce": key})
                     )
                 );
             } else {
                 errln!(
-                    "the discussion did not end within {} s; your message is saved (#{seq}); see `botfleet group transcript {room}`",
+                    "the discussion did not end within {} s; your message is saved (#{seq}); see \
+                     `botfleet group transcript {room}`, or wait again with `botfleet group send \
+                     {room} TEXT --nonce {key}` (the same text)",
                     timeout.as_secs()
                 );
             }
@@ -468,9 +486,13 @@ async fn send(
         }
         // wait for a change of the timeline (signals reach the room owner;
         // others re-check every second)
-        changes
-            .wait(&session, left.min(Duration::from_secs(1)))
-            .await;
+        let changed = changes.wait(&session, left.min(Duration::from_secs(1)));
+        if super::send::or_interrupt(&mut sigint, changed)
+            .await
+            .is_none()
+        {
+            return Ok(interrupted());
+        }
     }
 }
 

@@ -11,6 +11,8 @@ use anyhow::Context;
 use reqwest::StatusCode;
 use serde_json::Value;
 use serde_json::json;
+use tokio::signal::unix::Signal;
+use tokio::signal::unix::SignalKind;
 use tokio::time::Instant;
 use tokio::time::timeout_at;
 
@@ -36,7 +38,8 @@ Exit status:
   4    the bot ended its turn without replying (undelivered); `botfleet retry TURN` runs it again
   5    no reply within --timeout, or none yet because the bot is paused (its daily token budget
        is spent; stderr says until when, at once); the message is saved (`botfleet transcript BOT`)
-  130  interrupted (Ctrl-C), as a shell reports it
+  130  interrupted (Ctrl-C), as a shell reports it; once the message is saved, stderr says so
+       and names its key, to wait for the answer again with --nonce KEY
 
 With --json, stdout holds one JSON object in cases 0, 1 and 3-5 (none for 2 or 130): the turn \
 (for 3 and 4 with \"notice\", what stderr would say, and \"retry_turn\" and \"retry_command\" \
@@ -131,6 +134,7 @@ pub(super) async fn send(
         mut changes,
         deadline,
         own_duplicate,
+        key,
     } = match posted {
         Ok(posted) => posted,
         Err(code) => return Ok(code),
@@ -143,6 +147,7 @@ pub(super) async fn send(
         .context("the answer has no session")?
         .to_owned();
     let seq = body["seq"].as_i64().context("the answer has no seq")?;
+    let gid = body["gid"].as_i64();
     if outcome == "duplicate" && !as_json && !own_duplicate {
         errln!("(already sent with this key as message {seq}; waiting for its reply)");
     }
@@ -150,6 +155,17 @@ pub(super) async fn send(
     // the end of the pause (the host's notice says so only to a
     // conversation's first message since the pause began)
     let paused_until = body["paused_until"].as_i64();
+    // from here on the message is saved: a Ctrl-C says so, and how to
+    // read or wait for its answer (before, the command dies as usual)
+    let mut sigint = sigint();
+    let interrupted = || {
+        errln!(
+            "interrupted: your message is saved (seq {seq}) and {bot} answers it all the same; \
+             read the answer with `botfleet transcript {bot}`, or wait for it with `botfleet \
+             send {bot} TEXT --nonce {key}` (the same text)"
+        );
+        ExitCode::from(exit::INTERRUPTED_SEND)
+    };
     let mut cursor = seq;
     let mut deliveries: HashMap<String, Vec<Value>> = HashMap::new();
     // what runs over this message sent before another message interrupted
@@ -159,7 +175,10 @@ pub(super) async fn send(
     let mut notices: HashMap<String, Value> = HashMap::new();
     loop {
         // the host may be restarting: a failed poll waits for the next one
-        let polled = timeout_at(deadline, client.entries_after(&session, cursor)).await;
+        let polled = timeout_at(deadline, client.entries_after(&session, cursor));
+        let Some(polled) = or_interrupt(&mut sigint, polled).await else {
+            return Ok(interrupted());
+        };
         // a message sent before (the same key) may have been answered
         // before the pause: the entries after it say so first
         let read = matches!(&polled, Ok(Ok(_)));
@@ -172,14 +191,17 @@ pub(super) async fn send(
             // no answer in the time left: the wait ends below
             Err(_elapsed) => Vec::new(),
         };
+        // the newest turn of this read that ended over the message
+        let mut answered: Option<Answered> = None;
         for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
             let turn = e["turn"].as_str().unwrap_or("").to_owned();
             match e["kind"].as_str() {
                 Some("delivery") => deliveries.entry(turn).or_default().push(e),
                 // a paused bot writes this notice and no turn_end: its
-                // reply waits for the end of the pause
-                Some("notice") if e["code"] == "budget_exhausted" => {
+                // reply waits for the end of the pause (unless a turn
+                // answered the message before it: that answer is printed)
+                Some("notice") if e["code"] == "budget_exhausted" && answered.is_none() => {
                     let pause = outcome::Paused {
                         bot,
                         notice: e["text"].as_str(),
@@ -206,15 +228,47 @@ pub(super) async fn send(
                     }
                     let mut mine = std::mem::take(&mut earlier);
                     mine.extend(sent);
-                    let ended = outcome::Ended {
-                        turn: &turn,
-                        status: &ended,
-                        notice: notices.get(&turn),
-                    };
-                    return Ok(outcome::report(&ended, &mine, &session, seq, as_json));
+                    // not reported yet: a later turn_end in this read that
+                    // lists the message is a retry of this turn (a failed,
+                    // cancelled or undelivered one), and its outcome is the
+                    // message's answer now (a `--nonce` send after the retry)
+                    if let Some(before) = answered.take() {
+                        let mut said = before.said;
+                        said.extend(mine);
+                        mine = said;
+                    }
+                    answered = Some(Answered {
+                        turn,
+                        status: ended,
+                        said: mine,
+                    });
                 }
                 _ => {}
             }
+        }
+        // a message sent again with its key after `botfleet retry TURN`:
+        // the retry that runs now answers it, not the turn it retries
+        let retrying = match (&answered, gid) {
+            (Some(a), Some(gid)) if a.status != "completed" && outcome == "duplicate" => {
+                timeout_at(deadline, retry_running(client, bot, &a.turn, gid))
+                    .await
+                    .unwrap_or(false)
+            }
+            _ => false,
+        };
+        if let Some(answered) = answered.filter(|_| !retrying) {
+            let ended = outcome::Ended {
+                turn: &answered.turn,
+                status: &answered.status,
+                notice: notices.get(&answered.turn),
+            };
+            return Ok(outcome::report(
+                &ended,
+                &answered.said,
+                &session,
+                seq,
+                as_json,
+            ));
         }
         if read && paused_until.is_some() {
             let pause = outcome::Paused {
@@ -230,22 +284,72 @@ pub(super) async fn send(
                 outln!(
                     "{}",
                     super::terminal::json(
-                        &json!({"status": "timeout", "session": session, "seq": seq})
+                        &json!({"status": "timeout", "session": session, "seq": seq, "nonce": key})
                     )
                 );
             } else {
                 errln!(
-                    "no reply within {} s; your message is saved (seq {seq}); see `botfleet transcript {bot}`",
+                    "no reply within {} s; your message is saved (seq {seq}); see `botfleet \
+                     transcript {bot}`, or wait again with `botfleet send {bot} TEXT --nonce \
+                     {key}` (the same text)",
                     timeout.as_secs()
                 );
             }
             return Ok(ExitCode::from(exit::TIMEOUT));
         }
         // wait for a change of this session (or re-check every few seconds)
-        changes
-            .wait(&session, left.min(Duration::from_secs(5)))
-            .await;
+        let changed = changes.wait(&session, left.min(Duration::from_secs(5)));
+        if or_interrupt(&mut sigint, changed).await.is_none() {
+            return Ok(interrupted());
+        }
     }
+}
+
+/// Whether a turn other than `ended` runs over the message of `gid` now
+/// (`GET /v1/bots/{bot}/turns` lists its inputs' gids): a retry of the
+/// turn that ended over it. Unknown (the host did not answer) is `false`.
+async fn retry_running(client: &Client, bot: &str, ended: &str, gid: i64) -> bool {
+    let path = format!("/v1/bots/{}/turns", crate::client::segment(bot));
+    let Ok(list) = client.get(&path).await else {
+        return false;
+    };
+    list["turns"].as_array().is_some_and(|turns| {
+        turns.iter().any(|t| {
+            t["id"] != ended
+                && t["status"] == "running"
+                && t["inputs"]
+                    .as_array()
+                    .is_some_and(|inputs| inputs.contains(&json!(gid)))
+        })
+    })
+}
+
+/// Ctrl-C (SIGINT), caught from now on; `None` when it cannot be (the
+/// command then dies of it, as before).
+pub(super) fn sigint() -> Option<Signal> {
+    tokio::signal::unix::signal(SignalKind::interrupt()).ok()
+}
+
+/// `fut`'s output, or `None` when Ctrl-C (SIGINT) comes first.
+pub(super) async fn or_interrupt<T>(
+    sigint: &mut Option<Signal>,
+    fut: impl Future<Output = T>,
+) -> Option<T> {
+    match sigint {
+        Some(sigint) => tokio::select! {
+            out = fut => Some(out),
+            _ = sigint.recv() => None,
+        },
+        None => Some(fut.await),
+    }
+}
+
+/// A turn that ended over the message `send` waits for: its id, its
+/// status, and what it (and turns before it over the message) delivered.
+struct Answered {
+    turn: String,
+    status: String,
+    said: Vec<Value>,
 }
 
 /// A message of `send` or `group send`, posted within `--timeout`.
@@ -261,6 +365,8 @@ pub(super) struct Posted<'a> {
     /// answer (the key is one it made up, and it sent the message again):
     /// no news to the person, unlike a key they reused.
     pub own_duplicate: bool,
+    /// The message's idempotency key (`--nonce`, or the one made up).
+    pub key: String,
 }
 
 /// Subscribes to the host's change signals (so none is missed), then posts
@@ -308,6 +414,7 @@ pub(super) async fn subscribe_and_post<'a>(
         changes,
         deadline,
         own_duplicate: resent && nonce.is_none(),
+        key,
     }))
 }
 

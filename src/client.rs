@@ -172,10 +172,29 @@ impl Client {
         let message = if e.is_timeout() && !e.is_connect() {
             self.too_slow(&e)
         } else {
-            format!(
-                "cannot reach the host at {} ({e}); is `botfleet run` running? (set --host or BOTFLEET_HOST)",
-                self.base
-            )
+            let causes = with_causes(&e);
+            // TLS spoken to a plain-HTTP host fails after the connection
+            // was made: the host runs, the address's scheme is wrong
+            let tls = self
+                .base
+                .get(.."https://".len())
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+            let plain = self.base.get("https://".len()..).filter(|_| {
+                tls && !causes.contains("tcp connect error") && !causes.contains("dns error")
+            });
+            match plain {
+                Some(rest) => format!(
+                    "cannot reach the host at {} over TLS ({causes}); `botfleet run` serves plain \
+                     HTTP: without a TLS proxy in front of it, use http://{rest} (set --host or \
+                     BOTFLEET_HOST)",
+                    self.base
+                ),
+                None => format!(
+                    "cannot reach the host at {} ({causes}); is `botfleet run` running? (set \
+                     --host or BOTFLEET_HOST)",
+                    self.base
+                ),
+            }
         };
         anyhow::Error::new(NoAnswer { message })
     }
@@ -413,4 +432,21 @@ fn parse_event(block: &str) -> Option<ServerEvent> {
         event,
         data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
     })
+}
+
+/// An error and the causes under it (`error sending request for url
+/// (…): client error (Connect): tcp connect error: Connection refused`),
+/// each once: reqwest's own message names none of them.
+fn with_causes(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
