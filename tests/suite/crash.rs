@@ -115,6 +115,31 @@ pub(super) fn turn_ended(seq: i64) -> impl Fn(&[Value]) -> bool {
     }
 }
 
+/// Starts a host on fleet file `path`, sends `text` to bot `r`, kills it
+/// (SIGKILL) once the turn's Shell step is stored and the model is
+/// "thinking", and starts it again: the host, the session and its entries
+/// once the resumed turn has ended.
+pub(super) async fn killed_after_a_shell_step(
+    path: &std::path::Path,
+    port: u16,
+    log: &std::path::Path,
+    text: &str,
+) -> (HostProcess, String, Vec<Value>) {
+    let host = HostProcess::start(path, port, log).await;
+    let sent = send(&host.url, "r", text).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    wait_until(&host.url, &session, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+    })
+    .await;
+    host.kill9().await;
+    let host = HostProcess::start(path, port, log).await;
+    let es = wait_until(&host.url, &session, turn_ended(seq)).await;
+    (host, session, es)
+}
+
 #[tokio::test]
 async fn sigkill_after_a_shell_step_resumes_without_repeating_it() {
     let script = r#"
@@ -130,21 +155,8 @@ steps = [
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
-    let host = HostProcess::start(&path, port, &log).await;
-    let sent = send(&host.url, "r", "do it").await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let seq = sent["seq"].as_i64().unwrap();
-    // the Shell step has completed and is recorded; the model is "thinking"
-    wait_until(&host.url, &session, |es| {
-        es.iter()
-            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
-    })
-    .await;
+    let (host, session, es) = killed_after_a_shell_step(&path, port, &log, "do it").await;
     let url = host.url.clone();
-    host.kill9().await;
-
-    let host = HostProcess::start(&path, port, &log).await;
-    let es = wait_until(&url, &session, turn_ended(seq)).await;
     let side =
         std::fs::read_to_string(fleet.path().join("data/workspace/alice/side-effect.txt")).unwrap();
     assert_eq!(side, "ran\n", "the shell command ran exactly once");

@@ -14,13 +14,10 @@ use serde_json::Value;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
 use super::crash::entries;
-use super::crash::send;
-use super::crash::turn_ended;
-use super::crash::wait_until;
+use super::crash::killed_after_a_shell_step;
 
 #[tokio::test]
 async fn a_turn_resumed_after_a_sigkill_counts_the_calls_made_before_it() {
@@ -41,21 +38,9 @@ steps = [
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
-    let host = HostProcess::start(&path, port, &log).await;
-    let sent = send(&host.url, "r", "work now").await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let seq = sent["seq"].as_i64().unwrap();
-    // the first step is stored; the second call waits
-    wait_until(&host.url, &session, |es| {
-        es.iter()
-            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
-    })
-    .await;
+    // killed once the first step is stored, while the second call waits
+    let (host, session, es) = killed_after_a_shell_step(&path, port, &log, "work now").await;
     let url = host.url.clone();
-    host.kill9().await;
-
-    let host = HostProcess::start(&path, port, &log).await;
-    let es = wait_until(&url, &session, turn_ended(seq)).await;
     let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
     assert_eq!(end["status"], "completed", "{es:#?}");
     assert_eq!(end["usage"]["calls"], 3, "the turn's own count: {end}");

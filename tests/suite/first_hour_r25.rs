@@ -4,7 +4,6 @@
 
 use std::process::Stdio;
 use std::time::Duration;
-use std::time::Instant;
 
 use serde_json::Value;
 use serde_json::json;
@@ -15,6 +14,7 @@ use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::process::BIN;
 use crate::support::process::cli;
+use crate::support::process::poll;
 use crate::support::process::signal;
 
 /// Regression: "Send again with the same --nonce and you get the same
@@ -189,14 +189,15 @@ fn spawn_cli(url: &str, args: &[&str]) -> tokio::process::Child {
 /// answer); its output.
 async fn interrupt_when_waiting(child: tokio::process::Child) -> std::process::Output {
     let pid = child.id().unwrap();
-    let start = Instant::now();
-    while !catches_sigint(pid) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the command never waited for the answer"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // another process's state: polled (bounded), as the suite does
+    poll(30, async || {
+        if catches_sigint(pid) {
+            Ok(())
+        } else {
+            Err("the command never waited for the answer".to_owned())
+        }
+    })
+    .await;
     signal(pid, "INT");
     tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await
