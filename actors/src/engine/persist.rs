@@ -21,6 +21,7 @@ impl Runner {
         &mut self,
         mut batch: Vec<Mutation>,
     ) -> Result<Vec<MutationResult>, StoreError> {
+        one_checkpoint(&mut batch, self.turn);
         if let Some(started_at) = self.start_pending {
             batch.insert(
                 0,
@@ -557,3 +558,31 @@ fn removed_cancelled_text(bot: &BotId) -> String {
          of your bots, or have one make a new bot with CreateAgent."
     )
 }
+
+/// Keeps one checkpoint of `turn` in a batch, the last pushed (each is the
+/// whole state, the later one newer), and none in a batch that ends the
+/// turn: an ended turn is never resumed, so its end needs no checkpoint
+/// (a step's batch carries one, and the last step commits with the end:
+/// one write less per turn).
+fn one_checkpoint(batch: &mut Vec<Mutation>, turn: TurnId) {
+    let is_checkpoint =
+        |m: &Mutation| matches!(m, Mutation::Checkpoint { turn: t, .. } if *t == turn);
+    let ends = batch
+        .iter()
+        .any(|m| matches!(m, Mutation::EndTurn { turn: t, .. } if *t == turn));
+    let keep = if ends {
+        None
+    } else {
+        batch.iter().rposition(is_checkpoint)
+    };
+    let mut at = 0;
+    batch.retain(|m| {
+        let kept = !is_checkpoint(m) || Some(at) == keep;
+        at += 1;
+        kept
+    });
+}
+
+#[cfg(test)]
+#[path = "persist_tests.rs"]
+mod tests;
