@@ -130,7 +130,7 @@ pub enum Command {
         #[arg(long, default_value_t = 300, value_parser = args::wait_seconds)]
         timeout: u64,
     },
-    /// Print your conversation with a bot.
+    /// Print your conversation with a bot (a subagent's: its task, its progress and its report).
     Transcript {
         /// Bot id.
         bot: String,

@@ -70,6 +70,11 @@ fn state(b: &Value) -> String {
         "removed".into()
     } else if b["running_turn"].is_string() {
         "working".into()
+    } else if let Some(ended @ ("done" | "failed" | "stopped")) = b["subagent_status"].as_str() {
+        // a subagent whose task ended, as CheckSubagent and the web page
+        // say (it read `idle` or `asleep`, a stopped one too, which takes
+        // no more work)
+        ended.into()
     } else if let Some(until) = b["paused_until"].as_i64() {
         // its daily token budget is spent: what it has queued waits
         format!(
@@ -101,5 +106,24 @@ mod tests {
             state(&json!({"active": true, "paused_until": null})),
             "idle"
         );
+    }
+
+    /// A subagent whose task ended says how (it read `idle` or `asleep`,
+    /// a stopped one too); one at work, or running between turns, reads
+    /// as any bot.
+    #[test]
+    fn a_finished_subagent_says_how_its_task_ended() {
+        for status in ["done", "failed", "stopped"] {
+            for active in [true, false] {
+                let b = json!({"active": active, "subagent_status": status});
+                assert_eq!(state(&b), status);
+            }
+        }
+        let b = json!({"active": true, "subagent_status": "running"});
+        assert_eq!(state(&b), "idle");
+        let b = json!({"active": true, "running_turn": "t1", "subagent_status": "done"});
+        assert_eq!(state(&b), "working");
+        let b = json!({"removed_at": 1, "subagent_status": "stopped"});
+        assert_eq!(state(&b), "removed");
     }
 }

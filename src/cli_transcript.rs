@@ -1,10 +1,19 @@
 //! `botfleet transcript BOT`: a conversation with a bot, as text (one
 //! line or more per entry) or JSON lines, with or without the bot's
 //! internal steps (`--all`), whole or only its end (`--last N`).
+//!
+//! A subagent's conversation is its task: what its parent asked (the
+//! task, its later messages), its progress and its report, in its task
+//! session, with any direct messages a person sent it, in the fleet's
+//! order (`gid`). It printed the person's DM with it alone, empty
+//! for a subagent nobody wrote to: nothing, as if it had done nothing.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use serde_json::Value;
 
 use super::terminal;
@@ -35,22 +44,77 @@ pub(super) async fn transcript(
     let id = session["session"]
         .as_str()
         .context("no session id in the answer")?;
+    let last_seq = session["last_seq"]
+        .as_i64()
+        .context("no last_seq in the answer")?;
+    let mut sessions = vec![(id.to_owned(), last_seq)];
+    if let Some(task) = task_session(client, bot).await? {
+        sessions.insert(0, task);
+    }
     let shown = |e: &Value| !lines(e, all, as_json).is_empty();
-    let entries = match last {
-        None => client.entries_after(id, 0).await?,
-        Some(n) => {
-            let last_seq = session["last_seq"]
-                .as_i64()
-                .context("no last_seq in the answer")?;
-            last_shown(client, id, last_seq, n, shown).await?
+    let mut entries = Vec::new();
+    for (id, last_seq) in &sessions {
+        entries.extend(match last {
+            None => client.entries_after(id, 0).await?,
+            Some(n) => last_shown(client, id, *last_seq, n, shown).await?,
+        });
+    }
+    if sessions.len() > 1 {
+        // one conversation in the fleet's order
+        entries.sort_by_key(|e| e["gid"].as_i64().unwrap_or(0));
+        if let Some(n) = last {
+            // each session's last `n` printed entries: the last `n` of both
+            let skip = entries
+                .len()
+                .saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+            entries.drain(..skip);
         }
-    };
+    }
     for e in &entries {
         for line in lines(e, all, as_json) {
             outln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The task session of `bot` and its last `seq`, when `bot` is a
+/// subagent (origin `subagent:<parent>`): its conversation with its
+/// parent, where its task, its progress and its report are.
+/// `None` too when it cannot be read: a bot given to another user since
+/// is no longer yours, but your DM with it stays yours to print.
+async fn task_session(client: &Client, bot: &str) -> anyhow::Result<Option<(String, i64)>> {
+    let Ok(record) = client.get(&format!("/v1/bots/{}", segment(bot))).await else {
+        return Ok(None);
+    };
+    let Some(parent) = record["origin"]
+        .as_str()
+        .and_then(|o| o.strip_prefix("subagent:"))
+    else {
+        return Ok(None);
+    };
+    let Ok(id) = BotId::new(bot) else {
+        return Ok(None);
+    };
+    let key = SessionKey {
+        bot: id,
+        kind: SessionKind::Subagent,
+        peer: parent.to_owned(),
+    };
+    let session = key.id().to_string();
+    let Ok(page) = client
+        .get(&format!(
+            "/v1/sessions/{}/entries?limit=1",
+            segment(&session)
+        ))
+        .await
+    else {
+        return Ok(None);
+    };
+    let last_seq = page["last_seq"]
+        .as_i64()
+        .context("no last_seq in the answer")?;
+    Ok(Some((session, last_seq)))
 }
 
 /// The last `n` entries of `session` (whose last entry is `last_seq`) that
@@ -97,7 +161,7 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
     let kind = e["kind"].as_str().unwrap_or("");
     if as_json {
         // the same entries as the text, without `--all` too
-        return if all || is_public(kind) {
+        return if all || is_public(kind) || is_task(e) {
             vec![terminal::json(e)]
         } else {
             Vec::new()
@@ -134,6 +198,9 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
         "turn_end" if all => vec![format!("#{seq} (turn {} {})", s("turn"), s("status"))],
         "reminder" if all => vec![format!("#{seq} (reminder) {text}")],
         "agent_message" => vec![format!("#{seq} {} {text}", sender(e))],
+        // a subagent's task and its parent's later messages: what it was
+        // asked, as a person's message is in a DM
+        "event" if is_task(e) => vec![format!("#{seq} {}: {text}", s("origin"))],
         "event" if all => vec![format!("#{seq} (event from {who}) {text}")],
         "summary" if all => vec![format!(
             "#{seq} (summary up to #{}) {text}",
@@ -193,4 +260,14 @@ fn is_public(kind: &str) -> bool {
         kind,
         "user_message" | "delivery" | "notice" | "reaction" | "agent_message" | "approval"
     )
+}
+
+/// Whether `e` is a subagent's task or a later message of its parent to
+/// it (an `event` whose origin is `task from <parent>` or `message from
+/// <parent>`, in its task session).
+fn is_task(e: &Value) -> bool {
+    e["kind"] == "event"
+        && e["origin"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("task from ") || o.starts_with("message from "))
 }

@@ -4,12 +4,18 @@
 //! its subagents: a made bot by such an id read as one of them, listed
 //! among them, and CheckSubagent knew nothing of it). fleet.toml refuses
 //! such an id too (`src/config_bots.rs`, its own copy of the rule: the
-//! binary does not reach into the tools).
+//! binary does not reach into the tools). And what UpdateAgent may give
+//! a made bot: only tools its maker has; a bot it takes tools from takes
+//! them from the bots it made and its subagents too.
 
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::Limit;
+use botfleet_memory::WriteLimit;
 
 use super::ToolContext;
 use super::ToolError;
+use super::refused_outcome;
 use super::store_error;
 
 /// What follows the parent in a subagent's id, before its hex digits.
@@ -71,6 +77,132 @@ pub(super) async fn check_room_to_make(ctx: &ToolContext<'_>) -> Result<(), Tool
         "give the work to an agent that exists (SendToAgent), or ask your person to remove \
          agents no longer needed",
     ))
+}
+
+/// The tool a made bot keeps whatever its maker has (every bot speaks
+/// with it; `fleet_derived.rs` keeps it too).
+const ALWAYS: &str = "SendMessage";
+
+/// Refuses giving `target`, a bot made by CreateAgent (origin
+/// `agent:<maker>`), a tool its maker does not have now: such a bot
+/// keeps only its maker's tools, and each start takes any other away
+/// (`fleet_derived.rs`, `follow_makers`). A maker removed (or gone) has
+/// none: its bots keep only SendMessage. (UpdateAgent of another bot
+/// with the tool gave it, said "updated", and the next restart took it
+/// away, with a line in the host's log only.)
+pub(super) async fn check_maker_has(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+    tools: &[String],
+) -> Result<(), ToolError> {
+    let Some(maker) = target.origin.strip_prefix("agent:") else {
+        return Ok(());
+    };
+    let maker_tools: Vec<String> = match BotId::new(maker) {
+        Ok(id) => match ctx.store().get_bot(&id).await.map_err(store_error)? {
+            Some(m) if m.removed_at().is_none() => m.tools,
+            Some(_) | None => Vec::new(),
+        },
+        Err(_) => Vec::new(),
+    };
+    let has = |t: &str| t == ALWAYS || maker_tools.iter().any(|m| m == t);
+    let lacking: Vec<&str> = tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !has(t))
+        .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    // what the caller may give it: the caller's tools its maker has too
+    let givable: Vec<&str> = ctx
+        .bot
+        .tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| has(t))
+        .collect();
+    let names: Vec<String> = lacking.iter().map(|t| format!("{t:?}")).collect();
+    Err(ToolError::new(
+        format!(
+            "{} was made by {maker} with CreateAgent and may have only tools {maker} has; \
+             {maker} does not have {} (a restart would take {} away again): nothing was changed",
+            target.id,
+            names.join(", "),
+            if lacking.len() == 1 { "it" } else { "them" },
+        ),
+        format!(
+            "give {} only tools both you and {maker} have: {}",
+            target.id,
+            givable.join(", ")
+        ),
+    ))
+}
+
+/// The bots that follow `updated` (its new record, with the tools
+/// UpdateAgent gives it), cut to the tools they may keep now, at `now`:
+/// the bots it made (origin `agent:<id>`) and its subagents (origin
+/// `subagent:<id>`) keep only its tools (and SendMessage), and theirs in
+/// turn, down the chain. A start cuts them so too (`fleet_derived.rs`);
+/// until then they kept a tool taken from their maker or parent: its
+/// running subagent went on with the Shell its parent had just lost.
+/// Removed bots run nothing and are left as they are.
+pub(super) async fn cut_followers(
+    ctx: &ToolContext<'_>,
+    updated: &BotRecord,
+    now: i64,
+) -> Result<Vec<BotRecord>, ToolError> {
+    let mut bots = ctx
+        .store()
+        .list_bots(Some(&updated.owner))
+        .await
+        .map_err(store_error)?;
+    let mut cut: Vec<BotRecord> = Vec::new();
+    // the bots whose tools shrank, whose followers are cut next
+    let mut shrunk: Vec<BotRecord> = vec![updated.clone()];
+    while let Some(leader) = shrunk.pop() {
+        let made = format!("agent:{}", leader.id);
+        let parent = format!("subagent:{}", leader.id);
+        for bot in bots
+            .iter_mut()
+            .filter(|b| b.removed_at().is_none() && (b.origin == made || b.origin == parent))
+        {
+            let before = bot.tools.len();
+            bot.tools
+                .retain(|t| t == ALWAYS || leader.tools.iter().any(|l| l == t));
+            if bot.tools.len() == before {
+                continue;
+            }
+            bot.updated_at = now;
+            cut.retain(|b| b.id != bot.id);
+            cut.push(bot.clone());
+            shrunk.push(bot.clone());
+        }
+    }
+    Ok(cut)
+}
+
+/// The bound of UpdateAgent's write of `follower` (one of
+/// [`cut_followers`]): refused, with nothing written, when its owner
+/// removed it since it was read (the record as read would bring it back).
+pub(super) fn follower_not_removed(ctx: &ToolContext<'_>, follower: &BotRecord) -> Limit {
+    Limit {
+        bound: WriteLimit::BotNotRemoved {
+            bot: follower.id.clone(),
+        },
+        refused: vec![refused_outcome(
+            ctx,
+            "UpdateAgent",
+            &ToolError::new(
+                format!(
+                    "{} was removed while this call ran, so its tools could not be cut with \
+                     the change; nothing was changed",
+                    follower.id
+                ),
+                "call UpdateAgent again",
+            ),
+        )],
+    }
 }
 
 #[cfg(test)]

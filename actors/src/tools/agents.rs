@@ -18,7 +18,8 @@
 //! (fleet.toml may have given one of two bots in a conversation to
 //! someone else since it began). UpdateAgent does not change a subagent
 //! either, nor a removed bot (also one removed while the call ran: its
-//! write is bounded by `WriteLimit::BotNotRemoved`).
+//! write is bounded by `WriteLimit::BotNotRemoved`), nor give a bot made
+//! by CreateAgent a tool its maker lacks (`agent_made.rs`).
 //!
 //! CreateAgent inserts its bot during the call (an external, idempotent
 //! effect, like Remember): the store refuses a taken id in the transaction
@@ -76,7 +77,8 @@ mod names;
 mod targets;
 pub(crate) use targets::resolve_bot;
 
-/// What CreateAgent may make (how many, which ids).
+/// What CreateAgent may make (how many, which ids), and which tools
+/// UpdateAgent may give a bot it made.
 #[path = "agent_made.rs"]
 mod made;
 pub use made::subagent_shaped;
@@ -556,20 +558,44 @@ impl Tool for UpdateAgent {
         }
         if let Some(tools) = &args.tools {
             let tools = check_tools(ctx, tools)?;
+            made::check_maker_has(ctx, &record, &tools).await?;
             check_can_speak("UpdateAgent", &tools)?;
             record.tools = tools;
             changed.push("tools");
         }
-        record.updated_at = ctx.rt.store.clock().now_ms();
-        // its owner may remove it before this write commits
-        let limit = targets::not_removed(ctx, &record);
+        let now = ctx.rt.store.clock().now_ms();
+        record.updated_at = now;
+        // the bots it made and its subagents keep only its tools
+        let followers = if args.tools.is_some() {
+            made::cut_followers(ctx, &record, now).await?
+        } else {
+            Vec::new()
+        };
+        let mut content = format!(
+            "updated {} ({}); it applies from its next turn",
+            record.id,
+            changed.join(", ")
+        );
+        if !followers.is_empty() {
+            let cut: Vec<String> = followers
+                .iter()
+                .map(|b| format!("{} (now {})", b.id, b.tools.join(", ")))
+                .collect();
+            content.push_str(&format!(
+                "; the bots it made and its subagents keep only its tools: {}",
+                cut.join("; ")
+            ));
+        }
+        // its owner may remove it (or one of them) before this write commits
+        let mut limits = vec![targets::not_removed(ctx, &record)];
+        limits.extend(followers.iter().map(|b| made::follower_not_removed(ctx, b)));
+        let effects = std::iter::once(record)
+            .chain(followers)
+            .map(Mutation::UpsertBot)
+            .collect();
         Ok(ToolOutput {
-            content: format!(
-                "updated {} ({}); it applies from its next turn",
-                record.id,
-                changed.join(", ")
-            ),
-            effects: bounded(vec![Mutation::UpsertBot(record)], vec![limit]),
+            content,
+            effects: bounded(effects, limits),
             delivered: false,
         })
     }

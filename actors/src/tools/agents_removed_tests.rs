@@ -119,3 +119,71 @@ async fn an_update_of_a_removed_bot_is_refused_and_one_of_a_kept_bot_commits() {
     assert_eq!(stored.name, "Scout");
     assert!(stored.removed_at().is_some());
 }
+
+/// A follower of the bot UpdateAgent takes a tool from (a bot it made,
+/// cut to its tools in the same write) that its owner removes before the
+/// write commits: the call is refused and nothing is written, neither the
+/// bot's change nor the follower's record as read, which would bring it
+/// back.
+#[tokio::test]
+async fn a_follower_removed_before_the_cut_commits_stays_removed() {
+    let mut f = speaker();
+    f.bot.tools.push("Write".into());
+    let scout = with_scout(&f).await;
+    let scout = BotRecord {
+        tools: vec!["SendMessage".into(), "Write".into(), "CreateAgent".into()],
+        ..scout
+    };
+    let minion = BotRecord {
+        origin: "agent:scout".into(),
+        ..crate::tools::test_support::bot_record(
+            "minion",
+            "Minion",
+            &f.bot.owner,
+            &["SendMessage", "Write"],
+        )
+    };
+    f.rt.store
+        .write(vec![
+            Mutation::UpsertBot(scout.clone()),
+            Mutation::UpsertBot(minion.clone()),
+        ])
+        .await
+        .unwrap();
+    let args = json!({"agent": "scout", "tools": ["SendMessage", "CreateAgent"]});
+    let out = UpdateAgent.call(&f.ctx("c1"), args).await.unwrap();
+    assert!(
+        out.content.ends_with(
+            "; the bots it made and its subagents keep only its tools: minion (now SendMessage)"
+        ),
+        "{}",
+        out.content
+    );
+
+    // minion's owner removes it before the call's write commits
+    remove(&f, minion).await;
+    let results = f.rt.store.write(out.effects).await.unwrap();
+    assert!(
+        matches!(
+            &results[..],
+            [MutationResult::Limited {
+                refused: Some(1),
+                ..
+            }]
+        ),
+        "{results:?}"
+    );
+    let stored = |id: &str| {
+        let store = f.rt.store.clone();
+        let id = BotId::new(id).unwrap();
+        async move { store.get_bot(&id).await.unwrap().unwrap() }
+    };
+    let minion = stored("minion").await;
+    assert!(minion.removed_at().is_some(), "came back: {minion:?}");
+    assert_eq!(minion.tools, ["SendMessage", "Write"]);
+    assert_eq!(
+        stored("scout").await.tools,
+        scout.tools,
+        "nothing was changed"
+    );
+}
