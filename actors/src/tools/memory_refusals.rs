@@ -70,10 +70,13 @@ pub(super) async fn refused(
 /// store's refusal with its counts and suggestions.
 pub(super) fn refusal_error(r: &MemoryRefusal) -> ToolError {
     let hint = match r {
-        MemoryRefusal::ProfileFull { suggestion, .. } => format!(
-            "replace one of these ids with Remember {{\"replaces\": id, \"text\": ...}}, or Forget one first: {}",
-            listed(suggestion.iter().map(|(id, text)| (id, text.as_str())))
-        ),
+        MemoryRefusal::ProfileFull {
+            chars,
+            max_chars,
+            needed,
+            suggestion,
+            ..
+        } => profile_hint((chars + needed).saturating_sub(*max_chars), suggestion),
         MemoryRefusal::LogFull { suggestion, .. } | MemoryRefusal::NotesFull { suggestion, .. } => {
             format!(
                 "Forget one of these ids first: {}",
@@ -95,6 +98,37 @@ pub(super) fn refusal_error(r: &MemoryRefusal) -> ToolError {
         MemoryRefusal::IdTaken(_) => "call Remember again".into(),
     };
     ToolError::new(r.to_string(), hint)
+}
+
+/// What to do about a full profile whose write needs `short` more
+/// characters than are free (0: only the count of facts is at its limit)
+/// with the facts the store suggests. When characters are short, replacing
+/// one suggested fact makes room only if that fact is at least as long as
+/// what is missing, and forgetting one short fact does not: the advice to
+/// "replace one of these, or Forget one first" sent the bot to replace a
+/// 15-character fact with a 100-character one (refused again) or to
+/// forget it and still have no room. So the answer then says how many
+/// characters to free and each suggested fact's length.
+fn profile_hint(short: usize, suggestion: &[(MemoryId, String)]) -> String {
+    if short == 0 {
+        return format!(
+            "replace one of these ids with Remember {{\"replaces\": id, \"text\": ...}}, or Forget one first: {}",
+            listed(suggestion.iter().map(|(id, text)| (id, text.as_str())))
+        );
+    }
+    let facts = suggestion
+        .iter()
+        .map(|(id, text)| {
+            let len = text.chars().count();
+            let short_text: String = text.chars().take(SUGGESTION_CHARS).collect();
+            let quoted = serde_json::to_string(&short_text).unwrap_or_default();
+            format!("{id} {quoted} ({len} characters)")
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!(
+        "free at least {short} characters: Forget facts that add up to at least {short} characters, then call Remember again (replacing a fact frees only its own length). The least important and least recently changed: {facts}"
+    )
 }
 
 /// `id "start of the text"; …` of the items offered.

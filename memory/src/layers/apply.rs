@@ -39,6 +39,7 @@ use super::types::normalize_text;
 use super::types::visible_from;
 use crate::error::Result;
 use crate::error::StoreError;
+use crate::ids::TurnId;
 
 /// Columns read into a [`MemoryItem`] by [`item_from_row`].
 pub(crate) const ITEM_COLUMNS: &str =
@@ -147,12 +148,13 @@ pub(crate) fn layer_items(
 pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<MemoryOpResult> {
     purge_expired(conn, op.scope(), now)?;
     match op {
-        MemoryOp::Add(new) => add(conn, new, now, Full::Refuse),
+        MemoryOp::Add(new) => add(conn, new, (now, now), Full::Refuse),
         MemoryOp::AddExtracted { new, turn } => {
             if forget_marks::covers(conn, new, *turn, now)? {
                 return Ok(MemoryOpResult::AlreadyForgotten(new.id.clone()));
             }
-            add(conn, new, now, Full::RollLog)
+            let set_at = extracted_at(conn, *turn, now)?;
+            add(conn, new, (now, set_at), Full::RollLog)
         }
         MemoryOp::ChangeExtracted {
             id,
@@ -169,7 +171,9 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
             if *removal {
                 remove(conn, id, scope, None, now)
             } else {
-                replace(conn, id, scope, text, *importance, source, now)
+                // not after the turn's end, by `changed_since` above
+                let set_at = extracted_at(conn, *turn, now)?;
+                replace(conn, id, scope, text, *importance, source, set_at)
             }
         }
         MemoryOp::ForgetMatching { scope, needle } => {
@@ -200,6 +204,19 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
             purge_expired(conn, scope, *before_ms).map(MemoryOpResult::Purged)
         }
     }
+}
+
+/// When what the extraction of `turn` writes was set: at the turn's end
+/// (at most `now`), not when the extraction lands. Extractions run in the
+/// background, side by side, and an earlier turn's may land after a later
+/// turn's: stamped as it landed, a fact the person had corrected since
+/// was listed as the newer of the two ("when two disagree, the later one
+/// is more likely true"), and its replace, landing after the later turn
+/// ended, refused that turn's correction as a newer change
+/// (`forget_marks::changed_since`). `now` for a turn the store does not
+/// know or that has not ended.
+fn extracted_at(conn: &Connection, turn: TurnId, now: i64) -> Result<i64> {
+    Ok(forget_marks::turn_end(conn, turn)?.map_or(now, |ended| ended.min(now)))
 }
 
 /// Normalizes a text for `layer`, or refuses it.
@@ -234,7 +251,14 @@ enum Full {
     RollLog,
 }
 
-fn add(conn: &Connection, new: &NewMemory, now: i64, full: Full) -> Result<MemoryOpResult> {
+/// Adds `new` at `now`, stamped as set at `set_at` (its writer's time:
+/// [`extracted_at`] for an extraction's).
+fn add(
+    conn: &Connection,
+    new: &NewMemory,
+    (now, set_at): (i64, i64),
+    full: Full,
+) -> Result<MemoryOpResult> {
     let text = match checked_text(&new.text, new.layer) {
         Ok(t) => t,
         Err(r) => return Ok(MemoryOpResult::Refused(r)),
@@ -300,8 +324,8 @@ fn add(conn: &Connection, new: &NewMemory, now: i64, full: Full) -> Result<Memor
         text,
         importance: new.importance,
         source: new.source.clone(),
-        created_at: now,
-        updated_at: now,
+        created_at: set_at,
+        updated_at: set_at,
         expires_at: new.expires_at,
     };
     conn.prepare_cached("DELETE FROM memory_forgotten WHERE id = ?1")?
@@ -322,7 +346,7 @@ fn add(conn: &Connection, new: &NewMemory, now: i64, full: Full) -> Result<Memor
         stored_terms(&item.text),
         i64::from(item.importance.get()),
         item.source,
-        now,
+        set_at,
         item.expires_at
     ])?;
     Ok(MemoryOpResult::Added(item))
@@ -373,7 +397,10 @@ fn room_for(
                 max_facts: MAX_PROFILE_FACTS,
                 max_chars: MAX_PROFILE_CHARS,
                 needed: chars,
-                suggestion: suggest(items, |i| (i.importance, i.updated_at)),
+                suggestion: profile_suggestion(
+                    items,
+                    (used + chars).saturating_sub(MAX_PROFILE_CHARS),
+                ),
             })
         }
         Layer::Log => {
@@ -404,6 +431,38 @@ fn room_for(
             })
         }
     }
+}
+
+/// Most facts a full profile's refusal suggests, when the first
+/// [`SUGGESTIONS`] are too short to free what is missing.
+const MAX_PROFILE_SUGGESTIONS: usize = 20;
+
+/// The profile facts a refusal suggests replacing or forgetting, lowest
+/// importance then least recently changed: the first [`SUGGESTIONS`],
+/// and more while together they are shorter than `short` (the characters
+/// missing; 0 when only the count of facts is at its limit), at most
+/// [`MAX_PROFILE_SUGGESTIONS`]. Five short facts offered for a write that
+/// lacked more than they hold sent the bot to forget all five and be
+/// refused again.
+fn profile_suggestion(items: &[MemoryItem], short: usize) -> Vec<(MemoryId, String)> {
+    let mut sorted: Vec<&MemoryItem> = items.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.importance, a.updated_at)
+            .cmp(&(b.importance, b.updated_at))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let mut freed = 0;
+    sorted
+        .into_iter()
+        .enumerate()
+        .take_while(|(n, i)| {
+            let more = *n < SUGGESTIONS || freed < short;
+            freed += i.chars();
+            more
+        })
+        .take(MAX_PROFILE_SUGGESTIONS)
+        .map(|(_, i)| (i.id.clone(), i.text.clone()))
+        .collect()
 }
 
 /// The first [`SUGGESTIONS`] items by `key` (then id), as (id, text).
@@ -447,7 +506,7 @@ fn replace(
     text: &str,
     importance: Option<Importance>,
     source: &str,
-    now: i64,
+    set_at: i64,
 ) -> Result<MemoryOpResult> {
     let before = match target(conn, id, scope)? {
         Ok(item) => item,
@@ -478,7 +537,10 @@ fn replace(
                 max_facts: MAX_PROFILE_FACTS,
                 max_chars: MAX_PROFILE_CHARS,
                 needed: chars - before.chars(),
-                suggestion: suggest(&others, |i| (i.importance, i.updated_at)),
+                suggestion: profile_suggestion(
+                    &others,
+                    (used - before.chars() + chars).saturating_sub(MAX_PROFILE_CHARS),
+                ),
             }));
         }
     }
@@ -495,7 +557,7 @@ fn replace(
             chars as i64,
             i64::from(importance.get()),
             source,
-            now,
+            set_at,
             stored_terms(&text)
         ])?;
         Ok(())
@@ -504,7 +566,7 @@ fn replace(
         text,
         importance,
         source: source.to_owned(),
-        updated_at: now,
+        updated_at: set_at,
         ..before.clone()
     };
     Ok(MemoryOpResult::Replaced { before, after })

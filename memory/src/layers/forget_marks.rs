@@ -120,6 +120,14 @@ pub(crate) fn changed_since(
     scope: &MemoryScope,
     turn: TurnId,
 ) -> Result<Option<MemoryItem>> {
+    let Some(ended) = turn_end(conn, turn)? else {
+        return Ok(None);
+    };
+    Ok(get_item(conn, id)?.filter(|i| &i.scope == scope && i.updated_at > ended))
+}
+
+/// When `turn` ended, if the store knows it and it has ended.
+pub(crate) fn turn_end(conn: &Connection, turn: TurnId) -> Result<Option<i64>> {
     let ended: Option<i64> = conn
         .prepare_cached("SELECT ended_at FROM turns WHERE id = ?1")?
         .query_row(params![turn.to_string()], |r| r.get(0))
@@ -127,10 +135,7 @@ pub(crate) fn changed_since(
             rusqlite::Error::QueryReturnedNoRows => Ok(None),
             e => Err(e),
         })?;
-    let Some(ended) = ended else {
-        return Ok(None);
-    };
-    Ok(get_item(conn, id)?.filter(|i| &i.scope == scope && i.updated_at > ended))
+    Ok(ended)
 }
 
 /// When `turn` started, if the store knows it.

@@ -80,7 +80,9 @@ pub enum MemoryOp {
     /// forgotten since), or when a Forget of its scope committed at or
     /// after the turn's start covers its text (a Forget by text whose
     /// text it contains, a Forget of an item with the same text). A turn
-    /// the store does not know is checked against its id only.
+    /// the store does not know is checked against its id only. The item
+    /// is set as of the turn's end, not when the extraction lands, so an
+    /// earlier turn's fact landing late is not taken for the newer one.
     AddExtracted {
         /// The item.
         new: NewMemory,
@@ -91,7 +93,8 @@ pub enum MemoryOp {
     /// the extraction of `turn`: a change of the item committed after the
     /// turn ended wins (answers `Unchanged` with the item as it is), so an
     /// older extraction landing late does not overwrite a newer fact. A
-    /// turn the store does not know, or not ended, is not checked.
+    /// turn the store does not know, or not ended, is not checked. A
+    /// replace is set as of the turn's end, as `AddExtracted` is.
     ChangeExtracted {
         /// The item.
         id: MemoryId,
@@ -188,7 +191,7 @@ pub enum MemoryRefusal {
     },
     /// The profile has no room.
     #[error(
-        "the profile of {scope} is full ({count}/{max_facts} facts, {chars}/{max_chars} characters; this needs {needed} characters); replace one of the suggested facts or forget one first"
+        "the profile of {scope} is full ({count}/{max_facts} facts, {chars}/{max_chars} characters; this needs {needed} characters); make room by replacing or forgetting suggested facts"
     )]
     ProfileFull {
         /// Scope.
