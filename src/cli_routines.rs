@@ -112,7 +112,39 @@ pub(super) async fn list(client: &Client, bot: &str, as_json: bool) -> anyhow::R
             );
         }
     }
+    // the table alone shows a removed bot's routines as coming, and a
+    // paused bot's NEXT in the past; a note only, the listing stands
+    // without it
+    let id = v["bot"].as_str().unwrap_or(bot);
+    if let Ok(bots) = client.get("/v1/bots").await
+        && let Some(b) = bots["bots"]
+            .as_array()
+            .and_then(|all| all.iter().find(|b| b["id"] == json!(id)))
+        && let Some(note) = held_note(id, b)
+    {
+        outln!("{note}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why the routines of bot `id` (its entry in `GET /v1/bots`) do not run
+/// now, if they do not: it is removed (their slots pass without a run), or
+/// its daily token budget is spent (their slots wait for the pause's end).
+fn held_note(id: &str, b: &Value) -> Option<String> {
+    let id = cell(id);
+    if b["removed_at"].is_i64() {
+        return Some(format!(
+            "{id} is removed: its routines do not run (their slots pass without a run); \
+             `botfleet routines remove {id} NAME` deletes one"
+        ));
+    }
+    let until = b["paused_until"].as_i64()?;
+    Some(format!(
+        "{id} is paused by its daily token budget until {}: its routines wait (a NEXT in the \
+         past is a slot waiting), then each runs once, late, or lets its missed slots pass, as \
+         its catch_up says",
+        terminal::minute_utc(until).unwrap_or_else(|| until.to_string())
+    ))
 }
 
 /// One routine of `GET /v1/bots/{bot}/routines` as a row of the listing.

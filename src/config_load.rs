@@ -422,6 +422,22 @@ impl LoadedFleet {
                     (None, Some(var)) => {
                         let key = format!("bots[{i}].hooks[{j}].secret_env");
                         match lookup(&mut problems, key.clone(), var, START) {
+                            // senders sign with the secret as they have it: a line
+                            // break an env file left would fail every signature
+                            Some(s) if s.trim() != s => {
+                                problems.push(self.invalid(
+                                    key,
+                                    format!(
+                                        "the value of environment variable {var} (the secret of \
+                                         hook {:?}) starts or ends with whitespace (a line \
+                                         break or carriage return from the file it came from?); \
+                                         senders sign with the secret alone, so every delivery \
+                                         would fail its signature: set it to the secret alone",
+                                        h.name
+                                    ),
+                                ));
+                                None
+                            }
                             // the inline minimum; the message names the rule, never the value
                             Some(s) if s.len() < MIN_HOOK_SECRET => {
                                 problems.push(self.invalid(

@@ -121,6 +121,7 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
         .map(botfleet_actors::safety::Secret::from)
         .collect();
     let mut notes = fleet_file.warnings();
+    notes.extend(shared_hook_secrets(&fleet_file.source, &resolved.hooks));
     let f = &fleet_file.file;
     let listen: SocketAddr = f
         .host
@@ -261,4 +262,34 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
         vault,
         models,
     })
+}
+
+/// A warning per group of webhooks that share a secret: each accepts a
+/// delivery signed for another (the signature covers the body, and the
+/// timestamp, not the URL), and each remembers only its own signatures,
+/// so a request captured on one is admitted when replayed to another.
+/// Names the hooks (`bot/hook`, in the file's order), never the secret.
+fn shared_hook_secrets(source: &str, hooks: &[crate::config::ResolvedHook]) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for h in hooks {
+        let name = format!("{}/{}", h.bot, h.name);
+        match groups.iter_mut().find(|(secret, _)| *secret == h.secret) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((&h.secret, vec![name])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, names)| names.len() > 1)
+        .map(|(_, mut names)| {
+            let last = names.pop().unwrap_or_default();
+            format!(
+                "WARNING: {source}: webhooks {} and {last} share a secret: each accepts a \
+                 delivery signed for another, and a request captured on one can be replayed \
+                 to another (each remembers only its own deliveries); give each hook its own \
+                 secret",
+                names.join(", ")
+            )
+        })
+        .collect()
 }

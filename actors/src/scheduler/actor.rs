@@ -3,7 +3,10 @@
 //!
 //! Sequence of a tick (a timer wake-up, a poke, or a change of routines):
 //! 1. read the injected [`Clock`]: every routine whose `next_fire_ms` is at
-//!    or before now is due (decisions never depend on tokio's clock);
+//!    or before now is due (decisions never depend on tokio's clock); at
+//!    the first tick, and when the clock reads earlier than at the last
+//!    one (set back), a routine whose next slot was planned while the
+//!    clock ran ahead is planned again from now (`fire::rewind`);
 //! 2. a due routine of a bot paused by its daily token budget waits,
 //!    untouched, until the pause ends (then it is a catch-up like after
 //!    downtime); per other due routine, [`plan_slot`](super::plan_slot)
@@ -212,6 +215,9 @@ pub struct SchedulerState {
     /// Bots paused by their daily token budget at the last tick, and
     /// until when: their due routines wait for then, not for a retry.
     pub(super) held: HashMap<BotId, i64>,
+    /// The clock's reading at the last tick (`None` before the first):
+    /// one that reads earlier was set back (see `fire::rewind`).
+    pub(super) last_tick_ms: Option<i64>,
 }
 
 impl Actor for SchedulerActor {
@@ -251,6 +257,7 @@ impl Actor for SchedulerActor {
             retry: false,
             restored_at_ms,
             held: HashMap::new(),
+            last_tick_ms: None,
         };
         sync_config(&mut state).await?;
         Ok(state)

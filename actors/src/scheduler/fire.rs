@@ -115,6 +115,12 @@ pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
     let now = state.args.clock.now_ms();
     state.retry = false;
     state.held.clear();
+    // at the first tick (a start) and after the clock went back
+    let set_back = state.last_tick_ms.is_none_or(|last| now < last);
+    state.last_tick_ms = Some(now);
+    if set_back {
+        rewind(state, now).await;
+    }
     let mut report = fire_pass(state, now, None).await;
     let skipped: BTreeSet<Key> = report
         .iter()
@@ -125,6 +131,64 @@ pub(super) async fn fire_due(state: &mut SchedulerState) -> Vec<Firing> {
         report.extend(fire_pass(state, now, Some(&skipped)).await);
     }
     report
+}
+
+/// Plans again from `now` each routine whose next slot was planned while
+/// the clock read later than it does now: a clock that ran ahead and was
+/// set back (by NTP, by hand, a VM restored) left it waiting for a slot in
+/// that future, as long as the clock had been ahead (a year ahead, a year
+/// without a run). A slot is planned from the time it is planned at, so
+/// while the clock only goes forward a slot still to come is always the
+/// first after now; one later than that is such a slot. A slot that
+/// already ran and comes again is not run twice: its fire's nonce is in
+/// the ledger ([`FireOutcome::AlreadyFired`]).
+async fn rewind(state: &mut SchedulerState, now: i64) {
+    let mut jobs = Vec::new();
+    let mut moved = Vec::new();
+    for (key, loaded) in &state.routines {
+        let (Some(schedule), Some(slot_ms)) = (&loaded.schedule, loaded.record.next_fire_ms) else {
+            continue;
+        };
+        if slot_ms <= now {
+            continue;
+        }
+        let Some(next) = schedule.next_after(now).filter(|n| *n < slot_ms) else {
+            continue;
+        };
+        tracing::warn!(bot = %key.0, routine = %key.1, slot_ms, next, now,
+            "the routine's next slot was planned while the clock read later than now (it was set back); planning it again from now");
+        jobs.push(Job {
+            batch: vec![Mutation::AdvanceRoutine {
+                bot: key.0.clone(),
+                name: key.1.clone(),
+                slot_ms,
+                fired: false,
+                next_fire_ms: Some(next),
+            }],
+            route: None,
+        });
+        moved.push((key.clone(), next));
+    }
+    if jobs.is_empty() {
+        return;
+    }
+    let results = commit_all(&state.args.rt, jobs).await;
+    for ((key, next), result) in moved.into_iter().zip(results) {
+        match result {
+            Ok(_) => {
+                if let Some(l) = state.routines.get_mut(&key) {
+                    l.record.next_fire_ms = Some(next);
+                }
+            }
+            Err(e) => {
+                // tried again at the next tick, which comes within a second
+                state.retry = true;
+                state.last_tick_ms = None;
+                tracing::warn!(bot = %key.0, routine = %key.1, error = %e,
+                    "a routine could not be planned again after the clock was set back; retrying");
+            }
+        }
+    }
 }
 
 /// What a pass found of a due routine's bot.

@@ -180,26 +180,37 @@ pub(crate) fn get(conn: &Connection, bot: &BotId, name: &str) -> Result<Option<R
 /// took it again), or `None` while no turn has taken it yet. The turn is
 /// found through the entries of the routine's session after the fire (the
 /// `(session_id, seq)` index), not by scanning the turns table, which has
-/// no index on the session.
+/// no index on the session. Only fires of the routine as it is now count:
+/// those since its row was created (a routine deleted and made again under
+/// its name, through the API or fleet.toml, keeps its session, and the
+/// runs of the one before are not its own).
 pub(crate) fn last_runs(
     conn: &Connection,
     bot: &BotId,
 ) -> Result<Vec<(String, Option<TurnRecord>)>> {
-    let sessions: Vec<(String, String)> = conn
-        .prepare_cached("SELECT peer, id FROM sessions WHERE bot_id = ?1 AND kind = 'routine'")?
-        .query_map(params![bot.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+    let sessions: Vec<(String, String, i64)> = conn
+        .prepare_cached(
+            "SELECT s.peer, s.id, r.created_at FROM sessions s
+             JOIN routines r ON r.bot_id = s.bot_id AND r.name = s.peer
+             WHERE s.bot_id = ?1 AND s.kind = 'routine'",
+        )?
+        .query_map(params![bot.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut runs = Vec::new();
-    for (name, session) in sessions {
+    for (name, session, created_at) in sessions {
         let fire: Option<(i64, i64)> = conn
             .prepare_cached(
                 "SELECT gid, seq FROM entries
                  WHERE session_id = ?1 AND kind = 'event' AND json_extract(body, '$.origin') = ?2
+                   AND created_at >= ?3
                  ORDER BY seq DESC LIMIT 1",
             )?
-            .query_row(params![session, format!("routine:{name}")], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .query_row(
+                params![session, format!("routine:{name}"), created_at],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .optional()?;
         let Some((gid, seq)) = fire else { continue };
         let turn_ids: Vec<String> = conn
