@@ -339,18 +339,24 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
     h.stop().await;
 }
 
-/// A routine the owner made through the API goes with the bot when
-/// fleet.toml gives the bot to another user, and keeps firing for the new
-/// owner, who lists (and may remove) it; the former owner no longer sees
-/// it (docs/operations.md, "Changing a bot's owner").
+/// Regression: a routine the owner made through the API went with the
+/// bot when fleet.toml gave the bot to another user, and kept firing for
+/// the new owner: the former owner's prompt ran with the new owner's
+/// tools, workspace and secrets, which an owner change promises never
+/// happens (docs/operations.md, "Changing a bot's owner"). The change now
+/// removes it; the file's routine, the operator's, goes with the bot and
+/// fires for the new owner; the former owner sees neither.
 #[tokio::test]
-async fn an_api_routine_goes_with_its_bot_to_a_new_owner() {
+async fn a_former_owners_api_routine_does_not_run_for_the_new_owner() {
     use crate::support::fleet::BOB_TOKEN;
 
     let script = "[[rule]]\nsteps = [ { text = \"noted\" } ]\n";
+    let daily = "[[bots.routines]]\nname = \"daily\"\ncron = \"* * * * * *\"\n\
+                 timezone = \"UTC\"\nprompt = \"Daily.\"\n";
     let host = TestFleet::new()
         .script("s", script)
         .bot("r", "s", &["SendMessage"])
+        .bot_lines(daily)
         .start()
         .await;
     let (status, body) = host
@@ -362,32 +368,53 @@ async fn an_api_routine_goes_with_its_bot_to_a_new_owner() {
         )
         .await;
     assert_eq!(status, 201, "{body}");
+    // it ran for alice
     host.wait_get("/v1/bots/r/routines", |v| {
-        v["routines"][0]["last_fire_ms"].as_i64().map(Value::from)
+        let routines = v["routines"].as_array()?;
+        let tick = routines.iter().find(|r| r["name"] == "tick")?;
+        tick["last_fire_ms"].as_i64().map(Value::from)
     })
     .await;
     let fleet = host
         .shutdown()
         .await
         .without_bot("r")
-        .bot_of("r", "s", &["SendMessage"], "bob");
+        .bot_of("r", "s", &["SendMessage"], "bob")
+        .bot_lines(daily);
     fleet.write();
     let host = restart(fleet).await;
     let (status, _) = host.get("/v1/bots/r/routines", TOKEN).await;
-    assert_eq!(status, 404, "the former owner no longer sees it");
-    let (status, before) = host.get("/v1/bots/r/routines", BOB_TOKEN).await;
-    assert_eq!(status, 200, "{before}");
-    assert_eq!(before["routines"][0]["name"], "tick", "{before}");
-    let last = before["routines"][0]["last_fire_ms"].as_i64().unwrap();
-    // it fires on, for bob
+    assert_eq!(status, 404, "the former owner no longer sees them");
+    let (status, after) = host.get("/v1/bots/r/routines", BOB_TOKEN).await;
+    assert_eq!(status, 200, "{after}");
+    let names: Vec<&str> = after["routines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["daily"], "alice's API routine is gone: {after}");
+    let last = after["routines"][0]["last_fire_ms"].as_i64().unwrap_or(0);
+    // the file's fires on, for bob
     poll(20, async || {
         let (_, now) = host.get("/v1/bots/r/routines", BOB_TOKEN).await;
         match now["routines"][0]["last_fire_ms"].as_i64() {
             Some(fire) if fire > last => Ok(()),
-            _ => Err(format!("no fire for bob yet: {now}")),
+            _ => Err(format!("no fire of daily for bob yet: {now}")),
         }
     })
     .await;
+    // and bob may make a routine of that name again, his own
+    let (status, body) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/bots/r/routines/tick",
+            BOB_TOKEN,
+            Some(json!({"cron": "0 9 * * *", "timezone": "UTC", "prompt": "Bob's tick."})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(body["last_status"].is_null(), "{body}");
     host.shutdown().await;
 }
 

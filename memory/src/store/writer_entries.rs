@@ -60,7 +60,32 @@ impl Writer {
             ])?;
         self.follow_owner(bot, now)?;
         if let Some(former) = former.filter(|f| f != bot.owner.as_str()) {
-            rooms::admit_new_owner(&self.conn, &bot.id, &UserId::new(former)?, now)?;
+            rooms::admit_new_owner(&self.conn, &bot.id, &UserId::new(former.as_str())?, now)?;
+            self.drop_former_owners_routines(bot, &former)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the routines of `bot` made through the API (`origin =
+    /// 'api'`), at a change of its owner: they were made by its former
+    /// owner (only a bot's owner makes its routines), and their prompts
+    /// are that owner's instructions, which never run with the new
+    /// owner's tools, workspace or secrets. (They went with the bot and
+    /// kept firing for the new owner.) The file's routines are the
+    /// operator's, and stay. Each is named in the log; the new owner may
+    /// make it again.
+    fn drop_former_owners_routines(&mut self, bot: &BotRecord, former: &str) -> Result<()> {
+        let names: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "DELETE FROM routines WHERE bot_id = ?1 AND origin = 'api' RETURNING name",
+            )?
+            .query_map(params![bot.id.as_str()], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for routine in names {
+            tracing::warn!(bot = %bot.id, %routine, former_owner = %former, owner = %bot.owner,
+                "routine made through the API by the bot's former owner removed with the owner change \
+                 (its prompt is theirs); the new owner may make it again");
         }
         Ok(())
     }
