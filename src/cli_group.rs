@@ -403,20 +403,18 @@ async fn send(
             let names: Vec<String> = unknown.iter().map(|u| format!("@{u}")).collect();
             errln!("no member of {room} is called {}", names.join(", "));
         }
-        let removed: Vec<String> = body["removed_mentions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(|id| format!("@{id}")))
-            .collect();
-        if !removed.is_empty() {
-            errln!(
-                "{} {} no longer in the fleet's config and takes no turns in {room}",
-                removed.join(", "),
-                if removed.len() == 1 { "is" } else { "are" }
-            );
-        }
     }
+    // mentioned members that take no turns: the room's `removed_member`
+    // notice after the message says which and why (removed from the
+    // fleet's config or by their owner, or a subagent that was stopped),
+    // printed when the wait reads it
+    let removed: Vec<String> = body["removed_mentions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let mut removed_told = as_json || removed.is_empty();
     // from here on the message is saved: a Ctrl-C says so (as `send`)
     let mut sigint = super::send::sigint();
     let interrupted = || {
@@ -446,12 +444,16 @@ async fn send(
         };
         for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
+            if !removed_told && e["kind"] == "notice" && e["code"] == "removed_member" {
+                removed_told = true;
+                errln!("{}", e["text"].as_str().unwrap_or(""));
+            }
             let ends_mine = e["kind"] == "turn_end"
                 && e["inputs"]
                     .as_array()
                     .is_some_and(|a| a.contains(&json!(seq)));
             if ends_mine {
-                print_discussion(room, seq, &unknown, &seen, &e, as_json);
+                print_discussion(room, seq, (&unknown, &removed), &seen, &e, as_json);
                 if every_turn_failed(&e) {
                     return Ok(ExitCode::from(super::exit::TURN_FAILED));
                 }
@@ -514,10 +516,14 @@ fn every_turn_failed(end: &Value) -> bool {
     outcomes.contains(&"failed") && !answered
 }
 
+/// Prints the discussion of message `seq` that `end` closed: its replies
+/// and why it ended; `(unknown, removed)` are the message's mentions
+/// that addressed nobody (names as written, ids of members that take no
+/// turns), from the answer to its post.
 fn print_discussion(
     room: &str,
     seq: i64,
-    unknown: &[String],
+    (unknown, removed): (&[String], &[String]),
     entries: &[Value],
     end: &Value,
     as_json: bool,
@@ -540,6 +546,7 @@ fn print_discussion(
             "room": room,
             "seq": seq,
             "unknown_mentions": unknown,
+            "removed_mentions": removed,
             "replies": replies.iter().map(|d| json!({"author": d["author"], "author_name": d["author_name"], "seq": d["seq"], "text": d["text"]})).collect::<Vec<_>>(),
             "notices": notices.iter().map(|n| json!({"code": n["code"], "text": n["text"]})).collect::<Vec<_>>(),
             "members": end["members"],

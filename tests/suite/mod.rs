@@ -119,6 +119,7 @@ mod retry_after_later_turn;
 mod review;
 mod review_ttl;
 mod review_untrusted;
+mod room_backlog;
 mod room_becomes_shared;
 mod room_cap;
 mod room_duplicates;

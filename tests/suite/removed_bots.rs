@@ -188,7 +188,7 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
     .await;
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("@b is no longer in the fleet's config and takes no turns in pair"),
+        err.contains("@b is no longer in the fleet's config and takes no turns in this room"),
         "{err}"
     );
     // and a new room cannot take it

@@ -267,6 +267,37 @@ async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
         "{why}"
     );
 
+    // `botfleet group send` says why it takes no turns, as the notice
+    // does (it said it was no longer in the fleet's config)
+    let (code, _, err) = crate::support::process::cli(
+        &["group", "send", "team", &format!("@{sub} status again?")],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("@{sub} is a subagent that p stopped")),
+        "{err}"
+    );
+    assert!(!err.contains("fleet's config"), "{err}");
+    // and `--json` names it
+    let (code, out, err) = crate::support::process::cli(
+        &[
+            "group",
+            "send",
+            "team",
+            &format!("@{sub} and now?"),
+            "--json",
+        ],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["removed_mentions"], json!([sub]), "{out:#}");
+
     // a message to everyone: the discussion goes on without it
     let (answer, run) = host.discuss(TOKEN, "team", "status, everyone?").await;
     assert_eq!(answer["addressed"], json!(["p"]), "{answer}");

@@ -39,6 +39,7 @@ use std::time::Duration;
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
 use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
 use botfleet_memory::NewEntry;
 use botfleet_memory::RoomId;
 use botfleet_memory::RoomRecord;
@@ -184,13 +185,20 @@ pub struct GroupState {
     pub(super) owners: Vec<UserId>,
     pub(super) limits: Limits,
     pub(super) timeline: SessionId,
-    /// Public messages of the timeline, oldest first.
+    /// Public messages of the timeline, oldest first: the members'
+    /// replies, and the user messages up to [`GroupState::through`].
     pub(super) tail: VecDeque<Entry>,
     /// Newest timeline seq known (read or written by this actor).
     pub(super) last_seq: i64,
     /// Every timeline entry up to this seq was read (the actor's own
     /// appends do not move it: a user message may land between them).
     pub(super) last_read: i64,
+    /// The tail holds user messages up to this seq (the message of the
+    /// run in progress): later ones belong to later runs and are read
+    /// when their run starts, so a backlog of messages posted while a
+    /// discussion runs cannot push out of the tail the message the next
+    /// run answers (its members were shown an input without it).
+    pub(super) through: i64,
     /// Member cursors and withheld counts after the last finished run.
     pub(super) cursors: BTreeMap<BotId, Cursor>,
     pub(super) withheld: BTreeMap<BotId, u32>,
@@ -222,9 +230,6 @@ impl Actor for GroupActor {
             .ok_or_else(|| format!("room {} is not registered", args.room))?;
         let (names, owners) = member_info(&args.rt, &room, &room.members).await?;
         let timeline = room.timeline().id();
-        let entries = store.tail_entries(timeline, TAIL as i64 * 4).await?;
-        let last_seq = entries.last().map(|e| e.seq).unwrap_or(0);
-        let tail: VecDeque<Entry> = entries.into_iter().filter(is_message).collect();
         let (cursors, withheld) = match store.last_done_room_run(&room.id).await? {
             Some(run) => match serde_json::from_value::<RunState>(run.state) {
                 Ok(RunState {
@@ -242,9 +247,11 @@ impl Actor for GroupActor {
             owners,
             limits: Limits::default(),
             timeline,
-            tail,
-            last_seq,
-            last_read: last_seq,
+            // read when a run starts (`refresh_tail`), around its message
+            tail: VecDeque::new(),
+            last_seq: 0,
+            last_read: 0,
+            through: 0,
             cursors,
             withheld,
             current: None,
@@ -450,20 +457,32 @@ impl GroupState {
         self.tail.clear();
         self.last_seq = 0;
         self.last_read = 0;
+        self.through = 0;
     }
 
-    /// Reads timeline entries the actor has not seen (new user messages).
-    pub(super) async fn refresh_tail(&mut self) -> Result<(), GroupError> {
+    /// Reads the timeline entries the actor has not seen, for the run of
+    /// the user message at `trigger`: the replies, and the user messages
+    /// up to `trigger`. After a restart (or a failure) it reads from the
+    /// window of entries before `trigger` on.
+    pub(super) async fn refresh_tail(&mut self, trigger: i64) -> Result<(), GroupError> {
         if self.last_read == 0 && self.tail.is_empty() {
-            let entries = self
+            self.last_read = (trigger - TAIL as i64 * 4).max(0);
+            self.through = trigger;
+        }
+        let (from, read) = (self.through + 1, self.last_read.min(trigger));
+        self.through = self.through.max(trigger);
+        if from <= read {
+            // user messages up to the trigger that an earlier read passed
+            // over (posted while an earlier run was in progress), now that
+            // their turn has come; those not read yet come with the rest
+            for e in self
                 .rt
                 .store
-                .tail_entries(self.timeline, TAIL as i64 * 4)
-                .await?;
-            self.last_seq = entries.last().map(|e| e.seq).unwrap_or(0);
-            self.last_read = self.last_seq;
-            self.tail = entries.into_iter().filter(is_message).collect();
-            return Ok(());
+                .entries_between(self.timeline, from, read)
+                .await?
+            {
+                self.push_tail(e);
+            }
         }
         loop {
             let entries = self
@@ -477,15 +496,19 @@ impl GroupState {
                 self.push_tail(e);
             }
             if n < 1000 {
-                return Ok(());
+                break;
             }
         }
+        Ok(())
     }
 
-    /// Adds a timeline entry to the tail in seq order (once).
+    /// Adds a timeline entry to the tail in seq order (once): a public
+    /// message, but no user message after [`GroupState::through`].
     pub(super) fn push_tail(&mut self, e: Entry) {
         self.last_seq = self.last_seq.max(e.seq);
-        if !is_message(&e) {
+        if !is_message(&e)
+            || (matches!(e.kind, EntryKind::UserMessage { .. }) && e.seq > self.through)
+        {
             return;
         }
         let at = self.tail.partition_point(|t| t.seq < e.seq);
@@ -494,7 +517,14 @@ impl GroupState {
         }
         self.tail.insert(at, e);
         while self.tail.len() > TAIL {
-            self.tail.pop_front();
+            // the message of the run in progress stays, however many
+            // replies of earlier runs came after it: its members answer it
+            let at = usize::from(
+                self.tail
+                    .front()
+                    .is_some_and(|t| t.seq == self.through && t.seq > 0),
+            );
+            self.tail.remove(at);
         }
     }
 

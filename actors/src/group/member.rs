@@ -182,11 +182,39 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         .filter(|e| me.is_none_or(|m| !(e.author == m.id && is_delivery(e))))
         .collect();
     let hidden = new.len().saturating_sub(MAX_SHOWN);
-    let mut lines = Vec::with_capacity(new.len().min(MAX_SHOWN) + 1);
-    if hidden > 0 {
-        lines.push(format!("({hidden} earlier messages not shown)"));
-    }
-    for e in new.iter().skip(hidden) {
+    // the message the run answers is shown even when more than the
+    // messages shown came after it (replies of earlier discussions it
+    // was queued behind): else the member answers a question it was
+    // never shown
+    let asked = new
+        .iter()
+        .position(|e| e.seq == view.trigger && !is_delivery(e))
+        .filter(|at| *at < hidden);
+    let mut lines = Vec::with_capacity(new.len().min(MAX_SHOWN) + 2);
+    let shown_from = match asked {
+        Some(at) => {
+            let from = new.len().saturating_sub(MAX_SHOWN - 1);
+            if at > 0 {
+                lines.push(format!("({at} earlier messages not shown)"));
+            }
+            lines.push(render_message(
+                &author_label(new[at], view.names),
+                new[at].kind.text(),
+            ));
+            let between = from - at - 1;
+            if between > 0 {
+                lines.push(format!("({between} messages not shown)"));
+            }
+            from
+        }
+        None => {
+            if hidden > 0 {
+                lines.push(format!("({hidden} earlier messages not shown)"));
+            }
+            hidden
+        }
+    };
+    for e in new.iter().skip(shown_from) {
         lines.push(render_message(&author_label(e, view.names), e.kind.text()));
     }
     let others: Vec<String> = view

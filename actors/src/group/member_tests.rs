@@ -230,6 +230,55 @@ fn input_shows_at_most_the_newest_messages() {
     assert_eq!(covered.user, 30);
 }
 
+#[test]
+fn input_shows_the_runs_message_behind_more_replies_than_are_shown() {
+    // the message (#5) was queued behind discussions whose 25 replies
+    // came after it: it is shown, with the newest 19 of them
+    let names = members(&["alpha", "beta", "gamma"]);
+    let t = TurnId::new_v7();
+    let mut messages: Vec<Entry> = (1..=4).map(|i| user(i, &format!("old{i}"))).collect();
+    messages.push(user(5, "@gamma what do you think?"));
+    messages.extend((6..=30).map(|i| delivery(i, "alpha", Some(t), &format!("r{i}"))));
+    let (text, covered) = render_input(&view(&names, &messages, 2, Cursor::default(), 5, 0, 0));
+    let shown: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["(", "alice (person)", "Alpha-Name"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "(4 earlier messages not shown)",
+            "alice (person): @gamma what do you think?",
+            "(6 messages not shown)",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain((12..=30).map(|i| format!("Alpha-Name (@alpha): r{i}")))
+        .collect::<Vec<_>>(),
+        "{text}"
+    );
+    assert_eq!((covered.user, covered.delivery), (5, 30));
+    // with no more than fit, nothing changes: the newest 20
+    let (text, _) = render_input(&view(
+        &names,
+        &messages[..24],
+        2,
+        Cursor::default(),
+        5,
+        0,
+        0,
+    ));
+    assert!(
+        text.contains("(4 earlier messages not shown)\n\nalice (person): @gamma"),
+        "{text}"
+    );
+    assert!(!text.contains("messages not shown)\n\nAlpha"), "{text}");
+}
+
 /// The lines a model may see in `text` (every line break it may read as
 /// one, not only `\n`).
 fn model_lines(text: &str) -> Vec<&str> {

@@ -56,8 +56,8 @@ impl GroupState {
     /// the members' cursors after the previous run); an unfinished one
     /// resumes from its checkpoint.
     pub(super) async fn start(&mut self, record: RoomRunRecord) -> Result<(), GroupError> {
-        self.refresh_tail().await?;
         let trigger_seq = record.trigger_seq;
+        self.refresh_tail(trigger_seq).await?;
         let mut state: RunState = match serde_json::from_value(record.state) {
             Ok(s) => s,
             Err(e) => {
