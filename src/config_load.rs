@@ -195,6 +195,9 @@ impl LoadedFleet {
                             ),
                         ));
                     }
+                    if let Some(problem) = provider::base_url_problem(&without_userinfo(base_url)) {
+                        return Err(self.invalid(format!("{key}.base_url"), problem));
+                    }
                     if model.trim().is_empty() {
                         return Err(self.invalid(format!("{key}.model"), "must not be empty"));
                     }

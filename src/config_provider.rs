@@ -248,6 +248,26 @@ const RESERVED_HEADERS: &[(&str, &str)] = &[
     ("connection", "the HTTP client sets it"),
 ];
 
+/// The endpoint botfleet adds to a provider's `base_url` itself.
+const ENDPOINT: &str = "/chat/completions";
+
+/// What is wrong with `base_url` (an http(s) URL, shown as given: its
+/// userinfo already hidden) that names the endpoint rather than the API
+/// root, as a URL copied from a provider's docs or a curl example does:
+/// botfleet adds `/chat/completions` itself, so every request went to
+/// `…/chat/completions/chat/completions` and every turn failed with a
+/// 404. `None` for an API root.
+pub(super) fn base_url_problem(base_url: &str) -> Option<String> {
+    let end = base_url.find(['?', '#']).unwrap_or(base_url.len());
+    let (path, query) = base_url.split_at(end);
+    let root = path.trim_end_matches('/').strip_suffix(ENDPOINT)?;
+    Some(format!(
+        "{base_url:?} ends in {ENDPOINT}, which botfleet adds itself; give the API root: \
+         {:?}",
+        format!("{root}{query}")
+    ))
+}
+
 /// What is wrong with header `name` of a provider's `headers`, whose value
 /// is `value`; `None` when it can be sent. The message never quotes the
 /// value (it may be a credential).

@@ -24,10 +24,15 @@
 //!    ([`ModelError::ContextOverflow`], naming `compact_at_tokens`) and an
 //!    account out of credit ([`ModelError::QuotaExhausted`]), read off the
 //!    body (`rejection.rs`).
-//! 2. Read the body as SSE (`text/event-stream`) or as one JSON completion,
-//!    whichever the response's content type says, so a server that ignores
-//!    `stream` still works. An HTML page in its place is a wrong `base_url`
-//!    ([`ModelError::Config`], naming the URL). Text deltas go to the [`StreamSink`] as they
+//! 2. Read the body as SSE or as one JSON completion, whichever it is, so
+//!    a server that ignores `stream` still works. Its first bytes tell,
+//!    not its content type alone: a body that starts as SSE does (`data:`,
+//!    a `:` comment) is a stream under any label (some servers label
+//!    theirs `application/json` or `text/plain`), and one that starts
+//!    with `{` is a whole completion even labelled `text/event-stream`
+//!    (a `data: [DONE]` after it is dropped) (`body.rs`). An HTML page in
+//!    its place is a wrong `base_url` ([`ModelError::Config`], naming the
+//!    URL). Text deltas go to the [`StreamSink`] as they
 //!    arrive; a sink's abort (the loop detector) ends a stream at once,
 //!    which saves the tokens still to come, but only cuts the text of a
 //!    whole answer, which is used with its tool calls (`body.rs`,
@@ -101,12 +106,15 @@ use super::ModelError;
 use super::ModelRequest;
 use super::ModelResponse;
 use super::StreamSink;
+use body::body_start;
 use body::error_chain;
 use body::finished;
 use body::forward;
 use body::forward_whole;
+use body::looks_like_sse;
 use body::next_chunk;
 use body::too_large;
+use body::without_done;
 use endpoint::chat_completions_url;
 use endpoint::html_page;
 use endpoint::not_found;
@@ -262,7 +270,7 @@ impl OpenAiModel {
             .headers(self.headers.clone())
             .body(body)
             .send();
-        let response = tokio::select! {
+        let mut response = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(Failure::Final(ModelError::Cancelled)),
             sent = tokio::time::timeout(self.options.timeout, send) => match sent {
@@ -295,51 +303,50 @@ impl OpenAiModel {
                 retry_after,
             });
         }
-        let is_sse = match response.headers().get(CONTENT_TYPE) {
-            Some(value) => value.as_bytes().starts_with(b"text/event-stream"),
-            None => self.options.stream,
-        };
-        if is_sse {
-            self.read_stream(response, redactor, sink, cancel).await
+        let labelled_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+        // the label is not trusted alone, the body's first bytes tell: a
+        // stream labelled `application/json` or `text/plain` is read as
+        // the stream it is (it failed as "not a chat completion"), and a
+        // whole completion labelled an event stream (with `data: [DONE]`
+        // after it, or not) as the completion it is (it failed, after
+        // the retries, as a stream that "ended early")
+        let start = body_start(
+            &mut response,
+            cancel,
+            self.options.timeout,
+            self.options.max_response_bytes,
+        )
+        .await?;
+        let whole = start.trim_ascii_start().starts_with(b"{");
+        if looks_like_sse(&start) || (labelled_sse && !whole) {
+            self.read_stream(response, start, redactor, sink, cancel)
+                .await
         } else {
-            self.read_completion(response, redactor, sink, cancel).await
+            self.read_completion(response, start, redactor, sink, cancel)
+                .await
         }
     }
 
-    /// Reads an SSE body, forwarding text deltas to `sink`.
+    /// Reads an SSE body whose first bytes are `start` (already read),
+    /// forwarding text deltas to `sink`.
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
+        start: Vec<u8>,
         redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
         let limit = self.options.max_response_bytes;
         let mut decoder = SseDecoder::default();
+        decoder.push(&start);
         let mut assembler = Assembler::default();
+        // the events of what is read so far (the start of the body, then
+        // each piece) before the next piece is read
         loop {
-            let deadline = Instant::now() + self.options.timeout;
-            let bytes = match next_chunk(&mut response, cancel, deadline).await {
-                Ok(Some(bytes)) => bytes,
-                // The finish reason came; at most the usage chunk and
-                // `[DONE]` are missing.
-                Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
-                    return finished(assembler, &self.options);
-                }
-                // a server that answered a failure with a bare JSON error
-                // under the SSE content type: its message, not "ended early"
-                Ok(None) => {
-                    let detail = match wire::bare_error(&decoder.unread()) {
-                        Some(message) => format!("{}: {message}", advice::SENT_AN_ERROR),
-                        None => {
-                            "the stream ended early, before the finish reason and [DONE]".to_owned()
-                        }
-                    };
-                    return Err(Failure::Broken { detail });
-                }
-                Err(failure) => return Err(failure),
-            };
-            decoder.push(&bytes);
             while let Some(data) = decoder.next_event() {
                 if data.trim_ascii() == b"[DONE]" {
                     return finished(assembler, &self.options);
@@ -374,21 +381,45 @@ impl OpenAiModel {
             if decoder.pending() > limit {
                 return Err(too_large(limit));
             }
+            let deadline = Instant::now() + self.options.timeout;
+            let bytes = match next_chunk(&mut response, cancel, deadline).await {
+                Ok(Some(bytes)) => bytes,
+                // The finish reason came; at most the usage chunk and
+                // `[DONE]` are missing.
+                Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
+                    return finished(assembler, &self.options);
+                }
+                // a server that answered a failure with a bare JSON error
+                // under the SSE content type: its message, not "ended early"
+                Ok(None) => {
+                    let detail = match wire::bare_error(&decoder.unread()) {
+                        Some(message) => format!("{}: {message}", advice::SENT_AN_ERROR),
+                        None => {
+                            "the stream ended early, before the finish reason and [DONE]".to_owned()
+                        }
+                    };
+                    return Err(Failure::Broken { detail });
+                }
+                Err(failure) => return Err(failure),
+            };
+            decoder.push(&bytes);
         }
     }
 
-    /// Reads a whole JSON completion; its text goes to `sink` in pieces
+    /// Reads a whole JSON completion whose first bytes are `start`
+    /// (already read); its text goes to `sink` in pieces
     /// (`forward_whole`): an abort cuts the text there, the call goes on.
     async fn read_completion(
         &self,
         mut response: reqwest::Response,
+        start: Vec<u8>,
         redactor: &Redactor,
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, Failure> {
         let limit = self.options.max_response_bytes;
         let deadline = Instant::now() + self.options.timeout;
-        let mut body = Vec::new();
+        let mut body = start;
         while let Some(bytes) = next_chunk(&mut response, cancel, deadline).await? {
             if body.len() + bytes.len() > limit {
                 return Err(too_large(limit));
@@ -396,8 +427,9 @@ impl OpenAiModel {
             body.extend_from_slice(&bytes);
         }
         // a lone surrogate is marked, as in a stream event, and becomes
-        // U+FFFD when the response is assembled (serde refuses it)
-        let marked = surrogates::mark_lone(&body);
+        // U+FFFD when the response is assembled (serde refuses it); an
+        // SSE `data: [DONE]` after the JSON is not part of it
+        let marked = surrogates::mark_lone(without_done(&body));
         let completion: Completion = serde_json::from_slice(&marked).map_err(|e| {
             // a body that ends before its JSON does (empty, or cut off by
             // a connection closed early without a Content-Length) broke

@@ -143,3 +143,64 @@ pub(super) fn error_chain(error: &dyn StdError) -> String {
     }
     text
 }
+
+/// The start of an answer's body: its pieces up to the first byte that
+/// is not whitespace (or its end), so that [`looks_like_sse`] can tell
+/// what it is, without a byte order mark before it (which an event stream
+/// must ignore, and JSON may: a BOM failed the first event, or the whole
+/// answer). Past `limit` bytes of whitespace it is too large; silent for
+/// `timeout` (between two pieces, as a stream is: blank lines may keep it
+/// alive) it stalled.
+pub(super) async fn body_start(
+    response: &mut reqwest::Response,
+    cancel: &CancellationToken,
+    timeout: std::time::Duration,
+    limit: usize,
+) -> Result<Vec<u8>, Failure> {
+    let mut start = Vec::new();
+    while without_bom(&start).iter().all(u8::is_ascii_whitespace) {
+        match next_chunk(response, cancel, Instant::now() + timeout).await? {
+            Some(bytes) => start.extend_from_slice(&bytes),
+            None => break,
+        }
+        if start.len() > limit {
+            return Err(too_large(limit));
+        }
+    }
+    Ok(without_bom(&start).to_vec())
+}
+
+/// `bytes` without a UTF-8 byte order mark at their start.
+fn without_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+/// Whether a body that starts with `start` is an SSE stream: its first
+/// line is a field (`data:`, `event:`, `id:`, `retry:`) or a comment
+/// (`:`), which no JSON completion and no web page starts with. Servers
+/// that stream label it `application/json` (Microsoft's Foundry Local),
+/// `application/x-ndjson` (LitServe's OpenAI spec), `text/plain` (some
+/// proxies) or not at all.
+pub(super) fn looks_like_sse(start: &[u8]) -> bool {
+    let start = start.trim_ascii_start();
+    [&b":"[..], b"data:", b"event:", b"id:", b"retry:"]
+        .iter()
+        .any(|field| start.starts_with(field))
+}
+
+/// A whole completion's body without an SSE `data: [DONE]` line after
+/// its JSON, which servers that label a whole completion an event stream
+/// add (9router).
+pub(super) fn without_done(body: &[u8]) -> &[u8] {
+    let trimmed = body.trim_ascii_end();
+    match trimmed.strip_suffix(b"[DONE]") {
+        Some(rest) => {
+            let rest = rest.trim_ascii_end();
+            match rest.strip_suffix(b"data:") {
+                Some(json) => json,
+                None => body,
+            }
+        }
+        None => body,
+    }
+}

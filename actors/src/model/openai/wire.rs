@@ -538,10 +538,20 @@ fn legacy_call(function: FunctionPart) -> ToolCallPart {
 
 /// The provider's message when a body that should have been SSE holds a
 /// bare JSON error object instead (`{"error": …}`, no `data:` lines), as
-/// some servers send on failure; `None` when it holds anything else.
+/// some servers send on failure, or an `error:` line (llama.cpp's server
+/// sends a failure in a stream as `error: {"code": 500, "message": …}`,
+/// which was read as a stream that "ended early", its message lost);
+/// `None` when it holds anything else.
 pub(super) fn bare_error(body: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(body.trim_ascii()).ok()?;
-    value.get("error").map(error_message)
+    let body = body.trim_ascii();
+    if let Ok(value) = serde_json::from_slice::<Value>(body) {
+        return value.get("error").map(error_message);
+    }
+    body.split(|b| *b == b'\n').find_map(|line| {
+        let error = line.trim_ascii().strip_prefix(b"error:")?;
+        let value: Value = serde_json::from_slice(error).ok()?;
+        Some(error_message(&value))
+    })
 }
 
 /// The choice with index 0 (we never ask for more than one).
