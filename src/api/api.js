@@ -13,6 +13,7 @@ export const API = Object.freeze({
   botMessage: ["POST", "/v1/bots/{bot}/messages"],
   botCancel: ["POST", "/v1/bots/{bot}/cancel"],
   botRemove: ["DELETE", "/v1/bots/{bot}"],
+  botTurns: ["GET", "/v1/bots/{bot}/turns"],
   entries: ["GET", "/v1/sessions/{session}/entries"],
   retryTurn: ["POST", "/v1/turns/{turn}/retry"],
   approvals: ["GET", "/v1/approvals"],

@@ -1,5 +1,5 @@
 // The botfleet web page: sign-in, then views picked by the URL hash —
-// #/bots[/ID], #/rooms[/new|/ID], #/approvals, #/search?q=, #/secrets,
+// #/bots[/ID[/dm]], #/rooms[/new|/ID], #/approvals, #/search?q=, #/secrets,
 // #/sessions/ID — each talking to the /v1 API (api.js) and updating live
 // from the change signals. No framework and no build step.
 
@@ -16,6 +16,7 @@ import {
   debounce,
   ensureBots,
   loadBots,
+  loadBotsUntilStarted,
   refreshApprovals,
   sessionEntries,
   setTitle,
@@ -46,7 +47,10 @@ let refusedWith = "";
 // ---------- start, sign-in, routing ----------
 
 function boot() {
-  auth.onRefused = () => logout(REFUSED);
+  // the address stays: signed in again, the person is back where they
+  // were (a bookmark or a link opened with a token changed since lands
+  // there, not on the bot list)
+  auth.onRefused = () => logout(REFUSED, { keepPlace: true });
   outbox.onSignedOut = signedOut;
   auth.onStoredChange = (stored) => {
     if (!stored) return logout("You logged out in another tab.");
@@ -103,7 +107,8 @@ function start() {
   route();
 }
 
-function logout(message) {
+/** Signs out; the address goes too unless `keepPlace`. */
+function logout(message, { keepPlace = false } = {}) {
   auth.clear();
   signals.stop();
   // nothing more is sent for this account, nor kept in this browser
@@ -113,7 +118,7 @@ function logout(message) {
   botsStale = false;
   approvalsSoon.cancel();
   Object.assign(store, { me: null, bots: [], botsLoaded: false, subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
-  history.replaceState(null, "", location.pathname);
+  if (!keepPlace) history.replaceState(null, "", location.pathname);
   showLogin(message);
 }
 
@@ -177,7 +182,7 @@ function route() {
     parts = ["not-found"]; // a malformed %-escape: no page has that address
   }
   const query = new URLSearchParams(cut < 0 ? "" : raw.slice(cut + 1));
-  const [section = "bots", id] = parts;
+  const [section = "bots", id, part] = parts;
   const seq = Number(query.get("seq")) || undefined;
   unmount();
   for (const a of document.querySelectorAll("[data-nav]")) {
@@ -185,7 +190,7 @@ function route() {
     else a.removeAttribute("aria-current");
   }
   const views = {
-    bots: () => botsView(id, seq),
+    bots: () => botsView(id, seq, part),
     rooms: () => roomsView(id, seq),
     approvals: () => approvalsView(query),
     search: () => searchView(query),
@@ -218,11 +223,21 @@ function botState(b) {
   // CreateAgent; a subagent goes with its parent): it takes no messages
   if (b.removed_at) return ["asleep", originOf(b).kind === "config" ? "removed from fleet.toml" : "removed"];
   if (b.running_turn) return ["working", "working"];
+  // a subagent whose task ended says how, as `botfleet bots` does (it
+  // read idle or asleep, a stopped one too, which takes no more work)
+  const ended = taskEnded(b.subagent_status);
+  if (ended) return [ended, ended];
   // its daily token budget is spent: what waits, waits until then
   if (b.paused_until > Date.now()) return ["paused", `paused until ${clock(b.paused_until)}`];
   if (b.queued) return ["queued", `${b.queued} queued`];
   if (b.active) return ["idle", "idle"];
   return ["asleep", "asleep"];
+}
+
+/** A subagent's task status when its task ended (done, failed,
+ * stopped), else "". */
+function taskEnded(status) {
+  return status === "done" || status === "failed" || status === "stopped" ? status : "";
 }
 
 /** Tokens of a usage record (usage.today or usage.total of a bot):
@@ -239,7 +254,7 @@ function usageText(b) {
 
 // ---------- bots and their DMs ----------
 
-function botsView(id, seq) {
+function botsView(id, seq, part) {
   setTitle(id ? botName(id) : "Bots");
   const ctx = { closed: false, timeline: null, failed: false };
   const list = h("ul", { class: "list", "aria-label": "Your bots" });
@@ -257,7 +272,7 @@ function botsView(id, seq) {
   paint();
   botWatchers.add(paint);
   loadBots();
-  if (id) openBot(ctx, detail, id, seq);
+  if (id) openBot(ctx, detail, id, seq, part === "dm");
   else heading.focus();
   return {
     unmount() {
@@ -343,7 +358,13 @@ function paintFleet(detail) {
   );
 }
 
-async function openBot(ctx, detail, id, seq) {
+/**
+ * Opens bot `id`: the person's DM with it, or, for a subagent (unless
+ * `dm`), its task conversation with its parent, read-only (the task, the
+ * parent's later messages, its progress and its report: its work, which
+ * its DM with the person, empty unless they wrote to it, did not show).
+ */
+async function openBot(ctx, detail, id, seq, dm) {
   detail.replaceChildren(placeholder("Loading…"));
   let session;
   try {
@@ -356,17 +377,23 @@ async function openBot(ctx, detail, id, seq) {
   }
   if (ctx.closed) return;
   const name = botName(id);
-  setTitle(name);
+  // a subagent: its task, unless its DM is asked for (#/bots/ID/dm)
+  const task = session.task && typeof session.task.session === "string" ? session.task : null;
+  const onTask = task && !dm;
+  setTitle(onTask ? `${name} · task` : name);
   const title = h("h1", { tabindex: "-1" });
   const role = h("p");
   const stop = h("button", { type: "button", class: "small danger", hidden: true }, "Stop turn");
   const paintHead = () => {
     const b = store.bots.find((x) => x.id === id);
-    const [cls, label] = b ? botState(b) : ["asleep", ""];
+    if (onTask) watchTask(b ? b.subagent_status : task.status);
+    // a finished subagent the list leaves out: its task's status
+    const ended = task ? taskEnded(task.status) : "";
+    const [cls, label] = b ? botState(b) : ended ? [ended, ended] : ["asleep", ""];
     // names and roles are isolated: their bidi controls stay inside them
     title.replaceChildren(h("bdi", null, name), h("span", { class: `state ${cls}` }, label));
     // a made bot or a subagent says where it came from
-    const from = b ? originLabel(b) : null;
+    const from = b ? originLabel(b) : task ? originLabel({ origin: `subagent:${task.parent}`, subagent_status: task.status }) : null;
     role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(from ? [" · ", from] : []), ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
     role.title = b ? b.role : "";
     stop.hidden = !(b && b.running_turn);
@@ -384,7 +411,13 @@ async function openBot(ctx, detail, id, seq) {
   const asking = h(
     "div",
     { class: "stop-confirm", role: "group", "aria-label": "Stop the turn?", hidden: true },
-    h("span", null, `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; Retry on its notice starts it again.`),
+    h(
+      "span",
+      null,
+      task
+        ? `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; a task stopped so fails (its parent is told), and Retry its task, on its Task tab, starts it again.`
+        : `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; Retry on its notice starts it again.`,
+    ),
     stopIt,
     keep,
   );
@@ -409,24 +442,99 @@ async function openBot(ctx, detail, id, seq) {
       stop.disabled = false;
     }
   });
-  const timeline = new Timeline({
-    label: `Conversation with ${name}`,
-    session: session.session,
-    me: store.me,
-    nameOf: botName,
-    load: (after, limit) => sessionEntries(session.session, after, limit, true),
-    send: (text) => outgoing.send(text),
-    draft: (text) => box.draft(text),
-    working: `${name} is working on it`,
-    empty: `No messages yet. Say hello to ${name}.`,
+  const parent = task ? botName(task.parent) : "";
+  // a person's stop fails the task and writes no notice with a Retry in
+  // it (its parent is told, with `botfleet retry`): the task view offers
+  // the retry of that turn itself
+  const retryTask = h("button", { type: "button", class: "small", hidden: true }, "Retry its task");
+  let watched = null;
+  function watchTask(status) {
+    if (status === watched) return;
+    watched = status;
+    retryTask.hidden = true;
+    if (status !== "failed") return;
+    call("botTurns", { bot: id }, { query: { limit: 10 } })
+      .then(({ data }) => {
+        if (ctx.closed || watched !== "failed") return;
+        // the task's last turn: a failed one has its notice, with Retry
+        const last = (data.turns || []).find((t) => t.session === task.session);
+        if (!last || last.status !== "cancelled") return;
+        retryTask.dataset.turn = last.id;
+        retryTask.hidden = false;
+      })
+      .catch(() => {});
+  }
+  retryTask.addEventListener("click", async () => {
+    retryTask.disabled = true;
+    try {
+      const { data } = await call("retryTurn", { turn: retryTask.dataset.turn });
+      toast(data.requeued ? `${name} works on its task again.` : `${name}'s task has nothing left to retry.`);
+      retryTask.hidden = true;
+      loadBotsUntilStarted();
+    } catch (e) {
+      if (e.code !== "signed_out") toast(e.message, { error: true });
+    } finally {
+      retryTask.disabled = false;
+    }
   });
+  const timeline = onTask
+    ? new Timeline({
+        label: `${name}'s task from ${parent}`,
+        session: task.session,
+        me: store.me,
+        nameOf: botName,
+        // no entry yet: its task is still being handed over
+        load: (after, limit) => sessionEntries(task.session, after, limit, true),
+        empty: `${name} has not started on its task yet.`,
+      })
+    : new Timeline({
+        label: `Conversation with ${name}`,
+        session: session.session,
+        me: store.me,
+        nameOf: botName,
+        load: (after, limit) => sessionEntries(session.session, after, limit, true),
+        send: (text) => outgoing.send(text),
+        draft: (text) => box.draft(text),
+        edit: (text) => box.edit(text),
+        working: `${name} is working on it`,
+        empty: `No messages yet. Say hello to ${name}.`,
+      });
   ctx.timeline = timeline;
-  const box = composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: (text) => outgoing.send(text) });
+  const base = `#/bots/${encodeURIComponent(id)}`;
+  // a subagent's two conversations: its task, and the person's DM with it
+  const tabs = task
+    ? h(
+        "nav",
+        { class: "conv-tabs", "aria-label": `${name}'s conversations` },
+        h("a", { href: base, "aria-current": onTask ? "page" : null }, "Task"),
+        h("a", { href: `${base}/dm`, "aria-current": onTask ? null : "page" }, "Direct messages"),
+      )
+    : null;
+  const box = onTask ? null : composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: (text) => outgoing.send(text) });
+  // the task view takes no message: the parent steers its subagent
+  const readOnly = onTask
+    ? h(
+        "p",
+        { class: "read-only", role: "note" },
+        h("strong", null, "Read-only. "),
+        "What ",
+        h("bdi", null, parent),
+        " asked of ",
+        h("bdi", null, name),
+        ", its progress and its report. ",
+        h("bdi", null, parent),
+        " steers it; to write to it yourself, open ",
+        h("a", { href: `${base}/dm` }, "Direct messages"),
+        ". ",
+        retryTask,
+      )
+    : null;
   const head = h(
     "header",
     { class: "conv-head" },
     backLink("#/bots", "Bots"),
     h("div", { class: "conv-title" }, avatar(name), h("div", null, title, role)),
+    tabs,
     stop,
     timeline.stepsToggle,
     asking,
@@ -441,24 +549,26 @@ async function openBot(ctx, detail, id, seq) {
     if (outgoing) outgoing.close();
     closeTimeline();
   };
-  detail.replaceChildren(head, timeline.el, box.el);
+  detail.replaceChildren(head, timeline.el, onTask ? readOnly : box.el);
   // open() learns the newest seq first: an entry past it may be a message
   // the outbox holds
-  const opening = timeline.open(session.last_seq, seq);
-  outgoing = outboxView(timeline, { kind: "bot", id }, {
-    // the answer says whether the bot is paused (no signal says so)
-    onAccepted: (data) => {
-      const b = store.bots.find((x) => x.id === id);
-      if (b) b.paused_until = data.paused_until ?? null;
-      paintHead();
-    },
-  });
+  const opening = timeline.open(onTask ? task.last_seq : session.last_seq, seq);
+  if (!onTask) {
+    outgoing = outboxView(timeline, { kind: "bot", id }, {
+      // the answer says whether the bot is paused (no signal says so)
+      onAccepted: (data) => {
+        const b = store.bots.find((x) => x.id === id);
+        if (b) b.paused_until = data.paused_until ?? null;
+        paintHead();
+      },
+    });
+  }
   try {
     await opening;
   } catch {
     // reported by the timeline
   }
-  if (!ctx.closed && !seq) box.focus();
+  if (!ctx.closed && !seq) (box || title).focus();
 }
 
 boot();

@@ -18,6 +18,8 @@ use botfleet_memory::AdmittedRecord;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::SessionId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
 use icu_properties::CodePointSetData;
 use icu_properties::props::DefaultIgnorableCodePoint;
 use serde::Deserialize;
@@ -300,6 +302,8 @@ async fn with_pause(mut body: Value, state: &ApiState, bot: &BotRecord) -> Value
     body
 }
 
+/// `GET /v1/bots/{bot}/session`: the person's DM with `bot`, and for a
+/// subagent its task conversation too (`task`, [`task_session`]).
 pub(crate) async fn dm_session(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -332,9 +336,47 @@ pub(crate) async fn dm_session(
         .await?
         .map(|s| s.last_seq)
         .unwrap_or(0);
-    Ok(Json(
-        json!({"session": id, "bot": b.id, "kind": "dm", "last_seq": last_seq}),
-    ))
+    let mut body = json!({"session": id, "bot": b.id, "kind": "dm", "last_seq": last_seq});
+    if let Some(task) = task_session(&state, &b).await? {
+        body["task"] = task;
+    }
+    Ok(Json(body))
+}
+
+/// A subagent's task conversation with its parent, where its work is (the
+/// task, its parent's later messages, its progress and its report), for
+/// [`dm_session`]'s `task`: `{"session", "parent", "status", "last_seq"}`,
+/// the status of its task (`running`, `done`, `failed`, `stopped`; null
+/// when the host has no record of it). `None` for any other bot. The web
+/// page opened a subagent on its DM with the person, empty unless they
+/// wrote to it: as if it had done nothing (its session id is derived,
+/// which the page cannot do).
+async fn task_session(state: &ApiState, bot: &BotRecord) -> Result<Option<Value>, ApiError> {
+    let Some(parent) = bot.origin.strip_prefix("subagent:") else {
+        return Ok(None);
+    };
+    let store = state.fleet.store();
+    let key = SessionKey {
+        bot: bot.id.clone(),
+        kind: SessionKind::Subagent,
+        peer: parent.to_owned(),
+    };
+    let id = key.id();
+    let last_seq = store
+        .get_session(id)
+        .await?
+        .map(|s| s.last_seq)
+        .unwrap_or(0);
+    let status = store
+        .get_subagent(&bot.id)
+        .await?
+        .map(|s| s.status.as_str());
+    Ok(Some(json!({
+        "session": id,
+        "parent": parent,
+        "status": status,
+        "last_seq": last_seq,
+    })))
 }
 
 pub(crate) async fn cancel(

@@ -77,7 +77,18 @@ export function composer({ label, placeholder: hint, onSend }) {
     area.focus();
     area.setSelectionRange(area.value.length, area.value.length);
   };
-  return { el: form, focus: () => area.focus(), draft };
+  // a message the host refused, back in the box as the person wrote it
+  // (after what is there) to change and send again
+  const edit = (text) => {
+    const kept = area.value.replace(/\s+$/, "");
+    area.value = kept ? `${kept}\n${text}` : String(text);
+    tallest = Math.max(192, Math.round(window.innerHeight * 0.6));
+    grow();
+    area.focus();
+    area.setSelectionRange(area.value.length, area.value.length);
+    return true;
+  };
+  return { el: form, focus: () => area.focus(), draft, edit };
 }
 
 /**
@@ -86,8 +97,10 @@ export function composer({ label, placeholder: hint, onSend }) {
  * it: the bubble goes when the entry is shown), unconfirmed (no answer:
  * the host may hold it; sent again by itself with the same key, so it
  * cannot arrive twice, and never offered to be discarded) and failed (the
- * host refused it: Retry, and Discard unless an earlier try may have
- * reached the host).
+ * host refused it: Retry, and Discard and Edit unless an earlier try may
+ * have reached the host; Edit puts its text back in the message box, to
+ * change what the host refused, a text too long, say, rather than send
+ * it again as it is or lose it).
  */
 class Outgoing {
   constructor(timeline, p) {
@@ -159,8 +172,15 @@ class Outgoing {
       discard ? "Not sent" : "Not confirmed",
       h("span", { class: "error-text" }, message),
       h("button", { type: "button", class: "small", onclick: () => outbox.retry(this.p) }, "Retry"),
+      discard && this.timeline.opts.edit ? h("button", { type: "button", class: "small", onclick: () => this.edit() }, "Edit") : null,
       discard ? h("button", { type: "button", class: "small link", onclick: () => outbox.discard(this.p) }, "Discard") : null,
     );
+  }
+
+  /** Puts the refused message back in the message box, and drops it
+   * (kept when there is no box to put it in: a room closed meanwhile). */
+  edit() {
+    if (this.timeline.opts.edit(this.p.text)) outbox.discard(this.p);
   }
 
   /** Takes the bubble away (the message left the outbox unsent). */

@@ -3,7 +3,8 @@
 // `subagent:<parent>` for a Task's subagent), the note on the finished
 // subagents the list leaves out, and removing a bot made by CreateAgent
 // (DELETE /v1/bots/{bot}: fleet.toml's bots are removed there, and a
-// subagent goes with its parent). All of it is text nodes (dom.js).
+// subagent goes with its parent), and the link from a subagent's messages
+// to its page. All of it is text nodes (dom.js).
 
 import { call } from "./api.js";
 import { h, toast } from "./dom.js";
@@ -121,4 +122,16 @@ export function leftOutNote() {
     n === 1 ? "1 older finished subagent is not listed. " : `${n} older finished subagents are not listed. `,
     h("button", { type: "button", class: "link", onclick: () => show(true) }, n === 1 ? "Show it" : "Show them"),
   );
+}
+
+/**
+ * A link to the page of subagent `id` (`<parent>.sub-<hex>`), which opens
+ * on its task, beside its messages (its progress and report in its
+ * parent's conversation); null for any other bot, and for one neither
+ * in the person's list nor of a bot there (not theirs to open).
+ */
+export function taskLink(id) {
+  const m = typeof id === "string" ? /^(.+)\.sub-[0-9a-f]+$/.exec(id) : null;
+  if (!m || !store.bots.some((b) => b.id === id || b.id === m[1])) return null;
+  return h("a", { class: "task-link", href: `#/bots/${encodeURIComponent(id)}` }, "Open its task");
 }

@@ -28,7 +28,8 @@ export function sessionView(id, seq) {
     }
     if (ctx.closed) return;
     const at = seq ? `?seq=${seq}` : "";
-    if (first.kind === "dm" && myBot(first.bot)) return location.replace(`#/bots/${encodeURIComponent(first.bot)}${at}`);
+    const mine = botLink(first.bot, first.kind);
+    if (mine) return location.replace(`${mine}${at}`);
     if (first.kind === "room") return location.replace(`#/rooms/${encodeURIComponent(first.bot)}${at}`);
     const label = `${first.kind} session of ${botName(first.bot)}`;
     setTitle(label);
@@ -169,14 +170,27 @@ function hitAuthor(hit) {
   return [h("span", { class: "who" }, who), tags];
 }
 
-// A DM opens in its bot's conversation only while the bot is the person's
-// (in their bot list); an old DM with a bot they gave away opens read-only
-// as a session (its bot's conversation would answer 404).
-const myBot = (id) => store.bots.some((b) => b.id === id);
+/**
+ * Where the bot view shows session `kind` of bot `id`, or null when it
+ * does not (another kind; a bot not in the person's list: an old DM with
+ * a bot they gave away opens read-only as a session, its bot's
+ * conversation would answer 404): a DM in the bot's conversation (a
+ * subagent's at `…/dm`), a subagent's task (`subagent` session) where
+ * its page opens.
+ */
+function botLink(id, kind) {
+  const b = store.bots.find((x) => x.id === id);
+  if (!b) return null;
+  const sub = typeof b.origin === "string" && b.origin.startsWith("subagent:");
+  const at = `#/bots/${encodeURIComponent(id)}`;
+  if (kind === "dm") return sub ? `${at}/dm` : at;
+  return kind === "subagent" && sub ? at : null;
+}
 
 function hitLink(hit) {
   const at = `?seq=${hit.seq}`;
-  if (hit.session_kind === "dm" && myBot(hit.bot)) return `#/bots/${encodeURIComponent(hit.bot)}${at}`;
+  const mine = botLink(hit.bot, hit.session_kind);
+  if (mine) return `${mine}${at}`;
   if (hit.session_kind === "room") return `#/rooms/${encodeURIComponent(hit.bot)}${at}`;
   return `#/sessions/${encodeURIComponent(hit.session)}${at}`;
 }

@@ -218,6 +218,7 @@ async function openRoom(ctx, detail, id, seq) {
     load,
     send: (text) => send(text),
     draft: (text) => (room.closed_at ? null : box.draft(text)),
+    edit: (text) => !room.closed_at && box.edit(text),
     working: "The members are discussing",
     empty: "No messages yet. Everyone in the room reads what you post; @Name addresses one member.",
   });

@@ -18,6 +18,7 @@ import { call } from "./api.js";
 import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
 import { clock, count, firstChars, h, richText, speaker, timeEl, toast } from "./dom.js";
 import { noticeItem } from "./notices.js";
+import { taskLink } from "./origins.js";
 import { stepItem } from "./steps.js";
 import { loadBotsUntilStarted } from "./state.js";
 
@@ -41,7 +42,9 @@ export class Timeline {
    * opts: label (accessible name), session (id named by change signals),
    * load(after, limit) → {entries, last_seq}, me (user id), nameOf(author),
    * send(text) (posts as the user; absent when read-only), draft(text)
-   * (puts text in the user's message box; absent when read-only), working
+   * (puts text in the user's message box; absent when read-only),
+   * edit(text) (puts a refused message back in it, as written; false when
+   * it has none), working
    * (text of the "working" line), empty (text when there is nothing yet).
    */
   constructor(opts) {
@@ -399,7 +402,7 @@ export class Timeline {
       case "delivery":
         return this.bubble(e, { ...this.speaker(e.kind, e.author, e.author_name), text: richText(e.text), card: e.card });
       case "agent_message":
-        return this.bubble(e, { ...this.speaker(e.kind, e.from, e.author_name), text: richText(e.text), cls: "agent" });
+        return this.bubble(e, { ...this.speaker(e.kind, e.from, e.author_name), text: richText(e.text), cls: "agent", link: taskLink(e.from) });
       case "event":
         return this.event(e);
       case "reaction":
@@ -433,14 +436,14 @@ export class Timeline {
     }
   }
 
-  bubble(e, { who, mine = false, tags = [], text, card, cls = "" }) {
+  bubble(e, { who, mine = false, tags = [], text, card, cls = "", link = null }) {
     return h(
       "li",
       { class: `entry${mine ? " mine" : ""} ${cls}` },
       h(
         "div",
         { class: "bubble" },
-        h("div", { class: "meta" }, h("span", { class: "who" }, who), tags, timeEl(e.created_at)),
+        h("div", { class: "meta" }, h("span", { class: "who" }, who), tags, timeEl(e.created_at), link),
         h("div", { class: "text" }, text instanceof Node ? text : str(text)),
         card ? botCard(card, who, this.cardCtx) : null,
       ),

@@ -1,0 +1,71 @@
+//! A message the host refuses on the web page (here: longer than
+//! `host.max_text_chars`) offers Edit beside Retry and Discard: its text
+//! goes back in the message box as written, to change and send again.
+//!
+//! (Before, the refused bubble offered Retry, which sent the same text to
+//! the same refusal, and Discard, which lost it: the person was told to
+//! split the message and had no way to get it back but selecting it in
+//! the bubble.)
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`ui_page::start`]).
+
+use serde_json::json;
+
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
+
+#[tokio::test]
+async fn a_refused_message_goes_back_in_the_box_with_edit() {
+    let fleet = ui_page::fleet_with_r(SCRIPT).host("max_text_chars = 100");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    // two paragraphs, blank lines and all, over the limit
+    let long = format!("{}\n\n\n\nsecond part  ", "a".repeat(120));
+    browser
+        .js(
+            r#"const t = document.querySelector(".composer textarea");
+               t.value = arguments[0];
+               t.form.requestSubmit();"#,
+            json!([long]),
+        )
+        .await;
+    browser
+        .wait_text(".outbox .unsent", "the limit is 100")
+        .await;
+    let buttons = browser
+        .js(
+            "return [...document.querySelectorAll('.outbox .unsent button')].map((b) => b.textContent)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(buttons, json!(["Retry", "Edit", "Discard"]));
+    browser.click(".outbox .unsent button:nth-of-type(2)").await;
+    // back in the box as the person wrote it (the send trimmed its end),
+    // and the refused bubble is gone
+    let shown = browser
+        .wait_js(
+            "the text back in the box",
+            r#"const t = document.querySelector(".composer textarea");
+               return document.querySelectorAll(".outbox .entry").length === 0 && t.value ? [t.value, document.activeElement === t] : null;"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(shown, json!([long.trim_end(), true]));
+    // changed, it goes
+    browser
+        .js(
+            r#"const t = document.querySelector(".composer textarea");
+               t.value = "the short version";
+               t.form.requestSubmit();"#,
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_text(".detail .log", "echo: the short version")
+        .await;
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}

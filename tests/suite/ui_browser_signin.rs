@@ -1,0 +1,55 @@
+//! Signing in again on the web page, in a real browser: a page whose token
+//! the host refuses (fleet.toml's token changed since the browser kept
+//! it) keeps its address, and once the person pastes the new token it
+//! opens what they had opened (a bookmark, a link to a conversation).
+//!
+//! (Before, the refusal dropped the address: signed in again, the person
+//! landed on the bot list and had to find the conversation again.)
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`ui_page::start`]).
+
+use serde_json::json;
+
+use crate::support::browser::ENTER;
+use crate::support::fleet::TOKEN;
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
+
+#[tokio::test]
+async fn a_link_opened_with_a_changed_token_opens_after_signing_in_again() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let (_, end) = host.end_turn("r", "hello there").await;
+    assert_eq!(end["status"], "completed", "{end}");
+
+    // the browser kept a token the host no longer knows, and opens a link
+    // to the conversation with r
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    browser
+        .js(
+            "localStorage.setItem('botfleet.token', 'the-old-token'); location.reload();",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "The host refused your token")
+        .await;
+    let hash = browser.js("return location.hash", json!([])).await;
+    assert_eq!(hash, json!("#/bots/r"), "the address stays");
+
+    browser.type_in("#token", &format!("{TOKEN}{ENTER}")).await;
+    browser.wait_text(".detail .log", "echo: hello there").await;
+    let hash = browser.js("return location.hash", json!([])).await;
+    assert_eq!(hash, json!("#/bots/r"));
+    browser.find(".detail .composer textarea").await;
+
+    // "Log out" still leaves nothing of the address
+    browser.click("#logout").await;
+    browser.find(".login #token").await;
+    let hash = browser.js("return location.hash", json!([])).await;
+    assert_eq!(hash, json!(""));
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
