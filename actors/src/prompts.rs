@@ -140,6 +140,9 @@ prompts! {
     routine_failed => "routine_failed.md",
     /// Notice of a failed turn of a webhook's run, naming the webhook.
     hook_failed => "hook_failed.md",
+    /// Notice of a failed turn of a subagent's task, naming its parent
+    /// (nobody sent it "a message": its parent gave it a task).
+    task_failed => "task_failed.md",
     /// Notice of a model call that failed after the turn delivered.
     failed_after_reply => "failed_after_reply.md",
     /// Notice of an undelivered turn.

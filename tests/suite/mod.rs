@@ -174,6 +174,7 @@ mod subagent_parent_interrupted;
 mod subagent_report_notices;
 mod subagent_reports;
 mod subagent_retry;
+mod subagent_task_failed;
 mod subagents_config;
 mod time_in_context;
 mod tool_edges;

@@ -191,8 +191,9 @@ impl Runner {
         self.error = Some(error.clone());
         let turn = self.turn.to_string();
         let key = &self.scope.session.key;
-        // a routine's or a webhook's run names it: nobody sent "a message"
-        // there (the session's peer is the routine's or the hook's name)
+        // a routine's or a webhook's run names it, a subagent's task its
+        // parent: nobody sent "a message" there (the session's peer is the
+        // routine's or the hook's name, or the parent's id)
         let p = prompts();
         let text = match key.kind {
             SessionKind::Routine => p.routine_failed.render(&[
@@ -203,6 +204,13 @@ impl Runner {
             SessionKind::Hook => {
                 p.hook_failed
                     .render(&[("hook", &key.peer), ("error", &error), ("turn", &turn)])
+            }
+            // a subagent's own task: its parent gave it a task
+            SessionKind::Subagent
+                if self.bot.origin.strip_prefix("subagent:") == Some(&key.peer) =>
+            {
+                p.task_failed
+                    .render(&[("parent", &key.peer), ("error", &error), ("turn", &turn)])
             }
             SessionKind::Dm
             | SessionKind::Agent
