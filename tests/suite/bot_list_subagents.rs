@@ -6,11 +6,9 @@
 //! 130–177 ms, refetched by the web page at every change.)
 
 use serde_json::Value;
-use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::TestHost;
 
 /// How many finished tasks the test makes: two more than are listed.
 const FINISHED: usize = 22;
@@ -28,19 +26,6 @@ fn subagent_ids(list: &Value) -> Vec<String> {
         .filter(|b| b["origin"] == "subagent:p")
         .map(|b| b["id"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// Sends `text` to `p` and waits until its session holds `reports`
-/// subagent reports.
-async fn delegate(host: &TestHost, text: &str, reports: usize) {
-    let (status, sent) = host.send("p", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    host.wait_for(&session, |es| {
-        (es.iter().filter(|e| e["kind"] == "agent_message").count() >= reports)
-            .then_some(json!(true))
-    })
-    .await;
 }
 
 #[tokio::test]
@@ -86,7 +71,8 @@ steps = [
         .start()
         .await;
     for i in 0..FINISHED {
-        delegate(&host, &format!("task {i}"), i + 1).await;
+        host.send_until_reports("p", &format!("task {i}"), i + 1)
+            .await;
     }
     // every task so far is finished: all are listed with `all`, in the
     // order they were made (by id in the list: read the order from turns)

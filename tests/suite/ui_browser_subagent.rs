@@ -20,7 +20,6 @@ use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::TestHost;
 use crate::support::ui_page;
 
 const SCRIPT: &str = r#"
@@ -86,19 +85,6 @@ steps = [ { fail = "the endpoint answered 500" } ]
 steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 "#;
 
-/// Sends `text` to `p` and waits until its DM holds `reports` messages
-/// from its subagents.
-async fn to_parent(host: &TestHost, text: &str, reports: usize) {
-    let (status, sent) = host.send("p", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    host.wait_for(&session, |es| {
-        (es.iter().filter(|e| e["kind"] == "agent_message").count() >= reports)
-            .then_some(json!(true))
-    })
-    .await;
-}
-
 /// What the conversation shows: its header's state badge, its current
 /// tab, its log's text, whether it has a message box and its read-only
 /// line.
@@ -139,7 +125,7 @@ async fn a_subagent_opens_on_its_task_read_only_with_its_state() {
     let Some((browser, host)) = ui_page::start(fleet).await else {
         return;
     };
-    to_parent(&host, "delegate please", 1).await;
+    host.send_until_reports("p", "delegate please", 1).await;
     let sub = host.wait_subagent_of("p").await;
 
     // its report in its parent's conversation links to its page
@@ -277,7 +263,7 @@ async fn the_session_of_a_subagent_names_its_task() {
         .bot("p", "s", &["SendMessage", "Task", "MessageSubagent"])
         .start()
         .await;
-    to_parent(&host, "delegate please", 1).await;
+    host.send_until_reports("p", "delegate please", 1).await;
     let sub = host.wait_subagent_of("p").await;
     let (status, answer) = host.get(&format!("/v1/bots/{sub}/session"), TOKEN).await;
     assert_eq!(status, 200, "{answer}");

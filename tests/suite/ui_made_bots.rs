@@ -56,19 +56,6 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
 /// Finished tasks: one more than the list keeps of a parent.
 const TASKS: usize = 21;
 
-/// Sends `text` to `maker` and waits until its DM holds `reports`
-/// subagent reports.
-async fn delegate(host: &TestHost, text: &str, reports: usize) {
-    let (status, sent) = host.send("maker", text, None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    host.wait_for(&session, |es| {
-        (es.iter().filter(|e| e["kind"] == "agent_message").count() >= reports)
-            .then_some(json!(true))
-    })
-    .await;
-}
-
 /// The entry of `id` in the API's `GET /v1/bots`.
 async fn listed(host: &TestHost, id: &str) -> Value {
     let (status, list) = host.get("/v1/bots", TOKEN).await;
@@ -115,7 +102,8 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
     assert_eq!(end["status"], "completed", "{end}");
     assert_eq!(listed(&host, "helper").await["origin"], "agent:maker");
     for i in 0..TASKS {
-        delegate(&host, &format!("job {i}"), i + 1).await;
+        host.send_until_reports("maker", &format!("job {i}"), i + 1)
+            .await;
     }
     let (status, list) = host.get("/v1/bots", TOKEN).await;
     assert_eq!(status, 200, "{list}");

@@ -354,6 +354,19 @@ impl TestHost {
         .await
     }
 
+    /// Sends `text` to `bot` and waits until that session holds `reports`
+    /// messages from its subagents (their reports).
+    pub async fn send_until_reports(&self, bot: &str, text: &str, reports: usize) {
+        let (status, sent) = self.send(bot, text, None).await;
+        assert_eq!(status, 202, "{sent}");
+        let session = sent["session"].as_str().unwrap().to_owned();
+        self.wait_for(&session, |es| {
+            (es.iter().filter(|e| e["kind"] == "agent_message").count() >= reports)
+                .then_some(json!(true))
+        })
+        .await;
+    }
+
     /// Waits until `parent` has a subagent in `GET /v1/bots`; its id.
     pub async fn wait_subagent_of(&self, parent: &str) -> String {
         let origin = format!("subagent:{parent}");
