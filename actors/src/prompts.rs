@@ -183,6 +183,15 @@ prompts! {
     approval_approved_tool_gone => "approval_approved_tool_gone.md",
     /// The event telling a bot its action was denied.
     approval_denied => "approval_denied.md",
+    /// [`approval_approved`](Prompts::approval_approved) outside a DM
+    /// (with another bot, a subagent's task, a routine, a webhook, a
+    /// room): SendMessage there answers whoever the conversation is with,
+    /// which need not be the owner who decided.
+    approval_approved_elsewhere => "approval_approved_elsewhere.md",
+    /// The same when the approved call's tool is no longer the bot's.
+    approval_approved_tool_gone_elsewhere => "approval_approved_tool_gone_elsewhere.md",
+    /// [`approval_denied`](Prompts::approval_denied) outside a DM.
+    approval_denied_elsewhere => "approval_denied_elsewhere.md",
     /// Result of a call auto-review refused outright.
     review_denied => "review_denied.md",
     /// The memory block of the prompt (information, not instructions).

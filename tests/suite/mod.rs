@@ -10,6 +10,7 @@ mod api_details;
 mod api_headers;
 mod api_input;
 mod api_schema;
+mod approval_elsewhere;
 mod approval_expiry;
 mod approval_gone;
 mod approvals;

@@ -163,21 +163,39 @@ pub async fn decide(
     let tool_gone = bot
         .as_ref()
         .is_some_and(|b| !b.tools.contains(&record.tool));
+    // outside a DM, SendMessage answers whoever the conversation is with
+    // (a subagent's parent, another bot): the event does not tell the bot
+    // to tell the owner with it (it did, and a subagent's SendMessage
+    // reaches its parent)
+    let in_dm = session.key.kind == SessionKind::Dm;
+    let (approved, approved_tool_gone, denied) = if in_dm {
+        (
+            &p.approval_approved,
+            &p.approval_approved_tool_gone,
+            &p.approval_denied,
+        )
+    } else {
+        (
+            &p.approval_approved_elsewhere,
+            &p.approval_approved_tool_gone_elsewhere,
+            &p.approval_denied_elsewhere,
+        )
+    };
     let text = match decision {
-        ApprovalDecision::Approve if tool_gone => p.approval_approved_tool_gone.render(&[
+        ApprovalDecision::Approve if tool_gone => approved_tool_gone.render(&[
             ("owner", user.as_str()),
             ("id", &id_text),
             ("summary", &record.summary),
             ("tool", &record.tool),
         ])?,
-        ApprovalDecision::Approve => p.approval_approved.render(&[
+        ApprovalDecision::Approve => approved.render(&[
             ("owner", user.as_str()),
             ("id", &id_text),
             ("summary", &record.summary),
             ("tool", &record.tool),
             ("ttl_minutes", &ttl),
         ])?,
-        ApprovalDecision::Deny => p.approval_denied.render(&[
+        ApprovalDecision::Deny => denied.render(&[
             ("owner", user.as_str()),
             ("id", &id_text),
             ("summary", &record.summary),
