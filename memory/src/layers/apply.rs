@@ -165,15 +165,16 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
             remove: removal,
             turn,
         } => {
-            if let Some(newer) = forget_marks::changed_since(conn, id, scope, *turn)? {
+            let ended = forget_marks::turn_end(conn, *turn)?;
+            if let Some(newer) = forget_marks::changed_since(conn, id, scope, ended)? {
                 return Ok(MemoryOpResult::Unchanged(newer));
             }
             if *removal {
                 remove(conn, id, scope, None, now)
             } else {
                 // not after the turn's end, by `changed_since` above
-                let set_at = extracted_at(conn, *turn, now)?;
-                replace(conn, id, scope, text, *importance, source, set_at)
+                let at = set_at(ended, now);
+                replace(conn, id, scope, text, *importance, source, at)
             }
         }
         MemoryOp::ForgetMatching { scope, needle } => {
@@ -216,7 +217,12 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
 /// (`forget_marks::changed_since`). `now` for a turn the store does not
 /// know or that has not ended.
 fn extracted_at(conn: &Connection, turn: TurnId, now: i64) -> Result<i64> {
-    Ok(forget_marks::turn_end(conn, turn)?.map_or(now, |ended| ended.min(now)))
+    Ok(set_at(forget_marks::turn_end(conn, turn)?, now))
+}
+
+/// [`extracted_at`] of a turn whose end (`ended`) was already read.
+fn set_at(ended: Option<i64>, now: i64) -> i64 {
+    ended.map_or(now, |ended| ended.min(now))
 }
 
 /// Normalizes a text for `layer`, or refuses it.

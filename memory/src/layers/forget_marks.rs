@@ -108,19 +108,20 @@ pub(crate) fn covers(conn: &Connection, new: &NewMemory, turn: TurnId, now: i64)
     Ok(false)
 }
 
-/// The item `id` of `scope` when it changed after `turn` ended (a newer
-/// fact than what the turn said: the extraction proposing the change
-/// read the turn's words), else `None` (also for a turn the store does
-/// not know or that has not ended, or an item gone or elsewhere: the
-/// change itself answers those). The turn's own changes (a Remember
-/// during it) are older than its end and do not count.
+/// The item `id` of `scope` when it changed after its turn ended at
+/// `ended` ([`turn_end`]: a newer fact than what the turn said: the
+/// extraction proposing the change read the turn's words), else `None`
+/// (also for a turn the store does not know or that has not ended, or an
+/// item gone or elsewhere: the change itself answers those). The turn's
+/// own changes (a Remember during it) are older than its end and do not
+/// count.
 pub(crate) fn changed_since(
     conn: &Connection,
     id: &MemoryId,
     scope: &MemoryScope,
-    turn: TurnId,
+    ended: Option<i64>,
 ) -> Result<Option<MemoryItem>> {
-    let Some(ended) = turn_end(conn, turn)? else {
+    let Some(ended) = ended else {
         return Ok(None);
     };
     Ok(get_item(conn, id)?.filter(|i| &i.scope == scope && i.updated_at > ended))
