@@ -228,6 +228,11 @@ prompts! {
     group_held => "group_held.md",
     /// The same note when one message was held (its grammar).
     group_held_one => "group_held_one.md",
+    /// In a member's input, for the public messages before those shown.
+    group_not_shown_earlier => "group_not_shown_earlier.md",
+    /// In a member's input, for the public messages between the one the
+    /// discussion answers and the newest shown.
+    group_not_shown => "group_not_shown.md",
     /// Result of a room member's SendMessage outside its turn.
     group_held_result => "group_held_result.md",
     /// Notice in a room member's session of a message it was not allowed

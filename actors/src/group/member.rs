@@ -24,6 +24,7 @@ use serde::Serialize;
 use super::era::BEFORE_SHARING_CODE;
 use super::mentions::MemberName;
 use super::run::Limits;
+use crate::prompts::Template;
 use crate::prompts::prompts;
 use crate::prompts::quoted_name;
 
@@ -195,7 +196,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         Some(at) => {
             let from = new.len().saturating_sub(MAX_SHOWN - 1);
             if at > 0 {
-                lines.push(format!("({at} earlier messages not shown)"));
+                lines.push(not_shown(&prompts().group_not_shown_earlier, at));
             }
             lines.push(render_message(
                 &author_label(new[at], view.names),
@@ -203,13 +204,13 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
             ));
             let between = from - at - 1;
             if between > 0 {
-                lines.push(format!("({between} messages not shown)"));
+                lines.push(not_shown(&prompts().group_not_shown, between));
             }
             from
         }
         None => {
             if hidden > 0 {
-                lines.push(format!("({hidden} earlier messages not shown)"));
+                lines.push(not_shown(&prompts().group_not_shown_earlier, hidden));
             }
             hidden
         }
@@ -266,6 +267,14 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         ])
         .unwrap_or_default();
     (text, covered)
+}
+
+/// A "(N … messages not shown)" line of an input, from `template`.
+fn not_shown(template: &Template, count: usize) -> String {
+    template
+        .render(&[("count", &count.to_string())])
+        .map(|t| t.trim_end().to_owned())
+        .unwrap_or_default()
 }
 
 fn is_delivery(e: &Entry) -> bool {
