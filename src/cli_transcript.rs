@@ -11,9 +11,6 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use botfleet_memory::BotId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use serde_json::Value;
 
 use super::terminal;
@@ -47,19 +44,24 @@ pub(super) async fn transcript(
     let last_seq = session["last_seq"]
         .as_i64()
         .context("no last_seq in the answer")?;
-    let mut sessions = vec![(id.to_owned(), last_seq)];
-    if let Some(task) = task_session(client, bot).await? {
-        sessions.insert(0, task);
-    }
     let shown = |e: &Value| !lines(e, all, as_json).is_empty();
+    // a subagent's task session, named by the host
+    // (`GET /v1/bots/{bot}/session`, `task`)
+    let task = session["task"]["session"]
+        .as_str()
+        .zip(session["task"]["last_seq"].as_i64());
     let mut entries = Vec::new();
-    for (id, last_seq) in &sessions {
-        entries.extend(match last {
-            None => client.entries_after(id, 0).await?,
-            Some(n) => last_shown(client, id, *last_seq, n, shown).await?,
-        });
+    let mut merged = false;
+    if let Some((task, task_seq)) = task {
+        // unreadable (a bot given to another user since: your DM with it
+        // stays yours to print), it is left out
+        if let Ok(es) = read(client, task, task_seq, last, shown).await {
+            entries.extend(es);
+            merged = true;
+        }
     }
-    if sessions.len() > 1 {
+    entries.extend(read(client, id, last_seq, last, shown).await?);
+    if merged {
         // one conversation in the fleet's order
         entries.sort_by_key(|e| e["gid"].as_i64().unwrap_or(0));
         if let Some(n) = last {
@@ -78,43 +80,19 @@ pub(super) async fn transcript(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The task session of `bot` and its last `seq`, when `bot` is a
-/// subagent (origin `subagent:<parent>`): its conversation with its
-/// parent, where its task, its progress and its report are.
-/// `None` too when it cannot be read: a bot given to another user since
-/// is no longer yours, but your DM with it stays yours to print.
-async fn task_session(client: &Client, bot: &str) -> anyhow::Result<Option<(String, i64)>> {
-    let Ok(record) = client.get(&format!("/v1/bots/{}", segment(bot))).await else {
-        return Ok(None);
-    };
-    let Some(parent) = record["origin"]
-        .as_str()
-        .and_then(|o| o.strip_prefix("subagent:"))
-    else {
-        return Ok(None);
-    };
-    let Ok(id) = BotId::new(bot) else {
-        return Ok(None);
-    };
-    let key = SessionKey {
-        bot: id,
-        kind: SessionKind::Subagent,
-        peer: parent.to_owned(),
-    };
-    let session = key.id().to_string();
-    let Ok(page) = client
-        .get(&format!(
-            "/v1/sessions/{}/entries?limit=1",
-            segment(&session)
-        ))
-        .await
-    else {
-        return Ok(None);
-    };
-    let last_seq = page["last_seq"]
-        .as_i64()
-        .context("no last_seq in the answer")?;
-    Ok(Some((session, last_seq)))
+/// The entries of `session` (whose last entry is `last_seq`) to print:
+/// all, or the last `last` that `shown` keeps.
+async fn read(
+    client: &Client,
+    session: &str,
+    last_seq: i64,
+    last: Option<u32>,
+    shown: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Vec<Value>> {
+    Ok(match last {
+        None => client.entries_after(session, 0).await?,
+        Some(n) => last_shown(client, session, last_seq, n, shown).await?,
+    })
 }
 
 /// The last `n` entries of `session` (whose last entry is `last_seq`) that
