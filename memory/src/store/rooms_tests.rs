@@ -416,3 +416,42 @@ async fn an_owner_change_in_a_shared_room_gives_the_new_owner_its_timeline_from_
     assert_eq!(visible_from(&store, &room, &bob).await, Some(3));
     store.close().await;
 }
+
+/// A room's open runs are read through the index of open runs, not by
+/// walking every run the room ever had: SQLite without statistics took
+/// the primary key for it, so each reply of a room with a long history
+/// read all its finished discussions.
+#[test]
+fn open_runs_read_only_the_open_ones() {
+    let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+    crate::store::schema::migrate(&mut conn).unwrap();
+    for seq in 1..=200 {
+        let status = if seq == 200 { "running" } else { "done" };
+        conn.execute(
+            "INSERT INTO room_runs (room_id, trigger_seq, status, state, created_at, updated_at)
+             VALUES ('team', ?1, ?2, '{}', 0, 0)",
+            rusqlite::params![seq, status],
+        )
+        .unwrap();
+    }
+    let sql = format!(
+        "EXPLAIN QUERY PLAN SELECT * FROM room_runs {}",
+        super::OPEN_RUNS
+    );
+    let plan: Vec<String> = conn
+        .prepare(&sql)
+        .unwrap()
+        .query_map(["team"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(
+        plan.iter().any(|step| step.contains("room_runs_open")),
+        "{plan:?}"
+    );
+    let open = super::open_runs(&conn, &RoomId::new("team").unwrap()).unwrap();
+    assert_eq!(
+        open.iter().map(|r| r.trigger_seq).collect::<Vec<_>>(),
+        vec![200]
+    );
+}
