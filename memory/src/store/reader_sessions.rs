@@ -100,12 +100,14 @@ pub(crate) fn sessions_of_subagents(
 /// (as in [`sessions_of_bot`]): their bots' sessions, and their DMs with a
 /// bot that has since been given to someone else.
 pub(crate) fn sessions_of_owner(conn: &Connection, owner: &UserId) -> Result<Vec<SessionRecord>> {
-    query_sessions(
-        conn,
-        "WHERE s.owner = ?1 AND s.kind != 'room' ORDER BY s.created_at",
-        params![owner.as_str()],
-    )
+    query_sessions(conn, OWNER_SESSIONS, params![owner.as_str()])
 }
+
+/// The filter of [`sessions_of_owner`], read through `sessions_owner`
+/// (migration 21; it scanned every session of the fleet at every API
+/// search).
+pub(super) const OWNER_SESSIONS: &str =
+    "WHERE s.owner = ?1 AND s.kind != 'room' ORDER BY s.created_at";
 
 /// A session's record, its latest summary and its newest entries after
 /// the summary: from `last_seq - window` (or the summary's end, if later),

@@ -116,7 +116,7 @@ impl Writer {
         let running: Vec<(String, String)> = self
             .conn
             .prepare_cached(
-                "SELECT id, inputs FROM turns
+                "SELECT id, inputs FROM turns INDEXED BY turns_open
                  WHERE bot_id = ?1 AND status = 'running' AND session_id = ?2 AND id != ?3",
             )?
             .query_map(params![bot, session, turn], |r| Ok((r.get(0)?, r.get(1)?)))?
