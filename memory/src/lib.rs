@@ -54,6 +54,7 @@ pub use index::MAX_SEARCH_OFFSET;
 pub use index::MAX_WORD_CHARS;
 pub use index::QueryError;
 pub use index::ReindexReport;
+pub use index::RoomCopies;
 pub use index::SearchHit;
 pub use index::SearchQuery;
 pub use index::SearchResults;

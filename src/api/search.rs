@@ -256,9 +256,13 @@ pub(crate) async fn search(
         .await?
         .into_iter()
         .map(|(room, from)| (botfleet_memory::room_timeline(&room).id(), from));
+    // a room's messages once, on its timeline, not again in the sessions
+    // of the members that were shown them
+    let copies = visible.room_copies(&sessions);
     let query = SearchQuery::new(q.clone())
         .in_sessions(sessions)
         .visible_from(floors)
+        .without_room_copies(copies)
         .with_limit(limit)
         .with_offset(offset);
     let results = index.search(query).await.map_err(index_error)?;

@@ -151,6 +151,7 @@ mod search_accents;
 mod search_index;
 mod search_index_damage;
 mod search_numbers;
+mod search_rooms;
 mod search_self_hits;
 mod secret_cuts;
 mod secret_names;

@@ -134,13 +134,14 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migrations 17 to 20 add an
-    // index, a column and two tables, taken back here
+    // the database as migration 16 left it: migrations 17 to 21 add
+    // indexes, a column and two tables, taken back here
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.execute_batch(
             "DROP INDEX bots_id_folded; ALTER TABLE inbox DROP COLUMN starts; \
              DROP TABLE room_audience; DROP TABLE hook_signatures; \
+             DROP INDEX sessions_owner; DROP INDEX turns_bot; \
              PRAGMA user_version = 16;",
         )
         .unwrap();

@@ -72,6 +72,7 @@ pub use era::BEFORE_SHARING_CODE;
 pub use error::GroupError;
 pub(crate) use given::share_given_rooms;
 pub use held::Floor;
+pub(crate) use member::input_author;
 pub(crate) use member::is_input_author;
 pub use outcome::member_outcomes;
 pub use room::NewRoom;

@@ -283,9 +283,11 @@ impl Tool for SearchTranscript {
             Some(raw) => vec![visible_session("SearchTranscript", raw, &visible)?.id],
             None => visible.ids(),
         };
+        let copies = visible.room_copies(&sessions);
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
             .visible_from(room_floors(ctx).await?)
+            .without_room_copies(copies)
             .with_limit(limit)
             .with_offset(offset);
         // a search has a deadline, but a cancelled turn does not wait for it

@@ -34,8 +34,11 @@
 //! owner's DMs, and the former owner lost them.)
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 
 use botfleet_memory::BotRecord;
+use botfleet_memory::RoomCopies;
+use botfleet_memory::RoomId;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKind;
 use botfleet_memory::SessionRecord;
@@ -120,6 +123,31 @@ impl VisibleSessions {
     /// Every visible session id (in no particular order).
     pub fn ids(&self) -> Vec<SessionId> {
         self.by_id.keys().copied().collect()
+    }
+
+    /// The room copies to leave out of a search of `searched` (visible
+    /// sessions): each member session in it whose room's timeline it
+    /// holds too, where the timeline has the room's messages once
+    /// ([`RoomCopies`]). A member session searched without its timeline
+    /// (alone, or by a bot no longer in the room) keeps them.
+    pub fn room_copies(&self, searched: &[SessionId]) -> Vec<RoomCopies> {
+        let searched_ids: HashSet<SessionId> = searched.iter().copied().collect();
+        searched
+            .iter()
+            .filter_map(|id| {
+                let record = self.by_id.get(id)?;
+                if record.key.kind != SessionKind::Group {
+                    return None;
+                }
+                let room = RoomId::new(&record.key.peer).ok()?;
+                searched_ids
+                    .contains(&room_timeline(&room).id())
+                    .then(|| RoomCopies {
+                        session: *id,
+                        inputs_by: crate::group::input_author(room.as_str()),
+                    })
+            })
+            .collect()
     }
 
     /// How many sessions are visible.

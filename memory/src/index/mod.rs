@@ -64,6 +64,7 @@ pub use feed::ReindexReport;
 pub use feed::reindex;
 pub use jsonl_mirror::JsonlMirror;
 pub use query::DEFAULT_SEARCH_LIMIT;
+pub use query::RoomCopies;
 pub use query::SearchQuery;
 pub use repair::SetAside;
 pub use search::SearchHit;

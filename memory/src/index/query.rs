@@ -94,6 +94,12 @@ pub struct SearchQuery {
     /// it was shared with the asker). Sessions not listed: every seq.
     #[serde(default)]
     pub visible_from: Vec<(SessionId, i64)>,
+    /// Room members' own sessions searched together with their room's
+    /// timeline: their copies of the timeline's messages are left out, so
+    /// a room message is found once, where it was said
+    /// ([`RoomCopies`]).
+    #[serde(default)]
+    pub room_copies: Vec<RoomCopies>,
     /// Most hits to return, `1..=MAX_SEARCH_LIMIT`.
     #[serde(default = "default_limit")]
     pub limit: usize,
@@ -113,6 +119,7 @@ impl SearchQuery {
             roles: Vec::new(),
             kinds: Vec::new(),
             visible_from: Vec::new(),
+            room_copies: Vec::new(),
             limit: DEFAULT_SEARCH_LIMIT,
             offset: 0,
         }
@@ -128,6 +135,13 @@ impl SearchQuery {
     /// ([`SearchQuery::visible_from`]).
     pub fn visible_from(mut self, floors: impl IntoIterator<Item = (SessionId, i64)>) -> Self {
         self.visible_from.extend(floors);
+        self
+    }
+
+    /// Leaves out the copies of room messages in these member sessions
+    /// ([`SearchQuery::room_copies`]).
+    pub fn without_room_copies(mut self, copies: impl IntoIterator<Item = RoomCopies>) -> Self {
+        self.room_copies.extend(copies);
         self
     }
 
@@ -161,6 +175,33 @@ impl SearchQuery {
         self
     }
 }
+
+/// A room member's own session in a room whose timeline the same search
+/// covers. Each message of the room is on the timeline once (a person's
+/// message, a member's published reply), and again in its members'
+/// sessions: quoted in the coordinator's input of every member shown it
+/// (an `event` by `inputs_by`), and, for a member's own reply, as the
+/// `delivery` its turn wrote before the room published it. Searched with
+/// the timeline, those copies only repeat the timeline's hit, once per
+/// member: a phrase said in a room of three members was found four
+/// times, each copy pointing at a member's session instead of the room.
+/// So they are left out there; everything else of the member's session
+/// (its notes, tool results, held messages, approvals) stays, and a
+/// search of the member's session alone (without the timeline) finds
+/// the copies too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomCopies {
+    /// The member's session in the room.
+    pub session: SessionId,
+    /// Author of the room coordinator's inputs in that session.
+    pub inputs_by: String,
+}
+
+/// The kind of a member's replies, copied to the timeline when published.
+const REPLY_KIND: &str = "delivery";
+
+/// The kind of the coordinator's inputs to a member.
+const INPUT_KIND: &str = "event";
 
 /// One required unit of a query: a single term or a phrase of terms with
 /// their relative positions.
@@ -518,6 +559,33 @@ fn before(fields: &Fields, session: SessionId, from: i64) -> Box<dyn Query> {
     ]))
 }
 
+/// The copies of room messages in members' sessions ([`RoomCopies`]):
+/// in those sessions, every delivery and the events of the coordinators.
+fn room_copies(fields: &Fields, copies: &[RoomCopies]) -> Box<dyn Query> {
+    let sessions: Vec<String> = copies.iter().map(|c| c.session.to_string()).collect();
+    let mut authors: Vec<&str> = copies.iter().map(|c| c.inputs_by.as_str()).collect();
+    authors.sort_unstable();
+    authors.dedup();
+    let inputs = BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            filter(fields.kind, std::iter::once(INPUT_KIND)),
+        ),
+        (Occur::Must, filter(fields.author, authors.into_iter())),
+    ]);
+    let copies = BooleanQuery::union(vec![
+        filter(fields.kind, std::iter::once(REPLY_KIND)),
+        Box::new(inputs),
+    ]);
+    Box::new(BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            filter(fields.session, sessions.iter().map(String::as_str)),
+        ),
+        (Occur::Must, Box::new(copies)),
+    ]))
+}
+
 /// The kind a search without a `kinds` filter leaves out: compaction
 /// summaries.
 const UNLESS_ASKED: &str = "summary";
@@ -547,6 +615,9 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
     }
     for (session, from) in &query.visible_from {
         clauses.push(excluded(before(fields, *session, *from)));
+    }
+    if !query.room_copies.is_empty() {
+        clauses.push(excluded(room_copies(fields, &query.room_copies)));
     }
     if let Some(bot) = &query.bot {
         clauses.push((

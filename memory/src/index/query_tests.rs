@@ -388,3 +388,101 @@ fn entries_before_a_sessions_visible_seq_are_not_found() -> crate::index::test_s
     );
     Ok(())
 }
+
+/// A member's session searched with its room's timeline: the copies of
+/// the room's messages there (the coordinator's input quoting them, the
+/// member's delivery the timeline publishes) are left out; its other
+/// entries (a held message's notice, an approval's event by a person)
+/// and the sessions of other rooms are not. Alone, it keeps them all.
+#[test]
+fn room_copies_are_left_out_beside_the_timeline() -> crate::index::test_support::TestResult {
+    use crate::index::test_support::session;
+    use crate::index::test_support::user_text;
+    use crate::record::EntryKind;
+    let mut docs = crate::index::test_support::Docs::new()?;
+    let timeline = session("lunch", "timeline");
+    let member = session("m1", "lunch");
+    let other_room = session("m1", "dinner");
+    let delivery = |text: &str| EntryKind::Delivery {
+        text: text.into(),
+        card: None,
+        call_id: "c1".into(),
+    };
+    let event = |text: &str| EntryKind::Event {
+        origin: "room".into(),
+        text: text.into(),
+        trusted: false,
+        hop: None,
+        chain: None,
+    };
+    docs.add_kind("lunch", timeline, "alice", user_text("walrus tacos"))?;
+    docs.add_kind("lunch", timeline, "m1", delivery("walrus halibut"))?;
+    docs.add_kind("m1", member, "room:lunch", event("alice: walrus tacos"))?;
+    docs.add_kind("m1", member, "m1", delivery("walrus halibut"))?;
+    docs.add_kind(
+        "m1",
+        member,
+        "m1",
+        EntryKind::Notice {
+            code: "room_message_held".into(),
+            text: "held: walrus later".into(),
+            retry_turn: None,
+        },
+    )?;
+    docs.add_kind("m1", member, "alice", event("approved: walrus shell"))?;
+    docs.add_kind("m1", other_room, "room:dinner", event("bob: walrus soup"))?;
+    docs.commit()?;
+    let found = |query: SearchQuery| -> Result<Vec<(String, i64)>, crate::index::IndexError> {
+        let mut hits: Vec<(String, i64)> = docs
+            .search(query.with_limit(100))?
+            .hits
+            .iter()
+            .map(|h| {
+                let place = if h.session == timeline {
+                    "timeline"
+                } else if h.session == member {
+                    "member"
+                } else {
+                    "other"
+                };
+                (place.to_owned(), h.seq)
+            })
+            .collect();
+        hits.sort();
+        Ok(hits)
+    };
+    let copies = [RoomCopies {
+        session: member,
+        inputs_by: "room:lunch".into(),
+    }];
+    let all = [timeline, member, other_room];
+    let place = |p: &str, seq: i64| (p.to_owned(), seq);
+    assert_eq!(
+        found(
+            SearchQuery::new("walrus")
+                .in_sessions(all)
+                .without_room_copies(copies.clone())
+        )?,
+        vec![
+            place("member", 3),
+            place("member", 4),
+            place("other", 1),
+            place("timeline", 1),
+            place("timeline", 2),
+        ]
+    );
+    // the total counts what is found, so pages stay whole
+    let page = docs.search(
+        SearchQuery::new("walrus")
+            .in_sessions(all)
+            .without_room_copies(copies)
+            .with_limit(2),
+    )?;
+    assert_eq!(page.total, 5);
+    // without copies to leave out, everything
+    assert_eq!(
+        found(SearchQuery::new("walrus").in_sessions([member]))?.len(),
+        4
+    );
+    Ok(())
+}
