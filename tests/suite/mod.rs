@@ -173,6 +173,7 @@ mod subagent_approvals;
 mod subagent_hop_report;
 mod subagent_hops;
 mod subagent_parent_interrupted;
+mod subagent_parent_renamed;
 mod subagent_report_notices;
 mod subagent_reports;
 mod subagent_retry;

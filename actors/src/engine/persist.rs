@@ -365,7 +365,11 @@ impl Runner {
     /// the turn is cancelled, and the status and report are written with
     /// `EndSubagentTask`, which the store skips for a subagent stopped
     /// since this read. A person's cancel of its task turn fails the task
-    /// instead: its parent hears of it, and the person may retry.
+    /// instead: its parent hears of it, and the person may retry. Nor does
+    /// a turn report that ends with more work for the task waiting in its
+    /// session (a parent's MessageSubagent committed after the turn's last
+    /// model answer came in, too late to interrupt it): the store keeps
+    /// the subagent running, and the turn over that work reports, once.
     ///
     /// The report is admitted with a nonce derived from the turn: it is
     /// written in the same transaction as the end of the turn, and a turn

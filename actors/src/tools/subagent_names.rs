@@ -2,7 +2,9 @@
 //! (`Boss · audit the logs`), under the rules every bot's name follows
 //! (`botfleet_memory::display_name_problem`: fleet.toml, CreateAgent,
 //! UpdateAgent). The name is shown by `GET /v1/bots`, the web page and
-//! `botfleet bots`, on one line.
+//! `botfleet bots`, on one line. It follows the parent's name: the store
+//! names the subagents again when their parent is renamed
+//! (`SubagentRecord::name_under`, `Writer::subagent_names_follow`).
 //!
 //! A title that breaks those rules is refused, not cleaned: it is also
 //! the task's label the parent reads back (CheckSubagent's list, one line
@@ -13,19 +15,10 @@
 //! title may be longer than a name leaves room for, and the name keeps
 //! what fits of it.
 
+use botfleet_memory::SubagentRecord;
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::ToolError;
-
-/// Most characters of a display name (which `display_name_problem`
-/// enforces).
-const NAME_CHARS: usize = botfleet_memory::MAX_DISPLAY_NAME_CHARS;
-
-/// Between the parent's name and the title.
-const SEPARATOR: &str = " · ";
-
-/// Ends a name cut to fit.
-const CUT: char = '…';
 
 /// Longest piece of a title judged at once: a name's length less the
 /// visible character it is judged after (see [`title_problem`]), with
@@ -48,7 +41,7 @@ pub(super) fn subagent_name(parent: &str, description: &str) -> Result<String, T
             NEXT_STEP,
         ));
     }
-    let name = fitted(&format!("{parent}{SEPARATOR}{description}"));
+    let name = SubagentRecord::name_under(parent, description);
     // what only the whole name shows: a room's speaker marker made of
     // words of the title and the parent's name (`( person)`)
     match botfleet_memory::display_name_problem(&name) {
@@ -93,28 +86,6 @@ fn pieces(word: &str) -> Vec<String> {
     if !piece.is_empty() {
         out.push(piece);
     }
-    out
-}
-
-/// `name` if it fits in [`NAME_CHARS`]; else its start, cut between
-/// graphemes, and [`CUT`].
-fn fitted(name: &str) -> String {
-    if name.chars().count() <= NAME_CHARS {
-        return name.to_owned();
-    }
-    let mut out = String::new();
-    let mut chars = 0;
-    for g in name.graphemes(true) {
-        let n = g.chars().count();
-        if chars + n >= NAME_CHARS {
-            break;
-        }
-        out.push_str(g);
-        chars += n;
-    }
-    let kept = out.trim_end().len();
-    out.truncate(kept);
-    out.push(CUT);
     out
 }
 

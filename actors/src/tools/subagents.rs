@@ -7,8 +7,12 @@
 //! works is progress, recorded in its session (CheckSubagent shows it);
 //! when its turn ends, its last message is its report, delivered to the
 //! parent's session as one message that wakes the parent (written with
-//! the end of the turn: `engine/persist.rs`). A user's message that
-//! interrupts the parent does not touch it.
+//! the end of the turn: `engine/persist.rs`), one per task: a steering
+//! message is sent only while the subagent still runs when it commits
+//! (`WriteLimit::SubagentRunning`; one committed after the task ended is
+//! refused as finished), and a turn that ends with one waiting leaves
+//! the report to the turn over it (`Mutation::EndSubagentTask`). A user's
+//! message that interrupts the parent does not touch it.
 //!
 //! A task and a message to a subagent are hops like a message to another
 //! bot, and the report one more: a parent woken by a report that delegates
@@ -401,7 +405,19 @@ impl Tool for MessageSubagent {
                 check_room_for_one_more(ctx, more).await?;
                 Some(subagent_limit(ctx, "MessageSubagent", &sub.id, more))
             }
-            SubagentStatus::Running => None,
+            // steering of the running task: only while it runs, which the
+            // writer checks as the message commits (its task may end since
+            // this read, its report written)
+            SubagentStatus::Running => Some(Limit {
+                bound: WriteLimit::SubagentRunning {
+                    subagent: sub.id.clone(),
+                },
+                refused: vec![refused_outcome(
+                    ctx,
+                    "MessageSubagent",
+                    &finished_meanwhile(&sub.id),
+                )],
+            }),
         };
         let (hop, chain) = hop_to_child(
             ctx,
@@ -435,6 +451,21 @@ impl Tool for MessageSubagent {
             delivered: false,
         })
     }
+}
+
+/// The refusal of a message to a subagent whose task ended after the call
+/// read it running: the message was not sent, its task's report is on its
+/// way, and a new message gives it new work (as to any finished one).
+fn finished_meanwhile(id: &BotId) -> ToolError {
+    ToolError::new(
+        format!(
+            "subagent {id} had already finished its task when your message reached it: the \
+             message was not sent. Its report (or why it could not finish) comes to you as a \
+             new message"
+        ),
+        "read its report when it arrives; to give it more work, call MessageSubagent again \
+         (it then runs again, counted against your running subagents)",
+    )
 }
 
 /// Refuses one more running subagent of the caller when
@@ -495,3 +526,11 @@ fn subagent_limit(ctx: &ToolContext<'_>, tool: &str, subagent: &BotId, next_step
         refused: vec![refused_outcome(ctx, tool, &too_many(max, max, next_step))],
     }
 }
+
+#[cfg(test)]
+#[path = "subagent_steer_race_tests.rs"]
+mod steer_race_tests;
+
+#[cfg(test)]
+#[path = "subagent_message_race_tests.rs"]
+mod message_race_tests;

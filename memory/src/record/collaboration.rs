@@ -150,6 +150,50 @@ pub struct SubagentRecord {
     pub updated_at: i64,
 }
 
+/// Between a subagent's parent's name and its task's title in its name.
+const SUBAGENT_NAME_SEPARATOR: &str = " · ";
+
+/// Ends a subagent's name cut to fit.
+const SUBAGENT_NAME_CUT: char = '…';
+
+impl SubagentRecord {
+    /// The display name of a subagent of a parent named `parent_name` for
+    /// the task titled `description`: both, `Boss · audit the logs`, cut
+    /// between graphemes with `…` to a name's
+    /// [`MAX_DISPLAY_NAME_CHARS`](crate::MAX_DISPLAY_NAME_CHARS). Task
+    /// names it so, and the store names it again whenever its parent's
+    /// name changes (`Writer::subagent_names_follow`).
+    pub fn name_under(parent_name: &str, description: &str) -> String {
+        fitted(&format!(
+            "{parent_name}{SUBAGENT_NAME_SEPARATOR}{description}"
+        ))
+    }
+}
+
+/// `name` if it fits in a display name; else its start, cut between
+/// graphemes, and [`SUBAGENT_NAME_CUT`].
+fn fitted(name: &str) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    let max = crate::MAX_DISPLAY_NAME_CHARS;
+    if name.chars().count() <= max {
+        return name.to_owned();
+    }
+    let mut out = String::new();
+    let mut chars = 0;
+    for g in name.graphemes(true) {
+        let n = g.chars().count();
+        if chars + n >= max {
+            break;
+        }
+        out.push_str(g);
+        chars += n;
+    }
+    let kept = out.trim_end().len();
+    out.truncate(kept);
+    out.push(SUBAGENT_NAME_CUT);
+    out
+}
+
 /// What a routine does about slots it missed while the host was down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -234,9 +234,12 @@ pub enum Mutation {
     /// report to its parent admitted with them. Nothing is written when
     /// the subagent is stopped, also by a stop that landed after its turn
     /// read its status: a parent's stop is final, and a stopped subagent
-    /// reports nothing. Answers `Admitted` when the report was admitted,
-    /// `Count(1)` when the status was written without a report, `Count(0)`
-    /// when the subagent was stopped.
+    /// reports nothing. Nor is the task over while more work for it waits
+    /// in its session (a message of its parent committed while the turn
+    /// ran, not taken by it): the subagent stays `running`, with this
+    /// result, and the turn over that work reports. Answers `Admitted`
+    /// when the report was admitted, `Count(1)` when the status was
+    /// written without a report, `Count(0)` when the subagent was stopped.
     EndSubagentTask {
         /// The subagent's bot id.
         id: crate::ids::BotId,
@@ -524,6 +527,16 @@ pub enum WriteLimit {
         subagent: BotId,
         /// Running subagents the parent may have.
         max: usize,
+    },
+    /// `subagent` is still `running`: a message its parent sent while it
+    /// worked on its task (MessageSubagent) goes to that task only if the
+    /// task has not ended since the call read it running. Once ended, its
+    /// report is written, and the message would start new work the
+    /// parent did not ask for: a second report of what it took for one
+    /// task.
+    SubagentRunning {
+        /// The subagent.
+        subagent: BotId,
     },
     /// The stored record of `bot` is not marked removed
     /// ([`BotRecord::removed_at`]): UpdateAgent's write of a bot it read

@@ -147,3 +147,115 @@ async fn a_stopped_subagents_task_end_writes_nothing_and_reports_nothing() {
         .unwrap();
     assert_eq!(inbox.len(), 1, "{inbox:?}");
 }
+
+/// A message of the parent committed while the subagent's task turn ran,
+/// and not taken by it: the task is not over. The end keeps the subagent
+/// running with its result and reports nothing; the end of the turn over
+/// the message reports.
+#[tokio::test]
+async fn a_task_end_with_a_message_waiting_stays_running_and_reports_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let parent_dm = SessionKey {
+        bot: BotId::new("p").unwrap(),
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    };
+    let sub = BotId::new("p.sub-1").unwrap();
+    let task = SessionKey {
+        bot: sub.clone(),
+        kind: SessionKind::Subagent,
+        peer: "p".into(),
+    };
+    let steer = |nonce: &str| {
+        Mutation::Admit(Box::new(AdmitRequest {
+            source: "bot:p".into(),
+            nonce: nonce.into(),
+            nonce_time_ms: None,
+            digest: InputDigest::of_parts([nonce.as_bytes()]),
+            session: task.clone(),
+            owner: UserId::new("alice").unwrap(),
+            entry: NewEntry {
+                id: EntryId::new_v7(),
+                session: task.id(),
+                author: "p".into(),
+                turn: None,
+                kind: EntryKind::UserMessage { text: nonce.into() },
+            },
+            priority: Priority::UserDm,
+        }))
+    };
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot("p", "config")),
+            Mutation::UpsertBot(bot("p.sub-1", "subagent:p")),
+            Mutation::CreateSubagent(SubagentRecord {
+                id: sub.clone(),
+                parent: BotId::new("p").unwrap(),
+                parent_session: parent_dm.id(),
+                description: "a task".into(),
+                status: SubagentStatus::Running,
+                result: None,
+                created_at: 0,
+                updated_at: 0,
+            }),
+            steer("task"),
+        ])
+        .await
+        .unwrap();
+    let start = |turn: crate::ids::TurnId, gids: Vec<i64>| Mutation::StartTurn {
+        turn,
+        bot: sub.clone(),
+        session: task.id(),
+        inputs: gids,
+        checkpoint: json!({}),
+        started_at: 0,
+    };
+    let gids = |items: Vec<crate::record::InboxItem>| items.iter().map(|i| i.gid).collect();
+    let first = crate::ids::TurnId::new_v7();
+    let inputs = store.pending_inbox(&sub).await.unwrap();
+    store.write(vec![start(first, gids(inputs))]).await.unwrap();
+    // the parent's message lands while the turn ends
+    store.write(vec![steer("steer")]).await.unwrap();
+    let results = store
+        .write(vec![end_with_report(&sub, &parent_dm, "t1:end:report")])
+        .await
+        .unwrap();
+    assert!(
+        matches!(results[0], MutationResult::Count(1)),
+        "{results:?}"
+    );
+    let record = store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(record.status, SubagentStatus::Running);
+    assert_eq!(record.result.as_deref(), Some("all done"));
+    let reports = |es: &[crate::record::Entry]| {
+        es.iter()
+            .filter(|e| matches!(e.kind, EntryKind::AgentMessage { .. }))
+            .count()
+    };
+    let entries = store.tail_entries(parent_dm.id(), 10).await.unwrap();
+    assert_eq!(reports(&entries), 0, "{entries:#?}");
+    // the turn over the message ends the task, with its report
+    let second = crate::ids::TurnId::new_v7();
+    let inputs = store.pending_inbox(&sub).await.unwrap();
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    store
+        .write(vec![start(second, gids(inputs))])
+        .await
+        .unwrap();
+    let results = store
+        .write(vec![end_with_report(&sub, &parent_dm, "t2:end:report")])
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            &results[0],
+            MutationResult::Admitted(AdmitOutcome::Accepted(_))
+        ),
+        "{results:?}"
+    );
+    let record = store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(record.status, SubagentStatus::Done);
+    let entries = store.tail_entries(parent_dm.id(), 10).await.unwrap();
+    assert_eq!(reports(&entries), 1, "{entries:#?}");
+}

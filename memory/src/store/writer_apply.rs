@@ -293,25 +293,14 @@ impl Writer {
                 status,
                 result,
                 report,
-            } => {
-                let current: Option<String> = self
-                    .conn
-                    .prepare_cached("SELECT status FROM subagents WHERE id = ?1")?
-                    .query_row(params![id.as_str()], |r| r.get(0))
-                    .optional()?;
-                if current.as_deref() == Some(SubagentStatus::Stopped.as_str()) {
-                    // stopped by its parent, maybe since its turn read it:
-                    // final, and it reports nothing
-                    return Ok(MutationResult::Count(0));
-                }
-                set_subagent_status(&self.conn, id, *status, result.as_deref(), now)?;
-                match report {
-                    Some(req) => self
-                        .admit(req, now, touched, true)
-                        .map(MutationResult::Admitted),
-                    None => Ok(MutationResult::Count(1)),
-                }
-            }
+            } => self.end_subagent_task(
+                id,
+                *status,
+                result.as_deref(),
+                report.as_deref(),
+                now,
+                touched,
+            ),
             Mutation::PutRoutine(r) => {
                 routines::put(&self.conn, r, now)?;
                 Ok(MutationResult::Done)
@@ -457,7 +446,7 @@ impl Writer {
     }
 }
 
-fn set_subagent_status(
+pub(super) fn set_subagent_status(
     conn: &rusqlite::Connection,
     id: &BotId,
     status: SubagentStatus,

@@ -59,6 +59,7 @@ impl Writer {
                 now
             ])?;
         self.follow_owner(bot, now)?;
+        self.subagent_names_follow(&bot.id, now)?;
         if let Some(former) = former.filter(|f| f != bot.owner.as_str()) {
             rooms::admit_new_owner(&self.conn, &bot.id, &UserId::new(former.as_str())?, now)?;
             self.drop_former_owners_routines(bot, &former)?;

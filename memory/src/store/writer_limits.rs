@@ -59,6 +59,7 @@ impl Writer {
                 subagent,
                 max,
             } => self.subagent_has_room(parent, subagent, *max),
+            WriteLimit::SubagentRunning { subagent } => self.subagent_running(subagent),
             WriteLimit::BotNotRemoved { bot } => {
                 let stored = reader::get_bot(&self.conn, bot)?;
                 let room = stored.is_none_or(|b| b.removed_at().is_none());

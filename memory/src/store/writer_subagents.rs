@@ -1,23 +1,97 @@
-//! The writer's limit on a parent's running subagents: a retry of a
-//! subagent's task (the limit checked, its inputs requeued and its status
-//! set back to `running`, in the one transaction), and the check of a
-//! start (`WriteLimit::RunningSubagents`). `impl Writer`, split from
-//! `writer_apply.rs`.
+//! The writer's subagent rules: the end of a task turn (its status and
+//! its report, `Mutation::EndSubagentTask`), the limit on a parent's
+//! running subagents: a retry of a subagent's task (the limit checked,
+//! its inputs requeued and its status set back to `running`, in the one
+//! transaction), and the check of a start (`WriteLimit::RunningSubagents`).
+//! `impl Writer`, split from `writer_apply.rs`.
 
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 
 use super::Touched;
 use super::Writer;
+use super::apply::set_subagent_status;
 use crate::error::Result;
 use crate::error::StoreError;
 use crate::ids::BotId;
 use crate::ids::TurnId;
+use crate::ids::display_name_problem;
+use crate::record::AdmitRequest;
+use crate::record::SessionKey;
+use crate::record::SessionKind;
+use crate::record::SubagentRecord;
 use crate::record::SubagentStatus;
 use crate::store::mutation::Mutation;
 use crate::store::mutation::MutationResult;
 
 impl Writer {
+    /// [`Mutation::EndSubagentTask`]: the end of a turn of `id`'s task.
+    ///
+    /// A subagent its parent stopped, maybe since its turn read it, writes
+    /// nothing (the stop is final, and it reports nothing): `Count(0)`.
+    ///
+    /// A task that has more work waiting, a message of its parent (or a
+    /// person's retry of its task) committed while the turn ran and not
+    /// taken by it, is not over: it stays `running`, with this turn's
+    /// result, and does not report: the turn over that work does, as the
+    /// task's one report (`Count(1)`). Reported here, the parent had two
+    /// reports of one task: this one, without the message it had sent,
+    /// then the next turn's. (The interrupt such a message sends the
+    /// running turn comes too late when the turn's last model answer was
+    /// already in.)
+    ///
+    /// Otherwise its status and result are written and its report
+    /// admitted: `Admitted` (`Count(1)` with no report to send).
+    pub(super) fn end_subagent_task(
+        &mut self,
+        id: &BotId,
+        status: SubagentStatus,
+        result: Option<&str>,
+        report: Option<&AdmitRequest>,
+        now: i64,
+        touched: &mut Touched,
+    ) -> Result<MutationResult> {
+        let current: Option<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT parent, status FROM subagents WHERE id = ?1")?
+            .query_row(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((parent, current)) = current else {
+            return Err(StoreError::NotFound {
+                what: "subagent",
+                id: id.to_string(),
+            });
+        };
+        if current == SubagentStatus::Stopped.as_str() {
+            // stopped by its parent, maybe since its turn read it: final,
+            // and it reports nothing
+            return Ok(MutationResult::Count(0));
+        }
+        let task = SessionKey {
+            bot: id.clone(),
+            kind: SessionKind::Subagent,
+            peer: parent,
+        };
+        let more_work: bool = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM inbox
+                 WHERE bot_id = ?1 AND session_id = ?2 AND turn_id IS NULL)",
+            )?
+            .query_row(params![id.as_str(), task.id().to_string()], |r| r.get(0))?;
+        if more_work {
+            set_subagent_status(&self.conn, id, SubagentStatus::Running, result, now)?;
+            return Ok(MutationResult::Count(1));
+        }
+        set_subagent_status(&self.conn, id, status, result, now)?;
+        match report {
+            Some(req) => self
+                .admit(req, now, touched, true)
+                .map(MutationResult::Admitted),
+            None => Ok(MutationResult::Count(1)),
+        }
+    }
+
     /// [`Mutation::RequeueSubagentTask`]. The writer applies one batch at
     /// a time, so what this reads holds until its batch commits: of two
     /// retries at the limit only the first passes, and a new task of the
@@ -103,6 +177,58 @@ impl Writer {
             return Ok(true);
         }
         Ok(self.running_besides(parent.as_str(), subagent.as_str())? < max)
+    }
+
+    /// `WriteLimit::SubagentRunning`: whether `subagent`'s status is
+    /// `running`, read in the transaction that would give it a message.
+    pub(super) fn subagent_running(&mut self, subagent: &BotId) -> Result<bool> {
+        let status: Option<String> = self
+            .conn
+            .prepare_cached("SELECT status FROM subagents WHERE id = ?1")?
+            .query_row(params![subagent.as_str()], |r| r.get(0))
+            .optional()?;
+        Ok(status.as_deref() == Some(SubagentStatus::Running.as_str()))
+    }
+
+    /// Names the subagents of `bot`, and `bot` itself when it is one,
+    /// after their parents' names as stored now
+    /// ([`SubagentRecord::name_under`]), in the transaction that upserts
+    /// `bot`: a subagent's name holds its parent's (`Boss · audit the
+    /// logs`), and a parent renamed (UpdateAgent, fleet.toml) left its
+    /// subagents under the old name in the bot list, the web page and
+    /// their conversations. Run at every upsert, as the owner's rule
+    /// (`follow_owner`): a subagent's own write at a start, made from its
+    /// record as read before its parent's, cannot put the old name back,
+    /// and subagents of a parent renamed before this rule are named again
+    /// at the next start. A name the rules of names would refuse (a
+    /// room's speaker marker made of the two) is left as it was.
+    pub(super) fn subagent_names_follow(&mut self, bot: &BotId, now: i64) -> Result<()> {
+        let subs: Vec<(String, String, String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT s.id, s.description, b.name, p.name FROM subagents s
+                 JOIN bots b ON b.id = s.id JOIN bots p ON p.id = s.parent
+                 WHERE s.parent = ?1 OR s.id = ?1",
+            )?
+            .query_map(params![bot.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, description, name, parent_name) in subs {
+            let want = SubagentRecord::name_under(&parent_name, &description);
+            if want == name {
+                continue;
+            }
+            if let Some(problem) = display_name_problem(&want) {
+                tracing::warn!(bot = %id, %name, %want, %problem, "subagent keeps its name: its parent's name and its task's title make no name");
+                continue;
+            }
+            self.conn
+                .prepare_cached("UPDATE bots SET name = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![id, want, now])?;
+            tracing::info!(bot = %id, from = %name, to = %want, "subagent named after its parent's name");
+        }
+        Ok(())
     }
 
     /// Running subagents of `parent` other than `subagent`.
