@@ -8,6 +8,7 @@
 //! ([`LoadedFleet::warnings`]).
 //! `impl LoadedFleet`, split from `config_load.rs`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -73,7 +74,44 @@ impl LoadedFleet {
                 ));
             }
         }
+        out.extend(self.project_case_warnings());
         out
+    }
+
+    /// Project names written in more than one case (`Apollo`, `apollo`):
+    /// they are separate projects, whose bots share no memory, and most
+    /// likely one project mistyped (bot and user ids must differ in more
+    /// than case; project names are compared as written).
+    fn project_case_warnings(&self) -> Vec<String> {
+        // lowercase name -> spelling -> bots
+        let mut names: BTreeMap<String, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
+        for b in &self.file.bots {
+            for p in &b.projects {
+                names
+                    .entry(p.to_lowercase())
+                    .or_default()
+                    .entry(p.as_str())
+                    .or_default()
+                    .push(b.id.as_str());
+            }
+        }
+        names
+            .values()
+            .filter(|spellings| spellings.len() > 1)
+            .map(|spellings| {
+                let listed: Vec<String> = spellings
+                    .iter()
+                    .map(|(p, bots)| format!("{p:?} ({})", bots.join(", ")))
+                    .collect();
+                format!(
+                    "WARNING: {}: the projects {} differ only in case: they are separate \
+                     projects whose bots share no memory; write the name the same way in each \
+                     bot's `projects`",
+                    self.source,
+                    listed.join(" and ")
+                )
+            })
+            .collect()
     }
 
     /// Checks `[host]` and `[runtime]`.

@@ -277,6 +277,38 @@ fn max_hops_below_a_tasks_two_hops_is_a_warning_naming_the_bots_with_task() {
     );
 }
 
+/// Two bots whose `projects` name one project in two cases join two
+/// projects that share no memory: a warning names both spellings and
+/// their bots. (Before, `check-config` said only "ok".)
+#[test]
+fn projects_differing_only_in_case_are_a_warning() {
+    let two = |first: &str, second: &str| {
+        let text = format!(
+            "{ISSUE_EXAMPLE}\n[[bots]]\nid = \"writer\"\nname = \"Writer\"\nrole = \"r\"\n\
+             owner = \"alice\"\nprovider = \"main\"\ntools = [\"SendMessage\"]\n\
+             projects = [\"{second}\"]\n"
+        )
+        .replace(
+            "tools = [\"SendMessage\", \"Read\"",
+            &format!("projects = [\"{first}\"]\ntools = [\"SendMessage\", \"Read\""),
+        );
+        LoadedFleet::parse(&text, "fleet.toml", None)
+            .unwrap()
+            .warnings()
+    };
+    let warned = two("Apollo", "apollo");
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    let w = &warned[0];
+    assert!(
+        w.contains("fleet.toml")
+            && w.contains("\"Apollo\" (researcher)")
+            && w.contains("\"apollo\" (writer)"),
+        "{w}"
+    );
+    assert!(two("apollo", "apollo").is_empty());
+    assert!(two("apollo", "zeus").is_empty());
+}
+
 /// Numbers that would leave a host that refuses every message, kills
 /// every command at once or forgets its idempotency keys are refused,
 /// naming the key; the documented bounds themselves are accepted.

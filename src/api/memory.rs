@@ -174,13 +174,26 @@ pub(crate) async fn forget(
              /v1/bots/{{bot}}/memory or `botfleet memory BOT`"
         ))
     };
-    let scope = match state.fleet.store().memory_lookup(&id).await? {
-        MemoryLookup::Found(item) => item.scope,
-        MemoryLookup::Forgotten(scope) => scope,
+    let (scope, expired) = match state.fleet.store().memory_lookup(&id).await? {
+        MemoryLookup::Found(item) => {
+            let now = state.fleet.store().clock().now_ms();
+            let expired = item.expires_at.filter(|_| item.is_expired(now));
+            (item.scope, expired)
+        }
+        MemoryLookup::Forgotten(scope) => (scope, None),
         MemoryLookup::Unknown => return Err(not_found()),
     };
     if !manages(&state, &user, &scope).await? {
         return Err(not_found());
+    }
+    // a note past its expiry is gone, whether or not it was purged yet
+    // (forgetting one answered with the model's "list what is remembered")
+    if let Some(at) = expired {
+        let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(at).unwrap_or_default();
+        return Err(ApiError::NotFound(format!(
+            "{id} was a note of {scope} that expired at {}; it is gone already",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )));
     }
     match state.fleet.runtime().memory.forget(&id).await? {
         MemoryOpResult::Removed(item) => Ok(Json(json!({

@@ -8,7 +8,8 @@
 //! everything):
 //! - `add`: a known layer, a scope the bot may write ([`super::writable_scope`]),
 //!   importance 1..=5, `expires_in_hours` only for notes (default 24, at
-//!   most 720); at most [`MAX_OPS`] adds;
+//!   most 720; counted from the turn's end, and a note already expired
+//!   when the extraction runs is refused); at most [`MAX_OPS`] adds;
 //! - `replace` / `remove`: the id must be among the ids this turn showed
 //!   (the caller passes them), so the extractor cannot touch a fact it has
 //!   not seen; at most [`MAX_OPS`] each.
@@ -484,6 +485,25 @@ async fn apply(
         }
     }
     let now = rt.store.clock().now_ms();
+    // a note's lifetime counts from the turn's end, where the person said
+    // it, however late the extraction lands (a slow model, a re-run after
+    // a restart): as the store sets what it adds (`MemoryOp::AddExtracted`)
+    let notes = proposal
+        .add
+        .iter()
+        .any(|a| a.layer.as_deref().and_then(Layer::parse) == Some(Layer::Notes));
+    let end = if notes {
+        rt.store.get_turn(turn).await
+    } else {
+        Ok(None)
+    };
+    let ended = match end {
+        Ok(t) => t.and_then(|t| t.ended_at).map_or(now, |e| e.min(now)),
+        Err(e) => {
+            tracing::warn!(bot = %bot.id, turn = %turn, error = %e, "fact extraction: could not read the turn's end; notes expire counted from now");
+            now
+        }
+    };
     for (i, a) in proposal.add.iter().enumerate() {
         let short: String = a.text.chars().take(60).collect();
         let label = format!("add {short:?}");
@@ -491,7 +511,12 @@ async fn apply(
             report.reject(label, format!("more than {MAX_OPS} adds"));
             continue;
         }
-        match new_memory(bot, a, now, &source, &format!("{seed}\u{0}{i}")) {
+        match new_memory(bot, a, ended, &source, &format!("{seed}\u{0}{i}")) {
+            Ok(new) if new.expires_at.is_some_and(|t| t <= now) => report.reject(
+                label,
+                "the note's lifetime, counted from its turn's end, was over before the extraction ran"
+                    .into(),
+            ),
             // a Forget after the turn began wins over what it said
             Ok(new) => ops.push((label, MemoryOp::AddExtracted { new, turn })),
             Err(reason) => report.reject(label, reason),
@@ -519,10 +544,12 @@ async fn apply(
     report
 }
 
+/// The item `a` proposes, a note expiring its lifetime after `from`
+/// (its turn's end).
 fn new_memory(
     bot: &BotRecord,
     a: &AddProposal,
-    now: i64,
+    from: i64,
     source: &str,
     seed: &str,
 ) -> Result<NewMemory, String> {
@@ -538,7 +565,7 @@ fn new_memory(
         .transpose()
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
-    let expires_at = note_expiry(layer, a.expires_in_hours, now)?;
+    let expires_at = note_expiry(layer, a.expires_in_hours, from)?;
     Ok(NewMemory {
         id: MemoryId::derive(seed),
         scope,

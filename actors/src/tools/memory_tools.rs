@@ -250,10 +250,23 @@ impl Tool for Remember {
                 where_(&item),
                 expiry_note(&item)
             ))),
+            // a note written again lives to the later of its expiries
+            MemoryOpResult::Unchanged(item)
+                if item.expires_at.is_some_and(|t| Some(t) == expires_at) =>
+            {
+                Ok(ToolOutput::text(format!(
+                    "Already remembered as {} in {}: {}. It now lasts{}.",
+                    item.id,
+                    where_(&item),
+                    quoted(&item.text),
+                    expiry_note(&item)
+                )))
+            }
             MemoryOpResult::Unchanged(item) => Ok(ToolOutput::text(format!(
-                "Already remembered as {} in {}: {}. Nothing changed.",
+                "Already remembered as {} in {}{}: {}. Nothing changed.",
                 item.id,
                 where_(&item),
+                expiry_note(&item),
                 quoted(&item.text)
             ))),
             MemoryOpResult::Refused(r) => Err(refused(ctx, &r, None).await),

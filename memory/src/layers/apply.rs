@@ -225,6 +225,29 @@ fn set_at(ended: Option<i64>, now: i64) -> i64 {
     ended.map_or(now, |ended| ended.min(now))
 }
 
+/// `twin` written again (its text, scope and layer), to expire at
+/// `expires_at`: unchanged, but a note lives to the later of its two
+/// expiries. "Still waiting for it, keep it two more days" wrote the same
+/// note again for 48 hours and kept the first one's hour: the note went
+/// at the end of it. A shorter lifetime does not cut a note short.
+fn restated(
+    conn: &Connection,
+    twin: &MemoryItem,
+    expires_at: Option<i64>,
+) -> Result<MemoryOpResult> {
+    match (twin.expires_at, expires_at) {
+        (Some(old), Some(later)) if later > old => {
+            conn.prepare_cached("UPDATE memory SET expires_at = ?2 WHERE id = ?1")?
+                .execute(params![twin.id.as_str(), later])?;
+            Ok(MemoryOpResult::Unchanged(MemoryItem {
+                expires_at: Some(later),
+                ..twin.clone()
+            }))
+        }
+        _ => Ok(MemoryOpResult::Unchanged(twin.clone())),
+    }
+}
+
 /// Normalizes a text for `layer`, or refuses it.
 fn checked_text(text: &str, layer: Layer) -> Result<String, MemoryRefusal> {
     let text = normalize_text(text);
@@ -309,7 +332,7 @@ fn add(
         .iter()
         .find(|i| comparison_key(&i.text) == key && visible_from(&i.source, &new.source))
     {
-        return Ok(MemoryOpResult::Unchanged(twin.clone()));
+        return restated(conn, twin, new.expires_at);
     }
     let chars = text.chars().count();
     if let Some(refusal) = room_for(&new.scope, new.layer, &items, chars, now) {

@@ -33,7 +33,8 @@ pub struct NewMemory {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryOp {
     /// Add an item. An item with the same id and text, or with the same
-    /// text in the same scope and layer, answers `Unchanged`.
+    /// text in the same scope and layer, answers `Unchanged` (a note
+    /// written again with a later expiry takes that expiry).
     Add(NewMemory),
     /// Replace the text (and optionally the importance) of an item.
     Replace {
@@ -152,7 +153,8 @@ pub enum MemoryOpResult {
     /// The item was added.
     Added(MemoryItem),
     /// Nothing changed: the item already says this (a retried write, or
-    /// the same text already in that scope and layer).
+    /// the same text already in that scope and layer; a note's expiry
+    /// may have moved later), as it is now.
     Unchanged(MemoryItem),
     /// The item's text changed.
     Replaced {
