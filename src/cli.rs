@@ -334,7 +334,8 @@ mod exit {
     /// The turn that answered the message failed or was cancelled; for
     /// `group send`, no member answered because member turns failed.
     pub const TURN_FAILED: u8 = 3;
-    /// The bot ended its turn without replying.
+    /// The bot ended its turn without replying; for `group send`, the
+    /// message addressed nobody (no member answers it).
     pub const UNDELIVERED: u8 = 4;
     /// No answer within `--timeout`, or none yet because the bot is paused
     /// (its daily token budget is spent); the message is saved.

@@ -37,6 +37,8 @@ Exit status:
   3    no member answered: every member that took a turn in the discussion failed (a model
        endpoint down, a spent budget), so it ended with no public reply; the notices on stderr
        say whose and why. A member that took its turn and chose to say nothing answered: 0
+  4    the message addressed nobody: its @names match no member that takes turns, so nobody
+       answers; stderr says so and names the room's members (the message is saved)
   5    the discussion did not end within --timeout; the message is saved
   130  interrupted (Ctrl-C), as a shell reports it; once the message is saved, stderr says so
        and names its key, to wait for the discussion's end again with --nonce KEY
@@ -381,7 +383,7 @@ async fn send(
         Ok(posted) => posted,
         Err(code) => return Ok(code),
     };
-    let outcome = super::send::admitted(status, body)?;
+    let outcome = super::send::admitted(status, body, &key)?;
     let body = &outcome.body;
     let outcome = outcome.status;
     let session = body["session"]
@@ -395,11 +397,14 @@ async fn send(
         .flatten()
         .filter_map(|v| v.as_str().map(str::to_owned))
         .collect();
+    // the room answers that nobody will: its notice after the message
+    // says why and names the members, printed when the wait reads it
+    let nobody = body["addressed"].as_array().is_some_and(Vec::is_empty);
     if !as_json {
         if outcome == "duplicate" && !own_duplicate {
             errln!("(already sent with this key as message {seq}; waiting for its discussion)");
         }
-        if !unknown.is_empty() {
+        if !unknown.is_empty() && !nobody {
             let names: Vec<String> = unknown.iter().map(|u| format!("@{u}")).collect();
             errln!("no member of {room} is called {}", names.join(", "));
         }
@@ -426,6 +431,10 @@ async fn send(
         ExitCode::from(super::exit::INTERRUPTED_SEND)
     };
     let mut seen: Vec<Value> = Vec::new();
+    // the room's notices about the message's mentions, written with it
+    // (so the first entries after it): why nobody was addressed
+    let mut explained: Vec<Value> = Vec::new();
+    let mut explaining = true;
     let mut cursor = seq;
     loop {
         // the host may be restarting: a failed poll waits for the next one
@@ -444,6 +453,13 @@ async fn send(
         };
         for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
+            explaining = explaining && mention_notice(&e);
+            if explaining {
+                explained.push(e.clone());
+                if nobody && !as_json && e["code"] == "unknown_mention" {
+                    errln!("{}", e["text"].as_str().unwrap_or(""));
+                }
+            }
             if !removed_told && e["kind"] == "notice" && e["code"] == "removed_member" {
                 removed_told = true;
                 errln!("{}", e["text"].as_str().unwrap_or(""));
@@ -453,7 +469,31 @@ async fn send(
                     .as_array()
                     .is_some_and(|a| a.contains(&json!(seq)));
             if ends_mine {
-                print_discussion(room, seq, (&unknown, &removed), &seen, &e, as_json);
+                let ended = seen.iter().find(|n| n["code"] == "room_run_no_members");
+                // why nobody was, as the room said it with the message
+                // (printed when read if the answer to the post said so)
+                let said = explained.first().and_then(|n| n["text"].as_str());
+                if ended.is_some()
+                    && !nobody
+                    && !as_json
+                    && unknown.is_empty()
+                    && let Some(said) = said
+                {
+                    errln!("{said}");
+                }
+                let why = ended.map(|n| said.or(n["text"].as_str()).unwrap_or(""));
+                let discussion = Discussion {
+                    room,
+                    seq,
+                    mentions: (&unknown, &removed),
+                    entries: &seen,
+                    end: &e,
+                    nobody: why,
+                };
+                print_discussion(&discussion, as_json);
+                if why.is_some() {
+                    return Ok(ExitCode::from(super::exit::UNDELIVERED));
+                }
                 if every_turn_failed(&e) {
                     return Ok(ExitCode::from(super::exit::TURN_FAILED));
                 }
@@ -516,18 +556,43 @@ fn every_turn_failed(end: &Value) -> bool {
     outcomes.contains(&"failed") && !answered
 }
 
-/// Prints the discussion of message `seq` that `end` closed: its replies
-/// and why it ended; `(unknown, removed)` are the message's mentions
-/// that addressed nobody (names as written, ids of members that take no
-/// turns), from the answer to its post.
-fn print_discussion(
-    room: &str,
+/// Whether `e` is one of the notices the room writes with a message
+/// about its mentions (members it names that take no turns, names no
+/// member has).
+fn mention_notice(e: &Value) -> bool {
+    e["kind"] == "notice"
+        && matches!(
+            e["code"].as_str(),
+            Some("unknown_mention" | "removed_member")
+        )
+}
+
+/// The discussion of message `seq` that `end` (its `turn_end`) closed.
+struct Discussion<'a> {
+    room: &'a str,
     seq: i64,
-    (unknown, removed): (&[String], &[String]),
-    entries: &[Value],
-    end: &Value,
-    as_json: bool,
-) {
+    /// The message's mentions that addressed nobody (names as written,
+    /// ids of members that take no turns), from the answer to its post.
+    mentions: (&'a [String], &'a [String]),
+    /// The timeline's entries of the discussion.
+    entries: &'a [Value],
+    end: &'a Value,
+    /// When the message addressed nobody: the room's notice of why.
+    nobody: Option<&'a str>,
+}
+
+/// Prints a discussion: its replies and why it ended. A message that
+/// addressed nobody is `"status": "nobody_addressed"` in JSON, with the
+/// room's `notice` of why.
+fn print_discussion(discussion: &Discussion<'_>, as_json: bool) {
+    let Discussion {
+        room,
+        seq,
+        mentions: (unknown, removed),
+        entries,
+        end,
+        nobody,
+    } = *discussion;
     let replies: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "delivery").collect();
     // the notice of why the discussion ended (unknown mentions were said
     // from the answer to the post)
@@ -541,8 +606,8 @@ fn print_discussion(
         })
         .collect();
     if as_json {
-        let out = json!({
-            "status": "completed",
+        let mut out = json!({
+            "status": if nobody.is_some() { "nobody_addressed" } else { "completed" },
             "room": room,
             "seq": seq,
             "unknown_mentions": unknown,
@@ -551,6 +616,9 @@ fn print_discussion(
             "notices": notices.iter().map(|n| json!({"code": n["code"], "text": n["text"]})).collect::<Vec<_>>(),
             "members": end["members"],
         });
+        if let Some(why) = nobody {
+            out["notice"] = json!(why);
+        }
         outln!("{}", super::terminal::json(&out));
         return;
     }

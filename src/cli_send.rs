@@ -62,18 +62,30 @@ pub(super) struct Admitted {
 pub(super) struct NotSent {
     /// The host's answer (`{"status", "error": {"message"}}`).
     body: Value,
+    /// The message's key (`--nonce`).
+    key: String,
 }
 
 impl std::fmt::Display for NotSent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // the host names the API's header; a CLI user gave `--nonce`
+        let said = self
+            .body
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .replace(
+                "this Idempotency-Key",
+                &format!("this key (`--nonce {}`)", self.key),
+            )
+            .replace(
+                "use a new key for a new message",
+                "send a new message with a new --nonce, or without --nonce",
+            );
         write!(
             f,
-            "message not sent ({}): {}",
+            "message not sent ({}): {said}",
             self.body["status"].as_str().unwrap_or("?"),
-            self.body
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
         )
     }
 }
@@ -81,14 +93,18 @@ impl std::fmt::Display for NotSent {
 impl std::error::Error for NotSent {}
 
 /// The admission record of a message the host took, or the error of one
-/// it refused.
-pub(super) fn admitted(status: StatusCode, body: Value) -> anyhow::Result<Admitted> {
+/// it refused; `key` is the message's (`--nonce`).
+pub(super) fn admitted(status: StatusCode, body: Value, key: &str) -> anyhow::Result<Admitted> {
     match body["status"].as_str() {
         Some(s @ ("accepted" | "duplicate")) => Ok(Admitted {
             status: s.to_owned(),
             body,
         }),
-        Some("conflict" | "unknown") => Err(NotSent { body }.into()),
+        Some("conflict" | "unknown") => Err(NotSent {
+            body,
+            key: key.to_owned(),
+        }
+        .into()),
         _ => Err(HostAnswered {
             status,
             message: body
@@ -139,7 +155,7 @@ pub(super) async fn send(
         Ok(posted) => posted,
         Err(code) => return Ok(code),
     };
-    let outcome = admitted(status, body)?;
+    let outcome = admitted(status, body, &key)?;
     let body = &outcome.body;
     let outcome = outcome.status;
     let session = body["session"]

@@ -24,6 +24,11 @@ pub enum ApiError {
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),
+    /// The body is sent in a content coding the route does not take
+    /// (`Content-Encoding: gzip` on a webhook): answered `415` with
+    /// `Accept-Encoding: identity`.
+    #[error("{0}")]
+    UnsupportedEncoding(String),
     /// The body is too large.
     #[error("the request body is larger than {limit} bytes; send less")]
     TooLarge {
@@ -91,6 +96,9 @@ impl ApiError {
             }
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::UnsupportedEncoding(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_encoding")
+            }
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri_too_long"),
             ApiError::HeadersTooLarge(_) => (
@@ -151,6 +159,11 @@ impl IntoResponse for ApiError {
             // §3): the API's scheme is `Bearer`
             let challenge = [(header::WWW_AUTHENTICATE, BEARER_CHALLENGE)];
             return (status, challenge, Json(self.body())).into_response();
+        }
+        if let ApiError::UnsupportedEncoding(_) = &self {
+            // the codings taken (RFC 9110 §15.5.16): none but the body as is
+            let taken = [(header::ACCEPT_ENCODING, "identity")];
+            return (status, taken, Json(self.body())).into_response();
         }
         if let ApiError::RateLimited { retry_after_s, .. } = &self {
             // as every 429 of the API has it
@@ -266,6 +279,7 @@ impl ApiError {
             | ApiError::BadSignature(_)
             | ApiError::BadRequest(_)
             | ApiError::TooLarge { .. }
+            | ApiError::UnsupportedEncoding(_)
             | ApiError::NotFound(_)
             | ApiError::UriTooLong(_)
             | ApiError::HeadersTooLarge(_)

@@ -16,12 +16,21 @@
 //! delivery id is answered as the delivery it repeats rather than admitted
 //! again. It is bounded ([`MAX_REMEMBERED`] per hook) and kept in memory as
 //! a cache of the store's (`memory/src/store/signatures.rs`, written with
-//! each delivery's admission, bounded alike): the memory orders the
-//! deliveries of one process, the store answers for those before a
-//! restart (docs/security.md, Webhooks).
+//! each delivery's admission, bounded alike): it holds only deliveries
+//! admitted, and the store answers for those before a restart
+//! (docs/security.md, Webhooks).
+//!
+//! Deliveries of one signature take turns ([`SignatureTurns`]), from the
+//! lookup of the signature to the answer of the admission: each finds the
+//! one before it admitted (and is its duplicate) or not (and may be
+//! admitted itself). Looked up, remembered, then admitted without turns, a
+//! request that came in between took a delivery still in flight for one
+//! admitted: it was admitted on its own, without the signature's row, even
+//! when the first was then refused for the rate (`429`).
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::PoisonError;
@@ -186,15 +195,6 @@ impl Seen {
         None
     }
 
-    /// Forgets `tag` remembered under `delivery` (a delivery that was not
-    /// admitted after all).
-    pub(crate) fn forget(&mut self, tag: &[u8], delivery: &str) {
-        if self.by_tag.get(tag).is_some_and(|(d, _)| d == delivery) {
-            self.by_tag.remove(tag);
-            self.order.retain(|t| t != tag);
-        }
-    }
-
     /// Forgets the oldest tags while they are expired.
     fn forget_expired(&mut self, now: Instant) {
         while let Some(oldest) = self.order.front() {
@@ -226,15 +226,14 @@ pub(crate) struct Signed {
 
 /// The delivery `signed` first came with, if it is remembered: by this
 /// process (the memory), else by the store (what came before a restart),
-/// then remembered in the memory for what is left of its window. Else it
-/// is remembered in the memory now, under `delivery` for `keep`, and
-/// `None`: the caller admits it with its row in the store.
+/// then remembered in the memory for what is left of its window. `None`:
+/// no delivery of it was admitted, and the caller may admit this one with
+/// the signature's row in the store. Called in the signature's turn
+/// ([`SignatureTurns`]).
 pub(crate) async fn first_delivery(
     state: &ApiState,
     secret: &HookSecret,
     signed: &Signed,
-    delivery: &str,
-    keep: Duration,
     now_ms: i64,
 ) -> Result<Option<String>, ApiError> {
     if let Some(first) = secret.seen().known(&signed.tag) {
@@ -245,19 +244,84 @@ pub(crate) async fn first_delivery(
         .store()
         .remembered_signature(&signed.source, &signed.signature, &signed.digest)
         .await?;
-    let mut seen = secret.seen();
-    Ok(match stored {
-        Some((first, until_ms)) => {
-            let left = u64::try_from(until_ms.saturating_sub(now_ms)).unwrap_or(0);
-            let left = Duration::from_millis(left.max(1));
-            // one remembered meanwhile by another request is the same
-            Some(
-                seen.first_or_remember(&signed.tag, &first, left)
-                    .unwrap_or(first),
-            )
+    Ok(stored.map(|(first, until_ms)| {
+        let left = u64::try_from(until_ms.saturating_sub(now_ms)).unwrap_or(0);
+        let left = Duration::from_millis(left.max(1));
+        secret
+            .seen()
+            .first_or_remember(&signed.tag, &first, left)
+            .unwrap_or(first)
+    }))
+}
+
+/// Turns of the deliveries of one signature (see the module's doc): a
+/// lock per signature that some request holds or waits for, gone when
+/// none does.
+#[derive(Debug, Default)]
+pub(crate) struct SignatureTurns {
+    by_tag: Mutex<Locks>,
+}
+
+/// Each signature's lock, and how many requests hold or wait for it.
+type Locks = HashMap<Vec<u8>, (Arc<tokio::sync::Mutex<()>>, usize)>;
+
+/// A request's turn with its signature, until dropped.
+pub(crate) struct Turn {
+    // dropped first: the lock is free before its entry may go
+    _held: tokio::sync::OwnedMutexGuard<()>,
+    _waiting: Waiting,
+}
+
+/// A request counted among those that hold or wait for a signature's
+/// lock; dropped (the request's turn over, or its wait given up), the
+/// last one removes the lock.
+struct Waiting {
+    turns: Arc<SignatureTurns>,
+    tag: Vec<u8>,
+}
+
+impl SignatureTurns {
+    fn lock(&self) -> MutexGuard<'_, Locks> {
+        // each change leaves the map consistent before it can panic
+        self.by_tag.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The turn of `tag`, once the requests before it with the same
+    /// signature have had theirs.
+    pub(crate) async fn take(self: &Arc<Self>, tag: &[u8]) -> Turn {
+        let lock = {
+            let mut by_tag = self.lock();
+            let (lock, count) = by_tag.entry(tag.to_vec()).or_default();
+            *count += 1;
+            Arc::clone(lock)
+        };
+        let waiting = Waiting {
+            turns: Arc::clone(self),
+            tag: tag.to_vec(),
+        };
+        Turn {
+            _held: lock.lock_owned().await,
+            _waiting: waiting,
         }
-        None => seen.first_or_remember(&signed.tag, delivery, keep),
-    })
+    }
+
+    /// How many signatures have a lock now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut by_tag = self.turns.lock();
+        if let Some((_, count)) = by_tag.get_mut(&self.tag) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                by_tag.remove(&self.tag);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -295,8 +359,8 @@ mod tests {
     }
 
     /// A signature is answered with the delivery it first came under while
-    /// it is remembered; a forgotten or expired one is new again, and the
-    /// oldest go first past the cap.
+    /// it is remembered; an expired one is new again, and the oldest go
+    /// first past the cap.
     #[tokio::test(start_paused = true)]
     async fn signatures_are_remembered_for_a_while() {
         let mut seen = Seen::default();
@@ -306,14 +370,10 @@ mod tests {
             seen.first_or_remember(b"a", "d2", hour).as_deref(),
             Some("d1")
         );
-        seen.forget(b"a", "d2");
-        assert_eq!(
-            seen.first_or_remember(b"a", "d3", hour).as_deref(),
-            Some("d1")
-        );
-        seen.forget(b"a", "d1");
-        assert_eq!(seen.first_or_remember(b"a", "d4", hour), None);
+        assert_eq!(seen.known(b"a").as_deref(), Some("d1"));
+        assert_eq!(seen.known(b"b"), None);
         tokio::time::advance(hour).await;
+        assert_eq!(seen.known(b"a"), None);
         assert_eq!(seen.first_or_remember(b"a", "d5", hour), None);
         for i in 0..=MAX_REMEMBERED {
             let _ = seen.first_or_remember(format!("t{i}").as_bytes(), "d", hour);
@@ -324,5 +384,32 @@ mod tests {
             None,
             "the oldest went"
         );
+    }
+
+    /// Requests of one signature take turns, others do not wait for them,
+    /// and a lock goes with the last request that held or waited for it
+    /// (one that gave up its wait included).
+    #[tokio::test]
+    async fn one_signature_at_a_time() {
+        let turns = Arc::new(SignatureTurns::default());
+        let first = turns.take(b"a").await;
+        let _other = turns.take(b"b").await;
+        let waiter = tokio::spawn({
+            let turns = Arc::clone(&turns);
+            async move { turns.take(b"a").await }
+        });
+        let given_up = {
+            let turns = Arc::clone(&turns);
+            tokio::spawn(async move { turns.take(b"a").await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished() && !given_up.is_finished());
+        given_up.abort();
+        assert!(given_up.await.is_err_and(|e| e.is_cancelled()));
+        drop(first);
+        let second = waiter.await.unwrap();
+        assert_eq!(turns.len(), 2);
+        drop(second);
+        assert_eq!(turns.len(), 1, "a's lock went with its last request");
     }
 }

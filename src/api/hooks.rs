@@ -15,7 +15,8 @@
 //!
 //! Checks, in order: unknown bot or hook → 404; a declared
 //! `Content-Length` over the hook's limit → 413 before the body is read;
-//! missing or malformed headers → 400; payload over the hook's limit →
+//! a `Content-Encoding` other than `identity` (a compressed payload) →
+//! 415; missing or malformed headers → 400; payload over the hook's limit →
 //! 413; wrong signature, a timestamp outside the tolerance, or none where
 //! the hook requires one → 401; payload not UTF-8, or empty or only
 //! whitespace → 400; no token left in the hook's rate → 429; then
@@ -59,13 +60,21 @@ use super::extract::Path;
 use super::extract::read_body;
 use super::extract::single_header;
 
+#[path = "hook_headers.rs"]
+mod hook_headers;
 #[path = "hook_rate.rs"]
 mod hook_rate;
+
+use hook_headers::delivery_problem;
+use hook_headers::header;
+use hook_headers::parse_timestamp;
+use hook_headers::refuse_encoded;
 
 use hook_rate::DEFAULT_DELIVERIES_PER_MINUTE;
 use hook_rate::HookRate;
 use hook_rate::MAX_REMEMBERED;
 use hook_rate::Seen;
+use hook_rate::SignatureTurns;
 use hook_rate::Signed;
 use hook_rate::first_delivery;
 
@@ -114,6 +123,8 @@ pub struct HookSecret {
     options: HookOptions,
     /// Shared by every clone of the API state.
     seen: Arc<Mutex<Seen>>,
+    /// Deliveries of one signature take turns.
+    turns: Arc<SignatureTurns>,
     rate: Arc<HookRate>,
 }
 
@@ -126,6 +137,7 @@ impl HookSecret {
             max_payload_bytes,
             options: HookOptions::default(),
             seen: Arc::default(),
+            turns: Arc::default(),
             rate: Arc::new(HookRate::new(DEFAULT_DELIVERIES_PER_MINUTE)),
         }
     }
@@ -229,30 +241,6 @@ impl HookSecret {
     }
 }
 
-/// The Unix seconds of an `X-Botfleet-Timestamp`.
-fn parse_timestamp(text: &str) -> Result<i64, ApiError> {
-    let seconds = text
-        .parse::<i64>()
-        .ok()
-        .filter(|_| text.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| {
-            ApiError::BadRequest(
-                "the X-Botfleet-Timestamp header must be the Unix time in seconds, digits \
-                 only (e.g. 1764700000)"
-                    .into(),
-            )
-        })?;
-    // 10^11 s is the year 5138: milliseconds, most likely
-    if seconds >= 100_000_000_000 {
-        return Err(ApiError::BadRequest(
-            "the X-Botfleet-Timestamp header must be the Unix time in seconds, not \
-             milliseconds (e.g. 1764700000)"
-                .into(),
-        ));
-    }
-    Ok(seconds)
-}
-
 /// The configured webhooks, by (bot, hook).
 #[derive(Clone, Default)]
 pub struct Hooks {
@@ -303,44 +291,6 @@ fn new_mac(secret: &[u8]) -> Result<Hmac<Sha256>, ApiError> {
         .map_err(|e| ApiError::Internal(format!("HMAC key: {e}")))
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ApiError> {
-    single_header(headers, name)?
-        .map(|v| {
-            v.to_str()
-                .map_err(|_| ApiError::BadRequest(format!("the {name} header is not ASCII text")))
-        })
-        .transpose()
-}
-
-/// Why `id` is not a delivery id, if it is not one. The id is the
-/// idempotency key and is compared byte for byte, so it is taken as sent:
-/// trimming it would make `" w1 "` a duplicate of `w1`, and a tab (the one
-/// control character an HTTP header value may hold) is refused likewise.
-/// (HTTP/1 parsing already drops spaces and tabs around a header value, as
-/// RFC 9110 says; the check keeps this handler from trimming on its own.)
-fn delivery_problem(id: &str) -> Option<String> {
-    if id.is_empty() || id.len() > MAX_DELIVERY_LEN {
-        return Some(format!(
-            "the X-Botfleet-Delivery header must be 1-{MAX_DELIVERY_LEN} characters"
-        ));
-    }
-    if id.starts_with(char::is_whitespace) || id.ends_with(char::is_whitespace) {
-        return Some(
-            "the X-Botfleet-Delivery header must not start or end with whitespace: send the \
-             delivery id exactly as generated, without padding"
-                .into(),
-        );
-    }
-    if id.contains(char::is_control) {
-        return Some(
-            "the X-Botfleet-Delivery header must not contain control characters (a tab \
-             included): use visible ASCII, e.g. a UUID"
-                .into(),
-        );
-    }
-    None
-}
-
 pub(crate) async fn deliver(
     State(state): State<ApiState>,
     Path((bot, hook)): Path<(String, String)>,
@@ -356,6 +306,7 @@ pub(crate) async fn deliver(
     };
     // refused from the headers, before a byte of the body is waited for
     crate::http_server::refuse_declared_over(&headers, secret.max_payload_bytes)?;
+    refuse_encoded(&headers)?;
     let body = read_body(
         Bytes::from_request(request, &state).await,
         secret.max_payload_bytes,
@@ -397,7 +348,15 @@ pub(crate) async fn deliver(
     let now_ms = state.fleet.store().clock().now_ms();
     let keep = secret.verify(&tag, timestamp, &body, now_ms)?;
     let text = std::str::from_utf8(&body).map_err(|_| {
-        ApiError::BadRequest("the payload is not UTF-8 text; send JSON or text".into())
+        // gzip's magic number: compressed without saying so
+        let gzip = if body.starts_with(&[0x1f, 0x8b]) {
+            " (it looks gzip-compressed: send the body uncompressed)"
+        } else {
+            ""
+        };
+        ApiError::BadRequest(format!(
+            "the payload is not UTF-8 text{gzip}; send JSON or text"
+        ))
     })?;
     if text.trim().is_empty() {
         return Err(ApiError::BadRequest(
@@ -417,62 +376,20 @@ pub(crate) async fn deliver(
         digest: hook_digest(&record, &hook, text),
         tag,
     };
-    // the same signature under another id: a replay of the delivery it
-    // first came with, admitted (so answered) as that delivery
-    let first = first_delivery(&state, secret, &signed, delivery, keep, now_ms).await?;
-    let tag = &signed.tag;
-    let fresh = first.is_none();
-    let replay_of = first.filter(|d| d != delivery);
-    let nonce = replay_of.as_deref().unwrap_or(delivery);
-    let taken = match secret.rate.try_take() {
-        Ok(taken) => Some(taken),
-        // a retry of a delivery already admitted is answered, not counted
-        Err(_) if !fresh => None,
-        Err(wait) => {
-            let known = state
-                .fleet
-                .store()
-                .ledger_has_key(&signed.source, delivery)
-                .await;
-            if !matches!(known, Ok(true)) {
-                secret.seen().forget(tag, delivery);
-            }
-            if !known? {
-                return Err(secret.rate.refusal(record.id.as_str(), &hook, wait));
-            }
-            None
-        }
+    let delivery = Delivery {
+        record,
+        hook,
+        id: delivery.to_owned(),
+        text: text.to_owned(),
+        signed,
+        keep,
+        now_ms,
     };
-    let event = hook_event(&record, &hook, nonce, text);
-    let outcome = if fresh {
-        // remembered by the store in the transaction that admits it: a
-        // crash leaves both or neither
-        let remember = Mutation::RememberSignature {
-            source: signed.source.clone(),
-            signature: signed.signature,
-            delivery: delivery.to_owned(),
-            digest: signed.digest,
-            until_ms: now_ms.saturating_add(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX)),
-            max_kept: MAX_REMEMBERED,
-        };
-        let admitted = state.fleet.runtime().admit_after(vec![remember], event);
-        admitted.await.map(|(_, outcome)| outcome)
-    } else {
-        state.fleet.admit(event).await
-    };
-    let admitted = matches!(
-        outcome,
-        Ok(AdmitOutcome::Accepted(_) | AdmitOutcome::Duplicate(_))
-    );
-    if fresh && !admitted {
-        secret.seen().forget(tag, delivery);
-    }
-    if let Some(taken) = taken
-        && !matches!(outcome, Ok(AdmitOutcome::Accepted(_)))
-    {
-        secret.rate.give_back(taken);
-    }
-    let outcome = outcome?;
+    // in a task of its own: a request dropped meanwhile (its sender gone,
+    // the request timeout) still ends its turn with its admission answered
+    let (outcome, replay_of) = tokio::spawn(admit_in_turn(state.clone(), secret.clone(), delivery))
+        .await
+        .map_err(|e| ApiError::Internal(format!("webhook admission: {e}")))??;
     let (status, mut body) = match &outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(outcome)),
         AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(outcome)),
@@ -499,6 +416,91 @@ pub(crate) async fn deliver(
         fields.insert("replay_of".into(), json!(first));
     }
     Ok((status, Json(body)).into_response())
+}
+
+/// A delivery checked and signed, to admit.
+struct Delivery {
+    record: BotRecord,
+    hook: String,
+    /// Its `X-Botfleet-Delivery`.
+    id: String,
+    text: String,
+    signed: Signed,
+    /// How long its signature is remembered.
+    keep: Duration,
+    now_ms: i64,
+}
+
+/// Admits `delivery` in its signature's turn ([`SignatureTurns`]): the
+/// outcome, and the delivery it is a replay of (the same signature under
+/// another id, admitted, so answered, as that delivery).
+async fn admit_in_turn(
+    state: ApiState,
+    secret: HookSecret,
+    delivery: Delivery,
+) -> Result<(AdmitOutcome, Option<String>), ApiError> {
+    let Delivery {
+        record,
+        hook,
+        id,
+        text,
+        signed,
+        keep,
+        now_ms,
+    } = delivery;
+    let _turn = secret.turns.take(&signed.tag).await;
+    let first = first_delivery(&state, &secret, &signed, now_ms).await?;
+    let fresh = first.is_none();
+    let replay_of = first.filter(|d| *d != id);
+    let nonce = replay_of.as_deref().unwrap_or(&id);
+    let taken = match secret.rate.try_take() {
+        Ok(taken) => Some(taken),
+        // a retry of a delivery already admitted is answered, not counted
+        Err(_) if !fresh => None,
+        Err(wait) => {
+            let known = state
+                .fleet
+                .store()
+                .ledger_has_key(&signed.source, &id)
+                .await?;
+            if !known {
+                return Err(secret.rate.refusal(record.id.as_str(), &hook, wait));
+            }
+            None
+        }
+    };
+    let event = hook_event(&record, &hook, nonce, &text);
+    let outcome = if fresh {
+        // remembered by the store in the transaction that admits it: a
+        // crash leaves both or neither
+        let remember = Mutation::RememberSignature {
+            source: signed.source.clone(),
+            signature: signed.signature,
+            delivery: id.clone(),
+            digest: signed.digest,
+            until_ms: now_ms.saturating_add(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX)),
+            max_kept: MAX_REMEMBERED,
+        };
+        let admitted = state.fleet.runtime().admit_after(vec![remember], event);
+        admitted.await.map(|(_, outcome)| outcome)
+    } else {
+        state.fleet.admit(event).await
+    };
+    if fresh
+        && matches!(
+            outcome,
+            Ok(AdmitOutcome::Accepted(_) | AdmitOutcome::Duplicate(_))
+        )
+    {
+        // before the turn ends: the next request of the signature finds it
+        let _ = secret.seen().first_or_remember(&signed.tag, &id, keep);
+    }
+    if let Some(taken) = taken
+        && !matches!(outcome, Ok(AdmitOutcome::Accepted(_)))
+    {
+        secret.rate.give_back(taken);
+    }
+    Ok((outcome?, replay_of))
 }
 
 /// The ledger source of a hook's deliveries.

@@ -115,6 +115,14 @@ async fn send_json_prints_every_failure_as_json() {
     let (code, out, err) = cli(&args("second"), &host.url, TOKEN).await;
     assert_eq!(code, 1);
     assert!(err.contains("message not sent (conflict)"), "{err}");
+    // regression: it named the API's `Idempotency-Key` header, which a CLI
+    // user never sent: it names the key as given, and what to do
+    assert!(
+        err.contains("this key (`--nonce k-1`) was used with a different message")
+            && err.contains("with a new --nonce")
+            && !err.contains("Idempotency-Key"),
+        "{err}"
+    );
     assert_eq!(json(&out)["status"], "conflict");
     // a wrong token
     let (code, out, _) = cli(&["send", "r", "x", "--json"], &host.url, "wrong-token").await;

@@ -359,9 +359,13 @@ async fn cli_group_create_and_send() {
         .collect();
     assert_eq!(authors, ["a", "b", "a", "b", "a", "b"]);
 
+    // nobody addressed: nobody answers, and the exit status says so
     let (code, _, err) = cli(&["group", "send", "team", "@zed hi"], &host.url, TOKEN).await;
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("no member of team is called @zed"), "{err}");
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("No member of this room is called @zed"),
+        "{err}"
+    );
 
     let (code, _, err) = cli(
         &["group", "create", "big", "--members", "a,b,c,d,e,f,g"],

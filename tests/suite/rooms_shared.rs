@@ -275,7 +275,8 @@ async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
         TOKEN,
     )
     .await;
-    assert_eq!(code, 0, "{err}");
+    // it addressed nobody else: nobody answers (4)
+    assert_eq!(code, 4, "{err}");
     assert!(
         err.contains(&format!("@{sub} is a subagent that p stopped")),
         "{err}"
@@ -294,9 +295,15 @@ async fn a_stopped_subagent_member_is_skipped_like_a_removed_one() {
         TOKEN,
     )
     .await;
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 4, "{err}");
     let out: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(out["removed_mentions"], json!([sub]), "{out:#}");
+    assert_eq!(out["status"], "nobody_addressed", "{out:#}");
+    let why = out["notice"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("@{sub} is a subagent that p stopped")),
+        "{why}"
+    );
 
     // a message to everyone: the discussion goes on without it
     let (answer, run) = host.discuss(TOKEN, "team", "status, everyone?").await;
