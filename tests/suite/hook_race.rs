@@ -39,21 +39,9 @@ fn hooked_fleet(extra: &str) -> TestFleet {
 /// Posts `body`, signed over the body only, under `delivery`: the status
 /// and the answer.
 async fn deliver(host: &TestHost, delivery: &str, body: &str) -> (u16, Value) {
-    let resp = host
-        .http
-        .post(format!("{}/v1/hooks/r/gh", host.url))
-        .header("content-type", "application/json")
-        .header("X-Botfleet-Delivery", delivery)
-        .header(
-            "X-Botfleet-Signature",
-            sign_hook(SECRET.as_bytes(), body.as_bytes()),
-        )
-        .body(body.to_owned())
-        .send()
+    let signature = sign_hook(SECRET.as_bytes(), body.as_bytes());
+    host.post_hook("/v1/hooks/r/gh", Some(delivery), Some(&signature), body)
         .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
 }
 
 /// [`BURST`] deliveries of `body` at once: under the one id `first` when

@@ -54,20 +54,7 @@ async fn deliver(
     signature: Option<&str>,
     body: &str,
 ) -> (u16, Value) {
-    let mut req = host
-        .http
-        .post(format!("{}{path}", host.url))
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    if let Some(d) = delivery {
-        req = req.header("X-Botfleet-Delivery", d);
-    }
-    if let Some(s) = signature {
-        req = req.header("X-Botfleet-Signature", s);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    host.post_hook(path, delivery, signature, body).await
 }
 
 fn signed(body: &str) -> String {

@@ -204,6 +204,32 @@ impl TestHost {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// Posts `body` as JSON to the webhook route `path` with the delivery
+    /// id and signature headers given (`None`: left out): the status and
+    /// the answer.
+    pub async fn post_hook(
+        &self,
+        path: &str,
+        delivery: Option<&str>,
+        signature: Option<&str>,
+        body: &str,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(d) = delivery {
+            req = req.header("X-Botfleet-Delivery", d);
+        }
+        if let Some(s) = signature {
+            req = req.header("X-Botfleet-Signature", s);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
         let resp = self
             .http

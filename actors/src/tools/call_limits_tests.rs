@@ -5,18 +5,11 @@
 //! its own read, and both went through.
 #![allow(clippy::unwrap_used)]
 
-use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
 use botfleet_memory::ChainOrigin;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
-use botfleet_memory::InputDigest;
 use botfleet_memory::Mutation;
-use botfleet_memory::NewEntry;
-use botfleet_memory::Priority;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
-use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
@@ -101,66 +94,13 @@ async fn two_calls_that_each_found_the_chains_last_room_send_one_message() {
 
 /// A failed subagent of b, with its cancelled task turn.
 async fn failed_subagent(f: &ToolFixture, sub: &str) -> TurnId {
-    let id = BotId::new(sub).unwrap();
-    let mut record = bot_record(sub, sub, &f.bot.owner, &["SendMessage"]);
-    record.origin = format!("subagent:{}", f.bot.id);
-    let key = SessionKey {
-        bot: id.clone(),
-        kind: SessionKind::Subagent,
-        peer: f.bot.id.to_string(),
-    };
+    let (_, turn) = f.subagent_task_started(sub, SubagentStatus::Failed).await;
     f.rt.store
-        .write(vec![
-            Mutation::UpsertBot(record),
-            Mutation::CreateSubagent(SubagentRecord {
-                id: id.clone(),
-                parent: f.bot.id.clone(),
-                parent_session: f.scope.session.id,
-                description: "a task".into(),
-                status: SubagentStatus::Failed,
-                result: None,
-                created_at: 0,
-                updated_at: 0,
-            }),
-            Mutation::Admit(Box::new(AdmitRequest {
-                source: format!("bot:{}", f.bot.id),
-                nonce: format!("task-{sub}"),
-                nonce_time_ms: None,
-                digest: InputDigest::of_parts([sub.as_bytes()]),
-                session: key.clone(),
-                owner: f.bot.owner.clone(),
-                entry: NewEntry {
-                    id: EntryId::new_v7(),
-                    session: key.id(),
-                    author: f.bot.id.to_string(),
-                    turn: None,
-                    kind: EntryKind::UserMessage {
-                        text: "the task".into(),
-                    },
-                },
-                priority: Priority::UserDm,
-            })),
-        ])
-        .await
-        .unwrap();
-    let inputs = f.rt.store.pending_inbox(&id).await.unwrap();
-    let turn = TurnId::new_v7();
-    f.rt.store
-        .write(vec![
-            Mutation::StartTurn {
-                turn,
-                bot: id,
-                session: key.id(),
-                inputs: inputs.iter().map(|i| i.gid).collect(),
-                checkpoint: json!({}),
-                started_at: 0,
-            },
-            Mutation::EndTurn {
-                turn,
-                status: TurnStatus::Cancelled,
-                error: None,
-            },
-        ])
+        .write(vec![Mutation::EndTurn {
+            turn,
+            status: TurnStatus::Cancelled,
+            error: None,
+        }])
         .await
         .unwrap();
     turn

@@ -6,81 +6,29 @@
 //! the parent got a second report of what it took for one task.
 #![allow(clippy::unwrap_used)]
 
-use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
-use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
-use botfleet_memory::InputDigest;
 use botfleet_memory::Mutation;
-use botfleet_memory::NewEntry;
-use botfleet_memory::Priority;
-use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
-use botfleet_memory::TurnId;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::tools::MessageSubagent;
 use crate::tools::Tool;
-use crate::tools::subagents::subagent_session;
 use crate::tools::test_support::ToolFixture;
-use crate::tools::test_support::bot_record;
 
 /// b's running subagent `sub`, whose task turn runs.
 async fn running_subagent(f: &ToolFixture, sub: &str) -> BotId {
-    let id = BotId::new(sub).unwrap();
-    let mut record = bot_record(sub, sub, &f.bot.owner, &["SendMessage"]);
-    record.origin = format!("subagent:{}", f.bot.id);
-    let key = subagent_session(&id, &f.bot.id);
     f.rt.store
         .write(vec![
             Mutation::UpsertBot(f.bot.clone()),
             Mutation::EnsureSession(f.scope.session.clone()),
-            Mutation::UpsertBot(record),
-            Mutation::CreateSubagent(SubagentRecord {
-                id: id.clone(),
-                parent: f.bot.id.clone(),
-                parent_session: f.scope.session.id,
-                description: "a task".into(),
-                status: SubagentStatus::Running,
-                result: None,
-                created_at: 0,
-                updated_at: 0,
-            }),
-            Mutation::Admit(Box::new(AdmitRequest {
-                source: format!("bot:{}", f.bot.id),
-                nonce: format!("task-{sub}"),
-                nonce_time_ms: None,
-                digest: InputDigest::of_parts([sub.as_bytes()]),
-                session: key.clone(),
-                owner: f.bot.owner.clone(),
-                entry: NewEntry {
-                    id: EntryId::new_v7(),
-                    session: key.id(),
-                    author: f.bot.id.to_string(),
-                    turn: None,
-                    kind: EntryKind::UserMessage {
-                        text: "the task".into(),
-                    },
-                },
-                priority: Priority::UserDm,
-            })),
         ])
         .await
         .unwrap();
-    let inputs = f.rt.store.pending_inbox(&id).await.unwrap();
-    f.rt.store
-        .write(vec![Mutation::StartTurn {
-            turn: TurnId::new_v7(),
-            bot: id.clone(),
-            session: key.id(),
-            inputs: inputs.iter().map(|i| i.gid).collect(),
-            checkpoint: json!({}),
-            started_at: 0,
-        }])
+    f.subagent_task_started(sub, SubagentStatus::Running)
         .await
-        .unwrap();
-    id
+        .0
 }
 
 #[tokio::test]

@@ -137,6 +137,80 @@ pub(crate) fn fleet_runtime(dir: &Path, model: Arc<dyn Model>, tools: ToolRegist
     Runtime::new(store, models, tools, settings, ws)
 }
 
+impl ToolFixture {
+    /// Subagent `sub` of the fixture's bot with `status`, its task
+    /// admitted in its task session and a turn over it started: its id and
+    /// that turn.
+    pub(crate) async fn subagent_task_started(
+        &self,
+        sub: &str,
+        status: botfleet_memory::SubagentStatus,
+    ) -> (BotId, TurnId) {
+        use botfleet_memory::AdmitRequest;
+        use botfleet_memory::EntryId;
+        use botfleet_memory::InputDigest;
+        use botfleet_memory::Mutation;
+        use botfleet_memory::NewEntry;
+        use botfleet_memory::Priority;
+        use botfleet_memory::SubagentRecord;
+
+        let id = BotId::new(sub).unwrap();
+        let mut record = bot_record(sub, sub, &self.bot.owner, &["SendMessage"]);
+        record.origin = format!("subagent:{}", self.bot.id);
+        let key = super::subagents::subagent_session(&id, &self.bot.id);
+        self.rt
+            .store
+            .write(vec![
+                Mutation::UpsertBot(record),
+                Mutation::CreateSubagent(SubagentRecord {
+                    id: id.clone(),
+                    parent: self.bot.id.clone(),
+                    parent_session: self.scope.session.id,
+                    description: "a task".into(),
+                    status,
+                    result: None,
+                    created_at: 0,
+                    updated_at: 0,
+                }),
+                Mutation::Admit(Box::new(AdmitRequest {
+                    source: format!("bot:{}", self.bot.id),
+                    nonce: format!("task-{sub}"),
+                    nonce_time_ms: None,
+                    digest: InputDigest::of_parts([sub.as_bytes()]),
+                    session: key.clone(),
+                    owner: self.bot.owner.clone(),
+                    entry: NewEntry {
+                        id: EntryId::new_v7(),
+                        session: key.id(),
+                        author: self.bot.id.to_string(),
+                        turn: None,
+                        kind: EntryKind::UserMessage {
+                            text: "the task".into(),
+                        },
+                    },
+                    priority: Priority::UserDm,
+                })),
+            ])
+            .await
+            .unwrap();
+        let inputs = self.rt.store.pending_inbox(&id).await.unwrap();
+        let turn = TurnId::new_v7();
+        self.rt
+            .store
+            .write(vec![Mutation::StartTurn {
+                turn,
+                bot: id.clone(),
+                session: key.id(),
+                inputs: inputs.iter().map(|i| i.gid).collect(),
+                checkpoint: json!({}),
+                started_at: 0,
+            }])
+            .await
+            .unwrap();
+        (id, turn)
+    }
+}
+
 /// Bot `b` ("B") of alice on provider `p`, with `tools`.
 pub(crate) fn alices_bot(tools: &[&str]) -> BotRecord {
     bot_record("b", "B", &UserId::new("alice").unwrap(), tools)
