@@ -242,6 +242,11 @@ fn check_id_length(what: &str, value: &str) -> Result<(), BadInput> {
     let Some(rule) = id_rule(what) else {
         return Ok(());
     };
+    // an empty path segment reaches no route: the host could only answer
+    // "no such route" (`botfleet forget ""`)
+    if value.trim().is_empty() {
+        return Err(BadInput(format!("the {what} is empty, where {rule}")));
+    }
     let chars = value.chars().count();
     if chars <= MAX_ID_CHARS {
         return Ok(());
@@ -408,6 +413,22 @@ mod tests {
         ] {
             assert!(check_host(host).is_ok(), "{host}");
         }
+    }
+
+    /// `botfleet forget ""` sent an empty path segment and printed the
+    /// host's "no such route; see docs/api.md".
+    #[test]
+    fn an_empty_id_is_refused_naming_what_it_should_be() {
+        let e = check_id_length("memory item id", "")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "the memory item id is empty, where a memory item id is m- and 12 letters or digits"
+        );
+        assert!(check_id_length("bot id", " ").is_err());
+        // not an id: an empty query is the host's to judge
+        assert!(check_id_length("search query", "").is_ok());
     }
 
     /// Regression (round 20, Chinese-user tester): the prefix was cut by

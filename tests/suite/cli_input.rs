@@ -234,6 +234,10 @@ async fn arguments_no_request_can_carry_are_usage_errors() {
             "the room id is too long",
         ),
         (vec!["forget", &long], "the memory item id is too long"),
+        // an empty path segment reached no route ("no such route")
+        (vec!["forget", ""], "the memory item id is empty"),
+        (vec!["transcript", " "], "the bot id is empty"),
+        (vec!["group", "send", "", "hi"], "the room id is empty"),
     ] {
         usage(&args, TOKEN, says).await;
     }
