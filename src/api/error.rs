@@ -35,6 +35,10 @@ pub enum ApiError {
         /// The limit.
         limit: usize,
     },
+    /// The body is over a limit of its own route, named with the setting
+    /// that makes it (a webhook's `max_payload_bytes`).
+    #[error("{0}")]
+    TooLargeFor(String),
     /// No such thing (or not yours).
     #[error("{0}")]
     NotFound(String),
@@ -95,7 +99,9 @@ impl ApiError {
                 (StatusCode::UNAUTHORIZED, "unauthorized")
             }
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::TooLarge { .. } | ApiError::TooLargeFor(_) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "too_large")
+            }
             ApiError::UnsupportedEncoding(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_encoding")
             }
@@ -279,6 +285,7 @@ impl ApiError {
             | ApiError::BadSignature(_)
             | ApiError::BadRequest(_)
             | ApiError::TooLarge { .. }
+            | ApiError::TooLargeFor(_)
             | ApiError::UnsupportedEncoding(_)
             | ApiError::NotFound(_)
             | ApiError::UriTooLong(_)

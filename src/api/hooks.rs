@@ -304,13 +304,15 @@ pub(crate) async fn deliver(
             botfleet_memory::quote_short(&bot)
         )));
     };
+    let over = |e: ApiError| over_hook_limit(e, &bot, &hook);
     // refused from the headers, before a byte of the body is waited for
-    crate::http_server::refuse_declared_over(&headers, secret.max_payload_bytes)?;
+    crate::http_server::refuse_declared_over(&headers, secret.max_payload_bytes).map_err(over)?;
     refuse_encoded(&headers)?;
     let body = read_body(
         Bytes::from_request(request, &state).await,
         secret.max_payload_bytes,
-    )?;
+    )
+    .map_err(over)?;
     let delivery = header(&headers, DELIVERY_HEADER)?.ok_or_else(|| {
         ApiError::BadRequest(format!(
             "missing the X-Botfleet-Delivery header: a unique id per delivery (1-{MAX_DELIVERY_LEN} \
@@ -341,9 +343,9 @@ pub(crate) async fn deliver(
         })?;
     let timestamp = header(&headers, TIMESTAMP_HEADER)?.map(str::trim);
     if body.len() > secret.max_payload_bytes {
-        return Err(ApiError::TooLarge {
+        return Err(over(ApiError::TooLarge {
             limit: secret.max_payload_bytes,
-        });
+        }));
     }
     let now_ms = state.fleet.store().clock().now_ms();
     let keep = secret.verify(&tag, timestamp, &body, now_ms)?;
@@ -546,6 +548,21 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
         session: key,
         owner: bot.owner.clone(),
         priority: Priority::Background,
+    }
+}
+
+/// A payload over a hook's `max_payload_bytes`, refused naming the
+/// setting and where it is: "send less" did not help a sender that cannot
+/// change what it sends (a GitHub push event with many commits).
+fn over_hook_limit(e: ApiError, bot: &str, hook: &str) -> ApiError {
+    match e {
+        ApiError::TooLarge { limit } => ApiError::TooLargeFor(format!(
+            "the payload is larger than webhook {}'s max_payload_bytes ({limit} bytes); \
+             raise max_payload_bytes under [[bots.hooks]] of bot {} in fleet.toml, or send less",
+            botfleet_memory::quote_short(hook),
+            botfleet_memory::quote_short(bot)
+        )),
+        other => other,
     }
 }
 

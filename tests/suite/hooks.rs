@@ -328,7 +328,8 @@ async fn bad_deliveries_are_refused_and_admit_nothing() {
         answer["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("2048")
+            .contains("webhook \"gh\"'s max_payload_bytes (2048 bytes); raise max_payload_bytes"),
+        "{answer}"
     );
     // not UTF-8
     let (got, _) = {
