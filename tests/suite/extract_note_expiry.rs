@@ -180,25 +180,32 @@ impl Clocked {
     }
 }
 
-#[tokio::test]
-async fn an_extracted_notes_lifetime_counts_from_its_turns_end() {
+/// A turn that asks to remember a note for two hours, its extraction
+/// held until the clock moved `after_ms` past the turn's end, then landed:
+/// the fixture, the model server and the turn's end.
+async fn extracted_after(after_ms: i64) -> (Clocked, OpenAiServer, i64) {
     let (release, gate) = watch::channel(false);
     let server = OpenAiServer::builder()
         .responder(move |b| model(b, &gate))
         .start()
         .await;
     let fx = Clocked::start(&server).await;
-
     let (turn, ended) = fx
         .turn(
             &server,
             "I'm waiting for the ACME invoice, for the next two hours",
         )
         .await;
-    // the extraction lands an hour after the turn
-    fx.clock.advance_ms(HOUR);
+    fx.clock.advance_ms(after_ms);
     release.send(true).unwrap();
     fx.extracted(turn).await;
+    (fx, server, ended)
+}
+
+#[tokio::test]
+async fn an_extracted_notes_lifetime_counts_from_its_turns_end() {
+    // the extraction lands an hour after the turn
+    let (fx, server, ended) = extracted_after(HOUR).await;
 
     let notes = fx.notes().await;
     assert_eq!(notes.len(), 1, "{notes:#?}");
@@ -213,24 +220,9 @@ async fn an_extracted_notes_lifetime_counts_from_its_turns_end() {
 
 #[tokio::test]
 async fn a_note_whose_lifetime_ran_out_before_its_extraction_landed_is_not_added() {
-    let (release, gate) = watch::channel(false);
-    let server = OpenAiServer::builder()
-        .responder(move |b| model(b, &gate))
-        .start()
-        .await;
-    let fx = Clocked::start(&server).await;
-
-    let (turn, _) = fx
-        .turn(
-            &server,
-            "I'm waiting for the ACME invoice, for the next two hours",
-        )
-        .await;
     // the extraction lands three hours after the turn: the two hours the
     // note was for are over
-    fx.clock.advance_ms(3 * HOUR);
-    release.send(true).unwrap();
-    fx.extracted(turn).await;
+    let (fx, server, _) = extracted_after(3 * HOUR).await;
 
     assert_eq!(fx.notes().await, [], "an expired note was added");
     fx.fleet.shutdown().await;

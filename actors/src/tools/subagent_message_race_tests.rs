@@ -31,10 +31,10 @@ async fn running_subagent(f: &ToolFixture, sub: &str) -> BotId {
         .0
 }
 
-#[tokio::test]
-async fn a_message_committed_after_the_task_ended_is_refused_as_finished() {
-    let f = ToolFixture::new();
-    let sub = running_subagent(&f, "b.sub-1").await;
+/// b's running subagent `b.sub-1`, and b's MessageSubagent call to it,
+/// its step not committed yet.
+async fn steered(f: &ToolFixture) -> (BotId, crate::tools::ToolOutput) {
+    let sub = running_subagent(f, "b.sub-1").await;
     let steer = MessageSubagent
         .call(
             &f.ctx("c1"),
@@ -42,6 +42,13 @@ async fn a_message_committed_after_the_task_ended_is_refused_as_finished() {
         )
         .await
         .unwrap();
+    (sub, steer)
+}
+
+#[tokio::test]
+async fn a_message_committed_after_the_task_ended_is_refused_as_finished() {
+    let f = ToolFixture::new();
+    let (sub, steer) = steered(&f).await;
     // the subagent's task turn ends before the call's step commits
     f.rt.store
         .write(vec![Mutation::EndSubagentTask {
@@ -88,14 +95,7 @@ async fn a_message_committed_after_the_task_ended_is_refused_as_finished() {
 #[tokio::test]
 async fn a_message_committed_while_the_task_runs_is_sent() {
     let f = ToolFixture::new();
-    let sub = running_subagent(&f, "b.sub-1").await;
-    let steer = MessageSubagent
-        .call(
-            &f.ctx("c1"),
-            json!({"id": "b.sub-1", "text": "also look there"}),
-        )
-        .await
-        .unwrap();
+    let (sub, steer) = steered(&f).await;
     assert_eq!(steer.content, "sent to subagent b.sub-1");
     f.rt.store.write(steer.effects).await.unwrap();
     let record = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();

@@ -70,15 +70,21 @@ fn end_with_report(sub: &BotId, parent_dm: &SessionKey, nonce: &str) -> Mutation
     }
 }
 
-#[tokio::test]
-async fn a_stopped_subagents_task_end_writes_nothing_and_reports_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+/// A store in `dir`, and the DM of parent `p` with alice.
+fn store_of(dir: &tempfile::TempDir) -> (Store, SessionKey) {
     let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
     let parent_dm = SessionKey {
         bot: BotId::new("p").unwrap(),
         kind: SessionKind::Dm,
         peer: "alice".into(),
     };
+    (store, parent_dm)
+}
+
+#[tokio::test]
+async fn a_stopped_subagents_task_end_writes_nothing_and_reports_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, parent_dm) = store_of(&dir);
     let mut batch = vec![Mutation::UpsertBot(bot("p", "config"))];
     for id in ["p.sub-1", "p.sub-2"] {
         batch.push(Mutation::UpsertBot(bot(id, "subagent:p")));
@@ -155,12 +161,7 @@ async fn a_stopped_subagents_task_end_writes_nothing_and_reports_nothing() {
 #[tokio::test]
 async fn a_task_end_with_a_message_waiting_stays_running_and_reports_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
-    let parent_dm = SessionKey {
-        bot: BotId::new("p").unwrap(),
-        kind: SessionKind::Dm,
-        peer: "alice".into(),
-    };
+    let (store, parent_dm) = store_of(&dir);
     let sub = BotId::new("p.sub-1").unwrap();
     let task = SessionKey {
         bot: sub.clone(),
