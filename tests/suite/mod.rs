@@ -142,6 +142,7 @@ mod room_publish_limit;
 mod room_races;
 mod room_shared_by_config;
 mod room_shared_late;
+mod room_unseen_count;
 mod room_unshared;
 mod rooms_admin;
 mod rooms_shared;

@@ -199,6 +199,11 @@ pub struct GroupState {
     /// discussion runs cannot push out of the tail the message the next
     /// run answers (its members were shown an input without it).
     pub(super) through: i64,
+    /// Every public message from this seq up to [`GroupState::through`]
+    /// is in the tail (older ones were left out or dropped from it): a
+    /// member shown nothing since before it has its unseen older
+    /// messages counted in the store (`unseen_before_tail`).
+    pub(super) floor: i64,
     /// Member cursors and withheld counts after the last finished run.
     pub(super) cursors: BTreeMap<BotId, Cursor>,
     pub(super) withheld: BTreeMap<BotId, u32>,
@@ -252,6 +257,7 @@ impl Actor for GroupActor {
             last_seq: 0,
             last_read: 0,
             through: 0,
+            floor: 0,
             cursors,
             withheld,
             current: None,
@@ -458,6 +464,7 @@ impl GroupState {
         self.last_seq = 0;
         self.last_read = 0;
         self.through = 0;
+        self.floor = 0;
     }
 
     /// Reads the timeline entries the actor has not seen, for the run of
@@ -468,6 +475,7 @@ impl GroupState {
         if self.last_read == 0 && self.tail.is_empty() {
             self.last_read = (trigger - TAIL as i64 * 4).max(0);
             self.through = trigger;
+            self.floor = self.last_read + 1;
         }
         let (from, read) = (self.through + 1, self.last_read.min(trigger));
         self.through = self.through.max(trigger);
@@ -524,8 +532,39 @@ impl GroupState {
                     .front()
                     .is_some_and(|t| t.seq == self.through && t.seq > 0),
             );
-            self.tail.remove(at);
+            if let Some(gone) = self.tail.remove(at) {
+                self.floor = self.floor.max(gone.seq + 1);
+            }
         }
+    }
+
+    /// How many public messages older than the tail `member` was not
+    /// shown (its `cursor`): read from the store only when it was shown
+    /// nothing since before [`GroupState::floor`]. A message pinned at
+    /// the front of the tail (the one the run answers) is in the tail,
+    /// so the count stops at the tail's first message.
+    pub(super) async fn unseen_before_tail(
+        &self,
+        member: &BotId,
+        cursor: Cursor,
+    ) -> Result<usize, GroupError> {
+        let Some(first) = self.tail.front().map(|e| e.seq) else {
+            return Ok(0);
+        };
+        if cursor.user.min(cursor.delivery) + 1 >= self.floor.min(first) {
+            return Ok(0);
+        }
+        let unseen = self
+            .rt
+            .store
+            .count_unseen_messages(
+                self.timeline,
+                (cursor.user, cursor.delivery),
+                first,
+                member.as_str(),
+            )
+            .await?;
+        Ok(usize::try_from(unseen).unwrap_or(0))
     }
 
     fn unwatch(&mut self, myself: &ActorRef<GroupMsg>) {

@@ -87,6 +87,10 @@ pub(crate) struct InputView<'a> {
     pub member: usize,
     /// Public messages of the timeline (oldest first).
     pub messages: &'a [Entry],
+    /// Public messages older than the first of `messages` (the
+    /// coordinator keeps a tail of the timeline) the member was not
+    /// shown: they count in the "(N earlier messages not shown)" line.
+    pub earlier: usize,
     /// Replies about to be published with this input (same transaction),
     /// with provisional seqs above every stored one.
     pub pending: &'a [Entry],
@@ -183,6 +187,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         .filter(|e| me.is_none_or(|m| !(e.author == m.id && is_delivery(e))))
         .collect();
     let hidden = new.len().saturating_sub(MAX_SHOWN);
+    let earlier = view.earlier;
     // the message the run answers is shown even when more than the
     // messages shown came after it (replies of earlier discussions it
     // was queued behind): else the member answers a question it was
@@ -195,8 +200,8 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
     let shown_from = match asked {
         Some(at) => {
             let from = new.len().saturating_sub(MAX_SHOWN - 1);
-            if at > 0 {
-                lines.push(not_shown(&prompts().group_not_shown_earlier, at));
+            if at + earlier > 0 {
+                lines.push(not_shown(&prompts().group_not_shown_earlier, at + earlier));
             }
             lines.push(render_message(
                 &author_label(new[at], view.names),
@@ -209,8 +214,11 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
             from
         }
         None => {
-            if hidden > 0 {
-                lines.push(not_shown(&prompts().group_not_shown_earlier, hidden));
+            if hidden + earlier > 0 {
+                lines.push(not_shown(
+                    &prompts().group_not_shown_earlier,
+                    hidden + earlier,
+                ));
             }
             hidden
         }

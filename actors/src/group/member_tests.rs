@@ -133,6 +133,7 @@ fn view<'a>(
         names,
         member,
         messages,
+        earlier: 0,
         pending: &[],
         cursor,
         trigger,

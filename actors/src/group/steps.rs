@@ -368,11 +368,13 @@ impl GroupState {
             cursor.answered,
         )
         .await?;
+        let earlier = self.unseen_before_tail(&bot, cursor).await?;
         let view = InputView {
             room: &self.room.name,
             names: &self.names,
             member,
             messages: self.tail.make_contiguous(),
+            earlier,
             pending: &pending,
             cursor,
             trigger: cur.trigger_seq,

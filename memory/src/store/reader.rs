@@ -29,6 +29,7 @@ pub(crate) use bots::subagents_of;
 pub(crate) use bots::user_secrets;
 pub(crate) use entries::ENTRY_COLUMNS;
 pub(crate) use entries::collect_entries;
+pub(crate) use entries::count_unseen_messages;
 pub(crate) use entries::entries_after;
 pub(crate) use entries::entries_after_gid;
 pub(crate) use entries::entries_between;

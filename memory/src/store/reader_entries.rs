@@ -97,6 +97,36 @@ pub(crate) fn entries_between(
     )
 }
 
+/// Public messages (user messages and deliveries) of a timeline with seq
+/// below `before` that a reader has not seen: user messages after
+/// `user`, deliveries after `delivery` not written by `except`.
+pub(crate) fn count_unseen_messages(
+    conn: &Connection,
+    session: SessionId,
+    seen: (i64, i64),
+    before: i64,
+    except: &str,
+) -> Result<i64> {
+    let (user, delivery) = seen;
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM entries WHERE session_id = ?1 AND seq > ?2 AND seq < ?3 \
+             AND ((kind = 'user_message' AND seq > ?4) \
+               OR (kind = 'delivery' AND seq > ?5 AND author != ?6))",
+        )?
+        .query_row(
+            params![
+                session.to_string(),
+                user.min(delivery),
+                before,
+                user,
+                delivery,
+                except
+            ],
+            |r| r.get(0),
+        )?)
+}
+
 pub(crate) fn tail_entries(
     conn: &Connection,
     session: SessionId,

@@ -102,6 +102,21 @@ impl Store {
             .await
     }
 
+    /// How many public messages of a room timeline below seq `before` a
+    /// member has not been shown: user messages after `seen.0`, and
+    /// deliveries after `seen.1` other than its own (`except`).
+    pub async fn count_unseen_messages(
+        &self,
+        session: SessionId,
+        seen: (i64, i64),
+        before: i64,
+        except: &str,
+    ) -> Result<i64> {
+        let except = except.to_owned();
+        self.read(move |c| reader::count_unseen_messages(c, session, seen, before, &except))
+            .await
+    }
+
     /// The newest compaction summary of a session.
     pub async fn latest_summary(&self, session: SessionId) -> Result<Option<Entry>> {
         self.read(move |c| reader::latest_summary(c, session)).await
