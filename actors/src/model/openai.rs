@@ -19,7 +19,9 @@
 //!    waited out longer (`rate_limit_backoff_base`, 2 s, doubling, plus up
 //!    to half again), and given up at once when that wait would end past
 //!    `call_timeout`. Other statuses fail at once, with the start of the
-//!    response body (the provider's message). So do, whatever their status
+//!    response body (the provider's message; an HTML error page, a
+//!    proxy's or a CDN's, by its title or its text: `endpoint.rs`,
+//!    `html_error_page`). So do, whatever their status
 //!    says of retrying, a request longer than the model's context window
 //!    ([`ModelError::ContextOverflow`], naming `compact_at_tokens`) and an
 //!    account out of credit ([`ModelError::QuotaExhausted`]), read off the
@@ -52,7 +54,12 @@
 //!    a whole completion), its reason inferred. A complete
 //!    answer that is a refusal or a content filter's stop fails at once
 //!    with [`ModelError::Refused`] or [`ModelError::ContentFiltered`]
-//!    (`wire.rs`).
+//!    (`wire.rs`). An error the provider reports inside an answer (an
+//!    `error` event or `error:` line, a whole answer that is `{"error":
+//!    …}`) that says the request outgrew the context window or the
+//!    account is empty fails at once, as under an error status
+//!    (`rejection.rs`, `reported`): llama.cpp's server reports
+//!    a prompt longer than its context so once its stream has begun.
 //! 4. Two limits bound the whole call. `call_timeout` runs from the first
 //!    request to the last byte, retries and their waits included, and
 //!    nothing extends it (a server that only sends `: keep-alive` comments
@@ -116,6 +123,7 @@ use body::next_chunk;
 use body::too_large;
 use body::without_done;
 use endpoint::chat_completions_url;
+use endpoint::html_error_page;
 use endpoint::html_page;
 use endpoint::not_found;
 use endpoint::request_headers;
@@ -123,6 +131,7 @@ use endpoint::shown_url;
 use redact::Redactor;
 use redact::shown_base_url;
 use rejection::rejection;
+use rejection::reported;
 use retry::Failure;
 use retry::jitter;
 use retry::retry_after;
@@ -294,6 +303,11 @@ impl OpenAiModel {
             if let Some(error) = rejection(status, &body, &self.options) {
                 return Err(Failure::Final(error));
             }
+            // a proxy's or CDN's error page: what it says, not its markup
+            if let Some(page) = html_error_page(&body) {
+                // its text joined across tags is redacted again
+                body = redactor.text(&page);
+            }
             if status == reqwest::StatusCode::NOT_FOUND {
                 body = not_found(&body, &self.shown_url(redactor), &self.options);
             }
@@ -364,11 +378,7 @@ impl OpenAiModel {
                 match assembler.apply_chunk(chunk) {
                     Ok(Some(delta)) => forward(sink, &delta, &assembler)?,
                     Ok(None) => {}
-                    Err(message) => {
-                        return Err(Failure::Broken {
-                            detail: format!("{}: {message}", advice::SENT_AN_ERROR),
-                        });
-                    }
+                    Err(error) => return Err(reported(&error, redactor, &self.options)),
                 }
                 if assembler.size() > limit {
                     return Err(too_large(limit));
@@ -392,13 +402,13 @@ impl OpenAiModel {
                 // a server that answered a failure with a bare JSON error
                 // under the SSE content type: its message, not "ended early"
                 Ok(None) => {
-                    let detail = match wire::bare_error(&decoder.unread()) {
-                        Some(message) => format!("{}: {message}", advice::SENT_AN_ERROR),
-                        None => {
-                            "the stream ended early, before the finish reason and [DONE]".to_owned()
-                        }
-                    };
-                    return Err(Failure::Broken { detail });
+                    return Err(match wire::bare_error(&decoder.unread()) {
+                        Some(error) => reported(&error, redactor, &self.options),
+                        None => Failure::Broken {
+                            detail: "the stream ended early, before the finish reason and [DONE]"
+                                .to_owned(),
+                        },
+                    });
                 }
                 Err(failure) => return Err(failure),
             };
@@ -473,11 +483,7 @@ impl OpenAiModel {
                 }
             }
             Ok(None) => {}
-            Err(message) => {
-                return Err(Failure::Broken {
-                    detail: format!("{}: {message}", advice::SENT_AN_ERROR),
-                });
-            }
+            Err(error) => return Err(reported(&error, redactor, &self.options)),
         }
         finished(assembler, &self.options)
     }

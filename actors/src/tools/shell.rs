@@ -350,19 +350,25 @@ impl Tool for Shell {
             render(&out),
             render(&err)
         );
+        // each stream is cut to the limit already, with its own note: the
+        // whole holds both, whichever way the command ended (a timed-out
+        // one's was cut to one stream's limit, so a long stdout left out
+        // its stderr, often the reason it hung, under a note that counted
+        // only the bytes of that cut)
+        let whole = limits.max_output_bytes * 2 + 256;
         match ending {
             Ending::Exited(status) => {
                 let code = exit_code(status);
                 Ok(ToolOutput::text(truncate_output(
                     &format!("exit code: {code}\n{body}"),
-                    limits.max_output_bytes * 2 + 256,
+                    whole,
                 )))
             }
             Ending::TimedOut => Err(ToolError::new(
                 format!(
                     "the command timed out after {:.1} s and was killed with its process group; output so far:\n{}",
                     timeout.as_secs_f64(),
-                    truncate_output(&body, limits.max_output_bytes)
+                    truncate_output(&body, whole)
                 ),
                 "make the command faster, run less at once, or pass a larger timeout_s",
             )),
@@ -370,10 +376,7 @@ impl Tool for Shell {
                 "the turn was cancelled; the command was killed with its process group",
                 "do not rely on its effects; check the state before continuing",
             )),
-            Ending::DiskLow(now) => Err(disk::stopped(
-                &now,
-                &truncate_output(&body, limits.max_output_bytes),
-            )),
+            Ending::DiskLow(now) => Err(disk::stopped(&now, &truncate_output(&body, whole))),
         }
     }
 }

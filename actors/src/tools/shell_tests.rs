@@ -504,3 +504,31 @@ async fn a_timeout_under_the_minimum_is_refused() {
         .unwrap();
     assert!(out.content.starts_with("exit code: 0"), "{}", out.content);
 }
+
+/// Regression (round 29): a command that timed out after a long stdout
+/// lost its stderr, often the reason it hung: the output so far was cut
+/// to one stream's limit, stdout filled it, and the note under it counted
+/// only the bytes of that cut ("84 more bytes not shown", where 67 KB
+/// and all of stderr were left out). Each stream is cut on its own, with
+/// its own note, as for a command that exits.
+#[tokio::test]
+async fn a_timed_out_command_keeps_its_stderr_after_a_long_stdout() {
+    let f = fixture();
+    let err = f
+        .run(json!({
+            "command": "yes out | head -c 100000; echo why-it-hangs >&2; sleep 30",
+            "timeout_s": 1
+        }))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("timed out"), "{err}");
+    let shown_out = 32 * 1024;
+    assert!(
+        err.message.contains(&format!(
+            "[... {} more bytes not shown]\n--- stderr ---\nwhy-it-hangs\n",
+            100_000 - shown_out
+        )),
+        "{}",
+        &err.message[err.message.len().saturating_sub(300)..]
+    );
+}

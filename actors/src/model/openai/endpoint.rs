@@ -55,6 +55,112 @@ pub(super) fn html_page(url: &str, options: &OpenAiOptions) -> String {
     format!("POST {url} answered with an HTML page, not a chat completion; {hint}")
 }
 
+/// Bytes of an HTML error page's text an error quotes.
+const PAGE_TEXT_LIMIT: usize = 200;
+
+/// An error status's body that is an HTML page (a CDN's or a proxy's 502,
+/// 503 or 504 page in front of the model server, a web server's error
+/// page) as an error quotes it: its title, else its text without the
+/// markup (nor its styles and scripts), cut to [`PAGE_TEXT_LIMIT`] bytes;
+/// `None` for any other body. Quoted whole, its first 4 KB were markup
+/// and inline CSS that never reached the words saying what went wrong.
+pub(super) fn html_error_page(body: &str) -> Option<String> {
+    let trimmed = body.trim_start();
+    let lower = trimmed.to_ascii_lowercase();
+    let is_page = lower.starts_with('<')
+        && ["<html", "<!doctype html", "<head", "<body", "<title"]
+            .iter()
+            .any(|tag| lower.contains(tag));
+    if !is_page {
+        return None;
+    }
+    // lowercasing ASCII keeps every byte where it was
+    let title = lower.find("<title").and_then(|at| {
+        let open = at + lower[at..].find('>')? + 1;
+        let close = open + lower[open..].find("</title")?;
+        Some(page_text(&trimmed[open..close]))
+    });
+    if let Some(title) = title.filter(|t| !t.is_empty()) {
+        return Some(format!("an HTML page titled {:?}", cut(&title)));
+    }
+    let text = page_text(&without_elements(trimmed, &lower, &["style", "script"]));
+    if text.is_empty() {
+        return Some("an HTML page without text".to_owned());
+    }
+    Some(format!("an HTML page saying {:?}", cut(&text)))
+}
+
+/// `html` without its tags, its common entities decoded and its runs of
+/// whitespace made one space.
+fn page_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            // a tag stands between two words
+            '>' if in_tag => {
+                in_tag = false;
+                text.push(' ');
+            }
+            _ if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    let text = [
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&nbsp;", " "),
+        ("&amp;", "&"),
+    ]
+    .iter()
+    .fold(text, |text, (entity, plain)| text.replace(entity, plain));
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `html` (`lower` is it in ASCII lowercase) without the elements named
+/// `names`, their content included.
+fn without_elements(html: &str, lower: &str, names: &[&str]) -> String {
+    let mut kept = String::with_capacity(html.len());
+    let mut at = 0;
+    while at < html.len() {
+        let next = names
+            .iter()
+            .filter_map(|name| {
+                let open = at + lower[at..].find(&format!("<{name}"))?;
+                let close = format!("</{name}>");
+                let end = lower[open..]
+                    .find(&close)
+                    .map_or(html.len(), |i| open + i + close.len());
+                Some((open, end))
+            })
+            .min();
+        let Some((open, end)) = next else {
+            kept.push_str(&html[at..]);
+            break;
+        };
+        kept.push_str(&html[at..open]);
+        kept.push(' ');
+        at = end;
+    }
+    kept
+}
+
+/// `text` cut to [`PAGE_TEXT_LIMIT`] bytes (on a char boundary), with `…`
+/// where it was cut.
+fn cut(text: &str) -> String {
+    if text.len() <= PAGE_TEXT_LIMIT {
+        return text.to_owned();
+    }
+    let mut end = PAGE_TEXT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// The `User-Agent` of every request, so a provider's logs tell botfleet's
 /// traffic apart; an extra header may replace it.
 const BOTFLEET_AGENT: &str = concat!("botfleet/", env!("CARGO_PKG_VERSION"));

@@ -2,7 +2,10 @@
 //! to do about it: a request longer than the model's context window (sent
 //! again it fails again, the context must shrink), an account out of
 //! credit (retrying only spends the retries). Both end the call at once
-//! with their own [`ModelError`], which says what to change.
+//! with their own [`ModelError`], which says what to change, whether the
+//! server answered with an error status ([`rejection`]) or reported the
+//! failure inside a 200 answer, an `error` event or line of its stream or
+//! a whole answer that is `{"error": …}` ([`reported`]).
 //!
 //! Providers word these differently: OpenAI and OpenRouter send
 //! `{"error": {"code": "context_length_exceeded", "message": ..}}`, vLLM
@@ -25,7 +28,12 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::super::ModelError;
+use super::ERROR_BODY_LIMIT;
 use super::OpenAiOptions;
+use super::advice::SENT_AN_ERROR;
+use super::redact::Redactor;
+use super::retry::Failure;
+use super::wire::error_message;
 
 /// What the provider's error says, read off its JSON body (any of the
 /// shapes above) or, when the body is not JSON, its text.
@@ -155,6 +163,47 @@ pub(super) fn rejection(
         advice: advice(window, options.provider.as_deref()),
         body: body.to_owned(),
     })
+}
+
+/// The failure of an answer that carried the provider's `error` (a
+/// stream's `error` event or `error:` line, a whole answer that is
+/// `{"error": …}`) instead of finishing: one that says the request
+/// outgrew the context window or the account is out of credit ends the
+/// call at once with the error that says what to change, as under an
+/// error status (llama.cpp's server reports a prompt longer than its
+/// context so once its stream has begun; sent again it fails again, yet
+/// it was retried, and the turn failed as an answer that "broke off");
+/// any other is broken, and retried. Its texts are cleaned with
+/// `redactor`.
+pub(super) fn reported(error: &Value, redactor: &Redactor, options: &OpenAiOptions) -> Failure {
+    let text = match error {
+        Value::String(message) => message.clone(),
+        other => other.to_string(),
+    };
+    // redacted whole before it is cut (redact.rs)
+    let body = redactor.cut(&text, ERROR_BODY_LIMIT);
+    if let Some(rejected) = reported_rejection(error, &body, options) {
+        return Failure::Final(rejected);
+    }
+    Failure::Broken {
+        detail: format!("{}: {}", SENT_AN_ERROR, error_message(error)),
+    }
+}
+
+/// The error a failure reported inside an answer (its `error` value,
+/// quoted as `body`, redacted) ends the call with at once, as
+/// [`rejection`] for an error status. The status is the error's numeric
+/// `code` (llama.cpp's 400, OpenRouter's 402) when it is an HTTP error
+/// status, else 400: the answer's own 200 says nothing of the failure.
+fn reported_rejection(error: &Value, body: &str, options: &OpenAiOptions) -> Option<ModelError> {
+    let status = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|code| u16::try_from(code).ok())
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .filter(|status| status.is_client_error() || status.is_server_error())
+        .unwrap_or(StatusCode::BAD_REQUEST);
+    rejection(status, body, options)
 }
 
 /// The number after the first of [`WINDOW_BEFORE`] in `message` (digits,

@@ -205,7 +205,10 @@ mod tests {
                 assert_eq!(decoder.next_event(), None);
             }
             assert_eq!(
-                super::super::wire::bare_error(&decoder.unread()).as_deref(),
+                super::super::wire::bare_error(&decoder.unread())
+                    .as_ref()
+                    .map(super::super::wire::error_message)
+                    .as_deref(),
                 Some("model overloaded"),
                 "pieces of {piece} bytes"
             );

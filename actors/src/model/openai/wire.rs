@@ -257,11 +257,11 @@ impl Assembler {
     }
 
     /// Applies one streamed chunk. Returns the new text to forward to the
-    /// sink (never empty), or the provider's message if the chunk is an
-    /// error.
-    pub(super) fn apply_chunk(&mut self, chunk: StreamChunk) -> Result<Option<String>, String> {
+    /// sink (never empty), or the provider's `error` value if the chunk is
+    /// an error (its message: [`error_message`]).
+    pub(super) fn apply_chunk(&mut self, chunk: StreamChunk) -> Result<Option<String>, Value> {
         if let Some(error) = chunk.error {
-            return Err(error_message(&error));
+            return Err(error);
         }
         // a chunk whose usage lacks the counts keeps what an earlier one said
         if let Some(read) = chunk.usage.map(WireUsage::read) {
@@ -290,9 +290,9 @@ impl Assembler {
     pub(super) fn apply_completion(
         &mut self,
         completion: Completion,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, Value> {
         if let Some(error) = completion.error {
-            return Err(error_message(&error));
+            return Err(error);
         }
         let read = completion.usage.map(WireUsage::read).unwrap_or_default();
         (self.usage, self.odd_usage) = (read.usage, read.odd);
@@ -536,21 +536,20 @@ fn legacy_call(function: FunctionPart) -> ToolCallPart {
     }
 }
 
-/// The provider's message when a body that should have been SSE holds a
-/// bare JSON error object instead (`{"error": …}`, no `data:` lines), as
-/// some servers send on failure, or an `error:` line (llama.cpp's server
-/// sends a failure in a stream as `error: {"code": 500, "message": …}`,
-/// which was read as a stream that "ended early", its message lost);
-/// `None` when it holds anything else.
-pub(super) fn bare_error(body: &[u8]) -> Option<String> {
+/// The provider's error (its message: [`error_message`]) when a body
+/// that should have been SSE holds a bare JSON error object instead
+/// (`{"error": …}`, no `data:` lines), as some servers send on failure,
+/// or an `error:` line (llama.cpp's server sends a failure in a stream as
+/// `error: {"code": 500, "message": …}`, which was read as a stream that
+/// "ended early", its message lost); `None` when it holds anything else.
+pub(super) fn bare_error(body: &[u8]) -> Option<Value> {
     let body = body.trim_ascii();
-    if let Ok(value) = serde_json::from_slice::<Value>(body) {
-        return value.get("error").map(error_message);
+    if let Ok(mut value) = serde_json::from_slice::<Value>(body) {
+        return value.get_mut("error").map(Value::take);
     }
     body.split(|b| *b == b'\n').find_map(|line| {
         let error = line.trim_ascii().strip_prefix(b"error:")?;
-        let value: Value = serde_json::from_slice(error).ok()?;
-        Some(error_message(&value))
+        serde_json::from_slice(error).ok()
     })
 }
 

@@ -226,7 +226,10 @@ fn content_arrays_are_joined_text() {
 #[test]
 fn a_bare_error_body_gives_its_message() {
     assert_eq!(
-        super::bare_error(br#" {"error": {"message": "quota exceeded", "code": 429}} "#).as_deref(),
+        super::bare_error(br#" {"error": {"message": "quota exceeded", "code": 429}} "#)
+            .as_ref()
+            .map(super::error_message)
+            .as_deref(),
         Some("quota exceeded")
     );
     assert_eq!(super::bare_error(b"{\"choices\": []}"), None);

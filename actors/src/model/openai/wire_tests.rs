@@ -354,7 +354,12 @@ fn an_error_chunk_reports_the_provider_message() {
     let result = assembler.apply_chunk(chunk(
         json!({"error": {"message": "upstream overloaded", "code": 502}}),
     ));
-    assert_eq!(result, Err("upstream overloaded".to_owned()));
+    let error = result.unwrap_err();
+    assert_eq!(
+        error,
+        json!({"message": "upstream overloaded", "code": 502})
+    );
+    assert_eq!(super::error_message(&error), "upstream overloaded");
 }
 
 #[test]
