@@ -66,9 +66,10 @@ fn provider_encodings(rt: &Runtime) -> Vec<botfleet_memory::Encoding> {
     encodings
 }
 
-/// Chains' rows dropped per write: the writer is held for one short
-/// delete at a time, and other writes go in between.
-const CHAIN_ROWS_PER_WRITE: usize = 500;
+/// Chains' rows read per page of the walk that finds the silent ones (on
+/// a reader), and so at most dropped per write: the writer is held for a
+/// few hundred deletes by key at a time, and other writes go in between.
+const CHAIN_ROWS_PER_PAGE: usize = 500;
 
 /// Prunes the idempotency ledger past its retention now (so the ledger's
 /// horizon holds from the first request on), then hourly; with it the
@@ -107,30 +108,35 @@ async fn prune_ledger(
     prune_chains(fleet, before).await
 }
 
-/// Drops the rows of chains last written before `before_ms`, a batch per
-/// write until one drops fewer than a full batch. Each message of a chain
-/// writes its row, so a chain still sending is not among them: one silent
-/// for the ledger's whole retention (a day at least) has ended, or, if a
-/// message of it still waits (a paused bot), counts again from 0, at worst
-/// `runtime.max_chain_messages` more messages (memory/src/store/chains.rs).
+/// Drops the rows of chains last written before `before_ms`: a reader
+/// walks the table a page at a time in key order, and the writer drops the
+/// silent rows of each page by key (a chain that sent in between stays).
+/// Each message of a chain writes its row, so a chain still sending is not
+/// among them: one silent for the ledger's whole retention (a day at
+/// least) has ended, or, if a message of it still waits (a paused bot),
+/// counts again from 0, at worst `runtime.max_chain_messages` more
+/// messages (memory/src/store/chains.rs).
 async fn prune_chains(
     fleet: &FleetHandle,
     before_ms: i64,
 ) -> Result<(), botfleet_memory::StoreError> {
+    let store = fleet.store();
+    let mut after = None;
     loop {
-        let results = fleet
-            .store()
-            .write(vec![botfleet_memory::Mutation::PruneChains {
-                before_ms,
-                max: CHAIN_ROWS_PER_WRITE,
-            }])
+        let page = store
+            .silent_chains(after.as_ref(), before_ms, CHAIN_ROWS_PER_PAGE)
             .await?;
-        let full = matches!(
-            results.first(),
-            Some(botfleet_memory::MutationResult::Count(n)) if *n >= CHAIN_ROWS_PER_WRITE
-        );
-        if !full {
-            return Ok(());
+        if !page.silent.is_empty() {
+            store
+                .write(vec![botfleet_memory::Mutation::PruneChains {
+                    before_ms,
+                    origins: page.silent,
+                }])
+                .await?;
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(()),
         }
     }
 }

@@ -576,6 +576,16 @@ impl Tool for UpdateAgent {
             record.id,
             changed.join(", ")
         );
+        if record.origin == "config" {
+            // the start sets a fleet.toml bot as the file has it: said
+            // here, or the change looks lasting and is gone after a restart
+            content.push_str(&format!(
+                ", until the host restarts: {} is defined in fleet.toml, which sets its name, \
+                 role and tools again at each start (for a lasting change, ask the person to \
+                 edit the fleet file)",
+                record.id
+            ));
+        }
         if !followers.is_empty() {
             let cut: Vec<String> = followers
                 .iter()

@@ -7,13 +7,19 @@
 //! exact however many bots send at the same moment.
 //!
 //! A chain's row goes once it was last written longer ago than the
-//! ledger's retention (`PruneChains`, with the ledger's hourly pruning):
-//! every message of a chain writes its row, so a chain still sending is
-//! never pruned. A chain silent that long whose last messages still wait
-//! (a paused bot, a host stopped for longer) counts again from 0 if it
-//! wakes: at worst `runtime.max_chain_messages` more messages, after a
-//! silence of at least a day, and a runaway chain is never silent; its
-//! length stays bounded by the hop budget.
+//! ledger's retention (with the ledger's hourly pruning): every message of
+//! a chain writes its row, so a chain still sending is never pruned. The
+//! table has no index on that time (it would cost a B-tree write per
+//! message, on the hot path), so the silent rows are found by a reader
+//! walking the table a page at a time in key order (`Store::silent_chains`:
+//! a key search from where the last page ended, never a scan of the table,
+//! and never on the writer), and the writer drops them by key
+//! (`PruneChains`), checking each is still silent: a chain that sent
+//! between the read and the write stays. A chain silent that long whose
+//! last messages still wait (a paused bot, a host stopped for longer)
+//! counts again from 0 if it wakes: at worst `runtime.max_chain_messages`
+//! more messages, after a silence of at least a day, and a runaway chain
+//! is never silent; its length stays bounded by the hop budget.
 
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
@@ -21,6 +27,7 @@ use rusqlite::params;
 
 use super::Store;
 use crate::error::Result;
+use crate::ids::EntryId;
 use crate::record::ChainOrigin;
 
 /// Counts one more message of the chain `origin` started.
@@ -57,19 +64,65 @@ pub(crate) fn has_room(
     Ok(messages(conn, origin)?.saturating_add(needed) <= max)
 }
 
-/// Drops at most `max` rows of chains last written before `before_ms`;
-/// how many went. The scan stops once `max` are found (chains start at
-/// entry ids, mostly UUIDv7s: in key order the oldest come first), so
-/// each call holds the writer briefly however large the table is.
-pub(crate) fn prune(conn: &Connection, before_ms: i64, max: usize) -> Result<usize> {
-    let max = i64::try_from(max).unwrap_or(i64::MAX);
-    Ok(conn
-        .prepare_cached(
-            "DELETE FROM chains WHERE origin IN
-               (SELECT origin FROM chains WHERE updated_at < ?1 LIMIT ?2)",
-        )?
-        .execute(params![before_ms, max])?)
+/// A page of the chains' rows, in key order, after a key (`''` before the
+/// first): a search of the primary key, so a page costs its rows however
+/// large the table is.
+pub(crate) const CHAINS_PAGE: &str =
+    "SELECT origin, updated_at FROM chains WHERE origin > ?1 ORDER BY origin LIMIT ?2";
+
+/// Drops one chain's row if it is still silent since before the cut-off.
+pub(crate) const DROP_SILENT: &str = "DELETE FROM chains WHERE origin = ?1 AND updated_at < ?2";
+
+/// Drops the rows of the chains `origins` started that were last written
+/// before `before_ms` (a chain written since, still sending, stays); how
+/// many went. Each is a search by key.
+pub(crate) fn prune(conn: &Connection, before_ms: i64, origins: &[EntryId]) -> Result<usize> {
+    let mut drop = conn.prepare_cached(DROP_SILENT)?;
+    let mut gone = 0;
+    for origin in origins {
+        gone += drop.execute(params![origin.to_string(), before_ms])?;
+    }
+    Ok(gone)
 }
+
+/// Up to `max` rows of chains after `after`, in key order: those last
+/// written before `before_ms`, and where the next page starts.
+fn silent_page(conn: &Connection, after: &str, before_ms: i64, max: usize) -> Result<SilentChains> {
+    let limit = i64::try_from(max).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(CHAINS_PAGE)?;
+    let rows = stmt
+        .query_map(params![after, limit], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let next = match rows.last() {
+        Some((last, _)) if rows.len() >= max => Some(ChainsCursor(last.clone())),
+        _ => None,
+    };
+    let silent = rows
+        .iter()
+        .filter(|(_, updated_at)| *updated_at < before_ms)
+        // every row is written from an entry id; one that is not is no
+        // chain's and is left alone
+        .filter_map(|(origin, _)| origin.parse().ok())
+        .collect();
+    Ok(SilentChains { silent, next })
+}
+
+/// One page of the walk over the chains' rows that finds the silent ones
+/// (`Store::silent_chains`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SilentChains {
+    /// The chains of this page last written before the cut-off, by the
+    /// entry that started each: what `Mutation::PruneChains` drops.
+    pub silent: Vec<EntryId>,
+    /// Where the next page starts; `None` once the walk is through.
+    pub next: Option<ChainsCursor>,
+}
+
+/// Where a walk over the chains' rows goes on: after the last row read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainsCursor(String);
 
 /// Messages the chain `origin` started has sent so far.
 fn messages(conn: &Connection, origin: &ChainOrigin) -> Result<u64> {
@@ -102,6 +155,22 @@ impl Store {
     pub async fn chain_told(&self, origin: &ChainOrigin) -> Result<bool> {
         let origin = *origin;
         self.read(move |c| told(c, &origin)).await
+    }
+
+    /// A page of at most `max` chains' rows after `after` (from the start
+    /// when `None`), with those of them last written before `before_ms`:
+    /// the walk that finds the chains to prune, on a reader, so the writer
+    /// is held only to drop them (`Mutation::PruneChains`).
+    pub async fn silent_chains(
+        &self,
+        after: Option<&ChainsCursor>,
+        before_ms: i64,
+        max: usize,
+    ) -> Result<SilentChains> {
+        let after = after.map_or_else(String::new, |c| c.0.clone());
+        let max = max.max(1);
+        self.read(move |c| silent_page(c, &after, before_ms, max))
+            .await
     }
 }
 

@@ -133,56 +133,104 @@ async fn messages_are_counted_by_chain_and_the_chain_is_told_once() -> TestResul
     Ok(())
 }
 
-/// `PruneChains`: rows last written before the cut-off go, a batch at a
-/// time; a chain written since (still sending) stays, its count kept.
+/// The prune: a reader walks the chains a page at a time and finds those
+/// last written before the cut-off; the writer drops them by key. Chains
+/// written since (still sending) stay with their counts, and so does one
+/// that sent between the read of its page and the write that drops it.
 #[tokio::test]
-async fn chains_silent_past_the_horizon_are_pruned_in_batches() -> TestResult {
+async fn chains_silent_past_the_horizon_are_found_by_pages_and_pruned() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db")))?;
+    let clock = crate::clock::ManualClock::new(chrono::Utc::now());
+    let store = Store::open(StoreOptions {
+        clock: std::sync::Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })?;
     let leaf = session("leaf");
-    let old: Vec<ChainOrigin> = (0..3)
-        .map(|_| ChainOrigin {
-            session: leaf.id,
-            entry: EntryId::new_v7(),
-        })
-        .collect();
+    let chain = || ChainOrigin {
+        session: leaf.id,
+        entry: EntryId::new_v7(),
+    };
+    let old: Vec<ChainOrigin> = (0..5).map(|_| chain()).collect();
     let mut batch = vec![Mutation::EnsureSession(leaf.clone())];
     batch.extend(old.iter().map(|o| message(leaf.id, Some(*o))));
     store.write(batch).await?;
-    let horizon = store.clock().now_ms() + 1;
-    let running = ChainOrigin {
-        session: leaf.id,
-        entry: old[0].entry,
-    };
-    let prune = Mutation::PruneChains {
-        before_ms: horizon,
-        max: 2,
-    };
-    assert_eq!(
-        store.write(vec![prune.clone()]).await?,
-        vec![MutationResult::Count(2)]
-    );
-    assert_eq!(
-        store.write(vec![prune.clone()]).await?,
-        vec![MutationResult::Count(1)]
-    );
-    assert_eq!(
-        store.write(vec![prune]).await?,
-        vec![MutationResult::Count(0)]
-    );
-    for o in &old {
-        assert_eq!(store.chain_messages(o).await?, 0);
+    clock.advance_ms(1_000);
+    let horizon = store.clock().now_ms();
+    clock.advance_ms(1_000);
+    // old[1] still sends; a new chain starts
+    let young = chain();
+    store
+        .write(vec![
+            message(leaf.id, Some(old[1])),
+            message(leaf.id, Some(young)),
+        ])
+        .await?;
+
+    // pages of 2 over 6 rows: every row is read once, the silent found
+    let mut silent = Vec::new();
+    let mut pages = 0;
+    let mut after = None;
+    loop {
+        let page = store.silent_chains(after.as_ref(), horizon, 2).await?;
+        pages += 1;
+        silent.extend(page.silent);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
     }
-    // a chain that sent after the cut-off is kept
-    store.write(vec![message(leaf.id, Some(running))]).await?;
-    let kept = store
+    assert!(pages <= 4, "{pages} pages");
+    let mut expected: Vec<EntryId> = [0, 2, 3, 4].iter().map(|&i| old[i].entry).collect();
+    expected.sort_by_key(|e| e.to_string());
+    silent.sort_by_key(|e| e.to_string());
+    assert_eq!(silent, expected);
+
+    // old[0] sends after its page was read: the writer keeps it
+    store.write(vec![message(leaf.id, Some(old[0]))]).await?;
+    let pruned = store
         .write(vec![Mutation::PruneChains {
-            before_ms: horizon - 1,
-            max: 10,
+            before_ms: horizon,
+            origins: silent,
         }])
         .await?;
-    assert_eq!(kept, vec![MutationResult::Count(0)]);
-    assert_eq!(store.chain_messages(&running).await?, 1);
+    assert_eq!(pruned, vec![MutationResult::Count(3)]);
+    let mut counts = Vec::new();
+    for o in old.iter().chain([&young]) {
+        counts.push(store.chain_messages(o).await?);
+    }
+    assert_eq!(counts, vec![2, 2, 0, 0, 0, 1]);
+    let left = store.silent_chains(None, horizon, 10).await?;
+    assert_eq!(left.silent, Vec::<EntryId>::new());
+    assert_eq!(left.next, None);
+    Ok(())
+}
+
+/// The plans of the prune's read of a page and of its deletes: searches
+/// of the primary key, never a scan of `chains` (the prune was a delete
+/// of `SELECT origin FROM chains WHERE updated_at < ? LIMIT ?`, a scan in
+/// the writer that went through every chain still sending, the whole
+/// table every hour when none was silent).
+#[test]
+fn the_prune_reads_and_deletes_by_key_never_scanning_chains() -> TestResult {
+    let mut conn = rusqlite::Connection::open_in_memory()?;
+    crate::store::schema::migrate(&mut conn)?;
+    for i in 0..3 {
+        conn.execute(
+            "INSERT INTO chains (origin, messages, told, updated_at) VALUES (?1, 1, 0, ?2)",
+            rusqlite::params![EntryId::new_v7().to_string(), i],
+        )?;
+    }
+    for sql in [super::CHAINS_PAGE, super::DROP_SILENT] {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let plan: Vec<String> = stmt
+            .query_map(rusqlite::params!["", 10], |r| r.get::<_, String>(3))?
+            .collect::<rusqlite::Result<_>>()?;
+        assert!(
+            plan.iter().all(|step| !step.starts_with("SCAN"))
+                && plan.iter().any(|step| step.contains("PRIMARY KEY")),
+            "{sql}: {plan:?}"
+        );
+    }
     Ok(())
 }
 

@@ -40,6 +40,8 @@ use tokio::sync::broadcast;
 use tokio::sync::oneshot;
 
 pub use author_events::SinceEvent;
+pub use chains::ChainsCursor;
+pub use chains::SilentChains;
 pub use extractions::OwedExtraction;
 pub use mutation::Limit;
 pub use mutation::Limited;

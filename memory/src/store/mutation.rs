@@ -390,14 +390,16 @@ pub enum Mutation {
         /// Cut-off time (ms).
         before_ms: i64,
     },
-    /// Drop at most `max` rows of chains (table `chains`) last written
-    /// before `before_ms`: a batch, so the writer is not held long (the
-    /// host repeats it until fewer go). Answers `Count`.
+    /// Drop the rows of the chains (table `chains`) started by `origins`
+    /// that were last written before `before_ms`, each by key; a chain
+    /// written since stays. The caller finds them a page at a time
+    /// (`Store::silent_chains`), so the writer is not held long. Answers
+    /// `Count`.
     PruneChains {
         /// Cut-off time (ms).
         before_ms: i64,
-        /// Most rows dropped by this mutation.
-        max: usize,
+        /// The entries that started the chains (`SilentChains::silent`).
+        origins: Vec<crate::ids::EntryId>,
     },
     /// Create or replace a routine: its definition and schedule state (the
     /// creation time of an existing one is kept).

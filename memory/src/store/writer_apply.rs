@@ -391,9 +391,9 @@ impl Writer {
             }
             Mutation::Memory(op) => crate::layers::apply(&self.conn, op, now)
                 .map(|r| MutationResult::Memory(Box::new(r))),
-            Mutation::PruneChains { before_ms, max } => Ok(MutationResult::Count(chains::prune(
-                &self.conn, *before_ms, *max,
-            )?)),
+            Mutation::PruneChains { before_ms, origins } => Ok(MutationResult::Count(
+                chains::prune(&self.conn, *before_ms, origins)?,
+            )),
             Mutation::RememberSignature {
                 source,
                 signature,

@@ -1,0 +1,81 @@
+//! UpdateAgent on a bot of fleet.toml: the change applies from the bot's
+//! next turn, and the host's next start sets the bot again as the file
+//! has it; the call's result says so, and that a lasting change is an
+//! edit of the fleet file. (Before, it answered "updated b (role); it
+//! applies from its next turn" and a restart quietly put the old role
+//! back.) A bot made by CreateAgent is in no file: its change lasts, and
+//! its result says nothing of a restart.
+
+use serde_json::Value;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::restart;
+
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "maker"
+match = "^mkagent"
+steps = [
+  { tool = "CreateAgent", args = { id = "helper", name = "Helper", role = "Helps.", tools = ["SendMessage"] } },
+  { tool = "SendMessage", args = { text = "made" } },
+]
+
+[[rule]]
+bot = "maker"
+match = "^update"
+steps = [
+  { calls = [
+    { tool = "UpdateAgent", args = { agent = "b", role = "Checks twice." } },
+    { tool = "UpdateAgent", args = { agent = "helper", role = "Helps more." } },
+  ] },
+  { tool = "SendMessage", args = { text = "updated" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
+"#;
+
+/// The role `bot` has now.
+async fn role_of(host: &TestHost, bot: &str) -> Value {
+    let (status, b) = host.get(&format!("/v1/bots/{bot}"), TOKEN).await;
+    assert_eq!(status, 200, "{b}");
+    b["role"].clone()
+}
+
+#[tokio::test]
+async fn update_agent_of_a_fleet_toml_bot_says_it_lasts_until_the_next_start() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("maker", "s", &["SendMessage", "CreateAgent", "UpdateAgent"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    host.complete_turn("maker", "mkagent now").await;
+    let dm = host.complete_turn("maker", "update both").await;
+    let results: Vec<String> = host
+        .entries(&dm)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "UpdateAgent")
+        .map(|e| e["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            "updated b (role); it applies from its next turn, until the host restarts: b is \
+             defined in fleet.toml, which sets its name, role and tools again at each start \
+             (for a lasting change, ask the person to edit the fleet file)"
+                .to_owned(),
+            "updated helper (role); it applies from its next turn".to_owned(),
+        ]
+    );
+    assert_eq!(role_of(&host, "b").await, "Checks twice.");
+
+    // as said: the start sets b as fleet.toml has it; helper keeps its change
+    let host = restart(host.shutdown().await).await;
+    assert_eq!(role_of(&host, "b").await, "Test bot b.");
+    assert_eq!(role_of(&host, "helper").await, "Helps more.");
+    host.shutdown().await;
+}
