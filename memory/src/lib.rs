@@ -129,6 +129,7 @@ pub use record::SessionRecord;
 pub use record::SessionView;
 pub use record::SubagentRecord;
 pub use record::SubagentStatus;
+pub use record::SubagentStop;
 pub use record::TokenUsage;
 pub use record::ToolCallBody;
 pub use record::ToolCallRecord;

@@ -134,10 +134,22 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migrations 17 to 21 add
-    // indexes, a column and two tables, taken back here
+    // the database as migration 16 left it: migrations 17 to 23 add
+    // indexes, columns and two tables, taken back here (23's column only
+    // where this build has it)
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
+        let stop: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('subagents') WHERE name = 'stop'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if stop > 0 {
+            conn.execute_batch("ALTER TABLE subagents DROP COLUMN stop;")
+                .unwrap();
+        }
         conn.execute_batch(
             "DROP INDEX bots_id_folded; ALTER TABLE inbox DROP COLUMN starts; \
              DROP TABLE room_audience; DROP TABLE hook_signatures; \

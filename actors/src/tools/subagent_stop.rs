@@ -7,7 +7,11 @@
 //! too — it may still be given work: a room it is a member of, an
 //! approval that wakes it to repeat a call — and the answer says it had
 //! finished, when, and its last result (kept: CheckSubagent shows it), so
-//! that what became of its task is not lost in `[stopped]`.
+//! that what became of its task is not lost in `[stopped]`. Which of
+//! these it was is decided as the stop commits, not as the call read it:
+//! a task that ended in between (its report gone out to the parent) is
+//! answered as finished, and a task the stop caught reports nothing
+//! (`Mutation::StopSubagent`, `Mutation::EndSubagentTask`): one outcome.
 //!
 //! The stop expires the subagent's open approvals (pending, or approved
 //! and not used yet) in the same write, with their cards: a stopped
@@ -21,9 +25,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use botfleet_memory::BotId;
 use botfleet_memory::Mutation;
-use botfleet_memory::MutationResult;
 use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
+use botfleet_memory::SubagentStop;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -34,7 +38,9 @@ use super::super::ToolContext;
 use super::super::ToolError;
 use super::super::ToolOutput;
 use super::super::parse_args;
+use super::ids::creating_call;
 use super::own_subagent;
+use super::store_error;
 use crate::model::ToolSpec;
 use crate::router::RouterMsg;
 
@@ -73,11 +79,12 @@ impl Tool for StopSubagent {
         Effect::External
     }
 
-    /// A call cut off by a crash runs again: if its stop was written, the
-    /// call finds the subagent stopped and answers so (a stopped
-    /// subagent's turn that resumes is cancelled as it starts, so the
-    /// cancel it may not have sent is not missed); else it stops it. Its
-    /// outcome is recorded once.
+    /// A call cut off by a crash runs again. The stop's write records the
+    /// call that stopped ([`Mutation::StopSubagent`]), so a call run again
+    /// after its stop was written finds its own stop and answers what it
+    /// did (before, it answered "already stopped …; nothing was done" of
+    /// its own stop); else it stops the subagent. Its outcome is recorded
+    /// once.
     fn idempotent(&self) -> bool {
         true
     }
@@ -92,26 +99,25 @@ impl Tool for StopSubagent {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: StopArgs = parse_args("StopSubagent", args)?;
         let sub = own_subagent(ctx, &args.id).await?;
-        let finished = match sub.status {
-            // Stopped before: nothing to write or cancel. Saying
-            // "stopped" read as if this call had stopped it.
-            SubagentStatus::Stopped => return Ok(ToolOutput::text(already_stopped(&sub))),
-            SubagentStatus::Done | SubagentStatus::Failed => true,
-            SubagentStatus::Running => false,
-        };
-        // one transaction: the expiry reads the subagent stopped
-        let written = ctx
-            .store()
-            .write(vec![
-                Mutation::SetSubagentStatus {
-                    id: sub.id.clone(),
-                    status: SubagentStatus::Stopped,
-                    result: None,
-                },
-                Mutation::ExpireApprovals {
-                    bot: Some(sub.id.clone()),
-                },
-            ])
+        stop(ctx, &sub).await
+    }
+}
+
+/// Stops `sub`, the caller's subagent as the call read it: its task may
+/// have ended since (its report written), or it may have been stopped by
+/// this very call before a crash cut the call off. What the answer says
+/// is what the stop recorded as it committed ([`SubagentStop`]), never
+/// what the read found.
+async fn stop(ctx: &ToolContext<'_>, sub: &SubagentRecord) -> Result<ToolOutput, ToolError> {
+    let call = creating_call(ctx);
+    if sub.status != SubagentStatus::Stopped {
+        // one transaction: decided on its status as it commits, its
+        // approvals expired, how it was stopped recorded
+        ctx.store()
+            .write(vec![Mutation::StopSubagent {
+                id: sub.id.clone(),
+                call: call.clone(),
+            }])
             .await
             .map_err(|e| {
                 ToolError::new(
@@ -119,29 +125,43 @@ impl Tool for StopSubagent {
                     "try again",
                 )
             })?;
-        // `ExpireApprovals` answers `Count`
-        let expired = if let Some(MutationResult::Count(n)) = written.get(1) {
-            *n
-        } else {
-            0
-        };
-        if let Ok(router) = ctx.rt.router() {
-            let bot = sub.id.clone();
-            // best effort: a subagent that is not active has nothing to
-            // cancel, and one that starts later is cancelled as it starts
-            let _ = router
-                .call(
-                    |reply| RouterMsg::Cancel { bot, reply },
-                    Some(Duration::from_secs(5)),
-                )
-                .await;
-        }
-        let mut answer = stopped(&sub.id, expired);
-        if finished {
-            answer.push_str(&had_finished(&sub));
-        }
-        Ok(ToolOutput::text(answer))
     }
+    let recorded = ctx
+        .store()
+        .subagent_stop(&sub.id)
+        .await
+        .map_err(store_error)?;
+    // as it is now: its result is its task's, if that ended meanwhile
+    let now = ctx
+        .store()
+        .get_subagent(&sub.id)
+        .await
+        .map_err(store_error)?
+        .unwrap_or_else(|| sub.clone());
+    let Some(stop) = recorded.filter(|s| s.call == call) else {
+        // stopped before (by an earlier call): nothing to write or
+        // cancel. Saying "stopped" read as if this call had stopped it.
+        return Ok(ToolOutput::text(already_stopped(&now)));
+    };
+    if let Ok(router) = ctx.rt.router() {
+        let bot = sub.id.clone();
+        // best effort: a subagent that is not active has nothing to
+        // cancel, and one that starts later is cancelled as it starts
+        let _ = router
+            .call(
+                |reply| RouterMsg::Cancel { bot, reply },
+                Some(Duration::from_secs(5)),
+            )
+            .await;
+    }
+    let mut answer = stopped(&sub.id, stop.expired);
+    match stop.from {
+        SubagentStatus::Done | SubagentStatus::Failed => {
+            answer.push_str(&had_finished(&now, &stop));
+        }
+        SubagentStatus::Running | SubagentStatus::Stopped => {}
+    }
+    Ok(ToolOutput::text(answer))
 }
 
 /// The answer to a stop: the subagent, and how many of its approvals the
@@ -177,23 +197,29 @@ fn already_stopped(sub: &SubagentRecord) -> String {
 }
 
 /// What the answer to a stop adds for a subagent that had finished its
-/// task (done or failed): when (its record's last change was its end),
-/// how, and its last result, which the stop keeps.
-fn had_finished(sub: &SubagentRecord) -> String {
+/// task (done or failed) when the stop committed: when (its record's last
+/// change before the stop was its end), how, and its last result, which
+/// the stop keeps.
+fn had_finished(sub: &SubagentRecord, stop: &SubagentStop) -> String {
     format!(
         ". It had finished its task ({:?}) at {}: {}, {}; now it takes no more work",
         sub.description,
-        when(sub),
-        sub.status.as_str(),
+        minute(stop.since),
+        stop.from.as_str(),
         last_result(sub)
     )
 }
 
 /// The minute of a subagent record's last change.
 fn when(sub: &SubagentRecord) -> String {
-    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(sub.updated_at)
+    minute(sub.updated_at)
+}
+
+/// The minute of `ms`.
+fn minute(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
         .map(|d| d.format("%Y-%m-%d %H:%M UTC").to_string())
-        .unwrap_or_else(|| format!("{} ms", sub.updated_at))
+        .unwrap_or_else(|| format!("{ms} ms"))
 }
 
 /// A subagent's last result (report or error), quoted short, or that it

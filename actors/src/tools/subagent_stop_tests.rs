@@ -260,3 +260,91 @@ async fn a_stop_expires_the_approvals_the_subagent_waited_for() {
         vec![ApprovalStatus::Pending, ApprovalStatus::Expired]
     );
 }
+
+/// Regression (round 29, bug 1): a stop that read its subagent running,
+/// and committed after the subagent's task ended (its report gone out to
+/// the parent), answered "stopped subagent …" as if it had cut the task
+/// off. The stop is decided as it commits: the answer says the task had
+/// finished, when, how, and its result, which the stop keeps.
+#[tokio::test]
+async fn a_stop_that_lands_after_the_task_ended_says_it_had_finished() {
+    let f = ToolFixture::new();
+    let sub = with_subagent(&f, None).await;
+    let ctx = f.ctx("c1");
+    // the call reads it running …
+    let read = own_subagent(&ctx, sub.as_str()).await.unwrap();
+    assert_eq!(read.status, SubagentStatus::Running);
+    // … its task turn ends before the stop's write
+    f.rt.store
+        .write(vec![Mutation::EndSubagentTask {
+            id: sub.clone(),
+            status: SubagentStatus::Done,
+            result: Some("found 3 errors".into()),
+            report: None,
+        }])
+        .await
+        .unwrap();
+    let finished = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+    let out = stop(&ctx, &read).await.unwrap();
+    assert_eq!(
+        out.content,
+        format!(
+            "stopped subagent {sub}. It had finished its task (\"audit the logs\") at {}: \
+             done, last result: found 3 errors; now it takes no more work",
+            minute(finished.updated_at)
+        )
+    );
+    let after = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(after.status, SubagentStatus::Stopped);
+    assert_eq!(after.result.as_deref(), Some("found 3 errors"));
+}
+
+/// Regression (round 29, bug 2): the engine runs a StopSubagent call
+/// again when a crash cut it off after its stop was written and before
+/// its answer was (it is idempotent). The call run again answered
+/// "… was already stopped …; nothing was done" of its own stop. It finds
+/// the stop it recorded and answers what it did, word for word; another
+/// call still reads "already stopped".
+#[tokio::test]
+async fn a_stop_run_again_after_a_crash_answers_what_it_did() {
+    let f = ToolFixture::new();
+    let sub = with_subagent(&f, None).await;
+    f.rt.store
+        .write(vec![Mutation::SetSubagentStatus {
+            id: sub.clone(),
+            status: SubagentStatus::Failed,
+            result: Some("the disk was full".into()),
+        }])
+        .await
+        .unwrap();
+    let args = json!({ "id": sub.as_str() });
+    let first = StopSubagent.call(&f.ctx("c1"), args.clone()).await.unwrap();
+    assert!(
+        first.content.starts_with(&format!(
+            "stopped subagent {sub}. It had finished its task (\"audit the logs\") at "
+        )) && first
+            .content
+            .ends_with(": failed, last result: the disk was full; now it takes no more work"),
+        "{}",
+        first.content
+    );
+    let stopped = f.rt.store.get_subagent(&sub).await.unwrap().unwrap();
+
+    // the same call (turn and call id), run again
+    let again = StopSubagent.call(&f.ctx("c1"), args.clone()).await.unwrap();
+    assert_eq!(again.content, first.content);
+    assert_eq!(
+        f.rt.store.get_subagent(&sub).await.unwrap().unwrap(),
+        stopped,
+        "the record is left as it was"
+    );
+
+    let other = StopSubagent.call(&f.ctx("c2"), args).await.unwrap();
+    assert!(
+        other.content.starts_with(&format!(
+            "subagent {sub} (\"audit the logs\") was already stopped at "
+        )),
+        "{}",
+        other.content
+    );
+}

@@ -534,3 +534,7 @@ mod steer_race_tests;
 #[cfg(test)]
 #[path = "subagent_message_race_tests.rs"]
 mod message_race_tests;
+
+#[cfg(test)]
+#[path = "subagent_stop_crash_tests.rs"]
+mod stop_crash_tests;

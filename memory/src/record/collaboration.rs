@@ -150,6 +150,25 @@ pub struct SubagentRecord {
     pub updated_at: i64,
 }
 
+/// How a subagent was stopped, written with its stop
+/// (`Mutation::StopSubagent`): what the stop found, read back by the call
+/// that stopped it, also when it runs again after a crash cut it off
+/// before its answer was recorded (it answers what it did then, not
+/// "already stopped").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentStop {
+    /// The call that stopped it: `<turn id>:<call id>`.
+    pub call: String,
+    /// Its status when the stop committed (`running`, `done`, `failed`):
+    /// a task that ended before the stop landed keeps that it finished.
+    pub from: SubagentStatus,
+    /// Since when it was in that status (ms): its record's last change
+    /// before the stop.
+    pub since: i64,
+    /// How many of its open approvals the stop expired.
+    pub expired: usize,
+}
+
 /// Between a subagent's parent's name and its task's title in its name.
 const SUBAGENT_NAME_SEPARATOR: &str = " · ";
 

@@ -33,6 +33,7 @@ pub use collaboration::RoutineOrigin;
 pub use collaboration::RoutineRecord;
 pub use collaboration::SubagentRecord;
 pub use collaboration::SubagentStatus;
+pub use collaboration::SubagentStop;
 pub use entries::ChainOrigin;
 pub use entries::Change;
 pub use entries::Entry;

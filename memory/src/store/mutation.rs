@@ -230,6 +230,20 @@ pub enum Mutation {
         /// Report or error, if any.
         result: Option<String>,
     },
+    /// A parent's stop of its subagent (StopSubagent), decided on the
+    /// status it has as this commits, not as the call read it: its status
+    /// set to `stopped` (its result kept), its open approvals expired with
+    /// their cards, and how it was stopped recorded
+    /// ([`crate::record::SubagentStop`], read with
+    /// `Store::subagent_stop`). A subagent stopped already is left as it
+    /// was. Answers `Count(1)` when this stopped it, `Count(0)` when it was
+    /// stopped before.
+    StopSubagent {
+        /// The subagent's bot id.
+        id: crate::ids::BotId,
+        /// The call that stops it: `<turn id>:<call id>`.
+        call: String,
+    },
     /// The end of a subagent's task turn: its status and result, and its
     /// report to its parent admitted with them. Nothing is written when
     /// the subagent is stopped, also by a stop that landed after its turn

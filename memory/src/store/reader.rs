@@ -24,6 +24,7 @@ pub(crate) use bots::finished_subagents_past;
 pub(crate) use bots::get_bot;
 pub(crate) use bots::get_subagent;
 pub(crate) use bots::list_bots;
+pub(crate) use bots::subagent_stop;
 pub(crate) use bots::subagent_tasks_of;
 pub(crate) use bots::subagents_of;
 pub(crate) use bots::user_secrets;

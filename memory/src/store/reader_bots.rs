@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use rusqlite::Connection;
+use rusqlite::OptionalExtension;
 use rusqlite::Row;
 use rusqlite::params;
 
@@ -191,6 +192,24 @@ pub(crate) fn finished_subagents_past(
         }
     }
     Ok(out)
+}
+
+/// How subagent `id` was stopped (`None`: it was not, or before the stop
+/// was recorded).
+pub(crate) fn subagent_stop(
+    conn: &Connection,
+    id: &BotId,
+) -> Result<Option<crate::record::SubagentStop>> {
+    let json: Option<Option<String>> = conn
+        .prepare_cached("SELECT stop FROM subagents WHERE id = ?1")?
+        .query_row(params![id.as_str()], |r| r.get(0))
+        .optional()?;
+    json.flatten()
+        .map(|j| {
+            serde_json::from_str(&j)
+                .map_err(|e| corrupt("subagents", format!("the stop of {id}: {e}")))
+        })
+        .transpose()
 }
 
 pub(crate) fn get_subagent(

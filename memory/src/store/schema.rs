@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0020_hook_signatures.sql"),
     include_str!("migrations/0021_owner_and_bot_indexes.sql"),
     include_str!("migrations/0022_drop_turns_bot.sql"),
+    include_str!("migrations/0023_subagent_stop.sql"),
 ];
 
 /// Number of the newest migration this binary knows.

@@ -174,6 +174,13 @@ impl Store {
             .await
     }
 
+    /// How subagent `id` was stopped, as its stop recorded it
+    /// ([`Mutation::StopSubagent`](crate::store::Mutation::StopSubagent)).
+    pub async fn subagent_stop(&self, id: &BotId) -> Result<Option<crate::record::SubagentStop>> {
+        let id = id.clone();
+        self.read(move |c| reader::subagent_stop(c, &id)).await
+    }
+
     /// A subagent by its bot id.
     pub async fn get_subagent(&self, id: &BotId) -> Result<Option<crate::record::SubagentRecord>> {
         let id = id.clone();

@@ -288,6 +288,7 @@ impl Writer {
                 set_subagent_status(&self.conn, id, *status, result.as_deref(), now)?;
                 Ok(MutationResult::Done)
             }
+            Mutation::StopSubagent { id, call } => self.stop_subagent(id, call, now, touched),
             Mutation::EndSubagentTask {
                 id,
                 status,

@@ -21,6 +21,7 @@ use crate::record::SessionKey;
 use crate::record::SessionKind;
 use crate::record::SubagentRecord;
 use crate::record::SubagentStatus;
+use crate::record::SubagentStop;
 use crate::store::mutation::Mutation;
 use crate::store::mutation::MutationResult;
 
@@ -90,6 +91,55 @@ impl Writer {
                 .map(MutationResult::Admitted),
             None => Ok(MutationResult::Count(1)),
         }
+    }
+
+    /// [`Mutation::StopSubagent`]: `call` stops subagent `id`, from the
+    /// status it has now. Its task may have ended since the call read it
+    /// running (its report written): the stop records that it was `done`
+    /// (or `failed`), so the call's answer says it had finished instead
+    /// of "stopped" (before, the parent read "stopped" of a task whose
+    /// report had gone out). One stopped already is left as it was
+    /// (`Count(0)`): a stop is final, and its record says who stopped it.
+    pub(super) fn stop_subagent(
+        &mut self,
+        id: &BotId,
+        call: &str,
+        now: i64,
+        touched: &mut Touched,
+    ) -> Result<MutationResult> {
+        let current: Option<(String, i64)> = self
+            .conn
+            .prepare_cached("SELECT status, updated_at FROM subagents WHERE id = ?1")?
+            .query_row(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((status, since)) = current else {
+            return Err(StoreError::NotFound {
+                what: "subagent",
+                id: id.to_string(),
+            });
+        };
+        let from = SubagentStatus::parse(&status).ok_or_else(|| {
+            StoreError::Rejected(format!("subagent {id} has an unknown status {status:?}"))
+        })?;
+        if from == SubagentStatus::Stopped {
+            return Ok(MutationResult::Count(0));
+        }
+        set_subagent_status(&self.conn, id, SubagentStatus::Stopped, None, now)?;
+        // after the status: an approval of a stopped subagent is expired
+        // (`approvals.rs`)
+        let expired = self.expire_approvals(Some(id), now, touched)?;
+        let stop = SubagentStop {
+            call: call.to_owned(),
+            from,
+            since,
+            expired,
+        };
+        let json = serde_json::to_string(&stop)
+            .map_err(|e| StoreError::Rejected(format!("cannot record the stop of {id}: {e}")))?;
+        self.conn
+            .prepare_cached("UPDATE subagents SET stop = ?2 WHERE id = ?1")?
+            .execute(params![id.as_str(), json])?;
+        Ok(MutationResult::Count(1))
     }
 
     /// [`Mutation::RequeueSubagentTask`]. The writer applies one batch at

@@ -2,7 +2,8 @@
 //! with nothing written, while its parent has its limit of running
 //! subagents; otherwise its inputs are requeued and the subagent is
 //! `running` again, in the same transaction, so two retries in one group
-//! commit cannot both pass the limit.
+//! commit cannot both pass the limit. `StopSubagent`: decided on the
+//! status found as it commits, and recorded with the call that stopped.
 #![allow(clippy::unwrap_used)]
 
 use serde_json::json;
@@ -213,4 +214,60 @@ async fn a_subagent_task_is_retried_within_its_parents_limit_and_runs_again() {
         "{refused:?}"
     );
     assert_eq!(queued(&store, "p.s4").await, 0);
+}
+
+/// `StopSubagent` decides on the status it finds as it commits and
+/// records it with the call that stopped: a subagent whose task ended
+/// keeps that it was done (and since when); a second stop writes nothing
+/// and leaves the first one's record.
+#[tokio::test]
+async fn a_stop_records_what_it_found_and_a_second_one_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    subagent(&store, "p.sub-1", SubagentStatus::Running).await;
+    store
+        .write(vec![Mutation::EndSubagentTask {
+            id: id("p.sub-1"),
+            status: SubagentStatus::Done,
+            result: Some("all done".into()),
+            report: None,
+        }])
+        .await
+        .unwrap();
+    let done = store.get_subagent(&id("p.sub-1")).await.unwrap().unwrap();
+    let stop = |call: &str| Mutation::StopSubagent {
+        id: id("p.sub-1"),
+        call: call.into(),
+    };
+    let r = store.write(vec![stop("t:c1")]).await.unwrap();
+    assert_eq!(r, vec![MutationResult::Count(1)]);
+    let recorded = crate::record::SubagentStop {
+        call: "t:c1".into(),
+        from: SubagentStatus::Done,
+        since: done.updated_at,
+        expired: 0,
+    };
+    assert_eq!(
+        store.subagent_stop(&id("p.sub-1")).await.unwrap(),
+        Some(recorded.clone())
+    );
+    let stopped = store.get_subagent(&id("p.sub-1")).await.unwrap().unwrap();
+    assert_eq!(
+        (stopped.status, stopped.result.as_deref()),
+        (SubagentStatus::Stopped, Some("all done"))
+    );
+
+    let r = store.write(vec![stop("t:c2")]).await.unwrap();
+    assert_eq!(r, vec![MutationResult::Count(0)]);
+    assert_eq!(
+        store.subagent_stop(&id("p.sub-1")).await.unwrap(),
+        Some(recorded)
+    );
+    assert_eq!(
+        store.get_subagent(&id("p.sub-1")).await.unwrap().unwrap(),
+        stopped
+    );
+    // one never stopped has no stop
+    subagent(&store, "p.sub-2", SubagentStatus::Running).await;
+    assert_eq!(store.subagent_stop(&id("p.sub-2")).await.unwrap(), None);
 }
