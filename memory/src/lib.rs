@@ -36,6 +36,7 @@ pub use ids::TurnId;
 pub use ids::UserId;
 pub use ids::display_name_problem;
 pub use ids::name_key;
+pub use index::BotCopies;
 pub use index::DEFAULT_SEARCH_LIMIT;
 pub use index::HIGHLIGHT_CLOSE;
 pub use index::HIGHLIGHT_OPEN;

@@ -259,10 +259,14 @@ pub(crate) async fn search(
     // a room's messages once, on its timeline, not again in the sessions
     // of the members that were shown them
     let copies = visible.room_copies(&sessions);
+    // a message between bots once: where it arrived, a subagent's report
+    // where the subagent said it
+    let sent = visible.bot_copies(&sessions);
     let query = SearchQuery::new(q.clone())
         .in_sessions(sessions)
         .visible_from(floors)
         .without_room_copies(copies)
+        .without_bot_copies(sent)
         .with_limit(limit)
         .with_offset(offset);
     let results = index.search(query).await.map_err(index_error)?;

@@ -157,6 +157,7 @@ mod routines_catch_up;
 mod routines_dst;
 mod routines_r26;
 mod search_accents;
+mod search_bot_copies;
 mod search_index;
 mod search_index_damage;
 mod search_numbers;

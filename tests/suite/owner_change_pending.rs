@@ -223,8 +223,22 @@ async fn a_subagent_report_after_the_owner_change_goes_to_the_bots_own_session()
     host.wait_running(&sub).await;
 
     let host = give_p_to_bob(host).await;
+    // p's own session with the subagent: searched with the subagent's
+    // task session, the report is found there, where the subagent said
+    // it (docs/search.md, "Messages between bots are found once")
+    let own = botfleet::memory::SessionKey {
+        bot: botfleet::memory::BotId::new("p").unwrap(),
+        kind: botfleet::memory::SessionKind::Agent,
+        peer: sub.clone(),
+    }
+    .id();
     let hit = poll(30, async || {
-        let (_, v) = host.get("/v1/search?q=former+owner&bot=p", BOB_TOKEN).await;
+        let (_, v) = host
+            .get(
+                &format!("/v1/search?q=former+owner&bot=p&session={own}"),
+                BOB_TOKEN,
+            )
+            .await;
         v["hits"]
             .as_array()
             .and_then(|hits| hits.iter().find(|h| h["kind"] == "agent_message").cloned())

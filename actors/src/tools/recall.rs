@@ -284,10 +284,12 @@ impl Tool for SearchTranscript {
             None => visible.ids(),
         };
         let copies = visible.room_copies(&sessions);
+        let sent = visible.bot_copies(&sessions);
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
             .visible_from(room_floors(ctx).await?)
             .without_room_copies(copies)
+            .without_bot_copies(sent)
             .with_limit(limit)
             .with_offset(offset);
         // a search has a deadline, but a cancelled turn does not wait for it

@@ -36,6 +36,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 
+use botfleet_memory::BotCopies;
 use botfleet_memory::BotRecord;
 use botfleet_memory::RoomCopies;
 use botfleet_memory::RoomId;
@@ -146,6 +147,49 @@ impl VisibleSessions {
                         session: *id,
                         inputs_by: crate::group::input_author(room.as_str()),
                     })
+            })
+            .collect()
+    }
+
+    /// The copies of messages between bots to leave out of a search of
+    /// `searched` (visible sessions), where the same search covers the
+    /// other copy ([`BotCopies`]): a bot's conversation with another bot
+    /// searched with sessions of that other bot (its replies there are
+    /// found where they arrived), and each subagent whose task session
+    /// is searched (its reports are found there, where it said them). A
+    /// session searched alone keeps everything.
+    pub fn bot_copies(&self, searched: &[SessionId]) -> Vec<BotCopies> {
+        let records: Vec<&SessionRecord> = searched
+            .iter()
+            .filter_map(|id| self.by_id.get(id))
+            .collect();
+        // searched sessions per bot
+        let mut of_bot: HashMap<&str, usize> = HashMap::new();
+        for record in &records {
+            *of_bot.entry(record.key.bot.as_str()).or_default() += 1;
+        }
+        records
+            .iter()
+            .filter_map(|record| match record.key.kind {
+                // the other bot's copy is in one of its sessions (its
+                // conversation with this bot, or the session it asked
+                // replies to go to); a bot in conversation with itself
+                // needs another of its sessions besides this one
+                SessionKind::Agent => {
+                    let own = usize::from(record.key.bot.as_str() == record.key.peer);
+                    let others = of_bot.get(record.key.peer.as_str()).copied().unwrap_or(0);
+                    (others > own).then_some(BotCopies::Sent { session: record.id })
+                }
+                // a subagent's task session (its conversation with its
+                // parent): every message it sends another bot is its report
+                SessionKind::Subagent => Some(BotCopies::Reported {
+                    subagent: record.key.bot.to_string(),
+                }),
+                SessionKind::Dm
+                | SessionKind::Group
+                | SessionKind::Routine
+                | SessionKind::Hook
+                | SessionKind::Room => None,
             })
             .collect()
     }

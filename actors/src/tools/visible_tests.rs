@@ -166,3 +166,41 @@ async fn a_parent_sees_its_subagents_sessions_its_owner_owns() {
         assert!(!visible.contains(*id), "{id} is not");
     }
 }
+
+/// The copies of messages between bots a search leaves out: a bot's
+/// deliveries in its conversation with another bot only when a session
+/// of that other bot is searched too (for a bot talking to itself,
+/// another of its sessions), and a subagent's reports when its task
+/// session is searched.
+#[test]
+fn bot_copies_need_the_other_side_searched() {
+    use botfleet_memory::BotCopies;
+    let records = [
+        session("a", SessionKind::Agent, "r", "u"),
+        session("r", SessionKind::Dm, "u", "u"),
+        session("x", SessionKind::Agent, "x", "u"),
+        session("x", SessionKind::Dm, "u", "u"),
+        session("r.sub-1", SessionKind::Subagent, "r", "u"),
+    ];
+    let [a_with_r, r_dm, x_self, x_dm, task] = records.clone().map(|r| r.id);
+    let visible = super::VisibleSessions {
+        by_id: records.into_iter().map(|r| (r.id, r)).collect(),
+    };
+    assert_eq!(visible.bot_copies(&[a_with_r]), vec![]);
+    assert_eq!(visible.bot_copies(&[a_with_r, x_dm]), vec![]);
+    assert_eq!(
+        visible.bot_copies(&[a_with_r, r_dm]),
+        vec![BotCopies::Sent { session: a_with_r }]
+    );
+    assert_eq!(visible.bot_copies(&[x_self]), vec![]);
+    assert_eq!(
+        visible.bot_copies(&[x_self, x_dm]),
+        vec![BotCopies::Sent { session: x_self }]
+    );
+    assert_eq!(
+        visible.bot_copies(&[r_dm, task]),
+        vec![BotCopies::Reported {
+            subagent: "r.sub-1".into()
+        }]
+    );
+}

@@ -63,6 +63,7 @@ pub use error::QueryError;
 pub use feed::ReindexReport;
 pub use feed::reindex;
 pub use jsonl_mirror::JsonlMirror;
+pub use query::BotCopies;
 pub use query::DEFAULT_SEARCH_LIMIT;
 pub use query::RoomCopies;
 pub use query::SearchQuery;

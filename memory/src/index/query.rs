@@ -100,6 +100,11 @@ pub struct SearchQuery {
     /// ([`RoomCopies`]).
     #[serde(default)]
     pub room_copies: Vec<RoomCopies>,
+    /// Messages between bots kept both where they were sent and where
+    /// they arrived, both covered by this search: the copy to leave out,
+    /// so each is found once ([`BotCopies`]).
+    #[serde(default)]
+    pub bot_copies: Vec<BotCopies>,
     /// Most hits to return, `1..=MAX_SEARCH_LIMIT`.
     #[serde(default = "default_limit")]
     pub limit: usize,
@@ -120,6 +125,7 @@ impl SearchQuery {
             kinds: Vec::new(),
             visible_from: Vec::new(),
             room_copies: Vec::new(),
+            bot_copies: Vec::new(),
             limit: DEFAULT_SEARCH_LIMIT,
             offset: 0,
         }
@@ -142,6 +148,13 @@ impl SearchQuery {
     /// ([`SearchQuery::room_copies`]).
     pub fn without_room_copies(mut self, copies: impl IntoIterator<Item = RoomCopies>) -> Self {
         self.room_copies.extend(copies);
+        self
+    }
+
+    /// Leaves out these copies of messages between bots
+    /// ([`SearchQuery::bot_copies`]).
+    pub fn without_bot_copies(mut self, copies: impl IntoIterator<Item = BotCopies>) -> Self {
+        self.bot_copies.extend(copies);
         self
     }
 
@@ -619,6 +632,9 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
     if !query.room_copies.is_empty() {
         clauses.push(excluded(room_copies(fields, &query.room_copies)));
     }
+    if !query.bot_copies.is_empty() {
+        clauses.push(excluded(copies::bot_copies(fields, &query.bot_copies)));
+    }
     if let Some(bot) = &query.bot {
         clauses.push((
             Occur::Must,
@@ -654,6 +670,11 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
 
 #[path = "query_exclusion.rs"]
 mod exclusion;
+
+/// Messages between bots stored twice.
+#[path = "query_copies.rs"]
+mod copies;
+pub use copies::BotCopies;
 
 #[cfg(test)]
 #[path = "query_tests.rs"]

@@ -486,3 +486,81 @@ fn room_copies_are_left_out_beside_the_timeline() -> crate::index::test_support:
     );
     Ok(())
 }
+
+/// Messages between bots kept twice: a bot's delivery in its
+/// conversation with another bot is left out where the query names it
+/// (`Sent`), as is a subagent's report (`Reported`: its `agent_message`s,
+/// wherever they are); other deliveries there, other bots' messages and
+/// the subagent's own deliveries stay, and the total counts what is shown.
+#[test]
+fn bot_copies_are_left_out_where_named() -> crate::index::test_support::TestResult {
+    use crate::index::test_support::session;
+    use crate::record::EntryKind;
+    let mut docs = crate::index::test_support::Docs::new()?;
+    let a_with_r = session("a", "agent-r");
+    let r_dm = session("r", "alice");
+    let task = session("r.sub-1", "task-r");
+    let delivery = |text: &str| EntryKind::Delivery {
+        text: text.into(),
+        card: None,
+        call_id: "c1".into(),
+    };
+    let message = |from: &str, text: &str| EntryKind::AgentMessage {
+        from: crate::index::test_support::bot(from),
+        text: text.into(),
+        hop: 1,
+        reply_session: None,
+        chain: None,
+    };
+    docs.add_kind("a", a_with_r, "a", delivery("walrus answer"))?;
+    docs.add_kind("r", r_dm, "a", message("a", "walrus answer"))?;
+    docs.add_kind("r", r_dm, "b", message("b", "walrus from b"))?;
+    docs.add_kind("r", r_dm, "r", delivery("walrus for alice"))?;
+    docs.add_kind("r.sub-1", task, "r.sub-1", delivery("walrus progress"))?;
+    docs.add_kind("r.sub-1", task, "r.sub-1", delivery("walrus counted"))?;
+    docs.add_kind("r", r_dm, "r.sub-1", message("r.sub-1", "walrus counted"))?;
+    docs.commit()?;
+    let copies = [
+        BotCopies::Sent { session: a_with_r },
+        BotCopies::Reported {
+            subagent: "r.sub-1".into(),
+        },
+    ];
+    let all = [a_with_r, r_dm, task];
+    let found = |query: SearchQuery| -> Result<Vec<(SessionId, String)>, crate::index::IndexError> {
+        let mut hits: Vec<(SessionId, String)> = docs
+            .search(query.with_limit(100))?
+            .hits
+            .iter()
+            .map(|h| (h.session, h.author.clone()))
+            .collect();
+        hits.sort();
+        Ok(hits)
+    };
+    let mut expected = vec![
+        (r_dm, "a".to_owned()),
+        (r_dm, "b".to_owned()),
+        (r_dm, "r".to_owned()),
+        (task, "r.sub-1".to_owned()),
+        (task, "r.sub-1".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(
+        found(
+            SearchQuery::new("walrus")
+                .in_sessions(all)
+                .without_bot_copies(copies.clone())
+        )?,
+        expected
+    );
+    let page = docs.search(
+        SearchQuery::new("walrus")
+            .in_sessions(all)
+            .without_bot_copies(copies)
+            .with_limit(2),
+    )?;
+    assert_eq!(page.total, 5);
+    // without copies to leave out, everything
+    assert_eq!(found(SearchQuery::new("walrus").in_sessions(all))?.len(), 7);
+    Ok(())
+}
