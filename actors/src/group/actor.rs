@@ -394,14 +394,7 @@ impl GroupState {
         self.idle_since = None;
         loop {
             let Some(cur) = self.current.as_mut() else {
-                match self
-                    .rt
-                    .store
-                    .open_room_runs(&self.room.id)
-                    .await?
-                    .into_iter()
-                    .next()
-                {
+                match self.rt.store.oldest_open_room_run(&self.room.id).await? {
                     Some(record) => {
                         self.start(record).await?;
                         continue;

@@ -204,7 +204,7 @@ pub async fn set_members(
     // a discussion that is running (or waiting to start) may still run a
     // member of the old list: its turns keep the stricter surface until
     // the room's coordinator takes up a discussion with the new members
-    let running = !rt.store.open_room_runs(&record.id).await?.is_empty();
+    let running = rt.store.oldest_open_room_run(&record.id).await?.is_some();
     rt.groups
         .note_shared(&record.id, shared || (running && record.shared));
     reread(rt, &record).await

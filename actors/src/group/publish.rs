@@ -119,15 +119,17 @@ struct Awaiting {
 
 /// The running discussion of `room` as its checkpoint was committed in
 /// the transaction that gave the awaited member its input (runs are
-/// sequential: the oldest open run that has started is the one awaiting
+/// sequential: the oldest open run, once started, is the one awaiting
 /// it). `None` when none is found (no run in progress, or a checkpoint
 /// that cannot be read): then the default limits apply.
 async fn awaiting(store: &Store, room: &str) -> Result<Option<Awaiting>, StoreError> {
     let Ok(id) = RoomId::new(room) else {
         return Ok(None);
     };
-    let runs = store.open_room_runs(&id).await?;
-    let progress = runs.into_iter().find_map(|r| {
+    // one row by index, on this thread: cheaper than a hop to the
+    // blocking pool and back, at every SendMessage in a room
+    let run = store.oldest_open_room_run_now(&id)?;
+    let progress = run.and_then(|r| {
         serde_json::from_value::<RunState>(r.state)
             .ok()
             .and_then(|s| s.progress)

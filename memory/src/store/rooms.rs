@@ -500,6 +500,18 @@ pub(crate) fn open_runs(conn: &Connection, room: &RoomId) -> Result<Vec<RoomRunR
     query_runs(conn, OPEN_RUNS, params![room.as_str()])
 }
 
+/// A room's oldest unfinished run: the one in progress, or the next to
+/// start (runs of a room are sequential). One row, however many messages
+/// wait behind it: read at every run start and every SendMessage in the
+/// room, where reading every open run (each with its checkpoint) made a
+/// reply's cost grow with the room's backlog.
+pub(crate) fn oldest_open_run(conn: &Connection, room: &RoomId) -> Result<Option<RoomRunRecord>> {
+    Ok(query_runs(conn, OLDEST_OPEN_RUN, params![room.as_str()])?.pop())
+}
+
+/// The filter of [`oldest_open_run`]: [`OPEN_RUNS`], first row only.
+pub(crate) const OLDEST_OPEN_RUN: &str = "INDEXED BY room_runs_open WHERE room_id = ?1 AND status = 'running' ORDER BY trigger_seq LIMIT 1";
+
 /// A room's newest finished run.
 pub(crate) fn last_done_run(conn: &Connection, room: &RoomId) -> Result<Option<RoomRunRecord>> {
     Ok(query_runs(

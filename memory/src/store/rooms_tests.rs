@@ -455,3 +455,40 @@ fn open_runs_read_only_the_open_ones() {
         vec![200]
     );
 }
+
+#[test]
+fn the_oldest_open_run_is_one_row_however_many_wait() {
+    let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+    crate::store::schema::migrate(&mut conn).unwrap();
+    // 20 finished discussions, then 50 messages waiting their turn
+    for seq in 1..=70 {
+        let status = if seq > 20 { "running" } else { "done" };
+        conn.execute(
+            "INSERT INTO room_runs (room_id, trigger_seq, status, state, created_at, updated_at)
+             VALUES ('team', ?1, ?2, '{}', 0, 0)",
+            rusqlite::params![seq, status],
+        )
+        .unwrap();
+    }
+    let sql = format!(
+        "EXPLAIN QUERY PLAN SELECT * FROM room_runs {}",
+        super::OLDEST_OPEN_RUN
+    );
+    let plan: Vec<String> = conn
+        .prepare(&sql)
+        .unwrap()
+        .query_map(["team"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(
+        plan.iter().any(|step| step.contains("room_runs_open")),
+        "{plan:?}"
+    );
+    let team = RoomId::new("team").unwrap();
+    let oldest = super::oldest_open_run(&conn, &team).unwrap();
+    assert_eq!(oldest.map(|r| r.trigger_seq), Some(21));
+    assert_eq!(super::open_runs(&conn, &team).unwrap().len(), 50);
+    let other = RoomId::new("other").unwrap();
+    assert!(super::oldest_open_run(&conn, &other).unwrap().is_none());
+}

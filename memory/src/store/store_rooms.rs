@@ -31,6 +31,26 @@ impl Store {
         self.read(move |c| rooms::open_runs(c, &room)).await
     }
 
+    /// A room's oldest unfinished run (the one in progress, or the next
+    /// to start), one row however many wait.
+    pub async fn oldest_open_room_run(
+        &self,
+        room: &crate::ids::RoomId,
+    ) -> Result<Option<crate::record::RoomRunRecord>> {
+        let room = room.clone();
+        self.read(move |c| rooms::oldest_open_run(c, &room)).await
+    }
+
+    /// [`Store::oldest_open_room_run`] on the calling thread: one row by
+    /// index, read at every SendMessage in a room, where the hop to the
+    /// blocking pool and back costs more than the read.
+    pub fn oldest_open_room_run_now(
+        &self,
+        room: &crate::ids::RoomId,
+    ) -> Result<Option<crate::record::RoomRunRecord>> {
+        self.inner.readers.with(|c| rooms::oldest_open_run(c, room))
+    }
+
     /// A room's newest finished run.
     pub async fn last_done_room_run(
         &self,
