@@ -105,6 +105,7 @@ mod openai_plain_answers;
 mod openai_provider;
 mod openai_stream_rejections;
 mod openai_turn_faults;
+mod openai_unfinished;
 mod ops_faults;
 mod ops_start_checks;
 mod owner_change;

@@ -49,7 +49,12 @@
 //!    over ([`StreamSink::on_restart`]) before the deltas of the new attempt.
 //!    Past the retries the call fails with [`ModelError::StreamBroken`].
 //!    A break after the finish reason only loses the usage chunk and
-//!    `[DONE]`; the response is returned (without usage). A choice whose
+//!    `[DONE]`; the response is returned (without usage), as it is when
+//!    the body stays open after the finish reason: at once after the
+//!    usage chunk, else after 5 s of silence ([`AFTER_FINISH`]), not
+//!    `timeout`. A choice whose finish reason is `error` or `abort` (a
+//!    generation the server stopped: vLLM, SGLang) is a cut answer,
+//!    retried as a broken one (`wire.rs`). A choice whose
 //!    finish reason never came is accepted at `[DONE]` (or at the end of
 //!    a whole completion), its reason inferred. A complete
 //!    answer that is a refusal or a content filter's stop fails at once
@@ -121,6 +126,7 @@ use body::forward_whole;
 use body::looks_like_sse;
 use body::next_chunk;
 use body::too_large;
+use body::whole_json;
 use body::without_done;
 use endpoint::chat_completions_url;
 use endpoint::html_error_page;
@@ -143,6 +149,18 @@ use wire::StreamChunk;
 
 pub use encode::MaxTokensField;
 pub use options::OpenAiOptions;
+
+/// How long a stream is waited for once a choice's finish reason came
+/// (at most `timeout`): for the usage chunk and `[DONE]`, which servers
+/// send at once; and the end of a whole answer's body once its JSON is
+/// whole (`read_completion`). A server that keeps the body open after
+/// the finish reason without them held every step for `timeout` (120 s);
+/// past this the answer is taken as it is, without usage (the engine
+/// counts its tokens). A gateway that puts a finish reason on every chunk (some in
+/// front of Gemini) is still generating after it: once its answer went
+/// on after a finish reason, `timeout` applies again (`wire.rs`,
+/// `only_the_end_to_come`).
+const AFTER_FINISH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How much of an error response body is kept.
 const ERROR_BODY_LIMIT: usize = 4 * 1024;
@@ -375,6 +393,7 @@ impl OpenAiModel {
                         "stream event is not a completion chunk ({e}): {quoted}"
                     ))))
                 })?;
+                let usage_only = chunk.is_usage_only();
                 match assembler.apply_chunk(chunk) {
                     Ok(Some(delta)) => forward(sink, &delta, &assembler)?,
                     Ok(None) => {}
@@ -386,17 +405,42 @@ impl OpenAiModel {
                 if cancel.is_cancelled() {
                     return Err(Failure::Final(ModelError::Cancelled));
                 }
+                // the usage chunk after the finish reason: the answer is
+                // whole, only `[DONE]` is still to come (a server that
+                // keeps the body open without it held the step for
+                // `timeout`)
+                if usage_only && assembler.only_the_end_to_come() {
+                    return finished(assembler, &self.options);
+                }
             }
             // a line or an event that never ends
             if decoder.pending() > limit {
                 return Err(too_large(limit));
             }
-            let deadline = Instant::now() + self.options.timeout;
-            let bytes = match next_chunk(&mut response, cancel, deadline).await {
+            // after the finish reason only the usage chunk and `[DONE]`
+            // may come: they are not waited for long
+            let silence = if assembler.only_the_end_to_come() {
+                self.options.timeout.min(AFTER_FINISH)
+            } else {
+                self.options.timeout
+            };
+            let bytes = match next_chunk(&mut response, cancel, Instant::now() + silence).await {
                 Ok(Some(bytes)) => bytes,
                 // The finish reason came; at most the usage chunk and
                 // `[DONE]` are missing.
-                Ok(None) | Err(Failure::Broken { .. }) if assembler.has_finished() => {
+                Ok(None) if assembler.has_finished() => {
+                    return finished(assembler, &self.options);
+                }
+                Err(Failure::Broken { detail }) if assembler.has_finished() => {
+                    if detail == advice::STALLED {
+                        warn!(
+                            provider = self.options.provider.as_deref().unwrap_or(""),
+                            model = %self.options.model,
+                            waited_ms = u64::try_from(silence.as_millis()).unwrap_or(u64::MAX),
+                            "the server sent the answer's finish reason, then neither [DONE] nor \
+                             the end of its body; the answer is taken as it came"
+                        );
+                    }
                     return finished(assembler, &self.options);
                 }
                 // a server that answered a failure with a bare JSON error
@@ -430,11 +474,27 @@ impl OpenAiModel {
         let limit = self.options.max_response_bytes;
         let deadline = Instant::now() + self.options.timeout;
         let mut body = start;
-        while let Some(bytes) = next_chunk(&mut response, cancel, deadline).await? {
-            if body.len() + bytes.len() > limit {
-                return Err(too_large(limit));
+        loop {
+            // a body that stays open after its whole JSON (the chunked
+            // body never ends) is not waited for long: it held the call
+            // for `timeout`, then failed as stalled, retries and all
+            let whole = whole_json(&body);
+            let until = if whole {
+                deadline.min(Instant::now() + AFTER_FINISH)
+            } else {
+                deadline
+            };
+            match next_chunk(&mut response, cancel, until).await {
+                Ok(Some(bytes)) => {
+                    if body.len() + bytes.len() > limit {
+                        return Err(too_large(limit));
+                    }
+                    body.extend_from_slice(&bytes);
+                }
+                Ok(None) => break,
+                Err(Failure::Broken { .. }) if whole => break,
+                Err(failure) => return Err(failure),
             }
-            body.extend_from_slice(&bytes);
         }
         // a lone surrogate is marked, as in a stream event, and becomes
         // U+FFFD when the response is assembled (serde refuses it); an

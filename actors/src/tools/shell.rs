@@ -328,9 +328,11 @@ impl Tool for Shell {
                 .secrets
                 .redactor
                 .scrub_cut(&read, limits.max_output_bytes);
+            // counted in the bytes the command wrote, not in those of
+            // the lossy text (a byte of binary output is 3 there)
             let more = captured
                 .total
-                .saturating_sub(shown.min(captured.kept.len()));
+                .saturating_sub(output::raw_len(&captured.kept, shown));
             if more > 0 {
                 format!("{text}\n[... {more} more bytes not shown]")
             } else {

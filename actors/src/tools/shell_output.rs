@@ -35,6 +35,29 @@ pub(super) struct Captured {
     pub(super) total: usize,
 }
 
+/// How many bytes of `raw` the first `shown` bytes of its lossy text
+/// (`String::from_utf8_lossy`, where each invalid sequence became one
+/// U+FFFD of 3 bytes) stand for: what a binary output showed, counted
+/// as the command wrote it. `shown` is at a char boundary of that text.
+pub(super) fn raw_len(raw: &[u8], shown: usize) -> usize {
+    let (mut text, mut bytes) = (0, 0);
+    for chunk in raw.utf8_chunks() {
+        let valid = chunk.valid().len();
+        if text + valid >= shown {
+            return bytes + (shown - text);
+        }
+        (text, bytes) = (text + valid, bytes + valid);
+        if !chunk.invalid().is_empty() {
+            let replacement = char::REPLACEMENT_CHARACTER.len_utf8();
+            if text + replacement > shown {
+                return bytes;
+            }
+            (text, bytes) = (text + replacement, bytes + chunk.invalid().len());
+        }
+    }
+    bytes
+}
+
 /// What became of the output's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum OutputEnd {

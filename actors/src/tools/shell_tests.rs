@@ -401,6 +401,57 @@ async fn output_cut_through_a_secret_shows_no_part_of_it() {
     );
 }
 
+/// Regression: binary output past the limit said fewer bytes were not
+/// shown than were: the count was taken on the lossy text, where each
+/// byte of binary is a U+FFFD of 3 bytes (40,000 bytes of 0xFF showed
+/// 10,922 of them and said "7232 more"). It counts the bytes written.
+#[tokio::test]
+async fn binary_output_past_the_limit_counts_the_bytes_not_shown() {
+    let f = fixture();
+    let out = f
+        .run(json!({"command": "head -c 40000 /dev/zero | tr '\\0' '\\377'; printf 'ok\\n' >&2"}))
+        .await
+        .unwrap()
+        .content;
+    let shown = out.matches('\u{FFFD}').count();
+    assert_eq!(shown, 32768 / 3, "{}", &out[out.len() - 200..]);
+    assert!(
+        out.contains(&format!(
+            "\u{FFFD}\n[... {} more bytes not shown]\n--- stderr ---\nok\n",
+            40000 - shown
+        )),
+        "{}",
+        &out[out.len() - 200..]
+    );
+    // valid text is counted as before
+    let out = f
+        .run(json!({"command": "head -c 40000 /dev/zero | tr '\\0' a"}))
+        .await
+        .unwrap()
+        .content;
+    assert!(
+        out.contains("\n[... 7232 more bytes not shown]"),
+        "{}",
+        &out[out.len() - 200..]
+    );
+}
+
+/// How many raw bytes a prefix of the lossy text stands for.
+#[test]
+fn raw_len_counts_a_replacement_as_the_bytes_it_stands_for() {
+    use super::output::raw_len;
+    let raw = b"ab\xff\xfe\xc3\xa9\xe2\x82";
+    // lossy: "ab" U+FFFD U+FFFD "é" U+FFFD
+    assert_eq!(String::from_utf8_lossy(raw), "ab\u{FFFD}\u{FFFD}é\u{FFFD}");
+    assert_eq!(raw_len(raw, 0), 0);
+    assert_eq!(raw_len(raw, 2), 2);
+    assert_eq!(raw_len(raw, 5), 3);
+    assert_eq!(raw_len(raw, 8), 4);
+    assert_eq!(raw_len(raw, 10), 6);
+    assert_eq!(raw_len(raw, 13), 8);
+    assert_eq!(raw_len("héllo".as_bytes(), 3), 3);
+}
+
 /// Regression (round 14, H2): a command over Linux's 128 KiB limit on one
 /// argument failed to start, and the error said the host could not run
 /// commands and showed the host binary's path. It is refused before it

@@ -36,6 +36,8 @@ pub struct Reply {
     endless: Option<(Endless, Duration)>,
     /// Headers wait until this reads `true` (the test releases them).
     hold: Option<tokio::sync::watch::Receiver<bool>>,
+    /// A stream without `[DONE]` whose body stays open.
+    open_end: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -151,6 +153,14 @@ impl Reply {
     /// Waits this long before sending the response headers.
     pub fn delay_headers(mut self, delay: Duration) -> Self {
         self.delay_headers = delay;
+        self
+    }
+
+    /// Streams the answer without `data: [DONE]`, or sends the whole
+    /// JSON answer, and keeps the body open after it (a server or proxy
+    /// that never ends its bodies).
+    pub fn without_done(mut self) -> Self {
+        self.open_end = true;
         self
     }
 
@@ -280,6 +290,13 @@ fn json_response(reply: &Reply, model: &str) -> Response {
         body["usage"] = usage;
     }
     let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    if reply.open_end {
+        return body_response_open(
+            "application/json",
+            vec![Ok(Bytes::from(bytes))],
+            Duration::ZERO,
+        );
+    }
     let pieces = match reply.cut_after {
         Some(n) => vec![
             Ok(Bytes::copy_from_slice(&bytes[..n.min(bytes.len())])),
@@ -306,7 +323,7 @@ fn stream_response(reply: &Reply, model: &str, include_usage: bool, shape: &Wire
     let mut frames: Vec<String> = events
         .iter()
         .map(|event| format!("data: {event}{newline}{newline}"))
-        .chain(std::iter::once(format!("data: [DONE]{newline}{newline}")))
+        .chain((!reply.open_end).then(|| format!("data: [DONE]{newline}{newline}")))
         .map(|frame| {
             if shape.comments {
                 format!(": keep-alive{newline}{frame}")
@@ -329,6 +346,9 @@ fn stream_response(reply: &Reply, model: &str, include_usage: bool, shape: &Wire
     };
     if cut_at.is_some() {
         pieces.push(Err(cut()));
+    }
+    if reply.open_end {
+        return body_response_open("text/event-stream", pieces, shape.chunk_delay);
     }
     body_response("text/event-stream", pieces, shape.chunk_delay)
 }
@@ -441,14 +461,24 @@ fn body_response(
     body_response_endless(content_type, pieces.into_iter(), delay)
 }
 
-/// [`body_response`] over any iterator of pieces, endless ones included
-/// (the body ends when the client goes away).
-pub(super) fn body_response_endless(
+/// [`body_response`] whose body stays open after its pieces (it ends
+/// when the client goes away).
+fn body_response_open(
     content_type: &str,
-    pieces: impl Iterator<Item = Result<Bytes, io::Error>> + Send + 'static,
+    pieces: Vec<Result<Bytes, io::Error>>,
     delay: Duration,
 ) -> Response {
-    let stream = futures::stream::unfold(pieces, move |mut pieces| async move {
+    use futures::StreamExt;
+    let stream = pieces_stream(pieces.into_iter(), delay).chain(futures::stream::pending());
+    stream_body(content_type, stream)
+}
+
+/// The pieces as a stream, each after `delay` (a yield when zero).
+fn pieces_stream(
+    pieces: impl Iterator<Item = Result<Bytes, io::Error>> + Send + 'static,
+    delay: Duration,
+) -> impl futures::Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
+    futures::stream::unfold(pieces, move |mut pieces| async move {
         let piece = pieces.next()?;
         if delay.is_zero() {
             tokio::task::yield_now().await;
@@ -456,7 +486,24 @@ pub(super) fn body_response_endless(
             tokio::time::sleep(delay).await;
         }
         Some((piece, pieces))
-    });
+    })
+}
+
+/// [`body_response`] over any iterator of pieces, endless ones included
+/// (the body ends when the client goes away).
+pub(super) fn body_response_endless(
+    content_type: &str,
+    pieces: impl Iterator<Item = Result<Bytes, io::Error>> + Send + 'static,
+    delay: Duration,
+) -> Response {
+    stream_body(content_type, pieces_stream(pieces, delay))
+}
+
+/// A 200 response with `stream` as its body.
+fn stream_body(
+    content_type: &str,
+    stream: impl futures::Stream<Item = Result<Bytes, io::Error>> + Send + 'static,
+) -> Response {
     let mut response = Response::new(Body::from_stream(stream));
     if let Ok(value) = content_type.parse() {
         response.headers_mut().insert(header::CONTENT_TYPE, value);

@@ -27,6 +27,25 @@ pub(super) const STALLED: &str = "the response body stalled";
 /// The start of the detail of an answer that carried an error.
 pub(super) const SENT_AN_ERROR: &str = "the provider sent an error";
 
+/// The start of the detail of an answer the server stopped generating
+/// (finish reason `abort`).
+pub(super) const STOPPED: &str = "the server stopped generating the answer";
+
+/// The detail of an answer whose finish reason `reason` (`error`,
+/// `abort`) says the server did not finish it.
+pub(super) fn failed_finish(reason: &str) -> String {
+    match reason {
+        "abort" => format!(
+            "{STOPPED}: it ended it with finish_reason \"abort\" (the request was aborted on \
+             the server), so what came is cut"
+        ),
+        _ => format!(
+            "{SENT_AN_ERROR}: it ended the answer with finish_reason \"{reason}\" (generation \
+             failed on the server), so what came is cut"
+        ),
+    }
+}
+
 /// `error` as the operator reads it: wrapped with the provider's name,
 /// `url` (already without credentials) and the fix, when the options name
 /// the provider; as it is otherwise.
@@ -237,6 +256,12 @@ fn broken(detail: &str, provider: &str, options: &OpenAiOptions) -> String {
              it bounds the whole answer)",
             seconds(options.timeout)
         );
+    }
+    if detail.starts_with(STOPPED) {
+        return "the server aborted the answer before its end on every attempt (vLLM and SGLang \
+                do when the engine restarts, shuts down, pauses or preempts a request): check \
+                its logs"
+            .to_owned();
     }
     if detail.starts_with(SENT_AN_ERROR) {
         return "the server reported an error instead of finishing its answer, on every \

@@ -19,8 +19,10 @@ use crate::model::SinkControl;
 use crate::model::StreamSink;
 
 /// The response `assembler` holds. One without any choice (`choices: []`
-/// or none) is no answer: broken and retried, streamed or not. Odd token
-/// counts in its usage are logged once, naming the provider (`options`).
+/// or none) is no answer, nor one whose finish reason says the server
+/// stopped it (`error`, `abort`): broken and retried, streamed or not.
+/// Odd token counts in its usage are logged once, naming the provider
+/// (`options`).
 pub(super) fn finished(
     assembler: Assembler,
     options: &OpenAiOptions,
@@ -39,6 +41,12 @@ pub(super) fn finished(
         return Err(Failure::Broken {
             detail: "the answer held no choices (no text, no tool calls, no finish reason)"
                 .to_owned(),
+        });
+    }
+    // a choice the server stopped (`error`, `abort`): a cut answer, retried
+    if let Some(reason) = assembler.failed_finish() {
+        return Err(Failure::Broken {
+            detail: super::advice::failed_finish(reason),
         });
     }
     assembler.into_response().map_err(Failure::Final)
@@ -203,4 +211,13 @@ pub(super) fn without_done(body: &[u8]) -> &[u8] {
         }
         None => body,
     }
+}
+
+/// Whether `body` is one whole JSON value ending in `}` (a completion,
+/// or an error object), without or with an SSE `data: [DONE]` after it.
+/// Parsed only when it ends so, which a body in pieces rarely does
+/// before its end.
+pub(super) fn whole_json(body: &[u8]) -> bool {
+    let json = without_done(body).trim_ascii_end();
+    json.ends_with(b"}") && serde_json::from_slice::<serde::de::IgnoredAny>(json).is_ok()
 }

@@ -23,7 +23,10 @@
 //! a model that declines, streamed as `delta.refusal`) is
 //! [`ModelError::Refused`], and the finish reason `content_filter` is
 //! [`ModelError::ContentFiltered`]. No caller can use either as an answer
-//! (a compaction would keep the refusal as its summary).
+//! (a compaction would keep the refusal as its summary). Nor an answer
+//! whose finish reason is `error` or `abort` (vLLM's and SGLang's for a
+//! generation that failed or was aborted on the server, sent without an
+//! `error` field): it is cut, and retried as a broken answer.
 
 use std::collections::BTreeMap;
 
@@ -62,6 +65,16 @@ pub(super) struct StreamChunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+impl StreamChunk {
+    /// Whether this is the usage chunk OpenAI sends last with
+    /// `stream_options.include_usage`: `usage`, and no choice (`choices:
+    /// []`). After the finish reason it ends the answer: only `[DONE]`
+    /// may follow (`openai.rs`, `read_stream`).
+    pub(super) fn is_usage_only(&self) -> bool {
+        self.usage.is_some() && self.choices.as_ref().is_none_or(Vec::is_empty)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +201,10 @@ pub(super) struct Assembler {
     finish: Option<Finish>,
     /// Whether a choice came (an answer with none is no answer at all).
     has_choice: bool,
+    /// Whether the answer went on after a finish reason (a gateway that
+    /// puts one on every chunk, some in front of Gemini): its finish
+    /// reason does not say the answer is over.
+    went_on_after_finish: bool,
     usage: Option<Usage>,
     /// The odd counts of the last `usage` that had any (`usage.rs`).
     odd_usage: Option<String>,
@@ -207,6 +224,12 @@ enum Finish {
     Reason(FinishReason),
     /// `content_filter`: the call fails ([`ModelError::ContentFiltered`]).
     ContentFilter,
+    /// `error` or `abort` (the reason as sent): the server stopped
+    /// generating before the answer's end (vLLM, SGLang: an engine error,
+    /// a request aborted by a restart, a shutdown, a pause or
+    /// preemption). What came is a cut answer, not the model's reply;
+    /// the attempt is retried as a broken one (`body.rs`, `finished`).
+    Failed(&'static str),
 }
 
 #[derive(Debug, Default)]
@@ -248,6 +271,22 @@ impl Assembler {
         self.finish.is_some()
     }
 
+    /// Whether the finish reason came and says the answer is over: only
+    /// the usage chunk and `[DONE]` are still to come. Not so once the
+    /// answer went on after one (a finish reason on every chunk).
+    pub(super) fn only_the_end_to_come(&self) -> bool {
+        self.finish.is_some() && !self.went_on_after_finish
+    }
+
+    /// The finish reason, as sent, of a choice the server stopped before
+    /// its end (`error`, `abort`: [`Finish::Failed`]).
+    pub(super) fn failed_finish(&self) -> Option<&'static str> {
+        match self.finish {
+            Some(Finish::Failed(reason)) => Some(reason),
+            Some(Finish::Reason(_) | Finish::ContentFilter) | None => None,
+        }
+    }
+
     /// Whether the answer held a choice (the one with index 0), streamed
     /// or not. One without any is a broken answer, retried alike in both
     /// modes; a choice without a finish reason is accepted in both (some
@@ -272,6 +311,7 @@ impl Assembler {
             return Ok(None);
         };
         self.has_choice = true;
+        let (finished_before, size_before) = (self.finish.is_some(), self.size);
         if let Some(reason) = choice.finish_reason {
             self.finish = Some(finish_reason(&reason));
         }
@@ -283,7 +323,11 @@ impl Assembler {
         self.apply_calls(parts);
         self.apply_refusal(delta.refusal);
         self.apply_reasoning(delta.reasoning_content.or(delta.reasoning));
-        Ok(self.apply_text(delta.content))
+        let text = self.apply_text(delta.content);
+        if finished_before && self.size > size_before {
+            self.went_on_after_finish = true;
+        }
+        Ok(text)
     }
 
     /// Applies a whole completion; same contract as [`Self::apply_chunk`].
@@ -447,6 +491,8 @@ impl Assembler {
         let finish = match self.finish {
             Some(Finish::ContentFilter) => return Err(ModelError::ContentFiltered),
             Some(Finish::Reason(reason)) => Some(reason),
+            // retried before it gets here (`body.rs`, `finished`)
+            Some(Finish::Failed(_)) => Some(FinishReason::Other),
             None => None,
         };
         let mut tool_calls = Vec::with_capacity(self.calls.len());
@@ -566,6 +612,8 @@ fn finish_reason(reason: &str) -> Finish {
         "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
         "length" | "max_tokens" => FinishReason::Length,
         "content_filter" => return Finish::ContentFilter,
+        "error" => return Finish::Failed("error"),
+        "abort" => return Finish::Failed("abort"),
         _ => FinishReason::Other,
     })
 }

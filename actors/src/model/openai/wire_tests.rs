@@ -211,6 +211,52 @@ fn maps_finish_reasons() {
     }
 }
 
+/// `error` and `abort` say the server stopped the answer; other reasons
+/// do not.
+#[test]
+fn error_and_abort_are_failed_finishes() {
+    for (reason, failed) in [
+        ("error", Some("error")),
+        ("abort", Some("abort")),
+        ("stop", None),
+        ("eos_token", None),
+    ] {
+        let mut assembler = Assembler::default();
+        assembler
+            .apply_chunk(chunk(json!({"choices": [
+                {"index": 0, "delta": {"content": "half"}, "finish_reason": reason}]})))
+            .unwrap();
+        assert_eq!(assembler.failed_finish(), failed, "{reason}");
+    }
+}
+
+/// After a finish reason only the end is to come, unless the answer goes
+/// on (a gateway that puts `stop` on every chunk); the usage chunk is told
+/// apart by its empty `choices`.
+#[test]
+fn a_finish_reason_ends_the_answer_unless_it_goes_on() {
+    let stop = |text: &str| {
+        chunk(json!({"choices": [
+            {"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]}))
+    };
+    let mut assembler = Assembler::default();
+    assembler.apply_chunk(stop("one")).unwrap();
+    assert!(assembler.only_the_end_to_come());
+    // an empty delta after it is not more answer
+    assembler.apply_chunk(stop("")).unwrap();
+    assert!(assembler.only_the_end_to_come());
+    assembler.apply_chunk(stop(" two")).unwrap();
+    assert!(assembler.has_finished() && !assembler.only_the_end_to_come());
+
+    let usage = json!({"prompt_tokens": 1, "completion_tokens": 2});
+    assert!(chunk(json!({"choices": [], "usage": usage})).is_usage_only());
+    assert!(chunk(json!({"usage": usage})).is_usage_only());
+    assert!(
+        !chunk(json!({"choices": [{"index": 0, "delta": {}}], "usage": usage})).is_usage_only()
+    );
+    assert!(!chunk(json!({"choices": [], "usage": null})).is_usage_only());
+}
+
 /// Applies `chunks` to a fresh assembler and assembles the response.
 fn assemble(chunks: Vec<Value>) -> Result<ModelResponse, ModelError> {
     let mut assembler = Assembler::default();
