@@ -42,6 +42,7 @@ mod context;
 mod crash;
 mod crash_r25_cancel;
 mod crash_r25_usage;
+mod create_agent_names;
 mod created_agent_tools;
 mod data_dir_notes;
 mod data_lock;

@@ -134,9 +134,9 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migrations 17 to 23 add
-    // indexes, columns and two tables, taken back here (23's column only
-    // where this build has it)
+    // the database as migration 16 left it: migrations 17 to 24 add
+    // indexes, columns and two tables, taken back here (23's and 24's columns only
+    // where this build has them)
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
         let stop: i64 = conn
@@ -148,6 +148,18 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
             .unwrap();
         if stop > 0 {
             conn.execute_batch("ALTER TABLE subagents DROP COLUMN stop;")
+                .unwrap();
+        }
+        // 24's column and index, where this build has them
+        let name_key: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('bots') WHERE name = 'name_key'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if name_key > 0 {
+            conn.execute_batch("DROP INDEX bots_name_key; ALTER TABLE bots DROP COLUMN name_key;")
                 .unwrap();
         }
         conn.execute_batch(

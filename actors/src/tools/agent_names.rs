@@ -43,7 +43,15 @@ pub(super) async fn check_name_free(
         id: target.id.to_string(),
         name: name.to_owned(),
     };
-    let bots = ctx.store().list_bots(None).await.map_err(store_error)?;
+    // only bots answering to one of its words can clash with it: a few
+    // index searches, not every record of the fleet (it read them all,
+    // every owner's and every subagent's, at each call)
+    let keys = [name_key(&me.id), name_key(name)];
+    let bots = ctx
+        .store()
+        .bots_answering_to(&keys)
+        .await
+        .map_err(store_error)?;
     for other in bots.iter().filter(|b| b.id != target.id) {
         // bots of two owners meet only when one of them is shareable
         if other.owner != target.owner && !shareable(target) && !shareable(other) {

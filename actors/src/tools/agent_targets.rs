@@ -6,6 +6,10 @@
 //! there are. (It listed every bot of the owner: 3 KB at 327 bots, read
 //! into the model's context for good.)
 //!
+//! A name is looked up among the bots answering to it
+//! (`Store::bots_answering_to`, by index), not in the owner's whole list;
+//! that is read only to answer a name that finds none.
+//!
 //! A subagent is no target of theirs. It works on its parent's task,
 //! which the parent steers with MessageSubagent (checked against
 //! `runtime.max_subagents`) and stops with StopSubagent. A message from
@@ -25,6 +29,7 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::Limit;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::WriteLimit;
+use botfleet_memory::name_key;
 
 use super::ToolContext;
 use super::ToolError;
@@ -51,14 +56,27 @@ pub(crate) async fn resolve_bot(
     {
         return Ok(b);
     }
+    // a name: only the bots answering to it can be meant (a few index
+    // searches); it read every bot of the owner, subagents included (an
+    // owner whose bots delegate for months has thousands), at each
+    // message to a bot by name
+    let answering: Vec<BotRecord> = ctx
+        .store()
+        .bots_answering_to(&[name_key(name)])
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|b| b.owner == ctx.bot.owner)
+        .collect();
+    if let Some(b) = names::pick(&answering, name)? {
+        return Ok(b.clone());
+    }
+    // none: the owner's bots, to name the likely meant
     let bots = ctx
         .store()
         .list_bots(Some(&ctx.bot.owner))
         .await
         .map_err(store_error)?;
-    if let Some(b) = names::pick(&bots, name)? {
-        return Ok(b.clone());
-    }
     Err(ToolError::new(
         format!("there is no agent {name:?}"),
         likely_meant(&bots, lead),

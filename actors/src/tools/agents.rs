@@ -204,12 +204,48 @@ impl Tool for SendToAgent {
 
 /// The refusal of a new bot's id another bot holds (or one differing from
 /// it only in case). Ids are global: the id may be another person's bot,
-/// so the refusal says only that it is taken, never whose it is.
-fn id_taken(id: &BotId) -> ToolError {
-    ToolError::new(
-        format!("the agent id \"{id}\" is already taken"),
-        "choose another name for the new agent (or pass another `id`)",
-    )
+/// so the refusal says only that it is taken, never whose it is; but a
+/// removed bot of the caller's own owner is named as such, since nothing
+/// else would tell the model why an id no agent answers to is taken (it
+/// read "already taken; choose another name", and the model tried the
+/// same id again, or asked its person which agent held it).
+async fn id_taken(ctx: &ToolContext<'_>, id: &BotId) -> ToolError {
+    let taken = format!("the agent id \"{id}\" is already taken");
+    // who holds it only words the refusal better: a failed read keeps
+    // the plain one
+    let holders = ctx
+        .store()
+        .bots_answering_to(&[id.as_str().to_ascii_lowercase()])
+        .await
+        .unwrap_or_default();
+    let holder = holders.iter().find(|b| b.id == *id).or_else(|| {
+        holders
+            .iter()
+            .find(|b| b.id.as_str().eq_ignore_ascii_case(id.as_str()))
+    });
+    match holder {
+        Some(h) if h.owner == ctx.bot.owner && h.removed_at().is_some() => {
+            let back = if h.origin.starts_with("agent:") {
+                "it does not come back"
+            } else {
+                "it comes back only if fleet.toml lists it again"
+            };
+            ToolError::new(
+                format!(
+                    "{taken}: by your owner's agent {} ({:?}), which was removed; a removed \
+                     agent keeps its id (its conversations stay readable under it), and {back}; \
+                     no agent was created",
+                    h.id, h.name
+                ),
+                "call CreateAgent again with another `id` (e.g. one with a suffix, or from \
+                 another name)",
+            )
+        }
+        _ => ToolError::new(
+            taken,
+            "choose another name for the new agent (or pass another `id`)",
+        ),
+    }
 }
 
 /// Refuses a display name no prompt or page could show on one line.
@@ -449,7 +485,7 @@ impl Tool for CreateAgent {
             Err(StoreError::Taken { .. }) if created_by_this_call(ctx, &id).await? => {
                 // this call made it before a crash cut it off
             }
-            Err(StoreError::Taken { .. }) => return Err(id_taken(&id)),
+            Err(StoreError::Taken { .. }) => return Err(id_taken(ctx, &id).await),
             Err(e) => {
                 return Err(ToolError::new(
                     format!("could not create the agent {id}: {e}"),

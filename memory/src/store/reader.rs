@@ -18,7 +18,10 @@ use rusqlite::Connection;
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 
+#[cfg(test)]
+pub(crate) use bots::BOTS_ANSWERING_TO;
 pub(crate) use bots::bot_usage;
+pub(crate) use bots::bots_answering_to;
 pub(crate) use bots::family_usage;
 pub(crate) use bots::finished_subagents_past;
 pub(crate) use bots::get_bot;

@@ -91,6 +91,26 @@ pub(crate) fn list_bots(conn: &Connection, owner: Option<&UserId>) -> Result<Vec
     }
 }
 
+/// The bots that may answer to the mention `key` (a
+/// [`name_key`](crate::ids::name_key)), by id: those whose id folds to it
+/// (ids are ASCII, which `lower` folds as `name_key` does: index
+/// `bots_id_folded`), whose stored folded name is it (`bots_name_key`),
+/// and any whose folded name was never stored (a row written outside
+/// the store's writer), for the caller to compare. Index searches only,
+/// never a scan of `bots`: CreateAgent and UpdateAgent read this at each
+/// call, whatever the size of the fleet.
+pub(crate) const BOTS_ANSWERING_TO: &str =
+    "WHERE lower(id) = ?1 OR name_key = ?1 OR name_key IS NULL ORDER BY id";
+
+/// See [`BOTS_ANSWERING_TO`].
+pub(crate) fn bots_answering_to(conn: &Connection, key: &str) -> Result<Vec<BotRecord>> {
+    query_bots(
+        conn,
+        &format!("SELECT {BOT_COLUMNS} FROM bots {BOTS_ANSWERING_TO}"),
+        params![key],
+    )
+}
+
 fn query_subagents(
     conn: &Connection,
     filter: &str,

@@ -34,7 +34,12 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0021_owner_and_bot_indexes.sql"),
     include_str!("migrations/0022_drop_turns_bot.sql"),
     include_str!("migrations/0023_subagent_stop.sql"),
+    include_str!("migrations/0024_bots_name_key.sql"),
 ];
+
+/// The migration that adds `bots.name_key` (`0024_bots_name_key.sql`),
+/// whose rows [`fill_name_keys`] completes in its transaction.
+const BOTS_NAME_KEY: i64 = 24;
 
 /// Number of the newest migration this binary knows.
 pub(crate) fn latest_version() -> i64 {
@@ -71,6 +76,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
         let version = index as i64 + 1;
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
+        if version == BOTS_NAME_KEY {
+            fill_name_keys(&tx)?;
+        }
         tx.pragma_update(None, "user_version", version)?;
         tx.commit()?;
         // a new store is one event, not one line per migration (a first
@@ -82,6 +90,21 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     }
     if current == 0 {
         tracing::info!(schema = latest, "created a new store");
+    }
+    Ok(())
+}
+
+/// Stores the [`name_key`](crate::ids::name_key) of every bot's name
+/// that has none (SQLite cannot fold names as mentions do: NFKC, Unicode
+/// case, no invisible characters).
+fn fill_name_keys(conn: &Connection) -> Result<()> {
+    let names: Vec<(String, String)> = conn
+        .prepare("SELECT id, name FROM bots WHERE name_key IS NULL")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = conn.prepare("UPDATE bots SET name_key = ?2 WHERE id = ?1")?;
+    for (id, name) in names {
+        update.execute(rusqlite::params![id, crate::ids::name_key(&name)])?;
     }
     Ok(())
 }
@@ -187,6 +210,39 @@ mod tests {
         ]
         .map(|(b, s, n)| (b.to_owned(), s.to_owned(), n));
         assert_eq!(counts, want);
+        Ok(())
+    }
+
+    /// Migration 24 stores each bot's folded name (`bots.name_key`, what
+    /// CreateAgent's name check looks bots up by): the bots a store
+    /// already holds get theirs as it migrates, folded as mentions fold
+    /// them.
+    #[test]
+    fn stored_bots_get_their_name_keys_at_migration_24() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        for sql in &MIGRATIONS[..23] {
+            conn.execute_batch(sql)?;
+        }
+        conn.pragma_update(None, "user_version", 23)?;
+        for (id, name) in [("r2", "Ｒｅｓｅａｒｃｈ Bot"), ("sis", "ΣΊΣΥΦΟΣ")] {
+            conn.execute(
+                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
+                 VALUES (?1, ?2, 'alice', '', 'main', '[]', '{}', 'config', 0, 0)",
+                rusqlite::params![id, name],
+            )?;
+        }
+        migrate(&mut conn)?;
+        let mut stmt = conn.prepare("SELECT id, name_key FROM bots ORDER BY id")?;
+        let keys: Vec<(String, Option<String>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        assert_eq!(
+            keys,
+            [
+                ("r2".to_owned(), Some("researchbot".to_owned())),
+                ("sis".to_owned(), Some("σίσυφοσ".to_owned())),
+            ]
+        );
         Ok(())
     }
 

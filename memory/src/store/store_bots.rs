@@ -64,6 +64,32 @@ impl Store {
             .await
     }
 
+    /// The bots, of any owner, that may answer to one of the mentions
+    /// `keys` (each as [`name_key`](crate::ids::name_key) folds it), each
+    /// once, by id: those whose id or display name folds to one of them,
+    /// and any whose folded name the store lacks (written outside it). A few
+    /// index searches per key, whatever the size of the fleet, where
+    /// [`Store::list_bots`] of everyone read every record; the caller
+    /// still decides which of them clash (`MemberName::clash`).
+    pub async fn bots_answering_to(&self, keys: &[String]) -> Result<Vec<BotRecord>> {
+        let mut keys: Vec<String> = keys.iter().filter(|k| !k.is_empty()).cloned().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        self.read(move |c| {
+            let mut found: Vec<BotRecord> = Vec::new();
+            for key in &keys {
+                for bot in reader::bots_answering_to(c, key)? {
+                    if !found.iter().any(|b| b.id == bot.id) {
+                        found.push(bot);
+                    }
+                }
+            }
+            found.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(found)
+        })
+        .await
+    }
+
     /// Bots, of one owner or all, each with its turn counts and token
     /// usage (all days and `today`, UTC `YYYY-MM-DD`), read on one
     /// connection in one go: three index lookups per bot (see
@@ -208,3 +234,7 @@ impl Store {
 #[cfg(test)]
 #[path = "store_usage_tests.rs"]
 mod usage_tests;
+
+#[cfg(test)]
+#[path = "store_bot_names_tests.rs"]
+mod bot_names_tests;

@@ -41,11 +41,12 @@ impl Writer {
         let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
         self.conn
             .prepare_cached(
-                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at, name_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, owner = excluded.owner,
                    role = excluded.role, provider = excluded.provider, tools = excluded.tools,
-                   settings = excluded.settings, origin = excluded.origin, updated_at = excluded.updated_at",
+                   settings = excluded.settings, origin = excluded.origin, updated_at = excluded.updated_at,
+                   name_key = excluded.name_key",
             )?
             .execute(params![
                 bot.id.as_str(),
@@ -56,7 +57,8 @@ impl Writer {
                 tools,
                 bot.settings.to_string(),
                 bot.origin,
-                now
+                now,
+                crate::ids::name_key(&bot.name)
             ])?;
         self.follow_owner(bot, now)?;
         self.subagent_names_follow(&bot.id, now)?;
@@ -186,8 +188,8 @@ impl Writer {
         let inserted = self
             .conn
             .prepare_cached(
-                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9
+                "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at, name_key)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10
                  WHERE NOT EXISTS (SELECT 1 FROM bots WHERE lower(id) = lower(?1))
                  ON CONFLICT (id) DO NOTHING",
             )?
@@ -200,7 +202,8 @@ impl Writer {
                 tools,
                 bot.settings.to_string(),
                 bot.origin,
-                now
+                now,
+                crate::ids::name_key(&bot.name)
             ])?;
         if inserted == 0 {
             return Err(StoreError::Taken {

@@ -274,8 +274,10 @@ impl Writer {
                 continue;
             }
             self.conn
-                .prepare_cached("UPDATE bots SET name = ?2, updated_at = ?3 WHERE id = ?1")?
-                .execute(params![id, want, now])?;
+                .prepare_cached(
+                    "UPDATE bots SET name = ?2, name_key = ?4, updated_at = ?3 WHERE id = ?1",
+                )?
+                .execute(params![id, want, now, crate::ids::name_key(&want)])?;
             tracing::info!(bot = %id, from = %name, to = %want, "subagent named after its parent's name");
         }
         Ok(())
