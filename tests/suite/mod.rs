@@ -23,6 +23,7 @@ mod budget_compaction;
 mod budget_family;
 mod budget_steps;
 mod chains_prune;
+mod change_feed;
 mod cli;
 mod cli_contract;
 mod cli_first_hour;

@@ -163,13 +163,21 @@ impl Writer {
         }
         if self.changes.receiver_count() > 0 {
             for (session, seq) in touched {
-                if let Some((bot, owner)) = self.sessions.get(&session) {
-                    let _ = self.changes.send(Change {
-                        session,
-                        seq,
-                        bot: bot.clone(),
-                        owner: owner.clone(),
-                    });
+                // a job of the group that failed emptied the cache
+                // (`apply_job`): a session touched by a job committed
+                // before it is read again, not left unsignalled
+                match self.session_meta(session) {
+                    Ok((bot, owner)) => {
+                        let _ = self.changes.send(Change {
+                            session,
+                            seq,
+                            bot,
+                            owner,
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(%session, seq, error = %e, "no change signal for a written session")
+                    }
                 }
             }
         }

@@ -3,7 +3,8 @@
 //! a start before a turn is stored is counted on its inputs.
 //! What the ledger keeps when pruned, and whose a bot's sessions are when
 //! its owner changes. A new bot's id that differs from a bot's only in
-//! case is refused as it is inserted.
+//! case is refused as it is inserted. A group with a failed job still
+//! signals the sessions its other jobs wrote.
 
 use std::sync::Arc;
 
@@ -474,6 +475,95 @@ async fn a_bot_id_differing_from_another_only_in_case_is_refused_as_taken() -> T
     expected.push("b12".to_owned());
     expected.sort();
     assert_eq!(after, expected);
+    store.close().await;
+    Ok(())
+}
+
+/// alice's message to bot `bot` (their DM), with key `nonce`.
+fn message_to(bot: &str, nonce: &str) -> crate::error::Result<Mutation> {
+    let key = SessionKey {
+        bot: BotId::new(bot)?,
+        kind: SessionKind::Dm,
+        peer: "alice".into(),
+    };
+    Ok(Mutation::Admit(Box::new(AdmitRequest {
+        source: "user:alice".into(),
+        nonce: nonce.into(),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([nonce.as_bytes()]),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session: key.id(),
+            author: "alice".into(),
+            turn: None,
+            kind: EntryKind::UserMessage { text: "hi".into() },
+        },
+        session: key,
+        owner: UserId::new("alice")?,
+        priority: Priority::UserDm,
+    })))
+}
+
+/// A group in which one job fails is committed again job by job; the
+/// jobs before the failing one are committed, and each still signals its
+/// session on `/v1/events`. (They did not: the failure emptied the
+/// writer's cache of sessions, and a touched session missing from it was
+/// not signalled at all; a web page showing it waited for the next
+/// change to see the entries.) The writer is held in the callback of a
+/// first job while the next two are queued, so that they form one group.
+#[tokio::test]
+async fn jobs_committed_beside_a_failed_one_signal_their_sessions() -> TestResult {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    const BOUND: Duration = Duration::from_secs(10);
+
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let mut changes = store.subscribe();
+    let (entered, is_held) = mpsc::channel();
+    let (release, held) = mpsc::channel::<()>();
+    store.write_then(
+        vec![message_to("w", "w")?],
+        Box::new(move |_| {
+            let _ = entered.send(());
+            let _ = held.recv_timeout(BOUND);
+        }),
+    )?;
+    is_held.recv_timeout(BOUND)?;
+    let nowhere = Mutation::Append(Box::new(NewEntry {
+        id: EntryId::new_v7(),
+        session: SessionId::new_v7(),
+        author: "r".into(),
+        turn: None,
+        kind: EntryKind::Reminder {
+            text: "to a session that does not exist".into(),
+        },
+    }));
+    let (done, answers) = mpsc::channel();
+    for batch in [vec![message_to("a", "a")?], vec![nowhere]] {
+        let done = done.clone();
+        store.write_then(
+            batch,
+            Box::new(move |r| {
+                let _ = done.send(r.is_ok());
+            }),
+        )?;
+    }
+    release.send(())?;
+    let oks = [answers.recv_timeout(BOUND)?, answers.recv_timeout(BOUND)?];
+    assert_eq!(oks, [true, false]);
+    // a later write: every signal of the group comes before its own
+    store.write(vec![message_to("z", "z")?]).await?;
+    let mut signalled = Vec::new();
+    loop {
+        let change = tokio::time::timeout(BOUND, changes.recv()).await??;
+        signalled.push((change.bot.to_string(), change.seq));
+        if change.bot.as_str() == "z" {
+            break;
+        }
+    }
+    let expected = [("w", 1), ("a", 1), ("z", 1)].map(|(b, s)| (b.to_owned(), s));
+    assert_eq!(signalled, expected);
     store.close().await;
     Ok(())
 }

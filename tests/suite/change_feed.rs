@@ -1,0 +1,91 @@
+//! What `GET /v1/events` tells each user: `ready`, then the changes of
+//! their own sessions up to the newest seq, and nothing of another user's
+//! sessions (neither their ids nor their bots).
+
+use std::time::Duration;
+
+use botfleet::client::Client;
+use botfleet::client::ServerEvent;
+use futures::Stream;
+use futures::StreamExt;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+
+/// Longest wait for one event.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// The next event of `events`, within [`BOUND`].
+async fn next(events: &mut (impl Stream<Item = ServerEvent> + Unpin)) -> ServerEvent {
+    tokio::time::timeout(BOUND, events.next())
+        .await
+        .expect("no event in time")
+        .expect("the stream ended")
+}
+
+/// The events of `events` up to the first change of `session` at `seq`
+/// or later, that one included.
+async fn until_change(
+    events: &mut (impl Stream<Item = ServerEvent> + Unpin),
+    session: &str,
+    seq: i64,
+) -> Vec<ServerEvent> {
+    let mut seen = Vec::new();
+    loop {
+        let ev = next(events).await;
+        let reached = ev.event == "change"
+            && ev.data["session"] == session
+            && ev.data["seq"].as_i64().is_some_and(|s| s >= seq);
+        seen.push(ev);
+        if reached {
+            return seen;
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_user_is_signalled_their_own_sessions_only() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("a", "s", &["SendMessage"])
+        .bot_of("b", "s", &["SendMessage"], "bob")
+        .start()
+        .await;
+    let alice = Client::new(&host.url, TOKEN).unwrap();
+    let bob = Client::new(&host.url, BOB_TOKEN).unwrap();
+    let mut alice_events = alice.events().await.unwrap();
+    let mut bob_events = bob.events().await.unwrap();
+    assert_eq!(next(&mut alice_events).await.event, "ready");
+    assert_eq!(next(&mut bob_events).await.event, "ready");
+
+    let (a_session, a_end) = host.end_turn("a", "hello from alice").await;
+    let a_last = a_end["seq"].as_i64().unwrap();
+    let seen = until_change(&mut alice_events, &a_session, a_last).await;
+    let mut last = 0;
+    for ev in &seen {
+        assert_eq!(ev.event, "change", "{seen:?}");
+        assert_eq!(ev.data["session"], a_session.as_str(), "{seen:?}");
+        assert_eq!(ev.data["bot"], "a", "{seen:?}");
+        let seq = ev.data["seq"].as_i64().unwrap();
+        assert!(seq > last, "seqs go up: {seen:?}");
+        last = seq;
+    }
+    assert_eq!(last, a_last);
+
+    // bob's stream, open all along, has his own change first
+    let (b_end, _) = host.end_turn_as("b", BOB_TOKEN, "hello from bob").await;
+    let b_session = b_end["session"].as_str().unwrap().to_owned();
+    let seen = until_change(&mut bob_events, &b_session, b_end["seq"].as_i64().unwrap()).await;
+    for ev in &seen {
+        assert_eq!(ev.event, "change", "{seen:?}");
+        assert_eq!(ev.data["session"], b_session.as_str(), "{seen:?}");
+        assert_eq!(ev.data["bot"], "b", "{seen:?}");
+    }
+    host.shutdown().await;
+}
