@@ -176,6 +176,9 @@ prompts! {
     /// a subagent's task, a routine, a webhook, a room): nobody there can
     /// expire it with a message, and SendMessage may not reach the owner.
     approval_requested_elsewhere => "approval_requested_elsewhere.md",
+    /// Result of a call whose exact action already ran with an approval,
+    /// made again (the decision's note, read after the run, asks for it).
+    approval_used => "approval_used.md",
     /// The event telling a bot its action was approved.
     approval_approved => "approval_approved.md",
     /// The same when the approved call's tool is no longer among the

@@ -13,6 +13,7 @@ mod api_schema;
 mod approval_elsewhere;
 mod approval_expiry;
 mod approval_gone;
+mod approval_used_early;
 mod approvals;
 mod backup_restore;
 mod batching;

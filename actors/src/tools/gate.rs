@@ -258,7 +258,7 @@ async fn review_to_locks(
     if kind != ToolKind::Delivery
         && is_side_effect(tool.effect(), tool.mutates(), enforced.is_some())
     {
-        match approval_stage(ctx, action.as_ref(), &decision).await {
+        match approval_stage(ctx, action.as_ref(), &decision, tool.effect()).await {
             Ok(Stage::Proceed(a)) => approval = a,
             Ok(Stage::Stop(d)) => return (d, action),
             Err(e) => return (GateDecision::Refuse(e), action),
@@ -363,6 +363,7 @@ async fn approval_stage(
     ctx: &ToolContext<'_>,
     action: Option<&Action>,
     decision: &ReviewDecision,
+    effect: Effect,
 ) -> Result<Stage, ToolError> {
     let store = ctx.store();
     let open = store
@@ -389,6 +390,22 @@ async fn approval_stage(
         // (a call stopped while waiting for its locks did not use it)
         tracing::info!(bot = %ctx.bot.id, approval = %approved.id, "an approved action may run");
         return Ok(Stage::Proceed(Some(approved.id)));
+    }
+    // Approved, and already used for this request: the bot ran it before
+    // it read the decision (a repeat in the turn that asked), and the
+    // decision's note, read later, asks for the call again. A new approval
+    // of it would look to the person like the one they gave, and run the
+    // action twice. Only for a call whose use of the approval is committed
+    // with its start (`Effect::External`): one with only store effects
+    // uses it in a commit before its outcome's, so after a crash between
+    // the two it was used but never ran, and is asked about again.
+    if effect == Effect::External
+        && let Some(used) = store
+            .used_approval(&ctx.scope.session.owner, session, &fingerprint)
+            .await
+            .map_err(store_failed)?
+    {
+        return Err(used_already(&used));
     }
     let config = &ctx.rt.settings.review;
     let new = NewApproval {
@@ -454,6 +471,34 @@ async fn approval_stage(
         },
         other => Err(store_failed(format!("unexpected answer {other:?}"))),
     }
+}
+
+/// The refusal of a call whose exact action ran with approval `used`
+/// ([`botfleet_memory::Store::used_approval`]): nothing is asked until the
+/// approval's window ends or the person writes again.
+fn used_already(used: &ApprovalRecord) -> ToolError {
+    let utc = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_else(|| ms.to_string())
+    };
+    let owner = used.owner.as_str();
+    let message = prompts()
+        .approval_used
+        .render(&[
+            ("ran_at", &utc(used.consumed_at.unwrap_or(used.created_at))),
+            ("id", &used.id.to_string()),
+            ("owner", owner),
+        ])
+        .unwrap_or_else(|e| e.to_string());
+    ToolError::new(
+        message,
+        format!(
+            "use that result, and report it as you were asked to; the same call asks {owner} \
+             for a new approval only after their next message, or from {}",
+            utc(used.expires_at)
+        ),
+    )
 }
 
 /// The refusal of a side effect while `n` approvals of the bot wait,

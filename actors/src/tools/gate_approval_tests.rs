@@ -1,6 +1,7 @@
 //! The approval state machine through the gate: pending blocks side
 //! effects, the per-bot limit, expiry by TTL and by a new user message,
-//! single use, and re-asking when a script changed.
+//! single use (a repeat for the same request is not asked again), and
+//! re-asking when a script changed.
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -124,7 +125,7 @@ async fn approvals_expire_when_the_user_writes_again() {
 
 #[tokio::test]
 async fn an_approved_action_runs_once() {
-    let fx = Fx::new(ReviewModes::default()).await;
+    let mut fx = Fx::new(ReviewModes::default()).await;
     let id = approval_of(&fx.shell(PASTE_PIPE).await);
     fx.decide(id, ApprovalDecision::Approve).await;
     // another action is still asked about
@@ -149,9 +150,42 @@ async fn an_approved_action_runs_once() {
         .write(vec![Mutation::ConsumeApproval { id }])
         .await
         .unwrap();
-    // once: asked again
+    // once: made again for the same request of the person (the
+    // decision's note, read after the run, asks for it), it neither runs
+    // nor becomes a second approval the person would take for this one
+    let err = refused(&fx.shell(PASTE_PIPE).await);
+    assert!(
+        err.contains("already ran") && err.contains(&id.to_string()),
+        "{err}"
+    );
+    let used = fx.rt.store.approval(id).await.unwrap().unwrap();
+    let open = fx.rt.store.open_approvals(&fx.bot.id).await.unwrap();
+    assert!(
+        open.iter().all(|a| a.fingerprint != used.fingerprint),
+        "{open:#?}"
+    );
+    // after the person's next message it is asked again
+    fx.user_message().await;
     let again = approval_of(&fx.shell(PASTE_PIPE).await);
     assert_ne!(again, id);
+}
+
+#[tokio::test]
+async fn a_used_approval_holds_off_a_new_one_only_for_its_window() {
+    let fx = Fx::new(ReviewModes::default()).await;
+    let id = approval_of(&fx.shell(PASTE_PIPE).await);
+    fx.clock.advance_ms(60_000);
+    fx.decide(id, ApprovalDecision::Approve).await;
+    fx.rt
+        .store
+        .write(vec![Mutation::ConsumeApproval { id }])
+        .await
+        .unwrap();
+    // the window of use runs ten minutes from the decision
+    fx.clock.advance_ms(10 * 60 * 1000 - 1);
+    assert!(refused(&fx.shell(PASTE_PIPE).await).contains("already ran"));
+    fx.clock.advance_ms(1);
+    assert_ne!(approval_of(&fx.shell(PASTE_PIPE).await), id);
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::error::StoreError;
 use crate::ids::ApprovalId;
 use crate::ids::BotId;
+use crate::ids::SessionId;
 use crate::ids::UserId;
 use crate::record::ApprovalRecord;
 use crate::record::ApprovalStatus;
@@ -355,6 +356,34 @@ pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Ve
     .into_iter()
     .map(|r| r.effective(now))
     .collect())
+}
+
+/// The newest approval of `owner` in `session` for the exact action
+/// `fingerprint` that was approved and used, whose window to be used has
+/// not passed as of `now`, with no user message in its session since it
+/// was asked: the action already ran for this request of the person's.
+/// Found on the `approvals_owner` index, as the person's listing is.
+pub(crate) fn used_in_window(
+    conn: &Connection,
+    owner: &UserId,
+    session: SessionId,
+    fingerprint: &str,
+    now: i64,
+) -> Result<Option<ApprovalRecord>> {
+    Ok(query(
+        conn,
+        concat!(
+            "WHERE a.owner = ?1 AND a.session_id = ?2 AND a.fingerprint = ?3
+               AND a.status = 'approved' AND a.consumed_at IS NOT NULL AND a.expires_at > ?4
+               AND NOT ",
+            newer_user_message!(),
+            " ORDER BY a.consumed_at DESC LIMIT 1"
+        ),
+        params![owner.as_str(), session.to_string(), fingerprint, now],
+    )?
+    .into_iter()
+    .next()
+    .map(|r| r.effective(now)))
 }
 
 /// The bots of `owner` with an open row (stored pending, or approved and

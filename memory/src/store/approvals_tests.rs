@@ -585,3 +585,47 @@ mod stopped;
 
 #[path = "approvals_owner_tests.rs"]
 mod owner;
+
+#[tokio::test]
+async fn a_used_approval_is_found_for_its_action_until_its_window_ends_or_the_person_writes() {
+    let mut f = Fixture::new().await;
+    let alice = UserId::new("alice").unwrap();
+    let used = |f: &Fixture, fp: &'static str| {
+        let store = f.store.clone();
+        let alice = alice.clone();
+        let session = f.key.id();
+        async move { store.used_approval(&alice, session, fp).await.unwrap() }
+    };
+    let a = f.created("a").await;
+    assert_eq!(used(&f, "a").await, None, "pending: not used");
+    f.decide(a.id, ApprovalDecision::Approve).await.unwrap();
+    assert_eq!(used(&f, "a").await, None, "approved, not used yet");
+    f.store
+        .write(vec![Mutation::ConsumeApproval { id: a.id }])
+        .await
+        .unwrap();
+    let found = used(&f, "a").await.expect("used within its window");
+    assert_eq!(found.id, a.id);
+    assert!(found.consumed_at.is_some());
+    assert_eq!(used(&f, "b").await, None, "another action");
+    let bob = UserId::new("bob").unwrap();
+    assert_eq!(
+        f.store.used_approval(&bob, f.key.id(), "a").await.unwrap(),
+        None,
+        "another person's"
+    );
+    // its window passes
+    f.clock.advance_ms(TTL);
+    assert_eq!(used(&f, "a").await, None, "past its window");
+
+    // a newer message of the person: a new request, asked anew
+    let b = f.created("b").await;
+    f.decide(b.id, ApprovalDecision::Approve).await.unwrap();
+    f.store
+        .write(vec![Mutation::ConsumeApproval { id: b.id }])
+        .await
+        .unwrap();
+    assert_eq!(used(&f, "b").await.map(|r| r.id), Some(b.id));
+    f.user_message().await;
+    assert_eq!(used(&f, "b").await, None, "the person wrote since");
+}

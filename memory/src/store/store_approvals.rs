@@ -68,6 +68,25 @@ impl Store {
         Ok(open)
     }
 
+    /// The newest approval of `owner` in `session` for the exact action
+    /// `fingerprint` that was approved and already used, while its window
+    /// to be used lasts and no user message came in `session` since it was
+    /// asked: the action ran for the request the approval answered, so a
+    /// repeat of the call asks for nothing new (the decision's note, read
+    /// after the run, still says to repeat it).
+    pub async fn used_approval(
+        &self,
+        owner: &UserId,
+        session: crate::ids::SessionId,
+        fingerprint: &str,
+    ) -> Result<Option<crate::record::ApprovalRecord>> {
+        let owner = owner.clone();
+        let fingerprint = fingerprint.to_owned();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::used_in_window(c, &owner, session, &fingerprint, now))
+            .await
+    }
+
     /// The bots of `owner` with an approval that is expired as of now but
     /// not yet written so (its card still shows it open). The state every
     /// read reports is computed; this says whose cards lag behind it.
