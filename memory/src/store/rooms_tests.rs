@@ -434,17 +434,7 @@ fn open_runs_read_only_the_open_ones() {
         )
         .unwrap();
     }
-    let sql = format!(
-        "EXPLAIN QUERY PLAN SELECT * FROM room_runs {}",
-        super::OPEN_RUNS
-    );
-    let plan: Vec<String> = conn
-        .prepare(&sql)
-        .unwrap()
-        .query_map(["team"], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let plan = runs_plan(&conn, super::OPEN_RUNS);
     assert!(
         plan.iter().any(|step| step.contains("room_runs_open")),
         "{plan:?}"
@@ -470,17 +460,7 @@ fn the_oldest_open_run_is_one_row_however_many_wait() {
         )
         .unwrap();
     }
-    let sql = format!(
-        "EXPLAIN QUERY PLAN SELECT * FROM room_runs {}",
-        super::OLDEST_OPEN_RUN
-    );
-    let plan: Vec<String> = conn
-        .prepare(&sql)
-        .unwrap()
-        .query_map(["team"], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let plan = runs_plan(&conn, super::OLDEST_OPEN_RUN);
     assert!(
         plan.iter().any(|step| step.contains("room_runs_open")),
         "{plan:?}"
@@ -491,4 +471,15 @@ fn the_oldest_open_run_is_one_row_however_many_wait() {
     assert_eq!(super::open_runs(&conn, &team).unwrap().len(), 50);
     let other = RoomId::new("other").unwrap();
     assert!(super::oldest_open_run(&conn, &other).unwrap().is_none());
+}
+
+/// The query plan of a read of room `team`'s runs with `filter`.
+fn runs_plan(conn: &rusqlite::Connection, filter: &str) -> Vec<String> {
+    let sql = format!("EXPLAIN QUERY PLAN SELECT * FROM room_runs {filter}");
+    conn.prepare(&sql)
+        .unwrap()
+        .query_map(["team"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
 }
