@@ -166,16 +166,17 @@ fn no_session(session: &str) -> ApiError {
 
 /// The bot whose DM with `user` is session `id`, among the user's bots
 /// (the id is derived from the key, as `GET /v1/bots/{bot}/session` does).
+/// Their ids only, read through the owner index: the id cannot be undone
+/// into its bot, but an owner with thousands of bots (CreateAgent,
+/// subagents) no longer has every record decoded at each read of an
+/// empty DM or of an unknown session.
 pub(crate) async fn unwritten_dm(
     state: &ApiState,
     user: &AuthUser,
     id: SessionId,
 ) -> Result<Option<BotId>, ApiError> {
-    let bots = state.fleet.store().list_bots(Some(&user.0)).await?;
-    Ok(bots
-        .into_iter()
-        .map(|b| b.id)
-        .find(|bot| super::dm_of(bot, user) == id))
+    let bots = state.fleet.store().bot_ids_of(&user.0).await?;
+    Ok(bots.into_iter().find(|bot| super::dm_of(bot, user) == id))
 }
 
 /// A turn `user` may read, with its session: one in a session they own
@@ -196,17 +197,25 @@ async fn visible_turn(
     let store = state.fleet.store();
     let record = match store.get_turn(id).await? {
         Some(record) => record,
-        // not stored yet: it may be running its first step
+        // not stored yet: it may be running its first step, on a bot of
+        // the user's. The board of active bots names the one running it
+        // (in memory), and that bot's record (cached) says whose it is:
+        // no read of every bot the user has, at each look at a turn.
         None => {
-            let mine: Vec<BotId> = store
-                .list_bots(Some(&user.0))
+            let running = state
+                .fleet
+                .active()
                 .await?
                 .into_iter()
-                .map(|b| b.id)
-                .collect();
+                .find(|s| s.turn.as_ref().is_some_and(|t| t.turn == id))
+                .ok_or_else(missing)?;
+            match store.get_bot(&running.id).await? {
+                Some(bot) if bot.owner == user.0 => {}
+                Some(_) | None => return Err(missing()),
+            }
             state
                 .fleet
-                .turn_record(id, &mine)
+                .turn_record(id, &[running.id])
                 .await?
                 .ok_or_else(missing)?
         }

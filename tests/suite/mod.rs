@@ -9,6 +9,7 @@ mod api_contract_fixes;
 mod api_details;
 mod api_headers;
 mod api_input;
+mod api_owner_reads;
 mod api_schema;
 mod approval_elsewhere;
 mod approval_expiry;

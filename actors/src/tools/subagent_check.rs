@@ -30,7 +30,7 @@ const FINISHED_SHOWN: usize = 20;
 
 /// Finished subagents whose ids the refusal of an unknown id names, the
 /// latest ones ([`ids_to_use`]).
-const FINISHED_NAMED: usize = 5;
+pub(super) const FINISHED_NAMED: usize = 5;
 
 /// Shows the subagents (all, or one in detail).
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,9 +72,9 @@ impl Tool for CheckSubagent {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: CheckArgs = parse_args("CheckSubagent", args)?;
         let Some(id) = args.id else {
-            let list = ctx
+            let (list, left_out) = ctx
                 .store()
-                .subagents_of(&ctx.bot.id)
+                .subagents_listed(&ctx.bot.id, FINISHED_SHOWN)
                 .await
                 .map_err(store_error)?;
             if list.is_empty() {
@@ -82,7 +82,7 @@ impl Tool for CheckSubagent {
                     "you have not delegated anything (start with Task)",
                 ));
             }
-            return Ok(ToolOutput::text(task_list(&list)));
+            return Ok(ToolOutput::text(task_list(&list, left_out)));
         };
         let sub = own_subagent(ctx, &id).await?;
         let session = subagent_session(&sub.id, &ctx.bot.id).id();
@@ -135,29 +135,14 @@ impl Tool for CheckSubagent {
     }
 }
 
-/// The list view: every running subagent and the [`FINISHED_SHOWN`]
-/// latest finished ones, oldest first (`list` is in creation order), and
-/// how many earlier finished ones are left out.
-fn task_list(list: &[SubagentRecord]) -> String {
-    let finished = list
+/// The list view: `list` (every running subagent and the
+/// [`FINISHED_SHOWN`] latest finished ones, in creation order, as the
+/// store lists them), and how many earlier finished ones are left out.
+fn task_list(list: &[SubagentRecord], left_out: usize) -> String {
+    let mut lines: Vec<String> = list
         .iter()
-        .filter(|s| s.status != SubagentStatus::Running)
-        .count();
-    let left_out = finished.saturating_sub(FINISHED_SHOWN);
-    let mut skipped = 0;
-    let mut lines = Vec::with_capacity(list.len().min(FINISHED_SHOWN + 8) + 1);
-    for s in list {
-        if s.status != SubagentStatus::Running && skipped < left_out {
-            skipped += 1;
-            continue;
-        }
-        lines.push(format!(
-            "- {} [{}] {}",
-            s.id,
-            s.status.as_str(),
-            s.description
-        ));
-    }
+        .map(|s| format!("- {} [{}] {}", s.id, s.status.as_str(), s.description))
+        .collect();
     if left_out > 0 {
         lines.push(format!(
             "({left_out} earlier finished tasks not shown; CheckSubagent with an id shows any of them)"
@@ -168,11 +153,12 @@ fn task_list(list: &[SubagentRecord]) -> String {
 
 /// The next step of a call naming a subagent the caller does not have:
 /// the ids it may have meant, every running subagent's and the
-/// [`FINISHED_NAMED`] latest finished ones' (`list` is in creation
-/// order), and how many earlier ones are not named. The refusal stays in
-/// the parent's context for good: naming every subagent ever made grew
-/// it by 23 KB after a thousand tasks, at each mistyped id.
-pub(super) fn ids_to_use(list: &[SubagentRecord]) -> String {
+/// [`FINISHED_NAMED`] latest finished ones' (`list`, in creation order,
+/// as the store lists them), and how many earlier ones (`left_out`) are
+/// not named. The refusal stays in the parent's context for good: naming
+/// every subagent ever made grew it by 23 KB after a thousand tasks, at
+/// each mistyped id.
+pub(super) fn ids_to_use(list: &[SubagentRecord], left_out: usize) -> String {
     if list.is_empty() {
         return "start one with Task".to_owned();
     }
@@ -186,16 +172,12 @@ pub(super) fn ids_to_use(list: &[SubagentRecord]) -> String {
         .filter(|s| s.status != SubagentStatus::Running)
         .map(|s| s.id.as_str())
         .collect();
-    let left_out = finished.len().saturating_sub(FINISHED_NAMED);
     let mut known = Vec::with_capacity(2);
     if !running.is_empty() {
         known.push(format!("running: {}", running.join(", ")));
     }
     if !finished.is_empty() {
-        known.push(format!(
-            "latest finished: {}",
-            finished[left_out..].join(", ")
-        ));
+        known.push(format!("latest finished: {}", finished.join(", ")));
     }
     let mut next = format!("use the id of one of your subagents ({})", known.join("; "));
     if left_out > 0 {

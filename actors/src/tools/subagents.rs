@@ -173,20 +173,22 @@ fn input_to_child(
 }
 
 async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord, ToolError> {
-    let list = ctx
-        .store()
-        .subagents_of(&ctx.bot.id)
+    let store = ctx.store();
+    if let Some(sub) = store
+        .subagent_of(&ctx.bot.id, id.trim())
+        .await
+        .map_err(store_error)?
+    {
+        return Ok(sub);
+    }
+    let (known, left_out) = store
+        .subagents_listed(&ctx.bot.id, check::FINISHED_NAMED)
         .await
         .map_err(store_error)?;
-    list.iter()
-        .find(|s| s.id.as_str() == id.trim())
-        .cloned()
-        .ok_or_else(|| {
-            ToolError::new(
-                format!("you have no subagent {id:?}"),
-                check::ids_to_use(&list),
-            )
-        })
+    Err(ToolError::new(
+        format!("you have no subagent {id:?}"),
+        check::ids_to_use(&known, left_out),
+    ))
 }
 
 /// Starts a subagent.
@@ -472,28 +474,34 @@ fn finished_meanwhile(id: &BotId) -> ToolError {
 /// `runtime.max_subagents` already run: those running in the store, and
 /// those this step starts (new ones, finished ones given more work).
 async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Result<(), ToolError> {
-    let subs = ctx
-        .store()
-        .subagents_of(&ctx.bot.id)
+    let store = ctx.store();
+    // the running ones only: no finished subagent is read
+    let running = store
+        .running_subagents_of(&ctx.bot.id)
         .await
         .map_err(store_error)?;
-    let running = subs
-        .iter()
-        .filter(|s| s.status == SubagentStatus::Running)
-        .count()
-        + ctx
-            .step_effects
-            .iter()
-            .flat_map(Mutation::within_limits)
-            .filter(|m| {
-                matches!(m, Mutation::CreateSubagent(_))
-                    || matches!(m, Mutation::SetSubagentStatus {
-                        id,
-                        status: SubagentStatus::Running,
-                        ..
-                    } if subs.iter().any(|s| s.id == *id && s.status != SubagentStatus::Running))
-            })
-            .count();
+    let mut starting = 0;
+    for m in ctx.step_effects.iter().flat_map(Mutation::within_limits) {
+        starting += match m {
+            Mutation::CreateSubagent(_) => 1,
+            // a finished subagent of the caller given more work
+            Mutation::SetSubagentStatus {
+                id,
+                status: SubagentStatus::Running,
+                ..
+            } if !running.iter().any(|s| s.id == *id)
+                && store
+                    .subagent_of(&ctx.bot.id, id.as_str())
+                    .await
+                    .map_err(store_error)?
+                    .is_some() =>
+            {
+                1
+            }
+            _ => 0,
+        };
+    }
+    let running = running.len() + starting;
     let max = ctx.rt.settings.max_subagents;
     if running >= max {
         return Err(too_many(running, max, next_step));

@@ -19,7 +19,10 @@ use rusqlite::OptionalExtension;
 use rusqlite::params;
 
 #[cfg(test)]
+pub(crate) use bots::BOT_IDS_OF_OWNER;
+#[cfg(test)]
 pub(crate) use bots::BOTS_ANSWERING_TO;
+pub(crate) use bots::bot_ids_of;
 pub(crate) use bots::bot_usage;
 pub(crate) use bots::bots_answering_to;
 pub(crate) use bots::family_usage;
@@ -27,8 +30,11 @@ pub(crate) use bots::finished_subagents_past;
 pub(crate) use bots::get_bot;
 pub(crate) use bots::get_subagent;
 pub(crate) use bots::list_bots;
+pub(crate) use bots::running_subagents_of;
+pub(crate) use bots::subagent_of;
 pub(crate) use bots::subagent_stop;
 pub(crate) use bots::subagent_tasks_of;
+pub(crate) use bots::subagents_listed;
 pub(crate) use bots::subagents_of;
 pub(crate) use bots::user_secrets;
 pub(crate) use entries::ENTRY_COLUMNS;

@@ -116,38 +116,134 @@ fn query_subagents(
     filter: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<crate::record::SubagentRecord>> {
+    Ok(query_subagent_rows(conn, "result", filter, params)?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect())
+}
+
+/// Subagents with their rowid (their order among equal `created_at`, as
+/// index `subagents_parent` keeps them); `result` is the column (or
+/// `NULL`: not read) their result is read from.
+fn query_subagent_rows(
+    conn: &Connection,
+    result: &str,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<(i64, crate::record::SubagentRecord)>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT id, parent, parent_session, description, status, result, created_at, updated_at FROM subagents {filter}"
+        "SELECT id, parent, parent_session, description, status, {result}, created_at, updated_at, rowid FROM subagents {filter}"
     ))?;
     let rows = stmt.query_map(params, |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, Option<String>>(5)?,
+            (
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ),
             r.get::<_, i64>(6)?,
             r.get::<_, i64>(7)?,
+            r.get::<_, i64>(8)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, parent, parent_session, description, status, result, created_at, updated_at) =
-            row?;
-        out.push(crate::record::SubagentRecord {
-            id: BotId::new(id)?,
-            parent: BotId::new(parent)?,
-            parent_session: parent_session.parse()?,
-            description,
-            status: crate::record::SubagentStatus::parse(&status)
-                .ok_or_else(|| corrupt("subagents", format!("status {status}")))?,
-            result,
+        let (
+            (id, parent, parent_session, description, status, result),
             created_at,
             updated_at,
-        });
+            rowid,
+        ) = row?;
+        out.push((
+            rowid,
+            crate::record::SubagentRecord {
+                id: BotId::new(id)?,
+                parent: BotId::new(parent)?,
+                parent_session: parent_session.parse()?,
+                description,
+                status: crate::record::SubagentStatus::parse(&status)
+                    .ok_or_else(|| corrupt("subagents", format!("status {status}")))?,
+                result,
+                created_at,
+                updated_at,
+            },
+        ));
     }
     Ok(out)
+}
+
+/// Subagent `?1` of parent `?2`: a read by its key.
+pub(crate) const SUBAGENT_OF: &str = "WHERE id = ?1 AND parent = ?2";
+
+/// Subagent `id` of `parent` (`None`: `parent` has no such subagent):
+/// a key read, whatever else `parent` delegated.
+pub(crate) fn subagent_of(
+    conn: &Connection,
+    parent: &BotId,
+    id: &str,
+) -> Result<Option<crate::record::SubagentRecord>> {
+    Ok(query_subagents(conn, SUBAGENT_OF, params![id, parent.as_str()])?.pop())
+}
+
+/// The running subagents of `parent`, oldest first: a read of index
+/// `subagents_running` (migration 25), never of its finished ones.
+pub(crate) const SUBAGENTS_RUNNING_OF: &str =
+    "WHERE parent = ?1 AND status = 'running' ORDER BY created_at, rowid";
+
+/// The running subagents of `parent`, oldest first, their results not
+/// read (`None`): what `runtime.max_subagents` counts.
+pub(crate) fn running_subagents_of(
+    conn: &Connection,
+    parent: &BotId,
+) -> Result<Vec<crate::record::SubagentRecord>> {
+    Ok(
+        query_subagent_rows(conn, "NULL", SUBAGENTS_RUNNING_OF, params![parent.as_str()])?
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect(),
+    )
+}
+
+/// The latest `?2` finished subagents of `parent`, latest first: index
+/// `subagents_parent` read from its end, up to the `?2`-th finished one
+/// (and the running ones between).
+pub(crate) const SUBAGENTS_FINISHED_LATEST: &str = "WHERE parent = ?1 AND status <> 'running' \
+     ORDER BY created_at DESC, rowid DESC LIMIT ?2";
+
+/// How many subagents `parent` has: index `subagents_parent` only.
+pub(crate) const SUBAGENTS_COUNT_OF: &str = "SELECT COUNT(*) FROM subagents WHERE parent = ?1";
+
+/// What a parent's list of subagents shows: every running one and its
+/// `finished` latest finished ones, oldest first, their results not read
+/// (`None`), and how many earlier finished ones are left out. Three
+/// index reads, whatever the number of tasks the parent ever delegated.
+pub(crate) fn subagents_listed(
+    conn: &Connection,
+    parent: &BotId,
+    finished: usize,
+) -> Result<(Vec<crate::record::SubagentRecord>, usize)> {
+    let mut rows =
+        query_subagent_rows(conn, "NULL", SUBAGENTS_RUNNING_OF, params![parent.as_str()])?;
+    let running = rows.len();
+    let latest = query_subagent_rows(
+        conn,
+        "NULL",
+        SUBAGENTS_FINISHED_LATEST,
+        params![parent.as_str(), i64::try_from(finished).unwrap_or(i64::MAX)],
+    )?;
+    let shown_finished = latest.len();
+    rows.extend(latest);
+    rows.sort_by_key(|(rowid, s)| (s.created_at, *rowid));
+    let all: i64 = conn
+        .prepare_cached(SUBAGENTS_COUNT_OF)?
+        .query_row(params![parent.as_str()], |r| r.get(0))?;
+    let left_out = usize::try_from(all)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(running + shown_finished);
+    Ok((rows.into_iter().map(|(_, s)| s).collect(), left_out))
 }
 
 pub(crate) fn subagents_of(
@@ -346,3 +442,21 @@ pub(crate) fn user_secrets(
     }
     Ok(out)
 }
+
+/// The ids of `owner`'s bots, in no set order: a search of the index
+/// `bots_owner` that decodes no record (the API's read of an unwritten DM,
+/// `GET /v1/sessions/{id}/entries`, matches a session id against them).
+pub(crate) const BOT_IDS_OF_OWNER: &str = "SELECT id FROM bots WHERE owner = ?1";
+
+/// See [`BOT_IDS_OF_OWNER`].
+pub(crate) fn bot_ids_of(conn: &Connection, owner: &UserId) -> Result<Vec<BotId>> {
+    let ids: Vec<String> = conn
+        .prepare_cached(BOT_IDS_OF_OWNER)?
+        .query_map(params![owner.as_str()], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    ids.into_iter().map(|id| Ok(BotId::new(id)?)).collect()
+}
+
+#[cfg(test)]
+#[path = "reader_subagents_tests.rs"]
+mod subagents_tests;

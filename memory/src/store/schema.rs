@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0022_drop_turns_bot.sql"),
     include_str!("migrations/0023_subagent_stop.sql"),
     include_str!("migrations/0024_bots_name_key.sql"),
+    include_str!("migrations/0025_subagents_running.sql"),
 ];
 
 /// The migration that adds `bots.name_key` (`0024_bots_name_key.sql`),

@@ -192,6 +192,45 @@ impl Store {
         self.read(move |c| reader::subagents_of(c, &parent)).await
     }
 
+    /// Subagent `id` of `parent` (`None`: `parent` has no such subagent),
+    /// read by its key: what CheckSubagent, MessageSubagent and
+    /// StopSubagent read of the subagent they name.
+    pub async fn subagent_of(
+        &self,
+        parent: &BotId,
+        id: &str,
+    ) -> Result<Option<crate::record::SubagentRecord>> {
+        let parent = parent.clone();
+        let id = id.to_owned();
+        self.read(move |c| reader::subagent_of(c, &parent, &id))
+            .await
+    }
+
+    /// The running subagents of `parent`, oldest first, without their
+    /// results (`None`): index `subagents_running` only.
+    pub async fn running_subagents_of(
+        &self,
+        parent: &BotId,
+    ) -> Result<Vec<crate::record::SubagentRecord>> {
+        let parent = parent.clone();
+        self.read(move |c| reader::running_subagents_of(c, &parent))
+            .await
+    }
+
+    /// What a list of `parent`'s subagents shows: every running one and
+    /// the `finished` latest finished ones, oldest first, without their
+    /// results (`None`), and how many earlier finished ones it leaves out
+    /// (reader_bots.rs `subagents_listed`: index reads only).
+    pub async fn subagents_listed(
+        &self,
+        parent: &BotId,
+        finished: usize,
+    ) -> Result<(Vec<crate::record::SubagentRecord>, usize)> {
+        let parent = parent.clone();
+        self.read(move |c| reader::subagents_listed(c, &parent, finished))
+            .await
+    }
+
     /// The task of each subagent of `parent`, by id (reader_bots.rs
     /// `subagent_tasks_of`: ids and descriptions only).
     pub async fn subagent_tasks_of(&self, parent: &BotId) -> Result<Vec<(BotId, String)>> {
@@ -238,3 +277,18 @@ mod usage_tests;
 #[cfg(test)]
 #[path = "store_bot_names_tests.rs"]
 mod bot_names_tests;
+
+impl Store {
+    /// The ids of `owner`'s bots, in no set order, without their records:
+    /// what [`Store::list_bots`] of the owner gives, for a caller that needs
+    /// only the ids (an owner with thousands of subagents paid the
+    /// decoding of every record, its tools and settings, at each read).
+    pub async fn bot_ids_of(&self, owner: &UserId) -> Result<Vec<BotId>> {
+        let owner = owner.clone();
+        self.read(move |c| reader::bot_ids_of(c, &owner)).await
+    }
+}
+
+#[cfg(test)]
+#[path = "store_bot_ids_tests.rs"]
+mod bot_ids_tests;

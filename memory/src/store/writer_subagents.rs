@@ -283,17 +283,17 @@ impl Writer {
         Ok(())
     }
 
-    /// Running subagents of `parent` other than `subagent`.
+    /// Running subagents of `parent` other than `subagent`: a read of
+    /// index `subagents_running` (migration 25; its `status = 'running'`
+    /// is spelled out for SQLite to use it), not of every subagent the
+    /// parent ever had.
     fn running_besides(&mut self, parent: &str, subagent: &str) -> Result<usize> {
         let running: i64 = self
             .conn
             .prepare_cached(
-                "SELECT COUNT(*) FROM subagents WHERE parent = ?1 AND status = ?2 AND id != ?3",
+                "SELECT COUNT(*) FROM subagents WHERE parent = ?1 AND status = 'running' AND id != ?2",
             )?
-            .query_row(
-                params![parent, SubagentStatus::Running.as_str(), subagent],
-                |r| r.get(0),
-            )?;
+            .query_row(params![parent, subagent], |r| r.get(0))?;
         Ok(usize::try_from(running).unwrap_or(usize::MAX))
     }
 }
