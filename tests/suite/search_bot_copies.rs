@@ -11,29 +11,10 @@ use botfleet::memory::SessionKind;
 use serde_json::Value;
 
 use super::recall::flush;
+use super::search_rooms::search;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
-
-/// `GET /v1/search` as alice: (total, (session, seq, kind, author) of each hit).
-async fn search(host: &TestHost, params: &str) -> (u64, Vec<(String, i64, String, String)>) {
-    let (status, v) = host.get(&format!("/v1/search?{params}"), TOKEN).await;
-    assert_eq!(status, 200, "{params}: {v}");
-    let hits = v["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            (
-                h["session"].as_str().unwrap().to_owned(),
-                h["seq"].as_i64().unwrap(),
-                h["kind"].as_str().unwrap().to_owned(),
-                h["author"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    (v["total"].as_u64().unwrap(), hits)
-}
 
 const CHAT: &str = r#"
 [[rule]]

@@ -53,7 +53,10 @@ fn member_session(bot: &str, room: &str) -> String {
 }
 
 /// `GET /v1/search` as alice: (total, (session, seq, kind, author) of each hit).
-async fn search(host: &TestHost, params: &str) -> (u64, Vec<(String, i64, String, String)>) {
+pub(super) async fn search(
+    host: &TestHost,
+    params: &str,
+) -> (u64, Vec<(String, i64, String, String)>) {
     let (status, v) = host.get(&format!("/v1/search?{params}"), TOKEN).await;
     assert_eq!(status, 200, "{params}: {v}");
     let hits = v["hits"]
