@@ -476,6 +476,13 @@ impl FleetHandle {
         Ok(self.board.all())
     }
 
+    /// The active bot running `turn`, if one is (its record may not be
+    /// stored yet: it is written with the turn's first step).
+    pub async fn bot_running(&self, turn: botfleet_memory::TurnId) -> Result<Option<BotId>> {
+        self.live_router()?;
+        Ok(self.board.running(turn))
+    }
+
     /// Fails unless a router is running: the board lists the bots of the
     /// running router (a new one starts with none active and clears it).
     fn live_router(&self) -> Result<()> {

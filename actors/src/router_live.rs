@@ -107,6 +107,21 @@ impl LiveBoard {
         Some(cell.read(bot))
     }
 
+    /// The active bot running `turn`, if one is: no status is copied.
+    pub(crate) fn running(&self, turn: botfleet_memory::TurnId) -> Option<BotId> {
+        self.bots
+            .read()
+            .iter()
+            .find(|(_, cell)| {
+                cell.status
+                    .lock()
+                    .as_ref()
+                    .and_then(|s| s.turn.as_ref())
+                    .is_some_and(|t| t.turn == turn)
+            })
+            .map(|(bot, _)| bot.clone())
+    }
+
     /// The status of every active bot, by id.
     pub(crate) fn all(&self) -> Vec<BotStatus> {
         let cells: Vec<(BotId, Arc<LiveCell>)> = self

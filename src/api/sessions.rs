@@ -202,20 +202,14 @@ async fn visible_turn(
         // (in memory), and that bot's record (cached) says whose it is:
         // no read of every bot the user has, at each look at a turn.
         None => {
-            let running = state
-                .fleet
-                .active()
-                .await?
-                .into_iter()
-                .find(|s| s.turn.as_ref().is_some_and(|t| t.turn == id))
-                .ok_or_else(missing)?;
-            match store.get_bot(&running.id).await? {
+            let running = state.fleet.bot_running(id).await?.ok_or_else(missing)?;
+            match store.get_bot(&running).await? {
                 Some(bot) if bot.owner == user.0 => {}
                 Some(_) | None => return Err(missing()),
             }
             state
                 .fleet
-                .turn_record(id, &[running.id])
+                .turn_record(id, &[running])
                 .await?
                 .ok_or_else(missing)?
         }
