@@ -26,10 +26,20 @@ export const botWatchers = new Set();
 export const roomWatchers = new Set();
 
 let botsLoading = null;
-/** Fetches the bots (one request at a time) and tells the watchers. */
+/** Asked for while a fetch was out: its answer may predate what changed. */
+let botsAgain = false;
+/**
+ * Fetches the bots (one request at a time) and tells the watchers. Asked
+ * for while a fetch is out, it fetches once more after it: the answer out
+ * may have been read before the change the caller was told of.
+ */
 export function loadBots() {
   if (!auth.token) return Promise.resolve();
-  if (botsLoading) return botsLoading;
+  if (botsLoading) {
+    botsAgain = true;
+    return botsLoading;
+  }
+  botsAgain = false;
   const all = store.allSubagents;
   botsLoading = call("bots", {}, all ? { query: { subagents: "all" } } : {})
     .then(({ data }) => {
@@ -47,7 +57,7 @@ export function loadBots() {
     .finally(() => {
       botsLoading = null;
     })
-    .then(() => (store.allSubagents !== all ? loadBots() : undefined));
+    .then(() => (botsAgain || store.allSubagents !== all ? loadBots() : undefined));
   return botsLoading;
 }
 

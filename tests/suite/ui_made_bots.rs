@@ -201,8 +201,20 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
         .await;
     assert_eq!(listed(&host, "helper").await["removed_at"], Value::Null);
 
-    // made by CreateAgent again: Remove removes it
+    // made by CreateAgent again: Remove removes it. A write to the store
+    // sends the page no signal, and a list loaded after the refusal shows
+    // helper as fleet.toml's (no Remove): the page loads the list again
+    // when the person asks for the recent subagents only
     ui_page::write(&host, vec![Mutation::UpsertBot(made)]).await;
+    browser.click(".list-notes button").await;
+    browser
+        .wait_js(
+            "helper's Remove offered after the list loaded again",
+            r#"const b = document.querySelector('.list li[data-bot="helper"] button.remove');
+               return b && !b.disabled && document.querySelectorAll('.list li[data-bot]').length === arguments[0];"#,
+            json!([2 + 20]),
+        )
+        .await;
     browser
         .click(r#".list li[data-bot="helper"] button.remove"#)
         .await;
