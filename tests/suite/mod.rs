@@ -14,6 +14,7 @@ mod api_schema;
 mod approval_elsewhere;
 mod approval_expiry;
 mod approval_gone;
+mod approval_store_effects;
 mod approval_used_early;
 mod approvals;
 mod backup_restore;

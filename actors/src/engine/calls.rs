@@ -4,7 +4,11 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+
+use botfleet_memory::ApprovalId;
+
 use crate::engine::context::Replies;
+use crate::tools::ToolOutput;
 use crate::tools::gate::TurnStop;
 
 impl From<TurnStop> for Stop {
@@ -195,10 +199,15 @@ impl Runner {
             GateDecision::Stopped(stop) => return self.skip_call(call, &stop.into()).await,
         };
         let external = tool.effect() == Effect::External;
-        // an approved call uses its approval up as it starts, with its
-        // start record: one that never starts leaves it usable
+        // an approved call with an external effect uses its approval up as
+        // it starts, with its start record (which guards the effect): one
+        // that never starts leaves it usable. One whose effects are store
+        // writes uses it up in the commit of its outcome, with them: both
+        // or neither. (It was used up one commit before them: a crash
+        // between the two left it used for an action that never happened,
+        // and the resumed turn asked the person a second time.)
         let mut start = Vec::new();
-        if let Some(id) = approval {
+        if let Some(id) = approval.filter(|_| external) {
             start.push(Mutation::ConsumeApproval { id });
         }
         if external && !already_started {
@@ -213,15 +222,11 @@ impl Runner {
         if !start.is_empty() {
             match self.commit(start).await {
                 Ok(_) => {}
-                Err(StoreError::Rejected(why)) if approval.is_some() => {
+                Err(StoreError::Rejected(why)) if external && approval.is_some() => {
                     // used by another call or expired since the gate saw it
                     drop(locks);
-                    let text = ToolError::new(
-                        format!("not run: {why}"),
-                        "call it again to ask for a new approval",
-                    );
                     return self
-                        .not_run_now(call, text.to_string(), already_started)
+                        .not_run_now(call, approval_lost(&why), already_started)
                         .await;
                 }
                 Err(e) => return Err(e),
@@ -235,16 +240,63 @@ impl Runner {
         // effect is now
         let started = external || already_started;
         match result {
-            Ok(out) => {
-                let delivered = out.delivered;
-                self.record_outcome(call, out.content, false, out.effects, delivered, started)
-                    .await
-            }
+            Ok(out) => match approval.filter(|_| !external) {
+                Some(id) => self.record_approved_outcome(call, id, out, started).await,
+                None => {
+                    let delivered = out.delivered;
+                    self.record_outcome(call, out.content, false, out.effects, delivered, started)
+                        .await
+                }
+            },
+            // nothing happened: the approval of a call with only store
+            // effects stays usable (an external one used it as it started)
             Err(e) => {
                 self.record_outcome(call, e.to_string(), true, Vec::new(), false, started)
                     .await
             }
         }
+    }
+
+    /// Commits the outcome of a call with only store effects that ran with
+    /// approval `id`, using the approval up in the same commit. When the
+    /// writer refuses that use (another call used it, or it expired, since
+    /// the gate saw it), nothing of what the call did is written: its
+    /// result is the refusal.
+    async fn record_approved_outcome(
+        &mut self,
+        call: &ToolCall,
+        id: ApprovalId,
+        out: ToolOutput,
+        started: bool,
+    ) -> Result<(), StoreError> {
+        let deliveries = out.delivered.then(|| delivery_texts(&out.effects));
+        let mut effects = Vec::with_capacity(1 + out.effects.len());
+        effects.push(Mutation::ConsumeApproval { id });
+        effects.extend(out.effects);
+        let batch = self.outcome_writes(call, out.content, false, effects, started);
+        match self.commit(batch).await {
+            Ok(_) => {
+                if let Some(texts) = deliveries {
+                    self.count_delivery(texts);
+                }
+                Ok(())
+            }
+            Err(StoreError::Rejected(why)) if !self.approval_usable(id).await? => {
+                self.not_run_now(call, approval_lost(&why), started).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether approval `id` may still be used (approved, unused, within
+    /// its window).
+    async fn approval_usable(&self, id: ApprovalId) -> Result<bool, StoreError> {
+        Ok(self
+            .rt
+            .store
+            .approval(id)
+            .await?
+            .is_some_and(|a| a.is_usable()))
     }
 
     /// Records a call that is not run now, with `why` as its result. A
@@ -367,6 +419,33 @@ impl Runner {
         delivered: bool,
         started: bool,
     ) -> Vec<Mutation> {
+        if delivered {
+            self.count_delivery(delivery_texts(&effects));
+        }
+        self.outcome_writes(call, content, is_error, effects, started)
+    }
+
+    /// A delivery the turn made, with the texts of its `Delivery` entries.
+    fn count_delivery(&mut self, texts: Vec<String>) {
+        self.state.delivered += 1;
+        for text in texts {
+            if let Some(t) = &mut self.texts {
+                t.delivered(&text);
+            }
+            self.last_delivery = Some(text);
+        }
+    }
+
+    /// The writes of a call's outcome: its result entry (and, for a call
+    /// recorded as started, its row's outcome) with its effects.
+    fn outcome_writes(
+        &self,
+        call: &ToolCall,
+        content: String,
+        is_error: bool,
+        effects: Vec<Mutation>,
+        started: bool,
+    ) -> Vec<Mutation> {
         // a tool may have printed a secret (Shell, Read of a file): the model,
         // the transcript and the logs only ever see it redacted. This is the
         // one scrub of a Read window. A part of one left where a tool cut
@@ -377,19 +456,6 @@ impl Runner {
         } else {
             self.secrets.redactor.scrub(&content).into_owned()
         };
-        if delivered {
-            self.state.delivered += 1;
-            for m in &effects {
-                if let Mutation::Append(e) = m
-                    && let EntryKind::Delivery { text, .. } = &e.kind
-                {
-                    self.last_delivery = Some(text.clone());
-                    if let Some(t) = &mut self.texts {
-                        t.delivered(text);
-                    }
-                }
-            }
-        }
         let mut batch = Vec::with_capacity(2 + effects.len());
         if started {
             batch.push(Mutation::ToolFinished {
@@ -411,6 +477,31 @@ impl Runner {
         batch.extend(effects);
         within_limits(batch)
     }
+}
+
+/// The result of an approved call whose approval the writer refused to
+/// use (`why`): another call used it, or it expired, since the gate saw
+/// it. Nothing of the call was written.
+fn approval_lost(why: &str) -> String {
+    ToolError::new(
+        format!("not run: {why}"),
+        "call it again to ask for a new approval",
+    )
+    .to_string()
+}
+
+/// The texts of the `Delivery` entries among a call's effects.
+fn delivery_texts(effects: &[Mutation]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|m| match m {
+            Mutation::Append(e) => match &e.kind {
+                EntryKind::Delivery { text, .. } => Some(text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// A call's outcome whose effects are bounded (`Mutation::Limited`: a
@@ -467,3 +558,7 @@ fn within_limits(batch: Vec<Mutation>) -> Vec<Mutation> {
         within,
     }))]
 }
+
+#[cfg(test)]
+#[path = "calls_approval_tests.rs"]
+mod approval_tests;

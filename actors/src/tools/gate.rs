@@ -18,9 +18,10 @@
 //!    later (a repository's `.git/`, CI pipelines, shell start-up files).
 //! 3. **approval** — only for side effects ([`is_side_effect`]): an `ask`
 //!    whose exact action (same fingerprint, same script hashes) was
-//!    approved runs, and the caller uses the approval up when the call
-//!    starts (with its start record, so a call stopped before it started
-//!    leaves it usable); otherwise the `ask` becomes a
+//!    approved runs, and the caller uses the approval up with what the
+//!    call does (a call stopped before it started leaves it usable); one
+//!    already used for the same request is refused as already run;
+//!    otherwise the `ask` becomes a
 //!    pending approval → [`GateDecision::AwaitApproval`] (a fifth pending
 //!    one is refused). An allowed side effect while an approval of the bot
 //!    is pending is refused: nothing new starts while a person is deciding.
@@ -37,9 +38,12 @@
 //!    one (another fingerprint) does not cover it. After `MAX_REVIEWS`
 //!    passes it is refused.
 //! 5. **run** — [`GateDecision::Run`]: the caller runs the tool holding the
-//!    guards and drops them when it finishes; with `approval`, it first
-//!    commits [`Mutation::ConsumeApproval`] with the call's start, and does
-//!    not run the call if that is refused (used or expired meanwhile).
+//!    guards and drops them when it finishes; with `approval`, it commits
+//!    [`Mutation::ConsumeApproval`] with the call's start record for a
+//!    tool with an external effect (and does not run the call if that is
+//!    refused: used or expired meanwhile), or with the call's outcome and
+//!    store effects for the others (refused: none of them is written, and
+//!    the refusal is the call's result).
 //!
 //! Every check fails closed: a store error refuses the call with a
 //! retryable message.
@@ -119,8 +123,9 @@ pub enum GateDecision {
         /// Hold until the tool returns.
         locks: LockGuards,
         /// The approval this run needs: the caller uses it up
-        /// ([`Mutation::ConsumeApproval`]) with the call's start record,
-        /// and does not run the call if that is refused.
+        /// ([`Mutation::ConsumeApproval`]) with the call's start record
+        /// (an external effect: not run if that is refused) or with its
+        /// outcome and store effects (none written if it is refused).
         approval: Option<ApprovalId>,
     },
     /// Do not run: this is the call's (error) result.
@@ -258,7 +263,7 @@ async fn review_to_locks(
     if kind != ToolKind::Delivery
         && is_side_effect(tool.effect(), tool.mutates(), enforced.is_some())
     {
-        match approval_stage(ctx, action.as_ref(), &decision, tool.effect()).await {
+        match approval_stage(ctx, action.as_ref(), &decision).await {
             Ok(Stage::Proceed(a)) => approval = a,
             Ok(Stage::Stop(d)) => return (d, action),
             Err(e) => return (GateDecision::Refuse(e), action),
@@ -363,7 +368,6 @@ async fn approval_stage(
     ctx: &ToolContext<'_>,
     action: Option<&Action>,
     decision: &ReviewDecision,
-    effect: Effect,
 ) -> Result<Stage, ToolError> {
     let store = ctx.store();
     let open = store
@@ -386,8 +390,8 @@ async fn approval_stage(
         .iter()
         .find(|a| a.is_usable() && a.fingerprint == fingerprint && a.session == session)
     {
-        // used up by the caller when the call starts, with its start record
-        // (a call stopped while waiting for its locks did not use it)
+        // used up by the caller with what the call does (a call stopped
+        // while waiting for its locks did not use it)
         tracing::info!(bot = %ctx.bot.id, approval = %approved.id, "an approved action may run");
         return Ok(Stage::Proceed(Some(approved.id)));
     }
@@ -395,15 +399,18 @@ async fn approval_stage(
     // it read the decision (a repeat in the turn that asked), and the
     // decision's note, read later, asks for the call again. A new approval
     // of it would look to the person like the one they gave, and run the
-    // action twice. Only for a call whose use of the approval is committed
-    // with its start (`Effect::External`): one with only store effects
-    // uses it in a commit before its outcome's, so after a crash between
-    // the two it was used but never ran, and is asked about again.
-    if effect == Effect::External
-        && let Some(used) = store
-            .used_approval(&ctx.scope.session.owner, session, &fingerprint)
-            .await
-            .map_err(store_failed)?
+    // action twice. An approval is used only with what the call did: a
+    // call with an external effect uses it with its start record (which
+    // guards the effect), one with only store effects (SendToAgent, Task,
+    // UpdateAgent, a reply to a bot) in the commit of its outcome and
+    // effects. (Such a call used it a commit before its outcome, so a used
+    // approval could not tell that it ran, and it was asked about again: a
+    // second card for a message already sent, and approving it sent the
+    // message twice.)
+    if let Some(used) = store
+        .used_approval(&ctx.scope.session.owner, session, &fingerprint)
+        .await
+        .map_err(store_failed)?
     {
         return Err(used_already(&used));
     }
