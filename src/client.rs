@@ -11,6 +11,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use serde_json::json;
 
+#[path = "client_sse.rs"]
+mod sse;
+
 /// How long the host may take to answer a request (the change stream has
 /// no limit: see [`Client::events`]).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -386,22 +389,14 @@ impl Client {
         }
         let bytes = resp.bytes_stream();
         let stream = futures::stream::unfold(
-            (bytes, Vec::<u8>::new()),
-            |(mut bytes, mut buf)| async move {
+            (bytes, sse::EventReader::default()),
+            |(mut bytes, mut reader)| async move {
                 loop {
-                    if let Some(pos) = find_blank_line(&buf) {
-                        let block: Vec<u8> = buf.drain(..pos).collect();
-                        let text = String::from_utf8_lossy(&block).into_owned();
-                        while buf.first().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-                            buf.remove(0);
-                        }
-                        if let Some(ev) = parse_event(&text) {
-                            return Some((ev, (bytes, buf)));
-                        }
-                        continue;
+                    if let Some(ev) = reader.next_event() {
+                        return Some((ev, (bytes, reader)));
                     }
                     match bytes.next().await {
-                        Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                        Some(Ok(chunk)) => reader.feed(&chunk),
                         _ => return None,
                     }
                 }
@@ -409,29 +404,6 @@ impl Client {
         );
         Ok(Box::pin(stream))
     }
-}
-
-fn find_blank_line(buf: &[u8]) -> Option<usize> {
-    buf.windows(2).position(|w| w == b"\n\n")
-}
-
-fn parse_event(block: &str) -> Option<ServerEvent> {
-    let mut event = String::from("message");
-    let mut data = String::new();
-    for line in block.lines() {
-        if let Some(v) = line.strip_prefix("event:") {
-            event = v.trim().to_owned();
-        } else if let Some(v) = line.strip_prefix("data:") {
-            data.push_str(v.trim());
-        }
-    }
-    if data.is_empty() {
-        return None;
-    }
-    Some(ServerEvent {
-        event,
-        data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
-    })
 }
 
 /// An error and the causes under it (`error sending request for url

@@ -132,6 +132,38 @@ const RESERVED_PREFIXES: &[&str] = &[
 /// no secret names at all: a name is upper case.)
 const RESERVED_SUFFIXES: &[&str] = &["_PROXY"];
 
+/// Names the shell that runs a command (`sh -c`: dash or bash, whichever
+/// the system has) sets itself, so a command never sees a secret of that
+/// name: bash sets `_` to each command's path in its environment, `PPID`,
+/// `SHLVL`, `LINENO`, `RANDOM`, `SECONDS`, `OPTIND`, `OPTERR` and the
+/// `EPOCH*` clocks are the shell's own values, bash drops `PS1` and `PS2`
+/// when it is not interactive; and an `OPTIND` that is not a
+/// number makes dash refuse to run any command at all ("Illegal number",
+/// quoting the value). bash's own `BASH`, `BASHPID` and `BASH_*` are
+/// likewise (a prefix below).
+const SHELL_NAMES: &[&str] = &[
+    "_",
+    "PPID",
+    "SHLVL",
+    "LINENO",
+    "RANDOM",
+    "SRANDOM",
+    "SECONDS",
+    "OPTIND",
+    "OPTERR",
+    "HISTCMD",
+    "EPOCHSECONDS",
+    "EPOCHREALTIME",
+    "PS1",
+    "PS2",
+    "BASH",
+    "BASHPID",
+];
+
+/// Families of names the shell sets itself: bash's own (`BASH_VERSION`,
+/// `BASH_COMMAND`, `BASH_ARGV0`, `BASH_XTRACEFD`, …).
+const SHELL_PREFIXES: &[&str] = &["BASH_"];
+
 /// Longest secret name.
 const MAX_NAME_LEN: usize = 64;
 
@@ -146,6 +178,23 @@ fn reserved(name: &str) -> bool {
     RESERVED_NAMES.contains(&name)
         || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
         || RESERVED_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// Whether the shell sets `name` itself ([`SHELL_NAMES`]).
+fn set_by_the_shell(name: &str) -> bool {
+    SHELL_NAMES.contains(&name) || SHELL_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// A name of the user's own to store the value of `name` under: `MY_NAME`
+/// or `NAME_VALUE`, whichever is free to use.
+fn instead_of(name: &str) -> String {
+    if name.trim_matches('_').is_empty() {
+        return "MY_SECRET".to_owned();
+    }
+    [format!("MY_{name}"), format!("{name}_VALUE")]
+        .into_iter()
+        .find(|n| n.len() <= MAX_NAME_LEN && !reserved(n) && !set_by_the_shell(n))
+        .unwrap_or_else(|| "MY_SECRET".to_owned())
 }
 
 /// What is wrong with the shape of `name` as a secret name, if anything:
@@ -166,7 +215,9 @@ pub fn secret_name_shape_problem(name: &str) -> Option<String> {
 }
 
 /// What is wrong with `name` as a secret name, if anything: its shape
-/// ([`secret_name_shape_problem`]), or it is reserved because it steers
+/// ([`secret_name_shape_problem`]), a name the shell sets itself, which
+/// no command would see (`_`, `PPID`, `OPTIND`, `BASH_*`, …), or it is
+/// reserved because it steers
 /// what commands run, load or trust (`PATH`, `LD_*`, `GIT_*`, `PAGER`,
 /// `*_PROXY`, `SSL_CERT_FILE`, …). The message names the rule and what to
 /// do instead.
@@ -174,12 +225,9 @@ pub fn secret_name_problem(name: &str) -> Option<String> {
     if let Some(problem) = secret_name_shape_problem(name) {
         return Some(problem);
     }
-    reserved(name).then(|| {
-        let instead = [format!("MY_{name}"), format!("{name}_VALUE")]
-            .into_iter()
-            .find(|n| n.len() <= MAX_NAME_LEN && !reserved(n))
-            .unwrap_or_else(|| "MY_SECRET".to_owned());
-        format!(
+    if reserved(name) {
+        let instead = instead_of(name);
+        return Some(format!(
             "{name:?} is reserved: commands get each secret as an environment variable of its \
              name, and {name} would change what the bot's commands run, load or trust (a \
              program, library or config the shell and common tools (git, ssh, less, curl, \
@@ -187,6 +235,15 @@ pub fn secret_name_problem(name: &str) -> Option<String> {
              for commands that passed review; store it under a name of your own such as \
              {instead}, and let a command that needs it set it openly \
              (`{name}=\"${instead}\" …`), where review sees it"
+        ));
+    }
+    set_by_the_shell(name).then(|| {
+        let instead = instead_of(name);
+        format!(
+            "{name:?} is a name the shell sets itself: commands get each secret as an \
+             environment variable of its name, and the shell that runs them (`sh`) replaces or \
+             refuses a variable named {name}, so no command would ever see this value; store \
+             it under a name of your own such as {instead}"
         )
     })
 }

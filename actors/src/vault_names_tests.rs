@@ -133,3 +133,60 @@ fn names_that_change_what_commands_run_or_trust_are_reserved() {
         assert_eq!(secret_name_shape_problem(name), None, "{name}");
     }
 }
+
+/// Before, these were accepted, and no command saw their value: the shell
+/// that runs a command sets them itself (bash puts each command's path in
+/// `_`), and dash refuses to run anything with an `OPTIND` that is not a
+/// number. Names of the same shape that the shell leaves alone stay fine.
+#[test]
+fn names_the_shell_sets_itself_are_refused() {
+    for name in [
+        "_",
+        "PPID",
+        "SHLVL",
+        "LINENO",
+        "RANDOM",
+        "SECONDS",
+        "OPTIND",
+        "OPTERR",
+        "PS1",
+        "BASH",
+        "BASHPID",
+        "BASH_VERSION",
+        "BASH_XTRACEFD",
+        "EPOCHSECONDS",
+    ] {
+        let problem = secret_name_problem(name).unwrap_or_default();
+        assert!(
+            problem.contains("a name the shell sets itself")
+                && problem.contains("no command would ever see this value"),
+            "{name}: {problem:?}"
+        );
+        let instead = problem.split("such as ").nth(1).unwrap_or_default();
+        assert!(valid_secret_name(instead), "{name}: suggests {instead:?}");
+        // the shape is fine: one stored before can be deleted
+        assert_eq!(secret_name_shape_problem(name), None, "{name}");
+    }
+    assert!(
+        secret_name_problem("_")
+            .unwrap_or_default()
+            .ends_with("such as MY_SECRET")
+    );
+    // the reserved ones among bash's say so, as before
+    assert!(
+        secret_name_problem("BASH_ENV")
+            .unwrap_or_default()
+            .contains("is reserved")
+    );
+    for fine in [
+        "__",
+        "_X",
+        "_1",
+        "MY_BASH",
+        "PS1_TOKEN",
+        "OPTIONS",
+        "RANDOM_SEED",
+    ] {
+        assert_eq!(secret_name_problem(fine), None, "{fine}");
+    }
+}

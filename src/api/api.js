@@ -338,6 +338,8 @@ export class Signals {
     const reader = body.getReader();
     const decoder = new TextDecoder();
     let buf = "";
+    // the last piece ended in \r: a \n first in the next ends the same line
+    let cr = false;
     let timer = 0;
     const watch = () => {
       clearTimeout(timer);
@@ -349,8 +351,14 @@ export class Signals {
         const { value, done } = await reader.read();
         if (done) return;
         watch();
-        buf += decoder.decode(value, { stream: true });
-        // the host ends lines with \n; a \r before it is dropped per line
+        let text = decoder.decode(value, { stream: true });
+        if (!text) continue;
+        // lines end in \r\n, \n or \r: the host sends \n, a proxy may
+        // re-encode it (a stream of \r\n had no "\n\n": no event, not even
+        // `ready`, reached the page); buf holds them as \n
+        if (cr && text.startsWith("\n")) text = text.slice(1);
+        cr = text.endsWith("\r");
+        buf += text.replace(/\r\n?/g, "\n");
         let end;
         while ((end = buf.indexOf("\n\n")) >= 0) {
           const block = buf.slice(0, end);
@@ -366,8 +374,7 @@ export class Signals {
   dispatch(block, onReady) {
     let event = "message";
     const data = [];
-    for (const raw of block.split("\n")) {
-      const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    for (const line of block.split("\n")) {
       if (!line || line.startsWith(":")) continue;
       const colon = line.indexOf(":");
       const field = colon < 0 ? line : line.slice(0, colon);
@@ -388,7 +395,7 @@ export class Signals {
     } else if (event === "change") {
       this.signal({ type: "change", session: payload.session, seq: payload.seq, bot: payload.bot });
     } else if (event === "resync") {
-      this.signal({ type: "resync", reason: "lagged", missed: payload.missed });
+      this.signal({ type: "resync", reason: "lagged" });
     }
   }
 }

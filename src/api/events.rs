@@ -2,7 +2,9 @@
 //! says that a session of the user has entries up to a seq; clients fetch
 //! what they lack with `GET /v1/sessions/{session}/entries?after=SEQ`. When
 //! a client falls behind, a `resync` event tells it to re-fetch everything
-//! it shows. Open streams are capped per user and in all
+//! it shows; it says nothing of how many signals were missed (the host's
+//! one channel of signals holds every user's, so that count would be the
+//! host's, not the user's). Open streams are capped per user and in all
 //! (`event_slots.rs`).
 
 use std::convert::Infallible;
@@ -72,10 +74,12 @@ pub(crate) async fn stream(
                     return Some((Ok(event), f));
                 }
                 Ok(_) => continue,
-                Err(RecvError::Lagged(n)) => {
-                    let event = Event::default()
-                        .event("resync")
-                        .data(json!({ "missed": n }).to_string());
+                // `n` counts the signals of every user that this stream
+                // did not read, and those of this user among them are
+                // gone unread: it is no count of what this user missed,
+                // and it would tell them how busy the others are
+                Err(RecvError::Lagged(_)) => {
+                    let event = Event::default().event("resync").data("{}");
                     return Some((Ok(event), f));
                 }
                 Err(RecvError::Closed) => return None,
