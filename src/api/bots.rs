@@ -77,7 +77,7 @@ pub(crate) async fn list(
     let listing = state
         .fleet
         .store()
-        .list_bots_keeping(Some(&user.0), &today, keep)
+        .list_bots_keeping(&user.0, &today, keep)
         .await?;
     // what the bots publish (docs/architecture.md, "Router"): read at
     // once however busy they are. With no router running, which bots are

@@ -150,10 +150,12 @@ async fn manages(state: &ApiState, user: &AuthUser, scope: &MemoryScope) -> Resu
             .get_bot(b)
             .await?
             .is_some_and(|b| b.owner == user.0),
+        // a project's bots are in the config ([[bots]] `projects`): the
+        // user's bots other than subagents, not every subagent record too
         MemoryScope::Project(p) => state
             .fleet
             .store()
-            .list_bots(Some(&user.0))
+            .main_bots_of(&user.0)
             .await?
             .iter()
             .any(|b| bot_projects(b).contains(p)),

@@ -122,6 +122,7 @@ mod owner_change_pending;
 mod owner_change_subagent;
 mod owner_change_turns;
 mod owner_workspaces;
+mod project_forget;
 mod provider_base_url;
 mod provider_quirks;
 mod provider_quirks2;

@@ -166,6 +166,7 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
             "DROP INDEX bots_id_folded; ALTER TABLE inbox DROP COLUMN starts; \
              DROP TABLE room_audience; DROP TABLE hook_signatures; \
              DROP INDEX sessions_owner; DROP INDEX IF EXISTS subagents_running; \
+             DROP INDEX IF EXISTS bots_owner_main; DROP INDEX IF EXISTS rooms_shared; \
              PRAGMA user_version = 16;",
         )
         .unwrap();

@@ -293,22 +293,20 @@ pub async fn room_for(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRec
     }
 }
 
-/// Every room `user` may use, by id.
+/// Every room `user` may use, by id: `may_use` of each of the user's
+/// rooms and each shared one, whose members it looks up by key (records
+/// the store keeps in memory). It read every bot record of the user and
+/// searched them one by one for each member, at each listing of rooms,
+/// API search and SearchTranscript call: thousands of records, for a user
+/// whose bots delegate (each subagent is a bot of its own).
 pub async fn rooms_for(rt: &Runtime, user: &UserId) -> Result<Vec<RoomRecord>, GroupError> {
-    let mine: Vec<BotId> = rt
-        .store
-        .list_bots(Some(user))
-        .await?
-        .into_iter()
-        .map(|b| b.id)
-        .collect();
-    Ok(rt
-        .store
-        .rooms_for(user)
-        .await?
-        .into_iter()
-        .filter(|r| r.owner == *user || r.members.iter().any(|m| mine.contains(m)))
-        .collect())
+    let mut out = Vec::new();
+    for room in rt.store.rooms_for(user).await? {
+        if may_use(rt, user, &room).await? {
+            out.push(room);
+        }
+    }
+    Ok(out)
 }
 
 /// Posts a user's message to a room: the ledger decides (`Idempotency-Key`

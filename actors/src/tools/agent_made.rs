@@ -58,9 +58,12 @@ fn counts(bot: &BotRecord) -> bool {
 /// creating at the same moment may pass it, by one bot each.
 pub(super) async fn check_room_to_make(ctx: &ToolContext<'_>) -> Result<(), ToolError> {
     let max = ctx.rt.settings.max_created_agents;
+    // bots made by CreateAgent are no subagents: an index that holds
+    // none, not every record of the owner (thousands, for an owner whose
+    // bots delegate)
     let made = ctx
         .store()
-        .list_bots(Some(&ctx.bot.owner))
+        .main_bots_of(&ctx.bot.owner)
         .await
         .map_err(store_error)?
         .iter()

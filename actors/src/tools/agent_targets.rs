@@ -71,10 +71,11 @@ pub(crate) async fn resolve_bot(
     if let Some(b) = names::pick(&answering, name)? {
         return Ok(b.clone());
     }
-    // none: the owner's bots, to name the likely meant
+    // none: the owner's bots, to name the likely meant (no subagent: an
+    // index that holds none, not every record of the owner)
     let bots = ctx
         .store()
-        .list_bots(Some(&ctx.bot.owner))
+        .main_bots_of(&ctx.bot.owner)
         .await
         .map_err(store_error)?;
     Err(ToolError::new(

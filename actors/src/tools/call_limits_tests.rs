@@ -142,7 +142,12 @@ async fn a_task_whose_place_a_retry_took_meanwhile_is_refused() {
     assert_eq!(retried, vec![botfleet_memory::MutationResult::Count(1)]);
     f.rt.store.write(task.effects).await.unwrap();
 
-    let subs = f.rt.store.subagents_of(&f.bot.id).await.unwrap();
+    let subs =
+        f.rt.store
+            .subagents_listed(&f.bot.id, usize::MAX)
+            .await
+            .unwrap()
+            .0;
     let running: Vec<&BotId> = subs
         .iter()
         .filter(|s| s.status == SubagentStatus::Running)

@@ -97,7 +97,12 @@ async fn a_held_id_is_skipped_and_a_call_run_again_finds_its_own_child() {
     let again = Task.call(&f.ctx("c1"), task()).await.unwrap();
     assert_eq!(again.content, out.content);
     assert!(again.effects.is_empty(), "{:#?}", again.effects);
-    let subs = f.rt.store.subagents_of(&f.bot.id).await.unwrap();
+    let subs =
+        f.rt.store
+            .subagents_listed(&f.bot.id, usize::MAX)
+            .await
+            .unwrap()
+            .0;
     assert_eq!(
         subs.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
         vec![child.clone()]

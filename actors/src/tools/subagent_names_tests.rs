@@ -73,7 +73,14 @@ async fn a_title_with_characters_names_may_not_hold_is_refused() {
         "{}",
         e.message
     );
-    assert!(f.rt.store.subagents_of(&f.bot.id).await.unwrap().is_empty());
+    assert!(
+        f.rt.store
+            .subagents_listed(&f.bot.id, usize::MAX)
+            .await
+            .unwrap()
+            .0
+            .is_empty()
+    );
 }
 
 /// Plain titles pass as before, in any script, with emoji sequences; a

@@ -1,8 +1,6 @@
 //! Reads of what belongs to a bot: its record (`bots`), its subagents,
 //! its token usage (`bot_usage`), and its owner's secrets (`user_secrets`).
 
-use std::collections::HashSet;
-
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
 use rusqlite::Row;
@@ -89,6 +87,59 @@ pub(crate) fn list_bots(conn: &Connection, owner: Option<&UserId>) -> Result<Vec
             [],
         ),
     }
+}
+
+/// `owner`'s bots other than subagents (origin not `subagent:`), by id:
+/// a search of index `bots_owner_main` (migration 26), which holds no
+/// subagent, however many tasks the owner's bots delegated.
+pub(crate) const MAIN_BOTS_OF_OWNER: &str =
+    "WHERE owner = ?1 AND substr(origin, 1, 9) <> 'subagent:' ORDER BY id";
+
+/// See [`MAIN_BOTS_OF_OWNER`].
+pub(crate) fn main_bots_of(conn: &Connection, owner: &UserId) -> Result<Vec<BotRecord>> {
+    query_bots(
+        conn,
+        &format!("SELECT {BOT_COLUMNS} FROM bots {MAIN_BOTS_OF_OWNER}"),
+        params![owner.as_str()],
+    )
+}
+
+/// `owner`'s bots, by id, without the finished subagents (done, failed,
+/// stopped) of each parent past its `keep` latest ones (by creation), and
+/// how many those are. Index reads only, whatever the number of tasks
+/// the owner's bots ever delegated: the bots other than subagents
+/// ([`main_bots_of`]), then of each what [`subagents_listed`] reads, and
+/// those subagents' records by key. (It sorted every finished subagent
+/// of the owner, and read and decoded every bot record of the owner, at
+/// each `GET /v1/bots`, which the web page asks again at each change.)
+/// Every subagent is found so: its parent is a bot of the same owner
+/// that is no subagent (Task makes its subagents its caller's owner's, a
+/// new owner takes a bot's subagents along, and a subagent has no Task).
+/// Subagents made in one millisecond are latest in the order they were
+/// made, as CheckSubagent lists them (the old read took the greater id,
+/// a hash).
+pub(crate) fn bots_keeping(
+    conn: &Connection,
+    owner: &UserId,
+    keep: usize,
+) -> Result<(Vec<BotRecord>, usize)> {
+    let mut bots = main_bots_of(conn, owner)?;
+    let mut left_out = 0;
+    let mut subagents = Vec::new();
+    for parent in &bots {
+        let (listed, past) = subagents_listed(conn, &parent.id, keep)?;
+        left_out += past;
+        for s in listed {
+            if let Some(bot) = get_bot(conn, &s.id)?
+                && bot.owner == *owner
+            {
+                subagents.push(bot);
+            }
+        }
+    }
+    bots.extend(subagents);
+    bots.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok((bots, left_out))
 }
 
 /// The bots that may answer to the mention `key` (a
@@ -246,17 +297,6 @@ pub(crate) fn subagents_listed(
     Ok((rows.into_iter().map(|(_, s)| s).collect(), left_out))
 }
 
-pub(crate) fn subagents_of(
-    conn: &Connection,
-    parent: &BotId,
-) -> Result<Vec<crate::record::SubagentRecord>> {
-    query_subagents(
-        conn,
-        "WHERE parent = ?1 ORDER BY created_at",
-        params![parent.as_str()],
-    )
-}
-
 /// The task (its description) of each subagent of `parent`, by id: what a
 /// turn of the parent needs to name its subagents' reports, without their
 /// results and progress (a parent may keep thousands of finished ones).
@@ -268,46 +308,6 @@ pub(crate) fn subagent_tasks_of(conn: &Connection, parent: &BotId) -> Result<Vec
     rows.into_iter()
         .map(|(id, description)| Ok((BotId::new(id)?, description)))
         .collect()
-}
-
-/// The finished subagents (not `running`) of `owner`'s bots (all bots
-/// with `None`) past the `keep` latest of each parent, by creation.
-pub(crate) fn finished_subagents_past(
-    conn: &Connection,
-    owner: Option<&UserId>,
-    keep: usize,
-) -> Result<HashSet<BotId>> {
-    let rows: Vec<(String, String)> = match owner {
-        Some(owner) => conn
-            .prepare_cached(
-                "SELECT s.id, s.parent FROM subagents s JOIN bots b ON b.id = s.id
-                 WHERE b.owner = ?1 AND s.status <> 'running'
-                 ORDER BY s.parent, s.created_at DESC, s.id DESC",
-            )?
-            .query_map(params![owner.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?,
-        None => conn
-            .prepare_cached(
-                "SELECT id, parent FROM subagents WHERE status <> 'running'
-                 ORDER BY parent, created_at DESC, id DESC",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?,
-    };
-    let mut out = HashSet::new();
-    let mut parent = String::new();
-    let mut seen = 0usize;
-    for (id, of) in rows {
-        if of != parent {
-            parent = of;
-            seen = 0;
-        }
-        seen += 1;
-        if seen > keep {
-            out.insert(BotId::new(id)?);
-        }
-    }
-    Ok(out)
 }
 
 /// How subagent `id` was stopped (`None`: it was not, or before the stop
@@ -460,3 +460,7 @@ pub(crate) fn bot_ids_of(conn: &Connection, owner: &UserId) -> Result<Vec<BotId>
 #[cfg(test)]
 #[path = "reader_subagents_tests.rs"]
 mod subagents_tests;
+
+#[cfg(test)]
+#[path = "reader_main_bots_tests.rs"]
+mod main_bots_tests;

@@ -112,7 +112,9 @@ fn the_tools_reads_search_indexes_and_never_read_every_subagent() -> TestResult 
 /// What the old reads gave: every subagent of `p` in creation order,
 /// filtered to the running ones and the `finished` latest finished ones.
 fn listed_as_before(conn: &Connection, finished: usize) -> (Vec<String>, usize) {
-    let all: Vec<SubagentRecord> = subagents_of(conn, &BotId::new("p").unwrap()).unwrap();
+    // the old read of every subagent of `p` (Store::subagents_of, gone)
+    let all: Vec<SubagentRecord> =
+        query_subagents(conn, "WHERE parent = ?1 ORDER BY created_at", params!["p"]).unwrap();
     let done = all
         .iter()
         .filter(|s| s.status != SubagentStatus::Running)

@@ -36,6 +36,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0023_subagent_stop.sql"),
     include_str!("migrations/0024_bots_name_key.sql"),
     include_str!("migrations/0025_subagents_running.sql"),
+    include_str!("migrations/0026_bots_owner_main.sql"),
+    include_str!("migrations/0027_rooms_shared.sql"),
 ];
 
 /// The migration that adds `bots.name_key` (`0024_bots_name_key.sql`),

@@ -1,0 +1,115 @@
+//! Forgetting a project's memory item over HTTP (`DELETE /v1/memory/{id}`):
+//! a user with a bot in the project may, whatever else their bots did
+//! (here: delegated a task, which makes a subagent, a bot with no
+//! project); a user without one is told there is no such item. The right
+//! is decided from the user's bots other than subagents (index
+//! `bots_owner_main`, migration 26), where it read every bot record of
+//! the user, each subagent one included.
+
+use botfleet::memory::Importance;
+use botfleet::memory::Layer;
+use botfleet::memory::MemoryId;
+use botfleet::memory::MemoryOp;
+use botfleet::memory::NewMemory;
+use serde_json::Value;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "p1"
+match = "^task"
+steps = [
+  { tool = "Task", args = { description = "look it up", prompt = "SUBTASK quick" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p1"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+
+[[rule]]
+match = "SUBTASK quick"
+steps = [ { tool = "SendMessage", args = { text = "REPORT done" } } ]
+"#;
+
+async fn delete(host: &TestHost, token: &str, id: &MemoryId) -> (u16, Value) {
+    let r = host
+        .http
+        .delete(format!("{}/v1/memory/{id}", host.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json::<Value>().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_projects_item_is_forgotten_by_its_members_only() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("p1", "s", &["SendMessage", "Task"])
+        .bot_lines("projects = [\"apollo\"]")
+        .bot("a2", "s", &["SendMessage"])
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .start()
+        .await;
+    // alice's project bot delegated: her bots include a subagent now
+    host.send_until_reports("p1", "task one", 1).await;
+    let (status, bots) = host.get("/v1/bots?subagents=all", TOKEN).await;
+    assert_eq!(status, 200, "{bots}");
+    assert!(
+        bots["bots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["origin"] == "subagent:p1"),
+        "{bots}"
+    );
+    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
+    let id = MemoryId::derive("apollo launch");
+    rt.memory
+        .apply(MemoryOp::Add(NewMemory {
+            id: id.clone(),
+            scope: "project:apollo".parse().unwrap(),
+            layer: Layer::Profile,
+            text: "Launch is on May 3".into(),
+            importance: Importance::NORMAL,
+            expires_at: None,
+            source: "test".into(),
+        }))
+        .await
+        .unwrap();
+
+    // bob has no bot in apollo: as if there were no such item
+    let (status, body) = delete(&host, BOB_TOKEN, &id).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("no memory item {id} for you")),
+        "{body}"
+    );
+    // alice's p1 is in apollo: forgotten, then already forgotten
+    let (status, body) = delete(&host, TOKEN, &id).await;
+    assert_eq!(
+        (status, body["status"].as_str(), body["scope"].as_str()),
+        (200, Some("forgotten"), Some("project:apollo")),
+        "{body}"
+    );
+    let (status, body) = delete(&host, TOKEN, &id).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (200, Some("already_forgotten")),
+        "{body}"
+    );
+    // and bob still may not learn it existed
+    let (status, body) = delete(&host, BOB_TOKEN, &id).await;
+    assert_eq!(status, 404, "{body}");
+    host.shutdown().await;
+}
