@@ -14,12 +14,10 @@
 
 use serde_json::Value;
 
-use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::deliveries;
 
 use super::review::approvals;
-use super::review::tool_results;
+use super::review::approve_while_the_turn_thinks;
 
 /// x tells y a key (review asks about it), tries it again a few seconds
 /// later (the test approves meanwhile), and once more when told of the
@@ -70,31 +68,7 @@ async fn an_approved_message_to_a_bot_sent_before_its_event_is_read_is_not_asked
     let session = sent["session"].as_str().unwrap().to_owned();
 
     // approved while the turn that asked is still thinking
-    let id = host
-        .wait_get("/v1/approvals?status=pending", |v| {
-            v["approvals"].as_array()?.first().map(|a| a["id"].clone())
-        })
-        .await;
-    let id = id.as_str().unwrap().to_owned();
-    let (status, body) = host
-        .post_raw(
-            &format!("/v1/approvals/{id}"),
-            Some(TOKEN),
-            None,
-            r#"{"decision":"approve"}"#,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-
-    let after = host
-        .wait_for(&session, |es| {
-            deliveries(es)
-                .into_iter()
-                .find(|d| d.starts_with("after the approval:"))
-                .map(Value::from)
-        })
-        .await;
-    let results = tool_results(&host.entries(&session).await);
+    let (id, after, results) = approve_while_the_turn_thinks(&host, &session).await;
     assert!(
         results[1].1.starts_with("delivered to y"),
         "the turn's second try ran with the approval: {results:#?}"
@@ -106,7 +80,6 @@ async fn an_approved_message_to_a_bot_sent_before_its_event_is_read_is_not_asked
     assert_eq!(listed[0]["id"], id.as_str());
     assert!(listed[0]["consumed_at"].is_i64(), "{listed:#?}");
     // …the bot is told the message already went…
-    let after = after.as_str().unwrap();
     assert!(
         after.contains("already ran") && after.contains(&id),
         "names the approval it ran with: {after}"

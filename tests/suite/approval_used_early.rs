@@ -6,13 +6,10 @@
 //! action, which the person, seeing the same card again, would approve
 //! and so run it twice. The bot is told it already ran, with its result.
 
-use serde_json::Value;
-
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::fleet::deliveries;
 
-use super::review::tool_results;
+use super::review::approve_while_the_turn_thinks;
 use super::review::workspace;
 
 /// Asks about the command, tries it again a few seconds later (the test
@@ -51,31 +48,7 @@ async fn an_approval_used_before_its_event_is_read_is_not_asked_again() {
     let session = sent["session"].as_str().unwrap().to_owned();
 
     // approved while the turn that asked is still thinking
-    let id = host
-        .wait_get("/v1/approvals?status=pending", |v| {
-            v["approvals"].as_array()?.first().map(|a| a["id"].clone())
-        })
-        .await;
-    let id = id.as_str().unwrap().to_owned();
-    let (status, body) = host
-        .post_raw(
-            &format!("/v1/approvals/{id}"),
-            Some(TOKEN),
-            None,
-            r#"{"decision":"approve"}"#,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-
-    let after = host
-        .wait_for(&session, |es| {
-            deliveries(es)
-                .into_iter()
-                .find(|d| d.starts_with("after the approval:"))
-                .map(Value::from)
-        })
-        .await;
-    let results = tool_results(&host.entries(&session).await);
+    let (id, after, results) = approve_while_the_turn_thinks(&host, &session).await;
     assert!(
         results[1].1.contains("exit code"),
         "the turn's second try ran with the approval: {results:#?}"
@@ -90,7 +63,6 @@ async fn an_approval_used_before_its_event_is_read_is_not_asked_again() {
     assert_eq!(listed[0]["id"], id.as_str());
     assert!(listed[0]["consumed_at"].is_i64(), "{listed:#?}");
     // …and the bot is told the action already ran
-    let after = after.as_str().unwrap();
     assert!(after.contains("already ran"), "{after}");
     assert!(
         after.contains(&id),

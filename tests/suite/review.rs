@@ -97,6 +97,42 @@ pub(super) async fn send(host: &TestHost, text: &str) -> (String, i64) {
     )
 }
 
+/// Approves the first pending approval while the turn of `session` that
+/// asked is still thinking (its script waits before it tries the call
+/// again), then waits for that turn's `after the approval:` delivery.
+/// Returns the approval's id, the delivery, and the tool results of the
+/// session then.
+pub(super) async fn approve_while_the_turn_thinks(
+    host: &TestHost,
+    session: &str,
+) -> (String, String, Vec<(String, String)>) {
+    let id = host
+        .wait_get("/v1/approvals?status=pending", |v| {
+            v["approvals"].as_array()?.first().map(|a| a["id"].clone())
+        })
+        .await;
+    let id = id.as_str().unwrap().to_owned();
+    let (status, body) = host
+        .post_raw(
+            &format!("/v1/approvals/{id}"),
+            Some(TOKEN),
+            None,
+            r#"{"decision":"approve"}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let after = host
+        .wait_for(session, |es| {
+            deliveries(es)
+                .into_iter()
+                .find(|d| d.starts_with("after the approval:"))
+                .map(Value::from)
+        })
+        .await;
+    let results = tool_results(&host.entries(session).await);
+    (id, after.as_str().unwrap().to_owned(), results)
+}
+
 pub(super) async fn approvals(host: &TestHost) -> Vec<Value> {
     let (status, body) = host.get("/v1/approvals?limit=50", TOKEN).await;
     assert_eq!(status, 200, "{body}");

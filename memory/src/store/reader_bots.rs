@@ -457,6 +457,19 @@ pub(crate) fn bot_ids_of(conn: &Connection, owner: &UserId) -> Result<Vec<BotId>
     ids.into_iter().map(|id| Ok(BotId::new(id)?)).collect()
 }
 
+/// The steps of SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`), for the
+/// tests that keep these reads off whole-table scans and sorts.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+fn plan(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Vec<String> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map(args, |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
 #[cfg(test)]
 #[path = "reader_subagents_tests.rs"]
 mod subagents_tests;

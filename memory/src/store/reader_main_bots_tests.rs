@@ -16,15 +16,6 @@ use super::*;
 
 type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-fn plan(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Vec<String> {
-    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-        .unwrap()
-        .query_map(args, |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
-}
-
 /// No scan of a table, no sort of what the search found.
 fn clean(plan: &[String]) -> bool {
     plan.iter()

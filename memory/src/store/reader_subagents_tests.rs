@@ -15,15 +15,6 @@ use crate::record::SubagentStatus;
 
 type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-fn plan(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Vec<String> {
-    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-        .unwrap()
-        .query_map(args, |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
-}
-
 fn select(filter: &str) -> String {
     format!("SELECT id, status, result, created_at, rowid FROM subagents {filter}")
 }
