@@ -147,6 +147,7 @@ pub use store::Limited;
 pub use store::Mutation;
 pub use store::MutationResult;
 pub use store::OwedExtraction;
+pub use store::RoutineRun;
 pub use store::SilentChains;
 pub use store::SinceEvent;
 pub use store::Store;

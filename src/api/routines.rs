@@ -11,8 +11,10 @@ use axum::response::Response;
 use botfleet_actors::scheduler::RoutineSpec;
 use botfleet_actors::scheduler::SchedulerError;
 use botfleet_actors::scheduler::local_rfc3339;
+use botfleet_memory::BotId;
 use botfleet_memory::CatchUp;
 use botfleet_memory::RoutineRecord;
+use botfleet_memory::RoutineRun;
 use botfleet_memory::TurnRecord;
 use chrono::DateTime;
 use chrono::Utc;
@@ -42,13 +44,47 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     )))
 }
 
+/// How the last runs of `bot`'s routines went: for each routine that has
+/// fired, its name and the turn that took its last fire, or `None` while
+/// none has. The store knows the turns stored; a turn is stored with its
+/// first step, so one still on its first model call is the bot's running
+/// turn, found on the live board when it lists the fire among its inputs
+/// (`GET /v1/turns/{turn}` and `GET /v1/bots/{bot}/turns` answer it the
+/// same way). Before, such a run showed `waiting`, as if the bot had not
+/// got to it.
+async fn last_runs(
+    state: &ApiState,
+    bot: &BotId,
+) -> Result<Vec<(String, Option<TurnRecord>)>, ApiError> {
+    let runs = state.fleet.store().routine_runs(bot).await?;
+    let running = if runs.iter().any(|r| r.turn.is_none()) {
+        // the board is not there while the router restarts: the stored
+        // runs are still told
+        state.fleet.running_record(bot).await.ok().flatten()
+    } else {
+        None
+    };
+    Ok(runs
+        .into_iter()
+        .map(|RoutineRun { name, fire, turn }| {
+            let turn = turn.or_else(|| {
+                running
+                    .as_ref()
+                    .filter(|t| t.inputs.contains(&fire))
+                    .cloned()
+            });
+            (name, turn)
+        })
+        .collect())
+}
+
 /// How a routine looks over the API: the record, plus its next and last
 /// slots as RFC 3339 times in UTC and in the routine's time zone, and how
-/// its last run went (`runs`, from [`botfleet_memory::Store::routine_runs`]):
-/// `last_status` is the status of the turn that took the last fire
-/// (`running`, `completed`, `failed`, …), `waiting` while no turn has taken
-/// it, `null` before the first fire; `last_turn` that turn's id (what
-/// `botfleet retry` takes), `last_error` why it failed.
+/// its last run went (`runs`, from [`last_runs`]): `last_status` is the
+/// status of the turn that took the last fire (`running`, `completed`,
+/// `failed`, …), `waiting` while no turn has taken it, `null` before the
+/// first fire; `last_turn` that turn's id (what `botfleet retry` takes),
+/// `last_error` why it failed.
 fn view(r: &RoutineRecord, runs: &[(String, Option<TurnRecord>)]) -> Value {
     let times = |ms: Option<i64>| {
         (
@@ -100,7 +136,7 @@ pub(crate) async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let b = owned_bot(&state, &user, &bot).await?;
     let routines = state.scheduler.list(&b.id).await?;
-    let runs = state.fleet.store().routine_runs(&b.id).await?;
+    let runs = last_runs(&state, &b.id).await?;
     let views: Vec<Value> = routines.iter().map(|r| view(r, &runs)).collect();
     Ok(Json(json!({ "bot": b.id, "routines": views })))
 }
@@ -174,7 +210,7 @@ pub(crate) async fn put(
     } else {
         StatusCode::OK
     };
-    let runs = state.fleet.store().routine_runs(&b.id).await?;
+    let runs = last_runs(&state, &b.id).await?;
     Ok((status, Json(json!({ "routine": view(&put.record, &runs) }))).into_response())
 }
 

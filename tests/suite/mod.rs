@@ -164,6 +164,7 @@ mod routines;
 mod routines_api;
 mod routines_catch_up;
 mod routines_dst;
+mod routines_first_call;
 mod routines_r26;
 mod search_accents;
 mod search_bot_copies;

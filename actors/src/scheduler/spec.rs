@@ -257,6 +257,30 @@ fn expand_nickname(cron: &str) -> Result<&str, RoutineError> {
     }
 }
 
+/// Refuses an `L` alone in the day-of-week field (the last of 5 or 6):
+/// croner takes it and matches no day, so the expression was refused as
+/// one that "never fires", told to check the day-of-month and month
+/// fields, which were right. (Quartz reads it as Saturday; `5L` is the
+/// month's last Friday, `L` in day-of-month its last day.)
+fn refuse_bare_last_weekday(cron: &str, pattern: &str) -> Result<(), RoutineError> {
+    let fields: Vec<&str> = pattern.split_whitespace().collect();
+    let Some(weekday) = fields.last().filter(|_| matches!(fields.len(), 5 | 6)) else {
+        return Ok(());
+    };
+    // only the whole field: in a list (`1,L`) croner reads the other days,
+    // and such a routine may be stored
+    if weekday.eq_ignore_ascii_case("L") {
+        return Err(RoutineError::Cron {
+            cron: cron.to_owned(),
+            detail: "an `L` alone in the day-of-week field names no weekday: write `5L` for \
+                     the month's last Friday (`0L` its last Sunday), `SAT` for Saturdays, or \
+                     `L` in the day-of-month field for the month's last day"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 impl Schedule {
     /// Parses a cron expression (5 fields, or 6 with seconds first) and an
     /// IANA time zone name, and checks that the expression ever fires.
@@ -265,11 +289,13 @@ impl Schedule {
             timezone: timezone.to_owned(),
             hint: case_hint(timezone.trim()),
         })?;
+        let pattern = expand_nickname(cron)?;
+        refuse_bare_last_weekday(cron, pattern)?;
         let parsed = CronParser::builder()
             .seconds(Seconds::Optional)
             .year(Year::Disallowed)
             .build()
-            .parse(expand_nickname(cron)?)
+            .parse(pattern)
             .map_err(|e| RoutineError::Cron {
                 cron: cron.to_owned(),
                 detail: e.to_string(),

@@ -188,6 +188,28 @@ fn bad_input_says_what_is_expected() {
             cron: "0 0 30 2 *".into()
         }
     );
+    // an `L` alone in day-of-week matched no day: it was refused as never
+    // firing, pointing at the day-of-month and month fields
+    for cron in ["0 8 * * L", "0 0 8 * * l"] {
+        let e = spec(cron, "UTC").validate().unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            e.field() == "cron"
+                && msg.contains("day-of-week")
+                && msg.contains("`5L`")
+                && !msg.contains("never fires"),
+            "{cron}: {msg}"
+        );
+    }
+    for cron in [
+        "0 8 * * 5L",
+        "0 8 * * FRI#L",
+        "0 8 L * *",
+        "0 8 LW * *",
+        "0 8 * * 1,L",
+    ] {
+        assert!(spec(cron, "UTC").validate().is_ok(), "{cron}");
+    }
     let mut s = spec("0 8 * * *", "UTC");
     s.prompt = "  ".into();
     assert_eq!(s.validate().unwrap_err(), RoutineError::EmptyPrompt);

@@ -175,19 +175,32 @@ pub(crate) fn get(conn: &Connection, bot: &BotId, name: &str) -> Result<Option<R
     .transpose()
 }
 
+/// How the last fire of a routine went, as the store knows it
+/// ([`Store::routine_runs`](super::Store::routine_runs)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutineRun {
+    /// The routine's name.
+    pub name: String,
+    /// The `gid` of its last fire's event (what the turn that takes it
+    /// lists among its `inputs`).
+    pub fire: i64,
+    /// The stored turn that took that fire (the newest, when a retry took
+    /// it again), or `None` while no stored turn has: none has taken it
+    /// yet, or the one that took it is still on its first model call (a
+    /// turn is stored with its first step; its bot knows it meanwhile).
+    pub turn: Option<TurnRecord>,
+}
+
 /// The runs of `bot`'s routines: for each routine that has fired, its
-/// name and the turn that took its last fire (the newest, when a retry
-/// took it again), or `None` while no turn has taken it yet. The turn is
+/// name, its last fire and the stored turn that took it (see
+/// [`RoutineRun`]). The turn is
 /// found through the entries of the routine's session after the fire (the
 /// `(session_id, seq)` index), not by scanning the turns table, which has
 /// no index on the session. Only fires of the routine as it is now count:
 /// those since its row was created (a routine deleted and made again under
 /// its name, through the API or fleet.toml, keeps its session, and the
 /// runs of the one before are not its own).
-pub(crate) fn last_runs(
-    conn: &Connection,
-    bot: &BotId,
-) -> Result<Vec<(String, Option<TurnRecord>)>> {
+pub(crate) fn last_runs(conn: &Connection, bot: &BotId) -> Result<Vec<RoutineRun>> {
     let sessions: Vec<(String, String, i64)> = conn
         .prepare_cached(
             "SELECT s.peer, s.id, r.created_at FROM sessions s
@@ -232,17 +245,22 @@ pub(crate) fn last_runs(
                 taken = Some(turn);
             }
         }
-        runs.push((name, taken));
+        runs.push(RoutineRun {
+            name,
+            fire: gid,
+            turn: taken,
+        });
     }
     Ok(runs)
 }
 
 impl super::Store {
     /// The runs of `bot`'s routines: for each routine that has fired, its
-    /// name and the turn that took its last fire (the newest, when a retry
-    /// took it again), or `None` while no turn has taken it yet (the bot
-    /// is busy, or the fire was just admitted).
-    pub async fn routine_runs(&self, bot: &BotId) -> Result<Vec<(String, Option<TurnRecord>)>> {
+    /// last fire and the stored turn that took it, or `None` while no
+    /// stored turn has (the bot is busy, the fire was just admitted, or
+    /// the turn that took it is on its first model call: see
+    /// [`RoutineRun`]).
+    pub async fn routine_runs(&self, bot: &BotId) -> Result<Vec<RoutineRun>> {
         let bot = bot.clone();
         self.read(move |c| last_runs(c, &bot)).await
     }

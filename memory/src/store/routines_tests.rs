@@ -164,9 +164,14 @@ async fn a_routines_last_run_is_the_turn_that_took_its_last_fire() {
     else {
         panic!("{written:?}");
     };
+    let waiting = |fire: i64| super::RoutineRun {
+        name: "brief".to_owned(),
+        fire,
+        turn: None,
+    };
     assert_eq!(
         store.routine_runs(&bot).await.unwrap(),
-        vec![("brief".to_owned(), None)]
+        vec![waiting(fired.gid)]
     );
     let turn = TurnId::new_v7();
     store
@@ -199,19 +204,37 @@ async fn a_routines_last_run_is_the_turn_that_took_its_last_fire() {
         .await
         .unwrap();
     let runs = store.routine_runs(&bot).await.unwrap();
-    let [(name, Some(run))] = runs.as_slice() else {
+    let [
+        super::RoutineRun {
+            name,
+            fire: taken,
+            turn: Some(run),
+        },
+    ] = runs.as_slice()
+    else {
         panic!("{runs:?}");
     };
     assert_eq!(
-        (name.as_str(), run.id, run.status, run.error.as_deref()),
-        ("brief", turn, TurnStatus::Failed, Some("boom"))
+        (
+            name.as_str(),
+            *taken,
+            run.id,
+            run.status,
+            run.error.as_deref()
+        ),
+        ("brief", fired.gid, turn, TurnStatus::Failed, Some("boom"))
     );
-    store
+    let written = store
         .write(vec![fire(200), advance(200, 300)])
         .await
         .unwrap();
+    let Some(MutationResult::Admitted(crate::record::AdmitOutcome::Accepted(again))) =
+        written.first()
+    else {
+        panic!("{written:?}");
+    };
     assert_eq!(
         store.routine_runs(&bot).await.unwrap(),
-        vec![("brief".to_owned(), None)]
+        vec![waiting(again.gid)]
     );
 }
