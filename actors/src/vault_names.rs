@@ -207,6 +207,15 @@ pub fn secret_name_shape_problem(name: &str) -> Option<String> {
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
         && name.len() <= MAX_NAME_LEN;
     (!shaped).then(|| {
+        // a usable name pasted with a space: say so (one that is not
+        // usable even so gets the general rule below)
+        let trimmed = name.trim();
+        if trimmed != name && secret_name_problem(trimmed).is_none() {
+            return format!(
+                "{name:?} is not a secret name: it has spaces around it; remove them and use \
+                 {trimmed:?}"
+            );
+        }
         format!(
             "{name:?} is not a secret name; use an environment-variable name such as \
              GITHUB_TOKEN (A-Z, 0-9 and _, not starting with a digit, at most 64 characters)"

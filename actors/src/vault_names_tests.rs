@@ -190,3 +190,23 @@ fn names_the_shell_sets_itself_are_refused() {
         assert_eq!(secret_name_problem(fine), None, "{fine}");
     }
 }
+
+/// A good name with a space around it (pasted with one) says to remove
+/// the space, naming the name meant.
+#[test]
+fn a_name_with_spaces_around_it_says_to_remove_them() {
+    for bad in ["GITHUB_TOKEN ", " GITHUB_TOKEN", "\tGITHUB_TOKEN\n"] {
+        let problem = secret_name_shape_problem(bad).unwrap();
+        assert!(
+            problem.contains("remove them") && problem.contains("\"GITHUB_TOKEN\""),
+            "{problem}"
+        );
+    }
+    // a name still wrong without the spaces gets the general rule
+    // a name still wrong without the spaces gets the general rule, as
+    // does one the shell sets itself (` _` is not "use `_`")
+    for bad in ["github token ", " _", "OPTIND "] {
+        let problem = secret_name_shape_problem(bad).unwrap();
+        assert!(problem.contains("environment-variable name"), "{problem}");
+    }
+}
