@@ -35,7 +35,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 pub(crate) struct Changes<'a> {
     client: &'a Client,
     /// The open stream; `None` once it ended, until it is reopened.
-    stream: Option<LocalBoxStream<'static, ServerEvent>>,
+    stream: Option<LocalBoxStream<'static, anyhow::Result<ServerEvent>>>,
     /// No attempt to reopen before this.
     retry_at: Instant,
     /// The pause after the next failure; back to the first once an event
@@ -43,6 +43,9 @@ pub(crate) struct Changes<'a> {
     backoff: Duration,
     /// The loss of the host was told on stderr (once per outage).
     told: bool,
+    /// A stream that broke off with an error was told on stderr (once:
+    /// each reopened stream would break the same way).
+    told_broken: bool,
     /// No stream could be opened because the user's are all in use: the
     /// caller polls every [`POLL_EVERY`] instead.
     polling: bool,
@@ -56,7 +59,7 @@ impl<'a> Changes<'a> {
         client: &'a Client,
         deadline: Instant,
     ) -> anyhow::Result<Option<Self>> {
-        let Ok(stream) = tokio::time::timeout_at(deadline, client.events()).await else {
+        let Ok(stream) = tokio::time::timeout_at(deadline, client.checked_events()).await else {
             return Ok(None);
         };
         // every stream the user may open is in use (other waiting sends,
@@ -78,6 +81,7 @@ impl<'a> Changes<'a> {
             retry_at: Instant::now() + REOPEN_EVERY,
             backoff: FIRST_BACKOFF,
             told: false,
+            told_broken: false,
             polling,
         }))
     }
@@ -102,11 +106,20 @@ impl<'a> Changes<'a> {
             };
             match tokio::time::timeout_at(deadline, stream.next()).await {
                 Err(_elapsed) => return,
-                Ok(Some(ev)) => {
+                Ok(Some(Ok(ev))) => {
                     self.backoff = FIRST_BACKOFF;
                     if ev.event == "resync" || ev.data["session"].as_str() == Some(session) {
                         return;
                     }
+                }
+                Ok(Some(Err(e))) => {
+                    if !self.told_broken {
+                        self.told_broken = true;
+                        errln!("({e:#}; still waiting, checking for the reply by polling…)");
+                    }
+                    self.stream = None;
+                    self.retry_later();
+                    return;
                 }
                 Ok(None) => {
                     self.stream = None;
@@ -125,7 +138,7 @@ impl<'a> Changes<'a> {
             return false;
         }
         tokio::time::sleep_until(self.retry_at).await;
-        match tokio::time::timeout_at(deadline, self.client.events()).await {
+        match tokio::time::timeout_at(deadline, self.client.checked_events()).await {
             Ok(Ok(stream)) => {
                 self.stream = Some(stream.boxed_local());
                 self.told = false;
@@ -150,7 +163,8 @@ impl<'a> Changes<'a> {
             return;
         }
         self.retry_at = Instant::now() + REOPEN_EVERY;
-        if let Ok(Ok(stream)) = tokio::time::timeout(POLL_EVERY, self.client.events()).await {
+        if let Ok(Ok(stream)) = tokio::time::timeout(POLL_EVERY, self.client.checked_events()).await
+        {
             self.stream = Some(stream.boxed_local());
             self.polling = false;
         }

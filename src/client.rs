@@ -154,12 +154,43 @@ impl Client {
 
     async fn check(&self, resp: reqwest::Response) -> anyhow::Result<(StatusCode, Value)> {
         let status = resp.status();
+        let kind = content_type(&resp);
         // a body cut off (the host went away while answering) is no
-        // answer, which the caller may wait out; one that is not JSON is
-        // an answer without details
+        // answer, which the caller may wait out
         let bytes = resp.bytes().await.map_err(|e| self.cut_off(e))?;
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let Ok(body) = serde_json::from_slice::<Value>(&bytes) else {
+            // the API answers everything in JSON: an answer that is not is
+            // another server's (a wrong --host, a web server, a proxy in
+            // front of a host that is down). A success from it is no
+            // success: read as one, a page that answers every path looked
+            // like a fleet with no bots, approvals or memory.
+            let what = self.not_the_api(status, &kind, "JSON");
+            if status.is_success() {
+                bail!("{what}");
+            }
+            return Ok((status, json!({ "error": { "message": what } })));
+        };
         Ok((status, body))
+    }
+
+    /// What to say of an answer `status` with a body of `kind` that is
+    /// not the API's (`expected`: its JSON, its event stream).
+    fn not_the_api(&self, status: StatusCode, kind: &str, expected: &str) -> String {
+        let address = "set --host (or BOTFLEET_HOST) to the address `botfleet run` prints \
+                       (`botfleet listening on …`)";
+        if status.is_success() {
+            format!(
+                "the server at {} answered {status} with {kind}, not the API's {expected}: it is not a \
+                 botfleet host; {address}",
+                self.base
+            )
+        } else {
+            format!(
+                "no details: the answer was {kind}, not the API's {expected}, so another server gave \
+                 it (a server that is not a botfleet host, or a proxy in front of one that is \
+                 down); check that the host runs, and {address}"
+            )
+        }
     }
 
     fn describe_error(status: StatusCode, body: &Value) -> anyhow::Error {
@@ -375,7 +406,18 @@ impl Client {
 
     /// The change signals of the user's sessions. No timeout here (one
     /// would cut the stream): the caller bounds the wait for the answer.
+    /// The stream ends where [`Client::checked_events`] has an error.
     pub async fn events(&self) -> anyhow::Result<impl Stream<Item = ServerEvent> + Unpin + use<>> {
+        let events = self.checked_events().await?;
+        Ok(events.scan((), |(), ev| futures::future::ready(ev.ok())))
+    }
+
+    /// [`Client::events`], where an event longer than the reader keeps
+    /// (a server that is not botfleet's, streaming without line breaks)
+    /// is an error item, the last.
+    pub async fn checked_events(
+        &self,
+    ) -> anyhow::Result<impl Stream<Item = anyhow::Result<ServerEvent>> + Unpin + use<>> {
         let resp = self
             .http
             .get(self.url("/v1/events")?)
@@ -387,13 +429,28 @@ impl Client {
             let (status, body) = self.check(resp).await?;
             return Err(Self::describe_error(status, &body));
         }
+        let kind = content_type(&resp);
+        if kind != "text/event-stream" {
+            bail!("{}", self.not_the_api(resp.status(), &kind, "event stream"));
+        }
         let bytes = resp.bytes_stream();
+        let base = self.base.clone();
         let stream = futures::stream::unfold(
-            (bytes, sse::EventReader::default()),
-            |(mut bytes, mut reader)| async move {
+            (bytes, sse::EventReader::default(), Some(base)),
+            |(mut bytes, mut reader, mut base)| async move {
                 loop {
                     if let Some(ev) = reader.next_event() {
-                        return Some((ev, (bytes, reader)));
+                        return Some((Ok(ev), (bytes, reader, base)));
+                    }
+                    if reader.too_long() {
+                        let base = base.take()?;
+                        let e = anyhow!(
+                            "the event stream of {base} sent an event of over {} MiB, which a \
+                             botfleet host never sends; check that --host names a botfleet host \
+                             (not a proxy or another server)",
+                            sse::MAX_EVENT_BYTES >> 20
+                        );
+                        return Some((Err(e), (bytes, reader, None)));
                     }
                     match bytes.next().await {
                         Some(Ok(chunk)) => reader.feed(&chunk),
@@ -403,6 +460,23 @@ impl Client {
             },
         );
         Ok(Box::pin(stream))
+    }
+}
+
+/// The content type of `resp`, for a message: `text/html`, or "an empty
+/// body" / "no content type".
+fn content_type(resp: &reqwest::Response) -> String {
+    match resp.headers().get(reqwest::header::CONTENT_TYPE) {
+        Some(v) => v
+            .to_str()
+            .unwrap_or("?")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_owned(),
+        None if resp.content_length() == Some(0) => "an empty body".to_owned(),
+        None => "no content type".to_owned(),
     }
 }
 

@@ -5,13 +5,21 @@
 //! ends an event; its `data:` lines are joined with `\n`; a line starting
 //! with `:` is a comment; one space after a field's colon is dropped; an
 //! event without data, and the unfinished one at the end, are not
-//! events.
+//! events. An event longer than [`MAX_EVENT_BYTES`] (a server that is
+//! not botfleet streaming without line breaks) ends the reading: its
+//! bytes are not kept.
 
 use std::collections::VecDeque;
 
 use serde_json::Value;
 
 use super::ServerEvent;
+
+/// The most bytes one event may take (its name, its data, a line not
+/// ended yet): the host's are a few hundred bytes. A stream with a longer one is not the
+/// host's event stream as the CLI knows it, and reading on would grow the
+/// CLI's memory without bound.
+pub(super) const MAX_EVENT_BYTES: usize = 1 << 20;
 
 /// Reads events out of a stream's bytes, whatever their chunking.
 #[derive(Debug, Default)]
@@ -29,11 +37,16 @@ pub(super) struct EventReader {
     data: String,
     /// Events read and not taken yet.
     ready: VecDeque<ServerEvent>,
+    /// An event was longer than [`MAX_EVENT_BYTES`]: nothing more is read.
+    too_long: bool,
 }
 
 impl EventReader {
     /// Reads `bytes`, the next piece of the stream.
     pub(super) fn feed(&mut self, mut bytes: &[u8]) {
+        if self.too_long {
+            return;
+        }
         if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
             if bytes[0] == b'\n' {
@@ -41,6 +54,9 @@ impl EventReader {
             }
         }
         while let Some(end) = bytes.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            if !self.take(end) {
+                return;
+            }
             self.line.extend_from_slice(&bytes[..end]);
             let cr = bytes[end] == b'\r';
             bytes = &bytes[end + 1..];
@@ -54,7 +70,29 @@ impl EventReader {
             let line = std::mem::take(&mut self.line);
             self.read_line(&String::from_utf8_lossy(&line));
         }
-        self.line.extend_from_slice(bytes);
+        if self.take(bytes.len()) {
+            self.line.extend_from_slice(bytes);
+        }
+    }
+
+    /// Whether `n` more bytes of a line fit in the event being read (its
+    /// name, data and unfinished line); if not, all of it is dropped and
+    /// nothing more is read.
+    fn take(&mut self, n: usize) -> bool {
+        if self.line.len() + n + self.data.len() + self.event.len() <= MAX_EVENT_BYTES {
+            return true;
+        }
+        self.too_long = true;
+        self.line = Vec::new();
+        self.event = String::new();
+        self.data = String::new();
+        false
+    }
+
+    /// Whether an event longer than [`MAX_EVENT_BYTES`] ended the reading
+    /// (events read before it are still taken).
+    pub(super) fn too_long(&self) -> bool {
+        self.too_long
     }
 
     /// The next event read, if any.
@@ -171,5 +209,50 @@ mod tests {
         assert_eq!(read(&[text.as_bytes()]), vec![ev("change", json!({}))]);
         // a field line without a colon is a field with no value
         assert_eq!(read(&[b"data\n\n"]), vec![ev("message", json!(""))]);
+    }
+
+    /// A stream without line breaks, or one event of endless data lines,
+    /// stops the reading at [`MAX_EVENT_BYTES`] and keeps none of it; the
+    /// events before are still read. (The unfinished line grew without
+    /// bound.)
+    #[test]
+    fn an_event_over_the_cap_ends_the_reading_and_keeps_nothing() {
+        let chunk = vec![b'x'; 64 * 1024];
+        let endless_line: &[u8] = &chunk;
+        let mut data_lines = b"data: ".to_vec();
+        data_lines.extend_from_slice(&chunk[..1000]);
+        data_lines.push(b'\n');
+        let data_lines = data_lines.repeat(64);
+        for endless in [endless_line, &data_lines] {
+            let mut reader = EventReader::default();
+            reader.feed(b"event: ready\ndata: {}\n\n");
+            let mut fed = 0;
+            while !reader.too_long() {
+                assert!(fed <= 2 * MAX_EVENT_BYTES, "never cut off");
+                reader.feed(endless);
+                fed += endless.len();
+                let kept = reader.line.len() + reader.data.len() + reader.event.len();
+                assert!(kept <= MAX_EVENT_BYTES + 1, "kept {kept}");
+            }
+            assert!(
+                fed > MAX_EVENT_BYTES - endless.len(),
+                "cut off early: {fed}"
+            );
+            assert_eq!(
+                reader.line.len() + reader.data.len(),
+                0,
+                "its bytes are dropped"
+            );
+            reader.feed(b"\n\nevent: change\ndata: {}\n\n");
+            assert_eq!(reader.next_event(), Some(ev("ready", json!({}))));
+            assert_eq!(reader.next_event(), None, "nothing read after it");
+        }
+        // events adding up to far more, each small, are all read
+        let many = "event: change\ndata: {\"seq\":4}\n\n".repeat(100_000);
+        assert!(many.len() > 2 * MAX_EVENT_BYTES);
+        let mut reader = EventReader::default();
+        reader.feed(many.as_bytes());
+        assert!(!reader.too_long());
+        assert_eq!(std::iter::from_fn(|| reader.next_event()).count(), 100_000);
     }
 }

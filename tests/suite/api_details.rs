@@ -132,6 +132,14 @@ async fn the_client_takes_no_foreign_answer_for_no_entries() {
     let e = client.entries_after("s", 0).await.unwrap_err();
     let e = format!("{e:#}");
     assert!(
+        e.contains("text/html, not the API's JSON") && e.contains("not a botfleet host"),
+        "{e}"
+    );
+    // a JSON answer that is no entries page says what it lacks
+    let base = serve(Router::new().fallback(async || axum::Json(json!({ "ok": true })))).await;
+    let client = botfleet::client::Client::new(&base, TOKEN).unwrap();
+    let e = format!("{:#}", client.entries_after("s", 0).await.unwrap_err());
+    assert!(
         e.contains("without an `entries` list") && e.contains("botfleet host"),
         "{e}"
     );

@@ -39,6 +39,7 @@ mod cli_subagents;
 mod cli_text_out;
 mod cli_timeout;
 mod cli_transcript;
+mod cli_wrong_server;
 mod compaction_bounds;
 mod config_checks;
 mod config_first_use;
