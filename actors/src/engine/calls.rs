@@ -220,16 +220,15 @@ impl Runner {
             });
         }
         if !start.is_empty() {
-            match self.commit(start).await {
-                Ok(_) => {}
-                Err(StoreError::Rejected(why)) if external && approval.is_some() => {
+            match (self.commit(start).await, approval) {
+                (Ok(_), _) => {}
+                (Err(StoreError::Rejected(why)), Some(id)) if external => {
                     // used by another call or expired since the gate saw it
                     drop(locks);
-                    return self
-                        .not_run_now(call, approval_lost(&why), already_started)
-                        .await;
+                    let lost = self.approval_lost(id, &why).await?;
+                    return self.not_run_now(call, lost, already_started).await;
                 }
-                Err(e) => return Err(e),
+                (Err(e), _) => return Err(e),
             }
         }
         let result = {
@@ -282,10 +281,33 @@ impl Runner {
                 Ok(())
             }
             Err(StoreError::Rejected(why)) if !self.approval_usable(id).await? => {
-                self.not_run_now(call, approval_lost(&why), started).await
+                let lost = self.approval_lost(id, &why).await?;
+                self.not_run_now(call, lost, started).await
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// The result of a call whose approval `id` the writer refused to use
+    /// (`why`): used meanwhile by another call, which ran this exact
+    /// action (made again it is refused as already run: nothing is left
+    /// to do), or expired or no longer approved (made again it asks for a
+    /// new approval).
+    async fn approval_lost(&self, id: ApprovalId, why: &str) -> Result<String, StoreError> {
+        let used = self
+            .rt
+            .store
+            .approval(id)
+            .await?
+            .is_some_and(|a| a.consumed_at.is_some());
+        let hint = if used {
+            "another call already ran this exact action with that approval (an approval runs \
+             an action once): use that call's result, earlier in this conversation; made again, \
+             this call asks for a new approval only after the person's next message"
+        } else {
+            "call it again to ask for a new approval"
+        };
+        Ok(ToolError::new(format!("not run: {why}"), hint).to_string())
     }
 
     /// Whether approval `id` may still be used (approved, unused, within
@@ -477,17 +499,6 @@ impl Runner {
         batch.extend(effects);
         within_limits(batch)
     }
-}
-
-/// The result of an approved call whose approval the writer refused to
-/// use (`why`): another call used it, or it expired, since the gate saw
-/// it. Nothing of the call was written.
-fn approval_lost(why: &str) -> String {
-    ToolError::new(
-        format!("not run: {why}"),
-        "call it again to ask for a new approval",
-    )
-    .to_string()
 }
 
 /// The texts of the `Delivery` entries among a call's effects.

@@ -306,6 +306,13 @@ async fn an_approved_send_whose_approval_was_used_meanwhile_writes_nothing() {
         results[1].contains("not run") && results[1].contains("already used"),
         "{results:#?}"
     );
+    // calling again would be refused as already run: the hint says to use
+    // the other call's result, not to ask for a new approval
+    assert!(
+        results[1].contains("use that call's result")
+            && !results[1].contains("ask for a new approval"),
+        "{results:#?}"
+    );
     assert!(ran.reached_y.is_empty(), "{:#?}", ran.reached_y);
     assert_eq!(ran.approvals.len(), 1, "{:#?}", ran.approvals);
 }
