@@ -200,6 +200,7 @@ mod subagent_report_notices;
 mod subagent_reports;
 mod subagent_retry;
 mod subagent_task_failed;
+mod subagent_task_reads;
 mod subagents_config;
 mod time_in_context;
 mod tool_edges;

@@ -6,8 +6,10 @@
 use super::*;
 
 use botfleet_memory::ApprovalId;
+use botfleet_memory::BotId;
 
 use crate::engine::context::Replies;
+use crate::engine::context::reports_of_own_subagents;
 use crate::tools::ToolOutput;
 use crate::tools::gate::TurnStop;
 
@@ -51,9 +53,10 @@ impl Runner {
 
     /// The tool specs the model is shown (the bot's tools its runner may
     /// use, per [`surface::visible_tools`]) and the identity naming them.
-    /// A tool left out is still refused by the gate if called. The bot's
-    /// `subagents` name the tasks their reports are about.
-    pub(super) fn show_tools(&mut self, subagents: Vec<(botfleet_memory::BotId, String)>) {
+    /// A tool left out is still refused by the gate if called. The titles
+    /// of its subagents' tasks read so far in this tail stay (each is
+    /// written once), while it has Task (`Runner::name_reports`).
+    pub(super) fn show_tools(&mut self) {
         let policy = &self.rt.safety.surfaces;
         self.specs = self
             .bot
@@ -67,12 +70,18 @@ impl Runner {
         let shown = |tool: &str| self.specs.iter().any(|s| s.name == tool);
         // the owner's time zone: inputs' times and the identity name it
         let timezone = self.rt.settings.timezone_of(&self.bot.owner);
+        let before = self.tail.context.agent_replies();
+        let tasks = if self.names_tasks() && before.reader.as_ref() == Some(&self.bot.id) {
+            before.tasks
+        } else {
+            Arc::default()
+        };
         let replies = Replies {
             reader: Some(self.bot.id.clone()),
             send_to_agent: shown("SendToAgent"),
             message_subagent: shown("MessageSubagent"),
             timezone,
-            tasks: Arc::new(subagents.into_iter().collect()),
+            tasks,
         };
         self.tail.context.set_agent_replies(replies);
         let index = self
@@ -92,6 +101,43 @@ impl Runner {
                 ("tools", if index.is_empty() { "(none)" } else { &index }),
             ])
             .unwrap_or_default();
+    }
+
+    /// Whether the bot's context names its subagents' tasks: only a bot
+    /// with Task makes subagents, the others spare the reads (a report of
+    /// one made before Task was taken away reads without its task's
+    /// title, as in a compaction's transcript).
+    pub(super) fn names_tasks(&self) -> bool {
+        self.bot.tools.iter().any(|t| t == "Task")
+    }
+
+    /// Reads the titles of the tasks of the bot's own subagents whose
+    /// reports are among `entries` and not named yet, each by its key,
+    /// before those entries are pushed: a turn read the task of every
+    /// subagent the bot ever had (thousands, for a bot that delegates),
+    /// though its context shows a few reports at most. Nothing is read
+    /// before the turn set who reads its context (`show_tools`).
+    pub(super) async fn name_reports<'a>(
+        &mut self,
+        entries: impl IntoIterator<Item = &'a Entry>,
+    ) -> Result<(), StoreError> {
+        let mut replies = self.tail.context.agent_replies();
+        if !self.names_tasks() || replies.reader.as_ref() != Some(&self.bot.id) {
+            return Ok(());
+        }
+        let mut ids: Vec<BotId> = Vec::new();
+        for id in reports_of_own_subagents(entries, &self.bot.id) {
+            if !replies.tasks.contains_key(id) && !ids.contains(id) {
+                ids.push(id.clone());
+            }
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let named = self.rt.store.subagent_tasks(&self.bot.id, ids).await?;
+        Arc::make_mut(&mut replies.tasks).extend(named);
+        self.tail.context.set_agent_replies(replies);
+        Ok(())
     }
 
     /// What a tool call of this turn runs with.

@@ -48,6 +48,7 @@ mod input;
 pub(crate) use input::Replies;
 pub(crate) use input::render_input;
 pub(crate) use input::render_input_for;
+pub(crate) use input::reports_of_own_subagents;
 
 /// Incremental context of one session.
 #[derive(Debug, Clone)]

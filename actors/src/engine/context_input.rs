@@ -37,10 +37,12 @@ pub(crate) struct Replies {
     pub(crate) message_subagent: bool,
     /// The time zone its inputs' times are shown in (its owner's).
     pub(crate) timezone: Tz,
-    /// The title of each task of the reader's subagents, by subagent id
-    /// (read as its turn starts, `SubagentRecord::description`): a
-    /// report names the task it is about. A title is written once, with
-    /// its subagent, so a report reads the same at every reload.
+    /// The title of the task of each of the reader's subagents whose
+    /// report the context shows, by subagent id (read by its key before
+    /// the report is pushed, `SubagentRecord::description`): a report
+    /// names the task it is about. A title is written once, with its
+    /// subagent, so a report reads the same at every reload, and a title
+    /// read once is kept for the tail's life.
     pub(crate) tasks: Arc<HashMap<BotId, String>>,
 }
 
@@ -102,6 +104,25 @@ fn report_of_own_subagent(
         peer: parent.to_owned(),
     };
     session.id() == reply
+}
+
+/// The subagents of `reader` whose reports are among `entries`: the
+/// tasks a context showing them must name (`Replies::tasks`).
+pub(crate) fn reports_of_own_subagents<'a>(
+    entries: impl IntoIterator<Item = &'a Entry>,
+    reader: &BotId,
+) -> Vec<&'a BotId> {
+    entries
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::AgentMessage {
+                from,
+                reply_session,
+                ..
+            } if report_of_own_subagent(from, *reply_session, Some(reader)) => Some(from),
+            _ => None,
+        })
+        .collect()
 }
 
 /// [`render_input`] for a reader shown the tools of `replies`: a message

@@ -121,9 +121,15 @@ impl Runner {
     ) -> Result<TurnStatus, StoreError> {
         self.scope.session = session;
         match self.kind.take() {
-            Some(PlanKind::New { inputs }) => self.begin(inputs),
+            Some(PlanKind::New { inputs }) => {
+                self.name_reports(inputs.iter().filter_map(|(_, e)| e.as_ref()))
+                    .await?;
+                self.begin(inputs);
+            }
             Some(PlanKind::Resume { inputs } | PlanKind::Fail { inputs, .. }) => {
                 if !self.load_record().await? {
+                    self.name_reports(inputs.iter().filter_map(|(_, e)| e.as_ref()))
+                        .await?;
                     self.begin(inputs);
                 }
             }

@@ -113,6 +113,7 @@ impl Runner {
                 let _ = router.cast(crate::router::RouterMsg::Reload(bot));
             }
         }
+        self.name_reports(&written.appended).await?;
         for entry in &written.appended {
             self.tail.push(entry);
         }

@@ -395,23 +395,30 @@ impl Runner {
         if let Some(why) = self.owner_changed(&record).await? {
             return self.end_for_former_owner(record, why).await;
         }
-        // who runs the turn decides which tools the model is shown; its
-        // subagents' tasks name their reports (`context_input.rs`)
+        // who runs the turn decides which tools the model is shown
         self.scope.runner = self.runner_for(&record).await?;
-        // only a bot with Task makes subagents: the others spare the read
-        // (a report of one made before Task was taken away reads without
-        // its task's title, as in a compaction's transcript)
-        let subagents = if self.bot.tools.iter().any(|t| t == "Task") {
-            self.rt.store.subagent_tasks_of(&self.bot.id).await?
-        } else {
-            Vec::new()
-        };
-        self.show_tools(subagents);
+        self.show_tools();
         // a new turn's inputs decide which memories are relevant
         let new_inputs = match &self.kind {
             Some(PlanKind::New { inputs }) => Some(self.input_entries(inputs).await?),
             _ => None,
         };
+        // the reports of its subagents that the context will show name
+        // their tasks (`context_input.rs`): those of the entries read and
+        // of the turn's inputs, each read by its key
+        let carried: Vec<Entry> = match &self.kind {
+            Some(PlanKind::Resume { inputs } | PlanKind::Fail { inputs, .. }) => {
+                inputs.iter().filter_map(|(_, e)| e.clone()).collect()
+            }
+            Some(PlanKind::New { .. } | PlanKind::Compact) | None => Vec::new(),
+        };
+        self.name_reports(
+            view.iter()
+                .flat_map(|v| v.entries.iter())
+                .chain(new_inputs.iter().flatten())
+                .chain(carried.iter()),
+        )
+        .await?;
         let input_text = new_inputs
             .as_ref()
             .map(|es| {

@@ -42,8 +42,6 @@ use botfleet_memory::Entry;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::SessionView;
-use botfleet_memory::Store;
-use botfleet_memory::StoreError;
 use botfleet_memory::covers_to_seq;
 
 use super::context::ContextBuilder;
@@ -288,16 +286,19 @@ impl SessionTail {
     /// `window` entries after it (and, with a `bound`, every entry from the
     /// turn's first input on: a turn that wrote more than `window` entries
     /// must still see what it answers), only those `bound` lets in.
-    /// `state` is the long-lived state block for the new epoch.
+    /// `state` is the long-lived state block for the new epoch. (A turn
+    /// reads and fills in two, naming its subagents' reports between:
+    /// `Runner::load_tail`.)
+    #[cfg(test)]
     pub(crate) async fn load(
         &mut self,
-        store: &Store,
+        store: &botfleet_memory::Store,
         identity: &str,
         state: &StateBlock,
         window: usize,
         encoding: Encoding,
         bound: Option<ContextBound>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), botfleet_memory::StoreError> {
         let view = store
             .session_view(self.session, window as i64, bound.as_ref().map(|b| b.from))
             .await?;

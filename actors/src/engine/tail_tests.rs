@@ -7,6 +7,7 @@ use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
+use botfleet_memory::Store;
 use botfleet_memory::TurnId;
 
 use super::*;

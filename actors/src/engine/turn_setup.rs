@@ -219,16 +219,22 @@ impl Runner {
     ) -> Result<(), StoreError> {
         let window = self.rt.settings.context_entries;
         let bound = self.unclaimed_left_out(bound).await?;
-        self.tail
-            .load(
-                &self.rt.store,
-                &self.identity,
-                &self.block,
-                window,
-                self.ctx_settings.encoding,
-                bound,
-            )
-            .await
+        // read, then filled once the reports it shows are named
+        // (`SessionTail::load` in one)
+        let view = self
+            .rt
+            .store
+            .session_view(self.session, window as i64, bound.as_ref().map(|b| b.from))
+            .await?;
+        self.name_reports(&view.entries).await?;
+        self.tail.fill_view(
+            view,
+            &self.identity,
+            &self.block,
+            self.ctx_settings.encoding,
+            bound,
+        );
+        Ok(())
     }
 
     /// How the turn's requests are shaped (`SessionTail::shape_requests`):

@@ -34,7 +34,7 @@ pub(crate) use bots::main_bots_of;
 pub(crate) use bots::running_subagents_of;
 pub(crate) use bots::subagent_of;
 pub(crate) use bots::subagent_stop;
-pub(crate) use bots::subagent_tasks_of;
+pub(crate) use bots::subagent_tasks;
 pub(crate) use bots::subagents_listed;
 pub(crate) use bots::user_secrets;
 pub(crate) use entries::ENTRY_COLUMNS;

@@ -297,17 +297,27 @@ pub(crate) fn subagents_listed(
     Ok((rows.into_iter().map(|(_, s)| s).collect(), left_out))
 }
 
-/// The task (its description) of each subagent of `parent`, by id: what a
-/// turn of the parent needs to name its subagents' reports, without their
-/// results and progress (a parent may keep thousands of finished ones).
-pub(crate) fn subagent_tasks_of(conn: &Connection, parent: &BotId) -> Result<Vec<(BotId, String)>> {
-    let rows: Vec<(String, String)> = conn
-        .prepare_cached("SELECT id, description FROM subagents WHERE parent = ?1")?
-        .query_map(params![parent.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    rows.into_iter()
-        .map(|(id, description)| Ok((BotId::new(id)?, description)))
-        .collect()
+/// The task (its description) of each of `ids` that is a subagent of
+/// `parent`: what a turn of the parent needs to name the reports of its
+/// subagents that its context shows, each read by its key (a parent may
+/// keep thousands of finished ones; every turn read them all).
+pub(crate) fn subagent_tasks(
+    conn: &Connection,
+    parent: &BotId,
+    ids: &[BotId],
+) -> Result<Vec<(BotId, String)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT description FROM subagents WHERE id = ?1 AND parent = ?2")?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(description) = stmt
+            .query_row(params![id.as_str(), parent.as_str()], |r| r.get(0))
+            .optional()?
+        {
+            out.push((id.clone(), description));
+        }
+    }
+    Ok(out)
 }
 
 /// How subagent `id` was stopped (`None`: it was not, or before the stop

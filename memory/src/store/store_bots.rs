@@ -214,11 +214,18 @@ impl Store {
             .await
     }
 
-    /// The task of each subagent of `parent`, by id (reader_bots.rs
-    /// `subagent_tasks_of`: ids and descriptions only).
-    pub async fn subagent_tasks_of(&self, parent: &BotId) -> Result<Vec<(BotId, String)>> {
+    /// The task of each of `ids` that is a subagent of `parent`, by id
+    /// (reader_bots.rs `subagent_tasks`: one key read each).
+    pub async fn subagent_tasks(
+        &self,
+        parent: &BotId,
+        ids: Vec<BotId>,
+    ) -> Result<Vec<(BotId, String)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let parent = parent.clone();
-        self.read(move |c| reader::subagent_tasks_of(c, &parent))
+        self.read(move |c| reader::subagent_tasks(c, &parent, &ids))
             .await
     }
 
