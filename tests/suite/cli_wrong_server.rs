@@ -15,6 +15,19 @@ use botfleet::client::Client;
 
 use crate::support::process::cli;
 
+/// Reads a request's head off `conn`; false if it closed first.
+async fn read_head(conn: &mut tokio::net::TcpStream) -> bool {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    true
+}
+
 /// Serves every request with `status` and a small HTML page, as a web
 /// server at the wrong address would.
 async fn web_server(status: &'static str) -> String {
@@ -23,13 +36,8 @@ async fn web_server(status: &'static str) -> String {
     tokio::spawn(async move {
         while let Ok((mut conn, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
+                if !read_head(&mut conn).await {
+                    return;
                 }
                 let page = "<html><body>Welcome</body></html>";
                 let answer = format!(
@@ -87,13 +95,8 @@ async fn endless_line_server() -> String {
     tokio::spawn(async move {
         while let Ok((mut conn, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
+                if !read_head(&mut conn).await {
+                    return;
                 }
                 let answer = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
                               connection: close\r\n\r\nevent: ready\ndata: {}\n\n";
@@ -109,7 +112,7 @@ async fn endless_line_server() -> String {
                         return;
                     }
                 }
-                let _ = conn.read(&mut buf).await;
+                let _ = conn.read(&mut [0u8; 64]).await;
             });
         }
     });

@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::process::cli;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
@@ -27,7 +28,7 @@ use crate::support::ui_page::fleet_with_r;
 
 /// `boss` delegates one task, "job six"; the subagent reports "six
 /// done"; `boss` answers its report with what it read.
-const DELEGATE: &str = r#"
+pub(super) const DELEGATE: &str = r#"
 [[rule]]
 bot = "boss"
 match = "^delegate"
@@ -49,13 +50,9 @@ steps = [ { tool = "SendMessage", args = { text = "six done" } } ]
 /// Regression: the report was labelled by the subagent's id alone in
 /// the CLI (`boss.sub-… (bot):`, no `author_name` in the entries) and
 /// read by the parent as "your subagent", with no task named.
-#[tokio::test]
-async fn a_subagents_report_is_labelled_by_its_name_and_names_its_task() {
-    let host = TestFleet::new()
-        .script("s", DELEGATE)
-        .bot("boss", "s", &["SendMessage", "Task", "CheckSubagent"])
-        .start()
-        .await;
+/// `boss` is asked to delegate ([`DELEGATE`]); its session and its
+/// answer to the report, once there (`READ …`, the report as it read it).
+pub(super) async fn delegate_and_read(host: &TestHost) -> (String, Value) {
     let (status, sent) = host.send("boss", "delegate please", None).await;
     assert_eq!(status, 202, "{sent}");
     let session = sent["session"].as_str().unwrap().to_owned();
@@ -69,6 +66,17 @@ async fn a_subagents_report_is_labelled_by_its_name_and_names_its_task() {
                 .cloned()
         })
         .await;
+    (session, read)
+}
+
+#[tokio::test]
+async fn a_subagents_report_is_labelled_by_its_name_and_names_its_task() {
+    let host = TestFleet::new()
+        .script("s", DELEGATE)
+        .bot("boss", "s", &["SendMessage", "Task", "CheckSubagent"])
+        .start()
+        .await;
+    let (session, read) = delegate_and_read(&host).await;
     let sub = host.wait_subagent_of("boss").await;
     let entries = host.entries(&session).await;
     let report = entries

@@ -4,8 +4,6 @@
 //! `SSL_CERT_FILE` and the like were taken: a reviewed `git status` or
 //! `curl` could then run code or talk through someone else.)
 
-use std::process::Stdio;
-
 use botfleet_memory::Mutation;
 use botfleet_memory::SecretValue;
 use botfleet_memory::Store;
@@ -15,7 +13,7 @@ use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::process::BIN;
+use crate::support::process::check_config;
 
 const ECHO: &str = r#"
 [[rule]]
@@ -136,18 +134,8 @@ async fn fleet_toml_refuses_a_reserved_secret_name_naming_file_and_key() {
             format!("{text}\n[[secrets]]\nname = \"{name}\"\nvalue = \"x\"\n")
         };
         std::fs::write(&path, text).unwrap();
-        let out = tokio::process::Command::new(BIN)
-            .arg("check-config")
-            .arg("--fleet")
-            .arg(&path)
-            .env("RUST_LOG", "off")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .await
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        let (code, err) = check_config(&path).await;
+        assert_eq!(code, Some(1), "{name}: {err}");
         let key = if i % 2 == 0 {
             "bots[0].secrets[0]"
         } else {

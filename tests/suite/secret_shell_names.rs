@@ -6,8 +6,6 @@
 //! dash runs no command at all. One stored before still lists and
 //! deletes.
 
-use std::process::Stdio;
-
 use botfleet_memory::Mutation;
 use botfleet_memory::SecretValue;
 use botfleet_memory::Store;
@@ -18,7 +16,7 @@ use serde_json::json;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
-use crate::support::process::BIN;
+use crate::support::process::check_config;
 
 const ECHO: &str = r#"
 [[rule]]
@@ -155,18 +153,8 @@ async fn check_config_refuses_a_name_the_shell_sets_naming_file_and_key() {
             (text, "secrets[0].name")
         };
         std::fs::write(&path, text).unwrap();
-        let out = tokio::process::Command::new(BIN)
-            .arg("check-config")
-            .arg("--fleet")
-            .arg(&path)
-            .env("RUST_LOG", "off")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .await
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        let (code, err) = check_config(&path).await;
+        assert_eq!(code, Some(1), "{name}: {err}");
         assert!(
             err.contains(&path.display().to_string())
                 && err.contains(key)

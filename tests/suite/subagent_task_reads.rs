@@ -11,6 +11,8 @@ use serde_json::Value;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::message_labels::DELEGATE;
+use super::message_labels::delegate_and_read;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::restart;
 use crate::support::openai_server::OpenAiServer;
@@ -18,27 +20,6 @@ use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_user_text;
 use crate::support::openai_server::results_since_input;
 use crate::support::openai_server::user_texts;
-
-/// `boss` delegates one task, "job six"; the subagent reports "six
-/// done"; `boss` answers its report with what it read.
-const DELEGATE: &str = r#"
-[[rule]]
-bot = "boss"
-match = "^delegate"
-steps = [
-  { tool = "Task", args = { description = "job six", prompt = "SUBTASK six" } },
-  { tool = "SendMessage", args = { text = "delegated" } },
-]
-
-[[rule]]
-bot = "boss"
-match = "Message from bot"
-steps = [ { tool = "SendMessage", args = { text = "READ {{input}}" } } ]
-
-[[rule]]
-match = "SUBTASK six"
-steps = [ { tool = "SendMessage", args = { text = "six done" } } ]
-"#;
 
 /// How many earlier subagents `boss` is given before it delegates.
 const EARLIER: usize = 3000;
@@ -85,19 +66,7 @@ async fn a_turn_reads_only_the_tasks_of_the_reports_it_shows() {
     tx.commit().unwrap();
     drop(conn);
 
-    let (status, sent) = host.send("boss", "delegate please", None).await;
-    assert_eq!(status, 202, "{sent}");
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let read = host
-        .wait_for(&session, |es| {
-            es.iter()
-                .find(|e| {
-                    e["kind"] == "delivery"
-                        && e["text"].as_str().is_some_and(|t| t.starts_with("READ"))
-                })
-                .cloned()
-        })
-        .await;
+    let (session, read) = delegate_and_read(&host).await;
     let entries = host.entries(&session).await;
     let sub = entries
         .iter()

@@ -187,6 +187,25 @@ pub async fn cli(args: &[&str], host: &str, token: &str) -> (i32, String, String
     )
 }
 
+/// Runs `botfleet check-config --fleet <fleet>` with logging off;
+/// returns (exit code, stderr).
+pub async fn check_config(fleet: &Path) -> (Option<i32>, String) {
+    let out = tokio::process::Command::new(BIN)
+        .arg("check-config")
+        .arg("--fleet")
+        .arg(fleet)
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Whether process `pid` runs (a zombie waiting for its reaper does not).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
