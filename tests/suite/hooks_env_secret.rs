@@ -1,4 +1,4 @@
-//! Webhooks, round 26: a hook secret read from the environment.
+//! Webhooks: a hook secret read from the environment.
 
 use std::collections::HashMap;
 

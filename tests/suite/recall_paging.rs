@@ -1,4 +1,4 @@
-//! Recall, round 25: a bot reaches every mention of a word it heard
+//! Recall: a bot reaches every mention of a word it heard
 //! more often than one SearchTranscript call shows (30 hits), by paging
 //! with `offset` as the output tells it to.
 

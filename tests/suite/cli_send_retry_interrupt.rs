@@ -1,4 +1,4 @@
-//! A new user's first hour with the CLI (round 25): `botfleet send
+//! A new user's first hour with the CLI: `botfleet send
 //! --nonce` after the turn that failed over the message was retried, and
 //! Ctrl-C while `send` waits.
 

@@ -1,4 +1,4 @@
-//! Routines, round 26: what the routine view and `botfleet routines`
+//! Routines: what the routine view and `botfleet routines`
 //! tell of a routine's last run and of a bot that does not run its
 //! routines; restarts in a daylight-saving gap or fold; fleet.toml and the
 //! API naming the same routine; an API routine of a bot given away.
