@@ -146,7 +146,7 @@ impl Store {
     /// How many bot-to-bot messages the chain `origin` started has sent.
     pub async fn chain_messages(&self, origin: &ChainOrigin) -> Result<u64> {
         let origin = *origin;
-        self.read(move |c| messages(c, &origin)).await
+        self.read_many(move |c| messages(c, &origin)).await
     }
 
     /// Whether the chain `origin` started was told it was cut off (a read
@@ -169,7 +169,7 @@ impl Store {
     ) -> Result<SilentChains> {
         let after = after.map_or_else(String::new, |c| c.0.clone());
         let max = max.max(1);
-        self.read(move |c| silent_page(c, &after, before_ms, max))
+        self.read_many(move |c| silent_page(c, &after, before_ms, max))
             .await
     }
 }

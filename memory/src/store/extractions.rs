@@ -157,7 +157,7 @@ impl Store {
     /// The oldest `limit` fact extractions still owed (cut off by a crash
     /// or a restart), oldest first.
     pub async fn owed_extractions(&self, limit: i64) -> Result<Vec<OwedExtraction>> {
-        self.read(move |c| list(c, limit)).await
+        self.read_many(move |c| list(c, limit)).await
     }
 }
 

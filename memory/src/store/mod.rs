@@ -438,7 +438,27 @@ impl Store {
         self.inner.changes.subscribe()
     }
 
+    /// A read bounded by an index to a few rows or pages (most reads, and
+    /// those of a turn's path): it runs on the calling thread when a
+    /// reader connection is at hand, and on the blocking pool only while
+    /// every one is lent out. Such a read takes microseconds; the hop to
+    /// the blocking pool and back (two thread switches, each costly on a
+    /// VM) took longer, and a group reply makes several reads: inline,
+    /// a reply in one room took 22–30% less time (docs/performance.md).
     async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        match self.inner.readers.try_with(f) {
+            Ok(result) => result,
+            Err(f) => self.read_many(f).await,
+        }
+    }
+
+    /// A read that may walk many rows (listings of every bot, session,
+    /// turn or approval of an owner, transcript pages, counts): always on
+    /// the blocking pool, so that no tokio worker is held for it.
+    async fn read_many<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
@@ -455,7 +475,7 @@ impl Store {
 
     /// Row count of a table (`entries`, `turns`, `bots`, `ledger`).
     pub async fn count(&self, table: &'static str) -> Result<i64> {
-        self.read(move |c| reader::count(c, table)).await
+        self.read_many(move |c| reader::count(c, table)).await
     }
 
     /// A value from the meta table.

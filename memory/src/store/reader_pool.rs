@@ -123,6 +123,50 @@ impl ReaderPool {
         self.slots.lock().open
     }
 
+    /// Takes an idle connection, or opens one if fewer than `max` exist;
+    /// `None` while every connection is lent out (no waiting).
+    fn try_lend(&self) -> Option<Result<Lent<'_>>> {
+        let mut slots = self.slots.lock();
+        if let Some(conn) = slots.idle.pop() {
+            return Some(Ok(Lent {
+                pool: self,
+                conn: Some(conn),
+            }));
+        }
+        if slots.open >= self.max {
+            return None;
+        }
+        slots.open += 1;
+        drop(slots);
+        Some(match self.open() {
+            Ok(conn) => Ok(Lent {
+                pool: self,
+                conn: Some(conn),
+            }),
+            Err(e) => {
+                self.slots.lock().open -= 1;
+                self.freed.notify_one();
+                Err(e)
+            }
+        })
+    }
+
+    /// Runs `f` on a pooled connection if one is at hand without waiting
+    /// (idle, or one more may be opened); otherwise gives `f` back.
+    pub(crate) fn try_with<T, F>(&self, f: F) -> std::result::Result<Result<T>, F>
+    where
+        F: FnOnce(&Connection) -> Result<T>,
+    {
+        match self.try_lend() {
+            None => Err(f),
+            Some(Err(e)) => Ok(Err(e)),
+            Some(Ok(lent)) => Ok(match lent.conn.as_ref() {
+                Some(conn) => f(conn),
+                None => Err(StoreError::Reader("reader connection missing".into())),
+            }),
+        }
+    }
+
     /// Runs `f` on a pooled connection (blocking; waits while every
     /// connection is busy).
     pub(crate) fn with<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {

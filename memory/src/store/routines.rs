@@ -262,7 +262,7 @@ impl super::Store {
     /// [`RoutineRun`]).
     pub async fn routine_runs(&self, bot: &BotId) -> Result<Vec<RoutineRun>> {
         let bot = bot.clone();
-        self.read(move |c| last_runs(c, &bot)).await
+        self.read_many(move |c| last_runs(c, &bot)).await
     }
 }
 

@@ -27,7 +27,7 @@ impl Store {
     ) -> Result<Vec<crate::record::ApprovalRecord>> {
         let owner = owner.clone();
         let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::of_owner(c, &owner, now, limit))
+        self.read_many(move |c| approvals::of_owner(c, &owner, now, limit))
             .await
     }
 
@@ -43,7 +43,7 @@ impl Store {
     ) -> Result<Vec<crate::record::ApprovalRecord>> {
         let owner = owner.clone();
         let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::of_owner_with_status(c, &owner, status, now, limit))
+        self.read_many(move |c| approvals::of_owner_with_status(c, &owner, status, now, limit))
             .await
     }
 
@@ -93,7 +93,7 @@ impl Store {
     pub async fn bots_with_unwritten_expiry(&self, owner: &UserId) -> Result<Vec<BotId>> {
         let owner = owner.clone();
         let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::bots_with_unwritten_expiry(c, &owner, now))
+        self.read_many(move |c| approvals::bots_with_unwritten_expiry(c, &owner, now))
             .await
     }
 
@@ -105,7 +105,7 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<crate::record::ReviewRecord>> {
         let bot = bot.clone();
-        self.read(move |c| approvals::reviews_of_bot(c, &bot, None, limit))
+        self.read_many(move |c| approvals::reviews_of_bot(c, &bot, None, limit))
             .await
     }
 
@@ -121,7 +121,7 @@ impl Store {
     ) -> Result<Vec<crate::record::ReviewRecord>> {
         let bot = bot.clone();
         let owner = owner.clone();
-        self.read(move |c| approvals::reviews_of_bot(c, &bot, Some(&owner), limit))
+        self.read_many(move |c| approvals::reviews_of_bot(c, &bot, Some(&owner), limit))
             .await
     }
 }

@@ -58,7 +58,7 @@ impl Store {
     /// Bots, of one owner or all.
     pub async fn list_bots(&self, owner: Option<&UserId>) -> Result<Vec<BotRecord>> {
         let owner = owner.cloned();
-        self.read(move |c| reader::list_bots(c, owner.as_ref()))
+        self.read_many(move |c| reader::list_bots(c, owner.as_ref()))
             .await
     }
 
@@ -101,7 +101,7 @@ impl Store {
     ) -> Result<Vec<(BotRecord, BotActivity)>> {
         let owner = owner.cloned();
         let today = today.to_owned();
-        self.read(move |c| with_activity(c, reader::list_bots(c, owner.as_ref())?, &today))
+        self.read_many(move |c| with_activity(c, reader::list_bots(c, owner.as_ref())?, &today))
             .await
     }
 
@@ -119,7 +119,7 @@ impl Store {
     ) -> Result<BotListing> {
         let owner = owner.clone();
         let today = today.to_owned();
-        self.read(move |c| {
+        self.read_many(move |c| {
             let (bots, left_out) = if keep == usize::MAX {
                 (reader::list_bots(c, Some(&owner))?, 0)
             } else {
@@ -140,7 +140,8 @@ impl Store {
     /// note).
     pub async fn main_bots_of(&self, owner: &UserId) -> Result<Vec<BotRecord>> {
         let owner = owner.clone();
-        self.read(move |c| reader::main_bots_of(c, &owner)).await
+        self.read_many(move |c| reader::main_bots_of(c, &owner))
+            .await
     }
 
     /// A bot's token usage: all days, `today` (UTC `YYYY-MM-DD`), and the
@@ -162,7 +163,7 @@ impl Store {
     pub async fn family_usage(&self, root: &BotId, day: &str) -> Result<Vec<(BotId, TokenUsage)>> {
         let root = root.clone();
         let day = day.to_owned();
-        self.read(move |c| reader::family_usage(c, &root, &day))
+        self.read_many(move |c| reader::family_usage(c, &root, &day))
             .await
     }
 
@@ -172,7 +173,8 @@ impl Store {
         owner: &UserId,
     ) -> Result<Vec<(String, crate::record::SecretValue, i64)>> {
         let owner = owner.clone();
-        self.read(move |c| reader::user_secrets(c, &owner)).await
+        self.read_many(move |c| reader::user_secrets(c, &owner))
+            .await
     }
 
     /// Subagent `id` of `parent` (`None`: `parent` has no such subagent),
@@ -210,7 +212,7 @@ impl Store {
         finished: usize,
     ) -> Result<(Vec<crate::record::SubagentRecord>, usize)> {
         let parent = parent.clone();
-        self.read(move |c| reader::subagents_listed(c, &parent, finished))
+        self.read_many(move |c| reader::subagents_listed(c, &parent, finished))
             .await
     }
 
@@ -245,7 +247,8 @@ impl Store {
     /// Routines of one bot (by name), or of every bot (by bot, then name).
     pub async fn routines(&self, bot: Option<&BotId>) -> Result<Vec<crate::record::RoutineRecord>> {
         let bot = bot.cloned();
-        self.read(move |c| routines::list(c, bot.as_ref())).await
+        self.read_many(move |c| routines::list(c, bot.as_ref()))
+            .await
     }
 
     /// One routine of a bot.
@@ -275,7 +278,7 @@ impl Store {
     /// decoding of every record, its tools and settings, at each read).
     pub async fn bot_ids_of(&self, owner: &UserId) -> Result<Vec<BotId>> {
         let owner = owner.clone();
-        self.read(move |c| reader::bot_ids_of(c, &owner)).await
+        self.read_many(move |c| reader::bot_ids_of(c, &owner)).await
     }
 }
 

@@ -19,7 +19,7 @@ impl Store {
     /// by membership).
     pub async fn rooms_for(&self, user: &UserId) -> Result<Vec<crate::record::RoomRecord>> {
         let user = user.clone();
-        self.read(move |c| rooms::rooms_for(c, &user)).await
+        self.read_many(move |c| rooms::rooms_for(c, &user)).await
     }
 
     /// A room's unfinished runs, oldest first.
@@ -28,7 +28,7 @@ impl Store {
         room: &crate::ids::RoomId,
     ) -> Result<Vec<crate::record::RoomRunRecord>> {
         let room = room.clone();
-        self.read(move |c| rooms::open_runs(c, &room)).await
+        self.read_many(move |c| rooms::open_runs(c, &room)).await
     }
 
     /// A room's oldest unfinished run (the one in progress, or the next
@@ -97,6 +97,6 @@ impl Store {
 
     /// Rooms with unfinished runs (resumed after a restart).
     pub async fn rooms_with_open_runs(&self) -> Result<Vec<crate::ids::RoomId>> {
-        self.read(rooms::rooms_with_open_runs).await
+        self.read_many(rooms::rooms_with_open_runs).await
     }
 }

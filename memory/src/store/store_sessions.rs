@@ -40,7 +40,7 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
-        self.read(move |c| reader::session_page(c, id, after, limit))
+        self.read_many(move |c| reader::session_page(c, id, after, limit))
             .await
     }
 
@@ -48,7 +48,7 @@ impl Store {
     /// `reader::sessions_of_owner`).
     pub async fn sessions_of_owner(&self, owner: &UserId) -> Result<Vec<SessionRecord>> {
         let owner = owner.clone();
-        self.read(move |c| reader::sessions_of_owner(c, &owner))
+        self.read_many(move |c| reader::sessions_of_owner(c, &owner))
             .await
     }
 
@@ -56,13 +56,14 @@ impl Store {
     /// even when the room is named like the bot).
     pub async fn sessions_of_bot(&self, bot: &BotId) -> Result<Vec<SessionRecord>> {
         let bot = bot.clone();
-        self.read(move |c| reader::sessions_of_bot(c, &bot)).await
+        self.read_many(move |c| reader::sessions_of_bot(c, &bot))
+            .await
     }
 
     /// The sessions of every subagent `parent` delegated to, in one read.
     pub async fn sessions_of_subagents(&self, parent: &BotId) -> Result<Vec<SessionRecord>> {
         let parent = parent.clone();
-        self.read(move |c| reader::sessions_of_subagents(c, &parent))
+        self.read_many(move |c| reader::sessions_of_subagents(c, &parent))
             .await
     }
 
@@ -73,7 +74,7 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::entries_after(c, session, after, limit))
+        self.read_many(move |c| reader::entries_after(c, session, after, limit))
             .await
     }
 
@@ -98,7 +99,7 @@ impl Store {
         from: i64,
         to: i64,
     ) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::entries_between(c, session, from, to))
+        self.read_many(move |c| reader::entries_between(c, session, from, to))
             .await
     }
 
@@ -113,7 +114,7 @@ impl Store {
         except: &str,
     ) -> Result<i64> {
         let except = except.to_owned();
-        self.read(move |c| reader::count_unseen_messages(c, session, seen, before, &except))
+        self.read_many(move |c| reader::count_unseen_messages(c, session, seen, before, &except))
             .await
     }
 
@@ -130,7 +131,7 @@ impl Store {
 
     /// Entries of every session in global order after `gid` (for indexers).
     pub async fn entries_after_gid(&self, gid: i64, limit: i64) -> Result<Vec<Entry>> {
-        self.read(move |c| reader::entries_after_gid(c, gid, limit))
+        self.read_many(move |c| reader::entries_after_gid(c, gid, limit))
             .await
     }
 

@@ -286,6 +286,63 @@ fn readers_stay_within_the_pool_and_are_reused() -> TestResult {
     Ok(())
 }
 
+/// A read runs on the calling thread while a reader connection is at
+/// hand, and on the blocking pool while every one is lent out (the
+/// caller's thread is not held waiting for one); a listing always runs on
+/// the blocking pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_read_runs_here_while_a_connection_is_free() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(StoreOptions {
+        readers: 1,
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })?;
+    let here = std::thread::current().id();
+    let thread_of = |store: &Store| {
+        let store = store.clone();
+        async move {
+            store
+                .read(|_| Ok(std::thread::current().id()))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(thread_of(&store).await, here);
+    let many = store.read_many(|_| Ok(std::thread::current().id())).await?;
+    assert_ne!(many, here);
+
+    // the one connection lent out on another thread until told
+    let (lent_tx, lent_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.read_blocking(|_| {
+                lent_tx.send(()).ok();
+                go_rx.recv().ok();
+                Ok(())
+            })
+        })
+    };
+    lent_rx.recv()?;
+    // given back a little later, from yet another thread: a read that
+    // waited for it here would run here once it is back
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        go_tx.send(()).ok();
+    });
+    assert_ne!(
+        thread_of(&store).await,
+        here,
+        "waited on the caller's thread"
+    );
+    release.join().map_err(|_| "release panicked")?;
+    holder.join().map_err(|_| "holder panicked")??;
+    // back in the pool: here again
+    assert_eq!(thread_of(&store).await, here);
+    Ok(())
+}
+
 /// Largest size of the store's WAL file seen so far.
 fn note_wal(dir: &tempfile::TempDir, most: &std::sync::atomic::AtomicU64) {
     if let Ok(m) = std::fs::metadata(dir.path().join("fleet.db-wal")) {

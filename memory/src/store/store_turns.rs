@@ -21,13 +21,13 @@ impl Store {
 
     /// Bots with pending inputs or unfinished turns.
     pub async fn bots_with_work(&self) -> Result<Vec<BotId>> {
-        self.read(reader::bots_with_work).await
+        self.read_many(reader::bots_with_work).await
     }
 
     /// A bot's turns still marked running (after a crash).
     pub async fn open_turns(&self, bot: &BotId) -> Result<Vec<TurnRecord>> {
         let bot = bot.clone();
-        self.read(move |c| reader::open_turns(c, &bot)).await
+        self.read_many(move |c| reader::open_turns(c, &bot)).await
     }
 
     /// A turn by id.
@@ -38,7 +38,7 @@ impl Store {
     /// A bot's newest turns.
     pub async fn turns_of_bot(&self, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
         let bot = bot.clone();
-        self.read(move |c| reader::turns_of_bot(c, &bot, None, limit))
+        self.read_many(move |c| reader::turns_of_bot(c, &bot, None, limit))
             .await
     }
 
@@ -53,7 +53,7 @@ impl Store {
     ) -> Result<Vec<TurnRecord>> {
         let bot = bot.clone();
         let owner = owner.clone();
-        self.read(move |c| reader::turns_of_bot(c, &bot, Some(&owner), limit))
+        self.read_many(move |c| reader::turns_of_bot(c, &bot, Some(&owner), limit))
             .await
     }
 
@@ -64,7 +64,7 @@ impl Store {
     /// `turns_open`.
     pub async fn turn_status_counts(&self, bot: &BotId) -> Result<Vec<(TurnStatus, i64)>> {
         let bot = bot.clone();
-        self.read(move |c| reader::turn_status_counts(c, &bot))
+        self.read_many(move |c| reader::turn_status_counts(c, &bot))
             .await
     }
 
