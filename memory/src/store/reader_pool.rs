@@ -90,30 +90,14 @@ impl ReaderPool {
     /// Takes an idle connection, opens one if fewer than `max` exist, or
     /// waits for one to come back.
     fn lend(&self) -> Result<Lent<'_>> {
-        let mut slots = self.slots.lock();
         loop {
-            if let Some(conn) = slots.idle.pop() {
-                return Ok(Lent {
-                    pool: self,
-                    conn: Some(conn),
-                });
+            if let Some(lent) = self.try_lend() {
+                return lent;
             }
-            if slots.open < self.max {
-                slots.open += 1;
-                drop(slots);
-                return match self.open() {
-                    Ok(conn) => Ok(Lent {
-                        pool: self,
-                        conn: Some(conn),
-                    }),
-                    Err(e) => {
-                        self.slots.lock().open -= 1;
-                        self.freed.notify_one();
-                        Err(e)
-                    }
-                };
+            let mut slots = self.slots.lock();
+            while slots.idle.is_empty() && slots.open >= self.max {
+                self.freed.wait(&mut slots);
             }
-            self.freed.wait(&mut slots);
         }
     }
 
