@@ -13,10 +13,13 @@ use crate::record::TurnRecord;
 use crate::record::TurnStatus;
 
 impl Store {
-    /// A bot's admitted inputs that no turn has consumed, oldest first.
+    /// A bot's admitted inputs that no turn has consumed, oldest first
+    /// (every one: a bot with a backlog has thousands, so the read goes to
+    /// the blocking pool).
     pub async fn pending_inbox(&self, bot: &BotId) -> Result<Vec<InboxItem>> {
         let bot = bot.clone();
-        self.read(move |c| reader::pending_inbox(c, &bot)).await
+        self.read_many(move |c| reader::pending_inbox(c, &bot))
+            .await
     }
 
     /// Bots with pending inputs or unfinished turns.
