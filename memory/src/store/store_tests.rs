@@ -325,17 +325,21 @@ async fn a_read_runs_here_while_a_connection_is_free() -> TestResult {
         })
     };
     lent_rx.recv()?;
-    // given back a little later, from yet another thread: a read that
-    // waited for it here would run here once it is back
+    // given back once the read was polled and left pending (it went to
+    // the blocking pool); a read that waited for it here would block that
+    // poll, and run here once the holder gives up after 10 s
+    let (polled_tx, polled_rx) = std::sync::mpsc::channel::<()>();
     let release = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        polled_rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .ok();
         go_tx.send(()).ok();
     });
-    assert_ne!(
-        thread_of(&store).await,
-        here,
-        "waited on the caller's thread"
-    );
+    let mut read = std::pin::pin!(thread_of(&store));
+    let first = futures::FutureExt::now_or_never(read.as_mut());
+    assert_eq!(first, None, "the read waited on the caller's thread");
+    polled_tx.send(())?;
+    assert_ne!(read.await, here);
     release.join().map_err(|_| "release panicked")?;
     holder.join().map_err(|_| "holder panicked")??;
     // back in the pool: here again
