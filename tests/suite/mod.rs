@@ -1,6 +1,7 @@
 //! The integration suite, compiled as one binary by `tests/all.rs`.
 
 mod agent_names_users;
+mod agent_relays;
 mod agent_targets;
 mod agents;
 mod agents_speak;

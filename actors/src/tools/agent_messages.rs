@@ -28,8 +28,9 @@ use super::store_error;
 /// by the chain's breadth (checked by the writer: past it, the call of
 /// `tool` is refused instead, `Mutation::Limited`). The message lands in
 /// `session` if given, else in the session the target asked replies to go
-/// to (when it is the bot this turn answers), else in the target's
-/// session with the caller.
+/// to (when it is the bot this turn answers, or when the turn works in the
+/// caller's conversation with it: [`asked_replies_here`]), else in the
+/// target's session with the caller.
 pub(crate) async fn message_to_bot(
     ctx: &ToolContext<'_>,
     tool: &str,
@@ -77,13 +78,16 @@ pub(crate) async fn message_to_bot(
         "answer the person with SendMessage instead of messaging more bots",
     )
     .await;
-    let wanted = session.or_else(|| {
+    let wanted = match session.or_else(|| {
         ctx.scope
             .reply_to
             .as_ref()
             .filter(|r| r.bot == target.id)
             .map(|r| r.session)
-    });
+    }) {
+        Some(id) => Some(id),
+        None => asked_replies_here(ctx, target).await?,
+    };
     let key = match wanted {
         // a session of the target that is no longer its owner's (a former
         // owner's DM with it) is not: the reply goes to the bots' own one
@@ -129,6 +133,27 @@ pub(crate) async fn message_to_bot(
         })),
         None => admit,
     })
+}
+
+/// Where `target` asked replies to go when this turn works in the
+/// caller's conversation with it and none of the turn's inputs is
+/// target's: by its newest message in this conversation. The caller was
+/// woken here by a third bot's answer or its subagent's report after
+/// target asked it something: its answer belongs in the conversation
+/// target asked from (its person's), not in target's session with the
+/// caller, where it woke target with no person to tell.
+async fn asked_replies_here(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+) -> Result<Option<SessionId>, ToolError> {
+    let key = &ctx.scope.session.key;
+    if key.kind != SessionKind::Agent || key.peer != target.id.as_str() {
+        return Ok(None);
+    }
+    ctx.store()
+        .reply_session_of(ctx.session(), &target.id)
+        .await
+        .map_err(store_error)
 }
 
 /// The refusal of a message to `target`, a bot of another user than the

@@ -45,6 +45,7 @@ pub(crate) use entries::entries_after_gid;
 pub(crate) use entries::entries_between;
 pub(crate) use entries::latest_summary;
 pub(crate) use entries::max_gid;
+pub(crate) use entries::reply_session_of;
 pub(crate) use entries::tail_entries;
 pub(crate) use sessions::get_session;
 pub(crate) use sessions::session_page;

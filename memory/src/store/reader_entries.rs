@@ -157,6 +157,32 @@ pub(crate) fn max_gid(conn: &Connection) -> Result<i64> {
         .query_row([], |r| r.get(0))?)
 }
 
+/// Where `from` asked replies to go, by its newest message in `session`:
+/// the `reply_session` of its newest `agent_message` there (`None` if it
+/// wrote none there, or named none). Walks the session's entries from its
+/// end by the `(session_id, seq)` index.
+pub(crate) fn reply_session_of(
+    conn: &Connection,
+    session: SessionId,
+    from: &str,
+) -> Result<Option<SessionId>> {
+    let Some(entry) = collect_entries(
+        conn,
+        &format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?1 AND kind = 'agent_message' \
+             AND author = ?2 ORDER BY seq DESC LIMIT 1"
+        ),
+        params![session.to_string(), from],
+    )?
+    .pop() else {
+        return Ok(None);
+    };
+    Ok(match entry.kind {
+        EntryKind::AgentMessage { reply_session, .. } => reply_session,
+        _ => None,
+    })
+}
+
 pub(crate) fn latest_summary(conn: &Connection, session: SessionId) -> Result<Option<Entry>> {
     Ok(collect_entries(
         conn,

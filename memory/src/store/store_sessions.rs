@@ -123,6 +123,18 @@ impl Store {
         self.read(move |c| reader::latest_summary(c, session)).await
     }
 
+    /// Where bot `from` asked replies to go, by its newest message in
+    /// `session` (see `reader::reply_session_of`).
+    pub async fn reply_session_of(
+        &self,
+        session: SessionId,
+        from: &BotId,
+    ) -> Result<Option<SessionId>> {
+        let from = from.to_string();
+        self.read(move |c| reader::reply_session_of(c, session, &from))
+            .await
+    }
+
     /// The newest `limit` entries of a session, oldest first.
     pub async fn tail_entries(&self, session: SessionId, limit: i64) -> Result<Vec<Entry>> {
         self.read(move |c| reader::tail_entries(c, session, limit))
