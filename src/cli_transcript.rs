@@ -151,7 +151,12 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
     let s = |key: &str| e[key].as_str().unwrap_or("");
     match kind {
         "user_message" => vec![format!("#{seq} {who}: {text}")],
-        "delivery" => vec![format!("#{seq} {who} ▸ {text}")],
+        // the bot by its name beside its id, as a bot's message is
+        // (`Researcher (bot r) ▸ …`), or by its id alone (`r ▸ …`)
+        "delivery" => {
+            let by = named_bot(who, e["author_name"].as_str()).unwrap_or_else(|| who.to_owned());
+            vec![format!("#{seq} {by} ▸ {text}")]
+        }
         "notice" => vec![format!(
             "#{seq} [{}] {text}",
             e["code"].as_str().unwrap_or("notice")

@@ -47,7 +47,8 @@ async fn transcript_last_counts_the_entries_it_prints() {
     assert_eq!(code, 0, "{err}");
     let lines = entry_lines(&out);
     assert_eq!(lines.len(), 1, "{out}");
-    assert!(lines[0].ends_with("r ▸ echo: second"), "{out}");
+    // the bot's reply by its name beside its id
+    assert!(lines[0].ends_with("r-name (bot r) ▸ echo: second"), "{out}");
     let (_, out, _) = cli(&["transcript", "r", "--last", "2"], &host.url, TOKEN).await;
     let lines = entry_lines(&out);
     assert_eq!(lines.len(), 2, "{out}");

@@ -63,15 +63,21 @@ async fn transcript_of_a_subagent_prints_its_task_and_bots_says_it_is_done() {
         said(&out),
         [
             "task from p: work out the answer".to_owned(),
-            format!("{sub} ▸ working on it"),
-            format!("{sub} ▸ the answer is 42"),
+            format!("p-name · find the answer (bot {sub}) ▸ working on it"),
+            format!("p-name · find the answer (bot {sub}) ▸ the answer is 42"),
         ],
         "{out}"
     );
     assert!(out.starts_with("#1 task from p"), "{out}");
     let (code, out, err) = cli(&["transcript", &sub, "--last", "1"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
-    assert_eq!(said(&out), [format!("{sub} ▸ the answer is 42")], "{out}");
+    assert_eq!(
+        said(&out),
+        [format!(
+            "p-name · find the answer (bot {sub}) ▸ the answer is 42"
+        )],
+        "{out}"
+    );
     // --json prints the same entries, the task among them
     let (code, out, err) = cli(&["transcript", &sub, "--json"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
