@@ -138,9 +138,13 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
         .into_iter()
         .map(|h| {
             let secret = api::HookSecret::new(h.secret, h.max_payload_bytes);
-            // its timestamp tolerance and rate (src/api/hooks.rs)
+            // its timestamp tolerance and rate (src/api/hooks.rs), and
+            // whether its payload limit is the host's body limit
             let secret = match f.hook(&h.bot, &h.name) {
-                Some(config) => secret.with_config(config),
+                Some(config) => secret.with_config(config).limited_by_host(
+                    config.max_payload_bytes.is_none()
+                        && h.max_payload_bytes >= f.host.max_body_bytes,
+                ),
                 None => secret,
             };
             (h.bot, h.name, secret)

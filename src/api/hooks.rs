@@ -115,11 +115,19 @@ impl Default for HookOptions {
     }
 }
 
+/// Where the webhooks' routes start (`POST /v1/hooks/{bot}/{hook}`).
+pub(crate) const HOOKS_PREFIX: &str = "/v1/hooks/";
+
 /// One hook's secret, limits, and what it remembers of recent deliveries.
 #[derive(Clone)]
 pub struct HookSecret {
     secret: Vec<u8>,
     max_payload_bytes: usize,
+    /// Whether `max_payload_bytes` is the host's `max_body_bytes`: the
+    /// hook sets none and the host's is below the default, so a payload
+    /// over it is let in by raising the host's (the hook's own is refused
+    /// above the host's).
+    host_limited: bool,
     options: HookOptions,
     /// Shared by every clone of the API state.
     seen: Arc<Mutex<Seen>>,
@@ -135,6 +143,7 @@ impl HookSecret {
         Self {
             secret: secret.into(),
             max_payload_bytes,
+            host_limited: false,
             options: HookOptions::default(),
             seen: Arc::default(),
             turns: Arc::default(),
@@ -154,6 +163,16 @@ impl HookSecret {
                 .deliveries_per_minute
                 .unwrap_or(defaults.deliveries_per_minute),
         })
+    }
+
+    /// The same hook, its payload limit being the host's
+    /// `max_body_bytes` (see [`HookSecret`]'s `host_limited`).
+    #[must_use]
+    pub fn limited_by_host(self, host_limited: bool) -> Self {
+        Self {
+            host_limited,
+            ..self
+        }
     }
 
     /// The same hook with `options`.
@@ -304,7 +323,7 @@ pub(crate) async fn deliver(
             botfleet_memory::quote_short(&bot)
         )));
     };
-    let over = |e: ApiError| over_hook_limit(e, &bot, &hook);
+    let over = |e: ApiError| over_hook_limit(e, &bot, &hook, secret.host_limited);
     // refused from the headers, before a byte of the body is waited for
     crate::http_server::refuse_declared_over(&headers, secret.max_payload_bytes).map_err(over)?;
     refuse_encoded(&headers)?;
@@ -553,13 +572,20 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
 
 /// A payload over a hook's `max_payload_bytes`, refused naming the
 /// setting and where it is: "send less" did not help a sender that cannot
-/// change what it sends (a GitHub push event with many commits).
-fn over_hook_limit(e: ApiError, bot: &str, hook: &str) -> ApiError {
+/// change what it sends (a GitHub push event with many commits). When the
+/// limit is the host's (`host_limited`), the host's setting is the one to
+/// raise: the hook's may not exceed it.
+fn over_hook_limit(e: ApiError, bot: &str, hook: &str, host_limited: bool) -> ApiError {
+    let hook = botfleet_memory::quote_short(hook);
     match e {
+        ApiError::TooLarge { limit } if host_limited => ApiError::TooLargeFor(format!(
+            "the payload is larger than webhook {hook}'s limit ({limit} bytes, the host's \
+             max_body_bytes: the hook sets no max_payload_bytes); raise max_body_bytes under \
+             [host] in fleet.toml, or send less"
+        )),
         ApiError::TooLarge { limit } => ApiError::TooLargeFor(format!(
-            "the payload is larger than webhook {}'s max_payload_bytes ({limit} bytes); \
+            "the payload is larger than webhook {hook}'s max_payload_bytes ({limit} bytes); \
              raise max_payload_bytes under [[bots.hooks]] of bot {} in fleet.toml, or send less",
-            botfleet_memory::quote_short(hook),
             botfleet_memory::quote_short(bot)
         )),
         other => other,

@@ -34,6 +34,7 @@ pub use error::ApiError;
 pub use event_slots::EventStreams;
 pub(crate) use extract::KEY_RULE;
 pub(crate) use extract::MAX_KEY_LEN;
+pub(crate) use hooks::HOOKS_PREFIX;
 pub use hooks::HookSecret;
 pub use hooks::Hooks;
 pub use hooks::sign as sign_hook;

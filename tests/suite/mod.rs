@@ -69,6 +69,7 @@ mod group_replies;
 mod groups;
 mod groups_runs;
 mod hold_path;
+mod hook_body_limits;
 mod hook_race;
 mod hook_replay;
 mod hooks;
