@@ -48,7 +48,9 @@ pub(crate) async fn resolve_bot(
     name: &str,
     lead: &str,
 ) -> Result<BotRecord, ToolError> {
+    // `@Bravo`, as a person mentions a bot (and models write it): the bot
     let name = name.trim();
+    let name = name.strip_prefix('@').map_or(name, str::trim_start);
     // the usual case, an exact id: one keyed read, not the owner's whole list
     if let Ok(id) = BotId::new(name)
         && let Some(b) = ctx.store().get_bot(&id).await.map_err(store_error)?

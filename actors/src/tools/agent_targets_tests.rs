@@ -324,6 +324,38 @@ async fn an_unknown_agent_names_at_most_ten_likely_ones() {
     );
 }
 
+/// A bot written as it is mentioned, `@P` or `@p`, is that bot (models
+/// write the `@` of a mention: "there is no agent" sent them looking for
+/// another).
+#[tokio::test]
+async fn an_agent_written_with_its_mention_at_is_that_agent() {
+    let f = parent().await;
+    f.rt.store
+        .write(vec![Mutation::UpsertBot(bot_of(
+            "p",
+            "Pal",
+            "u",
+            json!({}),
+        ))])
+        .await
+        .unwrap();
+    for (call, agent) in [("c1", "@p"), ("c2", "@Pal"), ("c3", " @ pal ")] {
+        let sent = SendToAgent
+            .call(&f.ctx(call), json!({"agent": agent, "text": "hi"}))
+            .await
+            .unwrap();
+        assert!(
+            sent.content.starts_with("delivered to p;"),
+            "{agent}: {sent:?}"
+        );
+    }
+    let err = SendToAgent
+        .call(&f.ctx("c4"), json!({"agent": "@", "text": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(err.message.starts_with("there is no agent"), "{err}");
+}
+
 /// The bots an unknown agent's refusal names: fleet.toml bots by id, then
 /// the others latest first; subagents and removed bots never.
 #[test]
