@@ -62,6 +62,9 @@ fn command(method: &str, path: &str) -> Option<String> {
     Some(match (method, segments.as_slice()) {
         ("POST", ["groups"]) => "botfleet group create NAME --members BOT,BOT".to_owned(),
         ("GET", ["groups"] | ["groups", _]) => "botfleet group list".to_owned(),
+        ("POST", ["groups", room, "messages"]) => {
+            format!("botfleet group send {} TEXT", arg(room, "ROOM"))
+        }
         ("GET", ["bots"]) => "botfleet bots".to_owned(),
         ("DELETE", ["bots", bot]) => format!("botfleet bots remove {}", arg(bot, "BOT")),
         ("GET", ["bots", bot, "routines"]) => format!("botfleet routines {}", arg(bot, "BOT")),

@@ -180,6 +180,20 @@ pub(crate) async fn remove(
     Ok(Json(json!(removed)))
 }
 
+/// The `404` for a message to `name`, no bot of the user's: said to be
+/// a room of theirs, with where its messages go, when it is one (`botfleet
+/// send team …` to room `team` said only "no bot"); else `no_bot`.
+async fn room_named(state: &ApiState, user: &AuthUser, name: &str, no_bot: String) -> ApiError {
+    match botfleet_actors::group::room_for(state.fleet.runtime(), &user.0, name).await {
+        Ok(room) => ApiError::NotFound(format!(
+            "no bot {name:?} for you: {:?} is a room; send to it with POST /v1/groups/{}/messages",
+            room.id.as_str(),
+            room.id.as_str()
+        )),
+        Err(_) => ApiError::NotFound(no_bot),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MessageBody {
@@ -195,7 +209,12 @@ pub(crate) async fn post_message(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
-    let record = owned_bot(&state, &user, &bot).await?;
+    let record = match owned_bot(&state, &user, &bot).await {
+        Err(ApiError::NotFound(no_bot)) => {
+            return Err(room_named(&state, &user, &bot, no_bot).await);
+        }
+        other => other?,
+    };
     super::refuse_retired(&state, &record).await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = parsed.text.trim();

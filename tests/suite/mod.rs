@@ -37,6 +37,7 @@ mod cli_restart;
 mod cli_routines;
 mod cli_send_interrupted;
 mod cli_send_retry_interrupt;
+mod cli_send_to_room;
 mod cli_subagents;
 mod cli_text_out;
 mod cli_timeout;

@@ -1,0 +1,68 @@
+//! `botfleet send ROOM TEXT` names the room and the command that sends to
+//! it, where it said only `no bot "team"` (found by QA): rooms and bots
+//! are both addressed by id, and `send` is the command people try first.
+
+use pretty_assertions::assert_eq;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::cli;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo from {{bot}}" } } ]
+"#;
+
+#[tokio::test]
+async fn send_to_a_room_names_group_send() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (code, _, err) = cli(
+        &["group", "create", "team", "--members", "a,b"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+
+    let (code, out, err) = cli(&["send", "team", "hi"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("no bot \"team\" for you: \"team\" is a room")
+            && err.contains("`botfleet group send team TEXT`"),
+        "{err}"
+    );
+    // over HTTP, the route
+    let (status, body) = host
+        .post_raw(
+            "/v1/bots/team/messages",
+            Some(TOKEN),
+            None,
+            r#"{"text": "hi"}"#,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("send to it with POST /v1/groups/team/messages"),
+        "{body}"
+    );
+    // nothing was sent to the room
+    let (_, room) = host.get("/v1/groups/team", TOKEN).await;
+    assert_eq!(room["last_seq"].as_i64().unwrap_or(0), 0, "{room}");
+    // another user learns nothing of the room
+    let (code, _, err) = cli(&["send", "team", "hi"], &host.url, BOB_TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("no bot \"team\" for you") && !err.contains("room"),
+        "{err}"
+    );
+    host.shutdown().await;
+}
