@@ -29,8 +29,12 @@ pub enum ApiError {
     /// `Accept-Encoding: identity`.
     #[error("{0}")]
     UnsupportedEncoding(String),
-    /// The body is too large.
-    #[error("the request body is larger than {limit} bytes; send less")]
+    /// The body is over the host's limit (`host.max_body_bytes`; a
+    /// webhook's own limit is [`ApiError::TooLargeFor`]).
+    #[error(
+        "the request body is larger than {limit} bytes, the host's limit (max_body_bytes under \
+         [host] in fleet.toml); send less"
+    )]
     TooLarge {
         /// The limit.
         limit: usize,

@@ -92,7 +92,7 @@ async fn a_declared_length_over_the_host_limit_names_the_hooks_limit() {
         answer["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("larger than 4096 bytes"),
+            .contains("larger than 4096 bytes, the host's limit (max_body_bytes under [host]"),
         "{answer}"
     );
     // nothing was admitted
