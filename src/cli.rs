@@ -144,7 +144,7 @@ pub enum Command {
         json: bool,
         /// Only the last N entries it would print, not the whole history
         /// (with `--all`, the internal steps count among them).
-        #[arg(long, value_name = "N", value_parser = args::transcript_last)]
+        #[arg(long, value_name = "N")]
         last: Option<u32>,
     },
     /// List your bots, or remove one made by CreateAgent (`bots remove BOT`).

@@ -72,14 +72,6 @@ pub(super) fn search_limit(value: &str) -> Result<u64, String> {
     in_range(value, "hits to show", "--limit", 1, most)
 }
 
-/// Reads `transcript --last`: 1 or more entries. `0` printed nothing and
-/// exited 0, where the CLI's other counts refuse it.
-pub(super) fn transcript_last(value: &str) -> Result<u32, String> {
-    let n = in_range(value, "entries to print", "--last", 1, u64::from(u32::MAX))?;
-    // in range of u32 just above
-    Ok(u32::try_from(n).unwrap_or(u32::MAX))
-}
-
 /// Reads `search --offset`: 0 to the most hits the host skips.
 pub(super) fn search_offset(value: &str) -> Result<u64, String> {
     let most = botfleet_memory::MAX_SEARCH_OFFSET as u64;
