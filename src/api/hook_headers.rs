@@ -11,26 +11,28 @@ use super::single_header;
 
 /// The Unix seconds of an `X-Botfleet-Timestamp`.
 pub(super) fn parse_timestamp(text: &str) -> Result<i64, ApiError> {
-    let seconds = text
-        .parse::<i64>()
-        .ok()
-        .filter(|_| text.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| {
-            ApiError::BadRequest(
-                "the X-Botfleet-Timestamp header must be the Unix time in seconds, digits \
-                 only (e.g. 1764700000)"
-                    .into(),
-            )
-        })?;
-    // 10^11 s is the year 5138: milliseconds, most likely
-    if seconds >= 100_000_000_000 {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::BadRequest(
-            "the X-Botfleet-Timestamp header must be the Unix time in seconds, not \
-             milliseconds (e.g. 1764700000)"
+            "the X-Botfleet-Timestamp header must be the Unix time in seconds, digits \
+             only (e.g. 1764700000)"
                 .into(),
         ));
     }
-    Ok(seconds)
+    // 10^11 s is the year 5138: milliseconds, most likely; digits past
+    // what an i64 holds are no time at all (they were called "not digits")
+    match text.parse::<i64>() {
+        Ok(seconds) if seconds < 100_000_000_000 => Ok(seconds),
+        Ok(_) => Err(ApiError::BadRequest(
+            "the X-Botfleet-Timestamp header must be the Unix time in seconds, not \
+             milliseconds (e.g. 1764700000)"
+                .into(),
+        )),
+        Err(_) => Err(ApiError::BadRequest(format!(
+            "the X-Botfleet-Timestamp header has {} digits, far past any Unix time: send the \
+             Unix time in seconds (10 digits, e.g. 1764700000)",
+            text.len()
+        ))),
+    }
 }
 
 pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ApiError> {

@@ -56,6 +56,14 @@ fn timestamps_bound_a_signature_in_time() {
     assert!(e.contains("not milliseconds"), "{e}");
     let e = refusal(hook.verify(&t, Some("-5"), body, NOW_MS));
     assert!(e.contains("digits only"), "{e}");
+    let e = refusal(hook.verify(&t, Some(""), body, NOW_MS));
+    assert!(e.contains("digits only"), "{e}");
+    // all digits, past what a time can be: said so, not "digits only"
+    let e = refusal(hook.verify(&t, Some("99999999999999999999999"), body, NOW_MS));
+    assert!(
+        e.contains("has 23 digits, far past any Unix time") && !e.contains("digits only"),
+        "{e}"
+    );
 
     let strict = HookSecret::new(KEY, 1024).with_options(HookOptions {
         require_timestamp: true,
