@@ -146,6 +146,14 @@ pub enum Command {
         /// (with `--all`, the internal steps count among them).
         #[arg(long, value_name = "N")]
         last: Option<u32>,
+        /// The runs of the bot's webhook NAME (its deliveries and what the
+        /// bot did with them) instead of your conversation with it.
+        #[arg(long, value_name = "NAME", conflicts_with = "routine")]
+        hook: Option<String>,
+        /// The runs of the bot's routine NAME instead of your conversation
+        /// with it.
+        #[arg(long, value_name = "NAME")]
+        routine: Option<String>,
     },
     /// List your bots, or remove one made by CreateAgent (`bots remove BOT`).
     #[command(args_conflicts_with_subcommands = true)]
@@ -451,7 +459,20 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             all,
             json,
             last,
-        } => transcript::transcript(&client(&cli)?, bot, *all, *json, *last).await,
+            hook,
+            routine,
+        } => {
+            let client = client(&cli)?;
+            let runs = match (hook, routine) {
+                (Some(name), _) => Some(transcript::Runs::Hook(name)),
+                (None, Some(name)) => Some(transcript::Runs::Routine(name)),
+                (None, None) => None,
+            };
+            match runs {
+                Some(runs) => transcript::runs(&client, bot, &runs, *all, *json, *last).await,
+                None => transcript::transcript(&client, bot, *all, *json, *last).await,
+            }
+        }
         Command::Bots {
             action: Some(BotsCommand::Remove { bot }),
             ..

@@ -13,8 +13,13 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde_json::Value;
 
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+
 use super::terminal;
 use crate::client::Client;
+use crate::client::HostAnswered;
 use crate::client::segment;
 
 /// How many entries before the end `--last N` reads first, per entry it
@@ -74,6 +79,82 @@ pub(super) async fn transcript(
     }
     for e in &entries {
         for line in lines(e, all, as_json) {
+            outln!("{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whose runs `transcript --hook` / `--routine` prints.
+pub(super) enum Runs<'a> {
+    /// A webhook of the bot's, by name.
+    Hook(&'a str),
+    /// A routine of the bot's, by name.
+    Routine(&'a str),
+}
+
+/// Prints the runs of one of `bot`'s webhooks or routines: its session
+/// (one per hook or routine, the bot's own work, which its owner reads).
+/// A failed run's notice and its retry were there, which no command
+/// printed: `transcript` read only the person's conversation.
+pub(super) async fn runs(
+    client: &Client,
+    bot: &str,
+    runs: &Runs<'_>,
+    all: bool,
+    as_json: bool,
+    last: Option<u32>,
+) -> anyhow::Result<ExitCode> {
+    // the bot is yours (else the host's 404, naming how to list yours)
+    client
+        .get(&format!("/v1/bots/{}/session", segment(bot)))
+        .await?;
+    let (kind, name, what, listed) = match runs {
+        Runs::Hook(name) => (
+            SessionKind::Hook,
+            *name,
+            "webhook",
+            "its webhooks are under [[bots.hooks]] in fleet.toml".to_owned(),
+        ),
+        Runs::Routine(name) => (
+            SessionKind::Routine,
+            *name,
+            "routine",
+            format!("list its routines with `botfleet routines {bot}`"),
+        ),
+    };
+    let key = SessionKey {
+        bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
+        kind,
+        peer: name.to_owned(),
+    };
+    let session = key.id().to_string();
+    let page = match client
+        .get_query(
+            &format!("/v1/sessions/{session}/entries"),
+            &[("after", "0"), ("limit", "1")],
+        )
+        .await
+    {
+        Ok(page) => page,
+        Err(e)
+            if e.downcast_ref::<HostAnswered>()
+                .is_some_and(|a| a.status == reqwest::StatusCode::NOT_FOUND) =>
+        {
+            anyhow::bail!(
+                "no runs of {what} {} of bot {bot}: none came yet, or the bot has no such \
+                 {what} ({listed})",
+                botfleet_memory::quote_short(name)
+            );
+        }
+        Err(e) => return Err(e),
+    };
+    let last_seq = page["last_seq"]
+        .as_i64()
+        .context("no last_seq in the answer")?;
+    let shown = |e: &Value| !lines(e, all, as_json).is_empty();
+    for e in read(client, &session, last_seq, last, shown).await? {
+        for line in lines(&e, all, as_json) {
             outln!("{line}");
         }
     }

@@ -42,6 +42,7 @@ mod cli_subagents;
 mod cli_text_out;
 mod cli_timeout;
 mod cli_transcript;
+mod cli_transcript_runs;
 mod cli_wrong_server;
 mod compaction_bounds;
 mod config_checks;

@@ -1,0 +1,93 @@
+//! `botfleet transcript BOT --hook NAME` / `--routine NAME`: the runs of a
+//! bot's webhook or routine, where a failed run's notice and its retry
+//! are. `transcript` printed only the person's conversation, and no
+//! command showed a failed webhook run (found by QA).
+
+use botfleet::api::sign_hook;
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use pretty_assertions::assert_eq;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::cli;
+
+const SECRET: &str = "a-hook-secret-of-some-length";
+
+const SCRIPT: &str = r#"
+[[rule]]
+match = "FAILME"
+steps = [ { fail = "boom model error" } ]
+"#;
+
+#[tokio::test]
+async fn transcript_prints_a_webhooks_runs_and_its_failure() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
+        ))
+        .start()
+        .await;
+    // no run yet: said so, naming where hooks are
+    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("no runs of webhook \"gh\" of bot r")
+            && err.contains("[[bots.hooks]] in fleet.toml"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["transcript", "r", "--routine", "daily"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`botfleet routines r`"), "{err}");
+
+    let payload = r#"{"action":"FAILME"}"#;
+    let (status, body) = host
+        .post_hook(
+            "/v1/hooks/r/gh",
+            Some("d-1"),
+            Some(&sign_hook(SECRET.as_bytes(), payload.as_bytes())),
+            payload,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let session = SessionKey {
+        bot: BotId::new("r").unwrap(),
+        kind: SessionKind::Hook,
+        peer: "gh".into(),
+    }
+    .id()
+    .to_string();
+    let end = host
+        .wait_turn_end(&session, body["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "failed", "{end}");
+
+    // the failure, with its retry, by default
+    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("[turn_failed]") && out.contains("webhook gh") && out.contains("boom"),
+        "{out}"
+    );
+    // with --all, the delivery that set it off
+    let (code, out, err) = cli(
+        &["transcript", "r", "--hook", "gh", "--all", "--last", "5"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("FAILME"), "{out}");
+    // the person's conversation is not the hook's
+    let (code, out, err) = cli(&["transcript", "r"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    // another user's bot: the host's 404, nothing of its runs
+    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, BOB_TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("no bot \"r\" for you"), "{err}");
+    host.shutdown().await;
+}
