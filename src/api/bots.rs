@@ -418,8 +418,8 @@ pub(crate) fn conflict_message(original: &AdmittedRecord, target: SessionId) -> 
             .to_owned()
     } else {
         format!(
-            "this Idempotency-Key was already used for your message in another conversation (session {}, seq {}); a key names one of your messages across all bots and rooms: use a new key for a new message",
-            original.session, original.seq
+            "this Idempotency-Key was already used for your message to {} in another conversation (session {}, seq {}); a key names one of your messages across all bots and rooms: use a new key for a new message",
+            original.bot, original.session, original.seq
         )
     }
 }

@@ -57,6 +57,32 @@ async fn send_to_a_room_names_group_send() {
     // nothing was sent to the room
     let (_, room) = host.get("/v1/groups/team", TOKEN).await;
     assert_eq!(room["last_seq"].as_i64().unwrap_or(0), 0, "{room}");
+    // a key used in the room, then for a bot: the conflict names the room
+    let (status, body) = host
+        .post_raw(
+            "/v1/groups/team/messages",
+            Some(TOKEN),
+            Some("k-room"),
+            r#"{"text": "hello room"}"#,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let (status, body) = host
+        .post_raw(
+            "/v1/bots/a/messages",
+            Some(TOKEN),
+            Some("k-room"),
+            r#"{"text": "hello room"}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("your message to team in another conversation"),
+        "{body}"
+    );
     // another user learns nothing of the room
     let (code, _, err) = cli(&["send", "team", "hi"], &host.url, BOB_TOKEN).await;
     assert_eq!(code, 1, "{err}");

@@ -81,7 +81,8 @@ async fn the_same_key_is_one_turn_and_another_body_is_a_conflict() {
     assert_eq!(s4, 409, "{fourth}");
     let message = fourth["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("another conversation") && message.contains(session_of(&first)),
+        message.contains("your message to r in another conversation")
+            && message.contains(session_of(&first)),
         "{message}"
     );
     let session = first["session"].as_str().unwrap();
