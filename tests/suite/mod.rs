@@ -153,6 +153,7 @@ mod room_ids;
 mod room_live_replies;
 mod room_member_task;
 mod room_memory_refusal;
+mod room_mention_left;
 mod room_mentions_cjk;
 mod room_names;
 mod room_publish_limit;

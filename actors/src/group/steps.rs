@@ -491,6 +491,13 @@ impl GroupState {
         };
         let replies = progress.run.replies();
         let trigger = cur.trigger_seq;
+        let mut why = progress.run.describe_end(end);
+        if end == End::NoMembers {
+            // the members it may mention now: a message posted while they
+            // were others (one it named left the room) said only "nobody"
+            let members: Vec<String> = self.room.members.iter().map(|m| format!("@{m}")).collect();
+            why.push_str(&format!("; the room's members now: {}", members.join(", ")));
+        }
         let notice = NewEntry {
             id: EntryId::new_v7(),
             session: self.timeline,
@@ -499,8 +506,7 @@ impl GroupState {
             kind: EntryKind::Notice {
                 code: format!("room_run_{}", end.code()),
                 text: format!(
-                    "Discussion of message #{trigger} ended: {} ({replies} public {}).",
-                    progress.run.describe_end(end),
+                    "Discussion of message #{trigger} ended: {why} ({replies} public {}).",
                     if replies == 1 { "reply" } else { "replies" }
                 ),
                 retry_turn: None,
