@@ -88,6 +88,14 @@ impl HookConfig {
         self.max_payload_bytes
             .unwrap_or(DEFAULT_HOOK_PAYLOAD.min(max_body))
     }
+
+    /// Whether [`Self::payload_limit`] under `max_body` is the host's body
+    /// limit: the hook sets none, and the host's is below the default (a
+    /// payload over it is let in by raising the host's, which bounds the
+    /// hook's own).
+    pub fn payload_limited_by_host(&self, max_body: usize) -> bool {
+        self.max_payload_bytes.is_none() && max_body <= DEFAULT_HOOK_PAYLOAD
+    }
 }
 
 impl super::FleetFile {

@@ -141,10 +141,9 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             // its timestamp tolerance and rate (src/api/hooks.rs), and
             // whether its payload limit is the host's body limit
             let secret = match f.hook(&h.bot, &h.name) {
-                Some(config) => secret.with_config(config).limited_by_host(
-                    config.max_payload_bytes.is_none()
-                        && h.max_payload_bytes >= f.host.max_body_bytes,
-                ),
+                Some(config) => secret
+                    .with_config(config)
+                    .limited_by_host(config.payload_limited_by_host(f.host.max_body_bytes)),
                 None => secret,
             };
             (h.bot, h.name, secret)

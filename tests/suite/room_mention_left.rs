@@ -65,7 +65,7 @@ async fn a_message_to_a_member_who_left_names_the_members_now() {
     assert!(
         text.contains(&format!(
             "Discussion of message #{seq} ended: nobody was addressed"
-        )) && text.contains("the room's members now: @a, @b"),
+        )) && text.contains("the room's members now: @a (a-name), @b (b-name)"),
         "{text}"
     );
     host.shutdown().await;

@@ -82,6 +82,16 @@ impl MemberName {
 /// The words `m` answers to: the [`name_key`]s of its id and its name
 /// (empty ones left out, each once). Two members [`MemberName::clash`]
 /// exactly when they share one; [`NameIndex`] looks members up by them.
+/// The members of a room as its notices name them, in speaking order:
+/// `@a (Alice), @b (Bob)`.
+pub(crate) fn members_list(members: &[MemberName]) -> String {
+    members
+        .iter()
+        .map(|n| format!("@{} ({})", n.id, n.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn mention_keys(m: &MemberName) -> Vec<String> {
     let mut keys = vec![name_key(&m.id), name_key(&m.name)];
     keys.retain(|k| !k.is_empty());

@@ -408,10 +408,6 @@ pub(super) async fn plan_post(
     }
     if !selection.unknown.is_empty() {
         let unknown: Vec<String> = selection.unknown.iter().map(|u| format!("@{u}")).collect();
-        let known: Vec<String> = names
-            .iter()
-            .map(|n| format!("@{} ({})", n.id, n.name))
-            .collect();
         let addressed_text = if addressed.is_empty() {
             "nobody else was addressed, so nobody will answer".to_owned()
         } else {
@@ -428,7 +424,7 @@ pub(super) async fn plan_post(
                 text: format!(
                     "No member of this room is called {}; {addressed_text}. Members: {}.",
                     unknown.join(", "),
-                    known.join(", ")
+                    super::mentions::members_list(&names)
                 ),
                 retry_turn: None,
             },

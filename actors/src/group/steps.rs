@@ -495,8 +495,10 @@ impl GroupState {
         if end == End::NoMembers {
             // the members it may mention now: a message posted while they
             // were others (one it named left the room) said only "nobody"
-            let members: Vec<String> = self.room.members.iter().map(|m| format!("@{m}")).collect();
-            why.push_str(&format!("; the room's members now: {}", members.join(", ")));
+            why.push_str(&format!(
+                "; the room's members now: {}",
+                super::mentions::members_list(&self.names)
+            ));
         }
         let notice = NewEntry {
             id: EntryId::new_v7(),
