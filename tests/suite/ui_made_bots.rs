@@ -175,7 +175,17 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
         .await;
     // a refusal is shown in the host's words and changes nothing: here the
     // host holds helper for a bot of fleet.toml (its record changed under
-    // the page, which still offers Remove)
+    // the page, which still offers Remove). The Remove shown before the
+    // change is the one clicked: a list loaded in between (a change signal
+    // of the maker's) would take it away before a click could find it
+    let held = browser
+        .js(
+            r#"window.helperRemove = document.querySelector('.list li[data-bot="helper"] button.remove');
+               return !!window.helperRemove && !window.helperRemove.disabled;"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(held, json!(true), "helper's Remove offered");
     let store = &host.host.as_ref().unwrap().fleet.runtime().store;
     let made = store
         .get_bot(&"helper".parse().unwrap())
@@ -186,7 +196,7 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
     as_config.origin = "config".into();
     ui_page::write(&host, vec![Mutation::UpsertBot(as_config)]).await;
     browser
-        .click(r#".list li[data-bot="helper"] button.remove"#)
+        .js("window.helperRemove.click(); return true", json!([]))
         .await;
     browser
         .wait_text("#toasts .toast.error", "[[bots]] table")
