@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use crate::tools::ToolError;
-use crate::tools::workspace::BELOW_RESERVE_SLACK;
 use crate::tools::workspace::DiskSpace;
 use crate::tools::workspace::FREE_SPACE_HINT;
 use crate::tools::workspace::Workspace;
@@ -29,9 +28,9 @@ pub(super) struct Floor {
 
 /// Where the command's floor is, or why it may not start: at or above the
 /// reserve, the reserve; below it but above half of it, the free space at
-/// the start less [`BELOW_RESERVE_SLACK`] (it may free space, `rm`, but
-/// not take more); below half of it, it is not started. `None`: no
-/// reserve.
+/// the start less [`DiskSpace::below_reserve_slack`] (it may free space,
+/// `rm`, but not take more); below half of it, it is not started. `None`:
+/// no reserve.
 pub(super) fn floor(ws: &Workspace) -> Result<Option<Floor>, ToolError> {
     let Some(space) = ws.disk_space() else {
         return Ok(None);
@@ -44,7 +43,7 @@ pub(super) fn floor(ws: &Workspace) -> Result<Option<Floor>, ToolError> {
     }
     if space.free >= space.reserve / 2 {
         return Ok(Some(Floor {
-            bytes: space.free.saturating_sub(BELOW_RESERVE_SLACK),
+            bytes: space.free.saturating_sub(space.below_reserve_slack()),
             start: space,
         }));
     }

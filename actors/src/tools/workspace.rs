@@ -23,7 +23,6 @@ mod disk;
 
 pub(crate) use self::beneath::Beneath;
 pub(crate) use self::beneath::is_outside;
-pub(crate) use self::disk::BELOW_RESERVE_SLACK;
 pub(crate) use self::disk::DiskReserve;
 pub(crate) use self::disk::DiskSpace;
 pub(crate) use self::disk::FREE_SPACE_HINT;

@@ -9,7 +9,10 @@
 //! command below it and stops one that takes the disk below it
 //! (shell_disk.rs). A bot may still free space: between the reserve and
 //! half of it a command starts, but may only free space (it is stopped
-//! when the free space falls 1 MiB below what it was at its start).
+//! when the free space falls an eighth of the reserve, at least 1 MiB and
+//! at most 64 MiB, below what it was at its start: room for its shell and
+//! temporary files and for what the store and other bots write meanwhile,
+//! so that an `rm` is not stopped by someone else's writes).
 
 use std::path::Path;
 
@@ -18,9 +21,9 @@ use std::path::Path;
 const DEFAULT_MAX_BYTES: u64 = 512 * MIB;
 /// 1 MiB.
 pub(crate) const MIB: u64 = 1024 * 1024;
-/// How far a command started below the reserve may take the free space
-/// down (its shell, its temporary files) before it is stopped.
-pub(crate) const BELOW_RESERVE_SLACK: u64 = MIB;
+/// The least and the most a command started below the reserve may take
+/// the free space down before it is stopped ([`DiskSpace::below_reserve_slack`]).
+const BELOW_RESERVE_SLACK: (u64, u64) = (MIB, 64 * MIB);
 
 /// How much space on the workspace's file system the tools leave free.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -91,6 +94,16 @@ impl DiskSpace {
 }
 
 impl DiskSpace {
+    /// How far a command started below the reserve may take the free
+    /// space down before it is stopped: an eighth of the reserve, between
+    /// 1 MiB and 64 MiB. The free space is the whole disk's, so the store's
+    /// own writes under load and other bots' commands count against it
+    /// too; a fixed 1 MiB got a bot's `rm` stopped while the store grew.
+    pub(crate) fn below_reserve_slack(&self) -> u64 {
+        let (least, most) = BELOW_RESERVE_SLACK;
+        (self.reserve / 8).clamp(least, most)
+    }
+
     /// The error of a Write or Edit of `bytes` bytes to `what` that would
     /// take the disk below the reserve.
     pub(crate) fn write_refused(&self, what: &str, bytes: usize) -> crate::tools::ToolError {
@@ -150,5 +163,18 @@ mod tests {
         assert!(!space.allows(6 * MIB + 1));
         assert!(!space.allows(u64::MAX));
         assert!(DiskSpace::of(Path::new("/"), DiskReserve::Mib(0)).is_none());
+    }
+
+    #[test]
+    fn a_command_below_the_reserve_may_go_an_eighth_of_it_lower() {
+        let below = |reserve| DiskSpace {
+            free: reserve * 3 / 4,
+            reserve,
+            configured: true,
+        };
+        assert_eq!(below(512 * MIB).below_reserve_slack(), 64 * MIB);
+        assert_eq!(below(80 * MIB).below_reserve_slack(), 10 * MIB);
+        assert_eq!(below(4 * MIB).below_reserve_slack(), MIB);
+        assert_eq!(below(100 * 1024 * MIB).below_reserve_slack(), 64 * MIB);
     }
 }
