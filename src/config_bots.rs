@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 
+use botfleet_actors::group::mentions::EVERYONE;
 use botfleet_actors::group::mentions::MemberName;
 use botfleet_actors::group::mentions::NameIndex;
 
@@ -164,6 +165,21 @@ impl LoadedFleet {
             id: b.id.clone(),
             name: b.name.trim().to_owned(),
         };
+        if me.answers_to(EVERYONE) {
+            let field = if botfleet_memory::name_key(&me.id) == EVERYONE {
+                "id"
+            } else {
+                "name"
+            };
+            return Err(self.invalid(
+                format!("{key}.{field}"),
+                format!(
+                    "bot {:?} (name {:?}) answers to @{EVERYONE}, which addresses every member \
+                     of a room, so it could never be mentioned alone; give it another {field}",
+                    b.id, b.name
+                ),
+            ));
+        }
         // the earliest clash among the bots `b` meets, as a pass over
         // every earlier bot in order would find it
         let clash = if b.shareable {

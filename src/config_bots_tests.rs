@@ -131,6 +131,34 @@ fn empty_host_paths_are_refused() {
     );
 }
 
+/// Regression: a bot with the id or name `everyone` was accepted, and in a
+/// room `@everyone` addresses every member, so it could never be
+/// mentioned alone.
+#[test]
+fn no_bot_answers_to_everyone() {
+    let with = |id: &str, name: &str| {
+        format!(
+            "{ISSUE_EXAMPLE}\n[[bots]]\nid = \"{id}\"\nname = \"{name}\"\nrole = \"Helps.\"\n\
+             owner = \"alice\"\nprovider = \"main\"\ntools = [\"SendMessage\"]\n"
+        )
+    };
+    for (id, name, field) in [
+        ("everyone", "All Hands", "bots[1].id"),
+        ("Everyone", "All Hands", "bots[1].id"),
+        ("scout", "Every One", "bots[1].name"),
+        ("scout", "EVERYONE", "bots[1].name"),
+    ] {
+        let e = err(&with(id, name));
+        assert!(
+            e.contains(field)
+                && e.contains("answers to @everyone")
+                && e.contains("give it another"),
+            "{id} {name}: {e}"
+        );
+    }
+    LoadedFleet::parse(&with("scout", "Everyone's Scout"), "fleet.toml", None).unwrap();
+}
+
 /// Regression: `check-config` accepted two `[[bots]]` with the same
 /// `name`, or a name equal to another bot's id, so a room's `@Name` woke
 /// both and SendToAgent reached whichever came first. Bots one person can

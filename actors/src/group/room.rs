@@ -42,6 +42,7 @@ use super::absent::absent;
 use super::absent::absent_text;
 use super::actor::RunState;
 use super::error::GroupError;
+use super::mentions::EVERYONE;
 use super::mentions::MemberName;
 use super::mentions::mentions;
 use super::mentions::select;
@@ -235,6 +236,13 @@ pub(super) async fn check_members(
                      `shareable = true`; list yours with GET /v1/bots or `botfleet bots`"
                 )));
             }
+        }
+        if name.answers_to(EVERYONE) {
+            // `@everyone` addresses every member: this one could never be
+            // addressed alone
+            return Err(GroupError::Invalid(format!(
+                "member {id} answers to @{EVERYONE}, which addresses every member of a room, so                  it could never be mentioned alone; rename it (`name` in fleet.toml, or its id)                  or leave it out"
+            )));
         }
         if let Some((other, token)) = names
             .iter()

@@ -77,6 +77,41 @@ async fn a_room_of_two_bots_that_answer_to_the_same_name_is_refused() {
     }
 }
 
+/// A member that answers to `@everyone` (from a store older than the
+/// fleet.toml and CreateAgent checks) could never be mentioned alone: the
+/// room is refused, naming it.
+#[tokio::test]
+async fn a_room_with_a_bot_that_answers_to_everyone_is_refused() {
+    let f = ToolFixture::new();
+    let owner = f.bot.owner.clone();
+    for (first, second) in [
+        (bot("everyone", "All", &owner), bot("b", "B", &owner)),
+        (bot("a", "A", &owner), bot("e", "Every One", &owner)),
+    ] {
+        f.rt.store
+            .write(vec![
+                Mutation::UpsertBot(first.clone()),
+                Mutation::UpsertBot(second.clone()),
+            ])
+            .await
+            .unwrap();
+        let new = NewRoom {
+            id: Some("all".into()),
+            name: "all".into(),
+            members: vec![first.id.to_string(), second.id.to_string()],
+        };
+        match create_room(&f.rt, &owner, new).await {
+            Err(GroupError::Invalid(message)) => assert!(
+                message.contains("answers to @everyone") && message.contains("rename it"),
+                "{message}"
+            ),
+            other => panic!("{} and {}: {other:?}", first.id, second.id),
+        }
+        let room = f.rt.store.get_room(&RoomId::new("all").unwrap()).await;
+        assert!(room.unwrap().is_none());
+    }
+}
+
 /// Alice's `a1`, `a2` and bob's shareable `b1`, and alice's room `r` of
 /// `a1` and `b1` (shared). Answers bob.
 async fn alice_shares_a_room_with_bob(f: &ToolFixture) -> UserId {

@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::ToolContext;
 use super::ToolError;
 use super::store_error;
+use crate::group::mentions::EVERYONE;
 use crate::group::mentions::MemberName;
 
 /// Whether other users may add `bot` to their rooms (fleet.toml
@@ -46,6 +47,19 @@ pub(super) async fn check_name_free(
     // only bots answering to one of its words can clash with it: a few
     // index searches, not every record of the fleet (it read them all,
     // every owner's and every subagent's, at each call)
+    if me.answers_to(EVERYONE) {
+        return Err(ToolError::new(
+            format!(
+                "an agent answering to @{EVERYONE} could never be mentioned alone in a room: \
+                 @{EVERYONE} addresses every member"
+            ),
+            if name_key(&me.id) == EVERYONE {
+                "choose another `id`"
+            } else {
+                "choose another name"
+            },
+        ));
+    }
     let keys = [name_key(&me.id), name_key(name)];
     let bots = ctx
         .store()

@@ -312,6 +312,37 @@ pub(super) fn bot_of(id: &str, name: &str, owner: &str, settings: Value) -> BotR
     }
 }
 
+/// Regression: CreateAgent and UpdateAgent accepted the id or name
+/// `everyone`, and in a room `@everyone` addresses every member, so that
+/// bot could never be mentioned alone.
+#[tokio::test]
+async fn no_agent_is_made_to_answer_to_everyone() {
+    let f = speaker();
+    f.rt.store
+        .write(vec![Mutation::UpsertBot(f.bot.clone())])
+        .await
+        .unwrap();
+    let create = |call: &'static str, name: &str, id: &str| {
+        let args = json!({"name": name, "role": "Works.", "id": id});
+        let f = &f;
+        async move { CreateAgent.call(&f.ctx(call), args).await }
+    };
+    let err = create("c1", "All Hands", "everyone").await.unwrap_err();
+    assert!(err.message.contains("answering to @everyone"), "{err}");
+    assert_eq!(err.hint, "choose another `id`");
+    let err = create("c2", "Every One", "hands").await.unwrap_err();
+    assert!(err.message.contains("answering to @everyone"), "{err}");
+    assert_eq!(err.hint, "choose another name");
+    for id in ["everyone", "hands"] {
+        let none = f.rt.store.get_bot(&BotId::new(id).unwrap()).await;
+        assert!(none.unwrap().is_none(), "{id}");
+    }
+    create("c3", "Hands", "hands").await.unwrap();
+    let rename = json!({"agent": "hands", "name": "EVERYONE"});
+    let err = UpdateAgent.call(&f.ctx("u1"), rename).await.unwrap_err();
+    assert_eq!(err.hint, "choose another name", "{err}");
+}
+
 /// Regression: UpdateAgent gave bot c the name of bot b ("Beta"), after
 /// which a room's `@Beta` woke both; a name equal to another bot's id did
 /// the same for that id; and CreateAgent made an impostor "Beta" (id
