@@ -215,7 +215,7 @@ pub(crate) async fn post_message(
         }
         other => other?,
     };
-    super::refuse_retired(&state, &record).await?;
+    let retired = super::refuse_retired(&state, &record).await;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = parsed.text.trim();
     if is_blank(text) {
@@ -233,6 +233,20 @@ pub(crate) async fn post_message(
         )));
     }
     let key = idempotency_key(&headers)?;
+    if let Err(refused) = retired {
+        // a retry of a message accepted before the bot stopped taking
+        // them is answered as its admission would be (`duplicate`, or
+        // `conflict` for another text), as a closed room's is
+        let req = botfleet_actors::user_message(&user.0, &record, text, key.as_deref());
+        let answer = match key {
+            Some(_) => state.fleet.store().ledger_answer(&req).await?,
+            None => None,
+        };
+        let Some(outcome) = answer else {
+            return Err(refused);
+        };
+        return Ok(admit_answer(&state, &record, outcome, req.session.id()).await);
+    }
     // the user's share of the host (docs/operations.md, "Limits"): a
     // retry of a message already accepted is let through to be answered
     // `duplicate`
@@ -250,14 +264,25 @@ pub(crate) async fn post_message(
         rate.give_back(taken);
     }
     let outcome = admitted.map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
+    Ok(admit_answer(&state, &record, outcome, target).await)
+}
+
+/// The response to a message's admission: `202 accepted`, `200
+/// duplicate`, `409 conflict` with the original record, `409 unknown`.
+async fn admit_answer(
+    state: &ApiState,
+    record: &BotRecord,
+    outcome: AdmitOutcome,
+    target: SessionId,
+) -> Response {
     let (status, body) = match &outcome {
         AdmitOutcome::Accepted(_) => (
             StatusCode::ACCEPTED,
-            with_pause(json!(outcome), &state, &record).await,
+            with_pause(json!(outcome), state, record).await,
         ),
         AdmitOutcome::Duplicate(_) => (
             StatusCode::OK,
-            with_pause(json!(outcome), &state, &record).await,
+            with_pause(json!(outcome), state, record).await,
         ),
         AdmitOutcome::Conflict(original) => (
             StatusCode::CONFLICT,
@@ -275,7 +300,7 @@ pub(crate) async fn post_message(
             }),
         ),
     };
-    Ok((status, Json(body)).into_response())
+    (status, Json(body)).into_response()
 }
 
 /// Whether a message text shows nothing: only whitespace and

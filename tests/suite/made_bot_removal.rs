@@ -121,7 +121,7 @@ async fn message_refused(host: &TestHost) {
 async fn an_owner_removes_a_bot_made_by_create_agent_and_it_stays_removed() {
     let (host, dm) = with_helper().await;
     // helper is in the middle of a long turn
-    let (status, slow) = host.send("helper", "slow please", None).await;
+    let (status, slow) = host.send("helper", "slow please", Some("slow-key")).await;
     assert_eq!(status, 202, "{slow}");
     host.wait_running("helper").await;
 
@@ -149,6 +149,16 @@ async fn an_owner_removes_a_bot_made_by_create_agent_and_it_stays_removed() {
 
     // it takes no more messages, from a person or from a bot
     message_refused(&host).await;
+    // but a retry of one it took is answered as before the removal (it
+    // was a 409 "takes no more messages", which a client reads as lost)
+    let (status, again) = host.send("helper", "slow please", Some("slow-key")).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["status"], "duplicate", "{again}");
+    assert_eq!(again["seq"], slow["seq"], "{again}");
+    let (status, other) = host.send("helper", "other text", Some("slow-key")).await;
+    assert_eq!(status, 409, "{other}");
+    assert_eq!(other["status"], "conflict", "{other}");
+    assert_eq!(other["original"]["seq"], slow["seq"], "{other}");
     let (maker_dm, end) = host.end_turn("maker", "ask helper").await;
     assert_eq!(end["status"], "completed", "{end}");
     let entries = host.entries(&maker_dm).await;

@@ -321,38 +321,8 @@ impl Writer {
         touched: &mut Touched,
         inbox: bool,
     ) -> Result<AdmitOutcome> {
-        let found: Option<(String, String, String, i64, i64, String, i64)> = self
-            .conn
-            .prepare_cached(
-                "SELECT digest, bot_id, session_id, seq, gid, entry_id, created_at
-                 FROM ledger WHERE source = ?1 AND nonce = ?2",
-            )?
-            .query_row(params![req.source, req.nonce], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            })
-            .optional()?;
-        if let Some((digest, bot, session, seq, gid, entry_id, created_at)) = found {
-            let record = AdmittedRecord {
-                bot: BotId::new(bot)?,
-                session: session.parse()?,
-                seq,
-                gid,
-                entry_id: entry_id.parse()?,
-                admitted_at: created_at,
-            };
-            return Ok(if digest == req.digest.to_hex() {
-                AdmitOutcome::Duplicate(record)
-            } else {
-                AdmitOutcome::Conflict(record)
-            });
+        if let Some(answer) = crate::store::store_ledger::answer(&self.conn, req)? {
+            return Ok(answer);
         }
         if let Some(t) = req.nonce_time_ms
             && t < self.horizon_ms
