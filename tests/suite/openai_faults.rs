@@ -464,3 +464,83 @@ pub(super) async fn serve_completions(answer: axum::routing::MethodRouter) -> St
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
 }
+
+/// A stream whose first answer carries a cut-off event after valid chunks
+/// (`data: {"choices":[{…"content":"bro` then a blank line), and whose
+/// later answers are whole when `heals`.
+async fn serve_a_corrupt_event(
+    heals: bool,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering;
+
+    use axum::response::IntoResponse;
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let answer = move || {
+        let n = counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let chunk = |delta: &str| {
+                format!(
+                    "data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{delta}}}]}}\n\n"
+                )
+            };
+            let mut body = chunk(r#"{"role":"assistant"}"#) + &chunk(r#"{"content":"hello "}"#);
+            if n == 0 || !heals {
+                body.push_str(
+                    "data: {\"id\": \"x\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"bro\n\n",
+                );
+            } else {
+                body.push_str(&chunk(r#"{"content":"world"}"#));
+                body.push_str(
+                    "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                );
+            }
+            body.push_str("data: [DONE]\n\n");
+            ([("content-type", "text/event-stream")], body).into_response()
+        }
+    };
+    (serve_completions(axum::routing::post(answer)).await, calls)
+}
+
+/// Regression: one cut-off event in the middle of a valid stream failed
+/// the turn at once, blaming `base_url` ("the answer is not an OpenAI chat
+/// completion") and naming a field's type instead of the JSON that broke
+/// off. It is a broken answer now: retried, and after the last attempt
+/// reported as the server's corrupt event with JSON's own error.
+#[tokio::test]
+async fn a_corrupt_event_mid_stream_is_retried_as_a_broken_answer() {
+    use std::sync::atomic::Ordering;
+
+    let (base_url, calls) = serve_a_corrupt_event(true).await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 2,
+        backoff_base: Duration::from_millis(1),
+        ..OpenAiOptions::new(base_url, "test-model")
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    assert_eq!(result.unwrap().text, "hello world");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    let (base_url, calls) = serve_a_corrupt_event(false).await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 1,
+        backoff_base: Duration::from_millis(1),
+        ..OpenAiOptions::new(base_url, "test-model")
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let said = error.to_string();
+    assert!(
+        said.contains("broke off after 2 attempt(s)")
+            && said.contains("corrupt or cut-off event in the middle of the answer")
+            && said.contains("not JSON: EOF while parsing a string")
+            && !said.contains("neither a string"),
+        "{said}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}

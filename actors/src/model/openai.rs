@@ -376,6 +376,9 @@ impl OpenAiModel {
         let mut decoder = SseDecoder::default();
         decoder.push(&start);
         let mut assembler = Assembler::default();
+        // completion chunks read: an event that is none after some is the
+        // server's corruption mid-answer, not the wrong URL
+        let mut chunks = 0_usize;
         // the events of what is read so far (the start of the body, then
         // each piece) before the next piece is read
         loop {
@@ -386,13 +389,9 @@ impl OpenAiModel {
                 // a surrogate pair cut between two events: each half is
                 // marked here and joined when the response is assembled
                 let marked = surrogates::mark_lone(&data);
-                let chunk: StreamChunk = serde_json::from_slice(&marked).map_err(|e| {
-                    // redacted whole before it is cut (redact.rs)
-                    let quoted = redactor.cut(&String::from_utf8_lossy(&data), QUOTE_LIMIT);
-                    Failure::Final(ModelError::Protocol(redactor.text(&format!(
-                        "stream event is not a completion chunk ({e}): {quoted}"
-                    ))))
-                })?;
+                let chunk: StreamChunk = serde_json::from_slice(&marked)
+                    .map_err(|e| not_a_chunk(&marked, &e, chunks > 0, redactor))?;
+                chunks += 1;
                 let usage_only = chunk.is_usage_only();
                 match assembler.apply_chunk(chunk) {
                     Ok(Some(delta)) => forward(sink, &delta, &assembler)?,
@@ -658,6 +657,38 @@ impl OpenAiModel {
             }
         }
     }
+}
+
+/// The failure of a stream event `data` that is not a completion chunk:
+/// after completion chunks (`mid_answer`) a corrupt or cut-off event, which
+/// another attempt may not repeat (retried as a broken answer); as the
+/// first event, not an OpenAI chat completion at all (the wrong URL, or
+/// not such a server: final). The error is JSON's own when the event is
+/// not JSON at all (a field's "expected a string" hid "EOF while parsing").
+fn not_a_chunk(
+    data: &[u8],
+    error: &serde_json::Error,
+    mid_answer: bool,
+    redactor: &Redactor,
+) -> Failure {
+    let json = serde_json::from_slice::<serde::de::IgnoredAny>(data).err();
+    // redacted whole before it is cut (redact.rs)
+    let quoted = redactor.cut(&String::from_utf8_lossy(data), QUOTE_LIMIT);
+    let why = match &json {
+        Some(e) => format!("not JSON: {e}"),
+        None => error.to_string(),
+    };
+    if mid_answer {
+        return Failure::Broken {
+            detail: redactor.text(&format!(
+                "{} in the middle of the answer ({why}): {quoted}",
+                advice::CORRUPT_EVENT
+            )),
+        };
+    }
+    Failure::Final(ModelError::Protocol(redactor.text(&format!(
+        "stream event is not a completion chunk ({why}): {quoted}"
+    ))))
 }
 
 #[cfg(test)]

@@ -27,6 +27,10 @@ pub(super) const STALLED: &str = "the response body stalled";
 /// The start of the detail of an answer that carried an error.
 pub(super) const SENT_AN_ERROR: &str = "the provider sent an error";
 
+/// The start of the detail of a stream event that is no completion chunk
+/// after some that were.
+pub(super) const CORRUPT_EVENT: &str = "the server sent a corrupt or cut-off event";
+
 /// The start of the detail of an answer the server stopped generating
 /// (finish reason `abort`).
 pub(super) const STOPPED: &str = "the server stopped generating the answer";
@@ -261,6 +265,12 @@ fn broken(detail: &str, provider: &str, options: &OpenAiOptions) -> String {
         return "the server aborted the answer before its end on every attempt (vLLM and SGLang \
                 do when the engine restarts, shuts down, pauses or preempts a request): check \
                 its logs"
+            .to_owned();
+    }
+    if detail.starts_with(CORRUPT_EVENT) {
+        return "the server's stream carried an event that is not a whole completion chunk on \
+                every attempt (not JSON, or not the chunk's shape): check the server's logs and \
+                anything between botfleet and it that may rewrite or cut the stream (a proxy)"
             .to_owned();
     }
     if detail.starts_with(SENT_AN_ERROR) {
