@@ -55,6 +55,8 @@ fn model(body: &Value) -> Reply {
         remember(json!({ "text": fact, "layer": "log" }))
     } else if let Some(fact) = after(text, "remember agent ") {
         remember(json!({ "text": fact, "scope": "agent" }))
+    } else if let Some(fact) = after(text, "remember user ") {
+        remember(json!({ "text": fact, "scope": "user" }))
     } else if let Some((id, fact)) = replacement(text) {
         remember(json!({ "text": fact, "replaces": id }))
     } else {
@@ -125,6 +127,39 @@ fn memory_lines(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The id of the memory item with `text` in a `GET /v1/bots/{bot}/memory`
+/// answer, whatever its scope and layer.
+fn memory_id(memory: &Value, text: &str) -> String {
+    memory["scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s.as_object().into_iter().flat_map(|o| o.values()))
+        .flat_map(|layer| layer["items"].as_array().into_iter().flatten())
+        .find(|i| i["text"] == text)
+        .and_then(|i| i["id"].as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no {text:?} in {memory:#}"))
+}
+
+/// The content of the last Remember result the model was shown in
+/// `requests`.
+fn tool_result(requests: &[Value]) -> String {
+    let last = requests.last().expect("a request");
+    let messages = last["messages"].as_array().unwrap();
+    let remember_ids: Vec<&Value> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .filter(|c| c["function"]["name"] == "Remember")
+        .map(|c| &c["id"])
+        .collect();
+    messages
+        .iter()
+        .rfind(|m| m["role"] == "tool" && remember_ids.contains(&&m["tool_call_id"]))
+        .map(|m| content(m).to_owned())
+        .unwrap_or_else(|| panic!("no Remember result in {last:#}"))
+}
+
 fn assert_lacks(requests: &[Value], private: &[&str]) {
     for body in requests {
         for text in private {
@@ -144,6 +179,7 @@ async fn a_shared_room_shows_only_what_the_bot_remembered_there() {
     // bob tells his bot two private things; both are b1's own memory
     bob_says(&host, &server, &format!("remember log <<{DOOR}>>")).await;
     bob_says(&host, &server, &format!("remember agent <<{SISTER}>>")).await;
+    bob_says(&host, &server, "remember user <<Bob drinks tea>>").await;
     let (status, memory) = host.get("/v1/bots/b1/memory", BOB_TOKEN).await;
     assert_eq!(status, 200, "{memory}");
     let door = memory["scopes"]
@@ -155,6 +191,7 @@ async fn a_shared_room_shows_only_what_the_bot_remembered_there() {
         .and_then(|i| i["id"].as_str())
         .map(str::to_owned)
         .unwrap_or_else(|| panic!("no door code in {memory:#}"));
+    let tea = memory_id(&memory, "Bob drinks tea");
 
     open_mixed_room(&host).await;
     let private = [DOOR, SISTER, "4711"];
@@ -170,19 +207,27 @@ async fn a_shared_room_shows_only_what_the_bot_remembered_there() {
         "the room's own memory is shown: {shown:#?}"
     );
     // Remember in the room cannot replace a private item (and so quote
-    // it back as "was …")
-    let r = alice_says(
-        &host,
-        &server,
-        &format!("@b1 replace {door} <<The door is open>>"),
-    )
-    .await;
-    assert_lacks(&r, &private);
-    assert!(
-        r.iter()
-            .any(|b| b.to_string().contains("that you can reach in this room")),
-        "{r:#?}"
-    );
+    // it back as "was …"), and answers as for an id that does not exist:
+    // its own private item, its owner's (user scope: it answered naming
+    // `user:bob`), one forgotten
+    let answer = async |id: &str| {
+        let r = alice_says(
+            &host,
+            &server,
+            &format!("@b1 replace {id} <<The door is open>>"),
+        )
+        .await;
+        assert_lacks(&r, &private);
+        let said = tool_result(&r).replace(id, "ID");
+        assert!(
+            said.contains("no memory item ID that you can reach"),
+            "{said}"
+        );
+        said
+    };
+    let unknown = answer("m-aaaaaaaaaaaa").await;
+    assert_eq!(answer(&door).await, unknown);
+    assert_eq!(answer(&tea).await, unknown);
 
     // bob's DM shows all of b1's own memory, the room's included
     let r = bob_says(&host, &server, "hello").await;

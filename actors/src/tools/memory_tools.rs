@@ -129,19 +129,28 @@ async fn reachable_item(
 ) -> Result<Result<MemoryItem, MemoryId>, ToolError> {
     let id = MemoryId::parse(raw).map_err(|e| ToolError::bad_args(tool, e))?;
     let reach = bot_scopes(ctx.bot);
-    let unknown = || {
-        ToolError::new(
-            format!("no memory item {id} that you can reach"),
-            "use an id shown beside a fact in the Memory section of your prompt, or Forget with `matching` to find by text",
-        )
-    };
     match ctx.store().memory_lookup(&id).await.map_err(store_error)? {
         MemoryLookup::Found(item) if reach.contains(&item.scope) => Ok(Ok(item)),
         MemoryLookup::Forgotten(scope) if reach.contains(&scope) => Ok(Err(id)),
         MemoryLookup::Found(_) | MemoryLookup::Forgotten(_) | MemoryLookup::Unknown => {
-            Err(unknown())
+            Err(out_of_reach(ctx, &id))
         }
     }
+}
+
+/// The answer to an id the bot may not change: the same for an id that
+/// does not exist, so that it tells nothing of what does.
+fn out_of_reach(ctx: &ToolContext<'_>, id: &MemoryId) -> ToolError {
+    let shown = "use an id shown beside a fact in the Memory section of your prompt";
+    ToolError::new(
+        format!("no memory item {id} that you can reach"),
+        if shared_room(ctx).is_some() {
+            // Forget is not available there
+            format!("{shown}, or Remember without `replaces`")
+        } else {
+            format!("{shown}, or Forget with `matching` to find by text")
+        },
+    )
 }
 
 fn where_(item: &MemoryItem) -> String {
@@ -304,7 +313,20 @@ async fn replace(
     importance: Option<Importance>,
     source: String,
 ) -> Result<ToolOutput, ToolError> {
-    let item = match reachable_item(ctx, raw, "Remember").await? {
+    let found = reachable_item(ctx, raw, "Remember").await?;
+    let own = MemoryScope::Agent(ctx.bot.id.clone());
+    if shared_room(ctx).is_some() {
+        // the room's prompt shows only what was remembered in this room:
+        // any other id (the owner's private memory, the bot's own from
+        // elsewhere, one forgotten) is answered as one that does not
+        // exist, so the room learns nothing of what does (a scope named
+        // in a refusal, or "forgotten", told it)
+        match &found {
+            Ok(item) if item.scope == own && item.source == source => {}
+            Ok(MemoryItem { id, .. }) | Err(id) => return Err(out_of_reach(ctx, id)),
+        }
+    }
+    let item = match found {
         Ok(item) => item,
         Err(id) => {
             return Err(ToolError::new(
@@ -313,17 +335,6 @@ async fn replace(
             ));
         }
     };
-    let own = MemoryScope::Agent(ctx.bot.id.clone());
-    if shared_room(ctx).is_some() && item.scope == own && item.source != source {
-        // the room's prompt does not show it (remembered elsewhere, maybe
-        // in private): answered as an id out of reach, not quoted back;
-        // another scope is refused below (`check_shared_scope`)
-        return Err(ToolError::new(
-            format!("no memory item {} that you can reach in this room", item.id),
-            "use an id shown beside a fact in the Memory section of your prompt, or Remember \
-             without `replaces`",
-        ));
-    }
     if let Some(l) = args.layer.as_deref() {
         let layer = parse_layer(Some(l))?;
         if layer != item.layer {

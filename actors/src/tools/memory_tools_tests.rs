@@ -482,14 +482,13 @@ async fn shared_rooms_write_only_the_bots_own_memory() {
     )
     .await
     .unwrap();
-    // not the owner's profile, named or by default, nor a replacement in it
+    // not the owner's profile, named or by default
     for (call, args) in [
         ("c", json!({"text": "x", "scope": "user"})),
         (
             "d",
             json!({"text": "x", "layer": "profile", "scope": "user"}),
         ),
-        ("e", json!({"text": "x", "replaces": owners})),
     ] {
         let e = remember(&f, call, args.clone()).await.unwrap_err();
         assert!(
@@ -497,6 +496,18 @@ async fn shared_rooms_write_only_the_bots_own_memory() {
             "{args}: {e}"
         );
     }
+    // nor a replacement in it, answered as for an id that does not exist
+    // (naming its scope told the room it exists, and whose it is)
+    let e = remember(&f, "e", json!({"text": "x", "replaces": owners}))
+        .await
+        .unwrap_err();
+    let unknown = remember(&f, "f", json!({"text": "x", "replaces": "m-aaaaaaaaaaaa"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string().replace(&owners, "ID"),
+        unknown.to_string().replace("m-aaaaaaaaaaaa", "ID")
+    );
     let texts: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
     assert_eq!(texts.len(), 3, "{texts:?}");
     assert!(texts.contains(&"owner likes tea".to_owned()), "{texts:?}");
