@@ -320,6 +320,16 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
     assert_eq!(s4, 400, "{empty}");
     let (s5, _) = post(&host, "nowhere", "hi", "key-3").await;
     assert_eq!(s5, 404);
+    // a name no room can have is a bad request, as a bad bot id is (it
+    // was "no room … for you")
+    let (s6, bad) = post(&host, "-bad", "hi", "key-4").await;
+    assert_eq!(s6, 400, "{bad}");
+    for path in ["/v1/groups/a%20b", "/v1/groups/%C3%A9/entries"] {
+        let (status, bad) = host.get(path, TOKEN).await;
+        assert_eq!(status, 400, "{path} → {bad}");
+        let msg = bad["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("invalid room id"), "{path} → {msg}");
+    }
     host.shutdown().await;
 }
 

@@ -290,11 +290,10 @@ async fn may_use(rt: &Runtime, user: &UserId, room: &RoomRecord) -> Result<bool,
 }
 
 /// A room `user` may use. Rooms of others are reported as missing, so ids
-/// do not leak across users.
+/// do not leak across users; a name no room can have is `Invalid`, as a
+/// bad bot id is (it says nothing of any room).
 pub async fn room_for(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
-    let Ok(id) = RoomId::new(room) else {
-        return Err(not_found(room));
-    };
+    let id = RoomId::new(room).map_err(|e| GroupError::Invalid(e.to_string()))?;
     match rt.store.get_room(&id).await? {
         Some(r) if may_use(rt, user, &r).await? => Ok(r),
         _ => Err(not_found(room)),
