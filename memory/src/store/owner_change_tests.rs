@@ -305,6 +305,12 @@ async fn a_rooms_sharing_follows_its_members_owners() {
     })
     .unwrap();
     let dm = session("p", SessionKind::Dm, "alice", "alice");
+    // a room's record carries its times (the API's clock)
+    let room = |id: &str, members: &[&str], shared| RoomRecord {
+        created_at: clock.now_ms(),
+        updated_at: clock.now_ms(),
+        ..room(id, members, shared)
+    };
     store
         .write(vec![
             Mutation::UpsertBot(bot("p", "alice", "config")),

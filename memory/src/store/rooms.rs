@@ -32,7 +32,7 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
 /// transaction, so two creations cannot both pass. Room ids are one
 /// namespace for the whole fleet: a clash with another user's room must
 /// not tell the creator that room's spelling or whose it is.
-pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Result<()> {
+pub(crate) fn create_room(conn: &Connection, room: &RoomRecord) -> Result<()> {
     let existing: Option<(String, String)> = conn
         .prepare_cached("SELECT id, owner FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?
         .query_row(params![room.id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -47,15 +47,18 @@ pub(crate) fn create_room(conn: &Connection, room: &RoomRecord, now: i64) -> Res
     let inserted = conn
         .prepare_cached(
             "INSERT INTO rooms (id, name, owner, members, shared, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
+        // the record's times: the answer to its creation is what a read
+        // gives (the writer's clock read them a millisecond or two later)
         .execute(params![
             room.id.as_str(),
             room.name,
             room.owner.as_str(),
             members,
             room.shared,
-            now
+            room.created_at,
+            room.updated_at
         ]);
     match inserted {
         Ok(_) => Ok(()),

@@ -483,3 +483,23 @@ fn runs_plan(conn: &rusqlite::Connection, filter: &str) -> Vec<String> {
         .collect::<rusqlite::Result<_>>()
         .unwrap()
 }
+
+/// Regression: the room's times were the writer's clock, read a moment
+/// after the API's, so `POST /v1/groups` answered a `created_at` 1-3 ms
+/// off what `GET /v1/groups/{room}` then gave. The record's are stored.
+#[tokio::test]
+async fn a_room_is_stored_with_the_times_of_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let made = RoomRecord {
+        created_at: 1_234,
+        updated_at: 1_234,
+        ..room()
+    };
+    store
+        .write(vec![Mutation::CreateRoom(Box::new(made.clone()))])
+        .await
+        .unwrap();
+    let read = store.get_room(&made.id).await.unwrap().unwrap();
+    assert_eq!(read, made);
+}

@@ -18,12 +18,14 @@ const COLUMNS: &str = "bot_id, name, cron, timezone, prompt, silent_ok, catch_up
                        next_fire_ms, last_fire_ms, created_at, updated_at";
 
 /// Creates or replaces a routine (its definition and schedule state); the
-/// creation time of an existing row is kept.
-pub(crate) fn put(conn: &Connection, r: &RoutineRecord, now: i64) -> Result<()> {
+/// creation time of an existing row is kept. The times are the record's,
+/// so what the scheduler holds and answers is what a read gives (the
+/// writer's clock read them a millisecond or two later).
+pub(crate) fn put(conn: &Connection, r: &RoutineRecord) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO routines (bot_id, name, cron, timezone, prompt, silent_ok, catch_up, origin,
                                next_fire_ms, last_fire_ms, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT (bot_id, name) DO UPDATE SET cron = excluded.cron,
            timezone = excluded.timezone, prompt = excluded.prompt,
            silent_ok = excluded.silent_ok, catch_up = excluded.catch_up,
@@ -41,7 +43,8 @@ pub(crate) fn put(conn: &Connection, r: &RoutineRecord, now: i64) -> Result<()> 
         r.origin.as_str(),
         r.next_fire_ms,
         r.last_fire_ms,
-        now
+        r.created_at,
+        r.updated_at
     ])?;
     Ok(())
 }

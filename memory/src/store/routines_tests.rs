@@ -238,3 +238,31 @@ async fn a_routines_last_run_is_the_turn_that_took_its_last_fire() {
         vec![waiting(again.gid)]
     );
 }
+
+/// Regression: a routine's times were the writer's clock, read a moment
+/// after the scheduler's, so `PUT …/routines/{name}` answered times 1 ms
+/// off what a read then gave. The record's are stored; a replacement
+/// keeps the first creation time.
+#[tokio::test]
+async fn a_routine_is_stored_with_the_times_of_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let put = |created_at, updated_at| RoutineRecord {
+        created_at,
+        updated_at,
+        ..routine(Some(100))
+    };
+    store
+        .write(vec![Mutation::PutRoutine(Box::new(put(1_000, 1_000)))])
+        .await
+        .unwrap();
+    let bot = BotId::new("r").unwrap();
+    let read = store.get_routine(&bot, "brief").await.unwrap().unwrap();
+    assert_eq!(read, put(1_000, 1_000));
+    store
+        .write(vec![Mutation::PutRoutine(Box::new(put(1_000, 2_000)))])
+        .await
+        .unwrap();
+    let read = store.get_routine(&bot, "brief").await.unwrap().unwrap();
+    assert_eq!(read, put(1_000, 2_000));
+}

@@ -303,7 +303,7 @@ impl Writer {
                 touched,
             ),
             Mutation::PutRoutine(r) => {
-                routines::put(&self.conn, r, now)?;
+                routines::put(&self.conn, r)?;
                 Ok(MutationResult::Done)
             }
             Mutation::DeleteRoutine { bot, name } => {
@@ -320,7 +320,7 @@ impl Writer {
                 Ok(MutationResult::Done)
             }
             Mutation::CreateRoom(room) => {
-                rooms::create_room(&self.conn, room, now)?;
+                rooms::create_room(&self.conn, room)?;
                 Ok(MutationResult::Done)
             }
             Mutation::AdmitToRoom {
