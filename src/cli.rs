@@ -240,9 +240,15 @@ pub enum Command {
     /// Search the transcripts of your bots and rooms. Words are all
     /// required; "exact phrase", -word (exclude) and a OR b work.
     Search {
-        /// What to find.
+        /// What to find: one argument or several (`search buy milk` is
+        /// `search "buy milk"`: both words); quote a phrase inside
+        /// (`search '"buy milk"'`), and an -exclusion after the first
+        /// word too (`search 'milk -cheese'`).
         #[arg(allow_hyphen_values = true)]
         query: String,
+        /// More words of the query (joined to it with spaces).
+        #[arg(hide = true)]
+        more: Vec<String>,
         /// Only what this bot may see (its sessions and its rooms).
         #[arg(long)]
         bot: Option<String>,
@@ -315,7 +321,9 @@ fn not_for_host_commands(id: &'static str) -> clap::Arg {
 pub fn parse() -> Cli {
     use clap::CommandFactory as _;
     use clap::FromArgMatches as _;
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command()
+        .try_get_matches()
+        .unwrap_or_else(|e| exclusion_hint(e).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let host_typed = matches.value_source("host") == Some(clap::parser::ValueSource::CommandLine);
     if host_typed && matches!(cli.command, Command::Run { .. }) {
@@ -329,6 +337,55 @@ pub fn parse() -> Cli {
             .exit();
     }
     cli
+}
+
+/// clap's error for `botfleet search milk -cheese`, whose `-cheese` is
+/// read as options: clap's tip (`-- -c`) would search for `-c`. Said as
+/// what it is: an exclusion goes inside the quoted query. Other errors are
+/// clap's own.
+fn exclusion_hint(e: clap::Error) -> clap::Error {
+    use clap::CommandFactory as _;
+    use clap::error::ContextKind;
+    use clap::error::ContextValue;
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return e;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(at) = args.iter().position(|a| a == "search") else {
+        return e;
+    };
+    let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    // the word as typed (clap names only its first letter, `-c`)
+    let Some(word) = args[at + 1..]
+        .iter()
+        .find(|a| a.starts_with(flag.as_str()) && !a.starts_with("--"))
+    else {
+        return e;
+    };
+    // the words typed before it (not the options and their values)
+    let mut words = Vec::new();
+    let mut rest = args[at + 1..].iter();
+    while let Some(a) = rest.next() {
+        if a == word {
+            break;
+        }
+        if ["--bot", "--session", "--limit", "--offset"].contains(&a.as_str()) {
+            rest.next();
+        } else if !a.starts_with('-') {
+            words.push(a.as_str());
+        }
+    }
+    words.push(word);
+    Cli::command().error(
+        clap::error::ErrorKind::UnknownArgument,
+        format!(
+            "`{word}` reads as an option; to leave out a word, put it inside the quoted query: \
+             botfleet search '{}'",
+            words.join(" ")
+        ),
+    )
 }
 
 /// Exit codes (`send` and `group send` document theirs in `--help`). 2 is
@@ -506,6 +563,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Group { action } => group::run(&client(&cli)?, action).await,
         Command::Search {
             query,
+            more,
             bot,
             session,
             limit,
@@ -513,7 +571,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let args = search::SearchArgs {
-                query: query.clone(),
+                query: std::iter::once(query)
+                    .chain(more)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 bot: bot.clone(),
                 session: session.clone(),
                 limit: *limit,

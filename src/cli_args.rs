@@ -349,11 +349,15 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
         Command::Approve { id } | Command::Deny { id } => vec![("approval id", id)],
         Command::Search {
             query,
+            more,
             bot,
             session,
             ..
         } => {
-            let mut args = vec![("search query", query.as_str())];
+            let mut args: Vec<(&str, &str)> = std::iter::once(query)
+                .chain(more)
+                .map(|q| ("search query", q.as_str()))
+                .collect();
             args.extend(bot.as_deref().map(|b| ("--bot id", b)));
             args.extend(session.as_deref().map(|s| ("--session id", s)));
             args

@@ -59,6 +59,48 @@ async fn search_without_matches_echoes_the_query_as_typed() {
     host.shutdown().await;
 }
 
+/// `botfleet search buy milk` (words unquoted, as the help's "words are
+/// all required" invites) was a usage error, "unexpected argument 'milk'";
+/// it is the query `buy milk` now, the same as quoted. An unquoted
+/// `-word` reads as an option: the error says to quote the query (clap's
+/// tip, `-- -c`, would search for `-c`).
+#[tokio::test]
+async fn search_words_may_be_given_unquoted() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    talk(&host, "buy milk and bread").await;
+    talk(&host, "buy cheese").await;
+    flush(&host).await;
+    let (code, quoted, err) = cli(&["search", "buy milk"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    // (the hit's words are marked «…»)
+    assert!(
+        quoted.contains("1 match(es)") && quoted.contains("«milk» and bread"),
+        "{quoted}"
+    );
+    let (code, words, err) = cli(&["search", "buy", "milk", "--json"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let (_, quoted_json, _) = cli(&["search", "buy milk", "--json"], &host.url, TOKEN).await;
+    assert_eq!(words, quoted_json);
+    let (code, out, err) = cli(&["search", "buy", "-cheese"], &host.url, TOKEN).await;
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("`-cheese` reads as an option")
+            && err.contains("botfleet search 'buy -cheese'"),
+        "{err}"
+    );
+    let (code, out, err) = cli(&["search", "buy -cheese"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("1 match(es)") && out.contains("«buy» milk and bread"),
+        "{out}"
+    );
+    host.shutdown().await;
+}
+
 /// `botfleet reindex` on a data directory whose store it cannot open (a
 /// schema version newer than the binary's) exits 1 with the store's
 /// reason and leaves the index as it was. (It emptied the index first,
