@@ -162,6 +162,9 @@ impl TryFrom<RawProvider> for ProviderConfig {
         if let Some(name) = &raw.api_key_env {
             env_name_problem(name).map_err(|e| format!("api_key_env: {e}"))?;
         }
+        if let Some(model) = &raw.model {
+            model_problem(model).map_err(|e| format!("model: {e}"))?;
+        }
         if let Some(field) = &raw.max_tokens_field {
             botfleet_actors::model::MaxTokensField::parse(field)
                 .map_err(|e| format!("max_tokens_field: {e}"))?;
@@ -193,6 +196,32 @@ impl TryFrom<RawProvider> for ProviderConfig {
             },
         })
     }
+}
+
+/// Why `model` cannot be the name of a model: it is sent as written, so
+/// spaces around it (`" grok-4 "`) made every call a 404 from the server,
+/// after `check-config` said ok.
+fn model_problem(model: &str) -> Result<(), String> {
+    let trimmed = model.trim();
+    if trimmed.is_empty() {
+        return Err(
+            "it is empty; write the model's name as the server knows it, e.g. model = \"grok-4\""
+                .to_owned(),
+        );
+    }
+    if trimmed != model {
+        return Err(format!(
+            "{model:?} has spaces around it, and the server would be asked for a model of \
+             that name; write model = {trimmed:?}"
+        ));
+    }
+    if model.chars().any(char::is_control) {
+        return Err(format!(
+            "{model:?} holds a control character (a line break, a tab); write the model's \
+             name alone"
+        ));
+    }
+    Ok(())
 }
 
 /// Why `name`, given as `api_key_env`, is not the name of an environment

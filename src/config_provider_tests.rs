@@ -227,3 +227,23 @@ fn bad_headers_env_are_refused_naming_the_header() {
     ));
     assert!(e.contains("unknown field `headers_env`"), "{e}");
 }
+
+/// Regression: `model = " grok-4 "` passed `check-config` and was sent as
+/// written, so every call got the server's 404 for a model of that name.
+#[test]
+fn a_model_name_with_spaces_around_it_is_refused() {
+    for (model, expected) in [
+        (r#"" grok-4 ""#, r#"write model = "grok-4""#),
+        (r#""grok-4\n""#, r#"write model = "grok-4""#),
+        (r#""  ""#, "it is empty"),
+        (r#""grok\t4""#, "control character"),
+    ] {
+        let fleet = ISSUE_EXAMPLE.replace(r#"model = "grok-4""#, &format!("model = {model}"));
+        assert_ne!(fleet, ISSUE_EXAMPLE);
+        let e = err(&fleet);
+        assert!(
+            e.contains("providers.main") && e.contains("model: ") && e.contains(expected),
+            "{model}: {e}"
+        );
+    }
+}

@@ -241,7 +241,9 @@ pub(super) async fn check_members(
             // `@everyone` addresses every member: this one could never be
             // addressed alone
             return Err(GroupError::Invalid(format!(
-                "member {id} answers to @{EVERYONE}, which addresses every member of a room, so                  it could never be mentioned alone; rename it (`name` in fleet.toml, or its id)                  or leave it out"
+                "member {id} answers to @{EVERYONE}, which addresses every member of a room, so \
+                 it could never be mentioned alone; rename it (`name` in fleet.toml, or its id) \
+                 or leave it out"
             )));
         }
         if let Some((other, token)) = names
