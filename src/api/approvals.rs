@@ -136,7 +136,34 @@ pub(crate) async fn get_one(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DecisionBody {
-    decision: ApprovalDecision,
+    /// Read as any JSON value and checked by [`DecisionBody::decision`]:
+    /// serde's own error for `true` or `1` where an enum's name is
+    /// expected is "expected value", a JSON syntax error's words.
+    decision: Value,
+}
+
+/// `value` as JSON, as sent (`true`, `"approved"`), cut when long.
+fn shown_json(value: &Value) -> String {
+    let json = value.to_string();
+    if json.chars().count() <= 40 {
+        json
+    } else {
+        botfleet_memory::quote_short(&json)
+    }
+}
+
+impl DecisionBody {
+    fn decision(&self) -> Result<ApprovalDecision, ApiError> {
+        match self.decision.as_str() {
+            Some("approve") => Ok(ApprovalDecision::Approve),
+            Some("deny") => Ok(ApprovalDecision::Deny),
+            _ => Err(ApiError::BadRequest(format!(
+                "`decision` is {}; it must be the string \"approve\" or \"deny\": send \
+                 {{\"decision\": \"approve\"}} or {{\"decision\": \"deny\"}}",
+                shown_json(&self.decision)
+            ))),
+        }
+    }
 }
 
 /// `POST /v1/approvals/{id}` with `{"decision": "approve" | "deny"}`. The
@@ -155,8 +182,9 @@ pub(crate) async fn decide(
         "a decision",
         r#"{"decision": "approve"} or {"decision": "deny"}"#,
     )?;
+    let decision = body.decision()?;
     approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
-    match approvals::decide(state.fleet.runtime(), &user.0, parsed, body.decision).await {
+    match approvals::decide(state.fleet.runtime(), &user.0, parsed, decision).await {
         Ok(a) => {
             let shown = with_obstacle(&state, &mut HashMap::new(), a).await?;
             Ok(Json(json!({ "approval": shown })))

@@ -330,6 +330,23 @@ async fn a_decision_is_read_whatever_its_content_type() {
         msg.contains(r#"send {"decision": "approve"} or {"decision": "deny"}"#),
         "{msg}"
     );
+    // a decision that is valid JSON but no decision names what it got (it
+    // said "not valid JSON … expected value"), and is nothing decided
+    for (sent, shown) in [
+        (r#"{"decision":true}"#, "`decision` is true;"),
+        (r#"{"decision":"approved"}"#, r#"`decision` is "approved";"#),
+        (r#"{"decision":null}"#, "`decision` is null;"),
+    ] {
+        let (status, body) = post(second.to_string(), None, sent).await;
+        assert_eq!(status, 400, "{sent}: {body}");
+        let msg = body["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains(shown)
+                && msg.contains(r#"it must be the string "approve" or "deny""#)
+                && !msg.contains("not valid JSON"),
+            "{sent}: {msg}"
+        );
+    }
     // no content type at all
     let (status, body) = post(second.to_string(), None, r#"{"decision":"approve"}"#).await;
     assert_eq!(status, 200, "{body}");
