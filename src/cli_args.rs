@@ -229,7 +229,9 @@ fn id_rule(what: &str) -> Option<&'static str> {
         "turn id" => "a turn id is a UUID of 36 characters",
         "approval id" => "an approval id is a UUID of 36 characters",
         "--session id" => "a session id is a UUID of 36 characters",
-        "memory item id" => "a memory item id is m- and 12 letters or digits",
+        "memory item id" => {
+            "a memory item id is m- and 12 characters a-z or 2-7, e.g. m-abcdefgh2345"
+        }
         "routine name" => "a routine name has 1 to 64 characters",
         _ => return None,
     })
@@ -428,7 +430,7 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            "the memory item id is empty, where a memory item id is m- and 12 letters or digits"
+            "the memory item id is empty, where a memory item id is m- and 12 characters a-z or 2-7, e.g. m-abcdefgh2345"
         );
         assert!(check_id_length("bot id", " ").is_err());
         // not an id: an empty query is the host's to judge
