@@ -514,25 +514,21 @@ async fn serve_a_corrupt_event(
 async fn a_corrupt_event_mid_stream_is_retried_as_a_broken_answer() {
     use std::sync::atomic::Ordering;
 
+    let fast = |base_url, max_retries| {
+        OpenAiModel::new(OpenAiOptions {
+            max_retries,
+            backoff_base: Duration::from_millis(1),
+            ..OpenAiOptions::new(base_url, "test-model")
+        })
+        .unwrap()
+    };
     let (base_url, calls) = serve_a_corrupt_event(true).await;
-    let model = OpenAiModel::new(OpenAiOptions {
-        max_retries: 2,
-        backoff_base: Duration::from_millis(1),
-        ..OpenAiOptions::new(base_url, "test-model")
-    })
-    .unwrap();
-    let (result, _) = complete(&model, &request("x")).await;
+    let (result, _) = complete(&fast(base_url, 2), &request("x")).await;
     assert_eq!(result.unwrap().text, "hello world");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 
     let (base_url, calls) = serve_a_corrupt_event(false).await;
-    let model = OpenAiModel::new(OpenAiOptions {
-        max_retries: 1,
-        backoff_base: Duration::from_millis(1),
-        ..OpenAiOptions::new(base_url, "test-model")
-    })
-    .unwrap();
-    let (result, _) = complete(&model, &request("x")).await;
+    let (result, _) = complete(&fast(base_url, 1), &request("x")).await;
     let error = result.unwrap_err();
     let said = error.to_string();
     assert!(
