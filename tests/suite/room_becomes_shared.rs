@@ -142,6 +142,34 @@ async fn a_member_of_another_user_reads_the_room_from_its_joining() {
     server.shutdown().await;
 }
 
+/// Alice's a2, not addressed while the room was hers alone, speaks first
+/// after bob's bot joined: its input starts at the change too, not at its
+/// last turn (QA, 2026-12-04: it was handed alice's private discussion
+/// as "new public messages", and repeated it where bob reads).
+#[tokio::test]
+async fn an_owners_member_silent_in_the_private_era_is_not_handed_it() {
+    let server = OpenAiServer::builder().responder(cabin_model).start().await;
+    let host = start(&server).await;
+    private_then_shared(&host, &server).await;
+
+    let before = server.request_count();
+    host.discuss(BOB_TOKEN, "own", &format!("@a2 hello from bob {LATE}"))
+        .await;
+    let a2 = requests_of(&server, before, "a2");
+    assert!(!a2.is_empty(), "a2 spoke");
+    let first = a2[0].to_string();
+    assert!(first.contains(LATE), "{first}");
+    for body in &a2 {
+        let text = body.to_string();
+        assert!(
+            !text.contains(EARLY) && !text.contains(CABIN),
+            "nothing said before the change reaches a2's shared-room turn: {text}"
+        );
+    }
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
 /// a1's own session of the room starts a new epoch at the change: after
 /// it (here read back by a restarted host) no request of a1 holds the DM
 /// search result of its private turn or alice's earlier message, and it
