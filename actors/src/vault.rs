@@ -22,6 +22,11 @@
 //! set as it stands at each scrub, so a turn that began before a value
 //! was added scrubs it too ([`Redactor::shared_set`]).
 //!
+//! A bot's own person's values are read into that set on its first turn
+//! in the host's life, whether it lists a secret or not: another bot of
+//! the person may have written one into the workspace they share in an
+//! earlier life of the host.
+//!
 //! Scrubbing a value from a bot that cannot see it lets that bot test
 //! guesses of it: it prints candidates, and the one that comes back
 //! `[redacted]` is someone's secret. So where the host's Shell commands
@@ -29,19 +34,26 @@
 //! ([`Vault::with_isolated_commands`]: Landlock keeps them from the fleet
 //! file, the data directory and the host's environment, and the private
 //! `/proc` from other commands' arguments), a bot's results are scrubbed
-//! only of the values its owner's bots can reach: its own secrets and its
-//! owner's stored ones (shared in the owner's workspace). The host's
+//! only of the values its owner's bots can reach: its own secrets, the
+//! fleet file's secrets any of its owner's bots lists, and its owner's
+//! stored ones (all shared in the owner's workspace, where one bot may
+//! write what another reads). The host's
 //! credentials and other people's secrets, which no command can read
 //! there, are not; a model server's error texts, which may quote anything
 //! the host sent it, are still cleaned of the host's credentials
 //! ([`Redactor::also_hiding_from_model_errors`]). Elsewhere every value above is scrubbed from every bot, and
 //! the guessing stays possible (docs/security.md).
 
+use std::collections::BTreeSet;
 use std::collections::HashMap;
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use botfleet_memory::BotRecord;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
+use botfleet_memory::UserId;
+use parking_lot::Mutex;
 
 use crate::safety::Redactor;
 use crate::safety::Secret;
@@ -77,7 +89,16 @@ pub struct Vault {
     /// Whether commands can read neither the host's credentials nor other
     /// commands' arguments ([`Vault::with_isolated_commands`]).
     isolated: bool,
+    /// The people whose secrets `people` holds as read once in this life
+    /// of the host (module docs).
+    people_read: Mutex<HashSet<UserId>>,
+    /// Per person, the fleet file's secret names their bots list, as read
+    /// at a generation of the bots table ([`Store::bots_generation`]).
+    listed: Mutex<HashMap<UserId, (u64, Listed)>>,
 }
+
+/// Secret names listed by one person's bots.
+type Listed = Arc<BTreeSet<String>>;
 
 impl Default for Vault {
     fn default() -> Self {
@@ -120,6 +141,8 @@ impl Vault {
             people_order: tokio::sync::Mutex::new(()),
             host_redactor: std::sync::OnceLock::new(),
             isolated: false,
+            people_read: Mutex::new(HashSet::new()),
+            listed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -184,7 +207,8 @@ impl Vault {
     /// returns (module docs).
     pub async fn for_bot(&self, store: &Store, bot: &BotRecord) -> Result<BotSecrets, StoreError> {
         let names = Self::names_of(bot);
-        let supplied = if names.is_empty() {
+        let first = !self.people_read.lock().contains(&bot.owner);
+        let supplied = if names.is_empty() && !first {
             Vec::new()
         } else {
             let _order = self.people_order.lock().await;
@@ -198,6 +222,7 @@ impl Vault {
                     .map(|(_, v, _)| v.expose())
                     .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS),
             );
+            self.people_read.lock().insert(bot.owner.clone());
             supplied
         };
         let mut values = Vec::new();
@@ -226,14 +251,52 @@ impl Vault {
         }
         let given = values.iter().map(|(_, v)| v.expose());
         let redactor = if self.isolated {
-            // no command of this bot can read the others (module docs)
-            Redactor::new(given)
+            // no command of this bot can read the others (module docs);
+            // its owner's other bots' fleet-file secrets it can, where
+            // they wrote them
+            let listed = self.listed_by_owner(store, &bot.owner).await?;
+            let siblings = listed
+                .iter()
+                .filter_map(|name| self.config.get(name))
+                .map(Secret::expose)
+                .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS);
+            Redactor::new(given.chain(siblings))
                 .also_scrubbing_of(&self.people, bot.owner.as_str())
                 .also_hiding_from_model_errors(self.host_values())
         } else {
             Redactor::new(given.chain(self.host_values())).also_scrubbing(&self.people)
         };
         Ok(BotSecrets { values, redactor })
+    }
+
+    /// The fleet file's secret names that `owner`'s bots (not their
+    /// subagents, which list none their parent does not) list, read again
+    /// only after a bot was written. None read while the fleet file has
+    /// no secrets.
+    async fn listed_by_owner(&self, store: &Store, owner: &UserId) -> Result<Listed, StoreError> {
+        if self.config.is_empty() {
+            return Ok(Arc::default());
+        }
+        // taken before the read: a bot written during it makes the
+        // result stale at once
+        let generation = store.bots_generation();
+        if let Some((at, names)) = self.listed.lock().get(owner)
+            && *at == generation
+        {
+            return Ok(Arc::clone(names));
+        }
+        let names: Listed = Arc::new(
+            store
+                .main_bots_of(owner)
+                .await?
+                .iter()
+                .flat_map(Self::names_of)
+                .collect(),
+        );
+        self.listed
+            .lock()
+            .insert(owner.clone(), (generation, Arc::clone(&names)));
+        Ok(names)
     }
 }
 

@@ -114,3 +114,75 @@ async fn every_persons_secrets_are_scrubbed_from_every_bots_output() {
     assert_eq!(again.values.len(), 1);
     assert_eq!(alices.redactor.scrub(&text), text);
 }
+
+fn named(id: &str, owner: &str, secrets: &[&str]) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap(),
+        ..bot_of(owner, secrets)
+    }
+}
+
+/// Where commands are isolated, alice's bot that lists no secret is
+/// still scrubbed of what her other bots are given — the fleet file's
+/// secret one of them lists (also one listed only after the first read),
+/// and her stored secrets on its first turn — since those bots share its
+/// workspace and may write them there (QA, 2026-12-04: a2 read sh's
+/// secret in clear from a file sh wrote). Bob's bot is scrubbed of none
+/// of hers: no command of his can reach them, and scrubbing would only
+/// answer his guesses.
+#[tokio::test]
+async fn an_owners_bots_are_scrubbed_of_what_her_other_bots_are_given() {
+    const CFG: &str = "alice-config-secret-123";
+    const LATER: &str = "alice-later-secret-456";
+    const API: &str = "alice-api-secret-789";
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("db"))).unwrap();
+    let (sh, a2, rd) = (
+        named("sh", "alice", &["CFG_KEY"]),
+        named("a2", "alice", &[]),
+        named("rd", "bob", &[]),
+    );
+    store
+        .write(vec![
+            Mutation::UpsertBot(sh.clone()),
+            Mutation::UpsertBot(a2.clone()),
+            Mutation::UpsertBot(rd.clone()),
+            Mutation::SetSecret {
+                owner: UserId::new("alice").unwrap(),
+                name: "ALICE_API".into(),
+                value: SecretValue::new(API),
+            },
+        ])
+        .await
+        .unwrap();
+    let vault = Vault::new([
+        ("CFG_KEY".to_owned(), Secret::new(CFG.to_owned())),
+        ("LATER_KEY".to_owned(), Secret::new(LATER.to_owned())),
+    ])
+    .with_isolated_commands(true);
+    let text = format!("leak.txt: {CFG} {API} {LATER}");
+
+    let hers = vault.for_bot(&store, &a2).await.unwrap();
+    assert!(hers.values.is_empty());
+    assert_eq!(
+        hers.redactor.scrub(&text),
+        format!("leak.txt: [redacted] [redacted] {LATER}")
+    );
+    let his = vault.for_bot(&store, &rd).await.unwrap();
+    assert_eq!(his.redactor.scrub(&text), text);
+
+    // sh is changed to list another: a2's next turn is scrubbed of it
+    store
+        .write(vec![Mutation::UpsertBot(named(
+            "sh",
+            "alice",
+            &["CFG_KEY", "LATER_KEY"],
+        ))])
+        .await
+        .unwrap();
+    let hers = vault.for_bot(&store, &a2).await.unwrap();
+    assert_eq!(
+        hers.redactor.scrub(&text),
+        "leak.txt: [redacted] [redacted] [redacted]"
+    );
+}

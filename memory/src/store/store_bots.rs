@@ -55,6 +55,14 @@ impl Store {
         Ok(record)
     }
 
+    /// The generation of the bots table: it grows after every committed
+    /// bot write, before that write's caller is answered. Taken before a
+    /// read of bots, it tells a cache of that read whether it is still
+    /// current (`bot_cache.rs`).
+    pub fn bots_generation(&self) -> u64 {
+        self.inner.bots.generation()
+    }
+
     /// Bots, of one owner or all.
     pub async fn list_bots(&self, owner: Option<&UserId>) -> Result<Vec<BotRecord>> {
         let owner = owner.cloned();
