@@ -380,8 +380,20 @@ fn result_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
     note(
         &prompts().result_clipped,
         c,
-        &[("tool", tool), ("seq", seq)],
+        &[("tool", tool), ("seq", seq), ("smaller", smaller_part(tool))],
     )
+}
+
+/// How to ask `tool` for less than a result that was clipped: the
+/// arguments it has for that (a ReadTranscript result was told to "Read
+/// with `offset` and `limit`", which ReadTranscript does not take).
+fn smaller_part(tool: &str) -> &'static str {
+    match tool {
+        "Read" => "Read again with `offset` and `limit`",
+        "Shell" => "run a command that prints less (through `head`, `tail`, `sed -n` or `grep`)",
+        "ReadTranscript" => "ReadTranscript again with smaller `before` and `after`",
+        _ => "call the tool again with narrower arguments",
+    }
 }
 
 /// The cut's start and end around `template`, which also gets `more`.

@@ -219,3 +219,27 @@ fn a_grapheme_prefix_stays_within_its_chars() {
     assert_eq!(grapheme_prefix(text, 9), text);
     assert_eq!(grapheme_prefix("🇫🇷🇩🇪", 3), "🇫🇷");
 }
+
+/// A clipped result says how to ask its own tool for less: Read's
+/// `offset` and `limit` only for Read (a ReadTranscript result was told to
+/// "Read with `offset` and `limit`", which ReadTranscript does not take,
+/// and a bot without Read was pointed at it; QA, 2026-12-04).
+#[test]
+fn a_clipped_result_says_how_to_ask_its_own_tool_for_less() {
+    let e = Encoding::O200kBase;
+    let text = words(20_000);
+    let hint = |tool: &str| clip(&text, 1_000, e, &|c| result_note(c, tool, "7")).unwrap();
+    let read = hint("Read");
+    assert!(read.contains("Read again with `offset` and `limit`"), "{read}");
+    assert!(read.contains("entry #7"), "{read}");
+    let transcript = hint("ReadTranscript");
+    assert!(
+        transcript.contains("ReadTranscript again with smaller `before` and `after`"),
+        "{transcript}"
+    );
+    let shell = hint("Shell");
+    assert!(shell.contains("a command that prints less"), "{shell}");
+    for other in [transcript, shell, hint("SearchTranscript")] {
+        assert!(!other.contains("`offset`"), "{other}");
+    }
+}
