@@ -207,6 +207,9 @@ prompts! {
     /// Ends the memory block when items did not fit its share of the
     /// context: how many were left out.
     memory_left_out => "memory_left_out.md",
+    /// A section of the memory block all of whose items were left out
+    /// (instead of "(none)", which said the bot had none).
+    memory_section_left_out => "memory_section_left_out.md",
     /// Remember's error in a shared room when the layer is full (no
     /// counts: they take in what the bot holds in private).
     memory_full_room => "memory_full_room.md",

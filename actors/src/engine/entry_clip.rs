@@ -380,7 +380,11 @@ fn result_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
     note(
         &prompts().result_clipped,
         c,
-        &[("tool", tool), ("seq", seq), ("smaller", smaller_part(tool))],
+        &[
+            ("tool", tool),
+            ("seq", seq),
+            ("smaller", smaller_part(tool)),
+        ],
     )
 }
 

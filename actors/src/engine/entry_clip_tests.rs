@@ -230,7 +230,10 @@ fn a_clipped_result_says_how_to_ask_its_own_tool_for_less() {
     let text = words(20_000);
     let hint = |tool: &str| clip(&text, 1_000, e, &|c| result_note(c, tool, "7")).unwrap();
     let read = hint("Read");
-    assert!(read.contains("Read again with `offset` and `limit`"), "{read}");
+    assert!(
+        read.contains("Read again with `offset` and `limit`"),
+        "{read}"
+    );
     assert!(read.contains("entry #7"), "{read}");
     let transcript = hint("ReadTranscript");
     assert!(

@@ -51,7 +51,7 @@ pub(crate) fn memory_budget(compact_at_tokens: u64) -> u64 {
 
 /// The memory block of the prompt, every item of the snapshot.
 pub fn render_memory(snapshot: &MemorySnapshot) -> String {
-    render_sections(&snapshot.profile, &snapshot.log, &snapshot.notes)
+    render_sections(&snapshot.profile, &snapshot.log, &snapshot.notes, [0; 3])
 }
 
 /// The memory block of the prompt whose item lines take at most `budget`
@@ -102,9 +102,14 @@ pub(crate) fn render_memory_within(
         .chain(&notes)
         .map(|i| i.id.clone())
         .collect();
+    let omitted = [
+        snapshot.profile.len() - profile.len(),
+        snapshot.log.len() - log.len(),
+        snapshot.notes.len() - notes.len(),
+    ];
     let text = format!(
         "{}\n\n{}",
-        render_sections(&profile, &log, &notes),
+        render_sections(&profile, &log, &notes, omitted),
         left_out(total - shown.len())
     );
     (text, shown)
@@ -161,21 +166,37 @@ fn left_out(count: usize) -> String {
 
 /// The block of these items: profile facts in the order they were last
 /// set ([`oldest_set_first`]), as the prompt says; log entries and notes
-/// in the snapshot's order (log entries oldest first).
-fn render_sections(profile: &[MemoryItem], log: &[MemoryItem], notes: &[MemoryItem]) -> String {
-    let section = |items: Vec<&MemoryItem>| {
-        if items.is_empty() {
-            "(none)".to_owned()
-        } else {
+/// in the snapshot's order (log entries oldest first). `omitted`: how
+/// many of each section (profile, log, notes) the budget left out; a
+/// section with none shown says so rather than "(none)", which told the
+/// model there were none (QA, 2026-12-04: a live note left out read as
+/// no notes at all).
+fn render_sections(
+    profile: &[MemoryItem],
+    log: &[MemoryItem],
+    notes: &[MemoryItem],
+    omitted: [usize; 3],
+) -> String {
+    let section = |items: Vec<&MemoryItem>, omitted: usize| {
+        if !items.is_empty() {
             items.into_iter().map(line).collect::<Vec<_>>().join("\n")
+        } else if omitted > 0 {
+            prompts()
+                .memory_section_left_out
+                .render(&[("count", &omitted.to_string())])
+                .map(|t| t.trim_end().to_owned())
+                .unwrap_or_default()
+        } else {
+            "(none)".to_owned()
         }
     };
+    let [profile_out, log_out, notes_out] = omitted;
     prompts()
         .memory
         .render(&[
-            ("profile", &section(oldest_set_first(profile))),
-            ("log", &section(log.iter().collect())),
-            ("notes", &section(notes.iter().collect())),
+            ("profile", &section(oldest_set_first(profile), profile_out)),
+            ("log", &section(log.iter().collect(), log_out)),
+            ("notes", &section(notes.iter().collect(), notes_out)),
         ])
         .unwrap_or_default()
 }

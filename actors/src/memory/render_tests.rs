@@ -72,7 +72,8 @@ async fn a_block_over_its_budget_keeps_the_most_important_items_and_counts_the_r
         .map(|l| u64::from(encoding.count(l)) + 1)
         .sum();
     assert!(lines <= 1_000, "{text}");
-    let fixed = encoding.count(&render_sections(&[], &[], &[])) + encoding.count(&left_out(11));
+    let fixed =
+        encoding.count(&render_sections(&[], &[], &[], [0; 3])) + encoding.count(&left_out(11));
     assert!(
         u64::from(encoding.count(&text)) <= 1_000 + u64::from(fixed),
         "{text}"
@@ -188,6 +189,19 @@ async fn a_profile_fact_goes_in_before_a_more_important_note() {
     let (text, shown) = render_memory_within(&snap, budget, encoding);
     assert_eq!(shown, vec![fact], "{text}");
     assert!(text.ends_with(&left_out(1)), "{text}");
+    // the notes section does not say there are none (QA, 2026-12-04);
+    // the log, which has none, still does
+    let notes = text.split("## Notes").nth(1).unwrap_or_default();
+    assert!(!notes.contains("(none)"), "{text}");
+    assert!(notes.contains("1 left out"), "{text}");
+    let log = text.split("## Log").nth(1).unwrap_or_default();
+    assert!(
+        log.split("## Notes")
+            .next()
+            .unwrap_or_default()
+            .contains("(none)"),
+        "{text}"
+    );
 }
 
 /// Regression (round 20, H3): an update held only item lines, so once
