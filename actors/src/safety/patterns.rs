@@ -272,22 +272,26 @@ pub(crate) fn credential_in(word: &str) -> Option<&'static str> {
     None
 }
 
-/// Whether an environment variable name looks like a secret.
+/// Whether an environment variable name looks like a secret: one of the
+/// usual words in it, or a name ending in `_KEY` (`STRIPE_KEY`, a fleet
+/// file's `ALICE_KEY`: QA, 2026-12-04, `echo $ALICE_KEY` was not asked
+/// about while `echo $GITHUB_TOKEN` was).
 pub(crate) fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "API_KEY",
-        "APIKEY",
-        "PRIVATE_KEY",
-        "ACCESS_KEY",
-        "CREDENTIAL",
-    ]
-    .iter()
-    .any(|s| upper.contains(s))
+    upper.ends_with("_KEY")
+        || [
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "API_KEY",
+            "APIKEY",
+            "PRIVATE_KEY",
+            "ACCESS_KEY",
+            "CREDENTIAL",
+        ]
+        .iter()
+        .any(|s| upper.contains(s))
 }
 
 /// The secret-looking variable a word expands (`$NAME`, `${NAME}`).
