@@ -264,6 +264,9 @@ prompts! {
     /// Timeline notice of a member turn cancelled because the member, a
     /// subagent, was stopped: it takes no more turns.
     group_member_stopped => "group_member_stopped.md",
+    /// A member bot its owner removed (made by CreateAgent) during a
+    /// discussion: its turn was cancelled, and takes no retry.
+    group_member_removed => "group_member_removed.md",
     /// Timeline notice of a member whose turn failed because its daily
     /// token budget is spent.
     group_member_paused => "group_member_paused.md",

@@ -25,6 +25,11 @@ match = "^think"
 steps = [ { delay_ms = 120000, tool = "SendMessage", args = { text = "much later" } } ]
 
 [[rule]]
+bot = "helper"
+match = "(?s)You are a member of the group room .*ponder"
+steps = [ { delay_ms = 120000, tool = "SendMessage", args = { text = "much later" } } ]
+
+[[rule]]
 steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
 "#;
 
@@ -76,5 +81,49 @@ async fn a_turn_cancelled_by_its_bots_removal_offers_no_retry() {
         )
         .await;
     assert_eq!(status, 409, "{retried}");
+    host.shutdown().await;
+}
+
+/// The same in a room: helper's turn in a discussion is cancelled by its
+/// removal, and the timeline's notice says so, with no retry and no
+/// advice to mention it (QA, 2026-12-04: it offered `botfleet retry`,
+/// which answers 409, and a mention, which reaches no one).
+#[tokio::test]
+async fn a_room_turn_cancelled_by_its_bots_removal_offers_no_retry() {
+    let host = with_helper().await;
+    let (status, room) = host
+        .call(
+            reqwest::Method::POST,
+            "/v1/groups",
+            TOKEN,
+            Some(serde_json::json!({"name": "den", "members": ["helper", "maker"]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    let posted = host
+        .post_text("/v1/groups/den/messages", TOKEN, "ponder this")
+        .await;
+    let timeline = posted["session"].as_str().unwrap().to_owned();
+    let seq = posted["seq"].as_i64().unwrap();
+    host.wait_running("helper").await;
+
+    let (status, removed) = host
+        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
+        .await;
+    assert_eq!(status, 200, "{removed}");
+    host.wait_turn_end(&timeline, seq).await;
+
+    let entries = host.entries(&timeline).await;
+    let notice = entries
+        .iter()
+        .find(|e| e["code"] == "room_run_member_failed")
+        .unwrap_or_else(|| panic!("no member_failed notice: {entries:#?}"));
+    assert_eq!(notice["retry_turn"], Value::Null, "{notice:#}");
+    let text = notice["text"].as_str().unwrap();
+    assert!(text.contains("removed by its owner"), "{text}");
+    assert!(
+        !text.contains("botfleet retry") && !text.contains("mention @helper"),
+        "{text}"
+    );
     host.shutdown().await;
 }

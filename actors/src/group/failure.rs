@@ -70,7 +70,8 @@ impl GroupState {
     /// why (or, in a shared room, where its owner reads why), and the turn
     /// to retry; for a member paused by its daily token budget, until
     /// when; for a subagent stopped meanwhile, that it takes no more
-    /// turns (a retry would be refused).
+    /// turns (a retry would be refused); for a bot its owner removed,
+    /// that, and no retry either.
     pub(super) async fn failure_notice(
         &self,
         bot: &BotId,
@@ -84,12 +85,16 @@ impl GroupState {
             Some(b) => engine::budget_pause(&self.rt.store, b, 0).await?,
             None => None,
         };
-        let stopped = match &record {
-            Some(b) => match absent(&self.rt.store, b).await? {
-                Some(Absent::Stopped { parent }) => Some(parent),
-                Some(Absent::Removed | Absent::RemovedByOwner) | None => None,
-            },
+        let gone = match &record {
+            Some(b) => absent(&self.rt.store, b).await?,
             None => None,
+        };
+        let (stopped, removed) = match gone {
+            Some(Absent::Stopped { parent }) => (Some(parent), false),
+            // its owner removed it: a retry is refused (409), a mention
+            // reaches no one, so neither is offered (QA, 2026-12-04)
+            Some(Absent::RemovedByOwner) => (None, true),
+            Some(Absent::Removed) | None => (None, false),
         };
         let name = self
             .names
@@ -102,9 +107,12 @@ impl GroupState {
         // can retry its turn, and only its owner may read its error
         let owner = self.owner_of(bot);
         let private = !self.room.shared && *owner == self.room.owner;
-        let retry = stopped.is_none();
+        let retry = stopped.is_none() && !removed;
         let p = prompts();
         let text = match (paused, stopped, reason) {
+            _ if removed => p
+                .group_member_removed
+                .render(&[("member", &member), ("owner", owner.as_str())]),
             // its token use and budget are its owner's, like its error
             (Some(pause), _, _) if !private => p.group_member_paused_shared.render(&[
                 ("member", &member),
@@ -155,7 +163,7 @@ impl GroupState {
             kind: EntryKind::Notice {
                 code: MEMBER_FAILED_CODE.into(),
                 text,
-                // a stopped subagent's turn is not retried
+                // a stopped subagent's or removed bot's turn is not retried
                 retry_turn: turn.filter(|_| retry),
             },
         })
