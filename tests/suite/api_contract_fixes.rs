@@ -105,14 +105,7 @@ fn says_removed_by_owner(status: u16, answer: &Value) -> String {
 async fn a_bot_removed_by_its_owner_is_refused_a_retry_a_routine_and_a_room_saying_so() {
     let host = with_helper().await;
     // a room with helper, made while it could still be added
-    let (status, room) = host
-        .call(
-            reqwest::Method::POST,
-            "/v1/groups",
-            TOKEN,
-            Some(json!({"name": "duo", "members": ["maker", "helper"]})),
-        )
-        .await;
+    let (status, room) = host.create_room(TOKEN, "duo", &["maker", "helper"]).await;
     assert_eq!(status, 201, "{room}");
     // helper is in a long turn when its owner removes it: the turn ends
     // cancelled

@@ -91,14 +91,7 @@ async fn a_turn_cancelled_by_its_bots_removal_offers_no_retry() {
 #[tokio::test]
 async fn a_room_turn_cancelled_by_its_bots_removal_offers_no_retry() {
     let host = with_helper().await;
-    let (status, room) = host
-        .call(
-            reqwest::Method::POST,
-            "/v1/groups",
-            TOKEN,
-            Some(serde_json::json!({"name": "den", "members": ["helper", "maker"]})),
-        )
-        .await;
+    let (status, room) = host.create_room(TOKEN, "den", &["helper", "maker"]).await;
     assert_eq!(status, 201, "{room}");
     let posted = host
         .post_text("/v1/groups/den/messages", TOKEN, "ponder this")

@@ -264,6 +264,18 @@ impl TestHost {
         answer
     }
 
+    /// `POST /v1/groups` as the user of `token`: a room `name` of
+    /// `members`; the status and the answer.
+    pub async fn create_room(&self, token: &str, name: &str, members: &[&str]) -> (u16, Value) {
+        self.call(
+            reqwest::Method::POST,
+            "/v1/groups",
+            token,
+            Some(json!({ "name": name, "members": members })),
+        )
+        .await
+    }
+
     /// Sends `text` to `bot` as alice and waits until the turn answering
     /// it ended; returns the DM's session id and the `turn_end` entry.
     pub async fn end_turn(&self, bot: &str, text: &str) -> (String, Value) {
