@@ -84,7 +84,10 @@ impl Workspace {
             std::io::Error::new(
                 e.kind(),
                 format!(
-                    "the workspace {} {what} ({e}); it must be a directory the user running                      botfleet can write: fix its owner and permissions (e.g. `chown -R $(id -un)                      {}` and `chmod u+rwx {}`; remount a read-only disk read-write), or set                      `host.workspace` to such a directory",
+                    "the workspace {} {what} ({e}); it must be a directory the user running \
+                     botfleet can write: fix its owner and permissions (e.g. `chown -R $(id -un) \
+                     {}` and `chmod u+rwx {}`; remount a read-only disk read-write), or set \
+                     `host.workspace` to such a directory",
                     root.display(),
                     root.display(),
                     root.display()
