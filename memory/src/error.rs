@@ -162,6 +162,18 @@ pub enum StoreError {
         /// The underlying error.
         cause: std::io::Error,
     },
+    /// The store's file is an SQLite database of another program (tables,
+    /// no botfleet schema version): the host does not add its tables to
+    /// it, nor turn on its write-ahead log.
+    #[error(
+        "{path} is not a botfleet store: it is an SQLite database of another program (tables {tables}), which the host would change; move that file away, or set `[host] data_dir` (or --data) to another directory"
+    )]
+    Foreign {
+        /// The database file.
+        path: String,
+        /// The first few of its tables, quoted.
+        tables: String,
+    },
 }
 
 /// A full disk, a failing disk and a damaged database get their own variants, so callers (the
@@ -211,7 +223,8 @@ impl StoreError {
             // only a restart (after a restore) helps
             | StoreError::FileGone { .. }
             | StoreError::Damaged { .. }
-            | StoreError::NotWritable { .. } => false,
+            | StoreError::NotWritable { .. }
+            | StoreError::Foreign { .. } => false,
         }
     }
 }

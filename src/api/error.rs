@@ -257,6 +257,7 @@ impl From<StoreError> for ApiError {
             | StoreError::InUse { .. }
             | StoreError::HistoryGone { .. }
             | StoreError::NotWritable { .. }
+            | StoreError::Foreign { .. }
             | StoreError::SchemaTooNew { .. }
             | StoreError::SchemaOlder { .. }
             | StoreError::NotFound { .. }

@@ -217,6 +217,7 @@ impl Store {
         let created = !std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         lock.lock_database(&path)?;
         let mut conn = Connection::open(&path)?;
+        schema::refuse_foreign(&conn, &path)?;
         if !options.migrate {
             // before any pragma that could write the file
             schema::require_current(&conn)?;

@@ -65,6 +65,37 @@ pub(crate) fn require_current(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Refuses the database of another program: no botfleet schema version
+/// (`user_version` 0) and tables in it. Call it before any pragma that
+/// could write the file (`journal_mode`): a start took such a file over,
+/// turned on its write-ahead log, added its own tables beside the other
+/// program's and set the version (QA, 2026-12-04). A new store (no
+/// tables yet) and one of any botfleet version pass.
+pub(crate) fn refuse_foreign(conn: &Connection, path: &std::path::Path) -> Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if current != 0 {
+        return Ok(());
+    }
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT 6",
+        )?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if tables.is_empty() {
+        return Ok(());
+    }
+    let mut named: Vec<String> = tables.iter().take(5).map(|t| format!("`{t}`")).collect();
+    if tables.len() > 5 {
+        named.push("…".into());
+    }
+    Err(StoreError::Foreign {
+        path: path.display().to_string(),
+        tables: named.join(", "),
+    })
+}
+
 /// Brings the database up to date.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;

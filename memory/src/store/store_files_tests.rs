@@ -178,3 +178,38 @@ fn the_checkpointer_does_not_create_a_deleted_database() {
     assert!(checkpoints.connect().is_err());
     assert!(!path.exists(), "the checkpointer made {}", path.display());
 }
+
+/// Another program's SQLite database where the store's file goes is
+/// refused, and left as it was: no write-ahead log turned on, no tables
+/// added, no version set (QA, 2026-12-04: a start took it over). A new,
+/// empty file still opens.
+#[test]
+fn another_programs_database_is_refused_and_left_alone() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fleet.db");
+    {
+        let conn = rusqlite::Connection::open(&path)?;
+        conn.execute_batch(
+            "CREATE TABLE invoices(id INTEGER PRIMARY KEY, amount);
+             INSERT INTO invoices(amount) VALUES (42);",
+        )?;
+    }
+    let before = std::fs::read(&path)?;
+    match open(&dir) {
+        Err(e @ StoreError::Foreign { .. }) => {
+            let said = e.to_string();
+            assert!(said.contains("not a botfleet store"), "{said}");
+            assert!(said.contains("`invoices`"), "{said}");
+            assert!(said.contains("data_dir"), "{said}");
+        }
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(_) => panic!("another program's database was opened as a store"),
+    }
+    assert_eq!(std::fs::read(&path)?, before, "the file was changed");
+    assert!(!dir.path().join("fleet.db-wal").exists());
+
+    let fresh = tempfile::tempdir()?;
+    std::fs::write(fresh.path().join("fleet.db"), b"")?;
+    open(&fresh)?;
+    Ok(())
+}

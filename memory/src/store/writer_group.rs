@@ -290,6 +290,7 @@ fn group_failure(during: &str, e: &StoreError) -> StoreError {
         | StoreError::Taken { .. }
         | StoreError::Id(_)
         | StoreError::NotWritable { .. }
+        | StoreError::Foreign { .. }
         | StoreError::Reader(_) => StoreError::Rejected(format!("{during}: {e}")),
     }
 }

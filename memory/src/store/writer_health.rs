@@ -152,7 +152,8 @@ impl StoreHealth {
             | StoreError::Taken { .. }
             | StoreError::Id(_)
             | StoreError::Reader(_)
-            | StoreError::NotWritable { .. } => return,
+            | StoreError::NotWritable { .. }
+            | StoreError::Foreign { .. } => return,
         };
         let failure = Failure {
             kind,
