@@ -243,7 +243,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     };
     // the store is ours (its lock is held): what a host killed on this data
     // directory left running is killed before any of its turns resumes
-    let shells = ShellRegistry::new(data_dir.join("shell"));
+    let shells = ShellRegistry::open(data_dir.join("shell"))?;
     let reaped = shells.reap();
     if reaped > 0 {
         banner.push(format!(

@@ -126,6 +126,30 @@ fn unwritable_for_the_host(dir: &Path) -> Option<Vec<&'static str>> {
     None
 }
 
+/// A plain file where the list of running Shell commands goes stops the
+/// start, naming it and the fix (QA, 2026-12-04: the host started with
+/// every command unlisted, and after a SIGKILL a restart did not kill
+/// them).
+#[tokio::test]
+async fn a_file_in_place_of_the_shell_command_list_stops_the_start() {
+    let fleet = TestFleet::new()
+        .script("s", REPLY)
+        .bot("r", "s", &["SendMessage", "Shell"]);
+    let path = fleet.write();
+    let shell = fleet.path().join("data/shell");
+    std::fs::create_dir_all(shell.parent().unwrap()).unwrap();
+    std::fs::write(&shell, "x").unwrap();
+    let (code, err) = refused_start(&[], &path).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "the list of running shell commands {} cannot be used",
+            shell.display()
+        )) && err.contains("move away whatever is there"),
+        "{err}"
+    );
+}
+
 /// A workspace the host may not write stops the start, naming the
 /// directory and what to do (it started without a word, and each Write
 /// and Shell call of every bot failed): one owned by another user (as

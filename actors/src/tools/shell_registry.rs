@@ -43,6 +43,33 @@ impl ShellRegistry {
         Self { dir: dir.into() }
     }
 
+    /// A registry kept in `dir`, which is made now and must be a
+    /// directory the host can write: a start fails with this error
+    /// otherwise, naming it and the fix. (A plain file in its place let
+    /// the host start with every command unlisted, so a SIGKILL left
+    /// them running and a restart did not kill them; QA, 2026-12-04.)
+    pub fn open(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
+        let dir = dir.into();
+        let probe = dir.join(".writable");
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&probe, b""))
+            .and_then(|()| std::fs::remove_file(&probe))
+            .map_err(|e| {
+                let shown = dir.display();
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the list of running shell commands {shown} cannot be used ({e}); it must \
+                         be a directory the user running botfleet can write (the host kills the \
+                         commands listed there after a crash): move away whatever is there (the \
+                         host creates it again), or fix its owner and permissions (`chown -R \
+                         $(id -un) {shown}`, `chmod u+rwx {shown}`)"
+                    ),
+                )
+            })?;
+        Ok(Self { dir })
+    }
+
     /// Lists the group led by `pgid`, whose leader started at `started`;
     /// returns the list file. A failure to list only loses the clean-up
     /// after a SIGKILL: it is logged, the command runs.
