@@ -303,3 +303,48 @@ async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
     assert!(listed(&host, "maker").await["removed_at"].is_null());
     host.shutdown().await;
 }
+
+/// The fleet file may not take another person's made bot by its id:
+/// bob's `[[bots]] id = "helper"` stops the start, naming the bot, its
+/// owner and the fix, and alice's helper stays hers (QA, 2026-12-04: the
+/// start gave it to bob, with alice's conversation, and alice got 404).
+/// Of alice's own, it becomes the fleet file's bot.
+#[tokio::test]
+async fn the_fleet_file_does_not_take_another_persons_made_bot() {
+    let (host, dm) = with_helper().await;
+    let fleet = host
+        .shutdown()
+        .await
+        .bot_of("helper", "s", &["SendMessage"], "bob");
+    fleet.write();
+    let refused = botfleet::host::start(botfleet::host::HostOptions {
+        fleet: Some(fleet.path().join("fleet.toml")),
+        data_dir: None,
+        listen: None,
+        env: Some(std::collections::HashMap::new()),
+        shell_launcher: None,
+    })
+    .await;
+    let Err(e) = refused else {
+        panic!("the start gave alice's made bot to bob");
+    };
+    let said = format!("{e:#}");
+    assert!(
+        said.contains("`helper` (owner bob)")
+            && said.contains("alice's bot made by maker with CreateAgent")
+            && said.contains("another id"),
+        "{said}"
+    );
+
+    // alice's own: the start goes on, and her conversation is still hers
+    let fleet = fleet
+        .without_bot("helper")
+        .bot_of("helper", "s", &["SendMessage"], "alice");
+    fleet.write();
+    let host = restart(fleet).await;
+    let (status, helper) = host.get("/v1/bots/helper", TOKEN).await;
+    assert_eq!(status, 200, "{helper}");
+    assert_eq!(helper["origin"], "config", "{helper:#}");
+    assert_eq!(deliveries(&host.entries(&dm).await), vec!["helper here"]);
+    host.shutdown().await;
+}
