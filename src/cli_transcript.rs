@@ -8,6 +8,7 @@
 //! order (`gid`). It printed the person's DM with it alone, empty
 //! for a subagent nobody wrote to: nothing, as if it had done nothing.
 
+use std::collections::HashSet;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -152,13 +153,56 @@ pub(super) async fn runs(
     let last_seq = page["last_seq"]
         .as_i64()
         .context("no last_seq in the answer")?;
-    let shown = |e: &Value| !lines(e, all, as_json).is_empty();
-    for e in read(client, &session, last_seq, last, shown).await? {
-        for line in lines(&e, all, as_json) {
+    // what the bot sent is delivered to its owner's conversation, not
+    // written here: its SendMessage calls say it (QA, 2026-12-04: a run
+    // that delivered printed nothing without --all)
+    let shown = |e: &Value| !lines(e, all, as_json).is_empty() || (!all && !sent(e).is_empty());
+    let entries = read(client, &session, last_seq, last, shown).await?;
+    let refused: HashSet<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["is_error"] == true)
+        .filter_map(|e| e["call_id"].as_str())
+        .collect();
+    for e in &entries {
+        for line in lines(e, all, as_json) {
             outln!("{line}");
+        }
+        if all {
+            continue;
+        }
+        let texts: Vec<String> = sent(e)
+            .into_iter()
+            .filter(|(id, _)| !refused.contains(id))
+            .map(|(_, text)| text)
+            .collect();
+        if as_json && !texts.is_empty() {
+            outln!("{}", terminal::json(e));
+            continue;
+        }
+        let seq = e["seq"].as_i64().unwrap_or(0);
+        let who = e["author"].as_str().unwrap_or("?");
+        for text in texts {
+            outln!("#{seq} {who} ▸ {text} (to your conversation)");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The SendMessage calls of an `assistant` entry, as (call id, text).
+fn sent(e: &Value) -> Vec<(&str, String)> {
+    if e["kind"] != "assistant" {
+        return Vec::new();
+    }
+    e["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["name"] == "SendMessage")
+        .filter_map(|c| {
+            let args: Value = serde_json::from_str(c["arguments"].as_str()?).ok()?;
+            Some((c["id"].as_str()?, args["text"].as_str()?.to_owned()))
+        })
+        .collect()
 }
 
 /// The entries of `session` (whose last entry is `last_seq`) to print:

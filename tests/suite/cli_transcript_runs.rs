@@ -20,6 +20,10 @@ const SCRIPT: &str = r#"
 [[rule]]
 match = "FAILME"
 steps = [ { fail = "boom model error" } ]
+
+[[rule]]
+match = "REPORTME"
+steps = [ { tool = "SendMessage", args = { text = "a push to main, 3 commits" } } ]
 "#;
 
 #[tokio::test]
@@ -85,6 +89,44 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     // the person's conversation is not the hook's
     let (code, out, err) = cli(&["transcript", "r"], &host.url, TOKEN).await;
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
+
+    // a run that reported: what the bot sent, which went to alice's
+    // conversation (QA, 2026-12-04: it printed nothing without --all)
+    let payload = r#"{"action":"REPORTME"}"#;
+    let (status, body) = host
+        .post_hook(
+            "/v1/hooks/r/gh",
+            Some("d-2"),
+            Some(&sign_hook(SECRET.as_bytes(), payload.as_bytes())),
+            payload,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let end = host
+        .wait_turn_end(&session, body["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (code, out, err) = cli(
+        &["transcript", "r", "--hook", "gh", "--last", "1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.trim_end()
+            .ends_with("r ▸ a push to main, 3 commits (to your conversation)")
+            && out.lines().count() == 1,
+        "{out}"
+    );
+    let (code, out, err) = cli(
+        &["transcript", "r", "--hook", "gh", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("a push to main"), "{out}");
     // another user's bot: the host's 404, nothing of its runs
     let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, BOB_TOKEN).await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
