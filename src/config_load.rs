@@ -162,6 +162,7 @@ impl LoadedFleet {
                 ProviderConfig::Openai {
                     base_url,
                     model,
+                    api_key_env,
                     fallback,
                     timeout_s,
                     call_timeout_s,
@@ -198,8 +199,19 @@ impl LoadedFleet {
                     if let Some(problem) = provider::base_url_problem(&without_userinfo(base_url)) {
                         return Err(self.invalid(format!("{key}.base_url"), problem));
                     }
-                    if model.trim().is_empty() {
-                        return Err(self.invalid(format!("{key}.model"), "must not be empty"));
+                    // what the provider itself would refuse (a fragment, a
+                    // bad port or host), named with the file and key here
+                    // rather than by the start after the file was accepted
+                    if let Some(problem) = botfleet_actors::model::base_url_problem(base_url) {
+                        return Err(self.invalid(format!("{key}.base_url"), problem));
+                    }
+                    if let Err(problem) = provider::model_problem(model) {
+                        return Err(self.invalid(format!("{key}.model"), problem));
+                    }
+                    if let Some(name) = api_key_env
+                        && let Err(problem) = provider::env_name_problem(name)
+                    {
+                        return Err(self.invalid(format!("{key}.api_key_env"), problem));
                     }
                     if timeout_s == &Some(0) {
                         return Err(self.invalid(format!("{key}.timeout_s"), "must be at least 1"));

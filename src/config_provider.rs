@@ -159,12 +159,8 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 RawProvider::keys_of(kind)
             ));
         }
-        if let Some(name) = &raw.api_key_env {
-            env_name_problem(name).map_err(|e| format!("api_key_env: {e}"))?;
-        }
-        if let Some(model) = &raw.model {
-            model_problem(model).map_err(|e| format!("model: {e}"))?;
-        }
+        // api_key_env and model are checked where the error can name
+        // their key, not this table (`config_load.rs`)
         if let Some(field) = &raw.max_tokens_field {
             botfleet_actors::model::MaxTokensField::parse(field)
                 .map_err(|e| format!("max_tokens_field: {e}"))?;
@@ -201,7 +197,7 @@ impl TryFrom<RawProvider> for ProviderConfig {
 /// Why `model` cannot be the name of a model: it is sent as written, so
 /// spaces around it (`" grok-4 "`) made every call a 404 from the server,
 /// after `check-config` said ok.
-fn model_problem(model: &str) -> Result<(), String> {
+pub(super) fn model_problem(model: &str) -> Result<(), String> {
     let trimmed = model.trim();
     if trimmed.is_empty() {
         return Err(
@@ -227,7 +223,7 @@ fn model_problem(model: &str) -> Result<(), String> {
 /// Why `name`, given as `api_key_env`, is not the name of an environment
 /// variable (`[A-Za-z_][A-Za-z0-9_]*`). The message never quotes a value
 /// that is not a name: it is most often the key itself, pasted in.
-fn env_name_problem(name: &str) -> Result<(), String> {
+pub(super) fn env_name_problem(name: &str) -> Result<(), String> {
     let is_name = |s: &str| {
         let mut chars = s.chars();
         chars

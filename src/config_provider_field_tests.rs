@@ -85,7 +85,8 @@ fn key_env(value: &str) -> String {
 fn api_key_env_must_be_a_variable_name_and_a_key_is_never_echoed() {
     let error = err(&key_env("sk-proj-AbCdEf0123456789SECRET"));
     assert!(
-        error.contains("providers.main")
+        // the key itself, not its table (QA, 2026-12-04)
+        error.contains("key `providers.main.api_key_env`")
             && error.contains("api_key_env takes the NAME of an environment variable")
             && error.contains("looks like a key itself"),
         "{error}"

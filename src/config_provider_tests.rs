@@ -242,8 +242,35 @@ fn a_model_name_with_spaces_around_it_is_refused() {
         assert_ne!(fleet, ISSUE_EXAMPLE);
         let e = err(&fleet);
         assert!(
-            e.contains("providers.main") && e.contains("model: ") && e.contains(expected),
+            e.contains("key `providers.main.model`") && e.contains(expected),
             "{model}: {e}"
         );
+    }
+}
+
+/// A base URL the provider would refuse at start (a fragment, a bad port
+/// or host) is refused by the fleet file's check, naming the file and
+/// the key (QA, 2026-12-04: the start said only `provider "main": model
+/// provider misconfigured`, after check-config had passed it).
+#[test]
+fn a_base_url_the_provider_refuses_names_its_key() {
+    for (url, expected) in [
+        ("http://h/v1#frag", "the part from `#` on is never sent"),
+        ("http://user:pw@h:99999/v1", "invalid port number"),
+        ("http://[::1/v1", "invalid IPv6 address"),
+    ] {
+        let fleet = ISSUE_EXAMPLE.replace(
+            r#"base_url = "http://127.0.0.1:8000/v1""#,
+            &format!("base_url = {url:?}"),
+        );
+        assert_ne!(fleet, ISSUE_EXAMPLE);
+        let e = err(&fleet);
+        assert!(
+            e.contains("fleet.toml")
+                && e.contains("key `providers.main.base_url`")
+                && e.contains(expected),
+            "{url}: {e}"
+        );
+        assert!(!e.contains("pw@"), "{url}: the password shows: {e}");
     }
 }

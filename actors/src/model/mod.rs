@@ -13,6 +13,7 @@ mod types;
 pub use openai::MaxTokensField;
 pub use openai::OpenAiModel;
 pub use openai::OpenAiOptions;
+pub use openai::base_url_problem;
 pub use scripted::Script;
 pub use scripted::ScriptError;
 pub use scripted::ScriptedModel;

@@ -148,6 +148,16 @@ use wire::Completion;
 use wire::StreamChunk;
 
 pub use encode::MaxTokensField;
+
+/// What is wrong with `base_url` as a provider's API root (not a URL, not
+/// http(s), a fragment), as the provider would refuse it at start; for a
+/// config check that names the file and key (`None`: none of that).
+pub fn base_url_problem(base_url: &str) -> Option<String> {
+    chat_completions_url(base_url).err().map(|e| match e {
+        ModelError::Config(text) => text,
+        other => other.to_string(),
+    })
+}
 pub use options::OpenAiOptions;
 
 /// How long a stream is waited for once a choice's finish reason came
