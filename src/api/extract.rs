@@ -219,7 +219,27 @@ pub(crate) fn json_object<T: DeserializeOwned>(
             });
         }
     }
-    serde_json::from_slice(body).map_err(not_json)
+    // JSON, but not this body: the field, and what it must be (QA,
+    // 2026-12-04: `"prompt": null` was answered "not valid JSON … at
+    // line 1 column 55", naming no field)
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.classify() != serde_json::error::Category::Data {
+            return not_json(inner);
+        }
+        let field = if path.is_empty() || path == "." {
+            String::new()
+        } else {
+            format!("`{path}`: ")
+        };
+        ApiError::BadRequest(format!(
+            "the body is JSON, but not {what}: {field}{inner}; send {example}"
+        ))
+    })?;
+    de.end().map_err(not_json)?;
+    Ok(parsed)
 }
 
 /// Whether `body` has a `\\uD800`-`\\uDFFF` escape (either case): the
@@ -302,5 +322,16 @@ mod tests {
         );
         let e = parse(r#"{"txt": "x"}"#).err().unwrap_or_default();
         assert!(e.contains("unknown field `txt`"), "{e}");
+        // a key given twice is refused, not the last taken
+        let e = parse(r#"{"text": "a", "text": "b"}"#)
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("duplicate field `text`"), "{e}");
+        // valid JSON of the wrong shape names the field
+        let e = parse(r#"{"text": null}"#).err().unwrap_or_default();
+        assert!(
+            e.starts_with("the body is JSON, but not a message: `text`: invalid type: null"),
+            "{e}"
+        );
     }
 }

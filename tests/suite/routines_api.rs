@@ -277,6 +277,20 @@ async fn api_routines_run_and_bad_input_is_a_clear_400() {
             json!({"cron": "0 8 * * *", "timezone": "UTC", "prompt": "x", "when": 1}),
             "when",
         ),
+        // valid JSON of the wrong type names its field (QA, 2026-12-04:
+        // "the body is not valid JSON for a routine (… column 55)")
+        (
+            json!({"cron": "0 8 * * *", "timezone": "UTC", "prompt": null}),
+            "the body is JSON, but not a routine: `prompt`: invalid type: null",
+        ),
+        (
+            json!({"cron": "0 8 * * *", "timezone": "UTC", "prompt": "x", "silent_ok": "yes"}),
+            "`silent_ok`: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            json!({"cron": "0 8 * * *", "timezone": "UTC", "prompt": "x", "catch_up": "twice"}),
+            "`catch_up`: unknown variant `twice`",
+        ),
     ];
     for (body, expected) in cases {
         let (status, answer) = put_routine(&host, "r", "daily", TOKEN, body).await;
