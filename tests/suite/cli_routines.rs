@@ -179,3 +179,38 @@ async fn a_failed_run_shows_in_the_cli_listing_with_its_retry() {
     );
     host.shutdown().await;
 }
+
+/// A subagent's listing points at its parent, not at a `routines put`
+/// the host refuses (QA, 2026-12-04: "add one with `botfleet routines
+/// put p.sub-… …`", answered 409).
+#[tokio::test]
+async fn a_subagents_listing_points_at_its_parent() {
+    const DELEGATES: &str = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "job", prompt = "SUBTASK job" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "done" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", DELEGATES)
+        .bot("p", "s", &["SendMessage", "Task"])
+        .start()
+        .await;
+    host.complete_turn("p", "delegate it").await;
+    let sub = host.wait_subagent_of("p").await;
+    let (code, out, err) = cli(&["routines", &sub], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("{sub} is a subagent of p and runs no routines"))
+            && out.contains("`botfleet routines put p NAME")
+            && !out.contains(&format!("routines put {sub}")),
+        "{out}"
+    );
+    host.shutdown().await;
+}
