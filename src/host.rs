@@ -313,12 +313,10 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // each owner's bots work in `<workspace>/<owner id>/`: what an older
     // version left at the root, shared by all bots, no bot sees any more;
     // say so (docs/operations.md, Upgrading), moving nothing
-    let stored = fleet.store().list_bots(None).await?;
-    let owners: Vec<&UserId> = users
-        .iter()
-        .map(|(user, _)| user)
-        .chain(stored.iter().map(|b| &b.owner))
-        .collect();
+    // configured users only: a stored bot (removed, or made by a bot)
+    // whose owner was taken out of the config hid that owner's directory
+    // from the warning (QA, 2026-12-04)
+    let owners: Vec<&UserId> = users.iter().map(|(user, _)| user).collect();
     if let Some(warning) = fleet.runtime().workspaces.stray_warning(owners) {
         banner.push(warning);
     }

@@ -149,3 +149,29 @@ async fn files_left_at_the_workspace_root_are_named_at_start() {
     );
     host.shutdown().await;
 }
+
+/// A user taken out of the config after their bot was removed (the
+/// documented order): the start names their workspace directory (QA,
+/// 2026-12-04: the removed bot, still listing them as owner, hid it).
+#[tokio::test]
+async fn a_removed_users_workspace_is_named_at_start() {
+    let host = fleet()
+        .bot_of("cy", "s", TOOLS, "carol")
+        .tables("[[users]]\nid = \"carol\"\ntoken = \"carol-secret-token\"\n")
+        .start()
+        .await;
+    let fleet = host.shutdown().await;
+    let ws = fleet.path().join("data/workspace");
+    std::fs::create_dir_all(ws.join("carol/notes")).unwrap();
+    std::fs::write(ws.join("carol/notes/plan.md"), "carol's plan").unwrap();
+    let fleet = fleet.without_bot("cy").without_tables();
+    fleet.write();
+    let host = crate::support::fleet::restart(fleet).await;
+    let banner = host.host.as_ref().unwrap().banner.join("\n");
+    assert!(
+        banner.contains("named like a user id that is not a configured user's: \"carol\""),
+        "{banner}"
+    );
+    assert!(ws.join("carol/notes/plan.md").exists());
+    host.shutdown().await;
+}

@@ -109,6 +109,13 @@ impl TestFleet {
         self
     }
 
+    /// Drops the tables [`TestFleet::tables`] added (write it again to
+    /// take effect).
+    pub fn without_tables(mut self) -> Self {
+        self.tables.clear();
+        self
+    }
+
     /// Writes fleet.toml and returns its path.
     pub fn write(&self) -> PathBuf {
         let data = self.dir.path().join("data");
