@@ -72,9 +72,33 @@ pub fn check_notes(host: &HostConfig) -> Vec<String> {
     }
 }
 
-/// Whether `dir` is a directory with anything in it.
+/// Directory entries [`holds_files`] looks at, at most, before it takes
+/// a tree of empty directories that large for one that holds files.
+const MAX_ENTRIES_LOOKED_AT: usize = 10_000;
+
+/// Whether `dir` holds a file (or anything but a directory) at any depth.
+/// Empty directories do not count: the first message to a moved
+/// workspace makes `<user id>/` there, and the warning stopped while
+/// every file was still in the old one (QA, 2026-12-04).
 pub(super) fn holds_files(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
+    let mut pending = vec![dir.to_path_buf()];
+    let mut looked_at = 0usize;
+    while let Some(next) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            looked_at += 1;
+            if looked_at > MAX_ENTRIES_LOOKED_AT {
+                return true;
+            }
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(entry.path()),
+                _ => return true,
+            }
+        }
+    }
+    false
 }
 
 /// A warning when the workspace the bots' files were last seen in, `old`,
