@@ -47,7 +47,8 @@ pub enum StoreError {
     /// history (its generation sidecar counts earlier starts): opened, it
     /// would silently start an empty fleet over the old one.
     #[error(
-        "the store {path} is {state}, but this data directory has history ({sidecar} counts {generation} earlier start(s)): restore {path} from a backup, or, to start over, move the data directory away (or delete {sidecar})"
+        "the store {path} is {state}, but this data directory has history ({sidecar} {}): restore {path} from a backup, or, to start over, move the data directory away (or delete {sidecar})",
+        counted(.generation)
     )]
     HistoryGone {
         /// The database file.
@@ -56,8 +57,9 @@ pub enum StoreError {
         state: &'static str,
         /// The generation sidecar file.
         sidecar: String,
-        /// The generation it holds.
-        generation: i64,
+        /// The generation it holds; `None` when it holds no number (empty
+        /// or damaged: only a store that ran writes it, whole).
+        generation: Option<i64>,
     },
     /// The database was written by a newer version of botfleet.
     #[error(
@@ -226,5 +228,13 @@ impl StoreError {
             | StoreError::NotWritable { .. }
             | StoreError::Foreign { .. } => false,
         }
+    }
+}
+
+/// How a generation sidecar counts earlier starts, for [`StoreError::HistoryGone`].
+fn counted(generation: &Option<i64>) -> String {
+    match generation {
+        Some(n) => format!("counts {n} earlier start(s)"),
+        None => "is there, though it holds no count (emptied or damaged)".to_owned(),
     }
 }

@@ -543,14 +543,19 @@ fn check_history(path: &Path) -> Result<()> {
         Err(e) => return Err(io_err(path, e)),
     };
     let sidecar = sidecar_path(path);
-    let generation: i64 = match std::fs::read_to_string(&sidecar) {
-        Ok(s) => s.trim().parse().unwrap_or(0),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+    // only a store that ran writes the sidecar, whole (a temporary file
+    // renamed): one that holds no number was emptied or damaged since,
+    // and is history all the same (QA, 2026-12-04: an empty one let an
+    // empty fleet start over the lost database)
+    let generation: Option<i64> = match std::fs::read_to_string(&sidecar) {
+        Ok(s) => match s.trim().parse::<i64>() {
+            Ok(n) if n <= 0 => return Ok(()),
+            Ok(n) => Some(n),
+            Err(_) => None,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_err(&sidecar, e)),
     };
-    if generation <= 0 {
-        return Ok(());
-    }
     Err(StoreError::HistoryGone {
         path: path.display().to_string(),
         state,

@@ -161,11 +161,18 @@ async fn a_missing_or_empty_database_with_history_is_refused() -> TestResult {
         other => panic!("{:?}", other.map(|_| "opened")),
     };
     std::fs::remove_file(&db)?;
-    assert_eq!(refused(&dir), ("missing", 1));
+    assert_eq!(refused(&dir), ("missing", Some(1)));
     assert!(!db.exists(), "nothing is written in its place");
     std::fs::write(&db, "")?;
-    assert_eq!(refused(&dir), ("empty (0 bytes)", 1));
+    assert_eq!(refused(&dir), ("empty (0 bytes)", Some(1)));
     assert_eq!(std::fs::metadata(&db)?.len(), 0);
+    // a generation file emptied or damaged is history too (QA, 2026-12-04)
+    let sidecar = dir.path().join("fleet.db.generation");
+    for damaged in ["", "x"] {
+        std::fs::write(&sidecar, damaged)?;
+        assert_eq!(refused(&dir), ("empty (0 bytes)", None));
+        assert_eq!(std::fs::read_to_string(&sidecar)?, damaged);
+    }
     // starting over on purpose: the generation file removed
     std::fs::remove_file(dir.path().join("fleet.db.generation"))?;
     let store = open(&dir)?;
