@@ -12,6 +12,7 @@ mod extractions;
 mod file_identity;
 mod lock;
 mod mutation;
+mod open_failure;
 mod peek;
 mod reader;
 mod reader_pool;
@@ -203,6 +204,17 @@ fn io_err(path: &Path, source: std::io::Error) -> StoreError {
     }
 }
 
+/// What [`Store::prepare`] gives the writer: the connection, the
+/// generation horizon, whether the database was restored, the workspace it
+/// remembered and the open approvals' hint.
+type Prepared = (
+    Connection,
+    i64,
+    bool,
+    Option<String>,
+    Arc<approval_hint::OpenApprovalHint>,
+);
+
 impl Store {
     /// Opens (creating if needed) the database, applies migrations, checks
     /// whether it was restored from an older snapshot, and starts the writer.
@@ -216,37 +228,17 @@ impl Store {
         // missing or 0 bytes with no history (`check_history`): new
         let created = !std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         lock.lock_database(&path)?;
-        let mut conn = Connection::open(&path)?;
-        schema::refuse_foreign(&conn, &path)?;
-        if !options.migrate {
-            // before any pragma that could write the file
-            schema::require_current(&conn)?;
-        }
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
-        conn.pragma_update(None, "temp_store", "MEMORY")?;
-        conn.pragma_update(None, "cache_size", -65536)?;
-        // checkpoints run on their own thread (checkpointer.rs)
-        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // stable plans: no re-prepare of range queries at every run (STAT4)
-        conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-            true,
-        )?;
-        conn.set_prepared_statement_cache_capacity(64);
-        schema::migrate(&mut conn)?;
-        // rows written with keys an older binary computed
-        crate::layers::refresh_memory_keys(&mut conn)?;
-
-        let now = options.clock.now_ms();
-        let (horizon, restored) = check_generation(&conn, &path, now)?;
-        let previous_workspace = writer::get_meta(&conn, "workspace")?;
-        if let Some(workspace) = &options.workspace {
-            writer::set_meta(&conn, "workspace", workspace)?;
-        }
-        let approval_hint = Arc::new(approval_hint::OpenApprovalHint::load(&conn)?);
+        let prepared = Self::prepare(&path, &options);
+        let (conn, horizon, restored, previous_workspace, approval_hint) = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                if created {
+                    open_failure::remove_new_files(&path);
+                }
+                let dir = path.parent().unwrap_or_else(|| Path::new("."));
+                return Err(open_failure::explained(e, dir));
+            }
+        };
         // after the writes above: the WAL exists
         let files = file_identity::FileIdentity::of(&path);
 
@@ -309,6 +301,45 @@ impl Store {
                 checkpoints: by_hand,
             }),
         })
+    }
+
+    /// The database at `path` opened, checked, configured and migrated,
+    /// with what the writer starts from: everything of an open that
+    /// writes to the disk before the writer runs, so that a failure of it
+    /// is explained and cleaned up in one place (`open_failure.rs`).
+    fn prepare(path: &Path, options: &StoreOptions) -> Result<Prepared> {
+        let mut conn = Connection::open(path)?;
+        schema::refuse_foreign(&conn, path)?;
+        if !options.migrate {
+            // before any pragma that could write the file
+            schema::require_current(&conn)?;
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "cache_size", -65536)?;
+        // checkpoints run on their own thread (checkpointer.rs)
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // stable plans: no re-prepare of range queries at every run (STAT4)
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
+        conn.set_prepared_statement_cache_capacity(64);
+        schema::migrate(&mut conn)?;
+        // rows written with keys an older binary computed
+        crate::layers::refresh_memory_keys(&mut conn)?;
+
+        let now = options.clock.now_ms();
+        let (horizon, restored) = check_generation(&conn, path, now)?;
+        let previous_workspace = writer::get_meta(&conn, "workspace")?;
+        if let Some(workspace) = &options.workspace {
+            writer::set_meta(&conn, "workspace", workspace)?;
+        }
+        let approval_hint = Arc::new(approval_hint::OpenApprovalHint::load(&conn)?);
+        Ok((conn, horizon, restored, previous_workspace, approval_hint))
     }
 
     /// The database file.

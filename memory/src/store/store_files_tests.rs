@@ -213,3 +213,23 @@ fn another_programs_database_is_refused_and_left_alone() -> TestResult {
     open(&fresh)?;
     Ok(())
 }
+
+/// An open that was to create the store and failed leaves none of the
+/// new store's files (here its WAL cannot be made: a directory holds its
+/// name), so the next start, with the cause gone, is a new data
+/// directory again (QA, 2026-12-04: a start on a nearly full disk left
+/// fleet.db behind, and the next one no longer said "new").
+#[test]
+fn a_new_store_that_fails_to_open_leaves_none_of_its_files() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let wal = dir.path().join("fleet.db-wal");
+    std::fs::create_dir(&wal)?;
+    std::fs::write(wal.join("x"), b"")?;
+    assert!(open(&dir).is_err(), "a store opened without its WAL");
+    assert!(!dir.path().join("fleet.db").exists());
+    assert!(!dir.path().join("fleet.db.generation").exists());
+    std::fs::remove_dir_all(&wal)?;
+    let store = open(&dir)?;
+    assert!(store.was_created());
+    Ok(())
+}
