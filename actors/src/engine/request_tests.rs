@@ -466,7 +466,8 @@ fn a_huge_entry_is_sent_clipped_and_the_context_keeps_it() {
     assert!(texts[1].contains(")]\n\nPASTE paste"), "{:.200}", texts[1]);
     assert!(texts[2].contains("entry #2"), "the step's own text");
     assert!(
-        texts[3].contains("of this result's") && texts[3].contains("Call Read again"),
+        texts[3].contains("of this result's")
+            && texts[3].contains("Read again with `offset` and `limit`"),
         "the newest result"
     );
     let ChatMessage::Assistant { tool_calls, .. } = &request[2] else {
