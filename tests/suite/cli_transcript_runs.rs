@@ -12,6 +12,7 @@ use pretty_assertions::assert_eq;
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::process::cli;
 
 const SECRET: &str = "a-hook-secret-of-some-length";
@@ -25,6 +26,30 @@ steps = [ { fail = "boom model error" } ]
 match = "REPORTME"
 steps = [ { tool = "SendMessage", args = { text = "a push to main, 3 commits" } } ]
 "#;
+
+/// Delivers `{"action": ACTION}` to r's hook `gh` as delivery `id`, signed;
+/// waits for the run's end and returns its `turn_end` entry.
+async fn deliver(host: &TestHost, id: &str, action: &str) -> serde_json::Value {
+    let payload = format!(r#"{{"action":"{action}"}}"#);
+    let (status, body) = host
+        .post_hook(
+            "/v1/hooks/r/gh",
+            Some(id),
+            Some(&sign_hook(SECRET.as_bytes(), payload.as_bytes())),
+            &payload,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let session = SessionKey {
+        bot: BotId::new("r").unwrap(),
+        kind: SessionKind::Hook,
+        peer: "gh".into(),
+    }
+    .id()
+    .to_string();
+    host.wait_turn_end(&session, body["seq"].as_i64().unwrap())
+        .await
+}
 
 #[tokio::test]
 async fn transcript_prints_a_webhooks_runs_and_its_failure() {
@@ -48,26 +73,7 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`botfleet routines r`"), "{err}");
 
-    let payload = r#"{"action":"FAILME"}"#;
-    let (status, body) = host
-        .post_hook(
-            "/v1/hooks/r/gh",
-            Some("d-1"),
-            Some(&sign_hook(SECRET.as_bytes(), payload.as_bytes())),
-            payload,
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let session = SessionKey {
-        bot: BotId::new("r").unwrap(),
-        kind: SessionKind::Hook,
-        peer: "gh".into(),
-    }
-    .id()
-    .to_string();
-    let end = host
-        .wait_turn_end(&session, body["seq"].as_i64().unwrap())
-        .await;
+    let end = deliver(&host, "d-1", "FAILME").await;
     assert_eq!(end["status"], "failed", "{end}");
 
     // the failure, with its retry, by default
@@ -92,19 +98,7 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
 
     // a run that reported: what the bot sent, which went to alice's
     // conversation (QA, 2026-12-04: it printed nothing without --all)
-    let payload = r#"{"action":"REPORTME"}"#;
-    let (status, body) = host
-        .post_hook(
-            "/v1/hooks/r/gh",
-            Some("d-2"),
-            Some(&sign_hook(SECRET.as_bytes(), payload.as_bytes())),
-            payload,
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let end = host
-        .wait_turn_end(&session, body["seq"].as_i64().unwrap())
-        .await;
+    let end = deliver(&host, "d-2", "REPORTME").await;
     assert_eq!(end["status"], "completed", "{end}");
     let (code, out, err) = cli(
         &["transcript", "r", "--hook", "gh", "--last", "1"],
