@@ -21,14 +21,17 @@ use super::member::Cursor;
 impl GroupState {
     /// `cursor` of the member at `member` (an index into the run's
     /// members), moved up to where the room's current audience starts
-    /// reading it: its owner's first seq, and the room's latest change
-    /// that gave it to another user.
+    /// reading it: its owner's first seq, and `mark`, the room's latest
+    /// change that gave it to another user (0: none;
+    /// [`GroupState::audience_mark`], read once for the input and kept
+    /// as its era).
     pub(super) async fn within_audience(
         &self,
         member: usize,
         cursor: Cursor,
+        mark: i64,
     ) -> Result<Cursor, GroupError> {
-        let latest = self.rt.store.room_audience_seq(&self.room.id).await?;
+        let latest = (mark > 0).then_some(mark);
         let own = match self.owners.get(member) {
             Some(owner) if *owner != self.room.owner => {
                 self.rt

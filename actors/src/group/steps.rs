@@ -359,8 +359,10 @@ impl GroupState {
             peer: self.room.id.to_string(),
         };
         let cursor = progress.cursors.get(&bot).copied().unwrap_or_default();
-        // a member of a user who gained the room later starts there
-        let cursor = self.within_audience(member, cursor).await?;
+        // the audience the input is given under: what it shows starts
+        // there, and it is written with the input (below)
+        let mark = self.audience_mark().await?;
+        let cursor = self.within_audience(member, cursor, mark).await?;
         let held = count_held(
             &self.rt.store,
             key.id(),
@@ -419,11 +421,10 @@ impl GroupState {
             entry: entry.clone(),
             priority: Priority::Background,
         };
-        // the audience the input is given under, written with it (kept if
-        // this input was given before a restart): if the room is given to
-        // more people before the turn ends, the turn publishes nothing
-        // more (`super::era`)
-        let mark = self.audience_mark().await?;
+        // the audience the input was given under (`mark`, above), written
+        // with it (kept if this input was given before a restart): if the
+        // room is given to more people before the turn ends, the turn
+        // publishes nothing more (`super::era`)
         if let Some(progress) = self
             .current
             .as_mut()
