@@ -4,9 +4,6 @@
 //! command showed a failed webhook run (found by QA).
 
 use botfleet::api::sign_hook;
-use botfleet_memory::BotId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use pretty_assertions::assert_eq;
 
 use crate::support::fleet::BOB_TOKEN;
@@ -40,15 +37,11 @@ async fn deliver(host: &TestHost, id: &str, action: &str) -> serde_json::Value {
         )
         .await;
     assert_eq!(status, 202, "{body}");
-    let session = SessionKey {
-        bot: BotId::new("r").unwrap(),
-        kind: SessionKind::Hook,
-        peer: "gh".into(),
-    }
-    .id()
-    .to_string();
-    host.wait_turn_end(&session, body["seq"].as_i64().unwrap())
-        .await
+    host.wait_turn_end(
+        body["session"].as_str().unwrap(),
+        body["seq"].as_i64().unwrap(),
+    )
+    .await
 }
 
 #[tokio::test]

@@ -148,6 +148,7 @@ use wire::Completion;
 use wire::StreamChunk;
 
 pub use encode::MaxTokensField;
+pub use options::OpenAiOptions;
 
 /// What is wrong with `base_url` as a provider's API root (not a URL, not
 /// http(s), a fragment), as the provider would refuse it at start; for a
@@ -158,7 +159,6 @@ pub fn base_url_problem(base_url: &str) -> Option<String> {
         other => other.to_string(),
     })
 }
-pub use options::OpenAiOptions;
 
 /// How long a stream is waited for once a choice's finish reason came
 /// (at most `timeout`): for the usage chunk and `[DONE]`, which servers

@@ -204,16 +204,17 @@ fn io_err(path: &Path, source: std::io::Error) -> StoreError {
     }
 }
 
-/// What [`Store::prepare`] gives the writer: the connection, the
-/// generation horizon, whether the database was restored, the workspace it
-/// remembered and the open approvals' hint.
-type Prepared = (
-    Connection,
-    i64,
-    bool,
-    Option<String>,
-    Arc<approval_hint::OpenApprovalHint>,
-);
+/// What [`Store::prepare`] gives the writer and the store.
+struct Prepared {
+    conn: Connection,
+    /// The generation horizon ([`check_generation`]).
+    horizon: i64,
+    /// Whether the database was restored from an older snapshot.
+    restored: bool,
+    /// The workspace the store remembered before this open.
+    previous_workspace: Option<String>,
+    approval_hint: Arc<approval_hint::OpenApprovalHint>,
+}
 
 impl Store {
     /// Opens (creating if needed) the database, applies migrations, checks
@@ -229,7 +230,13 @@ impl Store {
         let created = !std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         lock.lock_database(&path)?;
         let prepared = Self::prepare(&path, &options);
-        let (conn, horizon, restored, previous_workspace, approval_hint) = match prepared {
+        let Prepared {
+            conn,
+            horizon,
+            restored,
+            previous_workspace,
+            approval_hint,
+        } = match prepared {
             Ok(prepared) => prepared,
             Err(e) => {
                 if created {
@@ -339,7 +346,13 @@ impl Store {
             writer::set_meta(&conn, "workspace", workspace)?;
         }
         let approval_hint = Arc::new(approval_hint::OpenApprovalHint::load(&conn)?);
-        Ok((conn, horizon, restored, previous_workspace, approval_hint))
+        Ok(Prepared {
+            conn,
+            horizon,
+            restored,
+            previous_workspace,
+            approval_hint,
+        })
     }
 
     /// The database file.
