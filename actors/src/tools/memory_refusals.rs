@@ -62,7 +62,8 @@ pub(super) async fn refused(
         | MemoryRefusal::BadExpiry(_)
         | MemoryRefusal::UnknownId(_)
         | MemoryRefusal::WrongScope { .. }
-        | MemoryRefusal::IdTaken(_) => refusal_error(r),
+        | MemoryRefusal::IdTaken(_)
+        | MemoryRefusal::Twin { .. } => refusal_error(r),
     }
 }
 
@@ -96,6 +97,9 @@ pub(super) fn refusal_error(r: &MemoryRefusal) -> ToolError {
                 .into()
         }
         MemoryRefusal::IdTaken(_) => "call Remember again".into(),
+        MemoryRefusal::Twin { twin, replaced, .. } => format!(
+            "{twin} already says it; if {replaced} is outdated now, Forget {replaced} instead of replacing it"
+        ),
     };
     ToolError::new(r.to_string(), hint)
 }

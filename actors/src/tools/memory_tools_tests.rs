@@ -190,6 +190,32 @@ async fn a_full_profile_names_the_ids_to_replace_and_replaces_works() {
     assert!(e.message.contains("is a profile item"), "{e}");
 }
 
+/// A replacement with the text another item holds is refused naming it,
+/// and tells the bot to forget the outdated item instead (QA round 32:
+/// it made two items of one text).
+#[tokio::test]
+async fn replacing_with_another_items_text_names_that_item() {
+    let f = ToolFixture::new();
+    let cafe = seed(&f, "cafe", user("u"), "Café in Zürich").await;
+    let budget = seed(&f, "budget", user("u"), "Budget 12k").await;
+    let e = remember(
+        &f,
+        "t1",
+        json!({"text": "cafe in zurich", "replaces": budget.as_str()}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains(&format!("{cafe} already holds this text")),
+        "{e}"
+    );
+    assert!(e.hint.contains(&format!("Forget {budget}")), "{e}");
+    let texts: Vec<String> = items(&f).await.into_iter().map(|i| i.text).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts.contains(&"Budget 12k".to_owned()), "{texts:?}");
+}
+
 #[tokio::test]
 async fn notes_take_a_lifetime_and_other_layers_refuse_one() {
     let f = ToolFixture::new();

@@ -174,7 +174,14 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
             } else {
                 // not after the turn's end, by `changed_since` above
                 let at = set_at(ended, now);
-                replace(conn, id, scope, text, *importance, source, at)
+                match replace(conn, id, scope, text, *importance, source, at)? {
+                    // the item's new text is another item's: what it said
+                    // is outdated and the fact is kept already
+                    MemoryOpResult::Refused(MemoryRefusal::Twin { .. }) => {
+                        remove(conn, id, scope, None, now)
+                    }
+                    other => Ok(other),
+                }
             }
         }
         MemoryOp::ForgetMatching { scope, needle } => {
@@ -553,6 +560,14 @@ fn replace(
     if text == before.text && importance == before.importance {
         return Ok(MemoryOpResult::Unchanged(before));
     }
+    if let Some(twin) = twin_of(conn, &before, &text, source)? {
+        return Ok(refused(MemoryRefusal::Twin {
+            twin,
+            replaced: before.id,
+            scope: before.scope,
+            layer: before.layer,
+        }));
+    }
     let chars = text.chars().count();
     if before.layer == Layer::Profile {
         let items = layer_items(conn, scope, Layer::Profile)?;
@@ -599,6 +614,37 @@ fn replace(
         ..before.clone()
     };
     Ok(MemoryOpResult::Replaced { before, after })
+}
+
+/// Another item of `item`'s scope and layer that already holds `text`
+/// (by comparison key) where a write from `source` is shown: replacing
+/// `item`'s text with it would keep one fact twice, which an add never
+/// does (it answers `Unchanged` with the twin).
+fn twin_of(
+    conn: &Connection,
+    item: &MemoryItem,
+    text: &str,
+    source: &str,
+) -> Result<Option<MemoryId>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, source FROM memory
+         WHERE scope_kind = ?1 AND scope_id = ?2 AND layer = ?3 AND norm = ?4 AND id <> ?5",
+    )?;
+    let mut rows = stmt.query(params![
+        item.scope.kind().as_str(),
+        item.scope.key(),
+        item.layer.as_str(),
+        comparison_key(text),
+        item.id.as_str()
+    ])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let written_by: String = row.get(1)?;
+        if visible_from(&written_by, source) {
+            return Ok(Some(MemoryId::parse(&id).map_err(corrupt)?));
+        }
+    }
+    Ok(None)
 }
 
 /// Deletes an item, keeping its id and scope (and the call that forgot

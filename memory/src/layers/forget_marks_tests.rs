@@ -229,3 +229,71 @@ async fn a_change_after_the_turn_ended_wins_over_its_extractions_replace_and_rem
     let r = apply(&f, change(&tea.id, "Likes green tea", false)).await;
     assert!(matches!(r, MemoryOpResult::Replaced { .. }), "{r:?}");
 }
+
+/// A replace whose text another item of the scope and layer holds would
+/// keep one fact twice (QA, round 32: a Remember with `replaces` and an
+/// extraction's replace both made exact twins). A bot's replace is
+/// refused naming the twin; an extraction's drops the outdated item.
+#[tokio::test]
+async fn a_replace_never_makes_a_twin_of_another_item() {
+    let f = fixture();
+    let Added(cafe) = f.add(fact("cafe", "Café in Zürich")).await else {
+        panic!("not added");
+    };
+    let Added(old) = f.add(fact("old", "Budget 12k")).await else {
+        panic!("not added");
+    };
+    let replace = MemoryOp::Replace {
+        id: old.id.clone(),
+        scope: alice(),
+        text: "  cafe in zurich ".into(),
+        importance: None,
+        source: "tool:a1".into(),
+    };
+    let r = apply(&f, replace).await;
+    let MemoryOpResult::Refused(refusal) = &r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(
+        refusal,
+        &MemoryRefusal::Twin {
+            twin: cafe.id.clone(),
+            replaced: old.id.clone(),
+            scope: alice(),
+            layer: Layer::Profile,
+        }
+    );
+    assert!(refusal.to_string().contains(cafe.id.as_str()), "{refusal}");
+    // replacing an item with its own text in other words is no twin
+    let own = MemoryOp::Replace {
+        id: cafe.id.clone(),
+        scope: alice(),
+        text: "CAFÉ in Zürich".into(),
+        importance: None,
+        source: "tool:a1".into(),
+    };
+    let r = apply(&f, own).await;
+    assert!(matches!(r, MemoryOpResult::Replaced { .. }), "{r:?}");
+    // an extraction that finds `old` outdated by a fact already kept
+    // removes it
+    let said = start_turn(&f).await;
+    let change = MemoryOp::ChangeExtracted {
+        id: old.id.clone(),
+        scope: alice(),
+        text: "cafe in zurich".into(),
+        importance: None,
+        source: "extract:a1".into(),
+        remove: false,
+        turn: said,
+    };
+    let r = apply(&f, change).await;
+    assert!(
+        matches!(&r, MemoryOpResult::Removed(item) if item.id == old.id),
+        "{r:?}"
+    );
+    let snap = f
+        .snapshot(&super::super::test_fixture::bot("a1", "alice", &[]), "")
+        .await;
+    let texts: Vec<&str> = snap.profile.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(texts, ["CAFÉ in Zürich"]);
+}

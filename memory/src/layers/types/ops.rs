@@ -257,6 +257,21 @@ pub enum MemoryRefusal {
     /// The id is used by another item.
     #[error("the id {0} is already used by another item; write with a new id")]
     IdTaken(MemoryId),
+    /// A replacement's text is what another item of the scope and layer
+    /// already holds: the scope would hold one fact twice.
+    #[error(
+        "memory item {twin} already holds this text in {scope} ({layer}), so {replaced} was not changed: one fact is kept once"
+    )]
+    Twin {
+        /// The item that holds the text.
+        twin: MemoryId,
+        /// The item the call would have changed.
+        replaced: MemoryId,
+        /// Their scope.
+        scope: MemoryScope,
+        /// Their layer.
+        layer: Layer,
+    },
 }
 
 impl MemoryRefusal {
@@ -271,7 +286,8 @@ impl MemoryRefusal {
             | MemoryRefusal::BadExpiry(_)
             | MemoryRefusal::UnknownId(_)
             | MemoryRefusal::WrongScope { .. }
-            | MemoryRefusal::IdTaken(_) => &[],
+            | MemoryRefusal::IdTaken(_)
+            | MemoryRefusal::Twin { .. } => &[],
         }
     }
 }
