@@ -91,7 +91,13 @@ async fn an_account_out_of_quota_is_not_retried() {
     let (result, _) = complete(&model, &request("x")).await;
     let error = result.unwrap_err();
     assert!(
-        matches!(error, ModelError::QuotaExhausted { status: 429, .. }),
+        matches!(
+            error,
+            ModelError::QuotaExhausted {
+                status: Some(429),
+                ..
+            }
+        ),
         "{error:?}"
     );
     assert!(!error.is_retryable());

@@ -100,9 +100,28 @@ async fn an_account_out_of_credit_in_an_error_event_is_not_retried() {
     let (result, _) = complete(&provider(&address, true), &request("x")).await;
     let error = result.unwrap_err();
     assert!(
-        matches!(error, ModelError::QuotaExhausted { status: 402, .. }),
+        matches!(error, ModelError::QuotaExhausted { status: None, .. }),
         "{error:?}"
     );
+    assert_eq!(count.load(Ordering::SeqCst), 1, "not retried");
+}
+
+/// OpenAI's `insufficient_quota` inside a stream sent with 200: the turn's
+/// error names no HTTP status the server never sent (QA round 32: it said
+/// "HTTP 400").
+#[tokio::test]
+async fn an_account_out_of_quota_in_an_error_event_names_no_status() {
+    let event = json!({"error": {"code": "insufficient_quota", "type": "insufficient_quota", "message": "You exceeded your current quota"}});
+    let (address, count) =
+        raw_server(move |_| (200, "text/event-stream", format!("data: {event}\n\n"))).await;
+    let (result, _) = complete(&provider(&address, true), &request("x")).await;
+    let error = result.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("out of quota or credit (said inside its answer)") && !text.contains("HTTP"),
+        "{text}"
+    );
+    assert!(text.contains("You exceeded your current quota"), "{text}");
     assert_eq!(count.load(Ordering::SeqCst), 1, "not retried");
 }
 

@@ -301,11 +301,13 @@ pub enum ModelError {
     /// The provider's account has no credit or quota left (OpenAI's 429
     /// `insufficient_quota`, a 402): no retry helps until someone adds some.
     #[error(
-        "the provider's account is out of quota or credit (HTTP {status}): add credit or raise the account's limits with the provider, then retry; retrying before that fails the same way. The provider said: {body}"
+        "the provider's account is out of quota or credit ({}): add credit or raise the account's limits with the provider, then retry; retrying before that fails the same way. The provider said: {body}",
+        quota_said_by(*status)
     )]
     QuotaExhausted {
-        /// Status code.
-        status: u16,
+        /// The error status; `None` when the provider said so inside an
+        /// answer it sent with 200 (a stream's `error` event).
+        status: Option<u16>,
         /// Start of the response body.
         body: String,
     },
@@ -522,5 +524,14 @@ impl ModelError {
             ModelError::Scripted(_) => false,
             ModelError::AtProvider { error, .. } => error.is_retryable(),
         }
+    }
+}
+
+/// How [`ModelError::QuotaExhausted`] came: an error status, or inside an
+/// answer whose status (200) said nothing of it.
+fn quota_said_by(status: Option<u16>) -> String {
+    match status {
+        Some(status) => format!("HTTP {status}"),
+        None => "said inside its answer".to_owned(),
     }
 }

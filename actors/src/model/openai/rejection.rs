@@ -141,7 +141,7 @@ pub(super) fn rejection(
     let quota = said.code == "insufficient_quota" || said.kind == "insufficient_quota";
     if status == StatusCode::PAYMENT_REQUIRED || (status.is_client_error() && quota) {
         return Some(ModelError::QuotaExhausted {
-            status: code,
+            status: Some(code),
             body: body.to_owned(),
         });
     }
@@ -203,7 +203,13 @@ fn reported_rejection(error: &Value, body: &str, options: &OpenAiOptions) -> Opt
         .and_then(|code| StatusCode::from_u16(code).ok())
         .filter(|status| status.is_client_error() || status.is_server_error())
         .unwrap_or(StatusCode::BAD_REQUEST);
-    rejection(status, body, options)
+    match rejection(status, body, options)? {
+        // the answer came with 200: no error status to name
+        ModelError::QuotaExhausted { body, .. } => {
+            Some(ModelError::QuotaExhausted { status: None, body })
+        }
+        other => Some(other),
+    }
 }
 
 /// The number after the first of [`WINDOW_BEFORE`] in `message` (digits,

@@ -73,7 +73,7 @@ fn an_account_out_of_quota_is_not_a_rate_limit() {
     assert_eq!(
         error,
         ModelError::QuotaExhausted {
-            status: 429,
+            status: Some(429),
             body: body.to_owned()
         }
     );
@@ -86,7 +86,10 @@ fn an_account_out_of_quota_is_not_a_rate_limit() {
     let openrouter = r#"{"error":{"message":"Insufficient credits","code":402}}"#;
     assert!(matches!(
         rejection(status(402), openrouter, &options(None)),
-        Some(ModelError::QuotaExhausted { status: 402, .. })
+        Some(ModelError::QuotaExhausted {
+            status: Some(402),
+            ..
+        })
     ));
 }
 
