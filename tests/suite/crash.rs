@@ -307,14 +307,17 @@ steps = [
 /// A Shell command outlived the host killed in the middle of it and ran on
 /// unsupervised, after the restart too. The host started next kills what
 /// the dead one left running (the group of the listed command, its
-/// background children included) before the turn resumes.
+/// background children included, and a process that left the group with
+/// `setsid` but kept the command's output open: QA, 2026-12-04, it ran on
+/// and did its work after the call was reported `outcome unknown`) before
+/// the turn resumes.
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_shell_command_left_running_by_a_killed_host_is_killed_at_restart() {
     let script = r#"
 [[rule]]
 steps = [
-  { tool = "Shell", args = { command = "echo $$ > shell.pid; sleep 60 & echo $! > sleep.pid; wait", timeout_s = 120 } },
+  { tool = "Shell", args = { command = "setsid sh -c 'echo $$ > escapee.pid; exec sleep 60' & echo $$ > shell.pid; sleep 60 & echo $! > sleep.pid; wait", timeout_s = 120 } },
   { tool = "SendMessage", args = { text = "after: {{tool_result}}" } },
 ]
 "#;
@@ -338,9 +341,13 @@ steps = [
     };
     // files and processes signal nothing: these two waits poll, bounded
     let deadline = Instant::now() + Duration::from_secs(30);
-    let (shell, sleep) = loop {
-        if let (Some(a), Some(b)) = (read_pid("shell.pid"), read_pid("sleep.pid")) {
-            break (a, b);
+    let (shell, sleep, escapee) = loop {
+        if let (Some(a), Some(b), Some(c)) = (
+            read_pid("shell.pid"),
+            read_pid("sleep.pid"),
+            read_pid("escapee.pid"),
+        ) {
+            break (a, b, c);
         }
         assert!(Instant::now() < deadline, "the command never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -348,13 +355,13 @@ steps = [
     let url = host.url.clone();
     host.kill9().await;
     assert!(
-        alive(shell) && alive(sleep),
+        alive(shell) && alive(sleep) && alive(escapee),
         "the command outlives the killed host"
     );
 
     let host = HostProcess::start(&path, port, &log).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(shell) || alive(sleep) {
+    while alive(shell) || alive(sleep) || alive(escapee) {
         assert!(
             Instant::now() < deadline,
             "the left-over command still runs"

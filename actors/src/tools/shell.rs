@@ -277,22 +277,20 @@ impl Tool for Shell {
         // the whole group is killed (not only the leader, which is all
         // `kill_on_drop` kills), then taken off the list that the next start
         // reaps if the host dies first (shell_registry.rs)
-        let mut group = GroupGuard::new(pgid, ctx.rt.settings.shell_registry.as_ref());
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let pipes = [
+            stdout.as_ref().map(|p| p.as_raw_fd()),
+            stderr.as_ref().map(|p| p.as_raw_fd()),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(pipe_id)
+        .collect();
+        let mut group = GroupGuard::new(pgid, ctx.rt.settings.shell_registry.as_ref(), pipes);
         // read past the limit by the longest secret: one the cut goes
         // through is then found whole and left out whole
         let keep = limits.max_output_bytes + ctx.secrets.redactor.longest();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        group.watch_output(
-            [
-                stdout.as_ref().map(|p| p.as_raw_fd()),
-                stderr.as_ref().map(|p| p.as_raw_fd()),
-            ]
-            .into_iter()
-            .flatten()
-            .filter_map(pipe_id)
-            .collect(),
-        );
         // the readers stop when told, or when the call is dropped
         let stop = CancellationToken::new();
         let _stop_on_drop = stop.clone().drop_guard();

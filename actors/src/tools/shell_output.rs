@@ -122,7 +122,7 @@ pub(super) async fn finish(
         return (out, err, OutputEnd::Closed);
     }
     let pipes = group.watched_pipes();
-    let killed = tokio::task::spawn_blocking(move || kill_pipe_holders(&pipes))
+    let killed = tokio::task::spawn_blocking(move || kill_pipe_holders(&pipes, None))
         .await
         .unwrap_or(0);
     let end = match tokio::time::timeout(KILLED_GRACE, &mut both).await {

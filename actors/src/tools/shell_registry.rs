@@ -19,8 +19,12 @@
 //! with it. While such a process holds the command's output pipes open the
 //! call cannot see the end of the output: the guard then finds the
 //! processes holding those pipes (`/proc/<pid>/fd`) and kills them too
-//! ([`GroupGuard::kill_escapees`]). One that left the group and closed or
-//! redirected its output is not found, and runs on.
+//! ([`kill_pipe_holders`]). One that left the group and closed or
+//! redirected its output is not found, and runs on. The list file names
+//! the pipes too, so that a host started after a SIGKILL kills such a
+//! process as well (it kept running and did its work after the call had
+//! been reported `outcome unknown`; QA, 2026-12-04): one that holds a
+//! listed pipe and started between the command and the new host.
 //!
 //! Start times come from `/proc/<pid>/stat` and open files from
 //! `/proc/<pid>/fd` (Linux). Elsewhere nothing is listed and nothing is
@@ -70,13 +74,18 @@ impl ShellRegistry {
         Ok(Self { dir })
     }
 
-    /// Lists the group led by `pgid`, whose leader started at `started`;
-    /// returns the list file. A failure to list only loses the clean-up
-    /// after a SIGKILL: it is logged, the command runs.
-    fn list(&self, pgid: u32, started: u64) -> Option<PathBuf> {
+    /// Lists the group led by `pgid`, whose leader started at `started`,
+    /// with its output `pipes`; returns the list file. A failure to list
+    /// only loses the clean-up after a SIGKILL: it is logged, the command
+    /// runs.
+    fn list(&self, pgid: u32, started: u64, pipes: &[String]) -> Option<PathBuf> {
         let path = self.dir.join(pgid.to_string());
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::write(&path, started.to_string()));
+        let mut text = started.to_string();
+        for pipe in pipes {
+            text.push('\n');
+            text.push_str(pipe);
+        }
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| std::fs::write(&path, text));
         match written {
             Ok(()) => Some(path),
             Err(e) => {
@@ -93,16 +102,27 @@ impl ShellRegistry {
             return 0;
         };
         let mut killed = 0;
+        let now = start_time(std::process::id());
         for entry in entries.flatten() {
             let path = entry.path();
-            if let Some(pgid) = still_running(&path)
-                && kill_group(pgid).is_ok()
-            {
+            let Some(listed) = Listed::read(&path) else {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            };
+            if start_time(listed.pgid) == Some(listed.started) && kill_group(listed.pgid).is_ok() {
                 killed += 1;
                 tracing::warn!(
-                    pgid,
+                    pgid = listed.pgid,
                     "killed a shell command left running by a host that was killed"
                 );
+            }
+            // what left the group holding the output: started with the
+            // command or after it, before this host (a pipe id of a later
+            // pipe is another's)
+            if !listed.pipes.is_empty()
+                && let Some(now) = now
+            {
+                killed += kill_pipe_holders(&listed.pipes, Some((listed.started, now)));
             }
             let _ = std::fs::remove_file(&path);
         }
@@ -132,23 +152,21 @@ pub(crate) struct GroupGuard {
 
 impl GroupGuard {
     /// Guards the group led by `pgid`, a child not yet waited for (so its
-    /// start time can be read), listed in `registry` if there is one.
-    pub(crate) fn new(pgid: u32, registry: Option<&ShellRegistry>) -> Self {
+    /// start time can be read), listed in `registry` if there is one, and
+    /// watches its output `pipes` (ids from [`pipe_id`]): a process that
+    /// left the group and still holds one is killed with the group.
+    pub(crate) fn new(pgid: u32, registry: Option<&ShellRegistry>, pipes: Vec<String>) -> Self {
         let started = start_time(pgid);
-        let listed = registry.zip(started).and_then(|(r, t)| r.list(pgid, t));
+        let listed = registry
+            .zip(started)
+            .and_then(|(r, t)| r.list(pgid, t, &pipes));
         Self {
             pgid,
             started,
             listed,
             killed: false,
-            pipes: Vec::new(),
+            pipes,
         }
-    }
-
-    /// Watches the command's output pipes (ids from [`pipe_id`]): a process
-    /// that left the group and still holds one is killed with the group.
-    pub(crate) fn watch_output(&mut self, pipes: Vec<String>) {
-        self.pipes = pipes;
     }
 
     /// The output was read to its end: no process holds the pipes any more.
@@ -190,7 +208,7 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill();
         if !self.pipes.is_empty() {
-            kill_pipe_holders(&self.pipes);
+            kill_pipe_holders(&self.pipes, None);
         }
         // a group not killed stays listed: the next start retries
         if self.killed
@@ -201,12 +219,31 @@ impl Drop for GroupGuard {
     }
 }
 
-/// The group a list file names, if its leader is still the process that
-/// was listed.
-fn still_running(path: &Path) -> Option<u32> {
-    let pgid: u32 = path.file_name()?.to_str()?.parse().ok()?;
-    let listed: u64 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
-    (start_time(pgid) == Some(listed)).then_some(pgid)
+/// A list file: `<dir>/<pgid>` holding the leader's start time, then the
+/// output's pipe ids, a line each (a file of an older host has no pipes).
+struct Listed {
+    pgid: u32,
+    started: u64,
+    pipes: Vec<String>,
+}
+
+impl Listed {
+    fn read(path: &Path) -> Option<Self> {
+        let pgid: u32 = path.file_name()?.to_str()?.parse().ok()?;
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut lines = text.lines();
+        let started: u64 = lines.next()?.trim().parse().ok()?;
+        let pipes = lines
+            .map(str::trim)
+            .filter(|l| l.starts_with("pipe:"))
+            .map(str::to_owned)
+            .collect();
+        Some(Self {
+            pgid,
+            started,
+            pipes,
+        })
+    }
 }
 
 fn kill_group(pgid: u32) -> nix::Result<()> {
@@ -234,11 +271,13 @@ pub(crate) fn pipe_id(_fd: std::os::fd::RawFd) -> Option<String> {
 /// Kills (SIGKILL) every other process holding one of `pipes` open — a
 /// command's background process that left its group and kept its output
 /// open — and the group such a process leads (it made it with `setsid`,
-/// so its members are its own); returns how many were found. Reads every
-/// `/proc/<pid>/fd` this user may read: called only when the output stays
-/// open after the group was killed.
+/// so its members are its own); returns how many were found. With
+/// `born`, only a process that started within it (clock ticks since boot,
+/// both ends included). Reads every `/proc/<pid>/fd` this user may read:
+/// called only when the output stays open after the group was killed, and
+/// for a command a killed host left listed.
 #[cfg(target_os = "linux")]
-pub(crate) fn kill_pipe_holders(pipes: &[String]) -> usize {
+pub(crate) fn kill_pipe_holders(pipes: &[String], born: Option<(u64, u64)>) -> usize {
     use nix::sys::signal::Signal;
     use nix::unistd::Pid;
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -263,7 +302,15 @@ pub(crate) fn kill_pipe_holders(pipes: &[String]) -> usize {
             std::fs::read_link(fd.path())
                 .is_ok_and(|t| pipes.iter().any(|p| t.as_os_str() == p.as_str()))
         });
-        let Some(pid) = holds.then(|| i32::try_from(pid).ok()).flatten() else {
+        let in_time = || {
+            born.is_none_or(|(from, to)| {
+                start_time(pid).is_some_and(|started| (from..=to).contains(&started))
+            })
+        };
+        let Some(pid) = (holds && in_time())
+            .then(|| i32::try_from(pid).ok())
+            .flatten()
+        else {
             continue;
         };
         let pid = Pid::from_raw(pid);
@@ -282,7 +329,7 @@ pub(crate) fn kill_pipe_holders(pipes: &[String]) -> usize {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn kill_pipe_holders(_pipes: &[String]) -> usize {
+pub(crate) fn kill_pipe_holders(_pipes: &[String], _born: Option<(u64, u64)>) -> usize {
     0
 }
 
@@ -356,7 +403,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let reg = ShellRegistry::new(dir.path());
         let (mut leader, child) = group_with_a_child();
-        let guard = GroupGuard::new(leader.id(), Some(&reg));
+        let guard = GroupGuard::new(leader.id(), Some(&reg), Vec::new());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         drop(guard);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

@@ -274,7 +274,7 @@ async fn output_left_open_stops_being_read_after_a_grace() {
     let out = output::spawn_reader(Some(reader), 100, stop.clone());
     let err = output::spawn_reader(None::<tokio::net::unix::pipe::Receiver>, 100, stop.clone());
     // a group that cannot exist, with no pipes watched: nothing is found
-    let mut group = GroupGuard::new(u32::MAX, None);
+    let mut group = GroupGuard::new(u32::MAX, None, Vec::new());
     let started = std::time::Instant::now();
     let (out, _, end) = output::finish(&mut group, &stop, out, err).await;
     assert_eq!(end, OutputEnd::LeftOpen);
