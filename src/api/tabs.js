@@ -19,7 +19,10 @@
 // tabs elect a leader with a lease in localStorage instead (leaseElection):
 // the leader renews it every few seconds and gives it up when its tab is
 // closed, hidden for good (frozen) or signed out, and the other tabs take
-// it when it is given up or has run out.
+// it when it is given up or has run out. A tab that dies without saying so
+// (it crashed, or the browser closed it without running its pagehide)
+// gives nothing up: the tab in front asks the leader every few seconds,
+// and takes the lease when it does not answer.
 //
 // The lock, channel and lease are named after a hash of the token, never
 // the token itself: tabs signed in as two users never share signals, and a
@@ -43,6 +46,10 @@ const RENEW_MS = 5_000;
 /** How long a tab that wrote its claim waits before reading it back:
  * tabs claiming together each write theirs, and the last write stands. */
 const SETTLE_MS = 200;
+/** How long the tab in front waits for the leader's answer to a ping
+ * before it takes the lease (messages reach hidden tabs without delay;
+ * a leader that answers late only hands the stream over). */
+const PING_MS = 3_000;
 
 /** Whether this browser can share a stream between its tabs. */
 function shareable() {
@@ -140,6 +147,7 @@ async function join(signals, token, stop) {
   const role = {
     leading: false,
     vacant: () => {},
+    answered: () => {},
     follow() {
       this.leading = false;
       signals.relay = null;
@@ -157,11 +165,14 @@ async function join(signals, token, stop) {
     if (!data || typeof data !== "object" || stop.aborted) return;
     // the leader gave its lease up: take it now, not when it runs out
     if (data.kind === "leaving") return role.vacant();
+    if (data.kind === "pong" && data.to === me) return role.answered();
     if (role.leading) {
       // a tab joined: it learns what the stream is doing
       if (data.kind === "hello") {
         channel.postMessage({ kind: "welcome", to: data.from, state: signals.now[0], message: signals.now[1] });
       }
+      // a tab asks whether the leader is still there (leaseElection)
+      if (data.kind === "ping") channel.postMessage({ kind: "pong", to: data.from });
       return;
     }
     if (data.kind === "event") signals.emit(data.event);
@@ -210,12 +221,18 @@ function leaseAt(key) {
  * another tab's live lease (two tabs claimed at once, or its own ran out
  * while its tab slept) it stops leading and its stream closes. A leader
  * that goes (pagehide, freeze, sign-out) removes its lease and says
- * "leaving", and the others claim at once.
+ * "leaving", and the others claim at once. One that went without saying
+ * so left its lease behind, and the other tabs kept showing its last
+ * state ("live") with no signal reaching them until the lease ran out
+ * (75 s): so the tab in front pings the leader when it looks at the lease,
+ * and removes a lease whose holder has not answered in PING_MS.
  */
 async function leaseElection(name, me, channel, role, lead, stop) {
   const key = `${name}.lease`;
   let term = null;
   let claiming = false;
+  // the timer of the ping waiting for the leader's answer
+  let probe = null;
   const mine = () => leaseAt(key)?.id === me;
   const renew = () => localStorage.setItem(key, JSON.stringify({ id: me, until: Date.now() + LEASE_MS }));
   const resign = () => {
@@ -232,6 +249,23 @@ async function leaseElection(name, me, channel, role, lead, stop) {
     // the tabs still signed in, through their storage event)
     if (!stop.aborted) channel.postMessage({ kind: "leaving" });
   };
+  role.answered = () => {
+    if (probe === null) return;
+    clearTimeout(probe);
+    probe = null;
+  };
+  // asks the leader holding `lease` whether it is there; without an answer
+  // its lease is taken away (if it still holds it) and the tabs claim
+  const ping = (lease) => {
+    if (probe !== null || document.visibilityState !== "visible") return;
+    channel.postMessage({ kind: "ping", from: me });
+    probe = setTimeout(() => {
+      probe = null;
+      if (stop.aborted || term || leaseAt(key)?.id !== lease.id) return;
+      localStorage.removeItem(key);
+      void look();
+    }, PING_MS);
+  };
   const look = async () => {
     if (stop.aborted || claiming) return;
     const lease = leaseAt(key);
@@ -241,7 +275,7 @@ async function leaseElection(name, me, channel, role, lead, stop) {
       else renew();
       return;
     }
-    if (held) return;
+    if (held) return ping(lease);
     claiming = true;
     renew();
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
@@ -266,6 +300,7 @@ async function leaseElection(name, me, channel, role, lead, stop) {
   await look();
   await stopped(stop);
   clearInterval(timer);
+  role.answered();
   removeEventListener("storage", onStorage);
   removeEventListener("pagehide", giveUp);
   document.removeEventListener("freeze", giveUp);

@@ -230,33 +230,9 @@ const LAN_NAME: &str = "botfleet-lan.test";
 /// leader with a lease in localStorage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tabs_over_plain_http_to_a_lan_name_share_one_stream() {
-    let resolve = format!("--host-resolver-rules=MAP {LAN_NAME} 127.0.0.1");
-    let Some(browser) = Browser::start_with_args(&[resolve]).await else {
+    let Some((browser, host, lan, session)) = lan_page().await else {
         return;
     };
-    let host = fleet_with_r(SCRIPT)
-        .host(&format!("max_streams_per_user = {CAP}"))
-        .start()
-        .await;
-    let lan = host.url.replace("127.0.0.1", LAN_NAME);
-    assert_ne!(lan, host.url, "the host's address is {}", host.url);
-    let session = host.dm_after_hello("r").await;
-
-    browser.sign_in(&lan, TOKEN).await;
-    browser.go(&format!("{lan}/#/bots/r")).await;
-    browser.find(".composer textarea").await;
-    let context = browser
-        .js(
-            "return [window.isSecureContext, typeof navigator.locks];",
-            serde_json::json!([]),
-        )
-        .await;
-    assert_eq!(
-        context,
-        serde_json::json!([false, "undefined"]),
-        "the page at {lan} is meant to be a plain-http page without Web Locks"
-    );
-    browser.find("#conn.live").await;
     // the last tab is live, sends, and sees the reply and what the host
     // writes after it; so does another tab
     let (first, tabs) = open_seven_and_talk(&browser, &host, &lan, &session).await;
@@ -281,6 +257,75 @@ async fn tabs_over_plain_http_to_a_lan_name_share_one_stream() {
     assert_eq!(kept.as_array().map(Vec::len), Some(1), "{kept}");
     assert!(!kept.to_string().contains(TOKEN), "{kept}");
 
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
+
+/// The page over plain http at [`LAN_NAME`], signed in, on alice's DM with
+/// r, live: the browser, the host, the page's base address and the DM's
+/// session. `None` when there is no browser.
+async fn lan_page() -> Option<(Browser, TestHost, String, String)> {
+    let resolve = format!("--host-resolver-rules=MAP {LAN_NAME} 127.0.0.1");
+    let browser = Browser::start_with_args(&[resolve]).await?;
+    let host = fleet_with_r(SCRIPT)
+        .host(&format!("max_streams_per_user = {CAP}"))
+        .start()
+        .await;
+    let lan = host.url.replace("127.0.0.1", LAN_NAME);
+    assert_ne!(lan, host.url, "the host's address is {}", host.url);
+    let session = host.dm_after_hello("r").await;
+
+    browser.sign_in(&lan, TOKEN).await;
+    browser.go(&format!("{lan}/#/bots/r")).await;
+    browser.find(".composer textarea").await;
+    let context = browser
+        .js(
+            "return [window.isSecureContext, typeof navigator.locks];",
+            serde_json::json!([]),
+        )
+        .await;
+    assert_eq!(
+        context,
+        serde_json::json!([false, "undefined"]),
+        "the page at {lan} is meant to be a plain-http page without Web Locks"
+    );
+    browser.find("#conn.live").await;
+    Some((browser, host, lan, session))
+}
+
+/// Over plain http, a leader tab that goes without saying so (it crashed,
+/// or the browser closed it without its pagehide: here its way out is
+/// made to reach nobody) left its lease in localStorage, and the other
+/// tabs showed "live" with no signal reaching them until the lease ran
+/// out, 75 s later. The tab in front pings the leader and takes the lease
+/// when it does not answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_tab_gone_without_a_word_is_replaced_within_seconds() {
+    let Some((browser, host, lan, session)) = lan_page().await else {
+        return;
+    };
+    let first = browser.tab().await;
+    let second = open_tab(&browser, &lan, "#/bots/r").await;
+    browser.find("#conn.live").await;
+    // the first tab leads (it was alone); nothing it does from now on
+    // reaches the other tab: no lease removed, no message posted
+    browser.switch_to(&first).await;
+    browser
+        .js(
+            "Storage.prototype.removeItem = function () {};
+             Storage.prototype.setItem = function () {};
+             BroadcastChannel.prototype.postMessage = function () {};
+             return true;",
+            serde_json::json!([]),
+        )
+        .await;
+    browser.close_tab().await;
+    browser.switch_to(&second).await;
+    notice(&host, &session, "written after the leader went silently").await;
+    browser
+        .wait_text(".log", "written after the leader went silently")
+        .await;
+    browser.find("#conn.live").await;
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
