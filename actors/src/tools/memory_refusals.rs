@@ -56,14 +56,18 @@ pub(super) async fn refused(
         MemoryRefusal::NotesFull { scope, .. } => {
             room_full(ctx, scope, Layer::Notes, room, replacing).await
         }
+        // Forget is not offered in a shared room
+        MemoryRefusal::Twin { twin, .. } => ToolError::new(
+            r.to_string(),
+            format!("{twin} already says it: there is nothing more to remember"),
+        ),
         // these name only what the call itself gave
         MemoryRefusal::Empty
         | MemoryRefusal::TooLong { .. }
         | MemoryRefusal::BadExpiry(_)
         | MemoryRefusal::UnknownId(_)
         | MemoryRefusal::WrongScope { .. }
-        | MemoryRefusal::IdTaken(_)
-        | MemoryRefusal::Twin { .. } => refusal_error(r),
+        | MemoryRefusal::IdTaken(_) => refusal_error(r),
     }
 }
 

@@ -216,6 +216,35 @@ async fn replacing_with_another_items_text_names_that_item() {
     assert!(texts.contains(&"Budget 12k".to_owned()), "{texts:?}");
 }
 
+/// In a shared room, where Forget is not offered, the twin's answer does
+/// not send the bot to it.
+#[tokio::test]
+async fn a_twin_in_a_shared_room_is_answered_without_forget() {
+    let mut f = ToolFixture::new();
+    f.scope.runner = Runner::GroupMember { shared: true };
+    f.scope.session.key.peer = "r1".into();
+    let first = remember(&f, "t1", json!({"text": "ROOM standup at nine"}))
+        .await
+        .unwrap();
+    let second = remember(&f, "t2", json!({"text": "ROOM demo on friday"}))
+        .await
+        .unwrap();
+    let (first, second) = (remembered_id(&first), remembered_id(&second));
+    let e = remember(
+        &f,
+        "t3",
+        json!({"text": "room standup at nine", "replaces": second}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains(&format!("{first} already holds this text")),
+        "{e}"
+    );
+    assert!(!e.hint.contains("Forget"), "{e}");
+}
+
 #[tokio::test]
 async fn notes_take_a_lifetime_and_other_layers_refuse_one() {
     let f = ToolFixture::new();
