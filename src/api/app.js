@@ -50,7 +50,7 @@ function boot() {
   // the address stays: signed in again, the person is back where they
   // were (a bookmark or a link opened with a token changed since lands
   // there, not on the bot list)
-  auth.onRefused = () => logout(REFUSED, { keepPlace: true });
+  auth.onRefused = () => logout(REFUSED, { keepPlace: true, unsent: true });
   outbox.onSignedOut = signedOut;
   auth.onStoredChange = (stored) => {
     if (!stored) return logout("You logged out in another tab.");
@@ -107,8 +107,11 @@ function start() {
   route();
 }
 
-/** Signs out; the address goes too unless `keepPlace`. */
-function logout(message, { keepPlace = false } = {}) {
+/** Signs out; the address goes too unless `keepPlace`. With `unsent`
+ * (the host refused the token), the messages not yet confirmed are named
+ * on the sign-in page, with their text, before they are dropped. */
+function logout(message, { keepPlace = false, unsent = false } = {}) {
+  const lost = unsent ? outbox.unsent() : "";
   auth.clear();
   signals.stop();
   // nothing more is sent for this account, nor kept in this browser
@@ -119,7 +122,7 @@ function logout(message, { keepPlace = false } = {}) {
   approvalsSoon.cancel();
   Object.assign(store, { me: null, bots: [], botsLoaded: false, subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
   if (!keepPlace) history.replaceState(null, "", location.pathname);
-  showLogin(message);
+  showLogin(lost ? `${message} ${lost}` : message);
 }
 
 function showLogin(message = "") {

@@ -127,6 +127,8 @@ class Outbox {
     /** Set by the app: the host refused the token and the tab signed out;
      * called with what to tell the person (which message, its text). */
     this.onSignedOut = () => {};
+    /** Keys of the messages the sign-in page already names (unsent()). */
+    this.told = new Set();
   }
 
   /** The messages to `conv`, oldest first. */
@@ -278,14 +280,36 @@ class Outbox {
   /** The host refused the token this tab holds (call() signed it out,
    * which cleared the outbox): the person is told, with the text. */
   refused(p) {
-    const what = p.reached ? "may not have been sent" : "was not sent";
     if (this.items.has(p.id)) this.set(p, "failed", p.reached ? "Not confirmed: the host refused your token." : "Not sent: the host refused your token.");
-    if (!auth.token) {
-      const cut = firstChars(p.text, 200);
-      const quoted = cut === null ? p.text : `${cut}…`;
-      this.onSignedOut(`Your message ${what}: the host refused your token (it may have changed, or you logged out). Sign in, then send it again: “${quoted}”`);
-    }
+    // named already, with the others, when the sign-out came first
+    if (!auth.token && !this.told.has(p.key)) this.onSignedOut(notSent([p]));
   }
+
+  /** What the sign-in page says of the messages this tab holds unsent or
+   * unconfirmed when another request finds the token refused ("" when
+   * it holds none): signing out clears them, and they went without a
+   * word when the stream or a list was refused before their own retry
+   * was (QA, 2026-12-04). */
+  unsent() {
+    const held = [...this.items.values()];
+    this.told = new Set(held.map((p) => p.key));
+    return held.length ? notSent(held) : "";
+  }
+}
+
+/** Tells the person that `held` (one or more messages) may not have been
+ * sent because the host refused the token, quoting each. */
+function notSent(held) {
+  const quote = (p) => {
+    const cut = firstChars(p.text, 200);
+    return `“${cut === null ? p.text : `${cut}…`}”`;
+  };
+  const maybe = held.some((p) => p.reached);
+  const why = "the host refused your token (it may have changed, or you logged out). Sign in, then send";
+  if (held.length === 1) {
+    return `Your message ${maybe ? "may not have been sent" : "was not sent"}: ${why} it again: ${quote(held[0])}`;
+  }
+  return `${held.length} of your messages ${maybe ? "may not have been sent" : "were not sent"}: ${why} them again: ${held.map(quote).join(" ")}`;
 }
 
 /** The page's outbox. */

@@ -53,3 +53,69 @@ async fn a_link_opened_with_a_changed_token_opens_after_signing_in_again() {
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
+
+/// A message the page could not confirm (the host did not answer its
+/// sends) when another request finds the token refused (the host came
+/// back with another token in fleet.toml) is named on the sign-in page
+/// with its text. (Before, the stream's or a list's refusal signed the
+/// page out first, which dropped the message without a word: QA,
+/// 2026-12-04.)
+#[tokio::test]
+async fn a_message_unconfirmed_when_the_token_is_refused_is_named_at_sign_in() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.find("#conn.live").await;
+    // the page's sends get no answer
+    browser
+        .js(
+            "const real = window.fetch;
+             window.fetch = (url, opts) => opts && opts.method === 'POST'
+               ? Promise.reject(new TypeError('Failed to fetch'))
+               : real(url, opts);
+             return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .type_in(
+            ".detail .composer textarea",
+            &format!("kept while the host was away{ENTER}"),
+        )
+        .await;
+    browser
+        .wait_text(".outbox", "kept while the host was away")
+        .await;
+    // then every request is refused, the page's own reads first
+    browser
+        .js(
+            "window.fetch = () => Promise.resolve(new Response(
+               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
+               {status: 401, headers: {'content-type': 'application/json'}}));
+             location.hash = '#/rooms';
+             return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "may not have been sent")
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "“kept while the host was away”")
+        .await;
+    let alert = browser
+        .js(
+            "return document.querySelector('.login [role=alert]').textContent",
+            json!([]),
+        )
+        .await;
+    assert!(
+        alert
+            .as_str()
+            .is_some_and(|a| a.starts_with("The host refused your token")),
+        "{alert}"
+    );
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
