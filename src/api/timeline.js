@@ -12,7 +12,9 @@
 // A link to an entry (`?seq=`, what a search hit opens) loads one page
 // around it and does not follow: "Show newer messages" pages forward
 // until the newest entry is held (then it follows), and "Jump to the
-// newest" (or sending a message) starts over from the newest page.
+// newest" (or sending a message) starts over from the newest page. Either
+// takes `seq` out of the address, so that a reload (or a bookmark) opens
+// the end where the person now is, not the old entry again.
 
 import { call } from "./api.js";
 import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
@@ -21,6 +23,19 @@ import { noticeItem } from "./notices.js";
 import { taskLink } from "./origins.js";
 import { stepItem } from "./steps.js";
 import { loadBotsUntilStarted } from "./state.js";
+
+/** Takes `seq` out of the page's address (`#/bots/r?seq=16` becomes
+ * `#/bots/r`) without a new history entry or a route: the view follows
+ * the newest entries now. */
+function leaveEntryLink() {
+  const [path, query] = location.hash.split("?");
+  if (query === undefined) return;
+  const q = new URLSearchParams(query);
+  if (!q.has("seq")) return;
+  q.delete("seq");
+  const rest = q.toString();
+  history.replaceState(history.state, "", `${location.pathname}${location.search}${path}${rest ? `?${rest}` : ""}`);
+}
 
 /** Entries shown when a conversation opens, and per "Show earlier" or
  * "Show newer". */
@@ -243,7 +258,11 @@ export class Timeline {
       const page = await this.opts.load(this.held, PAGE);
       if (gen !== this.gen) return;
       this.append(page);
-      if (!(page.entries || []).length || this.held >= this.last) this.follows = true;
+      if (!(page.entries || []).length || this.held >= this.last) {
+        this.follows = true;
+        // paged to the end by the person ("Show newer messages")
+        if (report) leaveEntryLink();
+      }
     } catch (e) {
       if (report && e.code !== "signed_out") toast(e.message, { error: true });
       if (!report) throw e;
@@ -258,6 +277,7 @@ export class Timeline {
 
   /** Drops the held entries and shows the newest page, following. */
   async toNewest() {
+    leaveEntryLink();
     this.gen++;
     this.forget();
     this.log.replaceChildren();

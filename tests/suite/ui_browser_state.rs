@@ -104,7 +104,11 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
             json!([]),
         )
         .await;
-    // to the newest, which follows live
+    let hash = "return location.hash";
+    assert_eq!(browser.js(hash, json!([])).await, json!("#/bots/r?seq=100"));
+    // to the newest, which follows live; the address no longer names the
+    // entry, so a reload opens the end (QA, 2026-12-04: it went back to
+    // entry 100)
     browser.click(".timeline .later button.link").await;
     browser
         .wait_js(
@@ -118,6 +122,24 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
         json!([true, last - 199, last])
     );
     assert_eq!(browser.count(".timeline .later:not([hidden])").await, 0);
+    assert_eq!(browser.js(hash, json!([])).await, json!("#/bots/r"));
+    let back = "return history.length";
+    let entries = browser.js(back, json!([])).await;
+    browser
+        .js("location.reload(); return true;", json!([]))
+        .await;
+    browser
+        .wait_js(
+            "the newest page after a reload",
+            "const l = document.querySelectorAll('.log li'); return l.length && Number(l[l.length - 1].dataset.seq) === arguments[0]",
+            json!([last]),
+        )
+        .await;
+    assert_eq!(
+        browser.js(back, json!([])).await,
+        entries,
+        "no history entry added"
+    );
     append_notices(&host, &session, 1).await;
     browser
         .wait_js(
