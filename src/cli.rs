@@ -472,6 +472,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             })?;
             let loaded = &checked.fleet;
+            // and its bots against those bots made, as a start checks them
+            host::check_store_bots(loaded)?;
             outln!(
                 "{}: ok — {} user(s), {} provider(s), {} bot(s)",
                 loaded.source,

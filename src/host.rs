@@ -40,6 +40,9 @@ use background::start_ledger_pruning;
 use background::start_recall;
 
 /// The fleet file checked as a start needs it.
+#[path = "host_bots.rs"]
+mod bots;
+pub use bots::check_store_bots;
 #[path = "host_check.rs"]
 mod check;
 pub use check::CheckedFleet;
@@ -261,43 +264,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     settings.shell_open_files = crate::sandbox::starting_open_files();
     banner.extend(notes);
     let now = chrono::Utc::now().timestamp_millis();
-    let bots: Vec<BotRecord> = f
-        .bots
-        .iter()
-        .map(|b| {
-            Ok(BotRecord {
-                id: BotId::new(b.id.clone())?,
-                name: b.name.clone(),
-                owner: UserId::new(b.owner.clone())?,
-                role: b.role.clone(),
-                provider: b.provider.clone(),
-                tools: b.tools.clone(),
-                // `shareable`: other users may add it to their rooms (actors/src/group/room.rs);
-                // `projects`: the project memory scopes it reaches (botfleet_memory::bot_scopes)
-                settings: {
-                    let mut s = serde_json::Map::new();
-                    if b.shareable {
-                        s.insert("shareable".into(), true.into());
-                    }
-                    if !b.projects.is_empty() {
-                        s.insert("projects".into(), serde_json::json!(b.projects));
-                    }
-                    // `secrets`: names its tools may use (actors/src/vault.rs)
-                    if !b.secrets.is_empty() {
-                        s.insert("secrets".into(), serde_json::json!(b.secrets));
-                    }
-                    // `daily_token_budget`: the engine pauses the bot when spent
-                    if let Some(n) = b.daily_token_budget {
-                        s.insert("daily_token_budget".into(), n.into());
-                    }
-                    serde_json::Value::Object(s)
-                },
-                origin: "config".into(),
-                created_at: now,
-                updated_at: now,
-            })
-        })
-        .collect::<Result<_, botfleet_memory::IdError>>()?;
+    let bots: Vec<BotRecord> = bots::config_bots(f, now)?;
     let bot_count = bots.len();
     let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, workspace);
     // memory in the prompt: the bot's snapshot is the state block of its

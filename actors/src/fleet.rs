@@ -36,6 +36,9 @@ use crate::runtime::Runtime;
 #[path = "fleet_derived.rs"]
 mod derived;
 
+#[path = "fleet_claims.rs"]
+pub(crate) mod claims;
+
 /// A bot made by CreateAgent removed at its owner's request.
 #[path = "bot_remove.rs"]
 mod remove;
@@ -261,39 +264,6 @@ impl Actor for FleetActor {
     }
 }
 
-/// Checks a stored bot that `bots` (the fleet file's) lists by its id.
-/// One a bot made (CreateAgent, or a subagent) is another person's bot
-/// when its owner differs: the fleet file may not take it over — its
-/// sessions, memory and workspace would go to the new owner, silently
-/// (QA, 2026-12-04: bob's `[[bots]] id = "kid"` took alice's made bot,
-/// and alice got 404). Of the same owner it becomes the fleet file's
-/// bot, which the log says.
-fn claimed_by_config(stored: &BotRecord, bots: &[BotRecord]) -> Result<()> {
-    if stored.from_config() {
-        return Ok(());
-    }
-    let Some(listed) = bots.iter().find(|b| b.id == stored.id) else {
-        return Ok(());
-    };
-    let made = match stored.origin.split_once(':') {
-        Some(("agent", maker)) => format!("made by {maker} with CreateAgent"),
-        Some(("subagent", parent)) => format!("a subagent of {parent}"),
-        _ => format!("of origin `{}`", stored.origin),
-    };
-    if listed.owner != stored.owner {
-        return Err(ActorError::Conflict(format!(
-            "the fleet file's bot `{id}` (owner {new}) has the id of {old}'s bot {made}: an \
-             id is taken whoever owns the bot, and its conversations and memory are {old}'s. \
-             Give that [[bots]] table another id",
-            id = stored.id,
-            new = listed.owner,
-            old = stored.owner,
-        )));
-    }
-    tracing::warn!(bot = %stored.id, origin = %stored.origin, "a bot {made} is now the fleet file's bot of that id (the same owner's): it keeps its conversations and memory, and takes the tools and role fleet.toml gives it");
-    Ok(())
-}
-
 /// Handle to a running fleet; cheap to clone.
 #[derive(Clone)]
 pub struct FleetHandle {
@@ -330,10 +300,13 @@ impl FleetHandle {
         let mut all: HashMap<BotId, BotRecord> = HashMap::new();
         // every stored bot as it was before this config applies
         let mut before: HashMap<BotId, BotRecord> = HashMap::new();
-        for b in rt.store.list_bots(None).await? {
+        let stored = rt.store.list_bots(None).await?;
+        for note in claims::check_fleet_file_bots(&stored, &bots)? {
+            tracing::warn!("{note}");
+        }
+        for b in stored {
             before.insert(b.id.clone(), b.clone());
             if listed.contains(&b.id) {
-                claimed_by_config(&b, &bots)?;
                 continue;
             }
             let b = if b.from_config() && b.removed_at().is_none() {

@@ -42,6 +42,7 @@ pub use error::Result;
 pub use fleet::FleetActor;
 pub use fleet::FleetHandle;
 pub use fleet::FleetMsg;
+pub use fleet::claims::check_fleet_file_bots;
 pub use memory::ExtractError;
 pub use memory::ExtractReport;
 pub use memory::MemoryState;

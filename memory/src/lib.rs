@@ -157,4 +157,5 @@ pub use store::Synchronous;
 pub use store::WriteLimit;
 pub use store::WriterStats;
 pub use store::peek as peek_store;
+pub use store::peek_bots as peek_store_bots;
 pub use tokens::Encoding;

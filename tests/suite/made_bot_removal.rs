@@ -14,6 +14,7 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::fleet::restart;
+use crate::support::process::check_config;
 use crate::support::process::cli;
 
 const SCRIPT: &str = r#"
@@ -317,6 +318,14 @@ async fn the_fleet_file_does_not_take_another_persons_made_bot() {
         .await
         .bot_of("helper", "s", &["SendMessage"], "bob");
     fleet.write();
+    // check-config says so first (QA, 2026-12-04: it said ok to this file,
+    // and the start then refused it)
+    let (code, err) = check_config(&fleet.path().join("fleet.toml")).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("`helper` (owner bob)") && err.contains("alice's bot made by maker"),
+        "{err}"
+    );
     let refused = botfleet::host::start(botfleet::host::HostOptions {
         fleet: Some(fleet.path().join("fleet.toml")),
         data_dir: None,
@@ -336,11 +345,34 @@ async fn the_fleet_file_does_not_take_another_persons_made_bot() {
         "{said}"
     );
 
-    // alice's own: the start goes on, and her conversation is still hers
+    // nor may alice's fleet-file bot answer to the name of her made bot
+    // (QA, 2026-12-04: it started, and a room with both was refused later)
     let fleet = fleet
         .without_bot("helper")
+        .bot_of("other", "s", &["SendMessage"], "alice");
+    let file = fleet.write();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("name = \"other-name\"", "name = \"HELPER\""),
+    )
+    .unwrap();
+    let (code, err) = check_config(&file).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("`other`")
+            && err.contains("alice's bot `helper`")
+            && err.contains("another `name`"),
+        "{err}"
+    );
+
+    // alice's own: the start goes on, and her conversation is still hers
+    let fleet = fleet
+        .without_bot("other")
         .bot_of("helper", "s", &["SendMessage"], "alice");
     fleet.write();
+    let (code, err) = check_config(&fleet.path().join("fleet.toml")).await;
+    assert_eq!(code, Some(0), "{err}");
     let host = restart(fleet).await;
     let (status, helper) = host.get("/v1/bots/helper", TOKEN).await;
     assert_eq!(status, 200, "{helper}");

@@ -51,6 +51,7 @@ pub use mutation::MutationResult;
 pub use mutation::WriteLimit;
 pub use peek::StoreHistory;
 pub use peek::peek;
+pub use peek::peek_bots;
 pub use routines::RoutineRun;
 pub use store_bots::BotActivity;
 pub use store_bots::BotListing;

@@ -10,6 +10,7 @@ use rusqlite::OptionalExtension;
 
 use super::writer::get_meta;
 use crate::error::Result;
+use crate::record::BotRecord;
 
 /// What a store said of itself before it was opened: as
 /// [`super::Store::was_created`] and [`super::Store::previous_workspace`]
@@ -24,16 +25,47 @@ pub struct StoreHistory {
     pub previous_workspace: Option<String>,
 }
 
-/// Reads the store at `db` read-only. Its WAL is read when there is one
-/// (a host is running, or was killed); without one the database file is
-/// all there is, opened as immutable so that SQLite leaves no `-wal` or
-/// `-shm` file behind.
+/// Reads the store at `db` read-only ([`open_read_only`]).
 pub fn peek(db: &Path) -> Result<StoreHistory> {
-    if !std::fs::metadata(db).is_ok_and(|m| m.len() > 0) {
+    let Some(conn) = open_read_only(db)? else {
         return Ok(StoreHistory {
             created: true,
             previous_workspace: None,
         });
+    };
+    // a store too old to have a meta table remembers nothing
+    let previous_workspace = if has_table(&conn, "meta")? {
+        get_meta(&conn, "workspace")?
+    } else {
+        None
+    };
+    Ok(StoreHistory {
+        created: false,
+        previous_workspace,
+    })
+}
+
+/// The bots the store at `db` holds, read as [`peek`] reads it (no lock,
+/// nothing created or migrated): none when there is no store yet.
+/// `botfleet check-config` checks the fleet file's bots against those
+/// bots made (`botfleet_actors::check_fleet_file_bots`), as a start does.
+pub fn peek_bots(db: &Path) -> Result<Vec<BotRecord>> {
+    let Some(conn) = open_read_only(db)? else {
+        return Ok(Vec::new());
+    };
+    if !has_table(&conn, "bots")? {
+        return Ok(Vec::new());
+    }
+    super::reader::list_bots(&conn, None)
+}
+
+/// The store at `db` opened read-only, `None` when there is none (no file,
+/// or an empty one). Its WAL is read when there is one (a host is running,
+/// or was killed); without one the database file is all there is, opened
+/// as immutable so that SQLite leaves no `-wal` or `-shm` file behind.
+fn open_read_only(db: &Path) -> Result<Option<Connection>> {
+    if !std::fs::metadata(db).is_ok_and(|m| m.len() > 0) {
+        return Ok(None);
     }
     let mut wal = db.as_os_str().to_owned();
     wal.push("-wal");
@@ -46,24 +78,18 @@ pub fn peek(db: &Path) -> Result<StoreHistory> {
         )?
     };
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    // a store too old to have a meta table remembers nothing
-    let has_meta = conn
+    Ok(Some(conn))
+}
+
+fn has_table(conn: &Connection, name: &str) -> Result<bool> {
+    Ok(conn
         .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
-            [],
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
             |_| Ok(()),
         )
         .optional()?
-        .is_some();
-    let previous_workspace = if has_meta {
-        get_meta(&conn, "workspace")?
-    } else {
-        None
-    };
-    Ok(StoreHistory {
-        created: false,
-        previous_workspace,
-    })
+        .is_some())
 }
 
 /// `path` written for a `file:` URI: every byte but unreserved ones and

@@ -1,0 +1,89 @@
+//! What the fleet file's bots may not do to the bots the store holds that
+//! bots made (CreateAgent, subagents): take the id of another person's,
+//! or answer to a mention the same owner's made bot answers to. A start
+//! ([`super::FleetHandle::start`]) and `botfleet check-config` (from the
+//! store read as it is) both ask [`check_fleet_file_bots`], so a file the
+//! check accepts starts (QA, 2026-12-04: check-config said ok to a file
+//! the start then refused).
+
+use botfleet_memory::BotRecord;
+
+use crate::error::ActorError;
+use crate::error::Result;
+use crate::group::mentions::MemberName;
+
+/// Checks the fleet file's `bots` against the `stored` bots. `Err` names
+/// both bots and the fix: a file bot with the id of another owner's made
+/// bot (an id is taken whoever owns the bot, and its conversations and
+/// memory are that owner's), or one that answers to the same mention
+/// (id or name, ignoring case) as a live bot its owner's bots made, which
+/// `@Name` would wake with it. `Ok` holds what a start logs: made bots of
+/// the file bot's owner that the file now lists by their id (adopted:
+/// they keep their conversations and memory).
+pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    for made in stored.iter().filter(|b| !b.from_config()) {
+        let how = made_how(made);
+        if let Some(listed) = bots.iter().find(|b| b.id == made.id) {
+            if listed.owner != made.owner {
+                return Err(ActorError::Conflict(format!(
+                    "the fleet file's bot `{id}` (owner {new}) has the id of {old}'s bot {how}: \
+                     an id is taken whoever owns the bot, and its conversations and memory are \
+                     {old}'s. Give that [[bots]] table another id",
+                    id = made.id,
+                    new = listed.owner,
+                    old = made.owner,
+                )));
+            }
+            notes.push(format!(
+                "bot {id} ({how}) is now the fleet file's bot of that id (the same owner's): it \
+                 keeps its conversations and memory, and takes the tools and role fleet.toml \
+                 gives it",
+                id = made.id
+            ));
+            continue;
+        }
+        // a subagent is no room member and no SendToAgent target by name
+        if made.removed_at().is_some() || !made.origin.starts_with("agent:") {
+            continue;
+        }
+        let theirs = MemberName {
+            id: made.id.to_string(),
+            name: made.name.trim().to_owned(),
+        };
+        for b in bots.iter().filter(|b| b.owner == made.owner) {
+            let mine = MemberName {
+                id: b.id.to_string(),
+                name: b.name.trim().to_owned(),
+            };
+            if let Some(token) = mine.clash(&theirs) {
+                return Err(ActorError::Conflict(format!(
+                    "the fleet file's bot `{id}` (name {name:?}) and {owner}'s bot `{other}` \
+                     {how} (name {other_name:?}) both answer to {token:?} (a bot's id or name, \
+                     ignoring case): @{token} would wake both and SendToAgent could not tell \
+                     them apart. Give that [[bots]] table another `name`, or rename `{other}` \
+                     (UpdateAgent)",
+                    id = b.id,
+                    name = b.name,
+                    owner = made.owner,
+                    other = made.id,
+                    other_name = made.name,
+                )));
+            }
+        }
+    }
+    Ok(notes)
+}
+
+/// How a bot was made, for a message: "made by helper with CreateAgent".
+fn made_how(made: &BotRecord) -> String {
+    match made.origin.split_once(':') {
+        Some(("agent", maker)) => format!("made by {maker} with CreateAgent"),
+        Some(("subagent", parent)) => format!("a subagent of {parent}"),
+        _ => format!("of origin `{}`", made.origin),
+    }
+}
+
+#[cfg(test)]
+#[path = "fleet_claims_tests.rs"]
+mod tests;

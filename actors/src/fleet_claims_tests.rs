@@ -1,0 +1,57 @@
+use botfleet_memory::BotId;
+use botfleet_memory::UserId;
+
+use super::*;
+
+fn bot(id: &str, name: &str, owner: &str, origin: &str) -> BotRecord {
+    BotRecord {
+        id: BotId::new(id).unwrap(),
+        name: name.into(),
+        owner: UserId::new(owner).unwrap(),
+        role: String::new(),
+        provider: "p".into(),
+        tools: vec!["SendMessage".into()],
+        settings: serde_json::json!({}),
+        origin: origin.into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+#[test]
+fn another_owners_made_bot_id_is_refused_and_the_same_owners_adopted() {
+    let stored = [bot("scribe", "Scribe", "bob", "agent:helper")];
+    let e = check_fleet_file_bots(&stored, &[bot("scribe", "S", "alice", "config")]).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("`scribe` (owner alice)") && text.contains("bob's bot made by helper"),
+        "{text}"
+    );
+    let notes = check_fleet_file_bots(&stored, &[bot("scribe", "S", "bob", "config")]).unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+}
+
+/// QA, 2026-12-04: a file bot renamed to a made bot's name of the same
+/// owner started, and the clash showed only when a room took both.
+#[test]
+fn a_file_bot_answering_to_the_same_owners_made_bot_is_refused() {
+    let stored = [
+        bot("scribe", "Scribe", "bob", "agent:helper"),
+        bot("old", "Writer", "bob", "agent:helper"),
+        bot("helper.sub-1", "Helper task", "bob", "subagent:helper"),
+    ];
+    let e =
+        check_fleet_file_bots(&stored, &[bot("bobbot", " scribe ", "bob", "config")]).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("`bobbot`") && text.contains("bob's bot `scribe`") && text.contains("@"),
+        "{text}"
+    );
+    assert!(text.contains("another `name`"), "{text}");
+    // another owner's bot of that name is no clash; neither is a removed
+    // made bot, nor a subagent
+    assert!(check_fleet_file_bots(&stored, &[bot("a", "Scribe", "alice", "config")]).is_ok());
+    let removed = [bot("scribe", "Scribe", "bob", "agent:helper").mark_removed(5)];
+    assert!(check_fleet_file_bots(&removed, &[bot("b", "Scribe", "bob", "config")]).is_ok());
+    assert!(check_fleet_file_bots(&stored, &[bot("b", "Helper task", "bob", "config")]).is_ok());
+}
