@@ -42,9 +42,12 @@ pub(super) fn data_dir_notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if history.created {
+        // the whole path: `./data` is the one a wrong current directory
+        // makes (QA, 2026-12-04: the note hid where it was)
+        let shown = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
         notes.push(format!(
             "new data directory {}: starting with no history",
-            data_dir.display()
+            shown.display()
         ));
     }
     let previous = match &history.previous_workspace {

@@ -166,3 +166,36 @@ async fn check_config_says_what_a_start_would_of_the_data_dir_and_workspace() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(line_of(&out, "WARNING: the workspace "), warning);
 }
+
+/// A relative `host.data_dir` is read from the current directory: the note
+/// of a new data directory names the whole path, so that a wrong current
+/// directory shows (QA, 2026-12-04: it printed `./rel-data`, hiding
+/// where that was).
+#[tokio::test]
+async fn the_new_data_directory_note_names_the_whole_path() {
+    let fleet = TestFleet::new()
+        .script("m", SCRIPT)
+        .bot("a1", "m", &["SendMessage"]);
+    let path = fleet.write();
+    let dir = fleet.path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let absolute = format!("data_dir = \"{}\"", dir.join("data").display());
+    assert!(text.contains(&absolute), "{text}");
+    std::fs::write(&path, text.replace(&absolute, "data_dir = \"./rel-data\"")).unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .arg("check-config")
+        .arg("--fleet")
+        .arg(&path)
+        .current_dir(&dir)
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let cwd = std::fs::canonicalize(&dir).unwrap();
+    let new = format!(
+        "new data directory {}: starting with no history",
+        cwd.join("rel-data").display()
+    );
+    assert!(said.lines().any(|l| l == new), "no {new:?} in:\n{said}");
+}
