@@ -301,6 +301,12 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     )
     .await
     .context("cannot start the routines scheduler")?;
+    banner.extend(
+        scheduler
+            .start_notes()
+            .iter()
+            .map(|n| format!("WARNING: {n}")),
+    );
     if routine_count > 0 || !hooks.is_empty() {
         banner.push(format!(
             "{routine_count} routine(s) from the fleet file, {} webhook(s)",

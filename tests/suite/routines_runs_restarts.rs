@@ -301,6 +301,16 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
     same.prompt = "From the file.".into();
     let config = vec![same, spec("other", "30 9 * * *", "UTC")];
     let h = rig.scheduler(config).await;
+    // the owner's routines that went are named, with what they were (QA,
+    // 2026-12-04: they went without a word)
+    let notes = h.start_notes();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("routine \"same\"")
+            && n.contains("cron \"0 10 * * *\"")
+            && n.contains("another name")),
+        "{notes:?}"
+    );
     let listed = h.list(&rig.bot).await.unwrap();
     let seen: Vec<(&str, RoutineOrigin, &str, Option<i64>)> = listed
         .iter()

@@ -67,6 +67,10 @@ pub struct SchedulerArgs {
     pub clock: Arc<dyn Clock>,
     /// The routines of fleet.toml, (re)registered at every start.
     pub config: Arc<Vec<(BotId, RoutineSpec)>>,
+    /// What the registration of `config` replaced that an owner made: the
+    /// API routines of the file's routines' names, as notes for the
+    /// host's banner (`SchedulerHandle::start_notes`).
+    pub replaced: Arc<parking_lot::Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for SchedulerArgs {

@@ -75,6 +75,13 @@ pub(super) async fn sync_config(state: &mut SchedulerState) -> Result<(), StoreE
         };
         let key = (bot.clone(), spec.name.clone());
         let existing = state.routines.get(&key).map(|l| &l.record);
+        if let Some(api) = existing.filter(|e| e.origin == RoutineOrigin::Api) {
+            // documented (the file's wins), but said: the owner's routine
+            // is gone for good (QA, 2026-12-04: it went without a word)
+            let note = replaced_note(api);
+            tracing::warn!(%bot, routine = %spec.name, "{note}");
+            state.args.replaced.lock().push(note);
+        }
         let record = build_record(existing, bot, spec, RoutineOrigin::Config, &schedule, now);
         if !existing.is_some_and(|e| same_definition(e, &record)) {
             batch.push(Mutation::PutRoutine(Box::new(record.clone())));
@@ -105,6 +112,23 @@ pub(super) async fn sync_config(state: &mut SchedulerState) -> Result<(), StoreE
         commit(&state.args.rt, batch).await?;
     }
     Ok(())
+}
+
+/// What the banner says of an API routine a fleet-file routine of its
+/// name replaced: the bot, the name and what it was, so its owner can
+/// make it again under another name.
+fn replaced_note(api: &RoutineRecord) -> String {
+    let prompt = match api.prompt.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &api.prompt[..cut]),
+        None => api.prompt.clone(),
+    };
+    format!(
+        "routine {name:?} of bot {bot} made through the API (cron {cron:?}, timezone {tz},          prompt {prompt:?}) is replaced by the fleet file's routine of that name; to keep it,          put it again under another name (`botfleet routines put {bot} NAME …`)",
+        name = api.name,
+        bot = api.bot,
+        cron = api.cron,
+        tz = api.timezone,
+    )
 }
 
 pub(super) async fn put(

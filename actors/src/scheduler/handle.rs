@@ -47,6 +47,8 @@ pub struct SchedulerHandle {
     supervisor: ActorRef<()>,
     slot: Slot,
     store: Store,
+    /// What the start said of the API routines the file's replaced.
+    start_notes: Arc<Vec<String>>,
 }
 
 impl std::fmt::Debug for SchedulerHandle {
@@ -67,10 +69,12 @@ impl SchedulerHandle {
     ) -> Result<Self> {
         let store = rt.store.clone();
         let slot: Slot = Arc::new(RwLock::new(None));
+        let replaced = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let args = SchedulerArgs {
             rt,
             clock,
             config: Arc::new(config),
+            replaced: replaced.clone(),
         };
         let (supervisor, _) = Actor::spawn(
             None,
@@ -85,11 +89,21 @@ impl SchedulerHandle {
             what: "scheduler",
             detail: e.to_string(),
         })?;
+        // the actor registered the config routines before its spawn returned
+        let start_notes = Arc::new(std::mem::take(&mut *replaced.lock()));
         Ok(Self {
             supervisor,
             slot,
             store,
+            start_notes,
         })
+    }
+
+    /// What the start replaced that an owner made: each API routine that
+    /// a fleet-file routine of its name replaced, as a line for the host's
+    /// banner (also logged as a warning).
+    pub fn start_notes(&self) -> &[String] {
+        &self.start_notes
     }
 
     fn actor(&self) -> Result<ActorRef<SchedulerMsg>> {
