@@ -2,9 +2,11 @@
 //! an API route that a CLI command does (`create a new room (POST
 //! /v1/groups)`), the command instead (`botfleet group create`). The
 //! host's text is written for API clients and stays theirs; a CLI user
-//! had to translate it. A route the CLI has no command for, or one the
-//! message pairs with its command already (`GET /v1/bots or `botfleet
-//! bots``), is left as it is.
+//! had to translate it. A route the message pairs with its command
+//! already (`GET /v1/bots or `botfleet bots``) goes with its connector,
+//! leaving the command (QA, 2026-12-04: the CLI printed both); a route
+//! the CLI has no command for, or whose command the message names
+//! elsewhere, is left as it is.
 
 /// `message` with each API route it names replaced by the CLI command
 /// that does the same, where there is one.
@@ -18,12 +20,36 @@ pub(super) fn for_cli(message: &str) -> String {
             .unwrap_or(after_method.len());
         // a sentence's full stop is not part of the path
         let path = after_method[..path_len].trim_end_matches('.');
-        out.push_str(&rest[..at]);
-        match command(method, path).filter(|c| !message.contains(&said(c))) {
-            Some(cli) => out.push_str(&format!("`{cli}`")),
-            None => out.push_str(&rest[at..at + method.len() + 1 + path.len()]),
+        let route_end = at + method.len() + 1 + path.len();
+        let cli = command(method, path);
+        // "ROUTE or `command …`", "ROUTE, `command …`": the command alone
+        let paired = cli.as_ref().and_then(|c| {
+            let after = &rest[route_end..];
+            [" or ", ", "]
+                .into_iter()
+                .find(|joint| after.starts_with(&format!("{joint}{}", said(c))))
+        });
+        // "`command …` or `ROUTE`": the command alone too
+        let after_command = cli.as_ref().is_some_and(|c| {
+            rest[..at].ends_with(" or `")
+                && rest[route_end..].starts_with('`')
+                && format!("{out}{}", &rest[..at]).contains(&said(c))
+        });
+        if after_command {
+            out.push_str(&rest[..at - " or `".len()]);
+            rest = &rest[route_end + 1..];
+            continue;
         }
-        rest = &rest[at + method.len() + 1 + path.len()..];
+        out.push_str(&rest[..at]);
+        if let Some(joint) = paired {
+            rest = &rest[route_end + joint.len()..];
+            continue;
+        }
+        match cli.filter(|c| !message.contains(&said(c))) {
+            Some(cli) => out.push_str(&format!("`{cli}`")),
+            None => out.push_str(&rest[at..route_end]),
+        }
+        rest = &rest[route_end..];
     }
     out.push_str(rest);
     out
@@ -111,14 +137,25 @@ mod tests {
                 "or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
                 "or cancel its turn with `botfleet cancel BOT`), then retry",
             ),
-            // paired with its command already, or no command: as it was
+            // paired with its command already: the command alone (QA,
+            // 2026-12-04: both were printed)
             (
                 "no bot \"x\" for you; list your bots with GET /v1/bots or `botfleet bots`",
-                "no bot \"x\" for you; list your bots with GET /v1/bots or `botfleet bots`",
+                "no bot \"x\" for you; list your bots with `botfleet bots`",
             ),
             (
                 "running turn (POST /v1/bots/s/cancel, `botfleet cancel s`)",
-                "running turn (POST /v1/bots/s/cancel, `botfleet cancel s`)",
+                "running turn (`botfleet cancel s`)",
+            ),
+            (
+                "Your message is saved; retry it with `botfleet retry T` or \
+                 `POST /v1/turns/T/retry`, or rephrase it.",
+                "Your message is saved; retry it with `botfleet retry T`, or rephrase it.",
+            ),
+            // the command named elsewhere, or no command: as it was
+            (
+                "retry it with `botfleet retry T` (or POST /v1/turns/T/retry)",
+                "retry it with `botfleet retry T` (or POST /v1/turns/T/retry)",
             ),
             (
                 "bot \"b\" has no routine \"x\"; list them with GET /v1/bots/b/routines.",
