@@ -106,6 +106,7 @@ fn command(method: &str, path: &str) -> Option<String> {
         ),
         ("POST", ["bots", bot, "cancel"]) => format!("botfleet cancel {}", arg(bot, "BOT")),
         ("GET", ["approvals"]) => "botfleet approvals".to_owned(),
+        ("GET", ["bots", bot, "memory"]) => format!("botfleet memory {}", arg(bot, "BOT")),
         ("POST", ["turns", turn, "retry"]) => format!("botfleet retry {}", arg(turn, "TURN")),
         _ => return None,
     })
@@ -151,6 +152,11 @@ mod tests {
                 "Your message is saved; retry it with `botfleet retry T` or \
                  `POST /v1/turns/T/retry`, or rephrase it.",
                 "Your message is saved; retry it with `botfleet retry T`, or rephrase it.",
+            ),
+            (
+                "forget it by id; list what it holds with GET /v1/bots/{bot}/memory or \
+                 `botfleet memory BOT`",
+                "forget it by id; list what it holds with `botfleet memory BOT`",
             ),
             // the command named elsewhere, or no command: as it was
             (
