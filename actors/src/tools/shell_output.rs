@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::shell_registry::GroupGuard;
+use crate::tools::shell_registry::Holders;
 use crate::tools::shell_registry::kill_pipe_holders;
 
 /// How long the end of the output is awaited once the group is killed
@@ -122,7 +123,7 @@ pub(super) async fn finish(
         return (out, err, OutputEnd::Closed);
     }
     let pipes = group.watched_pipes();
-    let killed = tokio::task::spawn_blocking(move || kill_pipe_holders(&pipes, None))
+    let killed = tokio::task::spawn_blocking(move || kill_pipe_holders(&pipes, Holders::Any))
         .await
         .unwrap_or(0);
     let end = match tokio::time::timeout(KILLED_GRACE, &mut both).await {

@@ -122,7 +122,14 @@ impl ShellRegistry {
             if !listed.pipes.is_empty()
                 && let Some(now) = now
             {
-                killed += kill_pipe_holders(&listed.pipes, Some((listed.started, now)));
+                killed += kill_pipe_holders(
+                    &listed.pipes,
+                    Holders::LeftBehind {
+                        group: listed.pgid,
+                        from: listed.started,
+                        to: now,
+                    },
+                );
             }
             let _ = std::fs::remove_file(&path);
         }
@@ -208,7 +215,7 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill();
         if !self.pipes.is_empty() {
-            kill_pipe_holders(&self.pipes, None);
+            kill_pipe_holders(&self.pipes, Holders::Any);
         }
         // a group not killed stays listed: the next start retries
         if self.killed
@@ -268,16 +275,29 @@ pub(crate) fn pipe_id(_fd: std::os::fd::RawFd) -> Option<String> {
     None
 }
 
+/// Which processes holding a command's output pipes [`kill_pipe_holders`]
+/// kills.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Holders {
+    /// Every one but this process (the host reads the pipes).
+    Any,
+    /// Those a command listed by a killed host left behind: out of its
+    /// `group` (killed on its own), started between `from` and `to`
+    /// (clock ticks since boot, both included: the command's start and
+    /// this host's), so that a later pipe given a listed pipe's id is not
+    /// taken for it.
+    LeftBehind { group: u32, from: u64, to: u64 },
+}
+
 /// Kills (SIGKILL) every other process holding one of `pipes` open — a
 /// command's background process that left its group and kept its output
 /// open — and the group such a process leads (it made it with `setsid`,
-/// so its members are its own); returns how many were found. With
-/// `born`, only a process that started within it (clock ticks since boot,
-/// both ends included). Reads every `/proc/<pid>/fd` this user may read:
-/// called only when the output stays open after the group was killed, and
-/// for a command a killed host left listed.
+/// so its members are its own), among `which`; returns how many were
+/// found. Reads every `/proc/<pid>/fd` this user may read: called only
+/// when the output stays open after the group was killed, and for a
+/// command a killed host left listed.
 #[cfg(target_os = "linux")]
-pub(crate) fn kill_pipe_holders(pipes: &[String], born: Option<(u64, u64)>) -> usize {
+pub(crate) fn kill_pipe_holders(pipes: &[String], which: Holders) -> usize {
     use nix::sys::signal::Signal;
     use nix::unistd::Pid;
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -302,12 +322,17 @@ pub(crate) fn kill_pipe_holders(pipes: &[String], born: Option<(u64, u64)>) -> u
             std::fs::read_link(fd.path())
                 .is_ok_and(|t| pipes.iter().any(|p| t.as_os_str() == p.as_str()))
         });
-        let in_time = || {
-            born.is_none_or(|(from, to)| {
+        let chosen = || match which {
+            Holders::Any => true,
+            Holders::LeftBehind { group, from, to } => {
                 start_time(pid).is_some_and(|started| (from..=to).contains(&started))
-            })
+                    && i32::try_from(pid).is_ok_and(|p| {
+                        nix::unistd::getpgid(Some(Pid::from_raw(p)))
+                            .is_ok_and(|g| u32::try_from(g.as_raw()).ok() != Some(group))
+                    })
+            }
         };
-        let Some(pid) = (holds && in_time())
+        let Some(pid) = (holds && chosen())
             .then(|| i32::try_from(pid).ok())
             .flatten()
         else {
@@ -329,7 +354,7 @@ pub(crate) fn kill_pipe_holders(pipes: &[String], born: Option<(u64, u64)>) -> u
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn kill_pipe_holders(_pipes: &[String], _born: Option<(u64, u64)>) -> usize {
+pub(crate) fn kill_pipe_holders(_pipes: &[String], _which: Holders) -> usize {
     0
 }
 
