@@ -6,6 +6,9 @@
 //! check accepts starts (QA, 2026-12-04: check-config said ok to a file
 //! the start then refused).
 
+use std::collections::HashMap;
+
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 
 use crate::error::ActorError;
@@ -21,10 +24,12 @@ use crate::group::mentions::MemberName;
 /// the file bot's owner that the file now lists by their id (adopted:
 /// they keep their conversations and memory).
 pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result<Vec<String>> {
+    // a store may hold thousands of subagents: each looked up, not scanned for
+    let by_id: HashMap<&BotId, &BotRecord> = bots.iter().map(|b| (&b.id, b)).collect();
     let mut notes = Vec::new();
     for made in stored.iter().filter(|b| !b.from_config()) {
-        let how = made_how(made);
-        if let Some(listed) = bots.iter().find(|b| b.id == made.id) {
+        if let Some(listed) = by_id.get(&made.id) {
+            let how = made_how(made);
             if listed.owner != made.owner {
                 return Err(ActorError::Conflict(format!(
                     "the fleet file's bot `{id}` (owner {new}) has the id of {old}'s bot {how}: \
@@ -47,6 +52,7 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
         if made.removed_at().is_some() || !made.origin.starts_with("agent:") {
             continue;
         }
+        let how = made_how(made);
         let theirs = MemberName {
             id: made.id.to_string(),
             name: made.name.trim().to_owned(),

@@ -136,12 +136,24 @@ pub(super) fn rejection(
     body: &str,
     options: &OpenAiOptions,
 ) -> Option<ModelError> {
+    judged(status, Some(status.as_u16()), body, options)
+}
+
+/// [`rejection`] of a failure judged as `status`; `shown` is the status
+/// the error names (`None`: the provider sent it inside a 200 answer, and
+/// a status it never sent is not named).
+fn judged(
+    status: StatusCode,
+    shown: Option<u16>,
+    body: &str,
+    options: &OpenAiOptions,
+) -> Option<ModelError> {
     let said = Said::of(body);
     let code = status.as_u16();
     let quota = said.code == "insufficient_quota" || said.kind == "insufficient_quota";
     if status == StatusCode::PAYMENT_REQUIRED || (status.is_client_error() && quota) {
         return Some(ModelError::QuotaExhausted {
-            status: Some(code),
+            status: shown,
             body: body.to_owned(),
         });
     }
@@ -203,13 +215,8 @@ fn reported_rejection(error: &Value, body: &str, options: &OpenAiOptions) -> Opt
         .and_then(|code| StatusCode::from_u16(code).ok())
         .filter(|status| status.is_client_error() || status.is_server_error())
         .unwrap_or(StatusCode::BAD_REQUEST);
-    match rejection(status, body, options)? {
-        // the answer came with 200: no error status to name
-        ModelError::QuotaExhausted { body, .. } => {
-            Some(ModelError::QuotaExhausted { status: None, body })
-        }
-        other => Some(other),
-    }
+    // the answer came with 200: no error status to name
+    judged(status, None, body, options)
 }
 
 /// The number after the first of [`WINDOW_BEFORE`] in `message` (digits,
