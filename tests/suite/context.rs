@@ -552,3 +552,82 @@ async fn a_compaction_quotes_a_webhook_payload_and_no_line_of_it_is_a_record() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// With the smallest `compact_at_tokens` the system prompt and a summary
+/// come near the mark. A compaction round (one or more chunks, each a
+/// summary entry written right after the one before) must still cover a
+/// run of exchanges each time, not the one or two written since the last
+/// round: each round is a model call per chunk.
+#[tokio::test]
+async fn a_small_token_mark_compacts_runs_of_exchanges_not_each_one() {
+    let script = r#"
+[[rule]]
+purpose = "compact"
+steps = [ { text = "SUMMARY: the person sent numbered notes; each was acknowledged." } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let fleet = host.shutdown().await;
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "kind = \"scripted\"",
+        "kind = \"scripted\"\ncompact_at_tokens = 1000\nbackground_compact_at_tokens = 1000",
+    );
+    std::fs::write(&path, text).unwrap();
+    let host = crate::support::fleet::restart(fleet).await;
+    let mut session = String::new();
+    let turns = 40;
+    for i in 0..turns {
+        let (_, sent) = host
+            .send(
+                "r",
+                &format!("note {i}: the meeting moved to room {i}"),
+                None,
+            )
+            .await;
+        session = sent["session"].as_str().unwrap().to_owned();
+        let end = host
+            .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+        assert_eq!(end["status"], "completed", "{end}");
+    }
+    let entries = host.entries(&session).await;
+    // (seq, covers_to_seq) of each summary; a round's chunks are adjacent
+    let summaries: Vec<(i64, i64)> = entries
+        .iter()
+        .filter(|e| e["kind"] == "summary")
+        .map(|e| {
+            (
+                e["seq"].as_i64().unwrap(),
+                e["covers_to_seq"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let mut rounds: Vec<(i64, i64)> = Vec::new(); // (last seq written, covers_to_seq)
+    for (seq, covers) in summaries {
+        match rounds.last_mut() {
+            Some(round) if round.0 + 1 == seq => *round = (seq, covers),
+            _ => rounds.push((seq, covers)),
+        }
+    }
+    assert!(
+        rounds.len() >= 2,
+        "no compaction in {turns} turns: {rounds:?}"
+    );
+    let per_turn = i64::try_from(entries.len()).unwrap() / turns;
+    let mut covered = 0;
+    for (_, covers) in &rounds {
+        assert!(
+            covers - covered >= 4 * per_turn,
+            "a round covered fewer than four exchanges: {rounds:?}"
+        );
+        covered = *covers;
+    }
+    host.shutdown().await;
+}
