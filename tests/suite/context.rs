@@ -70,6 +70,24 @@ async fn the_prompt_prefix_is_byte_identical_turn_after_turn() {
     server.shutdown().await;
 }
 
+/// A host whose bot `r` runs on `script` with the smallest compaction
+/// threshold the configuration takes (both marks at 1000 tokens).
+async fn small_mark_host(script: &str) -> TestHost {
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let fleet = host.shutdown().await;
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "kind = \"scripted\"",
+        "kind = \"scripted\"\ncompact_at_tokens = 1000\nbackground_compact_at_tokens = 1000",
+    );
+    std::fs::write(&path, text).unwrap();
+    crate::support::fleet::restart(fleet).await
+}
+
 #[tokio::test]
 async fn compaction_keeps_the_quoted_constraint_and_starts_a_new_epoch() {
     let script = r#"
@@ -80,20 +98,7 @@ steps = [ { text = "SUMMARY OF: {{input}}" } ]
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
 "#;
-    let host = TestFleet::new()
-        .script("s", script)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    // a small compaction threshold for the scripted provider
-    let fleet = host.shutdown().await;
-    let path = fleet.write();
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "kind = \"scripted\"",
-        "kind = \"scripted\"\ncompact_at_tokens = 1000\nbackground_compact_at_tokens = 1000",
-    );
-    std::fs::write(&path, text).unwrap();
-    let host = crate::support::fleet::restart(fleet).await;
+    let host = small_mark_host(script).await;
     let (_, first) = host
         .send(
             "r",
@@ -568,19 +573,7 @@ steps = [ { text = "SUMMARY: the person sent numbered notes; each was acknowledg
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
 "#;
-    let host = TestFleet::new()
-        .script("s", script)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    let fleet = host.shutdown().await;
-    let path = fleet.write();
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "kind = \"scripted\"",
-        "kind = \"scripted\"\ncompact_at_tokens = 1000\nbackground_compact_at_tokens = 1000",
-    );
-    std::fs::write(&path, text).unwrap();
-    let host = crate::support::fleet::restart(fleet).await;
+    let host = small_mark_host(script).await;
     let mut session = String::new();
     let turns = 40;
     for i in 0..turns {
