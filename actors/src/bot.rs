@@ -13,7 +13,6 @@ use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Priority;
 use botfleet_memory::SessionId;
-use botfleet_memory::SessionKind;
 use botfleet_memory::TurnId;
 use botfleet_memory::TurnStatus;
 use futures::FutureExt;
@@ -83,6 +82,9 @@ pub struct BotStatus {
     /// unfinished turns from the store yet, so `turn` and `queued` say
     /// nothing (they are `None` and 0 without the bot being idle).
     pub starting: bool,
+    /// Sessions whose context the bot keeps in memory between turns (at
+    /// most 16, the least recently used left out: `bot_tails.rs`).
+    pub contexts: usize,
 }
 
 impl BotStatus {
@@ -94,6 +96,7 @@ impl BotStatus {
             queued: 0,
             paused_until: None,
             starting: true,
+            contexts: 0,
         }
     }
 }
@@ -225,7 +228,7 @@ pub struct BotState {
     queue: BotQueue,
     running: Option<Running>,
     pending: VecDeque<Pending>,
-    tails: HashMap<SessionId, SessionTail>,
+    tails: Tails,
     crashes: HashMap<TurnId, i64>,
     /// Set while the bot waits for the store to accept writes again
     /// (`bot_store_wait.rs`): nothing runs until the wait is over.
@@ -279,7 +282,7 @@ impl Actor for BotActor {
             queue: BotQueue::default(),
             running: None,
             pending: VecDeque::new(),
-            tails: HashMap::new(),
+            tails: Tails::default(),
             crashes: HashMap::new(),
             store_wait: None,
             store_timers: 0,
@@ -439,6 +442,7 @@ impl BotState {
             queued: self.queue.len() + self.pending.iter().map(|p| p.inputs().len()).sum::<usize>(),
             paused_until: self.paused_until,
             starting: false,
+            contexts: self.tails.len(),
         }
     }
 
@@ -457,6 +461,10 @@ impl BotState {
             .any(|i| i.item.gid == gid)
     }
 }
+
+#[path = "bot_tails.rs"]
+mod tails;
+use tails::Tails;
 
 #[path = "bot_inputs.rs"]
 mod inputs;

@@ -215,7 +215,7 @@ impl BotState {
         let soft = hard.child_token();
         let tail = self
             .tails
-            .remove(&session)
+            .take(&session)
             .unwrap_or_else(|| SessionTail::new(session));
         let started_at = self.rt.store.clock().now_ms();
         // set before the run when its last run could not write: a crash
@@ -324,7 +324,7 @@ impl BotState {
                 // tail back)
                 let refused = report.status.is_none() && report.tail.is_none();
                 if let Some(tail) = report.tail {
-                    self.tails.insert(run.session, tail);
+                    self.tails.put(run.session, tail);
                 }
                 if report.compaction_due && !self.compact_due.contains(&run.session) {
                     self.compact_due.push(run.session);
@@ -394,7 +394,7 @@ impl BotState {
             }
             TurnEndKind::Panicked { message, .. } => {
                 tracing::error!(bot = %self.record.id, turn = %turn, %message, "turn task panicked");
-                self.tails.remove(&run.session);
+                self.tails.drop_session(&run.session);
                 Some((run.inputs, format!("the turn crashed: {message}")))
             }
         };
@@ -500,14 +500,11 @@ async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> TurnPlan {
 }
 
 /// Whether `input` is a room coordinator's input to this bot: by its entry
-/// when it came with one, else by its session's kind when the session is
-/// loaded.
-fn is_room_input(input: &QueuedInput, tails: &HashMap<SessionId, SessionTail>) -> bool {
+/// when it came with one, else by its session's kind when a context of it
+/// was loaded.
+fn is_room_input(input: &QueuedInput, tails: &Tails) -> bool {
     match &input.entry {
         Some(e) => crate::group::is_input_author(&e.author),
-        None => tails
-            .get(&input.item.session)
-            .and_then(|t| t.record.as_ref())
-            .is_some_and(|r| r.key.kind == SessionKind::Group),
+        None => tails.is_room(&input.item.session),
     }
 }

@@ -131,6 +131,8 @@ pub(crate) async fn list(
             "active": live.is_some() && b.removed_at().is_none(),
             "running_turn": live.and_then(|s| s.turn.as_ref()).map(|t| t.turn),
             "queued": live.map(|s| s.queued).unwrap_or(0),
+            // sessions whose context the awake bot holds in memory
+            "contexts_in_memory": live.map(|s| s.contexts).unwrap_or(0),
             // false while the bot's actor is starting (reading its queue
             // and unfinished turns): `running_turn` and `queued` are not
             // known yet, which does not make it idle
