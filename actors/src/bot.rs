@@ -394,6 +394,9 @@ impl BotActor {
                 // work the person was told was cancelled ran on.
                 let cancelled = match &mut state.running {
                     Some(r) if r.hard.is_cancelled() => false,
+                    // a background compaction runs on; the queue's turn
+                    // starts when it ends
+                    Some(r) if r.plan == RunPlan::Compact => false,
                     Some(r) => {
                         r.hard.cancel();
                         r.cancelled_by = Some(reply);
@@ -431,7 +434,9 @@ impl BotState {
     fn status(&self) -> BotStatus {
         BotStatus {
             id: self.record.id.clone(),
-            turn: self.running.as_ref().map(|r| RunningTurn {
+            // a background compaction is no turn: it has no record, takes
+            // no input and is not the person's to cancel
+            turn: self.running_turn().map(|r| RunningTurn {
                 turn: r.turn,
                 session: r.session,
                 inputs: r.inputs.iter().map(|i| i.item.gid).collect(),
@@ -444,6 +449,11 @@ impl BotState {
             starting: false,
             contexts: self.tails.len(),
         }
+    }
+
+    /// The running turn: the run, unless it is a background compaction.
+    fn running_turn(&self) -> Option<&Running> {
+        self.running.as_ref().filter(|r| r.plan != RunPlan::Compact)
     }
 
     /// Publishes the status on the router's live board.

@@ -624,3 +624,85 @@ steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
     }
     host.shutdown().await;
 }
+
+/// A background compaction is no turn: it has no record and takes no
+/// input. It was published as the bot's running turn (the bot list said
+/// "working", the turn listing showed it `running` with no inputs, a
+/// cancel "cancelled" it and its id then answered 404), and its summaries
+/// named that id, which no turn has.
+#[tokio::test]
+async fn a_background_compaction_is_not_shown_or_cancelled_as_a_turn() {
+    let (gate, held) = tokio::sync::watch::channel(false);
+    let server = OpenAiServer::builder()
+        .responder(move |request| {
+            if is_compaction(request) {
+                return Reply::text("SUMMARY: notes were sent").hold_until(held.clone());
+            }
+            if last_message(request).is_some_and(|m| m["role"] == "tool") {
+                return Reply::text("");
+            }
+            Reply::tool_call(
+                "call_1",
+                "SendMessage",
+                json!({ "text": "noted" }).to_string(),
+            )
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .runtime("debounce_ms = 0\nextract_memory = false\ncontext_entries = 8")
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let mut session = String::new();
+    for i in 0..6 {
+        let (_, sent) = host.send("r", &format!("note {i}"), None).await;
+        session = sent["session"].as_str().unwrap().to_owned();
+        host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+        if server.requests().iter().any(|r| is_compaction(&r.body)) {
+            break;
+        }
+    }
+    assert!(
+        server.requests().iter().any(|r| is_compaction(&r.body)),
+        "no background compaction began"
+    );
+    // the summariser's answer is held: the compaction runs
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let bot = &bots["bots"][0];
+    assert_eq!(bot["running_turn"], Value::Null, "{bot}");
+    let (_, turns) = host.get("/v1/bots/r/turns", TOKEN).await;
+    assert!(
+        turns["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["status"] != "running"),
+        "{turns}"
+    );
+    let (status, cancel) = host
+        .call(reqwest::Method::POST, "/v1/bots/r/cancel", TOKEN, None)
+        .await;
+    assert_eq!(
+        (status, &cancel["cancelled"]),
+        (200, &json!(false)),
+        "{cancel}"
+    );
+    gate.send(true).unwrap();
+    let summary = host
+        .wait_for(&session, |es| {
+            es.iter().find(|e| e["kind"] == "summary").cloned()
+        })
+        .await;
+    assert_eq!(summary["turn"], Value::Null, "{summary}");
+    // the bot goes on
+    let (_, sent) = host.send("r", "still there?", None).await;
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed");
+    host.shutdown().await;
+    server.shutdown().await;
+}

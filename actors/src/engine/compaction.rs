@@ -120,7 +120,8 @@ pub(crate) enum CompactionError {
 /// against.
 pub(crate) struct ChunkBudget<'a> {
     /// The turn the summaries are written under (`None`: a fresh id each,
-    /// for a turn whose start is not written yet).
+    /// and no turn named: a background compaction, which has no turn
+    /// record, or a turn whose start is not written yet).
     pub turn: Option<TurnId>,
     /// Tokens the running turn used and has not stored yet (0 in the
     /// background).

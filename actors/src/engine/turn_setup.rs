@@ -286,7 +286,9 @@ impl Runner {
         }
         let background = self.state.input_seqs.is_empty();
         let account = compaction::ChunkBudget {
-            turn: if self.start_pending.is_some() {
+            // a background compaction has an id of its own but no turn
+            // record: its summaries name no turn
+            turn: if background || self.start_pending.is_some() {
                 None
             } else {
                 Some(self.turn)
