@@ -319,9 +319,11 @@ fn render(e: &Value) -> Option<String> {
     match e["kind"].as_str().unwrap_or("") {
         "user_message" => Some(format!("#{seq} {who}: {text}")),
         "delivery" => Some(format!("#{seq} {} ▸ {text}", speaker(e))),
+        // written for API clients too: the CLI's command, not the route
         "notice" => Some(format!(
-            "#{seq} [{}] {text}",
-            e["code"].as_str().unwrap_or("notice")
+            "#{seq} [{}] {}",
+            e["code"].as_str().unwrap_or("notice"),
+            super::hints::for_cli(text)
         )),
         _ => None,
     }
@@ -626,6 +628,9 @@ fn print_discussion(discussion: &Discussion<'_>, as_json: bool) {
         outln!("{} ▸ {}", speaker(d), d["text"].as_str().unwrap_or(""));
     }
     for n in &notices {
-        errln!("({})", n["text"].as_str().unwrap_or(""));
+        errln!(
+            "({})",
+            super::hints::for_cli(n["text"].as_str().unwrap_or(""))
+        );
     }
 }

@@ -38,7 +38,8 @@ impl Ended<'_> {
         let retry = format!("retry with `botfleet retry {turn}`");
         match self.notice {
             Some(n) => {
-                let text = n["text"].as_str().unwrap_or("");
+                let text = super::hints::for_cli(n["text"].as_str().unwrap_or(""));
+                let text = text.as_str();
                 // the notice is a sentence; what follows continues it, so
                 // its full stop goes ("a reply (turn …)", not "a reply. (turn …)")
                 let clause = text.trim_end().trim_end_matches('.');
@@ -125,7 +126,7 @@ pub(super) fn paused(pause: &Paused<'_>, session: &str, seq: i64, as_json: bool)
         .and_then(chrono::DateTime::from_timestamp_millis)
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string());
     let text = match (pause.notice, &when) {
-        (Some(notice), _) => notice.to_owned(),
+        (Some(notice), _) => super::hints::for_cli(notice),
         (None, Some(when)) => {
             format!("{bot} is paused until {when}: its daily token budget is spent")
         }
@@ -236,7 +237,12 @@ mod tests {
             };
             let said = ended.explain();
             assert_eq!(said.matches("botfleet retry t1").count(), 1, "{said}");
-            assert!(said.starts_with(&text), "{said}");
+            // the notice as the CLI says it: its command, not the route
+            assert!(
+                said.starts_with(&super::super::hints::for_cli(&text)),
+                "{said}"
+            );
+            assert!(!said.contains("/v1/"), "{said}");
         }
     }
 }

@@ -282,9 +282,11 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
             let by = named_bot(who, e["author_name"].as_str()).unwrap_or_else(|| who.to_owned());
             vec![format!("#{seq} {by} ▸ {text}")]
         }
+        // written for API clients too: the CLI's command, not the route
         "notice" => vec![format!(
-            "#{seq} [{}] {text}",
-            e["code"].as_str().unwrap_or("notice")
+            "#{seq} [{}] {}",
+            e["code"].as_str().unwrap_or("notice"),
+            super::hints::for_cli(text)
         )],
         "reaction" => vec![format!(
             "#{seq} {who} reacted {} to #{}",

@@ -54,6 +54,23 @@ async fn send_json_says_why_a_turn_did_not_complete_and_how_to_retry() {
         // the text mode says the same on stderr
         let (_, _, said) = cli(&["send", "r", text], &host.url, TOKEN).await;
         assert!(said.contains("botfleet retry"), "{said}");
+        // the notice names the command and its API route; the CLI prints
+        // the command alone (QA: "`botfleet retry T` or `POST /v1/turns/T/retry`")
+        assert!(!said.contains("/v1/"), "{said}");
+        assert!(!notice.contains("/v1/"), "{notice}");
+    }
+    let (code, out, err) = cli(&["transcript", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let failed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("[turn_failed]"))
+        .collect();
+    assert!(!failed.is_empty(), "{out}");
+    for line in failed {
+        assert!(
+            line.contains("`botfleet retry ") && !line.contains("/v1/"),
+            "{line}"
+        );
     }
     assert!(
         notice_of(&host.url, "break again")
