@@ -190,6 +190,7 @@ impl GateFixture {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: 0,
+            inputs: &[],
             memory_shown: ShownMemory::default(),
         };
         matches!(

@@ -241,6 +241,9 @@ prompts! {
     group_not_shown => "group_not_shown.md",
     /// Result of a room member's SendMessage outside its turn.
     group_held_result => "group_held_result.md",
+    /// Result of a room member's SendMessage in a turn that did not take
+    /// the input the room's discussion awaits (its next turn does).
+    group_held_next_result => "group_held_next_result.md",
     /// Notice in a room member's session of a message it was not allowed
     /// to publish (people read it; the room counts it).
     group_held_notice => "group_held_notice.md",

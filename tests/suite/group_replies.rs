@@ -19,6 +19,7 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_user_text;
 
 /// m1 asks m2 privately during the discussion, and relays m2's answer
 /// when it comes back (outside any discussion).
@@ -381,6 +382,132 @@ async fn a_quote_in_a_room_name_is_escaped_in_the_members_prompt() {
             "{content}"
         );
     }
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// m4's requests: its discussion turns ask `a` (round 1) and answer m2
+/// (round 2); the turn over `a`'s reply relays it, its answer held until
+/// `relay` opens. m2 speaks in round 1 once `speak` opens, then is quiet.
+fn relay_race_model(
+    request: &Value,
+    relay: &tokio::sync::watch::Receiver<bool>,
+    speak: &tokio::sync::watch::Receiver<bool>,
+) -> Reply {
+    let messages = request["messages"].as_array().unwrap();
+    if messages.last().is_some_and(|m| m["role"] == "tool") {
+        return Reply::text("");
+    }
+    let system = messages[0]["content"].as_str().unwrap_or("");
+    let last = last_user_text(request).unwrap_or("");
+    let send = |text: &str| json!({ "text": text }).to_string();
+    if system.contains("Test bot m2.") {
+        if last.contains("what do you think") && !last.contains("m4 round msg") {
+            return Reply::tool_call("c1", "SendMessage", send("m2 speaks"))
+                .hold_until(speak.clone());
+        }
+        return Reply::text("quiet");
+    }
+    if last.contains("Message from bot") {
+        return Reply::tool_call("c1", "SendMessage", send("m4 relay")).hold_until(relay.clone());
+    }
+    if last.contains("m2 speaks") {
+        return Reply::tool_call("c1", "SendMessage", send("m4 round msg"));
+    }
+    if last.contains("what do you think") {
+        let ask = json!({ "agent": "a", "text": "q from m4" }).to_string();
+        return Reply::tool_call("c1", "SendToAgent", ask).and_tool_call(
+            "c2",
+            "SendMessage",
+            send("m4: asked a"),
+        );
+    }
+    Reply::text("nothing to add")
+}
+
+/// A member's turn over a bot's reply was still running (its model slow)
+/// when the room's next round gave the member its input: that turn had
+/// not read the room, yet it spoke for the member (its message published
+/// as the member's round-2 reply), and the member's real round-2 turn was
+/// refused as over the limit per member turn. The floor is the turn's
+/// that took the room's input.
+#[tokio::test]
+async fn a_turn_over_a_bots_reply_does_not_speak_for_the_members_next_round() {
+    let (open_relay, relay) = tokio::sync::watch::channel(false);
+    let (open_speak, speak) = tokio::sync::watch::channel(false);
+    let server = OpenAiServer::builder()
+        .responder(move |request| relay_race_model(request, &relay, &speak))
+        .start()
+        .await;
+    let script = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "answer from a" } } ]
+"#;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .script("s", script)
+        .bot("m4", "main", &["SendMessage", "SendToAgent"])
+        .bot("m2", "main", &["SendMessage", "SendToAgent"])
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .tables("[review]\ndelivery = \"off\"\n")
+        .start()
+        .await;
+    create(&host, "race", &["m4", "m2"]).await;
+    let (status, answer) = host
+        .post_raw(
+            "/v1/groups/race/messages",
+            Some(TOKEN),
+            None,
+            json!({ "text": "what do you think?" }).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    let timeline = answer["session"].as_str().unwrap().to_owned();
+    let seq = answer["seq"].as_i64().unwrap();
+    // m4's turn over a's reply waits for its model; then m2 speaks, and
+    // the next round's input reaches m4 while that turn still runs
+    server
+        .wait_until(|r| last_user_text(r).is_some_and(|t| t.contains("Message from bot")))
+        .await;
+    open_speak.send(true).unwrap();
+    let m4 = member_session("m4", "race");
+    host.wait_for(&m4, |es| {
+        (of_kind(es, "event").len() >= 2).then_some(Value::Null)
+    })
+    .await;
+    open_relay.send(true).unwrap();
+    host.wait_turn_end(&timeline, seq).await;
+
+    let public = texts(&of_kind(&host.entries(&timeline).await, "delivery"));
+    assert_eq!(
+        public,
+        ["m4: asked a", "m2 speaks", "m4 round msg"],
+        "{public:?}"
+    );
+    let entries = host.entries(&m4).await;
+    let relayed = entries
+        .iter()
+        .find(|e| {
+            e["kind"] == "turn_end"
+                && entries.iter().any(|i| {
+                    i["kind"] == "agent_message"
+                        && e["inputs"]
+                            .as_array()
+                            .is_some_and(|a| a.contains(&i["seq"]))
+                })
+        })
+        .unwrap();
+    let results = tool_results(&entries, &relayed["turn"]);
+    assert!(
+        results.len() == 1 && results[0].contains("waits for your next turn"),
+        "{results:?}"
+    );
+    assert!(
+        of_kind(&entries, "notice")
+            .iter()
+            .all(|n| n["code"] != "room_message_over_limit"),
+        "{entries:#?}"
+    );
     host.shutdown().await;
     server.shutdown().await;
 }

@@ -357,6 +357,31 @@ impl OpenAiServer {
         }
     }
 
+    /// Waits until a request whose body `pick` accepts has come (30 s at
+    /// most: then the test fails naming what came).
+    pub async fn wait_until(&self, pick: impl Fn(&Value) -> bool) {
+        let wait = async {
+            loop {
+                let notified = self.shared.received.notified();
+                if self.requests().iter().any(|r| pick(&r.body)) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .is_err()
+        {
+            let seen: Vec<Option<String>> = self
+                .requests()
+                .iter()
+                .map(|r| last_user_text(&r.body).map(str::to_owned))
+                .collect();
+            panic!("no such request in 30 s; the last user texts of those that came: {seen:?}");
+        }
+    }
+
     /// Queues a reply while running.
     pub fn push_reply(&self, reply: Reply) {
         self.shared.script().replies.push_back(reply);

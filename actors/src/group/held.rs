@@ -23,7 +23,11 @@
 //! went on without the member, removed from the fleet's config while it
 //! had the floor). Turns of one bot run one at a time, so a delivery
 //! written on that answer is read by the coordinator before the input is
-//! answered.
+//! answered. And the floor is the turn's that took that input (SendMessage
+//! checks its turn's inputs): a turn over a bot's reply that was still
+//! running when the input came had not read the room, and spoke in the
+//! member's place, its message taken for the member's reply and the
+//! member's own turn then refused as past the limit per member turn.
 
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
@@ -120,19 +124,25 @@ pub struct Held {
 
 /// Holds `text`, sent by `bot` in call `call_id` of `turn`, in its
 /// session `session` of room `room`.
+///
+/// `awaited`: a discussion awaits the member, in the turn that takes its
+/// input (not this one, which answers other inputs of the session).
 pub fn hold(
     session: SessionId,
     room: &str,
     bot: &BotId,
-    turn: TurnId,
-    call_id: &str,
+    (turn, call_id): (TurnId, &str),
     text: &str,
+    awaited: bool,
 ) -> Held {
     let p = prompts();
-    let result = p
-        .group_held_result
-        .render(&[("room", &quoted_name(room))])
-        .unwrap_or_default();
+    let result = if awaited {
+        &p.group_held_next_result
+    } else {
+        &p.group_held_result
+    }
+    .render(&[("room", &quoted_name(room))])
+    .unwrap_or_default();
     let notice = p
         .group_held_notice
         .render(&[("room", room), ("bot", bot.as_str()), ("text", text)])

@@ -130,7 +130,7 @@ async fn held_messages_are_counted_up_to_the_next_input() {
     let (store, s) = session(&dir).await;
     let bot = BotId::new("a").unwrap();
     let held = |text: &str| {
-        let h = hold(s, "standup", &bot, TurnId::new_v7(), "c1", text);
+        let h = hold(s, "standup", &bot, (TurnId::new_v7(), "c1"), text, false);
         Mutation::Append(Box::new(h.notice))
     };
     store
@@ -148,7 +148,14 @@ async fn held_messages_are_counted_up_to_the_next_input() {
     assert_eq!(count_held(&store, s, "standup", 2).await.unwrap(), 2);
     assert_eq!(count_held(&store, s, "standup", 4).await.unwrap(), 1);
     assert_eq!(count_held(&store, s, "standup", 6).await.unwrap(), 1);
-    let h = hold(s, "standup", &bot, TurnId::new_v7(), "c1", "the text");
+    let h = hold(
+        s,
+        "standup",
+        &bot,
+        (TurnId::new_v7(), "c1"),
+        "the text",
+        false,
+    );
     assert!(h.result.starts_with("not published"), "{}", h.result);
     assert!(
         h.notice.kind.text().contains("standup") && h.notice.kind.text().contains("the text"),

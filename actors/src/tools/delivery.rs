@@ -138,10 +138,14 @@ impl Tool for SendMessage {
                         "try again",
                     )
                 };
-                let floor = group::held::floor_input(ctx.store(), ctx.session(), &key.peer)
+                // the floor is the turn's that took the input the
+                // discussion awaits: another turn of the member session
+                // still running when that input came (a reply from a bot
+                // it asked) had not read the room, and spoke in its place
+                let awaited = group::held::floor_input(ctx.store(), ctx.session(), &key.peer)
                     .map_err(unreadable)?;
-                let held = match floor {
-                    Some(input_seq) => {
+                let held = match awaited {
+                    Some(input_seq) if ctx.inputs.contains(&input_seq) => {
                         // past the room's limit per member turn or its reply
                         // cap it would be withheld after the turn: say so
                         // now, not "delivered"
@@ -171,13 +175,13 @@ impl Tool for SendMessage {
                             kept,
                         )
                     }
-                    None => group::held::hold(
+                    awaited => group::held::hold(
                         ctx.session(),
                         &key.peer,
                         &ctx.bot.id,
-                        ctx.turn,
-                        ctx.call_id,
+                        (ctx.turn, ctx.call_id),
                         text,
+                        awaited.is_some(),
                     ),
                 };
                 return Ok(ToolOutput {

@@ -156,6 +156,7 @@ impl Fx {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: 0,
+            inputs: &[],
             memory_shown: crate::tools::ShownMemory::default(),
         };
         Gate::check(&ctx, tool, t.as_ref(), &args).await
@@ -451,6 +452,7 @@ async fn reviewed_calls_are_known_up_front() {
         secrets: &fx.secrets,
         step_effects: &[],
         delivered_before: 0,
+        inputs: &[],
         memory_shown: crate::tools::ShownMemory::default(),
     };
     assert!(Gate::reviewed(&ctx, "Shell", &json!({"command": "ls"})));

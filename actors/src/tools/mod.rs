@@ -160,6 +160,10 @@ pub struct ToolContext<'a> {
     /// The memory items this turn's prompt shows: Forget by text forgets
     /// only those (the bot cannot have meant a fact it was not shown).
     pub memory_shown: ShownMemory<'a>,
+    /// Seqs of the turn's inputs in its session (kept across a resume;
+    /// none for a background run): a room member speaks to its room only
+    /// in the turn that took the input the discussion awaits.
+    pub inputs: &'a [i64],
 }
 
 /// The ids of the memory items a turn's prompt shows (`memory/render.rs`
