@@ -18,6 +18,10 @@ mod tests;
 mod retry_race_tests;
 
 #[cfg(test)]
+#[path = "bot_compaction_race_tests.rs"]
+mod compaction_race_tests;
+
+#[cfg(test)]
 #[path = "bot_cancel_tests.rs"]
 mod cancel_tests;
 

@@ -340,8 +340,10 @@ impl Runner {
                     .map(|(i, _)| i.seq),
                 None,
             ),
+            // a run without inputs of its own yet loads no input that no
+            // turn claimed (`ContextBound::claimed_only`)
             Some(PlanKind::Resume { .. } | PlanKind::Compact | PlanKind::Fail { .. }) | None => {
-                None
+                Some(ContextBound::claimed_only())
             }
         };
         // a summary another writer stored moved the session's epoch past
@@ -514,7 +516,20 @@ impl Runner {
                 }
             }
             Some(PlanKind::Compact) => {
-                self.compact_now(None).await;
+                // a message of the session no turn claimed yet stays out
+                // of the summary: the turn that claims it shows it to the
+                // model as it was said, after what came before it (a
+                // small window had it summarised away before its turn)
+                let unclaimed = self
+                    .rt
+                    .store
+                    .pending_inbox(&self.bot.id)
+                    .await?
+                    .iter()
+                    .filter(|i| i.session == self.session)
+                    .map(|i| i.seq)
+                    .min();
+                self.compact_now(unclaimed).await;
                 return Ok(TurnStatus::Completed);
             }
             Some(PlanKind::Resume { inputs }) => {

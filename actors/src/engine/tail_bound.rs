@@ -98,6 +98,27 @@ impl ContextBound {
         })
     }
 
+    /// The bound of a run without inputs of its own yet — a background
+    /// compaction, a turn resumed or failed before its record is read:
+    /// every entry but the inputs waiting in the inbox and what earlier
+    /// runs over them did ([`ContextBound::without_pending`], which the
+    /// run adds), as a tail kept in memory holds only inputs some turn
+    /// claimed. Loaded with none, such a run's tail held a message no turn
+    /// had claimed yet (one routed after the turn that was running when it
+    /// came had ended) at its place among that turn's entries, where the
+    /// turn that claimed it next found it instead of pushing it last,
+    /// unless something made it reload (a summary written after it did).
+    pub(crate) fn claimed_only() -> Self {
+        Self {
+            // nothing to read before the window, and all of it let in
+            from: i64::MAX,
+            upto: i64::MAX,
+            own: None,
+            inputs: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
     /// The bound without the session's inputs at `seqs` that wait in the
     /// inbox (no turn claimed them, or their turn was interrupted or is
     /// retried), unless they are the turn's own: the turn that claims one

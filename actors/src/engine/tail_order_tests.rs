@@ -207,3 +207,73 @@ async fn a_waiting_input_and_a_run_over_it_stay_out() {
     assert_eq!(users(&tail), ["first", "reply one"]);
     store.close().await;
 }
+
+/// Soak (round 32, "a message among the previous turn's entries"): a
+/// message admitted while a turn ran, and routed to its bot only after
+/// that turn had ended, was loaded by the background compaction that ran
+/// meanwhile at its place among the ended turn's entries; the turn that
+/// then claimed it found it there (a push of an entry the tail holds
+/// changes nothing), followed by the other turn's reply, and its model
+/// read it as answered. A run without inputs of its own loads no input
+/// that no turn claimed: the turn that claims it pushes it at the end.
+#[tokio::test]
+async fn a_run_without_inputs_loads_no_unclaimed_input() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (session, first) = admit(store, bot, "first").await;
+    let run = TurnId::new_v7();
+    let call = botfleet_memory::ToolCallBody {
+        id: "call-1".into(),
+        name: "Read".into(),
+        arguments: "{}".into(),
+    };
+    let step = EntryKind::Assistant {
+        reasoning: String::new(),
+        text: String::new(),
+        tool_calls: vec![call.clone()],
+    };
+    append(store, session, run, step).await;
+    // the second message comes while the run works
+    let (_, second) = admit(store, bot, "second").await;
+    let result = EntryKind::ToolResult {
+        call_id: call.id,
+        name: call.name,
+        content: "ok".into(),
+        is_error: false,
+    };
+    append(store, session, run, result).await;
+    let reply = EntryKind::Reminder {
+        text: "reply one".into(),
+    };
+    append(store, session, run, reply).await;
+    let end = EntryKind::TurnEnd {
+        status: TurnStatus::Completed,
+        inputs: vec![first],
+        deliveries: 1,
+        usage: None,
+    };
+    append(store, session, run, end).await;
+    // loaded by a run without inputs while the second waits in the inbox
+    let mut tail = SessionTail::new(session);
+    let bound = ContextBound::claimed_only().without_pending([second].into_iter());
+    tail.load(
+        store,
+        "id",
+        &StateBlock::default(),
+        50,
+        Encoding::default(),
+        Some(bound),
+    )
+    .await
+    .unwrap();
+    assert_eq!(users(&tail), ["first", "reply one"]);
+    // the turn that claims it pushes it: after the reply
+    let entry = store
+        .entries_after(session, second - 1, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    tail.push(&entry);
+    assert_eq!(users(&tail), ["first", "reply one", "second"]);
+    store.close().await;
+}

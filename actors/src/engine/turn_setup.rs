@@ -314,7 +314,11 @@ impl Runner {
                 }
                 self.memory_update = None;
                 self.tail.invalidate();
-                let bound = self.own_bound();
+                // a background compaction's reload leaves out what no
+                // turn claimed, as its first load did
+                let bound = self
+                    .own_bound()
+                    .or_else(|| Some(ContextBound::claimed_only()));
                 if let Err(e) = self.load_tail(bound).await {
                     tracing::warn!(bot = %self.bot.id, error = %e, "reloading after compaction failed");
                 }
