@@ -63,7 +63,21 @@ pub(super) fn hide_credentials(text: &str, e: &toml::de::Error, detail: String) 
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
-    let hits: Vec<Hit> = lines_of(text, &span)
+    // the lines the error is about, and those its excerpt shows (an
+    // unclosed `"""` is reported at the end of the file, its excerpt
+    // showing the line that opened it)
+    let mut at: Vec<usize> = lines_of(text, &span)
+        .chain(
+            detail
+                .split('\n')
+                .filter_map(excerpt_line)
+                .filter_map(|(_, n)| n.checked_sub(1)),
+        )
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    let hits: Vec<Hit> = at
+        .into_iter()
         .filter_map(|i| credential_at(&lines, i))
         .collect();
     if hits.is_empty() {
@@ -137,6 +151,17 @@ fn is_credential(key: &str) -> bool {
 /// The credential line `i` shows, if it shows one.
 fn credential_at(lines: &[&str], i: usize) -> Option<Hit> {
     let line = lines.get(i)?;
+    if let Some(key) = inside_multi_line(lines, i) {
+        // a line of a multi-line value: its words are the value's, never
+        // a key (a PEM line ending `-SECRET` was named the key)
+        let indent = &line[..line.len() - line.trim_start().len()];
+        return (is_credential(&key) && !line.trim().is_empty()).then(|| Hit {
+            line: i,
+            key,
+            masked: format!("{indent}{HIDDEN}"),
+            values: forms(line.trim()),
+        });
+    }
     if let Some(hit) = assigned_credential(line, i).or_else(|| userinfo(line, i)) {
         return Some(hit);
     }
@@ -168,6 +193,48 @@ fn credential_at(lines: &[&str], i: usize) -> Option<Hit> {
         masked: format!("{indent}{HIDDEN}"),
         values: forms(line.trim()),
     })
+}
+
+/// The key of the multi-line string (`"""`, `'''`) that line `i` is
+/// inside, if it is inside one: read from the top of the file, each
+/// delimiter opening a string or closing the one it opened (close enough:
+/// the file did not parse anyway, and a `"""` inside a basic string is
+/// escaped).
+fn inside_multi_line(lines: &[&str], i: usize) -> Option<String> {
+    const DELIMITERS: [&str; 2] = ["\"\"\"", "'''"];
+    let mut open: Option<(&str, String)> = None;
+    for line in lines.iter().take(i) {
+        let mut rest = *line;
+        loop {
+            if let Some((delimiter, _)) = &open {
+                match rest.find(delimiter) {
+                    Some(at) => {
+                        rest = &rest[at + delimiter.len()..];
+                        open = None;
+                    }
+                    None => break,
+                }
+                continue;
+            }
+            // a comment opens nothing
+            let code = rest.find('#').map_or(rest, |hash| &rest[..hash]);
+            let first = DELIMITERS
+                .iter()
+                .filter_map(|d| code.find(d).map(|at| (at, *d)))
+                .min();
+            let Some((at, delimiter)) = first else {
+                break;
+            };
+            let key = assignments(line)
+                .into_iter()
+                .next()
+                .map(|(k, _)| k)
+                .unwrap_or_default();
+            open = Some((delimiter, key));
+            rest = &rest[at + delimiter.len()..];
+        }
+    }
+    open.map(|(_, key)| key)
 }
 
 /// The first key of `line` named like a credential, with the line shown

@@ -86,3 +86,42 @@ fn errors_on_other_lines_are_shown_as_toml_words_them() {
         assert!(!err.contains("***"), "{err}");
     }
 }
+
+/// QA (2026-12-04): a `"""` or `'''` value never closed is reported at the
+/// end of the file, and toml's excerpt shows the line that opened it: the
+/// value was printed there, and the note named the line after it.
+#[test]
+fn an_unclosed_multi_line_value_is_hidden_on_the_line_that_opens_it() {
+    for (text, secret) in [
+        (
+            "[[secrets]]\nname = \"A\"\nvalue = \"\"\"TOPSECRET-VALUE-7\n",
+            "TOPSECRET-VALUE-7",
+        ),
+        (
+            "[[secrets]]\nname = \"A\"\nvalue = '''TOPSECRET-VALUE-8\n",
+            "TOPSECRET-VALUE-8",
+        ),
+        (
+            "[[users]]\nid = \"a\"\ntoken = \"\"\"tok-SECRET-1234567\n",
+            "tok-SECRET-1234567",
+        ),
+    ] {
+        let err = error_of(text);
+        assert!(!err.contains(secret), "shows {secret:?}: {err}");
+        assert!(err.contains("on line 3"), "{err}");
+        assert!(!err.contains("on line 4"), "{err}");
+    }
+}
+
+/// QA (2026-12-04): a line inside a multi-line credential that ends like a
+/// credential's key name (`…-SECRET`) was taken for a key missing its
+/// `=`, and named as the key in the note: the value's line, printed.
+#[test]
+fn a_line_inside_a_multi_line_value_is_never_taken_for_a_key() {
+    let text = "[[secrets]]\nname = \"P\"\nvalue = \"\"\"\nPEMLINE-ONE-SECRET\nPEMLINE\\qTWO-SECRET\n\"\"\"\n";
+    let err = error_of(text);
+    for secret in ["PEMLINE-ONE-SECRET", "TWO-SECRET"] {
+        assert!(!err.contains(secret), "shows {secret:?}: {err}");
+    }
+    assert!(err.contains("`value` on line 5"), "{err}");
+}
