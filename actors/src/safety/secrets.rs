@@ -437,15 +437,30 @@ impl ScrubStream<'_> {
 }
 
 /// The texts a secret is searched for as: `raw` as is, JSON-escaped and
-/// percent-encoded (those that differ from `raw`).
+/// percent-encoded, in the forms common encoders write (each once).
+///
+/// JSON: as serde writes it, and with every character past ASCII (and `<`,
+/// `>`, `&`) as `\u` escapes, as Python's `json.dumps` and Go's encoder
+/// do. Percent: every byte but the unreserved ones encoded, and `/` kept
+/// too (Python's `quote` by default), with `+` for a space (forms), each
+/// with upper- and lowercase hex. (QA: an AWS-style key, holding `/` and
+/// `+`, printed with Python's `quote` reached the model and the
+/// transcript.)
 fn forms(raw: &str) -> impl Iterator<Item = String> {
-    [
-        Some(raw.to_owned()),
-        json_escaped(raw),
-        percent_encoded(raw),
-    ]
-    .into_iter()
-    .flatten()
+    let mut out = vec![raw.to_owned()];
+    out.extend(json_escaped(raw));
+    out.extend(json_ascii_escaped(raw, false));
+    out.extend(json_ascii_escaped(raw, true));
+    for keep_slash in [false, true] {
+        for space_plus in [false, true] {
+            for lower in [false, true] {
+                out.extend(percent_encoded(raw, keep_slash, space_plus, lower));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|form| seen.insert(form.clone()));
+    out.into_iter()
 }
 
 /// `raw` as it appears inside a JSON string, when that differs from `raw`.
@@ -455,13 +470,40 @@ fn json_escaped(raw: &str) -> Option<String> {
     (inner != raw).then(|| inner.to_owned())
 }
 
-/// `raw` percent-encoded (RFC 3986 unreserved characters kept), when that
-/// differs from `raw`.
-fn percent_encoded(raw: &str) -> Option<String> {
+/// `raw` inside a JSON string with every character past ASCII as `\u`
+/// escapes (UTF-16, lowercase hex) and, with `html`, `<`, `>` and `&` too;
+/// `None` when that is the serde form.
+fn json_ascii_escaped(raw: &str, html: bool) -> Option<String> {
+    let serde = json_escaped(raw).unwrap_or_else(|| raw.to_owned());
+    let mut out = String::with_capacity(serde.len());
+    for c in serde.chars() {
+        if !c.is_ascii() || (html && matches!(c, '<' | '>' | '&')) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    (out != serde).then_some(out)
+}
+
+/// `raw` percent-encoded (RFC 3986 unreserved characters kept, and `/`
+/// with `keep_slash`; a space as `+` with `space_plus`; lowercase hex with
+/// `lower`), when that differs from `raw`.
+fn percent_encoded(raw: &str, keep_slash: bool, space_plus: bool, lower: bool) -> Option<String> {
     let mut out = String::with_capacity(raw.len() * 3);
     for &b in raw.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'.' | b'_' | b'~')
+            || (keep_slash && b == b'/')
+        {
             out.push(char::from(b));
+        } else if space_plus && b == b' ' {
+            out.push('+');
+        } else if lower {
+            out.push_str(&format!("%{b:02x}"));
         } else {
             out.push_str(&format!("%{b:02X}"));
         }

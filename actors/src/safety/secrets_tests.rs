@@ -63,6 +63,30 @@ fn scrub_finds_json_and_url_encodings() {
     );
 }
 
+/// QA (2026-12-04): the forms other encoders write got through: Python's
+/// `quote` (keeps `/`), lowercase hex, `+` for a space, and `json.dumps`
+/// (non-ASCII as `\u` escapes) and Go's encoder (`<`, `>`, `&` too).
+#[test]
+fn scrub_finds_the_forms_common_encoders_write() {
+    let aws = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+    let redactor = Redactor::new([aws, "wörd <&> secret"]);
+    for leaked in [
+        "wJalrXUtnFEMI/K7MDENG%2BbPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI%2fK7MDENG%2bbPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI%2FK7MDENG%2BbPxRfiCYEXAMPLEKEY",
+        r"w\u00f6rd <&> secret",
+        r"w\u00f6rd \u003c\u0026\u003e secret",
+        "w%C3%B6rd+%3C%26%3E+secret",
+        "w%c3%b6rd%20%3c%26%3e%20secret",
+    ] {
+        assert_eq!(
+            redactor.scrub(&format!("key: {leaked}.")),
+            "key: [redacted].",
+            "{leaked}"
+        );
+    }
+}
+
 #[test]
 fn overlapping_secrets_leave_no_fragment() {
     let redactor = Redactor::new(["abcd", "cdef", "xyxy"]);
