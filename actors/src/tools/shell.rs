@@ -150,6 +150,14 @@ impl Tool for Shell {
                 "give a command to run",
             ));
         }
+        if let Some(at) = args.command.find('\0') {
+            // the system takes no NUL inside an argument: it was "could not
+            // start the shell", telling the model the host was broken
+            return Err(ToolError::new(
+                format!("the command holds a NUL byte (at byte {at}); a command cannot carry one"),
+                "remove it; to produce a NUL byte, have the command write one (`printf '\\0'`)",
+            ));
+        }
         if args.command.len() > MAX_COMMAND_BYTES {
             return Err(ToolError::new(
                 format!(

@@ -143,6 +143,16 @@ async fn paths_outside_are_refused() {
     assert!(err.message.contains("above the limit"), "{err}");
 }
 
+/// QA (2026-12-04): a NUL byte in the command was "could not start the
+/// shell … the host cannot run commands right now; tell the user".
+#[tokio::test]
+async fn a_nul_byte_in_the_command_is_named_not_blamed_on_the_host() {
+    let f = fixture();
+    let err = f.run(json!({"command": "echo a\u{0}b"})).await.unwrap_err();
+    assert!(err.message.contains("NUL byte (at byte 6)"), "{err}");
+    assert!(!err.to_string().contains("host cannot"), "{err}");
+}
+
 #[tokio::test]
 async fn a_huge_timeout_is_refused_not_a_panic() {
     let f = fixture();
