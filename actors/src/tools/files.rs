@@ -286,7 +286,10 @@ impl Tool for Write {
                     args.content.len(),
                     ctx.limits().max_file_bytes
                 ),
-                "write the file in parts with Edit, or generate it with Shell",
+                // Edit keeps a file under the same limit: only a command
+                // makes a larger one (QA: "in parts with Edit" never could)
+                "write it as several files under the limit and join them with Shell \
+                 (`cat part1 part2 > whole`), or generate it with Shell",
             ));
         }
         let path = resolve(ctx, &args.path, "write")?;

@@ -585,3 +585,17 @@ async fn a_path_too_long_makes_nothing_and_is_shown_short() {
         "{err}"
     );
 }
+
+/// QA (2026-12-04): content over the limit was told to "write the file in
+/// parts with Edit", but Edit keeps a file under the same limit.
+#[tokio::test]
+async fn write_over_the_limit_points_to_what_can_make_a_larger_file() {
+    let f = ToolFixture::new();
+    let content = "x".repeat(f.ctx("c1").limits().max_file_bytes + 1);
+    let err = call(&f, &Write, json!({"path": "big.txt", "content": content}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("the limit is 1048576"), "{err}");
+    assert!(!err.contains("Edit"), "{err}");
+    assert!(err.contains("Shell"), "{err}");
+}
