@@ -158,6 +158,9 @@ async fn an_approved_action_runs_once() {
         err.contains("already ran") && err.contains(&id.to_string()),
         "{err}"
     );
+    // true however the call came to be made again (QA: it told a bot that
+    // had read the approval's note that it ran before the note was read)
+    assert!(!err.contains("before you read"), "{err}");
     let used = fx.rt.store.approval(id).await.unwrap().unwrap();
     let open = fx.rt.store.open_approvals(&fx.bot.id).await.unwrap();
     assert!(
