@@ -84,9 +84,9 @@ fn line(a: &Value, now: i64) -> String {
         a["id"].as_str().unwrap_or(""),
         a["bot"].as_str().unwrap_or(""),
         status,
-        one_line(a["summary"].as_str().unwrap_or("")),
+        one_line(&terminal::strict_text(a["summary"].as_str().unwrap_or(""))),
         when,
-        one_line(a["reason"].as_str().unwrap_or("")),
+        one_line(&terminal::strict_text(a["reason"].as_str().unwrap_or(""))),
         cannot_run(a).map_or_else(String::new, |why| format!("\n    cannot run: {why}")),
         exact_action(a)
     )
@@ -98,7 +98,7 @@ fn line(a: &Value, now: i64) -> String {
 fn cannot_run(a: &Value) -> Option<String> {
     a["cannot_run"]
         .as_str()
-        .map(|why| one_line(&terminal::text(why)))
+        .map(|why| one_line(&terminal::strict_text(why)))
 }
 
 /// `text` (a summary, a reason: the start of a command may be in them)
@@ -144,7 +144,10 @@ fn exact_action(a: &Value) -> String {
             | Value::String(_)
             | Value::Number(_)
             | Value::Bool(_) => {
-                format!("\n{ACTION_INDENT}exact action: {}", terminal::json(action))
+                format!(
+                    "\n{ACTION_INDENT}exact action: {}",
+                    terminal::strict_json(action)
+                )
             }
         };
     };
@@ -152,7 +155,10 @@ fn exact_action(a: &Value) -> String {
         .as_str()
         .or_else(|| a["tool"].as_str())
         .unwrap_or("?");
-    let mut out = format!("\n{ACTION_INDENT}exact action ({}):", terminal::text(tool));
+    let mut out = format!(
+        "\n{ACTION_INDENT}exact action ({}):",
+        terminal::strict_text(tool)
+    );
     if args.is_empty() {
         out.push('\n');
         out.push_str(ARG_INDENT);
@@ -160,15 +166,15 @@ fn exact_action(a: &Value) -> String {
     }
     // writing to a String cannot fail (the `write!`s below)
     for (key, value) in args {
-        let key = terminal::text(key);
+        let key = terminal::strict_text(key);
         match value {
             Value::String(text) if !text.contains('\n') => {
-                let _ = write!(out, "\n{ARG_INDENT}{key}: {}", terminal::text(text));
+                let _ = write!(out, "\n{ARG_INDENT}{key}: {}", terminal::strict_text(text));
             }
             Value::String(text) => {
                 let _ = write!(out, "\n{ARG_INDENT}{key}:");
                 for part in text.split('\n') {
-                    let _ = write!(out, "\n{ARG_INDENT}  | {}", terminal::text(part));
+                    let _ = write!(out, "\n{ARG_INDENT}  | {}", terminal::strict_text(part));
                 }
             }
             Value::Null
@@ -176,12 +182,13 @@ fn exact_action(a: &Value) -> String {
             | Value::Number(_)
             | Value::Array(_)
             | Value::Object(_) => {
-                let _ = write!(out, "\n{ARG_INDENT}{key}: {}", terminal::json(value));
+                let _ = write!(out, "\n{ARG_INDENT}{key}: {}", terminal::strict_json(value));
             }
         }
     }
     for script in scripts.into_iter().flatten() {
-        let field = |name: &str| terminal::text(script[name].as_str().unwrap_or("?")).into_owned();
+        let field =
+            |name: &str| terminal::strict_text(script[name].as_str().unwrap_or("?")).into_owned();
         let _ = write!(
             out,
             "\n{ARG_INDENT}runs {} ({}, from `{}`), sha256 {}",

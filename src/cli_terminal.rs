@@ -41,7 +41,42 @@ fn is_unsafe(c: char) -> bool {
 /// it moves the cursor back to the start of the line, so the text after
 /// it would overwrite what the line seemed to say.
 pub(super) fn text(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_unsafe) {
+    escaped(s, is_unsafe)
+}
+
+/// Whether `c` is a Unicode format character (general category Cf): it
+/// shows nothing itself, or changes how the text around it reads (bidi
+/// marks, zero-width characters, the soft hyphen, tags).
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
+        | '\u{890}'..='\u{891}' | '\u{8e2}' | '\u{180e}' | '\u{200b}'..='\u{200f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}'
+        | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{110bd}' | '\u{110cd}'
+        | '\u{13430}'..='\u{1343f}' | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
+}
+
+/// Whether `c` is escaped in what a person approves: what [`text`]
+/// escapes, and every format character (an invisible one could make an
+/// action read as another; the web page's cards escape them too).
+fn is_unsafe_strict(c: char) -> bool {
+    is_unsafe(c) || is_format(c)
+}
+
+/// [`text`] with every format character escaped too
+/// ([`is_unsafe_strict`]): for an approval's summary, reason and action.
+pub(super) fn strict_text(s: &str) -> Cow<'_, str> {
+    escaped(s, is_unsafe_strict)
+}
+
+/// [`json`] with every format character escaped too.
+pub(super) fn strict_json(v: &Value) -> String {
+    escape_json_with(v.to_string(), is_unsafe_strict)
+}
+
+fn escaped(s: &str, unsafe_char: fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(unsafe_char) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
@@ -52,7 +87,7 @@ pub(super) fn text(s: &str) -> Cow<'_, str> {
             // follows ends the line
             continue;
         }
-        if is_unsafe(c) {
+        if unsafe_char(c) {
             // writing to a String cannot fail
             let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
         } else {
@@ -129,12 +164,16 @@ pub(super) fn json_pretty(v: &Value) -> String {
 }
 
 fn escape_json(s: String) -> String {
-    if !s.chars().any(is_unsafe) {
+    escape_json_with(s, is_unsafe)
+}
+
+fn escape_json_with(s: String, unsafe_char: fn(char) -> bool) -> String {
+    if !s.chars().any(unsafe_char) {
         return s;
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if is_unsafe(c) {
+        if unsafe_char(c) {
             // writing to a String cannot fail
             let _ = write!(out, "\\u{:04x}", u32::from(c));
         } else {

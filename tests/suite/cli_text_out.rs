@@ -147,8 +147,14 @@ async fn reindex_that_cannot_open_the_store_leaves_the_index_as_it_was() {
     );
 }
 
-/// An approval of bot `r` in `session`, pending, as the gate asks it.
+/// An approval of bot `r` in `session` to run `ls`, pending, as the gate
+/// asks it.
 async fn ask(host: &TestHost, session: &str) -> ApprovalId {
+    ask_to_run(host, session, "ls").await
+}
+
+/// An approval of bot `r` in `session` to run `command`, pending.
+async fn ask_to_run(host: &TestHost, session: &str, command: &str) -> ApprovalId {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
     let id = ApprovalId::new_v7();
     let new = NewApproval {
@@ -158,10 +164,10 @@ async fn ask(host: &TestHost, session: &str) -> ApprovalId {
         turn: None,
         call_id: "call_1".into(),
         tool: "Shell".into(),
-        fingerprint: "fp-ls".into(),
-        summary: "run `ls`".into(),
+        fingerprint: format!("fp-{command}"),
+        summary: format!("run `{command}`"),
         reason: "lists the workspace".into(),
-        action: json!({"tool": "Shell", "args": {"command": "ls"}}),
+        action: json!({"tool": "Shell", "args": {"command": command, "env": [command]}}),
         ttl_ms: 600_000,
         max_pending: 4,
     };
@@ -210,5 +216,35 @@ async fn approve_says_what_the_host_did_not_that_the_bot_was_told() {
             .ends_with("list r in fleet.toml again and restart the host before the approval expires if the action is still needed"),
         "{out}"
     );
+    host.shutdown().await;
+}
+
+/// QA (2026-12-04): `botfleet approvals` printed zero-width and other
+/// invisible format characters (U+200B, U+200F, U+FEFF, U+00AD) as they
+/// are, so an action could read as another; the web page's cards escape
+/// every Unicode Cf character, and the docs say they show them "as the
+/// CLI shows them".
+#[tokio::test]
+async fn approvals_show_invisible_format_characters_escaped() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .start()
+        .await;
+    let session = talk(&host, "hello").await;
+    let command = "rm -rf ./cache\u{200b}/ \u{200f}x\u{feff}\u{ad}y";
+    ask_to_run(&host, &session, command).await;
+    let (code, out, err) = cli(&["approvals"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    for c in ['\u{200b}', '\u{200f}', '\u{feff}', '\u{ad}'] {
+        assert!(!out.contains(c), "{:?} shown raw: {out}", c);
+        assert!(
+            out.contains(&format!("\\u{{{:x}}}", u32::from(c))),
+            "{:?} not escaped: {out}",
+            c
+        );
+    }
+    // in the JSON of a value that is not a string, too
+    assert!(out.contains("\\u200b"), "{out}");
     host.shutdown().await;
 }
