@@ -70,11 +70,21 @@ async fn the_prompt_prefix_is_byte_identical_turn_after_turn() {
     server.shutdown().await;
 }
 
-/// A host whose bot `r` runs on `script` with the smallest compaction
+/// Answers "noted"; summarises as the transcript it was given.
+const NOTED: &str = r#"
+[[rule]]
+purpose = "compact"
+steps = [ { text = "SUMMARY OF: {{input}}" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
+"#;
+
+/// A host whose bot `r` runs on [`NOTED`] with the smallest compaction
 /// threshold the configuration takes (both marks at 1000 tokens).
-async fn small_mark_host(script: &str) -> TestHost {
+async fn small_mark_host() -> TestHost {
     let host = TestFleet::new()
-        .script("s", script)
+        .script("s", NOTED)
         .bot("r", "s", &["SendMessage"])
         .start()
         .await;
@@ -90,15 +100,7 @@ async fn small_mark_host(script: &str) -> TestHost {
 
 #[tokio::test]
 async fn compaction_keeps_the_quoted_constraint_and_starts_a_new_epoch() {
-    let script = r#"
-[[rule]]
-purpose = "compact"
-steps = [ { text = "SUMMARY OF: {{input}}" } ]
-
-[[rule]]
-steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
-"#;
-    let host = small_mark_host(script).await;
+    let host = small_mark_host().await;
     let (_, first) = host
         .send(
             "r",
@@ -565,15 +567,7 @@ async fn a_compaction_quotes_a_webhook_payload_and_no_line_of_it_is_a_record() {
 /// round: each round is a model call per chunk.
 #[tokio::test]
 async fn a_small_token_mark_compacts_runs_of_exchanges_not_each_one() {
-    let script = r#"
-[[rule]]
-purpose = "compact"
-steps = [ { text = "SUMMARY: the person sent numbered notes; each was acknowledged." } ]
-
-[[rule]]
-steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
-"#;
-    let host = small_mark_host(script).await;
+    let host = small_mark_host().await;
     let mut session = String::new();
     let turns = 40;
     for i in 0..turns {
@@ -655,20 +649,13 @@ async fn a_background_compaction_is_not_shown_or_cancelled_as_a_turn() {
         .bot("r", "main", &["SendMessage"])
         .start()
         .await;
-    let mut session = String::new();
-    for i in 0..6 {
-        let (_, sent) = host.send("r", &format!("note {i}"), None).await;
-        session = sent["session"].as_str().unwrap().to_owned();
-        host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-            .await;
-        if server.requests().iter().any(|r| is_compaction(&r.body)) {
-            break;
-        }
-    }
-    assert!(
-        server.requests().iter().any(|r| is_compaction(&r.body)),
-        "no background compaction began"
-    );
+    // one turn writes more than half the window: a compaction is due
+    // after it (no other message meanwhile: one would interrupt it)
+    let (_, sent) = host.send("r", "note 1", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    server.wait_until(is_compaction).await;
     // the summariser's answer is held: the compaction runs
     let (_, bots) = host.get("/v1/bots", TOKEN).await;
     let bot = &bots["bots"][0];
