@@ -142,9 +142,9 @@ pub enum Command {
         /// internal steps).
         #[arg(long)]
         json: bool,
-        /// Only the last N entries it would print (N at least 1), not the
-        /// whole history (with `--all`, the internal steps count among them).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        /// Only the last N entries it would print, not the whole history
+        /// (with `--all`, the internal steps count among them).
+        #[arg(long, value_name = "N")]
         last: Option<u32>,
         /// The runs of the bot's webhook NAME (its deliveries and what the
         /// bot did with them) instead of your conversation with it.

@@ -84,9 +84,9 @@ fn line(a: &Value, now: i64) -> String {
         a["id"].as_str().unwrap_or(""),
         a["bot"].as_str().unwrap_or(""),
         status,
-        one_line(&terminal::strict_text(a["summary"].as_str().unwrap_or(""))),
+        terminal::strict_text(&one_line(a["summary"].as_str().unwrap_or(""))),
         when,
-        one_line(&terminal::strict_text(a["reason"].as_str().unwrap_or(""))),
+        terminal::strict_text(&one_line(a["reason"].as_str().unwrap_or(""))),
         cannot_run(a).map_or_else(String::new, |why| format!("\n    cannot run: {why}")),
         exact_action(a)
     )
@@ -98,7 +98,7 @@ fn line(a: &Value, now: i64) -> String {
 fn cannot_run(a: &Value) -> Option<String> {
     a["cannot_run"]
         .as_str()
-        .map(|why| one_line(&terminal::strict_text(why)))
+        .map(|why| terminal::strict_text(&one_line(why)).into_owned())
 }
 
 /// `text` (a summary, a reason: the start of a command may be in them)
