@@ -227,7 +227,7 @@ function cardButton(b, row, { send, draft }, drafts) {
   }
   // another reply: into the message box, to read before sending
   drafts.push([label, reply]);
-  const button = h("button", { type: "button", class: "draft", disabled: !draft, title: `Puts this in your message box: ${reply}` }, label);
+  const button = h("button", { type: "button", class: "draft", disabled: !draft, title: `Puts this in your message box: ${escapeHidden(reply, { oneLine: true })}` }, label);
   button.addEventListener("click", () => draft(reply));
   return button;
 }

@@ -37,12 +37,13 @@ export function fill(el, ...children) {
  * Given a hit's `snippet_parts` (plain text at even indices, matches at odd
  * ones), a literal « or » of the text stays text; given a marked
  * `snippet` (an older host), each «…» span becomes a <mark> and unbalanced
- * marks stay as they are.
+ * marks stay as they are. `shown` writes each piece of text as the page
+ * shows it (escaped, for the kinds the conversation shows escaped).
  */
-export function markSnippet(snippet) {
+export function markSnippet(snippet, { shown = (text) => text } = {}) {
   const out = document.createDocumentFragment();
   if (Array.isArray(snippet)) {
-    snippet.forEach((part, i) => out.append(i % 2 ? h("mark", null, String(part)) : String(part)));
+    snippet.forEach((part, i) => out.append(i % 2 ? h("mark", null, shown(String(part))) : shown(String(part))));
     return out;
   }
   let rest = String(snippet ?? "");
@@ -50,10 +51,10 @@ export function markSnippet(snippet) {
     const open = rest.indexOf("«");
     const close = open < 0 ? -1 : rest.indexOf("»", open + 1);
     if (open < 0 || close < 0) {
-      out.append(rest);
+      out.append(shown(rest));
       return out;
     }
-    out.append(rest.slice(0, open), h("mark", null, rest.slice(open + 1, close)));
+    out.append(shown(rest.slice(0, open)), h("mark", null, shown(rest.slice(open + 1, close))));
     rest = rest.slice(close + 1);
   }
 }

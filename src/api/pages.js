@@ -4,7 +4,7 @@
 import { call } from "./api.js";
 import { avatar, backLink, errorBox, h, markSnippet, placeholder, relative, speaker, timeEl } from "./dom.js";
 import { botName, botWatchers, debounce, ensureBots, loadBots, refreshApprovals, sessionEntries, setTitle, store } from "./state.js";
-import { fillApproval, tickExpiries } from "./cards.js";
+import { escapeHidden, fillApproval, tickExpiries } from "./cards.js";
 import { Timeline } from "./timeline.js";
 
 const main = document.getElementById("main");
@@ -155,6 +155,16 @@ const KIND_LABELS = {
   tool_result: "tool result",
 };
 
+/** Entry kinds the conversation shows as written (messages of people
+ * and bots); every other kind (a bot's internal steps, events, notices,
+ * approvals) it shows with control and format characters escaped, and a
+ * search hit of it is shown the same way: raw, a U+202E made a command on
+ * the search page read as another. */
+const WRITTEN_KINDS = new Set(["user_message", "delivery", "agent_message"]);
+
+/** How the text of a hit of `kind` is shown ({@link WRITTEN_KINDS}). */
+const snippetText = (kind) => (WRITTEN_KINDS.has(kind) ? (text) => text : (text) => escapeHidden(text));
+
 /** Entry kinds a bot writes (its replies and messages, its notes and
  * tool results); a person writes a user_message. */
 const BOT_KINDS = new Set(["delivery", "agent_message", "assistant", "tool_result"]);
@@ -237,7 +247,7 @@ export function searchView(query) {
         "a",
         { href: hitLink(hit) },
         h("div", { class: "meta" }, hitAuthor(hit), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, (Object.hasOwn(KIND_LABELS, hit.kind) ? KIND_LABELS[hit.kind] : "") || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
-        h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet)),
+        h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet, { shown: snippetText(hit.kind) })),
       ),
     );
   const summary = (total, shown) => (total === 1 ? "1 match" : `${total} matches${total > shown ? `, best ${shown} shown` : ""}`);

@@ -88,3 +88,59 @@ async fn a_hit_in_a_dm_with_a_bot_given_away_opens_the_dm_read_only() {
     assert_eq!(state, json!([given, 0]), "stays on the session, no error");
     ui_page::finish(browser, host).await;
 }
+
+/// QA (2026-12-04): a hit in a bot's internal step (a note, a tool result,
+/// an event, an approval) showed its control and format characters raw on
+/// the search page, where the conversation shows them escaped: a U+202E
+/// made a command read as another. People's and bots' messages are shown
+/// as written, as in the conversation.
+#[tokio::test]
+async fn a_hit_in_an_internal_step_shows_bidi_characters_escaped() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let script = r#"
+[[rule]]
+match = "^zebra"
+steps = [ { text = "zebra note \u202E evil", tool = "SendMessage", args = { text = "zebra reply \u202E as written" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "zebra please", None).await;
+    assert_eq!(status, 202, "{sent}");
+    host.wait_turn_end(
+        sent["session"].as_str().unwrap(),
+        sent["seq"].as_i64().unwrap(),
+    )
+    .await;
+    super::recall::flush(&host).await;
+    ui_page::open(&browser, &host, "#/search?q=zebra").await;
+    browser.wait_text(".hits", "zebra note").await;
+    let snippets = browser
+        .js(
+            "return [...document.querySelectorAll('.hits .snippet')].map((p) => p.textContent)",
+            json!([]),
+        )
+        .await;
+    let of = |needle: &str| -> String {
+        snippets
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s.as_str())
+            .find(|s| s.contains(needle))
+            .unwrap_or_else(|| panic!("no hit {needle:?} in {snippets}"))
+            .to_owned()
+    };
+    let note = of("zebra note");
+    assert!(
+        note.contains("\\u{202e}") && !note.contains('\u{202e}'),
+        "{note:?}"
+    );
+    let reply = of("zebra reply");
+    assert!(reply.contains('\u{202e}'), "{reply:?}");
+    ui_page::finish(browser, host).await;
+}
