@@ -193,8 +193,9 @@ pub enum Command {
     Memory {
         /// Bot id.
         bot: String,
-        /// Also rank the log entries for this input, as the prompt would.
-        #[arg(long)]
+        /// Also rank the log entries for this input, as the prompt would
+        /// (at most 4,000 characters).
+        #[arg(long, value_parser = args::preview_text)]
         input: Option<String>,
         /// Print JSON.
         #[arg(long)]

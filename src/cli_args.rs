@@ -47,6 +47,23 @@ const MAX_WAIT_S: u64 = 365 * 24 * 3600;
 /// message is always sent, and `--timeout` bounds only the wait, so there
 /// is no "do not wait" (a script that does not want the reply ignores it,
 /// or reads it later with `botfleet transcript`).
+/// Longest `memory --input` the host takes (`GET /v1/bots/{bot}/memory`'s
+/// `input`), in characters.
+const MAX_PREVIEW_CHARS: usize = 4000;
+
+/// `memory --input`: at most [`MAX_PREVIEW_CHARS`] characters, said with
+/// the flag's name (the host's answer names its API parameter `input`).
+pub(super) fn preview_text(value: &str) -> Result<String, String> {
+    let chars = value.chars().count();
+    if chars > MAX_PREVIEW_CHARS {
+        return Err(format!(
+            "--input is {chars} characters; it takes at most {MAX_PREVIEW_CHARS}: give the \
+             start of the message to preview"
+        ));
+    }
+    Ok(value.to_owned())
+}
+
 pub(super) fn wait_seconds(value: &str) -> Result<u64, String> {
     let seconds = number(value, "seconds to wait for the answer", 1, MAX_WAIT_S)?;
     if seconds == 0 {

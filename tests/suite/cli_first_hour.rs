@@ -98,6 +98,18 @@ async fn out_of_range_flags_are_usage_errors() {
     assert!(err.contains("--limit takes 1 to 100"), "{err}");
     let (code, _, err) = cli(&["search", "x", "--offset", "10001"], &nowhere, TOKEN).await;
     assert_eq!(code, 2, "{err}");
+    // named as the flag, not as the API's `input` (QA); 4,000 CJK
+    // characters are characters, not bytes
+    let long = "x".repeat(4001);
+    let (code, _, err) = cli(&["memory", "r", "--input", &long], &nowhere, TOKEN).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--input is 4001 characters; it takes at most 4000"),
+        "{err}"
+    );
+    let cjk = "记".repeat(4000);
+    let (code, _, err) = cli(&["memory", "r", "--input", &cjk], &nowhere, TOKEN).await;
+    assert_ne!(code, 2, "{err}");
 }
 
 /// Regression (H4 #3): `cd /tmp && botfleet reindex --fleet DIR/fleet.toml`
