@@ -134,8 +134,20 @@ fn profile_hint(short: usize, suggestion: &[(MemoryId, String)]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ");
+    // replacing a fact at least as long as what is missing makes room
+    // (QA: the advice only said to Forget, when one replace would do)
+    let replace = if suggestion
+        .iter()
+        .any(|(_, text)| text.chars().count() >= short)
+    {
+        format!(
+            ", or replace one of them that is at least {short} characters long with Remember {{\"replaces\": id, \"text\": ...}}"
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "free at least {short} characters: Forget facts that add up to at least {short} characters, then call Remember again (replacing a fact frees only its own length). The least important and least recently changed: {facts}"
+        "free at least {short} characters: Forget facts that add up to at least {short} characters, then call Remember again (replacing a fact frees only its own length){replace}. The least important and least recently changed: {facts}"
     )
 }
 

@@ -190,6 +190,32 @@ async fn a_full_profile_names_the_ids_to_replace_and_replaces_works() {
     assert!(e.message.contains("is a profile item"), "{e}");
 }
 
+/// A profile full by its characters: the advice names the replace when a
+/// suggested fact is long enough to make room (QA: it only said Forget),
+/// and that replace works.
+#[tokio::test]
+async fn a_profile_full_by_characters_offers_a_replace_that_makes_room() {
+    let f = ToolFixture::new();
+    for i in 0..8 {
+        let text = format!("long fact {i} {}", "x".repeat(480));
+        seed(&f, &format!("l{i}"), user("u"), &text).await;
+    }
+    let e = remember(&f, "c", json!({"text": "y".repeat(400)}))
+        .await
+        .unwrap_err();
+    assert!(e.hint.contains("free at least"), "{e}");
+    assert!(e.hint.contains("or replace one of them"), "{e}");
+    let first = MemoryId::derive("l0");
+    let out = remember(
+        &f,
+        "c2",
+        json!({"text": "y".repeat(400), "replaces": first.as_str()}),
+    )
+    .await
+    .unwrap();
+    assert!(out.content.starts_with("Replaced"), "{}", out.content);
+}
+
 /// A replacement with the text another item holds is refused naming it,
 /// and tells the bot to forget the outdated item instead (QA round 32:
 /// it made two items of one text).
