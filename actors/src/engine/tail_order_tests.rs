@@ -60,8 +60,19 @@ async fn ended_run(
     (reply, status): (&str, TurnStatus),
     inputs: Vec<i64>,
 ) {
+    let call = read_step(store, session, turn, reply).await;
+    run_end(store, session, turn, call, (reply, status), inputs).await;
+}
+
+/// The step of `turn` that calls Read as `call-{name}`: the call.
+async fn read_step(
+    store: &Store,
+    session: SessionId,
+    turn: TurnId,
+    name: &str,
+) -> botfleet_memory::ToolCallBody {
     let call = botfleet_memory::ToolCallBody {
-        id: format!("call-{reply}"),
+        id: format!("call-{name}"),
         name: "Read".into(),
         arguments: "{}".into(),
     };
@@ -71,6 +82,19 @@ async fn ended_run(
         tool_calls: vec![call.clone()],
     };
     append(store, session, turn, step).await;
+    call
+}
+
+/// The rest of a run of `turn` after its step with `call`: the call's
+/// result, the reply `reply` and the end with `status` over `inputs`.
+async fn run_end(
+    store: &Store,
+    session: SessionId,
+    turn: TurnId,
+    call: botfleet_memory::ToolCallBody,
+    (reply, status): (&str, TurnStatus),
+    inputs: Vec<i64>,
+) {
     let result = EntryKind::ToolResult {
         call_id: call.id,
         name: call.name,
@@ -222,37 +246,11 @@ async fn a_run_without_inputs_loads_no_unclaimed_input() {
     let (store, bot) = (&fx.rt.store, &fx.bot);
     let (session, first) = admit(store, bot, "first").await;
     let run = TurnId::new_v7();
-    let call = botfleet_memory::ToolCallBody {
-        id: "call-1".into(),
-        name: "Read".into(),
-        arguments: "{}".into(),
-    };
-    let step = EntryKind::Assistant {
-        reasoning: String::new(),
-        text: String::new(),
-        tool_calls: vec![call.clone()],
-    };
-    append(store, session, run, step).await;
+    let call = read_step(store, session, run, "one").await;
     // the second message comes while the run works
     let (_, second) = admit(store, bot, "second").await;
-    let result = EntryKind::ToolResult {
-        call_id: call.id,
-        name: call.name,
-        content: "ok".into(),
-        is_error: false,
-    };
-    append(store, session, run, result).await;
-    let reply = EntryKind::Reminder {
-        text: "reply one".into(),
-    };
-    append(store, session, run, reply).await;
-    let end = EntryKind::TurnEnd {
-        status: TurnStatus::Completed,
-        inputs: vec![first],
-        deliveries: 1,
-        usage: None,
-    };
-    append(store, session, run, end).await;
+    let completed = ("reply one", TurnStatus::Completed);
+    run_end(store, session, run, call, completed, vec![first]).await;
     // loaded by a run without inputs while the second waits in the inbox
     let mut tail = SessionTail::new(session);
     let bound = ContextBound::claimed_only().without_pending([second].into_iter());
