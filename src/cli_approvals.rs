@@ -218,7 +218,7 @@ pub(crate) async fn decide(client: &Client, id: &str, decision: &str) -> anyhow:
     // what was approved, whole: the summary may have cut it
     outln!(
         "{done} {id}: {}{}",
-        one_line(a["summary"].as_str().unwrap_or("")),
+        terminal::strict_text(&one_line(a["summary"].as_str().unwrap_or(""))),
         exact_action(a)
     );
     outln!("{}", what_follows(a));

@@ -274,6 +274,11 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
     let who = e["author"].as_str().unwrap_or("?");
     let text = e["text"].as_str().unwrap_or("");
     let s = |key: &str| e[key].as_str().unwrap_or("");
+    // a bot's internal steps, events, notices and approvals with every
+    // control and format character escaped, as the web page shows them
+    // (a zero-width or bidi mark could make a command read as another);
+    // people's and bots' messages as written, the terminal's escapes aside
+    let st = |t: &str| terminal::strict_text(t).into_owned();
     match kind {
         "user_message" => vec![format!("#{seq} {who}: {text}")],
         // the bot by its name beside its id, as a bot's message is
@@ -286,7 +291,7 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
         "notice" => vec![format!(
             "#{seq} [{}] {}",
             e["code"].as_str().unwrap_or("notice"),
-            super::hints::for_cli(text)
+            st(&super::hints::for_cli(text))
         )],
         "reaction" => vec![format!(
             "#{seq} {who} reacted {} to #{}",
@@ -294,34 +299,39 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
             e["target_seq"]
         )],
         "assistant" if all => {
-            let note = (!text.is_empty()).then(|| format!("#{seq} ({who} thinks) {text}"));
+            let note = (!text.is_empty()).then(|| format!("#{seq} ({who} thinks) {}", st(text)));
             let calls = e["tool_calls"].as_array().into_iter().flatten().map(|c| {
                 format!(
                     "#{seq} ({who} calls) {} {}",
-                    c["name"].as_str().unwrap_or(""),
-                    c["arguments"].as_str().unwrap_or("")
+                    st(c["name"].as_str().unwrap_or("")),
+                    st(c["arguments"].as_str().unwrap_or(""))
                 )
             });
             note.into_iter().chain(calls).collect()
         }
-        "tool_result" if all => vec![format!("#{seq} (result of {}) {}", s("name"), s("content"))],
+        "tool_result" if all => vec![format!(
+            "#{seq} (result of {}) {}",
+            st(s("name")),
+            st(s("content"))
+        )],
         "turn_end" if all => vec![format!("#{seq} (turn {} {})", s("turn"), s("status"))],
-        "reminder" if all => vec![format!("#{seq} (reminder) {text}")],
+        "reminder" if all => vec![format!("#{seq} (reminder) {}", st(text))],
         "agent_message" => vec![format!("#{seq} {} {text}", sender(e))],
         // a subagent's task and its parent's later messages: what it was
         // asked, as a person's message is in a DM
         "event" if is_task(e) => vec![format!("#{seq} {}: {text}", s("origin"))],
-        "event" if all => vec![format!("#{seq} (event from {who}) {text}")],
+        "event" if all => vec![format!("#{seq} (event from {who}) {}", st(text))],
         "summary" if all => vec![format!(
-            "#{seq} (summary up to #{}) {text}",
-            e["covers_to_seq"]
+            "#{seq} (summary up to #{}) {}",
+            e["covers_to_seq"],
+            st(text)
         )],
         "approval" => vec![format!(
             "#{seq} [approval {} {}] {} — {}",
             s("status"),
             s("approval"),
-            s("summary"),
-            s("reason")
+            st(s("summary")),
+            st(s("reason"))
         )],
         _ => Vec::new(),
     }

@@ -233,18 +233,30 @@ async fn approvals_show_invisible_format_characters_escaped() {
         .await;
     let session = talk(&host, "hello").await;
     let command = "rm -rf ./cache\u{200b}/ \u{200f}x\u{feff}\u{ad}y";
-    ask_to_run(&host, &session, command).await;
+    let id = ask_to_run(&host, &session, command).await;
+    let escaped = |out: &str| {
+        for c in ['\u{200b}', '\u{200f}', '\u{feff}', '\u{ad}'] {
+            assert!(!out.contains(c), "{:?} shown raw: {out}", c);
+            assert!(
+                out.contains(&format!("\\u{{{:x}}}", u32::from(c))),
+                "{:?} not escaped: {out}",
+                c
+            );
+        }
+    };
     let (code, out, err) = cli(&["approvals"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
-    for c in ['\u{200b}', '\u{200f}', '\u{feff}', '\u{ad}'] {
-        assert!(!out.contains(c), "{:?} shown raw: {out}", c);
-        assert!(
-            out.contains(&format!("\\u{{{:x}}}", u32::from(c))),
-            "{:?} not escaped: {out}",
-            c
-        );
-    }
+    escaped(&out);
     // in the JSON of a value that is not a string, too
     assert!(out.contains("\\u200b"), "{out}");
+    // and in what `deny` says it decided (QA: its first line showed them
+    // raw), and in the transcript's note of the decision
+    let (code, out, err) = cli(&["deny", &id.to_string()], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    escaped(&out);
+    let (code, out, err) = cli(&["transcript", "r", "--all"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("denied"), "{out}");
+    escaped(&out);
     host.shutdown().await;
 }
