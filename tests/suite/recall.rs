@@ -136,6 +136,19 @@ fn hits(out: &str) -> Vec<(String, i64)> {
         .collect()
 }
 
+/// Sends `text` to `bot`, waits for the turn that answers it, then for
+/// the index to hold all of it ([`flush`]).
+pub(super) async fn said_and_indexed(host: &TestHost, bot: &str, text: &str) {
+    let (status, sent) = host.send(bot, text, None).await;
+    assert_eq!(status, 202, "{sent}");
+    host.wait_turn_end(
+        sent["session"].as_str().unwrap(),
+        sent["seq"].as_i64().unwrap(),
+    )
+    .await;
+    flush(host).await;
+}
+
 /// Waits until the index holds every entry committed so far.
 pub(super) async fn flush(host: &TestHost) {
     let indexer = host

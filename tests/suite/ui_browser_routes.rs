@@ -132,14 +132,7 @@ async fn a_search_hit_says_whether_a_bot_or_a_person_wrote_it() {
     let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
         return;
     };
-    let (status, sent) = host.send("r", "wombat here", None).await;
-    assert_eq!(status, 202, "{sent}");
-    host.wait_turn_end(
-        sent["session"].as_str().unwrap(),
-        sent["seq"].as_i64().unwrap(),
-    )
-    .await;
-    super::recall::flush(&host).await;
+    super::recall::said_and_indexed(&host, "r", "wombat here").await;
 
     ui_page::open(&browser, &host, "#/search?q=wombat").await;
     browser.wait_text(".hits", "echo: wombat here").await;

@@ -109,14 +109,7 @@ steps = [ { text = "zebra note \u202E evil", tool = "SendMessage", args = { text
         .bot("r", "s", &["SendMessage"])
         .start()
         .await;
-    let (status, sent) = host.send("r", "zebra please", None).await;
-    assert_eq!(status, 202, "{sent}");
-    host.wait_turn_end(
-        sent["session"].as_str().unwrap(),
-        sent["seq"].as_i64().unwrap(),
-    )
-    .await;
-    super::recall::flush(&host).await;
+    super::recall::said_and_indexed(&host, "r", "zebra please").await;
     ui_page::open(&browser, &host, "#/search?q=zebra").await;
     browser.wait_text(".hits", "zebra note").await;
     let snippets = browser
