@@ -120,8 +120,17 @@ async fn loaded(
     inputs: &[i64],
     own: Option<TurnId>,
 ) -> Vec<String> {
-    let mut tail = SessionTail::new(session);
     let bound = ContextBound::of_inputs(inputs.iter().copied(), own);
+    users(&load_bounded(store, session, bound).await)
+}
+
+/// The tail of `session` loaded within `bound` (a window of 50).
+async fn load_bounded(
+    store: &Store,
+    session: SessionId,
+    bound: Option<ContextBound>,
+) -> SessionTail {
+    let mut tail = SessionTail::new(session);
     tail.load(
         store,
         "id",
@@ -132,7 +141,7 @@ async fn loaded(
     )
     .await
     .unwrap();
-    users(&tail)
+    tail
 }
 
 /// Regression (round 18, F8 finding 1): an input that arrived before an
@@ -252,18 +261,8 @@ async fn a_run_without_inputs_loads_no_unclaimed_input() {
     let completed = ("reply one", TurnStatus::Completed);
     run_end(store, session, run, call, completed, vec![first]).await;
     // loaded by a run without inputs while the second waits in the inbox
-    let mut tail = SessionTail::new(session);
     let bound = ContextBound::claimed_only().without_pending([second].into_iter());
-    tail.load(
-        store,
-        "id",
-        &StateBlock::default(),
-        50,
-        Encoding::default(),
-        Some(bound),
-    )
-    .await
-    .unwrap();
+    let mut tail = load_bounded(store, session, Some(bound)).await;
     assert_eq!(users(&tail), ["first", "reply one"]);
     // the turn that claims it pushes it: after the reply
     let entry = store
