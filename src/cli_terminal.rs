@@ -26,6 +26,8 @@ use std::io::Write as _;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
+use icu_properties::CodePointMapData;
+use icu_properties::props::GeneralCategory;
 use serde_json::Value;
 
 /// Whether `c` must not reach a terminal as it is.
@@ -44,17 +46,12 @@ pub(super) fn text(s: &str) -> Cow<'_, str> {
     escaped(s, is_unsafe)
 }
 
-/// Whether `c` is a Unicode format character (general category Cf): it
-/// shows nothing itself, or changes how the text around it reads (bidi
-/// marks, zero-width characters, the soft hyphen, tags).
+/// Whether `c` is a Unicode format character (general category Cf, from
+/// ICU's data, as `botfleet-memory` checks display names): it shows
+/// nothing itself, or changes how the text around it reads (bidi marks,
+/// zero-width characters, the soft hyphen, tags).
 fn is_format(c: char) -> bool {
-    matches!(c,
-        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
-        | '\u{890}'..='\u{891}' | '\u{8e2}' | '\u{180e}' | '\u{200b}'..='\u{200f}'
-        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}'
-        | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{110bd}' | '\u{110cd}'
-        | '\u{13430}'..='\u{1343f}' | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
-        | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
+    CodePointMapData::<GeneralCategory>::new().get(c) == GeneralCategory::Format
 }
 
 /// Whether `c` is escaped in what a person approves: what [`text`]
