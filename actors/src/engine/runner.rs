@@ -520,15 +520,7 @@ impl Runner {
                 // of the summary: the turn that claims it shows it to the
                 // model as it was said, after what came before it (a
                 // small window had it summarised away before its turn)
-                let unclaimed = self
-                    .rt
-                    .store
-                    .pending_inbox(&self.bot.id)
-                    .await?
-                    .iter()
-                    .filter(|i| i.session == self.session)
-                    .map(|i| i.seq)
-                    .min();
+                let unclaimed = self.unclaimed_seqs().await?.into_iter().min();
                 self.compact_now(unclaimed).await;
                 return Ok(TurnStatus::Completed);
             }

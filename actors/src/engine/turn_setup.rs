@@ -191,12 +191,19 @@ impl Runner {
         let Some(bound) = bound else {
             return Ok(None);
         };
+        let seqs = self.unclaimed_seqs().await?;
+        Ok(Some(bound.without_pending(seqs.into_iter())))
+    }
+
+    /// Seqs of the session's inputs waiting in the bot's inbox, claimed by
+    /// no turn (read from the store: the bot may not have routed them).
+    pub(super) async fn unclaimed_seqs(&self) -> Result<Vec<i64>, StoreError> {
         let waiting = self.rt.store.pending_inbox(&self.bot.id).await?;
-        let seqs = waiting
+        Ok(waiting
             .iter()
             .filter(|i| i.session == self.session)
-            .map(|i| i.seq);
-        Ok(Some(bound.without_pending(seqs)))
+            .map(|i| i.seq)
+            .collect())
     }
 
     /// Builds the tail from `view`, what `Runner::run` read of the session,
