@@ -26,8 +26,8 @@ use crate::support::fleet::TestHost;
 use crate::support::memory_model::is_extraction;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
-use crate::support::openai_server::last_message;
 use crate::support::openai_server::last_user_text;
+use crate::support::openai_server::noted_turn;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::poll;
@@ -51,15 +51,7 @@ fn is_compaction(request: &Value) -> bool {
 
 /// A turn: SendMessage, then the end; each request reports 2 tokens.
 fn turn_reply(request: &Value) -> Reply {
-    if last_message(request).is_some_and(|m| m["role"] == "tool") {
-        return Reply::text("").usage(1, 1);
-    }
-    Reply::tool_call(
-        "call_1",
-        "SendMessage",
-        json!({ "text": "noted" }).to_string(),
-    )
-    .usage(1, 1)
+    noted_turn(request).usage(1, 1)
 }
 
 /// Sends `n` notes of about 600 characters from `from` on, each after the

@@ -9,13 +9,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
-use serde_json::json;
 
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
-use crate::support::openai_server::last_message;
+use crate::support::openai_server::noted_turn;
 
 /// The compaction threshold of these tests' provider.
 const THRESHOLD: u64 = 3000;
@@ -30,18 +29,6 @@ fn is_compaction(request: &Value) -> bool {
 
 fn size(request: &Value) -> usize {
     request.to_string().len()
-}
-
-/// A turn: the bot answers each message with SendMessage, then ends.
-fn turn_reply(request: &Value) -> Reply {
-    if last_message(request).is_some_and(|m| m["role"] == "tool") {
-        return Reply::text("");
-    }
-    Reply::tool_call(
-        "call_1",
-        "SendMessage",
-        json!({ "text": "noted" }).to_string(),
-    )
 }
 
 async fn fleet(server: &OpenAiServer, window: Option<usize>) -> TestHost {
@@ -94,7 +81,7 @@ async fn a_backlog_after_a_summariser_outage_is_summarised_in_bounded_chunks() {
             let (down, refused) = (Arc::clone(&down), Arc::clone(&refused));
             move |request| {
                 if !is_compaction(request) {
-                    return turn_reply(request);
+                    return noted_turn(request);
                 }
                 if down.load(Ordering::SeqCst) {
                     return Reply::error(500, "the summariser is down");
@@ -166,7 +153,7 @@ async fn a_summary_longer_than_its_bound_is_cut_and_marked() {
             if is_compaction(request) {
                 Reply::text(verbose.clone())
             } else {
-                turn_reply(request)
+                noted_turn(request)
             }
         })
         .start()
@@ -227,7 +214,7 @@ async fn the_token_limit_goes_under_the_field_fleet_toml_names() {
             if is_compaction(request) {
                 Reply::text("SUMMARY: the person keeps sending notes.")
             } else {
-                turn_reply(request)
+                noted_turn(request)
             }
         })
         .start()

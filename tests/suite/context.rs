@@ -11,6 +11,7 @@ use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
+use crate::support::openai_server::noted_turn;
 use crate::support::openai_server::without_time;
 
 fn echo_model(request: &Value) -> Reply {
@@ -632,14 +633,7 @@ async fn a_background_compaction_is_not_shown_or_cancelled_as_a_turn() {
             if is_compaction(request) {
                 return Reply::text("SUMMARY: notes were sent").hold_until(held.clone());
             }
-            if last_message(request).is_some_and(|m| m["role"] == "tool") {
-                return Reply::text("");
-            }
-            Reply::tool_call(
-                "call_1",
-                "SendMessage",
-                json!({ "text": "noted" }).to_string(),
-            )
+            noted_turn(request)
         })
         .start()
         .await;

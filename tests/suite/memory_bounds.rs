@@ -16,6 +16,7 @@ use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
 use crate::support::openai_server::last_user_text;
+use crate::support::openai_server::noted_turn;
 
 fn system_text(request: &Value) -> &str {
     request["messages"][0]["content"].as_str().unwrap_or("")
@@ -27,18 +28,6 @@ fn is_compaction(request: &Value) -> bool {
 
 fn is_extraction(request: &Value) -> bool {
     system_text(request).starts_with("You maintain the long-term memory")
-}
-
-/// A turn: the bot answers each message with SendMessage, then ends.
-fn turn_reply(request: &Value) -> Reply {
-    if last_message(request).is_some_and(|m| m["role"] == "tool") {
-        return Reply::text("");
-    }
-    Reply::tool_call(
-        "call_1",
-        "SendMessage",
-        json!({ "text": "noted" }).to_string(),
-    )
 }
 
 async fn fleet(server: &OpenAiServer, threshold: u64, runtime: &str) -> TestHost {
@@ -85,7 +74,7 @@ async fn a_summariser_that_is_down_is_not_called_before_every_step() {
             if is_compaction(request) {
                 return Reply::error(503, "the summariser is down");
             }
-            turn_reply(request)
+            noted_turn(request)
         })
         .start()
         .await;
@@ -141,7 +130,7 @@ fn memory_reply(request: &Value, n: usize) -> Reply {
         let args = json!({ "text": fact, "layer": "notes", "importance": 5 });
         return Reply::tool_call("call_r", "Remember", args.to_string());
     }
-    turn_reply(request)
+    noted_turn(request)
 }
 
 /// Regression (finding 2): the memory block was not bounded: 20 notes of
@@ -243,7 +232,7 @@ async fn the_fact_extraction_request_is_bounded() {
             if is_extraction(request) {
                 return Reply::text(r#"{"add": []}"#);
             }
-            turn_reply(request)
+            noted_turn(request)
         })
         .start()
         .await;

@@ -100,6 +100,19 @@ pub fn last_user_text(request: &Value) -> Option<&str> {
         .map(without_time)
 }
 
+/// A turn of a bot that answers each message with SendMessage "noted"
+/// (call `call_1`), then ends with an empty answer after its result.
+pub fn noted_turn(request: &Value) -> Reply {
+    if last_message(request).is_some_and(|m| m["role"] == "tool") {
+        return Reply::text("");
+    }
+    Reply::tool_call(
+        "call_1",
+        "SendMessage",
+        serde_json::json!({ "text": "noted" }).to_string(),
+    )
+}
+
 /// The text of each user-side message of a request body, without the
 /// time lines at its start ([`without_time`]).
 pub fn user_texts(request: &Value) -> Vec<&str> {
