@@ -55,10 +55,13 @@ fn is_format(c: char) -> bool {
 }
 
 /// Whether `c` is escaped in what a person approves: what [`text`]
-/// escapes, and every format character (an invisible one could make an
-/// action read as another; the web page's cards escape them too).
+/// escapes, every format character (an invisible one could make an
+/// action read as another), and the line and paragraph separators
+/// (U+2028, U+2029: a terminal shows them as a blank or nothing, a
+/// shell reads them as part of a word). The web page's cards escape the
+/// same.
 fn is_unsafe_strict(c: char) -> bool {
-    is_unsafe(c) || is_format(c)
+    is_unsafe(c) || matches!(c, '\u{2028}' | '\u{2029}') || is_format(c)
 }
 
 /// [`text`] with every format character escaped too

@@ -232,10 +232,12 @@ async fn approvals_show_invisible_format_characters_escaped() {
         .start()
         .await;
     let session = talk(&host, "hello").await;
-    let command = "rm -rf ./cache\u{200b}/ \u{200f}x\u{feff}\u{ad}y";
+    let command = "rm -rf ./cache\u{200b}/ \u{200f}x\u{feff}\u{ad}y\u{2028}z\u{2029}";
     let id = ask_to_run(&host, &session, command).await;
     let escaped = |out: &str| {
-        for c in ['\u{200b}', '\u{200f}', '\u{feff}', '\u{ad}'] {
+        for c in [
+            '\u{200b}', '\u{200f}', '\u{feff}', '\u{ad}', '\u{2028}', '\u{2029}',
+        ] {
             assert!(!out.contains(c), "{:?} shown raw: {out}", c);
             assert!(
                 out.contains(&format!("\\u{{{:x}}}", u32::from(c))),
