@@ -447,7 +447,9 @@ impl BotState {
             queued: self.queue.len() + self.pending.iter().map(|p| p.inputs().len()).sum::<usize>(),
             paused_until: self.paused_until,
             starting: false,
-            contexts: self.tails.len(),
+            // the running turn holds its session's context out of the
+            // held ones (`Tails::take` made room for it)
+            contexts: self.tails.len() + usize::from(self.running.is_some()),
         }
     }
 

@@ -36,9 +36,17 @@ pub(crate) struct Tails {
 }
 
 impl Tails {
-    /// Takes the context of `session` out (a run holds it while it runs).
+    /// Takes the context of `session` out: a run holds it while it runs,
+    /// and it counts as one of the [`MAX_TAILS`] the bot keeps (see
+    /// [`Tails::len`]). A session whose context is not held gets a new
+    /// one to read, and the least recently used held one is left out if
+    /// the bot holds as many as it may.
     pub(crate) fn take(&mut self, session: &SessionId) -> Option<SessionTail> {
-        self.held.remove(session).map(|(tail, _)| tail)
+        let taken = self.held.remove(session).map(|(tail, _)| tail);
+        if taken.is_none() {
+            self.shrink_to(MAX_TAILS - 1);
+        }
+        taken
     }
 
     /// Drops the context of `session` (its run crashed: what it held is
@@ -60,7 +68,13 @@ impl Tails {
         }
         self.clock += 1;
         self.held.insert(session, (tail, self.clock));
-        while self.held.len() > MAX_TAILS {
+        self.shrink_to(MAX_TAILS);
+    }
+
+    /// Leaves out the least recently used contexts until at most `n` are
+    /// held.
+    fn shrink_to(&mut self, n: usize) {
+        while self.held.len() > n {
             let oldest = self
                 .held
                 .iter()
@@ -80,7 +94,8 @@ impl Tails {
         self.rooms.contains(session)
     }
 
-    /// How many contexts are held.
+    /// How many contexts are held between turns (a running turn's is
+    /// not among them: the bot counts it, `BotState::status`).
     pub(crate) fn len(&self) -> usize {
         self.held.len()
     }

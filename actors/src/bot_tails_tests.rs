@@ -32,3 +32,23 @@ fn at_most_max_tails_are_held_the_least_recently_used_left_out() {
     }
     assert_eq!(tails.len(), MAX_TAILS);
 }
+
+#[test]
+fn a_run_of_a_session_not_held_makes_room_for_its_context() {
+    let mut tails = Tails::default();
+    let sessions: Vec<SessionId> = (0..MAX_TAILS).map(|_| put_new(&mut tails)).collect();
+    // a held context taken by its run: one fewer held, the run holds it
+    assert!(tails.take(&sessions[5]).is_some());
+    assert_eq!(tails.len(), MAX_TAILS - 1);
+    tails.put(sessions[5], SessionTail::new(sessions[5]));
+    // a session without one: the run's new context and those held make
+    // no more than the bot keeps, the least recently used left out
+    let new = SessionId::new_v7();
+    assert!(tails.take(&new).is_none());
+    assert_eq!(tails.len(), MAX_TAILS - 1);
+    assert!(
+        tails.take(&sessions[0]).is_none(),
+        "the oldest was left out"
+    );
+    assert!(tails.take(&sessions[5]).is_some());
+}

@@ -2,9 +2,13 @@
 //! sessions it runs turns in, and one left out is read back to the same
 //! messages.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
+use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::openai_server::Endless;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 
@@ -86,6 +90,29 @@ steps = [
     for (x, y) in before.iter().zip(after.iter()) {
         assert_eq!(x, y, "the context read back differs from the one in memory");
     }
+    // a turn running in a session whose context was held holds it still:
+    // the bot keeps as many as before (QA: the count read one lower while
+    // a run held a context)
+    server.push_reply(Reply::endless(Endless::Comments, Duration::from_millis(20)));
+    host.send("s19", "third", None).await;
+    server
+        .wait_until(|body| {
+            body["messages"]
+                .as_array()
+                .is_some_and(|m| has_text(m, "hello from s19: third"))
+        })
+        .await;
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let hub = hub_of(&bots);
+    assert!(
+        hub["running_turn"].is_string(),
+        "the hub's turn runs: {hub}"
+    );
+    assert_eq!(hub["contexts_in_memory"], MAX_CONTEXTS, "{hub}");
+    let (status, _) = host
+        .call(reqwest::Method::POST, "/v1/bots/hub/cancel", TOKEN, None)
+        .await;
+    assert_eq!(status, 200);
     host.shutdown().await;
     server.shutdown().await;
 }
