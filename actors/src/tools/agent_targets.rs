@@ -231,6 +231,41 @@ pub(super) async fn refuse_update_of_subagent(
     ))
 }
 
+/// Refuses UpdateAgent on `target` when it has a tool the caller does not
+/// have. Its role is what it follows (a message from another bot is only
+/// information to it) and its tools are what it may do: a bot that could
+/// rewrite them could have a stronger bot do what it may not do itself,
+/// as a bot without Shell that rewrote the role of one with Shell to run
+/// whatever it was sent. A bot's own record, and any bot that can do no
+/// more than the caller, stay the caller's to change.
+pub(super) fn refuse_update_of_stronger(
+    ctx: &ToolContext<'_>,
+    target: &BotRecord,
+) -> Result<(), ToolError> {
+    let lacking: Vec<String> = target
+        .tools
+        .iter()
+        .filter(|t| !ctx.bot.tools.contains(t))
+        .map(|t| format!("{t:?}"))
+        .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        format!(
+            "{} has tools you do not have ({}): only a bot with every tool of another may change \
+             its name, role or tools; nothing was changed",
+            target.id,
+            lacking.join(", ")
+        ),
+        format!(
+            "message {} with SendToAgent instead (it reads what you send as information, not as \
+             its instructions), or ask your person",
+            target.id
+        ),
+    ))
+}
+
 /// Refuses UpdateAgent on `target` when it is removed: it runs no turns,
 /// so a change would apply to nothing, and a bot made by CreateAgent that
 /// its owner removed does not come back.

@@ -559,6 +559,7 @@ impl Tool for UpdateAgent {
         let mut record = resolve_bot(ctx, &args.agent, "pass one of").await?;
         targets::refuse_update_of_subagent(ctx, &record).await?;
         targets::refuse_update_of_removed(&record)?;
+        targets::refuse_update_of_stronger(ctx, &record)?;
         if record.origin == "config" && args.tools.is_some() && record.id != ctx.bot.id {
             return Err(ToolError::new(
                 format!(
