@@ -426,8 +426,9 @@ impl Runner {
                 return None;
             }
             let ctx = self.tool_ctx(&call.id);
-            if Gate::reviewed(&ctx, &call.name, &args) {
-                // review may ask a person: the step is recorded first
+            if !Gate::passes_review_rules(&ctx, &call.name, &args).await {
+                // review may ask a person or log the call: the step is
+                // recorded first
                 return None;
             }
             prepared.push((call, tool, args));
@@ -440,7 +441,11 @@ impl Runner {
                     step_effects: &out,
                     ..self.tool_ctx(&call.id)
                 };
-                // not reviewed and internal: the gate only checks the surface
+                // internal, and not reviewed or allowed by review's rules
+                // (above): the gate checks the surface, reviews again to
+                // the same allow, and refuses a side effect while one of
+                // the bot's approvals is pending; it uses no approval
+                // (only an `ask` does) and asks nobody
                 match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
                     GateDecision::Run { .. } => {
                         tool.call(&ctx, args).await.map_err(|e| e.to_string())
@@ -620,3 +625,7 @@ fn within_limits(batch: Vec<Mutation>) -> Vec<Mutation> {
 #[cfg(test)]
 #[path = "calls_approval_tests.rs"]
 mod approval_tests;
+
+#[cfg(test)]
+#[path = "calls_batched_tests.rs"]
+mod batched_tests;

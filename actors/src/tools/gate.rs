@@ -288,6 +288,29 @@ impl Gate {
         })
         .is_some_and(|s| modes.get(s) != ReviewMode::Off)
     }
+
+    /// Whether review lets a call through on its rules alone: the call is
+    /// on no review surface that is not `off`, or the rules allow its
+    /// exact action and no reviewer model is configured (one would be
+    /// asked too). Reads what review reads and writes nothing: a call
+    /// that passes may run before its step is recorded, since
+    /// [`Gate::check`] will neither ask a person about it nor log a
+    /// review of it (the rules decide the same action the same way).
+    pub async fn passes_review_rules(ctx: &ToolContext<'_>, name: &str, args: &Value) -> bool {
+        let config = &ctx.rt.settings.review;
+        let surface = review_surface(effective_kind(ctx, name), ctx.scope.runner, || {
+            in_notes_area(ctx, args)
+        })
+        .filter(|s| config.modes.get(*s) != ReviewMode::Off);
+        let Some(surface) = surface else {
+            return true;
+        };
+        if config.reviewer.is_some() {
+            return false;
+        }
+        let action = build_action(ctx, name, surface, args).await;
+        review(ctx, &action, config).await == ReviewDecision::Allow
+    }
 }
 
 /// The kind of a call as the gate treats it: SendMessage in a bot-to-bot
