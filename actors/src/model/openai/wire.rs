@@ -179,7 +179,11 @@ struct CompletionMessage {
 /// it names a function after that call's arguments began with another
 /// name or were already a whole JSON object. Some servers (Ollama behind
 /// LiteLLM, some Qwen setups) give every parallel call index 0, and
-/// placing by index alone ran them into one call. A whole completion's
+/// placing by index alone ran them into one call. A piece without a name
+/// that brings arguments continues a call whose arguments are not whole
+/// yet, under a new id (servers that give every piece a new id) or at a
+/// new index without an id ([`Assembler::place_at`]): a call cannot
+/// start without a name. A whole completion's
 /// calls are not pieces: each is its own call. The legacy `function_call`
 /// is one call at index 0.
 ///
@@ -387,11 +391,7 @@ impl Assembler {
         let mut touched: Vec<CallKey> = Vec::new();
         for part in parts {
             let mut key = match part.index {
-                Some(index) => self
-                    .calls
-                    .range((index, 0)..=(index, u32::MAX))
-                    .next_back()
-                    .map_or((index, 0), |(key, _)| *key),
+                Some(index) => self.place_at(index, &part),
                 None => self.place(&part, &touched),
             };
             if self
@@ -457,6 +457,35 @@ impl Assembler {
         self.calls
             .last_key_value()
             .map_or((0, 0), |(key, _)| (key.0 + 1, 0))
+    }
+
+    /// The call a piece at wire index `index` belongs to: the call there
+    /// with its id, else the latest call there. A piece with neither id
+    /// nor name at an index no call has yet continues the call the piece
+    /// before went to while that call's arguments are not whole
+    /// ([`continues`]): some servers send the rest of a call's arguments
+    /// at the next index (seen from Nebius and Cerebras, and from
+    /// DeepSeek behind a proxy, whose second call's head came at index 0
+    /// and its arguments at index 1); a call cannot start without a name.
+    fn place_at(&self, index: u32, part: &ToolCallPart) -> CallKey {
+        let mut at_index = self.calls.range((index, 0)..=(index, u32::MAX));
+        if let Some(id) = part.id.as_deref().filter(|id| !id.is_empty())
+            && let Some((key, _)) = at_index.clone().find(|(_, call)| call.id == id)
+        {
+            return *key;
+        }
+        if let Some((key, _)) = at_index.next_back() {
+            return *key;
+        }
+        let anonymous = part.id.as_deref().is_none_or(str::is_empty) && !names_function(part);
+        match self.current {
+            Some(current)
+                if anonymous && self.calls.get(&current).is_some_and(|c| continues(c, part)) =>
+            {
+                current
+            }
+            _ => (index, 0),
+        }
     }
 
     /// The call a piece without `index` belongs to (see [`Assembler`]);
@@ -545,7 +574,10 @@ fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
         && !call.id.is_empty()
         && id != call.id
     {
-        return true;
+        // a server that gives every piece a new id (Poolside's API;
+        // mlx-openai-server before its fix) sends the rest of a call's
+        // arguments under another id and no name
+        return names_function(part) || !continues(call, part);
     }
     let Some(function) = &part.function else {
         return false;
@@ -565,6 +597,26 @@ fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
         Some(_) => true,
     };
     brings_arguments && is_whole_object(&call.arguments)
+}
+
+/// Whether `part` gives a function name.
+fn names_function(part: &ToolCallPart) -> bool {
+    part.function
+        .as_ref()
+        .and_then(|f| f.name.as_deref())
+        .is_some_and(|name| !name.is_empty())
+}
+
+/// Whether `part`, a piece without a name, brings more of `call`'s
+/// arguments: the call has a name, its arguments are not a whole JSON
+/// object yet, and the piece brings some.
+fn continues(call: &PartialCall, part: &ToolCallPart) -> bool {
+    let brings_arguments = match part.function.as_ref().and_then(|f| f.arguments.as_ref()) {
+        Some(Value::String(fragment)) => !fragment.is_empty(),
+        Some(Value::Null) | None => false,
+        Some(_) => true,
+    };
+    brings_arguments && !call.name.is_empty() && !is_whole_object(&call.arguments)
 }
 
 /// Whether `arguments` is already one whole JSON object.

@@ -235,3 +235,78 @@ fn a_bare_error_body_gives_its_message() {
     assert_eq!(super::bare_error(b"{\"choices\": []}"), None);
     assert_eq!(super::bare_error(b"not json"), None);
 }
+
+/// Regression (QA): a server that gives every piece of one call a new id
+/// (Poolside's API; mlx-openai-server before its fix) had the rest of the
+/// arguments, sent without a name, made a call of its own: `SendMessage`
+/// with `{"text":` and `missing_function_name` with the rest, and the bot
+/// could never deliver through it.
+#[test]
+fn a_piece_under_a_new_id_without_a_name_continues_the_call() {
+    let response = assemble(vec![
+        piece(json!({"index": 0, "id": "call_first", "type": "function",
+            "function": {"name": "SendMessage", "arguments": "{\"text\":"}})),
+        piece(json!({"index": 0, "id": "call_second", "type": "function",
+            "function": {"arguments": " \"hello from the model\"}"}})),
+        stop("tool_calls"),
+    ])
+    .unwrap();
+    let calls = calls_of(response);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].1, "SendMessage");
+    assert_eq!(calls[0].2, r#"{"text": "hello from the model"}"#);
+    // a new id with a name, or after whole arguments, is a new call
+    let response = assemble(vec![
+        piece(json!({"index": 0, "id": "a", "function": {"name": "Read", "arguments": "{\"path\":\"x\"}"}})),
+        piece(json!({"index": 0, "id": "b", "function": {"arguments": "{\"path\":\"y\"}"}})),
+        stop("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(calls_of(response).len(), 2);
+}
+
+/// Regression (QA): the rest of a call's arguments at the next index,
+/// without id or name (seen from Nebius and Cerebras), and DeepSeek
+/// behind a proxy (its second call's head at index 0 with a new id, its
+/// arguments at index 1), made a `missing_function_name` call.
+#[test]
+fn arguments_at_the_next_index_without_id_or_name_continue_the_call() {
+    let response = assemble(vec![
+        piece(json!({"index": 0, "id": "c1", "function": {"name": "SendMessage", "arguments": "{\"te"}})),
+        piece(json!({"index": 1, "function": {"arguments": "xt\":\"hi\"}"}})),
+        stop("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(
+        calls_of(response),
+        vec![triple("c1", "SendMessage", r#"{"text":"hi"}"#)]
+    );
+    let response = assemble(vec![
+        piece(json!({"index": 0, "id": "r1", "function": {"name": "Remember", "arguments": "{\"text\":\"jazz\"}"}})),
+        piece(json!({"index": 0, "id": "s1", "function": {"name": "SendMessage", "arguments": ""}})),
+        piece(json!({"index": 1, "function": {"arguments": "{\"text\":"}})),
+        piece(json!({"index": 1, "function": {"arguments": "\"noted\"}"}})),
+        stop("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(
+        calls_of(response),
+        vec![
+            triple("r1", "Remember", r#"{"text":"jazz"}"#),
+            triple("s1", "SendMessage", r#"{"text":"noted"}"#),
+        ]
+    );
+    // parallel calls interleaved by id at one index keep their pieces
+    let response = assemble(vec![
+        piece(json!({"index": 0, "id": "x", "function": {"name": "A", "arguments": "{"}})),
+        piece(json!({"index": 0, "id": "y", "function": {"name": "B", "arguments": "{"}})),
+        piece(json!({"index": 0, "id": "x", "function": {"arguments": "}"}})),
+        piece(json!({"index": 0, "id": "y", "function": {"arguments": "}"}})),
+        stop("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(
+        calls_of(response),
+        vec![triple("x", "A", "{}"), triple("y", "B", "{}")]
+    );
+}
