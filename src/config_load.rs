@@ -10,6 +10,10 @@ use keys::parse_detail;
 #[path = "config_hidden.rs"]
 mod hidden;
 
+/// Longest `timeout_s` and `call_timeout_s` of a provider (a day). A
+/// larger one overflowed the call's deadline and crashed every turn.
+const MAX_MODEL_TIMEOUT_S: u64 = 86_400;
+
 impl LoadedFleet {
     /// Reads and validates a fleet file.
     pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
@@ -215,6 +219,20 @@ impl LoadedFleet {
                     }
                     if timeout_s == &Some(0) {
                         return Err(self.invalid(format!("{key}.timeout_s"), "must be at least 1"));
+                    }
+                    for (name, value) in
+                        [("timeout_s", timeout_s), ("call_timeout_s", call_timeout_s)]
+                    {
+                        if let Some(v) = value
+                            && *v > MAX_MODEL_TIMEOUT_S
+                        {
+                            return Err(self.invalid(
+                                format!("{key}.{name}"),
+                                format!(
+                                    "is {v} s but must be at most {MAX_MODEL_TIMEOUT_S} s (a day): no model call needs longer, and a stalled one would hold its turn that long"
+                                ),
+                            ));
+                        }
                     }
                     if let Some(call) = call_timeout_s {
                         let silence = timeout_s.unwrap_or(

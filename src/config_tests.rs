@@ -191,6 +191,17 @@ fn a_provider_bounds_each_model_call_in_time_and_size() {
             "providers.main.call_timeout_s",
             "at least timeout_s (10 s)",
         ),
+        // QA: past what a deadline can hold, every turn crashed
+        (
+            with("timeout_s = 18446744073709551615"),
+            "providers.main.timeout_s",
+            "at most 86400 s (a day)",
+        ),
+        (
+            with("call_timeout_s = 9999999999999999999"),
+            "providers.main.call_timeout_s",
+            "at most 86400 s (a day)",
+        ),
         (
             with("max_response_bytes = 100"),
             "providers.main.max_response_bytes",
