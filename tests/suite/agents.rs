@@ -131,6 +131,31 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
         .unwrap()
         .clone();
     assert!(a["turns"]["completed"].as_i64().unwrap() >= 1);
+    // each SendToAgent said which message it sent: the id of the message
+    // in the recipient's session (QA: no entry of the sender's had it)
+    for (to, text) in [("a", "argue for tea"), ("b", "argue for coffee")] {
+        let theirs = SessionKey {
+            bot: BotId::new(to).unwrap(),
+            kind: SessionKind::Agent,
+            peer: "r".into(),
+        }
+        .id()
+        .to_string();
+        let got = host.entries(&theirs).await;
+        let message = got
+            .iter()
+            .find(|e| e["kind"] == "agent_message" && e["text"] == text)
+            .unwrap_or_else(|| panic!("{to} got it: {got:?}"));
+        let said = format!(
+            "delivered to {to} as message {};",
+            message["id"].as_str().unwrap()
+        );
+        assert!(
+            entries.iter().any(|e| e["kind"] == "tool_result"
+                && e["content"].as_str().is_some_and(|c| c.starts_with(&said))),
+            "{said}"
+        );
+    }
     host.shutdown().await;
 }
 

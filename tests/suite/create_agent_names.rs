@@ -285,6 +285,6 @@ async fn name_checks_and_lookups_read_only_the_bots_answering_to_the_name() {
 
     write_unreadable_bot(&host, "wreck2", "alice");
     let sent = answered(&host, "send").await;
-    assert!(sent.starts_with("delivered to beta;"), "{sent}");
+    assert!(sent.starts_with("delivered to beta as message "), "{sent}");
     host.shutdown().await;
 }

@@ -115,7 +115,10 @@ async fn send_to_agent_refuses_any_subagent_and_sends_nothing() {
     );
     // the bots that are no subagents are reached as before
     let sent = send("c5", "p").await.unwrap();
-    assert!(sent.content.starts_with("delivered to p;"), "{sent:?}");
+    assert!(
+        sent.content.starts_with("delivered to p as message "),
+        "{sent:?}"
+    );
 
     // a conversation with a subagent (opened before this rule): a reply
     // there is refused the same way
@@ -345,7 +348,7 @@ async fn an_agent_written_with_its_mention_at_is_that_agent() {
             .await
             .unwrap();
         assert!(
-            sent.content.starts_with("delivered to p;"),
+            sent.content.starts_with("delivered to p as message "),
             "{agent}: {sent:?}"
         );
     }

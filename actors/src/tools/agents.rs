@@ -32,6 +32,7 @@
 use async_trait::async_trait;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::EntryId;
 use botfleet_memory::Mutation;
 use botfleet_memory::Priority;
 use botfleet_memory::StoreError;
@@ -191,14 +192,32 @@ impl Tool for SendToAgent {
             None,
         )
         .await?;
-        Ok(ToolOutput {
-            content: format!(
+        // the message's id, as the recipient's session has it: what a
+        // client matches a reply to, and the model may quote
+        let content = match admitted_id(&admit) {
+            Some(id) => format!(
+                "delivered to {} as message {id}; its reply will arrive later as a new message",
+                target.id
+            ),
+            None => format!(
                 "delivered to {}; its reply will arrive later as a new message",
                 target.id
             ),
+        };
+        Ok(ToolOutput {
+            content,
             effects: vec![admit],
             delivered: false,
         })
+    }
+}
+
+/// The id of the entry an admission writes, bounded by a limit or not.
+fn admitted_id(admit: &Mutation) -> Option<EntryId> {
+    match admit {
+        Mutation::Admit(req) => Some(req.entry.id),
+        Mutation::Limited(l) => l.within.iter().find_map(admitted_id),
+        _ => None,
     }
 }
 

@@ -431,7 +431,8 @@ async fn a_name_another_bot_answers_to_is_refused_and_never_guessed() {
     assert_eq!(err.hint, "pass the id of the one you mean");
     let sent = send("s2", "beta-bot").await.unwrap();
     assert!(
-        sent.content.starts_with("delivered to beta-bot;"),
+        sent.content
+            .starts_with("delivered to beta-bot as message "),
         "{sent:?}"
     );
 }
