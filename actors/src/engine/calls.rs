@@ -280,7 +280,7 @@ impl Runner {
         }
         let result = {
             let ctx = self.tool_ctx(&call.id);
-            tool.call(&ctx, args).await
+            tool.call(&ctx, args).await.map_err(|e| e.for_caller(&ctx))
         };
         // a row written before a crash is closed too, whatever the tool's
         // effect is now
@@ -447,9 +447,10 @@ impl Runner {
                 // the bot's approvals is pending; it uses no approval
                 // (only an `ask` does) and asks nobody
                 match Gate::check(&ctx, &call.name, tool.as_ref(), &args).await {
-                    GateDecision::Run { .. } => {
-                        tool.call(&ctx, args).await.map_err(|e| e.to_string())
-                    }
+                    GateDecision::Run { .. } => tool
+                        .call(&ctx, args)
+                        .await
+                        .map_err(|e| e.for_caller(&ctx).to_string()),
                     GateDecision::Refuse(e) => Err(e.to_string()),
                     GateDecision::AwaitApproval { message, .. } => {
                         Err(ToolError::new(message, "wait for the decision").to_string())

@@ -84,8 +84,18 @@ pub(crate) use targets::resolve_bot;
 mod made;
 pub use made::subagent_shaped;
 
-/// Tools an agent created by another agent never gets by default.
-const MANAGEMENT_TOOLS: &[&str] = &["CreateAgent", "UpdateAgent", "Task"];
+/// Tools an agent created by another agent never gets by default: those
+/// that make or change agents, and with Task the tools that only serve
+/// the subagents it starts (QA: a made bot got CheckSubagent without
+/// Task, and was told to "start one with Task").
+const MANAGEMENT_TOOLS: &[&str] = &[
+    "CreateAgent",
+    "UpdateAgent",
+    "Task",
+    "CheckSubagent",
+    "MessageSubagent",
+    "StopSubagent",
+];
 
 /// Longest role text.
 const MAX_ROLE_CHARS: usize = 8000;

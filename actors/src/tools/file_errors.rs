@@ -12,6 +12,9 @@ use super::file_io::LinkProblem;
 use crate::tools::ToolError;
 use crate::tools::workspace::WorkspaceError;
 
+/// What to do about a symbolic-link loop, for a bot without Shell.
+const NO_LOOP_HINT: &str = "use a path that does not go through the looping link";
+
 /// What to do about a path outside the workspace.
 pub(super) const OUTSIDE_HINT: &str =
     "use a path relative to the workspace root; files outside it cannot be reached";
@@ -78,19 +81,24 @@ pub(super) fn io_error(action: &str, shown: &str, e: &std::io::Error) -> ToolErr
             ),
             "find the link with Shell (`ls -l` on each directory of the path), then remove it \
              (`rm LINK`) or point it at a real file or directory, or use another path",
-        );
+        )
+        .or_without("Shell", NO_LOOP_HINT);
     }
-    let hint = match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            "check the path (list the directory with Shell `ls`), or Write the file first"
-        }
+    let error = |hint: &str| ToolError::new(format!("cannot {action} {shown}: {e}"), hint);
+    match e.kind() {
+        std::io::ErrorKind::NotFound => error(
+            "check the path (list the directory with Shell `ls`), or Write the file first",
+        )
+        .or_without(
+            "Shell",
+            "check the path (ask the person which files there are), or Write the file first",
+        ),
         std::io::ErrorKind::PermissionDenied => {
-            "the host may not touch this file; choose another path"
+            error("the host may not touch this file; choose another path")
         }
-        std::io::ErrorKind::IsADirectory => "this is a directory; give a file path",
-        _ => "check the path and try again",
-    };
-    ToolError::new(format!("cannot {action} {shown}: {e}"), hint)
+        std::io::ErrorKind::IsADirectory => error("this is a directory; give a file path"),
+        _ => error("check the path and try again"),
+    }
 }
 
 pub(super) fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError {
@@ -98,6 +106,10 @@ pub(super) fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError 
         FileError::Directory if action == "read" => ToolError::new(
             format!("{shown} is a directory"),
             "list it with Shell `ls`, then Read a file in it",
+        )
+        .or_without(
+            "Shell",
+            format!("give the path of a file in it, such as `{shown}/notes.md`"),
         ),
         FileError::Directory => ToolError::new(
             format!("{shown} is a directory, not a file"),
@@ -168,6 +180,7 @@ pub(super) fn not_text(shown: &str, line: Option<u64>) -> ToolError {
         ),
         "inspect binary files with Shell (e.g. `file` or `xxd | head`)",
     )
+    .or_without("Shell", "Read works on text files only; leave this one to a bot or person that can inspect binary files")
 }
 
 /// Whether `e` is the system's "too many levels of symbolic links"
@@ -188,15 +201,18 @@ pub(super) fn looped(action: &str, root: &Path, path: &Path) -> Option<ToolError
     }
     let shown = relative(root, path);
     let Some(link) = first_loop(root, path) else {
-        return Some(ToolError::new(
-            format!(
-                "cannot {action} {shown}: the path goes through a symbolic-link loop (a link \
+        return Some(
+            ToolError::new(
+                format!(
+                    "cannot {action} {shown}: the path goes through a symbolic-link loop (a link \
                  that leads back to itself, directly or through other links), so it leads to \
                  no file"
-            ),
-            "find the link with Shell (`ls -l` on each directory of the path), then remove it \
+                ),
+                "find the link with Shell (`ls -l` on each directory of the path), then remove it \
              (`rm LINK`) or point it at a real file or directory, or use another path",
-        ));
+            )
+            .or_without("Shell", NO_LOOP_HINT),
+        );
     };
     let at = relative(root, &link);
     let to = std::fs::read_link(&link)
@@ -207,16 +223,19 @@ pub(super) fn looped(action: &str, root: &Path, path: &Path) -> Option<ToolError
     } else {
         format!("{shown} goes through {at}, a symbolic link{to}")
     };
-    Some(ToolError::new(
-        format!(
-            "cannot {action} {shown}: {through} that leads back to itself, directly or through \
+    Some(
+        ToolError::new(
+            format!(
+                "cannot {action} {shown}: {through} that leads back to itself, directly or through \
              other links (a symbolic-link loop), so the path leads to no file"
-        ),
-        format!(
-            "remove the link with Shell (`rm {at}`) or point it at a real file or directory \
+            ),
+            format!(
+                "remove the link with Shell (`rm {at}`) or point it at a real file or directory \
              (`ln -sfn TARGET {at}`), or use a path that does not go through {at}"
-        ),
-    ))
+            ),
+        )
+        .or_without("Shell", format!("use a path that does not go through {at}")),
+    )
 }
 
 /// The first symbolic link on the way from `root` down to `path` that

@@ -290,7 +290,8 @@ impl Tool for Write {
                 // makes a larger one (QA: "in parts with Edit" never could)
                 "write it as several files under the limit and join them with Shell \
                  (`cat part1 part2 > whole`), or generate it with Shell",
-            ));
+            )
+            .or_without("Shell", "write it as several files, each under the limit"));
         }
         let path = resolve(ctx, &args.path, "write")?;
         if path == ctx.workspace().root() || names_directory(&args.path) {
@@ -417,7 +418,8 @@ impl Tool for Edit {
                 return Err(ToolError::new(
                     format!("{shown} has {size} bytes; Edit changes files of up to {max} bytes"),
                     "change it with Shell (e.g. `sed -i`), or split it into smaller files",
-                ));
+                )
+                .or_without("Shell", "Write its new content as smaller files instead"));
             }
         };
         let text = match String::from_utf8(bytes) {
@@ -443,7 +445,8 @@ impl Tool for Edit {
             return Err(ToolError::new(
                 format!("{shown} would have {new_len} bytes after the edit; the limit is {max}"),
                 "replace less at a time, or change the file with Shell",
-            ));
+            )
+            .or_without("Shell", "replace less at a time"));
         }
         // a file that grows: not past the disk's reserve (workspace_disk.rs);
         // one that shrinks may always be written, to free space

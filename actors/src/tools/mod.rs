@@ -208,6 +208,13 @@ impl ToolContext<'_> {
     pub fn limits(&self) -> &ToolLimits {
         &self.rt.settings.tool_limits
     }
+
+    /// Whether the caller may call tool `name` in this turn: the bot has
+    /// it, and its runner is shown it under the fleet's policy.
+    pub fn may_use(&self, name: &str) -> bool {
+        self.bot.tools.iter().any(|t| t == name)
+            && surface::is_visible(self.scope.runner, name, &self.rt.safety.surfaces)
+    }
 }
 
 /// Limits for tools, from the fleet settings.
@@ -267,6 +274,10 @@ pub struct ToolError {
     pub message: String,
     /// How to recover.
     pub hint: String,
+    /// A tool [`ToolError::hint`] uses, and how to recover without it: a
+    /// caller that may not call that tool is given this hint instead
+    /// ([`ToolError::for_caller`]), so no advice names a tool it lacks.
+    pub hint_without: Option<(&'static str, String)>,
 }
 
 impl ToolError {
@@ -275,7 +286,28 @@ impl ToolError {
         Self {
             message: message.into(),
             hint: hint.into(),
+            hint_without: None,
         }
+    }
+
+    /// The same error, with `hint` as what to do for a caller that may
+    /// not call `tool` (the one the error's own hint uses).
+    #[must_use]
+    pub fn or_without(mut self, tool: &'static str, hint: impl Into<String>) -> Self {
+        self.hint_without = Some((tool, hint.into()));
+        self
+    }
+
+    /// The error as the caller of `ctx` is told it: with the hint that
+    /// does without the tool the caller may not call.
+    #[must_use]
+    pub fn for_caller(mut self, ctx: &ToolContext<'_>) -> Self {
+        if let Some((tool, hint)) = self.hint_without.take()
+            && !ctx.may_use(tool)
+        {
+            self.hint = hint;
+        }
+        self
     }
 
     /// Arguments that did not match the schema.

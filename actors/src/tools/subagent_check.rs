@@ -78,9 +78,11 @@ impl Tool for CheckSubagent {
                 .await
                 .map_err(store_error)?;
             if list.is_empty() {
-                return Ok(ToolOutput::text(
-                    "you have not delegated anything (start with Task)",
-                ));
+                return Ok(ToolOutput::text(if ctx.may_use("Task") {
+                    "you have not delegated anything (start with Task)"
+                } else {
+                    "you have not delegated anything"
+                }));
             }
             return Ok(ToolOutput::text(task_list(&list, left_out)));
         };

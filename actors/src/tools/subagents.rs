@@ -185,10 +185,15 @@ async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord,
         .subagents_listed(&ctx.bot.id, check::FINISHED_NAMED)
         .await
         .map_err(store_error)?;
-    Err(ToolError::new(
+    let error = ToolError::new(
         format!("you have no subagent {id:?}"),
         check::ids_to_use(&known, left_out),
-    ))
+    );
+    Err(if known.is_empty() {
+        error.or_without("Task", "you have no subagents: tell your person instead")
+    } else {
+        error
+    })
 }
 
 /// Starts a subagent.
@@ -400,7 +405,8 @@ impl Tool for MessageSubagent {
                 return Err(ToolError::new(
                     format!("subagent {} was stopped", sub.id),
                     "start a new one with Task",
-                ));
+                )
+                .or_without("Task", "tell your person instead"));
             }
             // a finished subagent runs again: it counts like a new one
             SubagentStatus::Done | SubagentStatus::Failed => {
