@@ -311,6 +311,8 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
             && n.contains("another name")),
         "{notes:?}"
     );
+    // one line of single spaces (QA: runs of ten spaces inside it)
+    assert!(notes.iter().all(|n| !n.contains("  ")), "{notes:?}");
     let listed = h.list(&rig.bot).await.unwrap();
     let seen: Vec<(&str, RoutineOrigin, &str, Option<i64>)> = listed
         .iter()

@@ -123,7 +123,9 @@ fn replaced_note(api: &RoutineRecord) -> String {
         None => api.prompt.clone(),
     };
     format!(
-        "routine {name:?} of bot {bot} made through the API (cron {cron:?}, timezone {tz},          prompt {prompt:?}) is replaced by the fleet file's routine of that name; to keep it,          put it again under another name (`botfleet routines put {bot} NAME …`)",
+        "routine {name:?} of bot {bot} made through the API (cron {cron:?}, timezone {tz}, \
+         prompt {prompt:?}) is replaced by the fleet file's routine of that name; to keep it, \
+         put it again under another name (`botfleet routines put {bot} NAME …`)",
         name = api.name,
         bot = api.bot,
         cron = api.cron,
