@@ -103,6 +103,15 @@ pub(super) async fn list(client: &Client, bot: &str, as_json: bool) -> anyhow::R
             );
             return Ok(ExitCode::SUCCESS);
         }
+        // a removed bot takes none either (its `put` is refused, 409)
+        if record["settings"]["removed_at"].is_i64() {
+            outln!(
+                "{} is removed and has no routines; it takes new ones once fleet.toml lists \
+                 it again and the host restarts",
+                cell(bot)
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         outln!(
             "{} has no routines; add one with `botfleet routines put {} NAME --cron CRON \
              --timezone ZONE --prompt TEXT`, or in fleet.toml",

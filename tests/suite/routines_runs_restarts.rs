@@ -162,6 +162,21 @@ async fn the_cli_listing_says_why_a_bots_routines_do_not_run() {
             && out.contains("`botfleet routines remove gone NAME`"),
         "{out}"
     );
+    // with its last routine removed, nothing offers a `put` the host
+    // refuses (QA: "gone has no routines; add one with …", then 409)
+    let (code, _, err) = cli(
+        &["routines", "remove", "gone", "daily"],
+        host.url.as_str(),
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = cli(&["routines", "gone"], host.url.as_str(), TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("gone is removed") && !out.contains("routines put"),
+        "{out}"
+    );
     host.shutdown().await;
 }
 
