@@ -26,6 +26,10 @@ use chrono::TimeDelta;
 use chrono::TimeZone;
 use chrono_tz::Tz;
 use croner::Cron;
+
+/// Which field of a cron expression is wrong, and how.
+#[path = "spec_fields.rs"]
+mod fields;
 use croner::parser::CronParser;
 use croner::parser::Seconds;
 use croner::parser::Year;
@@ -298,7 +302,10 @@ impl Schedule {
             .parse(pattern)
             .map_err(|e| RoutineError::Cron {
                 cron: cron.to_owned(),
-                detail: e.to_string(),
+                // the field and value at fault when they can be told;
+                // croner's own words ("Component error: Number out of
+                // bounds.") name neither
+                detail: fields::diagnose(pattern).unwrap_or_else(|| e.to_string()),
             })?;
         let schedule = Self {
             kind: TimeKind::of(&parsed),

@@ -546,3 +546,44 @@ fn midnight_is_daily_and_unknown_nicknames_are_listed() {
         "{msg}"
     );
 }
+
+/// QA: a refused expression named neither its field nor its value
+/// ("Component error: Number out of bounds."), and a sixth field meant as
+/// a year was refused without a word that six fields put seconds first.
+#[test]
+fn a_refused_expression_names_its_field_and_value() {
+    let detail = |cron: &str| match Schedule::parse(cron, "UTC") {
+        Err(RoutineError::Cron { detail, .. }) => detail,
+        other => panic!("{cron}: {other:?}"),
+    };
+    assert_eq!(
+        detail("0 24 * * *"),
+        "the hour field has 24, and hours are 0-23"
+    );
+    assert_eq!(
+        detail("0 8 * * 8"),
+        "the day-of-week field has 8, and days of the week (0 and 7 are Sunday) are 0-7"
+    );
+    assert_eq!(
+        detail("0 8 0 * *"),
+        "the day-of-month field has 0, and days of the month are 1-31"
+    );
+    assert!(
+        detail("0 0 * * 5-1")
+            .starts_with("the day-of-week field has the range 5-1, which runs backwards"),
+        "{}",
+        detail("0 0 * * 5-1")
+    );
+    assert_eq!(
+        detail("0 0 8 * * ? *"),
+        "it has 7 fields, where 5 or 6 are read; years are not supported"
+    );
+    let year = detail("0 0 1 1 * 2030");
+    assert!(
+        year.starts_with("the day-of-week field has 2030")
+            && year.contains("with 6 fields the first is the second"),
+        "{year}"
+    );
+    // what croner names well stays its own
+    assert!(!detail("0 8 * * FOO").is_empty());
+}
