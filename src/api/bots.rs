@@ -298,7 +298,10 @@ async fn admit_answer(
             StatusCode::CONFLICT,
             json!({
                 "status": "unknown",
-                "error": {"code": "unknown", "message": reason},
+                "error": {"code": "unknown", "message": format!(
+                    "this Idempotency-Key cannot be checked against earlier messages: {reason}; \
+                     check the transcript, and send with a new key if the message is missing"
+                )},
             }),
         ),
     };

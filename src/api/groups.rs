@@ -303,7 +303,10 @@ pub(crate) async fn post_message(
             StatusCode::CONFLICT,
             json!({
                 "status": "unknown",
-                "error": {"code": "unknown", "message": reason},
+                "error": {"code": "unknown", "message": format!(
+                    "this Idempotency-Key cannot be checked against earlier messages: {reason}; \
+                     check the room's timeline, and send with a new key if the message is missing"
+                )},
                 "room": posted.room,
             }),
         ),

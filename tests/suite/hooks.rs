@@ -213,6 +213,23 @@ async fn a_delivery_id_older_than_the_ledger_is_unknown_and_says_so() {
         message.contains("made before") && message.contains("restored from an older snapshot"),
         "{message}"
     );
+    // and only the webhook's advice: a sender of events has no key, no
+    // message and no transcript (QA: it got a person's advice too)
+    assert!(
+        !message.contains("key") && !message.contains("transcript"),
+        "{message}"
+    );
+    // a person's message with a key that old keeps the person's advice
+    let (status, body) = host.send("r", "hello", Some(&id)).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["status"], "unknown");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("this Idempotency-Key cannot be checked")
+            && message.contains("made before")
+            && message.contains("send with a new key if the message is missing"),
+        "{message}"
+    );
     host.shutdown().await;
 }
 

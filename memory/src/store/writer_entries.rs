@@ -330,9 +330,8 @@ impl Writer {
             {
                 return Ok(AdmitOutcome::Unknown {
                     reason: format!(
-                        "the key was made before {} and the ledger no longer holds records from then \
-                         (pruned past retention or restored from an older snapshot); check the \
-                         transcript, and send with a new key if the message is missing",
+                        "it was made before {} and the ledger no longer holds records from then \
+                         (pruned past retention or restored from an older snapshot)",
                         chrono::DateTime::<chrono::Utc>::from_timestamp_millis(self.horizon_ms)
                             .map(|d| d.to_rfc3339())
                             .unwrap_or_default()
