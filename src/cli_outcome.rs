@@ -1,6 +1,6 @@
 //! How `botfleet send` reports the turn that answered a message: the
 //! deliveries on stdout (or one JSON object), and on stderr what a person
-//! should know when the turn did not complete.
+//! should know when the turn did not complete, or completed with a notice.
 
 use std::process::ExitCode;
 
@@ -31,6 +31,14 @@ impl Ended<'_> {
             Some(n) => n["retry_turn"].as_str(),
             None => Some(self.turn),
         }
+    }
+
+    /// Whether a person is told something besides the replies: the turn
+    /// did not complete, or it wrote a notice (one that completed after
+    /// its reply and stopped there says so: QA, the CLI showed only the
+    /// reply, and its user took the bot to be still working).
+    fn noticed(&self) -> bool {
+        self.status != "completed" || self.notice.is_some()
     }
 
     fn explain(&self) -> String {
@@ -75,7 +83,7 @@ pub(super) fn report(
         });
         // what stderr says without --json, so that a script can show why
         // and retry (stderr stays silent: stdout is the whole answer)
-        if status != "completed" {
+        if ended.noticed() {
             out["notice"] = json!(ended.explain());
             if let Some(t) = ended.retry_turn() {
                 out["retry_turn"] = json!(t);
@@ -92,7 +100,7 @@ pub(super) fn report(
             outln!("{}", texts.join("\n\n"));
         }
     }
-    if status != "completed" && !as_json {
+    if ended.noticed() && !as_json {
         errln!("{}", ended.explain());
     }
     match status {

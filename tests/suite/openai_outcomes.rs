@@ -6,12 +6,14 @@
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
+use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::RecordedRequest;
 use crate::support::openai_server::Reply;
+use crate::support::process::cli;
 
 /// A host whose bot `r` (SendMessage) talks to `server`.
 pub(super) async fn host(server: &OpenAiServer, stream: bool) -> TestHost {
@@ -155,6 +157,54 @@ async fn a_second_cut_off_after_the_reply_ends_the_turn_completed_without_a_retr
     assert!(text.contains("a second time in this turn"), "{text}");
     let notice = entries.iter().find(|e| e["kind"] == "notice").unwrap();
     assert!(notice["retry_turn"].is_null(), "{notice}");
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// `botfleet send` shows the notice of a turn that completed with one
+/// (QA: a turn that stopped after its reply printed the reply and exited
+/// 0, and the notice written for the person stayed in the transcript; a
+/// CLI user took the bot to be still working).
+#[tokio::test]
+async fn send_shows_the_notice_of_a_turn_that_stopped_after_its_reply() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::tool_call(
+            "c1",
+            "SendMessage",
+            r#"{"text":"Working on it"}"#,
+        ))
+        .reply(Reply::text("and more").finish("length"))
+        .reply(Reply::text("and more again").finish("length"))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (code, out, err) = cli(&["send", "r", "check the logs"], host.url.as_str(), TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "Working on it");
+    assert!(err.contains("the bot stopped after it"), "{err}");
+    server.push_reply(Reply::tool_call(
+        "c2",
+        "SendMessage",
+        r#"{"text":"Working on it"}"#,
+    ));
+    server.push_reply(Reply::text("and more").finish("length"));
+    server.push_reply(Reply::text("and more again").finish("length"));
+    let (code, out, err) = cli(
+        &["send", "r", "check the logs", "--json", "--nonce", "n2"],
+        host.url.as_str(),
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["status"], "completed", "{v}");
+    assert!(
+        v["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("the bot stopped after it")),
+        "{v}"
+    );
     host.shutdown().await;
     server.shutdown().await;
 }
