@@ -70,7 +70,7 @@ pub(super) fn located(error: ModelError, url: &str, options: &OpenAiOptions) -> 
             return wrap(error, provider, "", String::new());
         }
         ModelError::Http { status, body, .. } => http(*status, body, provider, options),
-        ModelError::Unreachable { detail, .. } => unreachable(detail, provider, options),
+        ModelError::Unreachable { detail, .. } => unreachable(detail, url, provider, options),
         ModelError::StreamBroken { detail, .. } => broken(detail, provider, options),
         ModelError::TimedOut { limit, .. } => format!(
             "the whole call, its retries and their waits included, may take \
@@ -224,7 +224,26 @@ fn refused_request(body: &str, provider: &str, options: &OpenAiOptions) -> Strin
 
 /// The fix when no response came: a silent server (`timeout_s`) or none
 /// at all (`base_url`, a proxy).
-fn unreachable(detail: &str, provider: &str, options: &OpenAiOptions) -> String {
+fn unreachable(detail: &str, url: &str, provider: &str, options: &OpenAiOptions) -> String {
+    // TLS spoken to a plain-HTTP server fails after the connection was
+    // made (rustls: "received corrupt message of type InvalidContentType"):
+    // the server runs, so "check that it is running" misled (QA)
+    let tls = url
+        .get(.."https://".len())
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+    let connected = !detail.contains("tcp connect error") && !detail.contains("dns error");
+    if tls && connected && !detail.starts_with(NO_RESPONSE) {
+        // the base URL as configured (`url` is the endpoint under it),
+        // its secrets hidden as everywhere it is shown
+        let base = super::endpoint::shown_url(&super::redact::shown_base_url(&options.base_url));
+        let rest = base.get("https://".len()..).unwrap_or_default();
+        return format!(
+            "the connection was made but the TLS handshake failed: if the server speaks plain \
+             HTTP (as local servers such as vLLM, llama.cpp and Ollama do), set \
+             providers.{provider}.base_url = \"http://{rest}\"; otherwise check its TLS \
+             certificate and setup"
+        );
+    }
     if detail.starts_with(NO_RESPONSE) {
         return format!(
             "no answer came within providers.{provider}.timeout_s ({} s) on any attempt: a \

@@ -207,3 +207,35 @@ fn a_refused_stream_options_names_stream_usage_first() {
     let text = text(http(400, refusals[0]), &without);
     assert!(!text.contains("stream_usage"), "{text}");
 }
+
+/// Regression (QA): an `https://` base_url pointed at a plain-HTTP server
+/// was told to "check that the server is running and reachable", which it
+/// was; the handshake is what failed, and `http://` is the likely fix.
+#[test]
+fn tls_spoken_to_a_plain_http_server_says_so() {
+    let mut keyed = options(true);
+    keyed.base_url = "https://127.0.0.1:8000/v1".into();
+    let url = "https://127.0.0.1:8000/v1/chat/completions";
+    let error = || ModelError::Unreachable {
+        attempts: 3,
+        detail: "error sending request: client error (Connect): received corrupt message of \
+                 type InvalidContentType"
+            .into(),
+    };
+    let told = located(error(), url, &keyed).to_string();
+    assert!(
+        told.contains("TLS handshake failed")
+            && told.contains("providers.s.base_url = \"http://127.0.0.1:8000/v1\""),
+        "{told}"
+    );
+    // refused or unknown: nothing was reached, the old advice stands
+    let refused = ModelError::Unreachable {
+        attempts: 3,
+        detail: "tcp connect error: Connection refused".into(),
+    };
+    let told = located(refused, url, &keyed).to_string();
+    assert!(!told.contains("TLS"), "{told}");
+    // plain HTTP: no TLS to blame
+    let told = located(error(), "http://127.0.0.1:8000/v1", &keyed).to_string();
+    assert!(!told.contains("TLS"), "{told}");
+}
