@@ -142,3 +142,35 @@ async fn the_same_reply_sent_again_and_again_is_refused_then_ends_the_turn() {
     );
     host.shutdown().await;
 }
+
+/// The notice of a loop of one character names it in the singular (QA:
+/// "the same 1 characters 200 times").
+#[tokio::test]
+async fn a_loop_of_one_character_is_named_in_the_singular() {
+    let script = r#"
+[[rule]]
+steps = [ { text = "a", repeat = 4000, chunk = 20 } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "go", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "failed");
+    let es = host.entries(&session).await;
+    let notice = es
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap();
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("the same character ") && !text.contains("1 characters"),
+        "{text}"
+    );
+    host.shutdown().await;
+}

@@ -371,3 +371,41 @@ async fn a_turn_that_delivered_ends_completed_at_the_step_limit() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// A turn that reaches the step limit without a reply fails naming the
+/// limit's key, and says a retry meets it again (QA: "the turn took more
+/// than 40 model steps" named neither).
+#[tokio::test]
+async fn a_turn_failed_at_the_step_limit_names_it() {
+    let server = OpenAiServer::builder()
+        .responder(|body| {
+            let n = body["messages"].as_array().map_or(0, Vec::len);
+            Reply::tool_call(
+                &format!("c{n}"),
+                "Read",
+                &format!(r#"{{"path":"f{n}.txt"}}"#),
+            )
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage", "Read"])
+        .runtime(&format!("{RUNTIME}max_steps = 3\n"))
+        .start()
+        .await;
+    let (entries, end) = turn(&host, "read everything").await;
+    assert_eq!(end["status"], "failed", "{end}");
+    let notice = entries
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap_or_else(|| panic!("{entries:#?}"));
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("more than 3 model steps, the most runtime.max_steps allows")
+            && text.contains("a retry runs under the same limit"),
+        "{text}"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

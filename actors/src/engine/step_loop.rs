@@ -42,7 +42,9 @@ impl Runner {
                     return self.end(TurnStatus::Completed, None).await;
                 }
                 let error = format!(
-                    "the turn took more than {} model steps",
+                    "the turn took more than {} model steps, the most runtime.max_steps allows \
+                     (a retry runs under the same limit: ask for less at a time, or have the \
+                     fleet's operator raise it)",
                     self.rt.settings.max_steps
                 );
                 return self.fail(error).await;

@@ -34,9 +34,11 @@ impl StreamSink for LoopSink {
                 repeats,
                 sample,
             } => {
-                let what = match kind {
-                    LoopKind::Chars => format!("the same {period} characters {repeats} times"),
-                    LoopKind::Lines => format!("the same {period} line(s) {repeats} times"),
+                let what = match (kind, period) {
+                    (LoopKind::Chars, 1) => format!("the same character {repeats} times"),
+                    (LoopKind::Chars, _) => format!("the same {period} characters {repeats} times"),
+                    (LoopKind::Lines, 1) => format!("the same line {repeats} times"),
+                    (LoopKind::Lines, _) => format!("the same {period} lines {repeats} times"),
                 };
                 let sample: String = sample.chars().take(80).collect();
                 tracing::warn!(%what, %sample, "model output loops; stream aborted");

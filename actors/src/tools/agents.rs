@@ -123,22 +123,53 @@ pub(crate) fn check_text(
     what: &str,
     text: &str,
     max: usize,
-) -> Result<String, ToolError> {
+) -> Result<String, TextRefused> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(ToolError::new(
-            format!("`{arg}` is empty"),
-            format!("call {tool} again with `{arg}` set to {what}"),
-        ));
+        return Err(TextRefused {
+            kind: TextProblem::Empty,
+            error: ToolError::new(
+                format!("`{arg}` is empty"),
+                format!("call {tool} again with `{arg}` set to {what}"),
+            ),
+        });
     }
     let chars = text.chars().count();
     if chars > max {
-        return Err(ToolError::new(
-            format!("`{arg}` has {chars} characters; the limit is {max}"),
-            format!("shorten `{arg}` or split it over several calls"),
-        ));
+        return Err(TextRefused {
+            kind: TextProblem::TooLong,
+            error: ToolError::new(
+                format!("`{arg}` has {chars} characters; the limit is {max}"),
+                format!("shorten `{arg}` or split it over several calls"),
+            ),
+        });
     }
     Ok(text.to_owned())
+}
+
+/// Why [`check_text`] refused a text, with the refusal it would give: a
+/// tool whose advice differs (a Task cannot be split) gives its own.
+#[derive(Debug)]
+pub(crate) struct TextRefused {
+    /// What is wrong.
+    pub(crate) kind: TextProblem,
+    /// The refusal.
+    pub(crate) error: ToolError,
+}
+
+/// What [`check_text`] found wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextProblem {
+    /// Nothing but whitespace.
+    Empty,
+    /// Over the limit.
+    TooLong,
+}
+
+impl From<TextRefused> for ToolError {
+    fn from(refused: TextRefused) -> Self {
+        refused.error
+    }
 }
 
 /// Sends a message to another bot and returns at once.

@@ -125,7 +125,8 @@ async fn task_errors_name_the_prompt_argument() {
         err.to_string(),
         format!(
             "error: `prompt` has {} characters; the limit is {max}. Next step: shorten \
-             `prompt` or split it over several calls",
+             `prompt`: Write the long material to a file of the workspace (the subagent reads \
+             the same files) and name the file in the prompt",
             max + 1
         )
     );

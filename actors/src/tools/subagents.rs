@@ -50,6 +50,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::agents::Cut;
+use super::agents::TextProblem;
 use super::agents::bounded;
 use super::agents::chain_limit;
 use super::agents::check_text;
@@ -253,7 +254,22 @@ impl Tool for Task {
             "everything the subagent needs to know to do the task",
             &args.prompt,
             ctx.limits().max_message_chars,
-        )?;
+        )
+        .map_err(|e| match e.kind {
+            // split over several calls, a task would be several subagents,
+            // each with a part of it (QA)
+            TextProblem::TooLong => ToolError::new(
+                e.error.message,
+                "shorten `prompt`: Write the long material to a file of the workspace (the \
+                 subagent reads the same files) and name the file in the prompt",
+            )
+            .or_without(
+                "Write",
+                "shorten `prompt` to what the task needs, naming the files of the workspace the \
+                 subagent should read",
+            ),
+            TextProblem::Empty => e.error,
+        })?;
         let started = |id: &BotId| {
             format!(
                 "started subagent {id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
@@ -366,7 +382,7 @@ impl Tool for MessageSubagent {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "MessageSubagent".into(),
-            description: "Send a subagent more instructions; it takes them into account at once (its current step is interrupted).".into(),
+            description: "Send a subagent more instructions; it takes them into account as soon as it can (a model call under way is cut short; a tool call already running, such as a Shell command, finishes first).".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
