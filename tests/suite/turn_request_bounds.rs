@@ -383,7 +383,7 @@ async fn a_turn_failed_at_the_step_limit_names_it() {
             Reply::tool_call(
                 &format!("c{n}"),
                 "Read",
-                &format!(r#"{{"path":"f{n}.txt"}}"#),
+                format!(r#"{{"path":"f{n}.txt"}}"#),
             )
         })
         .start()
