@@ -95,6 +95,39 @@ pub(crate) async fn no_body(req: Request, next: Next) -> Response {
         .await
 }
 
+/// Middleware of the routes that take a JSON body: one sent with a
+/// `Content-Encoding` other than `identity` is refused (`415`, saying what
+/// to send) before it is read. The host decompresses nothing: a gzipped
+/// message was answered "not valid JSON … at line 1 column 1", naming no
+/// cause, and one labelled `br` but sent plain was stored as if the label
+/// were not there (QA).
+pub(crate) async fn uncompressed(req: Request, next: Next) -> Response {
+    if let Some(coding) = content_coding(req.headers()) {
+        return ApiError::UnsupportedEncoding(format!(
+            "the body is sent with Content-Encoding: {}; this host takes request bodies \
+             uncompressed: send the JSON as it is, without Content-Encoding",
+            botfleet_memory::quote_short(&coding)
+        ))
+        .into_response();
+    }
+    next.run(req).await
+}
+
+/// The first `Content-Encoding` of a request other than `identity` (the
+/// body is compressed, or says it is), if it has one.
+pub(crate) fn content_coding(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::CONTENT_ENCODING)
+        .iter()
+        .find_map(|value| {
+            String::from_utf8_lossy(value.as_bytes())
+                .split(',')
+                .map(str::trim)
+                .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+                .map(str::to_owned)
+        })
+}
+
 /// Longest `Idempotency-Key` accepted.
 pub(crate) const MAX_KEY_LEN: usize = 200;
 
@@ -226,14 +259,24 @@ pub(crate) fn json_object<T: DeserializeOwned>(
     let parsed = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        if inner.classify() != serde_json::error::Category::Data {
-            return not_json(inner);
-        }
         let field = if path.is_empty() || path == "." {
             String::new()
         } else {
             format!("`{path}`: ")
         };
+        if inner.classify() != serde_json::error::Category::Data {
+            // serde_json calls a field's value of the wrong kind for a
+            // choice of words (`"catch_up": null`) a syntax error,
+            // "expected value at line 1 column 62": the body is JSON all
+            // the same, and the field is what to name (QA)
+            if serde_json::from_slice::<IgnoredAny>(body).is_ok() {
+                return ApiError::BadRequest(format!(
+                    "the body is JSON, but not {what}: {field}not a value this field takes; \
+                     send {example}"
+                ));
+            }
+            return not_json(inner);
+        }
         ApiError::BadRequest(format!(
             "the body is JSON, but not {what}: {field}{inner}; send {example}"
         ))

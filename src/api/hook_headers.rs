@@ -3,7 +3,6 @@
 //! have.
 
 use axum::http::HeaderMap;
-use axum::http::header::CONTENT_ENCODING;
 
 use super::ApiError;
 use super::MAX_DELIVERY_LEN;
@@ -51,22 +50,15 @@ pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'
 /// UTF-8 (`400`), neither naming the cause. `415`, saying what to send,
 /// from the headers: the body is not read.
 pub(super) fn refuse_encoded(headers: &HeaderMap) -> Result<(), ApiError> {
-    for value in headers.get_all(CONTENT_ENCODING) {
-        let text = String::from_utf8_lossy(value.as_bytes());
-        let coding = text
-            .split(',')
-            .map(str::trim)
-            .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
-        if let Some(coding) = coding {
-            return Err(ApiError::UnsupportedEncoding(format!(
-                "the payload is sent with Content-Encoding: {}; a webhook takes the body \
-                 uncompressed, as it was signed: send it without Content-Encoding (turn off \
-                 compression in the sender or the proxy before this host)",
-                botfleet_memory::quote_short(coding)
-            )));
-        }
+    match crate::api::extract::content_coding(headers) {
+        Some(coding) => Err(ApiError::UnsupportedEncoding(format!(
+            "the payload is sent with Content-Encoding: {}; a webhook takes the body \
+             uncompressed, as it was signed: send it without Content-Encoding (turn off \
+             compression in the sender or the proxy before this host)",
+            botfleet_memory::quote_short(&coding)
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Why `id` is not a delivery id, if it is not one. The id is the

@@ -193,7 +193,7 @@ fn table() -> Table {
         .get("/v1/bots/{bot}/routines", routines::list)
         .put("/v1/bots/{bot}/routines/{name}", routines::put)
         .delete("/v1/bots/{bot}/routines/{name}", routines::delete)
-        .post("/v1/hooks/{bot}/{hook}", hooks::deliver)
+        .post_signed("/v1/hooks/{bot}/{hook}", hooks::deliver)
         .get("/v1/sessions/{session}/entries", sessions::entries)
         .get("/v1/turns/{turn}", sessions::turn)
         .post_bare("/v1/turns/{turn}/retry", sessions::retry)
@@ -243,7 +243,19 @@ impl Table {
         self.add("GET", path, Self::bare(axum::routing::get(h)))
     }
 
+    /// A route whose body is JSON: [`extract::uncompressed`] refuses a
+    /// `Content-Encoding`.
+    fn json(route: MethodRouter<ApiState>) -> MethodRouter<ApiState> {
+        route.route_layer(axum::middleware::from_fn(extract::uncompressed))
+    }
+
     fn post<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add("POST", path, Self::json(axum::routing::post(h)))
+    }
+
+    /// A `POST` whose handler reads the body's encoding itself (a webhook:
+    /// its refusal speaks of the signature).
+    fn post_signed<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
         self.add("POST", path, axum::routing::post(h))
     }
 
@@ -253,7 +265,7 @@ impl Table {
     }
 
     fn put<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add("PUT", path, axum::routing::put(h))
+        self.add("PUT", path, Self::json(axum::routing::put(h)))
     }
 
     fn delete<H: Handler<T, ApiState>, T: 'static>(self, path: &'static str, h: H) -> Self {

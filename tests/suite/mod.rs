@@ -6,6 +6,7 @@ mod agent_relays;
 mod agent_targets;
 mod agents;
 mod agents_speak;
+mod api_bodies;
 mod api_contract;
 mod api_contract_fixes;
 mod api_details;

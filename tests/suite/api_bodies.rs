@@ -1,0 +1,115 @@
+//! Request bodies the API cannot take, each answered with what is wrong
+//! (QA, round 34's contract sweep):
+//! - a JSON body sent with a `Content-Encoding` is `415
+//!   unsupported_encoding` on every route that takes one (a gzipped message
+//!   was "not valid JSON … at line 1 column 1", and one labelled `br` but
+//!   sent plain was stored);
+//! - a field whose value is of the wrong kind for a choice of words
+//!   (`"catch_up": null`) names the field (it was "not valid JSON … at
+//!   line 1 column 62").
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+
+const SCRIPT: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
+"#;
+
+#[tokio::test]
+async fn compressed_bodies_and_wrong_kinds_of_value_are_named() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot("q", "s", &["SendMessage"])
+        .start()
+        .await;
+    let http = reqwest::Client::new();
+    let send = |method: reqwest::Method, path: &str, coding: Option<&str>, body: Value| {
+        let mut req = http
+            .request(method, format!("{}{path}", host.url))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(c) = coding {
+            req = req.header("content-encoding", c);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            let accept = resp
+                .headers()
+                .get("accept-encoding")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (
+                status,
+                accept,
+                resp.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let message = json!({"text": "plain"});
+    for coding in ["gzip", "br", "identity, gzip"] {
+        let (status, accept, body) = send(
+            reqwest::Method::POST,
+            "/v1/bots/r/messages",
+            Some(coding),
+            message.clone(),
+        )
+        .await;
+        assert_eq!(status, 415, "{coding}: {body}");
+        assert_eq!(body["error"]["code"], "unsupported_encoding", "{body}");
+        assert_eq!(accept.as_deref(), Some("identity"));
+        let text = body["error"]["message"].as_str().unwrap();
+        assert!(text.contains("uncompressed"), "{text}");
+    }
+    let routine = json!({"cron": "0 9 * * *", "timezone": "UTC", "prompt": "p"});
+    let (status, _, body) = send(
+        reqwest::Method::PUT,
+        "/v1/bots/r/routines/r1",
+        Some("gzip"),
+        routine.clone(),
+    )
+    .await;
+    assert_eq!(status, 415, "{body}");
+    let (status, _, body) = send(
+        reqwest::Method::POST,
+        "/v1/groups",
+        Some("deflate"),
+        json!({"name": "room", "members": ["r", "q"]}),
+    )
+    .await;
+    assert_eq!(status, 415, "{body}");
+    // `identity` is no compression; and the refused ones saved nothing
+    let (status, _, body) = send(
+        reqwest::Method::POST,
+        "/v1/bots/r/messages",
+        Some("identity"),
+        message,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let entries = host.entries(body["session"].as_str().unwrap()).await;
+    let said: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+
+    for value in [Value::Null, json!(1), json!([]), json!({})] {
+        let mut r = routine.clone();
+        r["catch_up"] = value.clone();
+        let (status, _, body) = send(reqwest::Method::PUT, "/v1/bots/r/routines/r1", None, r).await;
+        assert_eq!(status, 400, "{value}: {body}");
+        let text = body["error"]["message"].as_str().unwrap();
+        assert!(
+            text.starts_with("the body is JSON, but not a routine: `catch_up`: ")
+                && !text.contains("not valid JSON"),
+            "{value}: {text}"
+        );
+    }
+    host.shutdown().await;
+}
