@@ -3,15 +3,14 @@
 //! tool call repeated is refused, then ends the turn (failed, or
 //! `completed` once the turn delivered its reply).
 
+use serde_json::Value;
+
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
 
-#[tokio::test]
-async fn a_looping_stream_is_cut_retried_once_then_fails() {
-    let script = r#"
-[[rule]]
-steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk = 20 } ]
-"#;
+/// Bot `r` on `script`, sent "go", once its turn failed: the session's
+/// entries and the text of its `turn_failed` notice.
+async fn failed_turn(script: &str) -> (Vec<Value>, String) {
     let host = TestFleet::new()
         .script("s", script)
         .bot("r", "s", &["SendMessage"])
@@ -24,6 +23,24 @@ steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk 
         .await;
     assert_eq!(end["status"], "failed");
     let es = host.entries(&session).await;
+    let notice = es
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+        .unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    host.shutdown().await;
+    (es, notice)
+}
+
+#[tokio::test]
+async fn a_looping_stream_is_cut_retried_once_then_fails() {
+    let script = r#"
+[[rule]]
+steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk = 20 } ]
+"#;
+    let (es, notice) = failed_turn(script).await;
     let reminders: Vec<_> = es.iter().filter(|e| e["kind"] == "reminder").collect();
     assert_eq!(reminders.len(), 1, "one reminder and one retry");
     assert!(
@@ -32,14 +49,7 @@ steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk 
             .unwrap()
             .contains("repeating itself")
     );
-    let notice = es
-        .iter()
-        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
-        .unwrap();
-    assert!(
-        notice["text"].as_str().unwrap().contains("kept looping"),
-        "{notice}"
-    );
+    assert!(notice.contains("kept looping"), "{notice}");
     // nothing of the looping text was kept as the bot's output
     assert!(es.iter().all(|e| {
         !e["text"]
@@ -47,7 +57,6 @@ steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk 
             .unwrap_or("")
             .contains("forever. I will repeat")
     }));
-    host.shutdown().await;
 }
 
 #[tokio::test]
@@ -151,26 +160,9 @@ async fn a_loop_of_one_character_is_named_in_the_singular() {
 [[rule]]
 steps = [ { text = "a", repeat = 4000, chunk = 20 } ]
 "#;
-    let host = TestFleet::new()
-        .script("s", script)
-        .bot("r", "s", &["SendMessage"])
-        .start()
-        .await;
-    let (_, sent) = host.send("r", "go", None).await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    assert_eq!(end["status"], "failed");
-    let es = host.entries(&session).await;
-    let notice = es
-        .iter()
-        .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
-        .unwrap();
-    let text = notice["text"].as_str().unwrap();
+    let (_, text) = failed_turn(script).await;
     assert!(
         text.contains("the same character ") && !text.contains("1 characters"),
         "{text}"
     );
-    host.shutdown().await;
 }
