@@ -129,6 +129,20 @@ async fn an_answer_cut_off_at_the_token_limit_is_retried_with_a_reminder() {
     server.shutdown().await;
 }
 
+/// A turn's answers: a reply (SendMessage `text` as call `id`), then two
+/// answers cut off at the token limit, which stop the turn after it.
+fn reply_then_cut_twice(id: &str, text: &str) -> [Reply; 3] {
+    [
+        Reply::tool_call(
+            id,
+            "SendMessage",
+            serde_json::json!({ "text": text }).to_string(),
+        ),
+        Reply::text("and more").finish("length"),
+        Reply::text("and more again").finish("length"),
+    ]
+}
+
 /// A second cut-off after the turn delivered ends it `completed`, as a
 /// model call that fails after the reply does (5fe6031): the person has
 /// the reply, and a retry would answer twice. (Before, the turn failed
@@ -136,13 +150,7 @@ async fn an_answer_cut_off_at_the_token_limit_is_retried_with_a_reminder() {
 #[tokio::test]
 async fn a_second_cut_off_after_the_reply_ends_the_turn_completed_without_a_retry() {
     let server = OpenAiServer::builder()
-        .reply(Reply::tool_call(
-            "c1",
-            "SendMessage",
-            r#"{"text":"the answer"}"#,
-        ))
-        .reply(Reply::text("and more").finish("length"))
-        .reply(Reply::text("and more again").finish("length"))
+        .replies(reply_then_cut_twice("c1", "the answer"))
         .responder(|_| Reply::text(""))
         .start()
         .await;
@@ -168,13 +176,7 @@ async fn a_second_cut_off_after_the_reply_ends_the_turn_completed_without_a_retr
 #[tokio::test]
 async fn send_shows_the_notice_of_a_turn_that_stopped_after_its_reply() {
     let server = OpenAiServer::builder()
-        .reply(Reply::tool_call(
-            "c1",
-            "SendMessage",
-            r#"{"text":"Working on it"}"#,
-        ))
-        .reply(Reply::text("and more").finish("length"))
-        .reply(Reply::text("and more again").finish("length"))
+        .replies(reply_then_cut_twice("c1", "Working on it"))
         .responder(|_| Reply::text(""))
         .start()
         .await;
@@ -183,13 +185,9 @@ async fn send_shows_the_notice_of_a_turn_that_stopped_after_its_reply() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "Working on it");
     assert!(err.contains("the bot stopped after it"), "{err}");
-    server.push_reply(Reply::tool_call(
-        "c2",
-        "SendMessage",
-        r#"{"text":"Working on it"}"#,
-    ));
-    server.push_reply(Reply::text("and more").finish("length"));
-    server.push_reply(Reply::text("and more again").finish("length"));
+    for reply in reply_then_cut_twice("c2", "Working on it") {
+        server.push_reply(reply);
+    }
     let (code, out, err) = cli(
         &["send", "r", "check the logs", "--json", "--nonce", "n2"],
         host.url.as_str(),
