@@ -269,7 +269,11 @@ pub(crate) fn json_object<T: DeserializeOwned>(
             // choice of words (`"catch_up": null`) a syntax error,
             // "expected value at line 1 column 62": the body is JSON all
             // the same, and the field is what to name (QA)
-            if serde_json::from_slice::<IgnoredAny>(body).is_ok() {
+            // (a lone surrogate is a syntax error that skipping the
+            // value does not see: it stays the parser's)
+            if serde_json::from_slice::<IgnoredAny>(body).is_ok()
+                && !inner.to_string().contains("escape")
+            {
                 return ApiError::BadRequest(format!(
                     "the body is JSON, but not {what}: {field}not a value this field takes; \
                      send {example}"
