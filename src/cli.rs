@@ -114,8 +114,12 @@ pub enum Command {
     Send {
         /// Bot id.
         bot: String,
-        /// Message text.
+        /// Message text (quote it; unquoted words are joined with single
+        /// spaces: `send assistant hello there` sends "hello there").
         text: String,
+        /// More words of the text (joined to it with spaces).
+        #[arg(hide = true)]
+        more: Vec<String>,
         /// Idempotency key, 1-200 printable ASCII characters (default: a new
         /// UUIDv7). Reuse it to retry safely: within
         /// `runtime.ledger_retention_days` for any key, and after that a UUIDv7
@@ -340,6 +344,16 @@ pub fn parse() -> Cli {
     cli
 }
 
+/// A message given as several arguments (`send assistant hello there`,
+/// the quotes forgotten: clap refused "unexpected argument 'there'"), as
+/// one text, the words joined with single spaces.
+fn joined(first: &str, more: &[String]) -> String {
+    std::iter::once(first)
+        .chain(more.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// clap's error for `botfleet search milk -cheese`, whose `-cheese` is
 /// read as options: clap's tip (`-- -c`) would search for `-c`. Said as
 /// what it is: an exclusion goes inside the quoted query. Other errors are
@@ -495,14 +509,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Send {
             bot,
             text,
+            more,
             nonce,
             json,
             timeout,
         } => {
+            let text = joined(text, more);
             let sent = match client(&cli) {
                 Ok(c) => {
                     let wait = Duration::from_secs(*timeout);
-                    send::send(&c, bot, text, nonce.as_deref(), *json, wait).await
+                    send::send(&c, bot, &text, nonce.as_deref(), *json, wait).await
                 }
                 Err(e) => Err(e),
             };
@@ -574,11 +590,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let args = search::SearchArgs {
-                query: std::iter::once(query)
-                    .chain(more)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                query: joined(query, more),
                 bot: bot.clone(),
                 session: session.clone(),
                 limit: *limit,

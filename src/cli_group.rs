@@ -70,8 +70,12 @@ pub enum GroupCommand {
     Send {
         /// Room id.
         room: String,
-        /// Message text.
+        /// Message text (quote it; unquoted words are joined with single
+        /// spaces).
         text: String,
+        /// More words of the text (joined to it with spaces).
+        #[arg(hide = true)]
+        more: Vec<String>,
         /// Idempotency key, 1-200 printable ASCII characters (default: a new
         /// UUIDv7). Reuse it to retry safely.
         #[arg(long)]
@@ -169,12 +173,14 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
         GroupCommand::Send {
             room,
             text,
+            more,
             nonce,
             json,
             timeout,
         } => {
             let wait = Duration::from_secs(*timeout);
-            let sent = send(client, room, text, nonce.as_deref(), *json, wait).await;
+            let text = super::joined(text, more);
+            let sent = send(client, room, &text, nonce.as_deref(), *json, wait).await;
             if *json && let Err(e) = &sent {
                 outln!("{}", super::terminal::json(&super::send::json_failure(e)));
             }
@@ -262,22 +268,32 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             Ok(ExitCode::SUCCESS)
         }
         GroupCommand::Transcript { room, json } => {
+            let mut hidden_before = false;
             if !*json {
                 let first = client
                     .get(&format!("/v1/groups/{}/entries?limit=1", segment(room)))
                     .await?;
                 if let Some(from) = first["visible_from"].as_i64().filter(|f| *f > 1) {
+                    hidden_before = true;
                     outln!(
                         "(the room's entries before #{from} are not shown: it was shared with you there)"
                     );
                 }
             }
-            for e in entries_after(client, room, 0).await? {
+            let entries = entries_after(client, room, 0).await?;
+            for e in &entries {
                 if *json {
-                    outln!("{}", super::terminal::json(&e));
-                } else if let Some(line) = render(&e) {
+                    outln!("{}", super::terminal::json(e));
+                } else if let Some(line) = render(e) {
                     outln!("{line}");
                 }
+            }
+            if entries.is_empty() && !*json && !hidden_before {
+                // told from a command that printed nothing (QA)
+                let room = super::terminal::text(room);
+                errln!(
+                    "nothing was said in {room} yet; start with `botfleet group send {room} \"hello\"`"
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

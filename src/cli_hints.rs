@@ -88,6 +88,10 @@ fn command(method: &str, path: &str) -> Option<String> {
     Some(match (method, segments.as_slice()) {
         ("POST", ["groups"]) => "botfleet group create NAME --members BOT,BOT".to_owned(),
         ("GET", ["groups"] | ["groups", _]) => "botfleet group list".to_owned(),
+        ("GET", ["groups", room, "entries"]) => {
+            format!("botfleet group transcript {}", arg(room, "ROOM"))
+        }
+        ("POST", ["bots", bot, "messages"]) => format!("botfleet send {} TEXT", arg(bot, "BOT")),
         ("POST", ["groups", room, "messages"]) => {
             format!("botfleet group send {} TEXT", arg(room, "ROOM"))
         }

@@ -122,10 +122,17 @@ pub(super) fn admitted(status: StatusCode, body: Value, key: &str) -> anyhow::Re
 /// message as sent, else `{"status": "error", "error": {"message",
 /// "http_status"}}` (`http_status` when the host answered).
 pub(super) fn json_failure(e: &anyhow::Error) -> Value {
+    // the message as stderr words it: a CLI command where the host's
+    // names an API route (QA: `--json` said "POST /v1/groups" where
+    // stderr said `botfleet group create`)
     if let Some(refused) = e.downcast_ref::<NotSent>() {
-        return refused.body.clone();
+        let mut body = refused.body.clone();
+        if let Some(message) = body["error"]["message"].as_str() {
+            body["error"]["message"] = json!(super::hints::for_cli(message));
+        }
+        return body;
     }
-    let mut error = json!({ "message": format!("{e:#}") });
+    let mut error = json!({ "message": super::hints::for_cli(&format!("{e:#}")) });
     if let Some(answered) = e.downcast_ref::<HostAnswered>() {
         error["http_status"] = json!(answered.status.as_u16());
     }

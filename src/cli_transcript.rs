@@ -83,6 +83,16 @@ pub(super) async fn transcript(
             outln!("{line}");
         }
     }
+    if last_seq == 0 && task.is_none() && !as_json {
+        // an empty conversation, told from a command that printed nothing
+        // (QA: a new user could not tell them apart); on stderr, so that
+        // stdout stays the transcript (none)
+        errln!(
+            "no messages with {} yet; start with `botfleet send {} \"hello\"`",
+            terminal::text(bot),
+            terminal::text(bot)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -186,11 +186,30 @@ pub(crate) async fn remove(
 /// a room of theirs, with where its messages go, when it is one (`botfleet
 /// send team …` to room `team` said only "no bot"); else `no_bot`.
 async fn room_named(state: &ApiState, user: &AuthUser, name: &str, no_bot: String) -> ApiError {
+    named_room(
+        state,
+        user,
+        name,
+        no_bot,
+        "send to it with POST /v1/groups/{}/messages",
+    )
+    .await
+}
+
+/// [`room_named`] for a route that reads: `what` says what to do with
+/// the room, `{}` standing for its id.
+async fn named_room(
+    state: &ApiState,
+    user: &AuthUser,
+    name: &str,
+    no_bot: String,
+    what: &str,
+) -> ApiError {
     match botfleet_actors::group::room_for(state.fleet.runtime(), &user.0, name).await {
         Ok(room) => ApiError::NotFound(format!(
-            "no bot {name:?} for you: {:?} is a room; send to it with POST /v1/groups/{}/messages",
+            "no bot {name:?} for you: {:?} is a room; {}",
             room.id.as_str(),
-            room.id.as_str()
+            what.replace("{}", room.id.as_str())
         )),
         Err(_) => ApiError::NotFound(no_bot),
     }
@@ -375,7 +394,20 @@ pub(crate) async fn dm_session(
                 Some(s) if s.owner == user.0 => Ok(Json(
                     json!({"session": s.id, "bot": id, "kind": "dm", "last_seq": s.last_seq}),
                 )),
-                Some(_) | None => Err(refused),
+                Some(_) | None => Err(match refused {
+                    // a room's name (QA: `botfleet transcript standup`)
+                    ApiError::NotFound(no_bot) => {
+                        named_room(
+                            &state,
+                            &user,
+                            &bot,
+                            no_bot,
+                            "read it with GET /v1/groups/{}/entries",
+                        )
+                        .await
+                    }
+                    other => other,
+                }),
             };
         }
     };

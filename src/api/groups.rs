@@ -247,6 +247,24 @@ struct MessageBody {
     text: String,
 }
 
+/// The refusal of a message to `name`, no room of `user`'s, when it is the
+/// id of one of the user's bots: where to send it instead (QA: `group send
+/// assistant hi` said only that there is no such room). Another user's bot
+/// is no room either, and is not named.
+async fn bot_named(state: &ApiState, user: &AuthUser, name: &str, no_room: String) -> ApiError {
+    let bot = match botfleet_memory::BotId::new(name) {
+        Ok(id) => state.fleet.store().get_bot(&id).await.ok().flatten(),
+        Err(_) => None,
+    };
+    match bot.filter(|b| b.owner == user.0) {
+        Some(b) => ApiError::NotFound(format!(
+            "no room {name:?} for you: {} is a bot; send to it with POST /v1/bots/{}/messages",
+            b.id, b.id
+        )),
+        None => ApiError::NotFound(no_room),
+    }
+}
+
 pub(crate) async fn post_message(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -257,7 +275,13 @@ pub(crate) async fn post_message(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     // the room first: a stranger learns nothing from a body error
-    let record = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let record = match group::room_for(state.fleet.runtime(), &user.0, &room).await {
+        Ok(record) => record,
+        Err(GroupError::NotFound(no_room)) => {
+            return Err(bot_named(&state, &user, &room, no_room).await);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let chars = parsed.text.trim().chars().count();
     if chars > state.limits.max_text_chars {

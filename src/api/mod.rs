@@ -333,7 +333,32 @@ pub(crate) async fn owned_bot(
     let id = BotId::new(bot).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     match state.fleet.store().get_bot(&id).await? {
         Some(b) if b.owner == user.0 => Ok(b),
-        _ => Err(ApiError::no_such_bot(bot)),
+        _ => Err(meant_bot(state, user, bot).await),
+    }
+}
+
+/// The refusal of `bot`, no bot of `user`: with the user's bot it likely
+/// means when one answers to it ignoring case, by id or display name
+/// (`botfleet send Assistant`, as `botfleet bots` shows the name, where
+/// the id is `assistant`: QA). Only the user's own bots are named: another
+/// user's is answered as an unknown one.
+async fn meant_bot(state: &ApiState, user: &AuthUser, bot: &str) -> ApiError {
+    let key = botfleet_memory::name_key(bot);
+    let meant = state
+        .fleet
+        .store()
+        .bots_answering_to(&[key])
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .find(|b| b.owner == user.0 && b.removed_at().is_none());
+    match meant {
+        Some(b) => ApiError::NotFound(format!(
+            "no bot {bot:?} for you; did you mean {} ({:?})? Bot ids are matched exactly; \
+             list your bots with GET /v1/bots or `botfleet bots`",
+            b.id, b.name
+        )),
+        None => ApiError::no_such_bot(bot),
     }
 }
 

@@ -36,6 +36,7 @@ mod cli_contract;
 mod cli_first_hour;
 mod cli_group_nobody;
 mod cli_input;
+mod cli_new_user;
 mod cli_restart;
 mod cli_routines;
 mod cli_send_interrupted;

@@ -1,0 +1,96 @@
+//! What a new user's common mistakes get from the CLI (QA, round 34's
+//! first hour): an empty conversation said so, a bot's id typed as its
+//! name pointed to the id, a message's words unquoted sent as one text, a
+//! room named where a bot goes (and the reverse) pointed to the command,
+//! and `--json` errors worded as stderr's, with commands, not API routes.
+
+use serde_json::Value;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::process::cli;
+
+const ECHO: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+
+#[tokio::test]
+async fn common_mistakes_are_pointed_to_what_was_meant() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("assistant", "s", &["SendMessage"])
+        .bot("helper", "s", &["SendMessage"])
+        .start()
+        .await;
+    let url = host.url.as_str();
+
+    // an empty conversation, and an empty room
+    let (code, out, err) = cli(&["transcript", "assistant"], url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(
+        err.contains(
+            "no messages with assistant yet; start with `botfleet send assistant \"hello\"`"
+        ),
+        "{err}"
+    );
+    let (code, _, err) = cli(
+        &[
+            "group",
+            "create",
+            "standup",
+            "--members",
+            "assistant,helper",
+        ],
+        url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = cli(&["group", "transcript", "standup"], url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("nothing was said in standup yet"), "{err}");
+
+    // the id typed as the name shows it
+    let (code, _, err) = cli(&["send", "Assistant", "hi"], url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("did you mean assistant"), "{err}");
+
+    // the quotes forgotten: the words are the message
+    let (code, out, err) = cli(
+        &["send", "assistant", "hello", "there", "friend"],
+        url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "echo: hello there friend");
+    let (code, _, err) = cli(&["transcript", "assistant"], url, TOKEN).await;
+    assert_eq!(code, 0);
+    assert!(!err.contains("no messages"), "{err}");
+
+    // a room where a bot goes, a bot where a room goes
+    let (code, _, err) = cli(&["transcript", "standup"], url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("is a room; read it with `botfleet group transcript standup`"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["group", "send", "assistant", "hi"], url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("assistant is a bot; send to it with `botfleet send assistant TEXT`"),
+        "{err}"
+    );
+
+    // --json says what stderr says: the command, not the route
+    let (code, out, _) = cli(&["send", "nobody", "hi", "--json"], url, TOKEN).await;
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`botfleet bots`") && !message.contains("/v1/"),
+        "{message}"
+    );
+    host.shutdown().await;
+}
