@@ -224,13 +224,30 @@ impl Client {
                     self.base
                 ),
                 None => format!(
-                    "cannot reach the host at {} ({causes}); is `botfleet run` running? (set \
+                    "cannot reach the host at {} ({}){}; is `botfleet run` running? (set \
                      --host or BOTFLEET_HOST)",
-                    self.base
+                    self.base,
+                    root_cause(&e),
+                    self.default_port_note()
                 ),
             }
         };
         anyhow::Error::new(NoAnswer { message })
+    }
+
+    /// When the host's address gives no port: which one was tried, and
+    /// the one the host listens on by default (`--host localhost` tried
+    /// port 80, and said only that nothing answered).
+    fn default_port_note(&self) -> String {
+        match reqwest::Url::parse(&self.base) {
+            Ok(url) if url.port().is_none() => format!(
+                "; the address gives no port, so port {} was tried (`botfleet run` listens on \
+                 7878 unless --listen says otherwise: --host {}:7878)",
+                url.port_or_known_default().unwrap_or(80),
+                url.host_str().unwrap_or("HOST")
+            ),
+            Ok(_) | Err(_) => String::new(),
+        }
     }
 
     /// The body of an answer could not be read to its end.
@@ -483,6 +500,21 @@ fn content_type(resp: &reqwest::Response) -> String {
 /// An error and the causes under it (`error sending request for url
 /// (…): client error (Connect): tcp connect error: Connection refused`),
 /// each once: reqwest's own message names none of them.
+/// The innermost cause of a failed request (`Connection refused (os
+/// error 111)`, a name that does not resolve), without reqwest's wrapping
+/// around it: the URL of the request (an API route the user never typed)
+/// and "client error (Connect)" (QA: the whole chain was noise around the
+/// one part that says what happened).
+fn root_cause(e: &reqwest::Error) -> String {
+    let mut last = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        last = c.to_string();
+        cause = c.source();
+    }
+    last
+}
+
 fn with_causes(e: &reqwest::Error) -> String {
     let mut out = e.to_string();
     let mut cause = std::error::Error::source(e);

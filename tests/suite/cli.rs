@@ -77,6 +77,21 @@ async fn cli_without_a_host_or_token_says_what_to_do() {
     let (code, _, err) = cli(&["bots"], "http://127.0.0.1:9", TOKEN).await;
     assert_eq!(code, 1);
     assert!(err.contains("cannot reach the host"), "{err}");
+    // the cause, not reqwest's chain around it with an API route (QA)
+    assert!(
+        err.contains("Connection refused")
+            && !err.contains("/v1/")
+            && !err.contains("client error"),
+        "{err}"
+    );
+    // an address without a port says which was tried, and the host's
+    let (code, _, err) = cli(&["bots"], "http://127.0.0.1", TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("gives no port, so port 80 was tried")
+            && err.contains("--host 127.0.0.1:7878"),
+        "{err}"
+    );
     let out = tokio::process::Command::new(BIN)
         .args(["bots"])
         .env_remove("BOTFLEET_TOKEN")
