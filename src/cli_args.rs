@@ -211,6 +211,7 @@ pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
         }
     }
     check_member_lists(command)?;
+    check_message_text(command)?;
     let arguments = in_url(command);
     for (what, value) in &arguments {
         check_id_length(what, value)?;
@@ -228,6 +229,27 @@ pub(super) fn check_command(command: &Command) -> Result<(), BadInput> {
         value.chars().count(),
         segment(value).len()
     )))
+}
+
+/// Refuses a message of `send` or `group send` with nothing in it (`send
+/// assistant ""`): a usage error naming the argument, as the host's
+/// refusal (exit 1, "`text` is empty") named its API field (QA). The
+/// host's check of invisible characters stays its own.
+fn check_message_text(command: &Command) -> Result<(), BadInput> {
+    let text = match command {
+        Command::Send { text, more, .. } if more.is_empty() => text,
+        Command::Group {
+            action: super::group::GroupCommand::Send { text, more, .. },
+        } if more.is_empty() => text,
+        _ => return Ok(()),
+    };
+    if text.trim().is_empty() {
+        return Err(BadInput(
+            "the message TEXT is empty; give the text to send (quoted when it has spaces)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// Longer than any id the host takes in any of its forms (a name id has

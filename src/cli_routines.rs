@@ -226,7 +226,7 @@ pub(super) async fn run(client: &Client, action: &RoutinesCommand) -> anyhow::Re
                 o.insert("catch_up".into(), json!(catch_up));
             }
             let path = format!("/v1/bots/{}/routines/{}", segment(bot), segment(name));
-            let (status, v) = client.put(&path, &body).await?;
+            let (status, v) = client.put(&path, &body).await.map_err(flags_named)?;
             let routine = &v["routine"];
             let done = if status == StatusCode::CREATED {
                 "created"
@@ -249,6 +249,21 @@ pub(super) async fn run(client: &Client, action: &RoutinesCommand) -> anyhow::Re
             outln!("removed routine {name} of {bot}");
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// The host's refusal of a routine as the CLI's user gave it: the body's
+/// fields (`` `cron`: … ``) by the flags that set them (`--cron`) (QA).
+fn flags_named(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<crate::client::HostAnswered>() {
+        Ok(mut answered) => {
+            for field in ["cron", "timezone", "prompt", "catch_up"] {
+                let flag = format!("`--{}`", field.replace('_', "-"));
+                answered.message = answered.message.replace(&format!("`{field}`"), &flag);
+            }
+            anyhow::Error::new(answered)
+        }
+        Err(e) => e,
     }
 }
 

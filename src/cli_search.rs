@@ -52,7 +52,10 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
     if let Some(o) = &offset {
         params.push(("offset", o));
     }
-    let v = client.get_query("/v1/search", &params).await?;
+    let v = client
+        .get_query("/v1/search", &params)
+        .await
+        .map_err(query_named)?;
     if args.json {
         outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
@@ -263,4 +266,18 @@ fn running_on(data_dir: &Path, what: &str) -> anyhow::Error {
         "a botfleet host (or another reindex) is running on {} — it holds {what}; stop it (Ctrl-C), then run `botfleet reindex` again",
         data_dir.display()
     )
+}
+
+/// The host's refusal of a query as the CLI's user typed it: `q: …` names
+/// the API's parameter, where the CLI took the words (QA).
+fn query_named(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<crate::client::HostAnswered>() {
+        Ok(mut answered) => {
+            if let Some(rest) = answered.message.strip_prefix("q: ") {
+                answered.message = format!("the query: {rest}");
+            }
+            anyhow::Error::new(answered)
+        }
+        Err(e) => e,
+    }
 }

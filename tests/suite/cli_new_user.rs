@@ -83,6 +83,42 @@ async fn common_mistakes_are_pointed_to_what_was_meant() {
         "{err}"
     );
 
+    // an empty message is a usage error; the CLI's words, not the API's
+    // fields, in what the host refuses
+    let (code, _, err) = cli(&["send", "assistant", "  "], url, TOKEN).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the message TEXT is empty"), "{err}");
+    let (code, _, err) = cli(&["search", "\"buy milk"], url, TOKEN).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("the query: unbalanced quote") && !err.contains("q: "),
+        "{err}"
+    );
+    let (code, _, err) = cli(
+        &[
+            "routines",
+            "put",
+            "assistant",
+            "daily",
+            "--cron",
+            "0 25 * * *",
+            "--timezone",
+            "UTC",
+            "--prompt",
+            "p",
+        ],
+        url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("`--cron`")
+            && err.contains("the hour field has 25")
+            && !err.contains("`cron`"),
+        "{err}"
+    );
+
     // --json says what stderr says: the command, not the route
     let (code, out, _) = cli(&["send", "nobody", "hi", "--json"], url, TOKEN).await;
     assert_eq!(code, 1);
