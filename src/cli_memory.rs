@@ -30,6 +30,7 @@ pub(super) async fn show(
         return Ok(ExitCode::SUCCESS);
     }
     let shown = shown_ids(&v);
+    let mut any = false;
     for scope in v["scopes"].as_array().into_iter().flatten() {
         let p = &scope["profile"];
         outln!(
@@ -44,6 +45,7 @@ pub(super) async fn show(
         );
         for layer in ["profile", "log", "notes"] {
             for item in scope[layer]["items"].as_array().into_iter().flatten() {
+                any = true;
                 // a profile fact or note the block leaves out (a log entry
                 // not recalled is not a candidate: the recall list says)
                 let left_out = input.is_some()
@@ -61,7 +63,10 @@ pub(super) async fn show(
     if let Some(input) = input {
         print_prompt(&v, input, &shown);
     }
-    outln!("forget an item with: botfleet forget <id>");
+    // nothing to forget: no command offered for it (QA)
+    if any {
+        outln!("forget an item with: botfleet forget <id>");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -51,6 +51,20 @@ async fn common_mistakes_are_pointed_to_what_was_meant() {
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
     assert!(err.contains("nothing was said in standup yet"), "{err}");
 
+    // a room of one bot points to `send`; a memory with nothing in it
+    // offers nothing to forget
+    let (code, _, err) = cli(
+        &["group", "create", "solo", "--members", "assistant"],
+        url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("botfleet send BOT TEXT"), "{err}");
+    let (code, out, err) = cli(&["memory", "assistant"], url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("forget an item"), "{out}");
+
     // the id typed as the name shows it
     let (code, _, err) = cli(&["send", "Assistant", "hi"], url, TOKEN).await;
     assert_eq!(code, 1);

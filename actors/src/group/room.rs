@@ -176,7 +176,7 @@ pub(super) async fn check_members(
     }
     if given.len() < MIN_MEMBERS {
         return Err(GroupError::Invalid(format!(
-            "a room needs at least {MIN_MEMBERS} members; you gave {}. Talk to a single bot directly instead",
+            "a room needs at least {MIN_MEMBERS} members; you gave {}. Talk to a single bot directly instead (POST /v1/bots/{{bot}}/messages)",
             given.len()
         )));
     }
