@@ -146,7 +146,7 @@ macro_rules! uuid_id {
                 Uuid::parse_str(s).map(Self).map_err(|_| IdError {
                     what: $what,
                     value: s.to_owned(),
-                    why: "expected a UUID (36 characters) such as 0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f",
+                    why: "expected a UUID such as 0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f",
                 })
             }
         }

@@ -113,3 +113,31 @@ async fn compressed_bodies_and_wrong_kinds_of_value_are_named() {
     }
     host.shutdown().await;
 }
+
+/// A UUID path parameter is read in any form the uuid crate reads (with
+/// braces, `urn:uuid:`, no dashes, upper case); a refusal names no length
+/// that those forms do not have (QA: "expected a UUID (36 characters)").
+#[tokio::test]
+async fn a_uuid_parameter_is_refused_without_a_length_it_does_not_need() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, body) = host.get("/v1/turns/not-a-turn", TOKEN).await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("expected a UUID such as") && !message.contains("36 characters"),
+        "{message}"
+    );
+    for form in [
+        "urn:uuid:0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f",
+        "{0192f0c4-8f7a-7cc3-9a55-6f1b3c2d4e5f}",
+        "0192F0C48F7A7CC39A556F1B3C2D4E5F",
+    ] {
+        let (status, body) = host.get(&format!("/v1/turns/{form}"), TOKEN).await;
+        assert_eq!(status, 404, "{form}: {body}");
+    }
+    host.shutdown().await;
+}
