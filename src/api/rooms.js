@@ -174,6 +174,31 @@ async function openRoom(ctx, detail, id, seq) {
   setTitle(room.name);
   const names = new Map((room.members || []).map((m) => [m.id, m.name || m.id]));
   const nameOf = (author) => names.get(author) || botName(author);
+  const chips = h("div", { class: "members", "aria-label": "Members in speaking order" });
+  const paintMembers = () => {
+    names.clear();
+    for (const m of room.members || []) names.set(m.id, m.name || m.id);
+    chips.replaceChildren(...(room.members || []).map((m) => h("span", { class: "chip" }, m.name || m.id)));
+  };
+  paintMembers();
+  // the members changed (a `members_changed` notice of the timeline, seen
+  // live or read after): the header, the names mentions go by and the
+  // Rooms list follow (QA: they kept the members the page opened with)
+  let membersSeen = 0;
+  const membersChanged = async (seq) => {
+    if (seq <= membersSeen) return;
+    membersSeen = seq;
+    try {
+      const { data } = await call("group", { group: id });
+      room.members = data.members;
+      room.shared = data.shared;
+      paintMembers();
+      paintTitle();
+      loadRooms();
+    } catch {
+      // the timeline shows the notice; the header catches up at the next one
+    }
+  };
   const note = h("p", { class: "composer-note", role: "status" });
   // what replaces the message box once the room is closed
   const closedLine = h("div", { class: "room-closed", role: "status" });
@@ -208,6 +233,10 @@ async function openRoom(ctx, detail, id, seq) {
     call("groupEntries", { group: id }, { query: { after, limit } }).then(({ data }) => {
       const closing = (data.entries || []).find((e) => e.kind === "notice" && e.code === "room_closed");
       if (closing) markClosed(closing.created_at);
+      const changed = (data.entries || []).filter((e) => e.kind === "notice" && e.code === "members_changed").pop();
+      // one opened after the change has its members already
+      if (changed && membersSeen === 0) membersSeen = room.last_seq || 0;
+      if (changed) membersChanged(changed.seq);
       return data;
     });
   const timeline = new Timeline({
@@ -255,7 +284,7 @@ async function openRoom(ctx, detail, id, seq) {
       "div",
       { class: "conv-title" },
       avatar(room.name, true),
-      h("div", null, title, h("div", { class: "members", "aria-label": "Members in speaking order" }, (room.members || []).map((m) => h("span", { class: "chip" }, m.name || m.id)))),
+      h("div", null, title, chips),
     ),
     timeline.stepsToggle,
   );

@@ -326,3 +326,41 @@ async fn the_menu_and_the_room_box_fit_a_phone() {
     );
     ui_page::finish(browser, host).await;
 }
+
+/// The owner's open room follows a change of its members made elsewhere
+/// (the `members_changed` notice's change signal): the header's chips and
+/// the Rooms list show the new members. (QA: they kept the members the
+/// page opened with until a reload, and a mention of a member gone was
+/// answered "nobody here is called" beside a header that listed it.)
+#[tokio::test]
+async fn a_change_of_members_shows_in_the_header_and_the_list() {
+    let Some((browser, host)) = shared_room("standup").await else {
+        return;
+    };
+    browser.sign_in(&host.url, TOKEN).await;
+    browser
+        .js("location.hash = '#/rooms/standup';", json!([]))
+        .await;
+    browser.wait_text(".conv-head .members", "b-name").await;
+    let (status, changed) = host
+        .call(
+            Method::PUT,
+            "/v1/groups/standup/members",
+            TOKEN,
+            Some(json!({"members": ["c", "b"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    browser.wait_text(".conv-head .members", "c-name").await;
+    let chips = browser
+        .js(
+            "return [...document.querySelectorAll('.conv-head .members .chip')].map((c) => c.textContent)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(chips, json!(["c-name", "b-name"]));
+    browser
+        .wait_text(".list a[href='#/rooms/standup']", "c-name")
+        .await;
+    ui_page::finish(browser, host).await;
+}

@@ -317,5 +317,25 @@ async fn a_long_bot_name_wraps_inside_the_window() {
         let [scroll, client, right] = [0, 1, 2].map(|i| widths[part][i].as_i64().unwrap());
         assert!(scroll <= client && right <= window, "{part}: {widths}");
     }
+    // its reply: the name wraps inside its own span, and the tag, the id
+    // and the time beside it stay one line each (QA: "BO / T", "@ev / il")
+    host.send("r", "hello", None).await;
+    let parts = browser
+        .wait_js(
+            "the reply's header",
+            r#"const who = [...document.querySelectorAll('.entry .meta .who')].find((w) => w.textContent.startsWith('WWW'));
+               if (!who) return null;
+               return [...who.parentElement.children].filter((e) => e !== who).map((e) => {
+                 const size = parseFloat(getComputedStyle(e).fontSize);
+                 return [e.textContent, e.getBoundingClientRect().height / size];
+               });"#,
+            json!([]),
+        )
+        .await;
+    let parts = parts.as_array().unwrap();
+    assert!(!parts.is_empty(), "{parts:?}");
+    for part in parts {
+        assert!(part[1].as_f64().unwrap() < 1.9, "broken over lines: {part}");
+    }
     ui_page::finish(browser, host).await;
 }
