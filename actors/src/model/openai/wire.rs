@@ -591,12 +591,16 @@ fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
     if name != call.name {
         return true;
     }
-    let brings_arguments = match &function.arguments {
+    brings_arguments(part) && is_whole_object(&call.arguments)
+}
+
+/// Whether `part` brings some of its call's arguments.
+fn brings_arguments(part: &ToolCallPart) -> bool {
+    match part.function.as_ref().and_then(|f| f.arguments.as_ref()) {
         Some(Value::String(fragment)) => !fragment.is_empty(),
         Some(Value::Null) | None => false,
         Some(_) => true,
-    };
-    brings_arguments && is_whole_object(&call.arguments)
+    }
 }
 
 /// Whether `part` gives a function name.
@@ -611,17 +615,16 @@ fn names_function(part: &ToolCallPart) -> bool {
 /// arguments: the call has a name, its arguments are not a whole JSON
 /// object yet, and the piece brings some.
 fn continues(call: &PartialCall, part: &ToolCallPart) -> bool {
-    let brings_arguments = match part.function.as_ref().and_then(|f| f.arguments.as_ref()) {
-        Some(Value::String(fragment)) => !fragment.is_empty(),
-        Some(Value::Null) | None => false,
-        Some(_) => true,
-    };
-    brings_arguments && !call.name.is_empty() && !is_whole_object(&call.arguments)
+    brings_arguments(part) && !call.name.is_empty() && !is_whole_object(&call.arguments)
 }
 
-/// Whether `arguments` is already one whole JSON object.
+/// Whether `arguments` is already one whole JSON object. Asked at every
+/// piece of a server that gives each piece a new id, so the parse runs
+/// only when the text so far can be one (it ends in `}`): parsing the
+/// growing arguments at each piece cost the square of their length.
 fn is_whole_object(arguments: &str) -> bool {
-    serde_json::from_str::<serde_json::Map<String, Value>>(arguments).is_ok()
+    arguments.trim_end().ends_with('}')
+        && serde_json::from_str::<serde_json::Map<String, Value>>(arguments).is_ok()
 }
 
 /// The legacy `function_call` as a tool call at index 0 (it has no id and
