@@ -182,22 +182,10 @@ pub(crate) async fn remove(
     Ok(Json(json!(removed)))
 }
 
-/// The `404` for a message to `name`, no bot of the user's: said to be
-/// a room of theirs, with where its messages go, when it is one (`botfleet
-/// send team …` to room `team` said only "no bot"); else `no_bot`.
-async fn room_named(state: &ApiState, user: &AuthUser, name: &str, no_bot: String) -> ApiError {
-    named_room(
-        state,
-        user,
-        name,
-        no_bot,
-        "send to it with POST /v1/groups/{}/messages",
-    )
-    .await
-}
-
-/// [`room_named`] for a route that reads: `what` says what to do with
-/// the room, `{}` standing for its id.
+/// The `404` for `name`, no bot of the user's: said to be a room of
+/// theirs when it is one (`botfleet send team …` to room `team` said only
+/// "no bot"), with what to do with it (`what`, `{}` standing for its id);
+/// else `no_bot`.
 async fn named_room(
     state: &ApiState,
     user: &AuthUser,
@@ -232,7 +220,8 @@ pub(crate) async fn post_message(
     let body = read_body(body, state.limits.max_body_bytes)?;
     let record = match owned_bot(&state, &user, &bot).await {
         Err(ApiError::NotFound(no_bot)) => {
-            return Err(room_named(&state, &user, &bot, no_bot).await);
+            let send = "send to it with POST /v1/groups/{}/messages";
+            return Err(named_room(&state, &user, &bot, no_bot, send).await);
         }
         other => other?,
     };
