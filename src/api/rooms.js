@@ -5,7 +5,7 @@
 import { call } from "./api.js";
 import { composer, outboxView } from "./compose.js";
 import { avatar, backLink, clock, errorBox, fill, h, placeholder } from "./dom.js";
-import { botName, ensureBots, loadRooms, roomWatchers, setTitle, store } from "./state.js";
+import { botName, debounce, ensureBots, loadRooms, roomWatchers, setTitle, store } from "./state.js";
 import { Timeline } from "./timeline.js";
 
 const main = document.getElementById("main");
@@ -33,6 +33,9 @@ export function roomIdFrom(name) {
     .slice(0, 64)
     .replace(/-+$/, "");
 }
+
+/** The rooms again once signals of new rooms stop coming for a moment. */
+const roomsSoon = debounce(loadRooms, 300);
 
 /** Who closed a room (only its owner may) as the page names them. */
 const closer = (room) => (room.owner === store.me ? "You" : room.owner);
@@ -70,6 +73,9 @@ export function roomsView(id, seq) {
     },
     onSignal(ev) {
       if (ctx.timeline) ctx.timeline.onSignal(ev);
+      // a room of yours created elsewhere (another tab, the CLI, a bot):
+      // its creation signals its empty timeline with seq 0
+      if (ev.type === "change" && ev.seq === 0 && !store.rooms.some((r) => r.session === ev.session)) roomsSoon();
     },
     failed: () => ctx.failed,
   };

@@ -89,3 +89,49 @@ async fn each_user_is_signalled_their_own_sessions_only() {
     }
     host.shutdown().await;
 }
+
+/// A room's creation signals its owner (only) with its empty timeline at
+/// seq 0, so that an open list of rooms learns of it (QA: the web page's
+/// Rooms list showed a room created elsewhere only once navigated again).
+#[tokio::test]
+async fn a_new_room_is_signalled_to_its_owner_at_seq_0() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("a", "s", &["SendMessage"])
+        .bot("c", "s", &["SendMessage"])
+        .bot_of("b", "s", &["SendMessage"], "bob")
+        .start()
+        .await;
+    let alice = Client::new(&host.url, TOKEN).unwrap();
+    let bob = Client::new(&host.url, BOB_TOKEN).unwrap();
+    let mut alice_events = alice.events().await.unwrap();
+    let mut bob_events = bob.events().await.unwrap();
+    assert_eq!(next(&mut alice_events).await.event, "ready");
+    assert_eq!(next(&mut bob_events).await.event, "ready");
+
+    let (status, room) = host
+        .call(
+            reqwest::Method::POST,
+            "/v1/groups",
+            TOKEN,
+            Some(serde_json::json!({"name": "standup", "members": ["a", "c"]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    let session = room["session"].as_str().expect("a session").to_owned();
+    let ev = next(&mut alice_events).await;
+    assert_eq!(ev.event, "change", "{ev:?}");
+    assert_eq!(ev.data["session"], session.as_str(), "{ev:?}");
+    assert_eq!(ev.data["seq"], 0, "{ev:?}");
+    assert_eq!(ev.data["bot"], "standup", "{ev:?}");
+    // and nothing of it to bob: his next signal is his own turn's
+    let (b_end, _) = host.end_turn_as("b", BOB_TOKEN, "hello from bob").await;
+    let b_session = b_end["session"].as_str().unwrap().to_owned();
+    let seen = until_change(&mut bob_events, &b_session, b_end["seq"].as_i64().unwrap()).await;
+    assert!(
+        seen.iter()
+            .all(|ev| ev.data["session"] == b_session.as_str()),
+        "{seen:?}"
+    );
+    host.shutdown().await;
+}

@@ -364,3 +364,24 @@ async fn a_change_of_members_shows_in_the_header_and_the_list() {
         .await;
     ui_page::finish(browser, host).await;
 }
+
+/// A room created elsewhere (here through the API, as the CLI or another
+/// tab would) appears in an open Rooms list without navigating: its
+/// creation signals its timeline at seq 0. (QA: it showed only once the
+/// page was navigated again.)
+#[tokio::test]
+async fn a_room_created_elsewhere_appears_in_the_open_list() {
+    let Some((browser, host)) = shared_room("standup").await else {
+        return;
+    };
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.js("location.hash = '#/rooms';", json!([])).await;
+    browser
+        .wait_text(".list a[href='#/rooms/standup']", "standup")
+        .await;
+    create_room(&host, "retro", &["b", "c"]).await;
+    browser
+        .wait_text(".list a[href='#/rooms/retro']", "retro")
+        .await;
+    ui_page::finish(browser, host).await;
+}

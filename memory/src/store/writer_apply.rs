@@ -321,6 +321,10 @@ impl Writer {
             }
             Mutation::CreateRoom(room) => {
                 rooms::create_room(&self.conn, room)?;
+                // a new room signals its (empty) timeline with seq 0, so
+                // that its owner's open lists learn of it; an append in
+                // the same group raises it to that entry's seq
+                touched.entry(room.timeline().id()).or_insert(0);
                 Ok(MutationResult::Done)
             }
             Mutation::AdmitToRoom {
