@@ -77,6 +77,8 @@ pub struct Cli {
         long,
         global = true,
         env = "BOTFLEET_HOST",
+        // clap shows an unset variable as `[env: BOTFLEET_HOST=]`
+        hide_env_values = true,
         default_value = "http://127.0.0.1:7878"
     )]
     pub host: String,

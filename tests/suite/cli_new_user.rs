@@ -144,3 +144,22 @@ async fn common_mistakes_are_pointed_to_what_was_meant() {
     );
     host.shutdown().await;
 }
+
+/// The help names the variables `--host` and `--token` are read from as
+/// `[env: NAME]`: clap wrote an unset `BOTFLEET_HOST` as
+/// `[env: BOTFLEET_HOST=]`, which reads as if it were set to nothing.
+#[tokio::test]
+async fn the_help_names_the_host_variable_without_a_value() {
+    let out = tokio::process::Command::new(crate::support::process::BIN)
+        .args(["send", "--help"])
+        .env_remove("BOTFLEET_HOST")
+        .env_remove("BOTFLEET_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{help}");
+    assert!(help.contains("[env: BOTFLEET_HOST]"), "{help}");
+    assert!(help.contains("[env: BOTFLEET_TOKEN]"), "{help}");
+    assert!(!help.contains("BOTFLEET_HOST="), "{help}");
+}
