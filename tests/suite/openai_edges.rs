@@ -289,3 +289,75 @@ async fn a_call_without_a_name_gets_an_error_result_and_the_turn_goes_on() {
         server.shutdown().await;
     }
 }
+
+/// Calls a tool by a name OpenAI itself would refuse to be sent back
+/// (`functions.SendMessage`, as models write it), then answers.
+fn dotted_then_reply(request: &Value) -> Reply {
+    let last = last_message(request).cloned().unwrap_or(Value::Null);
+    match (last["role"].as_str(), last["tool_call_id"].as_str()) {
+        (Some("user"), _) => Reply::tool_call(
+            "c1",
+            "functions.SendMessage",
+            json!({ "text": "dotted" }).to_string(),
+        ),
+        (Some("tool"), Some("c1")) => Reply::tool_call(
+            "c2",
+            "SendMessage",
+            json!({ "text": "answered anyway" }).to_string(),
+        ),
+        _ => Reply::text(""),
+    }
+}
+
+/// Regression (QA): a call of a tool name outside OpenAI's pattern
+/// (`^[a-zA-Z0-9_-]{1,64}$`) was answered "there is no tool", then sent
+/// back as it was in every later request of the session, which OpenAI
+/// refuses with a 400: the turn failed, and so did its retry and every
+/// later message to the bot. The name is now sent back made to fit the
+/// pattern; the transcript keeps it as the model wrote it.
+#[tokio::test]
+async fn a_call_of_a_name_openai_refuses_is_sent_back_with_one_it_accepts() {
+    for stream in [true, false] {
+        let server = OpenAiServer::builder()
+            .strict()
+            .responder(dotted_then_reply)
+            .start()
+            .await;
+        let host = TestFleet::new()
+            .openai(
+                "main",
+                &server.base_url(),
+                &format!("max_retries = 0\nstream = {stream}"),
+            )
+            .bot("r", "main", &["SendMessage"])
+            .start()
+            .await;
+        let (session, end) = host.end_turn("r", "hello").await;
+        assert_eq!(end["status"], "completed", "stream {stream}: {end}");
+        let entries = host.entries(&session).await;
+        assert_eq!(deliveries(&entries), vec!["answered anyway"]);
+        let result = entries
+            .iter()
+            .find(|e| e["kind"] == "tool_result" && e["call_id"] == "c1")
+            .unwrap_or_else(|| panic!("{entries:#?}"));
+        assert_eq!(result["is_error"], true, "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap()
+                .contains("functions.SendMessage"),
+            "{result}"
+        );
+        let requests = server.requests();
+        let names: Vec<&str> = requests[1]
+            .messages()
+            .iter()
+            .filter_map(|m| m["tool_calls"].as_array())
+            .flatten()
+            .map(|c| c["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["functions_SendMessage"], "stream {stream}");
+        host.shutdown().await;
+        server.shutdown().await;
+    }
+}

@@ -6,7 +6,8 @@
 //! are exhausted an HTTP 400 saying so (not retried, so a test fails fast).
 //! A strict server ([`OpenAiServerBuilder::strict`]) first refuses, as vLLM
 //! and llama-server do, a conversation with malformed tool-call arguments
-//! or two tool calls of one id. [`Reply::endless`] bodies never end.
+//! or two tool calls of one id, and, as OpenAI does, a tool call whose
+//! name is not 1–64 ASCII letters, digits, `_` or `-`. [`Reply::endless`] bodies never end.
 //! A request with `"stream": true` gets SSE, cut into small deltas the way
 //! real providers do; otherwise one JSON completion. Every request is
 //! recorded (method, path, headers, body) so tests assert on what the model
@@ -497,6 +498,18 @@ fn strict_check(body: &Value) -> Result<(), String> {
         let id = call["id"].as_str().unwrap_or("");
         if !ids.insert(id.to_owned()) {
             return Err(format!("duplicate tool call id {id:?}"));
+        }
+        // OpenAI's rule for a function's name (`^[a-zA-Z0-9_-]+$`, at
+        // most 64): it refuses a conversation holding any other
+        let name = call["function"]["name"].as_str().unwrap_or("");
+        let valid = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return Err(format!(
+                "Invalid 'tool_calls[].function.name': string does not match pattern: {name:?}"
+            ));
         }
         let arguments = call["function"]["arguments"].as_str().unwrap_or("");
         if let Err(e) = serde_json::from_str::<Value>(arguments) {

@@ -6,6 +6,7 @@
 //! engine keeps it only within its own turn), and the limit on generated
 //! tokens under the field the provider names ([`MaxTokensField`]).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -160,7 +161,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                         id: &call.id,
                         kind: "function",
                         function: WireFunctionCall {
-                            name: &call.name,
+                            name: sendable_name(&call.name),
                             arguments: sendable_arguments(&call.arguments),
                         },
                     })
@@ -175,6 +176,34 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                 content,
             },
         }
+    }
+}
+
+/// Longest function name OpenAI takes.
+const MAX_NAME_LEN: usize = 64;
+
+/// The name of an earlier call as sent back: as the model wrote it when
+/// it fits OpenAI's pattern (`^[a-zA-Z0-9_-]{1,64}$`), else each other
+/// character made `_` and cut to 64 (`functions.SendMessage` →
+/// `functions_SendMessage`). OpenAI refuses a conversation holding any
+/// other name with a 400 in every later request of the session (QA: a
+/// model's dotted name stuck the bot's conversation for good). The call's
+/// result already told the model there is no such tool; the transcript
+/// keeps the name as written.
+fn sendable_name(name: &str) -> Cow<'_, str> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !name.is_empty() && name.len() <= MAX_NAME_LEN && name.chars().all(fits) {
+        return Cow::Borrowed(name);
+    }
+    let made: String = name
+        .chars()
+        .map(|c| if fits(c) { c } else { '_' })
+        .take(MAX_NAME_LEN)
+        .collect();
+    if made.is_empty() {
+        Cow::Borrowed(super::wire::NAMELESS_CALL)
+    } else {
+        Cow::Owned(made)
     }
 }
 
@@ -199,7 +228,7 @@ struct WireToolCall<'a> {
 
 #[derive(Serialize)]
 struct WireFunctionCall<'a> {
-    name: &'a str,
+    name: Cow<'a, str>,
     arguments: &'a str,
 }
 

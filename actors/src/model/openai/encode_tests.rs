@@ -166,6 +166,55 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
     );
 }
 
+/// Names outside OpenAI's pattern go back made to fit it (QA: a model's
+/// `functions.SendMessage` had OpenAI refuse every later request of the
+/// session); names that fit go back as written.
+#[test]
+fn names_openai_refuses_are_sent_back_made_to_fit() {
+    let call = |name: &str| ToolCall {
+        id: format!("id-{}", name.len()),
+        name: name.to_owned(),
+        arguments: "{}".to_owned(),
+    };
+    let long = "a".repeat(70);
+    let request = ModelRequest {
+        messages: vec![ChatMessage::Assistant {
+            reasoning: String::new(),
+            content: String::new(),
+            tool_calls: vec![
+                call("Send_Message-2"),
+                call("functions.SendMessage"),
+                call("Send Message\n"),
+                call("发消息"),
+                call(&long),
+                call(""),
+            ],
+        }],
+        ..ModelRequest::default()
+    };
+    let body: Value = serde_json::from_slice(
+        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
+    let sent: Vec<&str> = body["messages"][0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            "Send_Message-2",
+            "functions_SendMessage",
+            "Send_Message_",
+            "___",
+            &long[..64],
+            "missing_function_name",
+        ]
+    );
+}
+
 /// Regression: an assistant message's reasoning was never sent back, and
 /// thinking-mode servers (DeepSeek, Kimi) refused the turn's second step
 /// ("The reasoning_content in the thinking mode must be passed back").

@@ -54,7 +54,7 @@ use usage::WireUsage;
 /// so the call gets an error result naming it and the turn goes on, as
 /// for a call of an unknown tool; it also stands where a server would
 /// refuse an empty name when the call is sent back.
-const NAMELESS_CALL: &str = "missing_function_name";
+pub(super) const NAMELESS_CALL: &str = "missing_function_name";
 
 /// One streamed `chat.completion.chunk`.
 #[derive(Debug, Deserialize)]
