@@ -276,3 +276,39 @@ async fn a_content_filter_stop_fails_the_turn_saying_so() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Regression (QA): the tokens of a refused answer and of one the content
+/// filter stopped were never counted (the bot's usage and its daily
+/// budget did not move), though the provider bills them, and an answer
+/// cut off at the token limit was counted. Both count now.
+#[tokio::test]
+async fn a_refused_or_filtered_answer_counts_its_tokens() {
+    for (what, reply) in [
+        ("refused", Reply::refusal("I can't help with that.")),
+        (
+            "filtered",
+            Reply::text("Here is how to").finish("content_filter"),
+        ),
+    ] {
+        let server = OpenAiServer::builder()
+            .reply(reply.usage(7_000, 300))
+            .responder(|_| Reply::text(""))
+            .start()
+            .await;
+        let host = host(&server, true).await;
+        let (_, end) = turn(&host, "something").await;
+        assert_eq!(end["status"], "failed", "{what}: {end}");
+        let (_, bots) = host.get("/v1/bots", crate::support::fleet::TOKEN).await;
+        let r = bots["bots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == "r")
+            .unwrap();
+        let today = &r["usage"]["today"];
+        assert_eq!(today["prompt_tokens"], 7_000, "{what}: {r:#}");
+        assert_eq!(today["completion_tokens"], 300, "{what}: {r:#}");
+        host.shutdown().await;
+        server.shutdown().await;
+    }
+}

@@ -74,8 +74,20 @@ impl Runner {
         let update_at = self.memory_update.as_ref().and(self.memory_update_at);
         self.tail.restore_request(request.messages, update_at);
         self.specs = request.tools;
-        if let Ok(response) = &result {
-            self.account(response);
+        match &result {
+            Ok(response) => self.account(response),
+            // a refused or filtered answer is billed too (QA: its tokens
+            // never reached the bot's usage nor its daily budget)
+            Err(ModelError::Refused { refusal, usage }) => self.account(&ModelResponse {
+                text: refusal.clone(),
+                usage: *usage,
+                ..ModelResponse::default()
+            }),
+            Err(ModelError::ContentFiltered { usage }) => self.account(&ModelResponse {
+                usage: *usage,
+                ..ModelResponse::default()
+            }),
+            Err(_) => {}
         }
         result
     }
@@ -176,6 +188,7 @@ impl Runner {
     pub(super) async fn refused(&mut self, refusal: String) -> Result<TurnStatus, StoreError> {
         let error = ModelError::Refused {
             refusal: refusal.clone(),
+            usage: None,
         }
         .to_string();
         let step = self.step_batch(&ModelResponse {

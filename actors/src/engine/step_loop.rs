@@ -55,7 +55,7 @@ impl Runner {
             let response = match self.call_model().await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => continue,
-                Err(ModelError::Refused { refusal }) => return self.refused(refusal).await,
+                Err(ModelError::Refused { refusal, .. }) => return self.refused(refusal).await,
                 Err(ModelError::Aborted { reason, .. }) if std::mem::take(&mut self.looped) => {
                     if self.state.loop_retried {
                         return self.looped_again(&reason).await;

@@ -342,13 +342,19 @@ pub enum ModelError {
     Refused {
         /// Its words.
         refusal: String,
+        /// The tokens the answer cost, when the server reported them
+        /// (counted like an answer's: the provider bills them).
+        usage: Option<Usage>,
     },
     /// The provider's content filter stopped the answer (finish reason
     /// `content_filter`).
     #[error(
         "the provider's content filter stopped the model's answer (finish reason content_filter)"
     )]
-    ContentFiltered,
+    ContentFiltered {
+        /// The tokens the answer cost, when the server reported them.
+        usage: Option<Usage>,
+    },
     /// The response did not follow the protocol.
     #[error("model response did not parse: {0}")]
     Protocol(String),
@@ -473,8 +479,9 @@ impl ModelError {
                 attempts,
                 detail: clean(detail),
             },
-            ModelError::Refused { refusal } => ModelError::Refused {
+            ModelError::Refused { refusal, usage } => ModelError::Refused {
                 refusal: clean(refusal),
+                usage,
             },
             ModelError::Protocol(text) => ModelError::Protocol(clean(text)),
             ModelError::Aborted { reason, partial } => ModelError::Aborted {
@@ -496,7 +503,7 @@ impl ModelError {
             },
             ModelError::TimedOut { .. }
             | ModelError::TooLarge { .. }
-            | ModelError::ContentFiltered
+            | ModelError::ContentFiltered { .. }
             | ModelError::Cancelled => self,
         }
     }
@@ -516,7 +523,7 @@ impl ModelError {
             ModelError::StreamBroken { .. } => true,
             // the same request would most likely be refused or filtered again
             ModelError::Refused { .. } => false,
-            ModelError::ContentFiltered => false,
+            ModelError::ContentFiltered { .. } => false,
             ModelError::Protocol(_) => false,
             ModelError::Aborted { .. } => false,
             ModelError::Cancelled => false,

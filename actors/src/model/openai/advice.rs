@@ -62,7 +62,7 @@ pub(super) fn located(error: ModelError, url: &str, options: &OpenAiOptions) -> 
         ModelError::Cancelled
         | ModelError::Aborted { .. }
         | ModelError::Refused { .. }
-        | ModelError::ContentFiltered
+        | ModelError::ContentFiltered { .. }
         | ModelError::Scripted(_)
         | ModelError::AtProvider { .. } => return error,
         // these name the URL and the fix themselves

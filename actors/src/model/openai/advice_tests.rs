@@ -152,9 +152,10 @@ fn each_failure_names_the_provider_the_url_and_the_key_to_change() {
 fn what_callers_act_on_and_errors_outside_a_fleet_are_kept() {
     for error in [
         ModelError::Cancelled,
-        ModelError::ContentFiltered,
+        ModelError::ContentFiltered { usage: None },
         ModelError::Refused {
             refusal: "no".into(),
+            usage: None,
         },
         ModelError::Aborted {
             reason: "loop".into(),

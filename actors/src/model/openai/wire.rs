@@ -515,10 +515,13 @@ impl Assembler {
         if !self.refusal.trim().is_empty() {
             return Err(ModelError::Refused {
                 refusal: surrogates::join(self.refusal).trim().to_owned(),
+                usage: self.usage,
             });
         }
         let finish = match self.finish {
-            Some(Finish::ContentFilter) => return Err(ModelError::ContentFiltered),
+            Some(Finish::ContentFilter) => {
+                return Err(ModelError::ContentFiltered { usage: self.usage });
+            }
             Some(Finish::Reason(reason)) => Some(reason),
             // retried before it gets here (`body.rs`, `finished`)
             Some(Finish::Failed(_)) => Some(FinishReason::Other),

@@ -347,6 +347,7 @@ fn a_name_split_over_deltas_is_joined_and_a_repeated_one_kept_once() {
 fn a_refusal_is_an_error_carrying_its_words() {
     let refused = |text: &str| ModelError::Refused {
         refusal: text.to_owned(),
+        usage: None,
     };
     let streamed = assemble(vec![
         json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null,
@@ -376,7 +377,7 @@ fn a_refusal_is_an_error_carrying_its_words() {
 fn a_content_filter_stop_is_an_error() {
     let filtered = assemble(vec![json!({"choices": [{"index": 0,
         "delta": {"content": "partial"}, "finish_reason": "content_filter"}]})]);
-    assert_eq!(filtered, Err(ModelError::ContentFiltered));
+    assert_eq!(filtered, Err(ModelError::ContentFiltered { usage: None }));
 }
 
 #[test]
