@@ -274,7 +274,14 @@ fn query_named(e: anyhow::Error) -> anyhow::Error {
     match e.downcast::<crate::client::HostAnswered>() {
         Ok(mut answered) => {
             if let Some(rest) = answered.message.strip_prefix("q: ") {
-                answered.message = format!("the query: {rest}");
+                // a refusal that names the query itself says so once (QA:
+                // "the query: the query only excludes terms")
+                answered.message =
+                    if rest.starts_with("the query") || rest.starts_with("the search query") {
+                        rest.to_owned()
+                    } else {
+                        format!("the query: {rest}")
+                    };
             }
             anyhow::Error::new(answered)
         }

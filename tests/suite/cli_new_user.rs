@@ -108,6 +108,25 @@ async fn common_mistakes_are_pointed_to_what_was_meant() {
         err.contains("the query: unbalanced quote") && !err.contains("q: "),
         "{err}"
     );
+    // a refusal that names the query says so once
+    for (words, said) in [
+        (
+            "-staging",
+            "error: the host answered 400 Bad Request: the query only excludes terms",
+        ),
+        (
+            "",
+            "error: the host answered 400 Bad Request: the search query is empty",
+        ),
+    ] {
+        let (code, _, err) = cli(&["search", "--", words], url, TOKEN).await;
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains(said) && !err.contains("the query: the"),
+            "{err}"
+        );
+        assert!(!err.contains("query: the search query"), "{err}");
+    }
     let (code, _, err) = cli(
         &[
             "routines",
