@@ -250,6 +250,23 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
             400,
             "unknown field",
         ),
+        // an id in another case is pointed to the bot it means (QA: it
+        // was told to "add your own bots"), or said to be listed already
+        (
+            json!({"name": "case", "members": ["B", "a"]}),
+            404,
+            "no bot \"B\" you may add; did you mean b (\"b-name\")?",
+        ),
+        (
+            json!({"name": "twice", "members": ["a", "A"]}),
+            404,
+            "no bot \"A\" you may add; it is a (\"a-name\"), listed already",
+        ),
+        (
+            json!({"name": "BobsCase", "members": ["a", "BOBS"]}),
+            404,
+            "no bot \"BOBS\" you may add: add your own bots",
+        ),
     ];
     for (body, want, text) in cases {
         let (status, answer) = create(&host, TOKEN, body.clone()).await;

@@ -156,6 +156,41 @@ pub async fn create_room(
     }
 }
 
+/// The bot `given` likely means when it is not a bot id `user` may add:
+/// the id in another case, or the display name, of one they may add
+/// (their own, or another user's marked `shareable`). `send` says the
+/// same for a bot (QA: `--members chatty,CHATTY` was told to "add your
+/// own bots"). With `listed` (the members before it) holding that bot,
+/// it is said to be listed twice.
+async fn meant_member(
+    rt: &Runtime,
+    user: &UserId,
+    given: &str,
+    listed: &[BotId],
+) -> Result<String, GroupError> {
+    let key = botfleet_memory::name_key(given);
+    let meant = rt
+        .store
+        .bots_answering_to(&[key])
+        .await?
+        .into_iter()
+        .find(|b| {
+            b.id.as_str() != given && b.removed_at().is_none() && (b.owner == *user || shareable(b))
+        });
+    Ok(match meant {
+        Some(b) if listed.contains(&b.id) => format!(
+            "; it is {} ({:?}), listed already: list each bot once, by its id",
+            b.id, b.name
+        ),
+        Some(b) => format!(
+            "; did you mean {} ({:?})? Members are given by bot id, matched exactly; list \
+             yours with GET /v1/bots or `botfleet bots`",
+            b.id, b.name
+        ),
+        None => String::new(),
+    })
+}
+
 /// Checks a room's member list as given by `user` (creation, or a change
 /// of members): 2–6 existing bots, each listed once, each `user`'s own or
 /// another user's marked `shareable`, none that takes no turns, no two
@@ -185,9 +220,17 @@ pub(super) async fn check_members(
     let mut shared = false;
     for raw in given {
         let raw = raw.trim();
-        let id = BotId::new(raw).map_err(|e| {
-            GroupError::Invalid(format!("member {}: {e}", botfleet_memory::quote_short(raw)))
-        })?;
+        let id = match BotId::new(raw) {
+            Ok(id) => id,
+            Err(e) => {
+                // a display name given for an id ("Chatty Cathy")
+                let hint = meant_member(rt, user, raw, &members).await?;
+                return Err(GroupError::Invalid(format!(
+                    "member {}: {e}{hint}",
+                    botfleet_memory::quote_short(raw)
+                )));
+            }
+        };
         if members.contains(&id) {
             return Err(GroupError::Invalid(format!(
                 "member {id} is listed twice; list each bot once"
@@ -231,6 +274,12 @@ pub(super) async fn check_members(
             Some(b) if b.owner == *user => {}
             Some(b) if shareable(&b) => shared = true,
             _ => {
+                let hint = meant_member(rt, user, raw, &members).await?;
+                if !hint.is_empty() {
+                    return Err(GroupError::NotFound(format!(
+                        "no bot \"{id}\" you may add{hint}"
+                    )));
+                }
                 return Err(GroupError::NotFound(format!(
                     "no bot \"{id}\" you may add: add your own bots, or other users' bots marked \
                      `shareable = true`; list yours with GET /v1/bots or `botfleet bots`"
