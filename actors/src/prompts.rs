@@ -236,9 +236,13 @@ prompts! {
     group_held_one => "group_held_one.md",
     /// In a member's input, for the public messages before those shown.
     group_not_shown_earlier => "group_not_shown_earlier.md",
+    /// The same line when one message is left out (its grammar).
+    group_not_shown_earlier_one => "group_not_shown_earlier_one.md",
     /// In a member's input, for the public messages between the one the
     /// discussion answers and the newest shown.
     group_not_shown => "group_not_shown.md",
+    /// The same line when one message is left out (its grammar).
+    group_not_shown_one => "group_not_shown_one.md",
     /// Result of a room member's SendMessage outside its turn.
     group_held_result => "group_held_result.md",
     /// Result of a room member's SendMessage in a turn that did not take

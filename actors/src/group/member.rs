@@ -24,7 +24,6 @@ use serde::Serialize;
 use super::era::BEFORE_SHARING_CODE;
 use super::mentions::MemberName;
 use super::run::Limits;
-use crate::prompts::Template;
 use crate::prompts::prompts;
 use crate::prompts::quoted_name;
 
@@ -201,7 +200,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         Some(at) => {
             let from = new.len().saturating_sub(MAX_SHOWN - 1);
             if at + earlier > 0 {
-                lines.push(not_shown(&prompts().group_not_shown_earlier, at + earlier));
+                lines.push(not_shown(Shown::Earlier, at + earlier));
             }
             lines.push(render_message(
                 &author_label(new[at], view.names),
@@ -209,16 +208,13 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
             ));
             let between = from - at - 1;
             if between > 0 {
-                lines.push(not_shown(&prompts().group_not_shown, between));
+                lines.push(not_shown(Shown::Between, between));
             }
             from
         }
         None => {
             if hidden + earlier > 0 {
-                lines.push(not_shown(
-                    &prompts().group_not_shown_earlier,
-                    hidden + earlier,
-                ));
+                lines.push(not_shown(Shown::Earlier, hidden + earlier));
             }
             hidden
         }
@@ -278,7 +274,25 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
 }
 
 /// A "(N … messages not shown)" line of an input, from `template`.
-fn not_shown(template: &Template, count: usize) -> String {
+/// Where the messages a "not shown" line stands for are.
+#[derive(Clone, Copy)]
+enum Shown {
+    /// Before those shown.
+    Earlier,
+    /// Between the message the discussion answers and the newest shown.
+    Between,
+}
+
+/// The line standing for `count` public messages left out ("(1 message
+/// not shown)", "(6 messages not shown)").
+fn not_shown(at: Shown, count: usize) -> String {
+    let p = prompts();
+    let template = match (at, count) {
+        (Shown::Earlier, 1) => &p.group_not_shown_earlier_one,
+        (Shown::Earlier, _) => &p.group_not_shown_earlier,
+        (Shown::Between, 1) => &p.group_not_shown_one,
+        (Shown::Between, _) => &p.group_not_shown,
+    };
     template
         .render(&[("count", &count.to_string())])
         .map(|t| t.trim_end().to_owned())

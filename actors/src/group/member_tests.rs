@@ -231,6 +231,22 @@ fn input_shows_at_most_the_newest_messages() {
     assert_eq!(covered.user, 30);
 }
 
+/// One message left out is "1 message", not "1 messages" (QA).
+#[test]
+fn one_message_left_out_is_said_in_the_singular() {
+    let names = members(&["alpha", "beta", "gamma"]);
+    let t = TurnId::new_v7();
+    let mut messages = vec![user(1, "old1"), user(2, "@gamma what do you think?")];
+    messages.extend((3..=22).map(|i| delivery(i, "alpha", Some(t), &format!("r{i}"))));
+    let (text, _) = render_input(&view(&names, &messages, 2, Cursor::default(), 2, 0, 0));
+    assert!(
+        text.contains("(1 earlier message not shown)\n\nalice (person): @gamma")
+            && text.contains("(1 message not shown)"),
+        "{text}"
+    );
+    assert!(!text.contains("messages not shown"), "{text}");
+}
+
 #[test]
 fn input_shows_the_runs_message_behind_more_replies_than_are_shown() {
     // the message (#5) was queued behind discussions whose 25 replies
