@@ -119,6 +119,13 @@ fn sends_key(options: &OpenAiOptions) -> bool {
         .is_some_and(|key| !key.trim().is_empty())
 }
 
+/// Whether `base_url` carries credentials (`https://user:pass@host/v1`):
+/// the requests then carry them as basic authentication.
+fn sends_url_credentials(options: &OpenAiOptions) -> bool {
+    reqwest::Url::parse(&options.base_url)
+        .is_ok_and(|url| !url.username().is_empty() || url.password().is_some())
+}
+
 /// The key's variable as the operator sets it: `$VAR
 /// (providers.NAME.api_key_env)`.
 fn key_variable(provider: &str, options: &OpenAiOptions) -> String {
@@ -135,6 +142,13 @@ fn http(status: u16, body: &str, provider: &str, options: &OpenAiOptions) -> Str
         401 if sends_key(options) => format!(
             "the server refused the API key: check that {} holds a key this server accepts",
             key_variable(provider, options)
+        ),
+        // (QA: "sends none" while the URL's credentials went with every request)
+        401 if sends_url_credentials(options) => format!(
+            "the server refused the credentials in providers.{provider}.base_url \
+             (user:password@…): check them, or, if the server takes a bearer key, set \
+             providers.{provider}.api_key_env to the name of the environment variable that \
+             holds it"
         ),
         401 => format!(
             "the server asks for an API key and providers.{provider} sends none: set \

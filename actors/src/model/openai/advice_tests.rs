@@ -37,6 +37,10 @@ fn text(error: ModelError, options: &OpenAiOptions) -> String {
 fn each_failure_names_the_provider_the_url_and_the_key_to_change() {
     let keyed = options(true);
     let keyless = options(false);
+    let with_credentials = OpenAiOptions {
+        base_url: "http://user:pa55word@127.0.0.1:9/v1".into(),
+        ..options(false)
+    };
     let cases: Vec<(ModelError, &OpenAiOptions, &str)> = vec![
         (
             http(401, "bad key"),
@@ -47,6 +51,11 @@ fn each_failure_names_the_provider_the_url_and_the_key_to_change() {
             http(401, "no key"),
             &keyless,
             "set providers.s.api_key_env to the name",
+        ),
+        (
+            http(401, "bad credentials"),
+            &with_credentials,
+            "refused the credentials in providers.s.base_url (user:password@…)",
         ),
         (
             http(403, "Forbidden."),
