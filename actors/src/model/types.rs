@@ -246,9 +246,9 @@ pub enum ModelError {
     /// The endpoint answered with 429 or 5xx and asked to be retried
     /// later than the provider waits (`backoff_max`).
     #[error(
-        "model endpoint answered HTTP {status} after {attempts} attempt(s) and asked to wait {} s, longer than the {} s this provider waits between attempts: {body}",
-        wait.as_secs_f64(),
-        max_wait.as_secs_f64()
+        "model endpoint answered HTTP {status} after {attempts} attempt(s) and asked to wait {}, longer than the {} this provider waits between attempts; try again once the wait is over: {body}",
+        wait_text(*wait),
+        wait_text(*max_wait)
     )]
     WaitTooLong {
         /// Status code.
@@ -265,10 +265,10 @@ pub enum ModelError {
     /// The endpoint answered with 429 or 5xx and asked to be retried after
     /// a wait that would end past the call's deadline (`call_timeout_s`).
     #[error(
-        "model endpoint answered HTTP {status}{} after {attempts} attempt(s) and asked to wait {} s, past the {} s a model call may take (call_timeout_s); try again once the wait is over, or raise call_timeout_s above it: {body}",
+        "model endpoint answered HTTP {status}{} after {attempts} attempt(s) and asked to wait {}, past the {} a model call may take (call_timeout_s); try again once the wait is over, or raise call_timeout_s above it: {body}",
         if *status == 429 { " (rate limited)" } else { "" },
-        wait.as_secs_f64(),
-        limit.as_secs_f64()
+        wait_text(*wait),
+        wait_text(*limit)
     )]
     WaitPastDeadline {
         /// Status code.
@@ -540,5 +540,23 @@ fn quota_said_by(status: Option<u16>) -> String {
     match status {
         Some(status) => format!("HTTP {status}"),
         None => "said inside its answer".to_owned(),
+    }
+}
+
+/// A wait as a person reads it: tenths of a second below 10 s ("0.5 s",
+/// "3 s"), whole seconds rounded up above ("40 s", where an HTTP-date
+/// `Retry-After` gave 39.792746228), with days beside a wait of more than
+/// two ("2299840654 s, about 26618 days").
+pub(crate) fn wait_text(wait: Duration) -> String {
+    let secs = wait.as_secs_f64();
+    if secs < 10.0 {
+        let tenths = (secs * 10.0).ceil() / 10.0;
+        return format!("{tenths} s");
+    }
+    let whole = secs.ceil() as u64;
+    if whole > 2 * 86_400 {
+        format!("{whole} s, about {} days", whole / 86_400)
+    } else {
+        format!("{whole} s")
     }
 }

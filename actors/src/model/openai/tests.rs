@@ -101,8 +101,25 @@ fn a_wait_beyond_backoff_max_is_named_in_the_error() {
     assert_eq!(
         error.to_string(),
         "model endpoint answered HTTP 429 after 1 attempt(s) and asked to wait 3600 s, \
-         longer than the 30 s this provider waits between attempts: "
+         longer than the 30 s this provider waits between attempts; try again once the wait \
+         is over: "
     );
+    // an HTTP-date `Retry-After` gives a fraction of a second, read as
+    // whole seconds (QA: "asked to wait 39.792746228 s"); a date far off
+    // says how many days
+    let ms = Duration::from_millis;
+    for (wait, said) in [
+        (ms(39_792), "asked to wait 40 s,"),
+        (
+            ms(2_299_840_653_259),
+            "asked to wait 2299840654 s, about 26618 days,",
+        ),
+        (ms(450), "asked to wait 0.5 s,"),
+    ] {
+        let error = status(429, Some(wait)).into_error(1, ms(300));
+        let text = error.to_string();
+        assert!(text.contains(said), "{text}");
+    }
     assert!(error.is_retryable());
     // a wait within the cap, or on a status that is not retried, is a plain HTTP error
     assert!(matches!(
