@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Mutation;
+use botfleet_memory::SubagentStatus;
 
 use super::FleetHandle;
 use super::derived;
@@ -45,7 +46,12 @@ impl FleetHandle {
             .get_bot(bot)
             .await?
             .ok_or_else(|| ActorError::UnknownBot(bot.clone()))?;
-        refuse_unmade(&record)?;
+        let stopped = record.origin.starts_with(SUBAGENT_OF)
+            && store
+                .get_subagent(&record.id)
+                .await?
+                .is_some_and(|s| s.status == SubagentStatus::Stopped);
+        refuse_unmade(&record, stopped)?;
         if record.removed_at().is_some() {
             return Ok(record);
         }
@@ -109,10 +115,21 @@ impl FleetHandle {
 }
 
 /// Refuses to remove a bot that CreateAgent did not make, saying how such
-/// a bot goes.
-fn refuse_unmade(bot: &BotRecord) -> Result<()> {
+/// a bot goes (`stopped`: a subagent its parent stopped).
+fn refuse_unmade(bot: &BotRecord, stopped: bool) -> Result<()> {
     if bot.origin.starts_with(MADE_BY) {
         return Ok(());
+    }
+    if let Some(parent) = bot.origin.strip_prefix(SUBAGENT_OF)
+        && stopped
+    {
+        // nothing left to stop or cancel (QA: it was told to do both)
+        return Err(ActorError::Conflict(format!(
+            "bot {} is a subagent of {parent} that {parent} stopped: it takes no more work and \
+             runs nothing, and it is not removed on its own; it goes with its parent, and its \
+             transcript stays readable until then",
+            bot.id
+        )));
     }
     if let Some(parent) = bot.origin.strip_prefix(SUBAGENT_OF) {
         return Err(ActorError::Conflict(format!(

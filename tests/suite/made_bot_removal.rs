@@ -38,7 +38,7 @@ steps = [
 bot = "maker"
 match = "^mkworker"
 steps = [
-  { tool = "CreateAgent", args = { id = "worker", name = "Worker", role = "Delegates.", tools = ["SendMessage", "Task"] } },
+  { tool = "CreateAgent", args = { id = "worker", name = "Worker", role = "Delegates.", tools = ["SendMessage", "Task", "StopSubagent"] } },
   { tool = "SendMessage", args = { text = "made: {{tool_result}}" } },
 ]
 
@@ -48,6 +48,14 @@ match = "^delegate"
 steps = [
   { tool = "Task", args = { description = "slow job", prompt = "SUBTASK slowjob" } },
   { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "worker"
+match = "^worker\\.sub-"
+steps = [
+  { tool = "StopSubagent", args = { id = "{{input}}" } },
+  { tool = "SendMessage", args = { text = "stopped: {{tool_result}}" } },
 ]
 
 [[rule]]
@@ -66,7 +74,13 @@ steps = [
 steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
 "#;
 
-const MAKER_TOOLS: &[&str] = &["SendMessage", "SendToAgent", "CreateAgent", "Task"];
+const MAKER_TOOLS: &[&str] = &[
+    "SendMessage",
+    "SendToAgent",
+    "CreateAgent",
+    "Task",
+    "StopSubagent",
+];
 
 /// A host where alice's `maker` (fleet.toml) made `helper` with
 /// CreateAgent; returns it and alice's DM with `helper`, begun with a
@@ -283,6 +297,25 @@ async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("StopSubagent") && message.contains("worker"),
+        "{message}"
+    );
+    // stopped, it has nothing to stop or cancel, and is not told to (QA)
+    let (session, end) = host.end_turn("worker", &sub).await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let said = deliveries(&host.entries(&session).await);
+    assert!(
+        said.last()
+            .is_some_and(|d| d.starts_with("stopped: ") && !d.contains("error")),
+        "the stop ran: {said:?}"
+    );
+    let (status, refused) = delete(&host, &format!("/v1/bots/{sub}"), TOKEN).await;
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("that worker stopped: it takes no more work")
+            && message.contains("it goes with its parent")
+            && !message.contains("StopSubagent")
+            && !message.contains("cancel"),
         "{message}"
     );
 
