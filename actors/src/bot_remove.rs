@@ -228,14 +228,18 @@ mod tests {
     /// Only a made bot is removed this way; the others are told how.
     #[test]
     fn a_config_bot_and_a_subagent_are_refused_with_what_to_do() {
-        assert!(refuse_unmade(&bot("made", "agent:boss")).is_ok());
-        let config = refuse_unmade(&bot("boss", "config"))
+        assert!(refuse_unmade(&bot("made", "agent:boss"), false).is_ok());
+        let config = refuse_unmade(&bot("boss", "config"), false)
             .unwrap_err()
             .to_string();
         assert!(config.contains("[[bots]] table"), "{config}");
-        let sub = refuse_unmade(&bot("boss.sub-1", "subagent:boss"))
+        let sub = refuse_unmade(&bot("boss.sub-1", "subagent:boss"), false)
             .unwrap_err()
             .to_string();
         assert!(sub.contains("StopSubagent"), "{sub}");
+        let stopped = refuse_unmade(&bot("boss.sub-1", "subagent:boss"), true)
+            .unwrap_err()
+            .to_string();
+        assert!(stopped.contains("that boss stopped"), "{stopped}");
     }
 }
