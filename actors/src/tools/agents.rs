@@ -45,6 +45,7 @@ use super::Tool;
 use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
+use super::arg_errors::length_problem;
 use super::parse_args;
 use crate::model::ToolSpec;
 
@@ -474,9 +475,9 @@ impl Tool for CreateAgent {
         check_name(name)?;
         names::check_not_a_user(ctx, name)?;
         let role = args.role.trim();
-        if role.is_empty() || role.chars().count() > MAX_ROLE_CHARS {
+        if let Some(problem) = length_problem("role", &args.role, MAX_ROLE_CHARS) {
             return Err(ToolError::new(
-                format!("the role must be 1-{MAX_ROLE_CHARS} characters"),
+                problem,
                 "describe who the agent is and what it does, briefly",
             ));
         }
@@ -643,12 +644,10 @@ impl Tool for UpdateAgent {
             record.name = name.to_owned();
             changed.push("name");
         }
-        if let Some(role) = args.role.as_deref().map(str::trim) {
-            if role.is_empty() || role.chars().count() > MAX_ROLE_CHARS {
-                return Err(ToolError::new(
-                    format!("the role must be 1-{MAX_ROLE_CHARS} characters"),
-                    "describe the role briefly",
-                ));
+        if let Some(given) = args.role.as_deref() {
+            let role = given.trim();
+            if let Some(problem) = length_problem("role", given, MAX_ROLE_CHARS) {
+                return Err(ToolError::new(problem, "describe the role briefly"));
             }
             record.role = role.to_owned();
             changed.push("role");

@@ -130,6 +130,27 @@ async fn task_errors_name_the_prompt_argument() {
             max + 1
         )
     );
+    // its title: empty, or how long (QA: "must be 1-200 characters" for
+    // three spaces)
+    let titled = |description: String| json!({"description": description, "prompt": "do it"});
+    let err = super::super::Task
+        .call(&f.ctx("c4"), titled("   ".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "error: `description` is empty. Next step: give the task a short title and put the \
+         details in `prompt`"
+    );
+    let err = super::super::Task
+        .call(&f.ctx("c5"), titled("t".repeat(300)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "error: `description` has 300 characters; the limit is 200. Next step: give the task a \
+         short title and put the details in `prompt`"
+    );
     // SendToAgent's argument is `text`
     let err = SendToAgent
         .call(&f.ctx("c3"), json!({"agent": "b", "text": ""}))

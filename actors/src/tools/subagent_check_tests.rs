@@ -125,6 +125,22 @@ async fn an_unknown_id_names_the_running_and_the_latest_finished_subagents_only(
         assert_eq!(e.message, "you have no subagent \"nope\"");
         assert_eq!(e.hint, expected);
     }
+    // an empty id says so (QA: `you have no subagent ""`)
+    let check = CheckSubagent
+        .call(&f.ctx("c4"), json!({ "id": "" }))
+        .await
+        .unwrap_err();
+    let stop = super::super::StopSubagent
+        .call(&f.ctx("c5"), json!({ "id": " " }))
+        .await
+        .unwrap_err();
+    for e in [check, stop] {
+        assert_eq!(
+            e.message,
+            "`id` is empty: give the id of one of your subagents (Task returned it)"
+        );
+        assert_eq!(e.hint, expected);
+    }
 }
 
 /// A few subagents: all named, no count of left-out ones; none: start one.

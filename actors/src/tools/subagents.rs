@@ -56,6 +56,7 @@ use super::agents::chain_limit;
 use super::agents::check_text;
 use super::agents::hop_budget_spent;
 use super::agents::refused_outcome;
+use super::arg_errors::length_problem;
 use super::parse_args;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
@@ -186,10 +187,13 @@ async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord,
         .subagents_listed(&ctx.bot.id, check::FINISHED_NAMED)
         .await
         .map_err(store_error)?;
-    let error = ToolError::new(
-        format!("you have no subagent {id:?}"),
-        check::ids_to_use(&known, left_out),
-    );
+    // (QA: an empty `id` was told `you have no subagent ""`)
+    let problem = if id.trim().is_empty() {
+        "`id` is empty: give the id of one of your subagents (Task returned it)".to_owned()
+    } else {
+        format!("you have no subagent {id:?}")
+    };
+    let error = ToolError::new(problem, check::ids_to_use(&known, left_out));
     Err(if known.is_empty() {
         error.or_without("Task", "you have no subagents: tell your person instead")
     } else {
@@ -241,9 +245,11 @@ impl Tool for Task {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: TaskArgs = parse_args("Task", args)?;
         let description = args.description.trim();
-        if description.is_empty() || description.chars().count() > MAX_DESCRIPTION_CHARS {
+        if let Some(problem) =
+            length_problem("description", &args.description, MAX_DESCRIPTION_CHARS)
+        {
             return Err(ToolError::new(
-                format!("the description must be 1-{MAX_DESCRIPTION_CHARS} characters"),
+                problem,
                 "give the task a short title and put the details in `prompt`",
             ));
         }
