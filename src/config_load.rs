@@ -351,7 +351,17 @@ impl LoadedFleet {
                 None
             }
         };
-        let lookup = |problems: &mut Vec<ConfigError>, key: String, var: &str, hint: &str| {
+        let lookup = |problems: &mut Vec<ConfigError>,
+                      key: String,
+                      var: &str,
+                      names: provider::EnvKey<'_>,
+                      hint: &str| {
+            // not a name (most often the credential itself, pasted in):
+            // said without the value
+            if let Err(problem) = provider::env_var_problem(&names, var) {
+                problems.push(self.invalid(key, problem));
+                return None;
+            }
             let before = problems.len();
             let value = read(problems, &key, var);
             if value.is_none() && problems.len() == before {
@@ -368,7 +378,12 @@ impl LoadedFleet {
                 (Some(t), _) => (format!("users[{i}].token"), Some(t.clone())),
                 (None, Some(var)) => {
                     let key = format!("users[{i}].token_env");
-                    (key.clone(), lookup(&mut problems, key, var, START))
+                    let names = provider::EnvKey {
+                        field: "token_env",
+                        holds: "a token",
+                        example: "ALICE_TOKEN",
+                    };
+                    (key.clone(), lookup(&mut problems, key, var, names, START))
                 }
                 (None, None) => (format!("users[{i}].token"), None),
             };
@@ -416,6 +431,7 @@ impl LoadedFleet {
                             &mut problems,
                             key_name.clone(),
                             var,
+                            provider::API_KEY_ENV,
                             ", or remove api_key_env for a server without keys",
                         ),
                     };
@@ -434,7 +450,14 @@ impl LoadedFleet {
                     let mut values = Vec::new();
                     for (header, var) in headers_env.iter().filter(|_| !offline) {
                         let key = format!("providers.{name}.headers_env.\"{header}\"");
-                        let Some(value) = lookup(&mut problems, key.clone(), var, START) else {
+                        let field = format!("headers_env.{header:?}");
+                        let names = provider::EnvKey {
+                            field: &field,
+                            holds: "a header's value",
+                            example: "GATEWAY_KEY",
+                        };
+                        let Some(value) = lookup(&mut problems, key.clone(), var, names, START)
+                        else {
                             continue;
                         };
                         match provider::header_env_value(header, var, &value) {
@@ -454,7 +477,12 @@ impl LoadedFleet {
                     (Some(s), _) => Some(s.clone()),
                     (None, Some(var)) => {
                         let key = format!("bots[{i}].hooks[{j}].secret_env");
-                        match lookup(&mut problems, key.clone(), var, START) {
+                        let names = provider::EnvKey {
+                            field: "secret_env",
+                            holds: "a secret",
+                            example: "HOOK_SECRET",
+                        };
+                        match lookup(&mut problems, key.clone(), var, names, START) {
                             // senders sign with the secret as they have it: a line
                             // break an env file left would fail every signature
                             Some(s) if s.trim() != s => {
@@ -505,7 +533,12 @@ impl LoadedFleet {
                 (Some(v), _) => Some(v.clone()),
                 (None, Some(var)) => {
                     let key = format!("secrets[{i}].value_env");
-                    let value = lookup(&mut problems, key.clone(), var, START);
+                    let names = provider::EnvKey {
+                        field: "value_env",
+                        holds: "a secret",
+                        example: "GITHUB_TOKEN",
+                    };
+                    let value = lookup(&mut problems, key.clone(), var, names, START);
                     // the rule, never the value
                     match value.as_deref().and_then(bots::secret_value_problem) {
                         Some(problem) => {

@@ -224,6 +224,47 @@ pub(super) fn model_problem(model: &str) -> Result<(), String> {
 /// variable (`[A-Za-z_][A-Za-z0-9_]*`). The message never quotes a value
 /// that is not a name: it is most often the key itself, pasted in.
 pub(super) fn env_name_problem(name: &str) -> Result<(), String> {
+    env_var_problem(&API_KEY_ENV, name).map_err(|problem| {
+        if name.trim().is_empty() {
+            format!("{problem}, or remove api_key_env for a server without keys")
+        } else {
+            problem
+        }
+    })
+}
+
+/// A fleet-file key that names an environment variable holding a
+/// credential (`api_key_env`, `token_env`, `secret_env`, `value_env`, a
+/// `headers_env` entry).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct EnvKey<'a> {
+    /// The key as the file spells it.
+    pub field: &'a str,
+    /// What the variable holds, with its article ("a key").
+    pub holds: &'a str,
+    /// A variable name to show.
+    pub example: &'a str,
+}
+
+/// `api_key_env`'s words.
+pub(super) const API_KEY_ENV: EnvKey<'static> = EnvKey {
+    field: "api_key_env",
+    holds: "a key",
+    example: "OPENAI_API_KEY",
+};
+
+/// Why `name`, given for `key`, is not the name of an environment
+/// variable: empty, written as a shell expands it (`$NAME`), or something
+/// that is not a name at all: most often the credential itself, pasted
+/// in, which is never shown (QA: `token_env`, `secret_env`, `value_env`
+/// and `headers_env` printed it back in "environment variable … is not
+/// set").
+pub(super) fn env_var_problem(key: &EnvKey<'_>, name: &str) -> Result<(), String> {
+    let EnvKey {
+        field,
+        holds,
+        example,
+    } = key;
     let is_name = |s: &str| {
         let mut chars = s.chars();
         chars
@@ -234,12 +275,12 @@ pub(super) fn env_name_problem(name: &str) -> Result<(), String> {
     if is_name(name) {
         return Ok(());
     }
-    const TAKES: &str = "api_key_env takes the NAME of an environment variable that holds \
-                         the key (letters, digits and _, e.g. \"OPENAI_API_KEY\")";
+    let takes = format!(
+        "{field} takes the NAME of an environment variable that holds {holds} (letters, digits \
+         and _, e.g. \"{example}\")"
+    );
     if name.trim().is_empty() {
-        return Err(format!(
-            "it is empty; {TAKES}, or remove api_key_env for a server without keys"
-        ));
+        return Err(format!("it is empty; {takes}"));
     }
     let bare = name.trim();
     let bare = bare
@@ -250,14 +291,15 @@ pub(super) fn env_name_problem(name: &str) -> Result<(), String> {
     if is_name(bare) {
         // a name, written as a shell would expand it or with spaces
         return Err(format!(
-            "{TAKES}, written as it is: api_key_env = \"{bare}\" (no $, braces or spaces)"
+            "{takes}, written as it is: {field} = \"{bare}\" (no $, braces or spaces)"
         ));
     }
+    let the = holds.replacen("a ", "the ", 1);
     Err(format!(
-        "this is not a variable name, it looks like a key itself (the value is not shown); \
-         {TAKES}. Never write the key into the fleet file: export it, e.g. \
-         `export OPENAI_API_KEY=...`, and set api_key_env = \"OPENAI_API_KEY\" (if the key \
-         was shared along with this file, replace it)"
+        "this is not a variable name, it looks like {holds} itself (the value is not shown); \
+         {takes}. Never write {the} into the fleet file: export it, e.g. `export \
+         {example}=...`, and set {field} = \"{example}\" (if {the} was shared along with this \
+         file, replace it)"
     ))
 }
 

@@ -237,6 +237,58 @@ async fn unset_environment_variables_are_refused_by_check_config_and_run() {
     }
 }
 
+/// A credential pasted where the NAME of its variable goes is refused
+/// without being printed, for every `*_env` key, as `api_key_env` was
+/// already (QA: `token_env`, `secret_env`, `value_env` and `headers_env`
+/// printed it back in "environment variable … is not set"); a name
+/// written as a shell expands it is given back without the `$`.
+#[tokio::test]
+async fn a_credential_pasted_for_a_variable_name_is_refused_without_printing_it() {
+    let pasted = "sk-proj-Abc123SECRETxyz";
+    let openai = format!(
+        "[providers.o]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n\
+         headers_env = {{ \"X-Api-Key\" = \"{pasted}\" }}\n"
+    );
+    let cases = [
+        (
+            format!("[[users]]\nid = \"alice\"\ntoken_env = \"{pasted}\"\n\n{SCRIPTED}\n{BOT}"),
+            "users[0].token_env",
+            "it looks like a token itself (the value is not shown)",
+        ),
+        (
+            format!(
+                "{ALICE}\n{SCRIPTED}\n{BOT}[[bots.hooks]]\nname = \"gh\"\nsecret_env = \"{pasted}\"\n"
+            ),
+            "bots[0].hooks[0].secret_env",
+            "it looks like a secret itself (the value is not shown)",
+        ),
+        (
+            format!(
+                "{ALICE}\n{SCRIPTED}\n{BOT}\n[[secrets]]\nname = \"GITHUB_TOKEN\"\nvalue_env = \"{pasted}\"\n"
+            ),
+            "secrets[0].value_env",
+            "it looks like a secret itself (the value is not shown)",
+        ),
+        (
+            format!("{ALICE}\n{SCRIPTED}\n{openai}\n{BOT}"),
+            "providers.o.headers_env.\"X-Api-Key\"",
+            "it looks like a header's value itself (the value is not shown)",
+        ),
+        (
+            format!("[[users]]\nid = \"alice\"\ntoken_env = \"$BOB\"\n\n{SCRIPTED}\n{BOT}"),
+            "users[0].token_env",
+            "written as it is: token_env = \"BOB\" (no $, braces or spaces)",
+        ),
+    ];
+    for (body, key, said) in &cases {
+        let dir = tempfile::tempdir().unwrap();
+        let fleet = write_fleet(dir.path(), body, Some(ECHO));
+        let err = both_refuse(&fleet, &[]).await;
+        assert!(err.contains(key) && err.contains(said), "{key}: {err}");
+        assert!(!err.contains("Abc123"), "{key} printed the value: {err}");
+    }
+}
+
 #[tokio::test]
 async fn two_users_with_one_token_are_refused_without_printing_it() {
     let token = "shared-token-123";
