@@ -126,6 +126,11 @@ prompts! {
     system => "system.md",
     /// The reminder injected when a reply is owed.
     delivery_reminder => "delivery_reminder.md",
+    /// The delivery reminder of a turn that asked other bots or
+    /// subagents for what its answer needs.
+    delivery_reminder_awaiting => "delivery_reminder_awaiting.md",
+    /// Notice of a turn that ended waiting for the answers it asked for.
+    awaiting_replies => "awaiting_replies.md",
     /// The reminder after a step that wrote a tool call as text.
     written_call_reminder => "written_call_reminder.md",
     /// Result of a call cut off by a crash.

@@ -5,6 +5,7 @@ mod agent_names_users;
 mod agent_relays;
 mod agent_targets;
 mod agents;
+mod agents_awaiting;
 mod agents_speak;
 mod api_bodies;
 mod api_contract;

@@ -497,6 +497,7 @@ impl Runner {
         if delivered {
             self.count_delivery(delivery_texts(&effects));
         }
+        self.note_asked(call, is_error);
         self.outcome_writes(call, content, is_error, effects, started)
     }
 

@@ -245,8 +245,13 @@ impl Runner {
                 });
             }
         }
-        (self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded)
-            .then_some(Reminder::Delivery)
+        (self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded).then(|| {
+            if self.awaits_answers() {
+                Reminder::Awaiting
+            } else {
+                Reminder::Delivery
+            }
+        })
     }
 
     /// Injects `reminder` (its flag goes into the checkpoint with it, so a
@@ -256,6 +261,16 @@ impl Runner {
             Reminder::Delivery => {
                 self.state.reminded = true;
                 ("delivery", prompts().delivery_reminder.render(&[]))
+            }
+            Reminder::Awaiting => {
+                self.state.reminded = true;
+                let asked = self.asked_text();
+                (
+                    "delivery",
+                    prompts()
+                        .delivery_reminder_awaiting
+                        .render(&[("asked", &asked)]),
+                )
             }
             Reminder::WrittenCall { tool } => {
                 self.state.written_call_reminded = true;
@@ -357,6 +372,9 @@ pub(super) enum Reminder {
     /// A person is owed a reply and the turn sent none
     /// (prompts/delivery_reminder.md).
     Delivery,
+    /// The same, when the turn asked other bots or subagents for what the
+    /// answer needs (`asked.rs`; prompts/delivery_reminder_awaiting.md).
+    Awaiting,
     /// The step wrote a call to the turn's tool `tool` as text
     /// (prompts/written_call_reminder.md).
     WrittenCall {

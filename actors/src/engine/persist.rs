@@ -320,6 +320,26 @@ impl Runner {
                 },
             ));
         }
+        if status == TurnStatus::Completed
+            && self.state.owes_delivery
+            && self.state.delivered == 0
+            && self.awaits_answers()
+        {
+            // the person's message is answered once the replies come
+            let asked = self.asked_text();
+            let text = prompts()
+                .awaiting_replies
+                .render(&[("bot", self.bot.id.as_str()), ("asked", &asked)])
+                .unwrap_or_default();
+            batch.push(self.entry(
+                EntryId::derive(self.turn, "end", "awaiting"),
+                EntryKind::Notice {
+                    code: "awaiting_replies".into(),
+                    text,
+                    retry_turn: None,
+                },
+            ));
+        }
         if status == TurnStatus::Undelivered {
             let text = prompts().undelivered.render(&[]).unwrap_or_default();
             batch.push(self.entry(

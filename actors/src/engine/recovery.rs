@@ -99,6 +99,7 @@ impl Runner {
         tracing::info!(bot = %self.bot.id, turn = %self.turn, attempts, replaces_start, "resuming turn from its checkpoint");
         self.attempts = attempts;
         let mine = self.own_entries().await?;
+        self.asked_from(&mine);
         let mut last_calls = Vec::new();
         let mut answered = std::collections::HashSet::new();
         self.state.step = 0;

@@ -68,6 +68,10 @@ mod memory_hooks;
 #[path = "calls.rs"]
 mod calls;
 
+/// What a turn asked of other bots and subagents (`impl Runner`).
+#[path = "asked.rs"]
+mod asked;
+
 /// What a turn writes (`impl Runner`).
 #[path = "persist.rs"]
 mod persist;

@@ -35,6 +35,10 @@ pub(crate) struct TurnState {
     /// still counts them, in its end's usage, the bot's and its budget.
     #[serde(default)]
     pub usage: TokenUsage,
+    /// What the turn asked of other bots and subagents, whose answers
+    /// wake the bot in a later turn (`asked.rs`).
+    #[serde(default)]
+    pub asked: Vec<String>,
 }
 
 impl TurnState {

@@ -78,7 +78,13 @@ impl Runner {
                     self.remind(reminder).await?;
                     continue;
                 }
-                let status = if self.state.owes_delivery && self.state.delivered == 0 {
+                // a turn that asked others waits for their answers: it
+                // completes (its notice says what it waits for), as a retry
+                // would ask them again (`asked.rs`)
+                let status = if self.state.owes_delivery
+                    && self.state.delivered == 0
+                    && !self.awaits_answers()
+                {
                     TurnStatus::Undelivered
                 } else {
                     TurnStatus::Completed
