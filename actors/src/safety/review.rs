@@ -473,11 +473,54 @@ pub fn sensitive_write_target(path: &str) -> Option<&'static str> {
         || is(name, ".gitlab-ci.yml")
     {
         Some("a CI pipeline")
+    } else if is(name, ".gitconfig")
+        || is(name, ".gitmodules")
+        || parts
+            .windows(2)
+            .any(|w| is(w[0], ".config") && is(w[1], "git"))
+    {
+        // git reads ~/.gitconfig and ~/.config/git/config (the workspace is
+        // HOME): core.fsmonitor, core.pager, aliases… run commands on the
+        // git commands review allows (QA)
+        Some("git configuration (its settings run commands on git commands)")
     } else if matches!(
         name,
-        ".bashrc" | ".bash_profile" | ".profile" | ".zshrc" | ".zprofile" | ".bash_logout"
-    ) {
+        ".bashrc"
+            | ".bash_profile"
+            | ".bash_login"
+            | ".profile"
+            | ".zshrc"
+            | ".zshenv"
+            | ".zprofile"
+            | ".zlogin"
+            | ".bash_logout"
+            | ".cshrc"
+            | ".tcshrc"
+            | ".kshrc"
+            | ".envrc"
+    ) || parts
+        .windows(2)
+        .any(|w| is(w[0], ".config") && is(w[1], "fish"))
+    {
         Some("a shell start-up file")
+    } else if [
+        ".curlrc",
+        ".wgetrc",
+        ".netrc",
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pypirc",
+        "pip.conf",
+        "pip.ini",
+    ]
+    .iter()
+    .any(|rc| is(name, rc))
+    {
+        // read by every run of the tool: `data = "@file"` in .curlrc
+        // uploads a file with a plain `curl URL` (QA), .npmrc and pip.conf
+        // change where packages come from, .yarnrc.yml's yarnPath runs code
+        Some("a tool's configuration file (read by every run of curl, wget, npm, pip…)")
     } else {
         None
     }

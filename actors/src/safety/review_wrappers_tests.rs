@@ -260,13 +260,44 @@ fn git_internals_anywhere_are_sensitive() {
         ".gitignore",
         "notes/w/.gitattributes",
         "x.git/y",
+        "notes/config.toml",
+        "docs/curlrc.md",
     ] {
         assert_eq!(sensitive_write_target(path), None, "{path}");
+    }
+    // files outside .git that git, the shell or a tool read on every run
+    // (QA: written without asking, then an allowed `git status` or `curl
+    // URL` ran a command or uploaded a file)
+    for (path, what) in [
+        (".gitconfig", "git configuration"),
+        (".config/git/config", "git configuration"),
+        ("repo/.gitmodules", "git configuration"),
+        (".zshenv", "a shell start-up file"),
+        (".bash_login", "a shell start-up file"),
+        (".config/fish/config.fish", "a shell start-up file"),
+        (".curlrc", "a tool's configuration file"),
+        (".wgetrc", "a tool's configuration file"),
+        (".config/pip/pip.conf", "a tool's configuration file"),
+        (".yarnrc.yml", "a tool's configuration file"),
+    ] {
+        assert!(
+            sensitive_write_target(path).is_some_and(|w| w.starts_with(what)),
+            "{path}: {:?}",
+            sensitive_write_target(path)
+        );
     }
     assert_asks(&[
         (
             "printf '[core]\\nfsmonitor = sh x' > notes/w/.git/config",
             "changes git internals",
+        ),
+        (
+            "printf '[core]\\n\\tfsmonitor = \"printenv > X; echo\"' > .gitconfig",
+            "changes git configuration",
+        ),
+        (
+            "printf 'data = \"@f.txt\"\\n' > .curlrc",
+            "changes a tool's configuration file",
         ),
         (
             "cd notes/w && cp x.sh .git/hooks/pre-commit",

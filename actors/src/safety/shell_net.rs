@@ -72,21 +72,57 @@ fn upload(what: &str, hosts: &[String], allow: &HostAllowlist, f: &mut Findings)
     }
 }
 
+/// curl's short options that take a value: in a cluster the value starts
+/// right after the letter (`-sd@f.txt` is `-s -d @f.txt`), else it is
+/// the next word.
+const CURL_VALUE_LETTERS: &str = "AbcCdDeEFHKmoPQrtTuUwxXyYz";
+
+/// What a short-option word of curl (`-sd@f.txt`, `-T-`, `-sXPOST`) says:
+/// whether it sends data (`-d`, `-F`, `-T`) and the method `-X` gives
+/// (its value in the word, or `next`). Read letter by letter, as curl
+/// does: the letters `has_short` counted had to be the whole word, so an
+/// attached value (`-d@tok.txt`, `-Fa=@f`, `-T-`) hid the upload (QA).
+fn curl_short<'a>(word: &'a str, next: Option<&'a str>) -> (bool, Option<&'a str>) {
+    let Some(cluster) = word.strip_prefix('-').filter(|w| !w.starts_with('-')) else {
+        return (false, None);
+    };
+    for (at, c) in cluster.char_indices() {
+        if !CURL_VALUE_LETTERS.contains(c) {
+            continue;
+        }
+        let value = &cluster[at + c.len_utf8()..];
+        let value = if value.is_empty() { next } else { Some(value) };
+        return match c {
+            'd' | 'F' | 'T' => (true, None),
+            'X' => (false, value),
+            _ => (false, None),
+        };
+    }
+    (false, None)
+}
+
 fn curl(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    let mut sends = has_short(args, "dFT");
+    let mut sends = false;
     for (i, a) in args.iter().enumerate() {
         let a = a.as_str();
+        let next = args.get(i + 1).map(String::as_str);
+        let (short_sends, short_method) = curl_short(a, next);
+        sends |= short_sends;
+        if short_method
+            .is_some_and(|m| matches!(m.to_ascii_uppercase().as_str(), "POST" | "PUT" | "PATCH"))
+        {
+            sends = true;
+        }
         if a.starts_with("--data")
             || a.starts_with("--form")
             || matches!(a, "--upload-file" | "--json")
         {
             sends = true;
         }
-        let method = if matches!(a, "-X" | "--request") {
-            args.get(i + 1).map(String::as_str)
+        let method = if a == "--request" {
+            next
         } else {
-            a.strip_prefix("-X")
-                .or_else(|| a.strip_prefix("--request="))
+            a.strip_prefix("--request=")
         };
         if method
             .is_some_and(|m| matches!(m.to_ascii_uppercase().as_str(), "POST" | "PUT" | "PATCH"))
