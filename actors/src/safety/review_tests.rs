@@ -64,6 +64,8 @@ const ALLOW: &[&str] = &[
     "chmod +x run.sh && chmod 755 bin/tool",
     "chmod -R u+w build",
     "find . -name '*.rs' -exec wc -l {} +",
+    "find build -name '*.o' -delete",
+    "find . -name '*.pyc' -delete",
     "echo $HOME $PATH",
     "dd if=/dev/zero of=disk.img bs=1M count=10",
     "nc -z localhost 8080",
@@ -190,6 +192,13 @@ const ASK: &[(&str, &str)] = &[
     ("chmod -R 777 .", "makes files writable by everyone"),
     ("rm -rf .", "deletes everything in ."),
     ("rm -rf *", "deletes everything in *"),
+    // the working directory by name, and find without a filter (QA)
+    ("rm -rf $PWD", "deletes everything in"),
+    ("rm -rf \"$PWD\"/", "deletes everything in"),
+    ("rm -rf \"$(pwd)\"", "deletes everything in"),
+    ("rm -rf `pwd`/*", "deletes everything in"),
+    ("find . -delete", "deletes everything in . (find . -delete)"),
+    ("find . -mindepth 1 -delete", "deletes everything in ."),
     (
         "python3 -m http.server 8000",
         "serves the workspace over HTTP",

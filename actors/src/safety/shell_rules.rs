@@ -162,12 +162,56 @@ fn is_root_like(target: &str) -> bool {
     matches!(t, "~" | "$HOME" | "${HOME}" | "/." | "/..") || SYSTEM_DIRS.contains(&t)
 }
 
+/// Whether one of `nested` (a word's substitutions) is a bare `pwd`.
+fn runs_pwd(nested: &[Script]) -> bool {
+    nested.iter().any(|n| {
+        n.commands
+            .iter()
+            .any(|c| c.words.first().is_some_and(|w| basename(w) == "pwd"))
+    })
+}
+
 fn is_everything_here(target: &str) -> bool {
-    matches!(
+    if matches!(
         target,
         "." | "./" | "*" | "./*" | ".*" | ".." | "../" | "../*" | "~/*"
-    )
+    ) {
+        return true;
+    }
+    // the working directory by name (QA: `rm -rf $PWD`, `"$(pwd)"/`)
+    let t = target.trim_end_matches('*').trim_end_matches('/');
+    matches!(t, "$PWD" | "${PWD}" | "$OLDPWD" | "${OLDPWD}")
 }
+
+/// `find` tests that pick some files out of a tree: without any, `find
+/// DIR -delete` deletes the whole of it.
+const FIND_FILTERS: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-lname",
+    "-ilname",
+    "-newer",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-size",
+    "-empty",
+    "-user",
+    "-group",
+    "-perm",
+    "-links",
+    "-inum",
+    "-samefile",
+];
 
 fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
     if depth > MAX_DEPTH {
@@ -197,7 +241,16 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
                 f.ask(format!("reads {what} ({word})"));
             }
         }
-        command_rules(program, args, allow, f, depth);
+        // a substitution is left as `$()` in its word: one running `pwd`
+        // names the working directory (QA: `rm -rf "$(pwd)"` ran unasked)
+        let named_pwd: Vec<String>;
+        let rule_args = if program == "rm" && runs_pwd(&cmd.nested) {
+            named_pwd = args.iter().map(|a| a.replace("$()", "$PWD")).collect();
+            &named_pwd[..]
+        } else {
+            args
+        };
+        command_rules(program, rule_args, allow, f, depth);
         let inline = inline_shell(program, args);
         if let Some(code) = &inline {
             fork_bomb(code, f);
@@ -466,6 +519,15 @@ fn find(args: &[String], allow: &HostAllowlist, f: &mut Findings, depth: u8) {
     let start = args.first().map(String::as_str).unwrap_or(".");
     if has(args, "-delete") && is_root_like(start) {
         f.deny(format!("deletes files under {start} (find -delete)"));
+    } else if has(args, "-delete")
+        && is_everything_here(start)
+        && !args.iter().any(|a| FIND_FILTERS.contains(&a.as_str()))
+    {
+        // (QA: `find . -delete` emptied the workspace unasked, where
+        // `rm -r .` asks)
+        f.ask(format!(
+            "deletes everything in {start} (find {start} -delete)"
+        ));
     }
     let mut i = 0;
     while i < args.len() {
