@@ -23,6 +23,8 @@
 //! - open as many files at once as the host could when it started: its
 //!   soft open-file limit (`ulimit -n`) from before `botfleet run` raised
 //!   its own to the hard one (`--open-files`, [`starting_open_files`]);
+//! - inherit no open file but stdin, stdout and stderr: every other
+//!   descriptor is close-on-exec ([`close_inherited`]);
 //! - hold no capability: a host run as root would hand its commands
 //!   root's, which Landlock does not confine (`CAP_SYS_PTRACE` gets past
 //!   its ptrace scoping to read the host's `/proc/<pid>/environ`,
@@ -198,6 +200,9 @@ pub fn exec(
             {
                 return e;
             }
+            if let Err(e) = close_inherited() {
+                return e;
+            }
             let e = std::process::Command::new(name)
                 .args(args)
                 .env("TMPDIR", tmp)
@@ -206,6 +211,41 @@ pub fn exec(
         }
         Err(e) => e,
     }
+}
+
+/// Marks every descriptor above stderr close-on-exec, so the command gets
+/// only 0–2 (the Shell tool's pipes). A descriptor the host inherited
+/// from whatever started it (`botfleet run 7>>file`, a supervisor's
+/// socket) was open in every command, and writing to it got past
+/// Landlock, which checks paths only when they are opened (QA). Fails
+/// closed: the command is not run.
+///
+/// The one `unsafe` of the binary: no safe wrapper (std, nix, rustix) acts
+/// on a descriptor number nothing in the process owns, which is exactly
+/// what an inherited one is.
+#[allow(unsafe_code)]
+fn close_inherited() -> anyhow::Result<()> {
+    // SAFETY: close_range(2) with CLOSE_RANGE_CLOEXEC only sets the
+    // close-on-exec flag of this process's own descriptors 3 and up; it
+    // closes none, so nothing this process still uses before the exec
+    // below is invalidated. Landlock (kernel 5.13+) implies close_range
+    // with this flag (5.11+), so where the sandbox runs the call exists.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3_u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "cannot keep the host's other open files from the command (close_range: {}); the \
+             command was not run",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 /// Sets this process's soft open-file limit (`RLIMIT_NOFILE`, `ulimit

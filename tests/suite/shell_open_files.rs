@@ -93,3 +93,38 @@ async fn shell_prints_the_starting_limit(sandbox: &str) {
     assert_eq!(printed, vec![soft.to_string()], "{sandbox}: {said}");
     assert!(stopped, "{logged}");
 }
+
+/// A descriptor the host was started with (`botfleet run 7>>FILE`, a
+/// supervisor's socket) is not open in a sandboxed command: writing to it
+/// got past Landlock to a file outside the workspace (QA).
+#[tokio::test]
+async fn a_sandboxed_command_inherits_no_descriptor_of_the_host() {
+    if !landlock() {
+        return;
+    }
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .runtime("shell_sandbox = \"required\"\n")
+        .tables(NO_REVIEW);
+    let path = fleet.write();
+    let outside = fleet.path().join("outside.txt");
+    let host = RunProcess::spawn_after(
+        &path,
+        &fleet.path().join("host.log"),
+        Some(format!("exec 7>>'{}'", outside.display())),
+    );
+    host.wait_healthy().await;
+    let (code, said, err) = cli(
+        &["send", "r", "echo ESCAPED >&7; echo rc=$?"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    let (stopped, logged) = host.stop(20).await;
+    assert_eq!(code, 0, "{err}\n{logged}");
+    assert!(said.contains("rc=") && !said.contains("rc=0"), "{said}");
+    let written = std::fs::read_to_string(&outside).unwrap_or_default();
+    assert!(!written.contains("ESCAPED"), "{written}");
+    assert!(stopped, "{logged}");
+}

@@ -278,13 +278,23 @@ pub struct RunProcess {
 
 impl RunProcess {
     pub fn spawn(fleet: &Path, log: &Path, soft_open_files: Option<u64>) -> Self {
+        Self::spawn_after(
+            fleet,
+            log,
+            soft_open_files.map(|soft| format!("ulimit -S -n {soft}")),
+        )
+    }
+
+    /// [`RunProcess::spawn`], with the host started by `sh` after
+    /// `prelude` (shell commands: a limit, a descriptor left open).
+    pub fn spawn_after(fleet: &Path, log: &Path, prelude: Option<String>) -> Self {
         let out = std::fs::File::create(log).unwrap();
         let port = free_port();
-        let mut command = match soft_open_files {
-            Some(soft) => {
+        let mut command = match prelude {
+            Some(prelude) => {
                 let mut c = tokio::process::Command::new("sh");
                 c.arg("-c")
-                    .arg(format!("ulimit -S -n {soft} && exec \"$0\" \"$@\""))
+                    .arg(format!("{prelude} && exec \"$0\" \"$@\""))
                     .arg(BIN);
                 c
             }
