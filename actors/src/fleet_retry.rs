@@ -63,6 +63,27 @@ impl FleetHandle {
                 "turn {turn} cannot be retried: {why}"
             )));
         }
+        // a run of a routine the bot no longer has: its prompt is no
+        // instruction of the bot's owner any more (deleted by them, or, made
+        // through the API by a former owner, at an owner change), so a retry
+        // would run it for nobody who asked (QA: the new owner re-ran the
+        // former owner's prompt with their own tools)
+        if let Some(session) = self.rt.store.get_session(record.session).await?
+            && session.key.kind == SessionKind::Routine
+            && self
+                .rt
+                .store
+                .get_routine(&record.bot, &session.key.peer)
+                .await?
+                .is_none()
+        {
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} is a run of routine {:?}, which {} no longer has (removed, or made by \
+                 a former owner of the bot): its runs are not retried; to run it again, put a \
+                 routine with `botfleet routines put {} …`",
+                session.key.peer, record.bot, record.bot
+            )));
+        }
         let sub = self.rt.store.get_subagent(&record.bot).await?;
         if let Some(sub) = &sub
             && sub.status == SubagentStatus::Stopped

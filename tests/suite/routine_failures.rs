@@ -74,5 +74,33 @@ async fn a_failed_run_shows_in_the_routine_view() {
         "{text}"
     );
     assert_eq!(notice["retry_turn"], failed["id"], "{notice}");
+
+    // once the routine is gone its runs are not retried: its prompt is no
+    // one's instruction any more (QA: after an owner change removed a
+    // former owner's routine, the new owner re-ran its prompt)
+    let (status, body) = host
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/bots/r/routines/failer",
+            TOKEN,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let turn = failed["id"].as_str().unwrap();
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/turns/{turn}/retry"),
+            TOKEN,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("routine \"failer\", which r no longer has"),
+        "{message}"
+    );
     host.shutdown().await;
 }
