@@ -162,7 +162,7 @@ impl GateFixture {
             },
             runner: Runner::Main,
             hop: 0,
-            reply_to: None,
+            reply_to: Vec::new(),
             chain: None,
         };
         Some(Self {

@@ -12,6 +12,7 @@ use botfleet_memory::BotId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use serde_json::Value;
+use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -125,5 +126,97 @@ async fn a_turn_that_asked_other_bots_tells_the_person_and_waits_for_their_repli
         .unwrap_or_else(|| panic!("{entries:#?}"));
     assert_eq!(first_end["status"], "completed", "{first_end}");
     assert_eq!(first_end["deliveries"], 0, "{first_end}");
+    host.shutdown().await;
+}
+
+const TWO_ASKS: &str = r#"
+[[rule]]
+bot = "r"
+match = "^slowfan"
+steps = [ { tool = "SendToAgent", args = { agent = "slow1", text = "slow job" } } ]
+
+[[rule]]
+bot = "r"
+match = "FWD please ask slow1"
+steps = [ { tool = "SendToAgent", args = { agent = "slow1", text = "slow job via a" } } ]
+
+[[rule]]
+bot = "r"
+match = "Message from bot `slow1`"
+steps = [ { tool = "SendMessage", args = { text = "r got it" } } ]
+
+[[rule]]
+bot = "a"
+match = "^fwdtest"
+steps = [ { tool = "SendToAgent", args = { agent = "r", text = "FWD please ask slow1" } } ]
+
+[[rule]]
+bot = "slow1"
+steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "done: {{inputs}}" } } ]
+"#;
+
+/// Regression (QA): one turn of a bot answering two messages of one
+/// sender sent from two of its conversations (its person's, and another
+/// bot's) replied only to the newest; the other conversation never got
+/// the reply and never woke. The reply now goes to each.
+#[tokio::test]
+async fn a_reply_to_messages_asked_from_two_conversations_reaches_both() {
+    let host = TestFleet::new()
+        .script("s", TWO_ASKS)
+        .bot("r", "s", &["SendMessage", "SendToAgent"])
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .bot("slow1", "s", &["SendMessage", "SendToAgent"])
+        .start()
+        .await;
+    // slow1 is busy with a first job while the two asks queue behind it,
+    // and one turn takes both
+    host.send("r", "slowfan 1", None).await;
+    let slow = SessionKey {
+        bot: BotId::new("slow1").unwrap(),
+        kind: SessionKind::Agent,
+        peer: "r".to_owned(),
+    }
+    .id()
+    .to_string();
+    let entries = |session: &str| format!("/v1/sessions/{session}/entries");
+    // (a session that does not exist yet answers 404: waited on too)
+    host.wait_get(&entries(&slow), |v| {
+        v["entries"]
+            .as_array()?
+            .iter()
+            .any(|e| e["kind"] == "agent_message")
+            .then(|| json!(1))
+    })
+    .await;
+    host.send("a", "fwdtest", None).await;
+    host.wait_get(&entries(&slow), |v| {
+        v["entries"]
+            .as_array()?
+            .iter()
+            .any(|e| e["kind"] == "agent_message" && e["text"] == "slow job via a")
+            .then(|| json!(1))
+    })
+    .await;
+    host.send("r", "slowfan 2", None).await;
+    let with_a = SessionKey {
+        bot: BotId::new("r").unwrap(),
+        kind: SessionKind::Agent,
+        peer: "a".to_owned(),
+    }
+    .id()
+    .to_string();
+    // the conversation with a gets slow1's answer and wakes r there
+    let entries = host
+        .wait_for(&with_a, |es| {
+            let answered = es
+                .iter()
+                .any(|e| e["kind"] == "agent_message" && e["from"] == "slow1");
+            let woke = es
+                .iter()
+                .any(|e| e["kind"] == "delivery" && e["text"] == "r got it");
+            (answered && woke).then(|| json!(es))
+        })
+        .await;
+    assert!(entries.is_array());
     host.shutdown().await;
 }

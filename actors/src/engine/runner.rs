@@ -318,7 +318,7 @@ impl Runner {
                 },
                 runner: RunnerKind::Main,
                 hop: 0,
-                reply_to: None,
+                reply_to: Vec::new(),
                 chain: None,
             },
             start_pending: None,

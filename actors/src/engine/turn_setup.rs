@@ -399,10 +399,13 @@ impl Runner {
                     }
                     .id()
                 });
-                self.scope.reply_to = Some(ReplyTo {
+                let to = ReplyTo {
                     bot: from.clone(),
                     session,
-                });
+                };
+                if !self.scope.reply_to.contains(&to) {
+                    self.scope.reply_to.push(to);
+                }
             }
         }
     }

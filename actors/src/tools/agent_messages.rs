@@ -27,10 +27,11 @@ use super::store_error;
 /// The admission of a message from the calling bot to `target`, bounded
 /// by the chain's breadth (checked by the writer: past it, the call of
 /// `tool` is refused instead, `Mutation::Limited`). The message lands in
-/// `session` if given, else in the session the target asked replies to go
-/// to (when it is the bot this turn answers, or when the turn works in the
-/// caller's conversation with it: [`asked_replies_here`]), else in the
-/// target's session with the caller.
+/// `session` if given, else in each session the target asked replies to
+/// go to (when it wrote in this turn's inputs, from one or more of its
+/// conversations, or when the turn works in the caller's conversation with
+/// it: [`asked_replies_here`]), else in the target's session with the
+/// caller: one admission per session.
 pub(crate) async fn message_to_bot(
     ctx: &ToolContext<'_>,
     tool: &str,
@@ -39,7 +40,7 @@ pub(crate) async fn message_to_bot(
     priority: Priority,
     part: &str,
     session: Option<SessionId>,
-) -> Result<Mutation, ToolError> {
+) -> Result<Vec<Mutation>, ToolError> {
     // checked at every message, not when the conversation began: fleet.toml
     // may have given one of the two bots to another user since (the
     // sender's record is the host's, read at its start, where owners change)
@@ -78,60 +79,84 @@ pub(crate) async fn message_to_bot(
         "answer the person with SendMessage instead of messaging more bots",
     )
     .await;
-    let wanted = match session.or_else(|| {
-        ctx.scope
-            .reply_to
-            .as_ref()
-            .filter(|r| r.bot == target.id)
-            .map(|r| r.session)
-    }) {
-        Some(id) => Some(id),
-        None => asked_replies_here(ctx, target).await?,
+    let wanted: Vec<SessionId> = match session {
+        Some(id) => vec![id],
+        None => {
+            let asked: Vec<SessionId> = ctx
+                .scope
+                .reply_to
+                .iter()
+                .filter(|r| r.bot == target.id)
+                .map(|r| r.session)
+                .collect();
+            if asked.is_empty() {
+                asked_replies_here(ctx, target).await?.into_iter().collect()
+            } else {
+                asked
+            }
+        }
     };
-    let key = match wanted {
+    let mut keys: Vec<SessionKey> = Vec::with_capacity(wanted.len().max(1));
+    for id in wanted {
         // a session of the target that is no longer its owner's (a former
         // owner's DM with it) is not: the reply goes to the bots' own one
-        Some(id) => match ctx.store().get_session(id).await.map_err(store_error)? {
+        let key = match ctx.store().get_session(id).await.map_err(store_error)? {
             Some(rec) if rec.key.bot == target.id && rec.owner == target.owner => rec.key,
             _ => default_key(ctx, target),
-        },
-        None => default_key(ctx, target),
-    };
-    let id = EntryId::derive(ctx.turn, ctx.call_id, part);
-    let req = AdmitRequest {
-        source: format!("bot:{}", ctx.bot.id),
-        nonce: format!("{}:{}:{part}", ctx.turn, ctx.call_id),
-        nonce_time_ms: None,
-        digest: InputDigest::of_parts([
-            b"agent_message".as_slice(),
-            target.id.as_str().as_bytes(),
-            text.as_bytes(),
-        ]),
-        entry: NewEntry {
-            id,
-            session: key.id(),
-            author: ctx.bot.id.to_string(),
-            turn: None,
-            kind: EntryKind::AgentMessage {
-                from: ctx.bot.id.clone(),
-                text: text.to_owned(),
-                hop,
-                reply_session: Some(ctx.session()),
-                chain: ctx.scope.chain,
-            },
-        },
-        session: key,
-        owner: target.owner.clone(),
-        priority,
-    };
-    let admit = Mutation::Admit(Box::new(req));
+        };
+        if !keys.iter().any(|k| k.id() == key.id()) {
+            keys.push(key);
+        }
+    }
+    if keys.is_empty() {
+        keys.push(default_key(ctx, target));
+    }
+    let admits: Vec<Mutation> = keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, key)| {
+            // the first keeps the id and nonce a single message has
+            let part = if i == 0 {
+                part.to_owned()
+            } else {
+                format!("{part}-{i}")
+            };
+            let req = AdmitRequest {
+                source: format!("bot:{}", ctx.bot.id),
+                nonce: format!("{}:{}:{part}", ctx.turn, ctx.call_id),
+                nonce_time_ms: None,
+                digest: InputDigest::of_parts([
+                    b"agent_message".as_slice(),
+                    target.id.as_str().as_bytes(),
+                    text.as_bytes(),
+                ]),
+                entry: NewEntry {
+                    id: EntryId::derive(ctx.turn, ctx.call_id, &part),
+                    session: key.id(),
+                    author: ctx.bot.id.to_string(),
+                    turn: None,
+                    kind: EntryKind::AgentMessage {
+                        from: ctx.bot.id.clone(),
+                        text: text.to_owned(),
+                        hop,
+                        reply_session: Some(ctx.session()),
+                        chain: ctx.scope.chain,
+                    },
+                },
+                session: key,
+                owner: target.owner.clone(),
+                priority,
+            };
+            Mutation::Admit(Box::new(req))
+        })
+        .collect();
     Ok(match limit {
         // the call's other effects join it (`engine/calls.rs`)
-        Some(limit) => Mutation::Limited(Box::new(Limited {
+        Some(limit) => vec![Mutation::Limited(Box::new(Limited {
             limits: vec![limit],
-            within: vec![admit],
-        })),
-        None => admit,
+            within: admits,
+        }))],
+        None => admits,
     })
 }
 

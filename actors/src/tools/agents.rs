@@ -224,7 +224,7 @@ impl Tool for SendToAgent {
             ctx.limits().max_message_chars,
         )?;
         let target = resolve_bot(ctx, &args.agent, "message one of").await?;
-        let admit = message_to_bot(
+        let admits = message_to_bot(
             ctx,
             "SendToAgent",
             &target,
@@ -236,7 +236,7 @@ impl Tool for SendToAgent {
         .await?;
         // the message's id, as the recipient's session has it: what a
         // client matches a reply to, and the model may quote
-        let content = match admitted_id(&admit) {
+        let content = match admitted_id(&admits) {
             Some(id) => format!(
                 "delivered to {} as message {id}; its reply will arrive later as a new message",
                 target.id
@@ -248,19 +248,20 @@ impl Tool for SendToAgent {
         };
         Ok(ToolOutput {
             content,
-            effects: vec![admit],
+            effects: admits,
             delivered: false,
         })
     }
 }
 
 /// The id of the entry an admission writes, bounded by a limit or not.
-fn admitted_id(admit: &Mutation) -> Option<EntryId> {
-    match admit {
+/// (The first one's, when a reply goes to several conversations.)
+fn admitted_id(admits: &[Mutation]) -> Option<EntryId> {
+    admits.iter().find_map(|admit| match admit {
         Mutation::Admit(req) => Some(req.entry.id),
-        Mutation::Limited(l) => l.within.iter().find_map(admitted_id),
+        Mutation::Limited(l) => admitted_id(&l.within),
         _ => None,
-    }
+    })
 }
 
 /// The refusal of a new bot's id another bot holds (or one differing from

@@ -117,10 +117,10 @@ async fn a_reply_never_lands_in_a_dm_of_someone_who_no_longer_owns_the_bot() {
         peer: f.bot.id.to_string(),
     };
     for (call, person, lands) in [("c1", "u", dm_of("u")), ("c2", "carol", own)] {
-        f.scope.reply_to = Some(ReplyTo {
+        f.scope.reply_to = vec![ReplyTo {
             bot: peer.id.clone(),
             session: dm_of(person).id(),
-        });
+        }];
         let args = json!({"agent": "peer", "text": "here it is"});
         let sent = SendToAgent.call(&f.ctx(call), args).await.unwrap();
         let [Mutation::Admit(req)] = &sent.effects[..] else {

@@ -193,7 +193,7 @@ impl Tool for SendMessage {
             SessionKind::Agent => {
                 // the other bot of the conversation
                 let peer = peer_bot(ctx, &key.peer).await?;
-                let admit = message_to_bot(
+                let admits = message_to_bot(
                     ctx,
                     "SendMessage",
                     &peer,
@@ -203,10 +203,9 @@ impl Tool for SendMessage {
                     None,
                 )
                 .await?;
-                (
-                    vec![delivery(ctx.session()), admit],
-                    format!("delivered to {}", peer.id),
-                )
+                let mut effects = vec![delivery(ctx.session())];
+                effects.extend(admits);
+                (effects, format!("delivered to {}", peer.id))
             }
             SessionKind::Subagent => {
                 // progress: recorded in the subagent's session, where the

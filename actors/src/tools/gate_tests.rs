@@ -107,7 +107,7 @@ impl Fx {
             },
             runner: Runner::Main,
             hop: 0,
-            reply_to: None,
+            reply_to: Vec::new(),
             chain: None,
         };
         let cancel = CancellationToken::new();

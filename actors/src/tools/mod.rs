@@ -119,9 +119,12 @@ pub struct TurnScope {
     pub runner: Runner,
     /// Bot-to-bot hops since the originating user message.
     pub hop: u32,
-    /// The newest bot that wrote in this turn's inputs, and where its
-    /// replies go.
-    pub reply_to: Option<ReplyTo>,
+    /// The bots that wrote in this turn's inputs, and where their replies
+    /// go: one per bot and session, in the order of the inputs. A bot that
+    /// asked from two of its conversations (its person's, and another
+    /// bot's) has both, and a reply goes to each (QA: only the newest got
+    /// it, and the other never woke).
+    pub reply_to: Vec<ReplyTo>,
     /// The input that started the chain of bots this turn belongs to
     /// (this turn's own for a person's message, a routine's run, a
     /// webhook's delivery), carried by every message the turn sends to

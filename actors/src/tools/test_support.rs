@@ -86,7 +86,7 @@ impl ToolFixture {
             },
             runner: Runner::Main,
             hop: 0,
-            reply_to: None,
+            reply_to: Vec::new(),
             chain: None,
         };
         Self {
