@@ -54,6 +54,118 @@ const INTERPRETERS: &[&str] = &[
     "deno", "tsx", "ts-node",
 ];
 
+/// What a shell or an interpreter is told to run.
+enum Operand<'a> {
+    /// Code given in the arguments (`-c`, `-e`, `-m`): reviewed as such
+    /// elsewhere (`inline_shell`), or not a file.
+    Code,
+    /// A script file.
+    File(&'a str),
+    /// What its stdin holds (no file, `-s`, `-`).
+    Stdin,
+}
+
+/// A shell's script operand: options read as the shell does (QA: the first
+/// word not starting with `-` was taken for the script, so `sh -o errexit
+/// x.sh` reviewed a file "errexit" and `sh +e x.sh` one called "+e"; any
+/// dash-word with a `c`, `--norc` included, was taken for `-c`; and a
+/// script fed on stdin was not reviewed at all).
+fn shell_operand(args: &[String]) -> Operand<'_> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let word = a.as_str();
+        match word {
+            "--" => return args.get(i + 1).map_or(Operand::Stdin, |f| Operand::File(f)),
+            "-" => return Operand::Stdin,
+            "--rcfile" | "--init-file" => i += 1,
+            w if w.starts_with("--") => {}
+            w if (w.starts_with('-') || w.starts_with('+')) && w.len() > 1 => {
+                let letters = &w[1..];
+                if w.starts_with('-') && letters.contains('c') {
+                    return Operand::Code;
+                }
+                if letters.contains('s') {
+                    return Operand::Stdin;
+                }
+                // `-o NAME`, `+O NAME`: the option's name is the next word
+                if letters.contains('o') || letters.contains('O') {
+                    i += 1;
+                }
+            }
+            file => return Operand::File(file),
+        }
+        i += 1;
+    }
+    Operand::Stdin
+}
+
+/// Options of the interpreters that take the next word as their value.
+const INTERPRETER_VALUE_OPTIONS: &[&str] = &[
+    "-W",
+    "-X",
+    "-Q",
+    "-r",
+    "-I",
+    "-M",
+    "--require",
+    "--import",
+    "--loader",
+];
+
+/// An interpreter's script operand (`python3 -W ignore x.py`, `python3 -
+/// < x.py`), as [`shell_operand`] for shells.
+fn interpreter_operand(args: &[String]) -> Operand<'_> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let word = a.as_str();
+        match word {
+            "-c" | "-m" | "-e" | "-E" | "-p" | "eval" => return Operand::Code,
+            "--" => return args.get(i + 1).map_or(Operand::Stdin, |f| Operand::File(f)),
+            "-" => return Operand::Stdin,
+            "run" => {}
+            w if INTERPRETER_VALUE_OPTIONS.contains(&w) => i += 1,
+            w if w.starts_with('-') => {}
+            file => return Operand::File(file),
+        }
+        i += 1;
+    }
+    Operand::Stdin
+}
+
+/// The files the `at`th command of `script` reads its stdin from: the
+/// target of its `<` redirection, or the files a `cat` before it in its
+/// pipeline prints (`cat x.sh | sh`).
+fn stdin_files(script: &Script, at: usize) -> Vec<&str> {
+    let Some(cmd) = script.commands.get(at) else {
+        return Vec::new();
+    };
+    if let Some(r) = cmd.redirects.iter().rev().find(|r| r.op == "<") {
+        return vec![r.target.as_str()];
+    }
+    if cmd.stage == 0 || at == 0 {
+        return Vec::new();
+    }
+    let Some(before) = script.commands.get(at - 1) else {
+        return Vec::new();
+    };
+    if before.pipeline != cmd.pipeline || before.stage + 1 != cmd.stage {
+        return Vec::new();
+    }
+    let (start, _) = program_start(&before.words);
+    match before
+        .words
+        .get(start)
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+    {
+        Some("cat") => before.words[start + 1..]
+            .iter()
+            .map(String::as_str)
+            .filter(|w| !w.starts_with('-'))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Whether `command` may run a script file at all (a cheap, conservative
 /// word check): when not, resolution needs no file system access.
 pub fn may_run_scripts(command: &str) -> bool {
@@ -91,7 +203,7 @@ struct Resolver<'a> {
 impl Resolver<'_> {
     fn script(&mut self, script: &Script, cwd: &Path, depth: u8) {
         let mut cwd = cwd.to_path_buf();
-        for cmd in &script.commands {
+        for (at, cmd) in script.commands.iter().enumerate() {
             for nested in &cmd.nested {
                 self.script(nested, &cwd, depth);
             }
@@ -118,37 +230,55 @@ impl Resolver<'_> {
             if first.contains('/') && !first.starts_with("/usr/") && !first.starts_with("/bin/") {
                 self.file(first, &cwd, first, None, depth);
             } else if SHELLS.contains(&program) || matches!(program, "source" | ".") {
-                if !args.iter().any(|a| a.starts_with('-') && a.contains('c'))
-                    && let Some(file) = args.iter().find(|a| !a.starts_with('-'))
-                {
-                    self.file(
-                        file,
-                        &cwd,
-                        &format!("{program} {file}"),
-                        Some(ScriptKind::Shell),
-                        depth,
-                    );
-                }
+                let operand = if SHELLS.contains(&program) {
+                    shell_operand(args)
+                } else {
+                    args.first().map_or(Operand::Stdin, |f| Operand::File(f))
+                };
+                self.operand(operand, script, at, program, &cwd, ScriptKind::Shell, depth);
             } else if INTERPRETERS.contains(&program) {
-                let code_flag = args
-                    .iter()
-                    .any(|a| matches!(a.as_str(), "-c" | "-m" | "-e" | "eval"));
-                let file = args
-                    .iter()
-                    .find(|a| !a.starts_with('-') && a.as_str() != "run");
-                if !code_flag && let Some(file) = file {
-                    self.file(
-                        file,
-                        &cwd,
-                        &format!("{program} {file}"),
-                        Some(ScriptKind::Program),
-                        depth,
-                    );
-                }
+                let operand = interpreter_operand(args);
+                self.operand(
+                    operand,
+                    script,
+                    at,
+                    program,
+                    &cwd,
+                    ScriptKind::Program,
+                    depth,
+                );
             } else if matches!(program, "npm" | "yarn" | "pnpm" | "bun") {
                 self.package(program, args, &cwd, depth);
             } else if matches!(program, "make" | "gmake") {
                 self.make(program, args, &cwd);
+            }
+        }
+    }
+
+    /// Resolves what a shell or an interpreter (`program`, the `at`th
+    /// command of `script`) runs: its script file, or what its stdin is
+    /// fed from (`sh < x.sh`, `cat x.sh | sh`, `python3 - < x.py`).
+    #[allow(clippy::too_many_arguments)]
+    fn operand(
+        &mut self,
+        operand: Operand<'_>,
+        script: &Script,
+        at: usize,
+        program: &str,
+        cwd: &Path,
+        kind: ScriptKind,
+        depth: u8,
+    ) {
+        match operand {
+            Operand::Code => {}
+            Operand::File(file) => {
+                self.file(file, cwd, &format!("{program} {file}"), Some(kind), depth);
+            }
+            Operand::Stdin => {
+                for file in stdin_files(script, at) {
+                    let origin = format!("{program} < {file}");
+                    self.file(file, cwd, &origin, Some(kind), depth);
+                }
             }
         }
     }

@@ -305,3 +305,59 @@ fn fifos_named_like_scripts_are_not_opened() {
     assert_eq!(ws.resolve("make"), vec![]);
     assert_eq!(ws.resolve("npm run x"), vec![]);
 }
+
+/// A script run with shell or interpreter options before it, or fed on
+/// stdin, is the one resolved (QA: `sh -o errexit x.sh` took "errexit" for
+/// the script, `bash --norc x.sh` took `--norc` for `-c`, and `sh < x.sh`,
+/// `cat x.sh | sh`, `python3 - < x.py` reviewed nothing).
+#[test]
+fn scripts_behind_options_or_on_stdin_are_resolved() {
+    let ws = Ws::new(&[
+        ("x.sh", "printenv | tail -1\n"),
+        ("x.py", "open('id_rsa').read()\n"),
+    ]);
+    for command in [
+        "sh x.sh",
+        "sh < x.sh",
+        "cat x.sh | sh",
+        "bash -s < x.sh",
+        "sh -o errexit x.sh",
+        "sh +e x.sh",
+        "bash --norc x.sh",
+        "bash -- x.sh",
+    ] {
+        let got = ws.resolve(command);
+        assert_eq!(got.len(), 1, "{command}: {got:?}");
+        assert_eq!(
+            (got[0].1.as_str(), got[0].2, got[0].3.as_str()),
+            ("x.sh", ScriptKind::Shell, "printenv | tail -1\n"),
+            "{command}"
+        );
+    }
+    for command in [
+        "python3 x.py",
+        "python3 -W ignore x.py",
+        "python3 -X dev x.py",
+        "python3 < x.py",
+        "python3 - < x.py",
+    ] {
+        let got = ws.resolve(command);
+        assert_eq!(got.len(), 1, "{command}: {got:?}");
+        assert_eq!(
+            (got[0].1.as_str(), got[0].2),
+            ("x.py", ScriptKind::Program),
+            "{command}"
+        );
+    }
+    // code given inline is not a file
+    for command in [
+        "sh -c 'echo hi'",
+        "bash -lc 'echo hi'",
+        "python3 -c 'print(1)'",
+    ] {
+        assert!(
+            ws.resolve(command).iter().all(|s| s.1 != "x.sh"),
+            "{command}"
+        );
+    }
+}
