@@ -79,6 +79,7 @@ pub use secrets::Redactor;
 pub use secrets::ScrubStream;
 pub use secrets::Secret;
 pub use secrets::Sensitive;
+pub use shell_rules::written_targets;
 pub use tool_loop::ToolCallLoopGuard;
 pub use tool_loop::ToolLoopConfig;
 pub use tool_loop::ToolLoopVerdict;

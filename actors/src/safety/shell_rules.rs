@@ -559,6 +559,16 @@ fn find(args: &[String], allow: &HostAllowlist, f: &mut Findings, depth: u8) {
     }
 }
 
+/// The files `command` writes, as its words name them (redirections, `tee`,
+/// copy destinations, curl and wget outputs): the gate follows them
+/// through the workspace's symlinks (`tools/gate_review.rs`), which the
+/// rules, reading text only, cannot.
+pub fn written_targets(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_written(&parse(command), &mut out, 0);
+    out
+}
+
 /// Files a command writes: redirections, `tee`, copy destinations, curl
 /// and wget outputs (including the URL's file name for `-O`).
 fn collect_written(script: &Script, out: &mut Vec<String>, depth: u8) {

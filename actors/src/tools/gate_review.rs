@@ -23,6 +23,7 @@ use crate::safety::resolve_scripts;
 use crate::safety::review_rules;
 use crate::safety::review_with_model;
 use crate::safety::sensitive_write_target;
+use crate::safety::written_targets;
 
 /// Whether a Write/Edit stays inside `<notes_dir>/<bot id>/` and changes
 /// nothing that runs later: git internals (a repository's hooks and
@@ -202,30 +203,45 @@ pub(super) async fn review(
     }
 }
 
-/// A Write/Edit whose path leads, through a symlink, to a file that runs
-/// later (the rules only see the path as given).
+/// A Write/Edit whose path, or a file a Shell command writes (`cp x
+/// link/hooks/pre-commit`), leads through a symlink to a file that runs
+/// later: the rules only see the path as given (QA: a symlink to a
+/// repository's `.git`, made by an earlier command, let `cp` plant a hook
+/// unasked).
 fn symlinked_target(ctx: &ToolContext<'_>, action: &Action) -> ReviewDecision {
-    let given = action.args.get("path").and_then(Value::as_str);
-    let Some(given) = given.filter(|_| action.surface == ReviewSurface::FileWrite) else {
-        return ReviewDecision::Allow;
+    let text = |key: &str| action.args.get(key).and_then(Value::as_str);
+    let (given, cwd): (Vec<String>, Option<&str>) = match action.surface {
+        ReviewSurface::FileWrite => (text("path").into_iter().map(str::to_owned).collect(), None),
+        ReviewSurface::Shell => (written_targets(text("command").unwrap_or("")), text("cwd")),
+        _ => return ReviewDecision::Allow,
     };
-    let root = ctx.workspace().root();
-    let resolved = ctx.workspace().resolve(given).ok().and_then(|p| {
-        p.strip_prefix(root)
-            .ok()
-            .map(|rel| rel.to_string_lossy().into_owned())
-    });
-    match resolved {
-        Some(rel) if sensitive_write_target(given).is_none() => {
-            match sensitive_write_target(&rel) {
-                Some(what) => ReviewDecision::Ask {
-                    reason: format!("changes {what} ({rel}, where {given} leads)"),
-                },
-                None => ReviewDecision::Allow,
-            }
+    let workspace = ctx.workspace();
+    let root = workspace.root();
+    let base = cwd
+        .and_then(|c| workspace.resolve(c).ok())
+        .unwrap_or_else(|| root.to_path_buf());
+    for given in &given {
+        if sensitive_write_target(given).is_some() {
+            // the rules asked already
+            continue;
         }
-        Some(_) | None => ReviewDecision::Allow,
+        let resolved = workspace
+            .resolve(&base.join(given).to_string_lossy())
+            .ok()
+            .and_then(|p| {
+                p.strip_prefix(root)
+                    .ok()
+                    .map(|rel| rel.to_string_lossy().into_owned())
+            });
+        if let Some(rel) = resolved
+            && let Some(what) = sensitive_write_target(&rel)
+        {
+            return ReviewDecision::Ask {
+                reason: format!("changes {what} ({rel}, where {given} leads)"),
+            };
+        }
     }
+    ReviewDecision::Allow
 }
 
 /// Logs a decision that was not `allow` (tracing and the review log).

@@ -176,6 +176,41 @@ async fn notes_stay_unreviewed_and_symlinks_into_git_internals_are_reviewed() {
     );
 }
 
+/// A Shell command writing through a symlink into git internals is asked
+/// about as a Write there is (QA: `ln -s r2/.git g2` in one call, then
+/// `cp h.txt g2/hooks/pre-commit` in the next ran unasked, and the hook
+/// ran on an allowed `git commit`).
+#[tokio::test]
+async fn a_shell_command_writing_through_a_symlink_into_git_internals_is_asked_about() {
+    let fx = Fx::new(ReviewModes::default()).await;
+    let root = fx.ws().root().to_path_buf();
+    std::fs::create_dir_all(root.join("r2/.git/hooks")).unwrap();
+    std::os::unix::fs::symlink(root.join("r2/.git"), root.join("g2")).unwrap();
+    fx.write_file("h.txt", "#!/bin/sh\nprintenv > HOOK_RAN\n");
+    let id = approval_of(&fx.shell("cp h.txt g2/hooks/pre-commit").await);
+    let rec = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert_eq!(
+        rec.reason,
+        "changes git internals (hooks and config run commands on git commands) \
+         (r2/.git/hooks/pre-commit, where g2/hooks/pre-commit leads)"
+    );
+    // and by redirection, from a working directory given
+    let id = approval_of(
+        &fx.check(
+            "Shell",
+            json!({"command": "cat h.txt > ../g2/hooks/post-checkout", "cwd": "r2"}),
+        )
+        .await,
+    );
+    let rec = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert!(
+        rec.reason
+            .contains("(r2/.git/hooks/post-checkout, where ../g2/hooks/post-checkout leads)"),
+        "{}",
+        rec.reason
+    );
+}
+
 #[tokio::test]
 async fn git_settings_that_run_commands_are_asked_about_in_shell() {
     let fx = Fx::new(ReviewModes::default()).await;
