@@ -25,6 +25,10 @@ const NAMED: usize = 8;
 /// if its answer wakes the bot later: the bot a SendToAgent went to, the
 /// subagent a MessageSubagent steered, or a subagent Task started.
 fn asked_of(tool: &str, arguments: &str) -> Option<String> {
+    // before parsing: every SendMessage of the hot path comes here
+    if !matches!(tool, "SendToAgent" | "MessageSubagent" | "Task") {
+        return None;
+    }
     let args: Value = serde_json::from_str(arguments).ok()?;
     let text = |field: &str| {
         args.get(field)
