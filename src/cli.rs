@@ -150,7 +150,7 @@ pub enum Command {
         json: bool,
         /// Only the last N entries it would print, not the whole history
         /// (with `--all`, the internal steps count among them).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = args::last_entries)]
         last: Option<u32>,
         /// The runs of the bot's webhook NAME (its deliveries and what the
         /// bot did with them) instead of your conversation with it.

@@ -89,6 +89,20 @@ pub(super) fn search_limit(value: &str) -> Result<u64, String> {
     in_range(value, "hits to show", "--limit", 1, most)
 }
 
+/// Reads `transcript --last`: at least 1 (QA: `--last 0` printed nothing
+/// and exited 0, where other counts out of range are usage errors).
+pub(super) fn last_entries(value: &str) -> Result<u32, String> {
+    let n = number(value, "last entries to print", 1, u64::from(u32::MAX))?;
+    if n == 0 {
+        return Err(
+            "--last takes at least 1 (the last entries to print); leave it out for the whole \
+             transcript"
+                .to_owned(),
+        );
+    }
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
 /// Reads `search --offset`: 0 to the most hits the host skips.
 pub(super) fn search_offset(value: &str) -> Result<u64, String> {
     let most = botfleet_memory::MAX_SEARCH_OFFSET as u64;

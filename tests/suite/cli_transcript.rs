@@ -273,7 +273,7 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
             && !out.contains("message 3"),
         "{out}"
     );
-    // more than there is: all of it; 0: nothing
+    // more than there is: all of it; 0: a usage error naming the flag
     let (_, out, _) = cli(
         &["transcript", "r", "--all", "--last", "100000"],
         &host.url,
@@ -281,7 +281,8 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
     )
     .await;
     assert_eq!(out.lines().collect::<Vec<_>>(), whole);
-    let (code, out, _) = cli(&["transcript", "r", "--last", "0"], &host.url, TOKEN).await;
-    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, out, err) = cli(&["transcript", "r", "--last", "0"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("--last"), "{err}");
     host.shutdown().await;
 }
