@@ -116,10 +116,11 @@ pub(super) async fn runs(
     as_json: bool,
     last: Option<u32>,
 ) -> anyhow::Result<ExitCode> {
-    // the bot is yours (else the host's 404, naming how to list yours)
-    client
-        .get(&format!("/v1/bots/{}/session", segment(bot)))
-        .await?;
+    // the bot is yours (else the host's 404, naming how to list yours),
+    // named as a bot's messages are (`Researcher (bot r) ▸ …`, QA: its
+    // runs printed the bare id)
+    let record = client.get(&format!("/v1/bots/{}", segment(bot))).await?;
+    let by = named_bot(bot, record["name"].as_str()).unwrap_or_else(|| bot.to_owned());
     let (kind, name, what, listed) = match runs {
         Runs::Hook(name) => (
             SessionKind::Hook,
@@ -134,6 +135,25 @@ pub(super) async fn runs(
             format!("list its routines with `botfleet routines {bot}`"),
         ),
     };
+    if let Runs::Routine(name) = runs {
+        // a routine the bot no longer has is refused as one it never had
+        // (QA: its old runs printed, exit 0, where the docs say exit 1)
+        let listed = client
+            .get(&format!("/v1/bots/{}/routines", segment(bot)))
+            .await?;
+        let has = listed["routines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["name"] == *name);
+        if !has {
+            anyhow::bail!(
+                "bot {bot} has no routine {} (removed, or never made); list its routines with \
+                 `botfleet routines {bot}`",
+                botfleet_memory::quote_short(name)
+            );
+        }
+    }
     let key = SessionKey {
         bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
         kind,
@@ -190,9 +210,8 @@ pub(super) async fn runs(
             continue;
         }
         let seq = e["seq"].as_i64().unwrap_or(0);
-        let who = e["author"].as_str().unwrap_or("?");
         for text in texts {
-            outln!("#{seq} {who} ▸ {text} (to your conversation)");
+            outln!("#{seq} {by} ▸ {text} (to your conversation)");
         }
     }
     Ok(ExitCode::SUCCESS)

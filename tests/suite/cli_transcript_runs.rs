@@ -102,7 +102,7 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     assert_eq!(code, 0, "{err}");
     assert!(
         out.trim_end()
-            .ends_with("r ▸ a push to main, 3 commits (to your conversation)")
+            .ends_with("#5 r-name (bot r) ▸ a push to main, 3 commits (to your conversation)")
             && out.lines().count() == 1,
         "{out}"
     );

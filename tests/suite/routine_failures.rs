@@ -102,5 +102,14 @@ async fn a_failed_run_shows_in_the_routine_view() {
         message.contains("routine \"failer\", which r no longer has"),
         "{message}"
     );
+    // nor are its runs printed as a routine's the bot has (QA: exit 0)
+    let (code, out, err) = crate::support::process::cli(
+        &["transcript", "r", "--routine", "failer"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("bot r has no routine \"failer\""), "{err}");
     host.shutdown().await;
 }
