@@ -295,6 +295,12 @@ impl Schedule {
         })?;
         let pattern = expand_nickname(cron)?;
         refuse_bare_last_weekday(cron, pattern)?;
+        if let Some(detail) = fields::misread(pattern) {
+            return Err(RoutineError::Cron {
+                cron: cron.to_owned(),
+                detail,
+            });
+        }
         let parsed = CronParser::builder()
             .seconds(Seconds::Optional)
             .year(Year::Disallowed)

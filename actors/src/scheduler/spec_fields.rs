@@ -79,16 +79,163 @@ pub(super) fn diagnose(pattern: &str) -> Option<String> {
     None
 }
 
-/// What is wrong with `text` as `field`: a number out of range, or a
-/// range whose start is after its end. Steps (`*/15`), names (`MON`,
-/// `JAN`) and the special characters (`L`, `W`, `#`, `?`) are left to
-/// croner.
-fn field_problem(field: &Field, text: &str) -> Option<String> {
+/// What croner would take but read otherwise than written, by field: an
+/// empty item of a list (`1,,2`), a step of 0 or one past the field's
+/// span (`*/61` fires at minute 0 only). `None` when there is none.
+/// (QA: both were stored.)
+pub(super) fn misread(pattern: &str) -> Option<String> {
+    let parts: Vec<&str> = pattern.split_whitespace().collect();
+    let fields: &[Field] = match parts.len() {
+        5 => &[MINUTE, HOUR, DAY, MONTH, WEEKDAY],
+        6 => &[SECOND, MINUTE, HOUR, DAY, MONTH, WEEKDAY],
+        _ => return None,
+    };
+    fields
+        .iter()
+        .zip(&parts)
+        .find_map(|(field, text)| list_problem(field, text).or_else(|| step_problem(field, text)))
+}
+
+/// An empty item in `text`'s list.
+fn list_problem(field: &Field, text: &str) -> Option<String> {
+    text.split(',').any(str::is_empty).then(|| {
+        format!(
+            "the {} field `{text}` has an empty item in its list: remove the extra comma",
+            field.name
+        )
+    })
+}
+
+/// A step (`/N`) of 0, past the field's span, not a number, or twice.
+fn step_problem(field: &Field, text: &str) -> Option<String> {
     for item in text.split(',') {
+        let mut parts = item.split('/');
+        parts.next();
+        let Some(step) = parts.next() else { continue };
+        if parts.next().is_some() {
+            return Some(format!(
+                "the {} field has `{item}`, with two steps: write one (`*/10`)",
+                field.name
+            ));
+        }
+        let span = field.max - field.min;
+        match step.parse::<u32>() {
+            Ok(0) => {
+                return Some(format!(
+                    "the {} field has `{item}`, a step of 0: a step is at least 1",
+                    field.name
+                ));
+            }
+            Ok(n) if n > span => {
+                return Some(format!(
+                    "the {} field has `{item}`, a step of {n}, more than the {} field's span \
+                     ({}-{}): it would fire at its start only; write that number instead",
+                    field.name, field.name, field.min, field.max
+                ));
+            }
+            Ok(_) => {}
+            Err(_) => {
+                return Some(format!(
+                    "the {} field has `{item}`, whose step `{step}` is not a whole number",
+                    field.name
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Month and weekday names croner reads.
+const MONTHS: &[&str] = &[
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+];
+const WEEKDAYS: &[&str] = &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+
+/// A word of `item` that is no number, no name of `field` and none of the
+/// special characters (`L`, `W`, `LW`, `?`): croner said "illegal
+/// character 'X' in part '1X'", in its own rewriting of the text (QA).
+fn word_problem(field: &Field, item: &str) -> Option<String> {
+    let names: &[&str] = match field.name {
+        "month" => MONTHS,
+        "day-of-week" => WEEKDAYS,
+        _ => &[],
+    };
+    for word in item.split(['-', '/', '#']) {
+        let upper = word.to_ascii_uppercase();
+        let bare = upper.trim_end_matches(['L', 'W']);
+        let fine = word.is_empty()
+            || matches!(word, "*" | "?")
+            || matches!(upper.as_str(), "L" | "W" | "LW")
+            || bare.parse::<u32>().is_ok()
+            || names.contains(&upper.as_str());
+        if !fine {
+            let takes = match field.name {
+                "month" => "1-12 or JAN-DEC",
+                "day-of-week" => "0-7 or SUN-SAT",
+                _ => "numbers",
+            };
+            return Some(format!(
+                "the {} field has `{word}`, which it does not read: it takes {takes}",
+                field.name
+            ));
+        }
+    }
+    None
+}
+
+/// What is wrong with `text` as `field`: a number out of range, a range
+/// whose start is after its end or that lacks an end, a bad step, an
+/// `#N` past the fifth, a word the field does not read.
+fn field_problem(field: &Field, text: &str) -> Option<String> {
+    if let Some(problem) = list_problem(field, text).or_else(|| step_problem(field, text)) {
+        return Some(problem);
+    }
+    for item in text.split(',') {
+        if let Some(problem) = word_problem(field, item) {
+            return Some(problem);
+        }
+        if let Some((_, nth)) = item.split_once('#') {
+            match nth.parse::<u32>() {
+                Ok(1..=5) => {}
+                _ => {
+                    return Some(format!(
+                        "the {} field has `{item}`: a month has at most 5 of a weekday, so \
+                         `#` takes 1-5",
+                        field.name
+                    ));
+                }
+            }
+        }
         let range = item.split('/').next().unwrap_or(item);
+        let range = range.split('#').next().unwrap_or(range);
+        // `15W`, `5L`, `L`: a day mark, not a month's or weekday's name
+        let marked = |x: &str| {
+            let upper = x.to_ascii_uppercase();
+            matches!(upper.as_str(), "L" | "W" | "LW")
+                || (upper.ends_with(['L', 'W']) && upper[..upper.len() - 1].parse::<u32>().is_ok())
+        };
+        if let Some((a, b)) = range.split_once('-')
+            && (marked(a) || marked(b))
+        {
+            return Some(format!(
+                "the {} field has `{item}`: `W` and `L` go with a single day, not a range",
+                field.name
+            ));
+        }
+        if let Some((a, b)) = range.split_once('-')
+            && (a.is_empty() || b.is_empty())
+        {
+            return Some(format!(
+                "the {} field has `{item}`, a range without a {}: write both ends (`1-5`)",
+                field.name,
+                if a.is_empty() { "start" } else { "end" }
+            ));
+        }
         let mut ends = range.splitn(2, '-');
-        let start = ends.next().and_then(|n| n.parse::<u32>().ok());
-        let end = ends.next().and_then(|n| n.parse::<u32>().ok());
+        // (`15W`, `5L`: the number before the letter)
+        let number = |n: &str| n.trim_end_matches(['L', 'W', 'l', 'w']).parse::<u32>().ok();
+        let start = ends.next().and_then(number);
+        let end = ends.next().and_then(number);
         for n in [start, end].into_iter().flatten() {
             if n < field.min || n > field.max {
                 return Some(format!(

@@ -586,4 +586,56 @@ fn a_refused_expression_names_its_field_and_value() {
     );
     // what croner names well stays its own
     assert!(!detail("0 8 * * FOO").is_empty());
+    // and what it said without a field (QA), or took though it reads
+    // otherwise than written
+    for (cron, said) in [
+        ("*/0 * * * *", "the minute field has `*/0`, a step of 0"),
+        (
+            "*/61 * * * *",
+            "the minute field has `*/61`, a step of 61, more than",
+        ),
+        (
+            "*/5/2 * * * *",
+            "the minute field has `*/5/2`, with two steps",
+        ),
+        (
+            "1,,2 * * * *",
+            "the minute field `1,,2` has an empty item in its list",
+        ),
+        (
+            "0 0 * * MON#6",
+            "the day-of-week field has `MON#6`: a month has at most 5",
+        ),
+        ("0 0 * * 8#1", "the day-of-week field has 8,"),
+        ("0 0 32W * *", "the day-of-month field has 32,"),
+        (
+            "- * * * *",
+            "the minute field has `-`, a range without a start",
+        ),
+        ("0 0 1W-5 * *", "the day-of-month field has"),
+        (
+            "* * * JANX *",
+            "the month field has `JANX`, which it does not read: it takes 1-12 or JAN-DEC",
+        ),
+        (
+            "a * * * *",
+            "the minute field has `a`, which it does not read",
+        ),
+    ] {
+        let got = detail(cron);
+        assert!(got.starts_with(said), "{cron}: {got}");
+    }
+    // what it reads as written still parses
+    for cron in [
+        "*/15 * * * *",
+        "0 0 15W * *",
+        "0 0 L * *",
+        "0 0 * * 5L",
+        "0 0 * * MON#2",
+        "0 9 * JAN-MAR MON-FRI",
+        "0 0 LW * *",
+        "0 12 ? * *",
+    ] {
+        assert!(Schedule::parse(cron, "UTC").is_ok(), "{cron}");
+    }
 }
