@@ -54,6 +54,52 @@ const INTERPRETERS: &[&str] = &[
     "deno", "tsx", "ts-node",
 ];
 
+/// The first file (in byte order, as the shell sorts in the C locale)
+/// that `pattern`, a word with `*` or `?` in its last component, matches
+/// in its directory under `cwd`, as a path relative to `cwd`. `None` for
+/// a word without them, or when nothing matches (the shell then passes
+/// the word as it is).
+fn glob_first(workspace: &Workspace, cwd: &Path, pattern: &str) -> Option<String> {
+    let (dir, name) = match pattern.rsplit_once('/') {
+        Some((dir, name)) => (dir, name),
+        None => ("", pattern),
+    };
+    if !name.contains(['*', '?']) || dir.contains(['*', '?', '[']) {
+        return None;
+    }
+    let base = workspace.resolve(&cwd.join(dir).to_string_lossy()).ok()?;
+    let mut names: Vec<String> = std::fs::read_dir(base)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        // a leading `*` does not match a hidden file
+        .filter(|n| !n.starts_with('.') || name.starts_with('.'))
+        .filter(|n| wildcard(name.as_bytes(), n.as_bytes()))
+        .collect();
+    names.sort();
+    let first = names.into_iter().next()?;
+    Some(if dir.is_empty() {
+        first
+    } else {
+        format!("{dir}/{first}")
+    })
+}
+
+/// Whether `name` matches `pattern` with `*` (any run) and `?` (one byte).
+fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.split_first(), name.split_first()) {
+        (None, None) => true,
+        (Some((b'*', rest)), _) => {
+            wildcard(rest, name)
+                || name
+                    .split_first()
+                    .is_some_and(|(_, n)| wildcard(pattern, n))
+        }
+        (Some((b'?', rest)), Some((_, n))) => wildcard(rest, n),
+        (Some((p, rest)), Some((c, n))) if p == c => wildcard(rest, n),
+        _ => false,
+    }
+}
+
 /// What a shell or an interpreter is told to run.
 enum Operand<'a> {
     /// Code given in the arguments (`-c`, `-e`, `-m`): reviewed as such
@@ -272,6 +318,11 @@ impl Resolver<'_> {
         match operand {
             Operand::Code => {}
             Operand::File(file) => {
+                // `sh x*`: the shell runs the first file the pattern matches
+                // (QA: the pattern itself was looked for, found missing, and
+                // what ran was never reviewed)
+                let matched = glob_first(self.workspace, cwd, file);
+                let file = matched.as_deref().unwrap_or(file);
                 self.file(file, cwd, &format!("{program} {file}"), Some(kind), depth);
             }
             Operand::Stdin => {

@@ -325,6 +325,9 @@ fn scripts_behind_options_or_on_stdin_are_resolved() {
         "sh +e x.sh",
         "bash --norc x.sh",
         "bash -- x.sh",
+        "sh x.s*",
+        "sh x.s?",
+        "sh ./x.s*",
     ] {
         let got = ws.resolve(command);
         assert_eq!(got.len(), 1, "{command}: {got:?}");
@@ -349,6 +352,12 @@ fn scripts_behind_options_or_on_stdin_are_resolved() {
             "{command}"
         );
     }
+    // the first match, as the shell picks it: x.py runs as a shell script
+    let got = ws.resolve("sh x*");
+    assert_eq!(
+        got.iter().map(|s| (s.1.as_str(), s.2)).collect::<Vec<_>>(),
+        vec![("x.py", ScriptKind::Shell)]
+    );
     // code given inline is not a file
     for command in [
         "sh -c 'echo hi'",
