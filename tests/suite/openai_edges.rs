@@ -229,29 +229,34 @@ async fn a_wait_asked_past_the_call_timeout_fails_at_once_naming_it() {
     server.shutdown().await;
 }
 
-/// Calls a tool without a name, then (after its result) answers.
-fn nameless_then_reply(request: &Value) -> Reply {
-    let last = last_message(request).cloned().unwrap_or(Value::Null);
-    match (last["role"].as_str(), last["tool_call_id"].as_str()) {
-        (Some("user"), _) => Reply::tool_call("c1", "", "{}"),
-        (Some("tool"), Some("c1")) => Reply::tool_call(
-            "c2",
-            "SendMessage",
-            json!({ "text": "answered anyway" }).to_string(),
-        ),
-        _ => Reply::text(""),
+/// Calls a tool named `name` (with `c1`), then, after its result,
+/// answers with SendMessage.
+fn call_then_reply(name: &'static str) -> impl Fn(&Value) -> Reply + Send + Sync + 'static {
+    move |request: &Value| {
+        let last = last_message(request).cloned().unwrap_or(Value::Null);
+        match (last["role"].as_str(), last["tool_call_id"].as_str()) {
+            (Some("user"), _) => {
+                Reply::tool_call("c1", name, json!({ "text": "first" }).to_string())
+            }
+            (Some("tool"), Some("c1")) => Reply::tool_call(
+                "c2",
+                "SendMessage",
+                json!({ "text": "answered anyway" }).to_string(),
+            ),
+            _ => Reply::text(""),
+        }
     }
 }
 
-/// Regression: a tool call with an empty function name failed the whole
-/// turn ("tool call 0 has no function name") while a call of an unknown
-/// tool is answered with an error result and the turn goes on.
-#[tokio::test]
-async fn a_call_without_a_name_gets_an_error_result_and_the_turn_goes_on() {
+/// A first call of the tool named `name`, on a strict server (streamed
+/// and not): its result is an error naming `named` (how the call is
+/// shown), the turn goes on and delivers, and the next request sends the
+/// call back named `sent_back`.
+async fn a_bad_name_is_answered_and_sent_back_as(name: &'static str, named: &str, sent_back: &str) {
     for stream in [true, false] {
         let server = OpenAiServer::builder()
             .strict()
-            .responder(nameless_then_reply)
+            .responder(call_then_reply(name))
             .start()
             .await;
         let host = TestFleet::new()
@@ -272,9 +277,8 @@ async fn a_call_without_a_name_gets_an_error_result_and_the_turn_goes_on() {
             .unwrap_or_else(|| panic!("{entries:#?}"));
         assert_eq!(result["is_error"], true, "{result}");
         let content = result["content"].as_str().unwrap();
-        assert!(content.contains("missing_function_name"), "{content}");
+        assert!(content.contains(named), "{content}");
         assert_eq!(deliveries(&entries), vec!["answered anyway"]);
-        // sent back with a name a server accepts
         let requests = server.requests();
         assert_eq!(requests.len(), 3, "stream {stream}");
         let names: Vec<&str> = requests[1]
@@ -284,29 +288,20 @@ async fn a_call_without_a_name_gets_an_error_result_and_the_turn_goes_on() {
             .flatten()
             .map(|c| c["function"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["missing_function_name"]);
+        assert_eq!(names, [sent_back], "stream {stream}");
         host.shutdown().await;
         server.shutdown().await;
     }
 }
 
-/// Calls a tool by a name OpenAI itself would refuse to be sent back
-/// (`functions.SendMessage`, as models write it), then answers.
-fn dotted_then_reply(request: &Value) -> Reply {
-    let last = last_message(request).cloned().unwrap_or(Value::Null);
-    match (last["role"].as_str(), last["tool_call_id"].as_str()) {
-        (Some("user"), _) => Reply::tool_call(
-            "c1",
-            "functions.SendMessage",
-            json!({ "text": "dotted" }).to_string(),
-        ),
-        (Some("tool"), Some("c1")) => Reply::tool_call(
-            "c2",
-            "SendMessage",
-            json!({ "text": "answered anyway" }).to_string(),
-        ),
-        _ => Reply::text(""),
-    }
+/// Regression: a tool call with an empty function name failed the whole
+/// turn ("tool call 0 has no function name") while a call of an unknown
+/// tool is answered with an error result and the turn goes on; it is sent
+/// back with a name a server accepts.
+#[tokio::test]
+async fn a_call_without_a_name_gets_an_error_result_and_the_turn_goes_on() {
+    a_bad_name_is_answered_and_sent_back_as("", "missing_function_name", "missing_function_name")
+        .await;
 }
 
 /// Regression (QA): a call of a tool name outside OpenAI's pattern
@@ -317,47 +312,10 @@ fn dotted_then_reply(request: &Value) -> Reply {
 /// pattern; the transcript keeps it as the model wrote it.
 #[tokio::test]
 async fn a_call_of_a_name_openai_refuses_is_sent_back_with_one_it_accepts() {
-    for stream in [true, false] {
-        let server = OpenAiServer::builder()
-            .strict()
-            .responder(dotted_then_reply)
-            .start()
-            .await;
-        let host = TestFleet::new()
-            .openai(
-                "main",
-                &server.base_url(),
-                &format!("max_retries = 0\nstream = {stream}"),
-            )
-            .bot("r", "main", &["SendMessage"])
-            .start()
-            .await;
-        let (session, end) = host.end_turn("r", "hello").await;
-        assert_eq!(end["status"], "completed", "stream {stream}: {end}");
-        let entries = host.entries(&session).await;
-        assert_eq!(deliveries(&entries), vec!["answered anyway"]);
-        let result = entries
-            .iter()
-            .find(|e| e["kind"] == "tool_result" && e["call_id"] == "c1")
-            .unwrap_or_else(|| panic!("{entries:#?}"));
-        assert_eq!(result["is_error"], true, "{result}");
-        assert!(
-            result["content"]
-                .as_str()
-                .unwrap()
-                .contains("functions.SendMessage"),
-            "{result}"
-        );
-        let requests = server.requests();
-        let names: Vec<&str> = requests[1]
-            .messages()
-            .iter()
-            .filter_map(|m| m["tool_calls"].as_array())
-            .flatten()
-            .map(|c| c["function"]["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["functions_SendMessage"], "stream {stream}");
-        host.shutdown().await;
-        server.shutdown().await;
-    }
+    a_bad_name_is_answered_and_sent_back_as(
+        "functions.SendMessage",
+        "functions.SendMessage",
+        "functions_SendMessage",
+    )
+    .await;
 }
