@@ -237,6 +237,23 @@ pub(crate) fn json_object<T: DeserializeOwned>(
              allow; remove it and send {example}"
         )));
     }
+    // JSON is UTF-8 (RFC 8259 §8.1); serde_json checks it only where it
+    // reads a string, so bytes that are not UTF-8 inside one were told "not
+    // a value this field takes" (QA): say what they are, and where
+    if let Err(e) = std::str::from_utf8(body) {
+        let at = e.valid_up_to();
+        let line = body[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let column = at
+            - body[..at]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
+        return Err(ApiError::BadRequest(format!(
+            "the body is not valid JSON for {what}: the bytes at line {line} column {column} \
+             are not UTF-8, and JSON text is UTF-8; send it as UTF-8, e.g. {example}"
+        )));
+    }
     // JSON's whitespace is these four bytes (RFC 8259 §2)
     let first = body
         .iter()
@@ -322,6 +339,23 @@ mod tests {
     fn parse(body: &str) -> Result<Body, String> {
         json_object::<Body>(body.as_bytes(), "a message", r#"{"text": "..."}"#)
             .map_err(|e| e.to_string())
+    }
+
+    /// Bytes that are not UTF-8 inside a string are named, with where
+    /// (QA: "not a value this field takes").
+    #[test]
+    fn a_body_that_is_not_utf8_says_so() {
+        let e = json_object::<Body>(b"{\"text\":\"\xff\xfe\"}", "a message", "{}")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.starts_with(
+                "the body is not valid JSON for a message: the bytes at line 1 column 10 are not \
+                 UTF-8"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

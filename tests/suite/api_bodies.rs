@@ -111,6 +111,26 @@ async fn compressed_bodies_and_wrong_kinds_of_value_are_named() {
             "{value}: {text}"
         );
     }
+
+    // bytes that are not UTF-8 inside a string: said so, with where (QA:
+    // "not a value this field takes"), and nothing is stored
+    let resp = http
+        .post(format!("{}/v1/bots/q/messages", host.url))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(b"{\"text\":\"\xff\xfe\"}".to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: Value = resp.json().await.unwrap();
+    let text = body["error"]["message"].as_str().unwrap();
+    assert!(
+        text.contains("the bytes at line 1 column 10 are not UTF-8"),
+        "{text}"
+    );
+    let (status, dm) = host.get("/v1/bots/q/session", TOKEN).await;
+    assert_eq!((status, &dm["last_seq"]), (200, &json!(0)), "{dm}");
     host.shutdown().await;
 }
 
