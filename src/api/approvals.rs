@@ -50,11 +50,7 @@ pub(crate) async fn list(
     user: AuthUser,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| {
-        ApiError::BadRequest(format!(
-            "{e}; use ?status=pending|approved|denied|expired&limit=N"
-        ))
-    })?;
+    let q = super::extract::query(query, "use ?status=pending|approved|denied|expired&limit=N")?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
@@ -219,7 +215,7 @@ pub(crate) async fn reviews_of_bot(
     Path(bot): Path<String>,
     query: Result<Query<ReviewsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?limit=N")))?;
+    let q = super::extract::query(query, "use ?limit=N")?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(

@@ -55,8 +55,7 @@ pub(crate) async fn list(
     user: AuthUser,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) =
-        query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?subagents=recent or all")))?;
+    let q = super::extract::query(query, "use ?subagents=recent or all")?;
     let keep = match q.subagents.as_deref() {
         None | Some("recent") => FINISHED_SUBAGENTS_LISTED,
         Some("all") => usize::MAX,

@@ -41,6 +41,64 @@ impl From<PathRejection> for ApiError {
     }
 }
 
+/// The parameters of a route's query string, or a `400` saying what is
+/// wrong with them in words, then `hint` (how to write them).
+pub(crate) fn query<T>(
+    query: Result<axum::extract::Query<T>, axum::extract::rejection::QueryRejection>,
+    hint: &str,
+) -> Result<T, ApiError> {
+    query
+        .map(|axum::extract::Query(q)| q)
+        .map_err(|e| ApiError::BadRequest(format!("{}; {hint}", query_text(&e.body_text()))))
+}
+
+/// serde's words for a query string it could not read, as a person would
+/// say them (QA: "Failed to deserialize query string: invalid digit found
+/// in string"), naming the parameter when serde does (`after: …`).
+fn query_text(said: &str) -> String {
+    let said = said
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(said);
+    let (field, said) = match said.split_once(": ") {
+        Some((f, rest))
+            if !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            (Some(f), rest)
+        }
+        _ => (None, said),
+    };
+    let param = field.map_or_else(|| "a parameter".to_owned(), |f| format!("`{f}`"));
+    let named = |prefix: &str| {
+        said.strip_prefix(prefix)
+            .and_then(|r| r.split_once('`'))
+            .map(|(f, rest)| (f.to_owned(), rest.to_owned()))
+    };
+    if let Some((name, _)) = named("unknown field `") {
+        return format!("`{name}` is not a parameter of this route");
+    }
+    if let Some((name, _)) = named("duplicate field `") {
+        return format!("`{name}` is given twice: give it once");
+    }
+    if let Some((value, rest)) = named("unknown variant `") {
+        let choices = rest
+            .split_once("expected one of ")
+            .or_else(|| rest.split_once("expected "))
+            .map_or("", |(_, c)| c);
+        return format!("{param} does not take {value:?} (it takes {choices})");
+    }
+    match said {
+        "invalid digit found in string" => format!("{param} takes a whole number"),
+        "cannot parse integer from empty string" => {
+            format!("{param} is empty, and it takes a whole number")
+        }
+        "number too large to fit in target type" | "number too small to fit in target type" => {
+            format!("{param} is out of range")
+        }
+        "provided string was not `true` or `false`" => format!("{param} takes true or false"),
+        other => format!("the query string could not be read: {param}: {other}"),
+    }
+}
+
 /// The query of a route that takes no query parameters: any parameter is
 /// refused (`400`), as the routes that take some refuse unknown ones, so
 /// that a client never mistakes an ignored `?limit=5` for one that worked.
@@ -60,7 +118,8 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
             .map(|_| NoQuery)
             .map_err(|e| {
                 ApiError::BadRequest(format!(
-                    "{e}; {} takes no query parameters (docs/api.md)",
+                    "{}; {} takes no query parameters (docs/api.md)",
+                    query_text(&e.body_text()),
                     parts.uri.path()
                 ))
             })

@@ -175,11 +175,10 @@ pub(crate) async fn list(
     user: AuthUser,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| {
-        ApiError::BadRequest(format!(
-            "{e}; use ?open=true for the rooms that are not closed, or no parameter for all"
-        ))
-    })?;
+    let q = super::extract::query(
+        query,
+        "use ?open=true for the rooms that are not closed, or no parameter for all",
+    )?;
     let rooms = group::rooms_for(state.fleet.runtime(), &user.0).await?;
     let mut out = Vec::with_capacity(rooms.len());
     for r in &rooms {
@@ -353,8 +352,7 @@ pub(crate) async fn entries(
     Path(room): Path<String>,
     query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) =
-        query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
+    let q = super::extract::query(query, "use ?after=SEQ&limit=N")?;
     let after = q.after.unwrap_or(0);
     if after < 0 {
         return Err(ApiError::BadRequest("`after` must be 0 or more".into()));

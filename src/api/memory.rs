@@ -72,7 +72,7 @@ pub(crate) async fn of_bot(
     query: Result<Query<MemoryQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     super::query_text::check_utf8(raw.as_deref())?;
-    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?input=TEXT")))?;
+    let q = super::extract::query(query, "use ?input=TEXT")?;
     let bot = owned_bot(&state, &user, &bot).await?;
     let input = q.input.unwrap_or_default();
     if input.chars().count() > MAX_INPUT_CHARS {

@@ -193,11 +193,10 @@ pub(crate) async fn search(
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     super::query_text::check_utf8(raw.as_deref())?;
-    let Query(p) = params.map_err(|e| {
-        ApiError::BadRequest(format!(
-            "{e}; use ?q=WORDS with optional &bot=ID&session=ID&limit=N&offset=N"
-        ))
-    })?;
+    let p = super::extract::query(
+        params,
+        "use ?q=WORDS with optional &bot=ID&session=ID&limit=N&offset=N",
+    )?;
     let Some(q) = p.q else {
         return Err(ApiError::BadRequest(
             "missing q: pass the words to search for as ?q=WORDS".into(),

@@ -45,8 +45,7 @@ pub(crate) async fn entries(
     Path(session): Path<String>,
     query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) =
-        query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?after=SEQ&limit=N")))?;
+    let q = super::extract::query(query, "use ?after=SEQ&limit=N")?;
     let id: SessionId = session
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
@@ -247,7 +246,7 @@ pub(crate) async fn turns_of_bot(
     Path(bot): Path<String>,
     query: Result<Query<TurnsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::BadRequest(format!("{e}; use ?limit=N")))?;
+    let q = super::extract::query(query, "use ?limit=N")?;
     let limit = q.limit.unwrap_or(MAX_TURNS);
     if !(1..=MAX_TURNS).contains(&limit) {
         return Err(ApiError::BadRequest(format!(

@@ -161,3 +161,45 @@ async fn a_uuid_parameter_is_refused_without_a_length_it_does_not_need() {
     }
     host.shutdown().await;
 }
+
+/// A query string serde could not read is said in words, naming the
+/// parameter where serde does (QA: "Failed to deserialize query string:
+/// invalid digit found in string").
+#[tokio::test]
+async fn query_strings_that_cannot_be_read_say_what_is_wrong() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    for (path, said) in [
+        (
+            "/v1/approvals?status=".to_owned(),
+            "`status` does not take \"\" (it takes",
+        ),
+        (
+            format!("/v1/sessions/{session}/entries?after=abc"),
+            "`after` takes a whole number; use ?after=SEQ&limit=N",
+        ),
+        (
+            "/v1/bots/r/turns?limit=".to_owned(),
+            "`limit` is empty, and it takes a whole number",
+        ),
+        ("/v1/groups?open=1".to_owned(), "`open` takes true or false"),
+        (
+            "/v1/events?x=1".to_owned(),
+            "`x` is not a parameter of this route; /v1/events takes no query parameters",
+        ),
+    ] {
+        let (status, v) = host.get(&path, TOKEN).await;
+        assert_eq!(status, 400, "{path}: {v}");
+        let got = v["error"]["message"].as_str().unwrap();
+        assert!(
+            got.starts_with(said) && !got.contains("Failed to deserialize"),
+            "{path}: {got}"
+        );
+    }
+    host.shutdown().await;
+}

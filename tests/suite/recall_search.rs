@@ -93,7 +93,11 @@ async fn search_through_the_api_and_the_cli_with_clear_errors() {
             "/v1/search?q=x&session=nope",
             "session \"nope\" is not a session id",
         ),
-        ("/v1/search?q=x&colour=red", "unknown field `colour`"),
+        (
+            "/v1/search?q=x&colour=red",
+            "`colour` is not a parameter of this route",
+        ),
+        ("/v1/search?q=hi&q=ho", "`q` is given twice: give it once"),
     ];
     for (path, message) in cases {
         let (status, v) = host.get(path, TOKEN).await;
