@@ -125,23 +125,14 @@ fn omits_empty_tools_and_unset_options() {
     );
 }
 
-#[test]
-fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
-    let call = |id: &str, arguments: &str| ToolCall {
-        id: id.to_owned(),
-        name: "Send".to_owned(),
-        arguments: arguments.to_owned(),
-    };
+/// The `function.<field>` of each of `calls`, as an earlier assistant
+/// message's calls are sent back in a request.
+fn sent_back(calls: Vec<ToolCall>, field: &str) -> Vec<String> {
     let request = ModelRequest {
         messages: vec![ChatMessage::Assistant {
             reasoning: String::new(),
             content: String::new(),
-            tool_calls: vec![
-                call("a", r#"{"text": "cut off"#),
-                call("b", ""),
-                call("c", "[1, 2]"),
-                call("d", r#" {"text": "whole", "n": {"deep": [1]}} "#),
-            ],
+            tool_calls: calls,
         }],
         ..ModelRequest::default()
     };
@@ -149,12 +140,33 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
         &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
     )
     .unwrap();
-    let sent: Vec<&str> = body["messages"][0]["tool_calls"]
+    body["messages"][0]["tool_calls"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c["function"]["arguments"].as_str().unwrap())
-        .collect();
+        .map(|c| c["function"][field].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+    }
+}
+
+#[test]
+fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
+    let sent = sent_back(
+        vec![
+            call("a", "Send", r#"{"text": "cut off"#),
+            call("b", "Send", ""),
+            call("c", "Send", "[1, 2]"),
+            call("d", "Send", r#" {"text": "whole", "n": {"deep": [1]}} "#),
+        ],
+        "arguments",
+    );
     assert_eq!(
         sent,
         vec![
@@ -171,39 +183,22 @@ fn arguments_that_are_not_a_json_object_are_sent_back_as_empty() {
 /// session); names that fit go back as written.
 #[test]
 fn names_openai_refuses_are_sent_back_made_to_fit() {
-    let call = |name: &str| ToolCall {
-        id: format!("id-{}", name.len()),
-        name: name.to_owned(),
-        arguments: "{}".to_owned(),
-    };
     let long = "a".repeat(70);
-    let request = ModelRequest {
-        messages: vec![ChatMessage::Assistant {
-            reasoning: String::new(),
-            content: String::new(),
-            tool_calls: vec![
-                call("Send_Message-2"),
-                call("functions.SendMessage"),
-                call("Send Message\n"),
-                call("发消息"),
-                call(&long),
-                call(""),
-            ],
-        }],
-        ..ModelRequest::default()
-    };
-    let body: Value = serde_json::from_slice(
-        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
-    )
-    .unwrap();
-    let sent: Vec<&str> = body["messages"][0]["tool_calls"]
-        .as_array()
-        .unwrap()
+    let names = [
+        "Send_Message-2",
+        "functions.SendMessage",
+        "Send Message\n",
+        "发消息",
+        &long,
+        "",
+    ];
+    let calls = names
         .iter()
-        .map(|c| c["function"]["name"].as_str().unwrap())
+        .enumerate()
+        .map(|(i, name)| call(&format!("id-{i}"), name, "{}"))
         .collect();
     assert_eq!(
-        sent,
+        sent_back(calls, "name"),
         vec![
             "Send_Message-2",
             "functions_SendMessage",
