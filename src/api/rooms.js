@@ -74,8 +74,10 @@ export function roomsView(id, seq) {
     onSignal(ev) {
       if (ctx.timeline) ctx.timeline.onSignal(ev);
       // a room of yours created elsewhere (another tab, the CLI, a bot):
-      // its creation signals its empty timeline with seq 0
-      if (ev.type === "change" && ev.seq === 0 && !store.rooms.some((r) => r.session === ev.session)) roomsSoon();
+      // its creation signals its empty timeline with seq 0; a room listed
+      // whose timeline changed may have closed or changed members (QA:
+      // the list showed them only for the room open beside it)
+      if (ev.type === "change" && (ev.seq === 0 || store.rooms.some((r) => r.session === ev.session))) roomsSoon();
     },
     failed: () => ctx.failed,
   };

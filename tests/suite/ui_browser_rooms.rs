@@ -367,8 +367,9 @@ async fn a_change_of_members_shows_in_the_header_and_the_list() {
 
 /// A room created elsewhere (here through the API, as the CLI or another
 /// tab would) appears in an open Rooms list without navigating: its
-/// creation signals its timeline at seq 0. (QA: it showed only once the
-/// page was navigated again.)
+/// creation signals its timeline at seq 0; and one closed elsewhere is
+/// marked closed there. (QA: both showed only once the page was
+/// navigated again.)
 #[tokio::test]
 async fn a_room_created_elsewhere_appears_in_the_open_list() {
     let Some((browser, host)) = shared_room("standup").await else {
@@ -382,6 +383,11 @@ async fn a_room_created_elsewhere_appears_in_the_open_list() {
     create_room(&host, "retro", &["b", "c"]).await;
     browser
         .wait_text(".list a[href='#/rooms/retro']", "retro")
+        .await;
+    // a room listed, not open, closed elsewhere: its badge follows (QA)
+    close_room(&host, "retro").await;
+    browser
+        .wait_text(".list a[href='#/rooms/retro']", "closed")
         .await;
     ui_page::finish(browser, host).await;
 }
