@@ -4,7 +4,7 @@
 // from the change signals. No framework and no build step.
 
 import { Signals, auth, call } from "./api.js";
-import { composer, outboxView } from "./compose.js";
+import { clearDrafts, composer, outboxView } from "./compose.js";
 import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
 import { leftOutNote, originLabel, originOf, originWords, removable, removeButton } from "./origins.js";
 import { outbox } from "./outbox.js";
@@ -120,6 +120,7 @@ function logout(message, { keepPlace = false, unsent = false } = {}) {
   botsSoon.cancel();
   botsStale = false;
   approvalsSoon.cancel();
+  clearDrafts();
   Object.assign(store, { me: null, bots: [], botsLoaded: false, subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
   if (!keepPlace) history.replaceState(null, "", location.pathname);
   showLogin(lost ? `${message} ${lost}` : message);
@@ -513,7 +514,7 @@ async function openBot(ctx, detail, id, seq, dm) {
         h("a", { href: `${base}/dm`, "aria-current": onTask ? null : "page" }, "Direct messages"),
       )
     : null;
-  const box = onTask ? null : composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: (text) => outgoing.send(text) });
+  const box = onTask ? null : composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: (text) => outgoing.send(text), draftKey: `dm:${id}` });
   // the task view takes no message: the parent steers its subagent
   const readOnly = onTask
     ? h(

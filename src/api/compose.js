@@ -17,9 +17,30 @@ let composerIds = 0;
  * it unseen), and the box grows to hold all of it (up to most of the
  * window, where it scrolls).
  */
-export function composer({ label, placeholder: hint, onSend }) {
+/** Unsent text of each conversation's message box, by its draft key. */
+const drafts = new Map();
+
+/** Forgets every unsent text (at sign-out: the next user sees none). */
+export function clearDrafts() {
+  drafts.clear();
+}
+
+export function composer({ label, placeholder: hint, onSend, draftKey = "" }) {
   const id = `composer-${++composerIds}`;
   const area = h("textarea", { id, rows: "1", placeholder: hint, enterkeyhint: "send", "aria-describedby": `${id}-help` });
+  // what was typed and not sent stays with its conversation while the
+  // page moves between views (QA: it was lost on going to Approvals and
+  // back); kept in this tab's memory only, and dropped at sign-out
+  const keep = () => {
+    if (!draftKey) return;
+    if (area.value.trim()) drafts.set(draftKey, area.value);
+    else drafts.delete(draftKey);
+  };
+  if (draftKey && drafts.has(draftKey)) {
+    area.value = drafts.get(draftKey);
+    setTimeout(() => grow(), 0);
+  }
+  area.addEventListener("input", keep);
   const form = h(
     "form",
     { class: "composer" },
@@ -63,6 +84,7 @@ export function composer({ label, placeholder: hint, onSend }) {
     const text = area.value.trim();
     if (!text) return;
     area.value = "";
+    keep();
     tallest = 192;
     grow();
     onSend(text);
@@ -72,6 +94,7 @@ export function composer({ label, placeholder: hint, onSend }) {
     const kept = area.value.replace(/\s+$/, "");
     const shown = String(text).replace(/[ \t]+$/gm, "").replace(/\n{3,}/g, "\n\n").trim();
     area.value = kept ? `${kept}\n${shown}` : shown;
+    keep();
     tallest = Math.max(192, Math.round(window.innerHeight * 0.6));
     grow();
     area.focus();
@@ -82,6 +105,7 @@ export function composer({ label, placeholder: hint, onSend }) {
   const edit = (text) => {
     const kept = area.value.replace(/\s+$/, "");
     area.value = kept ? `${kept}\n${text}` : String(text);
+    keep();
     tallest = Math.max(192, Math.round(window.innerHeight * 0.6));
     grow();
     area.focus();

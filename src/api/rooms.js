@@ -277,7 +277,7 @@ async function openRoom(ctx, detail, id, seq) {
   };
   // a small screen cuts a long placeholder: the short one says enough
   const narrow = window.matchMedia("(max-width: 480px)").matches;
-  const box = composer({ label: `Message to room ${room.name}`, placeholder: narrow ? "Message the room" : "Message the room (@Name for one member)", onSend: send });
+  const box = composer({ label: `Message to room ${room.name}`, placeholder: narrow ? "Message the room" : "Message the room (@Name for one member)", onSend: send, draftKey: `room:${id}` });
   // typing the next message: the note about the last one no longer applies
   box.el.addEventListener("input", () => {
     note.textContent = "";

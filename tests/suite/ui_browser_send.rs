@@ -424,3 +424,35 @@ async fn a_message_left_unconfirmed_is_sent_after_a_reload() {
     assert_eq!(stored(&host, &session, "across a reload").await, 1);
     ui_page::finish(browser, host).await;
 }
+
+/// What was typed and not sent stays in its conversation's box while the
+/// page goes to another view and back (QA: it was lost on going to
+/// Approvals and back).
+#[tokio::test]
+async fn an_unsent_draft_stays_with_its_conversation() {
+    let Some((browser, host, _)) = live_dm().await else {
+        return;
+    };
+    browser
+        .type_in(".composer textarea", "half-written reply")
+        .await;
+    browser
+        .js("location.hash = '#/approvals';", json!([]))
+        .await;
+    browser
+        .wait_js(
+            "the approvals view",
+            "return !document.querySelector('.composer textarea')",
+            json!([]),
+        )
+        .await;
+    browser.js("location.hash = '#/bots/r';", json!([])).await;
+    browser
+        .wait_js(
+            "the draft back in the box",
+            "const a = document.querySelector('.composer textarea'); return !!a && a.value === 'half-written reply'",
+            json!([]),
+        )
+        .await;
+    ui_page::finish(browser, host).await;
+}
