@@ -285,7 +285,8 @@ pub(crate) async fn post_message(
     let chars = parsed.text.trim().chars().count();
     if chars > state.limits.max_text_chars {
         return Err(ApiError::BadRequest(format!(
-            "`text` has {chars} characters; the limit is {}. Split it into several messages",
+            "the message has {chars} characters; the limit is {}: split it into several \
+             messages",
             state.limits.max_text_chars
         )));
     }

@@ -33,7 +33,10 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
         )
         .await;
     browser
-        .wait_text(".outbox .unsent", "the limit is 100")
+        .wait_text(
+            ".outbox .unsent",
+            "the message has 135 characters; the limit is 100: split it into several messages",
+        )
         .await;
     let buttons = browser
         .js(
