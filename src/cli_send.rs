@@ -196,6 +196,12 @@ pub(super) async fn send(
     // answers only the newer message)
     let mut earlier: Vec<Value> = Vec::new();
     let mut notices: HashMap<String, Value> = HashMap::new();
+    // the host's `budget_exhausted` notice after the message, if read
+    let mut pause_notice: Option<String> = None;
+    // one short wait for that notice, which the host writes just after
+    // the message: a first read may come before it (QA: the generic
+    // "paused until" line where the notice was due)
+    let mut notice_wait = true;
     loop {
         // the host may be restarting: a failed poll waits for the next one
         let polled = timeout_at(deadline, client.entries_after(&session, cursor));
@@ -222,15 +228,12 @@ pub(super) async fn send(
             match e["kind"].as_str() {
                 Some("delivery") => deliveries.entry(turn).or_default().push(e),
                 // a paused bot writes this notice and no turn_end: its
-                // reply waits for the end of the pause (unless a turn
-                // answered the message before it: that answer is printed)
-                Some("notice") if e["code"] == "budget_exhausted" && answered.is_none() => {
-                    let pause = outcome::Paused {
-                        bot,
-                        notice: e["text"].as_str(),
-                        until: paused_until,
-                    };
-                    return Ok(outcome::paused(&pause, &session, seq, as_json));
+                // reply waits for the end of the pause. Read on: a turn
+                // that answered the message since (the pause ended, a
+                // `--nonce` send) is its answer (QA: the old notice was
+                // reported, exit 5, after the reply came)
+                Some("notice") if e["code"] == "budget_exhausted" => {
+                    pause_notice = e["text"].as_str().map(str::to_owned);
                 }
                 Some("notice") => {
                     notices.insert(turn, e);
@@ -293,10 +296,21 @@ pub(super) async fn send(
                 as_json,
             ));
         }
+        // the bot is paused now (the host's answer says so): no reply
+        // until the pause ends; a notice of a pause that ended is not
+        // this one, and the wait goes on for the turn that answers
         if read && paused_until.is_some() {
+            if pause_notice.is_none() && std::mem::take(&mut notice_wait) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let changed = changes.wait(&session, left.min(Duration::from_secs(2)));
+                if or_interrupt(&mut sigint, changed).await.is_none() {
+                    return Ok(interrupted());
+                }
+                continue;
+            }
             let pause = outcome::Paused {
                 bot,
-                notice: None,
+                notice: pause_notice.as_deref(),
                 until: paused_until,
             };
             return Ok(outcome::paused(&pause, &session, seq, as_json));

@@ -529,3 +529,66 @@ steps = [ { tool = "SendMessage", args = { text = "there are some" } } ]
         }
     }
 }
+
+/// The first message of a pause gets the host's notice (a read just after
+/// the message may come before the notice is written: QA saw the generic
+/// "paused until" line); sent again with its key once the pause is over
+/// and a turn answered it, `send` prints that reply, not the old notice
+/// (QA: exit 5 "will be answered when the pause ends" after the answer).
+#[tokio::test]
+async fn a_message_of_a_pause_sent_again_after_its_answer_prints_the_answer() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await;
+    let (code, _, err) = cli(&["send", "r", "spend it"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cli(
+        &[
+            "send",
+            "r",
+            "while paused",
+            "--nonce",
+            "k-2",
+            "--timeout",
+            "10",
+        ],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("r has used its daily token budget"),
+        "the host's notice: {err}"
+    );
+
+    // the pause ends (a larger budget, a restart): the message is answered
+    let fleet = host.shutdown().await;
+    let path = fleet.path().join("fleet.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("daily_token_budget = 1\n", "daily_token_budget = 1000000\n"),
+    )
+    .unwrap();
+    let host = crate::support::fleet::restart(fleet).await;
+    let (code, out, err) = cli(
+        &[
+            "send",
+            "r",
+            "while paused",
+            "--nonce",
+            "k-2",
+            "--timeout",
+            "30",
+        ],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "echo: while paused"), "{err}");
+    host.shutdown().await;
+}
