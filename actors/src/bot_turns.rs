@@ -469,6 +469,16 @@ async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> TurnPlan {
     if !inputs.iter().any(|(_, entry)| entry.is_none()) {
         return plan;
     }
+    // a bot paused by its daily token budget holds the turn without a
+    // model call: a start cut off then is no crash of the turn (QA: four
+    // restarts of a host while a bot was paused failed its waiting message
+    // as "crashed at least 3 times in a row")
+    if matches!(
+        crate::engine::stored_budget_pause(&rt.store, &plan.bot).await,
+        Ok(Some(_))
+    ) {
+        return plan;
+    }
     let count = Mutation::CountStart {
         bot: plan.bot.id.clone(),
         inputs: inputs.iter().map(|(item, _)| item.gid).collect(),

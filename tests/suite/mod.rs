@@ -55,6 +55,7 @@ mod config_first_use;
 mod context;
 mod crash;
 mod crash_cancel_kill;
+mod crash_paused;
 mod crash_usage_resume;
 mod create_agent_names;
 mod created_agent_tools;
