@@ -45,7 +45,6 @@ use super::Tool;
 use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
-use super::arg_errors::length_problem;
 use super::parse_args;
 use crate::model::ToolSpec;
 
@@ -125,27 +124,35 @@ pub(crate) fn check_text(
     text: &str,
     max: usize,
 ) -> Result<String, TextRefused> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(TextRefused {
-            kind: TextProblem::Empty,
-            error: ToolError::new(
-                format!("`{arg}` is empty"),
-                format!("call {tool} again with `{arg}` set to {what}"),
-            ),
-        });
+    let Some((kind, problem)) = text_problem(arg, text, max) else {
+        return Ok(text.trim().to_owned());
+    };
+    let next = match kind {
+        TextProblem::Empty => format!("call {tool} again with `{arg}` set to {what}"),
+        TextProblem::TooLong => format!("shorten `{arg}` or split it over several calls"),
+    };
+    Err(TextRefused {
+        kind,
+        error: ToolError::new(problem, next),
+    })
+}
+
+/// What is wrong with `text` as argument `arg` (spaces around it do not
+/// count): empty, or more than `max` characters, said with the count.
+/// `None` when it fits. [`check_text`]'s words, also for the arguments
+/// whose advice is their own (Task's title, an agent's role).
+pub(crate) fn text_problem(arg: &str, text: &str, max: usize) -> Option<(TextProblem, String)> {
+    let chars = text.trim().chars().count();
+    if chars == 0 {
+        Some((TextProblem::Empty, format!("`{arg}` is empty")))
+    } else if chars > max {
+        Some((
+            TextProblem::TooLong,
+            format!("`{arg}` has {chars} characters; the limit is {max}"),
+        ))
+    } else {
+        None
     }
-    let chars = text.chars().count();
-    if chars > max {
-        return Err(TextRefused {
-            kind: TextProblem::TooLong,
-            error: ToolError::new(
-                format!("`{arg}` has {chars} characters; the limit is {max}"),
-                format!("shorten `{arg}` or split it over several calls"),
-            ),
-        });
-    }
-    Ok(text.to_owned())
 }
 
 /// Why [`check_text`] refused a text, with the refusal it would give: a
@@ -476,7 +483,7 @@ impl Tool for CreateAgent {
         check_name(name)?;
         names::check_not_a_user(ctx, name)?;
         let role = args.role.trim();
-        if let Some(problem) = length_problem("role", &args.role, MAX_ROLE_CHARS) {
+        if let Some((_, problem)) = text_problem("role", &args.role, MAX_ROLE_CHARS) {
             return Err(ToolError::new(
                 problem,
                 "describe who the agent is and what it does, briefly",
@@ -647,7 +654,7 @@ impl Tool for UpdateAgent {
         }
         if let Some(given) = args.role.as_deref() {
             let role = given.trim();
-            if let Some(problem) = length_problem("role", given, MAX_ROLE_CHARS) {
+            if let Some((_, problem)) = text_problem("role", given, MAX_ROLE_CHARS) {
                 return Err(ToolError::new(problem, "describe the role briefly"));
             }
             record.role = role.to_owned();

@@ -108,20 +108,6 @@ fn given(got: &str) -> String {
     }
 }
 
-/// What is wrong with the length of a text argument `field` given as
-/// `given` (spaces around it do not count), worded as `check_text`
-/// words a message's (`agents.rs`): empty (or only spaces), or how many
-/// characters over `max` (QA: a title of three spaces was told "must be
-/// 1-200 characters", a long one not how long it was). `None` when it
-/// fits.
-pub(crate) fn length_problem(field: &str, given: &str, max: usize) -> Option<String> {
-    let n = given.trim().chars().count();
-    if n == 0 {
-        return Some(format!("`{field}` is empty"));
-    }
-    (n > max).then(|| format!("`{field}` has {n} characters; the limit is {max}"))
-}
-
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;

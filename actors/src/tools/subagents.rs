@@ -56,7 +56,7 @@ use super::agents::chain_limit;
 use super::agents::check_text;
 use super::agents::hop_budget_spent;
 use super::agents::refused_outcome;
-use super::arg_errors::length_problem;
+use super::agents::text_problem;
 use super::parse_args;
 use crate::model::ToolSpec;
 use crate::prompts::prompts;
@@ -245,8 +245,8 @@ impl Tool for Task {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: TaskArgs = parse_args("Task", args)?;
         let description = args.description.trim();
-        if let Some(problem) =
-            length_problem("description", &args.description, MAX_DESCRIPTION_CHARS)
+        if let Some((_, problem)) =
+            text_problem("description", &args.description, MAX_DESCRIPTION_CHARS)
         {
             return Err(ToolError::new(
                 problem,
