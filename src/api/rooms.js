@@ -77,7 +77,10 @@ export function roomsView(id, seq) {
       // its creation signals its empty timeline with seq 0; a room listed
       // whose timeline changed may have closed or changed members (QA:
       // the list showed them only for the room open beside it)
-      if (ev.type === "change" && (ev.seq === 0 || store.rooms.some((r) => r.session === ev.session))) roomsSoon();
+      // (the open room follows its own close and members, and a message
+      // there asks no list: its timeline's signals are left out)
+      const listed = (r) => r.session === ev.session && r.id !== id;
+      if (ev.type === "change" && (ev.seq === 0 || store.rooms.some(listed))) roomsSoon();
     },
     failed: () => ctx.failed,
   };
