@@ -49,6 +49,22 @@ async fn until_change(
     }
 }
 
+/// Alice's and bob's change streams, each past its `ready`.
+async fn ready_streams(
+    url: &str,
+) -> (
+    impl Stream<Item = ServerEvent> + Unpin + use<>,
+    impl Stream<Item = ServerEvent> + Unpin + use<>,
+) {
+    let alice = Client::new(url, TOKEN).unwrap();
+    let bob = Client::new(url, BOB_TOKEN).unwrap();
+    let mut alice_events = alice.events().await.unwrap();
+    let mut bob_events = bob.events().await.unwrap();
+    assert_eq!(next(&mut alice_events).await.event, "ready");
+    assert_eq!(next(&mut bob_events).await.event, "ready");
+    (alice_events, bob_events)
+}
+
 #[tokio::test]
 async fn each_user_is_signalled_their_own_sessions_only() {
     let host = TestFleet::new()
@@ -57,12 +73,7 @@ async fn each_user_is_signalled_their_own_sessions_only() {
         .bot_of("b", "s", &["SendMessage"], "bob")
         .start()
         .await;
-    let alice = Client::new(&host.url, TOKEN).unwrap();
-    let bob = Client::new(&host.url, BOB_TOKEN).unwrap();
-    let mut alice_events = alice.events().await.unwrap();
-    let mut bob_events = bob.events().await.unwrap();
-    assert_eq!(next(&mut alice_events).await.event, "ready");
-    assert_eq!(next(&mut bob_events).await.event, "ready");
+    let (mut alice_events, mut bob_events) = ready_streams(&host.url).await;
 
     let (a_session, a_end) = host.end_turn("a", "hello from alice").await;
     let a_last = a_end["seq"].as_i64().unwrap();
@@ -102,12 +113,7 @@ async fn a_new_room_is_signalled_to_its_owner_at_seq_0() {
         .bot_of("b", "s", &["SendMessage"], "bob")
         .start()
         .await;
-    let alice = Client::new(&host.url, TOKEN).unwrap();
-    let bob = Client::new(&host.url, BOB_TOKEN).unwrap();
-    let mut alice_events = alice.events().await.unwrap();
-    let mut bob_events = bob.events().await.unwrap();
-    assert_eq!(next(&mut alice_events).await.event, "ready");
-    assert_eq!(next(&mut bob_events).await.event, "ready");
+    let (mut alice_events, mut bob_events) = ready_streams(&host.url).await;
 
     let (status, room) = host
         .call(
