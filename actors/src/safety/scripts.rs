@@ -85,19 +85,35 @@ fn glob_first(workspace: &Workspace, cwd: &Path, pattern: &str) -> Option<String
 }
 
 /// Whether `name` matches `pattern` with `*` (any run) and `?` (one byte).
+/// Greedy, going back only to the last `*`: time bounded by the product
+/// of the lengths, whatever the model writes (`*a*a*a*…b` against a long
+/// name would take exponential time in a plain recursive match).
 fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
-    match (pattern.split_first(), name.split_first()) {
-        (None, None) => true,
-        (Some((b'*', rest)), _) => {
-            wildcard(rest, name)
-                || name
-                    .split_first()
-                    .is_some_and(|(_, n)| wildcard(pattern, n))
+    let (mut p, mut n) = (0, 0);
+    // the last `*` seen, and where in `name` it started matching
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, n));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == name[n] => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                // the `*` takes one more byte
+                Some((sp, sn)) => {
+                    star = Some((sp, sn + 1));
+                    p = sp + 1;
+                    n = sn + 1;
+                }
+                None => return false,
+            },
         }
-        (Some((b'?', rest)), Some((_, n))) => wildcard(rest, n),
-        (Some((p, rest)), Some((c, n))) if p == c => wildcard(rest, n),
-        _ => false,
     }
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// What a shell or an interpreter is told to run.

@@ -370,3 +370,27 @@ fn scripts_behind_options_or_on_stdin_are_resolved() {
         );
     }
 }
+
+#[test]
+fn wildcards_match_as_the_shell_does_in_bounded_time() {
+    for (pattern, name, matches) in [
+        ("x*", "x.sh", true),
+        ("x.s?", "x.sh", true),
+        ("*.sh", "x.sh", true),
+        ("*", "", true),
+        ("x?", "x", false),
+        ("*b", "aaa", false),
+        ("a*b*c", "aXbYc", true),
+        ("a*b*c", "aXbY", false),
+    ] {
+        assert_eq!(
+            super::wildcard(pattern.as_bytes(), name.as_bytes()),
+            matches,
+            "{pattern} {name}"
+        );
+    }
+    // backtracking would take exponential time here
+    let pattern = "*a".repeat(30) + "b";
+    let name = "a".repeat(200);
+    assert!(!super::wildcard(pattern.as_bytes(), name.as_bytes()));
+}
