@@ -302,7 +302,10 @@ pub(super) async fn send(
         if read && paused_until.is_some() {
             if pause_notice.is_none() && std::mem::take(&mut notice_wait) {
                 let left = deadline.saturating_duration_since(Instant::now());
-                let changed = changes.wait(&session, left.min(Duration::from_secs(2)));
+                // its signal comes within milliseconds when it is due; a
+                // later message of the pause gets none, and its `send`
+                // still ends about at once
+                let changed = changes.wait(&session, left.min(NOTICE_WAIT));
                 if or_interrupt(&mut sigint, changed).await.is_none() {
                     return Ok(interrupted());
                 }
@@ -341,6 +344,10 @@ pub(super) async fn send(
         }
     }
 }
+
+/// Longest wait, after a message to a paused bot, for the host's
+/// `budget_exhausted` notice that follows the first message of a pause.
+const NOTICE_WAIT: Duration = Duration::from_millis(500);
 
 /// Whether a turn other than `ended` runs over the message of `gid` now
 /// (`GET /v1/bots/{bot}/turns` lists its inputs' gids): a retry of the
