@@ -1,11 +1,51 @@
 // Writing to a bot or a room: the message box, and a conversation's view
 // of the page's outbox (outbox.js): a bubble per message being sent.
 
+import { auth } from "./api.js";
 import { fill, h } from "./dom.js";
-import { convOf, outbox } from "./outbox.js";
+import { convOf, outbox, tokenTag } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
 let composerIds = 0;
+
+/**
+ * Unsent text of each conversation's message box, by its draft key. Kept
+ * in this tab's sessionStorage, so a reload of the tab finds it again
+ * (QA: a reload lost it), tagged with the token it was typed under
+ * (outbox.js's tokenTag): a tab that reloads signed in as someone else
+ * (another tab signed in meanwhile) shows them none of it. Dropped at
+ * sign-out.
+ */
+const DRAFTS_KEY = "botfleet.drafts";
+
+function loadDrafts() {
+  try {
+    const saved = JSON.parse(sessionStorage.getItem(DRAFTS_KEY) || "null");
+    if (saved && saved.who === tokenTag(auth.token) && saved.drafts) {
+      return new Map(Object.entries(saved.drafts));
+    }
+  } catch {
+    // unreadable or not storable here: drafts stay in memory only
+  }
+  return new Map();
+}
+
+const drafts = loadDrafts();
+
+function saveDrafts() {
+  try {
+    if (drafts.size === 0) sessionStorage.removeItem(DRAFTS_KEY);
+    else sessionStorage.setItem(DRAFTS_KEY, JSON.stringify({ who: tokenTag(auth.token), drafts: Object.fromEntries(drafts) }));
+  } catch {
+    // storage full or refused: the draft is still kept in this page
+  }
+}
+
+/** Forgets every unsent text (at sign-out: the next user sees none). */
+export function clearDrafts() {
+  drafts.clear();
+  saveDrafts();
+}
 
 /**
  * A message box: Enter sends (not the one confirming an input method's
@@ -17,24 +57,17 @@ let composerIds = 0;
  * it unseen), and the box grows to hold all of it (up to most of the
  * window, where it scrolls).
  */
-/** Unsent text of each conversation's message box, by its draft key. */
-const drafts = new Map();
-
-/** Forgets every unsent text (at sign-out: the next user sees none). */
-export function clearDrafts() {
-  drafts.clear();
-}
-
 export function composer({ label, placeholder: hint, onSend, draftKey = "" }) {
   const id = `composer-${++composerIds}`;
   const area = h("textarea", { id, rows: "1", placeholder: hint, enterkeyhint: "send", "aria-describedby": `${id}-help` });
   // what was typed and not sent stays with its conversation while the
   // page moves between views (QA: it was lost on going to Approvals and
-  // back); kept in this tab's memory only, and dropped at sign-out
+  // back) and when the tab reloads; dropped at sign-out
   const keep = () => {
     if (!draftKey) return;
     if (area.value.trim()) drafts.set(draftKey, area.value);
     else drafts.delete(draftKey);
+    saveDrafts();
   };
   if (draftKey && drafts.has(draftKey)) {
     area.value = drafts.get(draftKey);

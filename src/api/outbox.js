@@ -35,7 +35,7 @@ function mayHaveReached(e) {
  * (another tab may have signed in as someone else meanwhile). It tells
  * tokens apart; it does not keep a token secret, nor need to.
  */
-function tokenTag(token) {
+export function tokenTag(token) {
   let x = 0x811c9dc5;
   for (let i = 0; i < token.length; i++) {
     x ^= token.charCodeAt(i);

@@ -456,3 +456,70 @@ async fn an_unsent_draft_stays_with_its_conversation() {
         .await;
     ui_page::finish(browser, host).await;
 }
+
+/// The draft survives a reload of the tab (QA: it was kept in the page's
+/// memory only), is not shown to a tab that holds another account's
+/// token, and is gone after sign-out.
+#[tokio::test]
+async fn an_unsent_draft_survives_a_reload_but_not_another_sign_in() {
+    let Some((browser, host, _)) = live_dm().await else {
+        return;
+    };
+    let in_box = "const a = document.querySelector('.composer textarea'); return !!a && a.value === arguments[0]";
+    browser
+        .type_in(".composer textarea", "half-written reply")
+        .await;
+    browser.js("location.reload()", json!([])).await;
+    browser
+        .wait_js(
+            "the draft back after the reload",
+            in_box,
+            json!(["half-written reply"]),
+        )
+        .await;
+
+    // drafts kept under another account's token are not shown to this one
+    let kept = browser
+        .js(
+            "return sessionStorage.getItem('botfleet.drafts')",
+            json!([]),
+        )
+        .await;
+    let kept = kept.as_str().unwrap().to_owned();
+    assert!(
+        !kept.contains(TOKEN),
+        "the token itself is not copied: {kept}"
+    );
+    browser
+        .js(
+            "const s = JSON.parse(arguments[0]); s.who = 'f00d'; s.drafts['dm:r'] = 'not yours'; \
+             sessionStorage.setItem('botfleet.drafts', JSON.stringify(s)); location.reload();",
+            json!([kept]),
+        )
+        .await;
+    browser.js("location.hash = '#/bots/r';", json!([])).await;
+    browser.find(".composer textarea").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.composer textarea').value",
+                json!([])
+            )
+            .await,
+        json!("")
+    );
+
+    // sign-out forgets it
+    browser.click("#logout").await;
+    browser.find("#token").await;
+    assert_eq!(
+        browser
+            .js(
+                "return sessionStorage.getItem('botfleet.drafts')",
+                json!([])
+            )
+            .await,
+        Value::Null
+    );
+    ui_page::finish(browser, host).await;
+}
