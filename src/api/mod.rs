@@ -330,19 +330,31 @@ pub(crate) async fn owned_bot(
     user: &AuthUser,
     bot: &str,
 ) -> Result<BotRecord, ApiError> {
-    let id = BotId::new(bot).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let id = match BotId::new(bot) {
+        Ok(id) => id,
+        // not an id at all, but perhaps a display name (`小明`, `Research
+        // Bot`: QA, a Chinese name got only "invalid bot id")
+        Err(e) => {
+            return Err(match meant_bot(state, user, bot).await {
+                Some(meant) => meant,
+                None => ApiError::BadRequest(e.to_string()),
+            });
+        }
+    };
     match state.fleet.store().get_bot(&id).await? {
         Some(b) if b.owner == user.0 => Ok(b),
-        _ => Err(meant_bot(state, user, bot).await),
+        _ => Err(meant_bot(state, user, bot)
+            .await
+            .unwrap_or_else(|| ApiError::no_such_bot(bot))),
     }
 }
 
-/// The refusal of `bot`, no bot of `user`: with the user's bot it likely
-/// means when one answers to it ignoring case, by id or display name
+/// The refusal of `bot`, no bot of `user`, when one of the user's bots
+/// answers to it ignoring case, width and spaces, by id or display name
 /// (`botfleet send Assistant`, as `botfleet bots` shows the name, where
-/// the id is `assistant`: QA). Only the user's own bots are named: another
-/// user's is answered as an unknown one.
-async fn meant_bot(state: &ApiState, user: &AuthUser, bot: &str) -> ApiError {
+/// the id is `assistant`: QA): it names that bot. Only the user's own bots
+/// are named: another user's is answered as an unknown one (`None`).
+async fn meant_bot(state: &ApiState, user: &AuthUser, bot: &str) -> Option<ApiError> {
     let key = botfleet_memory::name_key(bot);
     let meant = state
         .fleet
@@ -351,15 +363,12 @@ async fn meant_bot(state: &ApiState, user: &AuthUser, bot: &str) -> ApiError {
         .await
         .unwrap_or_default()
         .into_iter()
-        .find(|b| b.owner == user.0 && b.removed_at().is_none());
-    match meant {
-        Some(b) => ApiError::NotFound(format!(
-            "no bot {bot:?} for you; did you mean {} ({:?})? Bot ids are matched exactly; \
-             list your bots with GET /v1/bots or `botfleet bots`",
-            b.id, b.name
-        )),
-        None => ApiError::no_such_bot(bot),
-    }
+        .find(|b| b.owner == user.0 && b.removed_at().is_none())?;
+    Some(ApiError::NotFound(format!(
+        "no bot {bot:?} for you; did you mean {} ({:?})? Bot ids are matched exactly; \
+         list your bots with GET /v1/bots or `botfleet bots`",
+        meant.id, meant.name
+    )))
 }
 
 /// The id of `bot`'s direct-message session with `user` (derived from its

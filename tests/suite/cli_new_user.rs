@@ -182,3 +182,40 @@ async fn the_help_names_the_host_variable_without_a_value() {
     assert!(help.contains("[env: BOTFLEET_TOKEN]"), "{help}");
     assert!(!help.contains("BOTFLEET_HOST="), "{help}");
 }
+
+/// A bot's display name that is no id at all (Chinese, or with a space)
+/// is pointed to the id as an ASCII one is (QA: `botfleet send 小明 你好`
+/// got only "invalid bot id"); a string that is neither an id nor the
+/// name of one of the user's bots is still refused as an invalid id.
+#[tokio::test]
+async fn a_display_name_that_is_no_id_is_pointed_to_the_id() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("assistant", "s", &["SendMessage"])
+        .tables(
+            "[[bots]]\nid = \"xiaoming\"\nname = \"小明\"\nrole = \"r\"\nowner = \"alice\"\n\
+             provider = \"s\"\ntools = [\"SendMessage\"]\n\n\
+             [[bots]]\nid = \"research\"\nname = \"Research Bot\"\nrole = \"r\"\nowner = \"bob\"\n\
+             provider = \"s\"\ntools = [\"SendMessage\"]\n",
+        )
+        .start()
+        .await;
+    let url = host.url.as_str();
+    let (code, _, err) = cli(&["send", "小明", "你好"], url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("did you mean xiaoming (\"小明\")"), "{err}");
+    let (code, _, err) = cli(&["transcript", "小明"], url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("did you mean xiaoming"), "{err}");
+    // another user's bot is not named
+    let (status, v) = host.get("/v1/bots/Research%20Bot", TOKEN).await;
+    assert_eq!(status, 400, "{v}");
+    assert!(v.to_string().contains("invalid bot id"), "{v}");
+    assert!(!v.to_string().contains("research"), "{v}");
+    let (status, v) = host
+        .get("/v1/bots/Research%20Bot", crate::support::fleet::BOB_TOKEN)
+        .await;
+    assert_eq!(status, 404, "{v}");
+    assert!(v.to_string().contains("did you mean research"), "{v}");
+    host.shutdown().await;
+}
