@@ -5,7 +5,7 @@
 //! the timelines of the rooms they may use; `bot` narrows it to what that
 //! bot itself may search (the same rule as its SearchTranscript tool). A
 //! room another user shared with them after it began is searched from the
-//! change that gave it to them on (`Store::room_history_floors`).
+//! change that gave it to them on (`Store::history_floors`).
 
 use std::collections::HashMap;
 use std::num::IntErrorKind;
@@ -247,14 +247,10 @@ pub(crate) async fn search(
         }
         None => visible.ids(),
     };
-    // rooms shared with the user after they began: read from the change
-    // that gave them the room on, the history before it is not found
-    let floors = rt
-        .store
-        .room_history_floors(&user.0)
-        .await?
-        .into_iter()
-        .map(|(room, from)| (botfleet_memory::room_timeline(&room).id(), from));
+    // rooms shared with the user after they began, sessions given to them
+    // with a bot: read from the change that gave them to the user on, the
+    // history before it is not found
+    let floors = rt.store.history_floors(&user.0).await?;
     // a room's messages once, on its timeline, not again in the sessions
     // of the members that were shown them
     let copies = visible.room_copies(&sessions);

@@ -61,6 +61,11 @@ pub(crate) async fn entries(
         )));
     }
     let store = state.fleet.store();
+    // a session given to the user with its bot: read from that change on
+    let after = match store.session_floor(id, &user.0).await? {
+        Some((from_seq, _)) => after.max(from_seq - 1),
+        None => after,
+    };
     // one read: `last_seq` is never older than the entries beside it
     let (record, entries) = match store.session_page(id, after, limit).await? {
         Some((s, entries)) if s.owner == user.0 => (s, entries),
@@ -179,7 +184,8 @@ pub(crate) async fn unwritten_dm(
 }
 
 /// A turn `user` may read, with its session: one in a session they own
-/// (the rule of `entries`). A bot given to another owner keeps its DMs
+/// (the rule of `entries`), from when it was given to them if it was. A
+/// bot given to another owner keeps its DMs
 /// with its former owner, and their turns, the person's: the new owner
 /// gets the `404` of an unknown id for them, the person still reads them.
 /// Any other turn is missing too, with the same body, so ids do not leak
@@ -214,7 +220,16 @@ async fn visible_turn(
         }
     };
     match store.get_session(record.session).await? {
-        Some(session) if session.owner == user.0 => Ok((record, session)),
+        Some(session) if session.owner == user.0 => {
+            // a session given to the user with its bot: its turns from
+            // that change on (the turns before ran for the former owner)
+            if let Some((_, since)) = store.session_floor(session.id, &user.0).await?
+                && record.started_at < since
+            {
+                return Err(missing());
+            }
+            Ok((record, session))
+        }
         Some(_) | None => Err(missing()),
     }
 }

@@ -364,11 +364,17 @@ async fn a_member_given_to_another_owner_makes_the_room_shared() {
         said.iter().any(|d| d.starts_with(refused)),
         "the member did not answer: {said:#?}"
     );
-    let inside = host.entries(&member).await;
+    // the member's session of the room went to bob with it (alice no
+    // longer reads what the room says to it), and holds no DM either
+    let path = format!("/v1/sessions/{member}/entries");
+    let (status, inside) = host.get(&path, BOB_TOKEN).await;
+    assert_eq!(status, 200, "{inside}");
     assert!(
-        !inside.iter().any(|e| e.to_string().contains("HUNTER2")),
-        "bob's DM in the member's session alice reads: {inside:#?}"
+        !inside.to_string().contains("HUNTER2"),
+        "bob's DM in the member's session: {inside:#}"
     );
+    let (status, v) = host.get(&path, TOKEN).await;
+    assert_eq!(status, 404, "{v}");
     // the room is shared, and so bob's to use too
     for token in [TOKEN, BOB_TOKEN] {
         let (status, room) = host.get("/v1/groups/aliceroom", token).await;

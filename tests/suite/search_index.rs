@@ -134,7 +134,7 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migrations 17 to 24 add
+    // the database as migration 16 left it: migrations 17 to 28 add
     // indexes, columns and two tables, taken back here (23's and 24's columns only
     // where this build has them)
     {
@@ -167,6 +167,7 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
              DROP TABLE room_audience; DROP TABLE hook_signatures; \
              DROP INDEX sessions_owner; DROP INDEX IF EXISTS subagents_running; \
              DROP INDEX IF EXISTS bots_owner_main; DROP INDEX IF EXISTS rooms_shared; \
+             DROP TABLE IF EXISTS session_floors; \
              PRAGMA user_version = 16;",
         )
         .unwrap();

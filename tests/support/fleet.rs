@@ -458,7 +458,7 @@ impl TestHost {
 
 /// Runs `check` until it finds something: again whenever `client`'s
 /// change stream signals (or every 2 s), for at most 30 s.
-async fn until_signalled(
+pub async fn until_signalled(
     client: &botfleet::client::Client,
     mut check: impl AsyncFnMut() -> Result<Value, String>,
 ) -> Value {

@@ -112,25 +112,21 @@ async fn visible(ctx: &ToolContext<'_>) -> Result<VisibleSessions, ToolError> {
         })
 }
 
-/// Per room timeline, the first seq the bot's owner reads when it is not
-/// the first: a room another user shared with them after it began is
-/// searched and read from the change that gave it to them on
-/// (`Store::room_history_floors`, as `GET /v1/search` does).
-async fn room_floors(ctx: &ToolContext<'_>) -> Result<Vec<(SessionId, i64)>, ToolError> {
-    let floors = ctx
-        .store()
-        .room_history_floors(&ctx.bot.owner)
+/// Per session the bot's owner reads from a later seq than its start,
+/// that seq: a room another user shared with them after it began is
+/// searched and read from the change that gave it to them on, a bot's
+/// session given to them with the bot from that change on
+/// (`Store::history_floors`, as `GET /v1/search` does).
+async fn history_floors(ctx: &ToolContext<'_>) -> Result<Vec<(SessionId, i64)>, ToolError> {
+    ctx.store()
+        .history_floors(&ctx.bot.owner)
         .await
         .map_err(|e| {
             ToolError::new(
                 format!("could not read which conversations you may see: {e}"),
                 "try again in a moment",
             )
-        })?;
-    Ok(floors
-        .into_iter()
-        .map(|(room, from)| (botfleet_memory::room_timeline(&room).id(), from))
-        .collect())
+        })
 }
 
 /// Parses a `session` argument and checks that the bot may read it.
@@ -287,7 +283,7 @@ impl Tool for SearchTranscript {
         let sent = visible.bot_copies(&sessions);
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
-            .visible_from(room_floors(ctx).await?)
+            .visible_from(history_floors(ctx).await?)
             .without_room_copies(copies)
             .without_bot_copies(sent)
             .with_limit(limit)
@@ -560,8 +556,9 @@ impl Tool for ReadTranscript {
                 "search for another entry with SearchTranscript",
             ));
         }
-        // a room shared with the owner after it began: from then on
-        let first = room_floors(ctx)
+        // a room shared with the owner after it began, a session given to
+        // them: from then on
+        let first = history_floors(ctx)
             .await?
             .into_iter()
             .find(|(s, _)| *s == session.id)

@@ -485,6 +485,9 @@ pub(crate) fn reviews_of_bot(
             .prepare_cached(&format!(
                 "SELECT {REVIEW_COLUMNS} FROM reviews WHERE bot_id = ?1
                    AND session_id IN (SELECT id FROM sessions WHERE bot_id = ?1 AND owner = ?3)
+                   AND NOT EXISTS (SELECT 1 FROM session_floors f
+                     WHERE f.session_id = reviews.session_id AND f.user_id = ?3
+                       AND reviews.at < f.since)
                  ORDER BY id DESC LIMIT ?2"
             ))?
             .query_map(params![bot.as_str(), limit, owner.as_str()], review_raw)?

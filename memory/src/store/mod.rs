@@ -19,6 +19,7 @@ mod reader_pool;
 mod rooms;
 mod routines;
 pub(crate) mod schema;
+mod session_floors;
 mod signatures;
 mod store_approvals;
 mod store_bots;

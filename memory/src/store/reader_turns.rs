@@ -155,9 +155,13 @@ pub(crate) fn turns_of_bot(
 /// The filter of [`turns_of_bot`] without an owner.
 const BOT_TURNS: &str = "WHERE bot_id = ?1 ORDER BY rowid DESC LIMIT ?2";
 
-/// The filter of [`turns_of_bot`] with an owner (`?3`).
+/// The filter of [`turns_of_bot`] with an owner (`?3`): turns in their
+/// sessions, but not those from before a session was given to them
+/// (`session_floors.rs`).
 const BOT_TURNS_FOR_OWNER: &str = "WHERE bot_id = ?1
        AND session_id IN (SELECT id FROM sessions WHERE bot_id = ?1 AND owner = ?3)
+       AND NOT EXISTS (SELECT 1 FROM session_floors f WHERE f.session_id = turns.session_id
+         AND f.user_id = ?3 AND turns.started_at < f.since)
      ORDER BY rowid DESC LIMIT ?2";
 
 pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCallRecord>> {

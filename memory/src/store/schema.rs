@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0025_subagents_running.sql"),
     include_str!("migrations/0026_bots_owner_main.sql"),
     include_str!("migrations/0027_rooms_shared.sql"),
+    include_str!("migrations/0028_session_floors.sql"),
 ];
 
 /// The migration that adds `bots.name_key` (`0024_bots_name_key.sql`),

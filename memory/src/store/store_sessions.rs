@@ -44,6 +44,37 @@ impl Store {
             .await
     }
 
+    /// Where `user` starts reading `session` when it was given to them
+    /// with its bot: (first seq, first time in ms); `None` when they read
+    /// it from the start (`session_floors.rs`).
+    pub async fn session_floor(
+        &self,
+        session: SessionId,
+        user: &UserId,
+    ) -> Result<Option<(i64, i64)>> {
+        let user = user.clone();
+        self.read(move |c| super::session_floors::floor(c, session, &user))
+            .await
+    }
+
+    /// Every session `user` reads from a later seq than its start, with
+    /// that seq: the timelines of rooms shared with them after they began
+    /// (`Store::room_history_floors`) and the sessions given to them with
+    /// their bots (`session_floors.rs`). What search and recall pass as
+    /// `SearchQuery::visible_from`.
+    pub async fn history_floors(&self, user: &UserId) -> Result<Vec<(SessionId, i64)>> {
+        let user = user.clone();
+        self.read(move |c| {
+            let mut out: Vec<(SessionId, i64)> = super::rooms::audience::floors(c, &user)?
+                .into_iter()
+                .map(|(room, from)| (crate::record::room_timeline(&room).id(), from))
+                .collect();
+            out.extend(super::session_floors::floors(c, &user)?);
+            Ok(out)
+        })
+        .await
+    }
+
     /// The sessions `owner` owns, room timelines left out (see
     /// `reader::sessions_of_owner`).
     pub async fn sessions_of_owner(&self, owner: &UserId) -> Result<Vec<SessionRecord>> {

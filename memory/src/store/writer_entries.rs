@@ -8,6 +8,7 @@ use super::*;
 use crate::record::SessionKind;
 use crate::store::chains;
 use crate::store::rooms;
+use crate::store::session_floors;
 
 /// Whether a bot's sessions of `kind` are the bot's own work, owned by
 /// whoever owns the bot (and moved when its owner changes), rather than
@@ -21,9 +22,12 @@ fn follows_bot_owner(kind: SessionKind) -> bool {
         }
         // a person's conversation with the bot: theirs, whoever owns it now
         SessionKind::Dm => false,
-        // a member's session belongs to the room's discussion (the room's
-        // owner reads it)
-        SessionKind::Group => false,
+        // its own session of a room: its owner's, who reads it from the
+        // change on (`session_floors.rs`). (It stayed with the former
+        // owner, who went on reading what the room said to it after losing
+        // the room, and could retry its turns there on the new owner's
+        // model: QA.)
+        SessionKind::Group => true,
         // a room's timeline: its key's bot is a room, never a bot record
         SessionKind::Room => false,
     }
@@ -164,6 +168,13 @@ impl Writer {
                     .conn
                     .prepare_cached("UPDATE sessions SET owner = ?2 WHERE id = ?1")?
                     .execute(params![id, owner.as_str()])?;
+                if kind == SessionKind::Group {
+                    // what the room said to the bot before is not the new
+                    // owner's to read, as the room's timeline is not
+                    let session: SessionId = id.parse()?;
+                    let next = self.next_seq(session)?;
+                    session_floors::set(&self.conn, session, owner, next, now)?;
+                }
             }
         }
         if moved > 0 {

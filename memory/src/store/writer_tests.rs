@@ -326,9 +326,10 @@ fn session_of(bot: &str, kind: SessionKind, peer: &str) -> crate::error::Result<
 }
 
 /// fleet.toml gives bot `r` to bob: its own work (routine and webhook
-/// runs, its talks with bots and subagents) is bob's from then on, new
-/// entries signal bob; alice keeps her DM with it, a room's session stays
-/// the room's, another bot's sessions are not touched.
+/// runs, its talks with bots and subagents, its sessions of rooms) is
+/// bob's from then on, new entries signal bob; bob reads its room session
+/// from the change on; alice keeps her DM with it, another bot's sessions
+/// are not touched.
 #[tokio::test]
 async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -380,11 +381,16 @@ async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResu
         ("r agent", "bob"),
         ("r subagent", "bob"),
         ("r dm", "alice"),
-        ("r group", "alice"),
+        ("r group", "bob"),
         ("b hook", "alice"),
     ]
     .map(|(s, o)| (s.to_owned(), o.to_owned()));
     assert_eq!(owners, expected);
+    let bob = UserId::new("bob")?;
+    let room = sessions[5].id;
+    assert_eq!(store.session_floor(room, &bob).await?.map(|f| f.0), Some(1));
+    assert_eq!(store.history_floors(&bob).await?, vec![(room, 1)]);
+    assert_eq!(store.session_floor(hook, &bob).await?, None);
 
     // the next run's entries signal bob, not the owner the writer knew
     let mut changes = store.subscribe();
