@@ -124,6 +124,7 @@ mod openai_provider;
 mod openai_stream_rejections;
 mod openai_turn_faults;
 mod openai_unfinished;
+mod openai_usage_bounds;
 mod ops_faults;
 mod ops_start_checks;
 mod owner_change;

@@ -151,17 +151,20 @@ pub struct TokenUsage {
 }
 
 impl TokenUsage {
-    /// Adds another usage to this one.
+    /// Adds another usage to this one, saturating: counts come from model
+    /// servers, and a sum past `u64::MAX` is no reason to fail a turn.
     pub fn add(&mut self, other: &TokenUsage) {
-        self.calls += other.calls;
-        self.prompt_tokens += other.prompt_tokens;
-        self.prefix_tokens += other.prefix_tokens;
-        self.cached_tokens += other.cached_tokens;
-        self.completion_tokens += other.completion_tokens;
+        self.calls = self.calls.saturating_add(other.calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.prefix_tokens = self.prefix_tokens.saturating_add(other.prefix_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
     }
 
-    /// Every token counted (prompt + completion).
+    /// Every token counted (prompt + completion), saturating.
     pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }

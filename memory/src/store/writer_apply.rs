@@ -227,10 +227,10 @@ impl Writer {
                         bot.as_str(),
                         day,
                         usage.calls,
-                        usage.prompt_tokens as i64,
-                        usage.prefix_tokens as i64,
-                        usage.cached_tokens as i64,
-                        usage.completion_tokens as i64,
+                        stored_count(usage.prompt_tokens),
+                        stored_count(usage.prefix_tokens),
+                        stored_count(usage.cached_tokens),
+                        stored_count(usage.completion_tokens),
                         turns
                     ])?;
                 Ok(MutationResult::Done)
@@ -548,3 +548,10 @@ mod subagent_end_tests;
 /// A change of members that gives users a room (`Mutation::SetRoomMembers`).
 #[path = "writer_newcomers.rs"]
 mod newcomers;
+
+/// A token count as SQLite stores it: past `i64::MAX` it is that (an `as`
+/// cast went negative, and a negative day's usage turned the bot's daily
+/// budget off: QA).
+fn stored_count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -184,7 +184,7 @@ impl Reply {
         let mut usage = json!({
             "prompt_tokens": prompt,
             "completion_tokens": completion,
-            "total_tokens": prompt + completion,
+            "total_tokens": prompt.saturating_add(completion),
         });
         match self.cached {
             Some(CachedTokens::OpenAi(n)) => {

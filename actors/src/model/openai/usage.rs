@@ -2,8 +2,8 @@
 //! only, so an odd one never fails the answer: a missing or `null` count
 //! is no usage (the engine then counts the tokens itself), a count sent
 //! as a non-integer number (`12.0`, some servers' JSON writers) is
-//! rounded, and a negative count or one that is no number at all makes
-//! the usage count as missing. An odd count is noted for one WARN per
+//! rounded, and a negative count, one past a billion or one that is no
+//! number at all makes the usage count as missing. An odd count is noted for one WARN per
 //! answer (`body.rs`).
 
 use serde::Deserialize;
@@ -73,21 +73,31 @@ impl WireUsage {
     }
 }
 
+/// The largest count one answer is believed: a billion tokens, a hundred
+/// times the largest context window offered. A larger one is a server's
+/// bug (QA: `2**63` crashed the turn's budget check with an overflow, and
+/// a count past `i64::MAX` went negative in the store, which turned the
+/// bot's daily budget off).
+const MAX_COUNT: u64 = 1_000_000_000;
+
 /// A token count: a non-negative integer as it is, a non-negative
 /// non-integer rounded; `None` for a missing or `null` one and for an
-/// unusable one (negative, not a number), which is noted in `odd`.
+/// unusable one (negative, not a number, above [`MAX_COUNT`]), which is
+/// noted in `odd`.
 fn count(name: &str, value: Option<&Value>, odd: &mut Vec<String>) -> Option<u64> {
     let value = value?;
     if value.is_null() {
         return None;
     }
-    if let Some(n) = value.as_u64() {
+    if let Some(n) = value.as_u64().filter(|n| *n <= MAX_COUNT) {
         return Some(n);
     }
     odd.push(format!("{name} = {value}"));
     match value.as_f64() {
-        // `as` saturates at u64::MAX; a count that large is odd anyway
-        Some(f) if f.is_finite() && f >= 0.0 => Some(f.round() as u64),
+        // rounded below MAX_COUNT, far inside u64
+        Some(f) if f.is_finite() && f >= 0.0 && f.round() <= MAX_COUNT as f64 => {
+            Some(f.round() as u64)
+        }
         Some(_) | None => None,
     }
 }
@@ -127,6 +137,20 @@ mod tests {
         assert_eq!(
             floats.odd.as_deref(),
             Some("prompt_tokens = 12.0, completion_tokens = 2.6")
+        );
+        for huge in [
+            json!(1e20),
+            json!(u64::MAX),
+            json!(1e308),
+            json!(1_000_000_001_u64),
+        ] {
+            let read = read(json!({"prompt_tokens": 5, "completion_tokens": huge}));
+            assert_eq!(read.usage, None, "{huge}");
+            assert_eq!(read.odd, Some(format!("completion_tokens = {huge}")));
+        }
+        assert_eq!(
+            read(json!({"prompt_tokens": 1_000_000_000_u64, "completion_tokens": 3})).usage,
+            usage(1_000_000_000, 3, 0)
         );
         let negative = read(json!({"prompt_tokens": -1, "completion_tokens": 3}));
         assert_eq!(negative.usage, None);
