@@ -26,8 +26,29 @@ use crate::group::mentions::MemberName;
 pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result<Vec<String>> {
     // a store may hold thousands of subagents: each looked up, not scanned for
     let by_id: HashMap<&BotId, &BotRecord> = bots.iter().map(|b| (&b.id, b)).collect();
+    // ids are ASCII: lowercase folds them as mentions do
+    let by_folded: HashMap<String, &BotRecord> = bots
+        .iter()
+        .map(|b| (b.id.as_str().to_ascii_lowercase(), b))
+        .collect();
     let mut notes = Vec::new();
     for made in stored.iter().filter(|b| !b.from_config()) {
+        if !by_id.contains_key(&made.id)
+            && let Some(listed) = by_folded.get(&made.id.as_str().to_ascii_lowercase())
+        {
+            // (QA: `HELPER` in the file beside alice's made `helper` was
+            // stored, and the two could not share a room)
+            return Err(ActorError::Conflict(format!(
+                "the fleet file's bot `{id}` (owner {new}) differs only in case from {old}'s \
+                 bot `{other}` {how}: ids must differ in more than case, since mentions and \
+                 SendToAgent ignore it. Give that [[bots]] table another id",
+                id = listed.id,
+                new = listed.owner,
+                old = made.owner,
+                other = made.id,
+                how = made_how(made),
+            )));
+        }
         if let Some(listed) = by_id.get(&made.id) {
             let how = made_how(made);
             if listed.owner != made.owner {

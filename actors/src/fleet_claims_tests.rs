@@ -55,3 +55,22 @@ fn a_file_bot_answering_to_the_same_owners_made_bot_is_refused() {
     assert!(check_fleet_file_bots(&removed, &[bot("b", "Scribe", "bob", "config")]).is_ok());
     assert!(check_fleet_file_bots(&stored, &[bot("b", "Helper task", "bob", "config")]).is_ok());
 }
+
+/// QA, 2026-12-04: `HELPER` in the file beside alice's made `helper` was
+/// accepted and stored; ids must differ in more than case, whoever owns
+/// either bot.
+#[test]
+fn a_file_bot_id_differing_only_in_case_from_a_made_bots_is_refused() {
+    let stored = [bot("helper", "Helper", "alice", "agent:a1")];
+    for owner in ["bob", "alice"] {
+        let e =
+            check_fleet_file_bots(&stored, &[bot("HELPER", "Helpy", owner, "config")]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("`HELPER` (owner {owner}) differs only in case"))
+                && text.contains("alice's bot `helper` made by a1"),
+            "{text}"
+        );
+    }
+    assert!(check_fleet_file_bots(&stored, &[bot("helper2", "Helpy", "bob", "config")]).is_ok());
+}
