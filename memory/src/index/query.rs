@@ -273,8 +273,22 @@ fn closing_quote(c: char) -> Option<char> {
     match c {
         '"' => Some('"'),
         '\u{201C}' => Some('\u{201D}'),
+        // full width, as Chinese and Japanese input methods type it
+        '\u{FF02}' => Some('\u{FF02}'),
         _ => None,
     }
+}
+
+/// Whether `c` is the minus that excludes a term: `-`, or its full-width
+/// form `－` (U+FF0D) that a Chinese input method types (QA: `北京大学
+/// －讨论` searched for 讨论 instead of excluding it).
+fn is_minus(c: char) -> bool {
+    c == '-' || c == '\u{FF0D}'
+}
+
+/// Whether `word` is the `OR` operator, in ASCII or full width (`ＯＲ`).
+fn is_or(word: &str) -> bool {
+    word == "OR" || word == "\u{FF2F}\u{FF32}"
 }
 
 /// Splits the text into items; fails on an unclosed quote.
@@ -289,7 +303,7 @@ fn lex(text: &str) -> Result<Vec<Item>, QueryError> {
             continue;
         }
         let next = chars.get(i + 1).copied();
-        let negated = c == '-'
+        let negated = is_minus(c)
             && next.is_some_and(|n| closing_quote(n).is_some() || classify(n) != CharClass::Other);
         let start = if negated { i + 1 } else { i };
         let first = chars[start];
@@ -316,7 +330,7 @@ fn lex(text: &str) -> Result<Vec<Item>, QueryError> {
             .unwrap_or(chars.len() - start);
         let word: String = chars[start..start + len].iter().collect();
         i = start + len;
-        if word == "OR" && !negated {
+        if is_or(&word) && !negated {
             items.push(Item::Or);
         } else {
             items.push(Item::Bare {

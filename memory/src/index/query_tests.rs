@@ -109,6 +109,21 @@ fn exclusions_and_or() {
     assert_eq!(musts("this OR"), vec![vec![term("this")], vec![term("or")]]);
 }
 
+/// The operators typed in full width, as a Chinese input method types
+/// them, are the operators (QA: `－讨论` searched for 讨论, `ＯＲ` was a
+/// required word, `＂…＂` no phrase).
+#[test]
+fn full_width_operators_are_the_operators() {
+    let full = parse_text("北京大学 －讨论 ＂dry run＂ prod ＯＲ production")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ascii = parse_text("北京大学 -讨论 \"dry run\" prod OR production")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(full.must, ascii.must);
+    assert_eq!(full.must_not, ascii.must_not);
+    assert_eq!(full.must_not, vec![vec![vec![term("讨论")]]]);
+    assert!(full.must.iter().any(|g| g.len() == 2), "{:?}", full.must);
+}
+
 #[test]
 fn bad_text_is_refused_with_a_reason() {
     assert_eq!(parse_text(""), Err(QueryError::Empty));
