@@ -283,6 +283,22 @@ async fn an_approval_in_the_former_owners_dm_can_no_longer_be_decided() {
 
     let host = give_p_to_bob(host).await;
     let path = format!("/v1/approvals/{id}");
+    // listed as one that cannot run, saying why, before she tries (QA: it
+    // showed `cannot_run: null`, and the CLI offered to decide it)
+    let (_, listed) = host.get("/v1/approvals?status=pending", TOKEN).await;
+    let why = listed["approvals"][0]["cannot_run"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("p now belongs to another user") && why.contains("will not run"),
+        "{listed}"
+    );
+    let (code, out, err) = crate::support::process::cli(&["approvals"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("cannot run: bot p now belongs to another user"),
+        "{out}"
+    );
     let approve = json!({"decision": "approve"}).to_string();
     let (status, v) = host.post_raw(&path, Some(TOKEN), None, approve).await;
     assert_eq!(status, 409, "alice decides it: {v}");

@@ -315,6 +315,23 @@ pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
              the approval expires if the action is still needed"
         ));
     }
+    let former_owners_dm = botfleet_memory::SessionKey {
+        bot: bot_id.clone(),
+        kind: SessionKind::Dm,
+        peer: record.owner.to_string(),
+    }
+    .id()
+        == record.session;
+    if former_owners_dm && record.owner != bot.owner {
+        // asked in the DM of a person who no longer owns the bot: deciding
+        // it answers `409` (`ApprovalError::OwnerChanged`); it showed as
+        // decidable until then (QA)
+        return Some(format!(
+            "bot {bot_id} now belongs to another user: nothing runs in your conversation with \
+             it any more, so this approval can no longer be decided and its action will not \
+             run; ask {bot_id}'s new owner if it is still needed"
+        ));
+    }
     if !bot.tools.contains(&record.tool) {
         let tool = &record.tool;
         if let Some(parent) = parent {
