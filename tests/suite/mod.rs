@@ -217,6 +217,7 @@ mod subagent_task_reads;
 mod subagents_config;
 mod time_in_context;
 mod tool_edges;
+mod tool_loop_batch;
 mod turn_clip_budget;
 mod turn_endings;
 mod turn_request_bounds;

@@ -210,20 +210,28 @@ impl Runner {
             }
         };
         if let ToolLoopVerdict::Loop { repeats, .. } = self.tool_guard.observe(&call.name, &args) {
-            // the same call again and again: refuse it; a second time ends
-            // the turn (`step_loop`: failed, or `completed` after its reply)
+            // the same call again and again: refuse it; again in a later
+            // step, after the model read the refusal, it ends the turn
+            // (`step_loop`: failed, or `completed` after its reply). The
+            // copies of it in the same answer are refused alike, but the
+            // model gets its step to change course (QA: four identical
+            // parallel Reads failed the turn on its first step)
             let text = prompts()
                 .tool_loop
                 .render(&[("repeats", &repeats.to_string())])
                 .unwrap_or_default();
             self.not_run_now(call, text, already_started).await?;
-            if self.tool_loop_warned {
-                self.abort = Some(format!(
-                    "the model kept repeating the same {} call with the same arguments",
-                    call.name
-                ));
+            let step = self.state.step;
+            match self.tool_loop_warned {
+                Some(warned) if warned < step => {
+                    self.abort = Some(format!(
+                        "the model kept repeating the same {} call with the same arguments",
+                        call.name
+                    ));
+                }
+                Some(_) => {}
+                None => self.tool_loop_warned = Some(step),
             }
-            self.tool_loop_warned = true;
             return Ok(());
         }
         // surface → review → approval → locks (tools/gate.rs)

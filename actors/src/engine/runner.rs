@@ -203,8 +203,9 @@ struct Runner {
     looped: bool,
     /// Repeated identical tool calls in this turn.
     tool_guard: ToolCallLoopGuard,
-    /// Whether the turn was already told to stop repeating a tool call.
-    tool_loop_warned: bool,
+    /// The step in which the turn was told to stop repeating a tool call,
+    /// if it was.
+    tool_loop_warned: Option<u32>,
     /// Set to end the turn at the next step (the same tool call repeated
     /// after its warning): failed, or `completed` after its reply
     /// (`Runner::cannot_go_on`).
@@ -291,7 +292,7 @@ impl Runner {
             paused_until: None,
             looped: false,
             tool_guard: ToolCallLoopGuard::default(),
-            tool_loop_warned: false,
+            tool_loop_warned: None,
             abort: None,
             secrets: BotSecrets::default(),
             turn: plan.turn,
