@@ -327,6 +327,14 @@ impl FleetHandle {
         // member's session of it, in the same transaction (`group/given.rs`)
         writes.extend(crate::group::share_given_rooms(&rt.store, &before, &bots).await?);
         all.extend(bots.into_iter().map(|b| (b.id.clone(), b)));
+        // bots made by CreateAgent of a user the config dropped run no
+        // more, until the user is listed again
+        for w in derived::hold_for_absent_owners(&all, &rt.settings.user_ids, now) {
+            if let Mutation::UpsertBot(b) = &w {
+                all.insert(b.id.clone(), b.clone());
+            }
+            writes.push(w);
+        }
         // bots made by CreateAgent keep only their makers' tools, and
         // subagents follow their parents (removed with them, their tools
         // and provider), written after the config's bots

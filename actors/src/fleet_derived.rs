@@ -14,6 +14,55 @@ use botfleet_memory::Mutation;
 use botfleet_memory::REMOVED_AT;
 use serde_json::Value;
 
+/// Key of [`BotRecord::settings`] on a bot made by CreateAgent that was
+/// removed because its owner is no longer a user of the fleet
+/// ([`hold_for_absent_owners`]): it comes back when they are again.
+pub(crate) const OWNER_ABSENT: &str = "owner_absent";
+
+/// The writes that hold each bot made by CreateAgent whose owner is no
+/// longer among the fleet's `users` (their `[[users]]` table removed), at
+/// `now_ms`: it is marked removed, as a bot the config dropped, so it runs
+/// no turns and its routines do not fire; its inputs and sessions wait in
+/// the store. (QA: such bots went on running their routines and queued
+/// turns on their absent owner's memory and workspace, where no user could
+/// see, stop or remove them.) A bot held so comes back when its owner is a
+/// user again; one its owner removed stays removed. Subagents follow
+/// their parents afterwards ([`follow_parents`]). Nothing when `users` is
+/// empty: a runtime built without the fleet's users (tests, benchmarks)
+/// does not know them.
+pub(crate) fn hold_for_absent_owners(
+    bots: &HashMap<BotId, BotRecord>,
+    users: &[botfleet_memory::UserId],
+    now_ms: i64,
+) -> Vec<Mutation> {
+    if users.is_empty() {
+        return Vec::new();
+    }
+    let mut writes = Vec::new();
+    for bot in bots.values().filter(|b| b.origin.starts_with(MADE_BY)) {
+        let present = users.contains(&bot.owner);
+        let held = bot.settings.get(OWNER_ABSENT).is_some();
+        if !present && bot.removed_at().is_none() {
+            tracing::warn!(bot = %bot.id, owner = %bot.owner, "bot made with CreateAgent belongs to a user no longer in the fleet's config: it runs no turns and its routines do not fire until [[users]] lists them again; its sessions and inputs are kept");
+            let mut want = bot.clone().mark_removed(now_ms);
+            if let Value::Object(map) = &mut want.settings {
+                map.insert(OWNER_ABSENT.into(), Value::Bool(true));
+            }
+            writes.push(Mutation::UpsertBot(want));
+        } else if present && held {
+            tracing::info!(bot = %bot.id, owner = %bot.owner, "the owner of a bot made with CreateAgent is a user of the fleet again: so is the bot");
+            let mut want = bot.clone();
+            if let Value::Object(map) = &mut want.settings {
+                map.remove(OWNER_ABSENT);
+                map.remove(REMOVED_AT);
+            }
+            want.updated_at = now_ms;
+            writes.push(Mutation::UpsertBot(want));
+        }
+    }
+    writes
+}
+
 /// The tool every bot keeps: a subagent is given it even when its parent's
 /// list (which the config requires to have it) did not name it.
 const ALWAYS: &str = "SendMessage";

@@ -1,5 +1,6 @@
 //! The integration suite, compiled as one binary by `tests/all.rs`.
 
+mod absent_owner_bots;
 mod advice_tools;
 mod agent_names_users;
 mod agent_relays;

@@ -1,0 +1,111 @@
+//! A user dropped from fleet.toml leaves the bots their bots made with
+//! CreateAgent behind (QA: those went on running their routines and their
+//! queued turns, on the absent user's memory and workspace, where no user
+//! could see, stop or remove them). Such a bot is held, as a bot the
+//! config dropped: it runs nothing until `[[users]]` lists its owner
+//! again, and then it is back, with its conversation.
+
+use botfleet::memory::BotId;
+use serde_json::json;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::restart;
+use crate::support::fleet::until_signalled;
+
+const CAROL: &str = "carol-secret-token";
+
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "c1"
+match = "^make"
+steps = [
+  { tool = "CreateAgent", args = { id = "helper", name = "Helper", role = "Helps." } },
+  { tool = "SendMessage", args = { text = "made" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+
+fn carol() -> String {
+    format!("[[users]]\nid = \"carol\"\ntoken = \"{CAROL}\"\n")
+}
+
+/// helper's record as the store holds it.
+async fn helper(host: &TestHost) -> botfleet::memory::BotRecord {
+    host.host
+        .as_ref()
+        .unwrap()
+        .fleet
+        .store()
+        .get_bot(&BotId::new("helper").unwrap())
+        .await
+        .unwrap()
+        .expect("helper is stored")
+}
+
+#[tokio::test]
+async fn a_made_bot_of_a_user_dropped_from_the_config_is_held_until_they_are_back() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "carol")
+        .tables(&carol())
+        .start()
+        .await;
+    let (status, made) = host
+        .call(
+            reqwest::Method::POST,
+            "/v1/bots/c1/messages",
+            CAROL,
+            Some(json!({ "text": "make a helper" })),
+        )
+        .await;
+    assert_eq!(status, 202, "{made}");
+    let client = botfleet::client::Client::new(&host.url, CAROL).unwrap();
+    let bots = until_signalled(&client, async || {
+        let (_, v) = host.get("/v1/bots", CAROL).await;
+        v["bots"]
+            .as_array()
+            .and_then(|bs| bs.iter().find(|b| b["id"] == "helper").cloned())
+            .ok_or_else(|| format!("c1 made no helper yet: {v}"))
+    })
+    .await;
+    assert_eq!(bots["owner"], "carol", "{bots}");
+    assert!(helper(&host).await.removed_at().is_none());
+
+    // carol leaves the fleet; her c1 goes to bob
+    let fleet = host
+        .shutdown()
+        .await
+        .without_tables()
+        .without_bot("c1")
+        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    let held = helper(&host).await;
+    assert!(
+        held.removed_at().is_some(),
+        "held while carol is away: {held:?}"
+    );
+    let (_, bobs) = host.get("/v1/bots", BOB_TOKEN).await;
+    assert!(!bobs.to_string().contains("\"helper\""), "{bobs}");
+
+    // carol is back: so is helper, and it answers her
+    let fleet = host.shutdown().await.tables(&carol());
+    fleet.write();
+    let host = restart(fleet).await;
+    let back = helper(&host).await;
+    assert!(back.removed_at().is_none(), "{back:?}");
+    let (status, sent) = host
+        .call(
+            reqwest::Method::POST,
+            "/v1/bots/helper/messages",
+            CAROL,
+            Some(json!({ "text": "still there?" })),
+        )
+        .await;
+    assert_eq!(status, 202, "{sent}");
+    host.shutdown().await;
+}
