@@ -139,7 +139,7 @@ enum WireMessage<'a> {
         reasoning_content: Option<&'a str>,
     },
     Tool {
-        tool_call_id: &'a str,
+        tool_call_id: Cow<'a, str>,
         content: &'a str,
     },
 }
@@ -158,7 +158,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                 tool_calls: tool_calls
                     .iter()
                     .map(|call| WireToolCall {
-                        id: &call.id,
+                        id: sendable_id(&call.id),
                         kind: "function",
                         function: WireFunctionCall {
                             name: sendable_name(&call.name),
@@ -172,7 +172,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                 tool_call_id,
                 content,
             } => WireMessage::Tool {
-                tool_call_id,
+                tool_call_id: sendable_id(tool_call_id),
                 content,
             },
         }
@@ -207,6 +207,27 @@ fn sendable_name(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// Longest tool-call id sent back as the model wrote it.
+const MAX_ID_LEN: usize = 64;
+
+/// The id of an earlier call as sent back, in its assistant message and
+/// in the tool message answering it alike: as the model wrote it when it
+/// is 1–64 printable ASCII characters (`call_abc`, `toolu_…`, Kimi's
+/// `functions.Read:0`), else `call_` and a hash of it (QA: ids of 100,000
+/// characters, or holding a newline, a NUL or U+202E, went back to the
+/// server in every later request of the session). The same id always
+/// maps to the same one, so each result still answers its call.
+fn sendable_id(id: &str) -> Cow<'_, str> {
+    if !id.is_empty() && id.len() <= MAX_ID_LEN && id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Cow::Borrowed(id);
+    }
+    // FNV-1a, 64 bits: stable across runs and builds
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Cow::Owned(format!("call_{hash:016x}"))
+}
+
 /// The arguments of an earlier call as sent back: `{}` when they are not
 /// a JSON object (cut off, malformed), which strict servers (vLLM,
 /// llama-server) refuse with a 400 in every later request of the session.
@@ -220,7 +241,7 @@ fn sendable_arguments(arguments: &str) -> &str {
 
 #[derive(Serialize)]
 struct WireToolCall<'a> {
-    id: &'a str,
+    id: Cow<'a, str>,
     #[serde(rename = "type")]
     kind: &'static str,
     function: WireFunctionCall<'a>,

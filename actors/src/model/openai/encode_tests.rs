@@ -210,6 +210,63 @@ fn names_openai_refuses_are_sent_back_made_to_fit() {
     );
 }
 
+/// Ids no server should be sent go back as a stable `call_<hash>`, the
+/// same in the assistant message and in the tool message answering it
+/// (QA: a 100,000-character id, or one with a newline, NUL or U+202E, went
+/// back as written); ids that fit go back as written.
+#[test]
+fn tool_call_ids_no_server_should_be_sent_go_back_hashed_alike() {
+    let long = "x".repeat(100_000);
+    let ids = [
+        "call_abc",
+        "functions.Read:0",
+        &long,
+        "a\nb",
+        "a\0b",
+        "a\u{202E}b",
+        "",
+    ];
+    let mut messages = vec![ChatMessage::Assistant {
+        reasoning: String::new(),
+        content: String::new(),
+        tool_calls: ids.iter().map(|id| call(id, "Read", "{}")).collect(),
+    }];
+    messages.extend(ids.iter().map(|id| ChatMessage::Tool {
+        tool_call_id: (*id).to_owned(),
+        content: "ok".into(),
+    }));
+    let request = ModelRequest {
+        messages,
+        ..ModelRequest::default()
+    };
+    let body: Value = serde_json::from_slice(
+        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
+    )
+    .unwrap();
+    let sent: Vec<&str> = body["messages"][0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let answered: Vec<&str> = body["messages"].as_array().unwrap()[1..]
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, answered);
+    assert_eq!(&sent[..2], &["call_abc", "functions.Read:0"]);
+    for id in &sent[2..] {
+        assert!(
+            id.len() == 21
+                && id.starts_with("call_")
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "{id}"
+        );
+    }
+    let distinct: std::collections::HashSet<&&str> = sent.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "{sent:?}");
+}
+
 /// Regression: an assistant message's reasoning was never sent back, and
 /// thinking-mode servers (DeepSeek, Kimi) refused the turn's second step
 /// ("The reasoning_content in the thinking mode must be passed back").
