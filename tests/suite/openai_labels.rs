@@ -159,3 +159,22 @@ async fn a_turn_is_answered_whatever_the_labels_say() {
     assert_eq!(server.request_count(), 2);
     host.shutdown().await;
 }
+
+/// A whole answer that is JSON but no chat completion, with neither
+/// `choices` nor `error` (Ollama's native `/api/chat` answer, from a
+/// `base_url` without `/v1`), is said to be the wrong API at once (QA: it
+/// was retried as an answer that "held no choices", blamed on a proxy).
+#[tokio::test]
+async fn a_json_answer_without_choices_is_the_wrong_api_at_once() {
+    let native = json!({"model": "llama3", "created_at": "2026-12-04T00:00:00Z",
+        "message": {"role": "assistant", "content": "hi"}, "done": true})
+    .to_string();
+    let (address, count) = raw_server(move |_| (200, "application/json", native.clone())).await;
+    let (result, _) = complete(&provider(&address, false), &request("x")).await;
+    let error = result.expect_err("no chat completion").to_string();
+    assert!(
+        error.contains("not a chat completion (it has no `choices`)"),
+        "{error}"
+    );
+    assert_eq!(count.load(Ordering::SeqCst), 1, "not retried: {error}");
+}

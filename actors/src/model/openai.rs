@@ -543,6 +543,16 @@ impl OpenAiModel {
                 "response is not a chat completion ({e}): {quoted}"
             ))))
         })?;
+        if completion.lacks_choices() {
+            // a JSON object with neither `choices` nor `error`, such as
+            // Ollama's native `/api/chat` answer (`{"message":…,"done":
+            // true}`): the wrong API, said at once rather than retried as
+            // an answer that broke off (QA)
+            let quoted = redactor.cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
+            return Err(Failure::Final(ModelError::Protocol(redactor.text(
+                &format!("response is not a chat completion (it has no `choices`): {quoted}"),
+            ))));
+        }
         let mut assembler = Assembler::default();
         match assembler.apply_completion(completion) {
             // complete already: a loop in it cuts the text, not the call

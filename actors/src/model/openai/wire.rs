@@ -137,6 +137,14 @@ pub(super) struct Completion {
     error: Option<Value>,
 }
 
+impl Completion {
+    /// Whether it has neither `choices` (`null` counts as none) nor an
+    /// `error`: not a chat completion at all.
+    pub(super) fn lacks_choices(&self) -> bool {
+        self.choices.is_none() && self.error.is_none()
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct CompletionChoice {
     #[serde(default)]
