@@ -38,6 +38,12 @@ steps = [
 ]
 
 [[rule]]
+match = "^slow"
+steps = [
+  { delay_ms = 1500, tool = "SendMessage", args = { text = "slow done: {{input}}" } },
+]
+
+[[rule]]
 steps = [
   { tool = "SendMessage", args = { text = "got: {{inputs}}" } },
 ]
@@ -427,4 +433,61 @@ async fn a_log_file_on_the_failing_disk_does_not_stop_the_store() {
         "the host did not stop cleanly; log:\n{log}"
     );
     assert!(!log.contains("panicked at"), "{log}");
+}
+
+/// The store refuses a new turn's first write (its start goes with its
+/// first step): the turn runs again once the store takes writes, and the
+/// model is asked with the message it answers. (QA: the run again loaded
+/// no input, so the model was asked with the system prompt alone, and its
+/// answer to nothing, "got: ", was stored as the reply to the message.)
+#[tokio::test]
+async fn a_turn_whose_first_write_was_refused_runs_again_with_its_message() {
+    let fleet = fleet();
+    let data = fleet.path().join("data");
+    let host = fleet.start().await;
+    let url = host.url.clone();
+    let (status, sent) = post(
+        &url,
+        "/v1/bots/a1/messages",
+        json!({"text": "slow please"}),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    // its model call waits 1.5 s: the store is locked meanwhile
+    poll(30, async || {
+        let bot = bot_a1(&url).await;
+        (!bot["running_turn"].is_null())
+            .then_some(Value::Null)
+            .ok_or_else(|| format!("the turn never began: {bot:#}"))
+    })
+    .await;
+    let lock = lock_store(&data.join("fleet.db"));
+    poll(40, async || {
+        let bot = bot_a1(&url).await;
+        (bot["running_turn"].is_null() && bot["queued"] == 1)
+            .then_some(Value::Null)
+            .ok_or_else(|| format!("the bot never waited for its store: {bot:#}"))
+    })
+    .await;
+    drop(lock);
+    let entries = poll(40, async || {
+        let entries = entries(&url, &session).await;
+        entries
+            .iter()
+            .any(|e| e["kind"] == "turn_end" && e["status"] == "completed")
+            .then(|| Value::from(entries.clone()))
+            .ok_or_else(|| format!("entries: {entries:#?}"))
+    })
+    .await;
+    let said: Vec<&str> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "delivery")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(said, ["slow done: slow please"], "{entries:#}");
+    host.shutdown().await;
 }

@@ -333,6 +333,19 @@ impl Runner {
         })
     }
 
+    /// Shows a beginning turn its input entries: they decide its memory
+    /// texts and its hop origin, and go at the end of its tail. Inputs read
+    /// back from the inbox (after a restart, a retry, a late arrival, a
+    /// refused first write) come without their entry: the ones read from
+    /// the store go into a tail loaded before them.
+    fn take_inputs(&mut self, entries: &[Entry]) {
+        self.texts = Some(memory_hooks::TurnTexts::of_inputs(&self.bot, entries));
+        self.set_origin(entries);
+        for e in entries {
+            self.tail.push(e);
+        }
+    }
+
     async fn run(&mut self) -> Result<TurnStatus, StoreError> {
         let window = self.rt.settings.context_entries;
         // a new turn sees the session up to its last input (a resumed one
@@ -503,14 +516,7 @@ impl Runner {
                     return Ok(TurnStatus::Interrupted);
                 }
                 let entries = new_inputs.unwrap_or_default();
-                self.texts = Some(memory_hooks::TurnTexts::of_inputs(&self.bot, &entries));
-                self.set_origin(&entries);
-                // inputs read back from the inbox (after a restart, a retry
-                // or a late arrival) come without their entry: the ones read
-                // from the store go into a tail loaded before them
-                for e in &entries {
-                    self.tail.push(e);
-                }
+                self.take_inputs(&entries);
                 let read_back = inputs.iter().any(|(_, e)| e.is_none());
                 self.begin(inputs);
                 if read_back && self.state.owes_delivery && self.answered_before()? {
@@ -548,6 +554,14 @@ impl Runner {
                         return Ok(status);
                     }
                 } else {
+                    // its start never reached the store (the store refused
+                    // its first write: `bot_store_wait.rs`): it begins as a
+                    // new turn over its inputs, which the context was
+                    // loaded without (`claimed_only`). (QA: the model was
+                    // asked with the system prompt alone, and its answer
+                    // to nothing was stored as the reply to the message.)
+                    let entries = self.input_entries(&inputs).await?;
+                    self.take_inputs(&entries);
                     self.begin(inputs);
                 }
             }
