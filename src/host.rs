@@ -28,10 +28,6 @@ use crate::http_server;
 /// waited for beside the API's drain rather than after it.
 const EXTRACTION_STOP_WAIT: Duration = Duration::from_secs(5);
 
-/// Routes whose responses are open-ended streams, exempt from
-/// `host.request_timeout_s`: `GET /v1/events` (src/api/events.rs).
-const LONG_LIVED_ROUTES: &[&str] = &["/v1/events"];
-
 /// What a started host runs beside its bots: transcript recall, ledger
 /// pruning.
 #[path = "host_background.rs"]
@@ -346,11 +342,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let app = api::refuse_while_stopping(app, stop.clone());
     // a body declared over host.max_body_bytes is refused from the headers
     let app = http_server::with_declared_length_limit(app, f.host.max_body_bytes);
-    let app = http_server::with_request_timeout(
-        app,
-        Duration::from_secs(f.host.request_timeout_s),
-        LONG_LIVED_ROUTES,
-    );
+    let app = http_server::with_request_timeout(app, Duration::from_secs(f.host.request_timeout_s));
     let limits = http_server::ConnectionLimits {
         header_timeout: Duration::from_secs(f.host.header_timeout_s),
         max_connections: f.host.max_connections,

@@ -160,10 +160,19 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        if status.is_server_error() {
+        if self.status().is_server_error() {
             log_server_error(&self);
         }
+        self.unlogged_response()
+    }
+}
+
+impl ApiError {
+    /// The answer, without the `ERROR` line a server error gets: for a
+    /// 503 a client caused (a body it never sent), which must not fill the
+    /// operator's error log at a stranger's will (QA).
+    pub(crate) fn unlogged_response(self) -> Response {
+        let status = self.status();
         if let ApiError::Unauthorized(_) = &self {
             // the challenge every 401 carries (RFC 9110 §11.6.1, RFC 6750
             // §3): the API's scheme is `Bearer`

@@ -1,7 +1,8 @@
 //! The API's connection limits against slow and idle clients: the
 //! header-read timeout (`host.header_timeout_s`), the cap on open
 //! connections (`host.max_connections`) and the request timeout
-//! (`host.request_timeout_s`, not for `/v1/events`).
+//! (`host.request_timeout_s`, until a response is made: an event
+//! stream's body goes on).
 //!
 //! The host serves real sockets while its store works on threads of its
 //! own, so tokio's paused clock would jump past these timeouts whenever
@@ -170,6 +171,16 @@ async fn a_request_past_the_request_timeout_is_refused_but_event_streams_stay() 
     let answer = read_until_closed(&mut slow, "a request with a slow body").await;
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains("host.request_timeout_s"), "{answer}");
+
+    // nor on the events route, without a token: a body declared and never
+    // sent (QA: the route was exempt, and such requests held every
+    // connection of the API forever)
+    let mut held = TcpStream::connect(addr(&host)).await.unwrap();
+    held.write_all(b"GET /v1/events HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut held, "an events request with a body never sent").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
 
     // the event stream, open for longer than the timeout, still delivers
     let (status, body) = host.send("r", "hello", Some("after-timeout")).await;
