@@ -111,6 +111,38 @@ pub(crate) async fn serve(
     let _ = slots.acquire_many(max).await;
 }
 
+/// How long data sent on a connection may go unacknowledged before the
+/// kernel drops it (`TCP_USER_TIMEOUT`), and how long an idle one waits
+/// for its first keep-alive probe: a client gone without a word (a laptop
+/// asleep, a network changed, a link down) is let go within about a minute.
+/// An event stream sends a keep-alive comment every 15 s, so its peer's
+/// silence shows. (QA: such a stream held its slot under
+/// `host.max_streams_per_user` for the kernel's default of ~15 minutes of
+/// retransmissions, and its user got `429` meanwhile.)
+const DEAD_PEER: Duration = Duration::from_secs(60);
+
+/// Sets [`DEAD_PEER`] on an accepted socket: TCP keep-alive (first probe
+/// after 30 s idle, then every 10 s, 3 of them) and the user timeout. A
+/// failure is logged and the connection served as it is.
+fn watch_for_dead_peer(stream: &TcpStream) {
+    use rustix::net::sockopt;
+    let set = || -> rustix::io::Result<()> {
+        sockopt::set_socket_keepalive(stream, true)?;
+        sockopt::set_tcp_keepidle(stream, DEAD_PEER / 2)?;
+        sockopt::set_tcp_keepintvl(stream, Duration::from_secs(10))?;
+        sockopt::set_tcp_keepcnt(stream, 3)?;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        sockopt::set_tcp_user_timeout(
+            stream,
+            u32::try_from(DEAD_PEER.as_millis()).unwrap_or(u32::MAX),
+        )?;
+        Ok(())
+    };
+    if let Err(e) = set() {
+        tracing::debug!(error = %e, "could not set TCP keep-alive on a connection");
+    }
+}
+
 /// Serves one connection; its slot is freed once its socket is closed.
 async fn serve_connection(
     stream: TcpStream,
@@ -119,6 +151,7 @@ async fn serve_connection(
     stop: CancellationToken,
     slot: OwnedSemaphorePermit,
 ) {
+    watch_for_dead_peer(&stream);
     {
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder
@@ -373,6 +406,27 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// An accepted connection gives a vanished peer about a minute, not
+    /// the kernel's ~15 minutes of retransmissions (QA).
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_accepted_socket_lets_a_vanished_peer_go_within_a_minute() {
+        use rustix::net::sockopt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = TcpStream::connect(addr).await.unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        assert!(!sockopt::socket_keepalive(&accepted).unwrap());
+        watch_for_dead_peer(&accepted);
+        assert!(sockopt::socket_keepalive(&accepted).unwrap());
+        assert_eq!(
+            sockopt::tcp_keepidle(&accepted).unwrap(),
+            Duration::from_secs(30)
+        );
+        assert_eq!(sockopt::tcp_keepcnt(&accepted).unwrap(), 3);
+        assert_eq!(sockopt::tcp_user_timeout(&accepted).unwrap(), 60_000);
+    }
 
     const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\
         Max processes             127431               127431               processes \n\
