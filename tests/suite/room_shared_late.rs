@@ -124,6 +124,25 @@ async fn a_reply_of_a_turn_begun_before_the_room_was_shared_is_not_published() {
             .any(|e| e["author"] == json!("b1") && e["text"] == json!("hello")),
         "{run:?}"
     );
+    // and a1's next turn, in the shared room, is not sent what its private
+    // turn did after the change (QA: the held draft with the code stood
+    // in its context, below no cut, and a model asked "what were you about
+    // to say?" repeated it to bob)
+    let before = server.request_count();
+    host.discuss(BOB_TOKEN, "own", "@a1 what were you about to say?")
+        .await;
+    let asked: Vec<String> = server.requests()[before..]
+        .iter()
+        .filter(|r| system(&r.body).contains("Test bot a1."))
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(!asked.is_empty(), "a1 made no model call");
+    for request in &asked {
+        assert!(
+            !request.contains(SECRET),
+            "a1 was sent its private draft: {request}"
+        );
+    }
     server.shutdown().await;
 }
 

@@ -211,6 +211,9 @@ pub struct GroupState {
     /// Replies recorded but not yet committed: they are published in the
     /// same transaction as the next member's input, or the run's end.
     pub(super) pending: Vec<NewEntry>,
+    /// Writes to members' own sessions committed with the pending replies
+    /// (a context cut after a turn the room outlived: `super::era`).
+    pub(super) cuts: Vec<botfleet_memory::Mutation>,
     pub(super) recheck_armed: bool,
     pub(super) retry_armed: bool,
     pub(super) wakes: u64,
@@ -262,6 +265,7 @@ impl Actor for GroupActor {
             withheld,
             current: None,
             pending: Vec::new(),
+            cuts: Vec::new(),
             recheck_armed: false,
             retry_armed: false,
             wakes: 0,

@@ -28,6 +28,11 @@
 //! a second turn on every such change. The discussion goes on: the next
 //! members get their inputs after the change, with the shared surface.
 //!
+//! The turn's own entries after the change (its private tools' results,
+//! its held drafts) are put below a second context cut once it ends
+//! ([`GroupState::cut_after_private_turn`]), as the change cut what came
+//! before: the member's next turn, on the shared surface, is not sent them.
+//!
 //! The test is the audience (a change after the input), not the surface
 //! the turn actually got: a turn that only started after the change has
 //! the shared surface, but its input, given before, stands below the
@@ -112,6 +117,55 @@ impl GroupState {
                 retry_turn: None,
             },
         }
+    }
+}
+
+impl GroupState {
+    /// A new context epoch in `session`, a member's own session of the
+    /// room, after its turn that the room outlived ended: a summary
+    /// covering everything before (prompts/group_now_shared.md, as the
+    /// change's own cut) and the session's epoch moved past it. Nothing
+    /// when the session is empty.
+    pub(super) async fn cut_after_private_turn(
+        &self,
+        session: botfleet_memory::SessionId,
+    ) -> Result<Vec<botfleet_memory::Mutation>, GroupError> {
+        let Some(record) = self.rt.store.get_session(session).await? else {
+            return Ok(Vec::new());
+        };
+        if record.last_seq == 0 {
+            return Ok(Vec::new());
+        }
+        let epoch = record.epoch + 1;
+        // the users other than its owner it is read by now
+        let mut others: Vec<&str> = self
+            .owners
+            .iter()
+            .filter(|u| **u != self.room.owner)
+            .map(|u| u.as_str())
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        let readers = if others.is_empty() {
+            "other people".to_owned()
+        } else {
+            others.join(", ")
+        };
+        let text = super::admin::now_shared_text(&self.room, &readers);
+        Ok(vec![
+            botfleet_memory::Mutation::Append(Box::new(NewEntry {
+                id: EntryId::new_v7(),
+                session,
+                author: "system".into(),
+                turn: None,
+                kind: EntryKind::Summary {
+                    text,
+                    covers_to_seq: record.last_seq,
+                    epoch,
+                },
+            })),
+            botfleet_memory::Mutation::SetEpoch { session, epoch },
+        ])
     }
 }
 

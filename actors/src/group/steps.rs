@@ -182,6 +182,15 @@ impl GroupState {
                 self.pending.push(reply);
             }
         }
+        if outlived {
+            // what the turn did after the room was given to more people
+            // (its private tools' results, its drafts) is below a new
+            // context cut, as what it did before is below the change's
+            // (QA: it stood in the new epoch, and the member's next turn,
+            // in the shared room, was sent it)
+            let cut = self.cut_after_private_turn(wait.session).await?;
+            self.cuts.extend(cut);
+        }
         if held > 0 {
             tracing::info!(room = %self.room.id, member = %wait.bot, held, "the room was given to more people during the member's turn; its replies are held");
             let notice = self.outlived_notice(&wait.bot, trigger, held);
@@ -221,6 +230,9 @@ impl GroupState {
             status,
             state,
         });
+        let cuts = std::mem::take(&mut self.cuts);
+        let cut_count = cuts.len();
+        batch.extend(cuts);
         batch.extend(extra);
         let mut results = self.rt.store.write(batch).await?.into_iter();
         for e in appended {
@@ -243,8 +255,11 @@ impl GroupState {
                 });
             }
         }
-        // the checkpoint's result
+        // the checkpoint's result, and the cuts'
         results.next();
+        for _ in 0..cut_count {
+            results.next();
+        }
         Ok(results.collect())
     }
 
