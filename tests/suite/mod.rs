@@ -169,6 +169,7 @@ mod room_publish_limit;
 mod room_races;
 mod room_shared_by_config;
 mod room_shared_late;
+mod room_shared_replies;
 mod room_unseen_count;
 mod room_unshared;
 mod rooms_admin;

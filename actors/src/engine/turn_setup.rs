@@ -399,12 +399,18 @@ impl Runner {
                     }
                     .id()
                 });
-                let to = ReplyTo {
-                    bot: from.clone(),
-                    session,
-                };
-                if !self.scope.reply_to.contains(&to) {
-                    self.scope.reply_to.push(to);
+                match self
+                    .scope
+                    .reply_to
+                    .iter_mut()
+                    .find(|r| r.bot == *from && r.session == session)
+                {
+                    Some(known) => known.asked_at = known.asked_at.min(e.created_at),
+                    None => self.scope.reply_to.push(ReplyTo {
+                        bot: from.clone(),
+                        session,
+                        asked_at: e.created_at,
+                    }),
                 }
             }
         }

@@ -79,29 +79,42 @@ pub(crate) async fn message_to_bot(
         "answer the person with SendMessage instead of messaging more bots",
     )
     .await;
-    let wanted: Vec<SessionId> = match session {
-        Some(id) => vec![id],
+    // each with when it was asked from there, if known
+    let wanted: Vec<(SessionId, Option<i64>)> = match session {
+        Some(id) => vec![(id, None)],
         None => {
-            let asked: Vec<SessionId> = ctx
+            let asked: Vec<(SessionId, Option<i64>)> = ctx
                 .scope
                 .reply_to
                 .iter()
                 .filter(|r| r.bot == target.id)
-                .map(|r| r.session)
+                .map(|r| (r.session, Some(r.asked_at)))
                 .collect();
             if asked.is_empty() {
-                asked_replies_here(ctx, target).await?.into_iter().collect()
+                asked_replies_here(ctx, target)
+                    .await?
+                    .into_iter()
+                    .map(|id| (id, None))
+                    .collect()
             } else {
                 asked
             }
         }
     };
     let mut keys: Vec<SessionKey> = Vec::with_capacity(wanted.len().max(1));
-    for id in wanted {
+    for (id, asked_at) in wanted {
         // a session of the target that is no longer its owner's (a former
-        // owner's DM with it) is not: the reply goes to the bots' own one
+        // owner's DM with it) is not: the reply goes to the bots' own one;
+        // nor is its session of a room given to more people since it
+        // asked from there
         let key = match ctx.store().get_session(id).await.map_err(store_error)? {
-            Some(rec) if rec.key.bot == target.id && rec.owner == target.owner => rec.key,
+            Some(rec) if rec.key.bot == target.id && rec.owner == target.owner => {
+                if given_since(ctx, &rec.key, asked_at).await? {
+                    default_key(ctx, target)
+                } else {
+                    rec.key
+                }
+            }
             _ => default_key(ctx, target),
         };
         if !keys.iter().any(|k| k.id() == key.id()) {
@@ -158,6 +171,32 @@ pub(crate) async fn message_to_bot(
         }))],
         None => admits,
     })
+}
+
+/// Whether `key` is a member's session of a room that was given to more
+/// people (a member change or an owner change gave it to a user who could
+/// not read it) after `asked_at`: a reply to what the member asked from
+/// there while the room was not theirs may hold what they may not read
+/// (QA: a bot asked from alice's private room, the room was shared with
+/// bob, and the answer, from her DM, arrived in the room's context and was
+/// posted to bob). Such a reply goes to the bots' own conversation.
+async fn given_since(
+    ctx: &ToolContext<'_>,
+    key: &SessionKey,
+    asked_at: Option<i64>,
+) -> Result<bool, ToolError> {
+    let (SessionKind::Group, Some(asked_at)) = (key.kind, asked_at) else {
+        return Ok(false);
+    };
+    let Ok(room) = botfleet_memory::RoomId::new(key.peer.as_str()) else {
+        return Ok(false);
+    };
+    let since = ctx
+        .store()
+        .room_audience_since(&room)
+        .await
+        .map_err(store_error)?;
+    Ok(since.is_some_and(|since| since > asked_at))
 }
 
 /// Where `target` asked replies to go when this turn works in the

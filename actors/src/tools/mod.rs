@@ -108,6 +108,10 @@ pub struct ReplyTo {
     pub bot: BotId,
     /// Its session that replies go to.
     pub session: SessionId,
+    /// When it wrote (ms, its message's entry; the earliest of its
+    /// messages from that session): a room given to more people since
+    /// takes no reply to it (`agent_messages.rs`).
+    pub asked_at: i64,
 }
 
 /// The turn a tool call belongs to.

@@ -1,0 +1,93 @@
+//! A reply to what a member asked another bot from its room while the
+//! room was its owner's alone, arriving after the room was given to more
+//! people (QA: alice's bot asked her other bot from her private room; she
+//! added bob's bot; the answer, read from her DM, arrived in the member's
+//! session of the now shared room, stood in its context there, and the
+//! member posted it where bob reads). Such a reply goes to the two bots'
+//! own conversation instead.
+
+use botfleet::memory::BotId;
+use botfleet::memory::SessionKey;
+use botfleet::memory::SessionKind;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::until_signalled;
+
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "a1"
+match = "ask a2"
+steps = [ { tool = "SendToAgent", args = { agent = "a2", text = "PINQUERY what is the pin?" } } ]
+
+[[rule]]
+bot = "a2"
+match = "PINQUERY"
+steps = [ { delay_ms = 2500, tool = "SendToAgent", args = { agent = "a1", text = "the pin is 7731" } } ]
+
+[[rule]]
+steps = [ { text = "quiet" } ]
+"#;
+
+fn session(bot: &str, kind: SessionKind, peer: &str) -> String {
+    SessionKey {
+        bot: BotId::new(bot).unwrap(),
+        kind,
+        peer: peer.into(),
+    }
+    .id()
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
+    let tools = &["SendMessage", "SendToAgent"];
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a1", "s", tools)
+        .bot("a2", "s", tools)
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let (status, room) = host.create_room(TOKEN, "own", &["a1", "a2"]).await;
+    assert_eq!((status, &room["shared"]), (201, &json!(false)), "{room}");
+    // a1 asks a2 from the private room; a2 takes 2.5 s to answer
+    host.discuss(TOKEN, "own", "@a1 ask a2 for the pin").await;
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/groups/own/members",
+            TOKEN,
+            Some(json!({"members": ["a1", "a2", "b1"]})),
+        )
+        .await;
+    assert_eq!((status, &v["shared"]), (200, &json!(true)), "{v}");
+
+    // the answer reaches a1 in its own conversation with a2
+    let own = session("a1", SessionKind::Agent, "a2");
+    let client = host.client();
+    let reply = until_signalled(&client, async || {
+        // (the session is made by the reply)
+        let entries = client.entries_after(&own, 0).await.unwrap_or_default();
+        entries
+            .iter()
+            .find(|e| e["kind"] == "agent_message" && e["text"] == "the pin is 7731")
+            .cloned()
+            .ok_or_else(|| format!("no reply in a1's conversation with a2: {entries:#?}"))
+    })
+    .await;
+    assert_eq!(reply["from"], "a2", "{reply}");
+    // not in its session of the room, nor on the room's timeline
+    let in_room = host
+        .entries(&session("a1", SessionKind::Group, "own"))
+        .await;
+    assert!(
+        !in_room.iter().any(|e| e.to_string().contains("7731")),
+        "{in_room:#?}"
+    );
+    let (_, timeline) = host.get("/v1/groups/own/entries", TOKEN).await;
+    assert!(!timeline.to_string().contains("7731"), "{timeline}");
+    host.shutdown().await;
+}
