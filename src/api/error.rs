@@ -29,6 +29,11 @@ pub enum ApiError {
     /// `Accept-Encoding: identity`.
     #[error("{0}")]
     UnsupportedEncoding(String),
+    /// The body is sent in a transfer coding other than `chunked`
+    /// (`Transfer-Encoding: gzip, chunked`): answered `501` (RFC 9112
+    /// §6.1), a client's fault that is logged as none of the host's.
+    #[error("{0}")]
+    UnsupportedTransferCoding(String),
     /// The body is over the host's limit (`host.max_body_bytes`; a
     /// webhook's own limit is [`ApiError::TooLargeFor`]).
     #[error(
@@ -109,6 +114,9 @@ impl ApiError {
             ApiError::UnsupportedEncoding(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_encoding")
             }
+            ApiError::UnsupportedTransferCoding(_) => {
+                (StatusCode::NOT_IMPLEMENTED, "unsupported_transfer_coding")
+            }
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri_too_long"),
             ApiError::HeadersTooLarge(_) => (
@@ -160,7 +168,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status().is_server_error() {
+        if self.status().is_server_error()
+            && !matches!(self, ApiError::UnsupportedTransferCoding(_))
+        {
             log_server_error(&self);
         }
         self.unlogged_response()
@@ -301,6 +311,7 @@ impl ApiError {
             | ApiError::TooLarge { .. }
             | ApiError::TooLargeFor(_)
             | ApiError::UnsupportedEncoding(_)
+            | ApiError::UnsupportedTransferCoding(_)
             | ApiError::NotFound(_)
             | ApiError::UriTooLong(_)
             | ApiError::HeadersTooLarge(_)

@@ -161,6 +161,17 @@ pub(crate) async fn no_body(req: Request, next: Next) -> Response {
 /// cause, and one labelled `br` but sent plain was stored as if the label
 /// were not there (QA).
 pub(crate) async fn uncompressed(req: Request, next: Next) -> Response {
+    if let Some(coding) = transfer_coding(req.headers()) {
+        // HTTP/1.1 knows only `chunked` (RFC 9112 §6.1: another coding
+        // is answered 501); hyper reads the chunks and ignores the rest,
+        // so `gzip, chunked` was stored as if the label were not there
+        return ApiError::UnsupportedTransferCoding(format!(
+            "the body is sent with Transfer-Encoding: {}; this host takes only `chunked`: \
+             send the JSON uncompressed, whole with a Content-Length or in chunks",
+            botfleet_memory::quote_short(&coding)
+        ))
+        .into_response();
+    }
     if let Some(coding) = content_coding(req.headers()) {
         return ApiError::UnsupportedEncoding(format!(
             "the body is sent with Content-Encoding: {}; this host takes request bodies \
@@ -183,6 +194,21 @@ pub(crate) fn content_coding(headers: &HeaderMap) -> Option<String> {
                 .split(',')
                 .map(str::trim)
                 .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+                .map(str::to_owned)
+        })
+}
+
+/// The first `Transfer-Encoding` coding of a request other than `chunked`
+/// (`gzip` in `gzip, chunked`), if it has one.
+fn transfer_coding(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::TRANSFER_ENCODING)
+        .iter()
+        .find_map(|value| {
+            String::from_utf8_lossy(value.as_bytes())
+                .split(',')
+                .map(str::trim)
+                .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("chunked"))
                 .map(str::to_owned)
         })
 }
@@ -261,7 +287,13 @@ pub(crate) fn read_body(
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::TooLarge { limit }
         } else {
-            ApiError::BadRequest(format!("could not read the body: {r}"))
+            // hyper's own words name no cause (QA: a chunk size of `zz`
+            // read "error reading a body from connection")
+            ApiError::BadRequest(format!(
+                "could not read the body ({r}): its chunked framing is broken, or the \
+                 connection ended before the body did; send the body whole with a \
+                 Content-Length (or as well-formed chunks)"
+            ))
         }
     })
 }

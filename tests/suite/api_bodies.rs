@@ -203,3 +203,68 @@ async fn query_strings_that_cannot_be_read_say_what_is_wrong() {
     }
     host.shutdown().await;
 }
+
+/// Sends `request` as it is on a new connection and returns the answer's
+/// status line and body.
+async fn raw(host: &crate::support::fleet::TestHost, request: String) -> (String, String) {
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(host.url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    tokio::time::timeout(std::time::Duration::from_secs(20), read)
+        .await
+        .expect("an answer")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// A transfer coding other than `chunked` is refused, not ignored (QA:
+/// `gzip, chunked` with a plain body was stored as if the label were not
+/// there), and broken chunks are named as such (they read "error reading
+/// a body from connection").
+#[tokio::test]
+async fn an_unknown_transfer_coding_and_broken_chunks_are_named() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let body = r#"{"text": "labelled gzip"}"#;
+    let request = format!(
+        "POST /v1/bots/r/messages HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\
+         Connection: close\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    );
+    let (status, answer) = raw(&host, request).await;
+    assert!(status.contains(" 501 "), "{status} {answer}");
+    assert!(
+        answer.contains("unsupported_transfer_coding") && answer.contains("gzip"),
+        "{answer}"
+    );
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap();
+    let (_, page) = host
+        .get(&format!("/v1/sessions/{session}/entries"), TOKEN)
+        .await;
+    assert!(!page.to_string().contains("labelled gzip"), "{page}");
+
+    let request = format!(
+        "POST /v1/bots/r/messages HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
+         Connection: close\r\n\r\nzz\r\n{body}\r\n0\r\n\r\n"
+    );
+    let (status, answer) = raw(&host, request).await;
+    assert!(status.contains(" 400 "), "{status} {answer}");
+    assert!(answer.contains("chunked framing is broken"), "{answer}");
+    host.shutdown().await;
+}
