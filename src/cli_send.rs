@@ -496,9 +496,9 @@ fn not_sent_in_time(timeout: Duration, as_json: bool) -> ExitCode {
                 &json!({"status": "error", "sent": false, "error": {"message": message}})
             )
         );
-    } else {
-        errln!("{message}");
     }
+    // on stderr with `--json` too, as every other error (QA)
+    errln!("error: {message}");
     ExitCode::from(exit::ERROR)
 }
 
@@ -518,8 +518,8 @@ fn post_unanswered(timeout: Duration, key: &str, as_json: bool) -> ExitCode {
                 &json!({"status": "error", "sent": null, "nonce": key, "error": {"message": message}})
             )
         );
-    } else {
-        errln!("{message}");
     }
+    // on stderr with `--json` too, as every other error (QA)
+    errln!("error: {message}");
     ExitCode::from(exit::ERROR)
 }

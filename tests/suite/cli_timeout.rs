@@ -149,10 +149,18 @@ async fn send_gives_up_on_a_host_that_does_not_answer() {
     let host = fake_host(Fake::Silent).await;
     let (code, _, err) = cli_ends(&["send", "b", "hello", "--timeout", "2"], &host).await;
     assert_eq!(code, 1, "not sent: an error, {err}");
-    assert!(err.contains("your message was not sent"), "{err}");
+    assert!(
+        err.contains("error: the host did not answer within 2 s; your message was not sent"),
+        "{err}"
+    );
     let (code, out, err) =
         cli_ends(&["send", "b", "hello", "--timeout", "2", "--json"], &host).await;
     assert_eq!(code, 1, "{err}");
+    // on stderr with --json too (QA: it was on stdout only)
+    assert!(
+        err.contains("error: the host did not answer within 2 s"),
+        "{err}"
+    );
     assert_eq!(
         serde_json::from_str::<Value>(out.trim()).unwrap(),
         json!({"status": "error", "sent": false, "error": {"message": "the host did not answer within 2 s; your message was not sent"}})
