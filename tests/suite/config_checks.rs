@@ -163,7 +163,16 @@ async fn an_invalid_script_is_refused_by_check_config_and_run() {
         ),
         (
             "[[rule]]\nsteps = [ { args = { text = \"x\" } } ]\n",
-            "`args` needs `tool`",
+            "rule 1, step 0: `args` needs `tool`",
+        ),
+        // (QA: these loaded, and streamed the text once or by characters)
+        (
+            "[[rule]]\nsteps = [ { text = \"a\" }, { text = \"x\", repeat = 0 } ]\n",
+            "rule 1, step 1: `repeat = 0` would stream nothing",
+        ),
+        (
+            "[[rule]]\nsteps = [ { text = \"x\", chunk = 0 } ]\n",
+            "rule 1, step 0: `chunk = 0` is no size",
         ),
     ];
     for (script, says) in cases {

@@ -153,17 +153,29 @@ impl Script {
             };
             let match_input = compile(r.match_input, "match")?;
             let match_tool = compile(r.match_tool, "match_tool")?;
+            // steps are counted from 0, as docs/scripted-model.md and
+            // `{{step}}` count them (QA: errors counted from 1)
             for (k, step) in r.steps.iter().enumerate() {
                 if step.tool.is_some() && !step.calls.is_empty() {
                     return Err(invalid(format!(
-                        "{name}, step {}: use either `tool` or `calls`, not both",
-                        k + 1
+                        "{name}, step {k}: use either `tool` or `calls`, not both"
                     )));
                 }
                 if step.args.is_some() && step.tool.is_none() {
+                    return Err(invalid(format!("{name}, step {k}: `args` needs `tool`")));
+                }
+                // (QA: `repeat = 0` streamed the text once, `chunk = 0`
+                // cut it in pieces of one character)
+                if step.repeat == Some(0) {
                     return Err(invalid(format!(
-                        "{name}, step {}: `args` needs `tool`",
-                        k + 1
+                        "{name}, step {k}: `repeat = 0` would stream nothing; give 1 or more, \
+                         or leave `text` out"
+                    )));
+                }
+                if step.chunk == Some(0) {
+                    return Err(invalid(format!(
+                        "{name}, step {k}: `chunk = 0` is no size; give the characters per \
+                         streamed piece, 1 or more"
                     )));
                 }
             }
