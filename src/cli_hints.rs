@@ -40,6 +40,16 @@ pub(super) fn for_cli(message: &str) -> String {
             rest = &rest[route_end + 1..];
             continue;
         }
+        // "`command …` or ROUTE", the route bare (QA: "list yours with
+        // `botfleet approvals` or GET /v1/approvals" kept the route)
+        let bare_after_command = cli.as_ref().is_some_and(|c| {
+            rest[..at].ends_with("` or ") && format!("{out}{}", &rest[..at]).contains(&said(c))
+        });
+        if bare_after_command {
+            out.push_str(&rest[..at - " or ".len()]);
+            rest = &rest[route_end..];
+            continue;
+        }
         out.push_str(&rest[..at]);
         if let Some(joint) = paired {
             rest = &rest[route_end + joint.len()..];
@@ -161,6 +171,15 @@ mod tests {
                 "forget it by id; list what it holds with GET /v1/bots/{bot}/memory or \
                  `botfleet memory BOT`",
                 "forget it by id; list what it holds with `botfleet memory BOT`",
+            ),
+            // the command first, the route bare after it (QA)
+            (
+                "no approval A for you; list yours with `botfleet approvals` or GET /v1/approvals",
+                "no approval A for you; list yours with `botfleet approvals`",
+            ),
+            (
+                "no bot b; list them with `botfleet bots` or GET /v1/bots.",
+                "no bot b; list them with `botfleet bots`.",
             ),
             // the command named elsewhere, or no command: as it was
             (
