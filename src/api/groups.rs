@@ -196,7 +196,7 @@ pub(crate) async fn get_one(
     Path(room): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let room = room_or_bot(&state, &user, &room, NOT_A_ROOM).await?;
     Ok(Json(room_json(&state, &room, &user.0).await?))
 }
 
@@ -216,7 +216,7 @@ pub(crate) async fn set_members(
 ) -> Result<Json<Value>, AdminError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     // the room first: a stranger learns nothing from a body error
-    let record = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let record = room_or_bot(&state, &user, &room, NOT_A_ROOM).await?;
     let parsed: MembersBody =
         json_object(&body, "a member list", r#"{"members": ["bot-a", "bot-b"]}"#)?;
     let room = group::set_members(
@@ -236,7 +236,14 @@ pub(crate) async fn close(
     Path(room): Path<String>,
     _: NoQuery,
 ) -> Result<Json<Value>, AdminError> {
-    let room = group::close_room(state.fleet.runtime(), &user.0, &room).await?;
+    let room = match group::close_room(state.fleet.runtime(), &user.0, &room).await {
+        Err(GroupError::NotFound(no_room)) => {
+            return Err(bot_named(&state, &user, &room, no_room, NOT_A_ROOM)
+                .await
+                .into());
+        }
+        closed => closed?,
+    };
     Ok(Json(room_json(&state, &room, &user.0).await?))
 }
 
@@ -250,17 +257,47 @@ struct MessageBody {
 /// id of one of the user's bots: where to send it instead (QA: `group send
 /// assistant hi` said only that there is no such room). Another user's bot
 /// is no room either, and is not named.
-async fn bot_named(state: &ApiState, user: &AuthUser, name: &str, no_room: String) -> ApiError {
+/// `instead` says where to go, `{bot}` standing for the bot's id (every
+/// route that takes a room: QA found only `group send` pointed there).
+async fn bot_named(
+    state: &ApiState,
+    user: &AuthUser,
+    name: &str,
+    no_room: String,
+    instead: &str,
+) -> ApiError {
     let bot = match botfleet_memory::BotId::new(name) {
         Ok(id) => state.fleet.store().get_bot(&id).await.ok().flatten(),
         Err(_) => None,
     };
     match bot.filter(|b| b.owner == user.0) {
         Some(b) => ApiError::NotFound(format!(
-            "no room {name:?} for you: {} is a bot; send to it with POST /v1/bots/{}/messages",
-            b.id, b.id
+            "no room {name:?} for you: {} is a bot; {}",
+            b.id,
+            instead.replace("{bot}", b.id.as_str())
         )),
         None => ApiError::NotFound(no_room),
+    }
+}
+
+/// Where to go instead of a room's route given a bot's id, for a read or
+/// a change of the room ([`bot_named`]).
+const NOT_A_ROOM: &str = "list your rooms with `botfleet group list` or GET /v1/groups, and read your conversation \
+     with {bot} with `botfleet transcript {bot}`";
+
+/// The room `name` for `user`, or the 404 of [`bot_named`] with `instead`.
+async fn room_or_bot(
+    state: &ApiState,
+    user: &AuthUser,
+    name: &str,
+    instead: &str,
+) -> Result<botfleet_memory::RoomRecord, ApiError> {
+    match group::room_for(state.fleet.runtime(), &user.0, name).await {
+        Ok(record) => Ok(record),
+        Err(GroupError::NotFound(no_room)) => {
+            Err(bot_named(state, user, name, no_room, instead).await)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -274,13 +311,13 @@ pub(crate) async fn post_message(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     // the room first: a stranger learns nothing from a body error
-    let record = match group::room_for(state.fleet.runtime(), &user.0, &room).await {
-        Ok(record) => record,
-        Err(GroupError::NotFound(no_room)) => {
-            return Err(bot_named(&state, &user, &room, no_room).await);
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let record = room_or_bot(
+        &state,
+        &user,
+        &room,
+        "send to it with POST /v1/bots/{bot}/messages",
+    )
+    .await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let chars = parsed.text.trim().chars().count();
     if chars > state.limits.max_text_chars {
@@ -364,7 +401,7 @@ pub(crate) async fn entries(
             "`limit` must be 1-{MAX_PAGE}"
         )));
     }
-    let room = group::room_for(state.fleet.runtime(), &user.0, &room).await?;
+    let room = room_or_bot(&state, &user, &room, NOT_A_ROOM).await?;
     let store = state.fleet.store();
     let session = room.timeline().id();
     // a user who gained the room with a change of members reads it from

@@ -96,6 +96,22 @@ async fn common_mistakes_are_pointed_to_what_was_meant() {
         err.contains("assistant is a bot; send to it with `botfleet send assistant TEXT`"),
         "{err}"
     );
+    // so is a bot's id given to the room commands that read or change one
+    // (QA: only `group send` said so), without the API's route
+    for args in [
+        &["group", "transcript", "assistant"][..],
+        &["group", "close", "assistant"][..],
+        &["group", "members", "assistant", "assistant,helper"][..],
+    ] {
+        let (code, _, err) = cli(args, url, TOKEN).await;
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("assistant is a bot; list your rooms with `botfleet group list`")
+                && err.contains("`botfleet transcript assistant`")
+                && !err.contains("/v1/"),
+            "{args:?}: {err}"
+        );
+    }
 
     // an empty message is a usage error; the CLI's words, not the API's
     // fields, in what the host refuses
