@@ -575,9 +575,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             ..
         } => Err(args::no_bot("routines").into()),
         Command::Retry { turn } => {
-            let v = client(&cli)?
+            let c = client(&cli)?;
+            let v = c
                 .post_ok(&format!("/v1/turns/{}/retry", segment(turn)), &json!({}))
                 .await?;
+            let v = c.expect(v, "requeued")?;
             outln!("requeued {} input(s) of turn {turn}", v["requeued"]);
             Ok(ExitCode::SUCCESS)
         }
@@ -607,9 +609,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Forget { id } => memory::forget(&client(&cli)?, id).await,
         Command::Cancel { bot } => {
-            let v = client(&cli)?
+            let c = client(&cli)?;
+            let v = c
                 .post_ok(&format!("/v1/bots/{}/cancel", segment(bot)), &json!({}))
                 .await?;
+            let v = c.expect(v, "cancelled")?;
             if v["cancelled"] == json!(true) {
                 outln!("cancelled the running turn of {bot}");
             } else {

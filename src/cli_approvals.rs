@@ -25,7 +25,7 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     } else {
         "/v1/approvals?status=pending&limit=100"
     };
-    let v = client.get(path).await?;
+    let v = client.expect(client.get(path).await?, "approvals")?;
     if as_json {
         outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);

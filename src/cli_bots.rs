@@ -35,7 +35,7 @@ pub(super) async fn bots(client: &Client, all: bool, as_json: bool) -> anyhow::R
     } else {
         "/v1/bots"
     };
-    let v = client.get(path).await?;
+    let v = client.expect(client.get(path).await?, "bots")?;
     if as_json {
         outln!("{}", terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);

@@ -187,7 +187,7 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             sent
         }
         GroupCommand::List { json } => {
-            let v = client.get("/v1/groups").await?;
+            let v = client.expect(client.get("/v1/groups").await?, "groups")?;
             if *json {
                 outln!("{}", super::terminal::json_pretty(&v));
                 return Ok(ExitCode::SUCCESS);

@@ -24,7 +24,7 @@ pub(super) async fn show(
 ) -> anyhow::Result<ExitCode> {
     let path = format!("/v1/bots/{}/memory", segment(bot));
     let params: Vec<(&str, &str)> = input.map(|i| ("input", i)).into_iter().collect();
-    let v = client.get_query(&path, &params).await?;
+    let v = client.expect(client.get_query(&path, &params).await?, "scopes")?;
     if json {
         outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);

@@ -56,6 +56,7 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
         .get_query("/v1/search", &params)
         .await
         .map_err(query_named)?;
+    let v = client.expect(v, "hits")?;
     if args.json {
         outln!("{}", super::terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);

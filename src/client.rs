@@ -294,6 +294,22 @@ impl Client {
         Ok(body)
     }
 
+    /// `answer` if it has the field `key`, which the API's answer has: a
+    /// JSON answer without it is another server's (a wrong --host, a proxy
+    /// answering every path, another API), and is an error. (QA: `{"weird":
+    /// true}` read as no bots, no approvals, nothing found, exit 0.)
+    pub fn expect(&self, answer: Value, key: &str) -> anyhow::Result<Value> {
+        if answer.get(key).is_some() {
+            return Ok(answer);
+        }
+        bail!(
+            "the server at {} answered JSON without `{key}`, which the botfleet API's answer \
+             has: it is not a botfleet host (or not one of this version); set --host (or \
+             BOTFLEET_HOST) to the address `botfleet run` prints (`botfleet listening on …`)",
+            self.base
+        )
+    }
+
     /// GET a JSON document; non-2xx answers are errors.
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         let req = self.request(reqwest::Method::GET, self.url(path)?);

@@ -31,6 +31,16 @@ async fn read_head(conn: &mut tokio::net::TcpStream) -> bool {
 /// Serves every request with `status` and a small HTML page, as a web
 /// server at the wrong address would.
 async fn web_server(status: &'static str) -> String {
+    serve_all(
+        status,
+        "text/html; charset=utf-8",
+        "<html><body>Welcome</body></html>",
+    )
+    .await
+}
+
+/// Serves every request with `status` and `body` of `kind`.
+async fn serve_all(status: &'static str, kind: &'static str, page: &'static str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -39,9 +49,8 @@ async fn web_server(status: &'static str) -> String {
                 if !read_head(&mut conn).await {
                     return;
                 }
-                let page = "<html><body>Welcome</body></html>";
                 let answer = format!(
-                    "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\n\
+                    "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\n\
                      content-length: {}\r\nconnection: close\r\n\r\n{page}",
                     page.len()
                 );
@@ -83,6 +92,34 @@ async fn a_server_that_is_not_botfleet_is_named_as_such() {
                 assert!(!out.contains("ID"), "no table of no bots: {out}");
             }
         }
+    }
+}
+
+/// A server answering every path `200` with JSON that is not the API's
+/// (QA: `bots` printed an empty table, `approvals` "no approvals are
+/// waiting for you", `retry` "requeued null input(s)", all with status
+/// 0): each command says it is no botfleet host, exit 1.
+#[tokio::test]
+async fn a_server_answering_other_json_is_named_as_such() {
+    let url = serve_all("200 OK", "application/json", r#"{"weird": true}"#).await;
+    let turn = "01a24337-3e4a-7583-abcc-482064fd1399";
+    for args in [
+        &["bots"][..],
+        &["bots", "--json"],
+        &["approvals"],
+        &["memory", "echo"],
+        &["search", "tea"],
+        &["group", "list"],
+        &["retry", turn],
+        &["cancel", "echo"],
+    ] {
+        let (code, out, err) = cli(args, &url, "t").await;
+        assert_eq!(code, 1, "{args:?}: {out} {err}");
+        assert!(
+            err.contains("answered JSON without") && err.contains("not a botfleet host"),
+            "{args:?}: {err}"
+        );
+        assert!(!out.contains("weird"), "{args:?}: {out}");
     }
 }
 
