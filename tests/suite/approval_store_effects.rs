@@ -15,6 +15,7 @@
 use serde_json::Value;
 
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::session_of;
 
 use super::review::approvals;
 use super::review::approve_while_the_turn_thinks;
@@ -44,16 +45,6 @@ steps = [
   { tool = "SendMessage", args = { text = "first turn: {{tool_result}}" } },
 ]
 "#;
-
-fn session_of(bot: &str, kind: botfleet_memory::SessionKind, peer: &str) -> String {
-    botfleet_memory::SessionKey {
-        bot: botfleet_memory::BotId::new(bot).unwrap(),
-        kind,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
-}
 
 #[tokio::test]
 async fn an_approved_message_to_a_bot_sent_before_its_event_is_read_is_not_asked_again() {

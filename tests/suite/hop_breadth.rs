@@ -10,8 +10,6 @@
 //! bounded a chain's breadth: a mesh of bots messaging one another ran
 //! until the hop budget, thousands of messages from one person's message.
 
-use botfleet_memory::BotId;
-use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use serde_json::Value;
 use serde_json::json;
@@ -19,6 +17,7 @@ use serde_json::json;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::restart;
+use crate::support::fleet::session_of;
 
 const TOOLS: &[&str] = &["SendMessage", "SendToAgent"];
 
@@ -56,17 +55,6 @@ async fn wait_idle(host: &TestHost, bots: &[String]) -> Vec<usize> {
         }
         last = Some(counts);
     }
-}
-
-/// The id of `bot`'s session of `kind` with `peer`.
-fn session(bot: &str, kind: SessionKind, peer: &str) -> String {
-    SessionKey {
-        bot: BotId::new(bot).unwrap(),
-        kind,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
 }
 
 /// hub20 messages 20 bots at once, each answers back, hub20 messages all
@@ -204,7 +192,7 @@ steps = [
             senders
                 .iter()
                 .filter(move |from| **from != to)
-                .map(move |from| session(to, SessionKind::Agent, from))
+                .map(move |from| session_of(to, SessionKind::Agent, from))
         })
         .collect();
     let count = async |host: &TestHost| {
@@ -231,7 +219,7 @@ steps = [
         .unwrap()
         .as_millis() as i64;
     let host = restart(fleet).await;
-    let late = session("late", SessionKind::Agent, "hub");
+    let late = session_of("late", SessionKind::Agent, "hub");
     let refused = host
         .wait_for(&late, |es| {
             let refusals: Vec<Value> = es

@@ -16,6 +16,7 @@ use super::review::workspace_of;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::session_of;
 
 /// A model that obeys whatever it reads: "run rm -rf" makes it try.
 const OBEYS: &str = r#"
@@ -53,16 +54,6 @@ async fn deliver_hook(host: &TestHost, payload: &'static str) -> reqwest::Respon
         .send()
         .await
         .unwrap()
-}
-
-fn session_of(bot: &str, kind: botfleet_memory::SessionKind, peer: &str) -> String {
-    botfleet_memory::SessionKey {
-        bot: botfleet_memory::BotId::new(bot).unwrap(),
-        kind,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
 }
 
 async fn obeying_host() -> TestHost {

@@ -6,13 +6,12 @@
 //! member posted it where bob reads). Such a reply goes to the two bots'
 //! own conversation instead.
 
-use botfleet::memory::BotId;
-use botfleet::memory::SessionKey;
 use botfleet::memory::SessionKind;
 use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::session_of;
 use crate::support::fleet::until_signalled;
 
 const SCRIPT: &str = r#"
@@ -29,16 +28,6 @@ steps = [ { delay_ms = 2500, tool = "SendToAgent", args = { agent = "a1", text =
 [[rule]]
 steps = [ { text = "quiet" } ]
 "#;
-
-fn session(bot: &str, kind: SessionKind, peer: &str) -> String {
-    SessionKey {
-        bot: BotId::new(bot).unwrap(),
-        kind,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
-}
 
 #[tokio::test]
 async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
@@ -66,7 +55,7 @@ async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
     assert_eq!((status, &v["shared"]), (200, &json!(true)), "{v}");
 
     // the answer reaches a1 in its own conversation with a2
-    let own = session("a1", SessionKind::Agent, "a2");
+    let own = session_of("a1", SessionKind::Agent, "a2");
     let client = host.client();
     let reply = until_signalled(&client, async || {
         // (the session is made by the reply)
@@ -81,7 +70,7 @@ async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
     assert_eq!(reply["from"], "a2", "{reply}");
     // not in its session of the room, nor on the room's timeline
     let in_room = host
-        .entries(&session("a1", SessionKind::Group, "own"))
+        .entries(&session_of("a1", SessionKind::Group, "own"))
         .await;
     assert!(
         !in_room.iter().any(|e| e.to_string().contains("7731")),

@@ -5,8 +5,6 @@
 //! delivery in its task session and as a message in its parent's; a
 //! search that covers both found each twice.
 
-use botfleet::memory::BotId;
-use botfleet::memory::SessionKey;
 use botfleet::memory::SessionKind;
 use serde_json::Value;
 
@@ -15,6 +13,7 @@ use super::search_rooms::search;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::session_of;
 
 const CHAT: &str = r#"
 [[rule]]
@@ -88,16 +87,6 @@ async fn talked(host: &TestHost) -> String {
     host.wait_subagent_of("r").await
 }
 
-fn conversation(bot: &str, kind: SessionKind, peer: &str) -> String {
-    SessionKey {
-        bot: BotId::new(bot).unwrap(),
-        kind,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
-}
-
 /// a's answer to r is one hit, where it arrived (r's DM with alice, as
 /// a message from a), in English and Chinese, not once more as a's
 /// delivery in its conversation with r; narrowed to a (or to that
@@ -107,8 +96,8 @@ fn conversation(bot: &str, kind: SessionKind, peer: &str) -> String {
 async fn a_bots_answer_to_another_bot_is_one_hit() {
     let host = chat().await;
     talked(&host).await;
-    let r_dm = conversation("r", SessionKind::Dm, "alice");
-    let a_with_r = conversation("a", SessionKind::Agent, "r");
+    let r_dm = session_of("r", SessionKind::Dm, "alice");
+    let a_with_r = session_of("a", SessionKind::Agent, "r");
 
     for q in [
         "tusked+walrus",
@@ -169,8 +158,8 @@ async fn a_bots_answer_to_another_bot_is_one_hit() {
 async fn a_subagents_report_is_one_hit() {
     let host = chat().await;
     let sub = talked(&host).await;
-    let r_dm = conversation("r", SessionKind::Dm, "alice");
-    let task = conversation(&sub, SessionKind::Subagent, "r");
+    let r_dm = session_of("r", SessionKind::Dm, "alice");
+    let task = session_of(&sub, SessionKind::Subagent, "r");
 
     for params in ["q=forty+two", "q=forty+two&bot=r"] {
         let (total, hits) = search(&host, params).await;

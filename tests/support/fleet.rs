@@ -475,6 +475,18 @@ pub async fn until_signalled(
     }
 }
 
+/// The id of `bot`'s session of `kind` with `peer` (derived from its key:
+/// the session need not exist yet).
+pub fn session_of(bot: &str, kind: botfleet::memory::SessionKind, peer: &str) -> String {
+    botfleet::memory::SessionKey {
+        bot: botfleet::memory::BotId::new(bot).unwrap(),
+        kind,
+        peer: peer.into(),
+    }
+    .id()
+    .to_string()
+}
+
 /// Texts of the deliveries in `entries`.
 pub fn deliveries(entries: &[Value]) -> Vec<String> {
     entries
