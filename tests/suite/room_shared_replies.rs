@@ -13,6 +13,7 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::session_of;
 use crate::support::fleet::until_signalled;
+use crate::support::shared_room::share_with_bob;
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -44,15 +45,7 @@ async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
     assert_eq!((status, &room["shared"]), (201, &json!(false)), "{room}");
     // a1 asks a2 from the private room; a2 takes 2.5 s to answer
     host.discuss(TOKEN, "own", "@a1 ask a2 for the pin").await;
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            "/v1/groups/own/members",
-            TOKEN,
-            Some(json!({"members": ["a1", "a2", "b1"]})),
-        )
-        .await;
-    assert_eq!((status, &v["shared"]), (200, &json!(true)), "{v}");
+    share_with_bob(&host).await;
 
     // the answer reaches a1 in its own conversation with a2
     let own = session_of("a1", SessionKind::Agent, "a2");
