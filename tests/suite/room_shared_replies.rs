@@ -73,3 +73,70 @@ async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
     assert!(!timeline.to_string().contains("7731"), "{timeline}");
     host.shutdown().await;
 }
+
+const RELAYED: &str = r#"
+[[rule]]
+bot = "a1"
+match = "ask a2"
+steps = [ { tool = "SendToAgent", args = { agent = "a2", text = "PINQUERY what is the pin?" } } ]
+
+[[rule]]
+bot = "a2"
+match = "PINQUERY"
+steps = [ { tool = "SendToAgent", args = { agent = "a3", text = "LOOKUP the pin" } } ]
+
+[[rule]]
+bot = "a3"
+match = "LOOKUP"
+steps = [ { delay_ms = 2500, tool = "SendToAgent", args = { agent = "a2", text = "FOUND 7731" } } ]
+
+[[rule]]
+bot = "a2"
+match = "FOUND"
+steps = [ { tool = "SendToAgent", args = { agent = "a1", text = "the pin is 7731" } } ]
+
+[[rule]]
+steps = [ { text = "quiet" } ]
+"#;
+
+/// The same when the answer comes through a third bot: a2, asked by a1
+/// from the room, asks a3, and a3's answer wakes a2 in its conversation
+/// with a1; a2's answer goes where a1's newest message there asked
+/// (`asked_replies_here`), unless the room was given to more people since.
+#[tokio::test]
+async fn a_relayed_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
+    let tools = &["SendMessage", "SendToAgent"];
+    let host = TestFleet::new()
+        .script("s", RELAYED)
+        .bot("a1", "s", tools)
+        .bot("a2", "s", tools)
+        .bot("a3", "s", tools)
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let (status, room) = host.create_room(TOKEN, "own", &["a1", "a2"]).await;
+    assert_eq!((status, &room["shared"]), (201, &json!(false)), "{room}");
+    host.discuss(TOKEN, "own", "@a1 ask a2 for the pin").await;
+    share_with_bob(&host).await;
+
+    let own = session_of("a1", SessionKind::Agent, "a2");
+    let client = host.client();
+    until_signalled(&client, async || {
+        let entries = client.entries_after(&own, 0).await.unwrap_or_default();
+        entries
+            .iter()
+            .find(|e| e["kind"] == "agent_message" && e["text"] == "the pin is 7731")
+            .cloned()
+            .ok_or_else(|| format!("no reply in a1's conversation with a2: {entries:#?}"))
+    })
+    .await;
+    let in_room = host
+        .entries(&session_of("a1", SessionKind::Group, "own"))
+        .await;
+    assert!(
+        !in_room.iter().any(|e| e.to_string().contains("7731")),
+        "{in_room:#?}"
+    );
+    host.shutdown().await;
+}

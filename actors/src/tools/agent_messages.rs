@@ -79,7 +79,8 @@ pub(crate) async fn message_to_bot(
         "answer the person with SendMessage instead of messaging more bots",
     )
     .await;
-    // each with when it was asked from there, if known
+    // each with when it was asked from there (`None`: a session the
+    // caller named)
     let wanted: Vec<(SessionId, Option<i64>)> = match session {
         Some(id) => vec![(id, None)],
         None => {
@@ -94,7 +95,7 @@ pub(crate) async fn message_to_bot(
                 asked_replies_here(ctx, target)
                     .await?
                     .into_iter()
-                    .map(|id| (id, None))
+                    .map(|(id, at)| (id, Some(at)))
                     .collect()
             } else {
                 asked
@@ -209,7 +210,7 @@ async fn given_since(
 async fn asked_replies_here(
     ctx: &ToolContext<'_>,
     target: &BotRecord,
-) -> Result<Option<SessionId>, ToolError> {
+) -> Result<Option<(SessionId, i64)>, ToolError> {
     let key = &ctx.scope.session.key;
     if key.kind != SessionKind::Agent || key.peer != target.id.as_str() {
         return Ok(None);

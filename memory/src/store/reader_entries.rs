@@ -158,14 +158,15 @@ pub(crate) fn max_gid(conn: &Connection) -> Result<i64> {
 }
 
 /// Where `from` asked replies to go, by its newest message in `session`:
-/// the `reply_session` of its newest `agent_message` there (`None` if it
-/// wrote none there, or named none). Walks the session's entries from its
-/// end by the `(session_id, seq)` index.
+/// the `reply_session` of its newest `agent_message` there, with when that
+/// message was written (ms; `None` if it wrote none there, or named none).
+/// Walks the session's entries from its end by the `(session_id, seq)`
+/// index.
 pub(crate) fn reply_session_of(
     conn: &Connection,
     session: SessionId,
     from: &str,
-) -> Result<Option<SessionId>> {
+) -> Result<Option<(SessionId, i64)>> {
     let Some(entry) = collect_entries(
         conn,
         &format!(
@@ -178,7 +179,9 @@ pub(crate) fn reply_session_of(
         return Ok(None);
     };
     Ok(match entry.kind {
-        EntryKind::AgentMessage { reply_session, .. } => reply_session,
+        EntryKind::AgentMessage { reply_session, .. } => {
+            reply_session.map(|s| (s, entry.created_at))
+        }
         _ => None,
     })
 }

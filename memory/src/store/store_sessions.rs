@@ -155,12 +155,12 @@ impl Store {
     }
 
     /// Where bot `from` asked replies to go, by its newest message in
-    /// `session` (see `reader::reply_session_of`).
+    /// `session`, and when it wrote it (see `reader::reply_session_of`).
     pub async fn reply_session_of(
         &self,
         session: SessionId,
         from: &BotId,
-    ) -> Result<Option<SessionId>> {
+    ) -> Result<Option<(SessionId, i64)>> {
         let from = from.to_string();
         self.read(move |c| reader::reply_session_of(c, session, &from))
             .await
