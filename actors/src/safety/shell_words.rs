@@ -80,6 +80,85 @@ pub(crate) fn program_start(words: &[String]) -> (usize, bool) {
                 }
                 j
             }
+            // more launchers that run the command after them (QA: a
+            // script behind `taskset 1`, `setarch x86_64`, `chrt -o 0`,
+            // `setpriv`, `prlimit`, `unshare -U` ran unreviewed)
+            "taskset" => {
+                if words[i + 1..]
+                    .iter()
+                    .any(|a| a == "--pid" || is_cluster_with(a, 'p'))
+                {
+                    return (i, elevated);
+                }
+                // its mask or CPU list, then the command
+                skip_flags(words, i + 1, "", &[]) + 1
+            }
+            "chrt" => {
+                if words[i + 1..].iter().any(|a| {
+                    a == "--pid"
+                        || a == "--max"
+                        || is_cluster_with(a, 'p')
+                        || is_cluster_with(a, 'm')
+                }) {
+                    return (i, elevated);
+                }
+                // its priority, then the command
+                skip_flags(
+                    words,
+                    i + 1,
+                    "TPD",
+                    &["--sched-runtime", "--sched-period", "--sched-deadline"],
+                ) + 1
+            }
+            "setpriv" => skip_flags(
+                words,
+                i + 1,
+                "",
+                &[
+                    "--reuid",
+                    "--regid",
+                    "--ruid",
+                    "--rgid",
+                    "--euid",
+                    "--egid",
+                    "--groups",
+                    "--inh-caps",
+                    "--ambient-caps",
+                    "--bounding-set",
+                    "--securebits",
+                    "--pdeathsig",
+                    "--selinux-label",
+                    "--apparmor-profile",
+                    "--landlock-access",
+                    "--landlock-rule",
+                ],
+            ),
+            "prlimit" => {
+                if words[i + 1..]
+                    .iter()
+                    .any(|a| a == "--pid" || a.starts_with("--pid=") || is_cluster_with(a, 'p'))
+                {
+                    return (i, elevated);
+                }
+                skip_flags(words, i + 1, "", &["--output"])
+            }
+            "unshare" => skip_flags(
+                words,
+                i + 1,
+                "S",
+                &[
+                    "--setuid",
+                    "--setgid",
+                    "--propagation",
+                    "--setgroups",
+                    "--map-user",
+                    "--map-group",
+                    "--root",
+                    "--wd",
+                ],
+            ),
+            "setarch" => skip_flags(words, i + 2, "", &[]),
+            "linux32" | "linux64" | "i386" | "x86_64" => skip_flags(words, i + 1, "", &[]),
             "nice" => skip_flags(words, i + 1, "n", &["--adjustment"]),
             "ionice" => skip_flags(words, i + 1, "cnpPu", &["--class", "--classdata"]),
             "stdbuf" => skip_flags(words, i + 1, "ioe", &["--input", "--output", "--error"]),
