@@ -46,6 +46,8 @@ const ALLOW: &[&str] = &[
     "echo hi > out.txt",
     "cargo test --workspace 2>&1 | tail -20",
     "rm -rf build target/debug",
+    "rm -rf *.log out-?",
+    "find build -name '*.o' -delete",
     "rm notes.txt",
     "git status && git diff --stat",
     "git push origin main",
@@ -199,6 +201,11 @@ const ASK: &[(&str, &str)] = &[
     ("rm -rf `pwd`/*", "deletes everything in"),
     ("find . -delete", "deletes everything in . (find . -delete)"),
     ("find . -mindepth 1 -delete", "deletes everything in ."),
+    // wildcards alone, no start path, and a way up and back (QA)
+    ("rm -rf ?*", "deletes everything in ?*"),
+    ("rm -rf [a-z]*", "deletes everything in [a-z]*"),
+    ("find -delete", "deletes everything in . (find . -delete)"),
+    ("rm -rf ../alice", "deletes everything in ../alice"),
     (
         "python3 -m http.server 8000",
         "serves the workspace over HTTP",

@@ -180,7 +180,34 @@ fn is_everything_here(target: &str) -> bool {
     }
     // the working directory by name (QA: `rm -rf $PWD`, `"$(pwd)"/`)
     let t = target.trim_end_matches('*').trim_end_matches('/');
-    matches!(t, "$PWD" | "${PWD}" | "$OLDPWD" | "${OLDPWD}")
+    if matches!(t, "$PWD" | "${PWD}" | "$OLDPWD" | "${OLDPWD}") {
+        return true;
+    }
+    // a pattern of wildcards alone matches every name here (QA: `rm -rf
+    // ?*`, `[a-z]*` emptied the workspace unasked), and a path up and
+    // back down may name the working directory itself (`../alice`)
+    only_wildcards(target) || target.starts_with("../")
+}
+
+/// Whether `pattern` is made of wildcards alone (`?*`, `[a-z]*`, `*?`):
+/// no literal character outside a bracket class.
+fn only_wildcards(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '*' | '?' => any = true,
+            '[' => {
+                // a class: up to its `]`
+                if !chars.by_ref().any(|c| c == ']') {
+                    return false;
+                }
+                any = true;
+            }
+            _ => return false,
+        }
+    }
+    any
 }
 
 /// `find` tests that pick some files out of a tree: without any, `find
@@ -516,7 +543,13 @@ fn chmod(args: &[String], f: &mut Findings) {
 }
 
 fn find(args: &[String], allow: &HostAllowlist, f: &mut Findings, depth: u8) {
-    let start = args.first().map(String::as_str).unwrap_or(".");
+    // no start path given (the first word a test): `.` (QA: `find
+    // -delete` emptied the workspace unasked)
+    let start = args
+        .first()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-') && !matches!(*a, "(" | "!"))
+        .unwrap_or(".");
     if has(args, "-delete") && is_root_like(start) {
         f.deny(format!("deletes files under {start} (find -delete)"));
     } else if has(args, "-delete")
