@@ -45,6 +45,26 @@ pub(crate) fn network_rules(
             }
         }
         "http" | "https" | "xh" => httpie(args, allow, f),
+        // a TLS pipe to anywhere, as nc is a plain one (QA: `cat f |
+        // openssl s_client -connect HOST:PORT` uploaded unasked)
+        "openssl" if args.first().is_some_and(|a| a == "s_client") => {
+            let target = args
+                .iter()
+                .position(|a| a == "-connect")
+                .and_then(|i| args.get(i + 1))
+                .map(|t| t.rsplit_once(':').map_or(t.as_str(), |(h, _)| h))
+                .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase());
+            match target {
+                Some(host) if allow.allows(&host) => {}
+                Some(host) => f.ask(format!(
+                    "opens a raw network connection to {host} (openssl s_client)"
+                )),
+                None => f.ask("opens a raw network connection (openssl s_client)"),
+            }
+        }
+        "openssl" if args.first().is_some_and(|a| a == "s_server") => {
+            f.ask("listens for network connections (openssl s_server)");
+        }
         "aws" | "gsutil" | "rclone" | "azcopy" => cloud_copy(program, args, f),
         _ => return false,
     }
@@ -133,6 +153,43 @@ fn curl(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
     if sends {
         let hosts: Vec<String> = args.iter().flat_map(|a| patterns::url_hosts(a)).collect();
         upload("sends data", &hosts, allow, f);
+    }
+    // options read from a file (`-K FILE`, `--config FILE`) may send any
+    // file anywhere (`data-binary = "@notes.txt"`, QA), which the review
+    // cannot see
+    let config = args.iter().any(|a| {
+        a == "--config"
+            || a.starts_with("--config=")
+            || a.strip_prefix('-')
+                .filter(|w| !w.starts_with('-'))
+                .is_some_and(|cluster| {
+                    cluster
+                        .chars()
+                        .find(|c| CURL_VALUE_LETTERS.contains(*c))
+                        .is_some_and(|c| c == 'K')
+                })
+    });
+    if config {
+        f.ask("reads curl's options from a file (-K/--config), which may send data anywhere");
+    }
+}
+
+/// `git push URL …` to a host not on the allowlist: an upload of the
+/// repository (QA: a push to a git daemon went unasked). A named remote
+/// (`origin`) is the repository's own, and a local path no host.
+pub(crate) fn git_push(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    let Some(at) = args.iter().position(|a| a == "push") else {
+        return;
+    };
+    let Some(repo) = args[at + 1..].iter().find(|a| !a.starts_with('-')) else {
+        return;
+    };
+    if let Some(host) = remote_host(repo)
+        && !allow.allows(&host)
+    {
+        f.ask(format!(
+            "pushes to {host}, which is not on the review allowlist (git push)"
+        ));
     }
 }
 

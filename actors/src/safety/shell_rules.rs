@@ -443,7 +443,10 @@ fn command_rules(
                 f.deny(format!("changes the owner of system files ({program} -R)"));
             }
         }
-        "git" => apply_git(shell_git::git(args), allow, f, depth),
+        "git" => {
+            shell_net::git_push(args, allow, f);
+            apply_git(shell_git::git(args), allow, f, depth);
+        }
         "shutdown" | "reboot" | "halt" | "poweroff" | "killall5" => {
             f.deny(format!("shuts down or disrupts the machine ({program})"));
         }
