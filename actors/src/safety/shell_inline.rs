@@ -132,6 +132,31 @@ pub(crate) fn inline_code(program: &str, args: &[String]) -> Option<String> {
     given.then(|| args.join(" "))
 }
 
+/// How code reads the process's environment, if it does.
+const ENVIRONMENT: &[&str] = &[
+    "os.environ",
+    "os.getenv",
+    "getenv(",
+    "$ENV{",
+    "%ENV",
+    "ENV[",
+    "ENV.fetch",
+    "process.env",
+    "ENVIRON",
+    "Deno.env",
+    "Bun.env",
+    "System.getenv",
+];
+
+/// What makes code read the environment (which holds the bot's secrets),
+/// if it does.
+pub(crate) fn environment_use(code: &str) -> Option<&'static str> {
+    ENVIRONMENT
+        .iter()
+        .copied()
+        .find(|needle| code.contains(needle))
+}
+
 /// What makes code use the network, if it does.
 pub(crate) fn network_use(code: &str) -> Option<&'static str> {
     NETWORK.iter().copied().find(|needle| code.contains(needle))

@@ -258,6 +258,27 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
         redirects(cmd, f);
         let downloads = cmd.nested.iter().any(|n| contains_downloader(n, depth));
         let (start, elevated) = program_start(&cmd.words);
+        // a secret copied into another variable is out of sight of the
+        // rules that follow it by name (QA: `x=$FLEET_SECRET; echo $x |
+        // rev` showed the model the secret, reversed, unasked)
+        for word in &cmd.words[..start] {
+            if let Some((_, value)) = word.split_once('=')
+                && let Some(name) = patterns::secret_variable_in(value)
+            {
+                f.ask(format!(
+                    "copies the secret ${name} into another variable, out of the review's sight"
+                ));
+            }
+        }
+        // a here-document holding a secret: fed to the program whole
+        // (QA: `base64 <<EOF` of `$FLEET_SECRET` printed it encoded)
+        if let Some(name) = cmd
+            .stdin_text
+            .as_deref()
+            .and_then(patterns::secret_variable_in)
+        {
+            f.ask(format!("feeds the secret ${name} to a command as text"));
+        }
         let Some(program) = cmd.words.get(start).map(|w| basename(w)) else {
             downloaded |= downloads;
             continue;
@@ -321,6 +342,18 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
 /// the commands it spawns.
 fn program_code(program: &str, code: &str, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
     scan_text(code, allow, true, f);
+    if let Some(name) = patterns::secret_variable_in(code) {
+        f.ask(format!(
+            "hands the secret ${name} to inline {program} code, which may print it transformed"
+        ));
+    }
+    if let Some(api) = shell_inline::environment_use(code) {
+        // (QA: `os.environ["FLEET_SECRET"][::-1]`, `$ENV{...}` reversed,
+        // awk's `ENVIRON` printed the secrets transformed, unasked)
+        f.ask(format!(
+            "runs inline {program} code that reads the environment ({api}), which holds secrets"
+        ));
+    }
     if let Some(what) = shell_inline::network_use(code) {
         f.ask(format!(
             "runs inline {program} code that uses the network ({what}), which the review cannot follow"
@@ -481,9 +514,21 @@ fn command_rules(
         "declare" | "typeset" | "compgen" if args.iter().all(|a| a.starts_with('-')) => {
             f.ask("dumps the shell's variables, which hold secrets");
         }
-        "echo" | "printf" | "cat" => {
+        // printed as it is, or transformed first (QA: `expr substr
+        // "$FLEET_SECRET" 1 12`, reversed, encoded: scrubbing the output
+        // catches only the value as it is)
+        "echo" | "printf" | "cat" | "expr" | "rev" | "base64" | "base32" | "basenc" | "od"
+        | "xxd" | "hexdump" | "tr" | "fold" | "cut" | "tee" | "sed" | "awk" | "gawk" | "mawk" => {
             if let Some(name) = args.iter().find_map(|a| patterns::secret_variable_in(a)) {
                 f.ask(format!("prints the secret ${name}"));
+            }
+            // awk's program is its first word, not a flag's value
+            if matches!(program, "awk" | "gawk" | "mawk")
+                && args.iter().any(|a| a.contains("ENVIRON"))
+            {
+                f.ask(format!(
+                    "runs {program} code that reads the environment (ENVIRON), which holds secrets"
+                ));
             }
         }
         "gpg" if args.iter().any(|a| a.starts_with("--export-secret")) => {
