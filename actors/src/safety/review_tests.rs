@@ -47,6 +47,8 @@ const ALLOW: &[&str] = &[
     "cargo test --workspace 2>&1 | tail -20",
     "rm -rf build target/debug",
     "rm -rf *.log out-?",
+    "cd build && sh ../configure.sh",
+    "cd $HOME && ls",
     "find build -name '*.o' -delete",
     "rm notes.txt",
     "git status && git diff --stat",
@@ -251,6 +253,16 @@ const ASK: &[(&str, &str)] = &[
     (
         "openssl s_server -accept 4433",
         "listens for network connections",
+    ),
+    // a script named after a `cd` the review cannot follow (QA)
+    (
+        "cd d?; sh b.sh",
+        "runs a script by relative path after `cd d?`",
+    ),
+    ("D=d2; cd $D; sh b.sh", "after `cd $D`"),
+    (
+        "cd \"$(echo d2)\"; ./b.sh",
+        "a directory the review cannot tell",
     ),
     // wildcards alone, no start path, and a way up and back (QA)
     ("rm -rf ?*", "deletes everything in ?*"),

@@ -247,6 +247,11 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
     }
     let mut pipeline = usize::MAX;
     let mut downloaded = false;
+    // a `cd` to a place the review cannot tell (a pattern, a variable, a
+    // substitution): the scripts named after it by relative path are not
+    // the ones the review reads (QA: `cd d?; sh b.sh` was reviewed as
+    // `./b.sh` and ran `d2/b.sh` unasked)
+    let mut cd_unknown: Option<String> = None;
     for cmd in &script.commands {
         if cmd.pipeline != pipeline {
             pipeline = cmd.pipeline;
@@ -284,6 +289,21 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
             continue;
         };
         let args = &cmd.words[start + 1..];
+        if program == "cd" {
+            let dir = args
+                .iter()
+                .find(|a| !a.starts_with('-') || a.as_str() == "-");
+            cd_unknown = dir
+                .filter(|d| d.contains(['*', '?', '[', '$', '`']) || d.as_str() == "-")
+                .map(|d| d.to_string())
+                .or(cd_unknown.take());
+        } else if let Some(dir) = &cd_unknown
+            && runs_relative_script(&cmd.words[start], program, args)
+        {
+            f.ask(format!(
+                "runs a script by relative path after `cd {dir}`, a directory the review cannot tell"
+            ));
+        }
         for word in &cmd.words {
             if let Some(what) = patterns::credential_in(word) {
                 f.ask(format!("reads {what} ({word})"));
@@ -335,6 +355,23 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
         }
         downloaded |= downloads || DOWNLOADERS.contains(&program);
     }
+}
+
+/// Whether the command whose program word is `word` (basename
+/// `program`) runs a script named by a relative path: `./x`, `dir/x`, or
+/// a shell or interpreter given a file.
+fn runs_relative_script(word: &str, program: &str, args: &[String]) -> bool {
+    let relative = |w: &str| !w.starts_with('/') && !w.starts_with('-') && !w.is_empty();
+    if word.contains('/') && relative(word) {
+        return true;
+    }
+    (SHELLS.contains(&program)
+        || INTERPRETERS.contains(&program)
+        || matches!(program, "source" | "."))
+        && args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .is_some_and(|a| relative(a))
 }
 
 /// Program code given inline to an interpreter (`python3 -c`, a
