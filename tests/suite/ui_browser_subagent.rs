@@ -357,3 +357,50 @@ async fn a_subagent_task_stopped_on_the_page_is_retried_there() {
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
+
+/// At 320 px a subagent's long id beside its name goes to its own line
+/// instead of squeezing the name to nothing, and the line stays inside
+/// its bubble (QA: "Maker · quick job" was drawn a letter a line under
+/// `@maker.sub-7d5436f89a05`, and the time stuck out of the bubble).
+#[tokio::test]
+async fn a_long_id_beside_a_name_wraps_on_a_narrow_screen() {
+    let script = format!(
+        "[[rule]]\nbot = \"research-assistant\"\nmatch = \"^delegate\"\nsteps = [\n  \
+         {{ tool = \"Task\", args = {{ description = \"quick job\", prompt = \"work out the \
+         answer\" }} }},\n  {{ tool = \"SendMessage\", args = {{ text = \"delegated\" }} }},\n]\n\n\
+         {SCRIPT}"
+    );
+    let fleet = TestFleet::new().script("s", &script).bot(
+        "research-assistant",
+        "s",
+        &["SendMessage", "Task", "MessageSubagent"],
+    );
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    host.send_until_reports("research-assistant", "delegate please", 1)
+        .await;
+    ui_page::open(&browser, &host, "#/bots/research-assistant").await;
+    browser.wait_text(".detail .log", "the answer is 42").await;
+    browser.resize(320, 568).await;
+    let sizes = browser
+        .wait_js(
+            "the report's name line laid out",
+            r#"const meta = [...document.querySelectorAll('.detail .log .meta')]
+                 .find((m) => m.querySelector('.bot-id'));
+               if (!meta) return null;
+               const who = meta.querySelector('.who').getBoundingClientRect();
+               const bubble = meta.closest('.bubble').getBoundingClientRect();
+               const right = Math.max(...[...meta.children].map((c) => c.getBoundingClientRect().right));
+               return { who: who.width, right, bubble: bubble.right };"#,
+            json!([]),
+        )
+        .await;
+    let who = sizes["who"].as_f64().unwrap();
+    assert!(who >= 40.0, "the name is squeezed: {sizes}");
+    assert!(
+        sizes["right"].as_f64().unwrap() <= sizes["bubble"].as_f64().unwrap() + 1.0,
+        "the line sticks out of its bubble: {sizes}"
+    );
+    ui_page::finish(browser, host).await;
+}
