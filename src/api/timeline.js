@@ -87,7 +87,10 @@ export class Timeline {
     this.newest = h("button", { type: "button", class: "small link", onclick: () => this.toNewest() }, "Jump to the newest");
     this.laterRow = h("div", { class: "later actions", hidden: true }, this.later, this.newest);
     this.log = h("ol", { class: "log", role: "log", "aria-label": opts.label, "aria-live": "polite" });
-    this.outbox = h("ol", { class: "outbox", "aria-label": "Messages being sent" });
+    // a live region: a message refused, held by the rate limit or not
+    // confirmed is announced, not only drawn (QA: a screen reader said
+    // nothing)
+    this.outbox = h("ol", { class: "outbox", "aria-label": "Messages being sent", "aria-live": "polite" });
     this.empty = h("p", { class: "empty", hidden: true }, opts.empty || "Nothing here yet.");
     this.working = h("p", { class: "working", hidden: true, role: "status" });
     this.el = h("div", { class: "timeline", tabindex: "0", "aria-label": opts.label }, this.earlier, this.empty, this.log, this.laterRow, this.outbox, this.working);

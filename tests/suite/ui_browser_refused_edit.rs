@@ -45,6 +45,15 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
         )
         .await;
     assert_eq!(buttons, json!(["Retry", "Edit", "Discard"]));
+    // the refusal is in a live region: a screen reader says it (QA: the
+    // outbox was silent)
+    let live = browser
+        .js(
+            "return document.querySelector('.outbox .unsent').closest('[aria-live]')?.getAttribute('aria-live') ?? null",
+            json!([]),
+        )
+        .await;
+    assert_eq!(live, json!("polite"));
     browser.click(".outbox .unsent button:nth-of-type(2)").await;
     // back in the box as the person wrote it (the send trimmed its end),
     // and the refused bubble is gone
