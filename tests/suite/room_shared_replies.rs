@@ -30,24 +30,31 @@ steps = [ { delay_ms = 2500, tool = "SendToAgent", args = { agent = "a1", text =
 steps = [ { text = "quiet" } ]
 "#;
 
-#[tokio::test]
-async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
+/// On `script`: alice's room `own` of a1 and a2 (and `extra` bots of
+/// hers beside), where a1 asks a2 for the pin while the room is private;
+/// bob's b1 joins before the answer comes. The answer reaches a1 in its
+/// own conversation with a2, not its session of the room, nor the room's
+/// timeline.
+async fn the_answer_stays_out_of_the_room(script: &str, extra: &[&str]) {
     let tools = &["SendMessage", "SendToAgent"];
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
+    let mut fleet = TestFleet::new()
+        .script("s", script)
         .bot("a1", "s", tools)
-        .bot("a2", "s", tools)
+        .bot("a2", "s", tools);
+    for bot in extra {
+        fleet = fleet.bot(bot, "s", tools);
+    }
+    let host = fleet
         .bot_of("b1", "s", &["SendMessage"], "bob")
         .bot_lines("shareable = true")
         .start()
         .await;
     let (status, room) = host.create_room(TOKEN, "own", &["a1", "a2"]).await;
     assert_eq!((status, &room["shared"]), (201, &json!(false)), "{room}");
-    // a1 asks a2 from the private room; a2 takes 2.5 s to answer
+    // a1 asks a2 from the private room; the answer takes 2.5 s
     host.discuss(TOKEN, "own", "@a1 ask a2 for the pin").await;
     share_with_bob(&host).await;
 
-    // the answer reaches a1 in its own conversation with a2
     let own = session_of("a1", SessionKind::Agent, "a2");
     let client = host.client();
     let reply = until_signalled(&client, async || {
@@ -61,7 +68,6 @@ async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
     })
     .await;
     assert_eq!(reply["from"], "a2", "{reply}");
-    // not in its session of the room, nor on the room's timeline
     let in_room = host
         .entries(&session_of("a1", SessionKind::Group, "own"))
         .await;
@@ -72,6 +78,11 @@ async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
     let (_, timeline) = host.get("/v1/groups/own/entries", TOKEN).await;
     assert!(!timeline.to_string().contains("7731"), "{timeline}");
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
+    the_answer_stays_out_of_the_room(SCRIPT, &[]).await;
 }
 
 const RELAYED: &str = r#"
@@ -105,38 +116,5 @@ steps = [ { text = "quiet" } ]
 /// (`asked_replies_here`), unless the room was given to more people since.
 #[tokio::test]
 async fn a_relayed_reply_to_an_ask_from_before_the_room_was_shared_stays_out_of_it() {
-    let tools = &["SendMessage", "SendToAgent"];
-    let host = TestFleet::new()
-        .script("s", RELAYED)
-        .bot("a1", "s", tools)
-        .bot("a2", "s", tools)
-        .bot("a3", "s", tools)
-        .bot_of("b1", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
-    let (status, room) = host.create_room(TOKEN, "own", &["a1", "a2"]).await;
-    assert_eq!((status, &room["shared"]), (201, &json!(false)), "{room}");
-    host.discuss(TOKEN, "own", "@a1 ask a2 for the pin").await;
-    share_with_bob(&host).await;
-
-    let own = session_of("a1", SessionKind::Agent, "a2");
-    let client = host.client();
-    until_signalled(&client, async || {
-        let entries = client.entries_after(&own, 0).await.unwrap_or_default();
-        entries
-            .iter()
-            .find(|e| e["kind"] == "agent_message" && e["text"] == "the pin is 7731")
-            .cloned()
-            .ok_or_else(|| format!("no reply in a1's conversation with a2: {entries:#?}"))
-    })
-    .await;
-    let in_room = host
-        .entries(&session_of("a1", SessionKind::Group, "own"))
-        .await;
-    assert!(
-        !in_room.iter().any(|e| e.to_string().contains("7731")),
-        "{in_room:#?}"
-    );
-    host.shutdown().await;
+    the_answer_stays_out_of_the_room(RELAYED, &["a3"]).await;
 }
