@@ -186,31 +186,29 @@ pub(crate) async fn uncompressed(req: Request, next: Next) -> Response {
 /// The first `Content-Encoding` of a request other than `identity` (the
 /// body is compressed, or says it is), if it has one.
 pub(crate) fn content_coding(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(axum::http::header::CONTENT_ENCODING)
-        .iter()
-        .find_map(|value| {
-            String::from_utf8_lossy(value.as_bytes())
-                .split(',')
-                .map(str::trim)
-                .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
-                .map(str::to_owned)
-        })
+    first_coding_but(headers, axum::http::header::CONTENT_ENCODING, "identity")
 }
 
 /// The first `Transfer-Encoding` coding of a request other than `chunked`
 /// (`gzip` in `gzip, chunked`), if it has one.
 fn transfer_coding(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(axum::http::header::TRANSFER_ENCODING)
-        .iter()
-        .find_map(|value| {
-            String::from_utf8_lossy(value.as_bytes())
-                .split(',')
-                .map(str::trim)
-                .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("chunked"))
-                .map(str::to_owned)
-        })
+    first_coding_but(headers, axum::http::header::TRANSFER_ENCODING, "chunked")
+}
+
+/// The first coding listed in the `header` values (comma-separated, any
+/// number of them) other than `plain`, ignoring case.
+fn first_coding_but(
+    headers: &HeaderMap,
+    header: axum::http::HeaderName,
+    plain: &str,
+) -> Option<String> {
+    headers.get_all(header).iter().find_map(|value| {
+        String::from_utf8_lossy(value.as_bytes())
+            .split(',')
+            .map(str::trim)
+            .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case(plain))
+            .map(str::to_owned)
+    })
 }
 
 /// Longest `Idempotency-Key` accepted.
