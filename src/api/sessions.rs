@@ -61,13 +61,9 @@ pub(crate) async fn entries(
         )));
     }
     let store = state.fleet.store();
-    // a session given to the user with its bot: read from that change on
-    let after = match store.session_floor(id, &user.0).await? {
-        Some((from_seq, _)) => after.max(from_seq - 1),
-        None => after,
-    };
-    // one read: `last_seq` is never older than the entries beside it
-    let (record, entries) = match store.session_page(id, after, limit).await? {
+    // one read: `last_seq` is never older than the entries beside it, and
+    // a session given to the user with its bot is read from that change on
+    let (record, entries) = match store.session_page_for(id, &user.0, after, limit).await? {
         Some((s, entries)) if s.owner == user.0 => (s, entries),
         Some(_) => return Err(no_session(&session)),
         None => {

@@ -145,9 +145,14 @@ pub(crate) fn session_view(
 /// most `limit`), in one read transaction: the record's `last_seq` is at
 /// least the seq of every entry returned, whatever commits meanwhile.
 /// `None` when there is no such session.
+///
+/// With `reader`, the page starts no earlier than where that user reads
+/// the session from when it was given to them with its bot
+/// (`session_floors.rs`), read in the same transaction.
 pub(crate) fn session_page(
     conn: &Connection,
     session: SessionId,
+    reader: Option<&crate::ids::UserId>,
     after: i64,
     limit: i64,
 ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
@@ -156,6 +161,11 @@ pub(crate) fn session_page(
     let Some(record) = get_session(&tx, session)? else {
         return Ok(None);
     };
+    let floor = match reader {
+        Some(user) => crate::store::session_floors::floor(&tx, session, user)?,
+        None => None,
+    };
+    let after = floor.map_or(after, |(from_seq, _)| after.max(from_seq - 1));
     let entries = entries_after(&tx, session, after, limit)?;
     Ok(Some((record, entries)))
 }

@@ -40,7 +40,22 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
-        self.read_many(move |c| reader::session_page(c, id, after, limit))
+        self.read_many(move |c| reader::session_page(c, id, None, after, limit))
+            .await
+    }
+
+    /// [`Store::session_page`] as `user` reads it: from their floor of a
+    /// session given to them with its bot ([`Store::session_floor`]), in
+    /// the same read.
+    pub async fn session_page_for(
+        &self,
+        id: SessionId,
+        user: &UserId,
+        after: i64,
+        limit: i64,
+    ) -> Result<Option<(SessionRecord, Vec<Entry>)>> {
+        let user = user.clone();
+        self.read_many(move |c| reader::session_page(c, id, Some(&user), after, limit))
             .await
     }
 
