@@ -130,13 +130,6 @@ impl GroupState {
         &self,
         session: botfleet_memory::SessionId,
     ) -> Result<Vec<botfleet_memory::Mutation>, GroupError> {
-        let Some(record) = self.rt.store.get_session(session).await? else {
-            return Ok(Vec::new());
-        };
-        if record.last_seq == 0 {
-            return Ok(Vec::new());
-        }
-        let epoch = record.epoch + 1;
         // the users other than its owner it is read by now
         let mut others: Vec<&str> = self
             .owners
@@ -152,20 +145,7 @@ impl GroupState {
             others.join(", ")
         };
         let text = super::admin::now_shared_text(&self.room, &readers);
-        Ok(vec![
-            botfleet_memory::Mutation::Append(Box::new(NewEntry {
-                id: EntryId::new_v7(),
-                session,
-                author: "system".into(),
-                turn: None,
-                kind: EntryKind::Summary {
-                    text,
-                    covers_to_seq: record.last_seq,
-                    epoch,
-                },
-            })),
-            botfleet_memory::Mutation::SetEpoch { session, epoch },
-        ])
+        Ok(super::given::cut(&self.rt.store, session, &text).await?)
     }
 }
 

@@ -180,25 +180,39 @@ async fn cuts(
             peer: room.id.to_string(),
         }
         .id();
-        let Some(record) = store.get_session(session).await? else {
-            continue;
-        };
-        if record.last_seq <= 0 {
-            continue;
-        }
-        let epoch = record.epoch + 1;
-        writes.push(Mutation::Append(Box::new(NewEntry {
+        writes.extend(cut(store, session, &text).await?);
+    }
+    Ok(writes)
+}
+
+/// The writes that start a new context epoch in `session`, a member's own
+/// session of a room: a `summary` of `text` covering every entry so far,
+/// and the session's epoch moved past it. None for a session that does
+/// not exist or is empty.
+pub(super) async fn cut(
+    store: &Store,
+    session: botfleet_memory::SessionId,
+    text: &str,
+) -> Result<Vec<Mutation>, StoreError> {
+    let Some(record) = store.get_session(session).await? else {
+        return Ok(Vec::new());
+    };
+    if record.last_seq <= 0 {
+        return Ok(Vec::new());
+    }
+    let epoch = record.epoch + 1;
+    Ok(vec![
+        Mutation::Append(Box::new(NewEntry {
             id: EntryId::new_v7(),
             session,
             author: "system".into(),
             turn: None,
             kind: EntryKind::Summary {
-                text: text.clone(),
+                text: text.to_owned(),
                 covers_to_seq: record.last_seq,
                 epoch,
             },
-        })));
-        writes.push(Mutation::SetEpoch { session, epoch });
-    }
-    Ok(writes)
+        })),
+        Mutation::SetEpoch { session, epoch },
+    ])
 }
