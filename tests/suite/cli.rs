@@ -367,6 +367,17 @@ async fn send_to_a_bot_paused_by_its_budget_ends_at_once_with_the_notice() {
     host.shutdown().await;
 }
 
+/// A host whose bot `r` (echoing) has a daily budget of one token: its
+/// first turn spends it, and it is paused after.
+async fn paused_after_one_turn() -> crate::support::fleet::TestHost {
+    TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 1")
+        .start()
+        .await
+}
+
 /// Regression: the host writes its `budget_exhausted` notice once per
 /// conversation, so only the first `send` of a pause ended at once; a
 /// second one waited out the whole `--timeout` ("no reply within …").
@@ -376,12 +387,7 @@ async fn send_to_a_bot_paused_by_its_budget_ends_at_once_with_the_notice() {
 /// reply.
 #[tokio::test]
 async fn every_send_to_a_paused_bot_ends_at_once_saying_until_when() {
-    let host = TestFleet::new()
-        .script("s", ECHO)
-        .bot("r", "s", &["SendMessage"])
-        .bot_lines("daily_token_budget = 1")
-        .start()
-        .await;
+    let host = paused_after_one_turn().await;
     let (code, out, err) = cli(
         &["send", "r", "spend it", "--nonce", "k-1"],
         &host.url,
@@ -537,12 +543,7 @@ steps = [ { tool = "SendMessage", args = { text = "there are some" } } ]
 /// (QA: exit 5 "will be answered when the pause ends" after the answer).
 #[tokio::test]
 async fn a_message_of_a_pause_sent_again_after_its_answer_prints_the_answer() {
-    let host = TestFleet::new()
-        .script("s", ECHO)
-        .bot("r", "s", &["SendMessage"])
-        .bot_lines("daily_token_budget = 1")
-        .start()
-        .await;
+    let host = paused_after_one_turn().await;
     let (code, _, err) = cli(&["send", "r", "spend it"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = cli(
