@@ -400,11 +400,14 @@ async function openBot(ctx, detail, id, seq, dm) {
     const from = b ? originLabel(b) : task ? originLabel({ origin: `subagent:${task.parent}`, subagent_status: task.status }) : null;
     role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(from ? [" · ", from] : []), ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
     role.title = b ? b.role : "";
+    const focused = document.activeElement === stop || asking.contains(document.activeElement);
     stop.hidden = !(b && b.running_turn);
-    // the turn ended meanwhile: nothing is left to stop
+    // the turn ended meanwhile: nothing is left to stop (and the focus on
+    // Stop turn or its question goes to the title, not the page's body)
     if (stop.hidden) {
       asking.hidden = true;
       stop.disabled = false;
+      if (focused) title.focus();
     }
     timeline.setPaused(b && b.paused_until);
   };
@@ -432,6 +435,12 @@ async function openBot(ctx, detail, id, seq, dm) {
   };
   stop.addEventListener("click", () => ask(true));
   keep.addEventListener("click", () => ask(false));
+  // Escape is "Keep working", as for any question the page asks
+  asking.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || stopIt.disabled) return;
+    ev.preventDefault();
+    ask(false);
+  });
   stopIt.addEventListener("click", async () => {
     stopIt.disabled = true;
     try {
@@ -444,6 +453,10 @@ async function openBot(ctx, detail, id, seq, dm) {
       stopIt.disabled = false;
       asking.hidden = true;
       stop.disabled = false;
+      // the question is gone: the focus goes back to Stop turn, or to the
+      // title once there is no turn to stop, not to the page's body
+      if (ctx.closed) return;
+      (stop.hidden ? title : stop).focus();
     }
   });
   const parent = task ? botName(task.parent) : "";

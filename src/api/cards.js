@@ -111,11 +111,19 @@ function cannotRun(a) {
  * pending `a` without it gets no buttons, only a link to the approvals
  * page, which shows it: nobody decides on a summary alone.
  */
-export function fillApproval(box, a, { onDecided = refreshApprovals, details = false } = {}) {
+export function fillApproval(box, a, { onDecided = refreshApprovals, details = false, focus = false } = {}) {
   const id = a.approval || a.id;
   const pending = a.status === "pending" && Date.now() < a.expires_at;
   const gone = cannotRun(a);
   const goneId = nextId("cannot-run");
+  // drawn again (decided here, or its newer state arrived) while the
+  // focus is in it: the focus stays in the card
+  const was = box.contains(document.activeElement) ? document.activeElement : null;
+  const status = h(
+    "p",
+    { class: "status", tabindex: "-1", ...(a.status === "pending" ? { dataset: { expires: String(a.expires_at) } } : {}) },
+    h("span", { class: "status-pill" }, approvalStatusText(a)),
+  );
   box.className = `card approval-card ${a.status}`;
   box.replaceChildren(h("div", { class: "card-body" },
     h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, escapeHidden(str(a.tool), { oneLine: true }))),
@@ -124,28 +132,33 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
     details && a.action !== undefined
       ? h("details", null, h("summary", null, "Exact action"), h("pre", null, actionJson(a.action)))
       : null,
-    h(
-      "p",
-      { class: "status", ...(a.status === "pending" ? { dataset: { expires: String(a.expires_at) } } : {}) },
-      h("span", { class: "status-pill" }, approvalStatusText(a)),
-    ),
+    status,
     gone ? h("p", { class: "cannot-run", id: goneId }, `Cannot run: ${escapeHidden(gone, { oneLine: true })}`) : null,
   ));
+  // the button decided with is gone: the focus goes to what the decision
+  // did, not to the page's body (where a keyboard or screen reader user
+  // would start over from the top)
+  if (focus || was) status.focus();
   if (!pending) return;
   if (details && a.action === undefined) {
     box.append(h("p", { class: "hint see-action" }, h("a", { href: "#/approvals" }, "See the exact action on the approvals page"), " to decide."));
     return;
   }
   const decide = async (decision, button) => {
+    // asked before the buttons are disabled, which moves the focus away
+    const focused = box.contains(document.activeElement);
     for (const b of box.querySelectorAll("button")) b.disabled = true;
     button.textContent = decision === "approve" ? "Approving…" : "Denying…";
     try {
       const { data } = await call("decide", { id }, { body: { decision } });
-      fillApproval(box, data.approval, { onDecided, details });
+      fillApproval(box, data.approval, { onDecided, details, focus: focused });
       onDecided(data.approval);
     } catch (e) {
       toast(e.message, { error: true });
       fillApproval(box, a, { onDecided, details });
+      // drawn again with its buttons: back on the one that was pressed
+      // (disabled while asked, it lost the focus)
+      if (focused) box.querySelector(decision === "approve" ? "button.primary" : "button.danger")?.focus();
     }
   };
   const approve = gone
@@ -155,6 +168,9 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
   approve.addEventListener("click", () => decide("approve", approve));
   deny.addEventListener("click", () => decide("deny", deny));
   box.append(h("div", { class: "actions" }, approve, deny));
+  // on a button before: on the same button of the new drawing
+  if (was && was.matches("button.primary")) approve.focus();
+  if (was && was.matches("button.danger")) deny.focus();
 }
 
 /** Refreshes the "expires in" lines under `root`. */

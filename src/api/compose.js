@@ -166,7 +166,7 @@ class Outgoing {
     this.text = p.text.trim();
     this.state = "sending";
     this.claimed = false;
-    this.status = h("span", null, "Sending…");
+    this.status = h("span", { tabindex: "-1" }, "Sending…");
     this.actions = h("div", { class: "outbox-actions" });
     this.li = h("li", { class: "entry mine sending" }, h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "who" }, "You"), this.status), h("div", { class: "text" }, p.text)), this.actions);
     timeline.addOutgoing(this.li);
@@ -191,10 +191,14 @@ class Outgoing {
   }
 
   paint(state, cls, label, ...actions) {
+    const focused = this.li.contains(document.activeElement);
     this.state = state;
     this.li.className = `entry mine ${cls}`;
     this.status.textContent = label;
     fill(this.actions, ...actions);
+    // the button pressed (Retry, Ask again now) is gone: the focus goes to
+    // the message's new state, not to the page's body
+    if (focused && !this.li.contains(document.activeElement)) this.status.focus();
   }
 
   sending() {
@@ -242,9 +246,13 @@ class Outgoing {
 
   /** Takes the bubble away (the message left the outbox unsent). */
   drop() {
+    const focused = this.li.contains(document.activeElement);
     this.timeline.unconfirmed.delete(this);
     this.li.remove();
     this.timeline.refresh();
+    // Discard took the bubble and its buttons: the conversation keeps the
+    // focus
+    if (focused) this.timeline.el.focus();
   }
 
   /** Puts the bubble back (an entry taken for this message was not it). */

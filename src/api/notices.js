@@ -60,14 +60,18 @@ export function noticeItem(e, retried) {
   const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, h("span", null, escapeHidden(text)));
   if (e.retry_turn) {
     const retry = h("button", { type: "button", class: "small" }, "Retry");
+    // marked, not disabled, while asked and once done: a disabled button
+    // drops the focus to the page's body
+    const off = (on) => (on ? retry.setAttribute("aria-disabled", "true") : retry.removeAttribute("aria-disabled"));
     retry.addEventListener("click", async () => {
-      retry.disabled = true;
+      if (retry.getAttribute("aria-disabled") === "true") return;
+      off(true);
       try {
         const { data } = await call("retryTurn", { turn: e.retry_turn });
         retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
         if (data.requeued) retried(e.retry_turn);
       } catch (err) {
-        retry.disabled = false;
+        off(false);
         // a shared room shows other people's bots' failures too: their
         // turns are theirs to retry
         const theirs = err.status === 404 && str(e.code).startsWith("room_run_");

@@ -110,9 +110,17 @@ export function approvalsView(query) {
       const { data } = await call("approvals", {}, { query: { status: which === "pending" ? "pending" : undefined, limit: 100 } });
       if (ctx.closed) return;
       const items = data.approvals || [];
+      // the approval whose article holds the focus (its status, once
+      // decided), and where it stood: a redraw that replaces or drops that
+      // article gives the focus to its new drawing, or to what took its
+      // place, not to the page's body
+      const order = [...drawn.keys()];
+      const held = order.findIndex((id) => drawn.get(id).el.contains(document.activeElement));
+      const heldId = held < 0 ? null : order[held];
       if (!items.length) {
         drawn.clear();
         list.replaceChildren(placeholder(which === "pending" ? "Nothing is waiting for you." : "No approvals yet."));
+        if (heldId !== null) title.focus();
         return;
       }
       const want = items.map((a) => {
@@ -129,6 +137,12 @@ export function approvalsView(query) {
         drawn.set(id, d);
         if (list.children[i] !== d.el) list.insertBefore(d.el, list.children[i] || null);
       });
+      if (heldId !== null && !list.contains(document.activeElement)) {
+        const again = drawn.get(heldId);
+        const next = again ? again.el : list.children[Math.min(held, list.children.length - 1)];
+        const to = again ? next.querySelector(".status") : next.querySelector(".actions button:not([disabled])") || next.querySelector(".status");
+        (to || title).focus();
+      }
     } catch (e) {
       if (!ctx.closed && e.code !== "signed_out") list.replaceChildren(errorBox(e));
     }

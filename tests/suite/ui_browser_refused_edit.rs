@@ -78,6 +78,36 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
     browser
         .wait_text(".detail .log", "echo: the short version")
         .await;
+
+    // refused again after Retry, the focus is on the bubble's state, and
+    // after Discard on the conversation: never on the page's body, where
+    // keyboard users start over (the pressed button was taken away)
+    browser
+        .js(
+            r#"const t = document.querySelector(".composer textarea");
+               t.value = arguments[0];
+               t.form.requestSubmit();"#,
+            json!([long]),
+        )
+        .await;
+    browser
+        .wait_text(".outbox .unsent", "the limit is 100")
+        .await;
+    browser.click(".outbox .unsent button:nth-of-type(1)").await;
+    let focused = "const a = document.activeElement;                    return document.querySelector('.outbox .unsent') && a !== document.body ? a.textContent : null";
+    let at = browser
+        .wait_js("refused again, focused", focused, json!([]))
+        .await;
+    assert_eq!(at, json!("Not sent"));
+    browser.click(".outbox .unsent button:nth-of-type(3)").await;
+    let at = browser
+        .wait_js(
+            "discarded",
+            "return document.querySelectorAll('.outbox .entry').length === 0 ? document.activeElement.className : null",
+            json!([]),
+        )
+        .await;
+    assert_eq!(at, json!("timeline"));
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }

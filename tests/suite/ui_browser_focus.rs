@@ -1,0 +1,180 @@
+//! The web page in a real browser: where the keyboard's focus goes when
+//! the button pressed goes away. Approve or Deny on an approval card (in a
+//! conversation, and on the approvals page, where a decided approval
+//! leaves the list), "Stop turn"'s question (closed by Escape too), a
+//! notice's Retry: each leaves the focus on what the action did or on
+//! what is next, never on the page's body, where a keyboard or screen
+//! reader user would start over from the top of the page.
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`ui_page::start`]).
+
+use serde_json::Value;
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::support::browser::Browser;
+use crate::support::browser::ENTER;
+use crate::support::openai_server::Reply;
+use crate::support::ui_page;
+use crate::support::ui_page::fleet_with_r;
+
+/// WebDriver's key code of Escape.
+const ESCAPE: &str = "\u{E00C}";
+
+const SCRIPT: &str = r#"
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
+"#;
+
+/// What holds the focus: `body`, or the focused element's tag, classes
+/// and text (its first 40 characters).
+async fn focused(browser: &Browser) -> Value {
+    browser
+        .js(
+            r#"const a = document.activeElement;
+               if (!a || a === document.body) return "body";
+               return `${a.tagName.toLowerCase()}.${[...a.classList].join(".")} ${a.textContent.trim().slice(0, 40)}`;"#,
+            json!([]),
+        )
+        .await
+}
+
+/// Approve on a card in the conversation leaves the focus on the card's
+/// new status; Deny on the approvals page, whose list then drops the
+/// approval, moves it to the next approval's Approve, and the last one's
+/// to the page's title. (Each left the focus on the page's body.)
+#[tokio::test]
+async fn a_decision_leaves_the_focus_on_what_it_did() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let session = host.dm_after_hello("r").await;
+    ui_page::ask(
+        &host,
+        &session,
+        "run `env`",
+        "reads secrets",
+        "env",
+        600_000,
+    )
+    .await;
+    ui_page::open(&browser, &host, "#/bots/r").await;
+    browser
+        .wait_js(
+            "the card's Approve",
+            "return document.querySelector('.log .approval-card button.primary')",
+            json!([]),
+        )
+        .await;
+    browser.click(".log .approval-card button.primary").await;
+    browser
+        .wait_text(".log .approval-card .status", "Approved")
+        .await;
+    let at = focused(&browser).await;
+    assert!(
+        at.as_str().unwrap().starts_with("p.status Approved"),
+        "{at}"
+    );
+
+    // two more waiting: Deny on the first moves the focus to the second
+    ui_page::ask(&host, &session, "run `id`", "reads ids", "id", 600_000).await;
+    ui_page::ask(&host, &session, "run `w`", "reads users", "w", 600_000).await;
+    browser.go(&format!("{}/#/approvals", host.url)).await;
+    browser
+        .wait_js(
+            "two approvals listed",
+            "return document.querySelectorAll('.approvals article').length === 2",
+            json!([]),
+        )
+        .await;
+    browser.click(".approvals article button.danger").await;
+    browser
+        .wait_js(
+            "one approval left",
+            "return document.querySelectorAll('.approvals article').length === 1",
+            json!([]),
+        )
+        .await;
+    let at = focused(&browser).await;
+    assert_eq!(at, json!("button.primary Approve"));
+    let on_the_last = browser
+        .js(
+            "return document.querySelector('.approvals article').contains(document.activeElement)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(on_the_last, json!(true));
+    // the last one denied: nothing is left to focus but the title
+    browser.click(".approvals article button.danger").await;
+    browser
+        .wait_text(".approvals", "Nothing is waiting for you.")
+        .await;
+    assert_eq!(focused(&browser).await, json!("h1. Approvals"));
+    ui_page::finish(browser, host).await;
+}
+
+/// "Stop turn"'s question closes on Escape and gives the focus back to
+/// Stop turn; once the turn is stopped the focus is on the title; a
+/// notice's Retry keeps it. (Escape did nothing, and the stop and the
+/// retry each left the focus on the page's body.)
+#[tokio::test]
+async fn stopping_and_retrying_keep_the_focus() {
+    let (open, gate) = watch::channel(false);
+    let model = move |_: &Value| Reply::text("thinking slowly").hold_until(gate.clone());
+    let Some((browser, host, server)) = ui_page::start_with_model(model).await else {
+        return;
+    };
+    ui_page::open(&browser, &host, "#/bots/r").await;
+    browser
+        .type_in(".composer textarea", &format!("slow please{ENTER}"))
+        .await;
+    let stop_shown = "const s = [...document.querySelectorAll('.conv-head button')].find((b) => b.textContent === 'Stop turn'); \
+                      return s && !s.hidden";
+    browser.wait_js("Stop turn", stop_shown, json!([])).await;
+    browser.click(".conv-head button.danger").await;
+    browser
+        .wait_text(".stop-confirm:not([hidden])", "Stop r-name's turn now?")
+        .await;
+    assert_eq!(
+        focused(&browser).await,
+        json!("button.small.danger Stop it")
+    );
+    browser.type_in(".stop-confirm button.danger", ESCAPE).await;
+    browser
+        .wait_js(
+            "the question closed",
+            "return document.querySelector('.stop-confirm').hidden",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        focused(&browser).await,
+        json!("button.small.danger Stop turn")
+    );
+
+    browser.click(".conv-head button.danger").await;
+    browser.click(".stop-confirm button.danger").await;
+    browser
+        .wait_js(
+            "the turn stopped",
+            "const s = [...document.querySelectorAll('.conv-head button')].find((b) => b.textContent === 'Stop turn'); \
+             return s && s.hidden && document.querySelector('.log .notice button')",
+            json!([]),
+        )
+        .await;
+    let at = focused(&browser).await;
+    assert!(at.as_str().unwrap().starts_with("h1. r-name"), "{at}");
+
+    browser.click(".log .notice button").await;
+    browser
+        .wait_text(".log .notice button", "Queued again (1)")
+        .await;
+    assert_eq!(
+        focused(&browser).await,
+        json!("button.small Queued again (1)")
+    );
+    open.send_replace(true);
+    ui_page::finish(browser, host).await;
+    server.shutdown().await;
+}
