@@ -381,28 +381,48 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
     else {
         return e;
     };
-    // the words typed before it (not the options and their values)
+    // the query's words as typed, the `-word` in its place, and the
+    // search's own options after the quoted query (the server's address
+    // and token stay out of the suggestion: it is printed)
     let mut words = Vec::new();
+    let mut options = Vec::new();
     let mut rest = args[at + 1..].iter();
     while let Some(a) = rest.next() {
-        if a == word {
-            break;
-        }
-        if ["--bot", "--session", "--limit", "--offset"].contains(&a.as_str()) {
-            rest.next();
-        } else if !a.starts_with('-') {
+        let own = ["--bot", "--session", "--limit", "--offset"].contains(&a.as_str());
+        if own || ["--host", "--token"].contains(&a.as_str()) {
+            let value = rest.next();
+            if let (true, Some(v)) = (own, value) {
+                options.push(format!("{a} {}", shell_quote(v)));
+            }
+        } else if a.starts_with("--") {
+            if !a.starts_with("--host=") && !a.starts_with("--token=") {
+                options.push(shell_quote(a));
+            }
+        } else if a == word || !a.starts_with('-') {
             words.push(a.as_str());
         }
     }
-    words.push(word);
+    let options: String = options.iter().map(|o| format!(" {o}")).collect();
     Cli::command().error(
         clap::error::ErrorKind::UnknownArgument,
         format!(
             "`{word}` reads as an option; to leave out a word, put it inside the quoted query: \
-             botfleet search '{}'",
-            words.join(" ")
+             botfleet search {}{options}",
+            shell_quote(&words.join(" "))
         ),
     )
+}
+
+/// `s` as one word for a POSIX shell: in single quotes, each `'` in it
+/// written `'\''`.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// Exit codes (`send` and `group send` document theirs in `--help`). 2 is

@@ -97,11 +97,21 @@ fn index_error(e: IndexError) -> ApiError {
     }
 }
 
+/// `raw` read as the other routes read a number: digits (a `-` first
+/// for a negative one, out of range), no sign `+` or space around them.
+fn whole_number(raw: &str) -> Result<i64, std::num::ParseIntError> {
+    if raw.starts_with('+') || raw.trim() != raw {
+        // what the parse says of any other stray character
+        return "x".parse();
+    }
+    raw.parse()
+}
+
 fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     let Some(raw) = raw else {
         return Ok(botfleet_memory::DEFAULT_SEARCH_LIMIT);
     };
-    let problem = match raw.trim().parse::<i64>() {
+    let problem = match whole_number(raw) {
         Ok(n) => match usize::try_from(n) {
             Ok(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => return Ok(n),
             Ok(_) | Err(_) => "is out of range",
@@ -128,7 +138,7 @@ fn parse_offset(raw: Option<&str>) -> Result<usize, ApiError> {
     let Some(raw) = raw else {
         return Ok(0);
     };
-    let problem = match raw.trim().parse::<i64>() {
+    let problem = match whole_number(raw) {
         Ok(n) => match usize::try_from(n) {
             Ok(n) if n <= MAX_SEARCH_OFFSET => return Ok(n),
             Ok(_) | Err(_) => "is out of range",

@@ -89,6 +89,16 @@ async fn search_through_the_api_and_the_cli_with_clear_errors() {
             "/v1/search?q=x&limit=many",
             "limit \"many\" is not a number",
         ),
+        // as the other routes read numbers (a space or a `+` was taken)
+        (
+            "/v1/search?q=x&limit=%2010",
+            "limit \" 10\" is not a number",
+        ),
+        ("/v1/search?q=x&offset=+1", "offset \" 1\" is not a number"),
+        (
+            "/v1/search?q=x&offset=%2B1",
+            "offset \"+1\" is not a number",
+        ),
         (
             "/v1/search?q=x&session=nope",
             "session \"nope\" is not a session id",
