@@ -8,6 +8,7 @@
 //! order (`gid`). It printed the person's DM with it alone, empty
 //! for a subagent nobody wrote to: nothing, as if it had done nothing.
 
+use std::collections::HashMap;
 use std::collections::HashSet;
 use std::process::ExitCode;
 
@@ -121,6 +122,7 @@ pub(super) async fn runs(
     // runs printed the bare id)
     let record = client.get(&format!("/v1/bots/{}", segment(bot))).await?;
     let by = named_bot(bot, record["name"].as_str()).unwrap_or_else(|| bot.to_owned());
+    let owner = record["owner"].as_str();
     let (kind, name, what, listed) = match runs {
         Runs::Hook(name) => (
             SessionKind::Hook,
@@ -193,6 +195,17 @@ pub(super) async fn runs(
         .filter(|e| e["kind"] == "tool_result" && e["is_error"] == true)
         .filter_map(|e| e["call_id"].as_str())
         .collect();
+    // whose conversation each call delivered to, as its result says: the
+    // bot's owner then, who may not be the reader (fleet.toml gave the bot
+    // to another user since: its runs came along, QA 2026-12-05)
+    let to: HashMap<&str, &str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["is_error"] != true)
+        .filter_map(|e| {
+            let user = e["content"].as_str()?.strip_prefix("delivered to ")?;
+            Some((e["call_id"].as_str()?, user))
+        })
+        .collect();
     for e in &entries {
         for line in lines(e, all, as_json) {
             outln!("{line}");
@@ -200,18 +213,24 @@ pub(super) async fn runs(
         if all {
             continue;
         }
-        let texts: Vec<String> = sent(e)
+        let texts: Vec<(&str, String)> = sent(e)
             .into_iter()
             .filter(|(id, _)| !refused.contains(id))
-            .map(|(_, text)| text)
             .collect();
         if as_json && !texts.is_empty() {
             outln!("{}", terminal::json(e));
             continue;
         }
         let seq = e["seq"].as_i64().unwrap_or(0);
-        for text in texts {
-            outln!("#{seq} {by} ▸ {text} (to your conversation)");
+        for (id, text) in texts {
+            match to.get(id) {
+                // the reader of a run's session is the bot's owner
+                Some(user) if Some(*user) != owner => {
+                    outln!("#{seq} {by} ▸ {text} (to {user}'s conversation, its owner then)");
+                }
+                // no result yet: the call runs, or a restart cut it off
+                _ => outln!("#{seq} {by} ▸ {text} (to your conversation)"),
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

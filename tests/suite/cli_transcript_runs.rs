@@ -10,6 +10,7 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::restart;
 use crate::support::process::cli;
 
 const SECRET: &str = "a-hook-secret-of-some-length";
@@ -118,5 +119,26 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, BOB_TOKEN).await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert!(err.contains("no bot \"r\" for you"), "{err}");
+
+    // fleet.toml gives r to bob: the hook's runs come along, and what r
+    // sent before went to alice, not to bob's conversation (QA,
+    // 2026-12-05: bob read "(to your conversation)")
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("r")
+        .bot_of("r", "s", &["SendMessage"], "bob")
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
+        ));
+    fleet.write();
+    let host = restart(fleet).await;
+    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, BOB_TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("▸ a push to main, 3 commits (to alice's conversation, its owner then)")
+            && !out.contains("(to your conversation)"),
+        "{out}"
+    );
     host.shutdown().await;
 }
