@@ -313,6 +313,10 @@ prompts! {
     /// Why a discussion ended when no member had anything new to answer
     /// (nobody was offered a turn: not a silence).
     group_no_news => "group_no_news.md",
+    /// Why a discussion ended when no member addressed could take a turn.
+    group_no_turn => "group_no_turn.md",
+    /// Who of those addressed could take no turn, at a discussion's end.
+    group_absent => "group_absent.md",
     /// A routine's run: its prompt, name, slot and reporting rule.
     routine_run => "routine_run.md",
     /// Added to a routine's run that fires late (missed while down).

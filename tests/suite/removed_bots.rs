@@ -469,6 +469,25 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
     let host = restart(fleet).await;
     host.wait_turn_end(&timeline, slow["seq"].as_i64().unwrap())
         .await;
+    // the room's timeline says b took no turn, and does not call the end
+    // a silence: r spoke, and b was never offered round 2 (QA, 2026-12-05:
+    // "round 2 passed in silence", b's absence counted as a turn)
+    let ended: Vec<String> = host
+        .entries(&timeline)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "notice")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            "Discussion of message #1 ended: no member had anything new to answer after round 1; \
+             @b took no turn: no longer in the fleet's config, or taken out of the room (1 public \
+             reply)."
+        ],
+        "{ended:#?}"
+    );
     // listed again, its cut-off turn resumes and speaks: held
     let fleet = host.shutdown().await.bot("b", "s", tools);
     fleet.write();

@@ -156,7 +156,8 @@ struct Slot {
     turns: u32,
     /// Messages of it that were published.
     published: u32,
-    /// Its turn failed: it takes no more turns in this run.
+    /// Its turn failed, or it could take none ([`Slot::absent`]): it takes
+    /// no more turns in this run.
     #[serde(default)]
     out: bool,
     /// Turns it ran to their end without publishing (0 in checkpoints
@@ -164,6 +165,11 @@ struct Slot {
     /// member's part [`MemberOutcome::NoTurn`]).
     #[serde(default)]
     passed: u32,
+    /// It could take no turn when its came (no longer in the fleet's
+    /// config, a stopped subagent, or taken out of the room): it takes no
+    /// more in this run, and the end names it.
+    #[serde(default)]
+    absent: bool,
 }
 
 /// One run's state. See the module docs for the rules.
@@ -215,6 +221,7 @@ impl Run {
                     published: 0,
                     out: false,
                     passed: 0,
+                    absent: false,
                 })
                 .collect(),
             round: 0,
@@ -263,7 +270,11 @@ impl Run {
             Turn::Failed(n) => (n, true, true),
             Turn::Absent => (0, false, false),
         };
-        self.round_turns += 1;
+        // a member that could not take its turn ran none: a round of only
+        // such members is not one that "passed in silence"
+        if ran {
+            self.round_turns += 1;
+        }
         if failed {
             self.round_failed += 1;
             self.failed += 1;
@@ -274,7 +285,8 @@ impl Run {
         };
         slot.turns += 1;
         slot.published += published;
-        slot.out |= failed;
+        slot.out |= failed || !ran;
+        slot.absent |= !ran;
         if ran && !failed && published == 0 {
             slot.passed += 1;
         }
@@ -386,7 +398,7 @@ impl Run {
             .map(|s| {
                 let outcome = if s.published > 0 {
                     MemberOutcome::Spoke
-                } else if s.out {
+                } else if s.out && !s.absent {
                     MemberOutcome::Failed
                 } else if s.passed > 0 {
                     MemberOutcome::Passed
@@ -395,6 +407,16 @@ impl Run {
                 };
                 (s.member, outcome)
             })
+            .collect()
+    }
+
+    /// Selected members that could take no turn when theirs came
+    /// (indices in the room's member list), in speaking order.
+    pub fn absent(&self) -> Vec<usize> {
+        self.slots
+            .iter()
+            .filter(|s| s.absent)
+            .map(|s| s.member)
             .collect()
     }
 
@@ -417,8 +439,11 @@ impl Run {
     pub fn describe_end(&self, end: End) -> String {
         if let End::SilentRound { round } = end
             && self.round_turns == 0
-            && round > 1
         {
+            // round 1 with no turn: every member addressed was absent
+            if round == 1 {
+                return prompts().group_no_turn.render(&[]).unwrap_or_default();
+            }
             return prompts()
                 .group_no_news
                 .render(&[("round", &(round - 1).to_string())])

@@ -80,6 +80,45 @@ fn a_round_with_failed_turns_is_not_called_silent() {
     assert_eq!(run.end().unwrap().code(), "failed_round");
 }
 
+/// A member that could take no turn (removed from the config) ran none:
+/// it is not offered another round, the end is not called a silence,
+/// and the run names it. (Its absence counted as a turn: "round 2 passed
+/// in silence" where only the other member had spoken.)
+#[test]
+fn an_absent_member_takes_no_turn_and_no_silence_is_claimed() {
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
+    run.record(Turn::Absent);
+    assert!(matches!(run.advance(), Next::Run { member: 1, .. }));
+    run.record(Turn::Spoke(1));
+    // round 2: 0 has 1's message to read, but is out
+    let Next::Done(end) = run.advance() else {
+        panic!("{run:?}");
+    };
+    assert_eq!(end, End::SilentRound { round: 2 });
+    assert_eq!(
+        run.describe_end(end),
+        "no member had anything new to answer after round 1"
+    );
+    assert_eq!(run.absent(), vec![0]);
+    assert_eq!(
+        run.outcomes(),
+        vec![(0, MemberOutcome::NoTurn), (1, MemberOutcome::Spoke)]
+    );
+
+    // every member addressed absent: round 1 ran no turn
+    let mut run = Run::new(vec![2], Limits::default());
+    assert!(matches!(run.advance(), Next::Run { member: 2, .. }));
+    run.record(Turn::Absent);
+    let Next::Done(end) = run.advance() else {
+        panic!("{run:?}");
+    };
+    assert_eq!(
+        run.describe_end(end),
+        "no member addressed could take a turn"
+    );
+}
+
 #[test]
 fn what_a_failed_turn_delivered_counts_and_the_next_round_is_silent() {
     let mut run = Run::new(vec![0, 1], Limits::default());

@@ -508,6 +508,23 @@ impl GroupState {
         let replies = progress.run.replies();
         let trigger = cur.trigger_seq;
         let mut why = progress.run.describe_end(end);
+        let absent: Vec<String> = progress
+            .run
+            .absent()
+            .into_iter()
+            .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
+            .collect();
+        if !absent.is_empty() {
+            // the timeline says why they did not answer (the notice of it
+            // is in their own sessions, which the room's readers may not
+            // read)
+            why.push_str(
+                &prompts()
+                    .group_absent
+                    .render(&[("members", &absent.join(", "))])
+                    .unwrap_or_default(),
+            );
+        }
         if end == End::NoMembers {
             // the members it may mention now: a message posted while they
             // were others (one it named left the room) said only "nobody"
