@@ -10,6 +10,7 @@ use botfleet_memory::SessionKind;
 use botfleet_memory::StoreError;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::TurnId;
+use botfleet_memory::TurnRecord;
 use botfleet_memory::TurnStatus;
 
 use super::FleetHandle;
@@ -70,19 +71,29 @@ impl FleetHandle {
         // former owner's prompt with their own tools)
         if let Some(session) = self.rt.store.get_session(record.session).await?
             && session.key.kind == SessionKind::Routine
-            && self
+        {
+            let routine = self
                 .rt
                 .store
                 .get_routine(&record.bot, &session.key.peer)
-                .await?
-                .is_none()
-        {
-            return Err(ActorError::Conflict(format!(
-                "turn {turn} is a run of routine {:?}, which {} no longer has (removed, or made by \
-                 a former owner of the bot): its runs are not retried; to run it again, put a \
-                 routine with `botfleet routines put {} …`",
-                session.key.peer, record.bot, record.bot
-            )));
+                .await?;
+            // made again under its name since this run's fire, the routine
+            // the bot has is another: the run's prompt is the one before's
+            // (QA, 2026-12-05: putting a routine of the name made the
+            // former owner's run retriable, with its prompt)
+            let earlier = match &routine {
+                Some(r) => self.fired_before(&record, r.created_at).await?,
+                None => false,
+            };
+            if routine.is_none() || earlier {
+                return Err(ActorError::Conflict(format!(
+                    "turn {turn} is a run of routine {:?}, which {} no longer has (removed, made \
+                     by a former owner of the bot, or replaced by another of its name since): \
+                     its runs are not retried; to run it again, put a routine with `botfleet \
+                     routines put {} …`",
+                    session.key.peer, record.bot, record.bot
+                )));
+            }
         }
         let sub = self.rt.store.get_subagent(&record.bot).await?;
         if let Some(sub) = &sub
@@ -168,6 +179,19 @@ impl FleetHandle {
         }
         self.router()?.cast(RouterMsg::Wake(record.bot))?;
         Ok(n)
+    }
+
+    /// Whether turn `record`'s first input (a routine's fire) was written
+    /// before `since` (ms): the routine's fires since its row was made are
+    /// its own, as `Store::routines` lists its last run.
+    async fn fired_before(&self, record: &TurnRecord, since: i64) -> Result<bool> {
+        let Some(first) = record.inputs.iter().min() else {
+            return Ok(false);
+        };
+        let entry = self.rt.store.entries_after_gid(first - 1, 1).await?;
+        Ok(entry
+            .first()
+            .is_some_and(|e| e.gid == *first && e.created_at < since))
     }
 
     /// Why `bot` will never run a turn again, if it will not: a bot made

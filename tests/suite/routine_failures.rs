@@ -111,5 +111,33 @@ async fn a_failed_run_shows_in_the_routine_view() {
     .await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert!(err.contains("bot r has no routine \"failer\""), "{err}");
+
+    // nor once a routine of its name is made again: that one is another,
+    // and the run's prompt was the one before's (QA, 2026-12-05: the
+    // retry was taken, and ran the old prompt)
+    let (status, body) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/bots/r/routines/failer",
+            TOKEN,
+            Some(json!({"cron": "0 0 1 1 *", "timezone": "UTC", "prompt": "something else"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["routine"]["last_status"], Value::Null, "{body}");
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/turns/{turn}/retry"),
+            TOKEN,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("replaced by another of its name since"),
+        "{message}"
+    );
     host.shutdown().await;
 }

@@ -289,9 +289,11 @@ async fn a_restart_in_a_dst_gap_or_fold_catches_up_once_or_skips() {
 /// A routine made through the API, then written into fleet.toml under its
 /// name while the host was down: the file wins at the next start (the
 /// routine becomes the file's: its definition, and the API may no longer
-/// change it), keeping its next slot when the schedule is the same; taken
-/// out of the file again, it is gone, the API's one does not come back
-/// (docs/operations.md, "Routines and webhooks").
+/// change it), as another routine: made at that start, with no runs of the
+/// API's (QA, 2026-12-05: it was listed with the API routine's creation
+/// and last run, whose failure offered a retry of the API's prompt);
+/// taken out of the file again, it is gone, the API's one does not come
+/// back (docs/operations.md, "Routines and webhooks").
 #[tokio::test(start_paused = true)]
 async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
     use botfleet_actors::scheduler::SchedulerError;
@@ -315,7 +317,7 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
     let mut same = spec("same", "0 10 * * *", "UTC");
     same.prompt = "From the file.".into();
     let config = vec![same, spec("other", "30 9 * * *", "UTC")];
-    let h = rig.scheduler(config).await;
+    let h = rig.scheduler(config.clone()).await;
     // the owner's routines that went are named, with what they were (QA,
     // 2026-12-04: they went without a word)
     let notes = h.start_notes();
@@ -350,6 +352,12 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
             ),
         ]
     );
+    let made: Vec<(&str, i64, Option<i64>)> = listed
+        .iter()
+        .map(|r| (r.name.as_str(), r.created_at, r.last_fire_ms))
+        .collect();
+    let start = ms("2026-06-01T08:00:00Z");
+    assert_eq!(made, vec![("other", start, None), ("same", start, None)]);
     assert!(matches!(
         h.put(&rig.bot, spec("same", "0 11 * * *", "UTC")).await,
         Err(SchedulerError::ConfigOwned { .. })
@@ -358,6 +366,18 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
         h.delete(&rig.bot, "other").await,
         Err(SchedulerError::ConfigOwned { .. })
     ));
+    h.stop().await;
+    // so the store has them, read at the next start
+    rig.clock.set(super::routines::at("2026-06-01T08:30:00Z"));
+    let h = rig.scheduler(config).await;
+    let made: Vec<(String, i64)> = h
+        .list(&rig.bot)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.name, r.created_at))
+        .collect();
+    assert_eq!(made, vec![("other".into(), start), ("same".into(), start)]);
     h.stop().await;
 
     // out of the file again: gone, both

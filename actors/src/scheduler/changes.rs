@@ -74,13 +74,17 @@ pub(super) async fn sync_config(state: &mut SchedulerState) -> Result<(), StoreE
             }
         };
         let key = (bot.clone(), spec.name.clone());
-        let existing = state.routines.get(&key).map(|l| &l.record);
+        let mut existing = state.routines.get(&key).map(|l| &l.record);
         if let Some(api) = existing.filter(|e| e.origin == RoutineOrigin::Api) {
             // documented (the file's wins), but said: the owner's routine
             // is gone for good (QA, 2026-12-04: it went without a word)
             let note = replaced_note(api);
             tracing::warn!(%bot, routine = %spec.name, "{note}");
             state.args.replaced.lock().push(note);
+            // another routine: none of its schedule, age or runs are this
+            // one's (QA, 2026-12-05: its last run and created_at were
+            // listed as the file routine's, and that run offered a retry)
+            existing = None;
         }
         let record = build_record(existing, bot, spec, RoutineOrigin::Config, &schedule, now);
         if !existing.is_some_and(|e| same_definition(e, &record)) {

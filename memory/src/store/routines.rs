@@ -17,10 +17,13 @@ use crate::record::TurnRecord;
 const COLUMNS: &str = "bot_id, name, cron, timezone, prompt, silent_ok, catch_up, origin, \
                        next_fire_ms, last_fire_ms, created_at, updated_at";
 
-/// Creates or replaces a routine (its definition and schedule state); the
-/// creation time of an existing row is kept. The times are the record's,
-/// so what the scheduler holds and answers is what a read gives (the
-/// writer's clock read them a millisecond or two later).
+/// Creates or replaces a routine (its definition and schedule state). The
+/// times are the record's, its creation time too: the scheduler keeps an
+/// existing routine's for a change of it, and gives a routine that
+/// replaces another of its name (a fleet-file routine replacing an API
+/// one) its own, so the runs of the one before are not its own. So what
+/// the scheduler holds and answers is what a read gives (the writer's
+/// clock read them a millisecond or two later).
 pub(crate) fn put(conn: &Connection, r: &RoutineRecord) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO routines (bot_id, name, cron, timezone, prompt, silent_ok, catch_up, origin,
@@ -30,7 +33,8 @@ pub(crate) fn put(conn: &Connection, r: &RoutineRecord) -> Result<()> {
            timezone = excluded.timezone, prompt = excluded.prompt,
            silent_ok = excluded.silent_ok, catch_up = excluded.catch_up,
            origin = excluded.origin, next_fire_ms = excluded.next_fire_ms,
-           last_fire_ms = excluded.last_fire_ms, updated_at = excluded.updated_at",
+           last_fire_ms = excluded.last_fire_ms, created_at = excluded.created_at,
+           updated_at = excluded.updated_at",
     )?
     .execute(params![
         r.bot.as_str(),

@@ -103,7 +103,8 @@ async fn a_fire_commits_with_its_advance_or_not_at_all() {
     assert_eq!(store.count("ledger").await.unwrap(), 1);
     assert_eq!(store.count("entries").await.unwrap(), 1);
 
-    // a replace keeps the creation time; a skip does not touch last_fire
+    // a replace keeps the creation time the record keeps; a skip does not
+    // touch last_fire
     let created = r.created_at;
     let mut changed = routine(Some(200));
     changed.prompt = "Brief me, shortly.".into();
