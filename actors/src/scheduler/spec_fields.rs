@@ -183,6 +183,22 @@ fn word_problem(field: &Field, item: &str) -> Option<String> {
     None
 }
 
+/// `word` as a number of `field`: a number, or a month's or weekday's
+/// name (JAN is 1, SUN 0), as croner reads them.
+fn name_or_number(field: &Field, word: &str) -> Option<u32> {
+    if let Ok(n) = word.parse::<u32>() {
+        return Some(n);
+    }
+    let upper = word.to_ascii_uppercase();
+    let (names, first) = match field.name {
+        "month" => (MONTHS, 1),
+        "day-of-week" => (WEEKDAYS, 0),
+        _ => return None,
+    };
+    let at = names.iter().position(|n| *n == upper)?;
+    u32::try_from(at).ok().map(|at| at + first)
+}
+
 /// What is wrong with `text` as `field`: a number out of range, a range
 /// whose start is after its end or that lacks an end, a bad step, an
 /// `#N` past the fifth, a word the field does not read.
@@ -204,6 +220,24 @@ fn field_problem(field: &Field, text: &str) -> Option<String> {
                         field.name
                     ));
                 }
+            }
+        }
+        if let Some((day, _)) = item.split_once('#')
+            && field.name == "day-of-week"
+            && name_or_number(field, day).is_none()
+        {
+            return Some(format!(
+                "the day-of-week field has `{item}`: `#` follows one weekday, a number or a \
+                 name (`MON#2`: the second Monday of the month; `FRI#L`: the last Friday)"
+            ));
+        }
+        if field.name == "day-of-month" {
+            let upper = item.to_ascii_uppercase();
+            if upper.len() > 1 && upper.ends_with('L') && upper != "LW" {
+                return Some(format!(
+                    "the day-of-month field has `{item}`: `L` alone is the month's last day; a \
+                     weekday before `L` goes in the day-of-week field (`5L`: the last Friday)"
+                ));
             }
         }
         let range = item.split('/').next().unwrap_or(item);
@@ -232,8 +266,14 @@ fn field_problem(field: &Field, text: &str) -> Option<String> {
             ));
         }
         let mut ends = range.splitn(2, '-');
-        // (`15W`, `5L`: the number before the letter)
-        let number = |n: &str| n.trim_end_matches(['L', 'W', 'l', 'w']).parse::<u32>().ok();
+        // (`15W`, `5L`: the number before the letter; `FRI`: its number,
+        // so that `FRI-MON` runs backwards as `5-1` does)
+        let number = |n: &str| {
+            n.trim_end_matches(['L', 'W', 'l', 'w'])
+                .parse::<u32>()
+                .ok()
+                .or_else(|| name_or_number(field, n))
+        };
         let start = ends.next().and_then(number);
         let end = ends.next().and_then(number);
         for n in [start, end].into_iter().flatten() {

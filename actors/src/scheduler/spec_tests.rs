@@ -621,6 +621,25 @@ fn a_refused_expression_names_its_field_and_value() {
             "a * * * *",
             "the minute field has `a`, which it does not read",
         ),
+        // names read as their numbers, and marks where they do not go
+        // (QA, 2026-12-05: croner's "Range out of bounds." for FRI-MON,
+        // "Nth specifier # not allowed" for 15L, which has no #)
+        (
+            "0 0 * * FRI-MON",
+            "the day-of-week field has the range 5-1, which runs backwards",
+        ),
+        (
+            "0 0 * JUL-MAR *",
+            "the month field has the range 7-3, which runs backwards",
+        ),
+        (
+            "0 0 15L * *",
+            "the day-of-month field has `15L`: `L` alone is the month's last day",
+        ),
+        (
+            "0 0 * * L#2",
+            "the day-of-week field has `L#2`: `#` follows one weekday",
+        ),
     ] {
         let got = detail(cron);
         assert!(got.starts_with(said), "{cron}: {got}");
