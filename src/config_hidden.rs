@@ -102,13 +102,20 @@ pub(super) fn hide_credentials(text: &str, e: &toml::de::Error, detail: String) 
         }
         out.push(hide_values(&hide_refused_value(line), &values));
     }
+    let shown = out.join("\n");
+    if !shown.contains(HIDDEN) {
+        // the message quoted no value of theirs (an unknown key such as
+        // `compact_at_token` reads as a credential's name): no note of a
+        // `***` that is not there (QA)
+        return shown;
+    }
     let names: Vec<String> = hits
         .iter()
         .map(|h| format!("`{}` on line {}", h.key, h.line + 1))
         .collect();
     format!(
         "{}\n({HIDDEN} stands for the credential of {}, which is never shown)",
-        out.join("\n").trim_end(),
+        shown.trim_end(),
         names.join(", ")
     )
 }

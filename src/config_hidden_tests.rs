@@ -125,3 +125,18 @@ fn a_line_inside_a_multi_line_value_is_never_taken_for_a_key() {
     }
     assert!(err.contains("`value` on line 5"), "{err}");
 }
+
+/// A key that reads as a credential's name but whose error quotes no
+/// value (an unknown field: `compact_at_token`, a typo) gets no note of a
+/// `***` that is not in the message. (It said "*** stands for the
+/// credential of `compact_at_token`", with no `***` in sight.)
+#[test]
+fn no_note_of_a_hidden_value_when_none_was_hidden() {
+    let err = error_of(
+        "[providers.p]\nkind = \"scripted\"\nscript = \"s.toml\"\ncompact_at_token = 4000\n",
+    );
+    assert!(
+        err.contains("unknown field `compact_at_token`") && !err.contains("***"),
+        "{err}"
+    );
+}

@@ -14,6 +14,11 @@ mod hidden;
 /// larger one overflowed the call's deadline and crashed every turn.
 const MAX_MODEL_TIMEOUT_S: u64 = 86_400;
 
+/// The most `compact_at_tokens` (and its background twin) may be: ten
+/// million tokens, past any model's context window. (A larger one passed
+/// the checks and overflowed the start's arithmetic: QA.)
+const MAX_COMPACT_AT_TOKENS: u64 = 10_000_000;
+
 impl LoadedFleet {
     /// Reads and validates a fleet file.
     pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
@@ -300,6 +305,20 @@ impl LoadedFleet {
                     format!("providers.{name}.compact_at_tokens"),
                     "must be at least 1000",
                 ));
+            }
+            for (key, n) in [
+                ("compact_at_tokens", compact),
+                ("background_compact_at_tokens", background),
+            ] {
+                if n.is_some_and(|n| n > MAX_COMPACT_AT_TOKENS) {
+                    return Err(self.invalid(
+                        format!("providers.{name}.{key}"),
+                        format!(
+                            "must be at most {MAX_COMPACT_AT_TOKENS}: no model's context window \
+                             is larger; keep it a few thousand tokens under your model's window"
+                        ),
+                    ));
+                }
             }
             if background.is_some_and(|n| n < 1000) {
                 return Err(self.invalid(
@@ -629,7 +648,7 @@ impl LoadedFleet {
                 }
                 if let Some(n) = compact {
                     c.compact_at_tokens = n;
-                    c.background_compact_at_tokens = n * 4 / 5;
+                    c.background_compact_at_tokens = n - n / 5;
                 }
                 if let Some(n) = background {
                     c.background_compact_at_tokens = n;

@@ -398,6 +398,23 @@ fn numbers_that_break_the_host_are_refused() {
             "providers.main.background_compact_at_tokens",
             "at least 1000",
         ),
+        (
+            // larger passed, and its 80% overflowed at the start (QA)
+            ISSUE_EXAMPLE.replace(
+                "api_key_env = \"XAI_API_KEY\"",
+                "api_key_env = \"XAI_API_KEY\"\ncompact_at_tokens = 4611686018427387904",
+            ),
+            "providers.main.compact_at_tokens",
+            "must be at most 10000000: no model's context window is larger",
+        ),
+        (
+            ISSUE_EXAMPLE.replace(
+                "api_key_env = \"XAI_API_KEY\"",
+                "api_key_env = \"XAI_API_KEY\"\ncompact_at_tokens = 10000000\nbackground_compact_at_tokens = 10000001",
+            ),
+            "providers.main.background_compact_at_tokens",
+            "must be at most 10000000",
+        ),
     ];
     for (text, key, what) in cases {
         let e = err(&text);
@@ -408,6 +425,10 @@ fn numbers_that_break_the_host_are_refused() {
     }
     let edges = [
         host("max_text_chars = 100"),
+        ISSUE_EXAMPLE.replace(
+            "api_key_env = \"XAI_API_KEY\"",
+            "api_key_env = \"XAI_API_KEY\"\ncompact_at_tokens = 10000000",
+        ),
         with(
             "runtime",
             "shell_timeout_s = 1\nshell_max_timeout_s = 1\nidle_timeout_s = 1\nledger_retention_days = 3650\ndebounce_ms = 60000\ndebounce_max_ms = 60000\nmax_hops = 1",
