@@ -75,13 +75,28 @@ const RESERVED_NAMES: &[&str] = &[
     "JDK_JAVA_OPTIONS",
     "CC",
     "CXX",
+    // a compiler's options load plugins (`-fplugin=`, `-C linker=`) in a
+    // reviewed `make` or `cargo build`
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
     "MAKEFLAGS",
+    // GNU make reads these two as it reads MAKEFLAGS: makefiles to load
+    // (MAKEFILES) and options, `--eval=` among them (GNUMAKEFLAGS); code
+    // a reviewed `make` runs that its Makefile does not hold (QA)
+    "MAKEFILES",
+    "GNUMAKEFLAGS",
     "RUSTC",
     "RUSTC_WRAPPER",
     "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
     "CARGO_HOME",
-    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_ENCODED_RUSTDOCFLAGS",
     "GOFLAGS",
+    "GOENV",
     "GOTOOLCHAIN",
     "GOPROXY",
     "GOSUMDB",
@@ -89,6 +104,11 @@ const RESERVED_NAMES: &[&str] = &[
     "GOINSECURE",
     "DOCKER_HOST",
     "DOCKER_CONFIG",
+    // configs whose entries run programs: the AWS CLI's
+    // `credential_process`, kubectl's exec plugins
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "KUBECONFIG",
     // network traffic and trust (the `*_PROXY` family is a suffix below)
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
@@ -108,9 +128,13 @@ const RESERVED_NAMES: &[&str] = &[
 /// `GIT_DIR` pick the config and repository a reviewed `git status`
 /// reads, `GIT_SSH_COMMAND`, `GIT_PAGER`, `GIT_ASKPASS`, `GIT_EDITOR`,
 /// `GIT_EXEC_PATH` the programs it runs, and new ones come with new
-/// versions), Python's, OpenSSL's (`OPENSSL_CONF` loads engines), pip's
-/// and npm's settings (package index, certificates, scripts' shell), and
-/// the XDG directories (`XDG_CONFIG_HOME` holds git's config too).
+/// versions), Python's, OpenSSL's (`OPENSSL_CONF` loads engines), pip's,
+/// npm's and yarn's settings (package index, certificates, scripts' shell,
+/// yarn's `YARN_YARN_PATH`), cargo's build, target, network and alias
+/// settings (`CARGO_TARGET_<T>_LINKER` runs a program in a reviewed
+/// `cargo build`; `CARGO_REGISTRY_TOKEN` stays a secret's name), cgo's
+/// compiler flags, and the XDG directories (`XDG_CONFIG_HOME` holds git's
+/// config too).
 const RESERVED_PREFIXES: &[&str] = &[
     "LD_",
     "DYLD_",
@@ -123,14 +147,22 @@ const RESERVED_PREFIXES: &[&str] = &[
     "OPENSSL_",
     "PIP_",
     "NPM_CONFIG_",
+    "YARN_",
+    "CARGO_BUILD_",
+    "CARGO_TARGET_",
+    "CARGO_HTTP_",
+    "CARGO_NET_",
+    "CARGO_ALIAS_",
+    "CGO_",
     "XDG_",
 ];
 
 /// Families of reserved names, by suffix: `HTTP_PROXY`, `HTTPS_PROXY`,
 /// `ALL_PROXY`, `NO_PROXY`, `FTP_PROXY` and curl's `<SCHEME>_PROXY` for
-/// every scheme it speaks. (The lower-case spellings tools also read are
+/// every scheme it speaks; cargo's `CARGO_REGISTRIES_<NAME>_CREDENTIAL_PROVIDER`
+/// (a program it runs for a token). (The lower-case spellings tools also read are
 /// no secret names at all: a name is upper case.)
-const RESERVED_SUFFIXES: &[&str] = &["_PROXY"];
+const RESERVED_SUFFIXES: &[&str] = &["_PROXY", "_CREDENTIAL_PROVIDER"];
 
 /// Names the shell that runs a command (`sh -c`: dash or bash, whichever
 /// the system has) sets itself, so a command never sees a secret of that

@@ -115,6 +115,20 @@ fn names_that_change_what_commands_run_or_trust_are_reserved() {
         "NODE_EXTRA_CA_CERTS",
         "XDG_CONFIG_HOME",
         "OPENSSL_CONF",
+        // GNU make loads and obeys these as it does MAKEFLAGS (QA,
+        // 2026-12-05: a secret MAKEFILES made a reviewed `make` run code
+        // its Makefile did not hold), and compilers' and configs' kin
+        "MAKEFILES",
+        "GNUMAKEFLAGS",
+        "CFLAGS",
+        "LDFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER",
+        "CARGO_REGISTRIES_MINE_CREDENTIAL_PROVIDER",
+        "CGO_LDFLAGS",
+        "YARN_YARN_PATH",
+        "AWS_CONFIG_FILE",
+        "KUBECONFIG",
     ] {
         let problem = secret_name_problem(name).unwrap_or_default();
         assert!(
