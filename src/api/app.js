@@ -401,6 +401,7 @@ async function openBot(ctx, detail, id, seq, dm) {
     role.replaceChildren(b ? `${b.id} · ${usageText(b)}` : id, ...(from ? [" · ", from] : []), ...(b && b.role ? [" · ", h("bdi", { class: "role" }, b.role)] : []));
     role.title = b ? b.role : "";
     const focused = document.activeElement === stop || asking.contains(document.activeElement);
+    if (!onTask) showRemoved(b);
     stop.hidden = !(b && b.running_turn);
     // the turn ended meanwhile: nothing is left to stop (and the focus on
     // Stop turn or its question goes to the title, not the page's body)
@@ -514,7 +515,8 @@ async function openBot(ctx, detail, id, seq, dm) {
         draft: (text) => box.draft(text),
         edit: (text) => box.edit(text),
         working: `${name} is working on it`,
-        empty: `No messages yet. Say hello to ${name}.`,
+        // a removed bot is not offered a hello it would refuse
+        empty: store.bots.some((x) => x.id === id && x.removed_at) ? `No messages with ${name}.` : `No messages yet. Say hello to ${name}.`,
       });
   ctx.timeline = timeline;
   const base = `#/bots/${encodeURIComponent(id)}`;
@@ -528,6 +530,17 @@ async function openBot(ctx, detail, id, seq, dm) {
       )
     : null;
   const box = onTask ? null : composer({ label: `Message to ${name}`, placeholder: `Message ${name}`, onSend: (text) => outgoing.send(text), draftKey: `dm:${id}` });
+  // a removed bot takes no messages (the host refuses them, 409): a line
+  // says so where the box was, as a closed room's does, and comes back
+  // with the box if a config lists the bot again
+  const removedLine = h("div", { class: "room-closed", role: "status" });
+  function showRemoved(b) {
+    if (!box) return;
+    const gone = Boolean(b && b.removed_at);
+    if (gone) removedLine.replaceChildren(h("p", null, h("strong", null, removedWords(b, name)), " This conversation stays readable and searchable."));
+    const [shown, other] = gone ? [removedLine, box.el] : [box.el, removedLine];
+    if (other.isConnected) other.replaceWith(shown);
+  }
   // the task view takes no message: the parent steers its subagent
   const readOnly = onTask
     ? h(
@@ -567,6 +580,7 @@ async function openBot(ctx, detail, id, seq, dm) {
     closeTimeline();
   };
   detail.replaceChildren(head, timeline.el, onTask ? readOnly : box.el);
+  showRemoved(store.bots.find((x) => x.id === id));
   // open() learns the newest seq first: an entry past it may be a message
   // the outbox holds
   const opening = timeline.open(onTask ? task.last_seq : session.last_seq, seq);
@@ -585,7 +599,15 @@ async function openBot(ctx, detail, id, seq, dm) {
   } catch {
     // reported by the timeline
   }
-  if (!ctx.closed && !seq) (box || title).focus();
+  if (!ctx.closed && !seq) (box && box.el.isConnected ? box : title).focus();
+}
+
+/** Why bot `b` (removed: `removed_at`), called `name`, takes no messages. */
+function removedWords(b, name) {
+  const { kind, by } = originOf(b);
+  if (kind === "agent") return `${name} was removed by its owner and takes no more messages.`;
+  if (kind === "subagent") return `${name} takes no more messages: its parent ${botName(by)} was removed.`;
+  return `${name} is no longer in the fleet's config (fleet.toml) and takes no messages until it is listed there again and the host restarts.`;
 }
 
 boot();

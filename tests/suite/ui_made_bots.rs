@@ -229,9 +229,30 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
             json!([2 + 20]),
         )
         .await;
+    // with helper's conversation open (its message box offered)
+    browser
+        .js("location.hash = '#/bots/helper'; return true", json!([]))
+        .await;
+    browser
+        .wait_js(
+            "helper's conversation with its box",
+            "return document.querySelector('.detail .composer textarea') && document.querySelector('.list li[data-bot=\"helper\"] button.remove')",
+            json!([]),
+        )
+        .await;
     browser
         .click(r#".list li[data-bot="helper"] button.remove"#)
         .await;
+    // the box goes: a line says the bot takes no more messages (QA,
+    // 2026-12-05: the box stayed, and each message sent there was refused
+    // with a Retry that could never work, also after a reload)
+    browser
+        .wait_text(
+            ".detail .room-closed",
+            "Helper was removed by its owner and takes no more messages.",
+        )
+        .await;
+    assert_eq!(browser.count(".detail .composer").await, 0);
     host.wait_get("/v1/bots", |v| {
         let helper = v["bots"].as_array()?.iter().find(|b| b["id"] == "helper")?;
         helper["removed_at"].is_i64().then(|| helper.clone())
@@ -256,5 +277,11 @@ async fn the_bot_list_shows_origins_and_removes_a_made_bot() {
         )
         .await;
     assert_eq!(listed(&host, "maker").await["removed_at"], Value::Null);
+    // opened again (a reload): the line, no box
+    browser.go(&format!("{}/#/bots/helper", host.url)).await;
+    browser
+        .wait_text(".detail .room-closed", "takes no more messages")
+        .await;
+    assert_eq!(browser.count(".detail .composer").await, 0);
     ui_page::finish(browser, host).await;
 }
