@@ -275,5 +275,19 @@ async fn a_provider_without_usage_is_counted_for_what_was_sent() {
         (2 * 20_000..2 * 35_000).contains(&prompt),
         "{prompt} prompt tokens for two calls"
     );
+    // the next turn has the paste in its stable prefix: counted as sent,
+    // clipped, the prefix is a part of the prompt (QA, 2026-12-05: counted
+    // whole, it was four times the prompt)
+    let (_, end) = turn(&host, "and now?").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let usage = &end["usage"];
+    let (prefix, prompt) = (
+        usage["prefix_tokens"].as_u64().unwrap(),
+        usage["prompt_tokens"].as_u64().unwrap(),
+    );
+    assert!(
+        prefix > 2 * 20_000 && prefix <= prompt,
+        "prefix {prefix} of prompt {prompt}: {end}"
+    );
     host.shutdown().await;
 }

@@ -94,7 +94,8 @@ impl Runner {
 
     /// Adds a model call to the turn's usage.
     fn account(&mut self, response: &ModelResponse) {
-        let prefix = self.tail.tokens_of_first(self.prefix_len);
+        // as sent: a clipped message counts as its clip
+        let prefix = self.tail.sent_tokens_of_first(self.prefix_len);
         self.usage.calls += 1;
         self.usage.prefix_tokens += prefix;
         match response.usage {

@@ -497,6 +497,7 @@ impl SessionTail {
         }
         let update_tokens = memory_update.map_or(0, |u| u64::from(self.encoding.count_message(u)));
         self.shaping.last_sent = self.sent_with(&sent) + update_tokens;
+        self.shaping.last_replaced = sent.iter().map(|(&i, s)| (i, s.tokens)).collect();
         let messages = self.context.take_messages();
         let update = memory_update.map(|update| {
             let i = (*at.get_or_insert(messages.len())).min(messages.len());

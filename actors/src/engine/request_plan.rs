@@ -24,6 +24,9 @@ pub(crate) struct Shaping {
     /// Tokens of the messages the last request sent (what a provider that
     /// reports no usage is counted for).
     pub(super) last_sent: u64,
+    /// Tokens the last request sent for the messages it did not send as
+    /// they are (clips, stubs), by index: what its prefix's count takes.
+    pub(super) last_replaced: HashMap<usize, u32>,
 }
 
 /// One plan and what it was made from.
@@ -56,6 +59,22 @@ impl SessionTail {
     /// message whole at every step.
     pub(crate) fn last_request_tokens(&self) -> u64 {
         self.shaping.last_sent
+    }
+
+    /// Tokens of the first `n` messages as the last request sent them:
+    /// a clipped message counts as its clip. (The stable prefix's count,
+    /// `prefix_tokens`: the context's whole counts made it larger than the
+    /// whole request once a huge tool result was clipped: QA.)
+    pub(crate) fn sent_tokens_of_first(&mut self, n: usize) -> u64 {
+        self.tokens();
+        self.counted
+            .iter()
+            .take(n)
+            .enumerate()
+            .map(|(i, &count)| {
+                u64::from(self.shaping.last_replaced.get(&i).copied().unwrap_or(count))
+            })
+            .sum()
     }
 
     /// Tokens of what the next request sends of the context: the running
