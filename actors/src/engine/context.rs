@@ -483,9 +483,10 @@ pub(crate) fn quoted(text: &str) -> String {
 #[path = "context_tests.rs"]
 mod tests;
 
-/// Whether `m` is an input's time note (prompts/time_note.md), which
-/// tests that look at what was said leave out.
-#[cfg(test)]
+/// Whether `m` reads as an input's time note (prompts/time_note.md): tests
+/// that look at what was said leave them out, and a running turn's inputs
+/// share their clip budget without them (with a size check there: a
+/// person may start a message so).
 pub(crate) fn is_time_note(m: &ChatMessage) -> bool {
     matches!(m, ChatMessage::User { content } if prompts().time_note.rendered_in(content))
 }

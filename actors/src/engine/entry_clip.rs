@@ -116,6 +116,10 @@ pub(crate) fn clip(
     }))
 }
 
+/// Most tokens a time note takes (`[time: 2026-12-05 08:00 Sat]` is
+/// about 20): a longer message that starts like one is a person's.
+const TIME_NOTE_TOKENS: u32 = 64;
+
 /// Which of `messages` (with their `seqs` and token `counts`, all three
 /// parallel) take more than their budget, and what a request sends for
 /// each instead, by index: a user-side message or a tool's result clipped
@@ -126,8 +130,9 @@ pub(crate) fn clip(
 /// entry, and is never clipped.
 ///
 /// A message's budget is `cap`, but the running turn's user-side messages
-/// (from `turn_start`, the index of its first message) share one `cap`
-/// between them ([`fair_shares`]): each was clipped to the cap alone, so
+/// (from `turn_start`, the index of its first message; the inputs' time
+/// notes aside) share one `cap` between them ([`fair_shares`]): each was
+/// clipped to the cap alone, so
 /// ten huge inputs batched into one turn sent ten caps, two and a half
 /// times `compact_at_tokens`, and a compaction keeps the running turn.
 pub(crate) fn plan_clips(
@@ -141,8 +146,16 @@ pub(crate) fn plan_clips(
     let count_of = |i: usize| counts.get(i).copied().unwrap_or(0);
     let mut budgets: HashMap<usize, u64> = HashMap::new();
     if let Some(start) = turn_start {
+        // an input's time note is no part of the share: with it, a lone
+        // input got the cap less the note's size while its turn ran and
+        // the whole cap in the next turns, so its clip changed and broke
+        // the byte-identical prefix there (QA)
         let inputs: Vec<usize> = (start..messages.len())
-            .filter(|&i| matches!(messages[i], ChatMessage::User { .. }))
+            .filter(|&i| {
+                matches!(messages[i], ChatMessage::User { .. })
+                    && !(count_of(i) <= TIME_NOTE_TOKENS
+                        && crate::engine::context::is_time_note(&messages[i]))
+            })
             .collect();
         let sizes: Vec<u64> = inputs.iter().map(|&i| u64::from(count_of(i))).collect();
         for (&i, share) in inputs.iter().zip(fair_shares(&sizes, cap)) {

@@ -126,6 +126,32 @@ fn a_turns_inputs_share_one_cap() {
     }
 }
 
+/// A lone huge input is clipped alike while its turn runs and in the next
+/// turns (the prefix stays byte-identical): its time note takes no part
+/// of its share. (It was clipped to the cap less the note's size while
+/// its turn ran, to the whole cap after.)
+#[test]
+fn a_lone_inputs_clip_is_the_same_during_and_after_its_turn() {
+    let e = Encoding::default();
+    let tz: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap();
+    let messages = vec![
+        ChatMessage::System {
+            content: "sys".into(),
+        },
+        user(crate::engine::context::local_time::note(1_780_000_000_000, tz).unwrap()),
+        user(format!("PASTE {} END", words(20_000))),
+    ];
+    let seqs: Vec<i64> = (0..messages.len() as i64).collect();
+    let counts: Vec<u32> = messages
+        .iter()
+        .map(|m| e.count_message(&m.token_text()))
+        .collect();
+    let running = plan_clips(&messages, &seqs, &counts, 4_000, Some(1), e);
+    let after = plan_clips(&messages, &seqs, &counts, 4_000, None, e);
+    assert!(!running.contains_key(&1), "the note is sent whole");
+    assert_eq!(running[&2].text, after[&2].text);
+}
+
 /// A call's huge argument is clipped inside its JSON: the other fields
 /// and the structure stay, the string keeps its start and end around the
 /// note; arguments that are no JSON go as a JSON string.
