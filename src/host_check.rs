@@ -206,6 +206,8 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             o.provider = Some(name.clone());
             // named in the advice of a refused key (`model/openai/advice.rs`)
             o.api_key_env = api_key_env.clone();
+            // the advice on a request past the model's window starts from it
+            o.compact_at_tokens = p.context_keys().1;
             // `headers_env`'s values were read (and trimmed) at start
             let from_env = resolved.provider_headers.get(name).into_iter().flatten();
             o.extra_headers = headers

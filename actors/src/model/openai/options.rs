@@ -69,6 +69,10 @@ pub struct OpenAiOptions {
     /// The environment variable the key was read from (`api_key_env`), so
     /// an error about the key can name it; `None` when not known.
     pub api_key_env: Option<String>,
+    /// The provider's `compact_at_tokens` as the fleet file sets it, so the
+    /// advice on a request that outgrew the model's window names a value
+    /// below the one in use; `None`: the default.
+    pub compact_at_tokens: Option<u64>,
 }
 
 impl OpenAiOptions {
@@ -102,6 +106,7 @@ impl OpenAiOptions {
             max_tokens_field: MaxTokensField::MaxTokens,
             provider: None,
             api_key_env: None,
+            compact_at_tokens: None,
         }
     }
 }

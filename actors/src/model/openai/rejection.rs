@@ -172,7 +172,7 @@ fn judged(
     Some(ModelError::ContextOverflow {
         status: code,
         window,
-        advice: advice(window, options.provider.as_deref()),
+        advice: advice(window, options),
         body: body.to_owned(),
     })
 }
@@ -235,27 +235,49 @@ fn window_in(message: &str) -> Option<u64> {
 }
 
 /// What to change: the provider's `compact_at_tokens`, below the window,
-/// so the context is compacted before it outgrows it.
-fn advice(window: Option<u64>, provider: Option<&str>) -> String {
-    let key = match provider {
+/// so the context is compacted before it outgrows it. When it is below
+/// the window already, what passed the window is what a request adds to
+/// the compacted context (the system prompt, the tool specs, a running
+/// turn's own inputs and steps): the advice names a lower value then,
+/// never one above the setting (QA: it told a fleet at 6000 to set 6144).
+fn advice(window: Option<u64>, options: &OpenAiOptions) -> String {
+    let key = match options.provider.as_deref() {
         Some(name) => format!("providers.{name}.compact_at_tokens in the fleet file"),
         None => "compact_at_tokens of this bot's provider in the fleet file".to_owned(),
+    };
+    let setting = options
+        .compact_at_tokens
+        .unwrap_or(DEFAULT_COMPACT_AT_TOKENS);
+    let now = match options.compact_at_tokens {
+        Some(n) => format!("it is {n}"),
+        None => format!("the default is {DEFAULT_COMPACT_AT_TOKENS}"),
     };
     match window {
         // three quarters leaves room for the answer and for the
         // difference between botfleet's token count and the model's;
         // compact_at_tokens is at least 1000
-        Some(window) => format!(
-            "the model's window is {window} tokens; set {key} below it (e.g. {}, the default is \
-             100000) so the context is compacted before it grows past the window, then retry",
+        Some(window) if setting >= window / 4 * 3 => format!(
+            "the model's window is {window} tokens; set {key} below it (e.g. {}; {now}) so \
+             the context is compacted before it grows past the window, then retry",
             (window / 4 * 3).max(1000)
         ),
+        // already below: the rest of the request took the difference
+        Some(window) => format!(
+            "the model's window is {window} tokens and {key} is {setting}, below it: the \
+             system prompt, the tool specs and this turn's own messages took the rest; set it \
+             lower (e.g. {}) to leave them more room, or use a model with a larger window, \
+             then retry",
+            (setting / 3 * 2).max(1000)
+        ),
         None => format!(
-            "set {key} (default 100000) below the model's context window so the context is \
-             compacted before it grows past the window, then retry"
+            "set {key} ({now}) below the model's context window so the context is compacted \
+             before it grows past the window, then retry"
         ),
     }
 }
+
+/// `compact_at_tokens` when the fleet file does not set it.
+const DEFAULT_COMPACT_AT_TOKENS: u64 = 100_000;
 
 #[cfg(test)]
 #[path = "rejection_tests.rs"]

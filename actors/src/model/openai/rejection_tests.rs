@@ -119,6 +119,22 @@ fn the_overflow_error_names_the_key_to_lower() {
         text.contains("compact_at_tokens of this bot's provider"),
         "{text}"
     );
+    // set below the window already: the advice is a lower value, never
+    // the window's three quarters above it (QA, 2026-12-05: "set it below
+    // 8192, e.g. 6144" to a fleet at 6000)
+    let mut set = options(Some("local"));
+    set.compact_at_tokens = Some(6000);
+    let text = rejection(status(400), body, &set).unwrap().to_string();
+    assert!(
+        text.contains("providers.local.compact_at_tokens in the fleet file is 6000, below it")
+            && text.contains("e.g. 4000")
+            && !text.contains("6144"),
+        "{text}"
+    );
+    // above it: the three quarters, saying what it is now
+    set.compact_at_tokens = Some(10_000);
+    let text = rejection(status(400), body, &set).unwrap().to_string();
+    assert!(text.contains("e.g. 6144; it is 10000"), "{text}");
 }
 
 /// The real bodies (status, body, window) of LM Studio, SGLang, TGI and
