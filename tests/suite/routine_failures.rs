@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::routines::FAILING;
 use crate::support::routines::once_in;
 
@@ -88,20 +89,7 @@ async fn a_failed_run_shows_in_the_routine_view() {
         .await;
     assert_eq!(status, 200, "{body}");
     let turn = failed["id"].as_str().unwrap();
-    let (status, body) = host
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/turns/{turn}/retry"),
-            TOKEN,
-            None,
-        )
-        .await;
-    assert_eq!(status, 409, "{body}");
-    let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("routine \"failer\", which r no longer has"),
-        "{message}"
-    );
+    refused_retry(&host, turn, "routine \"failer\", which r no longer has").await;
     // nor are its runs printed as a routine's the bot has (QA: exit 0)
     let (code, out, err) = crate::support::process::cli(
         &["transcript", "r", "--routine", "failer"],
@@ -125,6 +113,12 @@ async fn a_failed_run_shows_in_the_routine_view() {
         .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["routine"]["last_status"], Value::Null, "{body}");
+    refused_retry(&host, turn, "replaced by another of its name since").await;
+    host.shutdown().await;
+}
+
+/// Asserts a retry of `turn` is refused (`409`) saying `why`.
+async fn refused_retry(host: &TestHost, turn: &str, why: &str) {
     let (status, body) = host
         .call(
             reqwest::Method::POST,
@@ -135,9 +129,5 @@ async fn a_failed_run_shows_in_the_routine_view() {
         .await;
     assert_eq!(status, 409, "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("replaced by another of its name since"),
-        "{message}"
-    );
-    host.shutdown().await;
+    assert!(message.contains(why), "{message}");
 }

@@ -1,26 +1,23 @@
 //! The web page in a real browser: where the keyboard's focus goes when
 //! the button pressed goes away. Approve or Deny on an approval card (in a
 //! conversation, and on the approvals page, where a decided approval
-//! leaves the list), "Stop turn"'s question (closed by Escape too), a
-//! notice's Retry: each leaves the focus on what the action did or on
-//! what is next, never on the page's body, where a keyboard or screen
-//! reader user would start over from the top of the page.
+//! leaves the list) leaves the focus on what the decision did or on what
+//! is next, never on the page's body, where a keyboard or screen reader
+//! user would start over from the top of the page. ("Stop turn" and a
+//! notice's Retry: `ui_browser_views`.)
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed ([`ui_page::start`]).
 
 use serde_json::Value;
 use serde_json::json;
-use tokio::sync::watch;
 
 use crate::support::browser::Browser;
-use crate::support::browser::ENTER;
-use crate::support::openai_server::Reply;
 use crate::support::ui_page;
 use crate::support::ui_page::fleet_with_r;
 
 /// WebDriver's key code of Escape.
-const ESCAPE: &str = "\u{E00C}";
+pub const ESCAPE: &str = "\u{E00C}";
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -29,7 +26,7 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 
 /// What holds the focus: `body`, or the focused element's tag, classes
 /// and text (its first 40 characters).
-async fn focused(browser: &Browser) -> Value {
+pub async fn focused(browser: &Browser) -> Value {
     browser
         .js(
             r#"const a = document.activeElement;
@@ -112,69 +109,4 @@ async fn a_decision_leaves_the_focus_on_what_it_did() {
         .await;
     assert_eq!(focused(&browser).await, json!("h1. Approvals"));
     ui_page::finish(browser, host).await;
-}
-
-/// "Stop turn"'s question closes on Escape and gives the focus back to
-/// Stop turn; once the turn is stopped the focus is on the title; a
-/// notice's Retry keeps it. (Escape did nothing, and the stop and the
-/// retry each left the focus on the page's body.)
-#[tokio::test]
-async fn stopping_and_retrying_keep_the_focus() {
-    let (open, gate) = watch::channel(false);
-    let model = move |_: &Value| Reply::text("thinking slowly").hold_until(gate.clone());
-    let Some((browser, host, server)) = ui_page::start_with_model(model).await else {
-        return;
-    };
-    ui_page::open(&browser, &host, "#/bots/r").await;
-    browser
-        .type_in(".composer textarea", &format!("slow please{ENTER}"))
-        .await;
-    let stop_shown = "const s = [...document.querySelectorAll('.conv-head button')].find((b) => b.textContent === 'Stop turn'); \
-                      return s && !s.hidden";
-    browser.wait_js("Stop turn", stop_shown, json!([])).await;
-    browser.click(".conv-head button.danger").await;
-    browser
-        .wait_text(".stop-confirm:not([hidden])", "Stop r-name's turn now?")
-        .await;
-    assert_eq!(
-        focused(&browser).await,
-        json!("button.small.danger Stop it")
-    );
-    browser.type_in(".stop-confirm button.danger", ESCAPE).await;
-    browser
-        .wait_js(
-            "the question closed",
-            "return document.querySelector('.stop-confirm').hidden",
-            json!([]),
-        )
-        .await;
-    assert_eq!(
-        focused(&browser).await,
-        json!("button.small.danger Stop turn")
-    );
-
-    browser.click(".conv-head button.danger").await;
-    browser.click(".stop-confirm button.danger").await;
-    browser
-        .wait_js(
-            "the turn stopped",
-            "const s = [...document.querySelectorAll('.conv-head button')].find((b) => b.textContent === 'Stop turn'); \
-             return s && s.hidden && document.querySelector('.log .notice button')",
-            json!([]),
-        )
-        .await;
-    let at = focused(&browser).await;
-    assert!(at.as_str().unwrap().starts_with("h1. r-name"), "{at}");
-
-    browser.click(".log .notice button").await;
-    browser
-        .wait_text(".log .notice button", "Queued again (1)")
-        .await;
-    assert_eq!(
-        focused(&browser).await,
-        json!("button.small Queued again (1)")
-    );
-    open.send_replace(true);
-    ui_page::finish(browser, host).await;
-    server.shutdown().await;
 }

@@ -12,6 +12,7 @@
 
 use serde_json::json;
 
+use crate::support::browser::Browser;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
 
@@ -24,14 +25,7 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
     ui_page::open_dm(&browser, &host, "r").await;
     // two paragraphs, blank lines and all, over the limit
     let long = format!("{}\n\n\n\nsecond part  ", "a".repeat(120));
-    browser
-        .js(
-            r#"const t = document.querySelector(".composer textarea");
-               t.value = arguments[0];
-               t.form.requestSubmit();"#,
-            json!([long]),
-        )
-        .await;
+    submit(&browser, &long).await;
     browser
         .wait_text(
             ".outbox .unsent",
@@ -67,14 +61,7 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
         .await;
     assert_eq!(shown, json!([long.trim_end(), true]));
     // changed, it goes
-    browser
-        .js(
-            r#"const t = document.querySelector(".composer textarea");
-               t.value = "the short version";
-               t.form.requestSubmit();"#,
-            json!([]),
-        )
-        .await;
+    submit(&browser, "the short version").await;
     browser
         .wait_text(".detail .log", "echo: the short version")
         .await;
@@ -82,14 +69,7 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
     // refused again after Retry, the focus is on the bubble's state, and
     // after Discard on the conversation: never on the page's body, where
     // keyboard users start over (the pressed button was taken away)
-    browser
-        .js(
-            r#"const t = document.querySelector(".composer textarea");
-               t.value = arguments[0];
-               t.form.requestSubmit();"#,
-            json!([long]),
-        )
-        .await;
+    submit(&browser, &long).await;
     browser
         .wait_text(".outbox .unsent", "the limit is 100")
         .await;
@@ -110,4 +90,16 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
     assert_eq!(at, json!("timeline"));
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
+}
+
+/// Puts `text` in the message box and sends it, as the person's Send does.
+async fn submit(browser: &Browser, text: &str) {
+    browser
+        .js(
+            r#"const t = document.querySelector(".composer textarea");
+               t.value = arguments[0];
+               t.form.requestSubmit();"#,
+            json!([text]),
+        )
+        .await;
 }

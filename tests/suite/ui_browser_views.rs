@@ -13,6 +13,8 @@ use serde_json::Value;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::ui_browser_focus::ESCAPE;
+use super::ui_browser_focus::focused;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
@@ -150,16 +152,42 @@ async fn a_retried_turn_shows_the_bot_working() {
         .wait_js("the working line and Stop turn", working, json!([]))
         .await;
     browser.click(".conv-head button.danger").await;
-    // Stop turn asks first, saying what stops
+    // Stop turn asks first, saying what stops; Escape is "Keep working",
+    // and gives the focus back to Stop turn (QA, 2026-12-05: Escape did
+    // nothing, and the stop and the retry below left the focus on the
+    // page's body)
     browser
         .wait_text(".stop-confirm:not([hidden])", "Stop r-name's turn now?")
         .await;
+    assert_eq!(
+        focused(&browser).await,
+        json!("button.small.danger Stop it")
+    );
+    browser.type_in(".stop-confirm button.danger", ESCAPE).await;
+    browser
+        .wait_js(
+            "the question closed",
+            "return document.querySelector('.stop-confirm').hidden",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        focused(&browser).await,
+        json!("button.small.danger Stop turn")
+    );
+    browser.click(".conv-head button.danger").await;
     browser.click(".stop-confirm button.danger").await;
     browser.wait_js("the turn stopped", idle, json!([])).await;
+    let at = focused(&browser).await;
+    assert!(at.as_str().unwrap().starts_with("h1. r-name"), "{at}");
     browser.click(".log .notice button").await;
     browser
         .wait_text(".log .notice button", "Queued again (1)")
         .await;
+    assert_eq!(
+        focused(&browser).await,
+        json!("button.small Queued again (1)")
+    );
     // the retried turn runs: the page says so
     browser
         .wait_js(
