@@ -234,16 +234,37 @@ export function prettyJson(raw) {
   }
 }
 
-/** A short message in a corner (errors are alerts); success shows in place. */
-export function toast(message, { error = false, action = null, ms = error ? 8000 : 3500 } = {}) {
+/** A short message in a corner (errors are alerts, kept until dismissed);
+ * success shows in place. */
+export function toast(message, { error = false, action = null, ms = 3500 } = {}) {
   const box = document.getElementById("toasts");
   if (!box) return;
   const el = h("div", { class: `toast${error ? " error" : ""}`, role: error ? "alert" : "status" }, h("span", null, message));
   if (action) el.append(h("button", { type: "button", onclick: () => { el.remove(); action.run(); } }, action.label));
   el.append(h("button", { type: "button", "aria-label": "Dismiss", onclick: () => el.remove() }, "×"));
   box.append(el);
-  setTimeout(() => el.remove(), ms);
+  // the oldest go once there are more than a few
+  while (box.childElementCount > MAX_TOASTS) box.firstElementChild.remove();
+  // an error stays until dismissed: what went wrong and what to do is
+  // read at the person's pace (it went after 8 s, mid-sentence for some)
+  if (error) return;
+  // a note goes after `ms`, but not while the pointer or the focus is on
+  // it (its action may be about to be used)
+  let timer = setTimeout(() => el.remove(), ms);
+  const hold = () => clearTimeout(timer);
+  const resume = () => {
+    if (el.matches(":hover") || el.contains(document.activeElement)) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => el.remove(), ms);
+  };
+  el.addEventListener("mouseenter", hold);
+  el.addEventListener("focusin", hold);
+  el.addEventListener("mouseleave", resume);
+  el.addEventListener("focusout", () => setTimeout(resume, 0));
 }
+
+/** Most toasts shown at once. */
+const MAX_TOASTS = 5;
 
 /** Whether a URL is safe to link to (http or https only). */
 export function safeUrl(url) {

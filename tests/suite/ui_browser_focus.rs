@@ -4,7 +4,7 @@
 //! leaves the list) leaves the focus on what the decision did or on what
 //! is next, never on the page's body, where a keyboard or screen reader
 //! user would start over from the top of the page. ("Stop turn" and a
-//! notice's Retry: `ui_browser_views`.)
+//! notice's Retry: `ui_browser_views`.) Toasts stay while they are read.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed ([`ui_page::start`]).
@@ -108,5 +108,43 @@ async fn a_decision_leaves_the_focus_on_what_it_did() {
         .wait_text(".approvals", "Nothing is waiting for you.")
         .await;
     assert_eq!(focused(&browser).await, json!("h1. Approvals"));
+    ui_page::finish(browser, host).await;
+}
+
+/// An error's toast stays until dismissed, and a note's does not go while
+/// the pointer is on it. (An error went after 8 s, however long it was to
+/// read; a note with an action went from under the pointer.) The page's
+/// own `toast`, with its timers watched: an error sets none.
+#[tokio::test]
+async fn toasts_stay_while_they_are_read() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    let timers = browser
+        .js_async(
+            r##"const done = arguments[arguments.length - 1];
+               import("/ui/dom.js").then((m) => {
+                 const [setT, clearT] = [window.setTimeout, window.clearTimeout];
+                 const set = [];
+                 const cleared = [];
+                 window.setTimeout = (fn, ms) => { const id = setT(fn, ms); if (ms > 1000) set.push(id); return id; };
+                 window.clearTimeout = (id) => { cleared.push(id); clearT(id); };
+                 try {
+                   m.toast("the host refused it: say less", { error: true });
+                   const afterError = set.length;
+                   m.toast("Saved.");
+                   const note = document.querySelector("#toasts .toast:not(.error)");
+                   note.dispatchEvent(new MouseEvent("mouseenter"));
+                   done({ afterError, notes: set.length, held: cleared.includes(set[0]) });
+                 } finally {
+                   window.setTimeout = setT;
+                   window.clearTimeout = clearT;
+                 }
+               }, (e) => done(String(e)));"##,
+            json!([]),
+        )
+        .await;
+    assert_eq!(timers, json!({"afterError": 0, "notes": 1, "held": true}));
     ui_page::finish(browser, host).await;
 }
