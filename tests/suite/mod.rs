@@ -228,6 +228,7 @@ mod ui_browser;
 mod ui_browser_approval_gone;
 mod ui_browser_cards;
 mod ui_browser_cjk;
+mod ui_browser_contrast;
 mod ui_browser_focus;
 mod ui_browser_refused_edit;
 mod ui_browser_rooms;
