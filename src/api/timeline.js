@@ -103,6 +103,19 @@ export class Timeline {
       tickExpiries(this.el);
       this.paintWorking();
     }, 15000);
+    // something drawn grows after it was shown (an approval card gets its
+    // exact action from the host, a card's buttons their previews): the
+    // newest stays in view when the person was at the end (it scrolled
+    // out of view under the grown card)
+    this.atEnd = true;
+    this.el.addEventListener("scroll", () => {
+      this.atEnd = this.nearEnd();
+    }, { passive: true });
+    this.grown = new ResizeObserver(() => {
+      if (this.atEnd && this.follows && !this.closed) this.toEnd();
+    });
+    this.grown.observe(this.log);
+    this.grown.observe(this.outbox);
   }
 
   /** Drops what the held entries taught (not the messages being sent). */
@@ -124,6 +137,7 @@ export class Timeline {
     this.closed = true;
     this.unconfirmed.clear();
     clearInterval(this.ticker);
+    this.grown.disconnect();
   }
 
   /** Shows or hides the bot's internal steps (notes, tool calls, results). */

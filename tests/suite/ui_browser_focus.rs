@@ -4,7 +4,8 @@
 //! leaves the list) leaves the focus on what the decision did or on what
 //! is next, never on the page's body, where a keyboard or screen reader
 //! user would start over from the top of the page. ("Stop turn" and a
-//! notice's Retry: `ui_browser_views`.) Toasts stay while they are read.
+//! notice's Retry: `ui_browser_views`.) Toasts stay while they are read,
+//! and the newest stays in view when a card grows.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed ([`ui_page::start`]).
@@ -146,5 +147,46 @@ async fn toasts_stay_while_they_are_read() {
         )
         .await;
     assert_eq!(timers, json!({"afterError": 0, "notes": 1, "held": true}));
+    ui_page::finish(browser, host).await;
+}
+
+/// Something drawn that grows after it was shown (an approval card gets
+/// its exact action from the host) keeps the newest in view when the
+/// person was at the end, and leaves the view alone when they had
+/// scrolled up. (The newest scrolled out of view under the grown card.)
+#[tokio::test]
+async fn a_card_that_grows_keeps_the_end_in_view() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    for n in 0..12 {
+        host.send("r", &format!("message {n}"), None).await;
+    }
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.wait_text(".log", "echo: message 11").await;
+    // grows the last entry by 600 px, then answers (a frame later, once
+    // the page saw it) how far the view is from the end
+    let grow = r#"const done = arguments[arguments.length - 1];
+                  const t = document.querySelector(".timeline");
+                  const last = [...document.querySelectorAll(".log > li")].pop();
+                  const block = document.createElement("div");
+                  block.style.height = "600px";
+                  last.append(block);
+                  requestAnimationFrame(() => requestAnimationFrame(() =>
+                    done(Math.round(t.scrollHeight - t.scrollTop - t.clientHeight))));"#;
+    let to_end = "const t = document.querySelector('.timeline'); t.scrollTop = t.scrollHeight; \
+                  t.dispatchEvent(new Event('scroll')); return t.scrollHeight > t.clientHeight + 600";
+    assert_eq!(browser.js(to_end, json!([])).await, json!(true));
+    let gap = browser.js_async(grow, json!([])).await;
+    assert!(gap.as_i64().unwrap() < 120, "{gap} px from the end");
+    // scrolled up: left where it is
+    browser
+        .js(
+            "const t = document.querySelector('.timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); return true",
+            json!([]),
+        )
+        .await;
+    let gap = browser.js_async(grow, json!([])).await;
+    assert!(gap.as_i64().unwrap() > 600, "{gap} px from the end");
     ui_page::finish(browser, host).await;
 }
