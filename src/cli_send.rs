@@ -177,7 +177,7 @@ pub(super) async fn send(
     // the bot is paused by its daily token budget: the message waits for
     // the end of the pause (the host's notice says so only to a
     // conversation's first message since the pause began)
-    let paused_until = body["paused_until"].as_i64();
+    let mut paused_until = body["paused_until"].as_i64();
     // from here on the message is saved: a Ctrl-C says so, and how to
     // read or wait for its answer (before, the command dies as usual)
     let mut sigint = sigint();
@@ -198,10 +198,11 @@ pub(super) async fn send(
     let mut notices: HashMap<String, Value> = HashMap::new();
     // the host's `budget_exhausted` notice after the message, if read
     let mut pause_notice: Option<String> = None;
-    // one short wait for that notice, which the host writes just after
-    // the message: a first read may come before it (QA: the generic
+    // how long to wait for that notice, which the host writes just after
+    // the message: a first read may come before it, and the signal of the
+    // message itself may end a wait before it too (QA: the generic
     // "paused until" line where the notice was due)
-    let mut notice_wait = true;
+    let mut notice_by: Option<Instant> = None;
     loop {
         // the host may be restarting: a failed poll waits for the next one
         let polled = timeout_at(deadline, client.entries_after(&session, cursor));
@@ -234,6 +235,16 @@ pub(super) async fn send(
                 // reported, exit 5, after the reply came)
                 Some("notice") if e["code"] == "budget_exhausted" => {
                     pause_notice = e["text"].as_str().map(str::to_owned);
+                    // the budget ran out in the turn over this message,
+                    // after the host took it (its answer said nothing of
+                    // a pause): paused now if the bot says so (QA: the
+                    // notice was read and `send` waited out --timeout)
+                    if paused_until.is_none() {
+                        paused_until = timeout_at(deadline, bot_paused_until(client, bot))
+                            .await
+                            .ok()
+                            .flatten();
+                    }
                 }
                 Some("notice") => {
                     notices.insert(turn, e);
@@ -300,12 +311,13 @@ pub(super) async fn send(
         // until the pause ends; a notice of a pause that ended is not
         // this one, and the wait goes on for the turn that answers
         if read && paused_until.is_some() {
-            if pause_notice.is_none() && std::mem::take(&mut notice_wait) {
-                let left = deadline.saturating_duration_since(Instant::now());
+            let by = *notice_by.get_or_insert_with(|| Instant::now() + NOTICE_WAIT);
+            let left = by.min(deadline).saturating_duration_since(Instant::now());
+            if pause_notice.is_none() && !left.is_zero() {
                 // its signal comes within milliseconds when it is due; a
                 // later message of the pause gets none, and its `send`
-                // still ends about at once
-                let changed = changes.wait(&session, left.min(NOTICE_WAIT));
+                // ends after this short wait
+                let changed = changes.wait(&session, left);
                 if or_interrupt(&mut sigint, changed).await.is_none() {
                     return Ok(interrupted());
                 }
@@ -348,6 +360,19 @@ pub(super) async fn send(
 /// Longest wait, after a message to a paused bot, for the host's
 /// `budget_exhausted` notice that follows the first message of a pause.
 const NOTICE_WAIT: Duration = Duration::from_millis(500);
+
+/// When `bot`'s pause for its spent daily token budget ends, if it is
+/// paused now (its `paused_until` in `GET /v1/bots`); `None` when not, or
+/// when the host did not answer.
+async fn bot_paused_until(client: &Client, bot: &str) -> Option<i64> {
+    let list = client.get("/v1/bots").await.ok()?;
+    list["bots"].as_array()?.iter().find(|b| {
+        b["id"]
+            .as_str()
+            .is_some_and(|id| id.eq_ignore_ascii_case(bot))
+    })?["paused_until"]
+        .as_i64()
+}
 
 /// Whether a turn other than `ended` runs over the message of `gid` now
 /// (`GET /v1/bots/{bot}/turns` lists its inputs' gids): a retry of the

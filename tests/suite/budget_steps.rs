@@ -187,3 +187,39 @@ async fn no_fact_extraction_runs_after_the_turn_that_spent_the_budget() {
     assert!(!memory.to_string().contains("bees"), "{memory:#}");
     host.shutdown().await;
 }
+
+/// `botfleet send` to a bot whose budget runs out in the turn over the
+/// message, before any reply: it ends at once with the host's notice (exit
+/// 5, `"status": "paused"`), as for a message to a bot paused already. (It
+/// read the notice and waited out `--timeout`, then said "no reply".) The
+/// next message, to the paused bot, prints the pause too.
+#[tokio::test]
+async fn send_ends_at_once_when_the_budget_runs_out_over_its_message() {
+    let host = TestFleet::new()
+        .script("s", STEPS)
+        .bot("r", "s", &["SendMessage", "Remember"])
+        .bot_lines("daily_token_budget = 50")
+        .start()
+        .await;
+    let (code, out, err) = crate::support::process::cli(
+        &["send", "r", "hello", "--timeout", "30", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 5, "{out}{err}");
+    let answer: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"));
+    assert_eq!(answer["status"], "paused", "{answer}");
+    assert!(answer["paused_until"].is_i64(), "{answer}");
+    assert!(
+        answer["notice"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("r has used its daily token budget")),
+        "{answer}"
+    );
+    let (code, _, err) =
+        crate::support::process::cli(&["send", "r", "and now?"], &host.url, TOKEN).await;
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("paused until"), "{err}");
+    host.shutdown().await;
+}
