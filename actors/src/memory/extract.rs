@@ -54,6 +54,7 @@ use botfleet_memory::TurnId;
 use botfleet_memory::bot_scopes;
 use serde::Deserialize;
 use serde::Serialize;
+use serde_json::Value;
 use sha2::Digest;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
@@ -138,15 +139,20 @@ impl ExtractReport {
     }
 }
 
+/// The answer's three lists, each op as the model wrote it: an op is read
+/// on its own ([`op`]), so one that is not as asked (an importance of
+/// `"4"` or 300, a `confidence` the prompt did not ask for) is refused
+/// alone, not every op beside it (QA: one such field lost the whole
+/// answer).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Proposal {
     #[serde(default)]
-    add: Vec<AddProposal>,
+    add: Vec<Value>,
     #[serde(default)]
-    replace: Vec<ReplaceProposal>,
+    replace: Vec<Value>,
     #[serde(default)]
-    remove: Vec<String>,
+    remove: Vec<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -389,6 +395,41 @@ fn request(
     }
 }
 
+/// `raw` read as an op of type `T`, or why it is not one (`what`: "an add").
+fn op<T: serde::de::DeserializeOwned>(raw: &Value, what: &str) -> Result<T, String> {
+    serde_json::from_value(raw.clone())
+        .map_err(|e| format!("not {what} as the prompt asks for: {e}"))
+}
+
+/// How a refused op is named: `add "…"` (its text's start), `replace ID`,
+/// `remove ID`, or the op itself (its start) when it has neither.
+fn op_label(kind: &str, raw: &Value, key: &str) -> String {
+    let named = match raw {
+        Value::String(s) => Some(s.as_str()),
+        other => other.get(key).and_then(Value::as_str),
+    };
+    match named {
+        Some(s) if key == "text" => format!("{kind} {:?}", s.chars().take(60).collect::<String>()),
+        Some(s) => format!("{kind} {}", s.chars().take(80).collect::<String>()),
+        None => format!(
+            "{kind} {}",
+            raw.to_string().chars().take(60).collect::<String>()
+        ),
+    }
+}
+
+/// Refuses the ops of a list past the first [`MAX_OPS`] as one entry (an
+/// answer of 20,000 adds wrote 20,000 refusals to the report and the log:
+/// QA).
+fn refuse_past_limit(report: &mut ExtractReport, plural: &str, len: usize) {
+    if len > MAX_OPS {
+        report.reject(
+            format!("{} {plural} after the first {MAX_OPS}", len - MAX_OPS),
+            format!("more than {MAX_OPS} {plural}"),
+        );
+    }
+}
+
 /// The proposal in the answer (`extract_answer.rs`: after a reasoning
 /// block, in a fence or in prose).
 fn parse(text: &str) -> Result<Proposal, ExtractError> {
@@ -433,13 +474,17 @@ async fn apply(
             .ok_or_else(|| format!("{id} was not shown in this turn's context"))
     };
     let mut ops: Vec<(String, MemoryOp)> = Vec::new();
-    for (i, raw) in proposal.remove.iter().enumerate() {
-        let label = format!("remove {raw}");
-        if i >= MAX_OPS {
-            report.reject(label, format!("more than {MAX_OPS} removes"));
-            continue;
-        }
-        match shown_item(raw) {
+    refuse_past_limit(&mut report, "removes", proposal.remove.len());
+    for raw in proposal.remove.iter().take(MAX_OPS) {
+        let label = op_label("remove", raw, "id");
+        let raw: String = match op(raw, "a remove (a memory id)") {
+            Ok(id) => id,
+            Err(reason) => {
+                report.reject(label, reason);
+                continue;
+            }
+        };
+        match shown_item(&raw) {
             Ok(item) => ops.push((
                 label,
                 MemoryOp::ChangeExtracted {
@@ -455,12 +500,16 @@ async fn apply(
             Err(reason) => report.reject(label, reason),
         }
     }
-    for (i, r) in proposal.replace.iter().enumerate() {
-        let label = format!("replace {}", r.id);
-        if i >= MAX_OPS {
-            report.reject(label, format!("more than {MAX_OPS} replaces"));
-            continue;
-        }
+    refuse_past_limit(&mut report, "replaces", proposal.replace.len());
+    for raw in proposal.replace.iter().take(MAX_OPS) {
+        let label = op_label("replace", raw, "id");
+        let r: ReplaceProposal = match op(raw, "a replace") {
+            Ok(r) => r,
+            Err(reason) => {
+                report.reject(label, reason);
+                continue;
+            }
+        };
         let importance = match r.importance.map(Importance::new).transpose() {
             Ok(v) => v,
             Err(e) => {
@@ -491,7 +540,7 @@ async fn apply(
     let notes = proposal
         .add
         .iter()
-        .any(|a| a.layer.as_deref().and_then(Layer::parse) == Some(Layer::Notes));
+        .any(|a| a["layer"].as_str().and_then(Layer::parse) == Some(Layer::Notes));
     let end = if notes {
         rt.store.get_turn(turn).await
     } else {
@@ -504,14 +553,17 @@ async fn apply(
             now
         }
     };
-    for (i, a) in proposal.add.iter().enumerate() {
-        let short: String = a.text.chars().take(60).collect();
-        let label = format!("add {short:?}");
-        if i >= MAX_OPS {
-            report.reject(label, format!("more than {MAX_OPS} adds"));
-            continue;
-        }
-        match new_memory(bot, a, ended, &source, &format!("{seed}\u{0}{i}")) {
+    refuse_past_limit(&mut report, "adds", proposal.add.len());
+    for (i, raw) in proposal.add.iter().take(MAX_OPS).enumerate() {
+        let label = op_label("add", raw, "text");
+        let a: AddProposal = match op(raw, "an add") {
+            Ok(a) => a,
+            Err(reason) => {
+                report.reject(label, reason);
+                continue;
+            }
+        };
+        match new_memory(bot, &a, ended, &source, &format!("{seed}\u{0}{i}")) {
             Ok(new) if new.expires_at.is_some_and(|t| t <= now) => report.reject(
                 label,
                 "the note's lifetime, counted from its turn's end, was over before the extraction ran"

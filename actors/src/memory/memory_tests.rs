@@ -220,6 +220,66 @@ async fn a_change_inside_the_epoch_renders_as_a_short_update() {
     assert_eq!(render_memory_update(&MemoryDelta::default()), None);
 }
 
+/// An answer with ops that are not as asked beside good ones, and more
+/// adds than allowed: each bad op is refused alone, with why; the adds
+/// past the limit are refused as one. (An importance of `"4"` or 300, or
+/// a `confidence` field, lost the whole answer; 20,000 adds were 20,000
+/// refusals, each logged.)
+#[tokio::test]
+async fn a_bad_op_is_refused_alone_and_ops_past_the_limit_as_one() {
+    let adds: Vec<String> = (0..14)
+        .map(|n| format!(r#"{{"text": "Extra fact {n}", "layer": "log"}}"#))
+        .collect();
+    let script = format!(
+        r#"
+[[rule]]
+purpose = "extract"
+steps = [{{ text = '''{{"add": [{{"text": "Likes tea", "importance": "4"}},
+          {{"text": "Likes jam", "importance": 300}},
+          {{"text": "Likes figs", "confidence": 0.9}},
+          {{"text": "Likes rye"}}, {}],
+ "replace": [{{"id": 7, "text": "x"}}],
+ "remove": [42]}}''' }}]
+"#,
+        adds.join(", ")
+    );
+    let f = with_extractor(&script);
+    let report = extract_after_turn(
+        &f.rt,
+        &f.bot,
+        f.scope.session.id,
+        f.turn,
+        &[],
+        &["I like rye bread".to_string()],
+        "Noted!",
+    )
+    .await
+    .unwrap();
+    let added: Vec<&str> = report.added.iter().map(|i| i.text.as_str()).collect();
+    // the first ten adds: three refused, "Likes rye" and six extra facts
+    assert_eq!(added.len(), 7, "{report:#?}");
+    assert_eq!(added[0], "Likes rye");
+    let rejected: Vec<(&str, &str)> = report
+        .rejected
+        .iter()
+        .map(|r| (r.op.as_str(), r.reason.as_str()))
+        .collect();
+    assert_eq!(rejected.len(), 6, "{rejected:#?}");
+    let op = |label: &str| {
+        rejected
+            .iter()
+            .find(|(op, _)| *op == label)
+            .map(|(_, why)| *why)
+            .unwrap_or_else(|| panic!("{label}: {rejected:#?}"))
+    };
+    assert!(op("add \"Likes tea\"").starts_with("not an add as the prompt asks for"));
+    assert!(op("add \"Likes jam\"").contains("300"));
+    assert!(op("add \"Likes figs\"").contains("confidence"));
+    assert!(op(r#"replace {"id":7,"text":"x"}"#).starts_with("not a replace"));
+    assert!(op("remove 42").starts_with("not a remove"));
+    assert_eq!(op("8 adds after the first 10"), "more than 10 adds");
+}
+
 const SHOWN_SEED: &str = "shown";
 const HIDDEN_SEED: &str = "hidden";
 
