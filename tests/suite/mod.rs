@@ -67,6 +67,7 @@ mod entry_clip;
 mod event_streams;
 mod events_crlf;
 mod events_resync;
+mod extract_interrupted_reply;
 mod extract_note_expiry;
 mod extract_order;
 mod extract_owed_crash;

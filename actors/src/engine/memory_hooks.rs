@@ -155,6 +155,7 @@ impl Runner {
         if user_texts.is_empty() {
             return None;
         }
+        let final_reply = self.with_earlier_replies(final_reply).await;
         let mut shown: BTreeSet<&str> = self.tail.state_shown.iter().map(String::as_str).collect();
         if self.memory_update.is_some() {
             shown.extend(self.block.shown.iter().map(String::as_str));
@@ -201,6 +202,47 @@ impl Runner {
         ));
     }
 
+    /// `reply` after what earlier turns over the same inputs delivered: a
+    /// turn a newer message interrupted after it replied owes no
+    /// extraction (its inputs come again), and the turn that answers them
+    /// all read only its own reply, so the first reply was never read (QA,
+    /// 2026-12-05). Several inputs are what an interrupt leaves: only
+    /// then are the session's entries since the first read.
+    async fn with_earlier_replies(&self, reply: String) -> String {
+        let inputs = &self.state.input_seqs;
+        if inputs.len() < 2 {
+            return reply;
+        }
+        let from = inputs.iter().min().copied().unwrap_or(1).saturating_sub(1);
+        let entries = match self
+            .rt
+            .store
+            .entries_after(self.session, from, EARLIER_REPLIES_READ)
+            .await
+        {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "fact extraction: cannot read the earlier replies to the turn's inputs; reading its own");
+                return reply;
+            }
+        };
+        let mut said: Vec<String> = entries
+            .into_iter()
+            .filter(|e| e.turn.is_some_and(|t| t != self.turn))
+            .filter_map(|e| match e.kind {
+                EntryKind::Delivery { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect();
+        if said.is_empty() {
+            return reply;
+        }
+        if !reply.is_empty() {
+            said.push(reply);
+        }
+        said.join("\n\n")
+    }
+
     /// What fact extraction reads of a resumed turn (its texts were not
     /// gathered as it ran): the owner's messages among its inputs, its
     /// deliveries and its last non-empty assistant text, as stored.
@@ -223,6 +265,10 @@ impl Runner {
         Ok(texts)
     }
 }
+
+/// Most entries read for [`Runner::with_earlier_replies`]: the inputs and
+/// the interrupted turns' entries after them.
+const EARLIER_REPLIES_READ: i64 = 200;
 
 /// Whether the memory block `block` shows item `id` with `text`: its
 /// line (`- <id> (<scope>[, <date>]) "<text>"`, `memory/render.rs`) ends
