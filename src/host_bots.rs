@@ -61,9 +61,19 @@ pub(super) fn config_bots(
 /// `botfleet check-config`: the fleet file's bots against the bots its
 /// data directory's store holds (read without a lock or a migration: a
 /// host may be running on it), as a start checks them. A store that
-/// cannot be read is left to the notes (`check_notes` warns of it).
+/// cannot be read is left to the notes (`check_notes` warns of it); one
+/// lost where the directory has history is refused, as the start refuses
+/// it.
 pub fn check_store_bots(loaded: &LoadedFleet) -> anyhow::Result<()> {
     let (data_dir, _) = data_and_workspace(&loaded.file.host);
+    // a store lost where the directory has history: the start refuses it,
+    // and so does the check (it said "new data directory: starting with
+    // no history", exit 0: QA)
+    if let Err(e @ botfleet_memory::StoreError::HistoryGone { .. }) =
+        botfleet_memory::peek_store(&data_dir.join(STORE_FILE))
+    {
+        anyhow::bail!("cannot open the store in {}: {e}", data_dir.display());
+    }
     let Ok(stored) = botfleet_memory::peek_store_bots(&data_dir.join(STORE_FILE)) else {
         return Ok(());
     };

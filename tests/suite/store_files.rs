@@ -119,6 +119,25 @@ async fn a_database_deleted_under_the_host_refuses_messages_and_the_next_start()
     let (ok, stderr) = run_to_exit(&config).await;
     assert!(!ok, "{stderr}");
     assert!(stderr.contains("has history"), "{stderr}");
+    // so does check-config, which checks what a start checks (it said
+    // "new data directory: starting with no history", exit 0: QA,
+    // 2026-12-05), for a missing file and an empty one
+    for _ in 0..2 {
+        let out = tokio::process::Command::new(BIN)
+            .args(["check-config", "--fleet"])
+            .arg(&config)
+            .output()
+            .await
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{said}");
+        assert!(
+            said.contains("has history")
+                && !String::from_utf8_lossy(&out.stdout).contains("no history"),
+            "{said}"
+        );
+        std::fs::write(data.join("fleet.db"), "").unwrap();
+    }
 }
 
 #[tokio::test]

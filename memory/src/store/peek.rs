@@ -27,6 +27,11 @@ pub struct StoreHistory {
 
 /// Reads the store at `db` read-only ([`open_read_only`]).
 pub fn peek(db: &Path) -> Result<StoreHistory> {
+    // a missing or empty file where the directory has run before is lost
+    // history, as the start says ([`super::check_history`]), not a new
+    // directory (QA, 2026-12-05: check-config said "starting with no
+    // history" and the start then refused it)
+    super::check_history(db)?;
     let Some(conn) = open_read_only(db)? else {
         return Ok(StoreHistory {
             created: true,
