@@ -183,8 +183,17 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // before the store's first write
     file_size::survive_file_size_limit();
     let data_dir = f.host.data_dir.clone();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    // its own: the store holds every transcript and the secrets people
+    // saved, unencrypted, and files made in it are readable by all
+    // (umask 022) when the directory is (QA: a new one was 0755)
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&data_dir)
+            .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    }
 
     // store, workspace, runtime
     let (_, workspace_dir) = notes::data_and_workspace(&f.host);

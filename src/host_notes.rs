@@ -55,7 +55,28 @@ pub(super) fn data_dir_notes(
         None => (!history.created).then(|| default_workspace(data_dir)),
     };
     notes.extend(previous.and_then(|old| moved_workspace_warning(&old, workspace)));
+    notes.extend(open_data_dir_warning(data_dir));
     notes
+}
+
+/// A warning when other local users may read `data_dir` (its mode gives
+/// the group or others any access): the store holds every transcript and
+/// the secrets people saved through the API, unencrypted, and SQLite
+/// makes its files readable by all (QA: a data directory of 0755 let any
+/// account read `user_secrets`). A new one is made 0700; one made before,
+/// or by hand, is told, not changed.
+fn open_data_dir_warning(data_dir: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(data_dir).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "WARNING: other local users may read the data directory {} (mode {mode:o}): its store \
+             holds every transcript and the secrets people saved, unencrypted; make it private \
+             with `chmod 700 {}`",
+            data_dir.display(),
+            data_dir.display()
+        )
+    })
 }
 
 /// `botfleet check-config`'s notes about the data directory and the

@@ -199,3 +199,35 @@ async fn the_new_data_directory_note_names_the_whole_path() {
     );
     assert!(said.lines().any(|l| l == new), "no {new:?} in:\n{said}");
 }
+
+/// A data directory the host makes is its own (0700): the store holds
+/// every transcript and the secrets people saved, unencrypted. One that
+/// other local users may read is a warning, at start and in check-config,
+/// saying how to close it. (A new one was 0755, its `fleet.db` 0644: any
+/// account read `user_secrets`; QA, 2026-12-05.)
+#[tokio::test]
+async fn the_data_directory_is_private_or_the_start_says_so() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let fleet = TestFleet::new()
+        .script("m", SCRIPT)
+        .bot("a1", "m", &["SendMessage"]);
+    let path = fleet.write();
+    let dir = fleet.path();
+    let data = dir.join("data");
+    let first = banner_of(&path, &dir.join("first.log")).await;
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{first}");
+    assert!(!first.contains("other local users"), "{first}");
+
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let warning = format!(
+        "WARNING: other local users may read the data directory {} (mode 755)",
+        data.display()
+    );
+    let (code, out) = check_config(&path).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&warning) && out.contains("chmod 700"), "{out}");
+    let second = banner_of(&path, &dir.join("second.log")).await;
+    assert!(second.contains(&warning), "{second}");
+}
