@@ -272,8 +272,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Rebuild the transcript search index from the store, with a progress
-    /// bar. Offline: stop the host first.
+    /// Rebuild the transcript search index and the JSONL mirror from the
+    /// store, with a progress bar. Offline: stop the host first
+    ///
+    /// Every transcripts/<bot>/<session>.jsonl and the mirror's resume
+    /// marker are deleted and written again from the store
+    /// (docs/operations.md).
     #[command(arg = not_for_host_commands("host"), arg = not_for_host_commands("token"))]
     Reindex {
         /// Data directory (default: host.data_dir of the fleet file).

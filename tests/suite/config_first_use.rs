@@ -273,6 +273,16 @@ async fn help_lists_what_each_command_uses() {
             "{command}: {out}"
         );
     }
+    // reindex says it rewrites the mirror too, which an operator reading
+    // only the help did not learn (QA, 2026-12-05)
+    let (_, out, _) = botfleet(dir.path(), &["reindex", "--help"]).await;
+    assert!(
+        out.contains("and the JSONL mirror")
+            && out.contains(
+                "transcripts/<bot>/<session>.jsonl and the mirror's resume marker are deleted"
+            ),
+        "{out}"
+    );
     let (code, out, _) = botfleet(dir.path(), &["send", "--help"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("--host") && out.contains("--token"), "{out}");
