@@ -3,7 +3,8 @@
 //! instead, for a later turn that answered and for one still running
 //! (before its first step is stored too). A later turn in another session
 //! of the bot, or one that ended without the model answering, does not
-//! block the retry. (Before, the retry requeued the old inputs and the
+//! block the retry, nor do earlier turns over only the messages it holds
+//! (attempts a newer message interrupted). (Before, the retry requeued the old inputs and the
 //! retried turn, its context cut at them, answered them a second time
 //! without the messages and replies that came after.)
 
@@ -257,6 +258,76 @@ async fn a_retry_is_not_blocked_by_other_sessions_or_unanswered_later_turns() {
         "{body}"
     );
     open.send(true).unwrap();
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Each message gets a SendMessage quoting it; the step after it is held
+/// (until `gate` opens) unless "MSG-C" is among the messages, which ends
+/// the turn there.
+fn model_held_after_reply(request: &Value, gate: &watch::Receiver<bool>) -> Reply {
+    let text = last_user_text(request).unwrap_or("").to_owned();
+    let last = last_message(request).cloned().unwrap_or(Value::Null);
+    if last["role"] != "tool" {
+        let args = json!({ "text": format!("re: {text}") }).to_string();
+        return Reply::tool_call("call_1", "SendMessage", args);
+    }
+    if text.contains("MSG-C") {
+        Reply::text("")
+    } else {
+        Reply::text("").hold_until(gate.clone())
+    }
+}
+
+/// A turn that failed over messages earlier turns had before the model,
+/// each interrupted by the next message (A; A and B; then A, B and C,
+/// failed): the retry requeues all three. The interrupted turns are
+/// earlier attempts at these messages, not later turns. (QA, 2026-12-05:
+/// the second of them was named "a later turn", 409, and the messages
+/// were left unanswered; with one interrupted turn of one message the
+/// retry worked.)
+#[tokio::test]
+async fn a_failed_turn_after_interrupted_attempts_at_its_messages_is_retried() {
+    let (open, gate) = watch::channel(false);
+    let server = OpenAiServer::builder()
+        .responder(move |body| model_held_after_reply(body, &gate))
+        .start()
+        .await;
+    let host = host(&server).await;
+    // each message waits for the turn before to be in its held step: its
+    // reply delivered, the model asked again
+    let (_, a) = host.send("b2", "MSG-A one", None).await;
+    server.wait_for_requests(2).await;
+    host.send("b2", "MSG-B two", None).await;
+    server.wait_for_requests(4).await;
+    server.fail_next(1, Reply::error(400, "bad request"));
+    let (_, c) = host.send("b2", "MSG-C three", None).await;
+    let session = a["session"].as_str().unwrap().to_owned();
+    let failed = host
+        .wait_turn_end(&session, c["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(
+        failed["inputs"].as_array().map(Vec::len),
+        Some(3),
+        "{failed}"
+    );
+    let ends = turn_ends(&host.entries(&session).await);
+    let interrupted = ends.iter().filter(|e| e["status"] == "interrupted").count();
+    assert_eq!(interrupted, 2, "{ends:#?}");
+
+    let (status, body) = retry(&host, failed["turn"].as_str().unwrap()).await;
+    assert_eq!((status, &body["requeued"]), (200, &json!(3)), "{body}");
+    // the retry answers them, once
+    let answered = host
+        .wait_for(&session, |es| {
+            turn_ends(es).into_iter().find(|e| {
+                e["status"] == "completed" && e["inputs"].as_array().map(Vec::len) == Some(3)
+            })
+        })
+        .await;
+    assert_eq!(answered["deliveries"], 1, "{answered}");
+    open.send_replace(true);
     host.shutdown().await;
     server.shutdown().await;
 }

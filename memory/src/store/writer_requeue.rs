@@ -87,7 +87,7 @@ impl Writer {
         // must not fail on this check, and no later turn can have run
         // while it did
         if status != TurnStatus::Interrupted.as_str()
-            && let Some(later) = self.later_turn(&bot, &session, &turn, first)?
+            && let Some(later) = self.later_turn(&bot, &session, &turn, first, &held)?
         {
             return Err(StoreError::Rejected(later_message(&later)));
         }
@@ -102,15 +102,27 @@ impl Writer {
     }
 
     /// A turn of `bot` in `session` other than `turn` over an input after
-    /// `first` (so its context held `first`) that is running or in which
-    /// the model answered (it wrote an assistant entry).
+    /// `first` (so its context held `first`) that `turn` does not hold,
+    /// running or one in which the model answered (it wrote an assistant
+    /// entry). A turn over only inputs `turn` holds is an earlier attempt
+    /// at them (interrupted by a newer message, which `turn` holds too):
+    /// its context ended before what `turn` holds, and it was named "a
+    /// later turn" when its inputs were more than one (QA, 2026-12-05:
+    /// such a failed turn could not be retried, its messages left
+    /// unanswered).
     fn later_turn(
         &mut self,
         bot: &str,
         session: &str,
         turn: &str,
         first: &Held,
+        held: &[Held],
     ) -> Result<Option<Later>> {
+        let after_ours = |inputs: &[i64]| {
+            inputs
+                .iter()
+                .any(|g| *g > first.gid && !held.iter().any(|h| h.gid == *g))
+        };
         // a running turn is stored from its first step on; one running
         // before that is the caller's to check (the bot knows it)
         let running: Vec<(String, String)> = self
@@ -122,7 +134,7 @@ impl Writer {
             .query_map(params![bot, session, turn], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         for (id, inputs) in running {
-            if parse_inputs(&inputs)?.iter().any(|g| *g > first.gid) {
+            if after_ours(&parse_inputs(&inputs)?) {
                 return Ok(Some(Later {
                     turn: id,
                     running: true,
@@ -158,7 +170,7 @@ impl Writer {
             // an earlier turn retried since answers after these inputs
             // too, but over its own older inputs: its context stops
             // before these, and the retried turn sees its answer
-            if parse_inputs(&inputs)?.iter().any(|g| *g > first.gid) {
+            if after_ours(&parse_inputs(&inputs)?) {
                 return Ok(Some(Later {
                     turn: id,
                     running: false,
