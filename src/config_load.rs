@@ -196,7 +196,29 @@ impl LoadedFleet {
                     if let Some(problem) = provider::headers_env_problem(headers, headers_env) {
                         return Err(self.invalid(format!("{key}.headers_env"), problem));
                     }
-                    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                    // each a variable's name, also while the provider runs
+                    // on its fallback and the start reads none of them (a
+                    // pasted credential passed until the key was set: QA)
+                    for (header, var) in headers_env {
+                        let field = format!("headers_env.{header:?}");
+                        let names = provider::EnvKey {
+                            field: &field,
+                            holds: "a header's value",
+                            example: "GATEWAY_KEY",
+                        };
+                        if let Err(problem) = provider::env_var_problem(&names, var) {
+                            return Err(
+                                self.invalid(format!("{key}.headers_env.\"{header}\""), problem)
+                            );
+                        }
+                    }
+                    // the scheme in any case, as URLs take it
+                    let scheme = |s: &str| {
+                        base_url
+                            .get(..s.len())
+                            .is_some_and(|p| p.eq_ignore_ascii_case(s))
+                    };
+                    if !(scheme("http://") || scheme("https://")) {
                         return Err(self.invalid(
                             format!("{key}.base_url"),
                             format!(
@@ -258,6 +280,16 @@ impl LoadedFleet {
                         return Err(self.invalid(
                             format!("{key}.max_response_bytes"),
                             format!("is {bytes} but must be at least 1024"),
+                        ));
+                    }
+                    if fallback.is_some() && api_key_env.is_none() {
+                        // a fallback runs the bots when api_key_env's
+                        // variable is unset: without one it never could
+                        // (it passed without a word: QA)
+                        return Err(self.invalid(
+                            format!("{key}.fallback"),
+                            "takes effect only when the variable `api_key_env` names is unset, \
+                             and this provider has no api_key_env: add one, or remove fallback",
                         ));
                     }
                     if let Some(fb) = fallback {

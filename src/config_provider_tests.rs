@@ -258,6 +258,9 @@ fn a_base_url_the_provider_refuses_names_its_key() {
         ("http://h/v1#frag", "the part from `#` on is never sent"),
         ("http://user:pw@h:99999/v1", "invalid port number"),
         ("http://[::1/v1", "invalid IPv6 address"),
+        // no host: the parser took `v1` for one (QA, 2026-12-05)
+        ("http:///v1", "has no host after `//`"),
+        ("https://", "empty host"),
     ] {
         let fleet = ISSUE_EXAMPLE.replace(
             r#"base_url = "http://127.0.0.1:8000/v1""#,
@@ -273,4 +276,46 @@ fn a_base_url_the_provider_refuses_names_its_key() {
         );
         assert!(!e.contains("pw@"), "{url}: the password shows: {e}");
     }
+}
+
+/// A scheme in capitals is an http(s) URL (schemes ignore case). (It was
+/// refused as "not an http(s) URL".)
+#[test]
+fn a_scheme_in_capitals_is_taken() {
+    for url in ["HTTP://127.0.0.1:8000/v1", "Https://h.example/v1"] {
+        let fleet = ISSUE_EXAMPLE.replace(
+            r#"base_url = "http://127.0.0.1:8000/v1""#,
+            &format!("base_url = {url:?}"),
+        );
+        LoadedFleet::parse(&fleet, "fleet.toml", None).unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+}
+
+/// `headers_env` takes variable names, also while the provider runs on
+/// its fallback (its key unset, so the start reads none of them), and a
+/// `fallback` needs an `api_key_env` to ever take effect. (A pasted
+/// credential passed until the key was set; a fallback without a key
+/// passed without a word: QA, 2026-12-05.)
+#[test]
+fn headers_env_names_and_a_fallback_are_checked_whatever_the_environment() {
+    let offline = "\n[providers.offline]\nkind = \"scripted\"\nscript = \"s.toml\"\n";
+    let pasted = format!(
+        "{}{offline}",
+        with("fallback = \"offline\"\nheaders_env = { \"X-Api-Key\" = \"gw-live-8f3k2j9d\" }")
+    );
+    let e = err(&pasted);
+    assert!(
+        e.contains("key `providers.main.headers_env.\"X-Api-Key\"`")
+            && e.contains("takes the NAME of an environment variable"),
+        "{e}"
+    );
+    let keyless = format!(
+        "{}{offline}",
+        ISSUE_EXAMPLE.replace("api_key_env = \"XAI_API_KEY\"", "fallback = \"offline\"")
+    );
+    let e = err(&keyless);
+    assert!(
+        e.contains("key `providers.main.fallback`") && e.contains("has no api_key_env"),
+        "{e}"
+    );
 }

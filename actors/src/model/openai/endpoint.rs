@@ -182,6 +182,18 @@ pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
             )));
         }
     }
+    // `http:///v1`: the parser takes `v1` for the host (every call then
+    // asked DNS for it: QA)
+    if base_url
+        .trim()
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.is_empty() || rest.starts_with('/'))
+    {
+        return Err(ModelError::Config(format!(
+            "model base URL {shown:?} has no host after `//`; write it as \
+             http://HOST:PORT/v1 (e.g. \"http://127.0.0.1:8000/v1\")"
+        )));
+    }
     if url.fragment().is_some() {
         return Err(ModelError::Config(format!(
             "model base URL {shown:?}: the part from `#` on is never sent to a server; remove it \
