@@ -392,6 +392,11 @@ prompts! {
     subagent_unfinished_progress => "subagent_unfinished_progress.md",
     /// Why a subagent's task ended unfinished when a person cancelled it.
     subagent_cancelled => "subagent_cancelled.md",
+    /// Why a subagent's task ended when its owner removed its parent (a
+    /// bot made by CreateAgent).
+    subagent_removed => "subagent_removed.md",
+    /// Why a subagent's task ended when its parent left the fleet's config.
+    subagent_removed_config => "subagent_removed_config.md",
     /// The notice ending a turn in the DM of a person who no longer owns
     /// the bot (its owner changed in fleet.toml).
     owner_changed => "owner_changed.md",

@@ -413,3 +413,36 @@ async fn the_fleet_file_does_not_take_another_persons_made_bot() {
     assert_eq!(deliveries(&host.entries(&dm).await), vec!["helper here"]);
     host.shutdown().await;
 }
+
+/// A made bot removed while its subagent works: the subagent's report
+/// says its parent was removed and offers no retry, which would be
+/// refused. (It said "a person cancelled my turn on it; they can retry
+/// it", and that retry answered 409: QA, 2026-12-05.)
+#[tokio::test]
+async fn a_subagent_removed_with_its_parent_says_so_in_its_report() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("maker", "s", MAKER_TOOLS)
+        .start()
+        .await;
+    host.end_turn("maker", "mkworker now").await;
+    host.end_turn("worker", "delegate a job").await;
+    let sub = host.wait_subagent_of("worker").await;
+    host.wait_running(&sub).await;
+    let (status, removed) = delete(&host, "/v1/bots/worker", TOKEN).await;
+    assert_eq!(status, 200, "{removed}");
+    let listed_sub = wait_listed(&host, &sub, |b| {
+        b["turns"]["cancelled"] == 1 && b["running_turn"].is_null()
+    })
+    .await;
+    assert_eq!(listed_sub["subagent_status"], "failed", "{listed_sub:#}");
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "worker"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("I stopped: worker was removed by its owner, and I went with it; the task cannot be retried")
+            && !out.contains("a person cancelled"),
+        "{out}"
+    );
+    host.shutdown().await;
+}

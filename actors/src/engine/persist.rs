@@ -446,6 +446,30 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| prompts().undelivered.render(&[]).unwrap_or_default()),
             ),
+            // cancelled by the removal of its parent (the subagent goes
+            // with it): nobody cancelled it, and a retry is refused (QA,
+            // 2026-12-05: "a person cancelled my turn", with a retry)
+            TurnStatus::Cancelled if self.removed_with_parent().await => {
+                let made = self
+                    .rt
+                    .store
+                    .get_bot(&sub.parent)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|p| p.origin.starts_with(MADE_BY_AGENT));
+                let p = prompts();
+                let why = if made {
+                    p.subagent_removed
+                        .render(&[("parent", sub.parent.as_str())])
+                } else {
+                    p.subagent_removed_config.render(&[
+                        ("parent", sub.parent.as_str()),
+                        ("turn", &self.turn.to_string()),
+                    ])
+                };
+                self.unfinished_report(why.unwrap_or_default())
+            }
             TurnStatus::Cancelled => self.unfinished_report(
                 prompts()
                     .subagent_cancelled
@@ -461,6 +485,19 @@ impl Runner {
             report: self.report_to_parent(&sub, report).await?.map(Box::new),
         });
         Ok(out)
+    }
+
+    /// Whether this subagent was removed (with its parent: a subagent is
+    /// in no config of its own), as its turn was cancelled.
+    async fn removed_with_parent(&self) -> bool {
+        match self.rt.store.get_bot(&self.bot.id).await {
+            Ok(Some(record)) => record.removed_at().is_some(),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not read the subagent's record as its turn was cancelled");
+                false
+            }
+        }
     }
 
     /// The report of a task the subagent could not finish, and why.
