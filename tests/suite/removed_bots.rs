@@ -179,6 +179,19 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         .map(|e| e["code"].clone())
         .collect();
     assert!(codes.contains(&json!("removed_member")), "{codes:?}");
+    // the end names the members that take turns now, not b (QA,
+    // 2026-12-05: a removed bot was among "the room's members now")
+    let ended = host
+        .entries(&timeline)
+        .await
+        .into_iter()
+        .find(|e| e["code"] == "room_run_no_members" && e["seq"].as_i64() > v["seq"].as_i64())
+        .unwrap_or_else(|| panic!("no end of the run"));
+    let text = ended["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("the room's members now: @r (") && !text.contains("@b ("),
+        "{text}"
+    );
     // and `group send` says so too
     let (code, _, err) = crate::support::process::cli(
         &["group", "send", "pair", "@b are you back?"],
@@ -483,8 +496,8 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
         ended,
         [
             "Discussion of message #1 ended: no member had anything new to answer after round 1; \
-             @b took no turn: no longer in the fleet's config, or taken out of the room (1 public \
-             reply)."
+             @b took no turn: removed (from the fleet's config or by its owner), stopped, or taken \
+             out of the room since the message (1 public reply)."
         ],
         "{ended:#?}"
     );

@@ -508,29 +508,41 @@ impl GroupState {
         let replies = progress.run.replies();
         let trigger = cur.trigger_seq;
         let mut why = progress.run.describe_end(end);
-        let absent: Vec<String> = progress
+        let no_turn: Vec<String> = progress
             .run
             .absent()
             .into_iter()
             .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
             .collect();
-        if !absent.is_empty() {
+        if !no_turn.is_empty() {
             // the timeline says why they did not answer (the notice of it
             // is in their own sessions, which the room's readers may not
             // read)
             why.push_str(
                 &prompts()
                     .group_absent
-                    .render(&[("members", &absent.join(", "))])
+                    .render(&[("members", &no_turn.join(", "))])
                     .unwrap_or_default(),
             );
         }
         if end == End::NoMembers {
             // the members it may mention now: a message posted while they
-            // were others (one it named left the room) said only "nobody"
+            // were others (one it named left the room) said only "nobody";
+            // one removed since takes no turns and is not listed (QA,
+            // 2026-12-05: a removed made bot was)
+            let mut taking = Vec::with_capacity(self.names.len());
+            for (bot, name) in self.room.members.iter().zip(&self.names) {
+                let gone = match self.rt.store.get_bot(bot).await? {
+                    Some(record) => absent(&self.rt.store, &record).await?.is_some(),
+                    None => true,
+                };
+                if !gone {
+                    taking.push(name.clone());
+                }
+            }
             why.push_str(&format!(
                 "; the room's members now: {}",
-                super::mentions::members_list(&self.names)
+                super::mentions::members_list(&taking)
             ));
         }
         let notice = NewEntry {
