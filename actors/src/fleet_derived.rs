@@ -286,7 +286,11 @@ pub(crate) fn follow_parents(bots: &HashMap<BotId, BotRecord>, now_ms: i64) -> V
         let parent = BotId::new(parent_id).ok().and_then(|id| bots.get(&id));
         let want = match parent {
             Some(p) if p.removed_at().is_none() => follow(bot, p),
-            Some(_) | None if bot.removed_at().is_some() => continue,
+            // removed with its parent: it stays removed, and its tools
+            // still follow the parent's (a start cut the parent's: the
+            // subagent's list kept what its parent lost, QA 2026-12-05)
+            Some(p) if bot.removed_at().is_some() => cut_to(bot.clone(), p),
+            None if bot.removed_at().is_some() => continue,
             Some(_) | None => {
                 tracing::warn!(bot = %bot.id, parent = %parent_id, "subagent's parent is no longer in the fleet's config: the subagent takes no more messages and runs no turns; its sessions are kept");
                 bot.clone().mark_removed(now_ms)
@@ -312,6 +316,13 @@ fn follow(sub: &BotRecord, parent: &BotRecord) -> BotRecord {
             map.remove(REMOVED_AT);
         }
     }
+    cut_to(want, parent)
+}
+
+/// `want` (a subagent's record) with its tools cut to `parent`'s, on the
+/// parent's provider, of the parent's owner; removed or not as it is.
+fn cut_to(mut want: BotRecord, parent: &BotRecord) -> BotRecord {
+    let sub = want.clone();
     let kept: HashSet<&str> = parent.tools.iter().map(String::as_str).collect();
     want.tools
         .retain(|t| t == ALWAYS || kept.contains(t.as_str()));

@@ -111,6 +111,40 @@ fn follow_origins_cuts_a_subagent_of_a_made_bot_to_its_parents_tools_as_cut() {
     assert_eq!(got["helper.1"], ["SendMessage"]);
 }
 
+/// A made bot its owner removed, and its subagent with it: when a start
+/// cuts the made bot's tools (its maker left the config), the removed
+/// subagent's follow, and it stays removed. (Its list kept Shell: QA,
+/// 2026-12-05.)
+#[test]
+fn follow_origins_cuts_a_removed_subagent_to_its_removed_parents_tools() {
+    let removed = |mut b: BotRecord| {
+        b.settings = json!({ "removed_at": 4_000 });
+        b
+    };
+    let bots = fleet(vec![
+        removed(bot(
+            "helper",
+            "agent:maker",
+            &["SendMessage", "Task", "Shell"],
+        )),
+        removed(bot(
+            "helper.1",
+            "subagent:helper",
+            &["SendMessage", "Shell"],
+        )),
+    ]);
+    let writes = follow_origins(&bots, NOW);
+    let got = written(&writes);
+    assert_eq!(got["helper"], ["SendMessage"]);
+    assert_eq!(got["helper.1"], ["SendMessage"]);
+    for w in &writes {
+        let Mutation::UpsertBot(b) = w else {
+            unreachable!()
+        };
+        assert!(b.removed_at().is_some(), "{b:?}");
+    }
+}
+
 /// `bot` with a daily token budget.
 fn budgeted(mut b: BotRecord, budget: u64) -> BotRecord {
     b.settings = json!({ "daily_token_budget": budget, "created_by_call": "t:c" });
