@@ -73,6 +73,18 @@ impl<'a> Changes<'a> {
                 );
                 (None, true)
             }
+            // the host's streams are all in use (`503 streams_full`): the
+            // API works as ever, so the message goes too, and its reply is
+            // polled for (QA, 2026-12-05: the send stopped before the
+            // message, which was never saved)
+            Err(e) if is_host_stream_cap(&e) => {
+                errln!(
+                    "(the host's event streams are all in use; checking for the reply every {} s \
+                     instead)",
+                    POLL_EVERY.as_secs()
+                );
+                (None, true)
+            }
             Err(e) => return Err(e),
         };
         Ok(Some(Self {
@@ -209,6 +221,13 @@ impl<'a> Changes<'a> {
 fn is_stream_cap(e: &anyhow::Error) -> bool {
     e.downcast_ref::<HostAnswered>()
         .is_some_and(|a| a.status == StatusCode::TOO_MANY_REQUESTS)
+}
+
+/// Whether the host refused a stream because its own are all open
+/// (`503`, every stream it keeps room for in use: `host.max_connections`).
+fn is_host_stream_cap(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<HostAnswered>()
+        .is_some_and(|a| a.status == StatusCode::SERVICE_UNAVAILABLE)
 }
 
 /// Whether the host answered with a client error it would give again.

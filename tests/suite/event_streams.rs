@@ -351,3 +351,23 @@ async fn a_send_past_the_stream_cap_is_sent_and_polls_for_its_reply() {
     );
     host.shutdown().await;
 }
+
+/// A `botfleet send` while the host's streams are all in use (`503
+/// streams_full`, other users' open pages) is sent too, and its reply
+/// polled for, as past the user's own cap. (It exited 1 before sending:
+/// the message was never saved; QA, 2026-12-05.)
+#[tokio::test]
+async fn a_send_while_the_hosts_streams_are_full_is_sent_and_polls() {
+    // 4 connections: 2 streams in all, both bob's
+    let host = start("max_connections = 4").await;
+    let _bob = streams(&host, BOB_TOKEN, 2).await;
+    let (code, out, err) =
+        crate::support::process::cli(&["send", "r", "while full"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("while full"), "the echo reply: {out:?}");
+    assert!(
+        err.contains("the host's event streams are all in use"),
+        "says why it polls: {err:?}"
+    );
+    host.shutdown().await;
+}
