@@ -153,6 +153,7 @@ mod resume_order;
 mod retry;
 mod retry_after_later_turn;
 mod review;
+mod review_model_approved;
 mod review_ttl;
 mod review_untrusted;
 mod room_backlog;

@@ -38,9 +38,15 @@ pub async fn review_with_model(
     bot: &str,
     action: &Action,
     hidden: &crate::safety::Redactor,
+    host: &crate::safety::Redactor,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> ReviewDecision {
+    // what the reviewer is shown is scrubbed as a tool result is, of the
+    // bot's secrets and of the host's: a script the action runs may hold
+    // them (QA, 2026-12-05: the reviewer, maybe another provider, was sent
+    // a secret's value, users' tokens and its own API key, word for word)
+    let scrub = |text: &str| host.scrub(&hidden.scrub(text)).into_owned();
     let mut scripts = String::new();
     for s in &action.scripts {
         let _ = write!(
@@ -51,6 +57,8 @@ pub async fn review_with_model(
     }
     let mut args = String::new();
     canonical_json(&action.args, &mut args);
+    let args = scrub(&args);
+    let scripts = scrub(&scripts);
     let Ok(system) = prompts().review.render(&[
         ("tool", &action.tool),
         ("surface", action.surface.as_str()),
@@ -74,7 +82,10 @@ pub async fn review_with_model(
         messages: vec![
             ChatMessage::System { content: system },
             ChatMessage::User {
-                content: format!("Review this {} action: {}", action.tool, action.summary),
+                content: scrub(&format!(
+                    "Review this {} action: {}",
+                    action.tool, action.summary
+                )),
             },
         ],
         tools: Vec::new(),
@@ -103,6 +114,9 @@ pub async fn review_with_model(
     };
     parse_verdict(&text)
 }
+
+/// Most characters of the reviewer model's reason kept.
+const MAX_REASON_CHARS: usize = 500;
 
 /// Parses the reviewer model's strict JSON verdict (a leading reasoning
 /// block, which a thinking model served without a reasoning parser writes
@@ -137,10 +151,21 @@ pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
             };
         }
     };
-    let reason = if verdict.reason.trim().is_empty() {
+    let said = verdict.reason.trim();
+    let reason = if said.is_empty() {
         "the reviewer model gave no reason".to_owned()
     } else {
-        format!("reviewer model: {}", verdict.reason.trim())
+        // asked for one sentence, it may write a book: the reason goes into
+        // the approval, its card, the review log and the bot's context
+        // (QA, 2026-12-05: 200,000 characters, whole, everywhere)
+        match said.char_indices().nth(MAX_REASON_CHARS) {
+            Some((cut, _)) => format!(
+                "reviewer model: {}… ({} characters more)",
+                &said[..cut],
+                said[cut..].chars().count()
+            ),
+            None => format!("reviewer model: {said}"),
+        }
     };
     match verdict.decision.as_str() {
         "allow" => ReviewDecision::Allow,

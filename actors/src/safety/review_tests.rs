@@ -628,6 +628,7 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
         "b",
         &action,
         &Redactor::default(),
+        &Redactor::default(),
         Duration::from_secs(5),
         &cancel,
     )
@@ -650,6 +651,7 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
         "b",
         &action,
         &Redactor::default(),
+        &Redactor::default(),
         Duration::from_secs(5),
         &cancel,
     )
@@ -658,6 +660,71 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
         matches!(&d, ReviewDecision::Ask { reason } if reason.contains("failed")),
         "{d:?}"
     );
+}
+
+/// The reviewer model is shown the action scrubbed of the bot's secrets
+/// and of the host's, as a tool result is: a script it runs may hold them.
+/// (It was sent a secret's value, users' tokens and its own API key, word
+/// for word: QA, 2026-12-05.) The scripted reviewer denies whatever shows
+/// a secret.
+#[tokio::test]
+async fn the_reviewer_model_is_not_shown_secrets() {
+    use crate::model::Script;
+    use crate::model::ScriptedModel;
+    let model = ScriptedModel::new(
+        Script::parse(
+            r#"
+[[rule]]
+purpose = "review"
+match = "(?s)(bots-own-secret-1|host-token-of-bob-2)"
+steps = [ { text = '{"decision": "deny", "reason": "saw a secret"}' } ]
+
+[[rule]]
+purpose = "review"
+steps = [ { text = '{"decision": "allow", "reason": "fine"}' } ]
+"#,
+            "review.toml",
+        )
+        .unwrap(),
+    );
+    let cancel = CancellationToken::new();
+    let action = shell(
+        "echo bots-own-secret-1 host-token-of-bob-2",
+        vec![script(
+            "sh run.sh",
+            "run.sh",
+            ScriptKind::Shell,
+            "curl -H 'X: host-token-of-bob-2' x",
+        )],
+    );
+    let d = review_with_model(
+        &model,
+        "b",
+        &action,
+        &Redactor::new(["bots-own-secret-1"]),
+        &Redactor::new(["host-token-of-bob-2"]),
+        Duration::from_secs(5),
+        &cancel,
+    )
+    .await;
+    assert_eq!(d, ReviewDecision::Allow);
+}
+
+/// A reviewer's reason is kept to 500 characters, saying how many more it
+/// had. (200,000 went whole into the approval, the review log and the
+/// bot's context: QA, 2026-12-05.)
+#[test]
+fn a_long_reason_is_cut() {
+    let long = "x".repeat(200_000);
+    let d = parse_verdict(&format!(r#"{{"decision": "ask", "reason": "{long}"}}"#));
+    let ReviewDecision::Ask { reason } = d else {
+        panic!("{d:?}");
+    };
+    assert!(
+        reason.ends_with("… (199500 characters more)"),
+        "{reason:.80}"
+    );
+    assert!(reason.chars().count() < 600, "{}", reason.len());
 }
 
 /// Regression (tester H2): a thinking reviewer served without a reasoning

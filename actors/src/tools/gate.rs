@@ -74,10 +74,12 @@ use crate::safety::Action;
 use crate::safety::ExclusiveGuard;
 use crate::safety::LockMode;
 use crate::safety::PathGuard;
+use crate::safety::ReviewConfig;
 use crate::safety::ReviewDecision;
 use crate::safety::ReviewMode;
 use crate::safety::ReviewSurface;
 use crate::safety::approvals::minutes;
+use crate::safety::review_rules;
 
 #[path = "gate_review.rs"]
 mod review;
@@ -227,10 +229,22 @@ async fn review_to_locks(
     if let Some(surface) = reviewed {
         let built = build_action(ctx, name, surface, args).await;
         let mode = config.modes.get(surface);
-        let reviewed_decision = review(ctx, &built, config).await;
-        if reviewed_decision != ReviewDecision::Allow {
-            log_review(ctx, &built, mode, &reviewed_decision).await;
-        }
+        let reviewed_decision = if approved_here(ctx, &built, config).await {
+            // a person approved this exact action in this conversation:
+            // the approval decides (step 3), not another look by the
+            // reviewer model, which may answer otherwise the second time
+            // (QA, 2026-12-05: an approved action was refused on its
+            // re-run by the model's "deny", its approval left unused)
+            ReviewDecision::Ask {
+                reason: "a person approved this exact action".into(),
+            }
+        } else {
+            let reviewed = review(ctx, &built, config).await;
+            if reviewed != ReviewDecision::Allow {
+                log_review(ctx, &built, mode, &reviewed).await;
+            }
+            reviewed
+        };
         if mode == ReviewMode::Enforce {
             decision = reviewed_decision;
         }
@@ -387,6 +401,23 @@ enum Stage {
 }
 
 /// Step 3 for a side effect: use a matching approval, ask, or wait.
+/// Whether a reviewer model is configured and a person's approval of
+/// `action` in this conversation waits to be used: then the model is not
+/// asked again (its rules still apply: [`review`] is skipped only when
+/// they would let the model decide). A failed read counts as none.
+async fn approved_here(ctx: &ToolContext<'_>, action: &Action, config: &ReviewConfig) -> bool {
+    if config.reviewer.is_none() || review_rules(action, config) != ReviewDecision::Allow {
+        return false;
+    }
+    let Ok(open) = ctx.store().open_approvals(&ctx.bot.id).await else {
+        return false;
+    };
+    let fingerprint = action.fingerprint();
+    let session = ctx.session();
+    open.iter()
+        .any(|a| a.is_usable() && a.fingerprint == fingerprint && a.session == session)
+}
+
 async fn approval_stage(
     ctx: &ToolContext<'_>,
     action: Option<&Action>,

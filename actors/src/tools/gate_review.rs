@@ -185,11 +185,13 @@ pub(super) async fn review(
     };
     match ctx.rt.models.get(name) {
         Some(model) => {
+            let vault = ctx.rt.vault();
             review_with_model(
                 model.as_ref(),
                 ctx.bot.id.as_str(),
                 action,
                 &ctx.secrets.redactor,
+                vault.host_redactor(),
                 config.reviewer_timeout,
                 ctx.cancel,
             )
