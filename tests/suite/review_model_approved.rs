@@ -5,7 +5,8 @@
 //!
 //! The reviewer (an OpenAI-compatible server on loopback) answers "ask"
 //! the first time and "deny" after; the bot (scripted) runs the Shell
-//! command for "flip" and again when told its approval was approved.
+//! command for "flip" and again when told its approval was approved. The
+//! reviewer's call counts in the bot's token usage (it counted nowhere).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -38,7 +39,7 @@ async fn an_approved_action_is_not_reviewed_again_by_the_model() {
         } else {
             json!({"decision": "deny", "reason": "changed my mind"})
         };
-        Reply::text(verdict.to_string())
+        Reply::text(verdict.to_string()).usage(1000, 50)
     };
     let server = OpenAiServer::builder().responder(reviewer).start().await;
     let host = TestFleet::new()
@@ -90,6 +91,15 @@ async fn an_approved_action_is_not_reviewed_again_by_the_model() {
         asked.load(Ordering::SeqCst),
         1,
         "the reviewer was asked again"
+    );
+    // its call counts in the bot's usage (the scripted bot's own calls
+    // are small: the 1000 prompt tokens are the reviewer's)
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let today = &bots["bots"][0]["usage"]["today"];
+    assert!(
+        today["prompt_tokens"].as_u64().unwrap() >= 1000
+            && today["completion_tokens"].as_u64().unwrap() >= 50,
+        "{today}"
     );
     host.shutdown().await;
     server.shutdown().await;

@@ -66,6 +66,7 @@ pub use review::ReviewDecision;
 pub use review::ReviewMode;
 pub use review::ReviewModes;
 pub use review::ReviewSurface;
+pub use review::Reviewer;
 pub use review::ScriptKind;
 pub use review::canonical_json;
 pub use review::review_rules;

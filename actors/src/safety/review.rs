@@ -35,6 +35,7 @@ use super::shell_rules;
 #[path = "review_model.rs"]
 mod model;
 
+pub use model::Reviewer;
 #[cfg(test)]
 pub(crate) use model::parse_verdict;
 pub use model::review_with_model;

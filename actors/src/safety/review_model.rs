@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use botfleet_memory::Encoding;
+use botfleet_memory::TokenUsage;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
@@ -27,21 +29,41 @@ struct ModelVerdict {
     reason: String,
 }
 
+/// The reviewer model and what a call of it needs.
+pub struct Reviewer<'a> {
+    /// The model.
+    pub model: &'a dyn Model,
+    /// Its provider's encoding, to count its tokens when it reports none.
+    pub encoding: Encoding,
+    /// The bot's secrets, scrubbed from what the model is shown and from
+    /// its failures' texts.
+    pub hidden: &'a crate::safety::Redactor,
+    /// The host's credentials, scrubbed from what the model is shown.
+    pub host: &'a crate::safety::Redactor,
+    /// Longest wait for its answer.
+    pub timeout: Duration,
+}
+
 /// Asks the reviewer model about an action the rules allowed. Any failure
 /// (error, timeout, cancellation, an answer that is not the strict JSON
 /// verdict) is [`ReviewDecision::Ask`]: the model reviewer fails closed.
 /// A failure's text becomes the approval's reason, which people read:
-/// it is cleaned of `hidden` (the bot's secrets and the host's
-/// credentials) first.
+/// it is cleaned of the bot's secrets and the host's credentials first.
+/// `usage` gets the call's tokens once the model answered.
 pub async fn review_with_model(
-    model: &dyn Model,
+    reviewer: &Reviewer<'_>,
     bot: &str,
     action: &Action,
-    hidden: &crate::safety::Redactor,
-    host: &crate::safety::Redactor,
-    timeout: Duration,
     cancel: &CancellationToken,
+    usage: &mut Option<TokenUsage>,
 ) -> ReviewDecision {
+    let Reviewer {
+        model,
+        encoding,
+        hidden,
+        host,
+        timeout,
+    } = *reviewer;
     // what the reviewer is shown is scrubbed as a tool result is, of the
     // bot's secrets and of the host's: a script the action runs may hold
     // them (QA, 2026-12-05: the reviewer, maybe another provider, was sent
@@ -97,7 +119,32 @@ pub async fn review_with_model(
     )
     .await;
     let text = match answer {
-        Ok(Ok(response)) => response.text,
+        Ok(Ok(response)) => {
+            // the call's tokens, for the bot's usage and budget (they were
+            // counted nowhere: QA, 2026-12-05): as the provider reported
+            // them, or counted with `encoding`
+            let mut used = TokenUsage {
+                calls: 1,
+                ..TokenUsage::default()
+            };
+            match response.usage {
+                Some(u) => {
+                    used.prompt_tokens = u.prompt_tokens;
+                    used.cached_tokens = u.cached_prompt_tokens;
+                    used.completion_tokens = u.completion_tokens;
+                }
+                None => {
+                    used.prompt_tokens = request
+                        .messages
+                        .iter()
+                        .map(|m| u64::from(encoding.count_message(&m.token_text())))
+                        .sum();
+                    used.completion_tokens = u64::from(encoding.count(&response.text));
+                }
+            }
+            *usage = Some(used);
+            response.text
+        }
         Ok(Err(e)) => {
             return ReviewDecision::Ask {
                 reason: format!("the reviewer model failed ({e}), so a person must decide"),

@@ -624,13 +624,17 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
     let cancel = CancellationToken::new();
     let action = shell("git clean -fdx", Vec::new());
     let d = review_with_model(
-        &model,
+        &Reviewer {
+            model: &model,
+            encoding: botfleet_memory::Encoding::default(),
+            hidden: &Redactor::default(),
+            host: &Redactor::default(),
+            timeout: Duration::from_secs(5),
+        },
         "b",
         &action,
-        &Redactor::default(),
-        &Redactor::default(),
-        Duration::from_secs(5),
         &cancel,
+        &mut None,
     )
     .await;
     assert_eq!(
@@ -647,13 +651,17 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
         .unwrap(),
     );
     let d = review_with_model(
-        &failing,
+        &Reviewer {
+            model: &failing,
+            encoding: botfleet_memory::Encoding::default(),
+            hidden: &Redactor::default(),
+            host: &Redactor::default(),
+            timeout: Duration::from_secs(5),
+        },
         "b",
         &action,
-        &Redactor::default(),
-        &Redactor::default(),
-        Duration::from_secs(5),
         &cancel,
+        &mut None,
     )
     .await;
     assert!(
@@ -698,13 +706,17 @@ steps = [ { text = '{"decision": "allow", "reason": "fine"}' } ]
         )],
     );
     let d = review_with_model(
-        &model,
+        &Reviewer {
+            model: &model,
+            encoding: botfleet_memory::Encoding::default(),
+            hidden: &Redactor::new(["bots-own-secret-1"]),
+            host: &Redactor::new(["host-token-of-bob-2"]),
+            timeout: Duration::from_secs(5),
+        },
         "b",
         &action,
-        &Redactor::new(["bots-own-secret-1"]),
-        &Redactor::new(["host-token-of-bob-2"]),
-        Duration::from_secs(5),
         &cancel,
+        &mut None,
     )
     .await;
     assert_eq!(d, ReviewDecision::Allow);

@@ -18,6 +18,7 @@ use crate::safety::ReviewConfig;
 use crate::safety::ReviewDecision;
 use crate::safety::ReviewMode;
 use crate::safety::ReviewSurface;
+use crate::safety::Reviewer;
 use crate::safety::may_run_scripts;
 use crate::safety::resolve_scripts;
 use crate::safety::review_rules;
@@ -186,16 +187,37 @@ pub(super) async fn review(
     match ctx.rt.models.get(name) {
         Some(model) => {
             let vault = ctx.rt.vault();
-            review_with_model(
-                model.as_ref(),
+            let mut usage = None;
+            let reviewer = Reviewer {
+                model: model.as_ref(),
+                encoding: ctx.rt.settings.context_for(name).encoding,
+                hidden: &ctx.secrets.redactor,
+                host: vault.host_redactor(),
+                timeout: config.reviewer_timeout,
+            };
+            let decision = review_with_model(
+                &reviewer,
                 ctx.bot.id.as_str(),
                 action,
-                &ctx.secrets.redactor,
-                vault.host_redactor(),
-                config.reviewer_timeout,
                 ctx.cancel,
+                &mut usage,
             )
-            .await
+            .await;
+            // the reviewer's tokens are the bot's, as its fact extraction's
+            // are (outside the turn: no turn counted)
+            if let Some(usage) = usage {
+                let day = ctx.store().clock().now().format("%Y-%m-%d").to_string();
+                let added = Mutation::AddUsage {
+                    bot: ctx.bot.id.clone(),
+                    day,
+                    turns: 0,
+                    usage,
+                };
+                if let Err(e) = ctx.store().write(vec![added]).await {
+                    tracing::warn!(bot = %ctx.bot.id, error = %e, "could not record the reviewer model's token usage");
+                }
+            }
+            decision
         }
         None => ReviewDecision::Ask {
             reason: format!(
