@@ -261,13 +261,21 @@ fn advice(window: Option<u64>, options: &OpenAiOptions) -> String {
              the context is compacted before it grows past the window, then retry",
             (window / 4 * 3).max(1000)
         ),
+        // already below, and at the least it may be: only another model
+        // helps (it said "set it lower (e.g. 1000)" to a setting of 1000:
+        // QA, 2026-12-05)
+        Some(window) if setting <= MIN_COMPACT_AT_TOKENS => format!(
+            "the model's window is {window} tokens and {key} is {setting}, the least it may be: \
+             the system prompt, the tool specs and this turn's own messages took the rest; use a \
+             model with a larger window, then retry"
+        ),
         // already below: the rest of the request took the difference
         Some(window) => format!(
             "the model's window is {window} tokens and {key} is {setting}, below it: the \
              system prompt, the tool specs and this turn's own messages took the rest; set it \
              lower (e.g. {}) to leave them more room, or use a model with a larger window, \
              then retry",
-            (setting / 3 * 2).max(1000)
+            (setting / 3 * 2).max(MIN_COMPACT_AT_TOKENS)
         ),
         None => format!(
             "set {key} ({now}) below the model's context window so the context is compacted \
@@ -278,6 +286,9 @@ fn advice(window: Option<u64>, options: &OpenAiOptions) -> String {
 
 /// `compact_at_tokens` when the fleet file does not set it.
 const DEFAULT_COMPACT_AT_TOKENS: u64 = 100_000;
+
+/// The least `compact_at_tokens` the fleet file takes.
+const MIN_COMPACT_AT_TOKENS: u64 = 1000;
 
 #[cfg(test)]
 #[path = "rejection_tests.rs"]

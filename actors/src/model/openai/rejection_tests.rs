@@ -131,6 +131,13 @@ fn the_overflow_error_names_the_key_to_lower() {
             && !text.contains("6144"),
         "{text}"
     );
+    // at the least it may be: no lower value is offered
+    set.compact_at_tokens = Some(1000);
+    let text = rejection(status(400), body, &set).unwrap().to_string();
+    assert!(
+        text.contains("is 1000, the least it may be") && !text.contains("e.g."),
+        "{text}"
+    );
     // above it: the three quarters, saying what it is now
     set.compact_at_tokens = Some(10_000);
     let text = rejection(status(400), body, &set).unwrap().to_string();
