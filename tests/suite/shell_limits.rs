@@ -120,6 +120,14 @@ async fn nothing_is_written_or_started_far_below_the_reserve() {
         "{out}"
     );
     assert!(!out.contains("\nran"), "{out}");
+    // a file replaced by less may be written, to free space, as Edit may
+    // shrink one (QA, 2026-12-05: "its 5 bytes would take the disk below
+    // the reserve")
+    let note = host.fleet.path().join("data/workspace/bob/note.txt");
+    std::fs::write(&note, "x".repeat(4096)).unwrap();
+    let out = answer_as_bob(&host, "bw", "short").await;
+    assert!(out.starts_with("wrote 5 bytes to note.txt"), "{out}");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "short");
     host.shutdown().await;
 }
 

@@ -308,8 +308,14 @@ impl Tool for Write {
         let shown = shown(ctx, &path);
         let name = shown.clone();
         let len = args.content.len();
-        // the disk the store is on, in the default layout (workspace_disk.rs)
-        if let Some(space) = ctx.workspace().disk_space()
+        // the disk the store is on, in the default layout (workspace_disk.rs):
+        // a file that grows is not written past its reserve; one replaced
+        // by as much or less may always be, to free space, as Edit's (QA,
+        // 2026-12-05: emptying a big file was refused, "its 0 bytes would
+        // take the disk below" the reserve)
+        let before = std::fs::metadata(&path).map_or(0, |m| m.len());
+        if u64::try_from(len).unwrap_or(u64::MAX) > before
+            && let Some(space) = ctx.workspace().disk_space()
             && !space.allows(u64::try_from(len).unwrap_or(u64::MAX))
         {
             return Err(space.write_refused(&shown, len));
@@ -426,7 +432,16 @@ impl Tool for Edit {
             Ok(text) if !text.contains('\0') => text,
             Ok(_) | Err(_) => return Err(not_text(&shown, None)),
         };
-        let count = text.matches(&args.old_text).count();
+        // overlapping occurrences count: "aa" is twice in "aaa", and which
+        // one was meant is not known (QA, 2026-12-05: the first was
+        // replaced, "1 occurrence"); replace_all replaces them as
+        // `str::replace` finds them, one after another
+        let found = overlapping(&text, &args.old_text);
+        let count = if args.replace_all {
+            text.matches(&args.old_text).count()
+        } else {
+            found
+        };
         if count == 0 {
             return Err(ToolError::new(
                 format!("old_text does not occur in {shown}"),
@@ -478,6 +493,19 @@ impl Tool for Edit {
             if replaced == 1 { "" } else { "s" }
         )))
     }
+}
+
+/// How many times `pattern` (not empty) occurs in `text`, overlapping
+/// occurrences counted (`"aa"` in `"aaa"`: 2).
+fn overlapping(text: &str, pattern: &str) -> usize {
+    let step = pattern.chars().next().map_or(1, char::len_utf8);
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|rest| rest.find(pattern)) {
+        count += 1;
+        from += at + step;
+    }
+    count
 }
 
 #[cfg(test)]

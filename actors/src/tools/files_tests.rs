@@ -599,3 +599,22 @@ async fn write_over_the_limit_points_to_what_can_make_a_larger_file() {
     assert!(!err.contains("Edit"), "{err}");
     assert!(err.contains("Shell"), "{err}");
 }
+
+/// An `old_text` found twice overlapping ("aa" in "aaa") is not unique:
+/// which one was meant is not known. (The first was replaced, reported as
+/// 1 occurrence: QA, 2026-12-05.) `replace_all` replaces them as they are
+/// found one after another.
+#[tokio::test]
+async fn overlapping_occurrences_are_not_unique() {
+    let f = ToolFixture::new();
+    let file = f.ws().root().join("ov.txt");
+    std::fs::write(&file, "x = aaa\n").unwrap();
+    let edit = json!({"path": "ov.txt", "old_text": "aa", "new_text": "bb"});
+    let err = call(&f, &Edit, edit).await.unwrap_err();
+    assert!(err.contains("old_text occurs 2 times in ov.txt"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x = aaa\n");
+    let edit = json!({"path": "ov.txt", "old_text": "aa", "new_text": "bb", "replace_all": true});
+    let out = call(&f, &Edit, edit).await.unwrap();
+    assert_eq!(out, "replaced 1 occurrence in ov.txt");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x = bba\n");
+}
