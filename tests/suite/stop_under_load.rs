@@ -199,14 +199,19 @@ async fn a_stop_under_load_starts_no_new_work_is_bounded_and_loses_nothing() {
     upload.write_all(head.as_bytes()).await.unwrap();
     // a request on another connection, answered: the upload, connected
     // before it, is being served by then
-    // and the bots still have work: a turn running, inputs queued
+    // and the bots still have work: a turn running, and inputs queued, or
+    // the whole flood in (then the running turns hold it: a flood sent
+    // before this look, all folded into one turn per bot, left nothing
+    // queued, and those turns ended in the 30 s this waited — a full run
+    // on a loaded machine, 2026-12-05)
     let c = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     poll(30, async || {
         let list = c.get("/v1/bots").await.unwrap();
         let bots = list["bots"].as_array().cloned().unwrap_or_default();
         let running = bots.iter().filter(|b| !b["running_turn"].is_null()).count();
         let queued: u64 = bots.iter().filter_map(|b| b["queued"].as_u64()).sum();
-        if running > 0 && queued >= 3 {
+        let all_in = sent.lock().unwrap().admitted.len() == BOTS.len() * PER_BOT;
+        if running > 0 && (queued >= 3 || all_in) {
             Ok(())
         } else {
             Err(format!("no work left to stop: {list}"))
