@@ -66,6 +66,11 @@ impl SessionTail {
     /// `prefix_tokens`: the context's whole counts made it larger than the
     /// whole request once a huge tool result was clipped: QA.)
     pub(crate) fn sent_tokens_of_first(&mut self, n: usize) -> u64 {
+        if self.shaping.last_replaced.is_empty() {
+            // nothing clipped or stubbed (most requests): the counts as
+            // they are, without a lookup per message
+            return self.tokens_of_first(n);
+        }
         self.tokens();
         self.counted
             .iter()

@@ -396,9 +396,8 @@ fn request(
 }
 
 /// `raw` read as an op of type `T`, or why it is not one (`what`: "an add").
-fn op<T: serde::de::DeserializeOwned>(raw: &Value, what: &str) -> Result<T, String> {
-    serde_json::from_value(raw.clone())
-        .map_err(|e| format!("not {what} as the prompt asks for: {e}"))
+fn op<'v, T: Deserialize<'v>>(raw: &'v Value, what: &str) -> Result<T, String> {
+    T::deserialize(raw).map_err(|e| format!("not {what} as the prompt asks for: {e}"))
 }
 
 /// How a refused op is named: `add "…"` (its text's start), `replace ID`,

@@ -229,22 +229,24 @@ async fn review_to_locks(
     if let Some(surface) = reviewed {
         let built = build_action(ctx, name, surface, args).await;
         let mode = config.modes.get(surface);
-        let reviewed_decision = if approved_here(ctx, &built, config).await {
-            // a person approved this exact action in this conversation:
-            // the approval decides (step 3), not another look by the
-            // reviewer model, which may answer otherwise the second time
-            // (QA, 2026-12-05: an approved action was refused on its
-            // re-run by the model's "deny", its approval left unused)
-            ReviewDecision::Ask {
-                reason: "a person approved this exact action".into(),
-            }
-        } else {
-            let reviewed = review(ctx, &built, config).await;
-            if reviewed != ReviewDecision::Allow {
-                log_review(ctx, &built, mode, &reviewed).await;
-            }
-            reviewed
-        };
+        // (a message is never asked about for approval: nothing to find)
+        let reviewed_decision =
+            if kind != ToolKind::Delivery && approved_here(ctx, &built, config).await {
+                // a person approved this exact action in this conversation:
+                // the approval decides (step 3), not another look by the
+                // reviewer model, which may answer otherwise the second time
+                // (QA, 2026-12-05: an approved action was refused on its
+                // re-run by the model's "deny", its approval left unused)
+                ReviewDecision::Ask {
+                    reason: "a person approved this exact action".into(),
+                }
+            } else {
+                let reviewed = review(ctx, &built, config).await;
+                if reviewed != ReviewDecision::Allow {
+                    log_review(ctx, &built, mode, &reviewed).await;
+                }
+                reviewed
+            };
         if mode == ReviewMode::Enforce {
             decision = reviewed_decision;
         }
