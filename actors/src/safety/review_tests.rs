@@ -606,64 +606,45 @@ fn model_verdicts_fail_closed() {
     }
 }
 
-#[tokio::test]
-async fn the_reviewer_model_is_asked_and_fails_closed() {
+/// What the scripted reviewer of `script` decides on `action`, shown it
+/// scrubbed of `hidden` (the bot's secrets) and `host` (the host's).
+async fn reviewed_by(
+    script: &str,
+    action: &Action,
+    hidden: &Redactor,
+    host: &Redactor,
+) -> ReviewDecision {
     use crate::model::Script;
     use crate::model::ScriptedModel;
-    let model = ScriptedModel::new(
-        Script::parse(
-            r#"
+    let model = ScriptedModel::new(Script::parse(script, "review.toml").unwrap());
+    let reviewer = Reviewer {
+        model: &model,
+        encoding: botfleet_memory::Encoding::default(),
+        hidden,
+        host,
+        timeout: Duration::from_secs(5),
+    };
+    review_with_model(&reviewer, "b", action, &CancellationToken::new(), &mut None).await
+}
+
+#[tokio::test]
+async fn the_reviewer_model_is_asked_and_fails_closed() {
+    let none = Redactor::default();
+    let action = shell("git clean -fdx", Vec::new());
+    let denies = r#"
 [[rule]]
 purpose = "review"
 steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
-"#,
-            "review.toml",
-        )
-        .unwrap(),
-    );
-    let cancel = CancellationToken::new();
-    let action = shell("git clean -fdx", Vec::new());
-    let d = review_with_model(
-        &Reviewer {
-            model: &model,
-            encoding: botfleet_memory::Encoding::default(),
-            hidden: &Redactor::default(),
-            host: &Redactor::default(),
-            timeout: Duration::from_secs(5),
-        },
-        "b",
-        &action,
-        &cancel,
-        &mut None,
-    )
-    .await;
+"#;
+    let d = reviewed_by(denies, &action, &none, &none).await;
     assert_eq!(
         d,
         ReviewDecision::Deny {
             reason: "reviewer model: deletes the project".into()
         }
     );
-    let failing = ScriptedModel::new(
-        Script::parse(
-            "[[rule]]\npurpose = \"review\"\nsteps = [ { fail = \"down\" } ]\n",
-            "f.toml",
-        )
-        .unwrap(),
-    );
-    let d = review_with_model(
-        &Reviewer {
-            model: &failing,
-            encoding: botfleet_memory::Encoding::default(),
-            hidden: &Redactor::default(),
-            host: &Redactor::default(),
-            timeout: Duration::from_secs(5),
-        },
-        "b",
-        &action,
-        &cancel,
-        &mut None,
-    )
-    .await;
+    let failing = "[[rule]]\npurpose = \"review\"\nsteps = [ { fail = \"down\" } ]\n";
+    let d = reviewed_by(failing, &action, &none, &none).await;
     assert!(
         matches!(&d, ReviewDecision::Ask { reason } if reason.contains("failed")),
         "{d:?}"
@@ -677,11 +658,7 @@ steps = [ { text = '{"decision": "deny", "reason": "deletes the project"}' } ]
 /// a secret.
 #[tokio::test]
 async fn the_reviewer_model_is_not_shown_secrets() {
-    use crate::model::Script;
-    use crate::model::ScriptedModel;
-    let model = ScriptedModel::new(
-        Script::parse(
-            r#"
+    let script_text = r#"
 [[rule]]
 purpose = "review"
 match = "(?s)(bots-own-secret-1|host-token-of-bob-2)"
@@ -690,12 +667,7 @@ steps = [ { text = '{"decision": "deny", "reason": "saw a secret"}' } ]
 [[rule]]
 purpose = "review"
 steps = [ { text = '{"decision": "allow", "reason": "fine"}' } ]
-"#,
-            "review.toml",
-        )
-        .unwrap(),
-    );
-    let cancel = CancellationToken::new();
+"#;
     let action = shell(
         "echo bots-own-secret-1 host-token-of-bob-2",
         vec![script(
@@ -705,18 +677,11 @@ steps = [ { text = '{"decision": "allow", "reason": "fine"}' } ]
             "curl -H 'X: host-token-of-bob-2' x",
         )],
     );
-    let d = review_with_model(
-        &Reviewer {
-            model: &model,
-            encoding: botfleet_memory::Encoding::default(),
-            hidden: &Redactor::new(["bots-own-secret-1"]),
-            host: &Redactor::new(["host-token-of-bob-2"]),
-            timeout: Duration::from_secs(5),
-        },
-        "b",
+    let d = reviewed_by(
+        script_text,
         &action,
-        &cancel,
-        &mut None,
+        &Redactor::new(["bots-own-secret-1"]),
+        &Redactor::new(["host-token-of-bob-2"]),
     )
     .await;
     assert_eq!(d, ReviewDecision::Allow);
