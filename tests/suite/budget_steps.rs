@@ -59,6 +59,17 @@ async fn bot(host: &TestHost, id: &str) -> Value {
         .unwrap_or_else(|| panic!("no bot {id}: {bots:#}"))
 }
 
+/// A host whose bot `r` (SendMessage, Remember) follows `script` with a
+/// daily budget of 50 tokens.
+async fn with_budget_of_50(script: &str) -> TestHost {
+    TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "Remember"])
+        .bot_lines("daily_token_budget = 50")
+        .start()
+        .await
+}
+
 /// Sends `text` to `id` and waits for the first `turn_end` after it (of
 /// any status); the session's entries then.
 async fn first_turn(host: &TestHost, id: &str, text: &str) -> (String, Vec<Value>) {
@@ -78,12 +89,7 @@ async fn first_turn(host: &TestHost, id: &str, text: &str) -> (String, Vec<Value
 
 #[tokio::test]
 async fn a_turn_stops_at_the_step_that_spent_the_budget() {
-    let host = TestFleet::new()
-        .script("s", STEPS)
-        .bot("r", "s", &["SendMessage", "Remember"])
-        .bot_lines("daily_token_budget = 50")
-        .start()
-        .await;
+    let host = with_budget_of_50(STEPS).await;
     let (_, entries) = first_turn(&host, "r", "hello").await;
 
     // the first request spent the budget: its step ran, and the turn
@@ -130,12 +136,7 @@ async fn a_turn_stops_at_the_step_that_spent_the_budget() {
 
 #[tokio::test]
 async fn a_turn_that_answered_before_the_budget_ran_out_ends_completed() {
-    let host = TestFleet::new()
-        .script("s", ANSWER_FIRST)
-        .bot("r", "s", &["SendMessage", "Remember"])
-        .bot_lines("daily_token_budget = 50")
-        .start()
-        .await;
+    let host = with_budget_of_50(ANSWER_FIRST).await;
     let (_, entries) = first_turn(&host, "r", "hello").await;
 
     // its reply is out: the turn did its job and ends there, with no
@@ -195,12 +196,7 @@ async fn no_fact_extraction_runs_after_the_turn_that_spent_the_budget() {
 /// next message, to the paused bot, prints the pause too.
 #[tokio::test]
 async fn send_ends_at_once_when_the_budget_runs_out_over_its_message() {
-    let host = TestFleet::new()
-        .script("s", STEPS)
-        .bot("r", "s", &["SendMessage", "Remember"])
-        .bot_lines("daily_token_budget = 50")
-        .start()
-        .await;
+    let host = with_budget_of_50(STEPS).await;
     let (code, out, err) = crate::support::process::cli(
         &["send", "r", "hello", "--timeout", "30", "--json"],
         &host.url,

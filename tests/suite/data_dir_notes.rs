@@ -18,6 +18,13 @@ const SCRIPT: &str = r#"
 steps = [ { tool = "SendMessage", args = { text = "hi" } } ]
 "#;
 
+/// A fleet of one bot, `a1`, whose model is never asked.
+fn one_bot() -> TestFleet {
+    TestFleet::new()
+        .script("m", SCRIPT)
+        .bot("a1", "m", &["SendMessage"])
+}
+
 /// Runs a host on `fleet` until its banner is out, stops it, and returns
 /// what it printed and logged.
 async fn banner_of(fleet: &Path, log: &Path) -> String {
@@ -30,9 +37,7 @@ async fn banner_of(fleet: &Path, log: &Path) -> String {
 
 #[tokio::test]
 async fn a_new_data_dir_is_told_once_and_a_moved_workspace_names_both_paths() {
-    let fleet = TestFleet::new()
-        .script("m", SCRIPT)
-        .bot("a1", "m", &["SendMessage"]);
+    let fleet = one_bot();
     let path = fleet.write();
     let dir = fleet.path();
     let data = dir.join("data");
@@ -113,9 +118,7 @@ fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 #[tokio::test]
 async fn check_config_says_what_a_start_would_of_the_data_dir_and_workspace() {
-    let fleet = TestFleet::new()
-        .script("m", SCRIPT)
-        .bot("a1", "m", &["SendMessage"]);
+    let fleet = one_bot();
     let path = fleet.write();
     let dir = fleet.path();
     let data = dir.join("data");
@@ -173,9 +176,7 @@ async fn check_config_says_what_a_start_would_of_the_data_dir_and_workspace() {
 /// where that was).
 #[tokio::test]
 async fn the_new_data_directory_note_names_the_whole_path() {
-    let fleet = TestFleet::new()
-        .script("m", SCRIPT)
-        .bot("a1", "m", &["SendMessage"]);
+    let fleet = one_bot();
     let path = fleet.write();
     let dir = fleet.path();
     let text = std::fs::read_to_string(&path).unwrap();
@@ -209,9 +210,7 @@ async fn the_new_data_directory_note_names_the_whole_path() {
 async fn the_data_directory_is_private_or_the_start_says_so() {
     use std::os::unix::fs::PermissionsExt as _;
 
-    let fleet = TestFleet::new()
-        .script("m", SCRIPT)
-        .bot("a1", "m", &["SendMessage"]);
+    let fleet = one_bot();
     let path = fleet.write();
     let dir = fleet.path();
     let data = dir.join("data");
