@@ -135,14 +135,21 @@ fn shortened(text: &str) -> String {
     format!("{start:?}…({} chars)…{end:?}", chars - 2 * KEEP)
 }
 
-/// Refuses a number whose schema minimum is 1 given as 0 (lines and
-/// characters count from 1; a window of 0 lines shows nothing).
-pub(super) fn from_one(tool: &str, field: &str, value: Option<u64>) -> Result<(), ToolError> {
-    if value == Some(0) {
-        return Err(ToolError::new(
-            format!("invalid arguments for {tool}: `{field}` is 0; its smallest value is 1"),
-            format!("give `{field}` as 1 or more, or leave it out"),
-        ));
+/// Refuses the `fields` of `args` whose schema minimum is 1 given as 0
+/// or less (lines and characters count from 1; a window of 0 lines shows
+/// nothing), before serde reads them: it would call -1 "not a whole
+/// number (0 or more)", and 0 would then be refused too.
+pub(super) fn from_one(tool: &str, args: &Value, fields: &[&str]) -> Result<(), ToolError> {
+    for field in fields {
+        let Some(n) = args.get(*field).and_then(Value::as_i64) else {
+            continue;
+        };
+        if n < 1 {
+            return Err(ToolError::new(
+                format!("invalid arguments for {tool}: `{field}` is {n}; its smallest value is 1"),
+                format!("give `{field}` as 1 or more, or leave it out"),
+            ));
+        }
     }
     Ok(())
 }

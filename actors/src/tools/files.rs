@@ -131,11 +131,10 @@ impl Tool for Read {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         file_args::known_fields("Read", &args, &["path", "offset", "limit", "column"])?;
+        file_args::from_one("Read", &args, &["offset", "limit", "column"])?;
         let args: ReadArgs = parse_args("Read", args)?;
-        file_args::from_one("Read", "offset", args.offset)?;
-        file_args::from_one("Read", "limit", args.limit)?;
-        file_args::from_one("Read", "column", args.column)?;
         let path = resolve(ctx, &args.path, "read")?;
+        a_file("Read", ctx, &args.path, &path)?;
         let shown = shown(ctx, &path);
         let window = Window {
             line: args.offset.unwrap_or(1).max(1),
@@ -241,6 +240,28 @@ fn names_directory(given: &str) -> bool {
     given.ends_with('/') || matches!(given.rsplit('/').next(), Some("." | ".."))
 }
 
+/// Refuses a path that names the workspace root or, as given, a
+/// directory: `tool` works on files. (Read and Edit opened `a.txt` for
+/// `a.txt/`, which names a directory everywhere else: QA, 2026-12-05.)
+fn a_file(
+    tool: &str,
+    ctx: &ToolContext<'_>,
+    given: &str,
+    path: &std::path::Path,
+) -> Result<(), ToolError> {
+    let what = if path == ctx.workspace().root() {
+        "the workspace root"
+    } else if names_directory(given) {
+        "a directory"
+    } else {
+        return Ok(());
+    };
+    Err(ToolError::new(
+        format!("path {given:?} names {what}, not a file; {tool} works on files"),
+        "give the path of a file, such as `notes/todo.md` (without a trailing `/`)",
+    ))
+}
+
 #[async_trait]
 impl Tool for Write {
     fn spec(&self) -> ToolSpec {
@@ -294,17 +315,7 @@ impl Tool for Write {
             .or_without("Shell", "write it as several files, each under the limit"));
         }
         let path = resolve(ctx, &args.path, "write")?;
-        if path == ctx.workspace().root() || names_directory(&args.path) {
-            let what = if path == ctx.workspace().root() {
-                "the workspace root"
-            } else {
-                "a directory"
-            };
-            return Err(ToolError::new(
-                format!("path {:?} names {what}, not a file", args.path),
-                "give the path of a file, such as `notes/todo.md`",
-            ));
-        }
+        a_file("Write", ctx, &args.path, &path)?;
         let shown = shown(ctx, &path);
         let name = shown.clone();
         let len = args.content.len();
@@ -409,6 +420,7 @@ impl Tool for Edit {
             ));
         }
         let path = resolve(ctx, &args.path, "edit")?;
+        a_file("Edit", ctx, &args.path, &path)?;
         let shown = shown(ctx, &path);
         let max = ctx.limits().max_file_bytes;
         let (name, at, workspace) = (shown.clone(), path.clone(), ctx.workspace().clone());

@@ -146,7 +146,32 @@ async fn write_refuses_the_root_and_directories() {
         assert!(err.contains(want), "{path}: {err}");
     }
     let err = call(&f, &Read, json!({"path": "."})).await.unwrap_err();
-    assert!(err.starts_with("error: . is a directory"), "{err}");
+    assert!(
+        err.contains(r#"path "." names the workspace root, not a file; Read works on files"#),
+        "{err}"
+    );
+    // a trailing `/` names a directory for Read and Edit too: not the
+    // file before it (QA, 2026-12-05: `a.txt/` read and edited `a.txt`)
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let err = call(&f, &Read, json!({"path": "a.txt/"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains(r#"path "a.txt/" names a directory, not a file; Read works on files"#),
+        "{err}"
+    );
+    let err = call(
+        &f,
+        &Edit,
+        json!({"path": "a.txt/", "old_text": "one", "new_text": "two"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains(r#"path "a.txt/" names a directory, not a file; Edit works on files"#),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "one");
     assert_eq!(temp_files(root), Vec::<String>::new());
     assert_eq!(temp_files(root.parent().unwrap()), Vec::<String>::new());
     assert_eq!(temp_files(&root.join("sub")), Vec::<String>::new());
@@ -372,14 +397,19 @@ async fn edit_refuses_no_change_and_names_every_unknown_field() {
 async fn read_refuses_zero_offset_and_limit() {
     let f = ToolFixture::new();
     std::fs::write(f.ws().root().join("two.txt"), "a\nb\n").unwrap();
-    for field in ["offset", "limit", "column"] {
-        let err = call(&f, &Read, json!({"path": "two.txt", field: 0}))
-            .await
-            .unwrap_err();
-        assert!(
-            err.contains(&format!("`{field}` is 0; its smallest value is 1")),
-            "{err}"
-        );
+    // (a negative one was told to be "a whole number (0 or more)", and 0
+    // is refused too: QA, 2026-12-05)
+    for n in [0, -1] {
+        for field in ["offset", "limit", "column"] {
+            let err = call(&f, &Read, json!({"path": "two.txt", field: n}))
+                .await
+                .unwrap_err();
+            assert!(
+                err.contains(&format!("`{field}` is {n}; its smallest value is 1"))
+                    && err.contains(&format!("give `{field}` as 1 or more")),
+                "{err}"
+            );
+        }
     }
 }
 
