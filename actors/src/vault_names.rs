@@ -75,6 +75,50 @@ const RESERVED_NAMES: &[&str] = &[
     "JDK_JAVA_OPTIONS",
     "CC",
     "CXX",
+    // where gcc finds the programs it runs (`as`, `ld`, `cc1`): one
+    // named so runs in a reviewed `gcc -c x.c`; the header and library
+    // paths put other code into what it builds
+    "COMPILER_PATH",
+    "GCC_EXEC_PREFIX",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "LIBRARY_PATH",
+    // GNU tar's default options: `--to-command=` runs a program for
+    // every file of a reviewed `tar xf`; rsync's remote shell and
+    // connect program
+    "TAR_OPTIONS",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "CVS_RSH",
+    // editors and interpreters that run commands from a variable
+    "VIMINIT",
+    "EXINIT",
+    "MYVIMRC",
+    "VIMRUNTIME",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    "R_PROFILE",
+    "R_PROFILE_USER",
+    "R_ENVIRON",
+    "R_ENVIRON_USER",
+    "TCLLIBPATH",
+    // the JVM's build tools: options (`-javaagent:`), the java they run,
+    // and Gradle's home with its init scripts
+    "JAVA_HOME",
+    "MAVEN_OPTS",
+    "MAVEN_ARGS",
+    "M2_HOME",
+    "GRADLE_OPTS",
+    "GRADLE_USER_HOME",
+    "SBT_OPTS",
+    "ANT_OPTS",
+    "DOTNET_ROOT",
+    "DOTNET_STARTUP_HOOKS",
+    "BUNDLE_GEMFILE",
     // a compiler's options load plugins (`-fplugin=`, `-C linker=`) in a
     // reviewed `make` or `cargo build`
     "CFLAGS",
@@ -92,11 +136,17 @@ const RESERVED_NAMES: &[&str] = &[
     "RUSTC_WORKSPACE_WRAPPER",
     "RUSTFLAGS",
     "RUSTDOCFLAGS",
-    "CARGO_HOME",
-    "CARGO_ENCODED_RUSTFLAGS",
-    "CARGO_ENCODED_RUSTDOCFLAGS",
     "GOFLAGS",
     "GOENV",
+    "GOROOT",
+    "GOPATH",
+    "GOBIN",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOWORK",
+    "GOVCS",
+    "GONOPROXY",
+    "GOPRIVATE",
     "GOTOOLCHAIN",
     "GOPROXY",
     "GOSUMDB",
@@ -130,11 +180,13 @@ const RESERVED_NAMES: &[&str] = &[
 /// `GIT_EXEC_PATH` the programs it runs, and new ones come with new
 /// versions), Python's, OpenSSL's (`OPENSSL_CONF` loads engines), pip's,
 /// npm's and yarn's settings (package index, certificates, scripts' shell,
-/// yarn's `YARN_YARN_PATH`), cargo's build, target, network and alias
-/// settings (`CARGO_TARGET_<T>_LINKER` runs a program in a reviewed
-/// `cargo build`; `CARGO_REGISTRY_TOKEN` stays a secret's name), cgo's
-/// compiler flags, and the XDG directories (`XDG_CONFIG_HOME` holds git's
-/// config too).
+/// yarn's `YARN_YARN_PATH`), all of cargo's (`CARGO_TARGET_<T>_LINKER`
+/// runs a program in a reviewed `cargo build`, `CARGO_INSTALL_ROOT`,
+/// `CARGO_REGISTRIES_<NAME>_INDEX` and the credential providers choose
+/// what it runs; its tokens stay secrets' names: [`usable_cargo`]) and
+/// rustup's (`RUSTUP_TOOLCHAIN` picks the compiler a reviewed `cargo`
+/// runs), cgo's compiler flags, .NET's runtime settings, bundler's, and
+/// the XDG directories (`XDG_CONFIG_HOME` holds git's config too).
 const RESERVED_PREFIXES: &[&str] = &[
     "LD_",
     "DYLD_",
@@ -148,12 +200,13 @@ const RESERVED_PREFIXES: &[&str] = &[
     "PIP_",
     "NPM_CONFIG_",
     "YARN_",
-    "CARGO_BUILD_",
-    "CARGO_TARGET_",
-    "CARGO_HTTP_",
-    "CARGO_NET_",
-    "CARGO_ALIAS_",
+    "CARGO_",
+    "RUSTUP_",
     "CGO_",
+    "DOTNET_",
+    "COMPLUS_",
+    "CORECLR_",
+    "BUNDLE_",
     "XDG_",
 ];
 
@@ -162,7 +215,18 @@ const RESERVED_PREFIXES: &[&str] = &[
 /// every scheme it speaks; cargo's `CARGO_REGISTRIES_<NAME>_CREDENTIAL_PROVIDER`
 /// (a program it runs for a token). (The lower-case spellings tools also read are
 /// no secret names at all: a name is upper case.)
-const RESERVED_SUFFIXES: &[&str] = &["_PROXY", "_CREDENTIAL_PROVIDER"];
+const RESERVED_SUFFIXES: &[&str] = &["_PROXY", "_CREDENTIAL_PROVIDER", "_CREDENTIAL_PROVIDERS"];
+
+/// The names of cargo's that are credentials, not settings: its registry
+/// tokens (`CARGO_REGISTRY_TOKEN`, `CARGO_REGISTRIES_<NAME>_TOKEN`), usable
+/// as secrets' names though every other `CARGO_*` is reserved.
+fn usable_cargo(name: &str) -> bool {
+    name == "CARGO_REGISTRY_TOKEN"
+        || name
+            .strip_prefix("CARGO_REGISTRIES_")
+            .and_then(|rest| rest.strip_suffix("_TOKEN"))
+            .is_some_and(|registry| !registry.is_empty())
+}
 
 /// Names the shell that runs a command (`sh -c`: dash or bash, whichever
 /// the system has) sets itself, so a command never sees a secret of that
@@ -207,6 +271,9 @@ pub fn valid_secret_name(name: &str) -> bool {
 
 /// Whether `name` is one of the reserved names or families.
 fn reserved(name: &str) -> bool {
+    if usable_cargo(name) {
+        return false;
+    }
     RESERVED_NAMES.contains(&name)
         || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
         || RESERVED_SUFFIXES.iter().any(|s| name.ends_with(s))

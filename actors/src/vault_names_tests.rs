@@ -50,6 +50,8 @@ fn names_that_steer_commands_are_reserved() {
         "NODE_AUTH_TOKEN",
         "SSH_PRIVATE_KEY",
         "CARGO_REGISTRY_TOKEN",
+        "CARGO_REGISTRIES_MINE_TOKEN",
+        "GOOGLE_API_KEY",
         "PROXY_PASSWORD",
         "LESSON_KEY",
         "EDITOR_TOKEN",
@@ -129,6 +131,26 @@ fn names_that_change_what_commands_run_or_trust_are_reserved() {
         "YARN_YARN_PATH",
         "AWS_CONFIG_FILE",
         "KUBECONFIG",
+        // programs gcc and tar run, cargo's other settings, the Go and
+        // Rust toolchains, the JVM's build tools (QA, 2026-12-05: a
+        // secret COMPILER_PATH made a reviewed `gcc -c x.c` run its `as`,
+        // TAR_OPTIONS a reviewed `tar xf` run `--to-command=`; and the
+        // docs said every CARGO_ name was reserved, where only five
+        // families were)
+        "COMPILER_PATH",
+        "GCC_EXEC_PREFIX",
+        "TAR_OPTIONS",
+        "CARGO_REGISTRY_GLOBAL_CREDENTIAL_PROVIDERS",
+        "CARGO_INSTALL_ROOT",
+        "CARGO_REGISTRIES_MINE_INDEX",
+        "CARGO_REGISTRIES__TOKEN",
+        "CARGO_HOME",
+        "GOROOT",
+        "RUSTUP_TOOLCHAIN",
+        "MAVEN_OPTS",
+        "DOTNET_STARTUP_HOOKS",
+        "LUA_INIT",
+        "VIMINIT",
     ] {
         let problem = secret_name_problem(name).unwrap_or_default();
         assert!(
