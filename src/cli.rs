@@ -402,7 +402,10 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
             if !a.starts_with("--host=") && !a.starts_with("--token=") {
                 options.push(shell_quote(a));
             }
-        } else if a == word || !a.starts_with('-') {
+        } else {
+            // every `-word` is a word of the query, not only the one clap
+            // stopped at (QA, 2026-12-05: a second one was dropped, and
+            // the suggested command found what it was to leave out)
             words.push(a.as_str());
         }
     }

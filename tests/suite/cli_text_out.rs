@@ -95,14 +95,16 @@ async fn search_words_may_be_given_unquoted() {
     // the words after it and the options stay in the suggestion (they
     // were left out: the suggested command searched for less)
     let (code, _, err) = cli(
-        &["search", "buy", "-cheese", "--limit", "2", "it's", "--json"],
+        &[
+            "search", "buy", "-cheese", "--limit", "2", "-butter", "it's", "--json",
+        ],
         &host.url,
         TOKEN,
     )
     .await;
     assert_eq!(code, 2);
     assert!(
-        err.contains(r#"botfleet search 'buy -cheese it'\''s' --limit 2 --json"#),
+        err.contains(r#"botfleet search 'buy -cheese -butter it'\''s' --limit 2 --json"#),
         "{err}"
     );
     let (code, out, err) = cli(&["search", "buy -cheese"], &host.url, TOKEN).await;
