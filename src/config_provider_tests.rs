@@ -260,6 +260,9 @@ fn a_base_url_the_provider_refuses_names_its_key() {
         ("http://[::1/v1", "invalid IPv6 address"),
         // no host: the parser took `v1` for one (QA, 2026-12-05)
         ("http:///v1", "has no host after `//`"),
+        // nor here: the parser skips `\` as it skips `/` (QA, 2026-12-05)
+        ("http://\\v1", "has no host after `//`"),
+        ("http://\\\\v1", "has no host after `//`"),
         ("https://", "empty host"),
     ] {
         let fleet = ISSUE_EXAMPLE.replace(

@@ -183,14 +183,22 @@ pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
         }
     }
     // `http:///v1`: the parser takes `v1` for the host (every call then
-    // asked DNS for it: QA)
-    if base_url
-        .trim()
-        .split_once("://")
-        .is_some_and(|(_, rest)| rest.is_empty() || rest.starts_with('/'))
-    {
+    // asked DNS for it: QA). It skips any number of `/` and `\\` after
+    // the scheme (`http://\\v1`, `http:/v1` and `http:v1` all have the
+    // host `v1`: QA, 2026-12-05), so exactly `//` and then a host it is
+    let after = base_url.trim().split_once(':').map_or("", |(_, rest)| rest);
+    let separators = after
+        .chars()
+        .take_while(|c| matches!(c, '/' | '\\'))
+        .count();
+    if separators != 2 || !after.starts_with("//") || after.len() == 2 {
+        let problem = if separators > 2 || after.len() == separators {
+            "has no host after `//`"
+        } else {
+            "does not have `//` and the host after its scheme"
+        };
         return Err(ModelError::Config(format!(
-            "model base URL {shown:?} has no host after `//`; write it as \
+            "model base URL {shown:?} {problem}; write it as \
              http://HOST:PORT/v1 (e.g. \"http://127.0.0.1:8000/v1\")"
         )));
     }

@@ -269,6 +269,30 @@ fn joins_the_base_url() {
     ] {
         assert_eq!(chat_completions_url(base).unwrap().as_str(), joined);
     }
+    // the parser skips any `/` and `\` after the scheme and takes what
+    // follows for the host: `v1` here (QA, 2026-12-05)
+    for (base, problem) in [
+        ("http:///v1", "has no host after `//`"),
+        ("http://\\v1", "has no host after `//`"),
+        ("HTTP://", "empty host"),
+        (
+            "http:/v1",
+            "does not have `//` and the host after its scheme",
+        ),
+        (
+            "https:v1",
+            "does not have `//` and the host after its scheme",
+        ),
+        (
+            "http:\\\\h/v1",
+            "does not have `//` and the host after its scheme",
+        ),
+    ] {
+        let Err(ModelError::Config(message)) = chat_completions_url(base) else {
+            panic!("{base} must be refused");
+        };
+        assert!(message.contains(problem), "{base}: {message}");
+    }
     // a key in the query is not shown; the api-version is
     assert_eq!(
         super::endpoint::shown_url(
