@@ -131,6 +131,14 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
         }
     };
     let db = data_dir.join("fleet.db");
+    // a store lost where the directory has history is said so, as the
+    // start and check-config say it (it was "no host has run yet": QA,
+    // 2026-12-05)
+    if let Err(e @ botfleet_memory::StoreError::HistoryGone { .. }) =
+        botfleet_memory::peek_store(&db)
+    {
+        bail!("cannot open the store in {}: {e}", data_dir.display());
+    }
     if !db.exists() {
         bail!("{}", no_store(&db, &data_dir, from_fleet.as_deref()));
     }

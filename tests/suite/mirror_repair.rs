@@ -116,6 +116,29 @@ async fn an_index_ahead_of_an_emptied_database_is_rebuilt() {
         0,
         "nothing was written over it"
     );
+    // reindex on the database deleted says what the start says, through
+    // the fleet file and --data alike (it said "no host has run yet":
+    // QA, 2026-12-05)
+    std::fs::remove_file(data.join("fleet.db")).unwrap();
+    for given in [
+        ["--fleet", path.to_str().unwrap()],
+        ["--data", data.to_str().unwrap()],
+    ] {
+        let refused = std::process::Command::new(crate::support::process::BIN)
+            .arg("reindex")
+            .args(given)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{given:?}: {err}");
+        assert!(
+            err.contains("is missing, but this data directory has history")
+                && err.contains("restore"),
+            "{given:?}: {err}"
+        );
+    }
+    assert!(!data.join("fleet.db").exists(), "reindex made a store");
+    std::fs::write(data.join("fleet.db"), "").unwrap();
     std::fs::remove_file(data.join("fleet.db.generation")).unwrap();
 
     let mut host = HostProcess::start(&path, port, &log).await;
