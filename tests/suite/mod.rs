@@ -184,6 +184,7 @@ mod routines_catch_up;
 mod routines_dst;
 mod routines_first_call;
 mod routines_runs_restarts;
+mod scripted_doc;
 mod search_accents;
 mod search_bot_copies;
 mod search_index;
