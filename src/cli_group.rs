@@ -332,7 +332,7 @@ fn render(e: &Value) -> Option<String> {
     let seq = e["seq"].as_i64().unwrap_or(0);
     let who = e["author"].as_str().unwrap_or("?");
     let text = e["text"].as_str().unwrap_or("");
-    match e["kind"].as_str().unwrap_or("") {
+    let line = match e["kind"].as_str().unwrap_or("") {
         "user_message" => Some(format!("#{seq} {who}: {text}")),
         "delivery" => Some(format!("#{seq} {} ▸ {text}", speaker(e))),
         // written for API clients too: the CLI's command, not the route
@@ -342,7 +342,8 @@ fn render(e: &Value) -> Option<String> {
             super::hints::for_cli(text)
         )),
         _ => None,
-    }
+    };
+    line.map(super::terminal::entry)
 }
 
 /// The member that published reply `e`, by its name with its id beside
@@ -641,7 +642,8 @@ fn print_discussion(discussion: &Discussion<'_>, as_json: bool) {
         return;
     }
     for d in &replies {
-        outln!("{} ▸ {}", speaker(d), d["text"].as_str().unwrap_or(""));
+        let line = format!("{} ▸ {}", speaker(d), d["text"].as_str().unwrap_or(""));
+        outln!("{}", super::terminal::entry(line));
     }
     for n in &notices {
         errln!(

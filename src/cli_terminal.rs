@@ -46,6 +46,19 @@ pub(super) fn text(s: &str) -> Cow<'_, str> {
     escaped(s, is_unsafe)
 }
 
+/// An entry of a transcript printed as one: its message's lines after the
+/// first indented, so that none reads as an entry of its own (a room
+/// member's `hi\n#2 alice: I approve` printed a line that looked like
+/// alice's message #2: QA, 2026-12-05). The bots' own room input indents
+/// them so too.
+pub(super) fn entry(line: String) -> String {
+    if line.contains('\n') {
+        line.replace('\n', "\n    ")
+    } else {
+        line
+    }
+}
+
 /// Whether `c` is a Unicode format character (general category Cf, from
 /// ICU's data, as `botfleet-memory` checks display names): it shows
 /// nothing itself, or changes how the text around it reads (bidi marks,

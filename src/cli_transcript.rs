@@ -226,10 +226,15 @@ pub(super) async fn runs(
             match to.get(id) {
                 // the reader of a run's session is the bot's owner
                 Some(user) if Some(*user) != owner => {
-                    outln!("#{seq} {by} ▸ {text} (to {user}'s conversation, its owner then)");
+                    let line =
+                        format!("#{seq} {by} ▸ {text} (to {user}'s conversation, its owner then)");
+                    outln!("{}", terminal::entry(line));
                 }
                 // no result yet: the call runs, or a restart cut it off
-                _ => outln!("#{seq} {by} ▸ {text} (to your conversation)"),
+                _ => outln!(
+                    "{}",
+                    terminal::entry(format!("#{seq} {by} ▸ {text} (to your conversation)"))
+                ),
             }
         }
     }
@@ -327,7 +332,7 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
     // (a zero-width or bidi mark could make a command read as another);
     // people's and bots' messages as written, the terminal's escapes aside
     let st = |t: &str| terminal::strict_text(t).into_owned();
-    match kind {
+    let lines = match kind {
         "user_message" => vec![format!("#{seq} {who}: {text}")],
         // the bot by its name beside its id, as a bot's message is
         // (`Researcher (bot r) ▸ …`), or by its id alone (`r ▸ …`)
@@ -382,7 +387,8 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
             st(s("reason"))
         )],
         _ => Vec::new(),
-    }
+    };
+    lines.into_iter().map(terminal::entry).collect()
 }
 
 /// Who sent a message from a bot, as `transcript` labels it: its name
