@@ -261,18 +261,14 @@ pub(crate) async fn post_message(
     // retry of a message already accepted is let through to be answered
     // `duplicate`
     let rate = &state.limits.messages;
-    let taken = rate
+    let admission = rate
         .admit(state.fleet.store(), &user.0, key.as_deref())
         .await?;
     let req = botfleet_actors::user_message(&user.0, &record, text, key.as_deref());
     let target = req.session.id();
     let admitted = state.fleet.admit(req).await;
     // only an accepted message counts against the user's rate
-    if let Some(taken) = taken
-        && !matches!(admitted, Ok(AdmitOutcome::Accepted(_)))
-    {
-        rate.give_back(taken);
-    }
+    admission.settle(rate, matches!(admitted, Ok(AdmitOutcome::Accepted(_))));
     let outcome = admitted.map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     Ok(admit_answer(&state, &record, outcome, target).await)
 }

@@ -331,7 +331,7 @@ pub(crate) async fn post_message(
     // one rate for a user's messages to bots and rooms together
     // (host.user_messages_per_minute)
     let rate = &state.limits.messages;
-    let taken = rate
+    let admission = rate
         .admit(state.fleet.store(), &user.0, key.as_deref())
         .await?;
     let posted = group::post_message(
@@ -342,11 +342,10 @@ pub(crate) async fn post_message(
         key.as_deref(),
     )
     .await;
-    if let Some(taken) = taken
-        && !matches!(&posted, Ok(p) if matches!(p.outcome, AdmitOutcome::Accepted(_)))
-    {
-        rate.give_back(taken);
-    }
+    admission.settle(
+        rate,
+        matches!(&posted, Ok(p) if matches!(p.outcome, AdmitOutcome::Accepted(_))),
+    );
     let posted = posted.map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     let (status, body) = match &posted.outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(posted)),

@@ -10,9 +10,16 @@
 //!
 //! Only an accepted message takes a token. A retry of one already
 //! accepted (the same `Idempotency-Key`) is answered `duplicate` however
-//! empty the bucket: the ledger is asked before a request is refused.
+//! empty the bucket: the ledger is asked before a request is refused. A
+//! request whose key another request of the user is being admitted under
+//! takes no token either: it is that message again (or a conflict), and
+//! the ledger has no row for it yet (QA, 2026-12-05: 50 clients sending
+//! one message at once held a token each while the first was written,
+//! and other messages of the user, and some of the copies, were refused
+//! `429` with two messages accepted).
 
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
@@ -33,6 +40,7 @@ pub(crate) const KEY: &str = "host.user_messages_per_minute";
 pub struct MessageRate {
     per_minute: u32,
     buckets: Arc<Mutex<HashMap<UserId, Bucket>>>,
+    keys: Arc<Mutex<Keys>>,
 }
 
 /// One user's tokens as of `at`.
@@ -50,6 +58,94 @@ pub(crate) struct Taken {
     user: UserId,
 }
 
+/// A user's `Idempotency-Key`, as [`Keys`] holds it.
+type UserKey = (UserId, String);
+
+/// The keys whose requests take no token: those requests are being
+/// admitted under, and those of messages accepted within the last
+/// [`RECENT`] (a client's retries come within it; later ones find their
+/// message in the ledger when the bucket is empty). At most a minute's
+/// worth of accepted messages per user are remembered: what the rate
+/// lets through.
+#[derive(Debug, Default)]
+struct Keys {
+    /// Keys being admitted under, with how many requests hold each.
+    flying: HashMap<UserKey, usize>,
+    /// Keys of messages accepted lately, with when.
+    recent: HashMap<UserKey, Instant>,
+    /// `recent` in the order accepted, to forget the oldest first.
+    order: VecDeque<(Instant, UserKey)>,
+}
+
+/// How long the key of an accepted message is remembered.
+const RECENT: Duration = Duration::from_secs(60);
+
+impl Keys {
+    /// Forgets the keys accepted more than [`RECENT`] before `now`.
+    fn forget_old(&mut self, now: Instant) {
+        while let Some((at, _)) = self.order.front()
+            && now.saturating_duration_since(*at) > RECENT
+        {
+            if let Some((at, key)) = self.order.pop_front()
+                && self.recent.get(&key) == Some(&at)
+            {
+                self.recent.remove(&key);
+            }
+        }
+    }
+}
+
+/// A request being admitted under an `Idempotency-Key`: the key is in
+/// [`Keys::flying`] until it is dropped.
+#[derive(Debug)]
+struct Flight {
+    keys: Arc<Mutex<Keys>>,
+    key: UserKey,
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = keys.flying.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                keys.flying.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// What [`MessageRate::admit`] let through: a token (none for a retry
+/// of a message accepted or being admitted), and the request's key
+/// marked as being admitted. [`Admission::settle`] it with the outcome.
+#[derive(Debug)]
+#[must_use = "settle the admission with whether the message was accepted"]
+pub(crate) struct Admission {
+    token: Option<Taken>,
+    flight: Option<Flight>,
+}
+
+impl Admission {
+    /// Gives the token back unless the message was `accepted`, remembers
+    /// the key of an accepted one, and lets the key go.
+    pub(crate) fn settle(self, rate: &MessageRate, accepted: bool) {
+        if let Some(token) = self.token
+            && !accepted
+        {
+            rate.give_back(token);
+        }
+        if let Some(flight) = &self.flight
+            && accepted
+        {
+            let now = Instant::now();
+            let mut keys = flight.keys.lock().unwrap_or_else(PoisonError::into_inner);
+            keys.forget_old(now);
+            keys.recent.insert(flight.key.clone(), now);
+            keys.order.push_back((now, flight.key.clone()));
+        }
+    }
+}
+
 impl MessageRate {
     /// `per_minute` messages per user and minute (at least 1), up to a
     /// minute's worth at once.
@@ -57,6 +153,7 @@ impl MessageRate {
         Self {
             per_minute: per_minute.max(1),
             buckets: Arc::default(),
+            keys: Arc::default(),
         }
     }
 
@@ -112,24 +209,63 @@ impl MessageRate {
         }
     }
 
-    /// Admits a message of `user` to the rate: a token, or `None` for a
-    /// retry of a message already accepted under `key` (the admission
-    /// answers it `duplicate`, or `conflict` for another text), or
+    /// Marks `key` of `user` as being admitted; whether it needs no
+    /// token: another request is being admitted under it, or its message
+    /// was accepted lately.
+    fn fly(&self, user: &UserId, key: &str) -> (Flight, bool) {
+        let key = (user.clone(), key.to_owned());
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.forget_old(Instant::now());
+        let n = keys.flying.entry(key.clone()).or_insert(0);
+        *n += 1;
+        let again = *n > 1 || keys.recent.contains_key(&key);
+        drop(keys);
+        let flight = Flight {
+            keys: self.keys.clone(),
+            key,
+        };
+        (flight, again)
+    }
+
+    /// Admits a message of `user` to the rate: a token; none for a retry
+    /// of a message accepted or being admitted under `key` (the admission
+    /// answers it `duplicate`, or `conflict` for another text); or
     /// `429 rate_limited` naming [`KEY`].
     pub(crate) async fn admit(
         &self,
         store: &Store,
         user: &UserId,
         key: Option<&str>,
-    ) -> Result<Option<Taken>, ApiError> {
+    ) -> Result<Admission, ApiError> {
+        let (flight, again) = match key {
+            Some(key) => {
+                let (flight, again) = self.fly(user, key);
+                (Some(flight), again)
+            }
+            None => (None, false),
+        };
+        if again {
+            return Ok(Admission {
+                token: None,
+                flight,
+            });
+        }
         let wait = match self.try_take(user) {
-            Ok(taken) => return Ok(Some(taken)),
+            Ok(taken) => {
+                return Ok(Admission {
+                    token: Some(taken),
+                    flight,
+                });
+            }
             Err(wait) => wait,
         };
         if let Some(key) = key
             && key_used(store, user, key).await?
         {
-            return Ok(None);
+            return Ok(Admission {
+                token: None,
+                flight,
+            });
         }
         // whole seconds, rounded up: a client that waits `Retry-After`
         // finds a token

@@ -140,6 +140,53 @@ async fn a_user_past_the_rate_gets_429_naming_the_key_and_duplicates_still_answe
     host.shutdown().await;
 }
 
+/// Regression (QA, 2026-12-05): 30 clients sending one message with one
+/// key at once each held a token while the first copy was written (the
+/// ledger had no row for the key yet), so copies were refused `429`
+/// instead of `duplicate`, and so were other messages of the user, with
+/// one message accepted. Copies of a message being admitted, or accepted
+/// lately, take no token now.
+#[tokio::test]
+async fn copies_of_a_message_sent_at_once_take_no_token() {
+    let started = fleet("user_messages_per_minute = 3").start().await;
+    let host = &started;
+    for round in 0..3 {
+        let copies = (0..30).map(|_| send(host, "r", TOKEN, "same", "same-key"));
+        let others = (0..2).map(|i| {
+            let (text, key) = (format!("other {round} {i}"), format!("o-{round}-{i}"));
+            async move { send(host, "r", TOKEN, &text, &key).await }
+        });
+        let (copies, others) = tokio::join!(
+            futures::future::join_all(copies),
+            futures::future::join_all(others)
+        );
+        let statuses: Vec<u16> = copies.iter().map(|(s, _, _)| *s).collect();
+        let accepted = statuses.iter().filter(|s| **s == 202).count();
+        if round == 0 {
+            assert_eq!(accepted, 1, "{statuses:?}");
+        } else {
+            assert_eq!(accepted, 0, "{statuses:?}");
+        }
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 200).count(),
+            30 - accepted,
+            "round {round}: {statuses:?}"
+        );
+        if round == 0 {
+            // one copy and the two others: the three tokens
+            for (status, _, body) in &others {
+                assert_eq!(*status, 202, "{body}");
+            }
+        } else {
+            // the bucket is empty now; the copies still answer duplicate
+            for (status, _, body) in &others {
+                assert_eq!(*status, 429, "{body}");
+            }
+        }
+    }
+    started.shutdown().await;
+}
+
 /// Out-of-range values are refused at start, naming the key and the
 /// range; the edges start.
 #[tokio::test]
