@@ -203,21 +203,41 @@ impl ContextBound {
     /// answered — also when that turn was an interrupted run over some of
     /// the inputs (webhook B came while run A worked; after a restart the
     /// model saw A's reply last and never answered B), or a turn over a
-    /// later input that ran first.
+    /// later input that ran first. The inputs of the other turns it lets
+    /// in likewise: each after what the turns that started before the
+    /// first turn to have it wrote (QA, 2026-12-05: a subagent's report
+    /// that came while its parent's turn ran was, after a restart, shown
+    /// inside that turn, before the steps it came after, and the turn that
+    /// answered it followed nothing).
     pub(super) fn order(&self, entries: &mut Vec<Entry>, others: &Others) {
-        // the index of each other turn's last entry
+        // the index of each other turn's first and last entry
+        let mut first: HashMap<TurnId, usize> = HashMap::new();
         let mut last: HashMap<TurnId, usize> = HashMap::new();
         for (i, e) in entries.iter().enumerate() {
             if let Some(t) = e.turn.filter(|t| others.inputs.contains_key(t)) {
+                first.entry(t).or_insert(i);
                 last.insert(t, i);
             }
         }
-        // the last entry of a turn that did not have input `seq`
+        // the last entry of a turn that did not have input `seq` and
+        // started before the first turn that had it (the running turn, if
+        // it is its own: it started after every other)
         let after = |seq: i64| {
+            let start = if self.is_input(seq) {
+                usize::MAX
+            } else {
+                others
+                    .inputs
+                    .iter()
+                    .filter(|(_, inputs)| inputs.contains(&seq))
+                    .filter_map(|(t, _)| first.get(t).copied())
+                    .min()?
+            };
             others
                 .inputs
                 .iter()
                 .filter(|(_, inputs)| !inputs.contains(&seq))
+                .filter(|(t, _)| first.get(*t).is_some_and(|&f| f < start))
                 .filter_map(|(t, _)| last.get(t).copied())
                 .max()
         };
@@ -227,11 +247,23 @@ impl ContextBound {
             .into_iter()
             .enumerate()
             .map(|(i, e)| {
-                let to = after(e.seq).filter(|&a| a > i && self.is_input(e.seq));
+                let input = self.is_input(e.seq) || others.claimed(e.seq);
+                let to = if input {
+                    after(e.seq).filter(|&a| a > i)
+                } else {
+                    None
+                };
                 (to.map_or((i, false, i), |a| (a, true, i)), e)
             })
             .collect();
         keyed.sort_by_key(|(key, _)| *key);
         *entries = keyed.into_iter().map(|(_, e)| e).collect();
+    }
+}
+
+impl Others {
+    /// Whether `seq` is an input of one of the other turns.
+    fn claimed(&self, seq: i64) -> bool {
+        self.inputs.values().any(|inputs| inputs.contains(&seq))
     }
 }

@@ -177,6 +177,38 @@ async fn an_input_a_run_did_not_have_comes_after_its_steps() {
     store.close().await;
 }
 
+/// Regression (QA, 2026-12-05): a message that came while a turn ran
+/// (a subagent's report during its parent's turn) and was answered by the
+/// next turn was, rebuilt from the store after a restart, shown where its
+/// seq is, among the steps of the turn it came during: the model read it
+/// before steps it had taken without it, and its answer to it followed
+/// nothing. Rebuilt, it comes after that turn's steps, as the tail kept
+/// in memory had it.
+#[tokio::test]
+async fn a_message_that_came_during_an_earlier_turn_comes_after_its_steps() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (one, two) = (TurnId::new_v7(), TurnId::new_v7());
+    let (session, order) = admit(store, bot, "order").await;
+    // turn one's step, then the report, then the rest of turn one
+    let call = read_step(store, session, one, "one").await;
+    let (_, report) = admit(store, bot, "report").await;
+    let completed = ("reply one", TurnStatus::Completed);
+    run_end(store, session, one, call, completed, vec![order]).await;
+    let completed = ("reply two", TurnStatus::Completed);
+    ended_run(store, session, two, completed, vec![report]).await;
+    let (_, third) = admit(store, bot, "third").await;
+    let want = ["order", "reply one", "report", "reply two", "third"];
+    for own in [None, Some(TurnId::new_v7())] {
+        let got = loaded(store, session, &[third], own).await;
+        assert_eq!(got, want, "{own:?}");
+    }
+    // a run without inputs of its own (a compaction) reads it so too
+    let got = users(&load_bounded(store, session, Some(ContextBound::claimed_only())).await);
+    assert_eq!(got, want);
+    store.close().await;
+}
+
 /// Regression (round 22, H1 "seen once" A): two messages of one session
 /// committed back to back reached their bot in the other order (each
 /// sender routes what it admitted after its own commit returns), so the
