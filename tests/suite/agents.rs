@@ -614,3 +614,62 @@ steps = [ { tool = "SendMessage", args = { text = "REPORT done" } } ]
     assert!(stored.is_none(), "{stored:?}");
     host.shutdown().await;
 }
+
+/// Regression (QA, 2026-12-05): CheckSubagent on a task that ended
+/// `failed` said "result: (none yet)" (the subagent never delivered) or
+/// showed its last progress, never why it failed. Its result is now what
+/// its parent was told.
+#[tokio::test]
+async fn check_subagent_on_a_failed_task_says_why() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^research"
+steps = [
+  { tool = "Task", args = { description = "quiet job", prompt = "stay quiet" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "report in" } } ]
+
+[[rule]]
+bot = "p"
+match = '\.sub-'
+steps = [
+  { tool = "CheckSubagent", args = { id = "{{input}}" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
+match = "stay quiet"
+steps = [ { text = "thinking it over" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("p", "s", &["SendMessage", "Task", "CheckSubagent"])
+        .start()
+        .await;
+    let (_, sent) = host.send("p", "research please", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .find(|d| d.as_str() == "report in")
+            .map(|d| json!(d))
+    })
+    .await;
+    let sub = host.wait_subagent_of("p").await;
+    let (session, _) = host.end_turn("p", &sub).await;
+    let said = deliveries(&host.entries(&session).await);
+    let check = said.last().unwrap();
+    assert!(
+        check.contains("[failed]: quiet job")
+            && check.contains("result: I could not finish the task: ")
+            && check.contains("without sending you a reply"),
+        "{check}"
+    );
+    host.shutdown().await;
+}

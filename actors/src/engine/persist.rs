@@ -478,10 +478,13 @@ impl Runner {
             ),
             TurnStatus::Running | TurnStatus::Interrupted => return Ok(out),
         };
+        // the result CheckSubagent shows is what the parent was told: a
+        // failed task's says why (it showed the task's last progress, or
+        // "(none yet)" for one that never delivered: QA, 2026-12-05)
         out.push(Mutation::EndSubagentTask {
             id: self.bot.id.clone(),
             status: sub_status,
-            result: self.last_delivery.clone().or_else(|| self.error.clone()),
+            result: Some(report.clone()),
             report: self.report_to_parent(&sub, report).await?.map(Box::new),
         });
         Ok(out)
