@@ -209,22 +209,43 @@ impl MessageRate {
         }
     }
 
-    /// Marks `key` of `user` as being admitted; whether it needs no
-    /// token: another request is being admitted under it, or its message
-    /// was accepted lately.
-    fn fly(&self, user: &UserId, key: &str) -> (Flight, bool) {
+    /// Marks `key` of `user` as being admitted (the caller holds `keys`).
+    fn fly(&self, keys: &mut Keys, key: UserKey) -> Flight {
+        *keys.flying.entry(key.clone()).or_insert(0) += 1;
+        Flight {
+            keys: self.keys.clone(),
+            key,
+        }
+    }
+
+    /// A token for a message of `user`, none for one whose `key` a request
+    /// let through is being admitted under or whose message was accepted
+    /// lately; or how long until a token is there. The key is marked as
+    /// being admitted only for a request let through: a copy sent
+    /// alongside one refused here takes a token of its own (else each
+    /// message sent twice at once would pass the rate once for free).
+    fn claim(&self, user: &UserId, key: Option<&str>) -> Result<Admission, Duration> {
+        let Some(key) = key else {
+            let token = self.try_take(user)?;
+            return Ok(Admission {
+                token: Some(token),
+                flight: None,
+            });
+        };
         let key = (user.clone(), key.to_owned());
         let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
         keys.forget_old(Instant::now());
-        let n = keys.flying.entry(key.clone()).or_insert(0);
-        *n += 1;
-        let again = *n > 1 || keys.recent.contains_key(&key);
-        drop(keys);
-        let flight = Flight {
-            keys: self.keys.clone(),
-            key,
+        let passed = keys.recent.contains_key(&key) || keys.flying.contains_key(&key);
+        let token = if passed {
+            None
+        } else {
+            Some(self.try_take(user)?)
         };
-        (flight, again)
+        let flight = self.fly(&mut keys, key);
+        Ok(Admission {
+            token,
+            flight: Some(flight),
+        })
     }
 
     /// Admits a message of `user` to the rate: a token; none for a retry
@@ -237,34 +258,18 @@ impl MessageRate {
         user: &UserId,
         key: Option<&str>,
     ) -> Result<Admission, ApiError> {
-        let (flight, again) = match key {
-            Some(key) => {
-                let (flight, again) = self.fly(user, key);
-                (Some(flight), again)
-            }
-            None => (None, false),
-        };
-        if again {
-            return Ok(Admission {
-                token: None,
-                flight,
-            });
-        }
-        let wait = match self.try_take(user) {
-            Ok(taken) => {
-                return Ok(Admission {
-                    token: Some(taken),
-                    flight,
-                });
-            }
+        let wait = match self.claim(user, key) {
+            Ok(admission) => return Ok(admission),
             Err(wait) => wait,
         };
         if let Some(key) = key
             && key_used(store, user, key).await?
         {
+            let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+            let flight = self.fly(&mut keys, (user.clone(), key.to_owned()));
             return Ok(Admission {
                 token: None,
-                flight,
+                flight: Some(flight),
             });
         }
         // whole seconds, rounded up: a client that waits `Retry-After`
@@ -289,4 +294,52 @@ impl MessageRate {
 /// ledger keeps them: `source` is `user:<id>` for both).
 async fn key_used(store: &Store, user: &UserId, key: &str) -> Result<bool, ApiError> {
     Ok(store.ledger_has_key(&format!("user:{user}"), key).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The copies of a message take no token while a copy let through is
+    /// being admitted and for a minute after it was accepted; a copy sent
+    /// beside one refused for the rate is refused too (no key is marked
+    /// for a refused request), and other keys take tokens as ever.
+    #[tokio::test(start_paused = true)]
+    async fn copies_take_no_token_and_refused_ones_mark_nothing() {
+        let rate = MessageRate::new(2);
+        let alice = UserId::new("alice").unwrap();
+        let first = rate.claim(&alice, Some("k")).unwrap();
+        assert!(first.token.is_some());
+        // a copy while the first is being admitted
+        let copy = rate.claim(&alice, Some("k")).unwrap();
+        assert!(copy.token.is_none());
+        copy.settle(&rate, false);
+        first.settle(&rate, true);
+        // accepted: its copies take nothing for a minute
+        let copy = rate.claim(&alice, Some("k")).unwrap();
+        assert!(copy.token.is_none());
+        copy.settle(&rate, false);
+        let other = rate.claim(&alice, Some("other")).unwrap();
+        assert!(other.token.is_some());
+        other.settle(&rate, true);
+        // the bucket is empty: a new key is refused, and so is its copy
+        // sent beside it
+        assert!(rate.claim(&alice, Some("new")).is_err());
+        assert!(rate.claim(&alice, Some("new")).is_err());
+        assert!(rate.claim(&alice, None).is_err());
+        // bob has his own bucket
+        let bob = UserId::new("bob").unwrap();
+        rate.claim(&bob, Some("new")).unwrap().settle(&rate, true);
+        // a minute on, the keys are forgotten (the ledger answers their
+        // copies from then on) and the bucket full again
+        tokio::time::advance(RECENT + Duration::from_secs(1)).await;
+        let copy = rate.claim(&alice, Some("k")).unwrap();
+        assert!(copy.token.is_some());
+        copy.settle(&rate, false);
+        let keys = rate.keys.lock().unwrap();
+        assert!(keys.flying.is_empty(), "{keys:?}");
+        assert!(!keys.recent.contains_key(&(alice, "k".to_owned())));
+    }
 }

@@ -184,6 +184,22 @@ async fn copies_of_a_message_sent_at_once_take_no_token() {
             }
         }
     }
+    // a message sent several times at once past the rate: every copy
+    // refused (were a copy let through beside a refused one, each message
+    // sent twice would pass the rate)
+    let copies = (0..10).map(|i| {
+        let (text, key) = (format!("again {i}"), format!("again-{i}"));
+        async move {
+            let copies = (0..8).map(|_| send(host, "r", TOKEN, &text, &key));
+            futures::future::join_all(copies)
+                .await
+                .into_iter()
+                .map(|(status, _, _)| status)
+                .collect::<Vec<u16>>()
+        }
+    });
+    let statuses: Vec<Vec<u16>> = futures::future::join_all(copies).await;
+    assert!(statuses.iter().flatten().all(|s| *s == 429), "{statuses:?}");
     started.shutdown().await;
 }
 
