@@ -229,33 +229,28 @@ pub(crate) fn get(conn: &Connection, id: ApprovalId, now: i64) -> Result<Option<
 /// the rest newest first; at most `limit`. Ordered by the status as of
 /// `now` before the limit (ordering by the stored status let a stored
 /// `pending` that had expired take the place of a newer decided one, so
-/// this page and the listing by status disagreed).
+/// this page and the listing by status disagreed). Two reads, each
+/// stopping at `limit`: the pending ones through the partial index
+/// `approvals_owner_pending` (a stored `pending` that reads expired is
+/// skipped there and found by the second read), then the others newest
+/// first through `approvals_owner`. One read ordered by the computed
+/// status read every approval of the user (58 ms at 9,300).
 pub(crate) fn of_owner(
     conn: &Connection,
     owner: &UserId,
     now: i64,
     limit: i64,
 ) -> Result<Vec<ApprovalRecord>> {
-    let pending = effective_is(ApprovalStatus::Pending);
-    let rows = query(
-        conn,
-        &format!(
-            "WHERE a.owner = ?1
-             ORDER BY CASE WHEN {pending} THEN 0 ELSE 1 END,
-               CASE WHEN {pending} THEN a.created_at ELSE -a.created_at END,
-               CASE WHEN {pending} THEN a.rowid ELSE -a.rowid END
-             LIMIT ?3"
-        ),
-        params![owner.as_str(), now, limit],
-    )?;
-    let mut out: Vec<ApprovalRecord> = rows.into_iter().map(|r| r.effective(now)).collect();
-    out.sort_by_key(|a| {
-        if a.is_pending() {
-            (0, a.created_at)
-        } else {
-            (1, -a.created_at)
-        }
-    });
+    let mut out = of_owner_with_status(conn, owner, ApprovalStatus::Pending, now, limit)?;
+    let left = limit.saturating_sub(i64::try_from(out.len()).unwrap_or(i64::MAX));
+    if left > 0 {
+        let rows = query(
+            conn,
+            &owner_not_pending_filter(),
+            params![owner.as_str(), now, left],
+        )?;
+        out.extend(rows.into_iter().map(|r| r.effective(now)));
+    }
     Ok(out)
 }
 
@@ -305,7 +300,8 @@ fn effective_is(status: ApprovalStatus) -> &'static str {
 /// oldest first, the others newest first; at most `limit`, counted after
 /// the filter; ties in `created_at` in insertion order. The
 /// `approvals_owner` index `(owner, created_at)` (its entries end with the
-/// rowid) gives the order, so the scan stops at the `limit`-th match.
+/// rowid), or for pending ones `approvals_owner_pending`, gives the order,
+/// so the scan stops at the `limit`-th match.
 pub(crate) fn of_owner_with_status(
     conn: &Connection,
     owner: &UserId,
@@ -313,20 +309,37 @@ pub(crate) fn of_owner_with_status(
     now: i64,
     limit: i64,
 ) -> Result<Vec<ApprovalRecord>> {
+    let rows = query(
+        conn,
+        &owner_status_filter(status),
+        params![owner.as_str(), now, limit],
+    )?;
+    Ok(rows.into_iter().map(|r| r.effective(now)).collect())
+}
+
+/// The filter of [`of_owner_with_status`] (`?1` the owner, `?2` now, `?3`
+/// the limit). Pending ones are read through the partial index
+/// `approvals_owner_pending`, which holds only rows stored as pending.
+pub(crate) fn owner_status_filter(status: ApprovalStatus) -> String {
     let order = match status {
         ApprovalStatus::Pending => "ASC",
         ApprovalStatus::Approved | ApprovalStatus::Denied | ApprovalStatus::Expired => "DESC",
     };
-    let rows = query(
-        conn,
-        &format!(
-            "WHERE a.owner = ?1 AND ({})
-             ORDER BY a.created_at {order}, a.rowid {order} LIMIT ?3",
-            effective_is(status)
-        ),
-        params![owner.as_str(), now, limit],
-    )?;
-    Ok(rows.into_iter().map(|r| r.effective(now)).collect())
+    format!(
+        "WHERE a.owner = ?1 AND ({})
+         ORDER BY a.created_at {order}, a.rowid {order} LIMIT ?3",
+        effective_is(status)
+    )
+}
+
+/// The second read of [`of_owner`]: the user's approvals that are not
+/// effectively pending, newest first, through `approvals_owner`.
+pub(crate) fn owner_not_pending_filter() -> String {
+    format!(
+        "WHERE a.owner = ?1 AND NOT {}
+         ORDER BY a.created_at DESC, a.rowid DESC LIMIT ?3",
+        effective_is(ApprovalStatus::Pending)
+    )
 }
 
 /// Whether approval `a` was asked in a DM whose person no longer owns its
