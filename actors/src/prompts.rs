@@ -317,6 +317,11 @@ prompts! {
     group_no_turn => "group_no_turn.md",
     /// Who of those addressed could take no turn, at a discussion's end.
     group_absent => "group_absent.md",
+    /// Why a discussion ended after a round in which auto-review held
+    /// back what members tried to publish (not a silence).
+    group_refused_round => "group_refused_round.md",
+    /// Whose replies auto-review refused, at a discussion's end.
+    group_review_refused => "group_review_refused.md",
     /// A routine's run: its prompt, name, slot and reporting rule.
     routine_run => "routine_run.md",
     /// Added to a routine's run that fires late (missed while down).

@@ -431,7 +431,7 @@ pub(crate) async fn entries(
 /// Adds to each run's `turn_end` among `entries` (JSON, as the page
 /// returns them) the run's `members`: `[{"id", "outcome"}]`, each member
 /// the message addressed, in speaking order, with how its part went
-/// (`spoke`, `failed`, `passed`, `no_turn`: [`group::run::MemberOutcome`]).
+/// (`spoke`, `failed`, `passed`, `no_turn`, `held`: [`group::run::MemberOutcome`]).
 /// `botfleet group send` exits 3 when every member that took a turn
 /// failed; it guessed that from a `room_run_failed_round` notice with no
 /// reply, which also ends a round in which one member failed and another

@@ -169,6 +169,7 @@ mod room_mentions_cjk;
 mod room_names;
 mod room_publish_limit;
 mod room_races;
+mod room_review_refused;
 mod room_shared_by_config;
 mod room_shared_late;
 mod room_shared_replies;

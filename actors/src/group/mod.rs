@@ -54,6 +54,7 @@ mod member;
 pub mod mentions;
 mod outcome;
 pub mod publish;
+mod refused;
 pub mod room;
 mod rooms;
 pub mod run;

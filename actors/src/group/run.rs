@@ -116,6 +116,11 @@ pub enum Turn {
     /// moves on as for [`Turn::Skipped`], but the member did not pass:
     /// [`MemberOutcome`] does not count it as answering.
     Absent,
+    /// It published nothing: auto-review refused what it tried to say (a
+    /// room's message is refused, not asked about: `tools::gate`). The
+    /// machine moves on as for [`Turn::Skipped`], but the member did not
+    /// pass, and a round with nothing else said is not a silence.
+    Held,
 }
 
 /// How a member's part in a run went, as clients read it (the room's
@@ -134,6 +139,9 @@ pub enum MemberOutcome {
     /// It ran no turn: nothing new to answer when its turn came, or it
     /// takes no turns ([`Turn::Absent`]).
     NoTurn,
+    /// It tried to speak and published nothing: auto-review refused its
+    /// messages ([`Turn::Held`]).
+    Held,
 }
 
 /// What happened to a member's messages.
@@ -170,6 +178,10 @@ struct Slot {
     /// more in this run, and the end names it.
     #[serde(default)]
     absent: bool,
+    /// Its turns whose messages auto-review refused, none published
+    /// ([`Turn::Held`]; 0 in checkpoints written before).
+    #[serde(default)]
+    held: u32,
 }
 
 /// One run's state. See the module docs for the rules.
@@ -197,6 +209,10 @@ pub struct Run {
     /// Member turns of the whole run that failed.
     #[serde(default)]
     failed: u32,
+    /// Member turns of the current round whose messages auto-review
+    /// refused ([`Turn::Held`]).
+    #[serde(default)]
+    round_held: u32,
 }
 
 impl Run {
@@ -222,6 +238,7 @@ impl Run {
                     out: false,
                     passed: 0,
                     absent: false,
+                    held: 0,
                 })
                 .collect(),
             round: 0,
@@ -232,6 +249,7 @@ impl Run {
             round_turns: 0,
             round_failed: 0,
             failed: 0,
+            round_held: 0,
         }
     }
 
@@ -266,10 +284,11 @@ impl Run {
         }
         let (delivered, failed, ran) = match turn {
             Turn::Spoke(n) => (n, false, true),
-            Turn::Skipped => (0, false, true),
+            Turn::Skipped | Turn::Held => (0, false, true),
             Turn::Failed(n) => (n, true, true),
             Turn::Absent => (0, false, false),
         };
+        let held = turn == Turn::Held;
         // a member that could not take its turn ran none: a round of only
         // such members is not one that "passed in silence"
         if ran {
@@ -279,6 +298,9 @@ impl Run {
             self.round_failed += 1;
             self.failed += 1;
         }
+        if held {
+            self.round_held += 1;
+        }
         let published = self.publishable(delivered);
         let Some(slot) = self.slots.get_mut(self.position) else {
             return Recorded::default();
@@ -287,7 +309,9 @@ impl Run {
         slot.published += published;
         slot.out |= failed || !ran;
         slot.absent |= !ran;
-        if ran && !failed && published == 0 {
+        if held {
+            slot.held += 1;
+        } else if ran && !failed && published == 0 {
             slot.passed += 1;
         }
         for _ in 0..published {
@@ -355,6 +379,7 @@ impl Run {
         self.spoke_in_round = false;
         self.round_turns = 0;
         self.round_failed = 0;
+        self.round_held = 0;
         if self.round >= self.limits.max_rounds {
             self.end = Some(End::RoundLimit);
         }
@@ -400,6 +425,8 @@ impl Run {
                     MemberOutcome::Spoke
                 } else if s.out && !s.absent {
                     MemberOutcome::Failed
+                } else if s.held > 0 {
+                    MemberOutcome::Held
                 } else if s.passed > 0 {
                     MemberOutcome::Passed
                 } else {
@@ -420,6 +447,16 @@ impl Run {
             .collect()
     }
 
+    /// Selected members whose messages auto-review refused and that
+    /// published nothing ([`MemberOutcome::Held`]), in speaking order.
+    pub fn held(&self) -> Vec<usize> {
+        self.outcomes()
+            .into_iter()
+            .filter(|(_, o)| *o == MemberOutcome::Held)
+            .map(|(m, _)| m)
+            .collect()
+    }
+
     /// Authors of the public messages: `None` is the user's message.
     pub fn log(&self) -> &[Option<usize>] {
         &self.log
@@ -437,6 +474,19 @@ impl Run {
     /// only its own messages to read), no turn ran, and saying the round
     /// "passed in silence" would suggest members chose to stay quiet.
     pub fn describe_end(&self, end: End) -> String {
+        if let End::SilentRound { round } = end
+            && self.round_held > 0
+        {
+            // members tried to speak: not a silence
+            return prompts()
+                .group_refused_round
+                .render(&[
+                    ("round", &round.to_string()),
+                    ("held", &self.round_held.to_string()),
+                    ("turns", &self.round_turns.to_string()),
+                ])
+                .unwrap_or_default();
+        }
         if let End::SilentRound { round } = end
             && self.round_turns == 0
         {

@@ -80,6 +80,52 @@ fn a_round_with_failed_turns_is_not_called_silent() {
     assert_eq!(run.end().unwrap().code(), "failed_round");
 }
 
+/// A member whose messages auto-review refused did not pass: a round of
+/// it and a member that did pass is not called a silence, its outcome is
+/// `held`, and it is named; one refused in round 1 that speaks in round 2
+/// spoke. A checkpoint written before `held` existed reads as before.
+#[test]
+fn a_member_review_refused_is_held_not_silent() {
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    for (member, turn) in [(0, Turn::Held), (1, Turn::Skipped)] {
+        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
+        run.record(turn);
+    }
+    let Next::Done(end) = run.advance() else {
+        panic!("{run:?}");
+    };
+    assert_eq!(end, End::SilentRound { round: 1 });
+    assert_eq!(
+        run.describe_end(end),
+        "nobody published in round 1: auto-review held back what 1 of its 2 member turns tried to say"
+    );
+    assert_eq!(
+        run.outcomes(),
+        vec![(0, MemberOutcome::Held), (1, MemberOutcome::Passed)]
+    );
+    assert_eq!(run.held(), vec![0]);
+
+    // refused in round 1, spoke in round 2
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    for (member, turn) in [(0, Turn::Held), (1, Turn::Spoke(1)), (0, Turn::Spoke(1))] {
+        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
+        run.record(turn);
+    }
+    assert_eq!(run.outcomes()[0], (0, MemberOutcome::Spoke));
+    assert!(run.held().is_empty());
+
+    // an older checkpoint, without the new fields
+    let mut old = serde_json::to_value(Run::new(vec![0], Limits::default())).unwrap();
+    old.as_object_mut().unwrap().remove("round_held");
+    for slot in old["slots"].as_array_mut().unwrap() {
+        slot.as_object_mut().unwrap().remove("held");
+    }
+    let mut run: Run = serde_json::from_value(old).unwrap();
+    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
+    run.record(Turn::Skipped);
+    assert_eq!(run.advance(), Next::Done(End::SilentRound { round: 1 }));
+}
+
 /// A member that could take no turn (removed from the config) ran none:
 /// it is not offered another round, the end is not called a silence,
 /// and the run names it. (Its absence counted as a turn: "round 2 passed

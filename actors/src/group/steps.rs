@@ -129,6 +129,14 @@ impl GroupState {
         // input: what the turn had not published by then is held
         // (`super::era`)
         let outlived = self.input_outlived().await?;
+        // nothing published and no failure: did review refuse what it said?
+        let refused = match self.current.as_ref().and_then(|c| c.wait.as_ref()) {
+            Some(wait) if failure.is_none() && done.deliveries.is_empty() => {
+                self.review_refused(&wait.bot, wait.session, done.turn)
+                    .await?
+            }
+            _ => false,
+        };
         let Some(cur) = self.current.as_mut() else {
             return Ok(());
         };
@@ -156,6 +164,7 @@ impl GroupState {
         let held = held + done.refused;
         let recorded = progress.run.record(match (&failure, delivered) {
             (Some(_), n) => Turn::Failed(n),
+            (None, 0) if refused => Turn::Held,
             (None, 0) => Turn::Skipped,
             (None, n) => Turn::Spoke(n),
         });
@@ -522,6 +531,20 @@ impl GroupState {
                 &prompts()
                     .group_absent
                     .render(&[("members", &no_turn.join(", "))])
+                    .unwrap_or_default(),
+            );
+        }
+        let held: Vec<String> = progress
+            .run
+            .held()
+            .into_iter()
+            .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
+            .collect();
+        if !held.is_empty() {
+            why.push_str(
+                &prompts()
+                    .group_review_refused
+                    .render(&[("members", &held.join(", "))])
                     .unwrap_or_default(),
             );
         }

@@ -1,0 +1,94 @@
+//! A member whose message auto-review refused in a shared room, and that
+//! published nothing: the end of the discussion says so. (QA: it said
+//! "nobody had more to say (round 1 passed in silence)" and the member's
+//! outcome was `passed`, as if it had chosen to say nothing.)
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+
+/// a1 answers "key" with a message holding a token auto-review asks
+/// about (so refuses in a room), and says nothing to anything else.
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "a1"
+match = "key"
+steps = [ { tool = "SendMessage", args = { text = "the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789" } } ]
+
+[[rule]]
+steps = [ { text = "nothing to add" } ]
+"#;
+
+/// The end notice and the `turn_end` of a discussion's entries.
+fn end_of(run: &[Value]) -> (String, Value) {
+    let notice = run
+        .iter()
+        .find(|e| {
+            e["kind"] == "notice"
+                && e["code"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("room_run_"))
+        })
+        .unwrap_or_else(|| panic!("no end notice: {run:#?}"));
+    let end = run
+        .iter()
+        .find(|e| e["kind"] == "turn_end")
+        .unwrap_or_else(|| panic!("no turn_end: {run:#?}"));
+    (
+        notice["text"].as_str().unwrap().to_owned(),
+        end["members"].clone(),
+    )
+}
+
+async fn shared_room(host: &TestHost) {
+    let (status, body) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({ "name": "own", "id": "own", "members": ["a1", "b1"] }).to_string(),
+        )
+        .await;
+    assert_eq!((status, &body["shared"]), (201, &json!(true)), "{body}");
+}
+
+#[tokio::test]
+async fn a_member_whose_reply_review_refused_did_not_pass_in_silence() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a1", "s", &["SendMessage"])
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    shared_room(&host).await;
+
+    let (_, run) = host.discuss(TOKEN, "own", "@a1 what is the key?").await;
+    assert!(
+        !run.iter().any(|e| e["kind"] == "delivery"),
+        "published: {run:#?}"
+    );
+    assert!(!Value::from(run.clone()).to_string().contains("ghp_"));
+    let (text, members) = end_of(&run);
+    assert!(
+        text.contains("auto-review refused what @a1 tried to say"),
+        "{text}"
+    );
+    assert!(
+        text.contains("nobody published in round 1: auto-review held back"),
+        "{text}"
+    );
+    assert!(!text.contains("in silence"), "{text}");
+    assert_eq!(members, json!([{ "id": "a1", "outcome": "held" }]));
+
+    // a member that chooses to say nothing still passes
+    let (_, run) = host.discuss(TOKEN, "own", "@a1 hello").await;
+    let (text, members) = end_of(&run);
+    assert!(text.contains("round 1 passed in silence"), "{text}");
+    assert!(!text.contains("auto-review"), "{text}");
+    assert_eq!(members, json!([{ "id": "a1", "outcome": "passed" }]));
+    host.shutdown().await;
+}
