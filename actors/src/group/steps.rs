@@ -517,36 +517,26 @@ impl GroupState {
         let replies = progress.run.replies();
         let trigger = cur.trigger_seq;
         let mut why = progress.run.describe_end(end);
-        let no_turn: Vec<String> = progress
-            .run
-            .absent()
-            .into_iter()
-            .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
-            .collect();
-        if !no_turn.is_empty() {
-            // the timeline says why they did not answer (the notice of it
-            // is in their own sessions, which the room's readers may not
-            // read)
-            why.push_str(
-                &prompts()
-                    .group_absent
-                    .render(&[("members", &no_turn.join(", "))])
-                    .unwrap_or_default(),
-            );
-        }
-        let held: Vec<String> = progress
-            .run
-            .held()
-            .into_iter()
-            .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
-            .collect();
-        if !held.is_empty() {
-            why.push_str(
-                &prompts()
-                    .group_review_refused
-                    .render(&[("members", &held.join(", "))])
-                    .unwrap_or_default(),
-            );
+        // the timeline says why members did not answer (the notices of it
+        // are in their own sessions, which the room's readers may not
+        // read): those that could take no turn, and those whose messages
+        // auto-review refused
+        let p = prompts();
+        for (members, template) in [
+            (progress.run.absent(), &p.group_absent),
+            (progress.run.held(), &p.group_review_refused),
+        ] {
+            let named: Vec<String> = members
+                .into_iter()
+                .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
+                .collect();
+            if !named.is_empty() {
+                why.push_str(
+                    &template
+                        .render(&[("members", &named.join(", "))])
+                        .unwrap_or_default(),
+                );
+            }
         }
         if end == End::NoMembers {
             // the members it may mention now: a message posted while they

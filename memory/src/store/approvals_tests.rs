@@ -138,6 +138,17 @@ impl Fixture {
         }
     }
 
+    /// Alice's approvals page of at most `limit`: ids and statuses.
+    async fn owner_page(&self, limit: i64) -> Vec<(ApprovalId, ApprovalStatus)> {
+        self.store
+            .approvals_of_owner(&UserId::new("alice").unwrap(), limit)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| (a.id, a.status))
+            .collect()
+    }
+
     async fn decide(
         &self,
         id: ApprovalId,
@@ -548,15 +559,7 @@ async fn owner_listing_orders_by_the_status_as_of_now_before_its_limit() {
     f.decide(denied.id, ApprovalDecision::Deny).await.unwrap();
     let live = f.created("live").await;
     f.clock.advance_ms(1);
-    let page = async |limit| {
-        f.store
-            .approvals_of_owner(&alice, limit)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|a| (a.id, a.status))
-            .collect::<Vec<_>>()
-    };
+    let page = async |limit| f.owner_page(limit).await;
     let all = vec![
         (live.id, ApprovalStatus::Pending),
         (denied.id, ApprovalStatus::Denied),
@@ -642,7 +645,6 @@ async fn a_used_approval_is_found_for_its_action_until_its_window_ends_or_the_pe
 #[tokio::test]
 async fn owner_listing_of_many_is_pending_first_then_newest_first() {
     let f = Fixture::new().await;
-    let alice = UserId::new("alice").unwrap();
     let mut pending = Vec::new();
     let mut rest = Vec::new();
     for i in 0..40 {
@@ -678,26 +680,22 @@ async fn owner_listing_of_many_is_pending_first_then_newest_first() {
     f.clock.advance_ms(1);
     rest.reverse();
     let expected: Vec<ApprovalId> = pending.iter().chain(&rest).copied().collect();
-    let page = async |limit| {
-        f.store
-            .approvals_of_owner(&alice, limit)
+    let page = async |limit| -> Vec<ApprovalId> {
+        f.owner_page(limit)
             .await
-            .unwrap()
             .into_iter()
-            .map(|a| a.id)
-            .collect::<Vec<_>>()
+            .map(|(id, _)| id)
+            .collect()
     };
     assert_eq!(page(100).await, expected);
     for k in 1..expected.len() {
         assert_eq!(page(k as i64).await, expected[..k], "a page of {k}");
     }
     let statuses: Vec<ApprovalStatus> = f
-        .store
-        .approvals_of_owner(&alice, 100)
+        .owner_page(100)
         .await
-        .unwrap()
         .into_iter()
-        .map(|a| a.status)
+        .map(|(_, s)| s)
         .collect();
     assert!(
         statuses[..pending.len()]
