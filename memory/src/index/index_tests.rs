@@ -138,6 +138,33 @@ fn mixed_chinese_and_english_text_is_found_both_ways() -> TestResult {
     Ok(())
 }
 
+/// Regression (QA, 2026-12-05): a product name written together with
+/// its number (`iPhone15的价格`, `Windows11`) was not found by the name,
+/// and a character of Han Extension H was held as a word (found only by
+/// the whole run).
+#[test]
+fn a_name_written_with_its_number_and_extension_h_are_found() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("你好，iPhone15的价格是多少？")?;
+    docs.add("第二，Windows11；第三，Python3.11")?;
+    docs.add("扩展H：𱍐𱍑𱍒字")?;
+    docs.add("v2 released")?;
+    docs.commit()?;
+    let iphone = vec!["你好，iPhone15的价格是多少？"];
+    assert_eq!(docs.find("iPhone")?, iphone);
+    assert_eq!(docs.find("iPhone 价格")?, iphone);
+    assert_eq!(docs.find("iPhone15")?, iphone);
+    assert_eq!(docs.find("15")?, iphone);
+    let windows = vec!["第二，Windows11；第三，Python3.11"];
+    assert_eq!(docs.find("windows")?, windows);
+    assert_eq!(docs.find("Python")?, windows);
+    assert_eq!(docs.find("𱍐")?, vec!["扩展H：𱍐𱍑𱍒字"]);
+    assert_eq!(docs.find("𱍑𱍒")?, vec!["扩展H：𱍐𱍑𱍒字"]);
+    // one letter is not a word of its own: `v` does not find `v2`
+    assert!(docs.find("v")?.is_empty());
+    Ok(())
+}
+
 #[test]
 fn phrases_need_order_and_adjacency() -> TestResult {
     let mut docs = Docs::new()?;

@@ -50,7 +50,12 @@ use crate::record::EntryKind;
 /// 5: accents are folded in words (`Zürich` is `zurich`, `Tromsø` is
 /// `tromso`, Greek tonos dropped; format 4 held the accented terms, so
 /// `Zurich` did not find `Zürich`).
-pub(crate) const FORMAT: u32 = 5;
+///
+/// 6: a letter-prefixed number gives its letters as a term too (`iphone`
+/// of `iphone15`; format 5 gave only its digits, so `iPhone` did not find
+/// `iPhone15的价格`), and Han Extension H (U+31350–U+323AF) is cut as Han
+/// rather than held as one word.
+pub(crate) const FORMAT: u32 = 6;
 
 /// The tools whose results only quote what the index already holds, so
 /// their results are not indexed:

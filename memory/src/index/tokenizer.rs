@@ -22,9 +22,13 @@
 //!   indexing throughput for nothing. Words longer than [`MAX_WORD_CHARS`]
 //!   characters (hashes, base64 blobs) are dropped.
 //! - **letter-prefixed numbers**: in the index, a word of letters followed
-//!   by digits (`v2`, `r2`, `x86`, `rfc9110`) also gives its digits as a
-//!   term at the same position, so the query `2.3.1` (the phrase `2 3 1`)
-//!   finds `v2.3.1`, and `86` finds `x86`. The word stays a term too, so
+//!   by digits (`v2`, `r2`, `x86`, `rfc9110`, `iPhone15`) also gives its
+//!   digits as a term at the same position, so the query `2.3.1` (the
+//!   phrase `2 3 1`) finds `v2.3.1`, and `86` finds `x86`; and, when they
+//!   are two letters or more, its letters (stemmed as a word is), so
+//!   `iPhone` finds `iPhone15`, `Windows` finds `Windows11` and `rfc`
+//!   finds `rfc9110` (Chinese text writes a product and its number
+//!   together: `iPhone15的价格`). The word stays a term too, so
 //!   `v2.3.1` finds only the entries that say `v2.3.1`. Only that one shape
 //!   is split: a word that starts with digits (`100ms`, `3rd`) or where
 //!   letters and digits alternate more than once (`3fa85f64`, `a1b2`, hash
@@ -120,7 +124,8 @@ pub(crate) fn classify(c: char) -> CharClass {
     }
     let script = match cp {
         0x3005..=0x3007 | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => Some(Script::Han),
-        0x20000..=0x3134F => Some(Script::Han),
+        // Extensions B to H (H, U+31350–U+323AF, is Unicode 15)
+        0x20000..=0x323AF => Some(Script::Han),
         // 0x30FB is the katakana middle dot, a punctuation mark.
         0x3041..=0x309F | 0x30A0..=0x30FA | 0x30FC..=0x30FF | 0x31F0..=0x31FF => Some(Script::Kana),
         0xFF66..=0xFF9F => Some(Script::Kana),
@@ -232,17 +237,22 @@ pub(crate) fn has_overlong_word(text: &str) -> bool {
     stream.dropped
 }
 
-/// The digits of a word made of letters followed by ASCII digits (`v2` →
-/// `2`, `x86` → `86`), `None` for any other word (`2`, `100ms`, `a1b2`).
-/// `word` is lowercased and width-folded.
-fn prefixed_number(word: &str) -> Option<&str> {
+/// The letters and the digits of a word made of letters followed by ASCII
+/// digits (`v2` → `v`, `2`; `x86` → `x`, `86`), `None` for any other word
+/// (`2`, `100ms`, `a1b2`). `word` is lowercased and width-folded.
+fn prefixed_number(word: &str) -> Option<(&str, &str)> {
     let split = word.find(|c: char| c.is_ascii_digit())?;
     let (letters, digits) = word.split_at(split);
     let shape = !letters.is_empty()
         && letters.chars().all(char::is_alphabetic)
         && digits.bytes().all(|b| b.is_ascii_digit());
-    shape.then_some(digits)
+    shape.then_some((letters, digits))
 }
+
+/// Fewest letters of a letter-prefixed number indexed as a word of their
+/// own: `iphone` of `iphone15`, not `v` of `v2` (a one-letter term would
+/// match every version and register name).
+const MIN_PREFIX_LETTERS: usize = 2;
 
 /// Which side of the index a token stream is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,7 +302,7 @@ impl Tokenizer for TranscriptTokenizer {
             steps: 0,
             token: Token::default(),
             stemmer: Stemmer::new(Algorithm::English),
-            number: String::new(),
+            parts: Vec::new(),
             dropped: false,
         }
     }
@@ -320,9 +330,9 @@ pub(crate) struct TranscriptTokenStream<'a> {
     token: Token,
     /// Stems words (CJK tokens are not stemmed: it would only cost time).
     stemmer: Stemmer,
-    /// The digits of the letter-prefixed number just emitted (index mode),
-    /// to emit next at the same position; empty when there are none.
-    number: String,
+    /// The parts of the letter-prefixed number just emitted (index mode):
+    /// its digits and its letters, to emit next at the same position.
+    parts: Vec<String>,
     /// Whether a word was dropped for being longer than [`MAX_WORD_CHARS`].
     dropped: bool,
 }
@@ -430,9 +440,13 @@ impl TranscriptTokenStream<'_> {
             return false;
         }
         if self.mode == Mode::Index
-            && let Some(digits) = prefixed_number(&self.token.text)
+            && let Some((letters, digits)) = prefixed_number(&self.token.text)
         {
-            self.number.push_str(digits);
+            // (emitted last first: the digits, then the letters)
+            if letters.chars().count() >= MIN_PREFIX_LETTERS {
+                self.parts.push(self.stemmer.stem(letters).into_owned());
+            }
+            self.parts.push(digits.to_owned());
         }
         if let Cow::Owned(stem) = self.stemmer.stem(&self.token.text) {
             self.token.text = stem;
@@ -443,11 +457,10 @@ impl TranscriptTokenStream<'_> {
 
 impl TokenStream for TranscriptTokenStream<'_> {
     fn advance(&mut self) -> bool {
-        if !self.number.is_empty() {
-            // The number of the word just emitted: same position and
-            // offsets, so a snippet marks the whole word (`«v2»`).
-            std::mem::swap(&mut self.token.text, &mut self.number);
-            self.number.clear();
+        if let Some(part) = self.parts.pop() {
+            // A part of the word just emitted: same position and offsets,
+            // so a snippet marks the whole word (`«v2»`).
+            self.token.text = part;
             return true;
         }
         loop {
