@@ -1,7 +1,8 @@
 //! Costs of the safety layer: loop detection per streamed KiB, lock
 //! acquire/release throughput, redaction decisions and secret scrubbing.
 //!
-//! Auto-review and the tool gate are in `safety_review.rs`.
+//! Auto-review and the tool gate are in `safety_review.rs`, the approvals
+//! page of a user with many approvals in `approvals_page.rs`.
 //!
 //! Run with `cargo bench --bench safety`.
 
@@ -26,6 +27,7 @@ use criterion::criterion_group;
 use criterion::criterion_main;
 use futures::FutureExt as _;
 
+mod approvals_page;
 mod safety_review;
 
 /// Bytes of text per loop-detector iteration.
@@ -274,6 +276,7 @@ criterion_group!(
     locks,
     redaction,
     safety_review::rules,
-    safety_review::gate
+    safety_review::gate,
+    approvals_page::page
 );
 criterion_main!(benches);

@@ -30,12 +30,14 @@ use crate::record::ExpiryCause;
 use crate::record::ReviewRecord;
 
 /// Whether a user message newer than the approval's epoch exists in its
-/// session (a range scan of the session's newest entries on the
-/// `(session_id, seq)` index). A macro, to be spliced into the `const`s
-/// below with `concat!`.
+/// session (one seek in `entries_user_message`, which holds only user
+/// messages: a scan of the session's entries after the epoch read every
+/// one of them in a session where no person writes). A macro, to be
+/// spliced into the `const`s below with `concat!`.
 macro_rules! newer_user_message {
     () => {
-        "EXISTS (SELECT 1 FROM entries e WHERE e.session_id = a.session_id
+        "EXISTS (SELECT 1 FROM entries e INDEXED BY entries_user_message
+                WHERE e.session_id = a.session_id
                 AND e.seq > a.epoch AND e.kind = 'user_message')"
     };
 }

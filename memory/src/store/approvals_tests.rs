@@ -741,4 +741,12 @@ async fn owner_listing_reads_through_indexes_in_page_order() {
         "{others}"
     );
     assert!(!others.contains("TEMP B-TREE"), "{others}");
+    // whether a person wrote since: one seek among the session's user
+    // messages, not a walk of every entry after the approval
+    for plan in [&pending, &others] {
+        assert!(
+            plan.contains("USING COVERING INDEX entries_user_message (session_id=? AND seq>?)"),
+            "{plan}"
+        );
+    }
 }

@@ -63,12 +63,14 @@ impl Writer {
                 new.session, new.bot
             )));
         }
-        // the newest user message: a backward walk of the session's
-        // (session_id, seq) index that stops at the first match
+        // the newest user message: one seek in `entries_user_message`
+        // (the session's user messages only; a walk of all its entries
+        // read every one in a session where no person writes)
         let epoch: i64 = self
             .conn
             .prepare_cached(
-                "SELECT seq FROM entries WHERE session_id = ?1 AND kind = 'user_message'
+                "SELECT seq FROM entries INDEXED BY entries_user_message
+                 WHERE session_id = ?1 AND kind = 'user_message'
                  ORDER BY seq DESC LIMIT 1",
             )?
             .query_row(params![new.session.to_string()], |r| r.get(0))
