@@ -7,6 +7,7 @@
 //! `approvals_owner_pending`); each approval read then walked the
 //! session's 20,000 entries after it for a newer user message (202 ms a
 //! page) until `entries_user_message` (migration 30) made that one seek.
+#![allow(clippy::expect_used)]
 
 use std::hint::black_box;
 
@@ -99,32 +100,21 @@ async fn filled(store: &Store) -> Result<(), botfleet_memory::StoreError> {
 }
 
 pub fn page(c: &mut Criterion) {
-    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+    // a bench that cannot set up fails loudly rather than measure nothing
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    else {
-        eprintln!("approvals_page: no tokio runtime; skipped");
-        return;
-    };
-    let Ok(dir) = tempfile::tempdir() else {
-        eprintln!("approvals_page: no temporary directory; skipped");
-        return;
-    };
-    let store = match rt.block_on(async {
-        let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite")))?;
-        filled(&store).await?;
-        Ok::<_, botfleet_memory::StoreError>(store)
-    }) {
-        Ok(store) => store,
-        Err(e) => {
-            eprintln!("approvals_page: could not fill the store: {e}; skipped");
-            return;
-        }
-    };
-    let Ok(alice) = UserId::new("alice") else {
-        return;
-    };
+        .expect("approvals_page: a tokio runtime");
+    let dir = tempfile::tempdir().expect("approvals_page: a temporary directory");
+    let store = rt
+        .block_on(async {
+            let store = Store::open(StoreOptions::new(dir.path().join("db.sqlite")))?;
+            filled(&store).await?;
+            Ok::<_, botfleet_memory::StoreError>(store)
+        })
+        .expect("approvals_page: a store holding the approvals");
+    let alice = UserId::new("alice").expect("a valid user id");
     let first = rt.block_on(store.approvals_of_owner(&alice, 100));
     assert!(
         matches!(&first, Ok(page) if page.len() == 100 && page[..3].iter().all(|a| a.is_pending())),
