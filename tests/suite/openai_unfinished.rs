@@ -238,3 +238,66 @@ async fn answered_once_within(server: OpenAiServer, started: Instant, secs: u64)
     assert_eq!(server.request_count(), 1);
     server.shutdown().await;
 }
+
+/// Regression (QA, 2026-12-05): a finish reason on every chunk — `""`
+/// (Ollama, SGLang, LocalAI, KoboldCpp) or `"stop"` (some gateways) — was
+/// taken as the end of the answer, so a stream reset in its middle was
+/// used as it came: the first SendMessage delivered, the second run with
+/// half its arguments. A `""` is no finish reason; a break after an
+/// answer went on past a finish reason is a cut answer, retried.
+#[tokio::test]
+async fn a_stream_cut_after_an_interim_finish_reason_is_retried() {
+    let whole = || {
+        Reply::tool_call("ea", "SendMessage", r#"{"text": "part A"}"#)
+            .and_tool_call("eb", "SendMessage", r#"{"text": "part B"}"#)
+            .with_text("Sending two parts.")
+    };
+    for interim in ["", "stop"] {
+        let server = OpenAiServer::builder()
+            // role, text, call A, its arguments, call B: cut there
+            .reply(whole().interim_finish(interim).cut_after(5))
+            .reply(whole().interim_finish(interim))
+            .start()
+            .await;
+        let model = OpenAiModel::new(options(&server)).unwrap();
+        let (result, sink) = complete(&model, &request("x")).await;
+        let response = result.unwrap_or_else(|e| panic!("{interim:?}: {e}"));
+        let calls: Vec<(&str, &str)> = response
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("SendMessage", r#"{"text": "part A"}"#),
+                ("SendMessage", r#"{"text": "part B"}"#)
+            ],
+            "{interim:?}"
+        );
+        assert_eq!(server.request_count(), 2, "{interim:?}");
+        assert_eq!(sink.restarts, 1, "{interim:?}");
+        server.shutdown().await;
+    }
+}
+
+/// A `""` on every chunk of a whole stream is no finish reason: the
+/// answer ends at `[DONE]`, its reason inferred from its tool calls.
+#[tokio::test]
+async fn an_empty_finish_reason_on_every_chunk_is_no_finish_reason() {
+    let server = OpenAiServer::builder()
+        .reply(
+            Reply::tool_call("ea", "SendMessage", r#"{"text": "hi"}"#)
+                .interim_finish("")
+                .finish(""),
+        )
+        .start()
+        .await;
+    let model = OpenAiModel::new(options(&server)).unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let response = result.unwrap();
+    assert_eq!(response.finish, FinishReason::ToolCalls);
+    assert_eq!(response.tool_calls.len(), 1);
+    assert_eq!(server.request_count(), 1);
+    server.shutdown().await;
+}

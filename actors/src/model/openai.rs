@@ -49,7 +49,10 @@
 //!    over ([`StreamSink::on_restart`]) before the deltas of the new attempt.
 //!    Past the retries the call fails with [`ModelError::StreamBroken`].
 //!    A break after the finish reason only loses the usage chunk and
-//!    `[DONE]`; the response is returned (without usage), as it is when
+//!    `[DONE]` (not after an answer that went on past a finish reason: a
+//!    finish reason on every chunk; a `""` is no finish reason, as Ollama,
+//!    SGLang and LocalAI send on every chunk); the response is returned
+//!    (without usage), as it is when
 //!    the body stays open after the finish reason: at once after the
 //!    usage chunk, else after 5 s of silence ([`AFTER_FINISH`]), not
 //!    `timeout`. A choice whose finish reason is `error` or `abort` (a
@@ -440,16 +443,25 @@ impl OpenAiModel {
                 Ok(None) if assembler.has_finished() => {
                     return finished(assembler, &self.options);
                 }
-                Err(Failure::Broken { detail }) if assembler.has_finished() => {
-                    if detail == advice::STALLED {
-                        warn!(
-                            provider = self.options.provider.as_deref().unwrap_or(""),
-                            model = %self.options.model,
-                            waited_ms = u64::try_from(silence.as_millis()).unwrap_or(u64::MAX),
-                            "the server sent the answer's finish reason, then neither [DONE] nor \
-                             the end of its body; the answer is taken as it came"
-                        );
-                    }
+                Err(Failure::Broken { detail })
+                    if detail == advice::STALLED && assembler.has_finished() =>
+                {
+                    warn!(
+                        provider = self.options.provider.as_deref().unwrap_or(""),
+                        model = %self.options.model,
+                        waited_ms = u64::try_from(silence.as_millis()).unwrap_or(u64::MAX),
+                        "the server sent the answer's finish reason, then neither [DONE] nor \
+                         the end of its body; the answer is taken as it came"
+                    );
+                    return finished(assembler, &self.options);
+                }
+                // A break (a reset, an error in the body) after the finish
+                // reason loses only the usage chunk and `[DONE]`; not
+                // after an answer that went on past one (a gateway's
+                // finish reason on every chunk): that answer was cut, and
+                // is retried (QA, 2026-12-05: half a reply was used, its
+                // second SendMessage ran with half its arguments).
+                Err(Failure::Broken { .. }) if assembler.only_the_end_to_come() => {
                     return finished(assembler, &self.options);
                 }
                 // a server that answered a failure with a bare JSON error

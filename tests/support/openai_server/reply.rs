@@ -38,6 +38,9 @@ pub struct Reply {
     hold: Option<tokio::sync::watch::Receiver<bool>>,
     /// A stream without `[DONE]` whose body stays open.
     open_end: bool,
+    /// The finish reason every streamed chunk carries (Ollama's `""`, a
+    /// gateway's `"stop"`), instead of `null` before the last.
+    interim_finish: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -140,6 +143,14 @@ impl Reply {
     /// Sends a `Retry-After` header with an error (`"0"`, `"0.05"`, `"3600"`).
     pub fn retry_after(mut self, value: &str) -> Self {
         self.retry_after = Some(value.to_owned());
+        self
+    }
+
+    /// Streams every chunk with this finish reason (`""` as Ollama,
+    /// SGLang, LocalAI send it; `"stop"` as some gateways do), not only
+    /// the last.
+    pub fn interim_finish(mut self, reason: &str) -> Self {
+        self.interim_finish = Some(reason.to_owned());
         self
     }
 
@@ -355,8 +366,11 @@ fn stream_response(reply: &Reply, model: &str, include_usage: bool, shape: &Wire
 
 /// The chunk bodies (without id/model boilerplate) of a streamed reply.
 fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<Value> {
-    let delta =
-        |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    let interim = reply
+        .interim_finish
+        .clone()
+        .map_or(Value::Null, Value::String);
+    let delta = |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": interim.clone()}]});
     let mut events = vec![delta(json!({"role": "assistant", "content": ""}))];
     let chars: Vec<char> = reply.text.chars().collect();
     for piece in chars.chunks(shape.text_chunk_chars) {

@@ -324,7 +324,7 @@ impl Assembler {
         };
         self.has_choice = true;
         let (finished_before, size_before) = (self.finish.is_some(), self.size);
-        if let Some(reason) = choice.finish_reason {
+        if let Some(reason) = choice.finish_reason.filter(|r| !r.trim().is_empty()) {
             self.finish = Some(finish_reason(&reason));
         }
         let Some(delta) = choice.delta else {
@@ -356,7 +356,13 @@ impl Assembler {
             return Ok(None);
         };
         self.has_choice = true;
-        self.finish = choice.finish_reason.as_deref().map(finish_reason);
+        // `""` is no reason (Ollama, SGLang, LocalAI, KoboldCpp send it on
+        // every chunk of a stream, and some on a whole answer)
+        self.finish = choice
+            .finish_reason
+            .as_deref()
+            .filter(|r| !r.trim().is_empty())
+            .map(finish_reason);
         let Some(message) = choice.message else {
             return Ok(None);
         };
