@@ -83,10 +83,12 @@ async fn parallel_calls_sharing_index_zero_both_run() {
 /// Regression: `reasoning_content` was dropped, and thinking-mode servers
 /// refused the second request of every turn with tool calls ("The
 /// reasoning_content in the thinking mode must be passed back to the
-/// API"). It goes back with the calls within the turn, and not in the
-/// next turn; it is never delivered.
+/// API"). It goes back with the calls within the turn, and (QA,
+/// 2026-12-05: DeepSeek V4 refuses a request that leaves out the
+/// reasoning of any earlier turn's calls: every second turn failed) in
+/// the later turns too, after a restart as well; it is never delivered.
 #[tokio::test]
-async fn reasoning_goes_back_with_the_calls_of_its_turn_only() {
+async fn reasoning_goes_back_with_its_calls_in_every_later_request() {
     let thinking = |id: &str, text: &str, thought: &str| {
         sse(
             &[
@@ -103,6 +105,8 @@ async fn reasoning_goes_back_with_the_calls_of_its_turn_only() {
             Reply::text(""),
             thinking("call_2", "fine", "They ask how I am."),
             Reply::text(""),
+            thinking("call_3", "bye", "They leave."),
+            Reply::text(""),
         ])
         .start()
         .await;
@@ -115,8 +119,13 @@ async fn reasoning_goes_back_with_the_calls_of_its_turn_only() {
     assert_eq!(end["status"], "completed", "{end}");
     let (_, end) = host.end_turn("r", "how are you?").await;
     assert_eq!(end["status"], "completed", "{end}");
+    // after a restart, from the store
+    let fleet = host.shutdown().await;
+    let host = crate::support::fleet::restart(fleet).await;
+    let (_, end) = host.end_turn("r", "bye").await;
+    assert_eq!(end["status"], "completed", "{end}");
     let requests = server.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 6);
     let assistant_of = |request: usize, call: &str| -> Value {
         requests[request].body["messages"]
             .as_array()
@@ -131,20 +140,27 @@ async fn reasoning_goes_back_with_the_calls_of_its_turn_only() {
         assistant_of(1, "call_1")["reasoning_content"],
         "They greet me. Then answer."
     );
-    // the next turn sends the earlier turn's calls without it, its own
-    // with it
-    assert!(
-        assistant_of(2, "call_1").get("reasoning_content").is_none(),
-        "{}",
-        assistant_of(2, "call_1")
-    );
-    assert!(assistant_of(3, "call_1").get("reasoning_content").is_none());
+    // the next turn sends the earlier turn's calls with it, and its own
+    for request in [2, 3] {
+        assert_eq!(
+            assistant_of(request, "call_1")["reasoning_content"],
+            "They greet me. Then answer.",
+            "request {request}"
+        );
+    }
+    for request in [3, 4] {
+        assert_eq!(
+            assistant_of(request, "call_2")["reasoning_content"],
+            "They ask how I am. Then answer.",
+            "request {request}"
+        );
+    }
     assert_eq!(
-        assistant_of(3, "call_2")["reasoning_content"],
-        "They ask how I am. Then answer."
+        assistant_of(4, "call_1")["reasoning_content"],
+        "They greet me. Then answer."
     );
     let entries = host.entries(&session).await;
-    assert_eq!(deliveries(&entries), ["hello", "fine"]);
+    assert_eq!(deliveries(&entries), ["hello", "fine", "bye"]);
     for entry in &entries {
         let text = entry["text"].as_str().unwrap_or("");
         assert!(!text.contains("greet me"), "reasoning shown: {entry}");

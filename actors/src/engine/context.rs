@@ -28,8 +28,6 @@
 
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
-use botfleet_memory::TurnId;
-use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -73,9 +71,6 @@ pub(crate) struct ContextBuilder {
     /// Who reads the context and which tools it is shown to answer
     /// messages from bots with ([`ContextBuilder::set_agent_replies`]).
     agent_replies: Replies,
-    /// The turn of each assistant message still carrying reasoning, by
-    /// its entry's seq ([`ContextBuilder::keep_reasoning_of`]).
-    reasoning_turns: HashMap<i64, TurnId>,
 }
 
 impl ContextBuilder {
@@ -91,7 +86,6 @@ impl ContextBuilder {
             edited: None,
             deferred: Vec::new(),
             agent_replies: Replies::default(),
-            reasoning_turns: HashMap::new(),
         }
     }
 
@@ -136,11 +130,12 @@ impl ContextBuilder {
                 reasoning,
             } => {
                 self.close_pending();
-                if !reasoning.is_empty()
-                    && let Some(turn) = entry.turn
-                {
-                    self.reasoning_turns.insert(entry.seq, turn);
-                }
+                // a thinking model's reasoning, stored with a step that
+                // made calls, goes back with those calls in every later
+                // request, of later turns too: DeepSeek (V4) and Kimi
+                // refuse a request without it (400 "reasoning_content …
+                // must be passed back"); it is counted in tokens
+                // (`ChatMessage::token_text`)
                 self.pending_at = self.messages.len();
                 self.messages.push(ChatMessage::Assistant {
                     content: text.clone(),
@@ -336,27 +331,6 @@ impl ContextBuilder {
     /// [`ContextBuilder::messages`] (0 for the system prompt).
     pub(crate) fn seqs(&self) -> &[i64] {
         &self.seqs
-    }
-
-    /// Clears the reasoning of every assistant message not made by `turn`
-    /// (`None`: of all). Thinking-mode servers want the reasoning of the
-    /// running turn's tool-call messages back, and DeepSeek documents that
-    /// earlier turns' reasoning is not to be sent; it is dropped for good,
-    /// as no later request sends it. Reasoning is not counted in tokens
-    /// ([`ChatMessage::token_text`]), so no count goes stale.
-    pub(crate) fn keep_reasoning_of(&mut self, turn: Option<TurnId>) {
-        if self.reasoning_turns.is_empty() {
-            return;
-        }
-        for (message, seq) in self.messages.iter_mut().zip(&self.seqs) {
-            if let ChatMessage::Assistant { reasoning, .. } = message
-                && !reasoning.is_empty()
-                && self.reasoning_turns.get(seq).copied() != turn
-            {
-                reasoning.clear();
-            }
-        }
-        self.reasoning_turns.retain(|_, of| Some(*of) == turn);
     }
 
     /// The messages, for a request (call [`ContextBuilder::close_pending`] first).

@@ -41,9 +41,6 @@ impl Runner {
     /// checking the daily budget before each of the two).
     pub(super) async fn call_model(&mut self) -> Result<ModelResponse, ModelError> {
         self.shape_requests();
-        // the running turn's reasoning goes back with its calls, earlier
-        // turns' not at all (ContextBuilder::keep_reasoning_of)
-        self.tail.context.keep_reasoning_of(Some(self.turn));
         let messages = self
             .tail
             .take_request(self.memory_update.as_deref(), &mut self.memory_update_at);

@@ -60,9 +60,9 @@ pub enum ChatMessage {
 
 impl ChatMessage {
     /// The text of the message that counts toward its tokens: its content,
-    /// and for an assistant message the names and arguments of its calls.
-    /// An assistant message's reasoning is not counted: it is sent only
-    /// within its own turn, whose requests the provider's usage counts.
+    /// and for an assistant message its reasoning (sent back with its
+    /// calls in every later request) and the names and arguments of its
+    /// calls.
     pub fn token_text(&self) -> String {
         match self {
             ChatMessage::System { content }
@@ -71,9 +71,14 @@ impl ChatMessage {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
-                reasoning: _,
+                reasoning,
             } => {
-                let mut t = content.clone();
+                // the reasoning goes back with the calls (`reasoning_content`)
+                let mut t = reasoning.clone();
+                if !t.is_empty() {
+                    t.push(' ');
+                }
+                t.push_str(content);
                 for c in tool_calls {
                     t.push(' ');
                     t.push_str(&c.name);

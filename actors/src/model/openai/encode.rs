@@ -3,7 +3,8 @@
 //! Earlier calls whose arguments are not a JSON object are sent back with
 //! `{}` (strict servers refuse malformed arguments anywhere in a request).
 //! An assistant message's reasoning goes back as `reasoning_content` (the
-//! engine keeps it only within its own turn), and the limit on generated
+//! engine keeps it with the calls of its step, in later turns too), and
+//! the limit on generated
 //! tokens under the field the provider names ([`MaxTokensField`]).
 
 use std::borrow::Cow;
