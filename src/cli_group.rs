@@ -36,7 +36,8 @@ Exit status:
        user:password@, a ?query or a #fragment)
   3    no member answered: every member that took a turn in the discussion failed (a model
        endpoint down, a spent budget), so it ended with no public reply; the notices on stderr
-       say whose and why. A member that took its turn and chose to say nothing answered: 0
+       say whose and why. A member that took its turn and chose to say nothing answered: 0,
+       as did one whose messages auto-review refused (outcome `held`; the end notice says so)
   4    the message addressed nobody: its @names match no member that takes turns, so nobody
        answers; stderr says so and names the room's members (the message is saved)
   5    the discussion did not end within --timeout; the message is saved
@@ -571,7 +572,10 @@ fn every_turn_failed(end: &Value) -> bool {
         .flatten()
         .filter_map(|m| m["outcome"].as_str())
         .collect();
-    let answered = outcomes.iter().any(|o| matches!(*o, "spoke" | "passed"));
+    // a member whose messages review refused took its turn, and did not fail
+    let answered = outcomes
+        .iter()
+        .any(|o| matches!(*o, "spoke" | "passed" | "held"));
     outcomes.contains(&"failed") && !answered
 }
 

@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::process::cli;
 
 /// a1 answers "key" with a message holding a token auto-review asks
 /// about (so refuses in a room), and says nothing to anything else.
@@ -17,6 +18,11 @@ const SCRIPT: &str = r#"
 bot = "a1"
 match = "key"
 steps = [ { tool = "SendMessage", args = { text = "the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789" } } ]
+
+[[rule]]
+bot = "b1"
+match = "kaboom"
+steps = [ { fail = "b1's model is down" } ]
 
 [[rule]]
 steps = [ { text = "nothing to add" } ]
@@ -90,5 +96,39 @@ async fn a_member_whose_reply_review_refused_did_not_pass_in_silence() {
     assert!(text.contains("round 1 passed in silence"), "{text}");
     assert!(!text.contains("auto-review"), "{text}");
     assert_eq!(members, json!([{ "id": "a1", "outcome": "passed" }]));
+    host.shutdown().await;
+}
+
+/// `group send` whose discussion had a member held by review and one that
+/// failed: the held one took its turn and did not fail, so this is not
+/// "every member that took a turn failed" (exit 3, as it was); all held
+/// is 0, the end notice on stderr saying why.
+#[tokio::test]
+async fn group_send_counts_a_held_member_as_one_that_took_its_turn() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a1", "s", &["SendMessage"])
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    shared_room(&host).await;
+    let (code, _, err) = cli(
+        &["group", "send", "own", "@a1 @b1 the key, kaboom"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("auto-review refused what @a1 tried to say"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["group", "send", "own", "@a1 the key?"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("auto-review refused what @a1 tried to say"),
+        "{err}"
+    );
     host.shutdown().await;
 }
