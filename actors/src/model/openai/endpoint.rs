@@ -202,6 +202,15 @@ pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
              http://HOST:PORT/v1 (e.g. \"http://127.0.0.1:8000/v1\")"
         )));
     }
+    // the parser reads `\` as `/` (WHATWG): `http://127.0.0.1:9\@api.openai.com/v1`
+    // calls 127.0.0.1:9 with the path `/@api.openai.com/v1`, while the
+    // banner and check-config read as api.openai.com (QA, 2026-12-05)
+    if base_url.contains('\\') {
+        return Err(ModelError::Config(format!(
+            "model base URL {shown:?} holds a backslash, which a URL reads as `/`; write it \
+             with `/` only, as http://HOST:PORT/v1 (e.g. \"http://127.0.0.1:8000/v1\")"
+        )));
+    }
     if url.fragment().is_some() {
         return Err(ModelError::Config(format!(
             "model base URL {shown:?}: the part from `#` on is never sent to a server; remove it \

@@ -287,6 +287,16 @@ fn joins_the_base_url() {
             "http:\\\\h/v1",
             "does not have `//` and the host after its scheme",
         ),
+        // after the host: read as `/`, so another host than it reads as
+        (
+            "http://127.0.0.1:9\\@api.openai.com/v1",
+            "holds a backslash",
+        ),
+        (
+            "http://[::1]:22436\\@api.openai.com/v1",
+            "holds a backslash",
+        ),
+        ("http://h:8000/v1\\x", "holds a backslash"),
     ] {
         let Err(ModelError::Config(message)) = chat_completions_url(base) else {
             panic!("{base} must be refused");
