@@ -312,3 +312,57 @@ async fn a_refused_or_filtered_answer_counts_its_tokens() {
         server.shutdown().await;
     }
 }
+
+/// Regression (QA, 2026-12-05): a turn that ended undelivered after its
+/// reminder, the model answering nothing to it, left the reminder as the
+/// newest message, and the next turn's request ran it into the person's
+/// next message ("[runtime reminder] You ended your turn without sending
+/// anything … \n\n second"). A reminder nothing answered is dropped when
+/// a new input comes, after a restart too; one the model answered stays.
+#[tokio::test]
+async fn a_reminder_nothing_answered_does_not_run_into_the_next_message() {
+    let server = OpenAiServer::builder()
+        // turn 1: a private note, then nothing after the reminder
+        .reply(Reply::text("thinking it over"))
+        .reply(Reply::text(""))
+        // turn 2
+        .reply(Reply::tool_call("c1", "SendMessage", r#"{"text":"hi"}"#))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (_, end) = turn(&host, "first").await;
+    assert_eq!(end["status"], "undelivered", "{end}");
+    let (_, end) = turn(&host, "second").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let requests = server.requests();
+    assert!(
+        requests[1].body.to_string().contains("[runtime reminder]"),
+        "the reminder is sent in its own turn"
+    );
+    let next = &requests[2];
+    assert!(
+        !next.body.to_string().contains("[runtime reminder]"),
+        "{}",
+        next.body
+    );
+    let last = next.messages().last().unwrap();
+    assert_eq!(last["role"], "user", "{last}");
+    assert!(
+        last["content"].as_str().unwrap().ends_with("second"),
+        "{last}"
+    );
+    // the context rebuilt from the store after a restart drops it alike
+    let fleet = host.shutdown().await;
+    let host = crate::support::fleet::restart(fleet).await;
+    let _ = turn(&host, "third").await;
+    let rebuilt = &server.requests()[3];
+    assert!(
+        !rebuilt.body.to_string().contains("[runtime reminder]"),
+        "{}",
+        rebuilt.body
+    );
+    assert!(rebuilt.body.to_string().contains("thinking it over"));
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -28,6 +28,8 @@
 
 use botfleet_memory::Entry;
 use botfleet_memory::EntryKind;
+use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
 
 use serde_json::Value;
 
@@ -71,6 +73,10 @@ pub(crate) struct ContextBuilder {
     /// Who reads the context and which tools it is shown to answer
     /// messages from bots with ([`ContextBuilder::set_agent_replies`]).
     agent_replies: Replies,
+    /// The seq and turn of a runtime reminder nothing answered yet:
+    /// dropped if its turn ends without completing
+    /// ([`ContextBuilder::drop_unanswered_reminder`]).
+    trailing_reminder: Option<(i64, Option<TurnId>)>,
 }
 
 impl ContextBuilder {
@@ -86,6 +92,7 @@ impl ContextBuilder {
             edited: None,
             deferred: Vec::new(),
             agent_replies: Replies::default(),
+            trailing_reminder: None,
         }
     }
 
@@ -130,6 +137,11 @@ impl ContextBuilder {
                 reasoning,
             } => {
                 self.close_pending();
+                // an empty answer (nothing said, nothing called) is no
+                // answer to a reminder (a request leaves it out)
+                if !text.is_empty() || !tool_calls.is_empty() {
+                    self.trailing_reminder = None;
+                }
                 // a thinking model's reasoning, stored with a step that
                 // made calls, goes back with those calls in every later
                 // request, of later turns too: DeepSeek (V4) and Kimi
@@ -187,18 +199,53 @@ impl ContextBuilder {
             // the runtime's own reminder inside a turn: no time of its own
             EntryKind::Reminder { .. } => {
                 self.push_input(entry.seq, render_input_for(entry, &self.agent_replies));
+                if self.pending.is_empty() {
+                    self.trailing_reminder = Some((entry.seq, entry.turn));
+                }
             }
             // approval cards are for people: the model learns of the
             // request from its tool result and of the decision from the
             // `approval` event that wakes it, so a card would say it twice
+            EntryKind::TurnEnd { status, .. } => {
+                if let Some((seq, turn)) = self.trailing_reminder
+                    && turn == entry.turn
+                {
+                    self.trailing_reminder = None;
+                    // (an interrupted turn's inputs go on in the next)
+                    if matches!(status, TurnStatus::Undelivered | TurnStatus::Failed) {
+                        self.drop_unanswered_reminder(seq);
+                    }
+                }
+            }
             EntryKind::Delivery { .. }
             | EntryKind::Reaction { .. }
             | EntryKind::Notice { .. }
-            | EntryKind::Approval { .. }
-            | EntryKind::TurnEnd { .. } => {}
+            | EntryKind::Approval { .. } => {}
             // a summary is placed by the tail when it loads (it replaces the
             // entries it covers); pushed incrementally it would come too late
             EntryKind::Summary { .. } => {}
+        }
+    }
+
+    /// Drops the runtime reminder of entry `seq` if nothing answered it
+    /// (its turn ended undelivered, failed or cut off after it): it was
+    /// about that turn, and as the newest message its text ran into the
+    /// next one (QA, 2026-12-05: "[runtime reminder] You ended your turn
+    /// without sending anything …" read as the start of the person's next
+    /// message). Done as the entries are pushed (at the turn's
+    /// `turn_end`), so a context rebuilt from the store drops it alike.
+    fn drop_unanswered_reminder(&mut self, seq: i64) {
+        let Some(at) = self.seqs.iter().rposition(|s| *s == seq) else {
+            return;
+        };
+        let unanswered = self.messages[at + 1..].iter().all(|m| {
+            matches!(m, ChatMessage::Assistant { content, tool_calls, .. }
+                if content.is_empty() && tool_calls.is_empty())
+        });
+        if unanswered && at >= self.head && self.pending.is_empty() {
+            self.messages.remove(at);
+            self.seqs.remove(at);
+            self.edited = Some(self.edited.map_or(at, |e| e.min(at)));
         }
     }
 
