@@ -1,12 +1,12 @@
 //! The approvals page (`GET /v1/approvals` without `status`) of a user
 //! with many approvals behind them: 10,000 decided (denied) and 3 pending,
-//! asked in one session where no person writes after the first message
-//! (as a routine's), read a page of 100 at a time, pending first. It read
-//! and ordered every approval of the user until the listing became two
-//! reads stopping at the page's limit (migration 29,
-//! `approvals_owner_pending`); each approval read then walked the
-//! session's 20,000 entries after it for a newer user message (202 ms a
-//! page) until `entries_user_message` (migration 30) made that one seek.
+//! asked in a routine's session (no person writes there; each request
+//! and decision adds a card entry: 20,000 entries), read a page of 100 at
+//! a time, pending first. It read and ordered every approval of the user
+//! until the listing became two reads stopping at the page's limit
+//! (migration 29, `approvals_owner_pending`); each approval read then
+//! walked the session's 20,000 entries for a newer user message (202 ms a
+//! page) until only a DM's entries were (`approvals.rs`).
 #![allow(clippy::expect_used)]
 
 use std::hint::black_box;
@@ -38,28 +38,35 @@ const BATCH: usize = 250;
 /// A store holding alice's `DECIDED` denied approvals and 3 pending ones.
 async fn filled(store: &Store) -> Result<(), botfleet_memory::StoreError> {
     let alice = UserId::new("alice")?;
+    // a routine's session: its runs are events, no person writes there
     let key = SessionKey {
         bot: BotId::new("r")?,
-        kind: SessionKind::Dm,
-        peer: "alice".into(),
+        kind: SessionKind::Routine,
+        peer: "nightly-deploy".into(),
     };
-    let text = "please deploy";
+    let text = "deploy the nightly build";
     store
         .write(vec![Mutation::Admit(Box::new(AdmitRequest {
-            source: "user:alice".into(),
+            source: "routine:r/nightly-deploy".into(),
             nonce: "n1".into(),
             nonce_time_ms: None,
             digest: InputDigest::of_parts([text.as_bytes()]),
             entry: NewEntry {
                 id: EntryId::new_v7(),
                 session: key.id(),
-                author: "alice".into(),
+                author: "routine".into(),
                 turn: None,
-                kind: EntryKind::UserMessage { text: text.into() },
+                kind: EntryKind::Event {
+                    origin: "routine:nightly-deploy".into(),
+                    text: text.into(),
+                    trusted: true,
+                    hop: None,
+                    chain: None,
+                },
             },
             session: key.clone(),
             owner: alice.clone(),
-            priority: Priority::UserDm,
+            priority: Priority::Background,
         }))])
         .await?;
     let approval = |i: usize| NewApproval {

@@ -63,15 +63,18 @@ impl Writer {
                 new.session, new.bot
             )));
         }
-        // the newest user message: one seek in `entries_user_message`
-        // (the session's user messages only; a walk of all its entries
-        // read every one in a session where no person writes)
+        // the newest user message: a backward walk of the session's
+        // (session_id, seq) index that stops at the first match. Only a
+        // DM holds user messages: in another session (a routine's, a
+        // hook's, where no person writes) the walk read every entry, on
+        // the writer, for each approval asked
         let epoch: i64 = self
             .conn
             .prepare_cached(
-                "SELECT seq FROM entries INDEXED BY entries_user_message
-                 WHERE session_id = ?1 AND kind = 'user_message'
-                 ORDER BY seq DESC LIMIT 1",
+                "SELECT e.seq FROM entries e
+                 WHERE e.session_id = ?1 AND e.kind = 'user_message'
+                   AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = ?1 AND s.kind = 'dm')
+                 ORDER BY e.seq DESC LIMIT 1",
             )?
             .query_row(params![new.session.to_string()], |r| r.get(0))
             .optional()?
