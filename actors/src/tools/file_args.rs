@@ -141,15 +141,21 @@ fn shortened(text: &str) -> String {
 /// number (0 or more)", and 0 would then be refused too.
 pub(super) fn from_one(tool: &str, args: &Value, fields: &[&str]) -> Result<(), ToolError> {
     for field in fields {
-        let Some(n) = args.get(*field).and_then(Value::as_i64) else {
+        let Some(Value::Number(n)) = args.get(*field) else {
             continue;
         };
-        if n < 1 {
-            return Err(ToolError::new(
-                format!("invalid arguments for {tool}: `{field}` is {n}; its smallest value is 1"),
-                format!("give `{field}` as 1 or more, or leave it out"),
-            ));
-        }
+        let problem = match n.as_i64() {
+            Some(n) if n < 1 => format!("`{field}` is {n}; its smallest value is 1"),
+            Some(_) => continue,
+            // a fraction (`-1.5`, `2.5`) or past i64: serde's error called
+            // the smallest value 0 (QA, 2026-12-05)
+            None if n.as_u64().is_some() => continue,
+            None => format!("`{field}` is {n}; it must be a whole number, 1 or more"),
+        };
+        return Err(ToolError::new(
+            format!("invalid arguments for {tool}: {problem}"),
+            format!("give `{field}` as 1 or more, or leave it out"),
+        ));
     }
     Ok(())
 }

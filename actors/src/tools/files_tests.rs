@@ -411,6 +411,20 @@ async fn read_refuses_zero_offset_and_limit() {
             );
         }
     }
+    // a fraction was "a whole number (0 or more)" too (QA, 2026-12-05)
+    for n in [json!(-1.5), json!(2.5)] {
+        for field in ["offset", "limit", "column"] {
+            let err = call(&f, &Read, json!({"path": "two.txt", field: n}))
+                .await
+                .unwrap_err();
+            assert!(
+                err.contains(&format!(
+                    "`{field}` is {n}; it must be a whole number, 1 or more"
+                )) && !err.contains("0 or more"),
+                "{err}"
+            );
+        }
+    }
 }
 
 /// A directory swapped for a link to another owner's directory after the
