@@ -167,7 +167,7 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
              DROP TABLE room_audience; DROP TABLE hook_signatures; \
              DROP INDEX sessions_owner; DROP INDEX IF EXISTS subagents_running; \
              DROP INDEX IF EXISTS bots_owner_main; DROP INDEX IF EXISTS rooms_shared; \
-             DROP TABLE IF EXISTS session_floors; \
+             DROP TABLE IF EXISTS session_floors; DROP INDEX IF EXISTS approvals_owner_pending; \
              PRAGMA user_version = 16;",
         )
         .unwrap();

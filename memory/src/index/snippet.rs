@@ -145,9 +145,13 @@ impl Snippets {
     pub(crate) fn render(&self, text: &str) -> Snippet {
         let tokens = tokens_of(text);
         let matches = self.find(&tokens);
-        let Some((fragment, marks)) = best_fragment(&fragments(&tokens, &matches), &matches) else {
+        let Some(fragment) = best_fragment(&fragments(&tokens, &matches), &matches) else {
             return Snippet::plain(head(text));
         };
+        let fragment = widened(fragment, &tokens);
+        let marks: Vec<Range<usize>> = within(&fragment, &matches)
+            .flat_map(|m| m.marks.iter().cloned())
+            .collect();
         // A fragment holding the last word reaches the end of the text
         // unless a long tail follows it.
         let stop = if fragment.last + 1 == tokens.len() && text.len() - fragment.stop <= TAIL_BYTES
@@ -293,12 +297,9 @@ fn fragments(tokens: &[Token], matches: &[Match]) -> Vec<Fragment> {
     out
 }
 
-/// The fragment whose matches weigh most (the earliest on a tie) with the
-/// marks of those matches; `None` if no fragment holds a match.
-fn best_fragment(
-    fragments: &[Fragment],
-    matches: &[Match],
-) -> Option<(Fragment, Vec<Range<usize>>)> {
+/// The fragment whose matches weigh most (the earliest on a tie); `None`
+/// if no fragment holds a match.
+fn best_fragment(fragments: &[Fragment], matches: &[Match]) -> Option<Fragment> {
     let mut best: Option<(f32, Fragment)> = None;
     for fragment in fragments {
         let score: f32 = within(fragment, matches).map(|m| m.weight).sum();
@@ -306,11 +307,24 @@ fn best_fragment(
             best = Some((score, *fragment));
         }
     }
-    let (_, fragment) = best?;
-    let marks = within(&fragment, matches)
-        .flat_map(|m| m.marks.iter().cloned())
-        .collect();
-    Some((fragment, marks))
+    best.map(|(_, fragment)| fragment)
+}
+
+/// `fragment` with the words before it that fit in [`FRAGMENT_BYTES`]
+/// with it: the last fragment of a text is what the cuts before it left,
+/// maybe a few words, and a match there was shown with almost nothing
+/// around it (`…today, and finally the supplier «onboarding»` of a 270-byte
+/// text: QA, 2026-12-05). A fragment already at the budget is unchanged.
+fn widened(mut fragment: Fragment, tokens: &[Token]) -> Fragment {
+    while fragment.first > 0 {
+        let before = &tokens[fragment.first - 1];
+        if fragment.stop - before.offset_from > FRAGMENT_BYTES {
+            break;
+        }
+        fragment.first -= 1;
+        fragment.start = before.offset_from;
+    }
+    fragment
 }
 
 /// The matches lying wholly in a fragment (`matches` sorted by first token).

@@ -78,3 +78,31 @@ fn snippet_parts_tell_literal_guillemets_from_match_marks() -> TestResult {
     );
     Ok(())
 }
+
+/// Regression (QA, 2026-12-05): a match near the end of a text longer than
+/// one fragment was shown in the text's last fragment alone, what the cuts
+/// before it left: `…today, and finally the supplier «onboarding»` of a
+/// 270-byte text. The fragment takes the words before it up to its budget.
+#[test]
+fn a_match_near_the_end_keeps_a_fragments_worth_of_context() -> TestResult {
+    let text = format!(
+        "{}and finally the supplier onboarding",
+        "We talked about many things today, ".repeat(7)
+    );
+    let snippet = snippet_of(&[&text], "onboarding")?;
+    assert!(snippet.starts_with('…'), "{snippet}");
+    assert!(snippet.ends_with("«onboarding»"), "{snippet}");
+    let shown = snippet.trim_start_matches('…').replace(['«', '»'], "");
+    assert!(text.ends_with(&shown), "{snippet}");
+    assert!(
+        shown.len() > 200 && shown.len() <= 240,
+        "{} bytes: {snippet}",
+        shown.len()
+    );
+    // a Han run too: the words before the match, not only the match
+    let han = format!("{}如出为里方用人", "供应商的准入管理".repeat(40));
+    let snippet = snippet_of(&[&han], "\"如出为里方用人\"")?;
+    assert!(snippet.ends_with("«如出为里方用人»"), "{snippet}");
+    assert!(snippet.contains("供应商的准入管理"), "{snippet}");
+    Ok(())
+}
