@@ -318,7 +318,8 @@ prompts! {
     /// Who of those addressed could take no turn, at a discussion's end.
     group_absent => "group_absent.md",
     /// Why a discussion ended after a round in which auto-review held
-    /// back what members tried to publish (not a silence).
+    /// back what members tried to publish (not a silence; the end then
+    /// names them: `group_review_refused`).
     group_refused_round => "group_refused_round.md",
     /// Whose replies auto-review refused, at a discussion's end.
     group_review_refused => "group_review_refused.md",

@@ -83,10 +83,12 @@ async fn a_member_whose_reply_review_refused_did_not_pass_in_silence() {
         text.contains("auto-review refused what @a1 tried to say"),
         "{text}"
     );
+    // said once: the round, then whose messages review refused
     assert!(
-        text.contains("nobody published in round 1: auto-review held back"),
+        text.contains("ended: nobody published in round 1; auto-review refused what @a1"),
         "{text}"
     );
+    assert_eq!(text.matches("auto-review").count(), 1, "{text}");
     assert!(!text.contains("in silence"), "{text}");
     assert_eq!(members, json!([{ "id": "a1", "outcome": "held" }]));
 
