@@ -5,6 +5,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use serde_json::json;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -363,6 +364,60 @@ async fn a_reminder_nothing_answered_does_not_run_into_the_next_message() {
         rebuilt.body
     );
     assert!(rebuilt.body.to_string().contains("thinking it over"));
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// The same after a person cancels the turn while the model is answering
+/// its reminder (QA, 2026-12-05: the reminder stayed, glued to every
+/// later message of the session).
+#[tokio::test]
+async fn a_reminder_of_a_cancelled_turn_does_not_run_into_the_next_message() {
+    let (release, held) = tokio::sync::watch::channel(false);
+    let server = OpenAiServer::builder()
+        .reply(Reply::text("thinking it over"))
+        // the answer to the reminder: held until the turn is cancelled
+        .reply(Reply::text("").hold_until(held))
+        .reply(Reply::tool_call("c1", "SendMessage", r#"{"text":"hi"}"#))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (_, sent) = host.send("r", "first", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    for _ in 0..1000 {
+        if server.request_count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        server.requests()[1]
+            .body
+            .to_string()
+            .contains("[runtime reminder]")
+    );
+    let (status, cancelled) = host
+        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
+        .await;
+    assert_eq!(
+        (status, &cancelled["cancelled"]),
+        (200, &json!(true)),
+        "{cancelled}"
+    );
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let _ = release.send(true);
+    let (_, end) = turn(&host, "second").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let next = server.requests().last().cloned().unwrap();
+    assert!(
+        !next.body.to_string().contains("[runtime reminder]"),
+        "{}",
+        next.body
+    );
     host.shutdown().await;
     server.shutdown().await;
 }

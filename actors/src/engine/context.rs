@@ -212,7 +212,10 @@ impl ContextBuilder {
                 {
                     self.trailing_reminder = None;
                     // (an interrupted turn's inputs go on in the next)
-                    if matches!(status, TurnStatus::Undelivered | TurnStatus::Failed) {
+                    if matches!(
+                        status,
+                        TurnStatus::Undelivered | TurnStatus::Failed | TurnStatus::Cancelled
+                    ) {
                         self.drop_unanswered_reminder(seq);
                     }
                 }
@@ -228,7 +231,7 @@ impl ContextBuilder {
     }
 
     /// Drops the runtime reminder of entry `seq` if nothing answered it
-    /// (its turn ended undelivered, failed or cut off after it): it was
+    /// (its turn ended undelivered, failed or cancelled after it): it was
     /// about that turn, and as the newest message its text ran into the
     /// next one (QA, 2026-12-05: "[runtime reminder] You ended your turn
     /// without sending anything …" read as the start of the person's next
