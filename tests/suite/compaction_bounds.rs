@@ -249,3 +249,75 @@ async fn the_token_limit_goes_under_the_field_fleet_toml_names() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// A thinking model's reasoning goes back with its calls in every later
+/// request, and counts: a session whose steps carry long reasoning
+/// compacts, and the newest request does not hold every step's reasoning
+/// since the start. (QA, 2026-12-05, saw such a session never compact;
+/// what a clipped message was counted to send left its reasoning out —
+/// `entry_clip_tests`, `a_clipped_assistant_message_counts_its_reasoning`
+/// — though this test passes without that fix too.)
+#[tokio::test]
+async fn a_session_of_long_reasoning_compacts() {
+    // about 2,000 tokens a step: over an entry's share of the 6,000
+    let thought: String = (0..450).map(|j| format!("RSN7w{j} ")).collect();
+    let server = OpenAiServer::builder()
+        .responder(move |request| {
+            if is_compaction(request) {
+                return Reply::text("SUMMARY: the person keeps asking short questions.");
+            }
+            if crate::support::openai_server::last_message(request)
+                .is_some_and(|m| m["role"] == "tool")
+            {
+                return Reply::text("");
+            }
+            Reply::tool_call("call_1", "SendMessage", r#"{"text": "noted"}"#)
+                .reasoning(thought.clone())
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai(
+            "main",
+            &server.base_url(),
+            "max_retries = 0\ncompact_at_tokens = 6000",
+        )
+        .bot("r", "main", &["SendMessage"])
+        .runtime("debounce_ms = 0\nextract_memory = false")
+        .start()
+        .await;
+    let mut session = String::new();
+    for i in 0..12 {
+        let (_, sent) = host.send("r", &format!("question {i}"), None).await;
+        session = sent["session"].as_str().unwrap().to_owned();
+        let end = host
+            .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+            .await;
+        assert_eq!(end["status"], "completed", "{end}");
+    }
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| is_compaction(&r.body)),
+        "never compacted"
+    );
+    assert!(!summaries(&host.entries(&session).await).is_empty());
+    // the last turn's request holds a summary and the newest steps, not
+    // every step's reasoning since the start
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| !is_compaction(&r.body))
+        .unwrap();
+    let reasonings = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m.get("reasoning_content").is_some())
+        .count();
+    assert!(
+        reasonings < 12,
+        "{reasonings} reasoning messages in the last request"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -191,8 +191,14 @@ pub(crate) fn plan_clips(
             ChatMessage::Assistant {
                 content,
                 tool_calls,
-                reasoning: _,
-            } => clip_assistant(content, tool_calls, count, budget, encoding, &seq),
+                reasoning,
+            } => clip_assistant(
+                (content, tool_calls, reasoning),
+                count,
+                budget,
+                encoding,
+                &seq,
+            ),
         };
         if let Some(clipped) = clipped {
             out.insert(i, clipped);
@@ -201,13 +207,17 @@ pub(crate) fn plan_clips(
     out
 }
 
-/// An assistant message of `count` tokens over its `budget`: its calls
-/// take what its text leaves (at least half the budget) and their long
-/// arguments are clipped to it; its text takes what the calls then leave
-/// (at least half the budget). `None` when neither is clipped.
+/// An assistant message (text, calls, reasoning) of `count` tokens over
+/// its `budget`: its calls take what its text leaves (at least half the
+/// budget) and their long arguments are clipped to it; its text takes
+/// what the calls then leave (at least half the budget). Its reasoning
+/// goes back whole (a thinking-mode server wants it as it came) and is
+/// counted in what is sent: left out, a session of a thinking model
+/// seemed to stay under `compact_at_tokens` and never compacted (QA,
+/// 2026-12-05: 39,000 characters of reasoning in a request of a
+/// 6,000-token session). `None` when neither is clipped.
 fn clip_assistant(
-    content: &str,
-    tool_calls: &[ToolCall],
+    (content, tool_calls, reasoning): (&str, &[ToolCall], &str),
     count: u32,
     budget: u64,
     encoding: Encoding,
@@ -215,7 +225,12 @@ fn clip_assistant(
 ) -> Option<Sent> {
     let text_cap = budget.saturating_sub(4);
     let own = u64::from(encoding.count(content));
-    let calls_tokens = u64::from(count).saturating_sub(own);
+    let thought = if reasoning.is_empty() {
+        0
+    } else {
+        u64::from(encoding.count(reasoning))
+    };
+    let calls_tokens = u64::from(count).saturating_sub(own).saturating_sub(thought);
     let calls_cap = text_cap.saturating_sub(own).max(budget / 2);
     let calls = if calls_tokens > calls_cap {
         clip_calls(tool_calls, calls_cap, encoding, seq)
@@ -235,7 +250,11 @@ fn clip_assistant(
     }
     let text = text.unwrap_or_else(|| content.to_owned());
     // counted as the context counts it (`ChatMessage::token_text`)
-    let mut counted = text.clone();
+    let mut counted = reasoning.to_owned();
+    if !counted.is_empty() {
+        counted.push(' ');
+    }
+    counted.push_str(&text);
     for c in calls.as_deref().unwrap_or(tool_calls) {
         counted.push(' ');
         counted.push_str(&c.name);

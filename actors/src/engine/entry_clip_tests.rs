@@ -272,3 +272,45 @@ fn a_clipped_result_says_how_to_ask_its_own_tool_for_less() {
         assert!(!other.contains("`offset`"), "{other}");
     }
 }
+
+/// Regression (QA, 2026-12-05): an assistant message with a thinking
+/// model's reasoning, clipped for its long arguments, was counted as its
+/// text and calls alone, though its reasoning goes back whole with it: a
+/// session of long reasoning looked smaller than it was. The tokens sent
+/// count the reasoning, and the calls still get their share.
+#[test]
+fn a_clipped_assistant_message_counts_its_reasoning() {
+    let e = Encoding::O200kBase;
+    let reasoning = words(3_000);
+    let message = ChatMessage::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: "c1".into(),
+            name: "SendMessage".into(),
+            arguments: serde_json::json!({ "text": words(3_000) }).to_string(),
+        }],
+        reasoning: reasoning.clone(),
+    };
+    let messages = vec![
+        ChatMessage::System {
+            content: "sys".into(),
+        },
+        message,
+    ];
+    let seqs = vec![0, 1];
+    let counts: Vec<u32> = messages
+        .iter()
+        .map(|m| e.count_message(&m.token_text()))
+        .collect();
+    let sent = plan_clips(&messages, &seqs, &counts, 2_000, None, e);
+    let clipped = &sent[&1];
+    let calls = clipped.calls.as_ref().expect("its arguments are clipped");
+    let thought = e.count(&reasoning);
+    assert!(
+        clipped.tokens > thought,
+        "{} sent, {thought} of reasoning",
+        clipped.tokens
+    );
+    let arguments: u32 = calls.iter().map(|c| e.count(&c.arguments)).sum();
+    assert!(arguments >= 900, "the calls kept {arguments} tokens");
+}

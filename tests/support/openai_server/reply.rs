@@ -41,6 +41,8 @@ pub struct Reply {
     /// The finish reason every streamed chunk carries (Ollama's `""`, a
     /// gateway's `"stop"`), instead of `null` before the last.
     interim_finish: Option<String>,
+    /// A thinking model's `reasoning_content`, before the answer.
+    reasoning: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -143,6 +145,13 @@ impl Reply {
     /// Sends a `Retry-After` header with an error (`"0"`, `"0.05"`, `"3600"`).
     pub fn retry_after(mut self, value: &str) -> Self {
         self.retry_after = Some(value.to_owned());
+        self
+    }
+
+    /// Adds a thinking model's reasoning (`reasoning_content`: streamed
+    /// before the text, or in the whole message).
+    pub fn reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
         self
     }
 
@@ -276,6 +285,9 @@ fn json_response(reply: &Reply, model: &str) -> Response {
     if let Some(refusal) = &reply.refusal {
         message["refusal"] = json!(refusal);
     }
+    if let Some(reasoning) = &reply.reasoning {
+        message["reasoning_content"] = json!(reasoning);
+    }
     if !reply.tool_calls.is_empty() {
         message["tool_calls"] = reply
             .tool_calls
@@ -372,6 +384,9 @@ fn stream_events(reply: &Reply, include_usage: bool, shape: &WireShape) -> Vec<V
         .map_or(Value::Null, Value::String);
     let delta = |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": interim.clone()}]});
     let mut events = vec![delta(json!({"role": "assistant", "content": ""}))];
+    if let Some(reasoning) = &reply.reasoning {
+        events.push(delta(json!({"reasoning_content": reasoning})));
+    }
     let chars: Vec<char> = reply.text.chars().collect();
     for piece in chars.chunks(shape.text_chunk_chars) {
         events.push(delta(json!({"content": piece.iter().collect::<String>()})));
