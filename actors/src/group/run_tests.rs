@@ -95,10 +95,7 @@ fn a_member_review_refused_is_held_not_silent() {
         panic!("{run:?}");
     };
     assert_eq!(end, End::SilentRound { round: 1 });
-    assert_eq!(
-        run.describe_end(end),
-        "nobody published in round 1"
-    );
+    assert_eq!(run.describe_end(end), "nobody published in round 1");
     assert_eq!(
         run.outcomes(),
         vec![(0, MemberOutcome::Held), (1, MemberOutcome::Passed)]
