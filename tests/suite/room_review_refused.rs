@@ -49,7 +49,16 @@ fn end_of(run: &[Value]) -> (String, Value) {
     )
 }
 
-async fn shared_room(host: &TestHost) {
+/// A host where alice's a1 and bob's shareable b1 are in alice's room
+/// `own`, shared with bob.
+async fn shared_room() -> TestHost {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a1", "s", &["SendMessage"])
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
     let (status, body) = host
         .post_raw(
             "/v1/groups",
@@ -59,18 +68,12 @@ async fn shared_room(host: &TestHost) {
         )
         .await;
     assert_eq!((status, &body["shared"]), (201, &json!(true)), "{body}");
+    host
 }
 
 #[tokio::test]
 async fn a_member_whose_reply_review_refused_did_not_pass_in_silence() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("a1", "s", &["SendMessage"])
-        .bot_of("b1", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
-    shared_room(&host).await;
+    let host = shared_room().await;
 
     let (_, run) = host.discuss(TOKEN, "own", "@a1 what is the key?").await;
     assert!(
@@ -107,14 +110,7 @@ async fn a_member_whose_reply_review_refused_did_not_pass_in_silence() {
 /// is 0, the end notice on stderr saying why.
 #[tokio::test]
 async fn group_send_counts_a_held_member_as_one_that_took_its_turn() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("a1", "s", &["SendMessage"])
-        .bot_of("b1", "s", &["SendMessage"], "bob")
-        .bot_lines("shareable = true")
-        .start()
-        .await;
-    shared_room(&host).await;
+    let host = shared_room().await;
     let (code, _, err) = cli(
         &["group", "send", "own", "@a1 @b1 the key, kaboom"],
         &host.url,
