@@ -154,9 +154,20 @@ pub(crate) fn verbatim_tokens(e: &Entry, encoding: Encoding) -> u64 {
         | EntryKind::Event { .. }
         | EntryKind::Reminder { .. } => render_input(e),
         EntryKind::Assistant {
-            text, tool_calls, ..
+            text,
+            tool_calls,
+            reasoning,
         } => {
-            let mut t = text.clone();
+            // its reasoning goes back with its calls in every request
+            // (`ChatMessage::token_text`): left out, a thinking model's
+            // steps looked small, all fit the verbatim window, and a
+            // session of long reasoning never found anything to summarise
+            // (QA, 2026-12-05: 42 KB requests at compact_at_tokens 6,000)
+            let mut t = reasoning.clone();
+            if !t.is_empty() {
+                t.push(' ');
+            }
+            t.push_str(text);
             for c in tool_calls {
                 t.push(' ');
                 t.push_str(&c.name);

@@ -509,6 +509,40 @@ fn a_summary_over_its_bound_is_cut_and_marked() {
     assert!(clipped.chars().all(|c| c == 'é'));
 }
 
+/// Regression (QA, 2026-12-05): a thinking model's reasoning was left out
+/// of what an assistant entry weighs verbatim, though it goes back with
+/// its calls in every request: steps of long reasoning all fit the
+/// verbatim window, and a session of them never found anything to
+/// summarise. It counts, so older turns are cut for the summary.
+#[test]
+fn a_steps_reasoning_counts_in_what_stays_verbatim() {
+    let thought: String = (0..400).map(|j| format!("RSN7w{j} ")).collect();
+    let step = |seq: i64, reasoning: &str| {
+        entry(
+            seq,
+            "b",
+            EntryKind::Assistant {
+                reasoning: reasoning.to_owned(),
+                text: String::new(),
+                tool_calls: Vec::new(),
+            },
+        )
+    };
+    let e = Encoding::default();
+    assert!(
+        bounds::verbatim_tokens(&step(1, &thought), e)
+            > bounds::verbatim_tokens(&step(1, ""), e) + 1_000
+    );
+    let mut entries = Vec::new();
+    for turn in 0..6 {
+        entries.push(said(2 * turn + 1, "a short question"));
+        entries.push(step(2 * turn + 2, &thought));
+    }
+    let budget = Some((1_500, e));
+    // only the newest turn fits 1,500 tokens verbatim
+    assert_eq!(cut_within(&entries, 0, 4, 200, None, budget), Some(10));
+}
+
 /// Regression: the newest 4 inputs stayed verbatim whatever they held (a
 /// 1 MB message kept every later request over the model's context). Now
 /// what stays verbatim holds at most the token budget: fewer inputs are
