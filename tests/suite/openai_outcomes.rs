@@ -385,12 +385,8 @@ async fn a_reminder_of_a_cancelled_turn_does_not_run_into_the_next_message() {
     let host = host(&server, true).await;
     let (_, sent) = host.send("r", "first", None).await;
     let session = sent["session"].as_str().unwrap().to_owned();
-    for _ in 0..1000 {
-        if server.request_count() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    // the reminder's request has come (its answer is held)
+    server.wait_for_requests(2).await;
     assert!(
         server.requests()[1]
             .body
