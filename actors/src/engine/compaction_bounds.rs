@@ -158,23 +158,18 @@ pub(crate) fn verbatim_tokens(e: &Entry, encoding: Encoding) -> u64 {
             tool_calls,
             reasoning,
         } => {
-            // its reasoning goes back with its calls in every request
-            // (`ChatMessage::token_text`): left out, a thinking model's
-            // steps looked small, all fit the verbatim window, and a
-            // session of long reasoning never found anything to summarise
-            // (QA, 2026-12-05: 42 KB requests at compact_at_tokens 6,000)
-            let mut t = reasoning.clone();
-            if !t.is_empty() {
-                t.push(' ');
-            }
-            t.push_str(text);
-            for c in tool_calls {
-                t.push(' ');
-                t.push_str(&c.name);
-                t.push(' ');
-                t.push_str(&c.arguments);
-            }
-            t
+            // its reasoning goes back with its calls in every request:
+            // left out, a thinking model's steps looked small, all fit
+            // the verbatim window, and a session of long reasoning never
+            // found anything to summarise (QA, 2026-12-05: 42 KB requests
+            // at compact_at_tokens 6,000)
+            crate::model::assistant_token_text(
+                reasoning,
+                text,
+                tool_calls
+                    .iter()
+                    .map(|c| (c.name.as_str(), c.arguments.as_str())),
+            )
         }
         EntryKind::ToolResult { content, .. } => content.clone(),
         EntryKind::Delivery { .. }

@@ -250,17 +250,15 @@ fn clip_assistant(
     }
     let text = text.unwrap_or_else(|| content.to_owned());
     // counted as the context counts it (`ChatMessage::token_text`)
-    let mut counted = reasoning.to_owned();
-    if !counted.is_empty() {
-        counted.push(' ');
-    }
-    counted.push_str(&text);
-    for c in calls.as_deref().unwrap_or(tool_calls) {
-        counted.push(' ');
-        counted.push_str(&c.name);
-        counted.push(' ');
-        counted.push_str(&c.arguments);
-    }
+    let counted = crate::model::assistant_token_text(
+        reasoning,
+        &text,
+        calls
+            .as_deref()
+            .unwrap_or(tool_calls)
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str())),
+    );
     Some(Sent {
         text,
         calls,

@@ -28,6 +28,7 @@ pub use types::StreamSink;
 pub use types::ToolCall;
 pub use types::ToolSpec;
 pub use types::Usage;
+pub(crate) use types::assistant_token_text;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;

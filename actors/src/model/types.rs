@@ -72,23 +72,41 @@ impl ChatMessage {
                 content,
                 tool_calls,
                 reasoning,
-            } => {
-                // the reasoning goes back with the calls (`reasoning_content`)
-                let mut t = reasoning.clone();
-                if !t.is_empty() {
-                    t.push(' ');
-                }
-                t.push_str(content);
-                for c in tool_calls {
-                    t.push(' ');
-                    t.push_str(&c.name);
-                    t.push(' ');
-                    t.push_str(&c.arguments);
-                }
-                t
-            }
+            } => assistant_token_text(
+                reasoning,
+                content,
+                tool_calls
+                    .iter()
+                    .map(|c| (c.name.as_str(), c.arguments.as_str())),
+            ),
         }
     }
+}
+
+/// What an assistant message counts toward its tokens, from its parts:
+/// its reasoning (it goes back with the calls as `reasoning_content`),
+/// its text, and the name and arguments of each call. The one spelling of
+/// it for the context ([`ChatMessage::token_text`]), a clipped message
+/// (`engine/entry_clip.rs`) and the summariser's verbatim window
+/// (`engine/compaction_bounds.rs`), so they count alike.
+pub(crate) fn assistant_token_text<'a>(
+    reasoning: &str,
+    content: &str,
+    calls: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let mut t = String::with_capacity(reasoning.len() + content.len() + 1);
+    t.push_str(reasoning);
+    if !t.is_empty() {
+        t.push(' ');
+    }
+    t.push_str(content);
+    for (name, arguments) in calls {
+        t.push(' ');
+        t.push_str(name);
+        t.push(' ');
+        t.push_str(arguments);
+    }
+    t
 }
 
 /// A tool the model may call.
