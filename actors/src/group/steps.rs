@@ -130,8 +130,9 @@ impl GroupState {
         // (`super::era`)
         let outlived = self.input_outlived().await?;
         // nothing published and no failure: did review refuse what it said?
+        // (only a shared room's messages are reviewed: no read otherwise)
         let refused = match self.current.as_ref().and_then(|c| c.wait.as_ref()) {
-            Some(wait) if failure.is_none() && done.deliveries.is_empty() => {
+            Some(wait) if self.room.shared && failure.is_none() && done.deliveries.is_empty() => {
                 self.review_refused(&wait.bot, wait.session, done.turn)
                     .await?
             }
