@@ -417,3 +417,68 @@ async fn a_reminder_of_a_cancelled_turn_does_not_run_into_the_next_message() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// The same after a turn that asked another bot and said nothing to its
+/// reminder to tell the person so: it ends `completed` (the replies will
+/// wake it), and its reminder ("You asked a and ended your turn without
+/// a word …") ran into the reply that woke it.
+#[tokio::test]
+async fn a_reminder_of_a_turn_awaiting_replies_does_not_run_into_the_reply() {
+    let server = OpenAiServer::builder()
+        // r asks a, then says nothing, nor to its reminder
+        .reply(Reply::tool_call(
+            "c1",
+            "SendToAgent",
+            r#"{"agent":"a","text":"argue for tea"}"#,
+        ))
+        .reply(Reply::text(""))
+        .reply(Reply::text(""))
+        // woken by a's reply
+        .reply(Reply::tool_call("c2", "SendMessage", r#"{"text":"tea"}"#))
+        .responder(|_| Reply::text(""))
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "stream = true\nmax_retries = 0")
+        .script(
+            "s",
+            r#"
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendMessage", args = { text = "TEA: it calms" } } ]
+"#,
+        )
+        .bot("r", "main", &["SendMessage", "SendToAgent"])
+        .bot("a", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (session, end) = host.end_turn("r", "tea or coffee?").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    assert!(
+        server.requests()[2]
+            .body
+            .to_string()
+            .contains("[runtime reminder] You asked a"),
+        "the reminder is sent in its own turn"
+    );
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d == "tea")
+            .then_some(json!(true))
+    })
+    .await;
+    let woken = &server.requests()[3];
+    assert!(
+        !woken.body.to_string().contains("[runtime reminder]"),
+        "{}",
+        woken.body
+    );
+    assert!(
+        woken.body.to_string().contains("TEA: it calms"),
+        "{}",
+        woken.body
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

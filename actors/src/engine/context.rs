@@ -74,7 +74,7 @@ pub(crate) struct ContextBuilder {
     /// messages from bots with ([`ContextBuilder::set_agent_replies`]).
     agent_replies: Replies,
     /// The seq and turn of a runtime reminder nothing answered yet:
-    /// dropped if its turn ends without completing
+    /// dropped when its turn ends, unless interrupted
     /// ([`ContextBuilder::drop_unanswered_reminder`]).
     trailing_reminder: Option<(i64, Option<TurnId>)>,
 }
@@ -211,11 +211,11 @@ impl ContextBuilder {
                     && turn == entry.turn
                 {
                     self.trailing_reminder = None;
-                    // (an interrupted turn's inputs go on in the next)
-                    if matches!(
-                        status,
-                        TurnStatus::Undelivered | TurnStatus::Failed | TurnStatus::Cancelled
-                    ) {
+                    // (an interrupted turn's inputs go on in the next; a
+                    // turn that asked others and said nothing to its
+                    // reminder ends `completed`, and the reply that wakes
+                    // it would read as the reminder's tail)
+                    if *status != TurnStatus::Interrupted {
                         self.drop_unanswered_reminder(seq);
                     }
                 }
@@ -231,7 +231,7 @@ impl ContextBuilder {
     }
 
     /// Drops the runtime reminder of entry `seq` if nothing answered it
-    /// (its turn ended undelivered, failed or cancelled after it): it was
+    /// (its turn ended after it, other than interrupted): it was
     /// about that turn, and as the newest message its text ran into the
     /// next one (QA, 2026-12-05: "[runtime reminder] You ended your turn
     /// without sending anything …" read as the start of the person's next
