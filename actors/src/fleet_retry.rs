@@ -128,7 +128,7 @@ impl FleetHandle {
             && running.inputs.iter().any(|g| g > first)
         {
             return Err(ActorError::Conflict(format!(
-                "turn {turn} was not retried: a later turn of this conversation ({}) is running with these messages before the model: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time without what came after)",
+                "turn {turn} was not retried: a later turn of this conversation ({}) is running with these messages in its context: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time, without what came after)",
                 running.turn
             )));
         }

@@ -4,7 +4,7 @@
 // from the change signals. No framework and no build step.
 
 import { Signals, auth, call } from "./api.js";
-import { clearDrafts, composer, outboxView } from "./compose.js";
+import { clearDrafts, composer, outboxView, unsentDrafts } from "./compose.js";
 import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
 import { leftOutNote, originLabel, originOf, originWords, removable, removeButton } from "./origins.js";
 import { outbox } from "./outbox.js";
@@ -111,7 +111,7 @@ function start() {
  * (the host refused the token), the messages not yet confirmed are named
  * on the sign-in page, with their text, before they are dropped. */
 function logout(message, { keepPlace = false, unsent = false } = {}) {
-  const lost = unsent ? outbox.unsent() : "";
+  const lost = unsent ? [outbox.unsent(), unsentDrafts()].filter(Boolean).join(" ") : "";
   auth.clear();
   signals.stop();
   // nothing more is sent for this account, nor kept in this browser
@@ -146,7 +146,13 @@ function showLogin(message = "") {
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const token = input.value.trim();
-    if (!token) return;
+    if (!token) {
+      // (an empty field gets the browser's own word; spaces passed it
+      // and nothing happened: QA)
+      error.textContent = "That is only spaces: paste your token.";
+      input.focus();
+      return;
+    }
     // fetch() refuses such a header before it reaches the host
     if (!/^[\x20-\x7e]+$/.test(token)) {
       error.textContent = "That is not a token: a token is ASCII text (letters, digits, punctuation).";
@@ -424,7 +430,7 @@ async function openBot(ctx, detail, id, seq, dm) {
       null,
       task
         ? `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; a task stopped so fails (its parent is told), and Retry its task, on its Task tab, starts it again.`
-        : `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; Retry on its notice starts it again.`,
+        : `Stop ${name}'s turn now? Its running tools are killed and it stops where it is. If it had not replied yet, Retry on its notice starts it again; if it had, what it sent stays and there is no Retry.`,
     ),
     stopIt,
     keep,

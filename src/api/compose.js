@@ -2,7 +2,7 @@
 // of the page's outbox (outbox.js): a bubble per message being sent.
 
 import { auth } from "./api.js";
-import { fill, h } from "./dom.js";
+import { fill, firstChars, h, toast } from "./dom.js";
 import { convOf, outbox, tokenTag } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
@@ -39,6 +39,21 @@ function saveDrafts() {
   } catch {
     // storage full or refused: the draft is still kept in this page
   }
+}
+
+/** What the message boxes hold unsent, quoted, for the sign-in page when
+ * the host refused the token ("" when they hold nothing): the drafts go
+ * at sign-out, and text typed for a conversation went without a word
+ * (QA). */
+export function unsentDrafts() {
+  const held = [...drafts.values()].filter((t) => t.trim());
+  if (!held.length) return "";
+  const quote = (t) => {
+    const cut = firstChars(t, 200);
+    return `“${cut === null ? t : `${cut}…`}”`;
+  };
+  const what = held.length === 1 ? "Text you typed and did not send" : `${held.length} texts you typed and did not send`;
+  return `${what} (copy ${held.length === 1 ? "it" : "them"} before you sign in): ${held.map(quote).join(" ")}`;
 }
 
 /** Forgets every unsent text (at sign-out: the next user sees none). */
@@ -115,7 +130,12 @@ export function composer({ label, placeholder: hint, onSend, draftKey = "" }) {
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const text = area.value.trim();
-    if (!text) return;
+    if (!text) {
+      // Enter on a box of spaces and line breaks did nothing and said
+      // nothing (QA)
+      if (area.value) toast("Nothing to send: the message is only spaces and line breaks.");
+      return;
+    }
     area.value = "";
     keep();
     tallest = 192;

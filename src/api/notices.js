@@ -71,10 +71,19 @@ export function noticeItem(e, retried) {
         retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
         if (data.requeued) retried(e.retry_turn);
       } catch (err) {
-        off(false);
         // a shared room shows other people's bots' failures too: their
         // turns are theirs to retry
         const theirs = err.status === 404 && str(e.code).startsWith("room_run_");
+        // (one that waits on something running may go through later)
+        if (err.status === 409 && !/running|max_subagents/.test(err.message)) {
+          // the host will not run it (answered by a later turn, retried
+          // already, …): the button said Retry on, and every click failed
+          // (QA); it says so, and why, under the notice
+          retry.textContent = "Not retried";
+          line.after(h("p", { class: "hint why-not" }, err.message));
+          return;
+        }
+        off(false);
         toast(theirs ? "Only the owner of that bot can retry its turn." : err.message, { error: true });
       }
     });

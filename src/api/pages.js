@@ -80,6 +80,36 @@ export function approvalsView(query) {
     location.hash = filter.value === "all" ? "#/approvals?show=all" : "#/approvals";
   });
   const list = h("div", { class: "stack approvals", "aria-live": "polite" }, h("p", { class: "hint" }, "Loading…"));
+  // a page of PAGE, and PAGE more on each "Show more", up to the API's
+  // MAX: the page said nothing of the 101st approval waiting (QA: the
+  // badge said 105, the page drew 100)
+  const PAGE = 100;
+  const MAX = 500;
+  let limit = PAGE;
+  const moreNote = h("span", { class: "hint" });
+  const moreButton = h("button", { type: "button", class: "small" }, "Show more");
+  const more = h("p", { class: "more-approvals", hidden: true }, moreNote, " ", moreButton);
+  moreButton.addEventListener("click", () => {
+    if (moreButton.getAttribute("aria-disabled") === "true") return;
+    limit = Math.min(MAX, limit + PAGE);
+    moreButton.setAttribute("aria-disabled", "true");
+    load();
+  });
+  // how many the list shows, and whether more are there to show (`full`:
+  // the host had one more than the page draws, or as many as it lists)
+  const tell = (shown, full) => {
+    more.hidden = !full;
+    if (!full) return;
+    moreButton.removeAttribute("aria-disabled");
+    moreButton.hidden = limit >= MAX;
+    const waiting = which === "pending" && store.pending > shown ? ` of ${store.pending} waiting` : "";
+    moreNote.textContent =
+      limit >= MAX
+        ? which === "pending"
+          ? `Showing the first ${shown}${waiting}: decide some to see the rest.`
+          : `Showing the ${shown} newest.`
+        : `Showing ${shown}${waiting}.`;
+  };
   main.replaceChildren(
     h(
       "div",
@@ -87,6 +117,7 @@ export function approvalsView(query) {
       h("div", { class: "page-head" }, title, filter),
       h("p", { class: "hint" }, "When a bot's review asks before an action, the action waits here and in the conversation until you decide. A decision applies to that exact action, once."),
       list,
+      more,
     ),
   );
   title.focus();
@@ -107,9 +138,12 @@ export function approvalsView(query) {
   const load = async () => {
     try {
       await ensureBots();
-      const { data } = await call("approvals", {}, { query: { status: which === "pending" ? "pending" : undefined, limit: 100 } });
+      const asked = Math.min(MAX, limit + 1);
+      const { data } = await call("approvals", {}, { query: { status: which === "pending" ? "pending" : undefined, limit: asked } });
       if (ctx.closed) return;
-      const items = data.approvals || [];
+      const all = data.approvals || [];
+      const items = all.slice(0, limit);
+      tell(items.length, all.length >= asked);
       // the approval whose article holds the focus (its status, once
       // decided), and where it stood: a redraw that replaces or drops that
       // article gives the focus to its new drawing, or to what took its
@@ -144,6 +178,7 @@ export function approvalsView(query) {
         (to || title).focus();
       }
     } catch (e) {
+      moreButton.removeAttribute("aria-disabled");
       if (!ctx.closed && e.code !== "signed_out") list.replaceChildren(errorBox(e));
     }
   };
@@ -392,6 +427,10 @@ export function secretsView() {
       if (!ctx.closed) table.replaceChildren(errorBox(e));
     }
   };
+  // a server error is about what was sent: once the name or value
+  // changes (or the browser's own check blocks the next save) it is stale
+  // and would name another secret (QA)
+  for (const field of [name, value]) field.addEventListener("input", () => say("", ""));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     try {

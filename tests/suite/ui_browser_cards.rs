@@ -225,8 +225,9 @@ async fn the_approvals_page_keeps_what_the_person_opened() {
     ui_page::open(&browser, &host, "#/approvals?show=all").await;
     browser.wait_text(".approvals .panel", "run `env`").await;
     browser.click(".approvals details summary").await;
-    // the page's loads of the list are counted once drawn (the count is
-    // set after the answer's own tasks: a macrotask later)
+    // the page's loads of the list (a page of 100, and one more to know
+    // whether more wait; the badge asks for 500) are counted once drawn
+    // (the count is set after the answer's own tasks: a macrotask later)
     browser
         .js(
             r#"const deny = document.querySelector(".approvals button.danger");
@@ -235,7 +236,7 @@ async fn the_approvals_page_keeps_what_the_person_opened() {
                document.body.dataset.loads = "0";
                const f = window.fetch;
                window.fetch = function (url, opts) {
-                 const listed = String(url).startsWith("/v1/approvals?") && String(url).includes("limit=100");
+                 const listed = String(url).startsWith("/v1/approvals?") && String(url).includes("limit=101");
                  return f.apply(this, arguments).then((r) => {
                    if (!listed) return r;
                    const text = r.text.bind(r);

@@ -119,3 +119,45 @@ async fn a_message_unconfirmed_when_the_token_is_refused_is_named_at_sign_in() {
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
+
+/// Text typed in a message box and not sent when the host refuses the
+/// token is quoted on the sign-in page too: the sign-out drops the
+/// drafts, and it went without a word (QA, 2026-12-05).
+#[tokio::test]
+async fn a_draft_typed_when_the_token_is_refused_is_quoted_at_sign_in() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser
+        .type_in(".detail .composer textarea", "a draft to keep")
+        .await;
+    browser
+        .js(
+            "window.fetch = () => Promise.resolve(new Response(
+               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
+               {status: 401, headers: {'content-type': 'application/json'}}));
+             location.hash = '#/rooms';
+             return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "“a draft to keep”")
+        .await;
+    let alert = browser
+        .js(
+            "return document.querySelector('.login [role=alert]').textContent",
+            json!([]),
+        )
+        .await;
+    assert!(
+        alert
+            .as_str()
+            .is_some_and(|a| a.starts_with("The host refused your token")
+                && a.contains("Text you typed and did not send")),
+        "{alert}"
+    );
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}

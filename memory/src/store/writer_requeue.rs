@@ -193,12 +193,12 @@ fn parse_inputs(inputs: &str) -> Result<Vec<i64>> {
 fn later_message(later: &Later) -> String {
     if later.running {
         format!(
-            "a later turn of this conversation ({}) is running with these messages before the model: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time without what came after)",
+            "a later turn of this conversation ({}) is running with these messages in its context: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time, without what came after)",
             later.turn
         )
     } else {
         format!(
-            "a later turn of this conversation ({}) already answered with these messages before the model; retrying would answer them a second time without what came after: send a new message instead",
+            "a later turn of this conversation ({}) had these messages in its context and already answered; a retry would answer them a second time, without what came after: send a new message instead",
             later.turn
         )
     }

@@ -1,0 +1,91 @@
+//! The web page in a real browser, where there is more than it shows at
+//! once or more than it can do: the approvals page draws a page of 100
+//! and says when more are waiting, with "Show more" (it drew the first
+//! 100 and said nothing of the rest, while the badge counted 105), and a
+//! notice's Retry that the host will not run (a later turn already
+//! answered its messages) says so under the notice instead of staying a
+//! button every click of which fails (QA, 2026-12-05).
+//!
+//! Skipped, with the reason printed, when chromium or chromedriver is not
+//! installed ([`ui_page::start`]).
+
+use botfleet_memory::ApprovalId;
+use botfleet_memory::Mutation;
+use botfleet_memory::NewApproval;
+use serde_json::json;
+
+use crate::support::ui_page;
+use crate::support::ui_page::SCRIPT;
+
+#[tokio::test]
+async fn the_approvals_page_shows_more_than_a_hundred_waiting() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let (session, end) = host.end_turn("r", "hello").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let asks = (0..105)
+        .map(|i| {
+            let id = ApprovalId::new_v7();
+            Mutation::RequestApproval(Box::new(NewApproval {
+                id,
+                bot: "r".parse().unwrap(),
+                session: session.parse().unwrap(),
+                turn: None,
+                call_id: format!("call_{id}"),
+                tool: "Shell".into(),
+                fingerprint: format!("run step {i}"),
+                summary: format!("run step {i}"),
+                reason: "asks first".into(),
+                action: json!({"tool": "Shell", "args": {"command": format!("echo {i}")}}),
+                ttl_ms: 600_000,
+                max_pending: 1_000,
+            }))
+        })
+        .collect();
+    ui_page::write(&host, asks).await;
+
+    ui_page::open(&browser, &host, "#/approvals").await;
+    browser.wait_text(".more-approvals", "Showing 100").await;
+    assert_eq!(browser.count(".approvals .panel").await, 100);
+    browser.click(".more-approvals button").await;
+    browser
+        .wait_js(
+            "all 105",
+            "return document.querySelectorAll('.approvals .panel').length === 105 || null",
+            json!([]),
+        )
+        .await;
+    let more = browser
+        .js(
+            "return document.querySelector('.more-approvals').hidden",
+            json!([]),
+        )
+        .await;
+    assert_eq!(more, json!(true), "nothing more to show");
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
+
+#[tokio::test]
+async fn a_retry_the_host_will_not_run_says_why_under_its_notice() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let (_, end) = host.end_turn("r", "please fail").await;
+    assert_eq!(end["status"], "failed", "{end}");
+    // a later turn answers with the failed turn's message before the model
+    let (_, end) = host.end_turn("r", "and now this").await;
+    assert_eq!(end["status"], "completed", "{end}");
+
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.click(".entry.notice button").await;
+    browser.wait_text(".entry.notice", "Not retried").await;
+    browser
+        .wait_text(".entry.notice .why-not", "already answered")
+        .await;
+    // the button is done: another click asks nothing
+    browser.click(".entry.notice button").await;
+    assert_eq!(browser.count(".entry.notice .why-not").await, 1);
+    ui_page::finish(browser, host).await;
+}
