@@ -77,7 +77,7 @@ async fn read_step(
         arguments: "{}".into(),
     };
     let step = EntryKind::Assistant {
-        reasoning: String::new(),
+        reasoning: None,
         text: String::new(),
         tool_calls: vec![call.clone()],
     };
@@ -104,6 +104,8 @@ async fn run_end(
     append(store, session, turn, result).await;
     let reply = EntryKind::Reminder { text: reply.into() };
     append(store, session, turn, reply).await;
+    // answered: a reminder nothing answered goes when its turn ends
+    append(store, session, turn, answer()).await;
     let end = EntryKind::TurnEnd {
         status,
         inputs,
@@ -111,6 +113,15 @@ async fn run_end(
         usage: None,
     };
     append(store, session, turn, end).await;
+}
+
+/// A step of the model that says something and calls nothing.
+fn answer() -> EntryKind {
+    EntryKind::Assistant {
+        reasoning: None,
+        text: "noted".into(),
+        tool_calls: Vec::new(),
+    }
 }
 
 /// The user-side messages of the context a turn over `inputs` loads.
