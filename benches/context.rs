@@ -295,7 +295,7 @@ fn session_entries(rng: &mut Rng, encoding: Encoding, system_tokens: u64) -> Vec
             EntryKind::Assistant {
                 text: rng.text(ENGLISH, " ", len),
                 tool_calls: calls.clone(),
-                reasoning: String::new(),
+                reasoning: None,
             },
         );
         for c in &calls {
@@ -335,7 +335,7 @@ fn session_entries(rng: &mut Rng, encoding: Encoding, system_tokens: u64) -> Vec
                     "SendMessage",
                     serde_json::json!({ "text": reply }),
                 )],
-                reasoning: String::new(),
+                reasoning: None,
             },
         );
         s.push(
@@ -448,7 +448,7 @@ fn session_costs(c: &mut Criterion) {
                         "Read",
                         serde_json::json!({ "path": "src/importer/parser.rs" }),
                     )],
-                    reasoning: String::new(),
+                    reasoning: None,
                 },
             ),
             entry(

@@ -154,7 +154,7 @@ pub(crate) async fn with_author_names(
 pub(crate) fn shown_to_people(mut entries: Vec<Entry>) -> Vec<Entry> {
     for entry in &mut entries {
         if let EntryKind::Assistant { reasoning, .. } = &mut entry.kind {
-            reasoning.clear();
+            *reasoning = None;
         }
     }
     entries

@@ -168,3 +168,64 @@ async fn reasoning_goes_back_with_its_calls_in_every_later_request() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Regression (QA, 2026-12-05): a tool-call step whose reasoning came
+/// empty (`"reasoning_content": ""`: DeepSeek V4 sends one on some tool
+/// rounds) was sent back without the field, and DeepSeek refused that
+/// request and every later one of the conversation (400 "Missing
+/// `reasoning_content` field"), after a restart too. It goes back as it
+/// came, empty; a model that sends no reasoning still gets none back.
+#[tokio::test]
+async fn an_empty_reasoning_goes_back_empty() {
+    let server = OpenAiServer::builder()
+        .replies([
+            sse(
+                &[
+                    json!({"role": "assistant", "reasoning_content": ""}),
+                    send_at_zero("call_1", "hello"),
+                ],
+                "tool_calls",
+            ),
+            Reply::text(""),
+            sse(&[send_at_zero("call_2", "fine")], "tool_calls"),
+            Reply::text(""),
+        ])
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (_, end) = host.end_turn("r", "hi").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let fleet = host.shutdown().await;
+    let host = crate::support::fleet::restart(fleet).await;
+    let (_, end) = host.end_turn("r", "how are you?").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let assistant_of = |request: usize, call: &str| -> Value {
+        requests[request].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == call)
+            .cloned()
+            .unwrap_or_else(|| panic!("no call {call} in request {request}"))
+    };
+    for request in [1, 2, 3] {
+        assert_eq!(
+            assistant_of(request, "call_1")["reasoning_content"],
+            "",
+            "request {request}"
+        );
+    }
+    assert!(
+        assistant_of(3, "call_2").get("reasoning_content").is_none(),
+        "{}",
+        requests[3].body
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -139,7 +139,7 @@ async fn streams_text_and_sends_the_chat_completions_request() {
     assert_eq!(
         result.unwrap(),
         ModelResponse {
-            reasoning: String::new(),
+            reasoning: None,
             text: "Hello there, friend.".to_owned(),
             tool_calls: Vec::new(),
             finish: FinishReason::Stop,
@@ -417,7 +417,7 @@ async fn a_responder_scripts_a_whole_turn() {
         vec![call("s1", "SendMessage", r#"{"text":"echo me"}"#)]
     );
     turn.messages.push(ChatMessage::Assistant {
-        reasoning: String::new(),
+        reasoning: None,
         content: first.text,
         tool_calls: first.tool_calls,
     });

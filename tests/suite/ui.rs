@@ -397,7 +397,7 @@ fn every_entry_kind() -> Vec<EntryKind> {
             chain: None,
         },
         EntryKind::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             text: text(),
             tool_calls: Vec::new(),
         },

@@ -218,7 +218,7 @@ async fn bidi_overrides_are_shown_escaped_and_links_show_their_target() {
             name: "Shell".into(),
             arguments: json!({"command": "cat notes # \u{202e}txt.exe"}).to_string(),
         }],
-        reasoning: String::new(),
+        reasoning: None,
     };
     let result = EntryKind::ToolResult {
         call_id: "call_x".into(),

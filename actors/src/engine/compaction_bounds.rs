@@ -164,7 +164,7 @@ pub(crate) fn verbatim_tokens(e: &Entry, encoding: Encoding) -> u64 {
             // found anything to summarise (QA, 2026-12-05: 42 KB requests
             // at compact_at_tokens 6,000)
             crate::model::assistant_token_text(
-                reasoning,
+                reasoning.as_deref().unwrap_or_default(),
                 text,
                 tool_calls
                     .iter()

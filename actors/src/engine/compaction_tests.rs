@@ -39,7 +39,7 @@ fn turn(seq: i64, calls: usize) -> Vec<Entry> {
             seq + 1,
             "b",
             EntryKind::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 text: String::new(),
                 tool_calls: ids
                     .iter()
@@ -69,7 +69,7 @@ fn turn(seq: i64, calls: usize) -> Vec<Entry> {
         next,
         "b",
         EntryKind::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             text: "done".into(),
             tool_calls: Vec::new(),
         },
@@ -522,7 +522,7 @@ fn a_steps_reasoning_counts_in_what_stays_verbatim() {
             seq,
             "b",
             EntryKind::Assistant {
-                reasoning: reasoning.to_owned(),
+                reasoning: Some(reasoning.to_owned()),
                 text: String::new(),
                 tool_calls: Vec::new(),
             },
@@ -565,7 +565,7 @@ fn what_stays_verbatim_is_bounded_by_tokens() {
         15,
         "b",
         EntryKind::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             text: big.repeat(10),
             tool_calls: Vec::new(),
         },
@@ -580,7 +580,7 @@ fn what_stays_verbatim_is_bounded_by_tokens() {
                 s,
                 "b",
                 EntryKind::Assistant {
-                    reasoning: String::new(),
+                    reasoning: None,
                     text: big.clone(),
                     tool_calls: Vec::new(),
                 },

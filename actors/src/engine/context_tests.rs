@@ -66,7 +66,7 @@ fn a_message_that_lands_between_call_and_result_waits() {
     b.push(&entry(
         2,
         EntryKind::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             text: String::new(),
             tool_calls: vec![call("a"), call("b")],
         },
@@ -93,7 +93,7 @@ fn unanswered_calls_get_a_synthetic_answer() {
     b.push(&entry(
         1,
         EntryKind::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             text: String::new(),
             tool_calls: vec![call("a")],
         },
@@ -276,7 +276,7 @@ fn refused_step(name: &str, arguments: &str, content: &str, is_error: bool) -> C
     b.push(&entry(
         2,
         EntryKind::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             text: String::new(),
             tool_calls: vec![ToolCallBody {
                 id: "s".into(),

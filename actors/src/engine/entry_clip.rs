@@ -193,7 +193,11 @@ pub(crate) fn plan_clips(
                 tool_calls,
                 reasoning,
             } => clip_assistant(
-                (content, tool_calls, reasoning),
+                (
+                    content,
+                    tool_calls,
+                    reasoning.as_deref().unwrap_or_default(),
+                ),
                 count,
                 budget,
                 encoding,

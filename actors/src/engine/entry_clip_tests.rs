@@ -194,7 +194,7 @@ fn an_assistant_messages_huge_call_is_clipped_within_the_cap() {
             content: "sys".into(),
         },
         ChatMessage::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             content: "writing it".into(),
             tool_calls: vec![call],
         },
@@ -289,7 +289,7 @@ fn a_clipped_assistant_message_counts_its_reasoning() {
             name: "SendMessage".into(),
             arguments: serde_json::json!({ "text": words(3_000) }).to_string(),
         }],
-        reasoning: reasoning.clone(),
+        reasoning: Some(reasoning.clone()),
     };
     let messages = vec![
         ChatMessage::System {

@@ -154,7 +154,7 @@ impl Runner {
                         .collect(),
                     // only calls need it back (see EntryKind::Assistant)
                     reasoning: if response.tool_calls.is_empty() {
-                        String::new()
+                        None
                     } else {
                         response.reasoning.clone()
                     },

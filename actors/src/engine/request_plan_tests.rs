@@ -47,7 +47,7 @@ fn read(session: SessionId, seq: i64, chars: usize) -> [Entry; 2] {
             session,
             seq,
             EntryKind::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 text: String::new(),
                 tool_calls: vec![ToolCallBody {
                     id: id.clone(),

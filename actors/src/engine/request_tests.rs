@@ -41,7 +41,7 @@ fn user(text: &str) -> ChatMessage {
 
 fn assistant(text: &str, calls: &[(&str, &str)]) -> ChatMessage {
     ChatMessage::Assistant {
-        reasoning: String::new(),
+        reasoning: None,
         content: text.into(),
         tool_calls: calls
             .iter()
@@ -265,7 +265,7 @@ fn push_reads(tail: &mut SessionTail, session: SessionId, prefix: &str, count: i
             session,
             seq,
             EntryKind::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 text: String::new(),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: id.clone(),
@@ -297,7 +297,7 @@ fn a_request_is_shaped_and_the_context_kept() {
             session,
             2,
             EntryKind::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 text: String::new(),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: "s".into(),
@@ -387,7 +387,7 @@ fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
             session,
             2,
             EntryKind::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 text: format!("THOUGHT {} DONE", words("thought")),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: "r".into(),

@@ -218,7 +218,7 @@ async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
     let (prior, later, own) = (TurnId::new_v7(), TurnId::new_v7(), TurnId::new_v7());
     let (session, first) = admit(store, bot, "first").await;
     let assistant = |id: &str| EntryKind::Assistant {
-        reasoning: String::new(),
+        reasoning: None,
         text: String::new(),
         tool_calls: vec![call(id)],
     };
@@ -235,6 +235,13 @@ async fn a_reloaded_turn_sees_all_the_prior_turn_did() {
         text: "the prior turn's reply".into(),
     };
     append(store, session, prior, reply).await;
+    // answered: a reminder nothing answered goes when its turn ends
+    let answer = EntryKind::Assistant {
+        reasoning: None,
+        text: "noted".into(),
+        tool_calls: Vec::new(),
+    };
+    append(store, session, prior, answer).await;
     let completed = botfleet_memory::TurnStatus::Completed;
     append(store, session, prior, end(vec![first], completed)).await;
     let (_, third) = admit(store, bot, "third").await;
@@ -304,7 +311,7 @@ async fn a_trimmed_tail_is_what_a_reload_would_build() {
             let steps: Vec<Option<EntryKind>> = vec![
                 None, // the user's message, admitted
                 Some(EntryKind::Assistant {
-                    reasoning: String::new(),
+                    reasoning: None,
                     text: String::new(),
                     tool_calls: vec![call(&a), call(&b)],
                 }),
@@ -312,7 +319,7 @@ async fn a_trimmed_tail_is_what_a_reload_would_build() {
                 Some(result(&a)),
                 Some(result(&b)),
                 Some(EntryKind::Assistant {
-                    reasoning: String::new(),
+                    reasoning: None,
                     text: String::new(),
                     tool_calls: vec![call(&c)],
                 }),
@@ -530,7 +537,7 @@ async fn a_compaction_for_the_window_covers_up_to_where_it_starts() {
                     session,
                     turn,
                     EntryKind::Assistant {
-                        reasoning: String::new(),
+                        reasoning: None,
                         text: String::new(),
                         tool_calls,
                     },

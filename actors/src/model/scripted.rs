@@ -483,7 +483,7 @@ impl Model for ScriptedModel {
                 cached_prompt_tokens: 0,
             }),
             text,
-            reasoning: String::new(),
+            reasoning: None,
             tool_calls,
         })
     }

@@ -58,7 +58,7 @@ async fn picks_rules_and_steps() {
         vec![
             user("what"),
             ChatMessage::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 content: first.text.clone(),
                 tool_calls: first.tool_calls.clone(),
             },
@@ -77,12 +77,12 @@ async fn picks_rules_and_steps() {
     let mut history = vec![
         user("what"),
         ChatMessage::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             content: String::new(),
             tool_calls: vec![],
         },
         ChatMessage::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             content: String::new(),
             tool_calls: vec![],
         },
@@ -180,7 +180,7 @@ fn said(r: &ModelResponse) -> String {
 fn assistant_sent(id: &str) -> [ChatMessage; 2] {
     [
         ChatMessage::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             content: String::new(),
             tool_calls: vec![ToolCall {
                 id: id.into(),
@@ -235,7 +235,7 @@ async fn inputs_leave_out_a_runtime_reminder() {
         history.extend(assistant_sent("c1"));
         history.push(user("random words"));
         history.push(ChatMessage::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             content: "thinking".into(),
             tool_calls: vec![],
         });

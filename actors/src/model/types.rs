@@ -43,11 +43,12 @@ pub enum ChatMessage {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
         /// The thinking that led to the calls (`reasoning_content`), sent
-        /// back only within the turn that made them: thinking-mode
-        /// servers (DeepSeek, Kimi) refuse a request whose tool-call
-        /// message of the running turn lacks it. Empty otherwise.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        reasoning: String,
+        /// back with them in every later request: thinking-mode servers
+        /// (DeepSeek, Kimi) refuse a request whose earlier tool-call
+        /// message lacks it; `Some("")` when the model
+        /// sent an empty one (it goes back as sent). `None` otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
     },
     /// A tool's answer to one call.
     Tool {
@@ -73,7 +74,7 @@ impl ChatMessage {
                 tool_calls,
                 reasoning,
             } => assistant_token_text(
-                reasoning,
+                reasoning.as_deref().unwrap_or_default(),
                 content,
                 tool_calls
                     .iter()
@@ -201,9 +202,10 @@ pub struct ModelResponse {
     pub text: String,
     /// The model's thinking (`reasoning_content` or `reasoning`), apart
     /// from the text: never shown to people nor streamed to the sink, and
-    /// not counted in tokens beyond the provider's own usage.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reasoning: String,
+    /// not counted in tokens beyond the provider's own usage. `Some("")`
+    /// when the answer had the field, empty (it must go back so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// Tool calls, complete and in order.
     pub tool_calls: Vec<ToolCall>,
     /// Why it stopped.

@@ -181,7 +181,7 @@ async fn reactions_go_on_messages_people_see_with_a_plain_emoji() {
         vec![
             EntryKind::UserMessage { text: "hi".into() },
             EntryKind::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 text: "thinking".into(),
                 tool_calls: vec![],
             },

@@ -244,7 +244,7 @@ pub(crate) fn next_call(calls: &Mutex<usize>) -> usize {
 /// A model's step that calls tool `name` with `arguments`, as call `id`.
 pub(crate) fn tool_step(id: &str, name: &str, arguments: Value) -> ModelResponse {
     ModelResponse {
-        reasoning: String::new(),
+        reasoning: None,
         text: String::new(),
         tool_calls: vec![ToolCall {
             id: id.into(),
@@ -259,7 +259,7 @@ pub(crate) fn tool_step(id: &str, name: &str, arguments: Value) -> ModelResponse
 /// A model's last step: the plain answer "done".
 pub(crate) fn done() -> ModelResponse {
     ModelResponse {
-        reasoning: String::new(),
+        reasoning: None,
         text: "done".into(),
         tool_calls: Vec::new(),
         finish: FinishReason::Stop,

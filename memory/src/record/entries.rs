@@ -96,9 +96,12 @@ pub enum EntryKind {
         /// The model's thinking behind the calls (`reasoning_content`),
         /// kept only for a step with calls: thinking-mode servers want it
         /// back in the turn's later requests, a resumed turn's too. Never
-        /// shown to people nor searched; empty in older entries.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        reasoning: String,
+        /// shown to people nor searched. `Some("")` when the model sent an
+        /// empty one: DeepSeek refuses a later request whose tool-call
+        /// message lacks the field, empty or not. `None` in older entries
+        /// and from models that send none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
     },
     /// What a tool call returned to the model.
     ToolResult {

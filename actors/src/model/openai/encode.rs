@@ -167,7 +167,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                         },
                     })
                     .collect(),
-                reasoning_content: (!reasoning.is_empty()).then_some(reasoning.as_str()),
+                reasoning_content: reasoning.as_deref(),
             },
             ChatMessage::Tool {
                 tool_call_id,

@@ -22,7 +22,7 @@ fn request() -> ModelRequest {
                 content: "weather?".to_owned(),
             },
             ChatMessage::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: "call_1".to_owned(),
@@ -35,7 +35,7 @@ fn request() -> ModelRequest {
                 content: "rain".to_owned(),
             },
             ChatMessage::Assistant {
-                reasoning: String::new(),
+                reasoning: None,
                 content: "It rains.".to_owned(),
                 tool_calls: Vec::new(),
             },
@@ -130,7 +130,7 @@ fn omits_empty_tools_and_unset_options() {
 fn sent_back(calls: Vec<ToolCall>, field: &str) -> Vec<String> {
     let request = ModelRequest {
         messages: vec![ChatMessage::Assistant {
-            reasoning: String::new(),
+            reasoning: None,
             content: String::new(),
             tool_calls: calls,
         }],
@@ -227,7 +227,7 @@ fn tool_call_ids_no_server_should_be_sent_go_back_hashed_alike() {
         "",
     ];
     let mut messages = vec![ChatMessage::Assistant {
-        reasoning: String::new(),
+        reasoning: None,
         content: String::new(),
         tool_calls: ids.iter().map(|id| call(id, "Read", "{}")).collect(),
     }];
@@ -281,12 +281,22 @@ fn reasoning_goes_back_as_reasoning_content() {
                     name: "Read".to_owned(),
                     arguments: "{}".to_owned(),
                 }],
-                reasoning: "I should read it.".to_owned(),
+                reasoning: Some("I should read it.".to_owned()),
             },
             ChatMessage::Assistant {
                 content: "done".to_owned(),
                 tool_calls: Vec::new(),
-                reasoning: String::new(),
+                reasoning: None,
+            },
+            // an empty one, as the model sent it (QA, 2026-12-05)
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c2".to_owned(),
+                    name: "Read".to_owned(),
+                    arguments: "{}".to_owned(),
+                }],
+                reasoning: Some(String::new()),
             },
         ],
         ..ModelRequest::default()
@@ -300,6 +310,7 @@ fn reasoning_goes_back_as_reasoning_content() {
         "I should read it."
     );
     assert!(body["messages"][1].get("reasoning_content").is_none());
+    assert_eq!(body["messages"][2]["reasoning_content"], "");
 }
 
 /// Regression: compaction and extraction sent `max_tokens`, which

@@ -201,8 +201,9 @@ struct CompletionMessage {
 #[derive(Debug, Default)]
 pub(super) struct Assembler {
     text: String,
-    /// The model's thinking, joined.
-    reasoning: String,
+    /// The model's thinking, joined; `Some("")` when the answer had the
+    /// field, empty (DeepSeek wants it back so with the calls).
+    reasoning: Option<String>,
     /// The model's refusal, if it declined (`refusal` pieces, joined).
     refusal: String,
     /// The calls by (wire index, how many calls at that index came
@@ -393,9 +394,9 @@ impl Assembler {
 
     /// Reasoning pieces, kept apart from the text (see [`Assembler`]).
     fn apply_reasoning(&mut self, reasoning: Option<String>) {
-        if let Some(piece) = reasoning.filter(|piece| !piece.is_empty()) {
+        if let Some(piece) = reasoning {
             self.size += piece.len();
-            self.reasoning.push_str(&piece);
+            self.reasoning.get_or_insert_default().push_str(&piece);
         }
     }
 
@@ -571,7 +572,7 @@ impl Assembler {
         });
         Ok(ModelResponse {
             text: surrogates::join(self.text),
-            reasoning: surrogates::join(self.reasoning),
+            reasoning: self.reasoning.map(surrogates::join),
             tool_calls,
             finish,
             usage: self.usage,

@@ -163,15 +163,44 @@ fn reasoning_is_kept_apart_from_the_text() {
     assert_eq!(deltas, ["Hi"], "reasoning is not streamed to the sink");
     let response = assembler.into_response().unwrap();
     assert_eq!(
-        (response.text.as_str(), response.reasoning.as_str()),
-        ("Hi", "Think hard.")
+        (response.text.as_str(), response.reasoning.as_deref()),
+        ("Hi", Some("Think hard."))
     );
     let response = whole(json!({"choices": [{"message": {"content": "ok",
         "reasoning": "other name"}, "finish_reason": "stop"}]}));
-    assert_eq!(response.reasoning, "other name");
+    assert_eq!(response.reasoning.as_deref(), Some("other name"));
     let response = whole(json!({"choices": [{"message": {"content": "ok",
         "reasoning_content": "kept", "reasoning": "both"}}]}));
-    assert_eq!(response.reasoning, "kept");
+    assert_eq!(response.reasoning.as_deref(), Some("kept"));
+    // no field, or null: no reasoning
+    let response = whole(json!({"choices": [{"message": {"content": "ok",
+        "reasoning_content": null}}]}));
+    assert_eq!(response.reasoning, None);
+}
+
+/// Regression (QA, 2026-12-05): an empty reasoning (DeepSeek V4 sends one
+/// on some tool-call rounds) was taken as none, and left out of every
+/// later request, which DeepSeek refused for good (400 "Missing
+/// `reasoning_content` field"). Present and empty, it is kept so, in a
+/// stream and in a whole answer.
+#[test]
+fn an_empty_reasoning_is_kept_as_sent() {
+    let mut assembler = Assembler::default();
+    for value in [
+        json!({"choices": [{"delta": {"role": "assistant", "reasoning_content": ""}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+            "function": {"name": "Read", "arguments": "{}"}}]}}]}),
+        stop("tool_calls"),
+    ] {
+        let chunk: StreamChunk = serde_json::from_value(value).unwrap();
+        assembler.apply_chunk(chunk).unwrap();
+    }
+    let response = assembler.into_response().unwrap();
+    assert_eq!(response.reasoning.as_deref(), Some(""));
+    let response = whole(json!({"choices": [{"message": {"content": null,
+        "reasoning_content": "", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "Read", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}));
+    assert_eq!(response.reasoning.as_deref(), Some(""));
 }
 
 /// Regression: the legacy `function_call` was ignored, streamed or whole.

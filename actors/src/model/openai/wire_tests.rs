@@ -46,7 +46,7 @@ fn assembles_interleaved_tool_call_deltas() {
     assert_eq!(
         assembler.into_response().unwrap(),
         ModelResponse {
-            reasoning: String::new(),
+            reasoning: None,
             text: "Let me check.".to_owned(),
             tool_calls: vec![
                 ToolCall {
@@ -425,7 +425,7 @@ fn decodes_a_whole_completion() {
     assert_eq!(
         assembler.into_response().unwrap(),
         ModelResponse {
-            reasoning: String::new(),
+            reasoning: None,
             text: String::new(),
             tool_calls: vec![ToolCall {
                 id: "c".to_owned(),
