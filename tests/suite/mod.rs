@@ -210,6 +210,7 @@ mod store_files;
 mod store_health;
 mod store_refusals;
 mod store_wait_probe;
+mod subagent_approval_rerun;
 mod subagent_approvals;
 mod subagent_hop_report;
 mod subagent_hops;

@@ -39,6 +39,7 @@ use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
 use botfleet_memory::SessionKind;
 use botfleet_memory::StoreError;
+use botfleet_memory::SubagentStatus;
 use botfleet_memory::UserId;
 
 use crate::error::ActorError;
@@ -77,6 +78,25 @@ pub enum ApprovalError {
         id: ApprovalId,
         /// The bot that asked it.
         bot: BotId,
+    },
+    /// It was asked by a subagent that has since finished its task: the
+    /// decision gives it work again (a turn over the decision), which
+    /// counts against its parent's `runtime.max_subagents` like a new
+    /// task, and the parent has that many running.
+    #[error(
+        "approval {id} was asked by subagent {subagent}, which has finished its task: deciding it runs {subagent} again, and its parent {parent} already has {running} running subagents (runtime.max_subagents is {max}); decide it once one of them finishes (it stays pending until it expires), or stop one"
+    )]
+    SubagentLimit {
+        /// The approval.
+        id: ApprovalId,
+        /// The subagent that asked it.
+        subagent: BotId,
+        /// Its parent.
+        parent: BotId,
+        /// How many of the parent's subagents run.
+        running: usize,
+        /// `runtime.max_subagents`.
+        max: usize,
     },
     /// A prompt did not render (a bug in prompts/).
     #[error(transparent)]
@@ -232,11 +252,12 @@ pub async fn decide(
         },
         priority: Priority::Bot,
     };
-    let before = vec![Mutation::DecideApproval {
+    let mut before = vec![Mutation::DecideApproval {
         id,
         decision,
         by: user.clone(),
     }];
+    before.extend(rerun_finished_subagent(rt, &record, bot.as_ref(), session.key.kind).await?);
     let (results, outcome) = match rt.admit_after(before, event).await {
         Ok(r) => r,
         Err(ActorError::Store(StoreError::Rejected(_) | StoreError::NotFound { .. })) => {
@@ -265,6 +286,52 @@ pub async fn decide(
             .await?
             .ok_or(ApprovalError::NotFound(id)),
     }
+}
+
+/// The decision on an approval a subagent asked in its task and then
+/// finished without (its Shell call was refused "pending", it reported
+/// what it had): the event runs it again, so it is `running` again, as a
+/// retry or a MessageSubagent makes it, and counts against its parent's
+/// `runtime.max_subagents`. (QA, 2026-12-05: it ran while CheckSubagent,
+/// the bot list and its session said `done`, and a parent at the limit
+/// had one more running.) Refused when the parent has that many running.
+async fn rerun_finished_subagent(
+    rt: &Runtime,
+    record: &ApprovalRecord,
+    bot: Option<&BotRecord>,
+    kind: SessionKind,
+) -> Result<Option<Mutation>, ApprovalError> {
+    let Some(parent) = bot.and_then(|b| b.origin.strip_prefix("subagent:")) else {
+        return Ok(None);
+    };
+    if kind != SessionKind::Subagent {
+        // a person's DM with the subagent: no task runs there
+        return Ok(None);
+    }
+    let parent = BotId::new(parent).map_err(StoreError::from)?;
+    let Some(sub) = rt.store.subagent_of(&parent, record.bot.as_str()).await? else {
+        return Ok(None);
+    };
+    if !matches!(sub.status, SubagentStatus::Done | SubagentStatus::Failed) {
+        // running: counted already; stopped: its approvals are expired
+        return Ok(None);
+    }
+    let running = rt.store.running_subagents_of(&parent).await?.len();
+    let max = rt.settings.max_subagents;
+    if running >= max {
+        return Err(ApprovalError::SubagentLimit {
+            id: record.id,
+            subagent: record.bot.clone(),
+            parent,
+            running,
+            max,
+        });
+    }
+    Ok(Some(Mutation::SetSubagentStatus {
+        id: record.bot.clone(),
+        status: SubagentStatus::Running,
+        result: None,
+    }))
 }
 
 /// Why an approval's action cannot run as things stand, for the person
