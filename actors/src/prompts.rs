@@ -369,6 +369,8 @@ prompts! {
     compact_entry_cut => "compact_entry_cut.md",
     /// The notice of a bot paused by its token budget.
     budget_paused => "budget_paused.md",
+    /// The same of a subagent, which spends its parent's budget.
+    budget_paused_shared => "budget_paused_shared.md",
     /// The reminder after a looping output.
     loop_reminder => "loop_reminder.md",
     /// The result of a repeated identical tool call.

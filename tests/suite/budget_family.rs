@@ -193,6 +193,31 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
         vec!["delegated".to_owned()],
         "{entries:#?}"
     );
+
+    // a person who writes to a subagent is told whose budget it spends
+    // (it said "has used its daily token budget" and named a setting the
+    // subagent does not have: QA, 2026-12-05)
+    let sub = bots.iter().find(|b| b["id"] != "p").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, sent) = host.send(&sub, "are you there?", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let dm = sent["session"].as_str().unwrap().to_owned();
+    let notice = host
+        .wait_for(&dm, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "notice" && e["code"] == "budget_exhausted")
+                .cloned()
+        })
+        .await;
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("{sub} is paused until "))
+            && text.contains("it spends the daily token budget of p")
+            && text.contains("raise p's `daily_token_budget`"),
+        "{text}"
+    );
     host.shutdown().await;
     server.shutdown().await;
 }

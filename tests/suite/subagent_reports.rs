@@ -414,6 +414,11 @@ steps = [ { tool = "SendMessage", args = { text = "answered anyway" } } ]
     // stopped as soon as the call returns: the parent's next call sees it
     let (_, check) = reply_to(&host, &sub).await;
     assert!(check.contains(&format!("{sub} [stopped]")), "{check}");
+    // no result will come ("(none yet)" said one might: QA, 2026-12-05)
+    assert!(
+        check.contains("result: (none: it was stopped, and reports nothing)"),
+        "{check}"
+    );
     let end = host
         .wait_for(&task, |es| {
             es.iter().find(|e| e["kind"] == "turn_end").cloned()

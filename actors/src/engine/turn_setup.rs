@@ -64,15 +64,23 @@ impl Runner {
         if told {
             return Ok(None);
         }
-        let text = prompts()
-            .budget_paused
-            .render(&[
-                ("bot", self.bot.id.as_str()),
-                ("used", &pause.used.to_string()),
-                ("budget", &pause.budget.to_string()),
-                ("until", &pause.until),
-            ])
-            .unwrap_or_default();
+        let (used, budget) = (pause.used.to_string(), pause.budget.to_string());
+        let mut values = vec![
+            ("bot", self.bot.id.as_str()),
+            ("used", used.as_str()),
+            ("budget", budget.as_str()),
+            ("until", pause.until.as_str()),
+        ];
+        // a subagent has no budget of its own: the notice named "its
+        // daily token budget" and a setting it does not have (QA)
+        let template = match &pause.payer {
+            Some(payer) => {
+                values.push(("payer", payer.as_str()));
+                &prompts().budget_paused_shared
+            }
+            None => &prompts().budget_paused,
+        };
+        let text = template.render(&values).unwrap_or_default();
         Ok(Some(self.entry(
             EntryId::derive(self.turn, "budget", &pause.day),
             EntryKind::Notice {

@@ -126,7 +126,12 @@ impl Tool for CheckSubagent {
             sub.id,
             sub.status.as_str(),
             sub.description,
-            sub.result.as_deref().unwrap_or("(none yet)"),
+            // a stopped one reports nothing: "(none yet)" read as if a
+            // result might still come (QA, 2026-12-05)
+            sub.result.as_deref().unwrap_or(match sub.status {
+                SubagentStatus::Stopped => "(none: it was stopped, and reports nothing)",
+                _ => "(none yet)",
+            }),
             last_message.as_deref().unwrap_or("(none yet)"),
             if progress.is_empty() {
                 "(nothing yet)".to_owned()
