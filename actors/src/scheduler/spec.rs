@@ -168,6 +168,7 @@ impl RoutineSpec {
                 hint,
             });
         }
+        refuse_last_weekday_in_list(&self.cron)?;
         let schedule = Schedule::parse(&self.cron, &self.timezone)?;
         if self.prompt.trim().is_empty() {
             return Err(RoutineError::EmptyPrompt);
@@ -280,6 +281,34 @@ fn refuse_bare_last_weekday(cron: &str, pattern: &str) -> Result<(), RoutineErro
                      the month's last Friday (`0L` its last Sunday), `SAT` for Saturdays, or \
                      `L` in the day-of-month field for the month's last day"
                 .into(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses an `L` alone as an item of a day-of-week list (`1,L`): croner
+/// reads the other days and drops it, so the routine fired on Mondays
+/// only, without a word (QA, 2026-12-05). Checked of a new routine only
+/// (fleet.toml, the API): one stored before still loads and fires as it
+/// did.
+fn refuse_last_weekday_in_list(cron: &str) -> Result<(), RoutineError> {
+    let Ok(pattern) = expand_nickname(cron) else {
+        return Ok(());
+    };
+    let fields: Vec<&str> = pattern.split_whitespace().collect();
+    let Some(weekday) = fields.last().filter(|_| matches!(fields.len(), 5 | 6)) else {
+        return Ok(());
+    };
+    let items: Vec<&str> = weekday.split(',').collect();
+    if items.len() > 1 && items.iter().any(|i| i.eq_ignore_ascii_case("L")) {
+        return Err(RoutineError::Cron {
+            cron: cron.to_owned(),
+            detail: format!(
+                "the `L` in the day-of-week list `{weekday}` names no weekday (the other days \
+                 would be read and the `L` dropped): write `5L` for the month's last Friday \
+                 (`0L` its last Sunday), `SAT` for Saturdays, or `L` in the day-of-month field \
+                 for the month's last day"
+            ),
         });
     }
     Ok(())

@@ -190,7 +190,14 @@ fn bad_input_says_what_is_expected() {
     );
     // an `L` alone in day-of-week matched no day: it was refused as never
     // firing, pointing at the day-of-month and month fields
-    for cron in ["0 8 * * L", "0 0 8 * * l"] {
+    // in a list (`1,L`) it was dropped without a word: Mondays only
+    for cron in [
+        "0 8 * * L",
+        "0 0 8 * * l",
+        "0 8 * * 1,L",
+        "0 8 * * L,1",
+        "0 8 * * l,L",
+    ] {
         let e = spec(cron, "UTC").validate().unwrap_err();
         let msg = e.to_string();
         assert!(
@@ -206,7 +213,7 @@ fn bad_input_says_what_is_expected() {
         "0 8 * * FRI#L",
         "0 8 L * *",
         "0 8 LW * *",
-        "0 8 * * 1,L",
+        "0 8 * * 1,5L",
     ] {
         assert!(spec(cron, "UTC").validate().is_ok(), "{cron}");
     }
