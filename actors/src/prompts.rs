@@ -154,6 +154,8 @@ prompts! {
     undelivered => "undelivered.md",
     /// Notice of a turn stopped before it answered a person.
     turn_cancelled => "turn_cancelled.md",
+    /// The notice in a subagent's task of its turn a person cancelled.
+    subagent_task_cancelled => "subagent_task_cancelled.md",
     /// A message from another bot, as data.
     agent_message => "agent_message.md",
     /// The same for a bot that has no SendToAgent to answer with.

@@ -396,7 +396,6 @@ async function openBot(ctx, detail, id, seq, dm) {
   const stop = h("button", { type: "button", class: "small danger", hidden: true }, "Stop turn");
   const paintHead = () => {
     const b = store.bots.find((x) => x.id === id);
-    if (onTask) watchTask(b ? b.subagent_status : task.status);
     // a finished subagent the list leaves out: its task's status
     const ended = task ? taskEnded(task.status) : "";
     const [cls, label] = b ? botState(b) : ended ? [ended, ended] : ["asleep", ""];
@@ -429,7 +428,7 @@ async function openBot(ctx, detail, id, seq, dm) {
       "span",
       null,
       task
-        ? `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; a task stopped so fails (its parent is told), and Retry its task, on its Task tab, starts it again.`
+        ? `Stop ${name}'s turn now? Its running tools are killed and it stops without answering; a task stopped so fails (its parent is told), and Retry on its notice, in the task, starts it again.`
         : `Stop ${name}'s turn now? Its running tools are killed and it stops where it is. If it had not replied yet, Retry on its notice starts it again; if it had, what it sent stays and there is no Retry.`,
     ),
     stopIt,
@@ -467,40 +466,6 @@ async function openBot(ctx, detail, id, seq, dm) {
     }
   });
   const parent = task ? botName(task.parent) : "";
-  // a person's stop fails the task and writes no notice with a Retry in
-  // it (its parent is told, with `botfleet retry`): the task view offers
-  // the retry of that turn itself
-  const retryTask = h("button", { type: "button", class: "small", hidden: true }, "Retry its task");
-  let watched = null;
-  function watchTask(status) {
-    if (status === watched) return;
-    watched = status;
-    retryTask.hidden = true;
-    if (status !== "failed") return;
-    call("botTurns", { bot: id }, { query: { limit: 10 } })
-      .then(({ data }) => {
-        if (ctx.closed || watched !== "failed") return;
-        // the task's last turn: a failed one has its notice, with Retry
-        const last = (data.turns || []).find((t) => t.session === task.session);
-        if (!last || last.status !== "cancelled") return;
-        retryTask.dataset.turn = last.id;
-        retryTask.hidden = false;
-      })
-      .catch(() => {});
-  }
-  retryTask.addEventListener("click", async () => {
-    retryTask.disabled = true;
-    try {
-      const { data } = await call("retryTurn", { turn: retryTask.dataset.turn });
-      toast(data.requeued ? `${name} works on its task again.` : `${name}'s task has nothing left to retry.`);
-      retryTask.hidden = true;
-      loadBotsUntilStarted();
-    } catch (e) {
-      if (e.code !== "signed_out") toast(e.message, { error: true });
-    } finally {
-      retryTask.disabled = false;
-    }
-  });
   const timeline = onTask
     ? new Timeline({
         label: `${name}'s task from ${parent}`,
@@ -562,7 +527,6 @@ async function openBot(ctx, detail, id, seq, dm) {
         " steers it; to write to it yourself, open ",
         h("a", { href: `${base}/dm` }, "Direct messages"),
         ". ",
-        retryTask,
       )
     : null;
   const head = h(

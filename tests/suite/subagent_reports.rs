@@ -314,6 +314,21 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }}
         })
         .await;
     assert_eq!(end["status"], "cancelled", "{end}");
+    // the task's conversation says so, with the retry, as any bot's does
+    // (it showed only the turn's end: QA, 2026-12-05)
+    let es = host.entries(&task).await;
+    let notice = es
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["code"] == "turn_cancelled")
+        .unwrap_or_else(|| panic!("{es:#?}"));
+    assert_eq!(notice["retry_turn"], end["turn"], "{notice}");
+    assert!(
+        notice["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("The task was stopped before it finished"),
+        "{notice}"
+    );
     // the parent hears that the task is unfinished, and why
     let heard = host
         .wait_for(&dm, |es| {
@@ -432,7 +447,13 @@ steps = [ { tool = "SendMessage", args = { text = "answered anyway" } } ]
         !deliveries(&es).iter().any(|d| d.starts_with("heard:")),
         "the parent was not woken: {es:#?}"
     );
-    // the cancelled task turn cannot be retried: the subagent is stopped
+    // the cancelled task turn cannot be retried: the subagent is stopped,
+    // and its conversation offers no retry
+    let task_entries = host.entries(&task).await;
+    assert!(
+        !task_entries.iter().any(|e| e["code"] == "turn_cancelled"),
+        "{task_entries:#?}"
+    );
     let turn = end["turn"].as_str().unwrap();
     let (status, body) = host
         .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")

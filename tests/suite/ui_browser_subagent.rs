@@ -298,12 +298,12 @@ async fn the_session_of_a_subagent_names_its_task() {
     host.shutdown().await;
 }
 
-/// A subagent's task turn the person stops on the page fails its task and
-/// leaves no notice with a Retry in it (its parent is told, with a
-/// `botfleet retry` command): its task view offers "Retry its task",
-/// which starts it again. (Before, the page said Retry on its notice
-/// would, and there was no such notice: the task could be retried only
-/// from a terminal.)
+/// A subagent's task turn the person stops on the page fails its task
+/// (its parent is told, with a `botfleet retry` command) and leaves a
+/// `turn_cancelled` notice in the task, whose Retry starts it again.
+/// (Before, there was no such notice: the page had a button of its own,
+/// "Retry its task", and the CLI and the API showed only the turn's end:
+/// QA, 2026-12-05.)
 #[tokio::test]
 async fn a_subagent_task_stopped_on_the_page_is_retried_there() {
     let fleet = TestFleet::new().script("s", SCRIPT).bot(
@@ -323,27 +323,17 @@ async fn a_subagent_task_stopped_on_the_page_is_retried_there() {
         .click(".conv-head > button.danger:not([hidden])")
         .await;
     browser
-        .wait_text(".stop-confirm", "Retry its task, on its Task tab")
+        .wait_text(".stop-confirm", "Retry on its notice, in the task")
         .await;
     browser.click(".stop-confirm button.danger").await;
     browser.wait_text(".conv-title .state", "failed").await;
-    browser.find(".read-only button:not([hidden])").await;
     browser
-        .wait_text(".read-only button", "Retry its task")
+        .wait_text(".entry.notice", "The task was stopped before it finished")
         .await;
-    browser.click(".read-only button").await;
-    browser
-        .wait_text("#toasts", "works on its task again")
-        .await;
+    browser.click(".entry.notice button").await;
+    browser.wait_text(".entry.notice", "Queued again (1)").await;
     // its task runs again, where it was stopped
     browser.wait_text(".conv-title .state", "working").await;
-    browser
-        .wait_js(
-            "no Retry once it runs",
-            "return document.querySelector('.read-only button').hidden",
-            json!([]),
-        )
-        .await;
     let status = host
         .wait_get("/v1/bots", |v| {
             v["bots"]

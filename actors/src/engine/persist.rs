@@ -304,21 +304,9 @@ impl Runner {
             && !self.bot.origin.starts_with("subagent:")
         {
             // stopped before it answered a person: say so, with a retry (a
-            // subagent's stop has its own notice, and its turns are not
-            // retried)
-            let turn = self.turn.to_string();
-            let text = prompts()
-                .turn_cancelled
-                .render(&[("turn", &turn)])
-                .unwrap_or_default();
-            batch.push(self.entry(
-                EntryId::derive(self.turn, "end", "cancelled"),
-                EntryKind::Notice {
-                    code: "turn_cancelled".into(),
-                    text,
-                    retry_turn: Some(self.turn),
-                },
-            ));
+            // subagent's is written with its end, `subagent_end`, which
+            // knows whether its parent stopped it)
+            batch.push(self.cancelled_notice(false));
         }
         if status == TurnStatus::Completed
             && self.state.owes_delivery
@@ -418,7 +406,19 @@ impl Runner {
                 ),
             );
         }
-        if self.scope.session.key.kind != SessionKind::Subagent || stopped {
+        let task = self.scope.session.key.kind == SessionKind::Subagent;
+        if status == TurnStatus::Cancelled
+            && !stopped
+            && (task || (self.state.owes_delivery && self.state.delivered == 0))
+            && !self.removed_with_parent().await
+        {
+            // a person's cancel, of its task turn (which fails the task)
+            // or of its answer to their message: a retry runs it again,
+            // and its session says so, with the retry, as any bot's
+            // (QA, 2026-12-05: the transcript showed only the turn's end)
+            out.push(self.cancelled_notice(task));
+        }
+        if !task || stopped {
             // a person's message to the subagent bot is not its task; a
             // stopped subagent's parent knows, and nobody waits for it
             return Ok(out);
@@ -488,6 +488,28 @@ impl Runner {
             report: self.report_to_parent(&sub, report).await?.map(Box::new),
         });
         Ok(out)
+    }
+
+    /// The `turn_cancelled` notice of a turn cancelled before it answered,
+    /// with its retry: of a subagent's `task` turn, or of an answer to a
+    /// person.
+    fn cancelled_notice(&self, task: bool) -> Mutation {
+        let turn = self.turn.to_string();
+        let p = prompts();
+        let template = if task {
+            &p.subagent_task_cancelled
+        } else {
+            &p.turn_cancelled
+        };
+        let text = template.render(&[("turn", &turn)]).unwrap_or_default();
+        self.entry(
+            EntryId::derive(self.turn, "end", "cancelled"),
+            EntryKind::Notice {
+                code: "turn_cancelled".into(),
+                text,
+                retry_turn: Some(self.turn),
+            },
+        )
     }
 
     /// Whether this subagent was removed (with its parent: a subagent is
