@@ -5,7 +5,8 @@
 //! A subagent's conversation is its task: what its parent asked (the
 //! task, its later messages), its progress and its report, in its task
 //! session, with any direct messages a person sent it, in the fleet's
-//! order (`gid`). It printed the person's DM with it alone, empty
+//! order (`gid`), those marked `(direct)` after their `#seq` (each session
+//! numbers its own). It printed the person's DM with it alone, empty
 //! for a subagent nobody wrote to: nothing, as if it had done nothing.
 
 use std::collections::HashMap;
@@ -80,8 +81,21 @@ pub(super) async fn transcript(
         }
     }
     for e in &entries {
-        for line in lines(e, all, as_json) {
-            outln!("{line}");
+        // merged, the person's DM with the subagent numbers its entries
+        // apart from the task's: its lines say so, as `#4 (direct)` (QA,
+        // 2026-12-05: two `#4`, one a reply to the person, one progress)
+        let direct = merged && !as_json && e["session"].as_str() == Some(id);
+        for (i, line) in lines(e, all, as_json).into_iter().enumerate() {
+            match e["seq"].as_i64() {
+                Some(seq) if direct && i == 0 => {
+                    let mark = format!("#{seq} ");
+                    match line.strip_prefix(&mark) {
+                        Some(rest) => outln!("#{seq} (direct) {rest}"),
+                        None => outln!("{line}"),
+                    }
+                }
+                _ => outln!("{line}"),
+            }
         }
     }
     if last_seq == 0 && task.is_none() && !as_json {

@@ -33,6 +33,10 @@ steps = [
   { tool = "SendMessage", args = { text = "working on it" } },
   { tool = "SendMessage", args = { text = "the answer is 42" } },
 ]
+
+[[rule]]
+match = "^hello sub"
+steps = [ { tool = "SendMessage", args = { text = "hi, person" } } ]
 "#;
 
 #[tokio::test]
@@ -98,5 +102,23 @@ async fn transcript_of_a_subagent_prints_its_task_and_bots_says_it_is_done() {
         .find(|l| l.starts_with(&sub))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(row.split_whitespace().any(|w| w == "done"), "{out}");
+
+    // a person's DM with it is printed with its task, in the fleet's
+    // order, its lines marked (each session numbers its own entries: two
+    // `#1` read alike: QA, 2026-12-05)
+    let (_, end) = host.end_turn(&sub, "hello sub").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (code, out, err) = cli(&["transcript", &sub], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines[0].starts_with("#1 task from p"), "{out}");
+    assert!(lines[3].starts_with("#1 (direct) alice"), "{out}");
+    assert!(
+        lines[4].starts_with("#")
+            && lines[4].contains(" (direct) ")
+            && lines[4].ends_with("hi, person"),
+        "{out}"
+    );
     host.shutdown().await;
 }
