@@ -74,10 +74,23 @@ window.addEventListener("storage", (ev) => {
   if (stored !== held) auth.onStoredChange(stored);
 });
 
-/** An answer that was not a success; `message` is the host's own words. */
+/**
+ * The host's words for someone on the page: it writes one text for every
+ * client, and the advice meant for a terminal or a script ("list yours
+ * with GET /v1/bots or `botfleet bots`", "(POST /v1/bots/{bot}/messages)")
+ * read as an instruction the page's user cannot follow (QA, 2026-12-05).
+ */
+export function forPage(message) {
+  return String(message)
+    .replace(/list yours with GET \/v1\/bots or `botfleet bots`/g, "your bots are listed under Bots")
+    .replace(/Talk to a single bot directly instead \(POST \/v1\/bots\/\{bot\}\/messages\)/g, "Talk to a single bot in its own conversation instead");
+}
+
+/** An answer that was not a success; `message` is the host's own words,
+ * as the page says them ({@link forPage}). */
 export class ApiError extends Error {
   constructor(status, code, message, body) {
-    super(message);
+    super(forPage(message));
     this.status = status;
     this.code = code;
     this.body = body;

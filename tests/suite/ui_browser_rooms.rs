@@ -391,3 +391,35 @@ async fn a_room_created_elsewhere_appears_in_the_open_list() {
         .await;
     ui_page::finish(browser, host).await;
 }
+
+/// A room of one member is refused on the form in the page's words: the
+/// host's advice for a script ("Talk to a single bot directly instead
+/// (POST /v1/bots/{bot}/messages)") read as an instruction nobody on the
+/// page could follow (QA, 2026-12-05).
+#[tokio::test]
+async fn a_room_of_one_is_refused_in_the_pages_words() {
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("b", "s", &["SendMessage"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    ui_page::open(&browser, &host, "#/rooms/new").await;
+    fill(&browser, "#room-name", "solo").await;
+    browser.click("input[type=checkbox][value=b]").await;
+    browser.click("form button[type=submit]").await;
+    browser
+        .wait_text(
+            ".error-text",
+            "Talk to a single bot in its own conversation instead",
+        )
+        .await;
+    let said = browser
+        .js(
+            "return document.querySelector('.error-text').textContent",
+            json!([]),
+        )
+        .await;
+    assert!(!said.as_str().unwrap().contains("/v1/"), "{said}");
+    ui_page::finish(browser, host).await;
+}
