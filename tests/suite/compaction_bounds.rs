@@ -14,6 +14,8 @@ use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_message;
+use crate::support::openai_server::last_user_text;
 use crate::support::openai_server::noted_turn;
 
 /// The compaction threshold of these tests' provider.
@@ -317,6 +319,90 @@ async fn a_session_of_long_reasoning_compacts() {
     assert!(
         reasonings < 12,
         "{reasonings} reasoning messages in the last request"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression (QA, 2026-12-05): a compaction within a turn of many calls
+/// found nothing to summarise (all after the summary was the running
+/// turn's own) and held every check off for a quarter window of entries,
+/// past the turn's end: the turn's calls and results went unsummarised
+/// into the requests of the next eight turns, each about four times
+/// `compact_at_tokens`. The hold now ends with the turn: the background
+/// compaction after it summarises the turn, and the next request is
+/// within the mark.
+#[tokio::test]
+async fn a_turn_of_many_calls_is_summarised_once_it_ends() {
+    let server = OpenAiServer::builder()
+        .responder(|request| {
+            if is_compaction(request) {
+                return Reply::text("SUMMARY: r read the twenty parts of notes.txt");
+            }
+            let last = last_message(request).cloned().unwrap_or(Value::Null);
+            let asked = last_user_text(request).unwrap_or("").to_owned();
+            if last["role"] == "tool" {
+                let read = last["tool_call_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("read_"));
+                return if read {
+                    Reply::tool_call("done", "SendMessage", r#"{"text":"read them"}"#)
+                } else {
+                    Reply::text("")
+                };
+            }
+            if last["role"] == "user" && asked.contains("read all of it") {
+                let mut reply = Reply::text("");
+                for i in 1..=20 {
+                    let args = format!(r#"{{"path":"notes.txt","offset":{i},"limit":1}}"#);
+                    reply = reply.and_tool_call(&format!("read_{i}"), "Read", args);
+                }
+                return reply;
+            }
+            Reply::tool_call("ok", "SendMessage", r#"{"text":"ok"}"#)
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai(
+            "main",
+            &server.base_url(),
+            "max_retries = 0\ncompact_at_tokens = 1000",
+        )
+        .bot("r", "main", &["SendMessage", "Read"])
+        .runtime("debounce_ms = 0\nextract_memory = false")
+        .start()
+        .await;
+    let line = "the quick brown fox jumps over the lazy dog; ".repeat(8);
+    let notes: String = (1..=20).map(|i| format!("{i}: {line}\n")).collect();
+    let workspace = host.fleet.path().join("data/workspace/alice");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), notes).unwrap();
+    let (_, end) = host.end_turn("r", "read all of it").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (_, end) = host.end_turn("r", "and now?").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let requests = server.requests();
+    let next = requests
+        .iter()
+        .find(|r| !is_compaction(&r.body) && r.body.to_string().contains("and now?"))
+        .unwrap();
+    let results = next
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count();
+    assert_eq!(
+        results, 0,
+        "the twenty results went into the next turn: {}",
+        next.body
+    );
+    assert!(
+        next.body
+            .to_string()
+            .contains("SUMMARY: r read the twenty parts"),
+        "{}",
+        next.body
     );
     host.shutdown().await;
     server.shutdown().await;

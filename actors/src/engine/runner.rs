@@ -128,9 +128,13 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
             };
         }
     };
+    // a hold for the last turn's own entries ends as this one begins, and
+    // one for this turn's as it ends
+    runner.tail.end_turn_hold();
     let result = runner.run().await;
     // its usage is stored with its end by now (or never): counted there
     drop(running);
+    runner.tail.end_turn_hold();
     let compaction_due = result.is_ok()
         && !was_compact
         && runner.model.answers(Purpose::Compact)

@@ -28,9 +28,11 @@
 //! stays bounded: within a turn the window only grows (a turn compacts
 //! for the window at most once, at its first request), a compaction
 //! leaves at most a quarter window for the next, and after one that
-//! fails or finds nothing every check (the token marks before a step and
-//! after a turn too) waits a quarter window of entries
-//! ([`SessionTail::hold_compaction`]). While the summariser
+//! fails every check (the token marks before a step and after a turn
+//! too) waits a quarter window of entries
+//! ([`SessionTail::hold_compaction`]); after one that finds nothing, they
+//! wait for the end of the turn and the next one's start
+//! ([`SessionTail::hold_compaction_for_turn`]). While the summariser
 //! is down, entries do leave the window unsummarised; the next summary
 //! covers them (it reads every entry after the previous one from the
 //! store).
@@ -91,6 +93,10 @@ pub(crate) struct SessionTail {
     /// a quarter window: neither the entry count nor the window asks for
     /// another before then (0 after a compaction that wrote a summary).
     compact_retry_at: i64,
+    /// Whether that hold is for one turn only: a compaction found nothing
+    /// to summarise, everything after the summary being the newest turn's
+    /// own ([`SessionTail::hold_compaction_for_turn`]).
+    hold_for_turn: bool,
     /// The running turn whose older tool results requests may cut
     /// ([`SessionTail::shape_requests`]).
     turn_cut: Option<TurnCut>,
@@ -131,6 +137,7 @@ impl SessionTail {
             skipped: HashSet::new(),
             since_load: 0,
             compact_retry_at: 0,
+            hold_for_turn: false,
             turn_cut: None,
             alternate: true,
             entry_cap: request::clip::entry_cap(request::turn_budget(
@@ -261,12 +268,37 @@ impl SessionTail {
     pub(crate) fn hold_compaction(&mut self, window: usize) {
         let quarter = i64::try_from(window / 4).unwrap_or(i64::MAX).max(1);
         self.compact_retry_at = self.newest_seq().saturating_add(quarter);
+        self.hold_for_turn = false;
+    }
+
+    /// A compaction found nothing to summarise: what is left after the
+    /// summary is the newest turn's own (its input and what follows are
+    /// kept verbatim; a running turn's are never summarised). Held as
+    /// [`SessionTail::hold_compaction`] holds, but only until that turn
+    /// ends and until the next begins ([`SessionTail::end_turn_hold`]),
+    /// when they can be summarised: held for a quarter window, a turn of
+    /// many calls and long results went unsummarised into the requests of
+    /// the next turns, each far past `compact_at_tokens` (QA, 2026-12-05:
+    /// eight turns at 4× the mark).
+    pub(crate) fn hold_compaction_for_turn(&mut self, window: usize) {
+        self.hold_compaction(window);
+        self.hold_for_turn = true;
+    }
+
+    /// A turn ended or begins: a hold that was for one turn goes, and the
+    /// checks (after the turn, the background compaction; before its
+    /// steps, the token mark) see the last turn's entries as any others.
+    pub(crate) fn end_turn_hold(&mut self) {
+        if std::mem::take(&mut self.hold_for_turn) {
+            self.compact_retry_at = 0;
+        }
     }
 
     /// A compaction wrote a summary: no hold (the summary leaves at most a
     /// quarter window unsummarised, so neither check asks again soon).
     pub(crate) fn release_compaction(&mut self) {
         self.compact_retry_at = 0;
+        self.hold_for_turn = false;
     }
 
     /// Forgets the loaded context: the next turn reloads it.

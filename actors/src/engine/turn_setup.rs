@@ -340,7 +340,10 @@ impl Runner {
                 self.prefix_len = self.tail.len().min(2);
                 self.tail.release_compaction();
             }
-            Ok(None) => self.tail.hold_compaction(self.rt.settings.context_entries),
+            // nothing but the newest turn's own entries: held for the turn
+            Ok(None) => self
+                .tail
+                .hold_compaction_for_turn(self.rt.settings.context_entries),
             Err(compaction::CompactionError::BudgetSpent(why)) => {
                 tracing::info!(bot = %self.bot.id, session = %self.session, %why, "no compaction: the daily token budget is spent");
                 self.tail.hold_compaction(self.rt.settings.context_entries);
