@@ -155,8 +155,10 @@ impl FleetHandle {
             Some(MutationResult::Count(n)) => n,
             Some(MutationResult::SubagentLimit { parent, running }) => {
                 return Err(ActorError::Conflict(format!(
-                    "turn {turn} is a task of subagent {}, which would run again, and its parent {parent} already has {running} running subagents (the limit is {}, runtime.max_subagents); wait for one of them to finish, or stop one ({parent}'s StopSubagent, or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
-                    record.bot, self.rt.settings.max_subagents
+                    "turn {turn} is a task of subagent {}, which would run again, and its parent {parent} already has {} (the limit is {}, runtime.max_subagents); wait for one of them to finish, or stop one ({parent}'s StopSubagent, or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
+                    record.bot,
+                    crate::tools::running_subagents(running),
+                    self.rt.settings.max_subagents
                 )));
             }
             // not answers to a requeue

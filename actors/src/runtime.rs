@@ -12,6 +12,8 @@ use botfleet_memory::Entry;
 use botfleet_memory::InboxItem;
 use botfleet_memory::IndexerArgs;
 use botfleet_memory::IndexerMsg;
+use botfleet_memory::Limit;
+use botfleet_memory::Limited;
 use botfleet_memory::MemoryHub;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
@@ -20,6 +22,7 @@ use botfleet_memory::Priority;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 use botfleet_memory::TranscriptIndex;
+use botfleet_memory::WriteLimit;
 use parking_lot::RwLock;
 use ractor::ActorRef;
 use tokio::sync::oneshot;
@@ -331,6 +334,60 @@ impl Runtime {
                     ))),
                 });
                 if let Ok((_, AdmitOutcome::Accepted(rec))) = &outcome {
+                    route(&router, rec, priority, entry);
+                }
+                let _ = tx.send(outcome);
+            }),
+        )?;
+        Ok(rx
+            .await
+            .map_err(|_| ActorError::ActorGone("store writer"))??)
+    }
+
+    /// [`Runtime::admit_after`], all of it written only while `bound` has
+    /// room, checked by the writer in the transaction that would write it
+    /// (two decisions at once cannot both pass a limit a read let through
+    /// each: QA, 2026-12-05): `None`, and nothing written, when it has
+    /// none.
+    pub async fn admit_after_bounded(
+        &self,
+        mut before: Vec<Mutation>,
+        req: AdmitRequest,
+        bound: WriteLimit,
+    ) -> Result<Option<(Vec<MutationResult>, AdmitOutcome)>> {
+        let router = self.router()?;
+        let priority = req.priority;
+        let entry = req.entry.clone();
+        before.push(Mutation::Admit(Box::new(req)));
+        let batch = vec![Mutation::Limited(Box::new(Limited {
+            limits: vec![Limit {
+                bound,
+                refused: Vec::new(),
+            }],
+            within: before,
+        }))];
+        let (tx, rx) = oneshot::channel();
+        self.store.write_then(
+            batch,
+            Box::new(move |result| {
+                let outcome = result.and_then(|mut v| match v.pop() {
+                    Some(MutationResult::Limited {
+                        refused: Some(_), ..
+                    }) => Ok(None),
+                    Some(MutationResult::Limited {
+                        refused: None,
+                        mut results,
+                    }) => match results.pop() {
+                        Some(MutationResult::Admitted(o)) => Ok(Some((results, o))),
+                        other => Err(StoreError::Rejected(format!(
+                            "unexpected admission result {other:?}"
+                        ))),
+                    },
+                    other => Err(StoreError::Rejected(format!(
+                        "unexpected bounded admission result {other:?}"
+                    ))),
+                });
+                if let Ok(Some((_, AdmitOutcome::Accepted(rec)))) = &outcome {
                     route(&router, rec, priority, entry);
                 }
                 let _ = tx.send(outcome);

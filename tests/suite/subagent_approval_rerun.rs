@@ -102,7 +102,7 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
     assert_eq!(status, 409, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("already has 1 running subagents (runtime.max_subagents is 1)"),
+        message.contains("already has 1 running subagent (runtime.max_subagents is 1)"),
         "{message}"
     );
     let (_, v) = host.get(&path, TOKEN).await;
@@ -120,5 +120,68 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
     assert_eq!(status, 200, "{decided}");
     let again = subagent(&host, "risky", "running").await;
     assert_eq!(again["id"], risky.as_str(), "{again}");
+    host.shutdown().await;
+}
+
+/// Two decisions at once on the approvals of two finished subagents of a
+/// parent with one place: one runs its subagent, the other is refused
+/// (`409`). The limit is checked by the store's writer as a decision
+/// commits: read before, both decisions passed it and the parent had two
+/// running (QA, 2026-12-05).
+#[tokio::test]
+async fn two_decisions_at_once_do_not_pass_the_limit() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("p", "s", &["SendMessage", "Task", "Shell"])
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_subagents = 1")
+        .tables("[review]\nshell = \"enforce\"\n")
+        .start()
+        .await;
+    for _ in 0..2 {
+        let (_, end) = host.end_turn("p", "delegate risky").await;
+        assert_eq!(end["status"], "completed", "{end}");
+    }
+    let pending = host
+        .wait_get("/v1/approvals?status=pending", |v| {
+            let a = v["approvals"].as_array()?;
+            (a.len() == 2).then(|| v["approvals"].clone())
+        })
+        .await;
+    // both subagents finished
+    host.wait_get("/v1/bots?subagents=all", |v| {
+        let done = v["bots"]
+            .as_array()?
+            .iter()
+            .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == "done")
+            .count();
+        (done == 2).then_some(json!(done))
+    })
+    .await;
+    let ids: Vec<String> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_owned())
+        .collect();
+    let paths: Vec<String> = ids.iter().map(|id| format!("/v1/approvals/{id}")).collect();
+    let approve = r#"{"decision":"approve"}"#;
+    let ((a, va), (b, vb)) = tokio::join!(
+        host.post_raw(&paths[0], Some(TOKEN), None, approve),
+        host.post_raw(&paths[1], Some(TOKEN), None, approve),
+    );
+    let mut statuses = [a, b];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 409], "{va} {vb}");
+    let running = host
+        .wait_get("/v1/bots?subagents=all", |v| {
+            let running = v["bots"]
+                .as_array()?
+                .iter()
+                .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == "running")
+                .count();
+            (running >= 1).then_some(json!(running))
+        })
+        .await;
+    assert_eq!(running, json!(1));
     host.shutdown().await;
 }

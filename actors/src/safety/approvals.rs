@@ -41,6 +41,7 @@ use botfleet_memory::SessionKind;
 use botfleet_memory::StoreError;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::UserId;
+use botfleet_memory::WriteLimit;
 
 use crate::error::ActorError;
 use crate::prompts::PromptError;
@@ -84,7 +85,7 @@ pub enum ApprovalError {
     /// counts against its parent's `runtime.max_subagents` like a new
     /// task, and the parent has that many running.
     #[error(
-        "approval {id} was asked by subagent {subagent}, which has finished its task: deciding it runs {subagent} again, and its parent {parent} already has {running} running subagents (runtime.max_subagents is {max}); decide it once one of them finishes (it stays pending until it expires), or stop one"
+        "approval {id} was asked by subagent {subagent}, which has finished its task: deciding it runs {subagent} again, and its parent {parent} already has {} (runtime.max_subagents is {max}); decide it once one of them finishes (it stays pending until it expires), or stop one", crate::tools::running_subagents(*running)
     )]
     SubagentLimit {
         /// The approval.
@@ -257,9 +258,32 @@ pub async fn decide(
         decision,
         by: user.clone(),
     }];
-    before.extend(rerun_finished_subagent(rt, &record, bot.as_ref(), session.key.kind).await?);
-    let (results, outcome) = match rt.admit_after(before, event).await {
-        Ok(r) => r,
+    let rerun = rerun_finished_subagent(rt, &record, bot.as_ref(), session.key.kind).await?;
+    let written = match rerun {
+        None => rt.admit_after(before, event).await.map(Some),
+        Some(rerun) => {
+            before.push(rerun.status);
+            rt.admit_after_bounded(before, event, rerun.bound).await
+        }
+    };
+    let (results, outcome) = match written {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            // the parent's last place was taken since the read (another
+            // decision, a Task, a retry): refused as the read would have
+            let (parent, max) = match rerun_limit(rt, bot.as_ref()) {
+                Some(limit) => limit,
+                None => return Err(ApprovalError::NotFound(id)),
+            };
+            let running = rt.store.running_subagents_of(&parent).await?.len();
+            return Err(ApprovalError::SubagentLimit {
+                id,
+                subagent: record.bot.clone(),
+                parent,
+                running,
+                max,
+            });
+        }
         Err(ActorError::Store(StoreError::Rejected(_) | StoreError::NotFound { .. })) => {
             // it changed between the read and the write: report its state now
             let now = rt
@@ -300,15 +324,14 @@ async fn rerun_finished_subagent(
     record: &ApprovalRecord,
     bot: Option<&BotRecord>,
     kind: SessionKind,
-) -> Result<Option<Mutation>, ApprovalError> {
-    let Some(parent) = bot.and_then(|b| b.origin.strip_prefix("subagent:")) else {
-        return Ok(None);
-    };
+) -> Result<Option<Rerun>, ApprovalError> {
     if kind != SessionKind::Subagent {
         // a person's DM with the subagent: no task runs there
         return Ok(None);
     }
-    let parent = BotId::new(parent).map_err(StoreError::from)?;
+    let Some((parent, max)) = rerun_limit(rt, bot) else {
+        return Ok(None);
+    };
     let Some(sub) = rt.store.subagent_of(&parent, record.bot.as_str()).await? else {
         return Ok(None);
     };
@@ -317,7 +340,6 @@ async fn rerun_finished_subagent(
         return Ok(None);
     }
     let running = rt.store.running_subagents_of(&parent).await?.len();
-    let max = rt.settings.max_subagents;
     if running >= max {
         return Err(ApprovalError::SubagentLimit {
             id: record.id,
@@ -327,11 +349,34 @@ async fn rerun_finished_subagent(
             max,
         });
     }
-    Ok(Some(Mutation::SetSubagentStatus {
-        id: record.bot.clone(),
-        status: SubagentStatus::Running,
-        result: None,
+    // checked again by the writer as the decision commits: two decisions
+    // at once both passed this read (QA, 2026-12-05)
+    Ok(Some(Rerun {
+        status: Mutation::SetSubagentStatus {
+            id: record.bot.clone(),
+            status: SubagentStatus::Running,
+            result: None,
+        },
+        bound: WriteLimit::RunningSubagents {
+            parent,
+            subagent: record.bot.clone(),
+            max,
+        },
     }))
+}
+
+/// A finished subagent run again by a decision: its status back to
+/// `running`, written only while its parent's limit has room.
+struct Rerun {
+    status: Mutation,
+    bound: WriteLimit,
+}
+
+/// The parent of `bot` and its `runtime.max_subagents`, if `bot` (the
+/// bot that asked an approval) is a subagent.
+fn rerun_limit(rt: &Runtime, bot: Option<&BotRecord>) -> Option<(BotId, usize)> {
+    let parent = bot.and_then(|b| b.origin.strip_prefix("subagent:"))?;
+    Some((BotId::new(parent).ok()?, rt.settings.max_subagents))
 }
 
 /// Why an approval's action cannot run as things stand, for the person

@@ -159,7 +159,7 @@ async fn a_task_whose_place_a_retry_took_meanwhile_is_refused() {
     assert!(
         own.iter().any(
             |k| matches!(k, EntryKind::ToolResult { name, content, is_error: true, .. }
-            if name == "Task" && content.contains("1 running subagents (the limit is 1)"))
+            if name == "Task" && content.contains("1 running subagent (the limit is 1)"))
         ),
         "{own:#?}"
     );

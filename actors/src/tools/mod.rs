@@ -63,6 +63,7 @@ pub use subagents::CheckSubagent;
 pub use subagents::MessageSubagent;
 pub use subagents::StopSubagent;
 pub use subagents::Task;
+pub(crate) use subagents::running_subagents;
 pub use visible::VisibleSessions;
 pub use visible::describe_session;
 pub use workspace::Workspace;

@@ -540,9 +540,21 @@ async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Resu
 /// The refusal of one more running subagent.
 fn too_many(running: usize, max: usize, next_step: &str) -> ToolError {
     ToolError::new(
-        format!("you already have {running} running subagents (the limit is {max})"),
+        format!(
+            "you already have {} (the limit is {max})",
+            running_subagents(running)
+        ),
         next_step,
     )
+}
+
+/// "1 running subagent", "3 running subagents".
+pub(crate) fn running_subagents(n: usize) -> String {
+    if n == 1 {
+        "1 running subagent".to_owned()
+    } else {
+        format!("{n} running subagents")
+    }
 }
 
 /// `runtime.max_subagents` for the writer to check as the outcome of the
