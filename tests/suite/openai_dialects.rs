@@ -229,3 +229,74 @@ async fn an_empty_reasoning_goes_back_empty() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// DeepSeek's rule as its server applies it: a 400 when an assistant
+/// message with tool calls has no `reasoning_content`.
+fn missing_reasoning(request: &Value) -> Option<usize> {
+    request["messages"].as_array()?.iter().position(|m| {
+        m["role"] == "assistant"
+            && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+            && m.get("reasoning_content").is_none()
+    })
+}
+
+/// Regression (QA, 2026-12-05): tool calls stored without their
+/// reasoning (by a model without reasoning the bot used before, or by an
+/// older botfleet, which dropped an empty one) made a thinking-mode
+/// server refuse every later request of the conversation, after an
+/// upgrade too. Refused so, the request is sent again once with an empty
+/// `reasoning_content` on those calls, and the turn goes on.
+#[tokio::test]
+async fn calls_stored_without_reasoning_are_sent_again_with_an_empty_one() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering;
+    let thinking = std::sync::Arc::new(AtomicBool::new(false));
+    let server = OpenAiServer::builder()
+        .responder({
+            let thinking = thinking.clone();
+            move |request| {
+                if thinking.load(Ordering::SeqCst)
+                    && let Some(at) = missing_reasoning(request)
+                {
+                    return Reply::error(
+                        400,
+                        format!(
+                            "Missing `reasoning_content` field in the assistant message at message index {at}"
+                        ),
+                    );
+                }
+                let last = request["messages"].as_array().unwrap().last().unwrap();
+                if last["role"] == "tool" {
+                    return Reply::text("");
+                }
+                let reply = Reply::tool_call("c", "SendMessage", r#"{"text":"hi"}"#);
+                if thinking.load(Ordering::SeqCst) {
+                    reply.reasoning("They greet me.")
+                } else {
+                    reply
+                }
+            }
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    // a model without reasoning: its calls are stored without any
+    let (_, end) = host.end_turn("r", "hi").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    // the bot's model is now a thinking one
+    thinking.store(true, Ordering::SeqCst);
+    let (session, end) = host.end_turn("r", "hello again").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (_, end) = host.end_turn("r", "and again").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(
+        deliveries(&host.entries(&session).await),
+        ["hi", "hi", "hi"]
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

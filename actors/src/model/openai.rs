@@ -116,6 +116,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use tracing::warn;
 
+use super::ChatMessage;
 use super::Model;
 use super::ModelError;
 use super::ModelRequest;
@@ -668,11 +669,43 @@ impl OpenAiModel {
         let mut attempts = 0;
         let limit = self.options.call_timeout;
         let deadline = Instant::now() + limit;
-        let result = tokio::time::timeout_at(
+        let mut result = tokio::time::timeout_at(
             deadline,
             self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
         )
         .await;
+        if let Ok(Err(ModelError::Http {
+            status: 400,
+            body: said,
+            ..
+        })) = &result
+            && let Some(patched) = with_empty_reasoning(request, said)
+        {
+            // a thinking-mode server (DeepSeek, Kimi) refused tool calls
+            // stored without their reasoning: written before it was kept
+            // (an older botfleet), or by a model without reasoning the bot
+            // used before. Sent again once with an empty one, or every
+            // later request of the conversation failed alike (QA,
+            // 2026-12-05)
+            warn!(
+                model = %self.options.model,
+                bot = %request.bot,
+                "the server wants reasoning_content with every earlier tool call: sending again with an empty one where none is stored"
+            );
+            let body = Bytes::from(encode::encode_request(
+                &self.options.model,
+                &patched,
+                self.options.stream,
+                self.options.stream_usage,
+                self.options.temperature,
+                self.options.max_tokens_field,
+            )?);
+            result = tokio::time::timeout_at(
+                deadline,
+                self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
+            )
+            .await;
+        }
         // which provider, where, and what to change (advice.rs)
         let located = |error| advice::located(error, &self.shown_url(redactor), &self.options);
         match result {
@@ -689,6 +722,30 @@ impl OpenAiModel {
             }
         }
     }
+}
+
+/// `request` with an empty reasoning on every assistant message with tool
+/// calls that has none, when the server's 400 (`said`) asks for
+/// `reasoning_content` and there is such a message; else `None`.
+fn with_empty_reasoning(request: &ModelRequest, said: &str) -> Option<ModelRequest> {
+    if !said.contains("reasoning_content") {
+        return None;
+    }
+    let mut patched = request.clone();
+    let mut changed = false;
+    for message in &mut patched.messages {
+        if let ChatMessage::Assistant {
+            tool_calls,
+            reasoning: reasoning @ None,
+            ..
+        } = message
+            && !tool_calls.is_empty()
+        {
+            *reasoning = Some(String::new());
+            changed = true;
+        }
+    }
+    changed.then_some(patched)
 }
 
 /// The failure of a stream event `data` that is not a completion chunk:

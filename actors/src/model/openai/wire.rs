@@ -335,7 +335,7 @@ impl Assembler {
         parts.extend(delta.function_call.map(legacy_call));
         self.apply_calls(parts);
         self.apply_refusal(delta.refusal);
-        self.apply_reasoning(delta.reasoning_content.or(delta.reasoning));
+        self.apply_reasoning(delta.reasoning_content, delta.reasoning);
         let text = self.apply_text(delta.content);
         if finished_before && self.size > size_before {
             self.went_on_after_finish = true;
@@ -371,7 +371,7 @@ impl Assembler {
         calls.extend(message.function_call.map(legacy_call));
         self.apply_whole_calls(calls);
         self.apply_refusal(message.refusal);
-        self.apply_reasoning(message.reasoning_content.or(message.reasoning));
+        self.apply_reasoning(message.reasoning_content, message.reasoning);
         Ok(self.apply_text(message.content))
     }
 
@@ -393,11 +393,19 @@ impl Assembler {
     }
 
     /// Reasoning pieces, kept apart from the text (see [`Assembler`]).
-    fn apply_reasoning(&mut self, reasoning: Option<String>) {
-        if let Some(piece) = reasoning {
-            self.size += piece.len();
-            self.reasoning.get_or_insert_default().push_str(&piece);
-        }
+    /// `reasoning_content` (DeepSeek's, Kimi's) is kept even empty: their
+    /// servers want it back with the calls, empty or not. An empty
+    /// `reasoning` (vLLM's and OpenRouter's name) is none: a server that
+    /// sends it may refuse a `reasoning_content` it does not know (QA,
+    /// 2026-12-05).
+    fn apply_reasoning(&mut self, content: Option<String>, reasoning: Option<String>) {
+        let piece = match (content, reasoning) {
+            (Some(piece), _) => piece,
+            (None, Some(piece)) if !piece.is_empty() => piece,
+            (None, _) => return,
+        };
+        self.size += piece.len();
+        self.reasoning.get_or_insert_default().push_str(&piece);
     }
 
     /// A chunk's tool-call pieces, each added to the call it belongs to.

@@ -201,6 +201,12 @@ fn an_empty_reasoning_is_kept_as_sent() {
         "reasoning_content": "", "tool_calls": [{"id": "c1", "type": "function",
         "function": {"name": "Read", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}));
     assert_eq!(response.reasoning.as_deref(), Some(""));
+    // an empty `reasoning` (vLLM's, OpenRouter's name) is none: such a
+    // server may refuse a `reasoning_content` sent back
+    let response = whole(json!({"choices": [{"message": {"content": null,
+        "reasoning": "", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "Read", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}));
+    assert_eq!(response.reasoning, None);
 }
 
 /// Regression: the legacy `function_call` was ignored, streamed or whole.
