@@ -131,7 +131,11 @@ function showLogin(message = "") {
   top.hidden = true;
   setTitle("Sign in");
   const input = h("input", { type: "password", id: "token", name: "token", autocomplete: "current-password", spellcheck: "false", required: true });
-  const error = h("p", { class: "error-text", role: "alert" }, message);
+  // why the page signed out (and the text it could not send) stays while
+  // the person tries tokens: a failed try replaced it, and the quoted text
+  // was gone for good (QA, 2026-12-05)
+  const told = message ? h("p", { class: "error-text", role: "alert" }, message) : null;
+  const error = h("p", { class: "error-text", role: "alert" });
   const submit = h("button", { type: "submit", class: "primary" }, "Sign in");
   const form = h(
     "form",
@@ -140,6 +144,7 @@ function showLogin(message = "") {
     h("p", null, "Paste your API token: the token of your [[users]] entry in fleet.toml. This browser keeps it until you log out."),
     h("input", { type: "text", name: "username", autocomplete: "username", value: "botfleet", hidden: true, "aria-hidden": "true", tabindex: "-1" }),
     h("label", { class: "field", for: "token" }, h("span", null, "Token"), input),
+    told,
     error,
     submit,
   );
@@ -341,11 +346,11 @@ function paintFleet(detail) {
       null,
       h("td", null, h("a", { href: `#/bots/${encodeURIComponent(b.id)}` }, b.name)),
       h("td", null, originWords(b) || String(b.origin ?? "")),
-      h("td", null, h("span", { class: `state ${cls}` }, label)),
-      h("td", null, String(b.queued || 0)),
-      h("td", null, `${turns.completed || 0} done${turns.failed ? ` · ${turns.failed} failed` : ""}`),
-      h("td", null, usageText(b)),
-      h("td", null, `${count(tokens(u.total))} total`),
+      h("td", { class: "tight" }, h("span", { class: `state ${cls}` }, label)),
+      h("td", { class: "tight" }, String(b.queued || 0)),
+      h("td", { class: "tight" }, `${turns.completed || 0} done${turns.failed ? ` · ${turns.failed} failed` : ""}`),
+      h("td", { class: "tight" }, usageText(b)),
+      h("td", { class: "tight" }, `${count(tokens(u.total))} total`),
     );
   });
   detail.replaceChildren(

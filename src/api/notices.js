@@ -81,6 +81,8 @@ export function noticeItem(e, retried) {
           // (QA); it says so, and why, under the notice
           retry.textContent = "Not retried";
           line.after(h("p", { class: "hint why-not" }, err.message));
+          // nor would the terminal's command be
+          if (cli) cli.remove();
           return;
         }
         off(false);

@@ -46,7 +46,7 @@ export function originWords(b) {
   const { kind, by } = originOf(b);
   switch (kind) {
     case "config":
-      return ["fleet.toml"];
+      return [h("span", { class: "nowrap" }, "fleet.toml")];
     case "agent":
       return ["made by ", h("bdi", null, botName(by))];
     case "subagent": {

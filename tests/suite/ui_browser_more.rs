@@ -79,11 +79,14 @@ async fn a_retry_the_host_will_not_run_says_why_under_its_notice() {
     assert_eq!(end["status"], "completed", "{end}");
 
     ui_page::open_dm(&browser, &host, "r").await;
+    assert_eq!(browser.count(".entry.notice .cli").await, 1);
     browser.click(".entry.notice button").await;
     browser.wait_text(".entry.notice", "Not retried").await;
     browser
         .wait_text(".entry.notice .why-not", "already answered")
         .await;
+    // nor is the terminal's command offered, which the host refuses alike
+    assert_eq!(browser.count(".entry.notice .cli").await, 0);
     // the button is done: another click asks nothing
     browser.click(".entry.notice button").await;
     assert_eq!(browser.count(".entry.notice .why-not").await, 1);

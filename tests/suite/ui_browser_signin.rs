@@ -158,6 +158,26 @@ async fn a_draft_typed_when_the_token_is_refused_is_quoted_at_sign_in() {
                 && a.contains("Text you typed and did not send")),
         "{alert}"
     );
+    // a failed try at signing in leaves it there (it replaced it, and the
+    // text was gone for good)
+    browser
+        .js(
+            "window.fetch = () => Promise.resolve(new Response(
+               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
+               {status: 401, headers: {'content-type': 'application/json'}}));
+             return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .type_in("#token", &format!("the-old-token{ENTER}"))
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "does not know that token")
+        .await;
+    browser
+        .wait_text(".login [role=alert]", "“a draft to keep”")
+        .await;
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }

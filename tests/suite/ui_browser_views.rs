@@ -449,3 +449,45 @@ async fn a_failed_turn_notice_points_to_its_retry_button() {
         .await;
     ui_page::finish(browser, host).await;
 }
+
+/// The Fleet table keeps its words whole where they are short ("fleet.toml",
+/// a header, a count) and fits its panel with a long one-word bot name,
+/// which breaks instead. (QA, 2026-12-05: squeezed, it read "fleet.tom /
+/// l" and "Queue / d"; kept whole everywhere, the long name pushed the
+/// table past its panel.)
+#[tokio::test]
+async fn the_fleet_table_fits_its_panel_and_keeps_short_words_whole() {
+    let long = "quarterlyinfrastructurecostreconciliationandforecasting";
+    let fleet = TestFleet::new()
+        .script("s", ui_page::SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot(long, "s", &["SendMessage"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    browser.resize(1300, 900).await;
+    ui_page::open(&browser, &host, "#/bots").await;
+    browser.find(".detail table tbody tr").await;
+    let shape = browser
+        .js(
+            r#"const table = document.querySelector(".detail table");
+               const panel = table.closest(".scroll");
+               // the line boxes of a cell's text
+               const lines = (td) => {
+                 const range = document.createRange();
+                 range.selectNodeContents(td.querySelector(".nowrap") || td);
+                 return [...range.getClientRects()].filter((r) => r.width > 0).length;
+               };
+               const cells = [...table.querySelectorAll("td")].filter((td) => td.textContent === "fleet.toml");
+               return {
+                 fits: table.scrollWidth <= panel.clientWidth + 1,
+                 config: cells.map(lines),
+               }"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(shape["fits"], json!(true), "{shape}");
+    assert_eq!(shape["config"], json!([1, 1]), "{shape}");
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
