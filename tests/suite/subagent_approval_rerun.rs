@@ -137,9 +137,19 @@ async fn two_decisions_at_once_do_not_pass_the_limit() {
         .tables("[review]\nshell = \"enforce\"\n")
         .start()
         .await;
-    for _ in 0..2 {
+    for n in 1..=2 {
         let (_, end) = host.end_turn("p", "delegate risky").await;
         assert_eq!(end["status"], "completed", "{end}");
+        // finished before the next Task, which its one place would refuse
+        host.wait_get("/v1/bots?subagents=all", move |v| {
+            let done = v["bots"]
+                .as_array()?
+                .iter()
+                .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == "done")
+                .count();
+            (done == n).then_some(json!(done))
+        })
+        .await;
     }
     let pending = host
         .wait_get("/v1/approvals?status=pending", |v| {
@@ -147,16 +157,6 @@ async fn two_decisions_at_once_do_not_pass_the_limit() {
             (a.len() == 2).then(|| v["approvals"].clone())
         })
         .await;
-    // both subagents finished
-    host.wait_get("/v1/bots?subagents=all", |v| {
-        let done = v["bots"]
-            .as_array()?
-            .iter()
-            .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == "done")
-            .count();
-        (done == 2).then_some(json!(done))
-    })
-    .await;
     let ids: Vec<String> = pending
         .as_array()
         .unwrap()
