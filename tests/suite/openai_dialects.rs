@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
+use crate::support::openai_server::RecordedRequest;
 use crate::support::openai_server::Reply;
 
 /// An SSE body of these chunk deltas, then the finish reason and `[DONE]`.
@@ -25,6 +26,18 @@ fn sse(deltas: &[Value], finish: &str) -> Reply {
     body.push_str(&format!("data: {}\n\n", chunk(&json!({}), Some(finish))));
     body.push_str("data: [DONE]\n\n");
     Reply::raw(200, "text/event-stream", body)
+}
+
+/// The assistant message of request `request` whose first tool call is
+/// `call`.
+fn assistant_with_call(requests: &[RecordedRequest], request: usize, call: &str) -> Value {
+    requests[request].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == call)
+        .cloned()
+        .unwrap_or_else(|| panic!("no call {call} in request {request}"))
 }
 
 /// A SendMessage call piece at index 0 with its own id.
@@ -126,15 +139,7 @@ async fn reasoning_goes_back_with_its_calls_in_every_later_request() {
     assert_eq!(end["status"], "completed", "{end}");
     let requests = server.requests();
     assert_eq!(requests.len(), 6);
-    let assistant_of = |request: usize, call: &str| -> Value {
-        requests[request].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == call)
-            .cloned()
-            .unwrap_or_else(|| panic!("no call {call} in request {request}"))
-    };
+    let assistant_of = |request: usize, call: &str| assistant_with_call(&requests, request, call);
     // the turn's second request carries the first step's reasoning
     assert_eq!(
         assistant_of(1, "call_1")["reasoning_content"],
@@ -205,15 +210,7 @@ async fn an_empty_reasoning_goes_back_empty() {
     assert_eq!(end["status"], "completed", "{end}");
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
-    let assistant_of = |request: usize, call: &str| -> Value {
-        requests[request].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == call)
-            .cloned()
-            .unwrap_or_else(|| panic!("no call {call} in request {request}"))
-    };
+    let assistant_of = |request: usize, call: &str| assistant_with_call(&requests, request, call);
     for request in [1, 2, 3] {
         assert_eq!(
             assistant_of(request, "call_1")["reasoning_content"],
@@ -244,20 +241,24 @@ fn missing_reasoning(request: &Value) -> Option<usize> {
 /// reasoning (by a model without reasoning the bot used before, or by an
 /// older botfleet, which dropped an empty one) made a thinking-mode
 /// server refuse every later request of the conversation, after an
-/// upgrade too. Refused so, the request is sent again once with an empty
-/// `reasoning_content` on those calls, and the turn goes on.
+/// upgrade too. Refused so, the request is sent again with an empty
+/// `reasoning_content` on those calls, and the turn goes on; the provider
+/// sends them so from then on.
 #[tokio::test]
 async fn calls_stored_without_reasoning_are_sent_again_with_an_empty_one() {
     use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::AtomicUsize;
     use std::sync::atomic::Ordering;
     let thinking = std::sync::Arc::new(AtomicBool::new(false));
+    let refused = std::sync::Arc::new(AtomicUsize::new(0));
     let server = OpenAiServer::builder()
         .responder({
-            let thinking = thinking.clone();
+            let (thinking, refused) = (thinking.clone(), refused.clone());
             move |request| {
                 if thinking.load(Ordering::SeqCst)
                     && let Some(at) = missing_reasoning(request)
                 {
+                    refused.fetch_add(1, Ordering::SeqCst);
                     return Reply::error(
                         400,
                         format!(
@@ -297,6 +298,9 @@ async fn calls_stored_without_reasoning_are_sent_again_with_an_empty_one() {
         deliveries(&host.entries(&session).await),
         ["hi", "hi", "hi"]
     );
+    // refused once: from then on the provider sends the empty reasoning
+    // at once (it was refused and sent again at every step)
+    assert_eq!(refused.load(Ordering::SeqCst), 1);
     host.shutdown().await;
     server.shutdown().await;
 }

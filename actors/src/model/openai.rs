@@ -105,6 +105,8 @@ mod surrogates;
 mod wire;
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -192,6 +194,11 @@ pub struct OpenAiModel {
     client: reqwest::Client,
     /// Takes the credentials out of every text the model gives out.
     redactor: Redactor,
+    /// The server refused tool calls stored without their reasoning (a
+    /// thinking-mode server: DeepSeek, Kimi): from then on every request
+    /// sends an empty `reasoning_content` with them, rather than being
+    /// refused and sent again at each step (QA, 2026-12-05).
+    fills_reasoning: AtomicBool,
 }
 
 /// Without credentials: the URL's userinfo is hidden, the key redacted.
@@ -222,6 +229,7 @@ impl OpenAiModel {
             headers,
             client,
             redactor,
+            fills_reasoning: AtomicBool::new(false),
         })
     }
 
@@ -650,14 +658,22 @@ impl OpenAiModel {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let body = Bytes::from(encode::encode_request(
-            &self.options.model,
-            request,
-            self.options.stream,
-            self.options.stream_usage,
-            self.options.temperature,
-            self.options.max_tokens_field,
-        )?);
+        let encode = |request: &ModelRequest| {
+            encode::encode_request(
+                &self.options.model,
+                request,
+                self.options.stream,
+                self.options.stream_usage,
+                self.options.temperature,
+                self.options.max_tokens_field,
+            )
+            .map(Bytes::from)
+        };
+        let filled = self.fills_reasoning.load(Ordering::Relaxed);
+        let body = match filled.then(|| with_empty_reasoning(request)).flatten() {
+            Some(patched) => encode(&patched)?,
+            None => encode(request)?,
+        };
         debug!(
             model = %self.options.model,
             bot = %request.bot,
@@ -679,27 +695,23 @@ impl OpenAiModel {
             body: said,
             ..
         })) = &result
-            && let Some(patched) = with_empty_reasoning(request, said)
+            && !filled
+            && said.contains("reasoning_content")
+            && let Some(patched) = with_empty_reasoning(request)
         {
             // a thinking-mode server (DeepSeek, Kimi) refused tool calls
             // stored without their reasoning: written before it was kept
             // (an older botfleet), or by a model without reasoning the bot
-            // used before. Sent again once with an empty one, or every
-            // later request of the conversation failed alike (QA,
-            // 2026-12-05)
+            // used before. Sent again with an empty one, and so from now
+            // on, or every later request of the conversation failed alike
+            // (QA, 2026-12-05)
             warn!(
                 model = %self.options.model,
                 bot = %request.bot,
-                "the server wants reasoning_content with every earlier tool call: sending again with an empty one where none is stored"
+                "the server wants reasoning_content with every earlier tool call: sending it empty where none is stored, from now on"
             );
-            let body = Bytes::from(encode::encode_request(
-                &self.options.model,
-                &patched,
-                self.options.stream,
-                self.options.stream_usage,
-                self.options.temperature,
-                self.options.max_tokens_field,
-            )?);
+            self.fills_reasoning.store(true, Ordering::Relaxed);
+            let body = encode(&patched)?;
             result = tokio::time::timeout_at(
                 deadline,
                 self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
@@ -725,12 +737,8 @@ impl OpenAiModel {
 }
 
 /// `request` with an empty reasoning on every assistant message with tool
-/// calls that has none, when the server's 400 (`said`) asks for
-/// `reasoning_content` and there is such a message; else `None`.
-fn with_empty_reasoning(request: &ModelRequest, said: &str) -> Option<ModelRequest> {
-    if !said.contains("reasoning_content") {
-        return None;
-    }
+/// calls that has none, if there is such a message; else `None`.
+fn with_empty_reasoning(request: &ModelRequest) -> Option<ModelRequest> {
     let mut patched = request.clone();
     let mut changed = false;
     for message in &mut patched.messages {
