@@ -81,9 +81,16 @@ window.addEventListener("storage", (ev) => {
  * read as an instruction the page's user cannot follow (QA, 2026-12-05).
  */
 export function forPage(message) {
-  return String(message)
-    .replace(/list yours with GET \/v1\/bots or `botfleet bots`/g, "your bots are listed under Bots")
-    .replace(/Talk to a single bot directly instead \(POST \/v1\/bots\/\{bot\}\/messages\)/g, "Talk to a single bot in its own conversation instead");
+  return (
+    String(message)
+      .replace(/list (?:yours|your bots) with GET \/v1\/bots or `botfleet bots`/g, "your bots are listed under Bots")
+      .replace(/list (?:yours|your rooms) with GET \/v1\/groups or `botfleet group list`/g, "your rooms are listed under Rooms")
+      .replace(/list yours with `botfleet approvals` or GET \/v1\/approvals/g, "yours are listed under Approvals")
+      .replace(/Talk to a single bot directly instead/g, "Talk to a single bot in its own conversation instead")
+      .replace(/, or cancel its turn with POST \/v1\/bots\/<subagent>\/cancel/g, ", or Stop turn on its page")
+      // a route in brackets, said for a script: the page has its own way
+      .replace(/ \((?:GET|POST|PUT|DELETE) \/v1\/[^()]*\)/g, "")
+  );
 }
 
 /** An answer that was not a success; `message` is the host's own words,

@@ -421,5 +421,21 @@ async fn a_room_of_one_is_refused_in_the_pages_words() {
         )
         .await;
     assert!(!said.as_str().unwrap().contains("/v1/"), "{said}");
+    // an unknown bot or room is told of alike (QA, 2026-12-05: "list your
+    // bots with GET /v1/bots or `botfleet bots`")
+    for (hash, words) in [
+        ("#/bots/nosuch", "your bots are listed under Bots"),
+        ("#/rooms/nosuch", "your rooms are listed under Rooms"),
+    ] {
+        browser.go(&format!("{}/{hash}", host.url)).await;
+        browser.wait_text("#main", words).await;
+        let page = browser
+            .js(
+                "return document.getElementById('main').textContent",
+                json!([]),
+            )
+            .await;
+        assert!(!page.as_str().unwrap().contains("/v1/"), "{hash}: {page}");
+    }
     ui_page::finish(browser, host).await;
 }
