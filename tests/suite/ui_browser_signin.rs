@@ -11,10 +11,27 @@
 
 use serde_json::json;
 
+use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
+
+/// From now on the page's every request is refused as a host that no
+/// longer knows its token refuses it, the page's own reads first (it
+/// moves to the room list).
+async fn refuse_every_request(browser: &Browser) {
+    browser
+        .js(
+            "window.fetch = () => Promise.resolve(new Response(
+               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
+               {status: 401, headers: {'content-type': 'application/json'}}));
+             location.hash = '#/rooms';
+             return true;",
+            json!([]),
+        )
+        .await;
+}
 
 #[tokio::test]
 async fn a_link_opened_with_a_changed_token_opens_after_signing_in_again() {
@@ -88,16 +105,7 @@ async fn a_message_unconfirmed_when_the_token_is_refused_is_named_at_sign_in() {
         .wait_text(".outbox", "kept while the host was away")
         .await;
     // then every request is refused, the page's own reads first
-    browser
-        .js(
-            "window.fetch = () => Promise.resolve(new Response(
-               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
-               {status: 401, headers: {'content-type': 'application/json'}}));
-             location.hash = '#/rooms';
-             return true;",
-            json!([]),
-        )
-        .await;
+    refuse_every_request(&browser).await;
     browser
         .wait_text(".login [role=alert]", "may not have been sent")
         .await;
@@ -132,16 +140,7 @@ async fn a_draft_typed_when_the_token_is_refused_is_quoted_at_sign_in() {
     browser
         .type_in(".detail .composer textarea", "a draft to keep")
         .await;
-    browser
-        .js(
-            "window.fetch = () => Promise.resolve(new Response(
-               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
-               {status: 401, headers: {'content-type': 'application/json'}}));
-             location.hash = '#/rooms';
-             return true;",
-            json!([]),
-        )
-        .await;
+    refuse_every_request(&browser).await;
     browser
         .wait_text(".login [role=alert]", "“a draft to keep”")
         .await;
@@ -158,17 +157,8 @@ async fn a_draft_typed_when_the_token_is_refused_is_quoted_at_sign_in() {
                 && a.contains("Text you typed and did not send")),
         "{alert}"
     );
-    // a failed try at signing in leaves it there (it replaced it, and the
-    // text was gone for good)
-    browser
-        .js(
-            "window.fetch = () => Promise.resolve(new Response(
-               JSON.stringify({error: {code: 'unauthorized', message: 'unknown token'}}),
-               {status: 401, headers: {'content-type': 'application/json'}}));
-             return true;",
-            json!([]),
-        )
-        .await;
+    // a failed try at signing in (the host refuses every token still)
+    // leaves it there (it replaced it, and the text was gone for good)
     browser
         .type_in("#token", &format!("the-old-token{ENTER}"))
         .await;
