@@ -8,6 +8,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::RecordedRequest;
@@ -40,6 +41,15 @@ fn assistant_with_call(requests: &[RecordedRequest], request: usize, call: &str)
         .unwrap_or_else(|| panic!("no call {call} in request {request}"))
 }
 
+/// A host whose bot `r` (SendMessage) asks `server`, with no retries.
+async fn host(server: &OpenAiServer) -> TestHost {
+    TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await
+}
+
 /// A SendMessage call piece at index 0 with its own id.
 fn send_at_zero(id: &str, text: &str) -> Value {
     json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
@@ -66,11 +76,7 @@ async fn parallel_calls_sharing_index_zero_both_run() {
         ])
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
+    let host = host(&server).await;
     let (session, end) = host.end_turn("r", "I like jazz").await;
     assert_eq!(end["status"], "completed", "{end}");
     let entries = host.entries(&session).await;
@@ -123,11 +129,7 @@ async fn reasoning_goes_back_with_its_calls_in_every_later_request() {
         ])
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
+    let host = host(&server).await;
     let (session, end) = host.end_turn("r", "hi").await;
     assert_eq!(end["status"], "completed", "{end}");
     let (_, end) = host.end_turn("r", "how are you?").await;
@@ -197,11 +199,7 @@ async fn an_empty_reasoning_goes_back_empty() {
         ])
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
+    let host = host(&server).await;
     let (_, end) = host.end_turn("r", "hi").await;
     assert_eq!(end["status"], "completed", "{end}");
     let fleet = host.shutdown().await;
@@ -280,11 +278,7 @@ async fn calls_stored_without_reasoning_are_sent_again_with_an_empty_one() {
         })
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"])
-        .start()
-        .await;
+    let host = host(&server).await;
     // a model without reasoning: its calls are stored without any
     let (_, end) = host.end_turn("r", "hi").await;
     assert_eq!(end["status"], "completed", "{end}");
