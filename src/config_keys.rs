@@ -15,16 +15,51 @@ pub(super) fn parse_detail(text: &str, e: &toml::de::Error) -> String {
     let Some(span) = e.span() else {
         return report;
     };
-    let Some(key) = key_at(text, &span) else {
-        return report;
-    };
     let before = &text[..span.start.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    if e.message() == "duplicate key"
+        && let Some(twice) = duplicate(text, &span)
+    {
+        // the document does not parse, so no key is found in it; the
+        // report only pointed at it with a caret (QA, 2026-12-05)
+        return format!("{twice} (line {line}, column {column})");
+    }
+    let Some(key) = key_at(text, &span) else {
+        return report;
+    };
     format!(
         "key `{key}`: {} (line {line}, column {column})",
         e.message()
     )
+}
+
+/// What a `duplicate key` error at `span` of `text` is about, in words: a
+/// table header given twice (`[host]`), or a key set twice in a table.
+fn duplicate(text: &str, span: &Range<usize>) -> Option<String> {
+    let key = text.get(span.clone())?.trim();
+    if key.is_empty() {
+        return None;
+    }
+    let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[span.end..]
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i);
+    let line = text[start..end].trim();
+    if line.starts_with('[') && !line.starts_with("[[") {
+        let header = line
+            .split(']')
+            .next()
+            .unwrap_or(line)
+            .trim_start_matches('[')
+            .trim();
+        return Some(format!(
+            "key `{header}`: the table [{header}] is given twice; merge the two into one"
+        ));
+    }
+    Some(format!(
+        "key `{key}`: it is set twice in the same table; keep one"
+    ))
 }
 
 /// The dotted key (`bots[1].tools[0]`) of the deepest key or value of

@@ -627,3 +627,32 @@ fn an_override_replaces_the_key_before_the_check() {
     // without it, the file's value is held against it
     assert!(err(&bad).contains("host.listen"));
 }
+
+/// Regression (QA, 2026-12-05): a table or a key given twice was reported
+/// as toml's bare "duplicate key" under a caret, the one bad file whose
+/// error did not name its key in words.
+#[test]
+fn a_table_or_key_given_twice_is_named() {
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[host]\nlisten = \"127.0.0.1:9\"\n"
+    ));
+    assert!(
+        e.contains("key `host`: the table [host] is given twice; merge the two into one"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[providers.main]\nkind = \"scripted\"\n"
+    ));
+    assert!(
+        e.contains("the table [providers.main] is given twice"),
+        "{e}"
+    );
+    let e = err(&ISSUE_EXAMPLE.replace(
+        "listen = \"127.0.0.1:7878\"",
+        "listen = \"127.0.0.1:7878\"\nlisten = \"127.0.0.1:9\"",
+    ));
+    assert!(
+        e.contains("key `listen`: it is set twice in the same table; keep one"),
+        "{e}"
+    );
+}
