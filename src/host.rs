@@ -207,7 +207,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             .map(|p| p.display().to_string()),
         ..StoreOptions::new(data_dir.join(notes::STORE_FILE))
     })
-    .with_context(|| format!("cannot open the store in {}", data_dir.display()))?;
+    .map_err(|e| anyhow::anyhow!(store_open_error(&data_dir, &e)))?;
     if store.was_restored() {
         banner.push("WARNING: the database is older than this data directory (restored from a snapshot); idempotency keys from before now answer `unknown`".into());
     }
@@ -398,4 +398,29 @@ fn listen_error(addr: SocketAddr, e: &std::io::Error) -> anyhow::Error {
         _ => "",
     };
     anyhow::anyhow!("cannot listen on {addr}: {e}{hint}")
+}
+
+/// Why the store in `data_dir` did not open, for the start's error: the
+/// store's own words, less "(nothing was saved)", which is said of a
+/// refused request and read oddly of a start (QA, 2026-12-05).
+fn store_open_error(data_dir: &std::path::Path, e: &botfleet_memory::StoreError) -> String {
+    let said = e.to_string();
+    let said = said.strip_suffix(" (nothing was saved)").unwrap_or(&said);
+    format!("cannot open the store in {}: {said}", data_dir.display())
+}
+
+#[cfg(test)]
+mod store_open_tests {
+    use super::store_open_error;
+
+    #[test]
+    fn a_start_on_a_full_disk_says_what_to_do_and_nothing_of_saving() {
+        let e = botfleet_memory::StoreError::DiskFull {
+            detail: "database or disk is full".into(),
+        };
+        assert_eq!(
+            store_open_error(std::path::Path::new("/d"), &e),
+            "cannot open the store in /d: the disk holding the store is full (database or disk is full); free disk space in the host's data directory, then retry"
+        );
+    }
 }
