@@ -251,7 +251,9 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
             "unknown field",
         ),
         // an id in another case is pointed to the bot it means (QA: it
-        // was told to "add your own bots"), or said to be listed already
+        // was told to "add your own bots"), or said to be listed already:
+        // a member listed twice, 400 as the same id twice is (QA,
+        // 2026-12-05: it was 404)
         (
             json!({"name": "case", "members": ["B", "a"]}),
             404,
@@ -259,8 +261,8 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
         ),
         (
             json!({"name": "twice", "members": ["a", "A"]}),
-            404,
-            "no bot \"A\" you may add; it is a (\"a-name\"), listed already",
+            400,
+            "member \"A\"; it is a (\"a-name\"), listed already",
         ),
         (
             json!({"name": "BobsCase", "members": ["a", "BOBS"]}),

@@ -114,7 +114,11 @@ fn author_label(entry: &Entry, names: &[MemberName]) -> String {
     }
     match names.iter().find(|n| n.id == entry.author) {
         Some(n) => format!("{} (@{})", n.name, n.id),
-        None => format!("@{}", entry.author),
+        // a member since taken out of the room: `@a2:` at the start of a
+        // line read as a mention, and said nothing of why it had no name
+        // (QA, 2026-12-05); its name is not in the room's state, which
+        // keeps the input a function of it
+        None => format!("{} (former member)", entry.author),
     }
 }
 

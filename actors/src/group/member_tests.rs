@@ -143,6 +143,23 @@ fn view<'a>(
     }
 }
 
+/// A member taken out of the room is labelled so in later inputs (it was
+/// `@beta:`, which read as a mention).
+#[test]
+fn a_former_members_messages_say_so() {
+    let names = members(&["alpha", "gamma"]);
+    let t = TurnId::new_v7();
+    let messages = vec![
+        user(1, "first question"),
+        delivery(3, "beta", Some(t), "beta answers"),
+    ];
+    let (text, _) = render_input(&view(&names, &messages, 0, Cursor::default(), 1, 0, 0));
+    assert!(
+        text.contains("beta (former member): beta answers"),
+        "{text}"
+    );
+}
+
 #[test]
 fn input_shows_new_messages_of_others_up_to_the_run() {
     let names = members(&["alpha", "beta"]);

@@ -161,13 +161,13 @@ pub async fn create_room(
 /// (their own, or another user's marked `shareable`). `send` says the
 /// same for a bot (QA: `--members chatty,CHATTY` was told to "add your
 /// own bots"). With `listed` (the members before it) holding that bot,
-/// it is said to be listed twice.
+/// it is said to be listed twice, and the second value is true.
 async fn meant_member(
     rt: &Runtime,
     user: &UserId,
     given: &str,
     listed: &[BotId],
-) -> Result<String, GroupError> {
+) -> Result<(String, bool), GroupError> {
     let key = botfleet_memory::name_key(given);
     let meant = rt
         .store
@@ -178,16 +178,22 @@ async fn meant_member(
             b.id.as_str() != given && b.removed_at().is_none() && (b.owner == *user || shareable(b))
         });
     Ok(match meant {
-        Some(b) if listed.contains(&b.id) => format!(
-            "; it is {} ({:?}), listed already: list each bot once, by its id",
-            b.id, b.name
+        Some(b) if listed.contains(&b.id) => (
+            format!(
+                "; it is {} ({:?}), listed already: list each bot once, by its id",
+                b.id, b.name
+            ),
+            true,
         ),
-        Some(b) => format!(
-            "; did you mean {} ({:?})? Members are given by bot id, matched exactly; list \
-             yours with GET /v1/bots or `botfleet bots`",
-            b.id, b.name
+        Some(b) => (
+            format!(
+                "; did you mean {} ({:?})? Members are given by bot id, matched exactly; list \
+                 yours with GET /v1/bots or `botfleet bots`",
+                b.id, b.name
+            ),
+            false,
         ),
-        None => String::new(),
+        None => (String::new(), false),
     })
 }
 
@@ -224,7 +230,7 @@ pub(super) async fn check_members(
             Ok(id) => id,
             Err(e) => {
                 // a display name given for an id ("Chatty Cathy")
-                let hint = meant_member(rt, user, raw, &members).await?;
+                let (hint, _) = meant_member(rt, user, raw, &members).await?;
                 return Err(GroupError::Invalid(format!(
                     "member {}: {e}{hint}",
                     botfleet_memory::quote_short(raw)
@@ -274,7 +280,13 @@ pub(super) async fn check_members(
             Some(b) if b.owner == *user => {}
             Some(b) if shareable(&b) => shared = true,
             _ => {
-                let hint = meant_member(rt, user, raw, &members).await?;
+                let (hint, twice) = meant_member(rt, user, raw, &members).await?;
+                if twice {
+                    // a member listed twice, in another case or by its
+                    // name: a bad list (400), as the same id twice is,
+                    // not a bot that is not there (QA, 2026-12-05: 404)
+                    return Err(GroupError::Invalid(format!("member \"{raw}\"{hint}")));
+                }
                 if !hint.is_empty() {
                     return Err(GroupError::NotFound(format!(
                         "no bot \"{id}\" you may add{hint}"
