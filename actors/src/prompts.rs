@@ -126,6 +126,9 @@ prompts! {
     system => "system.md",
     /// The reminder injected when a reply is owed.
     delivery_reminder => "delivery_reminder.md",
+    /// Before the next input after a turn a person cancelled before it
+    /// answered: what it was asked was not done.
+    cancelled_before => "cancelled_before.md",
     /// The delivery reminder of a turn that asked other bots or
     /// subagents for what its answer needs.
     delivery_reminder_awaiting => "delivery_reminder_awaiting.md",

@@ -482,3 +482,126 @@ steps = [ { tool = "SendMessage", args = { text = "TEA: it calms" } } ]
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Regression (QA, 2026-12-05): a message whose turn the person cancelled
+/// before it answered was in the next turn's context as if still asked,
+/// run into the new message, and the bot did what they had stopped. The
+/// next input is now told it was not done and not to do it unless asked
+/// again, after a restart too; a retry of that turn is not told so.
+#[tokio::test]
+async fn a_cancelled_message_is_not_taken_as_still_asked() {
+    let (release, held) = tokio::sync::watch::channel(false);
+    let server = OpenAiServer::builder()
+        // the answer to "delete the old backups": held until cancelled
+        .reply(Reply::text("").hold_until(held))
+        .responder(|request| {
+            let last = request["messages"].as_array().unwrap().last().unwrap();
+            if last["role"] == "tool" {
+                Reply::text("")
+            } else {
+                Reply::tool_call("c", "SendMessage", r#"{"text":"noon"}"#)
+            }
+        })
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (_, sent) = host.send("r", "delete the old backups", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    server.wait_for_requests(1).await;
+    let (status, _) = host
+        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
+        .await;
+    assert_eq!(status, 200);
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let _ = release.send(true);
+    let (_, end) = turn(&host, "what time is it?").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let next = server.requests()[1].clone();
+    let last = next.messages().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let note = last.find("[runtime note] The person stopped your turn");
+    let asked = last.find("what time is it?");
+    assert!(
+        note.is_some() && asked.is_some() && note < asked,
+        "{}",
+        next.body
+    );
+    // the context rebuilt from the store says so alike
+    let fleet = host.shutdown().await;
+    let host = crate::support::fleet::restart(fleet).await;
+    let _ = turn(&host, "and the date?").await;
+    let rebuilt = server.requests().last().cloned().unwrap();
+    assert!(
+        rebuilt
+            .body
+            .to_string()
+            .contains("[runtime note] The person stopped your turn"),
+        "{}",
+        rebuilt.body
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// A retry of a cancelled turn asks its message again: its request does
+/// not tell the model the message was not to be done.
+#[tokio::test]
+async fn a_retried_cancelled_turn_is_asked_again() {
+    let (release, held) = tokio::sync::watch::channel(false);
+    let server = OpenAiServer::builder()
+        .reply(Reply::text("").hold_until(held))
+        .responder(|request| {
+            let last = request["messages"].as_array().unwrap().last().unwrap();
+            if last["role"] == "tool" {
+                Reply::text("")
+            } else {
+                Reply::tool_call("c", "SendMessage", r#"{"text":"done"}"#)
+            }
+        })
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (_, sent) = host.send("r", "delete the old backups", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    server.wait_for_requests(1).await;
+    let (status, _) = host
+        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
+        .await;
+    assert_eq!(status, 200);
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let _ = release.send(true);
+    let turn_id = end["turn"].as_str().unwrap();
+    let (status, body) = host
+        .post_raw(
+            &format!("/v1/turns/{turn_id}/retry"),
+            Some(TOKEN),
+            None,
+            "{}",
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d == "done")
+            .then_some(json!(true))
+    })
+    .await;
+    let retried = server.requests()[1].clone();
+    assert!(
+        !retried.body.to_string().contains("[runtime note]")
+            && retried.body.to_string().contains("delete the old backups"),
+        "{}",
+        retried.body
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

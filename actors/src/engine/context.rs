@@ -77,6 +77,9 @@ pub(crate) struct ContextBuilder {
     /// dropped when its turn ends, unless interrupted
     /// ([`ContextBuilder::drop_unanswered_reminder`]).
     trailing_reminder: Option<(i64, Option<TurnId>)>,
+    /// A turn ended cancelled before it answered: the next input is told
+    /// so first ([`ContextBuilder::push`], prompts/cancelled_before.md).
+    cancelled_before: bool,
 }
 
 impl ContextBuilder {
@@ -93,6 +96,7 @@ impl ContextBuilder {
             deferred: Vec::new(),
             agent_replies: Replies::default(),
             trailing_reminder: None,
+            cancelled_before: false,
         }
     }
 
@@ -189,6 +193,14 @@ impl ContextBuilder {
             EntryKind::UserMessage { .. }
             | EntryKind::AgentMessage { .. }
             | EntryKind::Event { .. } => {
+                if std::mem::take(&mut self.cancelled_before)
+                    && let Ok(note) = prompts().cancelled_before.render(&[])
+                {
+                    // the message a person cancelled the answer to was
+                    // in the next turn's context as if still asked, and
+                    // the bot did what they had stopped (QA, 2026-12-05)
+                    self.push_input(entry.seq, note);
+                }
                 // when it arrived
                 if let Some(note) = local_time::note(entry.created_at, self.agent_replies.timezone)
                 {
@@ -206,7 +218,12 @@ impl ContextBuilder {
             // approval cards are for people: the model learns of the
             // request from its tool result and of the decision from the
             // `approval` event that wakes it, so a card would say it twice
-            EntryKind::TurnEnd { status, .. } => {
+            EntryKind::TurnEnd {
+                status, deliveries, ..
+            } => {
+                // stopped before it answered (an interrupted turn's inputs
+                // go on in the next, and are answered there)
+                self.cancelled_before = *status == TurnStatus::Cancelled && *deliveries == 0;
                 if let Some((seq, turn)) = self.trailing_reminder
                     && turn == entry.turn
                 {
