@@ -605,3 +605,49 @@ async fn a_retried_cancelled_turn_is_asked_again() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// The scripted model neither matches nor echoes that note: it is the
+/// runtime's, not something anyone said.
+#[tokio::test]
+async fn the_scripted_model_does_not_echo_the_cancel_note() {
+    let host = TestFleet::new()
+        .script(
+            "s",
+            r#"
+[[rule]]
+match = "^slow"
+steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "too late" } } ]
+
+[[rule]]
+match = "^hi"
+steps = [ { tool = "SendMessage", args = { text = "said: {{inputs}}" } } ]
+"#,
+        )
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "slow job", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_get("/v1/bots", |v| {
+        let r = v["bots"].as_array()?.iter().find(|b| b["id"] == "r")?;
+        r["running_turn"].is_string().then_some(json!(true))
+    })
+    .await;
+    let (status, _) = host
+        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
+        .await;
+    assert_eq!(status, 200);
+    let end = host
+        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let (entries, end) = turn(&host, "hi there").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let said = deliveries(&entries);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("said: ") && !said[0].contains("[runtime note]"),
+        "{said:?}"
+    );
+    host.shutdown().await;
+}

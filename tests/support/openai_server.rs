@@ -132,26 +132,40 @@ pub fn user_texts(request: &Value) -> Vec<&str> {
 /// its input by a blank line.
 pub const TIME: &str = "[time: ";
 
-/// `text` without any of its time lines (each with the blank line after
-/// it): the inputs of a message that joins several, as they were said.
+/// How the runtime's note on a turn cancelled before it answered starts
+/// (`prompts/cancelled_before.md`), joined to the next input alike.
+pub const NOTE: &str = "[runtime note] ";
+
+/// `text` without any of its time lines and runtime notes (each with the
+/// blank line after it): the inputs of a message that joins several, as
+/// they were said.
 pub fn without_times(text: &str) -> String {
     text.split("\n\n")
         .filter(|p| !(p.starts_with(TIME) && p.ends_with(']') && !p.contains('\n')))
+        .filter(|p| !p.starts_with(NOTE))
         .collect::<Vec<_>>()
         .join("\n\n")
 }
 
-/// `text` without the time lines (and the blank line after each) at its
-/// start: what was said.
+/// `text` without the time lines and runtime notes (and the blank line
+/// after each) at its start: what was said.
 pub fn without_time(text: &str) -> &str {
     let mut text = text;
-    while let Some(rest) = text.strip_prefix(TIME) {
-        match rest.split_once("]\n\n") {
-            Some((_, said)) => text = said,
-            None => return "",
+    loop {
+        if let Some(rest) = text.strip_prefix(TIME) {
+            match rest.split_once("]\n\n") {
+                Some((_, said)) => text = said,
+                None => return "",
+            }
+        } else if text.starts_with(NOTE) {
+            match text.split_once("\n\n") {
+                Some((_, said)) => text = said,
+                None => return "",
+            }
+        } else {
+            return text;
         }
     }
-    text
 }
 
 /// The tool results since the newest user-side message of a request body:

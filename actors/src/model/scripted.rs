@@ -272,9 +272,10 @@ fn render_value(value: &Value, vars: &Vars<'_>) -> Value {
 }
 
 /// Whether `m` is a user-side message a step counts from: anything but a
-/// memory update, a compaction summary or an input's time note (the
-/// runtime's notes that memory changed, of what came before and of when
-/// an input arrived, not something anyone said: they are
+/// memory update, a compaction summary, an input's time note or the note
+/// on a cancelled turn (the runtime's notes that memory changed, of what
+/// came before, of when an input arrived and that an earlier message was
+/// not done, not something anyone said: they are
 /// neither matched nor echoed, and the steps after them are the turn's).
 /// A runtime reminder counts: it asks for a new answer.
 fn is_input(m: &ChatMessage) -> bool {
@@ -284,6 +285,7 @@ fn is_input(m: &ChatMessage) -> bool {
             !p.memory_update.rendered_in(content)
                 && !p.summary.rendered_in(content)
                 && !p.time_note.rendered_in(content)
+                && !p.cancelled_before.rendered_in(content)
         }
         ChatMessage::System { .. } | ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => {
             false
