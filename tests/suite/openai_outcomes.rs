@@ -483,23 +483,22 @@ steps = [ { tool = "SendMessage", args = { text = "TEA: it calms" } } ]
     server.shutdown().await;
 }
 
-/// Regression (QA, 2026-12-05): a message whose turn the person cancelled
-/// before it answered was in the next turn's context as if still asked,
-/// run into the new message, and the bot did what they had stopped. The
-/// next input is now told it was not done and not to do it unless asked
-/// again, after a restart too; a retry of that turn is not told so.
-#[tokio::test]
-async fn a_cancelled_message_is_not_taken_as_still_asked() {
+/// A host whose bot `r` answers every message with SendMessage `reply`,
+/// after a first message, "delete the old backups", whose turn a person
+/// cancelled while the model answered it: the server, the host, the
+/// session and that turn's end.
+async fn cancelled_first(reply: &str) -> (OpenAiServer, TestHost, String, Value) {
     let (release, held) = tokio::sync::watch::channel(false);
+    let args = json!({ "text": reply }).to_string();
     let server = OpenAiServer::builder()
         // the answer to "delete the old backups": held until cancelled
         .reply(Reply::text("").hold_until(held))
-        .responder(|request| {
+        .responder(move |request| {
             let last = request["messages"].as_array().unwrap().last().unwrap();
             if last["role"] == "tool" {
                 Reply::text("")
             } else {
-                Reply::tool_call("c", "SendMessage", r#"{"text":"noon"}"#)
+                Reply::tool_call("c", "SendMessage", args.clone())
             }
         })
         .start()
@@ -517,6 +516,17 @@ async fn a_cancelled_message_is_not_taken_as_still_asked() {
         .await;
     assert_eq!(end["status"], "cancelled", "{end}");
     let _ = release.send(true);
+    (server, host, session, end)
+}
+
+/// Regression (QA, 2026-12-05): a message whose turn the person cancelled
+/// before it answered was in the next turn's context as if still asked,
+/// run into the new message, and the bot did what they had stopped. The
+/// next input is now told it was not done and not to do it unless asked
+/// again, after a restart too; a retry of that turn is not told so.
+#[tokio::test]
+async fn a_cancelled_message_is_not_taken_as_still_asked() {
+    let (server, host, _, _) = cancelled_first("noon").await;
     let (_, end) = turn(&host, "what time is it?").await;
     assert_eq!(end["status"], "completed", "{end}");
     let next = server.requests()[1].clone();
@@ -552,32 +562,7 @@ async fn a_cancelled_message_is_not_taken_as_still_asked() {
 /// not tell the model the message was not to be done.
 #[tokio::test]
 async fn a_retried_cancelled_turn_is_asked_again() {
-    let (release, held) = tokio::sync::watch::channel(false);
-    let server = OpenAiServer::builder()
-        .reply(Reply::text("").hold_until(held))
-        .responder(|request| {
-            let last = request["messages"].as_array().unwrap().last().unwrap();
-            if last["role"] == "tool" {
-                Reply::text("")
-            } else {
-                Reply::tool_call("c", "SendMessage", r#"{"text":"done"}"#)
-            }
-        })
-        .start()
-        .await;
-    let host = host(&server, true).await;
-    let (_, sent) = host.send("r", "delete the old backups", None).await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    server.wait_for_requests(1).await;
-    let (status, _) = host
-        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
-        .await;
-    assert_eq!(status, 200);
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    assert_eq!(end["status"], "cancelled", "{end}");
-    let _ = release.send(true);
+    let (server, host, session, end) = cancelled_first("done").await;
     let turn_id = end["turn"].as_str().unwrap();
     let (status, body) = host
         .post_raw(
