@@ -316,76 +316,67 @@ impl Runtime {
     /// event that tells the bot). Returns their results and the outcome.
     pub async fn admit_after(
         &self,
-        mut before: Vec<Mutation>,
+        before: Vec<Mutation>,
         req: AdmitRequest,
     ) -> Result<(Vec<MutationResult>, AdmitOutcome)> {
-        let router = self.router()?;
-        let priority = req.priority;
-        let entry = req.entry.clone();
-        before.push(Mutation::Admit(Box::new(req)));
-        let (tx, rx) = oneshot::channel();
-        self.store.write_then(
-            before,
-            Box::new(move |result| {
-                let outcome = result.and_then(|mut v| match v.pop() {
-                    Some(MutationResult::Admitted(o)) => Ok((v, o)),
-                    other => Err(StoreError::Rejected(format!(
-                        "unexpected admission result {other:?}"
-                    ))),
-                });
-                if let Ok((_, AdmitOutcome::Accepted(rec))) = &outcome {
-                    route(&router, rec, priority, entry);
-                }
-                let _ = tx.send(outcome);
-            }),
-        )?;
-        Ok(rx
-            .await
-            .map_err(|_| ActorError::ActorGone("store writer"))??)
+        self.admit_after_within(before, req, None)
+            .await?
+            .ok_or_else(|| {
+                StoreError::Rejected("an admission with no limit was refused".into()).into()
+            })
     }
 
-    /// [`Runtime::admit_after`], all of it written only while `bound` has
-    /// room, checked by the writer in the transaction that would write it
-    /// (two decisions at once cannot both pass a limit a read let through
-    /// each: QA, 2026-12-05): `None`, and nothing written, when it has
-    /// none.
-    pub async fn admit_after_bounded(
+    /// [`Runtime::admit_after`], all of it written only while `bound` (if
+    /// any) has room, checked by the writer in the transaction that would
+    /// write it (two decisions at once cannot both pass a limit a read let
+    /// through each: QA, 2026-12-05): `None`, and nothing written, when
+    /// it has none.
+    pub async fn admit_after_within(
         &self,
         mut before: Vec<Mutation>,
         req: AdmitRequest,
-        bound: WriteLimit,
+        bound: Option<WriteLimit>,
     ) -> Result<Option<(Vec<MutationResult>, AdmitOutcome)>> {
         let router = self.router()?;
         let priority = req.priority;
         let entry = req.entry.clone();
         before.push(Mutation::Admit(Box::new(req)));
-        let batch = vec![Mutation::Limited(Box::new(Limited {
-            limits: vec![Limit {
-                bound,
-                refused: Vec::new(),
-            }],
-            within: before,
-        }))];
+        let bounded = bound.is_some();
+        let batch = match bound {
+            Some(bound) => vec![Mutation::Limited(Box::new(Limited {
+                limits: vec![Limit {
+                    bound,
+                    refused: Vec::new(),
+                }],
+                within: before,
+            }))],
+            None => before,
+        };
         let (tx, rx) = oneshot::channel();
         self.store.write_then(
             batch,
             Box::new(move |result| {
-                let outcome = result.and_then(|mut v| match v.pop() {
-                    Some(MutationResult::Limited {
-                        refused: Some(_), ..
-                    }) => Ok(None),
-                    Some(MutationResult::Limited {
-                        refused: None,
-                        mut results,
-                    }) => match results.pop() {
-                        Some(MutationResult::Admitted(o)) => Ok(Some((results, o))),
+                let outcome = result.and_then(|mut v| {
+                    // a bounded batch answers one `Limited` holding the rest
+                    if bounded {
+                        match v.pop() {
+                            Some(MutationResult::Limited {
+                                refused: Some(_), ..
+                            }) => return Ok(None),
+                            Some(MutationResult::Limited { results, .. }) => v = results,
+                            other => {
+                                return Err(StoreError::Rejected(format!(
+                                    "unexpected bounded admission result {other:?}"
+                                )));
+                            }
+                        }
+                    }
+                    match v.pop() {
+                        Some(MutationResult::Admitted(o)) => Ok(Some((v, o))),
                         other => Err(StoreError::Rejected(format!(
                             "unexpected admission result {other:?}"
                         ))),
-                    },
-                    other => Err(StoreError::Rejected(format!(
-                        "unexpected bounded admission result {other:?}"
-                    ))),
+                    }
                 });
                 if let Ok(Some((_, AdmitOutcome::Accepted(rec)))) = &outcome {
                     route(&router, rec, priority, entry);

@@ -258,22 +258,28 @@ pub async fn decide(
         decision,
         by: user.clone(),
     }];
-    let rerun = rerun_finished_subagent(rt, &record, bot.as_ref(), session.key.kind).await?;
-    let written = match rerun {
-        None => rt.admit_after(before, event).await.map(Some),
-        Some(rerun) => {
-            before.push(rerun.status);
-            rt.admit_after_bounded(before, event, rerun.bound).await
+    // a finished subagent the decision runs again: counted against its
+    // parent's limit by the writer, as the decision commits
+    let rerun = finished_subagent(rt, &record, bot.as_ref(), session.key.kind).await?;
+    let bound = rerun.as_ref().map(|(parent, max)| {
+        before.push(Mutation::SetSubagentStatus {
+            id: record.bot.clone(),
+            status: SubagentStatus::Running,
+            result: None,
+        });
+        WriteLimit::RunningSubagents {
+            parent: parent.clone(),
+            subagent: record.bot.clone(),
+            max: *max,
         }
-    };
-    let (results, outcome) = match written {
+    });
+    let (results, outcome) = match rt.admit_after_within(before, event, bound).await {
         Ok(Some(r)) => r,
         Ok(None) => {
-            // the parent's last place was taken since the read (another
-            // decision, a Task, a retry): refused as the read would have
-            let (parent, max) = match rerun_limit(rt, bot.as_ref()) {
-                Some(limit) => limit,
-                None => return Err(ApprovalError::NotFound(id)),
+            // its parent has as many running as it may (only a bounded
+            // decision is refused so)
+            let Some((parent, max)) = rerun else {
+                return Err(ApprovalError::NotFound(id));
             };
             let running = rt.store.running_subagents_of(&parent).await?.len();
             return Err(ApprovalError::SubagentLimit {
@@ -312,71 +318,37 @@ pub async fn decide(
     }
 }
 
-/// The decision on an approval a subagent asked in its task and then
-/// finished without (its Shell call was refused "pending", it reported
-/// what it had): the event runs it again, so it is `running` again, as a
-/// retry or a MessageSubagent makes it, and counts against its parent's
-/// `runtime.max_subagents`. (QA, 2026-12-05: it ran while CheckSubagent,
-/// the bot list and its session said `done`, and a parent at the limit
-/// had one more running.) Refused when the parent has that many running.
-async fn rerun_finished_subagent(
+/// The parent and its `runtime.max_subagents` of the subagent that asked
+/// `record` in its task and has finished it since (its Shell call was
+/// refused "pending", it reported what it had), if so: the decision's
+/// event runs it again, so it is `running` again, as a retry or a
+/// MessageSubagent makes it, and counts against that limit. (QA,
+/// 2026-12-05: it ran while CheckSubagent, the bot list and its session
+/// said `done`, and a parent at the limit had one more running.)
+async fn finished_subagent(
     rt: &Runtime,
     record: &ApprovalRecord,
     bot: Option<&BotRecord>,
     kind: SessionKind,
-) -> Result<Option<Rerun>, ApprovalError> {
+) -> Result<Option<(BotId, usize)>, ApprovalError> {
     if kind != SessionKind::Subagent {
         // a person's DM with the subagent: no task runs there
         return Ok(None);
     }
-    let Some((parent, max)) = rerun_limit(rt, bot) else {
+    let Some(parent) = bot
+        .and_then(|b| b.origin.strip_prefix("subagent:"))
+        .and_then(|p| BotId::new(p).ok())
+    else {
         return Ok(None);
     };
     let Some(sub) = rt.store.subagent_of(&parent, record.bot.as_str()).await? else {
         return Ok(None);
     };
-    if !matches!(sub.status, SubagentStatus::Done | SubagentStatus::Failed) {
-        // running: counted already; stopped: its approvals are expired
-        return Ok(None);
-    }
-    let running = rt.store.running_subagents_of(&parent).await?.len();
-    if running >= max {
-        return Err(ApprovalError::SubagentLimit {
-            id: record.id,
-            subagent: record.bot.clone(),
-            parent,
-            running,
-            max,
-        });
-    }
-    // checked again by the writer as the decision commits: two decisions
-    // at once both passed this read (QA, 2026-12-05)
-    Ok(Some(Rerun {
-        status: Mutation::SetSubagentStatus {
-            id: record.bot.clone(),
-            status: SubagentStatus::Running,
-            result: None,
-        },
-        bound: WriteLimit::RunningSubagents {
-            parent,
-            subagent: record.bot.clone(),
-            max,
-        },
-    }))
-}
-
-/// A finished subagent run again by a decision: its status back to
-/// `running`, written only while its parent's limit has room.
-struct Rerun {
-    status: Mutation,
-    bound: WriteLimit,
-}
-
-/// The parent of `bot` and its `runtime.max_subagents`, if `bot` (the
-/// bot that asked an approval) is a subagent.
-fn rerun_limit(rt: &Runtime, bot: Option<&BotRecord>) -> Option<(BotId, usize)> {
-    let parent = bot.and_then(|b| b.origin.strip_prefix("subagent:"))?;
-    Some((BotId::new(parent).ok()?, rt.settings.max_subagents))
+    // running: counted already; stopped: its approvals are expired
+    Ok(
+        matches!(sub.status, SubagentStatus::Done | SubagentStatus::Failed)
+            .then(|| (parent, rt.settings.max_subagents)),
+    )
 }
 
 /// Why an approval's action cannot run as things stand, for the person
