@@ -658,22 +658,18 @@ impl OpenAiModel {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let encode = |request: &ModelRequest| {
-            encode::encode_request(
-                &self.options.model,
-                request,
-                self.options.stream,
-                self.options.stream_usage,
-                self.options.temperature,
-                self.options.max_tokens_field,
-            )
-            .map(Bytes::from)
+        let encode = |fill_reasoning| {
+            let fields = encode::Fields {
+                stream: self.options.stream,
+                stream_usage: self.options.stream_usage,
+                temperature: self.options.temperature,
+                max_tokens_field: self.options.max_tokens_field,
+                fill_reasoning,
+            };
+            encode::encode_request(&self.options.model, request, &fields).map(Bytes::from)
         };
         let filled = self.fills_reasoning.load(Ordering::Relaxed);
-        let body = match filled.then(|| with_empty_reasoning(request)).flatten() {
-            Some(patched) => encode(&patched)?,
-            None => encode(request)?,
-        };
+        let body = encode(filled)?;
         debug!(
             model = %self.options.model,
             bot = %request.bot,
@@ -697,7 +693,7 @@ impl OpenAiModel {
         })) = &result
             && !filled
             && said.contains("reasoning_content")
-            && let Some(patched) = with_empty_reasoning(request)
+            && lacks_reasoning(request)
         {
             // a thinking-mode server (DeepSeek, Kimi) refused tool calls
             // stored without their reasoning: written before it was kept
@@ -711,7 +707,7 @@ impl OpenAiModel {
                 "the server wants reasoning_content with every earlier tool call: sending it empty where none is stored, from now on"
             );
             self.fills_reasoning.store(true, Ordering::Relaxed);
-            let body = encode(&patched)?;
+            let body = encode(true)?;
             result = tokio::time::timeout_at(
                 deadline,
                 self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
@@ -736,24 +732,12 @@ impl OpenAiModel {
     }
 }
 
-/// `request` with an empty reasoning on every assistant message with tool
-/// calls that has none, if there is such a message; else `None`.
-fn with_empty_reasoning(request: &ModelRequest) -> Option<ModelRequest> {
-    let mut patched = request.clone();
-    let mut changed = false;
-    for message in &mut patched.messages {
-        if let ChatMessage::Assistant {
-            tool_calls,
-            reasoning: reasoning @ None,
-            ..
-        } = message
-            && !tool_calls.is_empty()
-        {
-            *reasoning = Some(String::new());
-            changed = true;
-        }
-    }
-    changed.then_some(patched)
+/// Whether `request` has tool calls stored without reasoning, which an
+/// encoding with `fill_reasoning` sends with an empty one.
+fn lacks_reasoning(request: &ModelRequest) -> bool {
+    request.messages.iter().any(|m| {
+        matches!(m, ChatMessage::Assistant { tool_calls, reasoning: None, .. } if !tool_calls.is_empty())
+    })
 }
 
 /// The failure of a stream event `data` that is not a completion chunk:

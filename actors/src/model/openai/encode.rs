@@ -53,7 +53,19 @@ impl MaxTokensField {
     }
 }
 
-/// Encodes the request body, its token limit under `max_tokens_field`.
+/// How a request is encoded besides its model and messages.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fields {
+    pub stream: bool,
+    pub stream_usage: bool,
+    pub temperature: Option<f32>,
+    pub max_tokens_field: MaxTokensField,
+    /// Send an empty `reasoning_content` with tool calls stored without
+    /// reasoning: a thinking-mode server refused them without it.
+    pub fill_reasoning: bool,
+}
+
+/// Encodes the request body, with `fields`: its token limit under `max_tokens_field`.
 /// A streamed request asks for the usage chunk (`stream_options`) when
 /// `stream_usage` says so (some servers and proxies refuse the field).
 /// Field order is fixed, so two requests whose conversations share a
@@ -61,18 +73,26 @@ impl MaxTokensField {
 pub(super) fn encode_request(
     model: &str,
     request: &ModelRequest,
-    stream: bool,
-    stream_usage: bool,
-    temperature: Option<f32>,
-    max_tokens_field: MaxTokensField,
+    fields: &Fields,
 ) -> Result<Vec<u8>, ModelError> {
+    let Fields {
+        stream,
+        stream_usage,
+        temperature,
+        max_tokens_field,
+        fill_reasoning,
+    } = *fields;
     let (max_tokens, max_completion_tokens) = match max_tokens_field {
         MaxTokensField::MaxTokens => (request.max_tokens, None),
         MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
     };
     let body = WireRequest {
         model,
-        messages: request.messages.iter().map(WireMessage::from).collect(),
+        messages: request
+            .messages
+            .iter()
+            .map(|m| WireMessage::of(m, fill_reasoning))
+            .collect(),
         tools: request
             .tools
             .iter()
@@ -145,8 +165,10 @@ enum WireMessage<'a> {
     },
 }
 
-impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
-    fn from(message: &'a ChatMessage) -> Self {
+impl<'a> WireMessage<'a> {
+    /// `message` on the wire; with `fill_reasoning`, tool calls stored
+    /// without reasoning go with an empty one.
+    fn of(message: &'a ChatMessage, fill_reasoning: bool) -> Self {
         match message {
             ChatMessage::System { content } => WireMessage::System { content },
             ChatMessage::User { content } => WireMessage::User { content },
@@ -167,7 +189,9 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                         },
                     })
                     .collect(),
-                reasoning_content: reasoning.as_deref(),
+                reasoning_content: reasoning
+                    .as_deref()
+                    .or((fill_reasoning && !tool_calls.is_empty()).then_some("")),
             },
             ChatMessage::Tool {
                 tool_call_id,

@@ -7,6 +7,7 @@ use super::super::super::ModelRequest;
 use super::super::super::Purpose;
 use super::super::super::ToolCall;
 use super::super::super::ToolSpec;
+use super::Fields;
 use super::MaxTokensField;
 use super::encode_request;
 
@@ -49,16 +50,29 @@ fn request() -> ModelRequest {
     }
 }
 
+/// The encoding's fields, no reasoning filled.
+fn fields(
+    stream: bool,
+    stream_usage: bool,
+    temperature: Option<f32>,
+    max_tokens_field: MaxTokensField,
+) -> Fields {
+    Fields {
+        stream,
+        stream_usage,
+        temperature,
+        max_tokens_field,
+        fill_reasoning: false,
+    }
+}
+
 #[test]
 fn encodes_the_chat_completions_shape() {
     let body: Value = serde_json::from_slice(
         &encode_request(
             "m",
             &request(),
-            true,
-            true,
-            Some(0.5),
-            MaxTokensField::MaxTokens,
+            &fields(true, true, Some(0.5), MaxTokensField::MaxTokens),
         )
         .unwrap(),
     )
@@ -98,7 +112,12 @@ fn a_stream_without_usage_sends_no_stream_options() {
         ..ModelRequest::default()
     };
     let body = String::from_utf8(
-        encode_request("m", &request, true, false, None, MaxTokensField::MaxTokens).unwrap(),
+        encode_request(
+            "m",
+            &request,
+            &fields(true, false, None, MaxTokensField::MaxTokens),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -116,7 +135,12 @@ fn omits_empty_tools_and_unset_options() {
         ..ModelRequest::default()
     };
     let body = String::from_utf8(
-        encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
+        encode_request(
+            "m",
+            &request,
+            &fields(false, true, None, MaxTokensField::MaxTokens),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -137,7 +161,12 @@ fn sent_back(calls: Vec<ToolCall>, field: &str) -> Vec<String> {
         ..ModelRequest::default()
     };
     let body: Value = serde_json::from_slice(
-        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
+        &encode_request(
+            "m",
+            &request,
+            &fields(false, true, None, MaxTokensField::MaxTokens),
+        )
+        .unwrap(),
     )
     .unwrap();
     body["messages"][0]["tool_calls"]
@@ -240,7 +269,12 @@ fn tool_call_ids_no_server_should_be_sent_go_back_hashed_alike() {
         ..ModelRequest::default()
     };
     let body: Value = serde_json::from_slice(
-        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
+        &encode_request(
+            "m",
+            &request,
+            &fields(false, true, None, MaxTokensField::MaxTokens),
+        )
+        .unwrap(),
     )
     .unwrap();
     let sent: Vec<&str> = body["messages"][0]["tool_calls"]
@@ -302,9 +336,32 @@ fn reasoning_goes_back_as_reasoning_content() {
         ..ModelRequest::default()
     };
     let body: Value = serde_json::from_slice(
-        &encode_request("m", &request, false, true, None, MaxTokensField::MaxTokens).unwrap(),
+        &encode_request(
+            "m",
+            &request,
+            &fields(false, true, None, MaxTokensField::MaxTokens),
+        )
+        .unwrap(),
     )
     .unwrap();
+    assert_eq!(
+        body["messages"][0]["reasoning_content"],
+        "I should read it."
+    );
+    assert!(body["messages"][1].get("reasoning_content").is_none());
+    assert_eq!(body["messages"][2]["reasoning_content"], "");
+    // filled (a thinking-mode server refused calls without it): calls
+    // stored with none go with an empty one; text alone still goes without
+    let mut request = request;
+    if let ChatMessage::Assistant { reasoning, .. } = &mut request.messages[2] {
+        *reasoning = None;
+    }
+    let filled = Fields {
+        fill_reasoning: true,
+        ..fields(false, true, None, MaxTokensField::MaxTokens)
+    };
+    let body: Value =
+        serde_json::from_slice(&encode_request("m", &request, &filled).unwrap()).unwrap();
     assert_eq!(
         body["messages"][0]["reasoning_content"],
         "I should read it."
@@ -334,7 +391,7 @@ fn the_token_limit_goes_under_the_chosen_field() {
         ),
     ] {
         let body: Value = serde_json::from_slice(
-            &encode_request("m", &request, false, true, None, field).unwrap(),
+            &encode_request("m", &request, &fields(false, true, None, field)).unwrap(),
         )
         .unwrap();
         assert_eq!(body[name], 700, "{name}");
