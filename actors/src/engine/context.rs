@@ -215,9 +215,6 @@ impl ContextBuilder {
                     self.trailing_reminder = Some((entry.seq, entry.turn));
                 }
             }
-            // approval cards are for people: the model learns of the
-            // request from its tool result and of the decision from the
-            // `approval` event that wakes it, so a card would say it twice
             EntryKind::TurnEnd {
                 status, deliveries, ..
             } => {
@@ -237,6 +234,9 @@ impl ContextBuilder {
                     }
                 }
             }
+            // approval cards are for people: the model learns of the
+            // request from its tool result and of the decision from the
+            // `approval` event that wakes it, so a card would say it twice
             EntryKind::Delivery { .. }
             | EntryKind::Reaction { .. }
             | EntryKind::Notice { .. }

@@ -128,12 +128,11 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
             };
         }
     };
-    // a hold for the last turn's own entries ends as this one begins, and
-    // one for this turn's as it ends
-    runner.tail.end_turn_hold();
     let result = runner.run().await;
     // its usage is stored with its end by now (or never): counted there
     drop(running);
+    // a hold for this run's own entries ends with it (every run passes
+    // here, a background compaction's too, so the next begins with none)
     runner.tail.end_turn_hold();
     let compaction_due = result.is_ok()
         && !was_compact

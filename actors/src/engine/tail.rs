@@ -285,9 +285,10 @@ impl SessionTail {
         self.hold_for_turn = true;
     }
 
-    /// A turn ended or begins: a hold that was for one turn goes, and the
-    /// checks (after the turn, the background compaction; before its
-    /// steps, the token mark) see the last turn's entries as any others.
+    /// A run (a turn, a background compaction) ended: a hold that was for
+    /// it goes, and the checks (after the turn, the background
+    /// compaction; before the next turn's steps, the token mark) see its
+    /// entries as any others.
     pub(crate) fn end_turn_hold(&mut self) {
         if std::mem::take(&mut self.hold_for_turn) {
             self.compact_retry_at = 0;
