@@ -268,19 +268,15 @@ fn expand_nickname(cron: &str) -> Result<&str, RoutineError> {
 /// fields, which were right. (Quartz reads it as Saturday; `5L` is the
 /// month's last Friday, `L` in day-of-month its last day.)
 fn refuse_bare_last_weekday(cron: &str, pattern: &str) -> Result<(), RoutineError> {
-    let fields: Vec<&str> = pattern.split_whitespace().collect();
-    let Some(weekday) = fields.last().filter(|_| matches!(fields.len(), 5 | 6)) else {
-        return Ok(());
-    };
     // only the whole field: in a list (`1,L`) croner reads the other days,
-    // and such a routine may be stored
-    if weekday.eq_ignore_ascii_case("L") {
+    // and such a routine may be stored (a new one is refused,
+    // `refuse_last_weekday_in_list`)
+    if weekday_field(pattern).is_some_and(|w| w.eq_ignore_ascii_case("L")) {
         return Err(RoutineError::Cron {
             cron: cron.to_owned(),
-            detail: "an `L` alone in the day-of-week field names no weekday: write `5L` for \
-                     the month's last Friday (`0L` its last Sunday), `SAT` for Saturdays, or \
-                     `L` in the day-of-month field for the month's last day"
-                .into(),
+            detail: format!(
+                "an `L` alone in the day-of-week field names no weekday: {LAST_WEEKDAY_ADVICE}"
+            ),
         });
     }
     Ok(())
@@ -292,11 +288,7 @@ fn refuse_bare_last_weekday(cron: &str, pattern: &str) -> Result<(), RoutineErro
 /// (fleet.toml, the API): one stored before still loads and fires as it
 /// did.
 fn refuse_last_weekday_in_list(cron: &str) -> Result<(), RoutineError> {
-    let Ok(pattern) = expand_nickname(cron) else {
-        return Ok(());
-    };
-    let fields: Vec<&str> = pattern.split_whitespace().collect();
-    let Some(weekday) = fields.last().filter(|_| matches!(fields.len(), 5 | 6)) else {
+    let Some(weekday) = expand_nickname(cron).ok().and_then(weekday_field) else {
         return Ok(());
     };
     let items: Vec<&str> = weekday.split(',').collect();
@@ -305,13 +297,25 @@ fn refuse_last_weekday_in_list(cron: &str) -> Result<(), RoutineError> {
             cron: cron.to_owned(),
             detail: format!(
                 "the `L` in the day-of-week list `{weekday}` names no weekday (the other days \
-                 would be read and the `L` dropped): write `5L` for the month's last Friday \
-                 (`0L` its last Sunday), `SAT` for Saturdays, or `L` in the day-of-month field \
-                 for the month's last day"
+                 would be read and the `L` dropped): {LAST_WEEKDAY_ADVICE}"
             ),
         });
     }
     Ok(())
+}
+
+/// What to write for an `L` that names no weekday.
+const LAST_WEEKDAY_ADVICE: &str = "write `5L` for the month's last Friday (`0L` its last \
+                                   Sunday), `SAT` for Saturdays, or `L` in the day-of-month \
+                                   field for the month's last day";
+
+/// The day-of-week field of a cron `pattern` of 5 or 6 fields.
+fn weekday_field(pattern: &str) -> Option<&str> {
+    let fields: Vec<&str> = pattern.split_whitespace().collect();
+    fields
+        .last()
+        .filter(|_| matches!(fields.len(), 5 | 6))
+        .copied()
 }
 
 impl Schedule {
