@@ -84,18 +84,17 @@ pub(super) async fn transcript(
         // merged, the person's DM with the subagent numbers its entries
         // apart from the task's: its lines say so, as `#4 (direct)` (QA,
         // 2026-12-05: two `#4`, one a reply to the person, one progress)
-        let direct = merged && !as_json && e["session"].as_str() == Some(id);
-        for (i, line) in lines(e, all, as_json).into_iter().enumerate() {
-            match e["seq"].as_i64() {
-                Some(seq) if direct && i == 0 => {
-                    let mark = format!("#{seq} ");
-                    match line.strip_prefix(&mark) {
-                        Some(rest) => outln!("#{seq} (direct) {rest}"),
-                        None => outln!("{line}"),
-                    }
-                }
-                _ => outln!("{line}"),
-            }
+        let mut printed = lines(e, all, as_json);
+        if merged
+            && !as_json
+            && e["session"].as_str() == Some(id)
+            && let (Some(first), Some(seq)) = (printed.first_mut(), e["seq"].as_i64())
+            && let Some(rest) = first.strip_prefix(&format!("#{seq} "))
+        {
+            *first = format!("#{seq} (direct) {rest}");
+        }
+        for line in printed {
+            outln!("{line}");
         }
     }
     if last_seq == 0 && task.is_none() && !as_json {
