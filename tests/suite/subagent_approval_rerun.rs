@@ -69,15 +69,37 @@ async fn subagent(host: &TestHost, description: &str, status: &str) -> Value {
     .await
 }
 
-#[tokio::test]
-async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
-    let host = TestFleet::new()
+/// A host whose bot `p` (on [`SCRIPT`], Task and Shell, Shell asking for
+/// approval) may run one subagent at a time.
+async fn host() -> TestHost {
+    TestFleet::new()
         .script("s", SCRIPT)
         .bot("p", "s", &["SendMessage", "Task", "Shell"])
         .runtime("debounce_ms = 0\nextract_memory = false\nmax_subagents = 1")
         .tables("[review]\nshell = \"enforce\"\n")
         .start()
+        .await
+}
+
+/// How many subagents of `p` have `status`, once `enough` says so.
+async fn with_status(host: &TestHost, status: &str, enough: impl Fn(u64) -> bool) -> u64 {
+    let status = status.to_owned();
+    let n = host
+        .wait_get("/v1/bots?subagents=all", move |v| {
+            let n = v["bots"]
+                .as_array()?
+                .iter()
+                .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == status.as_str())
+                .count() as u64;
+            enough(n).then_some(json!(n))
+        })
         .await;
+    n.as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
+    let host = host().await;
     let (_, end) = host.end_turn("p", "delegate risky").await;
     assert_eq!(end["status"], "completed", "{end}");
     let pending = host
@@ -130,26 +152,12 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
 /// running (QA, 2026-12-05).
 #[tokio::test]
 async fn two_decisions_at_once_do_not_pass_the_limit() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("p", "s", &["SendMessage", "Task", "Shell"])
-        .runtime("debounce_ms = 0\nextract_memory = false\nmax_subagents = 1")
-        .tables("[review]\nshell = \"enforce\"\n")
-        .start()
-        .await;
+    let host = host().await;
     for n in 1..=2 {
         let (_, end) = host.end_turn("p", "delegate risky").await;
         assert_eq!(end["status"], "completed", "{end}");
         // finished before the next Task, which its one place would refuse
-        host.wait_get("/v1/bots?subagents=all", move |v| {
-            let done = v["bots"]
-                .as_array()?
-                .iter()
-                .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == "done")
-                .count();
-            (done == n).then_some(json!(done))
-        })
-        .await;
+        with_status(&host, "done", move |done| done == n).await;
     }
     let pending = host
         .wait_get("/v1/approvals?status=pending", |v| {
@@ -172,16 +180,7 @@ async fn two_decisions_at_once_do_not_pass_the_limit() {
     let mut statuses = [a, b];
     statuses.sort_unstable();
     assert_eq!(statuses, [200, 409], "{va} {vb}");
-    let running = host
-        .wait_get("/v1/bots?subagents=all", |v| {
-            let running = v["bots"]
-                .as_array()?
-                .iter()
-                .filter(|b| b["origin"] == "subagent:p" && b["subagent_status"] == "running")
-                .count();
-            (running >= 1).then_some(json!(running))
-        })
-        .await;
-    assert_eq!(running, json!(1));
+    let running = with_status(&host, "running", |running| running >= 1).await;
+    assert_eq!(running, 1);
     host.shutdown().await;
 }
