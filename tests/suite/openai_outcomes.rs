@@ -384,7 +384,6 @@ async fn a_reminder_of_a_cancelled_turn_does_not_run_into_the_next_message() {
         .await;
     let host = host(&server, true).await;
     let (_, sent) = host.send("r", "first", None).await;
-    let session = sent["session"].as_str().unwrap().to_owned();
     // the reminder's request has come (its answer is held)
     server.wait_for_requests(2).await;
     assert!(
@@ -393,18 +392,7 @@ async fn a_reminder_of_a_cancelled_turn_does_not_run_into_the_next_message() {
             .to_string()
             .contains("[runtime reminder]")
     );
-    let (status, cancelled) = host
-        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
-        .await;
-    assert_eq!(
-        (status, &cancelled["cancelled"]),
-        (200, &json!(true)),
-        "{cancelled}"
-    );
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    assert_eq!(end["status"], "cancelled", "{end}");
+    cancel_running(&host, &sent).await;
     let _ = release.send(true);
     let (_, end) = turn(&host, "second").await;
     assert_eq!(end["status"], "completed", "{end}");
@@ -483,6 +471,25 @@ steps = [ { tool = "SendMessage", args = { text = "TEA: it calms" } } ]
     server.shutdown().await;
 }
 
+/// Cancels r's running turn over the message `sent` answered as a
+/// person does, and waits for its end, `cancelled`.
+async fn cancel_running(host: &TestHost, sent: &Value) -> Value {
+    let (status, cancelled) = host
+        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
+        .await;
+    assert_eq!(
+        (status, &cancelled["cancelled"]),
+        (200, &json!(true)),
+        "{cancelled}"
+    );
+    let session = sent["session"].as_str().unwrap();
+    let end = host
+        .wait_turn_end(session, sent["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    end
+}
+
 /// A host whose bot `r` answers every message with SendMessage `reply`,
 /// after a first message, "delete the old backups", whose turn a person
 /// cancelled while the model answered it: the server, the host, the
@@ -507,14 +514,7 @@ async fn cancelled_first(reply: &str) -> (OpenAiServer, TestHost, String, Value)
     let (_, sent) = host.send("r", "delete the old backups", None).await;
     let session = sent["session"].as_str().unwrap().to_owned();
     server.wait_for_requests(1).await;
-    let (status, _) = host
-        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
-        .await;
-    assert_eq!(status, 200);
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    assert_eq!(end["status"], "cancelled", "{end}");
+    let end = cancel_running(&host, &sent).await;
     let _ = release.send(true);
     (server, host, session, end)
 }
@@ -612,20 +612,12 @@ steps = [ { tool = "SendMessage", args = { text = "said: {{inputs}}" } } ]
         .start()
         .await;
     let (_, sent) = host.send("r", "slow job", None).await;
-    let session = sent["session"].as_str().unwrap().to_owned();
     host.wait_get("/v1/bots", |v| {
         let r = v["bots"].as_array()?.iter().find(|b| b["id"] == "r")?;
         r["running_turn"].is_string().then_some(json!(true))
     })
     .await;
-    let (status, _) = host
-        .post_raw("/v1/bots/r/cancel", Some(TOKEN), None, "")
-        .await;
-    assert_eq!(status, 200);
-    let end = host
-        .wait_turn_end(&session, sent["seq"].as_i64().unwrap())
-        .await;
-    assert_eq!(end["status"], "cancelled", "{end}");
+    cancel_running(&host, &sent).await;
     let (entries, end) = turn(&host, "hi there").await;
     assert_eq!(end["status"], "completed", "{end}");
     let said = deliveries(&entries);
