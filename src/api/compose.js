@@ -2,7 +2,7 @@
 // of the page's outbox (outbox.js): a bubble per message being sent.
 
 import { auth } from "./api.js";
-import { fill, firstChars, h, toast } from "./dom.js";
+import { fill, h, quoted, toast } from "./dom.js";
 import { convOf, outbox, tokenTag } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
@@ -48,12 +48,8 @@ function saveDrafts() {
 export function unsentDrafts() {
   const held = [...drafts.values()].filter((t) => t.trim());
   if (!held.length) return "";
-  const quote = (t) => {
-    const cut = firstChars(t, 200);
-    return `“${cut === null ? t : `${cut}…`}”`;
-  };
   const what = held.length === 1 ? "Text you typed and did not send" : `${held.length} texts you typed and did not send`;
-  return `${what} (copy ${held.length === 1 ? "it" : "them"} before you sign in): ${held.map(quote).join(" ")}`;
+  return `${what} (copy ${held.length === 1 ? "it" : "them"} before you sign in): ${held.map(quoted).join(" ")}`;
 }
 
 /** Forgets every unsent text (at sign-out: the next user sees none). */

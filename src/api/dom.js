@@ -293,6 +293,13 @@ export function firstChars(text, n) {
   return null;
 }
 
+/** `text` in curly quotes, its first 200 characters and "…" when longer:
+ * a message or a draft the page names, e.g. on the sign-in page. */
+export function quoted(text) {
+  const cut = firstChars(text, 200);
+  return `“${cut === null ? text : `${cut}…`}”`;
+}
+
 /** A centred note in an empty panel. */
 export function placeholder(...text) {
   return h("div", { class: "placeholder" }, ...text);

@@ -8,7 +8,7 @@
 // `duplicate` or accepts it: it cannot arrive twice).
 
 import { auth, call, uuidv7 } from "./api.js";
-import { firstChars } from "./dom.js";
+import { quoted } from "./dom.js";
 
 const STORE_KEY = "botfleet.outbox";
 /** The first automatic resend of a message whose answer was lost waits
@@ -300,10 +300,7 @@ class Outbox {
 /** Tells the person that `held` (one or more messages) may not have been
  * sent because the host refused the token, quoting each. */
 function notSent(held) {
-  const quote = (p) => {
-    const cut = firstChars(p.text, 200);
-    return `“${cut === null ? p.text : `${cut}…`}”`;
-  };
+  const quote = (p) => quoted(p.text);
   const maybe = held.some((p) => p.reached);
   const why = "the host refused your token (it may have changed, or you logged out). Sign in, then send";
   if (held.length === 1) {
