@@ -329,9 +329,9 @@ async fn a_session_of_long_reasoning_compacts() {
 /// turn's own) and held every check off for a quarter window of entries,
 /// past the turn's end: the turn's calls and results went unsummarised
 /// into the requests of the next eight turns, each about four times
-/// `compact_at_tokens`. The hold now ends with the turn: the background
-/// compaction after it summarises the turn, and the next request is
-/// within the mark.
+/// `compact_at_tokens`. The hold now ends with the turn: the next turn
+/// compacts before its first request (the finished turn's entries can be
+/// summarised then), which is within the mark.
 #[tokio::test]
 async fn a_turn_of_many_calls_is_summarised_once_it_ends() {
     let server = OpenAiServer::builder()
