@@ -226,7 +226,7 @@ pub(crate) async fn post_message(
     };
     let retired = super::refuse_retired(&state, &record).await;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
-    let text = parsed.text.trim();
+    let text = botfleet_actors::message_text(&parsed.text);
     if is_blank(text) {
         return Err(ApiError::BadRequest(
             "`text` is empty (nothing but spaces or invisible characters such as U+200B or \

@@ -2,7 +2,7 @@
 // of the page's outbox (outbox.js): a bubble per message being sent.
 
 import { auth } from "./api.js";
-import { fill, h, quoted, toast } from "./dom.js";
+import { fill, h, messageText, quoted, toast } from "./dom.js";
 import { convOf, outbox, tokenTag } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
@@ -125,7 +125,7 @@ export function composer({ label, placeholder: hint, onSend, draftKey = "" }) {
   });
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const text = area.value.trim();
+    const text = messageText(area.value);
     if (!text) {
       // Enter on a box of spaces and line breaks did nothing and said
       // nothing (QA)
@@ -179,7 +179,7 @@ class Outgoing {
   constructor(timeline, p) {
     this.timeline = timeline;
     this.p = p;
-    this.text = p.text.trim();
+    this.text = messageText(p.text);
     this.state = "sending";
     this.claimed = false;
     this.status = h("span", { tabindex: "-1" }, "Sending…");

@@ -293,6 +293,12 @@ export function firstChars(text, n) {
   return null;
 }
 
+/** A message as the host keeps it: no blank lines around it, but its
+ * first line's indentation kept (a pasted code block starts indented). */
+export function messageText(text) {
+  return String(text).replace(/\s+$/, "").replace(/^\s*\n/, "");
+}
+
 /** `text` in curly quotes, its first 200 characters and "…" when longer:
  * a message or a draft the page names, e.g. on the sign-in page. */
 export function quoted(text) {

@@ -319,7 +319,7 @@ pub(crate) async fn post_message(
     )
     .await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
-    let chars = parsed.text.trim().chars().count();
+    let chars = botfleet_actors::message_text(&parsed.text).chars().count();
     if chars > state.limits.max_text_chars {
         return Err(ApiError::BadRequest(format!(
             "the message has {chars} characters; the limit is {}: split it into several \

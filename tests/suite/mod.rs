@@ -104,6 +104,7 @@ mod memory_restart;
 mod memory_small_budget;
 mod memory_update;
 mod memory_view;
+mod message_indent;
 mod message_labels;
 mod mirror_repair;
 mod model_behaviour;

@@ -523,3 +523,25 @@ async fn an_unsent_draft_survives_a_reload_but_not_another_sign_in() {
     );
     ui_page::finish(browser, host).await;
 }
+
+/// A pasted code block keeps its first line's indentation: the page sends
+/// it without the blank lines around it but indented as written, and its
+/// bubble goes once the host stored it. (The page trimmed it, and so did
+/// the host: `    def f():` arrived as `def f():`.)
+#[tokio::test]
+async fn a_pasted_code_block_keeps_its_indentation() {
+    let Some((browser, host, session)) = live_dm().await else {
+        return;
+    };
+    let code = "    def f():\n        return 1";
+    browser
+        .js(
+            "const a = document.querySelector('.composer textarea'); a.value = arguments[0]; a.form.requestSubmit();",
+            json!([format!("\n\n{code}\n")]),
+        )
+        .await;
+    answered(&host, &session, code).await;
+    assert_eq!(stored(&host, &session, code).await, 1);
+    outbox_empty(&browser).await;
+    ui_page::finish(browser, host).await;
+}

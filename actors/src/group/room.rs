@@ -424,7 +424,7 @@ pub(super) async fn plan_post(
     key: Option<&str>,
 ) -> Result<PlannedPost, GroupError> {
     let room = room_for(rt, user, room).await?;
-    let text = text.trim();
+    let text = crate::message_text(text);
     if text.is_empty() {
         return Err(GroupError::Invalid(
             "`text` is empty; send the message text".into(),

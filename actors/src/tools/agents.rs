@@ -125,7 +125,7 @@ pub(crate) fn check_text(
     max: usize,
 ) -> Result<String, TextRefused> {
     let Some((kind, problem)) = text_problem(arg, text, max) else {
-        return Ok(text.trim().to_owned());
+        return Ok(crate::message_text(text).to_owned());
     };
     let next = match kind {
         TextProblem::Empty => format!("call {tool} again with `{arg}` set to {what}"),
@@ -142,7 +142,7 @@ pub(crate) fn check_text(
 /// `None` when it fits. [`check_text`]'s words, also for the arguments
 /// whose advice is their own (Task's title, an agent's role).
 pub(crate) fn text_problem(arg: &str, text: &str, max: usize) -> Option<(TextProblem, String)> {
-    let chars = text.trim().chars().count();
+    let chars = crate::message_text(text).chars().count();
     if chars == 0 {
         Some((TextProblem::Empty, format!("`{arg}` is empty")))
     } else if chars > max {

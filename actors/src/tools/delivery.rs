@@ -77,7 +77,7 @@ impl Tool for SendMessage {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: SendArgs = parse_args("SendMessage", args)?;
-        let text = args.text.trim();
+        let text = crate::message_text(&args.text);
         if text.is_empty() {
             return Err(ToolError::new(
                 "the message text is empty",
@@ -280,7 +280,7 @@ async fn refuse_repeat(
                 ..
             } = kind
             {
-                call_id != ctx.call_id && sent.trim() == text
+                call_id != ctx.call_id && crate::message_text(sent) == text
             } else {
                 false
             }
