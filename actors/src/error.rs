@@ -41,6 +41,11 @@ pub enum ActorError {
     /// (a retry of a turn that is running, completed, or retried already).
     #[error("{0}")]
     Conflict(String),
+    /// A conflict with something running (a turn, the subagent limit):
+    /// the same request may succeed once that ends, unlike a
+    /// [`ActorError::Conflict`].
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl ActorError {
@@ -53,7 +58,7 @@ impl ActorError {
             ActorError::Timeout(_) => true,
             ActorError::Spawn { .. } => true,
             ActorError::UnknownBot(_) => false,
-            ActorError::Invalid(_) | ActorError::Conflict(_) => false,
+            ActorError::Invalid(_) | ActorError::Conflict(_) | ActorError::Busy(_) => false,
         }
     }
 }

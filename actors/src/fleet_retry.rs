@@ -28,13 +28,15 @@ impl FleetHandle {
     /// Puts the inputs of an ended turn back in its bot's queue (a person's
     /// retry after a failure, an undelivered reply or a cancel). Returns
     /// how many inputs were requeued. Refused with
-    /// [`ActorError::Conflict`] for a running or completed turn, and for
+    /// [`ActorError::Conflict`] for a completed turn, and for
     /// one whose inputs were queued again or taken by a later turn since
-    /// (a second click on Retry), so a retry never runs inputs twice, and
-    /// for a subagent's task turn while its parent has
-    /// `runtime.max_subagents` other subagents running. Refused too for a
-    /// turn of a bot that will never run one again
-    /// ([`FleetHandle::removed_for_good`]).
+    /// (a second click on Retry), so a retry never runs inputs twice.
+    /// Refused too for a turn of a bot that will never run one again
+    /// ([`FleetHandle::removed_for_good`]). Refused with
+    /// [`ActorError::Busy`], which may pass later, while the turn or a
+    /// later one of its conversation runs, and for a subagent's task turn
+    /// while its parent has `runtime.max_subagents` other subagents
+    /// running.
     pub async fn retry(&self, turn: TurnId) -> Result<usize> {
         let record = self
             .rt
@@ -44,7 +46,7 @@ impl FleetHandle {
             .ok_or_else(|| ActorError::Invalid(format!("no turn {turn}")))?;
         match record.status {
             TurnStatus::Running => {
-                return Err(ActorError::Conflict(format!(
+                return Err(ActorError::Busy(format!(
                     "turn {turn} is still running; wait for it to end, or cancel it first"
                 )));
             }
@@ -127,7 +129,7 @@ impl FleetHandle {
             && running.turn != turn
             && running.inputs.iter().any(|g| g > first)
         {
-            return Err(ActorError::Conflict(format!(
+            return Err(ActorError::Busy(format!(
                 "turn {turn} was not retried: a later turn of this conversation ({}) is running with these messages in its context: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time, without what came after)",
                 running.turn
             )));
@@ -154,7 +156,7 @@ impl FleetHandle {
         let n = match written.into_iter().next_back() {
             Some(MutationResult::Count(n)) => n,
             Some(MutationResult::SubagentLimit { parent, running }) => {
-                return Err(ActorError::Conflict(format!(
+                return Err(ActorError::Busy(format!(
                     "turn {turn} is a task of subagent {}, which would run again, and its parent {parent} already has {} (the limit is {}, runtime.max_subagents); wait for one of them to finish, or stop one ({parent}'s StopSubagent, or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
                     record.bot,
                     crate::tools::running_subagents(running),

@@ -101,6 +101,9 @@ export class ApiError extends Error {
     this.status = status;
     this.code = code;
     this.body = body;
+    // a conflict with something running (the host's `transient`): the
+    // same request may pass once it ends
+    this.transient = Boolean(body && body.error && body.error.transient);
   }
 }
 

@@ -187,9 +187,11 @@ pub(crate) async fn decide(
         }
         Err(e) => Err(match e {
             ApprovalError::NotFound(_) => ApiError::NotFound(e.to_string()),
-            ApprovalError::NotPending { .. }
-            | ApprovalError::OwnerChanged { .. }
-            | ApprovalError::SubagentLimit { .. } => ApiError::Conflict(e.to_string()),
+            ApprovalError::NotPending { .. } | ApprovalError::OwnerChanged { .. } => {
+                ApiError::Conflict(e.to_string())
+            }
+            // decided once one of the parent's subagents finishes
+            ApprovalError::SubagentLimit { .. } => ApiError::Busy(e.to_string()),
             ApprovalError::Store(s) => s.into(),
             ApprovalError::Actor(a) => a.into(),
             ApprovalError::Prompt(p) => ApiError::Internal(p.to_string()),

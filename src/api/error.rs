@@ -68,6 +68,11 @@ pub enum ApiError {
     /// with a different body).
     #[error("{0}")]
     Conflict(String),
+    /// A conflict with something running (a turn, the subagent limit):
+    /// `409` like [`ApiError::Conflict`], with `"transient": true`, as
+    /// the same request may pass once that ends.
+    #[error("{0}")]
+    Busy(String),
     /// The host cannot serve now; retry later.
     #[error("{0}")]
     Unavailable(String),
@@ -124,7 +129,7 @@ impl ApiError {
                 "headers_too_large",
             ),
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            ApiError::Conflict(_) | ApiError::Busy(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::TooManyStreams(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_streams"),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
@@ -160,6 +165,14 @@ impl ApiError {
                 "limit": limit,
                 "key": key,
                 "retry_after_s": retry_after_s,
+            }});
+        }
+        if let ApiError::Busy(_) = self {
+            // for clients that act on it (the page's Retry stays on)
+            return json!({"error": {
+                "code": code,
+                "message": self.to_string(),
+                "transient": true,
             }});
         }
         json!({"error": {"code": code, "message": self.to_string()}})
@@ -317,6 +330,7 @@ impl ApiError {
             | ApiError::HeadersTooLarge(_)
             | ApiError::MethodNotAllowed(_)
             | ApiError::Conflict(_)
+            | ApiError::Busy(_)
             | ApiError::Unavailable(_)
             | ApiError::TooManyStreams(_)
             | ApiError::RateLimited { .. }
@@ -343,6 +357,7 @@ impl From<ActorError> for ApiError {
             ActorError::UnknownBot(bot) => ApiError::no_such_bot(bot.as_str()),
             ActorError::Invalid(m) => ApiError::BadRequest(m),
             ActorError::Conflict(m) => ApiError::Conflict(m),
+            ActorError::Busy(m) => ApiError::Busy(m),
             ActorError::Store(s) => s.into(),
             other if other.is_retryable() => {
                 ApiError::Unavailable(format!("{other}; retry shortly"))

@@ -75,7 +75,7 @@ export function noticeItem(e, retried) {
         // turns are theirs to retry
         const theirs = err.status === 404 && str(e.code).startsWith("room_run_");
         // (one that waits on something running may go through later)
-        if (err.status === 409 && !/running|max_subagents/.test(err.message)) {
+        if (err.status === 409 && !err.transient) {
           // the host will not run it (answered by a later turn, retried
           // already, …): the button said Retry on, and every click failed
           // (QA); it says so, and why, under the notice

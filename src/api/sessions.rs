@@ -303,7 +303,7 @@ pub(crate) async fn retry(
         )));
     }
     if record.status == TurnStatus::Running {
-        return Err(ApiError::Conflict(format!(
+        return Err(ApiError::Busy(format!(
             "turn {turn} is still running; wait for it to end, or cancel it first"
         )));
     }

@@ -65,6 +65,7 @@ async fn a_turn_is_retried_once_and_a_completed_turn_not_at_all() {
     assert_eq!(status, 409, "{again}");
     assert_eq!(again["error"]["code"], "conflict", "{again}");
     assert!(again.to_string().contains("already retried"), "{again}");
+    assert!(again["error"].get("transient").is_none(), "{again}");
     let ends = host
         .wait_for(&session, |es| {
             let ends = turn_ends(es);
@@ -129,6 +130,7 @@ steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "late" } } ]
     let (status, refused) = retry(&host, &turn).await;
     assert_eq!(status, 409, "{refused}");
     assert!(refused.to_string().contains("still running"), "{refused}");
+    assert_eq!(refused["error"]["transient"], true, "{refused}");
     // bob does not see alice's running turn
     let (status, _) = host
         .get(

@@ -137,6 +137,8 @@ async fn a_retry_after_a_later_turn_answered_is_a_conflict() {
         message.contains("later turn") && message.contains("is running"),
         "{refused}"
     );
+    // it may pass once that turn ends (the page's Retry stays on)
+    assert_eq!(refused["error"]["transient"], true, "{refused}");
 
     open.send(true).unwrap();
     let b = host
@@ -154,6 +156,8 @@ async fn a_retry_after_a_later_turn_answered_is_a_conflict() {
             && message.contains("send a new message"),
         "{refused}"
     );
+    // waiting changes nothing
+    assert!(refused["error"].get("transient").is_none(), "{refused}");
     let (_, record) = host.get(&format!("/v1/turns/{a}"), TOKEN).await;
     assert_eq!(record["turn"]["status"], "failed", "{record}");
 

@@ -127,6 +127,7 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
         message.contains("already has 1 running subagent (runtime.max_subagents is 1)"),
         "{message}"
     );
+    assert_eq!(refused["error"]["transient"], true, "{refused}");
     let (_, v) = host.get(&path, TOKEN).await;
     assert_eq!(v["approval"]["status"], "pending", "{v}");
 

@@ -153,6 +153,7 @@ async fn a_retried_subagent_task_counts_against_the_limit_and_runs_as_running() 
         message.contains("the limit is 2") && message.contains("wait for one of them to finish"),
         "{message}"
     );
+    assert_eq!(body["error"]["transient"], true, "{body}");
 
     // once b's task ended (a person cancelled it too), the retry runs a
     // again, as running

@@ -12,8 +12,13 @@
 use botfleet_memory::ApprovalId;
 use botfleet_memory::Mutation;
 use botfleet_memory::NewApproval;
+use serde_json::Value;
 use serde_json::json;
+use tokio::sync::watch;
 
+use crate::support::openai_server::Reply;
+use crate::support::openai_server::last_message;
+use crate::support::openai_server::last_user_text;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
 
@@ -91,4 +96,62 @@ async fn a_retry_the_host_will_not_run_says_why_under_its_notice() {
     browser.click(".entry.notice button").await;
     assert_eq!(browser.count(".entry.notice .why-not").await, 1);
     ui_page::finish(browser, host).await;
+}
+
+/// A model that refuses a message holding "please fail" alone (the turn
+/// fails), and answers any other with SendMessage once `gate` opens.
+fn held_after_failure(request: &Value, gate: &watch::Receiver<bool>) -> Reply {
+    if last_message(request).is_some_and(|m| m["role"] == "tool") {
+        return Reply::text("");
+    }
+    let text = last_user_text(request).unwrap_or("").to_owned();
+    if text.contains("please fail") && !text.contains("and now this") {
+        return Reply::error(400, "this test refuses the first message");
+    }
+    let args = json!({ "text": "answered both" }).to_string();
+    Reply::tool_call("call_1", "SendMessage", args).hold_until(gate.clone())
+}
+
+/// A Retry the host refuses while a later turn with the same messages
+/// still runs (`409` with `transient`) stays a button: the toast says
+/// why, and once that turn answered, the next click reads "Not retried".
+/// (The page told the two apart by matching the host's words.)
+#[tokio::test]
+async fn a_retry_refused_while_a_later_turn_runs_stays_a_button() {
+    let (open, gate) = watch::channel(false);
+    let model = move |body: &Value| held_after_failure(body, &gate);
+    let Some((browser, host, server)) = ui_page::start_with_model(model).await else {
+        return;
+    };
+    let (session, end) = host.end_turn("r", "please fail").await;
+    assert_eq!(end["status"], "failed", "{end}");
+    let before = server.request_count();
+    let (status, later) = host.send("r", "and now this", None).await;
+    assert_eq!(status, 202, "{later}");
+    server.wait_for_requests(before + 1).await;
+
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.click(".entry.notice button").await;
+    browser.wait_text(".toast.error", "is running").await;
+    browser
+        .wait_js(
+            "the Retry button on again",
+            "const b = document.querySelector('.entry.notice button'); return b.textContent === 'Retry' && !b.hasAttribute('aria-disabled')",
+            json!([]),
+        )
+        .await;
+    assert_eq!(browser.count(".entry.notice .why-not").await, 0);
+
+    open.send_replace(true);
+    let end = host
+        .wait_turn_end(&session, later["seq"].as_i64().unwrap())
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    browser.click(".entry.notice button").await;
+    browser.wait_text(".entry.notice", "Not retried").await;
+    browser
+        .wait_text(".entry.notice .why-not", "already answered")
+        .await;
+    ui_page::finish(browser, host).await;
+    server.shutdown().await;
 }
