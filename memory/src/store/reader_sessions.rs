@@ -148,7 +148,11 @@ pub(crate) fn session_view(
 ///
 /// With `reader`, the page starts no earlier than where that user reads
 /// the session from when it was given to them with its bot
-/// (`session_floors.rs`), read in the same transaction.
+/// (`session_floors.rs`), read in the same transaction; a session
+/// `reader` does not own comes without its entries, none of which is
+/// read (the caller refuses it as unknown, and the time its answer takes
+/// must not tell how long another user's conversation is: QA timed a
+/// page of 1,000 at 0.39 ms against 0.24 ms for no session at all).
 pub(crate) fn session_page(
     conn: &Connection,
     session: SessionId,
@@ -162,6 +166,7 @@ pub(crate) fn session_page(
         return Ok(None);
     };
     let floor = match reader {
+        Some(user) if record.owner != *user => return Ok(Some((record, Vec::new()))),
         Some(user) => crate::store::session_floors::floor(&tx, session, user)?,
         None => None,
     };

@@ -6,6 +6,7 @@
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::UserId;
 use crate::ids::SessionId;
 use crate::record::Entry;
 use crate::record::SessionView;
@@ -187,6 +188,25 @@ async fn a_session_page_is_its_record_and_entries_in_one_read() -> TestResult {
     }
     .id();
     assert_eq!(store.session_page(missing, 0, 10).await?, None);
+
+    // as its owner reads it, and as another user: no entry of it is read
+    // for them (the API answers them as for an unknown id, and its time
+    // must not tell the session's length)
+    let Some((_, own)) = store
+        .session_page_for(session, &UserId::new("alice")?, 0, 100)
+        .await?
+    else {
+        panic!("the session exists")
+    };
+    assert_eq!(seqs(&own), [1, 2, 3, 4, 5, 6]);
+    let Some((theirs, none)) = store
+        .session_page_for(session, &UserId::new("bob")?, 0, 100)
+        .await?
+    else {
+        panic!("the session exists")
+    };
+    assert_eq!(theirs.owner, UserId::new("alice")?);
+    assert_eq!(seqs(&none), [] as [i64; 0]);
     store.close().await;
     Ok(())
 }
