@@ -656,3 +656,19 @@ fn a_table_or_key_given_twice_is_named() {
         "{e}"
     );
 }
+
+/// Regression (QA, 2026-12-05): users `bob` and `Bob` were both taken,
+/// though a room's input labels people by id and a user's workspace is a
+/// directory named by it (one directory on a file system that ignores
+/// case).
+#[test]
+fn user_ids_that_differ_only_in_case_are_refused() {
+    let two =
+        format!("{ISSUE_EXAMPLE}\n[[users]]\nid = \"Alice\"\ntoken = \"another-long-secret\"\n");
+    let e = err(&two);
+    assert!(
+        e.contains("users[1].id")
+            && e.contains("user \"Alice\" differs from user \"alice\" (users[0].id) only in case"),
+        "{e}"
+    );
+}
