@@ -455,6 +455,44 @@ fn offset_pages_through_equal_scores_without_repeats() -> TestResult {
     Ok(())
 }
 
+/// Regression (QA, 2026-12-05): pages of one hit each, over segments of
+/// equal scores, repeated some hits and never showed others (of 205 `部署`
+/// hits, 199 distinct): tantivy merges the segments' tops in no fixed
+/// order and drops a tie at its threshold whatever its address. Ties now
+/// fall back to the entry's gid, newest first.
+#[test]
+fn pages_of_one_hit_over_tied_segments_show_every_hit_once() -> TestResult {
+    let mut docs = Docs::new()?;
+    let mut matching = 0;
+    for (batch, size) in [700, 600, 550].into_iter().enumerate() {
+        for i in 0..size {
+            if i % 10 == 3 {
+                docs.add(&format!("部署 完成 {batch} {i}"))?;
+                matching += 1;
+            } else {
+                docs.add(&format!("filler words of no interest {i}"))?;
+            }
+        }
+        docs.commit()?;
+    }
+    let mut paged = Vec::new();
+    for offset in 0..matching {
+        let query = SearchQuery::new("部署")
+            .in_sessions([session("r", "alice")])
+            .with_offset(offset)
+            .with_limit(1);
+        let results = docs.search(query)?;
+        assert_eq!(results.total, matching);
+        paged.extend(results.hits.iter().map(|h| h.gid));
+    }
+    let mut newest_first = paged.clone();
+    newest_first.sort_unstable_by(|a, b| b.cmp(a));
+    newest_first.dedup();
+    assert_eq!(newest_first.len(), matching, "{paged:?}");
+    assert_eq!(paged, newest_first);
+    Ok(())
+}
+
 #[test]
 fn entries_without_text_are_skipped_but_move_the_marker() -> TestResult {
     let mut docs = Docs::new()?;

@@ -57,6 +57,10 @@ use crate::record::EntryKind;
 /// rather than held as one word.
 pub(crate) const FORMAT: u32 = 6;
 
+/// The field of an entry's gid, also the fast column searches break ties
+/// in score with (`search.rs`).
+pub(crate) const GID_FIELD: &str = "gid";
+
 /// The tools whose results only quote what the index already holds, so
 /// their results are not indexed:
 ///
@@ -117,7 +121,7 @@ pub(crate) fn schema() -> (Schema, Fields) {
         role: b.add_text_field("role", STRING | STORED),
         kind: b.add_text_field("kind", STRING | STORED),
         time: b.add_i64_field("time", INDEXED | STORED | FAST),
-        gid: b.add_i64_field("gid", INDEXED | STORED | FAST),
+        gid: b.add_i64_field(GID_FIELD, INDEXED | STORED | FAST),
         seq: b.add_i64_field("seq", STORED | FAST),
     };
     (b.build(), fields)

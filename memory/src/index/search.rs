@@ -12,10 +12,13 @@ use parking_lot::RwLock;
 use serde::Deserialize;
 use serde::Serialize;
 use tantivy::DocAddress;
+use tantivy::DocId;
 use tantivy::Index;
 use tantivy::IndexReader;
 use tantivy::ReloadPolicy;
+use tantivy::Score;
 use tantivy::Searcher;
+use tantivy::SegmentReader;
 use tantivy::TantivyDocument;
 use tantivy::TantivyError;
 use tantivy::collector::Count;
@@ -33,6 +36,7 @@ use super::query::parse_text;
 use super::query::validate;
 use super::schema::FORMAT;
 use super::schema::Fields;
+use super::schema::GID_FIELD;
 use super::schema::Marker;
 use super::schema::QUOTING_TOOLS;
 use super::schema::schema;
@@ -343,21 +347,30 @@ fn search_in(
     }
     let tantivy_query = compile(&fields, query, &text);
     let searcher = inner.reader.searcher();
-    let (top, total) = searcher.search(
-        &tantivy_query,
-        // ties in score fall back to the document address, a total
-        // order: pages of one reader neither repeat nor skip a hit
-        &(
-            TopDocs::with_limit(query.limit)
-                .and_offset(query.offset)
-                .order_by_score(),
-            Count,
-        ),
-    )?;
+    // ties in score fall back to the entry's gid, newest first: a total
+    // order of the entries themselves, so the pages of one reader neither
+    // repeat nor skip a hit. (Tantivy's own fallback, the document's
+    // address, did not hold once the tops of several segments were
+    // merged: of 205 hits of equal score, pages of one showed 199, some
+    // twice, QA.) The key is computed for every match, with no pruning by
+    // score: a search reads its few thousand matches in about a
+    // millisecond either way (docs/performance.md).
+    let by_score_then_gid = TopDocs::with_limit(query.limit)
+        .and_offset(query.offset)
+        .tweak_score(move |segment: &SegmentReader| {
+            // every document has its gid (schema.rs); an index without the
+            // column ranks ties as equal, as before
+            let gids = segment.fast_fields().i64(GID_FIELD).ok();
+            move |doc: DocId, score: Score| {
+                let gid = gids.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
+                (score, gid)
+            }
+        });
+    let (top, total) = searcher.search(&tantivy_query, &(by_score_then_gid, Count))?;
     let snippets = Snippets::new(&searcher, fields.text, text.positive_parts())?;
     let hits = top
         .into_iter()
-        .map(|(score, address)| hit(&searcher, &fields, &snippets, score, address))
+        .map(|((score, _), address)| hit(&searcher, &fields, &snippets, score, address))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(SearchResults { hits, total })
 }
