@@ -130,6 +130,34 @@ async fn a_404_names_the_url_without_its_userinfo_and_hides_an_echoed_key() {
     );
 }
 
+/// A key holding `/`, echoed by a server that writes JSON as PHP's
+/// `json_encode` does (`/` as `\/`), is hidden too. (QA, 2026-12-05: the
+/// turn's notice, the CLI and the log showed `bad key sk-qa\/Key…`.)
+#[tokio::test]
+async fn a_key_echoed_with_escaped_slashes_is_hidden() {
+    const SLASHED: &str = "sk-qa/Key+With/Slashes==";
+    let answer = |headers: HeaderMap| async move {
+        let auth = headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .replace('/', "\\/");
+        (
+            StatusCode::UNAUTHORIZED,
+            format!(r#"{{"error":{{"message":"bad key in {auth}"}}}}"#),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let app = axum::Router::new().fallback(answer);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let error = error_of(format!("http://{address}/v1"), Some(SLASHED)).await;
+    let text = format!("{error} {error:?}");
+    assert!(text.contains("bad key in Bearer ***"), "{text}");
+    assert!(!text.contains("Slashes"), "{text}");
+}
+
 #[tokio::test]
 async fn a_failed_turn_and_check_config_show_no_userinfo() {
     let (address, _) = echoing_404().await;

@@ -80,6 +80,7 @@ pub use secrets::Redactor;
 pub use secrets::ScrubStream;
 pub use secrets::Secret;
 pub use secrets::Sensitive;
+pub(crate) use secrets::forms as secret_forms;
 pub use shell_rules::written_targets;
 pub use tool_loop::ToolCallLoopGuard;
 pub use tool_loop::ToolLoopConfig;

@@ -441,16 +441,27 @@ impl ScrubStream<'_> {
 ///
 /// JSON: as serde writes it, and with every character past ASCII (and `<`,
 /// `>`, `&`) as `\u` escapes, as Python's `json.dumps` and Go's encoder
-/// do. Percent: every byte but the unreserved ones encoded, and `/` kept
+/// do; each also with `/` as `\/`, as PHP's `json_encode` does. Percent: every byte but the unreserved ones encoded, and `/` kept
 /// too (Python's `quote` by default), with `+` for a space (forms), each
 /// with upper- and lowercase hex. (QA: an AWS-style key, holding `/` and
 /// `+`, printed with Python's `quote` reached the model and the
 /// transcript.)
-fn forms(raw: &str) -> impl Iterator<Item = String> {
+pub(crate) fn forms(raw: &str) -> impl Iterator<Item = String> {
     let mut out = vec![raw.to_owned()];
     out.extend(json_escaped(raw));
     out.extend(json_ascii_escaped(raw, false));
     out.extend(json_ascii_escaped(raw, true));
+    // each JSON form with `/` as `\/` too, as PHP's `json_encode` and some
+    // Java encoders write it (QA: a key holding `/`, echoed so in a model
+    // server's error body, reached the turn's notice and the log)
+    if raw.contains('/') {
+        let json: Vec<String> = std::iter::once(raw.to_owned())
+            .chain(json_escaped(raw))
+            .chain(json_ascii_escaped(raw, false))
+            .chain(json_ascii_escaped(raw, true))
+            .collect();
+        out.extend(json.iter().map(|form| form.replace('/', "\\/")));
+    }
     for keep_slash in [false, true] {
         for space_plus in [false, true] {
             for lower in [false, true] {

@@ -69,7 +69,7 @@ fn scrub_finds_json_and_url_encodings() {
 #[test]
 fn scrub_finds_the_forms_common_encoders_write() {
     let aws = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-    let redactor = Redactor::new([aws, "wörd <&> secret"]);
+    let redactor = Redactor::new([aws, "wörd <&> secret", "pä/ss"]);
     for leaked in [
         "wJalrXUtnFEMI/K7MDENG%2BbPxRfiCYEXAMPLEKEY",
         "wJalrXUtnFEMI%2fK7MDENG%2bbPxRfiCYEXAMPLEKEY",
@@ -78,6 +78,9 @@ fn scrub_finds_the_forms_common_encoders_write() {
         r"w\u00f6rd \u003c\u0026\u003e secret",
         "w%C3%B6rd+%3C%26%3E+secret",
         "w%c3%b6rd%20%3c%26%3e%20secret",
+        // PHP's `json_encode` (QA, 2026-12-05: a provider's key in a 401 body)
+        r"wJalrXUtnFEMI\/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        r"p\u00e4\/ss",
     ] {
         assert_eq!(
             redactor.scrub(&format!("key: {leaked}.")),

@@ -38,9 +38,16 @@ pub(super) struct Redactor {
 impl Redactor {
     /// The credentials of `options`, whose requests go to `url`.
     pub(super) fn new(options: &OpenAiOptions, url: &Url) -> Self {
-        Redactor {
-            secrets: secrets_of(options, Some(url)),
-        }
+        // each also as encoders write it: a server's JSON error body may
+        // echo a key holding `/` as `\/` (QA, 2026-12-05: PHP's
+        // `json_encode`), or one past ASCII as `\u` escapes
+        let mut secrets: Vec<String> = secrets_of(options, Some(url))
+            .iter()
+            .flat_map(|s| crate::safety::secret_forms(s))
+            .collect();
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        Redactor { secrets }
     }
 
     /// This redactor with the secrets of `hidden` too (the host's
