@@ -228,11 +228,7 @@ pub(crate) async fn post_message(
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = botfleet_actors::message_text(&parsed.text);
     if is_blank(text) {
-        return Err(ApiError::BadRequest(
-            "`text` is empty (nothing but spaces or invisible characters such as U+200B or \
-             U+FEFF); send the message text"
-                .into(),
-        ));
+        return Err(blank_text());
     }
     let chars = text.chars().count();
     if chars > state.limits.max_text_chars {
@@ -312,11 +308,21 @@ async fn admit_answer(
     (status, Json(body)).into_response()
 }
 
+/// The refusal of a message text that shows nothing ([`is_blank`]), to a
+/// bot or a room.
+pub(crate) fn blank_text() -> ApiError {
+    ApiError::BadRequest(
+        "`text` is empty (nothing but spaces or invisible characters such as U+200B or U+FEFF); \
+         send the message text"
+            .into(),
+    )
+}
+
 /// Whether a message text shows nothing: only whitespace and
 /// Default_Ignorable code points (a zero-width space, a BOM, a soft
 /// hyphen), which a bot would get as a message it cannot see. The text
 /// is kept as sent otherwise.
-fn is_blank(text: &str) -> bool {
+pub(crate) fn is_blank(text: &str) -> bool {
     let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
     text.chars()
         .all(|c| c.is_whitespace() || ignorable.contains(c))

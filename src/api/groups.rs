@@ -319,7 +319,13 @@ pub(crate) async fn post_message(
     )
     .await?;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
-    let chars = botfleet_actors::message_text(&parsed.text).chars().count();
+    let text = botfleet_actors::message_text(&parsed.text);
+    // refused as a bot's: a room would run a discussion of it, a turn per
+    // member (QA)
+    if super::bots::is_blank(text) {
+        return Err(super::bots::blank_text());
+    }
+    let chars = text.chars().count();
     if chars > state.limits.max_text_chars {
         return Err(ApiError::BadRequest(format!(
             "the message has {chars} characters; the limit is {}: split it into several \

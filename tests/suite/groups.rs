@@ -337,6 +337,13 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
     assert_eq!((s3, conflict["status"].as_str()), (409, Some("conflict")));
     let (s4, empty) = post(&host, "design", "   ", "key-2").await;
     assert_eq!(s4, 400, "{empty}");
+    // invisible characters alone are refused as a DM's are (QA: a room
+    // took them and ran a discussion, a turn per member)
+    for blank in ["\u{200b}", "\u{feff}", "\u{200b} \u{200b}"] {
+        let (status, refused) = post(&host, "design", blank, "key-2").await;
+        assert_eq!(status, 400, "{blank:?}: {refused}");
+        assert!(refused.to_string().contains("U+200B"), "{refused}");
+    }
     let (s5, _) = post(&host, "nowhere", "hi", "key-3").await;
     assert_eq!(s5, 404);
     // a name no room can have is a bad request, as a bad bot id is (it
