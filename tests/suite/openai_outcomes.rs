@@ -558,6 +558,57 @@ async fn a_cancelled_message_is_not_taken_as_still_asked() {
     server.shutdown().await;
 }
 
+/// Regression (QA, 2026-12-05): the cancel note spoke of "the message(s)
+/// above", which covered an earlier message whose turn had failed (the
+/// person told it was saved, to retry) as well as the cancelled one: the
+/// model was told not to do it. The note names the cancelled messages.
+#[tokio::test]
+async fn the_cancel_note_names_only_the_cancelled_messages() {
+    let (release, held) = tokio::sync::watch::channel(false);
+    let args = json!({ "text": "ok" }).to_string();
+    let server = OpenAiServer::builder()
+        .replies([
+            Reply::error(400, "this test refuses the first message"),
+            Reply::text("").hold_until(held),
+        ])
+        .responder(move |request| {
+            let last = request["messages"].as_array().unwrap().last().unwrap();
+            if last["role"] == "tool" {
+                Reply::text("")
+            } else {
+                Reply::tool_call("c", "SendMessage", args.clone())
+            }
+        })
+        .start()
+        .await;
+    let host = host(&server, true).await;
+    let (_, failed) = turn(&host, "A: please email Bob the report").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let (_, sent) = host.send("r", "B: also book a room", None).await;
+    server.wait_for_requests(2).await;
+    let end = cancel_running(&host, &sent).await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let _ = release.send(true);
+    let (_, end) = turn(&host, "C: thanks").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    // the request answering C (the one after it reads the call's result)
+    let text = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.messages().last()?["content"].as_str().map(str::to_owned))
+        .find(|t| t.contains("C: thanks"))
+        .unwrap();
+    assert!(
+        text.contains(
+            "The person stopped your turn on the message(s) \u{201c}B: also book a room\u{201d} \
+             before you answered"
+        ) && !text.contains("stopped your turn on the message(s) above"),
+        "{text}"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
 /// A retry of a cancelled turn asks its message again: its request does
 /// not tell the model the message was not to be done.
 #[tokio::test]

@@ -78,9 +78,20 @@ pub(crate) struct ContextBuilder {
     /// ([`ContextBuilder::drop_unanswered_reminder`]).
     trailing_reminder: Option<(i64, Option<TurnId>)>,
     /// A turn ended cancelled before it answered: the next input is told
-    /// so first ([`ContextBuilder::push`], prompts/cancelled_before.md).
-    cancelled_before: bool,
+    /// so first ([`ContextBuilder::push`], prompts/cancelled_before.md),
+    /// naming the messages it had (quoted, or `None` when none is at
+    /// hand, compacted away).
+    cancelled_before: Option<Option<String>>,
+    /// The starts of the last [`RECENT_INPUTS`] inputs, by seq: what a
+    /// cancel note quotes.
+    recent_inputs: std::collections::VecDeque<(i64, String)>,
 }
+
+/// How many inputs' starts a context keeps to name a cancelled turn's.
+const RECENT_INPUTS: usize = 32;
+
+/// Characters of an input a cancel note quotes.
+const QUOTED_CHARS: usize = 60;
 
 impl ContextBuilder {
     /// A context with only the system prompt.
@@ -96,7 +107,8 @@ impl ContextBuilder {
             deferred: Vec::new(),
             agent_replies: Replies::default(),
             trailing_reminder: None,
-            cancelled_before: false,
+            cancelled_before: None,
+            recent_inputs: std::collections::VecDeque::new(),
         }
     }
 
@@ -193,14 +205,21 @@ impl ContextBuilder {
             EntryKind::UserMessage { .. }
             | EntryKind::AgentMessage { .. }
             | EntryKind::Event { .. } => {
-                if std::mem::take(&mut self.cancelled_before)
-                    && let Ok(note) = prompts().cancelled_before.render(&[])
-                {
+                if let Some(quoted) = self.cancelled_before.take() {
                     // the message a person cancelled the answer to was
                     // in the next turn's context as if still asked, and
-                    // the bot did what they had stopped (QA, 2026-12-05)
-                    self.push_input(entry.seq, note);
+                    // the bot did what they had stopped (QA, 2026-12-05);
+                    // named, as earlier messages left unanswered (a
+                    // failed turn's, saved to retry) are not cancelled
+                    let messages = quoted.unwrap_or_else(|| "above".to_owned());
+                    if let Ok(note) = prompts()
+                        .cancelled_before
+                        .render(&[("messages", &messages)])
+                    {
+                        self.push_input(entry.seq, note);
+                    }
                 }
+                self.remember_input(entry);
                 // when it arrived
                 if let Some(note) = local_time::note(entry.created_at, self.agent_replies.timezone)
                 {
@@ -216,11 +235,15 @@ impl ContextBuilder {
                 }
             }
             EntryKind::TurnEnd {
-                status, deliveries, ..
+                status,
+                deliveries,
+                inputs,
+                ..
             } => {
                 // stopped before it answered (an interrupted turn's inputs
                 // go on in the next, and are answered there)
-                self.cancelled_before = *status == TurnStatus::Cancelled && *deliveries == 0;
+                self.cancelled_before = (*status == TurnStatus::Cancelled && *deliveries == 0)
+                    .then(|| self.quoted_inputs(inputs));
                 if let Some((seq, turn)) = self.trailing_reminder
                     && turn == entry.turn
                 {
@@ -254,6 +277,41 @@ impl ContextBuilder {
     /// without sending anything …" read as the start of the person's next
     /// message). Done as the entries are pushed (at the turn's
     /// `turn_end`), so a context rebuilt from the store drops it alike.
+    /// Keeps the start of input `entry` for a cancel note to quote.
+    fn remember_input(&mut self, entry: &Entry) {
+        let text = entry
+            .kind
+            .text()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let start = grapheme_prefix(&text, QUOTED_CHARS);
+        let quoted = if start.len() < text.len() {
+            format!("\u{201c}{start}\u{2026}\u{201d}")
+        } else {
+            format!("\u{201c}{start}\u{201d}")
+        };
+        if self.recent_inputs.len() == RECENT_INPUTS {
+            self.recent_inputs.pop_front();
+        }
+        self.recent_inputs.push_back((entry.seq, quoted));
+    }
+
+    /// The quoted starts of the inputs of `seqs` at hand, joined; `None`
+    /// when none is (compacted away, or older than the ones kept).
+    fn quoted_inputs(&self, seqs: &[i64]) -> Option<String> {
+        let quoted: Vec<&str> = seqs
+            .iter()
+            .filter_map(|seq| {
+                self.recent_inputs
+                    .iter()
+                    .find(|(s, _)| s == seq)
+                    .map(|(_, q)| q.as_str())
+            })
+            .collect();
+        (!quoted.is_empty()).then(|| quoted.join(", "))
+    }
+
     fn drop_unanswered_reminder(&mut self, seq: i64) {
         let Some(at) = self.seqs.iter().rposition(|s| *s == seq) else {
             return;
