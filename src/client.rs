@@ -240,7 +240,9 @@ impl Client {
     /// port 80, and said only that nothing answered).
     fn default_port_note(&self) -> String {
         match reqwest::Url::parse(&self.base) {
-            Ok(url) if url.port().is_none() => format!(
+            // (a URL holds no port equal to its scheme's: `:80` given is
+            // not "no port", QA)
+            Ok(url) if url.port().is_none() && !gives_port(&self.base) => format!(
                 "; the address gives no port, so port {} was tried (`botfleet run` listens on \
                  7878 unless --listen says otherwise: --host {}:7878)",
                 url.port_or_known_default().unwrap_or(80),
@@ -543,4 +545,14 @@ fn with_causes(e: &reqwest::Error) -> String {
         cause = c.source();
     }
     out
+}
+
+/// Whether the address `base` (`scheme://authority/…`) names a port.
+fn gives_port(base: &str) -> bool {
+    let rest = base.split_once("://").map_or(base, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // past an IPv6 literal's brackets
+    let after_host = host_port.rsplit_once(']').map_or(host_port, |(_, p)| p);
+    after_host.contains(':')
 }

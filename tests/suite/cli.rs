@@ -92,6 +92,15 @@ async fn cli_without_a_host_or_token_says_what_to_do() {
             && err.contains("--host 127.0.0.1:7878"),
         "{err}"
     );
+    // the scheme's own port, given, is given (it said "gives no port", QA)
+    for given in ["http://127.0.0.1:80", "127.0.0.1:80", "http://[::1]:80"] {
+        let (code, _, err) = cli(&["bots"], given, TOKEN).await;
+        assert_eq!(code, 1, "{given}");
+        assert!(
+            err.contains("cannot reach the host") && !err.contains("gives no port"),
+            "{given}: {err}"
+        );
+    }
     let out = tokio::process::Command::new(BIN)
         .args(["bots"])
         .env_remove("BOTFLEET_TOKEN")
