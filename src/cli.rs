@@ -315,9 +315,10 @@ pub enum Command {
 }
 
 /// The global `--host` or `--token` (`id`) as `run`, `check-config` and
-/// `reindex` have it: accepted (a `BOTFLEET_HOST` or a `botfleet --host …
-/// run` in a script keeps working) but not listed in their `--help`, since
-/// they start or read a host rather than talk to one. clap does not copy a
+/// `reindex` have it: taken from the environment (a `BOTFLEET_HOST` set
+/// for the CLI's other commands is no error) but refused when typed
+/// ([`parse`]), and not listed in their `--help`, since they start or read
+/// a host rather than talk to one. clap does not copy a
 /// global argument into a subcommand that has its own of that id.
 fn not_for_host_commands(id: &'static str) -> clap::Arg {
     clap::Arg::new(id).long(id).hide(true)
@@ -336,7 +337,38 @@ pub fn parse() -> Cli {
         .try_get_matches()
         .unwrap_or_else(|e| exclusion_hint(e).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let host_typed = matches.value_source("host") == Some(clap::parser::ValueSource::CommandLine);
+    let typed = |id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let host_typed = typed("host");
+    let local = match &cli.command {
+        Command::CheckConfig { .. } => Some("`check-config` reads the fleet file here"),
+        Command::Reindex { .. } => Some("`reindex` rebuilds the data directory here, offline"),
+        _ => None,
+    };
+    // typed for a command that talks to no host, each was ignored without
+    // a word (QA): refused as `run --host` is
+    if let Some(what) = local
+        && host_typed
+    {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--host is where the CLI's commands connect to a running host; {what} and \
+                     connects to none: drop --host"
+                ),
+            )
+            .exit();
+    }
+    if typed("token") && (local.is_some() || matches!(cli.command, Command::Run { .. })) {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--token is the token the CLI's commands send to a running host; `run`, \
+                 `check-config` and `reindex` send none: the users' tokens are in the fleet file \
+                 (`token` or `token_env` under [[users]])",
+            )
+            .exit();
+    }
     if host_typed && matches!(cli.command, Command::Run { .. }) {
         Cli::command()
             .error(

@@ -313,6 +313,29 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
             &[][..],
             "give the address it listens on with --listen",
         ),
+        // typed for a command that talks to no host, they were ignored
+        // without a word (QA, 2026-12-05)
+        (
+            vec!["run", "--token", "x", "--fleet", "none.toml"],
+            &[][..],
+            "the users' tokens are in the fleet file",
+        ),
+        (
+            vec![
+                "check-config",
+                "--fleet",
+                "none.toml",
+                "--host",
+                "127.0.0.1:1",
+            ],
+            &[][..],
+            "`check-config` reads the fleet file here and connects to none: drop --host",
+        ),
+        (
+            vec!["--token", "x", "reindex", "--data", "nowhere"],
+            &[][..],
+            "`run`, `check-config` and `reindex` send none",
+        ),
     ] {
         let (code, err) = run(&args, envs);
         assert_eq!(code, 2, "{args:?}: {err}");

@@ -290,8 +290,22 @@ async fn help_lists_what_each_command_uses() {
         out.contains("one JSON object in cases 0, 1 and 3-5 (none for 2 or 130)"),
         "{out}"
     );
-    // accepted all the same (BOTFLEET_HOST set for every command)
-    let (code, out, err) = botfleet(
+    // from the environment, set for every command, no error; typed, they
+    // are refused (they were ignored without a word, QA)
+    let out = tokio::process::Command::new(BIN)
+        .arg("check-config")
+        .current_dir(dir.path())
+        .env("RUST_LOG", "off")
+        .env_remove("XAI_API_KEY")
+        .env("BOTFLEET_HOST", "http://127.0.0.1:1")
+        .env("BOTFLEET_TOKEN", "x")
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(said.contains("<embedded example fleet>: ok"), "{said}");
+    let (code, _, err) = botfleet(
         dir.path(),
         &[
             "check-config",
@@ -302,8 +316,8 @@ async fn help_lists_what_each_command_uses() {
         ],
     )
     .await;
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("<embedded example fleet>: ok"), "{out}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("drop --host"), "{err}");
 }
 
 /// A `base_url` without its `/v1` failed every turn with "answered HTTP
