@@ -70,12 +70,12 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
         if total > 0 {
             // a page past the end: the matches exist, the offset skipped them all
             outln!(
-                "{total} match(es) for \"{}\", none after offset {}",
-                args.query,
+                "{total} match(es) for {}, none after offset {}",
+                quoted(&args.query),
                 v["offset"]
             );
         } else {
-            outln!("no matches for \"{}\"", args.query);
+            outln!("no matches for {}", quoted(&args.query));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -96,6 +96,36 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// A notice's snippet as `transcript` prints the notice: its API routes
+/// as the CLI's commands ([`super::hints::for_cli`]), without the match
+/// marks (they split the command a route is paired with), and a route the
+/// snippet cut after its command (`` … or `POST /v1/turns/ID…``) dropped.
+fn notice_snippet(snippet: &str) -> String {
+    let plain = snippet.replace(['\u{ab}', '\u{bb}'], "");
+    let text = super::hints::for_cli(&plain);
+    if let Some(at) = text.rfind(" or `")
+        && let cut = &text[at + " or `".len()..]
+        && ["GET /v1/", "POST /v1/", "PUT /v1/", "DELETE /v1/"]
+            .iter()
+            .any(|route| cut.starts_with(route))
+        && cut.ends_with('\u{2026}')
+        && !cut.contains('`')
+    {
+        return format!("{}\u{2026}", &text[..at]);
+    }
+    text
+}
+
+/// The query as typed, in quotes it does not hold: `"buy milk"` read
+/// `""buy milk""` (QA).
+fn quoted(query: &str) -> String {
+    if query.contains('"') && !query.contains('\'') {
+        format!("'{query}'")
+    } else {
+        format!("\"{query}\"")
+    }
+}
+
 fn print_hit(h: &Value) {
     let s = |k: &str| h[k].as_str().unwrap_or("").to_owned();
     let when = h["time_ms"]
@@ -110,7 +140,14 @@ fn print_hit(h: &Value) {
         s("author"),
         s("kind")
     );
-    outln!("  {}", s("snippet").replace('\n', " "));
+    let snippet = s("snippet").replace('\n', " ");
+    // a notice's hint, written for API clients too, as `transcript`
+    // prints it: the CLI's command, not the route (QA)
+    if h["kind"] == "notice" {
+        outln!("  {}", notice_snippet(&snippet));
+    } else {
+        outln!("  {snippet}");
+    }
     outln!("  session {}", s("session"));
 }
 

@@ -277,3 +277,30 @@ async fn approvals_show_invisible_format_characters_escaped() {
     escaped(&out);
     host.shutdown().await;
 }
+
+/// A notice found by `botfleet search` names the CLI's command, as
+/// `botfleet transcript` prints it, not the API route beside it (QA,
+/// 2026-12-05: ``retry it with `botfleet retry ID` or `POST
+/// /v1/turns/ID/retry` ``); a quoted query with no match is echoed in
+/// quotes it does not hold (it read `""buy milk""`).
+#[tokio::test]
+async fn search_prints_a_notices_command_without_its_route() {
+    let host = TestFleet::new()
+        .script("s", crate::support::ui_page::SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    talk(&host, "please fail").await;
+    flush(&host).await;
+    let (_, raw) = host.get("/v1/search?q=retry", TOKEN).await;
+    assert!(raw.to_string().contains("POST /v1/turns/"), "{raw}");
+    let (code, out, err) = cli(&["search", "retry"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("botfleet retry") && !out.contains("/v1/turns/"),
+        "{out}"
+    );
+    let (code, out, _) = cli(&["search", "\"buy milk\""], &host.url, TOKEN).await;
+    assert_eq!((code, out.trim()), (0, "no matches for '\"buy milk\"'"));
+    host.shutdown().await;
+}
