@@ -207,6 +207,21 @@ fn refused_request(body: &str, provider: &str, options: &OpenAiOptions) -> Strin
              providers.{provider}.stream = false"
         );
     }
+    // a model or server that answers whole only (QA: "Streaming is not
+    // supported for this model", `"param": "stream"`, got the general
+    // advice)
+    let stream_refused = said.contains("stream")
+        && ["not support", "unsupported", "not available", "not allowed"]
+            .iter()
+            .any(|t| said.contains(t))
+        || said.contains(r#""param":"stream""#)
+        || said.contains(r#""param": "stream""#);
+    if options.stream && stream_refused {
+        return format!(
+            "the server does not stream answers for model {model:?}: set \
+             providers.{provider}.stream = false (botfleet then asks for whole answers)"
+        );
+    }
     if options.max_tokens_field == MaxTokensField::MaxTokens
         && said.contains("max_tokens")
         && (said.contains("max_completion_tokens") || said.contains("unsupported"))

@@ -218,6 +218,28 @@ fn a_refused_stream_options_names_stream_usage_first() {
     assert!(!text.contains("stream_usage"), "{text}");
 }
 
+/// A server that does not stream for the model is told to set `stream =
+/// false` (QA, 2026-12-05: it got the general advice to check the model);
+/// with streaming off already, the advice does not say to turn it off.
+#[test]
+fn a_refused_stream_names_stream_false() {
+    for body in [
+        r#"{"error":{"message":"Streaming is not supported for this model","param":"stream"}}"#,
+        r#"{"error":{"message":"stream: unsupported value","param": "stream"}}"#,
+    ] {
+        let text = text(http(400, body), &options(true));
+        assert!(text.contains("set providers.s.stream = false"), "{text}");
+    }
+    let text = text(
+        http(400, r#"{"error":{"message":"Streaming is not supported"}}"#),
+        &OpenAiOptions {
+            stream: false,
+            ..options(true)
+        },
+    );
+    assert!(!text.contains("stream = false"), "{text}");
+}
+
 /// Regression (QA): an `https://` base_url pointed at a plain-HTTP server
 /// was told to "check that the server is running and reachable", which it
 /// was; the handshake is what failed, and `http://` is the likely fix.
