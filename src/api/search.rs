@@ -59,18 +59,22 @@ async fn room_as_bot(
     user: &AuthUser,
     bot: &str,
 ) -> Result<Option<ApiError>, ApiError> {
-    let Ok(room) = botfleet_memory::RoomId::new(bot) else {
+    // found in any case, as every route taking a room finds it (QA:
+    // `bot=standup` for the room `Standup` lost the hint)
+    let Ok(room) = botfleet_actors::group::room_for(state.fleet.runtime(), &user.0, bot).await
+    else {
         return Ok(None);
     };
-    let timeline = botfleet_memory::room_timeline(&room).id();
+    let timeline = botfleet_memory::room_timeline(&room.id).id();
     let visible = VisibleSessions::of_user(state.fleet.runtime(), &user.0).await?;
     if !visible.contains(timeline) {
         return Ok(None);
     }
     Ok(Some(ApiError::NotFound(format!(
-        "no bot {bot:?} for you: {bot:?} is a room; `bot` takes one of your bots. To search \
+        "no bot {bot:?} for you: {:?} is a room; `bot` takes one of your bots. To search \
          only the room's public timeline pass session={timeline} (`botfleet search WORDS \
-         --session {timeline}`)"
+         --session {timeline}`)",
+        room.id.as_str()
     ))))
 }
 

@@ -152,6 +152,16 @@ async fn a_room_id_given_as_bot_says_how_to_search_the_room() {
         message.contains(&format!("session={timeline}")),
         "{message}"
     );
+    // in another case too, as every route taking a room finds it (QA,
+    // 2026-12-05: it lost the hint)
+    let (status, v) = host.get("/v1/search?q=walrus&bot=StandUp", TOKEN).await;
+    assert_eq!(status, 404, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no bot \"StandUp\" for you: \"standup\" is a room")
+            && message.contains(&format!("session={timeline}")),
+        "{message}"
+    );
     // the advice works
     let (status, v) = host
         .get(&format!("/v1/search?q=walrus&session={timeline}"), TOKEN)
