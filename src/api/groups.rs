@@ -32,9 +32,6 @@ use super::extract::idempotency_key;
 use super::extract::json_object;
 use super::extract::read_body;
 
-/// Most entries one page returns.
-const MAX_PAGE: i64 = 1000;
-
 impl From<GroupError> for ApiError {
     fn from(e: GroupError) -> Self {
         match e {
@@ -396,16 +393,7 @@ pub(crate) async fn entries(
     query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let q = super::extract::query(query, "use ?after=SEQ&limit=N")?;
-    let after = q.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::BadRequest("`after` must be 0 or more".into()));
-    }
-    let limit = q.limit.unwrap_or(200);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "`limit` must be 1-{MAX_PAGE}"
-        )));
-    }
+    let (after, limit) = super::sessions::entries_page(q.after, q.limit)?;
     let room = room_or_bot(&state, &user, &room, NOT_A_ROOM).await?;
     let store = state.fleet.store();
     let session = room.timeline().id();

@@ -39,6 +39,27 @@ pub(crate) struct EntriesQuery {
     limit: Option<i64>,
 }
 
+/// `after` and `limit` of a page of entries (a session's, a room's
+/// timeline), checked: one wording for both routes (QA: a room's said
+/// only "`limit` must be 1-1000").
+pub(crate) fn entries_page(after: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), ApiError> {
+    let after = after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::BadRequest(format!(
+            "`after` {after} is out of range: give 0 for the first page, or the last `seq` of \
+             the page you read"
+        )));
+    }
+    let limit = limit.unwrap_or(200);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "`limit` {limit} is out of range: give 1 to {MAX_PAGE} entries per page (default \
+             200), and read on with `after` set to the last `seq` of the page"
+        )));
+    }
+    Ok((after, limit))
+}
+
 pub(crate) async fn entries(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -49,17 +70,7 @@ pub(crate) async fn entries(
     let id: SessionId = session
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
-    let after = q.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::BadRequest("`after` must be 0 or more".into()));
-    }
-    let limit = q.limit.unwrap_or(200);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "`limit` {limit} is out of range: give 1 to {MAX_PAGE} entries per page (default \
-             200), and read on with `after` set to the last `seq` of the page"
-        )));
-    }
+    let (after, limit) = entries_page(q.after, q.limit)?;
     let store = state.fleet.store();
     // one read: `last_seq` is never older than the entries beside it, and
     // a session given to the user with its bot is read from that change on

@@ -350,6 +350,18 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
     // was "no room … for you")
     let (s6, bad) = post(&host, "-bad", "hi", "key-4").await;
     assert_eq!(s6, 400, "{bad}");
+    // a page out of range: the words of a session's page (a room's said
+    // only "`limit` must be 1-1000", QA)
+    for (query, says) in [
+        ("limit=0", "`limit` 0 is out of range: give 1 to 1000 entries per page"),
+        ("after=-1", "`after` -1 is out of range: give 0 for the first page"),
+    ] {
+        let (status, bad) = host
+            .get(&format!("/v1/groups/design/entries?{query}"), TOKEN)
+            .await;
+        assert_eq!(status, 400, "{query}: {bad}");
+        assert!(bad.to_string().contains(says), "{query}: {bad}");
+    }
     for path in ["/v1/groups/a%20b", "/v1/groups/%C3%A9/entries"] {
         let (status, bad) = host.get(path, TOKEN).await;
         assert_eq!(status, 400, "{path} → {bad}");
