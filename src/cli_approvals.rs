@@ -32,7 +32,9 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     }
     let items = v["approvals"].as_array().cloned().unwrap_or_default();
     if items.is_empty() {
-        outln!(
+        // nothing on stdout, as `transcript` of an empty conversation: a
+        // script counting lines counted 1 (QA)
+        errln!(
             "{}",
             if all {
                 "no approvals"
@@ -47,7 +49,8 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
         outln!("{}", line(a, now));
     }
     if !all {
-        outln!("\ndecide with `botfleet approve ID` or `botfleet deny ID`");
+        // a hint, not a row: on stderr
+        errln!("\ndecide with `botfleet approve ID` or `botfleet deny ID`");
     }
     Ok(ExitCode::SUCCESS)
 }

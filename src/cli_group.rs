@@ -193,6 +193,15 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
                 outln!("{}", super::terminal::json_pretty(&v));
                 return Ok(ExitCode::SUCCESS);
             }
+            if v["groups"].as_array().is_none_or(Vec::is_empty) {
+                // said on stderr, as an empty list elsewhere: a header row
+                // alone on stdout read as a room to a script (QA)
+                errln!(
+                    "you are in no room yet; create one with `botfleet group create NAME \
+                     --members a,b`"
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             // closed rooms are listed too (their timelines stay readable):
             // the STATE column says which take no more messages
             let mut rows = vec![["ID", "NAME", "SHARED", "STATE", "MEMBERS"].map(str::to_owned)];

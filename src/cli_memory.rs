@@ -65,7 +65,8 @@ pub(super) async fn show(
     }
     // nothing to forget: no command offered for it (QA)
     if any {
-        outln!("forget an item with: botfleet forget <id>");
+        // a hint, not an item: on stderr
+        errln!("forget an item with: botfleet forget <id>");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -89,14 +89,15 @@ pub(super) async fn list(client: &Client, bot: &str, as_json: bool) -> anyhow::R
     }
     let routines = v["routines"].as_array().cloned().unwrap_or_default();
     if routines.is_empty() {
-        // a subagent runs none (the host answers its `put` 409): point
+        // said on stderr, nothing on stdout, as `transcript` of an empty
+        // conversation (QA); a subagent runs none (the host answers its `put` 409): point
         // at its parent, not at a command that is refused (QA, 2026-12-04)
         let record = client.get(&format!("/v1/bots/{}", segment(bot))).await?;
         if let Some(parent) = record["origin"]
             .as_str()
             .and_then(|o| o.strip_prefix("subagent:"))
         {
-            outln!(
+            errln!(
                 "{bot} is a subagent of {parent} and runs no routines; put the routine on \
                  {parent}: `botfleet routines put {parent} NAME --cron CRON --timezone ZONE \
                  --prompt TEXT`"
@@ -105,14 +106,14 @@ pub(super) async fn list(client: &Client, bot: &str, as_json: bool) -> anyhow::R
         }
         // a removed bot takes none either (its `put` is refused, 409)
         if record["settings"]["removed_at"].is_i64() {
-            outln!(
+            errln!(
                 "{} is removed and has no routines; it takes new ones once fleet.toml lists \
                  it again and the host restarts",
                 cell(bot)
             );
             return Ok(ExitCode::SUCCESS);
         }
-        outln!(
+        errln!(
             "{} has no routines; add one with `botfleet routines put {} NAME --cron CRON \
              --timezone ZONE --prompt TEXT`, or in fleet.toml",
             bot,

@@ -22,9 +22,13 @@ async fn routines_are_listed_put_and_removed_through_the_cli() {
         .start()
         .await;
     let url = host.url.as_str();
+    // said on stderr, nothing on stdout (QA)
     let (code, out, err) = cli(&["routines", "r"], url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("r has no routines"), "{out}");
+    assert!(
+        out.is_empty() && err.contains("r has no routines"),
+        "{out}{err}"
+    );
 
     let put = [
         "routines",
@@ -206,11 +210,12 @@ steps = [ { tool = "SendMessage", args = { text = "done" } } ]
     let sub = host.wait_subagent_of("p").await;
     let (code, out, err) = cli(&["routines", &sub], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "{out}");
     assert!(
-        out.contains(&format!("{sub} is a subagent of p and runs no routines"))
-            && out.contains("`botfleet routines put p NAME")
-            && !out.contains(&format!("routines put {sub}")),
-        "{out}"
+        err.contains(&format!("{sub} is a subagent of p and runs no routines"))
+            && err.contains("`botfleet routines put p NAME")
+            && !err.contains(&format!("routines put {sub}")),
+        "{err}"
     );
     host.shutdown().await;
 }
