@@ -203,6 +203,11 @@ async fn a_host_with_credentials_a_query_or_a_fragment_is_a_usage_error() {
 #[tokio::test]
 async fn group_list_says_which_rooms_are_closed() {
     let host = fleet().start().await;
+    // in no room yet: nothing on stdout (a header row alone read as a
+    // room to a script, QA), said on stderr
+    let (code, out, err) = cli(&["group", "list"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("you are in no room yet"), "{err}");
     for name in ["kept", "gone"] {
         let (code, _, err) = cli(
             &["group", "create", name, "--members", "r,b"],
