@@ -259,7 +259,9 @@ fn restated(
 fn checked_text(text: &str, layer: Layer) -> Result<String, MemoryRefusal> {
     let text = normalize_text(text);
     let chars = text.chars().count();
-    if chars == 0 {
+    // nothing visible is empty too: `\u{200b}\u{200b}` was remembered and
+    // shown in every prompt as `""` (QA)
+    if chars == 0 || super::types::without_invisible(&text).trim().is_empty() {
         return Err(MemoryRefusal::Empty);
     }
     if chars > layer.max_item_chars() {

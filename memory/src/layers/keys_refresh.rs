@@ -33,8 +33,9 @@ use crate::error::Result;
 /// kept in comparison form) folded with them. A mark of an item forgotten
 /// by id keeps only its text's hash: one made before the refresh matches
 /// only its text with its own accents until it is pruned (an hour, or
-/// once no extraction owed predates it).
-pub(crate) const KEYS_FORMAT: &str = "5";
+/// once no extraction owed predates it). 6: comparison keys without
+/// invisible characters (`lives in\u{200b} Berlin` = `lives in Berlin`).
+pub(crate) const KEYS_FORMAT: &str = "6";
 
 /// The `meta` key holding the format of the stored keys.
 const META_KEY: &str = "memory_keys_format";

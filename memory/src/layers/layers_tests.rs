@@ -116,6 +116,30 @@ async fn writes_are_idempotent_by_id_and_by_text() {
         panic!("the same text is one fact")
     };
     assert_eq!(existing.id, MemoryId::derive("same"));
+    // invisible characters do not make another fact (QA, 2026-12-05:
+    // `lives in\u{200b} Lyon` was a second item, which Forget by text
+    // left), and one of them alone is no fact
+    for (seed, text) in [
+        ("zwsp", "Lives in\u{200b} Lyon"),
+        ("shy", "Lives in Ly\u{ad}on"),
+    ] {
+        let MemoryOpResult::Unchanged(existing) =
+            f.add(new(seed, &user("alice"), Layer::Profile, text)).await
+        else {
+            panic!("{text:?} is the same fact")
+        };
+        assert_eq!(existing.id, MemoryId::derive("same"));
+    }
+    assert_eq!(
+        f.add(new(
+            "blank",
+            &user("alice"),
+            Layer::Profile,
+            "\u{200b}\u{feff} \u{200b}"
+        ))
+        .await,
+        MemoryOpResult::Refused(MemoryRefusal::Empty)
+    );
     let clash = new("same", &user("alice"), Layer::Profile, "Something else");
     assert_eq!(
         f.add(clash).await,

@@ -317,14 +317,28 @@ pub fn normalize_text(text: &str) -> String {
 /// lowercased, NFKC again (lowercasing can leave a text unnormalized),
 /// and without the spaces that are optional typography next to CJK text
 /// ([`optional_space`]): "项目代号Alpha" is in "项目代号 Alpha 2026".
-/// Latin word boundaries stay: "a b" is not "ab". Then its letters are
+/// Latin word boundaries stay: "a b" is not "ab". Invisible characters
+/// are dropped ([`without_invisible`]). Then its letters are
 /// case- and accent-folded as recall's terms are ([`folded_letters`]):
 /// "Lives in Zürich" contains "zurich", "Straße" is "STRASSE". Only
 /// compared, never shown.
 pub(crate) fn comparison_key(text: &str) -> String {
     let nfkc = ComposingNormalizerBorrowed::new_nfkc();
-    let lower = normalize_text(&nfkc.normalize(text)).to_lowercase();
+    // invisible characters (a zero-width space, a soft hyphen) first: a
+    // text with one reads as the text without it (QA: `Alice lives in\u{200b}
+    // Berlin` was a second item, and Forget `lives in Berlin` left it)
+    let visible = without_invisible(text);
+    let lower = normalize_text(&nfkc.normalize(&visible)).to_lowercase();
     folded_letters(&without_optional_spaces(&nfkc.normalize(&lower)))
+}
+
+/// `text` without its Default_Ignorable code points (zero-width spaces
+/// and joiners, soft hyphens, a BOM, variation selectors): characters
+/// that show nothing.
+pub(crate) fn without_invisible(text: &str) -> String {
+    let ignorable =
+        icu_properties::CodePointSetData::new::<icu_properties::props::DefaultIgnorableCodePoint>();
+    text.chars().filter(|c| !ignorable.contains(*c)).collect()
 }
 
 /// `key` with each letter outside ASCII (and each letter followed by a
