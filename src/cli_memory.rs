@@ -162,8 +162,9 @@ fn print_prompt(v: &Value, input: &str, shown: &HashSet<&str>) {
         );
     } else {
         outln!(
-            "the prompt for \"{input}\" shows {} of the {candidates} item(s) it would take: the memory block is kept to a share of the context (the most important first), so {left} are left out",
-            candidates - left
+            "the prompt for \"{input}\" shows {} of the {candidates} item(s) it would take: the memory block is kept to a share of the context (the most important first), so {left} {} left out",
+            candidates - left,
+            if left == 1 { "is" } else { "are" }
         );
     }
     for (name, c) in &layers {

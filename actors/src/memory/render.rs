@@ -158,9 +158,15 @@ fn by_priority(snapshot: &MemorySnapshot) -> Vec<&MemoryItem> {
 
 /// The note ending a block that left `count` items out.
 fn left_out(count: usize) -> String {
+    // in the count's number: "1 more remembered items are" (QA)
+    let (left, still) = if count == 1 {
+        ("1 more remembered item is".to_owned(), "It is")
+    } else {
+        (format!("{count} more remembered items are"), "They are")
+    };
     prompts()
         .memory_left_out
-        .render(&[("count", &count.to_string())])
+        .render(&[("left", &left), ("still", still)])
         .unwrap_or_default()
 }
 

@@ -401,3 +401,21 @@ async fn a_bound_keeps_the_later_of_two_facts_of_the_same_importance() {
     assert_eq!(shown, vec![berlin.id], "{text}");
     assert!(text.ends_with(&left_out(1)), "{text}");
 }
+
+/// The note of items left out speaks in its count's number: one item
+/// read "1 more remembered items are not shown" (QA, 2026-12-05).
+#[test]
+fn the_left_out_note_is_in_its_counts_number() {
+    let one = super::left_out(1);
+    assert!(
+        one.starts_with("[1 more remembered item is not shown here")
+            && one.contains("It is still remembered"),
+        "{one}"
+    );
+    let three = super::left_out(3);
+    assert!(
+        three.starts_with("[3 more remembered items are not shown here")
+            && three.contains("They are still remembered"),
+        "{three}"
+    );
+}
