@@ -353,8 +353,14 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
     // a page out of range: the words of a session's page (a room's said
     // only "`limit` must be 1-1000", QA)
     for (query, says) in [
-        ("limit=0", "`limit` 0 is out of range: give 1 to 1000 entries per page"),
-        ("after=-1", "`after` -1 is out of range: give 0 for the first page"),
+        (
+            "limit=0",
+            "`limit` 0 is out of range: give 1 to 1000 entries per page",
+        ),
+        (
+            "after=-1",
+            "`after` -1 is out of range: give 0 for the first page",
+        ),
     ] {
         let (status, bad) = host
             .get(&format!("/v1/groups/design/entries?{query}"), TOKEN)
