@@ -280,7 +280,9 @@ async fn refuse_repeat(
                 ..
             } = kind
             {
-                call_id != ctx.call_id && crate::message_text(sent) == text
+                // white space around it aside: kept indented, the text sent
+                // again with a leading space was delivered twice
+                call_id != ctx.call_id && sent.trim() == text.trim()
             } else {
                 false
             }
