@@ -7,7 +7,7 @@
 // sends it again with the same Idempotency-Key (the host answers
 // `duplicate` or accepts it: it cannot arrive twice).
 
-import { auth, call, uuidv7 } from "./api.js";
+import { ApiError, auth, call, uuidv7 } from "./api.js";
 import { quoted } from "./dom.js";
 
 const STORE_KEY = "botfleet.outbox";
@@ -48,9 +48,25 @@ export function tokenTag(token) {
 export const convOf = (to) => `${to.kind}:${to.id}`;
 
 /** Posts `text` to `to` ({kind: "bot" | "room", id}) with `key`. */
-function post(to, text, key) {
-  const opts = { body: { text }, key, accept: [409] };
-  return to.kind === "room" ? call("groupMessage", { group: to.id }, opts) : call("botMessage", { bot: to.id }, opts);
+/** How long a message's request may go unanswered before it counts as
+ * not confirmed: a host that froze (its process stopped) left the bubble
+ * "Sending…" for good, with nothing to do (QA). */
+const POST_TIMEOUT_MS = 15_000;
+
+async function post(to, text, key) {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), POST_TIMEOUT_MS);
+  const opts = { body: { text }, key, accept: [409], signal: stop.signal };
+  try {
+    return await (to.kind === "room" ? call("groupMessage", { group: to.id }, opts) : call("botMessage", { bot: to.id }, opts));
+  } catch (e) {
+    // the host may have it: asked again with the same key, as after a
+    // dropped connection
+    if (e && e.name === "AbortError") throw new ApiError(0, "network", `The host did not answer within ${POST_TIMEOUT_MS / 1000} s. Is botfleet still running?`, null);
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 let uid = 0;

@@ -89,10 +89,15 @@ export function approvalsView(query) {
   const moreNote = h("span", { class: "hint" });
   const moreButton = h("button", { type: "button", class: "small" }, "Show more");
   const more = h("p", { class: "more-approvals", hidden: true }, moreNote, " ", moreButton);
+  // the count drawn before a "Show more": the load after it gives the
+  // focus to the first card it added (the button, hidden on the last
+  // page, dropped it to the page's body, QA)
+  let grown = null;
   moreButton.addEventListener("click", () => {
     if (moreButton.getAttribute("aria-disabled") === "true") return;
     limit = Math.min(MAX, limit + PAGE);
     moreButton.setAttribute("aria-disabled", "true");
+    grown = drawn.size;
     load();
   });
   // how many the list shows, and whether more are there to show (`full`:
@@ -171,11 +176,18 @@ export function approvalsView(query) {
         drawn.set(id, d);
         if (list.children[i] !== d.el) list.insertBefore(d.el, list.children[i] || null);
       });
+      if (grown !== null) {
+        const first = list.children[grown];
+        grown = null;
+        if (first) (first.querySelector(".status") || first.querySelector("a") || title).focus();
+        else if (moreButton.hidden || more.hidden) title.focus();
+      }
       if (heldId !== null && !list.contains(document.activeElement)) {
         const again = drawn.get(heldId);
         const next = again ? again.el : list.children[Math.min(held, list.children.length - 1)];
-        const to = again ? next.querySelector(".status") : next.querySelector(".actions button:not([disabled])") || next.querySelector(".status");
-        (to || title).focus();
+        // the status line, never a button: on the next card's Approve, a
+        // second Enter approved an action the person had not read (QA)
+        (next.querySelector(".status") || title).focus();
       }
     } catch (e) {
       moreButton.removeAttribute("aria-disabled");
@@ -315,21 +327,28 @@ export function searchView(query) {
         const more = h("button", { type: "button", class: "more" }, "More results");
         let next = data.next_offset;
         more.hidden = next == null;
+        // marked, not disabled, while it loads (a disabled button drops
+        // the focus to the page's body, QA); the first hit it adds then
+        // takes the focus, where reading goes on
         more.addEventListener("click", () => {
-          more.disabled = true;
+          if (more.getAttribute("aria-disabled") === "true") return;
+          more.setAttribute("aria-disabled", "true");
           call("search", {}, { query: { q, bot, limit: 50, offset: next } })
             .then(({ data: page }) => {
               if (ctx.closed || mine !== asked) return;
-              list.append(...(page.hits || []).map(hitItem));
-              shown += (page.hits || []).length;
+              const added = (page.hits || []).map(hitItem);
+              list.append(...added);
+              shown += added.length;
               hint.textContent = summary(page.total, shown);
               next = page.next_offset;
               more.hidden = next == null;
-              more.disabled = false;
+              more.removeAttribute("aria-disabled");
+              const link = added.length ? added[0].querySelector("a") : null;
+              if (link) link.focus();
             })
             .catch((e) => {
               if (ctx.closed || mine !== asked) return;
-              more.disabled = false;
+              more.removeAttribute("aria-disabled");
               results.append(errorBox(e));
             });
         });
@@ -433,6 +452,11 @@ export function secretsView() {
   for (const field of [name, value]) field.addEventListener("input", () => say("", ""));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
+    // no command could use it: a paste that missed the secret (QA)
+    if (value.value && !value.value.trim()) {
+      say("", "The value is only spaces: paste the secret itself.");
+      return;
+    }
     try {
       await call("secretPut", { name: name.value.trim() }, { body: { value: value.value } });
       say(`Saved ${name.value.trim()}.`);

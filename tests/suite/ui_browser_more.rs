@@ -22,14 +22,10 @@ use crate::support::openai_server::last_user_text;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
 
-#[tokio::test]
-async fn the_approvals_page_shows_more_than_a_hundred_waiting() {
-    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
-        return;
-    };
-    let (session, end) = host.end_turn("r", "hello").await;
-    assert_eq!(end["status"], "completed", "{end}");
-    let asks = (0..105)
+/// Writes `n` pending approvals of Shell calls (`echo 0`, `echo 1`, …)
+/// of bot `r` in `session`.
+async fn ask(host: &crate::support::fleet::TestHost, session: &str, n: usize) {
+    let asks = (0..n)
         .map(|i| {
             let id = ApprovalId::new_v7();
             Mutation::RequestApproval(Box::new(NewApproval {
@@ -48,16 +44,28 @@ async fn the_approvals_page_shows_more_than_a_hundred_waiting() {
             }))
         })
         .collect();
-    ui_page::write(&host, asks).await;
+    ui_page::write(host, asks).await;
+}
+
+#[tokio::test]
+async fn the_approvals_page_shows_more_than_a_hundred_waiting() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let (session, end) = host.end_turn("r", "hello").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    ask(&host, &session, 105).await;
 
     ui_page::open(&browser, &host, "#/approvals").await;
     browser.wait_text(".more-approvals", "Showing 100").await;
     assert_eq!(browser.count(".approvals .panel").await, 100);
     browser.click(".more-approvals button").await;
+    // the focus goes to the first card added (the button, hidden now,
+    // dropped it to the page's body, QA)
     browser
         .wait_js(
-            "all 105",
-            "return document.querySelectorAll('.approvals .panel').length === 105 || null",
+            "all 105, the 101st holding the focus",
+            "const cards = document.querySelectorAll('.approvals .panel'); return (cards.length === 105 && cards[100].contains(document.activeElement)) || null",
             json!([]),
         )
         .await;
@@ -154,4 +162,74 @@ async fn a_retry_refused_while_a_later_turn_runs_stays_a_button() {
         .await;
     ui_page::finish(browser, host).await;
     server.shutdown().await;
+}
+
+/// A decision on the Approvals page leaves the focus on the next card's
+/// status line, never on its Approve: a second Enter approved an action
+/// the person had not read (QA, 2026-12-05).
+#[tokio::test]
+async fn a_decision_does_not_put_the_focus_on_the_next_approve() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let (session, end) = host.end_turn("r", "hello").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    ask(&host, &session, 3).await;
+    ui_page::open(&browser, &host, "#/approvals").await;
+    browser
+        .wait_js(
+            "three cards",
+            "return document.querySelectorAll('.approvals .panel').length === 3 || null",
+            json!([]),
+        )
+        .await;
+    browser.click(".approvals .panel .actions button").await;
+    browser
+        .wait_js(
+            "two cards left, the focus on a status line",
+            "const a = document.activeElement; return (document.querySelectorAll('.approvals .panel').length === 2 && a.classList.contains('status') && a.tagName !== 'BUTTON') || null",
+            json!([]),
+        )
+        .await;
+    ui_page::finish(browser, host).await;
+}
+
+/// "More results" on the search page gives the focus to the first hit it
+/// added (it was disabled while loading, which dropped the focus to the
+/// page's body, QA).
+#[tokio::test]
+async fn more_results_gives_the_focus_to_the_first_hit_added() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let mut last = None;
+    for i in 0..55 {
+        let (status, sent) = host.send("r", &format!("walrus {i}"), None).await;
+        assert_eq!(status, 202, "{sent}");
+        last = Some(sent);
+    }
+    let last = last.unwrap();
+    host.wait_turn_end(
+        last["session"].as_str().unwrap(),
+        last["seq"].as_i64().unwrap(),
+    )
+    .await;
+    super::recall::flush(&host).await;
+    ui_page::open(&browser, &host, "#/search?q=walrus").await;
+    browser
+        .wait_js(
+            "a first page of 50",
+            "return document.querySelectorAll('.hits li').length === 50 || null",
+            json!([]),
+        )
+        .await;
+    browser.click("button.more").await;
+    browser
+        .wait_js(
+            "more hits, the 51st holding the focus",
+            "const hits = document.querySelectorAll('.hits li'); return (hits.length > 50 && hits[50].contains(document.activeElement)) || null",
+            json!([]),
+        )
+        .await;
+    ui_page::finish(browser, host).await;
 }

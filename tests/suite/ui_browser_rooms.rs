@@ -289,6 +289,22 @@ async fn a_refused_secret_says_why_beside_the_form() {
     browser.type_in("#secret-value", &format!("x{ENTER}")).await;
     browser.wait_text(".page > .error-text", "PATH").await;
     assert_eq!(browser.count(".toast").await, 0);
+    // a value of only spaces is no secret: said, and nothing saved (it
+    // was saved, QA)
+    browser
+        .js(
+            "document.querySelector('#secret-name').value = 'SPACEY'; document.querySelector('#secret-value').value = '';",
+            json!([]),
+        )
+        .await;
+    browser
+        .type_in("#secret-value", &format!("   {ENTER}"))
+        .await;
+    browser
+        .wait_text(".page > .error-text", "only spaces")
+        .await;
+    let (_, listed) = host.get("/v1/secrets", TOKEN).await;
+    assert!(!listed.to_string().contains("SPACEY"), "{listed}");
     ui_page::finish(browser, host).await;
 }
 

@@ -545,3 +545,47 @@ async fn a_pasted_code_block_keeps_its_indentation() {
     outbox_empty(&browser).await;
     ui_page::finish(browser, host).await;
 }
+
+/// A host that takes a message's request and never answers (its process
+/// stopped) leaves the message "Not confirmed yet" once the page's wait
+/// for the answer is over, and it is sent again, with its key, once the
+/// host answers. (It read "Sending…" for good, nothing to do.) The page's
+/// 15 s wait is shortened here: `setTimeout` of 15,000 ms runs at 50 ms.
+#[tokio::test]
+async fn a_message_to_a_host_that_never_answers_is_not_confirmed() {
+    let Some((browser, host, session)) = live_dm().await else {
+        return;
+    };
+    let frozen = r#"
+        window.frozen = true;
+        window.keys = [];
+        const wait = window.setTimeout;
+        window.setTimeout = (f, ms, ...rest) => wait(f, ms === 15000 ? 50 : ms, ...rest);
+        const f = window.fetch;
+        window.fetch = function (url, opts) {
+          const message = opts && opts.method === "POST" && String(url).includes("/messages");
+          if (message) window.keys.push(opts.headers["Idempotency-Key"]);
+          if (message && window.frozen) {
+            return new Promise((_, reject) => {
+              if (opts.signal) opts.signal.addEventListener("abort", () => reject(new DOMException("stopped", "AbortError")));
+            });
+          }
+          return f.apply(this, arguments);
+        };"#;
+    browser.js(frozen, json!([])).await;
+    browser
+        .type_in(".composer textarea", &format!("to a frozen host{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    browser.js("window.frozen = false", json!([])).await;
+    browser.wait_text(".log", "echo: to a frozen host").await;
+    outbox_empty(&browser).await;
+    let keys = browser
+        .js("return new Set(window.keys).size", json!([]))
+        .await;
+    assert_eq!(keys, json!(1));
+    assert_eq!(stored(&host, &session, "to a frozen host").await, 1);
+    ui_page::finish(browser, host).await;
+}
