@@ -75,6 +75,34 @@ impl LoadedFleet {
             }
         }
         out.extend(self.project_case_warnings());
+        out.extend(self.user_case_warnings());
+        out
+    }
+
+    /// Users whose ids differ only in case, one line each pair. A warning,
+    /// not a refusal: a fleet of an earlier version may hold them, and
+    /// renaming a user orphans their conversations, memory and workspace
+    /// (QA, 2026-12-05: a refusal stopped an upgrade). A room labels
+    /// people by id (`bob (person)`), and a user's workspace is a
+    /// directory named by it.
+    fn user_case_warnings(&self) -> Vec<String> {
+        let users = &self.file.users;
+        let mut out = Vec::new();
+        for (i, u) in users.iter().enumerate() {
+            if let Some(j) = users[..i]
+                .iter()
+                .position(|o| o.id != u.id && o.id.eq_ignore_ascii_case(&u.id))
+            {
+                out.push(format!(
+                    "WARNING: {}: key `users[{i}].id`: user {:?} differs from user {:?} \
+                     (users[{j}].id) only in case: in a room one may pass for the other, and on \
+                     a file system that ignores case (macOS, Windows) their workspaces are one \
+                     directory; give new users ids that differ in more than case (renaming a \
+                     user leaves their history under the old id)",
+                    self.source, u.id, users[j].id
+                ));
+            }
+        }
         out
     }
 

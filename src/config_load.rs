@@ -123,23 +123,6 @@ impl LoadedFleet {
             let key = format!("users[{i}]");
             let valid = botfleet_memory::UserId::new(u.id.as_str()).map(|_| ());
             self.unique_id(&key, "user", &u.id, valid, &mut seen_users)?;
-            // a room labels people by id (`bob (person)`), and a user's
-            // workspace is a directory named by it: on a file system that
-            // ignores case, `Bob` and `bob` would share one (QA)
-            if let Some(j) = f.users[..i]
-                .iter()
-                .position(|o| o.id != u.id && o.id.eq_ignore_ascii_case(&u.id))
-            {
-                return Err(self.invalid(
-                    format!("{key}.id"),
-                    format!(
-                        "user {:?} differs from user {:?} (users[{j}].id) only in case: in a room \
-                         one would pass for the other, and on a file system that ignores case \
-                         their workspaces would be one directory; rename one",
-                        u.id, f.users[j].id
-                    ),
-                ));
-            }
             if let Some(tz) = &u.timezone
                 && let Err(problem) = botfleet_actors::FleetSettings::parse_timezone(tz)
             {

@@ -657,18 +657,21 @@ fn a_table_or_key_given_twice_is_named() {
     );
 }
 
-/// Regression (QA, 2026-12-05): users `bob` and `Bob` were both taken,
-/// though a room's input labels people by id and a user's workspace is a
-/// directory named by it (one directory on a file system that ignores
-/// case).
+/// Users `bob` and `Bob` were both taken without a word, though a room's
+/// input labels people by id and a user's workspace is a directory named
+/// by it (one directory on a file system that ignores case). They are
+/// warned of, not refused: a refusal stopped the upgrade of a fleet that
+/// had them, and renaming a user orphans their history (QA, 2026-12-05).
 #[test]
-fn user_ids_that_differ_only_in_case_are_refused() {
+fn user_ids_that_differ_only_in_case_are_warned_of() {
     let two =
         format!("{ISSUE_EXAMPLE}\n[[users]]\nid = \"Alice\"\ntoken = \"another-long-secret\"\n");
-    let e = err(&two);
+    let f = LoadedFleet::parse(&two, "fleet.toml", None).unwrap();
+    let warnings = f.warnings().join("\n");
     assert!(
-        e.contains("users[1].id")
-            && e.contains("user \"Alice\" differs from user \"alice\" (users[0].id) only in case"),
-        "{e}"
+        warnings.contains("key `users[1].id`: user \"Alice\" differs from user \"alice\" (users[0].id) only in case"),
+        "{warnings}"
     );
+    let one = LoadedFleet::parse(ISSUE_EXAMPLE, "fleet.toml", None).unwrap();
+    assert!(!one.warnings().join("\n").contains("only in case"));
 }
