@@ -261,6 +261,57 @@ async fn deleting_transcripts_under_a_running_host_stops_only_the_mirror() {
     host.stop(&log).await;
 }
 
+/// A mirror file the host cannot write (here a directory in its place;
+/// for the QA, a file left root's by a `sudo botfleet reindex`) stops the
+/// mirror, said once and in `/healthz`, and search indexing goes on for
+/// every bot. (It stopped indexing for all of them, retried at every
+/// commit, and `/healthz` said `ok`.)
+#[tokio::test]
+async fn a_mirror_file_the_host_cannot_write_stops_only_the_mirror() {
+    let fleet = fleet();
+    let (host, log) = start(&fleet).await;
+    let data = fleet.path().join("data");
+    let (status, sent) = send(&host.url, "a1", "dugongword first", "k1").await;
+    assert_eq!(status, 202, "{sent}");
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let file = data.join(format!("transcripts/a1/{session}.jsonl"));
+    wait_file_has(&file, &["got: dugongword first"]).await;
+    host.stop(&log).await;
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+
+    let (host, log) = start(&fleet).await;
+    let url = host.url.clone();
+    for (bot, text, key) in [
+        ("a1", "manateeword second", "k2"),
+        ("a2", "axolotlword third", "k3"),
+    ] {
+        let (status, sent) = send(&url, bot, text, key).await;
+        assert_eq!(status, 202, "{sent}");
+    }
+    for word in ["manateeword", "axolotlword"] {
+        poll(30, async || {
+            let n = found(&url, word).await;
+            (n >= 1)
+                .then_some(())
+                .ok_or_else(|| format!("search found {n} entries of {word}"))
+        })
+        .await;
+    }
+    let (status, text) = health(&url).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.starts_with("degraded\n"), "{text}");
+    assert!(text.contains("JSONL mirror: stopped at "), "{text}");
+    host.stop(&log).await;
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        lines_with(&log, "the JSONL mirror cannot write a file"),
+        1,
+        "{logged}"
+    );
+    assert_eq!(lines_with(&log, "indexer error"), 0, "{logged}");
+}
+
 #[tokio::test]
 async fn a_deleted_mirror_file_is_written_again_whole_at_its_next_write() {
     let fleet = fleet();

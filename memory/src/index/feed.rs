@@ -160,12 +160,17 @@ impl Sink {
         }
     }
 
-    /// A mirror whose root was deleted while the host runs is dropped
-    /// (it says so once, [`JsonlMirror::abandon`]): the index goes on
-    /// without it, rather than waiting for a directory that only a restart
-    /// brings back. Any other mirror error is the caller's.
+    /// A mirror whose root was deleted while the host runs, or that
+    /// cannot write one of its files (owned by another user after a `sudo
+    /// botfleet reindex`, a directory in its place), is dropped (it says
+    /// so once, [`JsonlMirror::abandon`]): the index goes on without it,
+    /// rather than waiting for what only the operator and a restart fix.
+    /// (QA: one such file stopped search indexing for every bot, retried
+    /// at each commit, and `/healthz` said `ok`.) A full disk is the
+    /// caller's: it retries, and the mirror goes on once space is free.
     fn mirror_failed(&mut self, e: IndexError) -> Result<(), IndexError> {
-        match self.mirror.take_if(|m| m.root_gone()) {
+        let unwritable = matches!(&e, IndexError::Io { cause, .. } if !passing(cause));
+        match self.mirror.take_if(|m| unwritable || m.root_gone()) {
             Some(mirror) => {
                 mirror.abandon(&e);
                 Ok(())
@@ -189,6 +194,23 @@ impl Sink {
             )),
         }
     }
+}
+
+/// Whether an I/O error may pass by itself (space freed, a retry): the
+/// others (a permission, a read-only file system, a directory where a
+/// file goes) wait for the operator.
+fn passing(cause: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        cause.kind(),
+        ErrorKind::StorageFull
+            | ErrorKind::QuotaExceeded
+            | ErrorKind::Interrupted
+            | ErrorKind::TimedOut
+            | ErrorKind::WouldBlock
+            | ErrorKind::OutOfMemory
+            | ErrorKind::FileTooLarge
+    )
 }
 
 /// The JSONL mirror root of a data directory, `<data_dir>/transcripts`, if

@@ -295,14 +295,23 @@ impl JsonlMirror {
     }
 
     /// Stops a mirror whose root was deleted while the host runs
-    /// ([`JsonlMirror::root_gone`]): says once, at `ERROR`, what to do,
+    /// ([`JsonlMirror::root_gone`]), or one of whose files it cannot
+    /// write ([`crate::index::feed`]): says once, at `ERROR`, what to do,
     /// and drops what waits to be written without writing it (the restart
     /// writes the whole mirror again from the store).
     pub fn abandon(mut self, error: &IndexError) {
-        let why = format!(
-            "the JSONL mirror's directory {} was deleted while the host runs: the mirror stops (search indexing goes on); restart the host, which writes the mirror again from the store (or stop it and run `botfleet reindex`)",
-            self.root.display()
-        );
+        let why = if self.root_gone() {
+            format!(
+                "the JSONL mirror's directory {} was deleted while the host runs: the mirror stops (search indexing goes on); restart the host, which writes the mirror again from the store (or stop it and run `botfleet reindex`)",
+                self.root.display()
+            )
+        } else {
+            format!(
+                "the JSONL mirror cannot write a file in {}: the mirror stops (search indexing goes on); make the directory and its files the host's to write (e.g. `chown -R $(id -un) {}`), then restart the host, which writes what the mirror lacks from the store",
+                self.root.display(),
+                self.root.display()
+            )
+        };
         tracing::error!(%error, "{why}");
         if let Some(store) = &self.store {
             store.stats().health.note_stopped("JSONL mirror", why);
