@@ -204,6 +204,46 @@ async fn a_workspace_the_host_cannot_write_stops_the_start() {
     }
 }
 
+/// A file in the search index the host cannot write (left root's, mode
+/// 0600, by a `sudo botfleet reindex` for a host run as another user)
+/// stops the start naming the file and the fix, as an index directory the
+/// host cannot write does (QA, 2026-12-05: tantivy's raw "Failed to open
+/// file for read: … PermissionDenied … .managed.json").
+#[tokio::test]
+async fn an_index_file_the_host_cannot_write_stops_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let fleet = TestFleet::new()
+        .script("s", REPLY)
+        .bot("r", "s", &["SendMessage"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    HostProcess::start(&path, free_port(), &log)
+        .await
+        .stop(&log)
+        .await;
+    let index = fleet.path().join("data/index");
+    let managed = index.join(".managed.json");
+    assert!(managed.is_file());
+    std::fs::set_permissions(&managed, std::fs::Permissions::from_mode(0o400)).unwrap();
+    // what makes a mode-0500 directory unwritable makes this file so
+    let probe = fleet.path().join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let Some(wrapper) = unwritable_for_the_host(&probe) else {
+        return;
+    };
+    let (code, err) = refused_start(&wrapper, &path).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "the search index directory {} cannot be written",
+            index.display()
+        )) && err.contains(".managed.json")
+            && err.contains("chown -R"),
+        "{err}"
+    );
+}
+
 /// Writes, then runs a command: the results of both tools.
 const WRITE_AND_SHELL: &str = r#"
 [[rule]]

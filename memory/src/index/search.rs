@@ -165,7 +165,26 @@ fn check_writable(dir: &Path) -> Result<(), IndexError> {
             drop(file);
             std::fs::remove_file(&probe)
         })
-        .map_err(|cause| not_writable(dir, cause))
+        .map_err(|cause| not_writable(dir, cause))?;
+    // and each file in it: one left another user's by a `sudo botfleet
+    // reindex` (mode 0600) stopped the start with tantivy's raw
+    // "Failed to open file for read" (QA)
+    let entries = std::fs::read_dir(dir).map_err(|cause| not_writable(dir, cause))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Err(e) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+        {
+            let cause = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+            return Err(not_writable(dir, cause));
+        }
+    }
+    Ok(())
 }
 
 /// [`IndexError::NotWritable`] of `dir`.
