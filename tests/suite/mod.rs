@@ -19,6 +19,7 @@ mod api_schema;
 mod approval_elsewhere;
 mod approval_expiry;
 mod approval_gone;
+mod approval_hops;
 mod approval_store_effects;
 mod approval_used_early;
 mod approvals;

@@ -381,27 +381,16 @@ impl Runner {
     /// message of a person, so the turn counts from 0 even when a bot's
     /// message deep into an older chain was batched with it.
     pub(super) fn set_origin(&mut self, inputs: &[Entry]) {
-        let from_person = inputs
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::UserMessage { .. }));
-        self.scope.chain = chain_of(inputs, from_person);
+        let (hop, chain) = origin_of(inputs);
+        self.scope.chain = chain;
+        self.scope.hop = self.scope.hop.max(hop);
         for e in inputs {
-            if let EntryKind::Event { hop: Some(hop), .. } = &e.kind
-                && !from_person
-            {
-                // a parent's task or message to its subagent
-                self.scope.hop = self.scope.hop.max(*hop);
-            }
             if let EntryKind::AgentMessage {
                 from,
-                hop,
                 reply_session,
                 ..
             } = &e.kind
             {
-                if !from_person {
-                    self.scope.hop = self.scope.hop.max(*hop);
-                }
                 let session = reply_session.unwrap_or_else(|| {
                     SessionKey {
                         bot: from.clone(),
@@ -469,12 +458,43 @@ pub(super) fn plan_notice_needed(inputs: &[(InboxItem, Option<Entry>)]) -> bool 
     inputs.iter().any(|(i, _)| i.priority == Priority::UserDm)
 }
 
+/// The hop and the chain of a turn over `inputs`: a person's message
+/// among them starts a new origin at hop 0 (the hop budget is per message
+/// of a person, so the turn counts from 0 even when a bot's message deep
+/// into an older chain was batched with it); else the highest hop of a
+/// bot's message or a parent's task among them ([`chain_of`] for the
+/// chain). Also what an approval's decision continues: the hop and chain
+/// of the turn that asked (`safety/approvals.rs`).
+pub(crate) fn origin_of(inputs: &[Entry]) -> (u32, Option<botfleet_memory::ChainOrigin>) {
+    let from_person = inputs
+        .iter()
+        .any(|e| matches!(e.kind, EntryKind::UserMessage { .. }));
+    let hop = if from_person {
+        0
+    } else {
+        inputs
+            .iter()
+            .filter_map(|e| match &e.kind {
+                // a bot's message, or a parent's task or message to its
+                // subagent
+                EntryKind::AgentMessage { hop, .. } | EntryKind::Event { hop: Some(hop), .. } => {
+                    Some(*hop)
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    (hop, chain_of(inputs, from_person))
+}
+
 /// The chain of bots a turn over `inputs` belongs to: a person's message
 /// among them starts one (the newest such message, as the hop count starts
 /// over); else the chain the newest message from a bot carries (none when
 /// it carries none: written before chains were carried); else an event
-/// that is no bot's (a routine's run, a webhook's delivery, an approval's
-/// decision, a room's input) starts one.
+/// that is no bot's (a routine's run, a webhook's delivery, a room's
+/// input; an approval's decision carries the chain of the turn that asked,
+/// `safety/approvals.rs`) starts one.
 fn chain_of(inputs: &[Entry], from_person: bool) -> Option<botfleet_memory::ChainOrigin> {
     let own = |e: &Entry| botfleet_memory::ChainOrigin {
         session: e.session,

@@ -133,6 +133,35 @@ fn not_pending_hint(status: ApprovalStatus, expired_by: Option<ExpiryCause>) -> 
     }
 }
 
+/// The hop and chain of the turn that asked for `record`, which its
+/// decision's event continues: as a new origin at hop 0, the decision
+/// gave a chain between bots its budgets again (`runtime.max_hops`,
+/// `runtime.max_chain_messages`), and a cut-off of the chain was told to
+/// nobody, the person's DM not being its origin (QA, 2026-12-05). `(None,
+/// None)` (an origin of its own, as before) when the turn or its inputs
+/// are not at hand.
+async fn asking_origin(
+    rt: &Runtime,
+    record: &ApprovalRecord,
+) -> Result<(Option<u32>, Option<botfleet_memory::ChainOrigin>), ApprovalError> {
+    let Some(turn) = record.turn else {
+        return Ok((None, None));
+    };
+    let Some(asked) = rt.store.get_turn(turn).await? else {
+        return Ok((None, None));
+    };
+    // (a turn's inputs are gids)
+    let mut inputs = Vec::with_capacity(asked.inputs.len());
+    for &gid in &asked.inputs {
+        let found = rt.store.entries_after_gid(gid - 1, 1).await?;
+        inputs.extend(found.into_iter().filter(|e| e.gid == gid));
+    }
+    match crate::engine::origin_of(&inputs) {
+        (hop, Some(chain)) => Ok((Some(hop), Some(chain))),
+        (_, None) => Ok((None, None)),
+    }
+}
+
 /// Minutes of a TTL, for texts.
 pub(crate) fn minutes(ms: i64) -> String {
     ((ms + 59_999) / 60_000).max(1).to_string()
@@ -227,6 +256,7 @@ pub async fn decide(
         ApprovalDecision::Approve => "approve",
         ApprovalDecision::Deny => "deny",
     };
+    let (hop, chain) = asking_origin(rt, &record).await?;
     let event = AdmitRequest {
         source: format!("approval:{id}"),
         nonce: word.to_owned(),
@@ -247,8 +277,8 @@ pub async fn decide(
                 origin: APPROVAL_ORIGIN.to_owned(),
                 text,
                 trusted: true,
-                hop: None,
-                chain: None,
+                hop,
+                chain,
             },
         },
         priority: Priority::Bot,
