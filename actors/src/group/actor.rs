@@ -129,6 +129,11 @@ pub(crate) struct Progress {
     /// as the input is given again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub era: Option<i64>,
+    /// Members the message addressed that were taken out of the room
+    /// before its run started: they take no turn in it, and its end says
+    /// so (they were left out without a word, QA 2026-12-05).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<BotId>,
 }
 
 /// Start arguments of a room's coordinator.

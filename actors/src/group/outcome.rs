@@ -40,12 +40,19 @@ pub async fn member_outcomes(
             None => return Ok(None),
         },
     };
+    // and those it addressed that were taken out of the room before it
+    // began: no turn
+    let left = progress
+        .left
+        .iter()
+        .map(|id| (id.clone(), MemberOutcome::NoTurn));
     Ok(Some(
         progress
             .run
             .outcomes()
             .into_iter()
             .filter_map(|(i, outcome)| members.get(i).map(|id| (id.clone(), outcome)))
+            .chain(left)
             .collect(),
     ))
 }

@@ -80,6 +80,12 @@ impl GroupState {
                     .iter()
                     .filter_map(|id| self.room.members.iter().position(|m| m == id))
                     .collect();
+                let left = state
+                    .selected
+                    .iter()
+                    .filter(|id| !self.room.members.contains(id))
+                    .cloned()
+                    .collect();
                 state.progress = Some(Progress {
                     run: Run::new(indices, self.limits),
                     cursors: self.cursors.clone(),
@@ -87,6 +93,7 @@ impl GroupState {
                     members: Some(self.room.members.clone()),
                     live: Vec::new(),
                     era: None,
+                    left,
                 });
             }
             Some(progress) => {
@@ -523,13 +530,15 @@ impl GroupState {
         // read): those that could take no turn, and those whose messages
         // auto-review refused
         let p = prompts();
-        for (members, template) in [
-            (progress.run.absent(), &p.group_absent),
-            (progress.run.held(), &p.group_review_refused),
+        for (members, left, template) in [
+            (progress.run.absent(), &progress.left[..], &p.group_absent),
+            (progress.run.held(), &[][..], &p.group_review_refused),
         ] {
             let named: Vec<String> = members
                 .into_iter()
                 .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
+                // and those taken out of the room before the run began
+                .chain(left.iter().map(|b| format!("@{b}")))
                 .collect();
             if !named.is_empty() {
                 why.push_str(
