@@ -40,8 +40,10 @@ pub async fn focused(browser: &Browser) -> Value {
 
 /// Approve on a card in the conversation leaves the focus on the card's
 /// new status; Deny on the approvals page, whose list then drops the
-/// approval, moves it to the next approval's Approve, and the last one's
-/// to the page's title. (Each left the focus on the page's body.)
+/// approval, moves it to the next approval's status line (not its
+/// Approve: a second Enter approved an action the person had not read,
+/// QA 2026-12-05), and the last one's to the page's title. (Each left the
+/// focus on the page's body.)
 #[tokio::test]
 async fn a_decision_leaves_the_focus_on_what_it_did() {
     let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
@@ -75,7 +77,8 @@ async fn a_decision_leaves_the_focus_on_what_it_did() {
         "{at}"
     );
 
-    // two more waiting: Deny on the first moves the focus to the second
+    // two more waiting: Deny on the first moves the focus to the second's
+    // status
     ui_page::ask(&host, &session, "run `id`", "reads ids", "id", 600_000).await;
     ui_page::ask(&host, &session, "run `w`", "reads users", "w", 600_000).await;
     browser.go(&format!("{}/#/approvals", host.url)).await;
@@ -95,7 +98,12 @@ async fn a_decision_leaves_the_focus_on_what_it_did() {
         )
         .await;
     let at = focused(&browser).await;
-    assert_eq!(at, json!("button.primary Approve"));
+    assert!(
+        at.as_str()
+            .unwrap()
+            .starts_with("p.status Waiting for your decision"),
+        "{at}"
+    );
     let on_the_last = browser
         .js(
             "return document.querySelector('.approvals article').contains(document.activeElement)",
