@@ -81,6 +81,10 @@ export function roomsView(id, seq) {
       // there asks no list: its timeline's signals are left out)
       const listed = (r) => r.session === ev.session && r.id !== id;
       if (ev.type === "change" && (ev.seq === 0 || store.rooms.some(listed))) roomsSoon();
+      // what changed before the stream was live (a room made between the
+      // list's load and the stream's start was missed, seen as a flaky
+      // test) or while it was down
+      if (ev.type === "resync") roomsSoon();
     },
     failed: () => ctx.failed,
   };
