@@ -244,6 +244,43 @@ async fn an_index_file_the_host_cannot_write_stops_the_start() {
     );
 }
 
+/// SQLite's `fleet.db-wal` left by an earlier host, which this one may not
+/// write, stops the start naming the file and the fix, as an unwritable
+/// `fleet.db` does (QA, 2026-12-05: SQLite's bare "attempt to write a
+/// readonly database").
+#[tokio::test]
+async fn a_wal_file_the_host_cannot_write_stops_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let fleet = TestFleet::new()
+        .script("s", REPLY)
+        .bot("r", "s", &["SendMessage"]);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    HostProcess::start(&path, free_port(), &log)
+        .await
+        .stop(&log)
+        .await;
+    let wal = fleet.path().join("data/fleet.db-wal");
+    if !wal.exists() {
+        // (an empty WAL is a valid one)
+        std::fs::write(&wal, "").unwrap();
+    }
+    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let probe = fleet.path().join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let Some(wrapper) = unwritable_for_the_host(&probe) else {
+        return;
+    };
+    let (code, err) = refused_start(&wrapper, &path).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("must be writable by the host, but")
+            && err.contains(&format!("{}: Permission denied", wal.display())),
+        "{err}"
+    );
+}
+
 /// Writes, then runs a command: the results of both tools.
 const WRITE_AND_SHELL: &str = r#"
 [[rule]]

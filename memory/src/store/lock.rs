@@ -84,7 +84,44 @@ impl StoreLock {
             lock(&file, db, db, Instant::now() + WAIT)?;
             self._database = Some(file);
         }
+        // SQLite's own files beside it, left by an earlier host: one the
+        // host may not write stopped the start with SQLite's bare "attempt
+        // to write a readonly database" (QA); told as the database is
+        for suffix in ["-wal", "-shm"] {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            let path = Path::new(&name);
+            if path.exists()
+                && let Err(cause) = OpenOptions::new().read(true).write(true).open(path)
+            {
+                return Err(not_writable(db, path, cause));
+            }
+        }
         Ok(())
+    }
+}
+
+/// [`StoreError::NotWritable`] of `path` in `db`'s directory, for a
+/// refused permission or a read-only file system; [`StoreError::Io`]
+/// for another cause.
+fn not_writable(db: &Path, path: &Path, cause: std::io::Error) -> StoreError {
+    match cause.kind() {
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+            StoreError::NotWritable {
+                dir: db
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .display()
+                    .to_string(),
+                path: path.display().to_string(),
+                cause,
+            }
+        }
+        _ => StoreError::Io {
+            path: path.display().to_string(),
+            cause,
+        },
     }
 }
 
@@ -97,24 +134,7 @@ fn open_for_lock(db: &Path, path: &Path) -> Result<File, StoreError> {
         .read(true)
         .write(true)
         .open(path)
-        .map_err(|cause| match cause.kind() {
-            std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
-                StoreError::NotWritable {
-                    dir: db
-                        .parent()
-                        .filter(|d| !d.as_os_str().is_empty())
-                        .unwrap_or(Path::new("."))
-                        .display()
-                        .to_string(),
-                    path: path.display().to_string(),
-                    cause,
-                }
-            }
-            _ => StoreError::Io {
-                path: path.display().to_string(),
-                cause,
-            },
-        })
+        .map_err(|cause| not_writable(db, path, cause))
 }
 
 /// Takes the exclusive lock on `file` (at `path`), waiting until
