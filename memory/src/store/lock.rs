@@ -84,21 +84,27 @@ impl StoreLock {
             lock(&file, db, db, Instant::now() + WAIT)?;
             self._database = Some(file);
         }
-        // SQLite's own files beside it, left by an earlier host: one the
-        // host may not write stopped the start with SQLite's bare "attempt
-        // to write a readonly database" (QA); told as the database is
-        for suffix in ["-wal", "-shm"] {
-            let mut name = db.as_os_str().to_owned();
-            name.push(suffix);
-            let path = Path::new(&name);
-            if path.exists()
-                && let Err(cause) = OpenOptions::new().read(true).write(true).open(path)
-            {
-                return Err(not_writable(db, path, cause));
-            }
-        }
         Ok(())
     }
+}
+
+/// Fails unless SQLite's own files beside `db` (`-wal`, `-shm`), when an
+/// earlier host left them, are this process's to write: one it may not
+/// write stopped the start with SQLite's bare "attempt to write a
+/// readonly database" (QA); it is told as an unwritable database is.
+/// Called before anything of a new store is made.
+pub(crate) fn check_sqlite_files(db: &Path) -> Result<(), StoreError> {
+    for suffix in ["-wal", "-shm"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        let path = Path::new(&name);
+        if path.is_file()
+            && let Err(cause) = OpenOptions::new().read(true).write(true).open(path)
+        {
+            return Err(not_writable(db, path, cause));
+        }
+    }
+    Ok(())
 }
 
 /// [`StoreError::NotWritable`] of `path` in `db`'s directory, for a

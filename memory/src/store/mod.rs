@@ -230,6 +230,7 @@ impl Store {
         check_history(&path)?;
         // missing or 0 bytes with no history (`check_history`): new
         let created = !std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
+        lock::check_sqlite_files(&path)?;
         lock.lock_database(&path)?;
         let prepared = Self::prepare(&path, &options);
         let Prepared {
