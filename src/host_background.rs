@@ -17,16 +17,10 @@ use botfleet_actors::Runtime;
 /// it is moved aside (kept for inspection) and rebuilt.
 pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::Result<()> {
     let dir = data_dir.join("index");
-    let (index, set_aside) = botfleet_memory::TranscriptIndex::open_or_set_aside(&dir)
+    // a damaged index set aside is said once, by the move itself (its
+    // `WARN` names the directories and the cause; this said it again, QA)
+    let (index, _set_aside) = botfleet_memory::TranscriptIndex::open_or_set_aside(&dir)
         .with_context(|| format!("cannot open the search index in {}", dir.display()))?;
-    if let Some(aside) = set_aside {
-        tracing::warn!(
-            "the search index in {} was damaged ({}); it was moved to {} and is being rebuilt from the store: searches miss older entries until the rebuild is done. Delete the moved copy once you no longer need it.",
-            dir.display(),
-            aside.cause,
-            aside.moved_to.display()
-        );
-    }
     // a mirror that cannot be written would keep the indexer from starting
     // while searches answered from an index that no longer grows
     let mirror_root = data_dir.join("transcripts");

@@ -78,8 +78,8 @@ async fn a_damaged_index_is_set_aside_and_rebuilt_when_the_host_starts() {
 
     // the host starts (it used to exit: "cannot open the search index")
     let mut host = HostProcess::start(&path, port, &log).await;
-    host.wait_log("the search index in").await;
-    host.wait_log("was damaged").await;
+    host.wait_log("the search index is damaged: moved it aside")
+        .await;
     let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     wait_found(&client, "wombat", 2).await;
     // the operator is told when the rebuilt index holds everything
@@ -90,11 +90,20 @@ async fn a_damaged_index_is_set_aside_and_rebuilt_when_the_host_starts() {
     let meta = std::fs::read_to_string(data.join(&aside[0]).join("meta.json")).unwrap();
     assert_eq!(meta, "garbage\n");
     host.stop(&log).await;
+    // said once, with what to do (two WARN lines said it, QA)
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let said = logged
+        .lines()
+        .filter(|l| l.contains("damaged") && l.contains("moved"))
+        .count();
+    assert_eq!(said, 1, "{logged}");
+    assert!(logged.contains("Delete the moved copy"), "{logged}");
 
     // a missing segment file too
     delete_a_term_file(&data.join("index"));
     let mut host = HostProcess::start(&path, port, &log).await;
-    host.wait_log("was damaged").await;
+    host.wait_log("the search index is damaged: moved it aside")
+        .await;
     wait_found(&client, "wombat", 2).await;
     assert_eq!(names_starting(&data, "index.damaged-").len(), 2);
     host.stop(&log).await;
@@ -122,7 +131,7 @@ async fn reindex_rebuilds_an_index_it_cannot_read() {
     wait_found(&client, "wombat", 2).await;
     host.stop(&log).await;
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(!logged.contains("was damaged"), "{logged}");
+    assert!(!logged.contains("is damaged"), "{logged}");
 }
 
 /// A database restored to roll back an upgrade is older than the binary:

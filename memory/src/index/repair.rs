@@ -149,7 +149,7 @@ fn move_aside(dir: &Path, cause: &str) -> Result<PathBuf, IndexError> {
         dir = %dir.display(),
         moved_to = %moved_to.display(),
         cause,
-        "the search index is damaged: moved it aside and rebuilding it from the store"
+        "the search index is damaged: moved it aside and rebuilding it from the store; searches miss older entries until the rebuild is done. Delete the moved copy once you no longer need it"
     );
     prune_damaged(dir);
     Ok(moved_to)
