@@ -356,3 +356,25 @@ async fn a_404_names_the_url_and_hints_at_v1() {
         "{e}"
     );
 }
+
+/// A `RUST_LOG` tracing cannot read is said on stderr, with the default
+/// used instead (QA, 2026-12-05: replaced by the default in silence).
+#[tokio::test]
+async fn a_rust_log_that_is_no_filter_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .arg("check-config")
+        .current_dir(dir.path())
+        .env("RUST_LOG", "botfleet=loud,[[")
+        .env_remove("XAI_API_KEY")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("RUST_LOG=\"botfleet=loud,[[\" is not a log filter")
+            && err.contains("logging with the default"),
+        "{err}"
+    );
+}
