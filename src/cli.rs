@@ -640,6 +640,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await?;
             let v = c.expect(v, "requeued")?;
             outln!("requeued {} input(s) of turn {turn}", v["requeued"]);
+            // where the answer comes: the command ended at the requeue and
+            // said nothing of how to see what the bot does (QA)
+            if let Ok(t) = c.get(&format!("/v1/turns/{}", segment(turn))).await
+                && let Some(bot) = t["turn"]["bot"].as_str()
+            {
+                errln!(
+                    "the bot answers them in its conversation: `botfleet transcript {}`",
+                    bot
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Group { action } => group::run(&client(&cli)?, action).await,

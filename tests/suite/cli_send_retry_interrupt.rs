@@ -56,6 +56,11 @@ async fn send_with_its_nonce_after_a_retry_prints_the_retry_s_answer() {
 
     let (code, out, err) = cli(&["retry", &turn], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{out}{err}");
+    // and where to see the answer (it said only "requeued", QA)
+    assert!(
+        err.contains("the bot answers them in its conversation: `botfleet transcript "),
+        "{err}"
+    );
     host.wait_for(&session, |es| {
         es.iter()
             .find(|e| e["kind"] == "turn_end" && e["status"] == "completed")
