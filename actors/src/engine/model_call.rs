@@ -150,7 +150,7 @@ impl Runner {
     ) -> Result<Option<TurnStatus>, StoreError> {
         if self.state.cut_off_retried {
             let error = "the model's answer was cut off at its output token limit (max tokens, \
-                         finish reason length) a second time in this turn; not retrying"
+                         finish reason length) a second time in this turn, so the turn stopped there"
                 .to_owned();
             return self.cannot_go_on(error).await.map(Some);
         }
@@ -222,7 +222,8 @@ impl Runner {
     /// reminder: it fails, with a retry; after it delivered, it ends
     /// `completed`, as after a failed call (`Runner::model_failed`).
     pub(super) async fn looped_again(&mut self, reason: &str) -> Result<TurnStatus, StoreError> {
-        let error = format!("the model's output kept looping ({reason}); not retrying");
+        let error =
+            format!("the model's output kept looping ({reason}), so the turn stopped there");
         self.cannot_go_on(error).await
     }
 
