@@ -95,6 +95,7 @@ pub use layers::bot_scopes;
 pub use layers::normalize_text;
 pub use layers::rank_log;
 pub use layers::terms;
+pub use layers::without_invisible;
 pub use quote::quote_as_written;
 pub use quote::quote_short;
 pub use record::AdmitOutcome;

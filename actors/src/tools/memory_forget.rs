@@ -291,8 +291,11 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
 /// characters, or [`MIN_FORGET_CJK_CHARS`] when every one is Han, Kana or
 /// Hangul (docs/memory.md "Forgetting").
 fn long_enough(needle: &str) -> bool {
-    let chars = needle.chars().count();
-    chars >= MIN_FORGET_CHARS || (chars >= MIN_FORGET_CJK_CHARS && needle.chars().all(is_cjk))
+    // counted without invisible characters, which matching ignores (QA:
+    // `ea` and a zero-width space forgot everything holding "ea")
+    let visible = botfleet_memory::without_invisible(needle);
+    let chars = visible.chars().count();
+    chars >= MIN_FORGET_CHARS || (chars >= MIN_FORGET_CJK_CHARS && visible.chars().all(is_cjk))
 }
 
 /// Whether `c` is of a script written without spaces whose one character

@@ -335,7 +335,7 @@ pub(crate) fn comparison_key(text: &str) -> String {
 /// `text` without its Default_Ignorable code points (zero-width spaces
 /// and joiners, soft hyphens, a BOM, variation selectors): characters
 /// that show nothing.
-pub(crate) fn without_invisible(text: &str) -> String {
+pub fn without_invisible(text: &str) -> String {
     let ignorable =
         icu_properties::CodePointSetData::new::<icu_properties::props::DefaultIgnorableCodePoint>();
     text.chars().filter(|c| !ignorable.contains(*c)).collect()
