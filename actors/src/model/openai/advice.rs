@@ -210,7 +210,19 @@ fn refused_request(body: &str, provider: &str, options: &OpenAiOptions) -> Strin
     // a model or server that answers whole only (QA: "Streaming is not
     // supported for this model", `"param": "stream"`, got the general
     // advice)
-    let stream_refused = said.contains("stream")
+    // `stream` as a word of its own ("upstream error: tools are not
+    // supported" is no refusal to stream, QA) or the field named
+    let streaming = [
+        "streaming",
+        "stream is",
+        "stream mode",
+        "stream: ",
+        "`stream`",
+    ]
+    .iter()
+    .any(|w| said.contains(w))
+        && !said.contains("upstream");
+    let stream_refused = streaming
         && ["not support", "unsupported", "not available", "not allowed"]
             .iter()
             .any(|t| said.contains(t))

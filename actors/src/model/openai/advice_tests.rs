@@ -230,14 +230,25 @@ fn a_refused_stream_names_stream_false() {
         let text = text(http(400, body), &options(true));
         assert!(text.contains("set providers.s.stream = false"), "{text}");
     }
-    let text = text(
+    let off = text(
         http(400, r#"{"error":{"message":"Streaming is not supported"}}"#),
         &OpenAiOptions {
             stream: false,
             ..options(true)
         },
     );
-    assert!(!text.contains("stream = false"), "{text}");
+    assert!(!off.contains("stream = false"), "{off}");
+    // an "upstream" error is no refusal to stream (QA: a gateway's
+    // "Upstream error …: tools are not supported" was told to turn
+    // streaming off), nor a body that echoes `"stream": true` beside
+    // another field it refuses
+    for body in [
+        r#"{"error":{"message":"Upstream error from provider: tools are not supported for this model"}}"#,
+        r#"{"detail":"logprobs is not supported","request":{"stream":true,"logprobs":true}}"#,
+    ] {
+        let said = text(http(400, body), &options(true));
+        assert!(!said.contains("stream = false"), "{body}: {said}");
+    }
 }
 
 /// Regression (QA): an `https://` base_url pointed at a plain-HTTP server
