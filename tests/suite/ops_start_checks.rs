@@ -204,14 +204,9 @@ async fn a_workspace_the_host_cannot_write_stops_the_start() {
     }
 }
 
-/// A file in the search index the host cannot write (left root's, mode
-/// 0600, by a `sudo botfleet reindex` for a host run as another user)
-/// stops the start naming the file and the fix, as an index directory the
-/// host cannot write does (QA, 2026-12-05: tantivy's raw "Failed to open
-/// file for read: … PermissionDenied … .managed.json").
-#[tokio::test]
-async fn an_index_file_the_host_cannot_write_stops_the_start() {
-    use std::os::unix::fs::PermissionsExt;
+/// A fleet of bot `r` started once and stopped (its data directory made);
+/// the fleet and its file.
+async fn started_and_stopped() -> (TestFleet, PathBuf) {
     let fleet = TestFleet::new()
         .script("s", REPLY)
         .bot("r", "s", &["SendMessage"]);
@@ -221,15 +216,34 @@ async fn an_index_file_the_host_cannot_write_stops_the_start() {
         .await
         .stop(&log)
         .await;
-    let index = fleet.path().join("data/index");
-    let managed = index.join(".managed.json");
-    assert!(managed.is_file());
-    std::fs::set_permissions(&managed, std::fs::Permissions::from_mode(0o400)).unwrap();
-    // what makes a mode-0500 directory unwritable makes this file so
+    (fleet, path)
+}
+
+/// Makes `file` read-only (mode 0400) and answers what runs a host that
+/// may then not write it ([`unwritable_for_the_host`], probed on a
+/// directory of mode 0500 beside the data directory); `None` (saying
+/// why) where that cannot be done.
+fn read_only_for_the_host(fleet: &TestFleet, file: &Path) -> Option<Vec<&'static str>> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o400)).unwrap();
     let probe = fleet.path().join("probe");
     std::fs::create_dir(&probe).unwrap();
     std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let Some(wrapper) = unwritable_for_the_host(&probe) else {
+    unwritable_for_the_host(&probe)
+}
+
+/// A file in the search index the host cannot write (left root's, mode
+/// 0600, by a `sudo botfleet reindex` for a host run as another user)
+/// stops the start naming the file and the fix, as an index directory the
+/// host cannot write does (QA, 2026-12-05: tantivy's raw "Failed to open
+/// file for read: … PermissionDenied … .managed.json").
+#[tokio::test]
+async fn an_index_file_the_host_cannot_write_stops_the_start() {
+    let (fleet, path) = started_and_stopped().await;
+    let index = fleet.path().join("data/index");
+    let managed = index.join(".managed.json");
+    assert!(managed.is_file());
+    let Some(wrapper) = read_only_for_the_host(&fleet, &managed) else {
         return;
     };
     let (code, err) = refused_start(&wrapper, &path).await;
@@ -250,26 +264,13 @@ async fn an_index_file_the_host_cannot_write_stops_the_start() {
 /// readonly database").
 #[tokio::test]
 async fn a_wal_file_the_host_cannot_write_stops_the_start() {
-    use std::os::unix::fs::PermissionsExt;
-    let fleet = TestFleet::new()
-        .script("s", REPLY)
-        .bot("r", "s", &["SendMessage"]);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    HostProcess::start(&path, free_port(), &log)
-        .await
-        .stop(&log)
-        .await;
+    let (fleet, path) = started_and_stopped().await;
     let wal = fleet.path().join("data/fleet.db-wal");
     if !wal.exists() {
         // (an empty WAL is a valid one)
         std::fs::write(&wal, "").unwrap();
     }
-    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o400)).unwrap();
-    let probe = fleet.path().join("probe");
-    std::fs::create_dir(&probe).unwrap();
-    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let Some(wrapper) = unwritable_for_the_host(&probe) else {
+    let Some(wrapper) = read_only_for_the_host(&fleet, &wal) else {
         return;
     };
     let (code, err) = refused_start(&wrapper, &path).await;

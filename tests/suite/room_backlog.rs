@@ -36,7 +36,7 @@ const FILLERS: usize = 200;
 /// The members' model: the input of [`FIRST`] is answered once `gate`
 /// opens, any other input at once, each with one SendMessage; a turn
 /// ends after it.
-fn model(body: &Value, gate: &watch::Receiver<bool>) -> Reply {
+pub(super) fn model(body: &Value, gate: &watch::Receiver<bool>) -> Reply {
     let messages = without_updates(body);
     let Some(last) = messages.last() else {
         return Reply::error(400, "no messages");

@@ -4,34 +4,13 @@
 //! names it. (It was left out without a word: the person was not told
 //! that the member would not answer, QA 2026-12-05.)
 
-use serde_json::Value;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::room_backlog::model;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
-use crate::support::memory_model::content;
-use crate::support::memory_model::send_message;
-use crate::support::memory_model::without_updates;
 use crate::support::openai_server::OpenAiServer;
-use crate::support::openai_server::Reply;
-
-/// The members' model: the input of the first message is answered once
-/// `gate` opens, any other at once, each with one SendMessage.
-fn model(body: &Value, gate: &watch::Receiver<bool>) -> Reply {
-    let messages = without_updates(body);
-    let Some(last) = messages.last() else {
-        return Reply::error(400, "no messages");
-    };
-    if last["role"] == "tool" {
-        return Reply::text("");
-    }
-    let id = format!("call_{}", messages.len());
-    if content(last).contains("first topic") {
-        return send_message(&id, "on the first topic").hold_until(gate.clone());
-    }
-    send_message(&id, "an answer")
-}
 
 #[tokio::test]
 async fn a_member_taken_out_before_the_discussion_is_named_as_taking_no_turn() {
