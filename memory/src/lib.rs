@@ -94,6 +94,7 @@ pub use layers::bot_projects;
 pub use layers::bot_scopes;
 pub use layers::normalize_text;
 pub use layers::rank_log;
+pub use layers::shows_nothing;
 pub use layers::terms;
 pub use layers::without_invisible;
 pub use quote::quote_as_written;

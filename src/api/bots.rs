@@ -20,8 +20,6 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
-use icu_properties::CodePointSetData;
-use icu_properties::props::DefaultIgnorableCodePoint;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
@@ -227,7 +225,9 @@ pub(crate) async fn post_message(
     let retired = super::refuse_retired(&state, &record).await;
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = botfleet_actors::message_text(&parsed.text);
-    if is_blank(text) {
+    // nothing but spaces and invisible characters, which a bot would get
+    // as a message it cannot see (the text is kept as sent otherwise)
+    if botfleet_memory::shows_nothing(text) {
         return Err(blank_text());
     }
     let chars = text.chars().count();
@@ -308,7 +308,8 @@ async fn admit_answer(
     (status, Json(body)).into_response()
 }
 
-/// The refusal of a message text that shows nothing ([`is_blank`]), to a
+/// The refusal of a message text that shows nothing
+/// ([`botfleet_memory::shows_nothing`]), to a
 /// bot or a room.
 pub(crate) fn blank_text() -> ApiError {
     ApiError::BadRequest(
@@ -316,16 +317,6 @@ pub(crate) fn blank_text() -> ApiError {
          send the message text"
             .into(),
     )
-}
-
-/// Whether a message text shows nothing: only whitespace and
-/// Default_Ignorable code points (a zero-width space, a BOM, a soft
-/// hyphen), which a bot would get as a message it cannot see. The text
-/// is kept as sent otherwise.
-pub(crate) fn is_blank(text: &str) -> bool {
-    let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
-    text.chars()
-        .all(|c| c.is_whitespace() || ignorable.contains(c))
 }
 
 /// The answer to an admitted message, with `paused_until` (ms since the

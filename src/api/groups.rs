@@ -319,7 +319,7 @@ pub(crate) async fn post_message(
     let text = botfleet_actors::message_text(&parsed.text);
     // refused as a bot's: a room would run a discussion of it, a turn per
     // member (QA)
-    if super::bots::is_blank(text) {
+    if botfleet_memory::shows_nothing(text) {
         return Err(super::bots::blank_text());
     }
     let chars = text.chars().count();

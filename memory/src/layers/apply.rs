@@ -261,7 +261,7 @@ fn checked_text(text: &str, layer: Layer) -> Result<String, MemoryRefusal> {
     let chars = text.chars().count();
     // nothing visible is empty too: `\u{200b}\u{200b}` was remembered and
     // shown in every prompt as `""` (QA)
-    if chars == 0 || super::types::without_invisible(&text).trim().is_empty() {
+    if chars == 0 || super::types::shows_nothing(&text) {
         return Err(MemoryRefusal::Empty);
     }
     if chars > layer.max_item_chars() {

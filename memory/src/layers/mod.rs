@@ -90,6 +90,7 @@ pub use types::ScopeKind;
 pub use types::bot_projects;
 pub use types::bot_scopes;
 pub use types::normalize_text;
+pub use types::shows_nothing;
 pub use types::without_invisible;
 
 pub(crate) use apply::apply;

@@ -341,6 +341,16 @@ pub fn without_invisible(text: &str) -> String {
     text.chars().filter(|c| !ignorable.contains(*c)).collect()
 }
 
+/// Whether `text` shows nothing: only white space and invisible
+/// characters ([`without_invisible`]). A message, a fact, a room's post
+/// of it is refused as empty.
+pub fn shows_nothing(text: &str) -> bool {
+    let ignorable =
+        icu_properties::CodePointSetData::new::<icu_properties::props::DefaultIgnorableCodePoint>();
+    text.chars()
+        .all(|c| c.is_whitespace() || ignorable.contains(c))
+}
+
 /// `key` with each letter outside ASCII (and each letter followed by a
 /// combining mark) replaced by what the transcript tokenizer makes of it
 /// as a word of its own: case-folded, its accents folded (`ü` → `u`, `ø`
