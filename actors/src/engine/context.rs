@@ -82,10 +82,24 @@ pub(crate) struct ContextBuilder {
     /// naming the messages it had (quoted, or `None` when none is at
     /// hand, compacted away).
     cancelled_before: Option<Option<String>>,
-    /// The starts of the last [`RECENT_INPUTS`] inputs, by seq: what a
-    /// cancel note quotes.
-    recent_inputs: std::collections::VecDeque<(i64, String)>,
+    /// The starts of the last [`RECENT_INPUTS`] inputs: what a cancel
+    /// note quotes.
+    recent_inputs: std::collections::VecDeque<RecentInput>,
 }
+
+/// The start of an input, kept for a cancel note to quote.
+#[derive(Debug, Clone)]
+struct RecentInput {
+    seq: i64,
+    /// Its first [`KEPT_CHARS`] characters.
+    start: String,
+    /// Whether it goes on after them.
+    cut: bool,
+}
+
+/// Characters of an input kept to quote from: a quote of
+/// [`QUOTED_CHARS`] once its white space is folded.
+const KEPT_CHARS: usize = 4 * QUOTED_CHARS;
 
 /// How many inputs' starts a context keeps to name a cancelled turn's.
 const RECENT_INPUTS: usize = 32;
@@ -279,34 +293,38 @@ impl ContextBuilder {
     /// `turn_end`), so a context rebuilt from the store drops it alike.
     /// Keeps the start of input `entry` for a cancel note to quote.
     fn remember_input(&mut self, entry: &Entry) {
-        let text = entry
-            .kind
-            .text()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        let start = grapheme_prefix(&text, QUOTED_CHARS);
-        let quoted = if start.len() < text.len() {
-            format!("\u{201c}{start}\u{2026}\u{201d}")
-        } else {
-            format!("\u{201c}{start}\u{201d}")
-        };
+        // a bounded start, quoted only when a turn ends cancelled: every
+        // input passes here, a long one need not be read to its end
+        let text = entry.kind.text();
+        let end = text
+            .char_indices()
+            .nth(KEPT_CHARS)
+            .map_or(text.len(), |(at, _)| at);
         if self.recent_inputs.len() == RECENT_INPUTS {
             self.recent_inputs.pop_front();
         }
-        self.recent_inputs.push_back((entry.seq, quoted));
+        self.recent_inputs.push_back(RecentInput {
+            seq: entry.seq,
+            start: text[..end].to_owned(),
+            cut: end < text.len(),
+        });
     }
 
     /// The quoted starts of the inputs of `seqs` at hand, joined; `None`
     /// when none is (compacted away, or older than the ones kept).
     fn quoted_inputs(&self, seqs: &[i64]) -> Option<String> {
-        let quoted: Vec<&str> = seqs
+        let quoted: Vec<String> = seqs
             .iter()
-            .filter_map(|seq| {
-                self.recent_inputs
-                    .iter()
-                    .find(|(s, _)| s == seq)
-                    .map(|(_, q)| q.as_str())
+            .filter_map(|seq| self.recent_inputs.iter().find(|r| r.seq == *seq))
+            .map(|r| {
+                let text = r.start.split_whitespace().collect::<Vec<_>>().join(" ");
+                let shown = grapheme_prefix(&text, QUOTED_CHARS);
+                let more = if r.cut || shown.len() < text.len() {
+                    "\u{2026}"
+                } else {
+                    ""
+                };
+                format!("\u{201c}{shown}{more}\u{201d}")
             })
             .collect();
         (!quoted.is_empty()).then(|| quoted.join(", "))
