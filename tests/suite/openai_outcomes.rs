@@ -494,12 +494,12 @@ async fn cancel_running(host: &TestHost, sent: &Value) -> Value {
 /// after a first message, "delete the old backups", whose turn a person
 /// cancelled while the model answered it: the server, the host, the
 /// session and that turn's end.
-async fn cancelled_first(reply: &str) -> (OpenAiServer, TestHost, String, Value) {
-    let (release, held) = tokio::sync::watch::channel(false);
+/// A server that answers with `first`, one each, then every message with
+/// SendMessage `reply` (and a call's result with a plain stop).
+async fn sending_after(first: Vec<Reply>, reply: &str) -> OpenAiServer {
     let args = json!({ "text": reply }).to_string();
-    let server = OpenAiServer::builder()
-        // the answer to "delete the old backups": held until cancelled
-        .reply(Reply::text("").hold_until(held))
+    OpenAiServer::builder()
+        .replies(first)
         .responder(move |request| {
             let last = request["messages"].as_array().unwrap().last().unwrap();
             if last["role"] == "tool" {
@@ -509,7 +509,13 @@ async fn cancelled_first(reply: &str) -> (OpenAiServer, TestHost, String, Value)
             }
         })
         .start()
-        .await;
+        .await
+}
+
+async fn cancelled_first(reply: &str) -> (OpenAiServer, TestHost, String, Value) {
+    let (release, held) = tokio::sync::watch::channel(false);
+    // the answer to "delete the old backups": held until cancelled
+    let server = sending_after(vec![Reply::text("").hold_until(held)], reply).await;
     let host = host(&server, true).await;
     let (_, sent) = host.send("r", "delete the old backups", None).await;
     let session = sent["session"].as_str().unwrap().to_owned();
@@ -565,22 +571,14 @@ async fn a_cancelled_message_is_not_taken_as_still_asked() {
 #[tokio::test]
 async fn the_cancel_note_names_only_the_cancelled_messages() {
     let (release, held) = tokio::sync::watch::channel(false);
-    let args = json!({ "text": "ok" }).to_string();
-    let server = OpenAiServer::builder()
-        .replies([
+    let server = sending_after(
+        vec![
             Reply::error(400, "this test refuses the first message"),
             Reply::text("").hold_until(held),
-        ])
-        .responder(move |request| {
-            let last = request["messages"].as_array().unwrap().last().unwrap();
-            if last["role"] == "tool" {
-                Reply::text("")
-            } else {
-                Reply::tool_call("c", "SendMessage", args.clone())
-            }
-        })
-        .start()
-        .await;
+        ],
+        "ok",
+    )
+    .await;
     let host = host(&server, true).await;
     let (_, failed) = turn(&host, "A: please email Bob the report").await;
     assert_eq!(failed["status"], "failed", "{failed}");
