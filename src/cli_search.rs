@@ -64,18 +64,20 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
     let hits = v["hits"].as_array().cloned().unwrap_or_default();
     let total = v["total"].as_u64().unwrap_or(0);
     if hits.is_empty() {
-        // the query as typed: `outln!` escapes its controls and bidi
+        // the query as typed: `errln!` escapes its controls and bidi
         // characters (terminal::text) and nothing else, where `{:?}`
-        // escaped the vowel signs of Hindi, Thai or NFD text too
+        // escaped the vowel signs of Hindi, Thai or NFD text too. On
+        // stderr, as an empty listing elsewhere (`approvals`, `group
+        // list`): a script counting the lines of stdout counted a hit
         if total > 0 {
             // a page past the end: the matches exist, the offset skipped them all
-            outln!(
+            errln!(
                 "{total} match(es) for {}, none after offset {}",
                 quoted(&args.query),
                 v["offset"]
             );
         } else {
-            outln!("no matches for {}", quoted(&args.query));
+            errln!("no matches for {}", quoted(&args.query));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -90,8 +92,9 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
         print_hit(h);
     }
     if let Some(next) = v["next_offset"].as_u64() {
-        outln!("");
-        outln!("more: add --offset {next} for the next page");
+        // a hint, not a hit: on stderr, as the hints under other listings
+        errln!("");
+        errln!("more: add --offset {next} for the next page");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -53,8 +53,8 @@ async fn search_without_matches_echoes_the_query_as_typed() {
         ("zebra\u{202e}fish", "zebra\\u{202e}fish"),
     ] {
         let (code, out, err) = cli(&["search", query], &host.url, TOKEN).await;
-        assert_eq!(code, 0, "{query}: {err}");
-        assert_eq!(out.trim(), format!("no matches for \"{shown}\""), "{query}");
+        assert_eq!((code, out.as_str()), (0, ""), "{query}: {err}");
+        assert_eq!(err.trim(), format!("no matches for \"{shown}\""), "{query}");
     }
     host.shutdown().await;
 }
@@ -300,7 +300,8 @@ async fn search_prints_a_notices_command_without_its_route() {
         out.contains("botfleet retry") && !out.contains("/v1/turns/"),
         "{out}"
     );
-    let (code, out, _) = cli(&["search", "\"buy milk\""], &host.url, TOKEN).await;
-    assert_eq!((code, out.trim()), (0, "no matches for '\"buy milk\"'"));
+    let (code, out, err) = cli(&["search", "\"buy milk\""], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert_eq!(err.trim(), "no matches for '\"buy milk\"'");
     host.shutdown().await;
 }

@@ -396,7 +396,9 @@ async fn search_pages_past_the_first_100_hits_with_offset() {
     )
     .await;
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("more: add --offset 100"), "{out}");
+    // the hint on stderr, the hits alone on stdout
+    assert!(err.contains("more: add --offset 100"), "{err}");
+    assert!(!out.contains("more:"), "{out}");
 
     for (offset, expected) in [
         ("abc", "offset \"abc\" is not a number"),
