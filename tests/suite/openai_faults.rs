@@ -67,6 +67,39 @@ async fn honours_retry_after() {
     assert_eq!(server.request_count(), 2);
 }
 
+/// Regression: a `Retry-After` held only the call it answered; the next
+/// call of the same provider (another bot's turn, or the next turn once
+/// this one gave up) went to the server at once and met the same 429.
+#[tokio::test]
+async fn a_retry_after_holds_the_next_call_of_the_provider_too() {
+    let server = OpenAiServer::builder()
+        .fail_next(1, Reply::error(429, "slow down").retry_after("0.4"))
+        .reply(Reply::text("later"))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        // the told call gives up at once: only the next call can wait
+        max_retries: 0,
+        backoff_max: Duration::from_secs(1),
+        ..options(&server)
+    })
+    .unwrap();
+    let (first, _) = complete(&model, &request("x")).await;
+    assert!(
+        matches!(first, Err(ModelError::Http { status: 429, .. })),
+        "{first:?}"
+    );
+    let started = Instant::now();
+    let (second, _) = complete(&model, &request("y")).await;
+    assert_eq!(second.unwrap().text, "later");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "the next call went to the server {:?} after the 429",
+        started.elapsed()
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
 #[tokio::test]
 async fn a_retry_after_beyond_the_cap_fails_at_once_naming_the_wait() {
     let (server, model) = serve(

@@ -15,7 +15,10 @@
 //!    [`ModelError::WaitTooLong`], which names the wait asked and is
 //!    retryable, so the caller can schedule it later; nor is one whose
 //!    wait would end past `call_timeout` ([`ModelError::WaitPastDeadline`]).
-//!    `Retry-After` may be seconds or an HTTP date. A 429 without one is
+//!    `Retry-After` may be seconds or an HTTP date. A wait the server asked
+//!    for holds every call of the provider until it ends, not only the call
+//!    it answered (the bots sharing an endpoint do not each meet the same
+//!    429), unless it ends past a call's `call_timeout`. A 429 without one is
 //!    waited out longer (`rate_limit_backoff_base`, 2 s, doubling, plus up
 //!    to half again), and given up at once when that wait would end past
 //!    `call_timeout`. Other statuses fail at once, with the start of the
@@ -110,6 +113,7 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use parking_lot::Mutex;
 use reqwest::Url;
 use reqwest::header::CONTENT_TYPE;
 use reqwest::header::HeaderMap;
@@ -199,6 +203,13 @@ pub struct OpenAiModel {
     /// sends an empty `reasoning_content` with them, rather than being
     /// refused and sent again at each step (QA, 2026-12-05).
     fills_reasoning: AtomicBool,
+    /// Until when the server asked to be left alone: the end of the last
+    /// `Retry-After` (within `backoff_max`) it sent to any call. Every call
+    /// of this provider — the bots that share it — waits it out before
+    /// its next attempt, where before only the call told waited, and the
+    /// fleet's other turns met the same 429 each in turn (QA leftover,
+    /// 2026-12-05).
+    held_until: Mutex<Option<Instant>>,
 }
 
 /// Without credentials: the URL's userinfo is hidden, the key redacted.
@@ -230,6 +241,7 @@ impl OpenAiModel {
             client,
             redactor,
             fills_reasoning: AtomicBool::new(false),
+            held_until: Mutex::new(None),
         })
     }
 
@@ -264,12 +276,21 @@ impl OpenAiModel {
                 // what the broken attempt streamed is void
                 sink.on_restart();
             }
+            self.hold(cancel, deadline).await?;
             *attempts += 1;
             let failure = match self.attempt(body.clone(), redactor, sink, cancel).await {
                 Ok(response) => return Ok(response),
                 // before it is logged or becomes the call's error
                 Err(failure) => redactor.failure(failure),
             };
+            if let Some(wait) = failure.asked_wait()
+                && wait <= self.options.backoff_max
+            {
+                // every call of this provider waits it out, not only this one
+                let until = Instant::now() + wait;
+                let mut held = self.held_until.lock();
+                *held = Some(held.map_or(until, |h| h.max(until)));
+            }
             let delay = match retry_delay(&failure, *attempts, &self.options, jitter()) {
                 Some(delay) => delay,
                 None => return Err(failure.into_error(*attempts, self.options.backoff_max)),
@@ -302,6 +323,31 @@ impl OpenAiModel {
                 () = cancel.cancelled() => return Err(ModelError::Cancelled),
                 () = tokio::time::sleep(delay) => {}
             }
+        }
+    }
+
+    /// Waits until the end of a wait the server asked of an earlier
+    /// attempt of any call ([`Self::held_until`]). A wait that would end
+    /// past this call's `deadline` is not waited: the attempt goes now,
+    /// and the server's answer says what it wants, which fails the call
+    /// at once naming the wait (rather than at its deadline, naming none).
+    async fn hold(&self, cancel: &CancellationToken, deadline: Instant) -> Result<(), ModelError> {
+        let Some(until) = *self.held_until.lock() else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if until <= now || until > deadline {
+            return Ok(());
+        }
+        debug!(
+            model = %self.options.model,
+            wait_ms = u64::try_from((until - now).as_millis()).unwrap_or(u64::MAX),
+            "waiting out the Retry-After the server sent to an earlier call"
+        );
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ModelError::Cancelled),
+            () = tokio::time::sleep_until(until) => Ok(()),
         }
     }
 

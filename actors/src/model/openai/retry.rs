@@ -102,9 +102,18 @@ impl Failure {
 
     /// Whether the server said how long to wait (`Retry-After`).
     pub(super) fn asked_to_wait(&self) -> bool {
+        self.asked_wait().is_some()
+    }
+
+    /// How long the server said to wait (`Retry-After`), if it did, on a
+    /// status that is retried.
+    pub(super) fn asked_wait(&self) -> Option<Duration> {
         match self {
-            Failure::Status { retry_after, .. } => retry_after.is_some(),
-            Failure::Unreachable(_) | Failure::Broken { .. } | Failure::Final(_) => false,
+            Failure::Status { retry_after, .. } if self.is_transient() => *retry_after,
+            Failure::Status { .. }
+            | Failure::Unreachable(_)
+            | Failure::Broken { .. }
+            | Failure::Final(_) => None,
         }
     }
 
