@@ -6,6 +6,15 @@
 //! such an answer, the same status with the API's JSON error shape
 //! (docs/api.md, Errors), so that a client can tell what to shorten.
 //!
+//! A client that speaks HTTP/2 without asking first (prior knowledge: `curl
+//! --http2-prior-knowledge`, gRPC tooling) sends HTTP/2's connection
+//! preface, which hyper's HTTP/1 server closed without a byte, leaving the
+//! client with "connection reset" or "empty reply". Such a connection now
+//! gets HTTP/2's own answer for it: an empty SETTINGS frame and a GOAWAY
+//! with the error `HTTP_1_1_REQUIRED` (RFC 9113 §7) and a debug text
+//! saying so, which HTTP/2 clients show and some act on by retrying over
+//! HTTP/1.1.
+//!
 //! hyper offers no hook for these answers; it writes them as a bare head
 //! (`content-length: 0`) and then closes the connection. The router never
 //! answers an error without a body, so a bodiless 400, 414 or 431 head
@@ -32,6 +41,13 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// answer can name it).
 pub(crate) const MAX_HEAD_BYTES: usize = 8192 + 4096 * 100;
 
+/// The start of HTTP/2's connection preface (RFC 9113 §3.4), enough to
+/// tell it from any HTTP/1 request line.
+const H2_PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
+
+/// What debug text the GOAWAY to an HTTP/2 client carries.
+const H2_REFUSAL: &[u8] = b"this server speaks HTTP/1.1 only: send the request over HTTP/1.1";
+
 /// A connection's socket whose hyper-made error answers get a JSON body.
 #[derive(Debug)]
 pub(crate) struct JsonParseErrors<S> {
@@ -39,6 +55,9 @@ pub(crate) struct JsonParseErrors<S> {
     /// The answer written in place of hyper's, and how much of it is out.
     pending: Vec<u8>,
     sent: usize,
+    /// Whether bytes were read: only the first read can hold HTTP/2's
+    /// preface.
+    read_any: bool,
 }
 
 impl<S> JsonParseErrors<S> {
@@ -48,8 +67,32 @@ impl<S> JsonParseErrors<S> {
             inner,
             pending: Vec::new(),
             sent: 0,
+            read_any: false,
         }
     }
+}
+
+/// HTTP/2's answer to a client it will not serve: the server's preface (an
+/// empty SETTINGS frame) and a GOAWAY of stream 0 with `HTTP_1_1_REQUIRED`
+/// (0xd) and [`H2_REFUSAL`] as its debug data.
+fn h2_refusal() -> Vec<u8> {
+    const SETTINGS: u8 = 0x4;
+    const GOAWAY: u8 = 0x7;
+    const HTTP_1_1_REQUIRED: u32 = 0xd;
+    let frame = |kind: u8, payload: &[u8]| {
+        // a 24-bit length, the type, no flags, stream 0
+        let len = u32::try_from(payload.len()).unwrap_or(0).to_be_bytes();
+        let mut out = vec![len[1], len[2], len[3], kind, 0];
+        out.extend_from_slice(&0u32.to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    };
+    let mut goaway = 0u32.to_be_bytes().to_vec(); // last stream id: none
+    goaway.extend_from_slice(&HTTP_1_1_REQUIRED.to_be_bytes());
+    goaway.extend_from_slice(H2_REFUSAL);
+    let mut out = frame(SETTINGS, &[]);
+    out.extend(frame(GOAWAY, &goaway));
+    out
 }
 
 impl<S: AsyncWrite + Unpin> JsonParseErrors<S> {
@@ -84,7 +127,22 @@ impl<S: AsyncRead + Unpin> AsyncRead for JsonParseErrors<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+        let this = self.get_mut();
+        if this.read_any {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        let read = &buf.filled()[before..];
+        this.read_any = !read.is_empty();
+        if read.starts_with(H2_PREFACE_START) {
+            // hyper sees the end of the connection before any request and
+            // shuts it down, which writes the refusal first (poll_shutdown)
+            buf.set_filled(before);
+            this.pending = h2_refusal();
+            this.sent = 0;
+        }
+        Poll::Ready(Ok(()))
     }
 }
 

@@ -192,3 +192,44 @@ async fn a_request_past_the_request_timeout_is_refused_but_event_streams_stay() 
     assert_eq!(change.event, "change", "{:?}", change.data);
     host.shutdown().await;
 }
+
+/// Regression: a client speaking HTTP/2 without asking first (`curl
+/// --http2-prior-knowledge`) had its connection closed without a byte
+/// ("empty reply from server"). It now gets HTTP/2's GOAWAY with
+/// `HTTP_1_1_REQUIRED` and a text saying so, and HTTP/1.1 on the next
+/// connection still works.
+#[tokio::test]
+async fn an_http2_client_is_told_to_use_http_1_1() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let mut h2 = TcpStream::connect(addr(&host)).await.unwrap();
+    // the connection preface alone: bytes the host leaves unread would
+    // make its close a reset, which may reach this client first
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(BOUND, h2.read_to_end(&mut got))
+        .await
+        .expect("still open")
+        .unwrap();
+    // SETTINGS (type 4, empty), then GOAWAY (type 7) of stream 0
+    assert_eq!(&got[..9], &[0, 0, 0, 4, 0, 0, 0, 0, 0], "{got:?}");
+    let goaway = &got[9..];
+    assert_eq!(goaway[3], 7, "{got:?}");
+    let len = usize::from(goaway[1]) << 8 | usize::from(goaway[2]);
+    assert_eq!(goaway.len(), 9 + len, "{got:?}");
+    // last stream 0, error HTTP_1_1_REQUIRED (0xd), a debug text
+    assert_eq!(&goaway[9..17], &[0, 0, 0, 0, 0, 0, 0, 0xd], "{got:?}");
+    let text = String::from_utf8_lossy(&goaway[17..]);
+    assert!(text.contains("HTTP/1.1"), "{text}");
+
+    let mut h1 = TcpStream::connect(addr(&host)).await.unwrap();
+    h1.write_all(HEALTHZ).await.unwrap();
+    let answer = read_until_closed(&mut h1, "healthz").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    host.shutdown().await;
+}
