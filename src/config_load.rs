@@ -665,6 +665,16 @@ impl LoadedFleet {
         }
     }
 
+    /// Puts the display name of each of the file's bots in `settings`
+    /// (`fleet_names`): the names the next start gives them back.
+    pub fn set_fleet_names(&self, settings: &mut botfleet_actors::FleetSettings) {
+        for b in &self.file.bots {
+            if let Ok(id) = botfleet_memory::BotId::new(b.id.as_str()) {
+                settings.fleet_names.insert(id, b.name.clone());
+            }
+        }
+    }
+
     /// The context settings of each provider.
     pub fn context_settings(
         &self,

@@ -244,6 +244,8 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // a bot made or renamed by a bot may not be named like a user
     settings.user_ids = users.iter().map(|(user, _)| user.clone()).collect();
     fleet_file.set_user_timezones(&mut settings);
+    // nor given the name a fleet.toml bot gets back at the next start
+    fleet_file.set_fleet_names(&mut settings);
     settings.tool_limits = ToolLimits {
         shell_default_timeout: Duration::from_secs(r.shell_timeout_s),
         shell_max_timeout: Duration::from_secs(r.shell_max_timeout_s),

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use chrono_tz::Tz;
 
+use botfleet_memory::BotId;
 use botfleet_memory::Encoding;
 use botfleet_memory::UserId;
 use std::time::Duration;
@@ -83,6 +84,13 @@ pub struct FleetSettings {
     /// Each user's time zone (`[[users]] timezone`); a user not listed
     /// has UTC ([`FleetSettings::timezone_of`]).
     pub user_timezones: HashMap<UserId, Tz>,
+    /// The display name fleet.toml gives each of its bots (by id), fixed
+    /// until the next start. UpdateAgent may rename such a bot until then,
+    /// and the start gives it this name back: CreateAgent and UpdateAgent
+    /// refuse it for another bot the owner could address along with it,
+    /// as they refuse its name of the moment (else the next start stopped
+    /// on the clash a model made).
+    pub fleet_names: HashMap<BotId, String>,
 }
 
 /// How Shell runs a command: directly, or through a launcher that puts it
@@ -172,6 +180,7 @@ impl FleetSettings {
             extract_memory: true,
             user_ids: Vec::new(),
             user_timezones: HashMap::new(),
+            fleet_names: HashMap::new(),
         }
     }
 

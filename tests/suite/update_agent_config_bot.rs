@@ -79,3 +79,69 @@ async fn update_agent_of_a_fleet_toml_bot_says_it_lasts_until_the_next_start() {
     assert_eq!(role_of(&host, "helper").await, "Helps more.");
     host.shutdown().await;
 }
+
+const TAKES_BACK: &str = r#"
+[[rule]]
+bot = "maker"
+match = "^rename"
+steps = [
+  { tool = "UpdateAgent", args = { agent = "maker", name = "Zed" } },
+  { tool = "SendMessage", args = { text = "renamed" } },
+]
+
+[[rule]]
+bot = "maker"
+match = "^take"
+steps = [
+  { calls = [
+    { tool = "CreateAgent", args = { id = "copy", name = "maker-name", role = "Copies." } },
+    { tool = "CreateAgent", args = { id = "other", name = "b-name", role = "Copies." } },
+  ] },
+  { tool = "SendMessage", args = { text = "tried" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
+"#;
+
+/// Regression (QA): a fleet.toml bot renamed by UpdateAgent left its file's
+/// name free for CreateAgent, and the next start stopped on the clash
+/// ("… both answer to …"): the whole fleet down until the operator edited
+/// the file. The name the start gives back is taken as well.
+#[tokio::test]
+async fn a_fleet_toml_bots_name_stays_taken_while_it_is_renamed() {
+    let host = TestFleet::new()
+        .script("s", TAKES_BACK)
+        .bot("maker", "s", &["SendMessage", "CreateAgent", "UpdateAgent"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    host.complete_turn("maker", "rename yourself").await;
+    let dm = host.complete_turn("maker", "take the names").await;
+    let results: Vec<String> = host
+        .entries(&dm)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "CreateAgent")
+        .map(|e| e["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains("the agent maker (\"maker-name\" (its name in fleet.toml")
+            && results[0].contains("already answers to"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("the agent b (\"b-name\")") && !results[1].contains("fleet.toml"),
+        "{}",
+        results[1]
+    );
+    // nothing was made, and the next start goes through
+    let host = restart(host.shutdown().await).await;
+    let (status, _) = host.get("/v1/bots/copy", TOKEN).await;
+    assert_eq!(status, 404);
+    let (_, maker) = host.get("/v1/bots/maker", TOKEN).await;
+    assert_eq!(maker["name"], "maker-name", "{maker}");
+    host.shutdown().await;
+}

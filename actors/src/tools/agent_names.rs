@@ -66,7 +66,22 @@ pub(super) async fn check_name_free(
         .bots_answering_to(&keys)
         .await
         .map_err(store_error)?;
-    for other in bots.iter().filter(|b| b.id != target.id) {
+    // a fleet.toml bot renamed since the start answers to its file's name
+    // again at the next one: a clash with that name stopped the start
+    let mut renamed = Vec::new();
+    for (id, declared) in &ctx.rt.settings.fleet_names {
+        if *id == target.id || !keys.contains(&name_key(declared)) {
+            continue;
+        }
+        let Some(mut other) = ctx.store().get_bot(id).await.map_err(store_error)? else {
+            continue;
+        };
+        if other.name != *declared {
+            other.name.clone_from(declared);
+            renamed.push(other);
+        }
+    }
+    for other in bots.iter().chain(&renamed).filter(|b| b.id != target.id) {
         // bots of two owners meet only when one of them is shareable
         if other.owner != target.owner && !shareable(target) && !shareable(other) {
             continue;
@@ -76,11 +91,16 @@ pub(super) async fn check_name_free(
             name: other.name.clone(),
         };
         if let Some(token) = them.clash(&me) {
+            let back = if renamed.iter().any(|r| r.id == other.id) {
+                " (its name in fleet.toml, which it gets back when the host restarts)"
+            } else {
+                ""
+            };
             return Err(ToolError::new(
                 format!(
-                    "the agent {} ({:?}) already answers to {token:?} (a bot's id or name, \
-                     ignoring case): @{token} in a room would wake both, and a message to \
-                     {token:?} could not tell them apart",
+                    "the agent {} ({:?}{back}) already answers to {token:?} (a bot's id or \
+                     name, ignoring case): @{token} in a room would wake both, and a message \
+                     to {token:?} could not tell them apart",
                     other.id, other.name
                 ),
                 if name_key(&me.id) == name_key(&token) && name_key(name) != name_key(&token) {
