@@ -254,6 +254,7 @@ mod ui_browser_views;
 mod ui_made_bots;
 mod update_agent_config_bot;
 mod update_agent_maker_tools;
+mod update_agent_same_step;
 mod update_agent_stronger;
 mod update_removed_bot;
 mod user_fairness;

@@ -160,6 +160,14 @@ pub(super) async fn cut_followers(
         .list_bots(Some(&updated.owner))
         .await
         .map_err(store_error)?;
+    // as the step's earlier calls left them, the bots they made included
+    for written in super::targets::written_in_step(ctx) {
+        match bots.iter_mut().find(|b| b.id == written.id) {
+            Some(stored) => stored.clone_from(written),
+            None if written.owner == updated.owner => bots.push(written.clone()),
+            None => {}
+        }
+    }
     let mut cut: Vec<BotRecord> = Vec::new();
     // the bots whose tools shrank, whose followers are cut next
     let mut shrunk: Vec<BotRecord> = vec![updated.clone()];

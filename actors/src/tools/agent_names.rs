@@ -61,11 +61,18 @@ pub(super) async fn check_name_free(
         ));
     }
     let keys = [name_key(&me.id), name_key(name)];
-    let bots = ctx
+    let mut bots = ctx
         .store()
         .bots_answering_to(&keys)
         .await
         .map_err(store_error)?;
+    // as the step's earlier calls left them: a bot made or renamed there
+    // answers to its new name already (two made in one step under one
+    // name stopped the next start)
+    for written in super::targets::written_in_step(ctx) {
+        bots.retain(|b| b.id != written.id);
+        bots.push(written.clone());
+    }
     // a fleet.toml bot renamed since the start answers to its file's name
     // again at the next one: a clash with that name stopped the start
     let mut renamed = Vec::new();

@@ -27,6 +27,7 @@
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::Limit;
+use botfleet_memory::Mutation;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::WriteLimit;
 use botfleet_memory::name_key;
@@ -36,6 +37,32 @@ use super::ToolError;
 use super::names;
 use super::refused_outcome;
 use super::store_error;
+
+/// The bot records the step's earlier calls wrote (CreateAgent,
+/// UpdateAgent and the tool cuts that follow it), not committed yet: the
+/// calls of a step commit together, so each read the store as it was
+/// before the step, wrote its whole record, and the last write won (two
+/// UpdateAgent calls in one step kept only the second change; a tool cut
+/// was undone by a role change; QA). A call that changes a bot starts
+/// from the latest of these.
+pub(super) fn written_in_step<'a>(ctx: &'a ToolContext<'_>) -> Vec<&'a BotRecord> {
+    let mut latest: Vec<&BotRecord> = Vec::new();
+    for m in ctx.step_effects.iter().flat_map(Mutation::within_limits) {
+        if let Mutation::UpsertBot(bot) = m {
+            latest.retain(|b| b.id != bot.id);
+            latest.push(bot);
+        }
+    }
+    latest
+}
+
+/// `record` as the step's earlier calls left it ([`written_in_step`]).
+pub(super) fn as_in_step(ctx: &ToolContext<'_>, record: BotRecord) -> BotRecord {
+    match written_in_step(ctx).into_iter().find(|b| b.id == record.id) {
+        Some(written) => written.clone(),
+        None => record,
+    }
+}
 
 /// Most bots an unknown agent's refusal names.
 pub(super) const MAX_LISTED: usize = 10;

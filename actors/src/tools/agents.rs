@@ -625,7 +625,9 @@ impl Tool for UpdateAgent {
                 "pass at least one of name, role, tools",
             ));
         }
-        let mut record = resolve_bot(ctx, &args.agent, "pass one of").await?;
+        let record = resolve_bot(ctx, &args.agent, "pass one of").await?;
+        // with what the step's earlier calls changed in it
+        let mut record = targets::as_in_step(ctx, record);
         targets::refuse_update_of_subagent(ctx, &record).await?;
         targets::refuse_update_of_removed(&record)?;
         targets::refuse_update_of_stronger(ctx, &record)?;
