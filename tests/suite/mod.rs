@@ -156,6 +156,7 @@ mod retry;
 mod retry_after_later_turn;
 mod review;
 mod review_model_approved;
+mod review_refused_first;
 mod review_ttl;
 mod review_untrusted;
 mod room_backlog;

@@ -234,6 +234,17 @@ impl Runner {
             }
             return Ok(());
         }
+        // what the tool refuses before doing anything is refused before
+        // anyone is asked about it (Tool::precheck)
+        if !already_started {
+            let refused = {
+                let ctx = self.tool_ctx(&call.id);
+                tool.precheck(&ctx, &args).map_err(|e| e.for_caller(&ctx))
+            };
+            if let Err(e) = refused {
+                return self.not_run_now(call, e.to_string(), already_started).await;
+            }
+        }
         // surface → review → approval → locks (tools/gate.rs)
         let decision = {
             let ctx = self.tool_ctx(&call.id);

@@ -339,6 +339,14 @@ pub trait Tool: Send + Sync + 'static {
     fn idempotent(&self) -> bool;
     /// Whether the call changes anything (say `true` when in doubt).
     fn mutates(&self) -> bool;
+    /// Refuses a call that [`Tool::call`] would refuse before doing
+    /// anything, for what its arguments and the workspace tell already
+    /// (a path out of the workspace): checked before the gate, so that no
+    /// reviewer and no person is asked about a call that cannot run, and
+    /// no approval is used up by it. Nothing may change here.
+    fn precheck(&self, _ctx: &ToolContext<'_>, _args: &Value) -> Result<(), ToolError> {
+        Ok(())
+    }
     /// Runs the call.
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>;
 }

@@ -107,42 +107,17 @@ enum Ending {
     DiskLow(super::workspace::DiskSpace),
 }
 
-#[async_trait]
-impl Tool for Shell {
-    fn spec(&self) -> ToolSpec {
-        let default = seconds(self.default_timeout);
-        let max = seconds(self.max_timeout);
-        ToolSpec {
-            name: "Shell".into(),
-            description: format!(
-                "Run a shell command (sh -c) in the workspace and return its exit code, stdout and stderr. The command and everything it starts is killed at the timeout ({default} s unless timeout_s says otherwise)."
-            ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string"},
-                    "timeout_s": {"type": "number", "minimum": 0.1, "maximum": self.max_timeout.as_secs_f64(), "description": format!("Seconds before the command is killed (default {default}, at most {max}).")},
-                    "cwd": {"type": "string", "description": "Working directory relative to the workspace root."}
-                },
-                "required": ["command"],
-                "additionalProperties": false
-            }),
-        }
-    }
+/// A Shell call's arguments checked, as [`Shell::prepare`] gives them.
+struct Prepared {
+    args: ShellArgs,
+    timeout: Duration,
+    cwd: std::path::PathBuf,
+}
 
-    fn effect(&self) -> Effect {
-        Effect::External
-    }
-
-    fn idempotent(&self) -> bool {
-        false
-    }
-
-    fn mutates(&self) -> bool {
-        true
-    }
-
-    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+impl Shell {
+    /// Checks a call's arguments and the paths its command names, without
+    /// running anything: what the call refuses before it starts.
+    fn prepare(&self, ctx: &ToolContext<'_>, args: Value) -> Result<Prepared, ToolError> {
         let args: ShellArgs = parse_args("Shell", args)?;
         if args.command.trim().is_empty() {
             return Err(ToolError::new(
@@ -222,6 +197,56 @@ impl Tool for Shell {
             return Err(not_a_directory(&cwd, args.cwd.as_deref().unwrap_or(".")));
         }
         check_paths(ctx.workspace(), &cwd, &args.command)?;
+        Ok(Prepared { args, timeout, cwd })
+    }
+}
+
+#[async_trait]
+impl Tool for Shell {
+    fn spec(&self) -> ToolSpec {
+        let default = seconds(self.default_timeout);
+        let max = seconds(self.max_timeout);
+        ToolSpec {
+            name: "Shell".into(),
+            description: format!(
+                "Run a shell command (sh -c) in the workspace and return its exit code, stdout and stderr. The command and everything it starts is killed at the timeout ({default} s unless timeout_s says otherwise)."
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "timeout_s": {"type": "number", "minimum": 0.1, "maximum": self.max_timeout.as_secs_f64(), "description": format!("Seconds before the command is killed (default {default}, at most {max}).")},
+                    "cwd": {"type": "string", "description": "Working directory relative to the workspace root."}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::External
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    /// Refused here, before review asks a model or approval a person:
+    /// a command whose paths leave the workspace ran into this check only
+    /// after the person approved it, and the approval was used up by a
+    /// call that never ran (QA).
+    fn precheck(&self, ctx: &ToolContext<'_>, args: &Value) -> Result<(), ToolError> {
+        self.prepare(ctx, args.clone()).map(drop)
+    }
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        let Prepared { args, timeout, cwd } = self.prepare(ctx, args)?;
+        let limits = ctx.limits();
         let floor = disk::floor(ctx.workspace())?;
 
         let mut cmd = match &ctx.rt.settings.shell_sandbox {
