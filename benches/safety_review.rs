@@ -68,6 +68,7 @@ fn shell(command: &str, scripts: Vec<ResolvedScript>) -> Action {
         args: json!({ "command": command }),
         summary: command.into(),
         scripts,
+        secret_names: Vec::new(),
     }
 }
 

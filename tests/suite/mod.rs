@@ -157,6 +157,7 @@ mod retry_after_later_turn;
 mod review;
 mod review_model_approved;
 mod review_refused_first;
+mod review_secret_names;
 mod review_ttl;
 mod review_untrusted;
 mod room_backlog;

@@ -272,11 +272,36 @@ pub(crate) fn credential_in(word: &str) -> Option<&'static str> {
     None
 }
 
+thread_local! {
+    /// The names of the variables that hold the reviewed bot's own secrets
+    /// (its `secrets`, put in every command's environment), for the length
+    /// of one review ([`with_secret_names`]): secrets by whatever name, not
+    /// only one that looks like a secret's (QA: `echo $MYSEC | rev` ran
+    /// unasked, printing the bot's secret reversed to the model). A
+    /// thread-local rather than a parameter of every rule: the rules are
+    /// plain functions run on one thread without an await, and each of the
+    /// dozens that name a variable asks [`is_secret_name`].
+    static BOT_SECRET_NAMES: std::cell::RefCell<Vec<String>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `review` with `names` taken as secret names by [`is_secret_name`]
+/// (the bot's own secrets), as they were again after it.
+pub(crate) fn with_secret_names<T>(names: &[String], review: impl FnOnce() -> T) -> T {
+    let before = BOT_SECRET_NAMES.replace(names.to_vec());
+    let out = review();
+    BOT_SECRET_NAMES.set(before);
+    out
+}
+
 /// Whether an environment variable name looks like a secret: one of the
 /// usual words in it, or a name ending in `_KEY` (`STRIPE_KEY`, a fleet
 /// file's `ALICE_KEY`: QA, 2026-12-04, `echo $ALICE_KEY` was not asked
 /// about while `echo $GITHUB_TOKEN` was).
 pub(crate) fn is_secret_name(name: &str) -> bool {
+    if BOT_SECRET_NAMES.with_borrow(|names| names.iter().any(|n| n == name)) {
+        return true;
+    }
     let upper = name.to_ascii_uppercase();
     upper.ends_with("_KEY")
         || [

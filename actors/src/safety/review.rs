@@ -291,6 +291,10 @@ pub struct Action {
     pub summary: String,
     /// Scripts the action runs, resolved at review time.
     pub scripts: Vec<ResolvedScript>,
+    /// The names of the bot's own secrets, which every command gets as
+    /// environment variables: secret names to the rules whatever they
+    /// look like. Not part of the action's identity ([`Action::fingerprint`]).
+    pub secret_names: Vec<String>,
 }
 
 impl Action {
@@ -410,6 +414,11 @@ impl Findings {
 
 /// The rules' decision on an action (pure; microseconds).
 pub fn review_rules(action: &Action, config: &ReviewConfig) -> ReviewDecision {
+    patterns::with_secret_names(&action.secret_names, || rules_of(action, config))
+}
+
+/// [`review_rules`] with the bot's secret names in place.
+fn rules_of(action: &Action, config: &ReviewConfig) -> ReviewDecision {
     let mut findings = Findings::default();
     let text_of = |key: &str| action.args.get(key).and_then(Value::as_str).unwrap_or("");
     match action.surface {

@@ -24,6 +24,7 @@ fn shell(command: &str, scripts: Vec<ResolvedScript>) -> Action {
         args: json!({ "command": command }),
         summary: command.into(),
         scripts,
+        secret_names: Vec::new(),
     }
 }
 
@@ -478,6 +479,7 @@ fn other_surfaces() {
         args: json!({"path": path, "content": content}),
         summary: format!("write {path}"),
         scripts: Vec::new(),
+        secret_names: Vec::new(),
     };
     let c = config();
     assert_eq!(
@@ -505,6 +507,7 @@ fn other_surfaces() {
         args,
         summary: "post".into(),
         scripts: Vec::new(),
+        secret_names: Vec::new(),
     };
     assert_eq!(
         review_rules(
@@ -526,6 +529,7 @@ fn other_surfaces() {
         args: json!({"agent": "other", "text": "here: AKIAABCDEFGHIJKLMNOP"}),
         summary: "message".into(),
         scripts: Vec::new(),
+        secret_names: Vec::new(),
     };
     assert_eq!(
         review_rules(&send, &c),
@@ -730,4 +734,39 @@ fn a_verdict_after_a_reasoning_block_is_read() {
         panic!("an unclosed reasoning block must fail closed");
     };
     assert!(reason.contains("never closed"), "{reason}");
+}
+
+/// Regression (QA): a bot's own secret under a name that looks like no
+/// secret's (`MYSEC`, `DB_PASS`, `GH_PAT`) was printed transformed
+/// without asking; the host knows the names it put in the environment.
+#[test]
+fn the_bots_own_secret_names_are_secret_names() {
+    let commands = [
+        "echo $MYSEC | rev",
+        "printenv MYSEC | base64",
+        "printf '%s' \"${MYSEC}\" | xxd",
+        "x=$MYSEC; echo $x",
+    ];
+    for command in commands {
+        let plain = shell(command, Vec::new());
+        assert_eq!(
+            review_rules(&plain, &config()).name(),
+            "allow",
+            "without the name: {command}"
+        );
+        let own = Action {
+            secret_names: vec!["MYSEC".into()],
+            ..shell(command, Vec::new())
+        };
+        assert_eq!(
+            review_rules(&own, &config()).name(),
+            "ask",
+            "with the name: {command}"
+        );
+    }
+    // only for that review: the next one without the names allows again
+    assert_eq!(
+        review_rules(&shell(commands[0], Vec::new()), &config()).name(),
+        "allow"
+    );
 }

@@ -16,6 +16,7 @@ fn decide(command: &str) -> ReviewDecision {
         args: json!({ "command": command }),
         summary: command.into(),
         scripts: Vec::new(),
+        secret_names: Vec::new(),
     };
     let config = ReviewConfig {
         allow_hosts: HostAllowlist::new(["github.com"]),
@@ -362,6 +363,7 @@ fn scripts_behind_wrappers_and_inline_code_are_resolved() {
             args: json!({ "command": command }),
             summary: command.into(),
             scripts,
+            secret_names: Vec::new(),
         };
         assert!(
             matches!(review_rules(&action, &ReviewConfig::default()), ReviewDecision::Ask { reason } if reason.contains(UPLOAD)),

@@ -168,6 +168,7 @@ pub(super) async fn build_action(
         args: canonical,
         summary,
         scripts,
+        secret_names: ctx.secrets.values.iter().map(|(n, _)| n.clone()).collect(),
     }
 }
 
