@@ -673,3 +673,78 @@ steps = [ { text = "thinking it over" } ]
     );
     host.shutdown().await;
 }
+
+/// Regression (QA): a done subagent given more work (MessageSubagent)
+/// was shown by CheckSubagent as `[running]` with its last run's report
+/// as the result, and its progress did not show the new work; a step of
+/// calls alone read `#2  SendMessage`.
+#[tokio::test]
+async fn check_subagent_on_a_task_running_again_shows_no_old_result() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^research"
+steps = [
+  { tool = "Task", args = { description = "counting job", prompt = "count the lines" } },
+  { tool = "SendMessage", args = { text = "delegated" } },
+]
+
+[[rule]]
+bot = "p"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "report in" } } ]
+
+[[rule]]
+bot = "p"
+match = '\.sub-'
+steps = [
+  { tool = "MessageSubagent", args = { id = "{{input}}", text = "count them again" } },
+  { tool = "CheckSubagent", args = { id = "{{input}}" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
+match = "count them again"
+steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "12 lines again" } } ]
+
+[[rule]]
+match = "count the lines"
+steps = [ { tool = "SendMessage", args = { text = "12 lines" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot(
+            "p",
+            "s",
+            &["SendMessage", "Task", "CheckSubagent", "MessageSubagent"],
+        )
+        .start()
+        .await;
+    let (_, sent) = host.send("p", "research please", None).await;
+    let dm = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&dm, |es| {
+        deliveries(es)
+            .iter()
+            .find(|d| d.as_str() == "report in")
+            .map(|d| json!(d))
+    })
+    .await;
+    let sub = host.wait_subagent_of("p").await;
+    // more work, then a look at it in the next step, while it runs
+    let (session, _) = host.end_turn("p", &sub).await;
+    let said = deliveries(&host.entries(&session).await);
+    let check = said.last().unwrap();
+    assert!(
+        check.contains("[running]: counting job") && check.contains("result: (none yet)"),
+        "{check}"
+    );
+    assert!(
+        check.contains("SendMessage") && !check.contains("  SendMessage"),
+        "{check}"
+    );
+    assert!(
+        check.contains("message from p: count them again"),
+        "{check}"
+    );
+    host.shutdown().await;
+}

@@ -105,14 +105,25 @@ impl Tool for CheckSubagent {
                 EntryKind::Assistant {
                     text, tool_calls, ..
                 } if !text.is_empty() || !tool_calls.is_empty() => {
+                    let text: String = text.chars().take(200).collect();
                     let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
-                    Some(format!(
-                        "#{} {} {}",
-                        e.seq,
-                        text.chars().take(200).collect::<String>(),
-                        calls.join(" ")
-                    ))
+                    let calls = calls.join(" ");
+                    // the parts it has, one space between (a step of calls
+                    // alone read `#2  SendMessage`)
+                    let parts: Vec<&str> = [text.as_str(), calls.as_str()]
+                        .into_iter()
+                        .filter(|p| !p.is_empty())
+                        .collect();
+                    Some(format!("#{} {}", e.seq, parts.join(" ")))
                 }
+                // its task and the work given to it since (MessageSubagent:
+                // `message from <parent>`): where a run begins, told apart
+                // from the last run's steps
+                EntryKind::Event { origin, text, .. } => Some(format!(
+                    "#{} {origin}: {}",
+                    e.seq,
+                    text.chars().take(200).collect::<String>()
+                )),
                 EntryKind::Delivery { text, .. } => Some(format!(
                     "#{} reported: {}",
                     e.seq,

@@ -260,3 +260,59 @@ async fn a_task_end_with_a_message_waiting_stays_running_and_reports_nothing() {
     let entries = store.tail_entries(parent_dm.id(), 10).await.unwrap();
     assert_eq!(reports(&entries), 1, "{entries:#?}");
 }
+
+/// Regression (QA): a finished subagent given more work (MessageSubagent)
+/// kept its last result while it ran again, and CheckSubagent showed the
+/// old report as the result of the run under way. Running again clears
+/// it; stopping keeps it.
+#[tokio::test]
+async fn running_again_clears_the_last_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, parent_dm) = store_of(&dir);
+    let sub = BotId::new("p.sub-1").unwrap();
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot("p", "config")),
+            Mutation::UpsertBot(bot("p.sub-1", "subagent:p")),
+            Mutation::CreateSubagent(SubagentRecord {
+                id: sub.clone(),
+                parent: BotId::new("p").unwrap(),
+                parent_session: parent_dm.id(),
+                description: "a task".into(),
+                status: SubagentStatus::Running,
+                result: None,
+                created_at: 0,
+                updated_at: 0,
+            }),
+        ])
+        .await
+        .unwrap();
+    store
+        .write(vec![end_with_report(&sub, &parent_dm, "t1:end:report")])
+        .await
+        .unwrap();
+    let set = |status| Mutation::SetSubagentStatus {
+        id: sub.clone(),
+        status,
+        result: None,
+    };
+    store
+        .write(vec![set(SubagentStatus::Running)])
+        .await
+        .unwrap();
+    let again = store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(
+        (again.status, again.result),
+        (SubagentStatus::Running, None)
+    );
+    store
+        .write(vec![end_with_report(&sub, &parent_dm, "t2:end:report")])
+        .await
+        .unwrap();
+    store
+        .write(vec![set(SubagentStatus::Stopped)])
+        .await
+        .unwrap();
+    let stopped = store.get_subagent(&sub).await.unwrap().unwrap();
+    assert_eq!(stopped.result.as_deref(), Some("all done"));
+}

@@ -458,9 +458,14 @@ pub(super) fn set_subagent_status(
     result: Option<&str>,
     now: i64,
 ) -> Result<()> {
+    // running again (given more work, its task retried) without a result
+    // yet: the last run's result is no answer to the new work (CheckSubagent
+    // showed it as the result of the run under way; QA)
     let n = conn
         .prepare_cached(
-            "UPDATE subagents SET status = ?2, result = COALESCE(?3, result), updated_at = ?4 WHERE id = ?1",
+            "UPDATE subagents SET status = ?2, \
+             result = CASE WHEN ?2 = 'running' THEN ?3 ELSE COALESCE(?3, result) END, \
+             updated_at = ?4 WHERE id = ?1",
         )?
         .execute(params![id.as_str(), status.as_str(), result, now])?;
     if n == 0 {

@@ -195,9 +195,12 @@ impl Writer {
         if !was_running && requeued != MutationResult::Count(0) {
             // running again: counted by its parent's next Task, listed as
             // running by CheckSubagent, until the end of its turn sets it
-            // done or failed (`EndSubagentTask`)
+            // done or failed (`EndSubagentTask`); the failed run's result
+            // is not this run's
             self.conn
-                .prepare_cached("UPDATE subagents SET status = ?2, updated_at = ?3 WHERE id = ?1")?
+                .prepare_cached(
+                    "UPDATE subagents SET status = ?2, result = NULL, updated_at = ?3 WHERE id = ?1",
+                )?
                 .execute(params![
                     bot,
                     SubagentStatus::Running.as_str(),
