@@ -201,8 +201,19 @@ pub(super) async fn runs(
     // what the bot sent is delivered to its owner's conversation, not
     // written here: its SendMessage calls say it (QA, 2026-12-04: a run
     // that delivered printed nothing without --all)
-    let shown = |e: &Value| !lines(e, all, as_json).is_empty() || (!all && !sent(e).is_empty());
-    let entries = read(client, &session, last_seq, last, shown).await?;
+    // a call refused (its result an error) delivered nothing: not counted
+    // by `--last`, nor printed (below)
+    let shown = |e: &Value, read: &[Value]| {
+        !lines(e, all, as_json).is_empty()
+            || (!all && sent(e).iter().any(|(id, _)| !refused_in(read, id)))
+    };
+    // with the results of the calls shown: whether and where they delivered
+    // (`--last` read only the entries it printed, and showed a refused
+    // SendMessage as delivered to you, QA)
+    let entries = match last {
+        None => client.entries_after(&session, 0).await?,
+        Some(n) => last_read(client, &session, last_seq, n, shown).await?,
+    };
     let refused: HashSet<&str> = entries
         .iter()
         .filter(|e| e["kind"] == "tool_result" && e["is_error"] == true)
@@ -254,6 +265,13 @@ pub(super) async fn runs(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether `read` holds call `id`'s result, an error (it delivered nothing).
+fn refused_in(read: &[Value], id: &str) -> bool {
+    read.iter().any(|e| {
+        e["kind"] == "tool_result" && e["is_error"] == true && e["call_id"].as_str() == Some(id)
+    })
+}
+
 /// The SendMessage calls of an `assistant` entry, as (call id, text).
 fn sent(e: &Value) -> Vec<(&str, String)> {
     if e["kind"] != "assistant" {
@@ -300,28 +318,54 @@ async fn last_shown(
     n: u32,
     shown: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Vec<Value>> {
+    let read = last_read(client, session, last_seq, n, |e, _| shown(e)).await?;
+    Ok(read.into_iter().filter(|e| shown(e)).collect())
+}
+
+/// The entries of `session` (whose last entry is `last_seq`) from the
+/// `n`th last that `shown` keeps to the end, every entry between them
+/// included (a SendMessage call's result, which says whether and where it
+/// was delivered), oldest first. `shown` is given each entry with every
+/// entry read so far, the later ones among them.
+async fn last_read(
+    client: &Client,
+    session: &str,
+    last_seq: i64,
+    n: u32,
+    shown: impl Fn(&Value, &[Value]) -> bool,
+) -> anyhow::Result<Vec<Value>> {
     let wanted = usize::try_from(n).unwrap_or(usize::MAX);
     if wanted == 0 {
         return Ok(Vec::new());
     }
-    let mut found: Vec<Value> = Vec::new();
+    // where the `wanted`th last shown entry of `read` is, if it has as many
+    let start_of = |read: &[Value]| {
+        let mut count = 0;
+        read.iter().enumerate().rev().find_map(|(i, e)| {
+            count += usize::from(shown(e, read));
+            (count == wanted).then_some(i)
+        })
+    };
+    let mut read: Vec<Value> = Vec::new();
     let mut until = last_seq;
     let mut window = (i64::from(n) * ENTRIES_PER_SHOWN).max(MIN_WINDOW);
-    while until > 0 && found.len() < wanted {
+    while until > 0 {
         let after = until.saturating_sub(window).max(0);
-        let mut older: Vec<Value> = client
-            .entries_between(session, after, Some(until))
-            .await?
-            .into_iter()
-            .filter(|e| shown(e))
-            .collect();
-        older.append(&mut found);
-        found = older;
+        let mut older = client.entries_between(session, after, Some(until)).await?;
+        older.append(&mut read);
+        read = older;
         until = after;
         window = window.saturating_mul(2);
+        if let Some(start) = start_of(&read) {
+            return Ok(read.split_off(start));
+        }
     }
-    let skip = found.len().saturating_sub(wanted);
-    Ok(found.split_off(skip))
+    // fewer than `wanted` in the whole conversation: from its first shown
+    let first = read
+        .iter()
+        .position(|e| shown(e, &read))
+        .unwrap_or(read.len());
+    Ok(read.split_off(first))
 }
 
 /// What `transcript` prints of entry `e`: nothing, one line or more (a

@@ -21,6 +21,13 @@ match = "FAILME"
 steps = [ { fail = "boom model error" } ]
 
 [[rule]]
+match = "EMPTYSEND"
+steps = [
+  { tool = "SendMessage", args = { text = "" } },
+  { text = "nothing to say" },
+]
+
+[[rule]]
 match = "REPORTME"
 steps = [ { tool = "SendMessage", args = { text = "a push to main, 3 commits" } } ]
 "#;
@@ -107,6 +114,21 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
             && out.lines().count() == 1,
         "{out}"
     );
+    // a SendMessage refused (empty) delivered nothing: `--last 1` is
+    // still the last delivered message (it showed the refused call as
+    // delivered to you, QA)
+    deliver(&host, "d-3", "EMPTYSEND").await;
+    let (code, out, err) = cli(
+        &["transcript", "r", "--hook", "gh", "--last", "1"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.trim_end(),
+        "#5 r-name (bot r) ▸ a push to main, 3 commits (to your conversation)"
+    );
     let (code, out, err) = cli(
         &["transcript", "r", "--hook", "gh", "--json"],
         &host.url,
@@ -138,6 +160,19 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     assert!(
         out.contains("▸ a push to main, 3 commits (to alice's conversation, its owner then)")
             && !out.contains("(to your conversation)"),
+        "{out}"
+    );
+    // `--last` reads the call's result too: the same words
+    let (code, out, err) = cli(
+        &["transcript", "r", "--hook", "gh", "--last", "1"],
+        &host.url,
+        BOB_TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.trim_end()
+            .ends_with("▸ a push to main, 3 commits (to alice's conversation, its owner then)"),
         "{out}"
     );
     host.shutdown().await;
