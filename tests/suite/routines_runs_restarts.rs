@@ -423,6 +423,12 @@ async fn a_former_owners_api_routine_does_not_run_for_the_new_owner() {
         tick["last_fire_ms"].as_i64().map(Value::from)
     })
     .await;
+    let session = host
+        .wait_get("/v1/search?q=Tick", |v| {
+            v["hits"][0]["session"].as_str().map(Value::from)
+        })
+        .await;
+    let session = session.as_str().unwrap().to_owned();
     let fleet = host
         .shutdown()
         .await
@@ -442,6 +448,15 @@ async fn a_former_owners_api_routine_does_not_run_for_the_new_owner() {
         .filter_map(|r| r["name"].as_str())
         .collect();
     assert_eq!(names, ["daily"], "alice's API routine is gone: {after}");
+    // and its runs are not bob's to read: alice's prompts, what the bot
+    // sent her (QA: bob read and searched them)
+    let (_, found) = host.get("/v1/search?q=Tick", BOB_TOKEN).await;
+    assert_eq!(found["hits"], json!([]), "{found}");
+    let (status, page) = host
+        .get(&format!("/v1/sessions/{session}/entries"), BOB_TOKEN)
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["entries"], json!([]), "{page}");
     let last = after["routines"][0]["last_fire_ms"].as_i64().unwrap_or(0);
     // the file's fires on, for bob
     poll(20, async || {

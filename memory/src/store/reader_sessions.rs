@@ -126,11 +126,18 @@ pub(crate) fn session_view(
     let tx = conn.unchecked_transaction()?;
     let record = get_session(&tx, session)?;
     let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
-    let summary = latest_summary(&tx, session)?;
+    // a session given to its owner with its bot from a seq on
+    // (`session_floors.rs`): what came before is no more the bot's context
+    // than its owner's to read (a summary of it included)
+    let floor = crate::store::session_floors::floor_of(&tx, session)?;
+    let summary = latest_summary(&tx, session)?.filter(|s| floor.is_none_or(|f| s.seq >= f));
     let newest = last.saturating_sub(window);
     let start = keep_from.map_or(newest, |k| newest.min(k.saturating_sub(1)));
     let from = crate::record::covers_to_seq(summary.as_ref())
         .max(start)
+        // a turn's inputs from before it stay (`keep_from`): the run
+        // admitted before the change runs once, with its input
+        .max(floor.map_or(0, |f| keep_from.map_or(f - 1, |k| (f - 1).min(k - 1))))
         .max(0);
     let limit = window.saturating_mul(2).max(last.saturating_sub(from));
     let entries = entries_after(&tx, session, from, limit)?;

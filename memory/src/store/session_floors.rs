@@ -54,6 +54,15 @@ pub(crate) fn floor(
         .optional()?)
 }
 
+/// The seq `session` is read from by its owner, whoever that is (a
+/// session has one floor at a time), `None` when from the start.
+pub(crate) fn floor_of(conn: &Connection, session: SessionId) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT from_seq FROM session_floors WHERE session_id = ?1")?
+        .query_row(params![session.to_string()], |r| r.get(0))
+        .optional()?)
+}
+
 /// Every session `user` reads from a later seq than its start, with that
 /// seq.
 pub(crate) fn floors(conn: &Connection, user: &UserId) -> Result<Vec<(SessionId, i64)>> {

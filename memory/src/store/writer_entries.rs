@@ -150,15 +150,21 @@ impl Writer {
     /// new owner), then gives the approvals pending in moved sessions to
     /// their new owner.
     fn move_own_work(&mut self, bot: &BotId, owner: &UserId, now: i64) -> Result<()> {
-        let others: Vec<(String, String)> = self
+        // with whether it is the session of a routine made through the API,
+        // which the change deletes (`drop_former_owners_routines`)
+        let others: Vec<(String, String, bool)> = self
             .conn
-            .prepare_cached("SELECT id, kind FROM sessions WHERE bot_id = ?1 AND owner != ?2")?
+            .prepare_cached(
+                "SELECT s.id, s.kind, EXISTS (SELECT 1 FROM routines r WHERE r.bot_id = s.bot_id \
+                   AND r.name = s.peer AND r.origin = 'api' AND s.kind = 'routine') \
+                 FROM sessions s WHERE s.bot_id = ?1 AND s.owner != ?2",
+            )?
             .query_map(params![bot.as_str(), owner.as_str()], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
         let mut moved = 0;
-        for (id, kind) in others {
+        for (id, kind, former_owners_routine) in others {
             let kind = SessionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt {
                 table: "sessions",
                 detail: format!("kind {kind}"),
@@ -168,9 +174,14 @@ impl Writer {
                     .conn
                     .prepare_cached("UPDATE sessions SET owner = ?2 WHERE id = ?1")?
                     .execute(params![id, owner.as_str()])?;
-                if kind == SessionKind::Group {
-                    // what the room said to the bot before is not the new
-                    // owner's to read, as the room's timeline is not
+                // what the room said to the bot before is not the new
+                // owner's to read, as the room's timeline is not; nor the
+                // runs of a routine the former owner made through the API:
+                // its prompts were theirs, and what the bot sent went to
+                // them (QA: the new owner read and searched them, and a
+                // routine made again under its name ran with them in its
+                // context)
+                if kind == SessionKind::Group || former_owners_routine {
                     let session: SessionId = id.parse()?;
                     let next = self.next_seq(session)?;
                     session_floors::set(&self.conn, session, owner, next, now)?;

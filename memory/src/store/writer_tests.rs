@@ -402,6 +402,88 @@ async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResu
     Ok(())
 }
 
+/// fleet.toml gives bot `r` to bob: the routine its former owner made
+/// through the API is deleted, and its session, which goes to bob with
+/// the bot, is read from the change on, by bob and as the bot's context
+/// (`session_view`): alice's prompts are not bob's to read, nor the
+/// context of a routine bob makes again under that name (QA). A routine
+/// of the file keeps its history.
+#[tokio::test]
+async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
+    use crate::record::CatchUp;
+    use crate::record::RoutineOrigin;
+    use crate::record::RoutineRecord;
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let routine = |name: &str, origin| RoutineRecord {
+        bot: BotId::new("r").unwrap_or_else(|_| unreachable!()),
+        name: name.into(),
+        cron: "0 9 * * *".into(),
+        timezone: "UTC".into(),
+        prompt: "Tick.".into(),
+        silent_ok: true,
+        catch_up: CatchUp::Once,
+        origin,
+        next_fire_ms: None,
+        last_fire_ms: None,
+        created_at: 0,
+        updated_at: 0,
+    };
+    let (api, file) = (
+        session_of("r", SessionKind::Routine, "tick")?,
+        session_of("r", SessionKind::Routine, "daily")?,
+    );
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot_of("r", "alice")?),
+            Mutation::PutRoutine(Box::new(routine("tick", RoutineOrigin::Api))),
+            Mutation::PutRoutine(Box::new(routine("daily", RoutineOrigin::Config))),
+            Mutation::EnsureSession(api.clone()),
+            Mutation::EnsureSession(file.clone()),
+        ])
+        .await?;
+    let run = |session: SessionId, text: &str| {
+        Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::UserMessage { text: text.into() },
+        }))
+    };
+    store
+        .write(vec![
+            run(api.id, "alice's tick"),
+            run(file.id, "the file's daily"),
+        ])
+        .await?;
+    store
+        .write(vec![Mutation::UpsertBot(bot_of("r", "bob")?)])
+        .await?;
+    let bob = UserId::new("bob")?;
+    assert_eq!(
+        store.session_floor(api.id, &bob).await?.map(|f| f.0),
+        Some(2)
+    );
+    assert_eq!(store.session_floor(file.id, &bob).await?, None);
+    // bob's own run of a tick made again: alice's is not in its context
+    store.write(vec![run(api.id, "bob's tick")]).await?;
+    let view = store.session_view(api.id, 50, None).await?;
+    let texts: Vec<String> = view
+        .entries
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::UserMessage { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["bob's tick"]);
+    let view = store.session_view(file.id, 50, None).await?;
+    assert_eq!(view.entries.len(), 1, "{:?}", view.entries);
+    store.close().await;
+    Ok(())
+}
+
 /// A batch that creates a session and then fails is rolled back, session
 /// row included; the session must not stay in the writer's cache. (It
 /// did: the next admission to that session skipped creating the row, and
