@@ -448,12 +448,29 @@ impl Tool for Edit {
         // one was meant is not known (QA, 2026-12-05: the first was
         // replaced, "1 occurrence"); replace_all replaces them as
         // `str::replace` finds them, one after another
-        let found = overlapping(&text, &args.old_text);
-        let count = if args.replace_all {
-            text.matches(&args.old_text).count()
-        } else {
-            found
+        let count_of = |old: &str| {
+            if args.replace_all {
+                text.matches(old).count()
+            } else {
+                overlapping(&text, old)
+            }
         };
+        let (mut old_text, mut new_text) = (args.old_text.clone(), args.new_text.clone());
+        let mut count = count_of(&old_text);
+        // a file whose lines end in CRLF, and old_text's lines in LF (a
+        // model writes `\n`): the edit matches and writes CRLF lines (QA:
+        // it failed, "copy the exact text", which a model dropping `\r`
+        // never could)
+        let crlf = count == 0
+            && text.contains("\r\n")
+            && old_text.contains('\n')
+            && !old_text.contains("\r\n")
+            && count_of(&old_text.replace('\n', "\r\n")) > 0;
+        if crlf {
+            old_text = old_text.replace('\n', "\r\n");
+            new_text = new_text.replace("\r\n", "\n").replace('\n', "\r\n");
+            count = count_of(&old_text);
+        }
         if count == 0 {
             return Err(ToolError::new(
                 format!("old_text does not occur in {shown}"),
@@ -467,7 +484,7 @@ impl Tool for Edit {
             ));
         }
         let replaced = if args.replace_all { count } else { 1 };
-        let new_len = text.len() - replaced * args.old_text.len() + replaced * args.new_text.len();
+        let new_len = text.len() - replaced * old_text.len() + replaced * new_text.len();
         if new_len > max {
             return Err(ToolError::new(
                 format!("{shown} would have {new_len} bytes after the edit; the limit is {max}"),
@@ -484,9 +501,9 @@ impl Tool for Edit {
             return Err(space.write_refused(&shown, new_len));
         }
         let new = if args.replace_all {
-            text.replace(&args.old_text, &args.new_text)
+            text.replace(&old_text, &new_text)
         } else {
-            text.replacen(&args.old_text, &args.new_text, 1)
+            text.replacen(&old_text, &new_text, 1)
         };
         let (name, workspace) = (shown.clone(), ctx.workspace().clone());
         blocking(&shown, move || {
@@ -501,8 +518,14 @@ impl Tool for Edit {
         })
         .await?;
         Ok(ToolOutput::text(format!(
-            "replaced {replaced} occurrence{} in {shown}",
-            if replaced == 1 { "" } else { "s" }
+            "replaced {replaced} occurrence{} in {shown}{}",
+            if replaced == 1 { "" } else { "s" },
+            if crlf {
+                " (its lines end in CRLF: old_text matched with them, and new_text was \
+                 written with them)"
+            } else {
+                ""
+            }
         )))
     }
 }

@@ -264,6 +264,31 @@ async fn edit_says_a_binary_file_is_not_text_and_keeps_permissions() {
     assert_eq!(std::fs::read_to_string(&script).unwrap(), "echo new\n");
 }
 
+/// Regression (QA): a file with CRLF line ends, an old_text with LF ones
+/// (what a model writes): "old_text does not occur", with the advice to
+/// copy the exact text, which a model that drops `\r` never can. The edit
+/// matches across the line ends and writes new_text with the file's.
+#[tokio::test]
+async fn edit_matches_lines_across_crlf_and_keeps_the_files_line_ends() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    std::fs::write(root.join("win.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    let edit = json!({"path": "win.txt", "old_text": "one\ntwo", "new_text": "uno\ndos\nzwei"});
+    let out = call(&f, &Edit, edit).await.unwrap();
+    assert!(
+        out.starts_with("replaced 1 occurrence in win.txt") && out.contains("CRLF"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("win.txt")).unwrap(),
+        "uno\r\ndos\r\nzwei\r\nthree\r\n"
+    );
+    // a text that is not there is still not found
+    let edit = json!({"path": "win.txt", "old_text": "one\ntwo", "new_text": "x"});
+    let err = call(&f, &Edit, edit).await.unwrap_err();
+    assert!(err.contains("old_text does not occur"), "{err}");
+}
+
 /// A rename that fails (here: over a directory that is not empty) takes
 /// its temporary file with it.
 #[test]
