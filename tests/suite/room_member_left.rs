@@ -60,7 +60,8 @@ async fn a_member_taken_out_before_the_discussion_is_named_as_taking_no_turn() {
         .unwrap_or_else(|| panic!("no end: {page:#}"));
     assert_eq!(
         end["members"],
-        json!([{"id": "a3", "outcome": "spoke"}, {"id": "a2", "outcome": "no_turn"}]),
+        // in the order the message addressed them (a2 came last: QA)
+        json!([{"id": "a2", "outcome": "no_turn"}, {"id": "a3", "outcome": "spoke"}]),
         "{end}"
     );
     let notice = run

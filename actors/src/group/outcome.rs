@@ -40,19 +40,23 @@ pub async fn member_outcomes(
             None => return Ok(None),
         },
     };
+    let mut out: Vec<(BotId, MemberOutcome)> = progress
+        .run
+        .outcomes()
+        .into_iter()
+        .filter_map(|(i, outcome)| members.get(i).map(|id| (id.clone(), outcome)))
+        .collect();
     // and those it addressed that were taken out of the room before it
-    // began: no turn
-    let left = progress
-        .left
-        .iter()
-        .map(|id| (id.clone(), MemberOutcome::NoTurn));
-    Ok(Some(
-        progress
-            .run
-            .outcomes()
-            .into_iter()
-            .filter_map(|(i, outcome)| members.get(i).map(|id| (id.clone(), outcome)))
-            .chain(left)
-            .collect(),
-    ))
+    // began: no turn, each where the message addressed it, after the
+    // member addressed before it (they came last, out of order: QA)
+    for id in &progress.left {
+        let addressed = state.selected.iter().position(|s| s == id);
+        let before = addressed.map_or(&[][..], |at| &state.selected[..at]);
+        let at = out
+            .iter()
+            .rposition(|(m, _)| before.contains(m))
+            .map_or(0, |i| i + 1);
+        out.insert(at, (id.clone(), MemberOutcome::NoTurn));
+    }
+    Ok(Some(out))
 }
