@@ -645,10 +645,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Ok(t) = c.get(&format!("/v1/turns/{}", segment(turn))).await
                 && let Some(bot) = t["turn"]["bot"].as_str()
             {
-                errln!(
-                    "the bot answers them in its conversation: `botfleet transcript {}`",
-                    bot
-                );
+                let session = t["turn"]["session"].as_str().unwrap_or_default();
+                let page = c
+                    .get(&format!(
+                        "/v1/sessions/{}/entries?after=0&limit=1",
+                        segment(session)
+                    ))
+                    .await
+                    .unwrap_or_default();
+                errln!("{}", hints::retried_where(bot, session, &page));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -126,6 +126,32 @@ fn command(method: &str, path: &str) -> Option<String> {
     })
 }
 
+/// Where bot `bot` answers the inputs of a retried turn of `session`,
+/// whose first page (`GET /v1/sessions/{session}/entries`) is `page`
+/// (`Null` when it could not be read): a room member's turn runs again in
+/// its own session of the room, not in the person's conversation, which
+/// the hint named whatever the session was (QA).
+pub(super) fn retried_where(bot: &str, session: &str, page: &serde_json::Value) -> String {
+    let peer = page["peer"].as_str().unwrap_or_default();
+    match page["kind"].as_str() {
+        Some("group") => format!(
+            "{bot} answers them again in its own session of room {peer}, where what it says is \
+             held, not published: read it with `GET /v1/sessions/{session}/entries`"
+        ),
+        Some("routine") => format!(
+            "the bot answers them in the run's session: `botfleet transcript {bot} --routine {peer}`"
+        ),
+        Some("hook") => format!(
+            "the bot answers them in the run's session: `botfleet transcript {bot} --hook {peer}`"
+        ),
+        Some("agent") => format!(
+            "{bot} answers them in its conversation with bot {peer}: read it with `GET \
+             /v1/sessions/{session}/entries`"
+        ),
+        _ => format!("the bot answers them in its conversation: `botfleet transcript {bot}`"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,6 +87,7 @@ pub(crate) async fn entries(
                 "session": id,
                 "bot": bot,
                 "kind": SessionKind::Dm,
+                "peer": user.0,
                 "last_seq": 0,
                 "entries": [],
             })));
@@ -96,6 +97,7 @@ pub(crate) async fn entries(
         "session": id,
         "bot": record.key.bot,
         "kind": record.key.kind,
+        "peer": record.key.peer,
         "last_seq": record.last_seq,
         "entries": with_author_names(&state, shown_to_people(entries)).await?,
     })))

@@ -134,6 +134,16 @@ async fn a_failed_turn_in_a_shared_room_shows_other_owners_no_error() {
             .any(|e| e["code"] == "turn_failed" && e["text"].as_str().unwrap().contains("404")),
         "{own:#?}"
     );
+    // her retry runs in that session, and the CLI says so (it named her
+    // conversation with the bot, where nothing of it shows: QA)
+    let (code, out, err) = crate::support::process::cli(&["retry", &turn], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("a answers them again in its own session of room shr")
+            && err.contains(&format!("GET /v1/sessions/{own_session}/entries"))
+            && !err.contains("botfleet transcript a`"),
+        "{err}"
+    );
     host.shutdown().await;
     server.shutdown().await;
 }
