@@ -770,3 +770,32 @@ fn the_bots_own_secret_names_are_secret_names() {
         "allow"
     );
 }
+
+/// Regression (QA): a hard link to a shell start-up file let a write
+/// through the other name change it unasked (`ln .bashrc notes/x && echo
+/// … >> notes/x`); a write to it directly is asked about.
+#[test]
+fn a_hard_link_to_a_file_that_runs_later_is_asked_about() {
+    for command in [
+        "ln .bashrc notes/a1/hl && echo pwned >> notes/a1/hl",
+        "ln -f .git/hooks/pre-commit x",
+        "cp -l .profile p2",
+        "cp --link .bashrc b2",
+    ] {
+        let decision = review_rules(&shell(command, Vec::new()), &config());
+        assert_eq!(decision.name(), "ask", "{command}");
+        assert!(
+            decision.reason().is_some_and(|r| r.contains("hard-links")),
+            "{command}: {decision:?}"
+        );
+    }
+    // a symbolic link (a write through it is checked where it leads), a
+    // copy, a link of another file: not asked
+    for command in ["ln -s .bashrc b", "cp .bashrc b", "ln notes.txt n2"] {
+        assert_eq!(
+            review_rules(&shell(command, Vec::new()), &config()).name(),
+            "allow",
+            "{command}"
+        );
+    }
+}

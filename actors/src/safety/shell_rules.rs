@@ -535,6 +535,26 @@ fn command_rules(
         }
         "crontab" if has(args, "-r") => f.ask("deletes the crontab"),
         "find" => find(args, allow, f, depth),
+        // a hard link to a file whose change runs something later (a
+        // shell start-up file, a git hook): a write through the other
+        // name changes it, out of the review's sight (QA: `ln .bashrc
+        // notes/x && echo … >> notes/x` changed .bashrc unasked). A
+        // symbolic link is followed by the write's own check.
+        "ln" | "cp"
+            if (program == "ln" && !args.iter().any(|a| symbolic_flag(a)))
+                || (program == "cp" && args.iter().any(|a| link_flag(a))) =>
+        {
+            let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+            let sources = operands.split_last().map_or(&[][..], |(_, rest)| rest);
+            for source in sources {
+                if let Some(what) = sensitive_write_target(source) {
+                    f.ask(format!(
+                        "hard-links {what} ({source}) under another name, through which a \
+                         write changes it unseen"
+                    ));
+                }
+            }
+        }
         "mv" if args.last().is_some_and(|a| a == "/dev/null") => {
             f.ask("moves files to /dev/null (deletes them)");
         }
@@ -761,4 +781,16 @@ fn collect_written(script: &Script, out: &mut Vec<String>, depth: u8) {
             _ => {}
         }
     }
+}
+
+/// Whether `arg` of `ln` asks for a symbolic link (`-s`, in a cluster of
+/// short flags too, or `--symbolic`).
+fn symbolic_flag(arg: &str) -> bool {
+    arg == "--symbolic" || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains('s'))
+}
+
+/// Whether `arg` of `cp` asks for hard links instead of copies (`-l`, in
+/// a cluster of short flags too, or `--link`).
+fn link_flag(arg: &str) -> bool {
+    arg == "--link" || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains('l'))
 }
