@@ -127,7 +127,8 @@ prompts! {
     /// The reminder injected when a reply is owed.
     delivery_reminder => "delivery_reminder.md",
     /// Before the next input after a turn a person cancelled before it
-    /// answered: what it was asked was not done.
+    /// answered: what it was asked was not finished, and what it handed
+    /// on for it may still report.
     cancelled_before => "cancelled_before.md",
     /// The delivery reminder of a turn that asked other bots or
     /// subagents for what its answer needs.

@@ -603,6 +603,12 @@ async fn the_cancel_note_names_only_the_cancelled_messages() {
         ) && !text.contains("stopped your turn on the message(s) above"),
         "{text}"
     );
+    // and that work handed on for it was not stopped (QA: a subagent's
+    // report came after "what they asked there was not done")
+    assert!(
+        text.contains("was not stopped with your turn and may still report"),
+        "{text}"
+    );
     host.shutdown().await;
     server.shutdown().await;
 }
