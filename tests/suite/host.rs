@@ -260,7 +260,7 @@ async fn a_dm_not_written_to_yet_reads_as_an_empty_page() {
     assert_eq!(status, 200, "{page}");
     assert_eq!(
         page,
-        json!({"session": session, "bot": "r", "kind": "dm", "last_seq": 0, "entries": []})
+        json!({"session": session, "bot": "r", "kind": "dm", "peer": "alice", "last_seq": 0, "entries": []})
     );
     // not for another user, nor another user's own DM not written to yet
     let (status, _) = host.get(&path, BOB_TOKEN).await;
