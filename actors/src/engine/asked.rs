@@ -21,10 +21,11 @@ use crate::model::ToolCall;
 /// Most askings a turn names (the rest are counted).
 const NAMED: usize = 8;
 
-/// The label of what a successful call of `tool` with `arguments` asked,
-/// if its answer wakes the bot later: the bot a SendToAgent went to, the
-/// subagent a MessageSubagent steered, or a subagent Task started.
-fn asked_of(tool: &str, arguments: &str) -> Option<String> {
+/// The label of what a successful call of `tool` with `arguments`, which
+/// answered `content`, asked, if its answer wakes the bot later: the bot a
+/// SendToAgent went to (by the id its result names), the subagent a
+/// MessageSubagent steered, or a subagent Task started.
+fn asked_of(tool: &str, arguments: &str, content: &str) -> Option<String> {
     // before parsing: every SendMessage of the hot path comes here
     if !matches!(tool, "SendToAgent" | "MessageSubagent" | "Task") {
         return None;
@@ -38,7 +39,9 @@ fn asked_of(tool: &str, arguments: &str) -> Option<String> {
             .map(str::to_owned)
     };
     match tool {
-        "SendToAgent" => text("agent"),
+        "SendToAgent" => crate::tools::recipient_in(content)
+            .map(str::to_owned)
+            .or_else(|| text("agent")),
         "MessageSubagent" => text("id").map(|id| format!("subagent {id}")),
         "Task" => Some(match text("description") {
             Some(d) => format!("a subagent ({})", botfleet_memory::quote_short(&d)),
@@ -50,11 +53,11 @@ fn asked_of(tool: &str, arguments: &str) -> Option<String> {
 
 impl Runner {
     /// Notes what `call`, answered without an error, asked of others.
-    pub(super) fn note_asked(&mut self, call: &ToolCall, is_error: bool) {
+    pub(super) fn note_asked(&mut self, call: &ToolCall, content: &str, is_error: bool) {
         if is_error {
             return;
         }
-        if let Some(label) = asked_of(&call.name, &call.arguments)
+        if let Some(label) = asked_of(&call.name, &call.arguments, content)
             && !self.state.asked.contains(&label)
         {
             self.state.asked.push(label);
@@ -75,11 +78,12 @@ impl Runner {
                 }
                 EntryKind::ToolResult {
                     call_id,
+                    content,
                     is_error: false,
                     ..
                 } => {
                     if let Some((name, arguments)) = calls.get(call_id)
-                        && let Some(label) = asked_of(name, arguments)
+                        && let Some(label) = asked_of(name, arguments, content)
                         && !self.state.asked.contains(&label)
                     {
                         self.state.asked.push(label);
@@ -119,18 +123,38 @@ mod tests {
     #[test]
     fn each_asking_tool_names_what_it_asked() {
         assert_eq!(
-            asked_of("SendToAgent", r#"{"agent": " a ", "text": "x"}"#).as_deref(),
+            asked_of("SendToAgent", r#"{"agent": " a ", "text": "x"}"#, "").as_deref(),
             Some("a")
         );
         assert_eq!(
-            asked_of("MessageSubagent", r#"{"id": "r.sub-1", "text": "x"}"#).as_deref(),
+            asked_of("MessageSubagent", r#"{"id": "r.sub-1", "text": "x"}"#, "").as_deref(),
             Some("subagent r.sub-1")
         );
         assert_eq!(
-            asked_of("Task", r#"{"description": "audit", "prompt": "x"}"#).as_deref(),
+            asked_of("Task", r#"{"description": "audit", "prompt": "x"}"#, "").as_deref(),
             Some("a subagent (\"audit\")")
         );
-        assert_eq!(asked_of("SendMessage", r#"{"text": "x"}"#), None);
-        assert_eq!(asked_of("SendToAgent", "not json"), None);
+        assert_eq!(asked_of("SendMessage", r#"{"text": "x"}"#, ""), None);
+        assert_eq!(asked_of("SendToAgent", "not json", ""), None);
+    }
+
+    /// Regression (QA): one bot asked by its name, its id and `@NAME`
+    /// was listed three times ("You asked Beta, b and @BETA"): the label
+    /// is the id the call's result names.
+    #[test]
+    fn a_bot_asked_by_any_spelling_is_named_by_its_id() {
+        for agent in ["Beta", "b", "@BETA"] {
+            let args = format!(r#"{{"agent": "{agent}", "text": "x"}}"#);
+            assert_eq!(
+                asked_of(
+                    "SendToAgent",
+                    &args,
+                    "delivered to b as message 01a2; its reply will arrive later as a new message"
+                )
+                .as_deref(),
+                Some("b"),
+                "{agent}"
+            );
+        }
     }
 }

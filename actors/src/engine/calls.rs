@@ -516,7 +516,7 @@ impl Runner {
         if delivered {
             self.count_delivery(delivery_texts(&effects));
         }
-        self.note_asked(call, is_error);
+        self.note_asked(call, &content, is_error);
         self.outcome_writes(call, content, is_error, effects, started)
     }
 

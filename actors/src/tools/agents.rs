@@ -245,11 +245,11 @@ impl Tool for SendToAgent {
         // client matches a reply to, and the model may quote
         let content = match admitted_id(&admits) {
             Some(id) => format!(
-                "delivered to {} as message {id}; its reply will arrive later as a new message",
+                "{DELIVERED_TO}{} as message {id}; its reply will arrive later as a new message",
                 target.id
             ),
             None => format!(
-                "delivered to {}; its reply will arrive later as a new message",
+                "{DELIVERED_TO}{}; its reply will arrive later as a new message",
                 target.id
             ),
         };
@@ -715,6 +715,21 @@ impl Tool for UpdateAgent {
             delivered: false,
         })
     }
+}
+
+/// How SendToAgent's result begins, before the id of the bot it went to.
+const DELIVERED_TO: &str = "delivered to ";
+
+/// The id of the bot a SendToAgent result `content` says the message went
+/// to: the bot the model's `agent` (an id, a name in any case, `@Name`)
+/// resolved to, so that what a turn asked names each bot once (it listed
+/// "Beta, b and @BETA" for one bot: QA).
+pub(crate) fn recipient_in(content: &str) -> Option<&str> {
+    content
+        .strip_prefix(DELIVERED_TO)?
+        .split([' ', ';'])
+        .next()
+        .filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 pub use agents::CreateAgent;
 pub use agents::SendToAgent;
 pub use agents::UpdateAgent;
+pub(crate) use agents::recipient_in;
 pub use agents::subagent_shaped;
 pub use delivery::ReactToMessage;
 pub use delivery::SendMessage;
