@@ -191,6 +191,7 @@ impl GateFixture {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: 0,
+            turn_tokens: 0,
             inputs: &[],
             memory_shown: ShownMemory::default(),
         };

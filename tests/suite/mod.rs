@@ -156,6 +156,7 @@ mod retry;
 mod retry_after_later_turn;
 mod review;
 mod review_model_approved;
+mod review_model_budget;
 mod review_refused_first;
 mod review_secret_names;
 mod review_ttl;

@@ -153,6 +153,7 @@ impl Runner {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: self.state.delivered,
+            turn_tokens: self.usage.total(),
             inputs: &self.state.input_seqs,
             memory_shown: crate::tools::ShownMemory {
                 frozen: &self.tail.state_shown,

@@ -11,6 +11,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::super::ToolContext;
 use super::super::ToolError;
+use crate::engine::budget_pause;
 use crate::prompts::prompts;
 use crate::safety::Action;
 use crate::safety::ResolvedScript;
@@ -185,6 +186,27 @@ pub(super) async fn review(
     let Some(name) = &config.reviewer else {
         return rules;
     };
+    // the reviewer's tokens are the bot's: not spent past its daily
+    // budget (the step's own model call may have spent it; the reviewer
+    // was asked all the same). A person decides instead, as when the
+    // reviewer fails.
+    match budget_pause(&ctx.rt.store, ctx.bot, ctx.turn_tokens).await {
+        Ok(Some(pause)) => {
+            return ReviewDecision::Ask {
+                reason: format!(
+                    "the bot's daily token budget is spent ({} of {} tokens), so the reviewer \
+                     model was not asked and a person must decide",
+                    pause.used, pause.budget
+                ),
+            };
+        }
+        Ok(None) => {}
+        // unread, the budget does not hold the review back: the turn's
+        // next model request checks it again
+        Err(e) => {
+            tracing::warn!(bot = %ctx.bot.id, error = %e, "could not read the daily token budget before the reviewer's call");
+        }
+    }
     match ctx.rt.models.get(name) {
         Some(model) => {
             let vault = ctx.rt.vault();

@@ -128,6 +128,7 @@ async fn git_internals_in_the_notes_area_are_reviewed() {
             secrets: &fx.secrets,
             step_effects: &[],
             delivered_before: 0,
+            turn_tokens: 0,
             inputs: &[],
             memory_shown: crate::tools::ShownMemory::default(),
         };

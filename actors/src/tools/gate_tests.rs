@@ -156,6 +156,7 @@ impl Fx {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: 0,
+            turn_tokens: 0,
             inputs: &[],
             memory_shown: crate::tools::ShownMemory::default(),
         };
@@ -452,6 +453,7 @@ async fn reviewed_calls_are_known_up_front() {
         secrets: &fx.secrets,
         step_effects: &[],
         delivered_before: 0,
+        turn_tokens: 0,
         inputs: &[],
         memory_shown: crate::tools::ShownMemory::default(),
     };

@@ -166,6 +166,10 @@ pub struct ToolContext<'a> {
     /// count, kept across a resume): 0 spares SendMessage's look for a
     /// repeat in the store.
     pub delivered_before: u32,
+    /// Tokens the turn used and has not stored yet (its usage commits with
+    /// its end): what a budget check made within a call counts besides
+    /// the stored usage (the reviewer model's call, `gate_review.rs`).
+    pub turn_tokens: u64,
     /// The memory items this turn's prompt shows: Forget by text forgets
     /// only those (the bot cannot have meant a fact it was not shown).
     pub memory_shown: ShownMemory<'a>,

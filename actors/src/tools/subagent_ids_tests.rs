@@ -124,6 +124,7 @@ async fn an_id_a_call_of_the_same_step_creates_is_held() {
     let ctx = ToolContext {
         step_effects: &earlier,
         delivered_before: 0,
+        turn_tokens: 0,
         ..f.ctx("c1")
     };
     let out = Task.call(&ctx, task()).await.unwrap();

@@ -113,6 +113,7 @@ impl ToolFixture {
             secrets: &self.secrets,
             step_effects: &[],
             delivered_before: 0,
+            turn_tokens: 0,
             inputs: &[],
             memory_shown: crate::tools::ShownMemory::default(),
         }
