@@ -150,13 +150,16 @@ impl Writer {
     /// new owner), then gives the approvals pending in moved sessions to
     /// their new owner.
     fn move_own_work(&mut self, bot: &BotId, owner: &UserId, now: i64) -> Result<()> {
-        // with whether it is the session of a routine made through the API,
-        // which the change deletes (`drop_former_owners_routines`)
+        // with whether it is the session of a routine that is not the
+        // file's: one made through the API, which the change deletes
+        // (`drop_former_owners_routines`), or one its owner deleted
+        // before (its runs were theirs all the same: QA found those moved
+        // whole)
         let others: Vec<(String, String, bool)> = self
             .conn
             .prepare_cached(
-                "SELECT s.id, s.kind, EXISTS (SELECT 1 FROM routines r WHERE r.bot_id = s.bot_id \
-                   AND r.name = s.peer AND r.origin = 'api' AND s.kind = 'routine') \
+                "SELECT s.id, s.kind, s.kind = 'routine' AND NOT EXISTS (SELECT 1 FROM routines r \
+                   WHERE r.bot_id = s.bot_id AND r.name = s.peer AND r.origin = 'config') \
                  FROM sessions s WHERE s.bot_id = ?1 AND s.owner != ?2",
             )?
             .query_map(params![bot.as_str(), owner.as_str()], |r| {

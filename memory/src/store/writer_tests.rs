@@ -429,9 +429,10 @@ async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
         created_at: 0,
         updated_at: 0,
     };
-    let (api, file) = (
+    let (api, file, deleted) = (
         session_of("r", SessionKind::Routine, "tick")?,
         session_of("r", SessionKind::Routine, "daily")?,
+        session_of("r", SessionKind::Routine, "gone")?,
     );
     store
         .write(vec![
@@ -440,6 +441,7 @@ async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
             Mutation::PutRoutine(Box::new(routine("daily", RoutineOrigin::Config))),
             Mutation::EnsureSession(api.clone()),
             Mutation::EnsureSession(file.clone()),
+            Mutation::EnsureSession(deleted.clone()),
         ])
         .await?;
     let run = |session: SessionId, text: &str| {
@@ -451,10 +453,12 @@ async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
             kind: EntryKind::UserMessage { text: text.into() },
         }))
     };
+    // `gone` ran, and alice deleted it before giving the bot away
     store
         .write(vec![
             run(api.id, "alice's tick"),
             run(file.id, "the file's daily"),
+            run(deleted.id, "alice's gone"),
         ])
         .await?;
     store
@@ -466,6 +470,11 @@ async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
         Some(2)
     );
     assert_eq!(store.session_floor(file.id, &bob).await?, None);
+    assert_eq!(
+        store.session_floor(deleted.id, &bob).await?.map(|f| f.0),
+        Some(2),
+        "a routine alice deleted before the change: its runs are hers too"
+    );
     // bob's own run of a tick made again: alice's is not in its context
     store.write(vec![run(api.id, "bob's tick")]).await?;
     let view = store.session_view(api.id, 50, None).await?;
