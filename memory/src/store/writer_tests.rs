@@ -22,9 +22,12 @@ use crate::ids::UserId;
 use crate::record::AdmitOutcome;
 use crate::record::AdmitRequest;
 use crate::record::BotRecord;
+use crate::record::CatchUp;
 use crate::record::EntryKind;
 use crate::record::NewEntry;
 use crate::record::Priority;
+use crate::record::RoutineOrigin;
+use crate::record::RoutineRecord;
 use crate::record::SessionKey;
 use crate::record::SessionKind;
 use crate::record::SessionRecord;
@@ -325,6 +328,24 @@ fn session_of(bot: &str, kind: SessionKind, peer: &str) -> crate::error::Result<
     })
 }
 
+/// Bot `r`'s routine `name`, from `origin`.
+fn routine_of(name: &str, origin: RoutineOrigin) -> crate::error::Result<RoutineRecord> {
+    Ok(RoutineRecord {
+        bot: BotId::new("r")?,
+        name: name.into(),
+        cron: "0 9 * * *".into(),
+        timezone: "UTC".into(),
+        prompt: "Tick.".into(),
+        silent_ok: true,
+        catch_up: CatchUp::Once,
+        origin,
+        next_fire_ms: None,
+        last_fire_ms: None,
+        created_at: 0,
+        updated_at: 0,
+    })
+}
+
 /// fleet.toml gives bot `r` to bob: its own work (routine and webhook
 /// runs, its talks with bots and subagents, its sessions of rooms) is
 /// bob's from then on, new entries signal bob; bob reads its room session
@@ -346,6 +367,8 @@ async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResu
     let mut batch = vec![
         Mutation::UpsertBot(bot_of("r", "alice")?),
         Mutation::UpsertBot(bot_of("b", "alice")?),
+        // the file's: its runs go to bob whole
+        Mutation::PutRoutine(Box::new(routine_of("daily", RoutineOrigin::Config)?)),
     ];
     batch.extend(sessions.iter().cloned().map(Mutation::EnsureSession));
     store.write(batch).await?;
@@ -410,25 +433,8 @@ async fn a_new_owner_takes_the_bots_own_sessions_and_their_signals() -> TestResu
 /// of the file keeps its history.
 #[tokio::test]
 async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
-    use crate::record::CatchUp;
-    use crate::record::RoutineOrigin;
-    use crate::record::RoutineRecord;
     let dir = tempfile::tempdir()?;
     let store = open(&dir)?;
-    let routine = |name: &str, origin| RoutineRecord {
-        bot: BotId::new("r").unwrap_or_else(|_| unreachable!()),
-        name: name.into(),
-        cron: "0 9 * * *".into(),
-        timezone: "UTC".into(),
-        prompt: "Tick.".into(),
-        silent_ok: true,
-        catch_up: CatchUp::Once,
-        origin,
-        next_fire_ms: None,
-        last_fire_ms: None,
-        created_at: 0,
-        updated_at: 0,
-    };
     let (api, file, deleted) = (
         session_of("r", SessionKind::Routine, "tick")?,
         session_of("r", SessionKind::Routine, "daily")?,
@@ -437,8 +443,8 @@ async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
     store
         .write(vec![
             Mutation::UpsertBot(bot_of("r", "alice")?),
-            Mutation::PutRoutine(Box::new(routine("tick", RoutineOrigin::Api))),
-            Mutation::PutRoutine(Box::new(routine("daily", RoutineOrigin::Config))),
+            Mutation::PutRoutine(Box::new(routine_of("tick", RoutineOrigin::Api)?)),
+            Mutation::PutRoutine(Box::new(routine_of("daily", RoutineOrigin::Config)?)),
             Mutation::EnsureSession(api.clone()),
             Mutation::EnsureSession(file.clone()),
             Mutation::EnsureSession(deleted.clone()),
