@@ -781,6 +781,8 @@ fn a_hard_link_to_a_file_that_runs_later_is_asked_about() {
         "ln -f .git/hooks/pre-commit x",
         "cp -l .profile p2",
         "cp --link .bashrc b2",
+        // coreutils' `link FILE1 FILE2` (QA)
+        "link .bashrc notes/r1/x",
     ] {
         let decision = review_rules(&shell(command, Vec::new()), &config());
         assert_eq!(decision.name(), "ask", "{command}");

@@ -540,8 +540,9 @@ fn command_rules(
         // name changes it, out of the review's sight (QA: `ln .bashrc
         // notes/x && echo … >> notes/x` changed .bashrc unasked). A
         // symbolic link is followed by the write's own check.
-        "ln" | "cp"
-            if (program == "ln" && !args.iter().any(|a| symbolic_flag(a)))
+        "ln" | "cp" | "link"
+            if program == "link"
+                || (program == "ln" && !args.iter().any(|a| symbolic_flag(a)))
                 || (program == "cp" && args.iter().any(|a| link_flag(a))) =>
         {
             let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
