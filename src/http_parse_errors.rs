@@ -55,9 +55,15 @@ pub(crate) struct JsonParseErrors<S> {
     /// The answer written in place of hyper's, and how much of it is out.
     pending: Vec<u8>,
     sent: usize,
-    /// Whether bytes were read: only the first read can hold HTTP/2's
-    /// preface.
-    read_any: bool,
+    /// Whether the first bytes are still being read to tell an HTTP/2
+    /// preface from a request: they are held back from hyper meanwhile
+    /// (the preface may come in pieces: QA sent `PRI` alone first).
+    probing: bool,
+    /// The first bytes, read while probing.
+    probe: Vec<u8>,
+    /// Bytes read while probing that are not a preface, for hyper's next
+    /// reads.
+    held: Vec<u8>,
 }
 
 impl<S> JsonParseErrors<S> {
@@ -67,7 +73,9 @@ impl<S> JsonParseErrors<S> {
             inner,
             pending: Vec::new(),
             sent: 0,
-            read_any: false,
+            probing: true,
+            probe: Vec::new(),
+            held: Vec::new(),
         }
     }
 }
@@ -128,20 +136,38 @@ impl<S: AsyncRead + Unpin> AsyncRead for JsonParseErrors<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.read_any {
+        while this.probing {
+            let mut chunk = [0u8; 64];
+            let mut read = ReadBuf::new(&mut chunk);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                // the end, before a whole preface: hyper sees what came
+                this.probing = false;
+                this.held = std::mem::take(&mut this.probe);
+                break;
+            }
+            this.probe.extend_from_slice(read.filled());
+            let n = this.probe.len().min(H2_PREFACE_START.len());
+            if this.probe[..n] != H2_PREFACE_START[..n] {
+                this.probing = false;
+                this.held = std::mem::take(&mut this.probe);
+            } else if n == H2_PREFACE_START.len() {
+                // hyper sees the end of the connection before any request
+                // and shuts it down, which writes the refusal first
+                // (poll_shutdown)
+                this.probing = false;
+                this.probe = Vec::new();
+                this.pending = h2_refusal();
+                this.sent = 0;
+                return Poll::Ready(Ok(()));
+            }
+        }
+        if this.held.is_empty() {
             return Pin::new(&mut this.inner).poll_read(cx, buf);
         }
-        let before = buf.filled().len();
-        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        let read = &buf.filled()[before..];
-        this.read_any = !read.is_empty();
-        if read.starts_with(H2_PREFACE_START) {
-            // hyper sees the end of the connection before any request and
-            // shuts it down, which writes the refusal first (poll_shutdown)
-            buf.set_filled(before);
-            this.pending = h2_refusal();
-            this.sent = 0;
-        }
+        let n = this.held.len().min(buf.remaining());
+        buf.put_slice(&this.held[..n]);
+        this.held.drain(..n);
         Poll::Ready(Ok(()))
     }
 }
@@ -265,6 +291,54 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// Regression (QA): HTTP/2's preface sent in pieces (`PRI`, then the
+    /// rest) reached hyper, which closed without a byte; only a preface
+    /// whole in the first read was answered. The first bytes are held
+    /// back until they tell.
+    #[tokio::test]
+    async fn a_preface_in_pieces_is_refused_and_a_request_in_pieces_passes() {
+        use futures::task::noop_waker_ref;
+        use tokio::io::AsyncReadExt;
+        use tokio::io::AsyncWriteExt;
+
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut conn = JsonParseErrors::new(server);
+        client.write_all(b"PRI").await.unwrap();
+        // what hyper would see now: nothing yet
+        let mut buf = [0u8; 256];
+        let mut read = ReadBuf::new(&mut buf);
+        let mut cx = Context::from_waker(noop_waker_ref());
+        assert!(
+            Pin::new(&mut conn)
+                .poll_read(&mut cx, &mut read)
+                .is_pending()
+        );
+        client
+            .write_all(b" * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+        // the end of the connection to hyper, and the refusal on shutdown
+        assert_eq!(conn.read(&mut buf).await.unwrap(), 0);
+        conn.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, h2_refusal());
+
+        // a request in pieces reaches hyper whole
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut conn = JsonParseErrors::new(server);
+        client.write_all(b"PO").await.unwrap();
+        let mut read = ReadBuf::new(&mut buf);
+        let mut seen = Vec::new();
+        if Pin::new(&mut conn).poll_read(&mut cx, &mut read).is_ready() {
+            seen.extend_from_slice(read.filled());
+        }
+        client.write_all(b"ST / HTTP/1.1\r\n\r\n").await.unwrap();
+        drop(client);
+        conn.read_to_end(&mut seen).await.unwrap();
+        assert_eq!(seen, b"POST / HTTP/1.1\r\n\r\n");
+    }
 
     #[test]
     fn only_a_bare_error_head_is_replaced() {
