@@ -127,8 +127,10 @@ async fn a_fleet_toml_bots_name_stays_taken_while_it_is_renamed() {
         .collect();
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
-        results[0].contains("the agent maker (\"maker-name\" (its name in fleet.toml")
-            && results[0].contains("already answers to"),
+        results[0].contains(
+            "the agent maker (named \"Zed\" now, and \"maker-name\" again when the host \
+             restarts: its name in fleet.toml) already answers to"
+        ),
         "{}",
         results[0]
     );

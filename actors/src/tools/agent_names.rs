@@ -15,6 +15,7 @@
 //! fleet.toml refuses for its own bots: in a room its messages could pass
 //! for that person's.
 
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::name_key;
 use serde_json::Value;
@@ -75,7 +76,9 @@ pub(super) async fn check_name_free(
     }
     // a fleet.toml bot renamed since the start answers to its file's name
     // again at the next one: a clash with that name stopped the start
+    // (each with its name of the moment, for the refusal)
     let mut renamed = Vec::new();
+    let mut now_named: Vec<(BotId, String)> = Vec::new();
     for (id, declared) in &ctx.rt.settings.fleet_names {
         if *id == target.id || !keys.contains(&name_key(declared)) {
             continue;
@@ -84,6 +87,7 @@ pub(super) async fn check_name_free(
             continue;
         };
         if other.name != *declared {
+            now_named.push((other.id.clone(), std::mem::take(&mut other.name)));
             other.name.clone_from(declared);
             renamed.push(other);
         }
@@ -98,17 +102,22 @@ pub(super) async fn check_name_free(
             name: other.name.clone(),
         };
         if let Some(token) = them.clash(&me) {
-            let back = if renamed.iter().any(|r| r.id == other.id) {
-                " (its name in fleet.toml, which it gets back when the host restarts)"
-            } else {
-                ""
+            // a renamed one: named now, and by the file's name it gets
+            // back (it read `("Second" (its name in fleet.toml, …))`)
+            let named = match now_named.iter().find(|(id, _)| *id == other.id) {
+                Some((_, now)) => format!(
+                    "named {now:?} now, and {:?} again when the host restarts: its name in \
+                     fleet.toml",
+                    other.name
+                ),
+                None => format!("{:?}", other.name),
             };
             return Err(ToolError::new(
                 format!(
-                    "the agent {} ({:?}{back}) already answers to {token:?} (a bot's id or \
+                    "the agent {} ({named}) already answers to {token:?} (a bot's id or \
                      name, ignoring case): @{token} in a room would wake both, and a message \
                      to {token:?} could not tell them apart",
-                    other.id, other.name
+                    other.id
                 ),
                 if name_key(&me.id) == name_key(&token) && name_key(name) != name_key(&token) {
                     "choose another `id`"
