@@ -240,7 +240,26 @@ async function openRoom(ctx, detail, id, seq) {
   // closed line, with its text to copy, and no Retry (it would be refused
   // again)
   const refusedAsClosed = (text) => {
-    unsent.append(h("p", { class: "hint" }, "Not sent, the room was closed: ", h("q", null, text)));
+    unsent.append(h("p", { class: "hint" }, room.lost ? "Not sent, you are no longer in this room: " : "Not sent, the room was closed: ", h("q", null, text)));
+  };
+  // another owner's room you were taken out of (your bots left it): the
+  // page's poll or a refused message meets a 404. It said nothing and
+  // kept the box, whose messages failed with a Retry that could never
+  // work (QA): a line says so instead, and the Rooms list follows.
+  const lostLine = h("div", { class: "room-closed", role: "status" });
+  const markLost = () => {
+    if (room.lost) return;
+    room.lost = true;
+    clearInterval(ctx.poll);
+    ctx.poll = 0;
+    note.textContent = "";
+    lostLine.replaceChildren(
+      h("p", null, h("strong", null, "You are no longer in this room"), ". Its owner took your bots out of it, so you no longer read or post here. ", h("a", { href: "#/rooms" }, "Your rooms")),
+      unsent,
+    );
+    if (box.el.isConnected) box.el.replaceWith(lostLine);
+    else if (closedLine.isConnected) closedLine.replaceWith(lostLine);
+    loadRooms();
   };
   // the close is an entry of the timeline: whoever sees it (the owner
   // through the change signals, others by polling) learns it is closed
@@ -272,8 +291,9 @@ async function openRoom(ctx, detail, id, seq) {
     try {
       const { data } = await call("group", { group: id });
       if (data.closed_at) markClosed(data.closed_at);
-    } catch {
-      // the refusal's own message is shown
+    } catch (e) {
+      if (e && e.status === 404) markLost();
+      // else the refusal's own message is shown
     }
   };
   const send = async (text) => {
@@ -305,7 +325,15 @@ async function openRoom(ctx, detail, id, seq) {
   );
   detail.replaceChildren(head, timeline.el, room.closed_at ? closedLine : box.el, note);
   // change signals of a timeline go to the room's owner; others poll
-  if (store.me !== room.owner) ctx.poll = setInterval(() => timeline.sync().catch(() => {}), 5000);
+  if (store.me !== room.owner) {
+    ctx.poll = setInterval(
+      () =>
+        timeline.sync().catch((e) => {
+          if (e && e.status === 404) markLost();
+        }),
+      5000,
+    );
+  }
   // open() learns the newest seq first: an entry past it may be a message
   // the outbox holds
   const opening = timeline.open(room.last_seq, seq);
@@ -321,7 +349,7 @@ async function openRoom(ctx, detail, id, seq) {
     // closed line, which quotes it
     refused: async (p) => {
       await recheck();
-      if (!room.closed_at) return false;
+      if (!room.closed_at && !room.lost) return false;
       refusedAsClosed(p.text);
       return true;
     },

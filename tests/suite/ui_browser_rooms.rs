@@ -124,6 +124,50 @@ async fn a_closed_room_says_so_and_has_no_message_box() {
     ui_page::finish(browser, host).await;
 }
 
+/// Bob's open page of alice's shared room, when alice takes his bot out
+/// of it: the poll's 404 puts a line in place of the message box, and the
+/// Rooms list drops the room. (The page looked live, and his next message
+/// failed with a Retry that could never work: QA.)
+#[tokio::test]
+async fn a_room_you_were_taken_out_of_says_so() {
+    let Some((browser, host)) = shared_room("standup").await else {
+        return;
+    };
+    browser.sign_in(&host.url, BOB_TOKEN).await;
+    // the page's poll, sooner: it is what learns of the change
+    browser
+        .js(
+            "const every = window.setInterval; \
+             window.setInterval = (f, ms) => every(f, Math.min(ms, 200)); \
+             location.hash = '#/rooms/standup';",
+            json!([]),
+        )
+        .await;
+    browser.find(".detail .composer textarea").await;
+    browser
+        .wait_text(".list a[href='#/rooms/standup']", "standup")
+        .await;
+    let (status, changed) = host
+        .call(
+            Method::PUT,
+            "/v1/groups/standup/members",
+            TOKEN,
+            Some(json!({"members": ["b", "c"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    browser
+        .wait_text(".room-closed", "You are no longer in this room")
+        .await;
+    assert_eq!(browser.count(".composer").await, 0);
+    assert_eq!(
+        browser.count(".list a[href='#/rooms/standup']").await,
+        0,
+        "the list still has it"
+    );
+    ui_page::finish(browser, host).await;
+}
+
 /// The owner's open room learns of its close live (the close notice's
 /// change signal): the box gives way to the closed line at once.
 #[tokio::test]
