@@ -45,6 +45,17 @@ steps = [
 
 [[rule]]
 bot = "maker"
+match = "^by new name"
+steps = [
+  { calls = [
+    { tool = "UpdateAgent", args = { agent = "helper", name = "Quill" } },
+    { tool = "UpdateAgent", args = { agent = "Quill", role = "Addressed by its new name." } },
+  ] },
+  { tool = "SendMessage", args = { text = "renamed" } },
+]
+
+[[rule]]
+bot = "maker"
 match = "^twins"
 steps = [
   { calls = [
@@ -97,6 +108,18 @@ async fn calls_of_one_step_on_one_bot_all_apply() {
         "{helper}"
     );
     assert_eq!(helper["name"], "Helper Renamed", "{helper}");
+
+    // a name given in the step addresses the bot in the step's next call
+    host.complete_turn("maker", "by new name").await;
+    let helper = bot(&host, "helper").await;
+    assert_eq!(
+        (&helper["name"], &helper["role"]),
+        (
+            &Value::from("Quill"),
+            &Value::from("Addressed by its new name.")
+        ),
+        "{helper}"
+    );
 
     // a name made in the step is taken for the step's next call
     let dm = host.complete_turn("maker", "twins").await;

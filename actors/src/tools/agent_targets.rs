@@ -89,14 +89,26 @@ pub(crate) async fn resolve_bot(
     // searches); it read every bot of the owner, subagents included (an
     // owner whose bots delegate for months has thousands), at each
     // message to a bot by name
-    let answering: Vec<BotRecord> = ctx
+    let key = name_key(name);
+    let mut answering: Vec<BotRecord> = ctx
         .store()
-        .bots_answering_to(&[name_key(name)])
+        .bots_answering_to(std::slice::from_ref(&key))
         .await
         .map_err(store_error)?
         .into_iter()
         .filter(|b| b.owner == ctx.bot.owner)
         .collect();
+    // as the step's earlier calls left them: a bot renamed there answers
+    // to its new name already, and no more to its old one (QA: "there is
+    // no agent" for the name the step had just given it)
+    for written in written_in_step(ctx) {
+        answering.retain(|b| b.id != written.id);
+        if written.owner == ctx.bot.owner
+            && (name_key(&written.name) == key || name_key(written.id.as_str()) == key)
+        {
+            answering.push(written.clone());
+        }
+    }
     if let Some(b) = names::pick(&answering, name)? {
         return Ok(b.clone());
     }
