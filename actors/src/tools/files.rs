@@ -472,6 +472,19 @@ impl Tool for Edit {
             count = count_of(&old_text);
         }
         if count == 0 {
+            // a file with `\r` line ends in places (mixed, or old Mac
+            // ones) that old_text has not: said, or the model copies the
+            // same text again (QA)
+            if text.contains('\r') && !old_text.contains('\r') {
+                return Err(ToolError::new(
+                    format!(
+                        "old_text does not occur in {shown}; lines of the file end in \\r (CR, \
+                         as Windows' \\r\\n or old Mac files), and old_text has none"
+                    ),
+                    "Read the file and copy the exact text, \\r included where its lines have \
+                     one, or replace the lines one at a time",
+                ));
+            }
             return Err(ToolError::new(
                 format!("old_text does not occur in {shown}"),
                 "Read the file and copy the exact text, including whitespace",

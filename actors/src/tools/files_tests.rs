@@ -287,6 +287,12 @@ async fn edit_matches_lines_across_crlf_and_keeps_the_files_line_ends() {
     let edit = json!({"path": "win.txt", "old_text": "one\ntwo", "new_text": "x"});
     let err = call(&f, &Edit, edit).await.unwrap_err();
     assert!(err.contains("old_text does not occur"), "{err}");
+    // mixed line ends: not matched, and said (it read only "copy the
+    // exact text")
+    std::fs::write(root.join("mixed.txt"), "a\r\nb\nc\r\nd\r\n").unwrap();
+    let edit = json!({"path": "mixed.txt", "old_text": "a\nb\nc", "new_text": "x"});
+    let err = call(&f, &Edit, edit).await.unwrap_err();
+    assert!(err.contains("lines of the file end in \\r"), "{err}");
 }
 
 /// A rename that fails (here: over a directory that is not empty) takes
