@@ -269,7 +269,7 @@ impl BotState {
                 ended = run => Some(ended),
             };
             let Some(ended) = ended else {
-                tracing::info!(%bot, %turn, "turn cut off by the host's stop; it resumes at the next start");
+                tracing::info!(%bot, %turn, "turn cut off by the host's stop; the next start resumes it from its last step (one cut before its first step was not stored: its inputs start a new turn)");
                 return;
             };
             let end = match ended {

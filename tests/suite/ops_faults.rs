@@ -122,7 +122,7 @@ async fn a_turn_cut_off_by_a_clean_stop_logs_no_error_and_resumes() {
     // its Shell call ends now, and writing its result finds the store closed
     std::fs::write(workspace.join("go"), "").unwrap();
     logged
-        .wait_for("turn cut off by the host's stop; it resumes at the next start")
+        .wait_for("turn cut off by the host's stop; the next start resumes it from its last step")
         .await;
     let log = logged.text();
     assert!(

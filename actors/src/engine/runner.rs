@@ -147,7 +147,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
         Ok(status) => (Some(status), runner.error.take()),
         // a planned stop: the turn stays running in the store and resumes
         Err(e @ StoreError::WriterGone) if runner.rt.store.is_closed() => {
-            tracing::info!(bot = %runner.bot.id, turn = %turn, "turn cut off by the host's stop; it resumes at the next start");
+            tracing::info!(bot = %runner.bot.id, turn = %turn, "turn cut off by the host's stop; the next start resumes it from its last step (one cut before its first step was not stored: its inputs start a new turn)");
             (None, Some(e.to_string()))
         }
         Err(e) => {
