@@ -150,15 +150,16 @@ impl Writer {
     /// new owner), then gives the approvals pending in moved sessions to
     /// their new owner.
     fn move_own_work(&mut self, bot: &BotId, owner: &UserId, now: i64) -> Result<()> {
-        // with whether it is the session of a routine that is not the
-        // file's: one made through the API, which the change deletes
-        // (`drop_former_owners_routines`), or one its owner deleted
-        // before (its runs were theirs all the same: QA found those moved
-        // whole)
-        let others: Vec<(String, String, bool)> = self
+        // with, for a routine's session, since when the file's routine of
+        // its name is (`None`: none of the file's). The session is the
+        // name's: runs of a routine made through the API, which the change
+        // deletes (`drop_former_owners_routines`), of one its owner
+        // deleted before, and of one the file's replaced under its name,
+        // are in it before the file's (QA found each moved whole)
+        let others: Vec<(String, String, Option<i64>)> = self
             .conn
             .prepare_cached(
-                "SELECT s.id, s.kind, s.kind = 'routine' AND NOT EXISTS (SELECT 1 FROM routines r \
+                "SELECT s.id, s.kind, (SELECT r.created_at FROM routines r \
                    WHERE r.bot_id = s.bot_id AND r.name = s.peer AND r.origin = 'config') \
                  FROM sessions s WHERE s.bot_id = ?1 AND s.owner != ?2",
             )?
@@ -167,28 +168,34 @@ impl Writer {
             })?
             .collect::<rusqlite::Result<_>>()?;
         let mut moved = 0;
-        for (id, kind, former_owners_routine) in others {
+        for (id, kind, file_since) in others {
             let kind = SessionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt {
                 table: "sessions",
                 detail: format!("kind {kind}"),
             })?;
-            if follows_bot_owner(kind) {
-                moved += self
-                    .conn
-                    .prepare_cached("UPDATE sessions SET owner = ?2 WHERE id = ?1")?
-                    .execute(params![id, owner.as_str()])?;
-                // what the room said to the bot before is not the new
-                // owner's to read, as the room's timeline is not; nor the
-                // runs of a routine the former owner made through the API:
-                // its prompts were theirs, and what the bot sent went to
-                // them (QA: the new owner read and searched them, and a
-                // routine made again under its name ran with them in its
-                // context)
-                if kind == SessionKind::Group || former_owners_routine {
-                    let session: SessionId = id.parse()?;
-                    let next = self.next_seq(session)?;
-                    session_floors::set(&self.conn, session, owner, next, now)?;
+            if !follows_bot_owner(kind) {
+                continue;
+            }
+            moved += self
+                .conn
+                .prepare_cached("UPDATE sessions SET owner = ?2 WHERE id = ?1")?
+                .execute(params![id, owner.as_str()])?;
+            let session: SessionId = id.parse()?;
+            // what the room said to the bot before is not the new owner's
+            // to read, as the room's timeline is not; nor the runs of a
+            // routine that is not the file's: its prompts were the former
+            // owner's, and what the bot sent went to them (QA: the new
+            // owner read and searched them, and a routine made again under
+            // its name ran with them in its context)
+            let from = match (kind, file_since) {
+                (SessionKind::Group, _) | (SessionKind::Routine, None) => {
+                    Some(self.next_seq(session)?)
                 }
+                (SessionKind::Routine, Some(since)) => self.first_seq_since(session, since)?,
+                _ => None,
+            };
+            if let Some(from) = from {
+                session_floors::set(&self.conn, session, owner, from, now)?;
             }
         }
         if moved > 0 {
@@ -200,6 +207,29 @@ impl Writer {
             tracing::info!(%bot, %owner, approvals, "bot's pending approvals moved to its owner");
         }
         Ok(())
+    }
+
+    /// Where the file's routine's runs begin in its `session`, when
+    /// earlier runs (of another routine of its name) are there: the first
+    /// entry written `since` (ms) on, or the next seq when none is yet;
+    /// `None` when every entry is the file's routine's.
+    fn first_seq_since(&mut self, session: SessionId, since: i64) -> Result<Option<i64>> {
+        let (earlier, first): (bool, Option<i64>) = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM entries WHERE session_id = ?1 AND created_at < ?2), \
+                        (SELECT MIN(seq) FROM entries WHERE session_id = ?1 AND created_at >= ?2)",
+            )?
+            .query_row(params![session.to_string(), since], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        if !earlier {
+            return Ok(None);
+        }
+        Ok(Some(match first {
+            Some(seq) => seq,
+            None => self.next_seq(session)?,
+        }))
     }
 
     /// Inserts a new bot; [`StoreError::Taken`] if its id is held, or

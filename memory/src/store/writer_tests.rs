@@ -499,6 +499,71 @@ async fn a_former_owners_api_routine_leaves_its_history_behind() -> TestResult {
     Ok(())
 }
 
+/// The file's routine replaced an API routine of its name (or came after
+/// one deleted): their runs share the name's session. At the owner
+/// change the new owner reads it from the file's routine's first run on,
+/// not the API routine's before it (QA: they were read whole).
+#[tokio::test]
+async fn the_file_routine_of_an_api_routines_name_hides_its_runs() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let start = chrono::DateTime::parse_from_rfc3339("2027-01-01T00:00:00Z")?.to_utc();
+    let clock = ManualClock::new(start);
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })?;
+    let clash = session_of("r", SessionKind::Routine, "clash")?;
+    let run = |text: &str| {
+        Mutation::Append(Box::new(NewEntry {
+            id: EntryId::new_v7(),
+            session: clash.id,
+            author: "system".into(),
+            turn: None,
+            kind: EntryKind::UserMessage { text: text.into() },
+        }))
+    };
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot_of("r", "alice")?),
+            Mutation::PutRoutine(Box::new(routine_of("clash", RoutineOrigin::Api)?)),
+            Mutation::EnsureSession(clash.clone()),
+        ])
+        .await?;
+    store.write(vec![run("alice's own clash")]).await?;
+    clock.advance_ms(60_000);
+    // the file's now, since this minute
+    let file = RoutineRecord {
+        created_at: clock.now_ms(),
+        ..routine_of("clash", RoutineOrigin::Config)?
+    };
+    store
+        .write(vec![Mutation::PutRoutine(Box::new(file))])
+        .await?;
+    clock.advance_ms(60_000);
+    store.write(vec![run("the file's clash")]).await?;
+    store
+        .write(vec![Mutation::UpsertBot(bot_of("r", "bob")?)])
+        .await?;
+    let bob = UserId::new("bob")?;
+    assert_eq!(
+        store.session_floor(clash.id, &bob).await?.map(|f| f.0),
+        Some(2)
+    );
+    let page = store.session_page_for(clash.id, &bob, 0, 10).await?;
+    let texts: Vec<String> = page
+        .map(|(_, entries)| entries)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::UserMessage { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["the file's clash"]);
+    store.close().await;
+    Ok(())
+}
+
 /// A batch that creates a session and then fails is rolled back, session
 /// row included; the session must not stay in the writer's cache. (It
 /// did: the next admission to that session skipped creating the row, and
