@@ -131,8 +131,9 @@ impl HookRate {
         let retry_after_s = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
         ApiError::RateLimited {
             message: format!(
-                "webhook {hook} of bot {bot} took {per} deliveries in the last minute, all \
-                 that its deliveries_per_minute allows; nothing of this delivery was saved: \
+                "webhook {hook} of bot {bot} reached the limit of {per} deliveries a minute \
+                 that its deliveries_per_minute allows (a minute's worth at once, then as the \
+                 minute refills them); nothing of this delivery was saved: \
                  send it again (same X-Botfleet-Delivery) in {retry_after_s} s, or ask the \
                  operator to raise deliveries_per_minute of this hook in fleet.toml",
                 per = self.per_minute,

@@ -277,9 +277,10 @@ impl MessageRate {
         let retry_after_s = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         Err(ApiError::RateLimited {
             message: format!(
-                "you sent {per} messages in the last minute, all that {KEY} allows one user \
-                 (to bots and rooms together); nothing of this request was saved: send it \
-                 again in {retry_after_s} s, or ask the operator to raise {KEY} in fleet.toml",
+                "you reached the limit of {per} messages a minute that {KEY} allows one user \
+                 (to bots and rooms together, a minute's worth at once, then as the minute \
+                 refills them); nothing of this request was saved: send it again in \
+                 {retry_after_s} s, or ask the operator to raise {KEY} in fleet.toml",
                 per = self.per_minute,
             ),
             limit: "user_messages_per_minute",

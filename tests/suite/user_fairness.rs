@@ -99,6 +99,12 @@ async fn a_user_past_the_rate_gets_429_naming_the_key_and_duplicates_still_answe
         message.contains("host.user_messages_per_minute") && message.contains("fleet.toml"),
         "{message}"
     );
+    // a bucket, not a sliding minute: it said "you sent 3 messages in the
+    // last minute" where one minute could hold twice that (API QA)
+    assert!(
+        message.contains("you reached the limit of 3 messages a minute"),
+        "{message}"
+    );
     // a token every 20 s
     let wait: u64 = retry_after.expect("Retry-After").parse().unwrap();
     assert!((1..=20).contains(&wait), "Retry-After: {wait}");
