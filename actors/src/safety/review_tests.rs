@@ -783,6 +783,9 @@ fn a_hard_link_to_a_file_that_runs_later_is_asked_about() {
         "cp --link .bashrc b2",
         // coreutils' `link FILE1 FILE2` (QA)
         "link .bashrc notes/r1/x",
+        // the start-up file as the link's new name (QA)
+        "link notes/r1/y .profile",
+        "cp -l notes/r1/y .bashrc",
     ] {
         let decision = review_rules(&shell(command, Vec::new()), &config());
         assert_eq!(decision.name(), "ask", "{command}");

@@ -545,12 +545,13 @@ fn command_rules(
                 || (program == "ln" && !args.iter().any(|a| symbolic_flag(a)))
                 || (program == "cp" && args.iter().any(|a| link_flag(a))) =>
         {
-            let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-            let sources = operands.split_last().map_or(&[][..], |(_, rest)| rest);
-            for source in sources {
-                if let Some(what) = sensitive_write_target(source) {
+            // the file linked, or the link's new name (`link notes/y
+            // .profile` makes .profile the same file as notes/y, which a
+            // write then changes unasked: QA): either side
+            for operand in args.iter().filter(|a| !a.starts_with('-')) {
+                if let Some(what) = sensitive_write_target(operand) {
                     f.ask(format!(
-                        "hard-links {what} ({source}) under another name, through which a \
+                        "hard-links {what} ({operand}) with another name, through which a \
                          write changes it unseen"
                     ));
                 }
