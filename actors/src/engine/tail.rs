@@ -360,6 +360,7 @@ impl SessionTail {
             record,
             summary,
             mut entries,
+            floor,
         } = view;
         let last = record.as_ref().map(|r| r.last_seq).unwrap_or(0);
         // the window starts after the summary, or later: the entries
@@ -369,7 +370,12 @@ impl SessionTail {
         if let Some(bound) = bound {
             let others = bound.others(&entries);
             entries.retain(|e| {
-                let keep = bound.admits(e, &others);
+                // before the session's floor (it came to its owner with the
+                // bot since), only what is the turn's own: its inputs and
+                // its steps (QA: a run resumed across an owner change read
+                // the former owner's run before it)
+                let keep =
+                    floor.is_none_or(|f| e.seq >= f || bound.owns(e)) && bound.admits(e, &others);
                 if !keep {
                     skipped.insert(e.seq);
                 }

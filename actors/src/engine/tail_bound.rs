@@ -183,6 +183,12 @@ impl ContextBound {
         others
     }
 
+    /// Whether `e` is the turn's own: one of its inputs, or one of its
+    /// steps.
+    pub(super) fn owns(&self, e: &Entry) -> bool {
+        self.is_input(e.seq) || (self.own.is_some() && e.turn == self.own)
+    }
+
     pub(super) fn admits(&self, e: &Entry, others: &Others) -> bool {
         if self.is_pending(e.seq) || e.turn.is_some_and(|t| others.waiting.contains(&t)) {
             return false;

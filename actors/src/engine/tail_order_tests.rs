@@ -317,3 +317,61 @@ async fn a_run_without_inputs_loads_no_unclaimed_input() {
     assert_eq!(users(&tail), ["first", "reply one", "second"]);
     store.close().await;
 }
+
+/// `text` admitted to `bot`'s routine session `tick` (no routine of the
+/// file's: its runs are the owner's of the moment); its session and seq.
+async fn admit_run(
+    store: &Store,
+    bot: &botfleet_memory::BotRecord,
+    text: &str,
+) -> (SessionId, i64) {
+    let mut req = crate::protocol::user_message(&bot.owner, bot, text, None);
+    let key = botfleet_memory::SessionKey {
+        bot: bot.id.clone(),
+        kind: botfleet_memory::SessionKind::Routine,
+        peer: "tick".into(),
+    };
+    req.entry.session = key.id();
+    req.session = key;
+    let mut out = store
+        .write(vec![Mutation::Admit(Box::new(req))])
+        .await
+        .unwrap();
+    match out.pop() {
+        Some(MutationResult::Admitted(botfleet_memory::AdmitOutcome::Accepted(a))) => {
+            (a.session, a.seq)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Regression (QA): a run admitted before its bot's owner changed and
+/// run after it (a restart cut it off) loaded the former owner's run
+/// before it, with its reply and "delivered to" them, as a turn over the
+/// same inputs. Before the session's floor only the turn's own inputs and
+/// steps load.
+#[tokio::test]
+async fn a_turn_resumed_across_an_owner_change_loads_nothing_of_the_run_before() {
+    let fx = ToolFixture::new();
+    let (store, bot) = (&fx.rt.store, &fx.bot);
+    let (session, first) = admit_run(store, bot, "first run").await;
+    let (_, second) = admit_run(store, bot, "second run").await;
+    // the former owner's run over the first, interrupted
+    let one = TurnId::new_v7();
+    interrupted_run(store, session, one, "reply one", vec![first]).await;
+    let inputs = [first, second];
+    let two = TurnId::new_v7();
+    assert_eq!(
+        loaded(store, session, &inputs, Some(two)).await,
+        ["first run", "reply one", "second run"]
+    );
+    // the owner change, then the turn over both resumes
+    let mut given = bot.clone();
+    given.owner = botfleet_memory::UserId::new("bob").unwrap();
+    store.write(vec![Mutation::UpsertBot(given)]).await.unwrap();
+    assert_eq!(
+        loaded(store, session, &inputs, Some(two)).await,
+        ["first run", "second run"]
+    );
+    store.close().await;
+}

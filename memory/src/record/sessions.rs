@@ -118,6 +118,10 @@ pub struct SessionView {
     pub summary: Option<crate::record::Entry>,
     /// The newest entries the summary does not cover, oldest first.
     pub entries: Vec<crate::record::Entry>,
+    /// The seq its owner reads it from, when it came to them with its bot
+    /// after it began (`session_floors`): entries before it are not the
+    /// bot's context, but for a turn's own inputs and steps.
+    pub floor: Option<i64>,
 }
 
 impl SessionView {

@@ -145,6 +145,7 @@ pub(crate) fn session_view(
         record,
         summary,
         entries,
+        floor,
     })
 }
 
