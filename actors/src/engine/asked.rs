@@ -43,11 +43,34 @@ fn asked_of(tool: &str, arguments: &str, content: &str) -> Option<String> {
             .map(str::to_owned)
             .or_else(|| text("agent")),
         "MessageSubagent" => text("id").map(|id| format!("subagent {id}")),
-        "Task" => Some(match text("description") {
-            Some(d) => format!("a subagent ({})", botfleet_memory::quote_short(&d)),
-            None => "a subagent".to_owned(),
-        }),
+        "Task" => Some(
+            match (crate::tools::started_in(content), text("description")) {
+                (Some(id), Some(d)) => {
+                    format!("subagent {id} ({})", botfleet_memory::quote_short(&d))
+                }
+                (Some(id), None) => format!("subagent {id}"),
+                (None, Some(d)) => format!("a subagent ({})", botfleet_memory::quote_short(&d)),
+                (None, None) => "a subagent".to_owned(),
+            },
+        ),
         _ => None,
+    }
+}
+
+/// Who `label` names: a subagent by its id (`subagent <id>` with or
+/// without its task's title), else the label.
+fn asked_whom(label: &str) -> &str {
+    match label.strip_prefix("subagent ") {
+        Some(rest) => rest.split(' ').next().unwrap_or(rest),
+        None => label,
+    }
+}
+
+/// Adds `label` to `asked` unless it names one asked already.
+fn note(asked: &mut Vec<String>, label: String) {
+    let whom = asked_whom(&label);
+    if !asked.iter().any(|a| asked_whom(a) == whom) {
+        asked.push(label);
     }
 }
 
@@ -57,10 +80,8 @@ impl Runner {
         if is_error {
             return;
         }
-        if let Some(label) = asked_of(&call.name, &call.arguments, content)
-            && !self.state.asked.contains(&label)
-        {
-            self.state.asked.push(label);
+        if let Some(label) = asked_of(&call.name, &call.arguments, content) {
+            note(&mut self.state.asked, label);
         }
     }
 
@@ -84,9 +105,8 @@ impl Runner {
                 } => {
                     if let Some((name, arguments)) = calls.get(call_id)
                         && let Some(label) = asked_of(name, arguments, content)
-                        && !self.state.asked.contains(&label)
                     {
-                        self.state.asked.push(label);
+                        note(&mut self.state.asked, label);
                     }
                 }
                 _ => {}
@@ -136,6 +156,34 @@ mod tests {
         );
         assert_eq!(asked_of("SendMessage", r#"{"text": "x"}"#, ""), None);
         assert_eq!(asked_of("SendToAgent", "not json", ""), None);
+    }
+
+    /// Regression (QA): a subagent started by Task, then steered in the
+    /// same turn, was named twice; two tasks of one title were one.
+    #[test]
+    fn a_subagent_is_named_once_by_its_id() {
+        let mut asked = Vec::new();
+        let started = |id: &str| {
+            format!(
+                "started subagent {id} for \"Sub\"; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
+            )
+        };
+        let task = r#"{"description": "Sub", "prompt": "x"}"#;
+        for (tool, args, content) in [
+            ("Task", task, started("b1.sub-1")),
+            (
+                "MessageSubagent",
+                r#"{"id": "b1.sub-1", "text": "x"}"#,
+                String::new(),
+            ),
+            ("Task", task, started("b1.sub-2")),
+        ] {
+            super::note(&mut asked, asked_of(tool, args, &content).unwrap());
+        }
+        assert_eq!(
+            asked,
+            ["subagent b1.sub-1 (\"Sub\")", "subagent b1.sub-2 (\"Sub\")"]
+        );
     }
 
     /// Regression (QA): one bot asked by its name, its id and `@NAME`

@@ -278,7 +278,7 @@ impl Tool for Task {
         })?;
         let started = |id: &BotId| {
             format!(
-                "started subagent {id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
+                "{STARTED}{id} for {description:?}; it works on its own and its report will arrive later as a new message. Check it with CheckSubagent."
             )
         };
         let id = match ids::child_id(ctx).await? {
@@ -573,6 +573,21 @@ fn subagent_limit(ctx: &ToolContext<'_>, tool: &str, subagent: &BotId, next_step
         },
         refused: vec![refused_outcome(ctx, tool, &too_many(max, max, next_step))],
     }
+}
+
+/// How Task's result begins, before the id of the subagent it started.
+const STARTED: &str = "started subagent ";
+
+/// The id of the subagent a Task result `content` says it started: what
+/// a turn asked is named by it, so that the subagent it then steers
+/// (MessageSubagent) is not named a second time, and two tasks of one
+/// title are two (QA).
+pub(crate) fn started_in(content: &str) -> Option<&str> {
+    content
+        .strip_prefix(STARTED)?
+        .split(' ')
+        .next()
+        .filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]
