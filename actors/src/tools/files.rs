@@ -534,8 +534,8 @@ impl Tool for Edit {
             "replaced {replaced} occurrence{} in {shown}{}",
             if replaced == 1 { "" } else { "s" },
             if crlf {
-                " (its lines end in CRLF: old_text matched with them, and new_text was \
-                 written with them)"
+                " (old_text matched where the file's lines end in CRLF, and new_text was \
+                 written with CRLF line ends)"
             } else {
                 ""
             }
