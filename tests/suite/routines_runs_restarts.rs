@@ -456,7 +456,16 @@ async fn a_former_owners_api_routine_does_not_run_for_the_new_owner() {
         .get(&format!("/v1/sessions/{session}/entries"), BOB_TOKEN)
         .await;
     assert_eq!(status, 200, "{page}");
-    assert_eq!(page["entries"], json!([]), "{page}");
+    // (a run admitted before the change and cut off by the stop finishes
+    // after it, as documented: its steps are after the floor, its prompt
+    // before it; the routine fires every second, so one may be)
+    let entries = page["entries"].as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["kind"] != "event" && !e.to_string().contains("Tick.")),
+        "{page}"
+    );
     let last = after["routines"][0]["last_fire_ms"].as_i64().unwrap_or(0);
     // the file's fires on, for bob
     poll(20, async || {
