@@ -444,5 +444,17 @@ async fn a_subagent_removed_with_its_parent_says_so_in_its_report() {
             && !out.contains("a person cancelled"),
         "{out}"
     );
+    // and its own task session says so, without a retry (it showed only
+    // the turn's end: QA)
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", &sub], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "{sub} stopped: its parent worker was removed by its owner, and it went with it; \
+             the task cannot be retried"
+        )) && !out.contains("botfleet retry"),
+        "{out}"
+    );
     host.shutdown().await;
 }

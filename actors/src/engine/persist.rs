@@ -407,10 +407,17 @@ impl Runner {
             );
         }
         let task = self.scope.session.key.kind == SessionKind::Subagent;
+        let removed = status == TurnStatus::Cancelled && self.removed_with_parent().await;
+        if removed && task && !stopped {
+            // removed with its parent: its task session says so too (it
+            // showed only the turn's end, QA; the report says it to the
+            // parent's conversation)
+            out.push(self.removed_notice(&sub.parent).await);
+        }
         if status == TurnStatus::Cancelled
             && !stopped
             && (task || (self.state.owes_delivery && self.state.delivered == 0))
-            && !self.removed_with_parent().await
+            && !removed
         {
             // a person's cancel, of its task turn (which fails the task)
             // or of its answer to their message: a retry runs it again,
@@ -488,6 +495,48 @@ impl Runner {
             report: self.report_to_parent(&sub, report).await?.map(Box::new),
         });
         Ok(out)
+    }
+
+    /// The `turn_cancelled` notice of a subagent's task turn cancelled
+    /// because it was removed with its parent `parent`: a retry only once
+    /// fleet.toml lists a config parent again, none for a made one.
+    async fn removed_notice(&self, parent: &BotId) -> Mutation {
+        let made = self
+            .rt
+            .store
+            .get_bot(parent)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|p| p.origin.starts_with(MADE_BY_AGENT));
+        let bot = &self.bot.id;
+        let (text, retry_turn) = if made {
+            (
+                format!(
+                    "{bot} stopped: its parent {parent} was removed by its owner, and it went \
+                     with it; the task cannot be retried"
+                ),
+                None,
+            )
+        } else {
+            (
+                format!(
+                    "{bot} stopped: its parent {parent} was taken out of the fleet's config, and \
+                     it went with it; once fleet.toml lists {parent} again, the task can be \
+                     retried (`botfleet retry {}`)",
+                    self.turn
+                ),
+                Some(self.turn),
+            )
+        };
+        self.entry(
+            EntryId::derive(self.turn, "end", "cancelled"),
+            EntryKind::Notice {
+                code: "turn_cancelled".into(),
+                text,
+                retry_turn,
+            },
+        )
     }
 
     /// The `turn_cancelled` notice of a turn cancelled before it answered,
