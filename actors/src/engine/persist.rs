@@ -407,12 +407,13 @@ impl Runner {
             );
         }
         let task = self.scope.session.key.kind == SessionKind::Subagent;
+        // removed with its parent, read once for the notice and the report
         let removed = status == TurnStatus::Cancelled && self.removed_with_parent().await;
+        let parent_made = removed && self.made_by_agent(&sub.parent).await;
         if removed && task && !stopped {
-            // removed with its parent: its task session says so too (it
-            // showed only the turn's end, QA; the report says it to the
-            // parent's conversation)
-            out.push(self.removed_notice(&sub.parent).await);
+            // its task session says so too (it showed only the turn's end,
+            // QA; the report says it to the parent's conversation)
+            out.push(self.removed_notice(&sub.parent, parent_made));
         }
         if status == TurnStatus::Cancelled
             && !stopped
@@ -456,17 +457,9 @@ impl Runner {
             // cancelled by the removal of its parent (the subagent goes
             // with it): nobody cancelled it, and a retry is refused (QA,
             // 2026-12-05: "a person cancelled my turn", with a retry)
-            TurnStatus::Cancelled if self.removed_with_parent().await => {
-                let made = self
-                    .rt
-                    .store
-                    .get_bot(&sub.parent)
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|p| p.origin.starts_with(MADE_BY_AGENT));
+            TurnStatus::Cancelled if removed => {
                 let p = prompts();
-                let why = if made {
+                let why = if parent_made {
                     p.subagent_removed
                         .render(&[("parent", sub.parent.as_str())])
                 } else {
@@ -497,18 +490,23 @@ impl Runner {
         Ok(out)
     }
 
-    /// The `turn_cancelled` notice of a subagent's task turn cancelled
-    /// because it was removed with its parent `parent`: a retry only once
-    /// fleet.toml lists a config parent again, none for a made one.
-    async fn removed_notice(&self, parent: &BotId) -> Mutation {
-        let made = self
-            .rt
+    /// Whether `bot` was made by CreateAgent (a failed read: taken as
+    /// fleet.toml's).
+    async fn made_by_agent(&self, bot: &BotId) -> bool {
+        self.rt
             .store
-            .get_bot(parent)
+            .get_bot(bot)
             .await
             .ok()
             .flatten()
-            .is_some_and(|p| p.origin.starts_with(MADE_BY_AGENT));
+            .is_some_and(|b| b.origin.starts_with(MADE_BY_AGENT))
+    }
+
+    /// The `turn_cancelled` notice of a subagent's task turn cancelled
+    /// because it was removed with its parent `parent` (`made` by
+    /// CreateAgent or not): a retry only once fleet.toml lists a config
+    /// parent again, none for a made one.
+    fn removed_notice(&self, parent: &BotId, made: bool) -> Mutation {
         let bot = &self.bot.id;
         let (text, retry_turn) = if made {
             (

@@ -461,15 +461,21 @@ impl Tool for Edit {
         // model writes `\n`): the edit matches and writes CRLF lines (QA:
         // it failed, "copy the exact text", which a model dropping `\r`
         // never could)
-        let crlf = count == 0
+        let mut crlf = false;
+        if count == 0
             && text.contains("\r\n")
             && old_text.contains('\n')
             && !old_text.contains("\r\n")
-            && count_of(&old_text.replace('\n', "\r\n")) > 0;
-        if crlf {
-            old_text = old_text.replace('\n', "\r\n");
-            new_text = new_text.replace("\r\n", "\n").replace('\n', "\r\n");
-            count = count_of(&old_text);
+        {
+            // counted once, with the file's line ends
+            let with_crlf = old_text.replace('\n', "\r\n");
+            let found = count_of(&with_crlf);
+            if found > 0 {
+                crlf = true;
+                count = found;
+                old_text = with_crlf;
+                new_text = new_text.replace("\r\n", "\n").replace('\n', "\r\n");
+            }
         }
         if count == 0 {
             // a file with `\r` line ends in places (mixed, or old Mac

@@ -245,6 +245,9 @@ impl Tool for Shell {
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        // checked again as it runs (the engine's precheck came before a
+        // review and an approval that may take minutes, during which the
+        // workspace may change: a directory made, a symlink planted)
         let Prepared { args, timeout, cwd } = self.prepare(ctx, args)?;
         let limits = ctx.limits();
         let floor = disk::floor(ctx.workspace())?;
