@@ -103,6 +103,18 @@ fn h2_refusal() -> Vec<u8> {
     out
 }
 
+impl<S> JsonParseErrors<S> {
+    /// A whole preface came: hyper sees the end of the connection before
+    /// any request and shuts it down, which writes [`h2_refusal`] first
+    /// (`poll_shutdown`).
+    fn refuse_h2(&mut self) {
+        self.probing = false;
+        self.probe = Vec::new();
+        self.pending = h2_refusal();
+        self.sent = 0;
+    }
+}
+
 impl<S: AsyncWrite + Unpin> JsonParseErrors<S> {
     /// Writes what is left of the replacement answer.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -136,6 +148,25 @@ impl<S: AsyncRead + Unpin> AsyncRead for JsonParseErrors<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.probing && this.probe.is_empty() {
+            // the first read, into hyper's buffer: a request tells itself
+            // apart at once, and goes to hyper with no copy and no extra
+            // read (only a preface's first piece is held back, below)
+            let before = buf.filled().len();
+            ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+            let read = &buf.filled()[before..];
+            let n = read.len().min(H2_PREFACE_START.len());
+            if read.is_empty() || read[..n] != H2_PREFACE_START[..n] {
+                this.probing = false;
+                return Poll::Ready(Ok(()));
+            }
+            this.probe.extend_from_slice(read);
+            buf.set_filled(before);
+            if n == H2_PREFACE_START.len() {
+                this.refuse_h2();
+                return Poll::Ready(Ok(()));
+            }
+        }
         while this.probing {
             let mut chunk = [0u8; 64];
             let mut read = ReadBuf::new(&mut chunk);
@@ -152,13 +183,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for JsonParseErrors<S> {
                 this.probing = false;
                 this.held = std::mem::take(&mut this.probe);
             } else if n == H2_PREFACE_START.len() {
-                // hyper sees the end of the connection before any request
-                // and shuts it down, which writes the refusal first
-                // (poll_shutdown)
-                this.probing = false;
-                this.probe = Vec::new();
-                this.pending = h2_refusal();
-                this.sent = 0;
+                this.refuse_h2();
                 return Poll::Ready(Ok(()));
             }
         }
