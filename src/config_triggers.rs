@@ -159,6 +159,15 @@ impl LoadedFleet {
                         "missing: give `secret = \"...\"` or `secret_env = \"ENV_VAR\"`",
                     ));
                 }
+                // as for a `secret_env` value: senders sign with the secret
+                // alone, so a space pasted around it fails every delivery
+                (Some(s), None) if s.trim() != s => {
+                    return Err(self.invalid(
+                        format!("{key}.secret"),
+                        "starts or ends with whitespace; senders sign with the secret alone, \
+                         so every delivery would fail its signature: remove the whitespace",
+                    ));
+                }
                 (Some(s), None) if s.len() < MIN_HOOK_SECRET => {
                     return Err(self.invalid(
                         format!("{key}.secret"),

@@ -477,6 +477,33 @@ async fn a_hook_secret_from_the_environment_follows_the_inline_minimum() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// Regression: an inline hook secret with a space pasted around it was
+/// accepted (a `secret_env` value so was refused), and then every signed
+/// delivery failed its signature. Now both refuse it, naming the key.
+#[tokio::test]
+async fn an_inline_hook_secret_with_whitespace_around_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, secret) in [" hook-secret-0123456789", "hook-secret-0123456789\\n"]
+        .into_iter()
+        .enumerate()
+    {
+        let hook = format!("[[bots.hooks]]\nname = \"gh\"\nsecret = \"{secret}\"\n");
+        let sub = dir.path().join(i.to_string());
+        std::fs::create_dir_all(&sub).unwrap();
+        let fleet = write_fleet(
+            &sub,
+            &format!("{ALICE}\n{SCRIPTED}\n{BOT}{hook}"),
+            Some(ECHO),
+        );
+        let err = both_refuse(&fleet, &[]).await;
+        assert!(
+            err.contains("bots[0].hooks[0].secret") && err.contains("whitespace"),
+            "{secret:?}: {err}"
+        );
+        assert!(!err.contains("hook-secret-0123456789"), "{err}");
+    }
+}
+
 /// Regression: a `base_url` that is not http(s) was echoed whole in the
 /// error, with the credentials in its userinfo.
 #[tokio::test]
