@@ -643,9 +643,18 @@ pub(crate) fn note_expiry(
         (Layer::Notes, Some(h)) if h > 0.0 && h <= f64::from(MAX_NOTE_HOURS) => {
             Ok(Some(now + (h * 3_600_000.0) as i64))
         }
-        (Layer::Notes, Some(h)) => Err(format!(
-            "expires_in_hours {h} is out of range; give more than 0 and at most {MAX_NOTE_HOURS}"
-        )),
+        (Layer::Notes, Some(h)) => {
+            // 1e308 in full is a 309-digit number
+            let h = if h.abs() >= 1e6 || (h != 0.0 && h.abs() < 1e-3) {
+                format!("{h:e}")
+            } else {
+                h.to_string()
+            };
+            Err(format!(
+                "expires_in_hours {h} is out of range; give more than 0 and at most \
+                 {MAX_NOTE_HOURS}"
+            ))
+        }
         (Layer::Profile | Layer::Log, None) => Ok(None),
         (Layer::Profile | Layer::Log, Some(_)) => Err(
             "expires_in_hours is only for notes; profile facts and log entries stay until forgotten"

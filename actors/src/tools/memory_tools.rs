@@ -18,6 +18,7 @@
 //! matches" (`forget_matching`).
 
 use async_trait::async_trait;
+use botfleet_memory::IdError;
 use botfleet_memory::Importance;
 use botfleet_memory::Layer;
 use botfleet_memory::MemoryId;
@@ -65,12 +66,28 @@ struct RememberArgs {
     layer: Option<String>,
     #[serde(default)]
     scope: Option<String>,
+    /// Any JSON number: read as a `u8`, 300 was told "an integer from 0
+    /// to 255", where the tool takes 1 to 5 ([`importance`]).
     #[serde(default)]
-    importance: Option<u8>,
+    importance: Option<serde_json::Number>,
     #[serde(default)]
     expires_in_hours: Option<f64>,
     #[serde(default)]
     replaces: Option<String>,
+}
+
+/// `importance` as the model gave it, checked against 1..=5: a fraction,
+/// a negative or a large number gets the same answer as 0 or 6.
+fn importance(given: &serde_json::Number) -> Result<Importance, IdError> {
+    // anything that is no u8 is out of range as 0 is
+    let small = given
+        .as_u64()
+        .and_then(|v| u8::try_from(v).ok())
+        .unwrap_or(0);
+    Importance::new(small).map_err(|e| IdError {
+        value: given.to_string(),
+        ..e
+    })
 }
 
 /// The room of a turn in a room shared with other people's bots (a
@@ -212,7 +229,8 @@ impl Tool for Remember {
         let args: RememberArgs = parse_args("Remember", args)?;
         let importance = args
             .importance
-            .map(Importance::new)
+            .as_ref()
+            .map(importance)
             .transpose()
             .map_err(|e| ToolError::bad_args("Remember", e))?;
         let source = tool_source(&ctx.bot.id, shared_room(ctx));

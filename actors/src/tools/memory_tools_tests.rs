@@ -107,6 +107,59 @@ async fn remember_writes_the_owners_profile_by_default_and_is_idempotent() {
     assert_eq!(items(&f).await.len(), 1);
 }
 
+/// Regression (memory QA): an importance of 300, 3.5 or -1 was told
+/// "must be an integer from 0 to 255" (the field was a `u8`), which
+/// invites 0 or 200 next; and an `expires_in_hours` of 1e308 was echoed
+/// as a 309-digit number. Each now names the range the tool takes.
+#[tokio::test]
+async fn a_bad_importance_or_expiry_names_the_range_the_tool_takes() {
+    let f = ToolFixture::new();
+    for (given, shown) in [
+        (json!(300), "\"300\""),
+        (json!(3.5), "\"3.5\""),
+        (json!(-1), "\"-1\""),
+        (json!(0), "\"0\""),
+        (json!(6), "\"6\""),
+    ] {
+        let e = remember(&f, "c1", json!({"text": "tea", "importance": given}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("use an integer from 1 (trivia) to 5 (critical)")
+                && e.message.contains(shown)
+                && !e.message.contains("255"),
+            "{given}: {}",
+            e.message
+        );
+    }
+    let e = remember(&f, "c1", json!({"text": "tea", "importance": "4"}))
+        .await
+        .unwrap_err();
+    assert!(
+        e.message.contains("write the number without quotes: 4") && !e.message.contains("255"),
+        "{}",
+        e.message
+    );
+    let e = remember(
+        &f,
+        "c1",
+        json!({"text": "tea", "layer": "notes", "expires_in_hours": 1e308}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message.contains("expires_in_hours 1e308 is out of range"),
+        "{}",
+        e.message
+    );
+    assert!(items(&f).await.is_empty());
+    let ok = remember(&f, "c1", json!({"text": "tea", "importance": 5}))
+        .await
+        .unwrap();
+    assert!(ok.content.contains("Remembered"), "{}", ok.content);
+}
+
 #[tokio::test]
 async fn remember_refuses_scopes_the_bot_may_not_write() {
     let mut f = ToolFixture::new();
