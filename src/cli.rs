@@ -132,8 +132,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Seconds to wait for the reply (at least 1; the message is
-        /// saved when the wait ends first).
-        #[arg(long, default_value_t = 300, value_parser = args::wait_seconds)]
+        /// saved when the wait ends first). The default is a minute past a
+        /// model call's default limit, so a hung call ends in its failure.
+        #[arg(long, default_value_t = args::SEND_WAIT_S, value_parser = args::wait_seconds)]
         timeout: u64,
     },
     /// Print your conversation with a bot (a subagent's: its task, its progress and its report).

@@ -41,6 +41,14 @@ impl std::error::Error for BadInput {}
 /// would panic).
 const MAX_WAIT_S: u64 = 365 * 24 * 3600;
 
+/// The default `--timeout` of `send`: a minute past a model call's default
+/// limit (`call_timeout_s`, 300 s). At 300 s, the same as that limit, a
+/// `send` to a bot whose endpoint hung gave up a few milliseconds before
+/// the turn failed and said "wait again", where the failure (exit 3, with
+/// its `retry`) was the answer.
+pub(super) const SEND_WAIT_S: u64 =
+    botfleet_actors::model::OpenAiOptions::DEFAULT_CALL_TIMEOUT.as_secs() + 60;
+
 /// Reads the `--timeout` of `send` and `group send`: seconds to wait, at
 /// least 1. `0` was taken and never sent anything (the wait ended before
 /// the message was posted, "the host did not answer within 0 s"); the
@@ -450,6 +458,20 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn send_waits_past_a_model_calls_default_limit() {
+        use clap::Parser;
+        let cli = super::super::Cli::try_parse_from(["botfleet", "send", "b", "hi"]).unwrap();
+        let Command::Send { timeout, .. } = cli.command else {
+            panic!("not send");
+        };
+        let call = botfleet_actors::model::OpenAiOptions::DEFAULT_CALL_TIMEOUT.as_secs();
+        assert!(
+            timeout > call,
+            "--timeout {timeout} s ends before a call's {call} s"
+        );
+    }
 
     #[test]
     fn a_host_ending_in_the_api_path_is_refused() {
