@@ -86,6 +86,8 @@ fn said(cli: &str) -> String {
 
 /// The CLI command that does what `method path` does, if there is one.
 fn command(method: &str, path: &str) -> Option<String> {
+    // a query names the arguments: only search has one here
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
     let segments: Vec<&str> = path.trim_start_matches("/v1/").split('/').collect();
     // a placeholder (`{bot}`, `<subagent>`) reads as the argument's name
     let arg = |s: &str, name: &str| {
@@ -119,6 +121,14 @@ fn command(method: &str, path: &str) -> Option<String> {
             arg(name, "NAME")
         ),
         ("POST", ["bots", bot, "cancel"]) => format!("botfleet cancel {}", arg(bot, "BOT")),
+        ("GET", ["search"]) => {
+            let session = query
+                .split('&')
+                .find_map(|p| p.strip_prefix("session="))
+                .map(|s| format!(" --session {}", arg(s, "SESSION")))
+                .unwrap_or_default();
+            format!("botfleet search WORDS{session}")
+        }
         ("GET", ["approvals"]) => "botfleet approvals".to_owned(),
         ("GET", ["bots", bot, "memory"]) => format!("botfleet memory {}", arg(bot, "BOT")),
         ("POST", ["turns", turn, "retry"]) => format!("botfleet retry {}", arg(turn, "TURN")),
@@ -206,6 +216,15 @@ mod tests {
             (
                 "no bot b; list them with `botfleet bots` or GET /v1/bots.",
                 "no bot b; list them with `botfleet bots`.",
+            ),
+            // a route with a query, paired with its command (QA,
+            // 2026-12-05: `pass session=S (botfleet search …)` kept both)
+            (
+                "\"standup\" is a room. To search only the room's public timeline, give its \
+                 session: GET /v1/search?q=WORDS&session=S1 or `botfleet search WORDS \
+                 --session S1`",
+                "\"standup\" is a room. To search only the room's public timeline, give its \
+                 session: `botfleet search WORDS --session S1`",
             ),
             // the command named elsewhere, or no command: as it was
             (

@@ -72,8 +72,9 @@ async fn room_as_bot(
     }
     Ok(Some(ApiError::NotFound(format!(
         "no bot {bot:?} for you: {:?} is a room; `bot` takes one of your bots. To search \
-         only the room's public timeline pass session={timeline} (`botfleet search WORDS \
-         --session {timeline}`)",
+         only the room's public timeline, give its session: \
+         GET /v1/search?q=WORDS&session={timeline} or `botfleet search WORDS --session \
+         {timeline}`",
         room.id.as_str()
     ))))
 }

@@ -10,6 +10,7 @@ use super::recall::flush;
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::process::cli;
 
 /// "older pelicans": the best 30 mentions, then the next page as the
 /// first answer says; everything else gets a reply that repeats nothing.
@@ -161,6 +162,17 @@ async fn a_room_id_given_as_bot_says_how_to_search_the_room() {
         message.contains("no bot \"StandUp\" for you: \"standup\" is a room")
             && message.contains(&format!("session={timeline}")),
         "{message}"
+    );
+    // the CLI says the command alone (QA, 2026-12-05: it printed the
+    // API's `session=…` and the command)
+    let (code, _, err) = cli(&["search", "walrus", "--bot", "standup"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "give its session: `botfleet search WORDS --session {timeline}`"
+        )) && !err.contains("/v1/")
+            && !err.contains("session="),
+        "{err}"
     );
     // the advice works
     let (status, v) = host
