@@ -212,6 +212,18 @@ impl LoadedFleet {
                             );
                         }
                     }
+                    // a space pasted around the URL: a leading one read as
+                    // "not an http(s) URL", a trailing one was taken and
+                    // shown in the banner (QA)
+                    if base_url.trim() != base_url {
+                        return Err(self.invalid(
+                            format!("{key}.base_url"),
+                            format!(
+                                "{:?} starts or ends with whitespace; remove it",
+                                without_userinfo(base_url)
+                            ),
+                        ));
+                    }
                     // the scheme in any case, as URLs take it
                     let scheme = |s: &str| {
                         base_url

@@ -281,6 +281,30 @@ fn a_base_url_the_provider_refuses_names_its_key() {
     }
 }
 
+/// A `base_url` with whitespace at either end is refused, saying so: a
+/// leading space read as "not an http(s) URL", a trailing one was taken
+/// and shown in the banner (QA, 2026-12-05).
+#[test]
+fn a_base_url_with_whitespace_around_it_says_so() {
+    for url in [
+        " http://127.0.0.1:8000/v1",
+        "http://127.0.0.1:8000/v1 ",
+        "http://u:pw@h/v1\n",
+    ] {
+        let fleet = ISSUE_EXAMPLE.replace(
+            r#"base_url = "http://127.0.0.1:8000/v1""#,
+            &format!("base_url = {url:?}"),
+        );
+        let e = err(&fleet);
+        assert!(
+            e.contains("key `providers.main.base_url`")
+                && e.contains("starts or ends with whitespace"),
+            "{url:?}: {e}"
+        );
+        assert!(!e.contains("pw@"), "{url:?}: the password shows: {e}");
+    }
+}
+
 /// A scheme in capitals is an http(s) URL (schemes ignore case). (It was
 /// refused as "not an http(s) URL".)
 #[test]
