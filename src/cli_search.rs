@@ -103,9 +103,14 @@ pub async fn search(client: &Client, args: &SearchArgs) -> anyhow::Result<ExitCo
 /// as the CLI's commands ([`super::hints::for_cli`]), without the match
 /// marks (they split the command a route is paired with), and a route the
 /// snippet cut after its command (`` … or `POST /v1/turns/ID…``) dropped.
+///
+/// A snippet whose matches would all be gone so (`botfleet search OR`
+/// matched only the `or` before the route) is printed as the host wrote
+/// it, routes and all, so the hit shows why it was found (QA, 2026-12-05:
+/// it showed no match at all).
 fn notice_snippet(snippet: &str) -> String {
     let plain = snippet.replace(['\u{ab}', '\u{bb}'], "");
-    let text = super::hints::for_cli(&plain);
+    let mut text = super::hints::for_cli(&plain);
     if let Some(at) = text.rfind(" or `")
         && let cut = &text[at + " or `".len()..]
         && ["GET /v1/", "POST /v1/", "PUT /v1/", "DELETE /v1/"]
@@ -114,9 +119,20 @@ fn notice_snippet(snippet: &str) -> String {
         && cut.ends_with('\u{2026}')
         && !cut.contains('`')
     {
-        return format!("{}\u{2026}", &text[..at]);
+        text = format!("{}\u{2026}", &text[..at]);
     }
-    text
+    let shown = text.to_lowercase();
+    let matched: Vec<String> = snippet
+        .split('\u{ab}')
+        .skip(1)
+        .filter_map(|s| s.split_once('\u{bb}'))
+        .map(|(m, _)| m.to_lowercase())
+        .collect();
+    if matched.is_empty() || matched.iter().any(|m| shown.contains(m.as_str())) {
+        text
+    } else {
+        plain
+    }
 }
 
 /// The query as typed, in quotes it does not hold: `"buy milk"` read

@@ -300,6 +300,11 @@ async fn search_prints_a_notices_command_without_its_route() {
         out.contains("botfleet retry") && !out.contains("/v1/turns/"),
         "{out}"
     );
+    // matched only in the route: the route stays, so the hit shows why
+    // it was found (QA, 2026-12-05: `search OR` printed no match at all)
+    let (code, out, err) = cli(&["search", "turns"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("/v1/turns/"), "{out}");
     let (code, out, err) = cli(&["search", "\"buy milk\""], &host.url, TOKEN).await;
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
     assert_eq!(err.trim(), "no matches for '\"buy milk\"'");
