@@ -152,12 +152,16 @@ fn print_hit(h: &Value) {
         .and_then(terminal::minute_utc)
         .unwrap_or_default();
     outln!("");
+    // an approval's hits, one per status change, say which status each is
+    let kind = match h["approval_status"].as_str() {
+        Some(status) => format!("{}, {status}", s("kind")),
+        None => s("kind"),
+    };
     outln!(
-        "{} · #{} · {when} · {} ({})",
+        "{} · #{} · {when} · {} ({kind})",
         s("where"),
         h["seq"],
         s("author"),
-        s("kind")
     );
     let snippet = s("snippet").replace('\n', " ");
     // a notice's hint, written for API clients too, as `transcript`

@@ -19,6 +19,7 @@ use botfleet_actors::tools::VisibleSessions;
 use botfleet_actors::tools::describe_session;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::EntryKind;
 use botfleet_memory::IndexError;
 use botfleet_memory::MAX_SEARCH_LIMIT;
 use botfleet_memory::MAX_SEARCH_OFFSET;
@@ -294,6 +295,16 @@ pub(crate) async fn search(
             names.insert(h.author.as_str(), bot.name);
         }
     }
+    // an approval's card is appended at each status change, one hit each
+    // with the same text: each says which status it is (QA: two alike
+    // hits, neither saying whether it was asked or decided)
+    let mut approval_status: HashMap<(SessionId, i64), &'static str> = HashMap::new();
+    for h in results.hits.iter().filter(|h| h.kind == "approval") {
+        let entries = rt.store.entries_between(h.session, h.seq, h.seq).await?;
+        if let Some(EntryKind::Approval { status, .. }) = entries.first().map(|e| &e.kind) {
+            approval_status.insert((h.session, h.seq), status.as_str());
+        }
+    }
     let hits: Vec<Value> = results
         .hits
         .iter()
@@ -306,6 +317,9 @@ pub(crate) async fn search(
                 }
                 if let Some(name) = names.get(h.author.as_str()) {
                     map.insert("author_name".into(), json!(name));
+                }
+                if let Some(status) = approval_status.get(&(h.session, h.seq)) {
+                    map.insert("approval_status".into(), json!(status));
                 }
             }
             v

@@ -310,3 +310,49 @@ async fn search_prints_a_notices_command_without_its_route() {
     assert_eq!(err.trim(), "no matches for '\"buy milk\"'");
     host.shutdown().await;
 }
+
+/// An approval's card is appended at each status change, so a decided
+/// approval is found twice with the same text: each hit says which status
+/// it is, in the API (`approval_status`) and the CLI (QA: two alike hits,
+/// neither saying whether it was asked or decided).
+#[tokio::test]
+async fn an_approvals_search_hits_say_their_status() {
+    let host = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .start()
+        .await;
+    let session = talk(&host, "hello").await;
+    let id = ask_to_run(&host, &session, "wombatcleanup").await;
+    let (code, _, err) = cli(&["deny", &id.to_string()], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    flush(&host).await;
+    let (status, v) = host.get("/v1/search?q=wombatcleanup", TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    let mut statuses: Vec<&str> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["kind"] == "approval")
+        .map(|h| h["approval_status"].as_str().unwrap_or("none"))
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, ["denied", "pending"], "{v}");
+    // no other kind carries it
+    assert!(
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["kind"] != "approval")
+            .all(|h| h.get("approval_status").is_none()),
+        "{v}"
+    );
+    let (code, out, err) = cli(&["search", "wombatcleanup"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("(approval, pending)") && out.contains("(approval, denied)"),
+        "{out}"
+    );
+    host.shutdown().await;
+}
