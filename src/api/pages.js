@@ -216,6 +216,14 @@ const KIND_LABELS = {
   tool_result: "tool result",
 };
 
+/** A hit's kind as its tag reads; an approval's with the status of its
+ * card at that entry (a decided approval is found twice, asked and
+ * decided, with the same text). */
+const hitKind = (hit) => {
+  const kind = (Object.hasOwn(KIND_LABELS, hit.kind) ? KIND_LABELS[hit.kind] : "") || String(hit.kind).replace("_", " ");
+  return typeof hit.approval_status === "string" ? `${kind} · ${hit.approval_status}` : kind;
+};
+
 /** Entry kinds the conversation shows as written (messages of people
  * and bots); every other kind (a bot's internal steps, events, notices,
  * approvals) it shows with control and format characters escaped, and a
@@ -307,7 +315,7 @@ export function searchView(query) {
       h(
         "a",
         { href: hitLink(hit) },
-        h("div", { class: "meta" }, hitAuthor(hit), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, (Object.hasOwn(KIND_LABELS, hit.kind) ? KIND_LABELS[hit.kind] : "") || String(hit.kind).replace("_", " ")), timeEl(hit.time_ms)),
+        h("div", { class: "meta" }, hitAuthor(hit), h("span", null, hit.where || hit.session_kind || ""), h("span", { class: "tag" }, hitKind(hit)), timeEl(hit.time_ms)),
         h("p", { class: "snippet" }, markSnippet(hit.snippet_parts ?? hit.snippet, { shown: snippetText(hit.kind) })),
       ),
     );

@@ -21,7 +21,7 @@ use crate::support::process::cli;
 
 /// Sends `text` to bot `r` and waits for the turn that answers it; returns
 /// the session's id.
-async fn talk(host: &TestHost, text: &str) -> String {
+pub(super) async fn talk(host: &TestHost, text: &str) -> String {
     let (status, v) = host.send("r", text, None).await;
     assert_eq!(status, 202, "{v}");
     let session = v["session"].as_str().unwrap().to_owned();
@@ -169,7 +169,7 @@ async fn ask(host: &TestHost, session: &str) -> ApprovalId {
 }
 
 /// An approval of bot `r` in `session` to run `command`, pending.
-async fn ask_to_run(host: &TestHost, session: &str, command: &str) -> ApprovalId {
+pub(super) async fn ask_to_run(host: &TestHost, session: &str, command: &str) -> ApprovalId {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
     let id = ApprovalId::new_v7();
     let new = NewApproval {

@@ -137,3 +137,44 @@ steps = [ { text = "zebra note \u202E evil", tool = "SendMessage", args = { text
     assert!(reply.contains('\u{202e}'), "{reply:?}");
     ui_page::finish(browser, host).await;
 }
+
+/// A decided approval is found twice (its card is appended at each status
+/// change, with the same text): each hit's tag says which status it is.
+#[tokio::test]
+async fn an_approvals_hits_say_their_status() {
+    let fleet =
+        TestFleet::new()
+            .script("s", super::recall::CHAT)
+            .bot("r", "s", &["SendMessage", "Shell"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    let session = super::cli_text_out::talk(&host, "hello").await;
+    let id = super::cli_text_out::ask_to_run(&host, &session, "wombatcleanup").await;
+    let (status, v) = host
+        .post_raw(
+            &format!("/v1/approvals/{id}"),
+            Some(crate::support::fleet::TOKEN),
+            None,
+            json!({"decision": "deny"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    super::recall::flush(&host).await;
+    ui_page::open(&browser, &host, "#/search?q=wombatcleanup").await;
+    browser.wait_text(".hits", "approval · denied").await;
+    let tags = browser
+        .js(
+            "return [...document.querySelectorAll('.hits .meta .tag')].map((t) => t.textContent).sort()",
+            json!([]),
+        )
+        .await;
+    assert!(
+        tags.as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "approval · pending"),
+        "{tags}"
+    );
+    ui_page::finish(browser, host).await;
+}
