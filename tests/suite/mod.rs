@@ -125,6 +125,7 @@ mod openai_labels;
 mod openai_outcomes;
 mod openai_plain_answers;
 mod openai_provider;
+mod openai_redirects;
 mod openai_stream_rejections;
 mod openai_turn_faults;
 mod openai_unfinished;

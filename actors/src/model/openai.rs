@@ -142,6 +142,7 @@ use endpoint::chat_completions_url;
 use endpoint::html_error_page;
 use endpoint::html_page;
 use endpoint::not_found;
+use endpoint::redirected;
 use endpoint::request_headers;
 use endpoint::shown_url;
 use redact::Redactor;
@@ -231,6 +232,8 @@ impl OpenAiModel {
         let headers = request_headers(&options)?;
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
+            // a redirect is reported, not followed ([`endpoint::redirected`])
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ModelError::Config(format!("HTTP client: {}", error_chain(&e))))?;
         let redactor = Redactor::new(&options, &url);
@@ -381,6 +384,19 @@ impl OpenAiModel {
             },
         };
         let status = response.status();
+        if status.is_redirection() {
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|to| self.url.join(to).ok())
+                .map(|to| redactor.text(to.as_str()));
+            return Err(Failure::Status {
+                status,
+                body: redirected(to.as_deref(), &self.shown_url(redactor)),
+                retry_after: None,
+            });
+        }
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             let mut body = self.error_body(response, redactor, cancel).await?;

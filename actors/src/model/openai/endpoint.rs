@@ -36,6 +36,44 @@ pub(super) fn not_found(body: &str, url: &str, options: &OpenAiOptions) -> Strin
     format!("POST {url} was not found{said}; {hint}")
 }
 
+/// A redirect's body: where the server sends the request (`to`, resolved
+/// and redacted; `None` without a usable `Location`) and the fix. Model
+/// calls follow no redirect: a 301, 302 or 303 turns the POST into a GET,
+/// which the server refused (405, or a 404 given the `/v1` advice), and
+/// one to another host took the provider's `headers` there, credentials
+/// among them (reqwest drops only `Authorization`; QA, 2026-12-05).
+pub(super) fn redirected(to: Option<&str>, url: &str) -> String {
+    const WHY: &str = "model calls follow no redirect (a POST would arrive as a GET, and the \
+                       provider's headers, its credentials among them, would go where it points)";
+    let Some(to) = to else {
+        return format!(
+            "POST {url} was redirected without a usable Location; {WHY}: set base_url to the \
+             address the server answers at"
+        );
+    };
+    let shown = shown_url(to);
+    let base = Url::parse(to).ok().and_then(|mut u| {
+        let path = u
+            .path()
+            .trim_end_matches('/')
+            .strip_suffix("/chat/completions")?
+            .to_owned();
+        u.set_path(&path);
+        u.set_query(None);
+        u.set_fragment(None);
+        Some(shown_base_url(u.as_str()).trim_end_matches('/').to_owned())
+    });
+    match base {
+        Some(base) => {
+            format!("POST {url} is redirected to {shown}; {WHY}: set base_url to {base:?}")
+        }
+        None => format!(
+            "POST {url} is redirected to {shown}; {WHY}: set base_url to the API root the \
+             server answers at"
+        ),
+    }
+}
+
 /// What a 200 answer that is an HTML page, not a completion, tells the
 /// operator: `base_url` points at a web page (a web UI, a proxy's login
 /// page) rather than the API, whose root usually ends in `/v1`.
