@@ -200,6 +200,12 @@ fn exact_action(a: &Value) -> String {
             field("origin"),
             field("sha256")
         );
+        // what it would run, line by line as a string argument is shown
+        if let Some(text) = script["text"].as_str().filter(|t| !t.is_empty()) {
+            for part in text.trim_end_matches('\n').split('\n') {
+                let _ = write!(out, "\n{ARG_INDENT}  | {}", terminal::strict_text(part));
+            }
+        }
     }
     out
 }

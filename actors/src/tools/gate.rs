@@ -481,7 +481,7 @@ async fn approval_stage(
         fingerprint,
         summary: action.summary.clone(),
         reason: reason.clone(),
-        action: action.details(),
+        action: shown(action.details(), &ctx.secrets.redactor),
         ttl_ms: config.approval_ttl.as_millis() as i64,
         max_pending: config.max_pending,
     };
@@ -643,6 +643,27 @@ fn lock_path(ctx: &ToolContext<'_>, args: &Value) -> Option<PathBuf> {
         .resolve(given)
         .ok()
         .filter(|p: &PathBuf| p.starts_with(Path::new(ctx.workspace().root())))
+}
+
+/// An action's details as its approval shows them to people: every string
+/// (the arguments, the scripts' text) with the bot's secret values
+/// scrubbed out. What is approved is the action itself, by its
+/// fingerprint; this is only what the card says.
+fn shown(mut details: Value, redactor: &crate::safety::Redactor) -> Value {
+    fn scrub(v: &mut Value, redactor: &crate::safety::Redactor) {
+        match v {
+            Value::String(s) => {
+                if let std::borrow::Cow::Owned(clean) = redactor.scrub(s) {
+                    *s = clean;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| scrub(i, redactor)),
+            Value::Object(map) => map.values_mut().for_each(|i| scrub(i, redactor)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    scrub(&mut details, redactor);
+    details
 }
 
 #[cfg(test)]
