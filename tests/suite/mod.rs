@@ -112,6 +112,7 @@ mod model_behaviour;
 mod moved_bot_agents;
 mod moved_bot_inputs;
 mod newuser;
+mod obligation_after_interrupt;
 mod openai_credentials;
 mod openai_dialects;
 mod openai_edges;

@@ -435,20 +435,39 @@ impl Runner {
 mod owner_changed;
 
 impl Runner {
-    /// Whether an earlier turn over one of this turn's inputs delivered a
-    /// reply (a retried input: the failed turn answered, then failed).
+    /// Whether every person's message among this turn's inputs was an
+    /// input of an earlier turn that delivered a reply (a retried input:
+    /// the failed turn answered, then failed). One such turn is not
+    /// enough: a turn interrupted by a newer message, after it replied to
+    /// the one before, answered that one only, and the turn over both
+    /// still owes the newer one its reply (QA: it skipped the reminder and
+    /// ended `completed` with nothing said to it).
     pub(super) fn answered_before(&self) -> Result<bool, StoreError> {
-        let Some(&first) = self.state.input_seqs.iter().min() else {
+        let owed: Vec<i64> = self
+            .inputs
+            .iter()
+            .filter(|i| i.priority == Priority::UserDm)
+            .map(|i| i.seq)
+            .collect();
+        let Some(&first) = owed.iter().min() else {
             return Ok(false);
         };
         let ends = self
             .rt
             .store
             .turn_ends_after_now(self.session, first.saturating_sub(1))?;
-        Ok(ends.iter().any(|e| {
-            matches!(&e.kind, EntryKind::TurnEnd { inputs, deliveries, .. }
-                if *deliveries > 0 && inputs.iter().any(|s| self.state.input_seqs.contains(s)))
-        }))
+        let answered: Vec<i64> = ends
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::TurnEnd {
+                    inputs, deliveries, ..
+                } if *deliveries > 0 => Some(inputs),
+                _ => None,
+            })
+            .flatten()
+            .copied()
+            .collect();
+        Ok(owed.iter().all(|s| answered.contains(s)))
     }
 }
 
