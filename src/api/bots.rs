@@ -230,15 +230,8 @@ pub(crate) async fn post_message(
     if botfleet_memory::shows_nothing(text) {
         return Err(blank_text());
     }
-    let chars = text.chars().count();
-    if chars > state.limits.max_text_chars {
-        return Err(ApiError::BadRequest(format!(
-            "the message has {chars} characters; the limit is {}: split it into several \
-             messages",
-            state.limits.max_text_chars
-        )));
-    }
     let key = idempotency_key(&headers)?;
+    check_length(&state, &user, key.as_deref(), text).await?;
     if let Err(refused) = retired {
         // a retry of a message accepted before the bot stopped taking
         // them is answered as its admission would be (`duplicate`, or
@@ -267,6 +260,36 @@ pub(crate) async fn post_message(
     admission.settle(rate, matches!(admitted, Ok(AdmitOutcome::Accepted(_))));
     let outcome = admitted.map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     Ok(admit_answer(&state, &record, outcome, target).await)
+}
+
+/// Refuses a message over `host.max_text_chars`, unless its
+/// `Idempotency-Key` names a message already accepted: a retry of one
+/// accepted before the limit was lowered is answered as its admission
+/// would be (`duplicate`, or `conflict` for another text), not told to
+/// split a message already answered (QA, 2026-12-05).
+pub(super) async fn check_length(
+    state: &ApiState,
+    user: &AuthUser,
+    key: Option<&str>,
+    text: &str,
+) -> Result<(), ApiError> {
+    let chars = text.chars().count();
+    if chars <= state.limits.max_text_chars {
+        return Ok(());
+    }
+    if let Some(key) = key
+        && state
+            .fleet
+            .store()
+            .ledger_has_key(&format!("user:{}", user.0), key)
+            .await?
+    {
+        return Ok(());
+    }
+    Err(ApiError::BadRequest(format!(
+        "the message has {chars} characters; the limit is {}: split it into several messages",
+        state.limits.max_text_chars
+    )))
 }
 
 /// The response to a message's admission: `202 accepted`, `200

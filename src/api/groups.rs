@@ -322,15 +322,8 @@ pub(crate) async fn post_message(
     if botfleet_memory::shows_nothing(text) {
         return Err(super::bots::blank_text());
     }
-    let chars = text.chars().count();
-    if chars > state.limits.max_text_chars {
-        return Err(ApiError::BadRequest(format!(
-            "the message has {chars} characters; the limit is {}: split it into several \
-             messages",
-            state.limits.max_text_chars
-        )));
-    }
     let key = idempotency_key(&headers)?;
+    super::bots::check_length(&state, &user, key.as_deref(), text).await?;
     // one rate for a user's messages to bots and rooms together
     // (host.user_messages_per_minute)
     let rate = &state.limits.messages;

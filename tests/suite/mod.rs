@@ -94,6 +94,7 @@ mod http_limits;
 mod inbox_order;
 mod input_window;
 mod interrupts;
+mod limits_lowered;
 mod long_ids;
 mod loops;
 mod made_bot_removal;
