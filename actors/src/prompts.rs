@@ -314,6 +314,9 @@ prompts! {
     /// Notice in a member's session closing an input its discussion no
     /// longer awaits (the member was removed while it had the floor).
     group_member_skipped => "group_member_skipped.md",
+    /// The members part of a room member's input when every other member
+    /// takes no turns (removed, or a stopped subagent).
+    group_members_none => "group_members_none.md",
     /// Why a discussion ended after a round with failed member turns.
     group_failed_round => "group_failed_round.md",
     /// Why a discussion ended when no member had anything new to answer

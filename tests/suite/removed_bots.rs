@@ -157,6 +157,33 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         .collect();
     assert!(!authors.is_empty(), "r spoke");
     assert!(authors.iter().all(|a| a == "r"), "{authors:?}");
+    // r's input lists no member to address, b being absent (QA,
+    // 2026-12-05: "with: B (@b)", so models @mentioned a member that never
+    // answers)
+    let r_room = SessionKey {
+        bot: BotId::new("r").unwrap(),
+        kind: SessionKind::Group,
+        peer: "pair".into(),
+    }
+    .id()
+    .to_string();
+    let inputs: Vec<String> = host
+        .entries(&r_room)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "event" && e["seq"].as_i64() > Some(0))
+        .filter_map(|e| e["text"].as_str().map(str::to_owned))
+        .filter(|t| t.contains("plans?"))
+        .collect();
+    assert!(
+        !inputs.is_empty()
+            && inputs.iter().all(|t| {
+                let first = t.lines().next().unwrap_or("");
+                !first.contains("@b)")
+                    && first.contains("with: no other member who takes turns now")
+            }),
+        "{inputs:#?}"
+    );
     // asked for by name, it is not addressed, and the person is told why
     let (status, v) = host
         .post_raw(

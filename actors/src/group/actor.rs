@@ -187,6 +187,10 @@ pub struct GroupState {
     pub(super) rooms: ActorRef<RoomsMsg>,
     pub(super) room: RoomRecord,
     pub(super) names: Vec<MemberName>,
+    /// Per member (as `names`): whether it takes no turns (removed from
+    /// the fleet's config, or a stopped subagent), so no input lists it
+    /// among the members a member can address.
+    pub(super) absent: Vec<bool>,
     pub(super) owners: Vec<UserId>,
     pub(super) limits: Limits,
     pub(super) timeline: SessionId,
@@ -241,7 +245,7 @@ impl Actor for GroupActor {
             .get_room(&args.room)
             .await?
             .ok_or_else(|| format!("room {} is not registered", args.room))?;
-        let (names, owners) = member_info(&args.rt, &room, &room.members).await?;
+        let (names, absent, owners) = member_info(&args.rt, &room, &room.members).await?;
         let timeline = room.timeline().id();
         let (cursors, withheld) = match store.last_done_room_run(&room.id).await? {
             Some(run) => match serde_json::from_value::<RunState>(run.state) {
@@ -257,6 +261,7 @@ impl Actor for GroupActor {
             rooms: args.rooms,
             room,
             names,
+            absent,
             owners,
             limits: Limits::default(),
             timeline,
@@ -329,17 +334,23 @@ impl Actor for GroupActor {
     }
 }
 
-/// The display names and owners of `members` of `room` (a member without
-/// a bot record: its id, and the room's owner).
+/// The display names, absences ([`super::absent::absent`]) and owners of
+/// `members` of `room` (a member without a bot record: its id, present,
+/// and the room's owner).
 async fn member_info(
     rt: &Runtime,
     room: &RoomRecord,
     members: &[BotId],
-) -> Result<(Vec<MemberName>, Vec<UserId>), GroupError> {
+) -> Result<(Vec<MemberName>, Vec<bool>, Vec<UserId>), GroupError> {
     let mut names = Vec::with_capacity(members.len());
+    let mut absent = Vec::with_capacity(members.len());
     let mut owners = Vec::with_capacity(members.len());
     for id in members {
         let bot = rt.store.get_bot(id).await?;
+        absent.push(match &bot {
+            Some(b) => super::absent::absent(&rt.store, b).await?.is_some(),
+            None => false,
+        });
         names.push(MemberName {
             id: id.to_string(),
             name: bot
@@ -349,7 +360,7 @@ async fn member_info(
         });
         owners.push(bot.map(|b| b.owner).unwrap_or_else(|| room.owner.clone()));
     }
-    Ok((names, owners))
+    Ok((names, absent, owners))
 }
 
 impl GroupState {
@@ -357,10 +368,11 @@ impl GroupState {
     /// the last run), for a run that starts.
     pub(super) async fn reload_room(&mut self) -> Result<(), GroupError> {
         if let Some(room) = self.rt.store.get_room(&self.room.id).await? {
-            let (names, owners) = member_info(&self.rt, &room, &room.members).await?;
+            let (names, absent, owners) = member_info(&self.rt, &room, &room.members).await?;
             self.rt.groups.note_shared(&room.id, room.shared);
             self.room = room;
             self.names = names;
+            self.absent = absent;
             self.owners = owners;
         }
         Ok(())
@@ -386,12 +398,13 @@ impl GroupState {
         if members == self.room.members {
             return Ok(());
         }
-        let (names, owners) = member_info(&self.rt, &self.room, &members).await?;
+        let (names, absent, owners) = member_info(&self.rt, &self.room, &members).await?;
         let shared = self.room.shared || owners.iter().any(|o| *o != self.room.owner);
         self.rt.groups.note_shared(&self.room.id, shared);
         self.room.members = members;
         self.room.shared = shared;
         self.names = names;
+        self.absent = absent;
         self.owners = owners;
         Ok(())
     }

@@ -82,6 +82,11 @@ pub(crate) struct InputView<'a> {
     pub room: &'a str,
     /// Every member of the room.
     pub names: &'a [MemberName],
+    /// Per member (as `names`): whether it takes no turns (removed, or a
+    /// stopped subagent); such a member is not listed as one to address
+    /// (QA: a removed member was, and models were invited to @mention a
+    /// member that never answers). Shorter than `names`: the rest present.
+    pub absent: &'a [bool],
     /// The member whose turn it is (index into `names`).
     pub member: usize,
     /// Public messages of the timeline (oldest first).
@@ -230,7 +235,7 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         .names
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i != view.member)
+        .filter(|(i, _)| *i != view.member && !view.absent.get(*i).copied().unwrap_or(false))
         .map(|(_, n)| format!("{} (@{})", n.name, n.id))
         .collect();
     let p = prompts();
@@ -264,11 +269,16 @@ pub(crate) fn render_input(view: &InputView<'_>) -> (String, Cursor) {
         );
     }
     let notes = notes.join("\n");
+    let members = if others.is_empty() {
+        p.group_members_none.render(&[]).unwrap_or_default()
+    } else {
+        others.join(", ")
+    };
     let text = p
         .group_turn
         .render(&[
             ("room", &quoted_name(view.room)),
-            ("members", &others.join(", ")),
+            ("members", &members),
             ("messages", &lines.join("\n\n")),
             ("notes", &notes),
             ("max_per_turn", &per_turn),

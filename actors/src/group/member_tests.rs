@@ -131,6 +131,7 @@ fn view<'a>(
     InputView {
         room: "standup",
         names,
+        absent: &[],
         member,
         messages,
         earlier: 0,
@@ -420,4 +421,27 @@ proptest::proptest! {
         let labels: Vec<String> = messages.iter().map(|e| author_label(e, &names)).collect();
         assert_only_labels_start_lines(&text, &labels);
     }
+}
+
+/// A member that takes no turns (removed from the fleet's config) is not
+/// listed among the members to address, while its earlier messages keep
+/// its name. (QA: it was listed, and models were invited to @mention a
+/// member that never answers.)
+#[test]
+fn a_member_that_takes_no_turns_is_not_listed_to_address() {
+    let names = members(&["alpha", "beta", "gamma"]);
+    let t = TurnId::new_v7();
+    let messages = vec![
+        user(1, "first question"),
+        delivery(3, "beta", Some(t), "beta answers"),
+    ];
+    let mut v = view(&names, &messages, 0, Cursor::default(), 1, 0, 0);
+    v.absent = &[false, true, false];
+    let (text, _) = render_input(&v);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.contains("(@gamma)") && !first.contains("@beta"),
+        "{first}"
+    );
+    assert!(text.contains("beta answers"), "{text}");
 }

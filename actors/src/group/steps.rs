@@ -406,6 +406,7 @@ impl GroupState {
         let view = InputView {
             room: &self.room.name,
             names: &self.names,
+            absent: &self.absent,
             member,
             messages: self.tail.make_contiguous(),
             earlier,
