@@ -206,11 +206,18 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             // the STATE column says which take no more messages
             let mut rows = vec![["ID", "NAME", "SHARED", "STATE", "MEMBERS"].map(str::to_owned)];
             for g in v["groups"].as_array().into_iter().flatten() {
-                let ids: Vec<&str> = g["members"]
+                // a member that takes no turns says why: `b (removed)`
+                let ids: Vec<String> = g["members"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .filter_map(|m| m["id"].as_str())
+                    .filter_map(|m| {
+                        let id = m["id"].as_str()?;
+                        Some(match m["absent"].as_str() {
+                            Some(why) => format!("{id} ({why})"),
+                            None => id.to_owned(),
+                        })
+                    })
                     .collect();
                 rows.push([
                     cell(g["id"].as_str().unwrap_or("")),

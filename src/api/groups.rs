@@ -101,8 +101,18 @@ async fn room_json(
     let store = state.fleet.store();
     let mut members = Vec::with_capacity(room.members.len());
     for id in &room.members {
-        let name = store.get_bot(id).await?.map(|b| b.name);
-        members.push(json!({"id": id, "name": name}));
+        let bot = store.get_bot(id).await?;
+        let absent = match &bot {
+            Some(b) => group::absence(store, b).await?,
+            None => None,
+        };
+        let mut member = json!({"id": id, "name": bot.map(|b| b.name)});
+        // a member that takes no turns says why (QA: a removed bot was
+        // listed as any other)
+        if let Some(why) = absent {
+            member["absent"] = json!(why);
+        }
+        members.push(member);
     }
     let session = room.timeline().id();
     let last_seq = store

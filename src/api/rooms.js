@@ -8,6 +8,10 @@ import { avatar, backLink, clock, errorBox, fill, h, placeholder } from "./dom.j
 import { botName, debounce, ensureBots, loadRooms, roomWatchers, setTitle, store } from "./state.js";
 import { Timeline } from "./timeline.js";
 
+/** A member as the page lists it: its name, and why it takes no turns
+ * when it does not (`Beta (removed)`). */
+const memberLabel = (m) => (typeof m.absent === "string" ? `${m.name || m.id} (${m.absent})` : m.name || m.id);
+
 const main = document.getElementById("main");
 
 /** The API's id rule (memory/src/ids.rs): 1–64 ASCII letters, digits,
@@ -110,7 +114,7 @@ function paintRoomList(list, current) {
           { href: `#/rooms/${encodeURIComponent(r.id)}`, "aria-current": r.id === current ? "page" : null },
           avatar(r.name, true),
           h("span", { class: "head" }, h("span", { class: "name" }, r.name), roomBadge(r)),
-          h("span", { class: "sub" }, (r.members || []).map((m) => m.name || m.id).join(", ")),
+          h("span", { class: "sub" }, (r.members || []).map(memberLabel).join(", ")),
         ),
       ),
     ),
@@ -193,7 +197,7 @@ async function openRoom(ctx, detail, id, seq) {
   const paintMembers = () => {
     names.clear();
     for (const m of room.members || []) names.set(m.id, m.name || m.id);
-    chips.replaceChildren(...(room.members || []).map((m) => h("span", { class: "chip" }, m.name || m.id)));
+    chips.replaceChildren(...(room.members || []).map((m) => h("span", { class: m.absent ? "chip absent" : "chip" }, memberLabel(m))));
   };
   paintMembers();
   // the members changed (a `members_changed` notice of the timeline, seen

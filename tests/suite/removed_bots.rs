@@ -184,6 +184,15 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
             }),
         "{inputs:#?}"
     );
+    // the room's listings say which member takes no turns (QA,
+    // 2026-12-05: it was listed as any other)
+    let (_, rooms) = host.get("/v1/groups", TOKEN).await;
+    let members = &rooms["groups"][0]["members"];
+    assert_eq!(members[0]["absent"], Value::Null, "{rooms:#}");
+    assert_eq!(members[1]["absent"], "removed", "{rooms:#}");
+    let (code, out, err) = crate::support::process::cli(&["group", "list"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("r, b (removed)"), "{out}");
     // asked for by name, it is not addressed, and the person is told why
     let (status, v) = host
         .post_raw(

@@ -499,3 +499,45 @@ async fn a_room_of_one_is_refused_in_the_pages_words() {
     }
     ui_page::finish(browser, host).await;
 }
+
+/// A member the fleet's config no longer lists is shown so in the room's
+/// member chips and the rooms list (QA, 2026-12-05: it was shown as any
+/// other member, though it takes no turns).
+#[tokio::test]
+async fn a_removed_member_is_shown_as_removed() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, room) = host
+        .post_raw(
+            "/v1/groups",
+            Some(TOKEN),
+            None,
+            json!({"name": "pair", "members": ["r", "b"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    let fleet = host.shutdown().await.without_bot("b");
+    fleet.write();
+    let host = crate::support::fleet::restart(fleet).await;
+    ui_page::open(&browser, &host, "#/rooms/pair").await;
+    browser.wait_text(".members", "(removed)").await;
+    let chips = browser
+        .js(
+            "return [...document.querySelectorAll('.members .chip')].map((c) => [c.textContent, c.classList.contains('absent')])",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        chips,
+        json!([["r-name", false], ["b-name (removed)", true]]),
+        "{chips}"
+    );
+    ui_page::finish(browser, host).await;
+}

@@ -31,6 +31,16 @@ pub(crate) enum Absent {
     },
 }
 
+/// Why room member `bot` takes no turns, as the API names it: `removed`
+/// (the fleet's config no longer lists it, or its owner removed it) or
+/// `stopped` (a subagent its parent stopped); `None` while it takes them.
+pub async fn absence(store: &Store, bot: &BotRecord) -> Result<Option<&'static str>, GroupError> {
+    Ok(absent(store, bot).await?.map(|a| match a {
+        Absent::Removed | Absent::RemovedByOwner => "removed",
+        Absent::Stopped { .. } => "stopped",
+    }))
+}
+
 /// Whether `bot` takes no turns, and why.
 pub(crate) async fn absent(store: &Store, bot: &BotRecord) -> Result<Option<Absent>, GroupError> {
     if bot.removed_at().is_some() && bot.origin.starts_with("agent:") {

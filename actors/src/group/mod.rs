@@ -61,6 +61,7 @@ pub mod run;
 mod steps;
 mod unshared;
 
+pub use absent::absence;
 pub use actor::GroupActor;
 pub use actor::GroupArgs;
 pub use actor::GroupMsg;
