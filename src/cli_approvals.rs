@@ -48,8 +48,10 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     for a in &items {
         outln!("{}", line(a, now));
     }
-    if !all {
-        // a hint, not a row: on stderr
+    // a hint, not a row: on stderr; not under approvals none of which can
+    // be decided (QA: it stood under one asked of a former owner, which
+    // `approve` then refused)
+    if !all && items.iter().any(|a| a["decidable"] != json!(false)) {
         errln!("\ndecide with `botfleet approve ID` or `botfleet deny ID`");
     }
     Ok(ExitCode::SUCCESS)

@@ -95,10 +95,17 @@ async fn with_obstacle(
             b
         }
     };
-    let cannot_run = bot.and_then(|b| approvals::obstacle(&a, &b));
+    let cannot_run = bot.as_ref().and_then(|b| approvals::obstacle(&a, b));
+    // pending, and not of a person who no longer owns the bot (deciding
+    // that one is a 409): what a client offers Approve and Deny for
+    let decidable = a.status == ApprovalStatus::Pending
+        && !bot
+            .as_ref()
+            .is_some_and(|b| approvals::asked_of_a_former_owner(&a, b));
     let mut v = serde_json::to_value(&a).map_err(|e| ApiError::Internal(e.to_string()))?;
     if let Value::Object(map) = &mut v {
         map.insert("cannot_run".to_owned(), json!(cannot_run));
+        map.insert("decidable".to_owned(), json!(decidable));
     }
     Ok(v)
 }

@@ -140,6 +140,9 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
   // would start over from the top)
   if (focus || was) status.focus();
   if (!pending) return;
+  // asked of a person who no longer owns the bot: a decision would be
+  // refused (409), so none is offered; `cannot_run` above says why
+  if (a.decidable === false) return;
   if (details && a.action === undefined) {
     box.append(h("p", { class: "hint see-action" }, h("a", { href: "#/approvals" }, "See the exact action on the approvals page"), " to decide."));
     return;

@@ -371,6 +371,7 @@ async fn the_cli_lists_approves_and_denies() {
         "{out}"
     );
     assert!(out.contains("why: pipes a download into sh"), "{out}");
+    assert!(err.contains("decide with `botfleet approve ID`"), "{err}");
 
     let (code, out, err) = cli(&["approve", &a.to_string()], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");

@@ -299,6 +299,10 @@ async fn an_approval_in_the_former_owners_dm_can_no_longer_be_decided() {
         out.contains("cannot run: bot p now belongs to another user"),
         "{out}"
     );
+    // nor offered to be decided (QA, 2026-12-05: "decide with `botfleet
+    // approve ID`" stood under it, and `approve` was refused)
+    assert_eq!(listed["approvals"][0]["decidable"], false, "{listed}");
+    assert!(!err.contains("decide with"), "{err}");
     let approve = json!({"decision": "approve"}).to_string();
     let (status, v) = host.post_raw(&path, Some(TOKEN), None, approve).await;
     assert_eq!(status, 409, "alice decides it: {v}");

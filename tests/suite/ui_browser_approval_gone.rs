@@ -170,3 +170,43 @@ async fn an_approval_of_a_removed_bot_says_so_and_cannot_be_approved() {
     assert_eq!(status(&host, &id).await, "pending");
     ui_page::finish(browser, host).await;
 }
+
+/// An approval asked in alice's DM with a bot fleet.toml then gave to
+/// bob can no longer be decided (the host refuses it with a 409): its
+/// card says why and offers neither Approve nor Deny (Deny was offered,
+/// and refused when pressed: QA, 2026-12-05).
+#[tokio::test]
+async fn an_approval_of_a_bot_given_away_offers_no_decision() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage", "Shell"])
+        .start()
+        .await;
+    let session = host.dm_after_hello("r").await;
+    ui_page::ask(
+        &host,
+        &session,
+        "run `env`",
+        "it runs a command",
+        "env",
+        600_000,
+    )
+    .await;
+    let fleet =
+        host.shutdown()
+            .await
+            .without_bot("r")
+            .bot_of("r", "s", &["SendMessage", "Shell"], "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    ui_page::open(&browser, &host, "#/approvals").await;
+    browser
+        .wait_text(".approvals .panel", "now belongs to another user")
+        .await;
+    let shown = cards(&browser, ".approvals").await;
+    assert_eq!(shown[0]["buttons"], json!([]), "{shown}");
+    ui_page::finish(browser, host).await;
+}

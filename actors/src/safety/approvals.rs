@@ -396,6 +396,24 @@ async fn finished_subagent(
 /// is a new task of its parent, never to give the tool back.
 /// `bot` is the approval's bot as the store has it now.
 pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
+    obstacle_of(record, bot)
+}
+
+/// Whether approval `record` was asked in the DM of a person who no longer
+/// owns `bot`, its bot as the store has it now: deciding it answers `409`
+/// (`ApprovalError::OwnerChanged`), so it is not to be decided.
+pub fn asked_of_a_former_owner(record: &ApprovalRecord, bot: &BotRecord) -> bool {
+    let former_owners_dm = botfleet_memory::SessionKey {
+        bot: record.bot.clone(),
+        kind: SessionKind::Dm,
+        peer: record.owner.to_string(),
+    }
+    .id()
+        == record.session;
+    former_owners_dm && record.owner != bot.owner
+}
+
+fn obstacle_of(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     match record.status {
         ApprovalStatus::Pending => {}
         ApprovalStatus::Approved if record.consumed_at.is_none() => {}
@@ -429,14 +447,7 @@ pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
              the approval expires if the action is still needed"
         ));
     }
-    let former_owners_dm = botfleet_memory::SessionKey {
-        bot: bot_id.clone(),
-        kind: SessionKind::Dm,
-        peer: record.owner.to_string(),
-    }
-    .id()
-        == record.session;
-    if former_owners_dm && record.owner != bot.owner {
+    if asked_of_a_former_owner(record, bot) {
         // asked in the DM of a person who no longer owns the bot: deciding
         // it answers `409` (`ApprovalError::OwnerChanged`); it showed as
         // decidable until then (QA)
