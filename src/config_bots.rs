@@ -127,9 +127,27 @@ impl LoadedFleet {
                 ));
             }
             if !users.contains(b.owner.as_str()) {
+                // every bot of that owner, and the ways out (QA: only the
+                // first was named, and no fix)
+                let theirs: Vec<&str> = self
+                    .file
+                    .bots
+                    .iter()
+                    .filter(|o| o.owner == b.owner)
+                    .map(|o| o.id.as_str())
+                    .collect();
+                let (bots, them) = if theirs.len() == 1 {
+                    (format!("bot {}", theirs[0]), "it")
+                } else {
+                    (format!("their bots {}", theirs.join(", ")), "them")
+                };
                 return Err(self.invalid(
                     format!("{key}.owner"),
-                    format!("user {:?} is not defined under [[users]]", b.owner),
+                    format!(
+                        "user {:?} is not defined under [[users]]: add a [[users]] entry for \
+                         them, or give {bots} another `owner`, or remove {them}",
+                        b.owner
+                    ),
                 ));
             }
             self.validate_routines_and_hooks(&key, b)?;

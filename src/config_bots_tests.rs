@@ -319,3 +319,24 @@ fn a_bot_id_of_a_subagents_form_is_refused() {
         LoadedFleet::parse(&with_id(id), "fleet.toml", None).unwrap();
     }
 }
+
+/// A bot whose owner is not a user names every bot of that owner and the
+/// ways out (QA, 2026-12-05: only the first bot was named, and no fix).
+#[test]
+fn an_undefined_owner_names_all_their_bots_and_the_fix() {
+    let text = ISSUE_EXAMPLE.replace("owner = \"alice\"", "owner = \"bob\"")
+        + "\n[[bots]]\nid = \"scribe\"\nname = \"Scribe\"\nrole = \"Writes.\"\nowner = \"bob\"\nprovider = \"main\"\ntools = [\"SendMessage\"]\n";
+    let e = err(&text);
+    assert!(
+        e.contains("key `bots[0].owner`")
+            && e.contains("user \"bob\" is not defined under [[users]]")
+            && e.contains("their bots researcher, scribe another `owner`, or remove them"),
+        "{e}"
+    );
+    let one = ISSUE_EXAMPLE.replace("owner = \"alice\"", "owner = \"bob\"");
+    let e = err(&one);
+    assert!(
+        e.contains("give bot researcher another `owner`, or remove it"),
+        "{e}"
+    );
+}
