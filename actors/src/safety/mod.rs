@@ -72,6 +72,7 @@ pub use review::canonical_json;
 pub use review::review_rules;
 pub use review::review_with_model;
 pub use review::sensitive_write_target;
+pub use review::shown_script;
 pub use scripts::may_run_scripts;
 pub use scripts::resolve_scripts;
 pub use secrets::Cuts;

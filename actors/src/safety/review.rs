@@ -270,10 +270,11 @@ pub struct ResolvedScript {
     pub kind: ScriptKind,
     /// The reviewed text (the script, the package.json scripts, the
     /// recipe); empty for binaries and missing files. An approval's
-    /// action shows its first [`SHOWN_SCRIPT_CHARS`] characters, so the
-    /// person deciding reads what would run (it showed only the path and
-    /// hash: QA); it is never read back.
-    #[serde(skip_deserializing, serialize_with = "shown_script")]
+    /// action shows it, scrubbed of the bot's secrets and then cut to
+    /// [`SHOWN_SCRIPT_CHARS`] characters ([`shown_script`]), so the person
+    /// deciding reads what would run (it showed only the path and hash:
+    /// QA); it is never read back.
+    #[serde(skip_deserializing)]
     pub text: String,
     /// Hex SHA-256 of the bound content (the whole file; for npm, the
     /// scripts that run). An approval binds this.
@@ -283,18 +284,19 @@ pub struct ResolvedScript {
 /// Characters of a script's text an approval's action shows.
 pub const SHOWN_SCRIPT_CHARS: usize = 4000;
 
-/// A script's text as an approval shows it: its first
+/// A script's text as an approval shows it, already scrubbed of secrets
+/// (a secret the cut went through would show its start): its first
 /// [`SHOWN_SCRIPT_CHARS`] characters, and a line saying how much is left
 /// out (the approval binds the whole file by its hash).
-fn shown_script<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+pub fn shown_script(text: &str) -> String {
     match text.char_indices().nth(SHOWN_SCRIPT_CHARS) {
-        None => s.serialize_str(text),
-        Some((at, _)) => s.serialize_str(&format!(
+        None => text.to_owned(),
+        Some((at, _)) => format!(
             "{}\n… ({} more characters, not shown; the approval binds the whole file by its \
              sha256)",
             &text[..at],
             text[at..].chars().count()
-        )),
+        ),
     }
 }
 

@@ -479,8 +479,11 @@ async fn approval_stage(
         call_id: ctx.call_id.to_owned(),
         tool: action.tool.clone(),
         fingerprint,
-        summary: action.summary.clone(),
-        reason: reason.clone(),
+        // people read it on the card, in listings and in search: scrubbed
+        // as the action is (QA: the command's secret showed here)
+        summary: ctx.secrets.redactor.scrub(&action.summary).into_owned(),
+        // a model reviewer's reason may quote the command
+        reason: ctx.secrets.redactor.scrub(reason).into_owned(),
         action: shown(action.details(), &ctx.secrets.redactor),
         ttl_ms: config.approval_ttl.as_millis() as i64,
         max_pending: config.max_pending,
@@ -647,8 +650,10 @@ fn lock_path(ctx: &ToolContext<'_>, args: &Value) -> Option<PathBuf> {
 
 /// An action's details as its approval shows them to people: every string
 /// (the arguments, the scripts' text) with the bot's secret values
-/// scrubbed out. What is approved is the action itself, by its
-/// fingerprint; this is only what the card says.
+/// scrubbed out, and then each script's text cut
+/// ([`crate::safety::shown_script`]: scrubbed first, so a secret the cut
+/// goes through is hidden whole; QA). What is approved is the action
+/// itself, by its fingerprint; this is only what the card says.
 fn shown(mut details: Value, redactor: &crate::safety::Redactor) -> Value {
     fn scrub(v: &mut Value, redactor: &crate::safety::Redactor) {
         match v {
@@ -663,6 +668,13 @@ fn shown(mut details: Value, redactor: &crate::safety::Redactor) -> Value {
         }
     }
     scrub(&mut details, redactor);
+    if let Some(scripts) = details.get_mut("scripts").and_then(Value::as_array_mut) {
+        for script in scripts {
+            if let Some(Value::String(text)) = script.get_mut("text") {
+                *text = crate::safety::shown_script(text);
+            }
+        }
+    }
     details
 }
 
