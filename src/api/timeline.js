@@ -578,8 +578,11 @@ export class Timeline {
    */
   paintApproval(known, a) {
     let shown = a.action === undefined && known.action !== undefined ? { ...a, action: known.action } : a;
-    // nor whether it can run: the record asked says (`cannot_run`)
+    // nor whether it can run or be decided: the record asked says
+    // (`cannot_run`, `decidable`: QA, the card offered Deny on one the
+    // host refuses to decide)
     if (shown.cannot_run === undefined && known.cannotRun !== undefined) shown = { ...shown, cannot_run: known.cannotRun };
+    if (shown.decidable === undefined && known.decidable !== undefined) shown = { ...shown, decidable: known.decidable };
     known.shown = shown;
     fillApproval(known.box, shown, { details: true });
     if (shown.action !== undefined || shown.status !== "pending" || known.askedAction) return;
@@ -589,6 +592,7 @@ export class Timeline {
         if (data.approval.action === undefined) return;
         known.action = data.approval.action;
         known.cannotRun = data.approval.cannot_run ?? null;
+        known.decidable = data.approval.decidable;
         if (known.shown.action === undefined) this.paintApproval(known, known.shown);
       })
       .catch(() => {});

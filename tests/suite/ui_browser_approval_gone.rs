@@ -208,5 +208,15 @@ async fn an_approval_of_a_bot_given_away_offers_no_decision() {
         .await;
     let shown = cards(&browser, ".approvals").await;
     assert_eq!(shown[0]["buttons"], json!([]), "{shown}");
+    // nor its card in the conversation, which she still reads (QA: it
+    // offered Deny there)
+    browser
+        .go(&format!("{}/#/sessions/{session}", host.url))
+        .await;
+    browser
+        .wait_text(".log .approval", "now belongs to another user")
+        .await;
+    let shown = cards(&browser, ".log").await;
+    assert_eq!(shown[0]["buttons"], json!([]), "{shown}");
     ui_page::finish(browser, host).await;
 }
