@@ -127,28 +127,47 @@ impl LoadedFleet {
                 ));
             }
             if !users.contains(b.owner.as_str()) {
-                // every bot of that owner, and the ways out (QA: only the
-                // first was named, and no fix)
-                let theirs: Vec<&str> = self
-                    .file
-                    .bots
-                    .iter()
-                    .filter(|o| o.owner == b.owner)
-                    .map(|o| o.id.as_str())
-                    .collect();
-                let (bots, them) = if theirs.len() == 1 {
-                    (format!("bot {}", theirs[0]), "it")
-                } else {
-                    (format!("their bots {}", theirs.join(", ")), "them")
+                // every such owner with every bot of theirs, and the ways
+                // out (QA: only the first bot of the first was named, and
+                // no fix)
+                let mut missing: Vec<(&str, Vec<&str>)> = Vec::new();
+                for o in &self.file.bots {
+                    if users.contains(o.owner.as_str()) {
+                        continue;
+                    }
+                    match missing.iter_mut().find(|(u, _)| *u == o.owner) {
+                        Some((_, bots)) => bots.push(o.id.as_str()),
+                        None => missing.push((o.owner.as_str(), vec![o.id.as_str()])),
+                    }
+                }
+                let bots_of = |bots: &[&str]| {
+                    if bots.len() == 1 {
+                        (format!("bot {}", bots[0]), "it")
+                    } else {
+                        (format!("bots {}", bots.join(", ")), "them")
+                    }
                 };
-                return Err(self.invalid(
-                    format!("{key}.owner"),
-                    format!(
-                        "user {:?} is not defined under [[users]]: add a [[users]] entry for \
-                         them, or give {bots} another `owner`, or remove {them}",
-                        b.owner
-                    ),
-                ));
+                let message = match missing.as_slice() {
+                    [(user, bots)] => {
+                        let (bots, them) = bots_of(bots);
+                        format!(
+                            "user {user:?} is not defined under [[users]]: add a [[users]] entry \
+                             for them, or give their {bots} another `owner`, or remove {them}"
+                        )
+                    }
+                    _ => {
+                        let each: Vec<String> = missing
+                            .iter()
+                            .map(|(user, bots)| format!("{user:?} (their {})", bots_of(bots).0))
+                            .collect();
+                        format!(
+                            "users {} are not defined under [[users]]: add a [[users]] entry for \
+                             each, or give their bots another `owner`, or remove them",
+                            each.join(", ")
+                        )
+                    }
+                };
+                return Err(self.invalid(format!("{key}.owner"), message));
             }
             self.validate_routines_and_hooks(&key, b)?;
             for (j, p) in b.projects.iter().enumerate() {

@@ -336,7 +336,15 @@ fn an_undefined_owner_names_all_their_bots_and_the_fix() {
     let one = ISSUE_EXAMPLE.replace("owner = \"alice\"", "owner = \"bob\"");
     let e = err(&one);
     assert!(
-        e.contains("give bot researcher another `owner`, or remove it"),
+        e.contains("give their bot researcher another `owner`, or remove it"),
+        "{e}"
+    );
+    // two such owners: both named, each with their bots
+    let e = err(&format!(
+        "{one}\n[[bots]]\nid = \"g2\"\nname = \"G2\"\nrole = \"x\"\nowner = \"dave\"\nprovider = \"main\"\ntools = [\"SendMessage\"]\n"
+    ));
+    assert!(
+        e.contains("users \"bob\" (their bot researcher), \"dave\" (their bot g2) are not defined"),
         "{e}"
     );
 }
