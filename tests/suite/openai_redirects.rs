@@ -101,7 +101,7 @@ async fn a_redirects_target_is_resolved_and_shown_without_credentials() {
     assert!(
         body.contains(&format!(
             "is redirected to http://{from}/api/v2/chat/completions?x=1"
-        )) && body.contains(&format!("set base_url to \"http://{from}/api/v2\"")),
+        )) && body.contains(&format!("set base_url to \"http://{from}/api/v2?x=1\"")),
         "{body}"
     );
     let from = redirector(302, "https://bob:hunter2@login.example/sso".into()).await;
@@ -111,6 +111,38 @@ async fn a_redirects_target_is_resolved_and_shown_without_credentials() {
         body.contains("is redirected to https://***@login.example/sso")
             && body.contains("set base_url to the API root the server answers at")
             && !body.contains("hunter2"),
+        "{body}"
+    );
+}
+
+/// The `base_url` advised keeps the target's query (an Azure deployment's
+/// `api-version`; QA: it was dropped, so the advice failed), a credential
+/// in it shown as `***`; and a 304, no redirect, is reported as the error
+/// status it is.
+#[tokio::test]
+async fn the_advice_keeps_the_query_and_a_304_is_no_redirect() {
+    let from = redirector(
+        302,
+        "https://x.example/openai/deployments/D/chat/completions?api-version=2024-10-21&api-key=k-123"
+            .into(),
+    )
+    .await;
+    let body = complete(&model(&from), &request("x"))
+        .await
+        .0
+        .unwrap_err()
+        .to_string();
+    assert!(
+        body.contains(
+            "set base_url to \"https://x.example/openai/deployments/D?api-version=2024-10-21&api-key=***\""
+        ) && !body.contains("k-123"),
+        "{body}"
+    );
+    let from = redirector(304, "/v1/chat/completions".into()).await;
+    let error = complete(&model(&from), &request("x")).await.0.unwrap_err();
+    let body = error.to_string();
+    assert!(
+        body.contains("HTTP 304") && !body.contains("redirected"),
         "{body}"
     );
 }

@@ -384,7 +384,9 @@ impl OpenAiModel {
             },
         };
         let status = response.status();
-        if status.is_redirection() {
+        // the redirects (a 300 or a 304 is no answer to follow: reported
+        // as the error status it is, below)
+        if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
             let to = response
                 .headers()
                 .get(reqwest::header::LOCATION)

@@ -59,9 +59,10 @@ pub(super) fn redirected(to: Option<&str>, url: &str) -> String {
             .strip_suffix("/chat/completions")?
             .to_owned();
         u.set_path(&path);
-        u.set_query(None);
+        // the query stays, a credential in it shown as `***`: an Azure
+        // base_url needs its `api-version` (QA)
         u.set_fragment(None);
-        Some(shown_base_url(u.as_str()).trim_end_matches('/').to_owned())
+        Some(shown_url(&shown_base_url(u.as_str())))
     });
     match base {
         Some(base) => {
