@@ -640,7 +640,9 @@ pub(crate) fn note_expiry(
         (Layer::Notes, None) => Ok(Some(
             now + i64::from(botfleet_memory::DEFAULT_NOTE_HOURS) * 3_600_000,
         )),
-        (Layer::Notes, Some(h)) if h > 0.0 && h <= f64::from(MAX_NOTE_HOURS) => {
+        // at least a second: a lifetime shorter ends before the write (QA:
+        // 1e-9 was told its expiry "is not in the future", though positive)
+        (Layer::Notes, Some(h)) if h * 3_600.0 >= 1.0 && h <= f64::from(MAX_NOTE_HOURS) => {
             Ok(Some(now + (h * 3_600_000.0) as i64))
         }
         (Layer::Notes, Some(h)) => {
@@ -651,8 +653,8 @@ pub(crate) fn note_expiry(
                 h.to_string()
             };
             Err(format!(
-                "expires_in_hours {h} is out of range; give more than 0 and at most \
-                 {MAX_NOTE_HOURS}"
+                "expires_in_hours {h} is out of range; give at least a second's worth (0.0003) \
+                 and at most {MAX_NOTE_HOURS}"
             ))
         }
         (Layer::Profile | Layer::Log, None) => Ok(None),

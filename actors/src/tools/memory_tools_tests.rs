@@ -153,6 +153,20 @@ async fn a_bad_importance_or_expiry_names_the_range_the_tool_takes() {
         "{}",
         e.message
     );
+    // positive but under a second: the range, not "not in the future"
+    let e = remember(
+        &f,
+        "c1",
+        json!({"text": "tea", "layer": "notes", "expires_in_hours": 1e-9}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("expires_in_hours 1e-9 is out of range; give at least"),
+        "{}",
+        e.message
+    );
     assert!(items(&f).await.is_empty());
     let ok = remember(&f, "c1", json!({"text": "tea", "importance": 5}))
         .await
