@@ -79,11 +79,15 @@ struct RememberArgs {
 /// `importance` as the model gave it, checked against 1..=5: a fraction,
 /// a negative or a large number gets the same answer as 0 or 6.
 fn importance(given: &serde_json::Number) -> Result<Importance, IdError> {
-    // anything that is no u8 is out of range as 0 is
-    let small = given
-        .as_u64()
-        .and_then(|v| u8::try_from(v).ok())
-        .unwrap_or(0);
+    // a whole number written as a float (`4.0`, as models write it) is
+    // that number; anything that is no u8 is out of range as 0 is
+    let whole = given.as_u64().or_else(|| {
+        given
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..=255.0).contains(f))
+            .map(|f| f as u64)
+    });
+    let small = whole.and_then(|v| u8::try_from(v).ok()).unwrap_or(0);
     Importance::new(small).map_err(|e| IdError {
         value: given.to_string(),
         ..e

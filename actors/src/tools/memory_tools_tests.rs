@@ -172,6 +172,11 @@ async fn a_bad_importance_or_expiry_names_the_range_the_tool_takes() {
         .await
         .unwrap();
     assert!(ok.content.contains("Remembered"), "{}", ok.content);
+    // a whole number written as a float, as models write it (QA)
+    let ok = remember(&f, "c2", json!({"text": "coffee", "importance": 4.0}))
+        .await
+        .unwrap();
+    assert!(ok.content.contains("Remembered"), "{}", ok.content);
 }
 
 #[tokio::test]
