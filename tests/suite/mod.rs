@@ -161,6 +161,7 @@ mod review;
 mod review_model_approved;
 mod review_model_budget;
 mod review_refused_first;
+mod review_scrub;
 mod review_secret_names;
 mod review_ttl;
 mod review_untrusted;

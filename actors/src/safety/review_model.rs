@@ -159,7 +159,9 @@ pub async fn review_with_model(
             };
         }
     };
-    parse_verdict(&text)
+    // scrubbed whole before its reason is cut: a secret the cut went
+    // through would show its start (QA)
+    parse_verdict(&scrub(&text))
 }
 
 /// Most characters of the reviewer model's reason kept.
