@@ -81,6 +81,11 @@ steps = [{{ text = '{{"add": [{{"text": "Lives in Berlin"}}], "remove": ["m-aaaa
 
 [[rule]]
 purpose = "extract"
+match = "(?s)I keep bees"
+steps = [{{ text = '{{"add": [{{"text": "Keeps bees", "importance": 4.0}}, {{"text": "Owns a boat", "importance": 4.5}}]}}' }}]
+
+[[rule]]
+purpose = "extract"
 match = "(?s)broken"
 steps = [{{ fail = "the extractor is down" }}]
 "#,
@@ -301,6 +306,41 @@ async fn forget_really_forgets_through_the_tool_and_the_api() {
     let (status, body) = delete(TOKEN, "not-an-id".into()).await;
     assert_eq!(status, 400, "{body}");
     assert!(snapshot_at(&host, "a1", "", now()).await.is_empty());
+    host.shutdown().await;
+}
+
+/// Fact extraction takes an importance written as a whole float (`4.0`,
+/// as models write it), as Remember does, and refuses a fraction naming
+/// the 1–5 range (QA, 2026-12-05: `4.0` was refused as "expected u8",
+/// and the fact lost).
+#[tokio::test]
+async fn extraction_takes_a_whole_float_importance_and_names_the_range() {
+    let host = start().await;
+    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
+    let a1 = bot(&host, "a1").await;
+    let session = botfleet::memory::SessionId::derive(&a1.id, "dm", "alice");
+    let report = extract_after_turn(
+        &rt,
+        &a1,
+        session,
+        botfleet::memory::TurnId::new_v7(),
+        &[],
+        &["I keep bees".into()],
+        "Lovely!",
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.added.len(), 1, "{report:?}");
+    assert_eq!(report.added[0].text, "Keeps bees");
+    assert_eq!(report.added[0].importance.get(), 4);
+    assert_eq!(report.rejected.len(), 1, "{report:?}");
+    assert!(
+        report.rejected[0].reason.contains("\"4.5\"")
+            && report.rejected[0]
+                .reason
+                .contains("1 (trivia) to 5 (critical)"),
+        "{report:?}"
+    );
     host.shutdown().await;
 }
 

@@ -37,6 +37,7 @@
 use std::time::Duration;
 
 use botfleet_memory::BotRecord;
+use botfleet_memory::IdError;
 use botfleet_memory::Importance;
 use botfleet_memory::Layer;
 use botfleet_memory::MAX_NOTE_HOURS;
@@ -164,7 +165,7 @@ struct AddProposal {
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
-    importance: Option<u8>,
+    importance: Option<serde_json::Number>,
     #[serde(default)]
     expires_in_hours: Option<f64>,
 }
@@ -175,7 +176,7 @@ struct ReplaceProposal {
     id: String,
     text: String,
     #[serde(default)]
-    importance: Option<u8>,
+    importance: Option<serde_json::Number>,
 }
 
 /// Whether fact extraction for `bot` reads a message written by
@@ -509,7 +510,7 @@ async fn apply(
                 continue;
             }
         };
-        let importance = match r.importance.map(Importance::new).transpose() {
+        let importance = match r.importance.as_ref().map(importance_of).transpose() {
             Ok(v) => v,
             Err(e) => {
                 report.reject(label, e.to_string());
@@ -612,7 +613,8 @@ fn new_memory(
     let scope = writable_scope(bot, a.scope.as_deref(), layer)?;
     let importance = a
         .importance
-        .map(Importance::new)
+        .as_ref()
+        .map(importance_of)
         .transpose()
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
@@ -625,6 +627,25 @@ fn new_memory(
         importance,
         expires_at,
         source: source.to_owned(),
+    })
+}
+
+/// `importance` as the model gave it, checked against 1..=5: a fraction,
+/// a negative or a large number gets the same answer as 0 or 6. Remember's
+/// and fact extraction's (QA: extraction refused `4.0`, which Remember took).
+pub(crate) fn importance_of(given: &serde_json::Number) -> Result<Importance, IdError> {
+    // a whole number written as a float (`4.0`, as models write it) is
+    // that number; anything that is no u8 is out of range as 0 is
+    let whole = given.as_u64().or_else(|| {
+        given
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..=255.0).contains(f))
+            .map(|f| f as u64)
+    });
+    let small = whole.and_then(|v| u8::try_from(v).ok()).unwrap_or(0);
+    Importance::new(small).map_err(|e| IdError {
+        value: given.to_string(),
+        ..e
     })
 }
 

@@ -39,6 +39,7 @@ pub use extract::ExtractReport;
 pub use extract::RejectedOp;
 pub use extract::extract_after_turn;
 pub(crate) use extract::extracts_from;
+pub(crate) use extract::importance_of;
 pub(crate) use extract::note_expiry;
 pub use extract_owed::Extractions;
 pub(crate) use extract_owed::SHUTDOWN_WAIT as EXTRACTION_SHUTDOWN_WAIT;

@@ -18,7 +18,6 @@
 //! matches" (`forget_matching`).
 
 use async_trait::async_trait;
-use botfleet_memory::IdError;
 use botfleet_memory::Importance;
 use botfleet_memory::Layer;
 use botfleet_memory::MemoryId;
@@ -40,6 +39,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::parse_args;
+use crate::memory::importance_of;
 use crate::memory::note_expiry;
 use crate::memory::tool_source;
 use crate::memory::writable_scope;
@@ -67,31 +67,13 @@ struct RememberArgs {
     #[serde(default)]
     scope: Option<String>,
     /// Any JSON number: read as a `u8`, 300 was told "an integer from 0
-    /// to 255", where the tool takes 1 to 5 ([`importance`]).
+    /// to 255", where the tool takes 1 to 5 ([`importance_of`]).
     #[serde(default)]
     importance: Option<serde_json::Number>,
     #[serde(default)]
     expires_in_hours: Option<f64>,
     #[serde(default)]
     replaces: Option<String>,
-}
-
-/// `importance` as the model gave it, checked against 1..=5: a fraction,
-/// a negative or a large number gets the same answer as 0 or 6.
-fn importance(given: &serde_json::Number) -> Result<Importance, IdError> {
-    // a whole number written as a float (`4.0`, as models write it) is
-    // that number; anything that is no u8 is out of range as 0 is
-    let whole = given.as_u64().or_else(|| {
-        given
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && (0.0..=255.0).contains(f))
-            .map(|f| f as u64)
-    });
-    let small = whole.and_then(|v| u8::try_from(v).ok()).unwrap_or(0);
-    Importance::new(small).map_err(|e| IdError {
-        value: given.to_string(),
-        ..e
-    })
 }
 
 /// The room of a turn in a room shared with other people's bots (a
@@ -234,7 +216,7 @@ impl Tool for Remember {
         let importance = args
             .importance
             .as_ref()
-            .map(importance)
+            .map(importance_of)
             .transpose()
             .map_err(|e| ToolError::bad_args("Remember", e))?;
         let source = tool_source(&ctx.bot.id, shared_room(ctx));
