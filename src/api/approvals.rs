@@ -95,10 +95,29 @@ async fn with_obstacle(
             b
         }
     };
-    let cannot_run = bot.as_ref().and_then(|b| approvals::obstacle(&a, b));
-    // pending, and not of a person who no longer owns the bot (deciding
-    // that one is a 409): what a client offers Approve and Deny for
+    let mut cannot_run = bot.as_ref().and_then(|b| approvals::obstacle(&a, b));
+    // asked in a conversation with a bot that now belongs to another user
+    // (its turns end `owner_changed`): deciding it is a 409 (QA: it was
+    // listed as decidable, and approving it ran nothing)
+    let mut peer_changed = false;
+    if let Some(b) = &bot
+        && a.status == ApprovalStatus::Pending
+        && let Some(session) = state.fleet.store().get_session(a.session).await?
+        && let Some(peer) = approvals::other_owners_peer(state.fleet.store(), &session, b).await?
+    {
+        peer_changed = true;
+        cannot_run = Some(format!(
+            "it was asked in {}'s conversation with bot {peer}, which now belongs to another \
+             user: nothing runs in that conversation any more, so this approval can no longer be \
+             decided and its action will not run",
+            a.bot
+        ));
+    }
+    // pending, and not of a person who no longer owns the bot nor of a
+    // conversation that ended so (deciding those is a 409): what a client
+    // offers Approve and Deny for
     let decidable = a.status == ApprovalStatus::Pending
+        && !peer_changed
         && !bot
             .as_ref()
             .is_some_and(|b| approvals::asked_of_a_former_owner(&a, b));
@@ -194,9 +213,9 @@ pub(crate) async fn decide(
         }
         Err(e) => Err(match e {
             ApprovalError::NotFound(_) => ApiError::NotFound(e.to_string()),
-            ApprovalError::NotPending { .. } | ApprovalError::OwnerChanged { .. } => {
-                ApiError::Conflict(e.to_string())
-            }
+            ApprovalError::NotPending { .. }
+            | ApprovalError::OwnerChanged { .. }
+            | ApprovalError::PeerOwnerChanged { .. } => ApiError::Conflict(e.to_string()),
             // decided once one of the parent's subagents finishes
             ApprovalError::SubagentLimit { .. } => ApiError::Busy(e.to_string()),
             ApprovalError::Store(s) => s.into(),

@@ -114,49 +114,14 @@ async fn give_p_to_bob(host: TestHost, tools: &[&str]) -> TestHost {
     restart(fleet).await
 }
 
-/// Bob now decides the approval `id`; alice no longer sees or decides it.
-async fn only_bob_decides(host: &TestHost, id: &str) {
-    let (status, bobs) = host.get("/v1/approvals?status=pending", BOB_TOKEN).await;
-    assert_eq!(status, 200, "{bobs}");
-    assert_eq!(ids(&bobs), vec![id.to_owned()], "bob's pending approvals");
-    let (status, alices) = host.get("/v1/approvals", TOKEN).await;
-    assert_eq!(status, 200, "{alices}");
-    assert!(!ids(&alices).contains(&id.to_owned()), "{alices:#}");
-    let path = format!("/v1/approvals/{id}");
-    let (status, v) = host.get(&path, TOKEN).await;
-    assert_eq!(status, 404, "alice reads it: {v}");
-    let approve = json!({"decision": "approve"}).to_string();
-    let (status, v) = host
-        .post_raw(&path, Some(TOKEN), None, approve.clone())
-        .await;
-    assert_eq!(status, 404, "alice decides it: {v}");
-    let (status, v) = host.post_raw(&path, Some(BOB_TOKEN), None, approve).await;
-    assert_eq!(status, 200, "bob decides it: {v}");
-    assert_eq!(v["approval"]["status"], "approved", "{v}");
-    assert_eq!(v["approval"]["decided_by"], "bob", "{v}");
-}
-
-/// The decision reached the bot in the approval's session, which bob
-/// reads and alice does not.
-async fn bob_reads_the_decision(host: &TestHost, session: &str) {
-    let path = format!("/v1/sessions/{session}/entries");
-    let (status, page) = host.get(&path, BOB_TOKEN).await;
-    assert_eq!(status, 200, "{page}");
-    let decided = page["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|e| e["kind"] == "event" && e["origin"] == "approval" && e["author"] == "bob");
-    assert!(decided, "no decision by bob in {page:#}");
-    let (status, page) = host.get(&path, TOKEN).await;
-    assert_eq!(status, 404, "{page}");
-}
-
 /// Bot `b` (alice's) asks `p` to run a command; `p` asks for an approval
-/// in its session with `b`. `p` goes to bob: the pending approval is
-/// bob's to decide.
+/// in its session with `b`. `p` goes to bob: the pending approval goes
+/// with that session to bob, who lists it, but nobody decides it: that
+/// conversation runs nothing any more (its turns end `owner_changed`), so
+/// a decision would be read by none (QA, 2026-12-05: bob's approval
+/// answered 200 and nothing ran). Alice no longer sees it.
 #[tokio::test]
-async fn a_new_owner_decides_what_the_bot_asked_in_its_own_sessions() {
+async fn a_new_owner_lists_what_the_bot_asked_of_the_former_owners_bot_but_cannot_decide_it() {
     let p_tools = &["SendMessage", "Shell"];
     let host = TestFleet::new()
         .script("s", &script())
@@ -172,8 +137,25 @@ async fn a_new_owner_decides_what_the_bot_asked_in_its_own_sessions() {
     assert_eq!(asked["action"]["args"]["command"], PASTE, "{asked}");
 
     let host = give_p_to_bob(host, p_tools).await;
-    only_bob_decides(&host, &id).await;
-    bob_reads_the_decision(&host, &session).await;
+    let (status, bobs) = host.get("/v1/approvals?status=pending", BOB_TOKEN).await;
+    assert_eq!(status, 200, "{bobs}");
+    assert_eq!(ids(&bobs), vec![id.clone()], "bob's pending approvals");
+    assert_eq!(bobs["approvals"][0]["decidable"], false, "{bobs}");
+    let (_, alices) = host.get("/v1/approvals", TOKEN).await;
+    assert!(!ids(&alices).contains(&id), "{alices:#}");
+    let path = format!("/v1/approvals/{id}");
+    let approve = json!({"decision": "approve"}).to_string();
+    let (status, v) = host
+        .post_raw(&path, Some(TOKEN), None, approve.clone())
+        .await;
+    assert_eq!(status, 404, "alice decides it: {v}");
+    let (status, v) = host.post_raw(&path, Some(BOB_TOKEN), None, approve).await;
+    assert_eq!(status, 409, "bob decides it: {v}");
+    // the session and its record are bob's to read
+    let (status, _) = host
+        .get(&format!("/v1/sessions/{session}/entries"), BOB_TOKEN)
+        .await;
+    assert_eq!(status, 200);
     host.shutdown().await;
 }
 

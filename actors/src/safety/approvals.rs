@@ -80,6 +80,21 @@ pub enum ApprovalError {
         /// The bot that asked it.
         bot: BotId,
     },
+    /// It was asked in its bot's conversation with another bot, and one
+    /// of the two now belongs to another user (an owner changed in
+    /// fleet.toml): no turn runs there any more (it ends `owner_changed`),
+    /// so its action never runs.
+    #[error(
+        "approval {id} was asked by bot {bot} in its conversation with bot {peer}, which now belongs to another user than {bot} does: nothing runs in that conversation any more, so it can no longer be decided and its action will not run"
+    )]
+    PeerOwnerChanged {
+        /// The approval.
+        id: ApprovalId,
+        /// The bot that asked it.
+        bot: BotId,
+        /// The bot it was talking with.
+        peer: BotId,
+    },
     /// It was asked by a subagent that has since finished its task: the
     /// decision gives it work again (a turn over the decision), which
     /// counts against its parent's `runtime.max_subagents` like a new
@@ -202,6 +217,17 @@ pub async fn decide(
         return Err(ApprovalError::OwnerChanged {
             id,
             bot: record.bot,
+        });
+    }
+    if let Some(bot) = &bot
+        && let Some(peer) = other_owners_peer(&rt.store, &session, bot).await?
+    {
+        // the conversation's turns end `owner_changed`: the decision would
+        // be read by none (QA: approving answered 200, and nothing ran)
+        return Err(ApprovalError::PeerOwnerChanged {
+            id,
+            bot: record.bot,
+            peer,
         });
     }
     let p = prompts();
@@ -397,6 +423,28 @@ async fn finished_subagent(
 /// `bot` is the approval's bot as the store has it now.
 pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     obstacle_of(record, bot)
+}
+
+/// The other bot of `session` when it is `bot`'s conversation with a bot
+/// that now belongs to another user than `bot` does (an owner changed in
+/// fleet.toml): its turns end `owner_changed` (`Runner::owner_changed`),
+/// so an approval asked there can no longer be decided.
+pub async fn other_owners_peer(
+    store: &botfleet_memory::Store,
+    session: &botfleet_memory::SessionRecord,
+    bot: &BotRecord,
+) -> Result<Option<BotId>, botfleet_memory::StoreError> {
+    if session.key.kind != SessionKind::Agent {
+        return Ok(None);
+    }
+    let Ok(peer) = BotId::new(&session.key.peer) else {
+        return Ok(None);
+    };
+    Ok(store
+        .get_bot(&peer)
+        .await?
+        .filter(|p| p.owner != bot.owner)
+        .map(|p| p.id))
 }
 
 /// Whether approval `record` was asked in the DM of a person who no longer
