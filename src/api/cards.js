@@ -62,7 +62,10 @@ function actionJson(action) {
 function approvalStatusText(a, now = Date.now()) {
   switch (a.status) {
     case "pending":
-      return now >= a.expires_at ? "Expired: nobody decided in time" : `Waiting for your decision · expires ${relative(a.expires_at, now)}`;
+      if (now >= a.expires_at) return "Expired: nobody decided in time";
+      // no decision is taken (`cannot_run`, shown below, says why)
+      if (a.decidable === false) return `Cannot be decided · expires ${relative(a.expires_at, now)}`;
+      return `Waiting for your decision · expires ${relative(a.expires_at, now)}`;
     case "approved": {
       if (a.consumed_at) return "Approved · the action ran";
       // its bot left the config or lost the tool (`cannot_run`, shown below)

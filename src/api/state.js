@@ -111,7 +111,9 @@ export async function refreshApprovals() {
     const { data } = await call("approvals", {}, { query: { status: "pending", limit: 500 } });
     if (!auth.token) return;
     const pending = data.approvals || [];
-    store.pending = pending.length;
+    // the badge counts what waits for a decision: not one that cannot be
+    // decided (QA: "(1) Approvals" for one asked of a former owner)
+    store.pending = pending.filter((a) => a.decidable !== false).length;
     clearTimeout(expiryTimer);
     const next = Math.min(...pending.map((a) => Number(a.expires_at) || Infinity));
     if (Number.isFinite(next)) {

@@ -208,6 +208,17 @@ async fn an_approval_of_a_bot_given_away_offers_no_decision() {
         .await;
     let shown = cards(&browser, ".approvals").await;
     assert_eq!(shown[0]["buttons"], json!([]), "{shown}");
+    // it does not wait for her: the status says so, the badge counts none
+    browser
+        .wait_text(".approvals .panel", "Cannot be decided")
+        .await;
+    let badge = browser
+        .js(
+            "return document.getElementById('approval-count').hidden",
+            json!([]),
+        )
+        .await;
+    assert_eq!(badge, json!(true), "the badge counts it");
     // nor its card in the conversation, which she still reads (QA: it
     // offered Deny there)
     browser
