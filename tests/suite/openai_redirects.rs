@@ -142,7 +142,8 @@ async fn the_advice_keeps_the_query_and_a_304_is_no_redirect() {
     let error = complete(&model(&from), &request("x")).await.0.unwrap_err();
     let body = error.to_string();
     assert!(
-        body.contains("HTTP 304") && !body.contains("redirected"),
+        body.contains("HTTP 304 after 1 attempt(s): (an empty body)")
+            && !body.contains("redirected"),
         "{body}"
     );
 }

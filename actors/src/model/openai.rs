@@ -415,6 +415,10 @@ impl OpenAiModel {
             if status == reqwest::StatusCode::NOT_FOUND {
                 body = not_found(&body, &self.shown_url(redactor), &self.options);
             }
+            if body.is_empty() {
+                // the error ends "…attempt(s): " otherwise (QA)
+                body = "(an empty body)".to_owned();
+            }
             return Err(Failure::Status {
                 status,
                 body,

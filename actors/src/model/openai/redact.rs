@@ -174,19 +174,32 @@ pub(super) fn secrets_of(options: &OpenAiOptions, url: Option<&Url>) -> Vec<Stri
 /// configured URL, also when it does not parse, so everything between the
 /// scheme and the last `@` goes (a password may hold an unescaped `/`).
 pub(crate) fn shown_base_url(base_url: &str) -> String {
-    if let Ok(url) = Url::parse(base_url)
-        && url.username().is_empty()
-        && url.password().is_none()
-    {
-        // no userinfo; an `@` is in the path or query
-        return base_url.to_owned();
+    if let Ok(mut url) = Url::parse(base_url) {
+        if url.username().is_empty() && url.password().is_none() {
+            // no userinfo; an `@` is in the path or query
+            return base_url.to_owned();
+        }
+        // parsed, the userinfo is what the parser says it is: an `@` in
+        // the path or query is none of it (QA: `?mail=a@b.c` hid the host
+        // and the path)
+        if url.set_username("").is_ok() && url.set_password(None).is_ok() {
+            let shown = url.to_string();
+            if let Some(start) = shown.find("://").map(|i| i + 3) {
+                return format!("{}{HIDDEN}@{}", &shown[..start], &shown[start..]);
+            }
+        }
     }
     let Some(start) = base_url.find("://").map(|i| i + 3) else {
         return base_url.to_owned();
     };
-    match base_url.rfind('@') {
-        Some(at) if at >= start => format!("{}{HIDDEN}{}", &base_url[..start], &base_url[at..]),
-        Some(_) | None => base_url.to_owned(),
+    // not parsed: the userinfo ends at the last `@` before a query or a
+    // fragment (a password may hold a `/`)
+    let before_query = base_url[start..]
+        .find(['?', '#'])
+        .map_or(base_url.len(), |i| start + i);
+    match base_url[start..before_query].rfind('@') {
+        Some(at) => format!("{}{HIDDEN}{}", &base_url[..start], &base_url[start + at..]),
+        None => base_url.to_owned(),
     }
 }
 

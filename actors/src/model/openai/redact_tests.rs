@@ -35,6 +35,15 @@ fn a_base_url_is_shown_without_its_userinfo_even_when_it_does_not_parse() {
         "http://127.0.0.1:9/v1/@me"
     );
     assert_eq!(shown_base_url("not a url"), "not a url");
+    // an `@` in the query or the path is not the userinfo's (QA)
+    assert_eq!(
+        shown_base_url("http://usr:pw@127.0.0.1:9/v1/chat/completions?mail=a@b.c"),
+        "http://***@127.0.0.1:9/v1/chat/completions?mail=a@b.c"
+    );
+    assert_eq!(
+        shown_base_url("http://usr:pw@h.example/v1/@me"),
+        "http://***@h.example/v1/@me"
+    );
 }
 
 #[test]
