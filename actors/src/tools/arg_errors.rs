@@ -28,7 +28,9 @@ pub(super) fn explain<T: DeserializeOwned>(
     let quoted_number = got
         .strip_prefix("string \"")
         .and_then(|s| s.strip_suffix('"'))
-        .filter(|s| s.trim().parse::<f64>().is_ok())
+        // a JSON number: `NaN`, `inf` parse as f64 but are none (QA: the
+        // advice to write `NaN` without quotes was no valid JSON)
+        .filter(|s| s.trim().parse::<f64>().is_ok_and(f64::is_finite))
         .filter(|_| want.contains("number") || want.contains("integer"));
     let hint = match quoted_number {
         Some(n) => format!(" (write the number without quotes: {})", n.trim()),
@@ -180,6 +182,17 @@ mod tests {
             "invalid arguments for Remember: field `limit` must be a whole number (0 or more), \
              not the number -1"
         );
+    }
+
+    /// A quoted `NaN` or `inf` is no number JSON has: no advice to write
+    /// it without quotes.
+    #[test]
+    fn a_quoted_non_number_gets_no_advice_to_unquote_it() {
+        for given in ["NaN", "inf", "-infinity"] {
+            let said = message(json!({"text": "x", "limit": given}));
+            assert!(!said.contains("without quotes"), "{given}: {said}");
+        }
+        assert!(message(json!({"text": "x", "limit": "10"})).contains("without quotes: 10"));
     }
 
     /// What serde already names well stays as it was.
