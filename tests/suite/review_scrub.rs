@@ -23,6 +23,7 @@ async fn a_secret_across_a_cut_of_the_summary_or_the_reason_is_hidden_whole() {
     let bot = format!(
         "[[rule]]\nmatch = \"^cut\"\nsteps = [ {{ tool = \"Shell\", args = {{ command = {command:?} }} }} ]\n\n\
          [[rule]]\nmatch = \"^list\"\nsteps = [ {{ tool = \"Shell\", args = {{ command = \"ls\" }} }} ]\n\n\
+         [[rule]]\nmatch = \"^write\"\nsteps = [ {{ tool = \"Write\", args = {{ path = \"k.txt\", content = \"key={SECRET}\\n\" }} }} ]\n\n\
          [[rule]]\nsteps = [ {{ tool = \"SendMessage\", args = {{ text = \"ok\" }} }} ]\n"
     );
     // the reviewer's reason: its 500-character cut falls in the secret
@@ -36,10 +37,10 @@ async fn a_secret_across_a_cut_of_the_summary_or_the_reason_is_hidden_whole() {
     let host = TestFleet::new()
         .script("s", &bot)
         .script("rev", &reviewer)
-        .bot("r", "s", &["SendMessage", "Shell"])
+        .bot("r", "s", &["SendMessage", "Shell", "Write"])
         .bot_lines("secrets = [\"DEPLOY_PW\", \"SPACED\"]")
         .tables(&format!(
-            "[review]\nshell = \"enforce\"\nreviewer = \"rev\"\n\n\
+            "[review]\nshell = \"enforce\"\nfile_write = \"enforce\"\nreviewer = \"rev\"\n\n\
              [[secrets]]\nname = \"DEPLOY_PW\"\nvalue = \"{SECRET}\"\n\n\
              [[secrets]]\nname = \"SPACED\"\nvalue = \"pw-0123  456789\"\n"
         ))
@@ -47,10 +48,20 @@ async fn a_secret_across_a_cut_of_the_summary_or_the_reason_is_hidden_whole() {
         .await;
     host.end_turn("r", "cut it").await;
     host.end_turn("r", "list the files").await;
+    host.end_turn("r", "write the key").await;
     let (status, listed) = host.get("/v1/approvals?limit=50", TOKEN).await;
     assert_eq!(status, 200, "{listed}");
     let approvals = listed["approvals"].as_array().unwrap();
-    assert_eq!(approvals.len(), 2, "{listed:#}");
+    assert_eq!(approvals.len(), 3, "{listed:#}");
+    // the size of what would be written, not of its scrubbed text (QA: a
+    // secret in it shrank the count)
+    let written = 4 + SECRET.len() + 1;
+    assert!(
+        approvals
+            .iter()
+            .any(|a| a["summary"] == format!("write k.txt ({written} bytes)")),
+        "{listed:#}"
+    );
     let shown = listed.to_string();
     assert!(shown.contains("AAAA[redacted]"), "{shown}");
     assert!(shown.contains("reviewer model: xxx"), "{shown}");

@@ -149,7 +149,15 @@ pub(super) async fn build_action(
     }
     let mut summary = match tool {
         "Shell" => format!("run `{}`", summary_text(&text("command"))),
-        "Write" => format!("write {} ({} bytes)", text("path"), text("content").len()),
+        // the size of what would be written, not of its scrubbed text
+        // (QA: a secret in it shrank the count)
+        "Write" => format!(
+            "write {} ({} bytes)",
+            text("path"),
+            args.get("content")
+                .and_then(Value::as_str)
+                .map_or(0, str::len)
+        ),
         "Edit" => format!("edit {}", text("path")),
         "Task" => format!("start a subagent: {}", summary_text(&text("description"))),
         "SendToAgent" => format!("send a message to {}", text("agent")),
