@@ -28,9 +28,10 @@ pub(super) fn explain<T: DeserializeOwned>(
     let quoted_number = got
         .strip_prefix("string \"")
         .and_then(|s| s.strip_suffix('"'))
-        // a JSON number: `NaN`, `inf` parse as f64 but are none (QA: the
-        // advice to write `NaN` without quotes was no valid JSON)
-        .filter(|s| s.trim().parse::<f64>().is_ok_and(f64::is_finite))
+        // a JSON number as written: `NaN`, `inf`, `+5`, `.5`, `007` parse
+        // as f64 but are none (QA: the advice to write them without
+        // quotes was no valid JSON)
+        .filter(|s| serde_json::from_str::<f64>(s.trim()).is_ok_and(f64::is_finite))
         .filter(|_| want.contains("number") || want.contains("integer"));
     let hint = match quoted_number {
         Some(n) => format!(" (write the number without quotes: {})", n.trim()),
@@ -188,7 +189,7 @@ mod tests {
     /// it without quotes.
     #[test]
     fn a_quoted_non_number_gets_no_advice_to_unquote_it() {
-        for given in ["NaN", "inf", "-infinity"] {
+        for given in ["NaN", "inf", "-infinity", "+5", ".5", "5.", "007", "1e400"] {
             let said = message(json!({"text": "x", "limit": given}));
             assert!(!said.contains("without quotes"), "{given}: {said}");
         }
