@@ -129,7 +129,7 @@ export function fillApproval(box, a, { onDecided = refreshApprovals, details = f
   );
   box.className = `card approval-card ${a.status}`;
   box.replaceChildren(h("div", { class: "card-body" },
-    h("p", { class: "card-title" }, pending ? "Approve this action? " : "Action ", h("code", null, escapeHidden(str(a.tool), { oneLine: true }))),
+    h("p", { class: "card-title" }, pending && a.decidable !== false ? "Approve this action? " : "Action ", h("code", null, escapeHidden(str(a.tool), { oneLine: true }))),
     h("p", { class: "text" }, escapeHidden(str(a.summary), { oneLine: true })),
     a.reason ? h("p", { class: "hint" }, `Why it asks: ${escapeHidden(str(a.reason), { oneLine: true })}`) : null,
     details && a.action !== undefined

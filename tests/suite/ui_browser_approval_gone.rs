@@ -219,6 +219,16 @@ async fn an_approval_of_a_bot_given_away_offers_no_decision() {
         )
         .await;
     assert_eq!(badge, json!(true), "the badge counts it");
+    let title = browser
+        .js(
+            "return document.querySelector('.approvals .card-title').textContent",
+            json!([]),
+        )
+        .await;
+    assert!(
+        title.as_str().is_some_and(|t| t.starts_with("Action ")),
+        "asks to approve: {title}"
+    );
     // nor its card in the conversation, which she still reads (QA: it
     // offered Deny there)
     browser
