@@ -32,14 +32,7 @@ async fn a_retry_of_a_message_accepted_before_the_limit_was_lowered_is_a_duplica
         sent["seq"].as_i64().unwrap(),
     )
     .await;
-    let (status, room) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "den", "members": ["r", "q"]}).to_string(),
-        )
-        .await;
+    let (status, room) = host.create_room(TOKEN, "den", &["r", "q"]).await;
     assert_eq!(status, 201, "{room}");
     let body = json!({ "text": long }).to_string();
     let (status, posted) = host

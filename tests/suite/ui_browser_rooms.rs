@@ -514,14 +514,7 @@ async fn a_removed_member_is_shown_as_removed() {
         .bot("b", "s", &["SendMessage"])
         .start()
         .await;
-    let (status, room) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "pair", "members": ["r", "b"]}).to_string(),
-        )
-        .await;
+    let (status, room) = host.create_room(TOKEN, "pair", &["r", "b"]).await;
     assert_eq!(status, 201, "{room}");
     let fleet = host.shutdown().await.without_bot("b");
     fleet.write();
