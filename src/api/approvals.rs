@@ -78,10 +78,9 @@ pub(crate) async fn list(
     Ok(Json(json!({ "approvals": shown })))
 }
 
-/// Approval `a` as the API shows it: the record, and `cannot_run`, why
-/// its action cannot run as things stand (its bot is no longer in the
-/// fleet's config, or the tool is no longer among the bot's tools), or
-/// `null`. `bots` keeps the bots already read, for a listing.
+/// Approval `a` as the API shows it: the record, with `cannot_run` and
+/// `decidable` ([`approvals::standing`]). `bots` keeps the bots already
+/// read, for a listing.
 async fn with_obstacle(
     state: &ApiState,
     bots: &mut HashMap<BotId, Option<BotRecord>>,
@@ -95,36 +94,11 @@ async fn with_obstacle(
             b
         }
     };
-    let mut cannot_run = bot.as_ref().and_then(|b| approvals::obstacle(&a, b));
-    // asked in a conversation with a bot that now belongs to another user
-    // (its turns end `owner_changed`): deciding it is a 409 (QA: it was
-    // listed as decidable, and approving it ran nothing)
-    let mut peer_changed = false;
-    if let Some(b) = &bot
-        && a.status == ApprovalStatus::Pending
-        && let Some(session) = state.fleet.store().get_session(a.session).await?
-        && let Some(peer) = approvals::other_owners_peer(state.fleet.store(), &session, b).await?
-    {
-        peer_changed = true;
-        cannot_run = Some(format!(
-            "it was asked in {}'s conversation with bot {peer}, which now belongs to another \
-             user: nothing runs in that conversation any more, so this approval can no longer be \
-             decided and its action will not run",
-            a.bot
-        ));
-    }
-    // pending, and not of a person who no longer owns the bot nor of a
-    // conversation that ended so (deciding those is a 409): what a client
-    // offers Approve and Deny for
-    let decidable = a.status == ApprovalStatus::Pending
-        && !peer_changed
-        && !bot
-            .as_ref()
-            .is_some_and(|b| approvals::asked_of_a_former_owner(&a, b));
+    let standing = approvals::standing(state.fleet.store(), &a, bot.as_ref()).await?;
     let mut v = serde_json::to_value(&a).map_err(|e| ApiError::Internal(e.to_string()))?;
     if let Value::Object(map) = &mut v {
-        map.insert("cannot_run".to_owned(), json!(cannot_run));
-        map.insert("decidable".to_owned(), json!(decidable));
+        map.insert("cannot_run".to_owned(), json!(standing.cannot_run));
+        map.insert("decidable".to_owned(), json!(standing.decidable));
     }
     Ok(v)
 }

@@ -56,27 +56,14 @@ impl Runner {
         if session.key.is_former_owners_dm(&self.bot.owner) {
             return Ok(Some(OwnerChanged::FormerOwnersDm));
         }
-        match session.key.kind {
-            SessionKind::Agent => {}
-            SessionKind::Dm
-            | SessionKind::Group
-            | SessionKind::Routine
-            | SessionKind::Hook
-            | SessionKind::Subagent
-            | SessionKind::Room => return Ok(None),
-        }
         // a peer that names no bot (or no bot any more) has no owner to
-        // differ: its inputs run as before
-        let Ok(peer) = BotId::new(session.key.peer.clone()) else {
-            return Ok(None);
-        };
-        Ok(self
-            .rt
-            .store
-            .get_bot(&peer)
-            .await?
-            .filter(|other| other.owner != self.bot.owner)
-            .map(|other| OwnerChanged::OtherOwnersBot(other.id)))
+        // differ: its inputs run as before; an approval asked there is
+        // judged by the same rule (`approvals::standing`)
+        Ok(
+            crate::safety::approvals::other_owners_peer(&self.rt.store, session, &self.bot)
+                .await?
+                .map(OwnerChanged::OtherOwnersBot),
+        )
     }
 
     /// Whether this subagent's task was delegated from work that is not

@@ -422,46 +422,6 @@ async fn finished_subagent(
 /// is a new task of its parent, never to give the tool back.
 /// `bot` is the approval's bot as the store has it now.
 pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
-    obstacle_of(record, bot)
-}
-
-/// The other bot of `session` when it is `bot`'s conversation with a bot
-/// that now belongs to another user than `bot` does (an owner changed in
-/// fleet.toml): its turns end `owner_changed` (`Runner::owner_changed`),
-/// so an approval asked there can no longer be decided.
-pub async fn other_owners_peer(
-    store: &botfleet_memory::Store,
-    session: &botfleet_memory::SessionRecord,
-    bot: &BotRecord,
-) -> Result<Option<BotId>, botfleet_memory::StoreError> {
-    if session.key.kind != SessionKind::Agent {
-        return Ok(None);
-    }
-    let Ok(peer) = BotId::new(&session.key.peer) else {
-        return Ok(None);
-    };
-    Ok(store
-        .get_bot(&peer)
-        .await?
-        .filter(|p| p.owner != bot.owner)
-        .map(|p| p.id))
-}
-
-/// Whether approval `record` was asked in the DM of a person who no longer
-/// owns `bot`, its bot as the store has it now: deciding it answers `409`
-/// (`ApprovalError::OwnerChanged`), so it is not to be decided.
-pub fn asked_of_a_former_owner(record: &ApprovalRecord, bot: &BotRecord) -> bool {
-    let former_owners_dm = botfleet_memory::SessionKey {
-        bot: record.bot.clone(),
-        kind: SessionKind::Dm,
-        peer: record.owner.to_string(),
-    }
-    .id()
-        == record.session;
-    former_owners_dm && record.owner != bot.owner
-}
-
-fn obstacle_of(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     match record.status {
         ApprovalStatus::Pending => {}
         ApprovalStatus::Approved if record.consumed_at.is_none() => {}
@@ -521,6 +481,94 @@ fn obstacle_of(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
         ));
     }
     None
+}
+
+/// The other bot of `session` when it is `bot`'s conversation with a bot
+/// that now belongs to another user than `bot` does (an owner changed in
+/// fleet.toml; a bot messages only bots of its own owner): its turns end
+/// `owner_changed` (`Runner::owner_changed` asks this), so an approval
+/// asked there can no longer be decided. A peer that names no bot, or no
+/// bot any more, has no owner to differ.
+pub async fn other_owners_peer(
+    store: &botfleet_memory::Store,
+    session: &botfleet_memory::SessionRecord,
+    bot: &BotRecord,
+) -> Result<Option<BotId>, botfleet_memory::StoreError> {
+    if session.key.kind != SessionKind::Agent {
+        return Ok(None);
+    }
+    let Ok(peer) = BotId::new(&session.key.peer) else {
+        return Ok(None);
+    };
+    Ok(store
+        .get_bot(&peer)
+        .await?
+        .filter(|p| p.owner != bot.owner)
+        .map(|p| p.id))
+}
+
+/// Whether approval `record` was asked in the DM of a person who no longer
+/// owns `bot`, its bot as the store has it now: deciding it answers `409`
+/// (`ApprovalError::OwnerChanged`), so it is not to be decided.
+fn asked_of_a_former_owner(record: &ApprovalRecord, bot: &BotRecord) -> bool {
+    let former_owners_dm = botfleet_memory::SessionKey {
+        bot: record.bot.clone(),
+        kind: SessionKind::Dm,
+        peer: record.owner.to_string(),
+    }
+    .id()
+        == record.session;
+    former_owners_dm && record.owner != bot.owner
+}
+
+/// What an approval can still come to, as people are shown it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// Why its action cannot run as things stand ([`obstacle`], or its
+    /// conversation ended by an owner change), if it cannot.
+    pub cannot_run: Option<String>,
+    /// Whether a decision of it is taken: pending, and not asked of a
+    /// person who no longer owns the bot nor in a conversation an owner
+    /// change ended ([`decide`] answers those `OwnerChanged` and
+    /// `PeerOwnerChanged`): what a client offers Approve and Deny for.
+    pub decidable: bool,
+}
+
+/// The [`Standing`] of approval `record`, whose bot is `bot` as the store
+/// has it now (`None`: no record of it). Reads the approval's session
+/// only while it is pending.
+pub async fn standing(
+    store: &botfleet_memory::Store,
+    record: &ApprovalRecord,
+    bot: Option<&BotRecord>,
+) -> Result<Standing, StoreError> {
+    let pending = record.status == ApprovalStatus::Pending;
+    let Some(bot) = bot else {
+        return Ok(Standing {
+            cannot_run: None,
+            decidable: pending,
+        });
+    };
+    if pending
+        && let Some(session) = store.get_session(record.session).await?
+        && let Some(peer) = other_owners_peer(store, &session, bot).await?
+    {
+        // its turns end `owner_changed` (QA: it was listed as decidable,
+        // and approving it ran nothing)
+        return Ok(Standing {
+            cannot_run: Some(format!(
+                "it was asked in {}'s conversation with bot {peer}, which now belongs to another \
+                 user: nothing runs in that conversation any more, so this approval can no \
+                 longer be decided and its action will not run",
+                record.bot
+            )),
+            decidable: false,
+        });
+    }
+    Ok(Standing {
+        cannot_run: obstacle(record, bot),
+        decidable: pending && !asked_of_a_former_owner(record, bot),
+    })
 }
 
 /// Writes the expiry of `owner`'s approvals that expired since they were

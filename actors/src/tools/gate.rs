@@ -479,10 +479,10 @@ async fn approval_stage(
         call_id: ctx.call_id.to_owned(),
         tool: action.tool.clone(),
         fingerprint,
-        // people read it on the card, in listings and in search: scrubbed
-        // as the action is (QA: the command's secret showed here)
-        summary: ctx.secrets.redactor.scrub(&action.summary).into_owned(),
-        // a model reviewer's reason may quote the command
+        // the summary is made of scrubbed arguments (`build_action`); a
+        // rule's reason may quote a word of the command (a reviewer's is
+        // scrubbed as it is read)
+        summary: action.summary.clone(),
         reason: ctx.secrets.redactor.scrub(reason).into_owned(),
         action: shown(action.details(), &ctx.secrets.redactor),
         ttl_ms: config.approval_ttl.as_millis() as i64,
