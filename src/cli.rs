@@ -42,6 +42,8 @@ mod events;
 mod group;
 #[path = "cli_hints.rs"]
 mod hints;
+#[path = "cli_hooks.rs"]
+mod hooks;
 #[path = "cli_memory.rs"]
 mod memory;
 #[path = "cli_outcome.rs"]
@@ -190,6 +192,15 @@ pub enum Command {
         /// Instead of listing.
         #[command(subcommand)]
         action: Option<RoutinesCommand>,
+    },
+    /// List a bot's webhooks (defined in fleet.toml under
+    /// [[bots.hooks]]): each one's path and limits, never its secret.
+    Hooks {
+        /// Bot id.
+        bot: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Retry the inputs of a failed or undelivered turn.
     Retry {
@@ -634,6 +645,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             action: None,
             ..
         } => Err(args::no_bot("routines").into()),
+        Command::Hooks { bot, json } => hooks::list(&client(&cli)?, bot, *json).await,
         Command::Retry { turn } => {
             let c = client(&cli)?;
             let v = c

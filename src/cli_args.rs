@@ -342,6 +342,7 @@ fn check_member_lists(command: &Command) -> Result<(), BadInput> {
         | Command::Transcript { .. }
         | Command::Bots { .. }
         | Command::Routines { .. }
+        | Command::Hooks { .. }
         | Command::Retry { .. }
         | Command::Memory { .. }
         | Command::Forget { .. }
@@ -382,6 +383,7 @@ fn nonce(command: &Command) -> Option<&str> {
         | Command::Transcript { .. }
         | Command::Bots { .. }
         | Command::Routines { .. }
+        | Command::Hooks { .. }
         | Command::Retry { .. }
         | Command::Memory { .. }
         | Command::Forget { .. }
@@ -446,6 +448,7 @@ fn in_url(command: &Command) -> Vec<(&'static str, &str)> {
         Command::Routines {
             bot, action: None, ..
         } => bot.iter().map(|b| ("bot id", b.as_str())).collect(),
+        Command::Hooks { bot, .. } => vec![("bot id", bot)],
         Command::Run { .. }
         | Command::CheckConfig { .. }
         | Command::Bots { action: None, .. }

@@ -109,6 +109,7 @@ fn command(method: &str, path: &str) -> Option<String> {
         }
         ("GET", ["bots"]) => "botfleet bots".to_owned(),
         ("DELETE", ["bots", bot]) => format!("botfleet bots remove {}", arg(bot, "BOT")),
+        ("GET", ["bots", bot, "hooks"]) => format!("botfleet hooks {}", arg(bot, "BOT")),
         ("GET", ["bots", bot, "routines"]) => format!("botfleet routines {}", arg(bot, "BOT")),
         ("PUT", ["bots", bot, "routines", name]) => format!(
             "botfleet routines put {} {} --cron CRON --timezone ZONE --prompt TEXT",

@@ -136,38 +136,37 @@ pub(super) async fn runs(
     let record = client.get(&format!("/v1/bots/{}", segment(bot))).await?;
     let by = named_bot(bot, record["name"].as_str()).unwrap_or_else(|| bot.to_owned());
     let owner = record["owner"].as_str();
-    let (kind, name, what, listed) = match runs {
+    let (kind, name, what, listed, route) = match runs {
         Runs::Hook(name) => (
             SessionKind::Hook,
             *name,
             "webhook",
-            "its webhooks are under [[bots.hooks]] in fleet.toml".to_owned(),
+            format!("list its webhooks with `botfleet hooks {bot}`"),
+            "hooks",
         ),
         Runs::Routine(name) => (
             SessionKind::Routine,
             *name,
             "routine",
             format!("list its routines with `botfleet routines {bot}`"),
+            "routines",
         ),
     };
-    if let Runs::Routine(name) = runs {
-        // a routine the bot no longer has is refused as one it never had
-        // (QA: its old runs printed, exit 0, where the docs say exit 1)
-        let listed = client
-            .get(&format!("/v1/bots/{}/routines", segment(bot)))
-            .await?;
-        let has = listed["routines"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|r| r["name"] == *name);
-        if !has {
-            anyhow::bail!(
-                "bot {bot} has no routine {} (removed, or never made); list its routines with \
-                 `botfleet routines {bot}`",
-                botfleet_memory::quote_short(name)
-            );
-        }
+    // a routine or hook the bot no longer has is refused as one it never
+    // had (QA: its old runs printed, exit 0, where the docs say exit 1;
+    // a removed hook's runs still printed, no route listing hooks then)
+    let has = client
+        .get(&format!("/v1/bots/{}/{route}", segment(bot)))
+        .await?[route]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| r["name"] == *name);
+    if !has {
+        anyhow::bail!(
+            "bot {bot} has no {what} {} (removed, or never made); {listed}",
+            botfleet_memory::quote_short(name)
+        );
     }
     let key = SessionKey {
         bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,

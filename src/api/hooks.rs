@@ -51,14 +51,18 @@ use botfleet_memory::SessionKind;
 use hmac::Hmac;
 use hmac::KeyInit;
 use hmac::Mac;
+use serde_json::Value;
 use serde_json::json;
 use sha2::Sha256;
 
 use super::ApiState;
+use super::AuthUser;
 use super::error::ApiError;
+use super::extract::NoQuery;
 use super::extract::Path;
 use super::extract::read_body;
 use super::extract::single_header;
+use super::owned_bot;
 
 #[path = "hook_headers.rs"]
 mod hook_headers;
@@ -289,6 +293,47 @@ impl Hooks {
     fn get(&self, bot: &str, hook: &str) -> Option<&HookSecret> {
         self.by_key.get(&(bot.to_owned(), hook.to_owned()))
     }
+
+    /// `bot`'s hooks, by name, with their settings (never the secret).
+    fn of(&self, bot: &str) -> Vec<Value> {
+        let mut hooks: Vec<_> = self
+            .by_key
+            .iter()
+            .filter(|((b, _), _)| b == bot)
+            .map(|((_, name), h)| (name, h))
+            .collect();
+        hooks.sort_by(|a, b| a.0.cmp(b.0));
+        hooks
+            .into_iter()
+            .map(|(name, h)| {
+                json!({
+                    "name": name,
+                    "path": format!("{HOOKS_PREFIX}{bot}/{name}"),
+                    "max_payload_bytes": h.max_payload_bytes,
+                    "timestamp_tolerance_s": h.options.timestamp_tolerance_s,
+                    "require_timestamp": h.options.require_timestamp,
+                    "deliveries_per_minute": h.options.deliveries_per_minute,
+                })
+            })
+            .collect()
+    }
+}
+
+/// `GET /v1/bots/{bot}/hooks`: the webhooks fleet.toml gives one of the
+/// user's bots, by name, with their settings; never their secrets. Before
+/// it, no route listed them, so `botfleet transcript BOT --hook NAME`
+/// printed the runs of a hook since removed, where a removed routine is
+/// refused (QA).
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    user: AuthUser,
+    Path(bot): Path<String>,
+    _: NoQuery,
+) -> Result<Json<Value>, ApiError> {
+    let b = owned_bot(&state, &user, &bot).await?;
+    Ok(Json(
+        json!({ "bot": b.id, "hooks": state.hooks.of(b.id.as_str()) }),
+    ))
 }
 
 /// `sha256=<hex>` of the HMAC-SHA256 of `body` with `secret` (what a

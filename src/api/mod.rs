@@ -190,6 +190,7 @@ fn table() -> Table {
         .get("/v1/bots/{bot}/memory", memory::of_bot)
         .get("/v1/bots/{bot}/reviews", approvals::reviews_of_bot)
         .delete("/v1/memory/{id}", memory::forget)
+        .get("/v1/bots/{bot}/hooks", hooks::list)
         .get("/v1/bots/{bot}/routines", routines::list)
         .put("/v1/bots/{bot}/routines/{name}", routines::put)
         .delete("/v1/bots/{bot}/routines/{name}", routines::delete)

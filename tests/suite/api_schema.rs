@@ -194,6 +194,7 @@ async fn read_answers_follow_the_documented_schema() {
     let host = TestFleet::new()
         .script("s", SCRIPT)
         .bot("r", "s", &["SendMessage"])
+        .bot_lines("[[bots.hooks]]\nname = \"gh\"\nsecret = \"a-hook-secret-of-some-length\"\n")
         .start()
         .await;
     // a turn, so that the counts and the usage have something in them
@@ -219,6 +220,7 @@ async fn read_answers_follow_the_documented_schema() {
         ("/v1/bots/{bot}/memory", "/v1/bots/r/memory".to_owned()),
         ("/v1/bots/{bot}/reviews", "/v1/bots/r/reviews".to_owned()),
         ("/v1/bots/{bot}/routines", "/v1/bots/r/routines".to_owned()),
+        ("/v1/bots/{bot}/hooks", "/v1/bots/r/hooks".to_owned()),
         (
             "/v1/sessions/{session}/entries",
             format!("/v1/sessions/{session}/entries"),

@@ -66,8 +66,7 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert!(
-        err.contains("no runs of webhook \"gh\" of bot r")
-            && err.contains("[[bots.hooks]] in fleet.toml"),
+        err.contains("no runs of webhook \"gh\" of bot r") && err.contains("`botfleet hooks r`"),
         "{err}"
     );
     let (code, _, err) = cli(&["transcript", "r", "--routine", "daily"], &host.url, TOKEN).await;
@@ -175,5 +174,46 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
             .ends_with("▸ a push to main, 3 commits (to alice's conversation, its owner then)"),
         "{out}"
     );
+    // its owner lists the hook, with its path and limits, never its secret
+    let (code, out, err) = cli(&["hooks", "r"], &host.url, BOB_TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("NAME")
+            && lines[1].starts_with("gh")
+            && lines[1].contains("/v1/hooks/r/gh"),
+        "{out}"
+    );
+    let (code, out, err) = cli(&["hooks", "r", "--json"], &host.url, BOB_TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("\"deliveries_per_minute\"") && !out.contains(SECRET),
+        "{out}"
+    );
+    // another user: the same 404 as for any bot not theirs
+    let (code, out, err) = cli(&["hooks", "r"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("no bot \"r\" for you"), "{err}");
+
+    // the hook taken out of fleet.toml: its runs are refused as a removed
+    // routine's are (they printed, exit 0, where the docs say exit 1)
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("r")
+        .bot_of("r", "s", &["SendMessage"], "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, BOB_TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("bot r has no webhook \"gh\" (removed, or never made)")
+            && err.contains("`botfleet hooks r`"),
+        "{err}"
+    );
+    let (code, out, err) = cli(&["hooks", "r"], &host.url, BOB_TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("r has no webhooks; add one"), "{err}");
     host.shutdown().await;
 }
