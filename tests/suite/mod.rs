@@ -114,6 +114,7 @@ mod moved_bot_agents;
 mod moved_bot_inputs;
 mod newuser;
 mod obligation_after_interrupt;
+mod openai_compressed;
 mod openai_credentials;
 mod openai_dialects;
 mod openai_edges;

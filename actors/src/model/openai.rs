@@ -139,6 +139,7 @@ use body::too_large;
 use body::whole_json;
 use body::without_done;
 use endpoint::chat_completions_url;
+use endpoint::compressed;
 use endpoint::html_error_page;
 use endpoint::html_page;
 use endpoint::not_found;
@@ -399,8 +400,20 @@ impl OpenAiModel {
                 retry_after: None,
             });
         }
+        let encoding = compressed(response.headers()).map(|e| redactor.text(&e));
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
+            if let Some(encoding) = encoding {
+                // its bytes say nothing readable: not quoted
+                return Err(Failure::Status {
+                    status,
+                    body: format!(
+                        "(a body sent compressed, Content-Encoding: {encoding}, not shown: the \
+                         request asked for none)"
+                    ),
+                    retry_after,
+                });
+            }
             let mut body = self.error_body(response, redactor, cancel).await?;
             // a request too long for the model, an account out of credit:
             // no retry helps, the error says what does
@@ -424,6 +437,14 @@ impl OpenAiModel {
                 body,
                 retry_after,
             });
+        }
+        if let Some(encoding) = encoding {
+            return Err(Failure::Final(ModelError::Protocol(format!(
+                "the model server sent its answer compressed (Content-Encoding: {encoding}) \
+                 though the request asked for none (Accept-Encoding: identity), and botfleet \
+                 decompresses nothing: have the server, or the proxy in front of it, send \
+                 answers uncompressed"
+            ))));
         }
         let labelled_sse = response
             .headers()

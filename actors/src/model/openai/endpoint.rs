@@ -5,6 +5,7 @@
 
 use reqwest::Url;
 use reqwest::header::ACCEPT;
+use reqwest::header::ACCEPT_ENCODING;
 use reqwest::header::AUTHORIZATION;
 use reqwest::header::CONTENT_TYPE;
 use reqwest::header::HeaderMap;
@@ -302,8 +303,9 @@ fn ends_in_v1(base_url: &str) -> bool {
     }
 }
 
-/// The headers of every request: JSON in, SSE or JSON out, botfleet as
-/// the user agent, the key as a bearer token (without the whitespace
+/// The headers of every request: JSON in, SSE or JSON out, uncompressed
+/// (botfleet decompresses nothing: [`compressed`]), botfleet as the user
+/// agent, the key as a bearer token (without the whitespace
 /// around it, which a key pasted into a variable often brings), the extra
 /// headers; credentials marked sensitive.
 pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, ModelError> {
@@ -318,6 +320,7 @@ pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, Mode
             "application/json"
         }),
     );
+    headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     if let Some(key) = options
         .api_key
         .as_deref()
@@ -344,4 +347,19 @@ pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, Mode
         headers.insert(header, value);
     }
     Ok(headers)
+}
+
+/// The `Content-Encoding` of an answer sent compressed (anything but
+/// `identity`), which botfleet does not decompress: its first 40
+/// characters, to be named in the error. The request asks for none, but
+/// a server or a proxy in front of it may compress anyway; its body was
+/// quoted as the compressed bytes it is (QA).
+pub(super) fn compressed(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(reqwest::header::CONTENT_ENCODING)?;
+    let value = String::from_utf8_lossy(value.as_bytes());
+    let value = value.trim();
+    if value.is_empty() || value.eq_ignore_ascii_case("identity") {
+        return None;
+    }
+    Some(value.chars().take(40).collect())
 }
