@@ -142,9 +142,17 @@ pub(crate) fn check_text(
 /// `None` when it fits. [`check_text`]'s words, also for the arguments
 /// whose advice is their own (Task's title, an agent's role).
 pub(crate) fn text_problem(arg: &str, text: &str, max: usize) -> Option<(TextProblem, String)> {
-    let chars = crate::message_text(text).chars().count();
+    let text = crate::message_text(text);
+    let chars = text.chars().count();
     if chars == 0 {
         Some((TextProblem::Empty, format!("`{arg}` is empty")))
+    } else if botfleet_memory::shows_nothing(text) {
+        // the API refuses such a message as empty; a bot's message or
+        // task of it was delivered as a blank one (QA)
+        Some((
+            TextProblem::Empty,
+            format!("`{arg}` is empty (nothing but spaces or invisible characters such as U+200B)"),
+        ))
     } else if chars > max {
         Some((
             TextProblem::TooLong,

@@ -161,6 +161,29 @@ async fn task_errors_name_the_prompt_argument() {
         "error: `text` is empty. Next step: call SendToAgent again with `text` set to the \
          message to send"
     );
+    // nothing a person would see: refused alike (QA: delivered as a blank
+    // message that woke the other bot); so is a Task made of it
+    let err = SendToAgent
+        .call(
+            &f.ctx("c6"),
+            json!({"agent": "b", "text": "\u{200b}\u{feff} "}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "error: `text` is empty (nothing but spaces or invisible characters such as U+200B). \
+         Next step: call SendToAgent again with `text` set to the message to send"
+    );
+    let err = super::super::Task
+        .call(&f.ctx("c7"), task("\u{200b}".into()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("error: `prompt` is empty (nothing but"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

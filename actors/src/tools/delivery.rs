@@ -84,6 +84,15 @@ impl Tool for SendMessage {
                 "call SendMessage with the text you want the person to read",
             ));
         }
+        if botfleet_memory::shows_nothing(text) {
+            // a blank message counted as the turn's reply (QA): refused
+            // as the API refuses one from a person
+            return Err(ToolError::new(
+                "the message text is empty (nothing but spaces or invisible characters such as \
+                 U+200B)",
+                "call SendMessage with the text you want the person to read",
+            ));
+        }
         let chars = text.chars().count();
         if chars > ctx.limits().max_message_chars {
             return Err(ToolError::new(

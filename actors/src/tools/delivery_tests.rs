@@ -50,6 +50,35 @@ async fn send_message_results_are_the_same_text_and_the_ids_stay_in_the_entries(
     assert_eq!(delivered_entry(&again.effects).0, id1);
 }
 
+/// Regression (QA): a message of nothing but invisible characters was
+/// delivered, a blank reply that met the turn's obligation; the API
+/// refuses the same text from a person as empty.
+#[tokio::test]
+async fn a_message_that_shows_nothing_is_refused_as_empty() {
+    let f = ToolFixture::new();
+    for (call, text) in [
+        ("c1", "\u{200b}"),
+        ("c2", "\u{feff}\u{200b} \n"),
+        ("c3", "\u{2060}"),
+    ] {
+        let err = SendMessage
+            .call(&f.ctx(call), json!({"text": text}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "error: the message text is empty (nothing but spaces or invisible characters such \
+             as U+200B). Next step: call SendMessage with the text you want the person to read"
+        );
+    }
+    // a visible character among them is a message
+    let out = SendMessage
+        .call(&f.ctx("c4"), json!({"text": "\u{200b}ok"}))
+        .await
+        .unwrap();
+    assert!(out.delivered);
+}
+
 /// What SendMessage says about a card: the error's text, or "delivered".
 async fn send_card(f: &ToolFixture, card: Value) -> String {
     match SendMessage
