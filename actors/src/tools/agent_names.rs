@@ -97,9 +97,18 @@ pub(super) async fn check_name_free(
         if other.owner != target.owner && !shareable(target) && !shareable(other) {
             continue;
         }
+        // a made bot its owner removed does not come back and answers to
+        // no mention: its name is free again (it refused the name with a
+        // clash no model could see, QA), its id stays its own (a message
+        // to that id says the bot left)
+        let removed_made = other.removed_at().is_some() && other.origin.starts_with("agent:");
         let them = MemberName {
             id: other.id.to_string(),
-            name: other.name.clone(),
+            name: if removed_made {
+                other.id.to_string()
+            } else {
+                other.name.clone()
+            },
         };
         if let Some(token) = them.clash(&me) {
             // a renamed one: named now, and by the file's name it gets

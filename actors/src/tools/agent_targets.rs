@@ -109,7 +109,16 @@ pub(crate) async fn resolve_bot(
             answering.push(written.clone());
         }
     }
-    if let Some(b) = names::pick(&answering, name)? {
+    // a made bot its owner removed gave up its name (`check_name_free`):
+    // one answering to it now is meant, not the removed one (the two were
+    // "ambiguous"); the removed one alone still is, to be told it left
+    let (gone, here): (Vec<BotRecord>, Vec<BotRecord>) = answering
+        .into_iter()
+        .partition(|b| b.removed_at().is_some() && b.origin.starts_with("agent:"));
+    if let Some(b) = names::pick(&here, name)? {
+        return Ok(b.clone());
+    }
+    if let Some(b) = names::pick(&gone, name)? {
         return Ok(b.clone());
     }
     // none: the owner's bots, to name the likely meant (no subagent: an

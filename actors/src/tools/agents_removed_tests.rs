@@ -187,3 +187,44 @@ async fn a_follower_removed_before_the_cut_commits_stays_removed() {
         "nothing was changed"
     );
 }
+
+/// Regression (QA): the name of a made bot its owner removed was refused
+/// for a new bot, as held by a bot no model sees; fleet.toml took it. The
+/// removed bot's id stays its own.
+#[tokio::test]
+async fn a_removed_made_bots_name_is_free_again_but_not_its_id() {
+    let f = speaker();
+    with_scout(&f).await;
+    let finder = json!({"name": "Field Finder", "role": "Finds fields.", "id": "ff"});
+    let out = CreateAgent.call(&f.ctx("c1"), finder).await.unwrap();
+    f.rt.store.write(out.effects).await.unwrap();
+    let made = f.rt.store.get_bot(&BotId::new("ff").unwrap()).await;
+    remove(&f, made.unwrap().unwrap()).await;
+
+    let again = json!({"name": "Field Finder", "role": "Finds fields again.", "id": "ff-two"});
+    let out = CreateAgent.call(&f.ctx("c2"), again).await.unwrap();
+    f.rt.store.write(out.effects).await.unwrap();
+    let made = f.rt.store.get_bot(&BotId::new("ff-two").unwrap()).await;
+    assert_eq!(made.unwrap().unwrap().name, "Field Finder");
+    // a message by that name goes to the bot that has it now
+    let out = SendToAgent
+        .call(
+            &f.ctx("c4"),
+            json!({"agent": "Field Finder", "text": "hello"}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.content.starts_with("delivered to ff-two"),
+        "{}",
+        out.content
+    );
+    // a name that reads as the removed bot's id still clashes with it
+    let by_id = json!({"name": "FF", "role": "x", "id": "ff-three"});
+    let err = CreateAgent.call(&f.ctx("c3"), by_id).await.unwrap_err();
+    assert!(
+        err.to_string().contains("the agent ff (")
+            && err.to_string().contains("choose another name"),
+        "{err}"
+    );
+}
