@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use botfleet_memory::EntryKind;
+use botfleet_memory::Mutation;
 use botfleet_memory::SubagentRecord;
 use botfleet_memory::SubagentStatus;
 use serde::Deserialize;
@@ -72,11 +73,12 @@ impl Tool for CheckSubagent {
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: CheckArgs = parse_args("CheckSubagent", args)?;
         let Some(id) = args.id else {
-            let (list, left_out) = ctx
+            let (mut list, left_out) = ctx
                 .store()
                 .subagents_listed(&ctx.bot.id, FINISHED_SHOWN)
                 .await
                 .map_err(store_error)?;
+            as_of_step(ctx, &mut list).await?;
             if list.is_empty() {
                 return Ok(ToolOutput::text(if ctx.may_use("Task") {
                     "you have not delegated anything (start with Task)"
@@ -86,7 +88,14 @@ impl Tool for CheckSubagent {
             }
             return Ok(ToolOutput::text(task_list(&list, left_out)));
         };
-        let sub = own_subagent(ctx, &id).await?;
+        let sub = match made_in_step(ctx, &id) {
+            Some(made) => made,
+            None => own_subagent(ctx, &id).await?,
+        };
+        let wanted = sub.id.clone();
+        let mut one = vec![sub.clone()];
+        as_of_step(ctx, &mut one).await?;
+        let sub = one.into_iter().find(|s| s.id == wanted).unwrap_or(sub);
         let session = subagent_session(&sub.id, &ctx.bot.id).id();
         let recent = ctx
             .store()
@@ -151,6 +160,65 @@ impl Tool for CheckSubagent {
             }
         )))
     }
+}
+
+/// The subagent `id` of the caller's that an earlier call of this step
+/// starts (Task), not committed yet.
+fn made_in_step(ctx: &ToolContext<'_>, id: &str) -> Option<SubagentRecord> {
+    let id = id.trim();
+    ctx.step_effects
+        .iter()
+        .flat_map(Mutation::within_limits)
+        .find_map(|m| match m {
+            Mutation::CreateSubagent(s) if s.id.as_str() == id && s.parent == ctx.bot.id => {
+                Some(s.clone())
+            }
+            _ => None,
+        })
+}
+
+/// `list` as the step's earlier calls leave it, their writes not yet
+/// committed: the subagents they start (Task) added, those they give
+/// more work (MessageSubagent) running again. Before, a Task and a
+/// CheckSubagent in one step listed no such task, and a finished subagent
+/// given more work showed as done: a model could take its Task for
+/// failed and delegate the work again (QA). A stop (StopSubagent) is
+/// committed as it is called, so the store has it.
+async fn as_of_step(
+    ctx: &ToolContext<'_>,
+    list: &mut Vec<SubagentRecord>,
+) -> Result<(), ToolError> {
+    for m in ctx.step_effects.iter().flat_map(Mutation::within_limits) {
+        match m {
+            Mutation::CreateSubagent(s)
+                if s.parent == ctx.bot.id && !list.iter().any(|l| l.id == s.id) =>
+            {
+                list.push(s.clone());
+            }
+            Mutation::SetSubagentStatus { id, status, result } => {
+                if let Some(l) = list.iter_mut().find(|l| l.id == *id) {
+                    l.status = *status;
+                    if result.is_some() {
+                        l.result.clone_from(result);
+                    }
+                } else if let Some(mut s) = ctx
+                    .store()
+                    .subagent_of(&ctx.bot.id, id.as_str())
+                    .await
+                    .map_err(store_error)?
+                {
+                    // a finished one older than the list shows
+                    s.status = *status;
+                    if result.is_some() {
+                        s.result.clone_from(result);
+                    }
+                    list.push(s);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The list view: `list` (every running subagent and the

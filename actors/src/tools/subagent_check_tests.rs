@@ -162,3 +162,72 @@ async fn an_unknown_id_among_few_subagents_names_them_all() {
         "use the id of one of your subagents (latest finished: b.sub-0, b.sub-1, b.sub-2)"
     );
 }
+
+/// Regression (QA): CheckSubagent read the store only, so a Task earlier
+/// in the same step was not in the list (nor found by its id), and a
+/// finished subagent given more work by MessageSubagent in that step
+/// still showed `[done]`: a model could take its Task for failed and
+/// delegate the work again. The list is as the step's calls leave it.
+#[tokio::test]
+async fn the_list_counts_the_steps_earlier_calls() {
+    let f = ToolFixture::new();
+    with_subagents(&f, 2, |_| false).await;
+    let task = json!({"description": "survey", "prompt": "Look around and report."});
+    let started = super::super::Task.call(&f.ctx("c1"), task).await.unwrap();
+    let more = super::super::MessageSubagent
+        .call(
+            &f.ctx("c2"),
+            json!({ "id": "b.sub-0", "text": "and the roof too" }),
+        )
+        .await
+        .unwrap();
+    let child = started
+        .effects
+        .iter()
+        .flat_map(Mutation::within_limits)
+        .find_map(|m| match m {
+            Mutation::CreateSubagent(s) => Some(s.id.to_string()),
+            _ => None,
+        })
+        .unwrap();
+    let earlier: Vec<Mutation> = started.effects.into_iter().chain(more.effects).collect();
+    let ctx = ToolContext {
+        step_effects: &earlier,
+        ..f.ctx("c3")
+    };
+    let out = CheckSubagent.call(&ctx, json!({})).await.unwrap().content;
+    assert_eq!(
+        out,
+        format!(
+            "your delegated tasks:\n- b.sub-0 [running] task 0\n- b.sub-1 [done] task 1\n- \
+             {child} [running] survey"
+        )
+    );
+    // and by id
+    let ctx = ToolContext {
+        step_effects: &earlier,
+        ..f.ctx("c4")
+    };
+    let one = CheckSubagent
+        .call(&ctx, json!({ "id": child }))
+        .await
+        .unwrap()
+        .content;
+    assert!(
+        one.starts_with(&format!("subagent {child} [running]: survey")),
+        "{one}"
+    );
+    let ctx = ToolContext {
+        step_effects: &earlier,
+        ..f.ctx("c5")
+    };
+    let one = CheckSubagent
+        .call(&ctx, json!({ "id": "b.sub-0" }))
+        .await
+        .unwrap()
+        .content;
+    assert!(
+        one.starts_with("subagent b.sub-0 [running]: task 0"),
+        "{one}"
+    );
+}
