@@ -334,11 +334,14 @@ impl BotState {
                     self.compact_due.push(run.session);
                 }
                 // the turn that found the budget spent as it began told its
-                // session; the turn that spent it pauses the bot as it ends
+                // session if a person's message was among its inputs (one
+                // woken by a subagent's report told nobody, and the
+                // person's next message there was never told either, QA);
+                // the turn that spent it pauses the bot as it ends
                 // (so the bot list and the answer to the next message show
                 // the pause) and its session is told by its next message
                 let pause = match (report.paused_until, report.spent_until) {
-                    (Some(until), _) => Some((until, true)),
+                    (Some(until), _) => Some((until, report.paused_told)),
                     (None, Some(until)) => Some((until, false)),
                     (None, None) => None,
                 };

@@ -193,6 +193,31 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
         vec!["delegated".to_owned()],
         "{entries:#?}"
     );
+    // the turn the reports woke told nobody (no person's message among
+    // its inputs): the person's next message there is told of the pause
+    // (QA: it was taken as told, and waited in silence until midnight)
+    let (status, again) = host.send("p", "hello?", None).await;
+    assert_eq!(status, 202, "{again}");
+    assert_eq!(again["session"], session.as_str(), "{again}");
+    let seq = again["seq"].as_i64().unwrap();
+    let notice = host
+        .wait_for(&session, |es| {
+            es.iter()
+                .find(|e| {
+                    e["kind"] == "notice"
+                        && e["code"] == "budget_exhausted"
+                        && e["seq"].as_i64() > Some(seq)
+                })
+                .cloned()
+        })
+        .await;
+    assert!(
+        notice["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("p has used its daily token budget"),
+        "{notice:#}"
+    );
 
     // a person who writes to a subagent is told whose budget it spends
     // (it said "has used its daily token budget" and named a setting the

@@ -125,6 +125,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
                 error: Some(error),
                 compaction_due: false,
                 paused_until: None,
+                paused_told: false,
                 spent_until: None,
             };
         }
@@ -179,6 +180,7 @@ pub(crate) async fn run_turn(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
         error,
         compaction_due,
         paused_until: runner.paused_until,
+        paused_told: runner.pause_told,
         spent_until,
     }
 }
@@ -218,6 +220,10 @@ struct Runner {
     secrets: BotSecrets,
     /// Set when the bot's token budget is spent (the turn did not run).
     paused_until: Option<i64>,
+    /// Whether the pause of `paused_until` was told to the session's
+    /// people (a `budget_exhausted` notice written, or one already there):
+    /// only a person's input is told.
+    pause_told: bool,
     turn: TurnId,
     session: SessionId,
     kind: Option<PlanKind>,
@@ -294,6 +300,7 @@ impl Runner {
             memory_update_at: None,
             block: StateBlock::default(),
             paused_until: None,
+            pause_told: false,
             looped: false,
             tool_guard: ToolCallLoopGuard::default(),
             tool_loop_warned: None,

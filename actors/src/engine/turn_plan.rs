@@ -127,6 +127,10 @@ pub(crate) struct TurnReport {
     /// The bot's daily token budget was found spent when the turn began
     /// (it did not run, and told its session): no turn until this time (ms).
     pub paused_until: Option<i64>,
+    /// Whether that pause was told to the session's people: not when the
+    /// turn's inputs were no person's (a subagent's report, a routine), so
+    /// the person's next message there is told then.
+    pub paused_told: bool,
     /// The turn's own usage, committed with its end, spent the budget: no
     /// turn until this time (ms); its session was not told yet.
     pub spent_until: Option<i64>,

@@ -36,6 +36,7 @@ impl Runner {
             return Ok(None);
         };
         self.paused_until = Some(pause.until_ms);
+        self.pause_told = notice_after.is_some();
         if let Some(notice) = self.budget_notice(&pause, notice_after)? {
             self.rt.store.write(vec![notice]).await?;
         }
@@ -127,10 +128,12 @@ impl Runner {
         }
         self.paused_until = Some(pause.until_ms);
         if self.scope.session.key.kind == SessionKind::Group || task {
+            self.pause_told = true;
             return self.fail(pause.reason()).await.map(Some);
         }
         let person = self.inputs.iter().any(|i| i.priority == Priority::UserDm);
         let first = self.state.input_seqs.iter().min().copied();
+        self.pause_told = first.filter(|_| person).is_some();
         let notice = self.budget_notice(&pause, first.filter(|_| person))?;
         if self.start_pending.is_some() {
             // no step was written (only a compaction ran): the inputs are
