@@ -241,6 +241,56 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
         err.contains("@b is no longer in the fleet's config and takes no turns in this room"),
         "{err}"
     );
+    // `@everyone` names nobody: no report of b, as for no mention (QA:
+    // every `@everyone` message reported it again)
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            Some("k7"),
+            json!({"text": "@everyone plans?"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(v["removed_mentions"], json!([]), "{v}");
+    assert_eq!(v["addressed"], json!(["r"]), "{v}");
+    host.wait_turn_end(&timeline, v["seq"].as_i64().unwrap())
+        .await;
+    // a mention of nobody lists the members to address: not b (QA: the
+    // notice offered it as a member)
+    let (status, v) = host
+        .post_raw(
+            "/v1/groups/pair/messages",
+            Some(TOKEN),
+            Some("k8"),
+            json!({"text": "@ghost @r plans?"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    host.wait_turn_end(&timeline, v["seq"].as_i64().unwrap())
+        .await;
+    let after: Vec<Value> = host
+        .entries(&timeline)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "notice" && e["seq"].as_i64() > Some(0))
+        .collect();
+    let unknown = after
+        .iter()
+        .rfind(|e| e["code"] == "unknown_mention")
+        .unwrap_or_else(|| panic!("no unknown_mention notice: {after:#?}"));
+    let text = unknown["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("No member of this room is called @ghost")
+            && text.contains("Members: @r (")
+            && !text.contains("@b ("),
+        "{text}"
+    );
+    let removed_notices = after
+        .iter()
+        .filter(|e| e["code"] == "removed_member")
+        .count();
+    assert_eq!(removed_notices, 2, "one per message naming b: {after:#?}");
     // and a new room cannot take it
     let (status, v) = host
         .post_raw(

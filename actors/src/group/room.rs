@@ -453,16 +453,39 @@ pub(super) async fn plan_post(
         .iter()
         .filter_map(|i| room.members.get(*i).cloned())
         .partition(|id| absent_members.iter().any(|(a, _)| a == id));
+    // of those, the ones asked for by name: `@everyone` or no mention
+    // names nobody (QA: `@everyone` reported every absent member, each
+    // time, where a message with no mention reported none)
+    let written = mentions(text);
+    let by_name: Vec<BotId> = gone
+        .iter()
+        .filter(|id| {
+            names.iter().any(|n| {
+                n.id == id.as_str()
+                    && written
+                        .iter()
+                        .any(|m| botfleet_memory::name_key(m) != EVERYONE && n.answers_to(m))
+            })
+        })
+        .cloned()
+        .collect();
+    // the members to address: those that take turns (QA: the unknown
+    // mention's notice offered a removed member)
+    let present: Vec<MemberName> = names
+        .iter()
+        .filter(|n| !absent_members.iter().any(|(a, _)| a.as_str() == n.id))
+        .cloned()
+        .collect();
     let nonce = key
         .map(str::to_owned)
         .unwrap_or_else(|| Uuid::now_v7().to_string());
     let timeline = room.timeline();
     let session = timeline.id();
     let mut notices = Vec::new();
-    if !gone.is_empty() && !mentions(text).is_empty() {
+    if !by_name.is_empty() {
         let named: Vec<(BotId, Absent)> = absent_members
             .into_iter()
-            .filter(|(id, _)| gone.contains(id))
+            .filter(|(id, _)| by_name.contains(id))
             .collect();
         notices.push(NewEntry {
             id: EntryId::new_v7(),
@@ -492,19 +515,19 @@ pub(super) async fn plan_post(
             kind: EntryKind::Notice {
                 code: "unknown_mention".into(),
                 text: format!(
-                    "No member of this room is called {}; {addressed_text}. Members: {}.",
+                    "No member of this room is called {}; {addressed_text}. {}",
                     unknown.join(", "),
-                    super::mentions::members_list(&names)
+                    if present.is_empty() {
+                        "No member takes turns here now.".to_owned()
+                    } else {
+                        format!("Members: {}.", super::mentions::members_list(&present))
+                    }
                 ),
                 retry_turn: None,
             },
         });
     }
-    let removed_mentions = if mentions(text).is_empty() {
-        Vec::new()
-    } else {
-        gone
-    };
+    let removed_mentions = by_name;
     let state = RunState {
         selected: addressed.clone(),
         unknown: selection.unknown.clone(),
