@@ -304,7 +304,9 @@ class Outgoing {
  * "room", id}): those sent from an earlier visit of the view (or kept
  * from before a reload) and the new ones. Hooks: onAccepted(data), the
  * host stored a message; refused(p) → Promise<boolean>, the host refused
- * one with a 409: true when the view says so itself (the bubble and the
+ * one with a 409, or with a 404 (a room the sender was taken out of: its
+ * Retry could never work, and Edit put the text into a box no longer on
+ * the page, QA): true when the view says so itself (the bubble and the
  * message go). Returns {send(text), close()}: close() stops showing, not
  * sending.
  */
@@ -321,7 +323,7 @@ export function outboxView(timeline, to, { onAccepted = () => {}, refused = asyn
       out = new Outgoing(timeline, p);
       bubbles.set(p, out);
     }
-    if (p.state === "failed" && p.renew && p.answer && (await refused(p))) return outbox.discard(p);
+    if (p.state === "failed" && ((p.renew && p.answer) || p.refusal === 404) && (await refused(p))) return outbox.discard(p);
     out.follow();
     if (p.state !== "sent") return;
     bubbles.delete(p);

@@ -268,6 +268,9 @@ class Outbox {
     p.last = Date.now();
     // an unconfirmed message keeps its words while it is asked again
     if (p.state !== "unconfirmed") this.set(p, "sending");
+    // the status of the last refusal (a room's 404: the sender is no
+    // longer in it), for the view to say why (compose.js)
+    p.refusal = 0;
     try {
       const { status, data } = await post(p.to, p.text, p.key);
       if (!this.items.has(p.id)) return;
@@ -283,7 +286,10 @@ class Outbox {
     } catch (e) {
       if (e.status === 401) return this.refused(p);
       if (!this.items.has(p.id)) return;
-      if (!mayHaveReached(e)) return this.set(p, "failed", e.message);
+      if (!mayHaveReached(e)) {
+        p.refusal = e.status;
+        return this.set(p, "failed", e.message);
+      }
       p.reached = true;
       this.set(p, "unconfirmed", e.message);
       if (this.items.has(p.id)) p.timer = setTimeout(() => this.attempt(p), p.wait);

@@ -168,6 +168,49 @@ async fn a_room_you_were_taken_out_of_says_so() {
     ui_page::finish(browser, host).await;
 }
 
+/// Bob posts to alice's shared room after she took his bot out of it,
+/// before his page's poll learned of it: the refusal (a 404) puts the
+/// "no longer in this room" line in place of the box, quoting his text.
+/// (The bubble stayed "Not sent" with a Retry that could never work, and
+/// its Edit put the text into a box no longer on the page: QA.)
+#[tokio::test]
+async fn a_post_refused_after_you_were_taken_out_says_so_with_its_text() {
+    let Some((browser, host)) = shared_room("standup").await else {
+        return;
+    };
+    browser.sign_in(&host.url, BOB_TOKEN).await;
+    // no poll: the refused post is what learns of the change
+    browser
+        .js(
+            "const every = window.setInterval; \
+             window.setInterval = (f, ms) => (ms === 5000 ? 0 : every(f, ms)); \
+             location.hash = '#/rooms/standup';",
+            json!([]),
+        )
+        .await;
+    browser.find(".detail .composer textarea").await;
+    let (status, changed) = host
+        .call(
+            Method::PUT,
+            "/v1/groups/standup/members",
+            TOKEN,
+            Some(json!({"members": ["b", "c"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    browser
+        .type_in(".composer textarea", &format!("important words{ENTER}"))
+        .await;
+    browser
+        .wait_text(".room-closed", "Not sent, you are no longer in this room")
+        .await;
+    browser.wait_text(".room-closed", "important words").await;
+    assert_eq!(browser.count(".composer").await, 0);
+    assert_eq!(browser.count(".outbox li").await, 0);
+    assert!(!has_button(&browser, "Retry").await);
+    ui_page::finish(browser, host).await;
+}
+
 /// The owner's open room learns of its close live (the close notice's
 /// change signal): the box gives way to the closed line at once.
 #[tokio::test]
