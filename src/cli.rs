@@ -161,8 +161,12 @@ pub enum Command {
         hook: Option<String>,
         /// The runs of the bot's routine NAME instead of your conversation
         /// with it.
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", conflicts_with = "with")]
         routine: Option<String>,
+        /// The bot's conversation with another bot of yours, OTHER
+        /// (SendToAgent messages between them), instead of yours with it.
+        #[arg(long, value_name = "OTHER", conflicts_with = "hook")]
+        with: Option<String>,
     },
     /// List your bots, or remove one made by CreateAgent (`bots remove BOT`).
     #[command(args_conflicts_with_subcommands = true)]
@@ -610,6 +614,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             last,
             hook,
             routine,
+            with,
         } => {
             let client = client(&cli)?;
             let runs = match (hook, routine) {
@@ -617,9 +622,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 (None, Some(name)) => Some(transcript::Runs::Routine(name)),
                 (None, None) => None,
             };
-            match runs {
-                Some(runs) => transcript::runs(&client, bot, &runs, *all, *json, *last).await,
-                None => transcript::transcript(&client, bot, *all, *json, *last).await,
+            match (runs, with) {
+                (Some(runs), _) => transcript::runs(&client, bot, &runs, *all, *json, *last).await,
+                (None, Some(other)) => {
+                    transcript::with_bot(&client, bot, other, *all, *json, *last).await
+                }
+                (None, None) => transcript::transcript(&client, bot, *all, *json, *last).await,
             }
         }
         Command::Bots {

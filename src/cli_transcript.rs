@@ -106,6 +106,75 @@ pub(super) async fn transcript(
             terminal::text(bot),
             terminal::text(bot)
         );
+        // a bot that worked only with other bots is not idle: where its
+        // work is (QA: "no messages" for a bot with 42 turns)
+        let turns = client
+            .get_query(
+                &format!("/v1/bots/{}/turns", segment(bot)),
+                &[("limit", "1")],
+            )
+            .await;
+        if turns.is_ok_and(|t| t["turns"].as_array().is_some_and(|t| !t.is_empty())) {
+            errln!(
+                "{} has worked elsewhere: its conversations with other bots are printed by \
+                 `botfleet transcript {} --with BOT`",
+                terminal::text(bot),
+                terminal::text(bot)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `bot`'s conversation with `other`, another bot of the user's:
+/// the messages `other` sent it (SendToAgent) and, with `--all`, what it
+/// did with them. The CLI printed no bot-to-bot conversation: `transcript`
+/// of a bot that worked only for other bots said it had no messages (QA).
+pub(super) async fn with_bot(
+    client: &Client,
+    bot: &str,
+    other: &str,
+    all: bool,
+    as_json: bool,
+    last: Option<u32>,
+) -> anyhow::Result<ExitCode> {
+    // yours (else the host's 404, naming how to list yours); `other` may
+    // be another user's bot it shares a conversation with
+    client.get(&format!("/v1/bots/{}", segment(bot))).await?;
+    let key = SessionKey {
+        bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
+        kind: SessionKind::Agent,
+        peer: other.to_owned(),
+    };
+    let session = key.id().to_string();
+    let page = match client
+        .get_query(
+            &format!("/v1/sessions/{session}/entries"),
+            &[("after", "0"), ("limit", "1")],
+        )
+        .await
+    {
+        Ok(page) => page,
+        Err(e)
+            if e.downcast_ref::<HostAnswered>()
+                .is_some_and(|a| a.status == reqwest::StatusCode::NOT_FOUND) =>
+        {
+            anyhow::bail!(
+                "bot {bot} has no conversation with bot {other}: {other} never sent it a \
+                 message (SendToAgent); the other way round is `botfleet transcript {other} \
+                 --with {bot}`"
+            );
+        }
+        Err(e) => return Err(e),
+    };
+    let last_seq = page["last_seq"]
+        .as_i64()
+        .context("no last_seq in the answer")?;
+    let shown = |e: &Value| !lines(e, all, as_json).is_empty();
+    for e in read(client, &session, last_seq, last, shown).await? {
+        for line in lines(&e, all, as_json) {
+            outln!("{line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

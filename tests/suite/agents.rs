@@ -156,6 +156,37 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
             "{said}"
         );
     }
+    // the CLI prints A's conversation with R; A's own DM is empty, and
+    // says where its work is (QA: "no messages with a yet", nothing else,
+    // for a bot with turns)
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "a"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(
+        err.contains("a has worked elsewhere")
+            && err.contains("`botfleet transcript a --with BOT`"),
+        "{err}"
+    );
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "a", "--with", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("argue for tea") && !out.contains("argue for coffee"),
+        "{out}"
+    );
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "a", "--with", "b"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("bot a has no conversation with bot b")
+            && err.contains("`botfleet transcript b --with a`"),
+        "{err}"
+    );
+    // another user's bot: the host's 404, nothing of it
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "a", "--with", "r"], &host.url, BOB_TOKEN)
+            .await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
     host.shutdown().await;
 }
 
