@@ -179,6 +179,7 @@ mod room_memory_refusal;
 mod room_mention_left;
 mod room_mentions_cjk;
 mod room_names;
+mod room_owner_gone;
 mod room_publish_limit;
 mod room_races;
 mod room_review_refused;

@@ -22,6 +22,8 @@ pub struct TestFleet {
     runtime: String,
     host_extra: String,
     tables: String,
+    /// Of alice and bob, those `[[users]]` leaves out.
+    gone_users: Vec<String>,
 }
 
 impl TestFleet {
@@ -35,6 +37,7 @@ impl TestFleet {
             runtime: "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n".into(),
             host_extra: String::new(),
             tables: String::new(),
+            gone_users: Vec::new(),
         }
     }
 
@@ -70,6 +73,12 @@ impl TestFleet {
             "[[bots]]\nid = \"{id}\"\nname = \"{id}-name\"\nrole = \"Test bot {id}.\"\nowner = \"{owner}\"\nprovider = \"{provider}\"\ntools = [{}]\n",
             tools.join(", ")
         ));
+        self
+    }
+
+    /// The fleet without user `id` (alice or bob) in `[[users]]`.
+    pub fn without_user(mut self, id: &str) -> Self {
+        self.gone_users.push(id.to_owned());
         self
     }
 
@@ -119,8 +128,13 @@ impl TestFleet {
     /// Writes fleet.toml and returns its path.
     pub fn write(&self) -> PathBuf {
         let data = self.dir.path().join("data");
+        let users: String = [("alice", TOKEN), ("bob", BOB_TOKEN)]
+            .into_iter()
+            .filter(|(id, _)| !self.gone_users.iter().any(|g| g == id))
+            .map(|(id, token)| format!("[[users]]\nid = \"{id}\"\ntoken = \"{token}\"\n\n"))
+            .collect();
         let text = format!(
-            "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n{}\n[runtime]\n{}\n[[users]]\nid = \"alice\"\ntoken = \"{TOKEN}\"\n\n[[users]]\nid = \"bob\"\ntoken = \"{BOB_TOKEN}\"\n\n{}\n{}\n{}",
+            "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n{}\n[runtime]\n{}\n{users}{}\n{}\n{}",
             data.display(),
             self.host_extra,
             self.runtime,

@@ -80,12 +80,39 @@ pub(super) fn now_shared_text(room: &RoomRecord, newcomers: &str) -> String {
 async fn owned_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
     let record = room_for(rt, user, room).await?;
     if record.owner != *user {
+        if owner_gone(rt, &record) {
+            return Err(GroupError::Forbidden(format!(
+                "only the room's owner ({}) may change its members, and {} is no longer a user \
+                 of this host; you may close the room (DELETE /v1/groups/{}) and create a new one",
+                record.owner, record.owner, record.id
+            )));
+        }
         return Err(GroupError::Forbidden(format!(
             "only the room's owner ({}) may change its members or close it; ask them",
             record.owner
         )));
     }
     Ok(record)
+}
+
+/// Whether `room`'s owner is no longer one of the host's users (taken out
+/// of `[[users]]`). Not known without the list (`Settings::user_ids`
+/// empty): then the owner is taken to be there.
+fn owner_gone(rt: &Runtime, room: &RoomRecord) -> bool {
+    let users = &rt.settings.user_ids;
+    !users.is_empty() && !users.contains(&room.owner)
+}
+
+/// The room `room` if `user` may close it: its owner's, or, when its
+/// owner is no longer a user of the host, any user who sees it (a
+/// member's owner). Such a room could not be closed at all: its members'
+/// owners could never take their bots out of it.
+async fn closable_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
+    let record = room_for(rt, user, room).await?;
+    if record.owner != *user && owner_gone(rt, &record) {
+        return Ok(record);
+    }
+    owned_room(rt, user, room).await
 }
 
 /// `Name (@id)` of each bot, from its record (the id alone without one).
@@ -210,9 +237,11 @@ pub async fn set_members(
     reread(rt, &record).await
 }
 
-/// Closes `room` and answers it. Closing a closed room changes nothing.
+/// Closes `room` and answers it: its owner does, or any user who sees it
+/// once its owner is no longer a user of the host. Closing a closed room
+/// changes nothing.
 pub async fn close_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomRecord, GroupError> {
-    let record = owned_room(rt, user, room).await?;
+    let record = closable_room(rt, user, room).await?;
     if record.closed_at.is_some() {
         return Ok(record);
     }
