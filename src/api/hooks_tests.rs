@@ -84,6 +84,49 @@ fn timestamps_bound_a_signature_in_time() {
     );
 }
 
+/// Regression (QA, high): a timestamped delivery captured and replayed
+/// without its timestamp header, with "{timestamp}." put before the body,
+/// carries a valid body-only signature (the signed bytes are the same).
+/// It was admitted long past the tolerance, again once a day. Such a body
+/// is held to the timestamp it starts with; other bodies are as before.
+#[test]
+fn a_timestamped_signature_replayed_as_a_body_only_one_keeps_its_age() {
+    let hook = HookSecret::new(KEY, 1024);
+    let body = b"{\"event\":\"invoice.paid\"}";
+    let now = NOW_MS / 1000;
+    let replayed = |s: i64| {
+        let signed = [format!("{s}.").as_bytes(), body.as_slice()].concat();
+        (tag(&sign(KEY, &signed)), signed)
+    };
+    let (t, moved) = replayed(now - 947);
+    let e = refusal(hook.verify(&t, None, &moved, NOW_MS));
+    assert!(
+        e.contains("starts as the text a timestamped signature signs")
+            && e.contains("947 s old")
+            && e.contains("sends X-Botfleet-Timestamp"),
+        "{e}"
+    );
+    // within the tolerance it is remembered as long as the timestamped
+    // one would be (its replay memory catches it then)
+    let (t, moved) = replayed(now - 10);
+    assert_eq!(
+        hook.verify(&t, None, &moved, NOW_MS).unwrap(),
+        Duration::from_secs(290)
+    );
+    // a body that merely starts with a number is not a timestamp
+    for plain in [
+        b"12.5 degrees".as_slice(),
+        b"1234567890123.x",
+        b"12345678x.",
+    ] {
+        assert_eq!(
+            hook.verify(&tag(&sign(KEY, plain)), None, plain, NOW_MS)
+                .unwrap(),
+            BODY_ONLY_WINDOW
+        );
+    }
+}
+
 /// fleet.toml's settings reach the hook; unset ones keep the defaults.
 #[test]
 fn a_hooks_settings_come_from_its_config() {

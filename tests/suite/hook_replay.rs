@@ -242,6 +242,25 @@ async fn a_timestamped_signature_is_refused_once_old() {
     let (status, refused) = post(&host, &mixed, old).await;
     assert_eq!(status, 401, "{refused}");
 
+    // an old timestamped capture replayed without its header, the
+    // timestamp moved into the body, the same signature (QA, high: it was
+    // admitted, past the tolerance and again once a day)
+    let moved = format!("{}.{old}", now - 1000);
+    let replayed = vec![
+        ("X-Botfleet-Delivery", "t-5".to_owned()),
+        (
+            "X-Botfleet-Signature",
+            sign_hook(SECRET.as_bytes(), moved.as_bytes()),
+        ),
+    ];
+    let (status, refused) = post(&host, &replayed, &moved).await;
+    assert_eq!(status, 401, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("timestamped signature signs") && message.contains(" s old, past"),
+        "{message}"
+    );
+
     let plain = r#"{"event":"push"}"#;
     let (status, accepted) = post(&host, &body_only("b-1", plain), plain).await;
     assert_eq!(status, 202, "{accepted}");
