@@ -191,6 +191,7 @@ mod room_unshared;
 mod rooms_admin;
 mod rooms_shared;
 mod rooms_small;
+mod routine_failed_fires;
 mod routine_failures;
 mod routines;
 mod routines_api;

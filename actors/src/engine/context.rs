@@ -85,6 +85,13 @@ pub(crate) struct ContextBuilder {
     /// The starts of the last [`RECENT_INPUTS`] inputs: what a cancel
     /// note quotes.
     recent_inputs: std::collections::VecDeque<RecentInput>,
+    /// The routine fires among the last [`RECENT_INPUTS`] inputs: seq and
+    /// origin (`routine:NAME`).
+    routine_fires: std::collections::VecDeque<(i64, String)>,
+    /// Fires whose run failed before it delivered: the next fire of the
+    /// same routine takes their place in the context
+    /// ([`ContextBuilder::drop_failed_fires`]).
+    failed_fires: Vec<(i64, String)>,
 }
 
 /// The start of an input, kept for a cancel note to quote.
@@ -123,6 +130,8 @@ impl ContextBuilder {
             trailing_reminder: None,
             cancelled_before: None,
             recent_inputs: std::collections::VecDeque::new(),
+            routine_fires: std::collections::VecDeque::new(),
+            failed_fires: Vec::new(),
         }
     }
 
@@ -233,6 +242,15 @@ impl ContextBuilder {
                         self.push_input(entry.seq, note);
                     }
                 }
+                if let EntryKind::Event { origin, .. } = &entry.kind
+                    && origin.starts_with("routine:")
+                {
+                    self.drop_failed_fires(origin);
+                    if self.routine_fires.len() == RECENT_INPUTS {
+                        self.routine_fires.pop_front();
+                    }
+                    self.routine_fires.push_back((entry.seq, origin.clone()));
+                }
                 self.remember_input(entry);
                 // when it arrived
                 if let Some(note) = local_time::note(entry.created_at, self.agent_replies.timezone)
@@ -258,6 +276,14 @@ impl ContextBuilder {
                 // go on in the next, and are answered there)
                 self.cancelled_before = (*status == TurnStatus::Cancelled && *deliveries == 0)
                     .then(|| self.quoted_inputs(inputs));
+                if *status == TurnStatus::Failed && *deliveries == 0 {
+                    let failed = self
+                        .routine_fires
+                        .iter()
+                        .filter(|(seq, _)| inputs.contains(seq))
+                        .cloned();
+                    self.failed_fires.extend(failed);
+                }
                 if let Some((seq, turn)) = self.trailing_reminder
                     && turn == entry.turn
                 {
@@ -328,6 +354,35 @@ impl ContextBuilder {
             })
             .collect();
         (!quoted.is_empty()).then(|| quoted.join(", "))
+    }
+
+    /// Drops from the context the fires of routine `origin` whose run
+    /// failed before it delivered: the fire being pushed runs the same
+    /// prompt again. Each failed run's prompt stayed, unanswered, and the
+    /// next run read one copy more per failure, with nothing saying they
+    /// were one routine's missed runs (QA: after three failures the model
+    /// was asked four times over, `catch_up = "skip"` or not). The fire's
+    /// time note goes with it (the same seq); its entry stays in the
+    /// transcript, with its failure notice.
+    fn drop_failed_fires(&mut self, origin: &str) {
+        if !self.pending.is_empty() {
+            // calls open: the messages' places are held (`pending_at`)
+            return;
+        }
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_fires)
+            .into_iter()
+            .partition(|(_, o)| o == origin);
+        self.failed_fires = kept;
+        for (seq, _) in gone {
+            while let Some(at) = self.seqs.iter().rposition(|s| *s == seq) {
+                if at < self.head {
+                    break;
+                }
+                self.messages.remove(at);
+                self.seqs.remove(at);
+                self.edited = Some(self.edited.map_or(at, |e| e.min(at)));
+            }
+        }
     }
 
     fn drop_unanswered_reminder(&mut self, seq: i64) {
