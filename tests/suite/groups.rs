@@ -339,7 +339,12 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
     assert_eq!(s4, 400, "{empty}");
     // invisible characters alone are refused as a DM's are (QA: a room
     // took them and ran a discussion, a turn per member)
-    for blank in ["\u{200b}", "\u{feff}", "\u{200b} \u{200b}"] {
+    for blank in [
+        "\u{200b}",
+        "\u{feff}",
+        "\u{200b} \u{200b}",
+        "\u{2800}\u{2800}",
+    ] {
         let (status, refused) = post(&host, "design", blank, "key-2").await;
         assert_eq!(status, 400, "{blank:?}: {refused}");
         assert!(refused.to_string().contains("U+200B"), "{refused}");

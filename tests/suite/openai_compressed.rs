@@ -32,6 +32,16 @@ const GZIP_BYTES: &[u8] = &[
 /// A server answering every request with `status` and a gzip-labelled
 /// body; counts the requests and keeps the last `Accept-Encoding` asked.
 async fn gzip_server(status: u16) -> (String, Arc<AtomicUsize>, Arc<Mutex<Option<String>>>) {
+    encoded_server(status, &["gzip"], GZIP_BYTES.to_vec()).await
+}
+
+/// A server answering every request with `status`, one `Content-Encoding`
+/// header per item of `encodings` (in that order), and `body`.
+async fn encoded_server(
+    status: u16,
+    encodings: &'static [&'static str],
+    body: Vec<u8>,
+) -> (String, Arc<AtomicUsize>, Arc<Mutex<Option<String>>>) {
     let count = Arc::new(AtomicUsize::new(0));
     let asked = Arc::new(Mutex::new(None));
     let (counted, noted) = (count.clone(), asked.clone());
@@ -40,15 +50,14 @@ async fn gzip_server(status: u16) -> (String, Arc<AtomicUsize>, Arc<Mutex<Option
         *noted.lock().unwrap() = headers
             .get(ACCEPT_ENCODING)
             .map(|v| v.to_str().unwrap().to_owned());
+        let body = body.clone();
         async move {
-            (
-                StatusCode::from_u16(status).unwrap(),
-                [
-                    (CONTENT_TYPE, "application/json"),
-                    (CONTENT_ENCODING, "gzip"),
-                ],
-                GZIP_BYTES.to_vec(),
-            )
+            let mut headers = HeaderMap::new();
+            headers.insert(CONTENT_TYPE, "application/json".parse().unwrap());
+            for e in encodings {
+                headers.append(CONTENT_ENCODING, e.parse().unwrap());
+            }
+            (StatusCode::from_u16(status).unwrap(), headers, body)
         }
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -108,4 +117,39 @@ async fn a_compressed_answer_fails_at_once_saying_why() {
         // no retry sends it uncompressed
         assert_eq!(count.load(Ordering::SeqCst), 1, "stream {stream}");
     }
+}
+
+/// Regression (QA): only the first `Content-Encoding` header was read, so
+/// a proxy's `gzip` after an upstream's `identity` passed and the bytes
+/// were quoted again; and `identity, identity` was taken for compressed.
+#[tokio::test]
+async fn every_content_encoding_header_is_read() {
+    let (address, _, _) = encoded_server(400, &["identity", "gzip"], GZIP_BYTES.to_vec()).await;
+    let error = complete(&model(&address, false), &request("x"))
+        .await
+        .0
+        .unwrap_err();
+    let ModelError::Http { body, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(
+        body,
+        "(a body sent compressed, Content-Encoding: gzip, not shown: the request asked for none)"
+    );
+    let completion = serde_json::json!({
+        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "plain"}}]
+    });
+    let (address, _, _) = encoded_server(
+        200,
+        &["identity, identity"],
+        completion.to_string().into_bytes(),
+    )
+    .await;
+    let answer = complete(&model(&address, false), &request("x"))
+        .await
+        .0
+        .unwrap();
+    assert_eq!(answer.text, "plain");
 }

@@ -60,6 +60,7 @@ async fn a_message_that_shows_nothing_is_refused_as_empty() {
         ("c1", "\u{200b}"),
         ("c2", "\u{feff}\u{200b} \n"),
         ("c3", "\u{2060}"),
+        ("c5", "\u{2800}\u{2800}"),
     ] {
         let err = SendMessage
             .call(&f.ctx(call), json!({"text": text}))

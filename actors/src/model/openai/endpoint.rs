@@ -354,12 +354,23 @@ pub(super) fn request_headers(options: &OpenAiOptions) -> Result<HeaderMap, Mode
 /// characters, to be named in the error. The request asks for none, but
 /// a server or a proxy in front of it may compress anyway; its body was
 /// quoted as the compressed bytes it is (QA).
+/// Every `Content-Encoding` header is read, each of its comma-separated
+/// codings: a proxy may add `gzip` after an upstream's `identity` (QA:
+/// only the first header was read, and the bytes were quoted again).
 pub(super) fn compressed(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(reqwest::header::CONTENT_ENCODING)?;
-    let value = String::from_utf8_lossy(value.as_bytes());
-    let value = value.trim();
-    if value.is_empty() || value.eq_ignore_ascii_case("identity") {
+    let codings: Vec<String> = headers
+        .get_all(reqwest::header::CONTENT_ENCODING)
+        .iter()
+        .flat_map(|value| {
+            String::from_utf8_lossy(value.as_bytes())
+                .split(',')
+                .map(|c| c.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+        .collect();
+    if codings.is_empty() {
         return None;
     }
-    Some(value.chars().take(40).collect())
+    Some(codings.join(", ").chars().take(40).collect())
 }
