@@ -43,6 +43,14 @@ steps = [
 ]
 
 [[rule]]
+bot = "maker"
+match = "^mkfinder"
+steps = [
+  { tool = "CreateAgent", args = { id = "ff", name = "Field Finder", role = "Finds.", tools = ["SendMessage"] } },
+  { tool = "SendMessage", args = { text = "made: {{tool_result}}" } },
+]
+
+[[rule]]
 bot = "worker"
 match = "^delegate"
 steps = [
@@ -456,5 +464,53 @@ async fn a_subagent_removed_with_its_parent_says_so_in_its_report() {
         )) && !out.contains("botfleet retry"),
         "{out}"
     );
+    host.shutdown().await;
+}
+
+/// A made bot its owner removed gave up its display name: in a room where
+/// a present member answers to that name now, a mention of it is that
+/// member's, and reports no removed member (QA: `@Fourth` for the member
+/// named so also said the removed bot once named so takes no turns). Its
+/// id is still its own.
+#[tokio::test]
+async fn a_removed_made_bots_old_name_in_a_room_is_the_present_members() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("maker", "s", MAKER_TOOLS)
+        .bot("buddy", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (_, end) = host.end_turn("maker", "mkfinder now").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    host.create_room(TOKEN, "trio", &["maker", "ff", "buddy"])
+        .await;
+    let (status, removed) = delete(&host, "/v1/bots/ff", TOKEN).await;
+    assert_eq!(status, 200, "{removed}");
+    // buddy takes the name it gave up
+    let fleet = host.shutdown().await.without_bot("buddy").tables(
+        "[[bots]]\nid = \"buddy\"\nname = \"Field Finder\"\nrole = \"Test bot buddy.\"\n\
+         owner = \"alice\"\nprovider = \"s\"\ntools = [\"SendMessage\"]\n",
+    );
+    fleet.write();
+    let host = restart(fleet).await;
+    let post = async |text: &str, key: &str| {
+        let (status, v) = host
+            .post_raw(
+                "/v1/groups/trio/messages",
+                Some(TOKEN),
+                Some(key),
+                serde_json::json!({ "text": text }).to_string(),
+            )
+            .await;
+        assert_eq!(status, 202, "{v}");
+        host.wait_turn_end(v["session"].as_str().unwrap(), v["seq"].as_i64().unwrap())
+            .await;
+        v
+    };
+    let v = post("@FieldFinder are you there?", "k1").await;
+    assert_eq!(v["addressed"], serde_json::json!(["buddy"]), "{v}");
+    assert_eq!(v["removed_mentions"], serde_json::json!([]), "{v}");
+    let v = post("@ff are you there?", "k2").await;
+    assert_eq!(v["removed_mentions"], serde_json::json!(["ff"]), "{v}");
     host.shutdown().await;
 }

@@ -457,14 +457,25 @@ pub(super) async fn plan_post(
     // names nobody (QA: `@everyone` reported every absent member, each
     // time, where a message with no mention reported none)
     let written = mentions(text);
+    let answers_now = |m: &str| {
+        names
+            .iter()
+            .any(|n| n.answers_to(m) && !absent_members.iter().any(|(a, _)| a.as_str() == n.id))
+    };
+    // a mention a present member answers to is theirs: a made bot its
+    // owner removed gave up its name, which another may have now (QA:
+    // `@Fourth` for the member named so also reported the removed bot
+    // once named so)
     let by_name: Vec<BotId> = gone
         .iter()
         .filter(|id| {
             names.iter().any(|n| {
                 n.id == id.as_str()
-                    && written
-                        .iter()
-                        .any(|m| botfleet_memory::name_key(m) != EVERYONE && n.answers_to(m))
+                    && written.iter().any(|m| {
+                        botfleet_memory::name_key(m) != EVERYONE
+                            && n.answers_to(m)
+                            && !answers_now(m)
+                    })
             })
         })
         .cloned()
