@@ -171,6 +171,61 @@ async fn a_turn_killed_three_times_at_the_same_step_fails() {
     host.kill9().await;
 }
 
+/// A turn that replied, then was killed three times in a row at its next
+/// step: its reply stands, and it ends `completed` with a
+/// `failed_after_reply` notice and no retry, as a turn whose step after
+/// its reply fails does. (QA: it failed with a `turn_failed` notice and a
+/// retry; `botfleet send` printed the reply, then the failure, exit 3; a
+/// retry asked the model over a message already answered.)
+#[tokio::test]
+async fn a_turn_killed_three_times_after_its_reply_keeps_it() {
+    let script = r#"
+[[rule]]
+steps = [
+  { tool = "SendMessage", args = { text = "here is your answer" } },
+  { delay_ms = 60000, text = "wrapping up" },
+]
+"#;
+    let fleet = Restarted::new(script);
+    let mut host = fleet.start().await;
+    let sent = send(&host.url, "r", "go").await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let seq = sent["seq"].as_i64().unwrap();
+    let es = wait_until(&host.url, &session, |es| !deliveries(es).is_empty()).await;
+    let turn = es.iter().find(|e| e["kind"] == "delivery").unwrap()["turn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for _ in 1..=2 {
+        host.kill9().await;
+        host = fleet.start().await;
+        host.wait_log(RESUMED).await;
+    }
+    host.kill9().await;
+    let host = fleet.start().await;
+    let es = wait_until(&host.url, &session, turn_ended(seq)).await;
+    let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
+    assert_eq!(end["status"], "completed", "{es:#?}");
+    assert_eq!(deliveries(&es), vec!["here is your answer".to_owned()]);
+    let notice = es
+        .iter()
+        .find(|e| e["kind"] == "notice")
+        .unwrap_or_else(|| panic!("a notice: {es:#?}"));
+    assert_eq!(notice["code"], "failed_after_reply", "{notice}");
+    assert!(notice["retry_turn"].is_null(), "{notice}");
+    let record = turn_record(&host.url, &turn).await;
+    assert_eq!(
+        record["error"], "the turn crashed 3 times in a row at the same step",
+        "{record}"
+    );
+    let c = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let retried = c
+        .post_ok(&format!("/v1/turns/{turn}/retry"), &serde_json::json!({}))
+        .await;
+    assert!(retried.is_err(), "a retry would answer twice: {retried:?}");
+    host.kill9().await;
+}
+
 /// The tester's case with SIGTERM: a host stopped cleanly more often than
 /// the limit while a turn thinks. The stops are not crashes: the turn
 /// resumes each time, counted as the first start at its step.

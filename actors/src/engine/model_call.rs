@@ -324,7 +324,7 @@ impl Runner {
     /// subagent's task. A subagent's task still fails: its report then
     /// tells its parent the task is unfinished, with its last progress,
     /// where `completed` would report that progress as the result.
-    fn reply_stands(&self) -> bool {
+    pub(super) fn reply_stands(&self) -> bool {
         self.state.delivered > 0 && self.scope.session.key.kind != SessionKind::Subagent
     }
 
@@ -340,7 +340,7 @@ impl Runner {
     /// (prompts/failed_after_reply.md) says the bot stopped there, so a
     /// reply that was only a first part (a progress message before more
     /// work) is not taken for all of it.
-    async fn end_after_reply(
+    pub(super) async fn end_after_reply(
         &mut self,
         error: String,
         mut batch: Vec<Mutation>,

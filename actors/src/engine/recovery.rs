@@ -139,13 +139,18 @@ impl Runner {
             // crash (a clean stop takes its start back, a step resets the
             // count): it would most likely crash there again
             self.close_started_calls().await?;
-            return self
-                .fail(format!(
-                    "the turn crashed {} times in a row at the same step",
-                    attempts - 1
-                ))
-                .await
-                .map(Some);
+            let error = format!(
+                "the turn crashed {} times in a row at the same step",
+                attempts - 1
+            );
+            // after its reply the person has their answer: it ends as any
+            // turn that cannot go on after it delivered, with no retry
+            // (QA: it failed with a retry, the CLI exited 3 over a reply it
+            // had printed, and a retry asked the model again)
+            if self.reply_stands() {
+                return self.end_after_reply(error, Vec::new()).await.map(Some);
+            }
+            return self.fail(error).await.map(Some);
         }
         for (ordinal, body) in last_calls.iter().enumerate() {
             if answered.contains(&body.id) {
