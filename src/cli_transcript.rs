@@ -115,15 +115,57 @@ pub(super) async fn transcript(
             )
             .await;
         if turns.is_ok_and(|t| t["turns"].as_array().is_some_and(|t| !t.is_empty())) {
+            // where, this command does not know: each place's command
+            // (QA: it named `--with` alone, for a bot that had worked
+            // only in a room)
+            let b = terminal::text(bot);
             errln!(
-                "{} has worked elsewhere: its conversations with other bots are printed by \
-                 `botfleet transcript {} --with BOT`",
-                terminal::text(bot),
-                terminal::text(bot)
+                "{b} has worked elsewhere: in rooms (`botfleet group transcript ROOM`), with \
+                 other bots (`botfleet transcript {b} --with BOT`), or in its routines' and \
+                 webhooks' runs (`botfleet transcript {b} --routine NAME` or `--hook NAME`)"
             );
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The id of the bot `given` names for `--with`: one of the user's bots
+/// by its id, or by its id or display name as a mention matches them
+/// (SendToAgent takes names, QA: `--with Boss` said Boss never sent a
+/// message), and `true`; else `given` itself when it can be an id
+/// (another user's bot may share a conversation), and `false`; an error
+/// naming it when not even that.
+async fn other_bot(client: &Client, given: &str) -> anyhow::Result<(String, bool)> {
+    let listed = client.get("/v1/bots").await?;
+    let bots = listed["bots"].as_array().cloned().unwrap_or_default();
+    if bots.iter().any(|b| b["id"] == given) {
+        return Ok((given.to_owned(), true));
+    }
+    let key = botfleet_memory::name_key(given.trim_start_matches('@'));
+    let matches: Vec<&str> = bots
+        .iter()
+        .filter(|b| {
+            [&b["id"], &b["name"]]
+                .iter()
+                .filter_map(|v| v.as_str())
+                .any(|n| botfleet_memory::name_key(n) == key)
+        })
+        .filter_map(|b| b["id"].as_str())
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(((*one).to_owned(), true)),
+        [] if BotId::new(given).is_ok() => Ok((given.to_owned(), false)),
+        [] => anyhow::bail!(
+            "no bot {} for you; list yours with `botfleet bots`",
+            botfleet_memory::quote_short(given)
+        ),
+        many => anyhow::bail!(
+            "{} names {} of your bots ({}); give its id",
+            botfleet_memory::quote_short(given),
+            many.len(),
+            many.join(", ")
+        ),
+    }
 }
 
 /// Prints `bot`'s conversation with `other`, another bot of the user's:
@@ -141,6 +183,8 @@ pub(super) async fn with_bot(
     // yours (else the host's 404, naming how to list yours); `other` may
     // be another user's bot it shares a conversation with
     client.get(&format!("/v1/bots/{}", segment(bot))).await?;
+    let (other, mine) = other_bot(client, other).await?;
+    let other = other.as_str();
     let key = SessionKey {
         bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
         kind: SessionKind::Agent,
@@ -159,6 +203,15 @@ pub(super) async fn with_bot(
             if e.downcast_ref::<HostAnswered>()
                 .is_some_and(|a| a.status == reqwest::StatusCode::NOT_FOUND) =>
         {
+            if other == bot {
+                anyhow::bail!("bot {bot} never sent itself a message (SendToAgent)");
+            }
+            if !mine {
+                anyhow::bail!(
+                    "bot {bot} has no conversation with {other}: no bot of yours is called so, \
+                     and no bot of that id sent it a message; list yours with `botfleet bots`"
+                );
+            }
             anyhow::bail!(
                 "bot {bot} has no conversation with bot {other}: {other} never sent it a \
                  message (SendToAgent); the other way round is `botfleet transcript {other} \

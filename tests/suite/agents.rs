@@ -164,7 +164,8 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
     assert!(
         err.contains("a has worked elsewhere")
-            && err.contains("`botfleet transcript a --with BOT`"),
+            && err.contains("`botfleet transcript a --with BOT`")
+            && err.contains("`botfleet group transcript ROOM`"),
         "{err}"
     );
     let (code, out, err) =
@@ -182,6 +183,24 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
             && err.contains("`botfleet transcript b --with a`"),
         "{err}"
     );
+    // by its display name, in any case, as SendToAgent takes it (QA:
+    // "R never sent it a message")
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "a", "--with", "R-NAME"], &host.url, TOKEN)
+            .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("argue for tea"), "{out}");
+    // no such bot: said so
+    let (code, _, err) =
+        crate::support::process::cli(&["transcript", "a", "--with", "nobody"], &host.url, TOKEN)
+            .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no bot of yours is called so"), "{err}");
+    // itself: not "the other way round" with the same command
+    let (code, _, err) =
+        crate::support::process::cli(&["transcript", "a", "--with", "a"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("bot a never sent itself a message"), "{err}");
     // another user's bot: the host's 404, nothing of it
     let (code, out, err) =
         crate::support::process::cli(&["transcript", "a", "--with", "r"], &host.url, BOB_TOKEN)
