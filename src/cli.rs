@@ -136,7 +136,7 @@ pub enum Command {
         /// Seconds to wait for the reply (at least 1; the message is
         /// saved when the wait ends first). The default is a minute past a
         /// model call's default limit, so a hung call ends in its failure.
-        #[arg(long, default_value_t = args::SEND_WAIT_S, value_parser = args::wait_seconds)]
+        #[arg(long, default_value_t = args::SEND_WAIT_S, value_parser = args::wait_seconds, allow_negative_numbers = true)]
         timeout: u64,
     },
     /// Print your conversation with a bot (a subagent's: its task, its progress and its report).
@@ -153,7 +153,7 @@ pub enum Command {
         json: bool,
         /// Only the last N entries it would print, not the whole history
         /// (with `--all`, the internal steps count among them).
-        #[arg(long, value_name = "N", value_parser = args::last_entries)]
+        #[arg(long, value_name = "N", value_parser = args::last_entries, allow_negative_numbers = true)]
         last: Option<u32>,
         /// The runs of the bot's webhook NAME (its deliveries and what the
         /// bot did with them) instead of your conversation with it.
@@ -279,10 +279,10 @@ pub enum Command {
         #[arg(long)]
         session: Option<String>,
         /// Most hits (1-100, default 10).
-        #[arg(long, value_parser = args::search_limit)]
+        #[arg(long, value_parser = args::search_limit, allow_negative_numbers = true)]
         limit: Option<u64>,
         /// Best hits to skip, for the next page (0-10000, default 0).
-        #[arg(long, value_parser = args::search_offset)]
+        #[arg(long, value_parser = args::search_offset, allow_negative_numbers = true)]
         offset: Option<u64>,
         /// Print JSON.
         #[arg(long)]

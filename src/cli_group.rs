@@ -86,7 +86,7 @@ pub enum GroupCommand {
         json: bool,
         /// Seconds to wait for the discussion to end (at least 1; the
         /// message is saved when the wait ends first).
-        #[arg(long, default_value_t = 600, value_parser = super::args::wait_seconds)]
+        #[arg(long, default_value_t = 600, value_parser = super::args::wait_seconds, allow_negative_numbers = true)]
         timeout: u64,
     },
     /// List your rooms, closed ones too (STATE says which).

@@ -96,6 +96,25 @@ async fn out_of_range_flags_are_usage_errors() {
     let (code, _, err) = cli(&["search", "x", "--limit", "0"], &nowhere, TOKEN).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--limit takes 1 to 100"), "{err}");
+    // a negative value names the flag and its range too (QA: it read as
+    // an unknown option, with a tip that did not work)
+    for (args, flag) in [
+        (&["send", "r", "hi", "--timeout", "-1"][..], "--timeout"),
+        (
+            &["group", "send", "room", "hi", "--timeout", "-3"],
+            "--timeout",
+        ),
+        (&["transcript", "r", "--last", "-1"], "--last"),
+        (&["search", "milk", "--limit", "-5"], "--limit"),
+        (&["search", "milk", "--offset", "-5"], "--offset"),
+    ] {
+        let (code, out, err) = cli(args, &nowhere, TOKEN).await;
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("for '{flag} ")) && err.contains(" to ") && !err.contains("tip"),
+            "{args:?}: {err}"
+        );
+    }
     let (code, _, err) = cli(&["search", "x", "--offset", "10001"], &nowhere, TOKEN).await;
     assert_eq!(code, 2, "{err}");
     // named as the flag, not as the API's `input` (QA); 4,000 CJK
