@@ -551,7 +551,13 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
         // a subagent's task and its parent's later messages: what it was
         // asked, as a person's message is in a DM
         "event" if is_task(e) => vec![format!("#{seq} {}: {text}", s("origin"))],
-        "event" if all => vec![format!("#{seq} (event from {who}) {}", st(text))],
+        // by its origin (`routine:daily`, `hook:gh`): a routine's stored
+        // before it was its author read `system` (QA)
+        "event" if all => vec![format!(
+            "#{seq} (event from {}) {}",
+            e["origin"].as_str().unwrap_or(who),
+            st(text)
+        )],
         "summary" if all => vec![format!(
             "#{seq} (summary up to #{}) {}",
             e["covers_to_seq"],

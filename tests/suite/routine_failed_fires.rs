@@ -54,6 +54,18 @@ async fn a_run_after_failed_ones_reads_the_routines_prompt_once() {
             (failed >= 2 && completed).then(|| v.clone())
         })
         .await;
+    // its fires are named by the routine, not `system` (QA)
+    let (code, out, err) = crate::support::process::cli(
+        &["transcript", "r", "--routine", "invoice", "--all"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("(event from routine:invoice)") && !out.contains("system"),
+        "{out}"
+    );
     let (status, body) = host
         .call(
             reqwest::Method::DELETE,

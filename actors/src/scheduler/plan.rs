@@ -175,7 +175,9 @@ pub fn routine_admission(
         entry: NewEntry {
             id: EntryId::new_v7(),
             session: key.id(),
-            author: "system".into(),
+            // named by its origin, as a hook's event is (`hook:NAME`): it
+            // read `system` in transcripts and search hits (QA)
+            author: format!("routine:{}", r.name),
             turn: None,
             kind: EntryKind::Event {
                 origin: format!("routine:{}", r.name),
