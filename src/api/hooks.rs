@@ -497,7 +497,18 @@ pub(crate) async fn deliver(
             StatusCode::CONFLICT,
             json!({
                 "status": "conflict",
-                "error": {"code": "conflict", "message": "this X-Botfleet-Delivery id was used with a different payload; send a new id for a new delivery"},
+                "error": {"code": "conflict", "message": match &replay_of {
+                    // the id is new: its signature is the earlier one's
+                    // (QA: "send a new id", which it had)
+                    Some(first) => format!(
+                        "this signature came before with delivery {} and another payload: a \
+                         replay of it, not admitted; a new delivery is signed anew",
+                        botfleet_memory::quote_short(first)
+                    ),
+                    None => "this X-Botfleet-Delivery id was used with a different payload; \
+                             send a new id for a new delivery"
+                        .to_owned(),
+                }},
                 "original": original,
             }),
         ),

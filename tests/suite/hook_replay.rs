@@ -228,6 +228,26 @@ async fn a_timestamped_signature_is_refused_once_old() {
         "{replay}"
     );
 
+    // the same capture within the tolerance, its timestamp moved into the
+    // body: a replay of t-1 in another form, said so (QA: "this id was
+    // used with a different payload; send a new id", for a new id)
+    let moved = format!("{now}.{body}");
+    let replayed = vec![
+        ("X-Botfleet-Delivery", "t-6".to_owned()),
+        (
+            "X-Botfleet-Signature",
+            sign_hook(SECRET.as_bytes(), moved.as_bytes()),
+        ),
+    ];
+    let (status, refused) = post(&host, &replayed, &moved).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["replay_of"], "t-1", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("came before with delivery \"t-1\"") && !message.contains("send a new id"),
+        "{message}"
+    );
+
     let old = r#"{"event":"deploy","id":2}"#;
     let (status, refused) = post(&host, &timestamped("t-3", now - 1000, old), old).await;
     assert_eq!(status, 401, "{refused}");
