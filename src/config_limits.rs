@@ -363,10 +363,49 @@ impl LoadedFleet {
     }
 }
 
+/// Why this user may not write in `dir`, the nearest existing part of
+/// `path` (or `path` itself): to make `path` there, or its files.
+fn not_writable(dir: &Path, path: &Path) -> Option<String> {
+    use rustix::fs::Access;
+    let refused = match rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK) {
+        Err(e) => Some(e.to_string()),
+        // allowed by its mode, but the file system may still refuse (a
+        // read-only or virtual one, where root's access check passes): a
+        // directory made and removed at once tells
+        Ok(()) => {
+            let probe = dir.join(format!(".botfleet-check-{}", std::process::id()));
+            match std::fs::create_dir(&probe) {
+                Ok(()) => {
+                    let _ = std::fs::remove_dir(&probe);
+                    None
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(e.to_string()),
+            }
+        }
+    };
+    let why = refused?;
+    Some(if dir == path {
+        format!(
+            "{} is not writable by the user running botfleet ({why}): give it to this user, \
+             or choose another directory",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} cannot be made: {} is not writable by the user running botfleet ({why}); \
+             make it and give it to this user, or choose another directory",
+            path.display(),
+            dir.display()
+        )
+    })
+}
+
 /// Why a directory could not be made at `path`, if it is plain: the path
 /// or the nearest part of it that exists is not a directory (or is a
-/// broken symbolic link). Other errors (permissions) are left to the
-/// start, which reports them.
+/// broken symbolic link), or this user may not write in it. Other errors
+/// are left to the start, which reports them. (`check-config` passed a
+/// data directory the start could neither make nor write, QA.)
 pub fn dir_problem(path: &Path) -> Option<String> {
     use std::io::ErrorKind;
     for part in path.ancestors() {
@@ -375,7 +414,7 @@ pub fn dir_problem(path: &Path) -> Option<String> {
             return None;
         }
         match std::fs::metadata(part) {
-            Ok(m) if m.is_dir() => return None,
+            Ok(m) if m.is_dir() => return not_writable(part, path),
             Ok(_) if part == path => {
                 return Some(format!("{} exists and is not a directory", path.display()));
             }

@@ -120,6 +120,33 @@ async fn a_missing_script_is_refused_by_check_config_and_run_naming_file_key_and
     );
 }
 
+/// A data directory the host cannot make (a file system that refuses,
+/// as /sys does even to root) or write: `check-config` refuses it as
+/// `run` does, naming the key. (It said "ok"; `run` then failed with
+/// "cannot create data directory", naming neither the file nor the key.)
+#[tokio::test]
+async fn a_data_directory_that_cannot_be_made_is_refused_by_check_config_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    std::fs::write(dir.path().join("scripts/s.toml"), ECHO).unwrap();
+    let fleet = dir.path().join("fleet.toml");
+    std::fs::write(
+        &fleet,
+        format!(
+            "[host]\ndata_dir = \"/sys/botfleet-test-data\"\nlisten = \"127.0.0.1:0\"\n\n\
+             {ALICE}\n{SCRIPTED}\n{BOT}"
+        ),
+    )
+    .unwrap();
+    let err = both_refuse(&fleet, &[]).await;
+    assert!(
+        err.contains("host.data_dir")
+            && err.contains("/sys/botfleet-test-data cannot be made")
+            && err.contains("not writable"),
+        "{err}"
+    );
+}
+
 /// A fleet file copied without its scripts, checked from its own folder
 /// (`--fleet fleet.toml`): the error names the full path it read and what
 /// to do. (It said only "cannot read scripts/none.toml".)
