@@ -163,6 +163,10 @@ function link(url, text) {
     const said = safeUrl(/^\s*[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text.trim() : `https://${text.trim()}`);
     if (!said || new URL(said).host !== new URL(href).host) shown = href;
   }
+  // a bidi or other format character in an address's words draws another
+  // address than the one it opens (U+202E: `…/exe.png` for `…/gnp.exe`,
+  // QA): its target is shown, where the character is percent-encoded
+  if (href && /\p{Cf}/u.test(shown) && (shown === url || URLISH.test(shown))) shown = href;
   return h("a", { href, title: href, target: "_blank", rel: "noopener noreferrer" }, shown);
 }
 

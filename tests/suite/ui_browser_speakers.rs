@@ -227,7 +227,7 @@ async fn bidi_overrides_are_shown_escaped_and_links_show_their_target() {
         is_error: false,
     };
     let links = EntryKind::Delivery {
-        text: "see [https://good.example](https://evil.example/phish) and [  ](https://invisible.example/x)".into(),
+        text: "see [https://good.example](https://evil.example/phish) and [  ](https://invisible.example/x) and https://evil.example/\u{202e}gnp.exe".into(),
         card: None,
         call_id: "call_links".into(),
     };
@@ -276,6 +276,13 @@ async fn bidi_overrides_are_shown_escaped_and_links_show_their_target() {
                 "https://invisible.example/x",
                 "https://invisible.example/x",
                 "https://invisible.example/x"
+            ],
+            // a bare address with a U+202E: drawn as it opens, not as
+            // `…/exe.png` (QA)
+            [
+                "https://evil.example/%E2%80%AEgnp.exe",
+                "https://evil.example/%E2%80%AEgnp.exe",
+                "https://evil.example/%E2%80%AEgnp.exe"
             ],
         ]),
         "{shown}"
