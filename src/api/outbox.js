@@ -277,6 +277,13 @@ class Outbox {
       if (status === 409) {
         p.renew = true;
         p.answer = data;
+        // a plain refusal (no admission `status`: the bot left the fleet,
+        // the room closed) of a key it never stored: the host has answered
+        // for this key (a stored one is `duplicate` or `conflict` whatever
+        // came since), so the message is known not to be there, and Edit
+        // and Discard are offered (QA: a message "not confirmed" before a
+        // restart stayed so, with only Retry, when the host then refused it)
+        if (!data || !data.status) p.reached = false;
         this.set(p, "failed", (data && data.error && data.error.message) || "The host could not accept this message.");
         return;
       }

@@ -152,6 +152,69 @@ async fn a_message_sent_while_the_host_is_unreachable_goes_when_it_is_back() {
     ui_page::finish(browser, host).await;
 }
 
+/// A message "not confirmed" (its answer lost) that the host then refuses
+/// outright: its bot was removed meanwhile, so the key was never stored
+/// (a stored one would be answered `duplicate`). It is not sent, and the
+/// bubble offers Edit and Discard. (It stayed "Not confirmed" with only
+/// Retry, after a reload too: QA.)
+#[tokio::test]
+async fn a_message_not_confirmed_then_refused_offers_edit_and_discard() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^mkagent"
+steps = [
+  { tool = "CreateAgent", args = { id = "helper", name = "Helper", role = "Helps.", tools = ["SendMessage"] } },
+  { tool = "SendMessage", args = { text = "made" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
+"#;
+    let fleet = crate::support::fleet::TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "CreateAgent"]);
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    let (_, end) = host.end_turn("r", "mkagent now").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    ui_page::open_dm(&browser, &host, "helper").await;
+    browser.find("#conn.live").await;
+    browser
+        .js(&format!("{WATCH_OUTBOX}{MESSAGES_LOST}"), json!([false]))
+        .await;
+    browser
+        .type_in(".composer textarea", &format!("are you there{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    let (status, removed) = host
+        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
+        .await;
+    assert_eq!(status, 200, "{removed}");
+    browser.js("window.down = false", json!([])).await;
+    browser.wait_text(".outbox li.unsent", "Not sent").await;
+    let buttons = browser
+        .js(
+            "return [...document.querySelectorAll('.outbox li button')].map((b) => b.textContent)",
+            json!([]),
+        )
+        .await;
+    let buttons: Vec<&str> = buttons
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        buttons.contains(&"Edit") && buttons.contains(&"Discard"),
+        "{buttons:?}"
+    );
+    ui_page::finish(browser, host).await;
+}
+
 /// A link to an entry past the end of the conversation (`?seq=99999`)
 /// shows the newest page and says there is no such message. (It showed
 /// "Show earlier messages" above "No messages yet", and no way to the
