@@ -194,11 +194,15 @@ impl Client {
     }
 
     fn describe_error(status: StatusCode, body: &Value) -> anyhow::Error {
-        let message = body
+        let mut message = body
             .pointer("/error/message")
             .and_then(Value::as_str)
             .unwrap_or("no details")
             .to_owned();
+        // the token is the CLI's --token (or BOTFLEET_TOKEN): where to fix it
+        if status == StatusCode::UNAUTHORIZED {
+            message.push_str("; check --token / BOTFLEET_TOKEN");
+        }
         anyhow::Error::new(HostAnswered { status, message })
     }
 

@@ -62,7 +62,13 @@ impl FromRequestParts<ApiState> for AuthUser {
             .cloned()
             .map(AuthUser)
             .ok_or_else(|| {
-                ApiError::Unauthorized("unknown token; check --token / BOTFLEET_TOKEN".into())
+                // the API's words: the CLI adds its flag (QA: curl and the
+                // web page were told to check `--token`)
+                ApiError::Unauthorized(
+                    "unknown token: no user of this host has it; send your user's token from \
+                     fleet.toml ([[users]] token or token_env)"
+                        .into(),
+                )
             })
     }
 }

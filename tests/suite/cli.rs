@@ -68,7 +68,20 @@ async fn send_transcript_and_bots() {
     assert!(err.contains("no bot \"nobody\""), "{err}");
     let (code, _, err) = cli(&["bots"], &host.url, "wrong-token").await;
     assert_eq!(code, 1);
-    assert!(err.contains("unknown token"), "{err}");
+    assert!(
+        err.contains("unknown token") && err.contains("check --token / BOTFLEET_TOKEN"),
+        "{err}"
+    );
+    // the API's own words name no CLI flag (QA)
+    let (status, v) = host.get("/v1/bots", "wrong-token").await;
+    assert_eq!(status, 401, "{v}");
+    let said = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("unknown token")
+            && !said.contains("--token")
+            && said.contains("[[users]]"),
+        "{v}"
+    );
     host.shutdown().await;
 }
 
