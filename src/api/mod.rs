@@ -79,12 +79,31 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
     table().list
 }
 
+/// The refusal of a request no route takes: the method and path asked
+/// (at most 200 characters of it), and, when `/v1/` comes after a prefix,
+/// that the API starts at the host's root (QA: `--host http://HOST/foo`
+/// got "no such route", which said nothing of the `/foo` it had added).
+fn no_route(method: &axum::http::Method, path: &str) -> String {
+    let shown: String = path.chars().take(200).collect();
+    let more = if shown.len() < path.len() { "…" } else { "" };
+    let prefixed = match path.find("/v1/") {
+        Some(at) if at > 0 => format!(
+            " (the API starts at the host's root, /v1/: drop {} from the host's address)",
+            &shown[..at.min(shown.len())]
+        ),
+        _ => String::new(),
+    };
+    format!("no such route: {method} {shown}{more}{prefixed}; see docs/api.md")
+}
+
 /// The whole HTTP surface.
 pub fn router(state: ApiState) -> Router {
     let limit = state.limits.max_body_bytes;
     table()
         .router
-        .fallback(|| async { ApiError::NotFound("no such route; see docs/api.md".into()) })
+        .fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
+            ApiError::NotFound(no_route(&method, uri.path()))
+        })
         .method_not_allowed_fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
             ApiError::MethodNotAllowed(format!(
                 "{method} is not allowed on {}; the allow header lists the methods that are (docs/api.md)",

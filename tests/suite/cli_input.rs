@@ -376,6 +376,15 @@ async fn a_host_address_with_the_api_path_is_refused() {
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // another path before the API's: the host's 404 says what it was asked
+    // and to drop the prefix (QA: only "no such route")
+    let (code, _, err) = cli(&["bots"], &format!("{}/foo", host.url), TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("no such route: GET /foo/v1/bots")
+            && err.contains("drop /foo from the host's address"),
+        "{err}"
+    );
     host.shutdown().await;
 }
 
