@@ -10,6 +10,12 @@ use botfleet_actors::ActorError;
 use botfleet_memory::StoreError;
 use serde_json::json;
 
+/// The most characters of an error's message answered whole.
+const MESSAGE_CHARS: usize = 2_000;
+/// Characters kept from a longer message's start, and from its end.
+const MESSAGE_HEAD: usize = 1_200;
+const MESSAGE_TAIL: usize = 600;
+
 /// An error answered to an API client.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -147,6 +153,25 @@ impl ApiError {
         self.status_and_code().0
     }
 
+    /// The message as answered: whole up to [`MESSAGE_CHARS`]; past that its
+    /// start and its end (where the advice is), what lies between left out
+    /// and counted. Some refusals quote what they were sent whole (an
+    /// unknown field's name, twice; a 60 KB time zone): answers of 30–120
+    /// KB (QA).
+    fn shown(&self) -> String {
+        let text = self.to_string();
+        let total = text.chars().count();
+        if total <= MESSAGE_CHARS {
+            return text;
+        }
+        let head: String = text.chars().take(MESSAGE_HEAD).collect();
+        let tail: String = text.chars().skip(total - MESSAGE_TAIL).collect();
+        format!(
+            "{head} … ({} characters left out) … {tail}",
+            total - MESSAGE_HEAD - MESSAGE_TAIL
+        )
+    }
+
     /// The body of the answer: `{"error": {"code", "message"}}`.
     pub(crate) fn body(&self) -> serde_json::Value {
         let (_, code) = self.status_and_code();
@@ -161,7 +186,7 @@ impl ApiError {
             // on them
             return json!({"error": {
                 "code": code,
-                "message": self.to_string(),
+                "message": self.shown(),
                 "limit": limit,
                 "key": key,
                 "retry_after_s": retry_after_s,
@@ -171,11 +196,11 @@ impl ApiError {
             // for clients that act on it (the page's Retry stays on)
             return json!({"error": {
                 "code": code,
-                "message": self.to_string(),
+                "message": self.shown(),
                 "transient": true,
             }});
         }
-        json!({"error": {"code": code, "message": self.to_string()}})
+        json!({"error": {"code": code, "message": self.shown()}})
     }
 }
 

@@ -344,3 +344,46 @@ async fn the_turns_list_takes_a_limit() {
     }
     host.shutdown().await;
 }
+
+/// Refusals that quote what they were sent are bounded: a query value, an
+/// unknown field's name, a routine's time zone of tens of kilobytes came
+/// back whole (an unknown field's name twice: 120 KB). The message keeps
+/// its start and its end, where the advice is.
+#[tokio::test]
+async fn a_refusal_quoting_a_huge_input_is_bounded() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let huge = "z".repeat(30_000);
+    let cases = [
+        (Method::GET, format!("/v1/bots?subagents={huge}"), None),
+        (Method::GET, format!("/v1/bots?{huge}=1"), None),
+        (
+            Method::POST,
+            "/v1/bots/r/messages".to_owned(),
+            Some(json!({ huge.clone(): 1 }).to_string()),
+        ),
+        (
+            Method::PUT,
+            "/v1/bots/r/routines/daily".to_owned(),
+            Some(
+                json!({"cron": "0 8 * * *", "timezone": huge.clone(), "prompt": "report"})
+                    .to_string(),
+            ),
+        ),
+    ];
+    for (method, path, body) in cases {
+        let a = as_alice(&host, method.clone(), &path, body).await;
+        assert_eq!(a.status, 400, "{method} {}: {}", &path[..40], a.code());
+        let message = a.message();
+        assert!(
+            message.chars().count() < 2_100 && message.contains("characters left out"),
+            "{method} {}: {} characters",
+            &path[..40],
+            message.chars().count()
+        );
+    }
+    host.shutdown().await;
+}
