@@ -59,6 +59,8 @@ fn query_text(said: &str) -> String {
     let said = said
         .strip_prefix("Failed to deserialize query string: ")
         .unwrap_or(said);
+    // a parameter with no name (`?=5`): serde names it as nothing
+    let said = said.strip_prefix(": ").unwrap_or(said);
     let (field, said) = match said.split_once(": ") {
         Some((f, rest))
             if !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
@@ -68,12 +70,24 @@ fn query_text(said: &str) -> String {
         _ => (None, said),
     };
     let param = field.map_or_else(|| "a parameter".to_owned(), |f| format!("`{f}`"));
+    // (after a name serde gives that is not a parameter's: `�: unknown…`)
     let named = |prefix: &str| {
-        said.strip_prefix(prefix)
+        said.find(prefix)
+            .map(|at| &said[at + prefix.len()..])
             .and_then(|r| r.split_once('`'))
             .map(|(f, rest)| (f.to_owned(), rest.to_owned()))
     };
     if let Some((name, _)) = named("unknown field `") {
+        // (QA: "unknown field ``" and "unknown field `�`", serde's words)
+        if name.is_empty() {
+            return "a parameter has no name (`=` with nothing before it): give NAME=VALUE"
+                .to_owned();
+        }
+        if name.contains('\u{fffd}') {
+            return "a parameter's name is not UTF-8 text once its percent-escapes are decoded; \
+                    encode it as UTF-8"
+                .to_owned();
+        }
         return format!("`{name}` is not a parameter of this route");
     }
     if let Some((name, _)) = named("duplicate field `") {

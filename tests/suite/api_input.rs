@@ -294,6 +294,21 @@ async fn unknown_query_parameters_are_refused() {
     let a = as_alice(&host, Method::GET, "/v1/bots/r/turns?limt=5", None).await;
     assert_eq!(a.status, 400, "{}", a.body);
     assert!(a.message().contains("?limit=N"), "{}", a.message());
+    // a parameter with no name, or one not UTF-8 once decoded: said in
+    // words, not serde's "unknown field ``" or "`�`" (QA)
+    for (path, says) in [
+        ("/v1/bots/r/turns?=5", "a parameter has no name"),
+        ("/v1/bots?%FF=1", "a parameter's name is not UTF-8 text"),
+        ("/v1/bots/r?%FF=1", "a parameter's name is not UTF-8 text"),
+    ] {
+        let a = as_alice(&host, Method::GET, path, None).await;
+        assert_eq!(a.status, 400, "{path}: {}", a.body);
+        assert!(
+            a.message().contains(says) && !a.message().contains('\u{fffd}'),
+            "{path}: {}",
+            a.message()
+        );
+    }
     // the bot list takes `subagents` and nothing else
     let a = as_alice(&host, Method::GET, "/v1/bots?limit=5", None).await;
     assert_eq!(a.status, 400, "{}", a.body);
