@@ -240,7 +240,10 @@ impl Runner {
         if !already_started {
             let refused = {
                 let ctx = self.tool_ctx(&call.id);
-                tool.precheck(&ctx, &args).map_err(|e| e.for_caller(&ctx))
+                // a tool the runner may not use is refused as such first,
+                // in the gate's words
+                Gate::surface(&ctx, &call.name, &args)
+                    .and_then(|()| tool.precheck(&ctx, &args).map_err(|e| e.for_caller(&ctx)))
             };
             if let Err(e) = refused {
                 return self.not_run_now(call, e.to_string(), already_started).await;

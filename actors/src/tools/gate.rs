@@ -160,6 +160,22 @@ pub enum TurnStop {
 pub struct Gate;
 
 impl Gate {
+    /// The gate's first step alone: whether this runner may use the tool
+    /// `name` with `args` at all ([`surface::check_call`]). Asked before a
+    /// tool's own checks of its arguments too ([`Tool::precheck`]): a
+    /// webhook's turn calling Shell with an absolute path was told to use
+    /// paths inside the workspace, and only when it did, that Shell is
+    /// not for it (QA).
+    pub fn surface(ctx: &ToolContext<'_>, name: &str, args: &Value) -> Result<(), ToolError> {
+        surface::check_call(
+            ctx.scope.runner,
+            &ctx.bot.tools,
+            name,
+            args,
+            &ctx.rt.safety.surfaces,
+        )
+    }
+
     /// Decides whether `tool` may run with `args` in this call's turn, and
     /// takes its locks. Call it before running any tool call (after the
     /// arguments parsed as JSON); run only on [`GateDecision::Run`].
