@@ -183,6 +183,10 @@ export class Timeline {
       if (target.classList.contains("internal")) this.setSteps(true, false);
       target.classList.add("target");
       target.scrollIntoView({ block: "center" });
+      // the keyboard goes on from the entry a link named (QA: the focus
+      // stayed on the page's body, and Tab started over at its top)
+      target.tabIndex = -1;
+      target.focus({ preventScroll: true });
     } else {
       this.toEnd();
     }

@@ -82,6 +82,14 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
 
     ui_page::open(&browser, &host, "#/bots/r?seq=100").await;
     browser.find(".log li.target[data-seq='100']").await;
+    // the keyboard goes on from it (QA: the focus was left on the body)
+    browser
+        .wait_js(
+            "the linked entry focused",
+            "return document.activeElement && document.activeElement.dataset.seq === '100'",
+            json!([]),
+        )
+        .await;
     // [at most a page of entries, the first one's seq, the last one's]
     let seqs = "const s = [...document.querySelectorAll('.log li')].map((li) => Number(li.dataset.seq)); \
                 return [s.length <= 200, s[0], s[s.length - 1]]";
