@@ -110,6 +110,24 @@ pub(super) async fn check_name_free(
                 other.name.clone()
             },
         };
+        if let Some(token) = them.clash(&me)
+            && removed_made
+        {
+            // it wakes nothing: its id is kept, by its conversations (QA:
+            // "@token in a room would wake both")
+            return Err(ToolError::new(
+                format!(
+                    "{token:?} reads as the id of {}, a bot its owner removed: the id stays \
+                     its, with its conversations, though it does not come back",
+                    other.id
+                ),
+                if name_key(&me.id) == name_key(&token) && name_key(name) != name_key(&token) {
+                    "choose another `id`"
+                } else {
+                    "choose another name"
+                },
+            ));
+        }
         if let Some(token) = them.clash(&me) {
             // a renamed one: named now, and by the file's name it gets
             // back (it read `("Second" (its name in fleet.toml, …))`)

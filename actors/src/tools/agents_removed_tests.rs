@@ -223,7 +223,9 @@ async fn a_removed_made_bots_name_is_free_again_but_not_its_id() {
     let by_id = json!({"name": "FF", "role": "x", "id": "ff-three"});
     let err = CreateAgent.call(&f.ctx("c3"), by_id).await.unwrap_err();
     assert!(
-        err.to_string().contains("the agent ff (")
+        err.to_string()
+            .contains("reads as the id of ff, a bot its owner removed")
+            && !err.to_string().contains("wake both")
             && err.to_string().contains("choose another name"),
         "{err}"
     );
