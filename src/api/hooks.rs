@@ -288,14 +288,20 @@ impl HookSecret {
 }
 
 /// The Unix time a body starts with when it starts as a timestamped
-/// signature's signed text does: 9 to 11 digits (from 2001 to 5138), then
-/// a dot.
+/// signature's signed text does: digits, then a dot, whose value has 9 to
+/// 11 digits (from 2001 to 5138) once any leading zeros are dropped, as
+/// the header's value may have them (QA: `00…` moved into the body was
+/// taken for a plain body, and admitted at any age).
 fn signed_timestamp(body: &[u8]) -> Option<i64> {
     let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
-    if !(9..=11).contains(&digits) || body.get(digits) != Some(&b'.') {
+    if body.get(digits) != Some(&b'.') {
         return None;
     }
-    std::str::from_utf8(&body[..digits]).ok()?.parse().ok()
+    let zeros = body.iter().take_while(|b| **b == b'0').count().min(digits);
+    if !(9..=11).contains(&(digits - zeros)) {
+        return None;
+    }
+    std::str::from_utf8(&body[zeros..digits]).ok()?.parse().ok()
 }
 
 /// The configured webhooks, by (bot, hook).

@@ -113,11 +113,17 @@ fn a_timestamped_signature_replayed_as_a_body_only_one_keeps_its_age() {
         hook.verify(&t, None, &moved, NOW_MS).unwrap(),
         Duration::from_secs(290)
     );
+    // nor when the sender zero-pads its timestamps, which the header takes
+    let padded = format!("00{}", now - 4000);
+    let signed = [format!("{padded}.").as_bytes(), body.as_slice()].concat();
+    let e = refusal(hook.verify(&tag(&sign(KEY, &signed)), None, &signed, NOW_MS));
+    assert!(e.contains("4000 s old"), "{e}");
     // a body that merely starts with a number is not a timestamp
     for plain in [
         b"12.5 degrees".as_slice(),
         b"1234567890123.x",
         b"12345678x.",
+        b"0000012.5",
     ] {
         assert_eq!(
             hook.verify(&tag(&sign(KEY, plain)), None, plain, NOW_MS)

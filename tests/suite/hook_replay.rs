@@ -281,6 +281,19 @@ async fn a_timestamped_signature_is_refused_once_old() {
         "{message}"
     );
 
+    // the same with a zero-padded timestamp, which the header takes (QA,
+    // high: it was taken for a plain body, admitted at any age)
+    let padded = format!("00{}.{old}", now - 1000);
+    let replayed = vec![
+        ("X-Botfleet-Delivery", "t-7".to_owned()),
+        (
+            "X-Botfleet-Signature",
+            sign_hook(SECRET.as_bytes(), padded.as_bytes()),
+        ),
+    ];
+    let (status, refused) = post(&host, &replayed, &padded).await;
+    assert_eq!(status, 401, "{refused}");
+
     let plain = r#"{"event":"push"}"#;
     let (status, accepted) = post(&host, &body_only("b-1", plain), plain).await;
     assert_eq!(status, 202, "{accepted}");
