@@ -433,6 +433,17 @@ pub fn dir_problem(path: &Path) -> Option<String> {
                     ));
                 }
             }
+            // a part this user may not enter (another user's 0700 home):
+            // nothing below it can be made (QA: said ok, and run failed)
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                return Some(format!(
+                    "{} cannot be made: the user running botfleet cannot reach {} ({e}), a \
+                     directory above it being closed to that user; choose a directory this \
+                     user can reach",
+                    path.display(),
+                    part.display()
+                ));
+            }
             Err(_) => return None,
         }
     }

@@ -147,6 +147,68 @@ async fn a_data_directory_that_cannot_be_made_is_refused_by_check_config_and_run
     );
 }
 
+/// A data directory under one its user cannot enter (another user's
+/// 0700 home): `check-config` refuses it, naming the key. (It said "ok",
+/// the part it could not enter taken for fine, and `run` failed.) Run as
+/// root, the check runs without the capabilities that pass over file
+/// permissions (`setpriv`), or is skipped saying why.
+#[tokio::test]
+async fn a_data_directory_under_a_closed_one_is_refused_by_check_config() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = write_fleet(
+        dir.path(),
+        &format!("{ALICE}\n{SCRIPTED}\n{BOT}"),
+        Some(ECHO),
+    );
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let text = std::fs::read_to_string(&fleet).unwrap().replace(
+        &format!("data_dir = \"{}\"", dir.path().join("data").display()),
+        &format!("data_dir = \"{}\"", locked.join("data").display()),
+    );
+    std::fs::write(&fleet, text).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let unprivileged = [
+        "setpriv",
+        "--bounding-set=-dac_override,-dac_read_search,-fowner",
+        "--",
+    ];
+    let closed = std::fs::metadata(locked.join("x"))
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+    let wrapper: Vec<&str> = if closed {
+        Vec::new()
+    } else if std::process::Command::new(unprivileged[0])
+        .args(&unprivileged[1..])
+        .args(["sh", "-c", "! ls \"$0\" >/dev/null 2>&1"])
+        .arg(&locked)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        unprivileged.to_vec()
+    } else {
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        eprintln!("skipped: running with privileges, and setpriv cannot take them away");
+        return;
+    };
+    let mut command = wrapper.iter().copied().chain([BIN]);
+    let program = command.next().unwrap_or(BIN);
+    let out = tokio::process::Command::new(program)
+        .args(command)
+        .args(["check-config", "--fleet"])
+        .arg(&fleet)
+        .output()
+        .await
+        .unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("host.data_dir") && err.contains("cannot reach"),
+        "{err}"
+    );
+}
+
 /// A fleet file copied without its scripts, checked from its own folder
 /// (`--fleet fleet.toml`): the error names the full path it read and what
 /// to do. (It said only "cannot read scripts/none.toml".)
