@@ -100,6 +100,7 @@ fn command(method: &str, path: &str) -> Option<String> {
     Some(match (method, segments.as_slice()) {
         ("POST", ["groups"]) => "botfleet group create NAME --members BOT,BOT".to_owned(),
         ("GET", ["groups"] | ["groups", _]) => "botfleet group list".to_owned(),
+        ("DELETE", ["groups", room]) => format!("botfleet group close {}", arg(room, "ROOM")),
         ("GET", ["groups", room, "entries"]) => {
             format!("botfleet group transcript {}", arg(room, "ROOM"))
         }
@@ -184,6 +185,11 @@ mod tests {
             (
                 "read the room again (GET /v1/groups/r) and post it again",
                 "read the room again (`botfleet group list`) and post it again",
+            ),
+            // (QA: the CLI printed the route to close a room)
+            (
+                "you may close the room (DELETE /v1/groups/cr) and create a new one",
+                "you may close the room (`botfleet group close cr`) and create a new one",
             ),
             (
                 "or cancel its turn with POST /v1/bots/<subagent>/cancel), then retry",
