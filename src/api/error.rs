@@ -16,6 +16,33 @@ const MESSAGE_CHARS: usize = 2_000;
 const MESSAGE_HEAD: usize = 1_200;
 const MESSAGE_TAIL: usize = 600;
 
+/// Characters of a backquoted run (a field's name as serde quotes it)
+/// kept in a message; a longer one is cut, its length said.
+const QUOTE_CHARS: usize = 100;
+
+/// `text` with each backquoted run over [`QUOTE_CHARS`] cut: serde quotes
+/// an unknown field's name, twice, and the cut of a long message fell
+/// inside them, losing the words "unknown field" between (QA).
+fn short_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(4096));
+    let mut parts = text.split('`');
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    for (i, part) in parts.enumerate() {
+        out.push('`');
+        // odd parts (0, 2, …) are inside the quotes
+        let n = part.chars().count();
+        if i % 2 == 0 && n > QUOTE_CHARS {
+            out.extend(part.chars().take(QUOTE_CHARS));
+            out.push_str(&format!("… ({n} characters)"));
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 /// An error answered to an API client.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -159,7 +186,7 @@ impl ApiError {
     /// unknown field's name, twice; a 60 KB time zone): answers of 30–120
     /// KB (QA).
     fn shown(&self) -> String {
-        let text = self.to_string();
+        let text = short_quotes(&self.to_string());
         let total = text.chars().count();
         if total <= MESSAGE_CHARS {
             return text;
