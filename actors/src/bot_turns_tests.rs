@@ -143,7 +143,6 @@ async fn a_turn_that_steps_between_its_crashes_is_not_failed_for_them() {
 #[tokio::test]
 async fn a_turn_that_crashes_three_times_at_the_same_step_is_failed() {
     let entries = run_turn_of(vec![
-        Answer::Send("one"),
         Answer::Panic,
         Answer::Panic,
         Answer::Panic,
@@ -151,7 +150,35 @@ async fn a_turn_that_crashes_three_times_at_the_same_step_is_failed() {
     ])
     .await;
     assert_eq!(ends(&entries), vec![TurnStatus::Failed], "{entries:#?}");
+    assert!(deliveries(&entries).is_empty(), "{entries:#?}");
+}
+
+/// The same after the turn's reply: the reply stands, and the turn ends
+/// `completed` with a `failed_after_reply` notice and no retry, as any
+/// failure after a reply (it failed, offering a retry that would answer
+/// twice: QA found it for crashes of the host, recovery.rs).
+#[tokio::test]
+async fn a_turn_that_crashes_three_times_after_its_reply_keeps_it() {
+    let entries = run_turn_of(vec![
+        Answer::Send("one"),
+        Answer::Panic,
+        Answer::Panic,
+        Answer::Panic,
+        Answer::Send("never"),
+    ])
+    .await;
+    assert_eq!(ends(&entries), vec![TurnStatus::Completed], "{entries:#?}");
     assert_eq!(deliveries(&entries), vec!["one"]);
+    let notice = entries
+        .iter()
+        .find_map(|e| match &e.kind {
+            EntryKind::Notice {
+                code, retry_turn, ..
+            } => Some((code.clone(), retry_turn.is_some())),
+            _ => None,
+        })
+        .expect("a notice");
+    assert_eq!(notice, ("failed_after_reply".to_owned(), false));
 }
 
 /// A model whose first call waits for `release` (signalling `entered`) and
