@@ -387,8 +387,12 @@ fn not_writable(dir: &Path, path: &Path) -> Option<String> {
     let why = refused?;
     Some(if dir == path {
         format!(
-            "{} is not writable by the user running botfleet ({why}): give it to this user, \
-             or choose another directory",
+            "{} cannot be written by the host ({why}); it must be a directory the user running \
+             botfleet can write: fix its owner and permissions (e.g. `chown -R $(id -un) {}` \
+             and `chmod u+rwx {}`; remount a read-only disk read-write), or choose another \
+             directory",
+            path.display(),
+            path.display(),
             path.display()
         )
     } else {

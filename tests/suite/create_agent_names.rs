@@ -180,16 +180,19 @@ async fn create_and_update_agent_refuse_what_another_bot_answers_to() {
          created. Next step: call CreateAgent again with another `id` (e.g. one with a \
          suffix, or from another name)";
     assert_eq!(said(&host, "removed-id").await, removed_id);
-    // in another case the check finds it before the store does: as today
+    // in another case the check finds it before the store does, saying
+    // the id stays the removed bot's (it said "@helper would wake both",
+    // of a bot that wakes nothing: QA)
     let refused = said(&host, "removed-case-id").await;
     assert!(
-        refused.starts_with("error: the agent helper (\"Helper\") already answers to"),
+        refused.starts_with("error: \"helper\" reads as the id of helper, a bot its owner removed"),
         "{refused}"
     );
-    // and a removed bot's name is still refused
+    // and a name that reads as its id is refused alike (its display name
+    // alone is free again: `agents_removed_tests`)
     let refused = said(&host, "removed-name").await;
     assert!(
-        refused.starts_with("error: the agent helper (\"Helper\") already answers to \"helper\""),
+        refused.starts_with("error: \"helper\" reads as the id of helper, a bot its owner removed"),
         "{refused}"
     );
 

@@ -177,7 +177,7 @@ async fn a_workspace_the_host_cannot_write_stops_the_start() {
         assert_eq!(code, 1, "{err}");
         assert!(
             err.contains(&format!(
-                "the workspace {} cannot be written by the host (Permission denied",
+                "{} cannot be written by the host (Permission denied",
                 workspace.display()
             )) && err.contains("chown")
                 && err.contains("host.workspace"),
@@ -194,7 +194,7 @@ async fn a_workspace_the_host_cannot_write_stops_the_start() {
         let (code, err) = refused_start(&[], &sys.write()).await;
         assert_eq!(code, 1, "{err}");
         assert!(
-            err.contains("the workspace /sys cannot be written by the host")
+            err.contains("/sys cannot be written by the host")
                 && err.contains("host.workspace")
                 // its lines joined with one space each (QA, 2026-12-04:
                 // runs of 22 spaces where a line continuation was lost)

@@ -289,14 +289,12 @@ async fn a_retried_turn_answers_its_input_not_later_messages() {
     server.shutdown().await;
 }
 
-/// A turn that replied and then failed, retried: the person has the reply,
-/// so the retried turn is not told it sent nothing (a real model would
-/// send the reply again), and it does not end `undelivered`. A failed
-/// call, a refusal, a second loop or the repeated-call guard after the
-/// reply end a turn `completed`, without a retry (turn_endings.rs); a
-/// turn that crashes at its step after the reply more often than
-/// `runtime.max_turn_attempts` allows (here 1: the host killed once while
-/// the model thinks) still fails with a retry.
+/// A turn that replied and was then stopped, retried: the person has the
+/// reply, so the retried turn is not told it sent nothing (a real model
+/// would send the reply again), and it does not end `undelivered`. (A
+/// failed call, a refusal, a second loop, the repeated-call guard or the
+/// crash limit after the reply end a turn `completed`, without a retry:
+/// turn_endings.rs, restarts.rs; a person's cancel leaves it to retry.)
 #[tokio::test]
 async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
     use std::sync::Arc;
@@ -305,14 +303,8 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
 
     use tokio::sync::watch;
 
-    use super::crash::send;
-    use super::crash::turn_ended;
-    use super::crash::wait_until;
-    use crate::support::process::HostProcess;
-    use crate::support::process::free_port;
-
     // the reply; the step after it never answers (its gate stays shut):
-    // the host is killed while it waits; retried, a stop
+    // the person stops the turn while it waits; retried, a stop
     let retried = Arc::new(AtomicBool::new(false));
     let after_retry = retried.clone();
     let (_open, shut) = watch::channel(false);
@@ -328,33 +320,33 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
         })
         .start()
         .await;
-    let fleet = TestFleet::new()
-        .runtime("debounce_ms = 0\nextract_memory = false\nmax_turn_attempts = 1\n")
+    let host = TestFleet::new()
+        .runtime("debounce_ms = 0\nextract_memory = false\n")
         .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("r", "main", &["SendMessage"]);
-    let (path, log, port) = (fleet.write(), fleet.path().join("host.log"), free_port());
-    let host = HostProcess::start(&path, port, &log).await;
-    let sent = send(&host.url, "r", "what is the answer?").await;
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "what is the answer?", None).await;
+    assert_eq!(status, 202, "{sent}");
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
     // the reply is stored and the next step's model call is out
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        server.wait_for_requests(2),
-    )
-    .await;
-    assert!(out.is_ok(), "model requests: {}", server.request_count());
-    host.kill9().await;
-    let host = HostProcess::start(&path, port, &log).await;
-    let es = wait_until(&host.url, &session, turn_ended(seq)).await;
-    let failed = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
-    assert_eq!(failed["status"], "failed", "{es:#?}");
-    assert_eq!(deliveries(&es), ["the answer is 42"]);
-    let turn = failed["turn"].as_str().unwrap().to_owned();
+    server.wait_for_requests(2).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    client
+        .post_ok("/v1/bots/r/cancel", &json!({}))
+        .await
+        .unwrap();
+    let end = host.wait_turn_end(&session, seq).await;
+    assert_eq!(end["status"], "cancelled", "{end}");
+    let turn = end["turn"].as_str().unwrap().to_owned();
+    assert_eq!(
+        deliveries(&host.entries(&session).await),
+        ["the answer is 42"]
+    );
 
     // retried once its bot has seen the turn end (a retry in between is
     // not queued: first_call_crash.rs)
-    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     super::first_call_crash::until_its_bot_saw_the_end(&client).await;
     retried.store(true, Ordering::SeqCst);
     let body = client
@@ -362,7 +354,12 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
         .await
         .unwrap();
     assert_eq!(body["requeued"], 1, "{body}");
-    let entries = wait_until(&host.url, &session, |es| turn_ends(es).len() == 2).await;
+    let entries = host
+        .wait_for(&session, |es| {
+            (turn_ends(es).len() == 2).then(|| serde_json::Value::from(es.to_vec()))
+        })
+        .await;
+    let entries = entries.as_array().unwrap().clone();
     let ends = turn_ends(&entries);
     assert_eq!(ends[1]["status"], "completed", "{entries:#?}");
     assert!(
@@ -370,6 +367,6 @@ async fn a_retried_turn_that_had_replied_is_not_told_it_sent_nothing() {
         "{entries:#?}"
     );
     assert_eq!(deliveries(&entries), ["the answer is 42"]);
-    host.kill9().await;
+    host.shutdown().await;
     server.shutdown().await;
 }
