@@ -129,6 +129,43 @@ pub(super) async fn transcript(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The session of `bot` of `kind` with `peer` (a hook's or routine's
+/// name, another bot's id), and its newest seq; `None` when the host has
+/// no such session for the user (none began, or not theirs).
+async fn session_head(
+    client: &Client,
+    bot: &str,
+    kind: SessionKind,
+    peer: &str,
+) -> anyhow::Result<Option<(String, i64)>> {
+    let key = SessionKey {
+        bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
+        kind,
+        peer: peer.to_owned(),
+    };
+    let session = key.id().to_string();
+    let page = match client
+        .get_query(
+            &format!("/v1/sessions/{session}/entries"),
+            &[("after", "0"), ("limit", "1")],
+        )
+        .await
+    {
+        Ok(page) => page,
+        Err(e)
+            if e.downcast_ref::<HostAnswered>()
+                .is_some_and(|a| a.status == reqwest::StatusCode::NOT_FOUND) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let last_seq = page["last_seq"]
+        .as_i64()
+        .context("no last_seq in the answer")?;
+    Ok(Some((session, last_seq)))
+}
+
 /// The id of the bot `given` names for `--with`: one of the user's bots
 /// by its id, or by its id or display name as a mention matches them
 /// (SendToAgent takes names, QA: `--with Boss` said Boss never sent a
@@ -185,44 +222,22 @@ pub(super) async fn with_bot(
     client.get(&format!("/v1/bots/{}", segment(bot))).await?;
     let (other, mine) = other_bot(client, other).await?;
     let other = other.as_str();
-    let key = SessionKey {
-        bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
-        kind: SessionKind::Agent,
-        peer: other.to_owned(),
-    };
-    let session = key.id().to_string();
-    let page = match client
-        .get_query(
-            &format!("/v1/sessions/{session}/entries"),
-            &[("after", "0"), ("limit", "1")],
-        )
-        .await
-    {
-        Ok(page) => page,
-        Err(e)
-            if e.downcast_ref::<HostAnswered>()
-                .is_some_and(|a| a.status == reqwest::StatusCode::NOT_FOUND) =>
-        {
-            if other == bot {
-                anyhow::bail!("bot {bot} never sent itself a message (SendToAgent)");
-            }
-            if !mine {
-                anyhow::bail!(
-                    "bot {bot} has no conversation with {other}: no bot of yours is called so, \
-                     and no bot of that id sent it a message; list yours with `botfleet bots`"
-                );
-            }
+    let Some((session, last_seq)) = session_head(client, bot, SessionKind::Agent, other).await?
+    else {
+        if other == bot {
+            anyhow::bail!("bot {bot} never sent itself a message (SendToAgent)");
+        }
+        if !mine {
             anyhow::bail!(
-                "bot {bot} has no conversation with bot {other}: {other} never sent it a \
-                 message (SendToAgent); the other way round is `botfleet transcript {other} \
-                 --with {bot}`"
+                "bot {bot} has no conversation with {other}: no bot of yours is called so, and \
+                 no bot of that id sent it a message; list yours with `botfleet bots`"
             );
         }
-        Err(e) => return Err(e),
+        anyhow::bail!(
+            "bot {bot} has no conversation with bot {other}: {other} never sent it a message \
+             (SendToAgent); the other way round is `botfleet transcript {other} --with {bot}`"
+        );
     };
-    let last_seq = page["last_seq"]
-        .as_i64()
-        .context("no last_seq in the answer")?;
     let shown = |e: &Value| !lines(e, all, as_json).is_empty();
     for e in read(client, &session, last_seq, last, shown).await? {
         for line in lines(&e, all, as_json) {
@@ -290,35 +305,13 @@ pub(super) async fn runs(
             botfleet_memory::quote_short(name)
         );
     }
-    let key = SessionKey {
-        bot: BotId::new(bot).map_err(|e| anyhow::anyhow!("{e}"))?,
-        kind,
-        peer: name.to_owned(),
+    let Some((session, last_seq)) = session_head(client, bot, kind, name).await? else {
+        anyhow::bail!(
+            "no runs of {what} {} of bot {bot}: none came yet, or the bot has no such \
+             {what} ({listed})",
+            botfleet_memory::quote_short(name)
+        );
     };
-    let session = key.id().to_string();
-    let page = match client
-        .get_query(
-            &format!("/v1/sessions/{session}/entries"),
-            &[("after", "0"), ("limit", "1")],
-        )
-        .await
-    {
-        Ok(page) => page,
-        Err(e)
-            if e.downcast_ref::<HostAnswered>()
-                .is_some_and(|a| a.status == reqwest::StatusCode::NOT_FOUND) =>
-        {
-            anyhow::bail!(
-                "no runs of {what} {} of bot {bot}: none came yet, or the bot has no such \
-                 {what} ({listed})",
-                botfleet_memory::quote_short(name)
-            );
-        }
-        Err(e) => return Err(e),
-    };
-    let last_seq = page["last_seq"]
-        .as_i64()
-        .context("no last_seq in the answer")?;
     // what the bot sent is delivered to its owner's conversation, not
     // written here: its SendMessage calls say it (QA, 2026-12-04: a run
     // that delivered printed nothing without --all)
