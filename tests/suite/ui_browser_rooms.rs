@@ -124,6 +124,19 @@ async fn a_closed_room_says_so_and_has_no_message_box() {
     ui_page::finish(browser, host).await;
 }
 
+/// Alice takes bob's bot out of room `standup`, keeping hers.
+async fn take_bobs_bot_out(host: &TestHost) {
+    let (status, changed) = host
+        .call(
+            Method::PUT,
+            "/v1/groups/standup/members",
+            TOKEN,
+            Some(json!({"members": ["b", "c"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+}
+
 /// Bob's open page of alice's shared room, when alice takes his bot out
 /// of it: the poll's 404 puts a line in place of the message box, and the
 /// Rooms list drops the room. (The page looked live, and his next message
@@ -147,15 +160,7 @@ async fn a_room_you_were_taken_out_of_says_so() {
     browser
         .wait_text(".list a[href='#/rooms/standup']", "standup")
         .await;
-    let (status, changed) = host
-        .call(
-            Method::PUT,
-            "/v1/groups/standup/members",
-            TOKEN,
-            Some(json!({"members": ["b", "c"]})),
-        )
-        .await;
-    assert_eq!(status, 200, "{changed}");
+    take_bobs_bot_out(&host).await;
     browser
         .wait_text(".room-closed", "You are no longer in this room")
         .await;
@@ -189,15 +194,7 @@ async fn a_post_refused_after_you_were_taken_out_says_so_with_its_text() {
         )
         .await;
     browser.find(".detail .composer textarea").await;
-    let (status, changed) = host
-        .call(
-            Method::PUT,
-            "/v1/groups/standup/members",
-            TOKEN,
-            Some(json!({"members": ["b", "c"]})),
-        )
-        .await;
-    assert_eq!(status, 200, "{changed}");
+    take_bobs_bot_out(&host).await;
     browser
         .type_in(".composer textarea", &format!("important words{ENTER}"))
         .await;
