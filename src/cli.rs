@@ -351,7 +351,7 @@ pub fn parse() -> Cli {
     use clap::FromArgMatches as _;
     let matches = Cli::command()
         .try_get_matches()
-        .unwrap_or_else(|e| exclusion_hint(e).exit());
+        .unwrap_or_else(|e| long_value_cut(exclusion_hint(e)).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let typed = |id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
     let host_typed = typed("host");
@@ -406,6 +406,38 @@ fn joined(first: &str, more: &[String]) -> String {
         .chain(more.iter().map(String::as_str))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Characters of a refused value clap's error quotes whole.
+const QUOTED_VALUE_CHARS: usize = 100;
+
+/// clap's error for a refused value longer than [`QUOTED_VALUE_CHARS`],
+/// without the value: it quoted it whole (`memory BOT --input` of 4,001
+/// characters printed them all, QA). The parser's reason stays.
+fn long_value_cut(e: clap::Error) -> clap::Error {
+    use clap::CommandFactory as _;
+    use clap::error::ContextKind;
+    use clap::error::ContextValue;
+    if e.kind() != clap::error::ErrorKind::ValueValidation {
+        return e;
+    }
+    let (Some(ContextValue::String(value)), Some(ContextValue::String(arg))) = (
+        e.get(ContextKind::InvalidValue),
+        e.get(ContextKind::InvalidArg),
+    ) else {
+        return e;
+    };
+    let chars = value.chars().count();
+    if chars <= QUOTED_VALUE_CHARS {
+        return e;
+    }
+    let why = std::error::Error::source(&e)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    Cli::command().error(
+        clap::error::ErrorKind::ValueValidation,
+        format!("invalid value for '{arg}' ({chars} characters): {why}"),
+    )
 }
 
 /// clap's error for `botfleet search milk -cheese`, whose `-cheese` is

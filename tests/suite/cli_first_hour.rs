@@ -126,6 +126,8 @@ async fn out_of_range_flags_are_usage_errors() {
         err.contains("--input is 4001 characters; it takes at most 4000"),
         "{err}"
     );
+    // without the value quoted whole (QA: 4,001 characters printed back)
+    assert!(err.len() < 1_000, "{} bytes: {err}", err.len());
     let cjk = "记".repeat(4000);
     let (code, _, err) = cli(&["memory", "r", "--input", &cjk], &nowhere, TOKEN).await;
     assert_ne!(code, 2, "{err}");
