@@ -493,9 +493,10 @@ pub(crate) async fn deliver(
     };
     // in a task of its own: a request dropped meanwhile (its sender gone,
     // the request timeout) still ends its turn with its admission answered
-    let (outcome, replay_of) = tokio::spawn(admit_in_turn(state.clone(), secret.clone(), delivery))
-        .await
-        .map_err(|e| ApiError::Internal(format!("webhook admission: {e}")))??;
+    let (outcome, replay_of, seen) =
+        tokio::spawn(admit_in_turn(state.clone(), secret.clone(), delivery))
+            .await
+            .map_err(|e| ApiError::Internal(format!("webhook admission: {e}")))??;
     let (status, mut body) = match &outcome {
         AdmitOutcome::Accepted(_) => (StatusCode::ACCEPTED, json!(outcome)),
         AdmitOutcome::Duplicate(_) => (StatusCode::OK, json!(outcome)),
@@ -511,6 +512,12 @@ pub(crate) async fn deliver(
                          replay of it, not admitted; a new delivery is signed anew",
                         botfleet_memory::quote_short(first)
                     ),
+                    // its signature came with this very id: the same
+                    // delivery in another form (QA: "send a new id")
+                    None if seen => "this delivery and its signature came before with another \
+                                     payload: a replay of it, not admitted; a new delivery is \
+                                     signed anew"
+                        .to_owned(),
                     None => "this X-Botfleet-Delivery id was used with a different payload; \
                              send a new id for a new delivery"
                         .to_owned(),
@@ -549,13 +556,14 @@ struct Delivery {
 }
 
 /// Admits `delivery` in its signature's turn ([`SignatureTurns`]): the
-/// outcome, and the delivery it is a replay of (the same signature under
-/// another id, admitted, so answered, as that delivery).
+/// outcome, the delivery it is a replay of (the same signature under
+/// another id, admitted, so answered, as that delivery), and whether its
+/// signature came before at all (under this id too).
 async fn admit_in_turn(
     state: ApiState,
     secret: HookSecret,
     delivery: Delivery,
-) -> Result<(AdmitOutcome, Option<String>), ApiError> {
+) -> Result<(AdmitOutcome, Option<String>, bool), ApiError> {
     let Delivery {
         record,
         hook,
@@ -617,7 +625,7 @@ async fn admit_in_turn(
     {
         secret.rate.give_back(taken);
     }
-    Ok((outcome?, replay_of))
+    Ok((outcome?, replay_of, !fresh))
 }
 
 /// The ledger source of a hook's deliveries.

@@ -281,6 +281,25 @@ async fn a_timestamped_signature_is_refused_once_old() {
         "{message}"
     );
 
+    // and under the first delivery's own id: a replay too, not a new
+    // delivery to send under a new id (QA)
+    let moved = format!("{now}.{body}");
+    let replayed = vec![
+        ("X-Botfleet-Delivery", "t-1".to_owned()),
+        (
+            "X-Botfleet-Signature",
+            sign_hook(SECRET.as_bytes(), moved.as_bytes()),
+        ),
+    ];
+    let (status, refused) = post(&host, &replayed, &moved).await;
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("this delivery and its signature came before")
+            && !message.contains("send a new id"),
+        "{message}"
+    );
+
     // the same with a zero-padded timestamp, which the header takes (QA,
     // high: it was taken for a plain body, admitted at any age)
     let padded = format!("00{}.{old}", now - 1000);
