@@ -18,6 +18,10 @@
 #[cfg(unix)]
 const REPEAT_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How soon a line the log file did not take is tried again.
+#[cfg(unix)]
+const UNWRITTEN_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Installs the handler, and a task that logs each `SIGXFSZ`: the host
 /// then keeps running and its writes past the limit fail. Unix only.
 #[cfg(unix)]
@@ -35,24 +39,43 @@ pub(super) fn survive_file_size_limit() {
         // several times a second: one line, then one a minute with a count
         let mut logged: Option<std::time::Instant> = None;
         let mut repeats: u64 = 0;
-        while signals.recv().await.is_some() {
-            if logged.is_some_and(|at| at.elapsed() < REPEAT_LOG_EVERY) {
-                repeats += 1;
-                continue;
+        // a line the log file (under the same limit) did not take: tried
+        // again on a timer until it lands. Not at the next signal: the
+        // failed write of the line raises one itself, and the line was
+        // tried again at once, in a loop, while the limit lasted; and
+        // once it was lifted no signal came, and the line was never
+        // written (a test read the log for it, and failed now and then)
+        let mut unwritten = false;
+        loop {
+            let retry = async {
+                if unwritten {
+                    tokio::time::sleep(UNWRITTEN_RETRY).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                signal = signals.recv() => {
+                    if signal.is_none() {
+                        break;
+                    }
+                    if unwritten || logged.is_some_and(|at| at.elapsed() < REPEAT_LOG_EVERY) {
+                        repeats += 1;
+                        continue;
+                    }
+                }
+                () = retry => {}
             }
             let before = stderr_file_len();
             tracing::error!(
                 repeats,
                 "a write went past the host's file-size limit (RLIMIT_FSIZE: `ulimit -f`, systemd `LimitFSIZE=`) and failed; nothing more is saved while the limit lasts. Restart the host without the limit (`ulimit -f unlimited`, `LimitFSIZE=infinity`): a running process's limit can be raised only up to its hard limit (`prlimit --pid PID --fsize=unlimited:`), which `ulimit -f` and `LimitFSIZE=` set too. Logged again at most once a minute; `repeats` counts the writes since the last line"
             );
-            // a log file under the same limit did not take the line: this
-            // write raised the signal again, and the line is tried again
-            // until the limit is lifted (as each signal was logged before)
-            if before.is_some() && stderr_file_len() == before {
-                continue;
+            unwritten = before.is_some() && stderr_file_len() == before;
+            if !unwritten {
+                logged = Some(std::time::Instant::now());
+                repeats = 0;
             }
-            logged = Some(std::time::Instant::now());
-            repeats = 0;
         }
     });
 }
