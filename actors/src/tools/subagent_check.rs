@@ -92,10 +92,15 @@ impl Tool for CheckSubagent {
             Some(made) => made,
             None => own_subagent(ctx, &id).await?,
         };
-        let wanted = sub.id.clone();
-        let mut one = vec![sub.clone()];
-        as_of_step(ctx, &mut one).await?;
-        let sub = one.into_iter().find(|s| s.id == wanted).unwrap_or(sub);
+        let mut sub = sub;
+        // its own status changes of the step only (no other subagent read)
+        for m in ctx.step_effects.iter().flat_map(Mutation::within_limits) {
+            if let Mutation::SetSubagentStatus { id, status, result } = m
+                && *id == sub.id
+            {
+                given_status(&mut sub, *status, result.as_ref());
+            }
+        }
         let session = subagent_session(&sub.id, &ctx.bot.id).id();
         let recent = ctx
             .store()
@@ -197,10 +202,7 @@ async fn as_of_step(
             }
             Mutation::SetSubagentStatus { id, status, result } => {
                 if let Some(l) = list.iter_mut().find(|l| l.id == *id) {
-                    l.status = *status;
-                    if result.is_some() {
-                        l.result.clone_from(result);
-                    }
+                    given_status(l, *status, result.as_ref());
                 } else if let Some(mut s) = ctx
                     .store()
                     .subagent_of(&ctx.bot.id, id.as_str())
@@ -208,10 +210,7 @@ async fn as_of_step(
                     .map_err(store_error)?
                 {
                     // a finished one older than the list shows
-                    s.status = *status;
-                    if result.is_some() {
-                        s.result.clone_from(result);
-                    }
+                    given_status(&mut s, *status, result.as_ref());
                     list.push(s);
                 }
             }
@@ -219,6 +218,14 @@ async fn as_of_step(
         }
     }
     Ok(())
+}
+
+/// `sub` with a status the step gave it (and its result, if one came).
+fn given_status(sub: &mut SubagentRecord, status: SubagentStatus, result: Option<&String>) {
+    sub.status = status;
+    if let Some(r) = result {
+        sub.result = Some(r.clone());
+    }
 }
 
 /// The list view: `list` (every running subagent and the
