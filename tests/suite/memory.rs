@@ -309,6 +309,28 @@ async fn forget_really_forgets_through_the_tool_and_the_api() {
     host.shutdown().await;
 }
 
+/// Runs the fact extraction after a turn of `a1` in alice's DM where
+/// she said `said` and the bot answered `reply`; its report.
+async fn extract_in_dm(
+    rt: &std::sync::Arc<botfleet::actors::Runtime>,
+    a1: &BotRecord,
+    said: &str,
+    reply: &str,
+) -> botfleet::actors::ExtractReport {
+    let session = botfleet::memory::SessionId::derive(&a1.id, "dm", "alice");
+    extract_after_turn(
+        rt,
+        a1,
+        session,
+        botfleet::memory::TurnId::new_v7(),
+        &[],
+        &[said.into()],
+        reply,
+    )
+    .await
+    .unwrap()
+}
+
 /// Fact extraction takes an importance written as a whole float (`4.0`,
 /// as models write it), as Remember does, and refuses a fraction naming
 /// the 1–5 range (QA, 2026-12-05: `4.0` was refused as "expected u8",
@@ -318,18 +340,7 @@ async fn extraction_takes_a_whole_float_importance_and_names_the_range() {
     let host = start().await;
     let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
     let a1 = bot(&host, "a1").await;
-    let session = botfleet::memory::SessionId::derive(&a1.id, "dm", "alice");
-    let report = extract_after_turn(
-        &rt,
-        &a1,
-        session,
-        botfleet::memory::TurnId::new_v7(),
-        &[],
-        &["I keep bees".into()],
-        "Lovely!",
-    )
-    .await
-    .unwrap();
+    let report = extract_in_dm(&rt, &a1, "I keep bees", "Lovely!").await;
     assert_eq!(report.added.len(), 1, "{report:?}");
     assert_eq!(report.added[0].text, "Keeps bees");
     assert_eq!(report.added[0].importance.get(), 4);
@@ -350,19 +361,8 @@ async fn extraction_with_a_scripted_extractor_and_a_failing_one() {
     let running = host.host.as_ref().unwrap();
     let rt = running.fleet.runtime().clone();
     let a1 = bot(&host, "a1").await;
-    let session = a1.id.clone();
-    let session = botfleet::memory::SessionId::derive(&session, "dm", "alice");
-    let report = extract_after_turn(
-        &rt,
-        &a1,
-        session,
-        botfleet::memory::TurnId::new_v7(),
-        &[],
-        &["I moved to Berlin".into()],
-        "Welcome to Berlin!",
-    )
-    .await
-    .unwrap();
+    let session = botfleet::memory::SessionId::derive(&a1.id, "dm", "alice");
+    let report = extract_in_dm(&rt, &a1, "I moved to Berlin", "Welcome to Berlin!").await;
     assert_eq!(report.added.len(), 1);
     assert_eq!(report.added[0].text, "Lives in Berlin");
     assert_eq!(

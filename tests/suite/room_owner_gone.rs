@@ -25,14 +25,7 @@ async fn a_room_whose_owner_left_can_be_closed_by_a_members_owner() {
         .bot_lines("shareable = true")
         .start()
         .await;
-    let (status, room) = host
-        .post_raw(
-            "/v1/groups",
-            Some(TOKEN),
-            None,
-            json!({"name": "both", "members": ["a1", "b1"]}).to_string(),
-        )
-        .await;
+    let (status, room) = host.create_room(TOKEN, "both", &["a1", "b1"]).await;
     assert_eq!(
         (status, room["shared"].clone()),
         (201, json!(true)),

@@ -67,6 +67,23 @@ fn cannot_run_card(why: &str) -> Value {
     }])
 }
 
+/// Asks, in the session `session` of `host`'s bot, for approval of the
+/// Shell command `env`, good for ten minutes; its id.
+async fn ask_env(
+    host: &crate::support::fleet::TestHost,
+    session: &str,
+) -> botfleet::memory::ApprovalId {
+    ui_page::ask(
+        host,
+        session,
+        "run `env`",
+        "it runs a command",
+        "env",
+        600_000,
+    )
+    .await
+}
+
 /// The status of approval `id` as the API reports it.
 async fn status(host: &TestHost, id: &str) -> Value {
     let (code, v) = host.get(&format!("/v1/approvals/{id}"), TOKEN).await;
@@ -84,16 +101,7 @@ async fn an_approval_whose_tool_is_gone_says_so_and_cannot_be_approved() {
         return;
     };
     let session = host.dm_after_hello("r").await;
-    let id = ui_page::ask(
-        &host,
-        &session,
-        "run `env`",
-        "it runs a command",
-        "env",
-        600_000,
-    )
-    .await
-    .to_string();
+    let id = ask_env(&host, &session).await.to_string();
 
     // the card in the conversation (the record it asks for carries it)
     ui_page::open_dm(&browser, &host, "r").await;
@@ -131,16 +139,7 @@ async fn an_approval_of_a_removed_bot_says_so_and_cannot_be_approved() {
         .start()
         .await;
     let session = host.dm_after_hello("r").await;
-    let id = ui_page::ask(
-        &host,
-        &session,
-        "run `env`",
-        "it runs a command",
-        "env",
-        600_000,
-    )
-    .await
-    .to_string();
+    let id = ask_env(&host, &session).await.to_string();
     // while r is listed with Shell, the action can run: Approve is offered
     ui_page::open(&browser, &host, "#/approvals").await;
     browser.wait_text(".approvals .panel", "run `env`").await;
@@ -186,15 +185,7 @@ async fn an_approval_of_a_bot_given_away_offers_no_decision() {
         .start()
         .await;
     let session = host.dm_after_hello("r").await;
-    ui_page::ask(
-        &host,
-        &session,
-        "run `env`",
-        "it runs a command",
-        "env",
-        600_000,
-    )
-    .await;
+    ask_env(&host, &session).await;
     let fleet =
         host.shutdown()
             .await

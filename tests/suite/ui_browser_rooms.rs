@@ -124,6 +124,24 @@ async fn a_closed_room_says_so_and_has_no_message_box() {
     ui_page::finish(browser, host).await;
 }
 
+/// Bob signs in and opens room `standup`, the page's timers set by
+/// `timer`, a JS expression of `f`, `ms` and `every` (the page's own
+/// `setInterval`): the poll sooner, or none.
+async fn bob_opens_standup(browser: &Browser, host: &TestHost, timer: &str) {
+    browser.sign_in(&host.url, BOB_TOKEN).await;
+    browser
+        .js(
+            &format!(
+                "const every = window.setInterval; \
+                 window.setInterval = (f, ms) => {timer}; \
+                 location.hash = '#/rooms/standup';"
+            ),
+            json!([]),
+        )
+        .await;
+    browser.find(".detail .composer textarea").await;
+}
+
 /// Alice takes bob's bot out of room `standup`, keeping hers.
 async fn take_bobs_bot_out(host: &TestHost) {
     let (status, changed) = host
@@ -146,17 +164,8 @@ async fn a_room_you_were_taken_out_of_says_so() {
     let Some((browser, host)) = shared_room("standup").await else {
         return;
     };
-    browser.sign_in(&host.url, BOB_TOKEN).await;
     // the page's poll, sooner: it is what learns of the change
-    browser
-        .js(
-            "const every = window.setInterval; \
-             window.setInterval = (f, ms) => every(f, Math.min(ms, 200)); \
-             location.hash = '#/rooms/standup';",
-            json!([]),
-        )
-        .await;
-    browser.find(".detail .composer textarea").await;
+    bob_opens_standup(&browser, &host, "every(f, Math.min(ms, 200))").await;
     browser
         .wait_text(".list a[href='#/rooms/standup']", "standup")
         .await;
@@ -183,17 +192,8 @@ async fn a_post_refused_after_you_were_taken_out_says_so_with_its_text() {
     let Some((browser, host)) = shared_room("standup").await else {
         return;
     };
-    browser.sign_in(&host.url, BOB_TOKEN).await;
     // no poll: the refused post is what learns of the change
-    browser
-        .js(
-            "const every = window.setInterval; \
-             window.setInterval = (f, ms) => (ms === 5000 ? 0 : every(f, ms)); \
-             location.hash = '#/rooms/standup';",
-            json!([]),
-        )
-        .await;
-    browser.find(".detail .composer textarea").await;
+    bob_opens_standup(&browser, &host, "(ms === 5000 ? 0 : every(f, ms))").await;
     take_bobs_bot_out(&host).await;
     browser
         .type_in(".composer textarea", &format!("important words{ENTER}"))
