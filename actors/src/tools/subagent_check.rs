@@ -88,11 +88,7 @@ impl Tool for CheckSubagent {
             }
             return Ok(ToolOutput::text(task_list(&list, left_out)));
         };
-        let sub = match made_in_step(ctx, &id) {
-            Some(made) => made,
-            None => own_subagent(ctx, &id).await?,
-        };
-        let mut sub = sub;
+        let mut sub = own_subagent(ctx, &id).await?;
         // its own status changes of the step only (no other subagent read)
         for m in ctx.step_effects.iter().flat_map(Mutation::within_limits) {
             if let Mutation::SetSubagentStatus { id, status, result } = m
@@ -165,21 +161,6 @@ impl Tool for CheckSubagent {
             }
         )))
     }
-}
-
-/// The subagent `id` of the caller's that an earlier call of this step
-/// starts (Task), not committed yet.
-fn made_in_step(ctx: &ToolContext<'_>, id: &str) -> Option<SubagentRecord> {
-    let id = id.trim();
-    ctx.step_effects
-        .iter()
-        .flat_map(Mutation::within_limits)
-        .find_map(|m| match m {
-            Mutation::CreateSubagent(s) if s.id.as_str() == id && s.parent == ctx.bot.id => {
-                Some(s.clone())
-            }
-            _ => None,
-        })
 }
 
 /// `list` as the step's earlier calls leave it, their writes not yet

@@ -231,3 +231,65 @@ async fn the_list_counts_the_steps_earlier_calls() {
         "{one}"
     );
 }
+
+/// Regression (QA, 2026-12-05): MessageSubagent and StopSubagent read the
+/// store only, so a subagent whose Task was an earlier call of the same
+/// step was "no subagent" to them. A steering message now goes to it
+/// (committed with the step, after its task), and a stop says it has not
+/// started yet instead of that it does not exist.
+#[tokio::test]
+async fn a_subagent_started_in_the_step_is_steered_and_not_stopped_yet() {
+    let f = ToolFixture::new();
+    let task = json!({"description": "survey", "prompt": "Look around and report."});
+    let started = super::super::Task.call(&f.ctx("c1"), task).await.unwrap();
+    let child = started
+        .effects
+        .iter()
+        .flat_map(Mutation::within_limits)
+        .find_map(|m| match m {
+            Mutation::CreateSubagent(s) => Some(s.id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let earlier = started.effects.clone();
+    let ctx = ToolContext {
+        step_effects: &earlier,
+        ..f.ctx("c2")
+    };
+    let steer = json!({ "id": child.as_str(), "text": "and the roof too" });
+    let steered = super::super::MessageSubagent
+        .call(&ctx, steer)
+        .await
+        .unwrap();
+    assert_eq!(steered.content, format!("sent to subagent {child}"));
+    let ctx = ToolContext {
+        step_effects: &earlier,
+        ..f.ctx("c3")
+    };
+    let stop = super::super::StopSubagent
+        .call(&ctx, json!({ "id": child.as_str() }))
+        .await
+        .unwrap_err();
+    assert!(
+        stop.message
+            .contains("is started by your Task call of this same step"),
+        "{stop:?}"
+    );
+    assert!(stop.hint.contains("in your next step"), "{stop:?}");
+    // the step commits: the task, then the steering message, both to it
+    let step: Vec<Mutation> = started.effects.into_iter().chain(steered.effects).collect();
+    f.rt.store.write(step).await.unwrap();
+    let session = super::super::subagent_session(&child, &f.bot.id).id();
+    let texts: Vec<String> =
+        f.rt.store
+            .tail_entries(session, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EntryKind::Event { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect();
+    assert_eq!(texts, ["Look around and report.", "and the roof too"]);
+}

@@ -39,6 +39,7 @@ use super::super::ToolError;
 use super::super::ToolOutput;
 use super::super::parse_args;
 use super::ids::creating_call;
+use super::made_in_step;
 use super::own_subagent;
 use super::store_error;
 use crate::model::ToolSpec;
@@ -98,6 +99,18 @@ impl Tool for StopSubagent {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: StopArgs = parse_args("StopSubagent", args)?;
+        if let Some(made) = made_in_step(ctx, &args.id) {
+            // its Task commits with this step: there is nothing to stop
+            // yet (it was told "you have no subagent", QA 2026-12-05)
+            return Err(ToolError::new(
+                format!(
+                    "subagent {} is started by your Task call of this same step: it starts \
+                     once this step's calls are done, so there is nothing to stop yet",
+                    made.id
+                ),
+                "if you no longer want its task done, stop it with StopSubagent in your next step",
+            ));
+        }
         let sub = own_subagent(ctx, &args.id).await?;
         stop(ctx, &sub).await
     }

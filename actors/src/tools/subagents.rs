@@ -174,7 +174,14 @@ fn input_to_child(
     }))
 }
 
+/// The caller's subagent `id`: one an earlier call of this step starts
+/// (Task, not committed yet), or one in the store. A MessageSubagent to a
+/// subagent whose Task was in the same step was told "you have no
+/// subagent" (QA, 2026-12-05).
 async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord, ToolError> {
+    if let Some(made) = made_in_step(ctx, id) {
+        return Ok(made);
+    }
     let store = ctx.store();
     if let Some(sub) = store
         .subagent_of(&ctx.bot.id, id.trim())
@@ -199,6 +206,21 @@ async fn own_subagent(ctx: &ToolContext<'_>, id: &str) -> Result<SubagentRecord,
     } else {
         error
     })
+}
+
+/// The subagent `id` of the caller's that an earlier call of this step
+/// starts (Task), not committed yet.
+fn made_in_step(ctx: &ToolContext<'_>, id: &str) -> Option<SubagentRecord> {
+    let id = id.trim();
+    ctx.step_effects
+        .iter()
+        .flat_map(Mutation::within_limits)
+        .find_map(|m| match m {
+            Mutation::CreateSubagent(s) if s.id.as_str() == id && s.parent == ctx.bot.id => {
+                Some(s.clone())
+            }
+            _ => None,
+        })
 }
 
 /// Starts a subagent.
