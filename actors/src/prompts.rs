@@ -190,6 +190,9 @@ prompts! {
     /// Result of a call whose exact action already ran with an approval,
     /// made again (the decision's note, read after the run, asks for it).
     approval_used => "approval_used.md",
+    /// Result of a call whose exact action a person denied for the same
+    /// request, made again.
+    approval_denied_again => "approval_denied_again.md",
     /// The event telling a bot its action was approved.
     approval_approved => "approval_approved.md",
     /// The same when the approved call's tool is no longer among the

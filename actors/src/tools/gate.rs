@@ -486,6 +486,15 @@ async fn approval_stage(
     {
         return Err(used_already(&used));
     }
+    // Denied for this request: asked again, the person saw a second card
+    // for what they had just refused
+    if let Some(denied) = store
+        .denied_approval(&ctx.scope.session.owner, session, &fingerprint)
+        .await
+        .map_err(store_failed)?
+    {
+        return Err(denied_already(&denied));
+    }
     let config = &ctx.rt.settings.review;
     let new = NewApproval {
         id: ApprovalId::new_v7(),
@@ -559,11 +568,6 @@ async fn approval_stage(
 /// ([`botfleet_memory::Store::used_approval`]): nothing is asked until the
 /// approval's window ends or the person writes again.
 fn used_already(used: &ApprovalRecord) -> ToolError {
-    let utc = |ms: i64| {
-        chrono::DateTime::from_timestamp_millis(ms)
-            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-            .unwrap_or_else(|| ms.to_string())
-    };
     let owner = used.owner.as_str();
     let message = prompts()
         .approval_used
@@ -581,6 +585,42 @@ fn used_already(used: &ApprovalRecord) -> ToolError {
             utc(used.expires_at)
         ),
     )
+}
+
+/// The refusal of a call whose exact action `denied` refused
+/// ([`botfleet_memory::Store::denied_approval`]): nothing is asked until
+/// the denial's window ends or the person writes again.
+fn denied_already(denied: &ApprovalRecord) -> ToolError {
+    let owner = denied.owner.as_str();
+    let message = prompts()
+        .approval_denied_again
+        .render(&[
+            ("id", &denied.id.to_string()),
+            ("owner", owner),
+            (
+                "denied_at",
+                &utc(denied.decided_at.unwrap_or(denied.created_at)),
+            ),
+        ])
+        .unwrap_or_else(|e| e.to_string());
+    ToolError::new(
+        message,
+        format!(
+            "do not try it again or another way; tell {owner} with SendMessage that you will not \
+             do it, and ask what they would like instead"
+        ),
+    )
+    .or_without(
+        "SendMessage",
+        "do not try it again or another way; say in your answer that it was denied",
+    )
+}
+
+/// A time in ms since the epoch as the tools write it.
+fn utc(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| ms.to_string())
 }
 
 /// The refusal of a side effect while `n` approvals of the bot wait,

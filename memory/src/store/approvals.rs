@@ -409,6 +409,33 @@ pub(crate) fn used_in_window(
     .map(|r| r.effective(now)))
 }
 
+/// The newest approval of `owner` in `session` for the exact action
+/// `fingerprint` that was denied, while its window lasts (the approval's
+/// TTL from the decision) and no user message came in `session` since
+/// it was asked. See `Store::denied_approval`.
+pub(crate) fn denied_in_window(
+    conn: &Connection,
+    owner: &UserId,
+    session: SessionId,
+    fingerprint: &str,
+    now: i64,
+) -> Result<Option<ApprovalRecord>> {
+    Ok(query(
+        conn,
+        concat!(
+            "WHERE a.owner = ?1 AND a.session_id = ?2 AND a.fingerprint = ?3
+               AND a.status = 'denied' AND a.expires_at > ?4
+               AND NOT ",
+            newer_user_message!(),
+            " ORDER BY a.decided_at DESC LIMIT 1"
+        ),
+        params![owner.as_str(), session.to_string(), fingerprint, now],
+    )?
+    .into_iter()
+    .next()
+    .map(|r| r.effective(now)))
+}
+
 /// The bots of `owner` with an open row (stored pending, or approved and
 /// unused) that is expired as of `now`: those whose expiry
 /// `ExpireApprovals` has yet to write.

@@ -87,6 +87,26 @@ impl Store {
             .await
     }
 
+    /// The newest approval of `owner` in `session` for the exact action
+    /// `fingerprint` that was denied, while the window the decision
+    /// opened lasts (the approval's TTL) and no user message came in
+    /// `session` since it was asked: the person refused that action for
+    /// this request, so the same call is refused without asking again.
+    /// A new card for it looked like a second chance, and approving it by
+    /// mistake ran what they had just refused (QA, 2026-12-05).
+    pub async fn denied_approval(
+        &self,
+        owner: &UserId,
+        session: crate::ids::SessionId,
+        fingerprint: &str,
+    ) -> Result<Option<crate::record::ApprovalRecord>> {
+        let owner = owner.clone();
+        let fingerprint = fingerprint.to_owned();
+        let now = self.inner.clock.now_ms();
+        self.read(move |c| approvals::denied_in_window(c, &owner, session, &fingerprint, now))
+            .await
+    }
+
     /// The bots of `owner` with an approval that is expired as of now but
     /// not yet written so (its card still shows it open). The state every
     /// read reports is computed; this says whose cards lag behind it.
