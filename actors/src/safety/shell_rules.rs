@@ -515,6 +515,7 @@ fn command_rules(
         }
         "git" => {
             shell_net::git_push(args, allow, f);
+            shell_net::git_remote(args, allow, f);
             apply_git(shell_git::git(args), allow, f, depth);
         }
         "shutdown" | "reboot" | "halt" | "poweroff" | "killall5" => {
