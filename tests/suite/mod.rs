@@ -149,6 +149,7 @@ mod project_forget;
 mod provider_base_url;
 mod provider_quirks;
 mod provider_quirks2;
+mod read_credentials;
 mod recall;
 mod recall_faults;
 mod recall_paging;

@@ -69,6 +69,7 @@ pub use review::ReviewSurface;
 pub use review::Reviewer;
 pub use review::ScriptKind;
 pub use review::canonical_json;
+pub use review::credential_path;
 pub use review::review_rules;
 pub use review::review_with_model;
 pub use review::sensitive_write_target;

@@ -445,6 +445,16 @@ fn rules_of(action: &Action, config: &ReviewConfig) -> ReviewDecision {
     let mut findings = Findings::default();
     let text_of = |key: &str| action.args.get(key).and_then(Value::as_str).unwrap_or("");
     match action.surface {
+        // a Read of credentials (`gate::review_surface`): the rule of
+        // `cat` on the same file
+        ReviewSurface::Shell if action.tool == "Read" => {
+            let path = text_of("path");
+            if let Some(what) = patterns::credential_in(path) {
+                findings.ask(format!("reads {what} ({path})"));
+            } else {
+                findings.ask(format!("reads credentials through a link ({path})"));
+            }
+        }
         ReviewSurface::Shell => {
             shell_rules::review_command(
                 text_of("command"),
@@ -484,6 +494,12 @@ fn rules_of(action: &Action, config: &ReviewConfig) -> ReviewDecision {
         }
     }
     findings.decision()
+}
+
+/// What credentials `path` names, if it names any (the paths the Shell
+/// rules ask about reading: `.ssh/`, `id_rsa`, `.env`…).
+pub fn credential_path(path: &str) -> Option<&'static str> {
+    patterns::credential_in(path)
 }
 
 /// Files whose change makes something run later (git internals — hooks

@@ -88,6 +88,7 @@ use review::build_action;
 use review::denied;
 use review::in_notes_area;
 use review::log_review;
+use review::reads_credentials;
 use review::review;
 use review::scripts_unchanged;
 
@@ -236,8 +237,13 @@ async fn review_to_locks(
 ) -> (GateDecision, Option<Action>) {
     let runner = ctx.scope.runner;
     let config = &ctx.rt.settings.review;
-    let reviewed = review_surface(kind, runner, || in_notes_area(ctx, args))
-        .filter(|s| config.modes.get(*s) != ReviewMode::Off);
+    let reviewed = review_surface(
+        kind,
+        runner,
+        || in_notes_area(ctx, args),
+        || reads_credentials(ctx, args).is_some(),
+    )
+    .filter(|s| config.modes.get(*s) != ReviewMode::Off);
     let enforced = reviewed.filter(|s| config.modes.get(*s) == ReviewMode::Enforce);
     // 2. review
     let mut decision = ReviewDecision::Allow;
@@ -315,9 +321,12 @@ impl Gate {
     /// passes the gate without I/O.
     pub fn reviewed(ctx: &ToolContext<'_>, tool: &str, args: &Value) -> bool {
         let modes = &ctx.rt.settings.review.modes;
-        review_surface(effective_kind(ctx, tool), ctx.scope.runner, || {
-            in_notes_area(ctx, args)
-        })
+        review_surface(
+            effective_kind(ctx, tool),
+            ctx.scope.runner,
+            || in_notes_area(ctx, args),
+            || reads_credentials(ctx, args).is_some(),
+        )
         .is_some_and(|s| modes.get(s) != ReviewMode::Off)
     }
 
@@ -330,9 +339,12 @@ impl Gate {
     /// review of it (the rules decide the same action the same way).
     pub async fn passes_review_rules(ctx: &ToolContext<'_>, name: &str, args: &Value) -> bool {
         let config = &ctx.rt.settings.review;
-        let surface = review_surface(effective_kind(ctx, name), ctx.scope.runner, || {
-            in_notes_area(ctx, args)
-        })
+        let surface = review_surface(
+            effective_kind(ctx, name),
+            ctx.scope.runner,
+            || in_notes_area(ctx, args),
+            || reads_credentials(ctx, args).is_some(),
+        )
         .filter(|s| config.modes.get(*s) != ReviewMode::Off);
         let Some(surface) = surface else {
             return true;
@@ -380,8 +392,12 @@ pub fn review_surface(
     kind: ToolKind,
     runner: Runner,
     in_notes_area: impl FnOnce() -> bool,
+    reads_credentials: impl FnOnce() -> bool,
 ) -> Option<ReviewSurface> {
     match kind {
+        // the same read as `cat .env` in Shell, reviewed as that is (QA,
+        // 2026-12-05: Read returned a private key that Shell asked about)
+        ToolKind::FileRead if reads_credentials() => Some(ReviewSurface::Shell),
         ToolKind::Shell => Some(ReviewSurface::Shell),
         ToolKind::FileWrite => (!in_notes_area()).then_some(ReviewSurface::FileWrite),
         ToolKind::Extension => Some(ReviewSurface::Extension),

@@ -20,6 +20,7 @@ use crate::safety::ReviewDecision;
 use crate::safety::ReviewMode;
 use crate::safety::ReviewSurface;
 use crate::safety::Reviewer;
+use crate::safety::credential_path;
 use crate::safety::may_run_scripts;
 use crate::safety::resolve_scripts;
 use crate::safety::review_rules;
@@ -45,6 +46,21 @@ pub(super) fn in_notes_area(ctx: &ToolContext<'_>, args: &Value) -> bool {
                 && p.strip_prefix(root)
                     .is_ok_and(|rel| sensitive_write_target(&rel.to_string_lossy()).is_none())
         })
+}
+
+/// What credentials a Read would return, if its path (as given, or the
+/// file it leads to through links) is one the Shell rules ask about:
+/// `.ssh/`, `id_rsa`, `.env`, `.aws/credentials`… The workspace is HOME
+/// for Shell, so these are the same files.
+pub(super) fn reads_credentials(ctx: &ToolContext<'_>, args: &Value) -> Option<&'static str> {
+    let path = args.get("path").and_then(Value::as_str)?;
+    if let Some(what) = credential_path(path) {
+        return Some(what);
+    }
+    let root = ctx.workspace().root();
+    let resolved = ctx.workspace().resolve(path).ok()?;
+    let rel = resolved.strip_prefix(root).ok()?;
+    credential_path(&rel.to_string_lossy())
 }
 
 /// The scripts a Shell call would run, read now (none when the command
@@ -159,6 +175,7 @@ pub(super) async fn build_action(
                 .map_or(0, str::len)
         ),
         "Edit" => format!("edit {}", text("path")),
+        "Read" => format!("read {}", text("path")),
         "Task" => format!("start a subagent: {}", summary_text(&text("description"))),
         "SendToAgent" => format!("send a message to {}", text("agent")),
         "SendMessage" if ctx.scope.session.key.kind == SessionKind::Agent => {

@@ -538,11 +538,17 @@ fn predicates() {
     ];
     for (kind, runner, notes, expected) in cases {
         assert_eq!(
-            review_surface(kind, runner, || notes),
+            review_surface(kind, runner, || notes, || false),
             expected,
             "{kind:?} {runner:?}"
         );
     }
+    // a Read of credentials is reviewed as `cat` of them is (QA,
+    // 2026-12-05: Read returned a private key Shell asked about)
+    assert_eq!(
+        review_surface(ToolKind::FileRead, Runner::Main, || false, || true),
+        Some(ReviewSurface::Shell)
+    );
 }
 
 #[path = "gate_approval_tests.rs"]
