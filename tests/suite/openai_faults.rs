@@ -180,6 +180,35 @@ async fn a_bad_request_is_not_retried_and_carries_the_message() {
     assert_eq!(server.request_count(), 1);
 }
 
+/// Regression (QA, 2026-12-05): a server's error body went into the host
+/// log and the turn's error as it was: a line break in it forged a log
+/// line of its own, an escape sequence coloured the terminal, and a NUL
+/// made `grep` take the log for a binary file. Control characters are
+/// quoted escaped.
+#[tokio::test]
+async fn control_characters_of_an_error_body_are_quoted_escaped() {
+    let (server, model) = serve(OpenAiServer::builder().reply(Reply::raw(
+        400,
+        "text/plain",
+        "boom\n2026-12-05T00:00:00.000000Z  INFO botfleet::forged: FORGED\u{1b}[31mred\u{0}\n",
+    )))
+    .await;
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        !shown.chars().any(char::is_control),
+        "no control character: {shown:?}"
+    );
+    assert!(
+        shown.contains(
+            r"boom\n2026-12-05T00:00:00.000000Z  INFO botfleet::forged: FORGED\u{1b}[31mred\0"
+        ),
+        "{shown}"
+    );
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_unreachable_endpoint_is_reported_after_the_retries() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

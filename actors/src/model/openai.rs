@@ -432,6 +432,7 @@ impl OpenAiModel {
                 // the error ends "…attempt(s): " otherwise (QA)
                 body = "(an empty body)".to_owned();
             }
+            let body = redact::escape_controls(&body);
             return Err(Failure::Status {
                 status,
                 body,
@@ -648,7 +649,7 @@ impl OpenAiModel {
                 )));
             }
             // redacted whole before it is cut (redact.rs)
-            let quoted = redactor.cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
+            let quoted = redactor.quote(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
             Failure::Final(ModelError::Protocol(redactor.text(&format!(
                 "response is not a chat completion ({e}): {quoted}"
             ))))
@@ -658,7 +659,7 @@ impl OpenAiModel {
             // Ollama's native `/api/chat` answer (`{"message":…,"done":
             // true}`): the wrong API, said at once rather than retried as
             // an answer that broke off (QA)
-            let quoted = redactor.cut(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
+            let quoted = redactor.quote(&String::from_utf8_lossy(&body), QUOTE_LIMIT);
             return Err(Failure::Final(ModelError::Protocol(redactor.text(
                 &format!("response is not a chat completion (it has no `choices`): {quoted}"),
             ))));
@@ -843,7 +844,7 @@ fn not_a_chunk(
 ) -> Failure {
     let json = serde_json::from_slice::<serde::de::IgnoredAny>(data).err();
     // redacted whole before it is cut (redact.rs)
-    let quoted = redactor.cut(&String::from_utf8_lossy(data), QUOTE_LIMIT);
+    let quoted = redactor.quote(&String::from_utf8_lossy(data), QUOTE_LIMIT);
     let why = match &json {
         Some(e) => format!("not JSON: {e}"),
         None => error.to_string(),

@@ -102,6 +102,12 @@ impl Redactor {
         text
     }
 
+    /// [`Redactor::cut`] of `text` trimmed, its control characters shown
+    /// escaped ([`escape_controls`]): a quote of what a server sent.
+    pub(super) fn quote(&self, text: &str, max_bytes: usize) -> String {
+        escape_controls(self.cut(text.trim(), max_bytes).trim())
+    }
+
     /// Replaces the end of `text` with [`HIDDEN`] when it is the start
     /// (a proper prefix of [`MIN_SECRET_CHARS`] chars or more) of a secret:
     /// the text was cut inside that secret. The search is the one the host
@@ -135,6 +141,27 @@ impl Redactor {
             Failure::Final(error) => Failure::Final(error),
         }
     }
+}
+
+/// `text` with each control character escaped as Rust writes it in a
+/// string literal (`\n`, `\t`, `\u{1b}`), everything else as it is. A
+/// server's text quoted in an error goes into the host's log and the
+/// transcript: a line break in it forged a log line of its own, an escape
+/// sequence coloured the terminal, and a NUL made the log a binary file
+/// to `grep` (QA, 2026-12-05).
+pub(super) fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Every credential `options` send to `url` (the userinfo only when a

@@ -154,7 +154,7 @@ fn judged(
     if status == StatusCode::PAYMENT_REQUIRED || (status.is_client_error() && quota) {
         return Some(ModelError::QuotaExhausted {
             status: shown,
-            body: body.to_owned(),
+            body: super::redact::escape_controls(body),
         });
     }
     if !status.is_client_error() || status == StatusCode::TOO_MANY_REQUESTS {
@@ -173,7 +173,7 @@ fn judged(
         status: code,
         window,
         advice: advice(window, options),
-        body: body.to_owned(),
+        body: super::redact::escape_controls(body),
     })
 }
 
