@@ -290,6 +290,33 @@ fn summaries_are_found_only_when_asked_for() -> TestResult {
     Ok(())
 }
 
+/// The runtime's reminders are one fixed text: a search for one of its
+/// words found every turn that needed one, newest first, above what the
+/// person said (QA, 2026-12-05). Left out unless asked for by kind.
+#[test]
+fn reminders_are_found_only_when_asked_for() -> TestResult {
+    let mut docs = Docs::new()?;
+    let s = session("r", "alice");
+    docs.add_kind("r", s, "alice", user_text("what is the answer?"))?;
+    for _ in 0..3 {
+        docs.add_kind(
+            "r",
+            s,
+            "system",
+            EntryKind::Reminder {
+                text: "[runtime reminder] Send your answer now with the SendMessage tool".into(),
+            },
+        )?;
+    }
+    docs.commit()?;
+    let plain = docs.search(SearchQuery::new("answer"))?;
+    assert_eq!(plain.total, 1);
+    assert_eq!(plain.hits[0].kind, "user_message");
+    let reminders = docs.search(SearchQuery::new("answer").with_kinds(["reminder"]))?;
+    assert_eq!(reminders.total, 3);
+    Ok(())
+}
+
 #[test]
 fn hits_carry_the_entry_coordinates_and_a_marked_snippet() -> TestResult {
     let mut docs = Docs::new()?;

@@ -613,9 +613,12 @@ fn room_copies(fields: &Fields, copies: &[RoomCopies]) -> Box<dyn Query> {
     ]))
 }
 
-/// The kind a search without a `kinds` filter leaves out: compaction
-/// summaries.
-const UNLESS_ASKED: &str = "summary";
+/// The kinds a search without a `kinds` filter leaves out: compaction
+/// summaries, and the runtime's reminders (the same fixed text each time,
+/// "Send your answer now with the SendMessage tool": a search for
+/// "answer" filled its first page with them, above what people said; QA,
+/// 2026-12-05).
+const UNLESS_ASKED: [&str; 2] = ["summary", "reminder"];
 
 /// A `MustNot` clause of `query`. Every exclusion goes through
 /// [`Excluded`]: tantivy's exclusion seeks excluded phrases backwards,
@@ -666,7 +669,7 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
         // it, so a fact of a long conversation matched every summary since
         // and crowded out what was really said; the newest summary is in
         // the bot's prompt anyway. Asked for by kind, they are found.
-        clauses.push(excluded(filter(fields.kind, std::iter::once(UNLESS_ASKED))));
+        clauses.push(excluded(filter(fields.kind, UNLESS_ASKED.into_iter())));
     } else {
         clauses.push((
             Occur::Must,
