@@ -53,6 +53,7 @@ mod cli_transcript;
 mod cli_transcript_runs;
 mod cli_wrong_server;
 mod compaction_bounds;
+mod compaction_interrupt;
 mod config_checks;
 mod config_first_use;
 mod context;

@@ -114,7 +114,16 @@ pub(crate) enum CompactionError {
     /// request (`BudgetPause::reason`): nothing was asked or written.
     #[error("the summariser was not asked: {0}")]
     BudgetSpent(String),
+    /// A person's message came before the first chunk's summary was
+    /// written ([`ChunkBudget::interrupt`]): nothing was written, and
+    /// nothing failed.
+    #[error("a person's message came: the compaction stopped for their turn")]
+    Interrupted,
 }
+
+/// How long a summariser call runs before a person's message cuts it off
+/// ([`ChunkBudget::interrupt`]).
+const CUT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Whom a compaction runs for and what its summariser requests count
 /// against.
@@ -132,6 +141,13 @@ pub(crate) struct ChunkBudget<'a> {
     pub stores_usage: bool,
     /// Ends a wait for the bot's extractions in flight (the turn's cancel).
     pub stop: &'a CancellationToken,
+    /// A person's new message (the run's interrupt): the compaction stops
+    /// before its next chunk, and its summariser call is cut off once it
+    /// has run for [`CUT_AFTER`]; what the chunks before summarised
+    /// stays. A person waited for a summariser
+    /// that was slow or did not answer at all, up to its whole timeout
+    /// and retries (QA, 2026-12-05: 40 s for a two-word reply).
+    pub interrupt: &'a CancellationToken,
 }
 
 fn is_input(kind: &EntryKind) -> bool {
@@ -288,12 +304,12 @@ async fn summarise(
     hidden: &crate::safety::Redactor,
     bounds: &Bounds,
     through: i64,
+    cancel: &CancellationToken,
 ) -> Result<(String, TokenUsage), CompactionError> {
-    let cancel = tokio_util::sync::CancellationToken::new();
     // a failure's text reaches the log and the turn's error: cleaned of
     // the host's credentials
     let response = model
-        .complete_hiding(request, hidden, &mut (), &cancel)
+        .complete_hiding(request, hidden, &mut (), cancel)
         .await?;
     // a thinking model served without a reasoning parser puts its
     // reasoning first (`<think>…</think>`): it is not the summary; one
@@ -385,6 +401,14 @@ pub(crate) async fn compact(
     for (i, chunk) in chunks.iter().enumerate() {
         // the chunks before count once: stored with their summaries, or
         // pending with the turn's usage
+        if account.interrupt.is_cancelled() {
+            tracing::info!(bot = %bot.id, %session, chunk = i + 1, chunks = count,
+                "a person's message came: the compaction stops before its next chunk");
+            if done.is_none() {
+                return Err(CompactionError::Interrupted);
+            }
+            break;
+        }
         let spent = done.as_ref().map_or(0, |d| d.usage.total());
         let pending = account
             .pending
@@ -398,22 +422,42 @@ pub(crate) async fn compact(
             break;
         }
         let request = chunk_request(bot, session, fold.as_ref(), chunk, &bounds);
-        let step = async {
-            let (summary, usage) = summarise(
-                model,
-                &request,
-                vault.host_redactor(),
-                &bounds,
-                chunk.through,
-            )
-            .await?;
-            let epoch = epoch + 1;
-            let stored = account.stores_usage.then(|| usage_row(rt, bot, usage));
-            let at = (chunk.through, epoch);
-            write_summary(rt, session, account.turn, &summary, at, stored).await?;
-            Ok::<_, CompactionError>((summary, usage, epoch))
+        let call_cancel = CancellationToken::new();
+        let started = tokio::time::Instant::now();
+        // (the step, which reads `epoch`, ends before it is moved on)
+        let result = {
+            let step = async {
+                let (summary, usage) = summarise(
+                    model,
+                    &request,
+                    vault.host_redactor(),
+                    &bounds,
+                    chunk.through,
+                    &call_cancel,
+                )
+                .await?;
+                let epoch = epoch + 1;
+                let stored = account.stores_usage.then(|| usage_row(rt, bot, usage));
+                let at = (chunk.through, epoch);
+                write_summary(rt, session, account.turn, &summary, at, stored).await?;
+                Ok::<_, CompactionError>((summary, usage, epoch))
+            };
+            // a person's message cuts the call off once it has run for
+            // `CUT_AFTER`: a summariser that answers at once is let finish (a
+            // call cut off is paid for and asked again), one that is slow or
+            // does not answer no longer holds the person's turn
+            let cut = async {
+                account.interrupt.cancelled().await;
+                tokio::time::sleep_until(started + CUT_AFTER).await;
+                call_cancel.cancel();
+            };
+            tokio::pin!(step);
+            tokio::select! {
+                result = &mut step => result,
+                () = cut => step.await,
+            }
         };
-        match step.await {
+        match result {
             Ok((summary, usage, new_epoch)) => {
                 epoch = new_epoch;
                 fold = Some(Fold {
@@ -427,6 +471,16 @@ pub(crate) async fn compact(
                     epoch,
                     usage: total,
                 });
+            }
+            Err(CompactionError::Model(ModelError::Cancelled))
+                if account.interrupt.is_cancelled() =>
+            {
+                tracing::info!(bot = %bot.id, %session, chunk = i + 1, chunks = count,
+                    "a person's message came: the compaction's summariser call was cut off");
+                if done.is_none() {
+                    return Err(CompactionError::Interrupted);
+                }
+                break;
             }
             Err(e) if done.is_some() => {
                 tracing::warn!(bot = %bot.id, %session, error = %e, chunk = i + 1, chunks = count,

@@ -85,6 +85,7 @@ fn in_turn(stop: &CancellationToken) -> ChunkBudget<'_> {
         pending: 0,
         stores_usage: false,
         stop,
+        interrupt: stop,
     }
 }
 

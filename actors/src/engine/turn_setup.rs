@@ -314,6 +314,7 @@ impl Runner {
             pending: if background { 0 } else { self.usage.total() },
             stores_usage: background,
             stop: &self.hard,
+            interrupt: &self.soft,
         };
         let result = compaction::compact(
             &self.rt,
@@ -347,6 +348,8 @@ impl Runner {
             Ok(None) => self
                 .tail
                 .hold_compaction_for_turn(self.rt.settings.context_entries),
+            // not a failure: nothing holds the next compaction off
+            Err(compaction::CompactionError::Interrupted) => {}
             Err(compaction::CompactionError::BudgetSpent(why)) => {
                 tracing::info!(bot = %self.bot.id, session = %self.session, %why, "no compaction: the daily token budget is spent");
                 self.tail.hold_compaction(self.rt.settings.context_entries);
