@@ -295,7 +295,11 @@ async fn extract(
     *usage = Some(usage_of(rt, bot, &request, &response));
     let proposal = parse(&response.text)?;
     let seed = turn_seed(session, turn, user_texts, final_reply);
-    Ok(apply(rt, bot, turn, &shown_items, proposal, &seed).await)
+    let shown = Shown {
+        ids: shown,
+        items: &shown_items,
+    };
+    Ok(apply(rt, bot, turn, &shown, proposal, &seed).await)
 }
 
 /// Ends the extraction of `turn`: its model call's token usage, if it
@@ -456,11 +460,18 @@ fn turn_seed(session: SessionId, turn: TurnId, user_texts: &[String], final_repl
     )
 }
 
+/// What the turn's context showed: the ids, and those of them still in
+/// the bot's reach as the extraction reads them.
+struct Shown<'a> {
+    ids: &'a [MemoryId],
+    items: &'a [MemoryItem],
+}
+
 async fn apply(
     rt: &Runtime,
     bot: &BotRecord,
     turn: TurnId,
-    shown: &[MemoryItem],
+    shown: &Shown<'_>,
     proposal: Proposal,
     seed: &str,
 ) -> ExtractReport {
@@ -468,10 +479,17 @@ async fn apply(
     let source = format!("extract:{}", bot.id);
     let shown_item = |raw: &str| -> Result<&MemoryItem, String> {
         let id = MemoryId::parse(raw).map_err(|e| e.to_string())?;
-        shown
-            .iter()
-            .find(|i| i.id == id)
-            .ok_or_else(|| format!("{id} was not shown in this turn's context"))
+        shown.items.iter().find(|i| i.id == id).ok_or_else(|| {
+            // (QA, 2026-12-05: one the turn forgot read "was not shown")
+            if shown.ids.contains(&id) {
+                format!(
+                    "{id} is no longer in this bot's memory: it was forgotten since this turn's \
+                     context showed it"
+                )
+            } else {
+                format!("{id} was not shown in this turn's context")
+            }
+        })
     };
     let mut ops: Vec<(String, MemoryOp)> = Vec::new();
     refuse_past_limit(&mut report, "removes", proposal.remove.len());

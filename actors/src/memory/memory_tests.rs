@@ -656,3 +656,47 @@ async fn an_answer_with_a_reasoning_block_or_prose_around_its_json_is_read() {
         .unwrap();
     assert_eq!(added_texts(&report), ["Has a cat"]);
 }
+
+/// Regression (QA, 2026-12-05): a fact the turn showed and then forgot
+/// (Forget in the same turn), proposed for removal by the extraction, was
+/// refused as "not shown in this turn's context", which it was.
+#[tokio::test]
+async fn a_fact_forgotten_since_it_was_shown_is_named_so() {
+    let f = with_extractor(&extractor_script());
+    let shown = add(&f, SHOWN_SEED, user("u"), Layer::Profile, "Lives in Lyon").await;
+    let hidden = add(&f, HIDDEN_SEED, user("u"), Layer::Profile, "Has a cat").await;
+    let r =
+        f.rt.memory
+            .apply(MemoryOp::Remove {
+                id: hidden.clone(),
+                scope: user("u"),
+            })
+            .await
+            .unwrap();
+    assert!(matches!(r, MemoryOpResult::Removed(_)), "{r:?}");
+    let users = vec!["I moved to Berlin last week, and I drink green tea now.".to_string()];
+    let report = extract_after_turn(
+        &f.rt,
+        &f.bot,
+        f.scope.session.id,
+        f.turn,
+        &[shown, hidden.clone()],
+        &users,
+        "Noted!",
+    )
+    .await
+    .unwrap();
+    let why = report
+        .rejected
+        .iter()
+        .find(|r| r.op.starts_with("remove"))
+        .map(|r| r.reason.clone())
+        .unwrap();
+    assert_eq!(
+        why,
+        format!(
+            "{hidden} is no longer in this bot's memory: it was forgotten since this turn's \
+             context showed it"
+        )
+    );
+}
