@@ -21,6 +21,8 @@
 //!   The tool gate (`tools/gate.rs`) puts them in order.
 
 pub mod approvals;
+/// Credentials a shell pattern reaches once expanded.
+mod credential_glob;
 mod file_locks;
 mod loop_detector;
 mod makefile;

@@ -10,6 +10,7 @@
 //! `timeout`, `xargs`, `flock`, `script -c`, `watch`, `sh -c`...) and to
 //! the scripts it would run.
 
+use super::credential_glob;
 use super::patterns;
 use super::patterns::HostAllowlist;
 use super::review::Findings;
@@ -307,6 +308,8 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
         for word in &cmd.words {
             if let Some(what) = patterns::credential_in(word) {
                 f.ask(format!("reads {what} ({word})"));
+            } else if let Some(what) = credential_glob::credential_glob(word) {
+                f.ask(format!("reads {what} (the pattern {word} reaches them)"));
             }
         }
         // a substitution is left as `$()` in its word: one running `pwd`

@@ -1,0 +1,199 @@
+//! Credentials a shell pattern reaches once the shell expands it: `cat
+//! .s*/*` prints `~/.ssh/id_rsa`, `cat .[e]nv` prints `.env`, `find .
+//! -name 'id_*' -exec cat {} +` prints a private key. The words are
+//! checked for credential paths as they are written (`patterns.rs`); a
+//! pattern is matched here against a sample path of each credential store
+//! and file name, one path component at a time, as the shell matches it
+//! (`*` and `?` within a component, `[…]` sets, a leading `.` matched only
+//! by a literal `.`). QA, 2026-12-05: those three ran unasked, where `cat
+//! ~/.ssh/*` was asked about.
+
+/// A sample path of each credential the review asks about reading, and
+/// what it is.
+const SAMPLES: &[(&str, &str)] = &[
+    (".ssh/id_rsa", "SSH keys"),
+    (".ssh/id_ed25519", "SSH keys"),
+    (".aws/credentials", "AWS credentials"),
+    (
+        ".config/gcloud/application_default_credentials.json",
+        "Google Cloud credentials",
+    ),
+    (".azure/accessTokens.json", "Azure credentials"),
+    (".kube/config", "Kubernetes credentials"),
+    (".docker/config.json", "Docker registry credentials"),
+    (".gnupg/private-keys-v1.d/key.key", "GnuPG keys"),
+    (".password-store/site.gpg", "a password store"),
+    (".config/gh/hosts.yml", "GitHub CLI credentials"),
+    (
+        ".terraform.d/credentials.tfrc.json",
+        "Terraform credentials",
+    ),
+    ("etc/shadow", "the system password hashes"),
+    ("etc/gshadow", "the system password hashes"),
+    ("proc/self/environ", "a process environment"),
+    ("id_rsa", "a credentials file"),
+    ("id_dsa", "a credentials file"),
+    ("id_ecdsa", "a credentials file"),
+    ("id_ed25519", "a credentials file"),
+    (".netrc", "a credentials file"),
+    (".pgpass", "a credentials file"),
+    (".npmrc", "a credentials file"),
+    (".pypirc", "a credentials file"),
+    (".git-credentials", "a credentials file"),
+    (".vault-token", "a credentials file"),
+    ("credentials.json", "a credentials file"),
+    (".env", "an environment file with secrets"),
+    (".env.local", "an environment file with secrets"),
+    (".env.production", "an environment file with secrets"),
+];
+
+/// What credential `word`, a shell pattern, may expand to; `None` for a
+/// word without pattern characters (`patterns::credential_in` reads those)
+/// and for a component too loose to tell (`*`, `*.json`, `.*`: no literal
+/// start, or fewer than two literal characters, would ask about every
+/// `cat *.json`).
+pub(crate) fn credential_glob(word: &str) -> Option<&'static str> {
+    if word.len() > 4096 || !word.contains(['*', '?', '[']) {
+        return None;
+    }
+    let path = ["~/", "$HOME/", "${HOME}/", "./", "/"]
+        .iter()
+        .find_map(|p| word.strip_prefix(p))
+        .unwrap_or(word);
+    let globs: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    SAMPLES.iter().find_map(|(sample, what)| {
+        let parts: Vec<&str> = sample.split('/').collect();
+        reaches(&globs, &parts).then_some(*what)
+    })
+}
+
+/// Whether pattern components `globs` reach `sample`: their last
+/// components match all of it (directories before it lead there), or,
+/// fewer, they match its first components (a directory holding it, as
+/// `cp -r .s* out` copies `.ssh`). One pattern component in the match
+/// must be specific enough ([`specific`]): `.s*/*` is, `build/*` is not.
+fn reaches(globs: &[&str], sample: &[&str]) -> bool {
+    let matched: &[&str] = if globs.len() >= sample.len() {
+        let from = globs.len() - sample.len();
+        let (_, tail) = globs.split_at(from);
+        if !tail.iter().zip(sample).all(|(g, s)| matches(g, s)) {
+            return false;
+        }
+        tail
+    } else {
+        if !globs.iter().zip(sample).all(|(g, s)| matches(g, s)) {
+            return false;
+        }
+        globs
+    };
+    matched.iter().any(|g| g.contains(['*', '?', '['])) && matched.iter().any(|g| specific(g))
+}
+
+/// Whether a pattern component says enough to name a credential: a
+/// literal start and at least two literal characters (`.s*`, `id_*`,
+/// `.[e]nv`; not `*`, `*.json`, `.*`).
+fn specific(glob: &str) -> bool {
+    let wild = |c: char| matches!(c, '*' | '?' | '[');
+    if glob.starts_with(wild) {
+        return false;
+    }
+    let mut literals = 0;
+    let mut in_set = false;
+    for c in glob.chars() {
+        match c {
+            '[' if !in_set => in_set = true,
+            ']' if in_set => in_set = false,
+            '*' | '?' if !in_set => {}
+            _ if !in_set => literals += 1,
+            _ => {}
+        }
+    }
+    literals >= 2
+}
+
+/// Whether shell pattern `glob` matches the file name `name`: `*` any
+/// run, `?` one character, `[…]` a set (`!` or `^` negates, `a-z`
+/// ranges), `\` quotes the next character; a name starting with `.` is
+/// matched only by a pattern starting with a literal `.`.
+fn matches(glob: &str, name: &str) -> bool {
+    if name.starts_with('.') && !(glob.starts_with('.') || glob.starts_with("\\.")) {
+        return false;
+    }
+    let g: Vec<char> = glob.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    match_from(&g, &n)
+}
+
+fn match_from(g: &[char], n: &[char]) -> bool {
+    match g.split_first() {
+        None => n.is_empty(),
+        Some(('*', rest)) => (0..=n.len()).any(|i| n.get(i..).is_some_and(|t| match_from(rest, t))),
+        Some(('?', rest)) => n.split_first().is_some_and(|(_, t)| match_from(rest, t)),
+        Some(('[', rest)) => match set(rest) {
+            Some((members, after)) => n
+                .split_first()
+                .is_some_and(|(c, t)| members.has(*c) && match_from(after, t)),
+            // no closing bracket: a literal `[`
+            None => n
+                .split_first()
+                .is_some_and(|(c, t)| *c == '[' && match_from(rest, t)),
+        },
+        Some(('\\', rest)) => match rest.split_first() {
+            Some((lit, after)) => n
+                .split_first()
+                .is_some_and(|(c, t)| c == lit && match_from(after, t)),
+            None => n.first() == Some(&'\\') && n.len() == 1,
+        },
+        Some((lit, rest)) => n
+            .split_first()
+            .is_some_and(|(c, t)| c == lit && match_from(rest, t)),
+    }
+}
+
+/// A `[…]` set: its members (`a-z` ranges among them), whether it is
+/// negated, and what follows its `]`.
+struct Set<'a> {
+    members: &'a [char],
+    negated: bool,
+}
+
+impl Set<'_> {
+    fn has(&self, c: char) -> bool {
+        let m = self.members;
+        let mut i = 0;
+        let mut found = false;
+        while let Some(&first) = m.get(i) {
+            if m.get(i + 1) == Some(&'-')
+                && let Some(&last) = m.get(i + 2)
+            {
+                found |= (first..=last).contains(&c);
+                i += 3;
+            } else {
+                found |= first == c;
+                i += 1;
+            }
+        }
+        found != self.negated
+    }
+}
+
+/// The set that starts `g` (after its `[`) and what follows its `]`;
+/// `None` without a closing `]` (the `[` is then a literal).
+fn set(g: &[char]) -> Option<(Set<'_>, &[char])> {
+    let (negated, body) = match g.first() {
+        Some('!' | '^') => (true, g.get(1..)?),
+        _ => (false, g),
+    };
+    // a `]` first is a member
+    let close = body.iter().skip(1).position(|c| *c == ']')? + 1;
+    let members = body.get(..close)?;
+    let after = body.get(close + 1..)?;
+    Some((Set { members, negated }, after))
+}
+
+#[cfg(test)]
+#[path = "credential_glob_tests.rs"]
+mod tests;
